@@ -1,0 +1,201 @@
+// Package actions declares the contract every action plugin implements (DESIGN §6) and the
+// registry that maps plugin kinds to factories. Plugin kinds live in sub-packages and are wired
+// explicitly by cmd/trueup.
+package actions
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"time"
+)
+
+// Action moves an external system toward a resource's spec.
+type Action interface {
+	// Reconcile moves the external system toward req.Resource.Spec. It must be idempotent
+	// and short: long work is started, its handle kept in Result.State, and checked on the
+	// next call after Result.RequeueAfter.
+	Reconcile(ctx context.Context, req Request) (Result, error)
+	// Delete removes what Reconcile created; the resource row goes only after it reports Done.
+	Delete(ctx context.Context, req Request) (Result, error)
+}
+
+// Observer is implemented by plugins that can detect drift cheaply. The reconciler calls it
+// for Ready resources on resync; InSync=false leads to a Reconcile.
+type Observer interface {
+	Observe(ctx context.Context, req Request) (Observation, error)
+}
+
+// WithValidator is implemented by plugins that check a ResourceType's `with:` parameters at
+// ingest, so that a bad parameter rejects the commit instead of failing every reconcile.
+type WithValidator interface {
+	ValidateWith(with json.RawMessage) error
+}
+
+// Resource is the desired state handed to a plugin.
+type Resource struct {
+	APIVersion  string            `json:"apiVersion"`
+	Kind        string            `json:"kind"`
+	Namespace   string            `json:"namespace"`
+	Name        string            `json:"name"`
+	UID         string            `json:"uid"`
+	Generation  int64             `json:"generation"`
+	Spec        json.RawMessage   `json:"spec"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+	Source      string            `json:"source,omitempty"`
+	Revision    string            `json:"revision,omitempty"`
+}
+
+// Request is one call to a plugin.
+type Request struct {
+	Resource Resource
+	// With holds the ResourceType's `with:` parameters (JSON object, may be nil).
+	With json.RawMessage
+	// State is what the plugin returned in Result.State on its previous call for this
+	// resource (nil on the first call).
+	State json.RawMessage
+}
+
+// Condition is a plugin-defined status condition. Status is "True", "False" or "Unknown";
+// Reason is CamelCase.
+type Condition struct {
+	Type    string `json:"type"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// Result is the outcome of a successful call.
+type Result struct {
+	// Done reports that the external system has reached the spec (or, for Delete, that
+	// everything is removed).
+	Done bool
+	// RequeueAfter asks for the next call after this delay when Done is false. Zero means
+	// the reconciler's default poll delay.
+	RequeueAfter time.Duration
+	// State is kept by the reconciler and handed back in the next Request.
+	State json.RawMessage
+	// Outputs become status.outputs (a JSON object).
+	Outputs map[string]any
+	// Conditions are added to the standard ones in status.conditions.
+	Conditions []Condition
+	// Message is a human-readable summary shown in status.message and history.
+	Message string
+}
+
+// Observation is the outcome of Observe.
+type Observation struct {
+	InSync  bool
+	Message string
+	Outputs map[string]any
+}
+
+// terminalError marks errors that will not go away until the spec changes.
+type terminalError struct{ err error }
+
+func (e *terminalError) Error() string { return e.err.Error() }
+func (e *terminalError) Unwrap() error { return e.err }
+
+// Terminal marks err as terminal: the resource becomes Stalled and is not retried until its
+// generation changes.
+func Terminal(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &terminalError{err: err}
+}
+
+// Terminalf is Terminal(fmt.Errorf(...)).
+func Terminalf(format string, args ...any) error {
+	return Terminal(fmt.Errorf(format, args...))
+}
+
+// IsTerminal reports whether err (or anything it wraps) was marked Terminal.
+func IsTerminal(err error) bool {
+	var t *terminalError
+	return errors.As(err, &t)
+}
+
+// Env is what the registry hands a factory besides the instance's config.
+type Env struct {
+	// Name is the instance name from the controller config.
+	Name string
+	// BaseDir is the folder of the controller config file; relative paths in plugin config
+	// are resolved against it.
+	BaseDir string
+	Logger  *slog.Logger
+}
+
+// Factory builds a plugin instance from its raw JSON config. It must decode strictly
+// (unknown fields are errors naming the field) and validate without side effects.
+type Factory func(config json.RawMessage, env Env) (Action, error)
+
+// Registry maps plugin kinds ("exec", "noop", …) to factories.
+type Registry struct {
+	factories map[string]Factory
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{factories: map[string]Factory{}} }
+
+// Register adds a kind; registering a kind twice is an error.
+func (r *Registry) Register(kind string, f Factory) error {
+	if kind == "" || f == nil {
+		return errors.New("register action: empty kind or nil factory")
+	}
+	if _, dup := r.factories[kind]; dup {
+		return fmt.Errorf("register action: kind %q registered twice", kind)
+	}
+	r.factories[kind] = f
+	return nil
+}
+
+// Kinds lists the registered kinds, sorted.
+func (r *Registry) Kinds() []string {
+	out := make([]string, 0, len(r.factories))
+	for k := range r.factories {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// New builds an instance of kind.
+func (r *Registry) New(kind string, config json.RawMessage, env Env) (Action, error) {
+	f, ok := r.factories[kind]
+	if !ok {
+		return nil, fmt.Errorf("action %q: unknown type %q (known: %v)", env.Name, kind, r.Kinds())
+	}
+	a, err := f(config, env)
+	if err != nil {
+		return nil, fmt.Errorf("action %q (%s): %w", env.Name, kind, err)
+	}
+	return a, nil
+}
+
+// Close closes a if it implements io.Closer-like Close() error.
+func Close(a Action) error {
+	if c, ok := a.(interface{ Close() error }); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// DecodeStrict decodes a JSON object into v, rejecting unknown fields. Empty input leaves v
+// untouched. Plugins use it for their config and `with:` parameters.
+func DecodeStrict(data json.RawMessage, v any) error {
+	if len(data) == 0 || string(data) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	return nil
+}

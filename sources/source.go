@@ -1,0 +1,61 @@
+// Package sources declares the contract of a manifests source (DESIGN §2): something that can
+// say cheaply which revision it is at and hand over the manifest files of a revision. Kinds
+// live in sub-packages (gitsource, dirsource) and are wired by cmd/trueup.
+package sources
+
+import (
+	"context"
+	"errors"
+	"path"
+	"strings"
+)
+
+// ErrPathNotFound is returned by Fetch when the configured path does not exist in the
+// revision. The syncer treats it as a failed fetch: nothing is applied or pruned.
+var ErrPathNotFound = errors.New("source path not found")
+
+// File is one manifest file of a snapshot.
+type File struct {
+	// Path is slash-separated and relative to the source's root (the repository root for
+	// Git, the watched folder for a directory), e.g. "manifests/db/prod.yaml".
+	Path string
+	// Hash identifies the content (the Git blob hash, or a content hash); equal hashes mean
+	// equal data, so parse results may be cached by it.
+	Hash string
+	Data []byte
+}
+
+// Snapshot is the set of manifest files of one revision.
+type Snapshot struct {
+	Revision string
+	Files    []File
+}
+
+// Source is one configured manifests source.
+type Source interface {
+	// Head returns the revision the source is at now, as cheaply as possible (for Git, one
+	// ls-remote on in-memory storage; no fetch, nothing written).
+	Head(ctx context.Context) (string, error)
+	// Fetch returns the manifest files (IsManifest) under the configured path at revision,
+	// which is a value Head returned. A missing path gives an error wrapping
+	// ErrPathNotFound.
+	Fetch(ctx context.Context, revision string) (*Snapshot, error)
+	// Close releases resources; it is safe to call twice.
+	Close() error
+}
+
+// Notifier is implemented by sources that learn of changes by themselves (a watched
+// folder). The syncer then checks Head as soon as a value arrives instead of waiting for the
+// next poll.
+type Notifier interface {
+	Changes() <-chan struct{}
+}
+
+// IsManifest reports whether a file name is read as manifests: *.yaml, *.yml and *.json.
+func IsManifest(name string) bool {
+	switch strings.ToLower(path.Ext(name)) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
