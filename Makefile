@@ -1,0 +1,36 @@
+# The Makefile is trueup's interface: build, run, test, smoke, lint.
+GO          ?= go
+BIN         := bin/trueup
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+.PHONY: all build run test smoke lint postgres clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/trueup
+
+## run: private PostgreSQL under .trueup/ and `trueup serve` on examples/; dashboard at http://127.0.0.1:8080
+run: postgres build
+	./$(BIN) serve --config examples/trueup.yaml
+
+## test: the whole suite against a real PostgreSQL (private cluster, or TRUEUP_TEST_DATABASE_URL)
+test: postgres
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+## smoke: start what `make run` starts, wait until every example resource is Ready, print them, stop
+smoke: postgres build
+	TRUEUP_SMOKE_BIN=$(CURDIR)/$(BIN) $(GO) test -tags smoke -count=1 -run TestSmoke -v -timeout 5m ./cmd/trueup/
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+## postgres: install PostgreSQL server binaries when missing (apt-get as root, else print the command)
+postgres:
+	@./.ci/ensure-postgres.sh
+
+clean:
+	rm -rf bin

@@ -1,0 +1,119 @@
+package execaction
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/trueup-dev/trueup/actions"
+)
+
+// defaultTimeout bounds a call when the config sets none.
+const defaultTimeout = 5 * time.Minute
+
+// minRedactLen is the shortest config env value that is redacted from command output;
+// shorter values ("1", "true", "eu") would mangle messages and protect nothing.
+const minRedactLen = 6
+
+// config is the instance config, decoded strictly.
+type config struct {
+	Command []string          `json:"command"`
+	Timeout string            `json:"timeout"`
+	Env     map[string]string `json:"env"`
+	Dir     string            `json:"dir"`
+}
+
+// settings is a validated config with paths resolved.
+type settings struct {
+	path    string // absolute, or a bare name looked up in PATH
+	args    []string
+	dir     string
+	timeout time.Duration
+	env     []string // "K=V", sorted by key
+	secrets []string // env values to redact, longest first
+}
+
+func parseConfig(raw json.RawMessage, baseDir string) (settings, error) {
+	var c config
+	if err := actions.DecodeStrict(raw, &c); err != nil {
+		return settings{}, fmt.Errorf("decode config: %w", err)
+	}
+	var s settings
+	if len(c.Command) == 0 || c.Command[0] == "" {
+		return settings{}, errors.New("config: command is required")
+	}
+	path := c.Command[0]
+	if strings.Contains(path, "/") && !filepath.IsAbs(path) {
+		abs, err := filepath.Abs(filepath.Join(baseDir, path))
+		if err != nil {
+			return settings{}, fmt.Errorf("config: command: %w", err)
+		}
+		path = abs
+	}
+	s.path, s.args = path, slices.Clone(c.Command[1:])
+
+	dir := c.Dir
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(baseDir, dir)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return settings{}, fmt.Errorf("config: dir: %w", err)
+	}
+	s.dir = abs
+
+	s.timeout = defaultTimeout
+	if c.Timeout != "" {
+		d, err := time.ParseDuration(c.Timeout)
+		if err != nil {
+			return settings{}, fmt.Errorf("config: timeout: %w", err)
+		}
+		if d < 0 {
+			return settings{}, fmt.Errorf("config: timeout %s is negative", c.Timeout)
+		}
+		if d > 0 {
+			s.timeout = d
+		}
+	}
+
+	// Errors below name keys, never values: values are secrets.
+	keys := make([]string, 0, len(c.Env))
+	for k := range c.Env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		v := c.Env[k]
+		switch {
+		case k == "" || strings.ContainsAny(k, "=\x00"):
+			return settings{}, fmt.Errorf("config: env: invalid variable name %q", k)
+		case strings.HasPrefix(k, "TRUEUP_"):
+			return settings{}, fmt.Errorf("config: env %s: TRUEUP_ variables are set by the exec protocol", k)
+		case strings.ContainsRune(v, 0):
+			return settings{}, fmt.Errorf("config: env %s: value contains a NUL byte", k)
+		}
+		s.env = append(s.env, k+"="+v)
+		if len(v) >= minRedactLen && !slices.Contains(s.secrets, v) {
+			s.secrets = append(s.secrets, v)
+		}
+	}
+	// Longest first, so that a secret containing another is replaced whole.
+	slices.SortFunc(s.secrets, func(a, b string) int { return len(b) - len(a) })
+	return s, nil
+}
+
+// formatDuration prints d without the zero units time.Duration.String adds ("5m", not "5m0s").
+func formatDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}

@@ -1,0 +1,62 @@
+// Package execaction owns the "exec" action kind: it runs a trusted command from the
+// controller config once per call and speaks the exec protocol trueup.dev/exec/v1 with it
+// (DESIGN §6), so that actions can be written in any language.
+//
+// # Config
+//
+//	{"command": ["./scripts/provision.sh", "arg"], "timeout": "5m", "env": {"K": "V"}, "dir": "."}
+//
+// command is required. A relative command path that contains a slash is resolved against
+// the folder of the controller config (actions.Env.BaseDir); a bare name is looked up in
+// PATH. dir is the working directory, relative to BaseDir, and defaults to BaseDir. timeout
+// bounds each call (default 5m; "0s" also means the default). env is added to the
+// controller's own environment; its values are treated as secrets: they never appear in
+// errors or logs, and the command's stderr and messages are redacted of them (values shorter
+// than 6 bytes excepted: they would match ordinary words). Unknown fields are errors.
+//
+// # Protocol trueup.dev/exec/v1
+//
+// Each call (reconcile, delete, observe) starts the command once. Its stdin holds one JSON
+// document:
+//
+//	{"protocol": "trueup.dev/exec/v1",
+//	 "operation": "reconcile",      // or "delete", "observe"
+//	 "resource": {"apiVersion", "kind", "namespace", "name", "uid", "generation", "spec",
+//	              "labels", "annotations", "source", "revision"},   // all always present
+//	 "with": {…},                   // the ResourceType's with: parameters, {} when absent
+//	 "state": …}                    // what the previous reply put in "state", null at first
+//
+// and its environment adds TRUEUP_OPERATION, TRUEUP_KIND, TRUEUP_NAMESPACE, TRUEUP_NAME,
+// TRUEUP_GENERATION and TRUEUP_REVISION to the controller's environment and the config env
+// (config env keys may not start with TRUEUP_).
+//
+// The command prints at most one JSON object on stdout (logs go to stderr):
+//
+//	{"done": true, "outputs": {…}, "state": …, "requeueAfter": "30s", "message": "…",
+//	 "conditions": [{"type", "status", "reason", "message"}], "inSync": true}
+//
+// Every field is optional and unknown fields are ignored, so that newer commands work with
+// older controllers.
+//   - done: absent means true, unless requeueAfter is set: a command that only asks to be
+//     called again is not done. Empty stdout means done (and, for observe, in sync).
+//   - state: kept by the controller and handed back on the next call. Absent keeps the
+//     previous state; null clears it.
+//   - requeueAfter: a Go duration; when not done, the next call comes after it.
+//   - outputs: become status.outputs; numbers keep their exact digits.
+//   - conditions: status is "True", "False" or "Unknown"; type is required.
+//   - inSync: observe only; absent means true.
+//
+// Stdout is limited to 4 MiB; only the last 4 KiB of stderr are kept.
+//
+// Exit status 0 means the reply is valid. Any other exit status is a failed attempt, retried
+// with backoff, whose error reads "exit status N: <stderr tail>". Exit status 78 (EX_CONFIG
+// in sysexits.h) is terminal: the command says it cannot succeed until the spec changes, so
+// the resource is Stalled instead of retried.
+//
+// The command runs in its own process group. When the call times out or its context is
+// cancelled, the whole group gets SIGTERM, then SIGKILL once the command has exited or 2s
+// have passed, so that children the command started die with it (a command whose children
+// need time to clean up traps SIGTERM and waits for them). Processes still in the group when
+// the command exits are killed as well; a command that needs a daemon must detach it
+// (setsid). A call waits at most 2s for a leftover process to close stdout and stderr.
+package execaction

@@ -1,0 +1,285 @@
+package execaction
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/trueup-dev/trueup/actions"
+)
+
+// Process-group shutdown timing.
+const (
+	// killGrace is how long a cancelled command's group has between SIGTERM and SIGKILL.
+	killGrace = 2 * time.Second
+	// waitDelay bounds how long a call waits for stdout and stderr to close after the
+	// command exits, when a process it left behind still holds them.
+	waitDelay = 2 * time.Second
+)
+
+// errClosed is the cause of calls cancelled by Close. It wraps context.Canceled so that
+// callers treat it like any other cancellation.
+var errClosed = fmt.Errorf("exec action closed: %w", context.Canceled)
+
+// Action is an exec instance. It is safe for concurrent use; every call runs its own process.
+type Action struct {
+	settings
+	logger *slog.Logger
+
+	closeCtx context.Context // done once Close is called; cancels calls in flight
+	closeNow context.CancelCauseFunc
+
+	mu     sync.Mutex
+	closed bool
+	calls  sync.WaitGroup
+}
+
+// New is the actions.Factory of the exec kind. It decodes and checks the config without
+// touching the command: a missing command fails each call, not the controller's start.
+func New(raw json.RawMessage, env actions.Env) (actions.Action, error) {
+	s, err := parseConfig(raw, env.BaseDir)
+	if err != nil {
+		return nil, err
+	}
+	logger := env.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	return &Action{
+		settings: s,
+		logger:   logger.With("action", env.Name, "command", s.path),
+		closeCtx: ctx,
+		closeNow: cancel,
+	}, nil
+}
+
+// Reconcile runs the command with operation "reconcile".
+func (a *Action) Reconcile(ctx context.Context, req actions.Request) (actions.Result, error) {
+	r, err := a.run(ctx, opReconcile, req)
+	if err != nil {
+		return actions.Result{}, err
+	}
+	return a.result(r, req), nil
+}
+
+// Delete runs the command with operation "delete".
+func (a *Action) Delete(ctx context.Context, req actions.Request) (actions.Result, error) {
+	r, err := a.run(ctx, opDelete, req)
+	if err != nil {
+		return actions.Result{}, err
+	}
+	return a.result(r, req), nil
+}
+
+// Observe runs the command with operation "observe" and reads inSync.
+func (a *Action) Observe(ctx context.Context, req actions.Request) (actions.Observation, error) {
+	r, err := a.run(ctx, opObserve, req)
+	if err != nil {
+		return actions.Observation{}, err
+	}
+	return actions.Observation{
+		InSync:  r.inSync,
+		Message: redact(r.message, a.secrets),
+		Outputs: r.outputs,
+	}, nil
+}
+
+// ValidateWith accepts a JSON object or nothing: the command sees `with:` as an object.
+func (a *Action) ValidateWith(with json.RawMessage) error { return validateWith(with) }
+
+// Close refuses new calls, kills the commands of calls in flight and waits for those calls to
+// return. It is safe to call more than once.
+func (a *Action) Close() error {
+	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return nil
+	}
+	a.closed = true
+	a.mu.Unlock()
+	a.closeNow(errClosed)
+	a.calls.Wait()
+	return nil
+}
+
+func (a *Action) result(r reply, req actions.Request) actions.Result {
+	res := actions.Result{
+		Done:         r.done,
+		RequeueAfter: r.requeueAfter,
+		State:        r.state,
+		Outputs:      r.outputs,
+		Conditions:   r.conditions,
+		Message:      redact(r.message, a.secrets),
+	}
+	if r.keepState {
+		res.State = req.State
+	}
+	for i := range res.Conditions {
+		res.Conditions[i].Message = redact(res.Conditions[i].Message, a.secrets)
+	}
+	return res
+}
+
+// begin registers a call, so that Close can cancel it and wait for it.
+func (a *Action) begin(ctx context.Context) (context.Context, func(), error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed {
+		return nil, nil, errClosed
+	}
+	a.calls.Add(1)
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(a.closeCtx, func() { cancel(context.Cause(a.closeCtx)) })
+	return ctx, func() {
+		stop()
+		cancel(nil)
+		a.calls.Done()
+	}, nil
+}
+
+// timeoutError is the cause of a call's context when the config timeout expires.
+type timeoutError struct{ d time.Duration }
+
+func (e *timeoutError) Error() string { return "timed out after " + formatDuration(e.d) }
+
+// run runs the command once for op and checks its reply.
+func (a *Action) run(ctx context.Context, op string, req actions.Request) (reply, error) {
+	ctx, end, err := a.begin(ctx)
+	if err != nil {
+		return reply{}, err
+	}
+	defer end()
+
+	stdin, err := encodeRequest(op, req)
+	if err != nil {
+		return reply{}, fmt.Errorf("encode request: %w", err)
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, a.timeout, &timeoutError{a.timeout})
+	defer cancel()
+
+	cmd := exec.Command(a.path, a.args...)
+	cmd.Dir = a.dir
+	env := cmd.Environ()
+	env = append(env, a.env...)
+	cmd.Env = append(env, protocolEnv(op, req.Resource)...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	stdout := &capWriter{max: maxStdout}
+	stderr := &tailWriter{keep: stderrTail + a.longestSecret()}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.WaitDelay = waitDelay
+	ownProcessGroup(cmd)
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return reply{}, fmt.Errorf("start command: %w", err)
+	}
+	stopWatch := watch(ctx, cmd.Process)
+	waitErr := cmd.Wait()
+	interrupted := stopWatch()
+	// Whatever the command left running in its group goes with it.
+	killGroup(cmd.Process)
+
+	logger := a.logger.With("operation", op, "kind", req.Resource.Kind,
+		"namespace", req.Resource.Namespace, "name", req.Resource.Name,
+		"duration", time.Since(start))
+	tail := func() string { return stderr.tail(stderrTail, a.secrets) }
+
+	if interrupted {
+		cause := context.Cause(ctx)
+		logger.Debug("exec interrupted", "cause", cause)
+		if t, ok := cause.(*timeoutError); ok {
+			return reply{}, withTail(t, tail())
+		}
+		return reply{}, fmt.Errorf("command interrupted: %w", cause)
+	}
+	var exitErr *exec.ExitError
+	switch {
+	case errors.As(waitErr, &exitErr):
+		code := exitErr.ExitCode()
+		logger.Debug("exec failed", "exit_code", code)
+		err := withTail(exitErr, tail())
+		if code == ExitConfig {
+			return reply{}, actions.Terminal(err)
+		}
+		return reply{}, err
+	case errors.Is(waitErr, exec.ErrWaitDelay):
+		// The command succeeded but left a process holding stdout or stderr; that process
+		// has been killed and the reply read so far is the command's.
+		logger.Warn("exec command left processes holding its output; killed them")
+	case waitErr != nil:
+		return reply{}, fmt.Errorf("wait for command: %w", waitErr)
+	}
+	logger.Debug("exec finished")
+
+	out, overflow := stdout.bytes()
+	if overflow {
+		return reply{}, fmt.Errorf("stdout: more than %d MiB", maxStdout>>20)
+	}
+	return parseReply(out)
+}
+
+// withTail appends the stderr tail to err's message, keeping err in the chain.
+func withTail(err error, tail string) error {
+	if tail == "" {
+		return err
+	}
+	return fmt.Errorf("%w: %s", err, tail)
+}
+
+func (a *Action) longestSecret() int {
+	if len(a.secrets) == 0 {
+		return 0
+	}
+	return len(a.secrets[0]) // sorted longest first
+}
+
+// watch signals p's process group when ctx is done: SIGTERM, then SIGKILL after killGrace or
+// as soon as stop is called (the command has exited and its output is closed), whichever
+// comes first. Children that outlive the command get only the grace the command gave them;
+// a command that wants its children to clean up waits for them. stop ends the watch and
+// reports whether the group was signalled.
+//
+// Ending the grace on the command's exit, rather than on the whole group's, keeps calls
+// prompt where orphans are never reaped (a container whose PID 1 is not an init): their
+// zombies would keep the group alive.
+func watch(ctx context.Context, p *os.Process) (stop func() bool) {
+	exited := make(chan struct{})
+	finished := make(chan struct{})
+	var signalled bool
+	go func() {
+		defer close(finished)
+		select {
+		case <-exited:
+			return
+		case <-ctx.Done():
+		}
+		signalled = true
+		terminateGroup(p)
+		grace := time.NewTimer(killGrace)
+		defer grace.Stop()
+		select {
+		case <-grace.C:
+		case <-exited:
+		}
+		killGroup(p)
+	}()
+	return func() bool {
+		close(exited)
+		<-finished
+		return signalled
+	}
+}
+
+var (
+	_ actions.Action        = (*Action)(nil)
+	_ actions.Observer      = (*Action)(nil)
+	_ actions.WithValidator = (*Action)(nil)
+)

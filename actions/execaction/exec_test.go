@@ -1,0 +1,670 @@
+//go:build unix
+
+package execaction_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/actions/actiontest"
+	"github.com/trueup-dev/trueup/actions/execaction"
+)
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	actiontest.Run(t, actiontest.Suite{
+		Factory: execaction.New,
+		Config: mustJSON(t, config{
+			Command: []string{"./testdata/record.sh"},
+			Env:     map[string]string{"REPLY_JSON": `{"outputs": {"id": "db-1"}, "state": {"n": 1}}`},
+		}),
+		SlowConfig: mustJSON(t, config{Command: []string{"./testdata/slow.sh"}}),
+		With:       json.RawMessage(`{"tier": "gold"}`),
+		Env:        actions.Env{Name: "conformance", BaseDir: "."},
+	})
+}
+
+// config mirrors the exec config, so that tests write it as Go values.
+type config struct {
+	Command []string          `json:"command"`
+	Timeout string            `json:"timeout,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Dir     string            `json:"dir,omitempty"`
+}
+
+func mustJSON(t *testing.T, v any) json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// fixture is what most tests need: an instance, and the folder its command records into.
+type fixture struct {
+	action actions.Action
+	out    string // OUT_DIR of record.sh
+}
+
+// setup builds an instance running record.sh (unless cfg names a command) with OUT_DIR set.
+func setup(t *testing.T, cfg config) fixture {
+	t.Helper()
+	out := t.TempDir()
+	if cfg.Command == nil {
+		cfg.Command = []string{"./testdata/record.sh"}
+	}
+	if cfg.Env == nil {
+		cfg.Env = map[string]string{}
+	}
+	cfg.Env["OUT_DIR"] = out
+	return fixture{action: build(t, cfg, "."), out: out}
+}
+
+func build(t *testing.T, cfg config, baseDir string) actions.Action {
+	t.Helper()
+	a, err := execaction.New(mustJSON(t, cfg), actions.Env{Name: "test", BaseDir: baseDir})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := actions.Close(a); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return a
+}
+
+func (f fixture) read(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(f.out, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func request() actions.Request {
+	return actions.Request{
+		Resource: actions.Resource{
+			APIVersion:  "trueup.dev/v1",
+			Kind:        "Database",
+			Namespace:   "team-a",
+			Name:        "orders",
+			UID:         "6f1c2a4e",
+			Generation:  3,
+			Spec:        json.RawMessage(`{"size":"small"}`),
+			Labels:      map[string]string{"tier": "gold"},
+			Annotations: map[string]string{"owner": "ana"},
+			Source:      "infra",
+			Revision:    "0123456789abcdef0123456789abcdef01234567",
+		},
+		With:  json.RawMessage(`{"region":"eu-west-1"}`),
+		State: json.RawMessage(`{"job":42}`),
+	}
+}
+
+func TestCommandInput(t *testing.T) {
+	t.Parallel()
+	f := setup(t, config{Env: map[string]string{"K": "V"}})
+	a := f.action
+	calls := map[string]func(context.Context, actions.Request) error{
+		"reconcile": func(ctx context.Context, r actions.Request) error { _, err := a.Reconcile(ctx, r); return err },
+		"delete":    func(ctx context.Context, r actions.Request) error { _, err := a.Delete(ctx, r); return err },
+		"observe": func(ctx context.Context, r actions.Request) error {
+			_, err := a.(actions.Observer).Observe(ctx, r)
+			return err
+		},
+	}
+	for _, op := range []string{"reconcile", "delete", "observe"} {
+		// One at a time: they share OUT_DIR.
+		if err := calls[op](t.Context(), request()); err != nil {
+			t.Fatalf("%s: %v", op, err)
+		}
+
+		var got map[string]any
+		if err := json.Unmarshal([]byte(f.read(t, "stdin.json")), &got); err != nil {
+			t.Fatalf("%s: stdin: %v", op, err)
+		}
+		var want map[string]any
+		_ = json.Unmarshal([]byte(`{
+			"protocol": "trueup.dev/exec/v1",
+			"operation": "`+op+`",
+			"resource": {
+				"apiVersion": "trueup.dev/v1", "kind": "Database", "namespace": "team-a",
+				"name": "orders", "uid": "6f1c2a4e", "generation": 3, "spec": {"size": "small"},
+				"labels": {"tier": "gold"}, "annotations": {"owner": "ana"}, "source": "infra",
+				"revision": "0123456789abcdef0123456789abcdef01234567"
+			},
+			"with": {"region": "eu-west-1"},
+			"state": {"job": 42}
+		}`), &want)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: stdin =\n%v\nwant\n%v", op, got, want)
+		}
+
+		env := strings.Split(f.read(t, "env.txt"), "\n")
+		for _, kv := range []string{
+			"TRUEUP_OPERATION=" + op,
+			"TRUEUP_KIND=Database",
+			"TRUEUP_NAMESPACE=team-a",
+			"TRUEUP_NAME=orders",
+			"TRUEUP_GENERATION=3",
+			"TRUEUP_REVISION=0123456789abcdef0123456789abcdef01234567",
+			"K=V",
+			"PATH=" + os.Getenv("PATH"), // inherited
+		} {
+			if !contains(env, kv) {
+				t.Errorf("%s: environment lacks %s", op, kv)
+			}
+		}
+	}
+}
+
+func contains(lines []string, s string) bool {
+	for _, l := range lines {
+		if l == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestMinimalRequest(t *testing.T) {
+	t.Parallel()
+	f := setup(t, config{})
+	req := actions.Request{Resource: actions.Resource{Kind: "Bucket", Name: "b"}}
+	if _, err := f.action.Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Resource struct {
+			Spec        json.RawMessage `json:"spec"`
+			Labels      json.RawMessage `json:"labels"`
+			Annotations json.RawMessage `json:"annotations"`
+			Revision    *string         `json:"revision"`
+		} `json:"resource"`
+		With  json.RawMessage `json:"with"`
+		State json.RawMessage `json:"state"`
+	}
+	if err := json.Unmarshal([]byte(f.read(t, "stdin.json")), &got); err != nil {
+		t.Fatal(err)
+	}
+	r := got.Resource
+	if string(r.Spec) != "{}" || string(r.Labels) != "{}" || string(r.Annotations) != "{}" ||
+		r.Revision == nil || string(got.With) != "{}" || string(got.State) != "null" {
+		t.Fatalf("stdin = %s; want empty objects for spec, labels, annotations and with, revision \"\", state null", f.read(t, "stdin.json"))
+	}
+}
+
+func TestReply(t *testing.T) {
+	t.Parallel()
+	prev := json.RawMessage(`{"job":42}`)
+	for _, tc := range []struct {
+		name  string
+		reply string
+		want  actions.Result
+	}{
+		{"empty stdout is done", "", actions.Result{Done: true, State: prev}},
+		{"whitespace is empty", " \n\t\n", actions.Result{Done: true, State: prev}},
+		{"empty object is done", "{}", actions.Result{Done: true, State: prev}},
+		{"requeueAfter alone is not done", `{"requeueAfter": "30s"}`,
+			actions.Result{RequeueAfter: 30 * time.Second, State: prev}},
+		{"explicit done wins", `{"done": true, "requeueAfter": "1m"}`,
+			actions.Result{Done: true, RequeueAfter: time.Minute, State: prev}},
+		{"explicit not done", `{"done": false}`, actions.Result{State: prev}},
+		{"state replaced", `{"state": {"job": 43}}`,
+			actions.Result{Done: true, State: json.RawMessage(`{"job": 43}`)}},
+		{"state cleared", `{"state": null}`, actions.Result{Done: true}},
+		{"unknown fields ignored", `{"done": true, "fromTheFuture": {"x": 1}}`,
+			actions.Result{Done: true, State: prev}},
+		{"everything", `{
+			"done": false, "requeueAfter": "2m", "message": "workflow running",
+			"outputs": {"runID": 12345678901234567890, "url": "https://ci/run/1"},
+			"state": "run-1",
+			"conditions": [{"type": "WorkflowRunning", "status": "True", "reason": "Queued", "message": "queued"}]
+		}`, actions.Result{
+			RequeueAfter: 2 * time.Minute,
+			Message:      "workflow running",
+			Outputs:      map[string]any{"runID": json.Number("12345678901234567890"), "url": "https://ci/run/1"},
+			State:        json.RawMessage(`"run-1"`),
+			Conditions:   []actions.Condition{{Type: "WorkflowRunning", Status: "True", Reason: "Queued", Message: "queued"}},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t, config{Env: map[string]string{"REPLY_JSON": tc.reply}})
+			req := request()
+			req.State = prev
+			got, err := f.action.Reconcile(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("Reconcile =\n%#v\nwant\n%#v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestReplyErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ reply, want string }{
+		{"hello from the script", "stdout: not a JSON object"},
+		{`["done"]`, "stdout: not a JSON object"},
+		{`{"done": true}` + "\n" + `{"done": true}`, "more than one JSON document"},
+		{`{"done": true} trailing`, "more than one JSON document"},
+		{`{"done": true`, "stdout: invalid reply"},
+		{`{"done": "yes"}`, "stdout: invalid reply"},
+		{`{"requeueAfter": "soon"}`, "requeueAfter"},
+		{`{"requeueAfter": "-1s"}`, "negative"},
+		{`{"conditions": [{"status": "True"}]}`, "conditions[0]: type is required"},
+		{`{"conditions": [{"type": "Ready", "status": "yes"}]}`, "conditions[0] (Ready): status"},
+	} {
+		t.Run(tc.reply, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t, config{Env: map[string]string{"REPLY_JSON": tc.reply}})
+			_, err := f.action.Reconcile(t.Context(), request())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v; want one containing %q", err, tc.want)
+			}
+			if actions.IsTerminal(err) {
+				t.Fatalf("err %v is terminal; a bad reply is a failed attempt", err)
+			}
+		})
+	}
+}
+
+func TestObserve(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		reply string
+		want  actions.Observation
+	}{
+		{"", actions.Observation{InSync: true}},
+		{`{"message": "fine"}`, actions.Observation{InSync: true, Message: "fine"}},
+		{`{"inSync": false, "message": "size drifted", "outputs": {"size": "large"}}`,
+			actions.Observation{Message: "size drifted", Outputs: map[string]any{"size": "large"}}},
+	} {
+		f := setup(t, config{Env: map[string]string{"REPLY_JSON": tc.reply}})
+		got, err := f.action.(actions.Observer).Observe(t.Context(), request())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("Observe with reply %q = %#v; want %#v", tc.reply, got, tc.want)
+		}
+	}
+}
+
+func TestStateRoundTrip(t *testing.T) {
+	t.Parallel()
+	f := setup(t, config{Env: map[string]string{"REPLY_JSON": `{"done": false, "requeueAfter": "10s", "state": {"run": 7, "attempt": [1, 2]}}`}})
+	req := request()
+	req.State = nil
+	first, err := f.action.Reconcile(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.State = first.State
+	if _, err := f.action.Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	var stdin struct{ State json.RawMessage }
+	if err := json.Unmarshal([]byte(f.read(t, "stdin.json")), &stdin); err != nil {
+		t.Fatal(err)
+	}
+	if !jsonEqual(stdin.State, []byte(`{"run": 7, "attempt": [1, 2]}`)) {
+		t.Fatalf("second call got state %s; want the first reply's state", stdin.State)
+	}
+}
+
+func jsonEqual(a, b []byte) bool {
+	var x, y bytes.Buffer
+	return json.Compact(&x, a) == nil && json.Compact(&y, b) == nil && x.String() == y.String()
+}
+
+func TestExitStatus(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		exit     string
+		stderr   []string
+		want     string
+		terminal bool
+	}{
+		{"1", []string{"provisioning", "quota exceeded", ""}, "exit status 1: provisioning\nquota exceeded", false},
+		{"2", nil, "exit status 2", false},
+		{"78", []string{`spec.size: unknown size "huge"`}, `exit status 78: spec.size: unknown size "huge"`, true},
+	} {
+		t.Run(tc.exit, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t, config{
+				Command: append([]string{"./testdata/record.sh"}, tc.stderr...),
+				Env:     map[string]string{"EXIT": tc.exit, "REPLY_JSON": `{"done": true}`},
+			})
+			_, err := f.action.Reconcile(t.Context(), request())
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("err = %v; want %q", err, tc.want)
+			}
+			if actions.IsTerminal(err) != tc.terminal {
+				t.Fatalf("IsTerminal(%v) = %v; want %v", err, !tc.terminal, tc.terminal)
+			}
+		})
+	}
+}
+
+func TestStderrTail(t *testing.T) {
+	t.Parallel()
+	f := setup(t, config{Command: []string{"./testdata/flood.sh", "stderr"}})
+	_, err := f.action.Reconcile(t.Context(), request())
+	if err == nil {
+		t.Fatal("err = nil; want exit status 1")
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "exit status 1: …") || !strings.HasSuffix(msg, "progress line 2000\nLAST LINE") {
+		t.Fatalf("err = %.80q…%q; want the exit status, an ellipsis and the end of stderr", msg, msg[max(len(msg)-40, 0):])
+	}
+	if tail := strings.TrimPrefix(msg, "exit status 1: …"); len(tail) > 4096 || len(tail) < 4000 {
+		t.Fatalf("stderr tail is %d bytes; want close to 4 KiB", len(tail))
+	}
+}
+
+func TestStdoutLimit(t *testing.T) {
+	t.Parallel()
+	f := setup(t, config{Command: []string{"./testdata/flood.sh", "stdout"}})
+	_, err := f.action.Reconcile(t.Context(), request())
+	if err == nil || !strings.Contains(err.Error(), "stdout: more than 4 MiB") {
+		t.Fatalf("err = %v; want the stdout limit", err)
+	}
+}
+
+// processGone reports whether pid has exited. A zombie counts as gone: in containers nobody
+// may reap orphans.
+func processGone(pid int) bool {
+	if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+		return true
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return os.IsNotExist(err)
+	}
+	// The state follows the command name, which is in parentheses.
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && i+2 < len(stat) && (stat[i+2] == 'Z' || stat[i+2] == 'X')
+}
+
+// waitGone fails t unless the process in pidFile is gone within a few seconds.
+func waitGone(t *testing.T, pidFile string) {
+	t.Helper()
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("pid file: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("pid file: %v", err)
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(5 * time.Second)
+	for !processGone(pid) {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("grandchild %d still running", pid)
+		}
+	}
+}
+
+func TestTimeoutKillsProcessGroup(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		script string
+		within time.Duration
+	}{
+		{"./testdata/slow.sh", time.Second},         // dies of SIGTERM
+		{"./testdata/stubborn.sh", 4 * time.Second}, // ignores SIGTERM: SIGKILL after the grace
+	} {
+		t.Run(tc.script, func(t *testing.T) {
+			t.Parallel()
+			pidFile := filepath.Join(t.TempDir(), "pid")
+			f := setup(t, config{
+				Command: []string{tc.script},
+				Timeout: "300ms",
+				Env:     map[string]string{"PID_FILE": pidFile},
+			})
+			start := time.Now()
+			_, err := f.action.Reconcile(t.Context(), request())
+			elapsed := time.Since(start)
+			if err == nil || !strings.HasPrefix(err.Error(), "timed out after 300ms") {
+				t.Fatalf("err = %v; want a timeout", err)
+			}
+			if elapsed > 300*time.Millisecond+tc.within {
+				t.Errorf("Reconcile returned after %s", elapsed)
+			}
+			waitGone(t, pidFile)
+		})
+	}
+}
+
+func TestCancelKillsProcessGroup(t *testing.T) {
+	t.Parallel()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	f := setup(t, config{Command: []string{"./testdata/slow.sh"}, Env: map[string]string{"PID_FILE": pidFile}})
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	_, err := f.action.Reconcile(ctx, request())
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v; want the caller's context error", err)
+	}
+	waitGone(t, pidFile)
+}
+
+func TestLeftoverChildKilled(t *testing.T) {
+	t.Parallel()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	f := setup(t, config{Command: []string{"./testdata/leave-child.sh"}, Env: map[string]string{"PID_FILE": pidFile}})
+	start := time.Now()
+	res, err := f.action.Reconcile(t.Context(), request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if elapsed := time.Since(start); elapsed > 4*time.Second {
+		t.Errorf("Reconcile returned after %s; a child holding stdout must not block the call", elapsed)
+	}
+	if !res.Done || res.Message != "left a child behind" {
+		t.Errorf("Reconcile = %+v; want the reply printed before exiting", res)
+	}
+	waitGone(t, pidFile)
+}
+
+func TestRelativePaths(t *testing.T) {
+	t.Parallel()
+	testdata, err := filepath.Abs("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := t.TempDir()
+	for _, tc := range []struct {
+		name    string
+		command string
+		dir     string
+		wantPwd string
+	}{
+		{"command and dir against BaseDir", "./record.sh", "", testdata},
+		{"dir relative to BaseDir", "./record.sh", "..", filepath.Dir(testdata)},
+		{"absolute dir", "./record.sh", other, other},
+		{"bare name from PATH", "bash", "", testdata},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			out := t.TempDir()
+			cfg := config{Command: []string{tc.command}, Dir: tc.dir, Env: map[string]string{"OUT_DIR": out}}
+			if tc.command == "bash" {
+				cfg.Command = append(cfg.Command, filepath.Join(testdata, "record.sh"))
+			}
+			// BaseDir is not the test's working directory, so resolving against the
+			// working directory would fail.
+			a := build(t, cfg, testdata)
+			if _, err := a.Reconcile(t.Context(), request()); err != nil {
+				t.Fatal(err)
+			}
+			f := fixture{out: out}
+			if got := strings.TrimSpace(f.read(t, "pwd.txt")); got != tc.wantPwd {
+				t.Fatalf("working directory = %s; want %s", got, tc.wantPwd)
+			}
+		})
+	}
+}
+
+func TestMissingCommand(t *testing.T) {
+	t.Parallel()
+	f := setup(t, config{Command: []string{"./testdata/no-such-script.sh"}})
+	_, err := f.action.Reconcile(t.Context(), request())
+	if err == nil || !strings.Contains(err.Error(), "start command") || actions.IsTerminal(err) {
+		t.Fatalf("err = %v; want a retryable start error", err)
+	}
+}
+
+func TestSecretsNotLeaked(t *testing.T) {
+	t.Parallel()
+	const secret = "hunter2-b3a1f0c9"
+	f := setup(t, config{Command: []string{"./testdata/record.sh", "curl: 401 for token " + secret}, Env: map[string]string{
+		"API_TOKEN":  secret,
+		"EXIT":       "1",
+		"REPLY_JSON": `{"message": "token ` + secret + `"}`,
+	}})
+	_, err := f.action.Reconcile(t.Context(), request())
+	if err == nil || strings.Contains(err.Error(), secret) {
+		t.Fatalf("err = %v; want an error without the secret", err)
+	}
+
+	f = setup(t, config{Env: map[string]string{
+		"API_TOKEN":  secret,
+		"REPLY_JSON": `{"message": "using ` + secret + `", "conditions": [{"type": "Auth", "status": "True", "message": "` + secret + `"}]}`,
+	}})
+	res, err := f.action.Reconcile(t.Context(), request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Message != "using ***" || res.Conditions[0].Message != "***" {
+		t.Fatalf("Reconcile = %+v; want messages redacted", res)
+	}
+
+	_, err = execaction.New(mustJSON(t, config{
+		Command: []string{"true"},
+		Env:     map[string]string{"TRUEUP_TOKEN": secret},
+	}), actions.Env{})
+	if err == nil || strings.Contains(err.Error(), secret) {
+		t.Fatalf("New err = %v; want an error naming the key, not the value", err)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ cfg, want string }{
+		{`{}`, "command is required"},
+		{`{"command": []}`, "command is required"},
+		{`{"command": [""]}`, "command is required"},
+		{`{"command": "./x.sh"}`, "command"},
+		{`{"command": ["./x.sh"], "timeout": "soon"}`, "timeout"},
+		{`{"command": ["./x.sh"], "timeout": "-1s"}`, "negative"},
+		{`{"command": ["./x.sh"], "env": {"A=B": "v"}}`, "invalid variable name"},
+		{`{"command": ["./x.sh"], "env": {"TRUEUP_NAME": "v"}}`, "TRUEUP_NAME"},
+		{`{"command": ["./x.sh"], "workdir": "."}`, "workdir"},
+	} {
+		_, err := execaction.New(json.RawMessage(tc.cfg), actions.Env{BaseDir: "."})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New(%s) err = %v; want one containing %q", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+func TestValidateWith(t *testing.T) {
+	t.Parallel()
+	f := setup(t, config{})
+	v := f.action.(actions.WithValidator)
+	for _, tc := range []struct {
+		with string
+		ok   bool
+	}{
+		{"", true},
+		{"null", true},
+		{`{"region": "eu"}`, true},
+		{` {} `, true},
+		{`["eu"]`, false},
+		{`"eu"`, false},
+		{`{"region":`, false},
+	} {
+		var with json.RawMessage
+		if tc.with != "" {
+			with = json.RawMessage(tc.with)
+		}
+		if err := v.ValidateWith(with); (err == nil) != tc.ok {
+			t.Errorf("ValidateWith(%s) = %v; want ok %v", tc.with, err, tc.ok)
+		}
+	}
+
+	req := request()
+	req.With = json.RawMessage(`["eu"]`)
+	if _, err := f.action.Reconcile(t.Context(), req); !actions.IsTerminal(err) {
+		t.Fatalf("Reconcile with a non-object with: err = %v; want a terminal error", err)
+	}
+}
+
+func TestCloseCancelsCalls(t *testing.T) {
+	t.Parallel()
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	a, err := execaction.New(mustJSON(t, config{
+		Command: []string{"./testdata/slow.sh"},
+		Env:     map[string]string{"PID_FILE": pidFile},
+	}), actions.Env{BaseDir: "."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := a.Reconcile(t.Context(), request())
+		errc <- err
+	}()
+	// Close once the command is running.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := os.Stat(pidFile); err == nil {
+			break
+		}
+		<-tick.C
+	}
+	if err := actions.Close(a); err != nil {
+		t.Fatal(err)
+	}
+	// Close waited for the call.
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "closed") {
+			t.Fatalf("call in flight: err = %v; want it cancelled by Close", err)
+		}
+	default:
+		t.Fatal("Close returned before the call in flight")
+	}
+	waitGone(t, pidFile)
+	if _, err := a.Reconcile(t.Context(), request()); err == nil {
+		t.Fatal("Reconcile after Close: err = nil")
+	}
+	if err := actions.Close(a); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,17 @@
+//go:build !unix
+
+package execaction
+
+import (
+	"os"
+	"os/exec"
+)
+
+// Without process groups only the command itself can be stopped; its children may survive.
+
+func ownProcessGroup(*exec.Cmd) {}
+
+func terminateGroup(p *os.Process) { _ = p.Kill() } // no SIGTERM to send
+
+// killGroup is safe after Wait: os.Process then refuses to signal.
+func killGroup(p *os.Process) { _ = p.Kill() }

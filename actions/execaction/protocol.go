@@ -1,0 +1,210 @@
+package execaction
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/trueup-dev/trueup/actions"
+)
+
+// Protocol is the version of the exec protocol this package speaks, sent in every request.
+const Protocol = "trueup.dev/exec/v1"
+
+// ExitConfig is the exit status (EX_CONFIG) by which a command reports a terminal failure:
+// it cannot succeed until the spec changes.
+const ExitConfig = 78
+
+// Operations of the protocol.
+const (
+	opReconcile = "reconcile"
+	opDelete    = "delete"
+	opObserve   = "observe"
+)
+
+// wireRequest is the stdin document.
+type wireRequest struct {
+	Protocol  string          `json:"protocol"`
+	Operation string          `json:"operation"`
+	Resource  wireResource    `json:"resource"`
+	With      json.RawMessage `json:"with"`
+	State     json.RawMessage `json:"state"`
+}
+
+// wireResource is actions.Resource with every field always present, so that scripts need
+// not tell a missing field from an empty one.
+type wireResource struct {
+	APIVersion  string            `json:"apiVersion"`
+	Kind        string            `json:"kind"`
+	Namespace   string            `json:"namespace"`
+	Name        string            `json:"name"`
+	UID         string            `json:"uid"`
+	Generation  int64             `json:"generation"`
+	Spec        json.RawMessage   `json:"spec"`
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+	Source      string            `json:"source"`
+	Revision    string            `json:"revision"`
+}
+
+var emptyObject = json.RawMessage(`{}`)
+
+// encodeRequest builds the stdin document. A malformed spec or `with:` comes from Git and is
+// terminal; a malformed state is the plugin's own and is not.
+func encodeRequest(op string, req actions.Request) ([]byte, error) {
+	r := req.Resource
+	w := wireRequest{
+		Protocol:  Protocol,
+		Operation: op,
+		Resource: wireResource{
+			APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name,
+			UID: r.UID, Generation: r.Generation, Spec: r.Spec,
+			Labels: r.Labels, Annotations: r.Annotations, Source: r.Source, Revision: r.Revision,
+		},
+		With:  req.With,
+		State: req.State,
+	}
+	if isNull(w.Resource.Spec) {
+		w.Resource.Spec = emptyObject
+	} else if !json.Valid(w.Resource.Spec) {
+		return nil, actions.Terminalf("spec is not valid JSON")
+	}
+	if w.Resource.Labels == nil {
+		w.Resource.Labels = map[string]string{}
+	}
+	if w.Resource.Annotations == nil {
+		w.Resource.Annotations = map[string]string{}
+	}
+	if err := validateWith(w.With); err != nil {
+		return nil, actions.Terminal(err)
+	}
+	if isNull(w.With) {
+		w.With = emptyObject
+	}
+	if isNull(w.State) {
+		w.State = nil // encodes as null
+	} else if !json.Valid(w.State) {
+		return nil, errors.New("state is not valid JSON")
+	}
+	return json.Marshal(w)
+}
+
+// env is the protocol's part of the command's environment.
+func protocolEnv(op string, r actions.Resource) []string {
+	return []string{
+		"TRUEUP_OPERATION=" + op,
+		"TRUEUP_KIND=" + r.Kind,
+		"TRUEUP_NAMESPACE=" + r.Namespace,
+		"TRUEUP_NAME=" + r.Name,
+		"TRUEUP_GENERATION=" + strconv.FormatInt(r.Generation, 10),
+		"TRUEUP_REVISION=" + r.Revision,
+	}
+}
+
+func validateWith(with json.RawMessage) error {
+	if isNull(with) {
+		return nil
+	}
+	if !json.Valid(with) {
+		return errors.New("with: not valid JSON")
+	}
+	if b := bytes.TrimSpace(with); b[0] != '{' {
+		return errors.New("with: must be a JSON object")
+	}
+	return nil
+}
+
+func isNull(b json.RawMessage) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) == 0 || string(b) == "null"
+}
+
+// wireReply is the stdout document. Unknown fields are ignored (forward compatibility), so
+// it is decoded leniently.
+type wireReply struct {
+	Done         *bool               `json:"done"`
+	Outputs      map[string]any      `json:"outputs"`
+	State        json.RawMessage     `json:"state"` // nil: absent; "null": clear
+	RequeueAfter string              `json:"requeueAfter"`
+	Message      string              `json:"message"`
+	Conditions   []actions.Condition `json:"conditions"`
+	InSync       *bool               `json:"inSync"`
+}
+
+// reply is a checked wireReply.
+type reply struct {
+	done         bool
+	inSync       bool
+	requeueAfter time.Duration
+	keepState    bool // the reply did not mention state
+	state        json.RawMessage
+	outputs      map[string]any
+	conditions   []actions.Condition
+	message      string
+}
+
+// parseReply checks stdout against the protocol. Errors do not echo stdout: it may hold
+// secrets.
+func parseReply(stdout []byte) (reply, error) {
+	b := bytes.TrimSpace(stdout)
+	if len(b) == 0 {
+		return reply{done: true, inSync: true, keepState: true}, nil
+	}
+	if b[0] != '{' {
+		return reply{}, errors.New("stdout: not a JSON object (stdout must be empty or one JSON reply; write logs to stderr)")
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber() // outputs keep their exact digits (64-bit IDs)
+	var w wireReply
+	if err := dec.Decode(&w); err != nil {
+		return reply{}, fmt.Errorf("stdout: invalid reply: %w", err)
+	}
+	if dec.InputOffset() != int64(len(b)) {
+		return reply{}, errors.New("stdout: more than one JSON document (stdout must be empty or one JSON reply; write logs to stderr)")
+	}
+
+	r := reply{
+		inSync:     w.InSync == nil || *w.InSync,
+		outputs:    w.Outputs,
+		conditions: w.Conditions,
+		message:    w.Message,
+	}
+	if w.RequeueAfter != "" {
+		d, err := time.ParseDuration(w.RequeueAfter)
+		if err != nil {
+			return reply{}, fmt.Errorf("stdout: requeueAfter: %w", err)
+		}
+		if d < 0 {
+			return reply{}, fmt.Errorf("stdout: requeueAfter %s is negative", w.RequeueAfter)
+		}
+		r.requeueAfter = d
+	}
+	switch {
+	case w.Done != nil:
+		r.done = *w.Done
+	default:
+		r.done = w.RequeueAfter == ""
+	}
+	switch {
+	case w.State == nil:
+		r.keepState = true
+	case string(w.State) == "null":
+		r.state = nil
+	default:
+		r.state = w.State
+	}
+	for i, c := range r.conditions {
+		if c.Type == "" {
+			return reply{}, fmt.Errorf("stdout: conditions[%d]: type is required", i)
+		}
+		switch c.Status {
+		case "True", "False", "Unknown":
+		default:
+			return reply{}, fmt.Errorf("stdout: conditions[%d] (%s): status %q is not True, False or Unknown", i, c.Type, c.Status)
+		}
+	}
+	return r, nil
+}

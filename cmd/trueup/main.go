@@ -1,0 +1,34 @@
+// Command trueup is the GitOps reconciler for infrastructure that does not live on
+// Kubernetes: `trueup serve` runs the controller, the other subcommands inspect and validate.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		if code, ok := err.(exitCode); ok {
+			os.Exit(int(code))
+		}
+		fmt.Fprintln(os.Stderr, "trueup:", err)
+		os.Exit(1)
+	}
+}
+
+// exitCode ends the process with a code after the command printed its own report.
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+func run(ctx context.Context, args []string) error {
+	root := newRootCmd()
+	root.SetArgs(args)
+	return root.ExecuteContext(ctx)
+}

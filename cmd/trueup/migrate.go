@@ -1,0 +1,36 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func newMigrateCmd() *cobra.Command {
+	var configPath string
+	cmd := &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply database migrations and exit (serve also does this at start)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(configPath)
+			if err != nil {
+				return err
+			}
+			logger := newLogger(cfg, cmd.ErrOrStderr())
+			db, err := openDatabase(cmd.Context(), cfg, logger)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			applied, err := db.store.Migrate(cmd.Context())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "applied %d migration(s) %v\n", len(applied), applied)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&configPath, "config", "trueup.yaml", "controller config file")
+	return cmd
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/reconciler"
+	"github.com/trueup-dev/trueup/internal/server"
+	"github.com/trueup-dev/trueup/internal/syncer"
+	"github.com/trueup-dev/trueup/sources"
+)
+
+func newServeCmd() *cobra.Command {
+	var configPath, listen, logLevel, dataDir string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the controller: sync sources, reconcile resources, serve the API and dashboard",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(configPath)
+			if err != nil {
+				return err
+			}
+			if listen != "" {
+				cfg.Server.Listen = listen
+			}
+			if dataDir != "" {
+				cfg.DataDir = dataDir
+			}
+			if logLevel != "" {
+				cfg.Log.Level = logLevel
+				if err := cfg.Validate(); err != nil {
+					return err
+				}
+			}
+			return serve(cmd.Context(), cfg, cmd)
+		},
+	}
+	cmd.Flags().StringVar(&configPath, "config", "trueup.yaml", "controller config file")
+	cmd.Flags().StringVar(&listen, "listen", "", "override server.listen")
+	cmd.Flags().StringVar(&dataDir, "data-dir", "", "override dataDir (git mirrors, the private PostgreSQL)")
+	cmd.Flags().StringVar(&logLevel, "log-level", "", "override log.level (debug, info, warn, error)")
+	return cmd
+}
+
+func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
+	logger := newLogger(cfg, cmd.ErrOrStderr())
+	replica := replicaName()
+	logger = logger.With("replica", replica)
+	scrub := scrubber(cfg)
+
+	reg, err := registry()
+	if err != nil {
+		return err
+	}
+	acts, err := newActions(cfg, reg, logger)
+	if err != nil {
+		return err
+	}
+	defer closeActions(acts)
+
+	db, err := openDatabase(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	applied, err := db.store.Migrate(ctx)
+	if err != nil {
+		return err
+	}
+	if len(applied) > 0 {
+		logger.Info("applied migrations", "migrations", applied)
+	}
+
+	// Build every source before starting anything, so a bad source fails the start.
+	var syncers []*syncer.Syncer
+	var srcs []sources.Source
+	defer func() {
+		for _, s := range srcs {
+			_ = s.Close()
+		}
+	}()
+	for _, sc := range cfg.Sources {
+		src, reg, err := newSource(cfg, sc, logger.With("source", sc.Name))
+		if err != nil {
+			return fmt.Errorf("source %s: %w", sc.Name, err)
+		}
+		srcs = append(srcs, src)
+		if st, ok := src.(interface{ Start(context.Context) error }); ok {
+			if err := st.Start(ctx); err != nil {
+				return fmt.Errorf("source %s: %w", sc.Name, err)
+			}
+		}
+		if err := db.store.RegisterSource(ctx, reg); err != nil {
+			return err
+		}
+		interval := time.Minute
+		if sc.Git != nil {
+			interval = sc.Git.Interval
+		} else if sc.Dir != nil {
+			interval = sc.Dir.Interval
+		}
+		syncers = append(syncers, syncer.New(db.store, syncer.Options{Name: sc.Name, Source: src, Interval: interval,
+			Prune: sc.PruneEnabled(), Replica: replica, CheckAction: checkAction(acts), Scrub: scrub}, logger))
+	}
+
+	rec := reconciler.New(db.store, acts, reconciler.Options{Replica: replica, Workers: cfg.Reconcile.Workers,
+		LeaseTTL: cfg.Reconcile.LeaseTTL, ResyncInterval: cfg.Reconcile.ResyncInterval,
+		BackoffInitial: cfg.Reconcile.Backoff.Initial, BackoffMax: cfg.Reconcile.Backoff.Max, Scrub: scrub}, logger)
+	srv := server.New(db.store, server.Options{Listen: cfg.Server.Listen, Replica: replica}, logger)
+	if err := srv.Start(ctx); err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Server.Listen, err)
+	}
+	defer srv.Stop()
+
+	// The first signal cancels ctx: loops stop claiming, in-flight calls are interrupted and
+	// their leases released, then everything closes in reverse order.
+	var wg sync.WaitGroup
+	for _, s := range syncers {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = s.Run(ctx) }()
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = rec.Run(ctx) }()
+	logger.Info("trueup started", "sources", len(syncers), "actions", len(acts), "workers", cfg.Reconcile.Workers,
+		"dashboard", "http://"+cfg.Server.Listen+"/")
+	<-ctx.Done()
+	logger.Info("shutting down")
+	wg.Wait()
+	return nil
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	root := newRootCmd()
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs(args)
+	err = root.ExecuteContext(context.Background())
+	return out.String(), errOut.String(), err
+}
+
+func TestValidateExamples(t *testing.T) {
+	t.Parallel()
+	out, stderr, err := runCLI(t, "validate", "../../examples/repo", "--config", "../../examples/trueup.yaml")
+	if err != nil {
+		t.Fatalf("validate examples: %v\n%s", err, stderr)
+	}
+	if want := "../../examples/repo: valid: 2 resource type(s), 5 resource(s)\n"; out != want {
+		t.Errorf("stdout %q, want %q", out, want)
+	}
+}
+
+func TestValidateReportsEveryError(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, content string) {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	types, _ := os.ReadFile("../../examples/repo/types/databasecluster.yaml")
+	write("types/db.yaml", string(types))
+	write("dbs/bad.yaml", `apiVersion: example.com/v1
+kind: DatabaseCluster
+metadata:
+  name: orders
+spec:
+  engine: oracle
+  storage_gb: 5
+`)
+	write("dbs/unknown.yaml", "apiVersion: x.io/v1\nkind: Queue\nmetadata: {name: q}\nspec: {}\n")
+	write("notes.txt", "ignored")
+	_, stderr, err := runCLI(t, "validate", dir, "--config", "../../examples/trueup.yaml")
+	var code exitCode
+	if !errors.As(err, &code) || code != 1 {
+		t.Fatalf("exit %v, want 1\n%s", err, stderr)
+	}
+	for _, want := range []string{"dbs/bad.yaml:6: spec.engine", "dbs/bad.yaml:7: spec.storage_gb", "dbs/unknown.yaml:2", "3 error(s)"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}
+
+func TestValidateUnknownAction(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	types, _ := os.ReadFile("../../examples/repo/types/bucket.yaml")
+	if err := os.WriteFile(filepath.Join(dir, "t.yaml"), []byte(strings.Replace(string(types), "name: provision", "name: missing", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := runCLI(t, "validate", dir, "--config", "../../examples/trueup.yaml")
+	if err == nil || !strings.Contains(stderr, `t.yaml:1: spec.action: action "missing" is not declared`) {
+		t.Errorf("err %v stderr:\n%s", err, stderr)
+	}
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/actions/execaction"
+	"github.com/trueup-dev/trueup/actions/noop"
+	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/pgembed"
+	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/sources"
+	"github.com/trueup-dev/trueup/sources/dirsource"
+	"github.com/trueup-dev/trueup/sources/gitsource"
+)
+
+func getenv(k string) string { return os.Getenv(k) }
+
+func loadConfig(path string) (*config.Config, error) {
+	return config.Load(path, getenv)
+}
+
+// registry wires every action plugin kind explicitly.
+func registry() (*actions.Registry, error) {
+	r := actions.NewRegistry()
+	for kind, f := range map[string]actions.Factory{
+		"exec": execaction.New,
+		"noop": noop.New,
+	} {
+		if err := r.Register(kind, f); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.Log.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// scrubber replaces every secret the config took from the environment with "***".
+func scrubber(cfg *config.Config) func(string) string {
+	secrets := cfg.Secrets()
+	if len(secrets) == 0 {
+		return func(s string) string { return s }
+	}
+	pairs := make([]string, 0, 2*len(secrets))
+	for _, s := range secrets {
+		pairs = append(pairs, s, "***")
+	}
+	r := strings.NewReplacer(pairs...)
+	return r.Replace
+}
+
+// database is the store plus, when database.url is empty, the private cluster behind it.
+type database struct {
+	store   *store.Store
+	cluster *pgembed.Cluster
+}
+
+func (d *database) Close() {
+	if d.store != nil {
+		d.store.Close()
+	}
+	if d.cluster != nil {
+		_ = d.cluster.Stop()
+	}
+}
+
+func openDatabase(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*database, error) {
+	d := &database{}
+	url := cfg.Database.URL
+	if url == "" {
+		dir := filepath.Join(cfg.DataDir, "postgres")
+		logger.Info("starting private PostgreSQL", "dir", dir)
+		c, err := pgembed.Start(ctx, pgembed.Options{Dir: dir, Logger: logger.With("component", "postgres")})
+		if err != nil {
+			return nil, err
+		}
+		d.cluster = c
+		url = c.URL("trueup")
+	}
+	st, err := store.Open(ctx, url, store.Options{MaxConns: int32(cfg.Reconcile.Workers + 8)})
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	d.store = st
+	return d, nil
+}
+
+// newSource builds the configured source kind.
+func newSource(cfg *config.Config, s config.Source, logger *slog.Logger) (sources.Source, store.SourceConfig, error) {
+	switch {
+	case s.Git != nil:
+		g := s.Git
+		gc := gitsource.Config{Name: s.Name, URL: g.URL, Branch: g.Branch, Tag: g.Tag, Commit: g.Commit, Path: g.Path,
+			Dir: filepath.Join(cfg.DataDir, "git", s.Name)}
+		if a := g.Auth; a != nil {
+			gc.Auth = gitsource.Auth{Username: a.Username, Password: a.Password, SSHKeyFile: a.SSHKeyFile, KnownHostsFile: a.KnownHostsFile}
+		}
+		src, err := gitsource.New(gc, logger)
+		ref := g.Branch
+		if g.Tag != "" {
+			ref = "tag:" + g.Tag
+		} else if g.Commit != "" {
+			ref = "commit:" + g.Commit
+		}
+		return src, store.SourceConfig{Name: s.Name, URL: gitsource.Redact(g.URL), Branch: ref, Path: g.Path}, err
+	default:
+		src, err := dirsource.New(dirsource.Config{Name: s.Name, Path: s.Dir.Path}, logger)
+		return src, store.SourceConfig{Name: s.Name, URL: "dir://" + s.Dir.Path}, err
+	}
+}
+
+// newActions instantiates every configured action; on error the ones built are closed.
+func newActions(cfg *config.Config, reg *actions.Registry, logger *slog.Logger) (map[string]actions.Action, error) {
+	out := map[string]actions.Action{}
+	for _, a := range cfg.Actions {
+		act, err := reg.New(a.Type, a.Config, actions.Env{Name: a.Name, BaseDir: cfg.BaseDir, Logger: logger.With("action", a.Name)})
+		if err != nil {
+			closeActions(out)
+			return nil, err
+		}
+		out[a.Name] = act
+	}
+	return out, nil
+}
+
+func closeActions(m map[string]actions.Action) {
+	for _, a := range m {
+		_ = actions.Close(a)
+	}
+}
+
+// checkAction validates a ResourceType's action reference at ingest.
+func checkAction(acts map[string]actions.Action) func(string, json.RawMessage) error {
+	return func(name string, with json.RawMessage) error {
+		a, ok := acts[name]
+		if !ok {
+			names := make([]string, 0, len(acts))
+			for n := range acts {
+				names = append(names, n)
+			}
+			return fmt.Errorf("action %q is not configured in this controller (configured: %s)", name, strings.Join(names, ", "))
+		}
+		if v, ok := a.(actions.WithValidator); ok {
+			if err := v.ValidateWith(with); err != nil {
+				return fmt.Errorf("with: %w", err)
+			}
+		}
+		return nil
+	}
+}
+
+func replicaName() string {
+	host, _ := os.Hostname()
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+}

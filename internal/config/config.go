@@ -1,0 +1,439 @@
+// Package config owns the controller configuration file (DESIGN §5): strict decoding with
+// line numbers, ${VAR} expansion from the environment, defaults, the TRUEUP_DATABASE_URL
+// override, and validation. Only this package and cmd/ read the environment.
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is the whole controller configuration.
+type Config struct {
+	Database  Database       `yaml:"database"`
+	DataDir   string         `yaml:"dataDir"`
+	Server    Server         `yaml:"server"`
+	Sources   []Source       `yaml:"sources"`
+	Actions   []Action       `yaml:"actions"`
+	Reconcile Reconcile      `yaml:"reconcile"`
+	Log       Log            `yaml:"log"`
+	BaseDir   string         `yaml:"-"` // folder of the config file; relative paths resolve against it
+	secrets   map[string]int // expanded values that came from the environment
+}
+
+// Database says where PostgreSQL is; an empty URL starts a private cluster under DataDir.
+type Database struct {
+	URL string `yaml:"url"`
+}
+
+// Server is the HTTP listener.
+type Server struct {
+	Listen string `yaml:"listen"`
+}
+
+// Source is one manifests source: exactly one of Git or Dir.
+type Source struct {
+	Name    string   `yaml:"name"`
+	Git     *Git     `yaml:"git"`
+	Dir     *Dir     `yaml:"dir"`
+	Webhook *Webhook `yaml:"webhook"`
+	Prune   *bool    `yaml:"prune"` // default true
+}
+
+// PruneEnabled reports whether removed manifests delete their resources.
+func (s Source) PruneEnabled() bool { return s.Prune == nil || *s.Prune }
+
+// Git is a Git repository source.
+type Git struct {
+	URL      string        `yaml:"url"`
+	Branch   string        `yaml:"branch"`
+	Tag      string        `yaml:"tag"`
+	Commit   string        `yaml:"commit"`
+	Path     string        `yaml:"path"`
+	Interval time.Duration `yaml:"interval"`
+	Auth     *GitAuth      `yaml:"auth"`
+}
+
+// GitAuth holds credentials; they come from ${VAR}s, never from Git.
+type GitAuth struct {
+	Username       string `yaml:"username"`
+	Password       string `yaml:"password"`
+	SSHKeyFile     string `yaml:"sshKeyFile"`
+	KnownHostsFile string `yaml:"knownHostsFile"`
+}
+
+// Dir is a local folder watched with fsnotify (development).
+type Dir struct {
+	Path     string        `yaml:"path"`
+	Interval time.Duration `yaml:"interval"`
+}
+
+// Webhook configures POST /hooks/{source}.
+type Webhook struct {
+	Secret string `yaml:"secret"`
+}
+
+// Action is a named plugin instance; Config is handed to the plugin's factory as JSON.
+type Action struct {
+	Name   string          `yaml:"name"`
+	Type   string          `yaml:"type"`
+	Config json.RawMessage `yaml:"-"`
+	raw    yaml.Node
+}
+
+// UnmarshalYAML keeps the plugin's config as a node; it is decoded by the plugin.
+func (a *Action) UnmarshalYAML(n *yaml.Node) error {
+	var aux struct {
+		Name   string    `yaml:"name"`
+		Type   string    `yaml:"type"`
+		Config yaml.Node `yaml:"config"`
+	}
+	if err := n.Decode(&aux); err != nil {
+		return err
+	}
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i < len(n.Content); i += 2 {
+			switch k := n.Content[i].Value; k {
+			case "name", "type", "config":
+			default:
+				return fmt.Errorf("line %d: field %s not found in type config.Action", n.Content[i].Line, k)
+			}
+		}
+	}
+	a.Name, a.Type, a.raw = aux.Name, aux.Type, aux.Config
+	return nil
+}
+
+// Reconcile tunes the reconcile controller.
+type Reconcile struct {
+	Workers        int           `yaml:"workers"`
+	ResyncInterval time.Duration `yaml:"resyncInterval"`
+	Backoff        Backoff       `yaml:"backoff"`
+	LeaseTTL       time.Duration `yaml:"leaseTTL"`
+}
+
+// Backoff is the retry delay after failures: initial, doubling up to max, with jitter.
+type Backoff struct {
+	Initial time.Duration `yaml:"initial"`
+	Max     time.Duration `yaml:"max"`
+}
+
+// Log configures log/slog.
+type Log struct {
+	Level  string `yaml:"level"`  // debug, info, warn, error
+	Format string `yaml:"format"` // text, json
+}
+
+// Defaults.
+const (
+	DefaultListen         = "127.0.0.1:8080"
+	DefaultDataDir        = ".trueup"
+	DefaultInterval       = time.Minute
+	DefaultWorkers        = 16
+	DefaultResyncInterval = 10 * time.Minute
+	DefaultBackoffInitial = 5 * time.Second
+	DefaultBackoffMax     = time.Hour
+	DefaultLeaseTTL       = 30 * time.Second
+)
+
+// Load reads, expands and validates the file at path. getenv is os.Getenv in production.
+func Load(path string, getenv func(string) string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	c, err := Parse(data, filepath.Dir(abs), getenv)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse decodes config text; baseDir is where relative paths resolve.
+func Parse(data []byte, baseDir string, getenv func(string) string) (*Config, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, cleanYAMLError(err)
+	}
+	c := &Config{BaseDir: baseDir, secrets: map[string]int{}}
+	if len(root.Content) == 0 {
+		return nil, errors.New("config is empty")
+	}
+	// Unknown fields are checked on the text as written, so errors carry its line numbers.
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&Config{}); err != nil {
+		return nil, cleanYAMLError(err)
+	}
+	if err := expandNode(root.Content[0], getenv, c.secrets); err != nil {
+		return nil, err
+	}
+	if err := root.Content[0].Decode(c); err != nil {
+		return nil, cleanYAMLError(err)
+	}
+	for i := range c.Actions {
+		var v any
+		if err := c.Actions[i].raw.Decode(&v); err != nil {
+			return nil, fmt.Errorf("actions[%d].config: %w", i, err)
+		}
+		if v == nil {
+			v = map[string]any{}
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("actions[%d].config: %w", i, err)
+		}
+		c.Actions[i].Config = b
+	}
+	if u := getenv("TRUEUP_DATABASE_URL"); u != "" {
+		c.Database.URL = u
+		c.secrets[u]++
+	}
+	c.applyDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Config) applyDefaults() {
+	if c.DataDir == "" {
+		c.DataDir = DefaultDataDir
+	}
+	c.DataDir = c.Path(c.DataDir)
+	if c.Server.Listen == "" {
+		c.Server.Listen = DefaultListen
+	}
+	for i := range c.Sources {
+		s := &c.Sources[i]
+		if s.Git != nil {
+			if s.Git.Interval == 0 {
+				s.Git.Interval = DefaultInterval
+			}
+			if s.Git.Branch == "" && s.Git.Tag == "" && s.Git.Commit == "" {
+				s.Git.Branch = "main"
+			}
+			if s.Git.Auth != nil {
+				if s.Git.Auth.SSHKeyFile != "" {
+					s.Git.Auth.SSHKeyFile = c.Path(s.Git.Auth.SSHKeyFile)
+				}
+				if s.Git.Auth.KnownHostsFile != "" {
+					s.Git.Auth.KnownHostsFile = c.Path(s.Git.Auth.KnownHostsFile)
+				}
+			}
+			if isLocalPath(s.Git.URL) {
+				s.Git.URL = c.Path(s.Git.URL)
+			}
+		}
+		if s.Dir != nil {
+			s.Dir.Path = c.Path(s.Dir.Path)
+			if s.Dir.Interval == 0 {
+				s.Dir.Interval = DefaultInterval
+			}
+		}
+	}
+	r := &c.Reconcile
+	if r.Workers == 0 {
+		r.Workers = DefaultWorkers
+	}
+	if r.ResyncInterval == 0 {
+		r.ResyncInterval = DefaultResyncInterval
+	}
+	if r.Backoff.Initial == 0 {
+		r.Backoff.Initial = DefaultBackoffInitial
+	}
+	if r.Backoff.Max == 0 {
+		r.Backoff.Max = DefaultBackoffMax
+	}
+	if r.LeaseTTL == 0 {
+		r.LeaseTTL = DefaultLeaseTTL
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = "info"
+	}
+	if c.Log.Format == "" {
+		c.Log.Format = "text"
+	}
+}
+
+// isLocalPath reports whether a Git URL is a plain filesystem path.
+func isLocalPath(u string) bool {
+	if u == "" || strings.Contains(u, "://") {
+		return false
+	}
+	// scp-like git@host:org/repo
+	if i := strings.Index(u, ":"); i > 0 && !strings.Contains(u[:i], "/") {
+		return false
+	}
+	return true
+}
+
+// Path resolves p against the config file's folder.
+func (c *Config) Path(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(c.BaseDir, p)
+}
+
+var nameRe = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
+// Validate checks cross-field rules.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	seen := map[string]bool{}
+	for i, s := range c.Sources {
+		at := fmt.Sprintf("sources[%d]", i)
+		if !nameRe.MatchString(s.Name) {
+			bad("%s.name: %q must be a DNS label (lowercase letters, digits and '-', at most 63)", at, s.Name)
+		}
+		if seen[s.Name] {
+			bad("%s.name: source %q declared twice", at, s.Name)
+		}
+		seen[s.Name] = true
+		switch {
+		case s.Git == nil && s.Dir == nil:
+			bad("%s: one of git or dir is required", at)
+		case s.Git != nil && s.Dir != nil:
+			bad("%s: git and dir are exclusive", at)
+		}
+		if g := s.Git; g != nil {
+			if g.URL == "" {
+				bad("%s.git.url: required", at)
+			}
+			n := 0
+			for _, v := range []string{g.Branch, g.Tag, g.Commit} {
+				if v != "" {
+					n++
+				}
+			}
+			if n > 1 {
+				bad("%s.git: branch, tag and commit are exclusive", at)
+			}
+			if g.Interval < time.Second {
+				bad("%s.git.interval: %s is below 1s", at, g.Interval)
+			}
+			if a := g.Auth; a != nil && a.SSHKeyFile != "" && a.Password != "" {
+				bad("%s.git.auth: password and sshKeyFile are exclusive", at)
+			}
+		}
+		if s.Dir != nil && s.Dir.Path == "" {
+			bad("%s.dir.path: required", at)
+		}
+		if s.Webhook != nil && s.Webhook.Secret == "" {
+			bad("%s.webhook.secret: required when a webhook is configured (unsigned webhooks are refused)", at)
+		}
+	}
+	seen = map[string]bool{}
+	for i, a := range c.Actions {
+		at := fmt.Sprintf("actions[%d]", i)
+		if a.Name == "" {
+			bad("%s.name: required", at)
+		}
+		if seen[a.Name] {
+			bad("%s.name: action %q declared twice", at, a.Name)
+		}
+		seen[a.Name] = true
+		if a.Type == "" {
+			bad("%s.type: required", at)
+		}
+	}
+	r := c.Reconcile
+	if r.Workers < 1 || r.Workers > 1024 {
+		bad("reconcile.workers: %d is outside 1..1024", r.Workers)
+	}
+	if r.Backoff.Initial > r.Backoff.Max {
+		bad("reconcile.backoff: initial %s exceeds max %s", r.Backoff.Initial, r.Backoff.Max)
+	}
+	if r.LeaseTTL < time.Second {
+		bad("reconcile.leaseTTL: %s is below 1s", r.LeaseTTL)
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log.level: %q is not one of debug, info, warn, error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		bad("log.format: %q is not one of text, json", c.Log.Format)
+	}
+	return errors.Join(errs...)
+}
+
+// Secrets returns every value that came from the environment through ${VAR} (and the
+// database URL override), so that logs and errors can be scrubbed of them.
+func (c *Config) Secrets() []string {
+	out := make([]string, 0, len(c.secrets))
+	for s := range c.secrets {
+		if len(s) >= 4 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+var varRe = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// expandNode replaces ${VAR} in every scalar value (never in keys, and after parsing, so a
+// value cannot change the document's structure). An unset variable is an error naming it.
+func expandNode(n *yaml.Node, getenv func(string) string, secrets map[string]int) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if !strings.Contains(n.Value, "${") {
+			return nil
+		}
+		var missing []string
+		n.Value = varRe.ReplaceAllStringFunc(n.Value, func(m string) string {
+			name := m[2 : len(m)-1]
+			v := getenv(name)
+			if v == "" {
+				missing = append(missing, name)
+			}
+			secrets[v]++
+			return v
+		})
+		if len(missing) > 0 {
+			return fmt.Errorf("line %d: environment variable %s is not set", n.Line, strings.Join(missing, ", "))
+		}
+		// A value taken from the environment is always a string, whatever it looks like.
+		n.Tag = "!!str"
+		n.Style = yaml.DoubleQuotedStyle
+	case yaml.MappingNode:
+		for i := 1; i < len(n.Content); i += 2 {
+			if err := expandNode(n.Content[i], getenv, secrets); err != nil {
+				return err
+			}
+		}
+	default:
+		for _, c := range n.Content {
+			if err := expandNode(c, getenv, secrets); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func cleanYAMLError(err error) error {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	msg = strings.ReplaceAll(msg, "unmarshal errors:\n  ", "")
+	msg = strings.ReplaceAll(msg, " in type config.Config", "")
+	msg = strings.ReplaceAll(msg, "type config.", "")
+	return errors.New(msg)
+}

@@ -1,0 +1,111 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestParseFullExample(t *testing.T) {
+	t.Parallel()
+	c, err := Parse([]byte(`
+database: {url: ""}
+dataDir: data
+sources:
+  - name: infra
+    git:
+      url: https://github.com/acme/infra.git
+      path: manifests
+      interval: 30s
+      auth: {username: x-access-token, password: "${GITHUB_TOKEN}"}
+    webhook: {secret: "${HOOK}"}
+    prune: false
+  - name: local
+    dir: {path: ./repo}
+actions:
+  - name: provision
+    type: exec
+    config: {command: ["./p.sh"], timeout: 5m, env: {N: "${N}"}}
+reconcile: {workers: 4, backoff: {initial: 1s, max: 1m}}
+`), "/etc/trueup", env(map[string]string{"GITHUB_TOKEN": "ghp_secretvalue", "HOOK": "hooksecret", "N": "123"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DataDir != "/etc/trueup/data" || c.Server.Listen != DefaultListen {
+		t.Errorf("dataDir %q listen %q", c.DataDir, c.Server.Listen)
+	}
+	g := c.Sources[0].Git
+	if g.Branch != "main" || g.Interval != 30*time.Second || g.Auth.Password != "ghp_secretvalue" {
+		t.Errorf("git %+v", g)
+	}
+	if c.Sources[0].PruneEnabled() || !c.Sources[1].PruneEnabled() {
+		t.Error("prune defaults wrong")
+	}
+	if c.Sources[1].Dir.Path != "/etc/trueup/repo" {
+		t.Errorf("dir path %q", c.Sources[1].Dir.Path)
+	}
+	// An expanded value is a string even when it looks like a number.
+	if got := string(c.Actions[0].Config); got != `{"command":["./p.sh"],"env":{"N":"123"},"timeout":"5m"}` {
+		t.Errorf("action config %s", got)
+	}
+	if c.Reconcile.Workers != 4 || c.Reconcile.ResyncInterval != DefaultResyncInterval || c.Reconcile.LeaseTTL != DefaultLeaseTTL {
+		t.Errorf("reconcile %+v", c.Reconcile)
+	}
+	secrets := strings.Join(c.Secrets(), ",")
+	if !strings.Contains(secrets, "ghp_secretvalue") || !strings.Contains(secrets, "hooksecret") {
+		t.Errorf("secrets %q", secrets)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	t.Parallel()
+	cases := []struct{ name, yaml, want string }{
+		{"unknown top-level key", "sources: []\nbogus: 1\n", "line 2: field bogus not found"},
+		{"unknown nested key", "sources:\n  - name: a\n    dir: {path: x, depth: 3}\n", "line 3: field depth not found"},
+		{"unknown action key", "actions:\n  - name: a\n    type: exec\n    cfg: {}\n", "line 4: field cfg not found"},
+		{"unset variable", "database: {url: \"${NOPE}\"}\n", "line 1: environment variable NOPE is not set"},
+		{"git and dir", "sources:\n  - name: a\n    dir: {path: x}\n    git: {url: y}\n", "sources[0]: git and dir are exclusive"},
+		{"neither", "sources:\n  - name: a\n", "sources[0]: one of git or dir is required"},
+		{"bad name", "sources:\n  - name: A_b\n    dir: {path: x}\n", "sources[0].name"},
+		{"duplicate source", "sources:\n  - name: a\n    dir: {path: x}\n  - name: a\n    dir: {path: y}\n", "declared twice"},
+		{"webhook without secret", "sources:\n  - name: a\n    dir: {path: x}\n    webhook: {secret: \"\"}\n", "webhook.secret: required"},
+		{"bad duration", "sources:\n  - name: a\n    git: {url: x, interval: soon}\n", "line 3"},
+		{"branch and tag", "sources:\n  - name: a\n    git: {url: x, branch: main, tag: v1}\n", "exclusive"},
+		{"duplicate action", "actions:\n  - {name: a, type: exec}\n  - {name: a, type: noop}\n", `action "a" declared twice`},
+		{"bad log level", "log: {level: loud}\n", "log.level"},
+		{"broken yaml", "sources: [\n", "line"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.yaml), "/x", env(nil))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDatabaseURLOverride(t *testing.T) {
+	t.Parallel()
+	c, err := Parse([]byte("database: {url: postgres://a}\n"), "/x", env(map[string]string{"TRUEUP_DATABASE_URL": "postgres://u:pw@db/trueup"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Database.URL != "postgres://u:pw@db/trueup" {
+		t.Errorf("url %q", c.Database.URL)
+	}
+}
+
+func TestSecretCannotChangeStructure(t *testing.T) {
+	t.Parallel()
+	c, err := Parse([]byte("actions:\n  - name: a\n    type: exec\n    config: {token: \"${T}\"}\n"), "/x",
+		env(map[string]string{"T": "x\", evil: [1]\n  other: {"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(c.Actions[0].Config), `"token":"x\", evil: [1]\n  other: {"`) {
+		t.Errorf("config %s", c.Actions[0].Config)
+	}
+}

@@ -1,0 +1,447 @@
+package manifest
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// document is one decoded manifest, independent of the file path it was read from so that
+// it can be cached by content. Exactly one of typ and res is set when kind is known.
+type document struct {
+	index      int // position in the file's YAML stream, to find its nodes again
+	line       int
+	apiVersion string
+	kind       string
+	typ        *typeDoc
+	res        *resourceDoc
+	errs       []ValidationError // structural problems; File is left empty
+
+	// Lines of apiVersion and kind, for the problems only the whole revision reveals
+	// (unknown kind, unserved version), so that reporting them needs no second parse.
+	apiVersionLine, kindLine int
+}
+
+type typeDoc struct {
+	name        string
+	group       string
+	description string
+	versions    []versionDoc
+	action      ActionRef
+	resync      *time.Duration
+	spec        json.RawMessage
+	hash        string
+}
+
+type versionDoc struct {
+	index      int // in spec.versions
+	name       string
+	schema     json.RawMessage // canonical
+	schemaHash string
+}
+
+type resourceDoc struct {
+	group, version string // from apiVersion; empty when it is malformed
+	namespace      string
+	name           string            // empty when missing or invalid
+	labels         map[string]string // nil when empty
+	annotations    map[string]string // nil when empty
+	hasSpec        bool              // spec is present and a mapping
+	specBad        bool              // spec is present but not a mapping: nothing to validate
+	// spec is the spec as written until its first check. It is dropped then, because the
+	// cache would otherwise hold every spec twice; a schema change finds it in the file.
+	spec map[string]any
+
+	// The last validation, reused while the schema it ran against is unchanged.
+	checkedWith string // schema hash
+	specJSON    json.RawMessage
+	specHash    string
+	specErrs    []ValidationError
+
+	// The last metadata hash, reused while the document stays at the same path.
+	metaFile string
+	metaHash string
+}
+
+const (
+	kindHelp   = "must start with an uppercase letter, contain only letters and digits and be at most 63 characters"
+	labelHelp  = "must be a DNS label: lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 characters"
+	domainHelp = "must be a DNS subdomain: dot-separated DNS labels, at most 253 characters"
+)
+
+var (
+	kindRe  = regexp.MustCompile(`^[A-Z][A-Za-z0-9]{0,62}$`)
+	labelRe = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+)
+
+func validKind(s string) bool  { return kindRe.MatchString(s) }
+func validLabel(s string) bool { return labelRe.MatchString(s) }
+
+func validSubdomain(s string) bool {
+	if len(s) > 253 {
+		return false
+	}
+	for _, l := range strings.Split(s, ".") {
+		if !validLabel(l) {
+			return false
+		}
+	}
+	return true
+}
+
+// docDecoder checks one document's structure and collects every problem rather than
+// stopping at the first, so that one push shows the author everything to fix.
+type docDecoder struct {
+	root *yaml.Node
+	errs []ValidationError
+}
+
+func (d *docDecoder) fail(p path, format string, args ...any) {
+	d.errs = append(d.errs, ValidationError{Line: lineOf(d.root, p), Path: p.String(), Msg: fmt.Sprintf(format, args...)})
+}
+
+// strict reports the keys of m that are not allowed, the way strict config decoding does:
+// a typo must not silently drop a field.
+func (d *docDecoder) strict(m map[string]any, p path, allowed ...string) {
+	var unknown []string
+	for k := range m {
+		if !slices.Contains(allowed, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	slices.Sort(unknown)
+	for _, k := range unknown {
+		d.errs = append(d.errs, ValidationError{Line: lineOf(d.root, p.key(k)), Path: p.String(), Msg: fmt.Sprintf("unknown field %q", k)})
+	}
+}
+
+// field returns m[key] when it is present and not null.
+func field(m map[string]any, key string) (any, bool) {
+	v, ok := m[key]
+	return v, ok && v != nil
+}
+
+func (d *docDecoder) mapping(m map[string]any, p path, key string) (map[string]any, bool) {
+	v, ok := field(m, key)
+	if !ok {
+		return nil, false
+	}
+	mv, ok := v.(map[string]any)
+	if !ok {
+		d.fail(p.key(key), "must be a mapping, got %s", jsonType(v))
+		return nil, false
+	}
+	return mv, true
+}
+
+func (d *docDecoder) str(m map[string]any, p path, key string) (string, bool) {
+	v, ok := field(m, key)
+	if !ok {
+		return "", false
+	}
+	s, ok := v.(string)
+	if !ok {
+		d.fail(p.key(key), "must be a string, got %s", jsonType(v))
+		return "", false
+	}
+	return s, true
+}
+
+// required returns a string field, reporting it when missing; present-but-empty counts as
+// missing.
+func (d *docDecoder) required(m map[string]any, p path, key string) string {
+	v, present := field(m, key)
+	s, isStr := v.(string)
+	switch {
+	case !present || isStr && s == "":
+		d.fail(p.key(key), "is required")
+	case !isStr:
+		d.fail(p.key(key), "must be a string, got %s", jsonType(v))
+	}
+	return s
+}
+
+// stringMap decodes labels or annotations. Empty maps come back nil: the cache holds one
+// per resource, and Resource gets a fresh map anyway.
+func (d *docDecoder) stringMap(m map[string]any, p path, key string) map[string]string {
+	mv, ok := d.mapping(m, p, key)
+	if !ok || len(mv) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(mv))
+	for k, v := range mv {
+		s, ok := v.(string)
+		if !ok {
+			d.fail(p.key(key).key(k), "must be a string, got %s", jsonType(v))
+			continue
+		}
+		out[k] = s
+	}
+	return out
+}
+
+func jsonType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case map[string]any:
+		return "mapping"
+	case []any:
+		return "list"
+	case string:
+		return "string"
+	case bool:
+		return "boolean"
+	case json.Number:
+		return "number"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// decodeDocument checks the fields every document needs and hands over to the type or
+// resource decoder.
+func decodeDocument(rd rawDoc) *document {
+	doc := &document{
+		index:          rd.index,
+		line:           rd.root.Line,
+		apiVersionLine: lineOf(rd.root, path{"apiVersion"}),
+		kindLine:       lineOf(rd.root, path{"kind"}),
+	}
+	d := &docDecoder{root: rd.root}
+	m := rd.value.(map[string]any)
+	top := path{}
+	d.strict(m, top, "apiVersion", "kind", "metadata", "spec")
+
+	// The three identity fields are reported at the document's start when missing: there
+	// is no better line, and it is where a reader looks for them.
+	header := func(m map[string]any, p path, key string) string {
+		v, present := field(m, key)
+		s, isStr := v.(string)
+		switch {
+		case !present || isStr && s == "":
+			d.errs = append(d.errs, ValidationError{Line: doc.line, Path: p.key(key).String(), Msg: "is required"})
+		case !isStr:
+			d.fail(p.key(key), "must be a string, got %s", jsonType(v))
+		}
+		return s
+	}
+	doc.apiVersion = header(m, top, "apiVersion")
+	doc.kind = header(m, top, "kind")
+	meta, _ := d.mapping(m, top, "metadata")
+	name := header(meta, top.key("metadata"), "name")
+
+	switch {
+	case doc.kind == typeKind:
+		doc.typ = d.decodeType(doc, m, meta, name)
+	case doc.kind != "":
+		doc.res = d.decodeResource(doc, m, meta, name)
+	}
+	doc.errs = d.errs
+	return doc
+}
+
+func (d *docDecoder) decodeType(doc *document, m, meta map[string]any, name string) *typeDoc {
+	t := &typeDoc{}
+	if doc.apiVersion != "" && doc.apiVersion != typeAPIVersion {
+		d.fail(path{"apiVersion"}, "must be %s for kind %s", typeAPIVersion, typeKind)
+	}
+	metaPath := path{"metadata"}
+	d.strict(meta, metaPath, "name", "labels", "annotations")
+	d.stringMap(meta, metaPath, "labels")
+	d.stringMap(meta, metaPath, "annotations")
+	switch {
+	case name == "":
+	case name == typeKind:
+		d.fail(metaPath.key("name"), "%s is reserved", typeKind)
+	case !validKind(name):
+		d.fail(metaPath.key("name"), "invalid kind name %q: %s", name, kindHelp)
+	default:
+		t.name = name
+	}
+
+	specPath := path{"spec"}
+	spec, ok := d.mapping(m, path{}, "spec")
+	if !ok {
+		if _, present := field(m, "spec"); !present {
+			d.fail(specPath, "is required")
+		}
+		return t
+	}
+	d.strict(spec, specPath, "group", "description", "versions", "action", "resyncInterval")
+
+	if g := d.required(spec, specPath, "group"); g != "" {
+		switch {
+		case !validSubdomain(g):
+			d.fail(specPath.key("group"), "invalid group %q: %s", g, domainHelp)
+		case g == typeGroup:
+			d.fail(specPath.key("group"), "group %s is reserved", g)
+		default:
+			t.group = g
+		}
+	}
+	t.description, _ = d.str(spec, specPath, "description")
+	t.versions = d.decodeVersions(spec, specPath)
+	d.decodeAction(t, spec, specPath)
+	d.decodeResync(t, spec, specPath)
+
+	canon, err := marshalCanonical(spec)
+	if err != nil {
+		d.fail(specPath, "cannot encode as JSON: %v", err)
+		return t
+	}
+	t.spec = canon
+	whole, err := marshalCanonical(map[string]any{"name": name, "spec": json.RawMessage(canon)})
+	if err != nil {
+		d.fail(specPath, "cannot encode as JSON: %v", err)
+		return t
+	}
+	t.hash = hashJSON(whole)
+	return t
+}
+
+func (d *docDecoder) decodeVersions(spec map[string]any, specPath path) []versionDoc {
+	p := specPath.key("versions")
+	raw, ok := field(spec, "versions")
+	if !ok {
+		d.fail(p, "is required")
+		return nil
+	}
+	list, ok := raw.([]any)
+	if !ok {
+		d.fail(p, "must be a list, got %s", jsonType(raw))
+		return nil
+	}
+	if len(list) == 0 {
+		d.fail(p, "must list at least one version")
+		return nil
+	}
+	var out []versionDoc
+	seen := map[string]int{}
+	for i, item := range list {
+		ip := p.index(i)
+		vm, ok := item.(map[string]any)
+		if !ok {
+			d.fail(ip, "must be a mapping, got %s", jsonType(item))
+			continue
+		}
+		d.strict(vm, ip, "name", "schema")
+		v := versionDoc{index: i, name: d.required(vm, ip, "name")}
+		if v.name != "" && !validLabel(v.name) {
+			d.fail(ip.key("name"), "invalid version name %q: %s", v.name, labelHelp)
+			v.name = ""
+		}
+		if first, dup := seen[v.name]; dup && v.name != "" {
+			d.fail(ip.key("name"), "duplicate version %q (also %s)", v.name, p.index(first))
+			v.name = ""
+		} else if v.name != "" {
+			seen[v.name] = i
+		}
+		schema, ok := d.mapping(vm, ip, "schema")
+		if !ok {
+			if _, present := field(vm, "schema"); !present {
+				d.fail(ip.key("schema"), "is required")
+			}
+			continue
+		}
+		canon, err := marshalCanonical(schema)
+		if err != nil {
+			d.fail(ip.key("schema"), "cannot encode as JSON: %v", err)
+			continue
+		}
+		// Versions without a usable name are kept so that their schemas are still checked.
+		v.schema, v.schemaHash = canon, hashJSON(canon)
+		out = append(out, v)
+	}
+	return out
+}
+
+func (d *docDecoder) decodeAction(t *typeDoc, spec map[string]any, specPath path) {
+	p := specPath.key("action")
+	action, ok := d.mapping(spec, specPath, "action")
+	if !ok {
+		if _, present := field(spec, "action"); !present {
+			d.fail(p, "is required")
+		}
+		return
+	}
+	d.strict(action, p, "name", "with")
+	t.action.Name = d.required(action, p, "name")
+	with, ok := d.mapping(action, p, "with")
+	if !ok {
+		return
+	}
+	canon, err := marshalCanonical(with)
+	if err != nil {
+		d.fail(p.key("with"), "cannot encode as JSON: %v", err)
+		return
+	}
+	t.action.With = canon
+}
+
+func (d *docDecoder) decodeResync(t *typeDoc, spec map[string]any, specPath path) {
+	p := specPath.key("resyncInterval")
+	raw, ok := field(spec, "resyncInterval")
+	if !ok {
+		return
+	}
+	var s string
+	switch v := raw.(type) {
+	case string:
+		s = v
+	case json.Number:
+		s = string(v) // only "0" parses: Go durations need a unit otherwise
+	default:
+		d.fail(p, "must be a duration such as 10m, got %s", jsonType(raw))
+		return
+	}
+	dur, err := time.ParseDuration(s)
+	if err != nil {
+		d.fail(p, "invalid duration %q: must be a Go duration such as 30s, 10m or 1h, or 0 to turn resync off", s)
+		return
+	}
+	if dur < 0 {
+		d.fail(p, "invalid duration %q: must not be negative", s)
+		return
+	}
+	t.resync = &dur
+}
+
+func (d *docDecoder) decodeResource(doc *document, m, meta map[string]any, name string) *resourceDoc {
+	r := &resourceDoc{namespace: "default"}
+	if doc.apiVersion != "" {
+		group, version, ok := strings.Cut(doc.apiVersion, "/")
+		if !ok || group == "" || version == "" || strings.Contains(version, "/") {
+			d.fail(path{"apiVersion"}, "invalid apiVersion %q: must be <group>/<version>", doc.apiVersion)
+		} else {
+			r.group, r.version = group, version
+		}
+	}
+	metaPath := path{"metadata"}
+	d.strict(meta, metaPath, "name", "namespace", "labels", "annotations")
+	if name != "" {
+		if validLabel(name) {
+			r.name = name
+		} else {
+			d.fail(metaPath.key("name"), "invalid name %q: %s", name, labelHelp)
+		}
+	}
+	if ns, ok := d.str(meta, metaPath, "namespace"); ok {
+		if validLabel(ns) {
+			r.namespace = ns
+		} else {
+			d.fail(metaPath.key("namespace"), "invalid namespace %q: %s", ns, labelHelp)
+			r.name = "" // an invalid identity must not take part in duplicate checks
+		}
+	}
+	r.labels = d.stringMap(meta, metaPath, "labels")
+	r.annotations = d.stringMap(meta, metaPath, "annotations")
+	r.spec, r.hasSpec = d.mapping(m, path{}, "spec")
+	_, present := field(m, "spec")
+	r.specBad = present && !r.hasSpec
+	return r
+}

@@ -1,0 +1,233 @@
+// Package manifest parses and validates ResourceType and Resource manifests (DESIGN §4): it
+// turns the YAML and JSON files of one source revision into a Set of types and resources,
+// with schema defaults applied and content hashes computed, or into Errors that list every
+// problem as file:line: path: message. A revision applies wholly or not at all, so Load
+// returns either a complete Set or no Set.
+package manifest
+
+import (
+	"bytes"
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ResourceType documents are told apart by these; their group is reserved.
+const (
+	typeGroup      = "trueup.dev"
+	typeAPIVersion = typeGroup + "/v1"
+	typeKind       = "ResourceType"
+)
+
+// ValidationError is one problem in one manifest.
+type ValidationError struct {
+	File string // slash-separated path relative to the source root
+	Line int    // 1-based; 0 when the problem concerns the whole file
+	Path string // dotted path of the offending field, e.g. spec.versions[0].schema; may be empty
+	Msg  string
+}
+
+// Error formats the problem as "file:line: path: msg", leaving out the parts that are unknown.
+func (e ValidationError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		b.WriteByte(':')
+		b.WriteString(strconv.Itoa(e.Line))
+	}
+	b.WriteString(": ")
+	if e.Path != "" {
+		b.WriteString(e.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Errors is every problem found in a revision, sorted by File, Line and Path.
+type Errors []ValidationError
+
+// Error lists the problems one per line.
+func (e Errors) Error() string {
+	lines := make([]string, len(e))
+	for i, ve := range e {
+		lines[i] = ve.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// sortErrors orders problems the way a reader scans files and drops exact repeats, which
+// appear when a schema reports the same violation through several keywords.
+func sortErrors(errs Errors) Errors {
+	slices.SortFunc(errs, func(a, b ValidationError) int {
+		return cmp.Or(
+			cmp.Compare(a.File, b.File),
+			cmp.Compare(a.Line, b.Line),
+			cmp.Compare(a.Path, b.Path),
+			cmp.Compare(a.Msg, b.Msg),
+		)
+	})
+	return slices.Compact(errs)
+}
+
+// Version is one served version of a ResourceType.
+type Version struct {
+	Name   string
+	Schema json.RawMessage // canonical JSON Schema of the resources' .spec
+}
+
+// ActionRef names the action instance that reconciles a type's resources.
+type ActionRef struct {
+	Name string
+	With json.RawMessage // canonical JSON object; nil when absent or null
+}
+
+// ResourceType is a validated ResourceType manifest.
+type ResourceType struct {
+	Name        string // the kind resources use, e.g. "DatabaseCluster"
+	Group       string
+	Description string
+	Versions    []Version
+	Action      ActionRef
+	// ResyncInterval is nil when absent; 0 turns the drift check off.
+	ResyncInterval *time.Duration
+	Spec           json.RawMessage // canonical JSON of the whole spec, as written
+	Hash           string          // hex sha256 of canonical {name, spec}
+	File           string
+	Line           int // where the document starts
+}
+
+// Resource is a validated Resource manifest.
+type Resource struct {
+	APIVersion  string
+	Kind        string
+	Namespace   string // "default" when absent
+	Name        string
+	Labels      map[string]string // never nil
+	Annotations map[string]string // never nil
+	Spec        json.RawMessage   // canonical JSON with schema defaults applied; "{}" when absent
+	SpecHash    string            // hex sha256 of Spec
+	MetaHash    string            // hex sha256 of canonical {apiVersion, labels, annotations, file}
+	File        string
+	Line        int
+}
+
+// Set is the validated content of one revision. Types holds only the types declared in the
+// loaded files (not Options.KnownTypes), sorted by Name; Resources is sorted by Namespace,
+// Kind and Name.
+type Set struct {
+	Types     []ResourceType
+	Resources []Resource
+}
+
+// Canonical returns v as compact JSON with object keys sorted and numbers in one spelling
+// (1.0 and 1 are both 1), so that equal values hash equally whatever their source format.
+func Canonical(v json.RawMessage) (json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.UseNumber()
+	var x any
+	if err := dec.Decode(&x); err != nil {
+		return nil, fmt.Errorf("canonical json: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("canonical json: trailing data after the value")
+	}
+	x, err := normalizeNumbers(x)
+	if err != nil {
+		return nil, fmt.Errorf("canonical json: %w", err)
+	}
+	return marshalCanonical(x)
+}
+
+// marshalCanonical encodes a value built from map[string]any, []any, string, bool, nil and
+// json.Number. encoding/json already sorts map keys; HTML escaping is turned off because it
+// would make the stored spec differ from what users wrote for no benefit.
+func marshalCanonical(v any) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+}
+
+func normalizeNumbers(v any) (any, error) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			n, err := normalizeNumbers(e)
+			if err != nil {
+				return nil, err
+			}
+			x[k] = n
+		}
+	case []any:
+		for i, e := range x {
+			n, err := normalizeNumbers(e)
+			if err != nil {
+				return nil, err
+			}
+			x[i] = n
+		}
+	case json.Number:
+		return normalizeNumber(x)
+	}
+	return v, nil
+}
+
+// normalizeNumber keeps integer literals as written (they may exceed float64 precision) and
+// respells everything else through float64.
+func normalizeNumber(n json.Number) (json.Number, error) {
+	s := string(n)
+	if !strings.ContainsAny(s, ".eE") {
+		if s == "-0" {
+			return "0", nil
+		}
+		return n, nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return "", fmt.Errorf("number %s: %w", s, err)
+	}
+	return floatNumber(f)
+}
+
+// floatNumber spells a float the way encoding/json (and JavaScript) does: no exponent for
+// ordinary magnitudes, so 2.0 is 2, and the shortest form that round-trips.
+func floatNumber(f float64) (json.Number, error) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return "", fmt.Errorf("%v cannot be represented in JSON", f)
+	}
+	if f == 0 {
+		return "0", nil // also for -0
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs < 1e-6 || abs >= 1e21 {
+		format = 'e'
+	}
+	b := strconv.AppendFloat(nil, f, format, -1, 64)
+	if format == 'e' {
+		// 1e-07 becomes 1e-7, as in encoding/json.
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return json.Number(b), nil
+}
+
+// hashJSON is the hex sha256 used for every content hash in this package.
+func hashJSON(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,450 @@
+package manifest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+
+	yaml "go.yaml.in/yaml/v3"
+)
+
+// Limits on untrusted input. Manifests come from any commit pushed to a watched repository,
+// so a hostile or broken file must cost an error, never the controller's memory or stack.
+const (
+	maxFileSize = 1 << 20 // bytes per file
+	maxDepth    = 100     // nested mappings and sequences per document
+	// maxAliasNodes bounds the nodes produced by expanding aliases in one document, which
+	// is what makes "billion laughs" documents explode; maxFileAliasNodes bounds them per
+	// file, so that a file of many small such documents cannot multiply the bound.
+	maxAliasNodes     = 10_000
+	maxFileAliasNodes = 100_000
+)
+
+// path locates a value inside a document: string elements are mapping keys, int elements
+// sequence indices.
+type path []any
+
+func (p path) key(k string) path { return append(p[:len(p):len(p)], k) }
+func (p path) index(i int) path  { return append(p[:len(p):len(p)], i) }
+
+var simpleKey = regexp.MustCompile(`^[A-Za-z0-9_$-]+$`)
+
+// String spells the path the way users read it: spec.versions[0].schema, with keys that
+// would be ambiguous in dotted form quoted, as in metadata.labels["app.kubernetes.io/name"].
+func (p path) String() string {
+	var b strings.Builder
+	for _, e := range p {
+		switch e := e.(type) {
+		case int:
+			fmt.Fprintf(&b, "[%d]", e)
+		case string:
+			if !simpleKey.MatchString(e) {
+				b.WriteString("[" + strconv.Quote(e) + "]")
+				continue
+			}
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(e)
+		}
+	}
+	return b.String()
+}
+
+// rawDoc is one non-empty document of a file.
+type rawDoc struct {
+	index int        // position in the YAML stream, counting empty documents
+	root  *yaml.Node // the document's top-level node
+	value any        // root converted to JSON-like values
+}
+
+// parseStream splits a file into documents, converts each to JSON-like values and reports
+// syntax errors and limit violations. Errors carry no File: the result is cached by content
+// and the same content may appear under several paths.
+func parseStream(data []byte) ([]rawDoc, []ValidationError) {
+	if len(data) > maxFileSize {
+		return nil, []ValidationError{{Msg: "file is larger than the 1 MiB limit"}}
+	}
+	var docs []rawDoc
+	var errs []ValidationError
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	c := &converter{}
+	for index := 0; ; index++ {
+		var dn yaml.Node
+		err := dec.Decode(&dn)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			// The parser cannot resynchronise after a syntax error, so later documents
+			// are lost; the revision is rejected anyway.
+			errs = append(errs, syntaxError(err, data))
+			break
+		}
+		if len(dn.Content) == 0 {
+			continue
+		}
+		root := dn.Content[0]
+		if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
+			continue // "---" followed by nothing, a comment or an explicit null
+		}
+		if root.Kind != yaml.MappingNode {
+			errs = append(errs, ValidationError{Line: root.Line, Msg: "document must be a mapping, got " + nodeKind(root)})
+			continue
+		}
+		c.docAliasNodes = 0
+		v, err := c.value(root, 0)
+		if err != nil {
+			var ne *nodeError
+			if errors.As(err, &ne) {
+				errs = append(errs, ne.validationError())
+			} else {
+				errs = append(errs, ValidationError{Line: root.Line, Msg: err.Error()})
+			}
+			continue
+		}
+		docs = append(docs, rawDoc{index: index, root: root, value: v})
+	}
+	return docs, errs
+}
+
+var (
+	yamlLine      = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+	unknownAnchor = regexp.MustCompile(`^yaml: unknown anchor '(.*)' referenced$`)
+)
+
+// parserProblems are the go-yaml errors raised by its parser rather than its scanner. The
+// parser reports their line 0-based (the scanner adds one), so they are shifted here to
+// point at the line the author must look at.
+var parserProblems = map[string]bool{
+	"did not find expected <stream-start>":   true,
+	"did not find expected <document start>": true,
+	"did not find expected node content":     true,
+	"did not find expected '-' indicator":    true,
+	"did not find expected key":              true,
+	"did not find expected ',' or ']'":       true,
+	"did not find expected ',' or '}'":       true,
+	"found undefined tag handle":             true,
+	"found duplicate %YAML directive":        true,
+	"found incompatible YAML document":       true,
+	"found duplicate %TAG directive":         true,
+}
+
+// syntaxError turns a go-yaml error into a ValidationError with a 1-based line. go-yaml
+// leaves out "line N" when the line is the first one, and for unknown anchors altogether;
+// the latter is found by looking for the alias in the text.
+func syntaxError(err error, data []byte) ValidationError {
+	msg := err.Error()
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		if parserProblems[m[2]] {
+			line++
+		}
+		return ValidationError{Line: line, Msg: "invalid yaml: " + m[2]}
+	}
+	line := 1
+	if m := unknownAnchor.FindStringSubmatch(msg); m != nil {
+		line = 0
+		for i, l := range bytes.Split(data, []byte{'\n'}) {
+			if bytes.Contains(l, []byte("*"+m[1])) {
+				line = i + 1
+				break
+			}
+		}
+	}
+	return ValidationError{Line: line, Msg: "invalid yaml: " + strings.TrimPrefix(msg, "yaml: ")}
+}
+
+// nodeError is a conversion failure. rev holds the path to the failing node in reverse, as
+// the recursion unwinds, so that successful conversions build no paths at all.
+type nodeError struct {
+	line int
+	rev  path
+	msg  string
+}
+
+func (e *nodeError) Error() string { return e.msg }
+
+func (e *nodeError) validationError() ValidationError {
+	p := make(path, len(e.rev))
+	for i, el := range e.rev {
+		p[len(p)-1-i] = el
+	}
+	return ValidationError{Line: e.line, Path: p.String(), Msg: e.msg}
+}
+
+func wrapPath(err error, el any) error {
+	if ne, ok := err.(*nodeError); ok {
+		ne.rev = append(ne.rev, el)
+	}
+	return err
+}
+
+// converter turns yaml.Nodes into the values encoding/json produces with UseNumber:
+// map[string]any, []any, string, bool, nil and json.Number. go-yaml keeps aliases
+// unexpanded in the node tree, so expansion, and its bound, happen here.
+type converter struct {
+	inAlias        int // > 0 while expanding an alias
+	docAliasNodes  int
+	fileAliasNodes int
+}
+
+func (c *converter) value(n *yaml.Node, depth int) (any, error) {
+	if c.inAlias > 0 {
+		c.docAliasNodes++
+		c.fileAliasNodes++
+		switch {
+		case c.docAliasNodes > maxAliasNodes:
+			return nil, &nodeError{msg: fmt.Sprintf("aliases expand to more than %d nodes", maxAliasNodes)}
+		case c.fileAliasNodes > maxFileAliasNodes:
+			return nil, &nodeError{msg: fmt.Sprintf("aliases expand to more than %d nodes in this file", maxFileAliasNodes)}
+		}
+	}
+	switch n.Kind {
+	case yaml.AliasNode:
+		if n.Alias == nil {
+			return nil, &nodeError{line: n.Line, msg: "alias *" + n.Value + " has no anchor"}
+		}
+		c.inAlias++
+		v, err := c.value(n.Alias, depth)
+		c.inAlias--
+		if ne, ok := err.(*nodeError); ok && c.inAlias == 0 {
+			// Report at the alias the expansion started from: the path inside the
+			// expansion leads nowhere the author wrote.
+			ne.line, ne.rev = n.Line, nil
+		}
+		return v, err
+	case yaml.MappingNode:
+		if depth >= maxDepth {
+			return nil, &nodeError{line: n.Line, msg: fmt.Sprintf("nesting deeper than %d levels", maxDepth)}
+		}
+		return c.mapping(n, depth+1)
+	case yaml.SequenceNode:
+		if depth >= maxDepth {
+			return nil, &nodeError{line: n.Line, msg: fmt.Sprintf("nesting deeper than %d levels", maxDepth)}
+		}
+		if tag := n.ShortTag(); tag != "!!seq" {
+			return nil, &nodeError{line: n.Line, msg: "unsupported tag " + tag}
+		}
+		s := make([]any, len(n.Content))
+		for i, e := range n.Content {
+			v, err := c.value(e, depth+1)
+			if err != nil {
+				return nil, wrapPath(err, i)
+			}
+			s[i] = v
+		}
+		return s, nil
+	case yaml.ScalarNode:
+		return scalar(n)
+	}
+	return nil, &nodeError{line: n.Line, msg: "unsupported yaml node"}
+}
+
+func (c *converter) mapping(n *yaml.Node, depth int) (any, error) {
+	if tag := n.ShortTag(); tag != "!!map" {
+		return nil, &nodeError{line: n.Line, msg: "unsupported tag " + tag}
+	}
+	m := make(map[string]any, len(n.Content)/2)
+	var merges []*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		kn, vn := resolveAlias(n.Content[i]), n.Content[i+1]
+		if kn.Kind == yaml.ScalarNode && kn.ShortTag() == "!!merge" {
+			merges = append(merges, vn)
+			continue
+		}
+		if kn.Kind != yaml.ScalarNode || kn.ShortTag() != "!!str" {
+			return nil, &nodeError{line: n.Content[i].Line, msg: "mapping keys must be strings, got " + describe(kn)}
+		}
+		if _, dup := m[kn.Value]; dup {
+			return nil, &nodeError{line: n.Content[i].Line, msg: fmt.Sprintf("duplicate key %q", kn.Value)}
+		}
+		v, err := c.value(vn, depth)
+		if err != nil {
+			return nil, wrapPath(err, kn.Value)
+		}
+		m[kn.Value] = v
+	}
+	// Merge keys (<<) fill only keys the mapping does not set itself; with a list of
+	// mappings the first one listed wins, as YAML 1.1 specifies.
+	for _, mn := range merges {
+		v, err := c.value(mn, depth)
+		if err != nil {
+			return nil, wrapPath(err, "<<")
+		}
+		sources := []any{v}
+		if s, ok := v.([]any); ok {
+			sources = s
+		}
+		for _, src := range sources {
+			sm, ok := src.(map[string]any)
+			if !ok {
+				return nil, &nodeError{line: mn.Line, msg: "merge (<<) needs a mapping or a list of mappings"}
+			}
+			for k, e := range sm {
+				if _, set := m[k]; !set {
+					m[k] = e
+				}
+			}
+		}
+	}
+	return m, nil
+}
+
+func scalar(n *yaml.Node) (any, error) {
+	switch tag := n.ShortTag(); tag {
+	case "!!str", "!!binary":
+		return n.Value, nil
+	case "!!timestamp":
+		// Kept as written: turning it into a time would change what users see and hash.
+		return n.Value, nil
+	case "!!null":
+		return nil, nil
+	case "!!bool":
+		var b bool
+		if err := n.Decode(&b); err != nil {
+			return nil, &nodeError{line: n.Line, msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+		}
+		return b, nil
+	case "!!int", "!!float":
+		if isPlainDecimal(n.Value) {
+			return json.Number(n.Value), nil
+		}
+		var x any
+		if err := n.Decode(&x); err != nil {
+			return nil, &nodeError{line: n.Line, msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+		}
+		var num json.Number
+		var err error
+		switch x := x.(type) {
+		case int:
+			num = json.Number(strconv.FormatInt(int64(x), 10))
+		case int64:
+			num = json.Number(strconv.FormatInt(x, 10))
+		case uint64:
+			num = json.Number(strconv.FormatUint(x, 10))
+		case float64:
+			num, err = floatNumber(x)
+		default:
+			err = fmt.Errorf("%q is not a number", n.Value)
+		}
+		if err != nil {
+			return nil, &nodeError{line: n.Line, msg: err.Error()}
+		}
+		return num, nil
+	default:
+		return nil, &nodeError{line: n.Line, msg: "unsupported tag " + tag}
+	}
+}
+
+// isPlainDecimal spots the common integer spelling that needs no parsing; anything else
+// (0x10, 1_000, 010, 1.5) goes through go-yaml so that its YAML meaning is kept.
+func isPlainDecimal(s string) bool {
+	digits := strings.TrimPrefix(s, "-")
+	if digits == "" || len(digits) > 15 {
+		return false
+	}
+	if digits[0] == '0' {
+		return s == "0"
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func resolveAlias(n *yaml.Node) *yaml.Node {
+	// An alias never points at another alias, but bound the loop in case a hand-built
+	// node tree does.
+	for i := 0; i < maxDepth && n.Kind == yaml.AliasNode && n.Alias != nil; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+func nodeKind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "mapping"
+	case yaml.SequenceNode:
+		return "sequence"
+	case yaml.ScalarNode:
+		return "scalar"
+	}
+	return "alias"
+}
+
+func describe(n *yaml.Node) string {
+	if n.Kind == yaml.ScalarNode {
+		return fmt.Sprintf("%s %s", n.ShortTag(), n.Value)
+	}
+	return nodeKind(n)
+}
+
+// lineOf returns the line of the node at p below root, or of its nearest existing ancestor
+// when p leads to a value the YAML does not contain (a default, a missing field). A mapping
+// entry is placed at its key: for a nested mapping that is the line naming it.
+func lineOf(root *yaml.Node, p path) int {
+	n, line := root, root.Line
+	for _, el := range p {
+		n = resolveAlias(n)
+		switch el := el.(type) {
+		case string:
+			k, v := findKey(n, el, 0)
+			if k == nil {
+				return line
+			}
+			n, line = v, k.Line
+		case int:
+			if n.Kind != yaml.SequenceNode || el < 0 || el >= len(n.Content) {
+				return line
+			}
+			n = n.Content[el]
+			line = n.Line
+		}
+	}
+	return line
+}
+
+// findKey looks key up in a mapping, then in what it merges, the same precedence the
+// converter applies.
+func findKey(n *yaml.Node, key string, depth int) (k, v *yaml.Node) {
+	n = resolveAlias(n)
+	if n.Kind != yaml.MappingNode || depth > maxDepth {
+		return nil, nil
+	}
+	var merges []*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		kn := resolveAlias(n.Content[i])
+		if kn.Kind != yaml.ScalarNode {
+			continue
+		}
+		if kn.ShortTag() == "!!merge" {
+			merges = append(merges, n.Content[i+1])
+			continue
+		}
+		if kn.Value == key {
+			return n.Content[i], n.Content[i+1]
+		}
+	}
+	for _, mn := range merges {
+		mn = resolveAlias(mn)
+		sources := []*yaml.Node{mn}
+		if mn.Kind == yaml.SequenceNode {
+			sources = mn.Content
+		}
+		for _, s := range sources {
+			if k, v := findKey(s, key, depth+1); k != nil {
+				return k, v
+			}
+		}
+	}
+	return nil, nil
+}

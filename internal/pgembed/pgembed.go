@@ -1,0 +1,483 @@
+// Package pgembed owns a private PostgreSQL cluster in a folder: `trueup serve` runs one when
+// no database URL is configured, and the tests run one per test process (see pgtest).
+//
+// The cluster listens on a Unix socket only and trusts every connection to it; the socket is
+// reachable by the server's user (and root) alone. When trueup runs as root, initdb and
+// postgres run as the user postgres (or nobody), because postgres refuses root.
+package pgembed
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+const (
+	superuser = "trueup"
+	port      = 5432
+	// socketName is the file postgres creates in the socket folder for port.
+	socketName = ".s.PGSQL.5432"
+
+	startTimeout = 30 * time.Second
+	// stopTimeout bounds a fast shutdown before escalating to an immediate one.
+	stopTimeout  = 30 * time.Second
+	logTailLines = 20
+)
+
+// Options configure Start.
+type Options struct {
+	// Dir is the cluster folder, created if missing; the data lives in Dir/data and the
+	// server log in Dir/postgres.log.
+	Dir    string
+	Logger *slog.Logger
+	// Database is created if missing; default "trueup".
+	Database string
+	// Fast turns durability off (fsync, synchronous_commit, full_page_writes, and the
+	// sync after initdb) for tests; a crash of the machine can then corrupt the cluster.
+	Fast bool
+}
+
+// Cluster is a running (or stopped) private PostgreSQL server.
+type Cluster struct {
+	dir, dataDir, socketDir, logPath, binDir string
+	fast                                     bool
+	acc                                      *account
+	log                                      *slog.Logger
+
+	mu   sync.Mutex
+	proc *postmaster // nil while stopped
+}
+
+// postmaster is one run of the server process.
+type postmaster struct {
+	pid      int
+	ready    atomic.Bool   // accepted a connection; an exit before is reported by start
+	stopping chan struct{} // closed by Stop, so the waiter knows the exit was asked for
+	exited   chan struct{} // closed after err is set
+	err      error
+}
+
+// Start creates the cluster on first use (initdb), starts postgres, waits until it accepts
+// connections and creates opts.Database if missing. Stop it with Stop.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	if opts.Dir == "" {
+		return nil, errors.New("start postgres: no cluster folder given")
+	}
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("start postgres: %w", err)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	database := opts.Database
+	if database == "" {
+		database = "trueup"
+	}
+	binDir, err := FindBinDir()
+	if err != nil {
+		return nil, err
+	}
+	acc, err := serverAccount()
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{
+		dir:       dir,
+		dataDir:   filepath.Join(dir, "data"),
+		socketDir: socketDirFor(dir),
+		logPath:   filepath.Join(dir, "postgres.log"),
+		binDir:    binDir,
+		fast:      opts.Fast,
+		acc:       acc,
+		log:       log.With("pg_dir", dir),
+	}
+	if pid, ok := c.runningPID(); ok { // before prepare touches a live server's files
+		return nil, c.alreadyRunning(pid)
+	}
+	if err := c.prepare(); err != nil {
+		return nil, fmt.Errorf("start postgres in %s: %w", dir, err)
+	}
+	if err := c.initdb(ctx); err != nil {
+		return nil, fmt.Errorf("start postgres in %s: %w", dir, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.start(ctx); err != nil {
+		return nil, fmt.Errorf("start postgres in %s: %w", dir, err)
+	}
+	if err := c.createDatabase(ctx, database); err != nil {
+		_ = c.stop()
+		return nil, fmt.Errorf("start postgres in %s: %w", dir, err)
+	}
+	return c, nil
+}
+
+// Dir returns the cluster folder as an absolute path.
+func (c *Cluster) Dir() string { return c.dir }
+
+// URL returns a pgx connection URL for database over the cluster's Unix socket, as the
+// superuser.
+func (c *Cluster) URL(database string) string {
+	u := url.URL{
+		Scheme: "postgres",
+		User:   url.User(superuser),
+		Path:   "/" + database,
+		RawQuery: url.Values{
+			"host":    {c.socketDir},
+			"port":    {strconv.Itoa(port)},
+			"sslmode": {"disable"},
+		}.Encode(),
+	}
+	return u.String()
+}
+
+// Stop shuts the server down fast (open transactions are rolled back, then a checkpoint)
+// and waits for it to exit. It is safe to call twice, on a stopped cluster, and on the nil
+// cluster of a failed Start.
+func (c *Cluster) Stop() error {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stop()
+}
+
+// Restart stops the server and starts it again on the same data.
+func (c *Cluster) Restart(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.stop(); err != nil {
+		return err
+	}
+	if err := c.start(ctx); err != nil {
+		return fmt.Errorf("restart postgres in %s: %w", c.dir, err)
+	}
+	return nil
+}
+
+// prepare creates the folders and, when running as root, hands them to the server's user.
+func (c *Cluster) prepare() error {
+	if err := os.MkdirAll(c.dir, 0o755); err != nil {
+		return err
+	}
+	// The folder may hold the socket; 0700 keeps other users off the trusting server.
+	if err := os.Chmod(c.dir, 0o700); err != nil {
+		return err
+	}
+	if err := c.acc.chownTree(c.dir); err != nil {
+		return err
+	}
+	return c.acc.makeParentsTraversable(c.dir, c.log)
+}
+
+// initdb creates the cluster unless Dir/data already holds one. It works in a scratch
+// folder renamed into place at the end, so an interrupted initdb leaves no half-made data
+// folder that initdb would then refuse.
+func (c *Cluster) initdb(ctx context.Context) error {
+	if _, err := os.Stat(filepath.Join(c.dataDir, "PG_VERSION")); err == nil {
+		return nil
+	}
+	scratch := c.dataDir + ".initdb"
+	if err := os.RemoveAll(scratch); err != nil {
+		return err
+	}
+	logf, offset, err := c.openLog()
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	begin := time.Now()
+	args := []string{
+		"-D", scratch,
+		"-U", superuser,
+		"--auth=trust",
+		"-E", "UTF8",
+		// C collation: byte order, the same on every host, and the fastest.
+		"--locale=C",
+		"--no-instructions",
+	}
+	if c.fast {
+		args = append(args, "--no-sync")
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(c.binDir, "initdb"), args...)
+	cmd.Dir = c.dir
+	cmd.Env = c.env()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.acc.credential()}
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("initdb: %w%s", err, c.logTail(offset))
+	}
+	if err := os.Rename(scratch, c.dataDir); err != nil {
+		return fmt.Errorf("initdb: %w", err)
+	}
+	c.log.Info("postgres cluster created", "duration", time.Since(begin).Round(time.Millisecond))
+	return nil
+}
+
+// start runs the postmaster and waits until it accepts connections. c.mu is held.
+func (c *Cluster) start(ctx context.Context) error {
+	if c.proc != nil {
+		return errors.New("already running")
+	}
+	if pid, ok := c.runningPID(); ok {
+		return c.alreadyRunning(pid)
+	}
+	if c.socketDir != c.dir {
+		if err := prepareSocketDir(c.socketDir, c.acc, c.log); err != nil {
+			return err
+		}
+	}
+	logf, offset, err := c.openLog()
+	if err != nil {
+		return err
+	}
+	defer logf.Close() // the child holds its own descriptor
+	args := []string{
+		"-D", c.dataDir,
+		"-c", "listen_addresses=",
+		"-c", "unix_socket_directories=" + c.socketDir,
+		"-c", "unix_socket_permissions=0700",
+		"-c", "port=" + strconv.Itoa(port),
+		"-c", "max_connections=200",
+		"-c", "shared_buffers=128MB",
+	}
+	if c.fast {
+		args = append(args,
+			"-c", "fsync=off",
+			"-c", "synchronous_commit=off",
+			"-c", "full_page_writes=off",
+		)
+	}
+	cmd := exec.Command(filepath.Join(c.binDir, "postgres"), args...)
+	cmd.Dir = c.dir
+	cmd.Env = c.env()
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = postmasterAttr(c.acc)
+
+	begin := time.Now()
+	pm := &postmaster{stopping: make(chan struct{}), exited: make(chan struct{})}
+	started := make(chan error, 1)
+	go func() {
+		// The parent-death signal fires when the thread that started the child ends, not
+		// the process (go.dev/issue/27505): keep this goroutine, and so its thread, for the
+		// postmaster's whole life.
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		pm.err = cmd.Wait()
+		close(pm.exited)
+		select {
+		case <-pm.stopping:
+		default:
+			if !pm.ready.Load() {
+				return
+			}
+			c.log.Error("postgres exited unexpectedly", "err", pm.err, "log", c.logTail(offset))
+		}
+	}()
+	if err := <-started; err != nil {
+		return fmt.Errorf("run postgres: %w", err)
+	}
+	pm.pid = cmd.Process.Pid
+	c.proc = pm
+
+	if err := c.waitReady(ctx, pm); err != nil {
+		_ = c.stop()
+		return fmt.Errorf("%w%s", err, c.logTail(offset))
+	}
+	pm.ready.Store(true)
+	c.log.Info("postgres started", "pid", pm.pid, "socket_dir", c.socketDir,
+		"duration", time.Since(begin).Round(time.Millisecond))
+	return nil
+}
+
+// waitReady polls until a connection succeeds, the server exits, or the deadline passes.
+func (c *Cluster) waitReady(ctx context.Context, pm *postmaster) error {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	dsn := c.URL("postgres")
+	var lastErr error
+	for {
+		if lastErr = ping(ctx, dsn); lastErr == nil {
+			return nil
+		}
+		select {
+		case <-pm.exited:
+			return fmt.Errorf("postgres exited during start-up: %v", pm.err)
+		case <-ctx.Done():
+			return fmt.Errorf("postgres not accepting connections (%w): %v", ctx.Err(), lastErr)
+		case <-tick.C:
+		}
+	}
+}
+
+func ping(ctx context.Context, dsn string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	return conn.Close(ctx)
+}
+
+// stop asks for a fast shutdown and waits; c.mu is held.
+func (c *Cluster) stop() error {
+	pm := c.proc
+	if pm == nil {
+		return nil
+	}
+	c.proc = nil
+	close(pm.stopping)
+	begin := time.Now()
+	// SIGINT is PostgreSQL's fast shutdown.
+	if err := syscall.Kill(pm.pid, syscall.SIGINT); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("stop postgres (pid %d): %w", pm.pid, err)
+	}
+	timer := time.NewTimer(stopTimeout)
+	defer timer.Stop()
+	select {
+	case <-pm.exited:
+	case <-timer.C:
+		c.log.Warn("postgres fast shutdown timed out; shutting down immediately", "pid", pm.pid)
+		_ = syscall.Kill(pm.pid, syscall.SIGQUIT)
+		timer.Reset(10 * time.Second)
+		select {
+		case <-pm.exited:
+		case <-timer.C:
+			_ = syscall.Kill(-pm.pid, syscall.SIGKILL) // the whole process group
+			<-pm.exited
+		}
+	}
+	if c.socketDir != c.dir {
+		_ = os.Remove(c.socketDir) // empty now; start creates it again
+	}
+	c.log.Info("postgres stopped", "pid", pm.pid, "duration", time.Since(begin).Round(time.Millisecond))
+	if pm.err != nil {
+		return fmt.Errorf("stop postgres (pid %d): %w", pm.pid, pm.err)
+	}
+	return nil
+}
+
+// runningPID reads postmaster.pid and reports a live postmaster on this data folder. A pid
+// file left by a crash is ignored: postgres replaces it.
+func (c *Cluster) runningPID() (int, bool) {
+	b, err := os.ReadFile(filepath.Join(c.dataDir, "postmaster.pid"))
+	if err != nil {
+		return 0, false
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(first))
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	return pid, postmasterOf(pid, c.dataDir)
+}
+
+func (c *Cluster) alreadyRunning(pid int) error {
+	return fmt.Errorf("a PostgreSQL server already runs on %s (pid %d): stop it with `kill -INT %d`", c.dir, pid, pid)
+}
+
+func (c *Cluster) createDatabase(ctx context.Context, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	if err != nil {
+		return fmt.Errorf("create database %s: %w", name, err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return fmt.Errorf("create database %s: %w", name, err)
+	}
+	if exists {
+		return nil
+	}
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P04" { // duplicate_database: created meanwhile
+		err = nil
+	}
+	if err != nil {
+		return fmt.Errorf("create database %s: %w", name, err)
+	}
+	c.log.Info("database created", "database", name)
+	return nil
+}
+
+// env is the whole environment of initdb and postgres: nothing of trueup's (PG* variables,
+// a root HOME) leaks into the server.
+func (c *Cluster) env() []string {
+	return []string{
+		"HOME=" + c.dir,
+		"PATH=" + c.binDir + ":/usr/local/bin:/usr/bin:/bin",
+		"LANG=C",
+		"LC_ALL=C",
+	}
+}
+
+// openLog opens Dir/postgres.log for appending and returns the offset this run starts at.
+func (c *Cluster) openLog() (*os.File, int64, error) {
+	f, err := os.OpenFile(c.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, 0, err
+	}
+	offset, err := f.Seek(0, io.SeekEnd)
+	if err == nil && c.acc != nil {
+		err = os.Chown(c.logPath, int(c.acc.uid), int(c.acc.gid))
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, offset, nil
+}
+
+// logTail returns the last lines this run wrote to the log, formatted to end an error.
+func (c *Cluster) logTail(offset int64) string {
+	f, err := os.Open(c.logPath)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return ""
+	}
+	var lines []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > logTailLines {
+			lines = lines[1:]
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return "\n" + c.logPath + " (last lines):\n  " + strings.Join(lines, "\n  ")
+}

@@ -1,0 +1,270 @@
+package reconciler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/status"
+	"github.com/trueup-dev/trueup/internal/store"
+)
+
+// defaultRequeue is the delay before the next call when an action is in progress and did not
+// say when to come back.
+const defaultRequeue = 5 * time.Second
+
+// History results.
+const (
+	resultSucceeded  = "Succeeded"
+	resultInProgress = "InProgress"
+	resultFailed     = "Failed"
+	resultStalled    = "Stalled"
+	resultDrifted    = "Drifted"
+)
+
+// attempt is one call's outcome, gathered before the fenced write.
+type attempt struct {
+	op      string // reconcile | delete
+	trigger string
+	started time.Time
+	res     actions.Result
+	err     error
+	drift   string // Observe found drift (a reconcile followed)
+	inSync  bool   // Observe found nothing to do
+}
+
+// process runs one claimed item and writes its result.
+func (r *Reconciler) process(ctx context.Context, c store.Claimed) {
+	a := attempt{started: time.Now(), trigger: trigger(c)}
+	act, err := r.actionFor(c)
+	if c.Deleting {
+		a.op = "delete"
+	} else {
+		a.op = "reconcile"
+	}
+	req := actions.Request{Resource: actions.Resource{APIVersion: c.APIVersion, Kind: c.Kind, Namespace: c.Namespace,
+		Name: c.Name, UID: c.UID, Generation: c.Generation, Spec: c.Spec, Labels: c.Labels, Annotations: c.Annotations,
+		Source: c.Source, Revision: c.Revision}, With: c.ActionWith, State: c.ActionState}
+	switch {
+	case err != nil:
+		a.err = err
+	case c.Deleting:
+		a.res, a.err = act.Delete(ctx, req)
+	case a.trigger == "resync":
+		if obs, ok := act.(actions.Observer); ok {
+			o, oerr := obs.Observe(ctx, req)
+			switch {
+			case oerr != nil:
+				a.err = fmt.Errorf("observe: %w", oerr)
+			case o.InSync:
+				a.inSync = true
+			default:
+				a.drift = o.Message
+				if a.drift == "" {
+					a.drift = "drift detected"
+				}
+			}
+		}
+		if !a.inSync && a.err == nil {
+			a.res, a.err = act.Reconcile(ctx, req)
+		}
+	default:
+		a.res, a.err = act.Reconcile(ctx, req)
+	}
+	if ctx.Err() != nil {
+		// Shutting down: the call was interrupted, not failed. Another replica (or this one
+		// after restart) takes the item again.
+		r.release(c)
+		return
+	}
+	wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err = r.store.Complete(wctx, c.ID, c.LeaseToken, func(cur store.Current) store.Update { return r.update(c, a, cur) })
+	switch {
+	case errors.Is(err, store.ErrLeaseLost):
+		r.log.Warn("lease lost; result discarded", "resource", ident(c))
+	case err != nil:
+		r.log.Error("write result", "resource", ident(c), "err", err)
+	}
+}
+
+func (r *Reconciler) actionFor(c store.Claimed) (actions.Action, error) {
+	if !c.TypeKnown {
+		return nil, actions.Terminalf("no ResourceType declares kind %s", c.Kind)
+	}
+	act, ok := r.actions[c.ActionName]
+	if !ok {
+		return nil, actions.Terminalf("action %q is not configured in this controller", c.ActionName)
+	}
+	return act, nil
+}
+
+// trigger names why this item runs, for history.
+func trigger(c store.Claimed) string {
+	switch {
+	case c.Deleting:
+		return "deleted"
+	case c.Attempt > 0:
+		return "retry"
+	case c.ObservedGeneration == 0 && len(c.ActionState) == 0:
+		return "created"
+	case c.ObservedGeneration < c.Generation && len(c.ActionState) == 0:
+		return "spec-changed"
+	case c.Phase == status.PhaseReconciling:
+		return "requeue"
+	case c.ObservedGeneration < c.Generation:
+		return "spec-changed"
+	default:
+		return "resync"
+	}
+}
+
+// update turns an attempt into the fenced write, given the row as it is now.
+func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store.Update {
+	now := time.Now()
+	msg := ""
+	if a.err != nil {
+		msg = r.opts.Scrub(a.err.Error())
+	} else {
+		msg = r.opts.Scrub(a.res.Message)
+	}
+	h := &store.HistoryEntry{UID: c.UID, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Generation: c.Generation,
+		Revision: c.Revision, Operation: a.op, Trigger: a.trigger, Message: msg, Replica: r.opts.Replica,
+		StartedAt: a.started, FinishedAt: now}
+	if a.res.Outputs != nil {
+		h.Outputs, _ = json.Marshal(a.res.Outputs)
+	}
+	ev := func(typ, reason, m string) store.Event {
+		return store.Event{Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Source: c.Source, Type: typ, Reason: reason, Message: m, Replica: r.opts.Replica}
+	}
+	u := store.Update{Conditions: cur.Conditions, ObservedGeneration: cur.ObservedGeneration, ActionState: a.res.State, History: h}
+	if a.err != nil {
+		u.ActionState = c.ActionState // keep the handle of work in flight across failures
+	}
+
+	if a.op == "delete" {
+		u.Phase = status.PhaseDeleting
+		switch {
+		case a.err != nil:
+			h.Result = resultFailed
+			u.Attempt = c.Attempt + 1
+			u.RunAt = ptr(now.Add(r.backoff(u.Attempt)))
+			u.Message = "delete failed: " + msg
+			u.Conditions = status.Set(u.Conditions, status.Condition{Type: status.Ready, Status: status.False, Reason: "DeleteFailed", Message: msg, ObservedGeneration: cur.ObservedGeneration}, now)
+			u.Events = append(u.Events, ev(store.EventWarning, "DeleteFailed", msg))
+		case !a.res.Done:
+			h.Result = resultInProgress
+			u.RunAt = ptr(now.Add(requeue(a.res.RequeueAfter)))
+			u.Message = nonEmpty(msg, "deletion in progress")
+		default:
+			h.Result = resultSucceeded
+			u.Remove = true
+			u.Events = append(u.Events, ev(store.EventNormal, "Deleted", nonEmpty(msg, "deleted by action "+c.ActionName)))
+		}
+		if !cur.Deleting {
+			// The manifest came back while we deleted: reconcile it again from scratch.
+			u.Remove = false
+			u.Phase = status.PhaseReconciling
+			u.ActionState = nil
+			u.RunAt = ptr(now)
+		}
+		return u
+	}
+
+	if a.inSync {
+		// Nothing to do: keep status, schedule the next resync; no history row.
+		u.History = nil
+		u.Phase = c.Phase
+		u.Message = ""
+		u.ActionState = c.ActionState
+		u.RunAt = r.resyncAt(c, now)
+		return u
+	}
+	o := status.Outcome{Generation: c.Generation, CurrentGeneration: cur.Generation, Message: msg}
+	switch {
+	case a.err != nil:
+		o.Err, o.Terminal = msg, actions.IsTerminal(a.err)
+	case !a.res.Done:
+		o.InProgress = true
+	}
+	u.Phase, u.Conditions, u.ObservedGeneration = status.Apply(cur.Conditions, cur.ObservedGeneration, o, now)
+	for _, pc := range a.res.Conditions {
+		if pc.Type == status.Ready || pc.Type == status.Reconciling || pc.Type == status.Stalled || pc.Type == status.Synced {
+			continue // the standard conditions are derived, never set by plugins
+		}
+		u.Conditions = status.Set(u.Conditions, status.Condition{Type: pc.Type, Status: pc.Status, Reason: pc.Reason, Message: r.opts.Scrub(pc.Message), ObservedGeneration: c.Generation}, now)
+	}
+	u.Message = msg
+	switch {
+	case a.err != nil && o.Terminal:
+		h.Result = resultStalled
+		u.Attempt = c.Attempt + 1
+		u.RunAt = nil // not retried until the spec changes
+		u.Events = append(u.Events, ev(store.EventWarning, "Stalled", msg))
+	case a.err != nil:
+		h.Result = resultFailed
+		u.Attempt = c.Attempt + 1
+		delay := r.backoff(u.Attempt)
+		u.RunAt = ptr(now.Add(delay))
+		u.Events = append(u.Events, ev(store.EventWarning, "ReconcileFailed", fmt.Sprintf("attempt %d failed, retry in %s: %s", u.Attempt, delay.Round(time.Millisecond), msg)))
+	case !a.res.Done:
+		h.Result = resultInProgress
+		u.Outputs = a.res.Outputs
+		u.RunAt = ptr(now.Add(requeue(a.res.RequeueAfter)))
+	default:
+		h.Result = resultSucceeded
+		if a.drift != "" {
+			h.Result = resultSucceeded
+			h.Message = "drift corrected: " + a.drift
+			u.Events = append(u.Events, ev(store.EventWarning, "DriftDetected", r.opts.Scrub(a.drift)))
+		}
+		u.Outputs = a.res.Outputs
+		if u.Outputs == nil {
+			u.Outputs = map[string]any{}
+		}
+		u.RunAt = r.resyncAt(c, now)
+		if c.Phase != status.PhaseReady || c.ObservedGeneration != c.Generation {
+			u.Events = append(u.Events, ev(store.EventNormal, "Reconciled", fmt.Sprintf("generation %d is Ready", c.Generation)))
+		}
+	}
+	if cur.Deleting {
+		u.Phase = status.PhaseDeleting
+		u.RunAt = ptr(now)
+	}
+	return u
+}
+
+// resyncAt is when a Ready resource is checked for drift: the type's interval, else the
+// controller's; zero turns it off.
+func (r *Reconciler) resyncAt(c store.Claimed, now time.Time) *time.Time {
+	d := r.opts.ResyncInterval
+	if c.ResyncIntervalMs != nil {
+		d = time.Duration(*c.ResyncIntervalMs) * time.Millisecond
+	}
+	if d <= 0 {
+		return nil
+	}
+	// Spread resyncs so that resources created together do not resync together.
+	return ptr(now.Add(d + time.Duration(float64(d)*0.1*randFloat())))
+}
+
+func requeue(d time.Duration) time.Duration {
+	if d <= 0 {
+		return defaultRequeue
+	}
+	return d
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func ident(c store.Claimed) string { return c.Namespace + "/" + c.Kind + "/" + c.Name }

@@ -1,0 +1,246 @@
+// Package server owns trueup's HTTP surface (DESIGN §9): health and readiness, the read-only
+// JSON API over sources, resource types, resources, history and events, and the dashboard.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/store"
+)
+
+// Options configure the server.
+type Options struct {
+	Listen  string
+	Replica string
+}
+
+// Server serves the API of one replica.
+type Server struct {
+	opts  Options
+	store *store.Store
+	log   *slog.Logger
+	mux   *http.ServeMux
+	srv   *http.Server
+	done  chan struct{}
+}
+
+// New builds the server and its routes.
+func New(st *store.Store, opts Options, logger *slog.Logger) *Server {
+	s := &Server{opts: opts, store: st, log: logger, mux: http.NewServeMux()}
+	s.routes()
+	return s
+}
+
+func (s *Server) routes() {
+	m := s.mux
+	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, map[string]string{"status": "ok"}) })
+	m.HandleFunc("GET /readyz", s.readyz)
+	m.HandleFunc("GET /api/v1/sources", s.listSources)
+	m.HandleFunc("GET /api/v1/sources/{name}", s.getSource)
+	m.HandleFunc("GET /api/v1/resourcetypes", s.listTypes)
+	m.HandleFunc("GET /api/v1/resourcetypes/{name}", s.getType)
+	m.HandleFunc("GET /api/v1/resources", s.listResources)
+	m.HandleFunc("GET /api/v1/resources/{namespace}/{kind}/{name}", s.getResource)
+	m.HandleFunc("GET /api/v1/resources/{namespace}/{kind}/{name}/history", s.resourceHistory)
+	m.HandleFunc("GET /api/v1/resources/{namespace}/{kind}/{name}/events", s.resourceEvents)
+	m.HandleFunc("GET /api/v1/events", s.listEvents)
+	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
+	})
+	m.HandleFunc("GET /{$}", s.dashboard)
+}
+
+// Handler returns the root handler (for tests with httptest).
+func (s *Server) Handler() http.Handler { return s.recoverer(s.mux) }
+
+// Start listens and serves in the background; it returns once the listener is bound.
+func (s *Server) Start(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.opts.Listen)
+	if err != nil {
+		return err
+	}
+	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
+	s.done = make(chan struct{})
+	go func() {
+		defer close(s.done)
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("http server stopped", "err", err)
+		}
+	}()
+	s.log.Info("serving", "addr", ln.Addr().String())
+	return nil
+}
+
+// Stop drains open requests for up to 5 s; safe twice and before Start.
+func (s *Server) Stop() {
+	if s.srv == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.srv.Shutdown(ctx)
+	<-s.done
+	s.srv = nil
+}
+
+func (s *Server) recoverer(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				s.log.Error("panic serving request", "path", r.URL.Path, "panic", v)
+				writeError(w, http.StatusInternalServerError, "internal error")
+			}
+		}()
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if err := s.store.Ping(r.Context()); err != nil {
+		writeError(w, http.StatusServiceUnavailable, "database unavailable")
+		return
+	}
+	ok, err := s.store.MigrationsCurrent(r.Context())
+	if err != nil || !ok {
+		writeError(w, http.StatusServiceUnavailable, "database migrations are not current")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "replica": s.opts.Replica})
+}
+
+func (s *Server) listSources(w http.ResponseWriter, r *http.Request) {
+	items, err := s.store.ListSources(r.Context())
+	if s.fail(w, err) {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": nonNil(items)})
+}
+
+func (s *Server) getSource(w http.ResponseWriter, r *http.Request) {
+	src, err := s.store.GetSource(r.Context(), r.PathValue("name"))
+	if s.fail(w, err) {
+		return
+	}
+	writeJSON(w, http.StatusOK, src)
+}
+
+func (s *Server) listTypes(w http.ResponseWriter, r *http.Request) {
+	items, err := s.store.ListTypes(r.Context())
+	if s.fail(w, err) {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": nonNil(items)})
+}
+
+func (s *Server) getType(w http.ResponseWriter, r *http.Request) {
+	t, err := s.store.GetType(r.Context(), r.PathValue("name"))
+	if s.fail(w, err) {
+		return
+	}
+	writeJSON(w, http.StatusOK, t)
+}
+
+func (s *Server) listResources(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := 0
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			writeError(w, http.StatusBadRequest, "limit must be a number from 1 to 1000")
+			return
+		}
+		limit = n
+	}
+	items, next, err := s.store.ListResources(r.Context(), store.ResourceFilter{Kind: q.Get("kind"), Namespace: q.Get("namespace"),
+		Source: q.Get("source"), Phase: q.Get("phase"), LabelSelector: q.Get("labelSelector"), Limit: limit, Continue: q.Get("continue")})
+	if s.fail(w, err) {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": nonNil(items), "continue": next})
+}
+
+func (s *Server) getResource(w http.ResponseWriter, r *http.Request) {
+	res, err := s.store.GetResource(r.Context(), r.PathValue("namespace"), r.PathValue("kind"), r.PathValue("name"))
+	if s.fail(w, err) {
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// resourceHistory answers for resources that are gone too: history outlives the row.
+func (s *Server) resourceHistory(w http.ResponseWriter, r *http.Request) {
+	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+	items, err := s.store.ListHistory(r.Context(), r.PathValue("namespace"), r.PathValue("kind"), r.PathValue("name"), limit)
+	if s.fail(w, err) {
+		return
+	}
+	if len(items) == 0 {
+		// Neither history nor a row: the resource never existed.
+		if _, err := s.store.GetResource(r.Context(), r.PathValue("namespace"), r.PathValue("kind"), r.PathValue("name")); s.fail(w, err) {
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": nonNil(items)})
+}
+
+func (s *Server) resourceEvents(w http.ResponseWriter, r *http.Request) {
+	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+	items, err := s.store.ListEvents(r.Context(), store.EventFilter{Namespace: r.PathValue("namespace"), Kind: r.PathValue("kind"), Name: r.PathValue("name"), Limit: limit})
+	if s.fail(w, err) {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": nonNil(items)})
+}
+
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, _ := strconv.Atoi(q.Get("limit"))
+	items, err := s.store.ListEvents(r.Context(), store.EventFilter{Namespace: q.Get("namespace"), Kind: q.Get("kind"), Name: q.Get("name"), Source: q.Get("source"), Limit: limit})
+	if s.fail(w, err) {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": nonNil(items)})
+}
+
+// fail writes err as JSON with the status it deserves and reports whether it did.
+func (s *Server) fail(w http.ResponseWriter, err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, store.ErrNotFound):
+		writeError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, store.ErrBadRequest):
+		writeError(w, http.StatusBadRequest, err.Error())
+	default:
+		s.log.Error("api query failed", "err", err)
+		writeError(w, http.StatusServiceUnavailable, "database error")
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]string{"error": msg})
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

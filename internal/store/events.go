@@ -1,0 +1,135 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Event types.
+const (
+	EventNormal  = "Normal"
+	EventWarning = "Warning"
+)
+
+// Event is a Normal or Warning event about a resource or a source.
+type Event struct {
+	ID        int64     `json:"id"`
+	Namespace string    `json:"namespace,omitempty"`
+	Kind      string    `json:"kind,omitempty"`
+	Name      string    `json:"name,omitempty"`
+	Source    string    `json:"source,omitempty"`
+	Type      string    `json:"type"`
+	Reason    string    `json:"reason"`
+	Message   string    `json:"message"`
+	Replica   string    `json:"replica,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+func insertEvent(ctx context.Context, db DB, e Event) error {
+	return insertEvents(ctx, db, []Event{e})
+}
+
+func insertEvents(ctx context.Context, db DB, evs []Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	n := len(evs)
+	ns, kind, name, src, typ, reason, msg, rep := make([]string, n), make([]string, n), make([]string, n),
+		make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	for i, e := range evs {
+		ns[i], kind[i], name[i], src[i], typ[i], reason[i], msg[i], rep[i] = e.Namespace, e.Kind, e.Name, e.Source, e.Type, e.Reason, truncate(e.Message, 4000), e.Replica
+	}
+	_, err := db.Exec(ctx, `INSERT INTO events (namespace, kind, name, source, type, reason, message, replica)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])`,
+		ns, kind, name, src, typ, reason, msg, rep)
+	return err
+}
+
+// AddEvent records one event outside any other transaction.
+func (s *Store) AddEvent(ctx context.Context, e Event) error { return insertEvent(ctx, s.pool, e) }
+
+// EventFilter selects events; empty fields match everything.
+type EventFilter struct {
+	Namespace, Kind, Name, Source string
+	Limit                         int
+}
+
+// ListEvents returns events newest first.
+func (s *Store) ListEvents(ctx context.Context, f EventFilter) ([]Event, error) {
+	if f.Limit <= 0 || f.Limit > 1000 {
+		f.Limit = 100
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, namespace, kind, name, source, type, reason, message, replica, created_at
+		FROM events
+		WHERE ($1 = '' OR namespace = $1) AND ($2 = '' OR lower(kind) = lower($2)) AND ($3 = '' OR name = $3) AND ($4 = '' OR source = $4)
+		ORDER BY id DESC LIMIT $5`, f.Namespace, f.Kind, f.Name, f.Source, f.Limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Event, error) {
+		var e Event
+		err := r.Scan(&e.ID, &e.Namespace, &e.Kind, &e.Name, &e.Source, &e.Type, &e.Reason, &e.Message, &e.Replica, &e.CreatedAt)
+		return e, err
+	})
+}
+
+// HistoryEntry is one reconcile attempt.
+type HistoryEntry struct {
+	ID         int64           `json:"id"`
+	UID        string          `json:"uid"`
+	Namespace  string          `json:"namespace"`
+	Kind       string          `json:"kind"`
+	Name       string          `json:"name"`
+	Generation int64           `json:"generation"`
+	Revision   string          `json:"revision"`
+	Operation  string          `json:"operation"`
+	Trigger    string          `json:"trigger"`
+	Result     string          `json:"result"`
+	Message    string          `json:"message"`
+	Replica    string          `json:"replica,omitempty"`
+	StartedAt  time.Time       `json:"startedAt"`
+	FinishedAt time.Time       `json:"finishedAt"`
+	DurationMs int64           `json:"durationMs"`
+	Outputs    json.RawMessage `json:"outputs,omitempty"`
+}
+
+func insertHistory(ctx context.Context, db DB, h HistoryEntry) error {
+	var outputs any
+	if len(h.Outputs) > 0 {
+		outputs = string(h.Outputs)
+	}
+	_, err := db.Exec(ctx, `INSERT INTO reconcile_history (resource_uid, namespace, kind, name, generation, revision,
+		operation, trigger, result, message, replica, started_at, finished_at, outputs)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::jsonb)`,
+		h.UID, h.Namespace, h.Kind, h.Name, h.Generation, h.Revision, h.Operation, h.Trigger, h.Result,
+		truncate(h.Message, 8000), h.Replica, h.StartedAt, h.FinishedAt, outputs)
+	return err
+}
+
+// ListHistory returns a resource's reconcile attempts newest first; it outlives the resource.
+func (s *Store) ListHistory(ctx context.Context, namespace, kind, name string, limit int) ([]HistoryEntry, error) {
+	if limit <= 0 || limit > 1000 {
+		limit = 100
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, resource_uid::text, namespace, kind, name, generation, revision, operation, trigger,
+		result, message, replica, started_at, finished_at, outputs
+		FROM reconcile_history WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3
+		ORDER BY id DESC LIMIT $4`, namespace, kind, name, limit)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (HistoryEntry, error) {
+		var h HistoryEntry
+		var out []byte
+		err := r.Scan(&h.ID, &h.UID, &h.Namespace, &h.Kind, &h.Name, &h.Generation, &h.Revision, &h.Operation, &h.Trigger,
+			&h.Result, &h.Message, &h.Replica, &h.StartedAt, &h.FinishedAt, &out)
+		h.DurationMs = h.FinishedAt.Sub(h.StartedAt).Milliseconds()
+		if len(out) > 0 {
+			h.Outputs = out
+		}
+		return h, err
+	})
+}

@@ -1,0 +1,206 @@
+package store
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/internal/status"
+)
+
+// Resource is a resource as the API shows it (DESIGN §9).
+type Resource struct {
+	APIVersion string          `json:"apiVersion"`
+	Kind       string          `json:"kind"`
+	Metadata   Metadata        `json:"metadata"`
+	Spec       json.RawMessage `json:"spec"`
+	Status     ResourceStatus  `json:"status"`
+	Source     ResourceSource  `json:"source"`
+}
+
+// Metadata is a resource's identity and bookkeeping.
+type Metadata struct {
+	Name              string            `json:"name"`
+	Namespace         string            `json:"namespace"`
+	UID               string            `json:"uid"`
+	Generation        int64             `json:"generation"`
+	Labels            map[string]string `json:"labels"`
+	Annotations       map[string]string `json:"annotations"`
+	CreationTimestamp time.Time         `json:"creationTimestamp"`
+	DeletionTimestamp *time.Time        `json:"deletionTimestamp"`
+}
+
+// ResourceStatus is what the reconciler wrote.
+type ResourceStatus struct {
+	Phase              string             `json:"phase"`
+	ObservedGeneration int64              `json:"observedGeneration"`
+	Conditions         []status.Condition `json:"conditions"`
+	Message            string             `json:"message"`
+	Outputs            json.RawMessage    `json:"outputs"`
+	LastReconcileTime  *time.Time         `json:"lastReconcileTime"`
+}
+
+// ResourceSource says where the desired state came from.
+type ResourceSource struct {
+	Name     string `json:"name"`
+	Path     string `json:"path"`
+	Line     int    `json:"line,omitempty"`
+	Revision string `json:"revision"`
+}
+
+const resourceColumns = `api_version, kind, name, namespace, uid::text, generation, labels, annotations, created_at,
+	deletion_timestamp, spec, phase, observed_generation, conditions, message, outputs, last_reconcile_time,
+	source, file_path, file_line, revision`
+
+func scanResource(row pgx.Row) (Resource, error) {
+	var r Resource
+	var labels, ann, conds []byte
+	err := row.Scan(&r.APIVersion, &r.Kind, &r.Metadata.Name, &r.Metadata.Namespace, &r.Metadata.UID, &r.Metadata.Generation,
+		&labels, &ann, &r.Metadata.CreationTimestamp, &r.Metadata.DeletionTimestamp, &r.Spec, &r.Status.Phase,
+		&r.Status.ObservedGeneration, &conds, &r.Status.Message, &r.Status.Outputs, &r.Status.LastReconcileTime,
+		&r.Source.Name, &r.Source.Path, &r.Source.Line, &r.Source.Revision)
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(labels, &r.Metadata.Labels); err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(ann, &r.Metadata.Annotations); err != nil {
+		return r, err
+	}
+	return r, json.Unmarshal(conds, &r.Status.Conditions)
+}
+
+// GetResource returns one resource; kind is case-insensitive.
+func (s *Store) GetResource(ctx context.Context, namespace, kind, name string) (Resource, error) {
+	r, err := scanResource(s.pool.QueryRow(ctx, "SELECT "+resourceColumns+
+		" FROM resources WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3", namespace, kind, name))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, fmt.Errorf("resource %s/%s/%s: %w", namespace, kind, name, ErrNotFound)
+	}
+	return r, err
+}
+
+// ResourceFilter selects resources; empty fields match everything.
+type ResourceFilter struct {
+	Kind, Namespace, Source, Phase string
+	LabelSelector                  string
+	Limit                          int    // default 100, at most 1000
+	Continue                       string // token from the previous page
+}
+
+// ErrBadRequest wraps errors in caller-supplied filters.
+var ErrBadRequest = errors.New("bad request")
+
+// ListResources returns one page ordered by namespace, kind, name, and the token of the next
+// page ("" on the last one). Paging is by key, so it stays fast deep into large sets.
+func (s *Store) ListResources(ctx context.Context, f ResourceFilter) ([]Resource, string, error) {
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	if f.Limit > 1000 {
+		f.Limit = 1000
+	}
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if f.Kind != "" {
+		where = append(where, "lower(kind) = lower("+arg(f.Kind)+")")
+	}
+	if f.Namespace != "" {
+		where = append(where, "namespace = "+arg(f.Namespace))
+	}
+	if f.Source != "" {
+		where = append(where, "source = "+arg(f.Source))
+	}
+	if f.Phase != "" {
+		where = append(where, "phase = "+arg(f.Phase))
+	}
+	if f.LabelSelector != "" {
+		reqs, err := ParseLabelSelector(f.LabelSelector)
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: labelSelector: %v", ErrBadRequest, err)
+		}
+		for _, rq := range reqs {
+			where = append(where, rq.sql(arg))
+		}
+	}
+	if f.Continue != "" {
+		var key [3]string
+		b, err := base64.RawURLEncoding.DecodeString(f.Continue)
+		if err == nil {
+			err = json.Unmarshal(b, &key)
+		}
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: invalid continue token", ErrBadRequest)
+		}
+		where = append(where, fmt.Sprintf("(namespace, lower(kind), name) > (%s, %s, %s)", arg(key[0]), arg(key[1]), arg(key[2])))
+	}
+	q := "SELECT " + resourceColumns + " FROM resources"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY namespace, lower(kind), name LIMIT " + arg(f.Limit+1)
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, "", err
+	}
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Resource, error) { return scanResource(r) })
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(items) > f.Limit {
+		items = items[:f.Limit]
+		last := items[len(items)-1]
+		b, _ := json.Marshal([3]string{last.Metadata.Namespace, strings.ToLower(last.Kind), last.Metadata.Name})
+		next = base64.RawURLEncoding.EncodeToString(b)
+	}
+	return items, next, nil
+}
+
+// ResourceType is a type as the API shows it.
+type ResourceType struct {
+	Name      string          `json:"name"`
+	Group     string          `json:"group"`
+	Source    string          `json:"source"`
+	Path      string          `json:"path"`
+	Revision  string          `json:"revision"`
+	Spec      json.RawMessage `json:"spec"`
+	CreatedAt time.Time       `json:"createdAt"`
+	UpdatedAt time.Time       `json:"updatedAt"`
+}
+
+const typeColumns = "name, grp, source, file_path, revision, spec, created_at, updated_at"
+
+func scanType(row pgx.Row) (ResourceType, error) {
+	var t ResourceType
+	err := row.Scan(&t.Name, &t.Group, &t.Source, &t.Path, &t.Revision, &t.Spec, &t.CreatedAt, &t.UpdatedAt)
+	return t, err
+}
+
+// ListTypes returns every ResourceType by name.
+func (s *Store) ListTypes(ctx context.Context) ([]ResourceType, error) {
+	rows, err := s.pool.Query(ctx, "SELECT "+typeColumns+" FROM resource_types ORDER BY lower(name)")
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (ResourceType, error) { return scanType(r) })
+}
+
+// GetType returns one ResourceType; the name is case-insensitive.
+func (s *Store) GetType(ctx context.Context, name string) (ResourceType, error) {
+	t, err := scanType(s.pool.QueryRow(ctx, "SELECT "+typeColumns+" FROM resource_types WHERE lower(name) = lower($1)", name))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return t, fmt.Errorf("resource type %s: %w", name, ErrNotFound)
+	}
+	return t, err
+}

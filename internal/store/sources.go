@@ -1,0 +1,547 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/status"
+)
+
+// SourceError is one validation error of a source's last attempted revision.
+type SourceError struct {
+	File    string `json:"file,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Path    string `json:"path,omitempty"`
+	Message string `json:"message"`
+}
+
+// Source is a source's row.
+type Source struct {
+	Name                  string             `json:"name"`
+	URL                   string             `json:"url"`
+	Branch                string             `json:"branch"`
+	Path                  string             `json:"path"`
+	Revision              string             `json:"revision"`
+	LastAttemptedRevision string             `json:"lastAttemptedRevision"`
+	LastSyncTime          *time.Time         `json:"lastSyncTime"`
+	Conditions            []status.Condition `json:"conditions"`
+	Errors                []SourceError      `json:"errors"`
+}
+
+// SourceConfig is what the controller config says of a source.
+type SourceConfig struct {
+	Name, URL, Branch, Path string
+}
+
+// RegisterSource creates or updates a source's configured fields (at start, not per poll).
+func (s *Store) RegisterSource(ctx context.Context, c SourceConfig) error {
+	now := time.Now()
+	conds, _ := json.Marshal(status.Initial(now))
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO sources (name, url, branch, path, conditions) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (name) DO UPDATE SET url = excluded.url, branch = excluded.branch, path = excluded.path, updated_at = now()
+		WHERE (sources.url, sources.branch, sources.path) IS DISTINCT FROM (excluded.url, excluded.branch, excluded.path)`,
+		c.Name, c.URL, c.Branch, c.Path, conds)
+	if err != nil {
+		return fmt.Errorf("register source %s: %w", c.Name, err)
+	}
+	return nil
+}
+
+const sourceColumns = `name, url, branch, path, revision, last_attempted_revision, last_sync_time, conditions, errors`
+
+func scanSource(row pgx.Row) (Source, error) {
+	var src Source
+	var conds, errs []byte
+	if err := row.Scan(&src.Name, &src.URL, &src.Branch, &src.Path, &src.Revision, &src.LastAttemptedRevision,
+		&src.LastSyncTime, &conds, &errs); err != nil {
+		return src, err
+	}
+	if err := json.Unmarshal(conds, &src.Conditions); err != nil {
+		return src, err
+	}
+	if err := json.Unmarshal(errs, &src.Errors); err != nil {
+		return src, err
+	}
+	return src, nil
+}
+
+// GetSource returns one source, or ErrNotFound.
+func (s *Store) GetSource(ctx context.Context, name string) (Source, error) {
+	src, err := scanSource(s.pool.QueryRow(ctx, "SELECT "+sourceColumns+" FROM sources WHERE name = $1", name))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return src, fmt.Errorf("source %s: %w", name, ErrNotFound)
+	}
+	return src, err
+}
+
+// ListSources returns every source by name.
+func (s *Store) ListSources(ctx context.Context) ([]Source, error) {
+	rows, err := s.pool.Query(ctx, "SELECT "+sourceColumns+" FROM sources ORDER BY name")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Source
+	for rows.Next() {
+		src, err := scanSource(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, src)
+	}
+	return out, rows.Err()
+}
+
+// SyncFailure records that revision could not be applied; nothing else changes.
+type SyncFailure struct {
+	Source   string
+	Revision string // may be "" when the head could not even be read
+	Reason   string // CamelCase: FetchFailed, ValidationFailed, …
+	Message  string
+	Errors   []SourceError
+}
+
+// RecordSyncFailure sets the source's Ready=False with every error, and an event.
+func (s *Store) RecordSyncFailure(ctx context.Context, f SyncFailure) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		src, err := scanSource(tx.QueryRow(ctx, "SELECT "+sourceColumns+" FROM sources WHERE name = $1 FOR UPDATE", f.Source))
+		if err != nil {
+			return fmt.Errorf("record sync failure of %s: %w", f.Source, err)
+		}
+		now := time.Now()
+		conds := status.Set(src.Conditions, status.Condition{Type: status.Ready, Status: status.False, Reason: f.Reason, Message: f.Message}, now)
+		if f.Errors == nil {
+			f.Errors = []SourceError{}
+		}
+		cj, _ := json.Marshal(conds)
+		ej, _ := json.Marshal(f.Errors)
+		attempted := f.Revision
+		if attempted == "" {
+			attempted = src.LastAttemptedRevision
+		}
+		if _, err := tx.Exec(ctx, `UPDATE sources SET last_attempted_revision = $2, conditions = $3, errors = $4, updated_at = now() WHERE name = $1`,
+			f.Source, attempted, cj, ej); err != nil {
+			return err
+		}
+		// One Warning per distinct failure, not one per poll.
+		if prev, ok := status.Get(src.Conditions, status.Ready); !ok || prev.Status != status.False || prev.Message != f.Message || src.LastAttemptedRevision != attempted {
+			return insertEvent(ctx, tx, Event{Source: f.Source, Type: EventWarning, Reason: f.Reason, Message: truncate(f.Message, 4000)})
+		}
+		return nil
+	})
+}
+
+// ApplyParams is one validated revision of one source.
+type ApplyParams struct {
+	Source   string
+	Revision string
+	Set      *manifest.Set
+	Prune    bool
+	Replica  string
+}
+
+// ApplyResult counts what a revision changed.
+type ApplyResult struct {
+	Created, Updated, Relabelled, Deleted, Unchanged int
+	TypesChanged, TypesRemoved                       int
+}
+
+// Changed reports whether anything but the source row was written.
+func (r ApplyResult) Changed() bool {
+	return r.Created+r.Updated+r.Relabelled+r.Deleted+r.TypesChanged+r.TypesRemoved > 0
+}
+
+// ConflictError reports identities that another source already declares; it carries
+// manifest.Errors so the source shows file:line like any validation error.
+type ConflictError struct{ Errors manifest.Errors }
+
+func (e *ConflictError) Error() string { return e.Errors.Error() }
+
+// ApplyRevision writes a validated revision in ONE transaction: types, resources (generation+1
+// only where the spec changed), removals marked for deletion, the source's revision and
+// conditions, events, and one NOTIFY when work was created. Unchanged rows are not written.
+func (s *Store) ApplyRevision(ctx context.Context, p ApplyParams) (ApplyResult, error) {
+	var res ApplyResult
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		res = ApplyResult{}
+		// Serialise syncs of one source across replicas.
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext('trueup.source:' || $1))", p.Source); err != nil {
+			return err
+		}
+		if err := checkConflicts(ctx, tx, p); err != nil {
+			return err
+		}
+		if err := applyTypes(ctx, tx, p, &res); err != nil {
+			return err
+		}
+		if err := applyResources(ctx, tx, p, &res); err != nil {
+			return err
+		}
+		if err := finishSource(ctx, tx, p); err != nil {
+			return err
+		}
+		if res.Created+res.Updated+res.Deleted > 0 {
+			if _, err := tx.Exec(ctx, "SELECT pg_notify($1, '')", WorkChannel); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return ApplyResult{}, fmt.Errorf("apply %s@%s: %w", p.Source, shortRev(p.Revision), err)
+	}
+	return res, nil
+}
+
+// readyUnknownSQL turns a stored Ready=True into Unknown when a new generation arrives, so
+// that observedGeneration < generation never shows Ready=True (DESIGN §8).
+const readyUnknownSQL = `COALESCE((SELECT jsonb_agg(CASE WHEN c->>'type' = 'Ready' AND c->>'status' = 'True'
+	  THEN c || jsonb_build_object('status', 'Unknown', 'reason', 'NewGeneration',
+	       'message', 'a newer generation is waiting to be reconciled',
+	       'lastTransitionTime', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
+	  ELSE c END) FROM jsonb_array_elements(r.conditions) c), '[]'::jsonb)`
+
+// WorkChannel is the NOTIFY channel announcing due work.
+const WorkChannel = "trueup_work"
+
+func checkConflicts(ctx context.Context, tx pgx.Tx, p ApplyParams) error {
+	var errs manifest.Errors
+	typeNames := make([]string, len(p.Set.Types))
+	for i, t := range p.Set.Types {
+		typeNames[i] = t.Name
+	}
+	rows, err := tx.Query(ctx, `SELECT name, source, file_path FROM resource_types
+		WHERE lower(name) = ANY(SELECT lower(x) FROM unnest($1::text[]) x) AND source <> $2`, typeNames, p.Source)
+	if err != nil {
+		return err
+	}
+	owners := map[string][2]string{}
+	for rows.Next() {
+		var n, src, file string
+		if err := rows.Scan(&n, &src, &file); err != nil {
+			rows.Close()
+			return err
+		}
+		owners[lowerASCII(n)] = [2]string{src, file}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, t := range p.Set.Types {
+		if o, ok := owners[lowerASCII(t.Name)]; ok {
+			errs = append(errs, manifest.ValidationError{File: t.File, Line: t.Line, Path: "metadata.name",
+				Msg: fmt.Sprintf("ResourceType %s is already declared by source %s (%s)", t.Name, o[0], o[1])})
+		}
+	}
+
+	n := len(p.Set.Resources)
+	ns, kinds, names := make([]string, n), make([]string, n), make([]string, n)
+	for i, r := range p.Set.Resources {
+		ns[i], kinds[i], names[i] = r.Namespace, lowerASCII(r.Kind), r.Name
+	}
+	rows, err = tx.Query(ctx, `SELECT r.namespace, lower(r.kind), r.name, r.source, r.file_path
+		FROM resources r JOIN unnest($1::text[], $2::text[], $3::text[]) AS x(ns, kind, name)
+		  ON r.namespace = x.ns AND lower(r.kind) = x.kind AND r.name = x.name
+		WHERE r.source <> $4`, ns, kinds, names, p.Source)
+	if err != nil {
+		return err
+	}
+	taken := map[string][2]string{}
+	for rows.Next() {
+		var a, b, c, src, file string
+		if err := rows.Scan(&a, &b, &c, &src, &file); err != nil {
+			rows.Close()
+			return err
+		}
+		taken[a+"/"+b+"/"+c] = [2]string{src, file}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(taken) > 0 {
+		for _, r := range p.Set.Resources {
+			if o, ok := taken[r.Namespace+"/"+lowerASCII(r.Kind)+"/"+r.Name]; ok {
+				errs = append(errs, manifest.ValidationError{File: r.File, Line: r.Line, Path: "metadata.name",
+					Msg: fmt.Sprintf("%s %s/%s is already declared by source %s (%s)", r.Kind, r.Namespace, r.Name, o[0], o[1])})
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return &ConflictError{Errors: errs}
+	}
+	return nil
+}
+
+func applyTypes(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResult) error {
+	existing := map[string]string{}
+	rows, err := tx.Query(ctx, "SELECT name, hash FROM resource_types WHERE source = $1", p.Source)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var n, h string
+		if err := rows.Scan(&n, &h); err != nil {
+			rows.Close()
+			return err
+		}
+		existing[n] = h
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	keep := make([]string, 0, len(p.Set.Types))
+	for _, t := range p.Set.Types {
+		keep = append(keep, t.Name)
+		if existing[t.Name] == t.Hash {
+			continue
+		}
+		var resync *int64
+		if t.ResyncInterval != nil {
+			ms := t.ResyncInterval.Milliseconds()
+			resync = &ms
+		}
+		var with any
+		if len(t.Action.With) > 0 {
+			with = string(t.Action.With)
+		}
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO resource_types (name, grp, source, file_path, file_line, revision, spec, hash, action_name, action_with, resync_interval_ms)
+			VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10::jsonb, $11)
+			ON CONFLICT ((lower(name))) DO UPDATE SET name = excluded.name, grp = excluded.grp, source = excluded.source,
+			  file_path = excluded.file_path, file_line = excluded.file_line, revision = excluded.revision, spec = excluded.spec,
+			  hash = excluded.hash, action_name = excluded.action_name, action_with = excluded.action_with,
+			  resync_interval_ms = excluded.resync_interval_ms, updated_at = now()`,
+			t.Name, t.Group, p.Source, t.File, t.Line, p.Revision, string(t.Spec), t.Hash, t.Action.Name, with, resync); err != nil {
+			return fmt.Errorf("upsert type %s: %w", t.Name, err)
+		}
+		res.TypesChanged++
+	}
+	// A removed type goes once no resource of its kind is left (their deletes need its action).
+	tag, err := tx.Exec(ctx, `DELETE FROM resource_types t WHERE t.source = $1 AND NOT (t.name = ANY($2::text[]))
+		AND NOT EXISTS (SELECT 1 FROM resources r WHERE lower(r.kind) = lower(t.name))`, p.Source, keep)
+	if err != nil {
+		return err
+	}
+	res.TypesRemoved = int(tag.RowsAffected())
+	return nil
+}
+
+type existingResource struct {
+	id                 int64
+	specHash, metaHash string
+	deleting           bool
+}
+
+func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResult) error {
+	existing := map[string]existingResource{}
+	rows, err := tx.Query(ctx, `SELECT id, namespace, lower(kind), name, spec_hash, meta_hash, deletion_timestamp IS NOT NULL
+		FROM resources WHERE source = $1`, p.Source)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var e existingResource
+		var ns, kind, name string
+		if err := rows.Scan(&e.id, &ns, &kind, &name, &e.specHash, &e.metaHash, &e.deleting); err != nil {
+			rows.Close()
+			return err
+		}
+		existing[ns+"/"+kind+"/"+name] = e
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+
+	var ins, upd, meta batch
+	var events []Event
+	seen := make(map[int64]bool, len(p.Set.Resources))
+	for i := range p.Set.Resources {
+		r := &p.Set.Resources[i]
+		e, ok := existing[r.Namespace+"/"+lowerASCII(r.Kind)+"/"+r.Name]
+		switch {
+		case !ok:
+			ins.add(0, r)
+			events = append(events, resourceEvent(r, EventNormal, "Created", "created from "+r.File+" at "+shortRev(p.Revision)))
+		case e.specHash != r.SpecHash || e.deleting:
+			seen[e.id] = true
+			upd.add(e.id, r)
+			msg := "spec changed in " + r.File + " at " + shortRev(p.Revision)
+			if e.deleting {
+				msg = "manifest restored in " + r.File + " at " + shortRev(p.Revision)
+			}
+			events = append(events, resourceEvent(r, EventNormal, "SpecChanged", msg))
+		case e.metaHash != r.MetaHash:
+			seen[e.id] = true
+			meta.add(e.id, r)
+		default:
+			seen[e.id] = true
+			res.Unchanged++
+		}
+	}
+	if len(ins.ns) > 0 {
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO resources (namespace, kind, name, api_version, source, file_path, file_line, revision,
+			  labels, annotations, spec, spec_hash, meta_hash, conditions, run_at)
+			SELECT ns, kind, name, av, $1, fp, fl, $2, lb::jsonb, an::jsonb, sp::jsonb, sh, mh, $3::jsonb, now()
+			FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[])
+			  AS x(ns, kind, name, av, fp, fl, lb, an, sp, sh, mh)`,
+			p.Source, p.Revision, initialConditions(), ins.ns, ins.kind, ins.name, ins.av, ins.fp, ins.fl, ins.lb, ins.an, ins.sp, ins.sh, ins.mh); err != nil {
+			return fmt.Errorf("insert resources: %w", err)
+		}
+		res.Created = len(ins.ns)
+	}
+	if len(upd.ids) > 0 {
+		if _, err := tx.Exec(ctx, `
+			UPDATE resources r SET api_version = x.av, file_path = x.fp, file_line = x.fl, revision = $1,
+			  labels = x.lb::jsonb, annotations = x.an::jsonb, spec = x.sp::jsonb, spec_hash = x.sh, meta_hash = x.mh,
+			  kind = x.kind, generation = r.generation + 1, updated_at = now(), deletion_timestamp = NULL,
+			  run_at = now(), attempt = 0, dirty = r.lease_owner IS NOT NULL,
+			  phase = CASE WHEN r.observed_generation = 0 THEN 'Pending' ELSE 'Reconciling' END,
+			  conditions = `+readyUnknownSQL+`
+			FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])
+			  AS x(id, kind, av, fp, fl, lb, an, sp, sh, mh)
+			WHERE r.id = x.id`,
+			p.Revision, upd.ids, upd.kind, upd.av, upd.fp, upd.fl, upd.lb, upd.an, upd.sp, upd.sh, upd.mh); err != nil {
+			return fmt.Errorf("update resources: %w", err)
+		}
+		res.Updated = len(upd.ids)
+	}
+	if len(meta.ids) > 0 {
+		if _, err := tx.Exec(ctx, `
+			UPDATE resources r SET api_version = x.av, file_path = x.fp, file_line = x.fl, revision = $1,
+			  labels = x.lb::jsonb, annotations = x.an::jsonb, meta_hash = x.mh, kind = x.kind, updated_at = now()
+			FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[])
+			  AS x(id, kind, av, fp, fl, lb, an, mh)
+			WHERE r.id = x.id`,
+			p.Revision, meta.ids, meta.kind, meta.av, meta.fp, meta.fl, meta.lb, meta.an, meta.mh); err != nil {
+			return fmt.Errorf("relabel resources: %w", err)
+		}
+		res.Relabelled = len(meta.ids)
+	}
+	if p.Prune {
+		var gone []int64
+		for _, e := range existing {
+			if !seen[e.id] && !e.deleting {
+				gone = append(gone, e.id)
+			}
+		}
+		if len(gone) > 0 {
+			rows, err := tx.Query(ctx, `
+				UPDATE resources r SET deletion_timestamp = now(), run_at = now(), attempt = 0,
+				  dirty = r.lease_owner IS NOT NULL, phase = 'Deleting'
+				WHERE r.id = ANY($1::bigint[]) RETURNING namespace, kind, name`, gone)
+			if err != nil {
+				return fmt.Errorf("mark removed resources: %w", err)
+			}
+			for rows.Next() {
+				var ev Event
+				if err := rows.Scan(&ev.Namespace, &ev.Kind, &ev.Name); err != nil {
+					rows.Close()
+					return err
+				}
+				ev.Source, ev.Type, ev.Reason = p.Source, EventNormal, "DeletionRequested"
+				ev.Message = "manifest removed at " + shortRev(p.Revision)
+				events = append(events, ev)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			res.Deleted = len(gone)
+		}
+	}
+	for i := range events {
+		events[i].Source, events[i].Replica = p.Source, p.Replica
+	}
+	return insertEvents(ctx, tx, events)
+}
+
+func finishSource(ctx context.Context, tx pgx.Tx, p ApplyParams) error {
+	src, err := scanSource(tx.QueryRow(ctx, "SELECT "+sourceColumns+" FROM sources WHERE name = $1 FOR UPDATE", p.Source))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("source %s is not registered", p.Source)
+	}
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	msg := fmt.Sprintf("applied revision %s: %d types, %d resources", shortRev(p.Revision), len(p.Set.Types), len(p.Set.Resources))
+	conds := status.Set(src.Conditions, status.Condition{Type: status.Ready, Status: status.True, Reason: "Succeeded", Message: msg}, now)
+	cj, _ := json.Marshal(conds)
+	_, err = tx.Exec(ctx, `UPDATE sources SET revision = $2, last_attempted_revision = $2, last_sync_time = now(),
+		conditions = $3, errors = '[]', updated_at = now() WHERE name = $1`, p.Source, p.Revision, cj)
+	return err
+}
+
+// batch gathers column arrays for one unnest statement.
+type batch struct {
+	ids                                        []int64
+	ns, kind, name, av, fp, lb, an, sp, sh, mh []string
+	fl                                         []int32
+}
+
+func (b *batch) add(id int64, r *manifest.Resource) {
+	b.ids = append(b.ids, id)
+	b.ns = append(b.ns, r.Namespace)
+	b.kind = append(b.kind, r.Kind)
+	b.name = append(b.name, r.Name)
+	b.av = append(b.av, r.APIVersion)
+	b.fp = append(b.fp, r.File)
+	b.fl = append(b.fl, int32(r.Line))
+	b.lb = append(b.lb, mustJSON(r.Labels))
+	b.an = append(b.an, mustJSON(r.Annotations))
+	b.sp = append(b.sp, string(r.Spec))
+	b.sh = append(b.sh, r.SpecHash)
+	b.mh = append(b.mh, r.MetaHash)
+}
+
+func mustJSON(v map[string]string) string {
+	if len(v) == 0 {
+		return "{}"
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func initialConditions() string {
+	b, _ := json.Marshal(status.Initial(time.Now()))
+	return string(b)
+}
+
+func resourceEvent(r *manifest.Resource, typ, reason, msg string) Event {
+	return Event{Namespace: r.Namespace, Kind: r.Kind, Name: r.Name, Type: typ, Reason: reason, Message: msg}
+}
+
+func shortRev(rev string) string {
+	if len(rev) > 12 {
+		return rev[:12]
+	}
+	return rev
+}
+
+func lowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 32
+		}
+	}
+	return string(b)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

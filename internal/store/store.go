@@ -1,0 +1,92 @@
+// Package store owns every SQL statement of trueup (DESIGN §7): migrations, the desired state
+// written by the syncer, the work queue and leases used by the reconciler, status, history,
+// events, and the read queries behind the API.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// ErrNotFound is returned when a named object does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ErrLeaseLost is returned by writes fenced by a lease token when the lease has moved on: the
+// caller's work must be discarded.
+var ErrLeaseLost = errors.New("lease lost")
+
+// DB is what both the pool and a transaction satisfy.
+type DB interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Store is the database handle shared by every component of one replica.
+type Store struct {
+	pool *pgxpool.Pool
+	url  string
+}
+
+// Options tune the pool.
+type Options struct {
+	MaxConns int32
+}
+
+// Open connects to url. It does not migrate.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", redactErr(err))
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	} else if cfg.MaxConns < 8 {
+		// The pgx default of max(4, CPUs) starves the reconciler's workers on small machines.
+		cfg.MaxConns = 8
+	}
+	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to database: %w", redactErr(err))
+	}
+	return &Store{pool: pool, url: url}, nil
+}
+
+// Close closes the pool; safe twice.
+func (s *Store) Close() {
+	if s.pool != nil {
+		s.pool.Close()
+	}
+}
+
+// Pool exposes the pool for the few callers that need a dedicated connection (LISTEN).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	var one int
+	return s.pool.QueryRow(ctx, "SELECT 1").Scan(&one)
+}
+
+// inTx runs fn in one transaction (READ COMMITTED), committing when fn returns nil.
+func (s *Store) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.pool, fn)
+}
+
+// redactErr drops the connection string that pgx sometimes echoes in parse errors.
+func redactErr(err error) error {
+	var pe *pgconn.ParseConfigError
+	if errors.As(err, &pe) {
+		return errors.New("invalid database url (details withheld: it may contain a password)")
+	}
+	return err
+}

@@ -1,0 +1,240 @@
+// Package syncer is the source controller (DESIGN §2): per source it polls (with jitter) or
+// reacts to a trigger, asks the source for its head, and when the revision is new fetches it,
+// parses and validates every manifest, and applies the revision in one transaction. A
+// failing revision changes nothing but the source's status.
+package syncer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/sources"
+)
+
+// Options configure one source's syncer.
+type Options struct {
+	Name     string
+	Source   sources.Source
+	Interval time.Duration // poll period; 10% jitter is added
+	Prune    bool
+	Replica  string
+	// CheckAction validates a type's action reference at ingest (unknown instance, bad with:).
+	CheckAction func(name string, with json.RawMessage) error
+	// Scrub removes secrets from messages before they are stored or logged.
+	Scrub func(string) string
+}
+
+// Syncer syncs one source.
+type Syncer struct {
+	opts    Options
+	store   *store.Store
+	log     *slog.Logger
+	loader  *manifest.Loader
+	trigger chan struct{}
+
+	mu          sync.Mutex
+	applied     string // last applied revision
+	rejected    string // last revision rejected for its content (deterministic: not retried)
+	lastFailure string // last failure message written, to write a repeated failure once
+}
+
+// New returns a syncer; call Run.
+func New(st *store.Store, opts Options, logger *slog.Logger) *Syncer {
+	if opts.Scrub == nil {
+		opts.Scrub = func(s string) string { return s }
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = time.Minute
+	}
+	return &Syncer{opts: opts, store: st, log: logger.With("source", opts.Name), loader: manifest.NewLoader(), trigger: make(chan struct{}, 1)}
+}
+
+// Trigger asks for a sync as soon as possible (webhook); bursts coalesce into one.
+func (s *Syncer) Trigger() {
+	select {
+	case s.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Run syncs at once, then on every poll, trigger or source notification, until ctx ends.
+func (s *Syncer) Run(ctx context.Context) error {
+	if src, err := s.store.GetSource(ctx, s.opts.Name); err == nil {
+		s.mu.Lock()
+		s.applied = src.Revision
+		s.mu.Unlock()
+	}
+	var changes <-chan struct{}
+	if n, ok := s.opts.Source.(sources.Notifier); ok {
+		changes = n.Changes()
+	}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+		case <-s.trigger:
+		case <-changes:
+		}
+		if _, err := s.SyncOnce(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("sync failed", "err", s.opts.Scrub(err.Error()))
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(jitter(s.opts.Interval))
+	}
+}
+
+func jitter(d time.Duration) time.Duration {
+	return d + time.Duration(rand.Int64N(int64(d)/10+1))
+}
+
+// Outcome says what one sync did.
+type Outcome struct {
+	Revision  string
+	Unchanged bool // head already applied (or already rejected): nothing fetched, nothing written
+	Result    store.ApplyResult
+}
+
+// SyncOnce checks the head and applies it if it is new.
+func (s *Syncer) SyncOnce(ctx context.Context) (Outcome, error) {
+	head, err := s.opts.Source.Head(ctx)
+	if err != nil {
+		return Outcome{}, s.fail(ctx, store.SyncFailure{Reason: "FetchFailed", Message: "read head: " + err.Error()}, "")
+	}
+	s.mu.Lock()
+	same := head == s.applied || head == s.rejected
+	s.mu.Unlock()
+	if same {
+		s.log.Debug("no new revision", "revision", short(head))
+		return Outcome{Revision: head, Unchanged: true}, nil
+	}
+	start := time.Now()
+	snap, err := s.opts.Source.Fetch(ctx, head)
+	if err != nil {
+		reason := "FetchFailed"
+		if errors.Is(err, sources.ErrPathNotFound) {
+			reason = "PathNotFound"
+		}
+		return Outcome{}, s.fail(ctx, store.SyncFailure{Revision: head, Reason: reason, Message: "fetch " + short(head) + ": " + err.Error()}, "")
+	}
+	fetched := time.Since(start)
+	known, err := s.otherTypes(ctx)
+	if err != nil {
+		return Outcome{}, fmt.Errorf("load types of other sources: %w", err)
+	}
+	set, err := s.loader.Load(snap.Files, manifest.Options{KnownTypes: known, CheckAction: s.opts.CheckAction})
+	if err != nil {
+		return Outcome{}, s.reject(ctx, snap.Revision, err)
+	}
+	res, err := s.store.ApplyRevision(ctx, store.ApplyParams{Source: s.opts.Name, Revision: snap.Revision, Set: set, Prune: s.opts.Prune, Replica: s.opts.Replica})
+	var conflict *store.ConflictError
+	if errors.As(err, &conflict) {
+		return Outcome{}, s.reject(ctx, snap.Revision, conflict.Errors)
+	}
+	if err != nil {
+		return Outcome{}, err
+	}
+	s.mu.Lock()
+	s.applied, s.rejected, s.lastFailure = snap.Revision, "", ""
+	s.mu.Unlock()
+	level := slog.LevelDebug
+	if res.Changed() {
+		level = slog.LevelInfo
+	}
+	s.log.Log(ctx, level, "applied revision", "revision", short(snap.Revision), "types", len(set.Types), "resources", len(set.Resources),
+		"created", res.Created, "updated", res.Updated, "deleted", res.Deleted, "fetch_ms", fetched.Milliseconds(),
+		"total_ms", time.Since(start).Milliseconds())
+	return Outcome{Revision: snap.Revision, Result: res}, nil
+}
+
+// reject records a revision whose content is invalid; it is not retried until the head moves.
+func (s *Syncer) reject(ctx context.Context, rev string, err error) error {
+	var verrs manifest.Errors
+	if !errors.As(err, &verrs) {
+		return s.fail(ctx, store.SyncFailure{Revision: rev, Reason: "ValidationFailed", Message: err.Error()}, "")
+	}
+	errs := make([]store.SourceError, len(verrs))
+	lines := make([]string, len(verrs))
+	for i, v := range verrs {
+		errs[i] = store.SourceError{File: v.File, Line: v.Line, Path: v.Path, Message: s.opts.Scrub(v.Msg)}
+		lines[i] = s.opts.Scrub(v.Error())
+	}
+	msg := fmt.Sprintf("revision %s rejected, %d error(s); the last good revision stays applied:\n%s", short(rev), len(verrs), strings.Join(lines, "\n"))
+	return s.fail(ctx, store.SyncFailure{Revision: rev, Reason: "ValidationFailed", Message: msg, Errors: errs}, rev)
+}
+
+func (s *Syncer) fail(ctx context.Context, f store.SyncFailure, rejected string) error {
+	f.Source = s.opts.Name
+	f.Message = s.opts.Scrub(f.Message)
+	s.mu.Lock()
+	repeat := f.Message == s.lastFailure
+	s.lastFailure = f.Message
+	if rejected != "" {
+		s.rejected = rejected
+	}
+	s.mu.Unlock()
+	if !repeat {
+		if err := s.store.RecordSyncFailure(ctx, f); err != nil {
+			s.log.Error("record sync failure", "err", err)
+		}
+	}
+	return errors.New(f.Message)
+}
+
+// otherTypes returns the ResourceTypes other sources declare, which this source's resources
+// may use.
+func (s *Syncer) otherTypes(ctx context.Context) ([]manifest.ResourceType, error) {
+	all, err := s.store.ListTypes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []manifest.ResourceType
+	for _, t := range all {
+		if t.Source == s.opts.Name {
+			continue
+		}
+		var spec struct {
+			Versions []struct {
+				Name   string          `json:"name"`
+				Schema json.RawMessage `json:"schema"`
+			} `json:"versions"`
+			Action struct {
+				Name string          `json:"name"`
+				With json.RawMessage `json:"with"`
+			} `json:"action"`
+		}
+		if err := json.Unmarshal(t.Spec, &spec); err != nil {
+			return nil, fmt.Errorf("type %s: %w", t.Name, err)
+		}
+		mt := manifest.ResourceType{Name: t.Name, Group: t.Group, Spec: t.Spec, File: t.Path,
+			Action: manifest.ActionRef{Name: spec.Action.Name, With: spec.Action.With}}
+		for _, v := range spec.Versions {
+			mt.Versions = append(mt.Versions, manifest.Version{Name: v.Name, Schema: v.Schema})
+		}
+		out = append(out, mt)
+	}
+	return out, nil
+}
+
+func short(rev string) string {
+	if len(rev) > 12 {
+		return rev[:12]
+	}
+	return rev
+}
