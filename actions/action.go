@@ -57,8 +57,23 @@ type Request struct {
 	// With holds the ResourceType's `with:` parameters (JSON object, may be nil).
 	With json.RawMessage
 	// State is what the plugin returned in Result.State on its previous call for this
-	// resource (nil on the first call).
+	// resource (nil on the first call), or what it last passed to Checkpoint.
 	State json.RawMessage
+	// Checkpoint durably records state before the plugin causes an external side effect
+	// (dispatching a workflow, starting a pipeline): the intent, with a correlation id, is
+	// committed first, so that a replica that dies between "dispatch" and "record" is
+	// followed by one that finds State carrying the intent and adopts the work in flight
+	// instead of starting it twice. It fails when the lease was lost; the plugin must then
+	// not cause the side effect. Nil in tests that do not care (treat as success).
+	Checkpoint func(ctx context.Context, state json.RawMessage) error
+}
+
+// SaveCheckpoint calls req.Checkpoint when it is set.
+func (req Request) SaveCheckpoint(ctx context.Context, state json.RawMessage) error {
+	if req.Checkpoint == nil {
+		return nil
+	}
+	return req.Checkpoint(ctx, state)
 }
 
 // Condition is a plugin-defined status condition. Status is "True", "False" or "Unknown";
