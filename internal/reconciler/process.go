@@ -47,7 +47,10 @@ func (r *Reconciler) process(ctx context.Context, c store.Claimed) {
 	}
 	req := actions.Request{Resource: actions.Resource{APIVersion: c.APIVersion, Kind: c.Kind, Namespace: c.Namespace,
 		Name: c.Name, UID: c.UID, Generation: c.Generation, Spec: c.Spec, Labels: c.Labels, Annotations: c.Annotations,
-		Source: c.Source, Revision: c.Revision}, With: c.ActionWith, State: c.ActionState}
+		Source: c.Source, Revision: c.Revision}, With: c.ActionWith, State: c.ActionState,
+		Checkpoint: func(ctx context.Context, state json.RawMessage) error {
+			return r.store.SaveActionState(ctx, c.ID, c.LeaseToken, state)
+		}}
 	switch {
 	case err != nil:
 		a.err = err
@@ -142,7 +145,9 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 	}
 	u := store.Update{Conditions: cur.Conditions, ObservedGeneration: cur.ObservedGeneration, ActionState: a.res.State, History: h}
 	if a.err != nil {
-		u.ActionState = c.ActionState // keep the handle of work in flight across failures
+		// Keep the handle of work in flight, including an intent the plugin checkpointed
+		// during this failed call: the side effect may have happened.
+		u.KeepActionState = true
 	}
 
 	if a.op == "delete" {
@@ -178,8 +183,8 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 		// Nothing to do: keep status, schedule the next resync; no history row.
 		u.History = nil
 		u.Phase = c.Phase
-		u.Message = ""
-		u.ActionState = c.ActionState
+		u.Message = "in sync: no drift found at resync"
+		u.KeepActionState = true
 		u.RunAt = r.resyncAt(c, now)
 		return u
 	}

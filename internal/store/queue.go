@@ -97,6 +97,7 @@ type Update struct {
 	Conditions         []status.Condition
 	Outputs            map[string]any // nil keeps the stored outputs
 	ActionState        json.RawMessage
+	KeepActionState    bool // leave action_state as stored (a failed call may have checkpointed an intent)
 	Message            string
 	Attempt            int
 	RunAt              *time.Time // nil: nothing due (resync off)
@@ -154,11 +155,12 @@ func (s *Store) Complete(ctx context.Context, id int64, token string, fn func(Cu
 			state = string(u.ActionState)
 		}
 		_, err = tx.Exec(ctx, `UPDATE resources SET phase = $2, observed_generation = $3, conditions = $4::jsonb,
-			outputs = COALESCE($5::jsonb, outputs), action_state = $6::jsonb, message = $7, attempt = $8,
+			outputs = COALESCE($5::jsonb, outputs), action_state = CASE WHEN $10 THEN action_state ELSE $6::jsonb END,
+			message = $7, attempt = $8,
 			run_at = CASE WHEN dirty THEN now() ELSE $9 END, last_reconcile_time = now(), status_updated_at = now(),
 			lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, dirty = false
 			WHERE id = $1`,
-			id, u.Phase, u.ObservedGeneration, string(cj), outputs, state, truncate(u.Message, 8000), u.Attempt, u.RunAt)
+			id, u.Phase, u.ObservedGeneration, string(cj), outputs, state, truncate(u.Message, 8000), u.Attempt, u.RunAt, u.KeepActionState)
 		return err
 	})
 }
@@ -204,4 +206,21 @@ func (s *Store) Release(ctx context.Context, id int64, token string) error {
 	_, err := s.pool.Exec(ctx, `UPDATE resources SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
 		run_at = now(), dirty = false WHERE id = $1 AND lease_token = $2`, id, token)
 	return err
+}
+
+// SaveActionState commits a plugin's checkpoint (its intent, before an external side effect),
+// fenced by the lease token: it fails with ErrLeaseLost when the lease moved on.
+func (s *Store) SaveActionState(ctx context.Context, id int64, token string, state json.RawMessage) error {
+	var v any
+	if len(state) > 0 {
+		v = string(state)
+	}
+	tag, err := s.pool.Exec(ctx, `UPDATE resources SET action_state = $3::jsonb WHERE id = $1 AND lease_token = $2`, id, token, v)
+	if err != nil {
+		return fmt.Errorf("save action state: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrLeaseLost
+	}
+	return nil
 }
