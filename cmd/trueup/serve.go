@@ -10,6 +10,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/reconciler"
 	"github.com/trueup-dev/trueup/internal/server"
+	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/syncer"
 	"github.com/trueup-dev/trueup/sources"
 )
@@ -105,12 +106,21 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 			interval = sc.Dir.Interval
 		}
 		syncers = append(syncers, syncer.New(db.store, syncer.Options{Name: sc.Name, Source: src, Interval: interval,
-			Prune: sc.PruneEnabled(), Replica: replica, CheckAction: checkAction(acts), Scrub: scrub}, logger))
+			Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction, Replica: replica,
+			CheckAction: checkAction(acts), Scrub: scrub}, logger))
+	}
+	byName := map[string]*syncer.Syncer{}
+	for i, sc := range cfg.Sources {
+		byName[sc.Name] = syncers[i]
 	}
 
 	rec := reconciler.New(db.store, acts, reconciler.Options{Replica: replica, Workers: cfg.Reconcile.Workers,
 		LeaseTTL: cfg.Reconcile.LeaseTTL, ResyncInterval: cfg.Reconcile.ResyncInterval,
 		BackoffInitial: cfg.Reconcile.Backoff.Initial, BackoffMax: cfg.Reconcile.Backoff.Max, Scrub: scrub}, logger)
+	maint := reconciler.NewMaintenance(db.store, reconciler.MaintenanceOptions{Replica: replica, Version: version,
+		Listen: cfg.Server.Listen,
+		History: store.RetentionRule{MaxAge: cfg.Retention.History.MaxAge, MaxPerResource: cfg.Retention.History.MaxPerResource},
+		Events:  store.RetentionRule{MaxAge: cfg.Retention.Events.MaxAge, MaxPerResource: cfg.Retention.Events.MaxPerResource}}, logger)
 	srv := server.New(db.store, server.Options{Listen: cfg.Server.Listen, Replica: replica}, logger)
 	if err := srv.Start(ctx); err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Server.Listen, err)
@@ -124,8 +134,26 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 		wg.Add(1)
 		go func() { defer wg.Done(); _ = s.Run(ctx) }()
 	}
-	wg.Add(1)
+	wg.Add(3)
 	go func() { defer wg.Done(); _ = rec.Run(ctx) }()
+	go func() { defer wg.Done(); _ = maint.Run(ctx) }()
+	// One LISTEN connection per replica: due work wakes the claimer; a sync request (a webhook
+	// received by any replica) wakes the source's syncer, which acts if it holds the lease.
+	go func() {
+		defer wg.Done()
+		db.store.Listen(ctx, []string{store.WorkChannel, store.SyncChannel}, func(channel, payload string) {
+			switch channel {
+			case store.WorkChannel:
+				rec.Wake()
+			case store.SyncChannel:
+				if s := byName[payload]; s != nil {
+					s.Trigger()
+				}
+			default: // (re)connected: look for anything missed
+				rec.Wake()
+			}
+		}, logger)
+	}()
 	logger.Info("trueup started", "sources", len(syncers), "actions", len(acts), "workers", cfg.Reconcile.Workers,
 		"dashboard", "http://"+cfg.Server.Listen+"/")
 	<-ctx.Done()

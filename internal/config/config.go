@@ -25,6 +25,7 @@ type Config struct {
 	Sources   []Source       `yaml:"sources"`
 	Actions   []Action       `yaml:"actions"`
 	Reconcile Reconcile      `yaml:"reconcile"`
+	Retention Retention      `yaml:"retention"`
 	Log       Log            `yaml:"log"`
 	BaseDir   string         `yaml:"-"` // folder of the config file; relative paths resolve against it
 	secrets   map[string]int // expanded values that came from the environment
@@ -46,11 +47,34 @@ type Source struct {
 	Git     *Git     `yaml:"git"`
 	Dir     *Dir     `yaml:"dir"`
 	Webhook *Webhook `yaml:"webhook"`
-	Prune   *bool    `yaml:"prune"` // default true
+	Prune   Prune    `yaml:"prune"`
+}
+
+// Prune says whether removed manifests delete their resources: `prune: true|false`, or
+// `prune: {enabled: true, maxFraction: 0.5}`.
+type Prune struct {
+	Enabled *bool `yaml:"enabled"` // default true
+	// MaxFraction refuses to delete more than this share of the source's resources in one
+	// revision (default 0.5; 1 turns the guard off).
+	MaxFraction float64 `yaml:"maxFraction"`
+}
+
+// UnmarshalYAML accepts a bool or a mapping.
+func (p *Prune) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		var b bool
+		if err := n.Decode(&b); err != nil {
+			return fmt.Errorf("line %d: prune must be true, false or {enabled, maxFraction}", n.Line)
+		}
+		p.Enabled = &b
+		return nil
+	}
+	type plain Prune
+	return n.Decode((*plain)(p))
 }
 
 // PruneEnabled reports whether removed manifests delete their resources.
-func (s Source) PruneEnabled() bool { return s.Prune == nil || *s.Prune }
+func (s Source) PruneEnabled() bool { return s.Prune.Enabled == nil || *s.Prune.Enabled }
 
 // Git is a Git repository source.
 type Git struct {
@@ -127,6 +151,18 @@ type Backoff struct {
 	Max     time.Duration `yaml:"max"`
 }
 
+// Retention bounds what history and events keep; the maintenance loop enforces it.
+type Retention struct {
+	History RetentionRule `yaml:"history"`
+	Events  RetentionRule `yaml:"events"`
+}
+
+// RetentionRule drops rows older than MaxAge, and beyond MaxPerResource per resource.
+type RetentionRule struct {
+	MaxAge         time.Duration `yaml:"maxAge"`
+	MaxPerResource int           `yaml:"maxPerResource"`
+}
+
 // Log configures log/slog.
 type Log struct {
 	Level  string `yaml:"level"`  // debug, info, warn, error
@@ -143,6 +179,10 @@ const (
 	DefaultBackoffInitial = 5 * time.Second
 	DefaultBackoffMax     = time.Hour
 	DefaultLeaseTTL       = 30 * time.Second
+	DefaultHistoryMaxAge  = 30 * 24 * time.Hour
+	DefaultHistoryPerRes  = 100
+	DefaultEventsMaxAge   = 7 * 24 * time.Hour
+	DefaultEventsPerRes   = 100
 )
 
 // Load reads, expands and validates the file at path. getenv is os.Getenv in production.
@@ -261,6 +301,18 @@ func (c *Config) applyDefaults() {
 	if r.LeaseTTL == 0 {
 		r.LeaseTTL = DefaultLeaseTTL
 	}
+	if c.Retention.History.MaxAge == 0 {
+		c.Retention.History.MaxAge = DefaultHistoryMaxAge
+	}
+	if c.Retention.History.MaxPerResource == 0 {
+		c.Retention.History.MaxPerResource = DefaultHistoryPerRes
+	}
+	if c.Retention.Events.MaxAge == 0 {
+		c.Retention.Events.MaxAge = DefaultEventsMaxAge
+	}
+	if c.Retention.Events.MaxPerResource == 0 {
+		c.Retention.Events.MaxPerResource = DefaultEventsPerRes
+	}
 	if c.Log.Level == "" {
 		c.Log.Level = "info"
 	}
@@ -333,6 +385,9 @@ func (c *Config) Validate() error {
 		}
 		if s.Dir != nil && s.Dir.Path == "" {
 			bad("%s.dir.path: required", at)
+		}
+		if f := s.Prune.MaxFraction; f < 0 || f > 1 {
+			bad("%s.prune.maxFraction: %v is outside 0..1", at, f)
 		}
 		if s.Webhook != nil && s.Webhook.Secret == "" {
 			bad("%s.webhook.secret: required when a webhook is configured (unsigned webhooks are refused)", at)

@@ -24,6 +24,7 @@ sources:
     prune: false
   - name: local
     dir: {path: ./repo}
+    prune: {maxFraction: 0.8}
 actions:
   - name: provision
     type: exec
@@ -40,8 +41,8 @@ reconcile: {workers: 4, backoff: {initial: 1s, max: 1m}}
 	if g.Branch != "main" || g.Interval != 30*time.Second || g.Auth.Password != "ghp_secretvalue" {
 		t.Errorf("git %+v", g)
 	}
-	if c.Sources[0].PruneEnabled() || !c.Sources[1].PruneEnabled() {
-		t.Error("prune defaults wrong")
+	if c.Sources[0].PruneEnabled() || !c.Sources[1].PruneEnabled() || c.Sources[1].Prune.MaxFraction != 0.8 {
+		t.Error("prune settings wrong")
 	}
 	if c.Sources[1].Dir.Path != "/etc/trueup/repo" {
 		t.Errorf("dir path %q", c.Sources[1].Dir.Path)
@@ -76,6 +77,8 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate action", "actions:\n  - {name: a, type: exec}\n  - {name: a, type: noop}\n", `action "a" declared twice`},
 		{"bad log level", "log: {level: loud}\n", "log.level"},
 		{"broken yaml", "sources: [\n", "line"},
+		{"bad prune", "sources:\n  - name: a\n    dir: {path: x}\n    prune: sometimes\n", "line 4: prune must be"},
+		{"bad maxFraction", "sources:\n  - name: a\n    dir: {path: x}\n    prune: {maxFraction: 2}\n", "maxFraction"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

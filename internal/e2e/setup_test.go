@@ -44,8 +44,7 @@ type env struct {
 }
 
 type options struct {
-	sleep  string // seconds the action sleeps
-	resync time.Duration
+	sleep string // seconds the action sleeps
 }
 
 func setup(t *testing.T, o options) *env {
@@ -108,8 +107,12 @@ func (e *env) startReconciler(name string, o reconciler.Options) (stop func()) {
 	r := reconciler.New(e.store, e.acts, o, e.log.With("replica", name))
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() { defer wg.Done(); _ = r.Run(ctx) }()
+	go func() {
+		defer wg.Done()
+		e.store.Listen(ctx, []string{store.WorkChannel}, func(string, string) { r.Wake() }, e.log)
+	}()
 	var once sync.Once
 	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
 	e.t.Cleanup(stop)

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -68,7 +67,8 @@ func New(st *store.Store, acts map[string]actions.Action, opts Options, logger *
 		wake: make(chan struct{}, 1), inflight: map[string]int64{}}
 }
 
-// Wake makes the claimer look for work at once.
+// Wake makes the claimer look for work at once. The owner of the replica's LISTEN connection
+// calls it on every notification of store.WorkChannel (and after every reconnect).
 func (r *Reconciler) Wake() {
 	select {
 	case r.wake <- struct{}{}:
@@ -82,8 +82,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	loopCtx, stopLoops := context.WithCancel(context.Background())
 	defer stopLoops()
-	wg.Add(3)
-	go func() { defer wg.Done(); r.listen(loopCtx) }()
+	wg.Add(2)
 	go func() { defer wg.Done(); r.renewLoop(loopCtx) }()
 	go func() { defer wg.Done(); r.reapLoop(loopCtx) }()
 
@@ -239,45 +238,6 @@ func (r *Reconciler) reapLoop(ctx context.Context) {
 	}
 }
 
-// listen keeps one LISTEN connection outside the pool and wakes the claimer on every
-// notification; it reconnects after a loss.
-func (r *Reconciler) listen(ctx context.Context) {
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		err := r.listenOnce(ctx, r.store.Pool())
-		if ctx.Err() != nil {
-			return
-		}
-		r.log.Warn("listen connection lost; reconnecting", "err", err, "in", backoff)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 5*time.Second)
-	}
-}
-
-func (r *Reconciler) listenOnce(ctx context.Context, pool *pgxpool.Pool) error {
-	pc, err := pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	conn := pc.Hijack()
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "LISTEN "+store.WorkChannel); err != nil {
-		return err
-	}
-	r.Wake() // anything committed while we were not listening
-	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
-			return err
-		}
-		r.Wake()
-	}
-}
-
-// backoff returns the delay before retry number attempt (1-based), with ±20% jitter.
 func randFloat() float64 { return rand.Float64() }
 
 func (r *Reconciler) backoff(attempt int) time.Duration {

@@ -40,7 +40,9 @@ func New(st *store.Store, opts Options, logger *slog.Logger) *Server {
 
 func (s *Server) routes() {
 	m := s.mux
-	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, map[string]string{"status": "ok"}) })
+	m.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
 	m.HandleFunc("GET /readyz", s.readyz)
 	m.HandleFunc("GET /api/v1/sources", s.listSources)
 	m.HandleFunc("GET /api/v1/sources/{name}", s.getSource)
@@ -51,6 +53,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/v1/resources/{namespace}/{kind}/{name}/history", s.resourceHistory)
 	m.HandleFunc("GET /api/v1/resources/{namespace}/{kind}/{name}/events", s.resourceEvents)
 	m.HandleFunc("GET /api/v1/events", s.listEvents)
+	m.HandleFunc("GET /api/v1/replicas", s.listReplicas)
 	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
@@ -207,6 +210,15 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"items": nonNil(items)})
+}
+
+// listReplicas shows every replica sharing the database and what each holds.
+func (s *Server) listReplicas(w http.ResponseWriter, r *http.Request) {
+	items, err := s.store.ListReplicas(r.Context(), 30*time.Second)
+	if s.fail(w, err) {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": nonNil(items), "self": s.opts.Replica})
 }
 
 // fail writes err as JSON with the status it deserves and reports whether it did.

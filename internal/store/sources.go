@@ -105,6 +105,7 @@ type SyncFailure struct {
 	Reason   string // CamelCase: FetchFailed, ValidationFailed, …
 	Message  string
 	Errors   []SourceError
+	Lease    *Lease
 }
 
 // RecordSyncFailure sets the source's Ready=False with every error, and an event.
@@ -129,6 +130,9 @@ func (s *Store) RecordSyncFailure(ctx context.Context, f SyncFailure) error {
 			f.Source, attempted, cj, ej); err != nil {
 			return err
 		}
+		if err := checkLease(ctx, tx, f.Lease); err != nil {
+			return err
+		}
 		// One Warning per distinct failure, not one per poll.
 		if prev, ok := status.Get(src.Conditions, status.Ready); !ok || prev.Status != status.False || prev.Message != f.Message || src.LastAttemptedRevision != attempted {
 			return insertEvent(ctx, tx, Event{Source: f.Source, Type: EventWarning, Reason: f.Reason, Message: truncate(f.Message, 4000)})
@@ -143,13 +147,22 @@ type ApplyParams struct {
 	Revision string
 	Set      *manifest.Set
 	Prune    bool
-	Replica  string
+	// MaxPruneFraction refuses to delete more than this share of the source's resources in
+	// one revision (0 means the default 0.5; 1 turns the guard off).
+	MaxPruneFraction float64
+	Replica          string
+	// Lease, when set, must still be held at commit (the source's singleton lease).
+	Lease *Lease
 }
 
 // ApplyResult counts what a revision changed.
 type ApplyResult struct {
 	Created, Updated, Relabelled, Deleted, Unchanged int
 	TypesChanged, TypesRemoved                       int
+	// Orphaned counts resources whose manifests are gone but which pruning kept.
+	Orphaned int
+	// PruneSkipped names the guard that stopped pruning this revision ("" when none did).
+	PruneSkipped, PruneMessage string
 }
 
 // Changed reports whether anything but the source row was written.
@@ -170,8 +183,11 @@ func (s *Store) ApplyRevision(ctx context.Context, p ApplyParams) (ApplyResult, 
 	var res ApplyResult
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		res = ApplyResult{}
-		// Serialise syncs of one source across replicas.
+		// Serialise syncs of one source across replicas, and refuse a holder that lost its lease.
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext('trueup.source:' || $1))", p.Source); err != nil {
+			return err
+		}
+		if err := checkLease(ctx, tx, p.Lease); err != nil {
 			return err
 		}
 		if err := checkConflicts(ctx, tx, p); err != nil {
@@ -183,7 +199,7 @@ func (s *Store) ApplyRevision(ctx context.Context, p ApplyParams) (ApplyResult, 
 		if err := applyResources(ctx, tx, p, &res); err != nil {
 			return err
 		}
-		if err := finishSource(ctx, tx, p); err != nil {
+		if err := finishSource(ctx, tx, p, res); err != nil {
 			return err
 		}
 		if res.Created+res.Updated+res.Deleted > 0 {
@@ -339,11 +355,14 @@ type existingResource struct {
 	id                 int64
 	specHash, metaHash string
 	deleting           bool
+	keep               bool // annotation trueup.dev/prune: disabled
+	orphaned           bool
 }
 
 func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResult) error {
 	existing := map[string]existingResource{}
-	rows, err := tx.Query(ctx, `SELECT id, namespace, lower(kind), name, spec_hash, meta_hash, deletion_timestamp IS NOT NULL
+	rows, err := tx.Query(ctx, `SELECT id, namespace, lower(kind), name, spec_hash, meta_hash, deletion_timestamp IS NOT NULL,
+		COALESCE(annotations->>'trueup.dev/prune', '') = 'disabled', orphaned
 		FROM resources WHERE source = $1`, p.Source)
 	if err != nil {
 		return err
@@ -351,7 +370,7 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 	for rows.Next() {
 		var e existingResource
 		var ns, kind, name string
-		if err := rows.Scan(&e.id, &ns, &kind, &name, &e.specHash, &e.metaHash, &e.deleting); err != nil {
+		if err := rows.Scan(&e.id, &ns, &kind, &name, &e.specHash, &e.metaHash, &e.deleting, &e.keep, &e.orphaned); err != nil {
 			rows.Close()
 			return err
 		}
@@ -372,7 +391,7 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 		case !ok:
 			ins.add(0, r)
 			events = append(events, resourceEvent(r, EventNormal, "Created", "created from "+r.File+" at "+shortRev(p.Revision)))
-		case e.specHash != r.SpecHash || e.deleting:
+		case e.specHash != r.SpecHash || e.deleting || e.orphaned:
 			seen[e.id] = true
 			upd.add(e.id, r)
 			msg := "spec changed in " + r.File + " at " + shortRev(p.Revision)
@@ -405,7 +424,7 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 			UPDATE resources r SET api_version = x.av, file_path = x.fp, file_line = x.fl, revision = $1,
 			  labels = x.lb::jsonb, annotations = x.an::jsonb, spec = x.sp::jsonb, spec_hash = x.sh, meta_hash = x.mh,
 			  kind = x.kind, generation = r.generation + 1, updated_at = now(), deletion_timestamp = NULL,
-			  run_at = now(), attempt = 0, dirty = r.lease_owner IS NOT NULL,
+			  run_at = now(), attempt = 0, dirty = r.lease_owner IS NOT NULL, orphaned = false,
 			  phase = CASE WHEN r.observed_generation = 0 THEN 'Pending' ELSE 'Reconciling' END,
 			  conditions = `+readyUnknownSQL+`
 			FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])
@@ -419,7 +438,7 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 	if len(meta.ids) > 0 {
 		if _, err := tx.Exec(ctx, `
 			UPDATE resources r SET api_version = x.av, file_path = x.fp, file_line = x.fl, revision = $1,
-			  labels = x.lb::jsonb, annotations = x.an::jsonb, meta_hash = x.mh, kind = x.kind, updated_at = now()
+			  labels = x.lb::jsonb, annotations = x.an::jsonb, meta_hash = x.mh, kind = x.kind, updated_at = now(), orphaned = false
 			FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[])
 			  AS x(id, kind, av, fp, fl, lb, an, mh)
 			WHERE r.id = x.id`,
@@ -428,37 +447,69 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 		}
 		res.Relabelled = len(meta.ids)
 	}
-	if p.Prune {
-		var gone []int64
-		for _, e := range existing {
-			if !seen[e.id] && !e.deleting {
-				gone = append(gone, e.id)
-			}
+	var gone, orphans []int64
+	active := 0
+	for _, e := range existing {
+		if e.deleting {
+			continue
 		}
-		if len(gone) > 0 {
-			rows, err := tx.Query(ctx, `
-				UPDATE resources r SET deletion_timestamp = now(), run_at = now(), attempt = 0,
-				  dirty = r.lease_owner IS NOT NULL, phase = 'Deleting'
-				WHERE r.id = ANY($1::bigint[]) RETURNING namespace, kind, name`, gone)
-			if err != nil {
-				return fmt.Errorf("mark removed resources: %w", err)
-			}
-			for rows.Next() {
-				var ev Event
-				if err := rows.Scan(&ev.Namespace, &ev.Kind, &ev.Name); err != nil {
-					rows.Close()
-					return err
-				}
-				ev.Source, ev.Type, ev.Reason = p.Source, EventNormal, "DeletionRequested"
-				ev.Message = "manifest removed at " + shortRev(p.Revision)
-				events = append(events, ev)
-			}
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			res.Deleted = len(gone)
+		active++
+		if seen[e.id] || e.orphaned {
+			continue
 		}
+		if !p.Prune || e.keep {
+			orphans = append(orphans, e.id)
+		} else {
+			gone = append(gone, e.id)
+		}
+	}
+	maxFrac := p.MaxPruneFraction
+	if maxFrac <= 0 {
+		maxFrac = DefaultMaxPruneFraction
+	}
+	switch {
+	case len(gone) == 0:
+	case len(p.Set.Resources) == 0:
+		res.PruneSkipped = "EmptyRender"
+		res.PruneMessage = fmt.Sprintf("revision %s renders no resources: not deleting the source's %d resources (an empty render is refused)", shortRev(p.Revision), active)
+	case maxFrac < 1 && float64(len(gone)) > maxFrac*float64(active):
+		res.PruneSkipped = "TooManyDeletions"
+		res.PruneMessage = fmt.Sprintf("revision %s would delete %d of %d resources (more than prune.maxFraction %.2f): nothing deleted", shortRev(p.Revision), len(gone), active, maxFrac)
+	}
+	if res.PruneSkipped != "" {
+		events = append(events, Event{Type: EventWarning, Reason: "PruneSkipped", Message: res.PruneMessage})
+		gone = nil
+	}
+	if len(gone) > 0 {
+		rows, err := tx.Query(ctx, `
+			UPDATE resources r SET deletion_timestamp = now(), run_at = now(), attempt = 0,
+			  dirty = r.lease_owner IS NOT NULL, phase = 'Deleting'
+			WHERE r.id = ANY($1::bigint[]) RETURNING namespace, kind, name`, gone)
+		if err != nil {
+			return fmt.Errorf("mark removed resources: %w", err)
+		}
+		evs, err := collectIdentityEvents(rows, EventNormal, "DeletionRequested", "manifest removed at "+shortRev(p.Revision))
+		if err != nil {
+			return err
+		}
+		events = append(events, evs...)
+		res.Deleted = len(gone)
+	}
+	if len(orphans) > 0 {
+		rows, err := tx.Query(ctx, `UPDATE resources SET orphaned = true WHERE id = ANY($1::bigint[]) RETURNING namespace, kind, name`, orphans)
+		if err != nil {
+			return fmt.Errorf("mark orphaned resources: %w", err)
+		}
+		why := "pruning is disabled for this source"
+		if p.Prune {
+			why = "annotation trueup.dev/prune: disabled"
+		}
+		evs, err := collectIdentityEvents(rows, EventWarning, "PruneSkipped", "manifest removed at "+shortRev(p.Revision)+" but the resource is kept: "+why)
+		if err != nil {
+			return err
+		}
+		events = append(events, evs...)
+		res.Orphaned = len(orphans)
 	}
 	for i := range events {
 		events[i].Source, events[i].Replica = p.Source, p.Replica
@@ -466,7 +517,23 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 	return insertEvents(ctx, tx, events)
 }
 
-func finishSource(ctx context.Context, tx pgx.Tx, p ApplyParams) error {
+// DefaultMaxPruneFraction is the share of a source's resources one revision may delete.
+const DefaultMaxPruneFraction = 0.5
+
+func collectIdentityEvents(rows pgx.Rows, typ, reason, msg string) ([]Event, error) {
+	defer rows.Close()
+	var out []Event
+	for rows.Next() {
+		ev := Event{Type: typ, Reason: reason, Message: msg}
+		if err := rows.Scan(&ev.Namespace, &ev.Kind, &ev.Name); err != nil {
+			return nil, err
+		}
+		out = append(out, ev)
+	}
+	return out, rows.Err()
+}
+
+func finishSource(ctx context.Context, tx pgx.Tx, p ApplyParams, res ApplyResult) error {
 	src, err := scanSource(tx.QueryRow(ctx, "SELECT "+sourceColumns+" FROM sources WHERE name = $1 FOR UPDATE", p.Source))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("source %s is not registered", p.Source)
@@ -477,6 +544,13 @@ func finishSource(ctx context.Context, tx pgx.Tx, p ApplyParams) error {
 	now := time.Now()
 	msg := fmt.Sprintf("applied revision %s: %d types, %d resources", shortRev(p.Revision), len(p.Set.Types), len(p.Set.Resources))
 	conds := status.Set(src.Conditions, status.Condition{Type: status.Ready, Status: status.True, Reason: "Succeeded", Message: msg}, now)
+	switch {
+	case res.PruneSkipped != "":
+		conds = status.Set(conds, status.Condition{Type: "Pruned", Status: status.False, Reason: res.PruneSkipped, Message: res.PruneMessage}, now)
+	case res.Deleted > 0:
+		conds = status.Set(conds, status.Condition{Type: "Pruned", Status: status.True, Reason: "Pruned",
+			Message: fmt.Sprintf("revision %s deleted %d resource(s)", shortRev(p.Revision), res.Deleted)}, now)
+	}
 	cj, _ := json.Marshal(conds)
 	_, err = tx.Exec(ctx, `UPDATE sources SET revision = $2, last_attempted_revision = $2, last_sync_time = now(),
 		conditions = $3, errors = '[]', updated_at = now() WHERE name = $1`, p.Source, p.Revision, cj)

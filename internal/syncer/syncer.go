@@ -26,7 +26,12 @@ type Options struct {
 	Source   sources.Source
 	Interval time.Duration // poll period; 10% jitter is added
 	Prune    bool
-	Replica  string
+	// MaxPruneFraction is prune.maxFraction (0: the default 0.5).
+	MaxPruneFraction float64
+	Replica          string
+	// LeaseTTL is how long the source's singleton lease lasts without renewal (default
+	// 15s); it is renewed every TTL/3.
+	LeaseTTL time.Duration
 	// CheckAction validates a type's action reference at ingest (unknown instance, bad with:).
 	CheckAction func(name string, with json.RawMessage) error
 	// Scrub removes secrets from messages before they are stored or logged.
@@ -42,7 +47,9 @@ type Syncer struct {
 	trigger chan struct{}
 
 	mu          sync.Mutex
-	applied     string // last applied revision
+	lease       *store.Lease
+	leaseUntil  time.Time // when our lease expires unless renewed
+	applied     string    // last applied revision
 	rejected    string // last revision rejected for its content (deterministic: not retried)
 	lastFailure string // last failure message written, to write a repeated failure once
 }
@@ -54,6 +61,9 @@ func New(st *store.Store, opts Options, logger *slog.Logger) *Syncer {
 	}
 	if opts.Interval <= 0 {
 		opts.Interval = time.Minute
+	}
+	if opts.LeaseTTL <= 0 {
+		opts.LeaseTTL = 15 * time.Second
 	}
 	return &Syncer{opts: opts, store: st, log: logger.With("source", opts.Name), loader: manifest.NewLoader(), trigger: make(chan struct{}, 1)}
 }
@@ -67,22 +77,25 @@ func (s *Syncer) Trigger() {
 }
 
 // Run syncs at once, then on every poll, trigger or source notification, until ctx ends.
+// Only the replica holding the source's lease syncs; the others keep trying to take it.
 func (s *Syncer) Run(ctx context.Context) error {
-	if src, err := s.store.GetSource(ctx, s.opts.Name); err == nil {
-		s.mu.Lock()
-		s.applied = src.Revision
-		s.mu.Unlock()
-	}
 	var changes <-chan struct{}
 	if n, ok := s.opts.Source.(sources.Notifier); ok {
 		changes = n.Changes()
 	}
+	renew := time.NewTicker(s.opts.LeaseTTL / 3)
+	defer renew.Stop()
+	defer s.releaseLease()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-renew.C:
+			if held, fresh := s.holdLease(ctx); !held || !fresh {
+				continue // renewed (or not ours): nothing to sync now
+			}
 		case <-timer.C:
 		case <-s.trigger:
 		case <-changes:
@@ -90,14 +103,79 @@ func (s *Syncer) Run(ctx context.Context) error {
 		if _, err := s.SyncOnce(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("sync failed", "err", s.opts.Scrub(err.Error()))
 		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
-		timer.Reset(jitter(s.opts.Interval))
+		resetTimer(timer, jitter(s.opts.Interval))
 	}
+}
+
+func resetTimer(t *time.Timer, d time.Duration) {
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
+	}
+	t.Reset(d)
+}
+
+// holdLease takes or renews the source's lease. fresh reports that it was just taken over, in
+// which case the syncer's memory of what was applied is reloaded (another replica may have
+// applied newer revisions meanwhile).
+func (s *Syncer) holdLease(ctx context.Context) (held, fresh bool) {
+	start := time.Now()
+	l, ok, err := s.store.AcquireLease(ctx, "source:"+s.opts.Name, s.opts.Replica, s.opts.LeaseTTL)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		// The database is unreachable: keep syncing only while the old lease is surely valid.
+		s.log.Warn("renew source lease failed", "err", err)
+		return s.lease != nil && time.Now().Before(s.leaseUntil), false
+	}
+	if !ok {
+		if s.lease != nil {
+			s.log.Info("lost the source's lease to another replica")
+		}
+		s.lease = nil
+		return false, false
+	}
+	fresh = s.lease == nil || s.lease.Term != l.Term
+	s.lease, s.leaseUntil = &l, start.Add(s.opts.LeaseTTL)
+	if fresh {
+		s.log.Info("holding the source's lease", "term", l.Term)
+		s.applied, s.rejected, s.lastFailure = "", "", ""
+		if src, err := s.store.GetSource(ctx, s.opts.Name); err == nil {
+			s.applied = src.Revision
+		}
+	}
+	return true, fresh
+}
+
+func (s *Syncer) releaseLease() {
+	s.mu.Lock()
+	l := s.lease
+	s.lease = nil
+	s.mu.Unlock()
+	if l == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = s.store.ReleaseLease(ctx, *l)
+}
+
+// currentLease returns the held lease if it is surely still valid, taking it when free.
+func (s *Syncer) currentLease(ctx context.Context) *store.Lease {
+	s.mu.Lock()
+	l, until := s.lease, s.leaseUntil
+	s.mu.Unlock()
+	if l != nil && time.Until(until) > s.opts.LeaseTTL/2 {
+		return l
+	}
+	if held, _ := s.holdLease(ctx); !held {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lease
 }
 
 func jitter(d time.Duration) time.Duration {
@@ -108,14 +186,19 @@ func jitter(d time.Duration) time.Duration {
 type Outcome struct {
 	Revision  string
 	Unchanged bool // head already applied (or already rejected): nothing fetched, nothing written
+	NotHolder bool // another replica holds the source's lease: nothing done
 	Result    store.ApplyResult
 }
 
 // SyncOnce checks the head and applies it if it is new.
 func (s *Syncer) SyncOnce(ctx context.Context) (Outcome, error) {
+	lease := s.currentLease(ctx)
+	if lease == nil {
+		return Outcome{NotHolder: true}, nil
+	}
 	head, err := s.opts.Source.Head(ctx)
 	if err != nil {
-		return Outcome{}, s.fail(ctx, store.SyncFailure{Reason: "FetchFailed", Message: "read head: " + err.Error()}, "")
+		return Outcome{}, s.fail(ctx, lease, store.SyncFailure{Reason: "FetchFailed", Message: "read head: " + err.Error()}, "")
 	}
 	s.mu.Lock()
 	same := head == s.applied || head == s.rejected
@@ -131,7 +214,7 @@ func (s *Syncer) SyncOnce(ctx context.Context) (Outcome, error) {
 		if errors.Is(err, sources.ErrPathNotFound) {
 			reason = "PathNotFound"
 		}
-		return Outcome{}, s.fail(ctx, store.SyncFailure{Revision: head, Reason: reason, Message: "fetch " + short(head) + ": " + err.Error()}, "")
+		return Outcome{}, s.fail(ctx, lease, store.SyncFailure{Revision: head, Reason: reason, Message: "fetch " + short(head) + ": " + err.Error()}, "")
 	}
 	fetched := time.Since(start)
 	known, err := s.otherTypes(ctx)
@@ -140,15 +223,25 @@ func (s *Syncer) SyncOnce(ctx context.Context) (Outcome, error) {
 	}
 	set, err := s.loader.Load(snap.Files, manifest.Options{KnownTypes: known, CheckAction: s.opts.CheckAction})
 	if err != nil {
-		return Outcome{}, s.reject(ctx, snap.Revision, err)
+		return Outcome{}, s.reject(ctx, lease, snap.Revision, err)
 	}
-	res, err := s.store.ApplyRevision(ctx, store.ApplyParams{Source: s.opts.Name, Revision: snap.Revision, Set: set, Prune: s.opts.Prune, Replica: s.opts.Replica})
+	res, err := s.store.ApplyRevision(ctx, store.ApplyParams{Source: s.opts.Name, Revision: snap.Revision, Set: set, Prune: s.opts.Prune,
+		MaxPruneFraction: s.opts.MaxPruneFraction, Replica: s.opts.Replica, Lease: lease})
 	var conflict *store.ConflictError
 	if errors.As(err, &conflict) {
-		return Outcome{}, s.reject(ctx, snap.Revision, conflict.Errors)
+		return Outcome{}, s.reject(ctx, lease, snap.Revision, conflict.Errors)
+	}
+	if errors.Is(err, store.ErrLeaseLost) {
+		s.mu.Lock()
+		s.lease = nil
+		s.mu.Unlock()
+		return Outcome{NotHolder: true}, err
 	}
 	if err != nil {
 		return Outcome{}, err
+	}
+	if res.PruneSkipped != "" {
+		s.log.Warn("pruning skipped", "reason", res.PruneSkipped, "message", res.PruneMessage)
 	}
 	s.mu.Lock()
 	s.applied, s.rejected, s.lastFailure = snap.Revision, "", ""
@@ -164,10 +257,10 @@ func (s *Syncer) SyncOnce(ctx context.Context) (Outcome, error) {
 }
 
 // reject records a revision whose content is invalid; it is not retried until the head moves.
-func (s *Syncer) reject(ctx context.Context, rev string, err error) error {
+func (s *Syncer) reject(ctx context.Context, lease *store.Lease, rev string, err error) error {
 	var verrs manifest.Errors
 	if !errors.As(err, &verrs) {
-		return s.fail(ctx, store.SyncFailure{Revision: rev, Reason: "ValidationFailed", Message: err.Error()}, "")
+		return s.fail(ctx, lease, store.SyncFailure{Revision: rev, Reason: "ValidationFailed", Message: err.Error()}, "")
 	}
 	errs := make([]store.SourceError, len(verrs))
 	lines := make([]string, len(verrs))
@@ -176,11 +269,11 @@ func (s *Syncer) reject(ctx context.Context, rev string, err error) error {
 		lines[i] = s.opts.Scrub(v.Error())
 	}
 	msg := fmt.Sprintf("revision %s rejected, %d error(s); the last good revision stays applied:\n%s", short(rev), len(verrs), strings.Join(lines, "\n"))
-	return s.fail(ctx, store.SyncFailure{Revision: rev, Reason: "ValidationFailed", Message: msg, Errors: errs}, rev)
+	return s.fail(ctx, lease, store.SyncFailure{Revision: rev, Reason: "ValidationFailed", Message: msg, Errors: errs}, rev)
 }
 
-func (s *Syncer) fail(ctx context.Context, f store.SyncFailure, rejected string) error {
-	f.Source = s.opts.Name
+func (s *Syncer) fail(ctx context.Context, lease *store.Lease, f store.SyncFailure, rejected string) error {
+	f.Source, f.Lease = s.opts.Name, lease
 	f.Message = s.opts.Scrub(f.Message)
 	s.mu.Lock()
 	repeat := f.Message == s.lastFailure

@@ -1,0 +1,100 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Lease is a held singleton lease. Term identifies the holding: it grows on every takeover.
+type Lease struct {
+	Name   string
+	Holder string
+	Term   int64
+}
+
+// AcquireLease takes name for holder (or renews it when holder already has it) unless another
+// holder's lease is still valid. ok is false when someone else holds it.
+func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (l Lease, ok bool, err error) {
+	err = s.pool.QueryRow(ctx, `
+		INSERT INTO leases (name, holder, term, expires_at) VALUES ($1, $2, 1, now() + $3 * interval '1 millisecond')
+		ON CONFLICT (name) DO UPDATE SET holder = excluded.holder,
+		  term = CASE WHEN leases.holder = excluded.holder THEN leases.term ELSE leases.term + 1 END,
+		  acquired_at = CASE WHEN leases.holder = excluded.holder THEN leases.acquired_at ELSE now() END,
+		  expires_at = excluded.expires_at
+		WHERE leases.holder = excluded.holder OR leases.expires_at < now()
+		RETURNING term`, name, holder, ttl.Milliseconds()).Scan(&l.Term)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Lease{}, false, nil
+	}
+	if err != nil {
+		return Lease{}, false, fmt.Errorf("acquire lease %s: %w", name, err)
+	}
+	return Lease{Name: name, Holder: holder, Term: l.Term}, true, nil
+}
+
+// ReleaseLease gives a lease up at once (clean shutdown) so another replica takes over
+// without waiting for it to expire.
+func (s *Store) ReleaseLease(ctx context.Context, l Lease) error {
+	_, err := s.pool.Exec(ctx, `UPDATE leases SET expires_at = now() - interval '1 second'
+		WHERE name = $1 AND holder = $2 AND term = $3`, l.Name, l.Holder, l.Term)
+	return err
+}
+
+// checkLease verifies inside tx that l is still held, and locks the row so that no takeover
+// can commit before tx does.
+func checkLease(ctx context.Context, tx pgx.Tx, l *Lease) error {
+	if l == nil {
+		return nil
+	}
+	var one int
+	err := tx.QueryRow(ctx, `SELECT 1 FROM leases WHERE name = $1 AND holder = $2 AND term = $3 AND expires_at > now() FOR SHARE`,
+		l.Name, l.Holder, l.Term).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("lease %s (term %d): %w", l.Name, l.Term, ErrLeaseLost)
+	}
+	return err
+}
+
+// Replica is one trueup process sharing the database, with what it holds.
+type Replica struct {
+	Name       string    `json:"name"`
+	Hostname   string    `json:"hostname"`
+	PID        int       `json:"pid"`
+	Version    string    `json:"version"`
+	Listen     string    `json:"listen"`
+	StartedAt  time.Time `json:"startedAt"`
+	LastSeen   time.Time `json:"lastSeen"`
+	Alive      bool      `json:"alive"`
+	Leases     []string  `json:"leases"`     // singleton leases held (source:NAME, maintenance)
+	Reconciles int       `json:"reconciles"` // resources leased right now
+}
+
+// Heartbeat records that replica r is alive.
+func (s *Store) Heartbeat(ctx context.Context, r Replica) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO replicas (name, hostname, pid, version, listen) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (name) DO UPDATE SET last_seen = now()`, r.Name, r.Hostname, r.PID, r.Version, r.Listen)
+	return err
+}
+
+// ListReplicas returns replicas seen in the last 10 minutes with what each holds; alive means
+// seen within aliveWithin.
+func (s *Store) ListReplicas(ctx context.Context, aliveWithin time.Duration) ([]Replica, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT r.name, r.hostname, r.pid, r.version, r.listen, r.started_at, r.last_seen,
+		  r.last_seen > now() - $1 * interval '1 millisecond',
+		  COALESCE((SELECT array_agg(l.name ORDER BY l.name) FROM leases l WHERE l.holder = r.name AND l.expires_at > now()), '{}'),
+		  (SELECT count(*) FROM resources x WHERE x.lease_owner = r.name)
+		FROM replicas r WHERE r.last_seen > now() - interval '10 minutes' ORDER BY r.name`, aliveWithin.Milliseconds())
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Replica, error) {
+		var r Replica
+		err := row.Scan(&r.Name, &r.Hostname, &r.PID, &r.Version, &r.Listen, &r.StartedAt, &r.LastSeen, &r.Alive, &r.Leases, &r.Reconciles)
+		return r, err
+	})
+}

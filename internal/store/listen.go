@@ -1,0 +1,63 @@
+package store
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// SyncChannel is the NOTIFY channel asking the holder of a source's lease to sync now; the
+// payload is the source name.
+const SyncChannel = "trueup_sync"
+
+// NotifySync asks whichever replica holds source's lease to sync at once.
+func (s *Store) NotifySync(ctx context.Context, source string) error {
+	_, err := s.pool.Exec(ctx, "SELECT pg_notify($1, $2)", SyncChannel, source)
+	return err
+}
+
+// Listen keeps one connection outside the pool LISTENing on channels and calls fn for each
+// notification, until ctx ends. After a lost connection it reconnects with backoff; fn is
+// called with channel "" after every (re)connect, since notifications sent meanwhile are
+// lost and the caller must look for work itself.
+func (s *Store) Listen(ctx context.Context, channels []string, fn func(channel, payload string), logger *slog.Logger) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := s.listenOnce(ctx, channels, fn, func() { backoff = 100 * time.Millisecond })
+		if ctx.Err() != nil {
+			return
+		}
+		logger.Warn("listen connection lost; reconnecting", "err", err, "in", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (s *Store) listenOnce(ctx context.Context, channels []string, fn func(string, string), connected func()) error {
+	pc, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	conn := pc.Hijack()
+	defer conn.Close(context.Background())
+	for _, ch := range channels {
+		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
+			return err
+		}
+	}
+	connected()
+	fn("", "")
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		fn(n.Channel, n.Payload)
+	}
+}

@@ -1,0 +1,380 @@
+package dirsource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trueup-dev/trueup/sources"
+)
+
+type fixture struct {
+	t   *testing.T
+	dir string
+	src *Source
+	ctx context.Context
+}
+
+// setup creates a folder with files and a source on it; debounce 0 means the default.
+func setup(t *testing.T, debounce time.Duration, files map[string]string) *fixture {
+	t.Helper()
+	f := &fixture{t: t, dir: t.TempDir()}
+	f.write(files)
+	src, err := New(Config{Name: "test", Path: f.dir, Debounce: debounce}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := src.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	f.src, f.ctx = src, ctx
+	return f
+}
+
+func (f *fixture) write(files map[string]string) {
+	f.t.Helper()
+	for name, data := range files {
+		p := filepath.Join(f.dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			f.t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
+func (f *fixture) head() string {
+	f.t.Helper()
+	rev, err := f.src.Head(f.ctx)
+	if err != nil {
+		f.t.Fatalf("Head: %v", err)
+	}
+	return rev
+}
+
+func (f *fixture) start() {
+	f.t.Helper()
+	if err := f.src.Start(f.ctx); err != nil {
+		f.t.Fatalf("Start: %v", err)
+	}
+}
+
+// waitChange waits for a notification and fails after the timeout.
+func (f *fixture) waitChange(timeout time.Duration) {
+	f.t.Helper()
+	select {
+	case <-f.src.Changes():
+	case <-time.After(timeout):
+		f.t.Fatalf("no change notification within %v", timeout)
+	}
+}
+
+// noChange asserts that no notification arrives within d.
+func (f *fixture) noChange(d time.Duration) {
+	f.t.Helper()
+	select {
+	case <-f.src.Changes():
+		f.t.Fatal("unexpected change notification")
+	case <-time.After(d):
+	}
+}
+
+func TestHeadAndFetch(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 0, map[string]string{
+		"a.yaml":             "kind: A\n",
+		"sub/b.yml":          "kind: B\n",
+		"sub/deep/c.json":    `{"kind":"C"}`,
+		"a.yaml~":            "backup",
+		".a.yaml.swp":        "swap",
+		".#a.yaml":           "emacs lock",
+		"notes.md":           "text",
+		".git/config.yaml":   "hidden",
+		"sub/.cache/x.yaml":  "hidden",
+		"sub/x.yaml.tmp":     "temp",
+		"sub.yaml/inner.txt": "a folder named like a manifest",
+	})
+	if err := os.Symlink("a.yaml", filepath.Join(f.dir, "link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("sub", filepath.Join(f.dir, "linked-dir")); err != nil {
+		t.Fatal(err)
+	}
+
+	rev := f.head()
+	if !strings.HasPrefix(rev, "sha256:") || len(rev) != len("sha256:")+64 {
+		t.Errorf("Head = %q, want sha256:<hex>", rev)
+	}
+	if again := f.head(); again != rev {
+		t.Errorf("Head changed without a change: %s then %s", rev, again)
+	}
+	snap, err := f.src.Fetch(f.ctx, rev)
+	if err != nil {
+		t.Fatalf("Fetch: %v", err)
+	}
+	if snap.Revision != rev {
+		t.Errorf("Fetch revision %s, Head %s", snap.Revision, rev)
+	}
+	var names []string
+	for _, file := range snap.Files {
+		names = append(names, file.Path)
+	}
+	want := []string{"a.yaml", "link.yaml", "sub/b.yml", "sub/deep/c.json"}
+	if !reflect.DeepEqual(names, want) {
+		t.Fatalf("files = %q, want %q", names, want)
+	}
+	if string(snap.Files[0].Data) != "kind: A\n" || snap.Files[0].Hash != snap.Files[1].Hash {
+		t.Errorf("a.yaml and its link: %+v, %+v", snap.Files[0], snap.Files[1])
+	}
+
+	// Non-manifest and hidden files do not move the head; manifests do.
+	f.write(map[string]string{"notes.md": "more", ".git/config.yaml": "x", "a.yaml~": "y"})
+	if got := f.head(); got != rev {
+		t.Errorf("Head moved on a non-manifest change")
+	}
+	f.write(map[string]string{"sub/b.yml": "kind: B2\n"})
+	changed := f.head()
+	if changed == rev {
+		t.Fatal("Head did not change with content")
+	}
+	// A rename changes the head even with equal contents.
+	if err := os.Rename(filepath.Join(f.dir, "sub/b.yml"), filepath.Join(f.dir, "sub/b2.yml")); err != nil {
+		t.Fatal(err)
+	}
+	if renamed := f.head(); renamed == changed {
+		t.Error("Head did not change with a rename")
+	}
+}
+
+// The stat cache must not hide a same-size rewrite that keeps the modification time.
+func TestHeadSeesRewriteWithSameStat(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 0, map[string]string{"a.yaml": "v: 1\n"})
+	p := filepath.Join(f.dir, "a.yaml")
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(p, old, old); err != nil {
+		t.Fatal(err)
+	}
+	rev1 := f.head()
+	rev1again := f.head() // now trusted from the cache
+	f.write(map[string]string{"a.yaml": "v: 2\n"})
+	if err := os.Chtimes(p, old, old); err != nil {
+		t.Fatal(err)
+	}
+	// Same size and mtime: undetectable by stat alone, as in git. Fetch reads anyway.
+	snap, err := f.src.Fetch(f.ctx, rev1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev1 != rev1again || snap.Revision == rev1 || string(snap.Files[0].Data) != "v: 2\n" {
+		t.Errorf("Fetch revision %s data %q after rewrite; head was %s", snap.Revision, snap.Files[0].Data, rev1)
+	}
+	// The recently modified file is re-read by Head.
+	f.write(map[string]string{"a.yaml": "v: 3\n"})
+	if rev3 := f.head(); rev3 == snap.Revision || rev3 == rev1 {
+		t.Error("Head did not see a fresh write")
+	}
+}
+
+func TestChangesDebounced(t *testing.T) {
+	t.Parallel()
+	const debounce = 150 * time.Millisecond
+	f := setup(t, debounce, map[string]string{"a.yaml": "v: 0\n"})
+	f.start()
+	before := f.head()
+
+	start := time.Now()
+	for i := range 20 {
+		f.write(map[string]string{"a.yaml": fmt.Sprintf("v: %d\n", i+1), "b/c.yaml": fmt.Sprintf("c: %d\n", i)})
+	}
+	f.waitChange(5 * time.Second)
+	if elapsed := time.Since(start); elapsed < debounce {
+		t.Errorf("notified after %v, before the debounce period %v", elapsed, debounce)
+	}
+	// One burst, one notification.
+	f.noChange(3 * debounce)
+	if after := f.head(); after == before {
+		t.Error("Head did not change after the burst")
+	}
+}
+
+func TestTempFilesIgnored(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 50*time.Millisecond, map[string]string{"a.yaml": "v: 0\n", "sub/b.yaml": "b: 0\n"})
+	f.start()
+	before := f.head()
+	f.write(map[string]string{
+		".a.yaml.swp":        "vim swap",
+		".a.yaml.swx":        "vim swap",
+		"4913":               "vim write test",
+		"a.yaml~":            "backup",
+		"sub/.#b.yaml":       "emacs lock",
+		"sub/b.yaml.tmp":     "partial write",
+		"notes.txt":          "not a manifest",
+		".hidden/x.yaml":     "hidden folder",
+		"a.yaml___jb_tmp___": "jetbrains",
+	})
+	if err := os.Chmod(filepath.Join(f.dir, "a.yaml"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.noChange(500 * time.Millisecond)
+	if after := f.head(); after != before {
+		t.Error("Head changed on ignored files")
+	}
+
+	// An editor's atomic save: write a temp file, rename it over the manifest.
+	tmp := filepath.Join(f.dir, "sub", ".b.yaml.tmp")
+	if err := os.WriteFile(tmp, []byte("b: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(f.dir, "sub", "b.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	f.waitChange(5 * time.Second)
+}
+
+func TestNewSubdirectoryWatched(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 50*time.Millisecond, map[string]string{"a.yaml": "v: 0\n"})
+	f.start()
+
+	// A new folder tree, with a manifest written before its watch could exist.
+	f.write(map[string]string{"new/deeper/x.yaml": "x: 1\n"})
+	f.waitChange(5 * time.Second)
+
+	// Later writes inside the new folders are seen.
+	f.write(map[string]string{"new/deeper/y.yaml": "y: 1\n"})
+	f.waitChange(5 * time.Second)
+
+	// So is the removal of a folder holding manifests.
+	if err := os.RemoveAll(filepath.Join(f.dir, "new")); err != nil {
+		t.Fatal(err)
+	}
+	f.waitChange(5 * time.Second)
+
+	// A folder moved in from outside.
+	outside := filepath.Join(t.TempDir(), "moved")
+	if err := os.MkdirAll(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "m.yaml"), []byte("m: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(outside, filepath.Join(f.dir, "moved")); err != nil {
+		t.Fatal(err)
+	}
+	f.waitChange(5 * time.Second)
+	f.write(map[string]string{"moved/n.yaml": "n: 1\n"})
+	f.waitChange(5 * time.Second)
+
+	// An empty folder is no change.
+	if err := os.Mkdir(filepath.Join(f.dir, "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.noChange(300 * time.Millisecond)
+}
+
+func TestLifecycle(t *testing.T) {
+	t.Parallel()
+	t.Run("close without start, twice", func(t *testing.T) {
+		t.Parallel()
+		src, err := New(Config{Path: t.TempDir()}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if err := src.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := src.Start(context.Background()); err == nil {
+			t.Error("Start after Close succeeded")
+		}
+	})
+	t.Run("start twice, close twice", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, 0, nil)
+		f.start()
+		if err := f.src.Start(f.ctx); err == nil {
+			t.Error("second Start succeeded")
+		}
+		for range 2 {
+			if err := f.src.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	t.Run("context ends the watcher", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, 0, nil)
+		ctx, cancel := context.WithCancel(f.ctx)
+		if err := f.src.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		select {
+		case <-f.src.done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("watcher goroutine still running after its context ended")
+		}
+	})
+	t.Run("canceled scan", func(t *testing.T) {
+		t.Parallel()
+		files := map[string]string{}
+		for i := range 600 {
+			files[fmt.Sprintf("f%03d.yaml", i)] = "x: 1\n"
+		}
+		f := setup(t, 0, files)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := f.src.Fetch(ctx, ""); !errors.Is(err, context.Canceled) {
+			t.Errorf("Fetch error = %v, want context.Canceled", err)
+		}
+	})
+}
+
+func TestNewValidates(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "file.yaml")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []Config{
+		{},
+		{Path: filepath.Join(t.TempDir(), "missing")},
+		{Path: file},
+		{Path: t.TempDir(), Debounce: -time.Second},
+	} {
+		if _, err := New(cfg, nil); err == nil {
+			t.Errorf("New(%+v) succeeded", cfg)
+		}
+	}
+	src, err := New(Config{Path: t.TempDir()}, nil)
+	if err != nil || src.cfg.Debounce != DefaultDebounce {
+		t.Errorf("New = %v, debounce %v", err, src.cfg.Debounce)
+	}
+}
+
+func TestRemovedRootFailsHead(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 0, map[string]string{"a.yaml": "a: 1\n"})
+	if err := os.RemoveAll(f.dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.src.Head(f.ctx); err == nil {
+		t.Error("Head succeeded on a removed folder")
+	}
+	var _ sources.Notifier = f.src
+}

@@ -1,0 +1,148 @@
+package dirsource
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/trueup-dev/trueup/sources"
+)
+
+// racyWindow: a file modified this close to the moment it was hashed may change again
+// within the file system's timestamp granularity without its size or mtime changing, so
+// its cached hash is not trusted (git's "racily clean" entries).
+const racyWindow = 2 * time.Second
+
+// statEntry remembers a file's content hash with the stat data it was read under.
+type statEntry struct {
+	size     int64
+	modTime  time.Time
+	hashedAt time.Time
+	hash     string
+}
+
+func (e statEntry) matches(fi fs.FileInfo) bool {
+	return e.size == fi.Size() && e.modTime.Equal(fi.ModTime()) && e.hashedAt.Sub(e.modTime) > racyWindow
+}
+
+// ignored reports whether a file or folder name is hidden or an editor's temporary file:
+// dot files (".#x.yaml" emacs locks, ".x.yaml.swp"), backups ("x.yaml~"), vim swap files
+// and its "4913" write test, "*.tmp" and JetBrains' safe-write files.
+func ignored(name string) bool {
+	if strings.HasPrefix(name, ".") {
+		return true
+	}
+	for _, suffix := range []string{"~", ".swp", ".swx", ".tmp", "4913", "___jb_tmp___", "___jb_old___"} {
+		if strings.HasSuffix(name, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
+// isManifestName reports whether a file name is read as a manifest.
+func isManifestName(name string) bool {
+	return !ignored(name) && sources.IsManifest(name)
+}
+
+// scan walks the folder and returns the revision and, when read is set, the files with
+// their data. Without read, files whose stat data matches the cache are not opened.
+func (s *Source) scan(ctx context.Context, read bool) (string, []sources.File, error) {
+	s.scanMu.Lock()
+	defer s.scanMu.Unlock()
+
+	type entry struct{ rel, hash string }
+	var entries []entry
+	var files []sources.File
+	stats := make(map[string]statEntry, len(s.stats))
+	n := 0
+	err := filepath.WalkDir(s.root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p != s.root && errors.Is(err, fs.ErrNotExist) {
+				return nil // removed while walking; the watcher reports it
+			}
+			return err
+		}
+		if n++; n%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if d.IsDir() {
+			if p != s.root && ignored(d.Name()) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !isManifestName(d.Name()) {
+			return nil
+		}
+		// Follows a symlink to a file; links to folders are not followed (no cycles).
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !fi.Mode().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(s.root, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+
+		if prev, ok := s.stats[rel]; ok && !read && prev.matches(fi) {
+			stats[rel] = prev
+			entries = append(entries, entry{rel, prev.hash})
+			return nil
+		}
+		now := time.Now()
+		data, err := os.ReadFile(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(data)
+		hash := hex.EncodeToString(sum[:])
+		// The stat data is taken before the read: a write during the read leaves a stale
+		// mtime that the next scan sees as changed.
+		stats[rel] = statEntry{size: fi.Size(), modTime: fi.ModTime(), hashedAt: now, hash: hash}
+		if int64(len(data)) != fi.Size() {
+			delete(stats, rel)
+		}
+		entries = append(entries, entry{rel, hash})
+		if read {
+			files = append(files, sources.File{Path: rel, Hash: hash, Data: data})
+		}
+		return nil
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	s.stats = stats
+
+	// WalkDir visits in lexical order of each folder's entries, which is not the order of
+	// the joined paths ("a/b" vs "a.yaml"): sort explicitly.
+	sort.Slice(entries, func(i, j int) bool { return entries[i].rel < entries[j].rel })
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	h := sha256.New()
+	for _, e := range entries {
+		h.Write([]byte(e.rel))
+		h.Write([]byte{0})
+		h.Write([]byte(e.hash))
+		h.Write([]byte{'\n'})
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), files, nil
+}

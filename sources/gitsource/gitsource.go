@@ -1,0 +1,281 @@
+// Package gitsource owns the Git kind of manifests source (DESIGN §2, §13): it learns the
+// remote head with one ls-remote on in-memory storage, fetches a revision as a shallow,
+// single-ref clone into a private mirror folder, and reads the manifest files straight from
+// the commit's tree (no worktree), reusing the data of blobs that did not change since the
+// previous snapshot.
+//
+// Credentials never reach errors or logs: URLs are shown through Redact, the URL handed to
+// go-git carries no userinfo, and every returned error is scrubbed of the configured
+// secrets.
+//
+// Hidden entries (a path component starting with ".", such as .github/ or .gitlab-ci.yml)
+// are not manifests, as in dirsource: CI files are YAML but not trueup documents.
+//
+// The Data slices of a returned Snapshot are shared with the source's cache and with later
+// snapshots: treat them as read-only.
+package gitsource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	git "github.com/go-git/go-git/v5"
+	gitconfig "github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/trueup-dev/trueup/sources"
+)
+
+// Auth holds the credentials of a Git source. Username/Password (or a token as Password) are
+// HTTPS basic auth; SSHKeyFile (+ passphrase) and KnownHostsFile are for ssh URLs.
+type Auth struct {
+	Username, Password string
+	SSHKeyFile         string
+	SSHKeyPassphrase   string
+	KnownHostsFile     string
+}
+
+// Config configures one Git source.
+type Config struct {
+	// Name is the source name, for logs.
+	Name string
+	// URL is https://, http://, ssh://, git@host:org/repo, file:// or a local path.
+	URL string
+	// Branch, Tag and Commit select the revision; at most one may be set, none means branch
+	// "main". Commit must be a full 40-character SHA-1.
+	Branch, Tag, Commit string
+	// Path is the subdirectory holding manifests; "" is the whole repository.
+	Path string
+	Auth Auth
+	// Dir is a private folder for this source's mirror (dataDir/git/<name>); New creates it.
+	Dir string
+}
+
+// Source is a Git manifests source. Its methods may be called from several goroutines;
+// fetches are serialised.
+type Source struct {
+	cfg      Config
+	logger   *slog.Logger
+	url      string // credential-free URL handed to go-git
+	redacted string // for errors and logs
+	refName  plumbing.ReferenceName
+	commit   plumbing.Hash // set when cfg.Commit is
+	subdir   string        // cleaned cfg.Path, "" for the whole repository
+	auth     transport.AuthMethod
+	secrets  scrubber
+	fetches  atomic.Int64
+	closed   atomic.Bool
+
+	mu        sync.Mutex // serialises Fetch and Close; guards the fields below
+	mirror    *git.Repository
+	mirrorSto *filesystem.Storage
+	blobs     map[plumbing.Hash][]byte // data of the last snapshot's files, by blob hash
+	last      *sources.Snapshot        // the last snapshot, served again for its revision
+}
+
+var errClosed = errors.New("source is closed")
+
+// New validates cfg and creates cfg.Dir. It does no network I/O; an ssh key file and a
+// known_hosts file are read here so that a bad path fails at start.
+func New(cfg Config, logger *slog.Logger) (*Source, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Source{cfg: cfg, redacted: Redact(cfg.URL)}
+	s.secrets = scrubber{cfg.Auth.Password, cfg.Auth.SSHKeyPassphrase}
+	fail := func(format string, args ...any) (*Source, error) {
+		return nil, s.secrets.wrap(fmt.Errorf("git source %q: "+format, append([]any{cfg.Name}, args...)...))
+	}
+
+	if strings.TrimSpace(cfg.URL) == "" {
+		return fail("url is required")
+	}
+	ep, err := transport.NewEndpoint(cfg.URL)
+	if err != nil {
+		// The parser's message quotes the URL; do not wrap it.
+		return fail("invalid url %s", s.redacted)
+	}
+	switch ep.Protocol {
+	case "http", "https", "ssh", "file", "git":
+	default:
+		return fail("url %s: unsupported protocol %q", s.redacted, ep.Protocol)
+	}
+	s.secrets = append(s.secrets, ep.Password)
+	if (ep.Protocol == "http" || ep.Protocol == "https") && ep.User != "" && ep.Password == "" {
+		s.secrets = append(s.secrets, ep.User) // a token in the user position
+	}
+	s.url = cfg.URL
+	if ep.Protocol == "http" || ep.Protocol == "https" {
+		u, err := url.Parse(cfg.URL)
+		if err != nil {
+			return fail("invalid url %s", s.redacted)
+		}
+		u.User = nil
+		s.url = u.String()
+	}
+
+	if s.auth, err = buildAuth(ep, cfg.Auth); err != nil {
+		return fail("url %s: %w", s.redacted, err)
+	}
+
+	set := 0
+	for _, v := range []string{cfg.Branch, cfg.Tag, cfg.Commit} {
+		if v != "" {
+			set++
+		}
+	}
+	switch {
+	case set > 1:
+		return fail("set at most one of branch, tag and commit")
+	case cfg.Commit != "":
+		if !plumbing.IsHash(cfg.Commit) {
+			return fail("commit %q is not a full 40-character SHA-1", cfg.Commit)
+		}
+		s.commit = plumbing.NewHash(cfg.Commit)
+	case cfg.Tag != "":
+		s.refName = plumbing.NewTagReferenceName(cfg.Tag)
+	default:
+		if cfg.Branch == "" {
+			s.cfg.Branch = "main"
+		}
+		s.refName = plumbing.NewBranchReferenceName(s.cfg.Branch)
+	}
+	if s.refName != "" {
+		if err := s.refName.Validate(); err != nil {
+			return fail("invalid %s: %w", s.refDesc(), err)
+		}
+	}
+
+	if s.subdir, err = cleanSubdir(cfg.Path); err != nil {
+		return fail("%w", err)
+	}
+
+	if cfg.Dir == "" {
+		return fail("dir is required")
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return fail("create dir: %w", err)
+	}
+	removeStale(cfg.Dir) // leftovers of a fetch interrupted by a crash
+
+	s.logger = logger.With("source", cfg.Name, "url", s.redacted)
+	return s, nil
+}
+
+func cleanSubdir(p string) (string, error) {
+	if p == "" {
+		return "", nil
+	}
+	clean := path.Clean(strings.ReplaceAll(p, "\\", "/"))
+	switch {
+	case path.IsAbs(clean):
+		return "", fmt.Errorf("path %q must be relative to the repository root", p)
+	case clean == "..", strings.HasPrefix(clean, "../"):
+		return "", fmt.Errorf("path %q leaves the repository", p)
+	case clean == ".":
+		return "", nil
+	}
+	return clean, nil
+}
+
+// refDesc names the configured revision for messages: "branch main", "tag v1", "commit abc…".
+func (s *Source) refDesc() string {
+	switch {
+	case s.cfg.Commit != "":
+		return "commit " + s.commit.String()
+	case s.cfg.Tag != "":
+		return "tag " + s.cfg.Tag
+	}
+	return "branch " + s.cfg.Branch
+}
+
+// errorf builds an error naming the operation, the ref and the redacted URL ("ls-remote
+// branch main at https://host/x.git: …"), scrubbed of secrets. When ctx is done its error is
+// wrapped instead of whatever the transport made of the cancellation, so callers can test
+// errors.Is(err, context.Canceled).
+func (s *Source) errorf(ctx context.Context, op string, err error) error {
+	if ctx != nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	return s.secrets.wrap(fmt.Errorf("%s %s at %s: %w", op, s.refDesc(), s.redacted, err))
+}
+
+// Head returns the commit the configured ref points at on the remote (annotated tags are
+// peeled), with one ls-remote on in-memory storage. For a configured commit it returns that
+// commit without network I/O.
+func (s *Source) Head(ctx context.Context) (string, error) {
+	if s.closed.Load() {
+		return "", s.errorf(ctx, "ls-remote", errClosed)
+	}
+	if s.refName == "" {
+		return s.commit.String(), nil
+	}
+	if err := ctx.Err(); err != nil {
+		return "", s.errorf(ctx, "ls-remote", err)
+	}
+	remote := git.NewRemote(memory.NewStorage(), &gitconfig.RemoteConfig{
+		Name: git.DefaultRemoteName,
+		URLs: []string{s.url},
+	})
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: s.auth, PeelingOption: git.AppendPeeled})
+	if err != nil {
+		if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+			return "", s.secrets.wrap(fmt.Errorf("%s not found at %s: %w", s.refDesc(), s.redacted, err))
+		}
+		return "", s.errorf(ctx, "ls-remote", err)
+	}
+	var direct, peeled plumbing.Hash
+	peeledName := s.refName.String() + "^{}"
+	for _, ref := range refs {
+		switch ref.Name().String() {
+		case s.refName.String():
+			direct = ref.Hash()
+		case peeledName:
+			peeled = ref.Hash()
+		}
+	}
+	if !peeled.IsZero() {
+		direct = peeled
+	}
+	if !direct.IsZero() {
+		s.logger.Debug("head", "ref", s.refDesc(), "revision", direct.String())
+		return direct.String(), nil
+	}
+	return "", s.secrets.wrap(fmt.Errorf("%s not found at %s", s.refDesc(), s.redacted))
+}
+
+// Fetches reports how many network fetches (clone attempts) the source has made.
+func (s *Source) Fetches() int64 { return s.fetches.Load() }
+
+// Close releases the mirror's files. The mirror stays on disk so that a restart can serve
+// the revision it holds without a clone. Close is safe to call twice.
+func (s *Source) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closeMirror()
+	s.blobs, s.last = nil, nil
+	return nil
+}
+
+func (s *Source) closeMirror() {
+	if s.mirrorSto != nil {
+		_ = s.mirrorSto.Close()
+	}
+	s.mirror, s.mirrorSto = nil, nil
+}
+
+var _ sources.Source = (*Source)(nil)

@@ -1,0 +1,130 @@
+package gitsource
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+
+	"github.com/trueup-dev/trueup/sources"
+)
+
+// snapshot reads the manifest files under the configured path from commit's tree. Blobs
+// whose hash was in the previous snapshot are not read again; afterwards the cache holds
+// exactly this snapshot's blobs.
+func (s *Source) snapshot(ctx context.Context, sto storer.EncodedObjectStorer, commit *object.Commit) (*sources.Snapshot, error) {
+	rev := commit.Hash.String()
+	op := "read commit " + rev + " of" // "read commit abc… of branch main at <url>"
+	if s.refName == "" {
+		op = "read" // "read commit abc… at <url>"
+	}
+	fail := func(err error) (*sources.Snapshot, error) {
+		return nil, s.errorf(ctx, op, err)
+	}
+	root, err := commit.Tree()
+	if err != nil {
+		return fail(err)
+	}
+	if s.subdir != "" {
+		entry, err := root.FindEntry(s.subdir)
+		switch {
+		case errors.Is(err, object.ErrEntryNotFound), errors.Is(err, object.ErrDirectoryNotFound):
+			return fail(fmt.Errorf("path %q: %w", s.subdir, sources.ErrPathNotFound))
+		case err != nil:
+			return fail(err)
+		case entry.Mode != filemode.Dir:
+			return fail(fmt.Errorf("path %q is not a directory: %w", s.subdir, sources.ErrPathNotFound))
+		}
+		if root, err = object.GetTree(sto, entry.Hash); err != nil {
+			return fail(err)
+		}
+	}
+
+	type entry struct {
+		path string
+		hash plumbing.Hash
+	}
+	var entries []entry
+	walker := object.NewTreeWalker(root, true, nil)
+	defer walker.Close()
+	for {
+		name, e, err := walker.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fail(err)
+		}
+		// Symlinks (their blob is the target path) and submodules are not manifests.
+		if (e.Mode != filemode.Regular && e.Mode != filemode.Executable && e.Mode != filemode.Deprecated) ||
+			!sources.IsManifest(name) || hidden(name) {
+			continue
+		}
+		entries = append(entries, entry{path: joinPath(s.subdir, name), hash: e.Hash})
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].path < entries[j].path })
+
+	snap := &sources.Snapshot{Revision: rev, Files: make([]sources.File, len(entries))}
+	blobs := make(map[plumbing.Hash][]byte, len(entries))
+	for i, e := range entries {
+		if i%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return fail(err)
+			}
+		}
+		data, ok := blobs[e.hash]
+		if !ok {
+			data, ok = s.blobs[e.hash]
+		}
+		if !ok {
+			if data, err = readBlob(sto, e.hash); err != nil {
+				return fail(fmt.Errorf("%s: %w", e.path, err))
+			}
+		}
+		blobs[e.hash] = data
+		snap.Files[i] = sources.File{Path: e.path, Hash: e.hash.String(), Data: data}
+	}
+	s.blobs = blobs
+	s.last = &sources.Snapshot{Revision: snap.Revision, Files: slices.Clone(snap.Files)}
+	return snap, nil
+}
+
+func readBlob(sto storer.EncodedObjectStorer, h plumbing.Hash) ([]byte, error) {
+	blob, err := object.GetBlob(sto, h)
+	if err != nil {
+		return nil, err
+	}
+	r, err := blob.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = r.Close() }()
+	var buf bytes.Buffer
+	buf.Grow(int(blob.Size) + bytes.MinRead)
+	if _, err := buf.ReadFrom(r); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// hidden reports whether a slash-separated path has a component starting with ".".
+func hidden(p string) bool {
+	return strings.HasPrefix(p, ".") || strings.Contains(p, "/.")
+}
+
+func joinPath(dir, name string) string {
+	if dir == "" {
+		return name
+	}
+	return path.Join(dir, name)
+}
