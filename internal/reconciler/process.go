@@ -3,7 +3,6 @@ package reconciler
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -83,14 +82,53 @@ func (r *Reconciler) process(ctx context.Context, c store.Claimed) {
 		r.release(c)
 		return
 	}
-	wctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err = r.store.Complete(wctx, c.ID, c.LeaseToken, func(cur store.Current) store.Update { return r.update(c, a, cur) })
-	switch {
-	case errors.Is(err, store.ErrLeaseLost):
-		r.log.Warn("lease lost; result discarded", "resource", ident(c))
-	case err != nil:
-		r.log.Error("write result", "resource", ident(c), "err", err)
+	r.completions <- pending{c: c, a: a}
+}
+
+// pending is a finished call waiting for the batch writer.
+type pending struct {
+	c store.Claimed
+	a attempt
+}
+
+// maxBatch bounds how many results one transaction writes.
+const maxBatch = 256
+
+// writeLoop writes finished calls in batches: whatever has queued up while the previous
+// transaction ran goes into the next one, so under load the cost per result is a few rows,
+// not a round trip. Items stay leased (and renewed) until written.
+func (r *Reconciler) writeLoop(in <-chan pending) {
+	for first := range in {
+		batch := []pending{first}
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case p, ok := <-in:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, p)
+			default:
+				break drain
+			}
+		}
+		items := make([]store.Completion, len(batch))
+		for i, p := range batch {
+			items[i] = store.Completion{ID: p.c.ID, Token: p.c.LeaseToken, Fn: func(cur store.Current) store.Update { return r.update(p.c, p.a, cur) }}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		lost, err := r.store.CompleteBatch(ctx, items)
+		cancel()
+		if err != nil {
+			// The leases expire and the work is claimed again: nothing is lost, only repeated.
+			r.log.Error("write results", "count", len(batch), "err", err)
+		}
+		for _, id := range lost {
+			r.log.Warn("lease lost; result discarded", "resource_id", id)
+		}
+		for _, p := range batch {
+			r.untrack(p.c.LeaseToken)
+		}
 	}
 }
 

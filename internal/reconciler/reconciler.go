@@ -37,8 +37,9 @@ type Reconciler struct {
 	actions map[string]actions.Action
 	log     *slog.Logger
 
-	wake chan struct{}
-	mu   sync.Mutex
+	wake        chan struct{}
+	completions chan pending
+	mu          sync.Mutex
 	// inflight maps lease tokens of claimed work to their resource ids, for renewal.
 	inflight map[string]int64
 }
@@ -64,7 +65,7 @@ func New(st *store.Store, acts map[string]actions.Action, opts Options, logger *
 		opts.Scrub = func(s string) string { return s }
 	}
 	return &Reconciler{opts: opts, store: st, actions: acts, log: logger.With("replica", opts.Replica),
-		wake: make(chan struct{}, 1), inflight: map[string]int64{}}
+		wake: make(chan struct{}, 1), completions: make(chan pending, 4*maxBatch), inflight: map[string]int64{}}
 }
 
 // Wake makes the claimer look for work at once. The owner of the replica's LISTEN connection
@@ -89,6 +90,8 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	work := make(chan store.Claimed)
 	// idle holds one token per idle worker; the claimer never claims more than that.
 	idle := make(chan struct{}, r.opts.Workers)
+	writerDone := make(chan struct{})
+	go func() { defer close(writerDone); r.writeLoop(r.completions) }()
 	var workers sync.WaitGroup
 	for i := 0; i < r.opts.Workers; i++ {
 		idle <- struct{}{}
@@ -97,7 +100,6 @@ func (r *Reconciler) Run(ctx context.Context) error {
 			defer workers.Done()
 			for c := range work {
 				r.process(ctx, c)
-				r.untrack(c.LeaseToken)
 				idle <- struct{}{}
 				r.Wake()
 			}
@@ -106,6 +108,8 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	r.claimLoop(ctx, work, idle)
 	close(work)
 	workers.Wait()
+	close(r.completions)
+	<-writerDone
 	stopLoops()
 	wg.Wait()
 	return nil

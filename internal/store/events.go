@@ -96,16 +96,32 @@ type HistoryEntry struct {
 	Outputs    json.RawMessage `json:"outputs,omitempty"`
 }
 
-func insertHistory(ctx context.Context, db DB, h HistoryEntry) error {
-	var outputs any
-	if len(h.Outputs) > 0 {
-		outputs = string(h.Outputs)
+func insertHistoryBatch(ctx context.Context, db DB, hs []HistoryEntry) error {
+	if len(hs) == 0 {
+		return nil
+	}
+	n := len(hs)
+	uid, ns, kind, name, rev, op, trig, res, msg, rep := make([]string, n), make([]string, n), make([]string, n), make([]string, n),
+		make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	gen := make([]int64, n)
+	started, finished := make([]time.Time, n), make([]time.Time, n)
+	outputs := make([]*string, n)
+	for i, h := range hs {
+		uid[i], ns[i], kind[i], name[i], rev[i], op[i], trig[i], res[i], msg[i], rep[i] =
+			h.UID, h.Namespace, h.Kind, h.Name, h.Revision, h.Operation, h.Trigger, h.Result, truncate(h.Message, 8000), h.Replica
+		gen[i], started[i], finished[i] = h.Generation, h.StartedAt, h.FinishedAt
+		if len(h.Outputs) > 0 {
+			o := string(h.Outputs)
+			outputs[i] = &o
+		}
 	}
 	_, err := db.Exec(ctx, `INSERT INTO reconcile_history (resource_uid, namespace, kind, name, generation, revision,
 		operation, trigger, result, message, replica, started_at, finished_at, outputs)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::jsonb)`,
-		h.UID, h.Namespace, h.Kind, h.Name, h.Generation, h.Revision, h.Operation, h.Trigger, h.Result,
-		truncate(h.Message, 8000), h.Replica, h.StartedAt, h.FinishedAt, outputs)
+		SELECT uid::uuid, ns, kind, name, gen, rev, op, trig, res, msg, rep, st, fin, out::jsonb
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::text[],
+		            $10::text[], $11::text[], $12::timestamptz[], $13::timestamptz[], $14::text[])
+		  AS x(uid, ns, kind, name, gen, rev, op, trig, res, msg, rep, st, fin, out)`,
+		uid, ns, kind, name, gen, rev, op, trig, res, msg, rep, started, finished, outputs)
 	return err
 }
 

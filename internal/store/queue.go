@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -106,63 +105,153 @@ type Update struct {
 	Events             []Event
 }
 
-// Complete writes a worker's result in one transaction fenced by the lease token: if the
-// lease moved on (expired and retaken), nothing is written and ErrLeaseLost is returned. fn
-// computes the update from the row as it is now.
+// Completion is one worker's result, computed from the row as it is at write time.
+type Completion struct {
+	ID    int64
+	Token string
+	Fn    func(Current) Update
+}
+
+// Complete writes one result; see CompleteBatch.
 func (s *Store) Complete(ctx context.Context, id int64, token string, fn func(Current) Update) error {
-	return s.inTx(ctx, func(tx pgx.Tx) error {
-		var cur Current
-		var conds []byte
-		err := tx.QueryRow(ctx, `SELECT generation, observed_generation, conditions, deletion_timestamp IS NOT NULL, dirty
-			FROM resources WHERE id = $1 AND lease_token = $2 FOR UPDATE`, id, token).
-			Scan(&cur.Generation, &cur.ObservedGeneration, &conds, &cur.Deleting, &cur.Dirty)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrLeaseLost
+	lost, err := s.CompleteBatch(ctx, []Completion{{ID: id, Token: token, Fn: fn}})
+	if err != nil {
+		return err
+	}
+	if len(lost) > 0 {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// CompleteBatch writes many workers' results in ONE transaction, each fenced by its lease
+// token: items whose lease moved on (expired and retaken) are skipped and returned in lost.
+// Statements are batched with unnest, so the cost per item is a few rows, not round trips.
+func (s *Store) CompleteBatch(ctx context.Context, items []Completion) (lost []int64, err error) {
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		lost = lost[:0]
+		ids := make([]int64, len(items))
+		toks := make([]string, len(items))
+		for i, it := range items {
+			ids[i], toks[i] = it.ID, it.Token
 		}
+		rows, err := tx.Query(ctx, `SELECT r.id, r.generation, r.observed_generation, r.conditions, r.deletion_timestamp IS NOT NULL, r.dirty
+			FROM resources r JOIN unnest($1::bigint[], $2::uuid[]) AS x(id, tok) ON r.id = x.id AND r.lease_token = x.tok
+			ORDER BY r.id FOR UPDATE OF r`, ids, toks)
 		if err != nil {
 			return err
 		}
-		if err := json.Unmarshal(conds, &cur.Conditions); err != nil {
+		cur := make(map[int64]Current, len(items))
+		for rows.Next() {
+			var id int64
+			var c Current
+			var conds []byte
+			if err := rows.Scan(&id, &c.Generation, &c.ObservedGeneration, &conds, &c.Deleting, &c.Dirty); err != nil {
+				rows.Close()
+				return err
+			}
+			if err := json.Unmarshal(conds, &c.Conditions); err != nil {
+				rows.Close()
+				return err
+			}
+			cur[id] = c
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
 			return err
 		}
-		u := fn(cur)
-		if u.History != nil {
-			if err := insertHistory(ctx, tx, *u.History); err != nil {
-				return fmt.Errorf("insert history: %w", err)
+		var (
+			upd     updateBatch
+			removes []int64
+			events  []Event
+			history []HistoryEntry
+		)
+		for _, it := range items {
+			c, ok := cur[it.ID]
+			if !ok {
+				lost = append(lost, it.ID)
+				continue
+			}
+			u := it.Fn(c)
+			if u.History != nil {
+				history = append(history, *u.History)
+			}
+			events = append(events, u.Events...)
+			if u.Remove {
+				removes = append(removes, it.ID)
+				continue
+			}
+			if err := upd.add(it.ID, u); err != nil {
+				return err
 			}
 		}
-		if err := insertEvents(ctx, tx, u.Events); err != nil {
+		if err := insertHistoryBatch(ctx, tx, history); err != nil {
+			return fmt.Errorf("insert history: %w", err)
+		}
+		if err := insertEvents(ctx, tx, events); err != nil {
 			return fmt.Errorf("insert events: %w", err)
 		}
-		if u.Remove {
-			_, err := tx.Exec(ctx, "DELETE FROM resources WHERE id = $1", id)
-			return err
-		}
-		cj, err := json.Marshal(u.Conditions)
-		if err != nil {
-			return err
-		}
-		var outputs any
-		if u.Outputs != nil {
-			b, err := json.Marshal(u.Outputs)
-			if err != nil {
-				return fmt.Errorf("encode outputs: %w", err)
+		if len(removes) > 0 {
+			if _, err := tx.Exec(ctx, "DELETE FROM resources WHERE id = ANY($1::bigint[])", removes); err != nil {
+				return err
 			}
-			outputs = string(b)
 		}
-		var state any
-		if len(u.ActionState) > 0 {
-			state = string(u.ActionState)
+		if len(upd.ids) == 0 {
+			return nil
 		}
-		_, err = tx.Exec(ctx, `UPDATE resources SET phase = $2, observed_generation = $3, conditions = $4::jsonb,
-			outputs = COALESCE($5::jsonb, outputs), action_state = CASE WHEN $10 THEN action_state ELSE $6::jsonb END,
-			message = $7, attempt = $8,
-			run_at = CASE WHEN dirty THEN now() ELSE $9 END, last_reconcile_time = now(), status_updated_at = now(),
+		_, err = tx.Exec(ctx, `UPDATE resources r SET phase = x.phase, observed_generation = x.observed, conditions = x.conds::jsonb,
+			outputs = COALESCE(x.outputs::jsonb, r.outputs),
+			action_state = CASE WHEN x.keep THEN r.action_state ELSE x.state::jsonb END,
+			message = x.message, attempt = x.attempt,
+			run_at = CASE WHEN r.dirty THEN now() ELSE x.run_at END, last_reconcile_time = now(), status_updated_at = now(),
 			lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, dirty = false
-			WHERE id = $1`,
-			id, u.Phase, u.ObservedGeneration, string(cj), outputs, state, truncate(u.Message, 8000), u.Attempt, u.RunAt, u.KeepActionState)
+			FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bool[], $8::text[], $9::int[], $10::timestamptz[])
+			  AS x(id, phase, observed, conds, outputs, state, keep, message, attempt, run_at)
+			WHERE r.id = x.id`,
+			upd.ids, upd.phase, upd.observed, upd.conds, upd.outputs, upd.state, upd.keep, upd.message, upd.attempt, upd.runAt)
 		return err
 	})
+	return lost, err
+}
+
+type updateBatch struct {
+	ids, observed         []int64
+	phase, conds, message []string
+	outputs, state        []*string
+	keep                  []bool
+	attempt               []int32
+	runAt                 []*time.Time
+}
+
+func (b *updateBatch) add(id int64, u Update) error {
+	cj, err := json.Marshal(u.Conditions)
+	if err != nil {
+		return err
+	}
+	var outputs, state *string
+	if u.Outputs != nil {
+		o, err := json.Marshal(u.Outputs)
+		if err != nil {
+			return fmt.Errorf("encode outputs: %w", err)
+		}
+		os := string(o)
+		outputs = &os
+	}
+	if len(u.ActionState) > 0 {
+		st := string(u.ActionState)
+		state = &st
+	}
+	b.ids = append(b.ids, id)
+	b.phase = append(b.phase, u.Phase)
+	b.observed = append(b.observed, u.ObservedGeneration)
+	b.conds = append(b.conds, string(cj))
+	b.outputs = append(b.outputs, outputs)
+	b.state = append(b.state, state)
+	b.keep = append(b.keep, u.KeepActionState)
+	b.message = append(b.message, truncate(u.Message, 8000))
+	b.attempt = append(b.attempt, int32(u.Attempt))
+	b.runAt = append(b.runAt, u.RunAt)
+	return nil
 }
 
 // RenewLeases extends owner's leases on the given tokens in one statement.

@@ -50,8 +50,8 @@ type Syncer struct {
 	lease       *store.Lease
 	leaseUntil  time.Time // when our lease expires unless renewed
 	applied     string    // last applied revision
-	rejected    string // last revision rejected for its content (deterministic: not retried)
-	lastFailure string // last failure message written, to write a repeated failure once
+	rejected    string    // last revision rejected for its content (deterministic: not retried)
+	lastFailure string    // last failure message written, to write a repeated failure once
 }
 
 // New returns a syncer; call Run.

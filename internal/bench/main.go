@@ -1,0 +1,159 @@
+// Command bench is trueup's benchmark suite (`make bench`, DESIGN §12). It builds its own
+// data in a private PostgreSQL cluster and local Git repositories, prints one line per figure
+// as `name value unit`, then a table with the targets.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/pgembed"
+	"github.com/trueup-dev/trueup/internal/store"
+)
+
+type figure struct {
+	name   string
+	value  float64
+	unit   string
+	target string
+	ok     func(float64) bool
+}
+
+var results []figure
+
+func record(name string, value float64, unit, target string, ok func(float64) bool) {
+	results = append(results, figure{name, value, unit, target, ok})
+	fmt.Printf("%s %.2f %s\n", name, value, unit)
+}
+
+func atLeast(x float64) func(float64) bool { return func(v float64) bool { return v >= x } }
+func atMost(x float64) func(float64) bool  { return func(v float64) bool { return v <= x } }
+
+func main() {
+	only := flag.String("only", "", "comma-separated figure groups to run (reconcile,sync,claim,serve)")
+	flag.Parse()
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if err := run(ctx, *only, log); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	printTable()
+}
+
+func run(ctx context.Context, only string, log *slog.Logger) error {
+	want := func(g string) bool { return only == "" || strings.Contains(","+only+",", ","+g+",") }
+	dir, err := os.MkdirTemp("", "trueup-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	cluster, err := pgembed.Start(ctx, pgembed.Options{Dir: filepath.Join(dir, "pg"), Logger: log, Fast: true})
+	if err != nil {
+		return err
+	}
+	defer cluster.Stop()
+	b := &bench{cluster: cluster, dir: dir, log: log}
+	if want("reconcile") {
+		if err := b.reconcileThroughput(ctx); err != nil {
+			return fmt.Errorf("reconcile throughput: %w", err)
+		}
+	}
+	if want("sync") {
+		if err := b.syncFigures(ctx); err != nil {
+			return fmt.Errorf("sync: %w", err)
+		}
+	}
+	if want("claim") {
+		if err := b.claimLatency(ctx); err != nil {
+			return fmt.Errorf("claim latency: %w", err)
+		}
+	}
+	if want("serve") {
+		if err := b.serveFigures(ctx); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+	}
+	return nil
+}
+
+type bench struct {
+	cluster *pgembed.Cluster
+	dir     string
+	log     *slog.Logger
+	dbs     int
+}
+
+// freshStore creates an empty migrated database.
+func (b *bench) freshStore(ctx context.Context, conns int32) (*store.Store, string, error) {
+	b.dbs++
+	name := fmt.Sprintf("bench_%d", b.dbs)
+	admin, err := store.Open(ctx, b.cluster.URL("trueup"), store.Options{MaxConns: 2})
+	if err != nil {
+		return nil, "", err
+	}
+	_, err = admin.Pool().Exec(ctx, "CREATE DATABASE "+name)
+	admin.Close()
+	if err != nil {
+		return nil, "", err
+	}
+	url := b.cluster.URL(name)
+	st, err := store.Open(ctx, url, store.Options{MaxConns: conns})
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err := st.Migrate(ctx); err != nil {
+		st.Close()
+		return nil, "", err
+	}
+	return st, url, nil
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := int(float64(len(s)-1) * p)
+	return s[i]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func git(dir string, args ...string) error {
+	cmd := exec.Command("git", append([]string{"-c", "user.name=bench", "-c", "user.email=b@example.com", "-c", "commit.gpgsign=false"}, args...)...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("git %v: %v: %s", args, err, out)
+	}
+	return nil
+}
+
+func printTable() {
+	fmt.Println()
+	fmt.Printf("%-36s %14s  %-6s %-12s %s\n", "figure", "value", "unit", "target", "met")
+	fmt.Println(strings.Repeat("-", 80))
+	for _, r := range results {
+		met := "yes"
+		if r.ok != nil && !r.ok(r.value) {
+			met = "NO"
+		}
+		if r.target == "" {
+			met = ""
+		}
+		fmt.Printf("%-36s %14.2f  %-6s %-12s %s\n", r.name, r.value, r.unit, r.target, met)
+	}
+	fmt.Printf("\nmachine: %d CPUs, %s/%s, %s\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/actions/noop"
+	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/reconciler"
+	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/sources"
+)
+
+const benchType = `apiVersion: trueup.dev/v1
+kind: ResourceType
+metadata: {name: Widget}
+spec:
+  group: bench.example.com
+  versions:
+    - name: v1
+      schema:
+        type: object
+        required: [size]
+        properties:
+          size: {type: integer, minimum: 0}
+          color: {type: string, default: blue}
+  action: {name: act}
+`
+
+// widgets renders n resources in files of perFile documents, with size+delta as spec.
+func widgets(n, perFile, delta int) map[string]string {
+	files := map[string]string{"types/widget.yaml": benchType}
+	for f := 0; f*perFile < n; f++ {
+		var b strings.Builder
+		for i := f * perFile; i < n && i < (f+1)*perFile; i++ {
+			fmt.Fprintf(&b, "---\napiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: w%06d, namespace: ns%02d, labels: {team: t%d}}\nspec: {size: %d}\n", i, i%20, i%7, i+delta)
+		}
+		files[fmt.Sprintf("widgets/w%04d.yaml", f)] = b.String()
+	}
+	return files
+}
+
+func loadSet(files map[string]string) (*manifest.Set, error) {
+	return loadSetWith(manifest.NewLoader(), files)
+}
+
+func loadSetWith(l *manifest.Loader, files map[string]string) (*manifest.Set, error) {
+	var fs []sources.File
+	for p, d := range files {
+		fs = append(fs, sources.File{Path: p, Data: []byte(d)})
+	}
+	return l.Load(fs, manifest.Options{})
+}
+
+func (b *bench) seed(ctx context.Context, st *store.Store, n int) error {
+	set, err := loadSet(widgets(n, 200, 0))
+	if err != nil {
+		return err
+	}
+	if err := st.RegisterSource(ctx, store.SourceConfig{Name: "bench"}); err != nil {
+		return err
+	}
+	_, err = st.ApplyRevision(ctx, store.ApplyParams{Source: "bench", Revision: "r1", Set: set, Prune: true})
+	return err
+}
+
+// runReconcilers starts replicas reconcilers (each with its own pool and LISTEN connection)
+// with the noop action; stop waits for them.
+func (b *bench) runReconcilers(ctx context.Context, url string, replicas, workers int, act actions.Action) (stop func(), err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var stores []*store.Store
+	for i := 0; i < replicas; i++ {
+		st, err := store.Open(ctx, url, store.Options{MaxConns: int32(workers + 4)})
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		stores = append(stores, st)
+		r := reconciler.New(st, map[string]actions.Action{"act": act}, reconciler.Options{Replica: fmt.Sprintf("bench-%d", i),
+			Workers: workers, LeaseTTL: 30 * time.Second}, b.log)
+		wg.Add(2)
+		go func() { defer wg.Done(); _ = r.Run(ctx) }()
+		go func() {
+			defer wg.Done()
+			st.Listen(ctx, []string{store.WorkChannel}, func(string, string) { r.Wake() }, b.log)
+		}()
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+		for _, st := range stores {
+			st.Close()
+		}
+	}, nil
+}
+
+func waitReady(ctx context.Context, st *store.Store, n int, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		var ready int
+		if err := st.Pool().QueryRow(ctx, "SELECT count(*) FROM resources WHERE phase = 'Ready'").Scan(&ready); err != nil {
+			return err
+		}
+		if ready >= n {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("not all %d resources Ready within %s", n, limit)
+}
+
+func (b *bench) reconcileThroughput(ctx context.Context) error {
+	const n = 20000
+	for _, replicas := range []int{1, 3} {
+		st, url, err := b.freshStore(ctx, 4)
+		if err != nil {
+			return err
+		}
+		if err := b.seed(ctx, st, n); err != nil {
+			return err
+		}
+		act, _ := noop.New(nil, actions.Env{Name: "act", Logger: b.log})
+		start := time.Now()
+		stop, err := b.runReconcilers(ctx, url, replicas, 32, act)
+		if err != nil {
+			return err
+		}
+		err = waitReady(ctx, st, n, 5*time.Minute)
+		took := time.Since(start)
+		stop()
+		st.Close()
+		if err != nil {
+			return err
+		}
+		name := "reconcile_throughput"
+		if replicas > 1 {
+			name = fmt.Sprintf("reconcile_throughput_%d_replicas", replicas)
+		}
+		record(name, float64(n)/took.Seconds(), "1/s", "≥ 5000", atLeast(5000))
+	}
+	return nil
+}
