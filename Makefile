@@ -1,10 +1,10 @@
-# The Makefile is trueup's interface: build, run, test, smoke, lint.
+# The Makefile is trueup's interface: build, run, test, smoke, bench, lint.
 GO          ?= go
 BIN         := bin/trueup
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build run test smoke lint postgres clean
+.PHONY: all build run test smoke bench lint postgres clean
 
 all: build
 
@@ -22,6 +22,10 @@ test: postgres
 ## smoke: start what `make run` starts, wait until every example resource is Ready, print them, stop
 smoke: postgres build
 	TRUEUP_SMOKE_BIN=$(CURDIR)/$(BIN) $(GO) test -tags smoke -count=1 -run TestSmoke -v -timeout 5m ./cmd/trueup/
+
+## bench: the benchmark suite; prints `name value unit` lines, then a table with the targets
+bench: postgres
+	$(GO) run ./internal/bench
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -52,6 +52,7 @@ type Syncer struct {
 	applied     string    // last applied revision
 	rejected    string    // last revision rejected for its content (deterministic: not retried)
 	lastFailure string    // last failure message written, to write a repeated failure once
+	want        string    // a commit a push webhook named, not yet seen at the remote
 }
 
 // New returns a syncer; call Run.
@@ -74,6 +75,51 @@ func (s *Syncer) Trigger() {
 	case s.trigger <- struct{}{}:
 	default:
 	}
+}
+
+// TriggerCommit asks for a sync that ends with commit (named by a push webhook) or newer
+// applied, even when the remote does not serve it yet.
+func (s *Syncer) TriggerCommit(commit string) {
+	if commit != "" && strings.Trim(commit, "0") != "" {
+		s.mu.Lock()
+		s.want = commit
+		s.mu.Unlock()
+	}
+	s.Trigger()
+}
+
+// awaitWanted re-reads the head for a while when a webhook named a commit that the remote
+// does not serve yet (replication lag between a forge's push and its fetch endpoints).
+func (s *Syncer) awaitWanted(ctx context.Context, head string) (string, error) {
+	s.mu.Lock()
+	want := s.want
+	s.want = ""
+	s.mu.Unlock()
+	if want == "" || head == want {
+		return head, nil
+	}
+	delay := 100 * time.Millisecond
+	deadline := time.Now().Add(10 * time.Second)
+	for head != want && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return head, ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, time.Second)
+		h, err := s.opts.Source.Head(ctx)
+		if err != nil {
+			return head, err
+		}
+		if h != head && h != want {
+			return h, nil // moved on past what we waited for: that is newer
+		}
+		head = h
+	}
+	if head != want {
+		s.log.Warn("pushed commit not served by the remote yet; applying its head", "want", short(want), "head", short(head))
+	}
+	return head, nil
 }
 
 // Run syncs at once, then on every poll, trigger or source notification, until ctx ends.
@@ -198,6 +244,9 @@ func (s *Syncer) SyncOnce(ctx context.Context) (Outcome, error) {
 	}
 	head, err := s.opts.Source.Head(ctx)
 	if err != nil {
+		return Outcome{}, s.fail(ctx, lease, store.SyncFailure{Reason: "FetchFailed", Message: "read head: " + err.Error()}, "")
+	}
+	if head, err = s.awaitWanted(ctx, head); err != nil {
 		return Outcome{}, s.fail(ctx, lease, store.SyncFailure{Reason: "FetchFailed", Message: "read head: " + err.Error()}, "")
 	}
 	s.mu.Lock()
