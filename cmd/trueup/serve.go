@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/reconciler"
 	"github.com/trueup-dev/trueup/internal/server"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -77,6 +78,21 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 		logger.Info("applied migrations", "migrations", applied)
 	}
 
+	met := metrics.New(metrics.Options{Logger: logger,
+		Queue: func(ctx context.Context) (metrics.QueueStats, error) {
+			due, inFlight, scheduled, oldest, err := db.store.QueueStats(ctx)
+			return metrics.QueueStats{Due: due, InFlight: inFlight, Scheduled: scheduled, OldestDueSeconds: oldest.Seconds()}, err
+		},
+		RateLimits: func() map[string]int {
+			out := map[string]int{}
+			for name, a := range acts {
+				if rl, ok := a.(interface{ RateLimitRemaining() int }); ok {
+					out[name] = rl.RateLimitRemaining()
+				}
+			}
+			return out
+		}})
+
 	// Build every source before starting anything, so a bad source fails the start.
 	var syncers []*syncer.Syncer
 	var srcs []sources.Source
@@ -107,7 +123,7 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 		}
 		syncers = append(syncers, syncer.New(db.store, syncer.Options{Name: sc.Name, Source: src, Interval: interval,
 			Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction, Replica: replica,
-			CheckAction: checkAction(acts), Scrub: scrub}, logger))
+			CheckAction: checkAction(acts), Scrub: scrub, Metrics: met}, logger))
 	}
 	byName := map[string]*syncer.Syncer{}
 	for i, sc := range cfg.Sources {
@@ -116,12 +132,12 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 
 	rec := reconciler.New(db.store, acts, reconciler.Options{Replica: replica, Workers: cfg.Reconcile.Workers,
 		LeaseTTL: cfg.Reconcile.LeaseTTL, ResyncInterval: cfg.Reconcile.ResyncInterval,
-		BackoffInitial: cfg.Reconcile.Backoff.Initial, BackoffMax: cfg.Reconcile.Backoff.Max, Scrub: scrub}, logger)
+		BackoffInitial: cfg.Reconcile.Backoff.Initial, BackoffMax: cfg.Reconcile.Backoff.Max, Scrub: scrub, Metrics: met}, logger)
 	maint := reconciler.NewMaintenance(db.store, reconciler.MaintenanceOptions{Replica: replica, Version: version,
 		Listen: cfg.Server.Listen,
 		History: store.RetentionRule{MaxAge: cfg.Retention.History.MaxAge, MaxPerResource: cfg.Retention.History.MaxPerResource},
 		Events:  store.RetentionRule{MaxAge: cfg.Retention.Events.MaxAge, MaxPerResource: cfg.Retention.Events.MaxPerResource}}, logger)
-	srv := server.New(db.store, server.Options{Listen: cfg.Server.Listen, Replica: replica}, logger)
+	srv := server.New(db.store, server.Options{Listen: cfg.Server.Listen, Replica: replica, Metrics: met}, logger)
 	if err := srv.Start(ctx); err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Server.Listen, err)
 	}

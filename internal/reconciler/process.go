@@ -76,6 +76,9 @@ func (r *Reconciler) process(ctx context.Context, c store.Claimed) {
 	default:
 		a.res, a.err = act.Reconcile(ctx, req)
 	}
+	if err == nil {
+		r.opts.Metrics.ActionCalled(c.ActionName, a.op, actionResult(a))
+	}
 	if ctx.Err() != nil {
 		// Shutting down: the call was interrupted, not failed. Another replica (or this one
 		// after restart) takes the item again.
@@ -128,7 +131,37 @@ func (r *Reconciler) writeLoop(in <-chan pending) {
 		}
 		for _, p := range batch {
 			r.untrack(p.c.LeaseToken)
+			r.opts.Metrics.Reconciled(p.c.Kind, p.a.op, historyResult(p.a), time.Since(p.a.started))
 		}
+	}
+}
+
+func actionResult(a attempt) string {
+	switch {
+	case a.err != nil && actions.IsTerminal(a.err):
+		return "terminal"
+	case a.err != nil:
+		return "error"
+	case a.inSync || a.res.Done:
+		return "success"
+	default:
+		return "in_progress"
+	}
+}
+
+// historyResult names an attempt's result for metrics (as history does).
+func historyResult(a attempt) string {
+	switch {
+	case a.inSync:
+		return "InSync"
+	case a.err != nil && actions.IsTerminal(a.err):
+		return resultStalled
+	case a.err != nil:
+		return resultFailed
+	case !a.res.Done:
+		return resultInProgress
+	default:
+		return resultSucceeded
 	}
 }
 

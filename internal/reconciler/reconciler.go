@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
@@ -28,6 +29,8 @@ type Options struct {
 	PollInterval time.Duration
 	// Scrub removes secrets from messages before they are stored or logged.
 	Scrub func(string) string
+	// Metrics records attempts (nil: none).
+	Metrics *metrics.Metrics
 }
 
 // Reconciler runs the workers of one replica.

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
@@ -19,6 +20,10 @@ import (
 type Options struct {
 	Listen  string
 	Replica string
+	// Metrics is served at /metrics (nil: 404).
+	Metrics *metrics.Metrics
+	// Webhooks handles POST /hooks/{source} (nil: 404 for every source).
+	Webhooks http.Handler
 }
 
 // Server serves the API of one replica.
@@ -44,6 +49,16 @@ func (s *Server) routes() {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	m.HandleFunc("GET /readyz", s.readyz)
+	if s.opts.Metrics != nil {
+		m.Handle("GET /metrics", s.opts.Metrics.Handler())
+	}
+	if s.opts.Webhooks != nil {
+		m.Handle("POST /hooks/{source}", s.opts.Webhooks)
+	} else {
+		m.HandleFunc("POST /hooks/{source}", func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, http.StatusNotFound, "no webhook is configured for source "+r.PathValue("source"))
+		})
+	}
 	m.HandleFunc("GET /api/v1/sources", s.listSources)
 	m.HandleFunc("GET /api/v1/sources/{name}", s.getSource)
 	m.HandleFunc("GET /api/v1/resourcetypes", s.listTypes)

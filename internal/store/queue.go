@@ -313,3 +313,15 @@ func (s *Store) SaveActionState(ctx context.Context, id int64, token string, sta
 	}
 	return nil
 }
+
+// QueueStats counts the work queue for metrics.
+func (s *Store) QueueStats(ctx context.Context) (due, inFlight, scheduled int, oldestDue time.Duration, err error) {
+	var oldest float64
+	err = s.pool.QueryRow(ctx, `SELECT
+		count(*) FILTER (WHERE lease_owner IS NULL AND run_at <= now()),
+		count(*) FILTER (WHERE lease_owner IS NOT NULL),
+		count(*) FILTER (WHERE lease_owner IS NULL AND run_at > now()),
+		COALESCE(EXTRACT(EPOCH FROM now() - min(run_at) FILTER (WHERE lease_owner IS NULL AND run_at <= now())), 0)
+		FROM resources WHERE run_at IS NOT NULL OR lease_owner IS NOT NULL`).Scan(&due, &inFlight, &scheduled, &oldest)
+	return due, inFlight, scheduled, time.Duration(oldest * float64(time.Second)), err
+}

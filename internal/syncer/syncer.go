@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/sources"
 )
@@ -36,6 +37,8 @@ type Options struct {
 	CheckAction func(name string, with json.RawMessage) error
 	// Scrub removes secrets from messages before they are stored or logged.
 	Scrub func(string) string
+	// Metrics records syncs (nil: none).
+	Metrics *metrics.Metrics
 }
 
 // Syncer syncs one source.
@@ -295,6 +298,7 @@ func (s *Syncer) SyncOnce(ctx context.Context) (Outcome, error) {
 	s.mu.Lock()
 	s.applied, s.rejected, s.lastFailure = snap.Revision, "", ""
 	s.mu.Unlock()
+	s.opts.Metrics.Synced(s.opts.Name, snap.Revision, true, time.Since(start))
 	level := slog.LevelDebug
 	if res.Changed() {
 		level = slog.LevelInfo
@@ -318,6 +322,7 @@ func (s *Syncer) reject(ctx context.Context, lease *store.Lease, rev string, err
 		lines[i] = s.opts.Scrub(v.Error())
 	}
 	msg := fmt.Sprintf("revision %s rejected, %d error(s); the last good revision stays applied:\n%s", short(rev), len(verrs), strings.Join(lines, "\n"))
+	s.opts.Metrics.Synced(s.opts.Name, rev, false, 0)
 	return s.fail(ctx, lease, store.SyncFailure{Revision: rev, Reason: "ValidationFailed", Message: msg, Errors: errs}, rev)
 }
 

@@ -1,0 +1,175 @@
+// Package metrics owns trueup's Prometheus metrics: one registry per process with the
+// reconcile, queue, source, webhook and action series, Go runtime and process metrics, and
+// collectors that read queue depth and forge rate limits at scrape time. A nil *Metrics is
+// valid and records nothing, so components and tests need not care.
+package metrics
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics holds every series.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	reconcileDuration *prometheus.HistogramVec
+	reconcileTotal    *prometheus.CounterVec
+	actionCalls       *prometheus.CounterVec
+	syncDuration      *prometheus.HistogramVec
+	lastSyncSuccess   *prometheus.GaugeVec
+	revisionInfo      *prometheus.GaugeVec
+	webhookRequests   *prometheus.CounterVec
+}
+
+// QueueStats is read at scrape time.
+type QueueStats struct {
+	Due              int     // unleased work whose run_at has passed
+	InFlight         int     // leased right now (all replicas)
+	OldestDueSeconds float64 // age of the oldest due item (0 when none)
+	Scheduled        int     // work due later (retries, requeues, resyncs)
+}
+
+// Options wires the scrape-time sources.
+type Options struct {
+	// Queue reads the work queue (nil: no queue series).
+	Queue func(ctx context.Context) (QueueStats, error)
+	// RateLimits reports the last seen forge quota per action instance (nil: none).
+	RateLimits func() map[string]int
+	Logger     *slog.Logger
+}
+
+// New builds the registry.
+func New(opts Options) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	m.reconcileDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "trueup_reconcile_duration_seconds", Help: "Duration of reconcile attempts (action call and status write).",
+		Buckets: []float64{.001, .005, .01, .05, .1, .5, 1, 5, 10, 30, 60, 300, 1800},
+	}, []string{"kind", "operation", "result"})
+	m.reconcileTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "trueup_reconcile_total", Help: "Reconcile attempts by kind, operation and result.",
+	}, []string{"kind", "operation", "result"})
+	m.actionCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "trueup_action_calls_total", Help: "Action plugin calls by instance, operation and result.",
+	}, []string{"action", "operation", "result"})
+	m.syncDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "trueup_source_sync_duration_seconds", Help: "Duration of source syncs that fetched a new revision.",
+		Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+	}, []string{"source", "result"})
+	m.lastSyncSuccess = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "trueup_source_last_success_timestamp_seconds", Help: "Unix time of the source's last successful sync.",
+	}, []string{"source"})
+	m.revisionInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "trueup_source_revision_info", Help: "The revision each source has applied (value 1).",
+	}, []string{"source", "revision"})
+	m.webhookRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "trueup_webhook_requests_total", Help: "Push webhook requests by source and answer.",
+	}, []string{"source", "code"})
+	m.reg.MustRegister(m.reconcileDuration, m.reconcileTotal, m.actionCalls, m.syncDuration, m.lastSyncSuccess,
+		m.revisionInfo, m.webhookRequests,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if opts.Queue != nil {
+		m.reg.MustRegister(&queueCollector{read: opts.Queue, log: opts.Logger})
+	}
+	if opts.RateLimits != nil {
+		m.reg.MustRegister(&rateCollector{read: opts.RateLimits})
+	}
+	return m
+}
+
+// Handler serves the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// Reconciled records one attempt.
+func (m *Metrics) Reconciled(kind, operation, result string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.reconcileDuration.WithLabelValues(kind, operation, result).Observe(d.Seconds())
+	m.reconcileTotal.WithLabelValues(kind, operation, result).Inc()
+}
+
+// ActionCalled records one plugin call; result is "success", "error", "terminal" or "in_progress".
+func (m *Metrics) ActionCalled(action, operation, result string) {
+	if m == nil {
+		return
+	}
+	m.actionCalls.WithLabelValues(action, operation, result).Inc()
+}
+
+// Synced records a sync that fetched a revision; ok reports whether it applied.
+func (m *Metrics) Synced(source, revision string, ok bool, d time.Duration) {
+	if m == nil {
+		return
+	}
+	result := "success"
+	if !ok {
+		result = "failure"
+	}
+	m.syncDuration.WithLabelValues(source, result).Observe(d.Seconds())
+	if ok {
+		m.lastSyncSuccess.WithLabelValues(source).SetToCurrentTime()
+		m.revisionInfo.DeletePartialMatch(prometheus.Labels{"source": source})
+		m.revisionInfo.WithLabelValues(source, revision).Set(1)
+	}
+}
+
+// Webhook records one webhook answer.
+func (m *Metrics) Webhook(source string, code int) {
+	if m == nil {
+		return
+	}
+	m.webhookRequests.WithLabelValues(source, http.StatusText(code)).Inc()
+}
+
+type queueCollector struct {
+	read func(context.Context) (QueueStats, error)
+	log  *slog.Logger
+}
+
+var (
+	queueDepthDesc     = prometheus.NewDesc("trueup_queue_depth", "Work items by state: due (waiting for a worker), in_flight (leased), scheduled (due later).", []string{"state"}, nil)
+	queueOldestDueDesc = prometheus.NewDesc("trueup_queue_oldest_due_seconds", "Age of the oldest due, unclaimed work item.", nil, nil)
+	rateRemainingDesc  = prometheus.NewDesc("trueup_forge_rate_limit_remaining", "Last seen API quota remaining per action instance.", []string{"action"}, nil)
+)
+
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- queueDepthDesc
+	ch <- queueOldestDueDesc
+}
+
+func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	q, err := c.read(ctx)
+	if err != nil {
+		if c.log != nil {
+			c.log.Warn("read queue for metrics", "err", err)
+		}
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(q.Due), "due")
+	ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(q.InFlight), "in_flight")
+	ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(q.Scheduled), "scheduled")
+	ch <- prometheus.MustNewConstMetric(queueOldestDueDesc, prometheus.GaugeValue, q.OldestDueSeconds)
+}
+
+type rateCollector struct{ read func() map[string]int }
+
+func (c *rateCollector) Describe(ch chan<- *prometheus.Desc) { ch <- rateRemainingDesc }
+
+func (c *rateCollector) Collect(ch chan<- prometheus.Metric) {
+	for action, n := range c.read() {
+		if n >= 0 {
+			ch <- prometheus.MustNewConstMetric(rateRemainingDesc, prometheus.GaugeValue, float64(n), action)
+		}
+	}
+}
