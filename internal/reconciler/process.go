@@ -117,7 +117,8 @@ func (r *Reconciler) writeLoop(in <-chan pending) {
 		}
 		items := make([]store.Completion, len(batch))
 		for i, p := range batch {
-			items[i] = store.Completion{ID: p.c.ID, Token: p.c.LeaseToken, Fn: func(cur store.Current) store.Update { return r.update(p.c, p.a, cur) }}
+			items[i] = store.Completion{ID: p.c.ID, Token: p.c.LeaseToken, Fn: func(cur store.Current) store.Update { return r.update(p.c, p.a, cur) },
+				Namespace: p.c.Namespace, Kind: p.c.Kind, Name: p.c.Name, Source: p.c.Source, Quiet: p.a.inSync}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		lost, err := r.store.CompleteBatch(ctx, items)
@@ -129,6 +130,9 @@ func (r *Reconciler) writeLoop(in <-chan pending) {
 		for _, id := range lost {
 			r.log.Warn("lease lost; result discarded", "resource_id", id)
 		}
+		// The batch may have scheduled work (retries, requeues) sooner than the claimer's
+		// next look: let it recompute its wait now that the rows are committed.
+		r.Wake()
 		for _, p := range batch {
 			r.untrack(p.c.LeaseToken)
 			r.opts.Metrics.Reconciled(p.c.Kind, p.a.op, historyResult(p.a), time.Since(p.a.started))

@@ -60,7 +60,7 @@ func (s *Store) Claim(ctx context.Context, owner string, n int, ttl time.Duratio
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Claimed, error) {
+	claimed, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Claimed, error) {
 		var c Claimed
 		var labels, ann, conds []byte
 		err := r.Scan(&c.ID, &c.UID, &c.Namespace, &c.Kind, &c.Name, &c.APIVersion, &c.Source, &c.Revision, &labels,
@@ -77,6 +77,22 @@ func (s *Store) Claim(ctx context.Context, owner string, n int, ttl time.Duratio
 		}
 		return c, json.Unmarshal(conds, &c.Conditions)
 	})
+	if err != nil {
+		return nil, err
+	}
+	// Claims that move a resource to Reconciling or Deleting are visible to watchers. This is
+	// outside the claim's statement: a lost entry only hides a transient phase.
+	var cs []Change
+	for _, c := range claimed {
+		if c.Deleting || (c.ObservedGeneration < c.Generation && c.Phase == "Reconciling") {
+			cs = append(cs, Change{Object: "resource", Type: ChangeModified, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name,
+				Source: c.Source, Phase: c.Phase, Generation: c.Generation})
+		}
+	}
+	if len(cs) > 0 {
+		_ = s.inTx(ctx, func(tx pgx.Tx) error { return appendChanges(ctx, tx, cs) })
+	}
+	return claimed, nil
 }
 
 // Current is the row as it is when a worker completes, which may differ from what it claimed
@@ -110,6 +126,10 @@ type Completion struct {
 	ID    int64
 	Token string
 	Fn    func(Current) Update
+	// Identity, for the changes feed.
+	Namespace, Kind, Name, Source string
+	// Quiet leaves the changes feed alone (a resync that found nothing to do).
+	Quiet bool
 }
 
 // Complete writes one result; see CompleteBatch.
@@ -165,6 +185,7 @@ func (s *Store) CompleteBatch(ctx context.Context, items []Completion) (lost []i
 			removes []int64
 			events  []Event
 			history []HistoryEntry
+			changes []Change
 		)
 		for _, it := range items {
 			c, ok := cur[it.ID]
@@ -177,9 +198,16 @@ func (s *Store) CompleteBatch(ctx context.Context, items []Completion) (lost []i
 				history = append(history, *u.History)
 			}
 			events = append(events, u.Events...)
+			ch := Change{Object: "resource", Type: ChangeModified, Namespace: it.Namespace, Kind: it.Kind, Name: it.Name,
+				Source: it.Source, Phase: u.Phase, Generation: c.Generation}
 			if u.Remove {
+				ch.Type, ch.Phase = ChangeDeleted, ""
+				changes = append(changes, ch)
 				removes = append(removes, it.ID)
 				continue
+			}
+			if !it.Quiet {
+				changes = append(changes, ch)
 			}
 			if err := upd.add(it.ID, u); err != nil {
 				return err
@@ -190,6 +218,9 @@ func (s *Store) CompleteBatch(ctx context.Context, items []Completion) (lost []i
 		}
 		if err := insertEvents(ctx, tx, events); err != nil {
 			return fmt.Errorf("insert events: %w", err)
+		}
+		if err := appendChanges(ctx, tx, changes); err != nil {
+			return fmt.Errorf("append changes: %w", err)
 		}
 		if len(removes) > 0 {
 			if _, err := tx.Exec(ctx, "DELETE FROM resources WHERE id = ANY($1::bigint[])", removes); err != nil {

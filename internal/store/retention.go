@@ -25,6 +25,10 @@ func (s *Store) EnforceRetention(ctx context.Context, history, events RetentionR
 	if out.Events, err = s.trim(ctx, "events", "created_at", events); err != nil {
 		return out, fmt.Errorf("events retention: %w", err)
 	}
+	// The watch feed only serves resumption after short disconnections.
+	if _, err := s.pool.Exec(ctx, "DELETE FROM changes WHERE created_at < now() - interval '1 hour'"); err != nil {
+		return out, fmt.Errorf("changes retention: %w", err)
+	}
 	return out, nil
 }
 

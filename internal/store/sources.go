@@ -133,6 +133,9 @@ func (s *Store) RecordSyncFailure(ctx context.Context, f SyncFailure) error {
 		if err := checkLease(ctx, tx, f.Lease); err != nil {
 			return err
 		}
+		if err := appendChanges(ctx, tx, []Change{{Object: "source", Type: ChangeModified, Name: f.Source, Source: f.Source}}); err != nil {
+			return err
+		}
 		// One Warning per distinct failure, not one per poll.
 		if prev, ok := status.Get(src.Conditions, status.Ready); !ok || prev.Status != status.False || prev.Message != f.Message || src.LastAttemptedRevision != attempted {
 			return insertEvent(ctx, tx, Event{Source: f.Source, Type: EventWarning, Reason: f.Reason, Message: truncate(f.Message, 4000)})
@@ -383,6 +386,7 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 
 	var ins, upd, meta batch
 	var events []Event
+	var changes []Change
 	seen := make(map[int64]bool, len(p.Set.Resources))
 	for i := range p.Set.Resources {
 		r := &p.Set.Resources[i]
@@ -418,9 +422,13 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 			return fmt.Errorf("insert resources: %w", err)
 		}
 		res.Created = len(ins.ns)
+		for i := range ins.ns {
+			changes = append(changes, Change{Object: "resource", Type: ChangeAdded, Namespace: ins.ns[i], Kind: ins.kind[i], Name: ins.name[i],
+				Source: p.Source, Phase: "Pending", Generation: 1})
+		}
 	}
 	if len(upd.ids) > 0 {
-		if _, err := tx.Exec(ctx, `
+		rows, err := tx.Query(ctx, `
 			UPDATE resources r SET api_version = x.av, file_path = x.fp, file_line = x.fl, revision = $1,
 			  labels = x.lb::jsonb, annotations = x.an::jsonb, spec = x.sp::jsonb, spec_hash = x.sh, meta_hash = x.mh,
 			  kind = x.kind, generation = r.generation + 1, updated_at = now(), deletion_timestamp = NULL,
@@ -429,10 +437,17 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 			  conditions = `+readyUnknownSQL+`
 			FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])
 			  AS x(id, kind, av, fp, fl, lb, an, sp, sh, mh)
-			WHERE r.id = x.id`,
-			p.Revision, upd.ids, upd.kind, upd.av, upd.fp, upd.fl, upd.lb, upd.an, upd.sp, upd.sh, upd.mh); err != nil {
+			WHERE r.id = x.id
+			RETURNING r.namespace, r.kind, r.name, r.phase, r.generation`,
+			p.Revision, upd.ids, upd.kind, upd.av, upd.fp, upd.fl, upd.lb, upd.an, upd.sp, upd.sh, upd.mh)
+		if err != nil {
 			return fmt.Errorf("update resources: %w", err)
 		}
+		cs, err := collectChanges(rows, p.Source)
+		if err != nil {
+			return fmt.Errorf("update resources: %w", err)
+		}
+		changes = append(changes, cs...)
 		res.Updated = len(upd.ids)
 	}
 	if len(meta.ids) > 0 {
@@ -484,15 +499,19 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 		rows, err := tx.Query(ctx, `
 			UPDATE resources r SET deletion_timestamp = now(), run_at = now(), attempt = 0,
 			  dirty = r.lease_owner IS NOT NULL, phase = 'Deleting'
-			WHERE r.id = ANY($1::bigint[]) RETURNING namespace, kind, name`, gone)
+			WHERE r.id = ANY($1::bigint[]) RETURNING namespace, kind, name, phase, generation`, gone)
 		if err != nil {
 			return fmt.Errorf("mark removed resources: %w", err)
 		}
-		evs, err := collectIdentityEvents(rows, EventNormal, "DeletionRequested", "manifest removed at "+shortRev(p.Revision))
+		cs, err := collectChanges(rows, p.Source)
 		if err != nil {
 			return err
 		}
-		events = append(events, evs...)
+		changes = append(changes, cs...)
+		for _, c := range cs {
+			events = append(events, Event{Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Type: EventNormal,
+				Reason: "DeletionRequested", Message: "manifest removed at " + shortRev(p.Revision)})
+		}
 		res.Deleted = len(gone)
 	}
 	if len(orphans) > 0 {
@@ -514,11 +533,29 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 	for i := range events {
 		events[i].Source, events[i].Replica = p.Source, p.Replica
 	}
+	changes = append(changes, Change{Object: "source", Type: ChangeModified, Name: p.Source, Source: p.Source})
+	if err := appendChanges(ctx, tx, changes); err != nil {
+		return err
+	}
 	return insertEvents(ctx, tx, events)
 }
 
 // DefaultMaxPruneFraction is the share of a source's resources one revision may delete.
 const DefaultMaxPruneFraction = 0.5
+
+// collectChanges reads (namespace, kind, name, phase, generation) rows as MODIFIED changes.
+func collectChanges(rows pgx.Rows, source string) ([]Change, error) {
+	defer rows.Close()
+	var out []Change
+	for rows.Next() {
+		c := Change{Object: "resource", Type: ChangeModified, Source: source}
+		if err := rows.Scan(&c.Namespace, &c.Kind, &c.Name, &c.Phase, &c.Generation); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
 
 func collectIdentityEvents(rows pgx.Rows, typ, reason, msg string) ([]Event, error) {
 	defer rows.Close()
