@@ -1,0 +1,219 @@
+package gitlab
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/trueup-dev/trueup/actions"
+)
+
+// Defaults of the instance config.
+const (
+	defaultRef          = "main"
+	defaultPollInterval = 15 * time.Second
+	defaultTimeout      = 30 * time.Second
+)
+
+// config is the instance config, decoded strictly.
+type config struct {
+	BaseURL      string    `json:"baseURL"`
+	Project      projectID `json:"project"`
+	TriggerToken string    `json:"triggerToken"`
+	Token        string    `json:"token"`
+	Ref          string    `json:"ref"`
+	PollInterval string    `json:"pollInterval"`
+	Timeout      string    `json:"timeout"`
+}
+
+// projectID accepts a project path ("infra/db") or a numeric id, written as a JSON string or
+// number.
+type projectID string
+
+func (p *projectID) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*p = projectID(s)
+		return nil
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return errors.New("project: want a path such as \"group/project\" or a numeric id")
+	}
+	*p = projectID(strconv.FormatInt(n, 10))
+	return nil
+}
+
+// settings is a validated config.
+type settings struct {
+	api          string // base of the REST API, ending in "/api/v4/"
+	project      string // project id or path, escaped as one path segment
+	triggerToken string
+	token        string
+	ref          string
+	pollInterval time.Duration
+	timeout      time.Duration
+}
+
+func parseConfig(raw json.RawMessage) (settings, error) {
+	var c config
+	if err := actions.DecodeStrict(raw, &c); err != nil {
+		return settings{}, fmt.Errorf("decode config: %w", err)
+	}
+	var s settings
+	api, err := apiBase(c.BaseURL)
+	if err != nil {
+		return settings{}, err
+	}
+	s.api = api
+
+	project := strings.Trim(string(c.Project), "/")
+	if project == "" {
+		return settings{}, errors.New("config: project is required (a path such as \"group/project\" or a numeric id)")
+	}
+	s.project = url.PathEscape(project)
+
+	// Errors below never quote token values.
+	if c.TriggerToken == "" {
+		return settings{}, errors.New("config: triggerToken is required (a pipeline trigger token, to start pipelines)")
+	}
+	if c.Token == "" {
+		return settings{}, errors.New("config: token is required (an API token with read_api and api scope: the trigger token cannot read or cancel pipelines)")
+	}
+	for name, v := range map[string]string{"triggerToken": c.TriggerToken, "token": c.Token} {
+		if strings.ContainsAny(v, "\r\n\x00") {
+			return settings{}, fmt.Errorf("config: %s contains a control character", name)
+		}
+	}
+	s.triggerToken, s.token = c.TriggerToken, c.Token
+
+	s.ref = c.Ref
+	if s.ref == "" {
+		s.ref = defaultRef
+	}
+	if s.pollInterval, err = parseDuration("pollInterval", c.PollInterval, defaultPollInterval); err != nil {
+		return settings{}, err
+	}
+	if s.timeout, err = parseDuration("timeout", c.Timeout, defaultTimeout); err != nil {
+		return settings{}, err
+	}
+	return s, nil
+}
+
+// apiBase turns baseURL ("https://gitlab.example.com/", or one already ending in /api/v4)
+// into the REST API base.
+func apiBase(raw string) (string, error) {
+	if raw == "" {
+		return "", errors.New("config: baseURL is required (e.g. https://gitlab.example.com/)")
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", errors.New("config: baseURL is not a URL")
+	}
+	if u.Scheme != "https" && u.Scheme != "http" || u.Host == "" {
+		return "", errors.New("config: baseURL must be an absolute http(s) URL")
+	}
+	if u.User != nil {
+		return "", errors.New("config: baseURL must not hold credentials; use token and triggerToken")
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return "", errors.New("config: baseURL must not have a query or fragment")
+	}
+	p := strings.TrimSuffix(u.EscapedPath(), "/")
+	p = strings.TrimSuffix(p, "/api/v4")
+	return u.Scheme + "://" + u.Host + p + "/api/v4/", nil
+}
+
+// parseDuration reads an optional positive Go duration; empty or "0s" means def.
+func parseDuration(field, v string, def time.Duration) (time.Duration, error) {
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("config: %s: %w", field, err)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("config: %s %s is negative", field, v)
+	}
+	if d == 0 {
+		return def, nil
+	}
+	return d, nil
+}
+
+// with is a ResourceType's `with:` parameters, decoded strictly.
+type with struct {
+	// Ref overrides the config's ref for this type's pipelines.
+	Ref string `json:"ref"`
+	// Variables are static pipeline variables added to the TRUEUP_ ones.
+	Variables map[string]scalar `json:"variables"`
+	// OutputsJob names the job whose artifact trueup-outputs.json is merged into the outputs.
+	OutputsJob string `json:"outputsJob"`
+}
+
+// scalar is a variable value: a JSON string, number or boolean, kept as text.
+type scalar string
+
+func (s *scalar) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case len(b) > 0 && b[0] == '"':
+		var v string
+		if err := json.Unmarshal(b, &v); err != nil {
+			return err
+		}
+		*s = scalar(v)
+	case string(b) == "true" || string(b) == "false":
+		*s = scalar(b)
+	case len(b) > 0 && (b[0] == '-' || b[0] >= '0' && b[0] <= '9') && json.Valid(b):
+		*s = scalar(b)
+	default:
+		return errors.New("variable values must be strings, numbers or booleans")
+	}
+	return nil
+}
+
+// variableKey is GitLab's rule for CI/CD variable names.
+var variableKey = regexp.MustCompile(`^[A-Za-z0-9_]{1,255}$`)
+
+// reservedPrefix marks the variables trueup sets itself.
+const reservedPrefix = "TRUEUP_"
+
+func parseWith(raw json.RawMessage) (with, error) {
+	var w with
+	if err := actions.DecodeStrict(raw, &w); err != nil {
+		return with{}, fmt.Errorf("decode with: %w", err)
+	}
+	keys := make([]string, 0, len(w.Variables))
+	for k := range w.Variables {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		switch {
+		case !variableKey.MatchString(k):
+			return with{}, fmt.Errorf("with: variables: %q is not a valid GitLab variable name (letters, digits and _, at most 255)", k)
+		case strings.HasPrefix(strings.ToUpper(k), reservedPrefix):
+			return with{}, fmt.Errorf("with: variables: %s: TRUEUP_ variables are set by trueup", k)
+		}
+	}
+	if strings.ContainsAny(w.Ref, "\x00\r\n") || strings.TrimSpace(w.Ref) != w.Ref {
+		return with{}, fmt.Errorf("with: ref %q is not a valid ref", w.Ref)
+	}
+	if strings.TrimSpace(w.OutputsJob) != w.OutputsJob {
+		return with{}, fmt.Errorf("with: outputsJob %q has surrounding spaces", w.OutputsJob)
+	}
+	return w, nil
+}

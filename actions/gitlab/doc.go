@@ -1,0 +1,138 @@
+// Package gitlab owns the "gitlab" action kind: it drives resources through GitLab CI
+// pipelines, started with a pipeline trigger token and followed with the REST API (v4),
+// using only net/http.
+//
+// # Controller config
+//
+//	actions:
+//	  - name: ci
+//	    type: gitlab
+//	    config:
+//	      baseURL: https://gitlab.example.com/   # or .../api/v4; a test server in tests
+//	      project: infra/db                      # a path, or a numeric id: 42
+//	      triggerToken: ${GL_TRIGGER}            # starts pipelines
+//	      token: ${GL_TOKEN}                     # reads, lists and cancels pipelines
+//	      ref: main                              # default main
+//	      pollInterval: 15s                      # default 15s
+//	      timeout: 30s                           # per HTTP call, default 30s
+//
+// Both tokens are required: a trigger token can start pipelines but cannot read or cancel
+// them. token is a personal, project or group access token with the api scope (read_api is
+// not enough to cancel); its user must be able to read pipeline variables, which adoption
+// (below) depends on. The trigger's pipelines carry variables, so the project must let the
+// trigger's owner set pipeline variables (Settings > CI/CD > Variables). Unknown fields are
+// errors.
+//
+// # ResourceType
+//
+//	spec:
+//	  action:
+//	    name: ci
+//	    with:
+//	      ref: release                 # optional, overrides the config's ref
+//	      variables: {TIER: gold}      # optional static variables (strings, numbers, booleans)
+//	      outputsJob: export           # optional, see Outputs
+//
+// Variable names follow GitLab's rule (letters, digits, _) and may not start with TRUEUP_.
+// Unknown fields are errors, reported when the commit is ingested.
+//
+// # The pipeline's side
+//
+// Every pipeline is started on ref with the static variables and:
+//
+//	TRUEUP_OPERATION   reconcile | delete
+//	TRUEUP_KIND        TRUEUP_NAMESPACE  TRUEUP_NAME
+//	TRUEUP_GENERATION  the resource's generation
+//	TRUEUP_REVISION    the Git commit the resource came from
+//	TRUEUP_SPEC        the spec, compact JSON
+//	TRUEUP_ID          a correlation id, unique per trigger (trueup uses it; jobs may ignore it)
+//
+// A .gitlab-ci.yml that handles both operations and publishes outputs:
+//
+//	workflow:
+//	  rules:
+//	    - if: $CI_PIPELINE_SOURCE == "trigger"
+//	apply:
+//	  stage: deploy
+//	  rules: [{if: $TRUEUP_OPERATION == "reconcile"}]
+//	  script:
+//	    - echo "$TRUEUP_SPEC" > spec.json
+//	    - ./provision.sh "$TRUEUP_NAMESPACE" "$TRUEUP_NAME" spec.json
+//	destroy:
+//	  stage: deploy
+//	  rules: [{if: $TRUEUP_OPERATION == "delete"}]
+//	  script: ./destroy.sh "$TRUEUP_NAMESPACE" "$TRUEUP_NAME"
+//	export:
+//	  stage: .post
+//	  rules: [{if: $TRUEUP_OPERATION == "reconcile"}]
+//	  script: ./describe.sh "$TRUEUP_NAME" > trueup-outputs.json   # {"endpoint": "…", "port": 5432}
+//	  artifacts: {paths: [trueup-outputs.json]}
+//
+// # Outputs
+//
+// A succeeded reconcile pipeline gives status.outputs
+//
+//	{"pipelineID": 1234, "webURL": "https://gitlab.example.com/infra/db/-/pipelines/1234",
+//	 "jobs": [{"name": "apply", "stage": "deploy", "status": "success"}, …]}
+//
+// jobs in the order they were created, retried jobs excepted. When with.outputsJob names a
+// job, the JSON object in that job's artifact trueup-outputs.json is merged in (its keys
+// pipelineID, webURL and jobs are overridden). The artifact is read from that very job
+// (GET /projects/:id/jobs/:job_id/artifacts/trueup-outputs.json), not from the latest
+// successful job of the ref, which could belong to another resource's pipeline. A missing
+// job or artifact fails the attempt without starting a new pipeline.
+//
+// # Calls and state
+//
+// A call never waits for a pipeline: it triggers it, returns Done=false with RequeueAfter =
+// pollInterval, and keeps {pipelineID, webURL, correlation, generation} in the state; the
+// next call reads the pipeline. Statuses created, waiting_for_resource, preparing,
+// waiting_for_callback, pending, running, scheduled, manual and canceling are in progress
+// (as is any status GitLab adds later); success is Done; failed is an error naming the
+// failed jobs (allow_failure excepted) and the pipeline URL; canceled and skipped are errors
+// too. An error is retried by the controller with backoff, and the retry triggers a new
+// pipeline. Delete triggers a pipeline with TRUEUP_OPERATION=delete and waits for it the
+// same way. Calling Reconcile again after success (restart, resync) reads the pipeline again
+// and starts nothing.
+//
+// A new generation (or a Delete) while a pipeline of the previous one runs cancels that
+// pipeline and waits until GitLab reports it finished before triggering the next one: GitLab
+// answers a cancel with 200 whatever happens, jobs may run after_script for a while, and two
+// pipelines changing the same infrastructure at once is what this controller prevents. A
+// superseded pipeline blocked on a manual job ("manual") runs nothing and a cancel does not
+// end it: after one cancel request it is not waited for.
+//
+// # Exactly once across crashes
+//
+// Before triggering, the intent (phase "dispatching", a new correlation id, the time) is
+// checkpointed through actions.Request.Checkpoint; when that fails (the lease was lost)
+// nothing is triggered. A call that finds a dispatching state without a pipeline id
+// (its replica died between trigger and record, or the trigger call failed in a way that
+// does not say whether GitLab created the pipeline: a connection error, a timeout, a 5xx)
+// adopts: it lists the project's pipelines on the ref with source=trigger updated
+// since shortly before the intent, following X-Next-Page, and reads their variables until
+// one has TRUEUP_ID equal to the correlation id. If none is found within 2 minutes of the
+// intent, a new pipeline is triggered with a new correlation id. When GitLab answers the
+// trigger with an error (4xx), no pipeline exists and the intent is dropped at once.
+//
+// # Rate limits
+//
+// A 429 does not fail the resource: the call returns Done=false with RequeueAfter at the
+// reset (Retry-After, else RateLimit-Reset, else a minute, plus a little jitter) and the
+// condition {type: RateLimited, status: "True", reason: GitLabRateLimit}, set to "False"
+// (reason RateLimitReset) by the next call that gets through. The reset is kept by the
+// instance: until then every call of every resource returns at once without a request, and
+// a RateLimit-Remaining of 0 pauses calls until RateLimit-Reset before a 429 comes.
+// (*Action).RateLimitRemaining reports the last RateLimit-Remaining seen (-1 unknown).
+//
+// # Drift
+//
+// Observe reports in sync without calling GitLab: a pipeline has no cheap drift check, so
+// pipelines run when the spec changes (or on retry), never on resync.
+//
+// # Secrets
+//
+// The trigger token travels in the form body of the trigger call, never in a URL; the API
+// token in the PRIVATE-TOKEN header. Neither appears in errors, logs, state, outputs or
+// messages: error answers quoted in errors are bounded and scrubbed of both.
+package gitlab

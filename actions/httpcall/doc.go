@@ -1,0 +1,101 @@
+// Package httpcall owns the "http" action kind: a generic HTTP provisioner client. Each call
+// sends the resource as JSON to a trusted URL from the controller config and reads the
+// outcome from the answer, or follows an asynchronous job at the URL the answer names.
+//
+// # Controller config
+//
+//	actions:
+//	  - name: hook
+//	    type: http
+//	    config:
+//	      url: https://provisioner.internal/api/resources     # required
+//	      method: POST                                        # POST (default), PUT or PATCH
+//	      headers: {Authorization: "Bearer ${PROV_TOKEN}"}    # sent on every request
+//	      signingSecret: ${PROV_SIGNING_SECRET}               # optional: sign requests
+//	      timeout: 30s                                        # per HTTP request, default 30s
+//	      pollInterval: 10s                                   # default 10s
+//	      retry: {attempts: 3, initial: 500ms}                # tries per call, first backoff
+//
+// Header values and the signing secret are secrets: they never appear in errors, logs,
+// state or outputs (values shorter than 6 bytes excepted: they would match ordinary words),
+// and answers quoted in errors are scrubbed of them. Content-Type, Idempotency-Key and
+// X-Trueup-* are set by the plugin and may not be configured. Unknown fields are errors.
+//
+// # ResourceType
+//
+//	spec:
+//	  action:
+//	    name: hook
+//	    with:
+//	      path: /databases        # optional, appended to url (plain segments, no .. ? # %)
+//	      body: {plan: gold}      # optional static fields, sent as the request's "with"
+//
+// # The request
+//
+// Reconcile sends method (POST) to url+path; Delete sends DELETE to the same URL. Both carry
+//
+//	{"operation": "reconcile",            // or "delete"
+//	 "resource": {"apiVersion", "kind", "namespace", "name", "uid", "generation", "spec",
+//	              "labels", "annotations", "revision"},   // always all present
+//	 "with": {"plan": "gold"}}            // with.body, {} when absent
+//
+// with the configured headers and
+//
+//	Content-Type: application/json
+//	X-Trueup-Operation: reconcile | delete
+//	Idempotency-Key: <uid>-<generation>-<operation>
+//	X-Trueup-Signature-256: sha256=<hex HMAC-SHA256 of the body, keyed by signingSecret>
+//
+// The Idempotency-Key names the desired state: it is the same on every try and retry of
+// the request (deduplicate on it), new for a new generation or operation, and after the
+// provisioner reported a job failed it gets a suffix (-1, -2, …) so that the retry is a new
+// request instead of a replay of the failure. A provisioner verifies the signature over the
+// raw body bytes, comparing in constant time; in Go:
+//
+//	mac := hmac.New(sha256.New, secret)
+//	mac.Write(body)
+//	ok := hmac.Equal([]byte(r.Header.Get("X-Trueup-Signature-256")),
+//		[]byte("sha256="+hex.EncodeToString(mac.Sum(nil))))
+//
+// # Answers
+//
+//   - 2xx with an empty or non-JSON body: done.
+//   - 2xx with a JSON object: done; its "outputs" object becomes status.outputs, or, without
+//     "outputs", the whole object does (less "status" and "message"). "message" becomes
+//     status.message. A "status" of "failed" is a failure (below); "pending" or "running"
+//     means not done yet: the same request, with the same Idempotency-Key, is sent again
+//     after Retry-After or pollInterval (for provisioners without a status URL).
+//   - 202 with Location: accepted. The Location, resolved against the request URL, is kept
+//     in the state and the next calls GET it (same headers; the signature is that of an
+//     empty body) after Retry-After or pollInterval, until it answers
+//     {"status": "done"|"succeeded", "outputs": {…}} (done; an answer without status, such
+//     as the created resource after a same-origin redirect, is done too),
+//     {"status": "failed", "message": "…"} (a failure) or {"status": "pending"|"running"}.
+//     A 404 or 410 from the status URL means the job was lost: the request is sent again.
+//   - Delete: 404 and 410 mean already gone, hence done.
+//   - 4xx other than 408 and 429: a terminal error carrying the status and a bounded excerpt
+//     of the body; the resource is Stalled until its spec changes.
+//   - 5xx, 408, 429 and connection errors: retried within the call with exponential backoff
+//     (initial, doubled, capped at 10s, jittered) up to retry.attempts tries, then an error
+//     that the controller retries with its own backoff. A Retry-After on 429 or 503 is
+//     honoured: waited for within the call when at most 10s, else the call returns
+//     Done=false with RequeueAfter = Retry-After, without an error.
+//
+// A failure reported by the provisioner is an error (retried by the controller, under a new
+// Idempotency-Key); the provisioner's message is part of it. A new generation while a job
+// is followed leaves that job (HTTP has no general cancel): the new request goes out and the
+// provisioner is expected to supersede the old job.
+//
+// # Drift
+//
+// The kind does not implement actions.Observer: on resync the controller calls Reconcile,
+// which sends the request again with the same Idempotency-Key. A provisioner that answers
+// "done" at once for a state it already has makes resyncs cheap and corrects drift.
+//
+// # Safety
+//
+// A Location, and any redirect (followed for GET only), must stay on the origin (scheme and
+// host) of the configured url, so that the configured headers never reach another host; a
+// Location elsewhere is a terminal error. URLs in errors and logs lose their query and
+// credentials.
+package httpcall
