@@ -14,7 +14,11 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCmd(), newValidateCmd(), newMigrateCmd(), newVersionCmd())
+	api := &apiOptions{}
+	root.PersistentFlags().StringVar(&api.server, "server", serverDefault(),
+		"URL of the trueup API that get, describe, history, events and diff read (env TRUEUP_SERVER)")
+	root.AddCommand(newServeCmd(), newValidateCmd(), newMigrateCmd(), newVersionCmd(),
+		newGetCmd(api), newDescribeCmd(api), newHistoryCmd(api), newEventsCmd(api), newDiffCmd(api))
 	return root
 }
 

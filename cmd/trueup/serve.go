@@ -3,16 +3,20 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/trueup-dev/trueup/internal/commitstatus"
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/reconciler"
 	"github.com/trueup-dev/trueup/internal/server"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/syncer"
+	"github.com/trueup-dev/trueup/internal/webhook"
 	"github.com/trueup-dev/trueup/sources"
 )
 
@@ -121,9 +125,19 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 		} else if sc.Dir != nil {
 			interval = sc.Dir.Interval
 		}
+		var reporter syncer.Reporter
+		if cs := sc.CommitStatus; cs != nil {
+			rep, err := commitstatus.New(commitstatus.Config{Provider: cs.Provider, Token: cs.Token, BaseURL: cs.BaseURL, Repo: cs.Repo,
+				TargetURL: cfg.Server.ExternalURL + "sources/" + sc.Name}, sc.Name, db.store, logger)
+			if err != nil {
+				return fmt.Errorf("source %s: commitStatus: %w", sc.Name, err)
+			}
+			defer rep.Close()
+			reporter = rep
+		}
 		syncers = append(syncers, syncer.New(db.store, syncer.Options{Name: sc.Name, Source: src, Interval: interval,
 			Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction, Replica: replica,
-			CheckAction: checkAction(acts), Scrub: scrub, Metrics: met}, logger))
+			CheckAction: checkAction(acts), Scrub: scrub, Metrics: met, Reporter: reporter}, logger))
 	}
 	byName := map[string]*syncer.Syncer{}
 	for i, sc := range cfg.Sources {
@@ -133,11 +147,27 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 	rec := reconciler.New(db.store, acts, reconciler.Options{Replica: replica, Workers: cfg.Reconcile.Workers,
 		LeaseTTL: cfg.Reconcile.LeaseTTL, ResyncInterval: cfg.Reconcile.ResyncInterval,
 		BackoffInitial: cfg.Reconcile.Backoff.Initial, BackoffMax: cfg.Reconcile.Backoff.Max, Scrub: scrub, Metrics: met}, logger)
+	hooks := webhookSources(cfg)
+	var hookHandler http.Handler
+	if len(hooks) > 0 {
+		hookHandler = webhook.New(webhook.Options{Sources: hooks, Store: db.store, Logger: logger,
+			// Any replica may receive the webhook; the lease holder of the source acts on it.
+			Trigger: func(source, commit string) {
+				if s := byName[source]; s != nil {
+					s.TriggerCommit(commit)
+				}
+				nctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				defer cancel()
+				if err := db.store.NotifySync(nctx, source, commit); err != nil {
+					logger.Warn("notify other replicas of a webhook", "source", source, "err", err)
+				}
+			}})
+	}
 	maint := reconciler.NewMaintenance(db.store, reconciler.MaintenanceOptions{Replica: replica, Version: version,
-		Listen: cfg.Server.Listen,
+		Listen:  cfg.Server.Listen,
 		History: store.RetentionRule{MaxAge: cfg.Retention.History.MaxAge, MaxPerResource: cfg.Retention.History.MaxPerResource},
 		Events:  store.RetentionRule{MaxAge: cfg.Retention.Events.MaxAge, MaxPerResource: cfg.Retention.Events.MaxPerResource}}, logger)
-	srv := server.New(db.store, server.Options{Listen: cfg.Server.Listen, Replica: replica, Metrics: met}, logger)
+	srv := server.New(db.store, server.Options{Listen: cfg.Server.Listen, Replica: replica, Metrics: met, Webhooks: hookHandler}, logger)
 	if err := srv.Start(ctx); err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Server.Listen, err)
 	}
@@ -154,19 +184,24 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 	go func() { defer wg.Done(); _ = rec.Run(ctx) }()
 	go func() { defer wg.Done(); _ = maint.Run(ctx) }()
 	// One LISTEN connection per replica: due work wakes the claimer; a sync request (a webhook
-	// received by any replica) wakes the source's syncer, which acts if it holds the lease.
+	// received by any replica) wakes the source's syncer, which acts if it holds the lease;
+	// committed changes wake the watch hub, which reads them once for all of its watchers.
 	go func() {
 		defer wg.Done()
-		db.store.Listen(ctx, []string{store.WorkChannel, store.SyncChannel}, func(channel, payload string) {
+		db.store.Listen(ctx, []string{store.WorkChannel, store.SyncChannel, store.ChangesChannel}, func(channel, payload string) {
 			switch channel {
 			case store.WorkChannel:
 				rec.Wake()
 			case store.SyncChannel:
-				if s := byName[payload]; s != nil {
-					s.Trigger()
+				name, commit, _ := strings.Cut(payload, " ")
+				if s := byName[name]; s != nil {
+					s.TriggerCommit(commit)
 				}
+			case store.ChangesChannel:
+				srv.NotifyChanges()
 			default: // (re)connected: look for anything missed
 				rec.Wake()
+				srv.NotifyChanges()
 			}
 		}, logger)
 	}()
@@ -176,4 +211,21 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 	logger.Info("shutting down")
 	wg.Wait()
 	return nil
+}
+
+// webhookSources lists the sources that accept push webhooks, with the branch they track
+// ("" for tag, commit and folder sources: any push triggers a check).
+func webhookSources(cfg *config.Config) map[string]webhook.Source {
+	out := map[string]webhook.Source{}
+	for _, sc := range cfg.Sources {
+		if sc.Webhook == nil {
+			continue
+		}
+		ws := webhook.Source{Name: sc.Name, Secret: sc.Webhook.Secret}
+		if sc.Git != nil && sc.Git.Tag == "" && sc.Git.Commit == "" {
+			ws.Branch = sc.Git.Branch
+		}
+		out[sc.Name] = ws
+	}
+	return out
 }

@@ -14,6 +14,9 @@ import (
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/actions/execaction"
+	"github.com/trueup-dev/trueup/actions/ghactions"
+	"github.com/trueup-dev/trueup/actions/gitlab"
+	"github.com/trueup-dev/trueup/actions/httpcall"
 	"github.com/trueup-dev/trueup/actions/noop"
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/pgembed"
@@ -33,8 +36,11 @@ func loadConfig(path string) (*config.Config, error) {
 func registry() (*actions.Registry, error) {
 	r := actions.NewRegistry()
 	for kind, f := range map[string]actions.Factory{
-		"exec": execaction.New,
-		"noop": noop.New,
+		"exec":           execaction.New,
+		"noop":           noop.New,
+		"github-actions": ghactions.New,
+		"gitlab":         gitlab.New,
+		"http":           httpcall.New,
 	} {
 		if err := r.Register(kind, f); err != nil {
 			return nil, err

@@ -39,6 +39,8 @@ type Database struct {
 // Server is the HTTP listener.
 type Server struct {
 	Listen string `yaml:"listen"`
+	// ExternalURL is how people reach the dashboard (commit status links); default http://<listen>/.
+	ExternalURL string `yaml:"externalURL"`
 }
 
 // Source is one manifests source: exactly one of Git or Dir.
@@ -48,6 +50,16 @@ type Source struct {
 	Dir     *Dir     `yaml:"dir"`
 	Webhook *Webhook `yaml:"webhook"`
 	Prune   Prune    `yaml:"prune"`
+	// CommitStatus posts trueup/<source> statuses on the forge's commits (optional).
+	CommitStatus *CommitStatus `yaml:"commitStatus"`
+}
+
+// CommitStatus says where to post commit statuses.
+type CommitStatus struct {
+	Provider string `yaml:"provider"` // github | gitlab
+	Token    string `yaml:"token"`
+	BaseURL  string `yaml:"baseURL"` // default https://api.github.com/ or https://gitlab.com/
+	Repo     string `yaml:"repo"`    // github: owner/repo; gitlab: project path or id
 }
 
 // Prune says whether removed manifests delete their resources: `prune: true|false`, or
@@ -257,6 +269,9 @@ func (c *Config) applyDefaults() {
 	if c.Server.Listen == "" {
 		c.Server.Listen = DefaultListen
 	}
+	if c.Server.ExternalURL == "" {
+		c.Server.ExternalURL = "http://" + c.Server.Listen + "/"
+	}
 	for i := range c.Sources {
 		s := &c.Sources[i]
 		if s.Git != nil {
@@ -388,6 +403,16 @@ func (c *Config) Validate() error {
 		}
 		if f := s.Prune.MaxFraction; f < 0 || f > 1 {
 			bad("%s.prune.maxFraction: %v is outside 0..1", at, f)
+		}
+		if cs := s.CommitStatus; cs != nil {
+			switch cs.Provider {
+			case "github", "gitlab":
+			default:
+				bad("%s.commitStatus.provider: %q is not github or gitlab", at, cs.Provider)
+			}
+			if cs.Token == "" || cs.Repo == "" {
+				bad("%s.commitStatus: token and repo are required", at)
+			}
 		}
 		if s.Webhook != nil && s.Webhook.Secret == "" {
 			bad("%s.webhook.secret: required when a webhook is configured (unsigned webhooks are refused)", at)

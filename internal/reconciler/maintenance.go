@@ -78,6 +78,9 @@ func (m *Maintenance) Run(ctx context.Context) error {
 			} else if n.History+n.Events > 0 {
 				m.log.Info("retention removed old rows", "history", n.History, "events", n.Events)
 			}
+			if _, err := m.store.TrimDeliveries(ctx, 7*24*time.Hour); err != nil && ctx.Err() == nil {
+				m.log.Warn("trim webhook deliveries failed", "err", err)
+			}
 		}
 		select {
 		case <-ctx.Done():

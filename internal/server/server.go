@@ -34,11 +34,12 @@ type Server struct {
 	mux   *http.ServeMux
 	srv   *http.Server
 	done  chan struct{}
+	hub   *Hub
 }
 
 // New builds the server and its routes.
 func New(st *store.Store, opts Options, logger *slog.Logger) *Server {
-	s := &Server{opts: opts, store: st, log: logger, mux: http.NewServeMux()}
+	s := &Server{opts: opts, store: st, log: logger, mux: http.NewServeMux(), hub: NewHub(st, logger)}
 	s.routes()
 	return s
 }
@@ -53,7 +54,7 @@ func (s *Server) routes() {
 		m.Handle("GET /metrics", s.opts.Metrics.Handler())
 	}
 	if s.opts.Webhooks != nil {
-		m.Handle("POST /hooks/{source}", s.opts.Webhooks)
+		m.Handle("POST /hooks/{source}", s.countWebhooks(s.opts.Webhooks))
 	} else {
 		m.HandleFunc("POST /hooks/{source}", func(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusNotFound, "no webhook is configured for source "+r.PathValue("source"))
@@ -69,10 +70,31 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/v1/resources/{namespace}/{kind}/{name}/events", s.resourceEvents)
 	m.HandleFunc("GET /api/v1/events", s.listEvents)
 	m.HandleFunc("GET /api/v1/replicas", s.listReplicas)
+	m.HandleFunc("GET /api/v1/watch", s.watch)
+	m.HandleFunc("GET /api/v1/openapi.json", s.openapi)
 	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
-	m.HandleFunc("GET /{$}", s.dashboard)
+	s.dashboardRoutes(m)
+}
+
+// countWebhooks records each webhook answer in the metrics.
+func (s *Server) countWebhooks(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+		h.ServeHTTP(rec, r)
+		s.opts.Metrics.Webhook(r.PathValue("source"), rec.code)
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.code = code
+	r.ResponseWriter.WriteHeader(code)
 }
 
 // Handler returns the root handler (for tests with httptest).
@@ -96,8 +118,14 @@ func (s *Server) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop drains open requests for up to 5 s; safe twice and before Start.
+// NotifyChanges tells the watch hub that changes were committed (a NOTIFY on
+// store.ChangesChannel, or a LISTEN reconnect).
+func (s *Server) NotifyChanges() { s.hub.Notify() }
+
+// Stop ends open watch streams, then drains open requests for up to 5 s; safe twice and
+// before Start.
 func (s *Server) Stop() {
+	s.hub.Close()
 	if s.srv == nil {
 		return
 	}

@@ -12,9 +12,14 @@ import (
 // payload is the source name.
 const SyncChannel = "trueup_sync"
 
-// NotifySync asks whichever replica holds source's lease to sync at once.
-func (s *Store) NotifySync(ctx context.Context, source string) error {
-	_, err := s.pool.Exec(ctx, "SELECT pg_notify($1, $2)", SyncChannel, source)
+// NotifySync asks whichever replica holds source's lease to sync at once, to commit (or
+// newer) when commit is not empty. The payload is "source" or "source commit".
+func (s *Store) NotifySync(ctx context.Context, source, commit string) error {
+	payload := source
+	if commit != "" {
+		payload += " " + commit
+	}
+	_, err := s.pool.Exec(ctx, "SELECT pg_notify($1, $2)", SyncChannel, payload)
 	return err
 }
 

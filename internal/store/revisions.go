@@ -16,6 +16,9 @@ type RevisionProgress struct {
 	// Failures describes the first failing resources, "Kind namespace/name: message", in
 	// identity order.
 	Failures []string
+	// SourceRevision is the source's applied revision now: when it is no longer the revision
+	// asked about, a newer one has re-stamped some of its rows and the counts say little.
+	SourceRevision string
 }
 
 // Settled reports whether no resource is still on its way: each is Ready or Failed.
@@ -50,8 +53,9 @@ func (s *Store) RevisionProgress(ctx context.Context, source, revision string) (
 		                    kind || ' ' || namespace || '/' || name || ': ' ||
 		                      CASE WHEN message = '' THEN 'failed' ELSE left(message, 300) END AS line
 		                  FROM r WHERE state = 'failed'
-		                  ORDER BY namespace, lower(kind), name LIMIT $3) f), '{}')
-		FROM r`, source, revision, maxFailures).Scan(&p.Total, &p.Ready, &p.Failed, &p.Stalled, &p.Failures)
+		                  ORDER BY namespace, lower(kind), name LIMIT $3) f), '{}'),
+		  COALESCE((SELECT s.revision FROM sources s WHERE s.name = $1), '')
+		FROM r`, source, revision, maxFailures).Scan(&p.Total, &p.Ready, &p.Failed, &p.Stalled, &p.Failures, &p.SourceRevision)
 	if err != nil {
 		return RevisionProgress{}, fmt.Errorf("progress of %s@%s: %w", source, shortRev(revision), err)
 	}

@@ -37,6 +37,9 @@ func TestRevisionProgress(t *testing.T) {
 	t.Parallel()
 	st := openTest(t)
 	ctx := context.Background()
+	if _, err := st.pool.Exec(ctx, `INSERT INTO sources (name, revision) VALUES ('infra', 'r2')`); err != nil {
+		t.Fatal(err)
+	}
 	seed(t, st,
 		seedRow{name: "ready", source: "infra", revision: "r2", phase: "Ready", generation: 2, observed: 2},
 		// Ready for its previous generation only: the new one is still to come.
@@ -60,7 +63,7 @@ func TestRevisionProgress(t *testing.T) {
 		"Queue default/delete-failed: delete failed: 503",
 		"Queue default/retrying: quota exceeded",
 		"Queue default/stalled: bad engine",
-	}}
+	}, SourceRevision: "r2"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %+v\nwant %+v", got, want)
 	}
@@ -73,7 +76,7 @@ func TestRevisionProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Total != 0 || !got.Settled() || len(got.Failures) != 0 {
+	if got.Total != 0 || !got.Settled() || len(got.Failures) != 0 || got.SourceRevision != "" {
 		t.Errorf("empty revision: %+v", got)
 	}
 }

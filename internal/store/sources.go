@@ -498,8 +498,8 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 	if len(gone) > 0 {
 		rows, err := tx.Query(ctx, `
 			UPDATE resources r SET deletion_timestamp = now(), run_at = now(), attempt = 0,
-			  dirty = r.lease_owner IS NOT NULL, phase = 'Deleting'
-			WHERE r.id = ANY($1::bigint[]) RETURNING namespace, kind, name, phase, generation`, gone)
+			  dirty = r.lease_owner IS NOT NULL, phase = 'Deleting', revision = $2
+			WHERE r.id = ANY($1::bigint[]) RETURNING namespace, kind, name, phase, generation`, gone, p.Revision)
 		if err != nil {
 			return fmt.Errorf("mark removed resources: %w", err)
 		}

@@ -39,6 +39,15 @@ type Options struct {
 	Scrub func(string) string
 	// Metrics records syncs (nil: none).
 	Metrics *metrics.Metrics
+	// Reporter posts commit statuses (nil: none).
+	Reporter Reporter
+}
+
+// Reporter is told what happens to each revision (commit statuses on the forge).
+type Reporter interface {
+	Picked(ctx context.Context, revision string)
+	Rejected(ctx context.Context, revision string, errors []string)
+	Applied(ctx context.Context, revision string)
 }
 
 // Syncer syncs one source.
@@ -193,6 +202,10 @@ func (s *Syncer) holdLease(ctx context.Context) (held, fresh bool) {
 		s.applied, s.rejected, s.lastFailure = "", "", ""
 		if src, err := s.store.GetSource(ctx, s.opts.Name); err == nil {
 			s.applied = src.Revision
+			if s.opts.Reporter != nil && src.Revision != "" {
+				// Finish what the previous holder may have been reporting.
+				s.opts.Reporter.Applied(ctx, src.Revision)
+			}
 		}
 	}
 	return true, fresh
@@ -260,6 +273,9 @@ func (s *Syncer) SyncOnce(ctx context.Context) (Outcome, error) {
 		return Outcome{Revision: head, Unchanged: true}, nil
 	}
 	start := time.Now()
+	if s.opts.Reporter != nil {
+		s.opts.Reporter.Picked(ctx, head)
+	}
 	snap, err := s.opts.Source.Fetch(ctx, head)
 	if err != nil {
 		reason := "FetchFailed"
@@ -299,6 +315,9 @@ func (s *Syncer) SyncOnce(ctx context.Context) (Outcome, error) {
 	s.applied, s.rejected, s.lastFailure = snap.Revision, "", ""
 	s.mu.Unlock()
 	s.opts.Metrics.Synced(s.opts.Name, snap.Revision, true, time.Since(start))
+	if s.opts.Reporter != nil {
+		s.opts.Reporter.Applied(ctx, snap.Revision)
+	}
 	level := slog.LevelDebug
 	if res.Changed() {
 		level = slog.LevelInfo
@@ -323,6 +342,9 @@ func (s *Syncer) reject(ctx context.Context, lease *store.Lease, rev string, err
 	}
 	msg := fmt.Sprintf("revision %s rejected, %d error(s); the last good revision stays applied:\n%s", short(rev), len(verrs), strings.Join(lines, "\n"))
 	s.opts.Metrics.Synced(s.opts.Name, rev, false, 0)
+	if s.opts.Reporter != nil {
+		s.opts.Reporter.Rejected(ctx, rev, lines)
+	}
 	return s.fail(ctx, lease, store.SyncFailure{Revision: rev, Reason: "ValidationFailed", Message: msg, Errors: errs}, rev)
 }
 

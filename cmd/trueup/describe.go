@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"github.com/trueup-dev/trueup/internal/store"
+	"sigs.k8s.io/yaml"
+)
+
+// describeLimit is how many history entries and events describe shows.
+const describeLimit = 10
+
+func newDescribeCmd(api *apiOptions) *cobra.Command {
+	var namespace string
+	cmd := &cobra.Command{
+		Use:   "describe KIND/NAME",
+		Short: "Show one resource in detail: spec, status, conditions, outputs, history and events",
+		Long: `Shows one resource for a human: metadata, the spec as stored (schema defaults applied) in
+YAML, phase and message, the conditions, the outputs, where the manifest came from
+(source file:line@revision), and the last 10 reconcile attempts and events, newest first.
+KIND is case-insensitive; the namespace is "default" unless -n says otherwise.`,
+		Example: `  trueup describe DatabaseCluster/orders-pg -n production
+  trueup describe bucket/build-cache`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			kind, name, err := parseObjectRef(args[0])
+			if err != nil {
+				return err
+			}
+			c, err := api.client()
+			if err != nil {
+				return err
+			}
+			return describe(cmd.Context(), c, namespace, kind, name, cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "the resource's namespace")
+	return cmd
+}
+
+func describe(ctx context.Context, c *client, namespace, kind, name string, out io.Writer) error {
+	r, err := c.getResource(ctx, namespace, kind, name)
+	if err != nil {
+		return err
+	}
+	limit := url.Values{"limit": {fmt.Sprint(describeLimit)}}
+	base := resourcePath(r.Metadata.Namespace, r.Kind, r.Metadata.Name)
+	var hist, evs struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := c.get(ctx, base+"/history", limit, &hist); err != nil {
+		return err
+	}
+	if err := c.get(ctx, base+"/events", limit, &evs); err != nil {
+		return err
+	}
+	history, err := decodeItems[store.HistoryEntry](hist.Items)
+	if err != nil {
+		return err
+	}
+	events, err := decodeItems[store.Event](evs.Items)
+	if err != nil {
+		return err
+	}
+
+	var b bytes.Buffer
+	fields := tabwriter.NewWriter(&b, 0, 8, 2, ' ', 0)
+	field := func(label string, values ...string) {
+		if len(values) == 0 {
+			values = []string{"<none>"}
+		}
+		fmt.Fprintf(fields, "%s:\t%s\n", label, values[0])
+		for _, v := range values[1:] {
+			fmt.Fprintf(fields, "\t%s\n", v)
+		}
+	}
+	m := r.Metadata
+	field("Name", m.Name)
+	field("Namespace", m.Namespace)
+	field("Kind", r.Kind)
+	field("API Version", r.APIVersion)
+	field("UID", m.UID)
+	field("Labels", pairs(m.Labels)...)
+	field("Annotations", pairs(m.Annotations)...)
+	field("Generation", fmt.Sprint(m.Generation))
+	field("Created", timestamp(m.CreationTimestamp))
+	if m.DeletionTimestamp != nil {
+		field("Deletion Requested", timestamp(*m.DeletionTimestamp))
+	}
+	field("Source", sourceRef(r.Source))
+	if err := fields.Flush(); err != nil {
+		return err
+	}
+
+	b.WriteString("Spec:\n")
+	if err := writeYAML(&b, r.Spec, "  "); err != nil {
+		return fmt.Errorf("spec: %w", err)
+	}
+
+	b.WriteString("Status:\n")
+	st := tabwriter.NewWriter(&b, 0, 8, 2, ' ', 0)
+	fmt.Fprintf(st, "  Phase:\t%s\n", orNone(r.Status.Phase))
+	fmt.Fprintf(st, "  Observed Generation:\t%d\n", r.Status.ObservedGeneration)
+	if r.Status.LastReconcileTime != nil {
+		fmt.Fprintf(st, "  Last Reconcile:\t%s\n", timestamp(*r.Status.LastReconcileTime))
+	} else {
+		fmt.Fprintf(st, "  Last Reconcile:\t<none>\n")
+	}
+	msg := strings.Split(strings.TrimRight(r.Status.Message, "\n"), "\n")
+	fmt.Fprintf(st, "  Message:\t%s\n", orNone(msg[0]))
+	if err := st.Flush(); err != nil {
+		return err
+	}
+	for _, l := range msg[1:] {
+		fmt.Fprintf(&b, "    %s\n", l)
+	}
+
+	b.WriteString("Conditions:\n")
+	if len(r.Status.Conditions) == 0 {
+		b.WriteString("  <none>\n")
+	} else {
+		t := newTable(&b, "  TYPE", "STATUS", "REASON", "AGE", "MESSAGE")
+		for _, c := range r.Status.Conditions {
+			t.row("  "+c.Type, c.Status, orNone(c.Reason), age(c.LastTransitionTime), c.Message)
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+
+	b.WriteString("Outputs:\n")
+	if err := writeYAML(&b, r.Status.Outputs, "  "); err != nil {
+		return fmt.Errorf("outputs: %w", err)
+	}
+
+	fmt.Fprintf(&b, "History (newest first, last %d):\n", describeLimit)
+	if len(history) == 0 {
+		b.WriteString("  <none>\n")
+	} else if err := historyTable(&b, "  ", history); err != nil {
+		return err
+	}
+
+	fmt.Fprintf(&b, "Events (newest first, last %d):\n", describeLimit)
+	if len(events) == 0 {
+		b.WriteString("  <none>\n")
+	} else {
+		t := newTable(&b, "  LAST SEEN", "TYPE", "REASON", "MESSAGE")
+		for _, e := range events {
+			t.row("  "+age(e.CreatedAt), e.Type, e.Reason, e.Message)
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	_, err = b.WriteTo(out)
+	return err
+}
+
+// pairs lists a map as k=v lines in key order.
+func pairs(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k + "=" + m[k]
+	}
+	return out
+}
+
+// sourceRef says where a manifest came from: "infra dbs/orders.yaml:3@3f2a9c1d7e4b".
+func sourceRef(s store.ResourceSource) string {
+	where := s.Path
+	if s.Line > 0 {
+		where += fmt.Sprintf(":%d", s.Line)
+	}
+	if s.Revision != "" {
+		where += "@" + shortRev(s.Revision)
+	}
+	return strings.TrimSpace(s.Name + " " + where)
+}
+
+// writeYAML writes a JSON value as indented YAML; an empty object or null shows as <none>.
+func writeYAML(w io.Writer, doc json.RawMessage, indent string) error {
+	trimmed := bytes.TrimSpace(doc)
+	if len(trimmed) == 0 || string(trimmed) == "null" || string(trimmed) == "{}" {
+		_, err := fmt.Fprintf(w, "%s<none>\n", indent)
+		return err
+	}
+	y, err := yaml.JSONToYAML(trimmed)
+	if err != nil {
+		return err
+	}
+	for _, l := range strings.Split(strings.TrimRight(string(y), "\n"), "\n") {
+		if _, err := fmt.Fprintf(w, "%s%s\n", indent, l); err != nil {
+			return err
+		}
+	}
+	return nil
+}

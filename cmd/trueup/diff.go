@@ -1,0 +1,429 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/store"
+)
+
+// diffContext is the number of unchanged lines around each change in a spec diff.
+const diffContext = 3
+
+// lookupWorkers bounds the concurrent API calls that look for identity conflicts.
+const lookupWorkers = 8
+
+func newDiffCmd(api *apiOptions) *cobra.Command {
+	var source string
+	cmd := &cobra.Command{
+		Use:   "diff DIR --source NAME",
+		Short: "Show what applying a manifests folder to a source would change",
+		Long: `Loads DIR with the same parsing and validation as a sync and compares it with what the
+server holds for the source --source, through the API (--server). It prints
+
+  + KIND/NAMESPACE/NAME  file:line      a resource (or ResourceType/NAME) that would be created
+  ~ KIND/NAMESPACE/NAME  file:line      one that would change, with a unified diff of its spec
+                                        (canonical JSON: keys sorted, schema defaults applied)
+                                        or of its apiVersion, labels and annotations
+  - KIND/NAMESPACE/NAME  file:line      one whose manifest is gone: deleted when the source
+                                        prunes, kept with trueup.dev/prune: disabled
+  ! invalid file:line: message          a problem that would reject the whole revision
+
+and a summary line. Exit status: 0 when applying DIR would change nothing, 1 when it would
+change something or DIR is invalid (as diff(1) does), 1 with "trueup: <message>" when the
+API cannot be read.
+
+ResourceTypes known to the server are available to DIR's resources, so DIR may hold only
+resources; the source's types are then not compared. When DIR declares types, it is taken
+as the whole source, as a sync sees it: the source's types missing from DIR are reported as
+removed, and DIR's resources may use only DIR's types and other sources' types.`,
+		Example: `  trueup diff ./manifests --source infra
+  trueup diff . --source infra --server http://trueup.internal:8080`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := api.client()
+			if err != nil {
+				return err
+			}
+			plan, err := computeDiff(cmd.Context(), c, args[0], source)
+			if err != nil {
+				return err
+			}
+			if err := plan.print(cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			if plan.changed() {
+				return exitCode(1)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&source, "source", "", "the source DIR would be applied to (required)")
+	_ = cmd.MarkFlagRequired("source")
+	return cmd
+}
+
+// change is one line of the plan, with the diff lines printed under it.
+type change struct {
+	op    byte   // '+', '~', '-'
+	id    string // Kind/namespace/name or ResourceType/name
+	where string // file:line
+	note  string
+	diff  []string
+	order int // types before resources
+}
+
+// diffPlan is what applying DIR would do.
+type diffPlan struct {
+	source    store.Source
+	changes   []change
+	invalid   manifest.Errors
+	unchanged int
+	notes     []string
+}
+
+func (p *diffPlan) changed() bool { return len(p.changes) > 0 || len(p.invalid) > 0 }
+
+func computeDiff(ctx context.Context, c *client, dir, sourceName string) (*diffPlan, error) {
+	p := &diffPlan{}
+	if err := c.get(ctx, "/api/v1/sources/"+url.PathEscape(sourceName), nil, &p.source); err != nil {
+		return nil, err
+	}
+	var types struct {
+		Items []store.ResourceType `json:"items"`
+	}
+	if err := c.get(ctx, "/api/v1/resourcetypes", nil, &types); err != nil {
+		return nil, err
+	}
+	known, err := knownTypes(types.Items, "")
+	if err != nil {
+		return nil, err
+	}
+	loader := manifest.NewLoader()
+	set, err := loader.LoadDir(dir, manifest.Options{KnownTypes: known})
+	if err == nil && len(set.Types) > 0 {
+		// DIR is a whole source: load it again as its sync would, without its own stored types.
+		others, kerr := knownTypes(types.Items, sourceName)
+		if kerr != nil {
+			return nil, kerr
+		}
+		set, err = loader.LoadDir(dir, manifest.Options{KnownTypes: others})
+	}
+	if errors.As(err, &p.invalid) {
+		return p, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	p.diffTypes(set, types.Items)
+	live, err := c.listResources(ctx, url.Values{"source": {sourceName}}, 1000)
+	if err != nil {
+		return nil, err
+	}
+	liveItems, err := decodeItems[store.Resource](live)
+	if err != nil {
+		return nil, err
+	}
+	added, err := p.diffResources(set, liveItems)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.conflicts(ctx, c, added); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(p.changes, func(a, b change) int {
+		return cmp.Or(cmp.Compare(a.order, b.order), cmp.Compare(a.id, b.id))
+	})
+	return p, nil
+}
+
+// knownTypes turns the server's types into the loader's, leaving out those of source skip.
+func knownTypes(all []store.ResourceType, skip string) ([]manifest.ResourceType, error) {
+	var out []manifest.ResourceType
+	for _, t := range all {
+		if skip != "" && t.Source == skip {
+			continue
+		}
+		var spec typeSpec
+		if err := json.Unmarshal(t.Spec, &spec); err != nil {
+			return nil, fmt.Errorf("resource type %s from the API: %w", t.Name, err)
+		}
+		mt := manifest.ResourceType{Name: t.Name, Group: t.Group, Spec: t.Spec, File: t.Path,
+			Action: manifest.ActionRef{Name: spec.Action.Name, With: spec.Action.With}}
+		for _, v := range spec.Versions {
+			mt.Versions = append(mt.Versions, manifest.Version{Name: v.Name, Schema: v.Schema})
+		}
+		out = append(out, mt)
+	}
+	return out, nil
+}
+
+func (p *diffPlan) diffTypes(set *manifest.Set, live []store.ResourceType) {
+	byName := map[string]store.ResourceType{}
+	for _, t := range live {
+		byName[strings.ToLower(t.Name)] = t
+	}
+	declared := map[string]bool{}
+	for _, t := range set.Types {
+		declared[strings.ToLower(t.Name)] = true
+		where := fmt.Sprintf("%s:%d", t.File, t.Line)
+		old, ok := byName[strings.ToLower(t.Name)]
+		switch {
+		case !ok:
+			p.add(change{op: '+', id: "ResourceType/" + t.Name, where: where})
+		case old.Source != p.source.Name:
+			p.invalid = append(p.invalid, manifest.ValidationError{File: t.File, Line: t.Line, Path: "metadata.name",
+				Msg: fmt.Sprintf("ResourceType %s is already declared by source %s (%s)", t.Name, old.Source, old.Path)})
+		default:
+			d := jsonDiff(old.Spec, t.Spec, "spec at "+revLabel(p.source.Name, old.Revision), "spec in "+t.File)
+			if d == nil {
+				p.unchanged++
+				continue
+			}
+			p.add(change{op: '~', id: "ResourceType/" + t.Name, where: where, diff: d})
+		}
+	}
+	if len(set.Types) == 0 {
+		return // DIR holds resources only: the source's types stay as they are
+	}
+	for _, t := range live {
+		if t.Source == p.source.Name && !declared[strings.ToLower(t.Name)] {
+			p.add(change{op: '-', id: "ResourceType/" + t.Name, where: t.Path, note: "removed once no resource of its kind is left"})
+		}
+	}
+}
+
+func (p *diffPlan) add(c change) {
+	if !strings.HasPrefix(c.id, "ResourceType/") {
+		c.order = 1
+	}
+	p.changes = append(p.changes, c)
+}
+
+func identity(namespace, kind, name string) string {
+	return namespace + "/" + strings.ToLower(kind) + "/" + name
+}
+
+// diffResources compares DIR's resources with the source's live ones and returns those that
+// would be created.
+func (p *diffPlan) diffResources(set *manifest.Set, live []store.Resource) ([]*manifest.Resource, error) {
+	byID := make(map[string]store.Resource, len(live))
+	for _, r := range live {
+		byID[identity(r.Metadata.Namespace, r.Kind, r.Metadata.Name)] = r
+	}
+	var added []*manifest.Resource
+	seen := map[string]bool{}
+	for i := range set.Resources {
+		r := &set.Resources[i]
+		key := identity(r.Namespace, r.Kind, r.Name)
+		seen[key] = true
+		id := r.Kind + "/" + r.Namespace + "/" + r.Name
+		where := fmt.Sprintf("%s:%d", r.File, r.Line)
+		old, ok := byID[key]
+		if !ok {
+			added = append(added, r)
+			p.add(change{op: '+', id: id, where: where})
+			continue
+		}
+		from := revLabel(p.source.Name, old.Source.Revision)
+		spec := jsonDiff(old.Spec, r.Spec, "spec at "+from, "spec in "+r.File)
+		oldMeta, err := metaJSON(old.APIVersion, old.Metadata.Labels, old.Metadata.Annotations)
+		if err != nil {
+			return nil, err
+		}
+		newMeta, err := metaJSON(r.APIVersion, r.Labels, r.Annotations)
+		if err != nil {
+			return nil, err
+		}
+		meta := jsonDiff(oldMeta, newMeta, "metadata at "+from, "metadata in "+r.File)
+		moved := ""
+		if old.Source.Path != r.File {
+			moved = "moved from " + old.Source.Path
+		}
+		c := change{op: '~', id: id, where: where, diff: append(spec, meta...)}
+		switch {
+		case old.Metadata.DeletionTimestamp != nil:
+			c.note = fmt.Sprintf("restored: the server is deleting it; generation %d", old.Metadata.Generation+1)
+		case spec != nil:
+			c.note = fmt.Sprintf("generation %d → %d", old.Metadata.Generation, old.Metadata.Generation+1)
+		case meta != nil:
+			c.note = "metadata only: no new generation, no reconcile"
+		case moved != "":
+			c.note = "no new generation, no reconcile"
+		default:
+			p.unchanged++
+			continue
+		}
+		if moved != "" {
+			c.note = moved + "; " + c.note
+		}
+		p.add(c)
+	}
+	active, removed := 0, 0
+	for _, r := range live {
+		if r.Metadata.DeletionTimestamp != nil {
+			continue // already being deleted
+		}
+		active++
+		if seen[identity(r.Metadata.Namespace, r.Kind, r.Metadata.Name)] {
+			continue
+		}
+		c := change{op: '-', id: r.Kind + "/" + r.Metadata.Namespace + "/" + r.Metadata.Name, where: sourceFile(r.Source)}
+		if r.Metadata.Annotations["trueup.dev/prune"] == "disabled" {
+			c.note = "kept: trueup.dev/prune: disabled"
+		} else {
+			removed++
+		}
+		p.add(c)
+	}
+	switch {
+	case removed == 0:
+	case len(set.Resources) == 0:
+		p.notes = append(p.notes, fmt.Sprintf("note: DIR renders no resources: the server refuses an empty render and would delete none of the %d", active))
+	case 2*removed > active:
+		p.notes = append(p.notes, fmt.Sprintf("note: %d of %d resources would go: more than the default prune.maxFraction 0.5, so the server deletes none unless the source allows more", removed, active))
+	}
+	return added, nil
+}
+
+// conflicts asks the API whether another source already declares an added resource, which
+// would reject the revision as a sync does.
+func (p *diffPlan) conflicts(ctx context.Context, c *client, added []*manifest.Resource) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	work := make(chan *manifest.Resource)
+	var mu sync.Mutex
+	var firstErr error
+	var wg sync.WaitGroup
+	for range min(lookupWorkers, len(added)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range work {
+				var other store.Resource
+				err := c.get(ctx, resourcePath(r.Namespace, r.Kind, r.Name), nil, &other)
+				mu.Lock()
+				switch {
+				case err == nil && other.Source.Name != p.source.Name:
+					p.invalid = append(p.invalid, manifest.ValidationError{File: r.File, Line: r.Line, Path: "metadata.name",
+						Msg: fmt.Sprintf("%s %s/%s is already declared by source %s (%s)", r.Kind, r.Namespace, r.Name, other.Source.Name, other.Source.Path)})
+				case err != nil && !isNotFound(err) && firstErr == nil:
+					firstErr = err
+					cancel()
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, r := range added {
+		select {
+		case work <- r:
+		case <-ctx.Done():
+		}
+	}
+	close(work)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	slices.SortFunc(p.invalid, func(a, b manifest.ValidationError) int {
+		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
+	})
+	return nil
+}
+
+// jsonDiff diffs two JSON values pretty-printed in canonical form; nil when they are equal.
+func jsonDiff(a, b json.RawMessage, fromLabel, toLabel string) []string {
+	la, lb := prettyCanonical(a), prettyCanonical(b)
+	hunks := unifiedDiff(la, lb, diffContext)
+	if hunks == nil {
+		return nil
+	}
+	return append([]string{"--- " + fromLabel, "+++ " + toLabel}, hunks...)
+}
+
+func prettyCanonical(v json.RawMessage) []string {
+	if len(bytes.TrimSpace(v)) == 0 {
+		v = json.RawMessage("null")
+	}
+	if c, err := manifest.Canonical(v); err == nil {
+		v = c
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, v, "", "  "); err != nil {
+		return splitLines(string(v))
+	}
+	return splitLines(buf.String())
+}
+
+// metaJSON is the part of a resource besides its spec that a revision can change.
+func metaJSON(apiVersion string, labels, annotations map[string]string) (json.RawMessage, error) {
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	return json.Marshal(map[string]any{"apiVersion": apiVersion, "labels": labels, "annotations": annotations})
+}
+
+func revLabel(source, rev string) string {
+	if rev == "" {
+		return source
+	}
+	return source + "@" + shortRev(rev)
+}
+
+func sourceFile(s store.ResourceSource) string {
+	if s.Line > 0 {
+		return fmt.Sprintf("%s:%d", s.Path, s.Line)
+	}
+	return s.Path
+}
+
+func (p *diffPlan) print(w io.Writer) error {
+	var b bytes.Buffer
+	if len(p.invalid) > 0 {
+		for _, e := range p.invalid {
+			fmt.Fprintf(&b, "! invalid %s\n", e.Error())
+		}
+		fmt.Fprintf(&b, "%d invalid: the revision would be rejected and source %s would keep %s\n",
+			len(p.invalid), p.source.Name, revLabel(p.source.Name, p.source.Revision))
+		_, err := b.WriteTo(w)
+		return err
+	}
+	counts := map[byte]int{}
+	for _, c := range p.changes {
+		counts[c.op]++
+		line := fmt.Sprintf("%c %s", c.op, c.id)
+		if c.where != "" {
+			line += "  " + c.where
+		}
+		if c.note != "" {
+			line += "  (" + c.note + ")"
+		}
+		b.WriteString(line + "\n")
+		for _, d := range c.diff {
+			b.WriteString(strings.TrimRight("    "+d, " ") + "\n")
+		}
+	}
+	for _, n := range p.notes {
+		b.WriteString(n + "\n")
+	}
+	fmt.Fprintf(&b, "%s: %d to add, %d to change, %d to remove, %d unchanged\n",
+		revLabel(p.source.Name, p.source.Revision), counts['+'], counts['~'], counts['-'], p.unchanged)
+	_, err := b.WriteTo(w)
+	return err
+}

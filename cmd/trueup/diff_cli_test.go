@@ -1,0 +1,116 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeDir lays files out under a fresh folder.
+func writeDir(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// withFiles returns infra at rev2 with some files replaced ("" deletes one).
+func withFiles(changes map[string]string) map[string]string {
+	files := infraFiles("500")
+	for k, v := range changes {
+		if v == "" {
+			delete(files, k)
+		} else {
+			files[k] = v
+		}
+	}
+	return files
+}
+
+func TestDiff(t *testing.T) {
+	t.Parallel()
+	a := setup(t)
+	changedDatabases := strings.NewReplacer(
+		"storage_gb: 500", "storage_gb: 1000",
+		`version: "8.0"`, `version: "8.4"`,
+		"labels: {team: checkout}\n", "labels: {team: checkout, env: staging}\n",
+	).Replace(strings.Replace(databasesYAML, "STORAGE", "500", 1))
+	invoicesGone := bucketsYAML[strings.Index(bucketsYAML, "---\n")+4:]
+
+	cases := []struct {
+		name   string
+		files  map[string]string
+		golden string
+		exit   int
+	}{
+		{"no changes", withFiles(map[string]string{"README.md": "not a manifest", ".git/config": "[core]"}), "diff_none.txt", 0},
+		{"changes", withFiles(map[string]string{
+			"databases/clusters.yaml": changedDatabases,
+			"storage/buckets.yaml":    invoicesGone,
+			"storage/archive.yaml":    "apiVersion: storage.example.com/v1\nkind: Bucket\nmetadata: {name: archive, namespace: production}\nspec: {region: us-east-1}\n",
+			"queues/reports.yaml":     "apiVersion: mq.example.com/v1\nkind: Queue\nmetadata: {name: reports}\nspec: {size: 5}\n",
+			"types/all.yaml":          strings.Replace(typesYAML, "resyncInterval: 10m", "resyncInterval: 5m", 1),
+		}), "diff_changes.txt", 1},
+		{"resources only", map[string]string{
+			"databases/clusters.yaml": strings.Replace(databasesYAML, "STORAGE", "700", 1),
+			"buckets.yaml":            bucketsYAML,
+		}, "diff_resources_only.txt", 1},
+		{"types removed", withFiles(map[string]string{
+			"types/all.yaml":       typesYAML[:strings.Index(typesYAML, "---\n")],
+			"storage/buckets.yaml": "",
+		}), "diff_types_removed.txt", 1},
+		{"invalid", withFiles(map[string]string{
+			"databases/bad.yaml": "apiVersion: example.com/v1\nkind: DatabaseCluster\nmetadata:\n  name: orders\nspec:\n  engine: oracle\n  storage_gb: 5\n",
+			"queues/q.yaml":      "apiVersion: x.io/v1\nkind: Topic\nmetadata: {name: q}\nspec: {}\n",
+		}), "diff_invalid.txt", 1},
+		{"conflicts", withFiles(map[string]string{
+			"queues/jobs.yaml":  "apiVersion: mq.example.com/v1\nkind: Queue\nmetadata: {name: jobs}\nspec: {size: 100}\n",
+			"types/queue.yaml":  strings.SplitAfter(platformYAML, "---\n")[0],
+			"queues/other.yaml": "apiVersion: mq.example.com/v1\nkind: Queue\nmetadata: {name: other}\nspec: {}\n",
+		}), "diff_conflicts.txt", 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := writeDir(t, tc.files)
+			out, stderr, err := a.run(t, "diff", dir, "--source", "infra")
+			var code exitCode
+			switch {
+			case tc.exit == 0 && err != nil, tc.exit != 0 && (!errors.As(err, &code) || int(code) != tc.exit):
+				t.Fatalf("exit %v, want %d\nstdout:\n%s\nstderr:\n%s", err, tc.exit, out, stderr)
+			}
+			if stderr != "" {
+				t.Errorf("stderr: %s", stderr)
+			}
+			golden(t, tc.golden, out)
+		})
+	}
+}
+
+func TestDiffErrors(t *testing.T) {
+	t.Parallel()
+	a := setup(t)
+	dir := writeDir(t, infraFiles("500"))
+	_, _, err := a.run(t, "diff", dir, "--source", "nope")
+	if err == nil || err.Error() != "source nope: not found" {
+		t.Errorf("unknown source: %v", err)
+	}
+	_, _, err = a.run(t, "diff", filepath.Join(dir, "missing"), "--source", "infra")
+	if err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("missing folder: %v", err)
+	}
+	_, _, err = a.run(t, "diff", dir)
+	if err == nil || !strings.Contains(err.Error(), `"source" not set`) {
+		t.Errorf("without --source: %v", err)
+	}
+}

@@ -1,0 +1,212 @@
+package store
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/internal/status"
+)
+
+// The dashboard's read queries. They select only what a page shows (never spec or action
+// state for a list), filter and page in SQL, and count with one GROUP BY, so a page stays
+// quick with 100,000 resources.
+
+// PhaseCount is how many resources of one source are in one phase.
+type PhaseCount struct {
+	Source string
+	Phase  string
+	Count  int
+	// Behind counts those whose latest generation is not reconciled yet.
+	Behind int
+}
+
+// CountResources counts resources by source and phase in one statement.
+func (s *Store) CountResources(ctx context.Context) ([]PhaseCount, error) {
+	rows, err := s.pool.Query(ctx, `SELECT source, phase, count(*), count(*) FILTER (WHERE observed_generation < generation)
+		FROM resources GROUP BY source, phase ORDER BY source, phase`)
+	if err != nil {
+		return nil, fmt.Errorf("count resources: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (PhaseCount, error) {
+		var c PhaseCount
+		err := r.Scan(&c.Source, &c.Phase, &c.Count, &c.Behind)
+		return c, err
+	})
+}
+
+// ResourceSummary is one row of a resource table: status without spec.
+type ResourceSummary struct {
+	Namespace, Kind, Name string
+	Source                string
+	FilePath              string
+	FileLine              int
+	Revision              string
+	Labels                map[string]string
+	Generation            int64
+	ObservedGeneration    int64
+	Phase                 string
+	Message               string
+	// Ready is the Ready condition (zero when absent).
+	Ready status.Condition
+	// Attempt counts consecutive failures.
+	Attempt int
+	// StatusTime is when the reconciler last wrote status (nil: never).
+	StatusTime *time.Time
+	Deleting   bool
+	Orphaned   bool
+}
+
+const summaryColumns = `namespace, kind, name, source, file_path, file_line, revision, labels, generation, observed_generation,
+	phase, message, COALESCE((SELECT c FROM jsonb_array_elements(conditions) c WHERE c->>'type' = 'Ready' LIMIT 1), 'null'),
+	attempt, COALESCE(status_updated_at, last_reconcile_time), deletion_timestamp IS NOT NULL, orphaned`
+
+func scanSummary(row pgx.Row) (ResourceSummary, error) {
+	var r ResourceSummary
+	var labels, ready []byte
+	err := row.Scan(&r.Namespace, &r.Kind, &r.Name, &r.Source, &r.FilePath, &r.FileLine, &r.Revision, &labels,
+		&r.Generation, &r.ObservedGeneration, &r.Phase, &r.Message, &ready, &r.Attempt, &r.StatusTime, &r.Deleting, &r.Orphaned)
+	if err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal(labels, &r.Labels); err != nil {
+		return r, err
+	}
+	if string(ready) != "null" {
+		if err := json.Unmarshal(ready, &r.Ready); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// SummaryFilter selects resources for the dashboard's table; empty fields match everything.
+type SummaryFilter struct {
+	Kind, Namespace, Source, Phase string
+	LabelSelector                  string
+	// Query matches a substring of the name, case-insensitively.
+	Query    string
+	Limit    int    // default 100, at most 1000
+	Continue string // token from the previous page (the API's format)
+}
+
+// ListResourceSummaries returns one page ordered by namespace, kind, name (the identity
+// index's order, so the scan stops after the page) and the token of the next page.
+func (s *Store) ListResourceSummaries(ctx context.Context, f SummaryFilter) ([]ResourceSummary, string, error) {
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	if f.Limit > 1000 {
+		f.Limit = 1000
+	}
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if f.Kind != "" {
+		where = append(where, "lower(kind) = lower("+arg(f.Kind)+")")
+	}
+	if f.Namespace != "" {
+		where = append(where, "namespace = "+arg(f.Namespace))
+	}
+	if f.Source != "" {
+		where = append(where, "source = "+arg(f.Source))
+	}
+	if f.Phase != "" {
+		where = append(where, "phase = "+arg(f.Phase))
+	}
+	if f.Query != "" {
+		where = append(where, "name ILIKE "+arg("%"+escapeLike(f.Query)+"%"))
+	}
+	if f.LabelSelector != "" {
+		reqs, err := ParseLabelSelector(f.LabelSelector)
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: label selector: %v", ErrBadRequest, err)
+		}
+		for _, rq := range reqs {
+			where = append(where, rq.sql(arg))
+		}
+	}
+	if f.Continue != "" {
+		key, err := decodeContinue(f.Continue)
+		if err != nil {
+			return nil, "", err
+		}
+		where = append(where, fmt.Sprintf("(namespace, lower(kind), name) > (%s, %s, %s)", arg(key[0]), arg(key[1]), arg(key[2])))
+	}
+	q := "SELECT " + summaryColumns + " FROM resources"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY namespace, lower(kind), name LIMIT " + arg(f.Limit+1)
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list resources: %w", err)
+	}
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ResourceSummary, error) { return scanSummary(r) })
+	if err != nil {
+		return nil, "", fmt.Errorf("list resources: %w", err)
+	}
+	next := ""
+	if len(items) > f.Limit {
+		items = items[:f.Limit]
+		last := items[len(items)-1]
+		b, _ := json.Marshal([3]string{last.Namespace, strings.ToLower(last.Kind), last.Name})
+		next = base64.RawURLEncoding.EncodeToString(b)
+	}
+	return items, next, nil
+}
+
+func decodeContinue(tok string) ([3]string, error) {
+	var key [3]string
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err == nil {
+		err = json.Unmarshal(b, &key)
+	}
+	if err != nil {
+		return key, fmt.Errorf("%w: invalid continue token", ErrBadRequest)
+	}
+	return key, nil
+}
+
+// escapeLike makes s match literally inside a LIKE pattern (backslash is the default escape).
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// RecentFailures returns up to limit resources in the Failed phase, the most recently
+// written first.
+func (s *Store) RecentFailures(ctx context.Context, limit int) ([]ResourceSummary, error) {
+	if limit <= 0 || limit > 1000 {
+		limit = 10
+	}
+	rows, err := s.pool.Query(ctx, "SELECT "+summaryColumns+` FROM resources WHERE phase = 'Failed'
+		ORDER BY COALESCE(status_updated_at, last_reconcile_time, updated_at) DESC, id DESC LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("recent failures: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (ResourceSummary, error) { return scanSummary(r) })
+}
+
+// ListNamespaces returns up to limit distinct namespaces in order. It skips along the
+// identity index (one probe per namespace) instead of reading every row.
+func (s *Store) ListNamespaces(ctx context.Context, limit int) ([]string, error) {
+	if limit <= 0 || limit > 10000 {
+		limit = 1000
+	}
+	rows, err := s.pool.Query(ctx, `WITH RECURSIVE ns(n) AS (
+		  (SELECT namespace FROM resources ORDER BY namespace LIMIT 1)
+		  UNION ALL
+		  SELECT (SELECT namespace FROM resources WHERE namespace > ns.n ORDER BY namespace LIMIT 1) FROM ns WHERE ns.n IS NOT NULL
+		) SELECT n FROM ns WHERE n IS NOT NULL LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list namespaces: %w", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}

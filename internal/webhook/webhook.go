@@ -1,0 +1,263 @@
+// Package webhook owns the push webhook endpoint (DESIGN §9, §10): it authenticates
+// deliveries from GitHub, Gitea/Forgejo, GitLab and generic senders, ignores pushes to
+// branches a source does not track, answers floods with 429, dedupes redeliveries by their
+// delivery id and asks the source's syncer to sync at once.
+package webhook
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/store"
+)
+
+// Source is one source's webhook configuration.
+type Source struct {
+	Name string
+	// Secret authenticates deliveries; a source without one refuses every delivery.
+	Secret string
+	// Branch is the tracked branch ("main"), or "" when the source tracks a tag, a commit or a
+	// folder: then any push triggers a sync.
+	Branch string
+}
+
+// Options configure the handler.
+type Options struct {
+	// Sources are keyed by source name, the {source} of POST /hooks/{source}.
+	Sources map[string]Source
+	// Store dedupes deliveries; nil turns deduplication off.
+	Store *store.Store
+	// Trigger asks for a sync of source (commit may be ""). It is called on the request's
+	// goroutine and must not block: the syncer coalesces bursts. Required.
+	Trigger func(source, commit string)
+	// MaxBody bounds a delivery's body (default 25 MiB, GitHub's own cap).
+	MaxBody int64
+	// Burst and PerSecond shape the per-source token bucket of authenticated deliveries
+	// (defaults 20 and 10/s); a delivery finding it empty is answered 429.
+	Burst     int
+	PerSecond float64
+	Logger    *slog.Logger
+}
+
+// Defaults.
+const (
+	DefaultMaxBody   = 25 << 20
+	DefaultBurst     = 20
+	DefaultPerSecond = 10
+)
+
+// storeTimeout bounds the dedupe write; a delivery must be answered within GitHub's 10 s.
+const storeTimeout = 3 * time.Second
+
+// Handler serves POST /hooks/{source}.
+type Handler struct {
+	opts Options
+	log  *slog.Logger
+	now  func() time.Time // the bucket's clock; tests freeze it
+
+	mu      sync.Mutex
+	buckets map[string]*bucket
+	warned  map[string]time.Time // last 401 logged per source, so that a flood logs once a minute
+}
+
+// New returns the handler. It panics without a Trigger, which is a wiring mistake.
+func New(opts Options) *Handler {
+	if opts.Trigger == nil {
+		panic("webhook: Options.Trigger is required")
+	}
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = DefaultMaxBody
+	}
+	if opts.Burst <= 0 {
+		opts.Burst = DefaultBurst
+	}
+	if opts.PerSecond <= 0 {
+		opts.PerSecond = DefaultPerSecond
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	srcs := make(map[string]Source, len(opts.Sources))
+	for name, s := range opts.Sources {
+		if s.Name == "" {
+			s.Name = name
+		}
+		if s.Secret == "" {
+			// Config validation refuses this; refuse here too rather than accept unsigned pushes.
+			logger.Error("webhook has no secret: every delivery will be refused", "source", name)
+		}
+		srcs[name] = s
+	}
+	opts.Sources = srcs
+	return &Handler{opts: opts, log: logger.With("component", "webhook"), now: time.Now,
+		buckets: map[string]*bucket{}, warned: map[string]time.Time{}}
+}
+
+// ServeHTTP answers one delivery: 404 unknown source, 413 body too large, 401 bad or missing
+// signature, 429 flooded, 200 ping, 204 ignored (another branch, another event), 202 accepted
+// (and a sync triggered, once per delivery id).
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("source")
+	src, ok := h.opts.Sources[name]
+	if !ok {
+		// Before reading the body: an unknown source costs nothing.
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no webhook for source %q", name))
+		return
+	}
+	if r.ContentLength > h.opts.MaxBody {
+		writeError(w, http.StatusRequestEntityTooLarge, tooLarge(h.opts.MaxBody))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, tooLarge(h.opts.MaxBody))
+			return
+		}
+		writeError(w, http.StatusBadRequest, "could not read the request body")
+		return
+	}
+
+	if !authenticate(r.Header, body, src.Secret) {
+		h.warnUnauthorized(name)
+		writeError(w, http.StatusUnauthorized, "missing or invalid webhook signature")
+		return
+	}
+	// After authentication: forged floods are refused above without draining the bucket.
+	if wait, ok := h.allow(name); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+		writeError(w, http.StatusTooManyRequests, "too many deliveries for this source; retry later")
+		return
+	}
+
+	d := classify(r.Header)
+	log := h.log.With("source", name, "provider", d.provider, "event", truncate(d.event, 64), "delivery", deliveryKey(d.delivery))
+	switch d.kind {
+	case kindPing:
+		log.Info("webhook ping")
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ping"})
+		return
+	case kindOther:
+		log.Debug("webhook event ignored")
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+
+	push, err := parsePush(r.Header, body, d.provider)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if !push.tracked(src.Branch) {
+		log.Debug("push ignored: not the tracked branch", "ref", push.Ref, "branch", src.Branch)
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	commit := push.commit()
+
+	if d.delivery != "" && h.opts.Store != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
+		first, err := h.opts.Store.RecordDelivery(ctx, name, deliveryKey(d.delivery))
+		cancel()
+		switch {
+		case err != nil:
+			// A sync is idempotent: triggering twice costs an ls-remote, missing a push costs a
+			// poll interval. Trigger.
+			log.Warn("could not record webhook delivery; triggering anyway", "err", err)
+		case !first:
+			log.Info("webhook redelivery ignored", "commit", commit)
+			writeJSON(w, http.StatusAccepted, map[string]string{"status": "duplicate delivery"})
+			return
+		}
+	}
+	h.opts.Trigger(name, commit)
+	log.Info("webhook accepted: sync triggered", "ref", push.Ref, "commit", commit)
+	writeJSON(w, http.StatusAccepted, map[string]string{"status": "accepted"})
+}
+
+func tooLarge(n int64) string {
+	return fmt.Sprintf("request body larger than %d bytes", n)
+}
+
+// deliveryKey bounds what is stored per delivery: ids from forges are short UUIDs, but a
+// generic sender's X-Request-Id is whatever it chose.
+func deliveryKey(id string) string {
+	if len(id) <= 128 {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+func (h *Handler) warnUnauthorized(source string) {
+	h.mu.Lock()
+	now := h.now()
+	last, seen := h.warned[source]
+	quiet := seen && now.Sub(last) < time.Minute
+	if !quiet {
+		h.warned[source] = now
+	}
+	h.mu.Unlock()
+	if !quiet {
+		h.log.Warn("webhook delivery refused: missing or invalid signature (check the secret on both sides)", "source", source)
+	}
+}
+
+// bucket is one source's token bucket.
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+// allow takes a token from source's bucket, or says how long until one is available.
+func (h *Handler) allow(source string) (time.Duration, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := h.now()
+	burst := float64(h.opts.Burst)
+	b, ok := h.buckets[source]
+	if !ok {
+		b = &bucket{tokens: burst, last: now}
+		h.buckets[source] = b
+	}
+	if elapsed := now.Sub(b.last); elapsed > 0 {
+		b.tokens = min(burst, b.tokens+elapsed.Seconds()*h.opts.PerSecond)
+	}
+	b.last = now
+	if b.tokens >= 1 {
+		b.tokens--
+		return 0, true
+	}
+	return time.Duration((1 - b.tokens) / h.opts.PerSecond * float64(time.Second)), false
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]string{"error": msg})
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
