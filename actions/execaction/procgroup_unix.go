@@ -12,6 +12,7 @@ import (
 // everything it starts can be signalled at once.
 func ownProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(cmd.SysProcAttr)
 }
 
 // terminateGroup sends SIGTERM to p's group. A group that is gone is fine.

@@ -106,7 +106,7 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 		}
 	}()
 	for _, sc := range cfg.Sources {
-		src, reg, err := newSource(cfg, sc, logger.With("source", sc.Name))
+		src, reg, err := newSource(cfg, sc, logger)
 		if err != nil {
 			return fmt.Errorf("source %s: %w", sc.Name, err)
 		}
@@ -136,7 +136,7 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 			reporter = rep
 		}
 		syncers = append(syncers, syncer.New(db.store, syncer.Options{Name: sc.Name, Source: src, Interval: interval,
-			Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction, Replica: replica,
+			Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction, Replica: replica, LeaseTTL: cfg.Reconcile.LeaseTTL,
 			CheckAction: checkAction(acts), Scrub: scrub, Metrics: met, Reporter: reporter}, logger))
 	}
 	byName := map[string]*syncer.Syncer{}
@@ -163,7 +163,7 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 				}
 			}})
 	}
-	maint := reconciler.NewMaintenance(db.store, reconciler.MaintenanceOptions{Replica: replica, Version: version,
+	maint := reconciler.NewMaintenance(db.store, reconciler.MaintenanceOptions{Replica: replica, Version: version, LeaseTTL: cfg.Reconcile.LeaseTTL,
 		Listen:  cfg.Server.Listen,
 		History: store.RetentionRule{MaxAge: cfg.Retention.History.MaxAge, MaxPerResource: cfg.Retention.History.MaxPerResource},
 		Events:  store.RetentionRule{MaxAge: cfg.Retention.Events.MaxAge, MaxPerResource: cfg.Retention.Events.MaxPerResource}}, logger)

@@ -190,7 +190,7 @@ const (
 	DefaultResyncInterval = 10 * time.Minute
 	DefaultBackoffInitial = 5 * time.Second
 	DefaultBackoffMax     = time.Hour
-	DefaultLeaseTTL       = 30 * time.Second
+	DefaultLeaseTTL       = 15 * time.Second
 	DefaultHistoryMaxAge  = 30 * 24 * time.Hour
 	DefaultHistoryPerRes  = 100
 	DefaultEventsMaxAge   = 7 * 24 * time.Hour

@@ -67,7 +67,7 @@ func New(st *store.Store, acts map[string]actions.Action, opts Options, logger *
 	if opts.Scrub == nil {
 		opts.Scrub = func(s string) string { return s }
 	}
-	return &Reconciler{opts: opts, store: st, actions: acts, log: logger.With("replica", opts.Replica),
+	return &Reconciler{opts: opts, store: st, actions: acts, log: logger,
 		wake: make(chan struct{}, 1), completions: make(chan pending, 4*maxBatch), inflight: map[string]int64{}}
 }
 
