@@ -40,7 +40,7 @@ func atLeast(x float64) func(float64) bool { return func(v float64) bool { retur
 func atMost(x float64) func(float64) bool  { return func(v float64) bool { return v <= x } }
 
 func main() {
-	only := flag.String("only", "", "comma-separated figure groups to run (reconcile,sync,claim,serve)")
+	only := flag.String("only", "", "comma-separated figure groups to run (reconcile,sync,claim,webhook,serve)")
 	flag.Parse()
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -77,6 +77,11 @@ func run(ctx context.Context, only string, log *slog.Logger) error {
 	if want("claim") {
 		if err := b.claimLatency(ctx); err != nil {
 			return fmt.Errorf("claim latency: %w", err)
+		}
+	}
+	if want("webhook") {
+		if err := b.webhookToReconcile(ctx); err != nil {
+			return fmt.Errorf("webhook to reconcile: %w", err)
 		}
 	}
 	if want("serve") {
