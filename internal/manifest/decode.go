@@ -13,14 +13,17 @@ import (
 
 // document is one decoded manifest, independent of the file path it was read from so that
 // it can be cached by content. Exactly one of typ and res is set when kind is known.
+//
+// The cache holds one document per manifest of the repository, so documents are kept
+// small: repeated strings are interned, label sets shared, hashes kept as sums, and the
+// structural problems, rare, kept with the file (fileEntry.errs) rather than here.
 type document struct {
 	index      int // position in the file's YAML stream, to find its nodes again
 	line       int
-	apiVersion string
-	kind       string
+	apiVersion sym
+	kind       sym
 	typ        *typeDoc
 	res        *resourceDoc
-	errs       []ValidationError // structural problems; File is left empty
 
 	// Lines of apiVersion and kind, for the problems only the whole revision reveals
 	// (unknown kind, unserved version), so that reporting them needs no second parse.
@@ -36,6 +39,9 @@ type typeDoc struct {
 	resync      *time.Duration
 	spec        json.RawMessage
 	hash        string
+	// broken is set when the document has structural problems: its resources are then
+	// not told that their version is missing, which would only repeat them.
+	broken bool
 }
 
 type versionDoc struct {
@@ -46,26 +52,31 @@ type versionDoc struct {
 }
 
 type resourceDoc struct {
-	group, version string // from apiVersion; empty when it is malformed
-	namespace      string
-	name           string            // empty when missing or invalid
-	labels         map[string]string // nil when empty
-	annotations    map[string]string // nil when empty
-	hasSpec        bool              // spec is present and a mapping
-	specBad        bool              // spec is present but not a mapping: nothing to validate
-	// spec is the spec as written until its first check. It is dropped then, because the
-	// cache would otherwise hold every spec twice; a schema change finds it in the file.
-	spec map[string]any
+	namespace sym
+	name      string // empty when missing or invalid
+	// Labels and annotations, shared with the file's other resources that have the same;
+	// nil when there are none. Resource gets fresh maps anyway.
+	meta *resourceMeta
+	// written is the spec as written, as canonical JSON, until its first check. It is
+	// dropped then, because the cache would otherwise hold every spec twice; a schema
+	// change finds it in the file. JSON rather than decoded values, because a first sync
+	// holds every spec of the repository until the types are known.
+	written string
 
 	// The last validation, reused while the schema it ran against is unchanged.
-	checkedWith string // schema hash
-	specJSON    json.RawMessage
-	specHash    string
+	checkedWith sym    // the schema's hash; zero before the first check
+	specJSON    string // canonical, with defaults applied
+	specHash    [32]byte
 	specErrs    []ValidationError
 
-	// The last metadata hash, reused while the document stays at the same path.
-	metaFile string
-	metaHash string
+	hasSpec bool // spec is present and a mapping
+	specBad bool // spec is present but not a mapping, or unencodable: nothing to validate
+}
+
+// groupVersion splits a resource's apiVersion; ok is false when it is malformed.
+func groupVersion(apiVersion string) (group, version string, ok bool) {
+	group, version, ok = strings.Cut(apiVersion, "/")
+	return group, version, ok && group != "" && version != "" && !strings.Contains(version, "/")
 }
 
 const (
@@ -166,8 +177,7 @@ func (d *docDecoder) required(m map[string]any, p path, key string) string {
 	return s
 }
 
-// stringMap decodes labels or annotations. Empty maps come back nil: the cache holds one
-// per resource, and Resource gets a fresh map anyway.
+// stringMap decodes labels or annotations; empty ones come back nil.
 func (d *docDecoder) stringMap(m map[string]any, p path, key string) map[string]string {
 	mv, ok := d.mapping(m, p, key)
 	if !ok || len(mv) == 0 {
@@ -204,9 +214,11 @@ func jsonType(v any) string {
 }
 
 // decodeDocument checks the fields every document needs and hands over to the type or
-// resource decoder.
-func decodeDocument(rd rawDoc) *document {
-	doc := &document{
+// resource decoder. A resource's fields go to *res, which the caller provides so that the
+// resources of one file share one allocation, as they share sets. It returns the
+// document's problems too.
+func decodeDocument(rd rawDoc, res *resourceDoc, sets metaSets) (document, []ValidationError) {
+	doc := document{
 		index:          rd.index,
 		line:           rd.root.Line,
 		apiVersionLine: lineOf(rd.root, path{"apiVersion"}),
@@ -230,24 +242,26 @@ func decodeDocument(rd rawDoc) *document {
 		}
 		return s
 	}
-	doc.apiVersion = header(m, top, "apiVersion")
-	doc.kind = header(m, top, "kind")
+	apiVersion := header(m, top, "apiVersion")
+	kind := header(m, top, "kind")
+	doc.apiVersion, doc.kind = intern(apiVersion), intern(kind)
 	meta, _ := d.mapping(m, top, "metadata")
 	name := header(meta, top.key("metadata"), "name")
 
 	switch {
-	case doc.kind == typeKind:
-		doc.typ = d.decodeType(doc, m, meta, name)
-	case doc.kind != "":
-		doc.res = d.decodeResource(doc, m, meta, name)
+	case kind == typeKind:
+		doc.typ = d.decodeType(apiVersion, m, meta, name)
+		doc.typ.broken = len(d.errs) > 0
+	case kind != "":
+		d.decodeResource(res, sets, apiVersion, m, meta, name)
+		doc.res = res
 	}
-	doc.errs = d.errs
-	return doc
+	return doc, d.errs
 }
 
-func (d *docDecoder) decodeType(doc *document, m, meta map[string]any, name string) *typeDoc {
+func (d *docDecoder) decodeType(apiVersion string, m, meta map[string]any, name string) *typeDoc {
 	t := &typeDoc{}
-	if doc.apiVersion != "" && doc.apiVersion != typeAPIVersion {
+	if apiVersion != "" && apiVersion != typeAPIVersion {
 		d.fail(path{"apiVersion"}, "must be %s for kind %s", typeAPIVersion, typeKind)
 	}
 	metaPath := path{"metadata"}
@@ -411,14 +425,11 @@ func (d *docDecoder) decodeResync(t *typeDoc, spec map[string]any, specPath path
 	t.resync = &dur
 }
 
-func (d *docDecoder) decodeResource(doc *document, m, meta map[string]any, name string) *resourceDoc {
-	r := &resourceDoc{namespace: "default"}
-	if doc.apiVersion != "" {
-		group, version, ok := strings.Cut(doc.apiVersion, "/")
-		if !ok || group == "" || version == "" || strings.Contains(version, "/") {
-			d.fail(path{"apiVersion"}, "invalid apiVersion %q: must be <group>/<version>", doc.apiVersion)
-		} else {
-			r.group, r.version = group, version
+func (d *docDecoder) decodeResource(r *resourceDoc, sets metaSets, apiVersion string, m, meta map[string]any, name string) {
+	*r = resourceDoc{}
+	if apiVersion != "" {
+		if _, _, ok := groupVersion(apiVersion); !ok {
+			d.fail(path{"apiVersion"}, "invalid apiVersion %q: must be <group>/<version>", apiVersion)
 		}
 	}
 	metaPath := path{"metadata"}
@@ -430,18 +441,27 @@ func (d *docDecoder) decodeResource(doc *document, m, meta map[string]any, name 
 			d.fail(metaPath.key("name"), "invalid name %q: %s", name, labelHelp)
 		}
 	}
+	namespace := "default"
 	if ns, ok := d.str(meta, metaPath, "namespace"); ok {
 		if validLabel(ns) {
-			r.namespace = ns
+			namespace = ns
 		} else {
 			d.fail(metaPath.key("namespace"), "invalid namespace %q: %s", ns, labelHelp)
 			r.name = "" // an invalid identity must not take part in duplicate checks
 		}
 	}
-	r.labels = d.stringMap(meta, metaPath, "labels")
-	r.annotations = d.stringMap(meta, metaPath, "annotations")
-	r.spec, r.hasSpec = d.mapping(m, path{}, "spec")
+	r.namespace = intern(namespace)
+	r.meta = sets.get(d.stringMap(meta, metaPath, "labels"), d.stringMap(meta, metaPath, "annotations"))
+	spec, hasSpec := d.mapping(m, path{}, "spec")
 	_, present := field(m, "spec")
-	r.specBad = present && !r.hasSpec
-	return r
+	r.hasSpec, r.specBad = hasSpec, present && !hasSpec
+	if hasSpec {
+		canon, err := marshalCanonical(spec)
+		if err != nil {
+			d.fail(path{"spec"}, "cannot encode as JSON: %v", err)
+			r.hasSpec, r.specBad = false, true
+			return
+		}
+		r.written = string(canon)
+	}
 }

@@ -3,11 +3,11 @@ package manifest
 import (
 	"bytes"
 	"cmp"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -53,16 +53,22 @@ func NewLoader() *Loader {
 
 // fileEntry is what one file content parses to, independent of its path.
 type fileEntry struct {
-	docs []*document
-	errs []ValidationError // file-level problems; File is left empty
+	docs []document
+	errs []ValidationError // the file's and its documents' structural problems; File is left empty
 }
 
 // placed is a document at the path it has in the current load.
 type placed struct {
+	*source
+	doc *document
+}
+
+// source is one file of the current load. Its documents share it, which keeps placed
+// small: a load holds one per document of the repository.
+type source struct {
 	file string
 	key  string // cache key of the file's content
 	data []byte
-	doc  *document
 }
 
 func (p placed) at(line int, pth, msg string) ValidationError {
@@ -107,9 +113,6 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 		return nil, sortErrors(ld.errs)
 	}
 	slices.SortFunc(types, func(a, b ResourceType) int { return cmp.Compare(a.Name, b.Name) })
-	slices.SortFunc(resources, func(a, b Resource) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Name, b.Name))
-	})
 	return &Set{Types: types, Resources: resources}, nil
 }
 
@@ -148,31 +151,43 @@ func (ld *load) parse(files []sources.File) []placed {
 	}
 	ld.l.files = used
 
-	var docs []placed
+	n := 0
+	for _, e := range used {
+		n += len(e.docs)
+	}
+	docs := make([]placed, 0, n)
 	for _, i := range order {
 		f, e := files[i], used[keys[i]]
 		for _, ve := range e.errs {
 			ve.File = f.Path
 			ld.errs = append(ld.errs, ve)
 		}
-		for _, d := range e.docs {
-			for _, ve := range d.errs {
-				ve.File = f.Path
-				ld.errs = append(ld.errs, ve)
-			}
-			docs = append(docs, placed{file: f.Path, key: keys[i], data: f.Data, doc: d})
+		src := &source{file: f.Path, key: keys[i], data: f.Data}
+		for j := range e.docs {
+			docs = append(docs, placed{source: src, doc: &e.docs[j]})
 		}
 	}
 	return docs
 }
 
+// parseFile decodes one file content. Its documents, and the resource parts of them, are
+// each allocated as one block: a file of many small resources would otherwise pay the
+// allocator's overhead per document, for as long as the cache holds it.
 func parseFile(data []byte) *fileEntry {
 	raw, errs := parseStream(data)
-	e := &fileEntry{errs: errs}
+	e := &fileEntry{errs: errs, docs: make([]document, 0, len(raw))}
+	// Sized for every document to be a resource, so that appending never moves the
+	// resources the documents point to.
+	res := make([]resourceDoc, 0, len(raw))
+	sets := metaSets{}
 	for _, rd := range raw {
-		if rd.value != nil {
-			e.docs = append(e.docs, decodeDocument(rd))
+		res = res[:len(res)+1]
+		doc, derrs := decodeDocument(rd, &res[len(res)-1], sets)
+		if doc.res == nil {
+			res = res[:len(res)-1]
 		}
+		e.docs = append(e.docs, doc)
+		e.errs = append(e.errs, derrs...)
 	}
 	return e
 }
@@ -213,14 +228,15 @@ func (ld *load) types(docs []placed) ([]ResourceType, map[string]*typeInfo) {
 	}
 
 	var out []ResourceType
-	declared := map[string][]placed{}
+	declared := map[string][]*placed{}
 	fromFiles := map[string]bool{}
-	for _, p := range docs {
+	for i := range docs {
+		p := &docs[i]
 		t := p.doc.typ
 		if t == nil {
 			continue
 		}
-		ti := &typeInfo{name: t.name, group: t.group, schemas: map[string]*compiledSchema{}, broken: len(p.doc.errs) > 0}
+		ti := &typeInfo{name: t.name, group: t.group, schemas: map[string]*compiledSchema{}, broken: t.broken}
 		rt := ResourceType{
 			Name:           t.name,
 			Group:          t.group,
@@ -235,7 +251,7 @@ func (ld *load) types(docs []placed) ([]ResourceType, map[string]*typeInfo) {
 		for _, v := range t.versions {
 			cs := ld.schema(v.schemaHash, v.schema)
 			if cs.schema == nil {
-				ld.compileError(p, v, cs)
+				ld.compileError(*p, v, cs)
 				ti.broken = true
 			}
 			if v.name == "" {
@@ -331,7 +347,7 @@ func actionProblem(err error) (pth, msg string) {
 }
 
 // elsewhere lists the places of ps other than p, as file:line.
-func elsewhere(p placed, ps []placed) string {
+func elsewhere(p *placed, ps []*placed) string {
 	var s []string
 	for _, o := range ps {
 		if o.file != p.file || o.doc != p.doc {
@@ -341,108 +357,131 @@ func elsewhere(p placed, ps []placed) string {
 	return strings.Join(s, ", ")
 }
 
-type identity struct{ namespace, kind, name string }
+type identity struct {
+	namespace, kind sym
+	name            string
+}
 
-// resources checks every resource against its type and returns them.
+// resourceAt is a resource document at its place in the current load, with the schema it
+// is checked against.
+type resourceAt struct {
+	p        *placed
+	cs       *compiledSchema
+	metaHash string // set once the load is known to succeed
+}
+
+// resources checks every resource against its type and returns them, or nil when the load
+// has problems: a Set would be thrown away.
 func (ld *load) resources(docs []placed, infos map[string]*typeInfo) []Resource {
-	type item struct {
-		p  placed
-		cs *compiledSchema
+	items, stale := ld.match(docs, infos)
+	ld.checkStale(items, stale)
+	for _, it := range items {
+		for _, ve := range it.p.doc.res.specErrs {
+			ve.File = it.p.file
+			ld.errs = append(ld.errs, ve)
+		}
 	}
-	var items []item
-	var stale []item // whose cached validation ran against another schema, or none
+	if len(ld.errs) > 0 {
+		return nil
+	}
+	return setResources(items)
+}
+
+// match finds each resource's schema and reports the problems that need the whole
+// revision: unknown kinds, unserved versions, duplicates. It returns the resources to
+// check, in file order, and which of them (indices in items) need checking again.
+func (ld *load) match(docs []placed, infos map[string]*typeInfo) (items []resourceAt, stale []int) {
+	items = make([]resourceAt, 0, len(docs))
 	queued := map[*resourceDoc]bool{}
-	ids := map[identity][]placed{}
-	for _, p := range docs {
+	// The first place of each identity; the places of those declared more than once.
+	first := make(map[identity]*placed, len(docs))
+	dups := map[identity][]*placed{}
+	for i := range docs {
+		p := &docs[i]
 		r := p.doc.res
 		if r == nil {
 			continue
 		}
 		if r.name != "" {
 			id := identity{r.namespace, p.doc.kind, r.name}
-			ids[id] = append(ids[id], p)
+			if f, seen := first[id]; !seen {
+				first[id] = p
+			} else if dups[id] == nil {
+				dups[id] = []*placed{f, p}
+			} else {
+				dups[id] = append(dups[id], p)
+			}
 		}
-		ti := infos[p.doc.kind]
+		kind := p.doc.kind.String()
+		ti := infos[kind]
 		if ti == nil {
-			ld.errs = append(ld.errs, p.at(p.doc.kindLine, "kind", fmt.Sprintf("unknown kind %s (no ResourceType declares it)", p.doc.kind)))
+			ld.errs = append(ld.errs, p.at(p.doc.kindLine, "kind", fmt.Sprintf("unknown kind %s (no ResourceType declares it)", kind)))
 			continue
 		}
-		if r.group == "" || r.specBad {
+		apiVersion := p.doc.apiVersion.String()
+		group, version, ok := groupVersion(apiVersion)
+		if !ok || r.specBad {
 			continue // already reported, and nothing to check further
 		}
-		cs, ok := ti.schemas[r.version]
-		if r.group != ti.group || !ok {
-			if !ti.broken && (r.group != ti.group || !slices.Contains(ti.versions, r.version)) {
-				ld.errs = append(ld.errs, p.at(p.doc.apiVersionLine, "apiVersion", notServed(p.doc.apiVersion, ti)))
+		cs, ok := ti.schemas[version]
+		if group != ti.group || !ok {
+			if !ti.broken && (group != ti.group || !slices.Contains(ti.versions, version)) {
+				ld.errs = append(ld.errs, p.at(p.doc.apiVersionLine, "apiVersion", notServed(apiVersion, ti)))
 			}
 			continue
 		}
-		it := item{p, cs}
-		items = append(items, it)
-		// The same content under two paths shares one document: check it once.
-		if r.checkedWith != cs.hash && !queued[r] {
+		items = append(items, resourceAt{p: p, cs: cs})
+		// A check against another schema, or none, is stale. The same content under
+		// two paths shares one document: check it once.
+		if r.checkedWith != cs.id && !queued[r] {
 			queued[r] = true
-			stale = append(stale, it)
+			stale = append(stale, len(items)-1)
 		}
 	}
-	for id, ps := range ids {
-		if len(ps) < 2 {
-			continue
-		}
+	for id, ps := range dups {
 		for _, p := range ps {
 			msg := fmt.Sprintf("duplicate resource %s/%s/%s (also declared at %s)", id.namespace, id.kind, id.name, elsewhere(p, ps))
 			ld.errs = append(ld.errs, p.at(p.doc.line, "", msg))
 		}
 	}
+	return items, stale
+}
 
-	// Validation dominates a first sync; each document is independent and compiled
-	// schemas are read-only, so spread it over the CPUs.
-	specs := make([]any, len(stale))
-	for i, it := range stale {
-		specs[i] = ld.spec(it.p)
+// setResources turns checked resources into the Set's, sorted by namespace, kind and name.
+// The Set shares the cache's immutable strings and gets its own copies of the rest, so
+// that a caller changing its Set cannot change the cache.
+func setResources(items []resourceAt) []Resource {
+	// While items are in file order, which the hasher's memo needs.
+	var meta metaHasher
+	for i := range items {
+		p, r := items[i].p, items[i].p.doc.res
+		items[i].metaHash = meta.hash(p.file, metaKey{p.doc.apiVersion, r.meta})
 	}
-	problems := make([][]schemaProblem, len(stale))
-	parallel(len(stale), func(i int) {
-		if specs[i] != nil {
-			problems[i] = check(stale[i].p.doc.res, specs[i], stale[i].cs)
+	// Sorted here rather than as Resources, which are several times larger to move.
+	slices.SortFunc(items, func(a, b resourceAt) int {
+		ra, rb := a.p.doc.res, b.p.doc.res
+		if c := compareSyms(ra.namespace, rb.namespace); c != 0 {
+			return c
 		}
+		if c := compareSyms(a.p.doc.kind, b.p.doc.kind); c != 0 {
+			return c
+		}
+		return strings.Compare(ra.name, rb.name)
 	})
-	// Locating problems may parse files again: done in file order, one file at a time.
-	for i, it := range stale {
-		it.p.doc.res.specErrs = ld.locate(it.p, problems[i])
-	}
-
 	out := make([]Resource, 0, len(items))
 	for _, it := range items {
 		p, r := it.p, it.p.doc.res
-		for _, ve := range r.specErrs {
-			ve.File = p.file
-			ld.errs = append(ld.errs, ve)
-		}
-		if r.metaFile != p.file || r.metaHash == "" {
-			meta, err := marshalCanonical(map[string]any{
-				"apiVersion":  p.doc.apiVersion,
-				"labels":      cloneMap(r.labels),
-				"annotations": cloneMap(r.annotations),
-				"file":        p.file,
-			})
-			if err != nil {
-				ld.errs = append(ld.errs, p.at(p.doc.line, "metadata", "cannot encode as JSON: "+err.Error()))
-				continue
-			}
-			r.metaFile, r.metaHash = p.file, hashJSON(meta)
-		}
-		// Copies, so that a caller changing its Set cannot change the cache.
+		labels, annotations := r.meta.sets()
 		out = append(out, Resource{
-			APIVersion:  p.doc.apiVersion,
-			Kind:        p.doc.kind,
-			Namespace:   r.namespace,
+			APIVersion:  p.doc.apiVersion.String(),
+			Kind:        p.doc.kind.String(),
+			Namespace:   r.namespace.String(),
 			Name:        r.name,
-			Labels:      cloneMap(r.labels),
-			Annotations: cloneMap(r.annotations),
-			Spec:        bytes.Clone(r.specJSON),
-			SpecHash:    r.specHash,
-			MetaHash:    r.metaHash,
+			Labels:      decodeStrings(labels),
+			Annotations: decodeStrings(annotations),
+			Spec:        json.RawMessage(r.specJSON),
+			SpecHash:    hexHash(r.specHash),
+			MetaHash:    it.metaHash,
 			File:        p.file,
 			Line:        p.doc.line,
 		})
@@ -458,16 +497,50 @@ func notServed(apiVersion string, ti *typeInfo) string {
 	return fmt.Sprintf("apiVersion %s is not served by ResourceType %s (available: %s)", apiVersion, ti.name, strings.Join(avail, ", "))
 }
 
-// spec returns the spec of p's resource as written, parsing its file again when the
-// cache has dropped it.
-func (ld *load) spec(p placed) any {
-	r := p.doc.res
-	switch {
-	case !r.hasSpec:
-		return map[string]any{}
-	case r.spec != nil:
-		return r.spec
+// checkBatch is how many resources are checked at a time. A first sync checks every
+// resource, and what each check holds until its problems are located would add up.
+const checkBatch = 1024
+
+// checkStale validates items[stale] and records the outcome in their documents.
+func (ld *load) checkStale(items []resourceAt, stale []int) {
+	type job struct {
+		resourceAt
+		spec     any  // nil: decode the spec from the document
+		skip     bool // the spec could not be found again; already reported
+		problems []schemaProblem
 	}
+	jobs := make([]job, 0, min(len(stale), checkBatch))
+	for len(stale) > 0 {
+		n := min(len(stale), checkBatch)
+		jobs = jobs[:0]
+		// Specs dropped after an earlier check come from their files again: in file
+		// order, one file at a time.
+		for _, i := range stale[:n] {
+			j := job{resourceAt: items[i]}
+			if r := j.p.doc.res; r.hasSpec && r.written == "" {
+				j.spec = ld.spec(*j.p)
+				j.skip = j.spec == nil
+			}
+			jobs = append(jobs, j)
+		}
+		stale = stale[n:]
+		// Validation dominates a first sync; each document is independent and compiled
+		// schemas are read-only, so spread it over the CPUs.
+		parallel(len(jobs), func(i int) {
+			if j := &jobs[i]; !j.skip {
+				j.problems = check(j.p.doc.res, j.spec, j.cs)
+			}
+		})
+		// Locating problems may parse files again: in file order too.
+		for _, j := range jobs {
+			j.p.doc.res.specErrs = ld.locate(*j.p, j.problems)
+		}
+	}
+}
+
+// spec returns the spec of p's resource as written, parsing its file again because the
+// cache has dropped it; nil, reported, when the file no longer holds it.
+func (ld *load) spec(p placed) any {
 	if rd, ok := ld.rawDoc(p); ok {
 		if spec, ok := rd.value.(map[string]any)["spec"].(map[string]any); ok {
 			return spec
@@ -478,18 +551,36 @@ func (ld *load) spec(p placed) any {
 	return nil
 }
 
-// check applies cs's defaults to spec, validates it and records the stored form in r,
-// where it stays valid for as long as the schema does. It returns the problems found, which
-// still need lines.
+// check applies cs's defaults to r's spec, validates it and records the stored form in r,
+// where it stays valid for as long as the schema does. spec is the spec as written, or nil
+// to take it from r. It returns the problems found, which still need lines.
 func check(r *resourceDoc, spec any, cs *compiledSchema) []schemaProblem {
-	r.spec = nil
-	v, _ := cs.defaults.apply(spec)
-	problems := cs.validate(v, path{"spec"})
-	canon, err := marshalCanonical(v)
-	if err != nil {
-		problems = append(problems, schemaProblem{path: path{"spec"}, msg: "cannot encode as JSON: " + err.Error()})
+	var canon string // the stored form, when it is known before applying defaults
+	switch {
+	case spec != nil:
+	case !r.hasSpec:
+		spec = map[string]any{}
+	default:
+		dec := json.NewDecoder(strings.NewReader(r.written))
+		dec.UseNumber()
+		if err := dec.Decode(&spec); err != nil {
+			// written was encoded by marshalCanonical: it always decodes.
+			return []schemaProblem{{path: path{"spec"}, msg: "cannot decode: " + err.Error()}}
+		}
+		// Encoding the decoded value again would give written back.
+		canon = r.written
 	}
-	r.specJSON, r.specHash, r.checkedWith = canon, hashJSON(canon), cs.hash
+	v, changed := cs.defaults.apply(spec)
+	problems := cs.validate(v, path{"spec"})
+	if changed || canon == "" {
+		b, err := marshalCanonical(v)
+		if err != nil {
+			problems = append(problems, schemaProblem{path: path{"spec"}, msg: "cannot encode as JSON: " + err.Error()})
+		}
+		canon = string(b)
+	}
+	r.written = ""
+	r.specJSON, r.specHash, r.checkedWith = canon, sha256.Sum256([]byte(canon)), cs.id
 	return problems
 }
 
@@ -531,13 +622,6 @@ func parallel(n int, fn func(i int)) {
 		})
 	}
 	wg.Wait()
-}
-
-// cloneMap copies m, giving an empty map for nil: Resource promises non-nil maps.
-func cloneMap(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	maps.Copy(out, m)
-	return out
 }
 
 func cloneDuration(d *time.Duration) *time.Duration {

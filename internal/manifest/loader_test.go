@@ -607,6 +607,56 @@ spec:
 	}
 }
 
+// A Loader reuses what it parsed and checked before; whatever the history, a load must give
+// what a fresh Loader gives for the same files.
+func TestCachedLoadMatchesCold(t *testing.T) {
+	t.Parallel()
+	a := `apiVersion: example.com/v1
+kind: DatabaseCluster
+metadata:
+  name: pg
+  namespace: team-a
+  labels: {team: a, tier: gold}
+  annotations: {note: "<first> & \"only\""}
+spec: {engine: postgres, storage_gb: 50, backup: {window: "03:00"}}
+---
+apiVersion: example.com/v1
+kind: DatabaseCluster
+metadata: {name: my, namespace: team-a, labels: {tier: gold, team: a}}
+spec: {engine: mysql, storage_gb: 200}
+`
+	b := "apiVersion: example.com/v2\nkind: DatabaseCluster\nmetadata: {name: pg, labels: {team: b}}\n"
+	c := `{"apiVersion": "example.com/v1", "kind": "DatabaseCluster", "metadata": {"name": "js"}, "spec": {"engine": "postgres", "storage_gb": 10.0}}`
+	moreDefaults := strings.Replace(dbType, "default: 1}", "default: 3}", 1)
+	stricter := strings.Replace(dbType, "minimum: 10,", "minimum: 100,", 1)
+
+	revisions := []struct {
+		name  string
+		files []sources.File
+	}{
+		{"first", files("types.yaml", dbType, "apps/a.yaml", a, "apps/b.yaml", b, "c.json", c)},
+		{"spec changed", files("types.yaml", dbType, "apps/a.yaml", strings.Replace(a, "storage_gb: 200", "storage_gb: 300", 1), "apps/b.yaml", b, "c.json", c)},
+		{"file moved", files("types.yaml", dbType, "apps/a.yaml", a, "apps/moved/b.yaml", b, "c.json", c)},
+		{"labels changed", files("types.yaml", dbType, "apps/a.yaml", a, "apps/b.yaml", strings.Replace(b, "team: b", "team: c", 1), "c.json", c)},
+		{"default changed", files("types.yaml", moreDefaults, "apps/a.yaml", a, "apps/b.yaml", b, "c.json", c)},
+		{"schema tightened", files("types.yaml", stricter, "apps/a.yaml", a, "apps/b.yaml", b, "c.json", c)},
+		{"same content twice", files("types.yaml", dbType, "apps/a.yaml", a, "apps/b.yaml", b, "c.json", c, "copy/a.yaml", a)},
+		{"type gone", files("apps/a.yaml", a, "apps/b.yaml", b, "c.json", c)},
+		{"back", files("types.yaml", dbType, "apps/a.yaml", a, "apps/b.yaml", b, "c.json", c)},
+	}
+	l := NewLoader()
+	for _, rev := range revisions {
+		cached, cachedErr := l.Load(rev.files, Options{})
+		cold, coldErr := NewLoader().Load(rev.files, Options{})
+		if !reflect.DeepEqual(cached, cold) {
+			t.Errorf("%s: cached load differs from a cold one:\n%+v\n%+v", rev.name, cached, cold)
+		}
+		if got, want := problems(t, cachedErr), problems(t, coldErr); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: cached load errors:\n%s\ncold load errors:\n%s", rev.name, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+}
+
 func TestLoadConcurrent(t *testing.T) {
 	t.Parallel()
 	l := NewLoader()

@@ -227,7 +227,8 @@ func floatNumber(f float64) (json.Number, error) {
 }
 
 // hashJSON is the hex sha256 used for every content hash in this package.
-func hashJSON(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
+func hashJSON(b []byte) string { return hexHash(sha256.Sum256(b)) }
+
+// hexHash spells a sha256 the way hashJSON does; the cache keeps sums, which take half the
+// room, and spells them only for a Set.
+func hexHash(sum [32]byte) string { return hex.EncodeToString(sum[:]) }

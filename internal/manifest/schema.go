@@ -27,6 +27,7 @@ const (
 // only on the schema's content, so it is cached by hash.
 type compiledSchema struct {
 	hash     string
+	id       sym                // hash, interned: what a checked resource remembers
 	schema   *jsonschema.Schema // nil when compilation failed
 	defaults *defaulter         // nil when the schema declares no defaults
 	errPtr   string             // when compilation failed: where in the schema
@@ -34,7 +35,7 @@ type compiledSchema struct {
 }
 
 func compileSchema(raw json.RawMessage, hash string) *compiledSchema {
-	cs := &compiledSchema{hash: hash}
+	cs := &compiledSchema{hash: hash, id: intern(hash)}
 	c := jsonschema.NewCompiler()
 	// Manifests are written by people who expect `format: email` to be checked, as
 	// OpenAPI validators in Kubernetes do.

@@ -1,0 +1,160 @@
+package manifest
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+)
+
+// resourceMeta is a resource's labels and annotations, each as canonical JSON (keys sorted,
+// as encoding/json writes a map) or empty when there are none. That is the form in which
+// they enter MetaHash, and a compact one for the cache.
+type resourceMeta struct{ labels, annotations string }
+
+// metaSets gives the resources of one file one resourceMeta per distinct pair of sets: a
+// file's resources mostly share theirs. Sharing across files would need a table pruned as
+// the cache is, for little more gain.
+type metaSets map[resourceMeta]*resourceMeta
+
+// get returns the shared resourceMeta for labels and annotations, nil when both are empty.
+func (ms metaSets) get(labels, annotations map[string]string) *resourceMeta {
+	if len(labels) == 0 && len(annotations) == 0 {
+		return nil
+	}
+	k := resourceMeta{encodeStrings(labels), encodeStrings(annotations)}
+	if m, ok := ms[k]; ok {
+		return m
+	}
+	m := &k
+	ms[k] = m
+	return m
+}
+
+func (m *resourceMeta) sets() (labels, annotations string) {
+	if m == nil {
+		return "", ""
+	}
+	return m.labels, m.annotations
+}
+
+// encodeStrings returns m as encoding/json (sorted keys, no HTML escaping) would encode
+// it, or "" when m is empty.
+func encodeStrings(m map[string]string) string {
+	if len(m) == 0 {
+		return ""
+	}
+	b := []byte{'{'}
+	for i, k := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		b = appendJSONString(b, m[k])
+	}
+	return string(append(b, '}'))
+}
+
+// appendJSONString appends s as a JSON string, spelled as marshalCanonical spells it.
+// Label keys and values are nearly always plain ASCII, which needs no escaping; anything
+// else goes through encoding/json so that both spellings agree by construction.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			q, _ := marshalCanonical(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// decodeStrings is the inverse of encodeStrings, giving an empty map for "". Every call
+// returns a new map, for Resource, whose maps its receiver may change. Strings without
+// escapes, nearly all, are slices of s rather than copies: a Set of many resources would
+// otherwise copy every label of the repository.
+func decodeStrings(s string) map[string]string {
+	m := map[string]string{}
+	// s was written by encodeStrings: {"k":"v",...} with no whitespace.
+	for i := 1; i < len(s) && s[i] == '"'; {
+		var k, v string
+		k, i = jsonString(s, i)
+		v, i = jsonString(s, i+1) // past ':'
+		m[k] = v
+		i++ // past ',' or '}'
+	}
+	return m
+}
+
+// jsonString decodes the JSON string starting at s[i], returning it and the index after
+// its closing quote.
+func jsonString(s string, i int) (string, int) {
+	escaped := false
+	j := i + 1
+	for ; j < len(s) && s[j] != '"'; j++ {
+		if s[j] == '\\' {
+			escaped = true
+			j++
+		}
+	}
+	if !escaped {
+		return s[i+1 : j], j + 1
+	}
+	var out string
+	_ = json.Unmarshal([]byte(s[i:j+1]), &out) // encoding/json wrote it
+	return out, j + 1
+}
+
+// metaKey is what MetaHash depends on besides the file.
+type metaKey struct {
+	apiVersion sym
+	meta       *resourceMeta
+}
+
+// metaHasher computes MetaHash, the hex sha256 of the canonical JSON of
+// {apiVersion, labels, annotations, file}. It is not cached with the documents: resources
+// of one file mostly share all of these, so a memo per file makes it cheap, and the
+// resources sharing a hash share its string too.
+type metaHasher struct {
+	file string
+	memo map[metaKey]string
+	buf  []byte
+}
+
+// hash returns the MetaHash of a resource in file. Resources must come file by file: the
+// memo holds one file's hashes.
+func (h *metaHasher) hash(file string, k metaKey) string {
+	if file != h.file || h.memo == nil {
+		h.file = file
+		if h.memo == nil {
+			h.memo = map[metaKey]string{}
+		}
+		clear(h.memo)
+	}
+	if s, ok := h.memo[k]; ok {
+		return s
+	}
+	labels, annotations := k.meta.sets()
+	// The keys in the order encoding/json sorts them; an absent set is an empty object.
+	b := append(h.buf[:0], `{"annotations":`...)
+	b = appendSet(b, annotations)
+	b = append(b, `,"apiVersion":`...)
+	b = appendJSONString(b, k.apiVersion.String())
+	b = append(b, `,"file":`...)
+	b = appendJSONString(b, file)
+	b = append(b, `,"labels":`...)
+	b = appendSet(b, labels)
+	b = append(b, '}')
+	h.buf = b
+	s := hashJSON(b)
+	h.memo[k] = s
+	return s
+}
+
+func appendSet(b []byte, set string) []byte {
+	if set == "" {
+		return append(b, "{}"...)
+	}
+	return append(b, set...)
+}

@@ -1,0 +1,114 @@
+package manifest
+
+import (
+	"reflect"
+	"testing"
+)
+
+// Label values that encoding/json escapes, or might be thought to.
+var trickyStrings = map[string]string{
+	"app.kubernetes.io/name": "db",
+	"quote":                  `say "hi" \ bye`,
+	"html":                   "<a & b>",
+	"unicode":                "ünïcödé ✓",
+	"separators":             "line\u2028para\u2029",
+	"control":                "tab\tnewline\n\x01",
+	"":                       "empty key",
+	"del":                    "\x7f",
+	`"key"`:                  `\`,
+}
+
+// MetaHash is stored by the store and compared across versions of trueup: the hasher's
+// hand-built JSON must match what encoding/json makes of the same values, byte for byte.
+func TestMetaHashMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name                string
+		apiVersion, file    string
+		labels, annotations map[string]string
+	}{
+		{"plain", "example.com/v1", "apps/db.yaml", map[string]string{"team": "a", "tier": "gold"}, nil},
+		{"empty", "example.com/v1", "db.yaml", nil, nil},
+		{"tricky", "example.com/v1", `dir "q"/ü<&>.yaml`, trickyStrings, trickyStrings},
+		{"annotations only", "x.example.com/v1beta1", "a.json", nil, map[string]string{"note": "x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			orEmpty := func(m map[string]string) map[string]string {
+				if m == nil {
+					return map[string]string{}
+				}
+				return m
+			}
+			canon, err := marshalCanonical(map[string]any{
+				"apiVersion":  tt.apiVersion,
+				"labels":      orEmpty(tt.labels),
+				"annotations": orEmpty(tt.annotations),
+				"file":        tt.file,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var h metaHasher
+			key := metaKey{intern(tt.apiVersion), metaSets{}.get(tt.labels, tt.annotations)}
+			if got := h.hash(tt.file, key); got != hashJSON(canon) {
+				t.Errorf("hash of %s differs from encoding/json's", canon)
+			}
+			if got := h.hash(tt.file, key); got != hashJSON(canon) {
+				t.Error("remembered hash differs")
+			}
+			if h.hash(tt.file+".moved", key) == hashJSON(canon) {
+				t.Error("hash does not depend on the file")
+			}
+		})
+	}
+}
+
+func TestLabelSetsRoundTrip(t *testing.T) {
+	t.Parallel()
+	for _, m := range []map[string]string{
+		{"team": "a"},
+		{"b": "2", "a": "1", "c": ""},
+		trickyStrings,
+	} {
+		enc := encodeStrings(m)
+		canon, err := marshalCanonical(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if enc != string(canon) {
+			t.Errorf("encodeStrings = %s, encoding/json gives %s", enc, canon)
+		}
+		got := decodeStrings(enc)
+		if !reflect.DeepEqual(got, m) {
+			t.Errorf("round trip of %s = %q, want %q", enc, got, m)
+		}
+		got["new"] = "x"
+		if again := decodeStrings(enc); !reflect.DeepEqual(again, m) {
+			t.Errorf("changing one decoded map changed the next: %q", again)
+		}
+	}
+	if encodeStrings(nil) != "" || encodeStrings(map[string]string{}) != "" {
+		t.Error("an empty map must encode as the empty string")
+	}
+	if m := decodeStrings(""); m == nil || len(m) != 0 {
+		t.Errorf(`decodeStrings("") = %v, want an empty non-nil map`, m)
+	}
+}
+
+func TestMetaSetsShared(t *testing.T) {
+	t.Parallel()
+	sets := metaSets{}
+	a := sets.get(map[string]string{"team": "a", "tier": "gold"}, nil)
+	b := sets.get(map[string]string{"tier": "gold", "team": "a"}, map[string]string{})
+	if a == nil || a != b {
+		t.Error("equal sets are not shared")
+	}
+	if c := sets.get(map[string]string{"team": "a"}, map[string]string{"tier": "gold"}); c == a {
+		t.Error("labels and annotations are confused")
+	}
+	if sets.get(nil, map[string]string{}) != nil {
+		t.Error("no labels and no annotations must give nil")
+	}
+}
