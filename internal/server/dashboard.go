@@ -1,54 +1,195 @@
 package server
 
 import (
+	"bytes"
+	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
+	"errors"
 	"html/template"
+	"io/fs"
 	"net/http"
+	"path"
+	"strings"
+	"time"
 
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
+// The read-only dashboard (DESIGN §9, GET /): server-rendered pages that work without
+// JavaScript, with one small embedded script that follows /api/v1/watch and refreshes what
+// changed in place. Everything is escaped by html/template; the Content-Security-Policy allows
+// only this server's own script and stylesheet.
+
 //go:embed templates/*.html
-var templates embed.FS
+var templateFS embed.FS
 
-var pageTmpl = template.Must(template.New("").Funcs(template.FuncMap{
-	"short": func(s string) string {
-		if len(s) > 12 {
-			return s[:12]
+//go:embed static
+var staticFS embed.FS
+
+// contentSecurityPolicy forbids inline script and style, and anything from elsewhere.
+const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+	"object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// pageTimeout bounds the queries of one page: a stuck database shows an error, not a spinner.
+const pageTimeout = 10 * time.Second
+
+// assetVersion changes with the embedded files, so browsers may cache them for long.
+var assetVersion = func() string {
+	h := sha256.New()
+	_ = fs.WalkDir(staticFS, "static", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := staticFS.ReadFile(p)
+			h.Write([]byte(p))
+			h.Write(b)
 		}
-		return s
-	},
-}).ParseFS(templates, "templates/*.html"))
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}()
 
-type overview struct {
-	Sources   []store.Source
-	Resources []store.Resource
-	Counts    map[string]int
-	Phases    []string
-	More      bool
+var pages = parsePages("overview.html", "resources.html", "resource.html", "sources.html", "source.html", "error.html")
+
+func parsePages(names ...string) map[string]*template.Template {
+	base := template.Must(template.New("").Funcs(template.FuncMap{
+		"phaseClass":  phaseClass,
+		"phaseIcon":   phaseIcon,
+		"condClass":   condClass,
+		"resultClass": resultClass,
+		"ago":         func(t any) string { return whenOf(t, func(t time.Time) string { return relTime(t, time.Now()) }) },
+		"utc": func(t any) string {
+			return whenOf(t, func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") })
+		},
+		"iso":       func(t any) string { return whenOf(t, func(t time.Time) string { return t.UTC().Format(time.RFC3339) }) },
+		"hasTime":   func(t any) bool { return whenOf(t, func(time.Time) string { return "y" }) != "" },
+		"resPath":   resourcePath,
+		"srcPath":   sourcePath,
+		"key":       watchKey,
+		"list":      listPath,
+		"firstLine": firstLine,
+		"duration":  duration,
+		"asset":     func(name string) string { return "/static/" + name + "?v=" + assetVersion },
+		"plural":    plural,
+	}).ParseFS(templateFS, "templates/layout.html", "templates/partials.html"))
+	out := make(map[string]*template.Template, len(names))
+	for _, n := range names {
+		out[n] = template.Must(template.Must(base.Clone()).ParseFS(templateFS, "templates/"+n))
+	}
+	return out
 }
 
-// dashboard renders the overview: sources with their revision and errors, and resources with
-// their phase. It is server-rendered and works without JavaScript.
-func (s *Server) dashboard(w http.ResponseWriter, r *http.Request) {
-	srcs, err := s.store.ListSources(r.Context())
+// whenOf applies f to a time or a non-nil *time.Time; zero and nil give "".
+func whenOf(v any, f func(time.Time) string) string {
+	switch t := v.(type) {
+	case time.Time:
+		if !t.IsZero() {
+			return f(t)
+		}
+	case *time.Time:
+		if t != nil && !t.IsZero() {
+			return f(*t)
+		}
+	}
+	return ""
+}
+
+// dashboardRoutes registers the pages and their static files.
+func (s *Server) dashboardRoutes(m *http.ServeMux) {
+	m.HandleFunc("GET /{$}", s.overviewPage)
+	m.HandleFunc("GET /resources", s.resourcesPage)
+	m.HandleFunc("GET /resources/{namespace}/{kind}/{name}", s.resourcePage)
+	m.HandleFunc("GET /sources", s.sourcesPage)
+	m.HandleFunc("GET /sources/{name}", s.sourcePage)
+	m.HandleFunc("GET /static/{file}", serveStatic)
+}
+
+func serveStatic(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("file")
+	b, err := staticFS.ReadFile("static/" + name)
 	if err != nil {
-		http.Error(w, "database unavailable", http.StatusServiceUnavailable)
+		http.NotFound(w, r)
 		return
 	}
-	res, next, err := s.store.ListResources(r.Context(), store.ResourceFilter{Limit: 500, Phase: r.URL.Query().Get("phase")})
-	if err != nil {
-		http.Error(w, "database unavailable", http.StatusServiceUnavailable)
-		return
+	switch path.Ext(name) {
+	case ".css":
+		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	case ".js":
+		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+	case ".svg":
+		w.Header().Set("Content-Type", "image/svg+xml")
 	}
-	o := overview{Sources: srcs, Resources: res, Counts: map[string]int{}, More: next != "",
-		Phases: []string{"Pending", "Reconciling", "Ready", "Failed", "Deleting"}}
-	for _, x := range res {
-		o.Counts[x.Status.Phase]++
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if r.URL.Query().Get("v") == assetVersion {
+		w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	} else {
+		w.Header().Set("Cache-Control", "no-cache")
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'")
-	if err := pageTmpl.ExecuteTemplate(w, "overview.html", o); err != nil {
-		s.log.Error("render dashboard", "err", err)
+	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(b))
+}
+
+// layout is what every page's frame needs; Page is the page's own data.
+type layout struct {
+	Title string
+	Nav   string // overview | resources | sources
+	Now   time.Time
+	Self  string // this page's address, for the refresh link
+	// Watch says which changes refresh this page: "*" for any, "resource:KEY", "source:NAME".
+	Watch string
+	Page  any
+}
+
+// render writes a page with the dashboard's security headers.
+func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name string, l layout) {
+	l.Now = time.Now()
+	if l.Self == "" {
+		l.Self = r.URL.RequestURI()
 	}
+	var buf bytes.Buffer
+	if err := pages[name].ExecuteTemplate(&buf, "layout", l); err != nil {
+		s.log.Error("render dashboard page", "page", name, "err", err)
+		code = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString("internal error rendering the page\n")
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = w.Write(buf.Bytes())
+}
+
+type errorPage struct {
+	Code    int
+	Heading string
+	Detail  string
+}
+
+// pageFailed renders err as an HTML error page and reports whether there was one.
+func (s *Server) pageFailed(w http.ResponseWriter, r *http.Request, err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, store.ErrNotFound):
+		s.errorPage(w, r, http.StatusNotFound, "Not found", strings.TrimSuffix(err.Error(), ": "+store.ErrNotFound.Error())+" does not exist.")
+	case errors.Is(err, store.ErrBadRequest):
+		s.errorPage(w, r, http.StatusBadRequest, "Bad request", err.Error())
+	default:
+		s.log.Error("dashboard query failed", "path", r.URL.Path, "err", err)
+		s.errorPage(w, r, http.StatusServiceUnavailable, "Database unavailable",
+			"trueup could not read its PostgreSQL database. Reconciling may have stopped too; check the replicas' logs and /readyz.")
+	}
+	return true
+}
+
+func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, code int, heading, detail string) {
+	s.render(w, r, code, "error.html", layout{Title: heading, Page: errorPage{Code: code, Heading: heading, Detail: detail}})
+}
+
+func pageContext(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), pageTimeout)
 }

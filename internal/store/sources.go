@@ -133,11 +133,11 @@ func (s *Store) RecordSyncFailure(ctx context.Context, f SyncFailure) error {
 		if err := checkLease(ctx, tx, f.Lease); err != nil {
 			return err
 		}
-		if err := appendChanges(ctx, tx, []Change{{Object: "source", Type: ChangeModified, Name: f.Source, Source: f.Source}}); err != nil {
-			return err
-		}
-		// One Warning per distinct failure, not one per poll.
+		// One Warning (and one watch change) per distinct failure, not one per poll.
 		if prev, ok := status.Get(src.Conditions, status.Ready); !ok || prev.Status != status.False || prev.Message != f.Message || src.LastAttemptedRevision != attempted {
+			if err := appendChanges(ctx, tx, []Change{{Object: "source", Type: ChangeModified, Name: f.Source, Source: f.Source}}); err != nil {
+				return err
+			}
 			return insertEvent(ctx, tx, Event{Source: f.Source, Type: EventWarning, Reason: f.Reason, Message: truncate(f.Message, 4000)})
 		}
 		return nil

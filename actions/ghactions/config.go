@@ -1,0 +1,306 @@
+package ghactions
+
+import (
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/trueup-dev/trueup/actions"
+)
+
+// Defaults of the instance config.
+const (
+	defaultRef          = "main"
+	defaultBaseURL      = "https://api.github.com/"
+	defaultPollInterval = 15 * time.Second
+	defaultTimeout      = 30 * time.Second
+	defaultCheckTimeout = 10 * time.Minute
+)
+
+// GitHub's workflow_dispatch limits.
+const (
+	maxInputs     = 25
+	maxInputChars = 65535
+)
+
+// Inputs trueup sends with every dispatch; static inputs may not use these names.
+const (
+	inputName       = "name"
+	inputNamespace  = "namespace"
+	inputGeneration = "generation"
+	inputRevision   = "revision"
+	inputSpec       = "spec"
+	inputOperation  = "operation"
+	inputTrueupID   = "trueup_id"
+)
+
+var reservedInputs = []string{inputName, inputNamespace, inputGeneration, inputRevision, inputSpec, inputOperation, inputTrueupID}
+
+// config is the instance config, decoded strictly.
+type config struct {
+	Token        string     `json:"token"`
+	App          *appConfig `json:"app"`
+	Owner        string     `json:"owner"`
+	Repo         string     `json:"repo"`
+	Ref          string     `json:"ref"`
+	Workflow     string     `json:"workflow"`
+	BaseURL      string     `json:"baseURL"`
+	PollInterval string     `json:"pollInterval"`
+	Timeout      string     `json:"timeout"`
+	CheckTimeout string     `json:"checkTimeout"`
+}
+
+// appConfig authenticates as a GitHub App installation.
+type appConfig struct {
+	AppID          int64  `json:"appID"`
+	InstallationID int64  `json:"installationID"`
+	PrivateKeyFile string `json:"privateKeyFile"`
+}
+
+// settings is a validated config.
+type settings struct {
+	token        string // static token; empty with app auth
+	app          *appSettings
+	owner, repo  string
+	ref          string
+	workflow     string // default when with: names none
+	baseURL      *url.URL
+	pollInterval time.Duration
+	timeout      time.Duration
+	checkTimeout time.Duration
+}
+
+type appSettings struct {
+	appID, installationID int64
+	key                   *rsa.PrivateKey
+	keyPEM                string // kept only to scrub it from messages
+}
+
+// namePattern matches GitHub owner and repository names.
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+func parseConfig(raw json.RawMessage, baseDir string) (settings, error) {
+	var c config
+	if err := actions.DecodeStrict(raw, &c); err != nil {
+		// Decode errors quote field names and types, never values, so the token stays out.
+		return settings{}, fmt.Errorf("decode config: %w", err)
+	}
+	s := settings{owner: c.Owner, repo: c.Repo, ref: c.Ref, workflow: c.Workflow}
+	switch {
+	case c.Token != "" && c.App != nil:
+		return settings{}, errors.New("config: set either token or app, not both")
+	case c.Token == "" && c.App == nil:
+		return settings{}, errors.New("config: token or app is required")
+	case c.Token != "":
+		if strings.ContainsAny(c.Token, " \t\r\n") {
+			return settings{}, errors.New("config: token contains white space")
+		}
+		s.token = c.Token
+	default:
+		app, err := parseApp(*c.App, baseDir)
+		if err != nil {
+			return settings{}, err
+		}
+		s.app = app
+	}
+	if !namePattern.MatchString(c.Owner) {
+		return settings{}, fmt.Errorf("config: owner %q is missing or invalid", c.Owner)
+	}
+	if !namePattern.MatchString(c.Repo) {
+		return settings{}, fmt.Errorf("config: repo %q is missing or invalid", c.Repo)
+	}
+	if s.ref == "" {
+		s.ref = defaultRef
+	}
+	if s.workflow != "" {
+		if err := checkWorkflow(s.workflow); err != nil {
+			return settings{}, fmt.Errorf("config: workflow: %w", err)
+		}
+	}
+
+	base := c.BaseURL
+	if base == "" {
+		base = defaultBaseURL
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return settings{}, fmt.Errorf("config: baseURL %q is not an http(s) URL", redactURL(base))
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return settings{}, fmt.Errorf("config: baseURL %q may not carry credentials, a query or a fragment", redactURL(base))
+	}
+	if !strings.HasSuffix(u.Path, "/") {
+		u.Path += "/"
+	}
+	s.baseURL = u
+
+	for _, d := range []struct {
+		name string
+		raw  string
+		def  time.Duration
+		dst  *time.Duration
+	}{
+		{"pollInterval", c.PollInterval, defaultPollInterval, &s.pollInterval},
+		{"timeout", c.Timeout, defaultTimeout, &s.timeout},
+		{"checkTimeout", c.CheckTimeout, defaultCheckTimeout, &s.checkTimeout},
+	} {
+		*d.dst = d.def
+		if d.raw == "" {
+			continue
+		}
+		v, err := time.ParseDuration(d.raw)
+		if err != nil {
+			return settings{}, fmt.Errorf("config: %s: %w", d.name, err)
+		}
+		if v <= 0 {
+			return settings{}, fmt.Errorf("config: %s %s must be positive", d.name, d.raw)
+		}
+		*d.dst = v
+	}
+	return s, nil
+}
+
+func parseApp(c appConfig, baseDir string) (*appSettings, error) {
+	if c.AppID <= 0 {
+		return nil, errors.New("config: app.appID is required")
+	}
+	if c.InstallationID <= 0 {
+		return nil, errors.New("config: app.installationID is required")
+	}
+	if c.PrivateKeyFile == "" {
+		return nil, errors.New("config: app.privateKeyFile is required")
+	}
+	path := c.PrivateKeyFile
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(baseDir, path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: app.privateKeyFile: %w", err)
+	}
+	key, err := parsePrivateKey(data)
+	if err != nil {
+		// Never quote the file's content.
+		return nil, fmt.Errorf("config: app.privateKeyFile %s: %w", path, err)
+	}
+	return &appSettings{appID: c.AppID, installationID: c.InstallationID, key: key, keyPEM: string(data)}, nil
+}
+
+// parsePrivateKey reads the PEM file GitHub hands out (PKCS#1) or its PKCS#8 form.
+func parsePrivateKey(data []byte) (*rsa.PrivateKey, error) {
+	block, _ := pem.Decode(data)
+	if block == nil {
+		return nil, errors.New("no PEM block found")
+	}
+	switch block.Type {
+	case "RSA PRIVATE KEY":
+		k, err := x509.ParsePKCS1PrivateKey(block.Bytes)
+		if err != nil {
+			return nil, errors.New("invalid PKCS#1 RSA private key")
+		}
+		return k, nil
+	case "PRIVATE KEY":
+		k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+		if err != nil {
+			return nil, errors.New("invalid PKCS#8 private key")
+		}
+		rk, ok := k.(*rsa.PrivateKey)
+		if !ok {
+			return nil, errors.New("private key is not an RSA key")
+		}
+		return rk, nil
+	default:
+		return nil, fmt.Errorf("unexpected PEM block %q", block.Type)
+	}
+}
+
+// with holds a ResourceType's `with:` parameters.
+type with struct {
+	// Workflow is the workflow file name (deploy.yml) or its numeric id.
+	Workflow string `json:"workflow"`
+	// Ref overrides the config's ref.
+	Ref string `json:"ref"`
+	// Inputs are static workflow inputs sent with every dispatch.
+	Inputs map[string]string `json:"inputs"`
+	// DeleteWorkflow runs on delete; without it Workflow runs with operation=delete.
+	DeleteWorkflow string `json:"deleteWorkflow"`
+	// CheckWorkflow runs on resync to detect drift.
+	CheckWorkflow string `json:"checkWorkflow"`
+}
+
+// workflowPattern is a workflow file name (in .github/workflows) or a numeric id.
+var workflowPattern = regexp.MustCompile(`^([0-9]+|[A-Za-z0-9_.-]+\.ya?ml)$`)
+
+func checkWorkflow(w string) error {
+	if !workflowPattern.MatchString(w) {
+		return fmt.Errorf("%q is neither a workflow file name (deploy.yml) nor a numeric workflow id", w)
+	}
+	return nil
+}
+
+// parseWith decodes and checks `with:`; defaultWorkflow comes from the instance config.
+func parseWith(raw json.RawMessage, defaultWorkflow string) (with, error) {
+	var w with
+	if err := actions.DecodeStrict(raw, &w); err != nil {
+		return with{}, fmt.Errorf("with: %w", err)
+	}
+	if w.Workflow == "" {
+		w.Workflow = defaultWorkflow
+	}
+	if w.Workflow == "" {
+		return with{}, errors.New("with: workflow is required (the action's config names no default workflow)")
+	}
+	for _, f := range []struct{ name, v string }{
+		{"workflow", w.Workflow}, {"deleteWorkflow", w.DeleteWorkflow}, {"checkWorkflow", w.CheckWorkflow},
+	} {
+		if f.v == "" {
+			continue
+		}
+		if err := checkWorkflow(f.v); err != nil {
+			return with{}, fmt.Errorf("with: %s: %w", f.name, err)
+		}
+	}
+	if strings.ContainsAny(w.Ref, " \t\r\n~^:?*[\\") {
+		return with{}, fmt.Errorf("with: ref %q is not a valid Git ref", w.Ref)
+	}
+	keys := make([]string, 0, len(w.Inputs))
+	for k := range w.Inputs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		switch {
+		case k == "":
+			return with{}, errors.New("with: inputs: empty input name")
+		case slices.Contains(reservedInputs, k):
+			return with{}, fmt.Errorf("with: inputs: %q is set by trueup (reserved: %s)", k, strings.Join(reservedInputs, ", "))
+		}
+	}
+	if n := len(reservedInputs) + len(w.Inputs); n > maxInputs {
+		return with{}, fmt.Errorf("with: inputs: %d static inputs plus trueup's %d make %d; GitHub accepts at most %d",
+			len(w.Inputs), len(reservedInputs), n, maxInputs)
+	}
+	return w, nil
+}
+
+// redactURL drops user info from a URL before it is quoted in an error.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "<invalid URL>"
+	}
+	if u.User != nil {
+		u.User = url.User("REDACTED")
+	}
+	return u.String()
+}

@@ -1,0 +1,112 @@
+package ghactions
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trueup-dev/trueup/actions"
+)
+
+func TestConfigDefaults(t *testing.T) {
+	t.Parallel()
+	s, err := parseConfig(json.RawMessage(`{"token":"ghp_abcdefghijklmnop","owner":"acme","repo":"infra"}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.ref != "main" || s.baseURL.String() != "https://api.github.com/" || s.pollInterval != 15*time.Second ||
+		s.timeout != 30*time.Second || s.checkTimeout != 10*time.Minute || s.workflow != "" {
+		t.Errorf("defaults = %+v", s)
+	}
+	s, err = parseConfig(json.RawMessage(`{"token":"ghp_abcdefghijklmnop","owner":"acme","repo":"infra",
+		"baseURL":"https://ghe.example.com/api/v3"}`), "")
+	if err != nil || s.baseURL.String() != "https://ghe.example.com/api/v3/" {
+		t.Errorf("GHES baseURL = %v, %v; want a trailing slash added", s.baseURL, err)
+	}
+}
+
+func TestConfigInvalid(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const secret = "ghp_supersecretvalue123"
+	garbage := "-----BEGIN RSA PRIVATE KEY-----\nTOPSECRETKEYMATERIALxxxxxxxxxxxx\n-----END RSA PRIVATE KEY-----\n"
+	if err := os.WriteFile(filepath.Join(dir, "bad.pem"), []byte(garbage), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, cfg, want string
+	}{
+		{"unknown field", `{"token":"` + secret + `","owner":"a","repo":"b","tokn":"x"}`, `unknown field "tokn"`},
+		{"unknown app field", `{"app":{"appID":1,"installationID":2,"privateKeyFile":"k","key":"x"},"owner":"a","repo":"b"}`, `unknown field "key"`},
+		{"no credential", `{"owner":"a","repo":"b"}`, "token or app is required"},
+		{"both credentials", `{"token":"` + secret + `","app":{"appID":1},"owner":"a","repo":"b"}`, "either token or app"},
+		{"no owner", `{"token":"` + secret + `","repo":"b"}`, "owner"},
+		{"bad repo", `{"token":"` + secret + `","owner":"a","repo":"b/c"}`, "repo"},
+		{"bad baseURL", `{"token":"` + secret + `","owner":"a","repo":"b","baseURL":"ftp://x"}`, "baseURL"},
+		{"baseURL credentials", `{"token":"` + secret + `","owner":"a","repo":"b","baseURL":"https://u:hunter2hunter2@x/"}`, "credentials"},
+		{"pollInterval", `{"token":"` + secret + `","owner":"a","repo":"b","pollInterval":"-1s"}`, "pollInterval"},
+		{"timeout", `{"token":"` + secret + `","owner":"a","repo":"b","timeout":"soon"}`, "timeout"},
+		{"default workflow", `{"token":"` + secret + `","owner":"a","repo":"b","workflow":"../x.yml"}`, "workflow"},
+		{"token type", `{"token":12345678901,"owner":"a","repo":"b"}`, "token"},
+		{"app id", `{"app":{"installationID":2,"privateKeyFile":"k"},"owner":"a","repo":"b"}`, "appID"},
+		{"key missing", `{"app":{"appID":1,"installationID":2,"privateKeyFile":"nope.pem"},"owner":"a","repo":"b"}`, "privateKeyFile"},
+		{"key garbage", `{"app":{"appID":1,"installationID":2,"privateKeyFile":"bad.pem"},"owner":"a","repo":"b"}`, "invalid PKCS#1"},
+	} {
+		_, err := New(json.RawMessage(tc.cfg), actions.Env{Name: "x", BaseDir: dir})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
+			continue
+		}
+		for _, s := range []string{secret, "hunter2hunter2", "TOPSECRETKEYMATERIAL"} {
+			if strings.Contains(err.Error(), s) {
+				t.Errorf("%s: error %q quotes a secret", tc.name, err)
+			}
+		}
+	}
+}
+
+func TestValidateWith(t *testing.T) {
+	t.Parallel()
+	f := newFakeGitHub(t)
+	withDefault, _ := newAction(t, f, f.config(nil), t.TempDir())
+	noDefault, _ := newAction(t, f, f.config(map[string]any{"workflow": nil}), t.TempDir())
+	many := map[string]string{}
+	for i := range 19 {
+		many[string(rune('a'+i))] = "x"
+	}
+	manyJSON, _ := json.Marshal(map[string]any{"workflow": "deploy.yml", "inputs": many})
+	for _, tc := range []struct {
+		name string
+		a    *Action
+		with string
+		want string // "" valid
+	}{
+		{"nil with a default workflow", withDefault, ``, ""},
+		{"full", noDefault, `{"workflow":"deploy.yml","ref":"v1.2.3","inputs":{"env":"prod"},"deleteWorkflow":"delete.yml","checkWorkflow":"1234"}`, ""},
+		{"numeric id", noDefault, `{"workflow":"987654"}`, ""},
+		{"nil without a default workflow", noDefault, ``, "workflow is required"},
+		{"unknown field", withDefault, `{"workflow":"deploy.yml","input":{}}`, `unknown field "input"`},
+		{"reserved input", withDefault, `{"inputs":{"trueup_id":"x"}}`, `"trueup_id" is set by trueup`},
+		{"too many inputs", withDefault, string(manyJSON), "at most 25"},
+		{"path in workflow", withDefault, `{"workflow":".github/workflows/deploy.yml"}`, "neither a workflow file name"},
+		{"no extension", withDefault, `{"deleteWorkflow":"delete"}`, "deleteWorkflow"},
+		{"bad ref", withDefault, `{"ref":"main branch"}`, "ref"},
+		{"inputs not strings", withDefault, `{"inputs":{"n":1}}`, "inputs"},
+	} {
+		err := tc.a.ValidateWith(json.RawMessage(tc.with))
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	// A bad with: reaching Reconcile anyway is terminal.
+	_, err := withDefault.Reconcile(t.Context(), newResource("badwith", `{"inputs":{"spec":"x"}}`).request())
+	if !actions.IsTerminal(err) {
+		t.Errorf("Reconcile with a reserved input: err = %v, want terminal", err)
+	}
+}

@@ -1,0 +1,152 @@
+package ghactions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/go-github/v60/github"
+
+	"github.com/trueup-dev/trueup/actions"
+)
+
+// errCheckTimeout is the cause of a check cut short by checkTimeout.
+var errCheckTimeout = errors.New("check timeout")
+
+// Observe runs the checkWorkflow (operation=check) and waits for it within the call, at
+// most checkTimeout: Observation carries no State to keep a run handle in, and a check that
+// a later call picks up would report drift one resync interval late, possibly on another
+// replica. Success means in sync; a "failure" conclusion means drift, and the Reconcile
+// that follows dispatches the workflow again even though its generation already
+// succeeded. Without checkWorkflow, or while a run is in flight, the resource is in sync.
+// A rate limit skips the check (in sync, with a message) rather than failing the resource.
+func (a *Action) Observe(ctx context.Context, req actions.Request) (actions.Observation, error) {
+	ctx, end, err := a.begin(ctx)
+	if err != nil {
+		return actions.Observation{}, err
+	}
+	defer end()
+	w, err := parseWith(req.With, a.workflow)
+	if err != nil {
+		return actions.Observation{}, actions.Terminal(err)
+	}
+	if w.CheckWorkflow == "" {
+		return actions.Observation{InSync: true}, nil
+	}
+	st, err := decodeState(req.State)
+	if err != nil {
+		return actions.Observation{}, actions.Terminalf("decode action state: %w", err)
+	}
+	if st.inFlight() {
+		return actions.Observation{InSync: true, Message: "a workflow run is in flight; drift check skipped"}, nil
+	}
+	if until, ok := a.limited(); ok {
+		return actions.Observation{InSync: true, Message: "drift check skipped: " + rateLimitMessage(until)}, nil
+	}
+	c := &call{a: a, req: req, with: w, op: opCheck, log: a.logger.With(
+		"operation", opCheck, "kind", req.Resource.Kind, "namespace", req.Resource.Namespace,
+		"name", req.Resource.Name, "generation", req.Resource.Generation)}
+	obs, err := c.check(ctx)
+	if until, ok := rateLimitUntil(err, a.now()); ok {
+		a.noteLimit(until)
+		c.log.Warn("github rate limit during the drift check", "until", until)
+		return actions.Observation{InSync: true, Message: "drift check skipped: " + rateLimitMessage(until)}, nil
+	}
+	if err != nil {
+		return actions.Observation{}, a.secrets.scrubErr(err)
+	}
+	obs.Message = a.secrets.scrub(obs.Message)
+	return obs, nil
+}
+
+// check dispatches the check workflow and polls its run to completion.
+func (c *call) check(parent context.Context) (actions.Observation, error) {
+	a := c.a
+	ctx, cancel := context.WithTimeoutCause(parent, a.checkTimeout, errCheckTimeout)
+	defer cancel()
+	wf := c.workflow()
+	corr := newCorrelation()
+	inputs, err := c.inputs(corr)
+	if err != nil {
+		return actions.Observation{}, err
+	}
+	since := a.now()
+	details, err := a.dispatch(ctx, wf, c.ref(), inputs)
+	if err != nil {
+		return actions.Observation{}, fmt.Errorf("dispatch check workflow %s: %w", wf, err)
+	}
+	var (
+		runID  int64
+		runURL string
+		etag   string
+		run    *github.WorkflowRun
+	)
+	if details != nil {
+		runID, runURL = details.WorkflowRunID, details.HTMLURL
+	}
+	c.log.Debug("check workflow dispatched", "workflow", wf, "trueup_id", corr, "run_id", runID)
+	for {
+		var err error
+		if runID == 0 {
+			run, err = a.findRun(ctx, wf, corr, since.Add(-createdSkew))
+			if run != nil {
+				runID, runURL = run.GetID(), run.GetHTMLURL()
+			}
+		} else {
+			var (
+				fresh       *github.WorkflowRun
+				newETag     string
+				notModified bool
+			)
+			fresh, newETag, notModified, err = a.getRun(ctx, runID, etag)
+			if err == nil && !notModified {
+				run = fresh
+				if run.GetStatus() != "completed" {
+					etag = newETag
+				}
+			}
+		}
+		if err == nil && run != nil && run.GetStatus() == "completed" {
+			break
+		}
+		wait := a.pollInterval
+		if runID == 0 {
+			wait = a.findDelay()
+		}
+		if err == nil {
+			err = sleepCtx(ctx, wait)
+		}
+		if err != nil {
+			if context.Cause(ctx) == errCheckTimeout && parent.Err() == nil {
+				if runID != 0 {
+					// Best effort: a check nobody waits for should not hold a runner.
+					_ = a.cancelRun(parent, runID)
+				}
+				return actions.Observation{}, fmt.Errorf("check workflow %s (trueup_id %s): no result within %s", wf, corr, a.checkTimeout)
+			}
+			return actions.Observation{}, fmt.Errorf("check workflow %s: %w", wf, err)
+		}
+	}
+	if runURL == "" {
+		runURL = run.GetHTMLURL()
+	}
+	switch conclusion := run.GetConclusion(); {
+	case succeeded(conclusion):
+		a.setDrift(c.req.Resource, false)
+		return actions.Observation{InSync: true, Message: fmt.Sprintf("check run %d %s: %s", runID, conclusion, runURL)}, nil
+	case conclusion == "failure":
+		msg, err := a.failureMessage(ctx, run, runURL, "check run")
+		if err != nil {
+			return actions.Observation{}, err
+		}
+		a.setDrift(c.req.Resource, true)
+		c.log.Info("check workflow reports drift", "run_id", runID)
+		return actions.Observation{InSync: false, Message: "drift: " + msg}, nil
+	default:
+		msg, err := a.failureMessage(ctx, run, runURL, "check run")
+		if err != nil {
+			return actions.Observation{}, err
+		}
+		return actions.Observation{}, errors.New(msg)
+	}
+}

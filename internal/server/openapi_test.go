@@ -1,0 +1,534 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
+	"log/slog"
+	"maps"
+	"mime"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+	"github.com/trueup-dev/trueup/internal/metrics"
+	"github.com/trueup-dev/trueup/internal/store"
+)
+
+// catchAlls are the method-less patterns of routes(): fallbacks, not endpoints.
+var catchAlls = map[string]string{"/api/": "a JSON 404 for unknown API paths"}
+
+// routePatterns reads every pattern the package registers with Handle or HandleFunc from its
+// source, so that no route can be added without this test seeing it.
+func routePatterns(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	fset := token.NewFileSet()
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok || (sel.Sel.Name != "Handle" && sel.Sel.Name != "HandleFunc") || len(call.Args) != 2 {
+				return true
+			}
+			lit, ok := call.Args[0].(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				t.Errorf("%s: route pattern is not a string literal; this test cannot see it", fset.Position(call.Pos()))
+				return true
+			}
+			p, _ := strconv.Unquote(lit.Value)
+			seen[p] = true
+			return true
+		})
+	}
+	if len(seen) < 10 {
+		t.Fatalf("found only %d routes: %v", len(seen), seen)
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// operation turns a ServeMux pattern into "METHOD /openapi/path", or "" for a catch-all.
+func operation(pattern string) string {
+	method, path, ok := strings.Cut(pattern, " ")
+	if !ok {
+		return ""
+	}
+	path = strings.TrimSuffix(path, "{$}")
+	path = strings.ReplaceAll(path, "...}", "}")
+	return method + " " + path
+}
+
+type apiDoc struct {
+	raw map[string]any
+	c   *jsonschema.Compiler
+
+	mu       sync.Mutex
+	compiled map[string]*jsonschema.Schema
+}
+
+const docURL = "trueup:///openapi.json"
+
+func loadDoc(t *testing.T) *apiDoc {
+	t.Helper()
+	d := &apiDoc{compiled: map[string]*jsonschema.Schema{}}
+	if err := json.Unmarshal(openapiDoc, &d.raw); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	d.c = jsonschema.NewCompiler()
+	d.c.Draft = jsonschema.Draft2020 // OpenAPI 3.1 schemas are JSON Schema 2020-12
+	d.c.AssertFormat = true
+	d.c.LoadURL = func(u string) (io.ReadCloser, error) { return nil, fmt.Errorf("no remote references: %s", u) }
+	if err := d.c.AddResource(docURL, bytes.NewReader(openapiDoc)); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// at returns the value at a JSON pointer, or nil.
+func (d *apiDoc) at(ptr string) any {
+	var v any = d.raw
+	for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)]
+	}
+	return v
+}
+
+func esc(s string) string { return strings.NewReplacer("~", "~0", "/", "~1").Replace(s) }
+
+// schema compiles the schema at ptr, resolving its references inside the whole document.
+func (d *apiDoc) schema(t *testing.T, ptr string) *jsonschema.Schema {
+	t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if s, ok := d.compiled[ptr]; ok {
+		return s
+	}
+	s, err := d.c.Compile(docURL + "#" + ptr)
+	if err != nil {
+		t.Fatalf("compile %s: %v", ptr, err)
+	}
+	d.compiled[ptr] = s
+	return s
+}
+
+// response returns the JSON pointer of an operation's documented response, following a $ref.
+func (d *apiDoc) response(method, path string, code int) (string, bool) {
+	ptr := "/paths/" + esc(path) + "/" + strings.ToLower(method) + "/responses/" + strconv.Itoa(code)
+	r, ok := d.at(ptr).(map[string]any)
+	if !ok {
+		return "", false
+	}
+	if ref, ok := r["$ref"].(string); ok {
+		ptr = strings.TrimPrefix(ref, "#")
+		_, ok = d.at(ptr).(map[string]any)
+		return ptr, ok
+	}
+	return ptr, true
+}
+
+// template returns the documented path that path matches, preferring literal segments.
+func (d *apiDoc) template(path string) string {
+	best, bestLit := "", -1
+	segs := strings.Split(path, "/")
+	for tmpl := range d.raw["paths"].(map[string]any) {
+		ts := strings.Split(tmpl, "/")
+		if len(ts) != len(segs) {
+			continue
+		}
+		lit := 0
+		for i, s := range ts {
+			switch {
+			case strings.HasPrefix(s, "{") && segs[i] != "":
+			case s == segs[i]:
+				lit++
+			default:
+				lit = -1
+			}
+			if lit < 0 {
+				break
+			}
+		}
+		if lit > bestLit {
+			best, bestLit = tmpl, lit
+		}
+	}
+	return best
+}
+
+func (d *apiDoc) operations() []string {
+	var out []string
+	for path, item := range d.raw["paths"].(map[string]any) {
+		for method := range item.(map[string]any) {
+			switch method {
+			case "get", "put", "post", "delete", "options", "head", "patch", "trace":
+				out = append(out, strings.ToUpper(method)+" "+path)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestOpenAPIDescribesEveryRoute(t *testing.T) {
+	t.Parallel()
+	d := loadDoc(t)
+	if v, _ := d.raw["openapi"].(string); !strings.HasPrefix(v, "3.1.") {
+		t.Errorf("openapi %q, want 3.1.x", v)
+	}
+	routes := map[string]bool{}
+	for _, p := range routePatterns(t) {
+		op := operation(p)
+		if op == "" {
+			if catchAlls[p] == "" {
+				t.Errorf("pattern %q has no method: name it in catchAlls if it is a fallback, else give it a method", p)
+			}
+			continue
+		}
+		routes[op] = true
+	}
+	documented := map[string]bool{}
+	for _, op := range d.operations() {
+		documented[op] = true
+		if !routes[op] {
+			t.Errorf("openapi.json documents %s, which routes() does not serve", op)
+		}
+	}
+	for op := range routes {
+		if !documented[op] {
+			t.Errorf("routes() serves %s, which openapi.json does not document", op)
+		}
+	}
+}
+
+// TestOpenAPISchemasAreStrict checks the document itself: every reference resolves, every
+// component compiles, and every object that lists properties forbids others and says which are
+// required, so that a field added, renamed or dropped in a handler fails the answers' check.
+func TestOpenAPISchemasAreStrict(t *testing.T) {
+	t.Parallel()
+	d := loadDoc(t)
+	var walk func(ptr string, v any)
+	walk = func(ptr string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if ref, ok := v["$ref"].(string); ok && (!strings.HasPrefix(ref, "#/") || d.at(ref[1:]) == nil) {
+				t.Errorf("%s: dangling $ref %s", ptr, ref)
+			}
+			for k, x := range v {
+				walk(ptr+"/"+esc(k), x)
+			}
+		case []any:
+			for i, x := range v {
+				walk(ptr+"/"+strconv.Itoa(i), x)
+			}
+		}
+	}
+	walk("", d.raw)
+
+	schemas := d.at("/components/schemas").(map[string]any)
+	for _, name := range []string{"Resource", "ResourceStatus", "Condition", "Source", "SourceError", "ResourceType",
+		"HistoryEntry", "Event", "Replica", "Change", "Error", "ResourceList", "SourceList", "ResourceTypeList",
+		"HistoryList", "EventList", "ReplicaList"} {
+		if schemas[name] == nil {
+			t.Errorf("components.schemas.%s is missing", name)
+		}
+	}
+	for name, s := range schemas {
+		d.schema(t, "/components/schemas/"+esc(name))
+		var check func(ptr string, s map[string]any)
+		check = func(ptr string, s map[string]any) {
+			if props, ok := s["properties"].(map[string]any); ok {
+				if s["additionalProperties"] != false {
+					t.Errorf("%s: additionalProperties must be false", ptr)
+				}
+				req, ok := s["required"].([]any)
+				if !ok {
+					t.Errorf("%s: no required list", ptr)
+				}
+				for _, r := range req {
+					if props[r.(string)] == nil {
+						t.Errorf("%s: required %v is not a property", ptr, r)
+					}
+				}
+				for k, p := range props {
+					if pm, ok := p.(map[string]any); ok {
+						check(ptr+"/properties/"+k, pm)
+					}
+				}
+			}
+		}
+		check(name, s.(map[string]any))
+	}
+
+	// The schemas catch drift: an unknown field, a missing one, a wrong type.
+	res := d.schema(t, "/components/schemas/Resource")
+	good := `{"apiVersion":"v1","kind":"Queue","metadata":{"name":"a","namespace":"b","uid":"6f1c1d9e-1c1a-4f5e-9a57-0e8f2a7f0a11","generation":1,
+		"labels":{},"annotations":{},"creationTimestamp":"2024-01-01T00:00:00Z","deletionTimestamp":null},"spec":{},
+		"status":{"phase":"Ready","observedGeneration":1,"conditions":[],"message":"","outputs":{},"lastReconcileTime":null},
+		"source":{"name":"main","path":"a.yaml","revision":"abc"}}`
+	if err := validateJSON(res, []byte(good)); err != nil {
+		t.Fatalf("a valid resource: %v", err)
+	}
+	for _, bad := range []struct{ from, to string }{
+		{`"kind":"Queue",`, `"kind":"Queue","extra":1,`},
+		{`"message":"",`, ``},
+		{`"generation":1`, `"generation":"1"`},
+		{`"phase":"Ready"`, `"phase":"Done"`},
+		{`"deletionTimestamp":null`, `"deletionTimestamp":"yesterday"`},
+	} {
+		doc := strings.Replace(good, bad.from, bad.to, 1)
+		if validateJSON(res, []byte(doc)) == nil {
+			t.Errorf("Resource schema accepts %s instead of %s", bad.to, bad.from)
+		}
+	}
+}
+
+func validateJSON(s *jsonschema.Schema, body []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return err
+	}
+	return s.Validate(v)
+}
+
+// apiCall is one request and the status it must get.
+type apiCall struct {
+	method, path string
+	code         int
+}
+
+// TestOpenAPIMatchesAnswers calls every endpoint on a database seeded with resources in every
+// state worth describing, and validates each answer against the document.
+func TestOpenAPIMatchesAnswers(t *testing.T) {
+	t.Parallel()
+	d := loadDoc(t)
+	ctx := context.Background()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	_, st := setup(t, 4)
+	srv := New(st, Options{Replica: "test", Metrics: metrics.New(metrics.Options{Logger: logger})}, logger)
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { srv.Stop(); hs.Close() })
+	e := &watchEnv{st: st, srv: srv, url: hs.URL, n: 4}
+
+	// q000 Ready with outputs and history; q001 being deleted; q002 and q003 deleted (their
+	// history stays); the source's last sync failed with errors; two replicas, one with a lease.
+	e.reconcile(t)
+	shrink := func(keep int) {
+		if _, err := st.ApplyRevision(ctx, store.ApplyParams{Source: "main", Revision: fmt.Sprintf("keep%d", keep),
+			Set: manifests(t, 4, 0, func(i int) bool { return i < keep }), Prune: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shrink(2)
+	e.reconcile(t)
+	shrink(1)
+	if err := st.RecordSyncFailure(ctx, store.SyncFailure{Source: "main", Revision: "bad", Reason: "ValidationFailed", Message: "2 errors",
+		Errors: []store.SourceError{{File: "all.yaml", Line: 3, Path: "spec.size", Message: "must be an integer"}, {Message: "no file"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []store.Replica{{Name: "test", Hostname: "h1", PID: 1, Version: "dev", Listen: ":8080"}, {Name: "idle", Hostname: "h2", PID: 2}} {
+		if err := st.Heartbeat(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok, err := st.AcquireLease(ctx, "source:main", "test", time.Minute); err != nil || !ok {
+		t.Fatalf("lease: %v %v", ok, err)
+	}
+
+	var page struct{ Continue string }
+	get(t, hs.URL+"/api/v1/resources?limit=1", &page)
+	res := "/api/v1/resources/alpha/Queue/q000"
+	calls := []apiCall{
+		{"GET", "/healthz", 200},
+		{"GET", "/readyz", 200},
+		{"GET", "/metrics", 200},
+		{"GET", "/api/v1/sources", 200},
+		{"GET", "/api/v1/sources/main", 200},
+		{"GET", "/api/v1/sources/nope", 404},
+		{"GET", "/api/v1/resourcetypes", 200},
+		{"GET", "/api/v1/resourcetypes/QUEUE", 200},
+		{"GET", "/api/v1/resourcetypes/nope", 404},
+		{"GET", "/api/v1/resources", 200},
+		{"GET", "/api/v1/resources?limit=1", 200},
+		{"GET", "/api/v1/resources?limit=1&continue=" + page.Continue, 200},
+		{"GET", "/api/v1/resources?kind=queue&namespace=alpha&source=main&phase=Ready&labelSelector=team%3Dred", 200},
+		{"GET", "/api/v1/resources?limit=0", 400},
+		{"GET", "/api/v1/resources?continue=garbage", 400},
+		{"GET", "/api/v1/resources?labelSelector=%3D%3D", 400},
+		{"GET", res, 200},
+		{"GET", "/api/v1/resources/beta/queue/q001", 200},
+		{"GET", "/api/v1/resources/alpha/Queue/q002", 404},
+		{"GET", res + "/history", 200},
+		{"GET", "/api/v1/resources/alpha/Queue/q002/history?limit=5", 200},
+		{"GET", "/api/v1/resources/alpha/Queue/nope/history", 404},
+		{"GET", res + "/events", 200},
+		{"GET", "/api/v1/events", 200},
+		{"GET", "/api/v1/events?source=main&kind=queue&limit=5", 200},
+		{"GET", "/api/v1/replicas", 200},
+		{"GET", "/api/v1/watch?since=x", 400},
+		{"GET", "/api/v1/openapi.json", 200},
+		{"POST", "/hooks/main", 404}, // no webhook handler here; internal/webhook tests its answers
+		{"GET", "/", 200},
+		{"GET", "/resources", 200},
+		{"GET", "/resources?phase=Ready&kind=Queue", 200},
+		{"GET", "/resources?label=%3D%3D", 400},
+		{"GET", "/resources/alpha/Queue/q000", 200},
+		{"GET", "/resources/alpha/Queue/nope", 404},
+		{"GET", "/sources", 200},
+		{"GET", "/sources/main", 200},
+		{"GET", "/sources/nope", 404},
+		{"GET", "/static/dashboard.js", 200},
+		{"GET", "/static/dashboard.css", 200},
+		{"GET", "/static/nope.js", 404},
+	}
+	answered := map[string]bool{}
+	for _, c := range calls {
+		if tmpl := checkAnswer(t, d, hs.URL, c); c.code < 300 {
+			answered[c.method+" "+tmpl] = true
+		}
+	}
+	checkWatchEvents(t, d, e)
+	answered["GET /api/v1/watch"] = true
+
+	// The same reads with the database gone: 503, as documented.
+	_, gone := setup(t, 0)
+	gone.Close()
+	dead := New(gone, Options{Replica: "dead"}, logger)
+	dhs := httptest.NewServer(dead.Handler())
+	t.Cleanup(func() { dead.Stop(); dhs.Close() })
+	for _, p := range []string{"/readyz", "/api/v1/sources", "/api/v1/sources/main", "/api/v1/resourcetypes", "/api/v1/resourcetypes/queue",
+		"/api/v1/resources", res, res + "/history", res + "/events", "/api/v1/events", "/api/v1/replicas", "/api/v1/watch",
+		"/", "/resources", "/resources/alpha/Queue/q000", "/sources", "/sources/main"} {
+		checkAnswer(t, d, dhs.URL, apiCall{"GET", p, 503})
+	}
+	checkAnswer(t, d, dhs.URL, apiCall{"GET", "/metrics", 404}) // metrics not enabled
+
+	for _, op := range d.operations() {
+		if strings.HasPrefix(op, "GET ") && !answered[op] {
+			t.Errorf("%s: no successful call checked against the document", op)
+		}
+	}
+}
+
+// checkAnswer makes the call and validates the answer against the response the document
+// gives for its status; it returns the documented path.
+func checkAnswer(t *testing.T, d *apiDoc, base string, c apiCall) string {
+	t.Helper()
+	req, err := http.NewRequest(c.method, base+c.path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	path, _, _ := strings.Cut(c.path, "?")
+	tmpl := d.template(path)
+	where := c.method + " " + c.path
+	if tmpl == "" {
+		t.Errorf("%s: no documented path matches", where)
+		return ""
+	}
+	if resp.StatusCode != c.code {
+		t.Errorf("%s: status %d, want %d: %.200s", where, resp.StatusCode, c.code, body)
+		return tmpl
+	}
+	ptr, ok := d.response(c.method, tmpl, resp.StatusCode)
+	if !ok {
+		t.Errorf("%s: status %d is not documented for %s %s", where, resp.StatusCode, c.method, tmpl)
+		return tmpl
+	}
+	mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if err != nil {
+		t.Errorf("%s: content type %q: %v", where, resp.Header.Get("Content-Type"), err)
+		return tmpl
+	}
+	if d.at(ptr+"/content/"+esc(mt)) == nil {
+		t.Errorf("%s: %d answered %s, which the document does not list", where, resp.StatusCode, mt)
+		return tmpl
+	}
+	if mt == "application/json" {
+		if err := validateJSON(d.schema(t, ptr+"/content/application~1json/schema"), body); err != nil {
+			t.Errorf("%s: answer does not match the document: %v\n%.1000s", where, err, body)
+		}
+	}
+	return tmpl
+}
+
+// checkWatchEvents validates the events of a stream (every change retained, then a reset)
+// against the schemas the document names for each event.
+func checkWatchEvents(t *testing.T, d *apiDoc, e *watchEnv) {
+	t.Helper()
+	ptr, ok := d.response("GET", "/api/v1/watch", 200)
+	if !ok {
+		t.Fatal("GET /api/v1/watch: 200 is not documented")
+	}
+	events, _ := d.at(ptr + "/content/text~1event-stream/x-event-schemas").(map[string]any)
+	schemaOf := func(event string) *jsonschema.Schema {
+		ref, _ := events[event].(map[string]any)["$ref"].(string)
+		if ref == "" {
+			t.Fatalf("watch: event %q has no schema in x-event-schemas", event)
+		}
+		return d.schema(t, strings.TrimPrefix(ref, "#"))
+	}
+	validate := func(b sseBlock) {
+		if err := validateJSON(schemaOf(b.Event), []byte(b.Data)); err != nil {
+			t.Errorf("watch: event %s does not match the document: %v\n%s", b.Event, err, b.Data)
+		}
+	}
+	latest := e.latest(t)
+	c := e.watch(t, "since=0", nil)
+	kinds := map[string]int{}
+	for c.pos < latest {
+		if b := c.next(t, 5*time.Second, true); b.Event != "" {
+			validate(b)
+			var ch store.Change
+			_ = json.Unmarshal([]byte(b.Data), &ch)
+			kinds[b.Event+" "+ch.Type]++
+		}
+	}
+	for _, k := range []string{"resource ADDED", "resource MODIFIED", "resource DELETED", "source MODIFIED"} {
+		if kinds[k] == 0 {
+			t.Errorf("watch: no %s event checked (got %v)", k, kinds)
+		}
+	}
+	r := e.watch(t, "", http.Header{"Last-Event-ID": {"999999"}})
+	b := r.next(t, 5*time.Second, true)
+	if b.Event != "reset" {
+		t.Fatalf("watch from an unknown id: %+v", b)
+	}
+	validate(b)
+}
