@@ -382,18 +382,34 @@ func (f *fakeGitHub) runJSON(r *fakeRun) map[string]any {
 	if r.Conclusion != "" {
 		conclusion = r.Conclusion
 	}
+	created := r.Created.UTC().Format(time.RFC3339)
 	return map[string]any{
-		"id": r.ID, "name": strings.TrimSuffix(r.Workflow, ".yml"), "node_id": "WFR_" + id,
-		"head_branch": r.Ref, "head_sha": "009b8a3a9ccbb128af87f9b1c0f4c62e8a304f6d",
-		"path": ".github/workflows/" + r.Workflow, "display_title": r.Title, "run_number": int(r.ID % 1000),
-		"event": "workflow_dispatch", "status": r.Status, "conclusion": conclusion, "workflow_id": r.WorkflowID,
-		"check_suite_id": r.ID + 1, "url": api, "html_url": fakeHTMLURL + id,
-		"pull_requests": []any{}, "created_at": r.Created.UTC().Format(time.RFC3339),
-		"updated_at": r.Created.UTC().Format(time.RFC3339), "run_attempt": 1,
-		"run_started_at": r.Created.UTC().Format(time.RFC3339),
-		"jobs_url":       api + "/jobs", "logs_url": api + "/logs", "artifacts_url": api + "/artifacts",
-		"cancel_url": api + "/cancel", "rerun_url": api + "/rerun",
-		"workflow_url": f.srv.URL + "/repos/acme/infra/actions/workflows/" + strconv.FormatInt(r.WorkflowID, 10),
+		"id":             r.ID,
+		"name":           strings.TrimSuffix(r.Workflow, ".yml"),
+		"node_id":        "WFR_" + id,
+		"head_branch":    r.Ref,
+		"head_sha":       "009b8a3a9ccbb128af87f9b1c0f4c62e8a304f6d",
+		"path":           ".github/workflows/" + r.Workflow,
+		"display_title":  r.Title,
+		"run_number":     int(r.ID % 1000),
+		"event":          "workflow_dispatch",
+		"status":         r.Status,
+		"conclusion":     conclusion,
+		"workflow_id":    r.WorkflowID,
+		"check_suite_id": r.ID + 1,
+		"url":            api,
+		"html_url":       fakeHTMLURL + id,
+		"pull_requests":  []any{},
+		"created_at":     created,
+		"updated_at":     created,
+		"run_attempt":    1,
+		"run_started_at": created,
+		"jobs_url":       api + "/jobs",
+		"logs_url":       api + "/logs",
+		"artifacts_url":  api + "/artifacts",
+		"cancel_url":     api + "/cancel",
+		"rerun_url":      api + "/rerun",
+		"workflow_url":   f.srv.URL + "/repos/acme/infra/actions/workflows/" + strconv.FormatInt(r.WorkflowID, 10),
 	}
 }
 
