@@ -24,6 +24,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/commitstatus"
 	"github.com/trueup-dev/trueup/internal/reconciler"
 	"github.com/trueup-dev/trueup/internal/server"
+	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/syncer"
 	"github.com/trueup-dev/trueup/internal/webhook"
 	"github.com/trueup-dev/trueup/sources/gitsource"
@@ -86,6 +87,16 @@ func setupHooks(t *testing.T, mkReporter func(*env) syncer.Reporter) *hookEnv {
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = h.syncer.Run(ctx) }()
 	t.Cleanup(func() { cancel(); wg.Wait() })
+
+	m := reconciler.NewMaintenance(e.store, reconciler.MaintenanceOptions{Replica: "hook", LeaseTTL: 1500 * time.Millisecond,
+		Sources: func() map[string]any {
+			if rt, ok := h.syncer.Runtime(); ok {
+				return map[string]any{"infra": rt}
+			}
+			return nil
+		}}, e.log)
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = m.Run(ctx) }()
 
 	hooks := webhook.New(webhook.Options{Store: e.store, Logger: e.log,
 		Sources: map[string]webhook.Source{"infra": {Name: "infra", Secret: hookSecret, Branch: "main"}},
@@ -195,6 +206,15 @@ func TestWebhookAppliesPushAtOnce(t *testing.T) {
 	if got := h.appliedRevision(); got != second {
 		t.Errorf("applied %s, want %s", got, second)
 	}
+
+	// The source shows its holder, last poll, last webhook and lag (published by the holder's
+	// heartbeat, since a poll that finds nothing new writes nothing).
+	h.eventually(10*time.Second, "source runtime published", func() (bool, string) {
+		var src store.Source
+		h.get("/api/v1/sources/infra", &src)
+		return src.Holder == "hook" && src.LastWebhookTime != nil && src.LastPollTime != nil && src.HeadRevision == second &&
+			src.LagSeconds == 0, fmt.Sprintf("%+v", src)
+	})
 
 	// A redelivery is acknowledged and not synced again.
 	before := h.source.Fetches()

@@ -18,6 +18,9 @@ type MaintenanceOptions struct {
 	// Every is how often retention runs on the lease holder (default 1m).
 	Every           time.Duration
 	History, Events store.RetentionRule
+	// Sources reports, per source whose lease this replica holds, what it knows beyond the
+	// source's row (last poll, last webhook, remote head); published with the heartbeat.
+	Sources func() map[string]any
 }
 
 // Maintenance heartbeats this replica every few seconds and, on the one replica holding the
@@ -55,6 +58,9 @@ func (m *Maintenance) Run(ctx context.Context) error {
 		}
 	}()
 	for {
+		if m.opts.Sources != nil {
+			me.Sources = m.opts.Sources()
+		}
 		if err := m.store.Heartbeat(ctx, me); err != nil && ctx.Err() == nil {
 			m.log.Warn("heartbeat failed", "err", err)
 		}

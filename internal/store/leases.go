@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -71,12 +72,22 @@ type Replica struct {
 	Alive      bool      `json:"alive"`
 	Leases     []string  `json:"leases"`     // singleton leases held (source:NAME, maintenance)
 	Reconciles int       `json:"reconciles"` // resources leased right now
+	// Sources is what the replica publishes about the sources it syncs (not in the API).
+	Sources map[string]any `json:"-"`
 }
 
 // Heartbeat records that replica r is alive.
 func (s *Store) Heartbeat(ctx context.Context, r Replica) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO replicas (name, hostname, pid, version, listen) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (name) DO UPDATE SET last_seen = now()`, r.Name, r.Hostname, r.PID, r.Version, r.Listen)
+	srcs := r.Sources
+	if srcs == nil {
+		srcs = map[string]any{}
+	}
+	sj, err := json.Marshal(srcs)
+	if err != nil {
+		return err
+	}
+	_, err = s.pool.Exec(ctx, `INSERT INTO replicas (name, hostname, pid, version, listen, sources) VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (name) DO UPDATE SET last_seen = now(), sources = excluded.sources`, r.Name, r.Hostname, r.PID, r.Version, r.Listen, string(sj))
 	return err
 }
 

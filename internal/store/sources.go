@@ -31,6 +31,14 @@ type Source struct {
 	LastSyncTime          *time.Time         `json:"lastSyncTime"`
 	Conditions            []status.Condition `json:"conditions"`
 	Errors                []SourceError      `json:"errors"`
+	// From the replica holding the source's lease (absent when none holds it).
+	Holder          string     `json:"holder,omitempty"`
+	LastPollTime    *time.Time `json:"lastPollTime,omitempty"`
+	LastWebhookTime *time.Time `json:"lastWebhookTime,omitempty"`
+	HeadRevision    string     `json:"headRevision,omitempty"` // the remote's head at the last poll
+	// LagSeconds is how long the remote head has been ahead of the applied revision (0 when
+	// they are equal).
+	LagSeconds float64 `json:"lagSeconds"`
 }
 
 // SourceConfig is what the controller config says of a source.
@@ -55,6 +63,11 @@ func (s *Store) RegisterSource(ctx context.Context, c SourceConfig) error {
 
 const sourceColumns = `name, url, branch, path, revision, last_attempted_revision, last_sync_time, conditions, errors`
 
+// sourceRuntime joins what the lease holder published in its heartbeat.
+const sourceRuntime = `, COALESCE((SELECT l.holder FROM leases l WHERE l.name = 'source:' || sources.name AND l.expires_at > now()), ''),
+	(SELECT r.sources -> sources.name FROM leases l JOIN replicas r ON r.name = l.holder
+	 WHERE l.name = 'source:' || sources.name AND l.expires_at > now())`
+
 func scanSource(row pgx.Row) (Source, error) {
 	var src Source
 	var conds, errs []byte
@@ -62,18 +75,42 @@ func scanSource(row pgx.Row) (Source, error) {
 		&src.LastSyncTime, &conds, &errs); err != nil {
 		return src, err
 	}
+	return src, decodeSource(&src, conds, errs)
+}
+
+// scanSourceRuntime scans sourceColumns + sourceRuntime.
+func scanSourceRuntime(row pgx.Row) (Source, error) {
+	var src Source
+	var conds, errs, rt []byte
+	if err := row.Scan(&src.Name, &src.URL, &src.Branch, &src.Path, &src.Revision, &src.LastAttemptedRevision,
+		&src.LastSyncTime, &conds, &errs, &src.Holder, &rt); err != nil {
+		return src, err
+	}
+	if len(rt) > 0 {
+		var r struct {
+			LastPoll, LastWebhook, HeadSeen *time.Time
+			Head                            string
+		}
+		if err := json.Unmarshal(rt, &r); err == nil {
+			src.LastPollTime, src.LastWebhookTime, src.HeadRevision = r.LastPoll, r.LastWebhook, r.Head
+			if r.Head != "" && r.Head != src.Revision && r.HeadSeen != nil {
+				src.LagSeconds = time.Since(*r.HeadSeen).Seconds()
+			}
+		}
+	}
+	return src, decodeSource(&src, conds, errs)
+}
+
+func decodeSource(src *Source, conds, errs []byte) error {
 	if err := json.Unmarshal(conds, &src.Conditions); err != nil {
-		return src, err
+		return err
 	}
-	if err := json.Unmarshal(errs, &src.Errors); err != nil {
-		return src, err
-	}
-	return src, nil
+	return json.Unmarshal(errs, &src.Errors)
 }
 
 // GetSource returns one source, or ErrNotFound.
 func (s *Store) GetSource(ctx context.Context, name string) (Source, error) {
-	src, err := scanSource(s.pool.QueryRow(ctx, "SELECT "+sourceColumns+" FROM sources WHERE name = $1", name))
+	src, err := scanSourceRuntime(s.pool.QueryRow(ctx, "SELECT "+sourceColumns+sourceRuntime+" FROM sources WHERE name = $1", name))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return src, fmt.Errorf("source %s: %w", name, ErrNotFound)
 	}
@@ -82,14 +119,14 @@ func (s *Store) GetSource(ctx context.Context, name string) (Source, error) {
 
 // ListSources returns every source by name.
 func (s *Store) ListSources(ctx context.Context) ([]Source, error) {
-	rows, err := s.pool.Query(ctx, "SELECT "+sourceColumns+" FROM sources ORDER BY name")
+	rows, err := s.pool.Query(ctx, "SELECT "+sourceColumns+sourceRuntime+" FROM sources ORDER BY name")
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []Source
 	for rows.Next() {
-		src, err := scanSource(rows)
+		src, err := scanSourceRuntime(rows)
 		if err != nil {
 			return nil, err
 		}

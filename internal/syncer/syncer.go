@@ -65,6 +65,10 @@ type Syncer struct {
 	rejected    string    // last revision rejected for its content (deterministic: not retried)
 	lastFailure string    // last failure message written, to write a repeated failure once
 	want        string    // a commit a push webhook named, not yet seen at the remote
+	lastPoll    time.Time // last time the head was read
+	lastWebhook time.Time // last push webhook for this source
+	head        string    // the remote head last read
+	headSeen    time.Time // when that head was first read
 }
 
 // New returns a syncer; call Run.
@@ -92,12 +96,39 @@ func (s *Syncer) Trigger() {
 // TriggerCommit asks for a sync that ends with commit (named by a push webhook) or newer
 // applied, even when the remote does not serve it yet.
 func (s *Syncer) TriggerCommit(commit string) {
+	s.mu.Lock()
+	s.lastWebhook = time.Now()
 	if commit != "" && strings.Trim(commit, "0") != "" {
-		s.mu.Lock()
 		s.want = commit
-		s.mu.Unlock()
 	}
+	s.mu.Unlock()
 	s.Trigger()
+}
+
+// Runtime is what this replica knows of the source beyond its row: published with the
+// replica's heartbeat while it holds the source's lease.
+type Runtime struct {
+	LastPoll    *time.Time `json:"lastPoll,omitempty"`
+	LastWebhook *time.Time `json:"lastWebhook,omitempty"`
+	Head        string     `json:"head,omitempty"`
+	HeadSeen    *time.Time `json:"headSeen,omitempty"`
+}
+
+// Runtime reports the source's poll and webhook times and remote head; ok is false when this
+// replica does not hold the source's lease.
+func (s *Syncer) Runtime() (r Runtime, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lease == nil || time.Now().After(s.leaseUntil) {
+		return r, false
+	}
+	opt := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
+		}
+		return &t
+	}
+	return Runtime{LastPoll: opt(s.lastPoll), LastWebhook: opt(s.lastWebhook), Head: s.head, HeadSeen: opt(s.headSeen)}, true
 }
 
 // awaitWanted re-reads the head for a while when a webhook named a commit that the remote
@@ -262,6 +293,12 @@ func (s *Syncer) SyncOnce(ctx context.Context) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, s.fail(ctx, lease, store.SyncFailure{Reason: "FetchFailed", Message: "read head: " + err.Error()}, "")
 	}
+	s.mu.Lock()
+	s.lastPoll = time.Now()
+	if head != s.head {
+		s.head, s.headSeen = head, s.lastPoll
+	}
+	s.mu.Unlock()
 	if head, err = s.awaitWanted(ctx, head); err != nil {
 		return Outcome{}, s.fail(ctx, lease, store.SyncFailure{Reason: "FetchFailed", Message: "read head: " + err.Error()}, "")
 	}

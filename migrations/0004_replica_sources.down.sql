@@ -1,0 +1,1 @@
+ALTER TABLE replicas DROP COLUMN IF EXISTS sources;
