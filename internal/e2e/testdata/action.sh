@@ -8,7 +8,7 @@ start="$(date +%s%N)"
 if [[ -n "${FAIL_FLAG:-}" && -e "$FAIL_FLAG" ]]; then
   echo "start $id $start $TRUEUP_OPERATION $TRUEUP_GENERATION fail" >> "$CALL_LOG"
   echo "provider said: quota exceeded for $TRUEUP_NAME" >&2
-  exit 3
+  exit "${FAIL_EXIT:-3}"
 fi
 [[ -n "${SLEEP:-}" ]] && sleep "$SLEEP"
 end="$(date +%s%N)"
