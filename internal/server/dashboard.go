@@ -134,9 +134,11 @@ type layout struct {
 	Nav   string // overview | resources | sources
 	Now   time.Time
 	Self  string // this page's address, for the refresh link
-	// Watch says which changes refresh this page: "*" for any, "resource:KEY", "source:NAME".
-	Watch string
-	Page  any
+	// Watch says which changes refresh this page: "*" for any, "resource:KEY", "source:NAME";
+	// WatchURL is the stream that carries them ("": the whole feed).
+	Watch    string
+	WatchURL string
+	Page     any
 }
 
 // render writes a page with the dashboard's security headers.
@@ -144,6 +146,9 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name s
 	l.Now = time.Now()
 	if l.Self == "" {
 		l.Self = r.URL.RequestURI()
+	}
+	if l.WatchURL == "" {
+		l.WatchURL = "/api/v1/watch"
 	}
 	var buf bytes.Buffer
 	if err := pages[name].ExecuteTemplate(&buf, "layout", l); err != nil {

@@ -147,7 +147,12 @@ func (b *browser) checkClean(t *testing.T) {
 // else into a temporary folder.
 func (b *browser) screenshot(t *testing.T, dir, name string) {
 	t.Helper()
-	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	b.capture(t, dir, name, chromedp.FullScreenshot(100))
+}
+
+func (b *browser) capture(t *testing.T, dir, name string, shot chromedp.Action[[]byte]) {
+	t.Helper()
+	png, err := chromedp.Run(b.ctx, shot)
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
@@ -197,6 +202,13 @@ func TestDashboardBrowser(t *testing.T) {
 		}
 	}
 	b.colorScheme(t, "light")
+	// A phone, which is what an engineer paged at night often has at hand.
+	b.do(t, "load the overview on a phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)),
+		chromedp.Navigate(f.url+"/"), chromedp.WaitVisible(chromedp.CSS("#health")))
+	b.capture(t, shots, "overview-phone", chromedp.CaptureScreenshot())
+	b.do(t, "load a resource on a phone", chromedp.Navigate(f.url+"/resources/prod/DatabaseCluster/billing-db"), chromedp.WaitVisible(chromedp.CSS("#history-h")))
+	b.capture(t, shots, "resource-phone", chromedp.CaptureScreenshot())
+	b.do(t, "back to a desktop", chromedp.EmulateViewport(1440, 900))
 	b.checkClean(t)
 
 	// A missing resource is a page too (its 404 is the one console error a browser logs).

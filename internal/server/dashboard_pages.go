@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -419,7 +420,8 @@ func (s *Server) resourcePage(w http.ResponseWriter, r *http.Request) {
 		d.History = append(d.History, historyRow{HistoryEntry: h, Rev: makeRevision(repoURL, h.Revision), RunURL: runURL(h.Outputs)})
 	}
 	title := d.Kind + " " + ns + "/" + name
-	s.render(w, r, http.StatusOK, "resource.html", layout{Title: title, Nav: "resources", Watch: "resource:" + d.Key, Page: d})
+	s.render(w, r, http.StatusOK, "resource.html", layout{Title: title, Nav: "resources", Watch: "resource:" + d.Key,
+		WatchURL: "/api/v1/watch?" + url.Values{"namespace": {ns}, "kind": {d.Kind}}.Encode(), Page: d})
 }
 
 // sourcesPage answers GET /sources.
@@ -464,5 +466,6 @@ func (s *Server) sourcePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := sourceData{sourceView: makeSourceView(src, counts, 0), Events: makeEvents(evs, true), Resources: listPath("source", src.Name)}
-	s.render(w, r, http.StatusOK, "source.html", layout{Title: "Source " + src.Name, Nav: "sources", Watch: "source:" + src.Name, Page: d})
+	s.render(w, r, http.StatusOK, "source.html", layout{Title: "Source " + src.Name, Nav: "sources", Watch: "source:" + src.Name,
+		WatchURL: "/api/v1/watch?" + url.Values{"source": {src.Name}}.Encode(), Page: d})
 }

@@ -225,10 +225,26 @@ func (h *Hub) inOrder(cs []store.Change, now time.Time) (n int, wait time.Durati
 	return len(cs), 0
 }
 
+// event is a change with its SSE block, rendered once by the hub and shared by every
+// watcher: with many watchers the cost per change stays one encoding, not one per client.
+type event struct {
+	store.Change
+	block []byte
+}
+
+func render(c store.Change) []byte {
+	data, _ := json.Marshal(c)
+	return fmt.Appendf(nil, "id: %d\nevent: %s\ndata: %s\n\n", c.ID, c.Object, data)
+}
+
 // publish offers cs to every subscription and moves the hub's position past them.
-func (h *Hub) publish(cs []store.Change) {
-	if len(cs) == 0 {
+func (h *Hub) publish(changes []store.Change) {
+	if len(changes) == 0 {
 		return
+	}
+	cs := make([]event, len(changes))
+	for i, c := range changes {
+		cs[i] = event{Change: c, block: render(c)}
 	}
 	end := cs[len(cs)-1].ID
 	h.mu.Lock()
@@ -266,7 +282,7 @@ func (h *Hub) subscribe(f changeFilter, after int64) (*subscription, int64, erro
 	if h.last > after {
 		return nil, h.last, nil
 	}
-	sub := &subscription{filter: f, after: after, ch: make(chan []store.Change, h.buffer), gone: make(chan struct{})}
+	sub := &subscription{filter: f, after: after, ch: make(chan []event, h.buffer), gone: make(chan struct{})}
 	sub.pos.Store(after)
 	h.subs[sub] = struct{}{}
 	return sub, after, nil
@@ -292,7 +308,7 @@ func (h *Hub) drop(sub *subscription, reason string) {
 type subscription struct {
 	filter changeFilter
 	after  int64 // where the watcher started: older ids are not offered
-	ch     chan []store.Change
+	ch     chan []event
 	queued atomic.Int64 // changes in ch
 	// pos: every change up to pos was offered (the matching ones are in ch or were read).
 	pos  atomic.Int64
@@ -303,16 +319,16 @@ type subscription struct {
 
 // wanted returns the changes of cs (ordered by id) the watcher wants: cs itself, shared and
 // read-only, when it wants them all.
-func (sub *subscription) wanted(cs []store.Change) []store.Change {
+func (sub *subscription) wanted(cs []event) []event {
 	for len(cs) > 0 && cs[0].ID <= sub.after {
 		cs = cs[1:]
 	}
 	if sub.filter == (changeFilter{}) {
 		return cs
 	}
-	var out []store.Change
+	var out []event
 	for _, c := range cs {
-		if sub.filter.match(c) {
+		if sub.filter.match(c.Change) {
 			out = append(out, c)
 		}
 	}
@@ -537,9 +553,13 @@ func (sw *sseWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func (sw *sseWriter) changes(cs []store.Change) {
+func (sw *sseWriter) changes(cs []event) {
 	for _, c := range cs {
-		sw.change(c)
+		if c.ID <= sw.id {
+			continue // already sent (a client resuming from a position the hub had not reached)
+		}
+		_, _ = sw.Write(c.block)
+		sw.id = c.ID
 	}
 }
 
@@ -547,8 +567,7 @@ func (sw *sseWriter) change(c store.Change) {
 	if c.ID <= sw.id {
 		return // already sent (a client resuming from a position the hub had not reached)
 	}
-	data, _ := json.Marshal(c)
-	fmt.Fprintf(sw, "id: %d\nevent: %s\ndata: %s\n\n", c.ID, c.Object, data)
+	_, _ = sw.Write(render(c))
 	sw.id = c.ID
 }
 

@@ -14,6 +14,7 @@
   var RETRY_MS = 15000;
 
   var watch = document.body.getAttribute('data-watch') || '';
+  var watchURL = document.body.getAttribute('data-watch-url') || '/api/v1/watch';
   var live = document.getElementById('live');
   var lastFetch = 0, timer = null, inflight = false, dirty = false;
 
@@ -132,7 +133,7 @@
   }
 
   function connect() {
-    var es = new EventSource('/api/v1/watch');
+    var es = new EventSource(watchURL);
     setState('connecting', 'Connecting\u2026');
     es.onopen = function () { setState('live', 'Live'); };
     es.onerror = function () {
