@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"time"
@@ -11,6 +14,7 @@ import (
 	"github.com/trueup-dev/trueup/actions/noop"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/reconciler"
+	"github.com/trueup-dev/trueup/internal/server"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/sources"
 )
@@ -117,31 +121,90 @@ func waitReady(ctx context.Context, st *store.Store, n int, limit time.Duration)
 func (b *bench) reconcileThroughput(ctx context.Context) error {
 	const n = 20000
 	for _, replicas := range []int{1, 3} {
-		st, url, err := b.freshStore(ctx, 4)
-		if err != nil {
+		if err := b.throughput(ctx, n, replicas, 0, ""); err != nil {
 			return err
 		}
-		if err := b.seed(ctx, st, n); err != nil {
-			return err
-		}
-		act, _ := noop.New(nil, actions.Env{Name: "act", Logger: b.log})
-		start := time.Now()
-		stop, err := b.runReconcilers(ctx, url, replicas, 32, act)
-		if err != nil {
-			return err
-		}
-		err = waitReady(ctx, st, n, 5*time.Minute)
-		took := time.Since(start)
-		stop()
-		st.Close()
-		if err != nil {
-			return err
-		}
-		name := "reconcile_throughput"
-		if replicas > 1 {
-			name = fmt.Sprintf("reconcile_throughput_%d_replicas", replicas)
-		}
-		record(name, float64(n)/took.Seconds(), "1/s", "≥ 5000", atLeast(5000))
 	}
+	// Idle watchers: connected, filtered to a namespace with no changes (a dashboard open on a
+	// quiet page). Streaming watchers receive every one of the 20,000 changes.
+	if err := b.throughput(ctx, n, 1, 200, "?namespace=quiet"); err != nil {
+		return err
+	}
+	return b.throughput(ctx, n, 1, 200, "")
+}
+
+// throughput reconciles n resources with the noop action on replicas reconcilers, with
+// watchers idle SSE clients connected to a server on the same database.
+func (b *bench) throughput(ctx context.Context, n, replicas, watchers int, query string) error {
+	st, url, err := b.freshStore(ctx, 4)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := b.seed(ctx, st, n); err != nil {
+		return err
+	}
+	act, _ := noop.New(nil, actions.Env{Name: "act", Logger: b.log})
+	if watchers > 0 {
+		stopWatch, err := b.watchers(ctx, st, watchers, query)
+		if err != nil {
+			return err
+		}
+		defer stopWatch()
+	}
+	start := time.Now()
+	stop, err := b.runReconcilers(ctx, url, replicas, 32, act)
+	if err != nil {
+		return err
+	}
+	err = waitReady(ctx, st, n, 5*time.Minute)
+	took := time.Since(start)
+	stop()
+	if err != nil {
+		return err
+	}
+	name := "reconcile_throughput"
+	switch {
+	case watchers > 0 && query != "":
+		name = fmt.Sprintf("reconcile_throughput_%d_watchers", watchers)
+	case watchers > 0:
+		name = fmt.Sprintf("reconcile_throughput_%d_streaming_watchers", watchers)
+	case replicas > 1:
+		name = fmt.Sprintf("reconcile_throughput_%d_replicas", replicas)
+	}
+	record(name, float64(n)/took.Seconds(), "1/s", "≥ 5000", atLeast(5000))
 	return nil
+}
+
+// watchers serves the API on st and connects n SSE clients that read and discard.
+func (b *bench) watchers(ctx context.Context, st *store.Store, n int, query string) (stop func(), err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	srv := server.New(st, server.Options{}, b.log)
+	api := httptest.NewServer(srv.Handler())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		st.Listen(ctx, []string{store.ChangesChannel}, func(string, string) { srv.NotifyChanges() }, b.log)
+	}()
+	for i := 0; i < n; i++ {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, api.URL+"/api/v1/watch"+query, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer resp.Body.Close()
+			_, _ = io.Copy(io.Discard, resp.Body)
+		}()
+	}
+	return func() {
+		cancel()
+		srv.Stop()
+		api.Close()
+		wg.Wait()
+	}, nil
 }

@@ -165,16 +165,29 @@ func (h *Hub) position() int64 {
 	return h.last
 }
 
+// coalesce is the least time between two reads of the feed: under a stream of commits
+// (thousands of reconciles a second) watchers get fewer, larger batches, which keeps the
+// cost per watcher low, at the price of at most this much latency.
+const coalesce = 50 * time.Millisecond
+
 func (h *Hub) run() {
 	defer h.wg.Done()
 	timer := time.NewTimer(h.fallback)
 	defer timer.Stop()
 	for {
+		read := time.Now()
 		timer.Reset(h.poll())
 		select {
 		case <-h.stop:
 			return
 		case <-h.wake:
+			if d := coalesce - time.Since(read); d > 0 {
+				select {
+				case <-h.stop:
+					return
+				case <-time.After(d):
+				}
+			}
 		case <-timer.C:
 		}
 	}
