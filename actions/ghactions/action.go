@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/google/go-github/v60/github"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/ghapp"
 )
 
 const userAgent = "trueup-ghactions"
@@ -78,15 +78,19 @@ func New(raw json.RawMessage, env actions.Env) (actions.Action, error) {
 	metered := &meterTransport{next: a.transport, remaining: &a.remaining}
 	var tokens tokenSource
 	if s.app != nil {
-		a.secrets.addKey(s.app.keyPEM)
-		endpoint := s.baseURL.JoinPath("app", "installations", strconv.FormatInt(s.app.installationID, 10), "access_tokens")
-		tokens = &appTokens{
-			app:      s.app,
-			endpoint: endpoint.String(),
-			client:   &http.Client{Transport: a.transport, CheckRedirect: noRedirect},
-			now:      func() time.Time { return a.now() },
-			secrets:  a.secrets,
+		a.secrets.addKey(string(s.app.keyPEM))
+		src, err := ghapp.New(ghapp.Config{
+			AppID:          s.app.appID,
+			InstallationID: s.app.installationID,
+			PrivateKeyFile: s.app.keyFile,
+			PrivateKeyPEM:  s.app.keyPEM,
+			BaseURL:        s.baseURL.String(),
+			Now:            func() time.Time { return a.now() },
+		}, &http.Client{Transport: a.transport, CheckRedirect: noRedirect})
+		if err != nil {
+			return nil, fmt.Errorf("config: app: %w", err)
 		}
+		tokens = &appTokens{src: src, secrets: a.secrets}
 	} else {
 		a.secrets.addFixed(s.token)
 		tokens = staticToken(s.token)

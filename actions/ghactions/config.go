@@ -1,10 +1,7 @@
 package ghactions
 
 import (
-	"crypto/rsa"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"net/url"
@@ -82,8 +79,8 @@ type settings struct {
 
 type appSettings struct {
 	appID, installationID int64
-	key                   *rsa.PrivateKey
-	keyPEM                string // kept only to scrub it from messages
+	keyFile               string
+	keyPEM                []byte // parsed by ghapp; kept to scrub it from messages
 }
 
 // namePattern matches GitHub owner and repository names.
@@ -184,44 +181,12 @@ func parseApp(c appConfig, baseDir string) (*appSettings, error) {
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(baseDir, path)
 	}
+	// Read here rather than by ghapp: the text is kept to scrub it from messages.
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: app.privateKeyFile: %w", err)
 	}
-	key, err := parsePrivateKey(data)
-	if err != nil {
-		// Never quote the file's content.
-		return nil, fmt.Errorf("config: app.privateKeyFile %s: %w", path, err)
-	}
-	return &appSettings{appID: c.AppID, installationID: c.InstallationID, key: key, keyPEM: string(data)}, nil
-}
-
-// parsePrivateKey reads the PEM file GitHub hands out (PKCS#1) or its PKCS#8 form.
-func parsePrivateKey(data []byte) (*rsa.PrivateKey, error) {
-	block, _ := pem.Decode(data)
-	if block == nil {
-		return nil, errors.New("no PEM block found")
-	}
-	switch block.Type {
-	case "RSA PRIVATE KEY":
-		k, err := x509.ParsePKCS1PrivateKey(block.Bytes)
-		if err != nil {
-			return nil, errors.New("invalid PKCS#1 RSA private key")
-		}
-		return k, nil
-	case "PRIVATE KEY":
-		k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
-		if err != nil {
-			return nil, errors.New("invalid PKCS#8 private key")
-		}
-		rk, ok := k.(*rsa.PrivateKey)
-		if !ok {
-			return nil, errors.New("private key is not an RSA key")
-		}
-		return rk, nil
-	default:
-		return nil, fmt.Errorf("unexpected PEM block %q", block.Type)
-	}
+	return &appSettings{appID: c.AppID, installationID: c.InstallationID, keyFile: path, keyPEM: data}, nil
 }
 
 // with holds a ResourceType's `with:` parameters.

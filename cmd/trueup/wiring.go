@@ -19,6 +19,7 @@ import (
 	"github.com/trueup-dev/trueup/actions/httpcall"
 	"github.com/trueup-dev/trueup/actions/noop"
 	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/ghapp"
 	"github.com/trueup-dev/trueup/internal/pgembed"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/sources"
@@ -119,6 +120,14 @@ func newSource(cfg *config.Config, s config.Source, logger *slog.Logger) (source
 			Dir: filepath.Join(cfg.DataDir, "git", s.Name)}
 		if a := g.Auth; a != nil {
 			gc.Auth = gitsource.Auth{Username: a.Username, Password: a.Password, SSHKeyFile: a.SSHKeyFile, KnownHostsFile: a.KnownHostsFile}
+			if app := a.GitHubApp; app != nil {
+				tokens, err := ghapp.New(ghapp.Config{AppID: int64(app.AppID), InstallationID: int64(app.InstallationID),
+					PrivateKeyFile: app.PrivateKeyFile, BaseURL: app.BaseURL}, nil)
+				if err != nil {
+					return nil, store.SourceConfig{}, fmt.Errorf("git auth: %w", err)
+				}
+				gc.Auth.TokenFunc = tokens.Token
+			}
 		}
 		src, err := gitsource.New(gc, logger)
 		ref := g.Branch

@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -99,12 +101,42 @@ type Git struct {
 	Auth     *GitAuth      `yaml:"auth"`
 }
 
-// GitAuth holds credentials; they come from ${VAR}s, never from Git.
+// GitAuth holds credentials; they come from ${VAR}s or files, never from Git. At most one
+// of Password, SSHKeyFile and GitHubApp is set.
 type GitAuth struct {
 	Username       string `yaml:"username"`
 	Password       string `yaml:"password"`
 	SSHKeyFile     string `yaml:"sshKeyFile"`
 	KnownHostsFile string `yaml:"knownHostsFile"`
+	// GitHubApp fetches over HTTPS with the installation tokens of a GitHub App.
+	GitHubApp *GitHubApp `yaml:"githubApp"`
+}
+
+// GitHubApp identifies a GitHub App installation and its private key.
+type GitHubApp struct {
+	AppID          NumericID `yaml:"appID"`
+	InstallationID NumericID `yaml:"installationID"`
+	PrivateKeyFile string    `yaml:"privateKeyFile"` // PEM as GitHub hands it out; relative to the config's folder
+	BaseURL        string    `yaml:"baseURL"`        // REST API root; default https://api.github.com/
+}
+
+// NumericID is an integer that may also be written as a string, so that it can come from
+// a ${VAR} (expanded values are always strings).
+type NumericID int64
+
+// UnmarshalYAML accepts an integer scalar, quoted or not.
+func (id *NumericID) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		if v, err := strconv.ParseInt(strings.TrimSpace(n.Value), 10, 64); err == nil {
+			*id = NumericID(v)
+			return nil
+		}
+		if varRe.MatchString(n.Value) {
+			return nil // the unknown-field check runs before ${VAR} expansion
+		}
+	}
+	// The value is not quoted: it may have come from the environment.
+	return fmt.Errorf("line %d: expected an integer id", n.Line)
 }
 
 // Dir is a local folder watched with fsnotify (development).
@@ -288,6 +320,9 @@ func (c *Config) applyDefaults() {
 				if s.Git.Auth.KnownHostsFile != "" {
 					s.Git.Auth.KnownHostsFile = c.Path(s.Git.Auth.KnownHostsFile)
 				}
+				if app := s.Git.Auth.GitHubApp; app != nil && app.PrivateKeyFile != "" {
+					app.PrivateKeyFile = c.Path(app.PrivateKeyFile)
+				}
 			}
 			if isLocalPath(s.Git.URL) {
 				s.Git.URL = c.Path(s.Git.URL)
@@ -394,8 +429,13 @@ func (c *Config) Validate() error {
 			if g.Interval < time.Second {
 				bad("%s.git.interval: %s is below 1s", at, g.Interval)
 			}
-			if a := g.Auth; a != nil && a.SSHKeyFile != "" && a.Password != "" {
-				bad("%s.git.auth: password and sshKeyFile are exclusive", at)
+			if a := g.Auth; a != nil {
+				if a.SSHKeyFile != "" && a.Password != "" {
+					bad("%s.git.auth: password and sshKeyFile are exclusive", at)
+				}
+				if a.GitHubApp != nil {
+					validateGitHubApp(at+".git", g.URL, a, bad)
+				}
 			}
 		}
 		if s.Dir != nil && s.Dir.Path == "" {
@@ -453,6 +493,38 @@ func (c *Config) Validate() error {
 		bad("log.format: %q is not one of text, json", c.Log.Format)
 	}
 	return errors.Join(errs...)
+}
+
+// validateGitHubApp checks the githubApp block of a git source's auth; at is "sources[i].git".
+func validateGitHubApp(at, gitURL string, a *GitAuth, bad func(string, ...any)) {
+	for _, f := range []struct{ name, v string }{
+		{"username", a.Username}, {"password", a.Password}, {"sshKeyFile", a.SSHKeyFile}, {"knownHostsFile", a.KnownHostsFile},
+	} {
+		if f.v != "" {
+			bad("%s.auth: %s and githubApp are exclusive", at, f.name)
+		}
+	}
+	app := a.GitHubApp
+	at += ".auth.githubApp"
+	if app.AppID <= 0 {
+		bad("%s.appID: required (a positive integer)", at)
+	}
+	if app.InstallationID <= 0 {
+		bad("%s.installationID: required (a positive integer)", at)
+	}
+	if app.PrivateKeyFile == "" {
+		bad("%s.privateKeyFile: required", at)
+	}
+	if app.BaseURL != "" {
+		// Not quoted: it may hold credentials, which are refused as well.
+		u, err := url.Parse(app.BaseURL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
+			bad("%s.baseURL: must be an http(s) URL without credentials", at)
+		}
+	}
+	if lower := strings.ToLower(gitURL); gitURL != "" && !strings.HasPrefix(lower, "https://") && !strings.HasPrefix(lower, "http://") {
+		bad("%s: applies to https urls only", at)
+	}
 }
 
 // Secrets returns every value that came from the environment through ${VAR} (and the

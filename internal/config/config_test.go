@@ -79,6 +79,17 @@ func TestParseErrors(t *testing.T) {
 		{"broken yaml", "sources: [\n", "line"},
 		{"bad prune", "sources:\n  - name: a\n    dir: {path: x}\n    prune: sometimes\n", "line 4: prune must be"},
 		{"bad maxFraction", "sources:\n  - name: a\n    dir: {path: x}\n    prune: {maxFraction: 2}\n", "maxFraction"},
+		{"githubApp and password", gitApp("password: pw, ", "appID: 1, installationID: 2, privateKeyFile: k.pem"), "sources[0].git.auth: password and githubApp are exclusive"},
+		{"githubApp and sshKeyFile", gitApp("sshKeyFile: id, ", "appID: 1, installationID: 2, privateKeyFile: k.pem"), "sources[0].git.auth: sshKeyFile and githubApp are exclusive"},
+		{"githubApp and username", gitApp("username: bot, ", "appID: 1, installationID: 2, privateKeyFile: k.pem"), "sources[0].git.auth: username and githubApp are exclusive"},
+		{"githubApp without appID", gitApp("", "installationID: 2, privateKeyFile: k.pem"), "sources[0].git.auth.githubApp.appID: required"},
+		{"githubApp without installationID", gitApp("", "appID: 1, privateKeyFile: k.pem"), "sources[0].git.auth.githubApp.installationID: required"},
+		{"githubApp without key", gitApp("", "appID: 1, installationID: 2"), "sources[0].git.auth.githubApp.privateKeyFile: required"},
+		{"githubApp bad appID", gitApp("", "appID: one, installationID: 2, privateKeyFile: k.pem"), "line 3: expected an integer id"},
+		{"githubApp unknown field", gitApp("", "appID: 1, installationID: 2, privateKey: x"), "line 3: field privateKey not found"},
+		{"githubApp bad baseURL", gitApp("", "appID: 1, installationID: 2, privateKeyFile: k.pem, baseURL: \"ftp://u:pw@x\""), "githubApp.baseURL: must be an http(s) URL"},
+		{"githubApp ssh url", "sources:\n  - name: a\n    git: {url: \"git@github.com:acme/infra.git\", auth: {githubApp: {appID: 1, installationID: 2, privateKeyFile: k.pem}}}\n",
+			"sources[0].git.auth.githubApp: applies to https urls only"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,6 +98,42 @@ func TestParseErrors(t *testing.T) {
 				t.Fatalf("error %v, want it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// gitApp is a git source whose auth holds other (ending ", ") and a githubApp block.
+func gitApp(other, app string) string {
+	return "sources:\n  - name: a\n    git: {url: \"https://github.com/acme/infra.git\", auth: {" + other + "githubApp: {" + app + "}}}\n"
+}
+
+func TestGitHubApp(t *testing.T) {
+	t.Parallel()
+	c, err := Parse([]byte(`
+sources:
+  - name: infra
+    git:
+      url: https://github.com/acme/infra.git
+      auth:
+        githubApp:
+          appID: 123456
+          installationID: "${INSTALLATION_ID}"
+          privateKeyFile: secrets/app.pem
+  - name: ghes
+    git:
+      url: https://ghe.example.com/acme/infra.git
+      auth:
+        githubApp: {appID: 7, installationID: 8, privateKeyFile: /keys/app.pem, baseURL: "https://ghe.example.com/api/v3/"}
+`), "/etc/trueup", env(map[string]string{"INSTALLATION_ID": "7654321"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := *c.Sources[0].Git.Auth.GitHubApp
+	if want := (GitHubApp{AppID: 123456, InstallationID: 7654321, PrivateKeyFile: "/etc/trueup/secrets/app.pem"}); got != want {
+		t.Errorf("githubApp = %+v, want %+v", got, want)
+	}
+	got = *c.Sources[1].Git.Auth.GitHubApp
+	if want := (GitHubApp{AppID: 7, InstallationID: 8, PrivateKeyFile: "/keys/app.pem", BaseURL: "https://ghe.example.com/api/v3/"}); got != want {
+		t.Errorf("githubApp = %+v, want %+v", got, want)
 	}
 }
 

@@ -26,6 +26,20 @@ const defaultTokenUser = "x-access-token"
 func buildAuth(ep *transport.Endpoint, a Auth) (transport.AuthMethod, error) {
 	hasBasic := a.Username != "" || a.Password != ""
 	hasSSH := a.SSHKeyFile != "" || a.SSHKeyPassphrase != "" || a.KnownHostsFile != ""
+	if a.TokenFunc != nil {
+		// The token is fetched per operation (Source.authFor); only check the combination.
+		switch {
+		case ep.Protocol != "http" && ep.Protocol != "https":
+			return nil, fmt.Errorf("token auth applies to https urls only, not %s", ep.Protocol)
+		case hasBasic:
+			return nil, errors.New("token auth excludes username and password")
+		case hasSSH:
+			return nil, errors.New("token auth excludes sshKeyFile, sshKeyPassphrase and knownHostsFile")
+		case ep.User != "" || ep.Password != "":
+			return nil, errors.New("token auth excludes credentials in the url")
+		}
+		return nil, nil
+	}
 	switch ep.Protocol {
 	case "http", "https":
 		if hasSSH {

@@ -232,13 +232,17 @@ func (s *Source) fetchInto(ctx context.Context, dir string) (plumbing.Hash, erro
 }
 
 func (s *Source) fetchRefs(ctx context.Context, remote *git.Remote, depth int, specs ...gitconfig.RefSpec) error {
+	auth, token, err := s.authFor(ctx)
+	if err != nil {
+		return s.errorf(ctx, "fetch", err)
+	}
 	s.fetches.Add(1)
-	err := remote.FetchContext(ctx, &git.FetchOptions{
+	err = token.wrap(remote.FetchContext(ctx, &git.FetchOptions{
 		RefSpecs: specs,
 		Depth:    depth,
 		Tags:     git.NoTags,
-		Auth:     s.auth,
-	})
+		Auth:     auth,
+	}))
 	var noMatch git.NoMatchingRefSpecError
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):

@@ -6,7 +6,7 @@
 //
 // Credentials never reach errors or logs: URLs are shown through Redact, the URL handed to
 // go-git carries no userinfo, and every returned error is scrubbed of the configured
-// secrets.
+// secrets and of the token (Auth.TokenFunc) its operation used.
 //
 // Hidden entries (a path component starting with ".", such as .github/ or .gitlab-ci.yml)
 // are not manifests, as in dirsource: CI files are YAML but not trueup documents.
@@ -31,6 +31,7 @@ import (
 	gitconfig "github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
 
@@ -44,6 +45,11 @@ type Auth struct {
 	SSHKeyFile         string
 	SSHKeyPassphrase   string
 	KnownHostsFile     string
+	// TokenFunc, for https URLs, yields the password of basic auth as user "x-access-token"
+	// (a GitHub App installation token, see internal/ghapp). It is called for every
+	// ls-remote and fetch, so a renewed token is used as soon as it is issued, and must be
+	// safe for concurrent use. It excludes the other fields and credentials in the URL.
+	TokenFunc func(ctx context.Context) (string, error)
 }
 
 // Config configures one Git source.
@@ -224,12 +230,17 @@ func (s *Source) Head(ctx context.Context) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", s.errorf(ctx, "ls-remote", err)
 	}
+	auth, token, err := s.authFor(ctx)
+	if err != nil {
+		return "", s.errorf(ctx, "ls-remote", err)
+	}
 	remote := git.NewRemote(memory.NewStorage(), &gitconfig.RemoteConfig{
 		Name: git.DefaultRemoteName,
 		URLs: []string{s.url},
 	})
-	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: s.auth, PeelingOption: git.AppendPeeled})
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth, PeelingOption: git.AppendPeeled})
 	if err != nil {
+		err = token.wrap(err)
 		if errors.Is(err, transport.ErrEmptyRemoteRepository) {
 			return "", s.secrets.wrap(fmt.Errorf("%s not found at %s: %w", s.refDesc(), s.redacted, err))
 		}
@@ -253,6 +264,22 @@ func (s *Source) Head(ctx context.Context) (string, error) {
 		return direct.String(), nil
 	}
 	return "", s.secrets.wrap(fmt.Errorf("%s not found at %s", s.refDesc(), s.redacted))
+}
+
+// authFor returns the auth method of one network operation, and the scrubber of the token
+// it carries for that operation's errors (nil without a TokenFunc).
+func (s *Source) authFor(ctx context.Context) (transport.AuthMethod, scrubber, error) {
+	if s.cfg.Auth.TokenFunc == nil {
+		return s.auth, nil, nil
+	}
+	tok, err := s.cfg.Auth.TokenFunc(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("get token: %w", err)
+	}
+	if tok == "" {
+		return nil, nil, errors.New("get token: the token source returned an empty token")
+	}
+	return &githttp.BasicAuth{Username: defaultTokenUser, Password: tok}, scrubber{tok}, nil
 }
 
 // Fetches reports how many network fetches (clone attempts) the source has made.

@@ -68,10 +68,10 @@ func (s scrubber) scrub(msg string) string {
 }
 
 // wrap returns err with every secret replaced in its message. errors.Is and errors.As still
-// see the original chain.
+// see the original chain. An empty scrubber returns err as it is.
 func (s scrubber) wrap(err error) error {
-	if err == nil {
-		return nil
+	if err == nil || len(s) == 0 {
+		return err
 	}
 	// Transports quote server responses with their trailing newline.
 	return &scrubbedError{msg: strings.TrimSpace(s.scrub(err.Error())), err: err}
