@@ -346,5 +346,3 @@ func nonEmpty(s, def string) string {
 	}
 	return s
 }
-
-func ident(c store.Claimed) string { return c.Namespace + "/" + c.Kind + "/" + c.Name }
