@@ -33,12 +33,8 @@ type Action struct {
 	settings
 	logger *slog.Logger
 
-	closeCtx context.Context // done once Close is called; cancels calls in flight
-	closeNow context.CancelCauseFunc
-
-	mu     sync.Mutex
-	closed bool
-	calls  sync.WaitGroup
+	mu    sync.Mutex
+	calls actions.Calls // calls in flight, for Close
 }
 
 // New is the actions.Factory of the exec kind. It decodes and checks the config without
@@ -52,12 +48,9 @@ func New(raw json.RawMessage, env actions.Env) (actions.Action, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	ctx, cancel := context.WithCancelCause(context.Background())
 	return &Action{
 		settings: s,
 		logger:   logger.With("action", env.Name, "command", s.path),
-		closeCtx: ctx,
-		closeNow: cancel,
 	}, nil
 }
 
@@ -98,15 +91,7 @@ func (a *Action) ValidateWith(with json.RawMessage) error { return validateWith(
 // Close refuses new calls, kills the commands of calls in flight and waits for those calls to
 // return. It is safe to call more than once.
 func (a *Action) Close() error {
-	a.mu.Lock()
-	if a.closed {
-		a.mu.Unlock()
-		return nil
-	}
-	a.closed = true
-	a.mu.Unlock()
-	a.closeNow(errClosed)
-	a.calls.Wait()
+	a.calls.Close(errClosed)
 	return nil
 }
 
@@ -130,19 +115,7 @@ func (a *Action) result(r reply, req actions.Request) actions.Result {
 
 // begin registers a call, so that Close can cancel it and wait for it.
 func (a *Action) begin(ctx context.Context) (context.Context, func(), error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.closed {
-		return nil, nil, errClosed
-	}
-	a.calls.Add(1)
-	ctx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(a.closeCtx, func() { cancel(context.Cause(a.closeCtx)) })
-	return ctx, func() {
-		stop()
-		cancel(nil)
-		a.calls.Done()
-	}, nil
+	return a.calls.Begin(ctx, errClosed)
 }
 
 // timeoutError is the cause of a call's context when the config timeout expires.

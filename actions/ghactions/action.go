@@ -38,12 +38,8 @@ type Action struct {
 	noRunDetails atomic.Bool
 	now          func() time.Time
 
-	closeCtx context.Context
-	closeNow context.CancelCauseFunc
-
 	mu           sync.Mutex
-	closed       bool
-	calls        sync.WaitGroup
+	calls        actions.Calls    // calls in flight, for Close
 	limitedUntil time.Time        // no API call before this time (rate limit of this credential)
 	drifted      map[string]int64 // resource → generation Observe found drifted (see driftKey)
 	failedRuns   map[int64]bool   // runs reported failed by this instance (see noteFailed)
@@ -105,7 +101,6 @@ func New(raw json.RawMessage, env actions.Env) (actions.Action, error) {
 	a.gh.UserAgent = userAgent
 	a.blob = &http.Client{Transport: a.transport}
 
-	a.closeCtx, a.closeNow = context.WithCancelCause(context.Background())
 	return a, nil
 }
 
@@ -135,34 +130,15 @@ func (a *Action) RateLimitRemaining() int { return int(a.remaining.Load()) }
 // Close cancels the calls in flight, waits for them and drops idle connections. It is safe
 // to call more than once.
 func (a *Action) Close() error {
-	a.mu.Lock()
-	if a.closed {
-		a.mu.Unlock()
-		return nil
+	if a.calls.Close(errClosed) {
+		a.transport.CloseIdleConnections()
 	}
-	a.closed = true
-	a.mu.Unlock()
-	a.closeNow(errClosed)
-	a.calls.Wait()
-	a.transport.CloseIdleConnections()
 	return nil
 }
 
 // begin registers a call, so that Close can cancel it and wait for it.
 func (a *Action) begin(ctx context.Context) (context.Context, func(), error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.closed {
-		return nil, nil, errClosed
-	}
-	a.calls.Add(1)
-	ctx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(a.closeCtx, func() { cancel(context.Cause(a.closeCtx)) })
-	return ctx, func() {
-		stop()
-		cancel(nil)
-		a.calls.Done()
-	}, nil
+	return a.calls.Begin(ctx, errClosed)
 }
 
 // limited reports whether this credential is rate limited, and until when.

@@ -66,11 +66,8 @@ type Action struct {
 	limitedUntil time.Time
 	remaining    atomic.Int64
 
-	closeCtx context.Context
-	closeNow context.CancelCauseFunc
-	mu       sync.Mutex
-	closed   bool
-	calls    sync.WaitGroup
+	mu    sync.Mutex
+	calls actions.Calls // calls in flight, for Close
 }
 
 // New is the actions.Factory of the gitlab kind. It checks the config without calling
@@ -84,15 +81,12 @@ func New(raw json.RawMessage, env actions.Env) (actions.Action, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	ctx, cancel := context.WithCancelCause(context.Background())
 	a := &Action{
 		settings: s,
 		logger:   logger.With("action", env.Name, "project", s.project),
 		hc:       &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
 		scrubber: strings.NewReplacer(s.triggerToken, "***", s.token, "***"),
 		now:      time.Now,
-		closeCtx: ctx,
-		closeNow: cancel,
 	}
 	a.remaining.Store(-1)
 	return a, nil
@@ -126,34 +120,15 @@ func (a *Action) ValidateWith(raw json.RawMessage) error {
 // Close cancels calls in flight, waits for them and drops idle connections. It is safe to
 // call more than once.
 func (a *Action) Close() error {
-	a.mu.Lock()
-	if a.closed {
-		a.mu.Unlock()
-		return nil
+	if a.calls.Close(errClosed) {
+		a.hc.CloseIdleConnections()
 	}
-	a.closed = true
-	a.mu.Unlock()
-	a.closeNow(errClosed)
-	a.calls.Wait()
-	a.hc.CloseIdleConnections()
 	return nil
 }
 
 // begin registers a call, so that Close can cancel it and wait for it.
 func (a *Action) begin(ctx context.Context) (context.Context, func(), error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.closed {
-		return nil, nil, errClosed
-	}
-	a.calls.Add(1)
-	ctx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(a.closeCtx, func() { cancel(context.Cause(a.closeCtx)) })
-	return ctx, func() {
-		stop()
-		cancel(nil)
-		a.calls.Done()
-	}, nil
+	return a.calls.Begin(ctx, errClosed)
 }
 
 // Phases of the state.
