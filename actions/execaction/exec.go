@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"sync"
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
@@ -33,7 +32,6 @@ type Action struct {
 	settings
 	logger *slog.Logger
 
-	mu    sync.Mutex
 	calls actions.Calls // calls in flight, for Close
 }
 

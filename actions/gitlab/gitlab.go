@@ -66,7 +66,6 @@ type Action struct {
 	limitedUntil time.Time
 	remaining    atomic.Int64
 
-	mu    sync.Mutex
 	calls actions.Calls // calls in flight, for Close
 }
 

@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
@@ -38,7 +37,6 @@ type Action struct {
 	scrubber *strings.Replacer
 	sleep    func(context.Context, time.Duration) error // replaced by tests
 
-	mu    sync.Mutex
 	calls actions.Calls // calls in flight, for Close
 }
 
