@@ -651,14 +651,14 @@ func TestCloseCancelsCalls(t *testing.T) {
 	if err := actions.Close(a); err != nil {
 		t.Fatal(err)
 	}
-	// Close waited for the call.
+	// Close waited for the call: it has returned (its goroutine may still be about to send).
 	select {
 	case err := <-errc:
 		if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "closed") {
 			t.Fatalf("call in flight: err = %v; want it cancelled by Close", err)
 		}
-	default:
-		t.Fatal("Close returned before the call in flight")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call in flight did not return after Close")
 	}
 	waitGone(t, pidFile)
 	if _, err := a.Reconcile(t.Context(), request()); err == nil {
