@@ -100,14 +100,40 @@ var ErrBadRequest = errors.New("bad request")
 // ListResources returns one page ordered by namespace, kind, name, and the token of the next
 // page ("" on the last one). Paging is by key, so it stays fast deep into large sets.
 func (s *Store) ListResources(ctx context.Context, f ResourceFilter) ([]Resource, string, error) {
-	if f.Limit <= 0 {
-		f.Limit = 100
+	clause, args, limit, err := resourcePage(f, "")
+	if err != nil {
+		return nil, "", err
 	}
-	if f.Limit > 1000 {
-		f.Limit = 1000
+	rows, err := s.pool.Query(ctx, "SELECT "+resourceColumns+" FROM resources"+clause, args...)
+	if err != nil {
+		return nil, "", err
+	}
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Resource, error) { return scanResource(r) })
+	if err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if len(items) > limit {
+		items = items[:limit]
+		last := items[len(items)-1]
+		next = nextToken(last.Metadata.Namespace, last.Kind, last.Metadata.Name)
+	}
+	return items, next, nil
+}
+
+// resourcePage builds the WHERE, ORDER BY and LIMIT of one page of resources (the API's list
+// and the dashboard's table): filters, an optional name search, and keyset paging in the
+// identity index's order so the scan stops after the page. It asks for limit+1 rows: one
+// more than the page says whether there is a next one.
+func resourcePage(f ResourceFilter, nameQuery string) (clause string, args []any, limit int, err error) {
+	limit = f.Limit
+	if limit <= 0 {
+		limit = 100
+	}
+	if limit > 1000 {
+		limit = 1000
 	}
 	var where []string
-	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
 		return fmt.Sprintf("$%d", len(args))
@@ -124,47 +150,37 @@ func (s *Store) ListResources(ctx context.Context, f ResourceFilter) ([]Resource
 	if f.Phase != "" {
 		where = append(where, "phase = "+arg(f.Phase))
 	}
+	if nameQuery != "" {
+		// Served by the trigram index where pg_trgm exists (migration 0005).
+		where = append(where, "name ILIKE "+arg("%"+escapeLike(nameQuery)+"%"))
+	}
 	if f.LabelSelector != "" {
 		reqs, err := ParseLabelSelector(f.LabelSelector)
 		if err != nil {
-			return nil, "", fmt.Errorf("%w: labelSelector: %v", ErrBadRequest, err)
+			return "", nil, 0, fmt.Errorf("%w: labelSelector: %v", ErrBadRequest, err)
 		}
 		for _, rq := range reqs {
 			where = append(where, rq.sql(arg))
 		}
 	}
 	if f.Continue != "" {
-		var key [3]string
-		b, err := base64.RawURLEncoding.DecodeString(f.Continue)
-		if err == nil {
-			err = json.Unmarshal(b, &key)
-		}
+		key, err := decodeContinue(f.Continue)
 		if err != nil {
-			return nil, "", fmt.Errorf("%w: invalid continue token", ErrBadRequest)
+			return "", nil, 0, err
 		}
 		where = append(where, fmt.Sprintf("(namespace, lower(kind), name) > (%s, %s, %s)", arg(key[0]), arg(key[1]), arg(key[2])))
 	}
-	q := "SELECT " + resourceColumns + " FROM resources"
 	if len(where) > 0 {
-		q += " WHERE " + strings.Join(where, " AND ")
+		clause = " WHERE " + strings.Join(where, " AND ")
 	}
-	q += " ORDER BY namespace, lower(kind), name LIMIT " + arg(f.Limit+1)
-	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, "", err
-	}
-	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Resource, error) { return scanResource(r) })
-	if err != nil {
-		return nil, "", err
-	}
-	next := ""
-	if len(items) > f.Limit {
-		items = items[:f.Limit]
-		last := items[len(items)-1]
-		b, _ := json.Marshal([3]string{last.Metadata.Namespace, strings.ToLower(last.Kind), last.Metadata.Name})
-		next = base64.RawURLEncoding.EncodeToString(b)
-	}
-	return items, next, nil
+	clause += " ORDER BY namespace, lower(kind), name LIMIT " + arg(limit+1)
+	return clause, args, limit, nil
+}
+
+// nextToken is the continue token after the resource (namespace, kind, name).
+func nextToken(namespace, kind, name string) string {
+	b, _ := json.Marshal([3]string{namespace, strings.ToLower(kind), name})
+	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 // ResourceType is a type as the API shows it.
