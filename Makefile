@@ -4,7 +4,7 @@ BIN         := bin/trueup
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build run test smoke bench lint postgres clean
+.PHONY: all build run test smoke bench lint postgres chromium clean
 
 all: build
 
@@ -16,7 +16,7 @@ run: postgres build
 	./$(BIN) serve --config examples/trueup.yaml
 
 ## test: the whole suite against a real PostgreSQL (private cluster, or TRUEUP_TEST_DATABASE_URL)
-test: postgres
+test: postgres chromium
 	$(GO) test -race -count=1 -timeout 20m ./...
 
 ## smoke: start what `make run` starts, wait until every example resource is Ready, print them, stop
@@ -35,6 +35,10 @@ lint:
 ## postgres: install PostgreSQL server binaries when missing (apt-get as root, else print the command)
 postgres:
 	@./.ci/ensure-postgres.sh
+
+## chromium: install Debian's Chromium for the dashboard's browser test when missing
+chromium:
+	@./.ci/ensure-chromium.sh
 
 clean:
 	rm -rf bin
