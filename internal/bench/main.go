@@ -148,8 +148,8 @@ func git(dir string, args ...string) error {
 
 func printTable() {
 	fmt.Println()
-	fmt.Printf("%-36s %14s  %-6s %-12s %s\n", "figure", "value", "unit", "target", "met")
-	fmt.Println(strings.Repeat("-", 80))
+	fmt.Printf("%-44s %12s  %-6s %-12s %s\n", "figure", "value", "unit", "target", "met")
+	fmt.Println(strings.Repeat("-", 86))
 	for _, r := range results {
 		met := "yes"
 		if r.ok != nil && !r.ok(r.value) {
@@ -158,7 +158,7 @@ func printTable() {
 		if r.target == "" {
 			met = ""
 		}
-		fmt.Printf("%-36s %14.2f  %-6s %-12s %s\n", r.name, r.value, r.unit, r.target, met)
+		fmt.Printf("%-44s %12.2f  %-6s %-12s %s\n", r.name, r.value, r.unit, r.target, met)
 	}
 	fmt.Printf("\nmachine: %d CPUs, %s/%s, %s\n", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 }
