@@ -37,6 +37,11 @@ type attempt struct {
 
 // process runs one claimed item and writes its result.
 func (r *Reconciler) process(ctx context.Context, c store.Claimed) {
+	shutdown := ctx
+	// The call's own context also ends when its lease is found lost (renewLoop).
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	r.track(c.LeaseToken, cancel)
 	a := attempt{started: time.Now(), trigger: trigger(c)}
 	act, err := r.actionFor(c)
 	if c.Deleting {
@@ -79,13 +84,39 @@ func (r *Reconciler) process(ctx context.Context, c store.Claimed) {
 	if err == nil {
 		r.opts.Metrics.ActionCalled(c.ActionName, a.op, actionResult(a))
 	}
-	if ctx.Err() != nil {
+	if shutdown.Err() != nil && a.err != nil {
 		// Shutting down: the call was interrupted, not failed. Another replica (or this one
-		// after restart) takes the item again.
+		// after restart) takes the item again. A call that finished is written as usual.
 		r.release(c)
 		return
 	}
 	r.completions <- pending{c: c, a: a}
+}
+
+// complete writes results, retrying a transaction PostgreSQL aborted to break a deadlock or a
+// serialization conflict.
+func (r *Reconciler) complete(items []store.Completion) ([]int64, error) {
+	var lost []int64
+	var err error
+	for try := 0; try < 3; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		lost, err = r.store.CompleteBatch(ctx, items)
+		cancel()
+		if !store.IsRetryable(err) {
+			break
+		}
+	}
+	return lost, err
+}
+
+// unstorable replaces a result the database refused with a failed attempt saying so, so that
+// the resource backs off instead of being retried at every lease expiry.
+func (r *Reconciler) unstorable(p pending, cause error) store.Completion {
+	a := p.a
+	a.res = actions.Result{}
+	a.err = fmt.Errorf("the action's result could not be stored: %v", cause)
+	return store.Completion{ID: p.c.ID, Token: p.c.LeaseToken, Fn: func(cur store.Current) store.Update { return r.update(p.c, a, cur) },
+		Namespace: p.c.Namespace, Kind: p.c.Kind, Name: p.c.Name, Source: p.c.Source}
 }
 
 // pending is a finished call waiting for the batch writer.
@@ -120,12 +151,28 @@ func (r *Reconciler) writeLoop(in <-chan pending) {
 			items[i] = store.Completion{ID: p.c.ID, Token: p.c.LeaseToken, Fn: func(cur store.Current) store.Update { return r.update(p.c, p.a, cur) },
 				Namespace: p.c.Namespace, Kind: p.c.Kind, Name: p.c.Name, Source: p.c.Source, Quiet: p.a.inSync}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		lost, err := r.store.CompleteBatch(ctx, items)
-		cancel()
-		if err != nil {
-			// The leases expire and the work is claimed again: nothing is lost, only repeated.
-			r.log.Error("write results", "count", len(batch), "err", err)
+		lost, err := r.complete(items)
+		if err != nil && len(batch) > 1 {
+			// One result the database refuses must not take the others down with it.
+			r.log.Warn("write results as a batch failed; writing one by one", "count", len(batch), "err", err)
+			lost = nil
+			for i, it := range items {
+				l, err := r.complete([]store.Completion{it})
+				if err != nil {
+					l, err = r.complete([]store.Completion{r.unstorable(batch[i], err)})
+				}
+				if err != nil {
+					r.log.Error("write result", "resource_id", it.ID, "err", err)
+				}
+				lost = append(lost, l...)
+			}
+		} else if err != nil {
+			if l, err2 := r.complete([]store.Completion{r.unstorable(batch[0], err)}); err2 == nil {
+				lost = l
+			} else {
+				// The lease expires and the work is claimed again: nothing is lost, only repeated.
+				r.log.Error("write result", "resource_id", batch[0].c.ID, "err", err2)
+			}
 		}
 		for _, id := range lost {
 			r.log.Warn("lease lost; result discarded", "resource_id", id)
@@ -170,12 +217,14 @@ func historyResult(a attempt) string {
 }
 
 func (r *Reconciler) actionFor(c store.Claimed) (actions.Action, error) {
+	// Both are retried, not Stalled: a sync (the type back) or a rolling upgrade (a replica
+	// that knows the action) fixes them without a spec change.
 	if !c.TypeKnown {
-		return nil, actions.Terminalf("no ResourceType declares kind %s", c.Kind)
+		return nil, fmt.Errorf("no ResourceType declares kind %s", c.Kind)
 	}
 	act, ok := r.actions[c.ActionName]
 	if !ok {
-		return nil, actions.Terminalf("action %q is not configured in this controller", c.ActionName)
+		return nil, fmt.Errorf("action %q is not configured on replica %s", c.ActionName, r.opts.Replica)
 	}
 	return act, nil
 }
@@ -212,6 +261,7 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 	h := &store.HistoryEntry{UID: c.UID, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Generation: c.Generation,
 		Revision: c.Revision, Operation: a.op, Trigger: a.trigger, Message: msg, Replica: r.opts.Replica,
 		StartedAt: a.started, FinishedAt: now}
+	a.res.Outputs = r.boundOutputs(a.res.Outputs)
 	if a.res.Outputs != nil {
 		h.Outputs, _ = json.Marshal(a.res.Outputs)
 	}
@@ -255,9 +305,15 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 	}
 
 	if a.inSync {
-		// Nothing to do: keep status, schedule the next resync; no history row.
+		// Nothing to do: keep status, schedule the next resync; no history row. A change or
+		// a deletion that arrived meanwhile shows at once (dirty runs it right after).
 		u.History = nil
 		u.Phase = c.Phase
+		if cur.Deleting {
+			u.Phase = status.PhaseDeleting
+		} else if cur.Generation != c.Generation {
+			u.Phase = status.PhaseReconciling
+		}
 		u.Message = "in sync: no drift found at resync"
 		u.KeepActionState = true
 		u.RunAt = r.resyncAt(c, now)
@@ -298,7 +354,7 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 		h.Result = resultSucceeded
 		if a.drift != "" {
 			h.Result = resultSucceeded
-			h.Message = "drift corrected: " + a.drift
+			h.Message = "drift corrected: " + r.opts.Scrub(a.drift)
 			u.Events = append(u.Events, ev(store.EventWarning, "DriftDetected", r.opts.Scrub(a.drift)))
 		}
 		u.Outputs = a.res.Outputs
@@ -310,11 +366,43 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 			u.Events = append(u.Events, ev(store.EventNormal, "Reconciled", fmt.Sprintf("generation %d is Ready", c.Generation)))
 		}
 	}
+	if cur.Generation != c.Generation {
+		// A new generation arrived during the call: it starts with a clean slate of
+		// attempts, and runs at once (dirty).
+		u.Attempt = 0
+		u.RunAt = ptr(now)
+	}
 	if cur.Deleting {
 		u.Phase = status.PhaseDeleting
 		u.RunAt = ptr(now)
 	}
 	return u
+}
+
+// maxOutputs bounds what one result stores as status.outputs (and in its history row).
+const maxOutputs = 64 << 10
+
+// boundOutputs scrubs secrets from a plugin's outputs and replaces outputs over maxOutputs
+// with a note: they are stored on the resource and in every history row.
+func (r *Reconciler) boundOutputs(out map[string]any) map[string]any {
+	if out == nil {
+		return nil
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return map[string]any{"error": "outputs could not be encoded as JSON"}
+	}
+	if len(b) > maxOutputs {
+		return map[string]any{"error": fmt.Sprintf("outputs of %d bytes were not stored (limit %d)", len(b), maxOutputs)}
+	}
+	if scrubbed := r.opts.Scrub(string(b)); scrubbed != string(b) {
+		var clean map[string]any
+		if json.Unmarshal([]byte(scrubbed), &clean) != nil {
+			return map[string]any{"error": "outputs held a secret and were not stored"}
+		}
+		return clean
+	}
+	return out
 }
 
 // resyncAt is when a Ready resource is checked for drift: the type's interval, else the

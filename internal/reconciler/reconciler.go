@@ -7,6 +7,7 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -43,8 +44,9 @@ type Reconciler struct {
 	wake        chan struct{}
 	completions chan pending
 	mu          sync.Mutex
-	// inflight maps lease tokens of claimed work to their resource ids, for renewal.
-	inflight map[string]int64
+	// inflight maps lease tokens of claimed work to the cancel function of their call: leases
+	// are renewed by token, and a call whose lease is gone is stopped.
+	inflight map[string]context.CancelCauseFunc
 }
 
 // New returns a reconciler. acts maps action instance names (from the config) to plugins.
@@ -68,7 +70,7 @@ func New(st *store.Store, acts map[string]actions.Action, opts Options, logger *
 		opts.Scrub = func(s string) string { return s }
 	}
 	return &Reconciler{opts: opts, store: st, actions: acts, log: logger,
-		wake: make(chan struct{}, 1), completions: make(chan pending, 4*maxBatch), inflight: map[string]int64{}}
+		wake: make(chan struct{}, 1), completions: make(chan pending, 4*maxBatch), inflight: map[string]context.CancelCauseFunc{}}
 }
 
 // Wake makes the claimer look for work at once. The owner of the replica's LISTEN connection
@@ -145,7 +147,6 @@ func (r *Reconciler) claimLoop(ctx context.Context, work chan<- store.Claimed, i
 			}
 			for _, c := range claimed {
 				<-idle
-				r.track(c.LeaseToken, c.ID)
 				select {
 				case work <- c:
 				case <-ctx.Done():
@@ -183,9 +184,9 @@ func resetTimer(t *time.Timer, d time.Duration) {
 	t.Reset(d)
 }
 
-func (r *Reconciler) track(token string, id int64) {
+func (r *Reconciler) track(token string, cancel context.CancelCauseFunc) {
 	r.mu.Lock()
-	r.inflight[token] = id
+	r.inflight[token] = cancel
 	r.mu.Unlock()
 }
 
@@ -221,8 +222,20 @@ func (r *Reconciler) renewLoop(ctx context.Context) {
 			tokens = append(tokens, tok)
 		}
 		r.mu.Unlock()
-		if _, err := r.store.RenewLeases(ctx, r.opts.Replica, tokens, r.opts.LeaseTTL); err != nil && ctx.Err() == nil {
+		lost, err := r.store.RenewLeases(ctx, r.opts.Replica, tokens, r.opts.LeaseTTL)
+		if err != nil && ctx.Err() == nil {
 			r.log.Warn("renew leases failed", "err", err)
+		}
+		// Another replica may run these now: stop ours rather than act next to it.
+		r.mu.Lock()
+		for _, tok := range lost {
+			if cancel := r.inflight[tok]; cancel != nil {
+				cancel(errLeaseLost)
+			}
+		}
+		r.mu.Unlock()
+		if len(lost) > 0 {
+			r.log.Warn("leases lost; their calls were cancelled", "count", len(lost))
 		}
 	}
 }
@@ -244,6 +257,9 @@ func (r *Reconciler) reapLoop(ctx context.Context) {
 		}
 	}
 }
+
+// errLeaseLost cancels a call whose lease moved to another replica.
+var errLeaseLost = errors.New("lease lost: another replica took this resource over")
 
 func randFloat() float64 { return rand.Float64() }
 

@@ -110,9 +110,9 @@ func insertHistoryBatch(ctx context.Context, db DB, hs []HistoryEntry) error {
 		uid[i], ns[i], kind[i], name[i], rev[i], op[i], trig[i], res[i], msg[i], rep[i] =
 			h.UID, h.Namespace, h.Kind, h.Name, h.Revision, h.Operation, h.Trigger, h.Result, truncate(h.Message, 8000), h.Replica
 		gen[i], started[i], finished[i] = h.Generation, h.StartedAt, h.FinishedAt
-		if len(h.Outputs) > 0 {
-			o := string(h.Outputs)
-			outputs[i] = &o
+		if o := storableJSON(h.Outputs); len(o) > 0 {
+			os := string(o)
+			outputs[i] = &os
 		}
 	}
 	_, err := db.Exec(ctx, `INSERT INTO reconcile_history (resource_uid, namespace, kind, name, generation, revision,

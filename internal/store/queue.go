@@ -263,19 +263,19 @@ func (b *updateBatch) add(id int64, u Update) error {
 	if u.Outputs != nil {
 		o, err := json.Marshal(u.Outputs)
 		if err != nil {
-			return fmt.Errorf("encode outputs: %w", err)
+			o = []byte(`{"error":"outputs could not be encoded"}`)
 		}
-		os := string(o)
+		os := string(storableJSON(o))
 		outputs = &os
 	}
-	if len(u.ActionState) > 0 {
-		st := string(u.ActionState)
-		state = &st
+	if st := storableJSON(u.ActionState); len(st) > 0 {
+		sts := string(st)
+		state = &sts
 	}
 	b.ids = append(b.ids, id)
 	b.phase = append(b.phase, u.Phase)
 	b.observed = append(b.observed, u.ObservedGeneration)
-	b.conds = append(b.conds, string(cj))
+	b.conds = append(b.conds, string(storableJSON(cj)))
 	b.outputs = append(b.outputs, outputs)
 	b.state = append(b.state, state)
 	b.keep = append(b.keep, u.KeepActionState)
@@ -285,17 +285,57 @@ func (b *updateBatch) add(id int64, u Update) error {
 	return nil
 }
 
-// RenewLeases extends owner's leases on the given tokens in one statement.
-func (s *Store) RenewLeases(ctx context.Context, owner string, tokens []string, ttl time.Duration) (int, error) {
+// RenewLeases extends owner's leases on the given tokens in one statement and returns the
+// tokens whose lease is gone (expired and released, or retaken by another replica): their
+// calls must stop. Rows locked right now (a result being written, a spec being applied) are
+// skipped rather than waited for, in id order, so renewal never deadlocks with those writes;
+// they are renewed at the next tick.
+func (s *Store) RenewLeases(ctx context.Context, owner string, tokens []string, ttl time.Duration) (lost []string, err error) {
 	if len(tokens) == 0 {
-		return 0, nil
+		return nil, nil
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE resources SET lease_expires_at = now() + $3 * interval '1 millisecond'
-		WHERE lease_owner = $1 AND lease_token = ANY($2::uuid[])`, owner, tokens, ttl.Milliseconds())
+	rows, err := s.pool.Query(ctx, `UPDATE resources SET lease_expires_at = now() + $3 * interval '1 millisecond'
+		WHERE id IN (SELECT id FROM resources WHERE lease_owner = $1 AND lease_token = ANY($2::uuid[]) ORDER BY id FOR UPDATE SKIP LOCKED)
+		RETURNING lease_token::text`, owner, tokens, ttl.Milliseconds())
 	if err != nil {
-		return 0, fmt.Errorf("renew leases: %w", err)
+		return nil, fmt.Errorf("renew leases: %w", err)
 	}
-	return int(tag.RowsAffected()), nil
+	renewed, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("renew leases: %w", err)
+	}
+	if len(renewed) == len(tokens) {
+		return nil, nil
+	}
+	done := make(map[string]bool, len(renewed))
+	for _, t := range renewed {
+		done[t] = true
+	}
+	var missing []string
+	for _, t := range tokens {
+		if !done[t] {
+			missing = append(missing, t)
+		}
+	}
+	// Skipped because locked, or gone? A plain read tells.
+	rows, err = s.pool.Query(ctx, `SELECT lease_token::text FROM resources WHERE lease_owner = $1 AND lease_token = ANY($2::uuid[])`, owner, missing)
+	if err != nil {
+		return nil, fmt.Errorf("renew leases: %w", err)
+	}
+	held, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("renew leases: %w", err)
+	}
+	still := make(map[string]bool, len(held))
+	for _, t := range held {
+		still[t] = true
+	}
+	for _, t := range missing {
+		if !still[t] {
+			lost = append(lost, t)
+		}
+	}
+	return lost, nil
 }
 
 // ReleaseExpiredLeases frees leases whose holder stopped renewing (a dead replica), so the
@@ -303,7 +343,8 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, tokens []string, 
 func (s *Store) ReleaseExpiredLeases(ctx context.Context) (int, error) {
 	tag, err := s.pool.Exec(ctx, `UPDATE resources SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
 		run_at = LEAST(COALESCE(run_at, now()), now()), dirty = false
-		WHERE lease_owner IS NOT NULL AND lease_expires_at < now()`)
+		WHERE id IN (SELECT id FROM resources WHERE lease_owner IS NOT NULL AND lease_expires_at < now()
+		             ORDER BY id FOR UPDATE SKIP LOCKED)`)
 	if err != nil {
 		return 0, fmt.Errorf("release expired leases: %w", err)
 	}
@@ -348,11 +389,12 @@ func (s *Store) SaveActionState(ctx context.Context, id int64, token string, sta
 // QueueStats counts the work queue for metrics.
 func (s *Store) QueueStats(ctx context.Context) (due, inFlight, scheduled int, oldestDue time.Duration, err error) {
 	var oldest float64
+	// Each count reads one partial index (resources_due, resources_lease), not the table.
 	err = s.pool.QueryRow(ctx, `SELECT
-		count(*) FILTER (WHERE lease_owner IS NULL AND run_at <= now()),
-		count(*) FILTER (WHERE lease_owner IS NOT NULL),
-		count(*) FILTER (WHERE lease_owner IS NULL AND run_at > now()),
-		COALESCE(EXTRACT(EPOCH FROM now() - min(run_at) FILTER (WHERE lease_owner IS NULL AND run_at <= now())), 0)
-		FROM resources WHERE run_at IS NOT NULL OR lease_owner IS NOT NULL`).Scan(&due, &inFlight, &scheduled, &oldest)
+		(SELECT count(*) FROM resources WHERE lease_owner IS NULL AND run_at IS NOT NULL AND run_at <= now()),
+		(SELECT count(*) FROM resources WHERE lease_owner IS NOT NULL),
+		(SELECT count(*) FROM resources WHERE lease_owner IS NULL AND run_at IS NOT NULL AND run_at > now()),
+		COALESCE(EXTRACT(EPOCH FROM now() - (SELECT min(run_at) FROM resources
+		  WHERE lease_owner IS NULL AND run_at IS NOT NULL AND run_at <= now())), 0)::float8`).Scan(&due, &inFlight, &scheduled, &oldest)
 	return due, inFlight, scheduled, time.Duration(oldest * float64(time.Second)), err
 }

@@ -1,11 +1,14 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/trueup-dev/trueup/internal/manifest"
@@ -201,6 +204,8 @@ type ApplyResult struct {
 	TypesChanged, TypesRemoved                       int
 	// Orphaned counts resources whose manifests are gone but which pruning kept.
 	Orphaned int
+	// TypeRequeued reports that a changed type put its resources back in the queue.
+	TypeRequeued bool
 	// PruneSkipped names the guard that stopped pruning this revision ("" when none did).
 	PruneSkipped, PruneMessage string
 }
@@ -242,7 +247,7 @@ func (s *Store) ApplyRevision(ctx context.Context, p ApplyParams) (ApplyResult, 
 		if err := finishSource(ctx, tx, p, res); err != nil {
 			return err
 		}
-		if res.Created+res.Updated+res.Deleted > 0 {
+		if res.Created+res.Updated+res.Deleted > 0 || res.TypeRequeued {
 			if _, err := tx.Exec(ctx, "SELECT pg_notify($1, '')", WorkChannel); err != nil {
 				return err
 			}
@@ -369,17 +374,51 @@ func applyTypes(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResult)
 		if len(t.Action.With) > 0 {
 			with = string(t.Action.With)
 		}
-		if _, err := tx.Exec(ctx, `
+		// What changes for the type's resources: a new action or with: is a new desired
+		// state (a new generation); a new resync interval reschedules resync.
+		var actionChanged, resyncChanged bool
+		if _, had := existing[t.Name]; had {
+			if err := tx.QueryRow(ctx, `SELECT action_name <> $2 OR action_with IS DISTINCT FROM $3::jsonb,
+				resync_interval_ms IS DISTINCT FROM $4 FROM resource_types WHERE name = $1`,
+				t.Name, t.Action.Name, with, resync).Scan(&actionChanged, &resyncChanged); err != nil {
+				return fmt.Errorf("compare type %s: %w", t.Name, err)
+			}
+		}
+		tag, err := tx.Exec(ctx, `
 			INSERT INTO resource_types (name, grp, source, file_path, file_line, revision, spec, hash, action_name, action_with, resync_interval_ms)
 			VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10::jsonb, $11)
 			ON CONFLICT ((lower(name))) DO UPDATE SET name = excluded.name, grp = excluded.grp, source = excluded.source,
 			  file_path = excluded.file_path, file_line = excluded.file_line, revision = excluded.revision, spec = excluded.spec,
 			  hash = excluded.hash, action_name = excluded.action_name, action_with = excluded.action_with,
-			  resync_interval_ms = excluded.resync_interval_ms, updated_at = now()`,
-			t.Name, t.Group, p.Source, t.File, t.Line, p.Revision, string(t.Spec), t.Hash, t.Action.Name, with, resync); err != nil {
+			  resync_interval_ms = excluded.resync_interval_ms, updated_at = now()
+			WHERE resource_types.source = excluded.source`,
+			t.Name, t.Group, p.Source, t.File, t.Line, p.Revision, string(t.Spec), t.Hash, t.Action.Name, with, resync)
+		if err != nil {
 			return fmt.Errorf("upsert type %s: %w", t.Name, err)
 		}
+		if tag.RowsAffected() == 0 {
+			// Another source declared it between our conflict check and now.
+			return &ConflictError{Errors: manifest.Errors{{File: t.File, Line: t.Line, Path: "metadata.name",
+				Msg: fmt.Sprintf("ResourceType %s is already declared by another source", t.Name)}}}
+		}
 		res.TypesChanged++
+		switch {
+		case actionChanged:
+			if _, err := tx.Exec(ctx, `UPDATE resources r SET generation = r.generation + 1, updated_at = now(), revision = $2,
+				run_at = now(), attempt = 0, dirty = r.lease_owner IS NOT NULL,
+				phase = CASE WHEN r.observed_generation = 0 THEN 'Pending' ELSE 'Reconciling' END,
+				conditions = `+readyUnknownSQL+`
+				WHERE lower(r.kind) = lower($1) AND r.deletion_timestamp IS NULL`, t.Name, p.Revision); err != nil {
+				return fmt.Errorf("requeue resources of %s: %w", t.Name, err)
+			}
+			res.TypeRequeued = true
+		case resyncChanged:
+			if _, err := tx.Exec(ctx, `UPDATE resources SET run_at = now()
+				WHERE lower(kind) = lower($1) AND run_at IS NULL AND phase = 'Ready' AND lease_owner IS NULL`, t.Name); err != nil {
+				return fmt.Errorf("reschedule resources of %s: %w", t.Name, err)
+			}
+			res.TypeRequeued = true
+		}
 	}
 	// A removed type goes once no resource of its kind is left (their deletes need its action).
 	tag, err := tx.Exec(ctx, `DELETE FROM resource_types t WHERE t.source = $1 AND NOT (t.name = ANY($2::text[]))
@@ -446,6 +485,21 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 		default:
 			seen[e.id] = true
 			res.Unchanged++
+		}
+	}
+	// Lock every row this revision rewrites in id order first: the bulk updates below lock in
+	// whatever order their plan takes, and reconciler writes lock in id order.
+	var touched []int64
+	touched = append(touched, upd.ids...)
+	touched = append(touched, meta.ids...)
+	for _, e := range existing {
+		if !seen[e.id] && !e.deleting && !e.orphaned {
+			touched = append(touched, e.id)
+		}
+	}
+	if len(touched) > 0 {
+		if _, err := tx.Exec(ctx, "SELECT 1 FROM resources WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE", touched); err != nil {
+			return fmt.Errorf("lock resources: %w", err)
 		}
 	}
 	if len(ins.ns) > 0 {
@@ -621,6 +675,11 @@ func finishSource(ctx context.Context, tx pgx.Tx, p ApplyParams, res ApplyResult
 	switch {
 	case res.PruneSkipped != "":
 		conds = status.Set(conds, status.Condition{Type: "Pruned", Status: status.False, Reason: res.PruneSkipped, Message: res.PruneMessage}, now)
+	case res.Deleted == 0:
+		// Nothing to prune in this revision: a guard that stopped an earlier one is over.
+		if c, ok := status.Get(conds, "Pruned"); ok && c.Status == status.False {
+			conds = status.Remove(conds, "Pruned")
+		}
 	case res.Deleted > 0:
 		conds = status.Set(conds, status.Condition{Type: "Pruned", Status: status.True, Reason: "Pruned",
 			Message: fmt.Sprintf("revision %s deleted %d resource(s)", shortRev(p.Revision), res.Deleted)}, now)
@@ -646,9 +705,9 @@ func (b *batch) add(id int64, r *manifest.Resource) {
 	b.av = append(b.av, r.APIVersion)
 	b.fp = append(b.fp, r.File)
 	b.fl = append(b.fl, int32(r.Line))
-	b.lb = append(b.lb, mustJSON(r.Labels))
-	b.an = append(b.an, mustJSON(r.Annotations))
-	b.sp = append(b.sp, string(r.Spec))
+	b.lb = append(b.lb, string(storableJSON([]byte(mustJSON(r.Labels)))))
+	b.an = append(b.an, string(storableJSON([]byte(mustJSON(r.Annotations)))))
+	b.sp = append(b.sp, string(storableJSON(r.Spec)))
 	b.sh = append(b.sh, r.SpecHash)
 	b.mh = append(b.mh, r.MetaHash)
 }
@@ -687,9 +746,27 @@ func lowerASCII(s string) string {
 	return string(b)
 }
 
+// truncate makes s storable in a text column and at most about n bytes: valid UTF-8, no NUL
+// (PostgreSQL refuses both), cut on a character boundary. Messages come from plugins and
+// scripts; one unstorable message must not abort the transaction it is written in.
 func truncate(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.ReplaceAll(s, "\x00", "")
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + "…"
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// storableJSON returns b if PostgreSQL's jsonb accepts it: valid JSON without the \u0000
+// escape (jsonb rejects it), which is replaced. Invalid JSON gives nil.
+func storableJSON(b []byte) []byte {
+	if len(b) == 0 || !json.Valid(b) {
+		return nil
+	}
+	return bytes.ReplaceAll(b, []byte(`\u0000`), []byte(`\ufffd`))
 }

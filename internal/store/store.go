@@ -21,6 +21,13 @@ var ErrNotFound = errors.New("not found")
 // caller's work must be discarded.
 var ErrLeaseLost = errors.New("lease lost")
 
+// IsRetryable reports whether err is a transaction PostgreSQL aborted to break a deadlock or
+// a serialization conflict: running it again is the remedy.
+func IsRetryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
+}
+
 // DB is what both the pool and a transaction satisfy.
 type DB interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)

@@ -134,16 +134,25 @@ func (s *Syncer) Runtime() (r Runtime, ok bool) {
 // awaitWanted re-reads the head for a while when a webhook named a commit that the remote
 // does not serve yet (replication lag between a forge's push and its fetch endpoints).
 func (s *Syncer) awaitWanted(ctx context.Context, head string) (string, error) {
-	s.mu.Lock()
-	want := s.want
-	s.want = ""
-	s.mu.Unlock()
+	latest := func() string {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.want
+	}
+	want := latest()
 	if want == "" || head == want {
+		s.clearWant(want)
 		return head, nil
 	}
 	delay := 100 * time.Millisecond
 	deadline := time.Now().Add(10 * time.Second)
 	for head != want && time.Now().Before(deadline) {
+		if w := latest(); w != want {
+			want = w // a newer push arrived: wait for that one instead
+			if want == "" || head == want {
+				break
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return head, ctx.Err()
@@ -159,10 +168,20 @@ func (s *Syncer) awaitWanted(ctx context.Context, head string) (string, error) {
 		}
 		head = h
 	}
-	if head != want {
+	if want != "" && head != want {
 		s.log.Warn("pushed commit not served by the remote yet; applying its head", "want", short(want), "head", short(head))
 	}
+	s.clearWant(want)
 	return head, nil
+}
+
+// clearWant forgets want unless a newer push replaced it meanwhile.
+func (s *Syncer) clearWant(want string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.want == want {
+		s.want = ""
+	}
 }
 
 // Run syncs at once, then on every poll, trigger or source notification, until ctx ends.
@@ -255,6 +274,19 @@ func (s *Syncer) releaseLease() {
 	_ = s.store.ReleaseLease(ctx, *l)
 }
 
+// refreshLease renews the lease right before a write, so that a sync longer than the lease's
+// remaining time still commits (renewal by the holder keeps the term). It returns nil when the
+// lease changed hands meanwhile: the write must not happen.
+func (s *Syncer) refreshLease(ctx context.Context, l *store.Lease) *store.Lease {
+	held, _ := s.holdLease(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !held || s.lease == nil || s.lease.Term != l.Term {
+		return nil
+	}
+	return s.lease
+}
+
 // currentLease returns the held lease if it is surely still valid, taking it when free.
 func (s *Syncer) currentLease(ctx context.Context) *store.Lease {
 	s.mu.Lock()
@@ -287,6 +319,9 @@ type Outcome struct {
 func (s *Syncer) SyncOnce(ctx context.Context) (Outcome, error) {
 	lease := s.currentLease(ctx)
 	if lease == nil {
+		s.mu.Lock()
+		s.want = "" // the holder syncs; a stale wish would only delay a later takeover
+		s.mu.Unlock()
 		return Outcome{NotHolder: true}, nil
 	}
 	head, err := s.opts.Source.Head(ctx)
@@ -329,6 +364,9 @@ func (s *Syncer) SyncOnce(ctx context.Context) (Outcome, error) {
 	set, err := s.loader.Load(snap.Files, manifest.Options{KnownTypes: known, CheckAction: s.opts.CheckAction})
 	if err != nil {
 		return Outcome{}, s.reject(ctx, lease, snap.Revision, err)
+	}
+	if lease = s.refreshLease(ctx, lease); lease == nil {
+		return Outcome{NotHolder: true}, nil
 	}
 	res, err := s.store.ApplyRevision(ctx, store.ApplyParams{Source: s.opts.Name, Revision: snap.Revision, Set: set, Prune: s.opts.Prune,
 		MaxPruneFraction: s.opts.MaxPruneFraction, Replica: s.opts.Replica, Lease: lease})
@@ -386,20 +424,29 @@ func (s *Syncer) reject(ctx context.Context, lease *store.Lease, rev string, err
 }
 
 func (s *Syncer) fail(ctx context.Context, lease *store.Lease, f store.SyncFailure, rejected string) error {
-	f.Source, f.Lease = s.opts.Name, lease
+	f.Source = s.opts.Name
 	f.Message = s.opts.Scrub(f.Message)
 	s.mu.Lock()
 	repeat := f.Message == s.lastFailure
+	s.mu.Unlock()
+	if repeat {
+		return errors.New(f.Message)
+	}
+	if f.Lease = s.refreshLease(ctx, lease); f.Lease == nil {
+		return errors.New(f.Message)
+	}
+	// Remember the failure only once it is recorded: a failed write is tried again at the
+	// next poll instead of hiding a rejected revision behind Ready=True.
+	if err := s.store.RecordSyncFailure(ctx, f); err != nil {
+		s.log.Error("record sync failure", "err", err)
+		return errors.New(f.Message)
+	}
+	s.mu.Lock()
 	s.lastFailure = f.Message
 	if rejected != "" {
 		s.rejected = rejected
 	}
 	s.mu.Unlock()
-	if !repeat {
-		if err := s.store.RecordSyncFailure(ctx, f); err != nil {
-			s.log.Error("record sync failure", "err", err)
-		}
-	}
 	return errors.New(f.Message)
 }
 
