@@ -57,7 +57,7 @@ func TestMetricsScrape(t *testing.T) {
 		"trueup_source_sync_duration_seconds":          {"source": "infra", "result": "success"},
 		"trueup_source_last_success_timestamp_seconds": {"source": "infra"},
 		"trueup_source_revision_info":                  {"source": "infra"},
-		"trueup_webhook_requests_total":                {"source": "infra", "code": "Accepted"},
+		"trueup_webhook_requests_total":                {"source": "infra", "code": "202"},
 		"trueup_forge_rate_limit_remaining":            {"action": "gha"},
 		"go_goroutines":                                {},
 		"process_resident_memory_bytes":                {},

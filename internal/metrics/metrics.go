@@ -8,6 +8,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -69,7 +70,7 @@ func New(opts Options) *Metrics {
 		Name: "trueup_source_revision_info", Help: "The revision each source has applied (value 1).",
 	}, []string{"source", "revision"})
 	m.webhookRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "trueup_webhook_requests_total", Help: "Push webhook requests by source and answer.",
+		Name: "trueup_webhook_requests_total", Help: "Push webhook requests by source (\"unknown\" for unknown ones) and HTTP status code.",
 	}, []string{"source", "code"})
 	m.reg.MustRegister(m.reconcileDuration, m.reconcileTotal, m.actionCalls, m.syncDuration, m.lastSyncSuccess,
 		m.revisionInfo, m.webhookRequests,
@@ -127,7 +128,7 @@ func (m *Metrics) Webhook(source string, code int) {
 	if m == nil {
 		return
 	}
-	m.webhookRequests.WithLabelValues(source, http.StatusText(code)).Inc()
+	m.webhookRequests.WithLabelValues(source, strconv.Itoa(code)).Inc()
 }
 
 type queueCollector struct {

@@ -28,7 +28,7 @@ import (
 )
 
 // catchAlls are the method-less patterns of routes(): fallbacks, not endpoints.
-var catchAlls = map[string]string{"/api/": "a JSON 404 for unknown API paths"}
+var catchAlls = map[string]string{"/api/": "a JSON 404 for unknown API paths", "/hooks/{source}": "a JSON 405 for webhooks not sent with POST"}
 
 // routePatterns reads every pattern the package registers with Handle or HandleFunc from its
 // source, so that no route can be added without this test seeing it.

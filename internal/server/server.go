@@ -9,8 +9,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -24,6 +27,9 @@ type Options struct {
 	Metrics *metrics.Metrics
 	// Webhooks handles POST /hooks/{source} (nil: 404 for every source).
 	Webhooks http.Handler
+	// ExternalURL is how people reach the dashboard; its host is accepted besides loopback
+	// names when Listen is a loopback address (DNS-rebinding protection).
+	ExternalURL string
 }
 
 // Server serves the API of one replica.
@@ -53,6 +59,10 @@ func (s *Server) routes() {
 	if s.opts.Metrics != nil {
 		m.Handle("GET /metrics", s.opts.Metrics.Handler())
 	}
+	m.HandleFunc("/hooks/{source}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, http.StatusMethodNotAllowed, "webhooks are delivered with POST")
+	})
 	if s.opts.Webhooks != nil {
 		m.Handle("POST /hooks/{source}", s.countWebhooks(s.opts.Webhooks))
 	} else {
@@ -81,24 +91,109 @@ func (s *Server) routes() {
 // countWebhooks records each webhook answer in the metrics.
 func (s *Server) countWebhooks(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+		rec := &statusRecorder{ResponseWriter: w}
 		h.ServeHTTP(rec, r)
-		s.opts.Metrics.Webhook(r.PathValue("source"), rec.code)
+		// Only configured sources become label values: anyone can POST to any path, and an
+		// unknown source (404) must not grow the metrics.
+		source, code := r.PathValue("source"), rec.code
+		if code == 0 {
+			code = http.StatusOK
+		}
+		if code == http.StatusNotFound {
+			source = "unknown"
+		}
+		s.opts.Metrics.Webhook(source, code)
 	})
 }
 
+// statusRecorder remembers the status code sent (0 until the answer begins).
 type statusRecorder struct {
 	http.ResponseWriter
 	code int
 }
 
 func (r *statusRecorder) WriteHeader(code int) {
-	r.code = code
+	if r.code == 0 {
+		r.code = code
+	}
 	r.ResponseWriter.WriteHeader(code)
 }
 
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection (flushes, deadlines).
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
 // Handler returns the root handler (for tests with httptest).
-func (s *Server) Handler() http.Handler { return s.recoverer(s.mux) }
+func (s *Server) Handler() http.Handler {
+	return s.recoverer(s.checkHost(validInput(withTimeout(s.mux))))
+}
+
+// requestTimeout bounds the queries of one API or dashboard request, so that a flood of
+// expensive requests cannot hold the database pool.
+const requestTimeout = 10 * time.Second
+
+// withTimeout gives every request but the watch stream and webhooks a deadline.
+func withTimeout(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v1/watch" || strings.HasPrefix(r.URL.Path, "/hooks/") {
+			h.ServeHTTP(w, r)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+		defer cancel()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// validInput answers 400 for paths and query values PostgreSQL cannot take (invalid UTF-8,
+// NUL), instead of a database error.
+func validInput(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ok := utf8.ValidString(r.URL.Path) && !strings.ContainsRune(r.URL.Path, 0)
+		for _, vs := range r.URL.Query() {
+			for _, v := range vs {
+				ok = ok && utf8.ValidString(v) && !strings.ContainsRune(v, 0)
+			}
+		}
+		if !ok {
+			writeError(w, http.StatusBadRequest, "the path or a query parameter is not valid UTF-8 text")
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// checkHost refuses requests whose Host is not this server's when it listens on loopback: a
+// web page could otherwise rebind a name to 127.0.0.1 and read the API from a browser.
+// Webhooks are authenticated and may arrive through a proxy under any name.
+func (s *Server) checkHost(h http.Handler) http.Handler {
+	host, _, err := net.SplitHostPort(s.opts.Listen)
+	ip := net.ParseIP(host)
+	if err != nil || !(host == "localhost" || (ip != nil && ip.IsLoopback())) {
+		return h
+	}
+	allowed := map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true, host: true}
+	if u, err := url.Parse(s.opts.ExternalURL); err == nil && u.Hostname() != "" {
+		allowed[u.Hostname()] = true
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := r.Host
+		if hn, _, err := net.SplitHostPort(r.Host); err == nil {
+			name = hn
+		}
+		if !allowed[strings.Trim(name, "[]")] && !strings.HasPrefix(r.URL.Path, "/hooks/") {
+			writeError(w, http.StatusMisdirectedRequest, "host "+name+" is not served here (set server.externalURL to serve it)")
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
 
 // Start listens and serves in the background; it returns once the listener is bound.
 func (s *Server) Start(ctx context.Context) error {
@@ -106,7 +201,10 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
+	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second,
+		// ReadTimeout bounds a request's body; the watch stream clears it for itself.
+		ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
 	s.done = make(chan struct{})
 	go func() {
 		defer close(s.done)
@@ -138,13 +236,20 @@ func (s *Server) Stop() {
 
 func (s *Server) recoverer(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w}
 		defer func() {
 			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
 				s.log.Error("panic serving request", "path", r.URL.Path, "panic", v)
+				if rec.code != 0 {
+					panic(http.ErrAbortHandler) // the answer has begun: cut the connection
+				}
 				writeError(w, http.StatusInternalServerError, "internal error")
 			}
 		}()
-		h.ServeHTTP(w, r)
+		h.ServeHTTP(rec, r)
 	})
 }
 

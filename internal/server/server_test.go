@@ -217,3 +217,61 @@ func TestReadyzWithoutDatabase(t *testing.T) {
 		t.Errorf("healthz: %d", code)
 	}
 }
+
+func TestHardening(t *testing.T) {
+	t.Parallel()
+	srv, st := setup(t, 1)
+	for _, tc := range []struct {
+		path string
+		code int
+	}{
+		{"/api/v1/resources?kind=%00", 400},
+		{"/api/v1/resources?namespace=%ff", 400},
+		{"/api/v1/resources/%00/Queue/x", 400},
+		{"/resources?q=%ff", 400},
+	} {
+		var e map[string]string
+		if code := get(t, srv.URL+tc.path, &e); code != tc.code || e["error"] == "" {
+			t.Errorf("%s: %d %v, want %d with an error", tc.path, code, e, tc.code)
+		}
+	}
+	var e map[string]string
+	if code := get(t, srv.URL+"/hooks/anything", &e); code != http.StatusMethodNotAllowed || e["error"] == "" {
+		t.Errorf("GET /hooks: %d %v", code, e)
+	}
+
+	// Listening on loopback: another Host name (DNS rebinding) is refused, except webhooks.
+	h := New(st, Options{Listen: "127.0.0.1:8080", ExternalURL: "https://trueup.example.com/"}, slog.New(slog.DiscardHandler)).Handler()
+	for host, want := range map[string]int{"127.0.0.1:8080": 200, "localhost:8080": 200, "trueup.example.com": 200,
+		"attacker.example:8080": http.StatusMisdirectedRequest} {
+		req := httptest.NewRequest(http.MethodGet, "/api/v1/sources", nil)
+		req.Host = host
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != want {
+			t.Errorf("Host %s: %d, want %d", host, rec.Code, want)
+		}
+	}
+	req := httptest.NewRequest(http.MethodPost, "/hooks/x", nil)
+	req.Host = "attacker.example"
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("webhook through a proxy name: %d, want 404 (no webhooks configured)", rec.Code)
+	}
+}
+
+func TestPanicAfterHeadersAborts(t *testing.T) {
+	t.Parallel()
+	s := &Server{log: slog.New(slog.DiscardHandler)}
+	h := s.recoverer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, 200, map[string]string{"a": "b"})
+		panic("boom")
+	}))
+	defer func() {
+		if v := recover(); v != http.ErrAbortHandler {
+			t.Errorf("recovered %v, want http.ErrAbortHandler", v)
+		}
+	}()
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
+}

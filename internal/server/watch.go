@@ -52,7 +52,14 @@ const (
 	resetExpired  = "expired"  // changes after the client's position were pruned
 	resetUnknown  = "unknown"  // the position is ahead of the feed (another database?)
 	resetOverflow = "overflow" // the client read too slowly and was disconnected
-	endClosed     = "closed"   // the server is stopping
+	resetBehind   = "behind"   // the client is further behind than a replay serves: re-list
+
+	// maxReplay bounds how many changes a resuming client is sent from the store; further
+	// behind, re-listing is cheaper than replaying.
+	maxReplay = 50_000
+	// maxWatchers bounds the watch streams one replica serves.
+	maxWatchers = 2000
+	endClosed   = "closed" // the server is stopping
 )
 
 var errHubClosed = errors.New("watch hub is closed")
@@ -370,6 +377,8 @@ func resumePoint(since, hubPos, oldest, latest int64) (pos int64, reset string) 
 		return hubPos, resetUnknown
 	case oldest > 0 && since < oldest-1, oldest == 0 && since < newest:
 		return hubPos, resetExpired
+	case newest-since > maxReplay:
+		return hubPos, resetBehind
 	}
 	return since, ""
 }
@@ -402,6 +411,16 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h := s.hub
+	h.mu.Lock()
+	full := len(h.subs) >= maxWatchers
+	h.mu.Unlock()
+	if full {
+		w.Header().Set("Retry-After", "10")
+		writeError(w, http.StatusServiceUnavailable, "too many watchers on this replica")
+		return
+	}
+	// A stream outlives the server's read timeout, which is for request bodies.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	if err := h.start(ctx); err != nil {
 		if !errors.Is(err, errHubClosed) {
 			s.log.Error("watch", "err", err)

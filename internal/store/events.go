@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -62,10 +64,32 @@ func (s *Store) ListEvents(ctx context.Context, f EventFilter) ([]Event, error) 
 	if f.Limit <= 0 || f.Limit > 1000 {
 		f.Limit = 100
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, namespace, kind, name, source, type, reason, message, replica, created_at
-		FROM events
-		WHERE ($1 = '' OR namespace = $1) AND ($2 = '' OR lower(kind) = lower($2)) AND ($3 = '' OR name = $3) AND ($4 = '' OR source = $4)
-		ORDER BY id DESC LIMIT $5`, f.Namespace, f.Kind, f.Name, f.Source, f.Limit)
+	// The WHERE clause names only the filters given: a generic plan shared by every
+	// combination ("$1 = '' OR …") walks the whole table for selective filters.
+	var where []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if f.Namespace != "" {
+		where = append(where, "namespace = "+arg(f.Namespace))
+	}
+	if f.Kind != "" {
+		where = append(where, "lower(kind) = lower("+arg(f.Kind)+")")
+	}
+	if f.Name != "" {
+		where = append(where, "name = "+arg(f.Name))
+	}
+	if f.Source != "" {
+		where = append(where, "source = "+arg(f.Source))
+	}
+	q := "SELECT id, namespace, kind, name, source, type, reason, message, replica, created_at FROM events"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY id DESC LIMIT " + arg(f.Limit)
+	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}

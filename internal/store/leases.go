@@ -20,7 +20,7 @@ type Lease struct {
 // AcquireLease takes name for holder (or renews it when holder already has it) unless another
 // holder's lease is still valid. ok is false when someone else holds it.
 func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (l Lease, ok bool, err error) {
-	err = s.pool.QueryRow(ctx, `
+	err = s.leases.QueryRow(ctx, `
 		INSERT INTO leases (name, holder, term, expires_at) VALUES ($1, $2, 1, now() + $3 * interval '1 millisecond')
 		ON CONFLICT (name) DO UPDATE SET holder = excluded.holder,
 		  term = CASE WHEN leases.holder = excluded.holder THEN leases.term ELSE leases.term + 1 END,
@@ -40,7 +40,7 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.
 // ReleaseLease gives a lease up at once (clean shutdown) so another replica takes over
 // without waiting for it to expire.
 func (s *Store) ReleaseLease(ctx context.Context, l Lease) error {
-	_, err := s.pool.Exec(ctx, `UPDATE leases SET expires_at = now() - interval '1 second'
+	_, err := s.leases.Exec(ctx, `UPDATE leases SET expires_at = now() - interval '1 second'
 		WHERE name = $1 AND holder = $2 AND term = $3`, l.Name, l.Holder, l.Term)
 	return err
 }
@@ -86,7 +86,7 @@ func (s *Store) Heartbeat(ctx context.Context, r Replica) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.pool.Exec(ctx, `INSERT INTO replicas (name, hostname, pid, version, listen, sources) VALUES ($1, $2, $3, $4, $5, $6)
+	_, err = s.leases.Exec(ctx, `INSERT INTO replicas (name, hostname, pid, version, listen, sources) VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (name) DO UPDATE SET last_seen = now(), sources = excluded.sources`, r.Name, r.Hostname, r.PID, r.Version, r.Listen, string(sj))
 	return err
 }

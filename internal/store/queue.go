@@ -219,18 +219,26 @@ func (s *Store) CompleteBatch(ctx context.Context, items []Completion) (lost []i
 		if err := insertEvents(ctx, tx, events); err != nil {
 			return fmt.Errorf("insert events: %w", err)
 		}
-		if err := appendChanges(ctx, tx, changes); err != nil {
-			return fmt.Errorf("append changes: %w", err)
-		}
 		if len(removes) > 0 {
 			if _, err := tx.Exec(ctx, "DELETE FROM resources WHERE id = ANY($1::bigint[])", removes); err != nil {
 				return err
 			}
 		}
-		if len(upd.ids) == 0 {
-			return nil
+		if len(upd.ids) > 0 {
+			if err := updateResults(ctx, tx, &upd); err != nil {
+				return err
+			}
 		}
-		_, err = tx.Exec(ctx, `UPDATE resources r SET phase = x.phase, observed_generation = x.observed, conditions = x.conds::jsonb,
+		// Last: a change id taken early commits late, and the watch hub waits for a missing
+		// id only so long.
+		return appendChanges(ctx, tx, changes)
+	})
+	return lost, err
+}
+
+// updateResults writes the status part of completed results (one unnest statement).
+func updateResults(ctx context.Context, tx pgx.Tx, upd *updateBatch) error {
+	_, err := tx.Exec(ctx, `UPDATE resources r SET phase = x.phase, observed_generation = x.observed, conditions = x.conds::jsonb,
 			outputs = COALESCE(x.outputs::jsonb, r.outputs),
 			action_state = CASE WHEN x.keep THEN r.action_state ELSE x.state::jsonb END,
 			message = x.message, attempt = x.attempt,
@@ -239,10 +247,8 @@ func (s *Store) CompleteBatch(ctx context.Context, items []Completion) (lost []i
 			FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bool[], $8::text[], $9::int[], $10::timestamptz[])
 			  AS x(id, phase, observed, conds, outputs, state, keep, message, attempt, run_at)
 			WHERE r.id = x.id`,
-			upd.ids, upd.phase, upd.observed, upd.conds, upd.outputs, upd.state, upd.keep, upd.message, upd.attempt, upd.runAt)
-		return err
-	})
-	return lost, err
+		upd.ids, upd.phase, upd.observed, upd.conds, upd.outputs, upd.state, upd.keep, upd.message, upd.attempt, upd.runAt)
+	return err
 }
 
 type updateBatch struct {
@@ -294,7 +300,7 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, tokens []string, 
 	if len(tokens) == 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, `UPDATE resources SET lease_expires_at = now() + $3 * interval '1 millisecond'
+	rows, err := s.leases.Query(ctx, `UPDATE resources SET lease_expires_at = now() + $3 * interval '1 millisecond'
 		WHERE id IN (SELECT id FROM resources WHERE lease_owner = $1 AND lease_token = ANY($2::uuid[]) ORDER BY id FOR UPDATE SKIP LOCKED)
 		RETURNING lease_token::text`, owner, tokens, ttl.Milliseconds())
 	if err != nil {
@@ -318,7 +324,7 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, tokens []string, 
 		}
 	}
 	// Skipped because locked, or gone? A plain read tells.
-	rows, err = s.pool.Query(ctx, `SELECT lease_token::text FROM resources WHERE lease_owner = $1 AND lease_token = ANY($2::uuid[])`, owner, missing)
+	rows, err = s.leases.Query(ctx, `SELECT lease_token::text FROM resources WHERE lease_owner = $1 AND lease_token = ANY($2::uuid[])`, owner, missing)
 	if err != nil {
 		return nil, fmt.Errorf("renew leases: %w", err)
 	}
@@ -341,7 +347,7 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, tokens []string, 
 // ReleaseExpiredLeases frees leases whose holder stopped renewing (a dead replica), so the
 // work is claimed again; the old holder's writes fail on the token fence.
 func (s *Store) ReleaseExpiredLeases(ctx context.Context) (int, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE resources SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
+	tag, err := s.leases.Exec(ctx, `UPDATE resources SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
 		run_at = LEAST(COALESCE(run_at, now()), now()), dirty = false
 		WHERE id IN (SELECT id FROM resources WHERE lease_owner IS NOT NULL AND lease_expires_at < now()
 		             ORDER BY id FOR UPDATE SKIP LOCKED)`)

@@ -38,7 +38,10 @@ type DB interface {
 // Store is the database handle shared by every component of one replica.
 type Store struct {
 	pool *pgxpool.Pool
-	url  string
+	// leases is a small pool of its own for lease renewal, reaping and heartbeats: a pool
+	// busy with API queries or results must never let a replica's leases expire.
+	leases *pgxpool.Pool
+	url    string
 }
 
 // Options tune the pool.
@@ -63,13 +66,23 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to database: %w", redactErr(err))
 	}
-	return &Store{pool: pool, url: url}, nil
+	lcfg := cfg.Copy()
+	lcfg.MaxConns, lcfg.MinConns = 2, 0
+	leases, err := pgxpool.NewWithConfig(ctx, lcfg)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to database: %w", redactErr(err))
+	}
+	return &Store{pool: pool, leases: leases, url: url}, nil
 }
 
 // Close closes the pool; safe twice.
 func (s *Store) Close() {
 	if s.pool != nil {
 		s.pool.Close()
+	}
+	if s.leases != nil {
+		s.leases.Close()
 	}
 }
 
