@@ -32,6 +32,9 @@ func newServeCmd() *cobra.Command {
 				return err
 			}
 			if listen != "" {
+				if cfg.Server.ExternalURL == "http://"+cfg.Server.Listen+"/" {
+					cfg.Server.ExternalURL = "http://" + listen + "/" // the default follows the flag
+				}
 				cfg.Server.Listen = listen
 			}
 			if dataDir != "" {
@@ -128,7 +131,7 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 		var reporter syncer.Reporter
 		if cs := sc.CommitStatus; cs != nil {
 			rep, err := commitstatus.New(commitstatus.Config{Provider: cs.Provider, Token: cs.Token, BaseURL: cs.BaseURL, Repo: cs.Repo,
-				TargetURL: cfg.Server.ExternalURL + "sources/" + sc.Name}, sc.Name, db.store, logger)
+				TargetURL: strings.TrimSuffix(cfg.Server.ExternalURL, "/") + "/sources/" + sc.Name}, sc.Name, db.store, logger)
 			if err != nil {
 				return fmt.Errorf("source %s: commitStatus: %w", sc.Name, err)
 			}
@@ -176,7 +179,8 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 			}
 			return out
 		}}, logger)
-	srv := server.New(db.store, server.Options{Listen: cfg.Server.Listen, Replica: replica, Metrics: met, Webhooks: hookHandler}, logger)
+	srv := server.New(db.store, server.Options{Listen: cfg.Server.Listen, Replica: replica, Metrics: met, Webhooks: hookHandler,
+		ExternalURL: cfg.Server.ExternalURL}, logger)
 	if err := srv.Start(ctx); err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Server.Listen, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/trueup-dev/trueup/actions"
@@ -66,6 +67,9 @@ func scrubber(cfg *config.Config) func(string) string {
 	if len(secrets) == 0 {
 		return func(s string) string { return s }
 	}
+	// Longest first: a secret that contains another (a user name inside a token) must be
+	// replaced whole, not leave its tail behind.
+	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
 	pairs := make([]string, 0, 2*len(secrets))
 	for _, s := range secrets {
 		pairs = append(pairs, s, "***")

@@ -31,6 +31,7 @@ type Config struct {
 	Log       Log            `yaml:"log"`
 	BaseDir   string         `yaml:"-"` // folder of the config file; relative paths resolve against it
 	secrets   map[string]int // expanded values that came from the environment
+	resyncSet bool           // reconcile.resyncInterval was written (0 then means off)
 }
 
 // Database says where PostgreSQL is; an empty URL starts a private cluster under DataDir.
@@ -286,6 +287,8 @@ func Parse(data []byte, baseDir string, getenv func(string) string) (*Config, er
 		c.Database.URL = u
 		c.secrets[u]++
 	}
+	// resyncInterval: 0 turns resync off; only an absent key takes the default.
+	c.resyncSet = hasKey(root.Content[0], "reconcile", "resyncInterval")
 	c.applyDefaults()
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -339,7 +342,7 @@ func (c *Config) applyDefaults() {
 	if r.Workers == 0 {
 		r.Workers = DefaultWorkers
 	}
-	if r.ResyncInterval == 0 {
+	if r.ResyncInterval == 0 && !c.resyncSet {
 		r.ResyncInterval = DefaultResyncInterval
 	}
 	if r.Backoff.Initial == 0 {
@@ -369,6 +372,26 @@ func (c *Config) applyDefaults() {
 	if c.Log.Format == "" {
 		c.Log.Format = "text"
 	}
+}
+
+// hasKey reports whether the mapping n has the nested key path.
+func hasKey(n *yaml.Node, path ...string) bool {
+	for _, k := range path {
+		if n.Kind != yaml.MappingNode {
+			return false
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == k {
+				next = n.Content[i+1]
+			}
+		}
+		if next == nil {
+			return false
+		}
+		n = next
+	}
+	return true
 }
 
 // isLocalPath reports whether a Git URL is a plain filesystem path.

@@ -159,3 +159,15 @@ func TestSecretCannotChangeStructure(t *testing.T) {
 		t.Errorf("config %s", c.Actions[0].Config)
 	}
 }
+
+func TestResyncZeroIsOff(t *testing.T) {
+	t.Parallel()
+	c, err := Parse([]byte("reconcile: {resyncInterval: 0s}\n"), "/x", env(nil))
+	if err != nil || c.Reconcile.ResyncInterval != 0 {
+		t.Errorf("resyncInterval 0: %v %v, want 0 (off)", c.Reconcile.ResyncInterval, err)
+	}
+	c, err = Parse([]byte("reconcile: {workers: 2}\n"), "/x", env(nil))
+	if err != nil || c.Reconcile.ResyncInterval != DefaultResyncInterval {
+		t.Errorf("absent resyncInterval: %v %v, want the default", c.Reconcile.ResyncInterval, err)
+	}
+}

@@ -207,3 +207,41 @@ func TestRetention(t *testing.T) {
 		t.Errorf("r1 history kept generations %v, want [22 19 16 13]", gens)
 	}
 }
+
+// TestSourceRecoversWhenHeadIsGoodAgain: after a rejected commit is reverted (the branch is
+// back at the applied revision), the source is Ready again.
+func TestSourceRecoversWhenHeadIsGoodAgain(t *testing.T) {
+	t.Parallel()
+	e := setup(t, options{})
+	ctx := context.Background()
+	good := e.commit(map[string]string{"manifests/t.yaml": dbType, "manifests/a.yaml": dbResource("prod", "a", 1)}, "good")
+	if _, err := e.sync.SyncOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.commit(map[string]string{"manifests/a.yaml": "kind: [broken"}, "bad")
+	if _, err := e.sync.SyncOnce(ctx); err == nil {
+		t.Fatal("bad commit applied")
+	}
+	git(t, e.repo, "reset", "-q", "--hard", good) // force-push back to the good commit
+	if out, err := e.sync.SyncOnce(ctx); err != nil || !out.Unchanged {
+		t.Fatalf("sync after revert: %+v %v", out, err)
+	}
+	src, _ := e.store.GetSource(ctx, "infra")
+	ready, _ := status.Get(src.Conditions, status.Ready)
+	if ready.Status != status.True || len(src.Errors) != 0 || src.LastAttemptedRevision != good {
+		t.Errorf("source after revert: Ready %+v errors %v attempted %s", ready, src.Errors, src.LastAttemptedRevision)
+	}
+	if !hasEvent(e.sourceEvents(), "Normal", "Recovered", "") {
+		t.Error("no Recovered event")
+	}
+	// Healthy again: an unchanged poll writes nothing more.
+	var before, after string
+	_ = e.store.Pool().QueryRow(ctx, "SELECT xmin::text FROM sources").Scan(&before)
+	if _, err := e.sync.SyncOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_ = e.store.Pool().QueryRow(ctx, "SELECT xmin::text FROM sources").Scan(&after)
+	if before != after {
+		t.Error("an unchanged healthy poll wrote the source row")
+	}
+}

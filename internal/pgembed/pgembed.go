@@ -400,7 +400,9 @@ func (c *Cluster) runningPID() (int, bool) {
 }
 
 func (c *Cluster) alreadyRunning(pid int) error {
-	return fmt.Errorf("a PostgreSQL server already runs on %s (pid %d): stop it with `kill -INT %d`", c.dir, pid, pid)
+	return fmt.Errorf("a PostgreSQL server already runs on %s (pid %d): another trueup probably uses this data dir; "+
+		"give this one its own --data-dir, or run several replicas against one database with database.url "+
+		"(if no trueup owns it any more, stop it with `kill -INT %d`)", c.dir, pid, pid)
 }
 
 func (c *Cluster) createDatabase(ctx context.Context, name string) error {

@@ -770,3 +770,32 @@ func storableJSON(b []byte) []byte {
 	}
 	return bytes.ReplaceAll(b, []byte(`\u0000`), []byte(`\ufffd`))
 }
+
+// RecordSyncRecovered marks the source Ready again when the revision it has applied is the
+// head once more after a failure (the remote came back, or a bad commit was reverted). It
+// writes only when the source shows a failure.
+func (s *Store) RecordSyncRecovered(ctx context.Context, source string, lease *Lease) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := checkLease(ctx, tx, lease); err != nil {
+			return err
+		}
+		src, err := scanSource(tx.QueryRow(ctx, "SELECT "+sourceColumns+" FROM sources WHERE name = $1 FOR UPDATE", source))
+		if err != nil {
+			return err
+		}
+		if c, ok := status.Get(src.Conditions, status.Ready); ok && c.Status == status.True {
+			return nil
+		}
+		conds := status.Set(src.Conditions, status.Condition{Type: status.Ready, Status: status.True, Reason: "Succeeded",
+			Message: "revision " + shortRev(src.Revision) + " is applied and is the source's head again"}, time.Now())
+		cj, _ := json.Marshal(conds)
+		if _, err := tx.Exec(ctx, `UPDATE sources SET conditions = $2, errors = '[]', last_attempted_revision = revision,
+			last_sync_time = now(), updated_at = now() WHERE name = $1`, source, cj); err != nil {
+			return err
+		}
+		if err := appendChanges(ctx, tx, []Change{{Object: "source", Type: ChangeModified, Name: source, Source: source}}); err != nil {
+			return err
+		}
+		return insertEvent(ctx, tx, Event{Source: source, Type: EventNormal, Reason: "Recovered", Message: "revision " + shortRev(src.Revision) + " is the head again"})
+	})
+}

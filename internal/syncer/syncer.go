@@ -17,6 +17,7 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/metrics"
+	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/sources"
 )
@@ -252,6 +253,11 @@ func (s *Syncer) holdLease(ctx context.Context) (held, fresh bool) {
 		s.applied, s.rejected, s.lastFailure = "", "", ""
 		if src, err := s.store.GetSource(ctx, s.opts.Name); err == nil {
 			s.applied = src.Revision
+			if c, ok := status.Get(src.Conditions, status.Ready); ok && c.Status == status.False {
+				// A failure recorded earlier (perhaps by another replica): the next poll that
+				// finds the applied revision at the head records the recovery.
+				s.lastFailure = c.Message
+			}
 			if s.opts.Reporter != nil && src.Revision != "" {
 				// Finish what the previous holder may have been reporting.
 				s.opts.Reporter.Applied(ctx, src.Revision)
@@ -339,7 +345,20 @@ func (s *Syncer) SyncOnce(ctx context.Context) (Outcome, error) {
 	}
 	s.mu.Lock()
 	same := head == s.applied || head == s.rejected
+	recovered := head == s.applied && s.lastFailure != ""
 	s.mu.Unlock()
+	if recovered {
+		// The head is the applied revision again after a failure: the source is healthy.
+		if l := s.refreshLease(ctx, lease); l != nil {
+			if err := s.store.RecordSyncRecovered(ctx, s.opts.Name, l); err != nil {
+				return Outcome{}, fmt.Errorf("record recovery: %w", err)
+			}
+			s.mu.Lock()
+			s.lastFailure, s.rejected = "", ""
+			s.mu.Unlock()
+			s.log.Info("source recovered", "revision", short(head))
+		}
+	}
 	if same {
 		s.log.Debug("no new revision", "revision", short(head))
 		return Outcome{Revision: head, Unchanged: true}, nil
@@ -428,6 +447,9 @@ func (s *Syncer) fail(ctx context.Context, lease *store.Lease, f store.SyncFailu
 	f.Message = s.opts.Scrub(f.Message)
 	s.mu.Lock()
 	repeat := f.Message == s.lastFailure
+	if repeat && rejected != "" {
+		s.rejected = rejected // already recorded (perhaps by the previous holder)
+	}
 	s.mu.Unlock()
 	if repeat {
 		return errors.New(f.Message)

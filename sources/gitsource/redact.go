@@ -23,8 +23,16 @@ func Redact(rawURL string) string {
 	// then only the positional fallback below is safe.
 	if u, err := url.Parse(rawURL); err == nil && u.Scheme != "" &&
 		!strings.Contains(u.Fragment, "@") && !strings.Contains(u.RawQuery, "@") {
+		if u.RawQuery != "" {
+			// A query may carry a token (?private_token=…): keep only its keys.
+			q := u.Query()
+			for k := range q {
+				q[k] = []string{"redacted"}
+			}
+			u.RawQuery = q.Encode()
+		}
 		if u.User == nil {
-			return rawURL
+			return u.String()
 		}
 		_, hasPassword := u.User.Password()
 		user := u.User.Username()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"testing"
 )
 
@@ -44,5 +45,13 @@ func TestScrubbedErrorKeepsChain(t *testing.T) {
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Error("scrubbed error lost its chain")
+	}
+}
+
+func TestRedactQuery(t *testing.T) {
+	t.Parallel()
+	got := Redact("https://gitlab.example.com/infra.git?private_token=glpat-secret123")
+	if strings.Contains(got, "glpat-secret123") || !strings.Contains(got, "private_token=redacted") {
+		t.Errorf("Redact kept the query token: %s", got)
 	}
 }
