@@ -19,6 +19,18 @@ const defaultTimeout = 5 * time.Minute
 // shorter values ("1", "true", "eu") would mangle messages and protect nothing.
 const minRedactLen = 6
 
+// secretNameParts mark a config env variable whose value is a secret (API_TOKEN,
+// DB_PASSWORD, SSH_KEY_FILE…), matched case-insensitively anywhere in the name. Other values
+// (DEMO_DIR, REGION) are settings that messages may quote; a value that came from a ${VAR}
+// is scrubbed by the controller whatever its name.
+var secretNameParts = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "KEY", "CREDENTIAL", "AUTH", "CERT", "PRIVATE"}
+
+// secretName reports whether the config env variable name holds a secret.
+func secretName(name string) bool {
+	upper := strings.ToUpper(name)
+	return slices.ContainsFunc(secretNameParts, func(part string) bool { return strings.Contains(upper, part) })
+}
+
 // config is the instance config, decoded strictly.
 type config struct {
 	Command []string          `json:"command"`
@@ -34,7 +46,7 @@ type settings struct {
 	dir     string
 	timeout time.Duration
 	env     []string // "K=V", sorted by key
-	secrets []string // env values to redact, longest first
+	secrets []string // values of secret-named env variables, to redact; longest first
 }
 
 func parseConfig(raw json.RawMessage, baseDir string) (settings, error) {
@@ -80,7 +92,7 @@ func parseConfig(raw json.RawMessage, baseDir string) (settings, error) {
 		}
 	}
 
-	// Errors below name keys, never values: values are secrets.
+	// Errors below name keys, never values: values may be secrets.
 	keys := make([]string, 0, len(c.Env))
 	for k := range c.Env {
 		keys = append(keys, k)
@@ -97,7 +109,7 @@ func parseConfig(raw json.RawMessage, baseDir string) (settings, error) {
 			return settings{}, fmt.Errorf("config: env %s: value contains a NUL byte", k)
 		}
 		s.env = append(s.env, k+"="+v)
-		if len(v) >= minRedactLen && !slices.Contains(s.secrets, v) {
+		if secretName(k) && len(v) >= minRedactLen && !slices.Contains(s.secrets, v) {
 			s.secrets = append(s.secrets, v)
 		}
 	}

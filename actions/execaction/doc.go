@@ -10,9 +10,14 @@
 // the folder of the controller config (actions.Env.BaseDir); a bare name is looked up in
 // PATH. dir is the working directory, relative to BaseDir, and defaults to BaseDir. timeout
 // bounds each call (default 5m; "0s" also means the default). env is added to the
-// controller's own environment; its values are treated as secrets: they never appear in
-// errors or logs, and the command's stderr and messages are redacted of them (values shorter
-// than 6 bytes excepted: they would match ordinary words). Unknown fields are errors.
+// controller's environment, from which every variable starting with TRUEUP_ is removed first
+// (TRUEUP_DATABASE_URL and the like configure trueup, not the command). Config errors name
+// env keys, never values. The value of an env variable whose name looks secret (contains,
+// in any case, TOKEN, SECRET, PASSWORD, PASSWD, PASS, KEY, CREDENTIAL, AUTH, CERT or
+// PRIVATE) is redacted as *** from the command's stderr and messages (values shorter than 6
+// bytes excepted: they would match ordinary words); other values (DEMO_DIR, REGION) are
+// settings, which messages may quote. Whatever its name, a value that came from a ${VAR} is
+// scrubbed from messages by the controller. Unknown fields are errors.
 //
 // # Protocol trueup.dev/exec/v1
 //
@@ -27,8 +32,8 @@
 //	 "state": …}                    // what the previous reply put in "state", null at first
 //
 // and its environment adds TRUEUP_OPERATION, TRUEUP_KIND, TRUEUP_NAMESPACE, TRUEUP_NAME,
-// TRUEUP_GENERATION and TRUEUP_REVISION to the controller's environment and the config env
-// (config env keys may not start with TRUEUP_).
+// TRUEUP_GENERATION and TRUEUP_REVISION to the controller's environment (without its own
+// TRUEUP_ variables) and the config env (config env keys may not start with TRUEUP_).
 //
 // The command prints at most one JSON object on stdout (logs go to stderr):
 //

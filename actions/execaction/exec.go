@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
@@ -138,7 +140,7 @@ func (a *Action) run(ctx context.Context, op string, req actions.Request) (reply
 
 	cmd := exec.Command(a.path, a.args...)
 	cmd.Dir = a.dir
-	env := cmd.Environ()
+	env := inheritedEnv(cmd.Environ())
 	env = append(env, a.env...)
 	cmd.Env = append(env, protocolEnv(op, req.Resource)...)
 	cmd.Stdin = bytes.NewReader(stdin)
@@ -203,6 +205,13 @@ func withTail(err error, tail string) error {
 		return err
 	}
 	return fmt.Errorf("%w: %s", err, tail)
+}
+
+// inheritedEnv is the controller's environment without its TRUEUP_ variables: those
+// configure trueup itself (TRUEUP_DATABASE_URL holds the database password) and the prefix
+// belongs to the exec protocol, whose variables are added after.
+func inheritedEnv(environ []string) []string {
+	return slices.DeleteFunc(environ, func(kv string) bool { return strings.HasPrefix(kv, "TRUEUP_") })
 }
 
 func (a *Action) longestSecret() int {

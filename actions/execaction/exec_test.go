@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -569,6 +570,77 @@ func TestSecretsNotLeaked(t *testing.T) {
 	}), actions.Env{})
 	if err == nil || strings.Contains(err.Error(), secret) {
 		t.Fatalf("New err = %v; want an error naming the key, not the value", err)
+	}
+}
+
+// TestSettingsNotRedacted: only the values of secret-named env variables are redacted;
+// settings such as a folder or a region stay readable in messages and errors.
+func TestSettingsNotRedacted(t *testing.T) {
+	t.Parallel()
+	const (
+		token    = "hunter2-b3a1f0c9"
+		password = "pw-7d41e2"
+	)
+	env := map[string]string{
+		"DEMO_DIR":    "../.trueup/demo",
+		"REGION":      "eu-west-1",
+		"API_TOKEN":   token,
+		"db_password": password,
+		"SSH_KEY":     "abc", // secret, but too short to redact
+	}
+	msg := "rendered to ../.trueup/demo/orders.json in eu-west-1 with " + token + " and " + password + " (abc)"
+	want := "rendered to ../.trueup/demo/orders.json in eu-west-1 with *** and *** (abc)"
+
+	cfg := config{Env: map[string]string{"REPLY_JSON": `{"message": "` + msg + `", "conditions": [{"type": "Rendered", "status": "True", "message": "` + msg + `"}]}`}}
+	for k, v := range env {
+		cfg.Env[k] = v
+	}
+	res, err := setup(t, cfg).action.Reconcile(t.Context(), request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Message != want || res.Conditions[0].Message != want {
+		t.Errorf("messages %q, %q; want %q", res.Message, res.Conditions[0].Message, want)
+	}
+
+	// The stderr tail of a failed command too.
+	cfg = config{Command: []string{"./testdata/record.sh", msg}, Env: map[string]string{"EXIT": "1"}}
+	for k, v := range env {
+		cfg.Env[k] = v
+	}
+	_, err = setup(t, cfg).action.Reconcile(t.Context(), request())
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v; want one containing %q", err, want)
+	}
+}
+
+// TestTrueupEnvNotInherited runs alone (t.Setenv): the controller's own TRUEUP_ variables,
+// such as the database URL, do not reach the command, and the protocol's are the only ones.
+func TestTrueupEnvNotInherited(t *testing.T) {
+	t.Setenv("TRUEUP_DATABASE_URL", "postgres://trueup:s3cret@db/trueup")
+	t.Setenv("TRUEUP_LISTEN", ":8080")
+	t.Setenv("TRUEUP_OPERATION", "forged")
+	t.Setenv("NOT_TRUEUP_VAR", "kept")
+	f := setup(t, config{})
+	if _, err := f.action.Reconcile(t.Context(), request()); err != nil {
+		t.Fatal(err)
+	}
+	env := strings.Split(f.read(t, "env.txt"), "\n")
+	var trueup []string
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "TRUEUP_") {
+			trueup = append(trueup, kv[:strings.Index(kv, "=")])
+		}
+	}
+	want := []string{"TRUEUP_GENERATION", "TRUEUP_KIND", "TRUEUP_NAME", "TRUEUP_NAMESPACE", "TRUEUP_OPERATION", "TRUEUP_REVISION"}
+	slices.Sort(trueup)
+	if !slices.Equal(trueup, want) {
+		t.Errorf("TRUEUP_ variables %v; want only the protocol's %v", trueup, want)
+	}
+	for _, kv := range []string{"TRUEUP_OPERATION=reconcile", "NOT_TRUEUP_VAR=kept", "PATH=" + os.Getenv("PATH")} {
+		if !contains(env, kv) {
+			t.Errorf("environment lacks %s", kv)
+		}
 	}
 }
 

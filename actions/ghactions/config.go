@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,9 +60,44 @@ type config struct {
 
 // appConfig authenticates as a GitHub App installation.
 type appConfig struct {
-	AppID          int64  `json:"appID"`
-	InstallationID int64  `json:"installationID"`
+	AppID          jsonID `json:"appID"`
+	InstallationID jsonID `json:"installationID"`
 	PrivateKeyFile string `json:"privateKeyFile"`
+}
+
+// jsonID is a numeric id written as a JSON number or as a string of digits: a value from a
+// ${VAR} is always a string. It keeps the text as written; parseID checks it where the
+// field's name is known, which an UnmarshalJSON error would not say.
+type jsonID string
+
+func (v *jsonID) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*v = jsonID(s)
+		return nil
+	}
+	*v = jsonID(b) // a number, or something parseID refuses
+	return nil
+}
+
+// parseID returns the positive integer v holds; field names it in errors.
+func parseID(field string, v jsonID) (int64, error) {
+	s := strings.TrimSpace(string(v))
+	if s == "" {
+		return 0, fmt.Errorf("config: %s is required", field)
+	}
+	digits := !strings.ContainsFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	n, err := strconv.ParseInt(s, 10, 64)
+	if !digits || err != nil || n <= 0 {
+		return 0, fmt.Errorf("config: %s must be a positive integer, as a number or a string of digits", field)
+	}
+	return n, nil
 }
 
 // settings is a validated config.
@@ -168,11 +204,13 @@ func parseConfig(raw json.RawMessage, baseDir string) (settings, error) {
 }
 
 func parseApp(c appConfig, baseDir string) (*appSettings, error) {
-	if c.AppID <= 0 {
-		return nil, errors.New("config: app.appID is required")
+	appID, err := parseID("app.appID", c.AppID)
+	if err != nil {
+		return nil, err
 	}
-	if c.InstallationID <= 0 {
-		return nil, errors.New("config: app.installationID is required")
+	installationID, err := parseID("app.installationID", c.InstallationID)
+	if err != nil {
+		return nil, err
 	}
 	if c.PrivateKeyFile == "" {
 		return nil, errors.New("config: app.privateKeyFile is required")
@@ -186,7 +224,7 @@ func parseApp(c appConfig, baseDir string) (*appSettings, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: app.privateKeyFile: %w", err)
 	}
-	return &appSettings{appID: c.AppID, installationID: c.InstallationID, keyFile: path, keyPEM: data}, nil
+	return &appSettings{appID: appID, installationID: installationID, keyFile: path, keyPEM: data}, nil
 }
 
 // with holds a ResourceType's `with:` parameters.

@@ -28,6 +28,44 @@ func TestConfigDefaults(t *testing.T) {
 	}
 }
 
+// TestAppIDs: app ids come as JSON numbers or, from ${VAR}, as strings of digits.
+func TestAppIDs(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "app.pem"), []byte("not parsed here"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, appID, installationID string // JSON values
+		want                        string // error substring; "" for success
+	}{
+		{"numbers", `4242`, `777`, ""},
+		{"strings", `"4242"`, `"777"`, ""},
+		{"mixed", `4242`, `"777"`, ""},
+		{"string with a newline", `"4242\n"`, `"777"`, ""},
+		{"non-numeric appID", `"acme-app"`, `777`, "app.appID must be a positive integer"},
+		{"non-numeric installationID", `4242`, `"${INSTALLATION_ID}"`, "app.installationID must be a positive integer"},
+		{"negative", `4242`, `"-7"`, "app.installationID must be a positive integer"},
+		{"zero", `0`, `777`, "app.appID must be a positive integer"},
+		{"fraction", `4242.5`, `777`, "app.appID must be a positive integer"},
+		{"too large", `4242`, `"99999999999999999999"`, "app.installationID must be a positive integer"},
+		{"boolean", `true`, `777`, "app.appID must be a positive integer"},
+		{"empty string", `""`, `777`, "app.appID is required"},
+		{"null", `4242`, `null`, "app.installationID is required"},
+	} {
+		cfg := `{"app":{"appID":` + tc.appID + `,"installationID":` + tc.installationID + `,"privateKeyFile":"app.pem"},"owner":"a","repo":"b"}`
+		s, err := parseConfig(json.RawMessage(cfg), dir)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want == "" && (s.app.appID != 4242 || s.app.installationID != 777):
+			t.Errorf("%s: ids %d, %d; want 4242, 777", tc.name, s.app.appID, s.app.installationID)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
 func TestConfigInvalid(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -124,6 +124,14 @@ func (a *Action) do(ctx context.Context, r request) (response, error) {
 			"until", until.UTC().Format(time.RFC3339))
 		return response{}, &rateLimitError{until: until, sent: true}
 	}
+	if resp.StatusCode/100 == 3 {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxExcerpt))
+		msg := "redirects are not followed (is baseURL right?)"
+		if loc, err := resp.Location(); err == nil {
+			msg = "redirect to " + loc.Scheme + "://" + loc.Host + " not followed (is baseURL right?)"
+		}
+		return response{}, &apiError{method: r.method, path: r.path, status: resp.StatusCode, message: a.scrubber.Replace(msg)}
+	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
 	if err != nil {
 		return response{}, fmt.Errorf("gitlab %s %s: read answer: %w", r.method, r.path, err)
@@ -136,6 +144,12 @@ func (a *Action) do(ctx context.Context, r request) (response, error) {
 	}
 	return response{header: resp.Header, body: b}, nil
 }
+
+// noRedirect refuses every redirect: Go would forward PRIVATE-TOKEN, like every custom
+// header, to wherever the Location points, and on a 307 or 308 the form body holding the
+// trigger token too. GitLab's API answers where it is asked; a redirect means a wrong baseURL
+// (http for https, a moved host) or something in between that should not see the tokens.
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // getJSON sends r and decodes its answer into out, keeping numbers exact.
 func (a *Action) getJSON(ctx context.Context, r request, out any) (response, error) {

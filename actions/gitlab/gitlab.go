@@ -83,7 +83,7 @@ func New(raw json.RawMessage, env actions.Env) (actions.Action, error) {
 	a := &Action{
 		settings: s,
 		logger:   logger.With("action", env.Name, "project", s.project),
-		hc:       &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()},
+		hc:       &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), CheckRedirect: noRedirect},
 		scrubber: strings.NewReplacer(s.triggerToken, "***", s.token, "***"),
 		now:      time.Now,
 	}

@@ -6,7 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -592,6 +596,61 @@ func TestSecretsScrubbedFromErrors(t *testing.T) {
 	_, err := d.call(opReconcile) // driver.call fails the test on a leak
 	if err == nil || !strings.Contains(err.Error(), "invalid token ***") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestRedirectNotFollowed: neither token reaches another host, whatever redirects there:
+// Go forwards PRIVATE-TOKEN on a redirect, and on a 307 the form body with the trigger token.
+func TestRedirectNotFollowed(t *testing.T) {
+	t.Parallel()
+	f := newFakeGitLab(t)
+	var mu sync.Mutex
+	var arrived []string // everything that reached the other host
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		arrived = append(arrived, fmt.Sprintf("%s %s %v %s", r.Method, r.URL, r.Header, body))
+		mu.Unlock()
+		writeJSON(w, http.StatusOK, []any{})
+	}))
+	t.Cleanup(other.Close)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(front.Close)
+
+	act, err := New(f.config(map[string]any{"baseURL": front.URL + "/"}), actions.Env{Name: "ci"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer actions.Close(act)
+	a := act.(*Action)
+	for _, r := range []request{
+		{method: http.MethodGet, path: "projects/42/pipelines", auth: true},
+		{method: http.MethodPost, path: "projects/42/trigger/pipeline", form: url.Values{"token": {f.triggerToken}, "ref": {"main"}}},
+	} {
+		_, err := a.do(t.Context(), r)
+		if !isStatus(err, http.StatusTemporaryRedirect) || !strings.Contains(err.Error(), "not followed") {
+			t.Errorf("%s %s: err = %v, want the 307 refused", r.method, r.path, err)
+		}
+	}
+	// And through the action itself.
+	res, err := a.Reconcile(t.Context(), actions.Request{Resource: actions.Resource{Kind: "K", Name: "n", Generation: 1}})
+	if err == nil {
+		t.Errorf("Reconcile through a redirect: %+v, want an error", res)
+	}
+	fixture{f: f}.noSecrets(t, res, err, nil)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, got := range arrived {
+		for _, secret := range []string{f.token, f.triggerToken} {
+			if strings.Contains(got, secret) {
+				t.Errorf("a token reached the other host: %s", got)
+			}
+		}
+	}
+	if len(arrived) != 0 {
+		t.Errorf("%d requests reached the other host: %q", len(arrived), arrived)
 	}
 }
 

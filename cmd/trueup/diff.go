@@ -8,7 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
+	"os"
+	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/sources"
 )
 
 // diffContext is the number of unchanged lines around each change in a spec diff.
@@ -30,7 +35,13 @@ func newDiffCmd(api *apiOptions) *cobra.Command {
 		Use:   "diff DIR --source NAME",
 		Short: "Show what applying a manifests folder to a source would change",
 		Long: `Loads DIR with the same parsing and validation as a sync and compares it with what the
-server holds for the source --source, through the API (--server). It prints
+server holds for the source --source, through the API (--server).
+
+DIR is the folder the source reads: for a Git source with a path (path: manifests), the
+checkout's manifests folder, not the repository root; the server names files from the
+repository root, so DIR's files are compared as <path>/<file> (trueup diff ./manifests
+--source infra). For a source without a path, DIR is the repository root or the folder of
+a dir source. It prints
 
   + KIND/NAMESPACE/NAME  file:line      a resource (or ResourceType/NAME) that would be created
   ~ KIND/NAMESPACE/NAME  file:line      one that would change, with a unified diff of its spec
@@ -48,8 +59,10 @@ ResourceTypes known to the server are available to DIR's resources, so DIR may h
 resources; the source's types are then not compared. When DIR declares types, it is taken
 as the whole source, as a sync sees it: the source's types missing from DIR are reported as
 removed, and DIR's resources may use only DIR's types and other sources' types.`,
-		Example: `  trueup diff ./manifests --source infra
-  trueup diff . --source infra --server http://trueup.internal:8080`,
+		Example: `  # source infra has path: manifests
+  trueup diff ./manifests --source infra
+  # source platform reads the whole repository
+  trueup diff . --source platform --server http://trueup.internal:8080`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := api.client()
@@ -110,15 +123,19 @@ func computeDiff(ctx context.Context, c *client, dir, sourceName string) (*diffP
 	if err != nil {
 		return nil, err
 	}
+	files, err := readManifests(dir, sourcePrefix(p.source.Path))
+	if err != nil {
+		return nil, err
+	}
 	loader := manifest.NewLoader()
-	set, err := loader.LoadDir(dir, manifest.Options{KnownTypes: known})
+	set, err := loader.Load(files, manifest.Options{KnownTypes: known})
 	if err == nil && len(set.Types) > 0 {
 		// DIR is a whole source: load it again as its sync would, without its own stored types.
 		others, kerr := knownTypes(types.Items, sourceName)
 		if kerr != nil {
 			return nil, kerr
 		}
-		set, err = loader.LoadDir(dir, manifest.Options{KnownTypes: others})
+		set, err = loader.Load(files, manifest.Options{KnownTypes: others})
 	}
 	if errors.As(err, &p.invalid) {
 		return p, nil
@@ -147,6 +164,74 @@ func computeDiff(ctx context.Context, c *client, dir, sourceName string) (*diffP
 		return cmp.Or(cmp.Compare(a.order, b.order), cmp.Compare(a.id, b.id))
 	})
 	return p, nil
+}
+
+// sourcePrefix is a source's configured path as its Git source cleans it, "" for the
+// repository root (or a source without one).
+func sourcePrefix(p string) string {
+	clean := path.Clean(strings.ReplaceAll(p, "\\", "/"))
+	if p == "" || clean == "." || clean == "/" {
+		return ""
+	}
+	return strings.TrimPrefix(clean, "/")
+}
+
+// maxManifestRead bounds what is read of one file: more than the loader accepts, so that it
+// reports the file as too large rather than being handed a truncated one.
+const maxManifestRead = 4 << 20
+
+// readManifests reads DIR's manifests as manifest.Loader.LoadDir does (hidden folders
+// skipped, symlinks to regular files followed), naming each prefix/<path below DIR>: the
+// server names a source's files from the repository root, and a Git source with a path
+// reads only that folder.
+func readManifests(dir, prefix string) ([]sources.File, error) {
+	var files []sources.File
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != dir && strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !sources.IsManifest(d.Name()) {
+			return nil
+		}
+		if !d.Type().IsRegular() {
+			if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+				return nil
+			}
+		}
+		data, err := readLimited(p, maxManifestRead)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		name := filepath.ToSlash(rel)
+		if prefix != "" {
+			name = path.Join(prefix, name)
+		}
+		files = append(files, sources.File{Path: name, Data: data})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read manifests in %s: %w", dir, err)
+	}
+	return files, nil
+}
+
+func readLimited(name string, limit int64) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, limit))
 }
 
 // knownTypes turns the server's types into the loader's, leaving out those of source skip.

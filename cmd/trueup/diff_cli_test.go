@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/trueup-dev/trueup/internal/store"
 )
 
 // writeDir lays files out under a fresh folder.
@@ -37,9 +40,22 @@ func withFiles(changes map[string]string) map[string]string {
 	return files
 }
 
+// rootRelative names infra's stored files as its Git source (path: manifests) does, from the
+// repository root: the shared fixture applies them as they lie in the manifests folder.
+func rootRelative(t *testing.T, a *api) {
+	t.Helper()
+	for _, table := range []string{"resources", "resource_types"} {
+		if _, err := a.store.Pool().Exec(context.Background(),
+			`UPDATE `+table+` SET file_path = 'manifests/' || file_path WHERE source = 'infra'`); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestDiff(t *testing.T) {
 	t.Parallel()
 	a := setup(t)
+	rootRelative(t, a)
 	changedDatabases := strings.NewReplacer(
 		"storage_gb: 500", "storage_gb: 1000",
 		`version: "8.0"`, `version: "8.4"`,
@@ -94,6 +110,73 @@ func TestDiff(t *testing.T) {
 			}
 			golden(t, tc.golden, out)
 		})
+	}
+}
+
+// TestDiffSourcePath: DIR is the folder of a source with a path; its files are compared by
+// their names from the repository root, as the server stores them.
+func TestDiffSourcePath(t *testing.T) {
+	t.Parallel()
+	a := setup(t)
+	rootRelative(t, a)
+	diff := func(t *testing.T, dir, source string, wantExit int) string {
+		t.Helper()
+		out, stderr, err := a.run(t, "diff", dir, "--source", source)
+		var code exitCode
+		switch {
+		case wantExit == 0 && err != nil, wantExit != 0 && (!errors.As(err, &code) || int(code) != wantExit):
+			t.Fatalf("exit %v, want %d\nstdout:\n%s\nstderr:\n%s", err, wantExit, out, stderr)
+		}
+		return out
+	}
+	unchanged := "infra@3f2a9c1d7e4b: 0 to add, 0 to change, 0 to remove, 7 unchanged\n"
+
+	// An unchanged checkout of the manifests folder changes nothing: nothing "moved".
+	if out := diff(t, writeDir(t, infraFiles("500")), "infra", 0); out != unchanged {
+		t.Errorf("unchanged tree:\n%s", out)
+	}
+	// A file moved inside the folder is named from the repository root on both sides.
+	files := infraFiles("500")
+	files["db/clusters.yaml"] = files["databases/clusters.yaml"]
+	delete(files, "databases/clusters.yaml")
+	out := diff(t, writeDir(t, files), "infra", 1)
+	for _, want := range []string{
+		"~ DatabaseCluster/production/orders-pg  manifests/db/clusters.yaml:1  (moved from manifests/databases/clusters.yaml; no new generation, no reconcile)\n",
+		"0 to add, 3 to change, 0 to remove, 4 unchanged\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("moved file: missing %q in\n%s", want, out)
+		}
+	}
+	// Errors name files as a sync would report them.
+	files = infraFiles("500")
+	files["databases/bad.yaml"] = "apiVersion: example.com/v1\nkind: DatabaseCluster\nmetadata: {name: bad}\nspec: {engine: oracle, storage_gb: 50}\n"
+	if out := diff(t, writeDir(t, files), "infra", 1); !strings.Contains(out, "! invalid manifests/databases/bad.yaml:4: spec.engine") {
+		t.Errorf("invalid file:\n%s", out)
+	}
+	// A source without a path: DIR is its root.
+	if out := diff(t, writeDir(t, map[string]string{"queues.yaml": platformYAML}), "platform", 0); !strings.Contains(out, "0 to add, 0 to change, 0 to remove, 2 unchanged") {
+		t.Errorf("source without a path:\n%s", out)
+	}
+	// The path as written in a config ("./manifests/") is cleaned as the Git source cleans it.
+	if err := a.store.RegisterSource(context.Background(), store.SourceConfig{Name: "infra", URL: "https://github.com/acme/infra.git",
+		Branch: "main", Path: "./manifests/"}); err != nil {
+		t.Fatal(err)
+	}
+	if out := diff(t, writeDir(t, infraFiles("500")), "infra", 0); out != unchanged {
+		t.Errorf("path ./manifests/:\n%s", out)
+	}
+}
+
+func TestSourcePrefix(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"": "", ".": "", "./": "", "/": "", "manifests": "manifests", "./manifests/": "manifests",
+		"deploy/prod": "deploy/prod", `deploy\prod`: "deploy/prod", "deploy//prod/": "deploy/prod",
+	} {
+		if got := sourcePrefix(in); got != want {
+			t.Errorf("sourcePrefix(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 

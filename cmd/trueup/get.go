@@ -97,10 +97,27 @@ unless -n names one (-A says so explicitly); every page of the API is read. -o j
 	f.StringVarP(&o.selector, "selector", "l", "", "label selector: k=v, k!=v, k in (a,b), k notin (a,b), k, !k; comma-separated")
 	f.StringVar(&o.kind, "kind", "", "only resources of this kind (case-insensitive)")
 	f.StringVar(&o.source, "source", "", "only what this source declares")
-	f.StringVar(&o.phase, "phase", "", "only resources in this phase: Pending, Reconciling, Ready, Failed or Deleting")
+	f.StringVar(&o.phase, "phase", "", "only resources in this phase: Pending, Reconciling, Ready, Failed or Deleting (case-insensitive)")
 	f.IntVar(&o.chunkSize, "chunk-size", 500, "resources fetched per API page (1 to 1000)")
 	cmd.MarkFlagsMutuallyExclusive("namespace", "all-namespaces")
 	return cmd
+}
+
+// phases are the phases a resource can be in, as the API spells them.
+var phases = []string{status.PhasePending, status.PhaseReconciling, status.PhaseReady, status.PhaseFailed, status.PhaseDeleting}
+
+// normalizePhase spells a --phase value as the API does (--phase ready is Ready); the API
+// would answer an unknown phase with an empty list, so it is refused here.
+func normalizePhase(p string) (string, error) {
+	if p == "" {
+		return "", nil
+	}
+	for _, ph := range phases {
+		if strings.EqualFold(p, ph) {
+			return ph, nil
+		}
+	}
+	return "", fmt.Errorf("--phase %q: want one of %s", p, strings.Join(phases, ", "))
 }
 
 // onlyFlags refuses resource filters on lists they do not apply to.
@@ -117,7 +134,11 @@ func getResources(ctx context.Context, c *client, o getOptions, out, errOut io.W
 	if o.chunkSize < 1 || o.chunkSize > 1000 {
 		return fmt.Errorf("--chunk-size %d: want 1 to 1000", o.chunkSize)
 	}
-	q := url.Values{"namespace": {o.namespace}, "kind": {o.kind}, "source": {o.source}, "phase": {o.phase}, "labelSelector": {o.selector}}
+	phase, err := normalizePhase(o.phase)
+	if err != nil {
+		return err
+	}
+	q := url.Values{"namespace": {o.namespace}, "kind": {o.kind}, "source": {o.source}, "phase": {phase}, "labelSelector": {o.selector}}
 	raw, err := c.listResources(ctx, q, o.chunkSize)
 	if err != nil {
 		return err

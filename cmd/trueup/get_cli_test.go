@@ -81,3 +81,30 @@ func TestGetNothingFound(t *testing.T) {
 		t.Errorf("yaml: err %v stdout %q", err, out)
 	}
 }
+
+// TestGetPhase: --phase takes a phase in any case and refuses one that does not exist.
+func TestGetPhase(t *testing.T) {
+	t.Parallel()
+	a := setup(t)
+	runGolden(t, a, []goldenCase{
+		{"get_resources_failed.txt", []string{"get", "resource", "--phase", "failed", "--source", "infra", "-A"}},
+	})
+	want, _, err := a.run(t, "get", "resources", "--phase", "Ready")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(want, "\n") < 2 {
+		t.Fatalf("--phase Ready lists nothing:\n%s", want)
+	}
+	for _, spelling := range []string{"ready", "READY", "rEaDy"} {
+		got, _, err := a.run(t, "get", "resources", "--phase", spelling)
+		if err != nil || got != want {
+			t.Errorf("--phase %s: err %v\n%s\nwant\n%s", spelling, err, got, want)
+		}
+	}
+	_, _, err = a.run(t, "get", "resources", "--phase", "done")
+	if err == nil || !strings.Contains(err.Error(), `--phase "done"`) ||
+		!strings.Contains(err.Error(), "Pending, Reconciling, Ready, Failed, Deleting") {
+		t.Errorf("unknown phase: %v", err)
+	}
+}

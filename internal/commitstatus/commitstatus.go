@@ -142,7 +142,7 @@ func New(cfg Config, source string, st *store.Store, logger *slog.Logger) (*Repo
 		forge:       f,
 		st:          st,
 		log:         logger.With("component", "commitstatus", "source", source, "provider", cfg.Provider),
-		client:      &http.Client{Timeout: requestTimeout},
+		client:      &http.Client{Timeout: requestTimeout, CheckRedirect: noRedirect},
 		poll:        defaultPoll,
 		recheck:     defaultRecheck,
 		recheckFor:  defaultRecheckFor,
@@ -386,6 +386,9 @@ func (r *Reporter) sendOnce(revision string, s state, desc string) (retry bool, 
 	if resp.StatusCode/100 == 2 {
 		return false, 0, nil
 	}
+	if resp.StatusCode/100 == 3 {
+		return false, 0, r.forge.scrub(fmt.Errorf("post commit status: %s: redirects are not followed (is the base URL right?)", resp.Status))
+	}
 	err = r.forge.scrub(fmt.Errorf("post commit status: %s%s", resp.Status, apiMessage(resp)))
 	wait = retryAfter(resp)
 	switch {
@@ -396,6 +399,11 @@ func (r *Reporter) sendOnce(revision string, s state, desc string) (retry bool, 
 	}
 	return false, 0, err
 }
+
+// noRedirect refuses every redirect: Go would forward the token header (PRIVATE-TOKEN, and
+// Authorization on a same-domain hop) and, on a 307 or 308, the body to wherever the
+// Location points. A statuses endpoint has no reason to redirect.
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 func isCommit(rev string) bool {
 	if len(rev) != 40 && len(rev) != 64 {

@@ -458,6 +458,64 @@ func TestUnauthorizedNotRetried(t *testing.T) {
 	}
 }
 
+// A redirect is not followed, so the token never reaches another host: Go forwards custom
+// headers such as PRIVATE-TOKEN on a redirect, whatever the host.
+func TestRedirectNotFollowed(t *testing.T) {
+	t.Parallel()
+	for _, provider := range []string{ProviderGitHub, ProviderGitLab} {
+		t.Run(provider, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t, provider)
+			elsewhere := &fakeForge{gitlab: provider == ProviderGitLab, arrived: make(chan struct{}, 1)}
+			other := httptest.NewServer(elsewhere)
+			t.Cleanup(other.Close)
+			redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+			}))
+			t.Cleanup(redirect.Close)
+			logs := &syncBuffer{}
+			rep, err := New(Config{Provider: provider, Token: token, BaseURL: redirect.URL, Repo: "acme/infra"}, "infra", f.st,
+				slog.New(slog.NewTextHandler(logs, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = rep.Close() })
+			rep.retryDelays = []time.Duration{10 * time.Millisecond, 20 * time.Millisecond}
+			rep.Picked(context.Background(), rev1)
+
+			// Wait for the outcome either way: the failure logged, or the status posted elsewhere.
+			deadline := time.Now().Add(10 * time.Second)
+			for !strings.Contains(logs.String(), "could not post commit status") && len(elsewhere.statuses()) == 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("no outcome:\n%s", logs.String())
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if err := rep.Close(); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range elsewhere.statuses() {
+				for name, vs := range s.header {
+					for _, v := range vs {
+						if strings.Contains(v, token) {
+							t.Errorf("the token reached the other host in %s", name)
+						}
+					}
+				}
+			}
+			elsewhere.mu.Lock()
+			calls := elsewhere.calls
+			elsewhere.mu.Unlock()
+			if calls != 0 {
+				t.Errorf("%d requests reached the other host", calls)
+			}
+			if got := logs.String(); !strings.Contains(got, "307 Temporary Redirect") || strings.Contains(got, token) {
+				t.Errorf("logs:\n%s", got)
+			}
+		})
+	}
+}
+
 // A forge that does not answer delays statuses, never the caller; Close ends the wait.
 func TestNeverBlocks(t *testing.T) {
 	t.Parallel()

@@ -15,6 +15,11 @@ type LabelRequirement struct {
 
 var labelKeyRe = regexp.MustCompile(`^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
 
+// setTermRe matches "key in (a,b)" and "key notin (a)", with or without a space before the
+// parenthesis as kubectl accepts: the operator follows white space and is followed by white
+// space, "(" or nothing (then the missing values are an error).
+var setTermRe = regexp.MustCompile(`^(.*?)\s+(in|notin)(\s.*|\(.*)?$`)
+
 // ParseLabelSelector parses "a=b,c!=d,e,!f,g in (x,y),h notin (z)".
 func ParseLabelSelector(sel string) ([]LabelRequirement, error) {
 	var terms []string
@@ -41,14 +46,9 @@ func ParseLabelSelector(sel string) ([]LabelRequirement, error) {
 		}
 		var r LabelRequirement
 		switch {
-		case strings.Contains(t, " notin ") || strings.Contains(t, " in "):
-			op := "in"
-			k, rest, _ := strings.Cut(t, " in ")
-			if strings.Contains(t, " notin ") {
-				op = "notin"
-				k, rest, _ = strings.Cut(t, " notin ")
-			}
-			rest = strings.TrimSpace(rest)
+		case setTermRe.MatchString(t):
+			m := setTermRe.FindStringSubmatch(t)
+			k, op, rest := m[1], m[2], strings.TrimSpace(m[3])
 			if !strings.HasPrefix(rest, "(") || !strings.HasSuffix(rest, ")") {
 				return nil, fmt.Errorf("%q: values must be in parentheses", t)
 			}

@@ -9,25 +9,42 @@ import (
 	"strings"
 )
 
-// authenticate checks the first credential present, strongest first: an HMAC of the body
+// Authentication checks the first credential present, strongest first: an HMAC of the body
 // (GitHub, Gitea/Forgejo, generic), then GitLab's token, then a bearer token. Every
 // comparison takes constant time; an empty secret refuses everything (go-github's
 // ValidatePayload would skip verification instead).
-func authenticate(h http.Header, body []byte, secret string) bool {
+//
+// It comes in two steps so that only a delivery signed by an HMAC costs a body read before
+// it is authenticated: authenticateHeader decides every other delivery from its headers.
+
+// hmacHeaders are the signature headers, in the order they are trusted. GitHub's and
+// trueup's carry "sha256=<hex>"; Gitea and Forgejo also send their own, the bare hex digest.
+var hmacHeaders = []struct {
+	name   string
+	prefix string
+}{
+	{"X-Hub-Signature-256", "sha256="},
+	{"X-Trueup-Signature-256", "sha256="},
+	{"X-Gitea-Signature", ""},
+	{"X-Forgejo-Signature", ""},
+}
+
+// signed reports whether h carries an HMAC of the body, which then decides alone: a weaker
+// credential never rescues a bad signature.
+func signed(h http.Header) bool {
+	for _, s := range hmacHeaders {
+		if h.Get(s.name) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// authenticateHeader checks a delivery that is not signed: GitLab's token, then a bearer
+// token; a delivery with neither is refused.
+func authenticateHeader(h http.Header, secret string) bool {
 	if secret == "" {
 		return false
-	}
-	for _, name := range []string{"X-Hub-Signature-256", "X-Trueup-Signature-256"} {
-		if v := h.Get(name); v != "" {
-			sig, ok := strings.CutPrefix(v, "sha256=")
-			return ok && validHMAC(sig, body, secret)
-		}
-	}
-	// Gitea and Forgejo also send their own header: the bare hex digest.
-	for _, name := range []string{"X-Gitea-Signature", "X-Forgejo-Signature"} {
-		if v := h.Get(name); v != "" {
-			return validHMAC(v, body, secret)
-		}
 	}
 	if v := h.Get("X-Gitlab-Token"); v != "" {
 		return equalSecret(v, secret)
@@ -35,6 +52,20 @@ func authenticate(h http.Header, body []byte, secret string) bool {
 	if v := h.Get("Authorization"); v != "" {
 		tok, ok := cutPrefixFold(v, "Bearer ")
 		return ok && equalSecret(strings.TrimSpace(tok), secret)
+	}
+	return false
+}
+
+// authenticateBody checks a signed delivery's HMAC of body.
+func authenticateBody(h http.Header, body []byte, secret string) bool {
+	if secret == "" {
+		return false
+	}
+	for _, s := range hmacHeaders {
+		if v := h.Get(s.name); v != "" {
+			sig, ok := strings.CutPrefix(v, s.prefix)
+			return ok && validHMAC(sig, body, secret)
+		}
 	}
 	return false
 }

@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -60,11 +61,26 @@ const (
 // storeTimeout bounds the dedupe write; a delivery must be answered within GitHub's 10 s.
 const storeTimeout = 3 * time.Second
 
+// Bounds on reading the bodies of signed deliveries before they are authenticated: at most
+// unauthReads at a time per source (a forged flood holds unauthReads×MaxBody bytes, not one
+// MaxBody per connection), a delivery waits at most slotWait for its turn, and every body
+// must arrive within readTimeout.
+const (
+	unauthReads = 4
+	slotWait    = time.Second
+	readTimeout = 10 * time.Second
+)
+
 // Handler serves POST /hooks/{source}.
 type Handler struct {
 	opts Options
 	log  *slog.Logger
 	now  func() time.Time // the bucket's clock; tests freeze it
+
+	// reading holds, per source, a slot per signed body being read; fixed after New.
+	reading     map[string]chan struct{}
+	slotWait    time.Duration
+	readTimeout time.Duration
 
 	mu      sync.Mutex
 	buckets map[string]*bucket
@@ -90,6 +106,7 @@ func New(opts Options) *Handler {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	srcs := make(map[string]Source, len(opts.Sources))
+	reading := make(map[string]chan struct{}, len(opts.Sources))
 	for name, s := range opts.Sources {
 		if s.Name == "" {
 			s.Name = name
@@ -99,14 +116,17 @@ func New(opts Options) *Handler {
 			logger.Error("webhook has no secret: every delivery will be refused", "source", name)
 		}
 		srcs[name] = s
+		reading[name] = make(chan struct{}, unauthReads)
 	}
 	opts.Sources = srcs
 	return &Handler{opts: opts, log: logger.With("component", "webhook"), now: time.Now,
+		reading: reading, slotWait: slotWait, readTimeout: readTimeout,
 		buckets: map[string]*bucket{}, warned: map[string]time.Time{}}
 }
 
 // ServeHTTP answers one delivery: 404 unknown source, 413 body too large, 401 bad or missing
-// signature, 429 flooded, 200 ping, 204 ignored (another branch, another event), 202 accepted
+// signature, 408 body too slow, 429 flooded (too many signed bodies being read, or the
+// source's bucket empty), 200 ping, 204 ignored (another branch, another event), 202 accepted
 // (and a sync triggered, once per delivery id).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("source")
@@ -120,20 +140,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusRequestEntityTooLarge, tooLarge(h.opts.MaxBody))
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBody))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, tooLarge(h.opts.MaxBody))
-			return
+	body, code, msg := h.authenticate(w, r, name, src.Secret)
+	if code != 0 {
+		if code == http.StatusUnauthorized {
+			h.warnUnauthorized(name)
 		}
-		writeError(w, http.StatusBadRequest, "could not read the request body")
-		return
-	}
-
-	if !authenticate(r.Header, body, src.Secret) {
-		h.warnUnauthorized(name)
-		writeError(w, http.StatusUnauthorized, "missing or invalid webhook signature")
+		if code == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", "1")
+		}
+		writeError(w, code, msg)
 		return
 	}
 	// After authentication: forged floods are refused above without draining the bucket.
@@ -186,6 +201,78 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.opts.Trigger(name, commit)
 	log.Info("webhook accepted: sync triggered", "ref", push.Ref, "commit", commit)
 	writeJSON(w, http.StatusAccepted, map[string]string{"status": "accepted"})
+}
+
+// authenticate reads the body of an authentic delivery, or says how to refuse it. A delivery
+// whose credential is in its headers is decided before its body is read; a signed one is read
+// first, at most MaxBody bytes within readTimeout, by at most unauthReads deliveries of a
+// source at a time, so that forged deliveries cannot fill the memory.
+func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request, source, secret string) (body []byte, code int, msg string) {
+	const unauthorized = "missing or invalid webhook signature"
+	if !signed(r.Header) {
+		if !authenticateHeader(r.Header, secret) {
+			return nil, http.StatusUnauthorized, unauthorized
+		}
+		return h.readBody(w, r)
+	}
+	if secret == "" {
+		return nil, http.StatusUnauthorized, unauthorized
+	}
+	slots := h.reading[source]
+	if !acquire(r.Context(), slots, h.slotWait) {
+		return nil, http.StatusTooManyRequests, "too many unauthenticated deliveries in progress for this source; retry later"
+	}
+	defer func() { <-slots }()
+	if body, code, msg = h.readBody(w, r); code != 0 {
+		return nil, code, msg
+	}
+	if !authenticateBody(r.Header, body, secret) {
+		return nil, http.StatusUnauthorized, unauthorized
+	}
+	return body, 0, ""
+}
+
+// acquire takes a slot, waiting at most wait for one: a burst of genuine deliveries queues
+// for a moment rather than bouncing off a semaphore each holds for microseconds.
+func acquire(ctx context.Context, slots chan struct{}, wait time.Duration) bool {
+	select {
+	case slots <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case slots <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// readBody reads at most MaxBody bytes of the body within readTimeout.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, int, string) {
+	// A sender trickling its body would otherwise hold the connection, and a read slot, for as
+	// long as it likes. Only the read deadline is set. A ResponseWriter that cannot set one
+	// (a test recorder) answers ErrNotSupported; the server's own timeouts apply then.
+	if err := http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.readTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		h.log.Debug("could not set the webhook read deadline", "err", err)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		var netErr net.Error
+		switch {
+		case errors.As(err, &tooBig):
+			return nil, http.StatusRequestEntityTooLarge, tooLarge(h.opts.MaxBody)
+		case errors.As(err, &netErr) && netErr.Timeout():
+			return nil, http.StatusRequestTimeout, fmt.Sprintf("request body not received within %s", h.readTimeout)
+		}
+		return nil, http.StatusBadRequest, "could not read the request body"
+	}
+	return body, 0, ""
 }
 
 func tooLarge(n int64) string {

@@ -278,8 +278,147 @@ func TestUnauthorized(t *testing.T) {
 type failingBody struct{ t *testing.T }
 
 func (b failingBody) Read([]byte) (int, error) {
-	b.t.Error("body read for an unknown source")
+	b.t.Error("body read before the delivery could be refused")
 	return 0, io.ErrUnexpectedEOF
+}
+
+// TestRefusedBeforeReading: a credential that is in the headers alone (GitLab's token, a
+// bearer token, none at all) is checked before a byte of the body is read.
+func TestRefusedBeforeReading(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	cases := []struct {
+		name, source string
+		headers      map[string]string
+	}{
+		{"no credential", "infra", map[string]string{"X-GitHub-Event": "push"}},
+		{"gitlab wrong token", "infra", map[string]string{"X-Gitlab-Event": "Push Hook", "X-Gitlab-Token": secret + "x"}},
+		{"bearer wrong", "infra", map[string]string{"Authorization": "Bearer nope"}},
+		{"basic auth", "infra", map[string]string{"Authorization": "Basic " + secret}},
+		{"source without secret, bearer", "nosecret", map[string]string{"Authorization": "Bearer "}},
+		{"source without secret, signed", "nosecret", map[string]string{"X-Hub-Signature-256": sign("", "{}")}},
+	}
+	for _, c := range cases {
+		req := httptest.NewRequest(http.MethodPost, "/hooks/"+c.source, failingBody{t})
+		req.ContentLength = maxBodyKB << 10 // a body as large as allowed, as far as the handler can tell
+		for k, v := range c.headers {
+			req.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		f.mux.ServeHTTP(rec, req)
+		if rec.Code != http.StatusUnauthorized {
+			t.Errorf("%s: got %d %s, want 401", c.name, rec.Code, rec.Body)
+		}
+	}
+}
+
+// slowDelivery posts a signed delivery whose body arrives only when the returned writer is
+// written to and closed; its answer comes on the channel.
+func (f *fixture) slowDelivery(t *testing.T, source string, headers map[string]string) (*io.PipeWriter, <-chan reply) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	t.Cleanup(func() { pw.Close() }) // before the server's Close, which waits for the handler
+	req, err := http.NewRequest(http.MethodPost, f.url+"/hooks/"+source, pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	answer := make(chan reply, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			answer <- reply{}
+			return
+		}
+		resp.Body.Close()
+		answer <- reply{code: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After")}
+	}()
+	return pw, answer
+}
+
+// waitFor polls cond until it holds, failing the test after a few seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestUnauthenticatedReadsBounded: at most unauthReads signed bodies of a source are read at
+// a time; the next signed delivery is answered 429 without its body being read, while
+// deliveries authenticated by their headers and other sources go on.
+func TestUnauthenticatedReadsBounded(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	f.h.slotWait = 20 * time.Millisecond
+	forged := map[string]string{"X-GitHub-Event": "push", "X-Hub-Signature-256": sign("guess", "{}")}
+	var pipes []*io.PipeWriter
+	var answers []<-chan reply
+	for range unauthReads {
+		pw, answer := f.slowDelivery(t, "infra", forged)
+		pipes, answers = append(pipes, pw), append(answers, answer)
+	}
+	waitFor(t, "the read slots to fill", func() bool { return len(f.h.reading["infra"]) == unauthReads })
+
+	req := httptest.NewRequest(http.MethodPost, "/hooks/infra", failingBody{t})
+	body := pushBody("main", commitA)
+	for k, v := range github(body, "sem-1") {
+		req.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	f.mux.ServeHTTP(rec, req)
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "1" {
+		t.Errorf("signed delivery with every slot taken: %d (Retry-After %q) %s, want 429 after 1",
+			rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
+	if got := f.post(t, "infra", body, map[string]string{"Authorization": "Bearer " + secret}); got.code != http.StatusAccepted {
+		t.Errorf("bearer delivery while the slots are taken: %+v", got)
+	}
+	if got := f.post(t, "tags", body, github(body, "sem-2")); got.code != http.StatusAccepted {
+		t.Errorf("other source while infra's slots are taken: %+v", got)
+	}
+
+	for i, pw := range pipes {
+		_, _ = io.WriteString(pw, "{}")
+		pw.Close()
+		if got := <-answers[i]; got.code != http.StatusUnauthorized {
+			t.Errorf("forged slow delivery %d: %+v", i, got)
+		}
+	}
+	waitFor(t, "the read slots to empty", func() bool { return len(f.h.reading["infra"]) == 0 })
+	if got := f.post(t, "infra", body, github(body, "sem-3")); got.code != http.StatusAccepted {
+		t.Errorf("signed delivery after the slots emptied: %+v", got)
+	}
+}
+
+// TestSlowBody: a body that does not arrive within the read timeout is answered 408 and
+// frees its read slot.
+func TestSlowBody(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	f.h.readTimeout = 100 * time.Millisecond
+	body := pushBody("main", commitA)
+	pw, answer := f.slowDelivery(t, "infra", github(body, "slow-1"))
+	go func() { _, _ = io.WriteString(pw, body[:10]) }() // then nothing
+	select {
+	case got := <-answer:
+		if got.code != http.StatusRequestTimeout {
+			t.Errorf("got %+v, want 408", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no answer to a trickled body")
+	}
+	waitFor(t, "the read slot to empty", func() bool { return len(f.h.reading["infra"]) == 0 })
+	if got := f.post(t, "infra", body, github(body, "slow-2")); got.code != http.StatusAccepted {
+		t.Errorf("next delivery: %+v", got)
+	}
 }
 
 func TestUnknownSource(t *testing.T) {
@@ -314,6 +453,12 @@ func TestTooLarge(t *testing.T) {
 	}
 	if got := do(t, req); got.code != http.StatusRequestEntityTooLarge {
 		t.Errorf("chunked: %+v", got)
+	}
+	// Authenticated by a header, the body is still bounded.
+	req, _ = http.NewRequest(http.MethodPost, f.url+"/hooks/infra", chunked{strings.NewReader(big)})
+	req.Header.Set("Authorization", "Bearer "+secret)
+	if got := do(t, req); got.code != http.StatusRequestEntityTooLarge {
+		t.Errorf("chunked with a bearer token: %+v", got)
 	}
 	// Exactly the limit is fine.
 	exact := `{"ref":"refs/heads/main","pad":"` + strings.Repeat("x", maxBodyKB<<10-len(`{"ref":"refs/heads/main","pad":""}`)) + `"}`

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Test command: records what it was given, then replies as its environment says. Its
 # arguments are printed on stderr, one a line (not from the environment: config env values
-# are redacted from stderr).
+# of secret-looking names are redacted from stderr).
 #   OUT_DIR     if set: stdin goes to $OUT_DIR/stdin.json, the environment to env.txt and
 #               the working directory to pwd.txt
 #   REPLY_JSON  printed on stdout
