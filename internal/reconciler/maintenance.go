@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"time"
@@ -23,12 +24,21 @@ type MaintenanceOptions struct {
 	Sources func() map[string]any
 }
 
+// deliveriesMaxAge: forges redeliver within hours, not weeks.
+const deliveriesMaxAge = 7 * 24 * time.Hour
+
 // Maintenance heartbeats this replica every few seconds and, on the one replica holding the
 // "maintenance" lease, enforces retention of history and events.
 type Maintenance struct {
 	opts  MaintenanceOptions
 	store *store.Store
 	log   *slog.Logger
+
+	// marks is where the last retention run of the holding marksTerm got to, so that the next
+	// one only trims resources with newer rows. A new holding starts from zero (every
+	// resource): it cannot know what the previous holder finished. Only Run touches them.
+	marks     store.RetentionMarks
+	marksTerm int64
 }
 
 // NewMaintenance returns the loop; call Run.
@@ -42,15 +52,40 @@ func NewMaintenance(st *store.Store, opts MaintenanceOptions, logger *slog.Logge
 	return &Maintenance{opts: opts, store: st, log: logger.With("component", "maintenance")}
 }
 
-// Run loops until ctx ends, then gives the lease up.
+// retentionRun is a retention pass under way in its own goroutine, owned by Run.
+type retentionRun struct {
+	term   int64
+	cancel context.CancelFunc
+	done   chan retentionResult // receives exactly once
+}
+
+type retentionResult struct {
+	term       int64
+	removed    store.Retained
+	marks      store.RetentionMarks
+	deliveries int64
+	err        error
+	stopped    bool // by Run: shutdown or lease lost
+}
+
+// Run loops until ctx ends, then stops retention and gives the lease up. Retention runs
+// beside the loop, so that heartbeats and lease renewals never wait for it: a replica busy
+// deleting must not look dead and hand the lease to another.
 func (m *Maintenance) Run(ctx context.Context) error {
 	host, _ := os.Hostname()
 	me := store.Replica{Name: m.opts.Replica, Hostname: host, PID: os.Getpid(), Version: m.opts.Version, Listen: m.opts.Listen}
 	tick := time.NewTicker(m.opts.LeaseTTL / 3)
 	defer tick.Stop()
-	var held *store.Lease
-	var lastRun time.Time
+	var (
+		held    *store.Lease
+		lastRun time.Time
+		run     *retentionRun
+	)
 	defer func() {
+		if run != nil {
+			run.cancel()
+			m.finishRetention(<-run.done)
+		}
 		if held != nil {
 			c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
@@ -66,32 +101,89 @@ func (m *Maintenance) Run(ctx context.Context) error {
 		}
 		l, ok, err := m.store.AcquireLease(ctx, "maintenance", m.opts.Replica, m.opts.LeaseTTL)
 		switch {
-		case err != nil:
-			held = nil
-		case ok:
-			if held == nil {
+		case err == nil && ok:
+			if held == nil || held.Term != l.Term {
 				m.log.Info("holding the maintenance lease", "term", l.Term)
 			}
 			held = &l
 		default:
+			if held != nil && ctx.Err() == nil {
+				if err != nil {
+					m.log.Warn("renew the maintenance lease", "term", held.Term, "err", err)
+				} else {
+					m.log.Info("lost the maintenance lease", "term", held.Term)
+				}
+			}
 			held = nil
 		}
-		if held != nil && time.Since(lastRun) >= m.opts.Every {
+		if run != nil && (held == nil || held.Term != run.term) {
+			// Its fence would stop it at the next batch anyway; this spares the wait.
+			run.cancel()
+		}
+		if held != nil && run == nil && time.Since(lastRun) >= m.opts.Every {
 			lastRun = time.Now()
-			n, err := m.store.EnforceRetention(ctx, m.opts.History, m.opts.Events)
-			if err != nil && ctx.Err() == nil {
-				m.log.Warn("retention failed", "err", err)
-			} else if n.History+n.Events > 0 {
-				m.log.Info("retention removed old rows", "history", n.History, "events", n.Events)
+			run = m.startRetention(ctx, *held)
+		}
+	wait:
+		for {
+			var done <-chan retentionResult
+			if run != nil {
+				done = run.done
 			}
-			if _, err := m.store.TrimDeliveries(ctx, 7*24*time.Hour); err != nil && ctx.Err() == nil {
-				m.log.Warn("trim webhook deliveries failed", "err", err)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-tick.C:
+				break wait
+			case r := <-done:
+				m.finishRetention(r)
+				run = nil
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
+	}
+}
+
+// startRetention starts one retention pass fenced by l.
+func (m *Maintenance) startRetention(ctx context.Context, l store.Lease) *retentionRun {
+	if l.Term != m.marksTerm {
+		m.marks, m.marksTerm = store.RetentionMarks{}, l.Term
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	run := &retentionRun{term: l.Term, cancel: cancel, done: make(chan retentionResult, 1)}
+	opts := store.RetentionOptions{History: m.opts.History, Events: m.opts.Events, Since: m.marks, Lease: &l}
+	go func() {
+		defer cancel()
+		r := retentionResult{term: l.Term}
+		r.removed, r.marks, r.err = m.store.Retain(ctx, opts)
+		if !errors.Is(r.err, store.ErrLeaseLost) && ctx.Err() == nil {
+			var err error
+			if r.deliveries, err = m.store.TrimDeliveries(ctx, deliveriesMaxAge); err != nil {
+				r.err = errors.Join(r.err, err)
+			}
 		}
+		r.stopped = ctx.Err() != nil
+		run.done <- r
+	}()
+	return run
+}
+
+// finishRetention keeps the marks of a pass and logs what it did.
+func (m *Maintenance) finishRetention(r retentionResult) {
+	if r.term == m.marksTerm {
+		m.marks = r.marks
+	}
+	switch {
+	case errors.Is(r.err, store.ErrLeaseLost):
+		m.log.Info("retention stopped: the maintenance lease moved on", "term", r.term)
+	case r.stopped:
+		m.log.Debug("retention interrupted", "term", r.term, "err", r.err)
+	case r.err != nil:
+		m.log.Warn("retention failed", "err", r.err)
+	}
+	if r.removed.History+r.removed.Events > 0 {
+		m.log.Info("retention removed old rows", "history", r.removed.History, "events", r.removed.Events)
+	}
+	if r.deliveries > 0 {
+		m.log.Debug("forgot old webhook deliveries", "count", r.deliveries)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // RetentionRule bounds a table by age and by rows per resource (zero: no bound).
@@ -15,41 +17,195 @@ type RetentionRule struct {
 // Retained counts what EnforceRetention removed.
 type Retained struct{ History, Events int64 }
 
-// EnforceRetention deletes history and events past their rules.
-func (s *Store) EnforceRetention(ctx context.Context, history, events RetentionRule) (Retained, error) {
-	var out Retained
-	var err error
-	if out.History, err = s.trim(ctx, "reconcile_history", "finished_at", history); err != nil {
-		return out, fmt.Errorf("history retention: %w", err)
-	}
-	if out.Events, err = s.trim(ctx, "events", "created_at", events); err != nil {
-		return out, fmt.Errorf("events retention: %w", err)
-	}
-	// The watch feed only serves resumption after short disconnections.
-	if _, err := s.pool.Exec(ctx, "DELETE FROM changes WHERE created_at < now() - interval '1 hour'"); err != nil {
-		return out, fmt.Errorf("changes retention: %w", err)
-	}
-	return out, nil
+// RetentionMarks are, per table, the highest id whose resource a run has already trimmed:
+// the next run only looks at resources with rows above it. Zero means every resource.
+type RetentionMarks struct{ History, Events int64 }
+
+// RetentionOptions configure one run of Retain.
+type RetentionOptions struct {
+	History, Events RetentionRule
+	// Since skips, for the per-resource bound, resources without rows above these ids.
+	Since RetentionMarks
+	// Lease, when set, fences the run: it is checked before every batch, and the run stops
+	// with ErrLeaseLost once another holder has it.
+	Lease *Lease
+	// BatchSize caps the rows one DELETE removes (default 10000), so that no statement holds
+	// locks or runs long enough to matter.
+	BatchSize int
 }
 
-func (s *Store) trim(ctx context.Context, table, tsCol string, r RetentionRule) (int64, error) {
-	var n int64
+const (
+	defaultRetentionBatch = 10_000
+	// retentionIdentities is how many resources one per-resource DELETE covers.
+	retentionIdentities = 500
+	// retentionStatementTimeout bounds each statement of a run; a batch takes milliseconds.
+	retentionStatementTimeout = time.Minute
+	// changesMaxAge: the watch feed only serves resumption after short disconnections.
+	changesMaxAge = time.Hour
+)
+
+// retainedTable names what differs between the two bounded tables.
+type retainedTable struct{ name, tsCol string }
+
+var (
+	historyTable = retainedTable{"reconcile_history", "finished_at"}
+	eventsTable  = retainedTable{"events", "created_at"}
+)
+
+// EnforceRetention deletes history and events past their rules, looking at every resource.
+func (s *Store) EnforceRetention(ctx context.Context, history, events RetentionRule) (Retained, error) {
+	out, _, err := s.Retain(ctx, RetentionOptions{History: history, Events: events})
+	return out, err
+}
+
+// Retain deletes history and events past their rules, and changes older than an hour, in
+// bounded batches. The per-resource bound only visits resources with rows above o.Since;
+// next is the marks to pass to the following run (a table's mark only moves once its
+// resources were all trimmed, so a failed run is picked up again).
+//
+// A row whose id was taken before the new mark but committed after it was read is first
+// seen with its resource's next row; until then that resource may exceed its bound by it.
+func (s *Store) Retain(ctx context.Context, o RetentionOptions) (out Retained, next RetentionMarks, err error) {
+	if o.BatchSize <= 0 {
+		o.BatchSize = defaultRetentionBatch
+	}
+	next = o.Since
+	if out.History, next.History, err = s.retainTable(ctx, historyTable, o.History, o.Since.History, o); err != nil {
+		return out, next, fmt.Errorf("history retention: %w", err)
+	}
+	if out.Events, next.Events, err = s.retainTable(ctx, eventsTable, o.Events, o.Since.Events, o); err != nil {
+		return out, next, fmt.Errorf("events retention: %w", err)
+	}
+	if _, err := s.deleteOlder(ctx, retainedTable{"changes", "created_at"}, changesMaxAge, o); err != nil {
+		return out, next, fmt.Errorf("changes retention: %w", err)
+	}
+	return out, next, nil
+}
+
+// LeaseHeld reports whether l is still held: same holder, same term, not expired.
+func (s *Store) LeaseHeld(ctx context.Context, l Lease) (bool, error) {
+	var held bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM leases
+		WHERE name = $1 AND holder = $2 AND term = $3 AND expires_at > now())`, l.Name, l.Holder, l.Term).Scan(&held)
+	if err != nil {
+		return false, fmt.Errorf("check lease %s: %w", l.Name, err)
+	}
+	return held, nil
+}
+
+// fence stops a run whose lease moved on. Checking between batches (rather than locking the
+// lease row for each) never makes a takeover wait; at worst two holders overlap by one
+// batch, which deletes nothing the rules did not already condemn.
+func (s *Store) fence(ctx context.Context, o RetentionOptions) error {
+	if o.Lease == nil {
+		return nil
+	}
+	held, err := s.LeaseHeld(ctx, *o.Lease)
+	if err != nil {
+		return err
+	}
+	if !held {
+		return fmt.Errorf("lease %s (term %d): %w", o.Lease.Name, o.Lease.Term, ErrLeaseLost)
+	}
+	return nil
+}
+
+func (s *Store) retainTable(ctx context.Context, t retainedTable, r RetentionRule, since int64, o RetentionOptions) (n, mark int64, err error) {
+	mark = since
 	if r.MaxAge > 0 {
-		tag, err := s.pool.Exec(ctx, "DELETE FROM "+table+" WHERE "+tsCol+" < now() - $1 * interval '1 millisecond'", r.MaxAge.Milliseconds())
-		if err != nil {
-			return n, err
+		if n, err = s.deleteOlder(ctx, t, r.MaxAge, o); err != nil {
+			return n, mark, err
 		}
-		n += tag.RowsAffected()
 	}
 	if r.MaxPerResource > 0 {
-		tag, err := s.pool.Exec(ctx, `DELETE FROM `+table+` t USING (
-			SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY namespace, lower(kind), name ORDER BY id DESC) AS rn
-			                FROM `+table+` WHERE name <> '') x WHERE x.rn > $1) d
-			WHERE t.id = d.id`, r.MaxPerResource)
+		m, newMark, err := s.trimPerResource(ctx, t, r.MaxPerResource, since, o)
+		n += m
 		if err != nil {
+			return n, mark, err
+		}
+		mark = newMark
+	}
+	return n, mark, nil
+}
+
+// deleteOlder deletes rows older than maxAge, oldest first, one batch per statement, walking
+// the timestamp index so that each batch stops as soon as it is full.
+func (s *Store) deleteOlder(ctx context.Context, t retainedTable, maxAge time.Duration, o RetentionOptions) (int64, error) {
+	q := `DELETE FROM ` + t.name + ` WHERE id IN (SELECT id FROM ` + t.name + `
+		WHERE ` + t.tsCol + ` < now() - $1 * interval '1 millisecond' ORDER BY ` + t.tsCol + ` LIMIT $2)`
+	var n int64
+	for {
+		k, err := s.retentionBatch(ctx, o, q, maxAge.Milliseconds(), o.BatchSize)
+		n += k
+		if err != nil || k < int64(o.BatchSize) {
 			return n, err
 		}
-		n += tag.RowsAffected()
 	}
-	return n, nil
+}
+
+// trimPerResource keeps the keep newest rows of every resource with rows above since: it
+// reads the resources named by the new rows, then, a few hundred resources per statement,
+// skips each one's newest rows on the identity index and deletes the rest.
+func (s *Store) trimPerResource(ctx context.Context, t retainedTable, keep int, since int64, o RetentionOptions) (n, mark int64, err error) {
+	if err := s.fence(ctx, o); err != nil {
+		return 0, since, err
+	}
+	qctx, cancel := context.WithTimeout(ctx, retentionStatementTimeout)
+	defer cancel()
+	// Reading the mark first leaves rows inserted meanwhile to the next run.
+	if err := s.pool.QueryRow(qctx, `SELECT COALESCE(max(id), 0) FROM `+t.name).Scan(&mark); err != nil {
+		return 0, since, err
+	}
+	if mark <= since {
+		return 0, since, nil
+	}
+	// Rows without a name (source events) belong to no resource and have no per-resource bound.
+	rows, err := s.pool.Query(qctx, `SELECT DISTINCT namespace, lower(kind), name FROM `+t.name+`
+		WHERE id > $1 AND id <= $2 AND name <> ''`, since, mark)
+	if err != nil {
+		return 0, since, err
+	}
+	var nss, kinds, names []string
+	var ns, kind, name string
+	_, err = pgx.ForEachRow(rows, []any{&ns, &kind, &name}, func() error {
+		nss, kinds, names = append(nss, ns), append(kinds, kind), append(names, name)
+		return nil
+	})
+	if err != nil {
+		return 0, since, err
+	}
+	q := `DELETE FROM ` + t.name + ` WHERE id IN (
+		SELECT x.id FROM unnest($1::text[], $2::text[], $3::text[]) AS r(namespace, kind, name)
+		CROSS JOIN LATERAL (SELECT id FROM ` + t.name + ` t
+			WHERE t.namespace = r.namespace AND lower(t.kind) = r.kind AND t.name = r.name
+			ORDER BY t.id DESC OFFSET $4) x
+		LIMIT $5)`
+	for i := 0; i < len(names); i += retentionIdentities {
+		j := min(i+retentionIdentities, len(names))
+		for {
+			k, err := s.retentionBatch(ctx, o, q, nss[i:j], kinds[i:j], names[i:j], keep, o.BatchSize)
+			n += k
+			if err != nil {
+				return n, since, err
+			}
+			if k < int64(o.BatchSize) {
+				break
+			}
+		}
+	}
+	return n, mark, nil
+}
+
+// retentionBatch runs one fenced, time-bounded DELETE and returns the rows it removed.
+func (s *Store) retentionBatch(ctx context.Context, o RetentionOptions, q string, args ...any) (int64, error) {
+	if err := s.fence(ctx, o); err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, retentionStatementTimeout)
+	defer cancel()
+	tag, err := s.pool.Exec(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
 }
