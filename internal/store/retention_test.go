@@ -1,0 +1,226 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// seedHistory gives each of resources resources (r0, r1, …) perResource history rows, in
+// rounds so that ids interleave as they do in production; a resource's first old rows
+// finished two days ago, the rest within the last hours.
+func seedHistory(t *testing.T, st *Store, resources, perResource, old int) {
+	t.Helper()
+	_, err := st.pool.Exec(context.Background(), `
+		INSERT INTO reconcile_history (resource_uid, namespace, kind, name, generation, operation, trigger, result, started_at, finished_at)
+		SELECT gen_random_uuid(), 'ns', 'Database', 'r' || r, g, 'reconcile', 'resync', 'Succeeded', ts, ts
+		FROM generate_series(1, $2::int) g, generate_series(0, $1::int - 1) r,
+		     LATERAL (SELECT CASE WHEN g <= $3 THEN now() - interval '48 hours' ELSE now() - ($2 - g) * interval '1 minute' END AS ts) x
+		ORDER BY g, r`, resources, perResource, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// historyCounts returns, per resource name, how many rows it has and its lowest generation.
+func historyCounts(t *testing.T, st *Store) map[string][2]int64 {
+	t.Helper()
+	rows, err := st.pool.Query(context.Background(), `SELECT name, count(*), min(generation) FROM reconcile_history GROUP BY name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string][2]int64{}
+	for rows.Next() {
+		var name string
+		var n, g int64
+		if err := rows.Scan(&name, &n, &g); err != nil {
+			t.Fatal(err)
+		}
+		out[name] = [2]int64{n, g}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func maxID(t *testing.T, st *Store, table string) int64 {
+	t.Helper()
+	var id int64
+	if err := st.pool.QueryRow(context.Background(), `SELECT COALESCE(max(id), 0) FROM `+table).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// TestRetentionIncremental: 50k history rows over 500 resources, then new rows for 100 of them.
+// The incremental run trims exactly those 100 to their newest rows, leaves the other 400
+// alone, and applies the age bound to every resource.
+func TestRetentionIncremental(t *testing.T) {
+	t.Parallel()
+	st := openTest(t)
+	ctx := context.Background()
+	const resources, perResource, old, keep = 500, 100, 10, 20
+	seedHistory(t, st, resources, perResource, old)
+	// A previous run saw everything so far; source events have no resource to be trimmed by.
+	since := RetentionMarks{History: maxID(t, st, "reconcile_history")}
+	_, err := st.pool.Exec(ctx, `
+		INSERT INTO reconcile_history (resource_uid, namespace, kind, name, generation, operation, trigger, result, started_at, finished_at)
+		SELECT gen_random_uuid(), 'ns', 'DATABASE', 'r' || r, $1 + g, 'reconcile', 'spec-changed', 'Succeeded', now(), now()
+		FROM generate_series(1, 5) g, generate_series(0, 99) r ORDER BY g, r`, perResource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.pool.Exec(ctx, `INSERT INTO events (namespace, kind, name, source, type, reason, message)
+		SELECT '', '', '', 'infra', 'Normal', 'Synced', 'm' FROM generate_series(1, 30)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	history := RetentionRule{MaxAge: 24 * time.Hour, MaxPerResource: keep}
+	events := RetentionRule{MaxPerResource: 5}
+	n, next, err := st.Retain(ctx, RetentionOptions{History: history, Events: events, Since: since, BatchSize: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := historyCounts(t, st)
+	if len(got) != resources {
+		t.Fatalf("%d resources have history, want %d", len(got), resources)
+	}
+	for r := range resources {
+		name := "r" + strconv.Itoa(r)
+		// Touched (kind spelt differently: identity is case-insensitive): the 20 newest are
+		// generations 86..105. Untouched: all but the old rows, generations 11..100.
+		want := [2]int64{keep, perResource + 5 - keep + 1}
+		if r >= 100 {
+			want = [2]int64{perResource - old, old + 1}
+		}
+		if got[name] != want {
+			t.Errorf("%s: %d rows from generation %d, want %d from %d", name, got[name][0], got[name][1], want[0], want[1])
+		}
+	}
+	wantRemoved := int64(resources*old + 100*(perResource-old+5-keep))
+	if n.History != wantRemoved || n.Events != 0 {
+		t.Errorf("removed %+v, want %d history rows and no events", n, wantRemoved)
+	}
+	if want := (RetentionMarks{History: maxID(t, st, "reconcile_history"), Events: maxID(t, st, "events")}); next != want {
+		t.Errorf("next marks %+v, want %+v", next, want)
+	}
+
+	// Nothing new since: nothing to do, the marks stay.
+	n, again, err := st.Retain(ctx, RetentionOptions{History: history, Events: events, Since: next})
+	if err != nil || n != (Retained{}) || again != next {
+		t.Errorf("second run removed %+v, marks %+v (want %+v), err %v", n, again, next, err)
+	}
+}
+
+func TestLeaseHeld(t *testing.T) {
+	t.Parallel()
+	st := openTest(t)
+	ctx := context.Background()
+	l, ok, err := st.AcquireLease(ctx, "maintenance", "a", time.Minute)
+	if err != nil || !ok {
+		t.Fatalf("acquire: %v %v", ok, err)
+	}
+	for _, tc := range []struct {
+		name string
+		l    Lease
+		want bool
+	}{
+		{"held", l, true},
+		{"other holder", Lease{Name: l.Name, Holder: "b", Term: l.Term}, false},
+		{"older term", Lease{Name: l.Name, Holder: l.Holder, Term: l.Term - 1}, false},
+		{"other lease", Lease{Name: "source:infra", Holder: l.Holder, Term: l.Term}, false},
+	} {
+		if got, err := st.LeaseHeld(ctx, tc.l); err != nil || got != tc.want {
+			t.Errorf("%s: LeaseHeld = %v, %v; want %v", tc.name, got, err, tc.want)
+		}
+	}
+	if err := st.ReleaseLease(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.LeaseHeld(ctx, l); err != nil || got {
+		t.Errorf("after release: LeaseHeld = %v, %v; want false", got, err)
+	}
+}
+
+// takeOver expires the maintenance lease and gives it to holder, as happens when its holder
+// stops renewing.
+func takeOver(t *testing.T, st *Store, holder string) Lease {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := st.pool.Exec(ctx, `UPDATE leases SET expires_at = now() - interval '1 second' WHERE name = 'maintenance'`); err != nil {
+		t.Error(err)
+		return Lease{}
+	}
+	l, ok, err := st.AcquireLease(ctx, "maintenance", holder, time.Minute)
+	if err != nil || !ok {
+		t.Errorf("take over: %v %v", ok, err)
+	}
+	return l
+}
+
+// TestRetentionLeaseLost: a run fenced by a lease that moved on deletes nothing, and one whose
+// lease moves on while it runs stops at the next batch.
+func TestRetentionLeaseLost(t *testing.T) {
+	t.Parallel()
+	st := openTest(t)
+	ctx := context.Background()
+	const resources, perResource = 500, 100
+	seedHistory(t, st, resources, perResource, 0)
+	count := func() int64 {
+		var n int64
+		if err := st.pool.QueryRow(ctx, `SELECT count(*) FROM reconcile_history`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	rule := RetentionRule{MaxPerResource: 1}
+
+	l, ok, err := st.AcquireLease(ctx, "maintenance", "me", time.Minute)
+	if err != nil || !ok {
+		t.Fatalf("acquire: %v %v", ok, err)
+	}
+	takeOver(t, st, "other")
+	n, next, err := st.Retain(ctx, RetentionOptions{History: rule, Lease: &l})
+	if !errors.Is(err, ErrLeaseLost) || n != (Retained{}) || next != (RetentionMarks{}) {
+		t.Fatalf("with a lost lease: removed %+v, marks %+v, err %v; want ErrLeaseLost and nothing", n, next, err)
+	}
+	if c := count(); c != resources*perResource {
+		t.Fatalf("%d rows left, want all %d", c, resources*perResource)
+	}
+
+	// Small batches make the run long enough to lose the lease in the middle of it.
+	l = takeOver(t, st, "me")
+	type result struct {
+		n    Retained
+		next RetentionMarks
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, next, err := st.Retain(ctx, RetentionOptions{History: rule, Lease: &l, BatchSize: 5})
+		done <- result{n, next, err}
+	}()
+	for deadline := time.Now().Add(30 * time.Second); count() == resources*perResource; {
+		if time.Now().After(deadline) {
+			t.Fatal("retention deleted nothing within 30s")
+		}
+	}
+	takeOver(t, st, "other")
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("retention still running 30s after losing its lease")
+	}
+	if !errors.Is(r.err, ErrLeaseLost) || r.next != (RetentionMarks{}) {
+		t.Fatalf("lease lost mid-run: marks %+v, err %v; want ErrLeaseLost and unmoved marks", r.next, r.err)
+	}
+	left := count()
+	if left <= resources || r.n.History != resources*perResource-left {
+		t.Errorf("lease lost mid-run: %d rows left (the run would leave %d), removed %+v", left, resources, r.n)
+	}
+}
