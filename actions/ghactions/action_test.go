@@ -1,10 +1,10 @@
 package ghactions
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/trueup-dev/trueup/internal/logbuf"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -32,22 +32,7 @@ func TestConformance(t *testing.T) {
 }
 
 // logBuffer is a goroutine-safe log sink.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type logBuffer = logbuf.Buffer
 
 // newAction builds an instance on the fake's clock, logging at debug level into logs.
 func newAction(t *testing.T, f *fakeGitHub, cfg json.RawMessage, baseDir string) (*Action, *logBuffer) {

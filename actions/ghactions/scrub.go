@@ -3,6 +3,7 @@ package ghactions
 import (
 	"context"
 	"fmt"
+	"github.com/trueup-dev/trueup/actions"
 	"log/slog"
 	"slices"
 	"strings"
@@ -81,27 +82,8 @@ func (s *secrets) scrub(text string) string {
 	return text
 }
 
-// scrubbedError carries a redacted message while keeping the chain for errors.Is/As
-// (context cancellation, actions.IsTerminal).
-type scrubbedError struct {
-	msg string
-	err error
-}
-
-func (e *scrubbedError) Error() string { return e.msg }
-func (e *scrubbedError) Unwrap() error { return e.err }
-
-func (s *secrets) scrubErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	clean := s.scrub(msg)
-	if clean == msg {
-		return err
-	}
-	return &scrubbedError{msg: clean, err: err}
-}
+// scrubErr removes the credentials from err's message, keeping err in the chain.
+func (s *secrets) scrubErr(err error) error { return actions.ScrubError(err, s.scrub) }
 
 // scrubHandler redacts secrets from every log record's message and attributes, so that a
 // secret reaching a log call by some unforeseen path still never reaches the log.

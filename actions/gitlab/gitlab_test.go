@@ -1,11 +1,11 @@
 package gitlab
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/trueup-dev/trueup/internal/logbuf"
 	"io"
 	"log/slog"
 	"net/http"
@@ -36,22 +36,7 @@ func TestConformance(t *testing.T) {
 }
 
 // logBuffer collects log lines from concurrent calls.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type logBuffer = logbuf.Buffer
 
 // fixture is a fake GitLab and an instance talking to it, logging into logs.
 type fixture struct {

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/trueup-dev/trueup/actions"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -233,26 +234,8 @@ func (a *Action) scrub(s string) string {
 	return a.scrubber.Replace(s)
 }
 
-// scrubbedError shows a scrubbed message and keeps the original in the chain, so that
-// errors.Is and actions.IsTerminal still work.
-type scrubbedError struct {
-	msg string
-	err error
-}
-
-func (e *scrubbedError) Error() string { return e.msg }
-func (e *scrubbedError) Unwrap() error { return e.err }
-
-func (a *Action) scrubErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	if clean := a.scrub(msg); clean != msg {
-		return &scrubbedError{msg: clean, err: err}
-	}
-	return err
-}
+// scrubErr removes the credentials from err's message, keeping err in the chain.
+func (a *Action) scrubErr(err error) error { return actions.ScrubError(err, a.scrub) }
 
 // checkRedirect follows redirects of GET requests within the configured origin only:
 // configured headers (credentials) must not reach another host. Other methods get the

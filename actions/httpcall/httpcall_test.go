@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/trueup-dev/trueup/internal/logbuf"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -34,22 +35,7 @@ func TestConformance(t *testing.T) {
 }
 
 // logBuffer collects log lines from concurrent calls.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type logBuffer = logbuf.Buffer
 
 // fixture is a fake provisioner and an instance calling it, whose in-call waits are
 // recorded instead of slept.

@@ -8,11 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/url"
-	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -20,7 +17,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/store"
-	"github.com/trueup-dev/trueup/sources"
 )
 
 // diffContext is the number of unchanged lines around each change in a spec diff.
@@ -123,7 +119,7 @@ func computeDiff(ctx context.Context, c *client, dir, sourceName string) (*diffP
 	if err != nil {
 		return nil, err
 	}
-	files, err := readManifests(dir, sourcePrefix(p.source.Path))
+	files, err := manifest.ReadDir(dir, sourcePrefix(p.source.Path))
 	if err != nil {
 		return nil, err
 	}
@@ -176,64 +172,6 @@ func sourcePrefix(p string) string {
 	return strings.TrimPrefix(clean, "/")
 }
 
-// maxManifestRead bounds what is read of one file: more than the loader accepts, so that it
-// reports the file as too large rather than being handed a truncated one.
-const maxManifestRead = 4 << 20
-
-// readManifests reads DIR's manifests as manifest.Loader.LoadDir does (hidden folders
-// skipped, symlinks to regular files followed), naming each prefix/<path below DIR>: the
-// server names a source's files from the repository root, and a Git source with a path
-// reads only that folder.
-func readManifests(dir, prefix string) ([]sources.File, error) {
-	var files []sources.File
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if p != dir && strings.HasPrefix(d.Name(), ".") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !sources.IsManifest(d.Name()) {
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
-				return nil
-			}
-		}
-		data, err := readLimited(p, maxManifestRead)
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		name := filepath.ToSlash(rel)
-		if prefix != "" {
-			name = path.Join(prefix, name)
-		}
-		files = append(files, sources.File{Path: name, Data: data})
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read manifests in %s: %w", dir, err)
-	}
-	return files, nil
-}
-
-func readLimited(name string, limit int64) ([]byte, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, limit))
-}
-
 // knownTypes turns the server's types into the loader's, leaving out those of source skip.
 func knownTypes(all []store.ResourceType, skip string) ([]manifest.ResourceType, error) {
 	var out []manifest.ResourceType
@@ -241,14 +179,9 @@ func knownTypes(all []store.ResourceType, skip string) ([]manifest.ResourceType,
 		if skip != "" && t.Source == skip {
 			continue
 		}
-		var spec typeSpec
-		if err := json.Unmarshal(t.Spec, &spec); err != nil {
-			return nil, fmt.Errorf("resource type %s from the API: %w", t.Name, err)
-		}
-		mt := manifest.ResourceType{Name: t.Name, Group: t.Group, Spec: t.Spec, File: t.Path,
-			Action: manifest.ActionRef{Name: spec.Action.Name, With: spec.Action.With}}
-		for _, v := range spec.Versions {
-			mt.Versions = append(mt.Versions, manifest.Version{Name: v.Name, Schema: v.Schema})
+		mt, err := manifest.TypeFromSpec(t.Name, t.Group, t.Path, t.Spec)
+		if err != nil {
+			return nil, fmt.Errorf("from the API: %w", err)
 		}
 		out = append(out, mt)
 	}

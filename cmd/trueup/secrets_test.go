@@ -1,9 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"github.com/trueup-dev/trueup/internal/logbuf"
 	"io"
 	"net"
 	"net/http"
@@ -21,22 +21,7 @@ import (
 )
 
 // syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = logbuf.Buffer
 
 // TestSecretsNeverLeak runs `trueup serve` with secrets in ${VAR}s for an HTTP provisioner
 // (header and signing secret), an exec action, a webhook and commit statuses, against

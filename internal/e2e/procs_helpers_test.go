@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/trueup-dev/trueup/internal/logbuf"
 	"maps"
 	"math/rand/v2"
 	"net"
@@ -621,22 +622,7 @@ func procKillAll(pids []int) {
 }
 
 // procBuffer collects a process's output while the test reads it.
-type procBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *procBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *procBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type procBuffer struct{ logbuf.Buffer }
 
 // tail returns at most the last n bytes, cut at a line start.
 func (b *procBuffer) tail(n int) string {

@@ -632,10 +632,21 @@ func cloneDuration(d *time.Duration) *time.Duration {
 	return &c
 }
 
-// LoadDir reads every *.yaml, *.yml and *.json file under dir, skipping directories whose
-// name starts with a dot (.git), and loads them with paths relative to dir. It serves
-// `trueup validate`, which checks a working tree before it is pushed.
+// LoadDir reads the manifests under dir (ReadDir) and loads them with paths relative to dir.
+// It serves `trueup validate`, which checks a working tree before it is pushed.
 func (l *Loader) LoadDir(dir string, opts Options) (*Set, error) {
+	files, err := ReadDir(dir, "")
+	if err != nil {
+		return nil, err
+	}
+	return l.Load(files, opts)
+}
+
+// ReadDir reads every *.yaml, *.yml and *.json file under dir, skipping directories whose
+// name starts with a dot (.git) and following symlinks to regular files only, and names each
+// prefix/<path below dir> (slash-separated; prefix may be empty). A Git source with a path
+// names its files from the repository root, hence the prefix for `trueup diff`.
+func ReadDir(dir, prefix string) ([]sources.File, error) {
 	var files []sources.File
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -664,13 +675,40 @@ func (l *Loader) LoadDir(dir string, opts Options) (*Set, error) {
 		if err != nil {
 			return err
 		}
-		files = append(files, sources.File{Path: filepath.ToSlash(rel), Hash: hashJSON(data), Data: data})
+		name := filepath.ToSlash(rel)
+		if prefix = strings.Trim(prefix, "/"); prefix != "" {
+			name = prefix + "/" + name
+		}
+		files = append(files, sources.File{Path: name, Hash: hashJSON(data), Data: data})
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read manifests in %s: %w", dir, err)
 	}
-	return l.Load(files, opts)
+	return files, nil
+}
+
+// TypeFromSpec rebuilds a ResourceType from what was stored of it (name, group, file and the
+// canonical spec), so that resources may use types another source declared.
+func TypeFromSpec(name, group, file string, spec json.RawMessage) (ResourceType, error) {
+	var sp struct {
+		Versions []struct {
+			Name   string          `json:"name"`
+			Schema json.RawMessage `json:"schema"`
+		} `json:"versions"`
+		Action struct {
+			Name string          `json:"name"`
+			With json.RawMessage `json:"with"`
+		} `json:"action"`
+	}
+	if err := json.Unmarshal(spec, &sp); err != nil {
+		return ResourceType{}, fmt.Errorf("resource type %s: %w", name, err)
+	}
+	t := ResourceType{Name: name, Group: group, Spec: spec, File: file, Action: ActionRef{Name: sp.Action.Name, With: sp.Action.With}}
+	for _, v := range sp.Versions {
+		t.Versions = append(t.Versions, Version{Name: v.Name, Schema: v.Schema})
+	}
+	return t, nil
 }
 
 // readLimited reads at most one byte past the size limit: enough for Load to report the

@@ -484,23 +484,9 @@ func (s *Syncer) otherTypes(ctx context.Context) ([]manifest.ResourceType, error
 		if t.Source == s.opts.Name {
 			continue
 		}
-		var spec struct {
-			Versions []struct {
-				Name   string          `json:"name"`
-				Schema json.RawMessage `json:"schema"`
-			} `json:"versions"`
-			Action struct {
-				Name string          `json:"name"`
-				With json.RawMessage `json:"with"`
-			} `json:"action"`
-		}
-		if err := json.Unmarshal(t.Spec, &spec); err != nil {
-			return nil, fmt.Errorf("type %s: %w", t.Name, err)
-		}
-		mt := manifest.ResourceType{Name: t.Name, Group: t.Group, Spec: t.Spec, File: t.Path,
-			Action: manifest.ActionRef{Name: spec.Action.Name, With: spec.Action.With}}
-		for _, v := range spec.Versions {
-			mt.Versions = append(mt.Versions, manifest.Version{Name: v.Name, Schema: v.Schema})
+		mt, err := manifest.TypeFromSpec(t.Name, t.Group, t.Path, t.Spec)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, mt)
 	}
