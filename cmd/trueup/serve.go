@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/commitstatus"
 	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/liveness"
 	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/reconciler"
 	"github.com/trueup-dev/trueup/internal/server"
@@ -167,7 +169,7 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 			}})
 	}
 	maint := reconciler.NewMaintenance(db.store, reconciler.MaintenanceOptions{Replica: replica, Version: version, LeaseTTL: cfg.Reconcile.LeaseTTL,
-		Listen:  cfg.Server.Listen,
+		Listen: cfg.Server.Listen, Metrics: met,
 		History: store.RetentionRule{MaxAge: cfg.Retention.History.MaxAge, MaxPerResource: cfg.Retention.History.MaxPerResource},
 		Events:  store.RetentionRule{MaxAge: cfg.Retention.Events.MaxAge, MaxPerResource: cfg.Retention.Events.MaxPerResource},
 		Sources: func() map[string]any {
@@ -179,6 +181,27 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 			}
 			return out
 		}}, logger)
+	// Liveness: this replica's session-level advisory lock, held from before it takes any lease
+	// until after it gave them all back; peers whose session ends are released at once.
+	host, _ := os.Hostname()
+	wakeAll := func() {
+		rec.Wake()
+		maint.Wake()
+		for _, s := range syncers {
+			s.Trigger()
+		}
+	}
+	live := liveness.New(db.store, liveness.Options{
+		Replica: store.Replica{Name: replica, Hostname: host, PID: os.Getpid(), Version: version, Listen: cfg.Server.Listen},
+		OnLost:  rec.Suspend, OnRegained: rec.Resume, OnReleased: wakeAll, Metrics: met}, logger)
+	if err := live.Start(ctx); err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	liveCtx, stopLive := context.WithCancel(context.WithoutCancel(ctx))
+	liveDone := make(chan struct{})
+	go func() { defer close(liveDone); live.Run(liveCtx) }()
+	defer func() { stopLive(); <-liveDone }()
+
 	srv := server.New(db.store, server.Options{Listen: cfg.Server.Listen, Replica: replica, Metrics: met, Webhooks: hookHandler,
 		ExternalURL: cfg.Server.ExternalURL}, logger)
 	if err := srv.Start(ctx); err != nil {
@@ -201,10 +224,20 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 	// committed changes wake the watch hub, which reads them once for all of its watchers.
 	go func() {
 		defer wg.Done()
-		db.store.Listen(ctx, []string{store.WorkChannel, store.SyncChannel, store.ChangesChannel}, func(channel, payload string) {
+		db.store.Listen(ctx, []string{store.WorkChannel, store.SyncChannel, store.ChangesChannel, store.LeasesChannel}, func(channel, payload string) {
 			switch channel {
 			case store.WorkChannel:
 				rec.Wake()
+			case store.LeasesChannel:
+				// A lease was given up (shutdown) or taken from a dead replica: take it now.
+				switch name, ok := strings.CutPrefix(payload, "source:"); {
+				case ok && byName[name] != nil:
+					byName[name].Trigger()
+				case payload == "maintenance":
+					maint.Wake()
+				default:
+					wakeAll()
+				}
 			case store.SyncChannel:
 				name, commit, _ := strings.Cut(payload, " ")
 				if s := byName[name]; s != nil {

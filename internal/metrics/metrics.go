@@ -22,6 +22,9 @@ type Metrics struct {
 
 	reconcileDuration *prometheus.HistogramVec
 	reconcileTotal    *prometheus.CounterVec
+	resultWriteWait   prometheus.Histogram
+	interrupted       prometheus.Counter
+	failovers         prometheus.Counter
 	actionCalls       *prometheus.CounterVec
 	syncDuration      *prometheus.HistogramVec
 	lastSyncSuccess   *prometheus.GaugeVec
@@ -50,12 +53,22 @@ type Options struct {
 func New(opts Options) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	m.reconcileDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "trueup_reconcile_duration_seconds", Help: "Duration of reconcile attempts (action call and status write).",
+		Name: "trueup_reconcile_duration_seconds", Help: "Duration of reconcile attempts' action calls (the status write is trueup_reconcile_write_wait_seconds).",
 		Buckets: []float64{.001, .005, .01, .05, .1, .5, 1, 5, 10, 30, 60, 300, 1800},
 	}, []string{"kind", "operation", "result"})
 	m.reconcileTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "trueup_reconcile_total", Help: "Reconcile attempts by kind, operation and result.",
 	}, []string{"kind", "operation", "result"})
+	m.resultWriteWait = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "trueup_reconcile_write_wait_seconds", Help: "Time from the end of an action call until its result is committed (batched result writer).",
+		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5},
+	})
+	m.interrupted = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "trueup_reconcile_interrupted_total", Help: "Attempts taken over from a replica that died or lost its lease (recorded in history as Interrupted).",
+	})
+	m.failovers = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "trueup_replica_failovers_total", Help: "Peer replicas this replica found dead (database session ended) and released.",
+	})
 	m.actionCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "trueup_action_calls_total", Help: "Action plugin calls by instance, operation and result.",
 	}, []string{"action", "operation", "result"})
@@ -72,7 +85,7 @@ func New(opts Options) *Metrics {
 	m.webhookRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "trueup_webhook_requests_total", Help: "Push webhook requests by source (\"unknown\" for unknown ones) and HTTP status code.",
 	}, []string{"source", "code"})
-	m.reg.MustRegister(m.reconcileDuration, m.reconcileTotal, m.actionCalls, m.syncDuration, m.lastSyncSuccess,
+	m.reg.MustRegister(m.reconcileDuration, m.reconcileTotal, m.resultWriteWait, m.interrupted, m.failovers, m.actionCalls, m.syncDuration, m.lastSyncSuccess,
 		m.revisionInfo, m.webhookRequests,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if opts.Queue != nil {
@@ -89,13 +102,31 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// Reconciled records one attempt.
-func (m *Metrics) Reconciled(kind, operation, result string, d time.Duration) {
+// Reconciled records one attempt: call is the action call's duration, write the wait from its
+// end until the result was committed.
+func (m *Metrics) Reconciled(kind, operation, result string, call, write time.Duration) {
 	if m == nil {
 		return
 	}
-	m.reconcileDuration.WithLabelValues(kind, operation, result).Observe(d.Seconds())
+	m.reconcileDuration.WithLabelValues(kind, operation, result).Observe(call.Seconds())
 	m.reconcileTotal.WithLabelValues(kind, operation, result).Inc()
+	m.resultWriteWait.Observe(write.Seconds())
+}
+
+// Interrupted counts attempts taken over from a dead replica or an expired lease.
+func (m *Metrics) Interrupted(n int) {
+	if m == nil || n <= 0 {
+		return
+	}
+	m.interrupted.Add(float64(n))
+}
+
+// Failover counts a peer replica found dead and released.
+func (m *Metrics) Failover() {
+	if m == nil {
+		return
+	}
+	m.failovers.Inc()
 }
 
 // ActionCalled records one plugin call; result is "success", "error", "terminal" or "in_progress".

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
@@ -22,6 +23,8 @@ type MaintenanceOptions struct {
 	// Sources reports, per source whose lease this replica holds, what it knows beyond the
 	// source's row (last poll, last webhook, remote head); published with the heartbeat.
 	Sources func() map[string]any
+	// Metrics counts released attempts (nil: none).
+	Metrics *metrics.Metrics
 }
 
 // deliveriesMaxAge: forges redeliver within hours, not weeks.
@@ -39,6 +42,8 @@ type Maintenance struct {
 	// resource): it cannot know what the previous holder finished. Only Run touches them.
 	marks     store.RetentionMarks
 	marksTerm int64
+
+	wake chan struct{}
 }
 
 // NewMaintenance returns the loop; call Run.
@@ -49,7 +54,16 @@ func NewMaintenance(st *store.Store, opts MaintenanceOptions, logger *slog.Logge
 	if opts.Every <= 0 {
 		opts.Every = time.Minute
 	}
-	return &Maintenance{opts: opts, store: st, log: logger.With("component", "maintenance")}
+	return &Maintenance{opts: opts, store: st, log: logger.With("component", "maintenance"), wake: make(chan struct{}, 1)}
+}
+
+// Wake makes the loop try to take the maintenance lease at once (it was given up or its
+// holder found dead).
+func (m *Maintenance) Wake() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
 }
 
 // retentionRun is a retention pass under way in its own goroutine, owned by Run.
@@ -120,6 +134,17 @@ func (m *Maintenance) Run(ctx context.Context) error {
 			// Its fence would stop it at the next batch anyway; this spares the wait.
 			run.cancel()
 		}
+		if held != nil {
+			// The fallback for replicas cut off from the database (a dead one is found at once
+			// through its session): leases not renewed within their TTL are released here,
+			// on one replica only.
+			if n, err := m.store.ReleaseExpiredLeases(ctx, m.opts.Replica); err != nil && ctx.Err() == nil {
+				m.log.Warn("release expired leases failed", "err", err)
+			} else if n > 0 {
+				m.log.Info("released expired leases; their attempts are recorded as Interrupted", "count", n)
+				m.opts.Metrics.Interrupted(n)
+			}
+		}
 		if held != nil && run == nil && time.Since(lastRun) >= m.opts.Every {
 			lastRun = time.Now()
 			run = m.startRetention(ctx, *held)
@@ -134,6 +159,8 @@ func (m *Maintenance) Run(ctx context.Context) error {
 			case <-ctx.Done():
 				return nil
 			case <-tick.C:
+				break wait
+			case <-m.wake:
 				break wait
 			case r := <-done:
 				m.finishRetention(r)

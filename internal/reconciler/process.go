@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -29,6 +30,7 @@ type attempt struct {
 	op      string // reconcile | delete
 	trigger string
 	started time.Time
+	ended   time.Time
 	res     actions.Result
 	err     error
 	drift   string // Observe found drift (a reconcile followed)
@@ -38,10 +40,11 @@ type attempt struct {
 // process runs one claimed item and writes its result.
 func (r *Reconciler) process(ctx context.Context, c store.Claimed) {
 	shutdown := ctx
-	// The call's own context also ends when its lease is found lost (renewLoop).
+	// The call's own context also ends when its lease is found lost (renewLoop) or the
+	// replica's liveness session ends (Suspend).
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	r.track(c.LeaseToken, cancel)
+	r.running(c.LeaseToken, cancel)
 	a := attempt{started: time.Now(), trigger: trigger(c)}
 	act, err := r.actionFor(c)
 	if c.Deleting {
@@ -81,13 +84,22 @@ func (r *Reconciler) process(ctx context.Context, c store.Claimed) {
 	default:
 		a.res, a.err = act.Reconcile(ctx, req)
 	}
+	a.ended = time.Now()
+	r.observeCall(a.ended.Sub(a.started))
 	if err == nil {
 		r.opts.Metrics.ActionCalled(c.ActionName, a.op, actionResult(a))
 	}
 	if shutdown.Err() != nil && a.err != nil {
 		// Shutting down: the call was interrupted, not failed. Another replica (or this one
 		// after restart) takes the item again. A call that finished is written as usual.
-		r.release(c)
+		r.release([]store.Claimed{c})
+		return
+	}
+	if cause := context.Cause(ctx); a.err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
+		// Cancelled because the lease is gone (lost, or this replica's session ended): the
+		// work belongs to whoever holds it now. Writing would fail on the fence anyway.
+		r.log.Info("call stopped: lease gone", "resource", c.Namespace+"/"+c.Kind+"/"+c.Name, "cause", cause)
+		r.untrack(c.LeaseToken)
 		return
 	}
 	r.completions <- pending{c: c, a: a}
@@ -147,10 +159,13 @@ func (r *Reconciler) writeLoop(in <-chan pending) {
 			}
 		}
 		items := make([]store.Completion, len(batch))
+		tokens := make([]string, len(batch))
 		for i, p := range batch {
+			tokens[i] = p.c.LeaseToken
 			items[i] = store.Completion{ID: p.c.ID, Token: p.c.LeaseToken, Fn: func(cur store.Current) store.Update { return r.update(p.c, p.a, cur) },
 				Namespace: p.c.Namespace, Kind: p.c.Kind, Name: p.c.Name, Source: p.c.Source, Quiet: p.a.inSync}
 		}
+		r.writing(tokens)
 		lost, err := r.complete(items)
 		if err != nil && len(batch) > 1 {
 			// One result the database refuses must not take the others down with it.
@@ -180,9 +195,10 @@ func (r *Reconciler) writeLoop(in <-chan pending) {
 		// The batch may have scheduled work (retries, requeues) sooner than the claimer's
 		// next look: let it recompute its wait now that the rows are committed.
 		r.Wake()
+		r.untrack(tokens...)
+		written := time.Now()
 		for _, p := range batch {
-			r.untrack(p.c.LeaseToken)
-			r.opts.Metrics.Reconciled(p.c.Kind, p.a.op, historyResult(p.a), time.Since(p.a.started))
+			r.opts.Metrics.Reconciled(p.c.Kind, p.a.op, historyResult(p.a), p.a.ended.Sub(p.a.started), written.Sub(p.a.ended))
 		}
 	}
 }
@@ -249,7 +265,8 @@ func trigger(c store.Claimed) string {
 	}
 }
 
-// update turns an attempt into the fenced write, given the row as it is now.
+// update turns an attempt into the fenced write, given the row as it is now. Phase and
+// conditions come from internal/status; this decides history, events and scheduling.
 func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store.Update {
 	now := time.Now()
 	msg := ""
@@ -268,22 +285,48 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 	ev := func(typ, reason, m string) store.Event {
 		return store.Event{Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Source: c.Source, Type: typ, Reason: reason, Message: m, Replica: r.opts.Replica}
 	}
-	u := store.Update{Conditions: cur.Conditions, ObservedGeneration: cur.ObservedGeneration, ActionState: a.res.State, History: h}
+	prev := status.State{Phase: cur.Phase, Conditions: cur.Conditions, ObservedGeneration: cur.ObservedGeneration}
+	u := store.Update{ActionState: a.res.State, History: h, Message: msg}
 	if a.err != nil {
 		// Keep the handle of work in flight, including an intent the plugin checkpointed
 		// during this failed call: the side effect may have happened.
 		u.KeepActionState = true
 	}
+	set := func(s status.State) {
+		u.Phase, u.Conditions, u.ObservedGeneration = s.Phase, s.Conditions, s.ObservedGeneration
+	}
+
+	if a.inSync {
+		// Nothing to do: keep status, schedule the next resync; no history row. A change or
+		// a deletion that arrived meanwhile shows at once (dirty runs it right after).
+		u.History = nil
+		set(status.InSync(prev, c.Generation, cur.Generation, cur.Deleting, now))
+		u.Message = "in sync: no drift found at resync"
+		u.KeepActionState = true
+		u.RunAt = r.resyncAt(c, now)
+		return u
+	}
+	o := status.Outcome{Generation: c.Generation, CurrentGeneration: cur.Generation, Delete: a.op == "delete", Deleting: cur.Deleting,
+		Message: msg, Drift: a.drift != ""}
+	switch {
+	case a.err != nil:
+		o.Err, o.Terminal = msg, actions.IsTerminal(a.err) && a.op != "delete"
+	case !a.res.Done:
+		o.InProgress = true
+	default:
+		o.Done = true
+	}
+	st, removed := status.Result(prev, o, now)
+	set(st)
+	u.Remove = removed
 
 	if a.op == "delete" {
-		u.Phase = status.PhaseDeleting
 		switch {
 		case a.err != nil:
 			h.Result = resultFailed
 			u.Attempt = c.Attempt + 1
 			u.RunAt = ptr(now.Add(r.backoff(u.Attempt)))
 			u.Message = "delete failed: " + msg
-			u.Conditions = status.Set(u.Conditions, status.Condition{Type: status.Ready, Status: status.False, Reason: "DeleteFailed", Message: msg, ObservedGeneration: cur.ObservedGeneration}, now)
 			u.Events = append(u.Events, ev(store.EventWarning, "DeleteFailed", msg))
 		case !a.res.Done:
 			h.Result = resultInProgress
@@ -291,49 +334,24 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 			u.Message = nonEmpty(msg, "deletion in progress")
 		default:
 			h.Result = resultSucceeded
-			u.Remove = true
 			u.Events = append(u.Events, ev(store.EventNormal, "Deleted", nonEmpty(msg, "deleted by action "+c.ActionName)))
 		}
 		if !cur.Deleting {
 			// The manifest came back while we deleted: reconcile it again from scratch.
-			u.Remove = false
-			u.Phase = status.PhaseReconciling
 			u.ActionState = nil
+			u.KeepActionState = false
+			u.Attempt = 0
 			u.RunAt = ptr(now)
 		}
 		return u
 	}
 
-	if a.inSync {
-		// Nothing to do: keep status, schedule the next resync; no history row. A change or
-		// a deletion that arrived meanwhile shows at once (dirty runs it right after).
-		u.History = nil
-		u.Phase = c.Phase
-		if cur.Deleting {
-			u.Phase = status.PhaseDeleting
-		} else if cur.Generation != c.Generation {
-			u.Phase = status.PhaseReconciling
-		}
-		u.Message = "in sync: no drift found at resync"
-		u.KeepActionState = true
-		u.RunAt = r.resyncAt(c, now)
-		return u
-	}
-	o := status.Outcome{Generation: c.Generation, CurrentGeneration: cur.Generation, Message: msg}
-	switch {
-	case a.err != nil:
-		o.Err, o.Terminal = msg, actions.IsTerminal(a.err)
-	case !a.res.Done:
-		o.InProgress = true
-	}
-	u.Phase, u.Conditions, u.ObservedGeneration = status.Apply(cur.Conditions, cur.ObservedGeneration, o, now)
 	for _, pc := range a.res.Conditions {
 		if pc.Type == status.Ready || pc.Type == status.Reconciling || pc.Type == status.Stalled || pc.Type == status.Synced {
 			continue // the standard conditions are derived, never set by plugins
 		}
 		u.Conditions = status.Set(u.Conditions, status.Condition{Type: pc.Type, Status: pc.Status, Reason: pc.Reason, Message: r.opts.Scrub(pc.Message), ObservedGeneration: c.Generation}, now)
 	}
-	u.Message = msg
 	switch {
 	case a.err != nil && o.Terminal:
 		h.Result = resultStalled
@@ -353,7 +371,6 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 	default:
 		h.Result = resultSucceeded
 		if a.drift != "" {
-			h.Result = resultSucceeded
 			h.Message = "drift corrected: " + r.opts.Scrub(a.drift)
 			u.Events = append(u.Events, ev(store.EventWarning, "DriftDetected", r.opts.Scrub(a.drift)))
 		}
@@ -373,7 +390,6 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 		u.RunAt = ptr(now)
 	}
 	if cur.Deleting {
-		u.Phase = status.PhaseDeleting
 		u.RunAt = ptr(now)
 	}
 	return u

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
@@ -43,10 +44,23 @@ type Reconciler struct {
 
 	wake        chan struct{}
 	completions chan pending
-	mu          sync.Mutex
-	// inflight maps lease tokens of claimed work to the cancel function of their call: leases
-	// are renewed by token, and a call whose lease is gone is stopped.
-	inflight map[string]context.CancelCauseFunc
+	callAvg     atomic.Int64 // moving average of action call durations (ns), for claim sizing
+	busy        atomic.Int32 // workers inside a call
+
+	mu sync.Mutex
+	// inflight maps lease tokens of claimed work (queued, running, or being written) to its
+	// call: leases are renewed by token, and a call whose lease is gone is stopped.
+	inflight map[string]*call
+	// suspended is set while this replica's liveness session is down: its leases may be
+	// released by a peer at any moment, so nothing is claimed or started.
+	suspended bool
+}
+
+// call is one claimed item's life on this replica.
+type call struct {
+	cancel  context.CancelCauseFunc // nil until the call starts
+	dropped bool                    // lease given up before the call started: do not run it
+	writing bool                    // handed to the result writer: its lease ends with the write
 }
 
 // New returns a reconciler. acts maps action instance names (from the config) to plugins.
@@ -70,7 +84,7 @@ func New(st *store.Store, acts map[string]actions.Action, opts Options, logger *
 		opts.Scrub = func(s string) string { return s }
 	}
 	return &Reconciler{opts: opts, store: st, actions: acts, log: logger,
-		wake: make(chan struct{}, 1), completions: make(chan pending, 4*maxBatch), inflight: map[string]context.CancelCauseFunc{}}
+		wake: make(chan struct{}, 1), completions: make(chan pending, 4*maxBatch), inflight: map[string]*call{}}
 }
 
 // Wake makes the claimer look for work at once. The owner of the replica's LISTEN connection
@@ -82,36 +96,76 @@ func (r *Reconciler) Wake() {
 	}
 }
 
+// Suspend stops everything in flight at once and claims nothing until Resume: the replica's
+// liveness session ended, so peers may release its leases and run that work right now.
+// Calls are cancelled (their results are fenced out anyway); queued items are dropped.
+func (r *Reconciler) Suspend(cause error) {
+	r.mu.Lock()
+	r.suspended = true
+	n := 0
+	for _, c := range r.inflight {
+		if c.cancel != nil {
+			c.cancel(cause)
+			n++
+		} else {
+			c.dropped = true
+		}
+	}
+	r.mu.Unlock()
+	r.log.Warn("liveness lost: stopped work in flight and claiming", "cancelled", n, "err", cause)
+}
+
+// Resume lets the claimer work again (liveness regained; the previous session's leases were
+// released by whoever saw it end first).
+func (r *Reconciler) Resume() {
+	r.mu.Lock()
+	r.suspended = false
+	r.mu.Unlock()
+	r.Wake()
+}
+
+func (r *Reconciler) isSuspended() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.suspended
+}
+
 // Run claims and reconciles until ctx ends, then waits for in-flight work to finish (their
 // calls see a cancelled context) and releases what it could not complete.
 func (r *Reconciler) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	loopCtx, stopLoops := context.WithCancel(context.Background())
 	defer stopLoops()
-	wg.Add(2)
+	wg.Add(1)
 	go func() { defer wg.Done(); r.renewLoop(loopCtx) }()
-	go func() { defer wg.Done(); r.reapLoop(loopCtx) }()
 
-	work := make(chan store.Claimed)
-	// idle holds one token per idle worker; the claimer never claims more than that.
-	idle := make(chan struct{}, r.opts.Workers)
+	// The queue holds claimed items waiting for a worker: when calls are short, claims take
+	// more than the idle workers so that workers never wait for the next claim.
+	queue := make(chan store.Claimed, 2*r.opts.Workers)
 	writerDone := make(chan struct{})
 	go func() { defer close(writerDone); r.writeLoop(r.completions) }()
 	var workers sync.WaitGroup
 	for i := 0; i < r.opts.Workers; i++ {
-		idle <- struct{}{}
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			for c := range work {
+			for c := range queue {
+				if !r.start(c) {
+					continue
+				}
+				if ctx.Err() != nil {
+					r.release([]store.Claimed{c})
+					r.busy.Add(-1)
+					continue
+				}
 				r.process(ctx, c)
-				idle <- struct{}{}
+				r.busy.Add(-1)
 				r.Wake()
 			}
 		}()
 	}
-	r.claimLoop(ctx, work, idle)
-	close(work)
+	r.claimLoop(ctx, queue)
+	close(queue)
 	workers.Wait()
 	close(r.completions)
 	<-writerDone
@@ -120,23 +174,55 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	return nil
 }
 
-// claimLoop claims as many items as there are idle workers and hands them over.
-func (r *Reconciler) claimLoop(ctx context.Context, work chan<- store.Claimed, idle chan struct{}) {
-	free := func() int { return len(idle) }
+// start marks c as running; false when its lease was given up while it waited (suspension).
+func (r *Reconciler) start(c store.Claimed) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cl := r.inflight[c.LeaseToken]; cl == nil || cl.dropped {
+		delete(r.inflight, c.LeaseToken)
+		return false
+	}
+	r.busy.Add(1)
+	return true
+}
+
+// claimSize is how many items to claim now: enough to keep every worker busy until the next
+// claim. When calls are short (under prefetchBelow on average), a claim may fill the queue
+// too, up to twice the workers in all, and waits until at least half the workers' worth is
+// free so that claims stay large; when calls are long, only idle workers get items, so that
+// other replicas can take the rest.
+func claimSize(workers, busy, queued int, avgCall time.Duration) int {
+	idle := workers - busy - queued
+	if avgCall >= prefetchBelow {
+		return max(idle, 0)
+	}
+	free := 2*workers - busy - queued
+	if idle <= 0 && free < max(workers/2, 1) {
+		return 0
+	}
+	return max(free, 0)
+}
+
+// prefetchBelow: calls shorter than this on average let claims run ahead of the workers.
+const prefetchBelow = 50 * time.Millisecond
+
+// claimLoop claims as many items as claimSize says and queues them for the workers.
+func (r *Reconciler) claimLoop(ctx context.Context, queue chan store.Claimed) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			r.drain(queue)
 			return
 		case <-timer.C:
 		case <-r.wake:
 		}
-		for ctx.Err() == nil {
-			n := free()
+		wait := r.opts.PollInterval
+		for ctx.Err() == nil && !r.isSuspended() {
+			n := claimSize(r.opts.Workers, int(r.busy.Load()), len(queue), time.Duration(r.callAvg.Load()))
 			if n == 0 {
-				// Wait for a worker to finish; it wakes us.
-				break
+				break // a worker that finishes wakes us
 			}
 			claimed, err := r.store.Claim(ctx, r.opts.Replica, n, r.opts.LeaseTTL)
 			if err != nil {
@@ -145,20 +231,38 @@ func (r *Reconciler) claimLoop(ctx context.Context, work chan<- store.Claimed, i
 				}
 				break
 			}
+			r.mu.Lock()
 			for _, c := range claimed {
-				<-idle
-				select {
-				case work <- c:
-				case <-ctx.Done():
-					r.release(c)
-					idle <- struct{}{}
-				}
+				r.inflight[c.LeaseToken] = &call{}
+			}
+			r.mu.Unlock()
+			for _, c := range claimed {
+				queue <- c // never blocks: claimSize leaves room
 			}
 			if len(claimed) < n {
+				// The queue is drained: sleep until the next due item (or a notification).
+				wait = r.nextWait(ctx)
 				break
 			}
 		}
-		resetTimer(timer, r.nextWait(ctx))
+		resetTimer(timer, wait)
+	}
+}
+
+// drain releases items still queued at shutdown.
+func (r *Reconciler) drain(queue chan store.Claimed) {
+	var left []store.Claimed
+	for {
+		select {
+		case c := <-queue:
+			if r.start(c) {
+				r.busy.Add(-1)
+				left = append(left, c)
+			}
+		default:
+			r.release(left)
+			return
+		}
 	}
 }
 
@@ -184,29 +288,63 @@ func resetTimer(t *time.Timer, d time.Duration) {
 	t.Reset(d)
 }
 
-func (r *Reconciler) track(token string, cancel context.CancelCauseFunc) {
+// observeCall feeds the moving average of call durations (weight 1/8 per call).
+func (r *Reconciler) observeCall(d time.Duration) {
+	for {
+		old := r.callAvg.Load()
+		nv := old + (int64(d)-old)/8
+		if r.callAvg.CompareAndSwap(old, nv) {
+			return
+		}
+	}
+}
+
+func (r *Reconciler) running(token string, cancel context.CancelCauseFunc) {
 	r.mu.Lock()
-	r.inflight[token] = cancel
+	if c := r.inflight[token]; c != nil {
+		c.cancel = cancel
+	}
 	r.mu.Unlock()
 }
 
-func (r *Reconciler) untrack(token string) {
+// writing marks tokens as handed to the result writer: their leases end with the write, so a
+// renewal that finds them gone is no loss.
+func (r *Reconciler) writing(tokens []string) {
 	r.mu.Lock()
-	delete(r.inflight, token)
+	for _, t := range tokens {
+		if c := r.inflight[t]; c != nil {
+			c.writing = true
+		}
+	}
 	r.mu.Unlock()
 }
 
-// release gives a claimed item back untouched (shutdown).
-func (r *Reconciler) release(c store.Claimed) {
+func (r *Reconciler) untrack(tokens ...string) {
+	r.mu.Lock()
+	for _, t := range tokens {
+		delete(r.inflight, t)
+	}
+	r.mu.Unlock()
+}
+
+// release gives claimed items back untouched (shutdown).
+func (r *Reconciler) release(cs []store.Claimed) {
+	if len(cs) == 0 {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := r.store.Release(ctx, c.ID, c.LeaseToken); err != nil {
-		r.log.Warn("release lease", "resource", c.Namespace+"/"+c.Kind+"/"+c.Name, "err", err)
+	ids, toks := make([]int64, len(cs)), make([]string, len(cs))
+	for i, c := range cs {
+		ids[i], toks[i] = c.ID, c.LeaseToken
 	}
-	r.untrack(c.LeaseToken)
+	if err := r.store.Release(ctx, ids, toks); err != nil {
+		r.log.Warn("release leases", "count", len(cs), "err", err)
+	}
+	r.untrack(toks...)
 }
 
-// renewLoop extends the leases of in-flight work in one statement, every TTL/3.
+// renewLoop extends the leases of claimed work in one statement, every TTL/3.
 func (r *Reconciler) renewLoop(ctx context.Context) {
 	t := time.NewTicker(r.opts.LeaseTTL / 3)
 	defer t.Stop()
@@ -218,42 +356,37 @@ func (r *Reconciler) renewLoop(ctx context.Context) {
 		}
 		r.mu.Lock()
 		tokens := make([]string, 0, len(r.inflight))
-		for tok := range r.inflight {
-			tokens = append(tokens, tok)
+		for tok, c := range r.inflight {
+			if !c.writing {
+				tokens = append(tokens, tok)
+			}
 		}
 		r.mu.Unlock()
 		lost, err := r.store.RenewLeases(ctx, r.opts.Replica, tokens, r.opts.LeaseTTL)
 		if err != nil && ctx.Err() == nil {
 			r.log.Warn("renew leases failed", "err", err)
 		}
-		// Another replica may run these now: stop ours rather than act next to it.
+		// A token missing from the renewal is lost only if its work is still ours and not
+		// written meanwhile (a result committed between the snapshot and the statement clears
+		// its lease: that is the normal end of a lease, not a loss).
+		n := 0
 		r.mu.Lock()
 		for _, tok := range lost {
-			if cancel := r.inflight[tok]; cancel != nil {
-				cancel(errLeaseLost)
+			c := r.inflight[tok]
+			if c == nil || c.writing {
+				continue
+			}
+			n++
+			if c.cancel != nil {
+				// Another replica may run it now: stop ours rather than act next to it.
+				c.cancel(errLeaseLost)
+			} else {
+				c.dropped = true
 			}
 		}
 		r.mu.Unlock()
-		if len(lost) > 0 {
-			r.log.Warn("leases lost; their calls were cancelled", "count", len(lost))
-		}
-	}
-}
-
-// reapLoop frees leases of dead replicas so their work is retaken.
-func (r *Reconciler) reapLoop(ctx context.Context) {
-	t := time.NewTicker(max(r.opts.LeaseTTL/2, 500*time.Millisecond))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if n, err := r.store.ReleaseExpiredLeases(ctx); err != nil && ctx.Err() == nil {
-			r.log.Warn("release expired leases failed", "err", err)
-		} else if n > 0 {
-			r.log.Info("released expired leases", "count", n)
+		if n > 0 {
+			r.log.Warn("leases lost; their calls were cancelled", "count", n)
 		}
 	}
 }
@@ -264,11 +397,5 @@ var errLeaseLost = errors.New("lease lost: another replica took this resource ov
 func randFloat() float64 { return rand.Float64() }
 
 func (r *Reconciler) backoff(attempt int) time.Duration {
-	d := r.opts.BackoffInitial
-	for i := 1; i < attempt && d < r.opts.BackoffMax; i++ {
-		d *= 2
-	}
-	d = min(d, r.opts.BackoffMax)
-	j := time.Duration(float64(d) * (rand.Float64()*0.4 - 0.2))
-	return d + j
+	return Backoff(attempt, r.opts.BackoffInitial, r.opts.BackoffMax, rand.Float64())
 }

@@ -1,7 +1,11 @@
-// Package status owns trueup's status model (DESIGN §8): phases, Kubernetes-style conditions,
-// and the rules that keep them consistent (lastTransitionTime moves only when status flips;
-// Ready is always present; Stalled=True ⇒ Ready=False; never Reconciling and Stalled together;
-// observedGeneration < generation ⇒ Ready≠True).
+// Package status owns trueup's status model (DESIGN §8), in one place: phases,
+// Kubernetes-style conditions, and every transition between them as pure functions of plain
+// values (transitions.go: Created, NewGeneration, Claim, Result, InSync, Interrupted), which
+// the syncer, the claim and the result writer only store. Invariants (Check): Ready is always
+// present and never True before a first success or while observedGeneration < generation;
+// lastTransitionTime moves only when a status flips; conditions are unique per type;
+// Stalled=True ⇒ Ready=False; never Reconciling and Stalled together; Reconciling=True
+// whenever work is pending or running.
 package status
 
 import (
@@ -105,77 +109,4 @@ func sortConditions(cs []Condition) {
 			return cs[i].Type < cs[j].Type
 		}
 	})
-}
-
-// Outcome is what one reconcile attempt came to, from which phase and conditions follow.
-type Outcome struct {
-	// Generation the attempt worked on, and the resource's current generation.
-	Generation, CurrentGeneration int64
-	Done                          bool   // the action reports the spec reached
-	InProgress                    bool   // the action started work and asked to be called again
-	Err                           string // a failed attempt (retried)
-	Terminal                      bool   // Err cannot succeed until the spec changes
-	Message                       string
-	Reason                        string // optional reason override for the Ready condition
-}
-
-// Apply derives phase and conditions from an outcome, keeping transition times from prev.
-// It returns the new phase, conditions and observed generation.
-func Apply(prev []Condition, prevObserved int64, o Outcome, now time.Time) (phase string, conds []Condition, observed int64) {
-	conds = append([]Condition(nil), prev...)
-	observed = prevObserved
-	gen := o.Generation
-	switch {
-	case o.Err != "" && o.Terminal:
-		phase = PhaseFailed
-		observed = gen
-		conds = Set(conds, Condition{Type: Stalled, Status: True, Reason: "ActionRejected", Message: o.Err, ObservedGeneration: gen}, now)
-		conds = Remove(conds, Reconciling)
-		conds = Set(conds, Condition{Type: Ready, Status: False, Reason: "Stalled", Message: o.Err, ObservedGeneration: gen}, now)
-		conds = Set(conds, Condition{Type: Synced, Status: False, Reason: "ActionFailed", Message: o.Err, ObservedGeneration: gen}, now)
-	case o.Err != "":
-		phase = PhaseFailed
-		conds = Remove(conds, Stalled)
-		conds = Set(conds, Condition{Type: Reconciling, Status: True, Reason: "RetryingAfterFailure", Message: o.Err, ObservedGeneration: gen}, now)
-		conds = Set(conds, Condition{Type: Ready, Status: False, Reason: "ActionFailed", Message: o.Err, ObservedGeneration: gen}, now)
-		conds = Set(conds, Condition{Type: Synced, Status: False, Reason: "ActionFailed", Message: o.Err, ObservedGeneration: gen}, now)
-	case o.InProgress:
-		phase = PhaseReconciling
-		msg := o.Message
-		if msg == "" {
-			msg = "action in progress"
-		}
-		conds = Remove(conds, Stalled)
-		conds = Set(conds, Condition{Type: Reconciling, Status: True, Reason: "Progressing", Message: msg, ObservedGeneration: gen}, now)
-		conds = Set(conds, Condition{Type: Ready, Status: Unknown, Reason: "Progressing", Message: msg, ObservedGeneration: gen}, now)
-		conds = Set(conds, Condition{Type: Synced, Status: True, Reason: "ActionSucceeded", ObservedGeneration: gen}, now)
-	default: // done
-		phase = PhaseReady
-		observed = gen
-		reason := o.Reason
-		if reason == "" {
-			reason = "Reconciled"
-		}
-		msg := o.Message
-		conds = Remove(conds, Stalled)
-		conds = Remove(conds, Reconciling)
-		conds = Set(conds, Condition{Type: Ready, Status: True, Reason: reason, Message: msg, ObservedGeneration: gen}, now)
-		conds = Set(conds, Condition{Type: Synced, Status: True, Reason: "ActionSucceeded", ObservedGeneration: gen}, now)
-	}
-	if o.CurrentGeneration > gen {
-		// A newer generation arrived while this attempt ran: whatever it achieved, the
-		// resource is not Ready for its current spec.
-		phase = PhaseReconciling
-		conds = Remove(conds, Stalled)
-		conds = Set(conds, Condition{Type: Reconciling, Status: True, Reason: "NewGeneration", Message: "a newer generation is waiting to be reconciled", ObservedGeneration: observed}, now)
-		if c, _ := Get(conds, Ready); c.Status == True {
-			conds = Set(conds, Condition{Type: Ready, Status: Unknown, Reason: "NewGeneration", Message: "a newer generation is waiting to be reconciled", ObservedGeneration: observed}, now)
-		}
-	}
-	return phase, conds, observed
-}
-
-// Initial returns the conditions of a resource that has not been reconciled yet.
-func Initial(now time.Time) []Condition {
-	return []Condition{{Type: Ready, Status: Unknown, Reason: "Pending", Message: "waiting for the first reconcile", LastTransitionTime: now}}
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -38,66 +39,88 @@ type Claimed struct {
 	ResyncIntervalMs *int64
 }
 
-// Claim leases up to n due resources to owner for ttl. Rows locked by another claimer are
-// skipped, so replicas never wait on each other.
+// Claim leases up to n due resources to owner for ttl, in ONE transaction: the rows are
+// locked (rows locked by another claimer are skipped, so replicas never wait on each other),
+// the status each claim starts (status.Claim: Reconciling=True when real work begins) is
+// derived from the row, and lease, status and the changes feed are written together.
 func (s *Store) Claim(ctx context.Context, owner string, n int, ttl time.Duration) ([]Claimed, error) {
-	rows, err := s.pool.Query(ctx, `
-		WITH c AS (
-		  UPDATE resources r SET lease_owner = $1, lease_token = gen_random_uuid(),
-		    lease_expires_at = now() + $2 * interval '1 millisecond', dirty = false,
-		    phase = CASE WHEN r.deletion_timestamp IS NOT NULL THEN 'Deleting'
-		                 WHEN r.observed_generation < r.generation AND r.phase <> 'Failed' THEN 'Reconciling'
-		                 ELSE r.phase END
-		  WHERE r.id IN (SELECT id FROM resources WHERE run_at <= now() AND lease_owner IS NULL
-		                 ORDER BY run_at LIMIT $3 FOR UPDATE SKIP LOCKED)
-		  RETURNING r.id, r.uid::text, r.namespace, r.kind, r.name, r.api_version, r.source, r.revision, r.labels,
-		    r.annotations, r.spec, r.generation, r.observed_generation, r.phase, r.conditions, r.action_state, r.attempt,
-		    r.deletion_timestamp IS NOT NULL AS deleting, r.lease_token::text
-		)
-		SELECT c.*, t.name IS NOT NULL, COALESCE(t.action_name, ''), t.action_with, t.resync_interval_ms
-		FROM c LEFT JOIN resource_types t ON lower(t.name) = lower(c.kind)`,
-		owner, ttl.Milliseconds(), n)
+	var claimed []Claimed
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+			SELECT r.id, r.uid::text, r.namespace, r.kind, r.name, r.api_version, r.source, r.revision, r.labels,
+			  r.annotations, r.spec, r.generation, r.observed_generation, r.phase, r.conditions, r.action_state, r.attempt,
+			  r.deletion_timestamp IS NOT NULL AS deleting, gen_random_uuid()::text,
+			  t.name IS NOT NULL, COALESCE(t.action_name, ''), t.action_with, t.resync_interval_ms
+			FROM resources r LEFT JOIN resource_types t ON lower(t.name) = lower(r.kind)
+			WHERE r.run_at <= now() AND r.lease_owner IS NULL
+			ORDER BY r.run_at LIMIT $1 FOR UPDATE OF r SKIP LOCKED`, n)
+		if err != nil {
+			return err
+		}
+		claimed, err = pgx.CollectRows(rows, scanClaimed)
+		if err != nil || len(claimed) == 0 {
+			return err
+		}
+		now := time.Now()
+		k := len(claimed)
+		ids, toks, phases, conds := make([]int64, k), make([]string, k), make([]string, k), make([]*string, k)
+		var cs []Change
+		for i := range claimed {
+			c := &claimed[i]
+			st, changed := status.Claim(status.State{Phase: c.Phase, Conditions: c.Conditions, ObservedGeneration: c.ObservedGeneration},
+				c.Generation, c.Deleting, now)
+			ids[i], toks[i], phases[i] = c.ID, c.LeaseToken, st.Phase
+			if changed {
+				b, err := json.Marshal(st.Conditions)
+				if err != nil {
+					return err
+				}
+				js := string(b)
+				conds[i] = &js
+				if st.Phase != c.Phase {
+					cs = append(cs, Change{Object: "resource", Type: ChangeModified, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name,
+						Source: c.Source, Phase: st.Phase, Generation: c.Generation})
+				}
+				c.Phase, c.Conditions = st.Phase, st.Conditions
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE resources r SET lease_owner = $1, lease_token = x.tok::uuid,
+			  lease_expires_at = now() + $2 * interval '1 millisecond', claimed_at = now(), dirty = false,
+			  phase = x.phase, conditions = COALESCE(x.conds::jsonb, r.conditions)
+			FROM unnest($3::bigint[], $4::text[], $5::text[], $6::text[]) AS x(id, tok, phase, conds)
+			WHERE r.id = x.id`, owner, ttl.Milliseconds(), ids, toks, phases, conds); err != nil {
+			return err
+		}
+		return appendChanges(ctx, tx, cs)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
 	}
-	claimed, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Claimed, error) {
-		var c Claimed
-		var labels, ann, conds []byte
-		err := r.Scan(&c.ID, &c.UID, &c.Namespace, &c.Kind, &c.Name, &c.APIVersion, &c.Source, &c.Revision, &labels,
-			&ann, &c.Spec, &c.Generation, &c.ObservedGeneration, &c.Phase, &conds, &c.ActionState, &c.Attempt,
-			&c.Deleting, &c.LeaseToken, &c.TypeKnown, &c.ActionName, &c.ActionWith, &c.ResyncIntervalMs)
-		if err != nil {
-			return c, err
-		}
-		if err := json.Unmarshal(labels, &c.Labels); err != nil {
-			return c, err
-		}
-		if err := json.Unmarshal(ann, &c.Annotations); err != nil {
-			return c, err
-		}
-		return c, json.Unmarshal(conds, &c.Conditions)
-	})
-	if err != nil {
-		return nil, err
-	}
-	// Claims that move a resource to Reconciling or Deleting are visible to watchers. This is
-	// outside the claim's statement: a lost entry only hides a transient phase.
-	var cs []Change
-	for _, c := range claimed {
-		if c.Deleting || (c.ObservedGeneration < c.Generation && c.Phase == "Reconciling") {
-			cs = append(cs, Change{Object: "resource", Type: ChangeModified, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name,
-				Source: c.Source, Phase: c.Phase, Generation: c.Generation})
-		}
-	}
-	if len(cs) > 0 {
-		_ = s.inTx(ctx, func(tx pgx.Tx) error { return appendChanges(ctx, tx, cs) })
-	}
 	return claimed, nil
+}
+
+func scanClaimed(r pgx.CollectableRow) (Claimed, error) {
+	var c Claimed
+	var labels, ann, conds []byte
+	err := r.Scan(&c.ID, &c.UID, &c.Namespace, &c.Kind, &c.Name, &c.APIVersion, &c.Source, &c.Revision, &labels,
+		&ann, &c.Spec, &c.Generation, &c.ObservedGeneration, &c.Phase, &conds, &c.ActionState, &c.Attempt,
+		&c.Deleting, &c.LeaseToken, &c.TypeKnown, &c.ActionName, &c.ActionWith, &c.ResyncIntervalMs)
+	if err != nil {
+		return c, err
+	}
+	if err := json.Unmarshal(labels, &c.Labels); err != nil {
+		return c, err
+	}
+	if err := json.Unmarshal(ann, &c.Annotations); err != nil {
+		return c, err
+	}
+	return c, json.Unmarshal(conds, &c.Conditions)
 }
 
 // Current is the row as it is when a worker completes, which may differ from what it claimed
 // (the syncer may have changed the spec or asked for deletion meanwhile).
 type Current struct {
+	Phase              string
 	Generation         int64
 	ObservedGeneration int64
 	Conditions         []status.Condition
@@ -155,7 +178,7 @@ func (s *Store) CompleteBatch(ctx context.Context, items []Completion) (lost []i
 		for i, it := range items {
 			ids[i], toks[i] = it.ID, it.Token
 		}
-		rows, err := tx.Query(ctx, `SELECT r.id, r.generation, r.observed_generation, r.conditions, r.deletion_timestamp IS NOT NULL, r.dirty
+		rows, err := tx.Query(ctx, `SELECT r.id, r.phase, r.generation, r.observed_generation, r.conditions, r.deletion_timestamp IS NOT NULL, r.dirty
 			FROM resources r JOIN unnest($1::bigint[], $2::uuid[]) AS x(id, tok) ON r.id = x.id AND r.lease_token = x.tok
 			ORDER BY r.id FOR UPDATE OF r`, ids, toks)
 		if err != nil {
@@ -166,7 +189,7 @@ func (s *Store) CompleteBatch(ctx context.Context, items []Completion) (lost []i
 			var id int64
 			var c Current
 			var conds []byte
-			if err := rows.Scan(&id, &c.Generation, &c.ObservedGeneration, &conds, &c.Deleting, &c.Dirty); err != nil {
+			if err := rows.Scan(&id, &c.Phase, &c.Generation, &c.ObservedGeneration, &conds, &c.Deleting, &c.Dirty); err != nil {
 				rows.Close()
 				return err
 			}
@@ -344,35 +367,53 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, tokens []string, 
 	return lost, nil
 }
 
-// ReleaseExpiredLeases frees leases whose holder stopped renewing (a dead replica), so the
-// work is claimed again; the old holder's writes fail on the token fence.
-func (s *Store) ReleaseExpiredLeases(ctx context.Context) (int, error) {
-	tag, err := s.leases.Exec(ctx, `UPDATE resources SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
-		run_at = LEAST(COALESCE(run_at, now()), now()), dirty = false
-		WHERE id IN (SELECT id FROM resources WHERE lease_owner IS NOT NULL AND lease_expires_at < now()
-		             ORDER BY id FOR UPDATE SKIP LOCKED)`)
+// ReleaseExpiredLeases frees leases whose holder stopped renewing (a replica cut off from the
+// database; a dead one is normally found at once through its session, see liveness.go), so
+// the work is claimed again; each attempt cut short is recorded as Interrupted. The old
+// holder's writes fail on the token fence.
+func (s *Store) ReleaseExpiredLeases(ctx context.Context, by string) (int, error) {
+	var n int
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		n, err = releaseLeased(ctx, tx, `lease_owner IS NOT NULL AND lease_expires_at < now()`, nil, true, by,
+			"its lease expired (the replica stopped renewing it)")
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("release expired leases: %w", err)
 	}
-	if n := tag.RowsAffected(); n > 0 {
-		_, _ = s.pool.Exec(ctx, "SELECT pg_notify($1, '')", WorkChannel)
-		return int(n), nil
-	}
-	return 0, nil
+	return n, nil
 }
 
-// NextDue returns when the earliest unleased work is due (nil when nothing is scheduled).
+// NextDue returns when the earliest unleased work is due (nil when nothing is scheduled). It
+// reads the first entry of the partial index resources_due, nothing else.
 func (s *Store) NextDue(ctx context.Context) (*time.Time, error) {
-	var t *time.Time
-	err := s.pool.QueryRow(ctx, "SELECT min(run_at) FROM resources WHERE lease_owner IS NULL AND run_at IS NOT NULL").Scan(&t)
-	return t, err
+	var t time.Time
+	err := s.pool.QueryRow(ctx, "SELECT run_at FROM resources WHERE lease_owner IS NULL AND run_at IS NOT NULL ORDER BY run_at LIMIT 1").Scan(&t)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
 }
 
-// Release gives a lease back without a result (shutdown): the item is due again at once.
-func (s *Store) Release(ctx context.Context, id int64, token string) error {
-	_, err := s.pool.Exec(ctx, `UPDATE resources SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
-		run_at = now(), dirty = false WHERE id = $1 AND lease_token = $2`, id, token)
-	return err
+// Release gives leases back without a result (shutdown, or work claimed but not started):
+// the items are due again at once, and every replica is told.
+func (s *Store) Release(ctx context.Context, ids []int64, tokens []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `UPDATE resources r SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
+			run_at = now(), dirty = false FROM unnest($1::bigint[], $2::uuid[]) AS x(id, tok)
+			WHERE r.id = x.id AND r.lease_token = x.tok`, ids, tokens); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, "SELECT pg_notify($1, '')", WorkChannel)
+		return err
+	})
 }
 
 // SaveActionState commits a plugin's checkpoint (its intent, before an external side effect),

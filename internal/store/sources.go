@@ -720,8 +720,9 @@ func mustJSON(v map[string]string) string {
 	return string(b)
 }
 
+// initialConditions are a created resource's (status.Created: its first reconcile pending).
 func initialConditions() string {
-	b, _ := json.Marshal(status.Initial(time.Now()))
+	b, _ := json.Marshal(status.Created(time.Now()).Conditions)
 	return string(b)
 }
 
