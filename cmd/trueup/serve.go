@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
@@ -152,21 +153,11 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 	rec := reconciler.New(db.store, acts, reconciler.Options{Replica: replica, Workers: cfg.Reconcile.Workers,
 		LeaseTTL: cfg.Reconcile.LeaseTTL, ResyncInterval: cfg.Reconcile.ResyncInterval,
 		BackoffInitial: cfg.Reconcile.Backoff.Initial, BackoffMax: cfg.Reconcile.Backoff.Max, Scrub: scrub, Metrics: met}, logger)
+	requests := syncRequests{store: db.store, syncers: byName, log: logger}
 	hooks := webhookSources(cfg)
 	var hookHandler http.Handler
 	if len(hooks) > 0 {
-		hookHandler = webhook.New(webhook.Options{Sources: hooks, Store: db.store, Logger: logger,
-			// Any replica may receive the webhook; the lease holder of the source acts on it.
-			Trigger: func(source, commit string) {
-				if s := byName[source]; s != nil {
-					s.TriggerCommit(commit)
-				}
-				nctx, cancel := context.WithTimeout(context.Background(), time.Second)
-				defer cancel()
-				if err := db.store.NotifySync(nctx, source, commit); err != nil {
-					logger.Warn("notify other replicas of a webhook", "source", source, "err", err)
-				}
-			}})
+		hookHandler = webhook.New(webhook.Options{Sources: hooks, Store: db.store, Logger: logger, Trigger: requests.webhook})
 	}
 	maint := reconciler.NewMaintenance(db.store, reconciler.MaintenanceOptions{Replica: replica, Version: version, LeaseTTL: cfg.Reconcile.LeaseTTL,
 		Listen: cfg.Server.Listen, Metrics: met,
@@ -239,10 +230,7 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 					wakeAll()
 				}
 			case store.SyncChannel:
-				name, commit, _ := strings.Cut(payload, " ")
-				if s := byName[name]; s != nil {
-					s.TriggerCommit(commit)
-				}
+				requests.notified(payload)
 			case store.ChangesChannel:
 				srv.NotifyChanges()
 			default: // (re)connected: look for anything missed
@@ -257,6 +245,37 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 	logger.Info("shutting down")
 	wg.Wait()
 	return nil
+}
+
+// syncRequests routes requests for a sync between replicas: any replica may receive a
+// source's push webhook, the holder of the source's lease acts on it, once. The receiver
+// triggers its own syncer when it holds the lease and otherwise asks the holder through
+// NOTIFY; it never does both, since its own NOTIFY would come back through its LISTEN and
+// sync a second time.
+type syncRequests struct {
+	store   *store.Store
+	syncers map[string]*syncer.Syncer
+	log     *slog.Logger
+}
+
+// webhook is the webhook handler's Trigger.
+func (r syncRequests) webhook(source, commit string) {
+	if s := r.syncers[source]; s != nil && s.TriggerIfHolder(commit) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := r.store.NotifySync(ctx, source, commit); err != nil {
+		r.log.Warn("notify other replicas of a webhook", "source", source, "err", err)
+	}
+}
+
+// notified handles a notification on store.SyncChannel ("source" or "source commit").
+func (r syncRequests) notified(payload string) {
+	name, commit, _ := strings.Cut(payload, " ")
+	if s := r.syncers[name]; s != nil {
+		s.TriggerCommit(commit)
+	}
 }
 
 // webhookSources lists the sources that accept push webhooks, with the branch they track

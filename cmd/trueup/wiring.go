@@ -121,7 +121,9 @@ func newSource(cfg *config.Config, s config.Source, logger *slog.Logger) (source
 	case s.Git != nil:
 		g := s.Git
 		gc := gitsource.Config{Name: s.Name, URL: g.URL, Branch: g.Branch, Tag: g.Tag, Commit: g.Commit, Path: g.Path,
-			Dir: filepath.Join(cfg.DataDir, "git", s.Name)}
+			Dir: filepath.Join(cfg.DataDir, "git", s.Name),
+			// Below the source lease's TTL: a hung server fails the sync, it cannot outlast the lease.
+			Timeout: cfg.Reconcile.LeaseTTL * 2 / 3}
 		if a := g.Auth; a != nil {
 			gc.Auth = gitsource.Auth{Username: a.Username, Password: a.Password, SSHKeyFile: a.SSHKeyFile, KnownHostsFile: a.KnownHostsFile}
 			if app := a.GitHubApp; app != nil {

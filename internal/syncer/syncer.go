@@ -2,6 +2,10 @@
 // reacts to a trigger, asks the source for its head, and when the revision is new fetches it,
 // parses and validates every manifest, and applies the revision in one transaction. A
 // failing revision changes nothing but the source's status.
+//
+// Only the replica holding the source's lease syncs. The lease is taken and renewed by a
+// loop of its own (lease.go); the sync loop syncs only while the lease is held, under a
+// context cancelled when it is lost, and every write is fenced by the lease's term.
 package syncer
 
 import (
@@ -10,9 +14,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/manifest"
@@ -57,14 +61,19 @@ type Syncer struct {
 	store   *store.Store
 	log     *slog.Logger
 	loader  *manifest.Loader
-	trigger chan struct{}
+	trigger chan struct{} // a sync is asked for (webhook, NOTIFY)
+	gained  chan struct{} // the lease was just taken: sync at once
+	freed   chan struct{} // try to take the lease now (LeasesFreed)
+	running atomic.Bool   // Run is active: its lease loop holds the lease
+	holdMu  sync.Mutex    // serialises lease attempts (the loop's, or SyncOnce's without Run)
 
 	mu          sync.Mutex
 	lease       *store.Lease
-	leaseUntil  time.Time // when our lease expires unless renewed
-	applied     string    // last applied revision
-	rejected    string    // last revision rejected for its content (deterministic: not retried)
-	lastFailure string    // last failure message written, to write a repeated failure once
+	leaseUntil  time.Time          // when our lease expires unless renewed
+	holdCtx     context.Context    // cancelled when the holding ends
+	holdCancel  context.CancelFunc // ends holdCtx
+	memTerm     int64              // the lease term whose holder mem was loaded for
+	mem         memory
 	want        string    // a commit a push webhook named, not yet seen at the remote
 	lastPoll    time.Time // last time the head was read
 	lastWebhook time.Time // last push webhook for this source
@@ -83,15 +92,32 @@ func New(st *store.Store, opts Options, logger *slog.Logger) *Syncer {
 	if opts.LeaseTTL <= 0 {
 		opts.LeaseTTL = 15 * time.Second
 	}
-	return &Syncer{opts: opts, store: st, log: logger.With("source", opts.Name), loader: manifest.NewLoader(), trigger: make(chan struct{}, 1)}
+	return &Syncer{opts: opts, store: st, log: logger.With("source", opts.Name), loader: manifest.NewLoader(),
+		trigger: make(chan struct{}, 1), gained: make(chan struct{}, 1), freed: make(chan struct{}, 1)}
 }
 
-// Trigger asks for a sync as soon as possible (webhook); bursts coalesce into one.
+// Trigger asks for a sync as soon as possible (webhook); bursts coalesce into one. On a
+// replica that does not hold the source's lease it also tries to take the lease at once (see
+// LeasesFreed): if the holder is gone, this replica takes over and syncs.
 func (s *Syncer) Trigger() {
 	select {
 	case s.trigger <- struct{}{}:
 	default:
 	}
+	if l, _ := s.holding(); l == nil {
+		s.LeasesFreed()
+	}
+}
+
+// TriggerIfHolder triggers a sync toward commit (as TriggerCommit) when this replica holds
+// the source's lease, and reports whether it did. A receiver of a webhook that gets false
+// asks the holder instead (store.NotifySync): either way exactly one replica syncs.
+func (s *Syncer) TriggerIfHolder(commit string) bool {
+	if l, _ := s.holding(); l == nil {
+		return false
+	}
+	s.TriggerCommit(commit)
+	return true
 }
 
 // TriggerCommit asks for a sync that ends with commit (named by a push webhook) or newer
@@ -118,11 +144,11 @@ type Runtime struct {
 // Runtime reports the source's poll and webhook times and remote head; ok is false when this
 // replica does not hold the source's lease.
 func (s *Syncer) Runtime() (r Runtime, ok bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.lease == nil || time.Now().After(s.leaseUntil) {
+	if l, _ := s.holding(); l == nil {
 		return r, false
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	opt := func(t time.Time) *time.Time {
 		if t.IsZero() {
 			return nil
@@ -185,34 +211,72 @@ func (s *Syncer) clearWant(want string) {
 	}
 }
 
-// Run syncs at once, then on every poll, trigger or source notification, until ctx ends.
-// Only the replica holding the source's lease syncs; the others keep trying to take it.
+// Run holds the source's lease (taking it when free) and, while it does, syncs at once, then
+// on every poll, trigger or source notification, until ctx ends; then it releases the lease.
 func (s *Syncer) Run(ctx context.Context) error {
+	s.running.Store(true)
+	defer s.running.Store(false)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); s.holdLease(ctx) }()
+	s.syncLoop(ctx)
+	wg.Wait()
+	s.releaseLease()
+	return nil
+}
+
+// syncLoop syncs while this replica holds the lease; taking the lease syncs at once.
+func (s *Syncer) syncLoop(ctx context.Context) {
 	var changes <-chan struct{}
 	if n, ok := s.opts.Source.(sources.Notifier); ok {
 		changes = n.Changes()
 	}
-	renew := time.NewTicker(s.opts.LeaseTTL / 3)
-	defer renew.Stop()
-	defer s.releaseLease()
-	timer := time.NewTimer(0)
+	timer := time.NewTimer(jitter(s.opts.Interval))
 	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
-		case <-renew.C:
-			if held, fresh := s.holdLease(ctx); !held || !fresh {
-				continue // renewed (or not ours): nothing to sync now
-			}
+			return
 		case <-timer.C:
 		case <-s.trigger:
 		case <-changes:
+		case <-s.gained:
 		}
-		if _, err := s.SyncOnce(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("sync failed", "err", s.opts.Scrub(err.Error()))
-		}
+		// One sync serves every request made so far: it reads the head after them.
+		drain(s.trigger)
+		drain(s.gained)
+		s.syncIfHolder(ctx)
 		resetTimer(timer, jitter(s.opts.Interval))
+	}
+}
+
+// syncIfHolder syncs once if this replica holds the lease, under a context that ends when
+// ctx does or the lease is lost.
+func (s *Syncer) syncIfHolder(ctx context.Context) {
+	lease, held := s.holding()
+	if lease == nil {
+		s.mu.Lock()
+		s.want = "" // the holder syncs; a stale wish would only delay a later takeover
+		s.mu.Unlock()
+		return
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(held, cancel)()
+	_, err := s.sync(sctx, lease)
+	switch {
+	case ctx.Err() != nil:
+	case sctx.Err() != nil:
+		s.log.Info("sync interrupted: the source's lease was lost", "term", lease.Term)
+	case err != nil:
+		s.log.Warn("sync failed", "err", s.opts.Scrub(err.Error()))
+	}
+}
+
+func drain(c <-chan struct{}) {
+	select {
+	case <-c:
+	default:
 	}
 }
 
@@ -226,91 +290,50 @@ func resetTimer(t *time.Timer, d time.Duration) {
 	t.Reset(d)
 }
 
-// holdLease takes or renews the source's lease. fresh reports that it was just taken over, in
-// which case the syncer's memory of what was applied is reloaded (another replica may have
-// applied newer revisions meanwhile).
-func (s *Syncer) holdLease(ctx context.Context) (held, fresh bool) {
-	start := time.Now()
-	l, ok, err := s.store.AcquireLease(ctx, "source:"+s.opts.Name, s.opts.Replica, s.opts.LeaseTTL)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err != nil {
-		// The database is unreachable: keep syncing only while the old lease is surely valid.
-		s.log.Warn("renew source lease failed", "err", err)
-		return s.lease != nil && time.Now().Before(s.leaseUntil), false
+// writeLease returns the lease to fence a write with, or nil when the lease changed hands
+// since the sync began: the write must not happen. Without Run (SyncOnce called directly)
+// the lease is renewed first, so that a sync longer than the lease's remaining time still
+// commits; under Run the lease loop keeps it renewed.
+func (s *Syncer) writeLease(ctx context.Context, l *store.Lease) *store.Lease {
+	if !s.running.Load() {
+		s.holdOnce(ctx)
 	}
-	if !ok {
-		if s.lease != nil {
-			s.log.Info("lost the source's lease to another replica")
-		}
-		s.lease = nil
-		return false, false
+	cur, _ := s.holding()
+	if cur == nil || cur.Term != l.Term {
+		return nil
 	}
-	fresh = s.lease == nil || s.lease.Term != l.Term
-	s.lease, s.leaseUntil = &l, start.Add(s.opts.LeaseTTL)
-	if fresh {
-		s.log.Info("holding the source's lease", "term", l.Term)
-		s.applied, s.rejected, s.lastFailure = "", "", ""
-		if src, err := s.store.GetSource(ctx, s.opts.Name); err == nil {
-			s.applied = src.Revision
-			if c, ok := status.Get(src.Conditions, status.Ready); ok && c.Status == status.False {
-				// A failure recorded earlier (perhaps by another replica): the next poll that
-				// finds the applied revision at the head records the recovery.
-				s.lastFailure = c.Message
-			}
-			if s.opts.Reporter != nil && src.Revision != "" {
-				// Finish what the previous holder may have been reporting.
-				s.opts.Reporter.Applied(ctx, src.Revision)
-			}
-		}
-	}
-	return true, fresh
+	return cur
 }
 
-func (s *Syncer) releaseLease() {
+// adopt loads, once per holding, what the source's row says was applied: another replica may
+// have applied newer revisions, or recorded a failure, while this one did not hold the lease.
+func (s *Syncer) adopt(ctx context.Context, l *store.Lease) {
 	s.mu.Lock()
-	l := s.lease
-	s.lease = nil
+	done := s.memTerm == l.Term
 	s.mu.Unlock()
-	if l == nil {
+	if done {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	_ = s.store.ReleaseLease(ctx, *l)
-}
-
-// refreshLease renews the lease right before a write, so that a sync longer than the lease's
-// remaining time still commits (renewal by the holder keeps the term). It returns nil when the
-// lease changed hands meanwhile: the write must not happen.
-func (s *Syncer) refreshLease(ctx context.Context, l *store.Lease) *store.Lease {
-	held, _ := s.holdLease(ctx)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !held || s.lease == nil || s.lease.Term != l.Term {
-		return nil
+	src, err := s.store.GetSource(ctx, s.opts.Name)
+	if err != nil {
+		s.log.Warn("load source state", "err", err)
 	}
-	return s.lease
-}
-
-// currentLease returns the held lease if it is surely still valid, taking it when free.
-func (s *Syncer) currentLease(ctx context.Context) *store.Lease {
+	var m memory
+	if err == nil {
+		m.applied = src.Revision
+		if c, ok := status.Get(src.Conditions, status.Ready); ok && c.Status == status.False {
+			// A failure recorded earlier (perhaps by another replica): the next sync that
+			// finds the applied revision at the head records the recovery.
+			m.lastFailure = c.Message
+		}
+	}
 	s.mu.Lock()
-	l, until := s.lease, s.leaseUntil
+	s.mem, s.memTerm = m, l.Term
 	s.mu.Unlock()
-	if l != nil && time.Until(until) > s.opts.LeaseTTL/2 {
-		return l
+	if err == nil && s.opts.Reporter != nil && src.Revision != "" {
+		// Finish what the previous holder may have been reporting.
+		s.opts.Reporter.Applied(ctx, src.Revision)
 	}
-	if held, _ := s.holdLease(ctx); !held {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lease
-}
-
-func jitter(d time.Duration) time.Duration {
-	return d + time.Duration(rand.Int64N(int64(d)/10+1))
 }
 
 // Outcome says what one sync did.
@@ -321,15 +344,30 @@ type Outcome struct {
 	Result    store.ApplyResult
 }
 
-// SyncOnce checks the head and applies it if it is new.
+// SyncOnce checks the head and applies it if it is new. Without Run it takes or renews the
+// lease itself first; under Run it syncs only if Run's lease loop holds the lease.
 func (s *Syncer) SyncOnce(ctx context.Context) (Outcome, error) {
-	lease := s.currentLease(ctx)
+	if !s.running.Load() {
+		s.mu.Lock()
+		fresh := s.lease != nil && time.Until(s.leaseUntil) > s.opts.LeaseTTL/2
+		s.mu.Unlock()
+		if !fresh {
+			s.holdOnce(ctx)
+		}
+	}
+	lease, _ := s.holding()
 	if lease == nil {
 		s.mu.Lock()
 		s.want = "" // the holder syncs; a stale wish would only delay a later takeover
 		s.mu.Unlock()
 		return Outcome{NotHolder: true}, nil
 	}
+	return s.sync(ctx, lease)
+}
+
+// sync is one sync by the holder of lease.
+func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (Outcome, error) {
+	s.adopt(ctx, lease)
 	head, err := s.opts.Source.Head(ctx)
 	if err != nil {
 		return Outcome{}, s.fail(ctx, lease, store.SyncFailure{Reason: "FetchFailed", Message: "read head: " + err.Error()}, "")
@@ -344,22 +382,21 @@ func (s *Syncer) SyncOnce(ctx context.Context) (Outcome, error) {
 		return Outcome{}, s.fail(ctx, lease, store.SyncFailure{Reason: "FetchFailed", Message: "read head: " + err.Error()}, "")
 	}
 	s.mu.Lock()
-	same := head == s.applied || head == s.rejected
-	recovered := head == s.applied && s.lastFailure != ""
+	p := decide(head, s.mem)
 	s.mu.Unlock()
-	if recovered {
+	if p == planRecover {
 		// The head is the applied revision again after a failure: the source is healthy.
-		if l := s.refreshLease(ctx, lease); l != nil {
+		if l := s.writeLease(ctx, lease); l != nil {
 			if err := s.store.RecordSyncRecovered(ctx, s.opts.Name, l); err != nil {
 				return Outcome{}, fmt.Errorf("record recovery: %w", err)
 			}
 			s.mu.Lock()
-			s.lastFailure, s.rejected = "", ""
+			s.mem.lastFailure, s.mem.rejected = "", ""
 			s.mu.Unlock()
 			s.log.Info("source recovered", "revision", short(head))
 		}
 	}
-	if same {
+	if p != planApply {
 		s.log.Debug("no new revision", "revision", short(head))
 		return Outcome{Revision: head, Unchanged: true}, nil
 	}
@@ -384,7 +421,7 @@ func (s *Syncer) SyncOnce(ctx context.Context) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, s.reject(ctx, lease, snap.Revision, err)
 	}
-	if lease = s.refreshLease(ctx, lease); lease == nil {
+	if lease = s.writeLease(ctx, lease); lease == nil {
 		return Outcome{NotHolder: true}, nil
 	}
 	res, err := s.store.ApplyRevision(ctx, store.ApplyParams{Source: s.opts.Name, Revision: snap.Revision, Set: set, Prune: s.opts.Prune,
@@ -394,9 +431,7 @@ func (s *Syncer) SyncOnce(ctx context.Context) (Outcome, error) {
 		return Outcome{}, s.reject(ctx, lease, snap.Revision, conflict.Errors)
 	}
 	if errors.Is(err, store.ErrLeaseLost) {
-		s.mu.Lock()
-		s.lease = nil
-		s.mu.Unlock()
+		s.dropLease(lease.Term)
 		return Outcome{NotHolder: true}, err
 	}
 	if err != nil {
@@ -406,7 +441,7 @@ func (s *Syncer) SyncOnce(ctx context.Context) (Outcome, error) {
 		s.log.Warn("pruning skipped", "reason", res.PruneSkipped, "message", res.PruneMessage)
 	}
 	s.mu.Lock()
-	s.applied, s.rejected, s.lastFailure = snap.Revision, "", ""
+	s.mem = memory{applied: snap.Revision}
 	s.mu.Unlock()
 	s.opts.Metrics.Synced(s.opts.Name, snap.Revision, true, time.Since(start))
 	if s.opts.Reporter != nil {
@@ -446,15 +481,15 @@ func (s *Syncer) fail(ctx context.Context, lease *store.Lease, f store.SyncFailu
 	f.Source = s.opts.Name
 	f.Message = s.opts.Scrub(f.Message)
 	s.mu.Lock()
-	repeat := f.Message == s.lastFailure
-	if repeat && rejected != "" {
-		s.rejected = rejected // already recorded (perhaps by the previous holder)
+	record := recordFailure(f.Message, s.mem)
+	if !record && rejected != "" {
+		s.mem.rejected = rejected // already recorded (perhaps by the previous holder)
 	}
 	s.mu.Unlock()
-	if repeat {
+	if !record {
 		return errors.New(f.Message)
 	}
-	if f.Lease = s.refreshLease(ctx, lease); f.Lease == nil {
+	if f.Lease = s.writeLease(ctx, lease); f.Lease == nil {
 		return errors.New(f.Message)
 	}
 	// Remember the failure only once it is recorded: a failed write is tried again at the
@@ -464,9 +499,9 @@ func (s *Syncer) fail(ctx context.Context, lease *store.Lease, f store.SyncFailu
 		return errors.New(f.Message)
 	}
 	s.mu.Lock()
-	s.lastFailure = f.Message
+	s.mem.lastFailure = f.Message
 	if rejected != "" {
-		s.rejected = rejected
+		s.mem.rejected = rejected
 	}
 	s.mu.Unlock()
 	return errors.New(f.Message)

@@ -232,6 +232,8 @@ func (s *Source) fetchInto(ctx context.Context, dir string) (plumbing.Hash, erro
 }
 
 func (s *Source) fetchRefs(ctx context.Context, remote *git.Remote, depth int, specs ...gitconfig.RefSpec) error {
+	ctx, cancel := s.withTimeout(ctx)
+	defer cancel()
 	auth, token, err := s.authFor(ctx)
 	if err != nil {
 		return s.errorf(ctx, "fetch", err)

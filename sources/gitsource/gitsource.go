@@ -26,6 +26,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	git "github.com/go-git/go-git/v5"
 	gitconfig "github.com/go-git/go-git/v5/config"
@@ -66,7 +67,16 @@ type Config struct {
 	Auth Auth
 	// Dir is a private folder for this source's mirror (dataDir/git/<name>); New creates it.
 	Dir string
+	// Timeout bounds every network operation: one ls-remote, one fetch (each of the two
+	// fetches of a commit fallback), including getting a token. 0 means DefaultTimeout.
+	// trueup serve sets it to 2/3 of reconcile.leaseTTL so that a hung server fails the sync
+	// with a clear error well before the source's lease would expire.
+	Timeout time.Duration
 }
+
+// DefaultTimeout is Config.Timeout when unset: 2/3 of the default 15 s lease TTL, ample for
+// an ls-remote (milliseconds) and for a shallow fetch of a manifests repository.
+const DefaultTimeout = 10 * time.Second
 
 // Source is a Git manifests source. Its methods may be called from several goroutines;
 // fetches are serialised.
@@ -97,6 +107,12 @@ var errClosed = errors.New("source is closed")
 func New(cfg Config, logger *slog.Logger) (*Source, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Timeout < 0 {
+		return nil, fmt.Errorf("git source %q: timeout %s is negative", cfg.Name, cfg.Timeout)
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
 	}
 	s := &Source{cfg: cfg, redacted: Redact(cfg.URL)}
 	s.secrets = scrubber{cfg.Auth.Password, cfg.Auth.SSHKeyPassphrase}
@@ -207,12 +223,13 @@ func (s *Source) refDesc() string {
 }
 
 // errorf builds an error naming the operation, the ref and the redacted URL ("ls-remote
-// branch main at https://host/x.git: …"), scrubbed of secrets. When ctx is done its error is
+// branch main at https://host/x.git: …"), scrubbed of secrets. When ctx is done its cause is
 // wrapped instead of whatever the transport made of the cancellation, so callers can test
-// errors.Is(err, context.Canceled).
+// errors.Is(err, context.Canceled) or errors.Is(err, context.DeadlineExceeded), and a
+// timeout of the operation itself reads "no answer within 10s".
 func (s *Source) errorf(ctx context.Context, op string, err error) error {
 	if ctx != nil && ctx.Err() != nil {
-		err = ctx.Err()
+		err = context.Cause(ctx)
 	}
 	return s.secrets.wrap(fmt.Errorf("%s %s at %s: %w", op, s.refDesc(), s.redacted, err))
 }
@@ -230,6 +247,8 @@ func (s *Source) Head(ctx context.Context) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", s.errorf(ctx, "ls-remote", err)
 	}
+	ctx, cancel := s.withTimeout(ctx)
+	defer cancel()
 	auth, token, err := s.authFor(ctx)
 	if err != nil {
 		return "", s.errorf(ctx, "ls-remote", err)
@@ -264,6 +283,14 @@ func (s *Source) Head(ctx context.Context) (string, error) {
 		return direct.String(), nil
 	}
 	return "", s.secrets.wrap(fmt.Errorf("%s not found at %s", s.refDesc(), s.redacted))
+}
+
+// withTimeout bounds one network operation by the configured timeout. A hung server (one that
+// accepts the connection and never answers) then fails the operation with an error naming
+// the URL instead of holding the sync forever.
+func (s *Source) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(ctx, s.cfg.Timeout,
+		fmt.Errorf("no answer within %s: %w", s.cfg.Timeout, context.DeadlineExceeded))
 }
 
 // authFor returns the auth method of one network operation, and the scrubber of the token
