@@ -179,7 +179,7 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 		rec.Wake()
 		maint.Wake()
 		for _, s := range syncers {
-			s.Trigger()
+			s.LeasesFreed()
 		}
 	}
 	live := liveness.New(db.store, liveness.Options{
@@ -223,7 +223,7 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 				// A lease was given up (shutdown) or taken from a dead replica: take it now.
 				switch name, ok := strings.CutPrefix(payload, "source:"); {
 				case ok && byName[name] != nil:
-					byName[name].Trigger()
+					byName[name].LeasesFreed()
 				case payload == "maintenance":
 					maint.Wake()
 				default:
