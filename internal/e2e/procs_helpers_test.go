@@ -9,6 +9,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,9 +38,7 @@ import (
 // exec action's commands run in process groups of their own) can be found and killed.
 const procMarkVar = "TRUEUP_PROCS_MARK"
 
-// procSourceLeaseTTL is the source lease's lifetime in `trueup serve`. serve.go does not pass
-// reconcile.leaseTTL (nor anything else) to syncer.Options.LeaseTTL, so the syncer's default
-// applies whatever the config says. Lower it to the config's leaseTTL once that is wired.
+// procSourceLeaseTTL is the replicas' reconcile.leaseTTL unless a test sets procWorld.leaseTTL.
 const procSourceLeaseTTL = 3 * time.Second
 
 var procBin struct {
@@ -88,6 +87,7 @@ type procWorld struct {
 	mark     string // prefix of every replica's procMarkVar value in this test
 	replicas []*procReplica
 	client   *http.Client
+	leaseTTL string // reconcile.leaseTTL of the replicas started from now on ("" is 3s)
 }
 
 // procReplica is one `trueup serve` process.
@@ -175,7 +175,7 @@ func (w *procWorld) startOne() *procReplica {
 		"actions": []any{map[string]any{"name": "provision", "type": "exec", "config": map[string]any{
 			"command": []string{script}, "timeout": "60s",
 			"env": map[string]string{"CALL_LOG": callLog, "SLEEP": w.sleep}}}},
-		"reconcile": map[string]any{"workers": 4, "leaseTTL": "3s", "backoff": map[string]any{"initial": "200ms", "max": "2s"}},
+		"reconcile": map[string]any{"workers": 4, "leaseTTL": cmp.Or(w.leaseTTL, "3s"), "backoff": map[string]any{"initial": "200ms", "max": "2s"}},
 		"log":       map[string]any{"level": "info"},
 	}, "", "  ")
 	cfgPath := filepath.Join(rdir, "trueup.yaml")

@@ -157,6 +157,9 @@ func TestProcsThreeReplicas(t *testing.T) {
 func TestProcsKillLeaseHolder(t *testing.T) {
 	url := pgtest.NewDatabase(t, store.MigrateURL)
 	w := procSetup(t, url, "2")
+	// A lease TTL far longer than the takeover may take: the dead replica is found through
+	// its database session, not by waiting for its leases to expire.
+	w.leaseTTL = "30s"
 	size := func(i int) int { return 1 + i%100 }
 	files, want := procManifests(36, 3, size)
 	w.commit(files, "36 databases")
@@ -179,17 +182,16 @@ func TestProcsKillLeaseHolder(t *testing.T) {
 	})
 	killedAt := time.Now()
 	w.crash(victim)
-	// What the victim held when it died: nothing it ran can commit any more, and its leases
-	// last until they expire (≥ 2 s away: they are renewed every leaseTTL/3).
+	// What the victim held when it died: nothing it ran can commit any more.
 	inFlight := procStrings(t, st, "SELECT namespace || '/' || kind || '/' || name FROM resources WHERE lease_owner = $1", victimName)
 	t.Logf("crashed r%d (%s) holding source:infra with %d reconciles in flight: %v", victim.idx, victimName, len(inFlight), inFlight)
 	if len(inFlight) == 0 {
 		t.Fatal("the victim had no reconcile in flight when it was killed")
 	}
 
-	// Another replica takes the source over.
+	// Another replica takes the source over, long before the 30 s leases could expire.
 	var newHolder string
-	w.eventually(procSourceLeaseTTL+5*time.Second, "another replica holding source:infra", func() (bool, string) {
+	w.eventually(10*time.Second, "another replica holding source:infra", func() (bool, string) {
 		var l procReplicaList
 		if err := w.getAny("/api/v1/replicas", &l); err != nil {
 			return false, err.Error()
@@ -214,6 +216,14 @@ func TestProcsKillLeaseHolder(t *testing.T) {
 	calls := w.calls()
 	if o := procOverlaps(calls); len(o) > 0 {
 		t.Errorf("overlapping calls: %v", o)
+	}
+	// Each attempt the crash cut short is in history as Interrupted, naming the dead replica.
+	interrupted := procStrings(t, st, `SELECT namespace || '/' || kind || '/' || name FROM reconcile_history
+		WHERE result = 'Interrupted' AND replica = $1`, victimName)
+	for _, id := range inFlight {
+		if !slices.Contains(interrupted, id) {
+			t.Errorf("%s was in flight on the victim but has no Interrupted history row (have %v)", id, interrupted)
+		}
 	}
 	// What the victim had in flight was redone by a survivor after the crash.
 	for _, id := range inFlight {

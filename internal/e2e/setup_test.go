@@ -18,6 +18,7 @@ import (
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/actions/execaction"
+	"github.com/trueup-dev/trueup/internal/liveness"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/reconciler"
 	"github.com/trueup-dev/trueup/internal/server"
@@ -105,9 +106,19 @@ func (e *env) startReconciler(name string, o reconciler.Options) (stop func()) {
 		o.LeaseTTL = 5 * time.Second
 	}
 	r := reconciler.New(e.store, e.acts, o, e.log.With("replica", name))
+	// As in serve: the maintenance loop releases expired leases (on its lease holder), and
+	// liveness releases the work of replicas whose database session ended.
+	m := reconciler.NewMaintenance(e.store, reconciler.MaintenanceOptions{Replica: name, LeaseTTL: o.LeaseTTL}, e.log.With("replica", name))
+	live := liveness.New(e.store, liveness.Options{Replica: store.Replica{Name: name}, OnLost: r.Suspend, OnRegained: r.Resume,
+		OnReleased: func() { r.Wake(); m.Wake() }}, e.log.With("replica", name))
+	if err := live.Start(context.Background()); err != nil {
+		e.t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(4)
+	go func() { defer wg.Done(); _ = m.Run(ctx) }()
+	go func() { defer wg.Done(); live.Run(ctx) }()
 	go func() { defer wg.Done(); _ = r.Run(ctx) }()
 	go func() {
 		defer wg.Done()

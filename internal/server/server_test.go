@@ -150,7 +150,9 @@ func TestGetAndErrors(t *testing.T) {
 		r.Metadata.Labels["team"] != "blue" || string(r.Spec) == "" {
 		t.Errorf("resource %+v", r)
 	}
-	if len(r.Status.Conditions) != 1 || r.Status.Conditions[0].Type != "Ready" || r.Status.Conditions[0].Status != "Unknown" {
+	// Created: Ready Unknown, and Reconciling True (the first reconcile is pending).
+	if len(r.Status.Conditions) != 2 || r.Status.Conditions[0].Type != "Ready" || r.Status.Conditions[0].Status != "Unknown" ||
+		r.Status.Conditions[1].Type != "Reconciling" || r.Status.Conditions[1].Status != "True" {
 		t.Errorf("conditions %+v", r.Status.Conditions)
 	}
 	errCases := []struct {

@@ -77,10 +77,8 @@ func (s *Store) Claim(ctx context.Context, owner string, n int, ttl time.Duratio
 				}
 				js := string(b)
 				conds[i] = &js
-				if st.Phase != c.Phase {
-					cs = append(cs, Change{Object: "resource", Type: ChangeModified, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name,
-						Source: c.Source, Phase: st.Phase, Generation: c.Generation})
-				}
+				cs = append(cs, Change{Object: "resource", Type: ChangeModified, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name,
+					Source: c.Source, Phase: st.Phase, Generation: c.Generation})
 				c.Phase, c.Conditions = st.Phase, st.Conditions
 			}
 		}
