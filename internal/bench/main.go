@@ -40,7 +40,7 @@ func atLeast(x float64) func(float64) bool { return func(v float64) bool { retur
 func atMost(x float64) func(float64) bool  { return func(v float64) bool { return v <= x } }
 
 func main() {
-	only := flag.String("only", "", "comma-separated figure groups to run (reconcile,sync,claim,webhook,serve)")
+	only := flag.String("only", "", "comma-separated figure groups to run (reconcile,defaults,sync,claim,webhook,failover,serve)")
 	flag.Parse()
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -69,6 +69,11 @@ func run(ctx context.Context, only string, log *slog.Logger) error {
 			return fmt.Errorf("reconcile throughput: %w", err)
 		}
 	}
+	if want("defaults") {
+		if err := b.defaultsThroughput(ctx); err != nil {
+			return fmt.Errorf("reconcile throughput at the defaults: %w", err)
+		}
+	}
 	if want("sync") {
 		if err := b.syncFigures(ctx); err != nil {
 			return fmt.Errorf("sync: %w", err)
@@ -82,6 +87,11 @@ func run(ctx context.Context, only string, log *slog.Logger) error {
 	if want("webhook") {
 		if err := b.webhookToReconcile(ctx); err != nil {
 			return fmt.Errorf("webhook to reconcile: %w", err)
+		}
+	}
+	if want("failover") {
+		if err := b.failoverFigures(ctx); err != nil {
+			return fmt.Errorf("failover: %w", err)
 		}
 	}
 	if want("serve") {

@@ -163,6 +163,7 @@ func TestSessionKilledReplicaNeverCommits(t *testing.T) {
 	}
 	defer stA.Close()
 	actA := &gateAction{who: "a", gate: make(chan struct{}), ignoreCancel: true, started: make(chan string, 1)}
+	var openA sync.Once
 	// A long lease: only the session's end can hand A's work over within this test.
 	a := reconciler.New(stA, map[string]actions.Action{"provision": actA}, reconciler.Options{Replica: "a", Workers: 1, LeaseTTL: time.Minute}, e.log)
 	var lost atomic.Int32
@@ -176,7 +177,7 @@ func TestSessionKilledReplicaNeverCommits(t *testing.T) {
 	wg.Add(2)
 	go func() { defer wg.Done(); _ = a.Run(actx) }()
 	go func() { defer wg.Done(); liveA.Run(actx) }()
-	defer func() { stopA(); wg.Wait() }()
+	defer func() { openA.Do(func() { close(actA.gate) }); stopA(); wg.Wait() }()
 	select {
 	case <-actA.started:
 	case <-time.After(20 * time.Second):
@@ -200,7 +201,7 @@ func TestSessionKilledReplicaNeverCommits(t *testing.T) {
 	e.waitPhase("Ready", 1, "prod/a")
 	t.Logf("B made prod/a Ready %s after A's session was killed", time.Since(killed).Round(time.Millisecond))
 	// A's plugin finishes its call now, late: its result must not commit.
-	close(actA.gate)
+	openA.Do(func() { close(actA.gate) })
 	e.eventually(10*time.Second, "A's call returned", func() (bool, string) { return actA.running.Load() == 0, "" })
 	e.eventually(10*time.Second, "A back with a new session", func() (bool, string) {
 		var key *int32

@@ -25,7 +25,6 @@ func TestClaimSize(t *testing.T) {
 		{"long calls: queued items count against idle", 16, 10, 6, time.Second, 0},
 		{"one worker, short calls", 1, 0, 0, ms, 2},
 		{"one worker, busy, short calls: prefetch one", 1, 1, 0, ms, 1},
-		{"no history yet counts as short", 4, 0, 0, 0, 8},
 		{"at the threshold counts as long", 4, 0, 0, prefetchBelow, 4},
 	}
 	for _, c := range cases {

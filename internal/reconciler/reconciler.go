@@ -83,8 +83,11 @@ func New(st *store.Store, acts map[string]actions.Action, opts Options, logger *
 	if opts.Scrub == nil {
 		opts.Scrub = func(s string) string { return s }
 	}
-	return &Reconciler{opts: opts, store: st, actions: acts, log: logger,
+	r := &Reconciler{opts: opts, store: st, actions: acts, log: logger,
 		wake: make(chan struct{}, 1), completions: make(chan pending, 4*maxBatch), inflight: map[string]*call{}}
+	// Until calls were seen, they count as long: no claim runs ahead of the workers.
+	r.callAvg.Store(int64(prefetchBelow))
+	return r
 }
 
 // Wake makes the claimer look for work at once. The owner of the replica's LISTEN connection
