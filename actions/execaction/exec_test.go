@@ -24,8 +24,13 @@ import (
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	actiontest.Run(t, actiontest.Suite{
-		Factory: execaction.New,
+	actiontest.Run(t, conformanceSuite(t, execaction.New))
+}
+
+// conformanceSuite runs record.sh and slow.sh, instances built by factory.
+func conformanceSuite(t *testing.T, factory actions.Factory) actiontest.Suite {
+	return actiontest.Suite{
+		Factory: factory,
 		Config: mustJSON(t, config{
 			Command: []string{"./testdata/record.sh"},
 			Env:     map[string]string{"REPLY_JSON": `{"outputs": {"id": "db-1"}, "state": {"n": 1}}`},
@@ -34,7 +39,7 @@ func TestConformance(t *testing.T) {
 		SlowConfig: mustJSON(t, config{Command: []string{"./testdata/slow.sh"}, LockDir: t.TempDir()}),
 		With:       json.RawMessage(`{"tier": "gold"}`),
 		Env:        actions.Env{Name: "conformance", BaseDir: "."},
-	})
+	}
 }
 
 // config mirrors the exec config, so that tests write it as Go values.

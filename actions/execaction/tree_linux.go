@@ -40,7 +40,7 @@ func probe() (*pidNamespace, error) {
 	if err != nil {
 		path = "/bin/true"
 	}
-	var errs []error
+	var errs error // one line: serve logs it
 	candidates := []*pidNamespace{{userNS: true}}
 	if os.Geteuid() == 0 {
 		// Root in a container may lack CAP_SYS_ADMIN: then a user namespace may still work.
@@ -55,12 +55,16 @@ func probe() (*pidNamespace, error) {
 			if ns.userNS {
 				what += " in a new user namespace"
 			}
-			errs = append(errs, fmt.Errorf("run %s in a %s: %w", path, what, err))
+			err = fmt.Errorf("run %s in a %s: %w", path, what, err)
+			if errs != nil {
+				err = fmt.Errorf("%w; %w", errs, err)
+			}
+			errs = err
 			continue
 		}
 		return ns, nil
 	}
-	return nil, errors.Join(errs...)
+	return nil, errs
 }
 
 // apply makes cmd, already set up by ownProcessGroup, the init of a new PID namespace.

@@ -39,17 +39,7 @@ func processGroupFactory(raw json.RawMessage, env actions.Env) (actions.Action, 
 // The fallback mode still behaves as every action must.
 func TestConformanceProcessGroup(t *testing.T) {
 	t.Parallel()
-	actiontest.Run(t, actiontest.Suite{
-		Factory: processGroupFactory,
-		Config: mustJSON(t, config{
-			Command: []string{"./testdata/record.sh"},
-			Env:     map[string]string{"REPLY_JSON": `{"outputs": {"id": "db-1"}, "state": {"n": 1}}`},
-			LockDir: t.TempDir(),
-		}),
-		SlowConfig: mustJSON(t, config{Command: []string{"./testdata/slow.sh"}, LockDir: t.TempDir()}),
-		With:       json.RawMessage(`{"tier": "gold"}`),
-		Env:        actions.Env{Name: "conformance", BaseDir: "."},
-	})
+	actiontest.Run(t, conformanceSuite(t, processGroupFactory))
 }
 
 // treePIDs reads the pids tree.sh wrote to dir.

@@ -9,6 +9,7 @@ package e2e
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -137,7 +138,7 @@ func TestExecTreeDiesWithTrueup(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	lastGone := killedAt.Add(slices.Max(mapValues(gone)))
+	lastGone := killedAt.Add(slices.Max(slices.Collect(maps.Values(gone))))
 	t.Logf("after kill -9 of trueup: gone after %v", gone)
 	select {
 	case <-first.done:
@@ -170,12 +171,4 @@ func TestExecTreeDiesWithTrueup(t *testing.T) {
 	}
 	t.Logf("rerun started %s after the last process of the killed run was gone",
 		time.Duration(reruns[0].start-lastGone.UnixNano()).Round(time.Millisecond))
-}
-
-func mapValues[K comparable, V any](m map[K]V) []V {
-	out := make([]V, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
-	}
-	return out
 }
