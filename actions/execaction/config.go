@@ -37,6 +37,7 @@ type config struct {
 	Timeout string            `json:"timeout"`
 	Env     map[string]string `json:"env"`
 	Dir     string            `json:"dir"`
+	LockDir string            `json:"lockDir"`
 }
 
 // settings is a validated config with paths resolved.
@@ -44,6 +45,7 @@ type settings struct {
 	path    string // absolute, or a bare name looked up in PATH
 	args    []string
 	dir     string
+	lockDir string // absolute
 	timeout time.Duration
 	env     []string // "K=V", sorted by key
 	secrets []string // values of secret-named env variables, to redact; longest first
@@ -77,6 +79,17 @@ func parseConfig(raw json.RawMessage, baseDir string) (settings, error) {
 		return settings{}, fmt.Errorf("config: dir: %w", err)
 	}
 	s.dir = abs
+
+	s.lockDir = defaultLockDir()
+	if c.LockDir != "" {
+		dir := c.LockDir
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(baseDir, dir)
+		}
+		if s.lockDir, err = filepath.Abs(dir); err != nil {
+			return settings{}, fmt.Errorf("config: lockDir: %w", err)
+		}
+	}
 
 	s.timeout = defaultTimeout
 	if c.Timeout != "" {

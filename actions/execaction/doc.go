@@ -4,7 +4,8 @@
 //
 // # Config
 //
-//	{"command": ["./scripts/provision.sh", "arg"], "timeout": "5m", "env": {"K": "V"}, "dir": "."}
+//	{"command": ["./scripts/provision.sh", "arg"], "timeout": "5m", "env": {"K": "V"}, "dir": ".",
+//	 "lockDir": "/var/lib/trueup/exec-locks"}
 //
 // command is required. A relative command path that contains a slash is resolved against
 // the folder of the controller config (actions.Env.BaseDir); a bare name is looked up in
@@ -17,7 +18,9 @@
 // PRIVATE) is redacted as *** from the command's stderr and messages (values shorter than 6
 // bytes excepted: they would match ordinary words); other values (DEMO_DIR, REGION) are
 // settings, which messages may quote. Whatever its name, a value that came from a ${VAR} is
-// scrubbed from messages by the controller. Unknown fields are errors.
+// scrubbed from messages by the controller. lockDir holds the resource locks (below),
+// relative to BaseDir; it defaults to trueup-exec-locks-UID in the temp folder, is created
+// 0700, and must not be writable by others. Unknown fields are errors.
 //
 // # Protocol trueup.dev/exec/v1
 //
@@ -32,8 +35,19 @@
 //	 "state": …}                    // what the previous reply put in "state", null at first
 //
 // and its environment adds TRUEUP_OPERATION, TRUEUP_KIND, TRUEUP_NAMESPACE, TRUEUP_NAME,
-// TRUEUP_GENERATION and TRUEUP_REVISION to the controller's environment (without its own
-// TRUEUP_ variables) and the config env (config env keys may not start with TRUEUP_).
+// TRUEUP_GENERATION, TRUEUP_REVISION and (on Unix) TRUEUP_LOCK_FD to the controller's
+// environment (without its own TRUEUP_ variables) and the config env (config env keys may not
+// start with TRUEUP_).
+//
+// File descriptors 0, 1 and 2 are the request, the reply and the log. On Unix, descriptor 3
+// (TRUEUP_LOCK_FD) holds the resource's lock: an exclusive flock on a file of lockDir named
+// after the resource's UID, whatever the operation. Commands need not touch it; every process
+// that inherits it keeps the lock held while it lives, so that a call for the same resource —
+// from a restarted trueup, say — waits up to 3s for a previous run to end and then fails with
+// "a previous run of this action for NAMESPACE/KIND/NAME is still running", retried with
+// backoff: two runs for one resource never overlap. A command that closes descriptor 3, or
+// starts programs that close inherited descriptors (Python's subprocess does), drops the lock
+// for those processes; trueup's own copy still holds it until the call returns.
 //
 // The command prints at most one JSON object on stdout (logs go to stderr):
 //
@@ -58,10 +72,27 @@
 // in sysexits.h) is terminal: the command says it cannot succeed until the spec changes, so
 // the resource is Stalled instead of retried.
 //
-// The command runs in its own process group. When the call times out or its context is
+// # Descendants
+//
+// On Linux the command is the init (PID 1) of a PID namespace of its own (inside a user
+// namespace that maps trueup's uid and gid onto themselves when trueup is not root), and dies
+// with trueup (parent-death signal). When it exits or dies, the kernel kills every process in
+// its namespace, double-forked and setsid'd ones included: nothing a command started outlives
+// the command, nor trueup, however trueup dies (kill -9, out of memory). A command therefore
+// cannot leave a daemon behind. Inside, $$ and $! are the namespace's numbers (the command is
+// 1); /proc is the host's, where /proc/self has the host's. In a user namespace, files of
+// users other than trueup's show as owned by nobody, and set-user-ID programs owned by them
+// (sudo) run without their privileges. Whether this works is probed once
+// per process (TreeKill); where it does not (no user namespaces for a non-root trueup, a
+// seccomp filter), `trueup serve` says so once at start-up and commands run as below only,
+// where descendants that left the process group may outlive trueup, and the resource lock
+// keeps the next run from starting next to them.
+//
+// The command also leads its own process group. When the call times out or its context is
 // cancelled, the whole group gets SIGTERM, then SIGKILL once the command has exited or 2s
 // have passed, so that children the command started die with it (a command whose children
-// need time to clean up traps SIGTERM and waits for them). Processes still in the group when
-// the command exits are killed as well; a command that needs a daemon must detach it
-// (setsid). A call waits at most 2s for a leftover process to close stdout and stderr.
+// need time to clean up traps SIGTERM and waits for them). As PID 1, a command that has no
+// SIGTERM handler would not die of that SIGTERM: it is killed at once instead, as it would
+// have died. Processes still in the group when the command exits are killed as well. A call
+// waits at most 2s for a leftover process to close stdout and stderr.
 package execaction

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,6 +36,9 @@ type Action struct {
 	logger *slog.Logger
 
 	calls actions.Calls // calls in flight, for Close
+	// ns, when not nil, makes every command the init of a PID namespace of its own;
+	// otherwise descendants are contained by the command's process group only.
+	ns *pidNamespace
 }
 
 // New is the actions.Factory of the exec kind. It decodes and checks the config without
@@ -48,9 +52,11 @@ func New(raw json.RawMessage, env actions.Env) (actions.Action, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	ns, _ := probePIDNamespace() // the reason it is unavailable is logged once, by serve
 	return &Action{
 		settings: s,
 		logger:   logger.With("action", env.Name, "command", s.path),
+		ns:       ns,
 	}, nil
 }
 
@@ -135,6 +141,16 @@ func (a *Action) run(ctx context.Context, op string, req actions.Request) (reply
 	if err != nil {
 		return reply{}, fmt.Errorf("encode request: %w", err)
 	}
+	// Taken before the timeout starts: the wait for a previous run is bounded on its own.
+	lock, err := lockResource(ctx, a.lockDir, req.Resource)
+	if err != nil {
+		return reply{}, err
+	}
+	if lock != nil {
+		// Closed when the call ends, not after Start: the lock then does not depend on the
+		// command keeping lockFD open while trueup waits for it.
+		defer lock.Close()
+	}
 	ctx, cancel := context.WithTimeoutCause(ctx, a.timeout, &timeoutError{a.timeout})
 	defer cancel()
 
@@ -143,18 +159,25 @@ func (a *Action) run(ctx context.Context, op string, req actions.Request) (reply
 	env := inheritedEnv(cmd.Environ())
 	env = append(env, a.env...)
 	cmd.Env = append(env, protocolEnv(op, req.Resource)...)
+	if lock != nil {
+		cmd.ExtraFiles = []*os.File{lock} // lockFD
+		cmd.Env = append(cmd.Env, "TRUEUP_LOCK_FD="+strconv.Itoa(lockFD))
+	}
 	cmd.Stdin = bytes.NewReader(stdin)
 	stdout := &capWriter{max: maxStdout}
 	stderr := &tailWriter{keep: stderrTail + a.longestSecret()}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = waitDelay
 	ownProcessGroup(cmd)
+	if a.ns != nil {
+		a.ns.apply(cmd)
+	}
 
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return reply{}, fmt.Errorf("start command: %w", err)
 	}
-	stopWatch := watch(ctx, cmd.Process)
+	stopWatch := watch(ctx, cmd.Process, a.ns != nil)
 	waitErr := cmd.Wait()
 	interrupted := stopWatch()
 	// Whatever the command left running in its group goes with it.
@@ -225,12 +248,14 @@ func (a *Action) longestSecret() int {
 // as soon as stop is called (the command has exited and its output is closed), whichever
 // comes first. Children that outlive the command get only the grace the command gave them;
 // a command that wants its children to clean up waits for them. stop ends the watch and
-// reports whether the group was signalled.
+// reports whether the group was signalled. When p is the init of its own PID namespace
+// (init), a p without a SIGTERM handler is killed right after the SIGTERM, since as PID 1 it
+// would not die of it; its SIGKILL takes the whole namespace with it.
 //
 // Ending the grace on the command's exit, rather than on the whole group's, keeps calls
 // prompt where orphans are never reaped (a container whose PID 1 is not an init): their
 // zombies would keep the group alive.
-func watch(ctx context.Context, p *os.Process) (stop func() bool) {
+func watch(ctx context.Context, p *os.Process, init bool) (stop func() bool) {
 	exited := make(chan struct{})
 	finished := make(chan struct{})
 	var signalled bool
@@ -243,6 +268,9 @@ func watch(ctx context.Context, p *os.Process) (stop func() bool) {
 		}
 		signalled = true
 		terminateGroup(p)
+		if init {
+			termInit(p)
+		}
 		grace := time.NewTimer(killGrace)
 		defer grace.Stop()
 		select {

@@ -24,16 +24,22 @@ import (
 
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	actiontest.Run(t, actiontest.Suite{
-		Factory: execaction.New,
+	actiontest.Run(t, conformanceSuite(t, execaction.New))
+}
+
+// conformanceSuite runs record.sh and slow.sh, instances built by factory.
+func conformanceSuite(t *testing.T, factory actions.Factory) actiontest.Suite {
+	return actiontest.Suite{
+		Factory: factory,
 		Config: mustJSON(t, config{
 			Command: []string{"./testdata/record.sh"},
 			Env:     map[string]string{"REPLY_JSON": `{"outputs": {"id": "db-1"}, "state": {"n": 1}}`},
+			LockDir: t.TempDir(),
 		}),
-		SlowConfig: mustJSON(t, config{Command: []string{"./testdata/slow.sh"}}),
+		SlowConfig: mustJSON(t, config{Command: []string{"./testdata/slow.sh"}, LockDir: t.TempDir()}),
 		With:       json.RawMessage(`{"tier": "gold"}`),
 		Env:        actions.Env{Name: "conformance", BaseDir: "."},
-	})
+	}
 }
 
 // config mirrors the exec config, so that tests write it as Go values.
@@ -42,6 +48,7 @@ type config struct {
 	Timeout string            `json:"timeout,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
 	Dir     string            `json:"dir,omitempty"`
+	LockDir string            `json:"lockDir,omitempty"`
 }
 
 func mustJSON(t *testing.T, v any) json.RawMessage {
@@ -73,8 +80,12 @@ func setup(t *testing.T, cfg config) fixture {
 	return fixture{action: build(t, cfg, "."), out: out}
 }
 
+// build makes an instance; its resource locks are the test's own (tests share resource UIDs).
 func build(t *testing.T, cfg config, baseDir string) actions.Action {
 	t.Helper()
+	if cfg.LockDir == "" {
+		cfg.LockDir = t.TempDir()
+	}
 	a, err := execaction.New(mustJSON(t, cfg), actions.Env{Name: "test", BaseDir: baseDir})
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -632,7 +643,7 @@ func TestTrueupEnvNotInherited(t *testing.T) {
 			trueup = append(trueup, kv[:strings.Index(kv, "=")])
 		}
 	}
-	want := []string{"TRUEUP_GENERATION", "TRUEUP_KIND", "TRUEUP_NAME", "TRUEUP_NAMESPACE", "TRUEUP_OPERATION", "TRUEUP_REVISION"}
+	want := []string{"TRUEUP_GENERATION", "TRUEUP_KIND", "TRUEUP_LOCK_FD", "TRUEUP_NAME", "TRUEUP_NAMESPACE", "TRUEUP_OPERATION", "TRUEUP_REVISION"}
 	slices.Sort(trueup)
 	if !slices.Equal(trueup, want) {
 		t.Errorf("TRUEUP_ variables %v; want only the protocol's %v", trueup, want)
@@ -702,6 +713,7 @@ func TestCloseCancelsCalls(t *testing.T) {
 	a, err := execaction.New(mustJSON(t, config{
 		Command: []string{"./testdata/slow.sh"},
 		Env:     map[string]string{"PID_FILE": pidFile},
+		LockDir: t.TempDir(),
 	}), actions.Env{BaseDir: "."})
 	if err != nil {
 		t.Fatal(err)

@@ -152,6 +152,7 @@ func newSource(cfg *config.Config, s config.Source, logger *slog.Logger) (source
 // newActions instantiates every configured action; on error the ones built are closed.
 func newActions(cfg *config.Config, reg *actions.Registry, logger *slog.Logger) (map[string]actions.Action, error) {
 	out := map[string]actions.Action{}
+	hasExec := false
 	for _, a := range cfg.Actions {
 		act, err := reg.New(a.Type, a.Config, actions.Env{Name: a.Name, BaseDir: cfg.BaseDir, Logger: logger.With("action", a.Name)})
 		if err != nil {
@@ -159,6 +160,14 @@ func newActions(cfg *config.Config, reg *actions.Registry, logger *slog.Logger) 
 			return nil, err
 		}
 		out[a.Name] = act
+		hasExec = hasExec || a.Type == "exec"
+	}
+	if !hasExec {
+		return out, nil
+	}
+	// Said once at start-up, so that operators know when a kill -9 can leave work behind.
+	if mode, err := execaction.TreeKill(); err != nil {
+		logger.Warn("exec commands' descendants may outlive trueup if it is killed", "mode", mode, "reason", err)
 	}
 	return out, nil
 }

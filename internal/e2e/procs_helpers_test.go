@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,13 +48,20 @@ var procBin struct {
 	err  error
 }
 
-// procBinary builds ./cmd/trueup once per test process. The binary lives at a fixed path
-// under the temp folder (replaced by every run, so runs do not pile binaries up); the build
-// cache makes the rebuild cheap.
+// procBinary builds ./cmd/trueup once per test process. The binary lives at a fixed path per
+// checkout under the temp folder (replaced by every run, so runs do not pile binaries up);
+// the build cache makes the rebuild cheap.
 func procBinary(t *testing.T) string {
 	t.Helper()
 	procBin.once.Do(func() {
-		dir := filepath.Join(os.TempDir(), fmt.Sprintf("trueup-e2e-procs-%d", os.Getuid()))
+		// Per checkout: worktrees tested side by side must not run each other's binary.
+		root, err := filepath.Abs("../..")
+		if err != nil {
+			procBin.err = err
+			return
+		}
+		sum := sha256.Sum256([]byte(root))
+		dir := filepath.Join(os.TempDir(), fmt.Sprintf("trueup-e2e-procs-%d-%x", os.Getuid(), sum[:4]))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			procBin.err = err
 			return
@@ -84,6 +92,7 @@ type procWorld struct {
 	repo     string
 	dbURL    string
 	sleep    string
+	script   string // the exec action's command, relative to the package; testdata/action.sh when empty
 	mark     string // prefix of every replica's procMarkVar value in this test
 	replicas []*procReplica
 	client   *http.Client
@@ -160,7 +169,11 @@ func (w *procWorld) start(n int) {
 func (w *procWorld) startOne() *procReplica {
 	w.t.Helper()
 	idx := len(w.replicas) + 1
-	script, err := filepath.Abs("testdata/action.sh")
+	script := w.script
+	if script == "" {
+		script = "testdata/action.sh"
+	}
+	script, err := filepath.Abs(script)
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Test command: blocks on a child process until killed; writes the child's pid to $PID_FILE.
 sleep 1000 &
-if [[ -n ${PID_FILE:-} ]]; then echo $! >"$PID_FILE"; fi
+# $! numbers the child in the PID namespace of the command; /proc is the host's and has its
+# host pid (read fails at the end of that file, which has no newline: hence || :).
+if [[ -n ${PID_FILE:-} ]]; then { read -r pid _ || :; } </proc/thread-self/children; echo "$pid" >"$PID_FILE"; fi
 wait

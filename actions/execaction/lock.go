@@ -1,0 +1,54 @@
+package execaction
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+
+	"github.com/trueup-dev/trueup/actions"
+)
+
+// The resource lock: one file per resource, flock'ed by the call that runs its command and
+// handed to the command as lockFD, so that it stays locked while any process that inherited
+// it lives, trueup included. After a restart, a call for a resource whose previous command
+// (or one of its descendants) still runs cannot take the lock, waits lockWait and fails with
+// an ordinary error: retried with backoff, never run next to the old one.
+const (
+	// lockFD is the command's file descriptor of the lock (the first of cmd.ExtraFiles).
+	lockFD = 3
+	// lockWait is how long a call waits for a lock held by a previous run.
+	lockWait = 3 * time.Second
+	// lockPoll is how often a waiting call tries again (flock has no timeout).
+	lockPoll = 50 * time.Millisecond
+)
+
+// defaultLockDir is the lock folder when the config names none: per user, so that two
+// users' controllers on one machine do not fight over one folder in /tmp.
+func defaultLockDir() string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("trueup-exec-locks-%d", os.Geteuid()))
+}
+
+// plainKey is a UID that is safe, and readable, as a file name.
+var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$`)
+
+// lockName is the lock file of r: named after its UID (operation-independent: a delete
+// waits for a reconcile), or a digest of its identity when it has none or an odd one.
+func lockName(r actions.Resource) string {
+	if plainKey.MatchString(r.UID) {
+		return "uid-" + r.UID + ".lock"
+	}
+	key := "uid:" + r.UID
+	if r.UID == "" {
+		key = "name:" + resourceID(r)
+	}
+	sum := sha256.Sum256([]byte(key))
+	return "sha256-" + hex.EncodeToString(sum[:16]) + ".lock"
+}
+
+func resourceID(r actions.Resource) string {
+	return r.Namespace + "/" + r.Kind + "/" + r.Name
+}

@@ -1,0 +1,13 @@
+//go:build !unix
+
+package execaction
+
+import (
+	"context"
+	"os"
+
+	"github.com/trueup-dev/trueup/actions"
+)
+
+// lockResource has no flock to use outside Unix: no lock, no lockFD.
+func lockResource(context.Context, string, actions.Resource) (*os.File, error) { return nil, nil }

@@ -1,0 +1,75 @@
+//go:build unix
+
+package execaction
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/trueup-dev/trueup/actions"
+)
+
+// lockResource takes r's lock in dir, waiting at most lockWait for a previous run to end.
+// The caller passes the file to the command and closes its own copy when the call ends.
+func lockResource(ctx context.Context, dir string, r actions.Resource) (*os.File, error) {
+	if err := ensureLockDir(dir); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, lockName(r))
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock: %w", err)
+	}
+	deadline := time.NewTimer(lockWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(lockPoll)
+	defer tick.Stop()
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		switch {
+		case err == nil:
+			return f, nil
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case !errors.Is(err, syscall.EWOULDBLOCK):
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, context.Cause(ctx)
+		case <-deadline.C:
+			f.Close()
+			return nil, fmt.Errorf("a previous run of this action for %s is still running (it holds %s)", resourceID(r), path)
+		case <-tick.C:
+		}
+	}
+}
+
+// ensureLockDir creates dir (0700) and refuses one that others could write to: whoever can
+// replace a lock file can make two runs overlap.
+func ensureLockDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("lock dir: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("lock dir: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.IsDir():
+		return fmt.Errorf("lock dir %s: not a directory", dir)
+	case ok && int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("lock dir %s: owned by uid %d, not by this process (uid %d)", dir, st.Uid, os.Geteuid())
+	case fi.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("lock dir %s: mode %04o lets others write to it", dir, fi.Mode().Perm())
+	}
+	return nil
+}
