@@ -74,7 +74,7 @@ func resultClass(result string) string {
 	switch result {
 	case "Succeeded", "InSync":
 		return "ok"
-	case "Failed", "Stalled":
+	case "Failed", "Stalled", "Interrupted":
 		return "bad"
 	case "InProgress", "Drifted":
 		return "progress"
