@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -25,7 +27,7 @@ func (b *bench) failoverFigures(ctx context.Context) error {
 		return err
 	}
 	repo := filepath.Join(b.dir, "repo-failover")
-	if err := writeFiles(repo, widgets(40, 20, 0)); err != nil {
+	if err := writeFiles(repo, widgets(12, 6, 0)); err != nil {
 		return err
 	}
 	st, dbURL, err := b.freshStore(ctx, 2)
@@ -34,8 +36,10 @@ func (b *bench) failoverFigures(ctx context.Context) error {
 	}
 	defer st.Close()
 	cfg := filepath.Join(b.dir, "failover.yaml")
-	// Every call takes 300 ms and Ready resources are resynced every second (the exec
-	// command also answers observe with drift), so replicas always have calls in flight.
+	// Every call takes 300 ms and Ready resources are resynced every 2 s (the exec command
+	// also answers observe with drift), so replicas always have calls in flight; 12 resources
+	// and the default 16 workers leave the survivor room for all of them: the figure is the
+	// takeover, not a queue.
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`sources:
   - name: bench
     dir: {path: %s}
@@ -44,7 +48,7 @@ actions:
     type: exec
     config:
       command: [sh, -c, 'cat >/dev/null; sleep 0.3; echo "{\"done\": true}"']
-reconcile: {workers: 8, resyncInterval: 1s}
+reconcile: {resyncInterval: 2s}
 log: {level: warn}
 `, repo)), 0o644); err != nil {
 		return err
@@ -59,6 +63,9 @@ log: {level: warn}
 		ln.Close()
 		cmd := exec.Command(bin, "serve", "--config", cfg, "--listen", addr, "--data-dir", filepath.Join(b.dir, "failover-data"))
 		cmd.Env = append(os.Environ(), "TRUEUP_DATABASE_URL="+dbURL)
+		if lf, err := os.Create(filepath.Join(b.dir, fmt.Sprintf("failover-%d.log", len(procs)))); err == nil {
+			cmd.Stdout, cmd.Stderr = lf, lf
+		}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		if err := cmd.Start(); err != nil {
 			return nil, err
@@ -80,7 +87,7 @@ log: {level: warn}
 		}
 		byPID[c.Process.Pid] = c
 	}
-	if err := waitReady(ctx, st, 40, 2*time.Minute); err != nil {
+	if err := waitReady(ctx, st, 12, 2*time.Minute); err != nil {
 		return err
 	}
 	measure := func(sig syscall.Signal) (time.Duration, error) {
@@ -106,16 +113,27 @@ log: {level: warn}
 		if err := syscall.Kill(pid, sig); err != nil {
 			return 0, err
 		}
+		var leaseAt time.Duration
 		for time.Since(t0) < 30*time.Second {
 			var done bool
+			if leaseAt == 0 {
+				var held bool
+				_ = st.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM leases WHERE name = 'source:bench' AND holder <> $1 AND expires_at > now())`, victim).Scan(&held)
+				if held {
+					leaseAt = time.Since(t0)
+				}
+			}
 			err := st.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM leases WHERE name = 'source:bench' AND holder <> $1 AND expires_at > now())
-				AND NOT EXISTS (SELECT 1 FROM resources WHERE id = ANY($2) AND (lease_owner IS NULL OR lease_owner = $1))`,
-				victim, inflight).Scan(&done)
+				AND NOT EXISTS (SELECT 1 FROM resources WHERE id = ANY($2) AND (claimed_at IS NULL OR claimed_at < $3 OR lease_owner = $1))`,
+				victim, inflight, t0).Scan(&done)
 			if err != nil {
 				return 0, err
 			}
 			if done {
 				took := time.Since(t0)
+				if os.Getenv("TRUEUP_BENCH_DEBUG") != "" {
+					fmt.Fprintf(os.Stderr, "  %s: lease %s, work %s (%d in flight)\n", sig, leaseAt.Round(time.Millisecond), took.Round(time.Millisecond), len(inflight))
+				}
 				delete(byPID, pid)
 				c, err := start()
 				if err != nil {
@@ -126,7 +144,11 @@ log: {level: warn}
 			}
 			time.Sleep(2 * time.Millisecond)
 		}
-		return 0, fmt.Errorf("no takeover within 30 s of signal %s to %s", sig, victim)
+		var state string
+		_ = st.Pool().QueryRow(ctx, `SELECT (SELECT string_agg(holder || ' ' || (expires_at > now())::text, ',') FROM leases WHERE name = 'source:bench')
+			|| ' | ' || (SELECT string_agg(name || '=' || COALESCE(lease_owner, '-') || '@' || phase, ',') FROM resources WHERE id = ANY($1))
+			|| ' | ' || (SELECT string_agg(name || ':' || COALESCE(liveness_key::text, '-'), ',') FROM replicas)`, inflight).Scan(&state)
+		return 0, fmt.Errorf("no takeover within 30 s of signal %s to %s: %s", sig, victim, state)
 	}
 	for _, k := range []struct {
 		name, target string
@@ -142,7 +164,10 @@ log: {level: warn}
 			d = append(d, took)
 		}
 		fmt.Fprintf(os.Stderr, "%s: %s\n", k.name, fmtDurations(d))
-		record(k.name, ms(percentile(d, 0.99)), "ms", k.target, atMost(ms(k.limit)))
+		// Nearest rank: over 20 rounds the p99 is the slowest one.
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		p99 := d[int(math.Ceil(0.99*float64(len(d))))-1]
+		record(k.name, ms(p99), "ms", k.target, atMost(ms(k.limit)))
 	}
 	return nil
 }

@@ -57,7 +57,9 @@ func run(ctx context.Context, only string, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	if os.Getenv("TRUEUP_BENCH_KEEP") == "" {
+		defer os.RemoveAll(dir)
+	}
 	cluster, err := pgembed.Start(ctx, pgembed.Options{Dir: filepath.Join(dir, "pg"), Logger: log, Fast: true})
 	if err != nil {
 		return err

@@ -1,7 +1,7 @@
 // Package liveness detects dead replicas from PostgreSQL itself (DESIGN §7, failover). Each
 // replica holds a session-level advisory lock on a dedicated connection for its lifetime; the
 // moment PostgreSQL ends that session (the process died, its connection was killed) the lock
-// is free, and every peer sees it in pg_locks within one poll (200 ms by default). The first
+// is free, and every peer sees it in pg_locks within one poll (100 ms by default). The first
 // peer to see it releases the dead replica's source and maintenance leases and its leased
 // resources (attempts recorded as Interrupted), and tells every replica to take them at once.
 //
@@ -25,7 +25,7 @@ import (
 // Options configure a replica's liveness.
 type Options struct {
 	Replica store.Replica
-	// Interval is how often peers are checked (default 200ms).
+	// Interval is how often peers are checked (default 100ms).
 	Interval time.Duration
 	// OnLost is called when this replica's own session ended: stop everything in flight.
 	OnLost func(err error)
@@ -50,7 +50,7 @@ type Liveness struct {
 // New returns the component; call Start, then Run.
 func New(st *store.Store, opts Options, logger *slog.Logger) *Liveness {
 	if opts.Interval <= 0 {
-		opts.Interval = 200 * time.Millisecond
+		opts.Interval = 100 * time.Millisecond
 	}
 	for _, f := range []*func(){&opts.OnRegained, &opts.OnReleased} {
 		if *f == nil {

@@ -13,18 +13,22 @@ func TestClaimSize(t *testing.T) {
 		avg                   time.Duration
 		want                  int
 	}{
-		{"short calls, all idle: fill workers and queue", 16, 0, 0, ms, 32},
-		{"short calls, half busy, nothing queued", 16, 8, 0, ms, 24},
-		{"short calls, all busy, queue full", 16, 16, 16, ms, 0},
-		{"short calls, all busy, a few queued: wait for a larger claim", 16, 16, 10, ms, 0},
-		{"short calls, all busy, half the queue free: claim", 16, 16, 8, ms, 8},
-		{"short calls, queued items cover the idle worker", 16, 15, 12, ms, 0},
-		{"short calls, one idle worker: claim for it and the queue", 16, 15, 0, ms, 17},
+		{"short calls, all idle: fill workers and queue", 16, 0, 0, 10 * ms, 32},
+		{"short calls, half busy, nothing queued", 16, 8, 0, 10 * ms, 24},
+		{"short calls, all busy, queue full", 16, 16, 16, 10 * ms, 0},
+		{"short calls, all busy, a few queued: wait for a larger claim", 16, 16, 10, 10 * ms, 0},
+		{"short calls, all busy, half the queue free: claim", 16, 16, 8, 10 * ms, 8},
+		{"short calls, queued items cover the idle worker", 16, 15, 12, 10 * ms, 0},
+		{"short calls, one idle worker: claim for it and the queue", 16, 15, 0, 10 * ms, 17},
+		{"tiny calls: claim up to maxOutstanding", 16, 0, 0, 100 * time.Microsecond, maxOutstanding},
+		{"tiny calls, many queued", 16, 16, 200, 100 * time.Microsecond, maxOutstanding - 216},
+		{"tiny calls, queue nearly full: wait", 16, 16, maxOutstanding - 20, 100 * time.Microsecond, 0},
+		{"tiny calls, more workers than maxOutstanding/2", 200, 0, 0, 100 * time.Microsecond, 400},
 		{"long calls: only idle workers", 16, 10, 0, time.Second, 6},
 		{"long calls: none idle", 16, 16, 0, time.Second, 0},
 		{"long calls: queued items count against idle", 16, 10, 6, time.Second, 0},
-		{"one worker, short calls", 1, 0, 0, ms, 2},
-		{"one worker, busy, short calls: prefetch one", 1, 1, 0, ms, 1},
+		{"one worker, short calls", 1, 0, 0, 10 * ms, 2},
+		{"one worker, busy, short calls: prefetch one", 1, 1, 0, 10 * ms, 1},
 		{"at the threshold counts as long", 4, 0, 0, prefetchBelow, 4},
 	}
 	for _, c := range cases {

@@ -144,7 +144,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 
 	// The queue holds claimed items waiting for a worker: when calls are short, claims take
 	// more than the idle workers so that workers never wait for the next claim.
-	queue := make(chan store.Claimed, 2*r.opts.Workers)
+	queue := make(chan store.Claimed, max(2*r.opts.Workers, maxOutstanding))
 	writerDone := make(chan struct{})
 	go func() { defer close(writerDone); r.writeLoop(r.completions) }()
 	var workers sync.WaitGroup
@@ -191,23 +191,35 @@ func (r *Reconciler) start(c store.Claimed) bool {
 
 // claimSize is how many items to claim now: enough to keep every worker busy until the next
 // claim. When calls are short (under prefetchBelow on average), a claim may fill the queue
-// too, up to twice the workers in all, and waits until at least half the workers' worth is
-// free so that claims stay large; when calls are long, only idle workers get items, so that
-// other replicas can take the rest.
+// too, up to twice the workers in all — and, when calls take almost nothing (under
+// burstBelow: noop, or a plugin answering from a cache), up to maxOutstanding, since then the
+// claim's commit is the bottleneck and items never wait long — and it waits until at least
+// half the workers' worth is free so that claims stay large. When calls are long, only idle
+// workers get items, so that other replicas can take the rest.
 func claimSize(workers, busy, queued int, avgCall time.Duration) int {
 	idle := workers - busy - queued
 	if avgCall >= prefetchBelow {
 		return max(idle, 0)
 	}
-	free := 2*workers - busy - queued
+	target := 2 * workers
+	if avgCall < burstBelow {
+		target = max(target, maxOutstanding)
+	}
+	free := target - busy - queued
 	if idle <= 0 && free < max(workers/2, 1) {
 		return 0
 	}
 	return max(free, 0)
 }
 
-// prefetchBelow: calls shorter than this on average let claims run ahead of the workers.
-const prefetchBelow = 50 * time.Millisecond
+const (
+	// prefetchBelow: calls shorter than this on average let claims run ahead of the workers.
+	prefetchBelow = 50 * time.Millisecond
+	// burstBelow: calls shorter than this let claims take up to maxOutstanding items.
+	burstBelow = 2 * time.Millisecond
+	// maxOutstanding bounds items claimed and not yet written, per replica.
+	maxOutstanding = maxBatch
+)
 
 // claimLoop claims as many items as claimSize says and queues them for the workers.
 func (r *Reconciler) claimLoop(ctx context.Context, queue chan store.Claimed) {
