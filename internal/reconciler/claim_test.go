@@ -39,3 +39,33 @@ func TestClaimSize(t *testing.T) {
 		})
 	}
 }
+
+func TestConfirmLost(t *testing.T) {
+	running, queued, writing := &call{cancel: func(error) {}}, &call{}, &call{writing: true}
+	inflight := map[string]*call{"run": running, "queue": queued, "write": writing}
+	cases := []struct {
+		name string
+		lost []string
+		want []*call
+	}{
+		{"nothing missing", nil, nil},
+		{"a running call lost", []string{"run"}, []*call{running}},
+		{"a queued item lost", []string{"queue"}, []*call{queued}},
+		{"being written: its commit ended the lease", []string{"write"}, nil},
+		{"written and untracked since the snapshot", []string{"gone"}, nil},
+		{"mixed", []string{"gone", "write", "run", "queue"}, []*call{running, queued}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := confirmLost(c.lost, inflight)
+			if len(got) != len(c.want) {
+				t.Fatalf("confirmLost(%v) = %d calls, want %d", c.lost, len(got), len(c.want))
+			}
+			for i := range got {
+				if got[i] != c.want[i] {
+					t.Fatalf("confirmLost(%v)[%d] wrong call", c.lost, i)
+				}
+			}
+		})
+	}
+}

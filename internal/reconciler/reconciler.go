@@ -384,14 +384,9 @@ func (r *Reconciler) renewLoop(ctx context.Context) {
 		// A token missing from the renewal is lost only if its work is still ours and not
 		// written meanwhile (a result committed between the snapshot and the statement clears
 		// its lease: that is the normal end of a lease, not a loss).
-		n := 0
 		r.mu.Lock()
-		for _, tok := range lost {
-			c := r.inflight[tok]
-			if c == nil || c.writing {
-				continue
-			}
-			n++
+		confirmed := confirmLost(lost, r.inflight)
+		for _, c := range confirmed {
 			if c.cancel != nil {
 				// Another replica may run it now: stop ours rather than act next to it.
 				c.cancel(errLeaseLost)
@@ -400,10 +395,23 @@ func (r *Reconciler) renewLoop(ctx context.Context) {
 			}
 		}
 		r.mu.Unlock()
-		if n > 0 {
+		if n := len(confirmed); n > 0 {
 			r.log.Warn("leases lost; their calls were cancelled", "count", n)
 		}
 	}
+}
+
+// confirmLost returns the calls whose leases a renewal found gone and that are really lost:
+// still ours, and not handed to the result writer (whose commit ends a lease normally; a
+// token written and untracked between the renewal's snapshot and its statement is no loss).
+func confirmLost(lost []string, inflight map[string]*call) []*call {
+	var out []*call
+	for _, tok := range lost {
+		if c := inflight[tok]; c != nil && !c.writing {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // errLeaseLost cancels a call whose lease moved to another replica.
