@@ -39,9 +39,6 @@ import (
 // exec action's commands run in process groups of their own) can be found and killed.
 const procMarkVar = "TRUEUP_PROCS_MARK"
 
-// procSourceLeaseTTL is the replicas' reconcile.leaseTTL unless a test sets procWorld.leaseTTL.
-const procSourceLeaseTTL = 3 * time.Second
-
 var procBin struct {
 	once sync.Once
 	path string

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -295,21 +296,21 @@ func Check(s State, gen int64, pending bool) error {
 	}
 	ready, ok := Get(s.Conditions, Ready)
 	if !ok {
-		return fmt.Errorf("no Ready condition")
+		return errors.New("no Ready condition")
 	}
 	if ready.Status == True && (s.ObservedGeneration < gen || s.ObservedGeneration == 0) {
-		return fmt.Errorf("Ready=True with observedGeneration %d < generation %d", s.ObservedGeneration, gen)
+		return fmt.Errorf("condition Ready=True with observedGeneration %d < generation %d", s.ObservedGeneration, gen)
 	}
 	if ready.Status == True && s.Phase != PhaseReady {
-		return fmt.Errorf("Ready=True in phase %s", s.Phase)
+		return fmt.Errorf("condition Ready=True in phase %s", s.Phase)
 	}
 	stalled, _ := Get(s.Conditions, Stalled)
 	rec, _ := Get(s.Conditions, Reconciling)
 	if stalled.Status == True && ready.Status != False {
-		return fmt.Errorf("Stalled=True with Ready=%s", ready.Status)
+		return fmt.Errorf("condition Stalled=True with Ready=%s", ready.Status)
 	}
 	if stalled.Status == True && rec.Status == True {
-		return fmt.Errorf("Reconciling and Stalled both True")
+		return errors.New("conditions Reconciling and Stalled both True")
 	}
 	if pending && rec.Status != True {
 		return fmt.Errorf("work pending in phase %s without Reconciling=True", s.Phase)
