@@ -63,6 +63,7 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 	logger := newLogger(cfg, cmd.ErrOrStderr())
 	replica := replicaName()
 	logger = logger.With("replica", replica)
+	setMemoryLimit(cfg, logger)
 	scrub := scrubber(cfg)
 
 	reg, err := registry()

@@ -39,11 +39,15 @@ type Database struct {
 	URL string `yaml:"url"`
 }
 
-// Server is the HTTP listener.
+// Server is the HTTP listener, and the process's memory.
 type Server struct {
 	Listen string `yaml:"listen"`
 	// ExternalURL is how people reach the dashboard (commit status links); default http://<listen>/.
 	ExternalURL string `yaml:"externalURL"`
+	// MemoryLimit is the Go runtime's soft memory limit: auto (a share of the container's
+	// limit, or DefaultMemoryLimit without one), off, or a size such as 512MiB. GOMEMLIMIT,
+	// when set, wins.
+	MemoryLimit MemoryLimit `yaml:"memoryLimit"`
 }
 
 // Source is one manifests source: exactly one of Git or Dir.

@@ -71,9 +71,9 @@ func appendJSONString(b []byte, s string) []byte {
 }
 
 // decodeStrings is the inverse of encodeStrings, giving an empty map for "". Every call
-// returns a new map, for Resource, whose maps its receiver may change. Strings without
-// escapes, nearly all, are slices of s rather than copies: a Set of many resources would
-// otherwise copy every label of the repository.
+// returns a new map, which no cached value refers to. Strings without escapes, nearly all,
+// are slices of s rather than copies: a Set of many resources would otherwise copy every
+// label of the repository.
 func decodeStrings(s string) map[string]string {
 	m := map[string]string{}
 	// s was written by encodeStrings: {"k":"v",...} with no whitespace.

@@ -170,17 +170,23 @@ func (ld *load) parse(files []sources.File) []placed {
 	return docs
 }
 
-// parseFile decodes one file content. Its documents, and the resource parts of them, are
-// each allocated as one block: a file of many small resources would otherwise pay the
-// allocator's overhead per document, for as long as the cache holds it.
+// parseFile decodes one file content, a document at a time: each document's YAML nodes
+// are dropped once it is decoded. Its documents, and the resource parts of them, are each
+// allocated as one block, sized by counting the document separators: a file of many small
+// resources would otherwise pay the allocator's overhead per document, for as long as the
+// cache holds it.
 func parseFile(data []byte) *fileEntry {
-	raw, errs := parseStream(data)
-	e := &fileEntry{errs: errs, docs: make([]document, 0, len(raw))}
-	// Sized for every document to be a resource, so that appending never moves the
-	// resources the documents point to.
-	res := make([]resourceDoc, 0, len(raw))
+	n := bytes.Count(data, []byte("\n---")) + 1
+	e := &fileEntry{docs: make([]document, 0, n)}
+	// Sized for every document to be a resource. A block is never appended to past its
+	// capacity, which would move the resources the documents point to: a count that falls
+	// short ("---" inside a block scalar, say) starts another block.
+	res := make([]resourceDoc, 0, n)
 	sets := metaSets{}
-	for _, rd := range raw {
+	errs := eachDocument(data, func(rd rawDoc) {
+		if len(res) == cap(res) {
+			res = make([]resourceDoc, 0, 16)
+		}
 		res = res[:len(res)+1]
 		doc, derrs := decodeDocument(rd, &res[len(res)-1], sets)
 		if doc.res == nil {
@@ -188,7 +194,8 @@ func parseFile(data []byte) *fileEntry {
 		}
 		e.docs = append(e.docs, doc)
 		e.errs = append(e.errs, derrs...)
-	}
+	})
+	e.errs = append(e.errs, errs...)
 	return e
 }
 
@@ -449,7 +456,8 @@ func (ld *load) match(docs []placed, infos map[string]*typeInfo) (items []resour
 
 // setResources turns checked resources into the Set's, sorted by namespace, kind and name.
 // The Set shares the cache's immutable strings and gets its own copies of the rest, so
-// that a caller changing its Set cannot change the cache.
+// that a caller changing its Set cannot change the cache. Its resources share label and
+// annotation maps (see Resource).
 func setResources(items []resourceAt) []Resource {
 	// While items are in file order, which the hasher's memo needs.
 	var meta metaHasher
@@ -469,6 +477,17 @@ func setResources(items []resourceAt) []Resource {
 		return strings.Compare(ra.name, rb.name)
 	})
 	out := make([]Resource, 0, len(items))
+	// One map per distinct set: a repository repeats a few label sets across thousands of
+	// resources, and a map per resource was a third of a large Set.
+	decoded := map[string]map[string]string{}
+	decode := func(s string) map[string]string {
+		m, ok := decoded[s]
+		if !ok {
+			m = decodeStrings(s)
+			decoded[s] = m
+		}
+		return m
+	}
 	for _, it := range items {
 		p, r := it.p, it.p.doc.res
 		labels, annotations := r.meta.sets()
@@ -477,8 +496,8 @@ func setResources(items []resourceAt) []Resource {
 			Kind:        p.doc.kind.String(),
 			Namespace:   r.namespace.String(),
 			Name:        r.name,
-			Labels:      decodeStrings(labels),
-			Annotations: decodeStrings(annotations),
+			Labels:      decode(labels),
+			Annotations: decode(annotations),
 			Spec:        json.RawMessage(r.specJSON),
 			SpecHash:    hexHash(r.specHash),
 			MetaHash:    it.metaHash,

@@ -106,7 +106,8 @@ type ResourceType struct {
 	Line           int // where the document starts
 }
 
-// Resource is a validated Resource manifest.
+// Resource is a validated Resource manifest. Resources of one Set with the same labels (or
+// annotations) share one map: read them, never change them.
 type Resource struct {
 	APIVersion  string
 	Kind        string

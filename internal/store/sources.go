@@ -196,6 +196,9 @@ type ApplyParams struct {
 	Replica          string
 	// Lease, when set, must still be held at commit (the source's singleton lease).
 	Lease *Lease
+	// BatchSize is how many resources one statement writes (0 means DefaultApplyBatch).
+	// The revision is still applied in one transaction.
+	BatchSize int
 }
 
 // ApplyResult counts what a revision changed.
@@ -302,29 +305,33 @@ func checkConflicts(ctx context.Context, tx pgx.Tx, p ApplyParams) error {
 		}
 	}
 
-	n := len(p.Set.Resources)
-	ns, kinds, names := make([]string, n), make([]string, n), make([]string, n)
-	for i, r := range p.Set.Resources {
-		ns[i], kinds[i], names[i] = r.Namespace, lowerASCII(r.Kind), r.Name
-	}
-	rows, err = tx.Query(ctx, `SELECT r.namespace, lower(r.kind), r.name, r.source, r.file_path
-		FROM resources r JOIN unnest($1::text[], $2::text[], $3::text[]) AS x(ns, kind, name)
-		  ON r.namespace = x.ns AND lower(r.kind) = x.kind AND r.name = x.name
-		WHERE r.source <> $4`, ns, kinds, names, p.Source)
-	if err != nil {
-		return err
-	}
+	// In pieces, like the writes: one statement naming every resource of a large revision
+	// would hold all their identities several times over while the driver encodes them.
 	taken := map[string][2]string{}
-	for rows.Next() {
-		var a, b, c, src, file string
-		if err := rows.Scan(&a, &b, &c, &src, &file); err != nil {
-			rows.Close()
+	err = chunks(len(p.Set.Resources), p.batchSize(), func(lo, hi int) error {
+		n := hi - lo
+		ns, kinds, names := make([]string, n), make([]string, n), make([]string, n)
+		for i, r := range p.Set.Resources[lo:hi] {
+			ns[i], kinds[i], names[i] = r.Namespace, lowerASCII(r.Kind), r.Name
+		}
+		rows, err := tx.Query(ctx, `SELECT r.namespace, lower(r.kind), r.name, r.source, r.file_path
+			FROM resources r JOIN unnest($1::text[], $2::text[], $3::text[]) AS x(ns, kind, name)
+			  ON r.namespace = x.ns AND lower(r.kind) = x.kind AND r.name = x.name
+			WHERE r.source <> $4`, ns, kinds, names, p.Source)
+		if err != nil {
 			return err
 		}
-		taken[a+"/"+b+"/"+c] = [2]string{src, file}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		defer rows.Close()
+		for rows.Next() {
+			var a, b, c, src, file string
+			if err := rows.Scan(&a, &b, &c, &src, &file); err != nil {
+				return err
+			}
+			taken[a+"/"+b+"/"+c] = [2]string{src, file}
+		}
+		return rows.Err()
+	})
+	if err != nil {
 		return err
 	}
 	if len(taken) > 0 {
@@ -430,236 +437,8 @@ func applyTypes(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResult)
 	return nil
 }
 
-type existingResource struct {
-	id                 int64
-	specHash, metaHash string
-	deleting           bool
-	keep               bool // annotation trueup.dev/prune: disabled
-	orphaned           bool
-}
-
-func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResult) error {
-	existing := map[string]existingResource{}
-	rows, err := tx.Query(ctx, `SELECT id, namespace, lower(kind), name, spec_hash, meta_hash, deletion_timestamp IS NOT NULL,
-		COALESCE(annotations->>'trueup.dev/prune', '') = 'disabled', orphaned
-		FROM resources WHERE source = $1`, p.Source)
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var e existingResource
-		var ns, kind, name string
-		if err := rows.Scan(&e.id, &ns, &kind, &name, &e.specHash, &e.metaHash, &e.deleting, &e.keep, &e.orphaned); err != nil {
-			rows.Close()
-			return err
-		}
-		existing[ns+"/"+kind+"/"+name] = e
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-
-	var ins, upd, meta batch
-	var events []Event
-	var changes []Change
-	seen := make(map[int64]bool, len(p.Set.Resources))
-	for i := range p.Set.Resources {
-		r := &p.Set.Resources[i]
-		e, ok := existing[r.Namespace+"/"+lowerASCII(r.Kind)+"/"+r.Name]
-		switch {
-		case !ok:
-			ins.add(0, r)
-			events = append(events, resourceEvent(r, EventNormal, "Created", "created from "+r.File+" at "+shortRev(p.Revision)))
-		case e.specHash != r.SpecHash || e.deleting || e.orphaned:
-			seen[e.id] = true
-			upd.add(e.id, r)
-			msg := "spec changed in " + r.File + " at " + shortRev(p.Revision)
-			if e.deleting {
-				msg = "manifest restored in " + r.File + " at " + shortRev(p.Revision)
-			}
-			events = append(events, resourceEvent(r, EventNormal, "SpecChanged", msg))
-		case e.metaHash != r.MetaHash:
-			seen[e.id] = true
-			meta.add(e.id, r)
-		default:
-			seen[e.id] = true
-			res.Unchanged++
-		}
-	}
-	// Lock every row this revision rewrites in id order first: the bulk updates below lock in
-	// whatever order their plan takes, and reconciler writes lock in id order.
-	var touched []int64
-	touched = append(touched, upd.ids...)
-	touched = append(touched, meta.ids...)
-	for _, e := range existing {
-		if !seen[e.id] && !e.deleting && !e.orphaned {
-			touched = append(touched, e.id)
-		}
-	}
-	if len(touched) > 0 {
-		if _, err := tx.Exec(ctx, "SELECT 1 FROM resources WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE", touched); err != nil {
-			return fmt.Errorf("lock resources: %w", err)
-		}
-	}
-	if len(ins.ns) > 0 {
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO resources (namespace, kind, name, api_version, source, file_path, file_line, revision,
-			  labels, annotations, spec, spec_hash, meta_hash, conditions, run_at)
-			SELECT ns, kind, name, av, $1, fp, fl, $2, lb::jsonb, an::jsonb, sp::jsonb, sh, mh, $3::jsonb, now()
-			FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[])
-			  AS x(ns, kind, name, av, fp, fl, lb, an, sp, sh, mh)`,
-			p.Source, p.Revision, initialConditions(), ins.ns, ins.kind, ins.name, ins.av, ins.fp, ins.fl, ins.lb, ins.an, ins.sp, ins.sh, ins.mh); err != nil {
-			return fmt.Errorf("insert resources: %w", err)
-		}
-		res.Created = len(ins.ns)
-		for i := range ins.ns {
-			changes = append(changes, Change{Object: "resource", Type: ChangeAdded, Namespace: ins.ns[i], Kind: ins.kind[i], Name: ins.name[i],
-				Source: p.Source, Phase: "Pending", Generation: 1})
-		}
-	}
-	if len(upd.ids) > 0 {
-		rows, err := tx.Query(ctx, `
-			UPDATE resources r SET api_version = x.av, file_path = x.fp, file_line = x.fl, revision = $1,
-			  labels = x.lb::jsonb, annotations = x.an::jsonb, spec = x.sp::jsonb, spec_hash = x.sh, meta_hash = x.mh,
-			  kind = x.kind, generation = r.generation + 1, updated_at = now(), deletion_timestamp = NULL,
-			  run_at = now(), attempt = 0, dirty = r.lease_owner IS NOT NULL, orphaned = false,
-			  phase = CASE WHEN r.observed_generation = 0 THEN 'Pending' ELSE 'Reconciling' END,
-			  conditions = `+readyUnknownSQL+`
-			FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])
-			  AS x(id, kind, av, fp, fl, lb, an, sp, sh, mh)
-			WHERE r.id = x.id
-			RETURNING r.namespace, r.kind, r.name, r.phase, r.generation`,
-			p.Revision, upd.ids, upd.kind, upd.av, upd.fp, upd.fl, upd.lb, upd.an, upd.sp, upd.sh, upd.mh)
-		if err != nil {
-			return fmt.Errorf("update resources: %w", err)
-		}
-		cs, err := collectChanges(rows, p.Source)
-		if err != nil {
-			return fmt.Errorf("update resources: %w", err)
-		}
-		changes = append(changes, cs...)
-		res.Updated = len(upd.ids)
-	}
-	if len(meta.ids) > 0 {
-		if _, err := tx.Exec(ctx, `
-			UPDATE resources r SET api_version = x.av, file_path = x.fp, file_line = x.fl, revision = $1,
-			  labels = x.lb::jsonb, annotations = x.an::jsonb, meta_hash = x.mh, kind = x.kind, updated_at = now(), orphaned = false
-			FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[])
-			  AS x(id, kind, av, fp, fl, lb, an, mh)
-			WHERE r.id = x.id`,
-			p.Revision, meta.ids, meta.kind, meta.av, meta.fp, meta.fl, meta.lb, meta.an, meta.mh); err != nil {
-			return fmt.Errorf("relabel resources: %w", err)
-		}
-		res.Relabelled = len(meta.ids)
-	}
-	var gone, orphans []int64
-	active := 0
-	for _, e := range existing {
-		if e.deleting {
-			continue
-		}
-		active++
-		if seen[e.id] || e.orphaned {
-			continue
-		}
-		if !p.Prune || e.keep {
-			orphans = append(orphans, e.id)
-		} else {
-			gone = append(gone, e.id)
-		}
-	}
-	maxFrac := p.MaxPruneFraction
-	if maxFrac <= 0 {
-		maxFrac = DefaultMaxPruneFraction
-	}
-	switch {
-	case len(gone) == 0:
-	case len(p.Set.Resources) == 0:
-		res.PruneSkipped = "EmptyRender"
-		res.PruneMessage = fmt.Sprintf("revision %s renders no resources: not deleting the source's %d resources (an empty render is refused)", shortRev(p.Revision), active)
-	case maxFrac < 1 && float64(len(gone)) > maxFrac*float64(active):
-		res.PruneSkipped = "TooManyDeletions"
-		res.PruneMessage = fmt.Sprintf("revision %s would delete %d of %d resources (more than prune.maxFraction %.2f): nothing deleted", shortRev(p.Revision), len(gone), active, maxFrac)
-	}
-	if res.PruneSkipped != "" {
-		events = append(events, Event{Type: EventWarning, Reason: "PruneSkipped", Message: res.PruneMessage})
-		gone = nil
-	}
-	if len(gone) > 0 {
-		rows, err := tx.Query(ctx, `
-			UPDATE resources r SET deletion_timestamp = now(), run_at = now(), attempt = 0,
-			  dirty = r.lease_owner IS NOT NULL, phase = 'Deleting', revision = $2
-			WHERE r.id = ANY($1::bigint[]) RETURNING namespace, kind, name, phase, generation`, gone, p.Revision)
-		if err != nil {
-			return fmt.Errorf("mark removed resources: %w", err)
-		}
-		cs, err := collectChanges(rows, p.Source)
-		if err != nil {
-			return err
-		}
-		changes = append(changes, cs...)
-		for _, c := range cs {
-			events = append(events, Event{Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Type: EventNormal,
-				Reason: "DeletionRequested", Message: "manifest removed at " + shortRev(p.Revision)})
-		}
-		res.Deleted = len(gone)
-	}
-	if len(orphans) > 0 {
-		rows, err := tx.Query(ctx, `UPDATE resources SET orphaned = true WHERE id = ANY($1::bigint[]) RETURNING namespace, kind, name`, orphans)
-		if err != nil {
-			return fmt.Errorf("mark orphaned resources: %w", err)
-		}
-		why := "pruning is disabled for this source"
-		if p.Prune {
-			why = "annotation trueup.dev/prune: disabled"
-		}
-		evs, err := collectIdentityEvents(rows, EventWarning, "PruneSkipped", "manifest removed at "+shortRev(p.Revision)+" but the resource is kept: "+why)
-		if err != nil {
-			return err
-		}
-		events = append(events, evs...)
-		res.Orphaned = len(orphans)
-	}
-	for i := range events {
-		events[i].Source, events[i].Replica = p.Source, p.Replica
-	}
-	changes = append(changes, Change{Object: "source", Type: ChangeModified, Name: p.Source, Source: p.Source})
-	if err := appendChanges(ctx, tx, changes); err != nil {
-		return err
-	}
-	return insertEvents(ctx, tx, events)
-}
-
 // DefaultMaxPruneFraction is the share of a source's resources one revision may delete.
 const DefaultMaxPruneFraction = 0.5
-
-// collectChanges reads (namespace, kind, name, phase, generation) rows as MODIFIED changes.
-func collectChanges(rows pgx.Rows, source string) ([]Change, error) {
-	defer rows.Close()
-	var out []Change
-	for rows.Next() {
-		c := Change{Object: "resource", Type: ChangeModified, Source: source}
-		if err := rows.Scan(&c.Namespace, &c.Kind, &c.Name, &c.Phase, &c.Generation); err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
-}
-
-func collectIdentityEvents(rows pgx.Rows, typ, reason, msg string) ([]Event, error) {
-	defer rows.Close()
-	var out []Event
-	for rows.Next() {
-		ev := Event{Type: typ, Reason: reason, Message: msg}
-		if err := rows.Scan(&ev.Namespace, &ev.Kind, &ev.Name); err != nil {
-			return nil, err
-		}
-		out = append(out, ev)
-	}
-	return out, rows.Err()
-}
 
 func finishSource(ctx context.Context, tx pgx.Tx, p ApplyParams, res ApplyResult) error {
 	src, err := scanSource(tx.QueryRow(ctx, "SELECT "+sourceColumns+" FROM sources WHERE name = $1 FOR UPDATE", p.Source))
@@ -690,44 +469,10 @@ func finishSource(ctx context.Context, tx pgx.Tx, p ApplyParams, res ApplyResult
 	return err
 }
 
-// batch gathers column arrays for one unnest statement.
-type batch struct {
-	ids                                        []int64
-	ns, kind, name, av, fp, lb, an, sp, sh, mh []string
-	fl                                         []int32
-}
-
-func (b *batch) add(id int64, r *manifest.Resource) {
-	b.ids = append(b.ids, id)
-	b.ns = append(b.ns, r.Namespace)
-	b.kind = append(b.kind, r.Kind)
-	b.name = append(b.name, r.Name)
-	b.av = append(b.av, r.APIVersion)
-	b.fp = append(b.fp, r.File)
-	b.fl = append(b.fl, int32(r.Line))
-	b.lb = append(b.lb, string(storableJSON([]byte(mustJSON(r.Labels)))))
-	b.an = append(b.an, string(storableJSON([]byte(mustJSON(r.Annotations)))))
-	b.sp = append(b.sp, string(storableJSON(r.Spec)))
-	b.sh = append(b.sh, r.SpecHash)
-	b.mh = append(b.mh, r.MetaHash)
-}
-
-func mustJSON(v map[string]string) string {
-	if len(v) == 0 {
-		return "{}"
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
 // initialConditions are a created resource's (status.Created: its first reconcile pending).
 func initialConditions() string {
 	b, _ := json.Marshal(status.Created(time.Now()).Conditions)
 	return string(b)
-}
-
-func resourceEvent(r *manifest.Resource, typ, reason, msg string) Event {
-	return Event{Namespace: r.Namespace, Kind: r.Kind, Name: r.Name, Type: typ, Reason: reason, Message: msg}
 }
 
 func shortRev(rev string) string {
@@ -764,10 +509,13 @@ func truncate(s string, n int) string {
 }
 
 // storableJSON returns b if PostgreSQL's jsonb accepts it: valid JSON without the \u0000
-// escape (jsonb rejects it), which is replaced. Invalid JSON gives nil.
+// escape (jsonb rejects it), which is replaced in a copy. Invalid JSON gives nil.
 func storableJSON(b []byte) []byte {
 	if len(b) == 0 || !json.Valid(b) {
 		return nil
+	}
+	if !bytes.Contains(b, []byte(`\u0000`)) {
+		return b
 	}
 	return bytes.ReplaceAll(b, []byte(`\u0000`), []byte(`\ufffd`))
 }

@@ -1,0 +1,385 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/internal/manifest"
+)
+
+// DefaultApplyBatch is how many resources one statement of ApplyRevision writes. A revision
+// is applied in one transaction whatever its size, but in statements of bounded size: the
+// driver holds a statement's encoded arguments about four times over while it builds and
+// sends them, so one statement for 100,000 resources took a few hundred MB for a moment.
+// 2,000 rows keep that to a few MB and cost a first sync of 10,000 resources a handful
+// more round trips.
+const DefaultApplyBatch = 2000
+
+func (p ApplyParams) batchSize() int {
+	if p.BatchSize > 0 {
+		return p.BatchSize
+	}
+	return DefaultApplyBatch
+}
+
+// chunks calls fn for consecutive ranges [lo, hi) of at most size of n items.
+func chunks(n, size int, fn func(lo, hi int) error) error {
+	for lo := 0; lo < n; lo += size {
+		if err := fn(lo, min(lo+size, n)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type existingResource struct {
+	id                 int64
+	specHash, metaHash string
+	deleting           bool
+	keep               bool // annotation trueup.dev/prune: disabled
+	orphaned           bool
+}
+
+// rewrite is a resource of the revision whose row exists: its index in Set.Resources.
+type rewrite struct {
+	i        int
+	id       int64
+	restored bool // the row was being deleted
+}
+
+// applyResources writes the revision's resources: new rows, new specs (a new generation),
+// new labels, and the rows whose manifests are gone (marked for deletion, or orphaned), with
+// their changes and events. Every write goes in statements of at most p.batchSize() rows,
+// each followed by its changes and events, so that what is held at once does not grow with
+// the revision.
+func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResult) error {
+	existing, err := existingResources(ctx, tx, p.Source)
+	if err != nil {
+		return err
+	}
+	var ins []int
+	var upd, meta []rewrite
+	seen := make(map[int64]bool, len(existing))
+	for i := range p.Set.Resources {
+		r := &p.Set.Resources[i]
+		e, ok := existing[r.Namespace+"/"+lowerASCII(r.Kind)+"/"+r.Name]
+		switch {
+		case !ok:
+			ins = append(ins, i)
+		case e.specHash != r.SpecHash || e.deleting || e.orphaned:
+			seen[e.id] = true
+			upd = append(upd, rewrite{i, e.id, e.deleting})
+		case e.metaHash != r.MetaHash:
+			seen[e.id] = true
+			meta = append(meta, rewrite{i, e.id, false})
+		default:
+			seen[e.id] = true
+			res.Unchanged++
+		}
+	}
+	var gone, orphans []int64
+	active := 0
+	for _, e := range existing {
+		if e.deleting {
+			continue
+		}
+		active++
+		if seen[e.id] || e.orphaned {
+			continue
+		}
+		if !p.Prune || e.keep {
+			orphans = append(orphans, e.id)
+		} else {
+			gone = append(gone, e.id)
+		}
+	}
+	maxFrac := p.MaxPruneFraction
+	if maxFrac <= 0 {
+		maxFrac = DefaultMaxPruneFraction
+	}
+	switch {
+	case len(gone) == 0:
+	case len(p.Set.Resources) == 0:
+		res.PruneSkipped = "EmptyRender"
+		res.PruneMessage = fmt.Sprintf("revision %s renders no resources: not deleting the source's %d resources (an empty render is refused)", shortRev(p.Revision), active)
+	case maxFrac < 1 && float64(len(gone)) > maxFrac*float64(active):
+		res.PruneSkipped = "TooManyDeletions"
+		res.PruneMessage = fmt.Sprintf("revision %s would delete %d of %d resources (more than prune.maxFraction %.2f): nothing deleted", shortRev(p.Revision), len(gone), active, maxFrac)
+	}
+	if res.PruneSkipped != "" {
+		gone = nil
+	}
+
+	w := &applyWriter{tx: tx, p: p, size: p.batchSize()}
+	// Lock every row this revision rewrites in id order first: the bulk updates below lock in
+	// whatever order their plan takes, and reconciler writes lock in id order. Ascending
+	// pieces of the sorted ids keep that order.
+	touched := make([]int64, 0, len(upd)+len(meta)+len(gone)+len(orphans))
+	for _, u := range upd {
+		touched = append(touched, u.id)
+	}
+	for _, m := range meta {
+		touched = append(touched, m.id)
+	}
+	touched = append(append(touched, gone...), orphans...)
+	slices.Sort(touched)
+	if err := chunks(len(touched), w.size, func(lo, hi int) error {
+		_, err := tx.Exec(ctx, "SELECT 1 FROM resources WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE", touched[lo:hi])
+		return err
+	}); err != nil {
+		return fmt.Errorf("lock resources: %w", err)
+	}
+
+	if err := chunks(len(ins), w.size, func(lo, hi int) error { return w.insert(ctx, ins[lo:hi]) }); err != nil {
+		return fmt.Errorf("insert resources: %w", err)
+	}
+	res.Created = len(ins)
+	if err := chunks(len(upd), w.size, func(lo, hi int) error { return w.update(ctx, upd[lo:hi]) }); err != nil {
+		return fmt.Errorf("update resources: %w", err)
+	}
+	res.Updated = len(upd)
+	if err := chunks(len(meta), w.size, func(lo, hi int) error { return w.relabel(ctx, meta[lo:hi]) }); err != nil {
+		return fmt.Errorf("relabel resources: %w", err)
+	}
+	res.Relabelled = len(meta)
+	if res.PruneSkipped != "" {
+		w.events = append(w.events, Event{Type: EventWarning, Reason: "PruneSkipped", Message: res.PruneMessage})
+	}
+	if err := chunks(len(gone), w.size, func(lo, hi int) error { return w.markGone(ctx, gone[lo:hi]) }); err != nil {
+		return fmt.Errorf("mark removed resources: %w", err)
+	}
+	res.Deleted = len(gone)
+	if err := chunks(len(orphans), w.size, func(lo, hi int) error { return w.markOrphaned(ctx, orphans[lo:hi]) }); err != nil {
+		return fmt.Errorf("mark orphaned resources: %w", err)
+	}
+	res.Orphaned = len(orphans)
+	w.changes = append(w.changes, Change{Object: "source", Type: ChangeModified, Name: p.Source, Source: p.Source})
+	return w.flush(ctx)
+}
+
+// existingResources reads the source's rows by namespace/lower(kind)/name.
+func existingResources(ctx context.Context, tx pgx.Tx, source string) (map[string]existingResource, error) {
+	existing := map[string]existingResource{}
+	rows, err := tx.Query(ctx, `SELECT id, namespace, lower(kind), name, spec_hash, meta_hash, deletion_timestamp IS NOT NULL,
+		COALESCE(annotations->>'trueup.dev/prune', '') = 'disabled', orphaned
+		FROM resources WHERE source = $1`, source)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var e existingResource
+		var ns, kind, name string
+		if err := rows.Scan(&e.id, &ns, &kind, &name, &e.specHash, &e.metaHash, &e.deleting, &e.keep, &e.orphaned); err != nil {
+			return nil, err
+		}
+		existing[ns+"/"+kind+"/"+name] = e
+	}
+	return existing, rows.Err()
+}
+
+// applyWriter writes one revision's resources a batch at a time, each batch's changes and
+// events right after it.
+type applyWriter struct {
+	tx      pgx.Tx
+	p       ApplyParams
+	size    int
+	b       batch // reused from batch to batch
+	changes []Change
+	events  []Event
+}
+
+func (w *applyWriter) insert(ctx context.Context, idx []int) error {
+	w.b.reset()
+	for _, i := range idx {
+		r := &w.p.Set.Resources[i]
+		w.b.add(0, r)
+		w.events = append(w.events, resourceEvent(r, EventNormal, "Created", "created from "+r.File+" at "+shortRev(w.p.Revision)))
+		w.changes = append(w.changes, Change{Object: "resource", Type: ChangeAdded, Namespace: r.Namespace, Kind: r.Kind, Name: r.Name,
+			Source: w.p.Source, Phase: "Pending", Generation: 1})
+	}
+	b := &w.b
+	if _, err := w.tx.Exec(ctx, `
+		INSERT INTO resources (namespace, kind, name, api_version, source, file_path, file_line, revision,
+		  labels, annotations, spec, spec_hash, meta_hash, conditions, run_at)
+		SELECT ns, kind, name, av, $1, fp, fl, $2, lb::jsonb, an::jsonb, sp::jsonb, sh, mh, $3::jsonb, now()
+		FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[])
+		  AS x(ns, kind, name, av, fp, fl, lb, an, sp, sh, mh)`,
+		w.p.Source, w.p.Revision, initialConditions(), b.ns, b.kind, b.name, b.av, b.fp, b.fl, b.lb, b.an, b.sp, b.sh, b.mh); err != nil {
+		return err
+	}
+	return w.flush(ctx)
+}
+
+func (w *applyWriter) update(ctx context.Context, rs []rewrite) error {
+	w.b.reset()
+	for _, u := range rs {
+		r := &w.p.Set.Resources[u.i]
+		w.b.add(u.id, r)
+		msg := "spec changed in " + r.File + " at " + shortRev(w.p.Revision)
+		if u.restored {
+			msg = "manifest restored in " + r.File + " at " + shortRev(w.p.Revision)
+		}
+		w.events = append(w.events, resourceEvent(r, EventNormal, "SpecChanged", msg))
+	}
+	b := &w.b
+	rows, err := w.tx.Query(ctx, `
+		UPDATE resources r SET api_version = x.av, file_path = x.fp, file_line = x.fl, revision = $1,
+		  labels = x.lb::jsonb, annotations = x.an::jsonb, spec = x.sp::jsonb, spec_hash = x.sh, meta_hash = x.mh,
+		  kind = x.kind, generation = r.generation + 1, updated_at = now(), deletion_timestamp = NULL,
+		  run_at = now(), attempt = 0, dirty = r.lease_owner IS NOT NULL, orphaned = false,
+		  phase = CASE WHEN r.observed_generation = 0 THEN 'Pending' ELSE 'Reconciling' END,
+		  conditions = `+readyUnknownSQL+`
+		FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])
+		  AS x(id, kind, av, fp, fl, lb, an, sp, sh, mh)
+		WHERE r.id = x.id
+		RETURNING r.namespace, r.kind, r.name, r.phase, r.generation`,
+		w.p.Revision, b.ids, b.kind, b.av, b.fp, b.fl, b.lb, b.an, b.sp, b.sh, b.mh)
+	if err != nil {
+		return err
+	}
+	if w.changes, err = collectChanges(rows, w.p.Source, w.changes); err != nil {
+		return err
+	}
+	return w.flush(ctx)
+}
+
+func (w *applyWriter) relabel(ctx context.Context, rs []rewrite) error {
+	w.b.reset()
+	for _, m := range rs {
+		w.b.add(m.id, &w.p.Set.Resources[m.i])
+	}
+	b := &w.b
+	_, err := w.tx.Exec(ctx, `
+		UPDATE resources r SET api_version = x.av, file_path = x.fp, file_line = x.fl, revision = $1,
+		  labels = x.lb::jsonb, annotations = x.an::jsonb, meta_hash = x.mh, kind = x.kind, updated_at = now(), orphaned = false
+		FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[])
+		  AS x(id, kind, av, fp, fl, lb, an, mh)
+		WHERE r.id = x.id`,
+		w.p.Revision, b.ids, b.kind, b.av, b.fp, b.fl, b.lb, b.an, b.mh)
+	return err
+}
+
+func (w *applyWriter) markGone(ctx context.Context, ids []int64) error {
+	rows, err := w.tx.Query(ctx, `
+		UPDATE resources r SET deletion_timestamp = now(), run_at = now(), attempt = 0,
+		  dirty = r.lease_owner IS NOT NULL, phase = 'Deleting', revision = $2
+		WHERE r.id = ANY($1::bigint[]) RETURNING namespace, kind, name, phase, generation`, ids, w.p.Revision)
+	if err != nil {
+		return err
+	}
+	n := len(w.changes)
+	if w.changes, err = collectChanges(rows, w.p.Source, w.changes); err != nil {
+		return err
+	}
+	for _, c := range w.changes[n:] {
+		w.events = append(w.events, Event{Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Type: EventNormal,
+			Reason: "DeletionRequested", Message: "manifest removed at " + shortRev(w.p.Revision)})
+	}
+	return w.flush(ctx)
+}
+
+func (w *applyWriter) markOrphaned(ctx context.Context, ids []int64) error {
+	rows, err := w.tx.Query(ctx, `UPDATE resources SET orphaned = true WHERE id = ANY($1::bigint[]) RETURNING namespace, kind, name`, ids)
+	if err != nil {
+		return err
+	}
+	why := "pruning is disabled for this source"
+	if w.p.Prune {
+		why = "annotation trueup.dev/prune: disabled"
+	}
+	if w.events, err = collectIdentityEvents(rows, EventWarning, "PruneSkipped",
+		"manifest removed at "+shortRev(w.p.Revision)+" but the resource is kept: "+why, w.events); err != nil {
+		return err
+	}
+	return w.flush(ctx)
+}
+
+// flush writes the changes and events gathered so far.
+func (w *applyWriter) flush(ctx context.Context) error {
+	for i := range w.events {
+		w.events[i].Source, w.events[i].Replica = w.p.Source, w.p.Replica
+	}
+	if err := appendChanges(ctx, w.tx, w.changes); err != nil {
+		return err
+	}
+	if err := insertEvents(ctx, w.tx, w.events); err != nil {
+		return err
+	}
+	clear(w.changes) // drop the strings they point to
+	clear(w.events)
+	w.changes, w.events = w.changes[:0], w.events[:0]
+	return nil
+}
+
+// collectChanges appends (namespace, kind, name, phase, generation) rows to out as MODIFIED
+// changes.
+func collectChanges(rows pgx.Rows, source string, out []Change) ([]Change, error) {
+	defer rows.Close()
+	for rows.Next() {
+		c := Change{Object: "resource", Type: ChangeModified, Source: source}
+		if err := rows.Scan(&c.Namespace, &c.Kind, &c.Name, &c.Phase, &c.Generation); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+func collectIdentityEvents(rows pgx.Rows, typ, reason, msg string, out []Event) ([]Event, error) {
+	defer rows.Close()
+	for rows.Next() {
+		ev := Event{Type: typ, Reason: reason, Message: msg}
+		if err := rows.Scan(&ev.Namespace, &ev.Kind, &ev.Name); err != nil {
+			return nil, err
+		}
+		out = append(out, ev)
+	}
+	return out, rows.Err()
+}
+
+// batch gathers column arrays for one unnest statement.
+type batch struct {
+	ids                                        []int64
+	ns, kind, name, av, fp, lb, an, sp, sh, mh []string
+	fl                                         []int32
+}
+
+func (b *batch) reset() {
+	for _, col := range []*[]string{&b.ns, &b.kind, &b.name, &b.av, &b.fp, &b.lb, &b.an, &b.sp, &b.sh, &b.mh} {
+		clear(*col)
+		*col = (*col)[:0]
+	}
+	b.ids, b.fl = b.ids[:0], b.fl[:0]
+}
+
+func (b *batch) add(id int64, r *manifest.Resource) {
+	b.ids = append(b.ids, id)
+	b.ns = append(b.ns, r.Namespace)
+	b.kind = append(b.kind, r.Kind)
+	b.name = append(b.name, r.Name)
+	b.av = append(b.av, r.APIVersion)
+	b.fp = append(b.fp, r.File)
+	b.fl = append(b.fl, int32(r.Line))
+	b.lb = append(b.lb, stringsJSON(r.Labels))
+	b.an = append(b.an, stringsJSON(r.Annotations))
+	b.sp = append(b.sp, string(storableJSON(r.Spec)))
+	b.sh = append(b.sh, r.SpecHash)
+	b.mh = append(b.mh, r.MetaHash)
+}
+
+// stringsJSON spells labels or annotations for a jsonb column.
+func stringsJSON(v map[string]string) string {
+	if len(v) == 0 {
+		return "{}"
+	}
+	b, _ := json.Marshal(v)
+	return string(storableJSON(b))
+}
+
+func resourceEvent(r *manifest.Resource, typ, reason, msg string) Event {
+	return Event{Namespace: r.Namespace, Kind: r.Kind, Name: r.Name, Type: typ, Reason: reason, Message: msg}
+}

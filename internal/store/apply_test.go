@@ -1,0 +1,156 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/trueup-dev/trueup/internal/manifest"
+)
+
+// widgets is a set of n resources of kind Widget, each with spec {"size": size(i)}.
+func widgets(n int, size func(i int) int) *manifest.Set {
+	set := &manifest.Set{}
+	for i := range n {
+		spec := json.RawMessage(fmt.Sprintf(`{"size":%d}`, size(i)))
+		set.Resources = append(set.Resources, manifest.Resource{APIVersion: "example.com/v1", Kind: "Widget", Namespace: "default",
+			Name: fmt.Sprintf("w%02d", i), Labels: map[string]string{"team": "a"}, Annotations: map[string]string{},
+			Spec: spec, SpecHash: string(spec), MetaHash: "m", File: "widgets.yaml", Line: i + 1})
+	}
+	return set
+}
+
+// applied is what a source's revision left in the database.
+type applied struct {
+	Revision string
+	Specs    map[string]string // name → spec
+	Deleting []string
+	Changes  int64
+	Events   map[string]int64 // reason → count
+}
+
+func readApplied(t *testing.T, st *Store, source string) applied {
+	t.Helper()
+	ctx := context.Background()
+	a := applied{Specs: map[string]string{}, Events: map[string]int64{}}
+	if err := st.pool.QueryRow(ctx, "SELECT revision FROM sources WHERE name = $1", source).Scan(&a.Revision); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := st.pool.Query(ctx, "SELECT name, spec::text, deletion_timestamp IS NOT NULL FROM resources WHERE source = $1 ORDER BY name", source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var name, spec string
+		var deleting bool
+		if err := rows.Scan(&name, &spec, &deleting); err != nil {
+			t.Fatal(err)
+		}
+		a.Specs[name] = spec
+		if deleting {
+			a.Deleting = append(a.Deleting, name)
+		}
+	}
+	rows.Close()
+	if err := st.pool.QueryRow(ctx, "SELECT count(*) FROM changes WHERE source = $1 AND object = 'resource'", source).Scan(&a.Changes); err != nil {
+		t.Fatal(err)
+	}
+	rows, err = st.pool.Query(ctx, "SELECT reason, count(*) FROM events WHERE source = $1 GROUP BY reason", source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var reason string
+		var n int64
+		if err := rows.Scan(&reason, &n); err != nil {
+			t.Fatal(err)
+		}
+		a.Events[reason] = n
+	}
+	rows.Close()
+	return a
+}
+
+// A revision larger than one batch is written in several statements of one transaction:
+// every row, change and event arrives, whatever batch it was in.
+func TestApplyRevisionInBatches(t *testing.T) {
+	t.Parallel()
+	st := openTest(t)
+	ctx := context.Background()
+	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	const n, batch = 7, 3 // batches of 3, 3 and 1
+	res, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "r1", Set: widgets(n, func(int) int { return 1 }), Prune: true, BatchSize: batch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Created != n {
+		t.Fatalf("created %d, want %d", res.Created, n)
+	}
+	got := readApplied(t, st, "s")
+	if len(got.Specs) != n || got.Changes != n || got.Events["Created"] != n || got.Revision != "r1" {
+		t.Fatalf("after r1: %+v", got)
+	}
+
+	// r2: new specs for the last four (across the second and third batch), w00 relabelled,
+	// w01 removed.
+	set := widgets(n, func(i int) int { return map[bool]int{true: 2, false: 1}[i >= 3] })
+	set.Resources[0].MetaHash = "m2"
+	set.Resources = append(set.Resources[:1], set.Resources[2:]...)
+	res, err = st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "r2", Set: set, Prune: true, MaxPruneFraction: 1, BatchSize: batch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ApplyResult{Updated: 4, Relabelled: 1, Deleted: 1, Unchanged: 1}
+	if !reflect.DeepEqual(res, want) {
+		t.Errorf("r2 result = %+v, want %+v", res, want)
+	}
+	got = readApplied(t, st, "s")
+	if got.Specs["w06"] != `{"size": 2}` || got.Specs["w02"] != `{"size": 1}` || !reflect.DeepEqual(got.Deleting, []string{"w01"}) {
+		t.Errorf("after r2: %+v", got)
+	}
+	if got.Changes != n+4+1 || got.Events["SpecChanged"] != 4 || got.Events["DeletionRequested"] != 1 {
+		t.Errorf("after r2: %d changes, events %v", got.Changes, got.Events)
+	}
+}
+
+// A failure in a later batch leaves nothing of the revision applied: not the rows of the
+// earlier batches, nor their changes and events, nor the source's revision.
+func TestApplyRevisionLaterBatchFails(t *testing.T) {
+	t.Parallel()
+	st := openTest(t)
+	ctx := context.Background()
+	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	const n, batch = 7, 3
+	// jsonb refuses the last resource's spec; it is in the third batch.
+	broken := func(set *manifest.Set) *manifest.Set {
+		set.Resources[n-1].Spec = json.RawMessage(`{"size":`)
+		return set
+	}
+
+	_, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "bad", Set: broken(widgets(n, func(int) int { return 1 })), BatchSize: batch})
+	if err == nil || !strings.Contains(err.Error(), "insert resources") {
+		t.Fatalf("first revision with a bad last batch: err = %v, want a failed insert", err)
+	}
+	if got := readApplied(t, st, "s"); len(got.Specs) != 0 || got.Changes != 0 || len(got.Events) != 0 || got.Revision != "" {
+		t.Fatalf("after a failed first revision: %+v", got)
+	}
+
+	if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "r1", Set: widgets(n, func(int) int { return 1 }), BatchSize: batch}); err != nil {
+		t.Fatal(err)
+	}
+	before := readApplied(t, st, "s")
+	_, err = st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "bad2", Set: broken(widgets(n, func(int) int { return 2 })), BatchSize: batch})
+	if err == nil || !strings.Contains(err.Error(), "update resources") {
+		t.Fatalf("revision with a bad last batch: err = %v, want a failed update", err)
+	}
+	if got := readApplied(t, st, "s"); !reflect.DeepEqual(got, before) {
+		t.Errorf("a failed revision changed the source:\n got %+v\nwant %+v", got, before)
+	}
+}
