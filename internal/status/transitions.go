@@ -65,6 +65,13 @@ func NewGeneration(prev State, gen int64, now time.Time) State {
 	return s
 }
 
+// DeletionRequested is the state after the syncer marked the resource for deletion (its
+// manifest is gone): the delete is pending (Reconciling True), Ready no longer True.
+func DeletionRequested(prev State, now time.Time) State {
+	s, _ := Claim(prev, 0, true, now)
+	return s
+}
+
 // Claim is the state when a worker takes the resource: whenever the claim starts real work
 // (a first reconcile, a new generation, a retry, a delete) Reconciling is True while it runs.
 // A resync of a resource that is Ready at its generation changes nothing (it may find nothing

@@ -618,3 +618,21 @@ func TestCheckRejectsBrokenStates(t *testing.T) {
 		})
 	}
 }
+
+func TestDeletionRequested(t *testing.T) {
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	prev, _ := Result(State{Phase: PhaseReconciling, Conditions: Created(now.Add(-time.Hour)).Conditions}, Outcome{Generation: 1, CurrentGeneration: 1, Done: true}, now.Add(-time.Minute))
+	s := DeletionRequested(prev, now)
+	if s.Phase != PhaseDeleting {
+		t.Errorf("phase %s, want Deleting", s.Phase)
+	}
+	if c, _ := Get(s.Conditions, Reconciling); c.Status != True || c.Reason != ReasonDeleting {
+		t.Errorf("Reconciling %+v, want True Deleting", c)
+	}
+	if c, _ := Get(s.Conditions, Ready); c.Status == True {
+		t.Errorf("Ready still True while the delete is pending: %+v", c)
+	}
+	if err := Check(s, 1, true); err != nil {
+		t.Error(err)
+	}
+}

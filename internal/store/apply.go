@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/status"
 )
 
 // DefaultApplyBatch is how many resources one statement of ApplyRevision writes. A revision
@@ -226,18 +228,23 @@ func (w *applyWriter) update(ctx context.Context, rs []rewrite) error {
 		w.events = append(w.events, resourceEvent(r, EventNormal, "SpecChanged", msg))
 	}
 	b := &w.b
+	// Phase and conditions of a new generation are the status model's (status.NewGeneration).
+	phases, conds, err := newGenerations(ctx, w.tx, b.ids)
+	if err != nil {
+		return err
+	}
 	rows, err := w.tx.Query(ctx, `
 		UPDATE resources r SET api_version = x.av, file_path = x.fp, file_line = x.fl, revision = $1,
 		  labels = x.lb::jsonb, annotations = x.an::jsonb, spec = x.sp::jsonb, spec_hash = x.sh, meta_hash = x.mh,
 		  kind = x.kind, generation = r.generation + 1, updated_at = now(), deletion_timestamp = NULL,
 		  run_at = now(), attempt = 0, dirty = r.lease_owner IS NOT NULL, orphaned = false,
-		  phase = CASE WHEN r.observed_generation = 0 THEN 'Pending' ELSE 'Reconciling' END,
-		  conditions = `+readyUnknownSQL+`
-		FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[])
-		  AS x(id, kind, av, fp, fl, lb, an, sp, sh, mh)
+		  phase = COALESCE(x.phase, r.phase), conditions = COALESCE(x.conds::jsonb, r.conditions)
+		FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
+		  $12::text[], $13::text[])
+		  AS x(id, kind, av, fp, fl, lb, an, sp, sh, mh, phase, conds)
 		WHERE r.id = x.id
 		RETURNING r.namespace, r.kind, r.name, r.phase, r.generation`,
-		w.p.Revision, b.ids, b.kind, b.av, b.fp, b.fl, b.lb, b.an, b.sp, b.sh, b.mh)
+		w.p.Revision, b.ids, b.kind, b.av, b.fp, b.fl, b.lb, b.an, b.sp, b.sh, b.mh, phases, conds)
 	if err != nil {
 		return err
 	}
@@ -264,10 +271,18 @@ func (w *applyWriter) relabel(ctx context.Context, rs []rewrite) error {
 }
 
 func (w *applyWriter) markGone(ctx context.Context, ids []int64) error {
+	phases, conds, err := deriveStatus(ctx, w.tx, ids, func(s status.State, _ int64, now time.Time) status.State {
+		return status.DeletionRequested(s, now)
+	})
+	if err != nil {
+		return err
+	}
 	rows, err := w.tx.Query(ctx, `
 		UPDATE resources r SET deletion_timestamp = now(), run_at = now(), attempt = 0,
-		  dirty = r.lease_owner IS NOT NULL, phase = 'Deleting', revision = $2
-		WHERE r.id = ANY($1::bigint[]) RETURNING namespace, kind, name, phase, generation`, ids, w.p.Revision)
+		  dirty = r.lease_owner IS NOT NULL, phase = COALESCE(x.phase, 'Deleting'), conditions = COALESCE(x.conds::jsonb, r.conditions),
+		  revision = $2
+		FROM unnest($1::bigint[], $3::text[], $4::text[]) AS x(id, phase, conds)
+		WHERE r.id = x.id RETURNING r.namespace, r.kind, r.name, r.phase, r.generation`, ids, w.p.Revision, phases, conds)
 	if err != nil {
 		return err
 	}

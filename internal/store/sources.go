@@ -263,13 +263,85 @@ func (s *Store) ApplyRevision(ctx context.Context, p ApplyParams) (ApplyResult, 
 	return res, nil
 }
 
-// readyUnknownSQL turns a stored Ready=True into Unknown when a new generation arrives, so
-// that observedGeneration < generation never shows Ready=True (DESIGN §8).
-const readyUnknownSQL = `COALESCE((SELECT jsonb_agg(CASE WHEN c->>'type' = 'Ready' AND c->>'status' = 'True'
-	  THEN c || jsonb_build_object('status', 'Unknown', 'reason', 'NewGeneration',
-	       'message', 'a newer generation is waiting to be reconciled',
-	       'lastTransitionTime', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
-	  ELSE c END) FROM jsonb_array_elements(r.conditions) c), '[]'::jsonb)`
+// requeueKind gives every live resource of kind a new generation (its type's action changed).
+func requeueKind(ctx context.Context, tx pgx.Tx, kind, revision string) error {
+	rows, err := tx.Query(ctx, `SELECT id FROM resources WHERE lower(kind) = lower($1) AND deletion_timestamp IS NULL ORDER BY id FOR UPDATE`, kind)
+	if err != nil {
+		return err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	return chunks(len(ids), DefaultApplyBatch, func(lo, hi int) error {
+		phases, conds, err := newGenerations(ctx, tx, ids[lo:hi])
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE resources r SET generation = r.generation + 1, updated_at = now(), revision = $1,
+			run_at = now(), attempt = 0, dirty = r.lease_owner IS NOT NULL, phase = x.phase, conditions = x.conds::jsonb
+			FROM unnest($2::bigint[], $3::text[], $4::text[]) AS x(id, phase, conds)
+			WHERE r.id = x.id AND x.phase IS NOT NULL`, revision, ids[lo:hi], phases, conds)
+		return err
+	})
+}
+
+// newGenerations derives, with status.NewGeneration, the phase and conditions of the rows ids
+// after their generation grows by one; the results are aligned with ids (nil for a row that
+// is gone). The rows must be locked by the caller's transaction.
+func newGenerations(ctx context.Context, tx pgx.Tx, ids []int64) (phases []*string, conds []*string, err error) {
+	return deriveStatus(ctx, tx, ids, func(s status.State, gen int64, now time.Time) status.State {
+		return status.NewGeneration(s, gen+1, now)
+	})
+}
+
+// deriveStatus reads the status of the rows ids and returns what rule makes of it, aligned
+// with ids (nil for a row that is gone).
+func deriveStatus(ctx context.Context, tx pgx.Tx, ids []int64, rule func(s status.State, gen int64, now time.Time) status.State) (phases []*string, conds []*string, err error) {
+	rows, err := tx.Query(ctx, `SELECT id, phase, generation, observed_generation, conditions FROM resources WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return nil, nil, err
+	}
+	type st struct {
+		s   status.State
+		gen int64
+	}
+	cur := make(map[int64]st, len(ids))
+	for rows.Next() {
+		var id int64
+		var x st
+		var cj []byte
+		if err := rows.Scan(&id, &x.s.Phase, &x.gen, &x.s.ObservedGeneration, &cj); err != nil {
+			rows.Close()
+			return nil, nil, err
+		}
+		if err := json.Unmarshal(cj, &x.s.Conditions); err != nil {
+			rows.Close()
+			return nil, nil, err
+		}
+		cur[id] = x
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	phases, conds = make([]*string, len(ids)), make([]*string, len(ids))
+	for i, id := range ids {
+		x, ok := cur[id]
+		if !ok {
+			continue
+		}
+		n := rule(x.s, x.gen, now)
+		b, err := json.Marshal(n.Conditions)
+		if err != nil {
+			return nil, nil, err
+		}
+		ph, cs := n.Phase, string(b)
+		phases[i], conds[i] = &ph, &cs
+	}
+	return phases, conds, nil
+}
 
 // WorkChannel is the NOTIFY channel announcing due work.
 const WorkChannel = "trueup_work"
@@ -411,11 +483,7 @@ func applyTypes(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResult)
 		res.TypesChanged++
 		switch {
 		case actionChanged:
-			if _, err := tx.Exec(ctx, `UPDATE resources r SET generation = r.generation + 1, updated_at = now(), revision = $2,
-				run_at = now(), attempt = 0, dirty = r.lease_owner IS NOT NULL,
-				phase = CASE WHEN r.observed_generation = 0 THEN 'Pending' ELSE 'Reconciling' END,
-				conditions = `+readyUnknownSQL+`
-				WHERE lower(r.kind) = lower($1) AND r.deletion_timestamp IS NULL`, t.Name, p.Revision); err != nil {
+			if err := requeueKind(ctx, tx, t.Name, p.Revision); err != nil {
 				return fmt.Errorf("requeue resources of %s: %w", t.Name, err)
 			}
 			res.TypeRequeued = true
