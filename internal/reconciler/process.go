@@ -256,10 +256,15 @@ func trigger(c store.Claimed) string {
 		return "created"
 	case c.ObservedGeneration < c.Generation && len(c.ActionState) == 0:
 		return "spec-changed"
+	case c.ObservedGeneration < c.Generation:
+		// Work in flight for this generation (the last call, in progress, was at it) is a
+		// requeue; state an action kept from an older generation's success is not.
+		if synced, ok := status.Get(c.Conditions, status.Synced); ok && synced.ObservedGeneration == c.Generation {
+			return "requeue"
+		}
+		return "spec-changed"
 	case c.Phase == status.PhaseReconciling:
 		return "requeue"
-	case c.ObservedGeneration < c.Generation:
-		return "spec-changed"
 	default:
 		return "resync"
 	}
@@ -390,6 +395,8 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 		u.RunAt = ptr(now)
 	}
 	if cur.Deleting {
+		// The delete runs next, with a clean slate of attempts.
+		u.Attempt = 0
 		u.RunAt = ptr(now)
 	}
 	return u

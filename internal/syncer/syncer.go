@@ -418,6 +418,7 @@ func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (Outcome, error) 
 		return Outcome{}, fmt.Errorf("load types of other sources: %w", err)
 	}
 	set, err := s.loader.Load(snap.Files, manifest.Options{KnownTypes: known, CheckAction: s.opts.CheckAction})
+	snap.Files = nil // parsed: the file bytes need not live through the apply (14 MB at 100k resources)
 	if err != nil {
 		return Outcome{}, s.reject(ctx, lease, snap.Revision, err)
 	}
