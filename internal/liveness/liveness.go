@@ -7,8 +7,10 @@
 //
 // A replica that is merely slow keeps its session and so its leases: only the TTL path
 // (reconciler.Maintenance) takes those, for replicas cut off from the database. A replica whose
-// own session ends stops all work in flight at once (OnLost) and resumes after it holds a new
-// session (OnRegained); its old leases are fenced exactly as before.
+// own session ends — seen at once when the server ends it, within pingEvery+pingTimeout when
+// the connection silently dropped — stops all work in flight (OnLost, which returns once the
+// calls did) and resumes after it holds a new session (OnRegained); its old leases are fenced
+// exactly as before.
 package liveness
 
 import (
@@ -63,8 +65,8 @@ func New(st *store.Store, opts Options, logger *slog.Logger) *Liveness {
 	return &Liveness{opts: opts, store: st, log: logger.With("component", "liveness")}
 }
 
-// Start takes the replica's lock (releasing what a previous incarnation of the same name
-// held). It fails when another live process uses the same replica name.
+// Start takes the replica's lock, releasing what its previous session held (after a
+// reconnect; ending that session if the server still has it).
 func (l *Liveness) Start(ctx context.Context) error {
 	h, released, err := l.store.HoldLiveness(ctx, l.opts.Replica)
 	if err != nil {

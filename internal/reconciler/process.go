@@ -37,14 +37,10 @@ type attempt struct {
 	inSync  bool   // Observe found nothing to do
 }
 
-// process runs one claimed item and writes its result.
-func (r *Reconciler) process(ctx context.Context, c store.Claimed) {
-	shutdown := ctx
-	// The call's own context also ends when its lease is found lost (renewLoop) or the
-	// replica's liveness session ends (Suspend).
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	r.running(c.LeaseToken, cancel)
+// process runs one claimed item and writes its result. ctx is the call's own context (from
+// start): it also ends when the lease is found lost (renewLoop) or the replica suspends;
+// shutdown is the replica's.
+func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed) {
 	a := attempt{started: time.Now(), trigger: trigger(c)}
 	act, err := r.actionFor(c)
 	if c.Deleting {

@@ -51,10 +51,19 @@ type Reconciler struct {
 	// inflight maps lease tokens of claimed work (queued, running, or being written) to its
 	// call: leases are renewed by token, and a call whose lease is gone is stopped.
 	inflight map[string]*call
-	// suspended is set while this replica's liveness session is down: its leases may be
-	// released by a peer at any moment, so nothing is claimed or started.
-	suspended bool
+	// suspended holds why this replica may not run anything now: its liveness session is
+	// down, or its leases could not be renewed for most of their TTL. Either way peers may
+	// take its work at any moment, so nothing is claimed or started.
+	suspended map[string]error
+	// epoch grows at every suspension: a claim that began before one is stale.
+	epoch uint64
 }
+
+// Suspension reasons.
+const (
+	suspendLiveness = "liveness"
+	suspendRenewal  = "renewal"
+)
 
 // call is one claimed item's life on this replica.
 type call struct {
@@ -84,7 +93,7 @@ func New(st *store.Store, acts map[string]actions.Action, opts Options, logger *
 		opts.Scrub = func(s string) string { return s }
 	}
 	r := &Reconciler{opts: opts, store: st, actions: acts, log: logger,
-		wake: make(chan struct{}, 1), completions: make(chan pending, 4*maxBatch), inflight: map[string]*call{}}
+		wake: make(chan struct{}, 1), completions: make(chan pending, 4*maxBatch), inflight: map[string]*call{}, suspended: map[string]error{}}
 	// Until calls were seen, they count as long: no claim runs ahead of the workers.
 	r.callAvg.Store(int64(prefetchBelow))
 	return r
@@ -101,36 +110,70 @@ func (r *Reconciler) Wake() {
 
 // Suspend stops everything in flight at once and claims nothing until Resume: the replica's
 // liveness session ended, so peers may release its leases and run that work right now.
-// Calls are cancelled (their results are fenced out anyway); queued items are dropped.
+// Calls are cancelled (their results are fenced out anyway); queued items are dropped. It
+// then waits (at most quiesceWait) until the cancelled calls have returned, so that the
+// caller releases this replica's leases only once nothing of it runs.
 func (r *Reconciler) Suspend(cause error) {
-	r.mu.Lock()
-	r.suspended = true
-	n := 0
-	for _, c := range r.inflight {
-		if c.cancel != nil {
-			c.cancel(cause)
-			n++
-		} else {
-			c.dropped = true
-		}
-	}
-	r.mu.Unlock()
+	n := r.suspend(suspendLiveness, cause)
 	r.log.Warn("liveness lost: stopped work in flight and claiming", "cancelled", n, "err", cause)
+	r.quiesce(quiesceWait)
 }
 
 // Resume lets the claimer work again (liveness regained; the previous session's leases were
 // released by whoever saw it end first).
-func (r *Reconciler) Resume() {
-	r.mu.Lock()
-	r.suspended = false
-	r.mu.Unlock()
-	r.Wake()
-}
+func (r *Reconciler) Resume() { r.resume(suspendLiveness) }
 
-func (r *Reconciler) isSuspended() bool {
+// quiesceWait bounds how long Suspend waits for cancelled calls (exec: SIGTERM, a 2 s grace,
+// SIGKILL).
+const quiesceWait = 10 * time.Second
+
+// suspend records reason, cancels every running call and drops every queued item; it returns
+// how many calls it cancelled.
+func (r *Reconciler) suspend(reason string, cause error) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.suspended
+	r.suspended[reason] = cause
+	r.epoch++
+	n := 0
+	for _, c := range r.inflight {
+		if c.writing {
+			continue
+		}
+		if c.cancel != nil {
+			c.cancel(cause)
+			n++
+		}
+		c.dropped = true
+	}
+	return n
+}
+
+func (r *Reconciler) resume(reason string) {
+	r.mu.Lock()
+	_, was := r.suspended[reason]
+	delete(r.suspended, reason)
+	r.mu.Unlock()
+	if was {
+		r.Wake()
+	}
+}
+
+// quiesce waits until no call runs, at most d.
+func (r *Reconciler) quiesce(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for r.busy.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := r.busy.Load(); n > 0 {
+		r.log.Warn("calls still running after they were cancelled", "count", n)
+	}
+}
+
+// claimable reports whether claims may run, and the epoch to check them against.
+func (r *Reconciler) claimable() (bool, uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.suspended) == 0, r.epoch
 }
 
 // Run claims and reconciles until ctx ends, then waits for in-flight work to finish (their
@@ -153,15 +196,19 @@ func (r *Reconciler) Run(ctx context.Context) error {
 		go func() {
 			defer workers.Done()
 			for c := range queue {
-				if !r.start(c) {
-					continue
-				}
 				if ctx.Err() != nil {
 					r.release([]store.Claimed{c})
-					r.busy.Add(-1)
 					continue
 				}
-				r.process(ctx, c)
+				cctx, cancel, ok := r.start(ctx, c)
+				if !ok {
+					// Dropped while it waited (suspension, lease lost): give the lease back
+					// if it is still ours (fenced by the token).
+					r.release([]store.Claimed{c})
+					continue
+				}
+				r.process(ctx, cctx, c)
+				cancel(nil)
 				r.busy.Add(-1)
 				r.Wake()
 			}
@@ -177,16 +224,20 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	return nil
 }
 
-// start marks c as running; false when its lease was given up while it waited (suspension).
-func (r *Reconciler) start(c store.Claimed) bool {
+// start creates c's call context and marks it running, under the same lock that Suspend and
+// the renewal take: a call either starts before them (and they cancel it) or not at all. It
+// reports false when the item was dropped while it waited, or claims are suspended.
+func (r *Reconciler) start(parent context.Context, c store.Claimed) (context.Context, context.CancelCauseFunc, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if cl := r.inflight[c.LeaseToken]; cl == nil || cl.dropped {
-		delete(r.inflight, c.LeaseToken)
-		return false
+	cl := r.inflight[c.LeaseToken]
+	if cl == nil || cl.dropped || len(r.suspended) > 0 {
+		return nil, nil, false
 	}
+	ctx, cancel := context.WithCancelCause(parent)
+	cl.cancel = cancel
 	r.busy.Add(1)
-	return true
+	return ctx, cancel, true
 }
 
 // claimSize is how many items to claim now: enough to keep every worker busy until the next
@@ -234,7 +285,11 @@ func (r *Reconciler) claimLoop(ctx context.Context, queue chan store.Claimed) {
 		case <-r.wake:
 		}
 		wait := r.opts.PollInterval
-		for ctx.Err() == nil && !r.isSuspended() {
+		for ctx.Err() == nil {
+			ok, epoch := r.claimable()
+			if !ok {
+				break // Resume wakes us
+			}
 			n := claimSize(r.opts.Workers, int(r.busy.Load()), len(queue), time.Duration(r.callAvg.Load()))
 			if n == 0 {
 				break // a worker that finishes wakes us
@@ -247,8 +302,11 @@ func (r *Reconciler) claimLoop(ctx context.Context, queue chan store.Claimed) {
 				break
 			}
 			r.mu.Lock()
+			// A suspension that began while the claim ran may already have handed these
+			// rows to a peer: they are dropped, never started.
+			stale := len(r.suspended) > 0 || r.epoch != epoch
 			for _, c := range claimed {
-				r.inflight[c.LeaseToken] = &call{}
+				r.inflight[c.LeaseToken] = &call{dropped: stale}
 			}
 			r.mu.Unlock()
 			for _, c := range claimed {
@@ -270,10 +328,7 @@ func (r *Reconciler) drain(queue chan store.Claimed) {
 	for {
 		select {
 		case c := <-queue:
-			if r.start(c) {
-				r.busy.Add(-1)
-				left = append(left, c)
-			}
+			left = append(left, c)
 		default:
 			r.release(left)
 			return
@@ -314,14 +369,6 @@ func (r *Reconciler) observeCall(d time.Duration) {
 	}
 }
 
-func (r *Reconciler) running(token string, cancel context.CancelCauseFunc) {
-	r.mu.Lock()
-	if c := r.inflight[token]; c != nil {
-		c.cancel = cancel
-	}
-	r.mu.Unlock()
-}
-
 // writing marks tokens as handed to the result writer: their leases end with the write, so a
 // renewal that finds them gone is no loss.
 func (r *Reconciler) writing(tokens []string) {
@@ -350,9 +397,14 @@ func (r *Reconciler) release(cs []store.Claimed) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	ids, toks := make([]int64, len(cs)), make([]string, len(cs))
+	r.mu.Lock()
 	for i, c := range cs {
 		ids[i], toks[i] = c.ID, c.LeaseToken
+		if cl := r.inflight[c.LeaseToken]; cl != nil {
+			cl.dropped = true // being given back: a renewal that misses it is no loss
+		}
 	}
+	r.mu.Unlock()
 	if err := r.store.Release(ctx, ids, toks); err != nil {
 		r.log.Warn("release leases", "count", len(cs), "err", err)
 	}
@@ -363,6 +415,7 @@ func (r *Reconciler) release(cs []store.Claimed) {
 func (r *Reconciler) renewLoop(ctx context.Context) {
 	t := time.NewTicker(r.opts.LeaseTTL / 3)
 	defer t.Stop()
+	lastRenewed := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -372,14 +425,26 @@ func (r *Reconciler) renewLoop(ctx context.Context) {
 		r.mu.Lock()
 		tokens := make([]string, 0, len(r.inflight))
 		for tok, c := range r.inflight {
-			if !c.writing {
+			if !c.writing && !c.dropped {
 				tokens = append(tokens, tok)
 			}
 		}
 		r.mu.Unlock()
 		lost, err := r.store.RenewLeases(ctx, r.opts.Replica, tokens, r.opts.LeaseTTL)
-		if err != nil && ctx.Err() == nil {
+		switch {
+		case err == nil:
+			lastRenewed = time.Now()
+			r.resume(suspendRenewal)
+		case ctx.Err() != nil:
+			return
+		default:
 			r.log.Warn("renew leases failed", "err", err)
+			if selfFence(time.Since(lastRenewed), r.opts.LeaseTTL) {
+				// Our leases run out soon and the maintenance holder will hand the work to
+				// another replica: stop it now rather than run next to it.
+				n := r.suspend(suspendRenewal, errRenewFailing)
+				r.log.Warn("leases not renewed for most of their TTL: stopped work in flight and claiming", "cancelled", n)
+			}
 		}
 		// A token missing from the renewal is lost only if its work is still ours and not
 		// written meanwhile (a result committed between the snapshot and the statement clears
@@ -407,12 +472,18 @@ func (r *Reconciler) renewLoop(ctx context.Context) {
 func confirmLost(lost []string, inflight map[string]*call) []*call {
 	var out []*call
 	for _, tok := range lost {
-		if c := inflight[tok]; c != nil && !c.writing {
+		if c := inflight[tok]; c != nil && !c.writing && !c.dropped {
 			out = append(out, c)
 		}
 	}
 	return out
 }
+
+// selfFence reports whether leases not renewed for since (of ttl) must be presumed lost: past
+// two thirds of the TTL the maintenance holder may release them before the next renewal.
+func selfFence(since, ttl time.Duration) bool { return since >= ttl*2/3 }
+
+var errRenewFailing = errors.New("leases could not be renewed for most of their TTL; another replica may take this work over")
 
 // errLeaseLost cancels a call whose lease moved to another replica.
 var errLeaseLost = errors.New("lease lost: another replica took this resource over")

@@ -32,15 +32,12 @@ type Liveness struct {
 	Key  int32
 }
 
-// ErrReplicaNameInUse is returned when a live session already holds the lock of a replica of
-// the same name.
-var ErrReplicaNameInUse = errors.New("replica name in use by a live process")
-
 // HoldLiveness opens the replica's liveness session, takes a fresh lock key, records it on the
-// replica's row and releases whatever a previous incarnation of the same name still held
-// (leases of a process that died, or of this process's previous session), recording its
-// attempts as Interrupted. It fails with ErrReplicaNameInUse when another live session holds
-// that name's lock.
+// replica's row and releases whatever the replica's previous session still held, recording
+// its attempts as Interrupted. Replica names are unique per process, so a previous session
+// that still holds its lock is this process's own, cut off (a dropped idle connection the
+// server has not noticed yet): it is terminated rather than waited for — it may otherwise
+// linger until the server's TCP keepalive ends it.
 func (s *Store) HoldLiveness(ctx context.Context, r Replica) (*Liveness, int, error) {
 	pc, err := s.leases.Acquire(ctx)
 	if err != nil {
@@ -51,6 +48,11 @@ func (s *Store) HoldLiveness(ctx context.Context, r Replica) (*Liveness, int, er
 	fail := func(err error) (*Liveness, int, error) {
 		_ = conn.Close(context.Background())
 		return nil, 0, err
+	}
+	// The server notices a vanished client within seconds rather than the OS default of two
+	// hours; the replica itself notices sooner still (Wait pings), and stops its work first.
+	if _, err := conn.Exec(ctx, "SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 2; SET tcp_keepalives_count = 3"); err != nil {
+		return fail(fmt.Errorf("liveness session: %w", err))
 	}
 	for try := 0; ; try++ {
 		key := rand.Int32N(1<<31 - 1)
@@ -74,12 +76,12 @@ func (s *Store) HoldLiveness(ctx context.Context, r Replica) (*Liveness, int, er
 			return err
 		}
 		if old != nil && *old != l.Key {
-			held, err := keyHeld(ctx, tx, *old)
-			if err != nil {
-				return err
-			}
-			if held {
-				return fmt.Errorf("replica %s: %w (give each replica its own name)", r.Name, ErrReplicaNameInUse)
+			// End the previous session if it still holds its lock: every lease it stood for
+			// is released below, and it must not be seen alive.
+			if _, err := tx.Exec(ctx, `SELECT pg_terminate_backend(l.pid) FROM pg_locks l WHERE l.locktype = 'advisory'
+				AND l.granted AND l.objsubid = 2 AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+				AND l.classid::int8 = $1 AND l.objid::int8 = $2`, livenessClass, *old); err != nil {
+				return fmt.Errorf("end the previous session: %w", err)
 			}
 		}
 		if _, err := tx.Exec(ctx, `INSERT INTO replicas (name, hostname, pid, version, listen, liveness_key) VALUES ($1, $2, $3, $4, $5, $6)
@@ -97,26 +99,64 @@ func (s *Store) HoldLiveness(ctx context.Context, r Replica) (*Liveness, int, er
 	return l, released, nil
 }
 
-// Wait blocks until the liveness session ends (error) or ctx does (nil).
+// Wait blocks until the liveness session ends (error) or ctx does (nil). It reads the
+// connection (a server that ends the session is seen at once) and pings it every
+// pingEvery: an idle connection dropped on the way (a NAT, a partition) is noticed within
+// pingEvery + pingTimeout.
 func (l *Liveness) Wait(ctx context.Context) error {
-	_, err := l.conn.WaitForNotification(ctx)
-	if ctx.Err() != nil {
-		return nil
+	for {
+		wctx, cancel := context.WithTimeout(ctx, pingEvery)
+		err := l.conn.PgConn().WaitForNotification(wctx)
+		cancel()
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err == nil {
+			return errors.New("unexpected notification on the liveness session")
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
+		pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+		err = l.conn.Ping(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("liveness ping: %w", err)
+		}
 	}
-	if err == nil {
-		err = errors.New("unexpected notification")
-	}
-	return err
 }
+
+// The liveness session's own check of its connection.
+const (
+	pingEvery   = time.Second
+	pingTimeout = 3 * time.Second
+)
 
 // Close ends the session, freeing the lock.
 func (l *Liveness) Close() { _ = l.conn.Close(context.Background()) }
 
 // Retire forgets the replica's liveness key (clean shutdown, after it released its work), so
-// that peers do not report it dead when its session closes.
+// that peers do not report it dead when its session closes. Anything still leased to the
+// replica (a claim committed while it stopped) is released first, without history: it was
+// never started.
 func (s *Store) Retire(ctx context.Context, name string, key int32) error {
-	_, err := s.leases.Exec(ctx, "UPDATE replicas SET liveness_key = NULL WHERE name = $1 AND liveness_key = $2", name, key)
-	return err
+	return pgx.BeginFunc(ctx, s.leases, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE resources SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, claimed_at = NULL,
+			run_at = LEAST(COALESCE(run_at, now()), now()), dirty = false WHERE lease_owner = $1`, name)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() > 0 {
+			if _, err := tx.Exec(ctx, "SELECT pg_notify($1, '')", WorkChannel); err != nil {
+				return err
+			}
+		}
+		_, err = tx.Exec(ctx, "UPDATE replicas SET liveness_key = NULL WHERE name = $1 AND liveness_key = $2", name, key)
+		return err
+	})
 }
 
 // DeadReplica is a replica whose liveness lock is free: its database session ended.

@@ -32,10 +32,6 @@ func TestLivenessDeadReplicaReleased(t *testing.T) {
 	if dead, err := peer.DeadReplicas(ctx); err != nil || len(dead) != 0 {
 		t.Fatalf("dead replicas while both live: %v, %v", dead, err)
 	}
-	// A second process may not take a live replica's name.
-	if _, _, err := peer.HoldLiveness(ctx, Replica{Name: "a"}); !errors.Is(err, ErrReplicaNameInUse) {
-		t.Fatalf("second holder of name a: %v, want ErrReplicaNameInUse", err)
-	}
 
 	seed(t, peer, seedRow{name: "q1", source: "infra", revision: "r1", phase: "Pending", generation: 1})
 	if _, err := peer.pool.Exec(ctx, "UPDATE resources SET run_at = now()"); err != nil {
@@ -91,10 +87,37 @@ func TestLivenessDeadReplicaReleased(t *testing.T) {
 	if err := dying.Complete(ctx, claimed[0].ID, claimed[0].LeaseToken, func(Current) Update { return Update{Phase: "Ready"} }); !errors.Is(err, ErrLeaseLost) {
 		t.Errorf("a's late result: %v, want ErrLeaseLost", err)
 	}
-	// The name is free again: a restarted a takes it.
+	// a reconnects; its session idles (pings keep it checked) until a newer session of the
+	// same name ends it: names are unique per process, so a lingering one is a cut-off
+	// session of the same process.
 	liveA2, _, err := dying.HoldLiveness(ctx, Replica{Name: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	liveA2.Close()
+	defer liveA2.Close()
+	waited := make(chan error, 1)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { waited <- liveA2.Wait(wctx) }()
+	select {
+	case err := <-waited:
+		t.Fatalf("an idle live session ended: %v", err)
+	case <-time.After(2500 * time.Millisecond): // two pings
+	}
+	liveA3, _, err := peer.HoldLiveness(ctx, Replica{Name: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer liveA3.Close()
+	select {
+	case err := <-waited:
+		if err == nil {
+			t.Fatal("the superseded session's Wait returned no error")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the superseded session was not ended")
+	}
+	if dead, err := peer.DeadReplicas(ctx); err != nil || len(dead) != 0 {
+		t.Errorf("dead replicas after the takeover: %v, %v", dead, err)
+	}
 }
