@@ -1,8 +1,13 @@
 package reconciler
 
 import (
+	"context"
+	"errors"
+	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/trueup-dev/trueup/internal/store"
 )
 
 func TestClaimSize(t *testing.T) {
@@ -67,5 +72,55 @@ func TestConfirmLost(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestSelfFence(t *testing.T) {
+	ttl := 15 * time.Second
+	for _, c := range []struct {
+		since time.Duration
+		want  bool
+	}{{0, false}, {5 * time.Second, false}, {9999 * time.Millisecond, false}, {10 * time.Second, true}, {time.Minute, true}} {
+		if got := selfFence(c.since, ttl); got != c.want {
+			t.Errorf("selfFence(%s, %s) = %v, want %v", c.since, ttl, got, c.want)
+		}
+	}
+}
+
+// TestSuspendStopsCalls: a suspension cancels running calls with its cause, keeps queued
+// items from starting, makes a claim begun before it stale, and Resume lets work start again.
+func TestSuspendStopsCalls(t *testing.T) {
+	r := New(nil, nil, Options{}, slog.New(slog.DiscardHandler))
+	r.inflight["running"] = &call{}
+	r.inflight["queued"] = &call{}
+	ctx, _, ok := r.start(context.Background(), store.Claimed{LeaseToken: "running"})
+	if !ok {
+		t.Fatal("start before any suspension refused")
+	}
+	_, epoch := r.claimable()
+	cause := errors.New("session ended")
+	if n := r.suspend(suspendLiveness, cause); n != 1 {
+		t.Errorf("suspend cancelled %d calls, want 1", n)
+	}
+	if context.Cause(ctx) != cause {
+		t.Errorf("running call's cause %v, want %v", context.Cause(ctx), cause)
+	}
+	if _, _, ok := r.start(context.Background(), store.Claimed{LeaseToken: "queued"}); ok {
+		t.Error("a queued item started after the suspension")
+	}
+	if ok, e := r.claimable(); ok || e == epoch {
+		t.Errorf("claimable %v epoch %d (was %d): a claim begun before the suspension must be stale", ok, e, epoch)
+	}
+	r.resume(suspendRenewal) // another reason: still suspended
+	if ok, _ := r.claimable(); ok {
+		t.Error("resuming another reason lifted the liveness suspension")
+	}
+	r.resume(suspendLiveness)
+	if ok, _ := r.claimable(); !ok {
+		t.Error("still suspended after Resume")
+	}
+	r.inflight["new"] = &call{}
+	if _, _, ok := r.start(context.Background(), store.Claimed{LeaseToken: "new"}); !ok {
+		t.Error("a new item could not start after Resume")
 	}
 }
