@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/store"
-	"sigs.k8s.io/yaml"
 )
 
 // describeLimit is how many history entries and events describe shows.
@@ -198,7 +197,7 @@ func writeYAML(w io.Writer, doc json.RawMessage, indent string) error {
 		_, err := fmt.Fprintf(w, "%s<none>\n", indent)
 		return err
 	}
-	y, err := yaml.JSONToYAML(trimmed)
+	y, err := jsonToYAML(trimmed)
 	if err != nil {
 		return err
 	}

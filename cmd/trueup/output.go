@@ -10,8 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
-
-	"sigs.k8s.io/yaml"
 )
 
 // now is the clock ages are measured against; tests replace it before any test runs.
@@ -59,7 +57,7 @@ func printList(w io.Writer, format string, items []json.RawMessage) error {
 // printDoc writes one JSON document indented, or converted to YAML.
 func printDoc(w io.Writer, format string, doc []byte) error {
 	if format == outYAML {
-		y, err := yaml.JSONToYAML(doc)
+		y, err := jsonToYAML(doc)
 		if err != nil {
 			return err
 		}

@@ -716,3 +716,28 @@ func TestLoadDir(t *testing.T) {
 		t.Errorf("missing dir: err = %v, want a plain error", err)
 	}
 }
+
+// TestBigIntegersThroughLoad: an integer beyond int64 passes `type: integer` and reaches the
+// resource's spec with every digit; one beyond the schema's maximum is refused as such.
+func TestBigIntegersThroughLoad(t *testing.T) {
+	t.Parallel()
+	set, err := NewLoader().Load(files("types.yaml", dbType, "db.yaml", `apiVersion: example.com/v1
+kind: DatabaseCluster
+metadata: {name: pg}
+spec: {engine: postgres, storage_gb: 50, replicas: 123456789012345678901234567890}
+`), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec := string(set.Resources[0].Spec); !strings.Contains(spec, `"replicas":123456789012345678901234567890`) {
+		t.Errorf("spec %s lost the integer's digits", spec)
+	}
+	_, err = NewLoader().Load(files("types.yaml", dbType, "db.yaml", `apiVersion: example.com/v1
+kind: DatabaseCluster
+metadata: {name: pg}
+spec: {engine: postgres, storage_gb: 123456789012345678901234567890}
+`), Options{})
+	if got := strings.Join(problems(t, err), "\n"); !strings.Contains(got, "db.yaml:4: spec.storage_gb") {
+		t.Errorf("over the maximum: %q, want an error naming db.yaml:4 spec.storage_gb", got)
+	}
+}

@@ -350,11 +350,13 @@ func scalar(n *yaml.Node) (any, error) {
 	}
 }
 
-// isPlainDecimal spots the common integer spelling that needs no parsing; anything else
-// (0x10, 1_000, 010, 1.5) goes through go-yaml so that its YAML meaning is kept.
+// isPlainDecimal spots the common integer spelling, which is kept as written whatever its
+// length: an integer beyond int64 stays exact (through go-yaml it would become a float64 and
+// lose its digits). Anything else (0x10, 1_000, 010, 1.5) goes through go-yaml so that its
+// YAML meaning is kept.
 func isPlainDecimal(s string) bool {
 	digits := strings.TrimPrefix(s, "-")
-	if digits == "" || len(digits) > 15 {
+	if digits == "" {
 		return false
 	}
 	if digits[0] == '0' {

@@ -36,6 +36,8 @@ func TestConvertScalars(t *testing.T) {
 	}{
 		{"plain", "a: 1\nb: x\nc: true\nd: null\ne: ~\nf:\n", `{"a":1,"b":"x","c":true,"d":null,"e":null,"f":null}`},
 		{"yaml integers", "a: 0x10\nb: 1_000\nc: -7\nd: 0o17\ne: 18446744073709551615", `{"a":16,"b":1000,"c":-7,"d":15,"e":18446744073709551615}`},
+		{"integers beyond uint64 stay exact", "a: 123456789012345678901234567890\nb: -98765432109876543210987654321\nc: 9007199254740993",
+			`{"a":123456789012345678901234567890,"b":-98765432109876543210987654321,"c":9007199254740993}`},
 		{"floats", "a: 2.0\nb: 1e3\nc: -0.5\nd: 1.5e-9", `{"a":2,"b":1000,"c":-0.5,"d":1.5e-9}`},
 		{"strings stay strings", "a: '1'\nb: \"true\"\nc: !!str 12\nd: yes\ne: 1.2.3", `{"a":"1","b":"true","c":"12","d":"yes","e":"1.2.3"}`},
 		{"timestamps and binary kept as written", "a: 2001-12-14\nb: !!binary aGk=", `{"a":"2001-12-14","b":"aGk="}`},

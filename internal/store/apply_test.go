@@ -154,3 +154,29 @@ func TestApplyRevisionLaterBatchFails(t *testing.T) {
 		t.Errorf("a failed revision changed the source:\n got %+v\nwant %+v", got, before)
 	}
 }
+
+// TestBigIntegersStayExact: an integer beyond int64 in a spec is stored (jsonb numeric) and
+// served with every digit.
+func TestBigIntegersStayExact(t *testing.T) {
+	t.Parallel()
+	st := openTest(t)
+	ctx := context.Background()
+	spec := json.RawMessage(`{"n":123456789012345678901234567890,"m":-98765432109876543210987654321}`)
+	set := &manifest.Set{Resources: []manifest.Resource{{APIVersion: "example.com/v1", Kind: "Widget", Namespace: "default",
+		Name: "big", Spec: spec, SpecHash: "h", MetaHash: "m", File: "w.yaml", Line: 1}}}
+	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "r1", Set: set}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.GetResource(ctx, "default", "Widget", "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"123456789012345678901234567890", "-98765432109876543210987654321"} {
+		if !strings.Contains(string(r.Spec), want) {
+			t.Errorf("spec %s lost %s", r.Spec, want)
+		}
+	}
+}
