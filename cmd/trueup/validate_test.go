@@ -79,3 +79,4 @@ func TestValidateUnknownAction(t *testing.T) {
 		t.Errorf("err %v stderr:\n%s", err, stderr)
 	}
 }
+

@@ -209,6 +209,9 @@ func checkAction(acts map[string]actions.Action) func(string, json.RawMessage) e
 		}
 		if v, ok := a.(actions.WithValidator); ok {
 			if err := v.ValidateWith(with); err != nil {
+				if strings.HasPrefix(err.Error(), "with.") {
+					return err // names its field already (with.ref: …)
+				}
 				return fmt.Errorf("with: %w", err)
 			}
 		}
