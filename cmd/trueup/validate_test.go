@@ -79,4 +79,3 @@ func TestValidateUnknownAction(t *testing.T) {
 		t.Errorf("err %v stderr:\n%s", err, stderr)
 	}
 }
-
