@@ -36,6 +36,13 @@ type WithValidator interface {
 	ValidateWith(with json.RawMessage) error
 }
 
+// SecretHolder is implemented by plugins whose config holds secrets written as literals
+// rather than through ${VAR} (an exec instance's secret-named env values): the controller
+// scrubs them, like ${VAR} values, from every message, condition and output of every plugin.
+type SecretHolder interface {
+	Secrets() []string
+}
+
 // Resource is the desired state handed to a plugin.
 type Resource struct {
 	APIVersion  string            `json:"apiVersion"`

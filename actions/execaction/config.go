@@ -38,6 +38,9 @@ type config struct {
 	Env     map[string]string `json:"env"`
 	Dir     string            `json:"dir"`
 	LockDir string            `json:"lockDir"`
+	// InheritEnv hands the command the controller's whole environment (TRUEUP_ variables
+	// excepted) instead of the minimal one.
+	InheritEnv bool `json:"inheritEnv"`
 }
 
 // settings is a validated config with paths resolved.
@@ -48,6 +51,7 @@ type settings struct {
 	lockDir string // absolute
 	timeout time.Duration
 	env     []string // "K=V", sorted by key
+	inherit bool     // start from the controller's environment, not the minimal one
 	secrets []string // values of secret-named env variables, to redact; longest first
 }
 
@@ -69,6 +73,7 @@ func parseConfig(raw json.RawMessage, baseDir string) (settings, error) {
 		path = abs
 	}
 	s.path, s.args = path, slices.Clone(c.Command[1:])
+	s.inherit = c.InheritEnv
 
 	dir := c.Dir
 	if !filepath.IsAbs(dir) {

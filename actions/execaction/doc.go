@@ -5,20 +5,29 @@
 // # Config
 //
 //	{"command": ["./scripts/provision.sh", "arg"], "timeout": "5m", "env": {"K": "V"}, "dir": ".",
-//	 "lockDir": "/var/lib/trueup/exec-locks"}
+//	 "lockDir": "/var/lib/trueup/exec-locks", "inheritEnv": false}
 //
 // command is required. A relative command path that contains a slash is resolved against
 // the folder of the controller config (actions.Env.BaseDir); a bare name is looked up in
 // PATH. dir is the working directory, relative to BaseDir, and defaults to BaseDir. timeout
-// bounds each call (default 5m; "0s" also means the default). env is added to the
-// controller's environment, from which every variable starting with TRUEUP_ is removed first
-// (TRUEUP_DATABASE_URL and the like configure trueup, not the command). Config errors name
+// bounds each call (default 5m; "0s" also means the default).
+//
+// A command gets only what it is given: PATH, HOME, LANG and TMPDIR (each when trueup has
+// it), PWD (its working directory), the config env and the protocol's TRUEUP_ variables.
+// Nothing else of trueup's environment reaches it, so that a host credential the config
+// never names cannot be read by the command, returned as an output, or passed on; whatever a
+// command needs (a cloud region, SSL_CERT_FILE, a token through ${VAR}) goes in env.
+// inheritEnv: true is the explicit opt-in to the controller's whole environment instead,
+// still without its TRUEUP_ variables (TRUEUP_DATABASE_URL and the like configure trueup,
+// not the command); config env is added on top of either. Config errors name
 // env keys, never values. The value of an env variable whose name looks secret (contains,
 // in any case, TOKEN, SECRET, PASSWORD, PASSWD, PASS, KEY, CREDENTIAL, AUTH, CERT or
-// PRIVATE) is redacted as *** from the command's stderr and messages (values shorter than 6
-// bytes excepted: they would match ordinary words); other values (DEMO_DIR, REGION) are
-// settings, which messages may quote. Whatever its name, a value that came from a ${VAR} is
-// scrubbed from messages by the controller. lockDir holds the resource locks (below),
+// PRIVATE) is redacted as *** from the command's stderr, messages, conditions and outputs
+// (strings and keys at any depth; values shorter than 6 bytes excepted: they would match
+// ordinary words), and the instance hands these values to the controller
+// (actions.SecretHolder), which scrubs them from what every plugin returns; other values
+// (DEMO_DIR, REGION) are settings, which messages may quote. Whatever its name, a value that
+// came from a ${VAR} is scrubbed by the controller. lockDir holds the resource locks (below),
 // relative to BaseDir; it defaults to trueup-exec-locks-UID in the temp folder, is created
 // 0700, and must not be writable by others. Unknown fields are errors.
 //
@@ -35,9 +44,8 @@
 //	 "state": …}                    // what the previous reply put in "state", null at first
 //
 // and its environment adds TRUEUP_OPERATION, TRUEUP_KIND, TRUEUP_NAMESPACE, TRUEUP_NAME,
-// TRUEUP_GENERATION, TRUEUP_REVISION and (on Unix) TRUEUP_LOCK_FD to the controller's
-// environment (without its own TRUEUP_ variables) and the config env (config env keys may not
-// start with TRUEUP_).
+// TRUEUP_GENERATION, TRUEUP_REVISION and (on Unix) TRUEUP_LOCK_FD to the environment above
+// (config env keys may not start with TRUEUP_).
 //
 // File descriptors 0, 1 and 2 are the request, the reply and the log. On Unix, descriptor 3
 // (TRUEUP_LOCK_FD) holds the resource's lock: an exclusive flock on a file of lockDir named

@@ -87,9 +87,13 @@ func (a *Action) Observe(ctx context.Context, req actions.Request) (actions.Obse
 	return actions.Observation{
 		InSync:  r.inSync,
 		Message: redact(r.message, a.secrets),
-		Outputs: r.outputs,
+		Outputs: redactOutputs(r.outputs, a.secrets),
 	}, nil
 }
+
+// Secrets returns the values of the config's secret-named env variables, so that the
+// controller scrubs them from whatever any plugin returns, as it does ${VAR} values.
+func (a *Action) Secrets() []string { return slices.Clone(a.secrets) }
 
 // ValidateWith accepts a JSON object or nothing: the command sees `with:` as an object.
 func (a *Action) ValidateWith(with json.RawMessage) error { return validateWith(with) }
@@ -106,7 +110,7 @@ func (a *Action) result(r reply, req actions.Request) actions.Result {
 		Done:         r.done,
 		RequeueAfter: r.requeueAfter,
 		State:        r.state,
-		Outputs:      r.outputs,
+		Outputs:      redactOutputs(r.outputs, a.secrets),
 		Conditions:   r.conditions,
 		Message:      redact(r.message, a.secrets),
 	}
@@ -156,7 +160,10 @@ func (a *Action) run(ctx context.Context, op string, req actions.Request) (reply
 
 	cmd := exec.Command(a.path, a.args...)
 	cmd.Dir = a.dir
-	env := inheritedEnv(cmd.Environ())
+	env := minimalEnv(cmd.Environ())
+	if a.inherit {
+		env = inheritedEnv(cmd.Environ())
+	}
 	env = append(env, a.env...)
 	cmd.Env = append(env, protocolEnv(op, req.Resource)...)
 	if lock != nil {
@@ -230,6 +237,21 @@ func withTail(err error, tail string) error {
 	return fmt.Errorf("%w: %s", err, tail)
 }
 
+// minimalEnvVars are the controller's variables a command gets without inheritEnv: enough to
+// find programs, a home folder, a locale and a temp folder. PWD is the command's own working
+// directory (exec.Cmd.Environ sets it from Dir), not something of the host's.
+var minimalEnvVars = []string{"PATH", "HOME", "LANG", "TMPDIR", "PWD"}
+
+// minimalEnv keeps, of environ, the variables of minimalEnvVars: a command sees only what the
+// config hands it, so that a host credential it was never given (a cloud token in trueup's
+// environment) cannot be read, returned as an output, or passed on.
+func minimalEnv(environ []string) []string {
+	return slices.DeleteFunc(environ, func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return !slices.Contains(minimalEnvVars, name)
+	})
+}
+
 // inheritedEnv is the controller's environment without its TRUEUP_ variables: those
 // configure trueup itself (TRUEUP_DATABASE_URL holds the database password) and the prefix
 // belongs to the exec protocol, whose variables are added after.
@@ -290,4 +312,5 @@ var (
 	_ actions.Action        = (*Action)(nil)
 	_ actions.Observer      = (*Action)(nil)
 	_ actions.WithValidator = (*Action)(nil)
+	_ actions.SecretHolder  = (*Action)(nil)
 )

@@ -49,6 +49,8 @@ type config struct {
 	Env     map[string]string `json:"env,omitempty"`
 	Dir     string            `json:"dir,omitempty"`
 	LockDir string            `json:"lockDir,omitempty"`
+	// InheritEnv is left out when false, so that configs of the old shape stay valid.
+	InheritEnv bool `json:"inheritEnv,omitempty"`
 }
 
 func mustJSON(t *testing.T, v any) json.RawMessage {
@@ -575,6 +577,33 @@ func TestSecretsNotLeaked(t *testing.T) {
 		t.Fatalf("Reconcile = %+v; want messages redacted", res)
 	}
 
+	// Outputs too, at any depth, keys and numbers included; Observe's as well.
+	f = setup(t, config{Env: map[string]string{
+		"DB_PASSWORD": "12345678901",
+		"API_TOKEN":   secret,
+		"REPLY_JSON": `{"outputs": {"token": "` + secret + `", "nested": {"list": ["x ` + secret + `", 7]}, "` + secret + `": 1,
+			"pin": 12345678901, "id": 42}}`,
+	}})
+	want := map[string]any{"token": "***", "nested": map[string]any{"list": []any{"x ***", json.Number("7")}}, "***": json.Number("1"),
+		"pin": "***", "id": json.Number("42")}
+	res, err = f.action.Reconcile(t.Context(), request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(res.Outputs, want) {
+		t.Errorf("Reconcile outputs = %#v; want %#v", res.Outputs, want)
+	}
+	obs, err := f.action.(actions.Observer).Observe(t.Context(), request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(obs.Outputs, want) {
+		t.Errorf("Observe outputs = %#v; want %#v", obs.Outputs, want)
+	}
+	if got := f.action.(actions.SecretHolder).Secrets(); !slices.Contains(got, secret) || !slices.Contains(got, "12345678901") {
+		t.Errorf("Secrets() = %q; want both secret-named values", got)
+	}
+
 	_, err = execaction.New(mustJSON(t, config{
 		Command: []string{"true"},
 		Env:     map[string]string{"TRUEUP_TOKEN": secret},
@@ -626,31 +655,76 @@ func TestSettingsNotRedacted(t *testing.T) {
 }
 
 // TestTrueupEnvNotInherited runs alone (t.Setenv): the controller's own TRUEUP_ variables,
-// such as the database URL, do not reach the command, and the protocol's are the only ones.
+// such as the database URL, do not reach the command, and the protocol's are the only ones,
+// with or without inheritEnv.
 func TestTrueupEnvNotInherited(t *testing.T) {
 	t.Setenv("TRUEUP_DATABASE_URL", "postgres://trueup:s3cret@db/trueup")
 	t.Setenv("TRUEUP_LISTEN", ":8080")
 	t.Setenv("TRUEUP_OPERATION", "forged")
-	t.Setenv("NOT_TRUEUP_VAR", "kept")
-	f := setup(t, config{})
+	for _, inherit := range []bool{false, true} {
+		f := setup(t, config{InheritEnv: inherit})
+		if _, err := f.action.Reconcile(t.Context(), request()); err != nil {
+			t.Fatal(err)
+		}
+		env := strings.Split(f.read(t, "env.txt"), "\n")
+		var trueup []string
+		for _, kv := range env {
+			if strings.HasPrefix(kv, "TRUEUP_") {
+				trueup = append(trueup, kv[:strings.Index(kv, "=")])
+			}
+		}
+		want := []string{"TRUEUP_GENERATION", "TRUEUP_KIND", "TRUEUP_LOCK_FD", "TRUEUP_NAME", "TRUEUP_NAMESPACE", "TRUEUP_OPERATION", "TRUEUP_REVISION"}
+		slices.Sort(trueup)
+		if !slices.Equal(trueup, want) {
+			t.Errorf("inheritEnv %v: TRUEUP_ variables %v; want only the protocol's %v", inherit, trueup, want)
+		}
+		if !contains(env, "TRUEUP_OPERATION=reconcile") {
+			t.Errorf("inheritEnv %v: environment lacks TRUEUP_OPERATION=reconcile", inherit)
+		}
+	}
+}
+
+// TestHostEnvNotInherited runs alone (t.Setenv): a host variable that the config never
+// names does not reach the command, which gets PATH, HOME, LANG and TMPDIR, its config env
+// and the protocol's variables only; inheritEnv: true hands it the host's environment.
+func TestHostEnvNotInherited(t *testing.T) {
+	const hostSecret = "host-only-4b1d9e2f"
+	t.Setenv("CLOUD_ADMIN_TOKEN", hostSecret)
+	t.Setenv("HOME", "/home/trueup-test")
+	t.Setenv("LANG", "C.UTF-8")
+	t.Setenv("TMPDIR", os.TempDir())
+	base := []string{"PATH=" + os.Getenv("PATH"), "HOME=/home/trueup-test", "LANG=C.UTF-8", "TMPDIR=" + os.TempDir(), "REGION=eu-west-1"}
+
+	f := setup(t, config{Env: map[string]string{"REGION": "eu-west-1"}})
 	if _, err := f.action.Reconcile(t.Context(), request()); err != nil {
 		t.Fatal(err)
 	}
-	env := strings.Split(f.read(t, "env.txt"), "\n")
-	var trueup []string
-	for _, kv := range env {
-		if strings.HasPrefix(kv, "TRUEUP_") {
-			trueup = append(trueup, kv[:strings.Index(kv, "=")])
+	env := f.read(t, "env.txt")
+	if strings.Contains(env, hostSecret) || strings.Contains(env, "CLOUD_ADMIN_TOKEN") {
+		t.Errorf("the command saw a host variable the config never named:\n%s", env)
+	}
+	lines := strings.Split(env, "\n")
+	for _, kv := range base {
+		if !contains(lines, kv) {
+			t.Errorf("environment lacks %s", kv)
 		}
 	}
-	want := []string{"TRUEUP_GENERATION", "TRUEUP_KIND", "TRUEUP_LOCK_FD", "TRUEUP_NAME", "TRUEUP_NAMESPACE", "TRUEUP_OPERATION", "TRUEUP_REVISION"}
-	slices.Sort(trueup)
-	if !slices.Equal(trueup, want) {
-		t.Errorf("TRUEUP_ variables %v; want only the protocol's %v", trueup, want)
+	allowed := []string{"PATH", "HOME", "LANG", "TMPDIR", "PWD", "REGION", "OUT_DIR", "SHLVL", "_"}
+	for _, kv := range lines {
+		name, _, _ := strings.Cut(kv, "=")
+		if name != "" && !strings.HasPrefix(name, "TRUEUP_") && !slices.Contains(allowed, name) {
+			t.Errorf("unexpected variable %s in the minimal environment", name)
+		}
 	}
-	for _, kv := range []string{"TRUEUP_OPERATION=reconcile", "NOT_TRUEUP_VAR=kept", "PATH=" + os.Getenv("PATH")} {
-		if !contains(env, kv) {
-			t.Errorf("environment lacks %s", kv)
+
+	f = setup(t, config{InheritEnv: true, Env: map[string]string{"REGION": "eu-west-1"}})
+	if _, err := f.action.Reconcile(t.Context(), request()); err != nil {
+		t.Fatal(err)
+	}
+	lines = strings.Split(f.read(t, "env.txt"), "\n")
+	for _, kv := range append(base, "CLOUD_ADMIN_TOKEN="+hostSecret) {
+		if !contains(lines, kv) {
+			t.Errorf("inheritEnv: environment lacks %s", kv)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package execaction
 
 import (
+	"encoding/json"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -93,4 +94,40 @@ func redact(s string, secrets []string) string {
 		}
 	}
 	return s
+}
+
+// redactOutputs returns out with secrets redacted from every string in it, keys included: an
+// output is stored, served by the API and kept in history, so it is held to the same rule as
+// a message. A number whose digits are a secret becomes the string "***".
+func redactOutputs(out map[string]any, secrets []string) map[string]any {
+	if out == nil || len(secrets) == 0 {
+		return out
+	}
+	clean, _ := redactValue(out, secrets).(map[string]any)
+	return clean
+}
+
+func redactValue(v any, secrets []string) any {
+	switch v := v.(type) {
+	case string:
+		return redact(v, secrets)
+	case json.Number:
+		if r := redact(string(v), secrets); r != string(v) {
+			return r
+		}
+		return v
+	case map[string]any:
+		m := make(map[string]any, len(v))
+		for k, e := range v {
+			m[redact(k, secrets)] = redactValue(e, secrets)
+		}
+		return m
+	case []any:
+		l := make([]any, len(v))
+		for i, e := range v {
+			l[i] = redactValue(e, secrets)
+		}
+		return l
+	}
+	return v
 }

@@ -119,7 +119,7 @@ func (a *Action) Delete(ctx context.Context, req actions.Request) (actions.Resul
 
 // ValidateWith checks a ResourceType's `with:` parameters at ingest.
 func (a *Action) ValidateWith(raw json.RawMessage) error {
-	_, err := parseWith(raw, a.workflow)
+	_, err := parseWith(raw, &a.settings)
 	return err
 }
 
@@ -229,7 +229,7 @@ func (a *Action) serve(ctx context.Context, req actions.Request, op string) (act
 		return actions.Result{}, err
 	}
 	defer end()
-	w, err := parseWith(req.With, a.workflow)
+	w, err := parseWith(req.With, &a.settings)
 	if err != nil {
 		return actions.Result{}, actions.Terminal(err)
 	}

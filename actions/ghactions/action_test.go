@@ -428,3 +428,39 @@ func TestClose(t *testing.T) {
 		t.Errorf("requests after Close = %d", requests)
 	}
 }
+
+// TestDisallowedRefNeverDispatched: a type whose with.ref the instance's allowedRefs does
+// not list is Stalled (a terminal error naming the field) on every operation, and nothing is
+// dispatched; an allowed ref is dispatched on that ref.
+func TestDisallowedRefNeverDispatched(t *testing.T) {
+	t.Parallel()
+	f := newFakeGitHub(t)
+	f.shapeRun = func(r *fakeRun) { r.CompleteAfter = 1 }
+	a, _ := newAction(t, f, f.config(map[string]any{"allowedRefs": []string{"main", "release/*"}}), t.TempDir())
+
+	evil := newResource("evil", `{"workflow":"deploy.yml","checkWorkflow":"check.yml","ref":"evil"}`)
+	const want = `with.ref: "evil" is not in the action's allowedRefs [main release/*]`
+	for name, call := range map[string]func() error{
+		"Reconcile": func() error { _, err := a.Reconcile(t.Context(), evil.request()); return err },
+		"Delete":    func() error { _, err := a.Delete(t.Context(), evil.request()); return err },
+		"Observe":   func() error { _, err := a.Observe(t.Context(), evil.request()); return err },
+	} {
+		err := call()
+		if err == nil || !actions.IsTerminal(err) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s = %v; want a terminal error containing %q", name, err, want)
+		}
+	}
+	f.mu.Lock()
+	dispatches, requests := f.dispatches, f.requests
+	f.mu.Unlock()
+	if dispatches != 0 || requests != 0 || len(evil.checkpoints) != 0 {
+		t.Fatalf("refused ref: %d dispatches, %d API requests, %d checkpoints; want none", dispatches, requests, len(evil.checkpoints))
+	}
+
+	ok := newResource("ok", `{"workflow":"deploy.yml","ref":"release/2.0"}`)
+	mustDrive(t, ok, a.Reconcile)
+	runs := runFor(t, f, "ok", "deploy.yml")
+	if len(runs) != 1 || runs[0].Ref != "release/2.0" {
+		t.Fatalf("allowed ref: runs %+v; want one on release/2.0", runs)
+	}
+}

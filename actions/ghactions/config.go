@@ -56,6 +56,8 @@ type config struct {
 	PollInterval string     `json:"pollInterval"`
 	Timeout      string     `json:"timeout"`
 	CheckTimeout string     `json:"checkTimeout"`
+	// AllowedRefs, when set, lists the refs (or globs) a type's with.ref may choose.
+	AllowedRefs actions.Allowlist `json:"allowedRefs"`
 }
 
 // appConfig authenticates as a GitHub App installation.
@@ -111,6 +113,7 @@ type settings struct {
 	pollInterval time.Duration
 	timeout      time.Duration
 	checkTimeout time.Duration
+	allowedRefs  actions.Allowlist // nil: with.ref is not restricted
 }
 
 type appSettings struct {
@@ -155,6 +158,10 @@ func parseConfig(raw json.RawMessage, baseDir string) (settings, error) {
 	if s.ref == "" {
 		s.ref = defaultRef
 	}
+	if err := c.AllowedRefs.CheckPatterns("allowedRefs"); err != nil {
+		return settings{}, err
+	}
+	s.allowedRefs = c.AllowedRefs
 	if s.workflow != "" {
 		if err := checkWorkflow(s.workflow); err != nil {
 			return settings{}, fmt.Errorf("config: workflow: %w", err)
@@ -251,14 +258,16 @@ func checkWorkflow(w string) error {
 	return nil
 }
 
-// parseWith decodes and checks `with:`; defaultWorkflow comes from the instance config.
-func parseWith(raw json.RawMessage, defaultWorkflow string) (with, error) {
+// parseWith decodes and checks `with:` against the instance config s: its default workflow
+// and what it allows a type to choose. It runs at ingest and on every call, so that a type
+// stored before allowedRefs was set is refused as well.
+func parseWith(raw json.RawMessage, s *settings) (with, error) {
 	var w with
 	if err := actions.DecodeStrict(raw, &w); err != nil {
 		return with{}, fmt.Errorf("with: %w", err)
 	}
 	if w.Workflow == "" {
-		w.Workflow = defaultWorkflow
+		w.Workflow = s.workflow
 	}
 	if w.Workflow == "" {
 		return with{}, errors.New("with: workflow is required (the action's config names no default workflow)")
@@ -275,6 +284,11 @@ func parseWith(raw json.RawMessage, defaultWorkflow string) (with, error) {
 	}
 	if strings.ContainsAny(w.Ref, " \t\r\n~^:?*[\\") {
 		return with{}, fmt.Errorf("with: ref %q is not a valid Git ref", w.Ref)
+	}
+	if w.Ref != "" {
+		if err := s.allowedRefs.Check("with.ref", w.Ref, "allowedRefs"); err != nil {
+			return with{}, err
+		}
 	}
 	keys := make([]string, 0, len(w.Inputs))
 	for k := range w.Inputs {

@@ -91,6 +91,8 @@ func TestConfigInvalid(t *testing.T) {
 		{"token type", `{"token":12345678901,"owner":"a","repo":"b"}`, "token"},
 		{"app id", `{"app":{"installationID":2,"privateKeyFile":"k"},"owner":"a","repo":"b"}`, "appID"},
 		{"key missing", `{"app":{"appID":1,"installationID":2,"privateKeyFile":"nope.pem"},"owner":"a","repo":"b"}`, "privateKeyFile"},
+		{"allowedRefs pattern", `{"token":"` + secret + `","owner":"a","repo":"b","allowedRefs":["release/[a"]}`, `allowedRefs: "release/[a" is not a valid pattern`},
+		{"allowedRefs empty entry", `{"token":"` + secret + `","owner":"a","repo":"b","allowedRefs":[""]}`, "allowedRefs: empty entry"},
 		{"key garbage", `{"app":{"appID":1,"installationID":2,"privateKeyFile":"bad.pem"},"owner":"a","repo":"b"}`, "invalid PKCS#1"},
 	} {
 		_, err := New(json.RawMessage(tc.cfg), actions.Env{Name: "x", BaseDir: dir})
@@ -111,6 +113,8 @@ func TestValidateWith(t *testing.T) {
 	f := newFakeGitHub(t)
 	withDefault, _ := newAction(t, f, f.config(nil), t.TempDir())
 	noDefault, _ := newAction(t, f, f.config(map[string]any{"workflow": nil}), t.TempDir())
+	restricted, _ := newAction(t, f, f.config(map[string]any{"allowedRefs": []string{"main", "release/*"}}), t.TempDir())
+	locked, _ := newAction(t, f, f.config(map[string]any{"allowedRefs": []string{}}), t.TempDir())
 	many := map[string]string{}
 	for i := range 19 {
 		many[string(rune('a'+i))] = "x"
@@ -133,6 +137,13 @@ func TestValidateWith(t *testing.T) {
 		{"no extension", withDefault, `{"deleteWorkflow":"delete"}`, "deleteWorkflow"},
 		{"bad ref", withDefault, `{"ref":"main branch"}`, "ref"},
 		{"inputs not strings", withDefault, `{"inputs":{"n":1}}`, "inputs"},
+		{"allowed ref", restricted, `{"ref":"main"}`, ""},
+		{"allowed ref glob", restricted, `{"ref":"release/2.0"}`, ""},
+		{"config ref when with sets none", restricted, `{}`, ""},
+		{"disallowed ref", restricted, `{"ref":"evil"}`, `with.ref: "evil" is not in the action's allowedRefs [main release/*]`},
+		{"glob stops at a slash", restricted, `{"ref":"release/2.0/x"}`, "allowedRefs"},
+		{"empty allowedRefs: only the config's ref", locked, `{"ref":"main"}`, `with.ref: "main" is not in the action's allowedRefs []`},
+		{"empty allowedRefs, no with.ref", locked, `{}`, ""},
 	} {
 		err := tc.a.ValidateWith(json.RawMessage(tc.with))
 		switch {

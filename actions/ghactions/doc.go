@@ -21,6 +21,7 @@
 //	      pollInterval: 15s               # delay between status checks of a run; default 15s
 //	      timeout: 30s                    # per HTTP call; default 30s
 //	      checkTimeout: 10m               # how long Observe waits for a check run; default 10m
+//	      allowedRefs: [main, "release/*"] # optional: the refs a type's with.ref may choose
 //
 // or as a GitHub App installation (the App needs the Actions read and write permission):
 //
@@ -58,6 +59,14 @@
 // `with:` is checked when the commit is ingested: unknown fields, workflow names that are not
 // a file name or an id, static inputs using a reserved name, and more static inputs than
 // GitHub's limit leaves room for reject the commit.
+//
+// Types live in Git, the instance's credentials do not: allowedRefs, when set, lists the refs
+// a type's with.ref may name, each exact or a path.Match glob whose * stops at a slash
+// (release/* allows release/1.2, not release/1.2/x); an empty list allows no with.ref, only
+// the config's ref. Anything else rejects the commit at ingest and, for a type stored
+// before the list was set, stalls the resource (a terminal error) on every call without
+// dispatching: `with.ref: "evil" is not in the action's allowedRefs [main release/*]`. The
+// config's own ref is not checked. Without allowedRefs, with.ref is not restricted.
 //
 // # The workflow side
 //

@@ -26,7 +26,7 @@ func (a *Action) Observe(ctx context.Context, req actions.Request) (actions.Obse
 		return actions.Observation{}, err
 	}
 	defer end()
-	w, err := parseWith(req.With, a.workflow)
+	w, err := parseWith(req.With, &a.settings)
 	if err != nil {
 		return actions.Observation{}, actions.Terminal(err)
 	}

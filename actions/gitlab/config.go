@@ -31,6 +31,10 @@ type config struct {
 	Ref          string    `json:"ref"`
 	PollInterval string    `json:"pollInterval"`
 	Timeout      string    `json:"timeout"`
+	// AllowedRefs and AllowedVariables, when set, list what a type's with.ref and the names
+	// of its with.variables may be (exact values or globs).
+	AllowedRefs      actions.Allowlist `json:"allowedRefs"`
+	AllowedVariables actions.Allowlist `json:"allowedVariables"`
 }
 
 // projectID accepts a project path ("infra/db") or a numeric id, written as a JSON string or
@@ -64,6 +68,8 @@ type settings struct {
 	ref          string
 	pollInterval time.Duration
 	timeout      time.Duration
+	// nil: not restricted
+	allowedRefs, allowedVariables actions.Allowlist
 }
 
 func parseConfig(raw json.RawMessage) (settings, error) {
@@ -102,6 +108,13 @@ func parseConfig(raw json.RawMessage) (settings, error) {
 	if s.ref == "" {
 		s.ref = defaultRef
 	}
+	if err := c.AllowedRefs.CheckPatterns("allowedRefs"); err != nil {
+		return settings{}, err
+	}
+	if err := c.AllowedVariables.CheckPatterns("allowedVariables"); err != nil {
+		return settings{}, err
+	}
+	s.allowedRefs, s.allowedVariables = c.AllowedRefs, c.AllowedVariables
 	if s.pollInterval, err = parseDuration("pollInterval", c.PollInterval, defaultPollInterval); err != nil {
 		return settings{}, err
 	}
@@ -191,7 +204,10 @@ var variableKey = regexp.MustCompile(`^[A-Za-z0-9_]{1,255}$`)
 // reservedPrefix marks the variables trueup sets itself.
 const reservedPrefix = "TRUEUP_"
 
-func parseWith(raw json.RawMessage) (with, error) {
+// parseWith decodes and checks `with:` against what the instance config s allows a type to
+// choose. It runs at ingest and on every call, so that a type stored before the allowlists
+// were set is refused as well.
+func parseWith(raw json.RawMessage, s *settings) (with, error) {
 	var w with
 	if err := actions.DecodeStrict(raw, &w); err != nil {
 		return with{}, fmt.Errorf("decode with: %w", err)
@@ -208,9 +224,17 @@ func parseWith(raw json.RawMessage) (with, error) {
 		case strings.HasPrefix(strings.ToUpper(k), reservedPrefix):
 			return with{}, fmt.Errorf("with: variables: %s: TRUEUP_ variables are set by trueup", k)
 		}
+		if err := s.allowedVariables.Check("with.variables", k, "allowedVariables"); err != nil {
+			return with{}, err
+		}
 	}
 	if strings.ContainsAny(w.Ref, "\x00\r\n") || strings.TrimSpace(w.Ref) != w.Ref {
 		return with{}, fmt.Errorf("with: ref %q is not a valid ref", w.Ref)
+	}
+	if w.Ref != "" {
+		if err := s.allowedRefs.Check("with.ref", w.Ref, "allowedRefs"); err != nil {
+			return with{}, err
+		}
 	}
 	if strings.TrimSpace(w.OutputsJob) != w.OutputsJob {
 		return with{}, fmt.Errorf("with: outputsJob %q has surrounding spaces", w.OutputsJob)

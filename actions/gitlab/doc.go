@@ -15,6 +15,8 @@
 //	      ref: main                              # default main
 //	      pollInterval: 15s                      # default 15s
 //	      timeout: 30s                           # per HTTP call, default 30s
+//	      allowedRefs: [main, "release/*"]       # optional: refs a type's with.ref may choose
+//	      allowedVariables: [TIER, "DEPLOY_*"]   # optional: names with.variables may set
 //
 // Both tokens are required: a trigger token can start pipelines but cannot read or cancel
 // them. token is a personal, project or group access token with the api scope (read_api is
@@ -35,6 +37,14 @@
 //
 // Variable names follow GitLab's rule (letters, digits, _) and may not start with TRUEUP_.
 // Unknown fields are errors, reported when the commit is ingested.
+//
+// Types live in Git, the instance's tokens do not: allowedRefs and allowedVariables, when
+// set, list the refs a type's with.ref may name and the variable names its with.variables
+// may set, each exact or a path.Match glob whose * stops at a slash; an empty list allows
+// none. Anything else rejects the commit at ingest and, for a type stored before the lists
+// were set, stalls the resource (a terminal error) on every call without triggering:
+// `with.ref: "evil" is not in the action's allowedRefs [main release/*]`. The config's own
+// ref and the TRUEUP_ variables are not checked. Absent lists restrict nothing.
 //
 // # The pipeline's side
 //

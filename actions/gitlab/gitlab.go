@@ -112,7 +112,7 @@ func (a *Action) Observe(context.Context, actions.Request) (actions.Observation,
 
 // ValidateWith checks a ResourceType's `with:` parameters.
 func (a *Action) ValidateWith(raw json.RawMessage) error {
-	_, err := parseWith(raw)
+	_, err := parseWith(raw, &a.settings)
 	return err
 }
 
@@ -189,7 +189,7 @@ func (a *Action) run(ctx context.Context, op string, req actions.Request) (actio
 	r := req.Resource
 	c := &call{a: a, op: op, req: req, durable: string(req.State),
 		logger: a.logger.With("operation", op, "kind", r.Kind, "namespace", r.Namespace, "name", r.Name, "generation", r.Generation)}
-	if c.w, err = parseWith(req.With); err != nil {
+	if c.w, err = parseWith(req.With, &a.settings); err != nil {
 		// `with:` comes from Git: only a new commit can fix it.
 		return actions.Result{}, actions.Terminal(err)
 	}

@@ -1,6 +1,7 @@
 package gitlab
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -672,6 +673,8 @@ func TestConfigRejected(t *testing.T) {
 		{"no token", map[string]any{"token": ""}, "token is required"},
 		{"bad pollInterval", map[string]any{"pollInterval": "often"}, "pollInterval"},
 		{"negative timeout", map[string]any{"timeout": "-1s"}, "negative"},
+		{"bad allowedRefs", map[string]any{"allowedRefs": []string{"release/[a"}}, `allowedRefs: "release/[a" is not a valid pattern`},
+		{"empty allowedVariables entry", map[string]any{"allowedVariables": []string{""}}, "allowedVariables: empty entry"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -705,18 +708,27 @@ func TestConfigDefaults(t *testing.T) {
 func TestValidateWith(t *testing.T) {
 	t.Parallel()
 	a := &Action{}
+	restricted := &Action{settings: settings{allowedRefs: actions.Allowlist{"main", "release/*"},
+		allowedVariables: actions.Allowlist{"TIER", "DEPLOY_*"}}}
 	for _, tc := range []struct {
 		with string
 		want string // "" for valid
+		a    *Action
 	}{
-		{`{"ref": "release", "variables": {"A": "x", "N": 1, "B": true}, "outputsJob": "export"}`, ""},
-		{`{}`, ""},
-		{`{"unknown": 1}`, "unknown"},
-		{`{"variables": {"bad-name": "x"}}`, "bad-name"},
-		{`{"variables": {"TRUEUP_NAME": "x"}}`, "TRUEUP_"},
-		{`{"variables": {"A": {"nested": 1}}}`, "strings, numbers or booleans"},
-		{`{"ref": " main"}`, "ref"},
+		{`{"ref": "release/1.2", "variables": {"TIER": "gold", "DEPLOY_REGION": "eu"}}`, "", restricted},
+		{`{}`, "", restricted},
+		{`{"ref": "evil"}`, `with.ref: "evil" is not in the action's allowedRefs [main release/*]`, restricted},
+		{`{"variables": {"TIER": "gold", "CI_DEBUG_TRACE": "true"}}`,
+			`with.variables: "CI_DEBUG_TRACE" is not in the action's allowedVariables [TIER DEPLOY_*]`, restricted},
+		{`{"ref": "release", "variables": {"A": "x", "N": 1, "B": true}, "outputsJob": "export"}`, "", nil},
+		{`{}`, "", nil},
+		{`{"unknown": 1}`, "unknown", nil},
+		{`{"variables": {"bad-name": "x"}}`, "bad-name", nil},
+		{`{"variables": {"TRUEUP_NAME": "x"}}`, "TRUEUP_", nil},
+		{`{"variables": {"A": {"nested": 1}}}`, "strings, numbers or booleans", nil},
+		{`{"ref": " main"}`, "ref", nil},
 	} {
+		a := cmp.Or(tc.a, a)
 		err := a.ValidateWith(json.RawMessage(tc.with))
 		switch {
 		case tc.want == "" && err != nil:
@@ -763,5 +775,45 @@ func TestSupersededManualPipelineNotWaitedFor(t *testing.T) {
 	}
 	if p := fx.f.last(); p.ID == p1.ID || p.Vars["TRUEUP_GENERATION"] != "2" {
 		t.Fatalf("generation 2 not triggered: %+v", p)
+	}
+}
+
+// TestDisallowedWithNeverTriggered: a type whose with.ref or with.variables the instance's
+// allowlists do not cover is Stalled (a terminal error naming the field) and no pipeline is
+// triggered; what they cover runs.
+func TestDisallowedWithNeverTriggered(t *testing.T) {
+	t.Parallel()
+	fx := setup(t, map[string]any{"allowedRefs": []string{"main", "release/*"}, "allowedVariables": []string{"TIER"}})
+	for _, tc := range []struct{ with, want string }{
+		{`{"ref": "evil"}`, `with.ref: "evil" is not in the action's allowedRefs [main release/*]`},
+		{`{"variables": {"TIER": "gold", "CI_DEBUG_TRACE": "true"}}`, `with.variables: "CI_DEBUG_TRACE" is not in the action's allowedVariables [TIER]`},
+	} {
+		for _, op := range []string{opReconcile, opDelete} {
+			d := fx.driver(t, "evil")
+			d.with = json.RawMessage(tc.with)
+			_, err := d.call(op)
+			if err == nil || !actions.IsTerminal(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s with %s: err = %v; want a terminal error containing %q", op, tc.with, err, tc.want)
+			}
+			if d.checkpoints != 0 {
+				t.Errorf("%s with %s: %d checkpoints; want none", op, tc.with, d.checkpoints)
+			}
+		}
+	}
+	fx.f.mu.Lock()
+	requests, pipelines := fx.f.requests, len(fx.f.pipelines)
+	fx.f.mu.Unlock()
+	if requests != 0 || pipelines != 0 {
+		t.Fatalf("refused with: %d requests, %d pipelines; want none", requests, pipelines)
+	}
+
+	fx.f.mu.Lock()
+	fx.f.refs = append(fx.f.refs, "release/2.0")
+	fx.f.mu.Unlock()
+	d := fx.driver(t, "ok")
+	d.with = json.RawMessage(`{"ref": "release/2.0", "variables": {"TIER": "gold"}}`)
+	d.must(opReconcile)
+	if p := fx.f.last(); p.Ref != "release/2.0" || p.Vars["TIER"] != "gold" {
+		t.Fatalf("allowed with: pipeline on %q with TIER %q; want release/2.0, gold", p.Ref, p.Vars["TIER"])
 	}
 }

@@ -26,7 +26,9 @@ type syncBuffer = logbuf.Buffer
 // TestSecretsNeverLeak runs `trueup serve` with secrets in ${VAR}s for an HTTP provisioner
 // (header and signing secret), an exec action, a webhook and commit statuses, against
 // services that echo those secrets back in their failures; then no secret may appear in any
-// log line, API or dashboard answer, metric, or database row.
+// log line, API or dashboard answer, metric, or database row. Besides ${VAR}s: a literal
+// secret-named exec env value, returned as an output by its own command and by another
+// plugin, and a host variable the config never names, which an exec command must not see.
 func TestSecretsNeverLeak(t *testing.T) {
 	secrets := map[string]string{
 		"PROV_TOKEN":   "prov-token-9f8e7d6c",
@@ -38,6 +40,12 @@ func TestSecretsNeverLeak(t *testing.T) {
 	for k, v := range secrets {
 		t.Setenv(k, v)
 	}
+	// Not from the environment: written in the config as a literal exec env value.
+	const literalPassword = "literal-pw-5c6d7e8f"
+	secrets["DB_PASSWORD (literal)"] = literalPassword
+	// In trueup's environment but named by no config: exec commands must not receive it.
+	secrets["HOST_ONLY_TOKEN"] = "host-only-token-2e3f4a5b"
+	t.Setenv("HOST_ONLY_TOKEN", secrets["HOST_ONLY_TOKEN"])
 	// A provisioner that quotes the request's credentials in its errors.
 	var calls sync.Map
 	prov := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -52,7 +60,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 		case *n.(*int) <= 2:
 			http.Error(w, echo, http.StatusInternalServerError)
 		default:
-			_, _ = fmt.Fprintf(w, `{"outputs": {"note": "created"}, "message": "ok"}`)
+			_, _ = fmt.Fprintf(w, `{"outputs": {"note": "created", "echo": "seen %s"}, "message": "ok"}`, literalPassword)
 		}
 	}))
 	defer prov.Close()
@@ -88,6 +96,14 @@ spec:
   group: svc.example.com
   versions: [{name: v1, schema: {type: object}}]
   action: {name: leaky}
+---
+apiVersion: trueup.dev/v1
+kind: ResourceType
+metadata: {name: Echo}
+spec:
+  group: svc.example.com
+  versions: [{name: v1, schema: {type: object}}]
+  action: {name: echo}
 `)
 	writeTestFile(t, filepath.Join(repo, "resources.yaml"), `apiVersion: svc.example.com/v1
 kind: Service
@@ -103,10 +119,21 @@ apiVersion: svc.example.com/v1
 kind: Script
 metadata: {name: job}
 spec: {}
+---
+apiVersion: svc.example.com/v1
+kind: Echo
+metadata: {name: out}
+spec: {}
 `)
 	script := filepath.Join(dir, "leaky.sh")
 	writeTestFile(t, script, "#!/bin/sh\ncat >/dev/null\necho \"cannot log in with $EXEC_SECRET\" >&2\nexit 1\n")
 	if err := os.Chmod(script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	echo := filepath.Join(dir, "echo.sh")
+	writeTestFile(t, echo, "#!/bin/sh\ncat >/dev/null\n"+
+		`printf '{"outputs": {"password": "%s", "host": "%s"}, "message": "connected with %s"}' "$DB_PASSWORD" "${HOST_ONLY_TOKEN:-none}" "$DB_PASSWORD"`+"\n")
+	if err := os.Chmod(echo, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	addr := freeAddr(t)
@@ -130,8 +157,11 @@ actions:
   - name: leaky
     type: exec
     config: {command: ["%s"], env: {EXEC_SECRET: "${EXEC_SECRET}"}}
+  - name: echo
+    type: exec
+    config: {command: ["%s"], env: {DB_PASSWORD: "%s"}}
 reconcile: {workers: 4, backoff: {initial: 100ms, max: 500ms}}
-`, filepath.Join(dir, "data"), addr, repo, gh.URL, prov.URL, script))
+`, filepath.Join(dir, "data"), addr, repo, gh.URL, prov.URL, script, echo, literalPassword))
 
 	url := pgtest.NewDatabase(t, store.MigrateURL)
 	t.Setenv("TRUEUP_DATABASE_URL", url)
@@ -166,17 +196,18 @@ reconcile: {workers: 4, backoff: {initial: 100ms, max: 500ms}}
 	// failing repeatedly.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		var ready, stalled, scriptFails int
+		var ready, stalled, scriptFails, echoReady int
 		_ = conn.QueryRow(context.Background(), `SELECT
 			count(*) FILTER (WHERE kind = 'Service' AND phase = 'Ready'),
+			count(*) FILTER (WHERE kind = 'Echo' AND phase = 'Ready'),
 			count(*) FILTER (WHERE kind = 'Broken' AND conditions @> '[{"type":"Stalled","status":"True"}]'),
 			(SELECT count(*) FROM reconcile_history WHERE kind = 'Script' AND result = 'Failed')
-			FROM resources`).Scan(&ready, &stalled, &scriptFails)
-		if ready == 1 && stalled == 1 && scriptFails >= 2 {
+			FROM resources`).Scan(&ready, &echoReady, &stalled, &scriptFails)
+		if ready == 1 && echoReady == 1 && stalled == 1 && scriptFails >= 2 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("not settled: ready %d stalled %d script failures %d\n%s", ready, stalled, scriptFails, logs.String())
+			t.Fatalf("not settled: ready %d echo ready %d stalled %d script failures %d\n%s", ready, echoReady, stalled, scriptFails, logs.String())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -195,7 +226,8 @@ reconcile: {workers: 4, backoff: {initial: 100ms, max: 500ms}}
 		"/api/v1/resources/default/Service/api", "/api/v1/resources/default/Service/api/history",
 		"/api/v1/resources/default/Broken/bad", "/api/v1/resources/default/Broken/bad/history",
 		"/api/v1/resources/default/Script/job", "/api/v1/resources/default/Script/job/history",
-		"/api/v1/resources/default/Script/job/events", "/resources/default/Script/job", "/resources/default/Broken/bad"} {
+		"/api/v1/resources/default/Script/job/events", "/resources/default/Script/job", "/resources/default/Broken/bad",
+		"/api/v1/resources/default/Echo/out", "/api/v1/resources/default/Echo/out/history", "/resources/default/Echo/out"} {
 		resp, err := http.Get("http://" + addr + p)
 		if err != nil {
 			t.Fatal(err)
@@ -219,7 +251,9 @@ reconcile: {workers: 4, backoff: {initial: 100ms, max: 500ms}}
 	}
 	// The failures really quoted something: the provisioner's and the script's messages arrived.
 	all := seen.String() + logs.String()
-	for _, want := range []string{"rejected: Authorization=", "cannot log in with"} {
+	all = strings.ReplaceAll(all, `": "`, `":"`)
+	for _, want := range []string{"rejected: Authorization=", "cannot log in with", `"password":"***"`, `"echo":"seen ***"`,
+		`"host":"none"`, "connected with ***"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("expected failure text %q is missing: the test would prove nothing", want)
 		}

@@ -64,7 +64,6 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 	replica := replicaName()
 	logger = logger.With("replica", replica)
 	setMemoryLimit(cfg, logger)
-	scrub := scrubber(cfg)
 
 	reg, err := registry()
 	if err != nil {
@@ -75,6 +74,7 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 		return err
 	}
 	defer closeActions(acts)
+	scrub := scrubber(cfg, acts)
 
 	db, err := openDatabase(ctx, cfg, logger)
 	if err != nil {

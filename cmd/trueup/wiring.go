@@ -61,17 +61,35 @@ func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// scrubber replaces every secret the config took from the environment with "***".
-func scrubber(cfg *config.Config) func(string) string {
+// scrubber replaces with "***" every secret the config took from the environment and every
+// literal secret an action instance holds (actions.SecretHolder). Each secret is also
+// replaced in its JSON-escaped form, since outputs are scrubbed as encoded JSON.
+func scrubber(cfg *config.Config, acts map[string]actions.Action) func(string) string {
 	secrets := cfg.Secrets()
-	if len(secrets) == 0 {
+	for _, a := range acts {
+		if h, ok := a.(actions.SecretHolder); ok {
+			secrets = append(secrets, h.Secrets()...)
+		}
+	}
+	seen := map[string]bool{}
+	var all []string
+	for _, s := range secrets {
+		b, _ := json.Marshal(s)
+		for _, v := range []string{s, string(b[1 : len(b)-1])} {
+			if v != "" && !seen[v] {
+				seen[v] = true
+				all = append(all, v)
+			}
+		}
+	}
+	if len(all) == 0 {
 		return func(s string) string { return s }
 	}
 	// Longest first: a secret that contains another (a user name inside a token) must be
 	// replaced whole, not leave its tail behind.
-	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
-	pairs := make([]string, 0, 2*len(secrets))
-	for _, s := range secrets {
+	sort.Slice(all, func(i, j int) bool { return len(all[i]) > len(all[j]) })
+	pairs := make([]string, 0, 2*len(all))
+	for _, s := range all {
 		pairs = append(pairs, s, "***")
 	}
 	r := strings.NewReplacer(pairs...)
@@ -191,6 +209,9 @@ func checkAction(acts map[string]actions.Action) func(string, json.RawMessage) e
 		}
 		if v, ok := a.(actions.WithValidator); ok {
 			if err := v.ValidateWith(with); err != nil {
+				if strings.HasPrefix(err.Error(), "with.") {
+					return err // names its field already (with.ref: …)
+				}
 				return fmt.Errorf("with: %w", err)
 			}
 		}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/manifest"
+)
+
+// TestIngestRefusesDisallowedWith: with the check serve hands the syncer, a type whose with:
+// the action's allowedRefs or allowedVariables do not cover rejects the revision at ingest,
+// naming the field, and a type within them passes.
+func TestIngestRefusesDisallowedWith(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Parse([]byte(`dataDir: /tmp/trueup-test
+actions:
+  - name: ci
+    type: gitlab
+    config: {baseURL: "https://gitlab.example.com/", project: infra/db, triggerToken: t, token: u,
+      allowedRefs: [main, "release/*"], allowedVariables: [TIER]}
+`), t.TempDir(), getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts, err := newActions(cfg, reg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeActions(acts) })
+
+	for _, tc := range []struct{ with, want string }{
+		{`{ref: release/2.0, variables: {TIER: gold}}`, ""},
+		{`{ref: evil}`, `t.yaml:1: spec.action.with.ref: "evil" is not in the action's allowedRefs [main release/*]`},
+		{`{variables: {CI_DEBUG_TRACE: "true"}}`, `t.yaml:1: spec.action.with.variables: "CI_DEBUG_TRACE" is not in the action's allowedVariables [TIER]`},
+	} {
+		dir := t.TempDir()
+		writeTestFile(t, filepath.Join(dir, "t.yaml"), `apiVersion: trueup.dev/v1
+kind: ResourceType
+metadata: {name: Database}
+spec:
+  group: db.example.com
+  versions: [{name: v1, schema: {type: object}}]
+  action: {name: ci, with: `+tc.with+`}
+`)
+		_, err := manifest.NewLoader().LoadDir(dir, manifest.Options{CheckAction: checkAction(acts)})
+		var verrs manifest.Errors
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("with %s: %v", tc.with, err)
+		case tc.want != "" && (!errors.As(err, &verrs) || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("with %s: err = %v; want %q", tc.with, err, tc.want)
+		}
+	}
+}
