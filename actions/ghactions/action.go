@@ -81,6 +81,7 @@ func New(raw json.RawMessage, env actions.Env) (actions.Action, error) {
 			PrivateKeyFile: s.app.keyFile,
 			PrivateKeyPEM:  s.app.keyPEM,
 			BaseURL:        s.baseURL.String(),
+			Insecure:       s.insecure,
 			Now:            func() time.Time { return a.now() },
 		}, &http.Client{Transport: a.transport, CheckRedirect: noRedirect})
 		if err != nil {

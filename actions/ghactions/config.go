@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/plaintext"
 )
 
 // Defaults of the instance config.
@@ -58,6 +59,9 @@ type config struct {
 	CheckTimeout string     `json:"checkTimeout"`
 	// AllowedRefs, when set, lists the refs (or globs) a type's with.ref may choose.
 	AllowedRefs actions.Allowlist `json:"allowedRefs"`
+	// Insecure allows the token (or the App's tokens) over an http:// baseURL to another
+	// machine (internal/plaintext).
+	Insecure bool `json:"insecure"`
 }
 
 // appConfig authenticates as a GitHub App installation.
@@ -110,6 +114,7 @@ type settings struct {
 	ref          string
 	workflow     string // default when with: names none
 	baseURL      *url.URL
+	insecure     bool // baseURL may be http:// on another machine
 	pollInterval time.Duration
 	timeout      time.Duration
 	checkTimeout time.Duration
@@ -179,6 +184,10 @@ func parseConfig(raw json.RawMessage, baseDir string) (settings, error) {
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return settings{}, fmt.Errorf("config: baseURL %q may not carry credentials, a query or a fragment", redactURL(base))
 	}
+	if err := plaintext.Check("config: baseURL", u.Scheme, u.Hostname(), "the token", true, c.Insecure); err != nil {
+		return settings{}, err
+	}
+	s.insecure = c.Insecure
 	if !strings.HasSuffix(u.Path, "/") {
 		u.Path += "/"
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/plaintext"
 )
 
 // Defaults of the instance config.
@@ -35,6 +36,9 @@ type config struct {
 	// of its with.variables may be (exact values or globs).
 	AllowedRefs      actions.Allowlist `json:"allowedRefs"`
 	AllowedVariables actions.Allowlist `json:"allowedVariables"`
+	// Insecure allows the tokens over an http:// baseURL to another machine
+	// (internal/plaintext).
+	Insecure bool `json:"insecure"`
 }
 
 // projectID accepts a project path ("infra/db") or a numeric id, written as a JSON string or
@@ -80,6 +84,11 @@ func parseConfig(raw json.RawMessage) (settings, error) {
 	var s settings
 	api, err := apiBase(c.BaseURL)
 	if err != nil {
+		return settings{}, err
+	}
+	// Both tokens are required below, so any baseURL carries credentials.
+	u, _ := url.Parse(api) // apiBase built it from a parsed URL
+	if err := plaintext.Check("config: baseURL", u.Scheme, u.Hostname(), "the tokens", true, c.Insecure); err != nil {
 		return settings{}, err
 	}
 	s.api = api

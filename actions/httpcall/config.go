@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/plaintext"
 )
 
 // Defaults of the instance config.
@@ -36,6 +37,9 @@ type config struct {
 	Timeout       string            `json:"timeout"`
 	PollInterval  string            `json:"pollInterval"`
 	Retry         *retryConfig      `json:"retry"`
+	// Insecure allows headers, a signing secret or URL credentials over an http:// url to
+	// another machine (internal/plaintext).
+	Insecure bool `json:"insecure"`
 }
 
 type retryConfig struct {
@@ -121,6 +125,22 @@ func parseConfig(raw json.RawMessage) (settings, error) {
 	if c.SigningSecret != "" {
 		s.secret = []byte(c.SigningSecret)
 		s.secrets = append(s.secrets, c.SigningSecret)
+	}
+	// Every header value counts as a credential, as it does for redaction: trueup cannot tell
+	// an API key in X-Api-Key from a harmless header. The signature authenticates the request
+	// too, and whoever reads it can replay it.
+	var what []string
+	if u.User != nil {
+		what = append(what, "the credentials in the url")
+	}
+	if len(c.Headers) > 0 {
+		what = append(what, "the headers")
+	}
+	if c.SigningSecret != "" {
+		what = append(what, "the signed requests")
+	}
+	if err := plaintext.Check("config: url", u.Scheme, u.Hostname(), strings.Join(what, " and "), len(what) > 0, c.Insecure); err != nil {
+		return settings{}, err
 	}
 	s.secrets = slices.DeleteFunc(s.secrets, func(v string) bool { return len(v) < minRedactLen })
 	// Longest first, so that a secret containing another is replaced whole.

@@ -134,7 +134,7 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 		}
 		var reporter syncer.Reporter
 		if cs := sc.CommitStatus; cs != nil {
-			rep, err := commitstatus.New(commitstatus.Config{Provider: cs.Provider, Token: cs.Token, BaseURL: cs.BaseURL, Repo: cs.Repo,
+			rep, err := commitstatus.New(commitstatus.Config{Provider: cs.Provider, Token: cs.Token, BaseURL: cs.BaseURL, Insecure: cs.Insecure, Repo: cs.Repo,
 				TargetURL: strings.TrimSuffix(cfg.Server.ExternalURL, "/") + "/sources/" + sc.Name}, sc.Name, db.store, logger)
 			if err != nil {
 				return fmt.Errorf("source %s: commitStatus: %w", sc.Name, err)

@@ -138,7 +138,7 @@ func newSource(cfg *config.Config, s config.Source, logger *slog.Logger) (source
 	switch {
 	case s.Git != nil:
 		g := s.Git
-		gc := gitsource.Config{Name: s.Name, URL: g.URL, Branch: g.Branch, Tag: g.Tag, Commit: g.Commit, Path: g.Path,
+		gc := gitsource.Config{Name: s.Name, URL: g.URL, Insecure: g.Insecure, Branch: g.Branch, Tag: g.Tag, Commit: g.Commit, Path: g.Path,
 			Dir: filepath.Join(cfg.DataDir, "git", s.Name),
 			// Below the source lease's TTL: a hung server fails the sync, it cannot outlast the lease.
 			Timeout: cfg.Reconcile.LeaseTTL * 2 / 3}
@@ -146,7 +146,7 @@ func newSource(cfg *config.Config, s config.Source, logger *slog.Logger) (source
 			gc.Auth = gitsource.Auth{Username: a.Username, Password: a.Password, SSHKeyFile: a.SSHKeyFile, KnownHostsFile: a.KnownHostsFile}
 			if app := a.GitHubApp; app != nil {
 				tokens, err := ghapp.New(ghapp.Config{AppID: int64(app.AppID), InstallationID: int64(app.InstallationID),
-					PrivateKeyFile: app.PrivateKeyFile, BaseURL: app.BaseURL}, nil)
+					PrivateKeyFile: app.PrivateKeyFile, BaseURL: app.BaseURL, Insecure: app.Insecure}, nil)
 				if err != nil {
 					return nil, store.SourceConfig{}, fmt.Errorf("git auth: %w", err)
 				}

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/trueup-dev/trueup/internal/plaintext"
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
@@ -26,6 +27,9 @@ type Config struct {
 	// BaseURL of the API: https://api.github.com/ (GitHub Enterprise: https://host/api/v3/),
 	// or the GitLab instance, https://gitlab.com/. Empty: the public service.
 	BaseURL string
+	// Insecure allows an http:// BaseURL on another machine, the token crossing the network
+	// in clear (internal/plaintext).
+	Insecure bool
 	// Repo is owner/repo on GitHub; the project path (group/project) or numeric id on GitLab.
 	Repo string
 	// TargetURL is the link shown beside the status (the dashboard); optional.
@@ -59,6 +63,8 @@ func (c Config) Validate() error {
 	if c.BaseURL != "" {
 		if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return errors.New("commit status: baseURL must be an http(s) URL")
+		} else if err := plaintext.Check("baseURL", u.Scheme, u.Hostname(), "the token", true, c.Insecure); err != nil {
+			return fmt.Errorf("commit status: %w", err)
 		}
 	}
 	if c.TargetURL != "" {

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/trueup-dev/trueup/internal/plaintext"
 )
 
 // Config is the whole controller configuration.
@@ -67,6 +69,8 @@ type CommitStatus struct {
 	Token    string `yaml:"token"`
 	BaseURL  string `yaml:"baseURL"` // default https://api.github.com/ or https://gitlab.com/
 	Repo     string `yaml:"repo"`    // github: owner/repo; gitlab: project path or id
+	// Insecure allows the token over an http:// baseURL to another machine (internal/plaintext).
+	Insecure bool `yaml:"insecure"`
 }
 
 // Prune says whether removed manifests delete their resources: `prune: true|false`, or
@@ -104,6 +108,8 @@ type Git struct {
 	Path     string        `yaml:"path"`
 	Interval time.Duration `yaml:"interval"`
 	Auth     *GitAuth      `yaml:"auth"`
+	// Insecure allows credentials over an http:// url to another machine (internal/plaintext).
+	Insecure bool `yaml:"insecure"`
 }
 
 // GitAuth holds credentials; they come from ${VAR}s or files, never from Git. At most one
@@ -123,6 +129,8 @@ type GitHubApp struct {
 	InstallationID NumericID `yaml:"installationID"`
 	PrivateKeyFile string    `yaml:"privateKeyFile"` // PEM as GitHub hands it out; relative to the config's folder
 	BaseURL        string    `yaml:"baseURL"`        // REST API root; default https://api.github.com/
+	// Insecure allows the token exchange over an http:// baseURL to another machine.
+	Insecure bool `yaml:"insecure"`
 }
 
 // NumericID is an integer that may also be written as a string, so that it can come from
@@ -464,6 +472,9 @@ func (c *Config) Validate() error {
 					validateGitHubApp(at+".git", g.URL, a, bad)
 				}
 			}
+			if err := checkPlaintextGit(at+".git", g); err != nil {
+				bad("%w", err)
+			}
 		}
 		if s.Dir != nil && s.Dir.Path == "" {
 			bad("%s.dir.path: required", at)
@@ -479,6 +490,11 @@ func (c *Config) Validate() error {
 			}
 			if cs.Token == "" || cs.Repo == "" {
 				bad("%s.commitStatus: token and repo are required", at)
+			}
+			if u, err := url.Parse(cs.BaseURL); err == nil && cs.BaseURL != "" {
+				if err := plaintext.Check(at+".commitStatus.baseURL", u.Scheme, u.Hostname(), "the token", cs.Token != "", cs.Insecure); err != nil {
+					bad("%w", err)
+				}
 			}
 		}
 		if s.Webhook != nil && s.Webhook.Secret == "" {
@@ -547,11 +563,32 @@ func validateGitHubApp(at, gitURL string, a *GitAuth, bad func(string, ...any)) 
 		u, err := url.Parse(app.BaseURL)
 		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
 			bad("%s.baseURL: must be an http(s) URL without credentials", at)
+		} else if err := plaintext.Check(at+".baseURL", u.Scheme, u.Hostname(), "the App's signed token", true, app.Insecure); err != nil {
+			bad("%w", err)
 		}
 	}
 	if lower := strings.ToLower(gitURL); gitURL != "" && !strings.HasPrefix(lower, "https://") && !strings.HasPrefix(lower, "http://") {
 		bad("%s: applies to https urls only", at)
 	}
+}
+
+// checkPlaintextGit refuses credentials over an http:// git url to another machine unless
+// git.insecure is set; at is "sources[i].git". git:// with credentials is refused by the
+// source itself (it cannot carry them at all).
+func checkPlaintextGit(at string, g *Git) error {
+	u, err := url.Parse(g.URL)
+	if err != nil || !strings.EqualFold(u.Scheme, "http") {
+		return nil // https, ssh, git, a local path or an scp-like address
+	}
+	hasCred := u.User != nil
+	what := "the credentials"
+	if a := g.Auth; a != nil {
+		hasCred = hasCred || a.Username != "" || a.Password != "" || a.GitHubApp != nil
+		if a.GitHubApp != nil {
+			what = "the App's installation tokens"
+		}
+	}
+	return plaintext.Check(at+".url", u.Scheme, u.Hostname(), what, hasCred, g.Insecure)
 }
 
 // Secrets returns every value that came from the environment through ${VAR} (and the

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/google/go-github/v60/github"
+
+	"github.com/trueup-dev/trueup/internal/plaintext"
 )
 
 // DefaultBaseURL is GitHub's REST API; GitHub Enterprise Server uses https://HOST/api/v3/.
@@ -48,6 +50,9 @@ type Config struct {
 	PrivateKeyPEM []byte
 	// BaseURL is the REST API root; default DefaultBaseURL.
 	BaseURL string
+	// Insecure allows an http:// BaseURL on another machine: the signed token and the
+	// installation tokens would cross the network in clear (internal/plaintext).
+	Insecure bool
 	// Now is the clock tokens expire by; nil means time.Now. Tests move it.
 	Now func() time.Time
 }
@@ -87,6 +92,9 @@ func New(cfg Config, httpClient *http.Client) (*Source, error) {
 	}
 	base, err := parseBaseURL(cfg.BaseURL)
 	if err != nil {
+		return nil, fmt.Errorf("github app %d: %w", cfg.AppID, err)
+	}
+	if err := plaintext.Check("baseURL", base.Scheme, base.Hostname(), "the App's signed token", true, cfg.Insecure); err != nil {
 		return nil, fmt.Errorf("github app %d: %w", cfg.AppID, err)
 	}
 	data := cfg.PrivateKeyPEM

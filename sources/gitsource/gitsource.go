@@ -36,6 +36,7 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
 
+	"github.com/trueup-dev/trueup/internal/plaintext"
 	"github.com/trueup-dev/trueup/sources"
 )
 
@@ -59,6 +60,9 @@ type Config struct {
 	Name string
 	// URL is https://, http://, ssh://, git@host:org/repo, file:// or a local path.
 	URL string
+	// Insecure allows credentials over an http:// URL to a host other than this machine
+	// (see internal/plaintext); without it New refuses the combination.
+	Insecure bool
 	// Branch, Tag and Commit select the revision; at most one may be set, none means branch
 	// "main". Commit must be a full 40-character SHA-1.
 	Branch, Tag, Commit string
@@ -149,6 +153,11 @@ func New(cfg Config, logger *slog.Logger) (*Source, error) {
 
 	if s.auth, err = buildAuth(ep, cfg.Auth); err != nil {
 		return fail("url %s: %w", s.redacted, err)
+	}
+	// After buildAuth, which already refuses credentials on git:// URLs.
+	hasCred := s.auth != nil || cfg.Auth.TokenFunc != nil
+	if err := plaintext.Check("url", ep.Protocol, ep.Host, "the credentials", hasCred, cfg.Insecure); err != nil {
+		return fail("%w", err)
 	}
 
 	set := 0
