@@ -6,7 +6,9 @@ package sources
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path"
+	"path/filepath"
 	"strings"
 )
 
@@ -23,6 +25,31 @@ type File struct {
 	// equal data, so parse results may be cached by it.
 	Hash string
 	Data []byte
+	// Refused, when set, says why the source did not read the file (larger than
+	// MaxFileBytes, a symlink leading out of the source's folder); Data is then empty. The
+	// loader reports it as a problem of the file, which rejects the revision. The reason
+	// never quotes the file's content.
+	Refused string
+}
+
+// MaxFileBytes is the largest manifest file a source reads. Sources check the size before
+// reading (stat, the Git object header) and read through a bounded reader anyway, so that a
+// huge file costs an error, not the controller's memory.
+const MaxFileBytes = 1 << 20
+
+// TooLarge is the Refused reason for a file over MaxFileBytes.
+func TooLarge(size int64) string {
+	return fmt.Sprintf("file is %s, larger than the 1 MiB limit", humanBytes(size))
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // Snapshot is the set of manifest files of one revision.
@@ -58,4 +85,11 @@ func IsManifest(name string) bool {
 		return true
 	}
 	return false
+}
+
+// Within reports whether the resolved (symlink-free) path p is root or below it; folder
+// sources refuse symlinks that lead out of their folder.
+func Within(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/commitstatus"
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/liveness"
+	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/reconciler"
 	"github.com/trueup-dev/trueup/internal/server"
@@ -144,7 +145,7 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 		}
 		syncers = append(syncers, syncer.New(db.store, syncer.Options{Name: sc.Name, Source: src, Interval: interval,
 			Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction, Replica: replica, LeaseTTL: cfg.Reconcile.LeaseTTL,
-			CheckAction: checkAction(acts), Scrub: scrub, Metrics: met, Reporter: reporter}, logger))
+			CheckAction: checkAction(acts), Limits: manifest.Limits(cfg.Limits), Scrub: scrub, Metrics: met, Reporter: reporter}, logger))
 	}
 	byName := map[string]*syncer.Syncer{}
 	for i, sc := range cfg.Sources {

@@ -27,6 +27,7 @@ the action instances that controller config declares.`,
 				if err != nil {
 					return err
 				}
+				opts.Limits = manifest.Limits(cfg.Limits)
 				names := map[string]bool{}
 				for _, a := range cfg.Actions {
 					names[a.Name] = true

@@ -31,6 +31,7 @@ type Config struct {
 	Reconcile Reconcile      `yaml:"reconcile"`
 	Retention Retention      `yaml:"retention"`
 	Log       Log            `yaml:"log"`
+	Limits    Limits         `yaml:"limits"`
 	BaseDir   string         `yaml:"-"` // folder of the config file; relative paths resolve against it
 	secrets   map[string]int // expanded values that came from the environment
 	resyncSet bool           // reconcile.resyncInterval was written (0 then means off)
@@ -218,6 +219,16 @@ type Retention struct {
 type RetentionRule struct {
 	MaxAge         time.Duration `yaml:"maxAge"`
 	MaxPerResource int           `yaml:"maxPerResource"`
+}
+
+// Limits caps what one revision of a source may hold; a revision over a cap is rejected
+// (nothing of it applied). Zero takes the loader's default (manifest.DefaultMaxFiles,
+// DefaultMaxDocuments, DefaultMaxResources: 200000, 250000, 200000). The size of one file
+// (1 MiB) and of one decoded document (1 MiB, YAML aliases expanded) are fixed.
+type Limits struct {
+	MaxFiles     int `yaml:"maxFiles"`
+	MaxDocuments int `yaml:"maxDocuments"`
+	MaxResources int `yaml:"maxResources"`
 }
 
 // Log configures log/slog.
@@ -432,6 +443,14 @@ var nameRe = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	for _, l := range []struct {
+		name string
+		v    int
+	}{{"maxFiles", c.Limits.MaxFiles}, {"maxDocuments", c.Limits.MaxDocuments}, {"maxResources", c.Limits.MaxResources}} {
+		if l.v < 0 {
+			bad("limits.%s: %d must not be negative (0 takes the default)", l.name, l.v)
+		}
+	}
 	seen := map[string]bool{}
 	for i, s := range c.Sources {
 		at := fmt.Sprintf("sources[%d]", i)

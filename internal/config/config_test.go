@@ -171,3 +171,30 @@ func TestResyncZeroIsOff(t *testing.T) {
 		t.Errorf("absent resyncInterval: %v %v, want the default", c.Reconcile.ResyncInterval, err)
 	}
 }
+
+func TestParseLimits(t *testing.T) {
+	t.Parallel()
+	src := "sources: [{name: a, dir: {path: ./a}}]\n"
+	c, err := Parse([]byte(src), "/etc/trueup", env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Limits != (Limits{}) {
+		t.Errorf("default limits %+v, want zero (the loader's defaults)", c.Limits)
+	}
+	c, err = Parse([]byte(src+"limits: {maxFiles: 10, maxDocuments: 20, maxResources: 30}\n"), "/etc/trueup", env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Limits{MaxFiles: 10, MaxDocuments: 20, MaxResources: 30}); c.Limits != want {
+		t.Errorf("limits %+v, want %+v", c.Limits, want)
+	}
+	for _, tt := range []struct{ src, want string }{
+		{"limits: {maxFiles: -1}\n", "limits.maxFiles: -1 must not be negative"},
+		{"limits: {maxFile: 10}\n", "maxFile"},
+	} {
+		if _, err := Parse([]byte(src+tt.src), "/etc/trueup", env(nil)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: err = %v, want %q", tt.src, err, tt.want)
+		}
+	}
+}

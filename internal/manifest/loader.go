@@ -32,6 +32,9 @@ type Options struct {
 	// path), or mentions "with:" or "with." further on. Wrap errors of
 	// actions.WithValidator as fmt.Errorf("with: %w", err) to get the precise path.
 	CheckAction func(name string, with json.RawMessage) error
+	// Limits caps the revision's files, documents and resources; zero fields take the
+	// defaults.
+	Limits Limits
 }
 
 // Loader parses and validates revisions. Between loads it keeps the documents parsed from
@@ -105,7 +108,18 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ld := &load{l: l, opts: opts, schemas: map[string]*compiledSchema{}}
+	lim := opts.Limits.withDefaults()
+	if len(files) > lim.MaxFiles {
+		// Before any parsing: the cap is there to bound that work.
+		return nil, Errors{overCap("files", len(files), lim.MaxFiles)}
+	}
 	docs := ld.parse(files)
+	if len(docs) > lim.MaxDocuments {
+		return nil, Errors{overCap("documents", len(docs), lim.MaxDocuments)}
+	}
+	if n := countResources(docs); n > lim.MaxResources {
+		return nil, Errors{overCap("resources", n, lim.MaxResources)}
+	}
 	types, infos := ld.types(docs)
 	resources := ld.resources(docs, infos)
 	l.schemas = ld.schemas
@@ -130,6 +144,10 @@ func (ld *load) parse(files []sources.File) []placed {
 	used := make(map[string]*fileEntry, len(files))
 	var todo []int
 	for _, i := range order {
+		if files[i].Refused != "" {
+			ld.errs = append(ld.errs, refused(files[i]))
+			continue
+		}
 		key := files[i].Hash
 		if key == "" {
 			key = "sha256:" + hashJSON(files[i].Data)
@@ -157,6 +175,9 @@ func (ld *load) parse(files []sources.File) []placed {
 	}
 	docs := make([]placed, 0, n)
 	for _, i := range order {
+		if files[i].Refused != "" {
+			continue
+		}
 		f, e := files[i], used[keys[i]]
 		for _, ve := range e.errs {
 			ve.File = f.Path
@@ -662,12 +683,21 @@ func (l *Loader) LoadDir(dir string, opts Options) (*Set, error) {
 }
 
 // ReadDir reads every *.yaml, *.yml and *.json file under dir, skipping directories whose
-// name starts with a dot (.git) and following symlinks to regular files only, and names each
-// prefix/<path below dir> (slash-separated; prefix may be empty). A Git source with a path
-// names its files from the repository root, hence the prefix for `trueup diff`.
+// name starts with a dot (.git), and names each prefix/<path below dir> (slash-separated;
+// prefix may be empty). A Git source with a path names its files from the repository root,
+// hence the prefix for `trueup diff`.
+//
+// Like the folder source, it never leaves dir: a symlink to a file inside dir is followed,
+// one to a folder inside is not, and one leading out of dir (to a manifest-named file or
+// to a folder) is refused unread, as is a file over the size limit (sources.File.Refused).
 func ReadDir(dir, prefix string) ([]sources.File, error) {
 	var files []sources.File
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	prefix = strings.Trim(prefix, "/")
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read manifests in %s: %w", dir, err)
+	}
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -677,26 +707,48 @@ func ReadDir(dir, prefix string) ([]sources.File, error) {
 			}
 			return nil
 		}
-		if !sources.IsManifest(d.Name()) {
+		link := d.Type()&fs.ModeSymlink != 0
+		if !sources.IsManifest(d.Name()) && !link {
 			return nil
-		}
-		if !d.Type().IsRegular() {
-			// A symlink counts when it leads to a regular file; anything else is skipped.
-			if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
-				return nil
-			}
-		}
-		data, err := readLimited(p)
-		if err != nil {
-			return err
 		}
 		rel, err := filepath.Rel(dir, p)
 		if err != nil {
 			return err
 		}
 		name := filepath.ToSlash(rel)
-		if prefix = strings.Trim(prefix, "/"); prefix != "" {
+		if prefix != "" {
 			name = prefix + "/" + name
+		}
+		target := p
+		if link {
+			if target, err = filepath.EvalSymlinks(p); err != nil {
+				return nil // dangling
+			}
+			fi, err := os.Stat(target)
+			if err != nil {
+				return nil
+			}
+			if !sources.Within(realDir, target) {
+				if fi.IsDir() || sources.IsManifest(d.Name()) {
+					files = append(files, sources.File{Path: name, Hash: "refused", Refused: "symlink leads outside the folder"})
+				}
+				return nil
+			}
+			if !sources.IsManifest(d.Name()) {
+				return nil
+			}
+		}
+		fi, err := os.Stat(target)
+		if err != nil || !fi.Mode().IsRegular() {
+			return nil
+		}
+		if fi.Size() > maxFileSize {
+			files = append(files, sources.File{Path: name, Hash: "refused", Refused: sources.TooLarge(fi.Size())})
+			return nil
+		}
+		data, err := readLimited(target)
+		if err != nil {
+			return err
 		}
 		files = append(files, sources.File{Path: name, Hash: hashJSON(data), Data: data})
 		return nil

@@ -44,7 +44,9 @@ func (e ValidationError) Error() string {
 		b.WriteByte(':')
 		b.WriteString(strconv.Itoa(e.Line))
 	}
-	b.WriteString(": ")
+	if b.Len() > 0 {
+		b.WriteString(": ") // a problem of the whole revision names no file
+	}
 	if e.Path != "" {
 		b.WriteString(e.Path)
 		b.WriteString(": ")

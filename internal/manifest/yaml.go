@@ -11,18 +11,27 @@ import (
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/trueup-dev/trueup/sources"
 )
 
 // Limits on untrusted input. Manifests come from any commit pushed to a watched repository,
 // so a hostile or broken file must cost an error, never the controller's memory or stack.
 const (
-	maxFileSize = 1 << 20 // bytes per file
-	maxDepth    = 100     // nested mappings and sequences per document
+	maxFileSize = sources.MaxFileBytes // bytes per file
+	maxDepth    = 100                  // nested mappings and sequences per document
 	// maxAliasNodes bounds the nodes produced by expanding aliases in one document, which
 	// is what makes "billion laughs" documents explode; maxFileAliasNodes bounds them per
 	// file, so that a file of many small such documents cannot multiply the bound.
 	maxAliasNodes     = 10_000
 	maxFileAliasNodes = 100_000
+	// maxDecodedSize bounds a document's decoded size, counted while converting (scalar and
+	// key bytes, one per node), aliases expanded: the node bounds above let a few aliases
+	// of a long string through, 100 of a 1 MB one being 100 MB. maxFileDecodedSize bounds
+	// a file of many such documents. Without aliases a document's count stays below its
+	// bytes in the file.
+	maxDecodedSize     = 1 << 20
+	maxFileDecodedSize = 8 << 20
 )
 
 // path locates a value inside a document: string elements are mapping keys, int elements
@@ -105,11 +114,13 @@ func eachDocument(data []byte, fn func(rawDoc)) []ValidationError {
 			errs = append(errs, ValidationError{Line: root.Line, Msg: "document must be a mapping, got " + nodeKind(root)})
 			continue
 		}
-		c.docAliasNodes = 0
+		c.docAliasNodes, c.docSize = 0, 0
 		v, err := c.value(root, 0)
 		if err != nil {
 			var ne *nodeError
-			if errors.As(err, &ne) {
+			if errors.As(err, &ne) && ne.size {
+				errs = append(errs, ne.sizeError(root))
+			} else if errors.As(err, &ne) {
 				errs = append(errs, ne.validationError())
 			} else {
 				errs = append(errs, ValidationError{Line: root.Line, Msg: err.Error()})
@@ -174,6 +185,17 @@ type nodeError struct {
 	line int
 	rev  path
 	msg  string
+	size bool // a size bound: reported at the document's top-level field
+}
+
+// sizeError places a size bound's error at the top-level field the decoding was in (spec,
+// mostly): the node where the count ran over says nothing about where the size comes from.
+func (e *nodeError) sizeError(root *yaml.Node) ValidationError {
+	if len(e.rev) == 0 {
+		return ValidationError{Line: root.Line, Msg: e.msg}
+	}
+	top := path{e.rev[len(e.rev)-1]}
+	return ValidationError{Line: lineOf(root, top), Path: top.String(), Msg: e.msg}
 }
 
 func (e *nodeError) Error() string { return e.msg }
@@ -200,6 +222,21 @@ type converter struct {
 	inAlias        int // > 0 while expanding an alias
 	docAliasNodes  int
 	fileAliasNodes int
+	docSize        int
+	fileSize       int
+}
+
+// grow counts n decoded bytes against the size bounds.
+func (c *converter) grow(n int) error {
+	c.docSize += n
+	c.fileSize += n
+	switch {
+	case c.docSize > maxDecodedSize:
+		return &nodeError{size: true, msg: "decoded size exceeds 1 MiB (after expanding YAML aliases)"}
+	case c.fileSize > maxFileDecodedSize:
+		return &nodeError{size: true, msg: "decoded size of this file exceeds 8 MiB (after expanding YAML aliases)"}
+	}
+	return nil
 }
 
 func (c *converter) value(n *yaml.Node, depth int) (any, error) {
@@ -221,7 +258,7 @@ func (c *converter) value(n *yaml.Node, depth int) (any, error) {
 		c.inAlias++
 		v, err := c.value(n.Alias, depth)
 		c.inAlias--
-		if ne, ok := err.(*nodeError); ok && c.inAlias == 0 {
+		if ne, ok := err.(*nodeError); ok && c.inAlias == 0 && !ne.size {
 			// Report at the alias the expansion started from: the path inside the
 			// expansion leads nowhere the author wrote.
 			ne.line, ne.rev = n.Line, nil
@@ -239,6 +276,9 @@ func (c *converter) value(n *yaml.Node, depth int) (any, error) {
 		if tag := n.ShortTag(); tag != "!!seq" {
 			return nil, &nodeError{line: n.Line, msg: "unsupported tag " + tag}
 		}
+		if err := c.grow(1); err != nil {
+			return nil, err
+		}
 		s := make([]any, len(n.Content))
 		for i, e := range n.Content {
 			v, err := c.value(e, depth+1)
@@ -249,6 +289,9 @@ func (c *converter) value(n *yaml.Node, depth int) (any, error) {
 		}
 		return s, nil
 	case yaml.ScalarNode:
+		if err := c.grow(len(n.Value) + 1); err != nil {
+			return nil, err
+		}
 		return scalar(n)
 	}
 	return nil, &nodeError{line: n.Line, msg: "unsupported yaml node"}
@@ -257,6 +300,9 @@ func (c *converter) value(n *yaml.Node, depth int) (any, error) {
 func (c *converter) mapping(n *yaml.Node, depth int) (any, error) {
 	if tag := n.ShortTag(); tag != "!!map" {
 		return nil, &nodeError{line: n.Line, msg: "unsupported tag " + tag}
+	}
+	if err := c.grow(1); err != nil {
+		return nil, err
 	}
 	m := make(map[string]any, len(n.Content)/2)
 	var merges []*yaml.Node
@@ -271,6 +317,9 @@ func (c *converter) mapping(n *yaml.Node, depth int) (any, error) {
 		}
 		if _, dup := m[kn.Value]; dup {
 			return nil, &nodeError{line: n.Content[i].Line, msg: fmt.Sprintf("duplicate key %q", kn.Value)}
+		}
+		if err := c.grow(len(kn.Value) + 1); err != nil {
+			return nil, wrapPath(err, kn.Value)
 		}
 		v, err := c.value(vn, depth)
 		if err != nil {

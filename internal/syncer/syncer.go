@@ -40,6 +40,8 @@ type Options struct {
 	LeaseTTL time.Duration
 	// CheckAction validates a type's action reference at ingest (unknown instance, bad with:).
 	CheckAction func(name string, with json.RawMessage) error
+	// Limits caps each revision's files, documents and resources (zero: the defaults).
+	Limits manifest.Limits
 	// Scrub removes secrets from messages before they are stored or logged.
 	Scrub func(string) string
 	// Metrics records syncs (nil: none).
@@ -417,7 +419,7 @@ func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (Outcome, error) 
 	if err != nil {
 		return Outcome{}, fmt.Errorf("load types of other sources: %w", err)
 	}
-	set, err := s.loader.Load(snap.Files, manifest.Options{KnownTypes: known, CheckAction: s.opts.CheckAction})
+	set, err := s.loader.Load(snap.Files, manifest.Options{KnownTypes: known, CheckAction: s.opts.CheckAction, Limits: s.opts.Limits})
 	snap.Files = nil // parsed: the file bytes need not live through the apply (14 MB at 100k resources)
 	if err != nil {
 		return Outcome{}, s.reject(ctx, lease, snap.Revision, err)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -63,7 +64,11 @@ func (s *Source) scan(ctx context.Context, read bool) (string, []sources.File, e
 	var files []sources.File
 	stats := make(map[string]statEntry, len(s.stats))
 	n := 0
-	err := filepath.WalkDir(s.root, func(p string, d fs.DirEntry, err error) error {
+	realRoot, err := filepath.EvalSymlinks(s.root)
+	if err != nil {
+		return "", nil, err
+	}
+	err = filepath.WalkDir(s.root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if p != s.root && errors.Is(err, fs.ErrNotExist) {
 				return nil // removed while walking; the watcher reports it
@@ -81,11 +86,49 @@ func (s *Source) scan(ctx context.Context, read bool) (string, []sources.File, e
 			}
 			return nil
 		}
-		if !isManifestName(d.Name()) {
+		if !isManifestName(d.Name()) && d.Type()&fs.ModeSymlink == 0 {
 			return nil
 		}
-		// Follows a symlink to a file; links to folders are not followed (no cycles).
-		fi, err := os.Stat(p)
+		rel, err := filepath.Rel(s.root, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		refuse := func(reason string) error {
+			entries = append(entries, entry{rel, "refused:" + reason})
+			if read {
+				files = append(files, sources.File{Path: rel, Hash: "refused:" + reason, Refused: reason})
+			}
+			return nil
+		}
+
+		// A symlink is resolved and must stay inside the folder: one leading out of it is
+		// refused, without reading what it points to. Inside, links to files are followed
+		// and links to folders are not (no cycles, no file seen twice under one folder).
+		target := p
+		if d.Type()&fs.ModeSymlink != 0 {
+			if ignored(d.Name()) {
+				return nil
+			}
+			target, err = filepath.EvalSymlinks(p)
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // dangling
+			}
+			if err != nil {
+				return err
+			}
+			if !sources.Within(realRoot, target) {
+				fi, err := os.Stat(target)
+				if err == nil && (fi.IsDir() || isManifestName(d.Name())) {
+					return refuse("symlink leads outside the source folder")
+				}
+				return nil
+			}
+			if !isManifestName(d.Name()) {
+				return nil
+			}
+		}
+		fi, err := os.Stat(target)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
@@ -95,11 +138,9 @@ func (s *Source) scan(ctx context.Context, read bool) (string, []sources.File, e
 		if !fi.Mode().IsRegular() {
 			return nil
 		}
-		rel, err := filepath.Rel(s.root, p)
-		if err != nil {
-			return err
+		if fi.Size() > sources.MaxFileBytes {
+			return refuse(sources.TooLarge(fi.Size()))
 		}
-		rel = filepath.ToSlash(rel)
 
 		if prev, ok := s.stats[rel]; ok && !read && prev.matches(fi) {
 			stats[rel] = prev
@@ -107,12 +148,15 @@ func (s *Source) scan(ctx context.Context, read bool) (string, []sources.File, e
 			return nil
 		}
 		now := time.Now()
-		data, err := os.ReadFile(p)
+		data, err := readBounded(target)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
 		if err != nil {
 			return err
+		}
+		if len(data) > sources.MaxFileBytes {
+			return refuse(sources.TooLarge(int64(len(data)))) // grew since the stat
 		}
 		sum := sha256.Sum256(data)
 		hash := hex.EncodeToString(sum[:])
@@ -145,4 +189,15 @@ func (s *Source) scan(ctx context.Context, read bool) (string, []sources.File, e
 		h.Write([]byte{'\n'})
 	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), files, nil
+}
+
+// readBounded reads at most one byte past sources.MaxFileBytes, whatever the stat said: the
+// file may grow between the stat and the read.
+func readBounded(name string) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, sources.MaxFileBytes+1))
 }

@@ -87,8 +87,13 @@ func (s *Source) snapshot(ctx context.Context, sto storer.EncodedObjectStorer, c
 			data, ok = s.blobs[e.hash]
 		}
 		if !ok {
-			if data, err = readBlob(sto, e.hash); err != nil {
+			var refused string
+			if data, refused, err = readBlob(sto, e.hash); err != nil {
 				return fail(fmt.Errorf("%s: %w", e.path, err))
+			}
+			if refused != "" {
+				snap.Files[i] = sources.File{Path: e.path, Hash: e.hash.String(), Refused: refused}
+				continue
 			}
 		}
 		blobs[e.hash] = data
@@ -99,22 +104,45 @@ func (s *Source) snapshot(ctx context.Context, sto storer.EncodedObjectStorer, c
 	return snap, nil
 }
 
-func readBlob(sto storer.EncodedObjectStorer, h plumbing.Hash) ([]byte, error) {
+// readBlob reads a blob, refusing one over sources.MaxFileBytes by the size in its object
+// header, before any of its content is read or inflated. refused is then the reason.
+func readBlob(sto storer.EncodedObjectStorer, h plumbing.Hash) (data []byte, refused string, err error) {
+	var size int64
+	if sizer, ok := sto.(interface {
+		EncodedObjectSize(plumbing.Hash) (int64, error)
+	}); ok {
+		size, err = sizer.EncodedObjectSize(h)
+	} else {
+		var obj plumbing.EncodedObject
+		obj, err = sto.EncodedObject(plumbing.BlobObject, h)
+		if err == nil {
+			size = obj.Size()
+		}
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	if size > sources.MaxFileBytes {
+		return nil, sources.TooLarge(size), nil
+	}
 	blob, err := object.GetBlob(sto, h)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	r, err := blob.Reader()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer func() { _ = r.Close() }()
 	var buf bytes.Buffer
-	buf.Grow(int(blob.Size) + bytes.MinRead)
-	if _, err := buf.ReadFrom(r); err != nil {
-		return nil, err
+	buf.Grow(int(size) + bytes.MinRead)
+	if _, err := buf.ReadFrom(io.LimitReader(r, sources.MaxFileBytes+1)); err != nil {
+		return nil, "", err
 	}
-	return buf.Bytes(), nil
+	if buf.Len() > sources.MaxFileBytes {
+		return nil, sources.TooLarge(int64(buf.Len())), nil
+	}
+	return buf.Bytes(), "", nil
 }
 
 // hidden reports whether a slash-separated path has a component starting with ".".
