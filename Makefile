@@ -1,10 +1,10 @@
-# The Makefile is trueup's interface: build, run, test, smoke, bench, lint.
+# The Makefile is trueup's interface: build, run, test, smoke, bench, fuzz, lint.
 GO          ?= go
 BIN         := bin/trueup
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build run test smoke bench lint postgres chromium clean
+.PHONY: all build run test smoke bench fuzz lint postgres chromium clean
 
 all: build
 
@@ -26,6 +26,26 @@ smoke: postgres build
 ## bench: the benchmark suite; prints `name value unit` lines, then a table with the targets
 bench: postgres
 	$(GO) run ./internal/bench
+
+## fuzz: each fuzz target for FUZZTIME (Go fuzzes one target per run); a crasher is written to
+## the package's testdata/fuzz/<target>/, which plain `go test` then replays
+FUZZTIME     ?= 30s
+FUZZ_TARGETS := \
+	internal/manifest:FuzzLoad \
+	internal/manifest:FuzzParseStream \
+	internal/webhook:FuzzParsePush \
+	internal/webhook:FuzzAuthenticate \
+	internal/store:FuzzParseLabelSelector \
+	internal/config:FuzzParse \
+	actions/execaction:FuzzParseReply \
+	actions/execaction:FuzzOutputCapture
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "== $$name (./$$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) ./$$pkg; \
+	done
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -290,19 +291,19 @@ func Parse(data []byte, baseDir string, getenv func(string) string) (*Config, er
 		return nil, err
 	}
 	if err := root.Content[0].Decode(c); err != nil {
-		return nil, cleanYAMLError(err)
+		return nil, c.scrub(cleanYAMLError(err))
 	}
 	for i := range c.Actions {
 		var v any
 		if err := c.Actions[i].raw.Decode(&v); err != nil {
-			return nil, fmt.Errorf("actions[%d].config: %w", i, err)
+			return nil, c.scrub(fmt.Errorf("actions[%d].config: %w", i, err))
 		}
 		if v == nil {
 			v = map[string]any{}
 		}
 		b, err := json.Marshal(v)
 		if err != nil {
-			return nil, fmt.Errorf("actions[%d].config: %w", i, err)
+			return nil, c.scrub(fmt.Errorf("actions[%d].config: %w", i, err))
 		}
 		c.Actions[i].Config = b
 	}
@@ -314,7 +315,9 @@ func Parse(data []byte, baseDir string, getenv func(string) string) (*Config, er
 	c.resyncSet = hasKey(root.Content[0], "reconcile", "resyncInterval")
 	c.applyDefaults()
 	if err := c.Validate(); err != nil {
-		return nil, err
+		// Messages quote the offending values, which may have come from ${VAR}; the caller
+		// gets no Config to scrub them with, so it is done here.
+		return nil, c.scrub(err)
 	}
 	return c, nil
 }
@@ -608,6 +611,22 @@ func checkPlaintextGit(at string, g *Git) error {
 		}
 	}
 	return plaintext.Check(at+".url", u.Scheme, u.Hostname(), what, hasCred, g.Insecure)
+}
+
+// scrub replaces in err's message every value that came from the environment with "***".
+func (c *Config) scrub(err error) error {
+	msg := err.Error()
+	clean := msg
+	secrets := c.Secrets()
+	// Longest first, so that a secret containing another is replaced whole.
+	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
+	for _, v := range secrets {
+		clean = strings.ReplaceAll(clean, v, "***")
+	}
+	if clean == msg {
+		return err
+	}
+	return errors.New(clean)
 }
 
 // Secrets returns every value that came from the environment through ${VAR} (and the

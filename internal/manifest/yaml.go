@@ -164,7 +164,9 @@ func syntaxError(err error, data []byte) ValidationError {
 		if parserProblems[m[2]] {
 			line++
 		}
-		return ValidationError{Line: line, Msg: "invalid yaml: " + m[2]}
+		// At the end of the input the parser's line is one past the last ("[" alone is
+		// reported at line 2); the author must look at the last line.
+		return ValidationError{Line: min(line, lastLine(data)), Msg: "invalid yaml: " + m[2]}
 	}
 	line := 1
 	if m := unknownAnchor.FindStringSubmatch(msg); m != nil {
@@ -177,6 +179,39 @@ func syntaxError(err error, data []byte) ValidationError {
 		}
 	}
 	return ValidationError{Line: line, Msg: "invalid yaml: " + strings.TrimPrefix(msg, "yaml: ")}
+}
+
+// lastLine is the number of the file's last line as YAML counts lines (CR, LF, CRLF, NEL,
+// LS and PS each end one), 1 for an empty file; a final line break ends the last line
+// rather than starting another.
+func lastLine(data []byte) int {
+	n := 1
+	for i := 0; i < len(data); {
+		w := lineBreak(data[i:])
+		if w == 0 {
+			i++
+			continue
+		}
+		if i += w; i < len(data) {
+			n++
+		}
+	}
+	return n
+}
+
+// lineBreak is the length of the YAML line break b starts with, 0 if none.
+func lineBreak(b []byte) int {
+	switch {
+	case bytes.HasPrefix(b, []byte("\r\n")):
+		return 2
+	case b[0] == '\r' || b[0] == '\n':
+		return 1
+	case bytes.HasPrefix(b, []byte("\u0085")):
+		return 2
+	case bytes.HasPrefix(b, []byte("\u2028")), bytes.HasPrefix(b, []byte("\u2029")):
+		return 3
+	}
+	return 0
 }
 
 // nodeError is a conversion failure. rev holds the path to the failing node in reverse, as
