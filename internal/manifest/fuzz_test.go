@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A resource of dbType, as the seeds pair them.
@@ -27,6 +28,10 @@ spec:
 // maxFuzzSpec bounds an accepted spec's canonical JSON: the loader caps a document's
 // decoded size at 1 MiB, and JSON spells a decoded byte in at most 6 (\u00XX).
 const maxFuzzSpec = 6*maxDecodedSize + 1<<10
+
+// slowInput is far beyond what a fuzz input (kilobytes) should cost: a hostile commit must
+// not buy seconds of the controller's CPU with a small file.
+const slowInput = time.Second
 
 // FuzzLoad loads a ResourceType file and a resource file. Whatever the bytes, Load must not
 // panic; a rejection lists problems each naming one of the files, at a line inside it; an
@@ -50,6 +55,12 @@ func FuzzLoad(f *testing.F) {
 	f.Fuzz(func(t *testing.T, typeYAML, resYAML string) {
 		fs := files("types.yaml", typeYAML, "db/res.yaml", resYAML)
 		l := NewLoader()
+		start := time.Now()
+		defer func() {
+			if d := time.Since(start); d > slowInput {
+				t.Fatalf("Load and checks of %d+%d bytes took %v", len(typeYAML), len(resYAML), d)
+			}
+		}()
 		set, err := l.Load(fs, Options{})
 		if err != nil {
 			checkErrors(t, err, map[string]string{"types.yaml": typeYAML, "db/res.yaml": resYAML})
@@ -139,7 +150,11 @@ func FuzzParseStream(f *testing.F) {
 	f.Add([]byte("? [a, b]\n: c\n"))
 	f.Add([]byte("a: 'unterminated\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		start := time.Now()
 		docs, errs := parseStream(data)
+		if d := time.Since(start); d > slowInput {
+			t.Fatalf("parseStream of %d bytes took %v", len(data), d)
+		}
 		lines := lastLine(data)
 		for _, ve := range errs {
 			if ve.Line < 0 || ve.Line > lines || ve.Msg == "" || ve.File != "" {
