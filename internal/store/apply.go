@@ -279,10 +279,10 @@ func (w *applyWriter) markGone(ctx context.Context, ids []int64) error {
 	}
 	rows, err := w.tx.Query(ctx, `
 		UPDATE resources r SET deletion_timestamp = now(), run_at = now(), attempt = 0,
-		  dirty = r.lease_owner IS NOT NULL, phase = COALESCE(x.phase, 'Deleting'), conditions = COALESCE(x.conds::jsonb, r.conditions),
+		  dirty = r.lease_owner IS NOT NULL, phase = x.phase, conditions = x.conds::jsonb,
 		  revision = $2
 		FROM unnest($1::bigint[], $3::text[], $4::text[]) AS x(id, phase, conds)
-		WHERE r.id = x.id RETURNING r.namespace, r.kind, r.name, r.phase, r.generation`, ids, w.p.Revision, phases, conds)
+		WHERE r.id = x.id AND x.phase IS NOT NULL RETURNING r.namespace, r.kind, r.name, r.phase, r.generation`, ids, w.p.Revision, phases, conds)
 	if err != nil {
 		return err
 	}

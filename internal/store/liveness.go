@@ -78,9 +78,8 @@ func (s *Store) HoldLiveness(ctx context.Context, r Replica) (*Liveness, int, er
 		if old != nil && *old != l.Key {
 			// End the previous session if it still holds its lock: every lease it stood for
 			// is released below, and it must not be seen alive.
-			if _, err := tx.Exec(ctx, `SELECT pg_terminate_backend(l.pid) FROM pg_locks l WHERE l.locktype = 'advisory'
-				AND l.granted AND l.objsubid = 2 AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-				AND l.classid::int8 = $1 AND l.objid::int8 = $2`, livenessClass, *old); err != nil {
+			if _, err := tx.Exec(ctx, `SELECT pg_terminate_backend(l.pid) FROM pg_locks l WHERE `+lockHeldWhere("$2"),
+				livenessClass, *old); err != nil {
 				return fmt.Errorf("end the previous session: %w", err)
 			}
 		}
@@ -180,11 +179,15 @@ func (s *Store) DeadReplicas(ctx context.Context) ([]DeadReplica, error) {
 	})
 }
 
-func lockHeldSQL(key string) string {
-	return `SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+// lockHeldWhere matches, in pg_locks l, the granted liveness lock (class $1) of key in this
+// database: the two-int form of pg_advisory_lock shows as classid, objid, objsubid 2.
+func lockHeldWhere(key string) string {
+	return `l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
 		AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
 		AND l.classid::int8 = $1 AND l.objid::int8 = ` + key
 }
+
+func lockHeldSQL(key string) string { return `SELECT 1 FROM pg_locks l WHERE ` + lockHeldWhere(key) }
 
 func keyHeld(ctx context.Context, db DB, key int32) (bool, error) {
 	var held bool
