@@ -1,5 +1,11 @@
 package actions
 
+import (
+	"encoding/json"
+	"sort"
+	"strings"
+)
+
 // ScrubError returns err with scrub applied to its message (removing secrets a server or a
 // command echoed back), keeping err in the chain so that errors.Is, errors.As and IsTerminal
 // still see through it. It returns err itself when scrub changes nothing.
@@ -21,3 +27,29 @@ type scrubbedError struct {
 
 func (e *scrubbedError) Error() string { return e.msg }
 func (e *scrubbedError) Unwrap() error { return e.err }
+
+// Scrubber returns a function that replaces every secret, and its JSON-escaped form (outputs
+// are scrubbed as encoded JSON), with "***". Longer secrets are replaced first: a secret that
+// contains another (a user name inside a token) goes whole, not leaving its tail behind.
+func Scrubber(secrets []string) func(string) string {
+	seen := map[string]bool{}
+	var all []string
+	for _, s := range secrets {
+		b, _ := json.Marshal(s)
+		for _, v := range []string{s, string(b[1 : len(b)-1])} {
+			if v != "" && !seen[v] {
+				seen[v] = true
+				all = append(all, v)
+			}
+		}
+	}
+	if len(all) == 0 {
+		return func(s string) string { return s }
+	}
+	sort.Slice(all, func(i, j int) bool { return len(all[i]) > len(all[j]) })
+	pairs := make([]string, 0, 2*len(all))
+	for _, s := range all {
+		pairs = append(pairs, s, "***")
+	}
+	return strings.NewReplacer(pairs...).Replace
+}

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/trueup-dev/trueup/actions"
@@ -62,8 +61,7 @@ func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 }
 
 // scrubber replaces with "***" every secret the config took from the environment and every
-// literal secret an action instance holds (actions.SecretHolder). Each secret is also
-// replaced in its JSON-escaped form, since outputs are scrubbed as encoded JSON.
+// literal secret an action instance holds (actions.SecretHolder).
 func scrubber(cfg *config.Config, acts map[string]actions.Action) func(string) string {
 	secrets := cfg.Secrets()
 	for _, a := range acts {
@@ -71,29 +69,7 @@ func scrubber(cfg *config.Config, acts map[string]actions.Action) func(string) s
 			secrets = append(secrets, h.Secrets()...)
 		}
 	}
-	seen := map[string]bool{}
-	var all []string
-	for _, s := range secrets {
-		b, _ := json.Marshal(s)
-		for _, v := range []string{s, string(b[1 : len(b)-1])} {
-			if v != "" && !seen[v] {
-				seen[v] = true
-				all = append(all, v)
-			}
-		}
-	}
-	if len(all) == 0 {
-		return func(s string) string { return s }
-	}
-	// Longest first: a secret that contains another (a user name inside a token) must be
-	// replaced whole, not leave its tail behind.
-	sort.Slice(all, func(i, j int) bool { return len(all[i]) > len(all[j]) })
-	pairs := make([]string, 0, 2*len(all))
-	for _, s := range all {
-		pairs = append(pairs, s, "***")
-	}
-	r := strings.NewReplacer(pairs...)
-	return r.Replace
+	return actions.Scrubber(secrets)
 }
 
 // database is the store plus, when database.url is empty, the private cluster behind it.

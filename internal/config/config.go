@@ -63,6 +63,8 @@ type Source struct {
 	Prune   Prune    `yaml:"prune"`
 	// CommitStatus posts trueup/<source> statuses on the forge's commits (optional).
 	CommitStatus *CommitStatus `yaml:"commitStatus"`
+	// Decryption holds the keys of the source's SOPS-encrypted manifests (optional).
+	Decryption *Decryption `yaml:"decryption"`
 }
 
 // CommitStatus says where to post commit statuses.
@@ -518,6 +520,9 @@ func (c *Config) Validate() error {
 					bad("%w", err)
 				}
 			}
+		}
+		if d := s.Decryption; d != nil {
+			validateDecryption(at+".decryption", d, bad)
 		}
 		if s.Webhook != nil && s.Webhook.Secret == "" {
 			bad("%s.webhook.secret: required when a webhook is configured (unsigned webhooks are refused)", at)

@@ -67,6 +67,9 @@ func (e Errors) Error() string {
 	return strings.Join(lines, "\n")
 }
 
+// SortErrors orders problems as Load returns them and drops exact repeats.
+func SortErrors(errs Errors) Errors { return sortErrors(errs) }
+
 // sortErrors orders problems the way a reader scans files and drops exact repeats, which
 // appear when a schema reports the same violation through several keywords.
 func sortErrors(errs Errors) Errors {
@@ -120,8 +123,11 @@ type Resource struct {
 	Spec        json.RawMessage   // canonical JSON with schema defaults applied; "{}" when absent
 	SpecHash    string            // hex sha256 of Spec
 	MetaHash    string            // hex sha256 of canonical {apiVersion, labels, annotations, file}
-	File        string
-	Line        int
+	// Sealed is the SOPS-encrypted file the resource came from, when its spec has encrypted
+	// fields (internal/sealed): Spec then holds markers in their place.
+	Sealed string
+	File   string
+	Line   int
 }
 
 // Set is the validated content of one revision. Types holds only the types declared in the
@@ -231,6 +237,9 @@ func floatNumber(f float64) (json.Number, error) {
 
 // hashJSON is the hex sha256 used for every content hash in this package.
 func hashJSON(b []byte) string { return hexHash(sha256.Sum256(b)) }
+
+// HashJSON is the hex sha256 of b, spelled like every content hash of a Set.
+func HashJSON(b []byte) string { return hashJSON(b) }
 
 // hexHash spells a sha256 the way hashJSON does; the cache keeps sums, which take half the
 // room, and spells them only for a Set.

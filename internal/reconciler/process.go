@@ -48,15 +48,22 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed) {
 	} else {
 		a.op = "reconcile"
 	}
+	spec, secrets, revealErr := c.Spec, []string(nil), error(nil)
+	if err == nil && r.opts.Reveal != nil {
+		spec, secrets, revealErr = r.opts.Reveal(ctx, c)
+	}
+	scrub := actions.Scrubber(secrets)
 	req := actions.Request{Resource: actions.Resource{APIVersion: c.APIVersion, Kind: c.Kind, Namespace: c.Namespace,
-		Name: c.Name, UID: c.UID, Generation: c.Generation, Spec: c.Spec, Labels: c.Labels, Annotations: c.Annotations,
+		Name: c.Name, UID: c.UID, Generation: c.Generation, Spec: spec, Labels: c.Labels, Annotations: c.Annotations,
 		Source: c.Source, Revision: c.Revision}, With: c.ActionWith, State: c.ActionState,
 		Checkpoint: func(ctx context.Context, state json.RawMessage) error {
-			return r.store.SaveActionState(ctx, c.ID, c.LeaseToken, state)
+			return r.store.SaveActionState(ctx, c.ID, c.LeaseToken, scrubJSON(state, scrub))
 		}}
 	switch {
 	case err != nil:
 		a.err = err
+	case revealErr != nil:
+		a.err = revealErr
 	case c.Deleting:
 		a.res, a.err = act.Delete(ctx, req)
 	case a.trigger == "resync":
@@ -81,8 +88,11 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed) {
 		a.res, a.err = act.Reconcile(ctx, req)
 	}
 	a.ended = time.Now()
+	if len(secrets) > 0 {
+		scrubAttempt(&a, scrub)
+	}
 	r.observeCall(a.ended.Sub(a.started))
-	if err == nil {
+	if err == nil && revealErr == nil {
 		r.opts.Metrics.ActionCalled(c.ActionName, a.op, actionResult(a))
 	}
 	if shutdown.Err() != nil && a.err != nil {

@@ -31,6 +31,9 @@ type Options struct {
 	PollInterval time.Duration
 	// Scrub removes secrets from messages before they are stored or logged.
 	Scrub func(string) string
+	// Reveal, when set, gives each call its spec with secrets put back (nil: the stored
+	// spec as it is).
+	Reveal Reveal
 	// Metrics records attempts (nil: none).
 	Metrics *metrics.Metrics
 }

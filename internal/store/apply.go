@@ -206,11 +206,11 @@ func (w *applyWriter) insert(ctx context.Context, idx []int) error {
 	b := &w.b
 	if _, err := w.tx.Exec(ctx, `
 		INSERT INTO resources (namespace, kind, name, api_version, source, file_path, file_line, revision,
-		  labels, annotations, spec, spec_hash, meta_hash, conditions, run_at)
-		SELECT ns, kind, name, av, $1, fp, fl, $2, lb::jsonb, an::jsonb, sp::jsonb, sh, mh, $3::jsonb, now()
-		FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[])
-		  AS x(ns, kind, name, av, fp, fl, lb, an, sp, sh, mh)`,
-		w.p.Source, w.p.Revision, initialConditions(), b.ns, b.kind, b.name, b.av, b.fp, b.fl, b.lb, b.an, b.sp, b.sh, b.mh); err != nil {
+		  labels, annotations, spec, spec_hash, meta_hash, conditions, run_at, sealed)
+		SELECT ns, kind, name, av, $1, fp, fl, $2, lb::jsonb, an::jsonb, sp::jsonb, sh, mh, $3::jsonb, now(), NULLIF(se, '')
+		FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[])
+		  AS x(ns, kind, name, av, fp, fl, lb, an, sp, sh, mh, se)`,
+		w.p.Source, w.p.Revision, initialConditions(), b.ns, b.kind, b.name, b.av, b.fp, b.fl, b.lb, b.an, b.sp, b.sh, b.mh, b.se); err != nil {
 		return err
 	}
 	return w.flush(ctx)
@@ -236,15 +236,15 @@ func (w *applyWriter) update(ctx context.Context, rs []rewrite) error {
 	rows, err := w.tx.Query(ctx, `
 		UPDATE resources r SET api_version = x.av, file_path = x.fp, file_line = x.fl, revision = $1,
 		  labels = x.lb::jsonb, annotations = x.an::jsonb, spec = x.sp::jsonb, spec_hash = x.sh, meta_hash = x.mh,
-		  kind = x.kind, generation = r.generation + 1, updated_at = now(), deletion_timestamp = NULL,
+		  sealed = NULLIF(x.se, ''), kind = x.kind, generation = r.generation + 1, updated_at = now(), deletion_timestamp = NULL,
 		  run_at = now(), attempt = 0, dirty = r.lease_owner IS NOT NULL, orphaned = false,
 		  phase = COALESCE(x.phase, r.phase), conditions = COALESCE(x.conds::jsonb, r.conditions)
 		FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
-		  $12::text[], $13::text[])
-		  AS x(id, kind, av, fp, fl, lb, an, sp, sh, mh, phase, conds)
+		  $12::text[], $13::text[], $14::text[])
+		  AS x(id, kind, av, fp, fl, lb, an, sp, sh, mh, phase, conds, se)
 		WHERE r.id = x.id
 		RETURNING r.namespace, r.kind, r.name, r.phase, r.generation`,
-		w.p.Revision, b.ids, b.kind, b.av, b.fp, b.fl, b.lb, b.an, b.sp, b.sh, b.mh, phases, conds)
+		w.p.Revision, b.ids, b.kind, b.av, b.fp, b.fl, b.lb, b.an, b.sp, b.sh, b.mh, phases, conds, b.se)
 	if err != nil {
 		return err
 	}
@@ -358,13 +358,13 @@ func collectIdentityEvents(rows pgx.Rows, typ, reason, msg string, out []Event) 
 
 // batch gathers column arrays for one unnest statement.
 type batch struct {
-	ids                                        []int64
-	ns, kind, name, av, fp, lb, an, sp, sh, mh []string
-	fl                                         []int32
+	ids                                            []int64
+	ns, kind, name, av, fp, lb, an, sp, sh, mh, se []string
+	fl                                             []int32
 }
 
 func (b *batch) reset() {
-	for _, col := range []*[]string{&b.ns, &b.kind, &b.name, &b.av, &b.fp, &b.lb, &b.an, &b.sp, &b.sh, &b.mh} {
+	for _, col := range []*[]string{&b.ns, &b.kind, &b.name, &b.av, &b.fp, &b.lb, &b.an, &b.sp, &b.sh, &b.mh, &b.se} {
 		clear(*col)
 		*col = (*col)[:0]
 	}
@@ -384,6 +384,7 @@ func (b *batch) add(id int64, r *manifest.Resource) {
 	b.sp = append(b.sp, string(storableJSON(r.Spec)))
 	b.sh = append(b.sh, r.SpecHash)
 	b.mh = append(b.mh, r.MetaHash)
+	b.se = append(b.se, r.Sealed)
 }
 
 // stringsJSON spells labels or annotations for a jsonb column.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/metrics"
+	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/sources"
@@ -48,6 +49,9 @@ type Options struct {
 	Metrics *metrics.Metrics
 	// Reporter posts commit statuses (nil: none).
 	Reporter Reporter
+	// Opener decrypts the source's SOPS-encrypted manifests (nil: the source has no keys,
+	// and an encrypted file rejects the revision).
+	Opener *sealed.Opener
 }
 
 // Reporter is told what happens to each revision (commit statuses on the forge).
@@ -419,7 +423,7 @@ func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (Outcome, error) 
 	if err != nil {
 		return Outcome{}, fmt.Errorf("load types of other sources: %w", err)
 	}
-	set, err := s.loader.Load(snap.Files, manifest.Options{KnownTypes: known, CheckAction: s.opts.CheckAction, Limits: s.opts.Limits})
+	set, err := sealed.Load(s.loader, s.opts.Opener, snap.Files, manifest.Options{KnownTypes: known, CheckAction: s.opts.CheckAction, Limits: s.opts.Limits})
 	snap.Files = nil // parsed: the file bytes need not live through the apply (14 MB at 100k resources)
 	if err != nil {
 		return Outcome{}, s.reject(ctx, lease, snap.Revision, err)

@@ -1,0 +1,268 @@
+package sealed
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/sources"
+)
+
+// Opener decrypts the encrypted files of one source's revisions. Between loads it keeps the
+// files it opened, by content hash, so a revision that changes another file decrypts nothing
+// again; like the loader's cache it keeps only what the latest load used. The plaintext
+// lives in memory only.
+type Opener struct {
+	keys  *Keys
+	mu    sync.Mutex
+	cache map[string]*Opened
+}
+
+// NewOpener returns an Opener for keys (nil: the source has none, and an encrypted file is
+// a problem of the revision).
+func NewOpener(keys *Keys) *Opener { return &Opener{keys: keys, cache: map[string]*Opened{}} }
+
+// Revision is a revision's files made ready for the loader.
+type Revision struct {
+	Files  []sources.File      // encrypted files replaced by their plaintext
+	opened map[string]*Opened  // by path
+	raw    map[string][]byte   // encrypted content by path
+	values map[string]struct{} // every plaintext, for Scrub
+}
+
+// Prepare decrypts the encrypted files among files. A file that cannot be decrypted is a
+// problem at its file:line, which rejects the revision like any invalid manifest.
+func (op *Opener) Prepare(files []sources.File) (*Revision, manifest.Errors) {
+	rv := &Revision{Files: files}
+	var errs manifest.Errors
+	var keep map[string]*Opened
+	for i, f := range files {
+		if f.Refused != "" || !IsEncrypted(f.Data) {
+			continue
+		}
+		if rv.opened == nil {
+			rv.Files = append([]sources.File(nil), files...)
+			rv.opened, rv.raw, rv.values, keep = map[string]*Opened{}, map[string][]byte{}, map[string]struct{}{}, map[string]*Opened{}
+		}
+		key := f.Hash
+		if key == "" {
+			key = fmt.Sprintf("sha256:%x", sha256Sum(f.Data))
+		}
+		op.mu.Lock()
+		o, ok := op.cache[key]
+		op.mu.Unlock()
+		if !ok {
+			var err error
+			o, err = Open(f.Path, f.Data, op.keys)
+			if err != nil {
+				errs = append(errs, atFile(f.Path, err))
+				continue
+			}
+		}
+		keep[key] = o
+		rv.opened[f.Path], rv.raw[f.Path] = o, f.Data
+		for _, d := range o.Docs {
+			for _, v := range d.Values() {
+				rv.values[v] = struct{}{}
+			}
+		}
+		// The loader caches parses by Hash: the plaintext follows from the ciphertext, so
+		// a key derived from the encrypted content is right and costs no hashing.
+		rv.Files[i] = sources.File{Path: f.Path, Hash: "sops:" + key, Data: o.Plain}
+	}
+	if keep != nil || len(op.cache) > 0 {
+		op.mu.Lock()
+		op.cache = keep
+		if op.cache == nil {
+			op.cache = map[string]*Opened{}
+		}
+		op.mu.Unlock()
+	}
+	return rv, errs
+}
+
+func atFile(file string, err error) manifest.ValidationError {
+	if p, ok := err.(*Problem); ok {
+		return manifest.ValidationError{File: file, Line: p.Line, Msg: p.Msg}
+	}
+	return manifest.ValidationError{File: file, Msg: err.Error()}
+}
+
+// Redact replaces in set every encrypted field of a resource from an encrypted file by its
+// marker, recomputes the spec hash over that, and keeps the encrypted file with the
+// resource (manifest.Resource.Sealed) so that Reveal can recover the values at call time.
+func (rv *Revision) Redact(set *manifest.Set) error {
+	if rv.opened == nil || set == nil {
+		return nil
+	}
+	for i := range set.Resources {
+		r := &set.Resources[i]
+		o, ok := rv.opened[r.File]
+		if !ok {
+			continue
+		}
+		d, ok := o.Docs[Identity(r.Kind, r.Namespace, r.Name)]
+		if !ok {
+			continue
+		}
+		spec, err := patch(r.Spec, d.Fields, func(f Field) any { return f.Marker() })
+		if err != nil {
+			return fmt.Errorf("%s:%d: %w", r.File, r.Line, err)
+		}
+		r.Spec, r.SpecHash, r.Sealed = spec, manifest.HashJSON(spec), string(rv.raw[r.File])
+	}
+	return nil
+}
+
+// Scrub replaces every decrypted value of the revision in s by ***: schema errors may quote
+// a value, and the revision's errors are stored and shown.
+func (rv *Revision) Scrub(s string) string {
+	if len(rv.values) == 0 {
+		return s
+	}
+	return replacer(rv.values)(s)
+}
+
+// Values lists the revision's decrypted values.
+func (rv *Revision) Values() []string {
+	out := make([]string, 0, len(rv.values))
+	for v := range rv.values {
+		out = append(out, v)
+	}
+	return out
+}
+
+// ScrubErrors scrubs every message of errs.
+func (rv *Revision) ScrubErrors(errs manifest.Errors) manifest.Errors {
+	if len(rv.values) == 0 {
+		return errs
+	}
+	r := replacer(rv.values)
+	for i := range errs {
+		errs[i].Msg = r(errs[i].Msg)
+	}
+	return errs
+}
+
+// Scrubbable reports whether v is long enough to be replaced in messages: "1" or "true"
+// would turn every message into stars and hide nothing.
+func Scrubbable(v string) bool { return len(v) >= 4 }
+
+func replacer(values map[string]struct{}) func(string) string {
+	var all []string
+	for v := range values {
+		if Scrubbable(v) {
+			all = append(all, v)
+		}
+	}
+	return actions.Scrubber(all)
+}
+
+// patch sets each field's path in spec (canonical JSON) to value(f).
+func patch(spec json.RawMessage, fields []Field, value func(Field) any) (json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(spec))
+	dec.UseNumber()
+	var root any
+	if err := dec.Decode(&root); err != nil {
+		return nil, err
+	}
+	for _, f := range fields {
+		if len(f.Path) == 0 {
+			continue
+		}
+		parent := root
+		for _, step := range f.Path[:len(f.Path)-1] {
+			parent = child(parent, step)
+		}
+		switch k := f.Path[len(f.Path)-1].(type) {
+		case string:
+			m, ok := parent.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("spec%s: the encrypted field is not in the spec", Pointer(f.Path))
+			}
+			m[k] = value(f)
+		case int:
+			a, ok := parent.([]any)
+			if !ok || k >= len(a) {
+				return nil, fmt.Errorf("spec%s: the encrypted field is not in the spec", Pointer(f.Path))
+			}
+			a[k] = value(f)
+		}
+	}
+	return manifest.Canonical(mustJSON(root))
+}
+
+func child(v any, step any) any {
+	switch k := step.(type) {
+	case string:
+		if m, ok := v.(map[string]any); ok {
+			return m[k]
+		}
+	case int:
+		if a, ok := v.([]any); ok && k < len(a) {
+			return a[k]
+		}
+	}
+	return nil
+}
+
+func mustJSON(v any) json.RawMessage {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})
+}
+
+// Load is a loader's Load with the revision's encrypted files opened first: errors are
+// scrubbed of every decrypted value, and the Set's encrypted fields are markers.
+func Load(l *manifest.Loader, op *Opener, files []sources.File, opts manifest.Options) (*manifest.Set, error) {
+	if op == nil {
+		op = NewOpener(nil)
+	}
+	rv, errs := op.Prepare(files)
+	set, err := l.Load(rv.Files, opts)
+	if len(errs) > 0 {
+		// Every problem at once: the loader's, and the files that could not be opened
+		// (which the loader saw as what they are, encrypted text).
+		var lerrs manifest.Errors
+		if err != nil {
+			if !errorsAs(err, &lerrs) {
+				return nil, err
+			}
+		}
+		all := append(manifest.Errors{}, errs...)
+		for _, e := range lerrs {
+			if _, opened := rv.opened[e.File]; opened || !failed(errs, e.File) {
+				all = append(all, e)
+			}
+		}
+		return nil, manifest.SortErrors(rv.ScrubErrors(all))
+	}
+	if err != nil {
+		var lerrs manifest.Errors
+		if errorsAs(err, &lerrs) {
+			return nil, rv.ScrubErrors(lerrs)
+		}
+		return nil, err
+	}
+	if err := rv.Redact(set); err != nil {
+		return nil, errors.New(rv.Scrub(err.Error()))
+	}
+	return set, nil
+}
+
+func failed(errs manifest.Errors, file string) bool {
+	for _, e := range errs {
+		if e.File == file {
+			return true
+		}
+	}
+	return false
+}
+
+func errorsAs(err error, target *manifest.Errors) bool { return errors.As(err, target) }

@@ -1,0 +1,93 @@
+package sealed
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"sync"
+)
+
+// revealCacheSize bounds the decrypted files a Revealer keeps: enough for the files being
+// reconciled at once, so that the resources of one file do not each decrypt it.
+const revealCacheSize = 64
+
+// Revealer recovers the encrypted fields of a stored spec when its action is called, with
+// the keys of the resource's source. Safe for concurrent use.
+type Revealer struct {
+	keys map[string]*Keys // by source name
+
+	mu    sync.Mutex
+	cache map[[32]byte]*Opened
+}
+
+// NewRevealer returns a Revealer for the sources' keys.
+func NewRevealer(keys map[string]*Keys) *Revealer {
+	return &Revealer{keys: keys, cache: map[[32]byte]*Opened{}}
+}
+
+// Reveal returns spec with every marker of the resource kind/namespace/name replaced by its
+// plaintext from the encrypted file sealed (stored with the resource; file is its path,
+// whose extension tells the format), and the plaintexts, which the caller scrubs from
+// whatever the action returns. A marker that does not match the file's value (the file and
+// the spec were not stored together) is an error, never a wrong value.
+func (r *Revealer) Reveal(source, file, kind, namespace, name, sealed string, spec json.RawMessage) (json.RawMessage, []string, error) {
+	sum := sha256.Sum256([]byte(sealed))
+	r.mu.Lock()
+	o, ok := r.cache[sum]
+	r.mu.Unlock()
+	if !ok {
+		keys, ok := r.keys[source]
+		if !ok {
+			return nil, nil, fmt.Errorf("%s is encrypted with SOPS, and source %s has no decryption keys on this replica", file, source)
+		}
+		var err error
+		if o, err = Open(file, []byte(sealed), keys); err != nil {
+			if p, ok := err.(*Problem); ok && p.Line > 0 {
+				return nil, nil, fmt.Errorf("%s:%d: %s", file, p.Line, p.Msg)
+			}
+			return nil, nil, fmt.Errorf("%s: %w", file, err)
+		}
+		r.mu.Lock()
+		if len(r.cache) >= revealCacheSize {
+			for k := range r.cache {
+				delete(r.cache, k)
+				break
+			}
+		}
+		r.cache[sum] = o
+		r.mu.Unlock()
+	}
+	d, ok := o.Docs[Identity(kind, namespace, name)]
+	if !ok {
+		return nil, nil, fmt.Errorf("%s: no encrypted document for %s/%s/%s", file, kind, namespace, name)
+	}
+	// The stored markers must be the file's: a spec and a file not stored together would
+	// otherwise hand the action a wrong value.
+	if err := checkMarkers(spec, d.Fields); err != nil {
+		return nil, nil, err
+	}
+	out, err := patch(spec, d.Fields, func(f Field) any { return f.Value })
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, d.Values(), nil
+}
+
+func checkMarkers(spec json.RawMessage, fields []Field) error {
+	var root any
+	if err := json.Unmarshal(spec, &root); err != nil {
+		return err
+	}
+	for _, f := range fields {
+		v := root
+		for _, step := range f.Path {
+			v = child(v, step)
+		}
+		if s, _ := v.(string); s != f.Marker() {
+			return fmt.Errorf("spec%s: the stored spec does not match the encrypted file; it is written again on the next sync", Pointer(f.Path))
+		}
+	}
+	return nil
+}
+
+func sha256Sum(b []byte) [32]byte { return sha256.Sum256(b) }
