@@ -211,10 +211,10 @@ func (c *Config) prepareVault(at string, v *VaultConfig, bad func(string, ...any
 			bad("%w", err)
 		}
 	}
-	if !vaultMountRe.MatchString(v.Mount) {
+	if !vaultMountRe.MatchString(v.Mount) || dotSegment(v.Mount) {
 		bad("%s.mount: %q is not a mount path", at, v.Mount)
 	}
-	if !vaultPathRe.MatchString(v.PathPrefix) {
+	if !vaultPathRe.MatchString(v.PathPrefix) || dotSegment(v.PathPrefix) {
 		bad("%s.pathPrefix: %q must be path segments of letters, digits, '.', '_' and '-' (a trailing / separates it from the name)", at, v.PathPrefix)
 	}
 	if v.Timeout < 0 {
@@ -235,13 +235,24 @@ func (c *Config) prepareVault(at string, v *VaultConfig, bad func(string, ...any
 		if a.RoleID == "" || a.SecretID == "" {
 			bad("%s.approle: roleID and secretID are required", at)
 		}
-		if !vaultMountRe.MatchString(a.Mount) {
+		if !vaultMountRe.MatchString(a.Mount) || dotSegment(a.Mount) {
 			bad("%s.approle.mount: %q is not a mount path", at, a.Mount)
 		}
 		c.recordSecret(a.SecretID)
 	default:
 		c.recordSecret(v.Token)
 	}
+}
+
+// dotSegment reports whether a Vault path has a "." or ".." segment, which would leave the
+// mount or prefix the operator chose.
+func dotSegment(p string) bool {
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 // recordSecret adds a credential written in the file to the scrubbed values; one that came
