@@ -16,18 +16,22 @@ type envStore struct {
 	lookup func(string) (string, bool)
 }
 
-func (s *envStore) read(_ context.Context, name, key string) (string, error) {
-	v, err := EnvVar(s.prefix, name, key)
-	if err != nil {
-		return "", actions.Terminal(err)
+func (s *envStore) read(_ context.Context, name string, keys []string) ([]string, error) {
+	out := make([]string, len(keys))
+	for i, key := range keys {
+		v, err := EnvVar(s.prefix, name, key)
+		if err != nil {
+			return nil, actions.Terminal(err)
+		}
+		val, ok := s.lookup(v)
+		if !ok {
+			// The variable is not named: it follows from the reference, and the prefix is
+			// the operator's to know.
+			return nil, actions.Terminalf("secret %q has no key %q in store %q", name, key, s.name)
+		}
+		out[i] = val
 	}
-	val, ok := s.lookup(v)
-	if !ok {
-		// The variable is not named: it is derived from the reference, and the prefix is
-		// the operator's to know.
-		return "", actions.Terminalf("secret %q has no key %q in store %q", name, key, s.name)
-	}
-	return val, nil
+	return out, nil
 }
 
 func (s *envStore) String() string { return fmt.Sprintf("env store %q", s.name) }

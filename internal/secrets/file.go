@@ -23,12 +23,22 @@ type fileStore struct {
 	dir  string
 }
 
-func (s *fileStore) read(_ context.Context, name, key string) (string, error) {
+func (s *fileStore) read(_ context.Context, name string, keys []string) ([]string, error) {
 	root, err := os.OpenRoot(s.dir)
 	if err != nil {
-		return "", fmt.Errorf("store %q: %w", s.name, err)
+		return nil, fmt.Errorf("store %q: %w", s.name, err)
 	}
 	defer root.Close()
+	out := make([]string, len(keys))
+	for i, key := range keys {
+		if out[i], err = s.readKey(root, name, key); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (s *fileStore) readKey(root *os.Root, name, key string) (string, error) {
 	f, err := root.Open(FilePath(name, key))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

@@ -22,7 +22,8 @@ import (
 // store reads one key of one secret. A missing secret or key, or a reference that this
 // store can never serve, is an actions.Terminal error; an unreachable store a plain one.
 type store interface {
-	read(ctx context.Context, name, key string) (string, error)
+	// read returns the values of keys (distinct) of the secret name, in order.
+	read(ctx context.Context, name string, keys []string) ([]string, error)
 }
 
 // Resolver resolves the references of specs. It is safe for concurrent use.
@@ -131,18 +132,33 @@ func (r *Resolver) Resolve(ctx context.Context, source, namespace string, spec j
 		}
 		from[ref.Path] = st
 	}
+	// One read per secret, for all the keys the spec uses.
+	type secretID struct{ store, name string }
 	type id struct{ store, name, key string }
+	var order []secretID
+	keys := map[secretID][]string{}
 	got := map[id]string{}
+	first := map[secretID]string{} // path of its first reference, for errors
 	for _, ref := range refs {
-		k := id{from[ref.Path], ref.Name, ref.Key}
-		if _, ok := got[k]; ok {
-			continue
+		sid := secretID{from[ref.Path], ref.Name}
+		if _, ok := keys[sid]; !ok {
+			order = append(order, sid)
+			first[sid] = ref.Path
 		}
-		val, err := r.stores[k.store].read(ctx, ref.Name, ref.Key)
+		k := id{sid.store, sid.name, ref.Key}
+		if _, ok := got[k]; !ok {
+			got[k] = ""
+			keys[sid] = append(keys[sid], ref.Key)
+		}
+	}
+	for _, sid := range order {
+		vals, err := r.stores[sid.store].read(ctx, sid.name, keys[sid])
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", ref.Path, err)
+			return nil, nil, fmt.Errorf("%s: %w", first[sid], err)
 		}
-		got[k] = val
+		for i, key := range keys[sid] {
+			got[id{sid.store, sid.name, key}] = vals[i]
+		}
 	}
 	out, err := Replace(v, "spec", func(ref Ref) (string, error) {
 		return got[id{from[ref.Path], ref.Name, ref.Key}], nil

@@ -100,28 +100,33 @@ func newVaultStore(name string, cfg config.VaultConfig, now func() time.Time, lo
 	}, nil
 }
 
-func (s *vaultStore) read(ctx context.Context, name, key string) (string, error) {
+func (s *vaultStore) read(ctx context.Context, name string, keys []string) ([]string, error) {
 	data, err := s.secret(ctx, name)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	v, ok := data[key]
-	if !ok {
-		return "", actions.Terminalf("secret %q has no key %q in store %q", name, key, s.name)
+	out := make([]string, len(keys))
+	for i, key := range keys {
+		v, ok := data[key]
+		if !ok {
+			return nil, actions.Terminalf("secret %q has no key %q in store %q", name, key, s.name)
+		}
+		out[i] = v
 	}
-	return v, nil
+	return out, nil
 }
 
 // secret returns the data of one secret, from the cache or from one read shared by every
 // concurrent caller; a caller whose ctx ends stops waiting, the read goes on for the others.
 func (s *vaultStore) secret(ctx context.Context, name string) (map[string]string, error) {
-	s.mu.Lock()
-	c, ok := s.cache[name]
-	s.mu.Unlock()
-	if ok && s.now().Before(c.expires) {
-		return c.data, nil
+	if data, ok := s.cached(name); ok {
+		return data, nil
 	}
 	ch := s.flight.DoChan("read/"+name, func() (any, error) {
+		// A read that finished between the check above and this flight filled the cache.
+		if data, ok := s.cached(name); ok {
+			return data, nil
+		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*s.client.Timeout)
 		defer cancel()
 		data, err := s.fetch(rctx, name)
@@ -142,6 +147,16 @@ func (s *vaultStore) secret(ctx context.Context, name string) (map[string]string
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+func (s *vaultStore) cached(name string) (map[string]string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.cache[name]
+	if !ok || !s.now().Before(c.expires) {
+		return nil, false
+	}
+	return c.data, true
 }
 
 // evictExpired drops stale entries so that the cache holds at most what was read in the
