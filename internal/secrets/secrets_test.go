@@ -64,7 +64,7 @@ func TestEnvStore(t *testing.T) {
 	if want := `{"password":"s3cr3t-\"quoted\"","port":5432,"user":"app"}`; string(got) != want {
 		t.Errorf("resolved %s, want %s", got, want)
 	}
-	if strings.Join(values, ",") != `app,s3cr3t-"quoted"` {
+	if strings.Join(values, ",") != `s3cr3t-"quoted"` { // "app" is too short to scrub
 		t.Errorf("values %q", values)
 	}
 	// The caller's spec is not changed: it is what the store keeps.
