@@ -107,7 +107,7 @@ func (c *Config) prepareSecrets() error {
 		stores[st.Name] = true
 		exclusive := func(field string, set bool) {
 			if set {
-				bad("%s.%s: not used by a %s store", at, field, st.Type)
+				bad("%s.%s: not used by stores of type %s", at, field, st.Type)
 			}
 		}
 		switch st.Type {

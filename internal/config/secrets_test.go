@@ -73,7 +73,7 @@ func TestSecretsErrors(t *testing.T) {
 		{"env without prefix", store("{name: a, type: env}"), "secrets.stores[0].prefix: required"},
 		{"env short prefix", store("{name: a, type: env, prefix: X_}"), `secrets.stores[0].prefix: "X_" is shorter than 4`},
 		{"env bad prefix", store("{name: a, type: env, prefix: 'A-B='}"), `is not an environment variable name prefix`},
-		{"env with dir", store("{name: a, type: env, prefix: TRUEUP_S_, dir: /x}"), "secrets.stores[0].dir: not used by a env store"},
+		{"env with dir", store("{name: a, type: env, prefix: TRUEUP_S_, dir: /x}"), "secrets.stores[0].dir: not used by stores of type env"},
 		{"file without dir", store("{name: a, type: file}"), "secrets.stores[0].dir: required"},
 		{"vault without block", store("{name: a, type: vault}"), "secrets.stores[0].vault: required"},
 		{"vault unknown field", vault("address: https://v, token: t, tokn: x"), "field tokn not found"},
