@@ -36,6 +36,9 @@ type Config struct {
 	BaseDir   string         `yaml:"-"` // folder of the config file; relative paths resolve against it
 	secrets   map[string]int // expanded values that came from the environment
 	resyncSet bool           // reconcile.resyncInterval was written (0 then means off)
+
+	// SecretStores is the secrets block (named so: Secrets() lists the values to scrub).
+	SecretStores Secrets `yaml:"secrets"`
 }
 
 // Database says where PostgreSQL is; an empty URL starts a private cluster under DataDir.
@@ -562,6 +565,7 @@ func (c *Config) Validate() error {
 	default:
 		bad("log.format: %q is not one of text, json", c.Log.Format)
 	}
+	errs = append(errs, c.prepareSecrets())
 	return errors.Join(errs...)
 }
 
