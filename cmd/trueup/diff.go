@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
@@ -123,15 +124,19 @@ func computeDiff(ctx context.Context, c *client, dir, sourceName string) (*diffP
 	if err != nil {
 		return nil, err
 	}
-	loader := manifest.NewLoader()
-	set, err := loader.Load(files, manifest.Options{KnownTypes: known})
+	keys, err := cliKeys(nil)
+	if err != nil {
+		return nil, err
+	}
+	loader, opener := manifest.NewLoader(), sealed.NewOpener(keys)
+	set, err := sealed.Load(loader, opener, files, manifest.Options{KnownTypes: known})
 	if err == nil && len(set.Types) > 0 {
 		// DIR is a whole source: load it again as its sync would, without its own stored types.
 		others, kerr := knownTypes(types.Items, sourceName)
 		if kerr != nil {
 			return nil, kerr
 		}
-		set, err = loader.Load(files, manifest.Options{KnownTypes: others})
+		set, err = sealed.Load(loader, opener, files, manifest.Options{KnownTypes: others})
 	}
 	if errors.As(err, &p.invalid) {
 		return p, nil

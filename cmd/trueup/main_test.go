@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -8,6 +9,12 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv("TRUEUP_TEST_RUN_MAIN") == "1" {
+		// The test binary standing in for the real one: tests start it as a process
+		// (re-exec of os.Args[0]) to run `trueup serve` end to end.
+		main()
+		os.Exit(0)
+	}
 	// Ages in tables are measured against a fixed clock, and times are encoded in UTC
 	// whatever the machine's zone, so golden files hold still.
 	now = func() time.Time { return cliNow }

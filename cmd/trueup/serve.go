@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -17,6 +18,8 @@ import (
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/reconciler"
+	"github.com/trueup-dev/trueup/internal/sealed"
+	"github.com/trueup-dev/trueup/internal/secrets"
 	"github.com/trueup-dev/trueup/internal/server"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/syncer"
@@ -76,6 +79,14 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 	}
 	defer closeActions(acts)
 	scrub := scrubber(cfg, acts)
+	keys, err := sourceKeys(cfg)
+	if err != nil {
+		return err
+	}
+	resolver, err := secrets.New(cfg.SecretStores, logger.With("component", "secrets"))
+	if err != nil {
+		return errors.New(scrub(err.Error()))
+	}
 
 	db, err := openDatabase(ctx, cfg, logger)
 	if err != nil {
@@ -145,7 +156,8 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 		}
 		syncers = append(syncers, syncer.New(db.store, syncer.Options{Name: sc.Name, Source: src, Interval: interval,
 			Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction, Replica: replica, LeaseTTL: cfg.Reconcile.LeaseTTL,
-			CheckAction: checkAction(acts), Limits: manifest.Limits(cfg.Limits), Scrub: scrub, Metrics: met, Reporter: reporter}, logger))
+			CheckAction: checkAction(acts), Limits: manifest.Limits(cfg.Limits), Scrub: scrub, Metrics: met, Reporter: reporter,
+			Opener: sealed.NewOpener(keys[sc.Name])}, logger))
 	}
 	byName := map[string]*syncer.Syncer{}
 	for i, sc := range cfg.Sources {
@@ -154,7 +166,8 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 
 	rec := reconciler.New(db.store, acts, reconciler.Options{Replica: replica, Workers: cfg.Reconcile.Workers,
 		LeaseTTL: cfg.Reconcile.LeaseTTL, ResyncInterval: cfg.Reconcile.ResyncInterval,
-		BackoffInitial: cfg.Reconcile.Backoff.Initial, BackoffMax: cfg.Reconcile.Backoff.Max, Scrub: scrub, Metrics: met}, logger)
+		BackoffInitial: cfg.Reconcile.Backoff.Initial, BackoffMax: cfg.Reconcile.Backoff.Max, Scrub: scrub, Metrics: met,
+		Reveal: revealer(keys, resolver)}, logger)
 	requests := syncRequests{store: db.store, syncers: byName, log: logger}
 	hooks := webhookSources(cfg)
 	var hookHandler http.Handler

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/sealed"
 )
 
 func newValidateCmd() *cobra.Command {
@@ -18,12 +19,17 @@ func newValidateCmd() *cobra.Command {
 		Long: `Parses and validates every *.yaml, *.yml and *.json file under DIR as trueup would on sync.
 Exit status 0 with a one-line summary when everything is valid; 1 with every error as
 file:line: field: message otherwise. With --config, action references are checked against
-the action instances that controller config declares.`,
+the action instances that controller config declares.
+
+SOPS-encrypted files are decrypted with the age identities of SOPS_AGE_KEY and
+SOPS_AGE_KEY_FILE, and with --config those of every source's decryption.age.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts := manifest.Options{}
+			var cfg *config.Config
 			if configPath != "" {
-				cfg, err := config.Load(configPath, lenientEnv)
+				var err error
+				cfg, err = config.Load(configPath, lenientEnv)
 				if err != nil {
 					return err
 				}
@@ -39,7 +45,15 @@ the action instances that controller config declares.`,
 					return nil
 				}
 			}
-			set, err := manifest.NewLoader().LoadDir(args[0], opts)
+			keys, err := cliKeys(cfg)
+			if err != nil {
+				return err
+			}
+			files, err := manifest.ReadDir(args[0], "")
+			if err != nil {
+				return err
+			}
+			set, err := sealed.Load(manifest.NewLoader(), sealed.NewOpener(keys), files, opts)
 			var verrs manifest.Errors
 			if errors.As(err, &verrs) {
 				for _, e := range verrs {

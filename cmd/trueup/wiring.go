@@ -21,6 +21,9 @@ import (
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/ghapp"
 	"github.com/trueup-dev/trueup/internal/pgembed"
+	"github.com/trueup-dev/trueup/internal/reconciler"
+	"github.com/trueup-dev/trueup/internal/sealed"
+	"github.com/trueup-dev/trueup/internal/secrets"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/sources"
 	"github.com/trueup-dev/trueup/sources/dirsource"
@@ -200,4 +203,86 @@ func replicaName() string {
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+}
+
+// sourceKeys reads each source's decryption keys (decryption.age).
+func sourceKeys(cfg *config.Config) (map[string]*sealed.Keys, error) {
+	out := map[string]*sealed.Keys{}
+	for _, sc := range cfg.Sources {
+		text, err := cfg.AgeKeyMaterial(sc)
+		if err != nil {
+			return nil, fmt.Errorf("source %s: %w", sc.Name, err)
+		}
+		if text == "" {
+			continue
+		}
+		k, err := sealed.ParseAgeKeys(text)
+		if err != nil {
+			return nil, fmt.Errorf("source %s: decryption.%w", sc.Name, err)
+		}
+		out[sc.Name] = k
+	}
+	return out, nil
+}
+
+// revealer puts a resource's secrets back into its spec for one action call: the
+// SOPS-encrypted fields of its manifest, then the secretRef values its source and namespace
+// may use.
+func revealer(keys map[string]*sealed.Keys, res *secrets.Resolver) reconciler.Reveal {
+	files := sealed.NewRevealer(keys)
+	return func(ctx context.Context, c store.Claimed) (json.RawMessage, []string, error) {
+		spec, values := c.Spec, []string(nil)
+		if c.Sealed != "" {
+			var err error
+			if spec, values, err = files.Reveal(c.Source, c.File, c.Kind, c.Namespace, c.Name, c.Sealed, spec); err != nil {
+				return nil, nil, err
+			}
+		}
+		spec, refs, err := res.Resolve(ctx, c.Source, c.Namespace, spec)
+		if err != nil {
+			return nil, nil, err
+		}
+		var keep []string
+		for _, v := range append(values, refs...) {
+			if sealed.Scrubbable(v) {
+				keep = append(keep, v)
+			}
+		}
+		return spec, keep, nil
+	}
+}
+
+// cliKeys are the age identities `trueup validate` and `trueup diff` decrypt with: those of
+// SOPS_AGE_KEY and SOPS_AGE_KEY_FILE (the variables sops itself reads), and, with --config,
+// every source's.
+func cliKeys(cfg *config.Config) (*sealed.Keys, error) {
+	var all []*sealed.Keys
+	if v := getenv("SOPS_AGE_KEY"); v != "" {
+		k, err := sealed.ParseAgeKeys(v)
+		if err != nil {
+			return nil, fmt.Errorf("SOPS_AGE_KEY: %w", err)
+		}
+		all = append(all, k)
+	}
+	if p := getenv("SOPS_AGE_KEY_FILE"); p != "" {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("SOPS_AGE_KEY_FILE: %w", err)
+		}
+		k, err := sealed.ParseAgeKeys(string(b))
+		if err != nil {
+			return nil, fmt.Errorf("SOPS_AGE_KEY_FILE %s: %w", p, err)
+		}
+		all = append(all, k)
+	}
+	if cfg != nil {
+		byName, err := sourceKeys(cfg)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range byName {
+			all = append(all, k)
+		}
+	}
+	return sealed.Merge(all...), nil
 }

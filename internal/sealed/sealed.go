@@ -392,3 +392,17 @@ func (s ageService) Decrypt(_ context.Context, req *keyservice.DecryptRequest, _
 	}
 	return &keyservice.DecryptResponse{Plaintext: plain}, nil
 }
+
+// Merge returns keys holding every identity of ks (nil ones skipped), or nil when none.
+func Merge(ks ...*Keys) *Keys {
+	var ids sopsage.ParsedIdentities
+	for _, k := range ks {
+		if k != nil {
+			ids = append(ids, k.age...)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	return &Keys{age: ids}
+}
