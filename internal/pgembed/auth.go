@@ -2,7 +2,10 @@ package pgembed
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/pbkdf2"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -202,12 +205,10 @@ func (c *Cluster) secure(ctx context.Context) error {
 		return fmt.Errorf("require a password: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	// 13 still hashes with md5 by default. ALTER ROLE takes no parameters; validPassword
-	// guarantees the literal needs no quoting.
-	if _, err := conn.Exec(ctx, "SET password_encryption = 'scram-sha-256'"); err != nil {
-		return fmt.Errorf("require a password: %w", err)
-	}
-	if _, err := conn.Exec(ctx, "ALTER ROLE "+pgx.Identifier{superuser}.Sanitize()+" PASSWORD '"+c.password+"'"); err != nil {
+	// The server gets the verifier, not the password: a statement log (log_statement) keeps
+	// nothing that lets anyone in. ALTER ROLE takes no parameters; the verifier is base64
+	// and punctuation that needs no quoting.
+	if _, err := conn.Exec(ctx, "ALTER ROLE "+pgx.Identifier{superuser}.Sanitize()+" PASSWORD '"+scramVerifier(c.password)+"'"); err != nil {
 		return fmt.Errorf("require a password: set the password of %s: %w", superuser, err)
 	}
 	if err := c.writeHBA([]byte(conf)); err != nil {
@@ -223,6 +224,29 @@ func (c *Cluster) secure(ctx context.Context) error {
 	}
 	c.log.Info("postgres cluster made before passwords now asks for one", "password_file", c.passwordPath())
 	return nil
+}
+
+// scramVerifier returns what PostgreSQL stores for password under scram-sha-256 (RFC 5802
+// and 7677, in the text form of pg_authid.rolpassword), with a new random salt and
+// PostgreSQL's default 4096 iterations. pgx implements only the client side of SCRAM, so
+// this is written here; SASLprep is the identity for the base64url passwords of newPassword.
+func scramVerifier(password string) string {
+	const iterations = 4096
+	salt := make([]byte, 16)
+	_, _ = rand.Read(salt)
+	salted, err := pbkdf2.Key(sha256.New, password, salt, iterations, sha256.Size)
+	if err != nil {
+		panic(err) // only for parameters outside FIPS limits, which these are not
+	}
+	mac := func(key []byte, msg string) []byte {
+		h := hmac.New(sha256.New, key)
+		h.Write([]byte(msg))
+		return h.Sum(nil)
+	}
+	stored := sha256.Sum256(mac(salted, "Client Key"))
+	server := mac(salted, "Server Key")
+	b64 := base64.StdEncoding.EncodeToString
+	return fmt.Sprintf("SCRAM-SHA-256$%d:%s$%s:%s", iterations, b64(salt), b64(stored[:]), b64(server))
 }
 
 // writeHBA replaces pg_hba.conf in one rename, owned by the server's user like the rest of

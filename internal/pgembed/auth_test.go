@@ -167,6 +167,10 @@ func TestTrustClusterGetsPassword(t *testing.T) {
 	if err := connect(t, c2.URL("trueup")).QueryRow(ctx, "SELECT v FROM kept").Scan(&v); err != nil || v != "from before" {
 		t.Fatalf("data after the change: %q, %v", v, err)
 	}
+	var verifier string
+	if err := connect(t, c2.URL("trueup")).QueryRow(ctx, "SELECT rolpassword FROM pg_authid WHERE rolname = $1", superuser).Scan(&verifier); err != nil || !strings.HasPrefix(verifier, "SCRAM-SHA-256$4096:") {
+		t.Fatalf("stored password %.14q, %v; want a SCRAM-SHA-256 verifier", verifier, err)
+	}
 	if trusting, err := c2.hbaTrusts(); err != nil || trusting {
 		t.Fatalf("pg_hba.conf still trusts: %v, %v", trusting, err)
 	}
@@ -208,6 +212,26 @@ func TestMissingPasswordFileRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "password file "+c.passwordPath()+" is missing") {
 		t.Fatalf("Start without the password file: %v", err)
 	}
+}
+
+func TestWrongPasswordRefused(t *testing.T) {
+	t.Parallel()
+	c := setup(t, "")
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.writePassword(newPassword()); err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	_, err := Start(context.Background(), Options{Dir: c.Dir(), Fast: true})
+	if err == nil || !strings.Contains(err.Error(), "postgres refuses the password in "+c.passwordPath()) {
+		t.Fatalf("Start with another password: %v", err)
+	}
+	if d := time.Since(begin); d > startTimeout/2 {
+		t.Errorf("took %v: a refused password should fail at once, not wait for the start timeout", d)
+	}
+	t.Log(err)
 }
 
 // TestUnreachableDirRefused puts the cluster under a folder the server's user may not enter:

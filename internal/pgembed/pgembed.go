@@ -364,6 +364,12 @@ func (c *Cluster) waitReady(ctx context.Context, pm *postmaster) error {
 		if lastErr = ping(ctx, dsn); lastErr == nil {
 			return nil
 		}
+		var pgErr *pgconn.PgError
+		if errors.As(lastErr, &pgErr) && (pgErr.Code == "28P01" || pgErr.Code == "28000") {
+			// Running, but it refuses the password: waiting will not change that.
+			return fmt.Errorf("postgres refuses the password in %s (%s): restore the file that belongs to this cluster, "+
+				"or move %s away to start over with an empty database", c.passwordPath(), pgErr.Message, c.dir)
+		}
 		select {
 		case <-pm.exited:
 			return fmt.Errorf("postgres exited during start-up: %v", pm.err)
