@@ -229,6 +229,10 @@ func TestStartAfterCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, -pid)
+	// Backends lead process groups of their own (postgres calls setsid), so they outlive the
+	// group's kill for a moment, attached to the shared memory that a new postmaster then
+	// refuses to share. They notice their parent's death by themselves.
+	waitNoProcessIn(t, filepath.Join(c.Dir(), "data"))
 	if err := c.Stop(); err == nil {
 		t.Error("Stop after a crash reported no error")
 	}
@@ -240,6 +244,30 @@ func TestStartAfterCrash(t *testing.T) {
 	var one int
 	if err := connect(t, c2.URL("trueup")).QueryRow(context.Background(), "select 1").Scan(&one); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// waitNoProcessIn waits until no process works in dir, as every PostgreSQL process of a
+// cluster works in its data folder.
+func waitNoProcessIn(t *testing.T, dir string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		procs, _ := filepath.Glob("/proc/[0-9]*/cwd")
+		busy := ""
+		for _, p := range procs {
+			if cwd, err := os.Readlink(p); err == nil && cwd == dir {
+				busy = p
+				break
+			}
+		}
+		if busy == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still works in %s", filepath.Dir(busy), dir)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
