@@ -12,8 +12,9 @@ build:
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/trueup
 
 ## run: private PostgreSQL under .trueup/ and `trueup serve` on examples/; dashboard at http://127.0.0.1:8080
+## (as root from a clone PostgreSQL's user cannot reach, under /var/lib/trueup/make-run; DATA_DIR=... to choose)
 run: postgres build
-	./$(BIN) serve --config examples/trueup.yaml
+	./$(BIN) serve --config examples/trueup.yaml $$(DATA_DIR="$(DATA_DIR)" ./.ci/run-data-dir.sh)
 
 ## test: the whole suite against a real PostgreSQL (private cluster, or TRUEUP_TEST_DATABASE_URL)
 test: postgres chromium

@@ -34,6 +34,11 @@ func TestSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(dataDir)
+	// MkdirTemp makes the folder 0700; as root, the private PostgreSQL's user must traverse
+	// it, and trueup refuses to widen a folder it did not create. It is the test's to open.
+	if err := os.Chmod(dataDir, 0o711); err != nil {
+		t.Fatal(err)
+	}
 
 	cmd := exec.Command(bin, "serve", "--config", "../../examples/trueup.yaml", "--listen", addr, "--data-dir", dataDir)
 	var logs strings.Builder

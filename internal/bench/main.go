@@ -60,6 +60,11 @@ func run(ctx context.Context, only string, log *slog.Logger) error {
 	if os.Getenv("TRUEUP_BENCH_KEEP") == "" {
 		defer os.RemoveAll(dir)
 	}
+	// MkdirTemp makes it 0700; as root, the private clusters' user must traverse it, and
+	// pgembed does not widen folders it did not create. This one is the benchmark's own.
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return err
+	}
 	cluster, err := pgembed.Start(ctx, pgembed.Options{Dir: filepath.Join(dir, "pg"), Logger: log, Fast: true})
 	if err != nil {
 		return err

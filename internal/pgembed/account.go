@@ -55,14 +55,17 @@ func (a *account) credential() *syscall.Credential {
 	return &syscall.Credential{Uid: a.uid, Gid: a.gid, Groups: []uint32{}}
 }
 
-// chownTree gives dir and everything below it to a; it does nothing when a is nil.
-func (a *account) chownTree(dir string) error {
+// chownTree gives dir and everything below it but keep to a; it does nothing when a is nil.
+func (a *account) chownTree(dir, keep string) error {
 	if a == nil {
 		return nil
 	}
 	return filepath.WalkDir(dir, func(path string, _ fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		if path == keep {
+			return nil
 		}
 		if err := os.Lchown(path, int(a.uid), int(a.gid)); err != nil {
 			return fmt.Errorf("give %s to user %s: %w", path, a.name, err)
@@ -71,30 +74,113 @@ func (a *account) chownTree(dir string) error {
 	})
 }
 
-// makeParentsTraversable adds o+x to every ancestor of dir that a could not otherwise enter.
-// os.MkdirTemp and t.TempDir create root-owned 0700 folders; without this, postgres running
-// as a cannot reach a data folder below them. Read permission is not added, so the folders
-// stay unlistable.
-func (a *account) makeParentsTraversable(dir string, log *slog.Logger) error {
-	if a == nil {
-		return nil
+// Which folders pgembed may change. It changes the owner or the mode of a folder only when
+// the folder is its own: the cluster folder (Options.Dir is handed to it whole, with
+// everything in it), the parents of the cluster folder that it creates itself because they
+// were missing, and the socket folder it creates in the temporary folder. Every other folder
+// is someone else's, even when trueup runs as root: when the server's user cannot traverse
+// one on the way to the cluster folder, Start refuses and names it, rather than opening it
+// to every user of the host (which is what adding o+x to, say, /root would do).
+
+// ensureDir creates dir and its missing parents, after checking that a can traverse every
+// folder on the way that already exists. The parents it creates are its own: it makes them
+// traversable for a if the umask left them closed. It does nothing more when a is nil.
+func (a *account) ensureDir(dir string, log *slog.Logger) error {
+	var missing []string // deepest first
+	top := dir
+	for {
+		_, err := os.Lstat(top)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		missing = append(missing, top)
+		parent := filepath.Dir(top)
+		if parent == top {
+			break
+		}
+		top = parent
 	}
-	for p := filepath.Dir(dir); ; p = filepath.Dir(p) {
+	if len(missing) > 0 && top == missing[len(missing)-1] {
+		return fmt.Errorf("no folder of %s exists", dir) // not even the root
+	}
+	if len(missing) == 0 {
+		// The cluster folder itself exists; it is pgembed's, so only its parents count.
+		top = filepath.Dir(dir)
+	}
+	if err := a.checkTraversable(top, dir); err != nil {
+		return err
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		p := missing[i]
+		if err := os.Mkdir(p, 0o755); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				// Made by someone else meanwhile: not ours to open up.
+				if err := a.checkTraversable(p, dir); err != nil {
+					return err
+				}
+				continue
+			}
+			return err
+		}
+		if a == nil || p == dir {
+			continue // prepare sets the cluster folder's owner and mode
+		}
 		fi, err := os.Stat(p)
 		if err != nil {
 			return err
 		}
 		if !a.canEnter(fi) {
 			mode := fi.Mode().Perm() | 0o001
-			if err := os.Chmod(p, mode|(fi.Mode()&(fs.ModeSticky|fs.ModeSetgid|fs.ModeSetuid))); err != nil {
+			if err := os.Chmod(p, mode); err != nil {
 				return fmt.Errorf("make %s traversable for user %s: %w", p, a.name, err)
 			}
-			log.Info("made folder traversable for the postgres user", "path", p, "mode", mode.String(), "user", a.name)
-		}
-		if p == filepath.Dir(p) {
-			return nil
+			log.Info("made a folder trueup created traversable for the postgres user", "path", p, "mode", mode.String(), "user", a.name)
 		}
 	}
+	return nil
+}
+
+// checkTraversable checks that a can enter folder and each folder above it, on the path as
+// written and on the path with symbolic links resolved; target names what a must reach, for
+// the error. It never changes a mode: see the rule above ensureDir.
+func (a *account) checkTraversable(folder, target string) error {
+	if a == nil {
+		return nil
+	}
+	paths := []string{folder}
+	if real, err := filepath.EvalSymlinks(folder); err == nil && real != folder {
+		paths = append(paths, real)
+	}
+	for _, start := range paths {
+		for p := start; ; p = filepath.Dir(p) {
+			fi, err := os.Stat(p)
+			if err != nil {
+				return err
+			}
+			if !a.canEnter(fi) {
+				return a.unreachable(target, p, fi)
+			}
+			if p == filepath.Dir(p) {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// unreachable is the error for a folder on the way to target that a cannot enter.
+func (a *account) unreachable(target, folder string, fi fs.FileInfo) error {
+	owner := ""
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		owner = fmt.Sprintf(", owner uid %d", st.Uid)
+	}
+	return fmt.Errorf("user %s (uid %d), which runs PostgreSQL because trueup runs as root, cannot reach %s: "+
+		"it may not enter %s (mode %s%s), and trueup does not widen the permissions of a folder it did not create; "+
+		"choose a data folder that user can reach (e.g. --data-dir /var/lib/trueup), or run trueup as a non-root user",
+		a.name, a.uid, target, folder, fi.Mode().Perm(), owner)
 }
 
 // canEnter applies the Unix permission classes in order: owner, then group, then others.
@@ -134,7 +220,7 @@ func socketDirFor(dir string) string {
 // prepareSocketDir creates a separate socket folder (0755) and refuses one that someone else
 // owns: the folder is in a shared temporary folder, and whoever owns it could intercept the
 // connections.
-func prepareSocketDir(path string, a *account, log *slog.Logger) error {
+func prepareSocketDir(path string, a *account) error {
 	if err := os.Mkdir(path, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("create socket folder: %w", err)
 	}
@@ -154,8 +240,8 @@ func prepareSocketDir(path string, a *account, log *slog.Logger) error {
 	if err := os.Chmod(path, 0o755); err != nil {
 		return fmt.Errorf("socket folder: %w", err)
 	}
-	if err := a.chownTree(path); err != nil {
+	if err := a.chownTree(path, ""); err != nil {
 		return err
 	}
-	return a.makeParentsTraversable(path, log)
+	return a.checkTraversable(filepath.Dir(path), path)
 }

@@ -1,9 +1,14 @@
 // Package pgembed owns a private PostgreSQL cluster in a folder: `trueup serve` runs one when
 // no database URL is configured, and the tests run one per test process (see pgtest).
 //
-// The cluster listens on a Unix socket only and trusts every connection to it; the socket is
-// reachable by the server's user (and root) alone. When trueup runs as root, initdb and
-// postgres run as the user postgres (or nobody), because postgres refuses root.
+// The cluster listens on a Unix socket only (no TCP port, not even on loopback), in a folder
+// that only the server's user (and root) can enter, and asks every connection for the
+// superuser's password (scram-sha-256): a random one made at initdb and kept in
+// Dir/password, mode 0600, readable by trueup's user alone (see auth.go). A cluster created
+// by an older trueup, which trusted every connection, gets a password at its next start.
+// When trueup runs as root, initdb and postgres run as the user postgres (or nobody),
+// because postgres refuses root; pgembed then changes the permissions of no folder it did
+// not create, and refuses a cluster folder that user cannot reach (see account.go).
 package pgembed
 
 import (
@@ -12,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -60,6 +66,7 @@ type Cluster struct {
 	fast                                     bool
 	acc                                      *account
 	log                                      *slog.Logger
+	password                                 string // the superuser's; set by Start
 
 	mu   sync.Mutex
 	proc *postmaster // nil while stopped
@@ -119,10 +126,25 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := c.initdb(ctx); err != nil {
 		return nil, fmt.Errorf("start postgres in %s: %w", dir, err)
 	}
+	trusting, err := c.hbaTrusts()
+	if err != nil {
+		return nil, fmt.Errorf("start postgres in %s: %w", dir, err)
+	}
+	if c.password == "" {
+		if err := c.loadPassword(trusting); err != nil {
+			return nil, fmt.Errorf("start postgres in %s: %w", dir, err)
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.start(ctx); err != nil {
 		return nil, fmt.Errorf("start postgres in %s: %w", dir, err)
+	}
+	if trusting {
+		if err := c.secure(ctx); err != nil {
+			_ = c.stop()
+			return nil, fmt.Errorf("start postgres in %s: %w", dir, err)
+		}
 	}
 	if err := c.createDatabase(ctx, database); err != nil {
 		_ = c.stop()
@@ -135,11 +157,12 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 func (c *Cluster) Dir() string { return c.dir }
 
 // URL returns a pgx connection URL for database over the cluster's Unix socket, as the
-// superuser.
+// superuser. It carries the superuser's password: hand it to pgx, never to a log or an
+// error message (url.URL.Redacted hides the password).
 func (c *Cluster) URL(database string) string {
 	u := url.URL{
 		Scheme: "postgres",
-		User:   url.User(superuser),
+		User:   url.UserPassword(superuser, c.password),
 		Path:   "/" + database,
 		RawQuery: url.Values{
 			"host":    {c.socketDir},
@@ -175,24 +198,24 @@ func (c *Cluster) Restart(ctx context.Context) error {
 	return nil
 }
 
-// prepare creates the folders and, when running as root, hands them to the server's user.
+// prepare creates the folders and, when running as root, hands them to the server's user,
+// all but the password file, which stays trueup's.
 func (c *Cluster) prepare() error {
-	if err := os.MkdirAll(c.dir, 0o755); err != nil {
+	if err := c.acc.ensureDir(c.dir, c.log); err != nil {
 		return err
 	}
-	// The folder may hold the socket; 0700 keeps other users off the trusting server.
+	// The folder holds the data, the password file and maybe the socket: 0700 keeps the
+	// other users of the host away from all three.
 	if err := os.Chmod(c.dir, 0o700); err != nil {
 		return err
 	}
-	if err := c.acc.chownTree(c.dir); err != nil {
-		return err
-	}
-	return c.acc.makeParentsTraversable(c.dir, c.log)
+	return c.acc.chownTree(c.dir, c.passwordPath())
 }
 
 // initdb creates the cluster unless Dir/data already holds one. It works in a scratch
 // folder renamed into place at the end, so an interrupted initdb leaves no half-made data
-// folder that initdb would then refuse.
+// folder that initdb would then refuse. The password file is written first and reused by a
+// second attempt, so no cluster exists whose password is not on disk.
 func (c *Cluster) initdb(ctx context.Context) error {
 	if _, err := os.Stat(filepath.Join(c.dataDir, "PG_VERSION")); err == nil {
 		return nil
@@ -201,6 +224,20 @@ func (c *Cluster) initdb(ctx context.Context) error {
 	if err := os.RemoveAll(scratch); err != nil {
 		return err
 	}
+	pw, err := c.readPassword()
+	if errors.Is(err, fs.ErrNotExist) {
+		pw = newPassword()
+		err = c.writePassword(pw)
+	}
+	if err != nil {
+		return fmt.Errorf("initdb: %w", err)
+	}
+	c.password = pw
+	pwfile, removePwfile, err := c.writePwfile()
+	if err != nil {
+		return fmt.Errorf("initdb: %w", err)
+	}
+	defer removePwfile()
 	logf, offset, err := c.openLog()
 	if err != nil {
 		return err
@@ -210,7 +247,8 @@ func (c *Cluster) initdb(ctx context.Context) error {
 	args := []string{
 		"-D", scratch,
 		"-U", superuser,
-		"--auth=trust",
+		"--auth=" + hbaMethod, // local and host lines alike
+		"--pwfile=" + pwfile,
 		"-E", "UTF8",
 		// C collation: byte order, the same on every host, and the fastest.
 		"--locale=C",
@@ -243,7 +281,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		return c.alreadyRunning(pid)
 	}
 	if c.socketDir != c.dir {
-		if err := prepareSocketDir(c.socketDir, c.acc, c.log); err != nil {
+		if err := prepareSocketDir(c.socketDir, c.acc); err != nil {
 			return err
 		}
 	}
@@ -325,6 +363,12 @@ func (c *Cluster) waitReady(ctx context.Context, pm *postmaster) error {
 	for {
 		if lastErr = ping(ctx, dsn); lastErr == nil {
 			return nil
+		}
+		var pgErr *pgconn.PgError
+		if errors.As(lastErr, &pgErr) && (pgErr.Code == "28P01" || pgErr.Code == "28000") {
+			// Running, but it refuses the password: waiting will not change that.
+			return fmt.Errorf("postgres refuses the password in %s (%s): restore the file that belongs to this cluster, "+
+				"or move %s away to start over with an empty database", c.passwordPath(), pgErr.Message, c.dir)
 		}
 		select {
 		case <-pm.exited:

@@ -18,11 +18,11 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// setup starts a fast cluster in dir (a fresh t.TempDir when empty) and stops it at cleanup.
+// setup starts a fast cluster in dir (a fresh tempDir when empty) and stops it at cleanup.
 func setup(t *testing.T, dir string) *Cluster {
 	t.Helper()
 	if dir == "" {
-		dir = t.TempDir()
+		dir = tempDir(t)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -36,6 +36,23 @@ func setup(t *testing.T, dir string) *Cluster {
 		}
 	})
 	return c
+}
+
+// tempDir returns a new folder for one test, removed at cleanup. t.TempDir's parent is a
+// 0700 folder of the testing package, which the server's user cannot enter when the tests run
+// as root, and pgembed refuses to open up a folder it did not create; this one is the test's
+// own, so the test makes it traversable (not listable) itself.
+func tempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "pgembed-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) }) // registered first, so it runs after Stop
+	if err := os.Chmod(dir, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func testLogger(t *testing.T) *slog.Logger {
@@ -156,7 +173,7 @@ func processUIDs(t *testing.T, pid int) []int {
 
 func TestLongDirUsesShortSocketDir(t *testing.T) {
 	t.Parallel()
-	dir := filepath.Join(t.TempDir(), strings.Repeat("long-cluster-folder-", 6))
+	dir := filepath.Join(tempDir(t), strings.Repeat("long-cluster-folder-", 6))
 	c := setup(t, dir)
 	if c.socketDir == c.Dir() {
 		t.Fatalf("socket in %s (%d bytes)", c.socketDir, len(c.socketDir))
@@ -212,6 +229,10 @@ func TestStartAfterCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, -pid)
+	// Backends lead process groups of their own (postgres calls setsid), so they outlive the
+	// group's kill for a moment, attached to the shared memory that a new postmaster then
+	// refuses to share. They notice their parent's death by themselves.
+	waitNoProcessIn(t, filepath.Join(c.Dir(), "data"))
 	if err := c.Stop(); err == nil {
 		t.Error("Stop after a crash reported no error")
 	}
@@ -223,6 +244,30 @@ func TestStartAfterCrash(t *testing.T) {
 	var one int
 	if err := connect(t, c2.URL("trueup")).QueryRow(context.Background(), "select 1").Scan(&one); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// waitNoProcessIn waits until no process works in dir, as every PostgreSQL process of a
+// cluster works in its data folder.
+func waitNoProcessIn(t *testing.T, dir string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		procs, _ := filepath.Glob("/proc/[0-9]*/cwd")
+		busy := ""
+		for _, p := range procs {
+			if cwd, err := os.Readlink(p); err == nil && cwd == dir {
+				busy = p
+				break
+			}
+		}
+		if busy == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still works in %s", filepath.Dir(busy), dir)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -262,7 +307,7 @@ func TestStartFailureShowsLog(t *testing.T) {
 
 func TestInterruptedInitdb(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
+	dir := tempDir(t)
 	scratch := filepath.Join(dir, "data.initdb")
 	if err := os.MkdirAll(scratch, 0o700); err != nil {
 		t.Fatal(err)
@@ -336,7 +381,7 @@ func TestOrphanShutsDown(t *testing.T) {
 	}
 	t.Parallel()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestOrphanShutsDown$")
-	cmd.Env = append(os.Environ(), orphanEnv+"="+t.TempDir())
+	cmd.Env = append(os.Environ(), orphanEnv+"="+tempDir(t))
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
