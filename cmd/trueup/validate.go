@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/spf13/cobra"
+	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/manifest"
 )
@@ -18,7 +20,8 @@ func newValidateCmd() *cobra.Command {
 		Long: `Parses and validates every *.yaml, *.yml and *.json file under DIR as trueup would on sync.
 Exit status 0 with a one-line summary when everything is valid; 1 with every error as
 file:line: field: message otherwise. With --config, action references are checked against
-the action instances that controller config declares.`,
+the action instances that controller config declares, and each type's with: as serve checks
+it at ingest (the instance's allowedRefs and allowedVariables, the plugin's own rules).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts := manifest.Options{}
@@ -28,15 +31,17 @@ the action instances that controller config declares.`,
 					return err
 				}
 				opts.Limits = manifest.Limits(cfg.Limits)
-				names := map[string]bool{}
-				for _, a := range cfg.Actions {
-					names[a.Name] = true
+				acts, err := validateActions(cfg)
+				if err != nil {
+					return err
 				}
-				opts.CheckAction = func(name string, _ json.RawMessage) error {
-					if !names[name] {
+				defer closeActions(acts)
+				check := checkAction(acts)
+				opts.CheckAction = func(name string, with json.RawMessage) error {
+					if _, ok := acts[name]; !ok {
 						return fmt.Errorf("action %q is not declared in %s", name, configPath)
 					}
-					return nil
+					return check(name, with)
 				}
 			}
 			set, err := manifest.NewLoader().LoadDir(args[0], opts)
@@ -57,6 +62,21 @@ the action instances that controller config declares.`,
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "controller config whose action instances the types must name")
 	return cmd
+}
+
+// validateActions builds the config's action instances as serve does, so that a type's with:
+// is checked by the very function serve's ingest uses (checkAction). Factories validate
+// without side effects; nothing is started.
+func validateActions(cfg *config.Config) (map[string]actions.Action, error) {
+	reg, err := registry()
+	if err != nil {
+		return nil, err
+	}
+	acts, err := newActions(cfg, reg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil, err
+	}
+	return acts, nil
 }
 
 // lenientEnv stands in for unset variables when a config is read only for its structure.

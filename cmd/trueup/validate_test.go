@@ -79,3 +79,42 @@ func TestValidateUnknownAction(t *testing.T) {
 		t.Errorf("err %v stderr:\n%s", err, stderr)
 	}
 }
+
+// TestValidateAppliesAllowlists: with --config, a type whose with: the instance's allowedRefs
+// or allowedVariables do not cover fails validate with the message serve's ingest gives, and
+// a type within them passes.
+func TestValidateAppliesAllowlists(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "trueup.yaml")
+	writeTestFile(t, cfgPath, `dataDir: /tmp/trueup-test
+actions:
+  - name: ci
+    type: gitlab
+    config: {baseURL: "https://gitlab.example.com/", project: infra/db, triggerToken: t, token: u,
+      allowedRefs: [main, "release/*"], allowedVariables: [TIER]}
+`)
+	for _, tc := range []struct{ with, want string }{
+		{`{ref: release/2.0, variables: {TIER: gold}}`, ""},
+		{`{ref: evil}`, `t.yaml:1: spec.action.with.ref: "evil" is not in the action's allowedRefs [main release/*]`},
+		{`{variables: {CI_DEBUG_TRACE: "true"}}`, `t.yaml:1: spec.action.with.variables: "CI_DEBUG_TRACE" is not in the action's allowedVariables [TIER]`},
+		{`{ref: main, bogus: 1}`, `t.yaml:1: spec.action.with: `},
+	} {
+		repo := t.TempDir()
+		writeTestFile(t, filepath.Join(repo, "t.yaml"), `apiVersion: trueup.dev/v1
+kind: ResourceType
+metadata: {name: Database}
+spec:
+  group: db.example.com
+  versions: [{name: v1, schema: {type: object}}]
+  action: {name: ci, with: `+tc.with+`}
+`)
+		_, stderr, err := runCLI(t, "validate", repo, "--config", cfgPath)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("with %s: %v\n%s", tc.with, err, stderr)
+		case tc.want != "" && (err == nil || !strings.Contains(stderr, tc.want)):
+			t.Errorf("with %s: err = %v; stderr lacks %q:\n%s", tc.with, err, tc.want, stderr)
+		}
+	}
+}
