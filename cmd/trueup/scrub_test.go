@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/trueup-dev/trueup/actions"
@@ -50,5 +53,66 @@ func TestScrubber(t *testing.T) {
 		if got := scrub(tc.in); got != tc.want {
 			t.Errorf("scrub(%q) = %q; want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestConfigErrorsAreScrubbed: a value taken from ${VAR} that a plugin refuses (and quotes in
+// its error) is not printed by serve nor by validate --config.
+func TestConfigErrorsAreScrubbed(t *testing.T) {
+	const secret = "bad owner-s3cret-6a7b8c"
+	t.Setenv("GH_OWNER", secret)
+	t.Setenv("GH_TOKEN", "ghp_token0123456789")
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "trueup.yaml")
+	writeTestFile(t, cfgPath, `dataDir: `+filepath.Join(dir, "data")+`
+actions:
+  - name: gh
+    type: github-actions
+    config: {token: "${GH_TOKEN}", owner: "${GH_OWNER}", repo: infra, workflow: deploy.yml}
+`)
+	for _, args := range [][]string{
+		{"serve", "--config", cfgPath},
+		{"serve", "--config", cfgPath, "--log-level", "debug"},
+		{"validate", dir, "--config", cfgPath},
+	} {
+		stdout, stderr, err := runCLI(t, args...)
+		if err == nil {
+			t.Fatalf("%v: no error", args)
+		}
+		if !strings.Contains(err.Error(), `owner "***"`) {
+			t.Errorf("%v: err = %v; want the owner scrubbed", args, err)
+		}
+		for _, out := range []string{err.Error(), stdout, stderr} {
+			if strings.Contains(out, "s3cret") {
+				t.Errorf("%v: the secret leaked: %s", args, out)
+			}
+		}
+	}
+}
+
+// TestLogLinesAreScrubbed: every record through the log sink of serve and migrate is scrubbed,
+// with the secrets known when it is written (the actions' literal ones once they are built).
+func TestLogLinesAreScrubbed(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Parse([]byte("dataDir: /tmp/${DATA_SECRET}\nlog: {format: json}\n"), "/tmp",
+		func(string) string { return "env-secret-123" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	out := newScrubWriter(&buf, scrubber(cfg, nil))
+	logger := newLogger(cfg, out)
+	logger.Warn("clone failed", "err", errors.New(`get https://x:env-secret-123@git.example.com/: "pw<q-8d7c" refused`))
+	out.set(scrubber(cfg, map[string]actions.Action{"a": holder{secrets: []string{`pw<q-8d7c`}}}))
+	logger.Warn("clone failed", "err", errors.New(`get https://x:env-secret-123@git.example.com/: "pw<q-8d7c" refused`))
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("got %d lines:\n%s", len(lines), buf.String())
+	}
+	if strings.Contains(lines[0], "env-secret-123") || !strings.Contains(lines[0], "x:***@") {
+		t.Errorf("first line: %s", lines[0])
+	}
+	if strings.Contains(lines[1], "env-secret-123") || strings.Contains(lines[1], "8d7c") {
+		t.Errorf("second line: %s", lines[1])
 	}
 }

@@ -25,6 +25,7 @@ it at ingest (the instance's allowedRefs and allowedVariables, the plugin's own 
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts := manifest.Options{}
+			scrub := func(s string) string { return s }
 			if configPath != "" {
 				cfg, err := config.Load(configPath, lenientEnv)
 				if err != nil {
@@ -36,6 +37,8 @@ it at ingest (the instance's allowedRefs and allowedVariables, the plugin's own 
 					return err
 				}
 				defer closeActions(acts)
+				// Messages may quote the instance config (an allowlist), which may hold ${VAR}s.
+				scrub = scrubber(cfg, acts)
 				check := checkAction(acts)
 				opts.CheckAction = func(name string, with json.RawMessage) error {
 					if _, ok := acts[name]; !ok {
@@ -48,7 +51,7 @@ it at ingest (the instance's allowedRefs and allowedVariables, the plugin's own 
 			var verrs manifest.Errors
 			if errors.As(err, &verrs) {
 				for _, e := range verrs {
-					fmt.Fprintln(cmd.ErrOrStderr(), e.Error())
+					fmt.Fprintln(cmd.ErrOrStderr(), scrub(e.Error()))
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d error(s)\n", args[0], len(verrs))
 				return exitCode(1)
@@ -74,7 +77,7 @@ func validateActions(cfg *config.Config) (map[string]actions.Action, error) {
 	}
 	acts, err := newActions(cfg, reg, slog.New(slog.DiscardHandler))
 	if err != nil {
-		return nil, err
+		return nil, cfg.ScrubError(err) // factories quote the config values they refuse
 	}
 	return acts, nil
 }
