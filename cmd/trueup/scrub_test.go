@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -114,5 +116,55 @@ func TestLogLinesAreScrubbed(t *testing.T) {
 	}
 	if strings.Contains(lines[1], "env-secret-123") || strings.Contains(lines[1], "8d7c") {
 		t.Errorf("second line: %s", lines[1])
+	}
+}
+
+// TestLiteralPluginSecretsAreScrubbed: credentials written as literals in the config of the
+// http, gitlab and github-actions instances (no ${VAR}) are scrubbed by the controller from
+// any plugin's message or outputs, as the exec instance's literal secrets are.
+func TestLiteralPluginSecretsAreScrubbed(t *testing.T) {
+	t.Parallel()
+	literals := []string{"lit-http-token-1a2b", "X-Api-lit-key-3c4d", "lit-sign-secret-5e6f", "lit-trigger-7a8b",
+		"glpat-lit-api-9c0d", "ghp_litToken0123456789"}
+	cfg, err := config.Parse([]byte(`dataDir: /tmp/trueup-test
+actions:
+  - name: hook
+    type: http
+    config: {url: "https://prov.example.com/", headers: {Authorization: "Bearer lit-http-token-1a2b", X-Api-Key: "X-Api-lit-key-3c4d"},
+      signingSecret: lit-sign-secret-5e6f}
+  - name: ci
+    type: gitlab
+    config: {baseURL: "https://gitlab.example.com/", project: infra/db, triggerToken: lit-trigger-7a8b, token: glpat-lit-api-9c0d}
+  - name: gh
+    type: github-actions
+    config: {token: ghp_litToken0123456789, owner: acme, repo: infra, workflow: deploy.yml}
+  - name: short
+    type: gitlab
+    config: {baseURL: "https://gitlab.example.com/", project: infra/db, triggerToken: t, token: u}
+`), t.TempDir(), getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts, err := newActions(cfg, reg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeActions(acts) })
+	scrub := scrubber(cfg, acts)
+	for _, v := range literals {
+		outputs, _ := json.Marshal(map[string]any{"echo": "seen <" + v + ">"})
+		for _, in := range []string{"the server said: " + v, string(outputs)} {
+			if got := scrub(in); strings.Contains(got, v) || !strings.Contains(got, "***") {
+				t.Errorf("scrub(%q) = %q", in, got)
+			}
+		}
+	}
+	// A short literal is not handed over: scrubbing "t" everywhere would mangle every message.
+	if got := scrub("it ran: ok"); got != "it ran: ok" {
+		t.Errorf("scrub mangled a plain message: %q", got)
 	}
 }
