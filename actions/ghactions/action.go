@@ -16,6 +16,7 @@ import (
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/ghapp"
+	"github.com/trueup-dev/trueup/internal/plaintext"
 )
 
 const userAgent = "trueup-ghactions"
@@ -111,7 +112,8 @@ func New(raw json.RawMessage, env actions.Env) (actions.Action, error) {
 	a.gh.BaseURL = s.baseURL
 	a.gh.UploadURL = s.baseURL
 	a.gh.UserAgent = userAgent
-	a.blob = &http.Client{Transport: a.transport}
+	// Blob requests carry no credential, but their answers become outputs: no downgrade.
+	a.blob = &http.Client{Transport: a.transport, CheckRedirect: plaintext.CheckRedirect(s.insecure)}
 
 	return a, nil
 }
