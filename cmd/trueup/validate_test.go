@@ -118,3 +118,55 @@ spec:
 		}
 	}
 }
+
+// TestValidateWithUnsetVariables: when an instance cannot be built because the config's
+// variables are unset (CI of a manifests repository rarely has them), validate still checks
+// the manifests and the action names, and warns that with: was not checked; a config that
+// fails with every variable set fails validate.
+func TestValidateWithUnsetVariables(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "trueup.yaml")
+	writeTestFile(t, cfgPath, `dataDir: /tmp/trueup-test
+actions:
+  - name: ci
+    type: gitlab
+    config: {baseURL: "${TRUEUP_TEST_UNSET_GITLAB_URL}", project: infra/db, triggerToken: t, token: u, allowedRefs: [main]}
+`)
+	repo := t.TempDir()
+	writeTestFile(t, filepath.Join(repo, "t.yaml"), `apiVersion: trueup.dev/v1
+kind: ResourceType
+metadata: {name: Database}
+spec:
+  group: db.example.com
+  versions: [{name: v1, schema: {type: object}}]
+  action: {name: ci, with: {ref: evil}}
+`)
+	stdout, stderr, err := runCLI(t, "validate", repo, "--config", cfgPath)
+	if err != nil || !strings.Contains(stdout, "valid: 1 resource type(s)") {
+		t.Fatalf("err %v, stdout %q, stderr:\n%s", err, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "with TRUEUP_TEST_UNSET_GITLAB_URL unset") || !strings.Contains(stderr, "with: is not checked") {
+		t.Errorf("no warning:\n%s", stderr)
+	}
+	writeTestFile(t, filepath.Join(repo, "t.yaml"), `apiVersion: trueup.dev/v1
+kind: ResourceType
+metadata: {name: Database}
+spec:
+  group: db.example.com
+  versions: [{name: v1, schema: {type: object}}]
+  action: {name: other}
+`)
+	if _, stderr, err := runCLI(t, "validate", repo, "--config", cfgPath); err == nil || !strings.Contains(stderr, `action "other" is not declared`) {
+		t.Errorf("an undeclared action passed: %v\n%s", err, stderr)
+	}
+	writeTestFile(t, cfgPath, `dataDir: /tmp/trueup-test
+actions:
+  - name: ci
+    type: gitlab
+    config: {baseURL: "not a url", project: infra/db, triggerToken: t, token: u}
+`)
+	if _, stderr, err := runCLI(t, "validate", repo, "--config", cfgPath); err == nil || !strings.Contains(err.Error(), "baseURL") || strings.Contains(stderr, "warning") {
+		t.Errorf("a broken config passed: %v\n%s", err, stderr)
+	}
+}
