@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -126,7 +125,7 @@ func TestLiteralPluginSecretsAreScrubbed(t *testing.T) {
 	t.Parallel()
 	literals := []string{"lit-http-token-1a2b", "X-Api-lit-key-3c4d", "lit-sign-secret-5e6f", "lit-trigger-7a8b",
 		"glpat-lit-api-9c0d", "ghp_litToken0123456789"}
-	cfg, err := config.Parse([]byte(`dataDir: /tmp/trueup-test
+	cfg, acts := buildActions(t, `dataDir: /tmp/trueup-test
 actions:
   - name: hook
     type: http
@@ -141,19 +140,7 @@ actions:
   - name: short
     type: gitlab
     config: {baseURL: "https://gitlab.example.com/", project: infra/db, triggerToken: t, token: u}
-`), t.TempDir(), getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := registry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	acts, err := newActions(cfg, reg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { closeActions(acts) })
+`)
 	scrub := scrubber(cfg, acts)
 	for _, v := range literals {
 		outputs, _ := json.Marshal(map[string]any{"echo": "seen <" + v + ">"})

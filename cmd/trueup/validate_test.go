@@ -87,28 +87,10 @@ func TestValidateAppliesAllowlists(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "trueup.yaml")
-	writeTestFile(t, cfgPath, `dataDir: /tmp/trueup-test
-actions:
-  - name: ci
-    type: gitlab
-    config: {baseURL: "https://gitlab.example.com/", project: infra/db, triggerToken: t, token: u,
-      allowedRefs: [main, "release/*"], allowedVariables: [TIER]}
-`)
-	for _, tc := range []struct{ with, want string }{
-		{`{ref: release/2.0, variables: {TIER: gold}}`, ""},
-		{`{ref: evil}`, `t.yaml:1: spec.action.with.ref: "evil" is not in the action's allowedRefs [main release/*]`},
-		{`{variables: {CI_DEBUG_TRACE: "true"}}`, `t.yaml:1: spec.action.with.variables: "CI_DEBUG_TRACE" is not in the action's allowedVariables [TIER]`},
-		{`{ref: main, bogus: 1}`, `t.yaml:1: spec.action.with: `},
-	} {
+	writeTestFile(t, cfgPath, allowlistConfig)
+	for _, tc := range append(allowlistCases, struct{ with, want string }{`{ref: main, bogus: 1}`, `t.yaml:1: spec.action.with: `}) {
 		repo := t.TempDir()
-		writeTestFile(t, filepath.Join(repo, "t.yaml"), `apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: Database}
-spec:
-  group: db.example.com
-  versions: [{name: v1, schema: {type: object}}]
-  action: {name: ci, with: `+tc.with+`}
-`)
+		writeTestFile(t, filepath.Join(repo, "t.yaml"), databaseType(`{name: ci, with: `+tc.with+`}`))
 		_, stderr, err := runCLI(t, "validate", repo, "--config", cfgPath)
 		switch {
 		case tc.want == "" && err != nil:
@@ -134,14 +116,7 @@ actions:
     config: {baseURL: "${TRUEUP_TEST_UNSET_GITLAB_URL}", project: infra/db, triggerToken: t, token: u, allowedRefs: [main]}
 `)
 	repo := t.TempDir()
-	writeTestFile(t, filepath.Join(repo, "t.yaml"), `apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: Database}
-spec:
-  group: db.example.com
-  versions: [{name: v1, schema: {type: object}}]
-  action: {name: ci, with: {ref: evil}}
-`)
+	writeTestFile(t, filepath.Join(repo, "t.yaml"), databaseType("{name: ci, with: {ref: evil}}"))
 	stdout, stderr, err := runCLI(t, "validate", repo, "--config", cfgPath)
 	if err != nil || !strings.Contains(stdout, "valid: 1 resource type(s)") {
 		t.Fatalf("err %v, stdout %q, stderr:\n%s", err, stdout, stderr)
@@ -149,14 +124,7 @@ spec:
 	if !strings.Contains(stderr, "with TRUEUP_TEST_UNSET_GITLAB_URL unset") || !strings.Contains(stderr, "with: is not checked") {
 		t.Errorf("no warning:\n%s", stderr)
 	}
-	writeTestFile(t, filepath.Join(repo, "t.yaml"), `apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: Database}
-spec:
-  group: db.example.com
-  versions: [{name: v1, schema: {type: object}}]
-  action: {name: other}
-`)
+	writeTestFile(t, filepath.Join(repo, "t.yaml"), databaseType("{name: other}"))
 	if _, stderr, err := runCLI(t, "validate", repo, "--config", cfgPath); err == nil || !strings.Contains(stderr, `action "other" is not declared`) {
 		t.Errorf("an undeclared action passed: %v\n%s", err, stderr)
 	}
