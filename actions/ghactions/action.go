@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/ghapp"
+	"github.com/trueup-dev/trueup/internal/plaintext"
 )
 
 const userAgent = "trueup-ghactions"
@@ -43,6 +45,16 @@ type Action struct {
 	limitedUntil time.Time        // no API call before this time (rate limit of this credential)
 	drifted      map[string]int64 // resource → generation Observe found drifted (see driftKey)
 	failedRuns   map[int64]bool   // runs reported failed by this instance (see noteFailed)
+}
+
+// Secrets returns the instance's fixed credentials (the token, or the App's private key and
+// its lines), so that the controller scrubs them from every plugin's messages and outputs,
+// not only this one's: they may be written in the config as literals, which ${VAR} scrubbing
+// does not know. Installation tokens, issued later, are scrubbed by this instance alone.
+func (a *Action) Secrets() []string {
+	a.secrets.mu.RLock()
+	defer a.secrets.mu.RUnlock()
+	return slices.Clone(a.secrets.fixed)
 }
 
 // maxFailedRuns bounds failedRuns; an entry lives from a failure report to the retry.
@@ -100,7 +112,8 @@ func New(raw json.RawMessage, env actions.Env) (actions.Action, error) {
 	a.gh.BaseURL = s.baseURL
 	a.gh.UploadURL = s.baseURL
 	a.gh.UserAgent = userAgent
-	a.blob = &http.Client{Transport: a.transport}
+	// Blob requests carry no credential, but their answers become outputs: no downgrade.
+	a.blob = &http.Client{Transport: a.transport, CheckRedirect: plaintext.CheckRedirect(s.insecure)}
 
 	return a, nil
 }
@@ -307,4 +320,5 @@ var (
 	_ actions.Action        = (*Action)(nil)
 	_ actions.Observer      = (*Action)(nil)
 	_ actions.WithValidator = (*Action)(nil)
+	_ actions.SecretHolder  = (*Action)(nil)
 )

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-github/v60/github"
+
+	"github.com/trueup-dev/trueup/internal/plaintext"
 )
 
 // Listing bounds.
@@ -214,6 +216,11 @@ func (a *Action) downloadArtifact(ctx context.Context, id int64, limit int64) ([
 		loc, lerr := er.Response.Request.URL.Parse(er.Response.Header.Get("Location"))
 		if lerr != nil || er.Response.Header.Get("Location") == "" {
 			return nil, fmt.Errorf("download artifact %d: redirect without a valid Location", id)
+		}
+		// The API's own redirect, followed by hand: the same rule as the blob client's.
+		if err := plaintext.Redirect(plaintext.Hop{Origin: er.Response.Request.URL, From: er.Response.Request.URL, To: loc,
+			Insecure: a.insecure, Count: 1}); err != nil {
+			return nil, fmt.Errorf("download artifact %d: %w", id, err)
 		}
 		return a.fetchBlob(cctx, loc, limit)
 	default:

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	mathrand "math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,6 +91,23 @@ func New(raw json.RawMessage, env actions.Env) (actions.Action, error) {
 	a.remaining.Store(-1)
 	return a, nil
 }
+
+// Secrets returns the instance's two tokens, so that the controller scrubs them from every
+// plugin's messages and outputs, not only this one's: they may be written in the config as
+// literals, which ${VAR} scrubbing does not know. Values shorter than minSecretLen are left
+// out: scrubbing "t" everywhere would mangle every message and protect nothing.
+func (a *Action) Secrets() []string {
+	var out []string
+	for _, v := range []string{a.triggerToken, a.token} {
+		if len(v) >= minSecretLen && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// minSecretLen is the shortest token handed to the controller's scrubber.
+const minSecretLen = 6
 
 // RateLimitRemaining is the RateLimit-Remaining GitLab last reported, -1 when unknown.
 func (a *Action) RateLimitRemaining() int { return int(a.remaining.Load()) }
@@ -536,4 +554,5 @@ var (
 	_ actions.Action        = (*Action)(nil)
 	_ actions.Observer      = (*Action)(nil)
 	_ actions.WithValidator = (*Action)(nil)
+	_ actions.SecretHolder  = (*Action)(nil)
 )

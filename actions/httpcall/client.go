@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/plaintext"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -239,13 +240,15 @@ func (a *Action) scrubErr(err error) error { return actions.ScrubError(err, a.sc
 
 // checkRedirect follows redirects of GET requests within the configured origin only:
 // configured headers (credentials) must not reach another host. Other methods get the
-// redirect answer itself, which ends the call.
+// redirect answer itself, which ends the call. The shared rule (plaintext.CheckRedirect: no
+// https→http downgrade, no credentials to another host) is applied first, so that this
+// plugin refuses at least what every client refuses; the origin rule is stricter still.
 func (a *Action) checkRedirect(req *http.Request, via []*http.Request) error {
 	if via[0].Method != http.MethodGet {
 		return http.ErrUseLastResponse
 	}
-	if len(via) >= 10 {
-		return errors.New("stopped after 10 redirects")
+	if err := plaintext.CheckRedirect(a.insecure)(req, via); err != nil {
+		return err
 	}
 	if !sameOrigin(req.URL, a.url) {
 		return fmt.Errorf("redirect to another origin (%s) refused", req.URL.Scheme+"://"+req.URL.Host)

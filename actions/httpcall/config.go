@@ -59,6 +59,7 @@ type settings struct {
 	attempts     int
 	initial      time.Duration
 	secrets      []string // values scrubbed from messages, longest first
+	insecure     bool     // the config's insecure: true (redirects may downgrade to http)
 }
 
 // reservedHeaders are set by the plugin on every request.
@@ -142,6 +143,7 @@ func parseConfig(raw json.RawMessage) (settings, error) {
 	if err := plaintext.Check("config: url", u.Scheme, u.Hostname(), strings.Join(what, " and "), len(what) > 0, c.Insecure); err != nil {
 		return settings{}, err
 	}
+	s.insecure = c.Insecure
 	s.secrets = slices.DeleteFunc(s.secrets, func(v string) bool { return len(v) < minRedactLen })
 	// Longest first, so that a secret containing another is replaced whole.
 	slices.SortFunc(s.secrets, func(a, b string) int { return len(b) - len(a) })

@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -66,6 +67,12 @@ func New(raw json.RawMessage, env actions.Env) (actions.Action, error) {
 	}
 	return a, nil
 }
+
+// Secrets returns the instance's credentials (header values, the credential part of
+// "Bearer <token>", the signing secret, the url's password), so that the controller scrubs
+// them from every plugin's messages and outputs, not only this one's: they may be written
+// in the config as literals, which ${VAR} scrubbing does not know.
+func (a *Action) Secrets() []string { return slices.Clone(a.secrets) }
 
 // Reconcile sends the resource with operation "reconcile", or follows the job it started.
 func (a *Action) Reconcile(ctx context.Context, req actions.Request) (actions.Result, error) {
@@ -460,4 +467,5 @@ func isNull(b json.RawMessage) bool {
 var (
 	_ actions.Action        = (*Action)(nil)
 	_ actions.WithValidator = (*Action)(nil)
+	_ actions.SecretHolder  = (*Action)(nil)
 )

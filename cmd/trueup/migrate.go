@@ -17,15 +17,15 @@ func newMigrateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			logger := newLogger(cfg, cmd.ErrOrStderr())
+			logger := newLogger(cfg, newScrubWriter(cmd.ErrOrStderr(), scrubber(cfg, nil)))
 			db, err := openDatabase(cmd.Context(), cfg, logger)
 			if err != nil {
-				return err
+				return cfg.ScrubError(err) // may quote TRUEUP_DATABASE_URL
 			}
 			defer db.Close()
 			applied, err := db.store.Migrate(cmd.Context())
 			if err != nil {
-				return err
+				return cfg.ScrubError(err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "applied %d migration(s) %v\n", len(applied), applied)
 			return nil

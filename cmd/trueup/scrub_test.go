@@ -2,6 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/trueup-dev/trueup/actions"
@@ -50,5 +54,104 @@ func TestScrubber(t *testing.T) {
 		if got := scrub(tc.in); got != tc.want {
 			t.Errorf("scrub(%q) = %q; want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// TestConfigErrorsAreScrubbed: a value taken from ${VAR} that a plugin refuses (and quotes in
+// its error) is not printed by serve nor by validate --config.
+func TestConfigErrorsAreScrubbed(t *testing.T) {
+	const secret = "bad owner-s3cret-6a7b8c"
+	t.Setenv("GH_OWNER", secret)
+	t.Setenv("GH_TOKEN", "ghp_token0123456789")
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "trueup.yaml")
+	writeTestFile(t, cfgPath, `dataDir: `+filepath.Join(dir, "data")+`
+actions:
+  - name: gh
+    type: github-actions
+    config: {token: "${GH_TOKEN}", owner: "${GH_OWNER}", repo: infra, workflow: deploy.yml}
+`)
+	for _, args := range [][]string{
+		{"serve", "--config", cfgPath},
+		{"serve", "--config", cfgPath, "--log-level", "debug"},
+		{"validate", dir, "--config", cfgPath},
+	} {
+		stdout, stderr, err := runCLI(t, args...)
+		if err == nil {
+			t.Fatalf("%v: no error", args)
+		}
+		if !strings.Contains(err.Error(), `owner "***"`) {
+			t.Errorf("%v: err = %v; want the owner scrubbed", args, err)
+		}
+		for _, out := range []string{err.Error(), stdout, stderr} {
+			if strings.Contains(out, "s3cret") {
+				t.Errorf("%v: the secret leaked: %s", args, out)
+			}
+		}
+	}
+}
+
+// TestLogLinesAreScrubbed: every record through the log sink of serve and migrate is scrubbed,
+// with the secrets known when it is written (the actions' literal ones once they are built).
+func TestLogLinesAreScrubbed(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Parse([]byte("dataDir: /tmp/${DATA_SECRET}\nlog: {format: json}\n"), "/tmp",
+		func(string) string { return "env-secret-123" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	out := newScrubWriter(&buf, scrubber(cfg, nil))
+	logger := newLogger(cfg, out)
+	logger.Warn("clone failed", "err", errors.New(`get https://x:env-secret-123@git.example.com/: "pw<q-8d7c" refused`))
+	out.set(scrubber(cfg, map[string]actions.Action{"a": holder{secrets: []string{`pw<q-8d7c`}}}))
+	logger.Warn("clone failed", "err", errors.New(`get https://x:env-secret-123@git.example.com/: "pw<q-8d7c" refused`))
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("got %d lines:\n%s", len(lines), buf.String())
+	}
+	if strings.Contains(lines[0], "env-secret-123") || !strings.Contains(lines[0], "x:***@") {
+		t.Errorf("first line: %s", lines[0])
+	}
+	if strings.Contains(lines[1], "env-secret-123") || strings.Contains(lines[1], "8d7c") {
+		t.Errorf("second line: %s", lines[1])
+	}
+}
+
+// TestLiteralPluginSecretsAreScrubbed: credentials written as literals in the config of the
+// http, gitlab and github-actions instances (no ${VAR}) are scrubbed by the controller from
+// any plugin's message or outputs, as the exec instance's literal secrets are.
+func TestLiteralPluginSecretsAreScrubbed(t *testing.T) {
+	t.Parallel()
+	literals := []string{"lit-http-token-1a2b", "X-Api-lit-key-3c4d", "lit-sign-secret-5e6f", "lit-trigger-7a8b",
+		"glpat-lit-api-9c0d", "ghp_litToken0123456789"}
+	cfg, acts := buildActions(t, `dataDir: /tmp/trueup-test
+actions:
+  - name: hook
+    type: http
+    config: {url: "https://prov.example.com/", headers: {Authorization: "Bearer lit-http-token-1a2b", X-Api-Key: "X-Api-lit-key-3c4d"},
+      signingSecret: lit-sign-secret-5e6f}
+  - name: ci
+    type: gitlab
+    config: {baseURL: "https://gitlab.example.com/", project: infra/db, triggerToken: lit-trigger-7a8b, token: glpat-lit-api-9c0d}
+  - name: gh
+    type: github-actions
+    config: {token: ghp_litToken0123456789, owner: acme, repo: infra, workflow: deploy.yml}
+  - name: short
+    type: gitlab
+    config: {baseURL: "https://gitlab.example.com/", project: infra/db, triggerToken: t, token: u}
+`)
+	scrub := scrubber(cfg, acts)
+	for _, v := range literals {
+		outputs, _ := json.Marshal(map[string]any{"echo": "seen <" + v + ">"})
+		for _, in := range []string{"the server said: " + v, string(outputs)} {
+			if got := scrub(in); strings.Contains(got, v) || !strings.Contains(got, "***") {
+				t.Errorf("scrub(%q) = %q", in, got)
+			}
+		}
+	}
+	// A short literal is not handed over: scrubbing "t" everywhere would mangle every message.
+	if got := scrub("it ran: ok"); got != "it ran: ok" {
+		t.Errorf("scrub mangled a plain message: %q", got)
 	}
 }

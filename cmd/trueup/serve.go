@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/commitstatus"
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/liveness"
@@ -50,7 +51,7 @@ func newServeCmd() *cobra.Command {
 			if logLevel != "" {
 				cfg.Log.Level = logLevel
 				if err := cfg.Validate(); err != nil {
-					return err
+					return cfg.ScrubError(err) // values quoted may have come from ${VAR}
 				}
 			}
 			return serve(cmd.Context(), cfg, cmd)
@@ -63,8 +64,13 @@ func newServeCmd() *cobra.Command {
 	return cmd
 }
 
-func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
-	logger := newLogger(cfg, cmd.ErrOrStderr())
+// serve runs the controller until ctx ends. Its log lines and the error it returns are
+// scrubbed of the config's secrets: many of them quote config values (a plugin or a commit
+// status reporter refusing its config, a source failing to fetch its URL).
+func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) (err error) {
+	logOut := newScrubWriter(cmd.ErrOrStderr(), scrubber(cfg, nil))
+	defer func() { err = actions.ScrubError(err, logOut.current()) }()
+	logger := newLogger(cfg, logOut)
 	replica := replicaName()
 	logger = logger.With("replica", replica)
 	setMemoryLimit(cfg, logger)
@@ -79,6 +85,7 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) error {
 	}
 	defer closeActions(acts)
 	scrub := scrubber(cfg, acts)
+	logOut.set(scrub)
 	keys, err := sourceKeys(cfg)
 	if err != nil {
 		return err

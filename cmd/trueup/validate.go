@@ -4,8 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/sealed"
@@ -19,30 +23,53 @@ func newValidateCmd() *cobra.Command {
 		Long: `Parses and validates every *.yaml, *.yml and *.json file under DIR as trueup would on sync.
 Exit status 0 with a one-line summary when everything is valid; 1 with every error as
 file:line: field: message otherwise. With --config, action references are checked against
-the action instances that controller config declares.
+the action instances that controller config declares, and each type's with: as serve checks
+it at ingest (the instance's allowedRefs and allowedVariables, the plugin's own rules).
 
 SOPS-encrypted files are decrypted with the age identities of SOPS_AGE_KEY and
 SOPS_AGE_KEY_FILE, and with --config those of every source's decryption.age.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts := manifest.Options{}
+			scrub := func(s string) string { return s }
 			var cfg *config.Config
 			if configPath != "" {
+				env := lenientEnv{}
 				var err error
-				cfg, err = config.Load(configPath, lenientEnv)
+				cfg, err = config.Load(configPath, env.get)
 				if err != nil {
 					return err
 				}
 				opts.Limits = manifest.Limits(cfg.Limits)
-				names := map[string]bool{}
-				for _, a := range cfg.Actions {
-					names[a.Name] = true
-				}
-				opts.CheckAction = func(name string, _ json.RawMessage) error {
-					if !names[name] {
-						return fmt.Errorf("action %q is not declared in %s", name, configPath)
+				scrub = scrubber(cfg, nil)
+				acts, err := validateActions(cfg)
+				switch {
+				case err != nil && len(env) == 0:
+					return err // serve would refuse this config as well
+				case err != nil:
+					// Likely a stand-in value for an unset variable (a URL): CI of a manifests
+					// repository rarely has the controller's secrets. Say what is not checked.
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v\nwarning: with %s unset, the action instances could not be built: types' with: is not checked (set them to check it as serve does)\n",
+						err, strings.Join(env.names(), ", "))
+					acts = map[string]actions.Action{}
+					for _, a := range cfg.Actions {
+						acts[a.Name] = nil
 					}
-					return nil
+				default:
+					defer closeActions(acts)
+					// Messages may quote the instance config (an allowlist), which may hold ${VAR}s.
+					scrub = scrubber(cfg, acts)
+				}
+				check := checkAction(acts)
+				opts.CheckAction = func(name string, with json.RawMessage) error {
+					a, ok := acts[name]
+					switch {
+					case !ok:
+						return fmt.Errorf("action %q is not declared in %s", name, configPath)
+					case a == nil:
+						return nil // not built: the name is all that is checked
+					}
+					return check(name, with)
 				}
 			}
 			keys, err := cliKeys(cfg)
@@ -57,7 +84,7 @@ SOPS_AGE_KEY_FILE, and with --config those of every source's decryption.age.`,
 			var verrs manifest.Errors
 			if errors.As(err, &verrs) {
 				for _, e := range verrs {
-					fmt.Fprintln(cmd.ErrOrStderr(), e.Error())
+					fmt.Fprintln(cmd.ErrOrStderr(), scrub(e.Error()))
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d error(s)\n", args[0], len(verrs))
 				return exitCode(1)
@@ -73,10 +100,38 @@ SOPS_AGE_KEY_FILE, and with --config those of every source's decryption.age.`,
 	return cmd
 }
 
-// lenientEnv stands in for unset variables when a config is read only for its structure.
-func lenientEnv(k string) string {
-	if v := getenv(k); v != "" {
-		return v
+// validateActions builds the config's action instances as serve does, so that a type's with:
+// is checked by the very function serve's ingest uses (checkAction). Factories validate
+// without side effects; nothing is started.
+func validateActions(cfg *config.Config) (map[string]actions.Action, error) {
+	reg, err := registry()
+	if err != nil {
+		return nil, err
 	}
+	acts, err := newActions(cfg, reg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil, cfg.ScrubError(err) // factories quote the config values they refuse
+	}
+	return acts, nil
+}
+
+// lenientEnv stands in for unset variables when a config is read only for its structure,
+// and remembers their names.
+type lenientEnv map[string]bool
+
+func (e lenientEnv) get(k string) string {
+	if v := getenv(k); v != "" || k == "TRUEUP_DATABASE_URL" {
+		return v // an override, not a ${VAR}: unset means none
+	}
+	e[k] = true
 	return "unset-" + k
+}
+
+func (e lenientEnv) names() []string {
+	out := make([]string, 0, len(e))
+	for k := range e {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -79,3 +79,62 @@ func TestValidateUnknownAction(t *testing.T) {
 		t.Errorf("err %v stderr:\n%s", err, stderr)
 	}
 }
+
+// TestValidateAppliesAllowlists: with --config, a type whose with: the instance's allowedRefs
+// or allowedVariables do not cover fails validate with the message serve's ingest gives, and
+// a type within them passes.
+func TestValidateAppliesAllowlists(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "trueup.yaml")
+	writeTestFile(t, cfgPath, allowlistConfig)
+	for _, tc := range append(allowlistCases, struct{ with, want string }{`{ref: main, bogus: 1}`, `t.yaml:1: spec.action.with: `}) {
+		repo := t.TempDir()
+		writeTestFile(t, filepath.Join(repo, "t.yaml"), databaseType(`{name: ci, with: `+tc.with+`}`))
+		_, stderr, err := runCLI(t, "validate", repo, "--config", cfgPath)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("with %s: %v\n%s", tc.with, err, stderr)
+		case tc.want != "" && (err == nil || !strings.Contains(stderr, tc.want)):
+			t.Errorf("with %s: err = %v; stderr lacks %q:\n%s", tc.with, err, tc.want, stderr)
+		}
+	}
+}
+
+// TestValidateWithUnsetVariables: when an instance cannot be built because the config's
+// variables are unset (CI of a manifests repository rarely has them), validate still checks
+// the manifests and the action names, and warns that with: was not checked; a config that
+// fails with every variable set fails validate.
+func TestValidateWithUnsetVariables(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "trueup.yaml")
+	writeTestFile(t, cfgPath, `dataDir: /tmp/trueup-test
+actions:
+  - name: ci
+    type: gitlab
+    config: {baseURL: "${TRUEUP_TEST_UNSET_GITLAB_URL}", project: infra/db, triggerToken: t, token: u, allowedRefs: [main]}
+`)
+	repo := t.TempDir()
+	writeTestFile(t, filepath.Join(repo, "t.yaml"), databaseType("{name: ci, with: {ref: evil}}"))
+	stdout, stderr, err := runCLI(t, "validate", repo, "--config", cfgPath)
+	if err != nil || !strings.Contains(stdout, "valid: 1 resource type(s)") {
+		t.Fatalf("err %v, stdout %q, stderr:\n%s", err, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "with TRUEUP_TEST_UNSET_GITLAB_URL unset") || !strings.Contains(stderr, "with: is not checked") {
+		t.Errorf("no warning:\n%s", stderr)
+	}
+	writeTestFile(t, filepath.Join(repo, "t.yaml"), databaseType("{name: other}"))
+	if _, stderr, err := runCLI(t, "validate", repo, "--config", cfgPath); err == nil || !strings.Contains(stderr, `action "other" is not declared`) {
+		t.Errorf("an undeclared action passed: %v\n%s", err, stderr)
+	}
+	writeTestFile(t, cfgPath, `dataDir: /tmp/trueup-test
+actions:
+  - name: ci
+    type: gitlab
+    config: {baseURL: "not a url", project: infra/db, triggerToken: t, token: u}
+`)
+	if _, stderr, err := runCLI(t, "validate", repo, "--config", cfgPath); err == nil || !strings.Contains(err.Error(), "baseURL") || strings.Contains(stderr, "warning") {
+		t.Errorf("a broken config passed: %v\n%s", err, stderr)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/actions/execaction"
@@ -73,6 +74,36 @@ func scrubber(cfg *config.Config, acts map[string]actions.Action) func(string) s
 		}
 	}
 	return actions.Scrubber(secrets)
+}
+
+// scrubWriter is the log sink of serve and migrate: it removes secrets from every record
+// before it reaches stderr, whichever package logged it and however the secret got into the
+// message (a plugin's error quoting its config, a URL in a transport error). slog's handlers
+// write each record with a single Write, so a secret is never split between two calls. The
+// scrub function grows once the action instances, which hold literal secrets, are built.
+type scrubWriter struct {
+	w     io.Writer
+	scrub atomic.Pointer[func(string) string]
+}
+
+func newScrubWriter(w io.Writer, scrub func(string) string) *scrubWriter {
+	s := &scrubWriter{w: w}
+	s.set(scrub)
+	return s
+}
+
+func (s *scrubWriter) set(scrub func(string) string) { s.scrub.Store(&scrub) }
+
+// current returns the scrub function in use, for errors that are printed rather than logged.
+func (s *scrubWriter) current() func(string) string { return *s.scrub.Load() }
+
+func (s *scrubWriter) Write(p []byte) (int, error) {
+	msg := string(p)
+	if clean := s.current()(msg); clean != msg {
+		_, err := io.WriteString(s.w, clean)
+		return len(p), err
+	}
+	return s.w.Write(p)
 }
 
 // database is the store plus, when database.url is empty, the private cluster behind it.

@@ -622,6 +622,17 @@ func checkPlaintextGit(at string, g *Git) error {
 	return plaintext.Check(at+".url", u.Scheme, u.Hostname(), what, hasCred, g.Insecure)
 }
 
+// ScrubError returns err with every value that came from the environment replaced by "***"
+// in its message (err itself when there is none, nil for nil). Callers that build something
+// from the config (plugins, sources, commit status reporters) pass their errors through it
+// before printing or logging them: those messages quote config values, which may be ${VAR}s.
+func (c *Config) ScrubError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return c.scrub(err)
+}
+
 // scrub replaces in err's message every value that came from the environment with "***".
 func (c *Config) scrub(err error) error {
 	msg := err.Error()

@@ -81,8 +81,9 @@ type exchange struct {
 }
 
 // New checks cfg and reads and parses the private key; it makes no network call.
-// httpClient carries the exchanges (nil: http.DefaultClient); it must add no credentials
-// of its own.
+// httpClient carries the exchanges (nil: a client with http.DefaultTransport); it must add
+// no credentials of its own. Without a CheckRedirect of its own, a copy of it gets
+// plaintext.CheckRedirect.
 func New(cfg Config, httpClient *http.Client) (*Source, error) {
 	if cfg.AppID <= 0 {
 		return nil, errors.New("github app: appID is required")
@@ -115,8 +116,16 @@ func New(cfg Config, httpClient *http.Client) (*Source, error) {
 		}
 		return nil, fmt.Errorf("github app %d: private key %s: %w", cfg.AppID, name, err)
 	}
+	// The exchange carries the signed token in Authorization. net/http would follow a
+	// redirect to http:// on the same host with it, and to a subdomain: the client follows
+	// only the redirects plaintext.CheckRedirect allows, unless the caller chose a policy.
 	if httpClient == nil {
-		httpClient = http.DefaultClient
+		httpClient = &http.Client{}
+	}
+	if httpClient.CheckRedirect == nil {
+		c := *httpClient
+		c.CheckRedirect = plaintext.CheckRedirect(cfg.Insecure)
+		httpClient = &c
 	}
 	now := cfg.Now
 	if now == nil {

@@ -11,6 +11,15 @@
 // commit status forge, the http, githubActions and gitlab actions) checks its URL here when
 // its config is validated, so trueup refuses to start rather than leak the credential on
 // the first call.
+//
+// A redirect can undo that check at run time, so the package also owns the redirect rule
+// (Redirect, CheckRedirect in redirect.go): no https:// to http:// to another machine unless
+// insecure, no credentials to another host. Where each client stands: the GitHub App token
+// exchange (unless its caller sets a policy), the http action and the github-actions
+// artifact downloads apply it; the gitlab action, the commit status reporter and the GitHub
+// API client follow no redirect at all; the Git source relies on go-git's transport, which
+// refuses every https→http redirect and strips credentials when a redirect leaves the
+// origin (pinned by a test in sources/gitsource).
 package plaintext
 
 import (
