@@ -39,7 +39,9 @@ FUZZ_TARGETS := \
 	internal/store:FuzzParseLabelSelector \
 	internal/config:FuzzParse \
 	actions/execaction:FuzzParseReply \
-	actions/execaction:FuzzOutputCapture
+	actions/execaction:FuzzOutputCapture \
+	internal/sealed:FuzzOpen \
+	internal/secrets:FuzzResolve
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

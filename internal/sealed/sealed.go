@@ -1,4 +1,4 @@
-// Package sealed opens SOPS-encrypted manifests (DESIGN §4.6). It uses the SOPS project's own
+// Package sealed opens SOPS-encrypted manifests (DESIGN §4, Secrets in manifests). It uses the SOPS project's own
 // packages for the format (stores, data key, cipher, MAC) and supplies only the keys: age
 // identities named in the controller config, handed to SOPS through a key service of our own
 // instead of the process-wide SOPS_AGE_KEY* variables, so that each source decrypts with its
@@ -125,7 +125,14 @@ func storeFor(file string) store {
 // Open decrypts an encrypted manifest file named file (its extension chooses YAML or JSON).
 // Only values under a resource's spec may be encrypted: identity, labels and annotations
 // are stored and shown as they are, and a ResourceType is never a secret.
-func Open(file string, data []byte, keys *Keys) (*Opened, error) {
+func Open(file string, data []byte, keys *Keys) (o *Opened, err error) {
+	defer func() {
+		// The file comes from the repository: a parser fault on a crafted file must reject
+		// that file, not stop the controller.
+		if r := recover(); r != nil {
+			o, err = nil, problem(1, "SOPS: the file could not be read (%v)", r)
+		}
+	}()
 	lines := lineIndex(data)
 	if keys == nil {
 		return nil, problem(1, "the file is encrypted with SOPS, but the source has no decryption keys (decryption: {age: {keyFile: …}} in the controller config)")
@@ -160,7 +167,7 @@ func Open(file string, data []byte, keys *Keys) (*Opened, error) {
 	if err != nil {
 		return nil, problem(1, "SOPS: %s", cleanSOPS(err))
 	}
-	o := &Opened{Plain: plain, Docs: map[string]*Doc{}}
+	o = &Opened{Plain: plain, Docs: map[string]*Doc{}}
 	for i, branch := range tree.Branches {
 		d := docs[i]
 		if len(d.Fields) == 0 {
