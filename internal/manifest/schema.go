@@ -30,6 +30,8 @@ type compiledSchema struct {
 	id       sym                // hash, interned: what a checked resource remembers
 	schema   *jsonschema.Schema // nil when compilation failed
 	defaults *defaulter         // nil when the schema declares no defaults
+	rules    *celNode           // nil when the schema carries no x-trueup-validations
+	raw      json.RawMessage    // the schema, kept only when it has transition rules (see transitionCheck)
 	errPtr   string             // when compilation failed: where in the schema
 	errMsg   string
 }
@@ -59,6 +61,17 @@ func compileSchema(raw json.RawMessage, hash string) *compiledSchema {
 	var doc any
 	if err := dec.Decode(&doc); err == nil {
 		cs.defaults = buildDefaulter(doc, 0)
+		// jsonschema/v5 ignores keywords it does not know, x-trueup-validations among them:
+		// the rules are read here. A broken rule breaks the type, as a broken schema does.
+		if rules, rerr := buildRules(doc); rerr != nil {
+			cs.schema, cs.defaults = nil, nil
+			cs.errPtr, cs.errMsg = rerr.ptr, rerr.msg
+		} else {
+			cs.rules = rules
+			if rules != nil && rules.transition {
+				cs.raw = raw
+			}
+		}
 	}
 	return cs
 }
@@ -208,6 +221,9 @@ func (cs *compiledSchema) validate(v any, base path) []schemaProblem {
 	var walk func(*jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) == 0 {
+			if underSecretRef(v, e.InstanceLocation) {
+				return // a secret reference stands for whatever value the schema wants
+			}
 			sp := schemaProblem{path: pointerPath(base, v, e.InstanceLocation), msg: e.Message}
 			if m := extraProperty.FindStringSubmatch(e.Message); m != nil {
 				sp.at = sp.path.key(m[1])
