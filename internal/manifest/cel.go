@@ -12,7 +12,9 @@ import (
 	"sync"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
 	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/ext"
 	"github.com/google/cel-go/interpreter"
 )
@@ -30,10 +32,16 @@ import (
 const (
 	validationsKey = "x-trueup-validations"
 	// celCostLimit bounds one evaluation of one rule, in cel-go's cost units (about one per
-	// operation; a comprehension costs per element). Types are dynamic, so a compile-time
-	// estimate has no sizes to work with and would be the worst case for any rule that
-	// iterates: the runtime limit is what bounds the work.
-	celCostLimit    = 1_000_000
+	// operation; a comprehension costs per element). Each rule's worst case is estimated at
+	// compile time, with every string, list and map as large as a document may be (see
+	// specSizes): a rule that stays within the limit even then (no comprehension, no regex
+	// on a field) runs untracked, because tracking costs several times the evaluation;
+	// the others are tracked and stopped at the limit.
+	celCostLimit = 1_000_000
+	// celBudget bounds all rules of one resource together (checked between rules, so one
+	// resource costs at most celBudget+celCostLimit): rules on list items run once per
+	// item, and a hundred rules each just under the limit must not cost a hundred times it.
+	celBudget       = 1_000_000
 	maxRulesPerType = 100  // per schema (one version of a type), all levels together
 	maxRuleLength   = 4096 // bytes of a rule's source
 	maxRuleMessage  = 1024 // bytes of a rule's message
@@ -45,6 +53,7 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 	return cel.NewEnv(
 		cel.Variable("self", cel.DynType),
 		cel.Variable("oldSelf", cel.DynType),
+		cel.CustomTypeAdapter(specAdapter{}),
 		cel.OptionalTypes(),
 		ext.Strings(),
 		ext.Lists(),
@@ -59,6 +68,9 @@ type celRule struct {
 	field      path   // fieldPath, relative to the level; nil when absent
 	prg        cel.Program
 	transition bool // names oldSelf
+	// maxCost is the estimated worst case of a rule that runs untracked; 0 for a rule whose
+	// program tracks its cost (and reports it).
+	maxCost uint64
 }
 
 // celNode is the part of a schema that carries rules: the rules of one level and the levels
@@ -216,10 +228,29 @@ func compileRule(e any, at string) (celRule, *ruleError) {
 			r.transition = true
 		}
 	}
-	if r.prg, err = env.Program(ast, cel.CostLimit(celCostLimit)); err != nil {
+	var opts []cel.ProgramOption
+	if est, err := env.EstimateCost(ast, specSizes{}); err == nil && est.Max <= celCostLimit {
+		r.maxCost = est.Max
+	} else {
+		opts = append(opts, cel.CostLimit(celCostLimit))
+	}
+	if r.prg, err = env.Program(ast, opts...); err != nil {
 		return celRule{}, &ruleError{at + "/rule", "rule does not compile: " + err.Error()}
 	}
 	return r, nil
+}
+
+// specSizes tells cel-go's cost estimator how large a value may be: a document's decoded
+// size is capped at maxDecodedSize, which bounds the length of any string and the number
+// of elements of any list or map in it.
+type specSizes struct{}
+
+func (specSizes) EstimateSize(checker.AstNode) *checker.SizeEstimate {
+	return &checker.SizeEstimate{Min: 0, Max: maxDecodedSize}
+}
+
+func (specSizes) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
+	return nil
 }
 
 // celIssues spells compile errors on one line, each with its column: cel-go's own text
@@ -276,38 +307,39 @@ func parseFieldPath(s string) (path, error) {
 	return p, nil
 }
 
-// celValue converts a spec value (json.Number numbers) into what CEL reads: integers as
-// int64, and numbers with a fraction or exponent as double. An integer beyond int64 is
-// passed as a double, which compares correctly with other numbers by magnitude but has
-// only 53 bits of precision; integer rules on such values (==, %) are not exact.
-func celValue(v any) any {
+// specAdapter lets rules read spec values as the loader holds them (map[string]any, []any,
+// json.Number, ...) without a converted copy of each spec: maps and lists are wrapped
+// lazily, and a number is converted when a rule reads it (see numberValue).
+type specAdapter struct{}
+
+func (specAdapter) NativeToValue(v any) ref.Val {
 	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = celValue(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = celValue(e)
-		}
-		return out
 	case json.Number:
-		s := string(x)
-		if !strings.ContainsAny(s, ".eE") {
-			if i, err := strconv.ParseInt(s, 10, 64); err == nil {
-				return i
-			}
-		}
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil && !math.IsInf(f, 0) {
-			return s // not a number cel-go can hold; rules see the digits as a string
-		}
-		return f
+		return numberValue(x)
+	case map[string]any:
+		return types.NewStringInterfaceMap(specAdapter{}, x)
+	case []any:
+		return types.NewDynamicList(specAdapter{}, x)
 	}
-	return v
+	return types.DefaultTypeAdapter.NativeToValue(v)
+}
+
+// numberValue is what CEL reads for a spec number: an integer as int, a number with a
+// fraction or exponent as double. An integer beyond int64 is a double, which compares
+// correctly with other numbers by magnitude but keeps only 53 bits: == and % on such
+// values are not exact.
+func numberValue(n json.Number) ref.Val {
+	s := string(n)
+	if !strings.ContainsAny(s, ".eE") {
+		if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return types.Int(i)
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil && !math.IsInf(f, 0) {
+		return types.String(s) // not a number at all; the loader never makes one
+	}
+	return types.Double(f)
 }
 
 // activation gives a rule its self and oldSelf without building a map per evaluation.
@@ -328,24 +360,48 @@ func (a *activation) ResolveName(name string) (any, bool) {
 
 func (a *activation) Parent() interpreter.Activation { return nil }
 
-// evalRules runs the rules of n and below over v (CEL values, see celValue) and returns the
+// evalRules runs the rules of n and below over v (a spec value) and returns the
 // violations, located below at. With transition set, only transition rules run, at the
 // levels where old (the applied value, hasOld) exists too; otherwise only plain rules run.
 // Items of a list are not matched with the applied list (no key to pair them by), so a
 // transition rule below items never runs, as in Kubernetes for atomic lists.
 func (n *celNode) evalRules(v, old any, hasOld bool, at path, transition bool) []schemaProblem {
-	if n == nil || (transition && (!n.transition || !hasOld)) || (!transition && !n.plain) {
-		return nil
+	var run celRun
+	return run.eval(n, v, old, hasOld, at, transition)
+}
+
+// celRun is one resource's evaluation: what its rules have cost so far.
+type celRun struct {
+	spent uint64
+	over  bool // the budget ran out: the remaining rules are not evaluated
+	out   []schemaProblem
+}
+
+func (run *celRun) eval(n *celNode, v, old any, hasOld bool, at path, transition bool) []schemaProblem {
+	run.walk(n, v, old, hasOld, at, transition)
+	return run.out
+}
+
+func (run *celRun) walk(n *celNode, v, old any, hasOld bool, at path, transition bool) {
+	if n == nil || run.over || (transition && (!n.transition || !hasOld)) || (!transition && !n.plain) {
+		return
 	}
-	var out []schemaProblem
 	act := activation{self: v, old: old, hasOld: hasOld}
 	for i := range n.rules {
 		r := &n.rules[i]
 		if r.transition != transition {
 			continue
 		}
-		if msg, failed := r.eval(&act); failed {
-			out = append(out, schemaProblem{path: append(slices.Clip(at), r.field...), msg: msg})
+		if run.spent >= celBudget {
+			run.over = true
+			run.out = append(run.out, schemaProblem{path: at, msg: fmt.Sprintf(
+				"rules are too expensive to evaluate (over the cost budget of %d for one resource): %s and the rules after it were not evaluated", celBudget, r.rule)})
+			return
+		}
+		msg, failed, cost := r.eval(&act)
+		run.spent += cost
+		if failed {
+			run.out = append(run.out, schemaProblem{path: append(slices.Clip(at), r.field...), msg: msg})
 		}
 	}
 	switch x := v.(type) {
@@ -354,7 +410,7 @@ func (n *celNode) evalRules(v, old any, hasOld bool, at path, transition bool) [
 		for _, p := range n.props {
 			if e, ok := x[p.name]; ok {
 				o, ok := oldMap[p.name]
-				out = append(out, p.node.evalRules(e, o, ok && hasOld, at.key(p.name), transition)...)
+				run.walk(p.node, e, o, ok && hasOld, at.key(p.name), transition)
 			}
 		}
 		if n.additional != nil {
@@ -363,17 +419,16 @@ func (n *celNode) evalRules(v, old any, hasOld bool, at path, transition bool) [
 					continue
 				}
 				o, ok := oldMap[k]
-				out = append(out, n.additional.evalRules(x[k], o, ok && hasOld, at.key(k), transition)...)
+				run.walk(n.additional, x[k], o, ok && hasOld, at.key(k), transition)
 			}
 		}
 	case []any:
 		if n.items != nil && !transition {
 			for i, e := range x {
-				out = append(out, n.items.evalRules(e, nil, false, at.index(i), false)...)
+				run.walk(n.items, e, nil, false, at.index(i), false)
 			}
 		}
 	}
-	return out
 }
 
 func (n *celNode) hasProp(name string) bool {
@@ -383,25 +438,29 @@ func (n *celNode) hasProp(name string) bool {
 
 // eval runs one rule; failed reports a violation with its message. Messages name the rule,
 // never a value: a spec may hold decrypted secrets.
-func (r *celRule) eval(act *activation) (msg string, failed bool) {
-	out, _, err := r.prg.Eval(act)
+func (r *celRule) eval(act *activation) (msg string, failed bool, cost uint64) {
+	out, det, err := r.prg.Eval(act)
+	cost = r.maxCost
+	if det != nil && det.ActualCost() != nil {
+		cost = *det.ActualCost()
+	}
 	if err != nil {
 		var cancelled interpreter.EvalCancelledError
 		if errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded {
-			return fmt.Sprintf("rule is too expensive to evaluate (over the cost limit of %d): %s", celCostLimit, r.rule), true
+			return fmt.Sprintf("rule is too expensive to evaluate (over the cost limit of %d): %s", celCostLimit, r.rule), true, celCostLimit
 		}
 		if containsSecretRef(act.self) {
 			// The secret's value stands where the reference is: the rule cannot be
 			// judged before it is resolved.
-			return "", false
+			return "", false, cost
 		}
-		return "rule could not be evaluated: " + r.rule, true
+		return "rule could not be evaluated: " + r.rule, true, cost
 	}
 	switch out {
 	case types.True:
-		return "", false
+		return "", false, cost
 	case types.False:
-		return r.msg, true
+		return r.msg, true, cost
 	}
-	return "rule did not return a bool: " + r.rule, true
+	return "rule did not return a bool: " + r.rule, true, cost
 }

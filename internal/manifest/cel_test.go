@@ -5,6 +5,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 )
 
 // widgetType declares Widget with schema (YAML, any indentation-free block: every line is
@@ -151,6 +154,19 @@ x-trueup-validations:
 			schema: "type: object\nx-trueup-validations: [{rule: \"self.l.all(x, self.l.all(y, self.l.all(z, x + y + z >= 0)))\"}]\n",
 			spec:   "l: [" + strings.Repeat("1, ", 199) + "1]",
 			want:   []string{"w.yaml:4: spec: rule is too expensive to evaluate (over the cost limit of 1000000): self.l.all(x, self.l.all(y, self.l.all(z, x + y + z >= 0)))"},
+		},
+		{
+			name: "over the cost budget of one resource",
+			schema: `type: object
+x-trueup-validations:
+  - rule: "self.l.all(x, self.l.all(y, x + y >= 0))"
+  - rule: "self.l.all(x, self.l.all(y, x + y >= 1))"
+  - rule: "self.l.all(x, self.l.all(y, x + y >= 2))"
+  - rule: "self.l.all(x, self.l.all(y, x + y >= 3))"
+`,
+			spec: "l: [" + strings.Repeat("1, ", 329) + "1]",
+			want: []string{"w.yaml:4: spec: rules are too expensive to evaluate (over the cost budget of 1000000 for one resource): " +
+				"self.l.all(x, self.l.all(y, x + y >= 2)) and the rules after it were not evaluated"},
 		},
 		{
 			name: "error on a secret reference is skipped",
@@ -347,25 +363,21 @@ func TestParseFieldPath(t *testing.T) {
 	}
 }
 
-func TestCELValue(t *testing.T) {
+func TestNumberValue(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		in   any
-		want any
+		in   json.Number
+		want ref.Val
 	}{
-		{json.Number("3"), int64(3)},
-		{json.Number("-9223372036854775808"), int64(-9223372036854775808)},
-		{json.Number("9223372036854775808"), float64(9223372036854775808)},
-		{json.Number("1.5"), 1.5},
-		{json.Number("1e3"), 1000.0},
-		{"s", "s"},
-		{nil, nil},
-		{true, true},
-		{map[string]any{"a": []any{json.Number("1")}}, map[string]any{"a": []any{int64(1)}}},
+		{"3", types.Int(3)},
+		{"-9223372036854775808", types.Int(-9223372036854775808)},
+		{"9223372036854775808", types.Double(9223372036854775808)},
+		{"1.5", types.Double(1.5)},
+		{"1e3", types.Double(1000)},
 	}
 	for _, tt := range tests {
-		if got := celValue(tt.in); !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("celValue(%#v) = %#v, want %#v", tt.in, got, tt.want)
+		if got := numberValue(tt.in); got != tt.want {
+			t.Errorf("numberValue(%s) = %#v, want %#v", tt.in, got, tt.want)
 		}
 	}
 }

@@ -617,9 +617,9 @@ func check(r *resourceDoc, spec any, cs *compiledSchema) []schemaProblem {
 	}
 	v, changed := cs.defaults.apply(spec)
 	problems := cs.validate(v, path{"spec"})
-	problems = append(problems, secretRefProblems(v, path{"spec"})...)
+	problems = append(problems, secretRefProblems(v, specRoot)...)
 	if len(problems) == 0 && cs.rules != nil && cs.rules.plain {
-		problems = cs.rules.evalRules(celValue(v), nil, false, path{"spec"}, false)
+		problems = cs.rules.evalRules(v, nil, false, specRoot, false)
 	}
 	if changed || canon == "" {
 		b, err := marshalCanonical(v)
@@ -632,6 +632,9 @@ func check(r *resourceDoc, spec any, cs *compiledSchema) []schemaProblem {
 	r.specJSON, r.specHash, r.checkedWith = canon, sha256.Sum256([]byte(canon)), cs.id
 	return problems
 }
+
+// specRoot is where a spec's problems are, shared: paths are extended by copying (path.key).
+var specRoot = path{"spec"}
 
 // locate turns problems in p's spec into ValidationErrors at the lines of the YAML nodes
 // they concern, or at the nearest node that exists (a default has no line).

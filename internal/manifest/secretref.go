@@ -84,6 +84,9 @@ const secretRefHelp = "a secret reference must be {secretRef: {name: NAME, key: 
 // secretRefProblems reports the objects of v that use the secretRef key but are not
 // well-formed references, at the path of their secretRef field.
 func secretRefProblems(v any, at path) []schemaProblem {
+	if !usesSecretRef(v, 0) {
+		return nil // the common case, without building a path per field
+	}
 	var out []schemaProblem
 	var walk func(v any, at path, depth int)
 	walk = func(v any, at path, depth int) {
@@ -110,4 +113,29 @@ func secretRefProblems(v any, at path) []schemaProblem {
 	}
 	walk(v, at, 0)
 	return out
+}
+
+// usesSecretRef reports whether any object in v has a secretRef key.
+func usesSecretRef(v any, depth int) bool {
+	if depth > maxDepth {
+		return false
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		if _, ok := x[secretRefKey]; ok {
+			return true
+		}
+		for _, e := range x {
+			if usesSecretRef(e, depth+1) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if usesSecretRef(e, depth+1) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func ref(name, key any) map[string]any {
+func secretRefOf(name, key any) map[string]any {
 	return map[string]any{"secretRef": map[string]any{"name": name, "key": key}}
 }
 
@@ -18,9 +18,9 @@ func TestIsSecretRef(t *testing.T) {
 		v    any
 		want bool
 	}{
-		{"well formed", ref("db", "password"), true},
-		{"empty name", ref("", "password"), false},
-		{"key not a string", ref("db", 1), false},
+		{"well formed", secretRefOf("db", "password"), true},
+		{"empty name", secretRefOf("", "password"), false},
+		{"key not a string", secretRefOf("db", 1), false},
 		{"key missing", map[string]any{"secretRef": map[string]any{"name": "db"}}, false},
 		{"extra key inside", map[string]any{"secretRef": map[string]any{"name": "db", "key": "k", "ns": "x"}}, false},
 		{"sibling key", map[string]any{"secretRef": map[string]any{"name": "db", "key": "k"}, "other": 1}, false},
@@ -38,10 +38,10 @@ func TestIsSecretRef(t *testing.T) {
 func TestUnderSecretRef(t *testing.T) {
 	t.Parallel()
 	v := map[string]any{
-		"a":    ref("db", "k"),
-		"list": []any{"x", ref("db", "k")},
+		"a":    secretRefOf("db", "k"),
+		"list": []any{"x", secretRefOf("db", "k")},
 		"b":    map[string]any{"c": "plain"},
-		"d~/e": ref("db", "k"),
+		"d~/e": secretRefOf("db", "k"),
 	}
 	tests := []struct {
 		ptr  string
@@ -64,7 +64,7 @@ func TestUnderSecretRef(t *testing.T) {
 			t.Errorf("underSecretRef(%q) = %v, want %v", tt.ptr, got, tt.want)
 		}
 	}
-	if !underSecretRef(ref("db", "k"), "") {
+	if !underSecretRef(secretRefOf("db", "k"), "") {
 		t.Error("a reference as the whole value: want true")
 	}
 }
@@ -77,7 +77,7 @@ func TestSecretRefProblems(t *testing.T) {
 		want []string
 	}{
 		{"none", map[string]any{"a": "x"}, nil},
-		{"well formed", map[string]any{"a": ref("db", "k")}, nil},
+		{"well formed", map[string]any{"a": secretRefOf("db", "k")}, nil},
 		{"key missing", map[string]any{"a": map[string]any{"secretRef": map[string]any{"name": "db"}}}, []string{"spec.a.secretRef"}},
 		{"extra key inside", map[string]any{"a": map[string]any{"secretRef": map[string]any{"name": "db", "key": "k", "x": "y"}}}, []string{"spec.a.secretRef"}},
 		{"sibling key", map[string]any{"a": map[string]any{"secretRef": map[string]any{"name": "db", "key": "k"}, "x": "y"}}, []string{"spec.a.secretRef"}},

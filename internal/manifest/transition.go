@@ -87,7 +87,7 @@ func (l *Loader) CheckTransitions(s *Set, old map[ResourceKey]json.RawMessage) e
 			// Both were stored by this package as canonical JSON: they always decode.
 			continue
 		}
-		problems := cs.rules.evalRules(celValue(newV), celValue(oldV), true, path{"spec"}, true)
+		problems := cs.rules.evalRules(newV, oldV, true, specRoot, true)
 		if len(problems) == 0 {
 			continue
 		}
