@@ -143,7 +143,9 @@ func buildDefaulter(s any, depth int) *defaulter {
 // changed reports whether anything was. Default values are shared between results, which is
 // safe because results are only validated and encoded, never modified.
 func (d *defaulter) apply(v any) (any, bool) {
-	if d == nil {
+	if d == nil || isSecretRef(v) {
+		// A secret reference stands for the whole value: defaults are the secret's business,
+		// and filling them in would make the reference malformed.
 		return v, false
 	}
 	switch x := v.(type) {

@@ -112,6 +112,7 @@ properties:
     required: [host]
     properties:
       host: {type: string}
+      port: {type: integer, default: 5432}
 `
 	tests := []struct {
 		name, spec string
@@ -119,6 +120,7 @@ properties:
 	}{
 		{"references stand for any value", "password: {secretRef: {name: db, key: password}}\nport: {secretRef: {name: db, key: port}}\ndb: {secretRef: {name: db, key: conn}}", nil},
 		{"other problems remain", "password: {secretRef: {name: db, key: password}}\nport: x", []string{"w.yaml:6: spec.port: expected integer, but got string"}},
+		{"defaults leave a reference alone", "password: {secretRef: {name: db, key: password}}\nport: 1\ndb: {secretRef: {name: db, key: conn}}", nil},
 		{"malformed reference", "password: {secretRef: {name: db}}\nport: 1", []string{"w.yaml:5: spec.password.secretRef: " + secretRefHelp}},
 	}
 	for _, tt := range tests {
