@@ -40,7 +40,7 @@ func atLeast(x float64) func(float64) bool { return func(v float64) bool { retur
 func atMost(x float64) func(float64) bool  { return func(v float64) bool { return v <= x } }
 
 func main() {
-	only := flag.String("only", "", "comma-separated figure groups to run (reconcile,defaults,sync,claim,webhook,failover,serve)")
+	only := flag.String("only", "", "comma-separated figure groups to run (reconcile,defaults,sync,syncrules,claim,webhook,failover,serve)")
 	flag.Parse()
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -82,8 +82,13 @@ func run(ctx context.Context, only string, log *slog.Logger) error {
 		}
 	}
 	if want("sync") {
-		if err := b.syncFigures(ctx); err != nil {
+		if err := b.syncFigures(ctx, false); err != nil {
 			return fmt.Errorf("sync: %w", err)
+		}
+	}
+	if want("syncrules") {
+		if err := b.syncFigures(ctx, true); err != nil {
+			return fmt.Errorf("sync with CEL rules: %w", err)
 		}
 	}
 	if want("claim") {

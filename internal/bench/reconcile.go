@@ -35,6 +35,14 @@ spec:
   action: {name: act}
 `
 
+// benchRulesType is benchType with two x-trueup-validations rules, one of them a transition
+// rule, for the figures of syncs that evaluate CEL (sync_*_rules).
+var benchRulesType = strings.Replace(benchType, "        required: [size]\n", `        required: [size]
+        x-trueup-validations:
+          - {rule: "self.size >= 0 && self.size < 1000000", message: "size out of range"}
+          - {rule: "!has(oldSelf.color) || self.color == oldSelf.color", message: "color is immutable", fieldPath: ".color"}
+`, 1)
+
 // widgets renders n resources in files of perFile documents, with size+delta as spec.
 func widgets(n, perFile, delta int) map[string]string {
 	files := map[string]string{"types/widget.yaml": benchType}

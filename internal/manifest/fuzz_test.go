@@ -25,6 +25,34 @@ spec:
   backup: {window: "03:00"}
 `
 
+// celFuzzType carries x-trueup-validations at several levels, so that CEL is fuzzed too.
+const celFuzzType = `apiVersion: trueup.dev/v1
+kind: ResourceType
+metadata: {name: Policy}
+spec:
+  group: example.com
+  action: {name: a}
+  versions:
+    - name: v1
+      schema:
+        type: object
+        x-trueup-validations:
+          - {rule: "self.min <= self.max", message: "min must not exceed max"}
+          - {rule: "!has(oldSelf.engine) || self.engine == oldSelf.engine", message: "engine is immutable", fieldPath: ".engine"}
+        properties:
+          min: {type: integer}
+          max: {type: integer}
+          engine: {type: string, x-trueup-validations: [{rule: "self == oldSelf"}]}
+          ports:
+            type: array
+            items:
+              type: object
+              x-trueup-validations: [{rule: "self.port > 0 && self.port < 65536", message: "port out of range"}]
+          labels:
+            type: object
+            additionalProperties: {type: string, x-trueup-validations: [{rule: "self.size() > 0"}]}
+`
+
 // maxFuzzSpec bounds an accepted spec's canonical JSON: the loader caps a document's
 // decoded size at 1 MiB, and JSON spells a decoded byte in at most 6 (\u00XX).
 const maxFuzzSpec = 6*maxDecodedSize + 1<<10
@@ -48,6 +76,9 @@ func FuzzLoad(f *testing.F) {
 		"apiVersion: example.com/v1\nkind: Bucket\nmetadata: {name: logs}\nspec: {n: x}\n")
 	f.Add("apiVersion: trueup.dev/v1\nkind: ResourceType\nmetadata: {name: Thing}\nspec:\n  group: example.com\n  versions: [{name: v1, schema: {type: object, properties: {items: {type: array, items: {type: object, default: {}, properties: {d: {type: string, default: zz}}}}}}}]\n  action: {name: a, with: {ref: main}}\n  resyncInterval: 0s\n",
 		"apiVersion: example.com/v1\nkind: Thing\nmetadata: {name: t}\nspec: {items: [{}, {d: y}, {}]}\n")
+	f.Add(celFuzzType, "apiVersion: example.com/v1\nkind: Policy\nmetadata: {name: p}\nspec: {min: 5, max: 3, engine: pg, ports: [{port: 80}, {port: 0}], labels: {a: x, b: \"\"}, big: 123456789012345678901234567890}\n")
+	f.Add(celFuzzType, "apiVersion: example.com/v1\nkind: Policy\nmetadata: {name: q}\nspec: {min: 1, max: 2, engine: {secretRef: {name: db, key: engine}}, ports: [{port: 1.5}]}\n")
+	f.Add(strings.Replace(celFuzzType, "self.min <= self.max", "self.min <=", 1), "apiVersion: example.com/v1\nkind: Policy\nmetadata: {name: r}\nspec: {}\n")
 	f.Add("", "")
 	f.Add("\t", "[")
 	f.Add("apiVersion: trueup.dev/v1\nkind: ResourceType\n", "!!binary aGVsbG8=\n")
@@ -66,6 +97,15 @@ func FuzzLoad(f *testing.F) {
 			checkErrors(t, err, map[string]string{"types.yaml": typeYAML, "db/res.yaml": resYAML})
 		} else {
 			checkSet(t, set)
+		}
+		if cands := set.TransitionCandidates(); len(cands) > 0 {
+			old := map[ResourceKey]json.RawMessage{}
+			for _, r := range cands {
+				old[r.Key()] = json.RawMessage(`{"min":1,"max":9,"engine":"other","ports":[{"port":1}],"labels":{"a":"y"}}`)
+			}
+			if err := l.CheckTransitions(set, old); err != nil {
+				checkErrors(t, err, map[string]string{"types.yaml": typeYAML, "db/res.yaml": resYAML})
+			}
 		}
 		set2, err2 := l.Load(fs, Options{})
 		if !reflect.DeepEqual(set, set2) || !sameError(err, err2) {

@@ -121,13 +121,13 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 		return nil, Errors{overCap("resources", n, lim.MaxResources)}
 	}
 	types, infos := ld.types(docs)
-	resources := ld.resources(docs, infos)
+	resources, transitions := ld.resources(docs, infos)
 	l.schemas = ld.schemas
 	if len(ld.errs) > 0 {
 		return nil, sortErrors(ld.errs)
 	}
 	slices.SortFunc(types, func(a, b ResourceType) int { return cmp.Compare(a.Name, b.Name) })
-	return &Set{Types: types, Resources: resources}, nil
+	return &Set{Types: types, Resources: resources, transitions: transitions}, nil
 }
 
 // parse returns the documents of all files in path order, parsing in parallel the contents
@@ -400,7 +400,7 @@ type resourceAt struct {
 
 // resources checks every resource against its type and returns them, or nil when the load
 // has problems: a Set would be thrown away.
-func (ld *load) resources(docs []placed, infos map[string]*typeInfo) []Resource {
+func (ld *load) resources(docs []placed, infos map[string]*typeInfo) ([]Resource, []transitionCheck) {
 	items, stale := ld.match(docs, infos)
 	ld.checkStale(items, stale)
 	for _, it := range items {
@@ -410,7 +410,7 @@ func (ld *load) resources(docs []placed, infos map[string]*typeInfo) []Resource 
 		}
 	}
 	if len(ld.errs) > 0 {
-		return nil
+		return nil, nil
 	}
 	return setResources(items)
 }
@@ -479,7 +479,7 @@ func (ld *load) match(docs []placed, infos map[string]*typeInfo) (items []resour
 // The Set shares the cache's immutable strings and gets its own copies of the rest, so
 // that a caller changing its Set cannot change the cache. Its resources share label and
 // annotation maps (see Resource).
-func setResources(items []resourceAt) []Resource {
+func setResources(items []resourceAt) ([]Resource, []transitionCheck) {
 	// While items are in file order, which the hasher's memo needs.
 	var meta metaHasher
 	for i := range items {
@@ -509,8 +509,13 @@ func setResources(items []resourceAt) []Resource {
 		}
 		return m
 	}
+	var transitions []transitionCheck
 	for _, it := range items {
 		p, r := it.p, it.p.doc.res
+		if it.cs.rules != nil && it.cs.rules.transition {
+			transitions = append(transitions, transitionCheck{i: len(out), schemaHash: it.cs.hash, schema: it.cs.raw,
+				file: p.file, data: p.data, docIndex: p.doc.index})
+		}
 		labels, annotations := r.meta.sets()
 		out = append(out, Resource{
 			APIVersion:  p.doc.apiVersion.String(),
@@ -526,7 +531,7 @@ func setResources(items []resourceAt) []Resource {
 			Line:        p.doc.line,
 		})
 	}
-	return out
+	return out, transitions
 }
 
 func notServed(apiVersion string, ti *typeInfo) string {
@@ -612,6 +617,10 @@ func check(r *resourceDoc, spec any, cs *compiledSchema) []schemaProblem {
 	}
 	v, changed := cs.defaults.apply(spec)
 	problems := cs.validate(v, path{"spec"})
+	problems = append(problems, secretRefProblems(v, specRoot)...)
+	if len(problems) == 0 && cs.rules != nil && cs.rules.plain {
+		problems = cs.rules.evalRules(v, nil, false, specRoot, false)
+	}
 	if changed || canon == "" {
 		b, err := marshalCanonical(v)
 		if err != nil {
@@ -623,6 +632,9 @@ func check(r *resourceDoc, spec any, cs *compiledSchema) []schemaProblem {
 	r.specJSON, r.specHash, r.checkedWith = canon, sha256.Sum256([]byte(canon)), cs.id
 	return problems
 }
+
+// specRoot is where a spec's problems are, shared: paths are extended by copying (path.key).
+var specRoot = path{"spec"}
 
 // locate turns problems in p's spec into ValidationErrors at the lines of the YAML nodes
 // they concern, or at the nearest node that exists (a default has no line).

@@ -136,6 +136,8 @@ type Resource struct {
 type Set struct {
 	Types     []ResourceType
 	Resources []Resource
+
+	transitions []transitionCheck // the resources CheckTransitions checks
 }
 
 // Canonical returns v as compact JSON with object keys sorted and numbers in one spelling

@@ -30,6 +30,8 @@ type compiledSchema struct {
 	id       sym                // hash, interned: what a checked resource remembers
 	schema   *jsonschema.Schema // nil when compilation failed
 	defaults *defaulter         // nil when the schema declares no defaults
+	rules    *celNode           // nil when the schema carries no x-trueup-validations
+	raw      json.RawMessage    // the schema, kept only when it has transition rules (see transitionCheck)
 	errPtr   string             // when compilation failed: where in the schema
 	errMsg   string
 }
@@ -59,6 +61,17 @@ func compileSchema(raw json.RawMessage, hash string) *compiledSchema {
 	var doc any
 	if err := dec.Decode(&doc); err == nil {
 		cs.defaults = buildDefaulter(doc, 0)
+		// jsonschema/v5 ignores keywords it does not know, x-trueup-validations among them:
+		// the rules are read here. A broken rule breaks the type, as a broken schema does.
+		if rules, rerr := buildRules(doc); rerr != nil {
+			cs.schema, cs.defaults = nil, nil
+			cs.errPtr, cs.errMsg = rerr.ptr, rerr.msg
+		} else {
+			cs.rules = rules
+			if rules != nil && rules.transition {
+				cs.raw = raw
+			}
+		}
 	}
 	return cs
 }
@@ -130,7 +143,9 @@ func buildDefaulter(s any, depth int) *defaulter {
 // changed reports whether anything was. Default values are shared between results, which is
 // safe because results are only validated and encoded, never modified.
 func (d *defaulter) apply(v any) (any, bool) {
-	if d == nil {
+	if d == nil || isSecretRef(v) {
+		// A secret reference stands for the whole value: defaults are the secret's business,
+		// and filling them in would make the reference malformed.
 		return v, false
 	}
 	switch x := v.(type) {
@@ -208,6 +223,9 @@ func (cs *compiledSchema) validate(v any, base path) []schemaProblem {
 	var walk func(*jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) == 0 {
+			if underSecretRef(v, e.InstanceLocation) {
+				return // a secret reference stands for whatever value the schema wants
+			}
 			sp := schemaProblem{path: pointerPath(base, v, e.InstanceLocation), msg: e.Message}
 			if m := extraProperty.FindStringSubmatch(e.Message); m != nil {
 				sp.at = sp.path.key(m[1])

@@ -428,6 +428,13 @@ func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (Outcome, error) 
 	if err != nil {
 		return Outcome{}, s.reject(ctx, lease, snap.Revision, err)
 	}
+	if err := s.checkTransitions(ctx, set); err != nil {
+		var verrs manifest.Errors
+		if errors.As(err, &verrs) {
+			return Outcome{}, s.reject(ctx, lease, snap.Revision, verrs)
+		}
+		return Outcome{}, err
+	}
 	if lease = s.writeLease(ctx, lease); lease == nil {
 		return Outcome{NotHolder: true}, nil
 	}
@@ -462,6 +469,22 @@ func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (Outcome, error) 
 		"created", res.Created, "updated", res.Updated, "deleted", res.Deleted, "fetch_ms", fetched.Milliseconds(),
 		"total_ms", time.Since(start).Milliseconds())
 	return Outcome{Revision: snap.Revision, Result: res}, nil
+}
+
+// checkTransitions runs the transition rules (x-trueup-validations naming oldSelf) of set
+// against the specs applied now. The applied specs are read only when some resource's
+// schema has such rules, and only for those resources whose spec changed: a revision
+// without them costs no query. A violation is a manifest.Errors, rejected like any other.
+func (s *Syncer) checkTransitions(ctx context.Context, set *manifest.Set) error {
+	cands := set.TransitionCandidates()
+	if len(cands) == 0 {
+		return nil
+	}
+	old, err := s.store.AppliedSpecs(ctx, s.opts.Name, cands)
+	if err != nil {
+		return fmt.Errorf("read applied specs for transition rules: %w", err)
+	}
+	return s.loader.CheckTransitions(set, old)
 }
 
 // reject records a revision whose content is invalid; it is not retried until the head moves.

@@ -1,0 +1,115 @@
+package manifest
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// Transition rules (x-trueup-validations rules that name oldSelf) compare a resource's new
+// spec with the spec applied before. The loader does no I/O, so they run in a second,
+// pure step that the caller feeds with the applied specs:
+//
+//	set, err := loader.Load(files, opts)
+//	if cands := set.TransitionCandidates(); len(cands) > 0 {
+//		old := <applied specs of cands whose spec hash changed>   // one query
+//		err = loader.CheckTransitions(set, old)                   // Errors, like Load's
+//	}
+//
+// A resource without an applied spec (a new one) is not checked, nor is one whose spec is
+// unchanged (the rule held, or was not in force, when it was applied). Only resources of
+// schemas with transition rules are candidates, so a revision without such rules costs
+// nothing more.
+
+// ResourceKey names a resource across revisions. Kind is compared case-insensitively by
+// the store, as resource identity is.
+type ResourceKey struct {
+	Namespace, Kind, Name string
+}
+
+// Key returns r's identity.
+func (r *Resource) Key() ResourceKey {
+	return ResourceKey{Namespace: r.Namespace, Kind: r.Kind, Name: r.Name}
+}
+
+// transitionCheck is what the Set keeps of a resource whose schema has transition rules:
+// plain data (the schema by hash and content, the file to locate problems in), so that
+// Sets stay comparable values.
+type transitionCheck struct {
+	i          int // in Set.Resources
+	schemaHash string
+	schema     json.RawMessage // to compile it again if the cache has dropped it
+	file       string
+	data       []byte // the file's content, for lines
+	docIndex   int    // the document's position in the file's YAML stream
+}
+
+// TransitionCandidates returns the resources of s whose schema has transition rules: the
+// ones whose applied spec CheckTransitions needs, if their spec changed.
+func (s *Set) TransitionCandidates() []Resource {
+	if s == nil {
+		return nil
+	}
+	out := make([]Resource, 0, len(s.transitions))
+	for _, tc := range s.transitions {
+		out = append(out, s.Resources[tc.i])
+	}
+	return out
+}
+
+// CheckTransitions runs the transition rules of s's resources against their applied specs
+// (old, by key; a resource absent from old is not checked) and returns the violations as
+// Errors, located like Load's, or nil. It reads nothing but its arguments and the
+// Loader's schema cache.
+func (l *Loader) CheckTransitions(s *Set, old map[ResourceKey]json.RawMessage) error {
+	if s == nil || len(s.transitions) == 0 || len(old) == 0 {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ld := &load{l: l}
+	var errs Errors
+	for _, tc := range s.transitions {
+		r := &s.Resources[tc.i]
+		prev, ok := old[r.Key()]
+		if !ok || bytes.Equal(prev, r.Spec) {
+			continue
+		}
+		cs, ok := l.schemas[tc.schemaHash]
+		if !ok {
+			cs = compileSchema(tc.schema, tc.schemaHash)
+		}
+		if cs.rules == nil || !cs.rules.transition {
+			continue
+		}
+		newV, err1 := decodeNumbers(r.Spec)
+		oldV, err2 := decodeNumbers(prev)
+		if err1 != nil || err2 != nil {
+			// Both were stored by this package as canonical JSON: they always decode.
+			continue
+		}
+		problems := cs.rules.evalRules(newV, oldV, true, specRoot, true)
+		if len(problems) == 0 {
+			continue
+		}
+		p := placed{
+			source: &source{file: tc.file, key: tc.file, data: tc.data},
+			doc:    &document{index: tc.docIndex, line: r.Line},
+		}
+		for _, ve := range ld.locate(p, problems) {
+			ve.File = tc.file
+			errs = append(errs, ve)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return sortErrors(errs)
+}
+
+func decodeNumbers(b json.RawMessage) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	err := dec.Decode(&v)
+	return v, err
+}

@@ -1,0 +1,42 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/trueup-dev/trueup/internal/manifest"
+)
+
+// AppliedSpecs returns, by key, the applied spec of each resource of rs that source holds
+// with another spec hash: what transition rules compare a revision's specs with. Resources
+// new to the source, unchanged, or being deleted (a restored manifest starts over) are left
+// out. One query, whatever the number of resources.
+func (s *Store) AppliedSpecs(ctx context.Context, source string, rs []manifest.Resource) (map[manifest.ResourceKey]json.RawMessage, error) {
+	if len(rs) == 0 {
+		return nil, nil
+	}
+	ns, kind, name, hash := make([]string, len(rs)), make([]string, len(rs)), make([]string, len(rs)), make([]string, len(rs))
+	for i, r := range rs {
+		ns[i], kind[i], name[i], hash[i] = r.Namespace, r.Kind, r.Name, r.SpecHash
+	}
+	rows, err := s.pool.Query(ctx, `
+		SELECT x.ns, x.kind, x.name, r.spec
+		FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS x(ns, kind, name, sh)
+		JOIN resources r ON r.namespace = x.ns AND lower(r.kind) = lower(x.kind) AND r.name = x.name
+		WHERE r.source = $1 AND r.spec_hash <> x.sh AND r.deletion_timestamp IS NULL`,
+		source, ns, kind, name, hash)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[manifest.ResourceKey]json.RawMessage{}
+	for rows.Next() {
+		var k manifest.ResourceKey
+		var spec []byte
+		if err := rows.Scan(&k.Namespace, &k.Kind, &k.Name, &spec); err != nil {
+			return nil, err
+		}
+		out[k] = spec
+	}
+	return out, rows.Err()
+}

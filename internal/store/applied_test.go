@@ -1,0 +1,55 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/trueup-dev/trueup/internal/manifest"
+)
+
+// AppliedSpecs answers for changed specs only: not for new, unchanged or deleting
+// resources, nor for another source's.
+func TestAppliedSpecs(t *testing.T) {
+	t.Parallel()
+	st := openTest(t)
+	ctx := context.Background()
+	for _, src := range []string{"s", "other"} {
+		if err := st.RegisterSource(ctx, SourceConfig{Name: src}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "r1", Set: widgets(4, func(int) int { return 1 }), Prune: true}); err != nil {
+		t.Fatal(err)
+	}
+	// w03 is being deleted.
+	if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "r2", Set: widgets(3, func(int) int { return 1 }), Prune: true, MaxPruneFraction: 1}); err != nil {
+		t.Fatal(err)
+	}
+	next := widgets(5, func(i int) int { return map[bool]int{true: 2, false: 1}[i != 1] })
+	next.Resources[2].Kind = "WIDGET" // kind is compared case-insensitively
+	got, err := st.AppliedSpecs(ctx, "s", next.Resources)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[manifest.ResourceKey]string{
+		{Namespace: "default", Kind: "Widget", Name: "w00"}: `{"size": 1}`,
+		{Namespace: "default", Kind: "WIDGET", Name: "w02"}: `{"size": 1}`,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d specs %v, want %v", len(got), got, want)
+	}
+	for k, w := range want {
+		var a, b any
+		if err := json.Unmarshal(got[k], &a); err != nil {
+			t.Fatalf("%v: %s: %v", k, got[k], err)
+		}
+		_ = json.Unmarshal([]byte(w), &b)
+		if a.(map[string]any)["size"] != b.(map[string]any)["size"] {
+			t.Errorf("%v: %s, want %s", k, got[k], w)
+		}
+	}
+	if got, err := st.AppliedSpecs(ctx, "other", next.Resources); err != nil || len(got) != 0 {
+		t.Errorf("another source: %v, %v; want none", got, err)
+	}
+}
