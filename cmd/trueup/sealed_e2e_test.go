@@ -233,6 +233,9 @@ reconcile: {workers: 2, backoff: {initial: 100ms, max: 500ms}}
 	}
 	stop()
 	watchMu.Lock()
+	if !strings.Contains(watch.String(), "orders") {
+		t.Errorf("the watch stream saw nothing of the resources:\n%s", watch.String())
+	}
 	all := seen.String() + "\n== pg_dump\n" + string(dump) + "\n== watch\n" + watch.String() + "\n== logs\n" + logs.String()
 	watchMu.Unlock()
 
