@@ -55,7 +55,11 @@ API cannot be read.
 ResourceTypes known to the server are available to DIR's resources, so DIR may hold only
 resources; the source's types are then not compared. When DIR declares types, it is taken
 as the whole source, as a sync sees it: the source's types missing from DIR are reported as
-removed, and DIR's resources may use only DIR's types and other sources' types.`,
+removed, and DIR's resources may use only DIR's types and other sources' types.
+
+SOPS-encrypted files are decrypted with the age identities of SOPS_AGE_KEY and
+SOPS_AGE_KEY_FILE; an encrypted field is compared by its marker ("*** sops:<fingerprint>"),
+which changes when its value does, and its plaintext is never printed.`,
 		Example: `  # source infra has path: manifests
   trueup diff ./manifests --source infra
   # source platform reads the whole repository

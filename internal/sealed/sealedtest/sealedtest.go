@@ -35,6 +35,16 @@ type store interface {
 // Encrypt encrypts plain (YAML, or JSON when file ends in .json) for the age recipients,
 // encrypting the values of keys matching regex (every value when regex is empty).
 func Encrypt(file string, plain []byte, regex string, recipients ...string) ([]byte, error) {
+	dataKey := make([]byte, 32)
+	if _, err := rand.Read(dataKey); err != nil {
+		return nil, err
+	}
+	return EncryptWithKey(file, plain, regex, dataKey, recipients...)
+}
+
+// EncryptWithKey is Encrypt with a given data key, as `sops edit` keeps a file's: values get
+// new IVs, the data key stays.
+func EncryptWithKey(file string, plain []byte, regex string, dataKey []byte, recipients ...string) ([]byte, error) {
 	var st store = sopsyaml.NewStore(&sopsconfig.YAMLStoreConfig{})
 	if strings.EqualFold(path.Ext(file), ".json") {
 		st = sopsjson.NewStore(&sopsconfig.JSONStoreConfig{})
@@ -52,10 +62,6 @@ func Encrypt(file string, plain []byte, regex string, recipients ...string) ([]b
 		group = append(group, mk)
 	}
 	tree := sops.Tree{Branches: branches, Metadata: sops.Metadata{KeyGroups: []sops.KeyGroup{group}, EncryptedRegex: regex, Version: "3.13.3"}}
-	dataKey := make([]byte, 32)
-	if _, err := rand.Read(dataKey); err != nil {
-		return nil, err
-	}
 	if errs := tree.Metadata.UpdateMasterKeysWithKeyServices(dataKey, []keyservice.KeyServiceClient{keyservice.NewLocalClient()}); len(errs) > 0 {
 		return nil, errs[0]
 	}
