@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/trueup-dev/trueup/internal/auth"
 	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -30,6 +31,38 @@ type Options struct {
 	// ExternalURL is how people reach the dashboard; its host is accepted besides loopback
 	// names when Listen is a loopback address (DNS-rebinding protection).
 	ExternalURL string
+	// Authenticate says who a request comes from (internal/auth). An error is a 401. Nil:
+	// every request is anonymous with admin over every namespace (a loopback listen without
+	// an auth: section).
+	Authenticate func(r *http.Request) (auth.Identity, error)
+}
+
+// anonymousAdmin is who requests are when no authentication is configured.
+var anonymousAdmin = auth.Identity{Kind: "anonymous", Name: "anonymous", Role: auth.Admin, Namespaces: []string{auth.AllNamespaces}}
+
+// identify puts the request's identity in its context (auth.FromContext), or answers 401.
+func (s *Server) identify(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := anonymousAdmin
+		if s.opts.Authenticate != nil && !strings.HasPrefix(r.URL.Path, "/hooks/") && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
+			var err error
+			if id, err = s.opts.Authenticate(r); err != nil {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="trueup"`)
+				writeError(w, http.StatusUnauthorized, err.Error())
+				return
+			}
+		}
+		h.ServeHTTP(w, r.WithContext(auth.WithIdentity(r.Context(), id)))
+	})
+}
+
+// identity is the request's identity (set by identify; anonymous admin when a handler is
+// served without it, as inner-handler tests do).
+func identity(r *http.Request) auth.Identity {
+	if id, ok := auth.FromContext(r.Context()); ok {
+		return id
+	}
+	return anonymousAdmin
 }
 
 // Server serves the API of one replica.
@@ -131,7 +164,7 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 
 // Handler returns the root handler (for tests with httptest).
 func (s *Server) Handler() http.Handler {
-	return s.recoverer(s.checkHost(validInput(withTimeout(s.mux))))
+	return s.recoverer(s.checkHost(s.identify(validInput(withTimeout(s.mux)))))
 }
 
 // requestTimeout bounds the queries of one API or dashboard request, so that a flood of
