@@ -28,7 +28,8 @@ import (
 // concurrent use. Plain rules run in check(), right after JSON-schema validation succeeds,
 // so their outcome is cached with the rest of the check. Transition rules need the applied
 // spec, which only the caller knows: Load records which resources need them and
-// Set.CheckTransitions, a pure function of the Set and the applied specs, runs them.
+// Loader.CheckTransitions, a pure function of the Set and the applied specs, runs them
+// (see transition.go).
 const (
 	validationsKey = "x-trueup-validations"
 	// celCostLimit bounds one evaluation of one rule, in cel-go's cost units (about one per
