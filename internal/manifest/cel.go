@@ -146,6 +146,16 @@ func buildNode(s any, ptr string, depth int, count *int) (*celNode, *ruleError) 
 			}
 		}
 	}
+	for _, k := range unreadKeywords {
+		if at := findValidations(m[k], ptr+"/"+k, depth+1); at != "" {
+			return nil, &ruleError{at, validationsKey + " is read only at the top of a schema and under properties, items and additionalProperties, not under " + k}
+		}
+	}
+	if list, ok := m["items"].([]any); ok {
+		if at := findValidations(list, ptr+"/items", depth+1); at != "" {
+			return nil, &ruleError{at, validationsKey + " is not read under a list of items schemas"}
+		}
+	}
 	var err *ruleError
 	if n.items, err = buildNode(m["items"], ptr+"/items", depth+1, count); err != nil {
 		return nil, err
@@ -159,6 +169,38 @@ func buildNode(s any, ptr string, depth int, count *int) (*celNode, *ruleError) 
 		return nil, nil
 	}
 	return n, nil
+}
+
+// unreadKeywords hold subschemas whose x-trueup-validations would not be evaluated (a
+// rule under anyOf has no single value to hold for): one there is an error rather than
+// a rule silently ignored.
+var unreadKeywords = []string{"allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$defs", "definitions",
+	"patternProperties", "dependentSchemas", "prefixItems", "contains", "propertyNames",
+	"unevaluatedItems", "unevaluatedProperties", "additionalItems"}
+
+// findValidations returns the JSON pointer of the first x-trueup-validations key in v, or "".
+func findValidations(v any, ptr string, depth int) string {
+	if depth > maxDepth {
+		return ""
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		if _, ok := x[validationsKey]; ok {
+			return ptr + "/" + validationsKey
+		}
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			if at := findValidations(x[k], ptr+"/"+escapePointer(k), depth+1); at != "" {
+				return at
+			}
+		}
+	case []any:
+		for i, e := range x {
+			if at := findValidations(e, ptr+"/"+strconv.Itoa(i), depth+1); at != "" {
+				return at
+			}
+		}
+	}
+	return ""
 }
 
 func escapePointer(s string) string {
