@@ -69,9 +69,11 @@ type celRule struct {
 	field      path   // fieldPath, relative to the level; nil when absent
 	prg        cel.Program
 	transition bool // names oldSelf
-	// maxCost is the estimated worst case of a rule that runs untracked; 0 for a rule whose
-	// program tracks its cost (and reports it).
-	maxCost uint64
+	// untrackedCost is what an evaluation of a rule that runs untracked counts against the
+	// resource's budget: its estimated least cost, at least 1 (its worst case, bounded by
+	// the limit, assumes values of the largest size and would exhaust the budget after a
+	// few evaluations of an ordinary rule). 0 for a rule whose program tracks its cost.
+	untrackedCost uint64
 }
 
 // celNode is the part of a schema that carries rules: the rules of one level and the levels
@@ -273,7 +275,7 @@ func compileRule(e any, at string) (celRule, *ruleError) {
 	}
 	var opts []cel.ProgramOption
 	if est, err := env.EstimateCost(ast, specSizes{}); err == nil && est.Max <= celCostLimit {
-		r.maxCost = est.Max
+		r.untrackedCost = max(est.Min, 1)
 	} else {
 		opts = append(opts, cel.CostLimit(celCostLimit))
 	}
@@ -483,7 +485,7 @@ func (n *celNode) hasProp(name string) bool {
 // never a value: a spec may hold decrypted secrets.
 func (r *celRule) eval(act *activation) (msg string, failed bool, cost uint64) {
 	out, det, err := r.prg.Eval(act)
-	cost = r.maxCost
+	cost = r.untrackedCost
 	if det != nil && det.ActualCost() != nil {
 		cost = *det.ActualCost()
 	}

@@ -169,6 +169,18 @@ x-trueup-validations:
 				"self.l.all(x, self.l.all(y, x + y >= 2)) and the rules after it were not evaluated"},
 		},
 		{
+			name: "many cheap evaluations stay within the budget",
+			schema: `type: object
+properties:
+  ranges:
+    type: array
+    items:
+      type: object
+      x-trueup-validations: [{rule: "self.min <= self.max"}, {rule: "self.min == oldSelf.min"}]
+`,
+			spec: "ranges: [" + strings.Repeat("{min: 1, max: 2}, ", 499) + "{min: 1, max: 2}]",
+		},
+		{
 			name: "error on a secret reference is skipped",
 			schema: `type: object
 properties:
