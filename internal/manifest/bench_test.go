@@ -17,10 +17,8 @@ var rulesType = strings.Replace(dbType, "        required: [engine, storage_gb]\
           - {rule: "self.tags.all(t, t.size() <= 63)", message: "tags are at most 63 characters", fieldPath: ".tags"}
 `, 1)
 
-// repo10k returns a repository of one type and 10,000 resources in 100 files, with a
+// repo10kOf returns a repository of one type and 10,000 resources in 100 files, with a
 // second version of file 0 in which one resource changed.
-func repo10k() (all []sources.File, changed sources.File) { return repo10kOf(dbType) }
-
 func repo10kOf(typeYAML string) (all []sources.File, changed sources.File) {
 	resourceFile := func(f int, storage int) string {
 		var b strings.Builder

@@ -28,7 +28,8 @@ import (
 // concurrent use. Plain rules run in check(), right after JSON-schema validation succeeds,
 // so their outcome is cached with the rest of the check. Transition rules need the applied
 // spec, which only the caller knows: Load records which resources need them and
-// Set.CheckTransitions, a pure function of the Set and the applied specs, runs them.
+// Loader.CheckTransitions, a pure function of the Set and the applied specs, runs them
+// (see transition.go).
 const (
 	validationsKey = "x-trueup-validations"
 	// celCostLimit bounds one evaluation of one rule, in cel-go's cost units (about one per
@@ -68,9 +69,11 @@ type celRule struct {
 	field      path   // fieldPath, relative to the level; nil when absent
 	prg        cel.Program
 	transition bool // names oldSelf
-	// maxCost is the estimated worst case of a rule that runs untracked; 0 for a rule whose
-	// program tracks its cost (and reports it).
-	maxCost uint64
+	// untrackedCost is what an evaluation of a rule that runs untracked counts against the
+	// resource's budget: its estimated least cost, at least 1 (its worst case, bounded by
+	// the limit, assumes values of the largest size and would exhaust the budget after a
+	// few evaluations of an ordinary rule). 0 for a rule whose program tracks its cost.
+	untrackedCost uint64
 }
 
 // celNode is the part of a schema that carries rules: the rules of one level and the levels
@@ -145,6 +148,16 @@ func buildNode(s any, ptr string, depth int, count *int) (*celNode, *ruleError) 
 			}
 		}
 	}
+	for _, k := range unreadKeywords {
+		if at := findValidations(m[k], ptr+"/"+k, depth+1); at != "" {
+			return nil, &ruleError{at, validationsKey + " is read only at the top of a schema and under properties, items and additionalProperties, not under " + k}
+		}
+	}
+	if list, ok := m["items"].([]any); ok {
+		if at := findValidations(list, ptr+"/items", depth+1); at != "" {
+			return nil, &ruleError{at, validationsKey + " is not read under a list of items schemas"}
+		}
+	}
 	var err *ruleError
 	if n.items, err = buildNode(m["items"], ptr+"/items", depth+1, count); err != nil {
 		return nil, err
@@ -158,6 +171,38 @@ func buildNode(s any, ptr string, depth int, count *int) (*celNode, *ruleError) 
 		return nil, nil
 	}
 	return n, nil
+}
+
+// unreadKeywords hold subschemas whose x-trueup-validations would not be evaluated (a
+// rule under anyOf has no single value to hold for): one there is an error rather than
+// a rule silently ignored.
+var unreadKeywords = []string{"allOf", "anyOf", "oneOf", "not", "if", "then", "else", "$defs", "definitions",
+	"patternProperties", "dependentSchemas", "prefixItems", "contains", "propertyNames",
+	"unevaluatedItems", "unevaluatedProperties", "additionalItems"}
+
+// findValidations returns the JSON pointer of the first x-trueup-validations key in v, or "".
+func findValidations(v any, ptr string, depth int) string {
+	if depth > maxDepth {
+		return ""
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		if _, ok := x[validationsKey]; ok {
+			return ptr + "/" + validationsKey
+		}
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			if at := findValidations(x[k], ptr+"/"+escapePointer(k), depth+1); at != "" {
+				return at
+			}
+		}
+	case []any:
+		for i, e := range x {
+			if at := findValidations(e, ptr+"/"+strconv.Itoa(i), depth+1); at != "" {
+				return at
+			}
+		}
+	}
+	return ""
 }
 
 func escapePointer(s string) string {
@@ -230,7 +275,7 @@ func compileRule(e any, at string) (celRule, *ruleError) {
 	}
 	var opts []cel.ProgramOption
 	if est, err := env.EstimateCost(ast, specSizes{}); err == nil && est.Max <= celCostLimit {
-		r.maxCost = est.Max
+		r.untrackedCost = max(est.Min, 1)
 	} else {
 		opts = append(opts, cel.CostLimit(celCostLimit))
 	}
@@ -440,7 +485,7 @@ func (n *celNode) hasProp(name string) bool {
 // never a value: a spec may hold decrypted secrets.
 func (r *celRule) eval(act *activation) (msg string, failed bool, cost uint64) {
 	out, det, err := r.prg.Eval(act)
-	cost = r.maxCost
+	cost = r.untrackedCost
 	if det != nil && det.ActualCost() != nil {
 		cost = *det.ActualCost()
 	}

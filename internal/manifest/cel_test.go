@@ -169,6 +169,18 @@ x-trueup-validations:
 				"self.l.all(x, self.l.all(y, x + y >= 2)) and the rules after it were not evaluated"},
 		},
 		{
+			name: "many cheap evaluations stay within the budget",
+			schema: `type: object
+properties:
+  ranges:
+    type: array
+    items:
+      type: object
+      x-trueup-validations: [{rule: "self.min <= self.max"}, {rule: "self.min == oldSelf.min"}]
+`,
+			spec: "ranges: [" + strings.Repeat("{min: 1, max: 2}, ", 499) + "{min: 1, max: 2}]",
+		},
+		{
 			name: "error on a secret reference is skipped",
 			schema: `type: object
 properties:
@@ -237,6 +249,10 @@ func TestCELRuleCompileErrors(t *testing.T) {
 			`x-trueup-validations[0].fieldPath: fieldPath: "a.b": must start with '.' or '['`, 11},
 		{"nested", "type: object\nproperties:\n  a:\n    type: object\n    x-trueup-validations:\n      - rule: \"self.x >\"\n",
 			"properties.a.x-trueup-validations[0].rule: rule does not compile: Syntax error: mismatched input '<EOF>'", 15},
+		{"under anyOf", "type: object\nanyOf:\n  - required: [a]\n  - x-trueup-validations: [{rule: 'true'}]\n",
+			"anyOf[1].x-trueup-validations: x-trueup-validations is read only at the top of a schema and under properties, items and additionalProperties, not under anyOf", 13},
+		{"under a list of items (draft 7)", "$schema: 'http://json-schema.org/draft-07/schema#'\ntype: array\nitems: [{x-trueup-validations: [{rule: 'true'}]}]\n",
+			"items[0].x-trueup-validations: x-trueup-validations is not read under a list of items schemas", 12},
 		{"rule too long", "type: object\nx-trueup-validations: [{rule: \"" + strings.Repeat("true && ", 600) + "true\"}]\n",
 			"x-trueup-validations[0].rule: rule is longer than 4096 bytes", 11},
 		{"too many rules", "type: object\nx-trueup-validations:\n" + strings.Repeat("  - rule: 'true'\n", 101),
