@@ -215,7 +215,7 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) (err err
 	go func() { defer close(liveDone); live.Run(liveCtx) }()
 	defer func() { stopLive(); <-liveDone }()
 
-	srv := server.New(db.store, server.Options{Listen: cfg.Server.Listen, Replica: replica, Metrics: met, Webhooks: hookHandler,
+	srv := server.New(db.api, server.Options{Listen: cfg.Server.Listen, Replica: replica, Metrics: met, Webhooks: hookHandler,
 		ExternalURL: cfg.Server.ExternalURL}, logger)
 	if err := srv.Start(ctx); err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Server.Listen, err)

@@ -109,10 +109,14 @@ func (s *scrubWriter) Write(p []byte) (int, error) {
 // database is the store plus, when database.url is empty, the private cluster behind it.
 type database struct {
 	store   *store.Store
+	api     *store.Store // the same database through the API's own pool
 	cluster *pgembed.Cluster
 }
 
 func (d *database) Close() {
+	if d.api != nil {
+		d.api.Close()
+	}
 	if d.store != nil {
 		d.store.Close()
 	}
@@ -140,8 +144,20 @@ func openDatabase(ctx context.Context, cfg *config.Config, logger *slog.Logger) 
 		return nil, err
 	}
 	d.store = st
+	// API and dashboard requests read through a pool of their own: no number of clients can
+	// take the connections the reconciler writes results with.
+	api, err := store.Open(ctx, url, store.Options{MaxConns: apiConns})
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	d.api = api
 	return d, nil
 }
+
+// apiConns is the API's pool: the server's requests in flight (server.Options.MaxInFlight) plus the
+// watch hub's reads.
+const apiConns = 6
 
 // newSource builds the configured source kind.
 func newSource(cfg *config.Config, s config.Source, logger *slog.Logger) (sources.Source, store.SourceConfig, error) {

@@ -187,7 +187,7 @@ func (b *bench) throughput(ctx context.Context, n, replicas, watchers int, query
 // watchers serves the API on st and connects n SSE clients that read and discard.
 func (b *bench) watchers(ctx context.Context, st *store.Store, n int, query string) (stop func(), err error) {
 	ctx, cancel := context.WithCancel(ctx)
-	srv := server.New(st, server.Options{}, b.log)
+	srv := server.New(st, server.Options{MaxWatchesPerClient: n}, b.log) // one client holds them all
 	api := httptest.NewServer(srv.Handler())
 	var wg sync.WaitGroup
 	wg.Add(1)

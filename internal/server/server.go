@@ -3,6 +3,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,6 +36,11 @@ type Options struct {
 	// every request is anonymous with admin over every namespace (a loopback listen without
 	// an auth: section).
 	Authenticate func(r *http.Request) (auth.Identity, error)
+	// MaxInFlight bounds the API and dashboard requests served at once (0: 1; see limits.go).
+	MaxInFlight int
+	// MaxWatchesPerClient bounds the watch streams one client (identity, or address when
+	// anonymous) holds at once (0: 16).
+	MaxWatchesPerClient int
 }
 
 // anonymousAdmin is who requests are when no authentication is configured.
@@ -74,11 +80,15 @@ type Server struct {
 	srv   *http.Server
 	done  chan struct{}
 	hub   *Hub
+
+	inFlight *limiter // API and dashboard requests running at once
+	watchers *streams // watch streams per client
 }
 
 // New builds the server and its routes.
 func New(st *store.Store, opts Options, logger *slog.Logger) *Server {
-	s := &Server{opts: opts, store: st, log: logger, mux: http.NewServeMux(), hub: NewHub(st, logger)}
+	s := &Server{opts: opts, store: st, log: logger, mux: http.NewServeMux(), hub: NewHub(st, logger),
+		inFlight: newLimiter(cmp.Or(opts.MaxInFlight, defaultMaxInFlight), queueWait), watchers: &streams{max: cmp.Or(opts.MaxWatchesPerClient, maxWatchesPerClient), n: map[string]int{}}}
 	s.routes()
 	return s
 }
@@ -113,7 +123,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/v1/resources/{namespace}/{kind}/{name}/events", s.resourceEvents)
 	m.HandleFunc("GET /api/v1/events", s.listEvents)
 	m.HandleFunc("GET /api/v1/replicas", s.listReplicas)
-	m.HandleFunc("GET /api/v1/watch", s.watch)
+	m.Handle("GET /api/v1/watch", s.watchers.wrap(http.HandlerFunc(s.watch)))
 	m.HandleFunc("GET /api/v1/openapi.json", s.openapi)
 	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
@@ -164,7 +174,7 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 
 // Handler returns the root handler (for tests with httptest).
 func (s *Server) Handler() http.Handler {
-	return s.recoverer(s.checkHost(s.identify(validInput(withTimeout(s.mux)))))
+	return s.recoverer(s.checkHost(s.identify(s.inFlight.wrap(validInput(withTimeout(s.mux))))))
 }
 
 // requestTimeout bounds the queries of one API or dashboard request, so that a flood of
@@ -235,8 +245,10 @@ func (s *Server) Start(ctx context.Context) error {
 		return err
 	}
 	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second,
-		// ReadTimeout bounds a request's body; the watch stream clears it for itself.
-		ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
+		// ReadTimeout bounds a request's body, WriteTimeout an answer (a slow reader cannot
+		// hold a request's slot); the watch stream sets its own deadlines for each write.
+		ReadTimeout: 30 * time.Second, WriteTimeout: requestTimeout + queueWait + 15*time.Second,
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
 		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
 	s.done = make(chan struct{})
 	go func() {

@@ -132,7 +132,7 @@ func (c *sseClient) next(t *testing.T, d time.Duration, eventsOnly bool) sseBloc
 			if b.ID >= 0 {
 				c.pos = b.ID
 			}
-			if !eventsOnly || b.Event != "" {
+			if !eventsOnly || (b.Event != "" && b.Event != "position") {
 				return b
 			}
 		case <-timeout:
@@ -167,7 +167,7 @@ func (c *sseClient) quietUntil(t *testing.T, id int64, d time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for c.pos < id {
-		if b := c.next(t, time.Until(deadline), false); b.Event != "" {
+		if b := c.next(t, time.Until(deadline), false); b.Event != "position" {
 			t.Fatalf("unexpected event %+v while waiting for position %d", b, id)
 		}
 	}

@@ -22,6 +22,8 @@ import (
 //	retry: 2000
 //
 //	id: 41
+//	event: position
+//	data:
 //
 //	id: 42
 //	event: resource
@@ -29,8 +31,11 @@ import (
 //
 // Every block carries the id of the feed position it stands for, so a client that reconnects
 // with Last-Event-ID (browsers do so by themselves) or ?since= receives exactly what it
-// missed. A block with an id and no data only moves that position: it is sent at the start
+// missed. A `position` event (empty data) only moves that position: it is sent at the start
 // and with heartbeats, so that filtered or idle watchers resume from where they really are.
+// It is a named event with a data line, not a bare id block, because widely used clients
+// (the npm eventsource package, on eventsource-parser) drop blocks without data and would
+// then resume from an older id; browsers' EventSource ignores event names nobody listens to.
 // `event: reset` says the client cannot be brought up to date from the feed (its position
 // was pruned, is unknown, or it read too slowly): it must re-list, then carry on.
 
@@ -603,9 +608,9 @@ func (sw *sseWriter) change(c store.Change) {
 	sw.id = c.ID
 }
 
-// position moves the client's Last-Event-ID without an event.
+// position moves the client's Last-Event-ID: a `position` event with empty data.
 func (sw *sseWriter) position(id int64) {
-	fmt.Fprintf(sw, "id: %d\n\n", id)
+	fmt.Fprintf(sw, "id: %d\nevent: position\ndata:\n\n", id)
 	sw.id = id
 }
 

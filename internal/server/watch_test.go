@@ -170,7 +170,7 @@ func TestWatchDeliversChanges(t *testing.T) {
 	start := e.latest(t)
 	c := e.watch(t, "", nil)
 	// A new watcher is told where it stands, so that it can resume from there.
-	if b := c.next(t, 5*time.Second, false); b.ID != start || b.Event != "" {
+	if b := c.next(t, 5*time.Second, false); b.ID != start || b.Event != "position" || b.Data != "" {
 		t.Fatalf("first position %+v, want id %d", b, start)
 	}
 
@@ -549,6 +549,7 @@ func TestWatchManyIdleWatchersAndStop(t *testing.T) {
 	t.Parallel()
 	e := newWatchEnv(t, 2, nil)
 	const n = 200
+	e.srv.watchers.max = n // one client (loopback) holds them all
 	clients := make([]*sseClient, n)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
