@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/trueup-dev/trueup/internal/termsafe"
 	"os"
 	"os/signal"
 	"syscall"
@@ -17,7 +18,7 @@ func main() {
 		if code, ok := err.(exitCode); ok {
 			os.Exit(int(code))
 		}
-		fmt.Fprintln(os.Stderr, "trueup:", err)
+		fmt.Fprintln(os.Stderr, "trueup:", termsafe.Strip(err.Error()))
 		os.Exit(1)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/spf13/cobra"
+	"github.com/trueup-dev/trueup/internal/termsafe"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -13,6 +14,13 @@ func newRootCmd() *cobra.Command {
 		Short:         "GitOps reconciler for infrastructure that does not live on Kubernetes",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// What the CLI prints comes partly from elsewhere (plugin messages, file names, a
+		// server's errors): escape sequences in it must not drive the terminal.
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			root := cmd.Root()
+			root.SetOut(termsafe.Writer(root.OutOrStdout()))
+			root.SetErr(termsafe.Writer(root.ErrOrStderr()))
+		},
 	}
 	api := &apiOptions{}
 	root.PersistentFlags().StringVar(&api.server, "server", serverDefault(),
