@@ -115,6 +115,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/v1/replicas", s.listReplicas)
 	m.HandleFunc("GET /api/v1/watch", s.watch)
 	m.HandleFunc("GET /api/v1/openapi.json", s.openapi)
+	s.operatorRoutes(m)
 	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
