@@ -62,7 +62,9 @@ func post(t *testing.T, u, as, body string, v any) int {
 func TestOperatorCommandsAuthorization(t *testing.T) {
 	t.Parallel()
 	srv, _ := setupAuth(t, 4) // q000, q002 in alpha; q001, q003 in beta
-	res := func(ns, name, cmd string) string { return srv.URL + "/api/v1/resources/" + ns + "/queue/" + name + "/" + cmd }
+	res := func(ns, name, cmd string) string {
+		return srv.URL + "/api/v1/resources/" + ns + "/queue/" + name + "/" + cmd
+	}
 	cases := []struct {
 		name, url, as string
 		want          int
