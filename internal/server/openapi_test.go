@@ -42,6 +42,11 @@ var undocumented = map[string]bool{
 	"POST /api/v1/sources/{name}/sync":                           true,
 	"POST /api/v1/sources/{name}/suspend":                        true,
 	"POST /api/v1/sources/{name}/resume":                         true,
+	// The dashboard's confirmation pages and their forms.
+	"GET /resources/{namespace}/{kind}/{name}/confirm/{action}": true,
+	"POST /resources/{namespace}/{kind}/{name}/{action}":        true,
+	"GET /sources/{name}/confirm/{action}":                      true,
+	"POST /sources/{name}/{action}":                             true,
 }
 
 // routePatterns reads every pattern the package registers with Handle or HandleFunc from its

@@ -79,14 +79,56 @@ func commandBody(r *http.Request) (reason string, err error) {
 	return reason, nil
 }
 
+// Access decisions of operator commands.
+type access int
+
+const (
+	accessAllowed   access = iota
+	accessHidden           // the caller may not see it: answer as if it did not exist (404)
+	accessForbidden        // the caller sees it but may not act on it (403)
+)
+
+// namespaceAccess decides a command on something in namespace ns.
+func namespaceAccess(id auth.Identity, ns string) access {
+	switch {
+	case !id.Sees(ns):
+		return accessHidden
+	case !id.Can(auth.Operate, ns):
+		return accessForbidden
+	}
+	return accessAllowed
+}
+
+// sourceAccess decides a command on a source whose resources are in namespaces nss. A source
+// is visible to whoever sees one of those namespaces (a source without resources only to
+// callers who see every namespace); acting on it needs operator rights in every one of them
+// (over every namespace for a source without resources), since a sync or a suspension
+// touches them all.
+func sourceAccess(id auth.Identity, nss []string) access {
+	if !id.AllVisible() && !slices.ContainsFunc(nss, id.Sees) {
+		return accessHidden
+	}
+	if len(nss) == 0 {
+		if id.AllVisible() && id.Can(auth.Operate, auth.AllNamespaces) {
+			return accessAllowed
+		}
+		return accessForbidden
+	}
+	for _, ns := range nss {
+		if !id.Can(auth.Operate, ns) {
+			return accessForbidden
+		}
+	}
+	return accessAllowed
+}
+
 // mayOperate answers 404 or 403 and returns false unless the caller may operate in ns.
 func mayOperate(w http.ResponseWriter, r *http.Request, ns, what string) bool {
-	id := identity(r)
-	if !id.Sees(ns) {
+	switch namespaceAccess(identity(r), ns) {
+	case accessHidden:
 		writeError(w, http.StatusNotFound, what+": "+store.ErrNotFound.Error())
 		return false
-	}
-	if !id.Can(auth.Operate, ns) {
+	case accessForbidden:
 		writeError(w, http.StatusForbidden, "the operator role is needed in namespace "+ns)
 		return false
 	}
@@ -191,27 +233,18 @@ func (s *Server) suspendSelected(suspend bool) http.HandlerFunc {
 	}
 }
 
-// maySourceOperate decides a source command: a source is visible to whoever sees one of the
-// namespaces it has resources in (a source without resources only to callers who see every
-// namespace); acting on it needs operator rights in every one of those namespaces (over
-// every namespace for a source without resources), since a sync or a suspension touches them
-// all.
+// maySourceOperate answers 404 or 403 (sourceAccess) and returns false unless the caller
+// may act on source name.
 func (s *Server) maySourceOperate(w http.ResponseWriter, r *http.Request, name string) bool {
 	nss, err := s.store.SourceNamespaces(r.Context(), name)
 	if s.fail(w, err) {
 		return false
 	}
-	id := identity(r)
-	visible := id.AllVisible() || slices.ContainsFunc(nss, id.Sees)
-	if !visible {
+	switch sourceAccess(identity(r), nss) {
+	case accessHidden:
 		writeError(w, http.StatusNotFound, "source "+name+": "+store.ErrNotFound.Error())
 		return false
-	}
-	allowed := len(nss) > 0 || (id.AllVisible() && id.Can(auth.Operate, ""))
-	for _, ns := range nss {
-		allowed = allowed && id.Can(auth.Operate, ns)
-	}
-	if !allowed {
+	case accessForbidden:
 		writeError(w, http.StatusForbidden, "the operator role is needed in every namespace of source "+name)
 		return false
 	}

@@ -7,7 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -226,5 +229,142 @@ func TestSourceSuspendCommand(t *testing.T) {
 	src, _ = st.GetSource(ctx, "main")
 	if src.Suspended || status.IsSuspended(src.Conditions) {
 		t.Errorf("source still suspended: %+v", src)
+	}
+}
+
+func TestAccessDecisions(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		as      string
+		ns      string   // namespaceAccess
+		nss     []string // sourceAccess
+		wantNS  access
+		wantSrc access
+	}{
+		{"admin", "admin", "beta", []string{"alpha", "beta"}, accessAllowed, accessAllowed},
+		{"operator in its namespace", "operator-alpha", "alpha", []string{"alpha"}, accessAllowed, accessAllowed},
+		{"operator, source spanning another namespace", "operator-alpha", "beta", []string{"alpha", "beta"}, accessHidden, accessForbidden},
+		{"operator, source only elsewhere", "operator-alpha", "beta", []string{"beta"}, accessHidden, accessHidden},
+		{"operator, source without resources", "operator-alpha", "alpha", nil, accessAllowed, accessHidden},
+		{"operator over all, source without resources", "operator-all", "beta", nil, accessAllowed, accessAllowed},
+		{"viewer", "viewer-alpha", "alpha", []string{"alpha"}, accessForbidden, accessForbidden},
+		{"viewer over all, source without resources", "viewer-all", "alpha", nil, accessForbidden, accessForbidden},
+		{"no role", "nobody", "alpha", []string{"alpha"}, accessHidden, accessHidden},
+	} {
+		id := identities[tc.as]
+		if got := namespaceAccess(id, tc.ns); got != tc.wantNS {
+			t.Errorf("%s: namespaceAccess(%s) = %d, want %d", tc.name, tc.ns, got, tc.wantNS)
+		}
+		if got := sourceAccess(id, tc.nss); got != tc.wantSrc {
+			t.Errorf("%s: sourceAccess(%v) = %d, want %d", tc.name, tc.nss, got, tc.wantSrc)
+		}
+	}
+}
+
+// formClient is a cookie-keeping client that does not follow redirects.
+func formClient(t *testing.T) *http.Client {
+	t.Helper()
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+func getAs(t *testing.T, c *http.Client, u, as string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	req.Header.Set("X-Test-Identity", as)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+var csrfField = regexp.MustCompile(`name="csrf" value="([0-9a-f]{64})"`)
+
+func TestDashboardOperatorButtons(t *testing.T) {
+	t.Parallel()
+	srv, st := setupAuth(t, 2)
+	ctx := context.Background()
+	c := formClient(t)
+	resPage := srv.URL + "/resources/alpha/Queue/q000"
+
+	// Viewers see no buttons, operators do.
+	if code, body := getAs(t, c, resPage, "viewer-alpha"); code != 200 || strings.Contains(body, "/confirm/") {
+		t.Errorf("viewer's resource page: %d, buttons shown: %v", code, strings.Contains(body, "/confirm/"))
+	}
+	code, body := getAs(t, c, resPage, "operator-alpha")
+	if code != 200 || !strings.Contains(body, `href="/resources/alpha/Queue/q000/confirm/reconcile"`) || !strings.Contains(body, "/confirm/suspend") {
+		t.Errorf("operator's resource page: %d, no buttons", code)
+	}
+	if _, body := getAs(t, c, srv.URL+"/sources/main", "operator-alpha"); strings.Contains(body, "/confirm/") {
+		t.Error("an operator of one of the source's namespaces sees the source's buttons")
+	}
+	if _, body := getAs(t, c, srv.URL+"/sources/main", "admin"); !strings.Contains(body, `href="/sources/main/confirm/sync"`) {
+		t.Error("admin sees no sync button on the source page")
+	}
+	// The confirmation page: viewers are refused, unseen namespaces are not found.
+	if code, _ := getAs(t, c, resPage+"/confirm/suspend", "viewer-alpha"); code != http.StatusForbidden {
+		t.Errorf("viewer's confirmation page: %d, want 403", code)
+	}
+	if code, _ := getAs(t, c, srv.URL+"/resources/beta/Queue/q001/confirm/suspend", "operator-alpha"); code != http.StatusNotFound {
+		t.Errorf("confirmation page in an unseen namespace: %d, want 404", code)
+	}
+	code, body = getAs(t, c, resPage+"/confirm/suspend", "operator-alpha")
+	m := csrfField.FindStringSubmatch(body)
+	if code != 200 || m == nil {
+		t.Fatalf("confirmation page: %d, no token in %s", code, body)
+	}
+	token := m[1]
+
+	submit := func(origin, tok string) int {
+		t.Helper()
+		form := url.Values{"csrf": {tok}, "reason": {"by hand"}}
+		req, _ := http.NewRequest(http.MethodPost, resPage+"/suspend", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("X-Test-Identity", "operator-alpha")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, tc := range []struct {
+		name, origin, token string
+	}{
+		{"cross-origin", "https://evil.example", token},
+		{"no origin nor referer", "", token},
+		{"wrong token", srv.URL, strings.Repeat("0", 64)},
+		{"no token", srv.URL, ""},
+	} {
+		if code := submit(tc.origin, tc.token); code != http.StatusForbidden {
+			t.Errorf("%s POST: %d, want 403", tc.name, code)
+		}
+	}
+	if r, _ := st.GetResource(ctx, "alpha", "Queue", "q000"); status.IsSuspended(r.Status.Conditions) {
+		t.Fatal("a refused POST suspended the resource")
+	}
+	if code := submit(srv.URL, token); code != http.StatusSeeOther {
+		t.Fatalf("confirmed POST: %d, want 303", code)
+	}
+	r, _ := st.GetResource(ctx, "alpha", "Queue", "q000")
+	if c, _ := status.Get(r.Status.Conditions, status.Suspended); c.Message != "suspended by token:ci-bot: by hand" {
+		t.Errorf("after the form: Suspended %+v", c)
+	}
+	// The badge shows to viewers too; the operator now gets Resume instead of Suspend.
+	if _, body := getAs(t, c, resPage, "viewer-alpha"); !strings.Contains(body, "badge-suspended") {
+		t.Error("viewer sees no Suspended badge")
+	}
+	if _, body := getAs(t, c, resPage, "operator-alpha"); !strings.Contains(body, "/confirm/resume") || strings.Contains(body, "/confirm/reconcile") {
+		t.Error("operator's page of a suspended resource: want Resume and no Reconcile")
 	}
 }
