@@ -54,6 +54,9 @@ func TestReconcileCLI(t *testing.T) {
 	if err != nil || !strings.Contains(out, "Succeeded after 1.5s") {
 		t.Errorf("reconcile --wait: err %v stdout %q", err, out)
 	}
+	if out, _, err := a.run(t, "history", "Bucket/invoices", "-n", "production"); err != nil || !strings.Contains(out, "manual (anonymous)") {
+		t.Errorf("history shows no actor of the manual attempt: err %v\n%s", err, out)
+	}
 	if _, _, err := a.run(t, "reconcile", "Bucket/nope", "-n", "production"); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("reconcile of a missing resource: %v", err)
 	}

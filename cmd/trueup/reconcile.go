@@ -138,3 +138,11 @@ func messageNote(msg string) string {
 	}
 	return ": " + oneLine(msg)
 }
+
+// triggerCell is an attempt's trigger for tables, with who asked for a manual one.
+func triggerCell(h store.HistoryEntry) string {
+	if h.Actor == "" {
+		return h.Trigger
+	}
+	return h.Trigger + " (" + h.Actor + ")"
+}
