@@ -160,7 +160,7 @@ func getResources(ctx context.Context, c *client, o getOptions, out, errOut io.W
 	}
 	t := newTable(out, header...)
 	for _, r := range items {
-		row := []string{r.Metadata.Namespace, r.Metadata.Name, r.Kind, r.Status.Phase, readyCell(r.Status.Conditions), age(r.Metadata.CreationTimestamp)}
+		row := []string{r.Metadata.Namespace, r.Metadata.Name, r.Kind, phaseCell(r), readyCell(r.Status.Conditions), age(r.Metadata.CreationTimestamp)}
 		if wide {
 			row = append(row, fmt.Sprint(r.Metadata.Generation), fmt.Sprint(r.Status.ObservedGeneration), r.Source.Name,
 				shortRev(r.Source.Revision), truncate(resourceMessage(r), wideMessageWidth))
@@ -287,7 +287,7 @@ func getSources(ctx context.Context, c *client, o getOptions, out, errOut io.Wri
 	t := newTable(out, header...)
 	for _, s := range items {
 		ready, _ := status.Get(s.Conditions, status.Ready)
-		row := []string{s.Name, shortRev(s.Revision), readyCell(s.Conditions), agePtr(s.LastSyncTime)}
+		row := []string{s.Name, sourceRevisionCell(s), readyCell(s.Conditions), agePtr(s.LastSyncTime)}
 		width := messageWidth
 		if wide {
 			width = wideMessageWidth

@@ -65,7 +65,7 @@ case-insensitive; the namespace is "default" unless -n says otherwise.`,
 func historyTable(w io.Writer, indent string, items []store.HistoryEntry) error {
 	t := newTable(w, indent+"GENERATION", "REVISION", "TRIGGER", "RESULT", "DURATION", "STARTED", "MESSAGE")
 	for _, h := range items {
-		t.row(indent+fmt.Sprint(h.Generation), shortRev(h.Revision), h.Trigger, h.Result, millis(h.DurationMs),
+		t.row(indent+fmt.Sprint(h.Generation), shortRev(h.Revision), triggerCell(h), h.Result, millis(h.DurationMs),
 			age(h.StartedAt), truncate(h.Message, wideMessageWidth))
 	}
 	return t.flush()

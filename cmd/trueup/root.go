@@ -26,7 +26,8 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&api.server, "server", serverDefault(),
 		"URL of the trueup API that get, describe, history, events and diff read (env TRUEUP_SERVER)")
 	root.AddCommand(newServeCmd(), newValidateCmd(), newMigrateCmd(), newVersionCmd(),
-		newGetCmd(api), newDescribeCmd(api), newHistoryCmd(api), newEventsCmd(api), newDiffCmd(api))
+		newGetCmd(api), newDescribeCmd(api), newHistoryCmd(api), newEventsCmd(api), newDiffCmd(api),
+		newReconcileCmd(api), newSyncCmd(api), newSuspendCmd(api), newResumeCmd(api))
 	return root
 }
 

@@ -254,6 +254,10 @@ func (r *Reconciler) actionFor(c store.Claimed) (actions.Action, error) {
 // trigger names why this item runs, for history.
 func trigger(c store.Claimed) string {
 	switch {
+	case c.ManualBy != "":
+		// An operator (or the reconcile-requested-at annotation) asked for this run: a full
+		// reconcile, never a drift check that may find nothing to do.
+		return "manual"
 	case c.Deleting:
 		return "deleted"
 	case c.Attempt > 0:
@@ -288,7 +292,7 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 	}
 	h := &store.HistoryEntry{UID: c.UID, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Generation: c.Generation,
 		Revision: c.Revision, Operation: a.op, Trigger: a.trigger, Message: msg, Replica: r.opts.Replica,
-		StartedAt: a.started, FinishedAt: now}
+		StartedAt: a.started, FinishedAt: now, Actor: c.ManualBy}
 	a.res.Outputs = r.boundOutputs(a.res.Outputs)
 	if a.res.Outputs != nil {
 		h.Outputs, _ = json.Marshal(a.res.Outputs)
@@ -358,7 +362,7 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 	}
 
 	for _, pc := range a.res.Conditions {
-		if pc.Type == status.Ready || pc.Type == status.Reconciling || pc.Type == status.Stalled || pc.Type == status.Synced {
+		if pc.Type == status.Ready || pc.Type == status.Reconciling || pc.Type == status.Stalled || pc.Type == status.Synced || pc.Type == status.Suspended {
 			continue // the standard conditions are derived, never set by plugins
 		}
 		u.Conditions = status.Set(u.Conditions, status.Condition{Type: pc.Type, Status: pc.Status, Reason: pc.Reason, Message: r.opts.Scrub(pc.Message), ObservedGeneration: c.Generation}, now)

@@ -584,6 +584,8 @@ func TestUpdate(t *testing.T) {
 	}
 }
 
+func manual(c store.Claimed, actor string) store.Claimed { c.ManualBy = actor; return c }
+
 func TestTrigger(t *testing.T) {
 	t.Parallel()
 	// A Ready resource whose action keeps a handle after Done (as ghactions does), and then:
@@ -612,6 +614,10 @@ func TestTrigger(t *testing.T) {
 		{"retry at the same generation", claimed(failedG1, 1, false, withAttempt(3), withState(`{"op":1}`)), "retry"},
 		{"deleted", claimed(readyGen1, 1, true), "deleted"},
 		{"deleted after failures", claimed(failedG1, 1, true, withAttempt(2)), "deleted"},
+		{"manual reconcile of a Ready resource", manual(claimed(readyGen1, 1, false), "token:ci-bot"), "manual"},
+		{"manual reconcile of a Stalled resource", manual(claimed(stalledGen1, 1, false, withAttempt(1)), "user:ann"), "manual"},
+		{"manual reconcile of a failing resource", manual(claimed(failedG1, 1, false, withAttempt(3)), "user:ann"), "manual"},
+		{"annotation changed in Git", manual(claimed(readyGen1, 1, false), "git:abc1234"), "manual"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

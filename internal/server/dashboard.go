@@ -49,7 +49,7 @@ var assetVersion = func() string {
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }()
 
-var pages = parsePages("overview.html", "resources.html", "resource.html", "sources.html", "source.html", "error.html")
+var pages = parsePages("overview.html", "resources.html", "resource.html", "sources.html", "source.html", "error.html", "confirm.html")
 
 func parsePages(names ...string) map[string]*template.Template {
 	base := template.Must(template.New("").Funcs(template.FuncMap{
@@ -71,7 +71,7 @@ func parsePages(names ...string) map[string]*template.Template {
 		"duration":  duration,
 		"asset":     func(name string) string { return "/static/" + name + "?v=" + assetVersion },
 		"plural":    plural,
-	}).ParseFS(templateFS, "templates/layout.html", "templates/partials.html"))
+	}).ParseFS(templateFS, "templates/layout.html", "templates/partials.html", "templates/operate.html"))
 	out := make(map[string]*template.Template, len(names))
 	for _, n := range names {
 		out[n] = template.Must(template.Must(base.Clone()).ParseFS(templateFS, "templates/"+n))
@@ -102,6 +102,7 @@ func (s *Server) dashboardRoutes(m *http.ServeMux) {
 	m.HandleFunc("GET /sources", s.sourcesPage)
 	m.HandleFunc("GET /sources/{name}", s.sourcePage)
 	m.HandleFunc("GET /static/{file}", serveStatic)
+	s.operateRoutes(m)
 }
 
 func serveStatic(w http.ResponseWriter, r *http.Request) {

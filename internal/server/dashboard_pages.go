@@ -362,6 +362,7 @@ type resourceData struct {
 	FileURL               string
 	Rev                   revision
 	APIPath               string
+	Ops                   opsView // operator commands (dashboard_operate.go)
 }
 
 const historyLimit = 50
@@ -413,6 +414,7 @@ func (s *Server) resourcePage(w http.ResponseWriter, r *http.Request) {
 		d.SourceLink = sourcePath(res.Source.Name)
 		d.Rev = makeRevision(repoURL, res.Source.Revision)
 		d.FileURL = fileLink(repoURL, res.Source.Revision, res.Source.Path, res.Source.Line)
+		d.Ops = resourceOps(r, res)
 	} else if len(hist) > 0 {
 		d.Kind = hist[0].Kind
 	}
@@ -447,6 +449,7 @@ type sourceData struct {
 	sourceView
 	Events    eventTable
 	Resources string
+	Ops       opsView // operator commands (dashboard_operate.go)
 }
 
 // sourcePage answers GET /sources/{name}: revision, conditions and every validation error.
@@ -465,7 +468,8 @@ func (s *Server) sourcePage(w http.ResponseWriter, r *http.Request) {
 	if s.pageFailed(w, r, err) {
 		return
 	}
-	d := sourceData{sourceView: makeSourceView(src, counts, 0), Events: makeEvents(evs, true), Resources: listPath("source", src.Name)}
+	d := sourceData{sourceView: makeSourceView(src, counts, 0), Events: makeEvents(evs, true), Resources: listPath("source", src.Name),
+		Ops: s.sourceOps(r, src)}
 	s.render(w, r, http.StatusOK, "source.html", layout{Title: "Source " + src.Name, Nav: "sources", Watch: "source:" + src.Name,
 		WatchURL: "/api/v1/watch?" + url.Values{"source": {src.Name}}.Encode(), Page: d})
 }

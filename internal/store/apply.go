@@ -43,7 +43,12 @@ type existingResource struct {
 	deleting           bool
 	keep               bool // annotation trueup.dev/prune: disabled
 	orphaned           bool
+	requestedAt        string // annotation trueup.dev/reconcile-requested-at
 }
+
+// AnnotationReconcileRequestedAt is the annotation whose change in Git runs a resource now
+// (trigger manual, actor git:<revision>) even when its spec is unchanged.
+const AnnotationReconcileRequestedAt = "trueup.dev/reconcile-requested-at"
 
 // rewrite is a resource of the revision whose row exists: its index in Set.Resources.
 type rewrite struct {
@@ -64,6 +69,7 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 	}
 	var ins []int
 	var upd, meta []rewrite
+	var requested []int64
 	seen := make(map[int64]bool, len(existing))
 	for i := range p.Set.Resources {
 		r := &p.Set.Resources[i]
@@ -77,6 +83,9 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 		case e.metaHash != r.MetaHash:
 			seen[e.id] = true
 			meta = append(meta, rewrite{i, e.id, false})
+			if v := r.Annotations[AnnotationReconcileRequestedAt]; v != "" && v != e.requestedAt {
+				requested = append(requested, e.id)
+			}
 		default:
 			seen[e.id] = true
 			res.Unchanged++
@@ -147,6 +156,10 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 		return fmt.Errorf("relabel resources: %w", err)
 	}
 	res.Relabelled = len(meta)
+	if err := chunks(len(requested), w.size, func(lo, hi int) error { return w.requestReconcile(ctx, requested[lo:hi]) }); err != nil {
+		return fmt.Errorf("request reconciles: %w", err)
+	}
+	res.Requested = len(requested)
 	if res.PruneSkipped != "" {
 		w.events = append(w.events, Event{Type: EventWarning, Reason: "PruneSkipped", Message: res.PruneMessage})
 	}
@@ -166,7 +179,8 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 func existingResources(ctx context.Context, tx pgx.Tx, source string) (map[string]existingResource, error) {
 	existing := map[string]existingResource{}
 	rows, err := tx.Query(ctx, `SELECT id, namespace, lower(kind), name, spec_hash, meta_hash, deletion_timestamp IS NOT NULL,
-		COALESCE(annotations->>'trueup.dev/prune', '') = 'disabled', orphaned
+		COALESCE(annotations->>'trueup.dev/prune', '') = 'disabled', orphaned,
+		COALESCE(annotations->>'trueup.dev/reconcile-requested-at', '')
 		FROM resources WHERE source = $1`, source)
 	if err != nil {
 		return nil, err
@@ -175,7 +189,7 @@ func existingResources(ctx context.Context, tx pgx.Tx, source string) (map[strin
 	for rows.Next() {
 		var e existingResource
 		var ns, kind, name string
-		if err := rows.Scan(&e.id, &ns, &kind, &name, &e.specHash, &e.metaHash, &e.deleting, &e.keep, &e.orphaned); err != nil {
+		if err := rows.Scan(&e.id, &ns, &kind, &name, &e.specHash, &e.metaHash, &e.deleting, &e.keep, &e.orphaned, &e.requestedAt); err != nil {
 			return nil, err
 		}
 		existing[ns+"/"+kind+"/"+name] = e
@@ -268,6 +282,22 @@ func (w *applyWriter) relabel(ctx context.Context, rs []rewrite) error {
 		WHERE r.id = x.id`,
 		w.p.Revision, b.ids, b.kind, b.av, b.fp, b.fl, b.lb, b.an, b.mh)
 	return err
+}
+
+// requestReconcile runs the rows ids now as a manual reconcile by git:<revision> (their
+// reconcile-requested-at annotation changed; the relabel wrote the annotation).
+func (w *applyWriter) requestReconcile(ctx context.Context, ids []int64) error {
+	rows, err := w.tx.Query(ctx, `UPDATE resources SET run_at = now(), manual_requested_by = $2,
+		dirty = dirty OR lease_owner IS NOT NULL WHERE id = ANY($1::bigint[]) RETURNING namespace, kind, name`,
+		ids, "git:"+shortRev(w.p.Revision))
+	if err != nil {
+		return err
+	}
+	if w.events, err = collectIdentityEvents(rows, EventNormal, ReasonManualReconcile,
+		"reconcile requested by git:"+shortRev(w.p.Revision)+" (annotation "+AnnotationReconcileRequestedAt+" changed)", w.events); err != nil {
+		return err
+	}
+	return w.flush(ctx)
 }
 
 func (w *applyWriter) markGone(ctx context.Context, ids []int64) error {

@@ -102,18 +102,21 @@ func (s *Store) ListEvents(ctx context.Context, f EventFilter) ([]Event, error) 
 
 // HistoryEntry is one reconcile attempt.
 type HistoryEntry struct {
-	ID         int64           `json:"id"`
-	UID        string          `json:"uid"`
-	Namespace  string          `json:"namespace"`
-	Kind       string          `json:"kind"`
-	Name       string          `json:"name"`
-	Generation int64           `json:"generation"`
-	Revision   string          `json:"revision"`
-	Operation  string          `json:"operation"`
-	Trigger    string          `json:"trigger"`
-	Result     string          `json:"result"`
-	Message    string          `json:"message"`
-	Replica    string          `json:"replica,omitempty"`
+	ID         int64  `json:"id"`
+	UID        string `json:"uid"`
+	Namespace  string `json:"namespace"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	Generation int64  `json:"generation"`
+	Revision   string `json:"revision"`
+	Operation  string `json:"operation"`
+	Trigger    string `json:"trigger"`
+	Result     string `json:"result"`
+	Message    string `json:"message"`
+	Replica    string `json:"replica,omitempty"`
+	// Actor is who asked for the attempt (trigger manual): "token:NAME", "user:NAME",
+	// "git:REVISION"; empty for the engine's own work.
+	Actor      string          `json:"actor,omitempty"`
 	StartedAt  time.Time       `json:"startedAt"`
 	FinishedAt time.Time       `json:"finishedAt"`
 	DurationMs int64           `json:"durationMs"`
@@ -127,25 +130,26 @@ func insertHistoryBatch(ctx context.Context, db DB, hs []HistoryEntry) error {
 	n := len(hs)
 	uid, ns, kind, name, rev, op, trig, res, msg, rep := make([]string, n), make([]string, n), make([]string, n), make([]string, n),
 		make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	actor := make([]string, n)
 	gen := make([]int64, n)
 	started, finished := make([]time.Time, n), make([]time.Time, n)
 	outputs := make([]*string, n)
 	for i, h := range hs {
 		uid[i], ns[i], kind[i], name[i], rev[i], op[i], trig[i], res[i], msg[i], rep[i] =
 			h.UID, h.Namespace, h.Kind, h.Name, h.Revision, h.Operation, h.Trigger, h.Result, truncate(h.Message, 8000), h.Replica
-		gen[i], started[i], finished[i] = h.Generation, h.StartedAt, h.FinishedAt
+		gen[i], started[i], finished[i], actor[i] = h.Generation, h.StartedAt, h.FinishedAt, h.Actor
 		if o := storableJSON(h.Outputs); len(o) > 0 {
 			os := string(o)
 			outputs[i] = &os
 		}
 	}
 	_, err := db.Exec(ctx, `INSERT INTO reconcile_history (resource_uid, namespace, kind, name, generation, revision,
-		operation, trigger, result, message, replica, started_at, finished_at, outputs)
-		SELECT uid::uuid, ns, kind, name, gen, rev, op, trig, res, msg, rep, st, fin, out::jsonb
+		operation, trigger, result, message, replica, started_at, finished_at, outputs, actor)
+		SELECT uid::uuid, ns, kind, name, gen, rev, op, trig, res, msg, rep, st, fin, out::jsonb, act
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::text[],
-		            $10::text[], $11::text[], $12::timestamptz[], $13::timestamptz[], $14::text[])
-		  AS x(uid, ns, kind, name, gen, rev, op, trig, res, msg, rep, st, fin, out)`,
-		uid, ns, kind, name, gen, rev, op, trig, res, msg, rep, started, finished, outputs)
+		            $10::text[], $11::text[], $12::timestamptz[], $13::timestamptz[], $14::text[], $15::text[])
+		  AS x(uid, ns, kind, name, gen, rev, op, trig, res, msg, rep, st, fin, out, act)`,
+		uid, ns, kind, name, gen, rev, op, trig, res, msg, rep, started, finished, outputs, actor)
 	return err
 }
 
@@ -155,7 +159,7 @@ func (s *Store) ListHistory(ctx context.Context, namespace, kind, name string, l
 		limit = 100
 	}
 	rows, err := s.pool.Query(ctx, `SELECT id, resource_uid::text, namespace, kind, name, generation, revision, operation, trigger,
-		result, message, replica, started_at, finished_at, outputs
+		result, message, replica, started_at, finished_at, outputs, actor
 		FROM reconcile_history WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3
 		ORDER BY id DESC LIMIT $4`, namespace, kind, name, limit)
 	if err != nil {
@@ -165,7 +169,7 @@ func (s *Store) ListHistory(ctx context.Context, namespace, kind, name string, l
 		var h HistoryEntry
 		var out []byte
 		err := r.Scan(&h.ID, &h.UID, &h.Namespace, &h.Kind, &h.Name, &h.Generation, &h.Revision, &h.Operation, &h.Trigger,
-			&h.Result, &h.Message, &h.Replica, &h.StartedAt, &h.FinishedAt, &out)
+			&h.Result, &h.Message, &h.Replica, &h.StartedAt, &h.FinishedAt, &out, &h.Actor)
 		h.DurationMs = h.FinishedAt.Sub(h.StartedAt).Milliseconds()
 		if len(out) > 0 {
 			h.Outputs = out

@@ -41,6 +41,9 @@ type Claimed struct {
 	// the resource's file (its extension tells the format).
 	Sealed string
 	File   string
+	// ManualBy is who asked for this run now (RequestReconcile, or git:<revision> for the
+	// reconcile-requested-at annotation); "" for the engine's own work.
+	ManualBy string
 }
 
 // Claim leases up to n due resources to owner for ttl, in ONE transaction: the rows are
@@ -55,9 +58,9 @@ func (s *Store) Claim(ctx context.Context, owner string, n int, ttl time.Duratio
 			  r.annotations, r.spec, r.generation, r.observed_generation, r.phase, r.conditions, r.action_state, r.attempt,
 			  r.deletion_timestamp IS NOT NULL AS deleting, gen_random_uuid()::text,
 			  t.name IS NOT NULL, COALESCE(t.action_name, ''), t.action_with, t.resync_interval_ms,
-			  COALESCE(r.sealed, ''), r.file_path
+			  COALESCE(r.sealed, ''), r.file_path, COALESCE(r.manual_requested_by, '')
 			FROM resources r LEFT JOIN resource_types t ON lower(t.name) = lower(r.kind)
-			WHERE r.run_at <= now() AND r.lease_owner IS NULL
+			WHERE r.run_at <= now() AND r.lease_owner IS NULL AND NOT r.suspended
 			ORDER BY r.run_at LIMIT $1 FOR UPDATE OF r SKIP LOCKED`, n)
 		if err != nil {
 			return err
@@ -89,7 +92,7 @@ func (s *Store) Claim(ctx context.Context, owner string, n int, ttl time.Duratio
 		}
 		if _, err := tx.Exec(ctx, `UPDATE resources r SET lease_owner = $1, lease_token = x.tok::uuid,
 			  lease_expires_at = now() + $2 * interval '1 millisecond', claimed_at = now(), dirty = false,
-			  phase = x.phase, conditions = COALESCE(x.conds::jsonb, r.conditions)
+			  manual_requested_by = NULL, phase = x.phase, conditions = COALESCE(x.conds::jsonb, r.conditions)
 			FROM unnest($3::bigint[], $4::text[], $5::text[], $6::text[]) AS x(id, tok, phase, conds)
 			WHERE r.id = x.id`, owner, ttl.Milliseconds(), ids, toks, phases, conds); err != nil {
 			return err
@@ -107,7 +110,7 @@ func scanClaimed(r pgx.CollectableRow) (Claimed, error) {
 	var labels, ann, conds []byte
 	err := r.Scan(&c.ID, &c.UID, &c.Namespace, &c.Kind, &c.Name, &c.APIVersion, &c.Source, &c.Revision, &labels,
 		&ann, &c.Spec, &c.Generation, &c.ObservedGeneration, &c.Phase, &conds, &c.ActionState, &c.Attempt,
-		&c.Deleting, &c.LeaseToken, &c.TypeKnown, &c.ActionName, &c.ActionWith, &c.ResyncIntervalMs, &c.Sealed, &c.File)
+		&c.Deleting, &c.LeaseToken, &c.TypeKnown, &c.ActionName, &c.ActionWith, &c.ResyncIntervalMs, &c.Sealed, &c.File, &c.ManualBy)
 	if err != nil {
 		return c, err
 	}
@@ -392,7 +395,7 @@ func (s *Store) ReleaseExpiredLeases(ctx context.Context, by string) (int, error
 // reads the first entry of the partial index resources_due, nothing else.
 func (s *Store) NextDue(ctx context.Context) (*time.Time, error) {
 	var t time.Time
-	err := s.pool.QueryRow(ctx, "SELECT run_at FROM resources WHERE lease_owner IS NULL AND run_at IS NOT NULL ORDER BY run_at LIMIT 1").Scan(&t)
+	err := s.pool.QueryRow(ctx, "SELECT run_at FROM resources WHERE lease_owner IS NULL AND run_at IS NOT NULL AND NOT suspended ORDER BY run_at LIMIT 1").Scan(&t)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -441,10 +444,10 @@ func (s *Store) QueueStats(ctx context.Context) (due, inFlight, scheduled int, o
 	var oldest float64
 	// Each count reads one partial index (resources_due, resources_lease), not the table.
 	err = s.pool.QueryRow(ctx, `SELECT
-		(SELECT count(*) FROM resources WHERE lease_owner IS NULL AND run_at IS NOT NULL AND run_at <= now()),
+		(SELECT count(*) FROM resources WHERE lease_owner IS NULL AND run_at IS NOT NULL AND NOT suspended AND run_at <= now()),
 		(SELECT count(*) FROM resources WHERE lease_owner IS NOT NULL),
-		(SELECT count(*) FROM resources WHERE lease_owner IS NULL AND run_at IS NOT NULL AND run_at > now()),
+		(SELECT count(*) FROM resources WHERE lease_owner IS NULL AND run_at IS NOT NULL AND NOT suspended AND run_at > now()),
 		COALESCE(EXTRACT(EPOCH FROM now() - (SELECT min(run_at) FROM resources
-		  WHERE lease_owner IS NULL AND run_at IS NOT NULL AND run_at <= now())), 0)::float8`).Scan(&due, &inFlight, &scheduled, &oldest)
+		  WHERE lease_owner IS NULL AND run_at IS NOT NULL AND NOT suspended AND run_at <= now())), 0)::float8`).Scan(&due, &inFlight, &scheduled, &oldest)
 	return due, inFlight, scheduled, time.Duration(oldest * float64(time.Second)), err
 }

@@ -42,6 +42,10 @@ type Source struct {
 	// LagSeconds is how long the remote head has been ahead of the applied revision (0 when
 	// they are equal).
 	LagSeconds float64 `json:"lagSeconds"`
+	// Suspended: an operator suspended the source; it polls but applies nothing.
+	// PendingRevision is the revision it held back.
+	Suspended       bool   `json:"suspended,omitempty"`
+	PendingRevision string `json:"pendingRevision,omitempty"`
 }
 
 // SourceConfig is what the controller config says of a source.
@@ -64,7 +68,8 @@ func (s *Store) RegisterSource(ctx context.Context, c SourceConfig) error {
 	return nil
 }
 
-const sourceColumns = `name, url, branch, path, revision, last_attempted_revision, last_sync_time, conditions, errors`
+const sourceColumns = `name, url, branch, path, revision, last_attempted_revision, last_sync_time, conditions, errors,
+	suspended, pending_revision`
 
 // sourceRuntime joins what the lease holder published in its heartbeat.
 const sourceRuntime = `, COALESCE((SELECT l.holder FROM leases l WHERE l.name = 'source:' || sources.name AND l.expires_at > now()), ''),
@@ -75,7 +80,7 @@ func scanSource(row pgx.Row) (Source, error) {
 	var src Source
 	var conds, errs []byte
 	if err := row.Scan(&src.Name, &src.URL, &src.Branch, &src.Path, &src.Revision, &src.LastAttemptedRevision,
-		&src.LastSyncTime, &conds, &errs); err != nil {
+		&src.LastSyncTime, &conds, &errs, &src.Suspended, &src.PendingRevision); err != nil {
 		return src, err
 	}
 	return src, decodeSource(&src, conds, errs)
@@ -86,7 +91,7 @@ func scanSourceRuntime(row pgx.Row) (Source, error) {
 	var src Source
 	var conds, errs, rt []byte
 	if err := row.Scan(&src.Name, &src.URL, &src.Branch, &src.Path, &src.Revision, &src.LastAttemptedRevision,
-		&src.LastSyncTime, &conds, &errs, &src.Holder, &rt); err != nil {
+		&src.LastSyncTime, &conds, &errs, &src.Suspended, &src.PendingRevision, &src.Holder, &rt); err != nil {
 		return src, err
 	}
 	if len(rt) > 0 {
@@ -211,6 +216,11 @@ type ApplyResult struct {
 	TypeRequeued bool
 	// PruneSkipped names the guard that stopped pruning this revision ("" when none did).
 	PruneSkipped, PruneMessage string
+	// Held: the source is suspended; nothing was applied, the revision is its pendingRevision.
+	Held bool
+	// Requested counts resources whose trueup.dev/reconcile-requested-at annotation changed
+	// (a meta-only change that runs them now).
+	Requested int
 }
 
 // Changed reports whether anything but the source row was written.
@@ -238,6 +248,15 @@ func (s *Store) ApplyRevision(ctx context.Context, p ApplyParams) (ApplyResult, 
 		if err := checkLease(ctx, tx, p.Lease); err != nil {
 			return err
 		}
+		var suspended bool
+		err := tx.QueryRow(ctx, "SELECT suspended FROM sources WHERE name = $1 FOR UPDATE", p.Source).Scan(&suspended)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		if suspended {
+			res.Held = true
+			return holdRevision(ctx, tx, p)
+		}
 		if err := checkConflicts(ctx, tx, p); err != nil {
 			return err
 		}
@@ -250,7 +269,7 @@ func (s *Store) ApplyRevision(ctx context.Context, p ApplyParams) (ApplyResult, 
 		if err := finishSource(ctx, tx, p, res); err != nil {
 			return err
 		}
-		if res.Created+res.Updated+res.Deleted > 0 || res.TypeRequeued {
+		if res.Created+res.Updated+res.Deleted+res.Requested > 0 || res.TypeRequeued {
 			if _, err := tx.Exec(ctx, "SELECT pg_notify($1, '')", WorkChannel); err != nil {
 				return err
 			}

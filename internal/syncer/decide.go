@@ -56,6 +56,7 @@ type memory struct {
 	applied     string // last applied revision
 	rejected    string // last revision rejected for its content (deterministic: not retried)
 	lastFailure string // last failure message recorded, so that a repeated failure is written once
+	held        string // revision held back because the source is suspended (not fetched again until resumed)
 }
 
 // plan is what a sync does with the head it read.
@@ -74,7 +75,7 @@ func decide(head string, m memory) plan {
 	switch {
 	case head == m.applied && m.lastFailure != "":
 		return planRecover
-	case head == m.applied, head == m.rejected:
+	case head == m.applied, head == m.rejected, head == m.held:
 		return planSkip
 	}
 	return planApply

@@ -79,6 +79,9 @@ func TestDecide(t *testing.T) {
 		{"back to the applied one after a rejection", "a", memory{applied: "a", rejected: "b", lastFailure: "b rejected"}, planRecover},
 		{"applied one again after a failed fetch", "a", memory{applied: "a", lastFailure: "read head: timeout"}, planRecover},
 		{"new head after a failed fetch", "b", memory{applied: "a", lastFailure: "read head: timeout"}, planApply},
+		{"suspended: the held head is not fetched again", "b", memory{applied: "a", held: "b"}, planSkip},
+		{"suspended: a newer head is validated and held in its turn", "c", memory{applied: "a", held: "b"}, planApply},
+		{"resumed (held cleared): the head is applied", "b", memory{applied: "a"}, planApply},
 	} {
 		if got := decide(tc.head, tc.mem); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)

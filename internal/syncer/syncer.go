@@ -327,6 +327,9 @@ func (s *Syncer) adopt(ctx context.Context, l *store.Lease) {
 	var m memory
 	if err == nil {
 		m.applied = src.Revision
+		if src.Suspended {
+			m.held = src.PendingRevision
+		}
 		if c, ok := status.Get(src.Conditions, status.Ready); ok && c.Status == status.False {
 			// A failure recorded earlier (perhaps by another replica): the next sync that
 			// finds the applied revision at the head records the recovery.
@@ -347,6 +350,7 @@ type Outcome struct {
 	Revision  string
 	Unchanged bool // head already applied (or already rejected): nothing fetched, nothing written
 	NotHolder bool // another replica holds the source's lease: nothing done
+	Held      bool // the source is suspended: the revision was validated but not applied
 	Result    store.ApplyResult
 }
 
@@ -386,6 +390,21 @@ func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (Outcome, error) 
 	s.mu.Unlock()
 	if head, err = s.awaitWanted(ctx, head); err != nil {
 		return Outcome{}, s.fail(ctx, lease, store.SyncFailure{Reason: "FetchFailed", Message: "read head: " + err.Error()}, "")
+	}
+	s.mu.Lock()
+	held := s.mem.held
+	s.mu.Unlock()
+	if held != "" && held == head {
+		// Held back while suspended: ask (only now) whether the source was resumed.
+		suspended, err := s.store.SourceSuspended(ctx, s.opts.Name)
+		if err != nil {
+			return Outcome{}, fmt.Errorf("read suspension: %w", err)
+		}
+		if !suspended {
+			s.mu.Lock()
+			s.mem.held = ""
+			s.mu.Unlock()
+		}
 	}
 	s.mu.Lock()
 	p := decide(head, s.mem)
@@ -450,6 +469,13 @@ func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (Outcome, error) 
 	}
 	if err != nil {
 		return Outcome{}, err
+	}
+	if res.Held {
+		s.mu.Lock()
+		s.mem.held = snap.Revision
+		s.mu.Unlock()
+		s.log.Info("source suspended: revision held back", "revision", short(snap.Revision), "resources", len(set.Resources))
+		return Outcome{Revision: snap.Revision, Held: true}, nil
 	}
 	if res.PruneSkipped != "" {
 		s.log.Warn("pruning skipped", "reason", res.PruneSkipped, "message", res.PruneMessage)

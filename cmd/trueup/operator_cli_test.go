@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/status"
+)
+
+// fakeWorker stands in for a reconciler: once the resource is asked for a manual reconcile,
+// it records the attempt with result in history, as the reconciler does.
+func fakeWorker(t *testing.T, a *api, ns, kind, name, result string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	go func() {
+		defer cancel()
+		for ctx.Err() == nil {
+			var actor *string
+			if err := a.store.Pool().QueryRow(ctx, `SELECT manual_requested_by FROM resources WHERE namespace = $1 AND kind = $2 AND name = $3`,
+				ns, kind, name).Scan(&actor); err == nil && actor != nil {
+				_, err = a.store.Pool().Exec(ctx, `INSERT INTO reconcile_history (resource_uid, namespace, kind, name, generation, revision,
+					operation, trigger, result, message, started_at, finished_at, actor)
+					SELECT uid, namespace, kind, name, generation, revision, 'reconcile', 'manual', $4, 'from the fake worker',
+					  now() - interval '1500 milliseconds', now(), manual_requested_by
+					FROM resources WHERE namespace = $1 AND kind = $2 AND name = $3`, ns, kind, name, result)
+				if err != nil {
+					t.Error(err)
+				}
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	t.Cleanup(cancel)
+}
+
+func TestReconcileCLI(t *testing.T) {
+	t.Parallel()
+	a := setup(t)
+	out, stderr, err := a.run(t, "reconcile", "databasecluster/orders-pg", "-n", "production")
+	if err != nil || out != "reconcile of DatabaseCluster/orders-pg in namespace production requested by anonymous\n" {
+		t.Errorf("reconcile: err %v stdout %q stderr %q", err, out, stderr)
+	}
+	// --wait prints the attempt and exits 1 when it failed.
+	fakeWorker(t, a, "production", "DatabaseCluster", "catalog-mysql", "Stalled")
+	out, _, err = a.run(t, "reconcile", "DatabaseCluster/catalog-mysql", "-n", "production", "--wait", "--timeout", "10s")
+	if code, ok := err.(exitCode); !ok || code != 1 || !strings.Contains(out, "Stalled after 1.5s (generation 1, trigger manual by anonymous): from the fake worker") {
+		t.Errorf("reconcile --wait of a failing resource: err %v stdout %q", err, out)
+	}
+	fakeWorker(t, a, "production", "Bucket", "invoices", "Succeeded")
+	out, _, err = a.run(t, "reconcile", "Bucket/invoices", "-n", "production", "--wait", "--timeout", "10s")
+	if err != nil || !strings.Contains(out, "Succeeded after 1.5s") {
+		t.Errorf("reconcile --wait: err %v stdout %q", err, out)
+	}
+	if out, _, err := a.run(t, "history", "Bucket/invoices", "-n", "production"); err != nil || !strings.Contains(out, "manual (anonymous)") {
+		t.Errorf("history shows no actor of the manual attempt: err %v\n%s", err, out)
+	}
+	if _, _, err := a.run(t, "reconcile", "Bucket/nope", "-n", "production"); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("reconcile of a missing resource: %v", err)
+	}
+}
+
+func TestSuspendCLI(t *testing.T) {
+	t.Parallel()
+	a := setup(t)
+	ctx := context.Background()
+	out, _, err := a.run(t, "suspend", "DatabaseCluster/orders-pg", "-n", "production", "--reason", "resizing by hand")
+	if err != nil || out != "DatabaseCluster/orders-pg in namespace production suspended by anonymous\n" {
+		t.Errorf("suspend: err %v stdout %q", err, out)
+	}
+	r, _ := a.store.GetResource(ctx, "production", "DatabaseCluster", "orders-pg")
+	if c, _ := status.Get(r.Status.Conditions, status.Suspended); c.Message != "suspended by anonymous: resizing by hand" {
+		t.Errorf("Suspended condition %+v", c)
+	}
+	out, _, err = a.run(t, "get", "resources", "-n", "production")
+	if err != nil || !strings.Contains(out, "Ready (SUSPENDED)") {
+		t.Errorf("get shows no SUSPENDED marker: err %v\n%s", err, out)
+	}
+	if _, _, err := a.run(t, "reconcile", "DatabaseCluster/orders-pg", "-n", "production"); err == nil || !strings.Contains(err.Error(), "resume it first") {
+		t.Errorf("reconcile of a suspended resource: %v", err)
+	}
+	out, _, err = a.run(t, "resume", "DatabaseCluster/orders-pg", "-n", "production")
+	if err != nil || !strings.Contains(out, "resumed by anonymous") {
+		t.Errorf("resume: err %v stdout %q", err, out)
+	}
+
+	out, _, err = a.run(t, "suspend", "--source", "infra", "--reason", "freeze")
+	if err != nil || out != "source infra suspended by anonymous\n" {
+		t.Errorf("suspend --source: err %v stdout %q", err, out)
+	}
+	out, _, err = a.run(t, "get", "sources")
+	if err != nil || !strings.Contains(out, "(SUSPENDED)") {
+		t.Errorf("get sources shows no SUSPENDED marker: err %v\n%s", err, out)
+	}
+	if _, _, err := a.run(t, "resume", "--source", "infra"); err != nil {
+		t.Errorf("resume --source: %v", err)
+	}
+
+	out, _, err = a.run(t, "suspend", "-l", "team=checkout", "-n", "production")
+	if err != nil || strings.Count(out, "suspended by anonymous") < 1 || strings.Contains(out, "catalog") {
+		t.Errorf("suspend -l: err %v stdout %q", err, out)
+	}
+	out, stderr, err := a.run(t, "suspend", "-l", "tier=nope")
+	if err != nil || out != "" || !strings.Contains(stderr, "No resources to suspend") {
+		t.Errorf("suspend -l matching nothing: err %v stdout %q stderr %q", err, out, stderr)
+	}
+	if _, _, err := a.run(t, "suspend", "DatabaseCluster/orders-pg", "--source", "infra"); err == nil {
+		t.Error("suspend with both a resource and --source: no error")
+	}
+	out, _, err = a.run(t, "sync", "infra")
+	if err != nil || out != "sync of source infra requested by anonymous\n" {
+		t.Errorf("sync: err %v stdout %q", err, out)
+	}
+	if _, _, err := a.run(t, "sync", "nope"); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("sync of an unknown source: %v", err)
+	}
+}

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/trueup-dev/trueup/internal/store"
+)
+
+// pollEvery is how often --wait reads the API.
+const pollEvery = 300 * time.Millisecond
+
+func newReconcileCmd(api *apiOptions) *cobra.Command {
+	var namespace string
+	var wait bool
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "reconcile KIND/NAME",
+		Short: "Reconcile a resource now, skipping any backoff",
+		Long: `Asks trueup to reconcile one resource now: it runs at once, skipping the backoff of a
+failing resource, and a Stalled resource runs too. The attempt is recorded in history with
+trigger "manual" and your identity. A suspended resource is refused (resume it first).
+Needs the operator role in the resource's namespace.
+
+With --wait, waits for the attempt to finish and prints its result; the exit status is 1
+when it failed.`,
+		Example: `  trueup reconcile DatabaseCluster/orders-pg -n production
+  trueup reconcile bucket/build-cache --wait`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			kind, name, err := parseObjectRef(args[0])
+			if err != nil {
+				return err
+			}
+			c, err := api.client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			var last int64
+			if wait {
+				if last, err = newestAttempt(ctx, c, namespace, kind, name); err != nil {
+					return err
+				}
+			}
+			var ans commandAnswer
+			if err := c.post(ctx, resourcePath(namespace, kind, name)+"/reconcile", nil, nil, &ans); err != nil {
+				return err
+			}
+			if len(ans.Resources) == 1 {
+				kind = ans.Resources[0].Kind
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "reconcile of %s/%s in namespace %s requested by %s\n", kind, name, namespace, ans.Actor)
+			if !wait {
+				return nil
+			}
+			return waitAttempt(ctx, c, cmd.OutOrStdout(), namespace, kind, name, last, timeout)
+		},
+	}
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "the resource's namespace")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the attempt to finish and print its result (exit 1 when it failed)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "with --wait: give up after this long")
+	return cmd
+}
+
+// newestAttempt is the id of the resource's newest history row (0 when none).
+func newestAttempt(ctx context.Context, c *client, namespace, kind, name string) (int64, error) {
+	raw, err := c.list(ctx, resourcePath(namespace, kind, name)+"/history", url.Values{"limit": {"1"}})
+	if err != nil && !isNotFound(err) {
+		return 0, err
+	}
+	items, err := decodeItems[store.HistoryEntry](raw)
+	if err != nil || len(items) == 0 {
+		return 0, err
+	}
+	return items[0].ID, nil
+}
+
+// waitAttempt polls the resource's history for the manual attempt recorded after row after,
+// and, when that attempt left the action in progress, for the first later attempt that
+// finished; it prints the result and fails on Failed or Stalled.
+func waitAttempt(ctx context.Context, c *client, out io.Writer, namespace, kind, name string, after int64, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var manual int64 // the manual attempt's id, once seen
+	for {
+		raw, err := c.list(ctx, resourcePath(namespace, kind, name)+"/history", url.Values{"limit": {"50"}})
+		if err != nil && ctx.Err() == nil {
+			return err
+		}
+		items, _ := decodeItems[store.HistoryEntry](raw)
+		// Oldest first: the manual attempt, then whatever followed it.
+		for i := len(items) - 1; i >= 0; i-- {
+			h := items[i]
+			if h.ID <= after || (manual == 0 && h.Trigger != "manual") || (manual != 0 && h.ID <= manual) {
+				continue
+			}
+			if manual == 0 {
+				manual = h.ID
+			}
+			if h.Result == "InProgress" {
+				fmt.Fprintf(out, "%s: in progress: %s\n", h.Trigger, oneLine(h.Message))
+				after = h.ID
+				continue
+			}
+			fmt.Fprintf(out, "%s after %s (generation %d, trigger %s%s)%s\n", h.Result, time.Duration(h.DurationMs)*time.Millisecond,
+				h.Generation, h.Trigger, actorNote(h.Actor), messageNote(h.Message))
+			if h.Result == "Failed" || h.Result == "Stalled" {
+				return exitCode(1)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if context.Cause(ctx) == context.DeadlineExceeded {
+				return fmt.Errorf("no finished attempt of %s/%s within %s", kind, name, timeout)
+			}
+			return ctx.Err()
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
+func actorNote(actor string) string {
+	if actor == "" {
+		return ""
+	}
+	return " by " + actor
+}
+
+func messageNote(msg string) string {
+	if msg == "" {
+		return ""
+	}
+	return ": " + oneLine(msg)
+}
+
+// triggerCell is an attempt's trigger for tables, with who asked for a manual one.
+func triggerCell(h store.HistoryEntry) string {
+	if h.Actor == "" {
+		return h.Trigger
+	}
+	return h.Trigger + " (" + h.Actor + ")"
+}

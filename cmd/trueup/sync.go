@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/url"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/trueup-dev/trueup/internal/status"
+	"github.com/trueup-dev/trueup/internal/store"
+)
+
+func newSyncCmd(api *apiOptions) *cobra.Command {
+	var wait bool
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "sync SOURCE",
+		Short: "Fetch a source and apply its head now",
+		Long: `Asks the replica holding the source's lease to read the source's head now and apply it
+if it is new, as a push webhook does. A suspended source validates the head and reports it
+as pending, but applies nothing. Needs the operator role in every namespace the source has
+resources in.
+
+With --wait, waits until the source was read after the request and prints its revision and
+Ready condition; the exit status is 1 when the source is not Ready.`,
+		Example: `  trueup sync infra
+  trueup sync infra --wait`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			c, err := api.client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			var ans commandAnswer
+			if err := c.post(ctx, "/api/v1/sources/"+url.PathEscape(name)+"/sync", nil, nil, &ans); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "sync of source %s requested by %s\n", name, ans.Actor)
+			if !wait {
+				return nil
+			}
+			at, err := time.Parse(time.RFC3339Nano, ans.RequestedAt)
+			if err != nil {
+				return fmt.Errorf("the API's requestedAt %q: %w", ans.RequestedAt, err)
+			}
+			return waitSync(ctx, c, cmd.OutOrStdout(), name, at, timeout)
+		},
+	}
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the source was synced and print its revision (exit 1 when not Ready)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "with --wait: give up after this long")
+	return cmd
+}
+
+// synced reports whether src shows a sync that began after at: a revision applied, a state
+// written (a failure, a held revision), or a poll published by the holder.
+func synced(src store.Source, at time.Time) bool {
+	after := func(t *time.Time) bool { return t != nil && !t.Before(at) }
+	ready, _ := status.Get(src.Conditions, status.Ready)
+	return after(src.LastSyncTime) || after(src.LastPollTime) || (!ready.LastTransitionTime.IsZero() && !ready.LastTransitionTime.Before(at))
+}
+
+func waitSync(ctx context.Context, c *client, out io.Writer, name string, at time.Time, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		var src store.Source
+		err := c.get(ctx, "/api/v1/sources/"+url.PathEscape(name), nil, &src)
+		if err != nil && ctx.Err() == nil {
+			return err
+		}
+		if err == nil && synced(src, at) {
+			ready, _ := status.Get(src.Conditions, status.Ready)
+			fmt.Fprintf(out, "source %s at revision %s: Ready=%s%s\n", name, shortRev(src.Revision), ready.Status, messageNote(ready.Message))
+			if src.PendingRevision != "" {
+				fmt.Fprintf(out, "suspended: revision %s is pending\n", shortRev(src.PendingRevision))
+			}
+			if ready.Status == status.False {
+				return exitCode(1)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("source %s was not synced within %s (is a replica holding its lease?)", name, timeout)
+		case <-time.After(pollEvery):
+		}
+	}
+}

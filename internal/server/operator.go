@@ -1,0 +1,289 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/auth"
+	"github.com/trueup-dev/trueup/internal/store"
+)
+
+// Operator commands (issue 11 §3): reconcile now, sync now, suspend and resume. They are the
+// only writes of the API and need auth.Operate in the namespaces they touch. A caller who
+// cannot see a namespace gets the same 404 as for a name that does not exist; one who sees it
+// but may not operate there gets 403.
+
+func (s *Server) operatorRoutes(m *http.ServeMux) {
+	m.HandleFunc("POST /api/v1/resources/{namespace}/{kind}/{name}/reconcile", s.reconcileResource)
+	m.HandleFunc("POST /api/v1/resources/{namespace}/{kind}/{name}/suspend", s.suspendResource(true))
+	m.HandleFunc("POST /api/v1/resources/{namespace}/{kind}/{name}/resume", s.suspendResource(false))
+	m.HandleFunc("POST /api/v1/resources/suspend", s.suspendSelected(true))
+	m.HandleFunc("POST /api/v1/resources/resume", s.suspendSelected(false))
+	m.HandleFunc("POST /api/v1/sources/{name}/sync", s.syncSource)
+	m.HandleFunc("POST /api/v1/sources/{name}/suspend", s.suspendSource(true))
+	m.HandleFunc("POST /api/v1/sources/{name}/resume", s.suspendSource(false))
+}
+
+// commandResult is the answer to every operator command.
+type commandResult struct {
+	Action      string       `json:"action"` // reconcile | sync | suspend | resume
+	Actor       string       `json:"actor"`
+	RequestedAt time.Time    `json:"requestedAt"`
+	Source      string       `json:"source,omitempty"`
+	Resources   []commandRef `json:"resources"`
+}
+
+type commandRef struct {
+	Namespace string `json:"namespace"`
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+}
+
+func refs(rs []store.ResourceRef) []commandRef {
+	out := make([]commandRef, len(rs))
+	for i, r := range rs {
+		out[i] = commandRef{Namespace: r.Namespace, Kind: r.Kind, Name: r.Name}
+	}
+	return out
+}
+
+// maxReason bounds the reason of a suspend, stored in a condition and an event.
+const maxReason = 1024
+
+// commandBody reads the optional JSON body {"reason": "..."} of a command.
+func commandBody(r *http.Request) (reason string, err error) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
+	if err != nil {
+		return "", err
+	}
+	if len(strings.TrimSpace(string(b))) == 0 {
+		return "", nil
+	}
+	var body struct {
+		Reason string `json:"reason"`
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		return "", errors.New("the body must be JSON {\"reason\": \"...\"}: " + err.Error())
+	}
+	reason = strings.TrimSpace(body.Reason)
+	if len(reason) > maxReason {
+		reason = reason[:maxReason]
+	}
+	return reason, nil
+}
+
+// Access decisions of operator commands.
+type access int
+
+const (
+	accessAllowed   access = iota
+	accessHidden           // the caller may not see it: answer as if it did not exist (404)
+	accessForbidden        // the caller sees it but may not act on it (403)
+)
+
+// namespaceAccess decides a command on something in namespace ns.
+func namespaceAccess(id auth.Identity, ns string) access {
+	switch {
+	case !id.Sees(ns):
+		return accessHidden
+	case !id.Can(auth.Operate, ns):
+		return accessForbidden
+	}
+	return accessAllowed
+}
+
+// sourceAccess decides a command on a source whose resources are in namespaces nss. A source
+// is visible to whoever sees one of those namespaces (a source without resources only to
+// callers who see every namespace); acting on it needs operator rights in every one of them
+// (over every namespace for a source without resources), since a sync or a suspension
+// touches them all.
+func sourceAccess(id auth.Identity, nss []string) access {
+	if !id.AllVisible() && !slices.ContainsFunc(nss, id.Sees) {
+		return accessHidden
+	}
+	if len(nss) == 0 {
+		if id.AllVisible() && id.Can(auth.Operate, auth.AllNamespaces) {
+			return accessAllowed
+		}
+		return accessForbidden
+	}
+	for _, ns := range nss {
+		if !id.Can(auth.Operate, ns) {
+			return accessForbidden
+		}
+	}
+	return accessAllowed
+}
+
+// mayOperate answers 404 or 403 and returns false unless the caller may operate in ns.
+func mayOperate(w http.ResponseWriter, r *http.Request, ns, what string) bool {
+	switch namespaceAccess(identity(r), ns) {
+	case accessHidden:
+		writeError(w, http.StatusNotFound, what+": "+store.ErrNotFound.Error())
+		return false
+	case accessForbidden:
+		writeError(w, http.StatusForbidden, "the operator role is needed in namespace "+ns)
+		return false
+	}
+	return true
+}
+
+func (s *Server) reconcileResource(w http.ResponseWriter, r *http.Request) {
+	ns, kind, name := r.PathValue("namespace"), r.PathValue("kind"), r.PathValue("name")
+	if !mayOperate(w, r, ns, "resource "+ns+"/"+kind+"/"+name) {
+		return
+	}
+	actor := identity(r).Actor()
+	at := time.Now().UTC()
+	ref, err := s.store.RequestReconcile(r.Context(), ns, kind, name, actor)
+	if errors.Is(err, store.ErrSuspended) {
+		writeError(w, http.StatusConflict, err.Error())
+		return
+	}
+	if s.fail(w, err) {
+		return
+	}
+	s.log.Info("reconcile requested", "resource", ns+"/"+ref.Kind+"/"+name, "actor", actor)
+	writeJSON(w, http.StatusAccepted, commandResult{Action: "reconcile", Actor: actor, RequestedAt: at,
+		Resources: refs([]store.ResourceRef{ref})})
+}
+
+func action(suspend bool) string {
+	if suspend {
+		return "suspend"
+	}
+	return "resume"
+}
+
+func done(suspend bool) string {
+	if suspend {
+		return "suspended"
+	}
+	return "resumed"
+}
+
+func (s *Server) suspendResource(suspend bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ns, kind, name := r.PathValue("namespace"), r.PathValue("kind"), r.PathValue("name")
+		if !mayOperate(w, r, ns, "resource "+ns+"/"+kind+"/"+name) {
+			return
+		}
+		reason, err := commandBody(r)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		actor := identity(r).Actor()
+		at := time.Now().UTC()
+		rs, err := s.store.SetSuspended(r.Context(), store.SuspendParams{Namespace: ns, Kind: kind, Name: name, Suspend: suspend,
+			Actor: actor, Reason: reason})
+		if s.fail(w, err) {
+			return
+		}
+		s.log.Info("resource "+done(suspend), "resource", ns+"/"+kind+"/"+name, "actor", actor)
+		writeJSON(w, http.StatusOK, commandResult{Action: action(suspend), Actor: actor, RequestedAt: at, Resources: refs(rs)})
+	}
+}
+
+// suspendSelected suspends or resumes the resources matching ?selector=, in ?namespace= or
+// else in every namespace the caller may operate in.
+func (s *Server) suspendSelected(suspend bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		sel := strings.TrimSpace(q.Get("selector"))
+		if sel == "" {
+			writeError(w, http.StatusBadRequest, "a label selector is required: ?selector=app=web")
+			return
+		}
+		id := identity(r)
+		var namespaces []string
+		switch ns := q.Get("namespace"); {
+		case ns != "":
+			if !mayOperate(w, r, ns, "namespace "+ns) {
+				return
+			}
+			namespaces = []string{ns}
+		case !id.Can(auth.Operate, ""):
+			writeError(w, http.StatusForbidden, "the operator role is needed")
+			return
+		case !id.AllVisible():
+			namespaces = slices.Clone(id.Namespaces)
+		}
+		reason, err := commandBody(r)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		actor := id.Actor()
+		at := time.Now().UTC()
+		rs, err := s.store.SetSuspended(r.Context(), store.SuspendParams{Selector: sel, Namespaces: namespaces, Suspend: suspend,
+			Actor: actor, Reason: reason})
+		if s.fail(w, err) {
+			return
+		}
+		s.log.Info("resources "+done(suspend), "selector", sel, "count", len(rs), "actor", actor)
+		writeJSON(w, http.StatusOK, commandResult{Action: action(suspend), Actor: actor, RequestedAt: at, Resources: refs(rs)})
+	}
+}
+
+// maySourceOperate answers 404 or 403 (sourceAccess) and returns false unless the caller
+// may act on source name.
+func (s *Server) maySourceOperate(w http.ResponseWriter, r *http.Request, name string) bool {
+	nss, err := s.store.SourceNamespaces(r.Context(), name)
+	if s.fail(w, err) {
+		return false
+	}
+	switch sourceAccess(identity(r), nss) {
+	case accessHidden:
+		writeError(w, http.StatusNotFound, "source "+name+": "+store.ErrNotFound.Error())
+		return false
+	case accessForbidden:
+		writeError(w, http.StatusForbidden, "the operator role is needed in every namespace of source "+name)
+		return false
+	}
+	return true
+}
+
+func (s *Server) syncSource(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if !s.maySourceOperate(w, r, name) {
+		return
+	}
+	actor := identity(r).Actor()
+	at := time.Now().UTC()
+	// The holder of the source's lease syncs, whichever replica this is: the request goes
+	// through NOTIFY as a webhook received by a non-holder does.
+	if s.fail(w, s.store.RequestSync(r.Context(), name, actor)) {
+		return
+	}
+	s.log.Info("sync requested", "source", name, "actor", actor)
+	writeJSON(w, http.StatusAccepted, commandResult{Action: "sync", Actor: actor, RequestedAt: at, Source: name, Resources: []commandRef{}})
+}
+
+func (s *Server) suspendSource(suspend bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		if !s.maySourceOperate(w, r, name) {
+			return
+		}
+		reason, err := commandBody(r)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		actor := identity(r).Actor()
+		at := time.Now().UTC()
+		if s.fail(w, s.store.SetSourceSuspended(r.Context(), name, suspend, actor, reason)) {
+			return
+		}
+		s.log.Info("source "+done(suspend), "source", name, "actor", actor)
+		writeJSON(w, http.StatusOK, commandResult{Action: action(suspend), Actor: actor, RequestedAt: at, Source: name, Resources: []commandRef{}})
+	}
+}
