@@ -30,18 +30,9 @@ import (
 // catchAlls are the method-less patterns of routes(): fallbacks, not endpoints.
 var catchAlls = map[string]string{"/api/": "a JSON 404 for unknown API paths", "/hooks/{source}": "a JSON 405 for webhooks not sent with POST"}
 
-// undocumented are routes served before openapi.json describes them: the operator commands,
-// whose request and response shapes are written up for the document's owner (issue 11).
-// Remove each entry when its operation is added to openapi.json.
+// undocumented are routes the API document leaves out on purpose: the dashboard's
+// confirmation pages and the forms they post (HTML for people, not an API).
 var undocumented = map[string]bool{
-	"POST /api/v1/resources/{namespace}/{kind}/{name}/reconcile": true,
-	"POST /api/v1/resources/{namespace}/{kind}/{name}/suspend":   true,
-	"POST /api/v1/resources/{namespace}/{kind}/{name}/resume":    true,
-	"POST /api/v1/resources/suspend":                             true,
-	"POST /api/v1/resources/resume":                              true,
-	"POST /api/v1/sources/{name}/sync":                           true,
-	"POST /api/v1/sources/{name}/suspend":                        true,
-	"POST /api/v1/sources/{name}/resume":                         true,
 	// The dashboard's confirmation pages and their forms.
 	"GET /resources/{namespace}/{kind}/{name}/confirm/{action}": true,
 	"POST /resources/{namespace}/{kind}/{name}/{action}":        true,
