@@ -133,14 +133,14 @@ func computeDiff(ctx context.Context, c *client, dir, sourceName string) (*diffP
 		return nil, err
 	}
 	loader, opener := manifest.NewLoader(), sealed.NewOpener(keys)
-	set, err := sealed.Load(loader, opener, files, manifest.Options{KnownTypes: known})
+	set, err := sealed.Load(loader, opener, files, manifest.Options{KnownTypes: known}, nil)
 	if err == nil && len(set.Types) > 0 {
 		// DIR is a whole source: load it again as its sync would, without its own stored types.
 		others, kerr := knownTypes(types.Items, sourceName)
 		if kerr != nil {
 			return nil, kerr
 		}
-		set, err = sealed.Load(loader, opener, files, manifest.Options{KnownTypes: others})
+		set, err = sealed.Load(loader, opener, files, manifest.Options{KnownTypes: others}, nil)
 	}
 	if errors.As(err, &p.invalid) {
 		return p, nil

@@ -61,7 +61,7 @@ spec:
 		t.Fatal(err)
 	}
 	set, err := sealed.Load(manifest.NewLoader(), sealed.NewOpener(keys),
-		[]sources.File{{Path: "types.yaml", Data: []byte(typeYAML)}, {Path: "db.yaml", Data: []byte(applied)}}, manifest.Options{})
+		[]sources.File{{Path: "types.yaml", Data: []byte(typeYAML)}, {Path: "db.yaml", Data: []byte(applied)}}, manifest.Options{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,4 +111,20 @@ func exitStatus(err error) int {
 		return int(code)
 	}
 	return 1
+}
+
+// TestValidateWithUnsetKeyVariable: a manifests repository's CI without the controller's age
+// key still validates (with a warning) when the config names the key through a variable.
+func TestValidateWithUnsetKeyVariable(t *testing.T) {
+	dir := t.TempDir()
+	cfg := dir + "/trueup.yaml"
+	writeTestFile(t, cfg, "sources:\n  - name: infra\n    dir: {path: repo}\n    decryption: {age: {keys: \"${TRUEUP_TEST_UNSET_AGE_KEY}\"}}\nactions:\n  - {name: noop, type: noop}\n")
+	writeTestFile(t, dir+"/repo/t.yaml", "apiVersion: trueup.dev/v1\nkind: ResourceType\nmetadata: {name: W}\nspec:\n  group: w.example.com\n  versions: [{name: v1, schema: {type: object}}]\n  action: {name: noop}\n")
+	out, stderr, err := runCLI(t, "validate", dir+"/repo", "--config", cfg)
+	if err != nil {
+		t.Fatalf("validate: %v\n%s%s", err, out, stderr)
+	}
+	if !strings.Contains(stderr, "warning:") || !strings.Contains(out, "valid") {
+		t.Fatalf("stdout %q stderr %q", out, stderr)
+	}
 }

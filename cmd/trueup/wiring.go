@@ -287,7 +287,9 @@ func revealer(keys map[string]*sealed.Keys, res *secrets.Resolver) reconciler.Re
 		}
 		spec, refs, err := res.Resolve(ctx, c.Source, c.Namespace, spec)
 		if err != nil {
-			return nil, nil, err
+			// A reference may have been encrypted: its decrypted name must not reach the
+			// resource's message.
+			return nil, nil, actions.ScrubError(err, actions.Scrubber(values))
 		}
 		var keep []string
 		for _, v := range append(values, refs...) {

@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 
@@ -16,7 +17,9 @@ import (
 type Reveal func(ctx context.Context, c store.Claimed) (spec json.RawMessage, secrets []string, err error)
 
 // scrubAttempt removes a call's secrets from everything the plugin returned that is stored,
-// logged or shown: message, error, conditions, drift, outputs and state.
+// logged or shown: message, error, conditions, drift, outputs and state. JSON is scrubbed in
+// its strings (keys too) and encoded again, so state and outputs stay valid whatever a secret
+// looks like.
 func scrubAttempt(a *attempt, scrub func(string) string) {
 	a.err = actions.ScrubError(a.err, scrub)
 	a.res.Message = scrub(a.res.Message)
@@ -27,32 +30,53 @@ func scrubAttempt(a *attempt, scrub func(string) string) {
 	}
 	a.res.State = scrubJSON(a.res.State, scrub)
 	if a.res.Outputs != nil {
-		b, err := json.Marshal(a.res.Outputs)
-		if err != nil {
-			return // boundOutputs reports it
-		}
-		if s := scrub(string(b)); s != string(b) {
-			var clean map[string]any
-			if json.Unmarshal([]byte(s), &clean) != nil {
-				clean = map[string]any{"error": "outputs held a secret and were not stored"}
-			}
+		if clean, ok := scrubValue(map[string]any(a.res.Outputs), scrub).(map[string]any); ok {
 			a.res.Outputs = clean
 		}
 	}
 }
 
-// scrubJSON scrubs an encoded JSON value; a value that no longer decodes after scrubbing
-// is dropped rather than stored with the secret.
+// scrubJSON scrubs the strings of an encoded JSON value. A value that does not decode is
+// scrubbed as text (it is stored as the plugin sent it).
 func scrubJSON(v json.RawMessage, scrub func(string) string) json.RawMessage {
 	if len(v) == 0 {
 		return v
 	}
-	s := scrub(string(v))
-	if s == string(v) {
-		return v
+	if s := scrub(string(v)); s == string(v) {
+		return v // nothing to scrub: kept byte for byte
 	}
-	if !json.Valid([]byte(s)) {
+	dec := json.NewDecoder(bytes.NewReader(v))
+	dec.UseNumber()
+	var x any
+	if err := dec.Decode(&x); err != nil {
+		return json.RawMessage(scrub(string(v)))
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(scrubValue(x, scrub)); err != nil {
 		return json.RawMessage(`{"error":"state held a secret and was not stored"}`)
 	}
-	return json.RawMessage(s)
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})
+}
+
+// scrubValue scrubs every string and key of a decoded JSON value.
+func scrubValue(v any, scrub func(string) string) any {
+	switch x := v.(type) {
+	case string:
+		return scrub(x)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[scrub(k)] = scrubValue(e, scrub)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = scrubValue(e, scrub)
+		}
+		return out
+	}
+	return v
 }

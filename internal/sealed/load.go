@@ -17,14 +17,28 @@ import (
 // again; like the loader's cache it keeps only what the latest load used. The plaintext
 // lives in memory only.
 type Opener struct {
-	keys  *Keys
-	mu    sync.Mutex
-	cache map[string]*Opened
+	keys     *Keys
+	mu       sync.Mutex
+	cache    map[string]*Opened
+	revealer *Revealer // for Reveal, made on first use
 }
 
 // NewOpener returns an Opener for keys (nil: the source has none, and an encrypted file is
 // a problem of the revision).
 func NewOpener(keys *Keys) *Opener { return &Opener{keys: keys, cache: map[string]*Opened{}} }
+
+// Reveal puts back the encrypted fields of a stored spec with this source's keys (the
+// applied specs transition rules compare with).
+func (op *Opener) Reveal(file, kind, namespace, name, sealed string, spec json.RawMessage) (json.RawMessage, error) {
+	op.mu.Lock()
+	if op.revealer == nil {
+		op.revealer = NewRevealer(map[string]*Keys{"": op.keys})
+	}
+	r := op.revealer
+	op.mu.Unlock()
+	out, _, err := r.Reveal("", file, kind, namespace, name, sealed, spec)
+	return out, err
+}
 
 // Revision is a revision's files made ready for the loader.
 type Revision struct {
@@ -99,6 +113,7 @@ func (rv *Revision) Redact(set *manifest.Set) error {
 	if rv.opened == nil || set == nil {
 		return nil
 	}
+	used := map[*Doc]bool{}
 	for i := range set.Resources {
 		r := &set.Resources[i]
 		o, ok := rv.opened[r.File]
@@ -109,13 +124,36 @@ func (rv *Revision) Redact(set *manifest.Set) error {
 		if !ok {
 			continue
 		}
-		spec, err := patch(r.Spec, d.Fields, func(f Field) any { return f.Marker() })
+		used[d] = true
+		// Fail closed: the loader's value at each path must be the decrypted one, or the
+		// paths are not the loader's and a marker would land on the wrong field.
+		spec, err := patch(r.Spec, d.Fields, func(f Field) any { return f.Marker() }, true)
 		if err != nil {
 			return fmt.Errorf("%s:%d: %w", r.File, r.Line, err)
 		}
+		for _, v := range d.Values() {
+			if Scrubbable(v) && bytes.Contains(spec, []byte(jsonString(v))) {
+				return fmt.Errorf("%s:%d: an encrypted value is still in the spec after redaction", r.File, r.Line)
+			}
+		}
 		r.Spec, r.SpecHash, r.Sealed = spec, manifest.HashJSON(spec), string(rv.raw[r.File])
+		// The encrypted file's recipients may change while every value stays (sops
+		// updatekeys): the metadata hash follows the file, so the stored file is rewritten.
+		r.MetaHash = manifest.HashJSON([]byte(r.MetaHash + "\x00sealed\x00" + manifest.HashJSON(rv.raw[r.File])))
+	}
+	for path, o := range rv.opened {
+		for id, d := range o.Docs {
+			if !used[d] {
+				return fmt.Errorf("%s:%d: encrypted values of %s belong to no resource of the revision", path, d.Fields[0].Line, id)
+			}
+		}
 	}
 	return nil
+}
+
+func jsonString(v string) string {
+	b, _ := json.Marshal(v)
+	return string(b[1 : len(b)-1])
 }
 
 // Scrub replaces every decrypted value of the revision in s by ***: schema errors may quote
@@ -150,7 +188,7 @@ func (rv *Revision) ScrubErrors(errs manifest.Errors) manifest.Errors {
 
 // Scrubbable reports whether v is long enough to be replaced in messages: "1" or "true"
 // would turn every message into stars and hide nothing.
-func Scrubbable(v string) bool { return len(v) >= 4 }
+func Scrubbable(v string) bool { return len(v) >= 4 && v != "true" && v != "false" && v != "null" }
 
 func replacer(values map[string]struct{}) func(string) string {
 	var all []string
@@ -162,8 +200,9 @@ func replacer(values map[string]struct{}) func(string) string {
 	return actions.Scrubber(all)
 }
 
-// patch sets each field's path in spec (canonical JSON) to value(f).
-func patch(spec json.RawMessage, fields []Field, value func(Field) any) (json.RawMessage, error) {
+// patch sets each field's path in spec (canonical JSON) to value(f). With check, the value
+// found there must be the field's plaintext (Redact: the spec is the loader's plaintext).
+func patch(spec json.RawMessage, fields []Field, value func(Field) any, check bool) (json.RawMessage, error) {
 	dec := json.NewDecoder(bytes.NewReader(spec))
 	dec.UseNumber()
 	var root any
@@ -177,6 +216,9 @@ func patch(spec json.RawMessage, fields []Field, value func(Field) any) (json.Ra
 		parent := root
 		for _, step := range f.Path[:len(f.Path)-1] {
 			parent = child(parent, step)
+		}
+		if check && !sameValue(child(parent, f.Path[len(f.Path)-1]), f.Value) {
+			return nil, fmt.Errorf("spec%s: the encrypted field does not match the loaded spec", Pointer(f.Path))
 		}
 		switch k := f.Path[len(f.Path)-1].(type) {
 		case string:
@@ -194,6 +236,26 @@ func patch(spec json.RawMessage, fields []Field, value func(Field) any) (json.Ra
 		}
 	}
 	return manifest.Canonical(mustJSON(root))
+}
+
+// sameValue compares a loaded JSON value with a decrypted one (numbers by their text, which
+// the loader keeps canonical).
+func sameValue(loaded, decrypted any) bool {
+	switch d := decrypted.(type) {
+	case json.Number:
+		l, ok := loaded.(json.Number)
+		if !ok {
+			return false
+		}
+		if l == d {
+			return true
+		}
+		lf, err1 := l.Float64()
+		df, err2 := d.Float64()
+		return err1 == nil && err2 == nil && lf == df
+	default:
+		return loaded == decrypted
+	}
 }
 
 func child(v any, step any) any {
@@ -220,7 +282,10 @@ func mustJSON(v any) json.RawMessage {
 
 // Load is a loader's Load with the revision's encrypted files opened first: errors are
 // scrubbed of every decrypted value, and the Set's encrypted fields are markers.
-func Load(l *manifest.Loader, op *Opener, files []sources.File, opts manifest.Options) (*manifest.Set, error) {
+//
+// check, when set, runs on the loaded Set before it is redacted, with plaintext specs (the
+// syncer's transition rules); its manifest.Errors are scrubbed like the loader's.
+func Load(l *manifest.Loader, op *Opener, files []sources.File, opts manifest.Options, check func(*manifest.Set) error) (*manifest.Set, error) {
 	if op == nil {
 		op = NewOpener(nil)
 	}
@@ -249,6 +314,15 @@ func Load(l *manifest.Loader, op *Opener, files []sources.File, opts manifest.Op
 			return nil, rv.ScrubErrors(lerrs)
 		}
 		return nil, err
+	}
+	if check != nil {
+		if err := check(set); err != nil {
+			var cerrs manifest.Errors
+			if errorsAs(err, &cerrs) {
+				return nil, rv.ScrubErrors(cerrs)
+			}
+			return nil, err // check's own failure (a database error), returned as it is
+		}
 	}
 	if err := rv.Redact(set); err != nil {
 		return nil, errors.New(rv.Scrub(err.Error()))

@@ -17,12 +17,19 @@ type Revealer struct {
 	keys map[string]*Keys // by source name
 
 	mu    sync.Mutex
-	cache map[[32]byte]*Opened
+	cache map[revealKey]map[string]*Doc // the documents of opened files, never their plaintext
+}
+
+// revealKey is a file as one source stores it: a file is opened only with its own source's
+// keys, even when another source holds the same bytes.
+type revealKey struct {
+	source string
+	sum    [32]byte
 }
 
 // NewRevealer returns a Revealer for the sources' keys.
 func NewRevealer(keys map[string]*Keys) *Revealer {
-	return &Revealer{keys: keys, cache: map[[32]byte]*Opened{}}
+	return &Revealer{keys: keys, cache: map[revealKey]map[string]*Doc{}}
 }
 
 // Reveal returns spec with every marker of the resource kind/namespace/name replaced by its
@@ -31,17 +38,17 @@ func NewRevealer(keys map[string]*Keys) *Revealer {
 // whatever the action returns. A marker that does not match the file's value (the file and
 // the spec were not stored together) is an error, never a wrong value.
 func (r *Revealer) Reveal(source, file, kind, namespace, name, sealed string, spec json.RawMessage) (json.RawMessage, []string, error) {
-	sum := sha256.Sum256([]byte(sealed))
+	ck := revealKey{source: source, sum: sha256.Sum256([]byte(sealed))}
 	r.mu.Lock()
-	o, ok := r.cache[sum]
+	docs, ok := r.cache[ck]
 	r.mu.Unlock()
 	if !ok {
 		keys, ok := r.keys[source]
 		if !ok {
 			return nil, nil, fmt.Errorf("%s is encrypted with SOPS, and source %s has no decryption keys on this replica", file, source)
 		}
-		var err error
-		if o, err = Open(file, []byte(sealed), keys); err != nil {
+		o, err := Open(file, []byte(sealed), keys)
+		if err != nil {
 			if p, ok := err.(*Problem); ok && p.Line > 0 {
 				return nil, nil, fmt.Errorf("%s:%d: %s", file, p.Line, p.Msg)
 			}
@@ -54,10 +61,11 @@ func (r *Revealer) Reveal(source, file, kind, namespace, name, sealed string, sp
 				break
 			}
 		}
-		r.cache[sum] = o
+		docs = o.Docs
+		r.cache[ck] = docs
 		r.mu.Unlock()
 	}
-	d, ok := o.Docs[Identity(kind, namespace, name)]
+	d, ok := docs[Identity(kind, namespace, name)]
 	if !ok {
 		return nil, nil, fmt.Errorf("%s: no encrypted document for %s/%s/%s", file, kind, namespace, name)
 	}
@@ -66,7 +74,7 @@ func (r *Revealer) Reveal(source, file, kind, namespace, name, sealed string, sp
 	if err := checkMarkers(spec, d.Fields); err != nil {
 		return nil, nil, err
 	}
-	out, err := patch(spec, d.Fields, func(f Field) any { return f.Value })
+	out, err := patch(spec, d.Fields, func(f Field) any { return f.Value }, false)
 	if err != nil {
 		return nil, nil, err
 	}

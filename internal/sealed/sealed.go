@@ -75,6 +75,7 @@ type Field struct {
 	Line   int    // in the encrypted file
 	Value  any    // the plaintext as a JSON value (string, json.Number, bool)
 	Digest string // keyed fingerprint of Value, see the package comment
+	cipher string // the ENC[…] text in the file
 }
 
 // Doc is what one document of an opened file holds encrypted.
@@ -115,8 +116,10 @@ type store interface {
 	EmitPlainFile(sops.TreeBranches) ([]byte, error)
 }
 
+func storeIsJSON(file string) bool { return strings.EqualFold(path.Ext(file), ".json") }
+
 func storeFor(file string) store {
-	if strings.EqualFold(path.Ext(file), ".json") {
+	if storeIsJSON(file) {
 		return sopsjson.NewStore(&sopsconfig.JSONStoreConfig{})
 	}
 	return sopsyaml.NewStore(&sopsconfig.YAMLStoreConfig{})
@@ -125,12 +128,17 @@ func storeFor(file string) store {
 // Open decrypts an encrypted manifest file named file (its extension chooses YAML or JSON).
 // Only values under a resource's spec may be encrypted: identity, labels and annotations
 // are stored and shown as they are, and a ResourceType is never a secret.
+//
+// Once the data key is decrypted, no text of the SOPS library reaches an error: a value whose
+// type tag was altered makes the library quote the plaintext it could not convert (the tag is
+// not authenticated), and errors are stored, shown and posted to the forge.
 func Open(file string, data []byte, keys *Keys) (o *Opened, err error) {
 	defer func() {
 		// The file comes from the repository: a parser fault on a crafted file must reject
-		// that file, not stop the controller.
+		// that file, not stop the controller; the fault's text is not quoted (it may hold a
+		// decrypted value).
 		if r := recover(); r != nil {
-			o, err = nil, problem(1, "SOPS: the file could not be read (%v)", r)
+			o, err = nil, problem(1, "SOPS: the file could not be read")
 		}
 	}()
 	lines := lineIndex(data)
@@ -140,7 +148,7 @@ func Open(file string, data []byte, keys *Keys) (o *Opened, err error) {
 	st := storeFor(file)
 	tree, err := st.LoadEncryptedFile(data)
 	if err != nil {
-		return nil, problem(1, "SOPS: %s", cleanSOPS(err))
+		return nil, problem(1, "SOPS: %s", cleanSOPS(err)) // before any key is used: no plaintext yet
 	}
 	docs := make([]*Doc, len(tree.Branches))
 	for i, branch := range tree.Branches {
@@ -157,17 +165,15 @@ func Open(file string, data []byte, keys *Keys) (o *Opened, err error) {
 	cipher := aes.NewCipher()
 	mac, err := tree.Decrypt(key, cipher)
 	if err != nil {
-		return nil, problem(1, "SOPS: %s", cleanSOPS(err))
+		return nil, problem(1, "SOPS: a value could not be decrypted (its type tag was altered, or the file was edited without sops)")
 	}
 	stored, err := cipher.Decrypt(tree.Metadata.MessageAuthenticationCode, key, tree.Metadata.LastModified.Format(time.RFC3339))
 	if err != nil || stored != mac {
 		return nil, problem(1, "SOPS: the file's MAC does not match its content (edited without sops?)")
 	}
-	plain, err := st.EmitPlainFile(tree.Branches)
-	if err != nil {
-		return nil, problem(1, "SOPS: %s", cleanSOPS(err))
-	}
-	o = &Opened{Plain: plain, Docs: map[string]*Doc{}}
+	mkey := markerKey(key)
+	o = &Opened{Docs: map[string]*Doc{}}
+	var all []Field
 	for i, branch := range tree.Branches {
 		d := docs[i]
 		if len(d.Fields) == 0 {
@@ -187,18 +193,29 @@ func Open(file string, data []byte, keys *Keys) (o *Opened, err error) {
 				return nil, problem(f.Line, "spec%s: %v", Pointer(f.Path), err)
 			}
 			f.Value = v
-			f.Digest = digest(key, f.Path, v)
+			f.Digest = digest(mkey, f.Path, v)
 		}
+		all = append(all, d.Fields...)
 		id := Identity(d.Kind, d.Namespace, d.Name)
 		if _, dup := o.Docs[id]; dup {
 			return nil, problem(d.Fields[0].Line, "%s appears twice in the file", id)
 		}
 		o.Docs[id] = d
 	}
+	if storeIsJSON(file) {
+		// JSON has no comments and one value per token; SOPS's own emitter is exact enough.
+		if o.Plain, err = st.EmitPlainFile(tree.Branches); err != nil {
+			return nil, problem(1, "SOPS: the decrypted file could not be written out")
+		}
+	} else if o.Plain, err = substitute(data, all); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
 // collect records the encrypted leaves of one document, refusing those outside spec.
+// Comments are elements of SOPS's lists: they are skipped and do not count as indexes, so
+// that a path is the loader's path.
 func collect(v any, at []any, d *Doc, lines map[string]int) error {
 	switch x := v.(type) {
 	case sops.TreeBranch:
@@ -212,10 +229,15 @@ func collect(v any, at []any, d *Doc, lines map[string]int) error {
 			}
 		}
 	case []any:
-		for i, e := range x {
+		i := 0
+		for _, e := range x {
+			if _, comment := e.(sops.Comment); comment {
+				continue
+			}
 			if err := collect(e, append(at[:len(at):len(at)], i), d, lines); err != nil {
 				return err
 			}
+			i++
 		}
 	case string:
 		if !strings.HasPrefix(x, "ENC[") {
@@ -225,7 +247,7 @@ func collect(v any, at []any, d *Doc, lines map[string]int) error {
 		if len(at) < 2 || at[0] != "spec" {
 			return problem(line, "%s: only values under spec may be encrypted (encrypted_regex: ^spec$ in .sops.yaml encrypts just those)", dotted(at))
 		}
-		d.Fields = append(d.Fields, Field{Path: at[1:], Line: line})
+		d.Fields = append(d.Fields, Field{Path: at[1:], Line: line, cipher: x})
 	}
 	return nil
 }
@@ -249,10 +271,21 @@ func lookup(v any, at ...any) any {
 			v = next
 		case int:
 			a, ok := v.([]any)
-			if !ok || k >= len(a) {
+			if !ok {
 				return nil
 			}
-			v = a[k]
+			v = nil
+			i := 0
+			for _, e := range a {
+				if _, comment := e.(sops.Comment); comment {
+					continue
+				}
+				if i == k {
+					v = e
+					break
+				}
+				i++
+			}
 		}
 	}
 	return v
@@ -269,6 +302,8 @@ func jsonValue(v any) (any, error) {
 		return json.Number(strconv.FormatInt(x, 10)), nil
 	case uint64:
 		return json.Number(strconv.FormatUint(x, 10)), nil
+	case time.Time:
+		return x.Format(time.RFC3339Nano), nil
 	case float64:
 		if math.IsInf(x, 0) || math.IsNaN(x) {
 			return nil, errors.New("the decrypted number cannot be represented in JSON")
@@ -276,6 +311,14 @@ func jsonValue(v any) (any, error) {
 		return json.Number(strconv.FormatFloat(x, 'g', -1, 64)), nil
 	}
 	return nil, fmt.Errorf("decrypted to a value of type %T, which a spec cannot hold", v)
+}
+
+// markerKey derives the key markers are made with from the file's data key, so that the
+// data key itself (also the AES-GCM key of every value) is used for nothing else.
+func markerKey(dataKey []byte) []byte {
+	m := hmac.New(sha256.New, dataKey)
+	m.Write([]byte("trueup sops marker v1"))
+	return m.Sum(nil)
 }
 
 func digest(key []byte, at []any, v any) string {
@@ -311,25 +354,17 @@ func dotted(at []any) string {
 	return strings.TrimPrefix(s, ".")
 }
 
-// Values are the plaintexts of the document's fields, as strings, for scrubbing.
+// Values are the document's encrypted strings, for scrubbing. Numbers and booleans are left
+// out: replacing every "5432" or "true" in what a plugin returns would garble its state and
+// outputs and protect nothing (a substring scrubber cannot hide a number).
 func (d *Doc) Values() []string {
 	out := make([]string, 0, len(d.Fields))
 	for _, f := range d.Fields {
-		out = append(out, plainString(f.Value))
+		if s, ok := f.Value.(string); ok {
+			out = append(out, s)
+		}
 	}
 	return out
-}
-
-func plainString(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case json.Number:
-		return string(x)
-	case bool:
-		return strconv.FormatBool(x)
-	}
-	return ""
 }
 
 // lineIndex maps each ciphertext in the file to its line, for messages: ciphertexts are
@@ -412,4 +447,51 @@ func Merge(ks ...*Keys) *Keys {
 		return nil
 	}
 	return &Keys{age: ids}
+}
+
+// substitute writes the plaintext of an encrypted YAML file for the loader, line for line:
+// each ENC[…] value replaced in place by its value as a one-line JSON scalar (a valid YAML
+// scalar of the same type), and the top-level sops metadata blanked out. Every line keeps its
+// number, so the loader's problems point at the lines of the file in the repository, and
+// comments stay where they are.
+func substitute(data []byte, fields []Field) ([]byte, error) {
+	out := append([]byte(nil), data...)
+	for _, f := range fields {
+		i := bytes.Index(out, []byte(f.cipher))
+		if i < 0 {
+			return nil, problem(f.Line, "spec%s: the encrypted value was not found in the file", Pointer(f.Path))
+		}
+		j := i + len(f.cipher)
+		if i > 0 && j < len(out) && (out[i-1] == '"' || out[i-1] == '\'') && out[j] == out[i-1] {
+			i, j = i-1, j+1 // a quoted ENC[…]: the quotes go too
+		}
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(f.Value); err != nil {
+			return nil, problem(f.Line, "spec%s: the decrypted value cannot be written as JSON", Pointer(f.Path))
+		}
+		out = append(out[:i], append(bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), out[j:]...)...)
+	}
+	return blankMetadata(out), nil
+}
+
+// blankMetadata empties the lines of every top-level `sops:` entry (the key's line and the
+// indented or empty lines after it), keeping their line breaks.
+func blankMetadata(data []byte) []byte {
+	lines := bytes.SplitAfter(data, []byte{'\n'})
+	in := false
+	for i, l := range lines {
+		body := bytes.TrimRight(l, "\r\n")
+		switch {
+		case bytes.HasPrefix(body, []byte("sops:")):
+			in = true
+		case in && (len(body) == 0 || body[0] == ' ' || body[0] == '\t'):
+		default:
+			in = false
+			continue
+		}
+		lines[i] = l[len(body):] // the line break only
+	}
+	return bytes.Join(lines, nil)
 }

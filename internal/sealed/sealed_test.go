@@ -2,6 +2,8 @@ package sealed_test
 
 import (
 	"bytes"
+	"crypto/rand"
+	"fmt"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -127,10 +129,13 @@ func TestOpenRedactReveal(t *testing.T) {
 		t.Fatalf("revealed %s\nwant     %s", plain, want)
 	}
 	joined := strings.Join(values, ",")
-	for _, v := range []string{"s3cr3t-Passw0rd", "5432", "tok-very-secret-1", "app"} {
+	for _, v := range []string{"s3cr3t-Passw0rd", "tok-very-secret-1", "app"} {
 		if !strings.Contains(joined, v) {
 			t.Fatalf("values %q miss %q", values, v)
 		}
+	}
+	if strings.Contains(joined, "5432") {
+		t.Fatalf("values %q hold a number: scrubbing it would garble state and outputs", values)
 	}
 
 	// Same plaintext encrypted again (new data key): markers change, as the key does; the
@@ -221,5 +226,120 @@ func TestParseAgeKeys(t *testing.T) {
 	}
 	if _, err := sealed.ParseAgeKeys("# nothing\n"); err == nil {
 		t.Fatal("empty key file accepted")
+	}
+}
+
+// A value's type tag is not authenticated by SOPS: flipped, the library would quote the
+// plaintext it cannot convert. Nothing of it may reach the error.
+func TestTypeTagFlipLeaksNothing(t *testing.T) {
+	id, rcpt := sealedtest.Key()
+	const secret = "Sup3r-Secret-Value"
+	enc := encrypt(t, "x.yaml", "apiVersion: example.com/v1\nkind: Database\nmetadata: {name: x}\nspec:\n  password: "+secret+"\n", "^spec$", rcpt)
+	for _, typ := range []string{"int", "float", "bool", "time", "bytes"} {
+		flipped := bytes.Replace(enc, []byte("type:str]"), []byte("type:"+typ+"]"), 1)
+		_, err := sealed.Open("x.yaml", flipped, keys(t, id))
+		if err == nil {
+			t.Fatalf("type:%s accepted", typ)
+		}
+		if strings.Contains(err.Error(), secret) || strings.Contains(err.Error(), "Sup3r") {
+			t.Fatalf("type:%s: the error quotes the plaintext: %v", typ, err)
+		}
+	}
+}
+
+// SOPS keeps comments as elements of lists: indexes must still be the loader's, or a marker
+// lands on the wrong element and a plaintext is stored.
+func TestCommentsInLists(t *testing.T) {
+	id, rcpt := sealedtest.Key()
+	plain := `apiVersion: example.com/v1
+kind: Database
+metadata: {name: orders, namespace: prod}
+spec:
+  password: top-Secret-000
+  users:
+    # the admin
+    - name: admin
+      token: tok-admin-SECRET
+    # and bob
+    - name: bob
+      token: tok-bob-SECRET
+`
+	enc := encrypt(t, "db.yaml", plain, "^token$", rcpt)
+	set, _, err := load(t, sealed.NewOpener(keys(t, id)), sources.File{Path: "types.yaml", Data: []byte(typeDoc)}, sources.File{Path: "db.yaml", Data: enc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := set.Resources[0]
+	if strings.Contains(string(r.Spec), "tok-admin") || strings.Contains(string(r.Spec), "tok-bob") {
+		t.Fatalf("plaintext stored: %s", r.Spec)
+	}
+	rev := sealed.NewRevealer(map[string]*sealed.Keys{"s": keys(t, id)})
+	out, _, err := rev.Reveal("s", r.File, r.Kind, r.Namespace, r.Name, r.Sealed, r.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `"users":[{"name":"admin","token":"tok-admin-SECRET"},{"name":"bob","token":"tok-bob-SECRET"}]`
+	if !strings.Contains(string(out), want) {
+		t.Fatalf("revealed %s\nwant %s", out, want)
+	}
+}
+
+// Problems in an encrypted file point at the lines of the file in the repository, also after
+// a multi-line encrypted value.
+func TestLinesOfEncryptedFiles(t *testing.T) {
+	id, rcpt := sealedtest.Key()
+	plain := "apiVersion: example.com/v1\nkind: Database\nmetadata: {name: x}\nspec:\n  password: |\n    line one\n    line two\n    line three\n  port: not-a-number\n"
+	enc := encrypt(t, "x.yaml", plain, "^password$", rcpt)
+	lines := strings.Split(string(enc), "\n")
+	want := 0
+	for i, l := range lines {
+		if strings.Contains(l, "port:") {
+			want = i + 1
+		}
+	}
+	_, _, err := load(t, sealed.NewOpener(keys(t, id)), sources.File{Path: "types.yaml", Data: []byte(typeDoc)}, sources.File{Path: "x.yaml", Data: enc})
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("x.yaml:%d: spec.port", want)) {
+		t.Fatalf("err = %v, want x.yaml:%d: spec.port (file:\n%s)", err, want, enc)
+	}
+}
+
+// Re-encrypting for new recipients (sops updatekeys) keeps every value and marker but changes
+// the stored file: the metadata hash follows, so the store writes the new file.
+func TestUpdateKeysChangesMetaHash(t *testing.T) {
+	id1, r1 := sealedtest.Key()
+	id2, r2 := sealedtest.Key()
+	dataKey := make([]byte, 32)
+	if _, err := rand.Read(dataKey); err != nil {
+		t.Fatal(err)
+	}
+	one, err := sealedtest.EncryptWithKey("db.yaml", []byte(plainDB), "^spec$", dataKey, r1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	both, err := sealedtest.EncryptWithKey("db.yaml", []byte(plainDB), "^spec$", dataKey, r1, r2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _, err := load(t, sealed.NewOpener(keys(t, id1)), sources.File{Path: "types.yaml", Data: []byte(typeDoc)}, sources.File{Path: "db.yaml", Data: one})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _, err := load(t, sealed.NewOpener(keys(t, id2)), sources.File{Path: "types.yaml", Data: []byte(typeDoc)}, sources.File{Path: "db.yaml", Data: both})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range a.Resources {
+		if a.Resources[i].SpecHash != b.Resources[i].SpecHash {
+			t.Fatal("same values, same data key: the spec hash must not change")
+		}
+		if a.Resources[i].MetaHash == b.Resources[i].MetaHash {
+			t.Fatal("a new recipient must change the metadata hash, so that the stored file is rewritten")
+		}
+	}
+	// The new file opens with the new key alone.
+	rev := sealed.NewRevealer(map[string]*sealed.Keys{"s": keys(t, id2)})
+	r := b.Resources[1]
+	if _, _, err := rev.Reveal("s", r.File, r.Kind, r.Namespace, r.Name, r.Sealed, r.Spec); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -11,7 +11,15 @@ import (
 // with another spec hash: what transition rules compare a revision's specs with. Resources
 // new to the source, unchanged, or being deleted (a restored manifest starts over) are left
 // out. One query, whatever the number of resources.
-func (s *Store) AppliedSpecs(ctx context.Context, source string, rs []manifest.Resource) (map[manifest.ResourceKey]json.RawMessage, error) {
+// Applied is a resource's applied spec; Sealed and File are set when the spec holds markers
+// of SOPS-encrypted fields (internal/sealed reveals them).
+type Applied struct {
+	Spec   json.RawMessage
+	Sealed string
+	File   string
+}
+
+func (s *Store) AppliedSpecs(ctx context.Context, source string, rs []manifest.Resource) (map[manifest.ResourceKey]Applied, error) {
 	if len(rs) == 0 {
 		return nil, nil
 	}
@@ -20,7 +28,7 @@ func (s *Store) AppliedSpecs(ctx context.Context, source string, rs []manifest.R
 		ns[i], kind[i], name[i], hash[i] = r.Namespace, r.Kind, r.Name, r.SpecHash
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT x.ns, x.kind, x.name, r.spec
+		SELECT x.ns, x.kind, x.name, r.spec, COALESCE(r.sealed, ''), r.file_path
 		FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS x(ns, kind, name, sh)
 		JOIN resources r ON r.namespace = x.ns AND lower(r.kind) = lower(x.kind) AND r.name = x.name
 		WHERE r.source = $1 AND r.spec_hash <> x.sh AND r.deletion_timestamp IS NULL`,
@@ -29,14 +37,14 @@ func (s *Store) AppliedSpecs(ctx context.Context, source string, rs []manifest.R
 		return nil, err
 	}
 	defer rows.Close()
-	out := map[manifest.ResourceKey]json.RawMessage{}
+	out := map[manifest.ResourceKey]Applied{}
 	for rows.Next() {
 		var k manifest.ResourceKey
-		var spec []byte
-		if err := rows.Scan(&k.Namespace, &k.Kind, &k.Name, &spec); err != nil {
+		var a Applied
+		if err := rows.Scan(&k.Namespace, &k.Kind, &k.Name, &a.Spec, &a.Sealed, &a.File); err != nil {
 			return nil, err
 		}
-		out[k] = spec
+		out[k] = a
 	}
 	return out, rows.Err()
 }

@@ -41,7 +41,7 @@ func TestAppliedSpecs(t *testing.T) {
 	}
 	for k, w := range want {
 		var a, b any
-		if err := json.Unmarshal(got[k], &a); err != nil {
+		if err := json.Unmarshal(got[k].Spec, &a); err != nil {
 			t.Fatalf("%v: %s: %v", k, got[k], err)
 		}
 		_ = json.Unmarshal([]byte(w), &b)

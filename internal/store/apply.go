@@ -276,11 +276,12 @@ func (w *applyWriter) relabel(ctx context.Context, rs []rewrite) error {
 	b := &w.b
 	_, err := w.tx.Exec(ctx, `
 		UPDATE resources r SET api_version = x.av, file_path = x.fp, file_line = x.fl, revision = $1,
-		  labels = x.lb::jsonb, annotations = x.an::jsonb, meta_hash = x.mh, kind = x.kind, updated_at = now(), orphaned = false
-		FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[])
-		  AS x(id, kind, av, fp, fl, lb, an, mh)
+		  labels = x.lb::jsonb, annotations = x.an::jsonb, meta_hash = x.mh, kind = x.kind, updated_at = now(), orphaned = false,
+		  sealed = NULLIF(x.se, '')
+		FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[])
+		  AS x(id, kind, av, fp, fl, lb, an, mh, se)
 		WHERE r.id = x.id`,
-		w.p.Revision, b.ids, b.kind, b.av, b.fp, b.fl, b.lb, b.an, b.mh)
+		w.p.Revision, b.ids, b.kind, b.av, b.fp, b.fl, b.lb, b.an, b.mh, b.se)
 	return err
 }
 

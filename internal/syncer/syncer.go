@@ -442,17 +442,16 @@ func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (Outcome, error) 
 	if err != nil {
 		return Outcome{}, fmt.Errorf("load types of other sources: %w", err)
 	}
-	set, err := sealed.Load(s.loader, s.opts.Opener, snap.Files, manifest.Options{KnownTypes: known, CheckAction: s.opts.CheckAction, Limits: s.opts.Limits})
+	// Transition rules run on the plaintext set, before encrypted fields become markers.
+	set, err := sealed.Load(s.loader, s.opts.Opener, snap.Files, manifest.Options{KnownTypes: known, CheckAction: s.opts.CheckAction, Limits: s.opts.Limits},
+		func(set *manifest.Set) error { return s.checkTransitions(ctx, set) })
 	snap.Files = nil // parsed: the file bytes need not live through the apply (14 MB at 100k resources)
+	var readErr *appliedReadError
+	if errors.As(err, &readErr) {
+		return Outcome{}, readErr.err
+	}
 	if err != nil {
 		return Outcome{}, s.reject(ctx, lease, snap.Revision, err)
-	}
-	if err := s.checkTransitions(ctx, set); err != nil {
-		var verrs manifest.Errors
-		if errors.As(err, &verrs) {
-			return Outcome{}, s.reject(ctx, lease, snap.Revision, verrs)
-		}
-		return Outcome{}, err
 	}
 	if lease = s.writeLease(ctx, lease); lease == nil {
 		return Outcome{NotHolder: true}, nil
@@ -506,12 +505,34 @@ func (s *Syncer) checkTransitions(ctx context.Context, set *manifest.Set) error 
 	if len(cands) == 0 {
 		return nil
 	}
-	old, err := s.store.AppliedSpecs(ctx, s.opts.Name, cands)
+	applied, err := s.store.AppliedSpecs(ctx, s.opts.Name, cands)
 	if err != nil {
-		return fmt.Errorf("read applied specs for transition rules: %w", err)
+		return &appliedReadError{fmt.Errorf("read applied specs for transition rules: %w", err)}
+	}
+	old := make(map[manifest.ResourceKey]json.RawMessage, len(applied))
+	for k, a := range applied {
+		spec := a.Spec
+		if a.Sealed != "" {
+			// oldSelf is the applied value, not its marker: encrypted fields compare as what
+			// they are (a key rotation changes every marker and no value).
+			op := s.opts.Opener
+			if op == nil {
+				op = sealed.NewOpener(nil)
+			}
+			if spec, err = op.Reveal(a.File, k.Kind, k.Namespace, k.Name, a.Sealed, a.Spec); err != nil {
+				return &appliedReadError{fmt.Errorf("read applied spec of %s/%s/%s for transition rules: %w", k.Kind, k.Namespace, k.Name, err)}
+			}
+		}
+		old[k] = spec
 	}
 	return s.loader.CheckTransitions(set, old)
 }
+
+// appliedReadError is a failure to read what transition rules compare with: the sync is
+// retried, the revision is not rejected.
+type appliedReadError struct{ err error }
+
+func (e *appliedReadError) Error() string { return e.err.Error() }
 
 // reject records a revision whose content is invalid; it is not retried until the head moves.
 func (s *Syncer) reject(ctx context.Context, lease *store.Lease, rev string, err error) error {

@@ -2,10 +2,13 @@ package syncer
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/sealed"
+	"github.com/trueup-dev/trueup/internal/sealed/sealedtest"
 	"github.com/trueup-dev/trueup/internal/status"
 )
 
@@ -76,5 +79,54 @@ func TestSyncTransitionRuleRejects(t *testing.T) {
 	}
 	if res, err = b.store.GetResource(b.ctx, "default", "Database", "a"); err != nil || res.Metadata.Generation != 2 {
 		t.Errorf("after an allowed change: generation %d, %v; want 2", res.Metadata.Generation, err)
+	}
+}
+
+// TestTransitionRulesOnEncryptedFields: transition rules compare an encrypted field's values,
+// not its markers: re-encrypting with a new data key (sops rotate) is accepted, a changed
+// value of an immutable encrypted field is rejected, and no plaintext is in the error.
+func TestTransitionRulesOnEncryptedFields(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	identity, recipient := sealedtest.Key()
+	keys, err := sealed.ParseAgeKeys(identity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	encrypted := func(engine string, size int) map[string]string {
+		files := immutableFiles(engine, size)
+		enc, err := sealedtest.Encrypt("a.yaml", []byte(files["a.yaml"]), "^engine$", recipient)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files["a.yaml"] = string(enc)
+		return files
+	}
+	var r repo
+	r.set(rev(1), encrypted("postgres-Secret-1", 1))
+	s := New(b.store, Options{Name: "infra", Source: r.source(), Interval: time.Hour, Prune: true, Replica: "r1", LeaseTTL: 15 * time.Second,
+		Opener: sealed.NewOpener(keys)}, slog.New(slog.DiscardHandler))
+	if _, err := s.SyncOnce(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	// sops rotate: a new data key, the same values; another field changes too.
+	r.set(rev(2), encrypted("postgres-Secret-1", 2))
+	if _, err := s.SyncOnce(b.ctx); err != nil {
+		t.Fatalf("a rotated file with the same engine was rejected: %v", err)
+	}
+	r.set(rev(3), encrypted("mysql-Secret-2", 3))
+	_, err = s.SyncOnce(b.ctx)
+	if err == nil || !strings.Contains(err.Error(), "spec.engine: engine is immutable") {
+		t.Fatalf("SyncOnce error = %v, want engine is immutable", err)
+	}
+	if strings.Contains(err.Error(), "Secret") {
+		t.Fatalf("the rejection quotes a plaintext: %v", err)
+	}
+	res, err := b.store.GetResource(b.ctx, "default", "Database", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(res.Spec), "Secret-") || !strings.Contains(string(res.Spec), sealed.MarkerPrefix) {
+		t.Fatalf("stored spec %s", res.Spec)
 	}
 }
