@@ -59,8 +59,10 @@ type EventFilter struct {
 	Limit                         int
 }
 
-// ListEvents returns events newest first.
-func (s *Store) ListEvents(ctx context.Context, f EventFilter) ([]Event, error) {
+// ListEvents returns the events in scope newest first: those about resources of its
+// namespaces, and those about the sources it sees (DESIGN §9, authorization). Events about
+// neither a resource nor a source are seen by Everything only.
+func (s *Store) ListEvents(ctx context.Context, sc Scope, f EventFilter) ([]Event, error) {
 	if f.Limit <= 0 || f.Limit > 1000 {
 		f.Limit = 100
 	}
@@ -71,6 +73,11 @@ func (s *Store) ListEvents(ctx context.Context, f EventFilter) ([]Event, error) 
 	arg := func(v any) string {
 		args = append(args, v)
 		return fmt.Sprintf("$%d", len(args))
+	}
+	if !sc.All() {
+		ns := arg(sc.Namespaces())
+		where = append(where, "(namespace = ANY("+ns+"::text[]) OR (namespace = '' AND source <> '' AND EXISTS "+
+			"(SELECT 1 FROM resources vis WHERE vis.source = events.source AND vis.namespace = ANY("+ns+"::text[]))))")
 	}
 	if f.Namespace != "" {
 		where = append(where, "namespace = "+arg(f.Namespace))

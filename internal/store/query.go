@@ -97,10 +97,11 @@ type ResourceFilter struct {
 // ErrBadRequest wraps errors in caller-supplied filters.
 var ErrBadRequest = errors.New("bad request")
 
-// ListResources returns one page ordered by namespace, kind, name, and the token of the next
-// page ("" on the last one). Paging is by key, so it stays fast deep into large sets.
-func (s *Store) ListResources(ctx context.Context, f ResourceFilter) ([]Resource, string, error) {
-	clause, args, limit, err := resourcePage(f, "")
+// ListResources returns one page of the resources in scope ordered by namespace, kind, name,
+// and the token of the next page ("" on the last one). Paging is by key, so it stays fast deep
+// into large sets.
+func (s *Store) ListResources(ctx context.Context, sc Scope, f ResourceFilter) ([]Resource, string, error) {
+	clause, args, limit, err := resourcePage(sc, f, "")
 	if err != nil {
 		return nil, "", err
 	}
@@ -122,10 +123,10 @@ func (s *Store) ListResources(ctx context.Context, f ResourceFilter) ([]Resource
 }
 
 // resourcePage builds the WHERE, ORDER BY and LIMIT of one page of resources (the API's list
-// and the dashboard's table): filters, an optional name search, and keyset paging in the
-// identity index's order so the scan stops after the page. It asks for limit+1 rows: one
-// more than the page says whether there is a next one.
-func resourcePage(f ResourceFilter, nameQuery string) (clause string, args []any, limit int, err error) {
+// and the dashboard's table): the scope, filters, an optional name search, and keyset paging
+// in the identity index's order so the scan stops after the page. It asks for limit+1 rows:
+// one more than the page says whether there is a next one.
+func resourcePage(sc Scope, f ResourceFilter, nameQuery string) (clause string, args []any, limit int, err error) {
 	limit = f.Limit
 	if limit <= 0 {
 		limit = 100
@@ -137,6 +138,9 @@ func resourcePage(f ResourceFilter, nameQuery string) (clause string, args []any
 	arg := func(v any) string {
 		args = append(args, v)
 		return fmt.Sprintf("$%d", len(args))
+	}
+	if w := sc.where("namespace", arg); w != "" {
+		where = append(where, w)
 	}
 	if f.Kind != "" {
 		where = append(where, "lower(kind) = lower("+arg(f.Kind)+")")

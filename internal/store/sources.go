@@ -120,9 +120,18 @@ func (s *Store) GetSource(ctx context.Context, name string) (Source, error) {
 	return src, err
 }
 
-// ListSources returns every source by name.
-func (s *Store) ListSources(ctx context.Context) ([]Source, error) {
-	rows, err := s.pool.Query(ctx, "SELECT "+sourceColumns+sourceRuntime+" FROM sources ORDER BY name")
+// ListSources returns the sources the scope sees (Scope.sourceWhere), by name.
+func (s *Store) ListSources(ctx context.Context, sc Scope) ([]Source, error) {
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	q := "SELECT " + sourceColumns + sourceRuntime + " FROM sources"
+	if w := sc.sourceWhere("sources.name", arg); w != "" {
+		q += " WHERE " + w
+	}
+	rows, err := s.pool.Query(ctx, q+" ORDER BY name", args...)
 	if err != nil {
 		return nil, err
 	}
