@@ -78,12 +78,26 @@ func scanResource(row pgx.Row) (Resource, error) {
 
 // GetResource returns one resource; kind is case-insensitive.
 func (s *Store) GetResource(ctx context.Context, namespace, kind, name string) (Resource, error) {
+	return s.GetResourceIn(ctx, Everything, namespace, kind, name)
+}
+
+// GetResourceIn returns one resource if the scope sees its namespace. Out of scope, it
+// returns the very error of a missing resource, without asking the database: the caller
+// cannot tell the two apart.
+func (s *Store) GetResourceIn(ctx context.Context, sc Scope, namespace, kind, name string) (Resource, error) {
+	if !sc.Contains(namespace) {
+		return Resource{}, resourceNotFound(namespace, kind, name)
+	}
 	r, err := scanResource(s.pool.QueryRow(ctx, "SELECT "+resourceColumns+
 		" FROM resources WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3", namespace, kind, name))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return r, fmt.Errorf("resource %s/%s/%s: %w", namespace, kind, name, ErrNotFound)
+		return r, resourceNotFound(namespace, kind, name)
 	}
 	return r, err
+}
+
+func resourceNotFound(namespace, kind, name string) error {
+	return fmt.Errorf("resource %s/%s/%s: %w", namespace, kind, name, ErrNotFound)
 }
 
 // ResourceFilter selects resources; empty fields match everything.

@@ -113,7 +113,22 @@ func decodeSource(src *Source, conds, errs []byte) error {
 
 // GetSource returns one source, or ErrNotFound.
 func (s *Store) GetSource(ctx context.Context, name string) (Source, error) {
-	src, err := scanSourceRuntime(s.pool.QueryRow(ctx, "SELECT "+sourceColumns+sourceRuntime+" FROM sources WHERE name = $1", name))
+	return s.GetSourceIn(ctx, Everything, name)
+}
+
+// GetSourceIn returns one source if the scope sees it (Scope.sourceWhere); one it does not see
+// gives the very error of a missing source.
+func (s *Store) GetSourceIn(ctx context.Context, sc Scope, name string) (Source, error) {
+	args := []any{name}
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	q := "SELECT " + sourceColumns + sourceRuntime + " FROM sources WHERE name = $1"
+	if w := sc.sourceWhere("sources.name", arg); w != "" {
+		q += " AND " + w
+	}
+	src, err := scanSourceRuntime(s.pool.QueryRow(ctx, q, args...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return src, fmt.Errorf("source %s: %w", name, ErrNotFound)
 	}
