@@ -439,3 +439,19 @@ func TestAuthorizationWatch(t *testing.T) {
 		t.Errorf("watch without credentials: %d", code)
 	}
 }
+
+func TestAuthorizationNothingVisible(t *testing.T) {
+	t.Parallel()
+	e := newAuthzEnv(t)
+	// A viewer of a namespace without resources sees no source, no event and no number.
+	code, body := e.get(t, "viewer:empty-ns", "/")
+	if code != 200 || !strings.Contains(body, "No source declares resources in your namespaces") || !strings.Contains(body, "0 in all") {
+		t.Errorf("overview: %d\n%s", code, body)
+	}
+	for _, p := range []string{"/", "/resources", "/sources", "/api/v1/resources", "/api/v1/events", "/api/v1/sources"} {
+		_, body := e.get(t, "viewer:empty-ns", p)
+		if strings.Contains(body, "stg-") || strings.Contains(body, "web") || leaks(body) != nil {
+			t.Errorf("%s shows something to a viewer of an empty namespace:\n%s", p, body)
+		}
+	}
+}

@@ -262,6 +262,10 @@ func (s *Server) overviewPage(w http.ResponseWriter, r *http.Request) {
 		d.Sources = append(d.Sources, makeSourceView(src, counts, 3))
 	}
 	d.Health = makeHealth(d.Total, byPhase, d.Sources)
+	if len(d.Sources) == 0 && !sc.All() {
+		// Sources may well be configured: none has resources in the caller's namespaces.
+		d.Health.Lines = []healthLine{{Text: "No source declares resources in your namespaces"}}
+	}
 	s.render(w, r, http.StatusOK, "overview.html", layout{Title: "Overview", Nav: "overview", Watch: "*", Page: d})
 }
 

@@ -515,8 +515,8 @@ func BenchmarkDashboard100k(b *testing.B) {
 			"SELECT namespace AS k_ns, lower(kind) AS k_kind, name AS k_name FROM resources WHERE name ILIKE '%no-such%' ORDER BY namespace, lower(kind), name LIMIT 101",
 			// A viewer of two namespaces: its page of resources, its events, its sources.
 			"SELECT namespace, kind, name FROM resources WHERE namespace = ANY('{team-07,team-03}'::text[]) ORDER BY namespace, lower(kind), name LIMIT 101",
-			"SELECT id FROM events WHERE (namespace = ANY('{team-07,team-03}'::text[]) OR (namespace = '' AND source <> '' AND EXISTS " +
-				"(SELECT 1 FROM resources vis WHERE vis.source = events.source AND vis.namespace = ANY('{team-07,team-03}'::text[])))) ORDER BY id DESC LIMIT 12",
+			"SELECT id FROM events WHERE (namespace = ANY('{team-07,team-03}'::text[]) OR (namespace = '' AND source = ANY(ARRAY(SELECT s.name FROM sources s " +
+				"WHERE EXISTS (SELECT 1 FROM resources vis WHERE vis.source = s.name AND vis.namespace = ANY('{team-07,team-03}'::text[])))))) ORDER BY id DESC LIMIT 12",
 			"SELECT name FROM sources WHERE EXISTS (SELECT 1 FROM resources vis WHERE vis.source = sources.name AND vis.namespace = ANY('{team-07,team-03}'::text[]))",
 		} {
 			rows, err := f.st.Pool().Query(context.Background(), "EXPLAIN (ANALYZE, BUFFERS) "+q)

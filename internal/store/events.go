@@ -75,9 +75,12 @@ func (s *Store) ListEvents(ctx context.Context, sc Scope, f EventFilter) ([]Even
 		return fmt.Sprintf("$%d", len(args))
 	}
 	if !sc.All() {
+		// The visible sources are computed once (an InitPlan: a probe per source), not per
+		// event: correlated, the planner hashed every resource of the scope's namespaces. The
+		// subquery reuses the namespaces' parameter.
 		ns := arg(sc.Namespaces())
-		where = append(where, "(namespace = ANY("+ns+"::text[]) OR (namespace = '' AND source <> '' AND EXISTS "+
-			"(SELECT 1 FROM resources vis WHERE vis.source = events.source AND vis.namespace = ANY("+ns+"::text[]))))")
+		where = append(where, "(namespace = ANY("+ns+"::text[]) OR (namespace = '' AND source = ANY(ARRAY(SELECT s.name FROM sources s WHERE "+
+			sc.sourceWhere("s.name", func(any) string { return ns })+"))))")
 	}
 	if f.Namespace != "" {
 		where = append(where, "namespace = "+arg(f.Namespace))
