@@ -210,19 +210,7 @@ func TestAuthorizationAPI(t *testing.T) {
 		{"/api/v1/resources/staging/Queue/stg-a/events", []string{"Created"}},
 		{"/api/v1/resources/production/Queue/prd-a/events", []string{`"items":[]`}},
 	} {
-		code, body := e.get(t, stagingViewer, c.path)
-		if code != http.StatusOK {
-			t.Errorf("%s: %d %s", c.path, code, body)
-			continue
-		}
-		for _, w := range c.want {
-			if !strings.Contains(body, w) {
-				t.Errorf("%s: no %q in %s", c.path, w, body)
-			}
-		}
-		if l := leaks(body); l != nil {
-			t.Errorf("%s shows %v to a viewer of staging: %s", c.path, l, body)
-		}
+		e.viewerSees(t, c.path, c.want...)
 	}
 
 	// Paging stays within the scope: one item a page, two pages.
@@ -230,13 +218,10 @@ func TestAuthorizationAPI(t *testing.T) {
 	next := ""
 	for range 4 {
 		var p page
-		req, _ := http.NewRequest(http.MethodGet, e.url+"/api/v1/resources?limit=1&continue="+url.QueryEscape(next), nil)
-		req.Header.Set(identityHeader, stagingViewer)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
+		_, body := e.get(t, stagingViewer, "/api/v1/resources?limit=1&continue="+url.QueryEscape(next))
+		if err := json.Unmarshal([]byte(body), &p); err != nil {
+			t.Fatalf("%v: %s", err, body)
 		}
-		decodeJSON(t, resp, &p)
 		for _, it := range p.Items {
 			names = append(names, it.Metadata.Name)
 		}
@@ -256,14 +241,8 @@ func TestAuthorizationAPI(t *testing.T) {
 		{"/api/v1/sources/prodsrc", "/api/v1/sources/nopesrc"},
 		{"/api/v1/sources/idlesrc", "/api/v1/sources/nopesrc"},
 	} {
-		hc, hb := e.get(t, stagingViewer, c.hidden)
-		mc, mb := e.get(t, stagingViewer, c.missing)
-		hb = strings.NewReplacer("prd-a", "nope-a", "prodsrc", "nopesrc", "idlesrc", "nopesrc").Replace(hb)
-		if hc != mc || hb != mb {
-			t.Errorf("%s: %d %s\n%s: %d %s", c.hidden, hc, hb, c.missing, mc, mb)
-		}
-		if !strings.HasSuffix(c.hidden, "/events") && hc != http.StatusNotFound {
-			t.Errorf("%s: %d, want 404", c.hidden, hc)
+		if code := e.sameAsMissing(t, c.hidden, c.missing); !strings.HasSuffix(c.hidden, "/events") && code != http.StatusNotFound {
+			t.Errorf("%s: %d, want 404", c.hidden, code)
 		}
 	}
 	// Admins of every namespace see it all.
@@ -291,15 +270,6 @@ func TestAuthorizationAPI(t *testing.T) {
 	}
 }
 
-func decodeJSON(t *testing.T, resp *http.Response, v any) {
-	t.Helper()
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if err := json.Unmarshal(body, v); err != nil {
-		t.Fatalf("%s: %v: %s", resp.Request.URL, err, body)
-	}
-}
-
 func TestAuthorizationDashboard(t *testing.T) {
 	t.Parallel()
 	e := newAuthzEnv(t)
@@ -316,20 +286,7 @@ func TestAuthorizationDashboard(t *testing.T) {
 		{"/sources", []string{"web", ">2 resources<"}},
 		{"/sources/web", []string{"web", ">2 resources<", "fetch of web failed"}},
 	} {
-		code, body := e.get(t, stagingViewer, c.path)
-		if code != http.StatusOK {
-			t.Errorf("%s: %d", c.path, code)
-			continue
-		}
-		for _, w := range c.want {
-			if !strings.Contains(body, w) {
-				t.Errorf("%s: no %q in\n%s", c.path, w, body)
-			}
-		}
-		if l := leaks(body); l != nil {
-			t.Errorf("%s shows %v to a viewer of staging:\n%s", c.path, l, body)
-		}
-		if strings.Contains(body, `id="replicas"`) {
+		if body := e.viewerSees(t, c.path, c.want...); strings.Contains(body, `id="replicas"`) {
 			t.Errorf("%s shows the replicas to a viewer", c.path)
 		}
 	}
@@ -341,11 +298,8 @@ func TestAuthorizationDashboard(t *testing.T) {
 		{"/resources/production/Queue/prd-a", "/resources/production/Queue/nope-a"},
 		{"/sources/prodsrc", "/sources/nopesrc"},
 	} {
-		hc, hb := e.get(t, stagingViewer, c.hidden)
-		mc, mb := e.get(t, stagingViewer, c.missing)
-		hb = strings.NewReplacer("prd-a", "nope-a", "prodsrc", "nopesrc").Replace(hb)
-		if hc != http.StatusNotFound || hc != mc || stripTimes(hb) != stripTimes(mb) {
-			t.Errorf("%s: %d, %s: %d; bodies differ:\n%s\n%s", c.hidden, hc, c.missing, mc, hb, mb)
+		if code := e.sameAsMissing(t, c.hidden, c.missing); code != http.StatusNotFound {
+			t.Errorf("%s: %d, want 404", c.hidden, code)
 		}
 	}
 	// An admin of every namespace sees everything, replicas included.
@@ -355,6 +309,39 @@ func TestAuthorizationDashboard(t *testing.T) {
 			t.Errorf("admin overview: no %q", w)
 		}
 	}
+}
+
+// viewerSees gets path as a viewer of staging and checks that the answer is 200, contains
+// every string of want and names nothing out of the viewer's scope.
+func (e *authzEnv) viewerSees(t *testing.T, path string, want ...string) string {
+	t.Helper()
+	code, body := e.get(t, stagingViewer, path)
+	if code != http.StatusOK {
+		t.Errorf("%s: %d %s", path, code, body)
+	}
+	for _, w := range want {
+		if !strings.Contains(body, w) {
+			t.Errorf("%s: no %q in\n%s", path, w, body)
+		}
+	}
+	if l := leaks(body); l != nil {
+		t.Errorf("%s shows %v to a viewer of staging:\n%s", path, l, body)
+	}
+	return body
+}
+
+// sameAsMissing checks that a viewer of staging gets for hidden (out of its scope) what it
+// gets for missing (a name that does not exist), once the names are swapped, and returns
+// the status.
+func (e *authzEnv) sameAsMissing(t *testing.T, hidden, missing string) int {
+	t.Helper()
+	hc, hb := e.get(t, stagingViewer, hidden)
+	mc, mb := e.get(t, stagingViewer, missing)
+	hb = strings.NewReplacer("prd-a", "nope-a", "prodsrc", "nopesrc", "idlesrc", "nopesrc").Replace(hb)
+	if hc != mc || stripTimes(hb) != stripTimes(mb) {
+		t.Errorf("%s: %d, %s: %d; the answers differ:\n%s\n%s", hidden, hc, missing, mc, hb, mb)
+	}
+	return hc
 }
 
 // stripTimes removes what differs between two renderings of one page (the clock).

@@ -173,13 +173,9 @@ func (s *Store) RecentFailures(ctx context.Context, sc Scope, limit int) ([]Reso
 	if limit <= 0 || limit > 1000 {
 		limit = 10
 	}
-	args := []any{limit}
-	arg := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
-	}
+	args := params{limit}
 	cond := ""
-	if w := sc.where("namespace", arg); w != "" {
+	if w := sc.where("namespace", args.add); w != "" {
 		cond = " AND " + w
 	}
 	rows, err := s.pool.Query(ctx, "SELECT "+summaryColumns+` FROM resources WHERE phase = 'Failed'`+cond+`

@@ -140,7 +140,7 @@ func (s *Store) ListResources(ctx context.Context, sc Scope, f ResourceFilter) (
 // and the dashboard's table): the scope, filters, an optional name search, and keyset paging
 // in the identity index's order so the scan stops after the page. It asks for limit+1 rows:
 // one more than the page says whether there is a next one.
-func resourcePage(sc Scope, f ResourceFilter, nameQuery string) (clause string, args []any, limit int, err error) {
+func resourcePage(sc Scope, f ResourceFilter, nameQuery string) (clause string, args params, limit int, err error) {
 	limit = f.Limit
 	if limit <= 0 {
 		limit = 100
@@ -149,28 +149,24 @@ func resourcePage(sc Scope, f ResourceFilter, nameQuery string) (clause string, 
 		limit = 1000
 	}
 	var where []string
-	arg := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
-	}
-	if w := sc.where("namespace", arg); w != "" {
+	if w := sc.where("namespace", args.add); w != "" {
 		where = append(where, w)
 	}
 	if f.Kind != "" {
-		where = append(where, "lower(kind) = lower("+arg(f.Kind)+")")
+		where = append(where, "lower(kind) = lower("+args.add(f.Kind)+")")
 	}
 	if f.Namespace != "" {
-		where = append(where, "namespace = "+arg(f.Namespace))
+		where = append(where, "namespace = "+args.add(f.Namespace))
 	}
 	if f.Source != "" {
-		where = append(where, "source = "+arg(f.Source))
+		where = append(where, "source = "+args.add(f.Source))
 	}
 	if f.Phase != "" {
-		where = append(where, "phase = "+arg(f.Phase))
+		where = append(where, "phase = "+args.add(f.Phase))
 	}
 	if nameQuery != "" {
 		// Served by the trigram index where pg_trgm exists (migration 0005).
-		where = append(where, "name ILIKE "+arg("%"+escapeLike(nameQuery)+"%"))
+		where = append(where, "name ILIKE "+args.add("%"+escapeLike(nameQuery)+"%"))
 	}
 	if f.LabelSelector != "" {
 		reqs, err := ParseLabelSelector(f.LabelSelector)
@@ -178,7 +174,7 @@ func resourcePage(sc Scope, f ResourceFilter, nameQuery string) (clause string, 
 			return "", nil, 0, fmt.Errorf("%w: labelSelector: %v", ErrBadRequest, err)
 		}
 		for _, rq := range reqs {
-			where = append(where, rq.sql(arg))
+			where = append(where, rq.sql(args.add))
 		}
 	}
 	if f.Continue != "" {
@@ -186,13 +182,22 @@ func resourcePage(sc Scope, f ResourceFilter, nameQuery string) (clause string, 
 		if err != nil {
 			return "", nil, 0, err
 		}
-		where = append(where, fmt.Sprintf("(namespace, lower(kind), name) > (%s, %s, %s)", arg(key[0]), arg(key[1]), arg(key[2])))
+		where = append(where, fmt.Sprintf("(namespace, lower(kind), name) > (%s, %s, %s)", args.add(key[0]), args.add(key[1]), args.add(key[2])))
 	}
 	if len(where) > 0 {
 		clause = " WHERE " + strings.Join(where, " AND ")
 	}
-	clause += " ORDER BY namespace, lower(kind), name LIMIT " + arg(limit+1)
+	clause += " ORDER BY namespace, lower(kind), name LIMIT " + args.add(limit+1)
 	return clause, args, limit, nil
+}
+
+// params are the arguments of a statement built from optional parts.
+type params []any
+
+// add appends v and returns its placeholder ($1, $2, …).
+func (p *params) add(v any) string {
+	*p = append(*p, v)
+	return fmt.Sprintf("$%d", len(*p))
 }
 
 // nextToken is the continue token after the resource (namespace, kind, name).

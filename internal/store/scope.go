@@ -99,13 +99,9 @@ func (s *Store) SourceVisible(ctx context.Context, sc Scope, name string) (bool,
 
 // VisibleSources returns the names of the sources the scope sees, in order.
 func (s *Store) VisibleSources(ctx context.Context, sc Scope) ([]string, error) {
-	var args []any
-	arg := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
-	}
+	var args params
 	q := "SELECT name FROM sources"
-	if w := sc.sourceWhere("sources.name", arg); w != "" {
+	if w := sc.sourceWhere("sources.name", args.add); w != "" {
 		q += " WHERE " + w
 	}
 	rows, err := s.pool.Query(ctx, q+" ORDER BY name", args...)

@@ -119,13 +119,9 @@ func (s *Store) GetSource(ctx context.Context, name string) (Source, error) {
 // GetSourceIn returns one source if the scope sees it (Scope.sourceWhere); one it does not see
 // gives the very error of a missing source.
 func (s *Store) GetSourceIn(ctx context.Context, sc Scope, name string) (Source, error) {
-	args := []any{name}
-	arg := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
-	}
+	args := params{name}
 	q := "SELECT " + sourceColumns + sourceRuntime + " FROM sources WHERE name = $1"
-	if w := sc.sourceWhere("sources.name", arg); w != "" {
+	if w := sc.sourceWhere("sources.name", args.add); w != "" {
 		q += " AND " + w
 	}
 	src, err := scanSourceRuntime(s.pool.QueryRow(ctx, q, args...))
@@ -137,13 +133,9 @@ func (s *Store) GetSourceIn(ctx context.Context, sc Scope, name string) (Source,
 
 // ListSources returns the sources the scope sees (Scope.sourceWhere), by name.
 func (s *Store) ListSources(ctx context.Context, sc Scope) ([]Source, error) {
-	var args []any
-	arg := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
-	}
+	var args params
 	q := "SELECT " + sourceColumns + sourceRuntime + " FROM sources"
-	if w := sc.sourceWhere("sources.name", arg); w != "" {
+	if w := sc.sourceWhere("sources.name", args.add); w != "" {
 		q += " WHERE " + w
 	}
 	rows, err := s.pool.Query(ctx, q+" ORDER BY name", args...)
