@@ -81,17 +81,17 @@ func (sc Scope) sourceWhere(col string, arg func(any) string) string {
 	return "EXISTS (SELECT 1 FROM resources vis WHERE vis.source = " + col + " AND vis.namespace = ANY(" + arg(sc.namespaces) + "::text[]))"
 }
 
-// SourceVisible reports whether the scope sees source name (it has a resource in one of the
-// scope's namespaces). A source that does not exist is not visible, so callers answer 404
-// alike for both.
+// SourceVisible reports whether source name exists and the scope sees it (it has a resource
+// in one of the scope's namespaces), so that callers answer 404 alike for a missing source
+// and one out of scope.
 func (s *Store) SourceVisible(ctx context.Context, sc Scope, name string) (bool, error) {
-	if sc.all {
-		return true, nil
+	args := params{name}
+	q := "SELECT EXISTS (SELECT 1 FROM sources WHERE name = $1"
+	if w := sc.sourceWhere("sources.name", args.add); w != "" {
+		q += " AND " + w
 	}
 	var ok bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM resources WHERE source = $1 AND namespace = ANY($2::text[]))`,
-		name, sc.namespaces).Scan(&ok)
-	if err != nil {
+	if err := s.pool.QueryRow(ctx, q+")", args...).Scan(&ok); err != nil {
 		return false, fmt.Errorf("source %s visible: %w", name, err)
 	}
 	return ok, nil

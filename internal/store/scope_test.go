@@ -174,6 +174,7 @@ func TestScopedQueries(t *testing.T) {
 		{staging, "missing", false},
 		{InNamespaces("prod", "dev"), "apps", true},
 		{Everything, "empty", true},
+		{Everything, "missing", false},
 		{Scope{}, "apps", false},
 	} {
 		if ok, err := st.SourceVisible(ctx, c.scope, c.source); err != nil || ok != c.want {
