@@ -442,3 +442,43 @@ func TestAuthorizationNothingVisible(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchScope follows one scoped watcher through a sequence of changes: a source comes
+// into view with the first resource in scope that names it.
+func TestWatchScope(t *testing.T) {
+	t.Parallel()
+	f := changeFilter{visible: newWatchScope(store.InNamespaces("staging"), []string{"web"})}
+	res := func(ns, src string) store.Change {
+		return store.Change{Object: "resource", Namespace: ns, Kind: "Queue", Name: "q", Source: src}
+	}
+	srcChange := func(name string) store.Change { return store.Change{Object: "source", Name: name, Source: name} }
+	steps := []struct {
+		what   string
+		change store.Change
+		sees   bool
+	}{
+		{"a resource in scope", res("staging", "web"), true},
+		{"a resource out of scope", res("production", "web"), false},
+		{"a visible source", srcChange("web"), true},
+		{"a source out of scope", srcChange("prodsrc"), false},
+		{"a resource out of scope of that source", res("production", "prodsrc"), false},
+		{"still out of scope", srcChange("prodsrc"), false},
+		{"its first resource in scope", res("staging", "prodsrc"), true},
+		{"now in view", srcChange("prodsrc"), true},
+		{"a namespace that only shares a prefix", res("staging-2", "web"), false},
+		{"a source never seen", srcChange("idlesrc"), false},
+	}
+	for _, s := range steps {
+		if got := f.match(s.change); got != s.sees {
+			t.Errorf("%s: match %v, want %v", s.what, got, s.sees)
+		}
+	}
+	// Other filters combine with the scope; the scope still learns from what they drop.
+	g := changeFilter{kind: "Other", visible: newWatchScope(store.InNamespaces("staging"), nil)}
+	if g.match(res("staging", "apps")) || g.match(srcChange("apps")) {
+		t.Error("kind=Other matched a Queue or a source")
+	}
+	if h := (changeFilter{source: "apps", visible: g.visible}); !h.match(srcChange("apps")) {
+		t.Error("source apps, seen through a filtered-out change, is not in view")
+	}
+}
