@@ -26,7 +26,7 @@ func (e *env) newSyncer(prune bool, maxFraction float64) *syncer.Syncer {
 }
 
 func (e *env) sourceEvents() []store.Event {
-	evs, err := e.store.ListEvents(context.Background(), store.EventFilter{Source: "infra", Limit: 1000})
+	evs, err := e.store.ListEvents(context.Background(), store.Everything, store.EventFilter{Source: "infra", Limit: 1000})
 	if err != nil {
 		e.t.Fatal(err)
 	}

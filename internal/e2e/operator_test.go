@@ -79,7 +79,7 @@ func TestManualReconcile(t *testing.T) {
 	if n := e.callsOf("prod", "a"); n != before+1 {
 		t.Errorf("%d calls after the manual reconcile, want %d", n, before+1)
 	}
-	if evs, _ := e.store.ListEvents(context.Background(), storeFilter("prod", "a")); !hasEvent(evs, "Normal", "ManualReconcile", "token:ci-bot") {
+	if evs, _ := e.store.ListEvents(context.Background(), store.Everything, storeFilter("prod", "a")); !hasEvent(evs, "Normal", "ManualReconcile", "token:ci-bot") {
 		t.Errorf("no ManualReconcile event by token:ci-bot: %+v", evs)
 	}
 }

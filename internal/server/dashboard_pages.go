@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/auth"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -214,7 +215,9 @@ type overviewData struct {
 	FailedTotal int
 	Sources     []sourceView
 	Events      eventTable
-	Replicas    []store.Replica
+	// ShowReplicas: the replicas are an admin's (over every namespace) to see.
+	ShowReplicas bool
+	Replicas     []store.Replica
 }
 
 // overviewPage answers GET /: the headline, counts by phase, sources, recent failures and
@@ -222,27 +225,29 @@ type overviewData struct {
 func (s *Server) overviewPage(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := pageContext(r)
 	defer cancel()
-	srcs, err := s.store.ListSources(ctx)
+	sc := scope(r)
+	srcs, err := s.store.ListSources(ctx, sc)
 	if s.pageFailed(w, r, err) {
 		return
 	}
-	counts, err := s.store.CountResources(ctx)
+	counts, err := s.store.CountResources(ctx, sc)
 	if s.pageFailed(w, r, err) {
 		return
 	}
-	fails, err := s.store.RecentFailures(ctx, 10)
+	fails, err := s.store.RecentFailures(ctx, sc, 10)
 	if s.pageFailed(w, r, err) {
 		return
 	}
-	evs, err := s.store.ListEvents(ctx, store.EventFilter{Limit: 12})
+	evs, err := s.store.ListEvents(ctx, sc, store.EventFilter{Limit: 12})
 	if s.pageFailed(w, r, err) {
 		return
 	}
-	reps, err := s.store.ListReplicas(ctx, 30*time.Second)
-	if s.pageFailed(w, r, err) {
-		return
+	d := overviewData{Events: makeEvents(evs, true), ShowReplicas: identity(r).Can(auth.Administer, "")}
+	if d.ShowReplicas {
+		if d.Replicas, err = s.store.ListReplicas(ctx, 30*time.Second); s.pageFailed(w, r, err) {
+			return
+		}
 	}
-	d := overviewData{Events: makeEvents(evs, true), Replicas: reps}
 	byPhase := map[string]int{}
 	for _, c := range counts {
 		byPhase[c.Phase] += c.Count
@@ -257,6 +262,10 @@ func (s *Server) overviewPage(w http.ResponseWriter, r *http.Request) {
 		d.Sources = append(d.Sources, makeSourceView(src, counts, 3))
 	}
 	d.Health = makeHealth(d.Total, byPhase, d.Sources)
+	if len(d.Sources) == 0 && !sc.All() {
+		// Sources may well be configured: none has resources in the caller's namespaces.
+		d.Health.Lines = []healthLine{{Text: "No source declares resources in your namespaces"}}
+	}
 	s.render(w, r, http.StatusOK, "overview.html", layout{Title: "Overview", Nav: "overview", Watch: "*", Page: d})
 }
 
@@ -298,7 +307,8 @@ func (s *Server) resourcesPage(w http.ResponseWriter, r *http.Request) {
 		d.Chips = append(d.Chips, filterChip{Name: params[i], Value: params[i+1], Remove: listPath(rest...)})
 	}
 	code := http.StatusOK
-	items, next, err := s.store.ListResourceSummaries(ctx, f)
+	sc := scope(r)
+	items, next, err := s.store.ListResourceSummaries(ctx, sc, f)
 	switch {
 	case errors.Is(err, store.ErrBadRequest):
 		code, d.Error = http.StatusBadRequest, strings.TrimPrefix(err.Error(), store.ErrBadRequest.Error()+": ")
@@ -321,16 +331,14 @@ func (s *Server) resourcesPage(w http.ResponseWriter, r *http.Request) {
 	for _, t := range types {
 		d.Kinds = append(d.Kinds, t.Name)
 	}
-	if d.Namespaces, err = s.store.ListNamespaces(ctx, 1000); s.pageFailed(w, r, err) {
+	if d.Namespaces, err = s.store.ListNamespaces(ctx, sc, 1000); s.pageFailed(w, r, err) {
 		return
 	}
-	srcs, err := s.store.ListSources(ctx)
+	srcs, err := s.store.VisibleSources(ctx, sc)
 	if s.pageFailed(w, r, err) {
 		return
 	}
-	for _, src := range srcs {
-		d.Sources = append(d.Sources, src.Name)
-	}
+	d.Sources = srcs
 	title := "Resources"
 	if f.Phase != "" {
 		title = f.Phase + " resources"
@@ -376,7 +384,12 @@ func (s *Server) resourcePage(w http.ResponseWriter, r *http.Request) {
 	ns, kind, name := r.PathValue("namespace"), r.PathValue("kind"), r.PathValue("name")
 	d := resourceData{Namespace: ns, Kind: kind, Name: name, Key: watchKey(ns, kind, name), HistoryLimit: historyLimit,
 		APIPath: "/api/v1" + resourcePath(ns, kind, name)}
-	res, err := s.store.GetResource(ctx, ns, kind, name)
+	sc := scope(r)
+	if !sc.Contains(ns) {
+		s.resourceNotFound(w, r, ns, kind, name)
+		return
+	}
+	res, err := s.store.GetResourceIn(ctx, sc, ns, kind, name)
 	switch {
 	case err == nil:
 		d.Exists, d.Res, d.Kind = true, res, res.Kind
@@ -389,11 +402,10 @@ func (s *Server) resourcePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !d.Exists && len(hist) == 0 {
-		s.errorPage(w, r, http.StatusNotFound, "Resource not found",
-			fmt.Sprintf("No resource %s %s/%s exists, and none with that name has any history.", kind, ns, name))
+		s.resourceNotFound(w, r, ns, kind, name)
 		return
 	}
-	evs, err := s.store.ListEvents(ctx, store.EventFilter{Namespace: ns, Kind: kind, Name: name, Limit: 50})
+	evs, err := s.store.ListEvents(ctx, sc, store.EventFilter{Namespace: ns, Kind: kind, Name: name, Limit: 50})
 	if s.pageFailed(w, r, err) {
 		return
 	}
@@ -426,15 +438,23 @@ func (s *Server) resourcePage(w http.ResponseWriter, r *http.Request) {
 		WatchURL: "/api/v1/watch?" + url.Values{"namespace": {ns}, "kind": {d.Kind}}.Encode(), Page: d})
 }
 
+// resourceNotFound is the page of a resource that does not exist, or that the caller may not
+// see: the two must not differ.
+func (s *Server) resourceNotFound(w http.ResponseWriter, r *http.Request, ns, kind, name string) {
+	s.errorPage(w, r, http.StatusNotFound, "Resource not found",
+		fmt.Sprintf("No resource %s %s/%s exists, and none with that name has any history.", kind, ns, name))
+}
+
 // sourcesPage answers GET /sources.
 func (s *Server) sourcesPage(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := pageContext(r)
 	defer cancel()
-	srcs, err := s.store.ListSources(ctx)
+	sc := scope(r)
+	srcs, err := s.store.ListSources(ctx, sc)
 	if s.pageFailed(w, r, err) {
 		return
 	}
-	counts, err := s.store.CountResources(ctx)
+	counts, err := s.store.CountResources(ctx, sc)
 	if s.pageFailed(w, r, err) {
 		return
 	}
@@ -456,15 +476,16 @@ type sourceData struct {
 func (s *Server) sourcePage(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := pageContext(r)
 	defer cancel()
-	src, err := s.store.GetSource(ctx, r.PathValue("name"))
+	sc := scope(r)
+	src, err := s.store.GetSourceIn(ctx, sc, r.PathValue("name"))
 	if s.pageFailed(w, r, err) {
 		return
 	}
-	counts, err := s.store.CountResources(ctx)
+	counts, err := s.store.CountResources(ctx, sc)
 	if s.pageFailed(w, r, err) {
 		return
 	}
-	evs, err := s.store.ListEvents(ctx, store.EventFilter{Source: src.Name, Limit: 30})
+	evs, err := s.store.ListEvents(ctx, sc, store.EventFilter{Source: src.Name, Limit: 30})
 	if s.pageFailed(w, r, err) {
 		return
 	}

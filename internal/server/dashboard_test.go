@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/auth"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/status"
@@ -512,6 +513,11 @@ func BenchmarkDashboard100k(b *testing.B) {
 			"SELECT source, count(*) AS n FROM resources GROUP BY source",
 			"SELECT source, phase, count(*) AS n FROM resources WHERE phase = ANY('{Failed,Pending,Reconciling,Deleting}') GROUP BY source, phase",
 			"SELECT namespace AS k_ns, lower(kind) AS k_kind, name AS k_name FROM resources WHERE name ILIKE '%no-such%' ORDER BY namespace, lower(kind), name LIMIT 101",
+			// A viewer of two namespaces: its page of resources, its events, its sources.
+			"SELECT namespace, kind, name FROM resources WHERE namespace = ANY('{team-07,team-03}'::text[]) ORDER BY namespace, lower(kind), name LIMIT 101",
+			"SELECT id FROM events WHERE (namespace = ANY('{team-07,team-03}'::text[]) OR (namespace = '' AND source = ANY(ARRAY(SELECT s.name FROM sources s " +
+				"WHERE EXISTS (SELECT 1 FROM resources vis WHERE vis.source = s.name AND vis.namespace = ANY('{team-07,team-03}'::text[])))))) ORDER BY id DESC LIMIT 12",
+			"SELECT name FROM sources WHERE EXISTS (SELECT 1 FROM resources vis WHERE vis.source = sources.name AND vis.namespace = ANY('{team-07,team-03}'::text[]))",
 		} {
 			rows, err := f.st.Pool().Query(context.Background(), "EXPLAIN (ANALYZE, BUFFERS) "+q)
 			if err != nil {
@@ -544,6 +550,30 @@ func BenchmarkDashboard100k(b *testing.B) {
 			for b.Loop() {
 				rec := httptest.NewRecorder()
 				h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, p, nil))
+				if rec.Code != http.StatusOK {
+					b.Fatalf("%s: %d %s", p, rec.Code, rec.Body.String())
+				}
+			}
+		})
+	}
+	// The same pages for a viewer of two namespaces (the scoped queries).
+	viewer := New(f.st, Options{Replica: "bench", Authenticate: func(*http.Request) (auth.Identity, error) {
+		return auth.Identity{Kind: "token", Name: "bench", Role: auth.Viewer, Namespaces: []string{"team-07", "team-03"}}, nil
+	}}, slog.New(slog.DiscardHandler)).Handler()
+	for _, p := range []string{
+		"/",
+		"/resources",
+		"/resources?phase=Failed",
+		"/resources?q=item-4242",
+		"/resources?continue=" + deepToken("team-07", "queue", "item-50007"),
+		"/resources/team-07/Queue/item-50007",
+		"/sources",
+		"/sources/infra",
+	} {
+		b.Run("viewer"+p, func(b *testing.B) {
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				viewer.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, p, nil))
 				if rec.Code != http.StatusOK {
 					b.Fatalf("%s: %d %s", p, rec.Code, rec.Body.String())
 				}

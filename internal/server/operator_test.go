@@ -112,7 +112,7 @@ func TestReconcileCommand(t *testing.T) {
 	if out.Action != "reconcile" || out.Actor != "token:ci-bot" || len(out.Resources) != 1 || out.Resources[0].Kind != "Queue" {
 		t.Errorf("answer = %+v", out)
 	}
-	evs, err := st.ListEvents(ctx, store.EventFilter{Namespace: "alpha", Kind: "Queue", Name: "q000"})
+	evs, err := st.ListEvents(ctx, store.Everything, store.EventFilter{Namespace: "alpha", Kind: "Queue", Name: "q000"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestSuspendCommand(t *testing.T) {
 	if len(out.Resources) != 2 || out.Actor != "user:ann" {
 		t.Errorf("selector resumed %+v, want q000 and q002 by user:ann", out)
 	}
-	evs, err := st.ListEvents(ctx, store.EventFilter{Namespace: "alpha", Kind: "Queue", Name: "q002"})
+	evs, err := st.ListEvents(ctx, store.Everything, store.EventFilter{Namespace: "alpha", Kind: "Queue", Name: "q002"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestSourceSuspendCommand(t *testing.T) {
 	if !src.Suspended || c.Status != status.True || !strings.Contains(c.Message, "token:root: freeze") {
 		t.Errorf("source = suspended %v, condition %+v", src.Suspended, c)
 	}
-	evs, _ := st.ListEvents(ctx, store.EventFilter{Source: "main"})
+	evs, _ := st.ListEvents(ctx, store.Everything, store.EventFilter{Source: "main"})
 	if len(evs) == 0 || evs[0].Reason != store.ReasonSuspended {
 		t.Errorf("newest source event = %+v", evs)
 	}

@@ -100,7 +100,7 @@ func (s *Server) routes() {
 	})
 	m.HandleFunc("GET /readyz", s.readyz)
 	if s.opts.Metrics != nil {
-		m.Handle("GET /metrics", s.opts.Metrics.Handler())
+		m.Handle("GET /metrics", adminOnly(s.opts.Metrics.Handler()))
 	}
 	m.HandleFunc("/hooks/{source}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", http.MethodPost)
@@ -122,7 +122,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/v1/resources/{namespace}/{kind}/{name}/history", s.resourceHistory)
 	m.HandleFunc("GET /api/v1/resources/{namespace}/{kind}/{name}/events", s.resourceEvents)
 	m.HandleFunc("GET /api/v1/events", s.listEvents)
-	m.HandleFunc("GET /api/v1/replicas", s.listReplicas)
+	m.Handle("GET /api/v1/replicas", adminOnly(http.HandlerFunc(s.listReplicas)))
 	m.Handle("GET /api/v1/watch", s.watchers.wrap(http.HandlerFunc(s.watch)))
 	m.HandleFunc("GET /api/v1/openapi.json", s.openapi)
 	s.operatorRoutes(m)
@@ -313,7 +313,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listSources(w http.ResponseWriter, r *http.Request) {
-	items, err := s.store.ListSources(r.Context())
+	items, err := s.store.ListSources(r.Context(), scope(r))
 	if s.fail(w, err) {
 		return
 	}
@@ -321,14 +321,20 @@ func (s *Server) listSources(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getSource(w http.ResponseWriter, r *http.Request) {
-	src, err := s.store.GetSource(r.Context(), r.PathValue("name"))
+	src, err := s.store.GetSourceIn(r.Context(), scope(r), r.PathValue("name"))
 	if s.fail(w, err) {
 		return
 	}
 	writeJSON(w, http.StatusOK, src)
 }
 
+// listTypes lists every ResourceType to every caller with a role: types are schemas, tied to
+// no namespace (as Kubernetes shows CRDs to anyone who may list them).
 func (s *Server) listTypes(w http.ResponseWriter, r *http.Request) {
+	if !identity(r).Can(auth.Read, "") {
+		writeJSON(w, http.StatusOK, map[string]any{"items": []store.ResourceType{}})
+		return
+	}
 	items, err := s.store.ListTypes(r.Context())
 	if s.fail(w, err) {
 		return
@@ -337,6 +343,10 @@ func (s *Server) listTypes(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getType(w http.ResponseWriter, r *http.Request) {
+	if !identity(r).Can(auth.Read, "") {
+		writeError(w, http.StatusNotFound, "resource type "+r.PathValue("name")+": "+store.ErrNotFound.Error())
+		return
+	}
 	t, err := s.store.GetType(r.Context(), r.PathValue("name"))
 	if s.fail(w, err) {
 		return
@@ -355,7 +365,7 @@ func (s *Server) listResources(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	items, next, err := s.store.ListResources(r.Context(), store.ResourceFilter{Kind: q.Get("kind"), Namespace: q.Get("namespace"),
+	items, next, err := s.store.ListResources(r.Context(), scope(r), store.ResourceFilter{Kind: q.Get("kind"), Namespace: q.Get("namespace"),
 		Source: q.Get("source"), Phase: q.Get("phase"), LabelSelector: q.Get("labelSelector"), Limit: limit, Continue: q.Get("continue")})
 	if s.fail(w, err) {
 		return
@@ -364,7 +374,7 @@ func (s *Server) listResources(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getResource(w http.ResponseWriter, r *http.Request) {
-	res, err := s.store.GetResource(r.Context(), r.PathValue("namespace"), r.PathValue("kind"), r.PathValue("name"))
+	res, err := s.store.GetResourceIn(r.Context(), scope(r), r.PathValue("namespace"), r.PathValue("kind"), r.PathValue("name"))
 	if s.fail(w, err) {
 		return
 	}
@@ -374,22 +384,31 @@ func (s *Server) getResource(w http.ResponseWriter, r *http.Request) {
 // resourceHistory answers for resources that are gone too: history outlives the row.
 func (s *Server) resourceHistory(w http.ResponseWriter, r *http.Request) {
 	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
-	items, err := s.store.ListHistory(r.Context(), r.PathValue("namespace"), r.PathValue("kind"), r.PathValue("name"), limit)
+	ns, kind, name := r.PathValue("namespace"), r.PathValue("kind"), r.PathValue("name")
+	sc := scope(r)
+	if !sc.Contains(ns) {
+		_, err := s.store.GetResourceIn(r.Context(), sc, ns, kind, name) // the 404 of a missing resource
+		s.fail(w, err)
+		return
+	}
+	items, err := s.store.ListHistory(r.Context(), ns, kind, name, limit)
 	if s.fail(w, err) {
 		return
 	}
 	if len(items) == 0 {
 		// Neither history nor a row: the resource never existed.
-		if _, err := s.store.GetResource(r.Context(), r.PathValue("namespace"), r.PathValue("kind"), r.PathValue("name")); s.fail(w, err) {
+		if _, err := s.store.GetResourceIn(r.Context(), sc, ns, kind, name); s.fail(w, err) {
 			return
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"items": nonNil(items)})
 }
 
+// resourceEvents lists a resource's events; like its history, they outlive the row. A
+// resource out of scope has no events, exactly like one that never existed (an empty list).
 func (s *Server) resourceEvents(w http.ResponseWriter, r *http.Request) {
 	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
-	items, err := s.store.ListEvents(r.Context(), store.EventFilter{Namespace: r.PathValue("namespace"), Kind: r.PathValue("kind"), Name: r.PathValue("name"), Limit: limit})
+	items, err := s.store.ListEvents(r.Context(), scope(r), store.EventFilter{Namespace: r.PathValue("namespace"), Kind: r.PathValue("kind"), Name: r.PathValue("name"), Limit: limit})
 	if s.fail(w, err) {
 		return
 	}
@@ -399,7 +418,7 @@ func (s *Server) resourceEvents(w http.ResponseWriter, r *http.Request) {
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	limit, _ := strconv.Atoi(q.Get("limit"))
-	items, err := s.store.ListEvents(r.Context(), store.EventFilter{Namespace: q.Get("namespace"), Kind: q.Get("kind"), Name: q.Get("name"), Source: q.Get("source"), Limit: limit})
+	items, err := s.store.ListEvents(r.Context(), scope(r), store.EventFilter{Namespace: q.Get("namespace"), Kind: q.Get("kind"), Name: q.Get("name"), Source: q.Get("source"), Limit: limit})
 	if s.fail(w, err) {
 		return
 	}

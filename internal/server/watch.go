@@ -364,12 +364,48 @@ func (sub *subscription) wanted(cs []event) []event {
 // kind or namespace, and their source is the source itself.
 type changeFilter struct {
 	kind, namespace, source string
+	// visible limits the changes to what the watcher may see (nil: it sees every namespace).
+	visible *watchScope
 }
 
 func (f changeFilter) match(c store.Change) bool {
-	return (f.kind == "" || strings.EqualFold(c.Kind, f.kind)) &&
+	// Scope first: it learns the sources that come into view from every change it sees.
+	return (f.visible == nil || f.visible.sees(c)) &&
+		(f.kind == "" || strings.EqualFold(c.Kind, f.kind)) &&
 		(f.namespace == "" || c.Namespace == f.namespace) &&
 		(f.source == "" || c.Source == f.source)
+}
+
+// watchScope is what a watcher limited to some namespaces sees of the feed: changes of
+// resources in its namespaces, and changes of the sources it sees (store.Scope: those with a
+// resource in one of them). The sources are read when the watch starts and grow with the
+// changes of resources in scope that name a new one; a source whose last resource in scope
+// goes stays visible to the stream until it reconnects. It is used by one goroutine at a
+// time: the handler while it catches up, then the hub (under its lock) once subscribed.
+type watchScope struct {
+	scope   store.Scope
+	sources map[string]bool
+}
+
+func newWatchScope(sc store.Scope, sources []string) *watchScope {
+	v := &watchScope{scope: sc, sources: make(map[string]bool, len(sources))}
+	for _, name := range sources {
+		v.sources[name] = true
+	}
+	return v
+}
+
+func (v *watchScope) sees(c store.Change) bool {
+	if c.Object == "source" {
+		return v.sources[c.Source]
+	}
+	if !v.scope.Contains(c.Namespace) {
+		return false
+	}
+	if c.Source != "" {
+		v.sources[c.Source] = true
+	}
+	return true
 }
 
 // resumePoint decides where a client resuming after since starts, given the hub's position
@@ -414,6 +450,17 @@ func (s *Server) watch(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
+	}
+	if sc := scope(r); !sc.All() {
+		qctx, cancel := context.WithTimeout(ctx, watchQueryTimeout)
+		srcs, err := s.store.VisibleSources(qctx, sc)
+		cancel()
+		if err != nil {
+			s.log.Error("watch: read the visible sources", "err", err)
+			writeError(w, http.StatusServiceUnavailable, "database error")
+			return
+		}
+		f.visible = newWatchScope(sc, srcs)
 	}
 	h := s.hub
 	h.mu.Lock()

@@ -50,7 +50,7 @@ func TestDashboardQueries(t *testing.T) {
 		dashRow{ns: "dev", name: "audit", source: "apps", phase: "Ready", observed: 1, ready: "True"},
 	)
 
-	counts, err := st.CountResources(ctx)
+	counts, err := st.CountResources(ctx, Everything)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestDashboardQueries(t *testing.T) {
 
 	names := func(f SummaryFilter) []string {
 		t.Helper()
-		items, _, err := st.ListResourceSummaries(ctx, f)
+		items, _, err := st.ListResourceSummaries(ctx, Everything, f)
 		if err != nil {
 			t.Fatalf("%+v: %v", f, err)
 		}
@@ -98,7 +98,7 @@ func TestDashboardQueries(t *testing.T) {
 	var all []string
 	f := SummaryFilter{Limit: 2}
 	for range 5 {
-		items, next, err := st.ListResourceSummaries(ctx, f)
+		items, next, err := st.ListResourceSummaries(ctx, Everything, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func TestDashboardQueries(t *testing.T) {
 		t.Errorf("paged %v", all)
 	}
 
-	items, _, err := st.ListResourceSummaries(ctx, SummaryFilter{Namespace: "dev", Query: "orders"})
+	items, _, err := st.ListResourceSummaries(ctx, Everything, SummaryFilter{Namespace: "dev", Query: "orders"})
 	if err != nil || len(items) != 1 {
 		t.Fatalf("%v %v", items, err)
 	}
@@ -124,12 +124,12 @@ func TestDashboardQueries(t *testing.T) {
 	}
 
 	for _, bad := range []SummaryFilter{{LabelSelector: "=="}, {Continue: "garbage"}} {
-		if _, _, err := st.ListResourceSummaries(ctx, bad); !errors.Is(err, ErrBadRequest) {
+		if _, _, err := st.ListResourceSummaries(ctx, Everything, bad); !errors.Is(err, ErrBadRequest) {
 			t.Errorf("%+v: %v, want ErrBadRequest", bad, err)
 		}
 	}
 
-	fails, err := st.RecentFailures(ctx, 10)
+	fails, err := st.RecentFailures(ctx, Everything, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestDashboardQueries(t *testing.T) {
 		t.Errorf("failures %+v", fails)
 	}
 
-	nss, err := st.ListNamespaces(ctx, 0)
+	nss, err := st.ListNamespaces(ctx, Everything, 0)
 	if err != nil || !reflect.DeepEqual(nss, []string{"dev", "prod"}) {
 		t.Errorf("namespaces %v %v", nss, err)
 	}

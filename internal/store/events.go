@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 
@@ -59,36 +58,42 @@ type EventFilter struct {
 	Limit                         int
 }
 
-// ListEvents returns events newest first.
-func (s *Store) ListEvents(ctx context.Context, f EventFilter) ([]Event, error) {
+// ListEvents returns the events in scope newest first: those about resources of its
+// namespaces, and those about the sources it sees (DESIGN §9, authorization). Events about
+// neither a resource nor a source are seen by Everything only.
+func (s *Store) ListEvents(ctx context.Context, sc Scope, f EventFilter) ([]Event, error) {
 	if f.Limit <= 0 || f.Limit > 1000 {
 		f.Limit = 100
 	}
 	// The WHERE clause names only the filters given: a generic plan shared by every
 	// combination ("$1 = '' OR …") walks the whole table for selective filters.
 	var where []string
-	var args []any
-	arg := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
+	var args params
+	if !sc.All() {
+		// The visible sources are computed once (an InitPlan: a probe per source), not per
+		// event: correlated, the planner hashed every resource of the scope's namespaces. The
+		// subquery reuses the namespaces' parameter.
+		ns := args.add(sc.Namespaces())
+		where = append(where, "(namespace = ANY("+ns+"::text[]) OR (namespace = '' AND source = ANY(ARRAY(SELECT s.name FROM sources s WHERE "+
+			sc.sourceWhere("s.name", func(any) string { return ns })+"))))")
 	}
 	if f.Namespace != "" {
-		where = append(where, "namespace = "+arg(f.Namespace))
+		where = append(where, "namespace = "+args.add(f.Namespace))
 	}
 	if f.Kind != "" {
-		where = append(where, "lower(kind) = lower("+arg(f.Kind)+")")
+		where = append(where, "lower(kind) = lower("+args.add(f.Kind)+")")
 	}
 	if f.Name != "" {
-		where = append(where, "name = "+arg(f.Name))
+		where = append(where, "name = "+args.add(f.Name))
 	}
 	if f.Source != "" {
-		where = append(where, "source = "+arg(f.Source))
+		where = append(where, "source = "+args.add(f.Source))
 	}
 	q := "SELECT id, namespace, kind, name, source, type, reason, message, replica, created_at FROM events"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	q += " ORDER BY id DESC LIMIT " + arg(f.Limit)
+	q += " ORDER BY id DESC LIMIT " + args.add(f.Limit)
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err

@@ -78,12 +78,26 @@ func scanResource(row pgx.Row) (Resource, error) {
 
 // GetResource returns one resource; kind is case-insensitive.
 func (s *Store) GetResource(ctx context.Context, namespace, kind, name string) (Resource, error) {
+	return s.GetResourceIn(ctx, Everything, namespace, kind, name)
+}
+
+// GetResourceIn returns one resource if the scope sees its namespace. Out of scope, it
+// returns the very error of a missing resource, without asking the database: the caller
+// cannot tell the two apart.
+func (s *Store) GetResourceIn(ctx context.Context, sc Scope, namespace, kind, name string) (Resource, error) {
+	if !sc.Contains(namespace) {
+		return Resource{}, resourceNotFound(namespace, kind, name)
+	}
 	r, err := scanResource(s.pool.QueryRow(ctx, "SELECT "+resourceColumns+
 		" FROM resources WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3", namespace, kind, name))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return r, fmt.Errorf("resource %s/%s/%s: %w", namespace, kind, name, ErrNotFound)
+		return r, resourceNotFound(namespace, kind, name)
 	}
 	return r, err
+}
+
+func resourceNotFound(namespace, kind, name string) error {
+	return fmt.Errorf("resource %s/%s/%s: %w", namespace, kind, name, ErrNotFound)
 }
 
 // ResourceFilter selects resources; empty fields match everything.
@@ -97,10 +111,11 @@ type ResourceFilter struct {
 // ErrBadRequest wraps errors in caller-supplied filters.
 var ErrBadRequest = errors.New("bad request")
 
-// ListResources returns one page ordered by namespace, kind, name, and the token of the next
-// page ("" on the last one). Paging is by key, so it stays fast deep into large sets.
-func (s *Store) ListResources(ctx context.Context, f ResourceFilter) ([]Resource, string, error) {
-	clause, args, limit, err := resourcePage(f, "")
+// ListResources returns one page of the resources in scope ordered by namespace, kind, name,
+// and the token of the next page ("" on the last one). Paging is by key, so it stays fast deep
+// into large sets.
+func (s *Store) ListResources(ctx context.Context, sc Scope, f ResourceFilter) ([]Resource, string, error) {
+	clause, args, limit, err := resourcePage(sc, f, "")
 	if err != nil {
 		return nil, "", err
 	}
@@ -122,10 +137,10 @@ func (s *Store) ListResources(ctx context.Context, f ResourceFilter) ([]Resource
 }
 
 // resourcePage builds the WHERE, ORDER BY and LIMIT of one page of resources (the API's list
-// and the dashboard's table): filters, an optional name search, and keyset paging in the
-// identity index's order so the scan stops after the page. It asks for limit+1 rows: one
-// more than the page says whether there is a next one.
-func resourcePage(f ResourceFilter, nameQuery string) (clause string, args []any, limit int, err error) {
+// and the dashboard's table): the scope, filters, an optional name search, and keyset paging
+// in the identity index's order so the scan stops after the page. It asks for limit+1 rows:
+// one more than the page says whether there is a next one.
+func resourcePage(sc Scope, f ResourceFilter, nameQuery string) (clause string, args params, limit int, err error) {
 	limit = f.Limit
 	if limit <= 0 {
 		limit = 100
@@ -134,25 +149,24 @@ func resourcePage(f ResourceFilter, nameQuery string) (clause string, args []any
 		limit = 1000
 	}
 	var where []string
-	arg := func(v any) string {
-		args = append(args, v)
-		return fmt.Sprintf("$%d", len(args))
+	if w := sc.where("namespace", args.add); w != "" {
+		where = append(where, w)
 	}
 	if f.Kind != "" {
-		where = append(where, "lower(kind) = lower("+arg(f.Kind)+")")
+		where = append(where, "lower(kind) = lower("+args.add(f.Kind)+")")
 	}
 	if f.Namespace != "" {
-		where = append(where, "namespace = "+arg(f.Namespace))
+		where = append(where, "namespace = "+args.add(f.Namespace))
 	}
 	if f.Source != "" {
-		where = append(where, "source = "+arg(f.Source))
+		where = append(where, "source = "+args.add(f.Source))
 	}
 	if f.Phase != "" {
-		where = append(where, "phase = "+arg(f.Phase))
+		where = append(where, "phase = "+args.add(f.Phase))
 	}
 	if nameQuery != "" {
 		// Served by the trigram index where pg_trgm exists (migration 0005).
-		where = append(where, "name ILIKE "+arg("%"+escapeLike(nameQuery)+"%"))
+		where = append(where, "name ILIKE "+args.add("%"+escapeLike(nameQuery)+"%"))
 	}
 	if f.LabelSelector != "" {
 		reqs, err := ParseLabelSelector(f.LabelSelector)
@@ -160,7 +174,7 @@ func resourcePage(f ResourceFilter, nameQuery string) (clause string, args []any
 			return "", nil, 0, fmt.Errorf("%w: labelSelector: %v", ErrBadRequest, err)
 		}
 		for _, rq := range reqs {
-			where = append(where, rq.sql(arg))
+			where = append(where, rq.sql(args.add))
 		}
 	}
 	if f.Continue != "" {
@@ -168,13 +182,22 @@ func resourcePage(f ResourceFilter, nameQuery string) (clause string, args []any
 		if err != nil {
 			return "", nil, 0, err
 		}
-		where = append(where, fmt.Sprintf("(namespace, lower(kind), name) > (%s, %s, %s)", arg(key[0]), arg(key[1]), arg(key[2])))
+		where = append(where, fmt.Sprintf("(namespace, lower(kind), name) > (%s, %s, %s)", args.add(key[0]), args.add(key[1]), args.add(key[2])))
 	}
 	if len(where) > 0 {
 		clause = " WHERE " + strings.Join(where, " AND ")
 	}
-	clause += " ORDER BY namespace, lower(kind), name LIMIT " + arg(limit+1)
+	clause += " ORDER BY namespace, lower(kind), name LIMIT " + args.add(limit+1)
 	return clause, args, limit, nil
+}
+
+// params are the arguments of a statement built from optional parts.
+type params []any
+
+// add appends v and returns its placeholder ($1, $2, …).
+func (p *params) add(v any) string {
+	*p = append(*p, v)
+	return fmt.Sprintf("$%d", len(*p))
 }
 
 // nextToken is the continue token after the resource (namespace, kind, name).

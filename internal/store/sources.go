@@ -118,16 +118,32 @@ func decodeSource(src *Source, conds, errs []byte) error {
 
 // GetSource returns one source, or ErrNotFound.
 func (s *Store) GetSource(ctx context.Context, name string) (Source, error) {
-	src, err := scanSourceRuntime(s.pool.QueryRow(ctx, "SELECT "+sourceColumns+sourceRuntime+" FROM sources WHERE name = $1", name))
+	return s.GetSourceIn(ctx, Everything, name)
+}
+
+// GetSourceIn returns one source if the scope sees it (Scope.sourceWhere); one it does not see
+// gives the very error of a missing source.
+func (s *Store) GetSourceIn(ctx context.Context, sc Scope, name string) (Source, error) {
+	args := params{name}
+	q := "SELECT " + sourceColumns + sourceRuntime + " FROM sources WHERE name = $1"
+	if w := sc.sourceWhere("sources.name", args.add); w != "" {
+		q += " AND " + w
+	}
+	src, err := scanSourceRuntime(s.pool.QueryRow(ctx, q, args...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return src, fmt.Errorf("source %s: %w", name, ErrNotFound)
 	}
 	return src, err
 }
 
-// ListSources returns every source by name.
-func (s *Store) ListSources(ctx context.Context) ([]Source, error) {
-	rows, err := s.pool.Query(ctx, "SELECT "+sourceColumns+sourceRuntime+" FROM sources ORDER BY name")
+// ListSources returns the sources the scope sees (Scope.sourceWhere), by name.
+func (s *Store) ListSources(ctx context.Context, sc Scope) ([]Source, error) {
+	var args params
+	q := "SELECT " + sourceColumns + sourceRuntime + " FROM sources"
+	if w := sc.sourceWhere("sources.name", args.add); w != "" {
+		q += " WHERE " + w
+	}
+	rows, err := s.pool.Query(ctx, q+" ORDER BY name", args...)
 	if err != nil {
 		return nil, err
 	}

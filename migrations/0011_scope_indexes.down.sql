@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS resources_source_namespace;
