@@ -168,7 +168,7 @@ func TokenLine(name, sha256Hex string, role Role, namespaces []string) string {
 	for i, n := range namespaces {
 		ns[i] = fmt.Sprintf("%q", n) // "*" is a YAML alias unquoted
 	}
-	return fmt.Sprintf(`- {name: %s, sha256: "%s", role: %s, namespaces: [%s]}`, name, sha256Hex, role, strings.Join(ns, ", "))
+	return fmt.Sprintf(`- {name: %q, sha256: "%s", role: %s, namespaces: [%s]}`, name, sha256Hex, role, strings.Join(ns, ", "))
 }
 
 // sessionKey is the key that signs cookies: auth.oidc.sessionKey, else one derived from the
