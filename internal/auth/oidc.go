@@ -209,12 +209,14 @@ func (o *oidcLogin) exchange(ctx context.Context, code string, st loginState) (I
 	if err := idt.Claims(&claims); err != nil {
 		return Identity{}, fmt.Errorf("read the ID token's claims: %w", err)
 	}
+	// The name events and history record: the email unless the provider says it is not
+	// verified (anyone could then claim anyone's), else the username, else the subject.
 	name := idt.Subject
-	for _, k := range []string{"email", "preferred_username"} {
-		if v, ok := claims[k].(string); ok && v != "" {
-			name = v
-			break
-		}
+	if v, ok := claims["preferred_username"].(string); ok && v != "" {
+		name = v
+	}
+	if v, ok := claims["email"].(string); ok && v != "" && claims["email_verified"] != false {
+		name = v
 	}
 	role, ns := MapGroups(o.cfg.Roles, groups(claims[o.cfg.GroupsClaim]))
 	if role == "" {

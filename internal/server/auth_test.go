@@ -123,8 +123,8 @@ func TestOIDCLogin(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, "ada@example.com") || !strings.Contains(body, "Sign out") {
 		t.Fatalf("after sign-in: %d\n%s", code, body)
 	}
-	if p.Logins != 1 || p.Exchange != 1 {
-		t.Errorf("provider saw %d logins, %d exchanges", p.Logins, p.Exchange)
+	if logins, exchanges := p.Counts(); logins != 1 || exchanges != 1 {
+		t.Errorf("provider saw %d logins, %d exchanges", logins, exchanges)
 	}
 	u, _ := url.Parse(srv.URL)
 	cookies := b.Jar.Cookies(u)

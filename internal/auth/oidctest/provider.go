@@ -34,15 +34,22 @@ type Provider struct {
 	ClientID     string
 	ClientSecret string
 
-	mu       sync.Mutex
-	user     User
-	ttl      time.Duration
-	codes    map[string]grant
-	key      *rsa.PrivateKey
-	signer   jose.Signer
-	srv      *httptest.Server
-	Logins   int // authorization requests served
-	Exchange int // codes exchanged
+	mu        sync.Mutex
+	user      User
+	ttl       time.Duration
+	codes     map[string]grant
+	key       *rsa.PrivateKey
+	signer    jose.Signer
+	srv       *httptest.Server
+	logins    int // authorization requests served
+	exchanges int // codes exchanged
+}
+
+// Counts returns how many sign-ins the provider served and how many codes were exchanged.
+func (p *Provider) Counts() (logins, exchanges int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.logins, p.exchanges
 }
 
 type grant struct {
@@ -127,7 +134,7 @@ func (p *Provider) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	code := random()
 	p.mu.Lock()
-	p.Logins++
+	p.logins++
 	p.codes[code] = grant{redirectURI: redirect.String(), nonce: q.Get("nonce"), challenge: q.Get("code_challenge"), user: p.user}
 	p.mu.Unlock()
 	back := redirect.Query()
@@ -182,7 +189,7 @@ func (p *Provider) token(w http.ResponseWriter, r *http.Request) {
 	}
 	raw, _ := jws.CompactSerialize()
 	p.mu.Lock()
-	p.Exchange++
+	p.exchanges++
 	p.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{"access_token": random(), "token_type": "Bearer", "expires_in": int(ttl.Seconds()), "id_token": raw})
 }
