@@ -135,7 +135,7 @@ func TestSealer(t *testing.T) {
 	t.Parallel()
 	now := time.Unix(1_700_000_000, 0)
 	s := sealer{key: []byte("0123456789abcdef0123456789abcdef"), now: func() time.Time { return now }}
-	in := session{Name: "ada", Role: Viewer, Namespaces: []string{"staging"}, ID: "x", Exp: now.Add(time.Hour).Unix()}
+	in := session{Name: "ada", Groups: []string{"ops"}, ID: "x", Exp: now.Add(time.Hour).Unix()}
 	v, err := s.seal("session", &in)
 	if err != nil {
 		t.Fatal(err)

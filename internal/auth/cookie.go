@@ -60,11 +60,13 @@ func (s sealer) open(purpose, cookie string, v interface{ expires() time.Time })
 	return nil
 }
 
-// session is what the session cookie says about a signed-in user.
+// session is what the session cookie says about a signed-in user. It keeps the user's
+// groups that the config maps, not the role: the role is decided on every request from the
+// current auth.oidc.roles, so a mapping removed from the config takes effect at the restart,
+// not when sessions expire.
 type session struct {
-	Name       string   `json:"n"`
-	Role       Role     `json:"r"`
-	Namespaces []string `json:"ns"`
+	Name   string   `json:"n"`
+	Groups []string `json:"g"`
 	// ID is random per login; the logout form's CSRF token is derived from it.
 	ID  string `json:"id"`
 	Exp int64  `json:"exp"`

@@ -155,7 +155,7 @@ func (o *oidcLogin) callback(w http.ResponseWriter, r *http.Request) {
 		o.page(w, http.StatusForbidden, "Sign-in refused", "The sign-in provider refused: "+e+".")
 		return
 	}
-	id, err := o.exchange(r.Context(), q.Get("code"), st)
+	id, groups, err := o.exchange(r.Context(), q.Get("code"), st)
 	if err != nil {
 		var ng noGroupError
 		if errors.As(err, &ng) {
@@ -167,7 +167,7 @@ func (o *oidcLogin) callback(w http.ResponseWriter, r *http.Request) {
 		o.page(w, http.StatusBadGateway, "Sign-in failed", "trueup could not complete the sign-in with the provider. Sign in again.")
 		return
 	}
-	s := session{Name: id.Name, Role: id.Role, Namespaces: id.Namespaces, ID: randomString(), Exp: o.now().Add(o.cfg.SessionTTL).Unix()}
+	s := session{Name: id.Name, Groups: groups, ID: randomString(), Exp: o.now().Add(o.cfg.SessionTTL).Unix()}
 	v, err := o.seal.seal("session", &s)
 	if err != nil {
 		o.page(w, http.StatusInternalServerError, "Sign-in failed", "internal error")
@@ -182,32 +182,33 @@ type noGroupError struct{ user string }
 
 func (e noGroupError) Error() string { return "user " + e.user + " is in no group mapped to a role" }
 
-// exchange trades the code for tokens, verifies the ID token and maps its claims.
-func (o *oidcLogin) exchange(ctx context.Context, code string, st loginState) (Identity, error) {
+// exchange trades the code for tokens, verifies the ID token and maps its claims; it
+// returns the user's identity and those of their groups that the config maps.
+func (o *oidcLogin) exchange(ctx context.Context, code string, st loginState) (Identity, []string, error) {
 	ctx, cancel := context.WithTimeout(ctx, exchangeLimit)
 	defer cancel()
 	oc, p, err := o.oauth(ctx)
 	if err != nil {
-		return Identity{}, err
+		return Identity{}, nil, err
 	}
 	tok, err := oc.Exchange(ctx, code, oauth2.VerifierOption(st.Verifier))
 	if err != nil {
-		return Identity{}, fmt.Errorf("exchange the code: %w", err)
+		return Identity{}, nil, fmt.Errorf("exchange the code: %w", err)
 	}
 	raw, ok := tok.Extra("id_token").(string)
 	if !ok || raw == "" {
-		return Identity{}, errors.New("the token answer has no id_token")
+		return Identity{}, nil, errors.New("the token answer has no id_token")
 	}
 	idt, err := p.VerifierContext(ctx, &oidc.Config{ClientID: o.cfg.ClientID, Now: o.now}).Verify(ctx, raw)
 	if err != nil {
-		return Identity{}, fmt.Errorf("verify the ID token: %w", err)
+		return Identity{}, nil, fmt.Errorf("verify the ID token: %w", err)
 	}
 	if !hmac.Equal([]byte(idt.Nonce), []byte(st.Nonce)) {
-		return Identity{}, errors.New("the ID token's nonce does not match this sign-in")
+		return Identity{}, nil, errors.New("the ID token's nonce does not match this sign-in")
 	}
 	var claims map[string]any
 	if err := idt.Claims(&claims); err != nil {
-		return Identity{}, fmt.Errorf("read the ID token's claims: %w", err)
+		return Identity{}, nil, fmt.Errorf("read the ID token's claims: %w", err)
 	}
 	// The name events and history record: the email unless the provider says it is not
 	// verified (anyone could then claim anyone's), else the username, else the subject.
@@ -218,11 +219,17 @@ func (o *oidcLogin) exchange(ctx context.Context, code string, st loginState) (I
 	if v, ok := claims["email"].(string); ok && v != "" && claims["email_verified"] != false {
 		name = v
 	}
-	role, ns := MapGroups(o.cfg.Roles, groups(claims[o.cfg.GroupsClaim]))
-	if role == "" {
-		return Identity{}, noGroupError{user: name}
+	var mapped []string
+	for _, g := range groups(claims[o.cfg.GroupsClaim]) {
+		if slices.ContainsFunc(o.cfg.Roles, func(m config.GroupRole) bool { return m.Group == g }) && !slices.Contains(mapped, g) {
+			mapped = append(mapped, g) // only these go in the cookie: a user may be in hundreds
+		}
 	}
-	return Identity{Kind: "user", Name: name, Role: role, Namespaces: ns}, nil
+	role, ns := MapGroups(o.cfg.Roles, mapped)
+	if role == "" {
+		return Identity{}, nil, noGroupError{user: name}
+	}
+	return Identity{Kind: "user", Name: name, Role: role, Namespaces: ns}, mapped, nil
 }
 
 // groups reads a groups claim: a list of strings, or one string.
@@ -281,13 +288,17 @@ func (o *oidcLogin) session(r *http.Request) (Identity, bool) {
 	if !ok {
 		return Identity{}, false
 	}
-	return Identity{Kind: "user", Name: s.Name, Role: s.Role, Namespaces: s.Namespaces}, true
+	role, ns := MapGroups(o.cfg.Roles, s.Groups)
+	if role == "" {
+		return Identity{}, false // the config no longer maps any of the user's groups
+	}
+	return Identity{Kind: "user", Name: s.Name, Role: role, Namespaces: ns}, true
 }
 
 func (o *oidcLogin) readSession(r *http.Request) (session, bool) {
 	var s session
 	c, err := r.Cookie(o.cookie)
-	if err != nil || o.seal.open("session", c.Value, &s) != nil || !s.Role.Valid() {
+	if err != nil || o.seal.open("session", c.Value, &s) != nil {
 		return session{}, false
 	}
 	return s, true

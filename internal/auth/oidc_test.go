@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"sync"
 	"testing"
 	"time"
@@ -85,6 +86,29 @@ func TestSessionExpiry(t *testing.T) {
 		t.Fatalf("sign-in: %d", code)
 	}
 	check("ada@example.com", nil)
+
+	// Another replica with the same config accepts the session (the key comes from the
+	// config); one whose config no longer maps the user's group does not.
+	u, _ := url.Parse(srv.URL)
+	replica := func(group string) (Identity, error) {
+		r, err := New(&config.Auth{OIDC: &config.OIDC{Issuer: p.Issuer, ClientID: "trueup", ClientSecret: "s3cret", GroupsClaim: "groups",
+			SessionTTL: time.Hour, Roles: []config.GroupRole{{Group: group, Role: "operator"}}}}, ext, quiet())
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := httptest.NewRequest("GET", "/", nil)
+		for _, c := range jar.Cookies(u) {
+			req.AddCookie(c)
+		}
+		return r.Authenticate(req)
+	}
+	if id, err := replica("ops"); err != nil || id.Name != "ada@example.com" || id.Role != Operator {
+		t.Errorf("another replica: %+v %v (the role follows that replica's mappings)", id, err)
+	}
+	if id, err := replica("someone-else"); !errors.Is(err, ErrNoCredentials) {
+		t.Errorf("mapping removed: %+v %v", id, err)
+	}
+
 	clk.add(59 * time.Minute)
 	get("/x")
 	check("ada@example.com", nil)
