@@ -25,6 +25,9 @@ const requestTimeout = 30 * time.Second
 // apiOptions are the flags every API command shares (the persistent --server).
 type apiOptions struct {
 	server string
+	token  string
+	// serverChanged reports whether --server was given (else the context file may say).
+	serverChanged func() bool
 }
 
 // serverDefault is the --server default: TRUEUP_SERVER, else the local controller.
@@ -42,7 +45,11 @@ type client struct {
 }
 
 func (o *apiOptions) client() (*client, error) {
-	raw := strings.TrimSpace(o.server)
+	server, token, insecure, err := o.credentials()
+	if err != nil {
+		return nil, err
+	}
+	raw := strings.TrimSpace(server)
 	if raw == "" {
 		raw = defaultServer
 	}
@@ -51,11 +58,18 @@ func (o *apiOptions) client() (*client, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("--server %q: want a URL such as %s", o.server, defaultServer)
+		return nil, fmt.Errorf("--server %q: want a URL such as %s", server, defaultServer)
 	}
 	u.Path, u.RawPath = strings.TrimSuffix(u.Path, "/"), strings.TrimSuffix(u.RawPath, "/")
 	u.RawQuery, u.Fragment = "", ""
-	return &client{base: u, http: &http.Client{}}, nil
+	hc := &http.Client{}
+	if token != "" {
+		if err := checkTokenTransport(u.Scheme, u.Hostname(), insecure); err != nil {
+			return nil, err
+		}
+		hc.Transport = bearer{token: token, host: u.Host, base: http.DefaultTransport}
+	}
+	return &client{base: u, http: hc}, nil
 }
 
 // get decodes the JSON answer of GET path?query into v. The API's {"error": …} becomes the

@@ -22,10 +22,12 @@ func newRootCmd() *cobra.Command {
 			root.SetErr(termsafe.Writer(root.ErrOrStderr()))
 		},
 	}
-	api := &apiOptions{}
+	api := &apiOptions{serverChanged: func() bool { return root.PersistentFlags().Changed("server") }}
 	root.PersistentFlags().StringVar(&api.server, "server", serverDefault(),
-		"URL of the trueup API that get, describe, history, events and diff read (env TRUEUP_SERVER)")
-	root.AddCommand(newServeCmd(), newValidateCmd(), newMigrateCmd(), newVersionCmd(),
+		"URL of the trueup API the client commands talk to (env TRUEUP_SERVER, or server: in ~/.config/trueup/config.yaml)")
+	root.PersistentFlags().StringVar(&api.token, "token", "",
+		"bearer token for the API (env TRUEUP_TOKEN, or token: in ~/.config/trueup/config.yaml)")
+	root.AddCommand(newServeCmd(), newValidateCmd(), newMigrateCmd(), newVersionCmd(), newTokenCmd(),
 		newGetCmd(api), newDescribeCmd(api), newHistoryCmd(api), newEventsCmd(api), newDiffCmd(api),
 		newReconcileCmd(api), newSyncCmd(api), newSuspendCmd(api), newResumeCmd(api))
 	return root

@@ -40,10 +40,16 @@ func newServeCmd() *cobra.Command {
 				return err
 			}
 			if listen != "" {
-				if cfg.Server.ExternalURL == "http://"+cfg.Server.Listen+"/" {
-					cfg.Server.ExternalURL = "http://" + listen + "/" // the default follows the flag
+				for _, scheme := range []string{"http://", "https://"} {
+					if cfg.Server.ExternalURL == scheme+cfg.Server.Listen+"/" {
+						cfg.Server.ExternalURL = scheme + listen + "/" // the default follows the flag
+					}
 				}
 				cfg.Server.Listen = listen
+			}
+			// Secure by default: no auth: section means anonymous admin, so loopback only.
+			if err := config.CheckExposure(cfg.Server.Listen, cfg.Auth); err != nil {
+				return err
 			}
 			if dataDir != "" {
 				cfg.DataDir = dataDir
@@ -215,8 +221,12 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) (err err
 	go func() { defer close(liveDone); live.Run(liveCtx) }()
 	defer func() { stopLive(); <-liveDone }()
 
-	srv := server.New(db.api, server.Options{Listen: cfg.Server.Listen, Replica: replica, Metrics: met, Webhooks: hookHandler,
-		ExternalURL: cfg.Server.ExternalURL}, logger)
+	srvOpts, err := withAuth(server.Options{Listen: cfg.Server.Listen, Replica: replica, Metrics: met, Webhooks: hookHandler,
+		ExternalURL: cfg.Server.ExternalURL}, cfg, logger)
+	if err != nil {
+		return err
+	}
+	srv := server.New(db.api, srvOpts, logger)
 	if err := srv.Start(ctx); err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Server.Listen, err)
 	}
@@ -262,7 +272,7 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) (err err
 		}, logger)
 	}()
 	logger.Info("trueup started", "sources", len(syncers), "actions", len(acts), "workers", cfg.Reconcile.Workers,
-		"dashboard", "http://"+cfg.Server.Listen+"/")
+		"dashboard", cfg.Server.ExternalURL)
 	<-ctx.Done()
 	logger.Info("shutting down")
 	wg.Wait()

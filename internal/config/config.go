@@ -33,6 +33,7 @@ type Config struct {
 	Retention Retention      `yaml:"retention"`
 	Log       Log            `yaml:"log"`
 	Limits    Limits         `yaml:"limits"`
+	Auth      *Auth          `yaml:"auth"`
 	BaseDir   string         `yaml:"-"` // folder of the config file; relative paths resolve against it
 	secrets   map[string]int // expanded values that came from the environment
 	resyncSet bool           // reconcile.resyncInterval was written (0 then means off)
@@ -55,6 +56,8 @@ type Server struct {
 	// limit, or DefaultMemoryLimit without one), off, or a size such as 512MiB. GOMEMLIMIT,
 	// when set, wins.
 	MemoryLimit MemoryLimit `yaml:"memoryLimit"`
+	// TLS serves HTTPS with this certificate and key (optional).
+	TLS *TLS `yaml:"tls"`
 }
 
 // Source is one manifests source: exactly one of Git or Dir.
@@ -337,6 +340,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Server.ExternalURL == "" {
 		c.Server.ExternalURL = "http://" + c.Server.Listen + "/"
+		if c.Server.TLS != nil {
+			c.Server.ExternalURL = "https://" + c.Server.Listen + "/"
+		}
 	}
 	for i := range c.Sources {
 		s := &c.Sources[i]
@@ -565,6 +571,7 @@ func (c *Config) Validate() error {
 	default:
 		bad("log.format: %q is not one of text, json", c.Log.Format)
 	}
+	c.validateAuth(bad)
 	errs = append(errs, c.prepareSecrets())
 	return errors.Join(errs...)
 }

@@ -140,6 +140,9 @@ type layout struct {
 	Watch    string
 	WatchURL string
 	Page     any
+	// User is the signed-in user's name (an OpenID Connect session), shown with a sign-out
+	// button that posts CSRF; LoginURL offers signing in to everyone else.
+	User, CSRF, LoginURL string
 }
 
 // render writes a page with the dashboard's security headers.
@@ -151,6 +154,10 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name s
 	if l.WatchURL == "" {
 		l.WatchURL = "/api/v1/watch"
 	}
+	if id := identity(r); id.Kind == "user" && s.opts.CSRFToken != nil {
+		l.User, l.CSRF = id.Name, s.opts.CSRFToken(r)
+	}
+	l.LoginURL = s.opts.LoginURL
 	var buf bytes.Buffer
 	if err := pages[name].ExecuteTemplate(&buf, "layout", l); err != nil {
 		s.log.Error("render dashboard page", "page", name, "err", err)

@@ -5,6 +5,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -41,6 +42,17 @@ type Options struct {
 	// MaxWatchesPerClient bounds the watch streams one client (identity, or address when
 	// anonymous) holds at once (0: 16).
 	MaxWatchesPerClient int
+	// AuthRoutes serves GET /login, GET /auth/callback and POST /logout (internal/auth; nil:
+	// no single sign-on). They are reached without credentials.
+	AuthRoutes http.Handler
+	// LoginURL is where dashboard pages send a browser that has no credentials (a 302 with
+	// ?next=); "": such pages answer 401 like the API.
+	LoginURL string
+	// CSRFToken is the token of the caller's session that dashboard forms post back as
+	// "csrf" (the logout button); nil or "": no session, no logout button.
+	CSRFToken func(r *http.Request) string
+	// TLSCertFile and TLSKeyFile serve HTTPS; both files are read again when they change.
+	TLSCertFile, TLSKeyFile string
 }
 
 // anonymousAdmin is who requests are when no authentication is configured.
@@ -53,6 +65,17 @@ func (s *Server) identify(h http.Handler) http.Handler {
 		if s.opts.Authenticate != nil && !strings.HasPrefix(r.URL.Path, "/hooks/") && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
 			var err error
 			if id, err = s.opts.Authenticate(r); err != nil {
+				if publicPath(r.URL.Path) {
+					// Signing in and out, and the stylesheet of those pages, need no
+					// credentials; they get an identity that may do nothing.
+					h.ServeHTTP(w, r.WithContext(auth.WithIdentity(r.Context(), auth.Identity{Kind: "anonymous", Name: "anonymous"})))
+					return
+				}
+				if s.opts.LoginURL != "" && r.Method == http.MethodGet && r.Header.Get("Authorization") == "" && dashboardPath(r.URL.Path) {
+					w.Header().Set("Cache-Control", "no-store")
+					http.Redirect(w, r, s.opts.LoginURL+"?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusFound)
+					return
+				}
 				w.Header().Set("WWW-Authenticate", `Bearer realm="trueup"`)
 				writeError(w, http.StatusUnauthorized, err.Error())
 				return
@@ -60,6 +83,18 @@ func (s *Server) identify(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r.WithContext(auth.WithIdentity(r.Context(), id)))
 	})
+}
+
+// publicPath reports whether a path is served without credentials: the sign-in routes and
+// the dashboard's static files.
+func publicPath(p string) bool {
+	return p == "/login" || p == "/auth/callback" || p == "/logout" || strings.HasPrefix(p, "/static/")
+}
+
+// dashboardPath reports whether a path is a dashboard page (a browser navigates to it), not
+// the API, the watch stream or metrics, whose clients want a 401 and not a sign-in page.
+func dashboardPath(p string) bool {
+	return !strings.HasPrefix(p, "/api/") && p != "/metrics" && !strings.HasPrefix(p, "/hooks/")
 }
 
 // identity is the request's identity (set by identify; anonymous admin when a handler is
@@ -129,6 +164,12 @@ func (s *Server) routes() {
 	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
+	if s.opts.AuthRoutes != nil {
+		// Single sign-on (internal/auth): reached without credentials (publicPath).
+		m.Handle("GET /login", s.opts.AuthRoutes)
+		m.Handle("GET /auth/callback", s.opts.AuthRoutes)
+		m.Handle("POST /logout", s.opts.AuthRoutes)
+	}
 	s.dashboardRoutes(m)
 }
 
@@ -213,25 +254,29 @@ func validInput(h http.Handler) http.Handler {
 	})
 }
 
-// checkHost refuses requests whose Host is not this server's when it listens on loopback: a
-// web page could otherwise rebind a name to 127.0.0.1 and read the API from a browser.
-// Webhooks are authenticated and may arrive through a proxy under any name.
+// checkHost refuses requests whose Host is not this server's: a web page could otherwise
+// rebind a name to the server's address and read the API from a browser, with the
+// browser's own session or from inside the network. It runs on every listen (issue 11):
+// allowed are the loopback names, the listen host, and server.externalURL's host. Webhooks
+// are authenticated and may arrive through a proxy under any name.
 func (s *Server) checkHost(h http.Handler) http.Handler {
-	host, _, err := net.SplitHostPort(s.opts.Listen)
-	ip := net.ParseIP(host)
-	if err != nil || !(host == "localhost" || (ip != nil && ip.IsLoopback())) {
-		return h
+	if s.opts.Listen == "" {
+		return h // a handler served by its caller (tests with httptest): no listen to protect
 	}
-	allowed := map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true, host: true}
+	allowed := map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true}
+	if host, _, err := net.SplitHostPort(s.opts.Listen); err == nil && host != "" {
+		allowed[strings.ToLower(host)] = true
+	}
 	if u, err := url.Parse(s.opts.ExternalURL); err == nil && u.Hostname() != "" {
-		allowed[u.Hostname()] = true
+		allowed[strings.ToLower(u.Hostname())] = true
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := r.Host
 		if hn, _, err := net.SplitHostPort(r.Host); err == nil {
 			name = hn
 		}
-		if !allowed[strings.Trim(name, "[]")] && !strings.HasPrefix(r.URL.Path, "/hooks/") {
+		name = strings.TrimSuffix(strings.ToLower(strings.Trim(name, "[]")), ".")
+		if !allowed[name] && !strings.HasPrefix(r.URL.Path, "/hooks/") {
 			writeError(w, http.StatusMisdirectedRequest, "host "+name+" is not served here (set server.externalURL to serve it)")
 			return
 		}
@@ -251,10 +296,22 @@ func (s *Server) Start(ctx context.Context) error {
 		ReadTimeout: 30 * time.Second, WriteTimeout: requestTimeout + queueWait + 15*time.Second,
 		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
 		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
+	if s.opts.TLSCertFile != "" {
+		certs, err := newCertReloader(s.opts.TLSCertFile, s.opts.TLSKeyFile, s.log)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		s.srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.get}
+	}
 	s.done = make(chan struct{})
 	go func() {
 		defer close(s.done)
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		serve := s.srv.Serve
+		if s.srv.TLSConfig != nil {
+			serve = func(ln net.Listener) error { return s.srv.ServeTLS(ln, "", "") } // HTTP/2 included
+		}
+		if err := serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("http server stopped", "err", err)
 		}
 	}()

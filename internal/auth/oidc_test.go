@@ -1,0 +1,136 @@
+package auth
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/auth/oidctest"
+	"github.com/trueup-dev/trueup/internal/config"
+)
+
+// clock is a settable time for sessions' expiry.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// TestSessionExpiry: a session lasts sessionTTL, then the same cookie is no credentials; a
+// login cookie older than its ten minutes fails the callback.
+func TestSessionExpiry(t *testing.T) {
+	t.Parallel()
+	p := oidctest.New(t, "trueup", "s3cret")
+	p.SetUser(oidctest.User{Subject: "u", Email: "ada@example.com", Groups: []string{"ops"}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext := "http://" + ln.Addr().String() + "/"
+	a, err := New(&config.Auth{OIDC: &config.OIDC{Issuer: p.Issuer, ClientID: "trueup", ClientSecret: "s3cret", GroupsClaim: "groups",
+		SessionTTL: time.Hour, Roles: []config.GroupRole{{Group: "ops", Role: "viewer", Namespaces: []string{"staging"}}}}}, ext, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := &clock{t: time.Now()}
+	a.now = clk.now
+	var last struct {
+		sync.Mutex
+		id  Identity
+		err error
+	}
+	m := http.NewServeMux()
+	m.Handle("/login", a.Routes())
+	m.Handle("/auth/callback", a.Routes())
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		id, err := a.Authenticate(r)
+		last.Lock()
+		last.id, last.err = id, err
+		last.Unlock()
+	})
+	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: m}}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	get := func(path string) int {
+		t.Helper()
+		resp, err := c.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	check := func(wantName string, wantErr error) {
+		t.Helper()
+		last.Lock()
+		defer last.Unlock()
+		if last.id.Name != wantName || !errors.Is(last.err, wantErr) {
+			t.Errorf("identity %+v, %v; want %q, %v", last.id, last.err, wantName, wantErr)
+		}
+	}
+	if code := get("/login?next=/x"); code != 200 {
+		t.Fatalf("sign-in: %d", code)
+	}
+	check("ada@example.com", nil)
+
+	// Another replica with the same config accepts the session (the key comes from the
+	// config); one whose config no longer maps the user's group does not.
+	u, _ := url.Parse(srv.URL)
+	replica := func(group string) (Identity, error) {
+		r, err := New(&config.Auth{OIDC: &config.OIDC{Issuer: p.Issuer, ClientID: "trueup", ClientSecret: "s3cret", GroupsClaim: "groups",
+			SessionTTL: time.Hour, Roles: []config.GroupRole{{Group: group, Role: "operator"}}}}, ext, quiet())
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := httptest.NewRequest("GET", "/", nil)
+		for _, c := range jar.Cookies(u) {
+			req.AddCookie(c)
+		}
+		return r.Authenticate(req)
+	}
+	if id, err := replica("ops"); err != nil || id.Name != "ada@example.com" || id.Role != Operator {
+		t.Errorf("another replica: %+v %v (the role follows that replica's mappings)", id, err)
+	}
+	if id, err := replica("someone-else"); !errors.Is(err, ErrNoCredentials) {
+		t.Errorf("mapping removed: %+v %v", id, err)
+	}
+
+	clk.add(59 * time.Minute)
+	get("/x")
+	check("ada@example.com", nil)
+	clk.add(2 * time.Minute)
+	get("/x")
+	check("", ErrNoCredentials)
+
+	// A login cookie past its ten minutes: the callback refuses.
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := c.Get(srv.URL + "/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	toProvider := resp.Header.Get("Location")
+	resp, err = c.Get(toProvider)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	clk.add(11 * time.Minute)
+	if code := get(resp.Header.Get("Location")[len(srv.URL):]); code != http.StatusBadRequest {
+		t.Errorf("callback with an expired login cookie: %d", code)
+	}
+}
