@@ -3,8 +3,8 @@ package sealed_test
 import (
 	"bytes"
 	"crypto/rand"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
