@@ -4,7 +4,7 @@ BIN         := bin/trueup
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build run test smoke bench fuzz lint postgres chromium clean
+.PHONY: all build run test smoke bench fuzz lint openapi-lint postgres chromium clean
 
 all: build
 
@@ -54,6 +54,12 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+
+## openapi-lint: an independent check of the API document (redocly's recommended rules; needs
+## node and the npm registry; errors fail, warnings are printed)
+REDOCLY ?= @redocly/cli@2.77.0
+openapi-lint:
+	npx --yes $(REDOCLY) lint internal/server/openapi.json --format=stylish
 
 ## postgres: install PostgreSQL server binaries when missing (apt-get as root, else print the command)
 postgres:
