@@ -5,14 +5,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"sigs.k8s.io/yaml"
-
-	"github.com/trueup-dev/trueup/internal/plaintext"
 )
 
 // cliContext is the CLI's context file, $XDG_CONFIG_HOME/trueup/config.yaml (default
@@ -95,29 +92,4 @@ func (o *apiOptions) credentials() (server, token string, insecure bool, err err
 		token = ctx.Token
 	}
 	return server, strings.TrimSpace(token), ctx.Insecure, nil
-}
-
-// bearer adds the token to requests for the API's own host only: a redirect elsewhere
-// does not carry it.
-type bearer struct {
-	token string
-	host  string
-	base  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.URL.Host != b.host || r.Header.Get("Authorization") != "" {
-		return b.base.RoundTrip(r)
-	}
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.base.RoundTrip(r)
-}
-
-// checkTokenTransport refuses to send a token in clear to another machine.
-func checkTokenTransport(scheme, host string, insecure bool) error {
-	if err := plaintext.Check("--server", scheme, host, "the token", true, insecure); err != nil {
-		return fmt.Errorf("%w (insecure: true goes in the context file)", err)
-	}
-	return nil
 }

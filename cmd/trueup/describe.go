@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/trueup-dev/trueup/internal/apiclient"
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
@@ -46,27 +47,27 @@ KIND is case-insensitive; the namespace is "default" unless -n says otherwise.`,
 	return cmd
 }
 
-func describe(ctx context.Context, c *client, namespace, kind, name string, out io.Writer) error {
-	r, err := c.getResource(ctx, namespace, kind, name)
+func describe(ctx context.Context, c *apiclient.Client, namespace, kind, name string, out io.Writer) error {
+	r, err := c.GetResource(ctx, namespace, kind, name)
 	if err != nil {
 		return err
 	}
 	limit := url.Values{"limit": {fmt.Sprint(describeLimit)}}
-	base := resourcePath(r.Metadata.Namespace, r.Kind, r.Metadata.Name)
+	base := apiclient.ResourcePath(r.Metadata.Namespace, r.Kind, r.Metadata.Name)
 	var hist, evs struct {
 		Items []json.RawMessage `json:"items"`
 	}
-	if err := c.get(ctx, base+"/history", limit, &hist); err != nil {
+	if err := c.Get(ctx, base+"/history", limit, &hist); err != nil {
 		return err
 	}
-	if err := c.get(ctx, base+"/events", limit, &evs); err != nil {
+	if err := c.Get(ctx, base+"/events", limit, &evs); err != nil {
 		return err
 	}
-	history, err := decodeItems[store.HistoryEntry](hist.Items)
+	history, err := apiclient.DecodeItems[store.HistoryEntry](hist.Items)
 	if err != nil {
 		return err
 	}
-	events, err := decodeItems[store.Event](evs.Items)
+	events, err := apiclient.DecodeItems[store.Event](evs.Items)
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/spf13/cobra"
+	"github.com/trueup-dev/trueup/internal/apiclient"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -109,15 +110,15 @@ type diffPlan struct {
 
 func (p *diffPlan) changed() bool { return len(p.changes) > 0 || len(p.invalid) > 0 }
 
-func computeDiff(ctx context.Context, c *client, dir, sourceName string) (*diffPlan, error) {
+func computeDiff(ctx context.Context, c *apiclient.Client, dir, sourceName string) (*diffPlan, error) {
 	p := &diffPlan{}
-	if err := c.get(ctx, "/api/v1/sources/"+url.PathEscape(sourceName), nil, &p.source); err != nil {
+	if err := c.Get(ctx, "/api/v1/sources/"+url.PathEscape(sourceName), nil, &p.source); err != nil {
 		return nil, err
 	}
 	var types struct {
 		Items []store.ResourceType `json:"items"`
 	}
-	if err := c.get(ctx, "/api/v1/resourcetypes", nil, &types); err != nil {
+	if err := c.Get(ctx, "/api/v1/resourcetypes", nil, &types); err != nil {
 		return nil, err
 	}
 	known, err := knownTypes(types.Items, "")
@@ -150,11 +151,11 @@ func computeDiff(ctx context.Context, c *client, dir, sourceName string) (*diffP
 	}
 
 	p.diffTypes(set, types.Items)
-	live, err := c.listResources(ctx, url.Values{"source": {sourceName}}, 1000)
+	live, err := c.ListResources(ctx, url.Values{"source": {sourceName}}, 1000)
 	if err != nil {
 		return nil, err
 	}
-	liveItems, err := decodeItems[store.Resource](live)
+	liveItems, err := apiclient.DecodeItems[store.Resource](live)
 	if err != nil {
 		return nil, err
 	}
@@ -327,7 +328,7 @@ func (p *diffPlan) diffResources(set *manifest.Set, live []store.Resource) ([]*m
 
 // conflicts asks the API whether another source already declares an added resource, which
 // would reject the revision as a sync does.
-func (p *diffPlan) conflicts(ctx context.Context, c *client, added []*manifest.Resource) error {
+func (p *diffPlan) conflicts(ctx context.Context, c *apiclient.Client, added []*manifest.Resource) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	work := make(chan *manifest.Resource)
@@ -340,13 +341,13 @@ func (p *diffPlan) conflicts(ctx context.Context, c *client, added []*manifest.R
 			defer wg.Done()
 			for r := range work {
 				var other store.Resource
-				err := c.get(ctx, resourcePath(r.Namespace, r.Kind, r.Name), nil, &other)
+				err := c.Get(ctx, apiclient.ResourcePath(r.Namespace, r.Kind, r.Name), nil, &other)
 				mu.Lock()
 				switch {
 				case err == nil && other.Source.Name != p.source.Name:
 					p.invalid = append(p.invalid, manifest.ValidationError{File: r.File, Line: r.Line, Path: "metadata.name",
 						Msg: fmt.Sprintf("%s %s/%s is already declared by source %s (%s)", r.Kind, r.Namespace, r.Name, other.Source.Name, other.Source.Path)})
-				case err != nil && !isNotFound(err) && firstErr == nil:
+				case err != nil && !apiclient.IsNotFound(err) && firstErr == nil:
 					firstErr = err
 					cancel()
 				}

@@ -5,6 +5,7 @@ import (
 	"net/url"
 
 	"github.com/spf13/cobra"
+	"github.com/trueup-dev/trueup/internal/apiclient"
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
@@ -54,7 +55,7 @@ otherwise.`,
 			if err != nil {
 				return err
 			}
-			raw, err := c.list(cmd.Context(), "/api/v1/events", q)
+			raw, err := c.List(cmd.Context(), "/api/v1/events", q)
 			if err != nil {
 				return err
 			}
@@ -64,7 +65,7 @@ otherwise.`,
 			if len(raw) == 0 {
 				return noneFound(cmd.ErrOrStderr(), "events", namespace)
 			}
-			items, err := decodeItems[store.Event](raw)
+			items, err := apiclient.DecodeItems[store.Event](raw)
 			if err != nil {
 				return err
 			}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/trueup-dev/trueup/internal/apiclient"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -130,7 +131,7 @@ func onlyFlags(cmd *cobra.Command, what string, allowed ...string) error {
 	return nil
 }
 
-func getResources(ctx context.Context, c *client, o getOptions, out, errOut io.Writer) error {
+func getResources(ctx context.Context, c *apiclient.Client, o getOptions, out, errOut io.Writer) error {
 	if o.chunkSize < 1 || o.chunkSize > 1000 {
 		return fmt.Errorf("--chunk-size %d: want 1 to 1000", o.chunkSize)
 	}
@@ -139,7 +140,7 @@ func getResources(ctx context.Context, c *client, o getOptions, out, errOut io.W
 		return err
 	}
 	q := url.Values{"namespace": {o.namespace}, "kind": {o.kind}, "source": {o.source}, "phase": {phase}, "labelSelector": {o.selector}}
-	raw, err := c.listResources(ctx, q, o.chunkSize)
+	raw, err := c.ListResources(ctx, q, o.chunkSize)
 	if err != nil {
 		return err
 	}
@@ -149,7 +150,7 @@ func getResources(ctx context.Context, c *client, o getOptions, out, errOut io.W
 	if len(raw) == 0 {
 		return noneFound(errOut, "resources", o.namespace)
 	}
-	items, err := decodeItems[store.Resource](raw)
+	items, err := apiclient.DecodeItems[store.Resource](raw)
 	if err != nil {
 		return err
 	}
@@ -214,12 +215,12 @@ type typeSpec struct {
 	ResyncInterval string `json:"resyncInterval"`
 }
 
-func getTypes(ctx context.Context, c *client, o getOptions, out, errOut io.Writer) error {
-	raw, err := c.list(ctx, "/api/v1/resourcetypes", nil)
+func getTypes(ctx context.Context, c *apiclient.Client, o getOptions, out, errOut io.Writer) error {
+	raw, err := c.List(ctx, "/api/v1/resourcetypes", nil)
 	if err != nil {
 		return err
 	}
-	items, err := decodeItems[store.ResourceType](raw)
+	items, err := apiclient.DecodeItems[store.ResourceType](raw)
 	if err != nil {
 		return err
 	}
@@ -263,8 +264,8 @@ func getTypes(ctx context.Context, c *client, o getOptions, out, errOut io.Write
 	return t.flush()
 }
 
-func getSources(ctx context.Context, c *client, o getOptions, out, errOut io.Writer) error {
-	raw, err := c.list(ctx, "/api/v1/sources", nil)
+func getSources(ctx context.Context, c *apiclient.Client, o getOptions, out, errOut io.Writer) error {
+	raw, err := c.List(ctx, "/api/v1/sources", nil)
 	if err != nil {
 		return err
 	}
@@ -274,7 +275,7 @@ func getSources(ctx context.Context, c *client, o getOptions, out, errOut io.Wri
 	if len(raw) == 0 {
 		return noneFound(errOut, "sources", "")
 	}
-	items, err := decodeItems[store.Source](raw)
+	items, err := apiclient.DecodeItems[store.Source](raw)
 	if err != nil {
 		return err
 	}

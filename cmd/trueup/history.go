@@ -6,6 +6,7 @@ import (
 	"net/url"
 
 	"github.com/spf13/cobra"
+	"github.com/trueup-dev/trueup/internal/apiclient"
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
@@ -37,7 +38,7 @@ case-insensitive; the namespace is "default" unless -n says otherwise.`,
 			if err != nil {
 				return err
 			}
-			raw, err := c.list(cmd.Context(), resourcePath(namespace, kind, name)+"/history", url.Values{"limit": {fmt.Sprint(limit)}})
+			raw, err := c.List(cmd.Context(), apiclient.ResourcePath(namespace, kind, name)+"/history", url.Values{"limit": {fmt.Sprint(limit)}})
 			if err != nil {
 				return err
 			}
@@ -48,7 +49,7 @@ case-insensitive; the namespace is "default" unless -n says otherwise.`,
 				_, err := fmt.Fprintf(cmd.ErrOrStderr(), "No reconcile attempts recorded for %s/%s in namespace %s yet.\n", kind, name, namespace)
 				return err
 			}
-			items, err := decodeItems[store.HistoryEntry](raw)
+			items, err := apiclient.DecodeItems[store.HistoryEntry](raw)
 			if err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/trueup-dev/trueup/internal/apiclient"
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
@@ -47,8 +48,8 @@ when it failed.`,
 					return err
 				}
 			}
-			var ans commandAnswer
-			if err := c.post(ctx, resourcePath(namespace, kind, name)+"/reconcile", nil, nil, &ans); err != nil {
+			var ans apiclient.CommandAnswer
+			if err := c.Post(ctx, apiclient.ResourcePath(namespace, kind, name)+"/reconcile", nil, nil, &ans); err != nil {
 				return err
 			}
 			if len(ans.Resources) == 1 {
@@ -68,12 +69,12 @@ when it failed.`,
 }
 
 // newestAttempt is the id of the resource's newest history row (0 when none).
-func newestAttempt(ctx context.Context, c *client, namespace, kind, name string) (int64, error) {
-	raw, err := c.list(ctx, resourcePath(namespace, kind, name)+"/history", url.Values{"limit": {"1"}})
-	if err != nil && !isNotFound(err) {
+func newestAttempt(ctx context.Context, c *apiclient.Client, namespace, kind, name string) (int64, error) {
+	raw, err := c.List(ctx, apiclient.ResourcePath(namespace, kind, name)+"/history", url.Values{"limit": {"1"}})
+	if err != nil && !apiclient.IsNotFound(err) {
 		return 0, err
 	}
-	items, err := decodeItems[store.HistoryEntry](raw)
+	items, err := apiclient.DecodeItems[store.HistoryEntry](raw)
 	if err != nil || len(items) == 0 {
 		return 0, err
 	}
@@ -83,16 +84,16 @@ func newestAttempt(ctx context.Context, c *client, namespace, kind, name string)
 // waitAttempt polls the resource's history for the manual attempt recorded after row after,
 // and, when that attempt left the action in progress, for the first later attempt that
 // finished; it prints the result and fails on Failed or Stalled.
-func waitAttempt(ctx context.Context, c *client, out io.Writer, namespace, kind, name string, after int64, timeout time.Duration) error {
+func waitAttempt(ctx context.Context, c *apiclient.Client, out io.Writer, namespace, kind, name string, after int64, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var manual int64 // the manual attempt's id, once seen
 	for {
-		raw, err := c.list(ctx, resourcePath(namespace, kind, name)+"/history", url.Values{"limit": {"50"}})
+		raw, err := c.List(ctx, apiclient.ResourcePath(namespace, kind, name)+"/history", url.Values{"limit": {"50"}})
 		if err != nil && ctx.Err() == nil {
 			return err
 		}
-		items, _ := decodeItems[store.HistoryEntry](raw)
+		items, _ := apiclient.DecodeItems[store.HistoryEntry](raw)
 		// Oldest first: the manual attempt, then whatever followed it.
 		for i := len(items) - 1; i >= 0; i-- {
 			h := items[i]

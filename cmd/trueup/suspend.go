@@ -5,6 +5,7 @@ import (
 	"net/url"
 
 	"github.com/spf13/cobra"
+	"github.com/trueup-dev/trueup/internal/apiclient"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -58,11 +59,11 @@ namespace it has resources in).`,
 			if reason != "" {
 				body = map[string]string{"reason": reason}
 			}
-			var ans commandAnswer
+			var ans apiclient.CommandAnswer
 			out := cmd.OutOrStdout()
 			switch {
 			case source != "":
-				if err := c.post(cmd.Context(), "/api/v1/sources/"+url.PathEscape(source)+"/"+verb, nil, body, &ans); err != nil {
+				if err := c.Post(cmd.Context(), "/api/v1/sources/"+url.PathEscape(source)+"/"+verb, nil, body, &ans); err != nil {
 					return err
 				}
 				_, err = fmt.Fprintf(out, "source %s %s by %s\n", source, done, ans.Actor)
@@ -72,7 +73,7 @@ namespace it has resources in).`,
 				if namespace != "" {
 					q.Set("namespace", namespace)
 				}
-				if err := c.post(cmd.Context(), "/api/v1/resources/"+verb, q, body, &ans); err != nil {
+				if err := c.Post(cmd.Context(), "/api/v1/resources/"+verb, q, body, &ans); err != nil {
 					return err
 				}
 				if len(ans.Resources) == 0 {
@@ -87,7 +88,7 @@ namespace it has resources in).`,
 				if namespace == "" {
 					namespace = "default"
 				}
-				if err := c.post(cmd.Context(), resourcePath(namespace, kind, name)+"/"+verb, nil, body, &ans); err != nil {
+				if err := c.Post(cmd.Context(), apiclient.ResourcePath(namespace, kind, name)+"/"+verb, nil, body, &ans); err != nil {
 					return err
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/trueup-dev/trueup/internal/apiclient"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -35,8 +36,8 @@ Ready condition; the exit status is 1 when the source is not Ready.`,
 				return err
 			}
 			ctx := cmd.Context()
-			var ans commandAnswer
-			if err := c.post(ctx, "/api/v1/sources/"+url.PathEscape(name)+"/sync", nil, nil, &ans); err != nil {
+			var ans apiclient.CommandAnswer
+			if err := c.Post(ctx, "/api/v1/sources/"+url.PathEscape(name)+"/sync", nil, nil, &ans); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "sync of source %s requested by %s\n", name, ans.Actor)
@@ -63,12 +64,12 @@ func synced(src store.Source, at time.Time) bool {
 	return after(src.LastSyncTime) || after(src.LastPollTime) || (!ready.LastTransitionTime.IsZero() && !ready.LastTransitionTime.Before(at))
 }
 
-func waitSync(ctx context.Context, c *client, out io.Writer, name string, at time.Time, timeout time.Duration) error {
+func waitSync(ctx context.Context, c *apiclient.Client, out io.Writer, name string, at time.Time, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
 		var src store.Source
-		err := c.get(ctx, "/api/v1/sources/"+url.PathEscape(name), nil, &src)
+		err := c.Get(ctx, "/api/v1/sources/"+url.PathEscape(name), nil, &src)
 		if err != nil && ctx.Err() == nil {
 			return err
 		}

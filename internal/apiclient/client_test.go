@@ -1,0 +1,72 @@
+package apiclient
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func TestClient(t *testing.T) {
+	var sawToken []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sawToken = append(sawToken, "other:"+r.Header.Get("Authorization"))
+		_, _ = w.Write([]byte(`{"items":[],"continue":""}`))
+	}))
+	defer other.Close()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sawToken = append(sawToken, "api:"+r.Header.Get("Authorization"))
+		switch {
+		case r.URL.Path == "/api/v1/resources" && r.URL.Query().Get("continue") == "":
+			_, _ = w.Write([]byte(`{"items":[{"a":1}],"continue":"p2"}`))
+		case r.URL.Path == "/api/v1/resources":
+			_, _ = w.Write([]byte(`{"items":[{"a":2}],"continue":""}`))
+		case r.URL.Path == "/moved":
+			http.Redirect(w, r, other.URL+"/api/v1/events", http.StatusFound)
+		case r.Method == http.MethodPost:
+			w.WriteHeader(http.StatusAccepted)
+			_, _ = w.Write([]byte(`{"action":"reconcile","actor":"token:ci","requestedAt":"2026-11-24T00:00:00Z","resources":[]}`))
+		default:
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"error":"resource default/Widget/x not found"}`))
+		}
+	}))
+	defer api.Close()
+	c, err := New(api.URL, "tu_secret", false, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	items, err := c.ListResources(ctx, url.Values{"namespace": {""}}, 1)
+	if err != nil || len(items) != 2 {
+		t.Fatalf("ListResources = %d items, %v", len(items), err)
+	}
+	_, err = c.GetResource(ctx, "default", "Widget", "x")
+	if !IsNotFound(err) || err.Error() != "resource default/Widget/x not found" {
+		t.Fatalf("GetResource: %v", err)
+	}
+	var ans CommandAnswer
+	if err := c.Post(ctx, ResourcePath("default", "Widget", "x")+"/reconcile", nil, nil, &ans); err != nil || ans.Actor != "token:ci" {
+		t.Fatalf("Post: %+v %v", ans, err)
+	}
+	if _, err := c.List(ctx, "/moved", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sawToken {
+		if strings.HasPrefix(s, "api:") && s != "api:Bearer tu_secret" {
+			t.Errorf("the API got %q", s)
+		}
+		if strings.HasPrefix(s, "other:") && s != "other:" {
+			t.Errorf("a redirect to another host carried the token: %q", s)
+		}
+	}
+	// A token never goes in clear to another machine.
+	if _, err := New("http://trueup.example.com:8080", "tu_secret", false, "test"); err == nil {
+		t.Fatal("a token over http:// to another machine was accepted")
+	}
+	if _, err := New("ftp://x", "", false, "test"); err == nil {
+		t.Fatal("ftp:// accepted")
+	}
+}
