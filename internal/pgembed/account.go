@@ -55,28 +55,121 @@ func (a *account) credential() *syscall.Credential {
 	return &syscall.Credential{Uid: a.uid, Gid: a.gid, Groups: []uint32{}}
 }
 
-// chownTree gives dir and everything below it but keep to a; it does nothing when a is nil.
-func (a *account) chownTree(dir, keep string) error {
+// handOver gives the folder dir and everything in it to a, for the data folder; it does
+// nothing when a is nil. The folder is the server's user's, who may change it during the
+// walk, so the walk stays inside dir (os.Root), opens each folder and file it changes and
+// changes it through the descriptor, checked to be what the listing said: a hard link or a
+// symbolic link planted by that user cannot lead root to another file. Symbolic links are
+// left as they are; anything else that is not a folder or a regular file is refused unless
+// it is a's already.
+func (a *account) handOver(dir string) error {
 	if a == nil {
 		return nil
 	}
-	return filepath.WalkDir(dir, func(path string, _ fs.DirEntry, err error) error {
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("give %s to user %s: %w", dir, a.name, err)
+	}
+	defer r.Close()
+	if err := a.handOverIn(r, dir); err != nil {
+		return fmt.Errorf("give %s to user %s: %w", dir, a.name, err)
+	}
+	return nil
+}
+
+// handOverIn gives the folder r (named path in errors) and everything in it to a.
+func (a *account) handOverIn(r *os.Root, path string) error {
+	d, err := r.Open(".")
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	fi, err := d.Stat()
+	if err != nil {
+		return err
+	}
+	if uid, gid := ownerOf(fi); uid != a.uid || gid != a.gid {
+		if err := d.Chown(int(a.uid), int(a.gid)); err != nil {
+			return err
+		}
+	}
+	entries, err := d.ReadDir(-1)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		p := filepath.Join(path, name)
+		fi, err := r.Lstat(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // removed meanwhile
+		}
 		if err != nil {
 			return err
 		}
-		if path == keep {
-			return nil
+		uid, gid := ownerOf(fi)
+		switch {
+		case fi.IsDir():
+			sub, err := r.OpenRoot(name)
+			if err != nil {
+				return err
+			}
+			// OpenRoot follows a symbolic link that stays inside r: one put there since the
+			// Lstat would lead the walk in circles.
+			err = sameFile(sub, fi, p)
+			if err == nil {
+				err = a.handOverIn(sub, p)
+			}
+			sub.Close()
+			if err != nil {
+				return err
+			}
+		case fi.Mode()&fs.ModeSymlink != 0:
+			// Left alone: nothing reads a symbolic link's owner.
+		case uid == a.uid && gid == a.gid:
+		case fi.Mode().IsRegular():
+			f, err := r.OpenFile(name, os.O_RDONLY|openFlags, 0)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			fi, err := f.Stat()
+			if err == nil {
+				if err = checkOwnFile(fi, nil); err != nil {
+					err = notOwnFile(p, "file", err)
+				}
+			}
+			if err == nil {
+				err = f.Chown(int(a.uid), int(a.gid))
+			}
+			f.Close()
+			if err != nil {
+				return err
+			}
+		default:
+			return notOwnFile(p, "file", fmt.Errorf("a %s of uid %d in the data folder", fi.Mode().Type(), uid))
 		}
-		if err := os.Lchown(path, int(a.uid), int(a.gid)); err != nil {
-			return fmt.Errorf("give %s to user %s: %w", path, a.name, err)
-		}
-		return nil
-	})
+	}
+	return nil
+}
+
+// sameFile checks that the folder r is the one fi describes.
+func sameFile(r *os.Root, fi fs.FileInfo, path string) error {
+	now, err := r.Stat(".")
+	if err != nil {
+		return err
+	}
+	if !os.SameFile(fi, now) {
+		return fmt.Errorf("%s changed while trueup handed it to the PostgreSQL user; try again", path)
+	}
+	return nil
 }
 
 // Which folders pgembed may change. It changes the owner or the mode of a folder only when
-// the folder is its own: the cluster folder (Options.Dir is handed to it whole, with
-// everything in it), the parents of the cluster folder that it creates itself because they
+// the folder is its own: the cluster folder (Options.Dir is pgembed's, with everything in
+// it; as root it keeps the folder root's and hands only data/ to the server's user), the parents of the cluster folder that it creates itself because they
 // were missing, and the socket folder it creates in the temporary folder. Every other folder
 // is someone else's, even when trueup runs as root: when the server's user cannot traverse
 // one on the way to the cluster folder, Start refuses and names it, rather than opening it
@@ -201,12 +294,17 @@ func (a *account) canEnter(fi fs.FileInfo) bool {
 	}
 }
 
-// socketDirFor returns the folder for the server's Unix socket: the cluster folder itself when
-// the socket path fits, else a short folder under the temporary folder named by a hash of dir
-// (stable, so a restarted cluster keeps its URL).
-func socketDirFor(dir string) string {
-	if len(filepath.Join(dir, socketName)) <= maxSocketPath {
-		return dir
+// socketDirFor returns the folder for the server's Unix socket: the cluster folder itself,
+// or its folder "socket" when sub (the cluster folder is root's then, and the server may not
+// create files in it), when the socket path fits; else a short folder under the temporary
+// folder named by a hash of dir (stable, so a restarted cluster keeps its URL).
+func socketDirFor(dir string, sub bool) string {
+	want := dir
+	if sub {
+		want = filepath.Join(dir, socketSubdir)
+	}
+	if len(filepath.Join(want, socketName)) <= maxSocketPath {
+		return want
 	}
 	sum := sha256.Sum256([]byte(dir))
 	name := "trueup-pg-" + hex.EncodeToString(sum[:4])
@@ -217,31 +315,44 @@ func socketDirFor(dir string) string {
 	return filepath.Join(base, name)
 }
 
+// socketSubdir is the socket folder in a cluster folder of root's.
+const socketSubdir = "socket"
+
 // prepareSocketDir creates a separate socket folder (0755) and refuses one that someone else
-// owns: the folder is in a shared temporary folder, and whoever owns it could intercept the
-// connections.
+// owns: the folder may be in a shared temporary folder, and whoever owns it could intercept
+// the connections. The folder is checked and changed through a descriptor opened without
+// following a symbolic link: its owner, the server's user, may rename it and put a link in
+// its place (the sticky bit of /tmp lets the owner of an entry do that).
 func prepareSocketDir(path string, a *account) error {
 	if err := os.Mkdir(path, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("create socket folder: %w", err)
 	}
-	fi, err := os.Lstat(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.EMLINK) || errors.Is(err, syscall.ENOTDIR) {
+			return fmt.Errorf("socket folder %s is not a folder (a symbolic link or a file): remove it", path)
+		}
+		return fmt.Errorf("socket folder: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil {
 		return fmt.Errorf("socket folder: %w", err)
 	}
 	if !fi.IsDir() {
 		return fmt.Errorf("socket folder %s is not a folder", path)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		me := uint32(os.Geteuid())
-		if st.Uid != me && (a == nil || st.Uid != a.uid) {
-			return fmt.Errorf("socket folder %s belongs to uid %d, not to this user: remove it", path, st.Uid)
-		}
+	uid, gid := ownerOf(fi)
+	if uid != uint32(os.Geteuid()) && (a == nil || uid != a.uid) {
+		return fmt.Errorf("socket folder %s belongs to uid %d, not to this user: remove it", path, uid)
 	}
-	if err := os.Chmod(path, 0o755); err != nil {
+	if err := f.Chmod(0o755); err != nil {
 		return fmt.Errorf("socket folder: %w", err)
 	}
-	if err := a.chownTree(path, ""); err != nil {
-		return err
+	if a != nil && (uid != a.uid || gid != a.gid) {
+		if err := f.Chown(int(a.uid), int(a.gid)); err != nil {
+			return fmt.Errorf("give socket folder %s to user %s: %w", path, a.name, err)
+		}
 	}
 	return a.checkTraversable(filepath.Dir(path), path)
 }

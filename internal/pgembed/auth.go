@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -23,7 +24,9 @@ import (
 // which other software may share — is no longer a superuser of trueup's database by merely
 // connecting. The password is kept in Dir/password, mode 0600 and owned by the user trueup
 // runs as: the server never reads it (initdb gets it once through a scratch file), so it is
-// kept from the server's user too.
+// kept from the server's user too. As root, Dir is root's (see prepare), so that user can
+// neither replace nor remove the file; it is opened without following a symbolic link and
+// refused unless it is a regular file of trueup's user.
 const (
 	passwordFile = "password"
 	// passwordBytes of crypto/rand, base64url-encoded: 43 characters that need no escaping in
@@ -59,7 +62,12 @@ func validPassword(pw string) bool {
 // The message never quotes the file's content.
 func (c *Cluster) readPassword() (string, error) {
 	path := c.passwordPath()
-	b, err := os.ReadFile(path)
+	f, err := openChecked(path, "password file", os.O_RDONLY, 0, uint32(os.Geteuid()))
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 4096))
 	if err != nil {
 		return "", err
 	}
@@ -68,7 +76,7 @@ func (c *Cluster) readPassword() (string, error) {
 		return "", fmt.Errorf("password file %s is damaged (expected one line of base64url); restore it from a backup", path)
 	}
 	// The file is trueup's own: narrow its mode back if someone widened it.
-	if err := os.Chmod(path, 0o600); err != nil {
+	if err := takeFile(f, 0o600); err != nil {
 		return "", err
 	}
 	return pw, nil
@@ -123,11 +131,17 @@ func (c *Cluster) loadPassword(trusting bool) error {
 }
 
 // writePwfile writes the scratch file initdb reads the password from: 0600 and owned by the
-// server's user, in the cluster folder (0700), removed by the returned function.
+// server's user, in the cluster folder (0700, or root's 0711), removed by the returned
+// function. It is created new (never through a symbolic link) and given away through its
+// descriptor.
 func (c *Cluster) writePwfile() (string, func(), error) {
 	path := filepath.Join(c.dir, ".initdb-pwfile")
-	_ = os.Remove(path) // left by a crash
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	_ = os.Remove(path) // left by a crash; removes a symbolic link itself, not its target
+	uid, gid := os.Geteuid(), os.Getegid()
+	if c.acc != nil {
+		uid, gid = int(c.acc.uid), int(c.acc.gid)
+	}
+	f, err := createExclusive(path, 0o600, uid, gid)
 	if err != nil {
 		return "", nil, err
 	}
@@ -135,9 +149,6 @@ func (c *Cluster) writePwfile() (string, func(), error) {
 	_, err = f.WriteString(c.password + "\n")
 	if cerr := f.Close(); err == nil {
 		err = cerr
-	}
-	if err == nil && c.acc != nil {
-		err = os.Chown(path, int(c.acc.uid), int(c.acc.gid))
 	}
 	if err != nil {
 		remove()
@@ -151,7 +162,7 @@ func (c *Cluster) hbaPath() string { return filepath.Join(c.dataDir, "pg_hba.con
 // hbaTrusts reports whether the cluster's pg_hba.conf lets any connection in without a
 // password: the mark of a cluster created before passwords.
 func (c *Cluster) hbaTrusts() (bool, error) {
-	b, err := os.ReadFile(c.hbaPath())
+	b, err := c.readHBA()
 	if err != nil {
 		return false, err
 	}
@@ -195,7 +206,7 @@ func requirePasswordInHBA(conf string) (string, bool) {
 func (c *Cluster) secure(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	old, err := os.ReadFile(c.hbaPath())
+	old, err := c.readHBA()
 	if err != nil {
 		return fmt.Errorf("require a password: %w", err)
 	}
@@ -249,20 +260,37 @@ func scramVerifier(password string) string {
 	return fmt.Sprintf("SCRAM-SHA-256$%d:%s$%s:%s", iterations, b64(salt), b64(stored[:]), b64(server))
 }
 
+// readHBA reads pg_hba.conf, which the server's user owns, without following a symbolic
+// link: root must not copy another file into the data folder.
+func (c *Cluster) readHBA() ([]byte, error) {
+	return readChecked(c.hbaPath(), "server configuration file")
+}
+
 // writeHBA replaces pg_hba.conf in one rename, owned by the server's user like the rest of
-// the data folder.
+// the data folder. The data folder is that user's, so the scratch file is created new with
+// O_EXCL|O_NOFOLLOW (a symbolic link planted in its place makes the create fail, and is
+// removed, not followed, first) and given away through its descriptor.
 func (c *Cluster) writeHBA(conf []byte) error {
 	tmp := c.hbaPath() + ".trueup-new"
-	if err := os.WriteFile(tmp, conf, 0o600); err != nil {
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
+	uid, gid := os.Geteuid(), os.Getegid()
 	if c.acc != nil {
-		if err := os.Chown(tmp, int(c.acc.uid), int(c.acc.gid)); err != nil {
-			_ = os.Remove(tmp)
-			return err
-		}
+		uid, gid = int(c.acc.uid), int(c.acc.gid)
 	}
-	if err := os.Rename(tmp, c.hbaPath()); err != nil {
+	f, err := createExclusive(tmp, 0o600, uid, gid)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(conf)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, c.hbaPath())
+	}
+	if err != nil {
 		_ = os.Remove(tmp)
 		return err
 	}

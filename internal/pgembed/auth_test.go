@@ -115,8 +115,12 @@ func TestPasswordRequired(t *testing.T) {
 	if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != os.Geteuid() {
 		t.Errorf("password file owned by uid %d, want trueup's %d (not the server's)", st.Uid, os.Geteuid())
 	}
-	if dfi, err := os.Stat(c.Dir()); err != nil || dfi.Mode().Perm() != 0o700 {
-		t.Errorf("cluster folder mode %v, %v; want 0700", dfi.Mode().Perm(), err)
+	wantDirMode := os.FileMode(0o700)
+	if c.acc != nil {
+		wantDirMode = 0o711 // root's; only data/ is the server's user's
+	}
+	if dfi, err := os.Stat(c.Dir()); err != nil || dfi.Mode().Perm() != wantDirMode {
+		t.Errorf("cluster folder mode %v, %v; want %v", dfi.Mode().Perm(), err, wantDirMode)
 	}
 	if _, err := os.Stat(filepath.Join(c.Dir(), ".initdb-pwfile")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("initdb's password file left behind: %v", err)

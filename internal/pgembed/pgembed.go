@@ -8,7 +8,10 @@
 // by an older trueup, which trusted every connection, gets a password at its next start.
 // When trueup runs as root, initdb and postgres run as the user postgres (or nobody),
 // because postgres refuses root; pgembed then changes the permissions of no folder it did
-// not create, and refuses a cluster folder that user cannot reach (see account.go).
+// not create, and refuses a cluster folder that user cannot reach (see account.go). The
+// cluster folder stays root's (0711) and only Dir/data and the socket folder (Dir/socket, or
+// one in the temporary folder) are that user's; root opens what that user can reach without
+// following symbolic links and changes it through descriptors only (see safefile.go).
 package pgembed
 
 import (
@@ -110,7 +113,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	c := &Cluster{
 		dir:       dir,
 		dataDir:   filepath.Join(dir, "data"),
-		socketDir: socketDirFor(dir),
+		socketDir: socketDirFor(dir, acc != nil),
 		logPath:   filepath.Join(dir, "postgres.log"),
 		binDir:    binDir,
 		fast:      opts.Fast,
@@ -198,18 +201,72 @@ func (c *Cluster) Restart(ctx context.Context) error {
 	return nil
 }
 
-// prepare creates the folders and, when running as root, hands them to the server's user,
-// all but the password file, which stays trueup's.
+// prepare creates the cluster folder. Run by a user who can run postgres itself, it keeps
+// the folder its own, 0700. Run as root, it keeps the folder root's, 0711 (the server's user
+// may pass through, not list nor change it), and hands only data/ to the server's user
+// (and the socket folder, in start): the password file and the log stay root's where that
+// user cannot replace them. A cluster folder an older trueup gave to the server's user is
+// taken back here, and what that user may have left in it is checked where it is used.
 func (c *Cluster) prepare() error {
 	if err := c.acc.ensureDir(c.dir, c.log); err != nil {
 		return err
 	}
-	// The folder holds the data, the password file and maybe the socket: 0700 keeps the
-	// other users of the host away from all three.
-	if err := os.Chmod(c.dir, 0o700); err != nil {
+	if c.acc == nil {
+		// The folder holds the data, the password file and the socket: 0700 keeps the
+		// other users of the host away from all three.
+		return os.Chmod(c.dir, 0o700)
+	}
+	if err := c.takeBackDir(); err != nil {
 		return err
 	}
-	return c.acc.chownTree(c.dir, c.passwordPath())
+	// An older trueup put the socket here; the server's user may have left it behind.
+	for _, name := range []string{socketName, socketName + ".lock"} {
+		if err := os.Remove(filepath.Join(c.dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	fi, err := os.Lstat(c.dataDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // initdb makes it
+	}
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		kind := "a file"
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			kind = "a symbolic link"
+		}
+		return fmt.Errorf("the data folder %s is not a folder but %s: trueup never makes it so, and does not follow it; "+
+			"another program (perhaps one running as user %s) put it there: check it, then remove it", c.dataDir, kind, c.acc.name)
+	}
+	return c.acc.handOver(c.dataDir)
+}
+
+// takeBackDir makes the cluster folder root's, 0711, through a descriptor. Options.Dir may
+// be a symbolic link its owner made, so the open follows one; the server's user cannot put
+// one there, as the folder that holds Options.Dir is not that user's.
+func (c *Cluster) takeBackDir() error {
+	f, err := os.OpenFile(c.dir, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if uid, gid := ownerOf(fi); uid != uint32(os.Geteuid()) || gid != uint32(os.Getegid()) {
+		if err := f.Chown(os.Geteuid(), os.Getegid()); err != nil {
+			return fmt.Errorf("take the cluster folder back from user %s: %w", c.acc.name, err)
+		}
+		c.log.Info("the cluster folder is root's again; only its data folder is the postgres user's",
+			"user", c.acc.name, "previous_uid", uid)
+	}
+	if fi.Mode().Perm() != 0o711 {
+		return f.Chmod(0o711)
+	}
+	return nil
 }
 
 // initdb creates the cluster unless Dir/data already holds one. It works in a scratch
@@ -221,8 +278,15 @@ func (c *Cluster) initdb(ctx context.Context) error {
 		return nil
 	}
 	scratch := c.dataDir + ".initdb"
-	if err := os.RemoveAll(scratch); err != nil {
+	if err := os.RemoveAll(scratch); err != nil { // never follows a symbolic link
 		return err
+	}
+	if c.acc != nil {
+		// The server's user may not create it in root's cluster folder; initdb takes the
+		// empty folder.
+		if err := c.makeServerDir(scratch); err != nil {
+			return fmt.Errorf("initdb: %w", err)
+		}
 	}
 	pw, err := c.readPassword()
 	if errors.Is(err, fs.ErrNotExist) {
@@ -431,7 +495,8 @@ func (c *Cluster) stop() error {
 // runningPID reads postmaster.pid and reports a live postmaster on this data folder. A pid
 // file left by a crash is ignored: postgres replaces it.
 func (c *Cluster) runningPID() (int, bool) {
-	b, err := os.ReadFile(filepath.Join(c.dataDir, "postmaster.pid"))
+	// The server's user owns the file: no symbolic link, no FIFO.
+	b, err := readChecked(filepath.Join(c.dataDir, "postmaster.pid"), "pid file")
 	if err != nil {
 		return 0, false
 	}
@@ -488,14 +553,21 @@ func (c *Cluster) env() []string {
 }
 
 // openLog opens Dir/postgres.log for appending and returns the offset this run starts at.
+// The log is trueup's user's, 0600: initdb and postgres write to the descriptor they
+// inherit. It is opened without following a symbolic link and must be a regular file;
+// one the server's user owns (made by an older trueup) is taken back through the descriptor.
 func (c *Cluster) openLog() (*os.File, int64, error) {
-	f, err := os.OpenFile(c.logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	owners := []uint32{uint32(os.Geteuid())}
+	if c.acc != nil {
+		owners = append(owners, c.acc.uid)
+	}
+	f, err := openChecked(c.logPath, "server log", os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600, owners...)
 	if err != nil {
 		return nil, 0, err
 	}
 	offset, err := f.Seek(0, io.SeekEnd)
-	if err == nil && c.acc != nil {
-		err = os.Chown(c.logPath, int(c.acc.uid), int(c.acc.gid))
+	if err == nil {
+		err = takeFile(f, 0o600)
 	}
 	if err != nil {
 		f.Close()
@@ -504,9 +576,39 @@ func (c *Cluster) openLog() (*os.File, int64, error) {
 	return f, offset, nil
 }
 
+// takeFile makes the open file f the current user's, with mode perm.
+func takeFile(f *os.File, perm fs.FileMode) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if uid, gid := ownerOf(fi); uid != uint32(os.Geteuid()) || gid != uint32(os.Getegid()) {
+		if err := f.Chown(os.Geteuid(), os.Getegid()); err != nil {
+			return err
+		}
+	}
+	if fi.Mode().Perm() != perm {
+		return f.Chmod(perm)
+	}
+	return nil
+}
+
+// makeServerDir creates the folder path, 0700, for the server's user.
+func (c *Cluster) makeServerDir(path string) error {
+	if err := os.Mkdir(path, 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Chown(int(c.acc.uid), int(c.acc.gid))
+}
+
 // logTail returns the last lines this run wrote to the log, formatted to end an error.
 func (c *Cluster) logTail(offset int64) string {
-	f, err := os.Open(c.logPath)
+	f, err := os.OpenFile(c.logPath, os.O_RDONLY|openFlags, 0)
 	if err != nil {
 		return ""
 	}

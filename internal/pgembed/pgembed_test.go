@@ -200,11 +200,14 @@ func TestLongDirUsesShortSocketDir(t *testing.T) {
 
 func TestShortDirKeepsSocketInside(t *testing.T) {
 	t.Parallel()
-	if got := socketDirFor("/srv/x/.trueup/postgres"); got != "/srv/x/.trueup/postgres" {
+	if got := socketDirFor("/srv/x/.trueup/postgres", false); got != "/srv/x/.trueup/postgres" {
 		t.Errorf("socketDirFor = %s", got)
 	}
+	if got := socketDirFor("/srv/x/.trueup/postgres", true); got != "/srv/x/.trueup/postgres/socket" {
+		t.Errorf("socketDirFor(root) = %s", got)
+	}
 	long := "/" + strings.Repeat("x", 100)
-	if a, b := socketDirFor(long), socketDirFor(long); a != b || a == long {
+	if a, b := socketDirFor(long, false), socketDirFor(long, true); a != b || a == long {
 		t.Errorf("socketDirFor(long) = %s, %s: want one stable short folder", a, b)
 	}
 }
