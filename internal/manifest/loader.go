@@ -617,7 +617,10 @@ func check(r *resourceDoc, spec any, cs *compiledSchema) []schemaProblem {
 	}
 	v, changed := cs.defaults.apply(spec)
 	problems := cs.validate(v, path{"spec"})
-	problems = append(problems, secretRefProblems(v, specRoot)...)
+	if usesSecretRef(v, 0) {
+		problems = append(problems, secretRefProblems(v, specRoot)...)
+		problems = append(problems, refPlacementProblems(cs.doc, v, specRoot)...)
+	}
 	if len(problems) == 0 && cs.rules != nil && cs.rules.plain {
 		problems = cs.rules.evalRules(v, nil, false, specRoot, false)
 	}
