@@ -156,6 +156,12 @@ x-trueup-validations:
 			want:   []string{"w.yaml:4: spec: rule is too expensive to evaluate (over the cost limit of 1000000): self.l.all(x, self.l.all(y, self.l.all(z, x + y + z >= 0)))"},
 		},
 		{
+			name:   "over the cost limit beside a secret reference",
+			schema: "type: object\nx-trueup-validations: [{rule: \"self.l.all(x, self.l.all(y, self.l.all(z, x + y + z >= 0)))\"}]\n",
+			spec:   "pw: {secretRef: {name: db, key: k}}\nl: [" + strings.Repeat("1, ", 199) + "1]",
+			want:   []string{"w.yaml:4: spec: rule is too expensive to evaluate (over the cost limit of 1000000): self.l.all(x, self.l.all(y, self.l.all(z, x + y + z >= 0)))"},
+		},
+		{
 			name: "over the cost budget of one resource",
 			schema: `type: object
 x-trueup-validations:
@@ -192,12 +198,11 @@ x-trueup-validations: [{rule: "self.password.startsWith('x')"}]
 			spec: "password: {secretRef: {name: db, key: password}}",
 		},
 		{
-			name: "false on a secret reference is a violation",
+			name: "a rule reading a reference is skipped",
 			schema: `type: object
 x-trueup-validations: [{rule: "has(self.password.secretRef) == false", message: "no references here"}]
 `,
 			spec: "password: {secretRef: {name: db, key: password}}",
-			want: []string{"w.yaml:4: spec: no references here"},
 		},
 		{
 			name: "transition rules do not run at load",
@@ -315,6 +320,12 @@ x-trueup-validations:
 			[]string{"w.yaml:6: spec.size: size may only grow"}},
 		{"field new in this revision: its rule does not run", "engine: postgres\nsize: 1", map[ResourceKey]json.RawMessage{key: json.RawMessage(`{"engine":"postgres"}`)}, nil},
 		{"other resource's old spec", "engine: mysql", map[ResourceKey]json.RawMessage{{Namespace: "default", Kind: "Widget", Name: "x"}: json.RawMessage(`{"engine":"postgres"}`)}, nil},
+		// A reference's value is unknown, old or new: a rule comparing it is skipped, the
+		// others run.
+		{"reference replaces a value", "engine: {secretRef: {name: db, key: e}}\nsize: 5", map[ResourceKey]json.RawMessage{key: json.RawMessage(`{"engine":"postgres","size":5}`)}, nil},
+		{"value replaces a reference", "engine: mysql\nsize: 5", map[ResourceKey]json.RawMessage{key: json.RawMessage(`{"engine":{"secretRef":{"name":"db","key":"e"}},"size":5}`)}, nil},
+		{"reference elsewhere", "engine: {secretRef: {name: db, key: e}}\nsize: 5\nzone: b", map[ResourceKey]json.RawMessage{key: json.RawMessage(`{"engine":{"secretRef":{"name":"db","key":"e"}},"size":5,"zone":"a"}`)},
+			[]string{"w.yaml:7: spec.zone: zone is immutable"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -395,5 +406,55 @@ func TestNumberValue(t *testing.T) {
 		if got := numberValue(tt.in); got != tt.want {
 			t.Errorf("numberValue(%s) = %#v, want %#v", tt.in, got, tt.want)
 		}
+	}
+}
+
+// TestCELSecretRefs: on a level holding secret references, the references' places are
+// unknown. A rule whose outcome depends on one is skipped; a rule that is false or fails
+// whatever the secret is a violation.
+func TestCELSecretRefs(t *testing.T) {
+	t.Parallel()
+	const ref = "{secretRef: {name: db, key: k}}"
+	schemaOf := func(rule string) string {
+		return `type: object
+properties:
+  engine: {type: string}
+  password: {type: string}
+  tags: {type: array, items: {type: string}}
+  users:
+    type: array
+    items:
+      type: object
+      properties: {name: {type: string}, password: {type: string}}
+      x-trueup-validations: [{rule: "self.name != ''", message: "a user needs a name"}]
+x-trueup-validations: [{rule: "` + rule + `", message: "violated"}]
+`
+	}
+	tests := []struct {
+		name, rule, spec string
+		want             []string
+	}{
+		{"false on another field", "self.engine == 'postgres'", "engine: mysql\npassword: " + ref, []string{"w.yaml:4: spec: violated"}},
+		{"error on another field", "int(self.engine) > 0", "engine: mysql\npassword: " + ref, []string{"w.yaml:4: spec: rule could not be evaluated: int(self.engine) > 0"}},
+		{"true on another field", "self.engine == 'postgres'", "engine: postgres\npassword: " + ref, nil},
+		{"reads the reference", "self.password.size() >= 8", "engine: mysql\npassword: " + ref, nil},
+		{"would fail on the reference itself", "self.password.startsWith('x')", "password: " + ref, nil},
+		{"presence of the reference", "!has(self.password)", "password: " + ref, nil},
+		{"unknown or true", "self.password.size() > 8 || self.engine == 'postgres'", "engine: postgres\npassword: " + ref, nil},
+		{"unknown or false", "self.password.size() > 8 || self.engine == 'postgres'", "engine: mysql\npassword: " + ref, nil},
+		{"false whatever the secret", "self.engine == 'postgres' && self.password.size() > 8", "engine: mysql\npassword: " + ref, []string{"w.yaml:4: spec: violated"}},
+		{"list holding a reference", "self.tags.all(t, t.size() <= 3)", "tags: [a, " + ref + "]", nil},
+		{"whole self holding a reference", "size(self) > 5", "password: " + ref, nil},
+		{"no reference: errors are violations", "self.password.startsWith('x')", "engine: x", []string{"w.yaml:4: spec: rule could not be evaluated: self.password.startsWith('x')"}},
+		{"reference in a list item, rule on the item", "true", "users:\n- {name: '', password: " + ref + "}\n- {name: b, password: " + ref + "}", []string{"w.yaml:6: spec.users[0]: a user needs a name"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := NewLoader().Load(files("types.yaml", widgetType(schemaOf(tt.rule)), "w.yaml", widget("w", tt.spec)), Options{})
+			if got := problems(t, err); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
 	}
 }

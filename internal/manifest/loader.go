@@ -617,12 +617,13 @@ func check(r *resourceDoc, spec any, cs *compiledSchema) []schemaProblem {
 	}
 	v, changed := cs.defaults.apply(spec)
 	problems := cs.validate(v, path{"spec"})
-	if usesSecretRef(v, 0) {
+	refs := usesSecretRef(v, 0)
+	if refs {
 		problems = append(problems, secretRefProblems(v, specRoot)...)
 		problems = append(problems, refPlacementProblems(cs.doc, v, specRoot)...)
 	}
 	if len(problems) == 0 && cs.rules != nil && cs.rules.plain {
-		problems = cs.rules.evalRules(v, nil, false, specRoot, false)
+		problems, _ = cs.rules.evalRules(v, nil, false, specRoot, false, refs)
 	}
 	if changed || canon == "" {
 		b, err := marshalCanonical(v)

@@ -9,8 +9,9 @@ import (
 // A spec value {secretRef: {name: NAME, key: KEY}} stands for a string: it is resolved
 // from the controller's secret stores when the action is called, so at ingest its value
 // is not known. Schema problems at or inside such a node are dropped, but a reference is
-// refused where no string could be valid (see refPlacementProblems), and CEL rules that
-// fail to evaluate on a level holding one are skipped.
+// refused where no string could be valid (see refPlacementProblems), and CEL rules are
+// evaluated with the references' places unknown: a rule whose outcome depends on one is
+// skipped (see celRule.eval).
 const secretRefKey = "secretRef"
 
 // isSecretRef reports whether v is a well-formed reference: an object whose only key is
@@ -27,28 +28,6 @@ func isSecretRef(v any) bool {
 	name, ok1 := ref["name"].(string)
 	key, ok2 := ref["key"].(string)
 	return ok1 && ok2 && name != "" && key != ""
-}
-
-// containsSecretRef reports whether v is or holds a reference.
-func containsSecretRef(v any) bool {
-	if isSecretRef(v) {
-		return true
-	}
-	switch x := v.(type) {
-	case map[string]any:
-		for _, e := range x {
-			if containsSecretRef(e) {
-				return true
-			}
-		}
-	case []any:
-		for _, e := range x {
-			if containsSecretRef(e) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // underSecretRef reports whether the JSON pointer ptr into v points at or inside a

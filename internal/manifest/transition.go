@@ -87,7 +87,8 @@ func (l *Loader) CheckTransitions(s *Set, old map[ResourceKey]json.RawMessage) e
 			// Both were stored by this package as canonical JSON: they always decode.
 			continue
 		}
-		problems := cs.rules.evalRules(newV, oldV, true, specRoot, true)
+		refs := usesSecretRef(newV, 0) || usesSecretRef(oldV, 0)
+		problems, _ := cs.rules.evalRules(newV, oldV, true, specRoot, true, refs)
 		if len(problems) == 0 {
 			continue
 		}
