@@ -42,10 +42,21 @@ const (
 	// celBudget bounds all rules of one resource together (checked between rules, so one
 	// resource costs at most celBudget+celCostLimit): rules on list items run once per
 	// item, and a hundred rules each just under the limit must not cost a hundred times it.
-	celBudget       = 1_000_000
-	maxRulesPerType = 100  // per schema (one version of a type), all levels together
-	maxRuleLength   = 4096 // bytes of a rule's source
-	maxRuleMessage  = 1024 // bytes of a rule's message
+	celBudget = 1_000_000
+	// celRevisionBudget bounds the rules of all resources of a revision together, counted
+	// like celBudget (untracked rules at their estimated least cost). A resource's cost is
+	// remembered with its check, so a load that checks only the changed resources counts
+	// the others at what they cost when they were checked, and a revision is judged the
+	// same whether it is loaded afresh or on top of a previous one. Resources are checked
+	// in parallel and the total is read before each resource's rules, so a load spends at
+	// most celRevisionBudget plus (celBudget+celCostLimit) per CPU. Once it is spent, the
+	// remaining resources' rules are not evaluated (and not remembered as checked) and
+	// Load reports one error for the revision. CheckTransitions has a budget of the same
+	// size for the transition rules of the revision.
+	celRevisionBudget = 100_000_000
+	maxRulesPerType   = 100  // per schema (one version of a type), all levels together
+	maxRuleLength     = 4096 // bytes of a rule's source
+	maxRuleMessage    = 1024 // bytes of a rule's message
 )
 
 // celEnv is the environment every rule compiles in: self and oldSelf of any type, plus the

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -457,4 +458,116 @@ x-trueup-validations: [{rule: "` + rule + `", message: "violated"}]
 			}
 		})
 	}
+}
+
+// TestCELRevisionBudget: the rules of all resources of a revision share one budget; past
+// it, one error for the revision, and the resources not evaluated are checked again by the
+// next load.
+func TestCELRevisionBudget(t *testing.T) {
+	t.Parallel()
+	schema := `type: object
+properties: {engine: {type: string}, size: {type: integer}}
+x-trueup-validations: [{rule: "self.engine == 'postgres'", message: "only postgres"}]
+`
+	resources := func(n int, engine string) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w%02d}\nspec: {engine: %s}\n", i, engine)
+		}
+		return b.String()
+	}
+	countBudget := func(got []string) (budget, other int) {
+		for _, g := range got {
+			if strings.Contains(g, "of this revision are too expensive to evaluate") {
+				budget++
+			} else {
+				other++
+			}
+		}
+		return budget, other
+	}
+
+	t.Run("over: one error", func(t *testing.T) {
+		t.Parallel()
+		l := NewLoader()
+		l.revisionBudget = 10
+		_, err := l.Load(files("types.yaml", widgetType(schema), "w.yaml", resources(40, "mysql")), Options{})
+		budget, other := countBudget(problems(t, err))
+		if budget != 1 || other == 0 || other >= 40 {
+			t.Errorf("%d budget errors and %d violations, want 1 and some but not all 40", budget, other)
+		}
+		// The resources not evaluated are not remembered as checked.
+		l.revisionBudget = celRevisionBudget
+		_, err = l.Load(files("types.yaml", widgetType(schema), "w.yaml", resources(40, "mysql")), Options{})
+		if budget, other := countBudget(problems(t, err)); budget != 0 || other != 40 {
+			t.Errorf("with the full budget: %d budget errors and %d violations, want 0 and 40", budget, other)
+		}
+	})
+	t.Run("under", func(t *testing.T) {
+		t.Parallel()
+		l := NewLoader()
+		l.revisionBudget = 10_000
+		if _, err := l.Load(files("types.yaml", widgetType(schema), "w.yaml", resources(40, "postgres")), Options{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("cached resources count", func(t *testing.T) {
+		t.Parallel()
+		// What one resource's rules cost.
+		l := NewLoader()
+		if _, err := l.Load(files("types.yaml", widgetType(schema), "w.yaml", resources(1, "postgres")), Options{}); err != nil {
+			t.Fatal(err)
+		}
+		var one uint32
+		for _, fe := range l.files {
+			for _, d := range fe.docs {
+				if d.res != nil {
+					one = d.res.celCost
+				}
+			}
+		}
+		if one == 0 {
+			t.Fatal("no cost recorded")
+		}
+		// Each file alone is within the budget...
+		l = NewLoader()
+		l.revisionBudget = 30 * uint64(one)
+		a := files("a.yaml", resources(20, "postgres"))[0]
+		if _, err := l.Load(append(files("types.yaml", widgetType(schema)), a), Options{}); err != nil {
+			t.Fatal(err)
+		}
+		b := files("b.yaml", strings.ReplaceAll(resources(20, "postgres"), "name: w", "name: b"))[0]
+		if _, err := NewLoader().Load(append(files("types.yaml", widgetType(schema)), b), Options{}); err != nil {
+			t.Fatal(err)
+		}
+		// ...but not both, though only b is checked: a counts at what it cost before.
+		_, err := l.Load(append(files("types.yaml", widgetType(schema)), a, b), Options{})
+		if budget, other := countBudget(problems(t, err)); budget != 1 || other != 0 {
+			t.Errorf("%d budget errors and %d others, want 1 and 0", budget, other)
+		}
+		// Without b, the revision fits again.
+		if _, err := l.Load(append(files("types.yaml", widgetType(schema)), a), Options{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("transition rules", func(t *testing.T) {
+		t.Parallel()
+		schema := `type: object
+properties: {engine: {type: string, x-trueup-validations: [{rule: "self == oldSelf", message: "immutable"}]}}
+`
+		l := NewLoader()
+		set, err := l.Load(files("types.yaml", widgetType(schema), "w.yaml", resources(40, "mysql")), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := map[ResourceKey]json.RawMessage{}
+		for _, r := range set.Resources {
+			old[r.Key()] = json.RawMessage(`{"engine":"postgres"}`)
+		}
+		l.revisionBudget = 10
+		budget, other := countBudget(problems(t, l.CheckTransitions(set, old)))
+		if budget != 1 || other == 0 || other >= 40 {
+			t.Errorf("%d budget errors and %d violations, want 1 and some but not all 40", budget, other)
+		}
+	})
 }
