@@ -42,10 +42,21 @@ const (
 	// celBudget bounds all rules of one resource together (checked between rules, so one
 	// resource costs at most celBudget+celCostLimit): rules on list items run once per
 	// item, and a hundred rules each just under the limit must not cost a hundred times it.
-	celBudget       = 1_000_000
-	maxRulesPerType = 100  // per schema (one version of a type), all levels together
-	maxRuleLength   = 4096 // bytes of a rule's source
-	maxRuleMessage  = 1024 // bytes of a rule's message
+	celBudget = 1_000_000
+	// celRevisionBudget bounds the rules of all resources of a revision together, counted
+	// like celBudget (untracked rules at their estimated least cost). A resource's cost is
+	// remembered with its check, so a load that checks only the changed resources counts
+	// the others at what they cost when they were checked, and a revision is judged the
+	// same whether it is loaded afresh or on top of a previous one. Resources are checked
+	// in parallel and the total is read before each resource's rules, so a load spends at
+	// most celRevisionBudget plus (celBudget+celCostLimit) per CPU. Once it is spent, the
+	// remaining resources' rules are not evaluated (and not remembered as checked) and
+	// Load reports one error for the revision. CheckTransitions has a budget of the same
+	// size for the transition rules of the revision.
+	celRevisionBudget = 100_000_000
+	maxRulesPerType   = 100  // per schema (one version of a type), all levels together
+	maxRuleLength     = 4096 // bytes of a rule's source
+	maxRuleMessage    = 1024 // bytes of a rule's message
 )
 
 // celEnv is the environment every rule compiles in: self and oldSelf of any type, plus the
@@ -74,6 +85,9 @@ type celRule struct {
 	// the limit, assumes values of the largest size and would exhaust the budget after a
 	// few evaluations of an ordinary rule). 0 for a rule whose program tracks its cost.
 	untrackedCost uint64
+	// partial is prg built for partial evaluation, used on levels that hold secret
+	// references (see celRun.walk); built on first use, as most schemas never need it.
+	partial func() (cel.Program, error)
 }
 
 // celNode is the part of a schema that carries rules: the rules of one level and the levels
@@ -282,6 +296,8 @@ func compileRule(e any, at string) (celRule, *ruleError) {
 	if r.prg, err = env.Program(ast, opts...); err != nil {
 		return celRule{}, &ruleError{at + "/rule", "rule does not compile: " + err.Error()}
 	}
+	popts := append(slices.Clip(opts), cel.EvalOptions(cel.OptPartialEval))
+	r.partial = sync.OnceValues(func() (cel.Program, error) { return env.Program(ast, popts...) })
 	return r, nil
 }
 
@@ -406,25 +422,24 @@ func (a *activation) ResolveName(name string) (any, bool) {
 func (a *activation) Parent() interpreter.Activation { return nil }
 
 // evalRules runs the rules of n and below over v (a spec value) and returns the
-// violations, located below at. With transition set, only transition rules run, at the
-// levels where old (the applied value, hasOld) exists too; otherwise only plain rules run.
-// Items of a list are not matched with the applied list (no key to pair them by), so a
-// transition rule below items never runs, as in Kubernetes for atomic lists.
-func (n *celNode) evalRules(v, old any, hasOld bool, at path, transition bool) []schemaProblem {
-	var run celRun
-	return run.eval(n, v, old, hasOld, at, transition)
+// violations, located below at, and what the rules cost. With transition set, only
+// transition rules run, at the levels where old (the applied value, hasOld) exists too;
+// otherwise only plain rules run. Items of a list are not matched with the applied list
+// (no key to pair them by), so a transition rule below items never runs, as in Kubernetes
+// for atomic lists. refs tells whether v or old may hold secret references (usesSecretRef):
+// without any, no level pays for looking for them.
+func (n *celNode) evalRules(v, old any, hasOld bool, at path, transition, refs bool) ([]schemaProblem, uint64) {
+	run := celRun{refs: refs}
+	run.walk(n, v, old, hasOld, at, transition)
+	return run.out, run.spent
 }
 
 // celRun is one resource's evaluation: what its rules have cost so far.
 type celRun struct {
+	refs  bool // the spec may hold secret references
 	spent uint64
 	over  bool // the budget ran out: the remaining rules are not evaluated
 	out   []schemaProblem
-}
-
-func (run *celRun) eval(n *celNode, v, old any, hasOld bool, at path, transition bool) []schemaProblem {
-	run.walk(n, v, old, hasOld, at, transition)
-	return run.out
 }
 
 func (run *celRun) walk(n *celNode, v, old any, hasOld bool, at path, transition bool) {
@@ -432,6 +447,9 @@ func (run *celRun) walk(n *celNode, v, old any, hasOld bool, at path, transition
 		return
 	}
 	act := activation{self: v, old: old, hasOld: hasOld}
+	var vars interpreter.Activation = &act
+	varsKnown := false // whether vars accounts for the references of v and old
+	partial := false   // whether vars marks some unknown
 	for i := range n.rules {
 		r := &n.rules[i]
 		if r.transition != transition {
@@ -443,7 +461,23 @@ func (run *celRun) walk(n *celNode, v, old any, hasOld bool, at path, transition
 				"rules are too expensive to evaluate (over the cost budget of %d for one resource): %s and the rules after it were not evaluated", celBudget, r.rule)})
 			return
 		}
-		msg, failed, cost := r.eval(&act)
+		if !varsKnown {
+			// A reference's value is unknown until the action is called: its places are
+			// marked unknown, and so is any access that reaches one or takes a value
+			// holding one (cel-go matches patterns and accesses by their common prefix).
+			varsKnown = true
+			if run.refs {
+				pats := refPatterns("self", v)
+				if hasOld {
+					pats = append(pats, refPatterns("oldSelf", old)...)
+				}
+				if len(pats) > 0 {
+					vars, _ = interpreter.NewPartialActivation(&act, pats...) // errs only on nil
+					partial = true
+				}
+			}
+		}
+		msg, failed, cost := r.eval(vars, partial)
 		run.spent += cost
 		if failed {
 			run.out = append(run.out, schemaProblem{path: append(slices.Clip(at), r.field...), msg: msg})
@@ -481,10 +515,62 @@ func (n *celNode) hasProp(name string) bool {
 	return ok
 }
 
+// refPatterns returns a pattern for the place of every secret reference in v, the value of
+// the variable named.
+func refPatterns(variable string, v any) []*interpreter.AttributePattern {
+	var out []*interpreter.AttributePattern
+	var quals []any // string keys and int indexes from variable down to v
+	var walk func(v any)
+	walk = func(v any) {
+		if len(quals) > maxDepth {
+			return
+		}
+		if isSecretRef(v) {
+			p := interpreter.NewAttributePattern(variable)
+			for _, q := range quals {
+				switch q := q.(type) {
+				case string:
+					p.QualString(q)
+				case int:
+					p.QualInt(int64(q))
+				}
+			}
+			out = append(out, p)
+			return
+		}
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				quals = append(quals, k)
+				walk(e)
+				quals = quals[:len(quals)-1]
+			}
+		case []any:
+			for i, e := range x {
+				quals = append(quals, i)
+				walk(e)
+				quals = quals[:len(quals)-1]
+			}
+		}
+	}
+	walk(v)
+	return out
+}
+
 // eval runs one rule; failed reports a violation with its message. Messages name the rule,
-// never a value: a spec may hold decrypted secrets.
-func (r *celRule) eval(act *activation) (msg string, failed bool, cost uint64) {
-	out, det, err := r.prg.Eval(act)
+// never a value: a spec may hold decrypted secrets. With partial set, vars marks the places
+// of secret references unknown: a rule whose outcome depends on one gives an unknown
+// result and is skipped (it is judged when the secret is, by the action); an error or
+// false is a violation as anywhere else.
+func (r *celRule) eval(vars interpreter.Activation, partial bool) (msg string, failed bool, cost uint64) {
+	prg := r.prg
+	if partial {
+		var err error
+		if prg, err = r.partial(); err != nil {
+			return "rule could not be evaluated: " + r.rule, true, r.untrackedCost
+		}
+	}
+	out, det, err := prg.Eval(vars)
 	cost = r.untrackedCost
 	if det != nil && det.ActualCost() != nil {
 		cost = *det.ActualCost()
@@ -494,11 +580,6 @@ func (r *celRule) eval(act *activation) (msg string, failed bool, cost uint64) {
 		if errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded {
 			return fmt.Sprintf("rule is too expensive to evaluate (over the cost limit of %d): %s", celCostLimit, r.rule), true, celCostLimit
 		}
-		if containsSecretRef(act.self) {
-			// The secret's value stands where the reference is: the rule cannot be
-			// judged before it is resolved.
-			return "", false, cost
-		}
 		return "rule could not be evaluated: " + r.rule, true, cost
 	}
 	switch out {
@@ -506,6 +587,9 @@ func (r *celRule) eval(act *activation) (msg string, failed bool, cost uint64) {
 		return "", false, cost
 	case types.False:
 		return r.msg, true, cost
+	}
+	if partial && types.IsUnknown(out) {
+		return "", false, cost
 	}
 	return "rule did not return a bool: " + r.rule, true, cost
 }

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -156,6 +157,12 @@ x-trueup-validations:
 			want:   []string{"w.yaml:4: spec: rule is too expensive to evaluate (over the cost limit of 1000000): self.l.all(x, self.l.all(y, self.l.all(z, x + y + z >= 0)))"},
 		},
 		{
+			name:   "over the cost limit beside a secret reference",
+			schema: "type: object\nx-trueup-validations: [{rule: \"self.l.all(x, self.l.all(y, self.l.all(z, x + y + z >= 0)))\"}]\n",
+			spec:   "pw: {secretRef: {name: db, key: k}}\nl: [" + strings.Repeat("1, ", 199) + "1]",
+			want:   []string{"w.yaml:4: spec: rule is too expensive to evaluate (over the cost limit of 1000000): self.l.all(x, self.l.all(y, self.l.all(z, x + y + z >= 0)))"},
+		},
+		{
 			name: "over the cost budget of one resource",
 			schema: `type: object
 x-trueup-validations:
@@ -192,12 +199,11 @@ x-trueup-validations: [{rule: "self.password.startsWith('x')"}]
 			spec: "password: {secretRef: {name: db, key: password}}",
 		},
 		{
-			name: "false on a secret reference is a violation",
+			name: "a rule reading a reference is skipped",
 			schema: `type: object
 x-trueup-validations: [{rule: "has(self.password.secretRef) == false", message: "no references here"}]
 `,
 			spec: "password: {secretRef: {name: db, key: password}}",
-			want: []string{"w.yaml:4: spec: no references here"},
 		},
 		{
 			name: "transition rules do not run at load",
@@ -315,6 +321,12 @@ x-trueup-validations:
 			[]string{"w.yaml:6: spec.size: size may only grow"}},
 		{"field new in this revision: its rule does not run", "engine: postgres\nsize: 1", map[ResourceKey]json.RawMessage{key: json.RawMessage(`{"engine":"postgres"}`)}, nil},
 		{"other resource's old spec", "engine: mysql", map[ResourceKey]json.RawMessage{{Namespace: "default", Kind: "Widget", Name: "x"}: json.RawMessage(`{"engine":"postgres"}`)}, nil},
+		// A reference's value is unknown, old or new: a rule comparing it is skipped, the
+		// others run.
+		{"reference replaces a value", "engine: {secretRef: {name: db, key: e}}\nsize: 5", map[ResourceKey]json.RawMessage{key: json.RawMessage(`{"engine":"postgres","size":5}`)}, nil},
+		{"value replaces a reference", "engine: mysql\nsize: 5", map[ResourceKey]json.RawMessage{key: json.RawMessage(`{"engine":{"secretRef":{"name":"db","key":"e"}},"size":5}`)}, nil},
+		{"reference elsewhere", "engine: {secretRef: {name: db, key: e}}\nsize: 5\nzone: b", map[ResourceKey]json.RawMessage{key: json.RawMessage(`{"engine":{"secretRef":{"name":"db","key":"e"}},"size":5,"zone":"a"}`)},
+			[]string{"w.yaml:7: spec.zone: zone is immutable"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -396,4 +408,166 @@ func TestNumberValue(t *testing.T) {
 			t.Errorf("numberValue(%s) = %#v, want %#v", tt.in, got, tt.want)
 		}
 	}
+}
+
+// TestCELSecretRefs: on a level holding secret references, the references' places are
+// unknown. A rule whose outcome depends on one is skipped; a rule that is false or fails
+// whatever the secret is a violation.
+func TestCELSecretRefs(t *testing.T) {
+	t.Parallel()
+	const ref = "{secretRef: {name: db, key: k}}"
+	schemaOf := func(rule string) string {
+		return `type: object
+properties:
+  engine: {type: string}
+  password: {type: string}
+  tags: {type: array, items: {type: string}}
+  users:
+    type: array
+    items:
+      type: object
+      properties: {name: {type: string}, password: {type: string}}
+      x-trueup-validations: [{rule: "self.name != ''", message: "a user needs a name"}]
+x-trueup-validations: [{rule: "` + rule + `", message: "violated"}]
+`
+	}
+	tests := []struct {
+		name, rule, spec string
+		want             []string
+	}{
+		{"false on another field", "self.engine == 'postgres'", "engine: mysql\npassword: " + ref, []string{"w.yaml:4: spec: violated"}},
+		{"error on another field", "int(self.engine) > 0", "engine: mysql\npassword: " + ref, []string{"w.yaml:4: spec: rule could not be evaluated: int(self.engine) > 0"}},
+		{"true on another field", "self.engine == 'postgres'", "engine: postgres\npassword: " + ref, nil},
+		{"reads the reference", "self.password.size() >= 8", "engine: mysql\npassword: " + ref, nil},
+		{"would fail on the reference itself", "self.password.startsWith('x')", "password: " + ref, nil},
+		{"presence of the reference", "!has(self.password)", "password: " + ref, nil},
+		{"unknown or true", "self.password.size() > 8 || self.engine == 'postgres'", "engine: postgres\npassword: " + ref, nil},
+		{"unknown or false", "self.password.size() > 8 || self.engine == 'postgres'", "engine: mysql\npassword: " + ref, nil},
+		{"false whatever the secret", "self.engine == 'postgres' && self.password.size() > 8", "engine: mysql\npassword: " + ref, []string{"w.yaml:4: spec: violated"}},
+		{"list holding a reference", "self.tags.all(t, t.size() <= 3)", "tags: [a, " + ref + "]", nil},
+		{"whole self holding a reference", "size(self) > 5", "password: " + ref, nil},
+		{"no reference: errors are violations", "self.password.startsWith('x')", "engine: x", []string{"w.yaml:4: spec: rule could not be evaluated: self.password.startsWith('x')"}},
+		{"reference in a list item, rule on the item", "true", "users:\n- {name: '', password: " + ref + "}\n- {name: b, password: " + ref + "}", []string{"w.yaml:6: spec.users[0]: a user needs a name"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := NewLoader().Load(files("types.yaml", widgetType(schemaOf(tt.rule)), "w.yaml", widget("w", tt.spec)), Options{})
+			if got := problems(t, err); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
+
+// TestCELRevisionBudget: the rules of all resources of a revision share one budget; past
+// it, one error for the revision, and the resources not evaluated are checked again by the
+// next load.
+func TestCELRevisionBudget(t *testing.T) {
+	t.Parallel()
+	schema := `type: object
+properties: {engine: {type: string}, size: {type: integer}}
+x-trueup-validations: [{rule: "self.engine == 'postgres'", message: "only postgres"}]
+`
+	resources := func(n int, engine string) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w%02d}\nspec: {engine: %s}\n", i, engine)
+		}
+		return b.String()
+	}
+	countBudget := func(got []string) (budget, other int) {
+		for _, g := range got {
+			if strings.Contains(g, "of this revision are too expensive to evaluate") {
+				budget++
+			} else {
+				other++
+			}
+		}
+		return budget, other
+	}
+
+	t.Run("over: one error", func(t *testing.T) {
+		t.Parallel()
+		l := NewLoader()
+		l.revisionBudget = 10
+		_, err := l.Load(files("types.yaml", widgetType(schema), "w.yaml", resources(40, "mysql")), Options{})
+		budget, other := countBudget(problems(t, err))
+		if budget != 1 || other == 0 || other >= 40 {
+			t.Errorf("%d budget errors and %d violations, want 1 and some but not all 40", budget, other)
+		}
+		// The resources not evaluated are not remembered as checked.
+		l.revisionBudget = celRevisionBudget
+		_, err = l.Load(files("types.yaml", widgetType(schema), "w.yaml", resources(40, "mysql")), Options{})
+		if budget, other := countBudget(problems(t, err)); budget != 0 || other != 40 {
+			t.Errorf("with the full budget: %d budget errors and %d violations, want 0 and 40", budget, other)
+		}
+	})
+	t.Run("under", func(t *testing.T) {
+		t.Parallel()
+		l := NewLoader()
+		l.revisionBudget = 10_000
+		if _, err := l.Load(files("types.yaml", widgetType(schema), "w.yaml", resources(40, "postgres")), Options{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("cached resources count", func(t *testing.T) {
+		t.Parallel()
+		// What one resource's rules cost.
+		l := NewLoader()
+		if _, err := l.Load(files("types.yaml", widgetType(schema), "w.yaml", resources(1, "postgres")), Options{}); err != nil {
+			t.Fatal(err)
+		}
+		var one uint32
+		for _, fe := range l.files {
+			for _, d := range fe.docs {
+				if d.res != nil {
+					one = d.res.celCost
+				}
+			}
+		}
+		if one == 0 {
+			t.Fatal("no cost recorded")
+		}
+		// Each file alone is within the budget...
+		l = NewLoader()
+		l.revisionBudget = 30 * uint64(one)
+		a := files("a.yaml", resources(20, "postgres"))[0]
+		if _, err := l.Load(append(files("types.yaml", widgetType(schema)), a), Options{}); err != nil {
+			t.Fatal(err)
+		}
+		b := files("b.yaml", strings.ReplaceAll(resources(20, "postgres"), "name: w", "name: b"))[0]
+		if _, err := NewLoader().Load(append(files("types.yaml", widgetType(schema)), b), Options{}); err != nil {
+			t.Fatal(err)
+		}
+		// ...but not both, though only b is checked: a counts at what it cost before.
+		_, err := l.Load(append(files("types.yaml", widgetType(schema)), a, b), Options{})
+		if budget, other := countBudget(problems(t, err)); budget != 1 || other != 0 {
+			t.Errorf("%d budget errors and %d others, want 1 and 0", budget, other)
+		}
+		// Without b, the revision fits again.
+		if _, err := l.Load(append(files("types.yaml", widgetType(schema)), a), Options{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("transition rules", func(t *testing.T) {
+		t.Parallel()
+		schema := `type: object
+properties: {engine: {type: string, x-trueup-validations: [{rule: "self == oldSelf", message: "immutable"}]}}
+`
+		l := NewLoader()
+		set, err := l.Load(files("types.yaml", widgetType(schema), "w.yaml", resources(40, "mysql")), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := map[ResourceKey]json.RawMessage{}
+		for _, r := range set.Resources {
+			old[r.Key()] = json.RawMessage(`{"engine":"postgres"}`)
+		}
+		l.revisionBudget = 10
+		budget, other := countBudget(problems(t, l.CheckTransitions(set, old)))
+		if budget != 1 || other == 0 || other >= 40 {
+			t.Errorf("%d budget errors and %d violations, want 1 and some but not all 40", budget, other)
+		}
+	})
 }

@@ -71,6 +71,9 @@ type resourceDoc struct {
 
 	hasSpec bool // spec is present and a mapping
 	specBad bool // spec is present but not a mapping, or unencodable: nothing to validate
+	// What its rules cost in the last check (see celRevisionBudget); at most
+	// celBudget+celCostLimit. 32 bits fit in what would be padding.
+	celCost uint32
 }
 
 // groupVersion splits a resource's apiVersion; ok is false when it is malformed.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -47,11 +48,13 @@ type Loader struct {
 	mu      sync.Mutex
 	files   map[string]*fileEntry
 	schemas map[string]*compiledSchema
+	// revisionBudget is celRevisionBudget; tests lower it.
+	revisionBudget uint64
 }
 
 // NewLoader returns a Loader with empty caches.
 func NewLoader() *Loader {
-	return &Loader{files: map[string]*fileEntry{}, schemas: map[string]*compiledSchema{}}
+	return &Loader{files: map[string]*fileEntry{}, schemas: map[string]*compiledSchema{}, revisionBudget: celRevisionBudget}
 }
 
 // fileEntry is what one file content parses to, independent of its path.
@@ -100,6 +103,12 @@ type load struct {
 	// visited file by file, so one entry is enough and no node tree outlives its file.
 	memoKey string
 	memo    []rawDoc
+
+	// What the rules (x-trueup-validations) of the revision have cost so far, shared by
+	// the checks running in parallel, and whether some resource's rules were not
+	// evaluated because it exceeded celRevisionBudget.
+	celSpent   atomic.Uint64
+	celSkipped atomic.Bool
 }
 
 // Load parses every file and validates everything. On any problem it returns (nil, Errors)
@@ -402,12 +411,25 @@ type resourceAt struct {
 // has problems: a Set would be thrown away.
 func (ld *load) resources(docs []placed, infos map[string]*typeInfo) ([]Resource, []transitionCheck) {
 	items, stale := ld.match(docs, infos)
-	ld.checkStale(items, stale)
+	// Resources checked in an earlier load count at what their rules cost then.
 	for _, it := range items {
+		if r := it.p.doc.res; r.checkedWith == it.cs.id {
+			ld.celSpent.Add(uint64(r.celCost))
+		}
+	}
+	ld.checkStale(items, stale)
+	var celTotal uint64
+	for _, it := range items {
+		celTotal += uint64(it.p.doc.res.celCost)
 		for _, ve := range it.p.doc.res.specErrs {
 			ve.File = it.p.file
 			ld.errs = append(ld.errs, ve)
 		}
+	}
+	// Judged on the total of every resource, whichever were checked in this load: a
+	// revision over the budget is refused whether loaded afresh or on top of another.
+	if ld.celSkipped.Load() || celTotal > ld.l.revisionBudget {
+		ld.errs = append(ld.errs, revisionTooExpensive(ld.l.revisionBudget))
 	}
 	if len(ld.errs) > 0 {
 		return nil, nil
@@ -573,7 +595,7 @@ func (ld *load) checkStale(items []resourceAt, stale []int) {
 		// schemas are read-only, so spread it over the CPUs.
 		parallel(len(jobs), func(i int) {
 			if j := &jobs[i]; !j.skip {
-				j.problems = check(j.p.doc.res, j.spec, j.cs)
+				j.problems = check(j.p.doc.res, j.spec, j.cs, ld)
 			}
 		})
 		// Locating problems may parse files again: in file order too.
@@ -598,8 +620,9 @@ func (ld *load) spec(p placed) any {
 
 // check applies cs's defaults to r's spec, validates it and records the stored form in r,
 // where it stays valid for as long as the schema does. spec is the spec as written, or nil
-// to take it from r. It returns the problems found, which still need lines.
-func check(r *resourceDoc, spec any, cs *compiledSchema) []schemaProblem {
+// to take it from r. It returns the problems found, which still need lines. ld counts what
+// the rules cost (celRevisionBudget); nil, no budget for the revision.
+func check(r *resourceDoc, spec any, cs *compiledSchema, ld *load) []schemaProblem {
 	var canon string // the stored form, when it is known before applying defaults
 	switch {
 	case spec != nil:
@@ -617,9 +640,26 @@ func check(r *resourceDoc, spec any, cs *compiledSchema) []schemaProblem {
 	}
 	v, changed := cs.defaults.apply(spec)
 	problems := cs.validate(v, path{"spec"})
-	problems = append(problems, secretRefProblems(v, specRoot)...)
+	refs := usesSecretRef(v, 0)
+	if refs {
+		problems = append(problems, secretRefProblems(v, specRoot)...)
+		problems = append(problems, refPlacementProblems(cs.doc, v, specRoot)...)
+	}
+	checked := cs.id
+	r.celCost = 0
 	if len(problems) == 0 && cs.rules != nil && cs.rules.plain {
-		problems = cs.rules.evalRules(v, nil, false, specRoot, false)
+		if ld != nil && ld.celSpent.Load() > ld.l.revisionBudget {
+			// Reported once, for the revision; checked again by the next load.
+			ld.celSkipped.Store(true)
+			checked = sym{}
+		} else {
+			var cost uint64
+			problems, cost = cs.rules.evalRules(v, nil, false, specRoot, false, refs)
+			r.celCost = uint32(min(cost, math.MaxUint32))
+			if ld != nil {
+				ld.celSpent.Add(cost)
+			}
+		}
 	}
 	if changed || canon == "" {
 		b, err := marshalCanonical(v)
@@ -629,8 +669,13 @@ func check(r *resourceDoc, spec any, cs *compiledSchema) []schemaProblem {
 		canon = string(b)
 	}
 	r.written = ""
-	r.specJSON, r.specHash, r.checkedWith = canon, sha256.Sum256([]byte(canon)), cs.id
+	r.specJSON, r.specHash, r.checkedWith = canon, sha256.Sum256([]byte(canon)), checked
 	return problems
+}
+
+// revisionTooExpensive is the one error of a revision whose rules exceed the budget.
+func revisionTooExpensive(budget uint64) ValidationError {
+	return ValidationError{Msg: fmt.Sprintf("the rules (%s) of this revision are too expensive to evaluate: all resources together cost more than the budget of %d for one revision, and rules past it are not evaluated; fewer or cheaper rules are needed (a comprehension costs per element)", validationsKey, budget)}
 }
 
 // specRoot is where a spec's problems are, shared: paths are extended by copying (path.key).

@@ -31,6 +31,7 @@ type compiledSchema struct {
 	schema   *jsonschema.Schema // nil when compilation failed
 	defaults *defaulter         // nil when the schema declares no defaults
 	rules    *celNode           // nil when the schema carries no x-trueup-validations
+	doc      any                // the schema decoded, for where a secret reference may stand
 	raw      json.RawMessage    // the schema, kept only when it has transition rules (see transitionCheck)
 	errPtr   string             // when compilation failed: where in the schema
 	errMsg   string
@@ -61,10 +62,11 @@ func compileSchema(raw json.RawMessage, hash string) *compiledSchema {
 	var doc any
 	if err := dec.Decode(&doc); err == nil {
 		cs.defaults = buildDefaulter(doc, 0)
+		cs.doc = doc
 		// jsonschema/v5 ignores keywords it does not know, x-trueup-validations among them:
 		// the rules are read here. A broken rule breaks the type, as a broken schema does.
 		if rules, rerr := buildRules(doc); rerr != nil {
-			cs.schema, cs.defaults = nil, nil
+			cs.schema, cs.defaults, cs.doc = nil, nil, nil
 			cs.errPtr, cs.errMsg = rerr.ptr, rerr.msg
 		} else {
 			cs.rules = rules

@@ -59,7 +59,8 @@ func (s *Set) TransitionCandidates() []Resource {
 // CheckTransitions runs the transition rules of s's resources against their applied specs
 // (old, by key; a resource absent from old is not checked) and returns the violations as
 // Errors, located like Load's, or nil. It reads nothing but its arguments and the
-// Loader's schema cache.
+// Loader's schema cache. The transition rules of all resources share one budget
+// (celRevisionBudget); past it, the rest are not evaluated and one error says so.
 func (l *Loader) CheckTransitions(s *Set, old map[ResourceKey]json.RawMessage) error {
 	if s == nil || len(s.transitions) == 0 || len(old) == 0 {
 		return nil
@@ -68,6 +69,7 @@ func (l *Loader) CheckTransitions(s *Set, old map[ResourceKey]json.RawMessage) e
 	defer l.mu.Unlock()
 	ld := &load{l: l}
 	var errs Errors
+	var spent uint64 // the transition rules of the revision together, as in Load
 	for _, tc := range s.transitions {
 		r := &s.Resources[tc.i]
 		prev, ok := old[r.Key()]
@@ -87,7 +89,13 @@ func (l *Loader) CheckTransitions(s *Set, old map[ResourceKey]json.RawMessage) e
 			// Both were stored by this package as canonical JSON: they always decode.
 			continue
 		}
-		problems := cs.rules.evalRules(newV, oldV, true, specRoot, true)
+		if spent > l.revisionBudget {
+			errs = append(errs, revisionTooExpensive(l.revisionBudget))
+			break
+		}
+		refs := usesSecretRef(newV, 0) || usesSecretRef(oldV, 0)
+		problems, cost := cs.rules.evalRules(newV, oldV, true, specRoot, true, refs)
+		spent += cost
 		if len(problems) == 0 {
 			continue
 		}
