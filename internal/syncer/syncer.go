@@ -79,6 +79,11 @@ type Syncer struct {
 	holdCtx     context.Context    // cancelled when the holding ends
 	holdCancel  context.CancelFunc // ends holdCtx
 	memTerm     int64              // the lease term whose holder mem was loaded for
+	// transitionsApplied holds, for the resources with transition rules, the spec hashes this
+	// holder applied in term transitionsTerm: later syncs in that term read applied specs only
+	// for resources whose hash moved (the source's revisions are applied only by its holder).
+	transitionsApplied map[manifest.ResourceKey]string
+	transitionsTerm    int64
 	mem         memory
 	want        string    // a commit a push webhook named, not yet seen at the remote
 	lastPoll    time.Time // last time the head was read
@@ -444,7 +449,7 @@ func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (Outcome, error) 
 	}
 	// Transition rules run on the plaintext set, before encrypted fields become markers.
 	set, err := sealed.Load(s.loader, s.opts.Opener, snap.Files, manifest.Options{KnownTypes: known, CheckAction: s.opts.CheckAction, Limits: s.opts.Limits},
-		func(set *manifest.Set) error { return s.checkTransitions(ctx, set) })
+		func(set *manifest.Set) error { return s.checkTransitions(ctx, set, lease.Term) })
 	snap.Files = nil // parsed: the file bytes need not live through the apply (14 MB at 100k resources)
 	var readErr *appliedReadError
 	if errors.As(err, &readErr) {
@@ -481,6 +486,14 @@ func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (Outcome, error) 
 	}
 	s.mu.Lock()
 	s.mem = memory{applied: snap.Revision}
+	s.transitionsApplied, s.transitionsTerm = nil, 0
+	if cands := set.TransitionCandidates(); len(cands) > 0 {
+		s.transitionsApplied = make(map[manifest.ResourceKey]string, len(cands))
+		for i := range cands {
+			s.transitionsApplied[cands[i].Key()] = cands[i].SpecHash
+		}
+		s.transitionsTerm = lease.Term
+	}
 	s.mu.Unlock()
 	s.opts.Metrics.Synced(s.opts.Name, snap.Revision, true, time.Since(start))
 	if s.opts.Reporter != nil {
@@ -500,8 +513,19 @@ func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (Outcome, error) 
 // against the specs applied now. The applied specs are read only when some resource's
 // schema has such rules, and only for those resources whose spec changed: a revision
 // without them costs no query. A violation is a manifest.Errors, rejected like any other.
-func (s *Syncer) checkTransitions(ctx context.Context, set *manifest.Set) error {
+func (s *Syncer) checkTransitions(ctx context.Context, set *manifest.Set, term int64) error {
 	cands := set.TransitionCandidates()
+	s.mu.Lock()
+	if s.transitionsTerm == term && s.transitionsApplied != nil {
+		changed := cands[:0:0]
+		for _, r := range cands {
+			if s.transitionsApplied[r.Key()] != r.SpecHash {
+				changed = append(changed, r)
+			}
+		}
+		cands = changed
+	}
+	s.mu.Unlock()
 	if len(cands) == 0 {
 		return nil
 	}
