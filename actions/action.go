@@ -73,6 +73,17 @@ type Request struct {
 	// instead of starting it twice. It fails when the lease was lost; the plugin must then
 	// not cause the side effect. Nil in tests that do not care (treat as success).
 	Checkpoint func(ctx context.Context, state json.RawMessage) error
+	// Secrets are the values put back into this call's spec (SOPS-encrypted fields, secretRef
+	// values). The controller scrubs them from everything the call returns; a plugin that
+	// logs, or cuts text before returning it (a stderr tail, an answer's excerpt), scrubs
+	// them first, as it does its own secrets, so that no piece of one survives the cut.
+	Secrets []string
+}
+
+// Scrub returns a function replacing the call's secrets (and extra, the plugin's own) with
+// "***".
+func (req Request) Scrub(extra ...string) func(string) string {
+	return Scrubber(append(append([]string(nil), extra...), req.Secrets...))
 }
 
 // SaveCheckpoint calls req.Checkpoint when it is set.

@@ -172,7 +172,14 @@ func (a *Action) run(ctx context.Context, op string, req actions.Request) (reply
 	}
 	cmd.Stdin = bytes.NewReader(stdin)
 	stdout := &capWriter{max: maxStdout}
-	stderr := &tailWriter{keep: stderrTail + a.longestSecret()}
+	// The call's own secrets (revealed into its spec) are redacted like the instance's,
+	// before the tail is cut.
+	secrets := a.secrets
+	if len(req.Secrets) > 0 {
+		secrets = append(append([]string(nil), a.secrets...), req.Secrets...)
+		slices.SortFunc(secrets, func(x, y string) int { return len(y) - len(x) })
+	}
+	stderr := &tailWriter{keep: stderrTail + longest(secrets)}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = waitDelay
 	ownProcessGroup(cmd)
@@ -193,7 +200,7 @@ func (a *Action) run(ctx context.Context, op string, req actions.Request) (reply
 	logger := a.logger.With("operation", op, "kind", req.Resource.Kind,
 		"namespace", req.Resource.Namespace, "name", req.Resource.Name,
 		"duration", time.Since(start))
-	tail := func() string { return stderr.tail(stderrTail, a.secrets) }
+	tail := func() string { return stderr.tail(stderrTail, secrets) }
 
 	if interrupted {
 		cause := context.Cause(ctx)
@@ -259,11 +266,12 @@ func inheritedEnv(environ []string) []string {
 	return slices.DeleteFunc(environ, func(kv string) bool { return strings.HasPrefix(kv, "TRUEUP_") })
 }
 
-func (a *Action) longestSecret() int {
-	if len(a.secrets) == 0 {
+// longest is the length of the first of secrets, which are sorted longest first.
+func longest(secrets []string) int {
+	if len(secrets) == 0 {
 		return 0
 	}
-	return len(a.secrets[0]) // sorted longest first
+	return len(secrets[0])
 }
 
 // watch signals p's process group when ctx is done: SIGTERM, then SIGKILL after killGrace or

@@ -82,6 +82,7 @@ type outgoing struct {
 	body   []byte // nil for GET
 	op     string
 	key    string // Idempotency-Key; "" for none
+	scrub  func(string) string // the instance's and the call's secrets
 }
 
 // exchange sends o, retrying transient failures (connection errors, 408, 429, 5xx) with
@@ -104,7 +105,7 @@ func (a *Action) exchange(ctx context.Context, o outgoing) (reply, error) {
 				}
 				wait = ra
 			}
-			err = &statusError{method: o.method, url: display(o.url), status: r.status, excerpt: a.excerpt(r.body), tries: try}
+			err = &statusError{method: o.method, url: display(o.url), status: r.status, excerpt: excerpt(r.body, o.scrub), tries: try}
 		}
 		if try >= a.attempts {
 			return reply{}, err
@@ -113,7 +114,7 @@ func (a *Action) exchange(ctx context.Context, o outgoing) (reply, error) {
 			wait = backoff(a.initial, try)
 		}
 		a.logger.Warn("http call failed; retrying", "method", o.method, "url", display(o.url), "try", try,
-			"wait", wait, "err", a.scrub(err.Error()))
+			"wait", wait, "err", o.scrub(err.Error()))
 		if err := a.sleep(ctx, wait); err != nil {
 			return reply{}, fmt.Errorf("%s %s: %w", o.method, display(o.url), err)
 		}
@@ -214,9 +215,10 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// excerpt quotes the start of an answer: bounded, valid UTF-8, scrubbed.
-func (a *Action) excerpt(b []byte) string {
-	s := strings.TrimSpace(string(b))
+// excerpt quotes the start of an answer: scrubbed, then bounded (a secret straddling the cut
+// would otherwise leave a piece), valid UTF-8.
+func excerpt(b []byte, scrub func(string) string) string {
+	s := scrub(strings.ToValidUTF8(strings.TrimSpace(string(b)), "?"))
 	if len(s) > maxExcerpt {
 		s = s[:maxExcerpt]
 		for !utf8.ValidString(s) {
@@ -224,7 +226,7 @@ func (a *Action) excerpt(b []byte) string {
 		}
 		s += "…"
 	}
-	return a.scrub(strings.ToValidUTF8(s, "?"))
+	return s
 }
 
 // scrub replaces header values and the signing secret with "***".
@@ -233,6 +235,15 @@ func (a *Action) scrub(s string) string {
 		return s
 	}
 	return a.scrubber.Replace(s)
+}
+
+// callScrub scrubs the instance's secrets and those of the call (req.Secrets).
+func (a *Action) callScrub(req actions.Request) func(string) string {
+	if len(req.Secrets) == 0 {
+		return a.scrub
+	}
+	call := req.Scrub()
+	return func(s string) string { return call(a.scrub(s)) }
 }
 
 // scrubErr removes the credentials from err's message, keeping err in the chain.

@@ -126,6 +126,7 @@ type call struct {
 	a       *Action
 	op      string
 	req     actions.Request
+	scrub   func(string) string // the instance's secrets and the call's (req.Secrets)
 	w       with
 	st      state
 	durable string // the state as last saved
@@ -140,7 +141,7 @@ func (a *Action) run(ctx context.Context, op string, req actions.Request) (actio
 	defer end()
 
 	r := req.Resource
-	c := &call{a: a, op: op, req: req, durable: string(req.State),
+	c := &call{a: a, op: op, req: req, scrub: a.callScrub(req), durable: string(req.State),
 		logger: a.logger.With("operation", op, "kind", r.Kind, "namespace", r.Namespace, "name", r.Name, "generation", r.Generation)}
 	if c.w, err = parseWith(req.With); err != nil {
 		// `with:` comes from Git: only a new commit can fix it.
@@ -253,7 +254,7 @@ func (c *call) send(ctx context.Context) (actions.Result, error) {
 		method = http.MethodDelete
 	}
 	target := c.a.target(c.w.Path)
-	r, err := c.a.exchange(ctx, outgoing{method: method, url: target, body: body, op: c.op, key: c.idempotencyKey()})
+	r, err := c.a.exchange(ctx, outgoing{method: method, url: target, body: body, op: c.op, key: c.idempotencyKey(), scrub: c.scrub})
 	if err != nil {
 		return actions.Result{}, err
 	}
@@ -283,7 +284,7 @@ func (c *call) poll(ctx context.Context) (actions.Result, error) {
 		c.st.Location = ""
 		return actions.Result{}, errors.New("unusable status URL in state; the request will be sent again")
 	}
-	r, err := c.a.exchange(ctx, outgoing{method: http.MethodGet, url: loc, op: c.op})
+	r, err := c.a.exchange(ctx, outgoing{method: http.MethodGet, url: loc, op: c.op, scrub: c.scrub})
 	if err != nil {
 		return actions.Result{}, err
 	}
@@ -302,7 +303,7 @@ func (c *call) poll(ctx context.Context) (actions.Result, error) {
 // refused is the error of an answer that ends the call: 4xx are terminal (the request will
 // not succeed until the resource changes), anything else is not.
 func (c *call) refused(method string, u *url.URL, r reply) error {
-	err := &statusError{method: method, url: display(u), status: r.status, excerpt: c.a.excerpt(r.body), tries: 1}
+	err := &statusError{method: method, url: display(u), status: r.status, excerpt: excerpt(r.body, c.scrub), tries: 1}
 	if r.status/100 == 3 {
 		return fmt.Errorf("%w (redirects are followed for GET only)", err)
 	}
@@ -388,7 +389,7 @@ func (c *call) finish(r reply, polling bool) (actions.Result, error) {
 		return res, nil
 	case "failed":
 		c.st.Location, c.st.Failures = "", c.st.Failures+1
-		msg := c.a.excerpt([]byte(w.Message))
+		msg := excerpt([]byte(w.Message), c.scrub)
 		if msg == "" {
 			msg = "no message"
 		}
@@ -403,7 +404,7 @@ func (c *call) finish(r reply, polling bool) (actions.Result, error) {
 		// Without a status URL, the same request (same Idempotency-Key) is sent again.
 		return actions.Result{Done: false, RequeueAfter: c.requeue(r), Message: msg}, nil
 	default:
-		return actions.Result{}, fmt.Errorf("answer: unknown status %q (want done, succeeded, failed, pending or running)", c.a.excerpt([]byte(status)))
+		return actions.Result{}, fmt.Errorf("answer: unknown status %q (want done, succeeded, failed, pending or running)", excerpt([]byte(status), c.scrub))
 	}
 }
 

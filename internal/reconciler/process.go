@@ -55,7 +55,7 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed) {
 	scrub := actions.Scrubber(secrets)
 	req := actions.Request{Resource: actions.Resource{APIVersion: c.APIVersion, Kind: c.Kind, Namespace: c.Namespace,
 		Name: c.Name, UID: c.UID, Generation: c.Generation, Spec: spec, Labels: c.Labels, Annotations: c.Annotations,
-		Source: c.Source, Revision: c.Revision}, With: c.ActionWith, State: c.ActionState,
+		Source: c.Source, Revision: c.Revision}, With: c.ActionWith, State: c.ActionState, Secrets: secrets,
 		Checkpoint: func(ctx context.Context, state json.RawMessage) error {
 			return r.store.SaveActionState(ctx, c.ID, c.LeaseToken, scrubJSON(state, scrub))
 		}}
