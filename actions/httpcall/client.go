@@ -81,7 +81,7 @@ type outgoing struct {
 	url    *url.URL
 	body   []byte // nil for GET
 	op     string
-	key    string // Idempotency-Key; "" for none
+	key    string              // Idempotency-Key; "" for none
 	scrub  func(string) string // the instance's and the call's secrets
 }
 

@@ -73,23 +73,23 @@ type Syncer struct {
 	running atomic.Bool   // Run is active: its lease loop holds the lease
 	holdMu  sync.Mutex    // serialises lease attempts (the loop's, or SyncOnce's without Run)
 
-	mu          sync.Mutex
-	lease       *store.Lease
-	leaseUntil  time.Time          // when our lease expires unless renewed
-	holdCtx     context.Context    // cancelled when the holding ends
-	holdCancel  context.CancelFunc // ends holdCtx
-	memTerm     int64              // the lease term whose holder mem was loaded for
+	mu         sync.Mutex
+	lease      *store.Lease
+	leaseUntil time.Time          // when our lease expires unless renewed
+	holdCtx    context.Context    // cancelled when the holding ends
+	holdCancel context.CancelFunc // ends holdCtx
+	memTerm    int64              // the lease term whose holder mem was loaded for
 	// transitionsApplied holds, for the resources with transition rules, the spec hashes this
 	// holder applied in term transitionsTerm: later syncs in that term read applied specs only
 	// for resources whose hash moved (the source's revisions are applied only by its holder).
 	transitionsApplied map[manifest.ResourceKey]string
 	transitionsTerm    int64
-	mem         memory
-	want        string    // a commit a push webhook named, not yet seen at the remote
-	lastPoll    time.Time // last time the head was read
-	lastWebhook time.Time // last push webhook for this source
-	head        string    // the remote head last read
-	headSeen    time.Time // when that head was first read
+	mem                memory
+	want               string    // a commit a push webhook named, not yet seen at the remote
+	lastPoll           time.Time // last time the head was read
+	lastWebhook        time.Time // last push webhook for this source
+	head               string    // the remote head last read
+	headSeen           time.Time // when that head was first read
 }
 
 // New returns a syncer; call Run.
