@@ -2,6 +2,7 @@ package actions
 
 import (
 	"encoding/json"
+	"net/url"
 	"sort"
 	"strings"
 )
@@ -28,15 +29,17 @@ type scrubbedError struct {
 func (e *scrubbedError) Error() string { return e.msg }
 func (e *scrubbedError) Unwrap() error { return e.err }
 
-// Scrubber returns a function that replaces every secret, and its JSON-escaped form (outputs
-// are scrubbed as encoded JSON), with "***". Longer secrets are replaced first: a secret that
+// Scrubber returns a function that replaces every secret, and its JSON- and URL-escaped
+// forms, with "***". Longer secrets are replaced first: a secret that
 // contains another (a user name inside a token) goes whole, not leaving its tail behind.
 func Scrubber(secrets []string) func(string) string {
 	seen := map[string]bool{}
 	var all []string
 	for _, s := range secrets {
 		b, _ := json.Marshal(s)
-		for _, v := range []string{s, string(b[1 : len(b)-1])} {
+		// As written, JSON-escaped (outputs are scrubbed as encoded JSON), and URL-escaped
+		// (a password inside a DSN or a query string).
+		for _, v := range []string{s, string(b[1 : len(b)-1]), url.QueryEscape(s), url.PathEscape(s)} {
 			if v != "" && !seen[v] {
 				seen[v] = true
 				all = append(all, v)

@@ -46,7 +46,7 @@ func (c *Config) AgeKeyMaterial(s Source) (string, error) {
 		return "", fmt.Errorf("decryption.age.keyFile: %w", err)
 	}
 	if st.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("decryption.age.keyFile: %s is readable by others (mode %04o); chmod 600 it", p, st.Mode().Perm())
+		return "", fmt.Errorf("decryption.age.keyFile: %s is readable by others (mode %04o); chmod 600 it (a Kubernetes secret volume: defaultMode: 0400)", p, st.Mode().Perm())
 	}
 	if st.Size() > 1<<20 {
 		return "", fmt.Errorf("decryption.age.keyFile: %s is larger than 1 MiB", p)

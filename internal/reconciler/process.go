@@ -64,28 +64,8 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed) {
 		a.err = err
 	case revealErr != nil:
 		a.err = revealErr
-	case c.Deleting:
-		a.res, a.err = act.Delete(ctx, req)
-	case a.trigger == "resync":
-		if obs, ok := act.(actions.Observer); ok {
-			o, oerr := obs.Observe(ctx, req)
-			switch {
-			case oerr != nil:
-				a.err = fmt.Errorf("observe: %w", oerr)
-			case o.InSync:
-				a.inSync = true
-			default:
-				a.drift = o.Message
-				if a.drift == "" {
-					a.drift = "drift detected"
-				}
-			}
-		}
-		if !a.inSync && a.err == nil {
-			a.res, a.err = act.Reconcile(ctx, req)
-		}
 	default:
-		a.res, a.err = act.Reconcile(ctx, req)
+		r.call(ctx, act, req, c.Deleting, &a)
 	}
 	a.ended = time.Now()
 	if len(secrets) > 0 {
@@ -109,6 +89,42 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed) {
 		return
 	}
 	r.completions <- pending{c: c, a: a}
+}
+
+// call runs the plugin: Delete, or Observe then Reconcile on a resync, or Reconcile. A
+// plugin that panics fails the attempt (retried with backoff) instead of stopping the
+// controller; the panic's text is not kept (it may quote the spec it was given).
+func (r *Reconciler) call(ctx context.Context, act actions.Action, req actions.Request, deleting bool, a *attempt) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error("action panicked", "resource", req.Resource.Namespace+"/"+req.Resource.Kind+"/"+req.Resource.Name, "operation", a.op)
+			a.res, a.err = actions.Result{}, fmt.Errorf("the action panicked during %s (a bug in the plugin; see the controller's log)", a.op)
+		}
+	}()
+	switch {
+	case deleting:
+		a.res, a.err = act.Delete(ctx, req)
+	case a.trigger == "resync":
+		if obs, ok := act.(actions.Observer); ok {
+			o, oerr := obs.Observe(ctx, req)
+			switch {
+			case oerr != nil:
+				a.err = fmt.Errorf("observe: %w", oerr)
+			case o.InSync:
+				a.inSync = true
+			default:
+				a.drift = o.Message
+				if a.drift == "" {
+					a.drift = "drift detected"
+				}
+			}
+		}
+		if !a.inSync && a.err == nil {
+			a.res, a.err = act.Reconcile(ctx, req)
+		}
+	default:
+		a.res, a.err = act.Reconcile(ctx, req)
+	}
 }
 
 // complete writes results, retrying a transaction PostgreSQL aborted to break a deadlock or a

@@ -1,8 +1,10 @@
 package reconciler
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -39,5 +41,23 @@ func TestScrubAttemptKeepsJSONValid(t *testing.T) {
 	}
 	if !actions.IsTerminal(a.err) {
 		t.Fatal("scrubbing lost the error's terminal mark")
+	}
+}
+
+type panicking struct{}
+
+func (panicking) Reconcile(context.Context, actions.Request) (actions.Result, error) {
+	panic("boom with the spec: s3cr3t-pw")
+}
+func (panicking) Delete(context.Context, actions.Request) (actions.Result, error) { panic("boom") }
+
+func TestPanickingActionFailsTheAttempt(t *testing.T) {
+	r := &Reconciler{log: slog.New(slog.DiscardHandler)}
+	for _, deleting := range []bool{false, true} {
+		a := attempt{op: "reconcile"}
+		r.call(context.Background(), panicking{}, actions.Request{}, deleting, &a)
+		if a.err == nil || strings.Contains(a.err.Error(), "s3cr3t") || !strings.Contains(a.err.Error(), "panicked") {
+			t.Fatalf("deleting=%v: err = %v", deleting, a.err)
+		}
 	}
 }
