@@ -36,10 +36,22 @@ func underSecretRef(v any, ptr string) bool {
 	if isSecretRef(v) {
 		return true
 	}
+	found := false
+	walkPointer(v, strings.TrimPrefix(ptr, "/"), func(step any) bool {
+		found = isSecretRef(step)
+		return !found
+	})
+	return found
+}
+
+// walkPointer follows the tokens of a JSON pointer (without its leading "/"; "" is the
+// root) from v, calling visit with each value reached until it returns false. It returns the
+// last value reached, or nil when a token leads nowhere.
+func walkPointer(v any, ptr string, visit func(any) bool) any {
 	if ptr == "" {
-		return false
+		return v
 	}
-	for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
+	for _, tok := range strings.Split(ptr, "/") {
 		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
 		switch x := v.(type) {
 		case map[string]any:
@@ -47,17 +59,17 @@ func underSecretRef(v any, ptr string) bool {
 		case []any:
 			i, err := strconv.Atoi(tok)
 			if err != nil || i < 0 || i >= len(x) {
-				return false
+				return nil
 			}
 			v = x[i]
 		default:
-			return false
+			return nil
 		}
-		if isSecretRef(v) {
-			return true
+		if visit != nil && !visit(v) {
+			return v
 		}
 	}
-	return false
+	return v
 }
 
 const secretRefHelp = "a secret reference must be {secretRef: {name: NAME, key: KEY}} with non-empty strings and nothing else"
@@ -225,29 +237,13 @@ func (rs refSchemas) resolve(ref string) any {
 	if !ok {
 		return nil
 	}
-	v := rs.root
 	if ptr == "" {
-		return v
+		return rs.root
 	}
 	if !strings.HasPrefix(ptr, "/") {
 		return nil
 	}
-	for _, tok := range strings.Split(ptr[1:], "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch x := v.(type) {
-		case map[string]any:
-			v = x[tok]
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(x) {
-				return nil
-			}
-			v = x[i]
-		default:
-			return nil
-		}
-	}
-	return v
+	return walkPointer(rs.root, ptr[1:], nil)
 }
 
 // demands returns the kinds of value schema s (with what applies through allOf and $ref)
