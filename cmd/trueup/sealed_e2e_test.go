@@ -164,7 +164,7 @@ reconcile: {workers: 2, backoff: {initial: 100ms, max: 500ms}}
 	watchStarted := false
 	for {
 		if !watchStarted {
-			if resp, err := http.Get("http://" + addr + "/api/v1/watch"); err == nil {
+			if resp, err := http.Get("http://" + addr + "/api/v1/watch?since=0"); err == nil {
 				watchStarted = true
 				go func() {
 					defer resp.Body.Close()
@@ -190,7 +190,15 @@ reconcile: {workers: 2, backoff: {initial: 100ms, max: 500ms}}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	time.Sleep(300 * time.Millisecond) // the watch stream catches up
+	// The stream replays the feed from its start (since=0): it catches up whenever it connected.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		watchMu.Lock()
+		caught := strings.Contains(watch.String(), "sneaky")
+		watchMu.Unlock()
+		if caught {
+			break
+		}
+	}
 
 	// The action got the plaintexts.
 	for name, want := range map[string][]string{"orders": {sopsPassword, sopsToken, `"port":5432`}, "refs": {vaultValue}} {
