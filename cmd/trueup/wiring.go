@@ -275,13 +275,14 @@ func sourceKeys(cfg *config.Config) (map[string]*sealed.Keys, error) {
 // revealer puts a resource's secrets back into its spec for one action call: the
 // SOPS-encrypted fields of its manifest, then the secretRef values its source and namespace
 // may use.
-func revealer(keys map[string]*sealed.Keys, res *secrets.Resolver) reconciler.Reveal {
+func revealer(st *store.Store, keys map[string]*sealed.Keys, res *secrets.Resolver) reconciler.Reveal {
 	files := sealed.NewRevealer(keys)
 	return func(ctx context.Context, c store.Claimed) (json.RawMessage, []string, error) {
 		spec, values := c.Spec, []string(nil)
-		if c.Sealed != "" {
+		if c.SealedSHA != "" {
 			var err error
-			if spec, values, err = files.Reveal(c.Source, c.File, c.Kind, c.Namespace, c.Name, c.Sealed, spec); err != nil {
+			content := func() (string, error) { return st.SealedFile(ctx, c.SealedSHA) }
+			if spec, values, err = files.RevealStored(c.Source, c.File, c.Kind, c.Namespace, c.Name, c.SealedSHA, content, spec); err != nil {
 				return nil, nil, err
 			}
 		}

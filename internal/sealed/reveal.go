@@ -2,6 +2,7 @@ package sealed
 
 import (
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -24,7 +25,7 @@ type Revealer struct {
 // keys, even when another source holds the same bytes.
 type revealKey struct {
 	source string
-	sum    [32]byte
+	sha    string // of the encrypted file, hex
 }
 
 // NewRevealer returns a Revealer for the sources' keys.
@@ -33,12 +34,23 @@ func NewRevealer(keys map[string]*Keys) *Revealer {
 }
 
 // Reveal returns spec with every marker of the resource kind/namespace/name replaced by its
-// plaintext from the encrypted file sealed (stored with the resource; file is its path,
-// whose extension tells the format), and the plaintexts, which the caller scrubs from
-// whatever the action returns. A marker that does not match the file's value (the file and
-// the spec were not stored together) is an error, never a wrong value.
+// plaintext from the encrypted file sealed (file is its path, whose extension tells the
+// format), and the plaintexts, which the caller scrubs from whatever the action returns. A
+// marker that does not match the file's value (the file and the spec were not stored
+// together) is an error, never a wrong value.
 func (r *Revealer) Reveal(source, file, kind, namespace, name, sealed string, spec json.RawMessage) (json.RawMessage, []string, error) {
-	ck := revealKey{source: source, sum: sha256.Sum256([]byte(sealed))}
+	sum := sha256.Sum256([]byte(sealed))
+	return r.reveal(source, file, kind, namespace, name, hex.EncodeToString(sum[:]), func() (string, error) { return sealed, nil }, spec)
+}
+
+// RevealStored is Reveal for a file stored by its sha256 (hex): content reads it only when
+// this Revealer has not opened that file for that source yet.
+func (r *Revealer) RevealStored(source, file, kind, namespace, name, sha string, content func() (string, error), spec json.RawMessage) (json.RawMessage, []string, error) {
+	return r.reveal(source, file, kind, namespace, name, sha, content, spec)
+}
+
+func (r *Revealer) reveal(source, file, kind, namespace, name, sha string, content func() (string, error), spec json.RawMessage) (json.RawMessage, []string, error) {
+	ck := revealKey{source: source, sha: sha}
 	r.mu.Lock()
 	docs, ok := r.cache[ck]
 	r.mu.Unlock()
@@ -46,6 +58,13 @@ func (r *Revealer) Reveal(source, file, kind, namespace, name, sealed string, sp
 		keys, ok := r.keys[source]
 		if !ok {
 			return nil, nil, fmt.Errorf("%s is encrypted with SOPS, and source %s has no decryption keys on this replica", file, source)
+		}
+		sealed, err := content()
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: read the encrypted file: %w", file, err)
+		}
+		if got := sha256.Sum256([]byte(sealed)); hex.EncodeToString(got[:]) != sha {
+			return nil, nil, fmt.Errorf("%s: the stored encrypted file does not match its hash", file)
 		}
 		o, err := Open(file, []byte(sealed), keys)
 		if err != nil {

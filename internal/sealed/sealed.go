@@ -11,7 +11,7 @@
 // The hex part is an HMAC of the field's plaintext keyed by the file's SOPS data key: it
 // changes when the value changes (so spec hashes, generations and `trueup diff` see the
 // change) and tells nothing about the value to whoever lacks the key. The encrypted file is
-// kept with the resource (resources.sealed); the plaintext is recovered in memory when an
+// kept once per file (sealed_files, named by resources.sealed_sha); the plaintext is recovered in memory when an
 // action is called (Reveal), and scrubbed from everything the action returns.
 package sealed
 

@@ -3,6 +3,10 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/trueup-dev/trueup/internal/manifest"
 )
@@ -28,9 +32,10 @@ func (s *Store) AppliedSpecs(ctx context.Context, source string, rs []manifest.R
 		ns[i], kind[i], name[i], hash[i] = r.Namespace, r.Kind, r.Name, r.SpecHash
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT x.ns, x.kind, x.name, r.spec, COALESCE(r.sealed, ''), r.file_path
+		SELECT x.ns, x.kind, x.name, r.spec, COALESCE(f.content, ''), r.file_path
 		FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS x(ns, kind, name, sh)
 		JOIN resources r ON r.namespace = x.ns AND lower(r.kind) = lower(x.kind) AND r.name = x.name
+		LEFT JOIN sealed_files f ON f.sha256 = r.sealed_sha
 		WHERE r.source = $1 AND r.spec_hash <> x.sh AND r.deletion_timestamp IS NULL`,
 		source, ns, kind, name, hash)
 	if err != nil {
@@ -47,4 +52,14 @@ func (s *Store) AppliedSpecs(ctx context.Context, source string, rs []manifest.R
 		out[k] = a
 	}
 	return out, rows.Err()
+}
+
+// SealedFile returns the content of the encrypted manifest file sha names.
+func (s *Store) SealedFile(ctx context.Context, sha string) (string, error) {
+	var content string
+	err := s.pool.QueryRow(ctx, `SELECT content FROM sealed_files WHERE sha256 = $1`, sha).Scan(&content)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("encrypted file %s: %w", sha, ErrNotFound)
+	}
+	return content, err
 }

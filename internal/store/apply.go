@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -144,6 +146,9 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 		return fmt.Errorf("lock resources: %w", err)
 	}
 
+	if err := storeSealedFiles(ctx, tx, p.Set.Resources); err != nil {
+		return fmt.Errorf("store encrypted files: %w", err)
+	}
 	if err := chunks(len(ins), w.size, func(lo, hi int) error { return w.insert(ctx, ins[lo:hi]) }); err != nil {
 		return fmt.Errorf("insert resources: %w", err)
 	}
@@ -220,7 +225,7 @@ func (w *applyWriter) insert(ctx context.Context, idx []int) error {
 	b := &w.b
 	if _, err := w.tx.Exec(ctx, `
 		INSERT INTO resources (namespace, kind, name, api_version, source, file_path, file_line, revision,
-		  labels, annotations, spec, spec_hash, meta_hash, conditions, run_at, sealed)
+		  labels, annotations, spec, spec_hash, meta_hash, conditions, run_at, sealed_sha)
 		SELECT ns, kind, name, av, $1, fp, fl, $2, lb::jsonb, an::jsonb, sp::jsonb, sh, mh, $3::jsonb, now(), NULLIF(se, '')
 		FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[])
 		  AS x(ns, kind, name, av, fp, fl, lb, an, sp, sh, mh, se)`,
@@ -250,7 +255,7 @@ func (w *applyWriter) update(ctx context.Context, rs []rewrite) error {
 	rows, err := w.tx.Query(ctx, `
 		UPDATE resources r SET api_version = x.av, file_path = x.fp, file_line = x.fl, revision = $1,
 		  labels = x.lb::jsonb, annotations = x.an::jsonb, spec = x.sp::jsonb, spec_hash = x.sh, meta_hash = x.mh,
-		  sealed = NULLIF(x.se, ''), kind = x.kind, generation = r.generation + 1, updated_at = now(), deletion_timestamp = NULL,
+		  sealed_sha = NULLIF(x.se, ''), kind = x.kind, generation = r.generation + 1, updated_at = now(), deletion_timestamp = NULL,
 		  run_at = now(), attempt = 0, dirty = r.lease_owner IS NOT NULL, orphaned = false,
 		  phase = COALESCE(x.phase, r.phase), conditions = COALESCE(x.conds::jsonb, r.conditions)
 		FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
@@ -277,7 +282,7 @@ func (w *applyWriter) relabel(ctx context.Context, rs []rewrite) error {
 	_, err := w.tx.Exec(ctx, `
 		UPDATE resources r SET api_version = x.av, file_path = x.fp, file_line = x.fl, revision = $1,
 		  labels = x.lb::jsonb, annotations = x.an::jsonb, meta_hash = x.mh, kind = x.kind, updated_at = now(), orphaned = false,
-		  sealed = NULLIF(x.se, '')
+		  sealed_sha = NULLIF(x.se, '')
 		FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[])
 		  AS x(id, kind, av, fp, fl, lb, an, mh, se)
 		WHERE r.id = x.id`,
@@ -415,7 +420,37 @@ func (b *batch) add(id int64, r *manifest.Resource) {
 	b.sp = append(b.sp, string(storableJSON(r.Spec)))
 	b.sh = append(b.sh, r.SpecHash)
 	b.mh = append(b.mh, r.MetaHash)
-	b.se = append(b.se, r.Sealed)
+	b.se = append(b.se, sealedSHA(r.Sealed))
+}
+
+// sealedSHA names an encrypted manifest file in sealed_files ("" for none).
+func sealedSHA(content string) string {
+	if content == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(content))
+	return hex.EncodeToString(sum[:])
+}
+
+// storeSealedFiles writes the revision's encrypted files, once each, before the resources
+// that name them.
+func storeSealedFiles(ctx context.Context, tx pgx.Tx, rs []manifest.Resource) error {
+	seen := map[string]bool{}
+	var shas, contents []string
+	for i := range rs {
+		if c := rs[i].Sealed; c != "" {
+			if sha := sealedSHA(c); !seen[sha] {
+				seen[sha] = true
+				shas, contents = append(shas, sha), append(contents, c)
+			}
+		}
+	}
+	if len(shas) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO sealed_files (sha256, content) SELECT * FROM unnest($1::text[], $2::text[])
+		ON CONFLICT (sha256) DO NOTHING`, shas, contents)
+	return err
 }
 
 // stringsJSON spells labels or annotations for a jsonb column.

@@ -37,10 +37,10 @@ type Claimed struct {
 	ActionName       string
 	ActionWith       json.RawMessage
 	ResyncIntervalMs *int64
-	// Sealed is the SOPS-encrypted file the spec's markers come from ("" when none), File
-	// the resource's file (its extension tells the format).
-	Sealed string
-	File   string
+	// SealedSHA names the SOPS-encrypted file the spec's markers come from (sealed_files;
+	// "" when none), File the resource's file (its extension tells the format).
+	SealedSHA string
+	File      string
 	// ManualBy is who asked for this run now (RequestReconcile, or git:<revision> for the
 	// reconcile-requested-at annotation); "" for the engine's own work.
 	ManualBy string
@@ -58,7 +58,7 @@ func (s *Store) Claim(ctx context.Context, owner string, n int, ttl time.Duratio
 			  r.annotations, r.spec, r.generation, r.observed_generation, r.phase, r.conditions, r.action_state, r.attempt,
 			  r.deletion_timestamp IS NOT NULL AS deleting, gen_random_uuid()::text,
 			  t.name IS NOT NULL, COALESCE(t.action_name, ''), t.action_with, t.resync_interval_ms,
-			  COALESCE(r.sealed, ''), r.file_path, COALESCE(r.manual_requested_by, '')
+			  COALESCE(r.sealed_sha, ''), r.file_path, COALESCE(r.manual_requested_by, '')
 			FROM resources r LEFT JOIN resource_types t ON lower(t.name) = lower(r.kind)
 			WHERE r.run_at <= now() AND r.lease_owner IS NULL AND NOT r.suspended
 			ORDER BY r.run_at LIMIT $1 FOR UPDATE OF r SKIP LOCKED`, n)
@@ -110,7 +110,7 @@ func scanClaimed(r pgx.CollectableRow) (Claimed, error) {
 	var labels, ann, conds []byte
 	err := r.Scan(&c.ID, &c.UID, &c.Namespace, &c.Kind, &c.Name, &c.APIVersion, &c.Source, &c.Revision, &labels,
 		&ann, &c.Spec, &c.Generation, &c.ObservedGeneration, &c.Phase, &conds, &c.ActionState, &c.Attempt,
-		&c.Deleting, &c.LeaseToken, &c.TypeKnown, &c.ActionName, &c.ActionWith, &c.ResyncIntervalMs, &c.Sealed, &c.File, &c.ManualBy)
+		&c.Deleting, &c.LeaseToken, &c.TypeKnown, &c.ActionName, &c.ActionWith, &c.ResyncIntervalMs, &c.SealedSHA, &c.File, &c.ManualBy)
 	if err != nil {
 		return c, err
 	}

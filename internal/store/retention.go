@@ -81,6 +81,12 @@ func (s *Store) Retain(ctx context.Context, o RetentionOptions) (out Retained, n
 	if _, err := s.deleteOlder(ctx, retainedTable{"changes", "created_at"}, changesMaxAge, o); err != nil {
 		return out, next, fmt.Errorf("changes retention: %w", err)
 	}
+	// Encrypted files no resource names any more (edited, removed); an hour old at least,
+	// so that a reveal that read the old name a moment ago still finds it.
+	if _, err := s.pool.Exec(ctx, `DELETE FROM sealed_files f WHERE f.created_at < now() - interval '1 hour'
+		AND NOT EXISTS (SELECT 1 FROM resources r WHERE r.sealed_sha = f.sha256)`); err != nil {
+		return out, next, fmt.Errorf("encrypted files retention: %w", err)
+	}
 	return out, next, nil
 }
 
