@@ -47,7 +47,7 @@ fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "== $$name (./$$pkg, $(FUZZTIME))"; \
-		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) ./$$pkg; \
+		GO=$(GO) ./.ci/fuzz-one.sh $$pkg $$name $(FUZZTIME); \
 	done
 
 lint:
