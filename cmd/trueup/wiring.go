@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/trueup-dev/trueup/actions"
@@ -84,6 +85,7 @@ func scrubber(cfg *config.Config, acts map[string]actions.Action) func(string) s
 type scrubWriter struct {
 	w     io.Writer
 	scrub atomic.Pointer[func(string) string]
+	calls callSecrets // the secrets of the calls in flight
 }
 
 func newScrubWriter(w io.Writer, scrub func(string) string) *scrubWriter {
@@ -99,7 +101,7 @@ func (s *scrubWriter) current() func(string) string { return *s.scrub.Load() }
 
 func (s *scrubWriter) Write(p []byte) (int, error) {
 	msg := string(p)
-	if clean := s.current()(msg); clean != msg {
+	if clean := s.calls.scrub(s.current()(msg)); clean != msg {
 		_, err := io.WriteString(s.w, clean)
 		return len(p), err
 	}
@@ -335,4 +337,60 @@ func cliKeys(cfg *config.Config) (*sealed.Keys, error) {
 		}
 	}
 	return sealed.Merge(all...), nil
+}
+
+// callSecrets are the values revealed into the specs of the calls in flight (reconciler
+// Options.Hold): a log line any package writes during a call is scrubbed of them too, not
+// only of the config's secrets.
+type callSecrets struct {
+	mu       sync.Mutex
+	held     map[string]int
+	version  int
+	builtAt  int
+	replacer func(string) string
+}
+
+// hold adds a call's values until release is called.
+func (c *callSecrets) hold(values []string) (release func()) {
+	if len(values) == 0 {
+		return func() {}
+	}
+	c.mu.Lock()
+	if c.held == nil {
+		c.held = map[string]int{}
+	}
+	for _, v := range values {
+		c.held[v]++
+	}
+	c.version++
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		for _, v := range values {
+			if c.held[v]--; c.held[v] <= 0 {
+				delete(c.held, v)
+			}
+		}
+		c.version++
+		c.mu.Unlock()
+	}
+}
+
+// scrub replaces the values held now.
+func (c *callSecrets) scrub(s string) string {
+	c.mu.Lock()
+	if len(c.held) == 0 {
+		c.mu.Unlock()
+		return s
+	}
+	if c.replacer == nil || c.builtAt != c.version {
+		vals := make([]string, 0, len(c.held))
+		for v := range c.held {
+			vals = append(vals, v)
+		}
+		c.replacer, c.builtAt = actions.Scrubber(vals), c.version
+	}
+	r := c.replacer
+	c.mu.Unlock()
+	return r(s)
 }

@@ -65,7 +65,13 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed) {
 	case revealErr != nil:
 		a.err = revealErr
 	default:
-		r.call(ctx, act, req, c.Deleting, &a)
+		if r.opts.Hold != nil && len(secrets) > 0 {
+			release := r.opts.Hold(secrets)
+			r.call(ctx, act, req, c.Deleting, &a)
+			release()
+		} else {
+			r.call(ctx, act, req, c.Deleting, &a)
+		}
 	}
 	a.ended = time.Now()
 	if len(secrets) > 0 {

@@ -34,6 +34,9 @@ type Options struct {
 	// Reveal, when set, gives each call its spec with secrets put back (nil: the stored
 	// spec as it is).
 	Reveal Reveal
+	// Hold, when set, is told the secrets of each call for as long as the call runs (the
+	// log sink scrubs them from every line written meanwhile).
+	Hold func(secrets []string) (release func())
 	// Metrics records attempts (nil: none).
 	Metrics *metrics.Metrics
 }
