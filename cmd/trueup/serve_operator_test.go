@@ -5,9 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
-	"github.com/trueup-dev/trueup/internal/store"
 )
 
 // TestOperatorSyncReachesTheHolder: a sync asked through the API (store.RequestSync, on
@@ -18,21 +15,7 @@ func TestOperatorSyncReachesTheHolder(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, err := store.Open(ctx, pgtest.NewDatabase(t, store.MigrateURL), store.Options{MaxConns: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.RegisterSource(ctx, store.SourceConfig{Name: "infra", URL: "test"}); err != nil {
-		t.Fatal(err)
-	}
-	holder := startReplica(t, st, "r1")
-	eventually(t, "r1 holds the lease and applied its head", func() bool {
-		src, err := st.GetSource(ctx, "infra")
-		_, held := holder.syncer.Runtime()
-		return err == nil && held && src.Revision == strings.Repeat("1", 40)
-	})
-	follower := startReplica(t, st, "r2")
+	st, holder, follower := twoReplicas(ctx, t)
 
 	rev2 := strings.Repeat("2", 40)
 	holder.src.head.Store(rev2)

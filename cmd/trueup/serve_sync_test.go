@@ -83,21 +83,7 @@ func TestWebhookSyncsOnce(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	st, err := store.Open(ctx, pgtest.NewDatabase(t, store.MigrateURL), store.Options{MaxConns: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.RegisterSource(ctx, store.SourceConfig{Name: "infra", URL: "test"}); err != nil {
-		t.Fatal(err)
-	}
-	holder := startReplica(t, st, "r1")
-	eventually(t, "r1 holds the lease and applied its head", func() bool {
-		src, err := st.GetSource(ctx, "infra")
-		_, held := holder.syncer.Runtime()
-		return err == nil && held && src.Revision == strings.Repeat("1", 40)
-	})
-	follower := startReplica(t, st, "r2")
+	st, holder, follower := twoReplicas(ctx, t)
 
 	for i, receiver := range []*replicaUnderTest{holder, follower} {
 		rev := strings.Repeat(fmt.Sprint(i+2), 40)
@@ -147,4 +133,25 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// twoReplicas starts replica r1 on a fresh database with source infra, waits until it holds
+// the source's lease and applied its head, then starts r2.
+func twoReplicas(ctx context.Context, t *testing.T) (*store.Store, *replicaUnderTest, *replicaUnderTest) {
+	t.Helper()
+	st, err := store.Open(ctx, pgtest.NewDatabase(t, store.MigrateURL), store.Options{MaxConns: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if err := st.RegisterSource(ctx, store.SourceConfig{Name: "infra", URL: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	holder := startReplica(t, st, "r1")
+	eventually(t, "r1 holds the lease and applied its head", func() bool {
+		src, err := st.GetSource(ctx, "infra")
+		_, held := holder.syncer.Runtime()
+		return err == nil && held && src.Revision == strings.Repeat("1", 40)
+	})
+	return st, holder, startReplica(t, st, "r2")
 }

@@ -63,9 +63,6 @@ func New(server, token string, insecure bool, userAgent string) (*Client, error)
 	return &Client{base: u, http: hc, userAgent: userAgent}, nil
 }
 
-// Base is the API's URL.
-func (c *Client) Base() *url.URL { return c.base }
-
 // Get decodes the JSON answer of GET path?query (path escaped already) into v.
 func (c *Client) Get(ctx context.Context, path string, query url.Values, v any) error {
 	return c.do(ctx, http.MethodGet, path, query, nil, v, 256<<20)

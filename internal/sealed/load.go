@@ -165,15 +165,6 @@ func (rv *Revision) Scrub(s string) string {
 	return replacer(rv.values)(s)
 }
 
-// Values lists the revision's decrypted values.
-func (rv *Revision) Values() []string {
-	out := make([]string, 0, len(rv.values))
-	for v := range rv.values {
-		out = append(out, v)
-	}
-	return out
-}
-
 // ScrubErrors scrubs every message of errs.
 func (rv *Revision) ScrubErrors(errs manifest.Errors) manifest.Errors {
 	if len(rv.values) == 0 {
