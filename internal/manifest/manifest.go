@@ -126,8 +126,11 @@ type Resource struct {
 	// Sealed is the SOPS-encrypted file the resource came from, when its spec has encrypted
 	// fields (internal/sealed): Spec then holds markers in their place.
 	Sealed string
-	File   string
-	Line   int
+	// DependsOn is what the resource waits for (dependsOn entries and output references),
+	// sorted by Target.Key(), one entry per target; nil when none.
+	DependsOn []Dependency
+	File      string
+	Line      int
 }
 
 // Set is the validated content of one revision. Types holds only the types declared in the
