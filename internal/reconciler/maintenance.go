@@ -91,9 +91,10 @@ func (m *Maintenance) Run(ctx context.Context) error {
 	tick := time.NewTicker(m.opts.LeaseTTL / 3)
 	defer tick.Stop()
 	var (
-		held    *store.Lease
-		lastRun time.Time
-		run     *retentionRun
+		held      *store.Lease
+		lastRun   time.Time
+		lastSweep time.Time
+		run       *retentionRun
 	)
 	defer func() {
 		if run != nil {
@@ -145,6 +146,10 @@ func (m *Maintenance) Run(ctx context.Context) error {
 				m.opts.Metrics.Interrupted(n)
 			}
 		}
+		if held != nil && time.Since(lastSweep) >= sweepEvery {
+			lastSweep = time.Now()
+			m.sweepWaits(ctx)
+		}
 		if held != nil && run == nil && time.Since(lastRun) >= m.opts.Every {
 			lastRun = time.Now()
 			run = m.startRetention(ctx, *held)
@@ -167,6 +172,23 @@ func (m *Maintenance) Run(ctx context.Context) error {
 				run = nil
 			}
 		}
+	}
+}
+
+// sweepEvery is how often the maintenance holder looks for waits a crash left stale.
+const sweepEvery = 10 * time.Second
+
+// sweepWaits refreshes the dependency waits a refresh cut short left out of date
+// (store.StaleWaits): a resource whose dependencies became Ready while the replica that wrote
+// them died runs within sweepEvery.
+func (m *Maintenance) sweepWaits(ctx context.Context) {
+	ids, err := m.store.StaleWaits(ctx, 5000)
+	if err == nil && len(ids) > 0 {
+		err = m.store.RefreshDependencies(ctx, ids)
+		m.log.Info("refreshed stale dependency waits", "count", len(ids))
+	}
+	if err != nil && ctx.Err() == nil {
+		m.log.Warn("refresh stale dependency waits", "err", err)
 	}
 }
 

@@ -35,6 +35,8 @@ type attempt struct {
 	err     error
 	drift   string // Observe found drift (a reconcile followed)
 	inSync  bool   // Observe found nothing to do
+	// resolved is what the call took from the resource's dependencies (nil: none).
+	resolved *store.Resolved
 }
 
 // process runs one claimed item and writes its result. ctx is the call's own context (from
@@ -47,6 +49,15 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed) {
 		a.op = "delete"
 	} else {
 		a.op = "reconcile"
+	}
+	var resolved *store.Resolved
+	if err == nil && c.HasDeps && !c.Deleting {
+		// References to dependencies' outputs first: secrets are put back into the resolved spec.
+		var spec json.RawMessage
+		spec, resolved, err = r.resolve(ctx, c)
+		if err == nil {
+			c.Spec = spec
+		}
 	}
 	spec, secrets, revealErr := c.Spec, []string(nil), error(nil)
 	if err == nil && r.opts.Reveal != nil {
@@ -94,6 +105,7 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed) {
 		r.untrack(c.LeaseToken)
 		return
 	}
+	a.resolved = resolved
 	r.completions <- pending{c: c, a: a}
 }
 
@@ -136,15 +148,24 @@ func (r *Reconciler) call(ctx context.Context, act actions.Action, req actions.R
 // complete writes results, retrying a transaction PostgreSQL aborted to break a deadlock or a
 // serialization conflict.
 func (r *Reconciler) complete(items []store.Completion) ([]int64, error) {
-	var lost []int64
+	var lost, refresh []int64
 	var err error
 	for try := 0; try < 3; try++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		lost, err = r.store.CompleteBatch(ctx, items)
+		lost, refresh, err = r.store.CompleteResults(ctx, items)
 		cancel()
 		if !store.IsRetryable(err) {
 			break
 		}
+	}
+	if err == nil && len(refresh) > 0 {
+		// The results are written: what waited for them is told now. A failure here is
+		// caught up by the maintenance sweep (StaleWaits).
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if rerr := r.store.RefreshDependencies(ctx, refresh); rerr != nil {
+			r.log.Warn("refresh dependents", "count", len(refresh), "err", rerr)
+		}
+		cancel()
 	}
 	return lost, err
 }
@@ -282,6 +303,9 @@ func trigger(c store.Claimed) string {
 		return "manual"
 	case c.Deleting:
 		return "deleted"
+	case c.DependencyBy != "":
+		// Outputs this resource references changed: a full reconcile with the new values.
+		return "dependency"
 	case c.Attempt > 0:
 		return "retry"
 	case c.ObservedGeneration == 0 && len(c.ActionState) == 0:
@@ -323,7 +347,10 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 		return store.Event{Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Source: c.Source, Type: typ, Reason: reason, Message: m, Replica: r.opts.Replica}
 	}
 	prev := status.State{Phase: cur.Phase, Conditions: cur.Conditions, ObservedGeneration: cur.ObservedGeneration}
-	u := store.Update{ActionState: a.res.State, History: h, Message: msg}
+	if a.trigger == "dependency" {
+		h.Message = "outputs of " + c.DependencyBy + " changed" + prefixed(h.Message)
+	}
+	u := store.Update{ActionState: a.res.State, History: h, Message: msg, Resolved: a.resolved}
 	if a.err != nil {
 		// Keep the handle of work in flight, including an intent the plugin checkpointed
 		// during this failed call: the side effect may have happened.
@@ -482,6 +509,14 @@ func requeue(d time.Duration) time.Duration {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// prefixed returns ": "+s, or "" for an empty s.
+func prefixed(s string) string {
+	if s == "" {
+		return ""
+	}
+	return ": " + s
+}
 
 func nonEmpty(s, def string) string {
 	if s == "" {

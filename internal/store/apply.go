@@ -177,7 +177,55 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 	}
 	res.Orphaned = len(orphans)
 	w.changes = append(w.changes, Change{Object: "source", Type: ChangeModified, Name: p.Source, Source: p.Source})
-	return w.flush(ctx)
+	if err := w.flush(ctx); err != nil {
+		return err
+	}
+	return w.toRefresh(ctx, ins, res)
+}
+
+// toRefresh lists, in res.Refresh, the rows whose wait may have changed with this revision:
+// rows written with dependencies, rows being deleted (they wait for their dependents), and
+// the dependents of rows created, changed or marked for deletion. Without any dependency in
+// the store this costs one query.
+func (w *applyWriter) toRefresh(ctx context.Context, ins []int, res *ApplyResult) error {
+	ok, err := anyEdges(ctx, w.tx)
+	if err != nil || !ok {
+		return err
+	}
+	affected := w.affected
+	if len(ins) > 0 {
+		// New rows may be what others waited for (a dependency that did not exist).
+		var b batch
+		for _, i := range ins {
+			b.add(0, &w.p.Set.Resources[i])
+		}
+		rows, err := w.tx.Query(ctx, `SELECT r.id FROM unnest($1::text[], $2::text[], $3::text[]) AS x(ns, kind, name)
+			JOIN resources r ON r.namespace = x.ns AND lower(r.kind) = lower(x.kind) AND r.name = x.name
+			WHERE EXISTS (SELECT 1 FROM resource_edges e WHERE e.dep_namespace = r.namespace AND lower(e.dep_kind) = lower(r.kind) AND e.dep_name = r.name)`,
+			b.ns, b.kind, b.name)
+		if err != nil {
+			return err
+		}
+		got, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		affected = append(slices.Clip(affected), got...)
+	}
+	deps, err := dependentsOf(ctx, w.tx, affected)
+	if err != nil {
+		return err
+	}
+	rows, err := w.tx.Query(ctx, `SELECT id FROM resources WHERE id = ANY($1::bigint[]) AND deletion_timestamp IS NOT NULL`, w.affected)
+	if err != nil {
+		return err
+	}
+	gone, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return err
+	}
+	res.Refresh = append(append(append(res.Refresh, w.refresh...), deps...), gone...)
+	return nil
 }
 
 // existingResources reads the source's rows by namespace/lower(kind)/name.
@@ -211,6 +259,9 @@ type applyWriter struct {
 	b       batch // reused from batch to batch
 	changes []Change
 	events  []Event
+	// refresh: rows whose wait must be recomputed after the commit; affected: rows whose
+	// readiness changed (created, new generation, deletion requested), whose dependents must.
+	refresh, affected []int64
 }
 
 func (w *applyWriter) insert(ctx context.Context, idx []int) error {
@@ -225,14 +276,60 @@ func (w *applyWriter) insert(ctx context.Context, idx []int) error {
 	b := &w.b
 	if _, err := w.tx.Exec(ctx, `
 		INSERT INTO resources (namespace, kind, name, api_version, source, file_path, file_line, revision,
-		  labels, annotations, spec, spec_hash, meta_hash, conditions, run_at, sealed_sha)
-		SELECT ns, kind, name, av, $1, fp, fl, $2, lb::jsonb, an::jsonb, sp::jsonb, sh, mh, $3::jsonb, now(), NULLIF(se, '')
-		FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[])
-		  AS x(ns, kind, name, av, fp, fl, lb, an, sp, sh, mh, se)`,
-		w.p.Source, w.p.Revision, initialConditions(), b.ns, b.kind, b.name, b.av, b.fp, b.fl, b.lb, b.an, b.sp, b.sh, b.mh, b.se); err != nil {
+		  labels, annotations, spec, spec_hash, meta_hash, conditions, run_at, sealed_sha, has_deps, blocked)
+		SELECT ns, kind, name, av, $1, fp, fl, $2, lb::jsonb, an::jsonb, sp::jsonb, sh, mh, $3::jsonb, now(), NULLIF(se, ''), hd, hd
+		FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::bool[])
+		  AS x(ns, kind, name, av, fp, fl, lb, an, sp, sh, mh, se, hd)`,
+		w.p.Source, w.p.Revision, initialConditions(), b.ns, b.kind, b.name, b.av, b.fp, b.fl, b.lb, b.an, b.sp, b.sh, b.mh, b.se, b.hd); err != nil {
+		return err
+	}
+	if err := w.edges(ctx, idx, nil); err != nil {
 		return err
 	}
 	return w.flush(ctx)
+}
+
+// edges writes the edges of the resources idx (their rows written, ids the rows rewritten,
+// whose old edges go) and notes which rows to refresh after the commit. The ids of new rows
+// are read back only when some edge exists.
+func (w *applyWriter) edges(ctx context.Context, idx []int, ids []int64) error {
+	deps := false
+	for _, i := range idx {
+		if len(w.p.Set.Resources[i].DependsOn) > 0 {
+			deps = true
+			break
+		}
+	}
+	if !deps && len(ids) > 0 {
+		// Rewritten rows may have had edges: drop them (and refresh, to clear their conditions).
+		tag, err := w.tx.Exec(ctx, `DELETE FROM resource_edges WHERE resource_id = ANY($1::bigint[])`, ids)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() > 0 {
+			w.refresh = append(w.refresh, ids...)
+		}
+		return nil
+	}
+	if !deps {
+		return nil
+	}
+	if err := w.writeEdges(ctx, idx, ids); err != nil {
+		return err
+	}
+	if len(ids) > 0 {
+		w.refresh = append(w.refresh, ids...)
+		return nil
+	}
+	b := &w.b
+	rows, err := w.tx.Query(ctx, `SELECT r.id FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[]) AS x(ns, kind, name, hd)
+		JOIN resources r ON r.namespace = x.ns AND lower(r.kind) = lower(x.kind) AND r.name = x.name WHERE x.hd`, b.ns, b.kind, b.name, b.hd)
+	if err != nil {
+		return err
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	w.refresh = append(w.refresh, got...)
+	return err
 }
 
 func (w *applyWriter) update(ctx context.Context, rs []rewrite) error {
@@ -257,17 +354,27 @@ func (w *applyWriter) update(ctx context.Context, rs []rewrite) error {
 		  labels = x.lb::jsonb, annotations = x.an::jsonb, spec = x.sp::jsonb, spec_hash = x.sh, meta_hash = x.mh,
 		  sealed_sha = NULLIF(x.se, ''), kind = x.kind, generation = r.generation + 1, updated_at = now(), deletion_timestamp = NULL,
 		  run_at = now(), attempt = 0, dirty = r.lease_owner IS NOT NULL, orphaned = false,
-		  phase = COALESCE(x.phase, r.phase), conditions = COALESCE(x.conds::jsonb, r.conditions)
+		  phase = COALESCE(x.phase, r.phase), conditions = COALESCE(x.conds::jsonb, r.conditions),
+		  has_deps = x.hd, blocked = x.hd,
+		  resolved_spec = CASE WHEN x.hd THEN r.resolved_spec END, inputs_hash = CASE WHEN x.hd THEN r.inputs_hash END
 		FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
-		  $12::text[], $13::text[], $14::text[])
-		  AS x(id, kind, av, fp, fl, lb, an, sp, sh, mh, phase, conds, se)
+		  $12::text[], $13::text[], $14::text[], $15::bool[])
+		  AS x(id, kind, av, fp, fl, lb, an, sp, sh, mh, phase, conds, se, hd)
 		WHERE r.id = x.id
 		RETURNING r.namespace, r.kind, r.name, r.phase, r.generation`,
-		w.p.Revision, b.ids, b.kind, b.av, b.fp, b.fl, b.lb, b.an, b.sp, b.sh, b.mh, phases, conds, b.se)
+		w.p.Revision, b.ids, b.kind, b.av, b.fp, b.fl, b.lb, b.an, b.sp, b.sh, b.mh, phases, conds, b.se, b.hd)
 	if err != nil {
 		return err
 	}
 	if w.changes, err = collectChanges(rows, w.p.Source, w.changes); err != nil {
+		return err
+	}
+	w.affected = append(w.affected, b.ids...)
+	idx := make([]int, len(rs))
+	for k, u := range rs {
+		idx[k] = u.i
+	}
+	if err := w.edges(ctx, idx, b.ids); err != nil {
 		return err
 	}
 	return w.flush(ctx)
@@ -282,12 +389,20 @@ func (w *applyWriter) relabel(ctx context.Context, rs []rewrite) error {
 	_, err := w.tx.Exec(ctx, `
 		UPDATE resources r SET api_version = x.av, file_path = x.fp, file_line = x.fl, revision = $1,
 		  labels = x.lb::jsonb, annotations = x.an::jsonb, meta_hash = x.mh, kind = x.kind, updated_at = now(), orphaned = false,
-		  sealed_sha = NULLIF(x.se, '')
-		FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[])
-		  AS x(id, kind, av, fp, fl, lb, an, mh, se)
+		  sealed_sha = NULLIF(x.se, ''), has_deps = x.hd, blocked = x.hd AND r.blocked,
+		  resolved_spec = CASE WHEN x.hd THEN r.resolved_spec END, inputs_hash = CASE WHEN x.hd THEN r.inputs_hash END
+		FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[], $11::bool[])
+		  AS x(id, kind, av, fp, fl, lb, an, mh, se, hd)
 		WHERE r.id = x.id`,
-		w.p.Revision, b.ids, b.kind, b.av, b.fp, b.fl, b.lb, b.an, b.mh, b.se)
-	return err
+		w.p.Revision, b.ids, b.kind, b.av, b.fp, b.fl, b.lb, b.an, b.mh, b.se, b.hd)
+	if err != nil {
+		return err
+	}
+	idx := make([]int, len(rs))
+	for k, m := range rs {
+		idx[k] = m.i
+	}
+	return w.edges(ctx, idx, b.ids)
 }
 
 // requestReconcile runs the rows ids now as a manual reconcile by git:<revision> (their
@@ -326,6 +441,7 @@ func (w *applyWriter) markGone(ctx context.Context, ids []int64) error {
 	if w.changes, err = collectChanges(rows, w.p.Source, w.changes); err != nil {
 		return err
 	}
+	w.affected = append(w.affected, ids...)
 	for _, c := range w.changes[n:] {
 		w.events = append(w.events, Event{Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Type: EventNormal,
 			Reason: "DeletionRequested", Message: "manifest removed at " + shortRev(w.p.Revision)})
@@ -397,6 +513,7 @@ type batch struct {
 	ids                                            []int64
 	ns, kind, name, av, fp, lb, an, sp, sh, mh, se []string
 	fl                                             []int32
+	hd                                             []bool // has dependencies
 }
 
 func (b *batch) reset() {
@@ -404,7 +521,7 @@ func (b *batch) reset() {
 		clear(*col)
 		*col = (*col)[:0]
 	}
-	b.ids, b.fl = b.ids[:0], b.fl[:0]
+	b.ids, b.fl, b.hd = b.ids[:0], b.fl[:0], b.hd[:0]
 }
 
 func (b *batch) add(id int64, r *manifest.Resource) {
@@ -421,6 +538,7 @@ func (b *batch) add(id int64, r *manifest.Resource) {
 	b.sh = append(b.sh, r.SpecHash)
 	b.mh = append(b.mh, r.MetaHash)
 	b.se = append(b.se, sealedSHA(r.Sealed))
+	b.hd = append(b.hd, len(r.DependsOn) > 0)
 }
 
 // sealedSHA names an encrypted manifest file in sealed_files ("" for none).

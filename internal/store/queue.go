@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/status"
 )
 
@@ -44,6 +45,13 @@ type Claimed struct {
 	// ManualBy is who asked for this run now (RequestReconcile, or git:<revision> for the
 	// reconcile-requested-at annotation); "" for the engine's own work.
 	ManualBy string
+	// HasDeps: the resource has dependencies (its spec may reference their outputs);
+	// TypeSpec is then its type's spec, to validate the resolved spec against.
+	HasDeps  bool
+	TypeSpec json.RawMessage
+	// DependencyBy names the dependencies whose referenced outputs changed, when that is why
+	// the resource runs now.
+	DependencyBy string
 }
 
 // Claim leases up to n due resources to owner for ttl, in ONE transaction: the rows are
@@ -58,9 +66,10 @@ func (s *Store) Claim(ctx context.Context, owner string, n int, ttl time.Duratio
 			  r.annotations, r.spec, r.generation, r.observed_generation, r.phase, r.conditions, r.action_state, r.attempt,
 			  r.deletion_timestamp IS NOT NULL AS deleting, gen_random_uuid()::text,
 			  t.name IS NOT NULL, COALESCE(t.action_name, ''), t.action_with, t.resync_interval_ms,
-			  COALESCE(r.sealed_sha, ''), r.file_path, COALESCE(r.manual_requested_by, '')
+			  COALESCE(r.sealed_sha, ''), r.file_path, COALESCE(r.manual_requested_by, ''),
+			  r.has_deps, COALESCE(r.dependency_by, ''), CASE WHEN r.has_deps THEN t.spec END
 			FROM resources r LEFT JOIN resource_types t ON lower(t.name) = lower(r.kind)
-			WHERE r.run_at <= now() AND r.lease_owner IS NULL AND NOT r.suspended
+			WHERE r.run_at <= now() AND r.lease_owner IS NULL AND NOT r.suspended AND NOT r.blocked `+claimGateSQL+`
 			ORDER BY r.run_at LIMIT $1 FOR UPDATE OF r SKIP LOCKED`, n)
 		if err != nil {
 			return err
@@ -92,7 +101,7 @@ func (s *Store) Claim(ctx context.Context, owner string, n int, ttl time.Duratio
 		}
 		if _, err := tx.Exec(ctx, `UPDATE resources r SET lease_owner = $1, lease_token = x.tok::uuid,
 			  lease_expires_at = now() + $2 * interval '1 millisecond', claimed_at = now(), dirty = false,
-			  manual_requested_by = NULL, phase = x.phase, conditions = COALESCE(x.conds::jsonb, r.conditions)
+			  manual_requested_by = NULL, dependency_by = NULL, phase = x.phase, conditions = COALESCE(x.conds::jsonb, r.conditions)
 			FROM unnest($3::bigint[], $4::text[], $5::text[], $6::text[]) AS x(id, tok, phase, conds)
 			WHERE r.id = x.id`, owner, ttl.Milliseconds(), ids, toks, phases, conds); err != nil {
 			return err
@@ -110,7 +119,8 @@ func scanClaimed(r pgx.CollectableRow) (Claimed, error) {
 	var labels, ann, conds []byte
 	err := r.Scan(&c.ID, &c.UID, &c.Namespace, &c.Kind, &c.Name, &c.APIVersion, &c.Source, &c.Revision, &labels,
 		&ann, &c.Spec, &c.Generation, &c.ObservedGeneration, &c.Phase, &conds, &c.ActionState, &c.Attempt,
-		&c.Deleting, &c.LeaseToken, &c.TypeKnown, &c.ActionName, &c.ActionWith, &c.ResyncIntervalMs, &c.SealedSHA, &c.File, &c.ManualBy)
+		&c.Deleting, &c.LeaseToken, &c.TypeKnown, &c.ActionName, &c.ActionWith, &c.ResyncIntervalMs, &c.SealedSHA, &c.File, &c.ManualBy,
+		&c.HasDeps, &c.DependencyBy, &c.TypeSpec)
 	if err != nil {
 		return c, err
 	}
@@ -132,6 +142,8 @@ type Current struct {
 	Conditions         []status.Condition
 	Deleting           bool
 	Dirty              bool
+
+	hasDeps, hasDependents bool
 }
 
 // Update is what a worker writes when it completes.
@@ -148,6 +160,16 @@ type Update struct {
 	Remove             bool       // deletion finished: the row goes (history and events stay)
 	History            *HistoryEntry
 	Events             []Event
+	// Resolved, when set, records what the call took from the resource's dependencies: the
+	// spec with references resolved and the inputs hash (graph.Inputs.Encode). nil keeps them.
+	Resolved *Resolved
+}
+
+// Resolved is a spec with its output references resolved, and what it took from which
+// dependency.
+type Resolved struct {
+	Spec   json.RawMessage
+	Inputs string
 }
 
 // Completion is one worker's result, computed from the row as it is at write time.
@@ -173,18 +195,36 @@ func (s *Store) Complete(ctx context.Context, id int64, token string, fn func(Cu
 	return nil
 }
 
-// CompleteBatch writes many workers' results in ONE transaction, each fenced by its lease
+// CompleteBatch writes results (CompleteResults) and then refreshes the dependencies they
+// affect (RefreshDependencies). An error after the results committed says so.
+func (s *Store) CompleteBatch(ctx context.Context, items []Completion) ([]int64, error) {
+	lost, refresh, err := s.CompleteResults(ctx, items)
+	if err != nil {
+		return lost, err
+	}
+	if err := s.RefreshDependencies(ctx, refresh); err != nil {
+		return lost, fmt.Errorf("results written, but: %w", err)
+	}
+	return lost, nil
+}
+
+// CompleteResults writes many workers' results in ONE transaction, each fenced by its lease
 // token: items whose lease moved on (expired and retaken) are skipped and returned in lost.
 // Statements are batched with unnest, so the cost per item is a few rows, not round trips.
-func (s *Store) CompleteBatch(ctx context.Context, items []Completion) (lost []int64, err error) {
+// refresh lists the rows whose wait the results may have changed (dependents of a resource
+// that became Ready or not, or whose outputs were written; dependencies and dependents of a
+// row removed): pass it to RefreshDependencies.
+func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, refresh []int64, err error) {
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		lost = lost[:0]
+		lost, refresh = lost[:0], refresh[:0]
 		ids := make([]int64, len(items))
 		toks := make([]string, len(items))
 		for i, it := range items {
 			ids[i], toks[i] = it.ID, it.Token
 		}
-		rows, err := tx.Query(ctx, `SELECT r.id, r.phase, r.generation, r.observed_generation, r.conditions, r.deletion_timestamp IS NOT NULL, r.dirty
+		rows, err := tx.Query(ctx, `SELECT r.id, r.phase, r.generation, r.observed_generation, r.conditions, r.deletion_timestamp IS NOT NULL, r.dirty,
+			  r.has_deps, EXISTS (SELECT 1 FROM resource_edges e
+			    WHERE e.dep_namespace = r.namespace AND lower(e.dep_kind) = lower(r.kind) AND e.dep_name = r.name)
 			FROM resources r JOIN unnest($1::bigint[], $2::uuid[]) AS x(id, tok) ON r.id = x.id AND r.lease_token = x.tok
 			ORDER BY r.id FOR UPDATE OF r`, ids, toks)
 		if err != nil {
@@ -195,7 +235,7 @@ func (s *Store) CompleteBatch(ctx context.Context, items []Completion) (lost []i
 			var id int64
 			var c Current
 			var conds []byte
-			if err := rows.Scan(&id, &c.Phase, &c.Generation, &c.ObservedGeneration, &conds, &c.Deleting, &c.Dirty); err != nil {
+			if err := rows.Scan(&id, &c.Phase, &c.Generation, &c.ObservedGeneration, &conds, &c.Deleting, &c.Dirty, &c.hasDeps, &c.hasDependents); err != nil {
 				rows.Close()
 				return err
 			}
@@ -210,11 +250,13 @@ func (s *Store) CompleteBatch(ctx context.Context, items []Completion) (lost []i
 			return err
 		}
 		var (
-			upd     updateBatch
-			removes []int64
-			events  []Event
-			history []HistoryEntry
-			changes []Change
+			upd        updateBatch
+			removes    []int64
+			events     []Event
+			history    []HistoryEntry
+			changes    []Change
+			moved      []int64 // readiness or outputs changed, with dependents
+			removedDep []int64 // removed, with dependencies
 		)
 		for _, it := range items {
 			c, ok := cur[it.ID]
@@ -223,6 +265,13 @@ func (s *Store) CompleteBatch(ctx context.Context, items []Completion) (lost []i
 				continue
 			}
 			u := it.Fn(c)
+			if c.hasDependents && (u.Remove || u.Outputs != nil ||
+				graph.IsReady(c.Phase, c.Generation, c.ObservedGeneration, c.Deleting) != graph.IsReady(u.Phase, c.Generation, u.ObservedGeneration, c.Deleting)) {
+				moved = append(moved, it.ID)
+			}
+			if u.Remove && c.hasDeps {
+				removedDep = append(removedDep, it.ID)
+			}
 			if u.History != nil {
 				history = append(history, *u.History)
 			}
@@ -248,6 +297,15 @@ func (s *Store) CompleteBatch(ctx context.Context, items []Completion) (lost []i
 		if err := insertEvents(ctx, tx, events); err != nil {
 			return fmt.Errorf("insert events: %w", err)
 		}
+		// Read before the rows go: their edges go with them.
+		if refresh, err = dependentsOf(ctx, tx, moved); err != nil {
+			return err
+		}
+		deps, err := dependenciesOf(ctx, tx, removedDep)
+		if err != nil {
+			return err
+		}
+		refresh = append(refresh, deps...)
 		if len(removes) > 0 {
 			if _, err := tx.Exec(ctx, "DELETE FROM resources WHERE id = ANY($1::bigint[])", removes); err != nil {
 				return err
@@ -262,7 +320,7 @@ func (s *Store) CompleteBatch(ctx context.Context, items []Completion) (lost []i
 		// id only so long.
 		return appendChanges(ctx, tx, changes)
 	})
-	return lost, err
+	return lost, refresh, err
 }
 
 // updateResults writes the status part of completed results (one unnest statement).
@@ -272,11 +330,15 @@ func updateResults(ctx context.Context, tx pgx.Tx, upd *updateBatch) error {
 			action_state = CASE WHEN x.keep THEN r.action_state ELSE x.state::jsonb END,
 			message = x.message, attempt = x.attempt,
 			run_at = CASE WHEN r.dirty THEN now() ELSE x.run_at END, last_reconcile_time = now(), status_updated_at = now(),
-			lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, dirty = false
-			FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bool[], $8::text[], $9::int[], $10::timestamptz[])
-			  AS x(id, phase, observed, conds, outputs, state, keep, message, attempt, run_at)
+			lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, dirty = false,
+			resolved_spec = CASE WHEN x.setres THEN x.resolved::jsonb ELSE r.resolved_spec END,
+			inputs_hash = CASE WHEN x.setres THEN NULLIF(x.inputs, '') ELSE r.inputs_hash END
+			FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bool[], $8::text[], $9::int[], $10::timestamptz[],
+			  $11::bool[], $12::text[], $13::text[])
+			  AS x(id, phase, observed, conds, outputs, state, keep, message, attempt, run_at, setres, resolved, inputs)
 			WHERE r.id = x.id`,
-		upd.ids, upd.phase, upd.observed, upd.conds, upd.outputs, upd.state, upd.keep, upd.message, upd.attempt, upd.runAt)
+		upd.ids, upd.phase, upd.observed, upd.conds, upd.outputs, upd.state, upd.keep, upd.message, upd.attempt, upd.runAt,
+		upd.setRes, upd.resolved, upd.inputs)
 	return err
 }
 
@@ -287,6 +349,9 @@ type updateBatch struct {
 	keep                  []bool
 	attempt               []int32
 	runAt                 []*time.Time
+	setRes                []bool
+	resolved              []*string
+	inputs                []string
 }
 
 func (b *updateBatch) add(id int64, u Update) error {
@@ -317,6 +382,18 @@ func (b *updateBatch) add(id int64, u Update) error {
 	b.message = append(b.message, truncate(u.Message, 8000))
 	b.attempt = append(b.attempt, int32(u.Attempt))
 	b.runAt = append(b.runAt, u.RunAt)
+	var resolved *string
+	inputs := ""
+	if u.Resolved != nil {
+		if rs := storableJSON(u.Resolved.Spec); len(rs) > 0 {
+			str := string(rs)
+			resolved = &str
+		}
+		inputs = u.Resolved.Inputs
+	}
+	b.setRes = append(b.setRes, u.Resolved != nil)
+	b.resolved = append(b.resolved, resolved)
+	b.inputs = append(b.inputs, inputs)
 	return nil
 }
 
@@ -395,7 +472,7 @@ func (s *Store) ReleaseExpiredLeases(ctx context.Context, by string) (int, error
 // reads the first entry of the partial index resources_due, nothing else.
 func (s *Store) NextDue(ctx context.Context) (*time.Time, error) {
 	var t time.Time
-	err := s.pool.QueryRow(ctx, "SELECT run_at FROM resources WHERE lease_owner IS NULL AND run_at IS NOT NULL AND NOT suspended ORDER BY run_at LIMIT 1").Scan(&t)
+	err := s.pool.QueryRow(ctx, "SELECT run_at FROM resources WHERE lease_owner IS NULL AND run_at IS NOT NULL AND NOT suspended AND NOT blocked ORDER BY run_at LIMIT 1").Scan(&t)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -444,10 +521,10 @@ func (s *Store) QueueStats(ctx context.Context) (due, inFlight, scheduled int, o
 	var oldest float64
 	// Each count reads one partial index (resources_due, resources_lease), not the table.
 	err = s.pool.QueryRow(ctx, `SELECT
-		(SELECT count(*) FROM resources WHERE lease_owner IS NULL AND run_at IS NOT NULL AND NOT suspended AND run_at <= now()),
+		(SELECT count(*) FROM resources WHERE lease_owner IS NULL AND run_at IS NOT NULL AND NOT suspended AND NOT blocked AND run_at <= now()),
 		(SELECT count(*) FROM resources WHERE lease_owner IS NOT NULL),
-		(SELECT count(*) FROM resources WHERE lease_owner IS NULL AND run_at IS NOT NULL AND NOT suspended AND run_at > now()),
+		(SELECT count(*) FROM resources WHERE lease_owner IS NULL AND run_at IS NOT NULL AND NOT suspended AND NOT blocked AND run_at > now()),
 		COALESCE(EXTRACT(EPOCH FROM now() - (SELECT min(run_at) FROM resources
-		  WHERE lease_owner IS NULL AND run_at IS NOT NULL AND NOT suspended AND run_at <= now())), 0)::float8`).Scan(&due, &inFlight, &scheduled, &oldest)
+		  WHERE lease_owner IS NULL AND run_at IS NOT NULL AND NOT suspended AND NOT blocked AND run_at <= now())), 0)::float8`).Scan(&due, &inFlight, &scheduled, &oldest)
 	return due, inFlight, scheduled, time.Duration(oldest * float64(time.Second)), err
 }

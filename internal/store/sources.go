@@ -237,6 +237,9 @@ type ApplyResult struct {
 	// Requested counts resources whose trueup.dev/reconcile-requested-at annotation changed
 	// (a meta-only change that runs them now).
 	Requested int
+	// Refresh lists the rows whose wait for dependencies (or, deleting, for dependents) may
+	// have changed: pass it to RefreshDependencies once the revision is committed.
+	Refresh []int64
 }
 
 // Changed reports whether anything but the source row was written.

@@ -484,6 +484,13 @@ func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (Outcome, error) 
 	if res.PruneSkipped != "" {
 		s.log.Warn("pruning skipped", "reason", res.PruneSkipped, "message", res.PruneMessage)
 	}
+	if len(res.Refresh) > 0 {
+		// What waits for what may have changed with the revision (committed now). A failure
+		// is caught up by the maintenance sweep.
+		if err := s.store.RefreshDependencies(ctx, res.Refresh); err != nil {
+			s.log.Warn("refresh dependency waits", "count", len(res.Refresh), "err", err)
+		}
+	}
 	s.mu.Lock()
 	s.mem = memory{applied: snap.Revision}
 	s.transitionsApplied, s.transitionsTerm = nil, 0

@@ -1,0 +1,149 @@
+package reconciler
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/graph"
+	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/store"
+)
+
+// resolve puts the outputs of c's dependencies in place of the references in its spec
+// (DESIGN §4, Dependencies) and validates the result against the type's schema. The
+// returned Resolved is stored with the result (status.resolvedSpec, and the inputs a change
+// of which runs c again). A reference that cannot be resolved, or a resolved spec the schema
+// refuses, is terminal (Stalled) until a dependency's outputs or the spec change.
+func (r *Reconciler) resolve(ctx context.Context, c store.Claimed) (json.RawMessage, *store.Resolved, error) {
+	deps, err := r.store.DependencyStates(ctx, c.ID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if w := graph.Waiting(deps); w != "" {
+		// A dependency moved between the claim and now: not this resource's failure.
+		return nil, nil, fmt.Errorf("dependencies are not Ready: %s", w)
+	}
+	// The inputs are recorded also when resolving fails: a change of the outputs it lacked
+	// runs the resource again.
+	in := graph.InputsOf(deps).Encode()
+	out, err := resolveSpec(c.Spec, c.Namespace, deps, c.TypeSpec, c.APIVersion)
+	if err != nil {
+		return nil, &store.Resolved{Inputs: in}, err
+	}
+	return out, &store.Resolved{Spec: out, Inputs: in}, nil
+}
+
+// resolveSpec is resolve's pure part: spec with every reference resolved from deps, checked
+// against the version of typeSpec that apiVersion names (when typeSpec is known).
+func resolveSpec(spec json.RawMessage, ns string, deps []graph.Dep, typeSpec json.RawMessage, apiVersion string) (json.RawMessage, error) {
+	values := make(map[graph.ID]map[string]any, len(deps))
+	for _, d := range deps {
+		if d.Exists {
+			values[d.Target.Key()] = d.Values
+		}
+	}
+	look := func(id graph.ID) (map[string]any, bool) {
+		v, ok := values[id.Key()]
+		return v, ok && v != nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(spec))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("read spec: %w", err)
+	}
+	var problems []string
+	from := map[string]string{} // path → the string that was resolved there
+	v = walkStrings(v, "spec", func(p, s string) any {
+		if !graph.Contains(s) {
+			return s
+		}
+		out, missing, err := graph.Resolve(s, ns, look)
+		if err != nil {
+			problems = append(problems, p+": "+err.Error())
+			return s
+		}
+		for _, m := range missing {
+			problems = append(problems, fmt.Sprintf("%s: %s: %s", p, m.Ref, m.Why))
+		}
+		from[p] = s
+		return out
+	})
+	if len(problems) > 0 {
+		return nil, actions.Terminalf("cannot resolve references: %s", strings.Join(problems, "; "))
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode resolved spec: %w", err)
+	}
+	if out, err := manifest.Canonical(b); err == nil {
+		b = out
+	}
+	if len(typeSpec) == 0 {
+		return b, nil
+	}
+	sp, err := manifest.ValidateResolved(typeSpec, apiVersion, b)
+	if err != nil {
+		return nil, err
+	}
+	if len(sp) > 0 {
+		msgs := make([]string, 0, len(sp))
+		for _, p := range sp {
+			m := p.Path + ": " + p.Msg
+			if ref := refAt(from, p.Path); ref != "" {
+				m = p.Path + " (from " + strconv.Quote(ref) + "): " + p.Msg
+			}
+			msgs = append(msgs, m)
+		}
+		slices.Sort(msgs)
+		return nil, actions.Terminalf("the resolved spec does not match the schema: %s", strings.Join(msgs, "; "))
+	}
+	return b, nil
+}
+
+// refAt returns the reference string resolved at path, or at the closest path above or below
+// it (a violation inside a resolved object, or about a resolved field's parent).
+func refAt(from map[string]string, path string) string {
+	if s, ok := from[path]; ok {
+		return s
+	}
+	best := ""
+	for p := range from {
+		if strings.HasPrefix(path, p+".") || strings.HasPrefix(path, p+"[") || strings.HasPrefix(p, path+".") || strings.HasPrefix(p, path+"[") {
+			if best == "" || len(p) > len(best) {
+				best = p
+			}
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return from[best]
+}
+
+// walkStrings returns v with every string replaced by fn(path, s); paths are spelled like
+// manifest errors (spec.a.b[0]).
+func walkStrings(v any, p string, fn func(p, s string) any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = walkStrings(e, p+"."+k, fn)
+		}
+		return x
+	case []any:
+		for i, e := range x {
+			x[i] = walkStrings(e, p+"["+strconv.Itoa(i)+"]", fn)
+		}
+		return x
+	case string:
+		return fn(p, x)
+	default:
+		return v
+	}
+}

@@ -1,0 +1,261 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/graph"
+	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/status"
+)
+
+// chainSet is Network ← Database ← App in namespace prod: Database references Network's
+// subnet, App references Database's endpoint; omit leaves resources out (by kind).
+func chainSet(omit ...string) *manifest.Set {
+	mk := func(kind, spec string, line int, deps ...manifest.Dependency) manifest.Resource {
+		return manifest.Resource{APIVersion: "example.com/v1", Kind: kind, Namespace: "prod", Name: strings.ToLower(kind),
+			Labels: map[string]string{}, Annotations: map[string]string{}, Spec: json.RawMessage(spec), SpecHash: spec, MetaHash: "m",
+			File: strings.ToLower(kind) + ".yaml", Line: line, DependsOn: deps}
+	}
+	set := &manifest.Set{}
+	for _, r := range []manifest.Resource{
+		mk("App", `{"db":"${{ Database/database.outputs.endpoint }}"}`, 1,
+			manifest.Dependency{Target: graph.ID{Kind: "Database", Namespace: "prod", Name: "database"}, Outputs: []string{"endpoint"}}),
+		mk("Database", `{"subnet":"${{ Network/network.outputs.subnet }}"}`, 1,
+			manifest.Dependency{Target: graph.ID{Kind: "Network", Namespace: "prod", Name: "network"}, Explicit: true, Outputs: []string{"subnet"}}),
+		mk("Network", `{"cidr":"10.0.0.0/16"}`, 1),
+	} {
+		if !slices.Contains(omit, r.Kind) {
+			set.Resources = append(set.Resources, r)
+		}
+	}
+	return set
+}
+
+// claimNames claims whatever is due and returns the claimed kinds, sorted.
+func claimNames(t *testing.T, st *Store) ([]string, []Claimed) {
+	t.Helper()
+	cs, err := st.Claim(context.Background(), "r1", 100, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, c := range cs {
+		kinds = append(kinds, c.Kind)
+	}
+	slices.Sort(kinds)
+	return kinds, cs
+}
+
+// succeed completes c as a successful reconcile (or delete) with outputs.
+func succeed(t *testing.T, st *Store, c Claimed, outputs map[string]any) {
+	t.Helper()
+	inputs := depInputs(t, st, c.ID) // as the reconciler reads them before its call
+	_, err := st.CompleteBatch(context.Background(), []Completion{{ID: c.ID, Token: c.LeaseToken, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name,
+		Fn: func(cur Current) Update {
+			s, removed := status.Result(status.State{Phase: cur.Phase, Conditions: cur.Conditions, ObservedGeneration: cur.ObservedGeneration},
+				status.Outcome{Generation: c.Generation, CurrentGeneration: cur.Generation, Delete: c.Deleting, Deleting: cur.Deleting, Done: true}, time.Now())
+			u := Update{Phase: s.Phase, Conditions: s.Conditions, ObservedGeneration: s.ObservedGeneration, Outputs: outputs, Remove: removed}
+			if c.HasDeps && !c.Deleting {
+				u.Resolved = &Resolved{Spec: c.Spec, Inputs: inputs}
+			}
+			return u
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func depInputs(t *testing.T, st *Store, id int64) string {
+	deps, err := st.DependencyStates(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return graph.InputsOf(deps).Encode()
+}
+
+func condition(t *testing.T, st *Store, kind, typ string) (string, status.Condition) {
+	t.Helper()
+	var phase string
+	var cj []byte
+	if err := st.pool.QueryRow(context.Background(), `SELECT phase, conditions FROM resources WHERE kind = $1`, kind).Scan(&phase, &cj); err != nil {
+		t.Fatal(err)
+	}
+	var conds []status.Condition
+	if err := json.Unmarshal(cj, &conds); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := status.Get(conds, typ)
+	return phase, c
+}
+
+func TestDependencyLifecycle(t *testing.T) {
+	st := openTest(t)
+	ctx := context.Background()
+	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	apply := func(rev string, set *manifest.Set) {
+		t.Helper()
+		res, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: rev, Set: set, Prune: true, MaxPruneFraction: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.RefreshDependencies(ctx, res.Refresh); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Database and App first: Network does not exist yet.
+	apply("r1", chainSet("Network"))
+	if kinds, _ := claimNames(t, st); len(kinds) != 0 {
+		t.Fatalf("claimed %v while Network is missing", kinds)
+	}
+	phase, c := condition(t, st, "Database", status.DependenciesReady)
+	if phase != status.PhasePending || c.Status != status.False || c.Reason != status.ReasonWaitingForDependency ||
+		c.Message != "waiting for Network/prod/network (not found)" {
+		t.Fatalf("Database: %s %+v", phase, c)
+	}
+
+	// Network arrives: it runs alone, then Database, then App.
+	apply("r2", chainSet())
+	order := []string{}
+	for _, out := range []map[string]any{{"subnet": "s-1"}, {"endpoint": "db:5432"}, {}} {
+		kinds, cs := claimNames(t, st)
+		if len(kinds) != 1 {
+			t.Fatalf("claimed %v after %v, want one", kinds, order)
+		}
+		order = append(order, kinds[0])
+		succeed(t, st, cs[0], out)
+	}
+	if !slices.Equal(order, []string{"Network", "Database", "App"}) {
+		t.Fatalf("order %v", order)
+	}
+	if _, c := condition(t, st, "App", status.DependenciesReady); c.Status != status.True {
+		t.Fatalf("App DependenciesReady %+v", c)
+	}
+
+	// Network's output changes: Database runs again (trigger dependency), then App, whose
+	// referenced Database output changed too.
+	setRunAt := func(kind string) {
+		if _, err := st.pool.Exec(ctx, `UPDATE resources SET run_at = now() WHERE kind = $1`, kind); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setRunAt("Network")
+	kinds, cs := claimNames(t, st)
+	if !slices.Equal(kinds, []string{"Network"}) {
+		t.Fatalf("claimed %v", kinds)
+	}
+	succeed(t, st, cs[0], map[string]any{"subnet": "s-2"})
+	kinds, cs = claimNames(t, st)
+	if !slices.Equal(kinds, []string{"Database"}) || cs[0].DependencyBy != "Network/prod/network" {
+		t.Fatalf("claimed %v (%+v)", kinds, cs)
+	}
+	succeed(t, st, cs[0], map[string]any{"endpoint": "db:5432"}) // same endpoint
+	if kinds, _ = claimNames(t, st); len(kinds) != 0 {
+		t.Fatalf("App ran again although the output it references did not change: %v", kinds)
+	}
+
+	// An unreferenced output of Network changes: nobody runs.
+	setRunAt("Network")
+	_, cs = claimNames(t, st)
+	succeed(t, st, cs[0], map[string]any{"subnet": "s-2", "other": 1})
+	if kinds, _ = claimNames(t, st); len(kinds) != 0 {
+		t.Fatalf("claimed %v after an unreferenced output changed", kinds)
+	}
+
+	// Remove all three: App is deleted first, then Database, then Network.
+	apply("r3", &manifest.Set{Resources: []manifest.Resource{{APIVersion: "example.com/v1", Kind: "Other", Namespace: "prod", Name: "x",
+		Labels: map[string]string{}, Annotations: map[string]string{}, Spec: json.RawMessage(`{}`), SpecHash: "{}", MetaHash: "m", File: "x.yaml", Line: 1}}})
+	kinds, cs = claimNames(t, st)
+	var other Claimed
+	for _, c := range cs {
+		if c.Kind == "Other" {
+			other = c
+		}
+	}
+	if !slices.Equal(kinds, []string{"App", "Other"}) {
+		t.Fatalf("first deletes %v, want App (and the new Other)", kinds)
+	}
+	if phase, c := condition(t, st, "Network", status.DependentsDeleted); phase != status.PhaseDeleting || c.Status != status.False ||
+		c.Message != "waiting for dependents to be deleted first: Database/prod/database" {
+		t.Fatalf("Network: %s %+v", phase, c)
+	}
+	succeed(t, st, other, map[string]any{})
+	order = nil
+	for range 3 {
+		for _, c := range cs {
+			if c.Kind != "Other" {
+				order = append(order, c.Kind)
+				succeed(t, st, c, nil)
+			}
+		}
+		_, cs = claimNames(t, st)
+	}
+	if !slices.Equal(order, []string{"App", "Database", "Network"}) {
+		t.Fatalf("delete order %v", order)
+	}
+	var n int
+	if err := st.pool.QueryRow(ctx, `SELECT count(*) FROM resource_edges`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("edges left: %d %v", n, err)
+	}
+}
+
+func TestClaimGateWithoutRefresh(t *testing.T) {
+	// The claim's own check holds when blocked is stale (a refresh that never ran).
+	st := openTest(t)
+	ctx := context.Background()
+	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "r1", Set: chainSet(), Prune: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.pool.Exec(ctx, `UPDATE resources SET blocked = false`); err != nil {
+		t.Fatal(err)
+	}
+	if kinds, _ := claimNames(t, st); !slices.Equal(kinds, []string{"Network"}) {
+		t.Fatalf("claimed %v", kinds)
+	}
+	// The sweep finds what the refresh missed.
+	ids, err := st.StaleWaits(ctx, 100)
+	if err != nil || len(ids) != 2 {
+		t.Fatalf("stale waits %v %v", ids, err)
+	}
+}
+
+func TestDecideWait(t *testing.T) {
+	now := time.Now()
+	net := graph.ID{Kind: "Network", Namespace: "prod", Name: "core"}
+	ready := status.State{Phase: status.PhaseReady, ObservedGeneration: 1, Conditions: []status.Condition{{Type: status.Ready, Status: status.True}}}
+	ran := graph.InputsOf([]graph.Dep{{Target: net, Exists: true, Ready: true, Outputs: []string{"id"}, Values: map[string]any{"id": "a"}}}).Encode()
+	tests := []struct {
+		name       string
+		st         status.State
+		deleting   bool
+		deps       []graph.Dep
+		dependents []graph.ID
+		inputs     string
+		blocked    bool
+		rerun      int
+	}{
+		{"no deps", ready, false, nil, nil, "", false, 0},
+		{"missing", status.Created(now), false, []graph.Dep{{Target: net}}, nil, "", true, 0},
+		{"ready, same output", ready, false, []graph.Dep{{Target: net, Exists: true, Ready: true, Outputs: []string{"id"}, Values: map[string]any{"id": "a"}}}, nil, ran, false, 0},
+		{"ready, output changed", ready, false, []graph.Dep{{Target: net, Exists: true, Ready: true, Outputs: []string{"id"}, Values: map[string]any{"id": "b"}}}, nil, ran, false, 1},
+		{"not ready, output changed: waits, no rerun yet", ready, false, []graph.Dep{{Target: net, Exists: true, Phase: "Reconciling", Outputs: []string{"id"}, Values: map[string]any{"id": "b"}}}, nil, ran, true, 0},
+		{"deleting with dependents", ready, true, nil, []graph.ID{net}, "", true, 0},
+		{"deleting alone", ready, true, nil, nil, "", false, 0},
+	}
+	for _, tt := range tests {
+		d := DecideWait(tt.st, 1, tt.deleting, tt.deps, tt.dependents, len(tt.dependents), tt.inputs, now)
+		if d.Blocked != tt.blocked || len(d.Rerun) != tt.rerun {
+			t.Errorf("%s: blocked %v rerun %v", tt.name, d.Blocked, d.Rerun)
+		}
+	}
+}
