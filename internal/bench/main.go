@@ -40,7 +40,7 @@ func atLeast(x float64) func(float64) bool { return func(v float64) bool { retur
 func atMost(x float64) func(float64) bool  { return func(v float64) bool { return v <= x } }
 
 func main() {
-	only := flag.String("only", "", "comma-separated figure groups to run (reconcile,apiload,defaults,sync,syncrules,claim,webhook,failover,serve)")
+	only := flag.String("only", "", "comma-separated figure groups to run (reconcile,chain,apiload,defaults,sync,syncrules,claim,webhook,failover,serve)")
 	flag.Parse()
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -74,6 +74,11 @@ func run(ctx context.Context, only string, log *slog.Logger) error {
 	if want("reconcile") {
 		if err := b.reconcileThroughput(ctx); err != nil {
 			return fmt.Errorf("reconcile throughput: %w", err)
+		}
+	}
+	if want("chain") {
+		if err := b.chainThroughput(ctx, 10000, 10); err != nil {
+			return fmt.Errorf("chain throughput: %w", err)
 		}
 	}
 	if want("apiload") {

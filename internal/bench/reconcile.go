@@ -12,6 +12,7 @@ import (
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/actions/noop"
+	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/reconciler"
 	"github.com/trueup-dev/trueup/internal/server"
@@ -139,6 +140,58 @@ func (b *bench) reconcileThroughput(ctx context.Context) error {
 		return err
 	}
 	return b.throughput(ctx, n, 1, 200, "")
+}
+
+// chainThroughput reconciles n resources in chains of length (each depends on the one
+// before it, dependsOn) with the noop action on one replica: the figure includes every wait
+// and every refresh of what waited.
+func (b *bench) chainThroughput(ctx context.Context, n, length int) error {
+	st, url, err := b.freshStore(ctx, 4)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	set, err := loadSet(widgets(n, 200, 0))
+	if err != nil {
+		return err
+	}
+	// widgets are sorted by namespace, kind, name: chain them by name order, which is i.
+	byName := make(map[string]int, n)
+	for i := range set.Resources {
+		byName[set.Resources[i].Name] = i
+	}
+	for i := 0; i < n; i++ {
+		if i%length == 0 {
+			continue
+		}
+		prev := &set.Resources[byName[fmt.Sprintf("w%06d", i-1)]]
+		r := &set.Resources[byName[fmt.Sprintf("w%06d", i)]]
+		r.DependsOn = []manifest.Dependency{{Target: graph.ID{Kind: prev.Kind, Namespace: prev.Namespace, Name: prev.Name}, Explicit: true}}
+	}
+	if err := st.RegisterSource(ctx, store.SourceConfig{Name: "bench"}); err != nil {
+		return err
+	}
+	res, err := st.ApplyRevision(ctx, store.ApplyParams{Source: "bench", Revision: "r1", Set: set, Prune: true})
+	if err != nil {
+		return err
+	}
+	if err := st.RefreshDependencies(ctx, res.Refresh); err != nil {
+		return err
+	}
+	act, _ := noop.New(nil, actions.Env{Name: "act", Logger: b.log})
+	start := time.Now()
+	stop, err := b.runReconcilers(ctx, url, 1, 32, act)
+	if err != nil {
+		return err
+	}
+	err = waitReady(ctx, st, n, 5*time.Minute)
+	took := time.Since(start)
+	stop()
+	if err != nil {
+		return err
+	}
+	record("reconcile_throughput_chain", float64(n)/took.Seconds(), "1/s", "≥ 2000", atLeast(2000))
+	return nil
 }
 
 // throughput reconciles n resources with the noop action on replicas reconcilers, with

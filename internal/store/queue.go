@@ -265,7 +265,7 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 				continue
 			}
 			u := it.Fn(c)
-			if c.hasDependents && (u.Remove || u.Outputs != nil ||
+			if c.hasDependents && (u.Remove || u.Outputs != nil || u.Phase != c.Phase ||
 				graph.IsReady(c.Phase, c.Generation, c.ObservedGeneration, c.Deleting) != graph.IsReady(u.Phase, c.Generation, u.ObservedGeneration, c.Deleting)) {
 				moved = append(moved, it.ID)
 			}
