@@ -9,6 +9,8 @@ import (
 	"time"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/trueup-dev/trueup/internal/graph"
 )
 
 // document is one decoded manifest, independent of the file path it was read from so that
@@ -68,6 +70,10 @@ type resourceDoc struct {
 	specJSON    string // canonical, with defaults applied
 	specHash    [32]byte
 	specErrs    []ValidationError
+
+	// What the resource depends on: dependsOn, decoded with the document, and the output
+	// references of its spec, found by the last check (implied); nil when nothing.
+	deps *docDeps
 
 	hasSpec bool // spec is present and a mapping
 	specBad bool // spec is present but not a mapping, or unencodable: nothing to validate
@@ -230,7 +236,7 @@ func decodeDocument(rd rawDoc, res *resourceDoc, sets metaSets) (document, []Val
 	d := &docDecoder{root: rd.root}
 	m := rd.value.(map[string]any)
 	top := path{}
-	d.strict(m, top, "apiVersion", "kind", "metadata", "spec")
+	d.strict(m, top, "apiVersion", "kind", "metadata", "dependsOn", "spec")
 
 	// The three identity fields are reported at the document's start when missing: there
 	// is no better line, and it is where a reader looks for them.
@@ -256,7 +262,7 @@ func decodeDocument(rd rawDoc, res *resourceDoc, sets metaSets) (document, []Val
 		doc.typ = d.decodeType(apiVersion, m, meta, name)
 		doc.typ.broken = len(d.errs) > 0
 	case kind != "":
-		d.decodeResource(res, sets, apiVersion, m, meta, name)
+		d.decodeResource(res, sets, apiVersion, kind, m, meta, name)
 		doc.res = res
 	}
 	return doc, d.errs
@@ -266,6 +272,9 @@ func (d *docDecoder) decodeType(apiVersion string, m, meta map[string]any, name 
 	t := &typeDoc{}
 	if apiVersion != "" && apiVersion != typeAPIVersion {
 		d.fail(path{"apiVersion"}, "must be %s for kind %s", typeAPIVersion, typeKind)
+	}
+	if _, present := m["dependsOn"]; present {
+		d.fail(path{"dependsOn"}, "a %s does not take dependsOn: only resources depend on others", typeKind)
 	}
 	metaPath := path{"metadata"}
 	d.strict(meta, metaPath, "name", "labels", "annotations")
@@ -428,7 +437,7 @@ func (d *docDecoder) decodeResync(t *typeDoc, spec map[string]any, specPath path
 	t.resync = &dur
 }
 
-func (d *docDecoder) decodeResource(r *resourceDoc, sets metaSets, apiVersion string, m, meta map[string]any, name string) {
+func (d *docDecoder) decodeResource(r *resourceDoc, sets metaSets, apiVersion, kind string, m, meta map[string]any, name string) {
 	*r = resourceDoc{}
 	if apiVersion != "" {
 		if _, _, ok := groupVersion(apiVersion); !ok {
@@ -455,6 +464,7 @@ func (d *docDecoder) decodeResource(r *resourceDoc, sets metaSets, apiVersion st
 	}
 	r.namespace = intern(namespace)
 	r.meta = sets.get(d.stringMap(meta, metaPath, "labels"), d.stringMap(meta, metaPath, "annotations"))
+	r.deps = d.dependsOn(m, graph.ID{Kind: kind, Namespace: namespace, Name: r.name})
 	spec, hasSpec := d.mapping(m, path{}, "spec")
 	_, present := field(m, "spec")
 	r.hasSpec, r.specBad = hasSpec, present && !hasSpec
