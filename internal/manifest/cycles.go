@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -79,7 +80,8 @@ func DependencyCycles(nodes []GraphNode) [][]int {
 //	dependency cycle: Network/prod/core (net.yaml:1) → Database/prod/orders (db.yaml:3) → App/prod/web (app.yaml:5) → Network/prod/core
 //
 // When the cycle spans sources, the members of a source other than the error's own
-// member's are shown as (source/file:line).
+// member's are shown as (source/file:line). A cycle of more than 20 members lists its
+// first and last ten.
 func CycleErrors(nodes []GraphNode) Errors {
 	var errs Errors
 	for _, c := range DependencyCycles(nodes) {
@@ -98,11 +100,21 @@ func CycleErrors(nodes []GraphNode) Errors {
 	return sortErrors(errs)
 }
 
+// maxCycleListed is how many members a cycle's message lists at most: every member gets
+// the message, so listing all of a long cycle would cost its length squared.
+const maxCycleListed = 20
+
 // cycleMessage spells cycle c for the error of its member m.
 func cycleMessage(nodes []GraphNode, c []int, m int, spans bool) string {
 	var b strings.Builder
 	b.WriteString("dependency cycle: ")
-	for _, i := range c {
+	for k, i := range c {
+		if len(c) > maxCycleListed && k >= maxCycleListed/2 && k < len(c)-maxCycleListed/2 {
+			if k == maxCycleListed/2 {
+				fmt.Fprintf(&b, "… %d more → ", len(c)-maxCycleListed)
+			}
+			continue
+		}
 		n := &nodes[i]
 		b.WriteString(n.ID.String())
 		b.WriteString(" (")

@@ -189,6 +189,9 @@ func usesOutputRef(v any, depth int) bool {
 // dependencies they imply, sorted by target, and the problems of the references that are
 // malformed or name self. A reference without a namespace is in self's.
 func outputRefs(v any, self graph.ID, at path) ([]Dependency, []schemaProblem) {
+	if !usesOutputRef(v, 0) {
+		return nil, nil // the common case, without building paths
+	}
 	var deps []Dependency
 	var problems []schemaProblem
 	stack := slices.Clip(at)
