@@ -353,7 +353,7 @@ func TestLoadCycles(t *testing.T) {
 				doc("Network", "core", dep("Network", "elsewhere"))},
 		},
 		{
-			name: "self through dependsOn is refused before the cycle check",
+			name:  "self through dependsOn is refused before the cycle check",
 			files: []string{"a.yaml", doc("Network", "core", dep("Network", "core"))},
 			want:  []string{"a.yaml:4: dependsOn[0]: a resource cannot depend on itself"},
 		},
