@@ -3,7 +3,6 @@ package manifest
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -94,13 +93,32 @@ const (
 	domainHelp = "must be a DNS subdomain: dot-separated DNS labels, at most 253 characters"
 )
 
-var (
-	kindRe  = regexp.MustCompile(`^[A-Z][A-Za-z0-9]{0,62}$`)
-	labelRe = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
-)
+// validKind reports whether s matches ^[A-Z][A-Za-z0-9]{0,62}$, and validLabel whether it
+// matches ^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$; by hand, because references are checked
+// per resource at ingest and a regexp costs several times more.
+func validKind(s string) bool {
+	if len(s) == 0 || len(s) > 63 || s[0] < 'A' || s[0] > 'Z' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
 
-func validKind(s string) bool  { return kindRe.MatchString(s) }
-func validLabel(s string) bool { return labelRe.MatchString(s) }
+func validLabel(s string) bool {
+	if len(s) == 0 || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 func validSubdomain(s string) bool {
 	if len(s) > 253 {

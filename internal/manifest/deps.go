@@ -293,8 +293,28 @@ func mergeDeps(explicit []graph.ID, implied []Dependency) []Dependency {
 // without a namespace is in self's. A malformed reference, or one to self, is an Errors
 // whose paths are below spec and which names no file.
 func Dependencies(self graph.ID, explicit []graph.ID, spec json.RawMessage) ([]Dependency, error) {
+	if !bytes.Contains(spec, []byte("${{")) {
+		return mergeDeps(explicit, nil), nil
+	}
+	// Most specs hold only valid references: they are found in the text, without decoding
+	// it. A problem needs its path, which the decoded spec gives.
 	var implied []Dependency
-	if bytes.Contains(spec, []byte("${{")) {
+	bad := false
+	scanned := jsonStrings(spec, func(s string) {
+		refs, err := graph.Parse(s, self.Namespace)
+		if err != nil {
+			bad = true
+			return
+		}
+		for _, r := range refs {
+			if refProblem(r, self) != "" {
+				bad = true
+				return
+			}
+			implied = append(implied, Dependency{Target: r.Target, Outputs: []string{strings.Join(r.Output, ".")}})
+		}
+	})
+	if !scanned || bad {
 		v, err := decodeNumbers(spec)
 		if err != nil {
 			return nil, Errors{{Path: "spec", Msg: "cannot decode: " + err.Error()}}
@@ -309,9 +329,44 @@ func Dependencies(self graph.ID, explicit []graph.ID, spec json.RawMessage) ([]D
 			return nil, sortErrors(errs)
 		}
 	}
-	ids := slices.Clone(explicit)
-	slices.SortStableFunc(ids, compareIDs)
-	return mergeDeps(slices.CompactFunc(ids, sameID), implied), nil
+	return mergeDeps(explicit, implied), nil
+}
+
+// jsonStrings calls fn with every string value (not object key) of the JSON text b that
+// contains "${{"; it returns false when b ends inside a string.
+func jsonStrings(b []byte, fn func(s string)) bool {
+	for i := 0; i < len(b); i++ {
+		if b[i] != '"' {
+			continue
+		}
+		j, escaped := i+1, false
+		for ; j < len(b) && b[j] != '"'; j++ {
+			if b[j] == '\\' {
+				escaped = true
+				j++
+			}
+		}
+		if j >= len(b) {
+			return false
+		}
+		raw := b[i : j+1]
+		k := j + 1
+		for k < len(b) && (b[k] == ' ' || b[k] == '\t' || b[k] == '\n' || b[k] == '\r') {
+			k++
+		}
+		i = j
+		if k < len(b) && b[k] == ':' || !bytes.Contains(raw, []byte("${{")) {
+			continue // a key, or no reference
+		}
+		s := string(raw[1 : len(raw)-1])
+		if escaped {
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return false
+			}
+		}
+		fn(s)
+	}
+	return true
 }
 
 // setImplied records the dependencies a check found in r's spec, replacing the last ones.

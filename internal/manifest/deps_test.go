@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -76,6 +77,23 @@ func TestDependsOnErrors(t *testing.T) {
 				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
 			}
 		})
+	}
+}
+
+// validKind and validLabel are the regular expressions in their comments, by hand.
+func TestValidKindAndLabel(t *testing.T) {
+	t.Parallel()
+	kindRe := regexp.MustCompile(`^[A-Z][A-Za-z0-9]{0,62}$`)
+	labelRe := regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	inputs := []string{"", "a", "A", "-", "0", "Ab9", "aB9", "a-b", "-a", "a-", "a--b", "a_b", "a.b", "A-b", "é", "a\n", "Network\n",
+		strings.Repeat("a", 63), strings.Repeat("a", 64), "A" + strings.Repeat("b", 62), "A" + strings.Repeat("b", 63), "a" + strings.Repeat("-", 61) + "a"}
+	for _, s := range inputs {
+		if got, want := validKind(s), kindRe.MatchString(s); got != want {
+			t.Errorf("validKind(%q) = %v, want %v", s, got, want)
+		}
+		if got, want := validLabel(s), labelRe.MatchString(s); got != want {
+			t.Errorf("validLabel(%q) = %v, want %v", s, got, want)
+		}
 	}
 }
 
@@ -194,6 +212,15 @@ func TestDependencies(t *testing.T) {
 	}
 	if got, err := Dependencies(self, nil, []byte(`{}`)); got != nil || err != nil {
 		t.Errorf("no dependencies: %+v, %v", got, err)
+	}
+	// Found in the text: keys are not values, escapes are read.
+	got, err = Dependencies(self, nil, []byte(`{"${{ Network/core.outputs.k }}" : "x", "q": "\"${{ Network/edge.outputs.a.b }}\"", "z": [ "${{ Network/edge.outputs.a.b }}" ]}`))
+	want = []Dependency{{Target: id("Network", "prod", "edge"), Outputs: []string{"a.b"}}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("Dependencies = %+v, %v; want %+v", got, err, want)
+	}
+	if _, err = Dependencies(self, nil, []byte(`{"a": "${{ Network/core.outputs.x }}`)); err == nil || !strings.HasPrefix(err.Error(), "spec: cannot decode") {
+		t.Errorf("Dependencies of broken JSON: %v", err)
 	}
 	_, err = Dependencies(self, nil, []byte(`{"a":{"b":"${{ Database/db.outputs.x }}"},"c":"${{ x"}`))
 	wantErr := "spec.a.b: output reference ${{ Database/prod/db.outputs.x }}: a resource cannot reference its own outputs\n" +
