@@ -207,7 +207,7 @@ func outputRefs(v any, self graph.ID, at path) ([]Dependency, []schemaProblem) {
 			}
 			refs, err := graph.Parse(x, self.Namespace)
 			if err != nil {
-				problems = append(problems, schemaProblem{path: slices.Clone(stack), msg: "invalid output reference " + err.Error()})
+				problems = append(problems, schemaProblem{path: slices.Clone(stack), msg: parseProblem(err)})
 				return
 			}
 			for _, r := range refs {
@@ -233,6 +233,16 @@ func outputRefs(v any, self graph.ID, at path) ([]Dependency, []schemaProblem) {
 	}
 	walk(v, 0)
 	return mergeDeps(nil, deps), problems
+}
+
+// parseProblem words a graph.Parse error, which starts with the reference's text or with
+// "reference at offset …".
+func parseProblem(err error) string {
+	msg := err.Error()
+	if rest, ok := strings.CutPrefix(msg, "reference "); ok {
+		return "invalid output reference " + rest
+	}
+	return "invalid output reference " + msg
 }
 
 // refProblem says what is wrong with a well-formed reference: a target no resource can

@@ -114,7 +114,7 @@ func TestOutputRefErrors(t *testing.T) {
 		want       []string
 	}{
 		{"not closed", "a: ${{ Network/core.outputs.x", []string{
-			"d.yaml:5: spec.a: invalid output reference reference at offset 0 is not closed with }}"}},
+			"d.yaml:5: spec.a: invalid output reference at offset 0 is not closed with }}"}},
 		{"no outputs", "a: {b: [x, '${{ Network/core }}']}", []string{
 			"d.yaml:5: spec.a.b[1]: invalid output reference ${{ Network/core }}: want Kind/name.outputs.key or Kind/namespace/name.outputs.key"}},
 		{"too many parts", "a: '${{ Network/a/b/c.outputs.x }}'", []string{
@@ -224,7 +224,7 @@ func TestDependencies(t *testing.T) {
 	}
 	_, err = Dependencies(self, nil, []byte(`{"a":{"b":"${{ Database/db.outputs.x }}"},"c":"${{ x"}`))
 	wantErr := "spec.a.b: output reference ${{ Database/prod/db.outputs.x }}: a resource cannot reference its own outputs\n" +
-		"spec.c: invalid output reference reference at offset 0 is not closed with }}"
+		"spec.c: invalid output reference at offset 0 is not closed with }}"
 	if err == nil || err.Error() != wantErr {
 		t.Errorf("Dependencies error:\n%v\nwant\n%s", err, wantErr)
 	}
