@@ -138,3 +138,35 @@ actions:
 		t.Errorf("a broken config passed: %v\n%s", err, stderr)
 	}
 }
+
+// A dependency cycle is reported at every member, in order; a reference may stand in an
+// integer field.
+func TestValidateDependencyCycle(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	types, _ := os.ReadFile("../../examples/repo/types/databasecluster.yaml")
+	files := map[string]string{
+		"types/db.yaml": string(types),
+		"dbs/a.yaml":    "apiVersion: example.com/v1\nkind: DatabaseCluster\nmetadata: {name: a}\nspec: {engine: postgres, storage_gb: '${{ DatabaseCluster/b.outputs.size }}'}\n",
+		"dbs/b.yaml":    "apiVersion: example.com/v1\nkind: DatabaseCluster\nmetadata: {name: b}\ndependsOn: [{kind: DatabaseCluster, name: a}]\nspec: {engine: mysql, storage_gb: 20}\n",
+	}
+	for name, content := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, stderr, err := runCLI(t, "validate", dir, "--config", "../../examples/trueup.yaml")
+	var code exitCode
+	if !errors.As(err, &code) || code != 1 {
+		t.Fatalf("exit %v, want 1\n%s", err, stderr)
+	}
+	const cycle = "dependsOn: dependency cycle: DatabaseCluster/default/a (dbs/a.yaml:1) → DatabaseCluster/default/b (dbs/b.yaml:1) → DatabaseCluster/default/a"
+	for _, want := range []string{"dbs/a.yaml:1: " + cycle, "dbs/b.yaml:1: " + cycle, "2 error(s)"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}

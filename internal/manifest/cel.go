@@ -426,8 +426,8 @@ func (a *activation) Parent() interpreter.Activation { return nil }
 // transition rules run, at the levels where old (the applied value, hasOld) exists too;
 // otherwise only plain rules run. Items of a list are not matched with the applied list
 // (no key to pair them by), so a transition rule below items never runs, as in Kubernetes
-// for atomic lists. refs tells whether v or old may hold secret references (usesSecretRef):
-// without any, no level pays for looking for them.
+// for atomic lists. refs tells whether v or old may hold secret or output references
+// (usesSecretRef, usesOutputRef): without any, no level pays for looking for them.
 func (n *celNode) evalRules(v, old any, hasOld bool, at path, transition, refs bool) ([]schemaProblem, uint64) {
 	run := celRun{refs: refs}
 	run.walk(n, v, old, hasOld, at, transition)
@@ -436,7 +436,7 @@ func (n *celNode) evalRules(v, old any, hasOld bool, at path, transition, refs b
 
 // celRun is one resource's evaluation: what its rules have cost so far.
 type celRun struct {
-	refs  bool // the spec may hold secret references
+	refs  bool // the spec may hold secret or output references
 	spent uint64
 	over  bool // the budget ran out: the remaining rules are not evaluated
 	out   []schemaProblem
@@ -515,8 +515,8 @@ func (n *celNode) hasProp(name string) bool {
 	return ok
 }
 
-// refPatterns returns a pattern for the place of every secret reference in v, the value of
-// the variable named.
+// refPatterns returns a pattern for the place of every secret reference, and of every string
+// holding an output reference, in v, the value of the variable named.
 func refPatterns(variable string, v any) []*interpreter.AttributePattern {
 	var out []*interpreter.AttributePattern
 	var quals []any // string keys and int indexes from variable down to v
@@ -525,7 +525,7 @@ func refPatterns(variable string, v any) []*interpreter.AttributePattern {
 		if len(quals) > maxDepth {
 			return
 		}
-		if isSecretRef(v) {
+		if isSecretRef(v) || holdsOutputRef(v) {
 			p := interpreter.NewAttributePattern(variable)
 			for _, q := range quals {
 				switch q := q.(type) {

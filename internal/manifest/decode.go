@@ -3,12 +3,13 @@ package manifest
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/trueup-dev/trueup/internal/graph"
 )
 
 // document is one decoded manifest, independent of the file path it was read from so that
@@ -69,6 +70,10 @@ type resourceDoc struct {
 	specHash    [32]byte
 	specErrs    []ValidationError
 
+	// What the resource depends on: dependsOn, decoded with the document, and the output
+	// references of its spec, found by the last check (implied); nil when nothing.
+	deps *docDeps
+
 	hasSpec bool // spec is present and a mapping
 	specBad bool // spec is present but not a mapping, or unencodable: nothing to validate
 	// What its rules cost in the last check (see celRevisionBudget); at most
@@ -88,13 +93,32 @@ const (
 	domainHelp = "must be a DNS subdomain: dot-separated DNS labels, at most 253 characters"
 )
 
-var (
-	kindRe  = regexp.MustCompile(`^[A-Z][A-Za-z0-9]{0,62}$`)
-	labelRe = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
-)
+// validKind reports whether s matches ^[A-Z][A-Za-z0-9]{0,62}$, and validLabel whether it
+// matches ^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$; by hand, because references are checked
+// per resource at ingest and a regexp costs several times more.
+func validKind(s string) bool {
+	if len(s) == 0 || len(s) > 63 || s[0] < 'A' || s[0] > 'Z' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
 
-func validKind(s string) bool  { return kindRe.MatchString(s) }
-func validLabel(s string) bool { return labelRe.MatchString(s) }
+func validLabel(s string) bool {
+	if len(s) == 0 || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 func validSubdomain(s string) bool {
 	if len(s) > 253 {
@@ -230,7 +254,7 @@ func decodeDocument(rd rawDoc, res *resourceDoc, sets metaSets) (document, []Val
 	d := &docDecoder{root: rd.root}
 	m := rd.value.(map[string]any)
 	top := path{}
-	d.strict(m, top, "apiVersion", "kind", "metadata", "spec")
+	d.strict(m, top, "apiVersion", "kind", "metadata", "dependsOn", "spec")
 
 	// The three identity fields are reported at the document's start when missing: there
 	// is no better line, and it is where a reader looks for them.
@@ -256,7 +280,7 @@ func decodeDocument(rd rawDoc, res *resourceDoc, sets metaSets) (document, []Val
 		doc.typ = d.decodeType(apiVersion, m, meta, name)
 		doc.typ.broken = len(d.errs) > 0
 	case kind != "":
-		d.decodeResource(res, sets, apiVersion, m, meta, name)
+		d.decodeResource(res, sets, apiVersion, kind, m, meta, name)
 		doc.res = res
 	}
 	return doc, d.errs
@@ -266,6 +290,9 @@ func (d *docDecoder) decodeType(apiVersion string, m, meta map[string]any, name 
 	t := &typeDoc{}
 	if apiVersion != "" && apiVersion != typeAPIVersion {
 		d.fail(path{"apiVersion"}, "must be %s for kind %s", typeAPIVersion, typeKind)
+	}
+	if _, present := m["dependsOn"]; present {
+		d.fail(path{"dependsOn"}, "a %s does not take dependsOn: only resources depend on others", typeKind)
 	}
 	metaPath := path{"metadata"}
 	d.strict(meta, metaPath, "name", "labels", "annotations")
@@ -428,7 +455,7 @@ func (d *docDecoder) decodeResync(t *typeDoc, spec map[string]any, specPath path
 	t.resync = &dur
 }
 
-func (d *docDecoder) decodeResource(r *resourceDoc, sets metaSets, apiVersion string, m, meta map[string]any, name string) {
+func (d *docDecoder) decodeResource(r *resourceDoc, sets metaSets, apiVersion, kind string, m, meta map[string]any, name string) {
 	*r = resourceDoc{}
 	if apiVersion != "" {
 		if _, _, ok := groupVersion(apiVersion); !ok {
@@ -455,6 +482,7 @@ func (d *docDecoder) decodeResource(r *resourceDoc, sets metaSets, apiVersion st
 	}
 	r.namespace = intern(namespace)
 	r.meta = sets.get(d.stringMap(meta, metaPath, "labels"), d.stringMap(meta, metaPath, "annotations"))
+	r.deps = d.dependsOn(m, graph.ID{Kind: kind, Namespace: namespace, Name: r.name})
 	spec, hasSpec := d.mapping(m, path{}, "spec")
 	_, present := field(m, "spec")
 	r.hasSpec, r.specBad = hasSpec, present && !hasSpec

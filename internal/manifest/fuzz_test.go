@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/trueup-dev/trueup/internal/graph"
 )
 
 // A resource of dbType, as the seeds pair them.
@@ -79,6 +81,8 @@ func FuzzLoad(f *testing.F) {
 	f.Add(celFuzzType, "apiVersion: example.com/v1\nkind: Policy\nmetadata: {name: p}\nspec: {min: 5, max: 3, engine: pg, ports: [{port: 80}, {port: 0}], labels: {a: x, b: \"\"}, big: 123456789012345678901234567890}\n")
 	f.Add(celFuzzType, "apiVersion: example.com/v1\nkind: Policy\nmetadata: {name: q}\nspec: {min: 1, max: 2, engine: {secretRef: {name: db, key: engine}}, ports: [{port: 1.5}]}\n")
 	f.Add(strings.Replace(celFuzzType, "self.min <= self.max", "self.min <=", 1), "apiVersion: example.com/v1\nkind: Policy\nmetadata: {name: r}\nspec: {}\n")
+	f.Add(celFuzzType, "apiVersion: example.com/v1\nkind: Policy\nmetadata: {name: p}\ndependsOn: [{kind: Policy, name: q}, {kind: Net, namespace: x, name: n}]\nspec: {min: '${{ Net/n.outputs.min }}', max: 3, engine: 'pg-${{ Policy/q.outputs.e }}', labels: {a: '$${{ x }}'}}\n---\napiVersion: example.com/v1\nkind: Policy\nmetadata: {name: q}\nspec: {ports: [{port: '${{ Policy/p.outputs.port }}'}]}\n")
+	f.Add(celFuzzType, "apiVersion: example.com/v1\nkind: Policy\nmetadata: {name: p}\ndependsOn: [{kind: Policy, name: p}, {kind: 1}, x]\nspec: {min: '${{ Policy/p.outputs.x }}', max: '${{ a', engine: '${{ Policy/q.outputs }}'}\n")
 	f.Add("", "")
 	f.Add("\t", "[")
 	f.Add("apiVersion: trueup.dev/v1\nkind: ResourceType\n", "!!binary aGVsbG8=\n")
@@ -174,6 +178,20 @@ func checkSet(t *testing.T, set *Set) {
 		}
 		if r.Labels == nil || r.Annotations == nil || r.Namespace == "" || r.Name == "" || r.Line < 1 {
 			t.Fatalf("incomplete resource %+v", r)
+		}
+		// DependsOn is what Dependencies makes of the resource's spec and explicit targets.
+		self := graph.ID{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}
+		var explicit []graph.ID
+		for i, d := range r.DependsOn {
+			if i > 0 && compareIDs(r.DependsOn[i-1].Target, d.Target) >= 0 || sameID(d.Target, self) || d.Target.Namespace == "" {
+				t.Fatalf("DependsOn not sorted, repeated or naming the resource: %+v", r.DependsOn)
+			}
+			if d.Explicit {
+				explicit = append(explicit, d.Target)
+			}
+		}
+		if deps, err := Dependencies(self, explicit, r.Spec); err != nil || !reflect.DeepEqual(deps, r.DependsOn) {
+			t.Fatalf("Dependencies = %+v, %v; DependsOn %+v", deps, err, r.DependsOn)
 		}
 	}
 }

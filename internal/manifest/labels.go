@@ -110,10 +110,14 @@ func jsonString(s string, i int) (string, int) {
 type metaKey struct {
 	apiVersion sym
 	meta       *resourceMeta
+	dependsOn  string // docDeps.key: canonical JSON of the dependsOn targets, "" when none
 }
 
 // metaHasher computes MetaHash, the hex sha256 of the canonical JSON of
-// {apiVersion, labels, annotations, file}. It is not cached with the documents: resources
+// {apiVersion, labels, annotations, file} and, when the resource has dependsOn entries,
+// dependsOn (its targets sorted, namespaces filled in): an edit of dependsOn alone is a
+// change of metadata, and resources without it keep the hash they had before dependsOn
+// existed. It is not cached with the documents: resources
 // of one file mostly share all of these, so a memo per file makes it cheap, and the
 // resources sharing a hash share its string too.
 type metaHasher struct {
@@ -141,6 +145,10 @@ func (h *metaHasher) hash(file string, k metaKey) string {
 	b = appendSet(b, annotations)
 	b = append(b, `,"apiVersion":`...)
 	b = appendJSONString(b, k.apiVersion.String())
+	if k.dependsOn != "" {
+		b = append(b, `,"dependsOn":`...)
+		b = append(b, k.dependsOn...)
+	}
 	b = append(b, `,"file":`...)
 	b = appendJSONString(b, file)
 	b = append(b, `,"labels":`...)

@@ -3,6 +3,8 @@ package manifest
 import (
 	"reflect"
 	"testing"
+
+	"github.com/trueup-dev/trueup/internal/graph"
 )
 
 // Label values that encoding/json escapes, or might be thought to.
@@ -26,11 +28,13 @@ func TestMetaHashMatchesEncodingJSON(t *testing.T) {
 		name                string
 		apiVersion, file    string
 		labels, annotations map[string]string
+		dependsOn           []graph.ID
 	}{
-		{"plain", "example.com/v1", "apps/db.yaml", map[string]string{"team": "a", "tier": "gold"}, nil},
-		{"empty", "example.com/v1", "db.yaml", nil, nil},
-		{"tricky", "example.com/v1", `dir "q"/ü<&>.yaml`, trickyStrings, trickyStrings},
-		{"annotations only", "x.example.com/v1beta1", "a.json", nil, map[string]string{"note": "x"}},
+		{"plain", "example.com/v1", "apps/db.yaml", map[string]string{"team": "a", "tier": "gold"}, nil, nil},
+		{"empty", "example.com/v1", "db.yaml", nil, nil, nil},
+		{"tricky", "example.com/v1", `dir "q"/ü<&>.yaml`, trickyStrings, trickyStrings, nil},
+		{"annotations only", "x.example.com/v1beta1", "a.json", nil, map[string]string{"note": "x"}, nil},
+		{"dependsOn", "example.com/v1", "db.yaml", nil, nil, []graph.ID{{Kind: "Network", Namespace: "prod", Name: "core"}, {Kind: "Vpc", Namespace: "ü\"", Name: "x"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -41,17 +45,27 @@ func TestMetaHashMatchesEncodingJSON(t *testing.T) {
 				}
 				return m
 			}
-			canon, err := marshalCanonical(map[string]any{
+			whole := map[string]any{
 				"apiVersion":  tt.apiVersion,
 				"labels":      orEmpty(tt.labels),
 				"annotations": orEmpty(tt.annotations),
 				"file":        tt.file,
-			})
+			}
+			var deps string
+			if tt.dependsOn != nil {
+				var list []map[string]string
+				for _, id := range tt.dependsOn {
+					list = append(list, map[string]string{"kind": id.Kind, "namespace": id.Namespace, "name": id.Name})
+				}
+				whole["dependsOn"] = list
+				deps = encodeIDs(tt.dependsOn)
+			}
+			canon, err := marshalCanonical(whole)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var h metaHasher
-			key := metaKey{intern(tt.apiVersion), metaSets{}.get(tt.labels, tt.annotations)}
+			key := metaKey{intern(tt.apiVersion), metaSets{}.get(tt.labels, tt.annotations), deps}
 			if got := h.hash(tt.file, key); got != hashJSON(canon) {
 				t.Errorf("hash of %s differs from encoding/json's", canon)
 			}

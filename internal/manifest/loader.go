@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/sources"
 )
 
@@ -434,7 +435,14 @@ func (ld *load) resources(docs []placed, infos map[string]*typeInfo) ([]Resource
 	if len(ld.errs) > 0 {
 		return nil, nil
 	}
-	return setResources(items)
+	resources, transitions := setResources(items)
+	// Last: a cycle is a problem of the revision as a whole, and only a set otherwise
+	// valid has every dependency known.
+	if errs := CycleErrors(graphNodes(resources)); errs != nil {
+		ld.errs = append(ld.errs, errs...)
+		return nil, nil
+	}
+	return resources, transitions
 }
 
 // match finds each resource's schema and reports the problems that need the whole
@@ -506,7 +514,7 @@ func setResources(items []resourceAt) ([]Resource, []transitionCheck) {
 	var meta metaHasher
 	for i := range items {
 		p, r := items[i].p, items[i].p.doc.res
-		items[i].metaHash = meta.hash(p.file, metaKey{p.doc.apiVersion, r.meta})
+		items[i].metaHash = meta.hash(p.file, metaKey{p.doc.apiVersion, r.meta, r.deps.metaKey()})
 	}
 	// Sorted here rather than as Resources, which are several times larger to move.
 	slices.SortFunc(items, func(a, b resourceAt) int {
@@ -549,6 +557,7 @@ func setResources(items []resourceAt) ([]Resource, []transitionCheck) {
 			Spec:        json.RawMessage(r.specJSON),
 			SpecHash:    hexHash(r.specHash),
 			MetaHash:    it.metaHash,
+			DependsOn:   r.deps.dependencies(),
 			File:        p.file,
 			Line:        p.doc.line,
 		})
@@ -595,7 +604,7 @@ func (ld *load) checkStale(items []resourceAt, stale []int) {
 		// schemas are read-only, so spread it over the CPUs.
 		parallel(len(jobs), func(i int) {
 			if j := &jobs[i]; !j.skip {
-				j.problems = check(j.p.doc.res, j.spec, j.cs, ld)
+				j.problems = check(j.p.doc.res, j.p.doc.kind, j.spec, j.cs, ld)
 			}
 		})
 		// Locating problems may parse files again: in file order too.
@@ -619,10 +628,11 @@ func (ld *load) spec(p placed) any {
 }
 
 // check applies cs's defaults to r's spec, validates it and records the stored form in r,
-// where it stays valid for as long as the schema does. spec is the spec as written, or nil
-// to take it from r. It returns the problems found, which still need lines. ld counts what
-// the rules cost (celRevisionBudget); nil, no budget for the revision.
-func check(r *resourceDoc, spec any, cs *compiledSchema, ld *load) []schemaProblem {
+// where it stays valid for as long as the schema does, with the dependencies its output
+// references imply. kind is r's. spec is the spec as written, or nil to take it from r. It
+// returns the problems found, which still need lines. ld counts what the rules cost
+// (celRevisionBudget); nil, no budget for the revision.
+func check(r *resourceDoc, kind sym, spec any, cs *compiledSchema, ld *load) []schemaProblem {
 	var canon string // the stored form, when it is known before applying defaults
 	switch {
 	case spec != nil:
@@ -645,6 +655,11 @@ func check(r *resourceDoc, spec any, cs *compiledSchema, ld *load) []schemaProbl
 		problems = append(problems, secretRefProblems(v, specRoot)...)
 		problems = append(problems, refPlacementProblems(cs.doc, v, specRoot)...)
 	}
+	implied, refProblems := outputRefs(v, graph.ID{Kind: kind.String(), Namespace: r.namespace.String(), Name: r.name}, specRoot)
+	r.setImplied(implied)
+	// A rule reading a place that holds an output reference is skipped, as one reading a
+	// secret reference is: its value is known only once the dependency has outputs.
+	refs = refs || len(implied) > 0 || len(refProblems) > 0
 	checked := cs.id
 	r.celCost = 0
 	if len(problems) == 0 && cs.rules != nil && cs.rules.plain {
@@ -661,6 +676,7 @@ func check(r *resourceDoc, spec any, cs *compiledSchema, ld *load) []schemaProbl
 			}
 		}
 	}
+	problems = append(problems, refProblems...)
 	if changed || canon == "" {
 		b, err := marshalCanonical(v)
 		if err != nil {

@@ -122,7 +122,7 @@ type Resource struct {
 	Annotations map[string]string // never nil
 	Spec        json.RawMessage   // canonical JSON with schema defaults applied; "{}" when absent
 	SpecHash    string            // hex sha256 of Spec
-	MetaHash    string            // hex sha256 of canonical {apiVersion, labels, annotations, file}
+	MetaHash    string            // hex sha256 of canonical {apiVersion, labels, annotations, file[, dependsOn]}
 	// Sealed is the SOPS-encrypted file the resource came from, when its spec has encrypted
 	// fields (internal/sealed): Spec then holds markers in their place.
 	Sealed string

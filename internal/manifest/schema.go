@@ -228,6 +228,11 @@ func (cs *compiledSchema) validate(v any, base path) []schemaProblem {
 			if underSecretRef(v, e.InstanceLocation) {
 				return // a secret reference stands for whatever value the schema wants
 			}
+			if holdsOutputRef(walkPointer(v, strings.TrimPrefix(e.InstanceLocation, "/"), nil)) {
+				// So does an output reference, of any type: the resolved spec is
+				// validated again before the action is called.
+				return
+			}
 			sp := schemaProblem{path: pointerPath(base, v, e.InstanceLocation), msg: e.Message}
 			if m := extraProperty.FindStringSubmatch(e.Message); m != nil {
 				sp.at = sp.path.key(m[1])

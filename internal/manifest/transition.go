@@ -93,7 +93,7 @@ func (l *Loader) CheckTransitions(s *Set, old map[ResourceKey]json.RawMessage) e
 			errs = append(errs, revisionTooExpensive(l.revisionBudget))
 			break
 		}
-		refs := usesSecretRef(newV, 0) || usesSecretRef(oldV, 0)
+		refs := usesSecretRef(newV, 0) || usesSecretRef(oldV, 0) || usesOutputRef(newV, 0) || usesOutputRef(oldV, 0)
 		problems, cost := cs.rules.evalRules(newV, oldV, true, specRoot, true, refs)
 		spent += cost
 		if len(problems) == 0 {

@@ -51,6 +51,10 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed) {
 		a.op = "reconcile"
 	}
 	var resolved *store.Resolved
+	if c.Deleting && len(c.ResolvedSpec) > 0 {
+		// A delete gets the spec its last reconcile got: its dependencies may be going too.
+		c.Spec = c.ResolvedSpec
+	}
 	if err == nil && c.HasDeps && !c.Deleting {
 		// References to dependencies' outputs first: secrets are put back into the resolved spec.
 		var spec json.RawMessage
