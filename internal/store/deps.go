@@ -397,3 +397,73 @@ func (s *Store) StaleWaits(ctx context.Context, limit int) ([]int64, error) {
 	}
 	return ids, nil
 }
+
+// checkCycles refuses a revision that closes a dependency cycle through other sources'
+// resources (cycles within the revision were refused by the loader). Only a revision with an
+// edge leaving its own resources can close one: it takes the graph lock (held to the commit,
+// so two sources cannot each add half of a cycle) and reads the other sources' edges.
+func checkCycles(ctx context.Context, tx pgx.Tx, p ApplyParams) error {
+	own := make(map[graph.ID]bool, len(p.Set.Resources))
+	for i := range p.Set.Resources {
+		r := &p.Set.Resources[i]
+		own[graph.ID{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}.Key()] = true
+	}
+	external := false
+	for i := range p.Set.Resources {
+		for _, d := range p.Set.Resources[i].DependsOn {
+			external = external || !own[d.Target.Key()]
+		}
+	}
+	if !external {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext('trueup.graph'))"); err != nil {
+		return err
+	}
+	nodes := make([]manifest.GraphNode, 0, len(p.Set.Resources))
+	lines := map[string]bool{}
+	for i := range p.Set.Resources {
+		r := &p.Set.Resources[i]
+		n := manifest.GraphNode{ID: graph.ID{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}, File: r.File, Line: r.Line, Source: p.Source}
+		for _, d := range r.DependsOn {
+			n.Deps = append(n.Deps, d.Target)
+		}
+		nodes = append(nodes, n)
+		lines[fmt.Sprintf("%s:%d", r.File, r.Line)] = true
+	}
+	rows, err := tx.Query(ctx, `SELECT r.id, r.kind, r.namespace, r.name, r.source, r.file_path, r.file_line, e.dep_kind, e.dep_namespace, e.dep_name
+		FROM resource_edges e JOIN resources r ON r.id = e.resource_id WHERE r.source <> $1 ORDER BY r.id`, p.Source)
+	if err != nil {
+		return err
+	}
+	last := int64(-1)
+	for rows.Next() {
+		var id int64
+		var n manifest.GraphNode
+		var d graph.ID
+		if err := rows.Scan(&id, &n.ID.Kind, &n.ID.Namespace, &n.ID.Name, &n.Source, &n.File, &n.Line, &d.Kind, &d.Namespace, &d.Name); err != nil {
+			rows.Close()
+			return err
+		}
+		if id != last {
+			nodes = append(nodes, n)
+			last = id
+		}
+		nodes[len(nodes)-1].Deps = append(nodes[len(nodes)-1].Deps, d)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	var errs manifest.Errors
+	for _, e := range manifest.CycleErrors(nodes) {
+		// Each cycle is reported at its members in this revision (the message names all).
+		if lines[fmt.Sprintf("%s:%d", e.File, e.Line)] {
+			errs = append(errs, e)
+		}
+	}
+	if len(errs) > 0 {
+		return &ConflictError{Errors: errs}
+	}
+	return nil
+}

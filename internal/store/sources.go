@@ -279,6 +279,9 @@ func (s *Store) ApplyRevision(ctx context.Context, p ApplyParams) (ApplyResult, 
 		if err := checkConflicts(ctx, tx, p); err != nil {
 			return err
 		}
+		if err := checkCycles(ctx, tx, p); err != nil {
+			return err
+		}
 		if err := applyTypes(ctx, tx, p, &res); err != nil {
 			return err
 		}
