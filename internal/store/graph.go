@@ -379,25 +379,27 @@ func (s *Store) walkGraph(ctx context.Context, sc Scope, b *graphBuilder, root N
 	if w := sc.where("r.namespace", scopeArgs.add); w != "" {
 		scoped = " AND " + w
 	}
-	for _, dir := range []string{
+	for _, dir := range []struct {
+		down bool // following dependencies (else dependents)
+		sql  string
+	}{
 		// Dependencies of the frontier (which exist and are in scope).
-		`SELECT r.kind, r.namespace, r.name, e.dep_kind, e.dep_namespace, e.dep_name, e.explicit, e.outputs
+		{true, `SELECT r.kind, r.namespace, r.name, e.dep_kind, e.dep_namespace, e.dep_name, e.explicit, e.outputs
 		FROM unnest($1::text[], $2::text[], $3::text[]) f(ns, kind, name)
 		JOIN resources r ON r.namespace = f.ns AND lower(r.kind) = lower(f.kind) AND r.name = f.name` + scoped + `
-		JOIN resource_edges e ON e.resource_id = r.id`,
+		JOIN resource_edges e ON e.resource_id = r.id`},
 		// Dependents of the frontier.
-		`SELECT r.kind, r.namespace, r.name, e.dep_kind, e.dep_namespace, e.dep_name, e.explicit, e.outputs
+		{false, `SELECT r.kind, r.namespace, r.name, e.dep_kind, e.dep_namespace, e.dep_name, e.explicit, e.outputs
 		FROM unnest($1::text[], $2::text[], $3::text[]) f(ns, kind, name)
 		JOIN resource_edges e ON e.dep_namespace = f.ns AND lower(e.dep_kind) = lower(f.kind) AND e.dep_name = f.name
-		JOIN resources r ON r.id = e.resource_id` + scoped,
+		JOIN resources r ON r.id = e.resource_id` + scoped},
 	} {
-		down := strings.Contains(dir, "e.resource_id = r.id")
 		seen := map[string]bool{root.Key(): true}
 		frontier := []NodeRef{st.NodeRef}
 		for level := 0; len(frontier) > 0 && (depth <= 0 || level < depth); level++ {
 			args := append(params(nil), scopeArgs...)
 			args[0], args[1], args[2] = refColumns(frontier)
-			rows, err := s.pool.Query(ctx, dir, args...)
+			rows, err := s.pool.Query(ctx, dir.sql, args...)
 			if err != nil {
 				return fmt.Errorf("graph around %s: %w", root, err)
 			}
@@ -414,7 +416,7 @@ func (s *Store) walkGraph(ctx context.Context, sc Scope, b *graphBuilder, root N
 			for _, e := range found {
 				b.edge(e)
 				next := e.From
-				if down {
+				if dir.down {
 					next = e.To
 				}
 				if !seen[next.Key()] {
