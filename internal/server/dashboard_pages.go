@@ -370,7 +370,8 @@ type resourceData struct {
 	FileURL               string
 	Rev                   revision
 	APIPath               string
-	Ops                   opsView // operator commands (dashboard_operate.go)
+	Ops                   opsView        // operator commands (dashboard_operate.go)
+	Deps                  neighboursView // dependencies and dependents (dashboard_graph.go)
 }
 
 const historyLimit = 50
@@ -427,6 +428,11 @@ func (s *Server) resourcePage(w http.ResponseWriter, r *http.Request) {
 		d.Rev = makeRevision(repoURL, res.Source.Revision)
 		d.FileURL = fileLink(repoURL, res.Source.Revision, res.Source.Path, res.Source.Line)
 		d.Ops = resourceOps(r, res)
+		n, err := s.store.ResourceNeighbours(ctx, sc, res.Metadata.Namespace, res.Kind, res.Metadata.Name)
+		if s.pageFailed(w, r, err) {
+			return
+		}
+		d.Deps = makeNeighbours(n)
 	} else if len(hist) > 0 {
 		d.Kind = hist[0].Kind
 	}
@@ -469,7 +475,8 @@ type sourceData struct {
 	sourceView
 	Events    eventTable
 	Resources string
-	Ops       opsView // operator commands (dashboard_operate.go)
+	Ops       opsView   // operator commands (dashboard_operate.go)
+	Graph     graphView // the dependency graph (dashboard_graph.go)
 }
 
 // sourcePage answers GET /sources/{name}: revision, conditions and every validation error.
@@ -489,8 +496,12 @@ func (s *Server) sourcePage(w http.ResponseWriter, r *http.Request) {
 	if s.pageFailed(w, r, err) {
 		return
 	}
+	g, err := s.store.ResourceGraph(ctx, sc, store.GraphFilter{Source: src.Name, MaxNodes: maxSVGNodes})
+	if err != nil && !errors.Is(err, store.ErrGraphTooLarge) && s.pageFailed(w, r, err) {
+		return
+	}
 	d := sourceData{sourceView: makeSourceView(src, counts, 0), Events: makeEvents(evs, true), Resources: listPath("source", src.Name),
-		Ops: s.sourceOps(r, src)}
+		Ops: s.sourceOps(r, src), Graph: makeGraphView(g, err)}
 	s.render(w, r, http.StatusOK, "source.html", layout{Title: "Source " + src.Name, Nav: "sources", Watch: "source:" + src.Name,
 		WatchURL: "/api/v1/watch?" + url.Values{"source": {src.Name}}.Encode(), Page: d})
 }

@@ -376,6 +376,16 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 		t.Fatalf("lease: %v %v", ok, err)
 	}
 
+	// q000 depends on q001 (through a reference) and on a Secret that does not exist.
+	if _, err := st.Pool().Exec(ctx, `INSERT INTO resource_edges (resource_id, dep_namespace, dep_kind, dep_name, explicit, outputs)
+		SELECT id, 'beta', 'queue', 'q001', false, '{endpoint}'::text[] FROM resources WHERE name = 'q000'
+		UNION ALL SELECT id, 'alpha', 'Secret', 'creds', true, '{}'::text[] FROM resources WHERE name = 'q000'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool().Exec(ctx, `UPDATE resources SET resolved_spec = '{"size": 0, "url": "q001:5432"}' WHERE name = 'q000'`); err != nil {
+		t.Fatal(err)
+	}
+
 	var page struct{ Continue string }
 	get(t, hs.URL+"/api/v1/resources?limit=1", &page)
 	res := "/api/v1/resources/alpha/Queue/q000"
@@ -405,6 +415,14 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 		{"GET", res + "/events", 200},
 		{"GET", "/api/v1/events", 200},
 		{"GET", "/api/v1/events?source=main&kind=queue&limit=5", 200},
+		{"GET", "/api/v1/graph", 200},
+		{"GET", "/api/v1/graph?source=main", 200},
+		{"GET", "/api/v1/graph?namespace=beta", 200},
+		{"GET", "/api/v1/graph?resource=queue/beta/q001&depth=1", 200},
+		{"GET", "/api/v1/graph?source=nope", 404},
+		{"GET", "/api/v1/graph?resource=Queue/alpha/nope", 404},
+		{"GET", "/api/v1/graph?resource=Queue/q000", 400},
+		{"GET", "/api/v1/graph?depth=2", 400},
 		{"GET", "/api/v1/replicas", 200},
 		{"GET", "/api/v1/watch?since=x", 400},
 		{"GET", "/api/v1/openapi.json", 200},
@@ -438,7 +456,7 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 	dhs := httptest.NewServer(dead.Handler())
 	t.Cleanup(func() { dead.Stop(); dhs.Close() })
 	for _, p := range []string{"/readyz", "/api/v1/sources", "/api/v1/sources/main", "/api/v1/resourcetypes", "/api/v1/resourcetypes/queue",
-		"/api/v1/resources", res, res + "/history", res + "/events", "/api/v1/events", "/api/v1/replicas", "/api/v1/watch",
+		"/api/v1/resources", res, res + "/history", res + "/events", "/api/v1/events", "/api/v1/graph", "/api/v1/replicas", "/api/v1/watch",
 		"/", "/resources", "/resources/alpha/Queue/q000", "/sources", "/sources/main"} {
 		checkAnswer(t, d, dhs.URL, apiCall{"GET", p, 503})
 	}

@@ -157,6 +157,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/v1/resources/{namespace}/{kind}/{name}/history", s.resourceHistory)
 	m.HandleFunc("GET /api/v1/resources/{namespace}/{kind}/{name}/events", s.resourceEvents)
 	m.HandleFunc("GET /api/v1/events", s.listEvents)
+	m.HandleFunc("GET /api/v1/graph", s.graph)
 	m.Handle("GET /api/v1/replicas", adminOnly(http.HandlerFunc(s.listReplicas)))
 	m.Handle("GET /api/v1/watch", s.watchers.wrap(http.HandlerFunc(s.watch)))
 	m.HandleFunc("GET /api/v1/openapi.json", s.openapi)
@@ -428,14 +429,6 @@ func (s *Server) listResources(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"items": nonNil(items), "continue": next})
-}
-
-func (s *Server) getResource(w http.ResponseWriter, r *http.Request) {
-	res, err := s.store.GetResourceIn(r.Context(), scope(r), r.PathValue("namespace"), r.PathValue("kind"), r.PathValue("name"))
-	if s.fail(w, err) {
-		return
-	}
-	writeJSON(w, http.StatusOK, res)
 }
 
 // resourceHistory answers for resources that are gone too: history outlives the row.

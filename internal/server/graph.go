@@ -1,0 +1,178 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/trueup-dev/trueup/internal/store"
+)
+
+// The dependency views of the API (DESIGN §4, Dependencies): a resource's dependsOn,
+// dependents and resolved spec on GET /api/v1/resources/{namespace}/{kind}/{name}, and
+// GET /api/v1/graph. The list endpoint leaves them out: it stays one statement per page.
+
+// maxGraphNodes bounds GET /api/v1/graph; a larger graph answers 400 and asks for a filter.
+const maxGraphNodes = 10000
+
+// resourceAnswer is one resource with its neighbours. Status shadows the embedded
+// Resource's, to carry resolvedSpec.
+type resourceAnswer struct {
+	store.Resource
+	Status     resourceStatusAnswer `json:"status"`
+	DependsOn  []dependencyAnswer   `json:"dependsOn"`
+	Dependents []dependentAnswer    `json:"dependents"`
+}
+
+type resourceStatusAnswer struct {
+	store.ResourceStatus
+	// ResolvedSpec is the spec as last called, output references resolved; secrets stay
+	// references or markers. Absent until the first call.
+	ResolvedSpec json.RawMessage `json:"resolvedSpec,omitempty"`
+}
+
+// dependencyAnswer has Phase, Source and Ready when the dependency exists, else Missing.
+type dependencyAnswer struct {
+	Kind      string   `json:"kind"`
+	Namespace string   `json:"namespace"`
+	Name      string   `json:"name"`
+	Explicit  bool     `json:"explicit"`
+	Outputs   []string `json:"outputs"`
+	Phase     string   `json:"phase,omitempty"`
+	Source    string   `json:"source,omitempty"`
+	Ready     *bool    `json:"ready,omitempty"`
+	Missing   bool     `json:"missing,omitempty"`
+}
+
+type dependentAnswer struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Phase     string `json:"phase"`
+}
+
+func makeResourceAnswer(res store.Resource, n store.Neighbours) resourceAnswer {
+	a := resourceAnswer{Resource: res, Status: resourceStatusAnswer{ResourceStatus: res.Status, ResolvedSpec: n.ResolvedSpec},
+		DependsOn: make([]dependencyAnswer, 0, len(n.DependsOn)), Dependents: make([]dependentAnswer, 0, len(n.Dependents))}
+	for _, d := range n.DependsOn {
+		da := dependencyAnswer{Kind: d.Kind, Namespace: d.Namespace, Name: d.Name, Explicit: d.Explicit, Outputs: nonNil(d.Outputs)}
+		if d.Exists {
+			ready := d.Ready
+			da.Phase, da.Source, da.Ready = d.Phase, d.Source, &ready
+		} else {
+			da.Missing = true
+		}
+		a.DependsOn = append(a.DependsOn, da)
+	}
+	for _, d := range n.Dependents {
+		a.Dependents = append(a.Dependents, dependentAnswer{Kind: d.Kind, Namespace: d.Namespace, Name: d.Name, Phase: d.Phase})
+	}
+	return a
+}
+
+func (s *Server) getResource(w http.ResponseWriter, r *http.Request) {
+	ns, kind, name := r.PathValue("namespace"), r.PathValue("kind"), r.PathValue("name")
+	sc := scope(r)
+	res, err := s.store.GetResourceIn(r.Context(), sc, ns, kind, name)
+	if s.fail(w, err) {
+		return
+	}
+	n, err := s.store.ResourceNeighbours(r.Context(), sc, ns, kind, name)
+	if s.fail(w, err) {
+		return
+	}
+	writeJSON(w, http.StatusOK, makeResourceAnswer(res, n))
+}
+
+// graphAnswer is GET /api/v1/graph's answer. Nodes are named "Kind/namespace/name"; an edge
+// goes from the dependent to its dependency.
+type graphAnswer struct {
+	Nodes []graphNodeAnswer `json:"nodes"`
+	Edges []graphEdgeAnswer `json:"edges"`
+}
+
+type graphNodeAnswer struct {
+	ID        string `json:"id"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Phase     string `json:"phase,omitempty"`
+	Source    string `json:"source,omitempty"`
+	Ready     bool   `json:"ready"`
+	Missing   bool   `json:"missing,omitempty"`
+	External  bool   `json:"external,omitempty"`
+}
+
+type graphEdgeAnswer struct {
+	From     string   `json:"from"`
+	To       string   `json:"to"`
+	Explicit bool     `json:"explicit"`
+	Outputs  []string `json:"outputs"`
+}
+
+func makeGraphAnswer(g store.Graph) graphAnswer {
+	a := graphAnswer{Nodes: make([]graphNodeAnswer, 0, len(g.Nodes)), Edges: make([]graphEdgeAnswer, 0, len(g.Edges))}
+	for _, n := range g.Nodes {
+		a.Nodes = append(a.Nodes, graphNodeAnswer{ID: n.String(), Kind: n.Kind, Namespace: n.Namespace, Name: n.Name,
+			Phase: n.Phase, Source: n.Source, Ready: n.Ready, Missing: !n.Exists, External: n.External})
+	}
+	for _, e := range g.Edges {
+		a.Edges = append(a.Edges, graphEdgeAnswer{From: e.From.String(), To: e.To.String(), Explicit: e.Explicit, Outputs: nonNil(e.Outputs)})
+	}
+	return a
+}
+
+// graphFilter reads GET /api/v1/graph's parameters: source and namespace select a set of
+// resources; resource=KIND/NAMESPACE/NAME, with depth, a resource's surroundings instead.
+func graphFilter(r *http.Request) (store.GraphFilter, error) {
+	q := r.URL.Query()
+	f := store.GraphFilter{Source: q.Get("source"), Namespace: q.Get("namespace"), MaxNodes: maxGraphNodes}
+	if v := q.Get("resource"); v != "" {
+		parts := strings.Split(v, "/")
+		if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+			return f, fmt.Errorf("%w: resource must be KIND/NAMESPACE/NAME", store.ErrBadRequest)
+		}
+		if f.Source != "" || f.Namespace != "" {
+			return f, fmt.Errorf("%w: resource selects a graph of its own: leave out source and namespace", store.ErrBadRequest)
+		}
+		f.Root = &store.NodeRef{Kind: parts[0], Namespace: parts[1], Name: parts[2]}
+	}
+	if v := q.Get("depth"); v != "" {
+		d, err := strconv.Atoi(v)
+		if err != nil || d < 0 || f.Root == nil {
+			return f, fmt.Errorf("%w: depth must be a number from 0 (no limit) up, with resource", store.ErrBadRequest)
+		}
+		f.Depth = d
+	}
+	return f, nil
+}
+
+func (s *Server) graph(w http.ResponseWriter, r *http.Request) {
+	f, err := graphFilter(r)
+	if s.fail(w, err) {
+		return
+	}
+	sc := scope(r)
+	if f.Source != "" {
+		ok, err := s.store.SourceVisible(r.Context(), sc, f.Source)
+		if s.fail(w, err) {
+			return
+		}
+		if !ok {
+			writeError(w, http.StatusNotFound, "source "+f.Source+": "+store.ErrNotFound.Error())
+			return
+		}
+	}
+	g, err := s.store.ResourceGraph(r.Context(), sc, f)
+	if errors.Is(err, store.ErrGraphTooLarge) {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("the graph has more than %d resources: narrow it with source, namespace or resource", maxGraphNodes))
+		return
+	}
+	if s.fail(w, err) {
+		return
+	}
+	writeJSON(w, http.StatusOK, makeGraphAnswer(g))
+}
