@@ -76,12 +76,18 @@ spec:
   database: "postgres://${{ Database/orders.outputs.endpoint }}/orders"
   note: "$${{ literal }}"
 `,
-		"manifests/other.yaml": `apiVersion: example.com/v1
-kind: Network
-metadata: {name: other, namespace: prod}
-spec: {cidr: "192.168.0.0/24"}
-`,
+		// Unrelated resources: they never run again, and removing the chain stays under
+		// the prune guard's half.
+		"manifests/other.yaml": others(4),
 	}
+}
+
+func others(n int) string {
+	var docs []string
+	for i := range n {
+		docs = append(docs, fmt.Sprintf("apiVersion: example.com/v1\nkind: Network\nmetadata: {name: other%d, namespace: prod}\nspec: {cidr: \"192.168.%d.0/24\"}\n", i, i))
+	}
+	return strings.Join(docs, "---\n")
 }
 
 // TestProcsDependencies runs the real binary on Network ← Database ← App (plus an unrelated
@@ -113,7 +119,7 @@ func TestProcsDependencies(t *testing.T) {
 			return true, ""
 		}
 	}
-	w.eventually(60*time.Second, "all Ready", allReady(map[string]int64{"Network/core": 1, "Database/orders": 1, "App/web": 1, "Network/other": 1}))
+	w.eventually(60*time.Second, "all Ready", allReady(map[string]int64{"Network/core": 1, "Database/orders": 1, "App/web": 1, "Network/other0": 1, "Network/other3": 1}))
 
 	calls := w.calls()
 	span := func(cs []procCall, id string) (start, end int64) {
