@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -257,5 +258,44 @@ func TestDecideWait(t *testing.T) {
 		if d.Blocked != tt.blocked || len(d.Rerun) != tt.rerun {
 			t.Errorf("%s: blocked %v rerun %v", tt.name, d.Blocked, d.Rerun)
 		}
+	}
+}
+
+func TestCrossSourceCycleRefused(t *testing.T) {
+	st := openTest(t)
+	ctx := context.Background()
+	for _, s := range []string{"a", "b"} {
+		if err := st.RegisterSource(ctx, SourceConfig{Name: s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	one := func(kind, dep string) *manifest.Set {
+		r := manifest.Resource{APIVersion: "example.com/v1", Kind: kind, Namespace: "prod", Name: "x", Labels: map[string]string{},
+			Annotations: map[string]string{}, Spec: json.RawMessage(`{}`), SpecHash: "{}", MetaHash: "m", File: strings.ToLower(kind) + ".yaml", Line: 3}
+		if dep != "" {
+			r.DependsOn = []manifest.Dependency{{Target: graph.ID{Kind: dep, Namespace: "prod", Name: "x"}, Explicit: true}}
+		}
+		return &manifest.Set{Resources: []manifest.Resource{r}}
+	}
+	if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "a", Revision: "a1", Set: one("Network", "Database")}); err != nil {
+		t.Fatal(err)
+	}
+	// Source b closes the cycle: refused, naming its member and the other source's.
+	_, err := st.ApplyRevision(ctx, ApplyParams{Source: "b", Revision: "b1", Set: one("Database", "Network")})
+	var conflict *ConflictError
+	if !errors.As(err, &conflict) || len(conflict.Errors) != 1 {
+		t.Fatalf("err %v", err)
+	}
+	e := conflict.Errors[0]
+	if e.File != "database.yaml" || e.Line != 3 || !strings.Contains(e.Msg, "Network/prod/x (a/network.yaml:3)") {
+		t.Fatalf("error %+v", e)
+	}
+	var n int
+	if err := st.pool.QueryRow(ctx, `SELECT count(*) FROM resources WHERE source = 'b'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("b applied %d rows (%v)", n, err)
+	}
+	// Without the back edge it applies.
+	if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "b", Revision: "b2", Set: one("Database", "")}); err != nil {
+		t.Fatal(err)
 	}
 }
