@@ -30,6 +30,24 @@ type Observer interface {
 	Observe(ctx context.Context, req Request) (Observation, error)
 }
 
+// Planner is implemented by plugins that can say what a Reconcile would do without doing
+// it: pull-request previews ask every changed resource's action for a plan. It must cause no
+// side effect. A plugin whose backend does not implement plan for this call (an exec
+// command that exits with the documented code) returns ErrNoPlan.
+type Planner interface {
+	Plan(ctx context.Context, req Request) (Plan, error)
+}
+
+// Plan is what a Reconcile would do.
+type Plan struct {
+	Changes bool   // it would change something
+	Summary string // one line, e.g. "1 to add, 0 to change, 0 to destroy"
+	Text    string // the full plan, shown in previews (bounded by the caller)
+}
+
+// ErrNoPlan says the plugin cannot plan this call; a preview shows "no plan".
+var ErrNoPlan = errors.New("the action does not implement plan")
+
 // WithValidator is implemented by plugins that check a ResourceType's `with:` parameters at
 // ingest, so that a bad parameter rejects the commit instead of failing every reconcile.
 type WithValidator interface {
