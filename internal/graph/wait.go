@@ -33,7 +33,10 @@ const maxNamed = 5
 
 // Waiting names the dependencies that are not Ready, with why ("" when every one is):
 // "waiting for Network/prod/core (not found), Database/prod/orders (Failed: quota exceeded)".
-func Waiting(deps []Dep) string {
+// Why is told only for dependencies in ns, the dependent's namespace: who may read the
+// dependent may not read another namespace (an API scope), so a dependency there is only
+// "not Ready", whether it exists or not.
+func Waiting(ns string, deps []Dep) string {
 	var parts []string
 	n := 0
 	for _, d := range deps {
@@ -46,6 +49,8 @@ func Waiting(deps []Dep) string {
 		}
 		var why string
 		switch {
+		case d.Target.Namespace != ns:
+			why = "not Ready"
 		case !d.Exists:
 			why = "not found"
 		case d.Phase == "Deleting":
@@ -67,8 +72,10 @@ func Waiting(deps []Dep) string {
 	return s
 }
 
-// WaitingForDependents names the dependents a delete waits for (total may exceed len(ids)).
-func WaitingForDependents(ids []ID, total int) string {
+// WaitingForDependents names the dependents a delete waits for: ids are (some of) those in
+// the deleting resource's namespace, same how many there are, total how many in all.
+// Dependents in other namespaces are counted, never named (see Waiting).
+func WaitingForDependents(ids []ID, same, total int) string {
 	if total == 0 {
 		return ""
 	}
@@ -76,11 +83,17 @@ func WaitingForDependents(ids []ID, total int) string {
 	for _, id := range ids[:min(len(ids), maxNamed)] {
 		names = append(names, id.String())
 	}
-	s := "waiting for dependents to be deleted first: " + strings.Join(names, ", ")
-	if total > len(names) {
-		s += fmt.Sprintf(" and %d more", total-len(names))
+	var parts []string
+	if len(names) > 0 {
+		parts = append(parts, strings.Join(names, ", "))
 	}
-	return s
+	if same > len(names) {
+		parts = append(parts, fmt.Sprintf("%d more", same-len(names)))
+	}
+	if other := total - same; other > 0 {
+		parts = append(parts, fmt.Sprintf("%d in other namespaces", other))
+	}
+	return "waiting for dependents to be deleted first: " + strings.Join(parts, " and ")
 }
 
 // Inputs is what a dependent's spec took from its dependencies: per dependency that it

@@ -24,7 +24,7 @@ func TestWaiting(t *testing.T) {
 		{"deleting", []Dep{{Target: db, Exists: true, Phase: "Deleting"}}, "waiting for Database/prod/orders (being deleted)"},
 	}
 	for _, tt := range tests {
-		if got := Waiting(tt.deps); got != tt.want {
+		if got := Waiting("prod", tt.deps); got != tt.want {
 			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
 		}
 	}
@@ -32,13 +32,23 @@ func TestWaiting(t *testing.T) {
 	for i := range 7 {
 		many = append(many, Dep{Target: ID{"K", "ns", fmt.Sprint(i)}})
 	}
-	if got := Waiting(many); !strings.HasSuffix(got, "K/ns/4 (not found) and 2 more") {
+	if got := Waiting("ns", many); !strings.HasSuffix(got, "K/ns/4 (not found) and 2 more") {
 		t.Errorf("many: %q", got)
 	}
-	if got := WaitingForDependents([]ID{{"App", "prod", "web"}}, 1); got != "waiting for dependents to be deleted first: App/prod/web" {
+	if got := WaitingForDependents([]ID{{"App", "prod", "web"}}, 1, 1); got != "waiting for dependents to be deleted first: App/prod/web" {
 		t.Errorf("dependents: %q", got)
 	}
-	if got := WaitingForDependents(nil, 0); got != "" {
+	if got := WaitingForDependents([]ID{{"App", "prod", "web"}}, 7, 9); got != "waiting for dependents to be deleted first: App/prod/web and 6 more and 2 in other namespaces" {
+		t.Errorf("dependents: %q", got)
+	}
+	if got := WaitingForDependents(nil, 0, 3); got != "waiting for dependents to be deleted first: 3 in other namespaces" {
+		t.Errorf("dependents elsewhere: %q", got)
+	}
+	// Another namespace's dependency tells nothing of its state.
+	if got := Waiting("app", []Dep{{Target: ID{"Database", "data", "orders"}, Exists: true, Phase: "Failed", Message: "quota"}, {Target: ID{"Database", "data", "gone"}}}); got != "waiting for Database/data/orders (not Ready), Database/data/gone (not Ready)" {
+		t.Errorf("other namespace: %q", got)
+	}
+	if got := WaitingForDependents(nil, 0, 0); got != "" {
 		t.Errorf("no dependents: %q", got)
 	}
 }

@@ -82,7 +82,15 @@ func DependencyCycles(nodes []GraphNode) [][]int {
 // When the cycle spans sources, the members of a source other than the error's own
 // member's are shown as (source/file:line). A cycle of more than 20 members lists its
 // first and last ten.
-func CycleErrors(nodes []GraphNode) Errors {
+func CycleErrors(nodes []GraphNode) Errors { return cycleErrors(nodes, nil) }
+
+// CycleErrorsOf is CycleErrors keeping only the errors of members declared by source (the
+// one being applied): each message still lists the whole cycle.
+func CycleErrorsOf(nodes []GraphNode, source string) Errors {
+	return cycleErrors(nodes, func(n *GraphNode) bool { return n.Source == source })
+}
+
+func cycleErrors(nodes []GraphNode, keep func(*GraphNode) bool) Errors {
 	var errs Errors
 	for _, c := range DependencyCycles(nodes) {
 		spans := false
@@ -90,6 +98,9 @@ func CycleErrors(nodes []GraphNode) Errors {
 			spans = spans || nodes[i].Source != nodes[c[0]].Source
 		}
 		for _, m := range c {
+			if keep != nil && !keep(&nodes[m]) {
+				continue
+			}
 			errs = append(errs, ValidationError{File: nodes[m].File, Line: nodes[m].Line, Path: "dependsOn",
 				Msg: cycleMessage(nodes, c, m, spans)})
 		}

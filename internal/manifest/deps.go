@@ -161,6 +161,14 @@ func holdsOutputRef(v any) bool {
 	return err != nil || len(refs) > 0
 }
 
+// wholeOutputRef reports whether v is a string that is exactly one output reference (or a
+// malformed one, reported on its own): it takes the output's value, of any type.
+func wholeOutputRef(v any) bool {
+	s, _ := v.(string)
+	refs, err := graph.Parse(s, "default")
+	return err != nil || graph.Whole(s, refs)
+}
+
 // usesOutputRef reports whether any string in v holds an output reference.
 func usesOutputRef(v any, depth int) bool {
 	if depth > maxDepth {

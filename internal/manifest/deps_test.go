@@ -299,7 +299,7 @@ x-trueup-validations:
 	}{
 		{"integer holding a whole reference", "port: " + ref, nil},
 		{"integer holding text", "port: abc", []string{"w.yaml:5: spec.port: expected integer, but got string"}},
-		{"integer holding an interpolation", "port: '1${{ Network/core.outputs.v }}'", nil},
+		{"integer holding an interpolation", "port: '1${{ Network/core.outputs.v }}'", []string{"w.yaml:5: spec.port: expected integer, but got string (a reference inside a longer string is interpolated as text: only a string that is exactly one reference takes the output's type)"}},
 		{"enum holding a reference", "mode: " + ref, nil},
 		{"enum holding something else", "mode: c", []string{`w.yaml:5: spec.mode: value must be one of "a", "b"`}},
 		{"format, pattern and maxLength", "host: 'db-${{ Network/core.outputs.v }}.example.com'", nil},

@@ -228,12 +228,18 @@ func (cs *compiledSchema) validate(v any, base path) []schemaProblem {
 			if underSecretRef(v, e.InstanceLocation) {
 				return // a secret reference stands for whatever value the schema wants
 			}
-			if holdsOutputRef(walkPointer(v, strings.TrimPrefix(e.InstanceLocation, "/"), nil)) {
+			if node := walkPointer(v, strings.TrimPrefix(e.InstanceLocation, "/"), nil); holdsOutputRef(node) &&
+				(wholeOutputRef(node) || !strings.HasSuffix(e.KeywordLocation, "/type")) {
 				// So does an output reference, of any type: the resolved spec is
-				// validated again before the action is called.
+				// validated again before the action is called. A reference inside a longer
+				// string is interpolated as text, so that string can never be of another
+				// type: the type check stays.
 				return
 			}
 			sp := schemaProblem{path: pointerPath(base, v, e.InstanceLocation), msg: e.Message}
+			if holdsOutputRef(walkPointer(v, strings.TrimPrefix(e.InstanceLocation, "/"), nil)) {
+				sp.msg += " (a reference inside a longer string is interpolated as text: only a string that is exactly one reference takes the output's type)"
+			}
 			if m := extraProperty.FindStringSubmatch(e.Message); m != nil {
 				sp.at = sp.path.key(m[1])
 			}

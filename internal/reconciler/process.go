@@ -59,6 +59,15 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed) {
 		// References to dependencies' outputs first: secrets are put back into the resolved spec.
 		var spec json.RawMessage
 		spec, resolved, err = r.resolve(ctx, c)
+		if errors.Is(err, errNotReady) {
+			r.release([]store.Claimed{c})
+			rctx, cancel := context.WithTimeout(shutdown, 10*time.Second)
+			if rerr := r.store.RefreshDependencies(rctx, []int64{c.ID}); rerr != nil {
+				r.log.Warn("refresh a dependent given back", "resource", c.Namespace+"/"+c.Kind+"/"+c.Name, "err", rerr)
+			}
+			cancel()
+			return
+		}
 		if err == nil {
 			c.Spec = spec
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -12,8 +13,13 @@ import (
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/store"
 )
+
+// errNotReady: a dependency stopped being Ready between the claim and the call. The item is
+// given back without a result, to wait like any other.
+var errNotReady = errors.New("dependencies are not Ready")
 
 // resolve puts the outputs of c's dependencies in place of the references in its spec
 // (DESIGN §4, Dependencies) and validates the result against the type's schema. The
@@ -25,9 +31,9 @@ func (r *Reconciler) resolve(ctx context.Context, c store.Claimed) (json.RawMess
 	if err != nil {
 		return nil, nil, err
 	}
-	if w := graph.Waiting(deps); w != "" {
+	if w := graph.Waiting(c.Namespace, deps); w != "" {
 		// A dependency moved between the claim and now: not this resource's failure.
-		return nil, nil, fmt.Errorf("dependencies are not Ready: %s", w)
+		return nil, nil, fmt.Errorf("%w: %s", errNotReady, w)
 	}
 	// The inputs are recorded also when resolving fails: a change of the outputs it lacked
 	// runs the resource again.
@@ -72,6 +78,13 @@ func resolveSpec(spec json.RawMessage, ns string, deps []graph.Dep, typeSpec jso
 		for _, m := range missing {
 			problems = append(problems, fmt.Sprintf("%s: %s: %s", p, m.Ref, m.Why))
 		}
+		if len(missing) == 0 && smuggles(out, 0) {
+			// An output is data, never a secret reference or an encrypted field's marker:
+			// those are put back from the resource's own source after resolution, and an
+			// output (which another source, or the outside, controls) must not name one.
+			problems = append(problems, fmt.Sprintf("%s: %s: the output holds a secretRef or an encrypted-field marker, which an output may not bring", p, s))
+			return s
+		}
 		from[p] = s
 		return out
 	})
@@ -105,6 +118,34 @@ func resolveSpec(spec json.RawMessage, ns string, deps []graph.Dep, typeSpec jso
 		return nil, actions.Terminalf("the resolved spec does not match the schema: %s", strings.Join(msgs, "; "))
 	}
 	return b, nil
+}
+
+// smuggles reports whether a resolved value holds what the reveal step would act on: an
+// object with a secretRef key, or a string holding an encrypted field's marker.
+func smuggles(v any, depth int) bool {
+	if depth > 64 {
+		return true
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		if _, ok := x["secretRef"]; ok {
+			return true
+		}
+		for _, e := range x {
+			if smuggles(e, depth+1) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if smuggles(e, depth+1) {
+				return true
+			}
+		}
+	case string:
+		return strings.Contains(x, sealed.MarkerPrefix)
+	}
+	return false
 }
 
 // refAt returns the reference string resolved at path, or at the closest path above or below

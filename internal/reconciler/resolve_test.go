@@ -15,7 +15,9 @@ func TestResolveSpec(t *testing.T) {
 		"lit":{"type":"string"},"password":{"type":"string"}}}}],"action":{"name":"a"}}`)
 	net := graph.ID{Kind: "Network", Namespace: "prod", Name: "core"}
 	deps := []graph.Dep{{Target: net, Exists: true, Ready: true, Outputs: []string{"subnetId", "port", "host", "tags"},
-		Values: map[string]any{"subnetId": "subnet-1", "port": float64(5432), "host": "db.internal", "tags": map[string]any{"a": "b"}, "name": "x"}}}
+		Values: map[string]any{"subnetId": "subnet-1", "port": float64(5432), "host": "db.internal", "tags": map[string]any{"a": "b"}, "name": "x",
+			"evil": map[string]any{"x": map[string]any{"secretRef": map[string]any{"name": "db", "key": "password"}}},
+			"marker": "*** sops:0123456789abcdef"}}}
 	tests := []struct {
 		name, spec, want, err string
 		terminal              bool
@@ -32,6 +34,10 @@ func TestResolveSpec(t *testing.T) {
 			err: "spec.subnet: ${{ Network/prod/core.outputs.nope }}: no output nope"},
 		{name: "resolved value the schema refuses names the reference", spec: `{"port":"${{ Network/core.outputs.host }}"}`, terminal: true,
 			err: `spec.port (from "${{ Network/core.outputs.host }}")`},
+		{name: "an output may not bring a secret reference", spec: `{"tags":"${{ Network/core.outputs.evil }}"}`, terminal: true,
+			err: "spec.tags: ${{ Network/core.outputs.evil }}: the output holds a secretRef"},
+		{name: "nor an encrypted field's marker", spec: `{"url":"x-${{ Network/core.outputs.marker }}"}`, terminal: true,
+			err: "encrypted-field marker"},
 		{name: "missing dependency", spec: `{"subnet":"${{ Network/other.outputs.subnetId }}"}`, terminal: true, err: "no outputs yet"},
 	}
 	for _, tt := range tests {

@@ -189,8 +189,13 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 // the store this costs one query.
 func (w *applyWriter) toRefresh(ctx context.Context, ins []int, res *ApplyResult) error {
 	ok, err := anyEdges(ctx, w.tx)
-	if err != nil || !ok {
+	if err != nil {
 		return err
+	}
+	if !ok {
+		// The last edge may have gone with this revision: what it left still needs telling.
+		res.Refresh = append(res.Refresh, w.refresh...)
+		return nil
 	}
 	affected := w.affected
 	if len(ins) > 0 {
@@ -300,16 +305,24 @@ func (w *applyWriter) edges(ctx context.Context, idx []int, ids []int64) error {
 			break
 		}
 	}
-	if !deps && len(ids) > 0 {
-		// Rewritten rows may have had edges: drop them (and refresh, to clear their conditions).
-		tag, err := w.tx.Exec(ctx, `DELETE FROM resource_edges WHERE resource_id = ANY($1::bigint[])`, ids)
+	if len(ids) > 0 {
+		// Rewritten rows may drop edges: their old targets (a delete waiting for them) and
+		// the rows themselves (their conditions) are refreshed after the commit.
+		old, err := dependenciesOf(ctx, w.tx, ids)
 		if err != nil {
 			return err
 		}
-		if tag.RowsAffected() > 0 {
-			w.refresh = append(w.refresh, ids...)
+		w.refresh = append(w.refresh, old...)
+		if !deps {
+			tag, err := w.tx.Exec(ctx, `DELETE FROM resource_edges WHERE resource_id = ANY($1::bigint[])`, ids)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() > 0 {
+				w.refresh = append(w.refresh, ids...)
+			}
+			return nil
 		}
-		return nil
 	}
 	if !deps {
 		return nil
@@ -373,6 +386,10 @@ func (w *applyWriter) update(ctx context.Context, rs []rewrite) error {
 	idx := make([]int, len(rs))
 	for k, u := range rs {
 		idx[k] = u.i
+		if u.restored {
+			// It may have waited for dependents: that condition goes (RefreshDependencies).
+			w.refresh = append(w.refresh, u.id)
+		}
 	}
 	if err := w.edges(ctx, idx, b.ids); err != nil {
 		return err

@@ -181,24 +181,51 @@ type WaitDecision struct {
 	Rerun []string
 }
 
-// DecideWait is the pure decision behind RefreshDependencies: deps are the resource's
-// dependencies (with their state and outputs), dependents the resources that depend on it
-// (read only when it is being deleted; total counts them all), inputs what its last call
-// took from its dependencies (graph.Inputs.Encode).
-func DecideWait(st status.State, gen int64, deleting bool, deps []graph.Dep, dependents []graph.ID, total int, inputs string, now time.Time) WaitDecision {
-	if deleting {
-		msg := graph.WaitingForDependents(dependents, total)
+// WaitInput is what DecideWait decides from: one resource and what it waits for.
+type WaitInput struct {
+	State      status.State
+	Generation int64
+	Namespace  string
+	Deleting   bool
+	Running    bool // leased: a call is under way
+	// Deps are its dependencies with their state and outputs (not read when deleting).
+	Deps []graph.Dep
+	// Dependents (read only when deleting): some of those in its namespace, how many there
+	// are there (Same), and in all (Total).
+	Dependents  []graph.ID
+	Same, Total int
+	// Inputs is what its last call took from its dependencies (graph.Inputs.Encode).
+	Inputs string
+}
+
+// DecideWait is the pure decision behind RefreshDependencies.
+func DecideWait(in WaitInput, now time.Time) WaitDecision {
+	st := in.State
+	if in.Deleting {
+		msg := graph.WaitingForDependents(in.Dependents, in.Same, in.Total)
 		return WaitDecision{Blocked: msg != "", State: status.Dependents(st, msg, now)}
 	}
-	if len(deps) == 0 {
+	// Not being deleted (any more: a restored manifest): nothing waits for dependents.
+	st.Conditions = status.Remove(slices.Clone(st.Conditions), status.DependentsDeleted)
+	if len(in.Deps) == 0 {
 		// No dependency (any more): nothing to wait for, nothing to show.
-		st.Conditions = status.Remove(slices.Clone(st.Conditions), status.DependenciesReady)
+		st.Conditions = status.Remove(st.Conditions, status.DependenciesReady)
 		return WaitDecision{State: st}
 	}
-	msg := graph.Waiting(deps)
-	d := WaitDecision{Blocked: msg != "", State: status.Dependencies(st, gen, false, msg, now)}
-	if !d.Blocked {
-		d.Rerun = graph.Changed(graph.DecodeInputs(inputs), graph.InputsOf(deps))
+	msg := graph.Waiting(in.Namespace, in.Deps)
+	next := status.Dependencies(st, in.Generation, false, msg, now)
+	if in.Running {
+		// A call is under way: its result sets phase and Reconciling; only say what the
+		// dependencies are now.
+		c, _ := status.Get(next.Conditions, status.DependenciesReady)
+		next = st
+		next.Conditions = status.Set(slices.Clone(st.Conditions), c, now)
+	}
+	d := WaitDecision{Blocked: msg != "", State: next}
+	if !d.Blocked && st.ObservedGeneration == in.Generation {
+		// Only a resource at its generation re-runs for its dependencies: one with a new
+		// generation pending runs anyway, as a spec change.
+		d.Rerun = graph.Changed(graph.DecodeInputs(in.Inputs), graph.InputsOf(in.Deps))
 	}
 	return d
 }
@@ -272,7 +299,7 @@ func refresh(ctx context.Context, tx pgx.Tx, ids []int64) error {
 			return err
 		}
 	}
-	dependents, totals, err := liveDependents(ctx, tx, deleting)
+	dependents, err := liveDependents(ctx, tx, deleting)
 	if err != nil {
 		return err
 	}
@@ -287,7 +314,9 @@ func refresh(ctx context.Context, tx pgx.Tx, ids []int64) error {
 		unblocked              bool
 	)
 	for _, w := range rs {
-		d := DecideWait(w.st, w.gen, w.deleting, deps[w.id], dependents[w.id], totals[w.id], w.inputs, now)
+		dd := dependents[w.id]
+		d := DecideWait(WaitInput{State: w.st, Generation: w.gen, Namespace: w.ns, Deleting: w.deleting, Running: w.leased,
+			Deps: deps[w.id], Dependents: dd.names, Same: dd.same, Total: dd.total, Inputs: w.inputs}, now)
 		changed := status.Differ(w.st, d.State)
 		if !changed && d.Blocked == w.blocked && len(d.Rerun) == 0 {
 			continue
@@ -346,34 +375,46 @@ func refresh(ctx context.Context, tx pgx.Tx, ids []int64) error {
 // maxNamedDependents bounds how many dependents are read per deleting resource.
 const maxNamedDependents = 5
 
-// liveDependents returns, per resource id being deleted, the first dependents (by identity)
-// and how many there are.
-func liveDependents(ctx context.Context, tx DB, ids []int64) (map[int64][]graph.ID, map[int64]int, error) {
-	names, totals := map[int64][]graph.ID{}, map[int64]int{}
+// dependentsOfRow is what a deleting row waits for: the first dependents in its namespace
+// (by identity), how many there are there, and in all.
+type dependentsOfRow struct {
+	names       []graph.ID
+	same, total int
+}
+
+// liveDependents reads, per resource id being deleted, the dependents that still exist.
+func liveDependents(ctx context.Context, tx DB, ids []int64) (map[int64]dependentsOfRow, error) {
+	out := map[int64]dependentsOfRow{}
 	if len(ids) == 0 {
-		return names, totals, nil
+		return out, nil
 	}
-	rows, err := tx.Query(ctx, `SELECT d.id, x.kind, x.namespace, x.name FROM resources d
+	rows, err := tx.Query(ctx, `SELECT d.id, x.kind, x.namespace, x.name, x.namespace = d.namespace FROM resources d
 		JOIN resource_edges e ON e.dep_namespace = d.namespace AND lower(e.dep_kind) = lower(d.kind) AND e.dep_name = d.name
 		JOIN resources x ON x.id = e.resource_id
 		WHERE d.id = ANY($1::bigint[]) AND x.id <> d.id
 		ORDER BY d.id, x.kind, x.namespace, x.name`, ids)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id int64
 		var x graph.ID
-		if err := rows.Scan(&id, &x.Kind, &x.Namespace, &x.Name); err != nil {
-			return nil, nil, err
+		var same bool
+		if err := rows.Scan(&id, &x.Kind, &x.Namespace, &x.Name, &same); err != nil {
+			return nil, err
 		}
-		totals[id]++
-		if len(names[id]) < maxNamedDependents {
-			names[id] = append(names[id], x)
+		d := out[id]
+		d.total++
+		if same {
+			d.same++
+			if len(d.names) < maxNamedDependents {
+				d.names = append(d.names, x)
+			}
 		}
+		out[id] = d
 	}
-	return names, totals, rows.Err()
+	return out, rows.Err()
 }
 
 // StaleWaits returns rows whose wait is out of date because a refresh was cut short (a
@@ -421,7 +462,6 @@ func checkCycles(ctx context.Context, tx pgx.Tx, p ApplyParams) error {
 		return err
 	}
 	nodes := make([]manifest.GraphNode, 0, len(p.Set.Resources))
-	lines := map[string]bool{}
 	for i := range p.Set.Resources {
 		r := &p.Set.Resources[i]
 		n := manifest.GraphNode{ID: graph.ID{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}, File: r.File, Line: r.Line, Source: p.Source}
@@ -429,7 +469,6 @@ func checkCycles(ctx context.Context, tx pgx.Tx, p ApplyParams) error {
 			n.Deps = append(n.Deps, d.Target)
 		}
 		nodes = append(nodes, n)
-		lines[fmt.Sprintf("%s:%d", r.File, r.Line)] = true
 	}
 	rows, err := tx.Query(ctx, `SELECT r.id, r.kind, r.namespace, r.name, r.source, r.file_path, r.file_line, e.dep_kind, e.dep_namespace, e.dep_name
 		FROM resource_edges e JOIN resources r ON r.id = e.resource_id WHERE r.source <> $1 ORDER BY r.id`, p.Source)
@@ -455,14 +494,8 @@ func checkCycles(ctx context.Context, tx pgx.Tx, p ApplyParams) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	var errs manifest.Errors
-	for _, e := range manifest.CycleErrors(nodes) {
-		// Each cycle is reported at its members in this revision (the message names all).
-		if lines[fmt.Sprintf("%s:%d", e.File, e.Line)] {
-			errs = append(errs, e)
-		}
-	}
-	if len(errs) > 0 {
+	// Each cycle is reported at its members in this revision (the message names all).
+	if errs := manifest.CycleErrorsOf(nodes, p.Source); len(errs) > 0 {
 		return &ConflictError{Errors: errs}
 	}
 	return nil

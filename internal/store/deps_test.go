@@ -234,33 +234,50 @@ func TestDecideWait(t *testing.T) {
 	now := time.Now()
 	net := graph.ID{Kind: "Network", Namespace: "prod", Name: "core"}
 	ready := status.State{Phase: status.PhaseReady, ObservedGeneration: 1, Conditions: []status.Condition{{Type: status.Ready, Status: status.True}}}
+	restored := status.NewGeneration(status.Dependents(ready, "waiting for dependents to be deleted first: App/prod/web", now), 2, now)
 	ran := graph.InputsOf([]graph.Dep{{Target: net, Exists: true, Ready: true, Outputs: []string{"id"}, Values: map[string]any{"id": "a"}}}).Encode()
+	dep := func(ready bool, v string) []graph.Dep {
+		d := graph.Dep{Target: net, Exists: true, Ready: ready, Outputs: []string{"id"}, Values: map[string]any{"id": v}}
+		if !ready {
+			d.Phase = "Reconciling"
+		}
+		return []graph.Dep{d}
+	}
 	tests := []struct {
-		name       string
-		st         status.State
-		deleting   bool
-		deps       []graph.Dep
-		dependents []graph.ID
-		inputs     string
-		blocked    bool
-		rerun      int
+		name    string
+		in      WaitInput
+		blocked bool
+		rerun   int
+		phase   string
+		deps    string // DependenciesReady status ("" when absent)
+		gone    bool   // DependentsDeleted absent
 	}{
-		{"no deps", ready, false, nil, nil, "", false, 0},
-		{"missing", status.Created(now), false, []graph.Dep{{Target: net}}, nil, "", true, 0},
-		{"ready, same output", ready, false, []graph.Dep{{Target: net, Exists: true, Ready: true, Outputs: []string{"id"}, Values: map[string]any{"id": "a"}}}, nil, ran, false, 0},
-		{"ready, output changed", ready, false, []graph.Dep{{Target: net, Exists: true, Ready: true, Outputs: []string{"id"}, Values: map[string]any{"id": "b"}}}, nil, ran, false, 1},
-		{"not ready, output changed: waits, no rerun yet", ready, false, []graph.Dep{{Target: net, Exists: true, Phase: "Reconciling", Outputs: []string{"id"}, Values: map[string]any{"id": "b"}}}, nil, ran, true, 0},
-		{"deleting with dependents", ready, true, nil, []graph.ID{net}, "", true, 0},
-		{"deleting alone", ready, true, nil, nil, "", false, 0},
+		{"no deps", WaitInput{State: ready, Generation: 1}, false, 0, status.PhaseReady, "", true},
+		{"missing", WaitInput{State: status.Created(now), Generation: 1, Namespace: "prod", Deps: []graph.Dep{{Target: net}}}, true, 0, status.PhasePending, status.False, true},
+		{"ready, same output", WaitInput{State: ready, Generation: 1, Namespace: "prod", Deps: dep(true, "a"), Inputs: ran}, false, 0, status.PhaseReady, status.True, true},
+		{"ready, output changed", WaitInput{State: ready, Generation: 1, Namespace: "prod", Deps: dep(true, "b"), Inputs: ran}, false, 1, status.PhaseReady, status.True, true},
+		{"output changed, but a new generation is pending: a spec change, not a rerun",
+			WaitInput{State: status.NewGeneration(ready, 2, now), Generation: 2, Namespace: "prod", Deps: dep(true, "b"), Inputs: ran}, false, 0, status.PhaseReconciling, status.True, true},
+		{"not ready, output changed: waits, no rerun yet", WaitInput{State: ready, Generation: 1, Namespace: "prod", Deps: dep(false, "b"), Inputs: ran}, true, 0, status.PhaseReady, status.False, true},
+		{"running: phase left to the result", WaitInput{State: status.State{Phase: status.PhaseReconciling, Conditions: status.Created(now).Conditions}, Generation: 1,
+			Namespace: "prod", Deps: dep(false, "a"), Running: true}, true, 0, status.PhaseReconciling, status.False, true},
+		{"deleting with dependents", WaitInput{State: ready, Generation: 1, Deleting: true, Dependents: []graph.ID{net}, Same: 1, Total: 1}, true, 0, status.PhaseDeleting, "", false},
+		{"deleting alone", WaitInput{State: ready, Generation: 1, Deleting: true}, false, 0, status.PhaseReady, "", true},
+		{"restored after waiting for dependents", WaitInput{State: restored, Generation: 2}, false, 0, restored.Phase, "", true},
 	}
 	for _, tt := range tests {
-		d := DecideWait(tt.st, 1, tt.deleting, tt.deps, tt.dependents, len(tt.dependents), tt.inputs, now)
-		if d.Blocked != tt.blocked || len(d.Rerun) != tt.rerun {
-			t.Errorf("%s: blocked %v rerun %v", tt.name, d.Blocked, d.Rerun)
+		d := DecideWait(tt.in, now)
+		c, ok := status.Get(d.State.Conditions, status.DependenciesReady)
+		got := ""
+		if ok {
+			got = c.Status
+		}
+		_, dd := status.Get(d.State.Conditions, status.DependentsDeleted)
+		if d.Blocked != tt.blocked || len(d.Rerun) != tt.rerun || d.State.Phase != tt.phase || got != tt.deps || dd == tt.gone {
+			t.Errorf("%s: blocked %v rerun %v phase %s DependenciesReady %q DependentsDeleted present %v", tt.name, d.Blocked, d.Rerun, d.State.Phase, got, dd)
 		}
 	}
 }
-
 func TestCrossSourceCycleRefused(t *testing.T) {
 	st := openTest(t)
 	ctx := context.Background()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -148,6 +149,7 @@ type Current struct {
 	Dirty              bool
 
 	hasDeps, hasDependents bool
+	outputs                []byte // read only when it has dependents
 }
 
 // Update is what a worker writes when it completes.
@@ -227,9 +229,10 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 			ids[i], toks[i] = it.ID, it.Token
 		}
 		rows, err := tx.Query(ctx, `SELECT r.id, r.phase, r.generation, r.observed_generation, r.conditions, r.deletion_timestamp IS NOT NULL, r.dirty,
-			  r.has_deps, EXISTS (SELECT 1 FROM resource_edges e
-			    WHERE e.dep_namespace = r.namespace AND lower(e.dep_kind) = lower(r.kind) AND e.dep_name = r.name)
-			FROM resources r JOIN unnest($1::bigint[], $2::uuid[]) AS x(id, tok) ON r.id = x.id AND r.lease_token = x.tok
+			  r.has_deps, hd.yes, CASE WHEN hd.yes THEN r.outputs END
+			FROM resources r JOIN unnest($1::bigint[], $2::uuid[]) AS x(id, tok) ON r.id = x.id AND r.lease_token = x.tok,
+			  LATERAL (SELECT EXISTS (SELECT 1 FROM resource_edges e
+			    WHERE e.dep_namespace = r.namespace AND lower(e.dep_kind) = lower(r.kind) AND e.dep_name = r.name) AS yes) hd
 			ORDER BY r.id FOR UPDATE OF r`, ids, toks)
 		if err != nil {
 			return err
@@ -239,7 +242,7 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 			var id int64
 			var c Current
 			var conds []byte
-			if err := rows.Scan(&id, &c.Phase, &c.Generation, &c.ObservedGeneration, &conds, &c.Deleting, &c.Dirty, &c.hasDeps, &c.hasDependents); err != nil {
+			if err := rows.Scan(&id, &c.Phase, &c.Generation, &c.ObservedGeneration, &conds, &c.Deleting, &c.Dirty, &c.hasDeps, &c.hasDependents, &c.outputs); err != nil {
 				rows.Close()
 				return err
 			}
@@ -269,7 +272,7 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 				continue
 			}
 			u := it.Fn(c)
-			if c.hasDependents && (u.Remove || u.Outputs != nil || u.Phase != c.Phase ||
+			if c.hasDependents && (u.Remove || (u.Outputs != nil && !sameOutputs(c.outputs, u.Outputs)) || u.Phase != c.Phase ||
 				graph.IsReady(c.Phase, c.Generation, c.ObservedGeneration, c.Deleting) != graph.IsReady(u.Phase, c.Generation, u.ObservedGeneration, c.Deleting)) {
 				moved = append(moved, it.ID)
 			}
@@ -325,6 +328,19 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 		return appendChanges(ctx, tx, changes)
 	})
 	return lost, refresh, err
+}
+
+// sameOutputs reports whether stored (jsonb) and outputs hold the same values.
+func sameOutputs(stored []byte, outputs map[string]any) bool {
+	b, err := json.Marshal(outputs)
+	if err != nil {
+		return false
+	}
+	var x, y any
+	if json.Unmarshal(stored, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
 }
 
 // updateResults writes the status part of completed results (one unnest statement).

@@ -305,16 +305,17 @@ func (s *Store) ApplyRevision(ctx context.Context, p ApplyParams) (ApplyResult, 
 }
 
 // requeueKind gives every live resource of kind a new generation (its type's action changed).
-func requeueKind(ctx context.Context, tx pgx.Tx, kind, revision string) error {
+// It returns the ids of the rows it requeued: their dependents wait again.
+func requeueKind(ctx context.Context, tx pgx.Tx, kind, revision string) ([]int64, error) {
 	rows, err := tx.Query(ctx, `SELECT id FROM resources WHERE lower(kind) = lower($1) AND deletion_timestamp IS NULL ORDER BY id FOR UPDATE`, kind)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	if err != nil || len(ids) == 0 {
-		return err
+		return nil, err
 	}
-	return chunks(len(ids), DefaultApplyBatch, func(lo, hi int) error {
+	return ids, chunks(len(ids), DefaultApplyBatch, func(lo, hi int) error {
 		phases, conds, err := newGenerations(ctx, tx, ids[lo:hi])
 		if err != nil {
 			return err
@@ -524,9 +525,16 @@ func applyTypes(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResult)
 		res.TypesChanged++
 		switch {
 		case actionChanged:
-			if err := requeueKind(ctx, tx, t.Name, p.Revision); err != nil {
+			ids, err := requeueKind(ctx, tx, t.Name, p.Revision)
+			if err != nil {
 				return fmt.Errorf("requeue resources of %s: %w", t.Name, err)
 			}
+			// A new generation: their dependents wait again (RefreshDependencies after the commit).
+			deps, err := dependentsOf(ctx, tx, ids)
+			if err != nil {
+				return fmt.Errorf("requeue resources of %s: %w", t.Name, err)
+			}
+			res.Refresh = append(res.Refresh, deps...)
 			res.TypeRequeued = true
 		case resyncChanged:
 			if _, err := tx.Exec(ctx, `UPDATE resources SET run_at = now()
