@@ -16,7 +16,7 @@ func TestResolveSpec(t *testing.T) {
 	net := graph.ID{Kind: "Network", Namespace: "prod", Name: "core"}
 	deps := []graph.Dep{{Target: net, Exists: true, Ready: true, Outputs: []string{"subnetId", "port", "host", "tags"},
 		Values: map[string]any{"subnetId": "subnet-1", "port": float64(5432), "host": "db.internal", "tags": map[string]any{"a": "b"}, "name": "x",
-			"evil": map[string]any{"x": map[string]any{"secretRef": map[string]any{"name": "db", "key": "password"}}},
+			"evil":   map[string]any{"x": map[string]any{"secretRef": map[string]any{"name": "db", "key": "password"}}},
 			"marker": "*** sops:0123456789abcdef"}}}
 	tests := []struct {
 		name, spec, want, err string
