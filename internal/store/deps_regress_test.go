@@ -18,16 +18,7 @@ func TestDepsRegressionRestoredKeepsDependentsDeleted(t *testing.T) {
 	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	apply := func(rev string, set *manifest.Set) {
-		t.Helper()
-		res, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: rev, Set: set, Prune: true, MaxPruneFraction: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := st.RefreshDependencies(ctx, res.Refresh); err != nil {
-			t.Fatal(err)
-		}
-	}
+	apply := func(rev string, set *manifest.Set) { t.Helper(); applyRefreshed(t, st, "s", rev, set) }
 	apply("r1", chainSet())
 	for _, out := range []map[string]any{{"subnet": "s-1"}, {"endpoint": "db:5432"}, {}} {
 		_, cs := claimNames(t, st)
@@ -57,16 +48,7 @@ func TestDepsRegressionSpecChangeTrigger(t *testing.T) {
 	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	apply := func(rev string, set *manifest.Set) {
-		t.Helper()
-		res, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: rev, Set: set, Prune: true, MaxPruneFraction: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := st.RefreshDependencies(ctx, res.Refresh); err != nil {
-			t.Fatal(err)
-		}
-	}
+	apply := func(rev string, set *manifest.Set) { t.Helper(); applyRefreshed(t, st, "s", rev, set) }
 	apply("r1", chainSet("App"))
 	for _, out := range []map[string]any{{"subnet": "s-1", "other": "o"}, {"endpoint": "db"}} {
 		_, cs := claimNames(t, st)

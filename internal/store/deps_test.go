@@ -37,6 +37,21 @@ func chainSet(omit ...string) *manifest.Set {
 	return set
 }
 
+// applyRefreshed applies set as revision rev of source (pruning everything removed) and
+// refreshes what waits, as the syncer does after the commit.
+func applyRefreshed(t *testing.T, st *Store, source, rev string, set *manifest.Set) ApplyResult {
+	t.Helper()
+	ctx := context.Background()
+	res, err := st.ApplyRevision(ctx, ApplyParams{Source: source, Revision: rev, Set: set, Prune: true, MaxPruneFraction: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.RefreshDependencies(ctx, res.Refresh); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 // claimNames claims whatever is due and returns the claimed kinds, sorted.
 func claimNames(t *testing.T, st *Store) ([]string, []Claimed) {
 	t.Helper()
@@ -100,16 +115,7 @@ func TestDependencyLifecycle(t *testing.T) {
 	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	apply := func(rev string, set *manifest.Set) {
-		t.Helper()
-		res, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: rev, Set: set, Prune: true, MaxPruneFraction: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := st.RefreshDependencies(ctx, res.Refresh); err != nil {
-			t.Fatal(err)
-		}
-	}
+	apply := func(rev string, set *manifest.Set) { t.Helper(); applyRefreshed(t, st, "s", rev, set) }
 
 	// Database and App first: Network does not exist yet.
 	apply("r1", chainSet("Network"))
