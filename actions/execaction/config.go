@@ -41,6 +41,9 @@ type config struct {
 	// InheritEnv hands the command the controller's whole environment (TRUEUP_ variables
 	// excepted) instead of the minimal one.
 	InheritEnv bool `json:"inheritEnv"`
+	// Plan declares that the command implements the plan operation; without it Plan
+	// returns actions.ErrNoPlan and never starts the command.
+	Plan bool `json:"plan"`
 }
 
 // settings is a validated config with paths resolved.
@@ -52,6 +55,7 @@ type settings struct {
 	timeout time.Duration
 	env     []string // "K=V", sorted by key
 	inherit bool     // start from the controller's environment, not the minimal one
+	plan    bool     // the command implements the plan operation
 	secrets []string // values of secret-named env variables, to redact; longest first
 }
 
@@ -74,6 +78,7 @@ func parseConfig(raw json.RawMessage, baseDir string) (settings, error) {
 	}
 	s.path, s.args = path, slices.Clone(c.Command[1:])
 	s.inherit = c.InheritEnv
+	s.plan = c.Plan
 
 	dir := c.Dir
 	if !filepath.IsAbs(dir) {
