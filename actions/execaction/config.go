@@ -19,18 +19,6 @@ const defaultTimeout = 5 * time.Minute
 // shorter values ("1", "true", "eu") would mangle messages and protect nothing.
 const minRedactLen = 6
 
-// secretNameParts mark a config env variable whose value is a secret (API_TOKEN,
-// DB_PASSWORD, SSH_KEY_FILE…), matched case-insensitively anywhere in the name. Other values
-// (DEMO_DIR, REGION) are settings that messages may quote; a value that came from a ${VAR}
-// is scrubbed by the controller whatever its name.
-var secretNameParts = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "KEY", "CREDENTIAL", "AUTH", "CERT", "PRIVATE"}
-
-// secretName reports whether the config env variable name holds a secret.
-func secretName(name string) bool {
-	upper := strings.ToUpper(name)
-	return slices.ContainsFunc(secretNameParts, func(part string) bool { return strings.Contains(upper, part) })
-}
-
 // config is the instance config, decoded strictly.
 type config struct {
 	Command []string          `json:"command"`
@@ -132,7 +120,7 @@ func parseConfig(raw json.RawMessage, baseDir string) (settings, error) {
 			return settings{}, fmt.Errorf("config: env %s: value contains a NUL byte", k)
 		}
 		s.env = append(s.env, k+"="+v)
-		if secretName(k) && len(v) >= minRedactLen && !slices.Contains(s.secrets, v) {
+		if actions.SecretName(k) && len(v) >= minRedactLen && !slices.Contains(s.secrets, v) {
 			s.secrets = append(s.secrets, v)
 		}
 	}

@@ -203,7 +203,7 @@ func (a *Action) invoke(ctx context.Context, op string, req actions.Request) ([]
 
 	cmd := exec.Command(a.path, a.args...)
 	cmd.Dir = a.dir
-	env := minimalEnv(cmd.Environ())
+	env := actions.MinimalEnv(cmd.Environ())
 	if a.inherit {
 		env = inheritedEnv(cmd.Environ())
 	}
@@ -284,21 +284,6 @@ func withTail(err error, tail string) error {
 		return err
 	}
 	return fmt.Errorf("%w: %s", err, tail)
-}
-
-// minimalEnvVars are the controller's variables a command gets without inheritEnv: enough to
-// find programs, a home folder, a locale and a temp folder. PWD is the command's own working
-// directory (exec.Cmd.Environ sets it from Dir), not something of the host's.
-var minimalEnvVars = []string{"PATH", "HOME", "LANG", "TMPDIR", "PWD"}
-
-// minimalEnv keeps, of environ, the variables of minimalEnvVars: a command sees only what the
-// config hands it, so that a host credential it was never given (a cloud token in trueup's
-// environment) cannot be read, returned as an output, or passed on.
-func minimalEnv(environ []string) []string {
-	return slices.DeleteFunc(environ, func(kv string) bool {
-		name, _, _ := strings.Cut(kv, "=")
-		return !slices.Contains(minimalEnvVars, name)
-	})
 }
 
 // inheritedEnv is the controller's environment without its TRUEUP_ variables: those
