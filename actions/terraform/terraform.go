@@ -259,12 +259,12 @@ func (a *Action) Reconcile(ctx context.Context, req actions.Request) (actions.Re
 	}
 	defer end()
 	planFile := filepath.Join(c.callDir, "plan.tfplan")
-	res, changes, err := c.plan(ctx, "-lock-timeout="+lockTimeout, "-out="+planFile)
+	_, changes, err := c.plan(ctx, "-lock-timeout="+lockTimeout, "-out="+planFile)
 	if err != nil {
 		return actions.Result{}, err
 	}
 	state := c.state()
-	message := "No changes: " + summary(res.output, changes)
+	message := "No changes."
 	if changes {
 		// The lease is checked before the world changes; a replica that lost it stops here.
 		if err := req.SaveCheckpoint(ctx, state); err != nil {
