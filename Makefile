@@ -40,6 +40,7 @@ FUZZ_TARGETS := \
 	internal/config:FuzzParse \
 	actions/execaction:FuzzParseReply \
 	actions/execaction:FuzzOutputCapture \
+	actions/execaction:FuzzParsePlan \
 	internal/sealed:FuzzOpen \
 	internal/secrets:FuzzResolve
 
