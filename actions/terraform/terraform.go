@@ -33,7 +33,6 @@ var errClosed = fmt.Errorf("terraform action closed: %w", context.Canceled)
 // one at a time.
 type Action struct {
 	settings
-	name   string
 	logger *slog.Logger
 	dbURL  func() string
 	calls  actions.Calls
@@ -55,7 +54,7 @@ func New(raw json.RawMessage, env actions.Env) (actions.Action, error) {
 	if dbURL == nil {
 		dbURL = func() string { return "" }
 	}
-	return &Action{settings: s, name: env.Name, logger: logger.With("action", env.Name), dbURL: dbURL}, nil
+	return &Action{settings: s, logger: logger, dbURL: dbURL}, nil
 }
 
 // call is one prepared call: the resource's working copy initialised, its var file written.

@@ -19,7 +19,7 @@ import (
 // TestTerraformEndToEnd runs trueup serve as a process with a terraform action: the resource
 // becomes Ready with the module's outputs, its state is a row of the pg backend's table in
 // trueup's own database (the URL reached the action through actions.Env.DatabaseURL), and a
-// change of the spec is applied.
+// change of the spec is applied; a pruned resource is destroyed with its workspace.
 func TestTerraformEndToEnd(t *testing.T) {
 	tf := ""
 	for _, name := range []string{"terraform", "tofu"} {
@@ -57,11 +57,14 @@ spec:
 		return fmt.Sprintf("apiVersion: db.example.com/v1\nkind: Database\nmetadata: {name: orders, namespace: prod}\nspec: {size: %d}\n", size)
 	}
 	writeTestFile(t, filepath.Join(repo, "db.yaml"), db(3))
+	// Another resource stays: a revision that renders nothing is never pruned.
+	writeTestFile(t, filepath.Join(repo, "keep.yaml"), strings.Replace(db(1), "orders", "keep", 1))
 	cfgPath := filepath.Join(dir, "trueup.yaml")
 	writeTestFile(t, cfgPath, fmt.Sprintf(`server: {listen: "%s"}
 sources:
   - name: local
     dir: {path: %s, interval: 1s}
+    prune: {maxFraction: 1}
 actions:
   - name: tf
     type: terraform
@@ -125,6 +128,22 @@ reconcile: {workers: 2, backoff: {initial: 100ms, max: 500ms}}
 
 	writeTestFile(t, filepath.Join(repo, "db.yaml"), db(4))
 	waitOutput("4")
+
+	// Pruned: destroyed, and the workspace's row gone.
+	if err := os.Remove(filepath.Join(repo, "db.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var resources, states int
+		_ = conn.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM resources WHERE name = 'orders'),
+			(SELECT count(*) FROM trueup_tf_tf.states WHERE name = 'prod.Database.orders')`).Scan(&resources, &states)
+		if resources == 0 && states == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the file's removal: %d resource row(s), %d state row(s); want none\n%s", resources, states, logs.String())
+		}
+	}
 	if strings.Contains(logs.String(), dbURL) {
 		t.Error("the database URL reached the logs")
 	}
