@@ -4,7 +4,7 @@ BIN         := bin/trueup
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build run test smoke bench fuzz lint openapi-lint postgres chromium clean
+.PHONY: all build run test smoke bench fuzz lint openapi-lint postgres chromium terraform clean
 
 all: build
 
@@ -17,7 +17,7 @@ run: postgres build
 	./$(BIN) serve --config examples/trueup.yaml $$(DATA_DIR="$(DATA_DIR)" ./.ci/run-data-dir.sh)
 
 ## test: the whole suite against a real PostgreSQL (private cluster, or TRUEUP_TEST_DATABASE_URL)
-test: postgres chromium
+test: postgres chromium terraform
 	$(GO) test -race -count=1 -timeout 20m ./...
 
 ## smoke: start what `make run` starts, wait until every example resource is Ready, print them, stop
@@ -40,6 +40,7 @@ FUZZ_TARGETS := \
 	internal/config:FuzzParse \
 	actions/execaction:FuzzParseReply \
 	actions/execaction:FuzzOutputCapture \
+	actions/execaction:FuzzParsePlan \
 	internal/sealed:FuzzOpen \
 	internal/secrets:FuzzResolve
 
@@ -68,6 +69,10 @@ postgres:
 ## chromium: install Debian's Chromium for the dashboard's browser test when missing
 chromium:
 	@./.ci/ensure-chromium.sh
+
+## terraform: check that a Terraform or OpenTofu binary is on PATH (the terraform action's tests run it)
+terraform:
+	@./.ci/ensure-terraform.sh
 
 clean:
 	rm -rf bin

@@ -180,6 +180,11 @@ type Env struct {
 	// are resolved against it.
 	BaseDir string
 	Logger  *slog.Logger
+	// DatabaseURL returns the URL of the controller's own PostgreSQL, for plugins that keep
+	// their state there (terraform's pg backend). A function, because instances are built
+	// before the database is open, and the private cluster's URL exists only once it runs;
+	// it returns "" where there is none (trueup validate). Nil is the same as "".
+	DatabaseURL func() string
 }
 
 // Factory builds a plugin instance from its raw JSON config. It must decode strictly

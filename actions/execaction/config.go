@@ -19,18 +19,6 @@ const defaultTimeout = 5 * time.Minute
 // shorter values ("1", "true", "eu") would mangle messages and protect nothing.
 const minRedactLen = 6
 
-// secretNameParts mark a config env variable whose value is a secret (API_TOKEN,
-// DB_PASSWORD, SSH_KEY_FILE…), matched case-insensitively anywhere in the name. Other values
-// (DEMO_DIR, REGION) are settings that messages may quote; a value that came from a ${VAR}
-// is scrubbed by the controller whatever its name.
-var secretNameParts = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "KEY", "CREDENTIAL", "AUTH", "CERT", "PRIVATE"}
-
-// secretName reports whether the config env variable name holds a secret.
-func secretName(name string) bool {
-	upper := strings.ToUpper(name)
-	return slices.ContainsFunc(secretNameParts, func(part string) bool { return strings.Contains(upper, part) })
-}
-
 // config is the instance config, decoded strictly.
 type config struct {
 	Command []string          `json:"command"`
@@ -41,6 +29,9 @@ type config struct {
 	// InheritEnv hands the command the controller's whole environment (TRUEUP_ variables
 	// excepted) instead of the minimal one.
 	InheritEnv bool `json:"inheritEnv"`
+	// Plan declares that the command implements the plan operation; without it Plan
+	// returns actions.ErrNoPlan and never starts the command.
+	Plan bool `json:"plan"`
 }
 
 // settings is a validated config with paths resolved.
@@ -52,6 +43,7 @@ type settings struct {
 	timeout time.Duration
 	env     []string // "K=V", sorted by key
 	inherit bool     // start from the controller's environment, not the minimal one
+	plan    bool     // the command implements the plan operation
 	secrets []string // values of secret-named env variables, to redact; longest first
 }
 
@@ -74,6 +66,7 @@ func parseConfig(raw json.RawMessage, baseDir string) (settings, error) {
 	}
 	s.path, s.args = path, slices.Clone(c.Command[1:])
 	s.inherit = c.InheritEnv
+	s.plan = c.Plan
 
 	dir := c.Dir
 	if !filepath.IsAbs(dir) {
@@ -127,7 +120,7 @@ func parseConfig(raw json.RawMessage, baseDir string) (settings, error) {
 			return settings{}, fmt.Errorf("config: env %s: value contains a NUL byte", k)
 		}
 		s.env = append(s.env, k+"="+v)
-		if secretName(k) && len(v) >= minRedactLen && !slices.Contains(s.secrets, v) {
+		if actions.SecretName(k) && len(v) >= minRedactLen && !slices.Contains(s.secrets, v) {
 			s.secrets = append(s.secrets, v)
 		}
 	}

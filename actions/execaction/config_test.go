@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/trueup-dev/trueup/actions"
 )
 
 func TestFormatDuration(t *testing.T) {
@@ -32,8 +34,8 @@ func TestSecretName(t *testing.T) {
 		"TLS_CERT": true, "PRIVATE_REPO_URL": true,
 		"DEMO_DIR": false, "REGION": false, "REPLY_JSON": false, "OUT_DIR": false, "HOME": false, "TIER": false,
 	} {
-		if got := secretName(name); got != want {
-			t.Errorf("secretName(%q) = %v; want %v", name, got, want)
+		if got := actions.SecretName(name); got != want {
+			t.Errorf("SecretName(%q) = %v; want %v", name, got, want)
 		}
 	}
 }

@@ -5,7 +5,7 @@
 // # Config
 //
 //	{"command": ["./scripts/provision.sh", "arg"], "timeout": "5m", "env": {"K": "V"}, "dir": ".",
-//	 "lockDir": "/var/lib/trueup/exec-locks", "inheritEnv": false}
+//	 "lockDir": "/var/lib/trueup/exec-locks", "inheritEnv": false, "plan": false}
 //
 // command is required. A relative command path that contains a slash is resolved against
 // the folder of the controller config (actions.Env.BaseDir); a bare name is looked up in
@@ -29,7 +29,8 @@
 // (DEMO_DIR, REGION) are settings, which messages may quote. Whatever its name, a value that
 // came from a ${VAR} is scrubbed by the controller. lockDir holds the resource locks (below),
 // relative to BaseDir; it defaults to trueup-exec-locks-UID in the temp folder, is created
-// 0700, and must not be writable by others. Unknown fields are errors.
+// 0700, and must not be writable by others. plan: true declares that the command implements
+// the plan operation (below). Unknown fields are errors.
 //
 // # Protocol trueup.dev/exec/v1
 //
@@ -74,6 +75,26 @@
 //   - inSync: observe only; absent means true.
 //
 // Stdout is limited to 4 MiB; only the last 4 KiB of stderr are kept.
+//
+// # Plan
+//
+// Pull-request previews ask an instance for a plan (actions.Planner). The operation "plan" is
+// part of v1 and sent only to commands whose instance declares plan: true; for the others
+// Plan answers actions.ErrNoPlan ("no plan" in the preview) without starting anything. The
+// opt-in keeps v1 backward compatible and safe: a command written before plan existed may
+// treat an operation it does not know as reconcile, and would then change the world for a
+// pull request that was never merged. A command that declares plan gets the same stdin and
+// environment as for reconcile, with operation "plan" (TRUEUP_OPERATION=plan), must change
+// nothing, and prints
+//
+//	{"changes": true, "summary": "1 to add, 0 to change", "plan": "full text"}
+//
+// "changes" is required: a reply without it (empty stdout, a reconcile reply) is an error,
+// never read as "no changes". summary and plan are optional strings, redacted like messages;
+// the stdout limit bounds them. Exit status 64 (EX_USAGE, ExitNoPlan) says "I cannot plan
+// this call" and gives actions.ErrNoPlan; 78 is terminal as for reconcile; any other non-zero
+// status is a failed plan. The resource lock is taken as for any call, so a plan waits for a
+// running reconcile of the same resource. Nothing of the reply reaches the resource's state.
 //
 // Exit status 0 means the reply is valid. Any other exit status is a failed attempt, retried
 // with backoff, whose error reads "exit status N: <stderr tail>". Exit status 78 (EX_CONFIG

@@ -91,6 +91,29 @@ func (a *Action) Observe(ctx context.Context, req actions.Request) (actions.Obse
 	}, nil
 }
 
+// Plan runs the command with operation "plan", when the instance declares plan: true, and
+// reads its plan reply. It returns actions.ErrNoPlan without starting anything for other
+// instances, and when the command exits with ExitNoPlan. A plan changes nothing on trueup's
+// side: no checkpoint, and the request's state is handed over but never replaced.
+func (a *Action) Plan(ctx context.Context, req actions.Request) (actions.Plan, error) {
+	if !a.plan {
+		return actions.Plan{}, actions.ErrNoPlan
+	}
+	req.Checkpoint = nil
+	out, err := a.invoke(ctx, opPlan, req)
+	if err != nil {
+		return actions.Plan{}, err
+	}
+	p, err := parsePlan(out)
+	if err != nil {
+		return actions.Plan{}, err
+	}
+	secrets := a.callSecrets(req)
+	p.Summary = redact(p.Summary, secrets)
+	p.Text = redact(p.Text, secrets)
+	return p, nil
+}
+
 // Secrets returns the values of the config's secret-named env variables, so that the
 // controller scrubs them from whatever any plugin returns, as it does ${VAR} values.
 func (a *Action) Secrets() []string { return slices.Clone(a.secrets) }
@@ -135,20 +158,40 @@ func (e *timeoutError) Error() string { return "timed out after " + formatDurati
 
 // run runs the command once for op and checks its reply.
 func (a *Action) run(ctx context.Context, op string, req actions.Request) (reply, error) {
-	ctx, end, err := a.begin(ctx)
+	out, err := a.invoke(ctx, op, req)
 	if err != nil {
 		return reply{}, err
+	}
+	return parseReply(out)
+}
+
+// callSecrets are the instance's secrets and the call's, longest first.
+func (a *Action) callSecrets(req actions.Request) []string {
+	if len(req.Secrets) == 0 {
+		return a.secrets
+	}
+	secrets := append(append([]string(nil), a.secrets...), req.Secrets...)
+	slices.SortFunc(secrets, func(x, y string) int { return len(y) - len(x) })
+	return secrets
+}
+
+// invoke runs the command once for op and returns its stdout, checked for its exit status and
+// size but not parsed.
+func (a *Action) invoke(ctx context.Context, op string, req actions.Request) ([]byte, error) {
+	ctx, end, err := a.begin(ctx)
+	if err != nil {
+		return nil, err
 	}
 	defer end()
 
 	stdin, err := encodeRequest(op, req)
 	if err != nil {
-		return reply{}, fmt.Errorf("encode request: %w", err)
+		return nil, fmt.Errorf("encode request: %w", err)
 	}
 	// Taken before the timeout starts: the wait for a previous run is bounded on its own.
 	lock, err := lockResource(ctx, a.lockDir, req.Resource)
 	if err != nil {
-		return reply{}, err
+		return nil, err
 	}
 	if lock != nil {
 		// Closed when the call ends, not after Start: the lock then does not depend on the
@@ -160,7 +203,7 @@ func (a *Action) run(ctx context.Context, op string, req actions.Request) (reply
 
 	cmd := exec.Command(a.path, a.args...)
 	cmd.Dir = a.dir
-	env := minimalEnv(cmd.Environ())
+	env := actions.MinimalEnv(cmd.Environ())
 	if a.inherit {
 		env = inheritedEnv(cmd.Environ())
 	}
@@ -174,11 +217,7 @@ func (a *Action) run(ctx context.Context, op string, req actions.Request) (reply
 	stdout := &capWriter{max: maxStdout}
 	// The call's own secrets (revealed into its spec) are redacted like the instance's,
 	// before the tail is cut.
-	secrets := a.secrets
-	if len(req.Secrets) > 0 {
-		secrets = append(append([]string(nil), a.secrets...), req.Secrets...)
-		slices.SortFunc(secrets, func(x, y string) int { return len(y) - len(x) })
-	}
+	secrets := a.callSecrets(req)
 	stderr := &tailWriter{keep: stderrTail + longest(secrets)}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = waitDelay
@@ -189,7 +228,7 @@ func (a *Action) run(ctx context.Context, op string, req actions.Request) (reply
 
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return reply{}, fmt.Errorf("start command: %w", err)
+		return nil, fmt.Errorf("start command: %w", err)
 	}
 	stopWatch := watch(ctx, cmd.Process, a.ns != nil)
 	waitErr := cmd.Wait()
@@ -206,9 +245,9 @@ func (a *Action) run(ctx context.Context, op string, req actions.Request) (reply
 		cause := context.Cause(ctx)
 		logger.Debug("exec interrupted", "cause", cause)
 		if t, ok := cause.(*timeoutError); ok {
-			return reply{}, withTail(t, tail())
+			return nil, withTail(t, tail())
 		}
-		return reply{}, fmt.Errorf("command interrupted: %w", cause)
+		return nil, fmt.Errorf("command interrupted: %w", cause)
 	}
 	var exitErr *exec.ExitError
 	switch {
@@ -217,23 +256,26 @@ func (a *Action) run(ctx context.Context, op string, req actions.Request) (reply
 		logger.Debug("exec failed", "exit_code", code)
 		err := withTail(exitErr, tail())
 		if code == ExitConfig {
-			return reply{}, actions.Terminal(err)
+			return nil, actions.Terminal(err)
 		}
-		return reply{}, err
+		if code == ExitNoPlan && op == opPlan {
+			return nil, fmt.Errorf("%w: %w", actions.ErrNoPlan, err)
+		}
+		return nil, err
 	case errors.Is(waitErr, exec.ErrWaitDelay):
 		// The command succeeded but left a process holding stdout or stderr; that process
 		// has been killed and the reply read so far is the command's.
 		logger.Warn("exec command left processes holding its output; killed them")
 	case waitErr != nil:
-		return reply{}, fmt.Errorf("wait for command: %w", waitErr)
+		return nil, fmt.Errorf("wait for command: %w", waitErr)
 	}
 	logger.Debug("exec finished")
 
 	out, overflow := stdout.bytes()
 	if overflow {
-		return reply{}, fmt.Errorf("stdout: more than %d MiB", maxStdout>>20)
+		return nil, fmt.Errorf("stdout: more than %d MiB", maxStdout>>20)
 	}
-	return parseReply(out)
+	return out, nil
 }
 
 // withTail appends the stderr tail to err's message, keeping err in the chain.
@@ -242,21 +284,6 @@ func withTail(err error, tail string) error {
 		return err
 	}
 	return fmt.Errorf("%w: %s", err, tail)
-}
-
-// minimalEnvVars are the controller's variables a command gets without inheritEnv: enough to
-// find programs, a home folder, a locale and a temp folder. PWD is the command's own working
-// directory (exec.Cmd.Environ sets it from Dir), not something of the host's.
-var minimalEnvVars = []string{"PATH", "HOME", "LANG", "TMPDIR", "PWD"}
-
-// minimalEnv keeps, of environ, the variables of minimalEnvVars: a command sees only what the
-// config hands it, so that a host credential it was never given (a cloud token in trueup's
-// environment) cannot be read, returned as an output, or passed on.
-func minimalEnv(environ []string) []string {
-	return slices.DeleteFunc(environ, func(kv string) bool {
-		name, _, _ := strings.Cut(kv, "=")
-		return !slices.Contains(minimalEnvVars, name)
-	})
 }
 
 // inheritedEnv is the controller's environment without its TRUEUP_ variables: those
@@ -319,6 +346,7 @@ func watch(ctx context.Context, p *os.Process, init bool) (stop func() bool) {
 var (
 	_ actions.Action        = (*Action)(nil)
 	_ actions.Observer      = (*Action)(nil)
+	_ actions.Planner       = (*Action)(nil)
 	_ actions.WithValidator = (*Action)(nil)
 	_ actions.SecretHolder  = (*Action)(nil)
 )

@@ -120,3 +120,39 @@ func FuzzOutputCapture(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParsePlan parses arbitrary plan stdout. It must not panic; an accepted plan came from
+// one JSON document no shorter than its texts; a rejection's message does not echo stdout.
+func FuzzParsePlan(f *testing.F) {
+	for _, s := range []string{
+		``,
+		`{}`,
+		`{"done":true}`,
+		`{"changes":true,"summary":"1 to add, 0 to change","plan":"+ db"}`,
+		`{"changes":false}`,
+		`{"changes":"yes"}`,
+		`{"changes":true} {"changes":false}`,
+		`plan: 1 to add`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, stdout []byte) {
+		p, err := parsePlan(stdout)
+		if err != nil {
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "stdout: ") {
+				t.Fatalf("error without the stdout: prefix: %q", msg)
+			}
+			if b := bytes.TrimSpace(stdout); len(b) > 64 && strings.Contains(msg, string(b)) {
+				t.Fatalf("error echoes stdout: %q", msg)
+			}
+			return
+		}
+		if !json.Valid(bytes.TrimSpace(stdout)) {
+			t.Fatalf("accepted a plan from stdout that is not one JSON document: %q", stdout)
+		}
+		if len(p.Summary) > len(stdout) || len(p.Text) > len(stdout) {
+			t.Fatalf("plan larger than stdout")
+		}
+	})
+}

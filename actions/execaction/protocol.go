@@ -18,11 +18,21 @@ const Protocol = "trueup.dev/exec/v1"
 // it cannot succeed until the spec changes.
 const ExitConfig = 78
 
+// ExitNoPlan is the exit status (EX_USAGE in sysexits.h) by which a command of an instance
+// with plan: true says it cannot plan this call: the preview shows "no plan"
+// (actions.ErrNoPlan). It is read only for the plan operation; for the others it is an
+// ordinary failure.
+const ExitNoPlan = 64
+
 // Operations of the protocol.
 const (
 	opReconcile = "reconcile"
 	opDelete    = "delete"
 	opObserve   = "observe"
+	// opPlan is sent only to commands whose instance declares plan: true: a command written
+	// before plan existed may treat an unknown operation as reconcile, and must never be
+	// handed one it would act on.
+	opPlan = "plan"
 )
 
 // wireRequest is the stdin document.
@@ -207,4 +217,36 @@ func parseReply(stdout []byte) (reply, error) {
 		}
 	}
 	return r, nil
+}
+
+// wirePlan is the stdout document of a plan. Unknown fields are ignored, as in wireReply.
+type wirePlan struct {
+	Changes *bool  `json:"changes"`
+	Summary string `json:"summary"`
+	Plan    string `json:"plan"`
+}
+
+// parsePlan checks a plan's stdout. "changes" is required: a reply without it (empty stdout,
+// a reconcile reply such as {"done": true}) comes from a command that did not plan, and
+// taking it for "no changes" would show a wrong plan. Errors do not echo stdout.
+func parsePlan(stdout []byte) (actions.Plan, error) {
+	b := bytes.TrimSpace(stdout)
+	if len(b) == 0 {
+		return actions.Plan{}, errors.New(`stdout: empty; a plan reply is a JSON object with "changes" (a command that cannot plan exits with status 64)`)
+	}
+	if b[0] != '{' {
+		return actions.Plan{}, errors.New("stdout: not a JSON object (stdout must be one JSON plan reply; write logs to stderr)")
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	var w wirePlan
+	if err := dec.Decode(&w); err != nil {
+		return actions.Plan{}, fmt.Errorf("stdout: invalid plan reply: %w", err)
+	}
+	if dec.InputOffset() != int64(len(b)) {
+		return actions.Plan{}, errors.New("stdout: more than one JSON document (stdout must be one JSON plan reply; write logs to stderr)")
+	}
+	if w.Changes == nil {
+		return actions.Plan{}, errors.New(`stdout: plan reply without "changes" (a command that cannot plan exits with status 64)`)
+	}
+	return actions.Plan{Changes: *w.Changes, Summary: w.Summary, Text: w.Plan}, nil
 }

@@ -85,7 +85,8 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) (err err
 	if err != nil {
 		return err
 	}
-	acts, err := newActions(cfg, reg, logger)
+	var dbURL lateURL
+	acts, err := newActions(cfg, reg, logger, dbURL.get)
 	if err != nil {
 		return err
 	}
@@ -106,6 +107,7 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) (err err
 		return err
 	}
 	defer db.Close()
+	dbURL.set(db.url)
 	applied, err := db.store.Migrate(ctx)
 	if err != nil {
 		return err

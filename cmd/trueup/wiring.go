@@ -20,6 +20,7 @@ import (
 	"github.com/trueup-dev/trueup/actions/gitlab"
 	"github.com/trueup-dev/trueup/actions/httpcall"
 	"github.com/trueup-dev/trueup/actions/noop"
+	"github.com/trueup-dev/trueup/actions/terraform"
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/ghapp"
 	"github.com/trueup-dev/trueup/internal/pgembed"
@@ -47,6 +48,7 @@ func registry() (*actions.Registry, error) {
 		"github-actions": ghactions.New,
 		"gitlab":         gitlab.New,
 		"http":           httpcall.New,
+		"terraform":      terraform.New,
 	} {
 		if err := r.Register(kind, f); err != nil {
 			return nil, err
@@ -110,6 +112,7 @@ func (s *scrubWriter) Write(p []byte) (int, error) {
 
 // database is the store plus, when database.url is empty, the private cluster behind it.
 type database struct {
+	url     string // what the store connected to, for actions.Env.DatabaseURL
 	store   *store.Store
 	api     *store.Store // the same database through the API's own pool
 	cluster *pgembed.Cluster
@@ -145,7 +148,7 @@ func openDatabase(ctx context.Context, cfg *config.Config, logger *slog.Logger) 
 		d.Close()
 		return nil, err
 	}
-	d.store = st
+	d.store, d.url = st, url
 	// API and dashboard requests read through a pool of their own: no number of clients can
 	// take the connections the reconciler writes results with.
 	api, err := store.Open(ctx, url, store.Options{MaxConns: apiConns})
@@ -196,11 +199,12 @@ func newSource(cfg *config.Config, s config.Source, logger *slog.Logger) (source
 }
 
 // newActions instantiates every configured action; on error the ones built are closed.
-func newActions(cfg *config.Config, reg *actions.Registry, logger *slog.Logger) (map[string]actions.Action, error) {
+// dbURL is actions.Env.DatabaseURL (nil where no database is opened).
+func newActions(cfg *config.Config, reg *actions.Registry, logger *slog.Logger, dbURL func() string) (map[string]actions.Action, error) {
 	out := map[string]actions.Action{}
 	hasExec := false
 	for _, a := range cfg.Actions {
-		act, err := reg.New(a.Type, a.Config, actions.Env{Name: a.Name, BaseDir: cfg.BaseDir, Logger: logger.With("action", a.Name)})
+		act, err := reg.New(a.Type, a.Config, actions.Env{Name: a.Name, BaseDir: cfg.BaseDir, Logger: logger.With("action", a.Name), DatabaseURL: dbURL})
 		if err != nil {
 			closeActions(out)
 			return nil, err
@@ -216,6 +220,19 @@ func newActions(cfg *config.Config, reg *actions.Registry, logger *slog.Logger) 
 		logger.Warn("exec commands' descendants may outlive trueup if it is killed", "mode", mode, "reason", err)
 	}
 	return out, nil
+}
+
+// lateURL is actions.Env.DatabaseURL for serve: set once the database is open, which is after
+// the action instances are built.
+type lateURL struct{ v atomic.Pointer[string] }
+
+func (l *lateURL) set(url string) { l.v.Store(&url) }
+
+func (l *lateURL) get() string {
+	if p := l.v.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 func closeActions(m map[string]actions.Action) {

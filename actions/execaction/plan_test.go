@@ -1,0 +1,187 @@
+//go:build unix
+
+package execaction_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/actions/execaction"
+)
+
+// planConfig is config with the plan opt-in.
+type planConfig struct {
+	config
+	Plan bool `json:"plan,omitempty"`
+}
+
+// buildPlanner makes an instance from cfg with OUT_DIR set to a fresh folder.
+func buildPlanner(t *testing.T, cfg planConfig) (actions.Planner, string) {
+	t.Helper()
+	out := t.TempDir()
+	if cfg.Env == nil {
+		cfg.Env = map[string]string{}
+	}
+	cfg.Env["OUT_DIR"] = out
+	if cfg.LockDir == "" {
+		cfg.LockDir = t.TempDir()
+	}
+	a, err := execaction.New(mustJSON(t, cfg), actions.Env{Name: "test", BaseDir: "."})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { _ = actions.Close(a) })
+	return a.(actions.Planner), out
+}
+
+func TestPlanReply(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, reply, exit string
+		want              actions.Plan
+		err               string // the error contains it; "" for none
+		noPlan            bool   // the error is actions.ErrNoPlan
+	}{
+		{name: "changes", reply: `{"changes": true, "summary": "1 to add, 0 to change", "plan": "+ db"}`,
+			want: actions.Plan{Changes: true, Summary: "1 to add, 0 to change", Text: "+ db"}},
+		{name: "no changes", reply: `{"changes": false}`, want: actions.Plan{}},
+		{name: "unknown fields ignored", reply: `{"changes": false, "cost": 12}`, want: actions.Plan{}},
+		{name: "exit 64 is no plan", reply: `{"changes": true}`, exit: "64", err: "exit status 64", noPlan: true},
+		{name: "exit 78 is terminal", exit: "78", err: "exit status 78"},
+		{name: "exit 1 fails", exit: "1", err: "exit status 1"},
+		{name: "empty stdout is not a plan", err: `stdout: empty`},
+		{name: "a reconcile reply is not a plan", reply: `{"done": true}`, err: `without "changes"`},
+		{name: "changes must be a boolean", reply: `{"changes": "yes"}`, err: "invalid plan reply"},
+		{name: "not an object", reply: `no changes`, err: "not a JSON object"},
+		{name: "two documents", reply: `{"changes": true} {"changes": false}`, err: "more than one JSON document"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p, out := buildPlanner(t, planConfig{Plan: true, config: config{
+				Command: []string{"./testdata/record.sh"},
+				Env:     map[string]string{"REPLY_JSON": tc.reply, "EXIT": tc.exit},
+			}})
+			req := request()
+			req.Checkpoint = func(context.Context, json.RawMessage) error {
+				t.Error("Plan saved a checkpoint")
+				return nil
+			}
+			got, err := p.Plan(t.Context(), req)
+			if tc.err == "" {
+				if err != nil {
+					t.Fatalf("Plan: %v", err)
+				}
+				if !reflect.DeepEqual(got, tc.want) {
+					t.Fatalf("Plan = %#v; want %#v", got, tc.want)
+				}
+			} else if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("Plan err = %v; want one containing %q", err, tc.err)
+			}
+			if errors.Is(err, actions.ErrNoPlan) != tc.noPlan {
+				t.Fatalf("errors.Is(%v, ErrNoPlan) = %v; want %v", err, !tc.noPlan, tc.noPlan)
+			}
+			env, rerr := os.ReadFile(filepath.Join(out, "env.txt"))
+			if rerr != nil {
+				t.Fatal(rerr)
+			}
+			if !strings.Contains(string(env), "TRUEUP_OPERATION=plan\n") {
+				t.Errorf("the command's environment lacks TRUEUP_OPERATION=plan")
+			}
+			var stdin struct{ Operation string }
+			b, _ := os.ReadFile(filepath.Join(out, "stdin.json"))
+			if err := json.Unmarshal(b, &stdin); err != nil || stdin.Operation != "plan" {
+				t.Errorf("stdin operation = %q (%v); want plan", stdin.Operation, err)
+			}
+		})
+	}
+}
+
+func TestPlanExit78IsTerminal(t *testing.T) {
+	t.Parallel()
+	p, _ := buildPlanner(t, planConfig{Plan: true, config: config{
+		Command: []string{"./testdata/record.sh"}, Env: map[string]string{"EXIT": "78"}}})
+	_, err := p.Plan(t.Context(), request())
+	if !actions.IsTerminal(err) || errors.Is(err, actions.ErrNoPlan) {
+		t.Fatalf("Plan err = %v; want a terminal error that is not ErrNoPlan", err)
+	}
+}
+
+// Without the opt-in, a command is never started for a plan: one written before plan
+// existed may take an unknown operation for reconcile and act on it.
+func TestPlanNeedsOptIn(t *testing.T) {
+	t.Parallel()
+	p, out := buildPlanner(t, planConfig{config: config{Command: []string{"./testdata/legacy.sh"}}})
+	if _, err := p.Plan(t.Context(), request()); !errors.Is(err, actions.ErrNoPlan) {
+		t.Fatalf("Plan without plan: true: err = %v; want ErrNoPlan", err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "applied")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the command ran for a plan without the opt-in (stat applied: %v)", err)
+	}
+}
+
+// A command wrongly declared plan: true that answers like a reconcile gives an error, never
+// a plan of "no changes".
+func TestPlanLegacyCommandDeclared(t *testing.T) {
+	t.Parallel()
+	p, _ := buildPlanner(t, planConfig{Plan: true, config: config{Command: []string{"./testdata/legacy.sh"}}})
+	got, err := p.Plan(t.Context(), request())
+	if err == nil || errors.Is(err, actions.ErrNoPlan) || !strings.Contains(err.Error(), `without "changes"`) {
+		t.Fatalf("Plan = %#v, %v; want an error naming the missing changes field", got, err)
+	}
+}
+
+// A real planning command: plan before and after a reconcile, with the spec changed, and the
+// plan itself writes nothing.
+func TestPlanScript(t *testing.T) {
+	t.Parallel()
+	p, out := buildPlanner(t, planConfig{Plan: true, config: config{Command: []string{"./testdata/planner.sh"},
+		Env: map[string]string{"API_TOKEN": "tok-123456789"}}})
+	a := p.(actions.Action)
+	req := request()
+	req.State = json.RawMessage(`{"job":42}`)
+
+	check := func(spec string, want actions.Plan) {
+		t.Helper()
+		req.Resource.Spec = json.RawMessage(spec)
+		got, err := p.Plan(t.Context(), req)
+		if err != nil {
+			t.Fatalf("Plan(%s): %v", spec, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("Plan(%s) = %#v; want %#v", spec, got, want)
+		}
+	}
+	check(`{"size":"small"}`, actions.Plan{Changes: true, Summary: "1 to add, 0 to change", Text: "+ database (size small)"})
+	if _, err := os.Stat(filepath.Join(out, "db")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a plan wrote the database (stat: %v)", err)
+	}
+	if _, err := a.Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	check(`{"size":"small"}`, actions.Plan{Summary: "no changes"})
+	check(`{"size":"large"}`, actions.Plan{Changes: true, Summary: "0 to add, 1 to change", Text: "~ database size small -> large"})
+
+	// The call's secrets are redacted from the plan text.
+	req.Secrets = []string{"large"}
+	got, err := p.Plan(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(got.Text, "large") || !strings.Contains(got.Text, "***") {
+		t.Fatalf("plan text %q; want the call's secret redacted", got.Text)
+	}
+
+	req.Secrets = nil
+	req.Resource.Spec = json.RawMessage(`{"size":"never"}`)
+	_, err = p.Plan(t.Context(), req)
+	if !errors.Is(err, actions.ErrNoPlan) || !strings.Contains(err.Error(), "this backend cannot plan") {
+		t.Fatalf("Plan for a spec the command cannot plan: err = %v; want ErrNoPlan with the stderr tail", err)
+	}
+}

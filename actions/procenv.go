@@ -1,0 +1,33 @@
+package actions
+
+import (
+	"slices"
+	"strings"
+)
+
+// minimalEnvVars are the controller's variables a plugin's child process gets unless its
+// config says otherwise: enough to find programs, a home folder, a locale and a temp folder.
+// PWD is the process's own working directory (exec.Cmd.Environ sets it from Dir).
+var minimalEnvVars = []string{"PATH", "HOME", "LANG", "TMPDIR", "PWD"}
+
+// MinimalEnv keeps, of environ, the variables of a minimal environment, so that a host
+// credential the config never handed a child process (a cloud token in trueup's environment,
+// TRUEUP_DATABASE_URL) cannot be read, returned as an output, or passed on.
+func MinimalEnv(environ []string) []string {
+	return slices.DeleteFunc(slices.Clone(environ), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return !slices.Contains(minimalEnvVars, name)
+	})
+}
+
+// secretNameParts mark a config env variable whose value is a secret (API_TOKEN,
+// DB_PASSWORD, SSH_KEY_FILE…), matched case-insensitively anywhere in the name.
+var secretNameParts = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "KEY", "CREDENTIAL", "AUTH", "CERT", "PRIVATE"}
+
+// SecretName reports whether a config env variable of this name holds a secret. Other values
+// (DEMO_DIR, REGION) are settings that messages may quote; a value that came from a ${VAR} is
+// scrubbed by the controller whatever its name.
+func SecretName(name string) bool {
+	upper := strings.ToUpper(name)
+	return slices.ContainsFunc(secretNameParts, func(part string) bool { return strings.Contains(upper, part) })
+}

@@ -1,0 +1,163 @@
+package terraform
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/trueup-dev/trueup/actions"
+)
+
+// defaultTimeout bounds a call (init, plan, apply and output together) when the config sets
+// none.
+const defaultTimeout = 30 * time.Minute
+
+// minRedactLen is the shortest secret-named env value that is redacted from messages; shorter
+// ones would mangle ordinary words and protect nothing.
+const minRedactLen = 6
+
+// reservedEnv are set by the action for every run; config env may not change them.
+var reservedEnv = []string{"TF_DATA_DIR", "TF_WORKSPACE", "TF_IN_AUTOMATION", "TF_INPUT", "PG_CONN_STR", "PG_SCHEMA_NAME", "CHECKPOINT_DISABLE"}
+
+// config is the instance config, decoded strictly.
+type config struct {
+	// Module is the root module's folder, relative to the controller config's folder.
+	Module string `json:"module"`
+	// Binary is terraform or tofu, a path (relative to the config's folder when it contains
+	// a slash) or a name looked up in PATH; by default terraform, then tofu, from PATH.
+	Binary string `json:"binary"`
+	// Backend replaces the default pg backend in trueup's own database.
+	Backend *backendConfig `json:"backend"`
+	// Timeout bounds each call.
+	Timeout string `json:"timeout"`
+	// Env is added to the minimal environment of every run (provider credentials, a CLI
+	// config file, a plugin cache).
+	Env map[string]string `json:"env"`
+	// WorkDir holds the working copies, one per resource; default: a folder of the temp dir.
+	WorkDir string `json:"workDir"`
+}
+
+// backendConfig is a backend block: {"type": "s3", "config": {"bucket": "…", "key": "…"}}.
+type backendConfig struct {
+	Type   string          `json:"type"`
+	Config json.RawMessage `json:"config"`
+}
+
+// settings is a validated config with paths resolved.
+type settings struct {
+	module  string // absolute
+	binary  string // "" (look up terraform, then tofu), absolute, or a bare name
+	backend string // the override file's content
+	custom  bool   // backend comes from the config, not pg in trueup's database
+	timeout time.Duration
+	env     []string // "K=V", sorted by key
+	secrets []string // values of secret-named env variables, longest first
+	workDir string   // absolute: the instance's folder of working copies
+	schema  string   // the pg backend's schema
+}
+
+var backendType = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+func parseConfig(raw json.RawMessage, env actions.Env) (settings, error) {
+	var c config
+	if err := actions.DecodeStrict(raw, &c); err != nil {
+		return settings{}, fmt.Errorf("decode config: %w", err)
+	}
+	var s settings
+	if c.Module == "" {
+		return settings{}, errors.New("config: module is required")
+	}
+	abs, err := filepath.Abs(resolve(env.BaseDir, c.Module))
+	if err != nil {
+		return settings{}, fmt.Errorf("config: module: %w", err)
+	}
+	s.module = abs
+	s.binary = c.Binary
+	if strings.Contains(c.Binary, "/") {
+		if s.binary, err = filepath.Abs(resolve(env.BaseDir, c.Binary)); err != nil {
+			return settings{}, fmt.Errorf("config: binary: %w", err)
+		}
+	}
+
+	block := map[string]any{"pg": map[string]any{}}
+	if b := c.Backend; b != nil {
+		if !backendType.MatchString(b.Type) {
+			return settings{}, fmt.Errorf("config: backend.type %q is not a backend name (s3, gcs, azurerm, pg, …)", b.Type)
+		}
+		var conf map[string]any
+		if len(b.Config) > 0 && string(b.Config) != "null" {
+			if err := json.Unmarshal(b.Config, &conf); err != nil {
+				return settings{}, fmt.Errorf("config: backend.config must be an object: %w", err)
+			}
+		}
+		if conf == nil {
+			conf = map[string]any{}
+		}
+		block = map[string]any{b.Type: conf}
+		s.custom = true
+	}
+	override, err := json.MarshalIndent(map[string]any{"terraform": map[string]any{"backend": block}}, "", "  ")
+	if err != nil {
+		return settings{}, fmt.Errorf("config: backend: %w", err)
+	}
+	s.backend = string(override) + "\n"
+
+	s.timeout = defaultTimeout
+	if c.Timeout != "" {
+		d, err := time.ParseDuration(c.Timeout)
+		if err != nil {
+			return settings{}, fmt.Errorf("config: timeout: %w", err)
+		}
+		if d < 0 {
+			return settings{}, fmt.Errorf("config: timeout %s is negative", c.Timeout)
+		}
+		if d > 0 {
+			s.timeout = d
+		}
+	}
+
+	// Errors below name keys, never values: values may be secrets.
+	keys := make([]string, 0, len(c.Env))
+	for k := range c.Env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		v := c.Env[k]
+		switch {
+		case k == "" || strings.ContainsAny(k, "=\x00"):
+			return settings{}, fmt.Errorf("config: env: invalid variable name %q", k)
+		case slices.Contains(reservedEnv, k) || strings.HasPrefix(k, "TF_CLI_ARGS") || strings.HasPrefix(k, "TRUEUP_"):
+			return settings{}, fmt.Errorf("config: env %s: set by the terraform action itself", k)
+		case strings.ContainsRune(v, 0):
+			return settings{}, fmt.Errorf("config: env %s: value contains a NUL byte", k)
+		}
+		s.env = append(s.env, k+"="+v)
+		if actions.SecretName(k) && len(v) >= minRedactLen && !slices.Contains(s.secrets, v) {
+			s.secrets = append(s.secrets, v)
+		}
+	}
+	slices.SortFunc(s.secrets, func(a, b string) int { return len(b) - len(a) })
+
+	s.workDir = filepath.Join(os.TempDir(), fmt.Sprintf("trueup-terraform-%d", os.Geteuid()), safeName(env.Name))
+	if c.WorkDir != "" {
+		if s.workDir, err = filepath.Abs(resolve(env.BaseDir, c.WorkDir)); err != nil {
+			return settings{}, fmt.Errorf("config: workDir: %w", err)
+		}
+	}
+	s.schema = schemaName(env.Name)
+	return s, nil
+}
+
+func resolve(base, p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(base, p)
+}

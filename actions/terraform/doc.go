@@ -1,0 +1,30 @@
+// Package terraform owns the "terraform" action kind: it runs Terraform or OpenTofu on a root
+// module for each resource, with the resource's spec as the module's variables and its state
+// in trueup's own PostgreSQL (DESIGN §6).
+//
+// # Config
+//
+//	{"module": "modules/database", "binary": "tofu", "timeout": "30m",
+//	 "env": {"AWS_REGION": "eu-west-1"}, "workDir": "/var/lib/trueup/terraform",
+//	 "backend": {"type": "s3", "config": {"bucket": "tf-state", "key": "db", "region": "eu-west-1"}}}
+//
+// module is required: a folder relative to the controller config's folder, or absolute.
+// binary defaults to terraform, then tofu, looked up in PATH when a call needs it. Each run
+// gets the minimal environment of exec commands (PATH, HOME, LANG, TMPDIR) plus env; values
+// of secret-named env variables are redacted like exec's. backend replaces the default:
+// Terraform's pg backend in the controller's database (actions.Env.DatabaseURL, passed as
+// PG_CONN_STR in the environment, never on a command line), schema trueup_tf_<instance>.
+// Either way each resource has a workspace of its own, <namespace>.<kind>.<name>.
+//
+// # Calls
+//
+// Each resource has a working copy under workDir: the module's files, copied with a backend
+// override file, and its own TF_DATA_DIR. init runs again only when the module's content, the
+// backend or the binary changed. The spec is written as a JSON var file (0600, removed when
+// the call ends). Reconcile = plan -out + apply of that saved plan (nothing applied when the
+// plan is empty); Delete = destroy + workspace delete; Observe = plan -detailed-exitcode
+// (exit 2 is drift); Plan = plan -lock=false, for previews. Outputs come from output -json,
+// sensitive ones as "***". Runs of one resource never overlap in a process (a lock per
+// workspace) nor across processes (the backend's state lock, waited for 60s). A timeout or
+// Close interrupts Terraform with SIGINT, then kills its process group after 20s.
+package terraform

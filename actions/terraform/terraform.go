@@ -1,0 +1,415 @@
+package terraform
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/trueup-dev/trueup/actions"
+)
+
+// lockTimeout is how long a run waits for the backend's state lock (held by another
+// replica's run, or an operator's).
+const lockTimeout = "60s"
+
+// initKey is the keyLocks key that serialises the instance's inits; workspaces never
+// contain a NUL.
+const initKey = "\x00init"
+
+// errClosed is the cause of calls cancelled by Close.
+var errClosed = fmt.Errorf("terraform action closed: %w", context.Canceled)
+
+// Action is a terraform instance. It is safe for concurrent use; calls for one resource run
+// one at a time.
+type Action struct {
+	settings
+	logger *slog.Logger
+	dbURL  func() string
+	calls  actions.Calls
+	locks  keyLocks
+}
+
+// New is the actions.Factory of the terraform kind. It checks the config without touching
+// the module, the binary or the database: a missing one fails each call, not the start.
+func New(raw json.RawMessage, env actions.Env) (actions.Action, error) {
+	s, err := parseConfig(raw, env)
+	if err != nil {
+		return nil, err
+	}
+	logger := env.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	dbURL := env.DatabaseURL
+	if dbURL == nil {
+		dbURL = func() string { return "" }
+	}
+	return &Action{settings: s, logger: logger, dbURL: dbURL}, nil
+}
+
+// call is one prepared call: the resource's working copy initialised, its var file written.
+type call struct {
+	a         *Action
+	binary    string
+	workspace string
+	dir       string // the resource's working copy
+	callDir   string // this call's var file and plan
+	varFile   string
+	env       []string
+	scrub     func(string) string
+}
+
+// begin registers a call, takes the resource's lock, and prepares its working copy; end
+// releases all of it and removes the call's files.
+func (a *Action) begin(ctx context.Context, req actions.Request) (context.Context, *call, func(), error) {
+	ctx, endCall, err := a.calls.Begin(ctx, errClosed)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, a.timeout, fmt.Errorf("timed out after %s", a.timeout))
+	ws := workspaceName(req.Resource)
+	unlock, err := a.locks.lock(ctx, ws)
+	if err != nil {
+		cancel()
+		endCall()
+		return nil, nil, nil, fmt.Errorf("wait for the previous run of %s: %w", ws, err)
+	}
+	end := func() { unlock(); cancel(); endCall() }
+	c, err := a.prepare(ctx, req, ws)
+	if err != nil {
+		end()
+		return nil, nil, nil, err
+	}
+	return ctx, c, func() { _ = os.RemoveAll(c.callDir); end() }, nil
+}
+
+// prepare resolves the binary, initialises the working copy when the module (or the backend,
+// or the binary) changed since the last init, and writes the spec as the call's var file.
+func (a *Action) prepare(ctx context.Context, req actions.Request, ws string) (*call, error) {
+	vars, err := varFile(req.Resource.Spec)
+	if err != nil {
+		return nil, err
+	}
+	binary, err := a.findBinary()
+	if err != nil {
+		return nil, err
+	}
+	c := &call{a: a, binary: binary, workspace: ws, dir: filepath.Join(a.workDir, ws)}
+	secrets := append(slices.Clone(a.secrets), req.Secrets...)
+	env := append(actions.MinimalEnv(os.Environ()), a.env...)
+	env = append(env, "TF_IN_AUTOMATION=1", "TF_INPUT=0", "CHECKPOINT_DISABLE=1",
+		"TF_DATA_DIR="+filepath.Join(c.dir, "data"))
+	if !a.custom {
+		conn := a.dbURL()
+		if conn == "" {
+			return nil, errors.New("no database for the pg backend: the controller has not opened one (set backend: in the config to keep state elsewhere)")
+		}
+		if u, err := url.Parse(conn); err == nil {
+			if p, ok := u.User.Password(); ok && p != "" {
+				secrets = append(secrets, p)
+			}
+		}
+		secrets = append(secrets, conn)
+		env = append(env, "PG_CONN_STR="+conn, "PG_SCHEMA_NAME="+a.schema)
+	}
+	c.scrub = actions.Scrubber(secrets)
+	c.env = env
+
+	if err := os.MkdirAll(c.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("working copy: %w", err)
+	}
+	hash, err := moduleHash(a.module)
+	if err != nil {
+		return nil, actions.Terminalf("module %s: %w", a.module, err)
+	}
+	stamp := fmt.Sprintf("module %s\nbinary %s\nbackend %s\nschema %s\n", hash, binary, digest(a.backend), a.schema)
+	stampFile := filepath.Join(c.dir, "stamp")
+	if old, err := os.ReadFile(stampFile); err != nil || string(old) != stamp {
+		_ = os.Remove(stampFile) // a failed init below is retried in full
+		// One init of the instance at a time: the pg backend creates its schema and table on
+		// the first init, and concurrent CREATE … IF NOT EXISTS can collide.
+		unlock, err := a.locks.lock(ctx, initKey)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+		if err := copyModule(a.module, filepath.Join(c.dir, "root"), a.backend); err != nil {
+			return nil, fmt.Errorf("copy module %s: %w", a.module, err)
+		}
+		// -reconfigure: the state stays in the backend; a changed backend block is used as
+		// it is, never migrated from the old one.
+		// Without TF_WORKSPACE: init refuses a selected workspace the backend lacks. The
+		// workspace is then created (or selected) once, and every later run names it.
+		if _, err := c.run(ctx, false, "init", "-input=false", "-no-color", "-reconfigure"); err != nil {
+			return nil, err
+		}
+		if _, err := c.run(ctx, false, "workspace", "select", "-no-color", "-or-create=true", ws); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(stampFile, []byte(stamp), 0o600); err != nil {
+			return nil, err
+		}
+		a.logger.Info("terraform init", "workspace", ws, "module", a.module)
+	}
+
+	callDir, err := os.MkdirTemp(c.dir, "call-")
+	if err != nil {
+		return nil, err
+	}
+	c.callDir = callDir
+	c.varFile = filepath.Join(callDir, "spec.tfvars.json")
+	if err := writeFile0600(c.varFile, vars); err != nil {
+		_ = os.RemoveAll(callDir)
+		return nil, err
+	}
+	return c, nil
+}
+
+// varFile is the spec as a var file: each top-level field a variable.
+func varFile(spec json.RawMessage) ([]byte, error) {
+	b := bytes.TrimSpace(spec)
+	if len(b) == 0 || string(b) == "null" {
+		return []byte("{}"), nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, actions.Terminalf("spec must be a JSON object of Terraform variables: %w", err)
+	}
+	return b, nil
+}
+
+func (a *Action) findBinary() (string, error) {
+	if a.binary != "" {
+		p, err := exec.LookPath(a.binary)
+		if err != nil {
+			return "", fmt.Errorf("binary: %w", err)
+		}
+		return p, nil
+	}
+	for _, name := range []string{"terraform", "tofu"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("neither terraform nor tofu is on PATH (set binary: in the config)")
+}
+
+// run runs the binary in the working copy; withWorkspace false leaves TF_WORKSPACE unset
+// (init, and the workspace commands, which refuse it).
+func (c *call) run(ctx context.Context, withWorkspace bool, args ...string) (runResult, error) {
+	return c.runCodes(ctx, withWorkspace, nil, args...)
+}
+
+func (c *call) runCodes(ctx context.Context, withWorkspace bool, okCodes []int, args ...string) (runResult, error) {
+	env := c.env
+	if withWorkspace {
+		env = append(slices.Clone(env), "TF_WORKSPACE="+c.workspace)
+	}
+	start := time.Now()
+	res, err := run(ctx, runSpec{binary: c.binary, dir: filepath.Join(c.dir, "root"), env: env, args: args,
+		scrub: c.scrub, okCodes: append([]int{0}, okCodes...)})
+	c.a.logger.Debug("terraform run", "command", args[0], "workspace", c.workspace, "exit_code", res.code,
+		"duration", time.Since(start))
+	if err != nil {
+		return res, classify(res.output, err)
+	}
+	return res, nil
+}
+
+// terminalMarks are Terraform errors that only a change of the spec fixes.
+var terminalMarks = []string{
+	"Error: No value for required variable",
+	"Error: Invalid value for input variable",
+	"Error: Invalid value for variable",
+}
+
+// classify marks an error terminal when Terraform refused the spec's variables.
+func classify(out string, err error) error {
+	for _, m := range terminalMarks {
+		if strings.Contains(out, m) {
+			return actions.Terminal(err)
+		}
+	}
+	return err
+}
+
+// plan runs plan with -detailed-exitcode and reports whether it found changes.
+func (c *call) plan(ctx context.Context, extra ...string) (runResult, bool, error) {
+	args := append([]string{"plan", "-input=false", "-no-color", "-detailed-exitcode", "-var-file=" + c.varFile}, extra...)
+	res, err := c.runCodes(ctx, true, []int{2}, args...)
+	return res, res.code == 2, err
+}
+
+// Reconcile plans into a saved plan and applies exactly that plan when it changes anything.
+func (a *Action) Reconcile(ctx context.Context, req actions.Request) (actions.Result, error) {
+	ctx, c, end, err := a.begin(ctx, req)
+	if err != nil {
+		return actions.Result{}, err
+	}
+	defer end()
+	planFile := filepath.Join(c.callDir, "plan.tfplan")
+	_, changes, err := c.plan(ctx, "-lock-timeout="+lockTimeout, "-out="+planFile)
+	if err != nil {
+		return actions.Result{}, err
+	}
+	state := c.state()
+	message := "No changes."
+	if changes {
+		// The lease is checked before the world changes; a replica that lost it stops here.
+		if err := req.SaveCheckpoint(ctx, state); err != nil {
+			return actions.Result{}, err
+		}
+		res, err := c.run(ctx, true, "apply", "-input=false", "-no-color", "-auto-approve", "-lock-timeout="+lockTimeout, planFile)
+		if err != nil {
+			return actions.Result{}, err
+		}
+		message = tail(res.output, logTail)
+	}
+	outputs, err := c.outputs(ctx)
+	if err != nil {
+		return actions.Result{}, err
+	}
+	return actions.Result{Done: true, State: state, Outputs: outputs, Message: message}, nil
+}
+
+// Delete destroys what the workspace holds, then deletes the workspace (its row in the pg
+// backend) and the working copy.
+func (a *Action) Delete(ctx context.Context, req actions.Request) (actions.Result, error) {
+	ctx, c, end, err := a.begin(ctx, req)
+	if err != nil {
+		return actions.Result{}, err
+	}
+	defer end()
+	if err := req.SaveCheckpoint(ctx, c.state()); err != nil {
+		return actions.Result{}, err
+	}
+	res, err := c.run(ctx, true, "destroy", "-input=false", "-no-color", "-auto-approve", "-lock-timeout="+lockTimeout, "-var-file="+c.varFile)
+	if err != nil {
+		return actions.Result{}, err
+	}
+	// A workspace is deleted from another one.
+	if _, err := c.run(ctx, false, "workspace", "select", "-no-color", "default"); err != nil {
+		return actions.Result{}, err
+	}
+	if _, err := c.run(ctx, false, "workspace", "delete", "-no-color", "-lock-timeout="+lockTimeout, c.workspace); err != nil {
+		return actions.Result{}, err
+	}
+	// The next resource of this name starts from a fresh init.
+	_ = os.Remove(filepath.Join(c.dir, "stamp"))
+	return actions.Result{Done: true, Message: tail(res.output, logTail)}, nil
+}
+
+// Observe runs a plan: changes are drift, summarised in the message.
+func (a *Action) Observe(ctx context.Context, req actions.Request) (actions.Observation, error) {
+	ctx, c, end, err := a.begin(ctx, req)
+	if err != nil {
+		return actions.Observation{}, err
+	}
+	defer end()
+	res, changes, err := c.plan(ctx, "-lock-timeout="+lockTimeout)
+	if err != nil {
+		return actions.Observation{}, err
+	}
+	if !changes {
+		return actions.Observation{InSync: true}, nil
+	}
+	return actions.Observation{Message: "terraform plan: " + summary(res.output, true)}, nil
+}
+
+// Plan runs a plan without the state lock (it writes nothing) and returns its summary and
+// text. The resource's working copy is initialised like for any call.
+func (a *Action) Plan(ctx context.Context, req actions.Request) (actions.Plan, error) {
+	req.Checkpoint = nil
+	ctx, c, end, err := a.begin(ctx, req)
+	if err != nil {
+		return actions.Plan{}, err
+	}
+	defer end()
+	res, changes, err := c.plan(ctx, "-lock=false")
+	if err != nil {
+		return actions.Plan{}, err
+	}
+	return actions.Plan{Changes: changes, Summary: summary(res.output, changes), Text: strings.TrimSpace(res.output)}, nil
+}
+
+// state is the Result.State of a call: where the resource's Terraform state is.
+func (c *call) state() json.RawMessage {
+	st := map[string]string{"workspace": c.workspace}
+	if !c.a.custom {
+		st["schema"] = c.a.schema
+	}
+	b, _ := json.Marshal(st)
+	return b
+}
+
+// outputs reads the root module's outputs; sensitive ones become "***".
+func (c *call) outputs(ctx context.Context) (map[string]any, error) {
+	res, err := c.run(ctx, true, "output", "-no-color", "-json")
+	if err != nil {
+		return nil, err
+	}
+	var raw map[string]struct {
+		Sensitive bool            `json:"sensitive"`
+		Value     json.RawMessage `json:"value"`
+	}
+	if err := json.Unmarshal([]byte(res.stdout), &raw); err != nil {
+		return nil, fmt.Errorf("terraform output: %w", err)
+	}
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]any, len(raw))
+	for name, o := range raw {
+		if o.Sensitive {
+			out[name] = "***"
+			continue
+		}
+		dec := json.NewDecoder(bytes.NewReader(o.Value))
+		dec.UseNumber() // 64-bit IDs keep their digits
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("terraform output %s: %w", name, err)
+		}
+		out[name] = v
+	}
+	return out, nil
+}
+
+// Close refuses new calls, interrupts the runs in flight and waits for them. It is safe to
+// call more than once.
+func (a *Action) Close() error {
+	a.calls.Close(errClosed)
+	return nil
+}
+
+// Secrets returns the values of the config's secret-named env variables, for the controller
+// to scrub from whatever any plugin returns.
+func (a *Action) Secrets() []string { return slices.Clone(a.secrets) }
+
+// ValidateWith refuses with: parameters: the module and its variables come from the
+// instance config and the spec.
+func (a *Action) ValidateWith(with json.RawMessage) error {
+	b := bytes.TrimSpace(with)
+	if len(b) == 0 || string(b) == "null" || string(b) == "{}" {
+		return nil
+	}
+	return errors.New("the terraform action takes no with: parameters (the spec holds the module's variables)")
+}
+
+var (
+	_ actions.Action        = (*Action)(nil)
+	_ actions.Observer      = (*Action)(nil)
+	_ actions.Planner       = (*Action)(nil)
+	_ actions.WithValidator = (*Action)(nil)
+	_ actions.SecretHolder  = (*Action)(nil)
+)

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
+	"github.com/trueup-dev/trueup/internal/store"
+)
+
+// TestTerraformEndToEnd runs trueup serve as a process with a terraform action: the resource
+// becomes Ready with the module's outputs, its state is a row of the pg backend's table in
+// trueup's own database (the URL reached the action through actions.Env.DatabaseURL), and a
+// change of the spec is applied; a pruned resource is destroyed with its workspace.
+func TestTerraformEndToEnd(t *testing.T) {
+	tf := ""
+	for _, name := range []string{"terraform", "tofu"} {
+		if p, err := exec.LookPath(name); err == nil {
+			tf = p
+			break
+		}
+	}
+	if tf == "" {
+		t.Fatal("neither terraform nor tofu is on PATH (.ci/ensure-terraform.sh says how to get one)")
+	}
+	dir := t.TempDir()
+	writeTestFile(t, filepath.Join(dir, "modules", "db", "main.tf"), `variable "size" { type = number }
+resource "terraform_data" "db" { input = var.size }
+output "size" { value = terraform_data.db.output }
+`)
+	// Providers only from a mirror that does not exist: nothing is downloaded.
+	writeTestFile(t, filepath.Join(dir, "terraformrc"), "disable_checkpoint = true\nprovider_installation {\n  filesystem_mirror {\n    path = \"/nonexistent/mirror\"\n  }\n}\n")
+	repo := filepath.Join(dir, "repo")
+	writeTestFile(t, filepath.Join(repo, "types.yaml"), `apiVersion: trueup.dev/v1
+kind: ResourceType
+metadata: {name: Database}
+spec:
+  group: db.example.com
+  versions:
+    - name: v1
+      schema:
+        type: object
+        required: [size]
+        properties:
+          size: {type: integer}
+  action: {name: tf}
+`)
+	db := func(size int) string {
+		return fmt.Sprintf("apiVersion: db.example.com/v1\nkind: Database\nmetadata: {name: orders, namespace: prod}\nspec: {size: %d}\n", size)
+	}
+	writeTestFile(t, filepath.Join(repo, "db.yaml"), db(3))
+	// Another resource stays: a revision that renders nothing is never pruned.
+	writeTestFile(t, filepath.Join(repo, "keep.yaml"), strings.Replace(db(1), "orders", "keep", 1))
+	cfgPath := filepath.Join(dir, "trueup.yaml")
+	writeTestFile(t, cfgPath, fmt.Sprintf(`server: {listen: "%s"}
+sources:
+  - name: local
+    dir: {path: %s, interval: 1s}
+    prune: {maxFraction: 1}
+actions:
+  - name: tf
+    type: terraform
+    config: {module: modules/db, binary: %s, workDir: %s, env: {TF_CLI_CONFIG_FILE: %s}}
+reconcile: {workers: 2, backoff: {initial: 100ms, max: 500ms}}
+`, freeAddr(t), repo, tf, filepath.Join(dir, "work"), filepath.Join(dir, "terraformrc")))
+
+	dbURL := pgtest.NewDatabase(t, store.MigrateURL)
+	cmd := exec.Command(os.Args[0], "serve", "--config", cfgPath)
+	cmd.Env = append(os.Environ(), "TRUEUP_TEST_RUN_MAIN=1", "TRUEUP_DATABASE_URL="+dbURL)
+	var logs syncBuffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve exited: %v\n%s", err, logs.String())
+			}
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Error("serve did not stop")
+		}
+	}()
+
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	waitOutput := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			var phase, size string
+			_ = conn.QueryRow(context.Background(),
+				`SELECT phase, coalesce(outputs->>'size', '') FROM resources WHERE name = 'orders'`).Scan(&phase, &size)
+			if phase == "Ready" && size == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("orders: phase %q, outputs.size %q; want Ready with size %s\n%s", phase, size, want, logs.String())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitOutput("3")
+	var state string
+	if err := conn.QueryRow(context.Background(),
+		`SELECT data FROM trueup_tf_tf.states WHERE name = 'prod.Database.orders'`).Scan(&state); err != nil {
+		t.Fatalf("the resource's state is not in trueup's database: %v", err)
+	}
+	if !strings.Contains(state, `"terraform_data"`) {
+		t.Fatalf("state row without the resource: %s", state)
+	}
+
+	writeTestFile(t, filepath.Join(repo, "db.yaml"), db(4))
+	waitOutput("4")
+
+	// Pruned: destroyed, and the workspace's row gone.
+	if err := os.Remove(filepath.Join(repo, "db.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var resources, states int
+		_ = conn.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM resources WHERE name = 'orders'),
+			(SELECT count(*) FROM trueup_tf_tf.states WHERE name = 'prod.Database.orders')`).Scan(&resources, &states)
+		if resources == 0 && states == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the file's removal: %d resource row(s), %d state row(s); want none\n%s", resources, states, logs.String())
+		}
+	}
+	if strings.Contains(logs.String(), dbURL) {
+		t.Error("the database URL reached the logs")
+	}
+}
