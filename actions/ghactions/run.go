@@ -110,6 +110,8 @@ func (c *call) workflow() string {
 		return c.with.DeleteWorkflow
 	case c.op == opCheck:
 		return c.with.CheckWorkflow
+	case c.op == opPlan:
+		return c.with.PlanWorkflow
 	}
 	return c.with.Workflow
 }
