@@ -36,6 +36,7 @@ const (
 const (
 	opReconcile = "reconcile"
 	opDelete    = "delete"
+	opPlan      = "plan"
 )
 
 // keepTimeout bounds the state write of a failed call, which outlives a cancelled call.
