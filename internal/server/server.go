@@ -150,6 +150,8 @@ func (s *Server) routes() {
 	}
 	m.HandleFunc("GET /api/v1/sources", s.listSources)
 	m.HandleFunc("GET /api/v1/sources/{name}", s.getSource)
+	m.HandleFunc("GET /api/v1/sources/{name}/previews", s.listPreviews)
+	m.HandleFunc("GET /api/v1/sources/{name}/previews/{number}", s.getPreview)
 	m.HandleFunc("GET /api/v1/resourcetypes", s.listTypes)
 	m.HandleFunc("GET /api/v1/resourcetypes/{name}", s.getType)
 	m.HandleFunc("GET /api/v1/resources", s.listResources)
