@@ -154,7 +154,7 @@ func (a *Action) awaitRun(ctx context.Context, wf, corr string, since time.Time,
 			wait = a.findDelay()
 		}
 		if err == nil {
-			err = sleepCtx(ctx, wait)
+			err = actions.Sleep(ctx, wait)
 		}
 		if err != nil {
 			return nil, runID, runURL, err

@@ -100,31 +100,11 @@ func (c *call) plan(ctx context.Context) (actions.Plan, error) {
 	if !found {
 		return actions.Plan{}, fmt.Errorf("plan run %d succeeded but published no %s artifact: %s", runID, outputsArtifact, runURL)
 	}
-	p, err := planOf(out)
+	p, err := actions.PlanFromOutputs(out)
 	if err != nil {
 		return actions.Plan{}, fmt.Errorf("artifact %s of plan run %d: %w", outputsArtifact, runID, err)
 	}
 	c.log.Info("plan run succeeded", "run_id", runID, "changes", p.Changes)
-	return p, nil
-}
-
-// planOf reads {"changes": bool, "summary": string, "plan": string}; changes is required.
-func planOf(out map[string]any) (actions.Plan, error) {
-	var p actions.Plan
-	changes, ok := out["changes"].(bool)
-	if !ok {
-		return p, errors.New(`want a boolean "changes"`)
-	}
-	p.Changes = changes
-	for key, dst := range map[string]*string{"summary": &p.Summary, "plan": &p.Text} {
-		switch v := out[key].(type) {
-		case nil:
-		case string:
-			*dst = v
-		default:
-			return p, fmt.Errorf("%q is %s, want a string", key, jsonKind(v))
-		}
-	}
 	return p, nil
 }
 

@@ -96,7 +96,7 @@ func TestPlanFailures(t *testing.T) {
 		}, want: "terraform-plan"},
 		{name: "no artifact", shape: planShape(""), want: "published no trueup-outputs artifact"},
 		{name: "changes not a boolean", shape: planShape(`{"changes": "yes"}`), want: `boolean "changes"`},
-		{name: "plan not a string", shape: planShape(`{"changes": false, "plan": 3}`), want: `"plan" is a number`},
+		{name: "plan not a string", shape: planShape(`{"changes": false, "plan": 3}`), want: `"plan" is not a string`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

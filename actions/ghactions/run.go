@@ -418,15 +418,3 @@ func (c *call) done() actions.Result {
 		Message: fmt.Sprintf("workflow run %d %s: %s", c.st.RunID, c.st.Conclusion, c.st.RunURL),
 	}
 }
-
-// sleepCtx waits d or until ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-}

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
@@ -73,7 +72,7 @@ func (c *call) plan(ctx context.Context) (actions.Plan, error) {
 		if prog != inProgress {
 			break
 		}
-		if err := sleepCtx(ctx, a.pollInterval); err != nil {
+		if err := actions.Sleep(ctx, a.pollInterval); err != nil {
 			c.cancelPlan(ctx, p.ID)
 			return actions.Plan{}, fmt.Errorf("plan pipeline #%d (%s): %w", p.ID, p.WebURL, err)
 		}
@@ -94,17 +93,7 @@ func (c *call) plan(ctx context.Context) (actions.Plan, error) {
 		return actions.Plan{}, fmt.Errorf("list jobs of plan pipeline #%d: %w", p.ID, err)
 	}
 	if prog, _ := classify(p.Status); prog != succeeded {
-		msg := fmt.Sprintf("plan pipeline #%d %s", p.ID, p.Status)
-		var names []string
-		for _, j := range jobs {
-			if j.Status == "failed" && !j.AllowFailure {
-				names = append(names, j.Name)
-			}
-		}
-		if len(names) > 0 {
-			msg += " (failed jobs: " + strings.Join(names, ", ") + ")"
-		}
-		return actions.Plan{}, fmt.Errorf("%s: %s", msg, p.WebURL)
+		return actions.Plan{}, fmt.Errorf("plan pipeline #%d %s%s: %s", p.ID, p.Status, failedJobs(jobs), p.WebURL)
 	}
 	var src *job
 	for i := range jobs {
@@ -119,7 +108,7 @@ func (c *call) plan(ctx context.Context) (actions.Plan, error) {
 	if err != nil {
 		return actions.Plan{}, err
 	}
-	plan, err := planOf(out)
+	plan, err := actions.PlanFromOutputs(out)
 	if err != nil {
 		return actions.Plan{}, fmt.Errorf("job %s (#%d): %s: %w", src.Name, src.ID, outputsFile, err)
 	}
@@ -133,38 +122,6 @@ func (c *call) cancelPlan(ctx context.Context, id int64) {
 	defer cancel()
 	if _, err := c.a.cancel(cctx, id); err != nil {
 		c.logger.Debug("cancel plan pipeline", "pipeline_id", id, "err", c.a.scrub(err.Error()))
-	}
-}
-
-// planOf reads {"changes": bool, "summary": string, "plan": string}; changes is required.
-func planOf(out map[string]any) (actions.Plan, error) {
-	var p actions.Plan
-	changes, ok := out["changes"].(bool)
-	if !ok {
-		return p, errors.New(`want a boolean "changes"`)
-	}
-	p.Changes = changes
-	for key, dst := range map[string]*string{"summary": &p.Summary, "plan": &p.Text} {
-		switch v := out[key].(type) {
-		case nil:
-		case string:
-			*dst = v
-		default:
-			return p, fmt.Errorf("%q is not a string", key)
-		}
-	}
-	return p, nil
-}
-
-// sleepCtx waits d or until ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
 	}
 }
 

@@ -206,18 +206,6 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
-// sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
-}
-
 // excerpt quotes the start of an answer: scrubbed, then bounded (a secret straddling the cut
 // would otherwise leave a piece), valid UTF-8.
 func excerpt(b []byte, scrub func(string) string) string {

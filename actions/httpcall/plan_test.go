@@ -168,7 +168,7 @@ func TestPlanScrubsSecrets(t *testing.T) {
 func TestPlanHonoursDeadline(t *testing.T) {
 	t.Parallel()
 	fx := setup(t, map[string]any{"plan": true, "pollInterval": "20ms"})
-	fx.a.sleep = sleep // real waits: the job never ends
+	fx.a.sleep = actions.Sleep // real waits: the job never ends
 	for range 1000 {
 		fx.f.push(scripted{status: 200, body: `{"status": "running"}`})
 	}
