@@ -79,6 +79,7 @@ type changeView struct {
 	Link      string // the applied resource's page (changes and deletes)
 	DiffLines []diffLine
 	PlanClass string // a cond-* class for the plan's status
+	PlanLabel string // the plan's status in words
 }
 
 // diffLine is a line of a unified diff with its class: add, del, hunk or "".
@@ -124,6 +125,24 @@ func planClass(p *preview.Plan) string {
 	return "unknown"
 }
 
+// planLabel says a plan's status in words.
+func planLabel(p *preview.Plan) string {
+	if p == nil {
+		return ""
+	}
+	switch p.Status {
+	case "no-plan":
+		return "no plan"
+	case "timeout":
+		return "timed out"
+	case "planned":
+		if !p.Changes {
+			return "no changes"
+		}
+	}
+	return p.Status
+}
+
 // previewErrorView is a validation error, linked to the file at the head when the forge is
 // known.
 type previewErrorView struct {
@@ -154,7 +173,7 @@ func makePreviewData(src store.Source, p previewJSON) previewData {
 	res := p.Result
 	d.HasResult, d.Counts, d.Warnings = true, res.Counts, res.Warnings
 	for _, c := range res.Changes {
-		v := changeView{Change: c, DiffLines: diffLines(c.Diff), PlanClass: planClass(c.Plan)}
+		v := changeView{Change: c, DiffLines: diffLines(c.Diff), PlanClass: planClass(c.Plan), PlanLabel: planLabel(c.Plan)}
 		rev := p.HeadSHA
 		if c.Op == "delete" {
 			rev = p.BaseRevision // the file is gone from the head

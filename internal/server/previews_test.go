@@ -169,7 +169,7 @@ func TestPreviewPages(t *testing.T) {
 		`<span class="d-add">&#43;size: 2 # &lt;script&gt;alert(1)&lt;/script&gt;</span>`, `<span class="d-del">-size: 1</span>`, `<span class="d-hunk">`,
 		"<details><summary>Plan: 0 to add, 1 to change</summary>", "~ size: 1 -&gt; 2 &lt;img src=x onerror=alert(1)&gt;",
 		"prune guard: 1 deletion of 3 resources (33%) would be skipped &lt;b&gt;", `<span class="op op-delete">delete</span>`,
-		`href="/resources/staging/Queue/stg-a"`, "no-plan", `href="https://github.com/acme/web/pull/7#issuecomment-1"`,
+		`href="/resources/staging/Queue/stg-a"`, ">no plan</span>", `href="https://github.com/acme/web/pull/7#issuecomment-1"`,
 		`<span class="c-add">1</span> to add`, "1 unchanged",
 	} {
 		if !strings.Contains(body, want) {
