@@ -1,5 +1,6 @@
 // Package server owns trueup's HTTP surface (DESIGN §9): health and readiness, the read-only
-// JSON API over sources, resource types, resources, history and events, and the dashboard.
+// JSON API over sources, their pull-request previews, resource types, resources, history and
+// events, and the dashboard.
 package server
 
 import (
