@@ -255,6 +255,9 @@ type with struct {
 	DeleteWorkflow string `json:"deleteWorkflow"`
 	// CheckWorkflow runs on resync to detect drift.
 	CheckWorkflow string `json:"checkWorkflow"`
+	// PlanWorkflow runs for pull-request previews with operation=plan (it may name the same
+	// file as Workflow); without it the type has no plan.
+	PlanWorkflow string `json:"planWorkflow"`
 }
 
 // workflowPattern is a workflow file name (in .github/workflows) or a numeric id.
@@ -283,6 +286,7 @@ func parseWith(raw json.RawMessage, s *settings) (with, error) {
 	}
 	for _, f := range []struct{ name, v string }{
 		{"workflow", w.Workflow}, {"deleteWorkflow", w.DeleteWorkflow}, {"checkWorkflow", w.CheckWorkflow},
+		{"planWorkflow", w.PlanWorkflow},
 	} {
 		if f.v == "" {
 			continue

@@ -55,6 +55,7 @@
 //	      inputs: {environment: prod}     # optional static inputs, sent with every dispatch
 //	      deleteWorkflow: database-delete.yml  # optional; else workflow with operation=delete
 //	      checkWorkflow: database-check.yml    # optional drift check (Observe)
+//	      planWorkflow: database.yml           # optional plan for pull-request previews (Plan)
 //
 // `with:` is checked when the commit is ingested: unknown fields, workflow names that are not
 // a file name or an id, static inputs using a reserved name, and more static inputs than
@@ -77,7 +78,7 @@
 //	generation         its generation (a decimal string)
 //	revision           the Git commit it came from
 //	spec               its spec as compact JSON
-//	operation          reconcile | delete | check
+//	operation          reconcile | delete | check | plan
 //	trueup_id          a unique id of this dispatch
 //
 // The run must carry trueup_id in its name (run-name). The plugin finds a run by that id
@@ -185,6 +186,24 @@
 // though the generation already succeeded; other conclusions are errors. A check that
 // exceeds checkTimeout is cancelled and reported as an error. While a run is in flight, or
 // while rate limited, the check is skipped (in sync, with a message).
+//
+// # Plan (pull-request previews)
+//
+// With planWorkflow (which may be the same file as workflow), Plan dispatches it with
+// operation=plan and the pull request's spec, and waits for the run within the call,
+// polling every pollInterval until the preview's plan timeout; a run still going then is
+// cancelled. The plan is the run's trueup-outputs artifact (read as for outputs):
+//
+//	{"changes": true, "summary": "1 to add, 0 to change, 0 to destroy", "plan": "full text"}
+//
+// changes is required; summary and plan are strings. A failed run, a run without the
+// artifact, or a malformed file is the plan's error, shown in the preview. A plan run must
+// change nothing. It neither reads nor writes the resource's State (no checkpoint): it has
+// a trueup_id of its own, so that a reconcile never adopts it. Without planWorkflow the
+// type has no plan ("no plan" in the preview): a workflow written before plans existed would
+// take operation=plan for a reconcile. A workflow serving both should keep the operation in
+// its concurrency group (group: db-${{ inputs.name }}-${{ inputs.operation }}), or a plan
+// queued behind a reconcile replaces the reconcile's pending run.
 //
 // # Rate limits
 //

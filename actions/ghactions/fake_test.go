@@ -100,7 +100,7 @@ type fakeRun struct {
 	version int
 }
 
-var fakeWorkflows = map[string]int64{"deploy.yml": 101, "delete.yml": 102, "check.yml": 103}
+var fakeWorkflows = map[string]int64{"deploy.yml": 101, "delete.yml": 102, "check.yml": 103, "plan.yml": 104}
 
 const (
 	fakeOwner   = "acme"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/go-github/v60/github"
 
@@ -75,16 +76,52 @@ func (c *call) check(parent context.Context) (actions.Observation, error) {
 	if err != nil {
 		return actions.Observation{}, fmt.Errorf("dispatch check workflow %s: %w", wf, err)
 	}
-	var (
-		runID  int64
-		runURL string
-		etag   string
-		run    *github.WorkflowRun
-	)
+	var runID int64
+	var runURL string
 	if details != nil {
 		runID, runURL = details.WorkflowRunID, details.HTMLURL
 	}
 	c.log.Debug("check workflow dispatched", "workflow", wf, "trueup_id", corr, "run_id", runID)
+	run, runID, runURL, err := a.awaitRun(ctx, wf, corr, since, runID, runURL)
+	if err != nil {
+		if context.Cause(ctx) == errCheckTimeout && parent.Err() == nil {
+			if runID != 0 {
+				// Best effort: a check nobody waits for should not hold a runner.
+				_ = a.cancelRun(parent, runID)
+			}
+			return actions.Observation{}, fmt.Errorf("check workflow %s (trueup_id %s): no result within %s", wf, corr, a.checkTimeout)
+		}
+		return actions.Observation{}, fmt.Errorf("check workflow %s: %w", wf, err)
+	}
+	switch conclusion := run.GetConclusion(); {
+	case succeeded(conclusion):
+		a.setDrift(c.req.Resource, false)
+		return actions.Observation{InSync: true, Message: fmt.Sprintf("check run %d %s: %s", runID, conclusion, runURL)}, nil
+	case conclusion == "failure":
+		msg, err := a.failureMessage(ctx, run, runURL, "check run")
+		if err != nil {
+			return actions.Observation{}, err
+		}
+		a.setDrift(c.req.Resource, true)
+		c.log.Info("check workflow reports drift", "run_id", runID)
+		return actions.Observation{InSync: false, Message: "drift: " + msg}, nil
+	default:
+		msg, err := a.failureMessage(ctx, run, runURL, "check run")
+		if err != nil {
+			return actions.Observation{}, err
+		}
+		return actions.Observation{}, errors.New(msg)
+	}
+}
+
+// awaitRun polls the run a dispatch started (found by correlation when runID is 0) until it
+// completes or ctx ends; it returns the run id known so far either way, so that the caller
+// can cancel a run nobody waits for any more.
+func (a *Action) awaitRun(ctx context.Context, wf, corr string, since time.Time, runID int64, runURL string) (*github.WorkflowRun, int64, string, error) {
+	var (
+		etag string
+		run  *github.WorkflowRun
+	)
 	for {
 		var err error
 		if runID == 0 {
@@ -107,46 +144,20 @@ func (c *call) check(parent context.Context) (actions.Observation, error) {
 			}
 		}
 		if err == nil && run != nil && run.GetStatus() == "completed" {
-			break
+			if runURL == "" {
+				runURL = run.GetHTMLURL()
+			}
+			return run, runID, runURL, nil
 		}
 		wait := a.pollInterval
 		if runID == 0 {
 			wait = a.findDelay()
 		}
 		if err == nil {
-			err = sleepCtx(ctx, wait)
+			err = actions.Sleep(ctx, wait)
 		}
 		if err != nil {
-			if context.Cause(ctx) == errCheckTimeout && parent.Err() == nil {
-				if runID != 0 {
-					// Best effort: a check nobody waits for should not hold a runner.
-					_ = a.cancelRun(parent, runID)
-				}
-				return actions.Observation{}, fmt.Errorf("check workflow %s (trueup_id %s): no result within %s", wf, corr, a.checkTimeout)
-			}
-			return actions.Observation{}, fmt.Errorf("check workflow %s: %w", wf, err)
+			return nil, runID, runURL, err
 		}
-	}
-	if runURL == "" {
-		runURL = run.GetHTMLURL()
-	}
-	switch conclusion := run.GetConclusion(); {
-	case succeeded(conclusion):
-		a.setDrift(c.req.Resource, false)
-		return actions.Observation{InSync: true, Message: fmt.Sprintf("check run %d %s: %s", runID, conclusion, runURL)}, nil
-	case conclusion == "failure":
-		msg, err := a.failureMessage(ctx, run, runURL, "check run")
-		if err != nil {
-			return actions.Observation{}, err
-		}
-		a.setDrift(c.req.Resource, true)
-		c.log.Info("check workflow reports drift", "run_id", runID)
-		return actions.Observation{InSync: false, Message: "drift: " + msg}, nil
-	default:
-		msg, err := a.failureMessage(ctx, run, runURL, "check run")
-		if err != nil {
-			return actions.Observation{}, err
-		}
-		return actions.Observation{}, errors.New(msg)
 	}
 }

@@ -59,6 +59,23 @@ func (a *Action) collectOutputs(ctx context.Context, run *github.WorkflowRun, ru
 	if supersedes != 0 {
 		out["supersedes"] = supersedes
 	}
+	extra, _, err := a.readOutputsArtifact(ctx, run.GetID(), arts)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range extra {
+		out[k] = v
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("encode outputs: %w", err)
+	}
+	return b, nil
+}
+
+// readOutputsArtifact reads the JSON object of the run's trueup-outputs artifact among arts;
+// found is false when the run published none (or it expired).
+func (a *Action) readOutputsArtifact(ctx context.Context, runID int64, arts []*github.Artifact) (out map[string]any, found bool, err error) {
 	for _, art := range arts {
 		if art.GetName() != outputsArtifact || art.GetExpired() {
 			continue
@@ -66,25 +83,18 @@ func (a *Action) collectOutputs(ctx context.Context, run *github.WorkflowRun, ru
 		zipped, err := a.downloadArtifact(ctx, art.GetID(), maxOutputsBytes)
 		if err != nil {
 			if errors.Is(err, errTooLarge) {
-				return nil, actions.Terminalf("artifact %s of run %d: %w", outputsArtifact, run.GetID(), err)
+				return nil, false, actions.Terminalf("artifact %s of run %d: %w", outputsArtifact, runID, err)
 			}
-			return nil, err
+			return nil, false, err
 		}
-		extra, err := readOutputsZip(zipped)
+		out, err := readOutputsZip(zipped)
 		if err != nil {
 			// The run is over: its artifact will not change until a new run.
-			return nil, actions.Terminalf("artifact %s of run %d: %w", outputsArtifact, run.GetID(), err)
+			return nil, false, actions.Terminalf("artifact %s of run %d: %w", outputsArtifact, runID, err)
 		}
-		for k, v := range extra {
-			out[k] = v
-		}
-		break
+		return out, true, nil
 	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return nil, fmt.Errorf("encode outputs: %w", err)
-	}
-	return b, nil
+	return nil, false, nil
 }
 
 func jobOutputs(jobs []*github.WorkflowJob) []jobOutput {

@@ -110,6 +110,8 @@ func (c *call) workflow() string {
 		return c.with.DeleteWorkflow
 	case c.op == opCheck:
 		return c.with.CheckWorkflow
+	case c.op == opPlan:
+		return c.with.PlanWorkflow
 	}
 	return c.with.Workflow
 }
@@ -414,17 +416,5 @@ func (c *call) done() actions.Result {
 		State:   c.st.encode(),
 		Outputs: outputs,
 		Message: fmt.Sprintf("workflow run %d %s: %s", c.st.RunID, c.st.Conclusion, c.st.RunURL),
-	}
-}
-
-// sleepCtx waits d or until ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
 	}
 }

@@ -12,6 +12,7 @@ const (
 	opReconcile = "reconcile"
 	opDelete    = "delete"
 	opCheck     = "check"
+	opPlan      = "plan"
 )
 
 // Phases of the State's run handle.

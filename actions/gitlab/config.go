@@ -183,6 +183,9 @@ type with struct {
 	Variables map[string]scalar `json:"variables"`
 	// OutputsJob names the job whose artifact trueup-outputs.json is merged into the outputs.
 	OutputsJob string `json:"outputsJob"`
+	// PlanJob names the job whose artifact trueup-outputs.json holds the plan of a pipeline
+	// started with TRUEUP_OPERATION=plan; without it the type has no plan.
+	PlanJob string `json:"planJob"`
 }
 
 // scalar is a variable value: a JSON string, number or boolean, kept as text.
@@ -247,6 +250,9 @@ func parseWith(raw json.RawMessage, s *settings) (with, error) {
 	}
 	if strings.TrimSpace(w.OutputsJob) != w.OutputsJob {
 		return with{}, fmt.Errorf("with: outputsJob %q has surrounding spaces", w.OutputsJob)
+	}
+	if strings.TrimSpace(w.PlanJob) != w.PlanJob {
+		return with{}, fmt.Errorf("with: planJob %q has surrounding spaces", w.PlanJob)
 	}
 	return w, nil
 }

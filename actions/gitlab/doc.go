@@ -34,6 +34,7 @@
 //	      ref: release                 # optional, overrides the config's ref
 //	      variables: {TIER: gold}      # optional static variables (strings, numbers, booleans)
 //	      outputsJob: export           # optional, see Outputs
+//	      planJob: plan                # optional, see Plan
 //
 // Variable names follow GitLab's rule (letters, digits, _) and may not start with TRUEUP_.
 // Unknown fields are errors, reported when the commit is ingested.
@@ -50,7 +51,7 @@
 //
 // Every pipeline is started on ref with the static variables and:
 //
-//	TRUEUP_OPERATION   reconcile | delete
+//	TRUEUP_OPERATION   reconcile | delete | plan
 //	TRUEUP_KIND        TRUEUP_NAMESPACE  TRUEUP_NAME
 //	TRUEUP_GENERATION  the resource's generation
 //	TRUEUP_REVISION    the Git commit the resource came from
@@ -134,6 +135,29 @@
 // instance: until then every call of every resource returns at once without a request, and
 // a RateLimit-Remaining of 0 pauses calls until RateLimit-Reset before a 429 comes.
 // (*Action).RateLimitRemaining reports the last RateLimit-Remaining seen (-1 unknown).
+//
+// # Plan (pull-request previews)
+//
+// With planJob, Plan triggers a pipeline with TRUEUP_OPERATION=plan and the pull request's
+// spec, and waits for it within the call, reading it every pollInterval until the preview's
+// plan timeout; a pipeline still going then is cancelled. The plan is the planJob's
+// artifact trueup-outputs.json (read as for outputsJob):
+//
+//	{"changes": true, "summary": "1 to add, 0 to change, 0 to destroy", "plan": "full text"}
+//
+// changes is required; summary and plan are strings. A failed pipeline, a missing job or
+// artifact, or a malformed file is the plan's error, shown in the preview. A plan pipeline
+// must change nothing: give its jobs rules on $TRUEUP_OPERATION == "plan", and keep the
+// apply jobs' rules to "reconcile". It neither reads nor writes the resource's State (no
+// checkpoint), and its own TRUEUP_ID keeps a reconcile from adopting it. Without planJob the
+// type has no plan ("no plan" in the preview): a pipeline written before plans existed may
+// run its apply jobs for any operation.
+//
+//	plan:
+//	  stage: deploy
+//	  rules: [{if: $TRUEUP_OPERATION == "plan"}]
+//	  script: ./plan.sh "$TRUEUP_NAME" > trueup-outputs.json   # {"changes": …, "summary": …, "plan": …}
+//	  artifacts: {paths: [trueup-outputs.json]}
 //
 // # Drift
 //

@@ -44,6 +44,10 @@ type fakeGitLab struct {
 	artifacts map[int64]string
 	// triggerError, when set, is the JSON message of a 400 answer to the next triggers.
 	triggerError string
+	// finishAfter, when set, moves a pipeline still in progress to finishAs (with its
+	// jobs) on its finishAfter-th read, as a runner would.
+	finishAfter int
+	finishAs    string
 }
 
 type fakePipeline struct {
@@ -57,6 +61,7 @@ type fakePipeline struct {
 	Created  time.Time
 	Updated  time.Time
 	Cancels  int
+	reads    int
 	canceled bool // cancel asked while running: "canceling", then "canceled" on the next read
 }
 
@@ -260,6 +265,12 @@ func (f *fakeGitLab) getPipeline(w http.ResponseWriter, r *http.Request) {
 	}
 	if p.canceled && p.Status == "canceling" {
 		defer func() { p.Status = "canceled" }()
+	}
+	p.reads++
+	if f.finishAfter > 0 && p.reads >= f.finishAfter && !p.canceled {
+		if prog, _ := classify(p.Status); prog == inProgress {
+			p.Status = f.finishAs
+		}
 	}
 	writeJSON(w, http.StatusOK, f.pipelineJSON(p, true))
 }

@@ -36,6 +36,7 @@ const (
 const (
 	opReconcile = "reconcile"
 	opDelete    = "delete"
+	opPlan      = "plan"
 )
 
 // keepTimeout bounds the state write of a failed call, which outlives a cancelled call.
@@ -406,21 +407,28 @@ func (c *call) settle(ctx context.Context, p pipeline) (actions.Result, error) {
 		st.Phase = phaseFailed
 		msg := fmt.Sprintf("pipeline #%d %s", p.ID, p.Status)
 		if jobs, err := c.a.jobs(ctx, p.ID); err == nil {
-			var names []string
-			for _, j := range jobs {
-				if j.Status == "failed" && !j.AllowFailure {
-					names = append(names, j.Name)
-				}
-			}
-			if len(names) > 0 {
-				msg += " (failed jobs: " + strings.Join(names, ", ") + ")"
-			}
+			msg += failedJobs(jobs)
 		} else {
 			c.logger.Debug("could not list jobs of a failed pipeline", "pipeline_id", p.ID, "err", c.a.scrub(err.Error()))
 		}
 		c.logger.Warn("pipeline did not succeed", "pipeline_id", p.ID, "status", p.Status)
 		return actions.Result{}, fmt.Errorf("%s: %s", msg, st.WebURL)
 	}
+}
+
+// failedJobs names the jobs that failed the pipeline (allow_failure excepted), as
+// " (failed jobs: a, b)", or "" when there are none.
+func failedJobs(jobs []job) string {
+	var names []string
+	for _, j := range jobs {
+		if j.Status == "failed" && !j.AllowFailure {
+			names = append(names, j.Name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return " (failed jobs: " + strings.Join(names, ", ") + ")"
 }
 
 // baseOutputs are the outputs known without calling GitLab.

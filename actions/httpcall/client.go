@@ -83,6 +83,9 @@ type outgoing struct {
 	op     string
 	key    string              // Idempotency-Key; "" for none
 	scrub  func(string) string // the instance's and the call's secrets
+	// final lists statuses returned at once instead of retried (501 to a plan: the
+	// provisioner does not plan, which no retry changes).
+	final map[int]bool
 }
 
 // exchange sends o, retrying transient failures (connection errors, 408, 429, 5xx) with
@@ -94,7 +97,7 @@ func (a *Action) exchange(ctx context.Context, o outgoing) (reply, error) {
 		if ctx.Err() != nil {
 			return reply{}, fmt.Errorf("%s %s: %w", o.method, display(o.url), context.Cause(ctx))
 		}
-		if err == nil && !transient(r.status) {
+		if err == nil && (!transient(r.status) || o.final[r.status]) {
 			return r, nil
 		}
 		var wait time.Duration
@@ -201,18 +204,6 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 		return max(t.Sub(now), 0), true
 	}
 	return 0, false
-}
-
-// sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }
 
 // excerpt quotes the start of an answer: scrubbed, then bounded (a secret straddling the cut

@@ -37,6 +37,9 @@ type config struct {
 	Timeout       string            `json:"timeout"`
 	PollInterval  string            `json:"pollInterval"`
 	Retry         *retryConfig      `json:"retry"`
+	// Plan says the provisioner implements the "plan" operation. It is opt-in: a provisioner
+	// that predates plan and does not read "operation" would apply a pull request's spec.
+	Plan bool `json:"plan"`
 	// Insecure allows headers, a signing secret or URL credentials over an http:// url to
 	// another machine (internal/plaintext).
 	Insecure bool `json:"insecure"`
@@ -60,6 +63,7 @@ type settings struct {
 	initial      time.Duration
 	secrets      []string // values scrubbed from messages, longest first
 	insecure     bool     // the config's insecure: true (redirects may downgrade to http)
+	plan         bool     // the provisioner answers operation "plan"
 }
 
 // reservedHeaders are set by the plugin on every request.
@@ -144,6 +148,7 @@ func parseConfig(raw json.RawMessage) (settings, error) {
 		return settings{}, err
 	}
 	s.insecure = c.Insecure
+	s.plan = c.Plan
 	s.secrets = slices.DeleteFunc(s.secrets, func(v string) bool { return len(v) < minRedactLen })
 	// Longest first, so that a secret containing another is replaced whole.
 	slices.SortFunc(s.secrets, func(a, b string) int { return len(b) - len(a) })

@@ -15,6 +15,7 @@
 //	      timeout: 30s                                        # per HTTP request, default 30s
 //	      pollInterval: 10s                                   # default 10s
 //	      retry: {attempts: 3, initial: 500ms}                # tries per call, first backoff
+//	      plan: true                                          # the provisioner answers "plan" (default false)
 //
 // Header values and the signing secret are secrets: they never appear in errors, logs,
 // state or outputs (values shorter than 6 bytes excepted: they would match ordinary words),
@@ -85,6 +86,26 @@
 // Idempotency-Key); the provisioner's message is part of it. A new generation while a job
 // is followed leaves that job (HTTP has no general cancel): the new request goes out and the
 // provisioner is expected to supersede the old job.
+//
+// # Plan
+//
+// Pull-request previews ask for a plan: what a reconcile would do, without doing it. Only an
+// instance with `plan: true` is asked (a provisioner that predates plan and does not read
+// "operation" would apply the pull request's spec); the others have no plan. The request is
+// the reconcile's, with method (POST), "operation": "plan", X-Trueup-Operation: plan, and an
+// Idempotency-Key of <uid>-plan-<hash of the body>, the same for the same spec. Answers:
+//
+//   - 2xx {"changes": true, "summary": "1 to add, 0 to change", "plan": "full text"}: the
+//     plan ("status" absent, "done" or "succeeded"); "changes" is required and boolean.
+//   - 2xx {"status": "pending"|"running"}: the same request is sent again after Retry-After
+//     or pollInterval; 202 with Location: the Location is read until it answers as above.
+//     Both are bounded by the preview's plan timeout: a plan keeps no state between calls.
+//   - 404, 405 and 501 to the request: this provisioner (or path) does not plan; the
+//     preview says "no plan". 501 is not retried.
+//   - {"status": "failed", "message": "…"}, another 4xx, or 5xx after the retries: the
+//     preview shows the plan's error.
+//
+// A provisioner must not change anything when asked for a plan.
 //
 // # Drift
 //

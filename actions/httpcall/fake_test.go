@@ -46,6 +46,8 @@ type fakeJob struct {
 	Outputs map[string]any
 	Op      string
 	Res     string
+	// Polls counts the status reads of a plan job: it reports running twice, then done.
+	Polls int
 }
 
 type scripted struct {
@@ -148,6 +150,9 @@ func (f *fakeProvisioner) resource(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	case r.Method == http.MethodPost && req.Operation == "reconcile":
+	case r.Method == http.MethodPost && req.Operation == "plan":
+		f.plan(w, r, id, req.Resource.Spec)
+		return
 	default:
 		writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": "method and operation disagree"})
 		return
@@ -169,6 +174,24 @@ func (f *fakeProvisioner) resource(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]any{"status": "pending"})
 }
 
+// plan answers a plan request (f.mu held): nothing is created; in async mode the answer
+// comes from a job whose status is read three times.
+func (f *fakeProvisioner) plan(w http.ResponseWriter, r *http.Request, id string, spec map[string]any) {
+	answer := map[string]any{"status": "done", "changes": true, "summary": "1 to add, 0 to change, 0 to destroy",
+		"plan": fmt.Sprintf("+ %s (storage_gb=%v)", id, spec["storage_gb"])}
+	if f.resources[id] {
+		answer = map[string]any{"status": "done", "changes": false, "summary": "no changes", "plan": ""}
+	}
+	if f.sync {
+		writeJSON(w, http.StatusOK, answer)
+		return
+	}
+	n := len(f.jobs) + 1
+	f.jobs[n] = &fakeJob{Status: "running", Outputs: answer, Op: "plan", Res: id}
+	w.Header().Set("Location", "/api/jobs/"+strconv.Itoa(n))
+	writeJSON(w, http.StatusAccepted, map[string]any{"status": "running"})
+}
+
 func (f *fakeProvisioner) apply(op, id string) {
 	f.resources[id] = op == "reconcile"
 }
@@ -180,6 +203,15 @@ func (f *fakeProvisioner) job(w http.ResponseWriter, r *http.Request) {
 	j, ok := f.jobs[n]
 	if !ok {
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no such job"})
+		return
+	}
+	if j.Op == "plan" {
+		j.Polls++
+		if j.Polls <= 2 {
+			writeJSON(w, http.StatusOK, map[string]any{"status": "running"})
+			return
+		}
+		writeJSON(w, http.StatusOK, j.Outputs)
 		return
 	}
 	switch j.Status {

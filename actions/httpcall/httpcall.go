@@ -55,7 +55,7 @@ func New(raw json.RawMessage, env actions.Env) (actions.Action, error) {
 	a := &Action{
 		settings: s,
 		logger:   logger.With("action", env.Name, "url", display(s.url)),
-		sleep:    sleep,
+		sleep:    actions.Sleep,
 	}
 	a.hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), CheckRedirect: a.checkRedirect}
 	if len(s.secrets) > 0 {

@@ -49,7 +49,7 @@ var assetVersion = func() string {
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }()
 
-var pages = parsePages("overview.html", "resources.html", "resource.html", "sources.html", "source.html", "error.html", "confirm.html")
+var pages = parsePages("overview.html", "resources.html", "resource.html", "sources.html", "source.html", "preview.html", "error.html", "confirm.html")
 
 func parsePages(names ...string) map[string]*template.Template {
 	base := template.Must(template.New("").Funcs(template.FuncMap{
@@ -101,6 +101,7 @@ func (s *Server) dashboardRoutes(m *http.ServeMux) {
 	m.HandleFunc("GET /resources/{namespace}/{kind}/{name}", s.resourcePage)
 	m.HandleFunc("GET /sources", s.sourcesPage)
 	m.HandleFunc("GET /sources/{name}", s.sourcePage)
+	m.HandleFunc("GET /sources/{name}/previews/{number}", s.previewPage)
 	m.HandleFunc("GET /static/{file}", serveStatic)
 	s.operateRoutes(m)
 }

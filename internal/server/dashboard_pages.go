@@ -477,6 +477,7 @@ type sourceData struct {
 	Resources string
 	Ops       opsView   // operator commands (dashboard_operate.go)
 	Graph     graphView // the dependency graph (dashboard_graph.go)
+	Previews  previewList
 }
 
 // sourcePage answers GET /sources/{name}: revision, conditions and every validation error.
@@ -500,8 +501,13 @@ func (s *Server) sourcePage(w http.ResponseWriter, r *http.Request) {
 	if err != nil && !errors.Is(err, store.ErrGraphTooLarge) && s.pageFailed(w, r, err) {
 		return
 	}
+	graph := makeGraphView(g, err)
+	ps, err := s.readPreviews(ctx, src.Name, sourcePreviews)
+	if s.pageFailed(w, r, err) {
+		return
+	}
 	d := sourceData{sourceView: makeSourceView(src, counts, 0), Events: makeEvents(evs, true), Resources: listPath("source", src.Name),
-		Ops: s.sourceOps(r, src), Graph: makeGraphView(g, err)}
+		Ops: s.sourceOps(r, src), Graph: graph, Previews: makePreviewList(src.URL, ps)}
 	s.render(w, r, http.StatusOK, "source.html", layout{Title: "Source " + src.Name, Nav: "sources", Watch: "source:" + src.Name,
 		WatchURL: "/api/v1/watch?" + url.Values{"source": {src.Name}}.Encode(), Page: d})
 }

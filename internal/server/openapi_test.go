@@ -386,6 +386,21 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Previews of main: #7 with a result, #8 pending without one.
+	result, err := json.Marshal(previewResult())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []store.Preview{
+		{Source: "main", Number: 7, Provider: "github", Title: "bigger", URL: "https://github.com/acme/main/pull/7",
+			HeadSHA: "7777777777777777777777777777777777777777", BaseRevision: "keep1", State: store.PreviewSucceeded, Result: result},
+		{Source: "main", Number: 8, Provider: "gitlab", HeadSHA: "8888888888888888888888888888888888888888", State: store.PreviewPending},
+	} {
+		if _, err := st.SavePreview(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	var page struct{ Continue string }
 	get(t, hs.URL+"/api/v1/resources?limit=1", &page)
 	res := "/api/v1/resources/alpha/Queue/q000"
@@ -396,6 +411,14 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 		{"GET", "/api/v1/sources", 200},
 		{"GET", "/api/v1/sources/main", 200},
 		{"GET", "/api/v1/sources/nope", 404},
+		{"GET", "/api/v1/sources/main/previews", 200},
+		{"GET", "/api/v1/sources/main/previews?limit=1", 200},
+		{"GET", "/api/v1/sources/main/previews?limit=0", 400},
+		{"GET", "/api/v1/sources/nope/previews", 404},
+		{"GET", "/api/v1/sources/main/previews/7", 200},
+		{"GET", "/api/v1/sources/main/previews/8", 200},
+		{"GET", "/api/v1/sources/main/previews/9", 404},
+		{"GET", "/api/v1/sources/main/previews/x", 400},
 		{"GET", "/api/v1/resourcetypes", 200},
 		{"GET", "/api/v1/resourcetypes/QUEUE", 200},
 		{"GET", "/api/v1/resourcetypes/nope", 404},
@@ -436,6 +459,10 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 		{"GET", "/sources", 200},
 		{"GET", "/sources/main", 200},
 		{"GET", "/sources/nope", 404},
+		{"GET", "/sources/main/previews/7", 200},
+		{"GET", "/sources/main/previews/8", 200},
+		{"GET", "/sources/main/previews/9", 404},
+		{"GET", "/sources/main/previews/x", 400},
 		{"GET", "/static/dashboard.js", 200},
 		{"GET", "/static/dashboard.css", 200},
 		{"GET", "/static/nope.js", 404},
@@ -457,7 +484,8 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 	t.Cleanup(func() { dead.Stop(); dhs.Close() })
 	for _, p := range []string{"/readyz", "/api/v1/sources", "/api/v1/sources/main", "/api/v1/resourcetypes", "/api/v1/resourcetypes/queue",
 		"/api/v1/resources", res, res + "/history", res + "/events", "/api/v1/events", "/api/v1/graph", "/api/v1/replicas", "/api/v1/watch",
-		"/", "/resources", "/resources/alpha/Queue/q000", "/sources", "/sources/main"} {
+		"/", "/resources", "/resources/alpha/Queue/q000", "/sources", "/sources/main",
+		"/api/v1/sources/main/previews", "/api/v1/sources/main/previews/7", "/sources/main/previews/7"} {
 		checkAnswer(t, d, dhs.URL, apiCall{"GET", p, 503})
 	}
 	checkAnswer(t, d, dhs.URL, apiCall{"GET", "/metrics", 404}) // metrics not enabled

@@ -1,5 +1,6 @@
 // Package server owns trueup's HTTP surface (DESIGN §9): health and readiness, the read-only
-// JSON API over sources, resource types, resources, history and events, and the dashboard.
+// JSON API over sources, their pull-request previews, resource types, resources, history and
+// events, and the dashboard.
 package server
 
 import (
@@ -150,6 +151,8 @@ func (s *Server) routes() {
 	}
 	m.HandleFunc("GET /api/v1/sources", s.listSources)
 	m.HandleFunc("GET /api/v1/sources/{name}", s.getSource)
+	m.HandleFunc("GET /api/v1/sources/{name}/previews", s.listPreviews)
+	m.HandleFunc("GET /api/v1/sources/{name}/previews/{number}", s.getPreview)
 	m.HandleFunc("GET /api/v1/resourcetypes", s.listTypes)
 	m.HandleFunc("GET /api/v1/resourcetypes/{name}", s.getType)
 	m.HandleFunc("GET /api/v1/resources", s.listResources)

@@ -1,0 +1,183 @@
+package httpcall
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trueup-dev/trueup/actions"
+)
+
+// plan calls Plan the way the preview runner does: no state, no checkpoint, a deadline.
+func (d *driver) plan(timeout time.Duration) (actions.Plan, error) {
+	d.t.Helper()
+	req := actions.Request{Resource: d.res, With: d.with, State: d.state,
+		Checkpoint: func(context.Context, json.RawMessage) error {
+			d.t.Error("Plan saved a checkpoint")
+			return nil
+		}}
+	ctx, cancel := context.WithTimeout(d.t.Context(), timeout)
+	defer cancel()
+	p, err := d.fx.a.Plan(ctx, req)
+	texts := []string{p.Summary, p.Text}
+	if err != nil {
+		texts = append(texts, err.Error())
+	}
+	for _, secret := range d.fx.secrets() {
+		for _, s := range texts {
+			if strings.Contains(s, secret) {
+				d.t.Fatalf("secret %q appears in %q", secret, s)
+			}
+		}
+	}
+	return p, err
+}
+
+func TestPlanOptIn(t *testing.T) {
+	t.Parallel()
+	fx := setup(t, nil)
+	fx.f.sync = true
+	if _, err := fx.driver(t, "orders").plan(5 * time.Second); !errors.Is(err, actions.ErrNoPlan) {
+		t.Fatalf("Plan without plan: true: err = %v, want ErrNoPlan", err)
+	}
+	if n := len(fx.f.recorded()); n != 0 {
+		t.Fatalf("%d requests sent by an instance that does not plan", n)
+	}
+}
+
+func TestPlanSync(t *testing.T) {
+	t.Parallel()
+	fx := setup(t, map[string]any{"plan": true})
+	fx.f.sync = true
+	d := fx.driver(t, "orders")
+	d.with = json.RawMessage(`{"body": {"plan": "gold"}}`)
+	p, err := d.plan(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Changes || p.Summary != "1 to add, 0 to change, 0 to destroy" || p.Text != "+ team-a/Database/orders (storage_gb=500)" {
+		t.Fatalf("plan = %+v", p)
+	}
+	r := fx.f.last()
+	if r.Method != http.MethodPost || r.Header.Get("X-Trueup-Operation") != "plan" ||
+		!strings.HasPrefix(r.Header.Get("Idempotency-Key"), "uid-orders-plan-") ||
+		!bytes.Contains(r.Body, []byte(`"operation":"plan"`)) || !bytes.Contains(r.Body, []byte(`"with":{"plan":"gold"}`)) {
+		t.Fatalf("plan request %s, headers %v, body %s", r.Method, r.Header, r.Body)
+	}
+	key := r.Header.Get("Idempotency-Key")
+	if fx.f.resources["team-a/Database/orders"] {
+		t.Fatal("the plan created the resource")
+	}
+	// The same spec plans under the same key; another spec under another.
+	if _, err := d.plan(5 * time.Second); err != nil || fx.f.last().Header.Get("Idempotency-Key") != key {
+		t.Fatalf("second plan: err %v, key %q, want %q", err, fx.f.last().Header.Get("Idempotency-Key"), key)
+	}
+	d.res.Spec = json.RawMessage(`{"engine": "postgres", "storage_gb": 600}`)
+	if _, err := d.plan(5 * time.Second); err != nil || fx.f.last().Header.Get("Idempotency-Key") == key {
+		t.Fatalf("plan of another spec: err %v, same key %q", err, key)
+	}
+
+	// An existing resource: no changes.
+	d.must(opReconcile)
+	if p, err := d.plan(5 * time.Second); err != nil || p.Changes || p.Summary != "no changes" {
+		t.Fatalf("plan of an applied resource: %+v, %v", p, err)
+	}
+}
+
+func TestPlanFollowsAcceptedJob(t *testing.T) {
+	t.Parallel()
+	fx := setup(t, map[string]any{"plan": true})
+	d := fx.driver(t, "orders")
+	p, err := d.plan(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Changes || !strings.Contains(p.Text, "orders") {
+		t.Fatalf("plan = %+v", p)
+	}
+	var gets int
+	for _, r := range fx.f.recorded() {
+		if r.Method == http.MethodGet && r.Path == "/api/jobs/1" {
+			gets++
+		}
+	}
+	// Running twice (waiting Retry-After or pollInterval each time), then done.
+	if gets != 3 || len(fx.slept()) != 3 {
+		t.Fatalf("%d status reads, %d waits; want 3 and 3", gets, len(fx.slept()))
+	}
+	if d.state != nil {
+		t.Fatalf("plan left state %s", d.state)
+	}
+}
+
+func TestPlanAnswers(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		answer scripted
+		noPlan bool
+		want   string // in the error; "" for success
+	}{
+		{name: "404", answer: scripted{status: 404, body: `{"error": "no route"}`}, noPlan: true},
+		{name: "405", answer: scripted{status: 405}, noPlan: true},
+		{name: "501", answer: scripted{status: 501, body: `plan is not implemented`}, noPlan: true},
+		{name: "400", answer: scripted{status: 400, body: `{"error": "bad spec"}`}, want: "bad spec"},
+		{name: "failed", answer: scripted{status: 200, body: `{"status": "failed", "message": "provider down"}`}, want: "provider down"},
+		{name: "no changes field", answer: scripted{status: 200, body: `{"outputs": {"a": 1}}`}, want: `no boolean "changes"`},
+		{name: "changes not a boolean", answer: scripted{status: 200, body: `{"changes": "yes"}`}, want: "answer to plan"},
+		{name: "not JSON", answer: scripted{status: 200, header: map[string]string{"Content-Type": "text/plain"}, body: `ok`}, want: "not a JSON object"},
+		{name: "unknown status", answer: scripted{status: 200, body: `{"status": "weird", "changes": true}`}, want: "unknown status"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			fx := setup(t, map[string]any{"plan": true})
+			fx.f.push(tc.answer)
+			_, err := fx.driver(t, "orders").plan(5 * time.Second)
+			switch {
+			case tc.noPlan:
+				if !errors.Is(err, actions.ErrNoPlan) {
+					t.Fatalf("err = %v, want ErrNoPlan", err)
+				}
+			case err == nil || errors.Is(err, actions.ErrNoPlan) || !strings.Contains(err.Error(), tc.want):
+				t.Fatalf("err = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestPlanScrubsSecrets(t *testing.T) {
+	t.Parallel()
+	fx := setup(t, map[string]any{"plan": true})
+	fx.f.push(scripted{status: 200, body: `{"changes": true, "summary": "token ` + fx.f.token + `", "plan": "password=hunter2-long"}`})
+	d := fx.driver(t, "orders")
+	req := actions.Request{Resource: d.res, Secrets: []string{"hunter2-long"}}
+	p, err := fx.a.Plan(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Summary != "token ***" || p.Text != "password=***" {
+		t.Fatalf("plan = %+v", p)
+	}
+}
+
+func TestPlanHonoursDeadline(t *testing.T) {
+	t.Parallel()
+	fx := setup(t, map[string]any{"plan": true, "pollInterval": "20ms"})
+	fx.a.sleep = actions.Sleep // real waits: the job never ends
+	for range 1000 {
+		fx.f.push(scripted{status: 200, body: `{"status": "running"}`})
+	}
+	start := time.Now()
+	_, err := fx.driver(t, "orders").plan(300 * time.Millisecond)
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want the deadline", err)
+	}
+	if el := time.Since(start); el > 3*time.Second {
+		t.Fatalf("Plan returned after %s", el)
+	}
+}

@@ -1,0 +1,31 @@
+package actions
+
+import (
+	"errors"
+	"fmt"
+)
+
+// PlanFromOutputs reads a plan published as outputs by a remote run (the github-actions and
+// gitlab kinds' trueup-outputs artifact): {"changes": bool, "summary": string, "plan":
+// string}, changes required.
+func PlanFromOutputs(out map[string]any) (Plan, error) {
+	var p Plan
+	changes, ok := out["changes"].(bool)
+	if !ok {
+		return p, errors.New(`want a boolean "changes"`)
+	}
+	p.Changes = changes
+	for _, f := range []struct {
+		key string
+		dst *string
+	}{{"summary", &p.Summary}, {"plan", &p.Text}} {
+		switch v := out[f.key].(type) {
+		case nil:
+		case string:
+			*f.dst = v
+		default:
+			return p, fmt.Errorf("%q is not a string", f.key)
+		}
+	}
+	return p, nil
+}

@@ -1,0 +1,184 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/preview"
+	"github.com/trueup-dev/trueup/internal/store"
+)
+
+// Pull-request previews (DESIGN §4, Previews) as the API serves them: GET
+// /api/v1/sources/{name}/previews lists a source's previews with their counts, GET
+// …/previews/{number} shows one with its result. A source the caller does not see answers
+// 404 like a missing one (authz.go); a caller who sees some namespaces only gets the changes
+// in those namespaces, the others counted in hiddenChanges: a change's diff is a
+// resource's spec.
+
+// maxPreviewList bounds a list of previews.
+const maxPreviewList = 1000
+
+// previewJSON is a preview on the wire.
+type previewJSON struct {
+	Source       string    `json:"source"`
+	Number       int       `json:"number"`
+	Provider     string    `json:"provider"`
+	Title        string    `json:"title"`
+	URL          string    `json:"url"`
+	HeadSHA      string    `json:"headSha"`
+	BaseRevision string    `json:"baseRevision"`
+	State        string    `json:"state"`
+	Message      string    `json:"message"`
+	CommentURL   string    `json:"commentUrl"`
+	CreatedAt    time.Time `json:"createdAt"`
+	UpdatedAt    time.Time `json:"updatedAt"`
+	// Counts is absent until the preview has a result.
+	Counts *preview.Counts `json:"counts,omitempty"`
+	// Result is served by the single GET only, once there is one.
+	Result *preview.Result `json:"result,omitempty"`
+	// HiddenChanges counts the changes in namespaces the caller does not see.
+	HiddenChanges int `json:"hiddenChanges,omitempty"`
+}
+
+func makePreviewJSON(p store.Preview) previewJSON {
+	return previewJSON{Source: p.Source, Number: p.Number, Provider: p.Provider, Title: p.Title, URL: p.URL,
+		HeadSHA: p.HeadSHA, BaseRevision: p.BaseRevision, State: p.State, Message: p.Message, CommentURL: p.CommentURL,
+		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+}
+
+// decodeCounts reads the counts of a stored result ({"counts": …}; nil when there are none).
+func decodeCounts(raw json.RawMessage) (*preview.Counts, error) {
+	var v struct {
+		Counts *preview.Counts `json:"counts"`
+	}
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, err
+	}
+	return v.Counts, nil
+}
+
+// sourceSeen answers ErrNotFound, as for a missing source, when sc does not see name.
+func (s *Server) sourceSeen(ctx context.Context, sc store.Scope, name string) error {
+	ok, err := s.store.SourceVisible(ctx, sc, name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("source %s: %w", name, store.ErrNotFound)
+	}
+	return nil
+}
+
+// previewsOf lists a source's previews, most recently updated first, with their counts.
+func (s *Server) previewsOf(ctx context.Context, sc store.Scope, source string, limit int) ([]previewJSON, error) {
+	if err := s.sourceSeen(ctx, sc, source); err != nil {
+		return nil, err
+	}
+	return s.readPreviews(ctx, source, limit)
+}
+
+// readPreviews is previewsOf for a source the caller is known to see.
+func (s *Server) readPreviews(ctx context.Context, source string, limit int) ([]previewJSON, error) {
+	ps, err := s.store.ListPreviews(ctx, source, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]previewJSON, len(ps))
+	for i, p := range ps {
+		out[i] = makePreviewJSON(p)
+		if out[i].Counts, err = decodeCounts(p.Result); err != nil {
+			s.log.Warn("unreadable preview result", "source", source, "number", p.Number, "err", err)
+		}
+	}
+	return out, nil
+}
+
+// previewOf returns one preview with its result, the changes out of sc left out.
+func (s *Server) previewOf(ctx context.Context, sc store.Scope, source string, number int) (previewJSON, error) {
+	if err := s.sourceSeen(ctx, sc, source); err != nil {
+		return previewJSON{}, err
+	}
+	return s.readPreview(ctx, sc, source, number)
+}
+
+// readPreview is previewOf for a source the caller is known to see.
+func (s *Server) readPreview(ctx context.Context, sc store.Scope, source string, number int) (previewJSON, error) {
+	p, err := s.store.GetPreview(ctx, source, number)
+	if err != nil {
+		return previewJSON{}, fmt.Errorf("preview %s#%d: %w", source, number, err)
+	}
+	out := makePreviewJSON(p)
+	counts, err := decodeCounts(p.Result)
+	if err != nil || counts == nil {
+		if err != nil {
+			s.log.Warn("unreadable preview result", "source", source, "number", number, "err", err)
+		}
+		return out, nil
+	}
+	var res preview.Result
+	if err := json.Unmarshal(p.Result, &res); err != nil {
+		s.log.Warn("unreadable preview result", "source", source, "number", number, "err", err)
+		return out, nil
+	}
+	res.Changes, res.Errors = nonNil(res.Changes), nonNil(res.Errors)
+	if !sc.All() {
+		seen := res.Changes[:0:0]
+		for _, c := range res.Changes {
+			if sc.Contains(c.Namespace) {
+				seen = append(seen, c)
+			}
+		}
+		out.HiddenChanges = len(res.Changes) - len(seen)
+		res.Changes = seen
+	}
+	out.Counts, out.Result = &res.Counts, &res
+	return out, nil
+}
+
+// listPreviews answers GET /api/v1/sources/{name}/previews[?limit=N].
+func (s *Server) listPreviews(w http.ResponseWriter, r *http.Request) {
+	limit := 0
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxPreviewList {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("limit must be a number from 1 to %d", maxPreviewList))
+			return
+		}
+		limit = n
+	}
+	items, err := s.previewsOf(r.Context(), scope(r), r.PathValue("name"), limit)
+	if s.fail(w, err) {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": items})
+}
+
+// getPreview answers GET /api/v1/sources/{name}/previews/{number}.
+func (s *Server) getPreview(w http.ResponseWriter, r *http.Request) {
+	n, ok := previewNumber(r.PathValue("number"))
+	if !ok {
+		writeError(w, http.StatusBadRequest, "the pull request number must be a positive integer")
+		return
+	}
+	p, err := s.previewOf(r.Context(), scope(r), r.PathValue("name"), n)
+	if s.fail(w, err) {
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+// previewNumber reads a pull request number: a positive integer within the column's range.
+func previewNumber(v string) (int, bool) {
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || n < 1 {
+		return 0, false
+	}
+	return int(n), true
+}
