@@ -96,9 +96,9 @@ func (s Source) PreviewEnabled() bool { return s.Preview != nil && s.Preview.Ena
 
 // CommitStatus says where to post commit statuses.
 type CommitStatus struct {
-	Provider string `yaml:"provider"` // github | gitlab
+	Provider string `yaml:"provider"` // github | gitlab | gitea
 	Token    string `yaml:"token"`
-	BaseURL  string `yaml:"baseURL"` // default https://api.github.com/ or https://gitlab.com/
+	BaseURL  string `yaml:"baseURL"` // default https://api.github.com/ or https://gitlab.com/; gitea: https://host/api/v1/
 	Repo     string `yaml:"repo"`    // github: owner/repo; gitlab: project path or id
 	// Insecure allows the token over an http:// baseURL to another machine (internal/plaintext).
 	Insecure bool `yaml:"insecure"`
@@ -539,8 +539,12 @@ func (c *Config) Validate() error {
 		if cs := s.CommitStatus; cs != nil {
 			switch cs.Provider {
 			case "github", "gitlab":
+			case "gitea":
+				if cs.BaseURL == "" {
+					bad("%s.commitStatus.baseURL: required for gitea (https://host/api/v1/)", at)
+				}
 			default:
-				bad("%s.commitStatus.provider: %q is not github or gitlab", at, cs.Provider)
+				bad("%s.commitStatus.provider: %q is not github, gitlab or gitea", at, cs.Provider)
 			}
 			if cs.Token == "" || cs.Repo == "" {
 				bad("%s.commitStatus: token and repo are required", at)
