@@ -31,7 +31,7 @@ func TestRenderComment(t *testing.T) {
 			name: "valid",
 			c:    Comment{Source: "infra", HeadSHA: sha, Result: valid, DashboardURL: "https://trueup.example/sources/infra/previews/7"},
 			want: []string{Marker, "`infra`", "`0123456789ab`", "1 to add, 1 to change, 0 to delete, 3 unchanged, 0 invalid", "✅ valid",
-				"| + add | Queue/default/orders | q.yaml:4 | 1 to add |", `| ~ change | Queue/default/pi\|pe\`+"`"+`x | q.yaml:9 | no plan (the action cannot plan) |`,
+				"| + add | Queue/default/orders | q.yaml:4 | 1 to add |", `| ~ change | Queue/default/pi\|pe\` + "`" + `x | q.yaml:9 | no plan (the action cannot plan) |`,
 				"```diff\n--- a\n+++ b\n", "<details><summary>Plan output</summary>\n\n```text\n+ queue orders\n```", "*** sops:def",
 				"#### Warnings\n\n- TooManyDeletions: revision x would delete 3 of 4 resources",
 				"[Full preview on trueup's dashboard](https://trueup.example/sources/infra/previews/7)"},

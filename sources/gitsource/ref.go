@@ -103,4 +103,3 @@ func removeRefScratch(dir string) {
 		}
 	}
 }
-
