@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/specdiff"
@@ -249,6 +250,11 @@ func (c *Checker) plan(ctx context.Context, set *manifest.Set, known []manifest.
 		r := &set.Resources[i]
 		byID[identity(r.Namespace, r.Kind, r.Name)] = r
 	}
+	outputs, err := c.Store.CurrentOutputs(ctx, referenced(changes, byID))
+	if err != nil {
+		// Plans then see the references as written, as they would a missing output.
+		outputs = nil
+	}
 	timeout := cmp.Or(c.PlanTimeout, 60*time.Second)
 	sem := make(chan struct{}, cmp.Or(c.PlanConcurrency, 4))
 	var wg sync.WaitGroup
@@ -269,7 +275,7 @@ func (c *Checker) plan(ctx context.Context, set *manifest.Set, known []manifest.
 			continue
 		}
 		req := actions.Request{With: t.Action.With, Resource: actions.Resource{APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace,
-			Name: r.Name, Spec: r.Spec, Labels: r.Labels, Annotations: r.Annotations, Source: c.Source, Revision: revision}}
+			Name: r.Name, Spec: resolveRefs(r.Spec, r.Namespace, outputs), Labels: r.Labels, Annotations: r.Annotations, Source: c.Source, Revision: revision}}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -284,6 +290,25 @@ func (c *Checker) plan(ctx context.Context, set *manifest.Set, known []manifest.
 		}()
 	}
 	wg.Wait()
+}
+
+// referenced lists the resources whose outputs the changes to plan reference.
+func referenced(changes []Change, byID map[string]*manifest.Resource) []graph.ID {
+	seen := map[graph.ID]bool{}
+	var ids []graph.ID
+	for _, ch := range changes {
+		r := byID[identity(ch.Namespace, ch.Kind, ch.Name)]
+		if r == nil || ch.Op == "delete" || ch.Plan != nil {
+			continue
+		}
+		for _, d := range r.DependsOn {
+			if k := d.Target.Key(); len(d.Outputs) > 0 && !seen[k] {
+				seen[k] = true
+				ids = append(ids, k)
+			}
+		}
+	}
+	return ids
 }
 
 func (c *Checker) planOne(ctx context.Context, p actions.Planner, req actions.Request, timeout time.Duration) (out *Plan) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/manifest"
 )
 
@@ -87,6 +88,41 @@ func (s *Store) CheckRevision(ctx context.Context, p ApplyParams) (RevisionCheck
 	})
 	if err != nil {
 		return RevisionCheck{}, fmt.Errorf("check revision of %s: %w", p.Source, err)
+	}
+	return out, nil
+}
+
+// CurrentOutputs returns the status.outputs of the resources ids that exist and are not
+// being deleted, by ID.Key(), whatever their source: what a preview resolves a pull
+// request's output references with. One query.
+func (s *Store) CurrentOutputs(ctx context.Context, ids []graph.ID) (map[graph.ID]map[string]any, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	ns, kind, name := make([]string, len(ids)), make([]string, len(ids)), make([]string, len(ids))
+	for i, id := range ids {
+		ns[i], kind[i], name[i] = id.Namespace, lowerASCII(id.Kind), id.Name
+	}
+	rows, err := s.pool.Query(ctx, `SELECT r.namespace, lower(r.kind), r.name, r.outputs
+		FROM unnest($1::text[], $2::text[], $3::text[]) AS x(ns, kind, name)
+		JOIN resources r ON r.namespace = x.ns AND lower(r.kind) = x.kind AND r.name = x.name
+		WHERE r.deletion_timestamp IS NULL`, ns, kind, name)
+	if err != nil {
+		return nil, fmt.Errorf("read outputs: %w", err)
+	}
+	out := map[graph.ID]map[string]any{}
+	for rows.Next() {
+		var id graph.ID
+		var v map[string]any
+		if err := rows.Scan(&id.Namespace, &id.Kind, &id.Name, &v); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read outputs: %w", err)
+		}
+		out[id] = v
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read outputs: %w", err)
 	}
 	return out, nil
 }
