@@ -2,8 +2,11 @@ package store
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/trueup-dev/trueup/internal/manifest"
 )
@@ -61,5 +64,50 @@ func TestCheckRevision(t *testing.T) {
 	}
 	if after := readApplied(t, st, "a"); after.Changes != before.Changes || after.Revision != before.Revision {
 		t.Errorf("CheckRevision wrote: %+v then %+v", before, after)
+	}
+}
+
+// Two replicas publishing the comment of one pull request at once create it once: the
+// second finds the first's id under the row lock and edits.
+func TestPublishPreviewCommentOnce(t *testing.T) {
+	t.Parallel()
+	st := openTest(t)
+	ctx := context.Background()
+	if _, err := st.SavePreview(ctx, Preview{Source: "s", Number: 7, Provider: "github", HeadSHA: "abc", State: PreviewRunning}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	creates, edits := 0, 0
+	publish := func(ctx context.Context, id string) (string, string, error) {
+		time.Sleep(20 * time.Millisecond) // the forge's round trip, while the other replica waits
+		mu.Lock()
+		defer mu.Unlock()
+		if id != "" {
+			edits++
+			return id, "", nil
+		}
+		creates++
+		return "1001", "https://forge/c/1001", nil
+	}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := st.PublishPreviewComment(ctx, "s", 7, publish); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	p, err := st.GetPreview(ctx, "s", 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if creates != 1 || edits != 1 || p.CommentID != "1001" || p.CommentURL != "https://forge/c/1001" {
+		t.Errorf("creates %d edits %d, stored %q %q", creates, edits, p.CommentID, p.CommentURL)
+	}
+	if err := st.PublishPreviewComment(ctx, "s", 8, publish); !errors.Is(err, ErrNotFound) {
+		t.Errorf("without a row: %v", err)
 	}
 }
