@@ -230,6 +230,12 @@ func (r *Runner) preview(ctx context.Context, ev Event) {
 		}
 		row.Result = b
 	}
+	// Another replica may have started on a newer head of this pull request meanwhile (the
+	// webhook of a later push delivered to it): the last one started publishes.
+	if cur, err := r.opts.Store.GetPreview(ctx, r.opts.Source, ev.Number); err == nil && cur.HeadSHA != ev.HeadSHA && cur.HeadSHA != sha {
+		log.Info("preview superseded by a newer head on another replica", "newer", short(cur.HeadSHA))
+		return
+	}
 	if _, err := r.opts.Store.SavePreview(ctx, row); err != nil {
 		log.Warn("record preview", "err", err)
 		return
