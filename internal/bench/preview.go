@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -20,10 +19,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/preview"
 	"github.com/trueup-dev/trueup/internal/server"
-	"github.com/trueup-dev/trueup/internal/store"
-	"github.com/trueup-dev/trueup/internal/syncer"
 	"github.com/trueup-dev/trueup/internal/webhook"
-	"github.com/trueup-dev/trueup/sources/gitsource"
 )
 
 // noopPlanner plans nothing, at once.
@@ -44,36 +40,12 @@ func (noopPlanner) Plan(context.Context, actions.Request) (actions.Plan, error) 
 // resources (noop plans).
 func (b *bench) previewLatency(ctx context.Context) error {
 	const secret, token = "bench-secret", "bench-token"
-	repo := filepath.Join(b.dir, "repo-preview")
-	if err := git(b.dir, "init", "-q", "-b", "main", repo); err != nil {
-		return err
-	}
-	if err := writeFiles(repo, widgets(1000, 50, 0)); err != nil {
-		return err
-	}
-	if err := git(repo, "add", "-A"); err != nil {
-		return err
-	}
-	if err := git(repo, "commit", "-q", "-m", "1k"); err != nil {
-		return err
-	}
-	st, _, err := b.freshStore(ctx, 8)
+	w, err := b.syncedRepo(ctx, "-preview")
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	if err := st.RegisterSource(ctx, store.SourceConfig{Name: "bench", URL: repo}); err != nil {
-		return err
-	}
-	src, err := gitsource.New(gitsource.Config{Name: "bench", URL: repo, Branch: "main", Dir: filepath.Join(b.dir, "mirror-preview")}, b.log)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	s := syncer.New(st, syncer.Options{Name: "bench", Source: src, Interval: time.Hour, Prune: true, Replica: "bench"}, b.log)
-	if _, err := s.SyncOnce(ctx); err != nil {
-		return err
-	}
+	defer w.close()
+	repo, st, src := w.repo, w.st, w.src
 	forge := forgetest.New(token, false)
 	defer forge.Close()
 	pub, err := commitstatus.NewPreviewer(commitstatus.Config{Provider: commitstatus.ProviderGitHub, Token: token, BaseURL: forge.URL + "/", Repo: "acme/infra"}, "bench")

@@ -12,10 +12,8 @@ func Mask(spec json.RawMessage) json.RawMessage {
 	if !bytes.Contains(spec, []byte(`"secretRef"`)) {
 		return spec
 	}
-	dec := json.NewDecoder(bytes.NewReader(spec))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	v, err := decode(spec)
+	if err != nil {
 		return spec
 	}
 	out, err := json.Marshal(mask(v))
@@ -42,4 +40,13 @@ func mask(v any) any {
 		}
 	}
 	return v
+}
+
+// decode reads a JSON value keeping numbers as they are written.
+func decode(spec json.RawMessage) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(spec))
+	dec.UseNumber()
+	var v any
+	err := dec.Decode(&v)
+	return v, err
 }

@@ -16,10 +16,8 @@ func resolveRefs(spec json.RawMessage, ns string, outputs map[graph.ID]map[strin
 	if !bytes.Contains(spec, []byte("${{")) {
 		return spec
 	}
-	dec := json.NewDecoder(bytes.NewReader(spec))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	v, err := decode(spec)
+	if err != nil {
 		return spec
 	}
 	look := func(id graph.ID) (map[string]any, bool) {
