@@ -184,10 +184,6 @@ func (r *Runner) loop(ctx context.Context) {
 	}
 }
 
-// storeTimeout bounds the writes that record a preview's outcome, which run even when the
-// preview was cancelled meanwhile.
-const storeTimeout = 10 * time.Second
-
 // preview previews one head and publishes the outcome. A cancelled preview (superseded,
 // shutting down) publishes nothing more: the newer one will.
 func (r *Runner) preview(ctx context.Context, ev Event) {
