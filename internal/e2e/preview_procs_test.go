@@ -62,8 +62,8 @@ func testProcsPreview(t *testing.T, gitlab bool) {
 	}
 	main := w.commit(map[string]string{"manifests/types.yaml": previewTypes, "manifests/a.yaml": previewQueue("a", 1),
 		"manifests/b.yaml": previewQueue("b", 1)}, "queues a and b")
-	w.start(1)
-	r := w.replicas[0]
+	// Two replicas: a redelivery (same delivery id) reaching both is previewed once.
+	w.start(2)
 	w.waitReady(60*time.Second, map[string]int64{"default/Queue/a": 1, "default/Queue/b": 1})
 	calls := len(w.calls())
 	applied := previewApplied(w)
@@ -86,27 +86,32 @@ func testProcsPreview(t *testing.T, gitlab bool) {
 		return sha
 	}
 	deliveries := 0
-	hook := func(number int, action, sha string) {
+	hook := func(number int, action, sha string, to ...*procReplica) {
 		t.Helper()
 		deliveries++
+		if len(to) == 0 {
+			to = w.replicas[:1]
+		}
 		body := fmt.Sprintf(`{"action":%q,"number":%d,"pull_request":{"number":%d,"title":"t","html_url":"https://github.com/acme/infra/pull/%d","head":{"sha":%q}}}`,
 			action, number, number, number, sha)
 		if gitlab {
 			body = fmt.Sprintf(`{"object_kind":"merge_request","object_attributes":{"iid":%d,"action":%q,"title":"t","url":"https://gitlab.example/acme/infra/-/merge_requests/%d","last_commit":{"id":%q}}}`,
 				number, map[string]string{"opened": "open", "synchronize": "update"}[action], number, sha)
 		}
-		req, err := http.NewRequest(http.MethodPost, "http://"+r.addr+"/hooks/infra", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header = previewHeaders(gitlab, body, deliveries)
-		resp, err := w.client.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusAccepted {
-			t.Fatalf("webhook answered %s", resp.Status)
+		for _, r := range to {
+			req, err := http.NewRequest(http.MethodPost, "http://"+r.addr+"/hooks/infra", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header = previewHeaders(gitlab, body, deliveries)
+			resp, err := w.client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusAccepted {
+				t.Fatalf("webhook to r%d answered %s", r.idx, resp.Status)
+			}
 		}
 	}
 	// final waits (within 5 s of the webhook) until sha has a final status.
@@ -125,7 +130,7 @@ func testProcsPreview(t *testing.T, gitlab bool) {
 	}
 
 	sha1 := pr(7, map[string]string{"manifests/a.yaml": previewQueue("a", 2), "manifests/c.yaml": previewQueue("c", 3)})
-	hook(7, "opened", sha1)
+	hook(7, "opened", sha1, w.replicas...)
 	if st := final(sha1); st.State != "success" || !strings.Contains(st.Description, "1 to add, 1 to change, 0 to delete") {
 		t.Fatalf("status %+v", st)
 	}
