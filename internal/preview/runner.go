@@ -190,6 +190,12 @@ func (r *Runner) preview(ctx context.Context, ev Event) {
 	start := time.Now()
 	log := r.log.With("number", ev.Number, "head", short(ev.HeadSHA), "delivery", ev.Delivery)
 	link := r.dashboardURL(ev.Number)
+	if r.unchanged(ctx, ev) {
+		// A GitLab "update" of a title or a label, a pull request reopened as it was: the
+		// preview on the forge is already this one.
+		log.Debug("preview unchanged: same head, same applied revision")
+		return
+	}
 	row := store.Preview{Source: r.opts.Source, Number: ev.Number, Provider: ev.Provider, Title: ev.Title, URL: ev.URL,
 		HeadSHA: ev.HeadSHA, State: store.PreviewRunning, Message: "previewing " + short(ev.HeadSHA)}
 	if _, err := r.opts.Store.SavePreview(ctx, row); err != nil {
@@ -246,6 +252,17 @@ func (r *Runner) preview(ctx context.Context, ev Event) {
 	}
 	log.Info("previewed pull request", "state", state, "add", res.Counts.Add, "change", res.Counts.Change, "delete", res.Counts.Delete,
 		"invalid", res.Counts.Invalid, "duration_ms", time.Since(start).Milliseconds())
+}
+
+// unchanged reports whether ev's head was already previewed to the end against the
+// source's applied revision of now.
+func (r *Runner) unchanged(ctx context.Context, ev Event) bool {
+	cur, err := r.opts.Store.GetPreview(ctx, r.opts.Source, ev.Number)
+	if err != nil || cur.HeadSHA != ev.HeadSHA || (cur.State != store.PreviewSucceeded && cur.State != store.PreviewFailed) {
+		return false
+	}
+	src, err := r.opts.Store.GetSource(ctx, r.opts.Source)
+	return err == nil && src.Revision == cur.BaseRevision
 }
 
 // compute fetches and checks ev's head; failure says why there is no result.

@@ -354,3 +354,20 @@ func TestRunnerSupersedes(t *testing.T) {
 		}
 	}
 }
+
+// The same head against the same applied revision is not previewed again (a GitLab update
+// of the title, a reopened pull request).
+func TestRunnerSkipsUnchanged(t *testing.T) {
+	t.Parallel()
+	f := setup(t, true)
+	sha := f.pr(4, true, map[string]string{"queues/c.yaml": queueDoc("c", 3)})
+	for range 2 {
+		if err := f.runner.Submit(Event{Source: "infra", Provider: ProviderGitLab, Number: 4, HeadSHA: sha}); err != nil {
+			t.Fatal(err)
+		}
+		f.wait(t, sha)
+	}
+	if cs, st := f.forge.Comments(), f.forge.Statuses(); len(cs) != 1 || cs[0].Edits != 0 || len(st) != 2 {
+		t.Fatalf("comments %+v statuses %+v", cs, st)
+	}
+}
