@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	gh "github.com/google/go-github/v60/github"
 )
@@ -26,6 +27,10 @@ type Previewer struct {
 	api    *gh.Client // GitHub and Gitea
 	owner  string
 	repo   string
+	// retryDelays are the waits between attempts of an idempotent call (a status, an edit)
+	// that failed on the network, a 5xx or a 429. A comment's creation is tried once: its
+	// answer lost on the way would otherwise leave two comments.
+	retryDelays []time.Duration
 }
 
 // PreviewState is the state of a preview's commit status.
@@ -57,7 +62,8 @@ func NewPreviewer(cfg Config, source string) (*Previewer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Previewer{cfg: cfg, forge: f, client: &http.Client{Timeout: requestTimeout, CheckRedirect: noRedirect}}
+	p := &Previewer{cfg: cfg, forge: f, client: &http.Client{Timeout: requestTimeout, CheckRedirect: noRedirect},
+		retryDelays: []time.Duration{time.Second, 4 * time.Second}}
 	if cfg.Provider != ProviderGitLab {
 		base := cfg.BaseURL
 		if base == "" {
@@ -96,22 +102,44 @@ func (p *Previewer) SetStatus(ctx context.Context, sha string, st PreviewState, 
 	if targetURL != "" {
 		f = f.withTarget(targetURL)
 	}
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	req, err := f.request(ctx, sha, s, truncate(oneLine(desc), maxDescription))
-	if err != nil {
-		return err
-	}
-	resp, err := p.client.Do(req)
-	if err != nil {
-		return f.scrub(fmt.Errorf("post preview status: %w", err))
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return f.scrub(fmt.Errorf("post preview status: %s%s", resp.Status, apiMessage(resp)))
-	}
-	return nil
+	desc = truncate(oneLine(desc), maxDescription)
+	return p.retry(ctx, func(ctx context.Context) (bool, error) {
+		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		defer cancel()
+		req, err := f.request(ctx, sha, s, desc)
+		if err != nil {
+			return false, err
+		}
+		resp, err := p.client.Do(req)
+		if err != nil {
+			return true, f.scrub(fmt.Errorf("post preview status: %w", err))
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			return retryable(resp.StatusCode), f.scrub(fmt.Errorf("post preview status: %s%s", resp.Status, apiMessage(resp)))
+		}
+		return false, nil
+	})
 }
+
+// retry runs call until it succeeds, fails for good, or the retry delays are spent.
+func (p *Previewer) retry(ctx context.Context, call func(context.Context) (retry bool, err error)) error {
+	for attempt := 0; ; attempt++ {
+		again, err := call(ctx)
+		if err == nil || !again || attempt >= len(p.retryDelays) {
+			return err
+		}
+		t := time.NewTimer(p.retryDelays[attempt])
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+func retryable(code int) bool { return code >= 500 || code == http.StatusTooManyRequests }
 
 // CreateComment adds the preview's comment to pull request number and returns its id and
 // its page (empty on GitLab, whose note links are the merge request's page + "#note_<id>").
@@ -122,7 +150,7 @@ func (p *Previewer) CreateComment(ctx context.Context, number int, body string) 
 		var note struct {
 			ID int64 `json:"id"`
 		}
-		if err := p.gitlabNote(ctx, http.MethodPost, number, "", body, &note); err != nil {
+		if _, err := p.gitlabNote(ctx, http.MethodPost, number, "", body, &note); err != nil {
 			return "", "", err
 		}
 		return strconv.FormatInt(note.ID, 10), "", nil
@@ -137,27 +165,32 @@ func (p *Previewer) CreateComment(ctx context.Context, number int, body string) 
 // EditComment replaces the body of comment id on pull request number; ErrCommentNotFound
 // when it is gone.
 func (p *Previewer) EditComment(ctx context.Context, number int, id, body string) (link string, err error) {
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
 	n, err := strconv.ParseInt(id, 10, 64)
 	if err != nil {
 		return "", fmt.Errorf("edit preview comment: id %q is not a number", id)
 	}
-	if p.api == nil {
-		return "", p.gitlabNote(ctx, http.MethodPut, number, id, body, nil)
-	}
-	c, resp, err := p.api.Issues.EditComment(ctx, p.owner, p.repo, n, &gh.IssueComment{Body: gh.String(body)})
-	if resp != nil && resp.StatusCode == http.StatusNotFound {
-		return "", ErrCommentNotFound
-	}
-	if err != nil {
-		return "", p.forge.scrub(fmt.Errorf("edit preview comment %s on #%d: %w", id, number, err))
-	}
-	return c.GetHTMLURL(), nil
+	err = p.retry(ctx, func(ctx context.Context) (bool, error) {
+		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		defer cancel()
+		if p.api == nil {
+			code, err := p.gitlabNote(ctx, http.MethodPut, number, id, body, nil)
+			return code == 0 || retryable(code), err
+		}
+		c, resp, err := p.api.Issues.EditComment(ctx, p.owner, p.repo, n, &gh.IssueComment{Body: gh.String(body)})
+		switch {
+		case resp != nil && resp.StatusCode == http.StatusNotFound:
+			return false, ErrCommentNotFound
+		case err != nil:
+			return resp == nil || retryable(resp.StatusCode), p.forge.scrub(fmt.Errorf("edit preview comment %s on #%d: %w", id, number, err))
+		}
+		link = c.GetHTMLURL()
+		return false, nil
+	})
+	return link, err
 }
 
 // gitlabNote creates (POST) or edits (PUT, id set) a merge-request note.
-func (p *Previewer) gitlabNote(ctx context.Context, method string, number int, id, body string, out any) error {
+func (p *Previewer) gitlabNote(ctx context.Context, method string, number int, id, body string, out any) (code int, err error) {
 	g := p.forge.(gitlab)
 	u := g.base + "api/v4/projects/" + g.project + "/merge_requests/" + strconv.Itoa(number) + "/notes"
 	if id != "" {
@@ -165,25 +198,25 @@ func (p *Previewer) gitlabNote(ctx context.Context, method string, number int, i
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, strings.NewReader(url.Values{"body": {body}}.Encode()))
 	if err != nil {
-		return g.scrub(err)
+		return -1, g.scrub(err)
 	}
 	req.Header.Set("PRIVATE-TOKEN", g.token)
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("User-Agent", "trueup")
 	resp, err := p.client.Do(req)
 	if err != nil {
-		return g.scrub(fmt.Errorf("%s merge request note on !%d: %w", strings.ToLower(method), number, err))
+		return 0, g.scrub(fmt.Errorf("%s merge request note on !%d: %w", strings.ToLower(method), number, err))
 	}
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusNotFound && id != "":
-		return ErrCommentNotFound
+		return resp.StatusCode, ErrCommentNotFound
 	case resp.StatusCode/100 != 2:
-		return g.scrub(fmt.Errorf("%s merge request note on !%d: %s%s", strings.ToLower(method), number, resp.Status, apiMessage(resp)))
+		return resp.StatusCode, g.scrub(fmt.Errorf("%s merge request note on !%d: %s%s", strings.ToLower(method), number, resp.Status, apiMessage(resp)))
 	case out != nil:
 		if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(out); err != nil {
-			return fmt.Errorf("read merge request note: %w", err)
+			return resp.StatusCode, fmt.Errorf("read merge request note: %w", err)
 		}
 	}
-	return nil
+	return resp.StatusCode, nil
 }

@@ -3,8 +3,11 @@ package commitstatus
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/trueup-dev/trueup/internal/commitstatus/forgetest"
 )
@@ -58,5 +61,50 @@ func TestPreviewer(t *testing.T) {
 				t.Fatalf("bad token: %v", err)
 			}
 		})
+	}
+}
+
+// A status and an edit are retried after a 5xx; a creation is not (its answer lost on the
+// way would leave two comments).
+func TestPreviewerRetries(t *testing.T) {
+	t.Parallel()
+	f := forgetest.New(token, false)
+	var mu sync.Mutex
+	calls := map[string]int{}
+	f.Fail = func(r *http.Request) int {
+		mu.Lock()
+		defer mu.Unlock()
+		key := r.Method + " " + strings.Join(strings.Split(r.URL.Path, "/")[:4], "/") // "POST /repos/acme/infra"
+		if strings.Contains(r.URL.Path, "/comments") {
+			key += " comments"
+		}
+		calls[key]++
+		if calls[key] == 1 {
+			return http.StatusBadGateway
+		}
+		return 0
+	}
+	defer f.Close()
+	p, err := NewPreviewer(Config{Provider: ProviderGitHub, Token: token, BaseURL: f.URL, Repo: "acme/infra"}, "infra")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.retryDelays = []time.Duration{time.Millisecond}
+	ctx := context.Background()
+	if err := p.SetStatus(ctx, rev1, PreviewSuccess, "ok", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := p.CreateComment(ctx, 7, "x"); err == nil {
+		t.Fatal("a failed creation was retried or ignored")
+	}
+	id, _, err := p.CreateComment(ctx, 7, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.EditComment(ctx, 7, id, "y"); err != nil {
+		t.Fatal(err)
+	}
+	if cs := f.Comments(); len(f.Statuses()) != 1 || len(cs) != 1 || cs[0].Body != "y" {
+		t.Fatalf("statuses %+v comments %+v", f.Statuses(), cs)
 	}
 }

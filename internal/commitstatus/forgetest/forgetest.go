@@ -32,6 +32,9 @@ type Forge struct {
 	*httptest.Server
 	Token  string
 	GitLab bool
+	// Fail, when set, may answer a request with an error status (its result, when not 0)
+	// before it is handled; set it before the first request.
+	Fail func(r *http.Request) int
 
 	mu       sync.Mutex
 	statuses []Status
@@ -90,6 +93,12 @@ func (f *Forge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !f.authorized(r) {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"message": "Bad credentials"})
 		return
+	}
+	if f.Fail != nil {
+		if code := f.Fail(r); code != 0 {
+			writeJSON(w, code, map[string]string{"message": http.StatusText(code)})
+			return
+		}
 	}
 	path := r.URL.EscapedPath()
 	f.mu.Lock()
