@@ -18,6 +18,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/apiclient"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/sealed"
+	"github.com/trueup-dev/trueup/internal/specdiff"
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
@@ -374,26 +375,7 @@ func (p *diffPlan) conflicts(ctx context.Context, c *apiclient.Client, added []*
 
 // jsonDiff diffs two JSON values pretty-printed in canonical form; nil when they are equal.
 func jsonDiff(a, b json.RawMessage, fromLabel, toLabel string) []string {
-	la, lb := prettyCanonical(a), prettyCanonical(b)
-	hunks := unifiedDiff(la, lb, diffContext)
-	if hunks == nil {
-		return nil
-	}
-	return append([]string{"--- " + fromLabel, "+++ " + toLabel}, hunks...)
-}
-
-func prettyCanonical(v json.RawMessage) []string {
-	if len(bytes.TrimSpace(v)) == 0 {
-		v = json.RawMessage("null")
-	}
-	if c, err := manifest.Canonical(v); err == nil {
-		v = c
-	}
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, v, "", "  "); err != nil {
-		return splitLines(string(v))
-	}
-	return splitLines(buf.String())
+	return specdiff.JSON(a, b, fromLabel, toLabel, diffContext)
 }
 
 // metaJSON is the part of a resource besides its spec that a revision can change.

@@ -134,6 +134,7 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) (err err
 	// Build every source before starting anything, so a bad source fails the start.
 	var syncers []*syncer.Syncer
 	var srcs []sources.Source
+	previews := previewRunners{}
 	defer func() {
 		for _, s := range srcs {
 			_ = s.Close()
@@ -173,6 +174,15 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) (err err
 			Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction, Replica: replica, LeaseTTL: cfg.Reconcile.LeaseTTL,
 			CheckAction: checkAction(acts), Limits: manifest.Limits(cfg.Limits), Scrub: scrub, Metrics: met, Reporter: reporter,
 			Opener: sealed.NewOpener(keys[sc.Name])}, logger))
+		if sc.PreviewEnabled() {
+			if previews[sc.Name], err = newPreviewRunner(cfg, sc, src, db.store, acts, keys[sc.Name], scrub, logger); err != nil {
+				return err
+			}
+			if err := previews[sc.Name].Start(ctx); err != nil {
+				return err
+			}
+			defer previews[sc.Name].Stop()
+		}
 	}
 	byName := map[string]*syncer.Syncer{}
 	for i, sc := range cfg.Sources {
@@ -187,7 +197,7 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) (err err
 	hooks := webhookSources(cfg)
 	var hookHandler http.Handler
 	if len(hooks) > 0 {
-		hookHandler = webhook.New(webhook.Options{Sources: hooks, Store: db.store, Logger: logger, Trigger: requests.webhook})
+		hookHandler = webhook.New(webhook.Options{Sources: hooks, Store: db.store, Logger: logger, Trigger: requests.webhook, Preview: previews.submit})
 	}
 	maint := reconciler.NewMaintenance(db.store, reconciler.MaintenanceOptions{Replica: replica, Version: version, LeaseTTL: cfg.Reconcile.LeaseTTL,
 		Listen: cfg.Server.Listen, Metrics: met,
@@ -320,7 +330,7 @@ func webhookSources(cfg *config.Config) map[string]webhook.Source {
 		if sc.Webhook == nil {
 			continue
 		}
-		ws := webhook.Source{Name: sc.Name, Secret: sc.Webhook.Secret}
+		ws := webhook.Source{Name: sc.Name, Secret: sc.Webhook.Secret, Preview: sc.PreviewEnabled()}
 		if sc.Git != nil && sc.Git.Tag == "" && sc.Git.Commit == "" {
 			ws.Branch = sc.Git.Branch
 		}

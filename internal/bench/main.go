@@ -40,7 +40,7 @@ func atLeast(x float64) func(float64) bool { return func(v float64) bool { retur
 func atMost(x float64) func(float64) bool  { return func(v float64) bool { return v <= x } }
 
 func main() {
-	only := flag.String("only", "", "comma-separated figure groups to run (graph,reconcile,chain,apiload,defaults,sync,syncrules,claim,webhook,failover,serve)")
+	only := flag.String("only", "", "comma-separated figure groups to run (graph,reconcile,chain,apiload,defaults,sync,syncrules,claim,webhook,failover,serve,preview)")
 	flag.Parse()
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -123,6 +123,11 @@ func run(ctx context.Context, only string, log *slog.Logger) error {
 	if want("failover") {
 		if err := b.failoverFigures(ctx); err != nil {
 			return fmt.Errorf("failover: %w", err)
+		}
+	}
+	if want("preview") {
+		if err := b.previewLatency(ctx); err != nil {
+			return fmt.Errorf("preview latency: %w", err)
 		}
 	}
 	if want("serve") {

@@ -22,40 +22,66 @@ import (
 	"github.com/trueup-dev/trueup/sources/gitsource"
 )
 
+// syncedRepo is a 1,000-resource repository, a store and a source that has synced it.
+type syncedRepo struct {
+	repo   string
+	st     *store.Store
+	url    string
+	src    *gitsource.Source
+	syncer *syncer.Syncer
+}
+
+func (w *syncedRepo) close() {
+	_ = w.src.Close()
+	w.st.Close()
+}
+
+// syncedRepo builds a 1,000-resource repository (50 widgets a file) named after suffix and
+// syncs it into a fresh store, as source "bench".
+func (b *bench) syncedRepo(ctx context.Context, suffix string) (*syncedRepo, error) {
+	w := &syncedRepo{repo: filepath.Join(b.dir, "repo"+suffix)}
+	if err := git(b.dir, "init", "-q", "-b", "main", w.repo); err != nil {
+		return nil, err
+	}
+	if err := writeFiles(w.repo, widgets(1000, 50, 0)); err != nil {
+		return nil, err
+	}
+	if err := git(w.repo, "add", "-A"); err != nil {
+		return nil, err
+	}
+	if err := git(w.repo, "commit", "-q", "-m", "1k"); err != nil {
+		return nil, err
+	}
+	var err error
+	if w.st, w.url, err = b.freshStore(ctx, 8); err != nil {
+		return nil, err
+	}
+	if err := w.st.RegisterSource(ctx, store.SourceConfig{Name: "bench", URL: w.repo}); err != nil {
+		w.st.Close()
+		return nil, err
+	}
+	if w.src, err = gitsource.New(gitsource.Config{Name: "bench", URL: w.repo, Branch: "main", Dir: filepath.Join(b.dir, "mirror"+suffix)}, b.log); err != nil {
+		w.st.Close()
+		return nil, err
+	}
+	w.syncer = syncer.New(w.st, syncer.Options{Name: "bench", Source: w.src, Interval: time.Hour, Prune: true, Replica: "bench"}, b.log)
+	if _, err := w.syncer.SyncOnce(ctx); err != nil {
+		w.close()
+		return nil, err
+	}
+	return w, nil
+}
+
 // webhookToReconcile measures a signed push webhook received → the first worker started on
 // the changed resource, with a 1,000-resource repository.
 func (b *bench) webhookToReconcile(ctx context.Context) error {
 	const secret = "bench-secret"
-	repo := filepath.Join(b.dir, "repo1k")
-	if err := git(b.dir, "init", "-q", "-b", "main", repo); err != nil {
-		return err
-	}
-	if err := writeFiles(repo, widgets(1000, 50, 0)); err != nil {
-		return err
-	}
-	if err := git(repo, "add", "-A"); err != nil {
-		return err
-	}
-	if err := git(repo, "commit", "-q", "-m", "1k"); err != nil {
-		return err
-	}
-	st, url, err := b.freshStore(ctx, 8)
+	w, err := b.syncedRepo(ctx, "1k")
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	if err := st.RegisterSource(ctx, store.SourceConfig{Name: "bench", URL: repo}); err != nil {
-		return err
-	}
-	src, err := gitsource.New(gitsource.Config{Name: "bench", URL: repo, Branch: "main", Dir: filepath.Join(b.dir, "mirror1k")}, b.log)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	s := syncer.New(st, syncer.Options{Name: "bench", Source: src, Interval: time.Hour, Prune: true, Replica: "bench"}, b.log)
-	if _, err := s.SyncOnce(ctx); err != nil {
-		return err
-	}
+	defer w.close()
+	repo, st, url, s := w.repo, w.st, w.url, w.syncer
 	runCtx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Add(1)

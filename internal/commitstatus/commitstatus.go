@@ -22,10 +22,11 @@ import (
 
 // Config says where statuses go; it lives in the controller config (credentials included).
 type Config struct {
-	Provider string // "github" | "gitlab"
+	Provider string // "github" | "gitlab" | "gitea"
 	Token    string
 	// BaseURL of the API: https://api.github.com/ (GitHub Enterprise: https://host/api/v3/),
-	// or the GitLab instance, https://gitlab.com/. Empty: the public service.
+	// the GitLab instance, https://gitlab.com/, or Gitea's API, https://host/api/v1/ (required
+	// for Gitea). Empty: the public service.
 	BaseURL string
 	// Insecure allows an http:// BaseURL on another machine, the token crossing the network
 	// in clear (internal/plaintext).
@@ -40,12 +41,18 @@ type Config struct {
 const (
 	ProviderGitHub = "github"
 	ProviderGitLab = "gitlab"
+	// ProviderGitea speaks Gitea's (and Forgejo's) API, whose statuses and issue comments
+	// have GitHub's shape under /api/v1.
+	ProviderGitea = "gitea"
 )
 
 // Validate checks the config without side effects.
 func (c Config) Validate() error {
 	switch c.Provider {
-	case ProviderGitHub:
+	case ProviderGitHub, ProviderGitea:
+		if c.Provider == ProviderGitea && c.BaseURL == "" {
+			return errors.New("commit status: baseURL (https://host/api/v1/) is required for gitea")
+		}
 		owner, repo, ok := strings.Cut(c.Repo, "/")
 		if !ok || owner == "" || repo == "" || strings.Contains(repo, "/") {
 			return fmt.Errorf("commit status: repo %q must be owner/repo", c.Repo)
@@ -55,7 +62,7 @@ func (c Config) Validate() error {
 			return fmt.Errorf("commit status: repo %q must be a project path (group/project) or id", c.Repo)
 		}
 	default:
-		return fmt.Errorf("commit status: provider %q must be %s or %s", c.Provider, ProviderGitHub, ProviderGitLab)
+		return fmt.Errorf("commit status: provider %q must be %s, %s or %s", c.Provider, ProviderGitHub, ProviderGitLab, ProviderGitea)
 	}
 	if c.Token == "" {
 		return errors.New("commit status: token is required")

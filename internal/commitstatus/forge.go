@@ -22,6 +22,7 @@ const (
 	stateSuccess    state = "success"    // every changed resource Ready
 	stateFailure    state = "failure"    // rejected, or resources Failed/Stalled
 	stateSuperseded state = "superseded" // a newer revision was applied before this one finished
+	stateError      state = "error"      // could not be decided (a preview that could not run)
 )
 
 // forge builds the status request of one provider.
@@ -31,6 +32,8 @@ type forge interface {
 	key(s state, desc string) string
 	// scrub removes the token from an error, whatever echoed it.
 	scrub(err error) error
+	// withTarget is the forge with another link beside its statuses.
+	withTarget(targetURL string) forge
 }
 
 func newForge(cfg Config, statusContext string) (forge, error) {
@@ -65,6 +68,10 @@ type github struct {
 	common
 	repo string // escaped owner/repo
 }
+
+func (g github) withTarget(u string) forge { g.targetURL = u; return g }
+
+func (g gitlab) withTarget(u string) forge { g.targetURL = u; return g }
 
 func (g github) state(s state) string {
 	switch s {
@@ -109,7 +116,7 @@ type gitlab struct {
 
 func (g gitlab) state(s state) string {
 	switch s {
-	case stateFailure:
+	case stateFailure, stateError:
 		return "failed"
 	case stateSuperseded:
 		return "canceled"

@@ -71,13 +71,34 @@ type Source struct {
 	CommitStatus *CommitStatus `yaml:"commitStatus"`
 	// Decryption holds the keys of the source's SOPS-encrypted manifests (optional).
 	Decryption *Decryption `yaml:"decryption"`
+	// Preview previews the source's pull (merge) requests (optional; internal/preview).
+	Preview *Preview `yaml:"preview"`
 }
+
+// Preview turns pull-request previews on for a source: its webhook then also accepts
+// pull-request events, and the result goes to the repository its commitStatus names.
+type Preview struct {
+	Enabled bool `yaml:"enabled"`
+	// PlanTimeout bounds each action's plan (default 60s).
+	PlanTimeout time.Duration `yaml:"planTimeout"`
+	// PlanConcurrency bounds the plans of one preview run at once (default 4).
+	PlanConcurrency int `yaml:"planConcurrency"`
+}
+
+// Preview defaults.
+const (
+	DefaultPlanTimeout     = 60 * time.Second
+	DefaultPlanConcurrency = 4
+)
+
+// PreviewEnabled reports whether the source previews pull requests.
+func (s Source) PreviewEnabled() bool { return s.Preview != nil && s.Preview.Enabled }
 
 // CommitStatus says where to post commit statuses.
 type CommitStatus struct {
-	Provider string `yaml:"provider"` // github | gitlab
+	Provider string `yaml:"provider"` // github | gitlab | gitea
 	Token    string `yaml:"token"`
-	BaseURL  string `yaml:"baseURL"` // default https://api.github.com/ or https://gitlab.com/
+	BaseURL  string `yaml:"baseURL"` // default https://api.github.com/ or https://gitlab.com/; gitea: https://host/api/v1/
 	Repo     string `yaml:"repo"`    // github: owner/repo; gitlab: project path or id
 	// Insecure allows the token over an http:// baseURL to another machine (internal/plaintext).
 	Insecure bool `yaml:"insecure"`
@@ -518,8 +539,12 @@ func (c *Config) Validate() error {
 		if cs := s.CommitStatus; cs != nil {
 			switch cs.Provider {
 			case "github", "gitlab":
+			case "gitea":
+				if cs.BaseURL == "" {
+					bad("%s.commitStatus.baseURL: required for gitea (https://host/api/v1/)", at)
+				}
 			default:
-				bad("%s.commitStatus.provider: %q is not github or gitlab", at, cs.Provider)
+				bad("%s.commitStatus.provider: %q is not github, gitlab or gitea", at, cs.Provider)
 			}
 			if cs.Token == "" || cs.Repo == "" {
 				bad("%s.commitStatus: token and repo are required", at)
@@ -532,6 +557,27 @@ func (c *Config) Validate() error {
 		}
 		if d := s.Decryption; d != nil {
 			validateDecryption(at+".decryption", d, bad)
+		}
+		if pv := s.Preview; pv != nil {
+			switch {
+			case pv.PlanTimeout < 0:
+				bad("%s.preview.planTimeout: %s is negative", at, pv.PlanTimeout)
+			case pv.PlanConcurrency < 0:
+				bad("%s.preview.planConcurrency: %d is negative", at, pv.PlanConcurrency)
+			}
+			if pv.Enabled {
+				// The PR's head is fetched from the source's repository, the events arrive on its
+				// webhook, and the status and comment go to the repository commitStatus names.
+				if s.Git == nil {
+					bad("%s.preview: previews need a git source (pull-request refs are fetched from its repository)", at)
+				}
+				if s.Webhook == nil {
+					bad("%s.preview: previews need the source's webhook (pull-request events arrive on /hooks/%s)", at, s.Name)
+				}
+				if s.CommitStatus == nil {
+					bad("%s.preview: previews need commitStatus (its provider and repo name where the status and comment go)", at)
+				}
+			}
 		}
 		if s.Webhook != nil && s.Webhook.Secret == "" {
 			bad("%s.webhook.secret: required when a webhook is configured (unsigned webhooks are refused)", at)

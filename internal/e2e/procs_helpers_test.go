@@ -94,6 +94,8 @@ type procWorld struct {
 	replicas []*procReplica
 	client   *http.Client
 	leaseTTL string // reconcile.leaseTTL of the replicas started from now on ("" is 3s)
+	// source, when set, adds fields to the source's config (webhook, commitStatus, preview).
+	source map[string]any
 }
 
 // procReplica is one `trueup serve` process.
@@ -179,9 +181,11 @@ func (w *procWorld) startOne() *procReplica {
 		w.t.Fatal(err)
 	}
 	callLog := filepath.Join(rdir, "calls.log")
+	src := map[string]any{"name": "infra",
+		"git": map[string]any{"url": "file://" + w.repo, "branch": "main", "path": "manifests", "interval": "1s"}}
+	maps.Copy(src, w.source)
 	cfg, _ := json.MarshalIndent(map[string]any{ // JSON is YAML
-		"sources": []any{map[string]any{"name": "infra",
-			"git": map[string]any{"url": "file://" + w.repo, "branch": "main", "path": "manifests", "interval": "1s"}}},
+		"sources": []any{src},
 		"actions": []any{map[string]any{"name": "provision", "type": "exec", "config": map[string]any{
 			"command": []string{script}, "timeout": "60s",
 			"env": map[string]string{"CALL_LOG": callLog, "SLEEP": w.sleep}}}},

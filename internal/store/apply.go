@@ -109,19 +109,7 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 			gone = append(gone, e.id)
 		}
 	}
-	maxFrac := p.MaxPruneFraction
-	if maxFrac <= 0 {
-		maxFrac = DefaultMaxPruneFraction
-	}
-	switch {
-	case len(gone) == 0:
-	case len(p.Set.Resources) == 0:
-		res.PruneSkipped = "EmptyRender"
-		res.PruneMessage = fmt.Sprintf("revision %s renders no resources: not deleting the source's %d resources (an empty render is refused)", shortRev(p.Revision), active)
-	case maxFrac < 1 && float64(len(gone)) > maxFrac*float64(active):
-		res.PruneSkipped = "TooManyDeletions"
-		res.PruneMessage = fmt.Sprintf("revision %s would delete %d of %d resources (more than prune.maxFraction %.2f): nothing deleted", shortRev(p.Revision), len(gone), active, maxFrac)
-	}
+	res.PruneSkipped, res.PruneMessage = PruneGuard(p.Revision, len(p.Set.Resources), len(gone), active, p.MaxPruneFraction)
 	if res.PruneSkipped != "" {
 		gone = nil
 	}
@@ -231,6 +219,25 @@ func (w *applyWriter) toRefresh(ctx context.Context, ins []int, res *ApplyResult
 	}
 	res.Refresh = append(append(append(res.Refresh, w.refresh...), deps...), gone...)
 	return nil
+}
+
+// PruneGuard decides whether a revision rendering rendered resources may delete gone of the
+// source's active ones: it names the guard that stops every deletion ("EmptyRender",
+// "TooManyDeletions") and says why, or returns "" when the deletions go ahead. maxFrac is
+// prune.maxFraction (0: DefaultMaxPruneFraction; 1 turns the share guard off). Previews report
+// what it decides about a pull request as a warning.
+func PruneGuard(revision string, rendered, gone, active int, maxFrac float64) (reason, message string) {
+	if maxFrac <= 0 {
+		maxFrac = DefaultMaxPruneFraction
+	}
+	switch {
+	case gone == 0:
+	case rendered == 0:
+		return "EmptyRender", fmt.Sprintf("revision %s renders no resources: not deleting the source's %d resources (an empty render is refused)", shortRev(revision), active)
+	case maxFrac < 1 && float64(gone) > maxFrac*float64(active):
+		return "TooManyDeletions", fmt.Sprintf("revision %s would delete %d of %d resources (more than prune.maxFraction %.2f): nothing deleted", shortRev(revision), gone, active, maxFrac)
+	}
+	return "", ""
 }
 
 // existingResources reads the source's rows by namespace/lower(kind)/name.

@@ -442,8 +442,10 @@ func (s *Store) StaleWaits(ctx context.Context, limit int) ([]int64, error) {
 // checkCycles refuses a revision that closes a dependency cycle through other sources'
 // resources (cycles within the revision were refused by the loader). Only a revision with an
 // edge leaving its own resources can close one: it takes the graph lock (held to the commit,
-// so two sources cannot each add half of a cycle) and reads the other sources' edges.
-func checkCycles(ctx context.Context, tx pgx.Tx, p ApplyParams) error {
+// so two sources cannot each add half of a cycle) and reads the other sources' edges. A
+// preview (lock false) reads them without the lock: it decides nothing, and must not make an
+// apply wait.
+func checkCycles(ctx context.Context, tx pgx.Tx, p ApplyParams, lock bool) error {
 	own := make(map[graph.ID]bool, len(p.Set.Resources))
 	for i := range p.Set.Resources {
 		r := &p.Set.Resources[i]
@@ -458,8 +460,10 @@ func checkCycles(ctx context.Context, tx pgx.Tx, p ApplyParams) error {
 	if !external {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext('trueup.graph'))"); err != nil {
-		return err
+	if lock {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext('trueup.graph'))"); err != nil {
+			return err
+		}
 	}
 	nodes := make([]manifest.GraphNode, 0, len(p.Set.Resources))
 	for i := range p.Set.Resources {

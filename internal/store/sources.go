@@ -279,7 +279,7 @@ func (s *Store) ApplyRevision(ctx context.Context, p ApplyParams) (ApplyResult, 
 		if err := checkConflicts(ctx, tx, p); err != nil {
 			return err
 		}
-		if err := checkCycles(ctx, tx, p); err != nil {
+		if err := checkCycles(ctx, tx, p, true); err != nil {
 			return err
 		}
 		if err := applyTypes(ctx, tx, p, &res); err != nil {

@@ -536,7 +536,16 @@ func (s *Syncer) checkTransitions(ctx context.Context, set *manifest.Set, term i
 	if len(cands) == 0 {
 		return nil
 	}
-	applied, err := s.store.AppliedSpecs(ctx, s.opts.Name, cands)
+	return CheckTransitions(ctx, s.store, s.opts.Name, s.opts.Opener, s.loader, set, cands)
+}
+
+// CheckTransitions runs the transition rules of cands (resources of set) against the specs
+// source has applied, revealing encrypted fields with opener: oldSelf is the applied value,
+// not its marker. A failure to read them is an *appliedReadError (retry, don't reject); a
+// violation is a manifest.Errors. Pull-request previews check their revisions with it too.
+func CheckTransitions(ctx context.Context, st *store.Store, source string, opener *sealed.Opener, loader *manifest.Loader,
+	set *manifest.Set, cands []manifest.Resource) error {
+	applied, err := st.AppliedSpecs(ctx, source, cands)
 	if err != nil {
 		return &appliedReadError{fmt.Errorf("read applied specs for transition rules: %w", err)}
 	}
@@ -544,9 +553,9 @@ func (s *Syncer) checkTransitions(ctx context.Context, set *manifest.Set, term i
 	for k, a := range applied {
 		spec := a.Spec
 		if a.Sealed != "" {
-			// oldSelf is the applied value, not its marker: encrypted fields compare as what
-			// they are (a key rotation changes every marker and no value).
-			op := s.opts.Opener
+			// Encrypted fields compare as what they are (a key rotation changes every marker
+			// and no value).
+			op := opener
 			if op == nil {
 				op = sealed.NewOpener(nil)
 			}
@@ -556,7 +565,7 @@ func (s *Syncer) checkTransitions(ctx context.Context, set *manifest.Set, term i
 		}
 		old[k] = spec
 	}
-	return s.loader.CheckTransitions(set, old)
+	return loader.CheckTransitions(set, old)
 }
 
 // appliedReadError is a failure to read what transition rules compare with: the sync is
@@ -618,13 +627,19 @@ func (s *Syncer) fail(ctx context.Context, lease *store.Lease, f store.SyncFailu
 // otherTypes returns the ResourceTypes other sources declare, which this source's resources
 // may use.
 func (s *Syncer) otherTypes(ctx context.Context) ([]manifest.ResourceType, error) {
-	all, err := s.store.ListTypes(ctx)
+	return OtherTypes(ctx, s.store, s.opts.Name)
+}
+
+// OtherTypes returns the ResourceTypes sources other than source declare: the KnownTypes of
+// source's revisions.
+func OtherTypes(ctx context.Context, st *store.Store, source string) ([]manifest.ResourceType, error) {
+	all, err := st.ListTypes(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []manifest.ResourceType
 	for _, t := range all {
-		if t.Source == s.opts.Name {
+		if t.Source == source {
 			continue
 		}
 		mt, err := manifest.TypeFromSpec(t.Name, t.Group, t.Path, t.Spec)

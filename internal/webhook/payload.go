@@ -23,6 +23,7 @@ type eventKind int
 const (
 	kindPush eventKind = iota
 	kindPing
+	kindPullRequest
 	kindOther
 )
 
@@ -43,6 +44,8 @@ func classify(h http.Header) delivery {
 		switch d.event {
 		case "Push Hook", "Tag Push Hook", "":
 			d.kind = kindPush
+		case "Merge Request Hook":
+			d.kind = kindPullRequest
 		default:
 			d.kind = kindOther
 		}
@@ -65,6 +68,8 @@ func forgeDelivery(provider, event, id string) delivery {
 		d.kind = kindPush
 	case "ping":
 		d.kind = kindPing
+	case "pull_request":
+		d.kind = kindPullRequest
 	}
 	return d
 }

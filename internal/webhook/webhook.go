@@ -1,7 +1,9 @@
 // Package webhook owns the push webhook endpoint (DESIGN §9, §10): it authenticates
 // deliveries from GitHub, Gitea/Forgejo, GitLab and generic senders, ignores pushes to
 // branches a source does not track, answers floods with 429, dedupes redeliveries by their
-// delivery id and asks the source's syncer to sync at once.
+// delivery id and asks the source's syncer to sync at once. For a source that previews pull
+// requests it hands pull-request events (opened, new commits, reopened) to the preview
+// runner, signed and deduped the same way.
 package webhook
 
 import (
@@ -20,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/preview"
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
@@ -31,6 +34,9 @@ type Source struct {
 	// Branch is the tracked branch ("main"), or "" when the source tracks a tag, a commit or a
 	// folder: then any push triggers a sync.
 	Branch string
+	// Preview: the source previews pull requests; its pull-request events go to
+	// Options.Preview. Without it they are ignored (204), as any other event.
+	Preview bool
 }
 
 // Options configure the handler.
@@ -42,6 +48,10 @@ type Options struct {
 	// Trigger asks for a sync of source (commit may be ""). It is called on the request's
 	// goroutine and must not block: the syncer coalesces bursts. Required.
 	Trigger func(source, commit string)
+	// Preview hands a pull-request event of a source with Preview set to its preview runner.
+	// It is called on the request's goroutine and must not block; an error (the runner's
+	// queue is full) is answered 503.
+	Preview func(ev preview.Event) error
 	// MaxBody bounds a delivery's body (default 25 MiB, GitHub's own cap).
 	MaxBody int64
 	// Burst and PerSecond shape the per-source token bucket of authenticated deliveries
@@ -165,6 +175,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		log.Info("webhook ping")
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ping"})
 		return
+	case kindPullRequest:
+		if src.Preview && h.opts.Preview != nil {
+			h.pullRequest(w, r, name, d, body, log)
+			return
+		}
+		log.Debug("webhook event ignored")
+		w.WriteHeader(http.StatusNoContent)
+		return
 	case kindOther:
 		log.Debug("webhook event ignored")
 		w.WriteHeader(http.StatusNoContent)
@@ -183,24 +201,61 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	commit := push.commit()
 
-	if d.delivery != "" && h.opts.Store != nil {
-		ctx, cancel := context.WithTimeout(r.Context(), storeTimeout)
-		first, err := h.opts.Store.RecordDelivery(ctx, name, deliveryKey(d.delivery))
-		cancel()
-		switch {
-		case err != nil:
-			// A sync is idempotent: triggering twice costs an ls-remote, missing a push costs a
-			// poll interval. Trigger.
-			log.Warn("could not record webhook delivery; triggering anyway", "err", err)
-		case !first:
-			log.Info("webhook redelivery ignored", "commit", commit)
-			writeJSON(w, http.StatusAccepted, map[string]string{"status": "duplicate delivery"})
-			return
-		}
+	// A sync is idempotent: triggering twice costs an ls-remote, missing a push costs a poll
+	// interval. A delivery that cannot be recorded triggers.
+	if !h.firstDelivery(r.Context(), name, d, log) {
+		log.Info("webhook redelivery ignored", "commit", commit)
+		writeJSON(w, http.StatusAccepted, map[string]string{"status": "duplicate delivery"})
+		return
 	}
 	h.opts.Trigger(name, commit)
 	log.Info("webhook accepted: sync triggered", "ref", push.Ref, "commit", commit)
 	writeJSON(w, http.StatusAccepted, map[string]string{"status": "accepted"})
+}
+
+// pullRequest answers an authenticated pull-request event of a source that previews: 204
+// for an action that asks for no preview, 202 once the event is queued (or known already).
+func (h *Handler) pullRequest(w http.ResponseWriter, r *http.Request, name string, d delivery, body []byte, log *slog.Logger) {
+	ev, ok, err := parsePullRequest(r.Header, body, d.provider)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if !ok {
+		log.Debug("pull request event ignored: no new head")
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	ev.Source, ev.Delivery = name, deliveryKey(d.delivery)
+	if !h.firstDelivery(r.Context(), name, d, log) {
+		log.Info("webhook redelivery ignored", "number", ev.Number, "head", ev.HeadSHA)
+		writeJSON(w, http.StatusAccepted, map[string]string{"status": "duplicate delivery"})
+		return
+	}
+	if err := h.opts.Preview(ev); err != nil {
+		log.Warn("pull request not previewed", "number", ev.Number, "err", err)
+		w.Header().Set("Retry-After", "60")
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	log.Info("webhook accepted: pull request preview queued", "number", ev.Number, "head", ev.HeadSHA)
+	writeJSON(w, http.StatusAccepted, map[string]string{"status": "preview queued"})
+}
+
+// firstDelivery records d's id and reports whether it is new; a delivery without an id, or
+// one that cannot be recorded, counts as new (acting twice is cheaper than never).
+func (h *Handler) firstDelivery(ctx context.Context, source string, d delivery, log *slog.Logger) bool {
+	if d.delivery == "" || h.opts.Store == nil {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	first, err := h.opts.Store.RecordDelivery(ctx, source, deliveryKey(d.delivery))
+	if err != nil {
+		log.Warn("could not record webhook delivery; acting anyway", "err", err)
+		return true
+	}
+	return first
 }
 
 // authenticate reads the body of an authentic delivery, or says how to refuse it. A delivery

@@ -232,11 +232,16 @@ func (s *Source) fetchInto(ctx context.Context, dir string) (plumbing.Hash, erro
 }
 
 func (s *Source) fetchRefs(ctx context.Context, remote *git.Remote, depth int, specs ...gitconfig.RefSpec) error {
+	return s.fetchRefsOf(ctx, s.refDesc(), remote, depth, specs...)
+}
+
+// fetchRefsOf is fetchRefs naming desc ("branch main", "ref refs/pull/7/head") in errors.
+func (s *Source) fetchRefsOf(ctx context.Context, desc string, remote *git.Remote, depth int, specs ...gitconfig.RefSpec) error {
 	ctx, cancel := s.withTimeout(ctx)
 	defer cancel()
 	auth, token, err := s.authFor(ctx)
 	if err != nil {
-		return s.errorf(ctx, "fetch", err)
+		return s.errorfOf(ctx, "fetch", desc, err)
 	}
 	s.fetches.Add(1)
 	err = token.wrap(remote.FetchContext(ctx, &git.FetchOptions{
@@ -252,9 +257,9 @@ func (s *Source) fetchRefs(ctx context.Context, remote *git.Remote, depth int, s
 	case errors.Is(err, git.ErrExactSHA1NotSupported):
 		return err // the caller falls back to a full clone
 	case ctx.Err() == nil && (errors.As(err, &noMatch) || errors.Is(err, transport.ErrEmptyRemoteRepository)):
-		return s.secrets.wrap(fmt.Errorf("%s not found at %s: %w", s.refDesc(), s.redacted, err))
+		return s.secrets.wrap(fmt.Errorf("%s not found at %s: %w", desc, s.redacted, err))
 	}
-	return s.errorf(ctx, "fetch", err)
+	return s.errorfOf(ctx, "fetch", desc, err)
 }
 
 // peel follows annotated (possibly nested) tags to the commit.

@@ -199,6 +199,7 @@ func New(cfg Config, logger *slog.Logger) (*Source, error) {
 		return fail("create dir: %w", err)
 	}
 	removeStale(cfg.Dir) // leftovers of a fetch interrupted by a crash
+	removeRefScratch(cfg.Dir)
 
 	s.logger = logger.With("source", cfg.Name, "url", s.redacted)
 	return s, nil
@@ -237,10 +238,15 @@ func (s *Source) refDesc() string {
 // errors.Is(err, context.Canceled) or errors.Is(err, context.DeadlineExceeded), and a
 // timeout of the operation itself reads "no answer within 10s".
 func (s *Source) errorf(ctx context.Context, op string, err error) error {
+	return s.errorfOf(ctx, op, s.refDesc(), err)
+}
+
+// errorfOf is errorf naming desc instead of the configured ref.
+func (s *Source) errorfOf(ctx context.Context, op, desc string, err error) error {
 	if ctx != nil && ctx.Err() != nil {
 		err = context.Cause(ctx)
 	}
-	return s.secrets.wrap(fmt.Errorf("%s %s at %s: %w", op, s.refDesc(), s.redacted, err))
+	return s.secrets.wrap(fmt.Errorf("%s %s at %s: %w", op, desc, s.redacted, err))
 }
 
 // Head returns the commit the configured ref points at on the remote (annotated tags are

@@ -23,13 +23,26 @@ import (
 // whose hash was in the previous snapshot are not read again; afterwards the cache holds
 // exactly this snapshot's blobs.
 func (s *Source) snapshot(ctx context.Context, sto storer.EncodedObjectStorer, commit *object.Commit) (*sources.Snapshot, error) {
+	snap, blobs, err := s.readTree(ctx, sto, commit, s.blobs)
+	if err != nil {
+		return nil, err
+	}
+	s.blobs = blobs
+	s.last = &sources.Snapshot{Revision: snap.Revision, Files: slices.Clone(snap.Files)}
+	return snap, nil
+}
+
+// readTree reads the manifest files under the configured path from commit's tree, taking the
+// data of blobs found in cache (which it does not change) instead of reading them again. It
+// returns the snapshot and its blobs by hash.
+func (s *Source) readTree(ctx context.Context, sto storer.EncodedObjectStorer, commit *object.Commit, cache map[plumbing.Hash][]byte) (*sources.Snapshot, map[plumbing.Hash][]byte, error) {
 	rev := commit.Hash.String()
 	op := "read commit " + rev + " of" // "read commit abc… of branch main at <url>"
 	if s.refName == "" {
 		op = "read" // "read commit abc… at <url>"
 	}
-	fail := func(err error) (*sources.Snapshot, error) {
-		return nil, s.errorf(ctx, op, err)
+	fail := func(err error) (*sources.Snapshot, map[plumbing.Hash][]byte, error) {
+		return nil, nil, s.errorf(ctx, op, err)
 	}
 	root, err := commit.Tree()
 	if err != nil {
@@ -84,7 +97,7 @@ func (s *Source) snapshot(ctx context.Context, sto storer.EncodedObjectStorer, c
 		}
 		data, ok := blobs[e.hash]
 		if !ok {
-			data, ok = s.blobs[e.hash]
+			data, ok = cache[e.hash]
 		}
 		if !ok {
 			var refused string
@@ -99,9 +112,7 @@ func (s *Source) snapshot(ctx context.Context, sto storer.EncodedObjectStorer, c
 		blobs[e.hash] = data
 		snap.Files[i] = sources.File{Path: e.path, Hash: e.hash.String(), Data: data}
 	}
-	s.blobs = blobs
-	s.last = &sources.Snapshot{Revision: snap.Revision, Files: slices.Clone(snap.Files)}
-	return snap, nil
+	return snap, blobs, nil
 }
 
 // readBlob reads a blob, refusing one over sources.MaxFileBytes by the size in its object

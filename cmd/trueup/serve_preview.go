@@ -1,0 +1,51 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/commitstatus"
+	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/preview"
+	"github.com/trueup-dev/trueup/internal/sealed"
+	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/sources"
+)
+
+// previewRunners are the pull-request preview runners, by source. Previews run on the
+// replica that receives the webhook (each runner is local to its replica); the previews
+// table's row lock keeps two replicas from both commenting on one pull request.
+type previewRunners map[string]*preview.Runner
+
+// submit is the webhook handler's Preview.
+func (p previewRunners) submit(ev preview.Event) error {
+	r := p[ev.Source]
+	if r == nil {
+		return fmt.Errorf("source %s does not preview pull requests", ev.Source)
+	}
+	return r.Submit(ev)
+}
+
+// newPreviewRunner builds the preview runner of sc, a source with preview enabled. It has
+// its own loader and opener (with the source's keys): their caches serve the syncer.
+func newPreviewRunner(cfg *config.Config, sc config.Source, src sources.Source, st *store.Store, acts map[string]actions.Action,
+	keys *sealed.Keys, scrub func(string) string, logger *slog.Logger) (*preview.Runner, error) {
+	fetcher, ok := src.(preview.Fetcher)
+	if !ok {
+		return nil, fmt.Errorf("source %s: preview: the source cannot fetch pull-request refs", sc.Name)
+	}
+	cs := sc.CommitStatus
+	pub, err := commitstatus.NewPreviewer(commitstatus.Config{Provider: cs.Provider, Token: cs.Token, BaseURL: cs.BaseURL, Insecure: cs.Insecure,
+		Repo: cs.Repo}, sc.Name)
+	if err != nil {
+		return nil, fmt.Errorf("source %s: preview: %w", sc.Name, err)
+	}
+	return preview.New(preview.Options{Source: sc.Name, Fetcher: fetcher, Publisher: pub, Store: st,
+		ExternalURL: strings.TrimSuffix(cfg.Server.ExternalURL, "/"), Logger: logger,
+		Checker: &preview.Checker{Source: sc.Name, Store: st, Loader: manifest.NewLoader(), Opener: sealed.NewOpener(keys),
+			CheckAction: checkAction(acts), Limits: manifest.Limits(cfg.Limits), Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction,
+			Actions: acts, PlanTimeout: sc.Preview.PlanTimeout, PlanConcurrency: sc.Preview.PlanConcurrency, Scrub: scrub}}), nil
+}

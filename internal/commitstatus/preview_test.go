@@ -1,0 +1,110 @@
+package commitstatus
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/commitstatus/forgetest"
+)
+
+func TestPreviewer(t *testing.T) {
+	t.Parallel()
+	for _, provider := range []string{ProviderGitHub, ProviderGitea, ProviderGitLab} {
+		t.Run(provider, func(t *testing.T) {
+			t.Parallel()
+			f := forgetest.New(token, provider == ProviderGitLab)
+			defer f.Close()
+			base, repo := f.URL, "acme/infra"
+			if provider == ProviderGitea {
+				base += "/api/v1/"
+			}
+			p, err := NewPreviewer(Config{Provider: provider, Token: token, BaseURL: base, Repo: repo}, "infra")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			long := strings.Repeat("x", 300)
+			if err := p.SetStatus(ctx, rev1, PreviewFailure, "invalid: "+long, "http://trueup.example/sources/infra/previews/7"); err != nil {
+				t.Fatal(err)
+			}
+			st := f.Statuses()
+			wantState := map[string]string{ProviderGitLab: "failed"}[provider]
+			if wantState == "" {
+				wantState = "failure"
+			}
+			if len(st) != 1 || st[0].SHA != rev1 || st[0].State != wantState || st[0].Context != "trueup/infra/preview" ||
+				len([]rune(st[0].Description)) > maxDescription || st[0].TargetURL != "http://trueup.example/sources/infra/previews/7" {
+				t.Fatalf("statuses %+v", st)
+			}
+			id, _, err := p.CreateComment(ctx, 7, "first")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.EditComment(ctx, 7, id, "second"); err != nil {
+				t.Fatal(err)
+			}
+			cs := f.Comments()
+			if len(cs) != 1 || cs[0].Body != "second" || cs[0].Edits != 1 || cs[0].Number != 7 {
+				t.Fatalf("comments %+v", cs)
+			}
+			f.DeleteComments()
+			if _, err := p.EditComment(ctx, 7, id, "third"); !errors.Is(err, ErrCommentNotFound) {
+				t.Fatalf("edit of a deleted comment: %v", err)
+			}
+			bad, _ := NewPreviewer(Config{Provider: provider, Token: "wrong-token-value", BaseURL: base, Repo: repo}, "infra")
+			if _, _, err := bad.CreateComment(ctx, 7, "x"); err == nil || strings.Contains(err.Error(), "wrong-token-value") {
+				t.Fatalf("bad token: %v", err)
+			}
+		})
+	}
+}
+
+// A status and an edit are retried after a 5xx; a creation is not (its answer lost on the
+// way would leave two comments).
+func TestPreviewerRetries(t *testing.T) {
+	t.Parallel()
+	f := forgetest.New(token, false)
+	var mu sync.Mutex
+	calls := map[string]int{}
+	f.Fail = func(r *http.Request) int {
+		mu.Lock()
+		defer mu.Unlock()
+		key := r.Method + " " + strings.Join(strings.Split(r.URL.Path, "/")[:4], "/") // "POST /repos/acme/infra"
+		if strings.Contains(r.URL.Path, "/comments") {
+			key += " comments"
+		}
+		calls[key]++
+		if calls[key] == 1 {
+			return http.StatusBadGateway
+		}
+		return 0
+	}
+	defer f.Close()
+	p, err := NewPreviewer(Config{Provider: ProviderGitHub, Token: token, BaseURL: f.URL, Repo: "acme/infra"}, "infra")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.retryDelays = []time.Duration{time.Millisecond}
+	ctx := context.Background()
+	if err := p.SetStatus(ctx, rev1, PreviewSuccess, "ok", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := p.CreateComment(ctx, 7, "x"); err == nil {
+		t.Fatal("a failed creation was retried or ignored")
+	}
+	id, _, err := p.CreateComment(ctx, 7, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.EditComment(ctx, 7, id, "y"); err != nil {
+		t.Fatal(err)
+	}
+	if cs := f.Comments(); len(f.Statuses()) != 1 || len(cs) != 1 || cs[0].Body != "y" {
+		t.Fatalf("statuses %+v comments %+v", f.Statuses(), cs)
+	}
+}

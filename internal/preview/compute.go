@@ -1,0 +1,356 @@
+package preview
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/graph"
+	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/sealed"
+	"github.com/trueup-dev/trueup/internal/specdiff"
+	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/syncer"
+	"github.com/trueup-dev/trueup/sources"
+)
+
+// Checker judges a pull request's files as a push of them would be judged, and says what
+// they would change. It holds its own loader and opener: their caches serve the syncer's
+// revisions, which a preview must not evict.
+type Checker struct {
+	Source string
+	Store  *store.Store
+	// Loader parses and validates (a preview's own: manifest.NewLoader()).
+	Loader *manifest.Loader
+	// Opener decrypts the source's SOPS-encrypted files (its own, with the source's keys).
+	Opener *sealed.Opener
+	// CheckAction, Limits, Prune and MaxPruneFraction are the source's sync settings.
+	CheckAction      func(name string, with json.RawMessage) error
+	Limits           manifest.Limits
+	Prune            bool
+	MaxPruneFraction float64
+	// Actions are the action instances by name; those implementing actions.Planner are
+	// asked for plans.
+	Actions map[string]actions.Action
+	// PlanTimeout bounds each plan (0: 60s); PlanConcurrency bounds plans at once (0: 4).
+	PlanTimeout     time.Duration
+	PlanConcurrency int
+	// Scrub removes the controller's secrets from what plugins return (nil: none).
+	Scrub func(string) string
+}
+
+// Bounds on what one preview keeps.
+const (
+	maxPlanText = 32 << 10
+	diffContext = 3
+)
+
+// Check returns what snap, a pull request's files, would do to the source, and the source's
+// applied revision it was compared with. An error means the preview could not be made (the
+// database could not be read); an invalid pull request is a Result with Errors.
+func (c *Checker) Check(ctx context.Context, snap *sources.Snapshot) (Result, string, error) {
+	known, err := syncer.OtherTypes(ctx, c.Store, c.Source)
+	if err != nil {
+		return Result{}, "", fmt.Errorf("load types of other sources: %w", err)
+	}
+	var readErr error
+	set, err := sealed.Load(c.Loader, c.Opener, snap.Files, manifest.Options{KnownTypes: known, CheckAction: c.CheckAction, Limits: c.Limits},
+		func(set *manifest.Set) error {
+			cands := set.TransitionCandidates()
+			if len(cands) == 0 {
+				return nil
+			}
+			err := syncer.CheckTransitions(ctx, c.Store, c.Source, c.Opener, c.Loader, set, cands)
+			var verrs manifest.Errors
+			if err != nil && !errors.As(err, &verrs) {
+				readErr = err
+			}
+			return err
+		})
+	var verrs manifest.Errors
+	switch {
+	case readErr != nil:
+		return Result{}, "", readErr
+	case errors.As(err, &verrs):
+		// What a push of these files would be rejected for; nothing else is worth showing.
+		base, berr := c.Store.CheckRevision(ctx, store.ApplyParams{Source: c.Source})
+		if berr != nil {
+			return Result{}, "", berr
+		}
+		return invalid(verrs, c.scrub), base.Revision, nil
+	case err != nil:
+		return Result{}, "", fmt.Errorf("load %s: %w", short(snap.Revision), err)
+	}
+	check, err := c.Store.CheckRevision(ctx, store.ApplyParams{Source: c.Source, Revision: snap.Revision, Set: set})
+	if err != nil {
+		return Result{}, "", err
+	}
+	if len(check.Conflicts) > 0 {
+		return invalid(check.Conflicts, c.scrub), check.Revision, nil
+	}
+	res := c.diff(set, check, snap.Revision)
+	c.plan(ctx, set, known, res.Changes, snap.Revision)
+	return res, check.Revision, nil
+}
+
+func (c *Checker) scrub(s string) string {
+	if c.Scrub == nil {
+		return s
+	}
+	return c.Scrub(s)
+}
+
+func invalid(errs manifest.Errors, scrub func(string) string) Result {
+	r := Result{Changes: []Change{}, Errors: make([]Error, len(errs))}
+	for i, e := range manifest.SortErrors(append(manifest.Errors(nil), errs...)) {
+		r.Errors[i] = Error{File: e.File, Line: e.Line, Path: e.Path, Message: scrub(e.Msg)}
+	}
+	r.Counts.Invalid = len(errs)
+	return r
+}
+
+func identity(namespace, kind, name string) string {
+	return namespace + "/" + strings.ToLower(kind) + "/" + name
+}
+
+// diff compares set with the applied resources, by the rules of store.ApplyRevision: a new
+// identity is added, a spec hash that moved (or a resource being deleted that comes back)
+// is a change with a new generation, new labels, annotations or apiVersion are a change
+// without one, and what set lacks is deleted when the source prunes and the prune guards
+// allow it.
+func (c *Checker) diff(set *manifest.Set, check store.RevisionCheck, revision string) Result {
+	res := Result{Changes: []Change{}, Errors: []Error{}}
+	applied := make(map[string]*store.AppliedResource, len(check.Applied))
+	for i := range check.Applied {
+		a := &check.Applied[i]
+		applied[identity(a.Namespace, a.Kind, a.Name)] = a
+	}
+	seen := make(map[string]bool, len(set.Resources))
+	from, to := "applied", "pull request"
+	if check.Revision != "" {
+		from = "applied@" + short(check.Revision)
+	}
+	if revision != "" {
+		to = "pull request@" + short(revision)
+	}
+	for i := range set.Resources {
+		r := &set.Resources[i]
+		id := identity(r.Namespace, r.Kind, r.Name)
+		seen[id] = true
+		ch := Change{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, File: r.File, Line: r.Line}
+		a, ok := applied[id]
+		switch {
+		case !ok:
+			ch.Op = "add"
+			ch.Diff = diffText(nil, r.Spec, from, to)
+		case a.SpecHash != r.SpecHash || a.Deleting || a.Orphaned:
+			ch.Op = "change"
+			ch.Diff = diffText(a.Spec, r.Spec, from, to)
+		case a.MetaHash != r.MetaHash:
+			ch.Op = "change"
+			ch.Diff = metaDiff(a, r, from, to)
+			ch.Plan = &Plan{Status: "skipped", Summary: "metadata only: no new generation, no reconcile"}
+		default:
+			res.Counts.Unchanged++
+			continue
+		}
+		res.Changes = append(res.Changes, ch)
+	}
+	var gone []Change
+	active := 0
+	for i := range check.Applied {
+		a := &check.Applied[i]
+		if a.Deleting {
+			continue
+		}
+		active++
+		if seen[identity(a.Namespace, a.Kind, a.Name)] || a.Orphaned {
+			continue
+		}
+		if !c.Prune || a.Keep {
+			why := "the source does not prune"
+			if a.Keep {
+				why = "trueup.dev/prune: disabled"
+			}
+			res.Warnings = append(res.Warnings, fmt.Sprintf("%s %s/%s (%s:%d) is no longer declared; kept: %s", a.Kind, a.Namespace, a.Name, a.File, a.Line, why))
+			continue
+		}
+		gone = append(gone, Change{Op: "delete", Kind: a.Kind, Namespace: a.Namespace, Name: a.Name, File: a.File, Line: a.Line,
+			Diff: diffText(a.Spec, nil, from, to)})
+	}
+	if reason, msg := store.PruneGuard(revision, len(set.Resources), len(gone), active, c.MaxPruneFraction); reason != "" {
+		res.Warnings = append(res.Warnings, reason+": "+msg)
+	} else {
+		res.Changes = append(res.Changes, gone...)
+	}
+	for _, ch := range res.Changes {
+		switch ch.Op {
+		case "add":
+			res.Counts.Add++
+		case "change":
+			res.Counts.Change++
+		case "delete":
+			res.Counts.Delete++
+		}
+	}
+	slices.SortFunc(res.Changes, func(x, y Change) int {
+		return cmp.Or(cmp.Compare(x.Kind, y.Kind), cmp.Compare(x.Namespace, y.Namespace), cmp.Compare(x.Name, y.Name))
+	})
+	return res
+}
+
+// diffText is the unified diff of two specs, secrets as ***: encrypted fields are compared
+// by their markers (which change when the value does), secret references are masked.
+func diffText(a, b json.RawMessage, from, to string) string {
+	if a == nil {
+		a = json.RawMessage("null")
+	}
+	if b == nil {
+		b = json.RawMessage("null")
+	}
+	lines := specdiff.JSON(Mask(a), Mask(b), "spec "+from, "spec "+to, diffContext)
+	return strings.Join(lines, "\n")
+}
+
+func metaDiff(a *store.AppliedResource, r *manifest.Resource, from, to string) string {
+	meta := func(apiVersion string, labels, annotations map[string]string) json.RawMessage {
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		b, _ := json.Marshal(map[string]any{"apiVersion": apiVersion, "labels": labels, "annotations": annotations})
+		return b
+	}
+	lines := specdiff.JSON(meta(a.APIVersion, a.Labels, a.Annotations), meta(r.APIVersion, r.Labels, r.Annotations),
+		"metadata "+from, "metadata "+to, diffContext)
+	return strings.Join(lines, "\n")
+}
+
+// plan asks the action of every added resource and of every resource whose spec changed
+// for a plan, PlanConcurrency at a time, each within PlanTimeout.
+func (c *Checker) plan(ctx context.Context, set *manifest.Set, known []manifest.ResourceType, changes []Change, revision string) {
+	types := map[string]manifest.ResourceType{}
+	for _, t := range known {
+		types[strings.ToLower(t.Name)] = t
+	}
+	for _, t := range set.Types {
+		types[strings.ToLower(t.Name)] = t // a type declared in the files wins
+	}
+	byID := make(map[string]*manifest.Resource, len(set.Resources))
+	for i := range set.Resources {
+		r := &set.Resources[i]
+		byID[identity(r.Namespace, r.Kind, r.Name)] = r
+	}
+	outputs, err := c.Store.CurrentOutputs(ctx, referenced(changes, byID))
+	if err != nil {
+		// Plans then see the references as written, as they would a missing output.
+		outputs = nil
+	}
+	timeout := cmp.Or(c.PlanTimeout, 60*time.Second)
+	sem := make(chan struct{}, cmp.Or(c.PlanConcurrency, 4))
+	var wg sync.WaitGroup
+	for i := range changes {
+		ch := &changes[i]
+		if ch.Op == "delete" || ch.Plan != nil {
+			continue
+		}
+		r := byID[identity(ch.Namespace, ch.Kind, ch.Name)]
+		t, ok := types[strings.ToLower(ch.Kind)]
+		if r == nil || !ok {
+			ch.Plan = &Plan{Status: "skipped", Error: "no type"}
+			continue
+		}
+		planner, ok := c.Actions[t.Action.Name].(actions.Planner)
+		if !ok {
+			ch.Plan = &Plan{Status: "no-plan"}
+			continue
+		}
+		req := actions.Request{With: t.Action.With, Resource: actions.Resource{APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace,
+			Name: r.Name, Spec: resolveRefs(r.Spec, r.Namespace, outputs), Labels: r.Labels, Annotations: r.Annotations, Source: c.Source, Revision: revision}}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				ch.Plan = &Plan{Status: "skipped", Error: "preview cancelled"}
+				return
+			}
+			defer func() { <-sem }()
+			ch.Plan = c.planOne(ctx, planner, req, timeout)
+		}()
+	}
+	wg.Wait()
+}
+
+// referenced lists the resources whose outputs the changes to plan reference.
+func referenced(changes []Change, byID map[string]*manifest.Resource) []graph.ID {
+	seen := map[graph.ID]bool{}
+	var ids []graph.ID
+	for _, ch := range changes {
+		r := byID[identity(ch.Namespace, ch.Kind, ch.Name)]
+		if r == nil || ch.Op == "delete" || ch.Plan != nil {
+			continue
+		}
+		for _, d := range r.DependsOn {
+			if k := d.Target.Key(); len(d.Outputs) > 0 && !seen[k] {
+				seen[k] = true
+				ids = append(ids, k)
+			}
+		}
+	}
+	return ids
+}
+
+func (c *Checker) planOne(ctx context.Context, p actions.Planner, req actions.Request, timeout time.Duration) (out *Plan) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	defer func() {
+		if v := recover(); v != nil {
+			out = &Plan{Status: "error", Error: "the action panicked during plan (a bug in the plugin; see the controller's log)"}
+		}
+	}()
+	plan, err := p.Plan(ctx, req)
+	switch {
+	case errors.Is(err, actions.ErrNoPlan):
+		return &Plan{Status: "no-plan"}
+	case err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return &Plan{Status: "timeout", Error: fmt.Sprintf("no plan within %s", timeout)}
+	case err != nil:
+		return &Plan{Status: "error", Error: c.scrub(err.Error())}
+	}
+	return &Plan{Status: "planned", Changes: plan.Changes, Summary: c.scrub(oneLine(plan.Summary)), Text: truncate(c.scrub(plan.Text), maxPlanText)}
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func short(rev string) string {
+	if len(rev) > 12 {
+		return rev[:12]
+	}
+	return rev
+}
+
+// truncate keeps s within n bytes, cut at a line end when one is near, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && (s[cut]&0xC0) == 0x80 {
+		cut-- // not inside a UTF-8 sequence
+	}
+	if nl := strings.LastIndexByte(s[:cut], '\n'); nl > n/2 {
+		cut = nl
+	}
+	return s[:cut] + "\n… (cut)"
+}

@@ -1,0 +1,100 @@
+package webhook
+
+import (
+	"encoding/json"
+	"errors"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/trueup-dev/trueup/internal/preview"
+)
+
+// pullRequest is the part of a pull-request (GitHub, Gitea, Forgejo) or merge-request
+// (GitLab) payload a preview needs.
+type pullRequest struct {
+	Action string `json:"action"`
+	Number int    `json:"number"`
+	PR     struct {
+		Number  int    `json:"number"`
+		Title   string `json:"title"`
+		HTMLURL string `json:"html_url"`
+		Head    struct {
+			SHA string `json:"sha"`
+		} `json:"head"`
+	} `json:"pull_request"`
+	// GitLab's Merge Request Hook.
+	ObjectKind string `json:"object_kind"`
+	Attrs      struct {
+		IID        int    `json:"iid"`
+		Action     string `json:"action"`
+		Title      string `json:"title"`
+		URL        string `json:"url"`
+		LastCommit struct {
+			ID string `json:"id"`
+		} `json:"last_commit"`
+	} `json:"object_attributes"`
+}
+
+// previewActions are the actions that put a new head up for review; the others (closed,
+// labeled, edited, approved, …) are acknowledged and ignored.
+var previewActions = map[string]map[string]bool{
+	providerGitHub:  {"opened": true, "synchronize": true, "reopened": true},
+	providerGitea:   {"opened": true, "synchronize": true, "synchronized": true, "reopened": true},
+	providerForgejo: {"opened": true, "synchronize": true, "synchronized": true, "reopened": true},
+	providerGitLab:  {"open": true, "update": true, "reopen": true},
+}
+
+// parsePullRequest reads a pull-request event; ok is false for an action that asks for no
+// preview.
+func parsePullRequest(h http.Header, body []byte, provider string) (ev preview.Event, ok bool, err error) {
+	if mt, _, _ := mime.ParseMediaType(h.Get("Content-Type")); mt == "application/x-www-form-urlencoded" {
+		form, err := url.ParseQuery(string(body))
+		if err != nil {
+			return ev, false, errors.New("invalid form-encoded pull request payload")
+		}
+		body = []byte(form.Get("payload"))
+	}
+	var p pullRequest
+	if err := json.Unmarshal(body, &p); err != nil {
+		return ev, false, errors.New("invalid JSON pull request payload")
+	}
+	action := p.Action
+	ev.Provider = preview.ProviderGitHub
+	switch provider {
+	case providerGitLab:
+		action = p.Attrs.Action
+		ev.Provider = preview.ProviderGitLab
+		ev.Number, ev.HeadSHA, ev.Title, ev.URL = p.Attrs.IID, p.Attrs.LastCommit.ID, p.Attrs.Title, p.Attrs.URL
+	default:
+		if provider == providerGitea || provider == providerForgejo {
+			ev.Provider = preview.ProviderGitea
+		}
+		ev.Number, ev.HeadSHA, ev.Title, ev.URL = firstNumber(p.PR.Number, p.Number), p.PR.Head.SHA, p.PR.Title, p.PR.HTMLURL
+	}
+	if !previewActions[provider][action] {
+		return ev, false, nil
+	}
+	if ev.Number <= 0 {
+		return ev, false, errors.New("pull request payload names no pull request number")
+	}
+	ev.HeadSHA = strings.ToLower(ev.HeadSHA)
+	if len(ev.HeadSHA) != 40 && len(ev.HeadSHA) != 64 || strings.Trim(ev.HeadSHA, "0123456789abcdef") != "" {
+		return ev, false, errors.New("pull request payload names no head commit")
+	}
+	ev.Title = truncate(ev.Title, 256)
+	if len(ev.URL) > 2048 || !(strings.HasPrefix(ev.URL, "https://") || strings.HasPrefix(ev.URL, "http://")) {
+		ev.URL = ""
+	}
+	return ev, true, nil
+}
+
+func firstNumber(ns ...int) int {
+	for _, n := range ns {
+		if n > 0 {
+			return n
+		}
+	}
+	return 0
+}

@@ -1,0 +1,154 @@
+package webhook
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/trueup-dev/trueup/internal/preview"
+)
+
+const headB = "1f3c1e2a9b7d6c5e4f3a2b1c0d9e8f7a6b5c4d3f"
+
+func githubPR(action string, number int, sha string) string {
+	return fmt.Sprintf(`{"action":%q,"number":%d,"pull_request":{"number":%d,"title":"Grow | the queue","html_url":"https://github.com/acme/infra/pull/%d","head":{"sha":%q}}}`,
+		action, number, number, number, sha)
+}
+
+func gitlabMR(action string, iid int, sha string) string {
+	return fmt.Sprintf(`{"object_kind":"merge_request","object_attributes":{"iid":%d,"action":%q,"title":"t","url":"https://gitlab.com/acme/infra/-/merge_requests/%d","last_commit":{"id":%q}}}`,
+		iid, action, iid, sha)
+}
+
+func TestParsePullRequest(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, provider, body string
+		want                 preview.Event
+		ok                   bool
+		err                  bool
+	}{
+		{"github opened", providerGitHub, githubPR("opened", 7, commitA),
+			preview.Event{Provider: "github", Number: 7, HeadSHA: commitA, Title: "Grow | the queue", URL: "https://github.com/acme/infra/pull/7"}, true, false},
+		{"github synchronize", providerGitHub, githubPR("synchronize", 7, commitA), preview.Event{Provider: "github", Number: 7, HeadSHA: commitA}, true, false},
+		{"github reopened", providerGitHub, githubPR("reopened", 7, commitA), preview.Event{Provider: "github", Number: 7, HeadSHA: commitA}, true, false},
+		{"github closed", providerGitHub, githubPR("closed", 7, commitA), preview.Event{}, false, false},
+		{"github labeled", providerGitHub, githubPR("labeled", 7, commitA), preview.Event{}, false, false},
+		{"gitea synchronized", providerGitea, githubPR("synchronized", 3, commitA), preview.Event{Provider: "gitea", Number: 3, HeadSHA: commitA}, true, false},
+		{"forgejo opened", providerForgejo, githubPR("opened", 3, commitA), preview.Event{Provider: "gitea", Number: 3, HeadSHA: commitA}, true, false},
+		{"gitlab open", providerGitLab, gitlabMR("open", 5, commitA), preview.Event{Provider: "gitlab", Number: 5, HeadSHA: commitA}, true, false},
+		{"gitlab update", providerGitLab, gitlabMR("update", 5, commitA), preview.Event{Provider: "gitlab", Number: 5, HeadSHA: commitA}, true, false},
+		{"gitlab reopen", providerGitLab, gitlabMR("reopen", 5, commitA), preview.Event{Provider: "gitlab", Number: 5, HeadSHA: commitA}, true, false},
+		{"gitlab merge", providerGitLab, gitlabMR("merge", 5, commitA), preview.Event{}, false, false},
+		{"gitlab approved", providerGitLab, gitlabMR("approved", 5, commitA), preview.Event{}, false, false},
+		{"bad sha", providerGitHub, githubPR("opened", 7, "not-a-sha"), preview.Event{}, false, true},
+		{"no number", providerGitHub, githubPR("opened", 0, commitA), preview.Event{}, false, true},
+		{"not json", providerGitHub, "{", preview.Event{}, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ev, ok, err := parsePullRequest(http.Header{}, []byte(tc.body), tc.provider)
+			if (err != nil) != tc.err || ok != tc.ok {
+				t.Fatalf("ok %v err %v", ok, err)
+			}
+			if !ok {
+				return
+			}
+			if tc.want.Title == "" {
+				ev.Title, ev.URL = "", ""
+			}
+			if !reflect.DeepEqual(ev, tc.want) {
+				t.Errorf("event %+v, want %+v", ev, tc.want)
+			}
+		})
+	}
+}
+
+type previews struct {
+	mu   sync.Mutex
+	evs  []preview.Event
+	fail error
+}
+
+func (p *previews) submit(ev preview.Event) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fail != nil {
+		return p.fail
+	}
+	p.evs = append(p.evs, ev)
+	return nil
+}
+
+func (p *previews) got() []preview.Event {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]preview.Event(nil), p.evs...)
+}
+
+func TestPullRequestEvents(t *testing.T) {
+	t.Parallel()
+	pv := &previews{}
+	f := setup(t, func(o *Options) {
+		o.Sources["infra"] = Source{Secret: secret, Branch: "main", Preview: true}
+		o.Preview = pv.submit
+	})
+	ghPR := func(body, delivery string) map[string]string {
+		return map[string]string{"X-GitHub-Event": "pull_request", "X-GitHub-Delivery": delivery, "X-Hub-Signature-256": sign(secret, body)}
+	}
+	body := githubPR("opened", 7, commitA)
+	if r := f.post(t, "infra", body, ghPR(body, "d1")); r.code != http.StatusAccepted || r.status != "preview queued" {
+		t.Fatalf("opened: %+v", r)
+	}
+	// Redelivered: acknowledged, not previewed twice.
+	if r := f.post(t, "infra", body, ghPR(body, "d1")); r.code != http.StatusAccepted || r.status != "duplicate delivery" {
+		t.Fatalf("redelivery: %+v", r)
+	}
+	closed := githubPR("closed", 7, commitA)
+	if r := f.post(t, "infra", closed, ghPR(closed, "d2")); r.code != http.StatusNoContent {
+		t.Fatalf("closed: %+v", r)
+	}
+	// Badly signed: refused before anything.
+	if r := f.post(t, "infra", body, map[string]string{"X-GitHub-Event": "pull_request", "X-GitHub-Delivery": "d3", "X-Hub-Signature-256": sign("wrong", body)}); r.code != http.StatusUnauthorized {
+		t.Fatalf("bad signature: %+v", r)
+	}
+	// GitLab, token-authenticated.
+	mr := gitlabMR("update", 5, headB)
+	if r := f.post(t, "infra", mr, map[string]string{"X-Gitlab-Event": "Merge Request Hook", "X-Gitlab-Token": secret, "Idempotency-Key": "g1"}); r.code != http.StatusAccepted {
+		t.Fatalf("gitlab: %+v", r)
+	}
+	// A source without previews ignores pull requests, as before.
+	if r := f.post(t, "tags", body, ghPR(body, "d4")); r.code != http.StatusNoContent {
+		t.Fatalf("source without previews: %+v", r)
+	}
+	got := f.trigger.got()
+	if len(got) != 0 {
+		t.Errorf("pull requests triggered syncs: %v", got)
+	}
+	evs := pv.got()
+	if len(evs) != 2 || evs[0].Source != "infra" || evs[0].Number != 7 || evs[0].HeadSHA != commitA || evs[0].Delivery != "d1" ||
+		evs[1].Provider != preview.ProviderGitLab || evs[1].Number != 5 || evs[1].HeadSHA != headB {
+		t.Errorf("previews %+v", evs)
+	}
+	pv.mu.Lock()
+	pv.fail = errors.New("too many pull requests waiting for a preview")
+	pv.mu.Unlock()
+	sync := githubPR("synchronize", 7, headB)
+	if r := f.post(t, "infra", sync, ghPR(sync, "d5")); r.code != http.StatusServiceUnavailable || r.retryAfter == "" {
+		t.Fatalf("full queue: %+v", r)
+	}
+}
+
+// Before previews, a pull-request event was answered 204; a source without them still is.
+func TestPullRequestIgnoredWithoutPreview(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	body := githubPR("opened", 7, commitA)
+	r := f.post(t, "infra", body, map[string]string{"X-GitHub-Event": "pull_request", "X-GitHub-Delivery": "x", "X-Hub-Signature-256": sign(secret, body)})
+	if r.code != http.StatusNoContent || len(f.trigger.got()) != 0 {
+		t.Fatalf("answer %+v, triggers %v", r, f.trigger.got())
+	}
+}
