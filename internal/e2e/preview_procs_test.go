@@ -54,6 +54,7 @@ func testProcsPreview(t *testing.T, gitlab bool) {
 	forge := forgetest.New(previewForgeToken, gitlab)
 	t.Cleanup(forge.Close)
 	w := procSetup(t, pgtest.NewDatabase(t, store.MigrateURL), "0")
+	w.plan = true
 	provider := map[bool]string{false: "github", true: "gitlab"}[gitlab]
 	w.source = map[string]any{
 		"webhook":      map[string]any{"secret": previewHookSecret},
@@ -143,9 +144,11 @@ func testProcsPreview(t *testing.T, gitlab bool) {
 			t.Errorf("comment lacks %q:\n%s", want, cs[0].Body)
 		}
 	}
-	// The exec action's plan operation (another change) may not be there yet: then "no plan".
-	if !strings.Contains(cs[0].Body, "no plan") && !strings.Contains(cs[0].Body, "Plan output") {
-		t.Errorf("comment shows neither a plan nor \"no plan\":\n%s", cs[0].Body)
+	// The exec action's plan: summary and text of each changed resource.
+	for _, want := range []string{"1 to change (size 2)", "Plan output for a: size -> 2", "Plan output for c: size -> 3"} {
+		if !strings.Contains(cs[0].Body, want) {
+			t.Errorf("comment lacks the plan %q:\n%s", want, cs[0].Body)
+		}
 	}
 
 	sha2 := pr(7, map[string]string{"manifests/a.yaml": previewQueue("a", 4)})

@@ -96,6 +96,7 @@ type procWorld struct {
 	leaseTTL string // reconcile.leaseTTL of the replicas started from now on ("" is 3s)
 	// source, when set, adds fields to the source's config (webhook, commitStatus, preview).
 	source map[string]any
+	plan   bool // the exec action declares the plan operation (plan: true)
 }
 
 // procReplica is one `trueup serve` process.
@@ -187,7 +188,7 @@ func (w *procWorld) startOne() *procReplica {
 	cfg, _ := json.MarshalIndent(map[string]any{ // JSON is YAML
 		"sources": []any{src},
 		"actions": []any{map[string]any{"name": "provision", "type": "exec", "config": map[string]any{
-			"command": []string{script}, "timeout": "60s",
+			"command": []string{script}, "timeout": "60s", "plan": w.plan,
 			"env": map[string]string{"CALL_LOG": callLog, "SLEEP": w.sleep}}}},
 		"reconcile": map[string]any{"workers": 4, "leaseTTL": cmp.Or(w.leaseTTL, "3s"), "backoff": map[string]any{"initial": "200ms", "max": "2s"}},
 		"log":       map[string]any{"level": "info"},

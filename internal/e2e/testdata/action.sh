@@ -4,6 +4,12 @@
 set -euo pipefail
 req="$(cat)"
 id="$TRUEUP_NAMESPACE/$TRUEUP_KIND/$TRUEUP_NAME"
+if [[ "$TRUEUP_OPERATION" == plan ]]; then
+  # A plan changes nothing and is not a call of the log.
+  size="$(printf '%s' "$req" | sed -n 's/.*"size":\([0-9]*\).*/\1/p')"
+  printf '{"changes": true, "summary": "1 to change (size %s)", "plan": "Plan output for %s: size -> %s"}\n' "${size:-?}" "$TRUEUP_NAME" "${size:-?}"
+  exit 0
+fi
 start="$(date +%s%N)"
 if [[ -n "${FAIL_FLAG:-}" && -e "$FAIL_FLAG" ]]; then
   echo "start $id $start $TRUEUP_OPERATION $TRUEUP_GENERATION fail" >> "$CALL_LOG"
