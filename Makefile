@@ -18,7 +18,7 @@ run: postgres build
 
 ## test: the whole suite against a real PostgreSQL (private cluster, or TRUEUP_TEST_DATABASE_URL)
 test: postgres chromium terraform
-	$(GO) test -race -count=1 -timeout 20m ./...
+	PATH="$$PATH:$$($(GO) env GOPATH)/bin" $(GO) test -race -count=1 -timeout 20m ./...
 
 ## smoke: start what `make run` starts, wait until every example resource is Ready, print them, stop
 smoke: postgres build
@@ -70,9 +70,10 @@ postgres:
 chromium:
 	@./.ci/ensure-chromium.sh
 
-## terraform: check that a Terraform or OpenTofu binary is on PATH (the terraform action's tests run it)
+## terraform: a Terraform or OpenTofu binary on PATH (the terraform action's tests run it); when
+## there is none, OpenTofu is built once from the Go module proxy (a few minutes)
 terraform:
-	@./.ci/ensure-terraform.sh
+	@GO=$(GO) ./.ci/ensure-terraform.sh
 
 clean:
 	rm -rf bin
