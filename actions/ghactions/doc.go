@@ -103,7 +103,10 @@
 //	      trueup_id:   {type: string, required: true}
 //	      environment: {type: string, required: false}   # a static input from with.inputs
 //	concurrency:
-//	  group: database-${{ inputs.namespace }}-${{ inputs.name }}
+//	  # Plans in a group of their own: a plan queued behind a reconcile must not replace the
+//	  # reconcile's pending run (GitHub keeps one pending run per group); reconcile and delete
+//	  # share one, so they never run at once.
+//	  group: database-${{ inputs.namespace }}-${{ inputs.name }}-${{ inputs.operation == 'plan' && 'plan' || 'apply' }}
 //	jobs:
 //	  apply:
 //	    runs-on: ubuntu-latest
@@ -201,9 +204,9 @@
 // change nothing. It neither reads nor writes the resource's State (no checkpoint): it has
 // a trueup_id of its own, so that a reconcile never adopts it. Without planWorkflow the
 // type has no plan ("no plan" in the preview): a workflow written before plans existed would
-// take operation=plan for a reconcile. A workflow serving both should keep the operation in
-// its concurrency group (group: db-${{ inputs.name }}-${{ inputs.operation }}), or a plan
-// queued behind a reconcile replaces the reconcile's pending run.
+// take operation=plan for a reconcile. A workflow serving both should give plans a concurrency
+// group of their own (see the example above), or a plan queued behind a reconcile replaces
+// the reconcile's pending run.
 //
 // # Rate limits
 //
