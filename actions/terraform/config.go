@@ -1,10 +1,12 @@
 package terraform
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -27,8 +29,9 @@ var reservedEnv = []string{"TF_DATA_DIR", "TF_WORKSPACE", "TF_IN_AUTOMATION", "T
 
 // config is the instance config, decoded strictly.
 type config struct {
-	// Module is the root module's folder, relative to the controller config's folder.
-	Module string `json:"module"`
+	// Module is the root module: a folder relative to the controller config's folder, or
+	// {source, path}, a folder of a source's repository.
+	Module moduleConfig `json:"module"`
 	// Binary is terraform or tofu, a path (relative to the config's folder when it contains
 	// a slash) or a name looked up in PATH; by default terraform, then tofu, from PATH.
 	Binary string `json:"binary"`
@@ -43,6 +46,39 @@ type config struct {
 	WorkDir string `json:"workDir"`
 }
 
+// moduleConfig is "modules/db" (a folder of the controller's filesystem) or
+// {"source": "infra", "path": "modules/db"} (a folder of the infra source's repository, read
+// at the revision each resource came from).
+type moduleConfig struct {
+	dir    string
+	source string
+	path   string
+}
+
+func (m *moduleConfig) UnmarshalJSON(b []byte) error {
+	if err := json.Unmarshal(b, &m.dir); err == nil {
+		return nil
+	}
+	var repo struct {
+		Source string `json:"source"`
+		Path   string `json:"path"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&repo); err != nil {
+		return fmt.Errorf("module must be a folder or {source, path}: %w", err)
+	}
+	if repo.Source == "" || repo.Path == "" {
+		return errors.New("module: source and path are both required")
+	}
+	clean := path.Clean(repo.Path)
+	if path.IsAbs(clean) || clean == "." || clean == ".." || strings.HasPrefix(clean, "../") || strings.Contains(repo.Path, "\\") {
+		return fmt.Errorf("module: path %q must be a folder inside the repository, relative to its root", repo.Path)
+	}
+	m.source, m.path = repo.Source, clean
+	return nil
+}
+
 // backendConfig is a backend block: {"type": "s3", "config": {"bucket": "…", "key": "…"}}.
 type backendConfig struct {
 	Type   string          `json:"type"`
@@ -51,7 +87,8 @@ type backendConfig struct {
 
 // settings is a validated config with paths resolved.
 type settings struct {
-	module  string // absolute
+	module  string // absolute; "" when the module is read from a source
+	repo    moduleConfig
 	binary  string // "" (look up terraform, then tofu), absolute, or a bare name
 	backend string // the override file's content
 	custom  bool   // backend comes from the config, not pg in trueup's database
@@ -70,14 +107,17 @@ func parseConfig(raw json.RawMessage, env actions.Env) (settings, error) {
 		return settings{}, fmt.Errorf("decode config: %w", err)
 	}
 	var s settings
-	if c.Module == "" {
+	var err error
+	switch {
+	case c.Module.source != "":
+		s.repo = c.Module
+	case c.Module.dir == "":
 		return settings{}, errors.New("config: module is required")
+	default:
+		if s.module, err = filepath.Abs(resolve(env.BaseDir, c.Module.dir)); err != nil {
+			return settings{}, fmt.Errorf("config: module: %w", err)
+		}
 	}
-	abs, err := filepath.Abs(resolve(env.BaseDir, c.Module))
-	if err != nil {
-		return settings{}, fmt.Errorf("config: module: %w", err)
-	}
-	s.module = abs
 	s.binary = c.Binary
 	if strings.Contains(c.Binary, "/") {
 		if s.binary, err = filepath.Abs(resolve(env.BaseDir, c.Binary)); err != nil {

@@ -17,6 +17,7 @@ func TestReadTree(t *testing.T) {
 	r := newTestRepo(t)
 	r.write(map[string]string{
 		"manifests/a.yaml":               "kind: A\n",
+		"manifests/mod/main.tf.json":     "{\"output\": {}}\n",
 		"modules/db/main.tf":             "# v1\n",
 		"modules/db/sub/vars.tf":         "variable \"x\" {}\n",
 		"modules/db/.terraform.lock.hcl": "# lock\n",
@@ -31,8 +32,12 @@ func TestReadTree(t *testing.T) {
 	c1 := r.commit(nil)
 	s := newSource(t, Config{URL: r.dir, Path: "manifests"})
 	ctx := testContext(t)
-	if _, err := s.Fetch(ctx, c1); err != nil {
+	snap, err := s.Fetch(ctx, c1)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if len(snap.Files) != 1 || snap.Files[0].Path != "manifests/a.yaml" {
+		t.Fatalf("manifests %+v: a module's *.tf.json under the path is not one", snap.Files)
 	}
 	fetches := s.Fetches()
 	c2 := r.commit(map[string]string{"modules/db/main.tf": "# v2\n"})
