@@ -239,7 +239,9 @@ func (l *lateURL) get() string {
 
 // lateTrees is actions.Env.ReadTree for serve: the sources are built after the action
 // instances.
-type lateTrees struct{ v atomic.Pointer[map[string]sources.Source] }
+type lateTrees struct {
+	v atomic.Pointer[map[string]sources.Source]
+}
 
 func (l *lateTrees) set(m map[string]sources.Source) { l.v.Store(&m) }
 
