@@ -44,6 +44,10 @@ type config struct {
 	Env map[string]string `json:"env"`
 	// WorkDir holds the working copies, one per resource; default: a folder of the temp dir.
 	WorkDir string `json:"workDir"`
+	// PullRequestModules lets previews plan a module read from a source with the pull
+	// request's own version of it. Off by default: a plan runs the module's data sources and
+	// providers, so whoever can open a pull request could run code on the controller.
+	PullRequestModules bool `json:"pullRequestModules"`
 }
 
 // moduleConfig is "modules/db" (a folder of the controller's filesystem) or
@@ -89,6 +93,7 @@ type backendConfig struct {
 type settings struct {
 	module  string // absolute; "" when the module is read from a source
 	repo    moduleConfig
+	prPlans bool   // plan pull requests with their own module (repo modules only)
 	binary  string // "" (look up terraform, then tofu), absolute, or a bare name
 	backend string // the override file's content
 	custom  bool   // backend comes from the config, not pg in trueup's database
@@ -108,9 +113,12 @@ func parseConfig(raw json.RawMessage, env actions.Env) (settings, error) {
 	}
 	var s settings
 	var err error
+	if c.PullRequestModules && c.Module.source == "" {
+		return settings{}, errors.New("config: pullRequestModules applies to a module read from a source ({source, path}) only")
+	}
 	switch {
 	case c.Module.source != "":
-		s.repo = c.Module
+		s.repo, s.prPlans = c.Module, c.PullRequestModules
 	case c.Module.dir == "":
 		return settings{}, errors.New("config: module is required")
 	default:

@@ -5,6 +5,7 @@ package terraform_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -92,6 +93,8 @@ func TestModuleFromSource(t *testing.T) {
 		"binary":  "testdata/record-tf.sh",
 		"workDir": t.TempDir(),
 		"env":     map[string]string{"RECORD_DIR": rec, "TF_REAL": bin, "TF_CLI_CONFIG_FILE": cliConfig(t)},
+		// The plan at c4 below is a pull request's: its module is trusted here.
+		"pullRequestModules": true,
 	}
 	a, err := terraform.New(mustJSON(t, cfg), actions.Env{Name: "repomod", BaseDir: ".", DatabaseURL: func() string { return url },
 		ReadTree: func(ctx context.Context, source, revision, dir string) ([]sources.TreeFile, error) {
@@ -173,6 +176,30 @@ func TestModuleFromSource(t *testing.T) {
 	del, err := a.Delete(ctx, at(c2))
 	if err != nil || !del.Done {
 		t.Fatalf("Delete = %+v, %v", del, err)
+	}
+}
+
+// A pull request's module is unreviewed code that a plan would run: by default an instance
+// reading its module from a source does not plan, and says why.
+func TestModuleFromSourceNoPullRequestPlans(t *testing.T) {
+	t.Parallel()
+	read := func(context.Context, string, string, string) ([]sources.TreeFile, error) {
+		t.Error("the pull request's module was read")
+		return nil, nil
+	}
+	a, err := terraform.New(json.RawMessage(`{"module": {"source": "infra", "path": "modules/db"}, "backend": {"type": "local"}, "workDir": "`+t.TempDir()+`"}`),
+		actions.Env{Name: "noprplans", BaseDir: ".", ReadTree: read})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer actions.Close(a)
+	req := request("db", `{}`)
+	req.Resource.Source, req.Resource.Revision = "infra", strings.Repeat("a", 40)
+	if _, err := a.(actions.Planner).Plan(t.Context(), req); !errors.Is(err, actions.ErrNoPlan) || !strings.Contains(err.Error(), "pullRequestModules: true") {
+		t.Fatalf("Plan err = %v; want ErrNoPlan saying why", err)
+	}
+	if _, err := terraform.New(json.RawMessage(`{"module": "m", "pullRequestModules": true}`), actions.Env{BaseDir: "."}); err == nil {
+		t.Error("pullRequestModules with a folder module was accepted")
 	}
 }
 

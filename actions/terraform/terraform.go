@@ -332,7 +332,15 @@ func (a *Action) Observe(ctx context.Context, req actions.Request) (actions.Obse
 
 // Plan runs a plan without the state lock (it writes nothing) and returns its summary and
 // text. The resource's working copy is initialised like for any call.
+//
+// Plans are asked for by pull-request previews only, at the pull request's head. A module read
+// from a source is then the pull request's version: unreviewed code that the plan would run
+// (data sources, providers). Without pullRequestModules such an instance does not plan.
 func (a *Action) Plan(ctx context.Context, req actions.Request) (actions.Plan, error) {
+	if a.repo.source != "" && !a.prPlans {
+		return actions.Plan{}, fmt.Errorf("module %s of source %s: a pull request's module is planned only with pullRequestModules: true: %w",
+			a.repo.path, a.repo.source, actions.ErrNoPlan)
+	}
 	req.Checkpoint = nil
 	ctx, c, end, err := a.begin(ctx, req)
 	if err != nil {
