@@ -21,16 +21,7 @@ import (
 // trueup's own database (the URL reached the action through actions.Env.DatabaseURL), and a
 // change of the spec is applied; a pruned resource is destroyed with its workspace.
 func TestTerraformEndToEnd(t *testing.T) {
-	tf := ""
-	for _, name := range []string{"terraform", "tofu"} {
-		if p, err := exec.LookPath(name); err == nil {
-			tf = p
-			break
-		}
-	}
-	if tf == "" {
-		t.Fatal("neither terraform nor tofu is on PATH (.ci/ensure-terraform.sh says how to get one)")
-	}
+	tf := terraformOnPath(t)
 	dir := t.TempDir()
 	writeTestFile(t, filepath.Join(dir, "modules", "db", "main.tf"), `variable "size" { type = number }
 resource "terraform_data" "db" { input = var.size }
@@ -73,27 +64,7 @@ reconcile: {workers: 2, backoff: {initial: 100ms, max: 500ms}}
 `, freeAddr(t), repo, tf, filepath.Join(dir, "work"), filepath.Join(dir, "terraformrc")))
 
 	dbURL := pgtest.NewDatabase(t, store.MigrateURL)
-	cmd := exec.Command(os.Args[0], "serve", "--config", cfgPath)
-	cmd.Env = append(os.Environ(), "TRUEUP_TEST_RUN_MAIN=1", "TRUEUP_DATABASE_URL="+dbURL)
-	var logs syncBuffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("serve exited: %v\n%s", err, logs.String())
-			}
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Error("serve did not stop")
-		}
-	}()
+	logs := startServe(t, cfgPath, dbURL)
 
 	conn, err := pgx.Connect(context.Background(), dbURL)
 	if err != nil {
@@ -155,16 +126,7 @@ reconcile: {workers: 2, backoff: {initial: 100ms, max: 500ms}}
 // the module and the spec is applied with the module of that commit (serve wired
 // actions.Env.ReadTree to the source).
 func TestTerraformModuleFromGitEndToEnd(t *testing.T) {
-	tf := ""
-	for _, name := range []string{"terraform", "tofu"} {
-		if p, err := exec.LookPath(name); err == nil {
-			tf = p
-			break
-		}
-	}
-	if tf == "" {
-		t.Fatal("neither terraform nor tofu is on PATH (.ci/ensure-terraform.sh says how to get one)")
-	}
+	tf := terraformOnPath(t)
 	dir := t.TempDir()
 	writeTestFile(t, filepath.Join(dir, "terraformrc"), "disable_checkpoint = true\nprovider_installation {\n  filesystem_mirror {\n    path = \"/nonexistent/mirror\"\n  }\n}\n")
 	repo := filepath.Join(dir, "repo")
@@ -212,27 +174,7 @@ reconcile: {workers: 2, backoff: {initial: 100ms, max: 500ms}}
 `, freeAddr(t), filepath.Join(dir, "data"), repo, tf, filepath.Join(dir, "work"), filepath.Join(dir, "terraformrc")))
 
 	dbURL := pgtest.NewDatabase(t, store.MigrateURL)
-	cmd := exec.Command(os.Args[0], "serve", "--config", cfgPath)
-	cmd.Env = append(os.Environ(), "TRUEUP_TEST_RUN_MAIN=1", "TRUEUP_DATABASE_URL="+dbURL)
-	var logs syncBuffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("serve exited: %v\n%s", err, logs.String())
-			}
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Error("serve did not stop")
-		}
-	}()
+	logs := startServe(t, cfgPath, dbURL)
 
 	conn, err := pgx.Connect(context.Background(), dbURL)
 	if err != nil {
@@ -261,4 +203,44 @@ reconcile: {workers: 2, backoff: {initial: 100ms, max: 500ms}}
 	writeTestFile(t, filepath.Join(repo, "manifests", "db.yaml"), db(4))
 	git("commit", "-q", "-am", "second")
 	waitOutputs("4", "green")
+}
+
+// terraformOnPath is the real terraform or tofu: the tests need one and fail without it.
+func terraformOnPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"terraform", "tofu"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("neither terraform nor tofu is on PATH (.ci/ensure-terraform.sh says how to get one)")
+	return ""
+}
+
+// startServe runs trueup serve with the config on the database, stopped (SIGTERM) when the
+// test ends; it returns the process's output.
+func startServe(t *testing.T, cfgPath, dbURL string) *syncBuffer {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "serve", "--config", cfgPath)
+	cmd.Env = append(os.Environ(), "TRUEUP_TEST_RUN_MAIN=1", "TRUEUP_DATABASE_URL="+dbURL)
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve exited: %v\n%s", err, logs.String())
+			}
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Error("serve did not stop")
+		}
+	})
+	return logs
 }

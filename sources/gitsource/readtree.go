@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"sort"
 	"strings"
@@ -52,22 +51,12 @@ func (s *Source) ReadTree(ctx context.Context, revision, dir string) ([]sources.
 		return files, err
 	}
 
-	tmp, err := os.MkdirTemp(s.cfg.Dir, refPrefix)
-	if err != nil {
-		return nil, s.errorfOf(ctx, "fetch", desc, err)
-	}
-	defer func() { _ = os.RemoveAll(tmp) }()
 	start := time.Now()
-	sto := newStorage(tmp)
-	defer func() { _ = sto.Close() }()
-	repo, err := git.Init(sto, nil)
+	repo, remote, done, err := s.scratch(ctx, desc)
 	if err != nil {
-		return nil, s.errorfOf(ctx, "fetch", desc, err)
+		return nil, err
 	}
-	remote, err := repo.CreateRemote(&gitconfig.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{s.url}})
-	if err != nil {
-		return nil, s.errorfOf(ctx, "fetch", desc, err)
-	}
+	defer done()
 	err = s.fetchRefsOf(ctx, desc, remote, 1, gitconfig.RefSpec(want.String()+":"+fetchedRef.String()))
 	if errors.Is(err, git.ErrExactSHA1NotSupported) && s.refName != "" {
 		s.logger.Info("server cannot send a single commit, fetching the tracked ref's history", "revision", revision, "ref", s.refDesc())
