@@ -12,6 +12,8 @@ import (
 	"log/slog"
 	"sort"
 	"time"
+
+	"github.com/trueup-dev/trueup/sources"
 )
 
 // Action moves an external system toward a resource's spec.
@@ -185,6 +187,11 @@ type Env struct {
 	// before the database is open, and the private cluster's URL exists only once it runs;
 	// it returns "" where there is none (trueup validate). Nil is the same as "".
 	DatabaseURL func() string
+	// ReadTree reads the files under dir (relative to the repository's root) of the named
+	// source's revision, within the limits of sources.TreeReader: the terraform action reads
+	// a module kept in the manifests repository at the revision a resource came from. Nil
+	// where no source is open (trueup validate, tests that need none).
+	ReadTree func(ctx context.Context, source, revision, dir string) ([]sources.TreeFile, error)
 }
 
 // Factory builds a plugin instance from its raw JSON config. It must decode strictly

@@ -78,11 +78,16 @@ type Notifier interface {
 	Changes() <-chan struct{}
 }
 
-// IsManifest reports whether a file name is read as manifests: *.yaml, *.yml and *.json.
+// IsManifest reports whether a file name is read as manifests: *.yaml, *.yml and *.json,
+// except Terraform's JSON files (*.tf.json, *.tfvars.json), which a module folder under the
+// source's path may hold and which are never trueup documents.
 func IsManifest(name string) bool {
-	switch strings.ToLower(path.Ext(name)) {
-	case ".yaml", ".yml", ".json":
+	lower := strings.ToLower(name)
+	switch path.Ext(lower) {
+	case ".yaml", ".yml":
 		return true
+	case ".json":
+		return !strings.HasSuffix(lower, ".tf.json") && !strings.HasSuffix(lower, ".tfvars.json")
 	}
 	return false
 }

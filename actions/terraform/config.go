@@ -1,10 +1,12 @@
 package terraform
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -27,8 +29,9 @@ var reservedEnv = []string{"TF_DATA_DIR", "TF_WORKSPACE", "TF_IN_AUTOMATION", "T
 
 // config is the instance config, decoded strictly.
 type config struct {
-	// Module is the root module's folder, relative to the controller config's folder.
-	Module string `json:"module"`
+	// Module is the root module: a folder relative to the controller config's folder, or
+	// {source, path}, a folder of a source's repository.
+	Module moduleConfig `json:"module"`
 	// Binary is terraform or tofu, a path (relative to the config's folder when it contains
 	// a slash) or a name looked up in PATH; by default terraform, then tofu, from PATH.
 	Binary string `json:"binary"`
@@ -41,6 +44,43 @@ type config struct {
 	Env map[string]string `json:"env"`
 	// WorkDir holds the working copies, one per resource; default: a folder of the temp dir.
 	WorkDir string `json:"workDir"`
+	// PullRequestModules lets previews plan a module read from a source with the pull
+	// request's own version of it. Off by default: a plan runs the module's data sources and
+	// providers, so whoever can open a pull request could run code on the controller.
+	PullRequestModules bool `json:"pullRequestModules"`
+}
+
+// moduleConfig is "modules/db" (a folder of the controller's filesystem) or
+// {"source": "infra", "path": "modules/db"} (a folder of the infra source's repository, read
+// at the revision each resource came from).
+type moduleConfig struct {
+	dir    string
+	source string
+	path   string
+}
+
+func (m *moduleConfig) UnmarshalJSON(b []byte) error {
+	if err := json.Unmarshal(b, &m.dir); err == nil {
+		return nil
+	}
+	var repo struct {
+		Source string `json:"source"`
+		Path   string `json:"path"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&repo); err != nil {
+		return fmt.Errorf("module must be a folder or {source, path}: %w", err)
+	}
+	if repo.Source == "" || repo.Path == "" {
+		return errors.New("module: source and path are both required")
+	}
+	clean := path.Clean(repo.Path)
+	if path.IsAbs(clean) || clean == "." || clean == ".." || strings.HasPrefix(clean, "../") || strings.Contains(repo.Path, "\\") {
+		return fmt.Errorf("module: path %q must be a folder inside the repository, relative to its root", repo.Path)
+	}
+	m.source, m.path = repo.Source, clean
+	return nil
 }
 
 // backendConfig is a backend block: {"type": "s3", "config": {"bucket": "…", "key": "…"}}.
@@ -51,7 +91,9 @@ type backendConfig struct {
 
 // settings is a validated config with paths resolved.
 type settings struct {
-	module  string // absolute
+	module  string // absolute; "" when the module is read from a source
+	repo    moduleConfig
+	prPlans bool   // plan pull requests with their own module (repo modules only)
 	binary  string // "" (look up terraform, then tofu), absolute, or a bare name
 	backend string // the override file's content
 	custom  bool   // backend comes from the config, not pg in trueup's database
@@ -70,14 +112,20 @@ func parseConfig(raw json.RawMessage, env actions.Env) (settings, error) {
 		return settings{}, fmt.Errorf("decode config: %w", err)
 	}
 	var s settings
-	if c.Module == "" {
+	var err error
+	if c.PullRequestModules && c.Module.source == "" {
+		return settings{}, errors.New("config: pullRequestModules applies to a module read from a source ({source, path}) only")
+	}
+	switch {
+	case c.Module.source != "":
+		s.repo, s.prPlans = c.Module, c.PullRequestModules
+	case c.Module.dir == "":
 		return settings{}, errors.New("config: module is required")
+	default:
+		if s.module, err = filepath.Abs(resolve(env.BaseDir, c.Module.dir)); err != nil {
+			return settings{}, fmt.Errorf("config: module: %w", err)
+		}
 	}
-	abs, err := filepath.Abs(resolve(env.BaseDir, c.Module))
-	if err != nil {
-		return settings{}, fmt.Errorf("config: module: %w", err)
-	}
-	s.module = abs
 	s.binary = c.Binary
 	if strings.Contains(c.Binary, "/") {
 		if s.binary, err = filepath.Abs(resolve(env.BaseDir, c.Binary)); err != nil {

@@ -8,7 +8,11 @@
 //	 "env": {"AWS_REGION": "eu-west-1"}, "workDir": "/var/lib/trueup/terraform",
 //	 "backend": {"type": "s3", "config": {"bucket": "tf-state", "key": "db", "region": "eu-west-1"}}}
 //
-// module is required: a folder relative to the controller config's folder, or absolute.
+// module is required: a folder relative to the controller config's folder, or absolute; or
+// {"source": "infra", "path": "modules/database"}, a folder of the infra source's repository
+// read (actions.Env.ReadTree) at the revision each resource came from, for the resources of
+// that source only, so that module changes flow through Git. Such an instance plans pull
+// requests (whose module is unreviewed code) only with "pullRequestModules": true.
 // binary defaults to terraform, then tofu, looked up in PATH when a call needs it. Each run
 // gets the minimal environment of exec commands (PATH, HOME, LANG, TMPDIR) plus env; values
 // of secret-named env variables are redacted like exec's. backend replaces the default:

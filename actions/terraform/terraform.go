@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/sources"
 )
 
 // lockTimeout is how long a run waits for the backend's state lock (held by another
@@ -35,8 +36,11 @@ type Action struct {
 	settings
 	logger *slog.Logger
 	dbURL  func() string
-	calls  actions.Calls
-	locks  keyLocks
+	// readTree reads a module kept in a source's repository (actions.Env.ReadTree).
+	readTree func(ctx context.Context, source, revision, dir string) ([]sources.TreeFile, error)
+	trees    treeHashes
+	calls    actions.Calls
+	locks    keyLocks
 }
 
 // New is the actions.Factory of the terraform kind. It checks the config without touching
@@ -54,7 +58,7 @@ func New(raw json.RawMessage, env actions.Env) (actions.Action, error) {
 	if dbURL == nil {
 		dbURL = func() string { return "" }
 	}
-	return &Action{settings: s, logger: logger, dbURL: dbURL}, nil
+	return &Action{settings: s, logger: logger, dbURL: dbURL, readTree: env.ReadTree}, nil
 }
 
 // call is one prepared call: the resource's working copy initialised, its var file written.
@@ -128,11 +132,11 @@ func (a *Action) prepare(ctx context.Context, req actions.Request, ws string) (*
 	if err := os.MkdirAll(c.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("working copy: %w", err)
 	}
-	hash, err := moduleHash(a.module)
+	mod, err := a.moduleOf(ctx, req.Resource)
 	if err != nil {
-		return nil, actions.Terminalf("module %s: %w", a.module, err)
+		return nil, err
 	}
-	stamp := fmt.Sprintf("module %s\nbinary %s\nbackend %s\nschema %s\n", hash, binary, digest(a.backend), a.schema)
+	stamp := fmt.Sprintf("module %s\nbinary %s\nbackend %s\nschema %s\n", mod.hash, binary, digest(a.backend), a.schema)
 	stampFile := filepath.Join(c.dir, "stamp")
 	if old, err := os.ReadFile(stampFile); err != nil || string(old) != stamp {
 		_ = os.Remove(stampFile) // a failed init below is retried in full
@@ -143,8 +147,8 @@ func (a *Action) prepare(ctx context.Context, req actions.Request, ws string) (*
 			return nil, err
 		}
 		defer unlock()
-		if err := copyModule(a.module, filepath.Join(c.dir, "root"), a.backend); err != nil {
-			return nil, fmt.Errorf("copy module %s: %w", a.module, err)
+		if err := mod.write(ctx, filepath.Join(c.dir, "root")); err != nil {
+			return nil, fmt.Errorf("copy module %s: %w", mod.desc, err)
 		}
 		// -reconfigure: the state stays in the backend; a changed backend block is used as
 		// it is, never migrated from the old one.
@@ -159,7 +163,7 @@ func (a *Action) prepare(ctx context.Context, req actions.Request, ws string) (*
 		if err := os.WriteFile(stampFile, []byte(stamp), 0o600); err != nil {
 			return nil, err
 		}
-		a.logger.Info("terraform init", "workspace", ws, "module", a.module)
+		a.logger.Info("terraform init", "workspace", ws, "module", mod.desc)
 	}
 
 	callDir, err := os.MkdirTemp(c.dir, "call-")
@@ -328,7 +332,15 @@ func (a *Action) Observe(ctx context.Context, req actions.Request) (actions.Obse
 
 // Plan runs a plan without the state lock (it writes nothing) and returns its summary and
 // text. The resource's working copy is initialised like for any call.
+//
+// Plans are asked for by pull-request previews only, at the pull request's head. A module read
+// from a source is then the pull request's version: unreviewed code that the plan would run
+// (data sources, providers). Without pullRequestModules such an instance does not plan.
 func (a *Action) Plan(ctx context.Context, req actions.Request) (actions.Plan, error) {
+	if a.repo.source != "" && !a.prPlans {
+		return actions.Plan{}, fmt.Errorf("module %s of source %s: a pull request's module is planned only with pullRequestModules: true: %w",
+			a.repo.path, a.repo.source, actions.ErrNoPlan)
+	}
 	req.Checkpoint = nil
 	ctx, c, end, err := a.begin(ctx, req)
 	if err != nil {

@@ -501,6 +501,12 @@ func TestConfigErrors(t *testing.T) {
 		{`{"module": "m", "env": {"TF_CLI_ARGS_plan": "-refresh=false"}}`, "env TF_CLI_ARGS_plan"},
 		{`{"module": "m", "backend": {"type": "S3 bucket"}}`, "backend.type"},
 		{`{"module": "m", "backend": {"type": "s3", "config": [1]}}`, "backend.config must be an object"},
+		{`{"module": 3}`, "module must be a folder or {source, path}"},
+		{`{"module": {"source": "infra"}}`, "source and path are both required"},
+		{`{"module": {"source": "infra", "path": "m", "ref": "main"}}`, `unknown field "ref"`},
+		{`{"module": {"source": "infra", "path": "../m"}}`, "must be a folder inside the repository"},
+		{`{"module": {"source": "infra", "path": "/m"}}`, "must be a folder inside the repository"},
+		{`{"module": {"source": "infra", "path": "."}}`, "must be a folder inside the repository"},
 	} {
 		_, err := terraform.New(json.RawMessage(tc.cfg), actions.Env{BaseDir: "."})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -51,7 +51,7 @@ func buildActions(t *testing.T, yaml string) (*config.Config, map[string]actions
 	if err != nil {
 		t.Fatal(err)
 	}
-	acts, err := newActions(cfg, reg, slog.New(slog.DiscardHandler), nil)
+	acts, err := newActions(cfg, reg, slog.New(slog.DiscardHandler), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

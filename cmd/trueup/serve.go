@@ -86,7 +86,8 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) (err err
 		return err
 	}
 	var dbURL lateURL
-	acts, err := newActions(cfg, reg, logger, dbURL.get)
+	var trees lateTrees
+	acts, err := newActions(cfg, reg, logger, dbURL.get, trees.read)
 	if err != nil {
 		return err
 	}
@@ -185,9 +186,12 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) (err err
 		}
 	}
 	byName := map[string]*syncer.Syncer{}
+	srcByName := map[string]sources.Source{}
 	for i, sc := range cfg.Sources {
 		byName[sc.Name] = syncers[i]
+		srcByName[sc.Name] = srcs[i]
 	}
+	trees.set(srcByName)
 
 	rec := reconciler.New(db.store, acts, reconciler.Options{Replica: replica, Workers: cfg.Reconcile.Workers,
 		LeaseTTL: cfg.Reconcile.LeaseTTL, ResyncInterval: cfg.Reconcile.ResyncInterval,

@@ -21,16 +21,7 @@ import (
 // trueup's own database (the URL reached the action through actions.Env.DatabaseURL), and a
 // change of the spec is applied; a pruned resource is destroyed with its workspace.
 func TestTerraformEndToEnd(t *testing.T) {
-	tf := ""
-	for _, name := range []string{"terraform", "tofu"} {
-		if p, err := exec.LookPath(name); err == nil {
-			tf = p
-			break
-		}
-	}
-	if tf == "" {
-		t.Fatal("neither terraform nor tofu is on PATH (.ci/ensure-terraform.sh says how to get one)")
-	}
+	tf := terraformOnPath(t)
 	dir := t.TempDir()
 	writeTestFile(t, filepath.Join(dir, "modules", "db", "main.tf"), `variable "size" { type = number }
 resource "terraform_data" "db" { input = var.size }
@@ -73,27 +64,7 @@ reconcile: {workers: 2, backoff: {initial: 100ms, max: 500ms}}
 `, freeAddr(t), repo, tf, filepath.Join(dir, "work"), filepath.Join(dir, "terraformrc")))
 
 	dbURL := pgtest.NewDatabase(t, store.MigrateURL)
-	cmd := exec.Command(os.Args[0], "serve", "--config", cfgPath)
-	cmd.Env = append(os.Environ(), "TRUEUP_TEST_RUN_MAIN=1", "TRUEUP_DATABASE_URL="+dbURL)
-	var logs syncBuffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("serve exited: %v\n%s", err, logs.String())
-			}
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Error("serve did not stop")
-		}
-	}()
+	logs := startServe(t, cfgPath, dbURL)
 
 	conn, err := pgx.Connect(context.Background(), dbURL)
 	if err != nil {
@@ -147,4 +118,129 @@ reconcile: {workers: 2, backoff: {initial: 100ms, max: 500ms}}
 	if strings.Contains(logs.String(), dbURL) {
 		t.Error("the database URL reached the logs")
 	}
+}
+
+// TestTerraformModuleFromGitEndToEnd runs trueup serve with a terraform module kept in the Git
+// source's repository, under the manifests path (its *.tf.json is not read as a manifest): the
+// resource becomes Ready with the module's outputs at the first commit, and a commit changing
+// the module and the spec is applied with the module of that commit (serve wired
+// actions.Env.ReadTree to the source).
+func TestTerraformModuleFromGitEndToEnd(t *testing.T) {
+	tf := terraformOnPath(t)
+	dir := t.TempDir()
+	writeTestFile(t, filepath.Join(dir, "terraformrc"), "disable_checkpoint = true\nprovider_installation {\n  filesystem_mirror {\n    path = \"/nonexistent/mirror\"\n  }\n}\n")
+	repo := filepath.Join(dir, "repo")
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	writeTestFile(t, filepath.Join(repo, "manifests", "modules", "db", "main.tf"), `variable "size" { type = number }
+resource "terraform_data" "db" { input = var.size }
+output "size" { value = terraform_data.db.output }
+`)
+	writeTestFile(t, filepath.Join(repo, "manifests", "modules", "db", "flavour.tf.json"), `{"output": {"flavour": {"value": "blue"}}}`)
+	writeTestFile(t, filepath.Join(repo, "manifests", "types.yaml"), `apiVersion: trueup.dev/v1
+kind: ResourceType
+metadata: {name: Database}
+spec:
+  group: db.example.com
+  versions:
+    - name: v1
+      schema: {type: object, properties: {size: {type: integer}}}
+  action: {name: tf}
+`)
+	db := func(size int) string {
+		return fmt.Sprintf("apiVersion: db.example.com/v1\nkind: Database\nmetadata: {name: orders, namespace: prod}\nspec: {size: %d}\n", size)
+	}
+	writeTestFile(t, filepath.Join(repo, "manifests", "db.yaml"), db(3))
+	git("init", "-q", "-b", "main")
+	git("add", "-A")
+	git("commit", "-q", "-m", "first")
+	cfgPath := filepath.Join(dir, "trueup.yaml")
+	writeTestFile(t, cfgPath, fmt.Sprintf(`server: {listen: "%s"}
+dataDir: %s
+sources:
+  - name: infra
+    git: {url: %s, path: manifests, interval: 1s}
+actions:
+  - name: tf
+    type: terraform
+    config: {module: {source: infra, path: manifests/modules/db}, binary: %s, workDir: %s, env: {TF_CLI_CONFIG_FILE: %s}}
+reconcile: {workers: 2, backoff: {initial: 100ms, max: 500ms}}
+`, freeAddr(t), filepath.Join(dir, "data"), repo, tf, filepath.Join(dir, "work"), filepath.Join(dir, "terraformrc")))
+
+	dbURL := pgtest.NewDatabase(t, store.MigrateURL)
+	logs := startServe(t, cfgPath, dbURL)
+
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	waitOutputs := func(size, flavour string) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			var phase, gotSize, gotFlavour string
+			_ = conn.QueryRow(context.Background(), `SELECT phase, coalesce(outputs->>'size', ''), coalesce(outputs->>'flavour', '')
+				FROM resources WHERE name = 'orders'`).Scan(&phase, &gotSize, &gotFlavour)
+			if phase == "Ready" && gotSize == size && gotFlavour == flavour {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("orders: phase %q, outputs size %q flavour %q; want Ready with %s, %s\n%s", phase, gotSize, gotFlavour, size, flavour, logs.String())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitOutputs("3", "blue")
+
+	writeTestFile(t, filepath.Join(repo, "manifests", "modules", "db", "flavour.tf.json"), `{"output": {"flavour": {"value": "green"}}}`)
+	writeTestFile(t, filepath.Join(repo, "manifests", "db.yaml"), db(4))
+	git("commit", "-q", "-am", "second")
+	waitOutputs("4", "green")
+}
+
+// terraformOnPath is the real terraform or tofu: the tests need one and fail without it.
+func terraformOnPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"terraform", "tofu"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("neither terraform nor tofu is on PATH (.ci/ensure-terraform.sh says how to get one)")
+	return ""
+}
+
+// startServe runs trueup serve with the config on the database, stopped (SIGTERM) when the
+// test ends; it returns the process's output.
+func startServe(t *testing.T, cfgPath, dbURL string) *syncBuffer {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "serve", "--config", cfgPath)
+	cmd.Env = append(os.Environ(), "TRUEUP_TEST_RUN_MAIN=1", "TRUEUP_DATABASE_URL="+dbURL)
+	logs := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve exited: %v\n%s", err, logs.String())
+			}
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Error("serve did not stop")
+		}
+	})
+	return logs
 }

@@ -114,7 +114,7 @@ func validateActions(cfg *config.Config) (map[string]actions.Action, error) {
 	if err != nil {
 		return nil, err
 	}
-	acts, err := newActions(cfg, reg, slog.New(slog.DiscardHandler), nil)
+	acts, err := newActions(cfg, reg, slog.New(slog.DiscardHandler), nil, nil)
 	if err != nil {
 		return nil, cfg.ScrubError(err) // factories quote the config values they refuse
 	}

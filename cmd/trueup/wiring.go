@@ -199,12 +199,14 @@ func newSource(cfg *config.Config, s config.Source, logger *slog.Logger) (source
 }
 
 // newActions instantiates every configured action; on error the ones built are closed.
-// dbURL is actions.Env.DatabaseURL (nil where no database is opened).
-func newActions(cfg *config.Config, reg *actions.Registry, logger *slog.Logger, dbURL func() string) (map[string]actions.Action, error) {
+// dbURL is actions.Env.DatabaseURL and trees actions.Env.ReadTree (nil where no database or
+// source is opened).
+func newActions(cfg *config.Config, reg *actions.Registry, logger *slog.Logger, dbURL func() string, trees func(ctx context.Context, source, revision, dir string) ([]sources.TreeFile, error)) (map[string]actions.Action, error) {
 	out := map[string]actions.Action{}
 	hasExec := false
 	for _, a := range cfg.Actions {
-		act, err := reg.New(a.Type, a.Config, actions.Env{Name: a.Name, BaseDir: cfg.BaseDir, Logger: logger.With("action", a.Name), DatabaseURL: dbURL})
+		act, err := reg.New(a.Type, a.Config, actions.Env{Name: a.Name, BaseDir: cfg.BaseDir, Logger: logger.With("action", a.Name),
+			DatabaseURL: dbURL, ReadTree: trees})
 		if err != nil {
 			closeActions(out)
 			return nil, err
@@ -233,6 +235,30 @@ func (l *lateURL) get() string {
 		return *p
 	}
 	return ""
+}
+
+// lateTrees is actions.Env.ReadTree for serve: the sources are built after the action
+// instances.
+type lateTrees struct {
+	v atomic.Pointer[map[string]sources.Source]
+}
+
+func (l *lateTrees) set(m map[string]sources.Source) { l.v.Store(&m) }
+
+func (l *lateTrees) read(ctx context.Context, source, revision, dir string) ([]sources.TreeFile, error) {
+	p := l.v.Load()
+	if p == nil {
+		return nil, fmt.Errorf("source %q is not open yet", source)
+	}
+	src, ok := (*p)[source]
+	if !ok {
+		return nil, actions.Terminalf("no source named %q", source)
+	}
+	tr, ok := src.(sources.TreeReader)
+	if !ok {
+		return nil, actions.Terminalf("source %q has no revisions to read a folder at (only a Git source has)", source)
+	}
+	return tr.ReadTree(ctx, revision, dir)
 }
 
 func closeActions(m map[string]actions.Action) {

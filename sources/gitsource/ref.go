@@ -46,22 +46,12 @@ func (s *Source) FetchRef(ctx context.Context, ref, want string) (*sources.Snaps
 	if want != "" && !plumbing.IsHash(want) {
 		return nil, s.errorfOf(ctx, "fetch", desc, fmt.Errorf("revision %q is not a commit hash", want))
 	}
-	tmp, err := os.MkdirTemp(s.cfg.Dir, refPrefix)
-	if err != nil {
-		return nil, s.errorfOf(ctx, "fetch", desc, err)
-	}
-	defer func() { _ = os.RemoveAll(tmp) }()
 	start := time.Now()
-	sto := newStorage(tmp)
-	defer func() { _ = sto.Close() }()
-	repo, err := git.Init(sto, nil)
+	repo, remote, done, err := s.scratch(ctx, desc)
 	if err != nil {
-		return nil, s.errorfOf(ctx, "fetch", desc, err)
+		return nil, err
 	}
-	remote, err := repo.CreateRemote(&gitconfig.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{s.url}})
-	if err != nil {
-		return nil, s.errorfOf(ctx, "fetch", desc, err)
-	}
+	defer done()
 	if err := s.fetchRefsOf(ctx, desc, remote, 1, gitconfig.RefSpec("+"+ref+":"+fetchedRef.String())); err != nil {
 		return nil, err
 	}
@@ -89,6 +79,31 @@ func (s *Source) FetchRef(ctx context.Context, ref, want string) (*sources.Snaps
 	}
 	s.logger.Debug("fetched ref", "ref", ref, "revision", snap.Revision, "files", len(snap.Files), "duration_ms", time.Since(start).Milliseconds())
 	return snap, nil
+}
+
+// scratch creates an empty bare repository beside the mirror, with the source's remote; done
+// removes it.
+func (s *Source) scratch(ctx context.Context, desc string) (*git.Repository, *git.Remote, func(), error) {
+	tmp, err := os.MkdirTemp(s.cfg.Dir, refPrefix)
+	if err != nil {
+		return nil, nil, nil, s.errorfOf(ctx, "fetch", desc, err)
+	}
+	sto := newStorage(tmp)
+	done := func() {
+		_ = sto.Close()
+		_ = os.RemoveAll(tmp)
+	}
+	repo, err := git.Init(sto, nil)
+	if err != nil {
+		done()
+		return nil, nil, nil, s.errorfOf(ctx, "fetch", desc, err)
+	}
+	remote, err := repo.CreateRemote(&gitconfig.RemoteConfig{Name: git.DefaultRemoteName, URLs: []string{s.url}})
+	if err != nil {
+		done()
+		return nil, nil, nil, s.errorfOf(ctx, "fetch", desc, err)
+	}
+	return repo, remote, done, nil
 }
 
 // removeRefScratch removes FetchRef's scratch repositories left by a crash.

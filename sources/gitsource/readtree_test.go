@@ -1,0 +1,157 @@
+package gitsource
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trueup-dev/trueup/sources"
+)
+
+// A module folder is read at any commit of the tracked branch: from the mirror without a
+// fetch when it holds the commit, else from a scratch repository that leaves the mirror alone.
+func TestReadTree(t *testing.T) {
+	t.Parallel()
+	r := newTestRepo(t)
+	r.write(map[string]string{
+		"manifests/a.yaml":               "kind: A\n",
+		"manifests/mod/main.tf.json":     "{\"output\": {}}\n",
+		"modules/db/main.tf":             "# v1\n",
+		"modules/db/sub/vars.tf":         "variable \"x\" {}\n",
+		"modules/db/.terraform.lock.hcl": "# lock\n",
+		"modules/db/run.sh":              "#!/bin/sh\n",
+	})
+	if err := os.Chmod(filepath.Join(r.dir, "modules/db/run.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../main.tf", filepath.Join(r.dir, "modules/db/sub/link.tf")); err != nil {
+		t.Fatal(err)
+	}
+	c1 := r.commit(nil)
+	s := newSource(t, Config{URL: r.dir, Path: "manifests"})
+	ctx := testContext(t)
+	snap, err := s.Fetch(ctx, c1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Files) != 1 || snap.Files[0].Path != "manifests/a.yaml" {
+		t.Fatalf("manifests %+v: a module's *.tf.json under the path is not one", snap.Files)
+	}
+	fetches := s.Fetches()
+	c2 := r.commit(map[string]string{"modules/db/main.tf": "# v2\n"})
+	r.git("checkout", "-q", "-b", "pr")
+	pr := r.commit(map[string]string{"modules/db/main.tf": "# pr\n"})
+	r.git("checkout", "-q", "main")
+
+	files, err := s.ReadTree(ctx, c1, "modules/db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range files {
+		got = append(got, f.Path+"="+strings.TrimSpace(string(f.Data))+map[bool]string{true: "(x)"}[f.Executable])
+	}
+	want := []string{".terraform.lock.hcl=# lock", "main.tf=# v1", "run.sh=#!/bin/sh(x)", "sub/link.tf=# v1", "sub/vars.tf=variable \"x\" {}"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("files at c1:\n%v\nwant\n%v", got, want)
+	}
+	if s.Fetches() != fetches {
+		t.Fatalf("the mirror's commit was fetched again")
+	}
+
+	// A later commit the mirror lacks: fetched aside (plain git cannot send a single commit:
+	// one refused attempt, then the branch's history).
+	files, err = s.ReadTree(ctx, c2, "modules/db/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files[1].Path != "main.tf" || string(files[1].Data) != "# v2\n" {
+		t.Fatalf("files at c2: %+v", files)
+	}
+	if n := s.Fetches(); n != fetches+2 {
+		t.Errorf("fetches %d, want %d", n, fetches+2)
+	}
+	again, err := s.Fetch(ctx, c1)
+	if err != nil || again.Revision != c1 {
+		t.Fatalf("Fetch after ReadTree: %v %+v", err, again)
+	}
+	entries, _ := os.ReadDir(s.cfg.Dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), refPrefix) {
+			t.Errorf("scratch repository %s left behind", e.Name())
+		}
+	}
+
+	// A commit on no tracked branch, from a server that cannot send single commits.
+	if _, err := s.ReadTree(ctx, pr, "modules/db"); err == nil || !strings.Contains(err.Error(), "commit "+pr+" not found") {
+		t.Errorf("commit on another branch: %v", err)
+	}
+
+	for name, tc := range map[string]struct {
+		dir  string
+		want error
+	}{
+		"missing":         {"modules/nope", sources.ErrPathNotFound},
+		"a file":          {"modules/db/main.tf", sources.ErrPathNotFound},
+		"leaves the repo": {"../x", sources.ErrTreeRefused},
+	} {
+		if _, err := s.ReadTree(ctx, c1, tc.dir); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", name, err, tc.want)
+		}
+	}
+	if _, err := s.ReadTree(ctx, "main", "modules/db"); err == nil {
+		t.Error("a branch name was accepted as a revision")
+	}
+}
+
+// Links out of the folder, huge files and submodules are refused, never read.
+func TestReadTreeRefuses(t *testing.T) {
+	t.Parallel()
+	r := newTestRepo(t)
+	r.commit(map[string]string{"secret.txt": "s3cr3t\n", "modules/ok/main.tf": "#\n"})
+	for name, setup := range map[string]func(dir string){
+		"link out": func(dir string) {
+			if err := os.Symlink("../../secret.txt", filepath.Join(dir, "x.tf")); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"absolute link": func(dir string) {
+			if err := os.Symlink("/etc/passwd", filepath.Join(dir, "x.tf")); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"link to folder": func(dir string) {
+			if err := os.Symlink(".", filepath.Join(dir, "self")); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"too large": func(dir string) {
+			if err := os.WriteFile(filepath.Join(dir, "big.tf"), make([]byte, sources.MaxFileBytes+1), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		dir := filepath.Join(r.dir, "modules", strings.ReplaceAll(name, " ", "-"))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		setup(dir)
+	}
+	rev := r.commit(nil)
+	s := newSource(t, Config{URL: r.dir})
+	ctx := testContext(t)
+	if _, err := s.Fetch(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"link-out", "absolute-link", "link-to-folder", "too-large"} {
+		_, err := s.ReadTree(ctx, rev, "modules/"+dir)
+		if !errors.Is(err, sources.ErrTreeRefused) || strings.Contains(err.Error(), "s3cr3t") {
+			t.Errorf("%s: %v; want refused", dir, err)
+		}
+	}
+	if files, err := s.ReadTree(ctx, rev, "modules/ok"); err != nil || len(files) != 1 {
+		t.Errorf("ok: %v %+v", err, files)
+	}
+}

@@ -1,0 +1,37 @@
+package sources
+
+import (
+	"context"
+	"errors"
+)
+
+// TreeFile is one file of a folder read at a revision by a TreeReader.
+type TreeFile struct {
+	// Path is slash-separated and relative to the folder read.
+	Path       string
+	Executable bool
+	Data       []byte
+}
+
+// TreeReader is implemented by sources that can read any folder of any of their revisions
+// (Git): the terraform action reads a module from the manifests repository at the revision a
+// resource came from, so that module changes flow through Git like manifests do.
+type TreeReader interface {
+	// ReadTree returns the files under dir (slash-separated, relative to the repository's
+	// root, not to the configured path) of revision (a full commit hash), sorted by path.
+	// Symbolic links to files of the folder are read as those files. A missing folder gives
+	// an error wrapping ErrPathNotFound; a folder over the limits (MaxFileBytes per file,
+	// MaxTreeFiles, MaxTreeBytes), a link leading out of it or a submodule gives one
+	// wrapping ErrTreeRefused.
+	ReadTree(ctx context.Context, revision, dir string) ([]TreeFile, error)
+}
+
+// Limits of ReadTree: a module folder is small; a huge one is a mistake (the wrong folder),
+// and must cost an error, not the controller's memory.
+const (
+	MaxTreeFiles = 2000
+	MaxTreeBytes = 32 << 20
+)
+
+// ErrTreeRefused says ReadTree will not read the folder as it is: only a new revision fixes it.
+var ErrTreeRefused = errors.New("folder refused")
