@@ -125,6 +125,12 @@ func (a *Action) prepare(ctx context.Context, req actions.Request, ws string) (*
 	c.scrub = actions.Scrubber(secrets)
 	c.env = env
 
+	if err := ensurePrivateDir(a.rootDir); err != nil {
+		return nil, err
+	}
+	if err := ensurePrivateDir(a.workDir); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(c.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("working copy: %w", err)
 	}
