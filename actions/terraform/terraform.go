@@ -168,6 +168,14 @@ func (a *Action) prepare(ctx context.Context, req actions.Request, ws string) (*
 		a.logger.Info("terraform init", "workspace", ws, "module", a.module)
 	}
 
+	declared, err := moduleVariables(filepath.Join(c.dir, "root"))
+	if err != nil {
+		return nil, fmt.Errorf("module variables: %w", err)
+	}
+	if err := writeSensitive(filepath.Join(c.dir, "root"), secretVariables(vars, req.Secrets, declared)); err != nil {
+		return nil, fmt.Errorf("working copy: %w", err)
+	}
+
 	callDir, err := os.MkdirTemp(c.dir, "call-")
 	if err != nil {
 		return nil, err
@@ -345,7 +353,7 @@ func (a *Action) Plan(ctx context.Context, req actions.Request) (actions.Plan, e
 	if err != nil {
 		return actions.Plan{}, err
 	}
-	return actions.Plan{Changes: changes, Summary: summary(res.output, changes), Text: strings.TrimSpace(res.output)}, nil
+	return actions.Plan{Changes: changes, Summary: summary(res.output, changes), Text: planText(res.output)}, nil
 }
 
 // state is the Result.State of a call: where the resource's Terraform state is.
