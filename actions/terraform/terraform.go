@@ -71,7 +71,7 @@ type call struct {
 
 // begin registers a call, takes the resource's lock, and prepares its working copy; end
 // releases all of it and removes the call's files.
-func (a *Action) begin(ctx context.Context, req actions.Request) (context.Context, *call, func(), error) {
+func (a *Action) begin(ctx context.Context, req actions.Request, plan bool) (context.Context, *call, func(), error) {
 	ctx, endCall, err := a.calls.Begin(ctx, errClosed)
 	if err != nil {
 		return nil, nil, nil, err
@@ -85,7 +85,7 @@ func (a *Action) begin(ctx context.Context, req actions.Request) (context.Contex
 		return nil, nil, nil, fmt.Errorf("wait for the previous run of %s: %w", ws, err)
 	}
 	end := func() { unlock(); cancel(); endCall() }
-	c, err := a.prepare(ctx, req, ws)
+	c, err := a.prepare(ctx, req, ws, plan)
 	if err != nil {
 		end()
 		return nil, nil, nil, err
@@ -95,7 +95,8 @@ func (a *Action) begin(ctx context.Context, req actions.Request) (context.Contex
 
 // prepare resolves the binary, initialises the working copy when the module (or the backend,
 // or the binary) changed since the last init, and writes the spec as the call's var file.
-func (a *Action) prepare(ctx context.Context, req actions.Request, ws string) (*call, error) {
+// A plan selects the workspace, which exists (Plan checked), and never creates it.
+func (a *Action) prepare(ctx context.Context, req actions.Request, ws string, plan bool) (*call, error) {
 	vars, err := varFile(req.Resource.Spec)
 	if err != nil {
 		return nil, err
@@ -159,7 +160,11 @@ func (a *Action) prepare(ctx context.Context, req actions.Request, ws string) (*
 		if _, err := c.run(ctx, false, "init", "-input=false", "-no-color", "-reconfigure"); err != nil {
 			return nil, err
 		}
-		if _, err := c.run(ctx, false, "workspace", "select", "-no-color", "-or-create=true", ws); err != nil {
+		selectArgs := []string{"workspace", "select", "-no-color", "-or-create=true", ws}
+		if plan {
+			selectArgs = []string{"workspace", "select", "-no-color", ws}
+		}
+		if _, err := c.run(ctx, false, selectArgs...); err != nil {
 			return nil, err
 		}
 		if err := os.WriteFile(stampFile, []byte(stamp), 0o600); err != nil {
@@ -266,7 +271,7 @@ func (c *call) plan(ctx context.Context, extra ...string) (runResult, bool, erro
 
 // Reconcile plans into a saved plan and applies exactly that plan when it changes anything.
 func (a *Action) Reconcile(ctx context.Context, req actions.Request) (actions.Result, error) {
-	ctx, c, end, err := a.begin(ctx, req)
+	ctx, c, end, err := a.begin(ctx, req, false)
 	if err != nil {
 		return actions.Result{}, err
 	}
@@ -299,7 +304,7 @@ func (a *Action) Reconcile(ctx context.Context, req actions.Request) (actions.Re
 // Delete destroys what the workspace holds, then deletes the workspace (its row in the pg
 // backend) and the working copy.
 func (a *Action) Delete(ctx context.Context, req actions.Request) (actions.Result, error) {
-	ctx, c, end, err := a.begin(ctx, req)
+	ctx, c, end, err := a.begin(ctx, req, false)
 	if err != nil {
 		return actions.Result{}, err
 	}
@@ -325,7 +330,7 @@ func (a *Action) Delete(ctx context.Context, req actions.Request) (actions.Resul
 
 // Observe runs a plan: changes are drift, summarised in the message.
 func (a *Action) Observe(ctx context.Context, req actions.Request) (actions.Observation, error) {
-	ctx, c, end, err := a.begin(ctx, req)
+	ctx, c, end, err := a.begin(ctx, req, false)
 	if err != nil {
 		return actions.Observation{}, err
 	}
@@ -341,10 +346,18 @@ func (a *Action) Observe(ctx context.Context, req actions.Request) (actions.Obse
 }
 
 // Plan runs a plan without the state lock (it writes nothing) and returns its summary and
-// text. The resource's working copy is initialised like for any call.
+// the names of the changes. A resource never applied is not planned: its workspace would be
+// created for a preview (Plan creates no workspace); it is new, all of it to be created.
 func (a *Action) Plan(ctx context.Context, req actions.Request) (actions.Plan, error) {
 	req.Checkpoint = nil
-	ctx, c, end, err := a.begin(ctx, req)
+	applied, err := a.applied(ctx, workspaceName(req.Resource))
+	if err != nil {
+		return actions.Plan{}, err
+	}
+	if !applied {
+		return actions.Plan{Changes: true, Summary: newPlanSummary}, nil
+	}
+	ctx, c, end, err := a.begin(ctx, req, true)
 	if err != nil {
 		return actions.Plan{}, err
 	}

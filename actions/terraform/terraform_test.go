@@ -305,22 +305,6 @@ func keys(m map[string]string) []string {
 	return out
 }
 
-// A plan for a resource never applied: "1 to add", and the resource's state stays empty.
-func TestPlanNewResource(t *testing.T) {
-	t.Parallel()
-	f := setup(t, "plannew", config{})
-	plan, err := f.action.(actions.Planner).Plan(t.Context(), request("fresh", `{"size": 1}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !plan.Changes || plan.Summary != "1 to add, 0 to change, 0 to destroy" {
-		t.Fatalf("Plan = %+v", plan)
-	}
-	if st := f.states(t)["team-a.Database.fresh"]; strings.Contains(st, "terraform_data") {
-		t.Fatalf("a plan wrote resources to the state: %s", st)
-	}
-}
-
 // recording builds an instance whose binary is testdata/record-tf.sh around the real one.
 func recording(t *testing.T, name string, cfg config) (fixture, string) {
 	t.Helper()
