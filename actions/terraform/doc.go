@@ -25,6 +25,7 @@
 // plan is empty); Delete = destroy + workspace delete; Observe = plan -detailed-exitcode
 // (exit 2 is drift); Plan = plan -lock=false, for previews. Outputs come from output -json,
 // sensitive ones as "***". Runs of one resource never overlap in a process (a lock per
-// workspace) nor across processes (the backend's state lock, waited for 60s). A timeout or
+// workspace) nor across processes (the backend's state lock, waited for 60s); a Plan gives
+// way to the other calls, and plans a resource never applied as new without running Terraform. A timeout or
 // Close interrupts Terraform with SIGINT, then kills its process group after 20s.
 package terraform

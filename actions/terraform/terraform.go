@@ -78,14 +78,34 @@ func (a *Action) begin(ctx context.Context, req actions.Request, plan bool) (con
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, a.timeout, fmt.Errorf("timed out after %s", a.timeout))
 	ws := workspaceName(req.Resource)
-	unlock, err := a.locks.lock(ctx, ws)
-	if err != nil {
+	var preempt context.CancelCauseFunc // a plan's: a call that wants the resource stops it
+	var unlock func()
+	if plan {
+		ctx, preempt = context.WithCancelCause(ctx)
+		var ok bool
+		if unlock, ok = a.locks.tryLockPlan(ws, preempt); !ok {
+			preempt(nil)
+			cancel()
+			endCall()
+			return nil, nil, nil, errPlanBusy
+		}
+	} else if unlock, err = a.locks.lock(ctx, ws); err != nil {
 		cancel()
 		endCall()
 		return nil, nil, nil, fmt.Errorf("wait for the previous run of %s: %w", ws, err)
 	}
-	end := func() { unlock(); cancel(); endCall() }
-	c, err := a.prepare(ctx, req, ws, plan)
+	end := func() {
+		unlock()
+		if preempt != nil {
+			preempt(nil)
+		}
+		cancel()
+		endCall()
+	}
+	c, err := a.prepare(ctx, req, ws, preempt)
+	if err != nil && preempt != nil && errors.Is(context.Cause(ctx), errPlanBusy) {
+		err = errPlanBusy
+	}
 	if err != nil {
 		end()
 		return nil, nil, nil, err
@@ -95,8 +115,9 @@ func (a *Action) begin(ctx context.Context, req actions.Request, plan bool) (con
 
 // prepare resolves the binary, initialises the working copy when the module (or the backend,
 // or the binary) changed since the last init, and writes the spec as the call's var file.
-// A plan selects the workspace, which exists (Plan checked), and never creates it.
-func (a *Action) prepare(ctx context.Context, req actions.Request, ws string, plan bool) (*call, error) {
+// A plan (preempt set) selects the workspace, which exists (Plan checked), and never creates
+// it; it inits only when no other call does, and stops when one asks to.
+func (a *Action) prepare(ctx context.Context, req actions.Request, ws string, preempt context.CancelCauseFunc) (*call, error) {
 	vars, err := varFile(req.Resource.Spec)
 	if err != nil {
 		return nil, err
@@ -145,8 +166,13 @@ func (a *Action) prepare(ctx context.Context, req actions.Request, ws string, pl
 		_ = os.Remove(stampFile) // a failed init below is retried in full
 		// One init of the instance at a time: the pg backend creates its schema and table on
 		// the first init, and concurrent CREATE … IF NOT EXISTS can collide.
-		unlock, err := a.locks.lock(ctx, initKey)
-		if err != nil {
+		var unlock func()
+		if preempt != nil {
+			var ok bool
+			if unlock, ok = a.locks.tryLockPlan(initKey, preempt); !ok {
+				return nil, errPlanBusy
+			}
+		} else if unlock, err = a.locks.lock(ctx, initKey); err != nil {
 			return nil, err
 		}
 		defer unlock()
@@ -161,7 +187,7 @@ func (a *Action) prepare(ctx context.Context, req actions.Request, ws string, pl
 			return nil, err
 		}
 		selectArgs := []string{"workspace", "select", "-no-color", "-or-create=true", ws}
-		if plan {
+		if preempt != nil {
 			selectArgs = []string{"workspace", "select", "-no-color", ws}
 		}
 		if _, err := c.run(ctx, false, selectArgs...); err != nil {
@@ -348,6 +374,8 @@ func (a *Action) Observe(ctx context.Context, req actions.Request) (actions.Obse
 // Plan runs a plan without the state lock (it writes nothing) and returns its summary and
 // the names of the changes. A resource never applied is not planned: its workspace would be
 // created for a preview (Plan creates no workspace); it is new, all of it to be created.
+// A plan never delays another call of its resource: it is refused while one runs or waits,
+// and interrupted when one asks for the resource (errPlanBusy either way).
 func (a *Action) Plan(ctx context.Context, req actions.Request) (actions.Plan, error) {
 	req.Checkpoint = nil
 	applied, err := a.applied(ctx, workspaceName(req.Resource))
@@ -364,6 +392,9 @@ func (a *Action) Plan(ctx context.Context, req actions.Request) (actions.Plan, e
 	defer end()
 	res, changes, err := c.plan(ctx, "-lock=false")
 	if err != nil {
+		if errors.Is(context.Cause(ctx), errPlanBusy) {
+			return actions.Plan{}, errPlanBusy
+		}
 		return actions.Plan{}, err
 	}
 	return actions.Plan{Changes: changes, Summary: summary(res.output, changes), Text: planText(res.output)}, nil
