@@ -37,6 +37,8 @@ type Action struct {
 	dbURL  func() string
 	calls  actions.Calls
 	locks  keyLocks
+	// versions are the binaries' versions, for the init stamp.
+	versions versions
 }
 
 // New is the actions.Factory of the terraform kind. It checks the config without touching
@@ -160,7 +162,11 @@ func (a *Action) prepare(ctx context.Context, req actions.Request, ws string, pr
 	if err != nil {
 		return nil, actions.Terminalf("module %s: %w", a.module, err)
 	}
-	stamp := fmt.Sprintf("module %s\nbinary %s\nbackend %s\nschema %s\n", hash, binary, digest(a.backend), a.schema)
+	version, err := c.version(ctx)
+	if err != nil {
+		return nil, err
+	}
+	stamp := fmt.Sprintf("module %s\nbinary %s\nversion %s\nbackend %s\nschema %s\n", hash, binary, version, digest(a.backend), a.schema)
 	stampFile := filepath.Join(c.dir, "stamp")
 	if old, err := os.ReadFile(stampFile); err != nil || string(old) != stamp {
 		_ = os.Remove(stampFile) // a failed init below is retried in full
@@ -349,8 +355,11 @@ func (a *Action) Delete(ctx context.Context, req actions.Request) (actions.Resul
 	if _, err := c.run(ctx, false, "workspace", "delete", "-no-color", "-lock-timeout="+lockTimeout, c.workspace); err != nil {
 		return actions.Result{}, err
 	}
-	// The next resource of this name starts from a fresh init.
-	_ = os.Remove(filepath.Join(c.dir, "stamp"))
+	// The working copy goes with the workspace; the next resource of this name starts from a
+	// fresh init.
+	if err := os.RemoveAll(c.dir); err != nil {
+		a.logger.Warn("terraform: remove working copy", "workspace", c.workspace, "error", err)
+	}
 	return actions.Result{Done: true, Message: tail(res.output, logTail)}, nil
 }
 

@@ -289,6 +289,9 @@ func TestLifecycle(t *testing.T) {
 	if rows := f.states(t); rows[ws] != "" {
 		t.Fatalf("states after Delete: %v; want workspace %s gone", keys(rows), ws)
 	}
+	if _, err := os.Stat(filepath.Join(f.cfg.WorkDir, ws)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the working copy is left after Delete (stat: %v)", err)
+	}
 	// The password never reached a message or an output.
 	for _, s := range []string{res.Message, del.Message, plan.Text, fmt.Sprint(res.Outputs)} {
 		if strings.Contains(s, "pa55word-very-secret") {
