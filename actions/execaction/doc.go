@@ -93,8 +93,11 @@
 // never read as "no changes". summary and plan are optional strings, redacted like messages;
 // the stdout limit bounds them. Exit status 64 (EX_USAGE, ExitNoPlan) says "I cannot plan
 // this call" and gives actions.ErrNoPlan; 78 is terminal as for reconcile; any other non-zero
-// status is a failed plan. The resource lock is taken as for any call, so a plan waits for a
-// running reconcile of the same resource. Nothing of the reply reaches the resource's state.
+// status is a failed plan. A plan never delays another call of its resource: it takes the
+// resource lock only when it is free (else it fails with "the resource is being reconciled:
+// no plan now"), and a reconcile, delete or observe of the resource in the same process
+// stops the plan in progress (its group is killed as on a timeout) and takes the lock after
+// it. Nothing of the reply reaches the resource's state.
 //
 // Exit status 0 means the reply is valid. Any other exit status is a failed attempt, retried
 // with backoff, whose error reads "exit status N: <stderr tail>". Exit status 78 (EX_CONFIG

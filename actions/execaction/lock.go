@@ -3,6 +3,7 @@ package execaction
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,6 +26,9 @@ const (
 	// lockPoll is how often a waiting call tries again (flock has no timeout).
 	lockPoll = 50 * time.Millisecond
 )
+
+// errLockHeld says a lock tried without waiting is held.
+var errLockHeld = errors.New("the resource's lock is held")
 
 // defaultLockDir is the lock folder when the config names none: per user, so that two
 // users' controllers on one machine do not fight over one folder in /tmp.

@@ -10,4 +10,4 @@ import (
 )
 
 // lockResource has no flock to use outside Unix: no lock, no lockFD.
-func lockResource(context.Context, string, actions.Resource) (*os.File, error) { return nil, nil }
+func lockResource(context.Context, string, actions.Resource, bool) (*os.File, error) { return nil, nil }

@@ -14,9 +14,10 @@ import (
 	"github.com/trueup-dev/trueup/actions"
 )
 
-// lockResource takes r's lock in dir, waiting at most lockWait for a previous run to end.
-// The caller passes the file to the command and closes its own copy when the call ends.
-func lockResource(ctx context.Context, dir string, r actions.Resource) (*os.File, error) {
+// lockResource takes r's lock in dir, waiting at most lockWait for a previous run to end, or
+// trying once (errLockHeld) when wait is false. The caller passes the file to the command
+// and closes its own copy when the call ends.
+func lockResource(ctx context.Context, dir string, r actions.Resource, wait bool) (*os.File, error) {
 	if err := ensureLockDir(dir); err != nil {
 		return nil, err
 	}
@@ -39,6 +40,9 @@ func lockResource(ctx context.Context, dir string, r actions.Resource) (*os.File
 		case !errors.Is(err, syscall.EWOULDBLOCK):
 			f.Close()
 			return nil, fmt.Errorf("lock %s: %w", path, err)
+		case !wait:
+			f.Close()
+			return nil, errLockHeld
 		}
 		select {
 		case <-ctx.Done():

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/actions/execaction"
@@ -183,5 +184,45 @@ func TestPlanScript(t *testing.T) {
 	_, err = p.Plan(t.Context(), req)
 	if !errors.Is(err, actions.ErrNoPlan) || !strings.Contains(err.Error(), "this backend cannot plan") {
 		t.Fatalf("Plan for a spec the command cannot plan: err = %v; want ErrNoPlan with the stderr tail", err)
+	}
+}
+
+// A reconcile never waits for, nor fails because of, a preview's plan: the plan in progress
+// is stopped and says why; a plan asked for while a reconcile waits is refused at once.
+func TestReconcilePreemptsPlan(t *testing.T) {
+	t.Parallel()
+	p, out := buildPlanner(t, planConfig{Plan: true, config: config{Command: []string{"./testdata/planner.sh"}}})
+	a := p.(actions.Action)
+	req := request()
+	if _, err := a.Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	planErr := make(chan error, 1)
+	go func() {
+		preq := request()
+		preq.Resource.Spec = json.RawMessage(`{"size":"slow"}`)
+		_, err := p.Plan(t.Context(), preq)
+		planErr <- err
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(out, "plan-started")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the plan did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	req.Resource.Spec = json.RawMessage(`{"size":"large"}`)
+	res, err := a.Reconcile(t.Context(), req)
+	if err != nil {
+		t.Fatalf("a reconcile during a plan: %v", err)
+	}
+	if res.Outputs["size"] != "large" {
+		t.Fatalf("reconcile outputs %v", res.Outputs)
+	}
+	if err := <-planErr; err == nil || !strings.Contains(err.Error(), "the resource is being reconciled: no plan now") {
+		t.Fatalf("the preempted plan's error = %v", err)
 	}
 }

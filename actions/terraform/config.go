@@ -101,6 +101,7 @@ type settings struct {
 	env     []string // "K=V", sorted by key
 	secrets []string // values of secret-named env variables, longest first
 	workDir string   // absolute: the instance's folder of working copies
+	rootDir string   // workDir, or the per-user folder of the temp dir that holds the default one
 	schema  string   // the pg backend's schema
 }
 
@@ -193,11 +194,13 @@ func parseConfig(raw json.RawMessage, env actions.Env) (settings, error) {
 	}
 	slices.SortFunc(s.secrets, func(a, b string) int { return len(b) - len(a) })
 
-	s.workDir = filepath.Join(os.TempDir(), fmt.Sprintf("trueup-terraform-%d", os.Geteuid()), safeName(env.Name))
+	s.rootDir = filepath.Join(os.TempDir(), fmt.Sprintf("trueup-terraform-%d", os.Geteuid()))
+	s.workDir = filepath.Join(s.rootDir, safeName(env.Name))
 	if c.WorkDir != "" {
 		if s.workDir, err = filepath.Abs(resolve(env.BaseDir, c.WorkDir)); err != nil {
 			return settings{}, fmt.Errorf("config: workDir: %w", err)
 		}
+		s.rootDir = s.workDir
 	}
 	s.schema = schemaName(env.Name)
 	return s, nil

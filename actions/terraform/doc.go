@@ -22,13 +22,19 @@
 //
 // # Calls
 //
-// Each resource has a working copy under workDir: the module's files, copied with a backend
-// override file, and its own TF_DATA_DIR. init runs again only when the module's content, the
-// backend or the binary changed. The spec is written as a JSON var file (0600, removed when
-// the call ends). Reconcile = plan -out + apply of that saved plan (nothing applied when the
-// plan is empty); Delete = destroy + workspace delete; Observe = plan -detailed-exitcode
-// (exit 2 is drift); Plan = plan -lock=false, for previews. Outputs come from output -json,
-// sensitive ones as "***". Runs of one resource never overlap in a process (a lock per
-// workspace) nor across processes (the backend's state lock, waited for 60s). A timeout or
-// Close interrupts Terraform with SIGINT, then kills its process group after 20s.
+// Each resource has a working copy under workDir (created 0700; one that is not trueup's or
+// that others can write to is refused): the module's files, copied with a backend override
+// file, and its own TF_DATA_DIR. init runs again only when the module's content, the backend
+// or the binary (its path or version) changed. The spec is written as a JSON var file (0600,
+// removed when the call ends); the spec's variables that hold a call's secret, an encrypted
+// field's marker or a secretRef are marked sensitive by a second override file, so that the
+// state and plans redact them. Reconcile = plan -out + apply of that saved plan (nothing
+// applied when the plan is empty); Delete = destroy + workspace delete + removal of the
+// working copy; Observe = plan -detailed-exitcode (exit 2 is drift); Plan = plan -lock=false,
+// for previews, whose text names the changes without any value. Plan creates no workspace: a
+// resource never applied is answered as new without running Terraform. Outputs come from
+// output -json, sensitive ones as "***". Runs of one resource never overlap in a process (a
+// lock per workspace) nor across processes (the backend's state lock, waited for 60s); a
+// plan gives way to the other calls of its resource. A timeout or Close interrupts Terraform
+// with SIGINT, then kills its process group after 20s.
 package terraform

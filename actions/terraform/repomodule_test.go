@@ -157,7 +157,8 @@ func TestModuleFromSource(t *testing.T) {
 	// A preview's plan at a revision reads that revision's module too.
 	c4 := repo.commit(map[string]string{"modules/database/extra.tf": "output \"flavour\" {\n  value = \"green\"\n}\n"})
 	plan, err := a.(actions.Planner).Plan(ctx, at(c4))
-	if err != nil || !plan.Changes || !strings.Contains(plan.Text, `flavour  = "blue" -> "green"`) {
+	// (Plans carry the names of what changes, never values.)
+	if err != nil || !plan.Changes || !strings.Contains(plan.Text, "~ flavour") || strings.Contains(plan.Text, "green") {
 		t.Fatalf("plan at c4: %+v, %v", plan, err)
 	}
 

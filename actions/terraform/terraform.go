@@ -41,6 +41,8 @@ type Action struct {
 	trees    treeHashes
 	calls    actions.Calls
 	locks    keyLocks
+	// versions are the binaries' versions, for the init stamp.
+	versions versions
 }
 
 // New is the actions.Factory of the terraform kind. It checks the config without touching
@@ -75,21 +77,41 @@ type call struct {
 
 // begin registers a call, takes the resource's lock, and prepares its working copy; end
 // releases all of it and removes the call's files.
-func (a *Action) begin(ctx context.Context, req actions.Request) (context.Context, *call, func(), error) {
+func (a *Action) begin(ctx context.Context, req actions.Request, plan bool) (context.Context, *call, func(), error) {
 	ctx, endCall, err := a.calls.Begin(ctx, errClosed)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, a.timeout, fmt.Errorf("timed out after %s", a.timeout))
 	ws := workspaceName(req.Resource)
-	unlock, err := a.locks.lock(ctx, ws)
-	if err != nil {
+	var preempt context.CancelCauseFunc // a plan's: a call that wants the resource stops it
+	var unlock func()
+	if plan {
+		ctx, preempt = context.WithCancelCause(ctx)
+		var ok bool
+		if unlock, ok = a.locks.tryLockPlan(ws, preempt); !ok {
+			preempt(nil)
+			cancel()
+			endCall()
+			return nil, nil, nil, errPlanBusy
+		}
+	} else if unlock, err = a.locks.lock(ctx, ws); err != nil {
 		cancel()
 		endCall()
 		return nil, nil, nil, fmt.Errorf("wait for the previous run of %s: %w", ws, err)
 	}
-	end := func() { unlock(); cancel(); endCall() }
-	c, err := a.prepare(ctx, req, ws)
+	end := func() {
+		unlock()
+		if preempt != nil {
+			preempt(nil)
+		}
+		cancel()
+		endCall()
+	}
+	c, err := a.prepare(ctx, req, ws, preempt)
+	if err != nil && preempt != nil && errors.Is(context.Cause(ctx), errPlanBusy) {
+		err = errPlanBusy
+	}
 	if err != nil {
 		end()
 		return nil, nil, nil, err
@@ -99,7 +121,9 @@ func (a *Action) begin(ctx context.Context, req actions.Request) (context.Contex
 
 // prepare resolves the binary, initialises the working copy when the module (or the backend,
 // or the binary) changed since the last init, and writes the spec as the call's var file.
-func (a *Action) prepare(ctx context.Context, req actions.Request, ws string) (*call, error) {
+// A plan (preempt set) selects the workspace, which exists (Plan checked), and never creates
+// it; it inits only when no other call does, and stops when one asks to.
+func (a *Action) prepare(ctx context.Context, req actions.Request, ws string, preempt context.CancelCauseFunc) (*call, error) {
 	vars, err := varFile(req.Resource.Spec)
 	if err != nil {
 		return nil, err
@@ -129,6 +153,12 @@ func (a *Action) prepare(ctx context.Context, req actions.Request, ws string) (*
 	c.scrub = actions.Scrubber(secrets)
 	c.env = env
 
+	if err := ensurePrivateDir(a.rootDir); err != nil {
+		return nil, err
+	}
+	if err := ensurePrivateDir(a.workDir); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(c.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("working copy: %w", err)
 	}
@@ -136,14 +166,23 @@ func (a *Action) prepare(ctx context.Context, req actions.Request, ws string) (*
 	if err != nil {
 		return nil, err
 	}
-	stamp := fmt.Sprintf("module %s\nbinary %s\nbackend %s\nschema %s\n", mod.hash, binary, digest(a.backend), a.schema)
+	version, err := c.version(ctx)
+	if err != nil {
+		return nil, err
+	}
+	stamp := fmt.Sprintf("module %s\nbinary %s\nversion %s\nbackend %s\nschema %s\n", mod.hash, binary, version, digest(a.backend), a.schema)
 	stampFile := filepath.Join(c.dir, "stamp")
 	if old, err := os.ReadFile(stampFile); err != nil || string(old) != stamp {
 		_ = os.Remove(stampFile) // a failed init below is retried in full
 		// One init of the instance at a time: the pg backend creates its schema and table on
 		// the first init, and concurrent CREATE … IF NOT EXISTS can collide.
-		unlock, err := a.locks.lock(ctx, initKey)
-		if err != nil {
+		var unlock func()
+		if preempt != nil {
+			var ok bool
+			if unlock, ok = a.locks.tryLockPlan(initKey, preempt); !ok {
+				return nil, errPlanBusy
+			}
+		} else if unlock, err = a.locks.lock(ctx, initKey); err != nil {
 			return nil, err
 		}
 		defer unlock()
@@ -157,13 +196,25 @@ func (a *Action) prepare(ctx context.Context, req actions.Request, ws string) (*
 		if _, err := c.run(ctx, false, "init", "-input=false", "-no-color", "-reconfigure"); err != nil {
 			return nil, err
 		}
-		if _, err := c.run(ctx, false, "workspace", "select", "-no-color", "-or-create=true", ws); err != nil {
+		selectArgs := []string{"workspace", "select", "-no-color", "-or-create=true", ws}
+		if preempt != nil {
+			selectArgs = []string{"workspace", "select", "-no-color", ws}
+		}
+		if _, err := c.run(ctx, false, selectArgs...); err != nil {
 			return nil, err
 		}
 		if err := os.WriteFile(stampFile, []byte(stamp), 0o600); err != nil {
 			return nil, err
 		}
 		a.logger.Info("terraform init", "workspace", ws, "module", mod.desc)
+	}
+
+	declared, err := moduleVariables(filepath.Join(c.dir, "root"))
+	if err != nil {
+		return nil, fmt.Errorf("module variables: %w", err)
+	}
+	if err := writeSensitive(filepath.Join(c.dir, "root"), secretVariables(vars, req.Secrets, declared)); err != nil {
+		return nil, fmt.Errorf("working copy: %w", err)
 	}
 
 	callDir, err := os.MkdirTemp(c.dir, "call-")
@@ -256,7 +307,7 @@ func (c *call) plan(ctx context.Context, extra ...string) (runResult, bool, erro
 
 // Reconcile plans into a saved plan and applies exactly that plan when it changes anything.
 func (a *Action) Reconcile(ctx context.Context, req actions.Request) (actions.Result, error) {
-	ctx, c, end, err := a.begin(ctx, req)
+	ctx, c, end, err := a.begin(ctx, req, false)
 	if err != nil {
 		return actions.Result{}, err
 	}
@@ -289,7 +340,7 @@ func (a *Action) Reconcile(ctx context.Context, req actions.Request) (actions.Re
 // Delete destroys what the workspace holds, then deletes the workspace (its row in the pg
 // backend) and the working copy.
 func (a *Action) Delete(ctx context.Context, req actions.Request) (actions.Result, error) {
-	ctx, c, end, err := a.begin(ctx, req)
+	ctx, c, end, err := a.begin(ctx, req, false)
 	if err != nil {
 		return actions.Result{}, err
 	}
@@ -308,14 +359,17 @@ func (a *Action) Delete(ctx context.Context, req actions.Request) (actions.Resul
 	if _, err := c.run(ctx, false, "workspace", "delete", "-no-color", "-lock-timeout="+lockTimeout, c.workspace); err != nil {
 		return actions.Result{}, err
 	}
-	// The next resource of this name starts from a fresh init.
-	_ = os.Remove(filepath.Join(c.dir, "stamp"))
+	// The working copy goes with the workspace; the next resource of this name starts from a
+	// fresh init.
+	if err := os.RemoveAll(c.dir); err != nil {
+		a.logger.Warn("terraform: remove working copy", "workspace", c.workspace, "error", err)
+	}
 	return actions.Result{Done: true, Message: tail(res.output, logTail)}, nil
 }
 
 // Observe runs a plan: changes are drift, summarised in the message.
 func (a *Action) Observe(ctx context.Context, req actions.Request) (actions.Observation, error) {
-	ctx, c, end, err := a.begin(ctx, req)
+	ctx, c, end, err := a.begin(ctx, req, false)
 	if err != nil {
 		return actions.Observation{}, err
 	}
@@ -331,7 +385,10 @@ func (a *Action) Observe(ctx context.Context, req actions.Request) (actions.Obse
 }
 
 // Plan runs a plan without the state lock (it writes nothing) and returns its summary and
-// text. The resource's working copy is initialised like for any call.
+// the names of the changes. A resource never applied is not planned: its workspace would be
+// created for a preview (Plan creates no workspace); it is new, all of it to be created.
+// A plan never delays another call of its resource: it is refused while one runs or waits,
+// and interrupted when one asks for the resource (errPlanBusy either way).
 //
 // Plans are asked for by pull-request previews only, at the pull request's head. A module read
 // from a source is then the pull request's version: unreviewed code that the plan would run
@@ -342,16 +399,26 @@ func (a *Action) Plan(ctx context.Context, req actions.Request) (actions.Plan, e
 			a.repo.path, a.repo.source, actions.ErrNoPlan)
 	}
 	req.Checkpoint = nil
-	ctx, c, end, err := a.begin(ctx, req)
+	applied, err := a.applied(ctx, workspaceName(req.Resource))
+	if err != nil {
+		return actions.Plan{}, err
+	}
+	if !applied {
+		return actions.Plan{Changes: true, Summary: newPlanSummary}, nil
+	}
+	ctx, c, end, err := a.begin(ctx, req, true)
 	if err != nil {
 		return actions.Plan{}, err
 	}
 	defer end()
 	res, changes, err := c.plan(ctx, "-lock=false")
 	if err != nil {
+		if errors.Is(context.Cause(ctx), errPlanBusy) {
+			return actions.Plan{}, errPlanBusy
+		}
 		return actions.Plan{}, err
 	}
-	return actions.Plan{Changes: changes, Summary: summary(res.output, changes), Text: strings.TrimSpace(res.output)}, nil
+	return actions.Plan{Changes: changes, Summary: summary(res.output, changes), Text: planText(res.output)}, nil
 }
 
 // state is the Result.State of a call: where the resource's Terraform state is.

@@ -25,7 +25,7 @@ func skipDir(name string) bool { return name == ".terraform" || name == ".git" }
 // skipFile are files of a module that are not copied: local state must never be picked up.
 func skipFile(name string) bool {
 	return strings.HasSuffix(name, ".tfstate") || strings.HasSuffix(name, ".tfstate.backup") ||
-		strings.HasPrefix(name, "terraform.tfstate") || name == overrideFile
+		strings.HasPrefix(name, "terraform.tfstate") || name == overrideFile || name == sensitiveFile
 }
 
 // moduleHash digests the module's files (names, modes and contents), so that a changed

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Test command implementing plan: the "database" is the file $OUT_DIR/db holding the size
 # last applied. reconcile writes it; plan compares the spec's size with it and writes nothing.
-# A plan for size "never" exits 64 (cannot plan).
+# A plan for size "never" exits 64 (cannot plan); one for size "slow" runs for a minute.
 set -euo pipefail
 stdin=$(cat)
 size=$(printf '%s' "$stdin" | sed -n 's/.*"size":"\([^"]*\)".*/\1/p')
@@ -13,6 +13,10 @@ reconcile)
 	;;
 plan)
 	echo "planning size $size" >&2
+	if [[ $size == slow ]]; then
+		: >"$OUT_DIR/plan-started"
+		sleep 60
+	fi
 	if [[ $size == never ]]; then
 		echo "this backend cannot plan" >&2
 		exit 64

@@ -1,0 +1,77 @@
+package terraform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/trueup-dev/trueup/actions"
+)
+
+// appliedTimeout bounds the look-up of a workspace's row.
+const appliedTimeout = 15 * time.Second
+
+// newPlanSummary is a plan's summary for a resource never applied: planning it would create
+// its workspace (a row of the pg backend, a working copy, downloaded providers) for a
+// preview that may never be merged.
+const newPlanSummary = "new: the module's resources will be created (not planned before the first apply)"
+
+// applied reports whether the resource's workspace exists, without creating anything: for the
+// pg backend, whether its row is in the instance schema's states table (no schema: nothing
+// applied yet); for a configured backend, which trueup cannot read, whether a reconcile left
+// an initialised working copy.
+//
+// The pg backend's table is Terraform's, not trueup's, so this one query lives here rather
+// than in internal/store.
+func (a *Action) applied(ctx context.Context, ws string) (bool, error) {
+	if a.custom {
+		_, err := os.Stat(filepath.Join(a.workDir, ws, "stamp"))
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, os.ErrNotExist):
+			return false, nil
+		default:
+			return false, fmt.Errorf("working copy: %w", err)
+		}
+	}
+	conn := a.dbURL()
+	if conn == "" {
+		return false, errors.New("no database for the pg backend: the controller has not opened one (set backend: in the config to keep state elsewhere)")
+	}
+	ctx, cancel := context.WithTimeout(ctx, appliedTimeout)
+	defer cancel()
+	db, err := pgx.Connect(ctx, conn)
+	if err != nil {
+		return false, fmt.Errorf("look up workspace %s: connect: %w", ws, scrubConnErr(err, conn))
+	}
+	defer db.Close(context.WithoutCancel(ctx))
+	var ok bool
+	q := "SELECT EXISTS (SELECT 1 FROM " + pgx.Identifier{a.schema, "states"}.Sanitize() + " WHERE name = $1)"
+	err = db.QueryRow(ctx, q, ws).Scan(&ok)
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000"):
+		return false, nil // undefined_table, invalid_schema_name: no init ever ran
+	case err != nil:
+		return false, fmt.Errorf("look up workspace %s: %w", ws, err)
+	}
+	return ok, nil
+}
+
+// scrubConnErr keeps the database URL, which holds a password, out of an error.
+func scrubConnErr(err error, conn string) error {
+	secrets := []string{conn}
+	if u, perr := url.Parse(conn); perr == nil {
+		if p, ok := u.User.Password(); ok && p != "" {
+			secrets = append(secrets, p)
+		}
+	}
+	return errors.New(actions.Scrubber(secrets)(err.Error()))
+}
