@@ -27,10 +27,11 @@ import (
 type Checker struct {
 	Source string
 	Store  *store.Store
-	// Loader parses and validates (a preview's own: manifest.NewLoader()).
+	// Loader parses and validates (a preview's own: manifest.NewLoader()). A preview holds
+	// no decryption key: encrypted fields stay markers, which the schema and the rules
+	// treat as unknown (sealed.LoadMasked), so that a pull request's rules cannot read a
+	// secret.
 	Loader *manifest.Loader
-	// Opener decrypts the source's SOPS-encrypted files (its own, with the source's keys).
-	Opener *sealed.Opener
 	// CheckAction, Limits, Prune and MaxPruneFraction are the source's sync settings.
 	CheckAction      func(name string, with json.RawMessage) error
 	Limits           manifest.Limits
@@ -61,18 +62,41 @@ func (c *Checker) Check(ctx context.Context, snap *sources.Snapshot) (Result, st
 		return Result{}, "", fmt.Errorf("load types of other sources: %w", err)
 	}
 	var readErr error
-	set, err := sealed.Load(c.Loader, c.Opener, snap.Files, manifest.Options{KnownTypes: known, CheckAction: c.CheckAction, Limits: c.Limits},
+	applied := func(keys []manifest.ResourceKey) (map[manifest.ResourceKey]sealed.Applied, error) {
+		rs := make([]manifest.Resource, len(keys))
+		for i, k := range keys {
+			rs[i] = manifest.Resource{Namespace: k.Namespace, Kind: k.Kind, Name: k.Name}
+		}
+		got, err := c.Store.AppliedSpecs(ctx, c.Source, rs)
+		if err != nil {
+			readErr = fmt.Errorf("read applied specs of encrypted files: %w", err)
+			return nil, readErr
+		}
+		out := make(map[manifest.ResourceKey]sealed.Applied, len(got))
+		for k, a := range got {
+			out[k] = sealed.Applied{Spec: a.Spec, Sealed: a.Sealed}
+		}
+		return out, nil
+	}
+	set, err := sealed.LoadMasked(c.Loader, snap.Files, manifest.Options{KnownTypes: known, CheckAction: c.CheckAction, Limits: c.Limits},
+		applied,
 		func(set *manifest.Set) error {
 			cands := set.TransitionCandidates()
 			if len(cands) == 0 {
 				return nil
 			}
-			err := syncer.CheckTransitions(ctx, c.Store, c.Source, c.Opener, c.Loader, set, cands)
-			var verrs manifest.Errors
-			if err != nil && !errors.As(err, &verrs) {
-				readErr = err
+			// The applied specs as stored: their encrypted fields are markers, unknown to the
+			// rules like the pull request's (never revealed for a pull request's rules).
+			old, err := c.Store.AppliedSpecs(ctx, c.Source, cands)
+			if err != nil {
+				readErr = fmt.Errorf("read applied specs for transition rules: %w", err)
+				return readErr
 			}
-			return err
+			specs := make(map[manifest.ResourceKey]json.RawMessage, len(old))
+			for k, a := range old {
+				specs[k] = a.Spec
+			}
+			return c.Loader.CheckTransitions(set, specs)
 		})
 	var verrs manifest.Errors
 	switch {
