@@ -1,6 +1,7 @@
 package preview
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -61,6 +62,10 @@ func (c *Checker) Check(ctx context.Context, snap *sources.Snapshot) (Result, st
 	if err != nil {
 		return Result{}, "", fmt.Errorf("load types of other sources: %w", err)
 	}
+	appliedTypes, err := c.appliedTypes(ctx)
+	if err != nil {
+		return Result{}, "", err
+	}
 	var readErr error
 	applied := func(keys []manifest.ResourceKey) (map[manifest.ResourceKey]sealed.Applied, error) {
 		rs := make([]manifest.Resource, len(keys))
@@ -120,8 +125,26 @@ func (c *Checker) Check(ctx context.Context, snap *sources.Snapshot) (Result, st
 		return invalid(check.Conflicts, c.scrub), check.Revision, nil
 	}
 	res := c.diff(set, check, snap.Revision)
-	c.plan(ctx, set, known, res.Changes, snap.Revision)
+	c.plan(ctx, set, appliedTypes, res.Changes, snap.Revision)
 	return res, check.Revision, nil
+}
+
+// appliedTypes are the types as merged commits declared them (every source's, by lowercase
+// name): what plans are asked with.
+func (c *Checker) appliedTypes(ctx context.Context) (map[string]manifest.ResourceType, error) {
+	all, err := c.Store.ListTypes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load applied types: %w", err)
+	}
+	out := make(map[string]manifest.ResourceType, len(all))
+	for _, t := range all {
+		mt, err := manifest.TypeFromSpec(t.Name, t.Group, t.Path, t.Spec)
+		if err != nil {
+			return nil, fmt.Errorf("read applied type %s: %w", t.Name, err)
+		}
+		out[strings.ToLower(t.Name)] = mt
+	}
+	return out, nil
 }
 
 func (c *Checker) scrub(s string) string {
@@ -260,14 +283,15 @@ func metaDiff(a *store.AppliedResource, r *manifest.Resource, from, to string) s
 }
 
 // plan asks the action of every added resource and of every resource whose spec changed
-// for a plan, PlanConcurrency at a time, each within PlanTimeout.
-func (c *Checker) plan(ctx context.Context, set *manifest.Set, known []manifest.ResourceType, changes []Change, revision string) {
-	types := map[string]manifest.ResourceType{}
-	for _, t := range known {
-		types[strings.ToLower(t.Name)] = t
-	}
+// for a plan, PlanConcurrency at a time, each within PlanTimeout. The action and its with:
+// are the applied type's, never the pull request's: with: chooses what a plan runs (a
+// workflow, a pipeline job, a ref), and a pull request from a fork must not choose it. A
+// resource whose type the pull request adds, or whose action or with: it changes, is not
+// planned.
+func (c *Checker) plan(ctx context.Context, set *manifest.Set, applied map[string]manifest.ResourceType, changes []Change, revision string) {
+	declared := map[string]manifest.ResourceType{}
 	for _, t := range set.Types {
-		types[strings.ToLower(t.Name)] = t // a type declared in the files wins
+		declared[strings.ToLower(t.Name)] = t
 	}
 	byID := make(map[string]*manifest.Resource, len(set.Resources))
 	for i := range set.Resources {
@@ -288,9 +312,17 @@ func (c *Checker) plan(ctx context.Context, set *manifest.Set, known []manifest.
 			continue
 		}
 		r := byID[identity(ch.Namespace, ch.Kind, ch.Name)]
-		t, ok := types[strings.ToLower(ch.Kind)]
-		if r == nil || !ok {
+		t, ok := applied[strings.ToLower(ch.Kind)]
+		if r == nil {
 			ch.Plan = &Plan{Status: "skipped", Error: "no type"}
+			continue
+		}
+		if !ok {
+			ch.Plan = &Plan{Status: "skipped", Summary: "the pull request adds the type: not planned before merge"}
+			continue
+		}
+		if pr, ok := declared[strings.ToLower(ch.Kind)]; ok && !sameAction(pr.Action, t.Action) {
+			ch.Plan = &Plan{Status: "skipped", Summary: "the pull request changes the type's action: not planned before merge"}
 			continue
 		}
 		planner, ok := c.Actions[t.Action.Name].(actions.Planner)
@@ -314,6 +346,19 @@ func (c *Checker) plan(ctx context.Context, set *manifest.Set, known []manifest.
 		}()
 	}
 	wg.Wait()
+}
+
+// sameAction reports whether two types name the same action with the same with:.
+func sameAction(a, b manifest.ActionRef) bool {
+	if a.Name != b.Name {
+		return false
+	}
+	if len(a.With) == 0 || len(b.With) == 0 {
+		return len(a.With) == len(b.With)
+	}
+	x, errX := manifest.Canonical(a.With)
+	y, errY := manifest.Canonical(b.With)
+	return errX == nil && errY == nil && bytes.Equal(x, y)
 }
 
 // referenced lists the resources whose outputs the changes to plan reference.

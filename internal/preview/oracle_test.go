@@ -77,7 +77,6 @@ spec:
 	}
 }
 
-
 // Transition rules compare with the applied spec as stored: its encrypted fields are
 // markers, unknown to the rules, never the revealed values.
 func TestPreviewTransitionRulesCannotReadAppliedSecrets(t *testing.T) {
