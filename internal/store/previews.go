@@ -64,7 +64,7 @@ func (s *Store) SavePreview(ctx context.Context, p Preview) (Preview, error) {
 		  comment_url = COALESCE(NULLIF(EXCLUDED.comment_url, ''), previews.comment_url),
 		  updated_at = now()
 		RETURNING `+previewColumns,
-		p.Source, p.Number, p.Provider, p.Title, p.URL, p.HeadSHA, p.BaseRevision, p.State, truncate(p.Message, 2000),
+		p.Source, p.Number, p.Provider, truncate(p.Title, 1024), truncate(p.URL, 4096), p.HeadSHA, p.BaseRevision, p.State, truncate(p.Message, 2000),
 		string(storableJSON(p.Result)), p.CommentID, p.CommentURL)
 	if err != nil {
 		return Preview{}, fmt.Errorf("save preview: %w", err)

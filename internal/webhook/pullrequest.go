@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/trueup-dev/trueup/internal/preview"
 )
@@ -84,7 +85,8 @@ func parsePullRequest(h http.Header, body []byte, provider string) (ev preview.E
 		return ev, false, errors.New("pull request payload names no head commit")
 	}
 	ev.Title = truncate(ev.Title, 256)
-	if len(ev.URL) > 2048 || !(strings.HasPrefix(ev.URL, "https://") || strings.HasPrefix(ev.URL, "http://")) {
+	if len(ev.URL) > 2048 || !utf8.ValidString(ev.URL) || strings.ContainsAny(ev.URL, "\x00\r\n") ||
+		!(strings.HasPrefix(ev.URL, "https://") || strings.HasPrefix(ev.URL, "http://")) {
 		ev.URL = ""
 	}
 	return ev, true, nil

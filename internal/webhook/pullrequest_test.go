@@ -1,12 +1,15 @@
 package webhook
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/trueup-dev/trueup/internal/preview"
 )
@@ -150,5 +153,35 @@ func TestPullRequestIgnoredWithoutPreview(t *testing.T) {
 	r := f.post(t, "infra", body, map[string]string{"X-GitHub-Event": "pull_request", "X-GitHub-Delivery": "x", "X-Hub-Signature-256": sign(secret, body)})
 	if r.code != http.StatusNoContent || len(f.trigger.got()) != 0 {
 		t.Fatalf("answer %+v, triggers %v", r, f.trigger.got())
+	}
+}
+
+// A title cut inside a UTF-8 character, or holding NUL bytes, is refused by PostgreSQL:
+// the pull request would never be previewed.
+func TestPullRequestTitleStorable(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, title, url string }{
+		{"cut in a rune", strings.Repeat("a", 255) + "é", "https://github.com/acme/infra/pull/7"},
+		{"NUL bytes", "grow\u0000 the queue", "https://github.com/acme/infra/pull/7\u0000"},
+		{"invalid UTF-8", "grow \xff\xfe the queue", "https://github.com/acme/\xffinfra/pull/7"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			title, _ := json.Marshal(tc.title)
+			url, _ := json.Marshal(tc.url)
+			body := `{"action":"opened","number":7,"pull_request":{"number":7,"title":` + string(title) + `,"html_url":` + string(url) + `,"head":{"sha":"` + commitA + `"}}}`
+			ev, ok, err := parsePullRequest(http.Header{}, []byte(body), providerGitHub)
+			if err != nil || !ok {
+				t.Fatal(ok, err)
+			}
+			for _, s := range []string{ev.Title, ev.URL} {
+				if !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
+					t.Errorf("not storable: %q", s)
+				}
+			}
+			if ev.Title == "" {
+				t.Error("title dropped")
+			}
+		})
 	}
 }
