@@ -143,6 +143,16 @@ func TestPullRequestEvents(t *testing.T) {
 	if r := f.post(t, "infra", sync, ghPR(sync, "d5")); r.code != http.StatusServiceUnavailable || r.retryAfter == "" {
 		t.Fatalf("full queue: %+v", r)
 	}
+	// The delivery that was not queued is not consumed: its redelivery is queued.
+	pv.mu.Lock()
+	pv.fail = nil
+	pv.mu.Unlock()
+	if r := f.post(t, "infra", sync, ghPR(sync, "d5")); r.code != http.StatusAccepted || r.status != "preview queued" {
+		t.Fatalf("redelivery after a full queue: %+v", r)
+	}
+	if evs := pv.got(); len(evs) != 3 || evs[2].HeadSHA != headB {
+		t.Errorf("previews %+v", evs)
+	}
 }
 
 // Before previews, a pull-request event was answered 204; a source without them still is.

@@ -235,6 +235,8 @@ func (h *Handler) pullRequest(w http.ResponseWriter, r *http.Request, name strin
 		return
 	}
 	if err := h.opts.Preview(ev); err != nil {
+		// Not queued: the forge's redelivery (or its retry of this 503) must be acted on.
+		h.forgetDelivery(r.Context(), name, d, log)
 		log.Warn("pull request not previewed", "number", ev.Number, "err", err)
 		w.Header().Set("Retry-After", "60")
 		writeError(w, http.StatusServiceUnavailable, err.Error())
@@ -258,6 +260,18 @@ func (h *Handler) firstDelivery(ctx context.Context, source string, d delivery, 
 		return true
 	}
 	return first
+}
+
+// forgetDelivery undoes firstDelivery's record of d.
+func (h *Handler) forgetDelivery(ctx context.Context, source string, d delivery, log *slog.Logger) {
+	if d.delivery == "" || h.opts.Store == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	if err := h.opts.Store.ForgetDelivery(ctx, source, deliveryKey(d.delivery)); err != nil {
+		log.Warn("could not forget a webhook delivery that was not acted on; its redelivery will be ignored", "err", err)
+	}
 }
 
 // authenticate reads the body of an authentic delivery, or says how to refuse it. A delivery
