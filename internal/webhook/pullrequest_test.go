@@ -17,12 +17,12 @@ import (
 const headB = "1f3c1e2a9b7d6c5e4f3a2b1c0d9e8f7a6b5c4d3f"
 
 func githubPR(action string, number int, sha string) string {
-	return fmt.Sprintf(`{"action":%q,"number":%d,"pull_request":{"number":%d,"title":"Grow | the queue","html_url":"https://github.com/acme/infra/pull/%d","head":{"sha":%q}}}`,
+	return fmt.Sprintf(`{"action":%q,"number":%d,"pull_request":{"number":%d,"title":"Grow | the queue","html_url":"https://github.com/acme/infra/pull/%d","head":{"sha":%q},"base":{"ref":"main"}}}`,
 		action, number, number, number, sha)
 }
 
 func gitlabMR(action string, iid int, sha string) string {
-	return fmt.Sprintf(`{"object_kind":"merge_request","object_attributes":{"iid":%d,"action":%q,"title":"t","url":"https://gitlab.com/acme/infra/-/merge_requests/%d","last_commit":{"id":%q}}}`,
+	return fmt.Sprintf(`{"object_kind":"merge_request","object_attributes":{"iid":%d,"action":%q,"title":"t","url":"https://gitlab.com/acme/infra/-/merge_requests/%d","target_branch":"main","last_commit":{"id":%q}}}`,
 		iid, action, iid, sha)
 }
 
@@ -63,6 +63,10 @@ func TestParsePullRequest(t *testing.T) {
 			if tc.want.Title == "" {
 				ev.Title, ev.URL = "", ""
 			}
+			if ev.Base != "main" {
+				t.Errorf("base %q, want main", ev.Base)
+			}
+			ev.Base = ""
 			if !reflect.DeepEqual(ev, tc.want) {
 				t.Errorf("event %+v, want %+v", ev, tc.want)
 			}
@@ -152,6 +156,36 @@ func TestPullRequestEvents(t *testing.T) {
 	}
 	if evs := pv.got(); len(evs) != 3 || evs[2].HeadSHA != headB {
 		t.Errorf("previews %+v", evs)
+	}
+}
+
+// A pull request to another branch than the source's changes nothing the source applies:
+// it is not previewed (as a push to that branch does not sync), on every forge.
+func TestPullRequestToAnotherBranch(t *testing.T) {
+	t.Parallel()
+	pv := &previews{}
+	f := setup(t, func(o *Options) {
+		o.Sources["infra"] = Source{Secret: secret, Branch: "main", Preview: true}
+		o.Sources["tags"] = Source{Secret: secret, Preview: true}
+		o.Preview = pv.submit
+	})
+	gh := strings.Replace(githubPR("opened", 7, commitA), `"ref":"main"`, `"ref":"release"`, 1)
+	gl := strings.Replace(gitlabMR("open", 5, commitA), `"target_branch":"main"`, `"target_branch":"release"`, 1)
+	if r := f.post(t, "infra", gh, map[string]string{"X-GitHub-Event": "pull_request", "X-GitHub-Delivery": "a1", "X-Hub-Signature-256": sign(secret, gh)}); r.code != http.StatusNoContent {
+		t.Errorf("github to release: %+v", r)
+	}
+	if r := f.post(t, "infra", gh, map[string]string{"X-Gitea-Event": "pull_request", "X-Gitea-Delivery": "a2", "X-Hub-Signature-256": sign(secret, gh)}); r.code != http.StatusNoContent {
+		t.Errorf("gitea to release: %+v", r)
+	}
+	if r := f.post(t, "infra", gl, map[string]string{"X-Gitlab-Event": "Merge Request Hook", "X-Gitlab-Token": secret, "Idempotency-Key": "a3"}); r.code != http.StatusNoContent {
+		t.Errorf("gitlab to release: %+v", r)
+	}
+	if evs := pv.got(); len(evs) != 0 {
+		t.Errorf("previewed %+v", evs)
+	}
+	// A source tracking no branch previews pull requests to any.
+	if r := f.post(t, "tags", gh, map[string]string{"X-GitHub-Event": "pull_request", "X-GitHub-Delivery": "a4", "X-Hub-Signature-256": sign(secret, gh)}); r.code != http.StatusAccepted {
+		t.Errorf("source without a branch: %+v", r)
 	}
 }
 

@@ -216,7 +216,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // pullRequest answers an authenticated pull-request event of a source that previews: 204
-// for an action that asks for no preview, 202 once the event is queued (or known already).
+// for an action that asks for no preview or a pull request to another branch than the
+// source's, 202 once the event is queued (or known already).
 func (h *Handler) pullRequest(w http.ResponseWriter, r *http.Request, name string, d delivery, body []byte, log *slog.Logger) {
 	ev, ok, err := parsePullRequest(r.Header, body, d.provider)
 	if err != nil {
@@ -225,6 +226,12 @@ func (h *Handler) pullRequest(w http.ResponseWriter, r *http.Request, name strin
 	}
 	if !ok {
 		log.Debug("pull request event ignored: no new head")
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	src := h.opts.Sources[name]
+	if !targets(ev.Base, src.Branch) {
+		log.Debug("pull request ignored: it targets another branch", "number", ev.Number, "base", ev.Base, "branch", src.Branch)
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
