@@ -31,9 +31,9 @@ type pullRequest struct {
 	// GitLab's Merge Request Hook.
 	ObjectKind string `json:"object_kind"`
 	Attrs      struct {
-		IID        int    `json:"iid"`
-		Action     string `json:"action"`
-		Title      string `json:"title"`
+		IID          int    `json:"iid"`
+		Action       string `json:"action"`
+		Title        string `json:"title"`
 		URL          string `json:"url"`
 		TargetBranch string `json:"target_branch"`
 		LastCommit   struct {
