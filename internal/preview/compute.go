@@ -125,7 +125,7 @@ func (c *Checker) Check(ctx context.Context, snap *sources.Snapshot) (Result, st
 		return invalid(check.Conflicts, c.scrub), check.Revision, nil
 	}
 	res := c.diff(set, check, snap.Revision)
-	c.plan(ctx, set, appliedTypes, res.Changes, snap.Revision)
+	c.plan(ctx, set, appliedTypes, check.Applied, res.Changes, snap.Revision)
 	return res, check.Revision, nil
 }
 
@@ -288,7 +288,12 @@ func metaDiff(a *store.AppliedResource, r *manifest.Resource, from, to string) s
 // workflow, a pipeline job, a ref), and a pull request from a fork must not choose it. A
 // resource whose type the pull request adds, or whose action or with: it changes, is not
 // planned.
-func (c *Checker) plan(ctx context.Context, set *manifest.Set, applied map[string]manifest.ResourceType, changes []Change, revision string) {
+//
+// Output references are resolved only to the outputs of the source's own applied resources
+// (own): a pull request, public on the forge, must not read another source's or another
+// namespace's outputs into a plan it shows. Others stay as written.
+func (c *Checker) plan(ctx context.Context, set *manifest.Set, applied map[string]manifest.ResourceType, own []store.AppliedResource,
+	changes []Change, revision string) {
 	declared := map[string]manifest.ResourceType{}
 	for _, t := range set.Types {
 		declared[strings.ToLower(t.Name)] = t
@@ -298,7 +303,13 @@ func (c *Checker) plan(ctx context.Context, set *manifest.Set, applied map[strin
 		r := &set.Resources[i]
 		byID[identity(r.Namespace, r.Kind, r.Name)] = r
 	}
-	outputs, err := c.Store.CurrentOutputs(ctx, referenced(changes, byID))
+	mine := make(map[graph.ID]bool, len(own))
+	for _, a := range own {
+		if !a.Deleting {
+			mine[graph.ID{Kind: a.Kind, Namespace: a.Namespace, Name: a.Name}.Key()] = true
+		}
+	}
+	outputs, err := c.Store.CurrentOutputs(ctx, referenced(changes, byID, mine))
 	if err != nil {
 		// Plans then see the references as written, as they would a missing output.
 		outputs = nil
@@ -361,8 +372,8 @@ func sameAction(a, b manifest.ActionRef) bool {
 	return errX == nil && errY == nil && bytes.Equal(x, y)
 }
 
-// referenced lists the resources whose outputs the changes to plan reference.
-func referenced(changes []Change, byID map[string]*manifest.Resource) []graph.ID {
+// referenced lists the resources of mine whose outputs the changes to plan reference.
+func referenced(changes []Change, byID map[string]*manifest.Resource, mine map[graph.ID]bool) []graph.ID {
 	seen := map[graph.ID]bool{}
 	var ids []graph.ID
 	for _, ch := range changes {
@@ -371,7 +382,7 @@ func referenced(changes []Change, byID map[string]*manifest.Resource) []graph.ID
 			continue
 		}
 		for _, d := range r.DependsOn {
-			if k := d.Target.Key(); len(d.Outputs) > 0 && !seen[k] {
+			if k := d.Target.Key(); len(d.Outputs) > 0 && !seen[k] && mine[k] {
 				seen[k] = true
 				ids = append(ids, k)
 			}
