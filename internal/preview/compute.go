@@ -227,6 +227,7 @@ func (c *Checker) diff(set *manifest.Set, check store.RevisionCheck, revision st
 				why = "trueup.dev/prune: disabled"
 			}
 			res.Warnings = append(res.Warnings, fmt.Sprintf("%s %s/%s (%s:%d) is no longer declared; kept: %s", a.Kind, a.Namespace, a.Name, a.File, a.Line, why))
+			res.WarningNamespaces = append(res.WarningNamespaces, a.Namespace)
 			continue
 		}
 		gone = append(gone, Change{Op: "delete", Kind: a.Kind, Namespace: a.Namespace, Name: a.Name, File: a.File, Line: a.Line,
@@ -234,6 +235,7 @@ func (c *Checker) diff(set *manifest.Set, check store.RevisionCheck, revision st
 	}
 	if reason, msg := store.PruneGuard(revision, len(set.Resources), len(gone), active, c.MaxPruneFraction); reason != "" {
 		res.Warnings = append(res.Warnings, reason+": "+msg)
+		res.WarningNamespaces = append(res.WarningNamespaces, "")
 	} else {
 		res.Changes = append(res.Changes, gone...)
 	}
