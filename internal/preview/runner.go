@@ -45,6 +45,9 @@ type Options struct {
 	Logger    *slog.Logger
 }
 
+// publishTimeout bounds publishing one preview (row, comment, status) once it is computed.
+const publishTimeout = 2 * time.Minute
+
 // ErrQueueFull is Submit's answer when QueueSize pull requests already wait.
 var ErrQueueFull = errors.New("too many pull requests waiting for a preview")
 
@@ -210,6 +213,11 @@ func (r *Runner) preview(ctx context.Context, ev Event) {
 		log.Info("preview cancelled", "err", context.Cause(ctx))
 		return
 	}
+	// Past this point the preview is published to the end: a cancel in the middle would
+	// leave a comment created on the forge whose id is never stored (and a second one
+	// created by the next preview), or a row without its status.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+	defer cancel()
 	row.HeadSHA, row.BaseRevision = sha, base
 	state, status, desc := store.PreviewSucceeded, commitstatus.PreviewSuccess, CountsLine(res.Counts)
 	switch {
