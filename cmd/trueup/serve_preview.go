@@ -32,7 +32,7 @@ func (p previewRunners) submit(ev preview.Event) error {
 // its own loader (its cache serves the syncer) and no decryption key: a pull request's
 // encrypted fields stay markers.
 func newPreviewRunner(cfg *config.Config, sc config.Source, src sources.Source, st *store.Store, acts map[string]actions.Action,
-	scrub func(string) string, logger *slog.Logger) (*preview.Runner, error) {
+	scrub func(string) string, replica string, logger *slog.Logger) (*preview.Runner, error) {
 	fetcher, ok := src.(preview.Fetcher)
 	if !ok {
 		return nil, fmt.Errorf("source %s: preview: the source cannot fetch pull-request refs", sc.Name)
@@ -44,7 +44,7 @@ func newPreviewRunner(cfg *config.Config, sc config.Source, src sources.Source, 
 		return nil, fmt.Errorf("source %s: preview: %w", sc.Name, err)
 	}
 	return preview.New(preview.Options{Source: sc.Name, Fetcher: fetcher, Publisher: pub, Store: st,
-		ExternalURL: strings.TrimSuffix(cfg.Server.ExternalURL, "/"), Logger: logger,
+		ExternalURL: strings.TrimSuffix(cfg.Server.ExternalURL, "/"), Replica: replica, Logger: logger,
 		Checker: &preview.Checker{Source: sc.Name, Store: st, Loader: manifest.NewLoader(),
 			CheckAction: checkAction(acts), Limits: manifest.Limits(cfg.Limits), Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction,
 			Actions: acts, PlanTimeout: sc.Preview.PlanTimeout, PlanConcurrency: sc.Preview.PlanConcurrency, Scrub: scrub}}), nil

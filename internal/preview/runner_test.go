@@ -421,3 +421,41 @@ func TestRunnerPublishesToTheEndOnceComputed(t *testing.T) {
 		t.Fatalf("stored comment id %q, comments %+v", p.CommentID, cs)
 	}
 }
+
+// A preview left Running by a replica that is gone is ended when a runner starts: Error in
+// the row, an error status on the forge (a required check is not pending forever).
+func TestRunnerEndsInterruptedPreviews(t *testing.T) {
+	t.Parallel()
+	f := setup(t, false)
+	f.runner.Stop()
+	sha := strings.Repeat("cd", 20)
+	if _, err := f.st.SavePreview(context.Background(), store.Preview{Source: "infra", Number: 4, Provider: ProviderGitHub, HeadSHA: sha,
+		State: store.PreviewRunning, Replica: "gone"}); err != nil {
+		t.Fatal(err)
+	}
+	opts := f.runner.opts
+	opts.Replica = "me"
+	r := New(opts)
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	deadline := time.After(10 * time.Second)
+	for {
+		st := f.forge.Statuses()
+		if len(st) == 1 {
+			if st[0].SHA != sha || st[0].State != "error" || !strings.Contains(st[0].Description, "interrupted") {
+				t.Fatalf("status %+v", st[0])
+			}
+			break
+		}
+		select {
+		case <-f.forge.Changed():
+		case <-deadline:
+			t.Fatalf("no status; statuses %+v", st)
+		}
+	}
+	if p, err := f.st.GetPreview(context.Background(), "infra", 4); err != nil || p.State != store.PreviewError {
+		t.Fatalf("row %+v %v", p, err)
+	}
+}
