@@ -45,7 +45,7 @@ type Options struct {
 	// Replica names this replica in the previews it runs, so that a preview left Running by
 	// a replica that died is told from one a live replica runs.
 	Replica string
-	Logger    *slog.Logger
+	Logger  *slog.Logger
 }
 
 // publishTimeout bounds publishing one preview (row, comment, status) once it is computed.
