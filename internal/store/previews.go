@@ -100,7 +100,7 @@ func (s *Store) ListPreviews(ctx context.Context, source string, limit int) ([]P
 		limit = 100
 	}
 	rows, err := s.pool.Query(ctx, `SELECT source, number, provider, title, url, head_sha, base_revision, state, message,
-		  jsonb_build_object('counts', result->'counts'), comment_id, comment_url, created_at, updated_at
+		  jsonb_build_object('counts', result->'counts'), comment_id, comment_url, replica, created_at, updated_at
 		FROM previews WHERE source = $1 ORDER BY updated_at DESC LIMIT $2`, source, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list previews: %w", err)
