@@ -23,7 +23,7 @@ import (
 )
 
 // Checker judges a pull request's files as a push of them would be judged, and says what
-// they would change. It holds its own loader and opener: their caches serve the syncer's
+// they would change. It holds its own loader: the syncer's cache serves the syncer's
 // revisions, which a preview must not evict.
 type Checker struct {
 	Source string
