@@ -176,7 +176,7 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) (err err
 			CheckAction: checkAction(acts), Limits: manifest.Limits(cfg.Limits), Scrub: scrub, Metrics: met, Reporter: reporter,
 			Opener: sealed.NewOpener(keys[sc.Name])}, logger))
 		if sc.PreviewEnabled() {
-			if previews[sc.Name], err = newPreviewRunner(cfg, sc, src, db.store, acts, keys[sc.Name], scrub, logger); err != nil {
+			if previews[sc.Name], err = newPreviewRunner(cfg, sc, src, db.store, acts, scrub, replica, logger); err != nil {
 				return err
 			}
 			if err := previews[sc.Name].Start(ctx); err != nil {

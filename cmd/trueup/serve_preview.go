@@ -10,7 +10,6 @@ import (
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/preview"
-	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/sources"
 )
@@ -30,9 +29,10 @@ func (p previewRunners) submit(ev preview.Event) error {
 }
 
 // newPreviewRunner builds the preview runner of sc, a source with preview enabled. It has
-// its own loader and opener (with the source's keys): their caches serve the syncer.
+// its own loader (its cache serves the syncer) and no decryption key: a pull request's
+// encrypted fields stay markers.
 func newPreviewRunner(cfg *config.Config, sc config.Source, src sources.Source, st *store.Store, acts map[string]actions.Action,
-	keys *sealed.Keys, scrub func(string) string, logger *slog.Logger) (*preview.Runner, error) {
+	scrub func(string) string, replica string, logger *slog.Logger) (*preview.Runner, error) {
 	fetcher, ok := src.(preview.Fetcher)
 	if !ok {
 		return nil, fmt.Errorf("source %s: preview: the source cannot fetch pull-request refs", sc.Name)
@@ -44,8 +44,8 @@ func newPreviewRunner(cfg *config.Config, sc config.Source, src sources.Source, 
 		return nil, fmt.Errorf("source %s: preview: %w", sc.Name, err)
 	}
 	return preview.New(preview.Options{Source: sc.Name, Fetcher: fetcher, Publisher: pub, Store: st,
-		ExternalURL: strings.TrimSuffix(cfg.Server.ExternalURL, "/"), Logger: logger,
-		Checker: &preview.Checker{Source: sc.Name, Store: st, Loader: manifest.NewLoader(), Opener: sealed.NewOpener(keys),
+		ExternalURL: strings.TrimSuffix(cfg.Server.ExternalURL, "/"), Replica: replica, Logger: logger,
+		Checker: &preview.Checker{Source: sc.Name, Store: st, Loader: manifest.NewLoader(),
 			CheckAction: checkAction(acts), Limits: manifest.Limits(cfg.Limits), Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction,
 			Actions: acts, PlanTimeout: sc.Preview.PlanTimeout, PlanConcurrency: sc.Preview.PlanConcurrency, Scrub: scrub}}), nil
 }

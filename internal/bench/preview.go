@@ -89,7 +89,7 @@ func (b *bench) previewLatency(ctx context.Context) error {
 			return err
 		}
 		sha := strings.TrimSpace(string(out))
-		body := fmt.Sprintf(`{"action":"synchronize","number":7,"pull_request":{"number":7,"head":{"sha":%q}}}`, sha)
+		body := fmt.Sprintf(`{"action":"synchronize","number":7,"pull_request":{"number":7,"head":{"sha":%q},"base":{"ref":"main"}}}`, sha)
 		mac := hmac.New(sha256.New, []byte(secret))
 		mac.Write([]byte(body))
 		req, _ := http.NewRequest(http.MethodPost, api.URL+"/hooks/bench", bytes.NewReader([]byte(body)))

@@ -428,18 +428,22 @@ func (a *activation) Parent() interpreter.Activation { return nil }
 // (no key to pair them by), so a transition rule below items never runs, as in Kubernetes
 // for atomic lists. refs tells whether v or old may hold secret or output references
 // (usesSecretRef, usesOutputRef): without any, no level pays for looking for them.
-func (n *celNode) evalRules(v, old any, hasOld bool, at path, transition, refs bool) ([]schemaProblem, uint64) {
-	run := celRun{refs: refs}
+//
+// With markers set, encrypted fields' markers are unknown places too
+// (Options.EncryptedUnknown).
+func (n *celNode) evalRules(v, old any, hasOld bool, at path, transition, refs, markers bool) ([]schemaProblem, uint64) {
+	run := celRun{refs: refs, markers: markers}
 	run.walk(n, v, old, hasOld, at, transition)
 	return run.out, run.spent
 }
 
 // celRun is one resource's evaluation: what its rules have cost so far.
 type celRun struct {
-	refs  bool // the spec may hold secret or output references
-	spent uint64
-	over  bool // the budget ran out: the remaining rules are not evaluated
-	out   []schemaProblem
+	refs    bool // the spec may hold secret or output references
+	markers bool // encrypted fields' markers are unknown too
+	spent   uint64
+	over    bool // the budget ran out: the remaining rules are not evaluated
+	out     []schemaProblem
 }
 
 func (run *celRun) walk(n *celNode, v, old any, hasOld bool, at path, transition bool) {
@@ -467,9 +471,9 @@ func (run *celRun) walk(n *celNode, v, old any, hasOld bool, at path, transition
 			// holding one (cel-go matches patterns and accesses by their common prefix).
 			varsKnown = true
 			if run.refs {
-				pats := refPatterns("self", v)
+				pats := refPatterns("self", v, run.markers)
 				if hasOld {
-					pats = append(pats, refPatterns("oldSelf", old)...)
+					pats = append(pats, refPatterns("oldSelf", old, run.markers)...)
 				}
 				if len(pats) > 0 {
 					vars, _ = interpreter.NewPartialActivation(&act, pats...) // errs only on nil
@@ -516,8 +520,9 @@ func (n *celNode) hasProp(name string) bool {
 }
 
 // refPatterns returns a pattern for the place of every secret reference, and of every string
-// holding an output reference, in v, the value of the variable named.
-func refPatterns(variable string, v any) []*interpreter.AttributePattern {
+// holding an output reference, in v, the value of the variable named; with markers, of every
+// encrypted field's marker too.
+func refPatterns(variable string, v any, markers bool) []*interpreter.AttributePattern {
 	var out []*interpreter.AttributePattern
 	var quals []any // string keys and int indexes from variable down to v
 	var walk func(v any)
@@ -525,7 +530,7 @@ func refPatterns(variable string, v any) []*interpreter.AttributePattern {
 		if len(quals) > maxDepth {
 			return
 		}
-		if isSecretRef(v) || holdsOutputRef(v) {
+		if isSecretRef(v) || holdsOutputRef(v) || (markers && isMarker(v)) {
 			p := interpreter.NewAttributePattern(variable)
 			for _, q := range quals {
 				switch q := q.(type) {

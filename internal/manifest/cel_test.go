@@ -571,3 +571,60 @@ properties: {engine: {type: string, x-trueup-validations: [{rule: "self == oldSe
 		}
 	})
 }
+
+// TestCELEncryptedUnknown: with Options.EncryptedUnknown, an encrypted field's marker is a
+// value not known, as a secret reference is: the schema and the rules say nothing about it,
+// in plain and in transition rules; without the option it is the string it looks like.
+func TestCELEncryptedUnknown(t *testing.T) {
+	t.Parallel()
+	const marker = `"*** sops:0123456789abcdef"`
+	schemaOf := func(rule string) string {
+		return `type: object
+properties:
+  engine: {type: string}
+  port: {type: integer}
+  password: {type: string, minLength: 40}
+x-trueup-validations: [{rule: "` + rule + `", message: "violated"}]
+`
+	}
+	tests := []struct {
+		name, rule, spec string
+		unknown          bool
+		want             []string
+	}{
+		{"rule reads the marker", "self.password.startsWith('h')", "password: " + marker, true, nil},
+		{"rule on another field", "self.engine == 'postgres'", "engine: mysql\npassword: " + marker, true, []string{"w.yaml:4: spec: violated"}},
+		{"schema type at the marker", "true", "port: " + marker, true, nil},
+		{"schema keyword at the marker", "true", "password: " + marker, true, nil},
+		{"without the option: a string", "self.password.startsWith('h')", "password: " + marker, false,
+			[]string{"w.yaml:5: spec.password: length must be >= 40, but got 25"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := NewLoader().Load(files("types.yaml", widgetType(schemaOf(tt.rule)), "w.yaml", widget("w", tt.spec)), Options{EncryptedUnknown: tt.unknown})
+			if got := problems(t, err); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+	t.Run("transition", func(t *testing.T) {
+		t.Parallel()
+		l := NewLoader()
+		typ := widgetType(`type: object
+properties: {size: {type: integer}, password: {type: string}}
+x-trueup-validations:
+  - {rule: "oldSelf.password == 'hunter2'", message: "old password read"}
+  - {rule: "self.size == oldSelf.size", message: "size is immutable"}
+`)
+		set, err := l.Load(files("types.yaml", typ, "w.yaml", widget("w", "size: 2\npassword: "+marker)), Options{EncryptedUnknown: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := map[ResourceKey]json.RawMessage{{Namespace: "default", Kind: "Widget", Name: "w"}: json.RawMessage(`{"password":"*** sops:fedcba9876543210","size":1}`)}
+		got := problems(t, l.CheckTransitions(set, old))
+		if want := []string{"w.yaml:4: spec: size is immutable"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	})
+}

@@ -37,7 +37,17 @@ type Options struct {
 	// Limits caps the revision's files, documents and resources; zero fields take the
 	// defaults.
 	Limits Limits
+	// EncryptedUnknown: a spec string that is an encrypted field's marker
+	// (EncryptedMarkerPrefix…) stands for a value not known, as a secret reference does:
+	// schema problems at it are dropped and a rule whose outcome depends on it is skipped,
+	// in Load and in CheckTransitions. A preview loads a pull request this way, without
+	// decrypting (sealed.LoadMasked): its author writes the rules.
+	EncryptedUnknown bool
 }
+
+// EncryptedMarkerPrefix starts the value kept in place of an encrypted field
+// (sealed.MarkerPrefix).
+const EncryptedMarkerPrefix = "*** sops:"
 
 // Loader parses and validates revisions. Between loads it keeps the documents parsed from
 // each file content (by sources.File.Hash) and each compiled schema (by content hash), so a
@@ -51,6 +61,8 @@ type Loader struct {
 	schemas map[string]*compiledSchema
 	// revisionBudget is celRevisionBudget; tests lower it.
 	revisionBudget uint64
+	// encryptedUnknown is the Options.EncryptedUnknown of the cached checks.
+	encryptedUnknown bool
 }
 
 // NewLoader returns a Loader with empty caches.
@@ -118,6 +130,10 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ld := &load{l: l, opts: opts, schemas: map[string]*compiledSchema{}}
+	if opts.EncryptedUnknown != l.encryptedUnknown {
+		// The cached checks were judged the other way.
+		l.files, l.encryptedUnknown = map[string]*fileEntry{}, opts.EncryptedUnknown
+	}
 	lim := opts.Limits.withDefaults()
 	if len(files) > lim.MaxFiles {
 		// Before any parsing: the cap is there to bound that work.
@@ -137,7 +153,7 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 		return nil, sortErrors(ld.errs)
 	}
 	slices.SortFunc(types, func(a, b ResourceType) int { return cmp.Compare(a.Name, b.Name) })
-	return &Set{Types: types, Resources: resources, transitions: transitions}, nil
+	return &Set{Types: types, Resources: resources, transitions: transitions, encryptedUnknown: opts.EncryptedUnknown}, nil
 }
 
 // parse returns the documents of all files in path order, parsing in parallel the contents
@@ -649,7 +665,8 @@ func check(r *resourceDoc, kind sym, spec any, cs *compiledSchema, ld *load) []s
 		canon = r.written
 	}
 	v, changed := cs.defaults.apply(spec)
-	problems := cs.validate(v, path{"spec"})
+	markers := ld != nil && ld.opts.EncryptedUnknown
+	problems := cs.validateMarkers(v, path{"spec"}, markers)
 	refs := usesSecretRef(v, 0)
 	if refs {
 		problems = append(problems, secretRefProblems(v, specRoot)...)
@@ -659,7 +676,7 @@ func check(r *resourceDoc, kind sym, spec any, cs *compiledSchema, ld *load) []s
 	r.setImplied(implied)
 	// A rule reading a place that holds an output reference is skipped, as one reading a
 	// secret reference is: its value is known only once the dependency has outputs.
-	refs = refs || len(implied) > 0 || len(refProblems) > 0
+	refs = refs || len(implied) > 0 || len(refProblems) > 0 || (markers && usesMarker(v, 0))
 	checked := cs.id
 	r.celCost = 0
 	if len(problems) == 0 && cs.rules != nil && cs.rules.plain {
@@ -669,7 +686,7 @@ func check(r *resourceDoc, kind sym, spec any, cs *compiledSchema, ld *load) []s
 			checked = sym{}
 		} else {
 			var cost uint64
-			problems, cost = cs.rules.evalRules(v, nil, false, specRoot, false, refs)
+			problems, cost = cs.rules.evalRules(v, nil, false, specRoot, false, refs, markers)
 			r.celCost = uint32(min(cost, math.MaxUint32))
 			if ld != nil {
 				ld.celSpent.Add(cost)

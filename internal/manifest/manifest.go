@@ -141,6 +141,8 @@ type Set struct {
 	Resources []Resource
 
 	transitions []transitionCheck // the resources CheckTransitions checks
+	// encryptedUnknown is the Options.EncryptedUnknown the Set was loaded with.
+	encryptedUnknown bool
 }
 
 // Canonical returns v as compact JSON with object keys sorted and numbers in one spelling

@@ -213,6 +213,12 @@ var extraProperty = regexp.MustCompile(`^additionalProperties '([^']*)'`)
 // validate checks v against the schema and returns every leaf problem: the root of the
 // library's error tree only says "doesn't validate", the causes say why.
 func (cs *compiledSchema) validate(v any, base path) []schemaProblem {
+	return cs.validateMarkers(v, base, false)
+}
+
+// validateMarkers is validate; with markers, a problem at or inside an encrypted field's
+// marker is dropped: the marker stands for a value not known (Options.EncryptedUnknown).
+func (cs *compiledSchema) validateMarkers(v any, base path, markers bool) []schemaProblem {
 	err := cs.schema.Validate(v)
 	if err == nil {
 		return nil
@@ -227,6 +233,9 @@ func (cs *compiledSchema) validate(v any, base path) []schemaProblem {
 		if len(e.Causes) == 0 {
 			if underSecretRef(v, e.InstanceLocation) {
 				return // a secret reference stands for whatever value the schema wants
+			}
+			if markers && underMarker(v, e.InstanceLocation) {
+				return // so does an encrypted field nobody decrypted
 			}
 			if node := walkPointer(v, strings.TrimPrefix(e.InstanceLocation, "/"), nil); holdsOutputRef(node) &&
 				(wholeOutputRef(node) || !strings.HasSuffix(e.KeywordLocation, "/type")) {

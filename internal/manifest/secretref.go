@@ -331,3 +331,39 @@ func kindPhrase(kinds []string) string {
 	}
 	return strings.Join(parts, " or ")
 }
+
+// isMarker reports whether v is an encrypted field's marker.
+func isMarker(v any) bool {
+	s, ok := v.(string)
+	return ok && strings.HasPrefix(s, EncryptedMarkerPrefix)
+}
+
+// usesMarker reports whether v holds an encrypted field's marker.
+func usesMarker(v any, depth int) bool {
+	if depth > maxDepth {
+		return false
+	}
+	switch x := v.(type) {
+	case string:
+		return isMarker(x)
+	case map[string]any:
+		for _, e := range x {
+			if usesMarker(e, depth+1) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if usesMarker(e, depth+1) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// underMarker reports whether the JSON pointer ptr into v points at a marker, or at a
+// value below one (none: a marker is a string).
+func underMarker(v any, ptr string) bool {
+	return isMarker(walkPointer(v, strings.TrimPrefix(ptr, "/"), nil))
+}

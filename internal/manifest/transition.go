@@ -93,8 +93,10 @@ func (l *Loader) CheckTransitions(s *Set, old map[ResourceKey]json.RawMessage) e
 			errs = append(errs, revisionTooExpensive(l.revisionBudget))
 			break
 		}
-		refs := usesSecretRef(newV, 0) || usesSecretRef(oldV, 0) || usesOutputRef(newV, 0) || usesOutputRef(oldV, 0)
-		problems, cost := cs.rules.evalRules(newV, oldV, true, specRoot, true, refs)
+		markers := s.encryptedUnknown
+		refs := usesSecretRef(newV, 0) || usesSecretRef(oldV, 0) || usesOutputRef(newV, 0) || usesOutputRef(oldV, 0) ||
+			(markers && (usesMarker(newV, 0) || usesMarker(oldV, 0)))
+		problems, cost := cs.rules.evalRules(newV, oldV, true, specRoot, true, refs, markers)
 		spent += cost
 		if len(problems) == 0 {
 			continue

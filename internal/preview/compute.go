@@ -1,6 +1,7 @@
 package preview
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -22,15 +23,16 @@ import (
 )
 
 // Checker judges a pull request's files as a push of them would be judged, and says what
-// they would change. It holds its own loader and opener: their caches serve the syncer's
+// they would change. It holds its own loader: the syncer's cache serves the syncer's
 // revisions, which a preview must not evict.
 type Checker struct {
 	Source string
 	Store  *store.Store
-	// Loader parses and validates (a preview's own: manifest.NewLoader()).
+	// Loader parses and validates (a preview's own: manifest.NewLoader()). A preview holds
+	// no decryption key: encrypted fields stay markers, which the schema and the rules
+	// treat as unknown (sealed.LoadMasked), so that a pull request's rules cannot read a
+	// secret.
 	Loader *manifest.Loader
-	// Opener decrypts the source's SOPS-encrypted files (its own, with the source's keys).
-	Opener *sealed.Opener
 	// CheckAction, Limits, Prune and MaxPruneFraction are the source's sync settings.
 	CheckAction      func(name string, with json.RawMessage) error
 	Limits           manifest.Limits
@@ -60,19 +62,46 @@ func (c *Checker) Check(ctx context.Context, snap *sources.Snapshot) (Result, st
 	if err != nil {
 		return Result{}, "", fmt.Errorf("load types of other sources: %w", err)
 	}
+	appliedTypes, err := c.appliedTypes(ctx)
+	if err != nil {
+		return Result{}, "", err
+	}
 	var readErr error
-	set, err := sealed.Load(c.Loader, c.Opener, snap.Files, manifest.Options{KnownTypes: known, CheckAction: c.CheckAction, Limits: c.Limits},
+	applied := func(keys []manifest.ResourceKey) (map[manifest.ResourceKey]sealed.Applied, error) {
+		rs := make([]manifest.Resource, len(keys))
+		for i, k := range keys {
+			rs[i] = manifest.Resource{Namespace: k.Namespace, Kind: k.Kind, Name: k.Name}
+		}
+		got, err := c.Store.AppliedSpecs(ctx, c.Source, rs)
+		if err != nil {
+			readErr = fmt.Errorf("read applied specs of encrypted files: %w", err)
+			return nil, readErr
+		}
+		out := make(map[manifest.ResourceKey]sealed.Applied, len(got))
+		for k, a := range got {
+			out[k] = sealed.Applied{Spec: a.Spec, Sealed: a.Sealed}
+		}
+		return out, nil
+	}
+	set, err := sealed.LoadMasked(c.Loader, snap.Files, manifest.Options{KnownTypes: known, CheckAction: c.CheckAction, Limits: c.Limits},
+		applied,
 		func(set *manifest.Set) error {
 			cands := set.TransitionCandidates()
 			if len(cands) == 0 {
 				return nil
 			}
-			err := syncer.CheckTransitions(ctx, c.Store, c.Source, c.Opener, c.Loader, set, cands)
-			var verrs manifest.Errors
-			if err != nil && !errors.As(err, &verrs) {
-				readErr = err
+			// The applied specs as stored: their encrypted fields are markers, unknown to the
+			// rules like the pull request's (never revealed for a pull request's rules).
+			old, err := c.Store.AppliedSpecs(ctx, c.Source, cands)
+			if err != nil {
+				readErr = fmt.Errorf("read applied specs for transition rules: %w", err)
+				return readErr
 			}
-			return err
+			specs := make(map[manifest.ResourceKey]json.RawMessage, len(old))
+			for k, a := range old {
+				specs[k] = a.Spec
+			}
+			return c.Loader.CheckTransitions(set, specs)
 		})
 	var verrs manifest.Errors
 	switch {
@@ -96,8 +125,26 @@ func (c *Checker) Check(ctx context.Context, snap *sources.Snapshot) (Result, st
 		return invalid(check.Conflicts, c.scrub), check.Revision, nil
 	}
 	res := c.diff(set, check, snap.Revision)
-	c.plan(ctx, set, known, res.Changes, snap.Revision)
+	c.plan(ctx, set, appliedTypes, check.Applied, res.Changes, snap.Revision)
 	return res, check.Revision, nil
+}
+
+// appliedTypes are the types as merged commits declared them (every source's, by lowercase
+// name): what plans are asked with.
+func (c *Checker) appliedTypes(ctx context.Context) (map[string]manifest.ResourceType, error) {
+	all, err := c.Store.ListTypes(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load applied types: %w", err)
+	}
+	out := make(map[string]manifest.ResourceType, len(all))
+	for _, t := range all {
+		mt, err := manifest.TypeFromSpec(t.Name, t.Group, t.Path, t.Spec)
+		if err != nil {
+			return nil, fmt.Errorf("read applied type %s: %w", t.Name, err)
+		}
+		out[strings.ToLower(t.Name)] = mt
+	}
+	return out, nil
 }
 
 func (c *Checker) scrub(s string) string {
@@ -180,6 +227,7 @@ func (c *Checker) diff(set *manifest.Set, check store.RevisionCheck, revision st
 				why = "trueup.dev/prune: disabled"
 			}
 			res.Warnings = append(res.Warnings, fmt.Sprintf("%s %s/%s (%s:%d) is no longer declared; kept: %s", a.Kind, a.Namespace, a.Name, a.File, a.Line, why))
+			res.WarningNamespaces = append(res.WarningNamespaces, a.Namespace)
 			continue
 		}
 		gone = append(gone, Change{Op: "delete", Kind: a.Kind, Namespace: a.Namespace, Name: a.Name, File: a.File, Line: a.Line,
@@ -187,6 +235,7 @@ func (c *Checker) diff(set *manifest.Set, check store.RevisionCheck, revision st
 	}
 	if reason, msg := store.PruneGuard(revision, len(set.Resources), len(gone), active, c.MaxPruneFraction); reason != "" {
 		res.Warnings = append(res.Warnings, reason+": "+msg)
+		res.WarningNamespaces = append(res.WarningNamespaces, "")
 	} else {
 		res.Changes = append(res.Changes, gone...)
 	}
@@ -236,21 +285,33 @@ func metaDiff(a *store.AppliedResource, r *manifest.Resource, from, to string) s
 }
 
 // plan asks the action of every added resource and of every resource whose spec changed
-// for a plan, PlanConcurrency at a time, each within PlanTimeout.
-func (c *Checker) plan(ctx context.Context, set *manifest.Set, known []manifest.ResourceType, changes []Change, revision string) {
-	types := map[string]manifest.ResourceType{}
-	for _, t := range known {
-		types[strings.ToLower(t.Name)] = t
-	}
+// for a plan, PlanConcurrency at a time, each within PlanTimeout. The action and its with:
+// are the applied type's, never the pull request's: with: chooses what a plan runs (a
+// workflow, a pipeline job, a ref), and a pull request from a fork must not choose it. A
+// resource whose type the pull request adds, or whose action or with: it changes, is not
+// planned.
+//
+// Output references are resolved only to the outputs of the source's own applied resources
+// (own): a pull request, public on the forge, must not read another source's or another
+// namespace's outputs into a plan it shows. Others stay as written.
+func (c *Checker) plan(ctx context.Context, set *manifest.Set, applied map[string]manifest.ResourceType, own []store.AppliedResource,
+	changes []Change, revision string) {
+	declared := map[string]manifest.ResourceType{}
 	for _, t := range set.Types {
-		types[strings.ToLower(t.Name)] = t // a type declared in the files wins
+		declared[strings.ToLower(t.Name)] = t
 	}
 	byID := make(map[string]*manifest.Resource, len(set.Resources))
 	for i := range set.Resources {
 		r := &set.Resources[i]
 		byID[identity(r.Namespace, r.Kind, r.Name)] = r
 	}
-	outputs, err := c.Store.CurrentOutputs(ctx, referenced(changes, byID))
+	mine := make(map[graph.ID]bool, len(own))
+	for _, a := range own {
+		if !a.Deleting {
+			mine[graph.ID{Kind: a.Kind, Namespace: a.Namespace, Name: a.Name}.Key()] = true
+		}
+	}
+	outputs, err := c.Store.CurrentOutputs(ctx, referenced(changes, byID, mine))
 	if err != nil {
 		// Plans then see the references as written, as they would a missing output.
 		outputs = nil
@@ -264,9 +325,17 @@ func (c *Checker) plan(ctx context.Context, set *manifest.Set, known []manifest.
 			continue
 		}
 		r := byID[identity(ch.Namespace, ch.Kind, ch.Name)]
-		t, ok := types[strings.ToLower(ch.Kind)]
-		if r == nil || !ok {
+		t, ok := applied[strings.ToLower(ch.Kind)]
+		if r == nil {
 			ch.Plan = &Plan{Status: "skipped", Error: "no type"}
+			continue
+		}
+		if !ok {
+			ch.Plan = &Plan{Status: "skipped", Summary: "the pull request adds the type: not planned before merge"}
+			continue
+		}
+		if pr, ok := declared[strings.ToLower(ch.Kind)]; ok && !sameAction(pr.Action, t.Action) {
+			ch.Plan = &Plan{Status: "skipped", Summary: "the pull request changes the type's action: not planned before merge"}
 			continue
 		}
 		planner, ok := c.Actions[t.Action.Name].(actions.Planner)
@@ -292,8 +361,21 @@ func (c *Checker) plan(ctx context.Context, set *manifest.Set, known []manifest.
 	wg.Wait()
 }
 
-// referenced lists the resources whose outputs the changes to plan reference.
-func referenced(changes []Change, byID map[string]*manifest.Resource) []graph.ID {
+// sameAction reports whether two types name the same action with the same with:.
+func sameAction(a, b manifest.ActionRef) bool {
+	if a.Name != b.Name {
+		return false
+	}
+	if len(a.With) == 0 || len(b.With) == 0 {
+		return len(a.With) == len(b.With)
+	}
+	x, errX := manifest.Canonical(a.With)
+	y, errY := manifest.Canonical(b.With)
+	return errX == nil && errY == nil && bytes.Equal(x, y)
+}
+
+// referenced lists the resources of mine whose outputs the changes to plan reference.
+func referenced(changes []Change, byID map[string]*manifest.Resource, mine map[graph.ID]bool) []graph.ID {
 	seen := map[graph.ID]bool{}
 	var ids []graph.ID
 	for _, ch := range changes {
@@ -302,7 +384,7 @@ func referenced(changes []Change, byID map[string]*manifest.Resource) []graph.ID
 			continue
 		}
 		for _, d := range r.DependsOn {
-			if k := d.Target.Key(); len(d.Outputs) > 0 && !seen[k] {
+			if k := d.Target.Key(); len(d.Outputs) > 0 && !seen[k] && mine[k] {
 				seen[k] = true
 				ids = append(ids, k)
 			}

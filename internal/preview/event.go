@@ -18,6 +18,7 @@ type Event struct {
 	HeadSHA  string // lowercase hex
 	Title    string
 	URL      string // the pull request's page
+	Base     string // the branch the pull request would merge into
 	Delivery string // the delivery id, for logs
 }
 

@@ -213,6 +213,11 @@ func joinErrors(errs []Error) string {
 
 // fenceFor returns a backtick fence longer than any run of backticks in s.
 func fenceFor(s string) string {
+	return strings.Repeat("`", max(3, longestBackticks(s)+1))
+}
+
+// longestBackticks is the longest run of backticks in s.
+func longestBackticks(s string) int {
 	longest, run := 0, 0
 	for _, r := range s {
 		if r == '`' {
@@ -222,7 +227,7 @@ func fenceFor(s string) string {
 			run = 0
 		}
 	}
-	return strings.Repeat("`", max(3, longest+1))
+	return longest
 }
 
 func fenced(lang, s string) string {
@@ -232,7 +237,9 @@ func fenced(lang, s string) string {
 
 // inlineCode is s as a code span, whatever backticks it holds.
 func inlineCode(s string) string {
-	f := strings.Repeat("`", len(fenceFor(s))-2)
+	// A span is closed only by a run of backticks as long as its opening one: one longer
+	// than any run inside.
+	f := strings.Repeat("`", longestBackticks(s)+1)
 	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
 		return f + " " + s + " " + f
 	}
@@ -240,7 +247,9 @@ func inlineCode(s string) string {
 }
 
 // escape makes s plain text on one line in Markdown, table cells included: Markdown's
-// punctuation is backslash-escaped, HTML's brackets become entities.
+// punctuation is backslash-escaped, HTML's brackets become entities, and an @ is followed by
+// a zero-width space, so that a name or message from the pull request mentions nobody (a
+// mention notifies whoever it names, and a backslash does not stop it).
 func escape(s string) string {
 	var b strings.Builder
 	for _, r := range oneLine(s) {
@@ -251,6 +260,8 @@ func escape(s string) string {
 			b.WriteString("&gt;")
 		case '&':
 			b.WriteString("&amp;")
+		case '@':
+			b.WriteString("@\u200b")
 		case '\\', '`', '*', '_', '[', ']', '|', '#', '~', '!':
 			b.WriteByte('\\')
 			b.WriteRune(r)

@@ -123,3 +123,21 @@ func TestMask(t *testing.T) {
 		}
 	}
 }
+
+func TestInlineCodeAndEscape(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ in, want string }{
+		{"infra", "`infra`"},
+		{"a`b", "``a`b``"},
+		{"`", "`` ` ``"},
+		{"a``b", "```a``b```"},
+	} {
+		if got := inlineCode(tc.in); got != tc.want {
+			t.Errorf("inlineCode(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	// A name or message from the pull request must not mention anyone.
+	if got := escape("ping @octocat and @acme/admins"); strings.Contains(got, "@o") || strings.Contains(got, "@a") {
+		t.Errorf("escape left a mention: %q", got)
+	}
+}

@@ -42,8 +42,14 @@ type Options struct {
 	ExternalURL string
 	// QueueSize bounds the pull requests waiting for a preview (default 64).
 	QueueSize int
-	Logger    *slog.Logger
+	// Replica names this replica in the previews it runs, so that a preview left Running by
+	// a replica that died is told from one a live replica runs.
+	Replica string
+	Logger  *slog.Logger
 }
+
+// publishTimeout bounds publishing one preview (row, comment, status) once it is computed.
+const publishTimeout = 2 * time.Minute
 
 // ErrQueueFull is Submit's answer when QueueSize pull requests already wait.
 var ErrQueueFull = errors.New("too many pull requests waiting for a preview")
@@ -148,6 +154,7 @@ func (r *Runner) Submit(ev Event) error {
 
 func (r *Runner) loop(ctx context.Context) {
 	defer close(r.done)
+	r.interrupted(ctx)
 	for {
 		r.mu.Lock()
 		var ev *Event
@@ -197,7 +204,7 @@ func (r *Runner) preview(ctx context.Context, ev Event) {
 		return
 	}
 	row := store.Preview{Source: r.opts.Source, Number: ev.Number, Provider: ev.Provider, Title: ev.Title, URL: ev.URL,
-		HeadSHA: ev.HeadSHA, State: store.PreviewRunning, Message: "previewing " + short(ev.HeadSHA)}
+		HeadSHA: ev.HeadSHA, State: store.PreviewRunning, Message: "previewing " + short(ev.HeadSHA), Replica: r.opts.Replica}
 	if _, err := r.opts.Store.SavePreview(ctx, row); err != nil {
 		log.Warn("record preview", "err", err)
 		return
@@ -210,6 +217,11 @@ func (r *Runner) preview(ctx context.Context, ev Event) {
 		log.Info("preview cancelled", "err", context.Cause(ctx))
 		return
 	}
+	// Past this point the preview is published to the end: a cancel in the middle would
+	// leave a comment created on the forge whose id is never stored (and a second one
+	// created by the next preview), or a row without its status.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+	defer cancel()
 	row.HeadSHA, row.BaseRevision = sha, base
 	state, status, desc := store.PreviewSucceeded, commitstatus.PreviewSuccess, CountsLine(res.Counts)
 	switch {
@@ -252,6 +264,28 @@ func (r *Runner) preview(ctx context.Context, ev Event) {
 	}
 	log.Info("previewed pull request", "state", state, "add", res.Counts.Add, "change", res.Counts.Change, "delete", res.Counts.Delete,
 		"invalid", res.Counts.Invalid, "duration_ms", time.Since(start).Milliseconds())
+}
+
+// interruptedMsg is the message of a preview whose replica stopped while running it.
+const interruptedMsg = "interrupted: the replica stopped; push again or redeliver the webhook"
+
+// interrupted ends the previews of the source that a replica which is gone left Running:
+// their commit status would stay pending, and a required check with it.
+func (r *Runner) interrupted(ctx context.Context) {
+	ps, err := r.opts.Store.InterruptPreviews(ctx, r.opts.Source, interruptedMsg)
+	if err != nil {
+		r.log.Warn("could not end interrupted previews", "err", err)
+		return
+	}
+	for _, p := range ps {
+		r.log.Info("preview interrupted by a stopped replica", "number", p.Number, "head", short(p.HeadSHA))
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := r.opts.Publisher.SetStatus(sctx, p.HeadSHA, commitstatus.PreviewError, interruptedMsg, r.dashboardURL(p.Number))
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			r.log.Warn("post preview status", "number", p.Number, "err", err)
+		}
+	}
 }
 
 // unchanged reports whether ev's head was already previewed to the end against the

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -369,5 +370,92 @@ func TestRunnerSkipsUnchanged(t *testing.T) {
 	}
 	if cs, st := f.forge.Comments(), f.forge.Statuses(); len(cs) != 1 || cs[0].Edits != 0 || len(st) != 2 {
 		t.Fatalf("comments %+v statuses %+v", cs, st)
+	}
+}
+
+// cancelOnCreate creates the comment, then (once) has the running preview cancelled before
+// answering: the forge holds the comment, the runner has yet to store its id.
+type cancelOnCreate struct {
+	Publisher
+	once     sync.Once
+	onCreate func()
+}
+
+func (c *cancelOnCreate) CreateComment(ctx context.Context, number int, body string) (string, string, error) {
+	id, link, err := c.Publisher.CreateComment(context.WithoutCancel(ctx), number, body)
+	c.once.Do(c.onCreate)
+	return id, link, err
+}
+
+// A preview superseded while it publishes still stores the comment it created, so that the
+// next preview edits that comment instead of creating a second one.
+func TestRunnerPublishesToTheEndOnceComputed(t *testing.T) {
+	t.Parallel()
+	f := setup(t, false)
+	f.runner.Stop()
+	opts := f.runner.opts
+	sha1 := f.pr(7, false, map[string]string{"queues/a.yaml": queueDoc("a", 2)})
+	sha2 := f.pr(7, false, map[string]string{"queues/a.yaml": queueDoc("a", 3)})
+	wrap := &cancelOnCreate{Publisher: opts.Publisher}
+	opts.Publisher = wrap
+	r := New(opts)
+	r.runs = f.runs
+	wrap.onCreate = func() {
+		if err := r.Submit(Event{Source: "infra", Provider: ProviderGitHub, Number: 7, HeadSHA: sha2}); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	if err := r.Submit(Event{Source: "infra", Provider: ProviderGitHub, Number: 7, HeadSHA: sha1}); err != nil {
+		t.Fatal(err)
+	}
+	f.wait(t, sha2)
+	p, err := f.st.GetPreview(context.Background(), "infra", 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs := f.forge.Comments(); len(cs) != 1 || !strings.Contains(cs[0].Body, "1 to change") || p.CommentID != strconv.FormatInt(cs[0].ID, 10) {
+		t.Fatalf("stored comment id %q, comments %+v", p.CommentID, cs)
+	}
+}
+
+// A preview left Running by a replica that is gone is ended when a runner starts: Error in
+// the row, an error status on the forge (a required check is not pending forever).
+func TestRunnerEndsInterruptedPreviews(t *testing.T) {
+	t.Parallel()
+	f := setup(t, false)
+	f.runner.Stop()
+	sha := strings.Repeat("cd", 20)
+	if _, err := f.st.SavePreview(context.Background(), store.Preview{Source: "infra", Number: 4, Provider: ProviderGitHub, HeadSHA: sha,
+		State: store.PreviewRunning, Replica: "gone"}); err != nil {
+		t.Fatal(err)
+	}
+	opts := f.runner.opts
+	opts.Replica = "me"
+	r := New(opts)
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Stop)
+	deadline := time.After(10 * time.Second)
+	for {
+		st := f.forge.Statuses()
+		if len(st) == 1 {
+			if st[0].SHA != sha || st[0].State != "error" || !strings.Contains(st[0].Description, "interrupted") {
+				t.Fatalf("status %+v", st[0])
+			}
+			break
+		}
+		select {
+		case <-f.forge.Changed():
+		case <-deadline:
+			t.Fatalf("no status; statuses %+v", st)
+		}
+	}
+	if p, err := f.st.GetPreview(context.Background(), "infra", 4); err != nil || p.State != store.PreviewError {
+		t.Fatalf("row %+v %v", p, err)
 	}
 }

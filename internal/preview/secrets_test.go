@@ -49,7 +49,7 @@ func TestCheckSecretsMasked(t *testing.T) {
 		t.Fatal(err)
 	}
 	act := &planner{}
-	c := &Checker{Source: "infra", Store: st, Loader: manifest.NewLoader(), Opener: sealed.NewOpener(keys), Prune: true,
+	c := &Checker{Source: "infra", Store: st, Loader: manifest.NewLoader(), Prune: true,
 		Actions: map[string]actions.Action{"planner": act}}
 	res, _, err := c.Check(ctx, &sources.Snapshot{Revision: "pr", Files: files("hunter2-new-value", "db2")})
 	if err != nil {

@@ -12,6 +12,9 @@ type Result struct {
 	Changes  []Change `json:"changes"`            // added, changed and deleted resources, sorted by kind, namespace, name
 	Errors   []Error  `json:"errors"`             // validation errors; non-empty means the PR is invalid
 	Warnings []string `json:"warnings,omitempty"` // prune guards that would skip deletions, plans that timed out, …
+	// WarningNamespaces holds, for each warning, the namespace of the resource it names, or ""
+	// for one about the whole revision: the API leaves out what a caller may not see.
+	WarningNamespaces []string `json:"warningNamespaces,omitempty"`
 }
 
 // Counts summarise a preview.

@@ -38,10 +38,12 @@ import (
 	sopsjson "github.com/getsops/sops/v3/stores/json"
 	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
 	"google.golang.org/grpc"
+
+	"github.com/trueup-dev/trueup/internal/manifest"
 )
 
 // MarkerPrefix starts the value stored in place of an encrypted field.
-const MarkerPrefix = "*** sops:"
+const MarkerPrefix = manifest.EncryptedMarkerPrefix
 
 // Keys are the identities one source decrypts with.
 type Keys struct {

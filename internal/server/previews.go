@@ -42,6 +42,9 @@ type previewJSON struct {
 	Result *preview.Result `json:"result,omitempty"`
 	// HiddenChanges counts the changes in namespaces the caller does not see.
 	HiddenChanges int `json:"hiddenChanges,omitempty"`
+	// HiddenWarnings counts the warnings about resources in namespaces the caller does not
+	// see (they name those resources).
+	HiddenWarnings int `json:"hiddenWarnings,omitempty"`
 }
 
 func makePreviewJSON(p store.Preview) previewJSON {
@@ -137,9 +140,24 @@ func (s *Server) readPreview(ctx context.Context, sc store.Scope, source string,
 		}
 		out.HiddenChanges = len(res.Changes) - len(seen)
 		res.Changes = seen
+		res.Warnings, res.WarningNamespaces, out.HiddenWarnings = visibleWarnings(sc, res.Warnings, res.WarningNamespaces)
 	}
 	out.Counts, out.Result = &res.Counts, &res
 	return out, nil
+}
+
+// visibleWarnings keeps the warnings sc may read: those about the whole revision and those
+// about resources of namespaces sc contains. A warning of unknown namespace (a result stored
+// before warnings had one) is hidden.
+func visibleWarnings(sc store.Scope, ws, nss []string) (kept, keptNS []string, hidden int) {
+	for i, w := range ws {
+		if i >= len(nss) || (nss[i] != "" && !sc.Contains(nss[i])) {
+			hidden++
+			continue
+		}
+		kept, keptNS = append(kept, w), append(keptNS, nss[i])
+	}
+	return kept, keptNS, hidden
 }
 
 // listPreviews answers GET /api/v1/sources/{name}/previews[?limit=N].

@@ -26,8 +26,10 @@ func previewResult() preview.Result {
 			{Op: "delete", Kind: "Queue", Namespace: "production", Name: "prd-a", File: "web.yaml", Line: 8,
 				Diff: "--- production/Queue/prd-a\n+++ /dev/null\n", Plan: &preview.Plan{Status: "no-plan"}},
 		},
-		Errors:   []preview.Error{},
-		Warnings: []string{"prune guard: 1 deletion of 3 resources (33%) would be skipped <b>"},
+		Errors: []preview.Error{},
+		Warnings: []string{"prune guard: 1 deletion of 3 resources (33%) would be skipped <b>",
+			"Queue production/prd-kept (web.yaml:20) is no longer declared; kept: trueup.dev/prune: disabled"},
+		WarningNamespaces: []string{"", "production"},
 	}
 }
 
@@ -138,6 +140,10 @@ func TestPreviewsAPI(t *testing.T) {
 	}
 	if len(one.Result.Changes) != 1 || one.Result.Changes[0].Name != "stg-a" || one.HiddenChanges != 2 || strings.Contains(body, "prd-") {
 		t.Fatalf("staging viewer sees %s", body)
+	}
+	// Warnings naming production's resources are left out too, counted; the revision's stay.
+	if len(one.Result.Warnings) != 1 || !strings.HasPrefix(one.Result.Warnings[0], "prune guard") || one.HiddenWarnings != 1 {
+		t.Fatalf("staging viewer's warnings %q, hidden %d", one.Result.Warnings, one.HiddenWarnings)
 	}
 }
 

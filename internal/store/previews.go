@@ -25,6 +25,7 @@ type Preview struct {
 	Result       json.RawMessage `json:"result"`
 	CommentID    string          `json:"-"`
 	CommentURL   string          `json:"commentUrl"`
+	Replica      string          `json:"-"` // the replica that wrote the row last
 	CreatedAt    time.Time       `json:"createdAt"`
 	UpdatedAt    time.Time       `json:"updatedAt"`
 }
@@ -39,12 +40,12 @@ const (
 )
 
 const previewColumns = `source, number, provider, title, url, head_sha, base_revision, state, message, result,
-	comment_id, comment_url, created_at, updated_at`
+	comment_id, comment_url, replica, created_at, updated_at`
 
 func scanPreview(row pgx.CollectableRow) (Preview, error) {
 	var p Preview
 	err := row.Scan(&p.Source, &p.Number, &p.Provider, &p.Title, &p.URL, &p.HeadSHA, &p.BaseRevision, &p.State, &p.Message,
-		&p.Result, &p.CommentID, &p.CommentURL, &p.CreatedAt, &p.UpdatedAt)
+		&p.Result, &p.CommentID, &p.CommentURL, &p.Replica, &p.CreatedAt, &p.UpdatedAt)
 	return p, err
 }
 
@@ -55,17 +56,17 @@ func (s *Store) SavePreview(ctx context.Context, p Preview) (Preview, error) {
 		p.Result = json.RawMessage(`{}`)
 	}
 	rows, err := s.pool.Query(ctx, `INSERT INTO previews (source, number, provider, title, url, head_sha, base_revision, state, message,
-		  result, comment_id, comment_url)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12)
+		  result, comment_id, comment_url, replica)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::jsonb, $11, $12, $13)
 		ON CONFLICT (source, number) DO UPDATE SET provider = EXCLUDED.provider, title = EXCLUDED.title, url = EXCLUDED.url,
 		  head_sha = EXCLUDED.head_sha, base_revision = EXCLUDED.base_revision, state = EXCLUDED.state, message = EXCLUDED.message,
-		  result = EXCLUDED.result,
+		  result = EXCLUDED.result, replica = EXCLUDED.replica,
 		  comment_id = COALESCE(NULLIF(EXCLUDED.comment_id, ''), previews.comment_id),
 		  comment_url = COALESCE(NULLIF(EXCLUDED.comment_url, ''), previews.comment_url),
 		  updated_at = now()
 		RETURNING `+previewColumns,
-		p.Source, p.Number, p.Provider, p.Title, p.URL, p.HeadSHA, p.BaseRevision, p.State, truncate(p.Message, 2000),
-		string(storableJSON(p.Result)), p.CommentID, p.CommentURL)
+		p.Source, p.Number, p.Provider, truncate(p.Title, 1024), truncate(p.URL, 4096), p.HeadSHA, p.BaseRevision, p.State, truncate(p.Message, 2000),
+		string(storableJSON(p.Result)), p.CommentID, p.CommentURL, p.Replica)
 	if err != nil {
 		return Preview{}, fmt.Errorf("save preview: %w", err)
 	}
@@ -99,7 +100,7 @@ func (s *Store) ListPreviews(ctx context.Context, source string, limit int) ([]P
 		limit = 100
 	}
 	rows, err := s.pool.Query(ctx, `SELECT source, number, provider, title, url, head_sha, base_revision, state, message,
-		  jsonb_build_object('counts', result->'counts'), comment_id, comment_url, created_at, updated_at
+		  jsonb_build_object('counts', result->'counts'), comment_id, comment_url, replica, created_at, updated_at
 		FROM previews WHERE source = $1 ORDER BY updated_at DESC LIMIT $2`, source, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list previews: %w", err)
@@ -109,4 +110,24 @@ func (s *Store) ListPreviews(ctx context.Context, source string, limit int) ([]P
 		return nil, fmt.Errorf("list previews: %w", err)
 	}
 	return ps, nil
+}
+
+// InterruptPreviews marks Error, with message, the previews of source left Running by a
+// replica that is gone (its liveness lock is free, or it recorded none) and returns them as
+// stored: their commit status is pending on the forge and nothing will finish them. A
+// preview a live replica is running is left alone.
+func (s *Store) InterruptPreviews(ctx context.Context, source, message string) ([]Preview, error) {
+	rows, err := s.pool.Query(ctx, `UPDATE previews p SET state = $3, message = $4, updated_at = now()
+		WHERE p.source = $2 AND p.state = $5 AND NOT EXISTS (
+		  SELECT 1 FROM replicas r WHERE r.name = p.replica AND r.liveness_key IS NOT NULL
+		    AND EXISTS (`+lockHeldSQL("r.liveness_key")+`))
+		RETURNING `+previewColumns, livenessClass, source, PreviewError, truncate(message, 2000), PreviewRunning)
+	if err != nil {
+		return nil, fmt.Errorf("interrupt previews of %s: %w", source, err)
+	}
+	out, err := pgx.CollectRows(rows, scanPreview)
+	if err != nil {
+		return nil, fmt.Errorf("interrupt previews of %s: %w", source, err)
+	}
+	return out, nil
 }

@@ -18,6 +18,15 @@ func (s *Store) RecordDelivery(ctx context.Context, source, deliveryID string) (
 	return tag.RowsAffected() == 1, nil
 }
 
+// ForgetDelivery removes a recorded delivery whose handling failed after it was recorded,
+// so that the forge's redelivery of it is acted on rather than answered as a duplicate.
+func (s *Store) ForgetDelivery(ctx context.Context, source, deliveryID string) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM webhook_deliveries WHERE source = $1 AND delivery_id = $2`, source, deliveryID); err != nil {
+		return fmt.Errorf("forget webhook delivery of %s: %w", source, err)
+	}
+	return nil
+}
+
 // TrimDeliveries forgets deliveries older than maxAge (forges redeliver within hours, not
 // weeks) and returns how many it removed; maxAge ≤ 0 removes nothing.
 func (s *Store) TrimDeliveries(ctx context.Context, maxAge time.Duration) (int64, error) {

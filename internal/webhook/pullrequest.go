@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/trueup-dev/trueup/internal/preview"
 )
@@ -23,15 +24,19 @@ type pullRequest struct {
 		Head    struct {
 			SHA string `json:"sha"`
 		} `json:"head"`
+		Base struct {
+			Ref string `json:"ref"`
+		} `json:"base"`
 	} `json:"pull_request"`
 	// GitLab's Merge Request Hook.
 	ObjectKind string `json:"object_kind"`
 	Attrs      struct {
-		IID        int    `json:"iid"`
-		Action     string `json:"action"`
-		Title      string `json:"title"`
-		URL        string `json:"url"`
-		LastCommit struct {
+		IID          int    `json:"iid"`
+		Action       string `json:"action"`
+		Title        string `json:"title"`
+		URL          string `json:"url"`
+		TargetBranch string `json:"target_branch"`
+		LastCommit   struct {
 			ID string `json:"id"`
 		} `json:"last_commit"`
 	} `json:"object_attributes"`
@@ -66,12 +71,12 @@ func parsePullRequest(h http.Header, body []byte, provider string) (ev preview.E
 	case providerGitLab:
 		action = p.Attrs.Action
 		ev.Provider = preview.ProviderGitLab
-		ev.Number, ev.HeadSHA, ev.Title, ev.URL = p.Attrs.IID, p.Attrs.LastCommit.ID, p.Attrs.Title, p.Attrs.URL
+		ev.Number, ev.HeadSHA, ev.Title, ev.URL, ev.Base = p.Attrs.IID, p.Attrs.LastCommit.ID, p.Attrs.Title, p.Attrs.URL, p.Attrs.TargetBranch
 	default:
 		if provider == providerGitea || provider == providerForgejo {
 			ev.Provider = preview.ProviderGitea
 		}
-		ev.Number, ev.HeadSHA, ev.Title, ev.URL = firstNumber(p.PR.Number, p.Number), p.PR.Head.SHA, p.PR.Title, p.PR.HTMLURL
+		ev.Number, ev.HeadSHA, ev.Title, ev.URL, ev.Base = firstNumber(p.PR.Number, p.Number), p.PR.Head.SHA, p.PR.Title, p.PR.HTMLURL, p.PR.Base.Ref
 	}
 	if !previewActions[provider][action] {
 		return ev, false, nil
@@ -83,11 +88,19 @@ func parsePullRequest(h http.Header, body []byte, provider string) (ev preview.E
 	if len(ev.HeadSHA) != 40 && len(ev.HeadSHA) != 64 || strings.Trim(ev.HeadSHA, "0123456789abcdef") != "" {
 		return ev, false, errors.New("pull request payload names no head commit")
 	}
-	ev.Title = truncate(ev.Title, 256)
-	if len(ev.URL) > 2048 || !(strings.HasPrefix(ev.URL, "https://") || strings.HasPrefix(ev.URL, "http://")) {
+	ev.Title, ev.Base = truncate(ev.Title, 256), truncate(strings.TrimPrefix(ev.Base, "refs/heads/"), 256)
+	if len(ev.URL) > 2048 || !utf8.ValidString(ev.URL) || strings.ContainsAny(ev.URL, "\x00\r\n") ||
+		!(strings.HasPrefix(ev.URL, "https://") || strings.HasPrefix(ev.URL, "http://")) {
 		ev.URL = ""
 	}
 	return ev, true, nil
+}
+
+// targets reports whether a pull request to base would change what a source tracking branch
+// applies: any when the source tracks no branch (a tag, a commit, a folder), else one to that
+// branch. A pull request to another branch is not previewed, as a push to it does not sync.
+func targets(base, branch string) bool {
+	return branch == "" || base == branch
 }
 
 func firstNumber(ns ...int) int {

@@ -1,12 +1,15 @@
 package webhook
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/trueup-dev/trueup/internal/preview"
 )
@@ -14,12 +17,12 @@ import (
 const headB = "1f3c1e2a9b7d6c5e4f3a2b1c0d9e8f7a6b5c4d3f"
 
 func githubPR(action string, number int, sha string) string {
-	return fmt.Sprintf(`{"action":%q,"number":%d,"pull_request":{"number":%d,"title":"Grow | the queue","html_url":"https://github.com/acme/infra/pull/%d","head":{"sha":%q}}}`,
+	return fmt.Sprintf(`{"action":%q,"number":%d,"pull_request":{"number":%d,"title":"Grow | the queue","html_url":"https://github.com/acme/infra/pull/%d","head":{"sha":%q},"base":{"ref":"main"}}}`,
 		action, number, number, number, sha)
 }
 
 func gitlabMR(action string, iid int, sha string) string {
-	return fmt.Sprintf(`{"object_kind":"merge_request","object_attributes":{"iid":%d,"action":%q,"title":"t","url":"https://gitlab.com/acme/infra/-/merge_requests/%d","last_commit":{"id":%q}}}`,
+	return fmt.Sprintf(`{"object_kind":"merge_request","object_attributes":{"iid":%d,"action":%q,"title":"t","url":"https://gitlab.com/acme/infra/-/merge_requests/%d","target_branch":"main","last_commit":{"id":%q}}}`,
 		iid, action, iid, sha)
 }
 
@@ -60,6 +63,10 @@ func TestParsePullRequest(t *testing.T) {
 			if tc.want.Title == "" {
 				ev.Title, ev.URL = "", ""
 			}
+			if ev.Base != "main" {
+				t.Errorf("base %q, want main", ev.Base)
+			}
+			ev.Base = ""
 			if !reflect.DeepEqual(ev, tc.want) {
 				t.Errorf("event %+v, want %+v", ev, tc.want)
 			}
@@ -140,6 +147,46 @@ func TestPullRequestEvents(t *testing.T) {
 	if r := f.post(t, "infra", sync, ghPR(sync, "d5")); r.code != http.StatusServiceUnavailable || r.retryAfter == "" {
 		t.Fatalf("full queue: %+v", r)
 	}
+	// The delivery that was not queued is not consumed: its redelivery is queued.
+	pv.mu.Lock()
+	pv.fail = nil
+	pv.mu.Unlock()
+	if r := f.post(t, "infra", sync, ghPR(sync, "d5")); r.code != http.StatusAccepted || r.status != "preview queued" {
+		t.Fatalf("redelivery after a full queue: %+v", r)
+	}
+	if evs := pv.got(); len(evs) != 3 || evs[2].HeadSHA != headB {
+		t.Errorf("previews %+v", evs)
+	}
+}
+
+// A pull request to another branch than the source's changes nothing the source applies:
+// it is not previewed (as a push to that branch does not sync), on every forge.
+func TestPullRequestToAnotherBranch(t *testing.T) {
+	t.Parallel()
+	pv := &previews{}
+	f := setup(t, func(o *Options) {
+		o.Sources["infra"] = Source{Secret: secret, Branch: "main", Preview: true}
+		o.Sources["tags"] = Source{Secret: secret, Preview: true}
+		o.Preview = pv.submit
+	})
+	gh := strings.Replace(githubPR("opened", 7, commitA), `"ref":"main"`, `"ref":"release"`, 1)
+	gl := strings.Replace(gitlabMR("open", 5, commitA), `"target_branch":"main"`, `"target_branch":"release"`, 1)
+	if r := f.post(t, "infra", gh, map[string]string{"X-GitHub-Event": "pull_request", "X-GitHub-Delivery": "a1", "X-Hub-Signature-256": sign(secret, gh)}); r.code != http.StatusNoContent {
+		t.Errorf("github to release: %+v", r)
+	}
+	if r := f.post(t, "infra", gh, map[string]string{"X-Gitea-Event": "pull_request", "X-Gitea-Delivery": "a2", "X-Hub-Signature-256": sign(secret, gh)}); r.code != http.StatusNoContent {
+		t.Errorf("gitea to release: %+v", r)
+	}
+	if r := f.post(t, "infra", gl, map[string]string{"X-Gitlab-Event": "Merge Request Hook", "X-Gitlab-Token": secret, "Idempotency-Key": "a3"}); r.code != http.StatusNoContent {
+		t.Errorf("gitlab to release: %+v", r)
+	}
+	if evs := pv.got(); len(evs) != 0 {
+		t.Errorf("previewed %+v", evs)
+	}
+	// A source tracking no branch previews pull requests to any.
+	if r := f.post(t, "tags", gh, map[string]string{"X-GitHub-Event": "pull_request", "X-GitHub-Delivery": "a4", "X-Hub-Signature-256": sign(secret, gh)}); r.code != http.StatusAccepted {
+		t.Errorf("source without a branch: %+v", r)
+	}
 }
 
 // Before previews, a pull-request event was answered 204; a source without them still is.
@@ -150,5 +197,35 @@ func TestPullRequestIgnoredWithoutPreview(t *testing.T) {
 	r := f.post(t, "infra", body, map[string]string{"X-GitHub-Event": "pull_request", "X-GitHub-Delivery": "x", "X-Hub-Signature-256": sign(secret, body)})
 	if r.code != http.StatusNoContent || len(f.trigger.got()) != 0 {
 		t.Fatalf("answer %+v, triggers %v", r, f.trigger.got())
+	}
+}
+
+// A title cut inside a UTF-8 character, or holding NUL bytes, is refused by PostgreSQL:
+// the pull request would never be previewed.
+func TestPullRequestTitleStorable(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, title, url string }{
+		{"cut in a rune", strings.Repeat("a", 255) + "é", "https://github.com/acme/infra/pull/7"},
+		{"NUL bytes", "grow\u0000 the queue", "https://github.com/acme/infra/pull/7\u0000"},
+		{"invalid UTF-8", "grow \xff\xfe the queue", "https://github.com/acme/\xffinfra/pull/7"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			title, _ := json.Marshal(tc.title)
+			url, _ := json.Marshal(tc.url)
+			body := `{"action":"opened","number":7,"pull_request":{"number":7,"title":` + string(title) + `,"html_url":` + string(url) + `,"head":{"sha":"` + commitA + `"}}}`
+			ev, ok, err := parsePullRequest(http.Header{}, []byte(body), providerGitHub)
+			if err != nil || !ok {
+				t.Fatal(ok, err)
+			}
+			for _, s := range []string{ev.Title, ev.URL} {
+				if !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
+					t.Errorf("not storable: %q", s)
+				}
+			}
+			if ev.Title == "" {
+				t.Error("title dropped")
+			}
+		})
 	}
 }

@@ -19,8 +19,10 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/trueup-dev/trueup/internal/preview"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -214,7 +216,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // pullRequest answers an authenticated pull-request event of a source that previews: 204
-// for an action that asks for no preview, 202 once the event is queued (or known already).
+// for an action that asks for no preview or a pull request to another branch than the
+// source's, 202 once the event is queued (or known already).
 func (h *Handler) pullRequest(w http.ResponseWriter, r *http.Request, name string, d delivery, body []byte, log *slog.Logger) {
 	ev, ok, err := parsePullRequest(r.Header, body, d.provider)
 	if err != nil {
@@ -226,6 +229,12 @@ func (h *Handler) pullRequest(w http.ResponseWriter, r *http.Request, name strin
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
+	src := h.opts.Sources[name]
+	if !targets(ev.Base, src.Branch) {
+		log.Debug("pull request ignored: it targets another branch", "number", ev.Number, "base", ev.Base, "branch", src.Branch)
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
 	ev.Source, ev.Delivery = name, deliveryKey(d.delivery)
 	if !h.firstDelivery(r.Context(), name, d, log) {
 		log.Info("webhook redelivery ignored", "number", ev.Number, "head", ev.HeadSHA)
@@ -233,6 +242,8 @@ func (h *Handler) pullRequest(w http.ResponseWriter, r *http.Request, name strin
 		return
 	}
 	if err := h.opts.Preview(ev); err != nil {
+		// Not queued: the forge's redelivery (or its retry of this 503) must be acted on.
+		h.forgetDelivery(r.Context(), name, d, log)
 		log.Warn("pull request not previewed", "number", ev.Number, "err", err)
 		w.Header().Set("Retry-After", "60")
 		writeError(w, http.StatusServiceUnavailable, err.Error())
@@ -256,6 +267,18 @@ func (h *Handler) firstDelivery(ctx context.Context, source string, d delivery, 
 		return true
 	}
 	return first
+}
+
+// forgetDelivery undoes firstDelivery's record of d.
+func (h *Handler) forgetDelivery(ctx context.Context, source string, d delivery, log *slog.Logger) {
+	if d.delivery == "" || h.opts.Store == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	if err := h.opts.Store.ForgetDelivery(ctx, source, deliveryKey(d.delivery)); err != nil {
+		log.Warn("could not forget a webhook delivery that was not acted on; its redelivery will be ignored", "err", err)
+	}
 }
 
 // authenticate reads the body of an authentic delivery, or says how to refuse it. A delivery
@@ -397,9 +420,16 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, map[string]string{"error": msg})
 }
 
+// truncate keeps s within n bytes, cut between runes; invalid UTF-8 and NUL bytes, which
+// PostgreSQL refuses in text, are dropped first.
 func truncate(s string, n int) string {
+	s = strings.ReplaceAll(strings.ToValidUTF8(s, ""), "\x00", "")
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + "…"
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

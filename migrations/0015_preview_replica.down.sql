@@ -1,0 +1,1 @@
+ALTER TABLE previews DROP COLUMN replica;
