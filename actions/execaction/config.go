@@ -89,19 +89,11 @@ func parseConfig(raw json.RawMessage, baseDir string) (settings, error) {
 		}
 	}
 
-	s.timeout = defaultTimeout
-	if c.Timeout != "" {
-		d, err := time.ParseDuration(c.Timeout)
-		if err != nil {
-			return settings{}, fmt.Errorf("config: timeout: %w", err)
-		}
-		if d < 0 {
-			return settings{}, fmt.Errorf("config: timeout %s is negative", c.Timeout)
-		}
-		if d > 0 {
-			s.timeout = d
-		}
+	timeout, err := actions.ParseTimeout(c.Timeout, defaultTimeout)
+	if err != nil {
+		return settings{}, err
 	}
+	s.timeout = timeout
 
 	// Errors below name keys, never values: values may be secrets.
 	keys := make([]string, 0, len(c.Env))
