@@ -450,6 +450,7 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 		if a.drift != "" {
 			h.Message = "drift corrected: " + r.opts.Scrub(a.drift)
 			u.Events = append(u.Events, ev(store.EventWarning, "DriftDetected", r.opts.Scrub(a.drift)))
+			u.Drifted = true
 		}
 		u.Outputs = a.res.Outputs
 		if u.Outputs == nil {

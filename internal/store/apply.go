@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/notify"
 	"github.com/trueup-dev/trueup/internal/status"
 )
 
@@ -155,6 +156,10 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 	res.Requested = len(requested)
 	if res.PruneSkipped != "" {
 		w.events = append(w.events, Event{Type: EventWarning, Reason: "PruneSkipped", Message: res.PruneMessage})
+		if err := insertOutbox(ctx, tx, []OutboxEntry{{Event: notify.PruneSkipped, Kind: "Source", Name: p.Source, Source: p.Source,
+			Revision: p.Revision, Phase: res.PruneSkipped, Message: res.PruneMessage}}); err != nil {
+			return err
+		}
 	}
 	if err := chunks(len(gone), w.size, func(lo, hi int) error { return w.markGone(ctx, gone[lo:hi]) }); err != nil {
 		return fmt.Errorf("mark removed resources: %w", err)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +12,8 @@ import (
 // must not panic; an accepted selector has valid keys, known operators and the values each
 // operator needs, turns into SQL, and, when its values are plain, prints back to a selector
 // that parses to the same requirements.
+var labelKeyRe = regexp.MustCompile(`^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
+
 func FuzzParseLabelSelector(f *testing.F) {
 	for _, s := range []string{
 		"team=payments",
@@ -43,7 +46,7 @@ func FuzzParseLabelSelector(f *testing.F) {
 		}
 		plain := true
 		for _, r := range reqs {
-			if !labelKeyRe.MatchString(r.Key) {
+			if !labelKeyRe.MatchString(r.Key) { // the same pattern as labelsel's
 				t.Fatalf("%q: invalid key %q accepted", sel, r.Key)
 			}
 			switch r.Op {
@@ -63,7 +66,7 @@ func FuzzParseLabelSelector(f *testing.F) {
 				t.Fatalf("%q: unknown operator %q", sel, r.Op)
 			}
 			n := 0
-			_ = r.sql(func(any) string { n++; return "$" + strconv.Itoa(n) })
+			_ = requirementSQL(r, func(any) string { n++; return "$" + strconv.Itoa(n) })
 			for _, v := range r.Values {
 				if strings.ContainsAny(v, ",()=! \t\n\v\f\r\u0085\u00a0") {
 					plain = false

@@ -103,7 +103,7 @@ func (s *Store) SetSuspended(ctx context.Context, p SuspendParams) ([]ResourceRe
 		}
 		terms := make([]string, 0, len(reqs)+1)
 		for _, r := range reqs {
-			terms = append(terms, r.sql(arg))
+			terms = append(terms, requirementSQL(r, arg))
 		}
 		if p.Namespaces != nil {
 			terms = append(terms, "namespace = ANY("+arg(p.Namespaces)+"::text[])")

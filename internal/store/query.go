@@ -174,7 +174,7 @@ func resourcePage(sc Scope, f ResourceFilter, nameQuery string) (clause string, 
 			return "", nil, 0, fmt.Errorf("%w: labelSelector: %v", ErrBadRequest, err)
 		}
 		for _, rq := range reqs {
-			where = append(where, rq.sql(args.add))
+			where = append(where, requirementSQL(rq, args.add))
 		}
 	}
 	if f.Continue != "" {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/trueup-dev/trueup/internal/graph"
+	"github.com/trueup-dev/trueup/internal/notify"
 	"github.com/trueup-dev/trueup/internal/status"
 )
 
@@ -169,6 +170,8 @@ type Update struct {
 	// Resolved, when set, records what the call took from the resource's dependencies: the
 	// spec with references resolved and the inputs hash (graph.Inputs.Encode). nil keeps them.
 	Resolved *Resolved
+	// Drifted: the call found drift and corrected it (a notify.Drifted notification).
+	Drifted bool
 }
 
 // Resolved is a spec with its output references resolved, and what it took from which
@@ -263,6 +266,7 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 			history    []HistoryEntry
 			changes    []Change
 			moved      []int64 // readiness or outputs changed, with dependents
+			outbox     []outboxItem
 			removedDep []int64 // removed, with dependencies
 		)
 		for _, it := range items {
@@ -272,6 +276,10 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 				continue
 			}
 			u := it.Fn(c)
+			for _, e := range notify.Events(notify.Snapshot{Phase: c.Phase, Conditions: c.Conditions},
+				notify.Snapshot{Phase: u.Phase, Conditions: u.Conditions, Removed: u.Remove, Drift: u.Drifted}) {
+				outbox = append(outbox, outboxItem{id: it.ID, event: e, phase: u.Phase, message: u.Message})
+			}
 			if c.hasDependents && (u.Remove || (u.Outputs != nil && !sameOutputs(c.outputs, u.Outputs)) || u.Phase != c.Phase ||
 				graph.IsReady(c.Phase, c.Generation, c.ObservedGeneration, c.Deleting) != graph.IsReady(u.Phase, c.Generation, u.ObservedGeneration, c.Deleting)) {
 				moved = append(moved, it.ID)
@@ -303,6 +311,10 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 		}
 		if err := insertEvents(ctx, tx, events); err != nil {
 			return fmt.Errorf("insert events: %w", err)
+		}
+		// Before the rows go: the outbox reads their identity.
+		if err := insertOutboxForResources(ctx, tx, outbox); err != nil {
+			return fmt.Errorf("insert outbox: %w", err)
 		}
 		// Read before the rows go: their edges go with them.
 		if refresh, err = dependentsOf(ctx, tx, moved); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/notify"
 	"github.com/trueup-dev/trueup/internal/status"
 )
 
@@ -199,10 +200,30 @@ func (s *Store) RecordSyncFailure(ctx context.Context, f SyncFailure) error {
 			if err := appendChanges(ctx, tx, []Change{{Object: "source", Type: ChangeModified, Name: f.Source, Source: f.Source}}); err != nil {
 				return err
 			}
+			if ev := notify.SyncFailureEvent(f.Reason); ev != "" {
+				if err := insertOutbox(ctx, tx, []OutboxEntry{{Event: ev, Kind: "Source", Name: f.Source, Source: f.Source, Revision: attempted,
+					Phase: "Rejected", Message: syncFailureText(f)}}); err != nil {
+					return err
+				}
+			}
 			return insertEvent(ctx, tx, Event{Source: f.Source, Type: EventWarning, Reason: f.Reason, Message: truncate(f.Message, 4000)})
 		}
 		return nil
 	})
+}
+
+// syncFailureText is the failure's message with its file:line errors, one a line.
+func syncFailureText(f SyncFailure) string {
+	var b strings.Builder
+	b.WriteString(f.Message)
+	for _, e := range f.Errors {
+		b.WriteString("\n")
+		if e.File != "" {
+			fmt.Fprintf(&b, "%s:%d: ", e.File, e.Line)
+		}
+		b.WriteString(e.Message)
+	}
+	return b.String()
 }
 
 // ApplyParams is one validated revision of one source.

@@ -1,0 +1,80 @@
+// Package notify owns what trueup tells people about: which status transitions are worth a
+// notification (Events), which rules and providers a notification goes to (Match), and how
+// each provider's message is shaped. It decides only; internal/store records the events in
+// its outbox and internal/notifier delivers them.
+package notify
+
+import "github.com/trueup-dev/trueup/internal/status"
+
+// Event names, as rules select them.
+const (
+	Failed         = "Failed"
+	Stalled        = "Stalled"
+	Recovered      = "Recovered"
+	Deleted        = "Deleted"
+	Drifted        = "Drifted"
+	SourceRejected = "SourceRejected"
+	PruneSkipped   = "PruneSkipped"
+)
+
+// All lists every event, in the order rules document them.
+var All = []string{Failed, Stalled, Recovered, Deleted, Drifted, SourceRejected, PruneSkipped}
+
+// Known reports whether name is an event.
+func Known(name string) bool {
+	for _, e := range All {
+		if e == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Snapshot is a resource's status on one side of a write.
+type Snapshot struct {
+	Phase      string
+	Conditions []status.Condition
+	// Removed: the row went (a delete finished).
+	Removed bool
+	// Drift: this write records a drift that the call found and corrected.
+	Drift bool
+}
+
+// Events returns the notifications that the change from before to after is worth, in a fixed
+// order. A failure is told once when it starts, not at each retry (a failed resource keeps
+// its phase while it retries); Recovered is Ready again after Failed or Stalled.
+func Events(before, after Snapshot) []string {
+	if after.Removed {
+		return []string{Deleted}
+	}
+	var out []string
+	wasStalled, isStalled := stalled(before), stalled(after)
+	switch {
+	case isStalled && !wasStalled:
+		out = append(out, Stalled)
+	case after.Phase == status.PhaseFailed && before.Phase != status.PhaseFailed && !isStalled:
+		out = append(out, Failed)
+	case after.Phase == status.PhaseReady && (before.Phase == status.PhaseFailed || wasStalled):
+		out = append(out, Recovered)
+	}
+	if after.Drift {
+		out = append(out, Drifted)
+	}
+	return out
+}
+
+func stalled(s Snapshot) bool {
+	c, ok := status.Get(s.Conditions, status.Stalled)
+	return ok && c.Status == status.True
+}
+
+// SyncFailureEvent is the notification a source's failed sync is worth ("" for none): a
+// revision refused for its content (ValidationFailed, conflicts) is SourceRejected; a fetch
+// that failed is retried quietly (its Warning event and the source's condition show it).
+func SyncFailureEvent(reason string) string {
+	switch reason {
+	case "", "FetchFailed":
+		return ""
+	}
+	return SourceRejected
+}
