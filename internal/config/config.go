@@ -24,19 +24,21 @@ import (
 
 // Config is the whole controller configuration.
 type Config struct {
-	Database  Database       `yaml:"database"`
-	DataDir   string         `yaml:"dataDir"`
-	Server    Server         `yaml:"server"`
-	Sources   []Source       `yaml:"sources"`
-	Actions   []Action       `yaml:"actions"`
-	Reconcile Reconcile      `yaml:"reconcile"`
-	Retention Retention      `yaml:"retention"`
-	Log       Log            `yaml:"log"`
-	Limits    Limits         `yaml:"limits"`
-	Auth      *Auth          `yaml:"auth"`
-	BaseDir   string         `yaml:"-"` // folder of the config file; relative paths resolve against it
-	secrets   map[string]int // expanded values that came from the environment
-	resyncSet bool           // reconcile.resyncInterval was written (0 then means off)
+	Database  Database  `yaml:"database"`
+	DataDir   string    `yaml:"dataDir"`
+	Server    Server    `yaml:"server"`
+	Sources   []Source  `yaml:"sources"`
+	Actions   []Action  `yaml:"actions"`
+	Reconcile Reconcile `yaml:"reconcile"`
+	Retention Retention `yaml:"retention"`
+	Log       Log       `yaml:"log"`
+	Limits    Limits    `yaml:"limits"`
+	Auth      *Auth     `yaml:"auth"`
+	// Notifications is optional (nil: nothing is sent).
+	Notifications *Notifications `yaml:"notifications"`
+	BaseDir       string         `yaml:"-"` // folder of the config file; relative paths resolve against it
+	secrets       map[string]int // expanded values that came from the environment
+	resyncSet     bool           // reconcile.resyncInterval was written (0 then means off)
 
 	// SecretStores is the secrets block (named so: Secrets() lists the values to scrub).
 	SecretStores Secrets `yaml:"secrets"`
@@ -352,6 +354,9 @@ func Parse(data []byte, baseDir string, getenv func(string) string) (*Config, er
 }
 
 func (c *Config) applyDefaults() {
+	if c.Notifications != nil {
+		c.Notifications.applyDefaults()
+	}
 	if c.DataDir == "" {
 		c.DataDir = DefaultDataDir
 	}
@@ -618,6 +623,9 @@ func (c *Config) Validate() error {
 		bad("log.format: %q is not one of text, json", c.Log.Format)
 	}
 	c.validateAuth(bad)
+	if c.Notifications != nil {
+		c.Notifications.validate(bad)
+	}
 	errs = append(errs, c.prepareSecrets())
 	return errors.Join(errs...)
 }
