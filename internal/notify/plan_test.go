@@ -1,0 +1,151 @@
+package notify
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"text/template"
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/labelsel"
+)
+
+func TestRuleMatches(t *testing.T) {
+	t.Parallel()
+	sel, _ := labelsel.Parse("tier=critical")
+	prod := Rule{Name: "prod", Events: []string{Failed, Recovered}, Namespaces: []string{"production"}, Kinds: []string{"DatabaseCluster"}, Selector: sel}
+	base := Item{Event: Failed, Namespace: "production", Kind: "DatabaseCluster", Name: "main", Source: "infra", Labels: map[string]string{"tier": "critical"}}
+	tests := []struct {
+		name string
+		rule Rule
+		edit func(*Item)
+		want bool
+	}{
+		{"all match", prod, func(*Item) {}, true},
+		{"kind case-insensitive", prod, func(i *Item) { i.Kind = "databasecluster" }, true},
+		{"other event", prod, func(i *Item) { i.Event = Drifted }, false},
+		{"other namespace", prod, func(i *Item) { i.Namespace = "staging" }, false},
+		{"other kind", prod, func(i *Item) { i.Kind = "Queue" }, false},
+		{"label differs", prod, func(i *Item) { i.Labels = map[string]string{"tier": "low"} }, false},
+		{"no labels", prod, func(i *Item) { i.Labels = nil }, false},
+		{"empty rule matches all", Rule{Name: "all"}, func(i *Item) { i.Event = PruneSkipped; i.Kind = "Source" }, true},
+		{"source selected", Rule{Sources: []string{"infra"}}, func(*Item) {}, true},
+		{"source not selected", Rule{Sources: []string{"apps"}}, func(*Item) {}, false},
+	}
+	for _, tc := range tests {
+		it := base
+		tc.edit(&it)
+		if got := tc.rule.Matches(it); got != tc.want {
+			t.Errorf("%s: Matches = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestPlan(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	old := now.Add(-time.Minute)
+	rules := []Rule{
+		{Name: "all", Providers: []string{"slack", "hook"}},
+		{Name: "failures", Providers: []string{"mail"}, Events: []string{Failed}},
+	}
+	item := func(id int64, ev, name, rev string, at time.Time, done ...string) Item {
+		return Item{ID: id, Event: ev, Namespace: "ns", Kind: "Queue", Name: name, Revision: rev, CreatedAt: at, Done: done}
+	}
+	tests := []struct {
+		name   string
+		items  []Item
+		window time.Duration
+		want   []string // target event revision count
+		held   int
+	}{
+		{"one failure to three targets", []Item{item(1, Failed, "a", "r1", old)}, time.Second,
+			[]string{"all/slack Failed r1 1", "all/hook Failed r1 1", "failures/mail Failed r1 1"}, 0},
+		{"done targets are skipped", []Item{item(1, Failed, "a", "r1", old, "all/slack", "failures/mail")}, time.Second,
+			[]string{"all/hook Failed r1 1"}, 0},
+		{"a burst on one revision is one message per target", []Item{item(1, Failed, "a", "r1", old), item(2, Failed, "b", "r1", old), item(3, Failed, "c", "r1", old)}, time.Second,
+			[]string{"all/slack Failed r1 3", "all/hook Failed r1 3", "failures/mail Failed r1 3"}, 0},
+		{"other revision, other event: other messages", []Item{item(1, Failed, "a", "r1", old), item(2, Failed, "b", "r2", old), item(3, Recovered, "c", "r1", old)}, time.Second,
+			[]string{"all/slack Failed r1 1", "all/hook Failed r1 1", "failures/mail Failed r1 1", "all/slack Failed r2 1", "all/hook Failed r2 1", "failures/mail Failed r2 1",
+				"all/slack Recovered r1 1", "all/hook Recovered r1 1"}, 0},
+		{"young items wait for the window", []Item{item(1, Recovered, "a", "r1", old), item(2, Recovered, "b", "r1", now)}, time.Second,
+			[]string{"all/slack Recovered r1 1", "all/hook Recovered r1 1"}, 1},
+		{"no window: no grouping, nothing held", []Item{item(1, Recovered, "a", "r1", now), item(2, Recovered, "b", "r1", now)}, 0,
+			[]string{"all/slack Recovered r1 1", "all/hook Recovered r1 1", "all/slack Recovered r1 1", "all/hook Recovered r1 1"}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			batches, held := Plan(tc.items, rules, now, tc.window)
+			var got []string
+			for _, b := range batches {
+				got = append(got, b.Target()+" "+b.Event+" "+b.Revision+" "+itoa(len(b.Items)))
+			}
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") || len(held) != tc.held {
+				t.Errorf("Plan = %q held %v\nwant %q held %d", got, held, tc.want, tc.held)
+			}
+		})
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestCompose(t *testing.T) {
+	t.Parallel()
+	r := &Rule{Name: "prod"}
+	one := Batch{Rule: r, Event: Failed, Revision: "0123456789abcdef", Items: []Item{{Namespace: "production", Kind: "DatabaseCluster", Name: "main", Phase: "Failed", Message: "disk full"}}}
+	m, err := Compose(one, "https://trueup.example.com/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Title != "Failed: production/DatabaseCluster/main" || m.URL != "https://trueup.example.com/resources/production/DatabaseCluster/main" ||
+		!strings.Contains(m.Text, "disk full") || !strings.Contains(m.Text, "Revision: 0123456789ab") {
+		t.Errorf("single: %+v", m)
+	}
+	many := Batch{Rule: r, Event: Failed, Revision: "abc"}
+	for i := range 300 {
+		many.Items = append(many.Items, Item{Namespace: "ns", Kind: "Queue", Name: "q" + string(rune('a'+i%26))})
+	}
+	m, _ = Compose(many, "https://trueup.example.com")
+	if m.Title != "300 resources failed on revision abc" || len(m.Resources) != maxListed || !strings.Contains(m.Text, "and 280 more") {
+		t.Errorf("grouped: %q %d %q", m.Title, len(m.Resources), m.Text)
+	}
+	src := Batch{Rule: r, Event: SourceRejected, Revision: "abc", Items: []Item{{Kind: "Source", Name: "infra", Source: "infra", Message: "db.yaml:3: bad"}}}
+	m, _ = Compose(src, "https://t.example")
+	if m.URL != "https://t.example/sources/infra" || m.Title != "SourceRejected: source infra" {
+		t.Errorf("source: %+v", m)
+	}
+	r2 := &Rule{Name: "t", Template: template.Must(template.New("t").Parse("{{.Event}} {{.Resource}} at {{.Revision}}"))}
+	m, _ = Compose(Batch{Rule: r2, Event: Failed, Revision: "abc", Items: one.Items}, "")
+	if m.Text != "Failed production/DatabaseCluster/main at abc" || m.URL != "" {
+		t.Errorf("template: %+v", m)
+	}
+}
+
+func TestDecide(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		missing    bool
+		attempts   int
+		retryAfter time.Duration
+		want       Verdict
+	}{
+		{"all delivered", false, 1, 0, Verdict{State: "sent"}},
+		{"first failure", true, 1, 0, Verdict{State: "pending", Wait: time.Second}},
+		{"third failure doubles", true, 3, 0, Verdict{State: "pending", Wait: 4 * time.Second}},
+		{"retry-after wins", true, 1, 30 * time.Second, Verdict{State: "pending", Wait: 30 * time.Second}},
+		{"retry-after capped", true, 1, 3 * time.Hour, Verdict{State: "pending", Wait: time.Hour}},
+		{"backoff capped", true, 4, 0, Verdict{State: "pending", Wait: 8 * time.Second}},
+		{"last attempt: dead", true, 5, 0, Verdict{State: "dead"}},
+		{"delivered on the last attempt", false, 5, 0, Verdict{State: "sent"}},
+	}
+	for _, tc := range tests {
+		if got := Decide(tc.missing, tc.attempts, 5, tc.retryAfter); got != tc.want {
+			t.Errorf("%s: Decide = %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+	if got := Backoff(30, 0); got != 5*time.Minute {
+		t.Errorf("Backoff(30) = %s", got)
+	}
+}
