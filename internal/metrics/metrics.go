@@ -30,6 +30,8 @@ type Metrics struct {
 	lastSyncSuccess   *prometheus.GaugeVec
 	revisionInfo      *prometheus.GaugeVec
 	webhookRequests   *prometheus.CounterVec
+	notifications     *prometheus.CounterVec
+	notifyRetries     *prometheus.CounterVec
 }
 
 // QueueStats is read at scrape time.
@@ -85,8 +87,14 @@ func New(opts Options) *Metrics {
 	m.webhookRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "trueup_webhook_requests_total", Help: "Push webhook requests by source (\"unknown\" for unknown ones) and HTTP status code.",
 	}, []string{"source", "code"})
+	m.notifications = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "trueup_notifications_total", Help: "Notification deliveries by provider and result (sent, failed, dead, suppressed).",
+	}, []string{"provider", "result"})
+	m.notifyRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "trueup_notification_retries_total", Help: "Notification messages scheduled for another attempt after a provider error, by provider.",
+	}, []string{"provider"})
 	m.reg.MustRegister(m.reconcileDuration, m.reconcileTotal, m.resultWriteWait, m.interrupted, m.failovers, m.actionCalls, m.syncDuration, m.lastSyncSuccess,
-		m.revisionInfo, m.webhookRequests,
+		m.revisionInfo, m.webhookRequests, m.notifications, m.notifyRetries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if opts.Queue != nil {
 		m.reg.MustRegister(&queueCollector{read: opts.Queue, log: opts.Logger})
@@ -160,6 +168,18 @@ func (m *Metrics) Webhook(source string, code int) {
 		return
 	}
 	m.webhookRequests.WithLabelValues(source, strconv.Itoa(code)).Inc()
+}
+
+// Notification records one delivery attempt's result for provider: sent, failed (a retry
+// follows), dead (given up), suppressed (rate-limited).
+func (m *Metrics) Notification(provider, result string) {
+	if m == nil {
+		return
+	}
+	m.notifications.WithLabelValues(provider, result).Inc()
+	if result == "failed" {
+		m.notifyRetries.WithLabelValues(provider).Inc()
+	}
 }
 
 type queueCollector struct {

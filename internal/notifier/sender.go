@@ -1,0 +1,276 @@
+// Package notifier delivers the notifications outbox: on the replica that holds the
+// "notifications" lease it reads due entries, plans messages with internal/notify (rules,
+// grouping), sends them through the providers, and records each entry's outcome (sent,
+// retried with backoff, or dead after maxAttempts).
+package notifier
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"text/template"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/labelsel"
+	"github.com/trueup-dev/trueup/internal/metrics"
+	"github.com/trueup-dev/trueup/internal/notify"
+	"github.com/trueup-dev/trueup/internal/store"
+)
+
+// LeaseName is the singleton lease whose holder sends.
+const LeaseName = "notifications"
+
+// Options configure a Sender.
+type Options struct {
+	Replica     string
+	LeaseTTL    time.Duration // default 15s
+	Poll        time.Duration // how often the outbox is read (default 1s)
+	ExternalURL string
+	Metrics     *metrics.Metrics
+	// Client is used by the HTTP providers (default: a client with no redirects).
+	Client *http.Client
+}
+
+// Sender delivers the outbox.
+type Sender struct {
+	st        *store.Store
+	opts      Options
+	cfg       config.Notifications
+	rules     []notify.Rule
+	providers map[string]Provider
+	log       *slog.Logger
+
+	held    atomic.Int64 // lease term held (0: none)
+	limitMu sync.Mutex   // only the send loop takes it
+	limits  map[string]*rate.Limiter
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New builds a sender from the notifications config (already validated).
+func New(st *store.Store, cfg config.Notifications, opts Options, log *slog.Logger) (*Sender, error) {
+	if opts.LeaseTTL <= 0 {
+		opts.LeaseTTL = 15 * time.Second
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = time.Second
+	}
+	if opts.Client == nil {
+		opts.Client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	s := &Sender{st: st, opts: opts, cfg: cfg, providers: map[string]Provider{}, log: log.With("component", "notifier"),
+		limits: map[string]*rate.Limiter{}}
+	for _, p := range cfg.Providers {
+		pr, err := NewProvider(p, opts.Client)
+		if err != nil {
+			return nil, err
+		}
+		s.providers[p.Name] = pr
+	}
+	for _, r := range cfg.Rules {
+		nr := notify.Rule{Name: r.Name, Providers: r.Providers, Events: r.Events, Sources: r.Sources, Namespaces: r.Namespaces, Kinds: r.Kinds}
+		if r.Selector != "" {
+			sel, err := labelsel.Parse(r.Selector)
+			if err != nil {
+				return nil, fmt.Errorf("rule %s: selector: %w", r.Name, err)
+			}
+			nr.Selector = sel
+		}
+		if r.Template != "" {
+			t, err := template.New(r.Name).Parse(r.Template)
+			if err != nil {
+				return nil, fmt.Errorf("rule %s: template: %w", r.Name, err)
+			}
+			nr.Template = t
+		}
+		s.rules = append(s.rules, nr)
+	}
+	return s, nil
+}
+
+// Start runs the lease loop and the send loop until Stop or ctx ends.
+func (s *Sender) Start(ctx context.Context) error {
+	ctx, s.cancel = context.WithCancel(ctx)
+	s.wg.Add(2)
+	go func() { defer s.wg.Done(); s.leaseLoop(ctx) }()
+	go func() { defer s.wg.Done(); s.sendLoop(ctx) }()
+	return nil
+}
+
+// Stop ends both loops and waits for them; safe twice and before Start.
+func (s *Sender) Stop() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.wg.Wait()
+}
+
+// leaseLoop takes and renews the lease; it never sends (one goroutine per duty).
+func (s *Sender) leaseLoop(ctx context.Context) {
+	t := time.NewTicker(s.opts.LeaseTTL / 3)
+	defer t.Stop()
+	var held *store.Lease
+	defer func() {
+		s.held.Store(0)
+		if held != nil {
+			c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_ = s.st.ReleaseLease(c, *held)
+		}
+	}()
+	for {
+		l, ok, err := s.st.AcquireLease(ctx, LeaseName, s.opts.Replica, s.opts.LeaseTTL)
+		switch {
+		case err == nil && ok:
+			if held == nil || held.Term != l.Term {
+				s.log.Info("holding the notifications lease", "term", l.Term)
+			}
+			held = &l
+			s.held.Store(l.Term)
+		default:
+			if held != nil && ctx.Err() == nil {
+				s.log.Info("lost the notifications lease", "term", held.Term, "err", err)
+			}
+			held = nil
+			s.held.Store(0)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Sender) sendLoop(ctx context.Context) {
+	t := time.NewTicker(s.opts.Poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if s.held.Load() == 0 {
+			continue
+		}
+		if err := s.Once(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("deliver notifications", "err", err)
+		}
+	}
+}
+
+// Once delivers what is due now (tests call it directly).
+func (s *Sender) Once(ctx context.Context) error {
+	due, err := s.st.DueOutbox(ctx, 2000)
+	if err != nil || len(due) == 0 {
+		return err
+	}
+	items := make([]notify.Item, len(due))
+	for i, e := range due {
+		items[i] = notify.Item{ID: e.ID, Event: e.Event, Namespace: e.Namespace, Kind: e.Kind, Name: e.Name, Source: e.Source,
+			Revision: e.Revision, Labels: e.Labels, Phase: e.Phase, Message: e.Message, CreatedAt: e.CreatedAt, Attempts: e.Attempts,
+			Done: slices.Clone(e.Done)}
+	}
+	now := time.Now()
+	batches, held := notify.Plan(items, s.rules, now, s.cfg.GroupWindow)
+	byID := make(map[int64]*notify.Item, len(items))
+	for i := range items {
+		byID[items[i].ID] = &items[i]
+	}
+	failed := map[int64]bool{}
+	wait := map[int64]time.Duration{}
+	lastErr := map[int64]string{}
+	failedProv := map[int64]string{}
+	for _, b := range batches {
+		t := b.Target()
+		if len(b.Items) == 1 && !s.allow(t, b.Items[0], now) {
+			s.opts.Metrics.Notification(b.Provider, "suppressed")
+			s.log.Info("notification rate-limited", "rule", b.Rule.Name, "provider", b.Provider, "event", b.Event, "resource", b.Items[0].Name)
+			byID[b.Items[0].ID].Done = append(byID[b.Items[0].ID].Done, t)
+			continue
+		}
+		err := s.send(ctx, b)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		for _, it := range b.Items {
+			if err == nil {
+				byID[it.ID].Done = append(byID[it.ID].Done, t)
+				continue
+			}
+			failed[it.ID] = true
+			wait[it.ID] = max(wait[it.ID], retryAfterOf(err))
+			lastErr[it.ID] = fmt.Sprintf("%s: %v", t, err)
+			failedProv[it.ID] = b.Provider
+		}
+	}
+	var results []store.OutboxResult
+	for _, it := range items {
+		if slices.Contains(held, it.ID) {
+			continue
+		}
+		attempts := it.Attempts
+		if failed[it.ID] {
+			attempts++
+		}
+		v := notify.Decide(failed[it.ID], attempts, s.cfg.MaxAttempts, wait[it.ID])
+		switch v.State {
+		case store.OutboxDead:
+			s.opts.Metrics.Notification(failedProv[it.ID], "dead")
+			s.log.Error("notification given up", "id", it.ID, "event", it.Event, "attempts", attempts, "err", lastErr[it.ID])
+		case store.OutboxPending:
+			s.opts.Metrics.Notification(failedProv[it.ID], "failed")
+			s.log.Warn("notification failed; retrying", "id", it.ID, "event", it.Event, "attempt", attempts, "in", v.Wait, "err", lastErr[it.ID])
+		}
+		results = append(results, store.OutboxResult{ID: it.ID, State: v.State, Done: byID[it.ID].Done, Attempts: attempts,
+			NextAttempt: now.Add(v.Wait), Error: lastErr[it.ID]})
+	}
+	return s.st.FinishOutbox(ctx, results)
+}
+
+func (s *Sender) send(ctx context.Context, b notify.Batch) error {
+	p, ok := s.providers[b.Provider]
+	if !ok {
+		return fmt.Errorf("no provider %s", b.Provider)
+	}
+	m, err := notify.Compose(b, s.opts.ExternalURL)
+	if err != nil {
+		s.log.Warn("notification template failed; the default text is sent", "rule", b.Rule.Name, "err", err)
+		r := *b.Rule
+		r.Template = nil
+		b.Rule = &r
+		m, _ = notify.Compose(b, s.opts.ExternalURL)
+	}
+	if err := p.Send(ctx, m); err != nil {
+		return err
+	}
+	s.opts.Metrics.Notification(b.Provider, "sent")
+	s.log.Info("notification sent", "rule", b.Rule.Name, "provider", b.Provider, "event", b.Event, "count", len(b.Items))
+	return nil
+}
+
+// allow applies the per-resource rate limit: one message per target, resource and event per
+// cfg.RateLimit (a flapping resource is told once, then quietly until the interval passes).
+func (s *Sender) allow(target string, it notify.Item, now time.Time) bool {
+	if s.cfg.RateLimit <= 0 {
+		return true
+	}
+	s.limitMu.Lock()
+	defer s.limitMu.Unlock()
+	key := target + "|" + it.Namespace + "/" + it.Kind + "/" + it.Name + "|" + it.Source + "|" + it.Event
+	l, ok := s.limits[key]
+	if !ok {
+		l = rate.NewLimiter(rate.Every(s.cfg.RateLimit), 1)
+		s.limits[key] = l
+	}
+	return l.AllowN(now, 1)
+}

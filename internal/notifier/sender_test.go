@@ -1,0 +1,289 @@
+package notifier
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/metrics"
+	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
+	"github.com/trueup-dev/trueup/internal/store"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// fakeSlack records the bodies it accepts; fail answers 500 to the first fail posts.
+type fakeSlack struct {
+	mu     sync.Mutex
+	fail   int
+	posts  int
+	bodies []map[string]any
+	header http.Header
+}
+
+func (f *fakeSlack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.posts++
+	body, _ := io.ReadAll(r.Body)
+	if f.posts <= f.fail {
+		w.Header().Set("Retry-After", "0")
+		http.Error(w, "no", http.StatusInternalServerError)
+		return
+	}
+	var m map[string]any
+	_ = json.Unmarshal(body, &m)
+	m["_raw"] = string(body)
+	f.bodies = append(f.bodies, m)
+	f.header = r.Header.Clone()
+}
+
+func (f *fakeSlack) got() []map[string]any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]map[string]any(nil), f.bodies...)
+}
+
+type bundle struct {
+	st    *store.Store
+	slack *fakeSlack
+	srv   *httptest.Server
+	m     *metrics.Metrics
+}
+
+func setup(t *testing.T) bundle {
+	t.Helper()
+	st, err := store.Open(context.Background(), pgtest.NewDatabase(t, store.MigrateURL), store.Options{MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	f := &fakeSlack{}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	return bundle{st: st, slack: f, srv: srv, m: metrics.New(metrics.Options{})}
+}
+
+func (b bundle) sender(t *testing.T, typ, secret string, mut func(*config.Notifications)) *Sender {
+	t.Helper()
+	cfg := config.Notifications{
+		Providers:   []config.NotifyProvider{{Name: "ops", Type: typ, URL: b.srv.URL, Secret: secret, Timeout: 5 * time.Second}},
+		Rules:       []config.NotifyRule{{Name: "all", Providers: []string{"ops"}}},
+		MaxAttempts: 5, GroupWindow: -1, RateLimit: -1,
+	}
+	if mut != nil {
+		mut(&cfg)
+	}
+	s, err := New(b.st, cfg, Options{Replica: "r1", ExternalURL: "https://trueup.example.com", Metrics: b.m}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func (b bundle) add(t *testing.T, entries ...store.OutboxEntry) {
+	t.Helper()
+	if err := b.st.AddOutbox(context.Background(), entries); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// due makes every pending entry due now (instead of waiting out the backoff).
+func (b bundle) due(t *testing.T) {
+	t.Helper()
+	if _, err := b.st.Pool().Exec(context.Background(), "UPDATE notification_outbox SET next_attempt_at = now(), created_at = created_at - interval '1 hour'"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (b bundle) scrape(t *testing.T) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	b.m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	return rec.Body.String()
+}
+
+func failed(name string) store.OutboxEntry {
+	return store.OutboxEntry{Event: "Failed", Namespace: "production", Kind: "DatabaseCluster", Name: name, Source: "infra",
+		Revision: "abc123", Phase: "Failed", Message: "disk full"}
+}
+
+func TestRetriesThenDelivers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.slack.fail = 3
+	s := b.sender(t, "slack", "", nil)
+	b.add(t, failed("main"))
+	ctx := context.Background()
+	for range 5 {
+		if err := s.Once(ctx); err != nil {
+			t.Fatal(err)
+		}
+		b.due(t)
+	}
+	got := b.slack.got()
+	if len(got) != 1 || !strings.Contains(got[0]["text"].(string), "Failed: production/DatabaseCluster/main") {
+		t.Fatalf("delivered %v", got)
+	}
+	sent, err := b.st.ListOutbox(ctx, store.OutboxSent, 0)
+	if err != nil || len(sent) != 1 || sent[0].Attempts != 3 {
+		t.Fatalf("sent: %+v, %v", sent, err)
+	}
+	m := b.scrape(t)
+	for _, want := range []string{`trueup_notification_retries_total{provider="ops"} 3`, `trueup_notifications_total{provider="ops",result="sent"} 1`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+func TestDeadLetter(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.slack.fail = 100
+	s := b.sender(t, "slack", "", func(c *config.Notifications) { c.MaxAttempts = 2 })
+	b.add(t, failed("main"))
+	ctx := context.Background()
+	for range 4 {
+		if err := s.Once(ctx); err != nil {
+			t.Fatal(err)
+		}
+		b.due(t)
+	}
+	dead, err := b.st.ListOutbox(ctx, store.OutboxDead, 0)
+	if err != nil || len(dead) != 1 || dead[0].Attempts != 2 || !strings.Contains(dead[0].LastError, "500") {
+		t.Fatalf("dead: %+v, %v", dead, err)
+	}
+	if b.slack.posts != 2 {
+		t.Errorf("posts = %d, want 2", b.slack.posts)
+	}
+}
+
+func TestBurstGrouped(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.sender(t, "slack", "", func(c *config.Notifications) { c.GroupWindow = time.Second })
+	var burst []store.OutboxEntry
+	for i := range 300 {
+		burst = append(burst, failed("db-"+strings.Repeat("x", i%7)+string(rune('a'+i%26))))
+	}
+	b.add(t, burst...)
+	ctx := context.Background()
+	// Young entries wait for the window: nothing goes out yet.
+	if err := s.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(b.slack.got()); n != 0 {
+		t.Fatalf("%d messages sent inside the window", n)
+	}
+	b.due(t)
+	if err := s.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := b.slack.got()
+	if len(got) != 1 || !strings.Contains(got[0]["text"].(string), "300 resources failed on revision abc123") {
+		t.Fatalf("messages: %v", got)
+	}
+}
+
+func TestFlappingRateLimited(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.sender(t, "slack", "", func(c *config.Notifications) { c.RateLimit = time.Hour })
+	ctx := context.Background()
+	for range 3 {
+		b.add(t, failed("flappy"))
+		if err := s.Once(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(b.slack.got()); n != 1 {
+		t.Fatalf("%d messages, want 1", n)
+	}
+	if m := b.scrape(t); !strings.Contains(m, `trueup_notifications_total{provider="ops",result="suppressed"} 2`) {
+		t.Errorf("suppressed not counted:\n%s", m)
+	}
+}
+
+func TestWebhookSignedPayload(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.sender(t, "webhook", "hook-secret", nil)
+	b.add(t, failed("main"))
+	if err := s.Once(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := b.slack.got()
+	if len(got) != 1 {
+		t.Fatalf("messages: %v", got)
+	}
+	p := got[0]
+	res, _ := p["resource"].(map[string]any)
+	if p["event"] != "Failed" || p["phase"] != "Failed" || p["message"] != "disk full" || p["revision"] != "abc123" ||
+		p["url"] != "https://trueup.example.com/resources/production/DatabaseCluster/main" || res["name"] != "main" {
+		t.Errorf("payload %v", p)
+	}
+	if sig := b.slack.header.Get("X-Trueup-Signature-256"); sig != Sign([]byte("hook-secret"), []byte(p["_raw"].(string))) {
+		t.Errorf("signature %q does not match the body", sig)
+	}
+}
+
+func TestTeamsCard(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.sender(t, "msteams", "", nil)
+	b.add(t, failed("main"))
+	if err := s.Once(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := b.slack.got()
+	if len(got) != 1 || got[0]["@type"] != "MessageCard" || got[0]["title"] != "Failed: production/DatabaseCluster/main" {
+		t.Fatalf("card %v", got)
+	}
+}
+
+func TestRuleSelects(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.sender(t, "slack", "", func(c *config.Notifications) {
+		c.Rules[0].Events = []string{"Recovered"}
+		c.Rules[0].Selector = "tier=critical"
+	})
+	e := failed("main")
+	e.Event = "Recovered"
+	other := e
+	other.Name = "other"
+	e.Labels = map[string]string{"tier": "critical"}
+	b.add(t, failed("nope"), e, other)
+	ctx := context.Background()
+	if err := s.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := b.slack.got()
+	if len(got) != 1 || !strings.Contains(got[0]["text"].(string), "Recovered: production/DatabaseCluster/main") {
+		t.Fatalf("messages %v", got)
+	}
+	// Entries no rule selects are finished, not retried.
+	if due, err := b.st.DueOutbox(ctx, 10); err != nil || len(due) != 0 {
+		t.Fatalf("left due: %v, %v", due, err)
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for v, want := range map[string]time.Duration{"": 0, "7": 7 * time.Second, "x": 0, "-1": 0,
+		now.Add(time.Minute).Format(http.TimeFormat): time.Minute} {
+		if got := parseRetryAfter(v, now); got != want {
+			t.Errorf("parseRetryAfter(%q) = %s, want %s", v, got, want)
+		}
+	}
+}
