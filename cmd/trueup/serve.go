@@ -18,6 +18,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/liveness"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/metrics"
+	"github.com/trueup-dev/trueup/internal/notifier"
 	"github.com/trueup-dev/trueup/internal/reconciler"
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/secrets"
@@ -247,6 +248,17 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) (err err
 		return fmt.Errorf("listen on %s: %w", cfg.Server.Listen, err)
 	}
 	defer srv.Stop()
+	if cfg.Notifications != nil {
+		sender, err := notifier.New(db.store, *cfg.Notifications, notifier.Options{Replica: replica, LeaseTTL: cfg.Reconcile.LeaseTTL,
+			ExternalURL: cfg.Server.ExternalURL, Metrics: met}, logger)
+		if err != nil {
+			return cfg.ScrubError(fmt.Errorf("notifications: %w", err))
+		}
+		if err := sender.Start(ctx); err != nil {
+			return err
+		}
+		defer sender.Stop()
+	}
 
 	// The first signal cancels ctx: loops stop claiming, in-flight calls are interrupted and
 	// their leases released, then everything closes in reverse order.

@@ -214,8 +214,12 @@ func (s *Sender) Once(ctx context.Context) error {
 		}
 	}
 	var results []store.OutboxResult
-	for _, it := range items {
+	for i, it := range items {
 		if slices.Contains(held, it.ID) {
+			if len(it.Done) > len(due[i].Done) {
+				// Delivered to some targets while held for others: keep what went out.
+				results = append(results, store.OutboxResult{ID: it.ID, State: store.OutboxPending, Done: it.Done, Attempts: it.Attempts, NextAttempt: now})
+			}
 			continue
 		}
 		attempts := it.Attempts

@@ -61,18 +61,19 @@ type Batch struct {
 // Target is the batch's rule/provider.
 func (b Batch) Target() string { return Target(b.Rule.Name, b.Provider) }
 
+// maxHoldFactor bounds how long a burst that keeps growing is held: window times this.
+const maxHoldFactor = 10
+
 // Plan turns due items into messages: every (rule, provider) an item matches and has not had
-// yet, grouped by target, event and revision. An item younger than window is held back (so
-// that a burst arrives whole) unless window is not positive; an item that matches nothing
-// is in none (the caller marks it sent). Batches come in the order of their first item.
+// yet, grouped by target, event and revision. A group is held back while it is still growing
+// (its newest item younger than window), for at most maxHoldFactor windows, so that a burst
+// goes out as one message; window ≤ 0 sends every item alone at once. held lists the items of
+// held groups; an item that matches nothing is in no batch (the caller finishes it).
 func Plan(items []Item, rules []Rule, now time.Time, window time.Duration) (batches []Batch, held []int64) {
 	type key struct{ target, event, revision string }
 	index := map[key]int{}
+	var all []Batch
 	for _, it := range items {
-		if window > 0 && now.Sub(it.CreatedAt) < window {
-			held = append(held, it.ID)
-			continue
-		}
 		for ri := range rules {
 			r := &rules[ri]
 			if !r.Matches(it) {
@@ -89,15 +90,46 @@ func Plan(items []Item, rules []Rule, now time.Time, window time.Duration) (batc
 				}
 				i, ok := index[k]
 				if !ok {
-					i = len(batches)
+					i = len(all)
 					index[k] = i
-					batches = append(batches, Batch{Rule: r, Provider: p, Event: it.Event, Revision: it.Revision})
+					all = append(all, Batch{Rule: r, Provider: p, Event: it.Event, Revision: it.Revision})
 				}
-				batches[i].Items = append(batches[i].Items, it)
+				all[i].Items = append(all[i].Items, it)
 			}
 		}
 	}
+	for _, b := range all {
+		if window > 0 {
+			oldest, newest := b.Items[0].CreatedAt, b.Items[0].CreatedAt
+			for _, it := range b.Items {
+				oldest, newest = minTime(oldest, it.CreatedAt), maxTime(newest, it.CreatedAt)
+			}
+			if now.Sub(newest) < window && now.Sub(oldest) < maxHoldFactor*window {
+				for _, it := range b.Items {
+					if !slices.Contains(held, it.ID) {
+						held = append(held, it.ID)
+					}
+				}
+				continue
+			}
+		}
+		batches = append(batches, b)
+	}
 	return batches, held
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // Message is what a provider shapes into its own format (and what templates see).
