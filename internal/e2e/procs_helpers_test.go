@@ -97,6 +97,10 @@ type procWorld struct {
 	// source, when set, adds fields to the source's config (webhook, commitStatus, preview).
 	source map[string]any
 	plan   bool // the exec action declares the plan operation (plan: true)
+	// config adds top-level keys to the replicas' config (notifications); env adds to the
+	// exec action's environment (FAIL_FLAG).
+	config map[string]any
+	env    map[string]string
 }
 
 // procReplica is one `trueup serve` process.
@@ -185,14 +189,17 @@ func (w *procWorld) startOne() *procReplica {
 	src := map[string]any{"name": "infra",
 		"git": map[string]any{"url": "file://" + w.repo, "branch": "main", "path": "manifests", "interval": "1s"}}
 	maps.Copy(src, w.source)
-	cfg, _ := json.MarshalIndent(map[string]any{ // JSON is YAML
+	env := map[string]string{"CALL_LOG": callLog, "SLEEP": w.sleep}
+	maps.Copy(env, w.env)
+	top := map[string]any{
 		"sources": []any{src},
 		"actions": []any{map[string]any{"name": "provision", "type": "exec", "config": map[string]any{
-			"command": []string{script}, "timeout": "60s", "plan": w.plan,
-			"env": map[string]string{"CALL_LOG": callLog, "SLEEP": w.sleep}}}},
+			"command": []string{script}, "timeout": "60s", "plan": w.plan, "env": env}}},
 		"reconcile": map[string]any{"workers": 4, "leaseTTL": cmp.Or(w.leaseTTL, "3s"), "backoff": map[string]any{"initial": "200ms", "max": "2s"}},
 		"log":       map[string]any{"level": "info"},
-	}, "", "  ")
+	}
+	maps.Copy(top, w.config)
+	cfg, _ := json.MarshalIndent(top, "", "  ") // JSON is YAML
 	cfgPath := filepath.Join(rdir, "trueup.yaml")
 	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
 		w.t.Fatal(err)
