@@ -266,6 +266,17 @@ func (s *Server) overviewPage(w http.ResponseWriter, r *http.Request) {
 		// Sources may well be configured: none has resources in the caller's namespaces.
 		d.Health.Lines = []healthLine{{Text: "No source declares resources in your namespaces"}}
 	}
+	if d.ShowReplicas {
+		// Dead letters name resources of every namespace: admins only, as the API.
+		n, err := s.store.CountOutbox(ctx, store.OutboxDead)
+		if s.pageFailed(w, r, err) {
+			return
+		}
+		if n > 0 {
+			d.Health.Lines = append(d.Health.Lines, healthLine{fmt.Sprintf("%d %s could not be delivered", n, plural(n, "notification", "notifications")),
+				"/api/v1/notifications?state=dead"})
+		}
+	}
 	s.render(w, r, http.StatusOK, "overview.html", layout{Title: "Overview", Nav: "overview", Watch: "*", Page: d})
 }
 

@@ -375,6 +375,13 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 	if _, ok, err := st.AcquireLease(ctx, "source:main", "test", time.Minute); err != nil || !ok {
 		t.Fatalf("lease: %v %v", ok, err)
 	}
+	// The notifications outbox: the rejected revision's entry is dead, the deletions pending.
+	if due, err := st.DueOutbox(ctx, 100); err != nil || len(due) == 0 {
+		t.Fatalf("outbox: %v, %v", due, err)
+	} else if err := st.FinishOutbox(ctx, []store.OutboxResult{{ID: due[len(due)-1].ID, State: store.OutboxDead, Attempts: 5,
+		Done: []string{"all/hook"}, Error: "all/ops: provider answered 500: no"}}); err != nil {
+		t.Fatal(err)
+	}
 
 	// q000 depends on q001 (through a reference) and on a Secret that does not exist.
 	if _, err := st.Pool().Exec(ctx, `INSERT INTO resource_edges (resource_id, dep_namespace, dep_kind, dep_name, explicit, outputs)
@@ -447,6 +454,10 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 		{"GET", "/api/v1/graph?resource=Queue/q000", 400},
 		{"GET", "/api/v1/graph?depth=2", 400},
 		{"GET", "/api/v1/replicas", 200},
+		{"GET", "/api/v1/notifications", 200},
+		{"GET", "/api/v1/notifications?state=dead&limit=5", 200},
+		{"GET", "/api/v1/notifications?state=gone", 400},
+		{"GET", "/api/v1/notifications?limit=0", 400},
 		{"GET", "/api/v1/watch?since=x", 400},
 		{"GET", "/api/v1/openapi.json", 200},
 		{"POST", "/hooks/main", 404}, // no webhook handler here; internal/webhook tests its answers

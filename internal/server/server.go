@@ -162,6 +162,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/v1/events", s.listEvents)
 	m.HandleFunc("GET /api/v1/graph", s.graph)
 	m.Handle("GET /api/v1/replicas", adminOnly(http.HandlerFunc(s.listReplicas)))
+	m.Handle("GET /api/v1/notifications", adminOnly(http.HandlerFunc(s.listNotifications)))
 	m.Handle("GET /api/v1/watch", s.watchers.wrap(http.HandlerFunc(s.watch)))
 	m.HandleFunc("GET /api/v1/openapi.json", s.openapi)
 	s.operatorRoutes(m)

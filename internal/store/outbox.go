@@ -167,3 +167,10 @@ func (s *Store) FinishOutbox(ctx context.Context, results []OutboxResult) error 
 	}
 	return nil
 }
+
+// CountOutbox counts the entries in state.
+func (s *Store) CountOutbox(ctx context.Context, state string) (int, error) {
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM notification_outbox WHERE state = $1`, state).Scan(&n)
+	return n, err
+}
