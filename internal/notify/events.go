@@ -41,8 +41,9 @@ type Snapshot struct {
 }
 
 // Events returns the notifications that the change from before to after is worth, in a fixed
-// order. A failure is told once when it starts, not at each retry (a failed resource keeps
-// its phase while it retries); Recovered is Ready again after Failed or Stalled.
+// order. A failure is told once when it starts, not at each retry nor when a new generation
+// fails again before anything succeeded (failing carries across generations); Recovered is
+// Ready again after a failure.
 func Events(before, after Snapshot) []string {
 	if after.Removed {
 		return []string{Deleted}
@@ -52,9 +53,9 @@ func Events(before, after Snapshot) []string {
 	switch {
 	case isStalled && !wasStalled:
 		out = append(out, Stalled)
-	case after.Phase == status.PhaseFailed && before.Phase != status.PhaseFailed && !isStalled:
+	case after.Phase == status.PhaseFailed && !failing(before) && !isStalled:
 		out = append(out, Failed)
-	case after.Phase == status.PhaseReady && (before.Phase == status.PhaseFailed || wasStalled):
+	case after.Phase == status.PhaseReady && (failing(before) || wasStalled):
 		out = append(out, Recovered)
 	}
 	if after.Drift {
@@ -66,6 +67,16 @@ func Events(before, after Snapshot) []string {
 func stalled(s Snapshot) bool {
 	c, ok := status.Get(s.Conditions, status.Stalled)
 	return ok && c.Status == status.True
+}
+
+// failing: the last attempt failed, whatever happened since (a new generation makes the phase
+// Reconciling but leaves Ready=False with the failure's reason until an attempt succeeds).
+func failing(s Snapshot) bool {
+	if s.Phase == status.PhaseFailed {
+		return true
+	}
+	c, ok := status.Get(s.Conditions, status.Ready)
+	return ok && c.Status == status.False && (c.Reason == status.ReasonActionFailed || c.Reason == status.ReasonStalled)
 }
 
 // SyncFailureEvent is the notification a source's failed sync is worth ("" for none): a

@@ -12,6 +12,7 @@ func TestEvents(t *testing.T) {
 	stalledC := []status.Condition{{Type: status.Stalled, Status: status.True}}
 	ready := Snapshot{Phase: status.PhaseReady}
 	failed := Snapshot{Phase: status.PhaseFailed}
+	failingC := []status.Condition{{Type: status.Ready, Status: status.False, Reason: status.ReasonActionFailed}}
 	stalledS := Snapshot{Phase: status.PhaseFailed, Conditions: stalledC}
 	tests := []struct {
 		name          string
@@ -34,6 +35,10 @@ func TestEvents(t *testing.T) {
 		{"failed then removed", failed, Snapshot{Removed: true}, []string{Deleted}},
 		{"drift corrected", ready, Snapshot{Phase: status.PhaseReady, Drift: true}, []string{Drifted}},
 		{"drift corrected after failure", failed, Snapshot{Phase: status.PhaseReady, Drift: true}, []string{Recovered, Drifted}},
+		{"failing, new generation, fails again: told once", Snapshot{Phase: status.PhaseReconciling, Conditions: failingC}, failed, nil},
+		{"failing, new generation, succeeds", Snapshot{Phase: status.PhaseReconciling, Conditions: failingC}, ready, []string{Recovered}},
+		{"stalled, new generation, succeeds", Snapshot{Phase: status.PhaseReconciling, Conditions: []status.Condition{{Type: status.Ready, Status: status.False, Reason: status.ReasonStalled}}}, ready, []string{Recovered}},
+		{"Ready False for another reason is not a failure", Snapshot{Phase: status.PhaseReconciling, Conditions: []status.Condition{{Type: status.Ready, Status: status.False, Reason: "WaitingForDependency"}}}, ready, nil},
 		{"stalled condition False", ready, Snapshot{Phase: status.PhaseReady, Conditions: []status.Condition{{Type: status.Stalled, Status: status.False}}}, nil},
 	}
 	for _, tc := range tests {
