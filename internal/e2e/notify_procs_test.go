@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/notifier/smtptest"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -72,7 +74,8 @@ func count(titles []string, prefix string) int {
 	return n
 }
 
-// TestProcsNotifications: with the real binary and a fake Slack on loopback,
+// TestProcsNotifications: with the real binary, a fake Slack and a fake SMTP server on
+// loopback,
 //   - a failing resource is told once, although the provider answers 500 three times first
 //     (the retries show in the metrics);
 //   - the replica is killed (-9) right after the recovery committed, while Slack is down: the
@@ -84,12 +87,17 @@ func TestProcsNotifications(t *testing.T) {
 	slack := &procSlack{fail: 3}
 	srv := httptest.NewServer(slack)
 	t.Cleanup(srv.Close)
+	mail := smtptest.Start(t)
+	host, portText, _ := net.SplitHostPort(mail.Addr())
+	port, _ := strconv.Atoi(portText)
 	flag := filepath.Join(w.dir, "fail")
 	w.env = map[string]string{"FAIL_FLAG": flag}
 	w.config = map[string]any{
 		"notifications": map[string]any{
-			"providers":   []any{map[string]any{"name": "ops", "type": "slack", "url": srv.URL}},
-			"rules":       []any{map[string]any{"name": "all", "providers": []string{"ops"}}},
+			"providers": []any{map[string]any{"name": "ops", "type": "slack", "url": srv.URL},
+				map[string]any{"name": "mail", "type": "email", "smtp": map[string]any{"host": host, "port": port, "insecure": true},
+					"from": "trueup@example.com", "to": []string{"oncall@example.com"}}},
+			"rules":       []any{map[string]any{"name": "all", "providers": []string{"ops", "mail"}}},
 			"groupWindow": "3s",
 			"rateLimit":   "-1s",
 		},
@@ -156,5 +164,16 @@ func TestProcsNotifications(t *testing.T) {
 	got := slack.titles()
 	if count(got, "Failed: prod/Database/flappy") != 1 || count(got, "Recovered: prod/Database/flappy") != 1 || count(got, want) != 1 || len(got) != 3 {
 		t.Errorf("messages: %q, want one Failed, one Recovered and one grouped", got)
+	}
+	// The email provider got the same three (delivered at the first attempt while Slack
+	// failed: a retry sends only what is missing).
+	var subjects []string
+	for _, m := range mail.Messages() {
+		if _, rest, ok := strings.Cut(m, "Subject: [trueup] "); ok {
+			subjects = append(subjects, strings.SplitN(rest, "\r\n", 2)[0])
+		}
+	}
+	if count(subjects, "Failed: prod/Database/flappy") != 1 || count(subjects, "Recovered: prod/Database/flappy") != 1 || count(subjects, want) != 1 || len(subjects) != 3 {
+		t.Errorf("emails: %q, want one Failed, one Recovered and one grouped", subjects)
 	}
 }
