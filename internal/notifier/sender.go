@@ -150,9 +150,18 @@ func (s *Sender) leaseLoop(ctx context.Context) {
 	}
 }
 
+// Retention of finished outbox entries, trimmed by the lease holder every trimEvery.
+const (
+	keepSent  = 7 * 24 * time.Hour
+	keepDead  = 30 * 24 * time.Hour
+	trimEvery = 10 * time.Minute
+	trimBatch = 10000
+)
+
 func (s *Sender) sendLoop(ctx context.Context) {
 	t := time.NewTicker(s.opts.Poll)
 	defer t.Stop()
+	var lastTrim time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -165,6 +174,31 @@ func (s *Sender) sendLoop(ctx context.Context) {
 		if err := s.Once(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("deliver notifications", "err", err)
 		}
+		if time.Since(lastTrim) >= trimEvery {
+			lastTrim = time.Now()
+			s.trim(ctx)
+		}
+	}
+}
+
+// trim deletes finished entries past their retention, a batch at a time.
+func (s *Sender) trim(ctx context.Context) {
+	total := 0
+	for ctx.Err() == nil {
+		n, err := s.st.TrimOutbox(ctx, keepSent, keepDead, trimBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Warn("trim the notifications outbox", "err", err)
+			}
+			return
+		}
+		total += n
+		if n < trimBatch {
+			break
+		}
+	}
+	if total > 0 {
+		s.log.Info("trimmed the notifications outbox", "deleted", total)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -285,5 +286,39 @@ func TestParseRetryAfter(t *testing.T) {
 		if got := parseRetryAfter(v, now); got != want {
 			t.Errorf("parseRetryAfter(%q) = %s, want %s", v, got, want)
 		}
+	}
+}
+
+// TestOneReplicaSends: two senders share the outbox; only the lease holder sends, each entry
+// once; Stop is safe twice.
+func TestOneReplicaSends(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	var senders []*Sender
+	for _, name := range []string{"r1", "r2"} {
+		s := b.sender(t, "slack", "", nil)
+		s.opts.Replica, s.opts.Poll, s.opts.LeaseTTL = name, 20*time.Millisecond, 3*time.Second
+		if err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		senders = append(senders, s)
+	}
+	for i := range 20 {
+		b.add(t, failed("db"+strconv.Itoa(i)))
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for len(b.slack.got()) < 20 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, s := range senders {
+		s.Stop()
+		s.Stop()
+	}
+	if n := len(b.slack.got()); n != 20 {
+		t.Fatalf("%d messages for 20 entries", n)
+	}
+	if held := senders[0].held.Load() + senders[1].held.Load(); held != 0 {
+		t.Errorf("a stopped sender still says it holds the lease")
 	}
 }

@@ -174,3 +174,17 @@ func (s *Store) CountOutbox(ctx context.Context, state string) (int, error) {
 	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM notification_outbox WHERE state = $1`, state).Scan(&n)
 	return n, err
 }
+
+// TrimOutbox deletes sent entries finished more than sent ago and dead ones more than dead
+// ago, at most limit rows per call (the caller repeats while it returns limit).
+func (s *Store) TrimOutbox(ctx context.Context, sent, dead time.Duration, limit int) (int, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM notification_outbox WHERE id IN (
+		SELECT id FROM notification_outbox
+		WHERE (state = 'sent' AND finished_at < now() - $1 * interval '1 millisecond')
+		   OR (state = 'dead' AND finished_at < now() - $2 * interval '1 millisecond')
+		ORDER BY id LIMIT $3)`, sent.Milliseconds(), dead.Milliseconds(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("trim outbox: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}

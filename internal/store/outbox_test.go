@@ -110,3 +110,35 @@ func TestOutboxSyncFailure(t *testing.T) {
 		t.Fatalf("entry %+v", e)
 	}
 }
+
+func TestTrimOutbox(t *testing.T) {
+	t.Parallel()
+	st := openTest(t)
+	ctx := context.Background()
+	var entries []OutboxEntry
+	for range 4 {
+		entries = append(entries, OutboxEntry{Event: "Failed", Namespace: "ns", Kind: "Queue", Name: "q"})
+	}
+	if err := st.AddOutbox(ctx, entries); err != nil {
+		t.Fatal(err)
+	}
+	due, err := st.DueOutbox(ctx, 10)
+	if err != nil || len(due) != 4 {
+		t.Fatalf("due: %v, %v", due, err)
+	}
+	// 0: sent long ago, 1: sent just now, 2: dead long ago, 3: pending.
+	if err := st.FinishOutbox(ctx, []OutboxResult{{ID: due[0].ID, State: OutboxSent}, {ID: due[1].ID, State: OutboxSent}, {ID: due[2].ID, State: OutboxDead}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.pool.Exec(ctx, `UPDATE notification_outbox SET finished_at = now() - interval '40 days' WHERE id = ANY($1)`, []int64{due[0].ID, due[2].ID}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := st.TrimOutbox(ctx, 7*24*time.Hour, 30*24*time.Hour, 100)
+	if err != nil || n != 2 {
+		t.Fatalf("trimmed %d, %v", n, err)
+	}
+	left, err := st.ListOutbox(ctx, "", 0)
+	if err != nil || len(left) != 2 || left[0].ID != due[3].ID || left[1].ID != due[1].ID {
+		t.Fatalf("left: %+v, %v", left, err)
+	}
+}
