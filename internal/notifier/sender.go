@@ -181,8 +181,17 @@ func (s *Sender) sendLoop(ctx context.Context) {
 	}
 }
 
-// trim deletes finished entries past their retention, a batch at a time.
+// trim deletes finished entries past their retention, a batch at a time, and forgets the
+// rate limiters that are full again (nothing told within the interval).
 func (s *Sender) trim(ctx context.Context) {
+	now := time.Now()
+	s.limitMu.Lock()
+	for k, l := range s.limits {
+		if l.TokensAt(now) >= 1 {
+			delete(s.limits, k)
+		}
+	}
+	s.limitMu.Unlock()
 	total := 0
 	for ctx.Err() == nil {
 		n, err := s.st.TrimOutbox(ctx, keepSent, keepDead, trimBatch)

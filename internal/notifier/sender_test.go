@@ -209,6 +209,10 @@ func TestFlappingRateLimited(t *testing.T) {
 	if n := len(b.slack.got()); n != 1 {
 		t.Fatalf("%d messages, want 1", n)
 	}
+	s.trim(ctx)
+	if len(s.limits) != 1 {
+		t.Errorf("trim forgot a limiter still in its interval (%d left)", len(s.limits))
+	}
 	if m := b.scrape(t); !strings.Contains(m, `trueup_notifications_total{provider="ops",result="suppressed"} 2`) {
 		t.Errorf("suppressed not counted:\n%s", m)
 	}

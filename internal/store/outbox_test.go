@@ -20,12 +20,13 @@ func TestOutboxWrittenWithResults(t *testing.T) {
 		seedRow{name: "recovers", source: "infra", revision: "r1", phase: "Failed", generation: 1},
 		seedRow{name: "goes", source: "infra", revision: "r1", phase: "Deleting", generation: 1, deleting: true},
 		seedRow{name: "quiet", source: "infra", revision: "r1", phase: "Ready", generation: 1, observed: 1},
+		seedRow{name: "drifts", source: "infra", revision: "r1", phase: "Ready", generation: 1, observed: 1},
 	)
 	if _, err := st.pool.Exec(ctx, "UPDATE resources SET run_at = now(), labels = '{\"tier\":\"critical\"}'"); err != nil {
 		t.Fatal(err)
 	}
 	claimed, err := st.Claim(ctx, "a", 10, time.Minute)
-	if err != nil || len(claimed) != 4 {
+	if err != nil || len(claimed) != 5 {
 		t.Fatalf("claim: %v, %v", claimed, err)
 	}
 	var items []Completion
@@ -36,6 +37,8 @@ func TestOutboxWrittenWithResults(t *testing.T) {
 			u = Update{Phase: "Failed", Message: "boom"}
 		case "goes":
 			u = Update{Remove: true}
+		case "drifts":
+			u.Drifted = true
 		}
 		items = append(items, Completion{ID: c.ID, Token: c.LeaseToken, Fn: func(Current) Update { return u }})
 	}
@@ -54,14 +57,18 @@ func TestOutboxWrittenWithResults(t *testing.T) {
 		}
 	}
 	sort.Strings(names)
-	if want := "fails:Failed goes:Deleted recovers:Recovered"; strings.Join(names, " ") != want {
+	if want := "drifts:Drifted fails:Failed goes:Deleted recovers:Recovered"; strings.Join(names, " ") != want {
 		t.Fatalf("outbox = %v, want %s", names, want)
 	}
 
 	due, err := st.DueOutbox(ctx, 10)
-	if err != nil || len(due) != 3 {
+	if err != nil || len(due) != 4 {
 		t.Fatalf("due: %d, %v", len(due), err)
 	}
+	if err := st.FinishOutbox(ctx, []OutboxResult{{ID: due[3].ID, State: OutboxSent}}); err != nil {
+		t.Fatal(err)
+	}
+	due = due[:3]
 	res := []OutboxResult{
 		{ID: due[0].ID, State: OutboxSent, Done: []string{"r/p"}, Attempts: 1},
 		{ID: due[1].ID, State: OutboxDead, Attempts: 5, Error: "provider said 500"},
