@@ -233,7 +233,20 @@ func (s *Sender) Once(ctx context.Context) error {
 	wait := map[int64]time.Duration{}
 	lastErr := map[int64]string{}
 	failedProv := map[int64]string{}
-	for _, b := range batches {
+	// A holder that lost the lease stops between messages (the new holder sends the rest);
+	// Once called directly (term 0) runs to the end.
+	term := s.held.Load()
+	unsent := map[int64]bool{}
+	for bi, b := range batches {
+		if term != 0 && s.held.Load() != term {
+			for _, rest := range batches[bi:] {
+				for _, it := range rest.Items {
+					unsent[it.ID] = true
+				}
+			}
+			s.log.Info("lost the notifications lease while sending; the new holder sends the rest", "left", len(batches)-bi)
+			break
+		}
 		t := b.Target()
 		if len(b.Items) == 1 && !s.allow(t, b.Items[0], now) {
 			s.opts.Metrics.Notification(b.Provider, "suppressed")
@@ -258,7 +271,7 @@ func (s *Sender) Once(ctx context.Context) error {
 	}
 	var results []store.OutboxResult
 	for i, it := range items {
-		if slices.Contains(held, it.ID) {
+		if slices.Contains(held, it.ID) || unsent[it.ID] {
 			if len(it.Done) > len(due[i].Done) {
 				// Delivered to some targets while held for others: keep what went out.
 				results = append(results, store.OutboxResult{ID: it.ID, State: store.OutboxPending, Done: it.Done, Attempts: it.Attempts, NextAttempt: now})

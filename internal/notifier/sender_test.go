@@ -28,6 +28,7 @@ type fakeSlack struct {
 	posts  int
 	bodies []map[string]any
 	header http.Header
+	onPost func() // called with each accepted post
 }
 
 func (f *fakeSlack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -45,6 +46,9 @@ func (f *fakeSlack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m["_raw"] = string(body)
 	f.bodies = append(f.bodies, m)
 	f.header = r.Header.Clone()
+	if f.onPost != nil {
+		f.onPost()
+	}
 }
 
 func (f *fakeSlack) got() []map[string]any {
@@ -324,5 +328,31 @@ func TestOneReplicaSends(t *testing.T) {
 	}
 	if held := senders[0].held.Load() + senders[1].held.Load(); held != 0 {
 		t.Errorf("a stopped sender still says it holds the lease")
+	}
+}
+
+// TestLeaseLostMidway: a holder that loses the lease after its first message stops there; what
+// it sent is recorded, the rest stays pending for the next holder.
+func TestLeaseLostMidway(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.sender(t, "slack", "", nil)
+	s.held.Store(7)
+	b.slack.onPost = func() { s.held.Store(8) } // taken over by another replica's term
+	b.add(t, failed("a"), failed("b"), failed("c"))
+	ctx := context.Background()
+	if err := s.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(b.slack.got()); n != 1 {
+		t.Fatalf("%d messages after losing the lease, want 1", n)
+	}
+	sent, err := b.st.ListOutbox(ctx, store.OutboxSent, 0)
+	if err != nil || len(sent) != 1 || sent[0].Name != "a" {
+		t.Fatalf("sent: %+v, %v", sent, err)
+	}
+	pending, err := b.st.ListOutbox(ctx, store.OutboxPending, 0)
+	if err != nil || len(pending) != 2 || pending[0].Attempts != 0 {
+		t.Fatalf("pending: %+v, %v", pending, err)
 	}
 }
