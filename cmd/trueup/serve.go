@@ -248,17 +248,21 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) (err err
 		return fmt.Errorf("listen on %s: %w", cfg.Server.Listen, err)
 	}
 	defer srv.Stop()
+	// The notifier runs without a notifications block too: the outbox is written whatever
+	// the config says, and with no rule its entries are finished unsent and trimmed.
+	ncfg := config.Notifications{MaxAttempts: 1}
 	if cfg.Notifications != nil {
-		sender, err := notifier.New(db.store, *cfg.Notifications, notifier.Options{Replica: replica, LeaseTTL: cfg.Reconcile.LeaseTTL,
-			ExternalURL: cfg.Server.ExternalURL, Metrics: met}, logger)
-		if err != nil {
-			return cfg.ScrubError(fmt.Errorf("notifications: %w", err))
-		}
-		if err := sender.Start(ctx); err != nil {
-			return err
-		}
-		defer sender.Stop()
+		ncfg = *cfg.Notifications
 	}
+	sender, err := notifier.New(db.store, ncfg, notifier.Options{Replica: replica, LeaseTTL: cfg.Reconcile.LeaseTTL,
+		ExternalURL: cfg.Server.ExternalURL, Metrics: met}, logger)
+	if err != nil {
+		return cfg.ScrubError(fmt.Errorf("notifications: %w", err))
+	}
+	if err := sender.Start(ctx); err != nil {
+		return err
+	}
+	defer sender.Stop()
 
 	// The first signal cancels ctx: loops stop claiming, in-flight calls are interrupted and
 	// their leases released, then everything closes in reverse order.

@@ -356,3 +356,25 @@ func TestLeaseLostMidway(t *testing.T) {
 		t.Fatalf("pending: %+v, %v", pending, err)
 	}
 }
+
+// TestNoConfigFinishes: without a notifications block (serve runs the sender anyway) the
+// outbox's entries are finished unsent, so that retention trims them.
+func TestNoConfigFinishes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s, err := New(b.st, config.Notifications{MaxAttempts: 1}, Options{Replica: "r1"}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.add(t, failed("a"), failed("b"))
+	ctx := context.Background()
+	if err := s.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if due, err := b.st.DueOutbox(ctx, 10); err != nil || len(due) != 0 {
+		t.Fatalf("left due: %v, %v", due, err)
+	}
+	if n := len(b.slack.got()); n != 0 {
+		t.Fatalf("%d messages without providers", n)
+	}
+}
