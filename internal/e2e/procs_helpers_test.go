@@ -194,7 +194,10 @@ func (w *procWorld) startOne() *procReplica {
 	top := map[string]any{
 		"sources": []any{src},
 		"actions": []any{map[string]any{"name": "provision", "type": "exec", "config": map[string]any{
-			"command": []string{script}, "timeout": "60s", "plan": w.plan, "env": env}}},
+			// The world's replicas share one lock folder (one host), other tests' worlds
+			// have their own: parallel tests reuse resource names.
+			"command": []string{script}, "timeout": "60s", "plan": w.plan, "lockDir": filepath.Join(w.dir, "locks"),
+			"env": env}}},
 		"reconcile": map[string]any{"workers": 4, "leaseTTL": cmp.Or(w.leaseTTL, "3s"), "backoff": map[string]any{"initial": "200ms", "max": "2s"}},
 		"log":       map[string]any{"level": "info"},
 	}
