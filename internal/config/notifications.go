@@ -10,6 +10,7 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/labelsel"
 	"github.com/trueup-dev/trueup/internal/notify"
+	"github.com/trueup-dev/trueup/internal/plaintext"
 )
 
 // Notifications says who hears about failures, recoveries and rejected revisions, and how
@@ -39,6 +40,9 @@ type NotifyProvider struct {
 	To     []string `yaml:"to"`
 	// Timeout bounds one delivery (default 10s).
 	Timeout time.Duration `yaml:"timeout"`
+	// Insecure allows an http:// slack or msteams URL to another machine (the URL is the
+	// credential; internal/plaintext).
+	Insecure bool `yaml:"insecure"`
 }
 
 // SMTP is an email provider's server; STARTTLS is required unless insecure is set (tests).
@@ -103,6 +107,8 @@ func (n *Notifications) validate(bad func(string, ...any)) {
 			// Not quoted: a webhook URL is a credential.
 			if u, err := url.Parse(p.URL); p.URL == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 				bad("%s.url: required, an http(s) URL", at)
+			} else if err := plaintext.Check(at+".url", u.Scheme, u.Hostname(), "the webhook URL (a credential)", p.Type != "webhook", p.Insecure); err != nil {
+				bad("%w", err)
 			}
 			if p.SMTP != nil || p.From != "" || len(p.To) > 0 {
 				bad("%s: smtp, from and to are for type email", at)

@@ -50,6 +50,7 @@ func TestNotificationsErrors(t *testing.T) {
 		{"no type", "    - {name: ops, url: \"https://x\"}\n", "", "notifications.providers[0].type: required"},
 		{"bad type", "    - {name: ops, type: pager, url: \"https://x\"}\n", "", `notifications.providers[0].type: "pager" is not one of`},
 		{"no url", "    - {name: ops, type: slack}\n", "", "notifications.providers[0].url: required"},
+		{"slack over http", "    - {name: ops, type: slack, url: \"http://hooks.example.com/x\"}\n", "", "notifications.providers[0].url"},
 		{"duplicate", ok + ok, "", `notifications.providers[1].name: provider "ops" declared twice`},
 		{"email without host", "    - {name: m, type: email, from: a@b.c, to: [d@e.f]}\n", "", "notifications.providers[0].smtp.host: required"},
 		{"email bad to", "    - {name: m, type: email, smtp: {host: h}, from: a@b.c, to: [nope]}\n", "", "notifications.providers[0].to[0]"},
@@ -74,5 +75,18 @@ func TestNotificationsErrors(t *testing.T) {
 				t.Fatalf("error %v, want it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestNotificationsPlaintext(t *testing.T) {
+	t.Parallel()
+	for _, p := range []string{
+		`{name: ops, type: slack, url: "http://127.0.0.1:9/x"}`,
+		`{name: ops, type: slack, url: "http://hooks.example.com/x", insecure: true}`,
+		`{name: ops, type: webhook, url: "http://hooks.example.com/x"}`,
+	} {
+		if _, err := Parse([]byte("notifications:\n  providers:\n    - "+p+"\n"), "/x", env(nil)); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
 	}
 }
