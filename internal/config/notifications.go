@@ -63,7 +63,7 @@ type NotifyRule struct {
 	Namespaces []string `yaml:"namespaces"`
 	Kinds      []string `yaml:"kinds"`
 	Selector   string   `yaml:"selector"`
-	// Template is a Go text/template for the message text (fields of notifier.Message).
+	// Template is a Go text/template for the message text (fields of notify.Message).
 	Template string `yaml:"template"`
 }
 
