@@ -110,7 +110,7 @@ dist: dist-build
 		GOARCH=$$arch PKG_VERSION='$(PKG_VERSION)' DIST=$(DIST) SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) \
 			$(GO) run $(NFPM) package --config packaging/nfpm.yaml --packager deb --target $(DIST)/; \
 	done
-	GOOS=linux GOARCH=amd64 CGO_ENABLED=0 $(GO) run $(CYCLONEDX) app -json -licenses -main cmd/trueup \
+	GOOS=linux GOARCH=amd64 CGO_ENABLED=0 $(GO) run $(CYCLONEDX) app -json -licenses -std -noserial -notimestamp -main cmd/trueup \
 		-output $(DIST)/trueup_$(PKG_VERSION).cdx.json
 	@rm -rf $(DIST)/stage
 	cd $(DIST) && sha256sum *.tar.gz *.deb *.cdx.json > SHA256SUMS && cat SHA256SUMS
