@@ -108,7 +108,7 @@ dist: dist-build
 	done
 	@set -e; for arch in $(DEB_ARCHES); do \
 		mkdir -p $(DIST)/build/deb; cp $(DIST)/build/linux_$$arch/trueup $(DIST)/build/deb/trueup; \
-		GOARCH=$$arch PKG_VERSION='$(PKG_VERSION)' SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) \
+		DEB_ARCH=$$arch PKG_VERSION='$(PKG_VERSION)' SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) \
 			$(GO) run $(NFPM) package --config packaging/nfpm.yaml --packager deb --target $(DIST)/; \
 	done
 	GOOS=linux GOARCH=amd64 CGO_ENABLED=0 $(GO) run $(CYCLONEDX) app -json -licenses -std -noserial -notimestamp -main cmd/trueup \
