@@ -111,8 +111,8 @@ dist: dist-build
 		DEB_ARCH=$$arch PKG_VERSION='$(PKG_VERSION)' SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) \
 			$(GO) run $(NFPM) package --config packaging/nfpm.yaml --packager deb --target $(DIST)/; \
 	done
-	GOOS=linux GOARCH=amd64 CGO_ENABLED=0 $(GO) run $(CYCLONEDX) app -json -licenses -std -noserial -notimestamp -main cmd/trueup \
-		-output $(DIST)/trueup_$(PKG_VERSION).cdx.json
+	$(GO) run $(CYCLONEDX) bin -json -licenses -std -noserial -notimestamp -version '$(VERSION)' \
+		-output $(DIST)/trueup_$(PKG_VERSION).cdx.json $(DIST)/build/linux_amd64/trueup
 	@rm -rf $(DIST)/stage
 	cd $(DIST) && sha256sum *.tar.gz *.deb *.cdx.json > SHA256SUMS && cat SHA256SUMS
 
