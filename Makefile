@@ -2,14 +2,24 @@
 GO          ?= go
 BIN         := bin/trueup
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT      ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# The build date is the commit's, so that two builds of one commit are byte-identical.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+BUILD_DATE  ?= $(shell TZ=UTC date -d @$(SOURCE_DATE_EPOCH) +%Y-%m-%dT%H:%M:%SZ)
+# Expanded once here, not at each use.
+VERSION     := $(VERSION)
+COMMIT      := $(COMMIT)
+BUILD_DATE  := $(BUILD_DATE)
+STAMP       := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(BUILD_DATE)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build run test smoke bench fuzz lint openapi-lint postgres chromium terraform clean
+.PHONY: all build run test smoke bench fuzz lint openapi-lint postgres chromium terraform clean \
+	dist dist-build image
 
 all: build
 
 build:
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/trueup
+	$(GO) build -ldflags "$(STAMP)" -o $(BIN) ./cmd/trueup
 
 ## run: private PostgreSQL under .trueup/ and `trueup serve` on examples/; dashboard at http://127.0.0.1:8080
 ## (as root from a clone PostgreSQL's user cannot reach, under /var/lib/trueup/make-run; DATA_DIR=... to choose)
@@ -75,5 +85,56 @@ chromium:
 terraform:
 	@GO=$(GO) ./.ci/ensure-terraform.sh
 
+## dist: release archives for DIST_PLATFORMS, .debs for linux/amd64 and arm64 (nfpm), a
+## CycloneDX SBOM (cyclonedx-gomod) and SHA256SUMS under dist/; the tools come from the Go
+## module proxy. Static binaries (CGO_ENABLED=0), -trimpath, dated by the commit.
+DIST           := dist
+DIST_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+DEB_ARCHES     := amd64 arm64
+NFPM           := github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
+CYCLONEDX      := github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0
+PKG_VERSION    := $(shell ./packaging/pkg-version.sh '$(VERSION)' $(SOURCE_DATE_EPOCH))
+TAR            := tar --sort=name --mtime=@$(SOURCE_DATE_EPOCH) --owner=0 --group=0 --numeric-owner
+
+dist: DIST_BUILD := $(DIST_PLATFORMS)
+dist: dist-build
+	@rm -rf $(DIST)/stage && rm -f $(DIST)/*.tar.gz $(DIST)/*.deb $(DIST)/*.cdx.json $(DIST)/SHA256SUMS
+	@set -e; for p in $(DIST_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; name=trueup_$(PKG_VERSION)_$${os}_$${arch}; dir=$(DIST)/stage/$$name; \
+		mkdir -p $$dir; cp $(DIST)/build/$${os}_$${arch}/trueup README.md $$dir/; \
+		if [ $$os = linux ]; then cp packaging/trueup.service $$dir/; cp packaging/trueup.yaml $$dir/trueup.yaml; fi; \
+		$(TAR) -C $(DIST)/stage -cf - $$name | gzip -n -9 > $(DIST)/$$name.tar.gz; \
+		echo "$(DIST)/$$name.tar.gz"; \
+	done
+	@set -e; for arch in $(DEB_ARCHES); do \
+		mkdir -p $(DIST)/build/deb; cp $(DIST)/build/linux_$$arch/trueup $(DIST)/build/deb/trueup; \
+		DEB_ARCH=$$arch PKG_VERSION='$(PKG_VERSION)' SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) \
+			$(GO) run $(NFPM) package --config packaging/nfpm.yaml --packager deb --target $(DIST)/; \
+	done
+	$(GO) run $(CYCLONEDX) bin -json -licenses -std -noserial -notimestamp -version '$(VERSION)' \
+		-output $(DIST)/trueup_$(PKG_VERSION).cdx.json $(DIST)/build/linux_amd64/trueup
+	@rm -rf $(DIST)/stage
+	cd $(DIST) && sha256sum *.tar.gz *.deb *.cdx.json > SHA256SUMS && cat SHA256SUMS
+
+## dist-build: dist/build/<os>_<arch>/trueup for DIST_BUILD (static, -trimpath, stamped)
+DIST_BUILD ?= linux/amd64
+dist-build:
+	@set -e; for p in $(DIST_BUILD); do \
+		os=$${p%/*}; arch=$${p#*/}; echo "build $$os/$$arch"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w $(STAMP)" \
+			-o $(DIST)/build/$${os}_$${arch}/trueup ./cmd/trueup; \
+	done
+
+## image: the container image (linux/amd64 and arm64) as an OCI layout in dist/image and a
+## docker-loadable tarball of linux/amd64, built by tools/mkimage (go-containerregistry, no
+## Docker daemon), then checked by its test reading what was written
+IMAGE_TAR := $(DIST)/trueup_$(PKG_VERSION)_image_linux_amd64.tar
+image: DIST_BUILD := linux/amd64 linux/arm64
+image: dist-build
+	$(GO) run ./tools/mkimage -bin-dir $(DIST)/build -platforms linux/amd64,linux/arm64 \
+		-version '$(VERSION)' -revision $(COMMIT) -created $(BUILD_DATE) \
+		-layout $(DIST)/image -tarball $(IMAGE_TAR)
+	$(GO) test -count=1 -run TestImage ./tools/mkimage -args -layout=$(CURDIR)/$(DIST)/image -tarball=$(CURDIR)/$(IMAGE_TAR)
+
 clean:
-	rm -rf bin
+	rm -rf bin $(DIST)

@@ -1,12 +1,21 @@
 package main
 
 import (
+	"runtime"
+	"runtime/debug"
+
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/termsafe"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
+// Set at build time with -ldflags "-X main.version=… -X main.commit=… -X main.date=…"
+// (the Makefile's build and dist targets do); a plain `go build` leaves them empty but for
+// version, and `trueup version` then falls back to the VCS stamp Go writes into the binary.
+var (
+	version = "dev"
+	commit  = ""
+	date    = ""
+)
 
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
@@ -29,17 +38,56 @@ func newRootCmd() *cobra.Command {
 		"bearer token for the API (env TRUEUP_TOKEN, or token: in ~/.config/trueup/config.yaml)")
 	root.AddCommand(newServeCmd(), newValidateCmd(), newMigrateCmd(), newVersionCmd(), newTokenCmd(),
 		newGetCmd(api), newDescribeCmd(api), newHistoryCmd(api), newEventsCmd(api), newDiffCmd(api),
-		newReconcileCmd(api), newSyncCmd(api), newSuspendCmd(api), newResumeCmd(api), newGraphCmd(api), newPreviewCmd(api))
+		newReconcileCmd(api), newSyncCmd(api), newSuspendCmd(api), newResumeCmd(api), newGraphCmd(api), newPreviewCmd(api),
+		newHealthcheckCmd())
 	return root
 }
 
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the version",
+		Short: "Print the version, commit and build date",
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			cmd.Println("trueup", version)
+			c, d := buildStamp()
+			cmd.Printf("trueup %s\ncommit: %s\nbuilt: %s\ngo: %s %s/%s\n",
+				version, c, d, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		},
 	}
+}
+
+// buildStamp returns the commit and build date from -ldflags, else from the VCS settings
+// `go build` records (vcs.revision, vcs.time), else "unknown".
+func buildStamp() (c, d string) {
+	c, d = commit, date
+	if info, ok := debug.ReadBuildInfo(); ok && (c == "" || d == "") {
+		modified := false
+		var rev, at string
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.time":
+				at = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
+		if c == "" && rev != "" {
+			c = rev
+			if modified {
+				c += "-dirty"
+			}
+		}
+		if d == "" {
+			d = at
+		}
+	}
+	if c == "" {
+		c = "unknown"
+	}
+	if d == "" {
+		d = "unknown"
+	}
+	return c, d
 }
