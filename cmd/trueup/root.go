@@ -36,7 +36,7 @@ func newRootCmd() *cobra.Command {
 		"URL of the trueup API the client commands talk to (env TRUEUP_SERVER, or server: in ~/.config/trueup/config.yaml)")
 	root.PersistentFlags().StringVar(&api.token, "token", "",
 		"bearer token for the API (env TRUEUP_TOKEN, or token: in ~/.config/trueup/config.yaml)")
-	root.AddCommand(newServeCmd(), newValidateCmd(), newMigrateCmd(), newVersionCmd(), newTokenCmd(),
+	root.AddCommand(newServeCmd(), newValidateCmd(), newConfigCmd(), newMigrateCmd(), newVersionCmd(), newTokenCmd(),
 		newGetCmd(api), newDescribeCmd(api), newHistoryCmd(api), newEventsCmd(api), newDiffCmd(api),
 		newReconcileCmd(api), newSyncCmd(api), newSuspendCmd(api), newResumeCmd(api), newGraphCmd(api), newPreviewCmd(api),
 		newHealthcheckCmd())
