@@ -52,3 +52,34 @@ func ParseTimeout(s string, def time.Duration) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// ParseEnv reads a plugin's `env:` setting into KEY=VALUE entries (sorted by key) and the
+// values to scrub (secret-named keys whose values are at least minSecret long, longest
+// first). reserved gives the reason a key may not be set ("" when it may). Errors name keys,
+// never values: values may be secrets.
+func ParseEnv(env map[string]string, reserved func(key string) string, minSecret int) (vars, secrets []string, err error) {
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		v := env[k]
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return nil, nil, fmt.Errorf("config: env: invalid variable name %q", k)
+		}
+		if why := reserved(k); why != "" {
+			return nil, nil, fmt.Errorf("config: env %s: %s", k, why)
+		}
+		if strings.ContainsRune(v, 0) {
+			return nil, nil, fmt.Errorf("config: env %s: value contains a NUL byte", k)
+		}
+		vars = append(vars, k+"="+v)
+		if SecretName(k) && len(v) >= minSecret && !slices.Contains(secrets, v) {
+			secrets = append(secrets, v)
+		}
+	}
+	// Longest first, so that a secret containing another is replaced whole.
+	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
+	return vars, secrets, nil
+}

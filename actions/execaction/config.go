@@ -95,29 +95,16 @@ func parseConfig(raw json.RawMessage, baseDir string) (settings, error) {
 	}
 	s.timeout = timeout
 
-	// Errors below name keys, never values: values may be secrets.
-	keys := make([]string, 0, len(c.Env))
-	for k := range c.Env {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		v := c.Env[k]
-		switch {
-		case k == "" || strings.ContainsAny(k, "=\x00"):
-			return settings{}, fmt.Errorf("config: env: invalid variable name %q", k)
-		case strings.HasPrefix(k, "TRUEUP_"):
-			return settings{}, fmt.Errorf("config: env %s: TRUEUP_ variables are set by the exec protocol", k)
-		case strings.ContainsRune(v, 0):
-			return settings{}, fmt.Errorf("config: env %s: value contains a NUL byte", k)
+	vars, secrets, err := actions.ParseEnv(c.Env, func(k string) string {
+		if strings.HasPrefix(k, "TRUEUP_") {
+			return "TRUEUP_ variables are set by the exec protocol"
 		}
-		s.env = append(s.env, k+"="+v)
-		if actions.SecretName(k) && len(v) >= minRedactLen && !slices.Contains(s.secrets, v) {
-			s.secrets = append(s.secrets, v)
-		}
+		return ""
+	}, minRedactLen)
+	if err != nil {
+		return settings{}, err
 	}
-	// Longest first, so that a secret containing another is replaced whole.
-	slices.SortFunc(s.secrets, func(a, b string) int { return len(b) - len(a) })
+	s.env, s.secrets = vars, secrets
 	return s, nil
 }
 
