@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"os/exec"
@@ -200,7 +201,7 @@ func (a *Action) prepare(ctx context.Context, req actions.Request, ws string, pr
 		if preempt != nil {
 			selectArgs = []string{"workspace", "select", "-no-color", ws}
 		}
-		if _, err := c.run(ctx, false, selectArgs...); err != nil {
+		if err := selectWorkspace(ctx, c, selectArgs); err != nil {
 			return nil, err
 		}
 		if err := os.WriteFile(stampFile, []byte(stamp), 0o600); err != nil {
@@ -492,3 +493,25 @@ var (
 	_ actions.WithValidator = (*Action)(nil)
 	_ actions.SecretHolder  = (*Action)(nil)
 )
+
+// workspaceLocked is what the pg backend answers when another process creates a workspace
+// at that moment: it takes a lock for creation and fails at once instead of waiting.
+const workspaceLocked = "Already locked for workspace creation"
+
+// selectWorkspace selects (or creates) the resource's workspace, waiting out another
+// process's workspace creation (other replicas, other instances on the same schema) for up
+// to 30 s instead of failing the call.
+func selectWorkspace(ctx context.Context, c *call, args []string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := c.run(ctx, false, args...)
+		if err == nil || !strings.Contains(err.Error(), workspaceLocked) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(100+rand.IntN(200)) * time.Millisecond):
+		}
+	}
+}
