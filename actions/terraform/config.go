@@ -163,28 +163,16 @@ func parseConfig(raw json.RawMessage, env actions.Env) (settings, error) {
 	}
 	s.timeout = timeout
 
-	// Errors below name keys, never values: values may be secrets.
-	keys := make([]string, 0, len(c.Env))
-	for k := range c.Env {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		v := c.Env[k]
-		switch {
-		case k == "" || strings.ContainsAny(k, "=\x00"):
-			return settings{}, fmt.Errorf("config: env: invalid variable name %q", k)
-		case slices.Contains(reservedEnv, k) || strings.HasPrefix(k, "TF_CLI_ARGS") || strings.HasPrefix(k, "TRUEUP_"):
-			return settings{}, fmt.Errorf("config: env %s: set by the terraform action itself", k)
-		case strings.ContainsRune(v, 0):
-			return settings{}, fmt.Errorf("config: env %s: value contains a NUL byte", k)
+	vars, secrets, err := actions.ParseEnv(c.Env, func(k string) string {
+		if slices.Contains(reservedEnv, k) || strings.HasPrefix(k, "TF_CLI_ARGS") || strings.HasPrefix(k, "TRUEUP_") {
+			return "set by the terraform action itself"
 		}
-		s.env = append(s.env, k+"="+v)
-		if actions.SecretName(k) && len(v) >= minRedactLen && !slices.Contains(s.secrets, v) {
-			s.secrets = append(s.secrets, v)
-		}
+		return ""
+	}, minRedactLen)
+	if err != nil {
+		return settings{}, err
 	}
-	slices.SortFunc(s.secrets, func(a, b string) int { return len(b) - len(a) })
+	s.env, s.secrets = vars, secrets
 
 	s.rootDir = filepath.Join(os.TempDir(), fmt.Sprintf("trueup-terraform-%d", os.Geteuid()))
 	s.workDir = filepath.Join(s.rootDir, safeName(env.Name))
