@@ -274,7 +274,7 @@ func (s *Server) overviewPage(w http.ResponseWriter, r *http.Request) {
 		}
 		if n > 0 {
 			d.Health.Lines = append(d.Health.Lines, healthLine{fmt.Sprintf("%d %s could not be delivered", n, plural(n, "notification", "notifications")),
-				"/api/v1/notifications?state=dead"})
+				"/notifications?state=dead"})
 		}
 	}
 	s.render(w, r, http.StatusOK, "overview.html", layout{Title: "Overview", Nav: "overview", Watch: "*", Page: d})
