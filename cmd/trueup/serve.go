@@ -255,7 +255,8 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) (err err
 		ncfg = *cfg.Notifications
 	}
 	sender, err := notifier.New(db.store, ncfg, notifier.Options{Replica: replica, LeaseTTL: cfg.Reconcile.LeaseTTL,
-		ExternalURL: cfg.Server.ExternalURL, Metrics: met}, logger)
+		ExternalURL: cfg.Server.ExternalURL, Metrics: met,
+		KeepSent: cfg.Retention.Notifications.Sent, KeepDead: cfg.Retention.Notifications.Dead}, logger)
 	if err != nil {
 		return cfg.ScrubError(fmt.Errorf("notifications: %w", err))
 	}
