@@ -47,9 +47,9 @@ type Options struct {
 
 // Reconciler runs the workers of one replica.
 type Reconciler struct {
-	opts    Options
-	store   *store.Store
-	log     *slog.Logger
+	opts  Options
+	store *store.Store
+	log   *slog.Logger
 
 	wake        chan struct{}
 	completions chan pending
