@@ -136,7 +136,9 @@ printf '{"done": true, "outputs": {"version": "%s"}}\n' "$1"
 			t.Fatal(err)
 		}
 	}
-	reloads := func() int { return strings.Count(logs.String(), "config reloaded") + strings.Count(logs.String(), "config reload refused") }
+	reloads := func() int {
+		return strings.Count(logs.String(), "config reloaded") + strings.Count(logs.String(), "config reload refused")
+	}
 	leaseHeld := func(source string) bool {
 		var n int
 		_ = conn.QueryRow(context.Background(), `SELECT count(*) FROM leases WHERE name = $1 AND expires_at > now()`, "source:"+source).Scan(&n)
