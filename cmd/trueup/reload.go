@@ -375,6 +375,7 @@ func (rt *reloader) reload() server.ReloadResult {
 	defer func() {
 		rt.last.Store(&res)
 		rt.met.ConfigLoaded(true, res.OK, res.At)
+		rt.record(res)
 	}()
 	next, err := rt.load()
 	if err != nil {
@@ -476,6 +477,20 @@ func (rt *reloader) apply(next *loaded, ch config.Changes) []string {
 		rt.sender = next.sender
 	}
 	return failed
+}
+
+// record writes this replica's config status to its replicas row (the dashboard's replicas
+// table): the config running, or the errors of the reload refused.
+func (rt *reloader) record(res server.ReloadResult) {
+	c := store.ReplicaConfig{Hash: rt.hash, LoadedAt: res.At}
+	if !res.OK {
+		c = store.ReplicaConfig{Error: strings.Join(res.Errors, "\n"), ErrorAt: res.At}
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(rt.ctx), 5*time.Second)
+	defer cancel()
+	if err := rt.store.SetReplicaConfig(ctx, rt.replica, c); err != nil {
+		rt.log.Warn("record the config status", "err", err)
+	}
 }
 
 // newSender builds the notification sender of cfg. It runs without a notifications block

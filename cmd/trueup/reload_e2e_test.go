@@ -203,8 +203,8 @@ printf '{"done": true, "outputs": {"version": "%s"}}\n' "$1"
 	if errs, _ := body["errors"].([]any); code != 422 || body["ok"] != false || len(errs) == 0 || !strings.Contains(fmt.Sprint(errs), "no-such-kind") {
 		t.Errorf("API reload of an invalid config: %d %v", code, body)
 	}
-	if page := httpGetBody(t, "http://"+addr+"/"); !strings.Contains(page, "Config reload refused") {
-		t.Error("the overview does not show the refused reload")
+	if page := httpGetBody(t, "http://"+addr+"/"); !strings.Contains(page, "Config reload refused") || !strings.Contains(page, `cond-bad">reload refused`) {
+		t.Error("the overview does not show the refused reload (banner and replicas table)")
 	}
 
 	// An action instance changed while its call runs: the call finishes with v1, the next
@@ -223,8 +223,8 @@ printf '{"done": true, "outputs": {"version": "%s"}}\n' "$1"
 	}
 	writeTestFile(t, gate, "")
 	waitFor("slow Ready with the instance it started with", ready("Widget", "slow", "v1"))
-	if page := httpGetBody(t, "http://"+addr+"/"); strings.Contains(page, "Config reload refused") {
-		t.Error("the overview still shows a refused reload after one was applied")
+	if page := httpGetBody(t, "http://"+addr+"/"); strings.Contains(page, "reload refused") || !strings.Contains(page, ">"+body["hash"].(string)+"</code>") {
+		t.Errorf("the overview still shows a refused reload after one was applied, or not the config's hash %v", body["hash"])
 	}
 	metrics := httpGetBody(t, "http://"+addr+"/metrics")
 	for _, want := range []string{`trueup_config_reloads_total{result="success"} 3`, `trueup_config_reloads_total{result="failure"} 2`,

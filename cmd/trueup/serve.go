@@ -214,6 +214,7 @@ func serve(ctx context.Context, cfg *config.Config, rt *reloader, hup <-chan os.
 	liveDone := make(chan struct{})
 	go func() { defer close(liveDone); live.Run(liveCtx) }()
 	defer func() { stopLive(); <-liveDone }()
+	rt.record(server.ReloadResult{At: time.Now(), OK: true}) // the config loaded at start
 
 	srvOpts, err := withAuth(server.Options{Listen: cfg.Server.Listen, Replica: replica, Metrics: met, Webhooks: rt.hooks,
 		ExternalURL: cfg.Server.ExternalURL, Reload: rt.request, LastReload: rt.lastReload}, cfg, logger)
@@ -258,8 +259,6 @@ func serve(ctx context.Context, cfg *config.Config, rt *reloader, hup <-chan os.
 				switch s := rt.syncer(name); {
 				case ok && s != nil:
 					s.LeasesFreed()
-				case ok:
-					// Not configured here (any more): nothing to take.
 				case payload == "maintenance":
 					maint.Wake()
 				default:
