@@ -105,8 +105,8 @@ func (l *loaded) close() {
 }
 
 // load reads the config file as serve's start does, and builds every part of it as `trueup
-// config check` does, plus the sources: any error refuses the whole config. acts are the
-// action instances the sources are checked against.
+// config check` does (every action instance), plus the decryption keys and the sources
+// (built, not started): any error refuses the whole config.
 func (rt *reloader) load() (*loaded, error) {
 	cfg, err := loadConfig(rt.path)
 	if err != nil {
