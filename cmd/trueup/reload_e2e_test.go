@@ -211,10 +211,21 @@ printf '{"done": true, "outputs": {"version": "%s"}}\n' "$1"
 	// call is v2's.
 	writeTestFile(t, filepath.Join(repoB, "slow.yaml"), thing("Widget", "widgets.example.com", "slow"))
 	waitFor("the slow call to start", func() bool { _, err := os.Stat(started); return err == nil })
-	writeTestFile(t, cfgPath, config([]string{"b"}, "v2"))
+	// With it, the notification rules change (the sender restarts) and a restart-only block.
+	writeTestFile(t, cfgPath, config([]string{"b"}, "v2")+`notifications:
+  providers:
+    - {name: hook, type: webhook, url: "http://127.0.0.1:9/never"}
+  rules:
+    - {name: stalled, providers: [hook], events: [Stalled]}
+log: {level: debug}
+`)
 	code, body = postReload()
-	if acts, _ := body["actions"].(map[string]any); code != 200 || body["ok"] != true || fmt.Sprint(acts["changed"]) != "[run]" {
-		t.Errorf("API reload changing action run: %d %v", code, body)
+	if acts, _ := body["actions"].(map[string]any); code != 200 || body["ok"] != true || fmt.Sprint(acts["changed"]) != "[run]" ||
+		body["notifications"] != true || fmt.Sprint(body["restartRequired"]) != "[log]" {
+		t.Errorf("API reload changing action run, notifications and log: %d %v", code, body)
+	}
+	if !strings.Contains(logs.String(), "log changed: takes effect at the next restart") {
+		t.Error("the restart-only change is not logged")
 	}
 	writeTestFile(t, filepath.Join(repoB, "b4.yaml"), thing("Widget", "widgets.example.com", "b4"))
 	waitFor("b4 Ready with the new instance", ready("Widget", "b4", "v2"))
