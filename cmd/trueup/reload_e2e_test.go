@@ -199,9 +199,13 @@ printf '{"done": true, "outputs": {"version": "%s"}}\n' "$1"
 	} else {
 		resp.Body.Close()
 	}
+	// A source is built too (config check does not build sources): one that cannot be is
+	// refused through the API.
+	badSource := "sources:\n  - name: g\n    git: {url: \"gopher://example.com/x\"}\n"
+	writeTestFile(t, cfgPath, strings.Replace(config([]string{"b"}, "v1"), "sources:\n", badSource, 1))
 	code, body := postReload()
-	if errs, _ := body["errors"].([]any); code != 422 || body["ok"] != false || len(errs) == 0 || !strings.Contains(fmt.Sprint(errs), "no-such-kind") {
-		t.Errorf("API reload of an invalid config: %d %v", code, body)
+	if errs, _ := body["errors"].([]any); code != 422 || body["ok"] != false || len(errs) == 0 || !strings.Contains(fmt.Sprint(errs), "unsupported protocol") {
+		t.Errorf("API reload of a config with a bad source: %d %v", code, body)
 	}
 	if page := httpGetBody(t, "http://"+addr+"/"); !strings.Contains(page, "Config reload refused") || !strings.Contains(page, `cond-bad">reload refused`) {
 		t.Error("the overview does not show the refused reload (banner and replicas table)")
