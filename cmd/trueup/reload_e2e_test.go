@@ -62,7 +62,8 @@ printf '{"done": true, "outputs": {"version": "%s"}}\n' "$1"
 
 	dbURL := pgtest.NewDatabase(t, store.MigrateURL)
 	cmd := exec.Command(os.Args[0], "serve", "--config", cfgPath)
-	cmd.Env = append(os.Environ(), "TRUEUP_TEST_RUN_MAIN=1", "TRUEUP_DATABASE_URL="+dbURL)
+	const secret = "gopher://s3cr3t-host-91/x" // quoted by the source's error: scrubbed
+	cmd.Env = append(os.Environ(), "TRUEUP_TEST_RUN_MAIN=1", "TRUEUP_DATABASE_URL="+dbURL, "RELOAD_SECRET="+secret)
 	var logs syncBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
@@ -201,11 +202,14 @@ printf '{"done": true, "outputs": {"version": "%s"}}\n' "$1"
 	}
 	// A source is built too (config check does not build sources): one that cannot be is
 	// refused through the API.
-	badSource := "sources:\n  - name: g\n    git: {url: \"gopher://example.com/x\"}\n"
+	badSource := "sources:\n  - name: g\n    git: {url: \"${RELOAD_SECRET}\"}\n"
 	writeTestFile(t, cfgPath, strings.Replace(config([]string{"b"}, "v1"), "sources:\n", badSource, 1))
 	code, body := postReload()
 	if errs, _ := body["errors"].([]any); code != 422 || body["ok"] != false || len(errs) == 0 || !strings.Contains(fmt.Sprint(errs), "unsupported protocol") {
 		t.Errorf("API reload of a config with a bad source: %d %v", code, body)
+	}
+	if strings.Contains(fmt.Sprint(body), "s3cr3t") || strings.Contains(logs.String(), "s3cr3t") {
+		t.Errorf("a ${VAR} value of the refused config leaked: %v\n%s", body, logs.String())
 	}
 	if page := httpGetBody(t, "http://"+addr+"/"); !strings.Contains(page, "Config reload refused") || !strings.Contains(page, `cond-bad">reload refused`) {
 		t.Error("the overview does not show the refused reload (banner and replicas table)")
