@@ -30,6 +30,13 @@ func newServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the controller: sync sources, reconcile resources, serve the API and dashboard",
+		Long: `Runs the controller until SIGINT or SIGTERM (the first drains, the second exits).
+
+SIGHUP (or POST /api/v1/admin/reload) reads --config again: sources and action instances
+added, changed or removed take effect without a restart (calls in flight finish first; a
+removed source's resources stay). An invalid config is refused, its errors logged and shown
+on the dashboard, and the running one kept. Changes to database, dataDir, server, reconcile,
+retention, log, limits, auth and secrets take effect at the next restart.`,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Applied to the config read at start and to every config reloaded.
