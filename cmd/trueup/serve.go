@@ -37,7 +37,7 @@ added, changed or removed take effect without a restart (calls in flight finish 
 removed source's resources stay). An invalid config is refused, its errors logged and shown
 on the dashboard, and the running one kept. Changes to database, dataDir, server, reconcile,
 retention, log, limits, auth and secrets take effect at the next restart.`,
-		Args:  cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Applied to the config read at start and to every config reloaded.
 			adjust := func(cfg *config.Config) error {
