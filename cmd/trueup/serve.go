@@ -86,8 +86,8 @@ retention, log, limits, auth and secrets take effect at the next restart.`,
 	return cmd
 }
 
-// serve runs the controller until ctx ends; rt holds what a config reload (SIGHUP, or
-// hup's signals, and POST /api/v1/admin/reload) changes. Its log lines and the error it
+// serve runs the controller until ctx ends; rt holds what a config reload (a signal on hup,
+// or POST /api/v1/admin/reload) changes. Its log lines and the error it
 // returns are scrubbed of the config's secrets: many of them quote config values (a plugin or
 // a commit status reporter refusing its config, a source failing to fetch its URL).
 func serve(ctx context.Context, cfg *config.Config, rt *reloader, hup <-chan os.Signal, cmd *cobra.Command) (err error) {
