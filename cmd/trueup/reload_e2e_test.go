@@ -162,13 +162,31 @@ printf '{"done": true, "outputs": {"version": "%s"}}\n' "$1"
 
 	waitFor("a1 Ready", ready("Thing", "a1", "v1"))
 
-	// Add source b.
+	// Add source b; a, unchanged, is neither restarted nor synced again.
+	aLines := func() (leases, syncs int) {
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if !strings.Contains(l, " source=a ") {
+				continue
+			}
+			if strings.Contains(l, "holding the source's lease") {
+				leases++
+			}
+			if strings.Contains(l, "applied revision") || strings.Contains(l, "no change") {
+				syncs++
+			}
+		}
+		return leases, syncs
+	}
+	leasesBefore, syncsBefore := aLines()
 	writeTestFile(t, cfgPath, config([]string{"a", "b"}, "v1"))
 	n := reloads()
 	hup()
 	waitFor("b1 Ready (source b added by SIGHUP)", ready("Widget", "b1", "v1"))
 	if reloads() != n+1 || !strings.Contains(logs.String(), "sources_added=[b]") {
 		t.Errorf("one reload adding b expected:\n%s", logs.String())
+	}
+	if leases, syncs := aLines(); leasesBefore != 1 || leases != leasesBefore || syncs != syncsBefore {
+		t.Errorf("unchanged source a: lease taken %d→%d times, synced %d→%d times across the reload", leasesBefore, leases, syncsBefore, syncs)
 	}
 
 	// Remove source a: its syncer stops and gives its lease up; its resources stay.
