@@ -218,8 +218,7 @@ printf '{"done": true, "outputs": {"version": "%s"}}\n' "$1"
 	} else {
 		resp.Body.Close()
 	}
-	// A source is built too (config check does not build sources): one that cannot be is
-	// refused through the API.
+	// Every source is built too: a config with one that cannot be is refused through the API.
 	badSource := "sources:\n  - name: g\n    git: {url: \"${RELOAD_SECRET}\"}\n"
 	writeTestFile(t, cfgPath, strings.Replace(config([]string{"b"}, "v1"), "sources:\n", badSource, 1))
 	code, body := postReload()
