@@ -54,6 +54,11 @@ type Options struct {
 	CSRFToken func(r *http.Request) string
 	// TLSCertFile and TLSKeyFile serve HTTPS; both files are read again when they change.
 	TLSCertFile, TLSKeyFile string
+	// Reload reads this replica's config file again and applies it, or refuses it
+	// (POST /api/v1/admin/reload; nil: 404). LastReload reports the last reload since the
+	// start (ok false: none), for the dashboard.
+	Reload     func(ctx context.Context) ReloadResult
+	LastReload func() (ReloadResult, bool)
 }
 
 // anonymousAdmin is who requests are when no authentication is configured.
@@ -163,6 +168,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/v1/graph", s.graph)
 	m.Handle("GET /api/v1/replicas", adminOnly(http.HandlerFunc(s.listReplicas)))
 	m.Handle("GET /api/v1/notifications", adminOnly(http.HandlerFunc(s.listNotifications)))
+	m.Handle("POST /api/v1/admin/reload", adminOnly(http.HandlerFunc(s.reload)))
 	m.Handle("GET /api/v1/watch", s.watchers.wrap(http.HandlerFunc(s.watch)))
 	m.HandleFunc("GET /api/v1/openapi.json", s.openapi)
 	s.operatorRoutes(m)
