@@ -231,6 +231,21 @@ printf '{"done": true, "outputs": {"version": "%s"}}\n' "$1"
 	if page := httpGetBody(t, "http://"+addr+"/"); !strings.Contains(page, "Config reload refused") || !strings.Contains(page, `cond-bad">reload refused`) {
 		t.Error("the overview does not show the refused reload (banner and replicas table)")
 	}
+	var replicas struct {
+		Items []struct {
+			Config struct {
+				Hash     string     `json:"hash"`
+				LoadedAt *time.Time `json:"loadedAt"`
+				Error    string     `json:"error"`
+			} `json:"config"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(httpGetBody(t, "http://"+addr+"/api/v1/replicas")), &replicas); err != nil || len(replicas.Items) != 1 {
+		t.Fatalf("GET /api/v1/replicas: %v %+v", err, replicas)
+	}
+	if c := replicas.Items[0].Config; c.Hash == "" || c.LoadedAt == nil || !strings.Contains(c.Error, "unsupported protocol") || strings.Contains(c.Error, "s3cr3t") {
+		t.Errorf("GET /api/v1/replicas: config status %+v, want the running hash and the refusal", c)
+	}
 
 	// An action instance changed while its call runs: the call finishes with v1, the next
 	// call is v2's.

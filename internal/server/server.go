@@ -491,7 +491,31 @@ func (s *Server) listReplicas(w http.ResponseWriter, r *http.Request) {
 	if s.fail(w, err) {
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": nonNil(items), "self": s.opts.Replica})
+	out := make([]replicaJSON, len(items))
+	for i, it := range items {
+		out[i] = replicaJSON{Replica: it, Config: replicaConfigJSON{Hash: it.Config.Hash, Error: it.Config.Error}}
+		if !it.Config.LoadedAt.IsZero() {
+			out[i].Config.LoadedAt = &it.Config.LoadedAt
+		}
+		if !it.Config.ErrorAt.IsZero() {
+			out[i].Config.ErrorAt = &it.Config.ErrorAt
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": out, "self": s.opts.Replica})
+}
+
+// replicaJSON is a replica as the API shows it: the store's row and its config status.
+type replicaJSON struct {
+	store.Replica
+	Config replicaConfigJSON `json:"config"`
+}
+
+// replicaConfigJSON is the config a replica runs and its last refused reload.
+type replicaConfigJSON struct {
+	Hash     string     `json:"hash"`
+	LoadedAt *time.Time `json:"loadedAt"`
+	Error    string     `json:"error"`
+	ErrorAt  *time.Time `json:"errorAt"`
 }
 
 // fail writes err as JSON with the status it deserves and reports whether it did.

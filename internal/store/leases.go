@@ -80,7 +80,7 @@ type Replica struct {
 	Reconciles int       `json:"reconciles"` // resources leased right now
 	// Sources is what the replica publishes about the sources it syncs (not in the API).
 	Sources map[string]any `json:"-"`
-	// Config is the config the replica runs (SetReplicaConfig; not in the API yet).
+	// Config is the config the replica runs (SetReplicaConfig; the server shows it).
 	Config ReplicaConfig `json:"-"`
 }
 
