@@ -227,7 +227,29 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 
 // Handler returns the root handler (for tests with httptest).
 func (s *Server) Handler() http.Handler {
-	return s.recoverer(s.checkHost(s.identify(s.inFlight.wrap(validInput(withTimeout(s.mux))))))
+	return s.recoverer(s.checkHost(s.crossOrigin(s.identify(s.inFlight.wrap(validInput(withTimeout(s.mux)))))))
+}
+
+// crossOrigin refuses state-changing requests (POST and the like) that a browser sends from
+// another site (Sec-Fetch-Site, or Origin against Host; net/http's CrossOriginProtection):
+// without it, any page an operator opens could POST to the API of a trueup that runs without
+// auth on loopback (every caller an admin), or ride a session cookie. Requests without those
+// headers (the CLI, curl, scripts) pass, and so do the signed webhooks.
+func (s *Server) crossOrigin(h http.Handler) http.Handler {
+	c := http.NewCrossOriginProtection()
+	c.AddInsecureBypassPattern("POST /hooks/{source}")
+	if u, err := url.Parse(s.opts.ExternalURL); err == nil && u.Scheme != "" && u.Host != "" {
+		_ = c.AddTrustedOrigin(u.Scheme + "://" + u.Host) // behind a proxy that rewrites Host
+	}
+	c.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if dashboardPath(r.URL.Path) {
+			s.errorPage(w, r, http.StatusForbidden, "Request refused",
+				"This request came from another site (cross-site request protection). Go back and try again from trueup's own page.")
+			return
+		}
+		writeError(w, http.StatusForbidden, "cross-origin request refused: "+r.Method+" "+r.URL.Path+" may only come from trueup's own pages or from a client that is not a browser")
+	}))
+	return c.Handler(h)
 }
 
 // requestTimeout bounds the queries of one API or dashboard request, so that a flood of
