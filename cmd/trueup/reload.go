@@ -18,6 +18,7 @@ import (
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/commitstatus"
 	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/liveness"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/notifier"
@@ -55,6 +56,9 @@ type reloader struct {
 	met      *metrics.Metrics
 	resolver *secrets.Resolver
 	hooks    *webhook.Handler
+	// live is the replica's liveness session, set once it is first held; singleton lease
+	// takers ask liveHeld before every attempt.
+	live atomic.Pointer[liveness.Liveness]
 
 	cfg    atomic.Pointer[config.Config]
 	hash   string // of the config file running
@@ -166,7 +170,7 @@ func (rt *reloader) buildSource(cfg *config.Config, sc config.Source, keys map[s
 	}
 	scrub := rt.scrub
 	rs.syncer = syncer.New(rt.store, syncer.Options{Name: sc.Name, Source: src, Interval: interval,
-		Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction, Replica: rt.replica, LeaseTTL: cfg.Reconcile.LeaseTTL,
+		Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction, Replica: rt.replica, LeaseTTL: cfg.Reconcile.LeaseTTL, Live: rt.liveHeld,
 		CheckAction: rt.checkAction, Limits: manifest.Limits(cfg.Limits), Scrub: scrub, Metrics: rt.met, Reporter: reporter,
 		Opener: sealed.NewOpener(keys[sc.Name])}, rt.log)
 	if sc.PreviewEnabled() {
@@ -204,6 +208,13 @@ func (rt *reloader) start(rs *runningSource) error {
 		rt.run(rs)
 	}
 	return nil
+}
+
+// liveHeld reports whether this replica holds its liveness session (false before serve took
+// it): a singleton lease taken without one is released by peers and by the next session.
+func (rt *reloader) liveHeld() bool {
+	l := rt.live.Load()
+	return l != nil && l.Held()
 }
 
 // run runs rs's syncer until its context ends (stop, or serve's end).
@@ -386,7 +397,7 @@ func (rt *reloader) reload() server.ReloadResult {
 	old := rt.cfg.Load()
 	ch := config.Diff(old, next.cfg)
 	if ch.Notifications {
-		if next.sender, err = newSender(rt.store, next.cfg, rt.replica, rt.met, rt.log); err != nil {
+		if next.sender, err = newSender(rt.store, next.cfg, rt.replica, rt.liveHeld, rt.met, rt.log); err != nil {
 			next.close()
 			res.Errors = errorLines(err)
 			rt.log.Error("config reload refused: the running config is kept", "file", rt.path, "errors", res.Errors)
@@ -496,12 +507,12 @@ func (rt *reloader) record(res server.ReloadResult) {
 // newSender builds the notification sender of cfg. It runs without a notifications block
 // too: the outbox is written whatever the config says, and with no rule its entries are
 // finished unsent and trimmed.
-func newSender(st *store.Store, cfg *config.Config, replica string, met *metrics.Metrics, logger *slog.Logger) (*notifier.Sender, error) {
+func newSender(st *store.Store, cfg *config.Config, replica string, live func() bool, met *metrics.Metrics, logger *slog.Logger) (*notifier.Sender, error) {
 	ncfg := config.Notifications{MaxAttempts: 1}
 	if cfg.Notifications != nil {
 		ncfg = *cfg.Notifications
 	}
-	s, err := notifier.New(st, ncfg, notifier.Options{Replica: replica, LeaseTTL: cfg.Reconcile.LeaseTTL,
+	s, err := notifier.New(st, ncfg, notifier.Options{Replica: replica, LeaseTTL: cfg.Reconcile.LeaseTTL, Live: live,
 		ExternalURL: cfg.Server.ExternalURL, Metrics: met,
 		KeepSent: cfg.Retention.Notifications.Sent, KeepDead: cfg.Retention.Notifications.Dead}, logger)
 	if err != nil {

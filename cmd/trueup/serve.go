@@ -189,7 +189,7 @@ func serve(ctx context.Context, cfg *config.Config, rt *reloader, hup <-chan os.
 		BackoffInitial: cfg.Reconcile.Backoff.Initial, BackoffMax: cfg.Reconcile.Backoff.Max, Scrub: scrub, Metrics: met,
 		Reveal: rt.revealCall, Hold: logOut.calls.hold, Acquire: rt.acts.acquire}, logger)
 	maint := reconciler.NewMaintenance(db.store, reconciler.MaintenanceOptions{Replica: replica, Version: version, LeaseTTL: cfg.Reconcile.LeaseTTL,
-		Listen: cfg.Server.Listen, Metrics: met,
+		Listen: cfg.Server.Listen, Metrics: met, Live: rt.liveHeld,
 		History: store.RetentionRule{MaxAge: cfg.Retention.History.MaxAge, MaxPerResource: cfg.Retention.History.MaxPerResource},
 		Events:  store.RetentionRule{MaxAge: cfg.Retention.Events.MaxAge, MaxPerResource: cfg.Retention.Events.MaxPerResource},
 		Sources: func() map[string]any {
@@ -202,7 +202,9 @@ func serve(ctx context.Context, cfg *config.Config, rt *reloader, hup <-chan os.
 			return out
 		}}, logger)
 	// Liveness: this replica's session-level advisory lock, held from before it takes any lease
-	// until after it gave them all back; peers whose session ends are released at once.
+	// until after it gave them all back; peers whose session ends are released at once. While
+	// the session is down (PostgreSQL restarted, the connection killed) the lease takers take
+	// nothing (rt.liveHeld) and the reconciler claims nothing; once it is back they look at once.
 	host, _ := os.Hostname()
 	wakeAll := func() {
 		rec.Wake()
@@ -213,10 +215,11 @@ func serve(ctx context.Context, cfg *config.Config, rt *reloader, hup <-chan os.
 	}
 	live := liveness.New(db.store, liveness.Options{
 		Replica: store.Replica{Name: replica, Hostname: host, PID: os.Getpid(), Version: version, Listen: cfg.Server.Listen},
-		OnLost:  rec.Suspend, OnRegained: rec.Resume, OnReleased: wakeAll, Metrics: met}, logger)
+		OnLost:  rec.Suspend, OnRegained: func() { rec.Resume(); wakeAll() }, OnReleased: wakeAll, Metrics: met}, logger)
 	if err := live.Start(ctx); err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
+	rt.live.Store(live)
 	liveCtx, stopLive := context.WithCancel(context.WithoutCancel(ctx))
 	liveDone := make(chan struct{})
 	go func() { defer close(liveDone); live.Run(liveCtx) }()
@@ -233,7 +236,7 @@ func serve(ctx context.Context, cfg *config.Config, rt *reloader, hup <-chan os.
 		return fmt.Errorf("listen on %s: %w", cfg.Server.Listen, err)
 	}
 	defer srv.Stop()
-	if rt.sender, err = newSender(db.store, cfg, replica, met, logger); err != nil {
+	if rt.sender, err = newSender(db.store, cfg, replica, rt.liveHeld, met, logger); err != nil {
 		return err
 	}
 	if err := rt.sender.Start(ctx); err != nil {

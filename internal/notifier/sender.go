@@ -38,6 +38,9 @@ type Options struct {
 	Metrics            *metrics.Metrics
 	// Client is used by the HTTP providers (default: a client with no redirects).
 	Client *http.Client
+	// Live reports whether the replica holds its liveness session (liveness.Liveness.Held);
+	// while it does not, the lease is neither taken nor renewed (nil: always live).
+	Live func() bool
 }
 
 // Sender delivers the outbox.
@@ -135,7 +138,15 @@ func (s *Sender) leaseLoop(ctx context.Context) {
 		}
 	}()
 	for {
-		l, ok, err := s.st.AcquireLease(ctx, LeaseName, s.opts.Replica, s.opts.LeaseTTL)
+		var (
+			l   store.Lease
+			ok  bool
+			err error
+		)
+		// Without a liveness session, peers release whatever this replica takes.
+		if s.opts.Live == nil || s.opts.Live() {
+			l, ok, err = s.st.AcquireLease(ctx, LeaseName, s.opts.Replica, s.opts.LeaseTTL)
+		}
 		switch {
 		case err == nil && ok:
 			if held == nil || held.Term != l.Term {
