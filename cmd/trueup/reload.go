@@ -75,6 +75,7 @@ type reloader struct {
 // runningSource is one configured source while serve runs it.
 type runningSource struct {
 	cfg      config.Source
+	keys     *sealed.Keys // its decryption keys (nil: none), read when it was built
 	reg      store.SourceConfig
 	src      sources.Source
 	syncer   *syncer.Syncer
@@ -147,7 +148,7 @@ func (rt *reloader) buildSource(cfg *config.Config, sc config.Source, keys map[s
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", sc.Name, err)
 	}
-	rs := &runningSource{cfg: sc, reg: reg, src: src}
+	rs := &runningSource{cfg: sc, keys: keys[sc.Name], reg: reg, src: src}
 	interval := time.Minute
 	if sc.Git != nil {
 		interval = sc.Git.Interval
@@ -193,7 +194,7 @@ func (rt *reloader) start(rs *runningSource) error {
 		}
 	}
 	if err := rt.store.RegisterSource(rs.ctx, rs.reg); err != nil {
-		return err
+		return fmt.Errorf("source %s: %w", rs.cfg.Name, err)
 	}
 	if rs.preview != nil {
 		if err := rs.preview.Start(rs.ctx); err != nil {
@@ -397,7 +398,12 @@ func (rt *reloader) reload() server.ReloadResult {
 	res.SourcesAdded, res.SourcesRemoved, res.SourcesChanged = ch.SourcesAdded, ch.SourcesRemoved, ch.SourcesChanged
 	res.ActionsAdded, res.ActionsRemoved, res.ActionsChanged = ch.ActionsAdded, ch.ActionsRemoved, ch.ActionsChanged
 	res.Notifications, res.RestartRequired = ch.Notifications, ch.RestartRequired
-	res.Errors = rt.apply(next, ch)
+	res.Errors = rt.apply(old, next, ch)
+	if len(res.Errors) > 0 {
+		// Applied, except what Errors names: not a success, not a refusal either.
+		res.OK, res.Partial = false, true
+		rt.log.Error("config reload applied in part", "file", rt.path, "errors", res.Errors)
+	}
 	rt.hash = next.hash
 	for _, b := range ch.RestartRequired {
 		rt.log.Warn(b+" changed: takes effect at the next restart", "block", b)
@@ -408,9 +414,10 @@ func (rt *reloader) reload() server.ReloadResult {
 	return res
 }
 
-// apply makes next the running config; ch is what changed. It returns what failed to start
-// (a source whose Start failed is left out until the next reload or restart).
-func (rt *reloader) apply(next *loaded, ch config.Changes) []string {
+// apply makes next the running config in place of old; ch is what changed. It returns what
+// failed to start: a changed source whose new copy failed runs its previous copy again, an
+// added one is left out until the next reload or restart.
+func (rt *reloader) apply(old *config.Config, next *loaded, ch config.Changes) []string {
 	// The scrubber first: the new instances and sources may log their secrets from now on.
 	rt.scrubWith(next.cfg, next.acts)
 	keep := map[string]bool{}
@@ -455,18 +462,26 @@ func (rt *reloader) apply(next *loaded, ch config.Changes) []string {
 			rs.close() // unchanged: built only to check it
 			continue
 		}
-		err := rt.attachPreview(next.cfg, rs)
-		if err == nil {
-			err = rt.start(rs)
+		prev := running[sc.Name] // stopped; nil: added
+		rebuild := func() (*runningSource, error) {
+			back, err := rt.buildSource(old, prev.cfg, map[string]*sealed.Keys{prev.cfg.Name: prev.keys}, rt.acts.current())
+			if err == nil {
+				err = rt.startSource(old, back)
+			}
+			return back, err
 		}
+		if prev == nil {
+			rebuild = nil
+		}
+		run, err := swapIn(rs, func(rs *runningSource) error { return rt.startSource(next.cfg, rs) }, rebuild)
 		if err != nil {
 			msg := rt.logOut.current()(err.Error())
 			rt.log.Error("reload: source not started", "source", sc.Name, "err", msg)
 			failed = append(failed, msg)
-			rs.stop()
-			continue
 		}
-		m[sc.Name] = rs
+		if run != nil {
+			m[sc.Name] = run
+		}
 	}
 	rt.publish(m)
 	if next.sender != nil {
@@ -479,18 +494,76 @@ func (rt *reloader) apply(next *loaded, ch config.Changes) []string {
 	return failed
 }
 
-// record writes this replica's config status to its replicas row (the dashboard's replicas
-// table): the config running, or the errors of the reload refused.
-func (rt *reloader) record(res server.ReloadResult) {
-	c := store.ReplicaConfig{Hash: rt.hash, LoadedAt: res.At}
-	if !res.OK {
-		c = store.ReplicaConfig{Error: strings.Join(res.Errors, "\n"), ErrorAt: res.At}
+// startSource attaches rs's preview runner to the action instances in use and starts rs.
+func (rt *reloader) startSource(cfg *config.Config, rs *runningSource) error {
+	err := rt.attachPreview(cfg, rs)
+	if err == nil {
+		err = rt.start(rs)
 	}
+	return err
+}
+
+// swapIn starts next, whose previous copy (if any) is stopped. When next fails to start it
+// is stopped and, for a changed source, rebuild builds and starts the previous copy again, so
+// that a source is never left dead by a reload that reports it. It returns the copy that
+// runs (nil: none) and why next is not it.
+func swapIn(next *runningSource, start func(*runningSource) error, rebuild func() (*runningSource, error)) (*runningSource, error) {
+	err := start(next)
+	if err == nil {
+		return next, nil
+	}
+	next.stop()
+	if rebuild == nil {
+		return nil, fmt.Errorf("%w (not running on this replica until the next reload or restart)", err)
+	}
+	back, berr := rebuild()
+	if berr != nil {
+		if back != nil {
+			back.stop()
+		}
+		return nil, fmt.Errorf("%w; its previous config failed to start again too (not running on this replica until the next reload or restart): %w", err, berr)
+	}
+	return back, fmt.Errorf("%w (its previous config runs again)", err)
+}
+
+// record writes this replica's config status to its replicas row (the dashboard's replicas
+// table): the config running, and what is not in effect (the errors of a reload refused or
+// applied in part; the blocks that wait for a restart).
+func (rt *reloader) record(res server.ReloadResult) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(rt.ctx), 5*time.Second)
 	defer cancel()
-	if err := rt.store.SetReplicaConfig(ctx, rt.replica, c); err != nil {
-		rt.log.Warn("record the config status", "err", err)
+	for _, c := range replicaConfigs(rt.hash, res) {
+		if err := rt.store.SetReplicaConfig(ctx, rt.replica, c); err != nil {
+			rt.log.Warn("record the config status", "err", err)
+			return
+		}
 	}
+}
+
+// replicaConfigs are the config status writes of a reload's result, in order: the file now
+// running (hash), unless the reload was refused, then what of it is not in effect, if
+// anything (a refusal keeps the hash running before).
+func replicaConfigs(hash string, res server.ReloadResult) []store.ReplicaConfig {
+	var out []store.ReplicaConfig
+	if res.OK || res.Partial {
+		out = append(out, store.ReplicaConfig{Hash: hash, LoadedAt: res.At})
+	}
+	var lines []string
+	if !res.OK {
+		lines = append(lines, res.Errors...)
+	}
+	if len(res.RestartRequired) > 0 {
+		lines = append(lines, restartLine(res.RestartRequired))
+	}
+	if len(lines) > 0 {
+		out = append(out, store.ReplicaConfig{Error: strings.Join(lines, "\n"), ErrorAt: res.At})
+	}
+	return out
+}
+
+// restartLine says which blocks of the file are not in effect.
+func restartLine(blocks []string) string {
+	return "restart required: " + strings.Join(blocks, ", ") + " changed in the file but keep their running values until the next restart"
 }
 
 // newSender builds the notification sender of cfg. It runs without a notifications block

@@ -274,8 +274,9 @@ log: {level: debug}
 	}
 	writeTestFile(t, gate, "")
 	waitFor("slow Ready with the instance it started with", ready("Widget", "slow", "v1"))
-	if page := httpGetBody(t, "http://"+addr+"/"); strings.Contains(page, "reload refused") || !strings.Contains(page, ">"+body["hash"].(string)+"</code>") {
-		t.Errorf("the overview still shows a refused reload after one was applied, or not the config's hash %v", body["hash"])
+	if page := httpGetBody(t, "http://"+addr+"/"); strings.Contains(page, `id="config-refused"`) || !strings.Contains(page, ">"+body["hash"].(string)+"</code>") ||
+		!strings.Contains(page, "restart required: log") {
+		t.Errorf("the overview still shows a refused reload after one was applied, or not the config's hash %v, or not the block waiting for a restart", body["hash"])
 	}
 	metrics := httpGetBody(t, "http://"+addr+"/metrics")
 	for _, want := range []string{`trueup_config_reloads_total{result="success"} 3`, `trueup_config_reloads_total{result="failure"} 2`,

@@ -11,8 +11,11 @@ import (
 type ReloadResult struct {
 	At time.Time
 	// OK: the new config was applied; otherwise it was refused (Errors) and the config
-	// running before keeps running.
+	// running before keeps running, or it was applied in part (Partial).
 	OK bool
+	// Partial: the new config was applied except what Errors names (a source that failed to
+	// start: its previous copy runs again, or, added, it does not run).
+	Partial bool
 	// Hash identifies the config file read (sha256 of its bytes, shortened).
 	Hash                                         string
 	SourcesAdded, SourcesRemoved, SourcesChanged []string
@@ -35,6 +38,7 @@ type nameChanges struct {
 // reloadView is the answer of POST /api/v1/admin/reload.
 type reloadView struct {
 	OK              bool        `json:"ok"`
+	Partial         bool        `json:"partial"`
 	At              time.Time   `json:"at"`
 	Hash            string      `json:"hash,omitempty"`
 	Sources         nameChanges `json:"sources"`
@@ -52,7 +56,7 @@ func orEmpty(s []string) []string {
 }
 
 func makeReloadView(r ReloadResult) reloadView {
-	return reloadView{OK: r.OK, At: r.At, Hash: r.Hash,
+	return reloadView{OK: r.OK, Partial: r.Partial, At: r.At, Hash: r.Hash,
 		Sources:       nameChanges{Added: orEmpty(r.SourcesAdded), Removed: orEmpty(r.SourcesRemoved), Changed: orEmpty(r.SourcesChanged)},
 		Actions:       nameChanges{Added: orEmpty(r.ActionsAdded), Removed: orEmpty(r.ActionsRemoved), Changed: orEmpty(r.ActionsChanged)},
 		Notifications: r.Notifications, RestartRequired: orEmpty(r.RestartRequired), Errors: orEmpty(r.Errors)}
@@ -60,7 +64,8 @@ func makeReloadView(r ReloadResult) reloadView {
 
 // reload answers POST /api/v1/admin/reload: this replica reads its config file again (as
 // SIGHUP does). 200 applied, 422 refused (the running config kept), 404 when this server
-// runs without a reloadable config.
+// runs without a reloadable config; 500 applied in part (ok false, partial true: Errors
+// names what is not in effect).
 func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Reload == nil {
 		writeError(w, http.StatusNotFound, "this server has no config to reload")
@@ -71,14 +76,17 @@ func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	res := s.opts.Reload(ctx)
 	code := http.StatusOK
-	if !res.OK {
+	switch {
+	case res.Partial:
+		code = http.StatusInternalServerError
+	case !res.OK:
 		code = http.StatusUnprocessableEntity
 	}
 	writeJSON(w, code, makeReloadView(res))
 }
 
 // configRefused is the overview's banner: the last reload of this replica's config was
-// refused (nil: it was not, or there was none).
+// refused or applied in part (nil: it was not, or there was none).
 func (s *Server) configRefused() *ReloadResult {
 	if s.opts.LastReload == nil {
 		return nil

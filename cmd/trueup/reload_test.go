@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/server"
+	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/sources"
+)
+
+// fakeSource is a sources.Source that counts its Close calls.
+type fakeSource struct{ closed int }
+
+func (f *fakeSource) Head(context.Context) (string, error)                     { return "", nil }
+func (f *fakeSource) Fetch(context.Context, string) (*sources.Snapshot, error) { return nil, nil }
+func (f *fakeSource) Close() error                                             { f.closed++; return nil }
+
+// TestSwapIn: a changed source whose new copy fails to start runs its previous copy again;
+// an added one that fails is not running; both say so.
+func TestSwapIn(t *testing.T) {
+	t.Parallel()
+	boom, again := errors.New("source a: boom"), errors.New("source a: again")
+	cases := []struct {
+		name       string
+		startErr   error
+		changed    bool  // a previous copy exists
+		rebuildErr error // of the previous copy
+		want       string
+		wantErr    string
+	}{
+		{name: "added, starts", want: "next"},
+		{name: "changed, starts", changed: true, want: "next"},
+		{name: "added, fails", startErr: boom, wantErr: "source a: boom (not running on this replica until the next reload or restart)"},
+		{name: "changed, fails, previous runs again", startErr: boom, changed: true, want: "previous",
+			wantErr: "source a: boom (its previous config runs again)"},
+		{name: "changed, fails, previous fails too", startErr: boom, changed: true, rebuildErr: again,
+			wantErr: "source a: boom; its previous config failed to start again too (not running on this replica until the next reload or restart): source a: again"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			nextSrc, prevSrc := &fakeSource{}, &fakeSource{}
+			next := &runningSource{cfg: config.Source{Name: "a"}, src: nextSrc}
+			prev := &runningSource{cfg: config.Source{Name: "a"}, src: prevSrc}
+			var rebuild func() (*runningSource, error)
+			if tc.changed {
+				rebuild = func() (*runningSource, error) { return prev, tc.rebuildErr }
+			}
+			run, err := swapIn(next, func(*runningSource) error { return tc.startErr }, rebuild)
+			got := ""
+			switch run {
+			case next:
+				got = "next"
+			case prev:
+				got = "previous"
+			}
+			if got != tc.want {
+				t.Errorf("running %q, want %q", got, tc.want)
+			}
+			if msg := ""; err != nil || tc.wantErr != "" {
+				if err != nil {
+					msg = err.Error()
+				}
+				if msg != tc.wantErr {
+					t.Errorf("error %q, want %q", msg, tc.wantErr)
+				}
+			}
+			if wantClosed := tc.startErr != nil; (nextSrc.closed > 0) != wantClosed {
+				t.Errorf("the new copy closed %d times", nextSrc.closed)
+			}
+			if wantClosed := tc.rebuildErr != nil; (prevSrc.closed > 0) != wantClosed {
+				t.Errorf("the previous copy closed %d times", prevSrc.closed)
+			}
+		})
+	}
+}
+
+// TestReplicaConfigs: what a reload's result writes to the replica's config status.
+func TestReplicaConfigs(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 24, 5, 0, 0, 0, time.UTC)
+	running := store.ReplicaConfig{Hash: "abc", LoadedAt: at}
+	cases := []struct {
+		name string
+		res  server.ReloadResult
+		want []store.ReplicaConfig
+	}{
+		{name: "applied", res: server.ReloadResult{OK: true}, want: []store.ReplicaConfig{running}},
+		{name: "refused: the hash running stays", res: server.ReloadResult{Errors: []string{"e1", "e2"}},
+			want: []store.ReplicaConfig{{Error: "e1\ne2", ErrorAt: at}}},
+		{name: "applied in part", res: server.ReloadResult{Partial: true, Errors: []string{"source a: boom (its previous config runs again)"}},
+			want: []store.ReplicaConfig{running, {Error: "source a: boom (its previous config runs again)", ErrorAt: at}}},
+		{name: "applied, restart required", res: server.ReloadResult{OK: true, RestartRequired: []string{"log", "server"}},
+			want: []store.ReplicaConfig{running, {Error: restartLine([]string{"log", "server"}), ErrorAt: at}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.res.At = at
+			if got := replicaConfigs("abc", tc.res); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+	if l := restartLine([]string{"auth"}); !strings.HasPrefix(l, "restart required: auth") {
+		t.Errorf("restartLine = %q", l)
+	}
+}
