@@ -89,7 +89,8 @@ type runningSource struct {
 
 // loaded is a config read and checked, with every part built but nothing started.
 type loaded struct {
-	cfg     *config.Config
+	cfg     *config.Config // with the running values of the restart-only blocks
+	pending []string       // the restart-only blocks whose values in the file are not in effect
 	hash    string
 	acts    map[string]actions.Action
 	keys    map[string]*sealed.Keys
@@ -116,7 +117,14 @@ func (rt *reloader) load() (*loaded, error) {
 	if err := rt.adjust(cfg); err != nil {
 		return nil, cfg.ScrubError(err)
 	}
-	l := &loaded{cfg: cfg, hash: configHash(rt.path), sources: map[string]*runningSource{}}
+	running := rt.cfg.Load()
+	pending := config.RestartOnlyChanged(running, cfg)
+	if err := refuseRestartOnly(pending); err != nil {
+		return nil, err
+	}
+	// Before anything is built: nothing a reload builds may use a value not in effect.
+	config.KeepRestartOnly(cfg, running)
+	l := &loaded{cfg: cfg, pending: pending, hash: configHash(rt.path), sources: map[string]*runningSource{}}
 	if l.acts, err = newActions(cfg, rt.reg, rt.log, rt.dbURL.get, rt.trees.read); err != nil {
 		return nil, cfg.ScrubError(err) // factories quote the config values they refuse
 	}
@@ -138,6 +146,17 @@ func (rt *reloader) load() (*loaded, error) {
 		return nil, actions.ScrubError(cfg.ScrubError(err), scrubber(cfg, l.acts))
 	}
 	return l, nil
+}
+
+// refuseRestartOnly refuses a config whose restart-only changes must not look applied: a
+// changed auth block (a revoked token, a narrowed role, anonymous access turned off) keeps
+// its running values until a restart, so applying the rest of the file would report a
+// revocation that is not in effect.
+func refuseRestartOnly(pending []string) error {
+	if slices.Contains(pending, "auth") {
+		return errors.New("auth changed: tokens, roles and sign-in are read only at start, so this reload would leave the old ones in effect; restart trueup to apply the file (nothing of it was applied)")
+	}
+	return nil
 }
 
 // buildSource builds sc's source, commit status reporter, syncer and preview runner without
@@ -397,7 +416,7 @@ func (rt *reloader) reload() server.ReloadResult {
 	res.OK, res.Hash = true, next.hash
 	res.SourcesAdded, res.SourcesRemoved, res.SourcesChanged = ch.SourcesAdded, ch.SourcesRemoved, ch.SourcesChanged
 	res.ActionsAdded, res.ActionsRemoved, res.ActionsChanged = ch.ActionsAdded, ch.ActionsRemoved, ch.ActionsChanged
-	res.Notifications, res.RestartRequired = ch.Notifications, ch.RestartRequired
+	res.Notifications, res.RestartRequired = ch.Notifications, next.pending
 	res.Errors = rt.apply(old, next, ch)
 	if len(res.Errors) > 0 {
 		// Applied, except what Errors names: not a success, not a refusal either.
@@ -405,12 +424,12 @@ func (rt *reloader) reload() server.ReloadResult {
 		rt.log.Error("config reload applied in part", "file", rt.path, "errors", res.Errors)
 	}
 	rt.hash = next.hash
-	for _, b := range ch.RestartRequired {
-		rt.log.Warn(b+" changed: takes effect at the next restart", "block", b)
+	for _, b := range next.pending {
+		rt.log.Warn(b+" changed: takes effect at the next restart (the running values stay in use)", "block", b)
 	}
 	rt.log.Info("config reloaded", "hash", next.hash, "sources_added", ch.SourcesAdded, "sources_removed", ch.SourcesRemoved,
 		"sources_changed", ch.SourcesChanged, "actions_added", ch.ActionsAdded, "actions_removed", ch.ActionsRemoved,
-		"actions_changed", ch.ActionsChanged, "notifications", ch.Notifications, "restart_required", ch.RestartRequired)
+		"actions_changed", ch.ActionsChanged, "notifications", ch.Notifications, "restart_required", next.pending)
 	return res
 }
 

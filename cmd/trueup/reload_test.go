@@ -112,3 +112,22 @@ func TestReplicaConfigs(t *testing.T) {
 		t.Errorf("restartLine = %q", l)
 	}
 }
+
+// TestRefuseRestartOnly: a reload that changes auth is refused whole (a revoked token must not
+// look revoked); other restart-only blocks are kept running and reported.
+func TestRefuseRestartOnly(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		pending []string
+		refused bool
+	}{
+		{nil, false},
+		{[]string{"log", "server"}, false},
+		{[]string{"auth"}, true},
+		{[]string{"dataDir", "auth", "secrets"}, true},
+	} {
+		if err := refuseRestartOnly(tc.pending); (err != nil) != tc.refused {
+			t.Errorf("%v: %v, refused %v", tc.pending, err, tc.refused)
+		}
+	}
+}

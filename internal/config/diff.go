@@ -65,26 +65,51 @@ func Diff(old, new *Config) Changes {
 		}
 	}
 	c.Notifications = !reflect.DeepEqual(old.Notifications, new.Notifications)
-	for _, b := range []struct {
-		name     string
-		old, new any
-	}{
-		{"database", old.Database, new.Database},
-		{"dataDir", old.DataDir, new.DataDir},
-		{"server", old.Server, new.Server},
-		{"reconcile", old.Reconcile, new.Reconcile},
-		{"retention", old.Retention, new.Retention},
-		{"log", old.Log, new.Log},
-		{"limits", old.Limits, new.Limits},
-		{"auth", old.Auth, new.Auth},
-		{"secrets", old.SecretStores, new.SecretStores},
-	} {
-		if !reflect.DeepEqual(b.old, b.new) {
-			c.RestartRequired = append(c.RestartRequired, b.name)
-		}
-	}
+	c.RestartRequired = RestartOnlyChanged(old, new)
 	for _, l := range [][]string{c.SourcesAdded, c.SourcesRemoved, c.SourcesChanged, c.ActionsAdded, c.ActionsRemoved, c.ActionsChanged} {
 		slices.Sort(l)
 	}
 	return c
+}
+
+// restartOnly are the blocks read once, at start (by their YAML name): the database pool,
+// the data folder, the listener, workers and lease TTL, retention, the logger, the limits,
+// who may do what, the secret stores. field returns a pointer to the block in c.
+var restartOnly = []struct {
+	name  string
+	field func(c *Config) any
+}{
+	{"database", func(c *Config) any { return &c.Database }},
+	{"dataDir", func(c *Config) any { return &c.DataDir }},
+	{"server", func(c *Config) any { return &c.Server }},
+	{"reconcile", func(c *Config) any { return &c.Reconcile }},
+	{"retention", func(c *Config) any { return &c.Retention }},
+	{"log", func(c *Config) any { return &c.Log }},
+	{"limits", func(c *Config) any { return &c.Limits }},
+	{"auth", func(c *Config) any { return &c.Auth }},
+	{"secrets", func(c *Config) any { return &c.SecretStores }},
+}
+
+// RestartOnlyChanged lists the restart-only blocks whose values differ between the config
+// running and the one read again, in restartOnly's order.
+func RestartOnlyChanged(running, next *Config) []string {
+	var out []string
+	for _, b := range restartOnly {
+		if !reflect.DeepEqual(b.field(running), b.field(next)) {
+			out = append(out, b.name)
+		}
+	}
+	return out
+}
+
+// KeepRestartOnly gives next the running values of every restart-only block, so that nothing
+// a reload builds from next (a source's mirror folder, a syncer's lease TTL, a commit status
+// link, the notification sender's retention) uses a value that is not in effect. Diff against
+// the running config then lists the blocks that still differ from the file after each reload,
+// until a restart.
+func KeepRestartOnly(next, running *Config) {
+	for _, b := range restartOnly {
+		reflect.ValueOf(b.field(next)).Elem().Set(reflect.ValueOf(b.field(running)).Elem())
+	}
+	next.resyncSet = running.resyncSet
 }

@@ -98,7 +98,9 @@ retention: {history: {maxPerResource: 5}}
 log: {level: debug}
 database: {url: "postgres://db/trueup"}
 dataDir: /elsewhere
-`, want: Changes{RestartRequired: []string{"database", "dataDir", "server", "reconcile", "retention", "log"}}},
+limits: {maxFiles: 10}
+auth: {anonymous: viewer}
+`, want: Changes{RestartRequired: []string{"database", "dataDir", "server", "reconcile", "retention", "log", "limits", "auth"}}},
 		{name: "notifications", new: base + `
 notifications:
   providers:
@@ -126,5 +128,40 @@ notifications:
 				t.Errorf("None() = %v", got.None())
 			}
 		})
+	}
+}
+
+// KeepRestartOnly gives a config read again the running values of every restart-only block:
+// what a reload builds from it uses none of the file's, and Diff against the running config
+// no longer lists them (the reloader reports them from RestartOnlyChanged, taken before).
+func TestKeepRestartOnly(t *testing.T) {
+	t.Parallel()
+	running, err := Parse([]byte("dataDir: /var/lib/trueup\nreconcile: {leaseTTL: 30s}\nsources:\n  - {name: a, dir: {path: ./a}}\n"), "/x", env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := Parse([]byte(`dataDir: /elsewhere
+reconcile: {leaseTTL: 90s, resyncInterval: 0s}
+server: {externalURL: "https://trueup.example.com/"}
+limits: {maxFiles: 10}
+retention: {history: {maxPerResource: 5}}
+auth: {anonymous: viewer}
+sources:
+  - {name: a, dir: {path: ./a, interval: 5s}}
+`), "/x", env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := RestartOnlyChanged(running, next)
+	if want := []string{"dataDir", "server", "reconcile", "retention", "limits", "auth"}; !reflect.DeepEqual(pending, want) {
+		t.Errorf("RestartOnlyChanged = %v, want %v", pending, want)
+	}
+	KeepRestartOnly(next, running)
+	if next.DataDir != "/var/lib/trueup" || next.Reconcile != running.Reconcile || next.Server.ExternalURL != running.Server.ExternalURL ||
+		next.Limits != running.Limits || next.Auth != nil || next.resyncSet != running.resyncSet {
+		t.Errorf("restart-only blocks not kept: %+v", next)
+	}
+	if got := Diff(running, next); !reflect.DeepEqual(got, Changes{SourcesChanged: []string{"a"}}) {
+		t.Errorf("Diff after KeepRestartOnly = %+v, want only source a changed", got)
 	}
 }

@@ -22,7 +22,9 @@ type ReloadResult struct {
 	ActionsAdded, ActionsRemoved, ActionsChanged []string
 	// Notifications: the notification rules and providers were replaced.
 	Notifications bool
-	// RestartRequired are the config blocks that changed but take effect at the next restart.
+	// RestartRequired are the restart-only blocks whose values in the file differ from those
+	// running: the running values stay in use (nothing the reload built uses the file's)
+	// until the next restart, and every reload until then lists them again.
 	RestartRequired []string
 	// Errors are why the config was refused, or what failed while applying it (a source
 	// that could not start), scrubbed of secrets.
