@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -64,6 +65,7 @@ type reloader struct {
 	last   atomic.Pointer[server.ReloadResult]
 
 	// Owned by the loop goroutine (and by serve before it starts).
+	keys    map[string]*sealed.Keys // Reveal's, by source: those of the copy of each source that runs
 	secrets []string // every secret of every config loaded: the log keeps scrubbing them
 	sender  *notifier.Sender
 	running bool // the sources' syncers run (serve finished starting)
@@ -343,8 +345,26 @@ func (rt *reloader) scrubWith(cfg *config.Config, acts map[string]actions.Action
 
 // setReveal builds the reconciler's Reveal with keys.
 func (rt *reloader) setReveal(keys map[string]*sealed.Keys) {
+	rt.keys = keys
 	r := revealer(rt.store, keys, rt.resolver)
 	rt.reveal.Store(&r)
+}
+
+// revealKeys are the keys Reveal decrypts a source's resources with: those its running copy's
+// syncer opens them with (running), so that both use the same generation of a rotated key;
+// for a configured source with no copy running, those Reveal had.
+func revealKeys(names []string, running map[string]*runningSource, had map[string]*sealed.Keys) map[string]*sealed.Keys {
+	out := map[string]*sealed.Keys{}
+	for _, name := range names {
+		k := had[name]
+		if rs := running[name]; rs != nil {
+			k = rs.keys
+		}
+		if k != nil {
+			out[name] = k
+		}
+	}
+	return out
 }
 
 // revealCall is reconciler.Options.Reveal.
@@ -445,8 +465,11 @@ func (rt *reloader) apply(old *config.Config, next *loaded, ch config.Changes) [
 	}
 	rt.acts.replace(next.acts, keep)
 	next.acts = nil
-	rt.setReveal(next.keys)
 	rt.cfg.Store(next.cfg)
+	var names []string
+	for _, sc := range next.cfg.Sources {
+		names = append(names, sc.Name)
+	}
 
 	// A preview runner plans with the instances it was built with: with any instance
 	// changed, its source restarts.
@@ -473,6 +496,14 @@ func (rt *reloader) apply(old *config.Config, next *loaded, ch config.Changes) [
 		}
 	}
 	stopped.Wait()
+	// The keys of the copies about to start, then (below) of those that did.
+	starting := maps.Clone(m)
+	for name, rs := range next.sources {
+		if starting[name] == nil {
+			starting[name] = rs
+		}
+	}
+	rt.setReveal(revealKeys(names, starting, rt.keys))
 	var failed []string
 	for _, sc := range next.cfg.Sources {
 		rs := next.sources[sc.Name]
@@ -502,6 +533,7 @@ func (rt *reloader) apply(old *config.Config, next *loaded, ch config.Changes) [
 			m[sc.Name] = run
 		}
 	}
+	rt.setReveal(revealKeys(names, m, rt.keys))
 	rt.publish(m)
 	if next.sender != nil {
 		rt.sender.Stop()

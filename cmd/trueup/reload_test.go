@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/server"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/sources"
@@ -128,6 +129,30 @@ func TestRefuseRestartOnly(t *testing.T) {
 	} {
 		if err := refuseRestartOnly(tc.pending); (err != nil) != tc.refused {
 			t.Errorf("%v: %v, refused %v", tc.pending, err, tc.refused)
+		}
+	}
+}
+
+// TestRevealKeys: Reveal decrypts a source's resources with the keys of its running copy (the
+// one whose syncer opened them), or, with none running, with those it had.
+func TestRevealKeys(t *testing.T) {
+	t.Parallel()
+	oldK, newK := &sealed.Keys{}, &sealed.Keys{}
+	had := map[string]*sealed.Keys{"kept": oldK, "rotated": oldK, "failed": oldK, "removed": oldK}
+	running := map[string]*runningSource{
+		"kept":    {keys: oldK},
+		"rotated": {keys: newK},
+		"added":   {keys: newK},
+		"plain":   {},
+	}
+	got := revealKeys([]string{"kept", "rotated", "failed", "added", "plain"}, running, had)
+	want := map[string]*sealed.Keys{"kept": oldK, "rotated": newK, "failed": oldK, "added": newK}
+	if len(got) != len(want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	for name, k := range want {
+		if got[name] != k {
+			t.Errorf("%s: got %p, want %p", name, got[name], k)
 		}
 	}
 }

@@ -2,8 +2,13 @@ package config
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
 	"reflect"
 	"slices"
+	"strings"
 )
 
 // Changes is what a reload of the config changes: the sources and action instances added,
@@ -23,9 +28,12 @@ func (c Changes) None() bool {
 }
 
 // Diff compares the config running (old) with the one read again (new). A source or action
-// instance whose entry differs in any field is changed (it is rebuilt whole); an action
-// instance is compared on its type and its config after ${VAR} expansion, so a variable
-// whose value changed changes it too. Every other block is restart-only.
+// instance whose entry differs in any field is changed (it is rebuilt whole), and so is one
+// whose referenced files (an age key file, an ssh key or known_hosts file, a GitHub App's
+// private key, an action's *File setting) hold other bytes than when old was loaded: a key
+// rotated in place is picked up. An action instance is compared on its type and its config
+// after ${VAR} expansion; serve reads its environment once, at start, so a variable's value
+// never changes between two of its loads. Every other block is restart-only.
 func Diff(old, new *Config) Changes {
 	var c Changes
 	oldSrc, newSrc := map[string]Source{}, map[string]Source{}
@@ -37,7 +45,7 @@ func Diff(old, new *Config) Changes {
 		switch o, ok := oldSrc[s.Name]; {
 		case !ok:
 			c.SourcesAdded = append(c.SourcesAdded, s.Name)
-		case !reflect.DeepEqual(o, s):
+		case !reflect.DeepEqual(o, s) || old.fileSums[sourceKey(s.Name)] != new.fileSums[sourceKey(s.Name)]:
 			c.SourcesChanged = append(c.SourcesChanged, s.Name)
 		}
 	}
@@ -55,7 +63,7 @@ func Diff(old, new *Config) Changes {
 		switch o, ok := oldAct[a.Name]; {
 		case !ok:
 			c.ActionsAdded = append(c.ActionsAdded, a.Name)
-		case o.Type != a.Type || !bytes.Equal(o.Config, a.Config):
+		case o.Type != a.Type || !bytes.Equal(o.Config, a.Config) || old.fileSums[actionKey(a.Name)] != new.fileSums[actionKey(a.Name)]:
 			c.ActionsChanged = append(c.ActionsChanged, a.Name)
 		}
 	}
@@ -112,4 +120,81 @@ func KeepRestartOnly(next, running *Config) {
 		reflect.ValueOf(b.field(next)).Elem().Set(reflect.ValueOf(b.field(running)).Elem())
 	}
 	next.resyncSet = running.resyncSet
+}
+
+func sourceKey(name string) string { return "source/" + name }
+func actionKey(name string) string { return "action/" + name }
+
+// referencedFiles lists, by source and action instance, the files whose content they are
+// built from: a source's decryption.age.keyFile, git.auth.sshKeyFile, knownHostsFile and
+// githubApp.privateKeyFile; every string setting of an action's config whose key ends in
+// "File" (ghactions' app.privateKeyFile), relative to the config's folder.
+func (c *Config) referencedFiles() map[string][]string {
+	out := map[string][]string{}
+	for _, s := range c.Sources {
+		var files []string
+		if d := s.Decryption; d != nil && d.Age != nil && d.Age.KeyFile != "" {
+			files = append(files, c.Path(d.Age.KeyFile))
+		}
+		if s.Git != nil && s.Git.Auth != nil {
+			a := s.Git.Auth
+			files = append(files, a.SSHKeyFile, a.KnownHostsFile)
+			if a.GitHubApp != nil {
+				files = append(files, a.GitHubApp.PrivateKeyFile)
+			}
+		}
+		if files = slices.DeleteFunc(files, func(f string) bool { return f == "" }); len(files) > 0 {
+			out[sourceKey(s.Name)] = files
+		}
+	}
+	for _, a := range c.Actions {
+		var v any
+		if json.Unmarshal(a.Config, &v) != nil {
+			continue
+		}
+		var files []string
+		var walk func(key string, v any)
+		walk = func(key string, v any) {
+			switch v := v.(type) {
+			case map[string]any:
+				for k, e := range v {
+					walk(k, e)
+				}
+			case []any:
+				for _, e := range v {
+					walk(key, e)
+				}
+			case string:
+				if strings.HasSuffix(key, "File") && v != "" {
+					files = append(files, c.Path(v))
+				}
+			}
+		}
+		walk("", v)
+		if len(files) > 0 {
+			slices.Sort(files)
+			out[actionKey(a.Name)] = files
+		}
+	}
+	return out
+}
+
+// readFileSums digests the content of each source's and action's referenced files (a file
+// that cannot be read digests as its error, so that it being fixed is a change too).
+func (c *Config) readFileSums() map[string]string {
+	out := map[string]string{}
+	for key, files := range c.referencedFiles() {
+		h := sha256.New()
+		for _, f := range files {
+			h.Write([]byte(f + "\x00"))
+			if b, err := os.ReadFile(f); err != nil {
+				h.Write([]byte("error: " + err.Error()))
+			} else {
+				h.Write(b)
+			}
+			h.Write([]byte{0})
+		}
+		out[key] = hex.EncodeToString(h.Sum(nil))
+	}
+	return out
 }

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 )
@@ -78,7 +80,10 @@ actions:
   - name: other
     type: noop
 `, want: Changes{ActionsAdded: []string{"other"}, ActionsRemoved: []string{"nop"}, ActionsChanged: []string{"run"}}},
-		{name: "action changed by the value of its variable", vars: map[string]string{"CMD": "./other.sh"}, new: `
+		// Parse-level only: serve reads its environment once, at start, so between two of its
+		// loads a variable never changes (a rotated EnvironmentFile= needs a restart). This
+		// pins that Diff compares values after expansion.
+		{name: "action config differs after ${VAR} expansion (not reachable in serve)", vars: map[string]string{"CMD": "./other.sh"}, new: `
 sources:
   - name: a
     dir: {path: ./a}
@@ -163,5 +168,59 @@ sources:
 	}
 	if got := Diff(running, next); !reflect.DeepEqual(got, Changes{SourcesChanged: []string{"a"}}) {
 		t.Errorf("Diff after KeepRestartOnly = %+v, want only source a changed", got)
+	}
+}
+
+// A key rotated in place (same path, new bytes) changes the source or action instance that
+// reads it; a file that did not change does not.
+func TestDiffReferencedFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, data string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"age.txt", "id_ed25519", "known_hosts", "app.pem", "gha.pem"} {
+		write(f, "v1 "+f)
+	}
+	cfgPath := filepath.Join(dir, "trueup.yaml")
+	write("trueup.yaml", `
+sources:
+  - name: sealed
+    dir: {path: .}
+    decryption: {age: {keyFile: age.txt}}
+  - name: ssh
+    git: {url: "ssh://git@example.com/x.git", auth: {sshKeyFile: id_ed25519, knownHostsFile: known_hosts}}
+  - name: app
+    git: {url: "https://example.com/x.git", auth: {githubApp: {appID: 1, installationID: 2, privateKeyFile: app.pem}}}
+  - name: plain
+    dir: {path: .}
+actions:
+  - name: gha
+    type: github-actions
+    config: {app: {appID: 1, installationID: 2, privateKeyFile: gha.pem}}
+  - name: nop
+    type: noop
+`)
+	load := func() *Config {
+		t.Helper()
+		c, err := Load(cfgPath, env(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	old := load()
+	if got := Diff(old, load()); !got.None() {
+		t.Fatalf("nothing rotated: %+v", got)
+	}
+	for _, f := range []string{"age.txt", "known_hosts", "app.pem", "gha.pem"} {
+		write(f, "v2 "+f)
+	}
+	want := Changes{SourcesChanged: []string{"app", "sealed", "ssh"}, ActionsChanged: []string{"gha"}}
+	if got := Diff(old, load()); !reflect.DeepEqual(got, want) {
+		t.Errorf("keys rotated:\n got %+v\nwant %+v", got, want)
 	}
 }
