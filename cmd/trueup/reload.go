@@ -66,7 +66,7 @@ type reloader struct {
 
 	// Owned by the loop goroutine (and by serve before it starts).
 	keys    map[string]*sealed.Keys // Reveal's, by source: those of the copy of each source that runs
-	secrets []string // every secret of every config loaded: the log keeps scrubbing them
+	secrets []string                // every secret of every config loaded: the log keeps scrubbing them
 	sender  *notifier.Sender
 	running bool // the sources' syncers run (serve finished starting)
 	wg      sync.WaitGroup
@@ -310,10 +310,14 @@ func (rt *reloader) syncer(name string) *syncer.Syncer {
 	return nil
 }
 
-// publish makes m the running sources for every reader.
-func (rt *reloader) publish(m map[string]*runningSource) {
+// publish makes m the running sources for every reader; restarting are the sources between
+// two copies (a nil entry for ReadTree: retried, not refused).
+func (rt *reloader) publish(m map[string]*runningSource, restarting []string) {
 	rt.srcs.Store(&m)
 	bySrc := make(map[string]sources.Source, len(m))
+	for _, name := range restarting {
+		bySrc[name] = nil
+	}
 	for name, rs := range m {
 		bySrc[name] = rs.src
 	}
@@ -437,6 +441,10 @@ func (rt *reloader) reload() server.ReloadResult {
 	res.SourcesAdded, res.SourcesRemoved, res.SourcesChanged = ch.SourcesAdded, ch.SourcesRemoved, ch.SourcesChanged
 	res.ActionsAdded, res.ActionsRemoved, res.ActionsChanged = ch.ActionsAdded, ch.ActionsRemoved, ch.ActionsChanged
 	res.Notifications, res.RestartRequired = ch.Notifications, next.pending
+	res.Warnings = moduleWarnings(next.cfg)
+	for _, w := range res.Warnings {
+		rt.log.Warn("reload: " + w)
+	}
 	res.Errors = rt.apply(old, next, ch)
 	if len(res.Errors) > 0 {
 		// Applied, except what Errors names: not a success, not a refusal either.
@@ -459,18 +467,10 @@ func (rt *reloader) reload() server.ReloadResult {
 func (rt *reloader) apply(old *config.Config, next *loaded, ch config.Changes) []string {
 	// The scrubber first: the new instances and sources may log their secrets from now on.
 	rt.scrubWith(next.cfg, next.acts)
-	keep := map[string]bool{}
-	for _, a := range next.cfg.Actions {
-		keep[a.Name] = !slices.Contains(ch.ActionsAdded, a.Name) && !slices.Contains(ch.ActionsChanged, a.Name)
-	}
-	rt.acts.replace(next.acts, keep)
-	next.acts = nil
-	rt.cfg.Store(next.cfg)
 	var names []string
 	for _, sc := range next.cfg.Sources {
 		names = append(names, sc.Name)
 	}
-
 	// A preview runner plans with the instances it was built with: with any instance
 	// changed, its source restarts.
 	restart := slices.Clone(ch.SourcesChanged)
@@ -488,9 +488,28 @@ func (rt *reloader) apply(old *config.Config, next *loaded, ch config.Changes) [
 			m[name] = rs
 		}
 	}
-	// Stopped before the new ones start: a changed Git source reuses its mirror's folder.
+	stopping := append(slices.Clone(ch.SourcesRemoved), restart...)
+	// Their preview runners before the instances they plan with are replaced: a plan of an
+	// old instance must not overlap a call of the new one in the same working copy.
 	var stopped sync.WaitGroup
-	for _, name := range append(slices.Clone(ch.SourcesRemoved), restart...) {
+	for _, name := range stopping {
+		if rs := running[name]; rs != nil && rs.preview != nil {
+			stopped.Go(rs.preview.Stop)
+		}
+	}
+	stopped.Wait()
+	keep := map[string]bool{}
+	for _, a := range next.cfg.Actions {
+		keep[a.Name] = !slices.Contains(ch.ActionsAdded, a.Name) && !slices.Contains(ch.ActionsChanged, a.Name)
+	}
+	rt.acts.replace(next.acts, keep)
+	next.acts = nil
+	rt.cfg.Store(next.cfg)
+	// Readers (webhooks, previews, terraform modules) stop getting the sources about to close
+	// before they close; a restarting one answers "being restarted" (retried), not "none".
+	rt.publish(m, restart)
+	// Stopped before the new ones start: a changed Git source reuses its mirror's folder.
+	for _, name := range stopping {
 		if rs := running[name]; rs != nil {
 			stopped.Go(rs.stop)
 		}
@@ -534,7 +553,13 @@ func (rt *reloader) apply(old *config.Config, next *loaded, ch config.Changes) [
 		}
 	}
 	rt.setReveal(revealKeys(names, m, rt.keys))
-	rt.publish(m)
+	var notRunning []string
+	for _, name := range names {
+		if m[name] == nil {
+			notRunning = append(notRunning, name)
+		}
+	}
+	rt.publish(m, notRunning)
 	if next.sender != nil {
 		rt.sender.Stop()
 		if err := next.sender.Start(rt.ctx); err != nil {
@@ -543,6 +568,27 @@ func (rt *reloader) apply(old *config.Config, next *loaded, ch config.Changes) [
 		rt.sender = next.sender
 	}
 	return failed
+}
+
+// moduleWarnings names the action instances that read their module from a source cfg does
+// not have (a terraform instance's {"module": {"source": …}}): their resources stall.
+func moduleWarnings(cfg *config.Config) []string {
+	var out []string
+	for _, a := range cfg.Actions {
+		var c struct {
+			Module json.RawMessage `json:"module"`
+		}
+		var m struct {
+			Source string `json:"source"`
+		}
+		if json.Unmarshal(a.Config, &c) != nil || json.Unmarshal(c.Module, &m) != nil || m.Source == "" {
+			continue
+		}
+		if !slices.ContainsFunc(cfg.Sources, func(s config.Source) bool { return s.Name == m.Source }) {
+			out = append(out, fmt.Sprintf("action %s reads its module from source %s, which this config does not have: its resources stall until the source is configured again", a.Name, m.Source))
+		}
+	}
+	return out
 }
 
 // startSource attaches rs's preview runner to the action instances in use and starts rs.

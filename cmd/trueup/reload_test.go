@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/server"
@@ -154,5 +155,42 @@ func TestRevealKeys(t *testing.T) {
 		if got[name] != k {
 			t.Errorf("%s: got %p, want %p", name, got[name], k)
 		}
+	}
+}
+
+// TestModuleWarnings: an action instance whose module lives in a source the config no longer
+// has is named.
+func TestModuleWarnings(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Parse([]byte(`
+sources:
+  - {name: infra, dir: {path: ./infra}}
+actions:
+  - {name: kept, type: terraform, config: {module: {source: infra, path: modules/db}}}
+  - {name: orphan, type: terraform, config: {module: {source: gone, path: modules/db}}}
+  - {name: local, type: terraform, config: {module: modules/db}}
+  - {name: nop, type: noop}
+`), t.TempDir(), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := moduleWarnings(cfg)
+	if len(got) != 1 || !strings.HasPrefix(got[0], "action orphan reads its module from source gone") {
+		t.Errorf("moduleWarnings = %q", got)
+	}
+}
+
+// A source between two copies (restarting, or failed to start) is retried by a terraform
+// module read, not refused as unknown (which stalls the resource).
+func TestLateTreesRestarting(t *testing.T) {
+	t.Parallel()
+	var l lateTrees
+	l.set(map[string]sources.Source{"restarting": nil})
+	_, err := l.read(context.Background(), "restarting", "abc", "m")
+	if err == nil || actions.IsTerminal(err) {
+		t.Errorf("restarting source: %v, want a retried error", err)
+	}
+	if _, err := l.read(context.Background(), "gone", "abc", "m"); !actions.IsTerminal(err) {
+		t.Errorf("unknown source: %v, want terminal", err)
 	}
 }

@@ -26,6 +26,9 @@ type ReloadResult struct {
 	// running: the running values stay in use (nothing the reload built uses the file's)
 	// until the next restart, and every reload until then lists them again.
 	RestartRequired []string
+	// Warnings are what the applied config will likely break (an action instance reading its
+	// module from a source the config no longer has), scrubbed of secrets.
+	Warnings []string
 	// Errors are why the config was refused, or what failed while applying it (a source
 	// that could not start), scrubbed of secrets.
 	Errors []string
@@ -47,6 +50,7 @@ type reloadView struct {
 	Actions         nameChanges `json:"actions"`
 	Notifications   bool        `json:"notifications"`
 	RestartRequired []string    `json:"restartRequired"`
+	Warnings        []string    `json:"warnings"`
 	Errors          []string    `json:"errors"`
 }
 
@@ -61,7 +65,8 @@ func makeReloadView(r ReloadResult) reloadView {
 	return reloadView{OK: r.OK, Partial: r.Partial, At: r.At, Hash: r.Hash,
 		Sources:       nameChanges{Added: orEmpty(r.SourcesAdded), Removed: orEmpty(r.SourcesRemoved), Changed: orEmpty(r.SourcesChanged)},
 		Actions:       nameChanges{Added: orEmpty(r.ActionsAdded), Removed: orEmpty(r.ActionsRemoved), Changed: orEmpty(r.ActionsChanged)},
-		Notifications: r.Notifications, RestartRequired: orEmpty(r.RestartRequired), Errors: orEmpty(r.Errors)}
+		Notifications: r.Notifications, RestartRequired: orEmpty(r.RestartRequired),
+		Warnings: orEmpty(r.Warnings), Errors: orEmpty(r.Errors)}
 }
 
 // reload answers POST /api/v1/admin/reload: this replica reads its config file again (as
