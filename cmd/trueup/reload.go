@@ -110,29 +110,32 @@ func (l *loaded) close() {
 
 // load reads the config file as serve's start does, and builds every part of it as `trueup
 // config check` does (every action instance), plus the decryption keys and the sources
-// (built, not started): any error refuses the whole config.
-func (rt *reloader) load() (*loaded, error) {
+// (built, not started): any error refuses the whole config. secrets are the new config's
+// (as far as it was read), which reload scrubs every error line of, with every earlier one's.
+func (rt *reloader) load() (_ *loaded, secrets []string, _ error) {
 	cfg, err := loadConfig(rt.path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	secrets = cfg.Secrets()
 	if err := rt.adjust(cfg); err != nil {
-		return nil, cfg.ScrubError(err)
+		return nil, secrets, err
 	}
 	running := rt.cfg.Load()
 	pending := config.RestartOnlyChanged(running, cfg)
 	if err := refuseRestartOnly(pending); err != nil {
-		return nil, err
+		return nil, secrets, err
 	}
 	// Before anything is built: nothing a reload builds may use a value not in effect.
 	config.KeepRestartOnly(cfg, running)
 	l := &loaded{cfg: cfg, pending: pending, hash: configHash(rt.path), sources: map[string]*runningSource{}}
 	if l.acts, err = newActions(cfg, rt.reg, rt.log, rt.dbURL.get, rt.trees.read); err != nil {
-		return nil, cfg.ScrubError(err) // factories quote the config values they refuse
+		return nil, secrets, err // factories quote the config values they refuse: scrubbed by reload
 	}
+	secrets = secretsOf(cfg, l.acts)
 	if l.keys, err = sourceKeys(cfg); err != nil {
 		l.close()
-		return nil, cfg.ScrubError(err)
+		return nil, secrets, err
 	}
 	var errs []error
 	for _, sc := range cfg.Sources {
@@ -145,9 +148,9 @@ func (rt *reloader) load() (*loaded, error) {
 	}
 	if err := errors.Join(errs...); err != nil {
 		l.close()
-		return nil, actions.ScrubError(cfg.ScrubError(err), scrubber(cfg, l.acts))
+		return nil, secrets, err
 	}
-	return l, nil
+	return l, secrets, nil
 }
 
 // refuseRestartOnly refuses a config whose restart-only changes must not look applied: a
@@ -421,31 +424,35 @@ func (rt *reloader) reload() server.ReloadResult {
 		rt.met.ConfigLoaded(true, res.OK, res.At)
 		rt.record(res)
 	}()
-	next, err := rt.load()
-	if err != nil {
-		res.Errors = errorLines(err)
+	next, secrets, err := rt.load()
+	// Every line that leaves (API, banner, log, the replicas row) is scrubbed of the secrets
+	// of every config loaded so far and of this one's, refused or not.
+	scrub := actions.Scrubber(append(slices.Clone(rt.secrets), secrets...))
+	refuse := func(err error) server.ReloadResult {
+		res.Errors = scrubLines(scrub, errorLines(err))
 		rt.log.Error("config reload refused: the running config is kept", "file", rt.path, "errors", res.Errors)
 		return res
+	}
+	if err != nil {
+		return refuse(err)
 	}
 	old := rt.cfg.Load()
 	ch := config.Diff(old, next.cfg)
 	if ch.Notifications {
 		if next.sender, err = newSender(rt.store, next.cfg, rt.replica, rt.met, rt.log); err != nil {
 			next.close()
-			res.Errors = errorLines(err)
-			rt.log.Error("config reload refused: the running config is kept", "file", rt.path, "errors", res.Errors)
-			return res
+			return refuse(err)
 		}
 	}
 	res.OK, res.Hash = true, next.hash
 	res.SourcesAdded, res.SourcesRemoved, res.SourcesChanged = ch.SourcesAdded, ch.SourcesRemoved, ch.SourcesChanged
 	res.ActionsAdded, res.ActionsRemoved, res.ActionsChanged = ch.ActionsAdded, ch.ActionsRemoved, ch.ActionsChanged
 	res.Notifications, res.RestartRequired = ch.Notifications, next.pending
-	res.Warnings = moduleWarnings(next.cfg)
+	res.Warnings = scrubLines(scrub, moduleWarnings(next.cfg))
 	for _, w := range res.Warnings {
 		rt.log.Warn("reload: " + w)
 	}
-	res.Errors = rt.apply(old, next, ch)
+	res.Errors = scrubLines(scrub, rt.apply(old, next, ch))
 	if len(res.Errors) > 0 {
 		// Applied, except what Errors names: not a success, not a refusal either.
 		res.OK, res.Partial = false, true
@@ -459,6 +466,14 @@ func (rt *reloader) reload() server.ReloadResult {
 		"sources_changed", ch.SourcesChanged, "actions_added", ch.ActionsAdded, "actions_removed", ch.ActionsRemoved,
 		"actions_changed", ch.ActionsChanged, "notifications", ch.Notifications, "restart_required", next.pending)
 	return res
+}
+
+// scrubLines passes every line through scrub.
+func scrubLines(scrub func(string) string, lines []string) []string {
+	for i, l := range lines {
+		lines[i] = scrub(l)
+	}
+	return lines
 }
 
 // apply makes next the running config in place of old; ch is what changed. It returns what

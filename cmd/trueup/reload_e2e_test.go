@@ -55,7 +55,8 @@ printf '{"done": true, "outputs": {"version": "%s"}}\n' "$1"
 		for _, s := range sources {
 			fmt.Fprintf(&b, "  - name: %s\n    dir: {path: %s}\n", s, filepath.Join(dir, s))
 		}
-		fmt.Fprintf(&b, "actions:\n  - name: run\n    type: exec\n    config: {command: [%q, %q]}\n", script, version)
+		// ${RELOAD_OLD}: a secret of the configs loaded so far (see the refused config below).
+		fmt.Fprintf(&b, "actions:\n  - name: run\n    type: exec\n    config: {command: [%q, %q, \"${RELOAD_OLD}\"]}\n", script, version)
 		return b.String()
 	}
 	writeTestFile(t, cfgPath, config([]string{"a"}, "v1"))
@@ -63,7 +64,7 @@ printf '{"done": true, "outputs": {"version": "%s"}}\n' "$1"
 	dbURL := pgtest.NewDatabase(t, store.MigrateURL)
 	cmd := exec.Command(os.Args[0], "serve", "--config", cfgPath)
 	const secret = "gopher://s3cr3t-host-91/x" // quoted by the source's error: scrubbed
-	cmd.Env = append(os.Environ(), "TRUEUP_TEST_RUN_MAIN=1", "TRUEUP_DATABASE_URL="+dbURL, "RELOAD_SECRET="+secret)
+	cmd.Env = append(os.Environ(), "TRUEUP_TEST_RUN_MAIN=1", "TRUEUP_DATABASE_URL="+dbURL, "RELOAD_SECRET="+secret, "RELOAD_OLD=s3cr3t-old-77")
 	var logs syncBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
@@ -219,14 +220,17 @@ printf '{"done": true, "outputs": {"version": "%s"}}\n' "$1"
 		resp.Body.Close()
 	}
 	// Every source is built too: a config with one that cannot be is refused through the API.
-	badSource := "sources:\n  - name: g\n    git: {url: \"${RELOAD_SECRET}\"}\n"
-	writeTestFile(t, cfgPath, strings.Replace(config([]string{"b"}, "v1"), "sources:\n", badSource, 1))
+	// One error quotes a ${VAR} of this config, the other a literal that was a ${VAR} of the
+	// configs loaded before (this one no longer names it): both are scrubbed.
+	badSource := "sources:\n  - name: g\n    git: {url: \"${RELOAD_SECRET}\"}\n  - name: h\n    git: {url: \"gopher://s3cr3t-old-77/y\"}\n"
+	withoutOld := strings.Replace(config([]string{"b"}, "v1"), `, "${RELOAD_OLD}"`, "", 1)
+	writeTestFile(t, cfgPath, strings.Replace(withoutOld, "sources:\n", badSource, 1))
 	code, body := postReload()
 	if errs, _ := body["errors"].([]any); code != 422 || body["ok"] != false || len(errs) == 0 || !strings.Contains(fmt.Sprint(errs), "unsupported protocol") {
 		t.Errorf("API reload of a config with a bad source: %d %v", code, body)
 	}
 	if strings.Contains(fmt.Sprint(body), "s3cr3t") || strings.Contains(logs.String(), "s3cr3t") {
-		t.Errorf("a ${VAR} value of the refused config leaked: %v\n%s", body, logs.String())
+		t.Errorf("a ${VAR} value of the refused or of an earlier config leaked: %v\n%s", body, logs.String())
 	}
 	if page := httpGetBody(t, "http://"+addr+"/"); !strings.Contains(page, "Config reload refused") || !strings.Contains(page, `cond-bad">reload refused`) {
 		t.Error("the overview does not show the refused reload (banner and replicas table)")
