@@ -379,33 +379,52 @@ func (rt *reloader) revealCall(ctx context.Context, c store.Claimed) (json.RawMe
 	return (*rt.reveal.Load())(ctx, c)
 }
 
-// loop serves reload requests (SIGHUP, the API) until ctx ends.
+// loop serves reload requests (SIGHUP, the API) until ctx ends. A request picked once ctx
+// ended (select chooses at random among ready cases) is not served: serve is draining.
 func (rt *reloader) loop(ctx context.Context, hup <-chan os.Signal) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-hup:
+			if ctx.Err() != nil {
+				return
+			}
 			rt.log.Info("SIGHUP: reloading the config", "file", rt.path)
 			rt.reload()
 		case reply := <-rt.requests:
+			if ctx.Err() != nil {
+				reply <- shuttingDown()
+				return
+			}
 			rt.log.Info("reload requested through the API: reloading the config", "file", rt.path)
 			reply <- rt.reload()
 		}
 	}
 }
 
-// request is server.Options.Reload: it asks loop and waits for the result.
+func shuttingDown() server.ReloadResult {
+	return server.ReloadResult{At: time.Now(), Errors: []string{"shutting down: the config was not reloaded"}}
+}
+
+// request is server.Options.Reload: it asks loop and waits for the result, or until ctx
+// ends (the reload then goes on: its result is logged and shown on the replicas row).
 func (rt *reloader) request(ctx context.Context) server.ReloadResult {
-	reply := make(chan server.ReloadResult, 1)
+	reply := make(chan server.ReloadResult, 1) // loop never blocks on a requester gone
 	select {
 	case rt.requests <- reply:
 	case <-ctx.Done():
 		return server.ReloadResult{At: time.Now(), Errors: []string{"the reload did not start: " + ctx.Err().Error()}}
 	case <-rt.ctx.Done():
-		return server.ReloadResult{At: time.Now(), Errors: []string{"shutting down"}}
+		return shuttingDown()
 	}
-	return <-reply
+	select {
+	case res := <-reply:
+		return res
+	case <-ctx.Done():
+		return server.ReloadResult{At: time.Now(), Errors: []string{"no result yet (" + ctx.Err().Error() +
+			"): the reload goes on; its result is logged and shown on this replica's row of GET /api/v1/replicas"}}
+	}
 }
 
 // lastReload is server.Options.LastReload.

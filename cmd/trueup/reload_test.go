@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -192,5 +194,48 @@ func TestLateTreesRestarting(t *testing.T) {
 	}
 	if _, err := l.read(context.Background(), "gone", "abc", "m"); !actions.IsTerminal(err) {
 		t.Errorf("unknown source: %v, want terminal", err)
+	}
+}
+
+// TestRequestWaitsOnItsContext: an API request stops waiting when its context ends, whether
+// the loop has not picked it up or has not answered yet.
+func TestRequestWaitsOnItsContext(t *testing.T) {
+	t.Parallel()
+	rt := &reloader{ctx: context.Background(), requests: make(chan chan server.ReloadResult)}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if res := rt.request(ctx); res.OK || len(res.Errors) != 1 || !strings.Contains(res.Errors[0], "did not start") {
+		t.Errorf("not picked up: %+v", res)
+	}
+	taken := make(chan chan server.ReloadResult, 1)
+	go func() { taken <- <-rt.requests }() // picked up, never answered
+	ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if res := rt.request(ctx); res.OK || len(res.Errors) != 1 || !strings.Contains(res.Errors[0], "the reload goes on") {
+		t.Errorf("not answered: %+v", res)
+	}
+	(<-taken) <- server.ReloadResult{OK: true} // the late answer does not block the loop
+}
+
+// TestLoopStopsAtShutdown: a SIGHUP or an API request pending when serve's context ends is
+// not served (select may pick either): no reload runs while serve drains.
+func TestLoopStopsAtShutdown(t *testing.T) {
+	t.Parallel()
+	for range 50 {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		rt := &reloader{ctx: ctx, requests: make(chan chan server.ReloadResult, 1)} // a reload would panic: no log, no store
+		hup := make(chan os.Signal, 1)
+		hup <- syscall.SIGHUP
+		reply := make(chan server.ReloadResult, 1)
+		rt.requests <- reply
+		rt.loop(ctx, hup)
+		select {
+		case res := <-reply:
+			if res.OK || !strings.Contains(strings.Join(res.Errors, " "), "shutting down") {
+				t.Fatalf("answer at shutdown: %+v", res)
+			}
+		default:
+		}
 	}
 }

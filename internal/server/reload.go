@@ -72,7 +72,7 @@ func makeReloadView(r ReloadResult) reloadView {
 // reload answers POST /api/v1/admin/reload: this replica reads its config file again (as
 // SIGHUP does). 200 applied, 422 refused (the running config kept), 404 when this server
 // runs without a reloadable config; 500 applied in part (ok false, partial true: Errors
-// names what is not in effect).
+// names what is not in effect); 504 when it outlasted the handler's wait (it goes on).
 func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Reload == nil {
 		writeError(w, http.StatusNotFound, "this server has no config to reload")
@@ -84,6 +84,8 @@ func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
 	res := s.opts.Reload(ctx)
 	code := http.StatusOK
 	switch {
+	case !res.OK && !res.Partial && ctx.Err() != nil:
+		code = http.StatusGatewayTimeout // still running: its result is not known yet
 	case res.Partial:
 		code = http.StatusInternalServerError
 	case !res.OK:
