@@ -82,8 +82,8 @@ type runningSource struct {
 	src      sources.Source
 	syncer   *syncer.Syncer
 	reporter *commitstatus.Reporter
-	preview  *preview.Runner
-	release  func() // the action instances the preview runner plans with
+	preview  atomic.Pointer[preview.Runner] // replaced by a reload that changes action instances
+	release  func()                         // the action instances the preview runner plans with (loop-owned)
 	ctx      context.Context
 	cancel   context.CancelFunc
 	done     chan struct{} // closed when the syncer has returned (nil: not run)
@@ -195,10 +195,12 @@ func (rt *reloader) buildSource(cfg *config.Config, sc config.Source, keys map[s
 		CheckAction: rt.checkAction, Limits: manifest.Limits(cfg.Limits), Scrub: scrub, Metrics: rt.met, Reporter: reporter,
 		Opener: sealed.NewOpener(keys[sc.Name])}, rt.log)
 	if sc.PreviewEnabled() {
-		if rs.preview, err = newPreviewRunner(cfg, sc, src, rt.store, acts, scrub, rt.replica, rt.log); err != nil {
+		p, err := newPreviewRunner(cfg, sc, src, rt.store, acts, scrub, rt.replica, rt.log)
+		if err != nil {
 			rs.close()
 			return nil, err
 		}
+		rs.preview.Store(p)
 	}
 	return rs, nil
 }
@@ -220,10 +222,8 @@ func (rt *reloader) start(rs *runningSource) error {
 	if err := rt.store.RegisterSource(rs.ctx, rs.reg); err != nil {
 		return fmt.Errorf("source %s: %w", rs.cfg.Name, err)
 	}
-	if rs.preview != nil {
-		if err := rs.preview.Start(rs.ctx); err != nil {
-			return fmt.Errorf("source %s: preview: %w", rs.cfg.Name, err)
-		}
+	if err := rs.startPreview(); err != nil {
+		return err
 	}
 	if rt.running {
 		rt.run(rs)
@@ -243,20 +243,36 @@ func (rt *reloader) run(rs *runningSource) {
 }
 
 // attachPreview rebuilds rs's preview runner against the action instances in use, which it
-// holds until it stops.
+// holds until it stops; the runner it replaces is stopped and its instances released.
 func (rt *reloader) attachPreview(cfg *config.Config, rs *runningSource) error {
-	if rs.preview == nil {
+	old := rs.preview.Load()
+	if old == nil {
 		return nil
 	}
-	rs.preview.Stop()
+	old.Stop()
+	if rs.release != nil {
+		rs.release()
+		rs.release = nil
+	}
 	acts, release := rt.acts.snapshot()
 	p, err := newPreviewRunner(cfg, rs.cfg, rs.src, rt.store, acts, rt.scrub, rt.replica, rt.log)
 	if err != nil {
 		release()
-		rs.preview = nil
+		rs.preview.Store(nil)
 		return err
 	}
-	rs.preview, rs.release = p, release
+	rs.preview.Store(p)
+	rs.release = release
+	return nil
+}
+
+// startPreview starts rs's preview runner (if any) under rs's context.
+func (rs *runningSource) startPreview() error {
+	if p := rs.preview.Load(); p != nil {
+		if err := p.Start(rs.ctx); err != nil {
+			return fmt.Errorf("source %s: preview: %w", rs.cfg.Name, err)
+		}
+	}
 	return nil
 }
 
@@ -285,8 +301,8 @@ func (rs *runningSource) stop() {
 }
 
 func (rs *runningSource) close() {
-	if rs.preview != nil {
-		rs.preview.Stop()
+	if p := rs.preview.Load(); p != nil {
+		p.Stop()
 	}
 	if rs.release != nil {
 		rs.release()
@@ -333,10 +349,14 @@ func (rt *reloader) publish(m map[string]*runningSource, restarting []string) {
 // previewSubmit is the webhook handler's Preview.
 func (rt *reloader) previewSubmit(ev preview.Event) error {
 	rs := rt.sources()[ev.Source]
-	if rs == nil || rs.preview == nil {
+	var p *preview.Runner
+	if rs != nil {
+		p = rs.preview.Load()
+	}
+	if p == nil {
 		return fmt.Errorf("source %s does not preview pull requests", ev.Source)
 	}
-	return rs.preview.Submit(ev)
+	return p.Submit(ev)
 }
 
 // scrubWith adds the secrets of cfg and acts to the log's scrubber. Secrets are never
@@ -505,16 +525,9 @@ func (rt *reloader) apply(old *config.Config, next *loaded, ch config.Changes) [
 	for _, sc := range next.cfg.Sources {
 		names = append(names, sc.Name)
 	}
-	// A preview runner plans with the instances it was built with: with any instance
-	// changed, its source restarts.
-	restart := slices.Clone(ch.SourcesChanged)
-	if len(ch.ActionsAdded)+len(ch.ActionsRemoved)+len(ch.ActionsChanged) > 0 {
-		for _, sc := range next.cfg.Sources {
-			if sc.PreviewEnabled() && !slices.Contains(restart, sc.Name) && !slices.Contains(ch.SourcesAdded, sc.Name) {
-				restart = append(restart, sc.Name)
-			}
-		}
-	}
+	// A changed source restarts, unless only its webhook secret changed (the webhook handler
+	// takes it from the config published below).
+	restart := slices.DeleteFunc(slices.Clone(ch.SourcesChanged), func(n string) bool { return slices.Contains(ch.WebhookOnly, n) })
 	running := rt.sources()
 	m := make(map[string]*runningSource, len(next.sources))
 	for name, rs := range running {
@@ -522,13 +535,30 @@ func (rt *reloader) apply(old *config.Config, next *loaded, ch config.Changes) [
 			m[name] = rs
 		}
 	}
+	for _, sc := range next.cfg.Sources {
+		if slices.Contains(ch.WebhookOnly, sc.Name) && m[sc.Name] != nil {
+			m[sc.Name].cfg = sc
+		}
+	}
+	// A preview runner plans with the instances it was built with: with any instance
+	// changed, the runners of the sources kept are rebuilt (their sources keep running).
+	var replan []string
+	if len(ch.ActionsAdded)+len(ch.ActionsRemoved)+len(ch.ActionsChanged) > 0 {
+		for name, rs := range m {
+			if rs.preview.Load() != nil {
+				replan = append(replan, name)
+			}
+		}
+	}
 	stopping := append(slices.Clone(ch.SourcesRemoved), restart...)
 	// Their preview runners before the instances they plan with are replaced: a plan of an
 	// old instance must not overlap a call of the new one in the same working copy.
 	var stopped sync.WaitGroup
-	for _, name := range stopping {
-		if rs := running[name]; rs != nil && rs.preview != nil {
-			stopped.Go(rs.preview.Stop)
+	for _, name := range append(slices.Clone(stopping), replan...) {
+		if rs := running[name]; rs != nil {
+			if p := rs.preview.Load(); p != nil {
+				stopped.Go(p.Stop)
+			}
 		}
 	}
 	stopped.Wait()
@@ -541,7 +571,20 @@ func (rt *reloader) apply(old *config.Config, next *loaded, ch config.Changes) [
 	rt.cfg.Store(next.cfg)
 	// Readers (webhooks, previews, terraform modules) stop getting the sources about to close
 	// before they close; a restarting one answers "being restarted" (retried), not "none".
+	var failed []string
 	rt.publish(m, restart)
+	for _, name := range replan {
+		rs := m[name]
+		err := rt.attachPreview(next.cfg, rs)
+		if err == nil {
+			err = rs.startPreview()
+		}
+		if err != nil {
+			msg := rt.logOut.current()(err.Error())
+			rt.log.Error("reload: preview runner not started", "source", name, "err", msg)
+			failed = append(failed, msg+" (the source syncs; its pull requests are not previewed)")
+		}
+	}
 	// Stopped before the new ones start: a changed Git source reuses its mirror's folder.
 	for _, name := range stopping {
 		if rs := running[name]; rs != nil {
@@ -557,7 +600,6 @@ func (rt *reloader) apply(old *config.Config, next *loaded, ch config.Changes) [
 		}
 	}
 	rt.setReveal(revealKeys(names, starting, rt.keys))
-	var failed []string
 	for _, sc := range next.cfg.Sources {
 		rs := next.sources[sc.Name]
 		delete(next.sources, sc.Name)

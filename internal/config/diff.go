@@ -16,6 +16,9 @@ import (
 // blocks that changed but only take effect at the next restart (by their YAML name).
 type Changes struct {
 	SourcesAdded, SourcesRemoved, SourcesChanged []string
+	// WebhookOnly are the changed sources whose entries differ in their webhook block alone:
+	// applied to the webhook handler without restarting the source.
+	WebhookOnly                                  []string
 	ActionsAdded, ActionsRemoved, ActionsChanged []string
 	Notifications                                bool
 	RestartRequired                              []string
@@ -45,8 +48,13 @@ func Diff(old, new *Config) Changes {
 		switch o, ok := oldSrc[s.Name]; {
 		case !ok:
 			c.SourcesAdded = append(c.SourcesAdded, s.Name)
-		case !reflect.DeepEqual(o, s) || old.fileSums[sourceKey(s.Name)] != new.fileSums[sourceKey(s.Name)]:
+		case old.fileSums[sourceKey(s.Name)] != new.fileSums[sourceKey(s.Name)]:
 			c.SourcesChanged = append(c.SourcesChanged, s.Name)
+		case !reflect.DeepEqual(o, s):
+			c.SourcesChanged = append(c.SourcesChanged, s.Name)
+			if o.Webhook = s.Webhook; reflect.DeepEqual(o, s) {
+				c.WebhookOnly = append(c.WebhookOnly, s.Name)
+			}
 		}
 	}
 	for _, s := range old.Sources {
@@ -74,7 +82,7 @@ func Diff(old, new *Config) Changes {
 	}
 	c.Notifications = !reflect.DeepEqual(old.Notifications, new.Notifications)
 	c.RestartRequired = RestartOnlyChanged(old, new)
-	for _, l := range [][]string{c.SourcesAdded, c.SourcesRemoved, c.SourcesChanged, c.ActionsAdded, c.ActionsRemoved, c.ActionsChanged} {
+	for _, l := range [][]string{c.SourcesAdded, c.SourcesRemoved, c.SourcesChanged, c.WebhookOnly, c.ActionsAdded, c.ActionsRemoved, c.ActionsChanged} {
 		slices.Sort(l)
 	}
 	return c

@@ -53,6 +53,22 @@ actions:
   - name: nop
     type: noop
 `, want: Changes{SourcesAdded: []string{"c"}, SourcesRemoved: []string{"b"}, SourcesChanged: []string{"a"}}},
+		{name: "source webhook secret only", new: `
+sources:
+  - name: a
+    dir: {path: ./a}
+    webhook: {secret: s3cret-value}
+  - name: b
+    dir: {path: ./b}
+    webhook: {secret: other-value}
+    prune: false
+actions:
+  - name: run
+    type: exec
+    config: {command: [./run.sh]}
+  - name: nop
+    type: noop
+`, want: Changes{SourcesChanged: []string{"a", "b"}, WebhookOnly: []string{"a"}}},
 		{name: "source prune turned off", new: `
 sources:
   - name: a
