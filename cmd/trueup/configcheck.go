@@ -17,7 +17,8 @@ func newConfigCmd() *cobra.Command {
 		Short: "Check a controller config as serve would, without starting anything",
 		Long: `Reads FILE as serve reads its --config: every field, default and cross-reference (actions,
 sources, secrets, notification rules) is checked and each action instance and source is built
-as serve builds it (nothing is called or fetched, no database is opened). Prints what the config declares, or
+as serve builds it (nothing is called or fetched, no database is opened, nothing under
+dataDir is created or removed, so it is safe to run beside a running serve). Prints what the config declares, or
 every problem naming its field, and exits 1. ${VAR}s that are unset in this environment are
 reported: the instances whose config needs them are then not built.`,
 		Args: cobra.ExactArgs(1),
@@ -56,8 +57,8 @@ reported: the instances whose config needs them are then not built.`,
 	return cmd
 }
 
-// checkSources builds every source of cfg as serve does (nothing started, nothing fetched) and
-// closes it: what a source's constructor refuses (a URL's protocol, a GitHub App's key) is
+// checkSources builds every source of cfg as serve does (nothing started, nothing fetched,
+// nothing written: a Git source's folder is only touched by its first fetch) and closes it: what a source's constructor refuses (a URL's protocol, a GitHub App's key) is
 // reported as a reload reports it.
 func checkSources(cfg *config.Config) error {
 	var errs []error

@@ -36,3 +36,43 @@ func TestConfigCheck(t *testing.T) {
 		t.Fatalf("a rule naming no provider: %v", err)
 	}
 }
+
+// config check builds every source without touching dataDir: a running serve's in-progress
+// fetch (tmp-) and preview (ref-) folders stay, and no folder is created for a new source
+// (as root, that would leave a folder the service cannot write).
+func TestConfigCheckLeavesDataDirAlone(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	dataDir := filepath.Join(dir, "data")
+	running := filepath.Join(dataDir, "git", "running")
+	inFlight := []string{"tmp-in-flight", "ref-preview", "gen-abc"}
+	for _, name := range inFlight {
+		if err := os.MkdirAll(filepath.Join(running, name), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("gen-abc", filepath.Join(running, "mirror")); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "trueup.yaml")
+	if err := os.WriteFile(cfg, []byte("dataDir: "+dataDir+`
+sources:
+  - name: running
+    git: {url: "https://example.com/running.git"}
+  - name: added
+    git: {url: "https://example.com/added.git"}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, stderr, err := runCLI(t, "config", "check", cfg); err != nil || !strings.HasPrefix(out, "valid: 2 source(s)") {
+		t.Fatalf("config check: %q %q %v", out, stderr, err)
+	}
+	for _, name := range inFlight {
+		if _, err := os.Stat(filepath.Join(running, name)); err != nil {
+			t.Errorf("config check removed %s: %v", name, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, "git", "added")); !os.IsNotExist(err) {
+		t.Errorf("config check created the new source's folder: %v", err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -68,7 +69,8 @@ type reloader struct {
 	last   atomic.Pointer[server.ReloadResult]
 
 	// Owned by the loop goroutine (and by serve before it starts).
-	secrets []string // every secret of every config loaded: the log keeps scrubbing them
+	keys    map[string]*sealed.Keys // Reveal's, by source: those of the copy of each source that runs
+	secrets []string                // every secret of every config loaded: the log keeps scrubbing them
 	sender  *notifier.Sender
 	running bool // the sources' syncers run (serve finished starting)
 	wg      sync.WaitGroup
@@ -79,12 +81,13 @@ type reloader struct {
 // runningSource is one configured source while serve runs it.
 type runningSource struct {
 	cfg      config.Source
+	keys     *sealed.Keys // its decryption keys (nil: none), read when it was built
 	reg      store.SourceConfig
 	src      sources.Source
 	syncer   *syncer.Syncer
 	reporter *commitstatus.Reporter
-	preview  *preview.Runner
-	release  func() // the action instances the preview runner plans with
+	preview  atomic.Pointer[preview.Runner] // replaced by a reload that changes action instances
+	release  func()                         // the action instances the preview runner plans with (loop-owned)
 	ctx      context.Context
 	cancel   context.CancelFunc
 	done     chan struct{} // closed when the syncer has returned (nil: not run)
@@ -92,7 +95,8 @@ type runningSource struct {
 
 // loaded is a config read and checked, with every part built but nothing started.
 type loaded struct {
-	cfg     *config.Config
+	cfg     *config.Config // with the running values of the restart-only blocks
+	pending []string       // the restart-only blocks whose values in the file are not in effect
 	hash    string
 	acts    map[string]actions.Action
 	keys    map[string]*sealed.Keys
@@ -110,22 +114,32 @@ func (l *loaded) close() {
 
 // load reads the config file as serve's start does, and builds every part of it as `trueup
 // config check` does (every action instance), plus the decryption keys and the sources
-// (built, not started): any error refuses the whole config.
-func (rt *reloader) load() (*loaded, error) {
+// (built, not started): any error refuses the whole config. secrets are the new config's
+// (as far as it was read), which reload scrubs every error line of, with every earlier one's.
+func (rt *reloader) load() (_ *loaded, secrets []string, _ error) {
 	cfg, err := loadConfig(rt.path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	secrets = cfg.Secrets()
 	if err := rt.adjust(cfg); err != nil {
-		return nil, cfg.ScrubError(err)
+		return nil, secrets, err
 	}
-	l := &loaded{cfg: cfg, hash: configHash(rt.path), sources: map[string]*runningSource{}}
+	running := rt.cfg.Load()
+	pending := config.RestartOnlyChanged(running, cfg)
+	if err := refuseRestartOnly(pending); err != nil {
+		return nil, secrets, err
+	}
+	// Before anything is built: nothing a reload builds may use a value not in effect.
+	config.KeepRestartOnly(cfg, running)
+	l := &loaded{cfg: cfg, pending: pending, hash: configHash(rt.path), sources: map[string]*runningSource{}}
 	if l.acts, err = newActions(cfg, rt.reg, rt.log, rt.dbURL.get, rt.trees.read); err != nil {
-		return nil, cfg.ScrubError(err) // factories quote the config values they refuse
+		return nil, secrets, err // factories quote the config values they refuse: scrubbed by reload
 	}
+	secrets = secretsOf(cfg, l.acts)
 	if l.keys, err = sourceKeys(cfg); err != nil {
 		l.close()
-		return nil, cfg.ScrubError(err)
+		return nil, secrets, err
 	}
 	var errs []error
 	for _, sc := range cfg.Sources {
@@ -138,9 +152,20 @@ func (rt *reloader) load() (*loaded, error) {
 	}
 	if err := errors.Join(errs...); err != nil {
 		l.close()
-		return nil, actions.ScrubError(cfg.ScrubError(err), scrubber(cfg, l.acts))
+		return nil, secrets, err
 	}
-	return l, nil
+	return l, secrets, nil
+}
+
+// refuseRestartOnly refuses a config whose restart-only changes must not look applied: a
+// changed auth block (a revoked token, a narrowed role, anonymous access turned off) keeps
+// its running values until a restart, so applying the rest of the file would report a
+// revocation that is not in effect.
+func refuseRestartOnly(pending []string) error {
+	if slices.Contains(pending, "auth") {
+		return errors.New("auth changed: tokens, roles and sign-in are read only at start, so this reload would leave the old ones in effect; restart trueup to apply the file (nothing of it was applied)")
+	}
+	return nil
 }
 
 // buildSource builds sc's source, commit status reporter, syncer and preview runner without
@@ -151,7 +176,7 @@ func (rt *reloader) buildSource(cfg *config.Config, sc config.Source, keys map[s
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", sc.Name, err)
 	}
-	rs := &runningSource{cfg: sc, reg: reg, src: src}
+	rs := &runningSource{cfg: sc, keys: keys[sc.Name], reg: reg, src: src}
 	interval := time.Minute
 	if sc.Git != nil {
 		interval = sc.Git.Interval
@@ -174,10 +199,12 @@ func (rt *reloader) buildSource(cfg *config.Config, sc config.Source, keys map[s
 		CheckAction: rt.checkAction, Limits: manifest.Limits(cfg.Limits), Scrub: scrub, Metrics: rt.met, Reporter: reporter,
 		Opener: sealed.NewOpener(keys[sc.Name])}, rt.log)
 	if sc.PreviewEnabled() {
-		if rs.preview, err = newPreviewRunner(cfg, sc, src, rt.store, acts, scrub, rt.replica, rt.log); err != nil {
+		p, err := newPreviewRunner(cfg, sc, src, rt.store, acts, scrub, rt.replica, rt.log)
+		if err != nil {
 			rs.close()
 			return nil, err
 		}
+		rs.preview.Store(p)
 	}
 	return rs, nil
 }
@@ -197,12 +224,10 @@ func (rt *reloader) start(rs *runningSource) error {
 		}
 	}
 	if err := rt.store.RegisterSource(rs.ctx, rs.reg); err != nil {
-		return err
+		return fmt.Errorf("source %s: %w", rs.cfg.Name, err)
 	}
-	if rs.preview != nil {
-		if err := rs.preview.Start(rs.ctx); err != nil {
-			return fmt.Errorf("source %s: preview: %w", rs.cfg.Name, err)
-		}
+	if err := rs.startPreview(); err != nil {
+		return err
 	}
 	if rt.running {
 		rt.run(rs)
@@ -229,20 +254,36 @@ func (rt *reloader) run(rs *runningSource) {
 }
 
 // attachPreview rebuilds rs's preview runner against the action instances in use, which it
-// holds until it stops.
+// holds until it stops; the runner it replaces is stopped and its instances released.
 func (rt *reloader) attachPreview(cfg *config.Config, rs *runningSource) error {
-	if rs.preview == nil {
+	old := rs.preview.Load()
+	if old == nil {
 		return nil
 	}
-	rs.preview.Stop()
+	old.Stop()
+	if rs.release != nil {
+		rs.release()
+		rs.release = nil
+	}
 	acts, release := rt.acts.snapshot()
 	p, err := newPreviewRunner(cfg, rs.cfg, rs.src, rt.store, acts, rt.scrub, rt.replica, rt.log)
 	if err != nil {
 		release()
-		rs.preview = nil
+		rs.preview.Store(nil)
 		return err
 	}
-	rs.preview, rs.release = p, release
+	rs.preview.Store(p)
+	rs.release = release
+	return nil
+}
+
+// startPreview starts rs's preview runner (if any) under rs's context.
+func (rs *runningSource) startPreview() error {
+	if p := rs.preview.Load(); p != nil {
+		if err := p.Start(rs.ctx); err != nil {
+			return fmt.Errorf("source %s: preview: %w", rs.cfg.Name, err)
+		}
+	}
 	return nil
 }
 
@@ -271,8 +312,8 @@ func (rs *runningSource) stop() {
 }
 
 func (rs *runningSource) close() {
-	if rs.preview != nil {
-		rs.preview.Stop()
+	if p := rs.preview.Load(); p != nil {
+		p.Stop()
 	}
 	if rs.release != nil {
 		rs.release()
@@ -299,10 +340,14 @@ func (rt *reloader) syncer(name string) *syncer.Syncer {
 	return nil
 }
 
-// publish makes m the running sources for every reader.
-func (rt *reloader) publish(m map[string]*runningSource) {
+// publish makes m the running sources for every reader; restarting are the sources between
+// two copies (a nil entry for ReadTree: retried, not refused).
+func (rt *reloader) publish(m map[string]*runningSource, restarting []string) {
 	rt.srcs.Store(&m)
 	bySrc := make(map[string]sources.Source, len(m))
+	for _, name := range restarting {
+		bySrc[name] = nil
+	}
 	for name, rs := range m {
 		bySrc[name] = rs.src
 	}
@@ -315,10 +360,14 @@ func (rt *reloader) publish(m map[string]*runningSource) {
 // previewSubmit is the webhook handler's Preview.
 func (rt *reloader) previewSubmit(ev preview.Event) error {
 	rs := rt.sources()[ev.Source]
-	if rs == nil || rs.preview == nil {
+	var p *preview.Runner
+	if rs != nil {
+		p = rs.preview.Load()
+	}
+	if p == nil {
 		return fmt.Errorf("source %s does not preview pull requests", ev.Source)
 	}
-	return rs.preview.Submit(ev)
+	return p.Submit(ev)
 }
 
 // scrubWith adds the secrets of cfg and acts to the log's scrubber. Secrets are never
@@ -334,8 +383,26 @@ func (rt *reloader) scrubWith(cfg *config.Config, acts map[string]actions.Action
 
 // setReveal builds the reconciler's Reveal with keys.
 func (rt *reloader) setReveal(keys map[string]*sealed.Keys) {
+	rt.keys = keys
 	r := revealer(rt.store, keys, rt.resolver)
 	rt.reveal.Store(&r)
+}
+
+// revealKeys are the keys Reveal decrypts a source's resources with: those its running copy's
+// syncer opens them with (running), so that both use the same generation of a rotated key;
+// for a configured source with no copy running, those Reveal had.
+func revealKeys(names []string, running map[string]*runningSource, had map[string]*sealed.Keys) map[string]*sealed.Keys {
+	out := map[string]*sealed.Keys{}
+	for _, name := range names {
+		k := had[name]
+		if rs := running[name]; rs != nil {
+			k = rs.keys
+		}
+		if k != nil {
+			out[name] = k
+		}
+	}
+	return out
 }
 
 // revealCall is reconciler.Options.Reveal.
@@ -343,33 +410,52 @@ func (rt *reloader) revealCall(ctx context.Context, c store.Claimed) (json.RawMe
 	return (*rt.reveal.Load())(ctx, c)
 }
 
-// loop serves reload requests (SIGHUP, the API) until ctx ends.
+// loop serves reload requests (SIGHUP, the API) until ctx ends. A request picked once ctx
+// ended (select chooses at random among ready cases) is not served: serve is draining.
 func (rt *reloader) loop(ctx context.Context, hup <-chan os.Signal) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-hup:
+			if ctx.Err() != nil {
+				return
+			}
 			rt.log.Info("SIGHUP: reloading the config", "file", rt.path)
 			rt.reload()
 		case reply := <-rt.requests:
+			if ctx.Err() != nil {
+				reply <- shuttingDown()
+				return
+			}
 			rt.log.Info("reload requested through the API: reloading the config", "file", rt.path)
 			reply <- rt.reload()
 		}
 	}
 }
 
-// request is server.Options.Reload: it asks loop and waits for the result.
+func shuttingDown() server.ReloadResult {
+	return server.ReloadResult{At: time.Now(), Errors: []string{"shutting down: the config was not reloaded"}}
+}
+
+// request is server.Options.Reload: it asks loop and waits for the result, or until ctx
+// ends (the reload then goes on: its result is logged and shown on the replicas row).
 func (rt *reloader) request(ctx context.Context) server.ReloadResult {
-	reply := make(chan server.ReloadResult, 1)
+	reply := make(chan server.ReloadResult, 1) // loop never blocks on a requester gone
 	select {
 	case rt.requests <- reply:
 	case <-ctx.Done():
 		return server.ReloadResult{At: time.Now(), Errors: []string{"the reload did not start: " + ctx.Err().Error()}}
 	case <-rt.ctx.Done():
-		return server.ReloadResult{At: time.Now(), Errors: []string{"shutting down"}}
+		return shuttingDown()
 	}
-	return <-reply
+	select {
+	case res := <-reply:
+		return res
+	case <-ctx.Done():
+		return server.ReloadResult{At: time.Now(), Errors: []string{"no result yet (" + ctx.Err().Error() +
+			"): the reload goes on; its result is logged and shown on this replica's row of GET /api/v1/replicas"}}
+	}
 }
 
 // lastReload is server.Options.LastReload.
@@ -388,61 +474,71 @@ func (rt *reloader) reload() server.ReloadResult {
 		rt.met.ConfigLoaded(true, res.OK, res.At)
 		rt.record(res)
 	}()
-	next, err := rt.load()
-	if err != nil {
-		res.Errors = errorLines(err)
+	next, secrets, err := rt.load()
+	// Every line that leaves (API, banner, log, the replicas row) is scrubbed of the secrets
+	// of every config loaded so far and of this one's, refused or not.
+	scrub := actions.Scrubber(append(slices.Clone(rt.secrets), secrets...))
+	refuse := func(err error) server.ReloadResult {
+		res.Errors = scrubLines(scrub, errorLines(err))
 		rt.log.Error("config reload refused: the running config is kept", "file", rt.path, "errors", res.Errors)
 		return res
+	}
+	if err != nil {
+		return refuse(err)
 	}
 	old := rt.cfg.Load()
 	ch := config.Diff(old, next.cfg)
 	if ch.Notifications {
 		if next.sender, err = newSender(rt.store, next.cfg, rt.replica, rt.liveHeld, rt.met, rt.log); err != nil {
 			next.close()
-			res.Errors = errorLines(err)
-			rt.log.Error("config reload refused: the running config is kept", "file", rt.path, "errors", res.Errors)
-			return res
+			return refuse(err)
 		}
 	}
 	res.OK, res.Hash = true, next.hash
 	res.SourcesAdded, res.SourcesRemoved, res.SourcesChanged = ch.SourcesAdded, ch.SourcesRemoved, ch.SourcesChanged
 	res.ActionsAdded, res.ActionsRemoved, res.ActionsChanged = ch.ActionsAdded, ch.ActionsRemoved, ch.ActionsChanged
-	res.Notifications, res.RestartRequired = ch.Notifications, ch.RestartRequired
-	res.Errors = rt.apply(next, ch)
+	res.Notifications, res.RestartRequired = ch.Notifications, next.pending
+	res.Warnings = scrubLines(scrub, moduleWarnings(next.cfg))
+	for _, w := range res.Warnings {
+		rt.log.Warn("reload: " + w)
+	}
+	res.Errors = scrubLines(scrub, rt.apply(old, next, ch))
+	if len(res.Errors) > 0 {
+		// Applied, except what Errors names: not a success, not a refusal either.
+		res.OK, res.Partial = false, true
+		rt.log.Error("config reload applied in part", "file", rt.path, "errors", res.Errors)
+	}
 	rt.hash = next.hash
-	for _, b := range ch.RestartRequired {
-		rt.log.Warn(b+" changed: takes effect at the next restart", "block", b)
+	for _, b := range next.pending {
+		rt.log.Warn(b+" changed: takes effect at the next restart (the running values stay in use)", "block", b)
 	}
 	rt.log.Info("config reloaded", "hash", next.hash, "sources_added", ch.SourcesAdded, "sources_removed", ch.SourcesRemoved,
 		"sources_changed", ch.SourcesChanged, "actions_added", ch.ActionsAdded, "actions_removed", ch.ActionsRemoved,
-		"actions_changed", ch.ActionsChanged, "notifications", ch.Notifications, "restart_required", ch.RestartRequired)
+		"actions_changed", ch.ActionsChanged, "notifications", ch.Notifications, "restart_required", next.pending)
 	return res
 }
 
-// apply makes next the running config; ch is what changed. It returns what failed to start
-// (a source whose Start failed is left out until the next reload or restart).
-func (rt *reloader) apply(next *loaded, ch config.Changes) []string {
+// scrubLines passes every line through scrub.
+func scrubLines(scrub func(string) string, lines []string) []string {
+	for i, l := range lines {
+		lines[i] = scrub(l)
+	}
+	return lines
+}
+
+// apply makes next the running config in place of old; ch is what changed. It returns what
+// failed to start: a changed source whose new copy failed runs its previous copy again, an
+// added one is left out until the next reload or restart.
+func (rt *reloader) apply(old *config.Config, next *loaded, ch config.Changes) []string {
 	// The scrubber first: the new instances and sources may log their secrets from now on.
 	rt.scrubWith(next.cfg, next.acts)
-	keep := map[string]bool{}
-	for _, a := range next.cfg.Actions {
-		keep[a.Name] = !slices.Contains(ch.ActionsAdded, a.Name) && !slices.Contains(ch.ActionsChanged, a.Name)
+	var names []string
+	for _, sc := range next.cfg.Sources {
+		names = append(names, sc.Name)
 	}
-	rt.acts.replace(next.acts, keep)
-	next.acts = nil
-	rt.setReveal(next.keys)
-	rt.cfg.Store(next.cfg)
-
-	// A preview runner plans with the instances it was built with: with any instance
-	// changed, its source restarts.
-	restart := slices.Clone(ch.SourcesChanged)
-	if len(ch.ActionsAdded)+len(ch.ActionsRemoved)+len(ch.ActionsChanged) > 0 {
-		for _, sc := range next.cfg.Sources {
-			if sc.PreviewEnabled() && !slices.Contains(restart, sc.Name) && !slices.Contains(ch.SourcesAdded, sc.Name) {
-				restart = append(restart, sc.Name)
-			}
-		}
-	}
+	// A changed source restarts, unless only its webhook secret changed (the webhook handler
+	// takes it from the config published below).
+	restart := slices.DeleteFunc(slices.Clone(ch.SourcesChanged), func(n string) bool { return slices.Contains(ch.WebhookOnly, n) })
 	running := rt.sources()
 	m := make(map[string]*runningSource, len(next.sources))
 	for name, rs := range running {
@@ -450,15 +546,71 @@ func (rt *reloader) apply(next *loaded, ch config.Changes) []string {
 			m[name] = rs
 		}
 	}
-	// Stopped before the new ones start: a changed Git source reuses its mirror's folder.
+	for _, sc := range next.cfg.Sources {
+		if slices.Contains(ch.WebhookOnly, sc.Name) && m[sc.Name] != nil {
+			m[sc.Name].cfg = sc
+		}
+	}
+	// A preview runner plans with the instances it was built with: with any instance
+	// changed, the runners of the sources kept are rebuilt (their sources keep running).
+	var replan []string
+	if len(ch.ActionsAdded)+len(ch.ActionsRemoved)+len(ch.ActionsChanged) > 0 {
+		for name, rs := range m {
+			if rs.preview.Load() != nil {
+				replan = append(replan, name)
+			}
+		}
+	}
+	stopping := append(slices.Clone(ch.SourcesRemoved), restart...)
+	// Their preview runners before the instances they plan with are replaced: a plan of an
+	// old instance must not overlap a call of the new one in the same working copy.
 	var stopped sync.WaitGroup
-	for _, name := range append(slices.Clone(ch.SourcesRemoved), restart...) {
+	for _, name := range append(slices.Clone(stopping), replan...) {
+		if rs := running[name]; rs != nil {
+			if p := rs.preview.Load(); p != nil {
+				stopped.Go(p.Stop)
+			}
+		}
+	}
+	stopped.Wait()
+	keep := map[string]bool{}
+	for _, a := range next.cfg.Actions {
+		keep[a.Name] = !slices.Contains(ch.ActionsAdded, a.Name) && !slices.Contains(ch.ActionsChanged, a.Name)
+	}
+	rt.acts.replace(next.acts, keep)
+	next.acts = nil
+	rt.cfg.Store(next.cfg)
+	// Readers (webhooks, previews, terraform modules) stop getting the sources about to close
+	// before they close; a restarting one answers "being restarted" (retried), not "none".
+	var failed []string
+	rt.publish(m, restart)
+	for _, name := range replan {
+		rs := m[name]
+		err := rt.attachPreview(next.cfg, rs)
+		if err == nil {
+			err = rs.startPreview()
+		}
+		if err != nil {
+			msg := rt.logOut.current()(err.Error())
+			rt.log.Error("reload: preview runner not started", "source", name, "err", msg)
+			failed = append(failed, msg+" (the source syncs; its pull requests are not previewed)")
+		}
+	}
+	// Stopped before the new ones start: a changed Git source reuses its mirror's folder.
+	for _, name := range stopping {
 		if rs := running[name]; rs != nil {
 			stopped.Go(rs.stop)
 		}
 	}
 	stopped.Wait()
-	var failed []string
+	// The keys of the copies about to start, then (below) of those that did.
+	starting := maps.Clone(m)
+	for name, rs := range next.sources {
+		if starting[name] == nil {
+			starting[name] = rs
+		}
+	}
+	rt.setReveal(revealKeys(names, starting, rt.keys))
 	for _, sc := range next.cfg.Sources {
 		rs := next.sources[sc.Name]
 		delete(next.sources, sc.Name)
@@ -466,20 +618,35 @@ func (rt *reloader) apply(next *loaded, ch config.Changes) []string {
 			rs.close() // unchanged: built only to check it
 			continue
 		}
-		err := rt.attachPreview(next.cfg, rs)
-		if err == nil {
-			err = rt.start(rs)
+		prev := running[sc.Name] // stopped; nil: added
+		rebuild := func() (*runningSource, error) {
+			back, err := rt.buildSource(old, prev.cfg, map[string]*sealed.Keys{prev.cfg.Name: prev.keys}, rt.acts.current())
+			if err == nil {
+				err = rt.startSource(old, back)
+			}
+			return back, err
 		}
+		if prev == nil {
+			rebuild = nil
+		}
+		run, err := swapIn(rs, func(rs *runningSource) error { return rt.startSource(next.cfg, rs) }, rebuild)
 		if err != nil {
 			msg := rt.logOut.current()(err.Error())
 			rt.log.Error("reload: source not started", "source", sc.Name, "err", msg)
 			failed = append(failed, msg)
-			rs.stop()
-			continue
 		}
-		m[sc.Name] = rs
+		if run != nil {
+			m[sc.Name] = run
+		}
 	}
-	rt.publish(m)
+	rt.setReveal(revealKeys(names, m, rt.keys))
+	var notRunning []string
+	for _, name := range names {
+		if m[name] == nil {
+			notRunning = append(notRunning, name)
+		}
+	}
+	rt.publish(m, notRunning)
 	if next.sender != nil {
 		rt.sender.Stop()
 		if err := next.sender.Start(rt.ctx); err != nil {
@@ -490,18 +657,97 @@ func (rt *reloader) apply(next *loaded, ch config.Changes) []string {
 	return failed
 }
 
-// record writes this replica's config status to its replicas row (the dashboard's replicas
-// table): the config running, or the errors of the reload refused.
-func (rt *reloader) record(res server.ReloadResult) {
-	c := store.ReplicaConfig{Hash: rt.hash, LoadedAt: res.At}
-	if !res.OK {
-		c = store.ReplicaConfig{Error: strings.Join(res.Errors, "\n"), ErrorAt: res.At}
+// moduleWarnings names the action instances that read their module from a source cfg does
+// not have (a terraform instance's {"module": {"source": …}}): their resources stall.
+func moduleWarnings(cfg *config.Config) []string {
+	var out []string
+	for _, a := range cfg.Actions {
+		var c struct {
+			Module json.RawMessage `json:"module"`
+		}
+		var m struct {
+			Source string `json:"source"`
+		}
+		if json.Unmarshal(a.Config, &c) != nil || json.Unmarshal(c.Module, &m) != nil || m.Source == "" {
+			continue
+		}
+		if !slices.ContainsFunc(cfg.Sources, func(s config.Source) bool { return s.Name == m.Source }) {
+			out = append(out, fmt.Sprintf("action %s reads its module from source %s, which this config does not have: its resources stall until the source is configured again", a.Name, m.Source))
+		}
 	}
+	return out
+}
+
+// startSource attaches rs's preview runner to the action instances in use and starts rs.
+func (rt *reloader) startSource(cfg *config.Config, rs *runningSource) error {
+	err := rt.attachPreview(cfg, rs)
+	if err == nil {
+		err = rt.start(rs)
+	}
+	return err
+}
+
+// swapIn starts next, whose previous copy (if any) is stopped. When next fails to start it
+// is stopped and, for a changed source, rebuild builds and starts the previous copy again, so
+// that a source is never left dead by a reload that reports it. It returns the copy that
+// runs (nil: none) and why next is not it.
+func swapIn(next *runningSource, start func(*runningSource) error, rebuild func() (*runningSource, error)) (*runningSource, error) {
+	err := start(next)
+	if err == nil {
+		return next, nil
+	}
+	next.stop()
+	if rebuild == nil {
+		return nil, fmt.Errorf("%w (not running on this replica until the next reload or restart)", err)
+	}
+	back, berr := rebuild()
+	if berr != nil {
+		if back != nil {
+			back.stop()
+		}
+		return nil, fmt.Errorf("%w; its previous config failed to start again too (not running on this replica until the next reload or restart): %w", err, berr)
+	}
+	return back, fmt.Errorf("%w (its previous config runs again)", err)
+}
+
+// record writes this replica's config status to its replicas row (the dashboard's replicas
+// table): the config running, and what is not in effect (the errors of a reload refused or
+// applied in part; the blocks that wait for a restart).
+func (rt *reloader) record(res server.ReloadResult) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(rt.ctx), 5*time.Second)
 	defer cancel()
-	if err := rt.store.SetReplicaConfig(ctx, rt.replica, c); err != nil {
-		rt.log.Warn("record the config status", "err", err)
+	for _, c := range replicaConfigs(rt.hash, res) {
+		if err := rt.store.SetReplicaConfig(ctx, rt.replica, c); err != nil {
+			rt.log.Warn("record the config status", "err", err)
+			return
+		}
 	}
+}
+
+// replicaConfigs are the config status writes of a reload's result, in order: the file now
+// running (hash), unless the reload was refused, then what of it is not in effect, if
+// anything (a refusal keeps the hash running before).
+func replicaConfigs(hash string, res server.ReloadResult) []store.ReplicaConfig {
+	var out []store.ReplicaConfig
+	if res.OK || res.Partial {
+		out = append(out, store.ReplicaConfig{Hash: hash, LoadedAt: res.At})
+	}
+	var lines []string
+	if !res.OK {
+		lines = append(lines, res.Errors...)
+	}
+	if len(res.RestartRequired) > 0 {
+		lines = append(lines, restartLine(res.RestartRequired))
+	}
+	if len(lines) > 0 {
+		out = append(out, store.ReplicaConfig{Error: strings.Join(lines, "\n"), ErrorAt: res.At})
+	}
+	return out
+}
+
+// restartLine says which blocks of the file are not in effect.
+func restartLine(blocks []string) string {
+	return "restart required: " + strings.Join(blocks, ", ") + " changed in the file but keep their running values until the next restart"
 }
 
 // newSender builds the notification sender of cfg. It runs without a notifications block

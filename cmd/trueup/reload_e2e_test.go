@@ -20,10 +20,14 @@ import (
 )
 
 // TestReloadEndToEnd runs `trueup serve` as a process and reloads its config: SIGHUP adds a
-// source that syncs and removes one (its syncer stops, its resources stay); an invalid
+// source that syncs while an unchanged one is neither restarted nor synced, and a running Git
+// source's fetch and preview folders in progress are left alone; a changed source restarts
+// and syncs; a webhook-secret-only change restarts nothing; SIGHUP racing an API reload is
+// served after it; a source is removed (its syncer stops, its resources stay); an invalid
 // config is refused (logged, 422 from the API) and the old one keeps running with /readyz
 // 200; an action instance changed while one of its calls runs lets that call finish with the
-// old instance, and the next call uses the new one.
+// old instance, and the next call uses the new one; a restart-only dataDir change is not
+// used by a source the same reload adds, and stays listed on the replica's row.
 func TestReloadEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	repoA, repoB := filepath.Join(dir, "a"), filepath.Join(dir, "b")
@@ -47,23 +51,51 @@ printf '{"done": true, "outputs": {"version": "%s"}}\n' "$1"
 	if err := os.Chmod(script, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// Source g is a Git repository: a reload must leave its folder's work in progress alone.
+	repoG := filepath.Join(dir, "g")
+	writeTestFile(t, filepath.Join(repoG, "types.yaml"), thingType("Gadget", "gadgets.example.com"))
+	writeTestFile(t, filepath.Join(repoG, "g1.yaml"), thing("Gadget", "gadgets.example.com", "g1"))
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "first"}} {
+		git := exec.Command("git", append([]string{"-C", repoG, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+		git.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+		if out, err := git.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
 	addr := freeAddr(t)
 	cfgPath := filepath.Join(dir, "trueup.yaml")
+	dataDir := filepath.Join(dir, "data")
+	// Source a polls hourly (it is watched anyway): a sync of a in the log is a restart's
+	// first sync or a file's change, never a poll of a slow run.
+	aInterval, aWebhook := "1h", ""
 	config := func(sources []string, version string) string {
 		var b strings.Builder
-		fmt.Fprintf(&b, "server: {listen: %q}\nreconcile: {workers: 3, backoff: {initial: 100ms, max: 500ms}}\nsources:\n", addr)
+		fmt.Fprintf(&b, "server: {listen: %q}\ndataDir: %s\nreconcile: {workers: 3, backoff: {initial: 100ms, max: 500ms}}\nsources:\n", addr, dataDir)
 		for _, s := range sources {
-			fmt.Fprintf(&b, "  - name: %s\n    dir: {path: %s}\n", s, filepath.Join(dir, s))
+			switch s {
+			case "a":
+				fmt.Fprintf(&b, "  - name: a\n    dir: {path: %s, interval: %s}\n", filepath.Join(dir, s), aInterval)
+				if aWebhook != "" {
+					fmt.Fprintf(&b, "    webhook: {secret: %s}\n", aWebhook)
+				}
+			case "g":
+				fmt.Fprintf(&b, "  - name: g\n    git: {url: %s, interval: 1h}\n", repoG)
+			case "g2": // its folder is what matters, not its (missing) manifests
+				fmt.Fprintf(&b, "  - name: g2\n    git: {url: %s, path: none, interval: 1h}\n", repoG)
+			default:
+				fmt.Fprintf(&b, "  - name: %s\n    dir: {path: %s}\n", s, filepath.Join(dir, s))
+			}
 		}
-		fmt.Fprintf(&b, "actions:\n  - name: run\n    type: exec\n    config: {command: [%q, %q]}\n", script, version)
+		// ${RELOAD_OLD}: a secret of the configs loaded so far (see the refused config below).
+		fmt.Fprintf(&b, "actions:\n  - name: run\n    type: exec\n    config: {command: [%q, %q, \"${RELOAD_OLD}\"]}\n", script, version)
 		return b.String()
 	}
-	writeTestFile(t, cfgPath, config([]string{"a"}, "v1"))
+	writeTestFile(t, cfgPath, config([]string{"a", "g"}, "v1"))
 
 	dbURL := pgtest.NewDatabase(t, store.MigrateURL)
 	cmd := exec.Command(os.Args[0], "serve", "--config", cfgPath)
 	const secret = "gopher://s3cr3t-host-91/x" // quoted by the source's error: scrubbed
-	cmd.Env = append(os.Environ(), "TRUEUP_TEST_RUN_MAIN=1", "TRUEUP_DATABASE_URL="+dbURL, "RELOAD_SECRET="+secret)
+	cmd.Env = append(os.Environ(), "TRUEUP_TEST_RUN_MAIN=1", "TRUEUP_DATABASE_URL="+dbURL, "RELOAD_SECRET="+secret, "RELOAD_OLD=s3cr3t-old-77")
 	var logs syncBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
@@ -161,6 +193,23 @@ printf '{"done": true, "outputs": {"version": "%s"}}\n' "$1"
 	}
 
 	waitFor("a1 Ready", ready("Thing", "a1", "v1"))
+	waitFor("g1 Ready", ready("Gadget", "g1", "v1"))
+	// A fetch and a preview of the running Git source in progress: no reload may touch them.
+	gDir := filepath.Join(dataDir, "git", "g")
+	inFlight := []string{"tmp-in-flight", "ref-preview"}
+	for _, name := range inFlight {
+		if err := os.MkdirAll(filepath.Join(gDir, name), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkInFlight := func(when string) {
+		t.Helper()
+		for _, name := range inFlight {
+			if _, err := os.Stat(filepath.Join(gDir, name)); err != nil {
+				t.Errorf("%s: the running Git source's %s: %v", when, name, err)
+			}
+		}
+	}
 
 	// Add source b; a, unchanged, is neither restarted nor synced again.
 	aLines := func() (leases, syncs int) {
@@ -178,16 +227,63 @@ printf '{"done": true, "outputs": {"version": "%s"}}\n' "$1"
 		return leases, syncs
 	}
 	leasesBefore, syncsBefore := aLines()
-	writeTestFile(t, cfgPath, config([]string{"a", "b"}, "v1"))
+	writeTestFile(t, cfgPath, config([]string{"a", "g", "b"}, "v1"))
 	n := reloads()
 	hup()
 	waitFor("b1 Ready (source b added by SIGHUP)", ready("Widget", "b1", "v1"))
+	checkInFlight("after a reload")
 	if reloads() != n+1 || !strings.Contains(logs.String(), "sources_added=[b]") {
 		t.Errorf("one reload adding b expected:\n%s", logs.String())
 	}
 	if leases, syncs := aLines(); leasesBefore != 1 || leases != leasesBefore || syncs != syncsBefore {
 		t.Errorf("unchanged source a: lease taken %d→%d times, synced %d→%d times across the reload", leasesBefore, leases, syncsBefore, syncs)
 	}
+
+	// Change source a's entry: it restarts (takes its lease again, syncs) and keeps syncing.
+	aInterval = "2h"
+	writeTestFile(t, cfgPath, config([]string{"a", "g", "b"}, "v1"))
+	leasesBefore, _ = aLines()
+	if code, body := postReload(); code != 200 || fmt.Sprint(body["sources"].(map[string]any)["changed"]) != "[a]" {
+		t.Errorf("API reload changing source a: %d %v", code, body)
+	}
+	waitFor("source a restarted", func() bool { leases, _ := aLines(); return leases == leasesBefore+1 })
+	writeTestFile(t, filepath.Join(repoA, "a1b.yaml"), thing("Thing", "things.example.com", "a1b"))
+	waitFor("a1b Ready (changed source a syncs)", ready("Thing", "a1b", "v1"))
+
+	// Only a's webhook secret changes: applied without restarting it.
+	aWebhook = "hook-secret-1234"
+	writeTestFile(t, cfgPath, config([]string{"a", "g", "b"}, "v1"))
+	leasesBefore, _ = aLines()
+	if code, body := postReload(); code != 200 || fmt.Sprint(body["sources"].(map[string]any)["changed"]) != "[a]" {
+		t.Errorf("API reload changing a's webhook secret: %d %v", code, body)
+	}
+
+	// SIGHUP racing an API reload: both are served, one after the other.
+	aInterval = "3h"
+	writeTestFile(t, cfgPath, config([]string{"a", "g", "b"}, "v1"))
+	n = reloads()
+	raced := make(chan int, 1)
+	go func() {
+		resp, err := http.Post("http://"+addr+"/api/v1/admin/reload", "application/json", nil)
+		if err != nil {
+			raced <- 0
+			return
+		}
+		resp.Body.Close()
+		raced <- resp.StatusCode
+	}()
+	hup()
+	if code := <-raced; code != 200 {
+		t.Errorf("the API reload racing SIGHUP answered %d", code)
+	}
+	waitFor("both racing reloads done", func() bool { return reloads() == n+2 })
+	waitFor("source a restarted by the racing change", func() bool { leases, _ := aLines(); return leases > leasesBefore })
+	writeTestFile(t, filepath.Join(repoA, "a1c.yaml"), thing("Thing", "things.example.com", "a1c"))
+	waitFor("a1c Ready after the racing reloads", ready("Thing", "a1c", "v1"))
+	if leases, _ := aLines(); leases != leasesBefore+1 {
+		t.Errorf("source a took its lease %d times since the webhook-only reload, want 1 (the racing change)", leases-leasesBefore)
+	}
+	checkInFlight("after the racing reloads")
 
 	// Remove source a: its syncer stops and gives its lease up; its resources stay.
 	writeTestFile(t, cfgPath, config([]string{"b"}, "v1"))
@@ -219,14 +315,17 @@ printf '{"done": true, "outputs": {"version": "%s"}}\n' "$1"
 		resp.Body.Close()
 	}
 	// Every source is built too: a config with one that cannot be is refused through the API.
-	badSource := "sources:\n  - name: g\n    git: {url: \"${RELOAD_SECRET}\"}\n"
-	writeTestFile(t, cfgPath, strings.Replace(config([]string{"b"}, "v1"), "sources:\n", badSource, 1))
+	// One error quotes a ${VAR} of this config, the other a literal that was a ${VAR} of the
+	// configs loaded before (this one no longer names it): both are scrubbed.
+	badSource := "sources:\n  - name: g\n    git: {url: \"${RELOAD_SECRET}\"}\n  - name: h\n    git: {url: \"gopher://s3cr3t-old-77/y\"}\n"
+	withoutOld := strings.Replace(config([]string{"b"}, "v1"), `, "${RELOAD_OLD}"`, "", 1)
+	writeTestFile(t, cfgPath, strings.Replace(withoutOld, "sources:\n", badSource, 1))
 	code, body := postReload()
 	if errs, _ := body["errors"].([]any); code != 422 || body["ok"] != false || len(errs) == 0 || !strings.Contains(fmt.Sprint(errs), "unsupported protocol") {
 		t.Errorf("API reload of a config with a bad source: %d %v", code, body)
 	}
 	if strings.Contains(fmt.Sprint(body), "s3cr3t") || strings.Contains(logs.String(), "s3cr3t") {
-		t.Errorf("a ${VAR} value of the refused config leaked: %v\n%s", body, logs.String())
+		t.Errorf("a ${VAR} value of the refused or of an earlier config leaked: %v\n%s", body, logs.String())
 	}
 	if page := httpGetBody(t, "http://"+addr+"/"); !strings.Contains(page, "Config reload refused") || !strings.Contains(page, `cond-bad">reload refused`) {
 		t.Error("the overview does not show the refused reload (banner and replicas table)")
@@ -274,15 +373,36 @@ log: {level: debug}
 	}
 	writeTestFile(t, gate, "")
 	waitFor("slow Ready with the instance it started with", ready("Widget", "slow", "v1"))
-	if page := httpGetBody(t, "http://"+addr+"/"); strings.Contains(page, "reload refused") || !strings.Contains(page, ">"+body["hash"].(string)+"</code>") {
-		t.Errorf("the overview still shows a refused reload after one was applied, or not the config's hash %v", body["hash"])
+	if page := httpGetBody(t, "http://"+addr+"/"); strings.Contains(page, `id="config-refused"`) || !strings.Contains(page, ">"+body["hash"].(string)+"</code>") ||
+		!strings.Contains(page, "restart required: log") {
+		t.Errorf("the overview still shows a refused reload after one was applied, or not the config's hash %v, or not the block waiting for a restart", body["hash"])
 	}
 	metrics := httpGetBody(t, "http://"+addr+"/metrics")
-	for _, want := range []string{`trueup_config_reloads_total{result="success"} 3`, `trueup_config_reloads_total{result="failure"} 2`,
+	for _, want := range []string{`trueup_config_reloads_total{result="success"} 7`, `trueup_config_reloads_total{result="failure"} 2`,
 		"trueup_config_last_reload_success_timestamp_seconds "} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %q", want)
 		}
+	}
+
+	// A restart-only block is not half-applied: with dataDir changed in the file, a source
+	// added by the same reload keeps its mirror under the dataDir running.
+	oldDataDir := dataDir
+	dataDir = filepath.Join(dir, "data2")
+	writeTestFile(t, cfgPath, config([]string{"b", "g2"}, "v2"))
+	code, body = postReload()
+	if code != 200 || fmt.Sprint(body["restartRequired"]) != "[dataDir]" || fmt.Sprint(body["sources"].(map[string]any)["added"]) != "[g2]" {
+		t.Errorf("API reload adding g2 and changing dataDir: %d %v", code, body)
+	}
+	waitFor("g2's mirror under the running dataDir", func() bool {
+		_, err := os.Lstat(filepath.Join(oldDataDir, "git", "g2", "mirror"))
+		return err == nil
+	})
+	if _, err := os.Stat(dataDir); !os.IsNotExist(err) {
+		t.Errorf("the new dataDir, not in effect, was used: %v", err)
+	}
+	if !strings.Contains(httpGetBody(t, "http://"+addr+"/api/v1/replicas"), "restart required: dataDir") {
+		t.Error("GET /api/v1/replicas does not show the block waiting for a restart")
 	}
 }
 

@@ -174,7 +174,7 @@ func serve(ctx context.Context, cfg *config.Config, rt *reloader, hup <-chan os.
 			if rs != nil {
 				rs.stop()
 			}
-			rt.publish(running)
+			rt.publish(running, nil)
 			return err
 		}
 		running[sc.Name] = rs
@@ -182,7 +182,7 @@ func serve(ctx context.Context, cfg *config.Config, rt *reloader, hup <-chan os.
 	requests := syncRequests{store: db.store, syncers: rt.syncer, log: logger}
 	// Always there, so that a reload may add a source with a webhook.
 	rt.hooks = webhook.New(webhook.Options{Sources: webhookSources(cfg), Store: db.store, Logger: logger, Trigger: requests.webhook, Preview: rt.previewSubmit})
-	rt.publish(running)
+	rt.publish(running, nil)
 
 	rec := reconciler.New(db.store, nil, reconciler.Options{Replica: replica, Workers: cfg.Reconcile.Workers,
 		LeaseTTL: cfg.Reconcile.LeaseTTL, ResyncInterval: cfg.Reconcile.ResyncInterval,

@@ -256,8 +256,11 @@ func (l *lateTrees) read(ctx context.Context, source, revision, dir string) ([]s
 		return nil, fmt.Errorf("source %q is not open yet", source)
 	}
 	src, ok := (*p)[source]
-	if !ok {
+	switch {
+	case !ok:
 		return nil, actions.Terminalf("no source named %q", source)
+	case src == nil:
+		return nil, fmt.Errorf("source %q is not running on this replica (a config reload is restarting it, or it failed to start)", source)
 	}
 	tr, ok := src.(sources.TreeReader)
 	if !ok {

@@ -35,10 +35,11 @@ type Config struct {
 	Limits    Limits    `yaml:"limits"`
 	Auth      *Auth     `yaml:"auth"`
 	// Notifications is optional (nil: nothing is sent).
-	Notifications *Notifications `yaml:"notifications"`
-	BaseDir       string         `yaml:"-"` // folder of the config file; relative paths resolve against it
-	secrets       map[string]int // expanded values that came from the environment
-	resyncSet     bool           // reconcile.resyncInterval was written (0 then means off)
+	Notifications *Notifications    `yaml:"notifications"`
+	BaseDir       string            `yaml:"-"` // folder of the config file; relative paths resolve against it
+	secrets       map[string]int    // expanded values that came from the environment
+	resyncSet     bool              // reconcile.resyncInterval was written (0 then means off)
+	fileSums      map[string]string // content of the files each source or action names (Load), for Diff
 
 	// SecretStores is the secrets block (named so: Secrets() lists the values to scrub).
 	SecretStores Secrets `yaml:"secrets"`
@@ -310,6 +311,7 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	c.fileSums = c.readFileSums()
 	return c, nil
 }
 

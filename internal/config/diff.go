@@ -2,8 +2,13 @@ package config
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
 	"reflect"
 	"slices"
+	"strings"
 )
 
 // Changes is what a reload of the config changes: the sources and action instances added,
@@ -11,6 +16,9 @@ import (
 // blocks that changed but only take effect at the next restart (by their YAML name).
 type Changes struct {
 	SourcesAdded, SourcesRemoved, SourcesChanged []string
+	// WebhookOnly are the changed sources whose entries differ in their webhook block alone:
+	// applied to the webhook handler without restarting the source.
+	WebhookOnly                                  []string
 	ActionsAdded, ActionsRemoved, ActionsChanged []string
 	Notifications                                bool
 	RestartRequired                              []string
@@ -23,9 +31,12 @@ func (c Changes) None() bool {
 }
 
 // Diff compares the config running (old) with the one read again (new). A source or action
-// instance whose entry differs in any field is changed (it is rebuilt whole); an action
-// instance is compared on its type and its config after ${VAR} expansion, so a variable
-// whose value changed changes it too. Every other block is restart-only.
+// instance whose entry differs in any field is changed (it is rebuilt whole), and so is one
+// whose referenced files (an age key file, an ssh key or known_hosts file, a GitHub App's
+// private key, an action's *File setting) hold other bytes than when old was loaded: a key
+// rotated in place is picked up. An action instance is compared on its type and its config
+// after ${VAR} expansion; serve reads its environment once, at start, so a variable's value
+// never changes between two of its loads. Every other block is restart-only.
 func Diff(old, new *Config) Changes {
 	var c Changes
 	oldSrc, newSrc := map[string]Source{}, map[string]Source{}
@@ -37,8 +48,13 @@ func Diff(old, new *Config) Changes {
 		switch o, ok := oldSrc[s.Name]; {
 		case !ok:
 			c.SourcesAdded = append(c.SourcesAdded, s.Name)
+		case old.fileSums[sourceKey(s.Name)] != new.fileSums[sourceKey(s.Name)]:
+			c.SourcesChanged = append(c.SourcesChanged, s.Name)
 		case !reflect.DeepEqual(o, s):
 			c.SourcesChanged = append(c.SourcesChanged, s.Name)
+			if o.Webhook = s.Webhook; reflect.DeepEqual(o, s) {
+				c.WebhookOnly = append(c.WebhookOnly, s.Name)
+			}
 		}
 	}
 	for _, s := range old.Sources {
@@ -55,7 +71,7 @@ func Diff(old, new *Config) Changes {
 		switch o, ok := oldAct[a.Name]; {
 		case !ok:
 			c.ActionsAdded = append(c.ActionsAdded, a.Name)
-		case o.Type != a.Type || !bytes.Equal(o.Config, a.Config):
+		case o.Type != a.Type || !bytes.Equal(o.Config, a.Config) || old.fileSums[actionKey(a.Name)] != new.fileSums[actionKey(a.Name)]:
 			c.ActionsChanged = append(c.ActionsChanged, a.Name)
 		}
 	}
@@ -65,26 +81,128 @@ func Diff(old, new *Config) Changes {
 		}
 	}
 	c.Notifications = !reflect.DeepEqual(old.Notifications, new.Notifications)
-	for _, b := range []struct {
-		name     string
-		old, new any
-	}{
-		{"database", old.Database, new.Database},
-		{"dataDir", old.DataDir, new.DataDir},
-		{"server", old.Server, new.Server},
-		{"reconcile", old.Reconcile, new.Reconcile},
-		{"retention", old.Retention, new.Retention},
-		{"log", old.Log, new.Log},
-		{"limits", old.Limits, new.Limits},
-		{"auth", old.Auth, new.Auth},
-		{"secrets", old.SecretStores, new.SecretStores},
-	} {
-		if !reflect.DeepEqual(b.old, b.new) {
-			c.RestartRequired = append(c.RestartRequired, b.name)
-		}
-	}
-	for _, l := range [][]string{c.SourcesAdded, c.SourcesRemoved, c.SourcesChanged, c.ActionsAdded, c.ActionsRemoved, c.ActionsChanged} {
+	c.RestartRequired = RestartOnlyChanged(old, new)
+	for _, l := range [][]string{c.SourcesAdded, c.SourcesRemoved, c.SourcesChanged, c.WebhookOnly, c.ActionsAdded, c.ActionsRemoved, c.ActionsChanged} {
 		slices.Sort(l)
 	}
 	return c
+}
+
+// restartOnly are the blocks read once, at start (by their YAML name): the database pool,
+// the data folder, the listener, workers and lease TTL, retention, the logger, the limits,
+// who may do what, the secret stores. field returns a pointer to the block in c.
+var restartOnly = []struct {
+	name  string
+	field func(c *Config) any
+}{
+	{"database", func(c *Config) any { return &c.Database }},
+	{"dataDir", func(c *Config) any { return &c.DataDir }},
+	{"server", func(c *Config) any { return &c.Server }},
+	{"reconcile", func(c *Config) any { return &c.Reconcile }},
+	{"retention", func(c *Config) any { return &c.Retention }},
+	{"log", func(c *Config) any { return &c.Log }},
+	{"limits", func(c *Config) any { return &c.Limits }},
+	{"auth", func(c *Config) any { return &c.Auth }},
+	{"secrets", func(c *Config) any { return &c.SecretStores }},
+}
+
+// RestartOnlyChanged lists the restart-only blocks whose values differ between the config
+// running and the one read again, in restartOnly's order.
+func RestartOnlyChanged(running, next *Config) []string {
+	var out []string
+	for _, b := range restartOnly {
+		if !reflect.DeepEqual(b.field(running), b.field(next)) {
+			out = append(out, b.name)
+		}
+	}
+	return out
+}
+
+// KeepRestartOnly gives next the running values of every restart-only block, so that nothing
+// a reload builds from next (a source's mirror folder, a syncer's lease TTL, a commit status
+// link, the notification sender's retention) uses a value that is not in effect. Diff against
+// the running config then lists the blocks that still differ from the file after each reload,
+// until a restart.
+func KeepRestartOnly(next, running *Config) {
+	for _, b := range restartOnly {
+		reflect.ValueOf(b.field(next)).Elem().Set(reflect.ValueOf(b.field(running)).Elem())
+	}
+	next.resyncSet = running.resyncSet
+}
+
+func sourceKey(name string) string { return "source/" + name }
+func actionKey(name string) string { return "action/" + name }
+
+// referencedFiles lists, by source and action instance, the files whose content they are
+// built from: a source's decryption.age.keyFile, git.auth.sshKeyFile, knownHostsFile and
+// githubApp.privateKeyFile; every string setting of an action's config whose key ends in
+// "File" (ghactions' app.privateKeyFile), relative to the config's folder.
+func (c *Config) referencedFiles() map[string][]string {
+	out := map[string][]string{}
+	for _, s := range c.Sources {
+		var files []string
+		if d := s.Decryption; d != nil && d.Age != nil && d.Age.KeyFile != "" {
+			files = append(files, c.Path(d.Age.KeyFile))
+		}
+		if s.Git != nil && s.Git.Auth != nil {
+			a := s.Git.Auth
+			files = append(files, a.SSHKeyFile, a.KnownHostsFile)
+			if a.GitHubApp != nil {
+				files = append(files, a.GitHubApp.PrivateKeyFile)
+			}
+		}
+		if files = slices.DeleteFunc(files, func(f string) bool { return f == "" }); len(files) > 0 {
+			out[sourceKey(s.Name)] = files
+		}
+	}
+	for _, a := range c.Actions {
+		var v any
+		if json.Unmarshal(a.Config, &v) != nil {
+			continue
+		}
+		var files []string
+		var walk func(key string, v any)
+		walk = func(key string, v any) {
+			switch v := v.(type) {
+			case map[string]any:
+				for k, e := range v {
+					walk(k, e)
+				}
+			case []any:
+				for _, e := range v {
+					walk(key, e)
+				}
+			case string:
+				if strings.HasSuffix(key, "File") && v != "" {
+					files = append(files, c.Path(v))
+				}
+			}
+		}
+		walk("", v)
+		if len(files) > 0 {
+			slices.Sort(files)
+			out[actionKey(a.Name)] = files
+		}
+	}
+	return out
+}
+
+// readFileSums digests the content of each source's and action's referenced files (a file
+// that cannot be read digests as its error, so that it being fixed is a change too).
+func (c *Config) readFileSums() map[string]string {
+	out := map[string]string{}
+	for key, files := range c.referencedFiles() {
+		h := sha256.New()
+		for _, f := range files {
+			h.Write([]byte(f + "\x00"))
+			if b, err := os.ReadFile(f); err != nil {
+				h.Write([]byte("error: " + err.Error()))
+			} else {
+				h.Write(b)
+			}
+			h.Write([]byte{0})
+		}
+		out[key] = hex.EncodeToString(h.Sum(nil))
+	}
+	return out
 }

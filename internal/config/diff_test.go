@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 )
@@ -51,6 +53,22 @@ actions:
   - name: nop
     type: noop
 `, want: Changes{SourcesAdded: []string{"c"}, SourcesRemoved: []string{"b"}, SourcesChanged: []string{"a"}}},
+		{name: "source webhook secret only", new: `
+sources:
+  - name: a
+    dir: {path: ./a}
+    webhook: {secret: s3cret-value}
+  - name: b
+    dir: {path: ./b}
+    webhook: {secret: other-value}
+    prune: false
+actions:
+  - name: run
+    type: exec
+    config: {command: [./run.sh]}
+  - name: nop
+    type: noop
+`, want: Changes{SourcesChanged: []string{"a", "b"}, WebhookOnly: []string{"a"}}},
 		{name: "source prune turned off", new: `
 sources:
   - name: a
@@ -78,7 +96,10 @@ actions:
   - name: other
     type: noop
 `, want: Changes{ActionsAdded: []string{"other"}, ActionsRemoved: []string{"nop"}, ActionsChanged: []string{"run"}}},
-		{name: "action changed by the value of its variable", vars: map[string]string{"CMD": "./other.sh"}, new: `
+		// Parse-level only: serve reads its environment once, at start, so between two of its
+		// loads a variable never changes (a rotated EnvironmentFile= needs a restart). This
+		// pins that Diff compares values after expansion.
+		{name: "action config differs after ${VAR} expansion (not reachable in serve)", vars: map[string]string{"CMD": "./other.sh"}, new: `
 sources:
   - name: a
     dir: {path: ./a}
@@ -98,7 +119,9 @@ retention: {history: {maxPerResource: 5}}
 log: {level: debug}
 database: {url: "postgres://db/trueup"}
 dataDir: /elsewhere
-`, want: Changes{RestartRequired: []string{"database", "dataDir", "server", "reconcile", "retention", "log"}}},
+limits: {maxFiles: 10}
+auth: {anonymous: viewer}
+`, want: Changes{RestartRequired: []string{"database", "dataDir", "server", "reconcile", "retention", "log", "limits", "auth"}}},
 		{name: "notifications", new: base + `
 notifications:
   providers:
@@ -126,5 +149,94 @@ notifications:
 				t.Errorf("None() = %v", got.None())
 			}
 		})
+	}
+}
+
+// KeepRestartOnly gives a config read again the running values of every restart-only block:
+// what a reload builds from it uses none of the file's, and Diff against the running config
+// no longer lists them (the reloader reports them from RestartOnlyChanged, taken before).
+func TestKeepRestartOnly(t *testing.T) {
+	t.Parallel()
+	running, err := Parse([]byte("dataDir: /var/lib/trueup\nreconcile: {leaseTTL: 30s}\nsources:\n  - {name: a, dir: {path: ./a}}\n"), "/x", env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := Parse([]byte(`dataDir: /elsewhere
+reconcile: {leaseTTL: 90s, resyncInterval: 0s}
+server: {externalURL: "https://trueup.example.com/"}
+limits: {maxFiles: 10}
+retention: {history: {maxPerResource: 5}}
+auth: {anonymous: viewer}
+sources:
+  - {name: a, dir: {path: ./a, interval: 5s}}
+`), "/x", env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := RestartOnlyChanged(running, next)
+	if want := []string{"dataDir", "server", "reconcile", "retention", "limits", "auth"}; !reflect.DeepEqual(pending, want) {
+		t.Errorf("RestartOnlyChanged = %v, want %v", pending, want)
+	}
+	KeepRestartOnly(next, running)
+	if next.DataDir != "/var/lib/trueup" || next.Reconcile != running.Reconcile || next.Server.ExternalURL != running.Server.ExternalURL ||
+		next.Limits != running.Limits || next.Auth != nil || next.resyncSet != running.resyncSet {
+		t.Errorf("restart-only blocks not kept: %+v", next)
+	}
+	if got := Diff(running, next); !reflect.DeepEqual(got, Changes{SourcesChanged: []string{"a"}}) {
+		t.Errorf("Diff after KeepRestartOnly = %+v, want only source a changed", got)
+	}
+}
+
+// A key rotated in place (same path, new bytes) changes the source or action instance that
+// reads it; a file that did not change does not.
+func TestDiffReferencedFiles(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(name, data string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"age.txt", "id_ed25519", "known_hosts", "app.pem", "gha.pem"} {
+		write(f, "v1 "+f)
+	}
+	cfgPath := filepath.Join(dir, "trueup.yaml")
+	write("trueup.yaml", `
+sources:
+  - name: sealed
+    dir: {path: .}
+    decryption: {age: {keyFile: age.txt}}
+  - name: ssh
+    git: {url: "ssh://git@example.com/x.git", auth: {sshKeyFile: id_ed25519, knownHostsFile: known_hosts}}
+  - name: app
+    git: {url: "https://example.com/x.git", auth: {githubApp: {appID: 1, installationID: 2, privateKeyFile: app.pem}}}
+  - name: plain
+    dir: {path: .}
+actions:
+  - name: gha
+    type: github-actions
+    config: {app: {appID: 1, installationID: 2, privateKeyFile: gha.pem}}
+  - name: nop
+    type: noop
+`)
+	load := func() *Config {
+		t.Helper()
+		c, err := Load(cfgPath, env(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	old := load()
+	if got := Diff(old, load()); !got.None() {
+		t.Fatalf("nothing rotated: %+v", got)
+	}
+	for _, f := range []string{"age.txt", "known_hosts", "app.pem", "gha.pem"} {
+		write(f, "v2 "+f)
+	}
+	want := Changes{SourcesChanged: []string{"app", "sealed", "ssh"}, ActionsChanged: []string{"gha"}}
+	if got := Diff(old, load()); !reflect.DeepEqual(got, want) {
+		t.Errorf("keys rotated:\n got %+v\nwant %+v", got, want)
 	}
 }

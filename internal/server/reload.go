@@ -11,16 +11,24 @@ import (
 type ReloadResult struct {
 	At time.Time
 	// OK: the new config was applied; otherwise it was refused (Errors) and the config
-	// running before keeps running.
+	// running before keeps running, or it was applied in part (Partial).
 	OK bool
+	// Partial: the new config was applied except what Errors names (a source that failed to
+	// start: its previous copy runs again, or, added, it does not run).
+	Partial bool
 	// Hash identifies the config file read (sha256 of its bytes, shortened).
 	Hash                                         string
 	SourcesAdded, SourcesRemoved, SourcesChanged []string
 	ActionsAdded, ActionsRemoved, ActionsChanged []string
 	// Notifications: the notification rules and providers were replaced.
 	Notifications bool
-	// RestartRequired are the config blocks that changed but take effect at the next restart.
+	// RestartRequired are the restart-only blocks whose values in the file differ from those
+	// running: the running values stay in use (nothing the reload built uses the file's)
+	// until the next restart, and every reload until then lists them again.
 	RestartRequired []string
+	// Warnings are what the applied config will likely break (an action instance reading its
+	// module from a source the config no longer has), scrubbed of secrets.
+	Warnings []string
 	// Errors are why the config was refused, or what failed while applying it (a source
 	// that could not start), scrubbed of secrets.
 	Errors []string
@@ -35,12 +43,14 @@ type nameChanges struct {
 // reloadView is the answer of POST /api/v1/admin/reload.
 type reloadView struct {
 	OK              bool        `json:"ok"`
+	Partial         bool        `json:"partial"`
 	At              time.Time   `json:"at"`
 	Hash            string      `json:"hash,omitempty"`
 	Sources         nameChanges `json:"sources"`
 	Actions         nameChanges `json:"actions"`
 	Notifications   bool        `json:"notifications"`
 	RestartRequired []string    `json:"restartRequired"`
+	Warnings        []string    `json:"warnings"`
 	Errors          []string    `json:"errors"`
 }
 
@@ -52,15 +62,17 @@ func orEmpty(s []string) []string {
 }
 
 func makeReloadView(r ReloadResult) reloadView {
-	return reloadView{OK: r.OK, At: r.At, Hash: r.Hash,
+	return reloadView{OK: r.OK, Partial: r.Partial, At: r.At, Hash: r.Hash,
 		Sources:       nameChanges{Added: orEmpty(r.SourcesAdded), Removed: orEmpty(r.SourcesRemoved), Changed: orEmpty(r.SourcesChanged)},
 		Actions:       nameChanges{Added: orEmpty(r.ActionsAdded), Removed: orEmpty(r.ActionsRemoved), Changed: orEmpty(r.ActionsChanged)},
-		Notifications: r.Notifications, RestartRequired: orEmpty(r.RestartRequired), Errors: orEmpty(r.Errors)}
+		Notifications: r.Notifications, RestartRequired: orEmpty(r.RestartRequired),
+		Warnings: orEmpty(r.Warnings), Errors: orEmpty(r.Errors)}
 }
 
 // reload answers POST /api/v1/admin/reload: this replica reads its config file again (as
 // SIGHUP does). 200 applied, 422 refused (the running config kept), 404 when this server
-// runs without a reloadable config.
+// runs without a reloadable config; 500 applied in part (ok false, partial true: Errors
+// names what is not in effect); 504 when it outlasted the handler's wait (it goes on).
 func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Reload == nil {
 		writeError(w, http.StatusNotFound, "this server has no config to reload")
@@ -71,14 +83,19 @@ func (s *Server) reload(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	res := s.opts.Reload(ctx)
 	code := http.StatusOK
-	if !res.OK {
+	switch {
+	case !res.OK && !res.Partial && ctx.Err() != nil:
+		code = http.StatusGatewayTimeout // still running: its result is not known yet
+	case res.Partial:
+		code = http.StatusInternalServerError
+	case !res.OK:
 		code = http.StatusUnprocessableEntity
 	}
 	writeJSON(w, code, makeReloadView(res))
 }
 
 // configRefused is the overview's banner: the last reload of this replica's config was
-// refused (nil: it was not, or there was none).
+// refused or applied in part (nil: it was not, or there was none).
 func (s *Server) configRefused() *ReloadResult {
 	if s.opts.LastReload == nil {
 		return nil

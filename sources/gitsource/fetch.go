@@ -60,6 +60,10 @@ func (s *Source) Fetch(ctx context.Context, revision string) (*sources.Snapshot,
 	if err := ctx.Err(); err != nil {
 		return nil, s.errorf(ctx, "fetch", err)
 	}
+	// The first fetch of a process (its first sync) cleans the folder of a crash's leftovers.
+	if err := s.prepare(ctx); err != nil {
+		return nil, err
+	}
 	var want plumbing.Hash
 	switch {
 	case s.refName == "":
@@ -154,6 +158,9 @@ func (s *Source) openMirror() error {
 // fetchMirror fetches the configured ref (or commit) into a new bare repository, makes it
 // the mirror and returns the fetched commit.
 func (s *Source) fetchMirror(ctx context.Context) (*object.Commit, error) {
+	if err := s.prepare(ctx); err != nil {
+		return nil, err
+	}
 	tmp, err := os.MkdirTemp(s.cfg.Dir, tmpPrefix)
 	if err != nil {
 		return nil, s.errorf(ctx, "fetch", err)

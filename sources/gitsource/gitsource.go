@@ -23,6 +23,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -69,7 +70,8 @@ type Config struct {
 	// Path is the subdirectory holding manifests; "" is the whole repository.
 	Path string
 	Auth Auth
-	// Dir is a private folder for this source's mirror (dataDir/git/<name>); New creates it.
+	// Dir is a private folder for this source's mirror (dataDir/git/<name>). New does not
+	// touch it: the first operation that needs it creates it (see prepare).
 	Dir string
 	// Timeout bounds every network operation: one ls-remote, one fetch (each of the two
 	// fetches of a commit fallback), including getting a token. 0 means DefaultTimeout.
@@ -97,6 +99,9 @@ type Source struct {
 	fetches  atomic.Int64
 	closed   atomic.Bool
 
+	prepared sync.Once
+	dirErr   error // of prepare
+
 	mu        sync.Mutex // serialises Fetch and Close; guards the fields below
 	mirror    *git.Repository
 	mirrorSto *filesystem.Storage
@@ -106,8 +111,10 @@ type Source struct {
 
 var errClosed = errors.New("source is closed")
 
-// New validates cfg and creates cfg.Dir. It does no network I/O; an ssh key file and a
-// known_hosts file are read here so that a bad path fails at start.
+// New validates cfg. It does no network I/O and writes nothing: cfg.Dir is created (and
+// cleaned of a crash's leftovers) by the first operation that needs it, so that a source may
+// be built to check a config, or by a reload, while another instance of the same folder runs.
+// An ssh key file and a known_hosts file are read here so that a bad path fails at start.
 func New(cfg Config, logger *slog.Logger) (*Source, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -195,14 +202,40 @@ func New(cfg Config, logger *slog.Logger) (*Source, error) {
 	if cfg.Dir == "" {
 		return fail("dir is required")
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
-		return fail("create dir: %w", err)
-	}
-	removeStale(cfg.Dir) // leftovers of a fetch interrupted by a crash
-	removeRefScratch(cfg.Dir)
 
 	s.logger = logger.With("source", cfg.Name, "url", s.redacted)
 	return s, nil
+}
+
+// usedDirs are the folders a Source of this process has used (prepare): only the first use
+// of a folder in a process removes what it holds besides the mirror. A later instance of the
+// same folder (a source changed by a config reload) must not: an earlier instance's preview
+// may still be reading a ref- scratch repository, which its Close does not wait for. The
+// leftovers it would clean are a crash's, so they exist only before the first use.
+var usedDirs sync.Map // absolute folder → struct{}
+
+// prepare creates cfg.Dir and, at the first use of that folder in this process, removes the
+// leftovers of a fetch or FetchRef interrupted by a crash. It runs once per Source, before
+// the first operation that writes into the folder.
+func (s *Source) prepare(ctx context.Context) error {
+	s.prepared.Do(func() {
+		if err := os.MkdirAll(s.cfg.Dir, 0o700); err != nil {
+			s.dirErr = fmt.Errorf("create dir: %w", err)
+			return
+		}
+		key, err := filepath.Abs(s.cfg.Dir)
+		if err != nil {
+			key = filepath.Clean(s.cfg.Dir)
+		}
+		if _, used := usedDirs.LoadOrStore(key, struct{}{}); !used {
+			removeStale(s.cfg.Dir)
+			removeRefScratch(s.cfg.Dir)
+		}
+	})
+	if s.dirErr != nil {
+		return s.errorf(ctx, "fetch", s.dirErr)
+	}
+	return nil
 }
 
 func cleanSubdir(p string) (string, error) {

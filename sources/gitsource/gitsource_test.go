@@ -520,10 +520,14 @@ func TestClose(t *testing.T) {
 	}
 }
 
+// The first fetch of a folder in a process removes a crash's leftovers (old generations,
+// an interrupted fetch's tmp-, an interrupted FetchRef's ref-), not other files.
 func TestCrashLeftoversRemoved(t *testing.T) {
 	t.Parallel()
+	r := newTestRepo(t)
+	rev := r.commit(map[string]string{"a.yaml": "kind: A\n"})
 	dir := t.TempDir()
-	for _, name := range []string{"tmp-123", "gen-old"} {
+	for _, name := range []string{"tmp-123", "gen-old", "ref-456"} {
 		if err := os.MkdirAll(filepath.Join(dir, name, "objects"), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -532,9 +536,66 @@ func TestCrashLeftoversRemoved(t *testing.T) {
 	if err := os.WriteFile(keep, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	newSource(t, Config{URL: "https://example.com/x.git", Dir: dir})
-	entries, _ := os.ReadDir(dir)
-	if len(entries) != 1 || entries[0].Name() != "unrelated" {
-		t.Errorf("dir holds %v, want only the unrelated file", entries)
+	s := newSource(t, Config{URL: r.dir, Dir: dir})
+	if _, err := s.Fetch(testContext(t), rev); err != nil {
+		t.Fatal(err)
 	}
+	for _, name := range []string{"tmp-123", "gen-old", "ref-456"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !os.IsNotExist(err) {
+			t.Errorf("%s left after the first fetch: %v", name, err)
+		}
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Errorf("the unrelated file: %v", err)
+	}
+}
+
+// Building a source touches nothing on disk, and a second instance of a folder already used
+// in this process (a source changed by a config reload) leaves its tmp- and ref- work alone:
+// an earlier instance's fetch or preview may be using them.
+func TestNewTouchesNothing(t *testing.T) {
+	t.Parallel()
+	r := newTestRepo(t)
+	rev := r.commit(map[string]string{"a.yaml": "kind: A\n"})
+	dir := filepath.Join(t.TempDir(), "git", "infra")
+	newSource(t, Config{URL: r.dir, Dir: dir})
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("New created its folder: %v", err)
+	}
+	running := newSource(t, Config{URL: r.dir, Dir: dir})
+	if _, err := running.Fetch(testContext(t), rev); err != nil {
+		t.Fatal(err)
+	}
+	mirror, err := os.Readlink(filepath.Join(dir, mirrorLink))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inFlight := []string{"tmp-in-flight", "ref-preview"}
+	for _, name := range inFlight {
+		if err := os.MkdirAll(filepath.Join(dir, name, "objects"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, name := range append(inFlight, mirror) {
+			if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+				t.Errorf("%s: %s: %v", when, name, err)
+			}
+		}
+	}
+	next := newSource(t, Config{URL: r.dir, Dir: dir}) // what a reload or config check builds
+	check("after New")
+	_ = running.Close()
+	// The new instance's first operations, once the old one is stopped.
+	if _, err := next.Fetch(testContext(t), rev); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := next.ReadTree(testContext(t), rev, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := next.FetchRef(testContext(t), "refs/heads/main", ""); err != nil {
+		t.Fatal(err)
+	}
+	check("after the next instance's first use")
 }

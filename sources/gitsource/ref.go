@@ -17,7 +17,8 @@ import (
 
 // refPrefix names FetchRef's scratch repositories in cfg.Dir. Unlike the tmp- folders of the
 // mirror's fetches they are not removed when the mirror is swapped (a preview may be reading
-// one then), only by FetchRef itself and, after a crash, by New.
+// one then), only by FetchRef itself and, after a crash, by the first use of the folder in a
+// process (prepare).
 const refPrefix = "ref-"
 
 // fetchedRef is where FetchRef stores the fetched ref in its scratch repository.
@@ -84,6 +85,9 @@ func (s *Source) FetchRef(ctx context.Context, ref, want string) (*sources.Snaps
 // scratch creates an empty bare repository beside the mirror, with the source's remote; done
 // removes it.
 func (s *Source) scratch(ctx context.Context, desc string) (*git.Repository, *git.Remote, func(), error) {
+	if err := s.prepare(ctx); err != nil {
+		return nil, nil, nil, err
+	}
 	tmp, err := os.MkdirTemp(s.cfg.Dir, refPrefix)
 	if err != nil {
 		return nil, nil, nil, s.errorfOf(ctx, "fetch", desc, err)
