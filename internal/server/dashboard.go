@@ -62,16 +62,17 @@ func parsePages(names ...string) map[string]*template.Template {
 		"utc": func(t any) string {
 			return whenOf(t, func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") })
 		},
-		"iso":       func(t any) string { return whenOf(t, func(t time.Time) string { return t.UTC().Format(time.RFC3339) }) },
-		"hasTime":   func(t any) bool { return whenOf(t, func(time.Time) string { return "y" }) != "" },
-		"resPath":   resourcePath,
-		"srcPath":   sourcePath,
-		"key":       watchKey,
-		"list":      listPath,
-		"firstLine": firstLine,
-		"duration":  duration,
-		"asset":     func(name string) string { return "/static/" + name + "?v=" + assetVersion },
-		"plural":    plural,
+		"iso":         func(t any) string { return whenOf(t, func(t time.Time) string { return t.UTC().Format(time.RFC3339) }) },
+		"hasTime":     func(t any) bool { return whenOf(t, func(time.Time) string { return "y" }) != "" },
+		"resPath":     resourcePath,
+		"srcPath":     sourcePath,
+		"key":         watchKey,
+		"list":        listPath,
+		"firstLine":   firstLine,
+		"duration":    duration,
+		"asset":       func(name string) string { return "/static/" + name + "?v=" + assetVersion },
+		"plural":      plural,
+		"configState": configState,
 	}).ParseFS(templateFS, "templates/layout.html", "templates/partials.html", "templates/operate.html"))
 	out := make(map[string]*template.Template, len(names))
 	for _, n := range names {

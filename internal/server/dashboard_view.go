@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/status"
+	"github.com/trueup-dev/trueup/internal/store"
 )
 
 // The dashboard's view helpers: everything that turns stored values into what a page shows,
@@ -394,4 +395,19 @@ func firstLine(s string, n int) string {
 		s += "…"
 	}
 	return s
+}
+
+// configState names what a replica's config error says (cmd/trueup replicaConfigs writes
+// it): blocks of the file waiting for a restart, a reload applied in part (its hash loaded
+// with the errors, at one time), or a refused reload (the hash still the older one's).
+func configState(c store.ReplicaConfig) string {
+	switch {
+	case c.Error == "":
+		return ""
+	case strings.HasPrefix(c.Error, "restart required:"):
+		return "restart required"
+	case !c.LoadedAt.IsZero() && c.LoadedAt.Equal(c.ErrorAt):
+		return "applied in part"
+	}
+	return "reload refused"
 }

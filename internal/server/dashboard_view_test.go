@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/status"
+	"github.com/trueup-dev/trueup/internal/store"
 )
 
 func TestForgeLinks(t *testing.T) {
@@ -142,5 +143,26 @@ func TestViewFormats(t *testing.T) {
 	}
 	if got := resourcePath("ns", "Kind", "a/b"); got != "/resources/ns/Kind/a%2Fb" {
 		t.Errorf("resourcePath %q", got)
+	}
+}
+
+func TestConfigState(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC)
+	t1 := t0.Add(time.Minute)
+	for _, tc := range []struct {
+		name string
+		c    store.ReplicaConfig
+		want string
+	}{
+		{"running, nothing refused", store.ReplicaConfig{Hash: "abc", LoadedAt: t0}, ""},
+		{"refused: the hash is the older load's", store.ReplicaConfig{Hash: "abc", LoadedAt: t0, Error: "sources[0].name: bad", ErrorAt: t1}, "reload refused"},
+		{"refused before any load recorded", store.ReplicaConfig{Error: "bad", ErrorAt: t1}, "reload refused"},
+		{"applied in part: hash and errors at once", store.ReplicaConfig{Hash: "def", LoadedAt: t1, Error: "source b: start: no folder", ErrorAt: t1}, "applied in part"},
+		{"applied, blocks wait for a restart", store.ReplicaConfig{Hash: "def", LoadedAt: t1, Error: "restart required: log changed in the file", ErrorAt: t1}, "restart required"},
+	} {
+		if got := configState(tc.c); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }
