@@ -36,9 +36,11 @@ type Config struct {
 	Auth      *Auth     `yaml:"auth"`
 	// Notifications is optional (nil: nothing is sent).
 	Notifications *Notifications `yaml:"notifications"`
-	BaseDir       string         `yaml:"-"` // folder of the config file; relative paths resolve against it
-	secrets       map[string]int // expanded values that came from the environment
-	resyncSet     bool           // reconcile.resyncInterval was written (0 then means off)
+	// Tracing is optional (nil: no span is exported).
+	Tracing   *Tracing       `yaml:"tracing"`
+	BaseDir   string         `yaml:"-"` // folder of the config file; relative paths resolve against it
+	secrets   map[string]int // expanded values that came from the environment
+	resyncSet bool           // reconcile.resyncInterval was written (0 then means off)
 
 	// SecretStores is the secrets block (named so: Secrets() lists the values to scrub).
 	SecretStores Secrets `yaml:"secrets"`
@@ -357,6 +359,9 @@ func (c *Config) applyDefaults() {
 	if c.Notifications != nil {
 		c.Notifications.applyDefaults()
 	}
+	if c.Tracing != nil {
+		c.Tracing.applyDefaults()
+	}
 	if c.DataDir == "" {
 		c.DataDir = DefaultDataDir
 	}
@@ -623,6 +628,7 @@ func (c *Config) Validate() error {
 		bad("log.format: %q is not one of text, json", c.Log.Format)
 	}
 	c.validateAuth(bad)
+	c.validateTracing(bad)
 	if c.Notifications != nil {
 		c.Notifications.validate(bad)
 	}
