@@ -25,6 +25,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/server"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/syncer"
+	"github.com/trueup-dev/trueup/internal/tracing"
 	"github.com/trueup-dev/trueup/internal/webhook"
 	"github.com/trueup-dev/trueup/sources"
 )
@@ -81,6 +82,11 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) (err err
 	replica := replicaName()
 	logger = logger.With("replica", replica)
 	setMemoryLimit(cfg, logger)
+	stopTracing, err := tracing.Setup(ctx, cfg.Tracing, tracing.Service{Version: version, Instance: replica}, logger)
+	if err != nil {
+		return err
+	}
+	defer stopTracing() // last: flushes the spans of everything stopped before it
 
 	reg, err := registry()
 	if err != nil {
@@ -239,7 +245,7 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) (err err
 	defer func() { stopLive(); <-liveDone }()
 
 	srvOpts, err := withAuth(server.Options{Listen: cfg.Server.Listen, Replica: replica, Metrics: met, Webhooks: hookHandler,
-		ExternalURL: cfg.Server.ExternalURL}, cfg, logger)
+		ExternalURL: cfg.Server.ExternalURL, TraceURL: traceURL(cfg)}, cfg, logger)
 	if err != nil {
 		return err
 	}

@@ -54,6 +54,9 @@ type Options struct {
 	CSRFToken func(r *http.Request) string
 	// TLSCertFile and TLSKeyFile serve HTTPS; both files are read again when they change.
 	TLSCertFile, TLSKeyFile string
+	// TraceURL links the trace ids of history rows on the dashboard: {traceId} is replaced
+	// by the id ("": ids are shown unlinked).
+	TraceURL string
 }
 
 // anonymousAdmin is who requests are when no authentication is configured.
