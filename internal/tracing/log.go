@@ -22,6 +22,8 @@ func (h logHandler) Handle(ctx context.Context, r slog.Record) error {
 	return h.Handler.Handle(ctx, r)
 }
 
-func (h logHandler) WithAttrs(as []slog.Attr) slog.Handler { return logHandler{h.Handler.WithAttrs(as)} }
+func (h logHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return logHandler{h.Handler.WithAttrs(as)}
+}
 
 func (h logHandler) WithGroup(name string) slog.Handler { return logHandler{h.Handler.WithGroup(name)} }
