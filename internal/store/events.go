@@ -126,6 +126,8 @@ type HistoryEntry struct {
 	FinishedAt time.Time       `json:"finishedAt"`
 	DurationMs int64           `json:"durationMs"`
 	Outputs    json.RawMessage `json:"outputs,omitempty"`
+	// TraceID names the attempt's OpenTelemetry trace when it was sampled ("": none).
+	TraceID string `json:"traceId,omitempty"`
 }
 
 func insertHistoryBatch(ctx context.Context, db DB, hs []HistoryEntry) error {
@@ -138,8 +140,11 @@ func insertHistoryBatch(ctx context.Context, db DB, hs []HistoryEntry) error {
 	actor := make([]string, n)
 	gen := make([]int64, n)
 	started, finished := make([]time.Time, n), make([]time.Time, n)
-	outputs := make([]*string, n)
+	outputs, traces := make([]*string, n), make([]*string, n)
 	for i, h := range hs {
+		if h.TraceID != "" {
+			traces[i] = &h.TraceID
+		}
 		uid[i], ns[i], kind[i], name[i], rev[i], op[i], trig[i], res[i], msg[i], rep[i] =
 			h.UID, h.Namespace, h.Kind, h.Name, h.Revision, h.Operation, h.Trigger, h.Result, truncate(h.Message, 8000), h.Replica
 		gen[i], started[i], finished[i], actor[i] = h.Generation, h.StartedAt, h.FinishedAt, h.Actor
@@ -149,12 +154,12 @@ func insertHistoryBatch(ctx context.Context, db DB, hs []HistoryEntry) error {
 		}
 	}
 	_, err := db.Exec(ctx, `INSERT INTO reconcile_history (resource_uid, namespace, kind, name, generation, revision,
-		operation, trigger, result, message, replica, started_at, finished_at, outputs, actor)
-		SELECT uid::uuid, ns, kind, name, gen, rev, op, trig, res, msg, rep, st, fin, out::jsonb, act
+		operation, trigger, result, message, replica, started_at, finished_at, outputs, actor, trace_id)
+		SELECT uid::uuid, ns, kind, name, gen, rev, op, trig, res, msg, rep, st, fin, out::jsonb, act, tid
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::text[],
-		            $10::text[], $11::text[], $12::timestamptz[], $13::timestamptz[], $14::text[], $15::text[])
-		  AS x(uid, ns, kind, name, gen, rev, op, trig, res, msg, rep, st, fin, out, act)`,
-		uid, ns, kind, name, gen, rev, op, trig, res, msg, rep, started, finished, outputs, actor)
+		            $10::text[], $11::text[], $12::timestamptz[], $13::timestamptz[], $14::text[], $15::text[], $16::text[])
+		  AS x(uid, ns, kind, name, gen, rev, op, trig, res, msg, rep, st, fin, out, act, tid)`,
+		uid, ns, kind, name, gen, rev, op, trig, res, msg, rep, started, finished, outputs, actor, traces)
 	return err
 }
 
@@ -164,7 +169,7 @@ func (s *Store) ListHistory(ctx context.Context, namespace, kind, name string, l
 		limit = 100
 	}
 	rows, err := s.pool.Query(ctx, `SELECT id, resource_uid::text, namespace, kind, name, generation, revision, operation, trigger,
-		result, message, replica, started_at, finished_at, outputs, actor
+		result, message, replica, started_at, finished_at, outputs, actor, coalesce(trace_id, '')
 		FROM reconcile_history WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3
 		ORDER BY id DESC LIMIT $4`, namespace, kind, name, limit)
 	if err != nil {
@@ -174,7 +179,7 @@ func (s *Store) ListHistory(ctx context.Context, namespace, kind, name string, l
 		var h HistoryEntry
 		var out []byte
 		err := r.Scan(&h.ID, &h.UID, &h.Namespace, &h.Kind, &h.Name, &h.Generation, &h.Revision, &h.Operation, &h.Trigger,
-			&h.Result, &h.Message, &h.Replica, &h.StartedAt, &h.FinishedAt, &out, &h.Actor)
+			&h.Result, &h.Message, &h.Replica, &h.StartedAt, &h.FinishedAt, &out, &h.Actor, &h.TraceID)
 		h.DurationMs = h.FinishedAt.Sub(h.StartedAt).Milliseconds()
 		if len(out) > 0 {
 			h.Outputs = out

@@ -99,12 +99,15 @@ func Fail(span trace.Span, msg string) {
 }
 
 // Stretch records a finished child span of ctx's span named name over [start, end]: a step
-// shared by a batch (a claim, a write) that each item's trace shows as its own.
-func Stretch(ctx context.Context, tracer trace.Tracer, name string, start, end time.Time, opts ...trace.SpanStartOption) trace.Span {
+// shared by a batch (a claim, a write) that each item's trace shows as its own. A non-empty
+// failure (scrubbed by the caller) marks it failed.
+func Stretch(ctx context.Context, tracer trace.Tracer, name string, start, end time.Time, failure string, opts ...trace.SpanStartOption) {
 	if !trace.SpanFromContext(ctx).IsRecording() {
-		return trace.SpanFromContext(ctx)
+		return
 	}
 	_, span := tracer.Start(ctx, name, append(opts, trace.WithTimestamp(start))...)
+	if failure != "" {
+		Fail(span, failure)
+	}
 	span.End(trace.WithTimestamp(end))
-	return span
 }
