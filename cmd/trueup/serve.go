@@ -203,7 +203,7 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) (err err
 	rec := reconciler.New(db.store, acts, reconciler.Options{Replica: replica, Workers: cfg.Reconcile.Workers,
 		LeaseTTL: cfg.Reconcile.LeaseTTL, ResyncInterval: cfg.Reconcile.ResyncInterval,
 		BackoffInitial: cfg.Reconcile.Backoff.Initial, BackoffMax: cfg.Reconcile.Backoff.Max, Scrub: scrub, Metrics: met,
-		Reveal: revealer(db.store, keys, resolver), Hold: logOut.calls.hold}, logger)
+		Reveal: revealer(db.store, keys, resolver), Hold: logOut.calls.hold, ActionTypes: actionTypes(cfg)}, logger)
 	requests := syncRequests{store: db.store, syncers: byName, log: logger}
 	hooks := webhookSources(cfg)
 	var hookHandler http.Handler
