@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -26,6 +27,14 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/config"
 )
+
+// on is set while Setup's provider is installed: hot paths skip even the no-op provider's
+// spans without it (On).
+var on atomic.Bool
+
+// On reports whether Setup installed a provider: without one, a caller on a hot path (a
+// span per reconcile attempt) need not start its no-op spans at all.
+func On() bool { return on.Load() }
 
 // Service identifies the process in the resource attributes of its spans.
 type Service struct {
@@ -69,7 +78,9 @@ func Setup(ctx context.Context, cfg *config.Tracing, svc Service, logger *slog.L
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { logger.Warn("export traces", "err", err) }))
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(propagation.TraceContext{})
+	on.Store(true)
 	return func() {
+		on.Store(false)
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownTimeout)
 		defer cancel()
 		if err := tp.Shutdown(ctx); err != nil {
