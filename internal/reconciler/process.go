@@ -142,24 +142,29 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 // plugin that panics fails the attempt (retried with backoff) instead of stopping the
 // controller; the panic's text is not kept (it may quote the spec it was given).
 func (r *Reconciler) call(ctx context.Context, act actions.Action, name string, req actions.Request, deleting bool, a *attempt) {
+	var open trace.Span // the span of the plugin call running: a panic ends it failed
 	defer func() {
 		if p := recover(); p != nil {
 			r.log.ErrorContext(ctx, "action panicked", "resource", req.Resource.Namespace+"/"+req.Resource.Kind+"/"+req.Resource.Name, "operation", a.op)
 			a.res, a.err = actions.Result{}, fmt.Errorf("the action panicked during %s (a bug in the plugin; see the controller's log)", a.op)
+			if open != nil {
+				endAction(open, a.err, r.opts.Scrub, a.res)
+			}
 		}
 	}()
-	// Each plugin call has its span; a panic leaves it unended (the recover above ends the
-	// attempt as failed, and the reconcile span records that).
 	switch {
 	case deleting:
 		actx, span := r.actionSpan(ctx, "delete", name, req)
+		open = span
 		a.res, a.err = act.Delete(actx, req)
 		endAction(span, a.err, r.opts.Scrub, a.res)
 	case a.trigger == "resync":
 		if obs, ok := act.(actions.Observer); ok {
 			actx, span := r.actionSpan(ctx, "observe", name, req)
+			open = span
 			o, oerr := obs.Observe(actx, req)
 			endAction(span, oerr, r.opts.Scrub, actions.Result{Done: oerr == nil && o.InSync})
+			open = nil
 			switch {
 			case oerr != nil:
 				a.err = fmt.Errorf("observe: %w", oerr)
@@ -174,11 +179,13 @@ func (r *Reconciler) call(ctx context.Context, act actions.Action, name string, 
 		}
 		if !a.inSync && a.err == nil {
 			actx, span := r.actionSpan(ctx, "reconcile", name, req)
+			open = span
 			a.res, a.err = act.Reconcile(actx, req)
 			endAction(span, a.err, r.opts.Scrub, a.res)
 		}
 	default:
 		actx, span := r.actionSpan(ctx, "reconcile", name, req)
+		open = span
 		a.res, a.err = act.Reconcile(actx, req)
 		endAction(span, a.err, r.opts.Scrub, a.res)
 	}
