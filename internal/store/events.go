@@ -140,10 +140,14 @@ func insertHistoryBatch(ctx context.Context, db DB, hs []HistoryEntry) error {
 	actor := make([]string, n)
 	gen := make([]int64, n)
 	started, finished := make([]time.Time, n), make([]time.Time, n)
-	outputs, traces := make([]*string, n), make([]*string, n)
+	outputs := make([]*string, n)
+	var traces []*string // nil while no row has a trace id (tracing off): the column stays NULL
 	for i, h := range hs {
 		if h.TraceID != "" {
-			traces[i] = &h.TraceID
+			if traces == nil {
+				traces = make([]*string, n)
+			}
+			traces[i] = &hs[i].TraceID
 		}
 		uid[i], ns[i], kind[i], name[i], rev[i], op[i], trig[i], res[i], msg[i], rep[i] =
 			h.UID, h.Namespace, h.Kind, h.Name, h.Revision, h.Operation, h.Trigger, h.Result, truncate(h.Message, 8000), h.Replica
@@ -153,15 +157,31 @@ func insertHistoryBatch(ctx context.Context, db DB, hs []HistoryEntry) error {
 			outputs[i] = &os
 		}
 	}
-	_, err := db.Exec(ctx, `INSERT INTO reconcile_history (resource_uid, namespace, kind, name, generation, revision,
+	args := []any{uid, ns, kind, name, gen, rev, op, trig, res, msg, rep, started, finished, outputs, actor}
+	query := insertHistory
+	if traces != nil {
+		args, query = append(args, traces), insertHistoryTraced
+	}
+	_, err := db.Exec(ctx, query, args...)
+	return err
+}
+
+// insertHistory writes history rows from unnest arrays; insertHistoryTraced also their trace
+// ids (a 16th array). Without tracing the statement stays the one before trace ids existed.
+const (
+	insertHistory = `INSERT INTO reconcile_history (resource_uid, namespace, kind, name, generation, revision,
+		operation, trigger, result, message, replica, started_at, finished_at, outputs, actor)
+		SELECT uid::uuid, ns, kind, name, gen, rev, op, trig, res, msg, rep, st, fin, out::jsonb, act
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::text[],
+		            $10::text[], $11::text[], $12::timestamptz[], $13::timestamptz[], $14::text[], $15::text[])
+		  AS x(uid, ns, kind, name, gen, rev, op, trig, res, msg, rep, st, fin, out, act)`
+	insertHistoryTraced = `INSERT INTO reconcile_history (resource_uid, namespace, kind, name, generation, revision,
 		operation, trigger, result, message, replica, started_at, finished_at, outputs, actor, trace_id)
 		SELECT uid::uuid, ns, kind, name, gen, rev, op, trig, res, msg, rep, st, fin, out::jsonb, act, tid
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::text[],
 		            $10::text[], $11::text[], $12::timestamptz[], $13::timestamptz[], $14::text[], $15::text[], $16::text[])
-		  AS x(uid, ns, kind, name, gen, rev, op, trig, res, msg, rep, st, fin, out, act, tid)`,
-		uid, ns, kind, name, gen, rev, op, trig, res, msg, rep, started, finished, outputs, actor, traces)
-	return err
-}
+		  AS x(uid, ns, kind, name, gen, rev, op, trig, res, msg, rep, st, fin, out, act, tid)`
+)
 
 // ListHistory returns a resource's reconcile attempts newest first; it outlives the resource.
 func (s *Store) ListHistory(ctx context.Context, namespace, kind, name string, limit int) ([]HistoryEntry, error) {
