@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/trueup-dev/trueup/internal/plaintext"
 )
 
@@ -89,7 +91,7 @@ func (c *Config) validateTracing(bad func(string, ...any)) {
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		if !headerNameOK(k) {
+		if !httpguts.ValidHeaderFieldName(k) {
 			bad("tracing.headers: %q is not a valid header name", k)
 		}
 		if strings.ContainsAny(t.Headers[k], "\r\n") {
@@ -108,20 +110,4 @@ func (c *Config) validateTracing(bad func(string, ...any)) {
 			bad("tracing.traceURL: %q does not hold %s", t.TraceURL, TraceURLPlaceholder)
 		}
 	}
-}
-
-// headerNameOK reports whether s is an HTTP header name (an RFC 9110 token).
-func headerNameOK(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, r := range s {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
-		case strings.ContainsRune("!#$%&'*+-.^_`|~", r):
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -106,7 +106,7 @@ func TestActionSpans(t *testing.T) {
 			for i, s := range got {
 				attrs := map[string]string{}
 				for _, kv := range s.Attributes() {
-					attrs[string(kv.Key)] = kv.Value.Emit()
+					attrs[string(kv.Key)] = kv.Value.String()
 				}
 				if s.Name() != tc.want[i] || s.Parent().SpanID() != root.SpanContext().SpanID() ||
 					attrs["trueup.action.name"] != "act" || attrs["trueup.action.type"] != "exec" || attrs["trueup.generation"] != "4" {
