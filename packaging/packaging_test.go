@@ -52,6 +52,7 @@ func TestUnitHardening(t *testing.T) {
 	svc := u["Service"]
 	for key, want := range map[string]string{
 		"ExecStart":               "/usr/bin/trueup serve --config /etc/trueup/trueup.yaml",
+		"ExecReload":              "/bin/kill -HUP $MAINPID",
 		"DynamicUser":             "yes",
 		"StateDirectory":          "trueup",
 		"StateDirectoryMode":      "0700",

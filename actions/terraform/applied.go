@@ -75,3 +75,34 @@ func scrubConnErr(err error, conn string) error {
 	}
 	return errors.New(actions.Scrubber(secrets)(err.Error()))
 }
+
+// lockInit holds a PostgreSQL advisory lock on the instance's schema for the length of an
+// init, so that inits in several replicas (or several instances of one configuration) never
+// run together: the pg backend creates its schema, sequence and table on the first init with
+// CREATE … IF NOT EXISTS, which concurrent sessions can still collide on ("duplicate key value
+// violates unique constraint pg_type_typname_nsp_index"). The lock is a session lock on its
+// own connection; closing the connection releases it, also when this process dies. A
+// configured backend is the operator's: unlock is then a no-op.
+func (a *Action) lockInit(ctx context.Context) (unlock func(), err error) {
+	if a.custom {
+		return func() {}, nil
+	}
+	conn := a.dbURL()
+	if conn == "" {
+		return nil, errors.New("no database for the pg backend: the controller has not opened one (set backend: in the config to keep state elsewhere)")
+	}
+	db, err := pgx.Connect(ctx, conn)
+	if err != nil {
+		return nil, fmt.Errorf("lock the backend for init: connect: %w", scrubConnErr(err, conn))
+	}
+	closeDB := func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = db.Close(ctx)
+	}
+	if _, err := db.Exec(ctx, "SELECT pg_advisory_lock(hashtext('trueup.terraform.init:' || $1))", a.schema); err != nil {
+		closeDB()
+		return nil, fmt.Errorf("lock the backend for init: %w", err)
+	}
+	return closeDB, nil
+}

@@ -175,8 +175,7 @@ func (a *Action) prepare(ctx context.Context, req actions.Request, ws string, pr
 	stampFile := filepath.Join(c.dir, "stamp")
 	if old, err := os.ReadFile(stampFile); err != nil || string(old) != stamp {
 		_ = os.Remove(stampFile) // a failed init below is retried in full
-		// One init of the instance at a time: the pg backend creates its schema and table on
-		// the first init, and concurrent CREATE … IF NOT EXISTS can collide.
+		// One init of the instance at a time in this process (see lockInit for why)…
 		var unlock func()
 		if preempt != nil {
 			var ok bool
@@ -187,6 +186,12 @@ func (a *Action) prepare(ctx context.Context, req actions.Request, ws string, pr
 			return nil, err
 		}
 		defer unlock()
+		// … and across processes: another replica may init the same instance now.
+		unlockDB, err := a.lockInit(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer unlockDB()
 		if err := mod.write(ctx, filepath.Join(c.dir, "root")); err != nil {
 			return nil, fmt.Errorf("copy module %s: %w", mod.desc, err)
 		}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,8 +16,8 @@ func newConfigCmd() *cobra.Command {
 		Use:   "check FILE",
 		Short: "Check a controller config as serve would, without starting anything",
 		Long: `Reads FILE as serve reads its --config: every field, default and cross-reference (actions,
-sources, secrets, notification rules) is checked and each action instance is built as serve
-builds it (nothing is called, no database is opened). Prints what the config declares, or
+sources, secrets, notification rules) is checked and each action instance and source is built
+as serve builds it (nothing is called or fetched, no database is opened). Prints what the config declares, or
 every problem naming its field, and exits 1. ${VAR}s that are unset in this environment are
 reported: the instances whose config needs them are then not built.`,
 		Args: cobra.ExactArgs(1),
@@ -35,6 +37,13 @@ reported: the instances whose config needs them are then not built.`,
 			default:
 				closeActions(acts)
 			}
+			switch err := checkSources(cfg); {
+			case err != nil && len(env) == 0:
+				return err
+			case err != nil:
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v\nwarning: with %s unset, the sources could not be built\n",
+					scrubber(cfg, nil)(err.Error()), strings.Join(env.names(), ", "))
+			}
 			rules := 0
 			if cfg.Notifications != nil {
 				rules = len(cfg.Notifications.Rules)
@@ -45,4 +54,20 @@ reported: the instances whose config needs them are then not built.`,
 		},
 	})
 	return cmd
+}
+
+// checkSources builds every source of cfg as serve does (nothing started, nothing fetched) and
+// closes it: what a source's constructor refuses (a URL's protocol, a GitHub App's key) is
+// reported as a reload reports it.
+func checkSources(cfg *config.Config) error {
+	var errs []error
+	for _, sc := range cfg.Sources {
+		src, _, err := newSource(cfg, sc, slog.New(slog.DiscardHandler))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("source %s: %w", sc.Name, err))
+			continue
+		}
+		_ = src.Close()
+	}
+	return cfg.ScrubError(errors.Join(errs...))
 }

@@ -21,6 +21,13 @@ func TestConfigCheck(t *testing.T) {
 	if _, _, err := runCLI(t, "config", "check", bad); err == nil || !strings.Contains(err.Error(), "line 3: field bogus") {
 		t.Fatalf("an unknown field: %v", err)
 	}
+	src := filepath.Join(dir, "src.yaml")
+	if err := os.WriteFile(src, []byte("sources:\n  - name: g\n    git: {url: \"gopher://example.com/x\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runCLI(t, "config", "check", src); err == nil || !strings.Contains(err.Error(), "source g:") || !strings.Contains(err.Error(), "unsupported protocol") {
+		t.Fatalf("a source that cannot be built: %v", err)
+	}
 	rule := filepath.Join(dir, "rule.yaml")
 	if err := os.WriteFile(rule, []byte("notifications:\n  rules:\n    - {name: r, providers: [nope]}\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -5,29 +5,25 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/actions"
-	"github.com/trueup-dev/trueup/internal/commitstatus"
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/liveness"
-	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/metrics"
-	"github.com/trueup-dev/trueup/internal/notifier"
 	"github.com/trueup-dev/trueup/internal/reconciler"
-	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/secrets"
 	"github.com/trueup-dev/trueup/internal/server"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/syncer"
 	"github.com/trueup-dev/trueup/internal/tracing"
 	"github.com/trueup-dev/trueup/internal/webhook"
-	"github.com/trueup-dev/trueup/sources"
 )
 
 func newServeCmd() *cobra.Command {
@@ -35,34 +31,53 @@ func newServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the controller: sync sources, reconcile resources, serve the API and dashboard",
-		Args:  cobra.NoArgs,
+		Long: `Runs the controller until SIGINT or SIGTERM (the first drains, the second exits).
+
+SIGHUP (or POST /api/v1/admin/reload) reads --config again: sources and action instances
+added, changed or removed take effect without a restart (calls in flight finish first; a
+removed source's resources stay). An invalid config is refused, its errors logged and shown
+on the dashboard, and the running one kept. Changes to database, dataDir, server, reconcile,
+retention, log, limits, auth and secrets take effect at the next restart.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Applied to the config read at start and to every config reloaded.
+			adjust := func(cfg *config.Config) error {
+				if listen != "" {
+					for _, scheme := range []string{"http://", "https://"} {
+						if cfg.Server.ExternalURL == scheme+cfg.Server.Listen+"/" {
+							cfg.Server.ExternalURL = scheme + listen + "/" // the default follows the flag
+						}
+					}
+					cfg.Server.Listen = listen
+				}
+				// Secure by default: no auth: section means anonymous admin, so loopback only.
+				if err := config.CheckExposure(cfg.Server.Listen, cfg.Auth); err != nil {
+					return err
+				}
+				if dataDir != "" {
+					cfg.DataDir = dataDir
+				}
+				if logLevel != "" {
+					cfg.Log.Level = logLevel
+					if err := cfg.Validate(); err != nil {
+						return cfg.ScrubError(err) // values quoted may have come from ${VAR}
+					}
+				}
+				return nil
+			}
+			// SIGHUP reloads the config (it no longer ends the process), from now on: a
+			// signal sent while serve starts is handled once it runs.
+			hup := make(chan os.Signal, 1)
+			signal.Notify(hup, syscall.SIGHUP)
+			defer signal.Stop(hup)
 			cfg, err := loadConfig(configPath)
 			if err != nil {
 				return err
 			}
-			if listen != "" {
-				for _, scheme := range []string{"http://", "https://"} {
-					if cfg.Server.ExternalURL == scheme+cfg.Server.Listen+"/" {
-						cfg.Server.ExternalURL = scheme + listen + "/" // the default follows the flag
-					}
-				}
-				cfg.Server.Listen = listen
-			}
-			// Secure by default: no auth: section means anonymous admin, so loopback only.
-			if err := config.CheckExposure(cfg.Server.Listen, cfg.Auth); err != nil {
+			if err := adjust(cfg); err != nil {
 				return err
 			}
-			if dataDir != "" {
-				cfg.DataDir = dataDir
-			}
-			if logLevel != "" {
-				cfg.Log.Level = logLevel
-				if err := cfg.Validate(); err != nil {
-					return cfg.ScrubError(err) // values quoted may have come from ${VAR}
-				}
-			}
-			return serve(cmd.Context(), cfg, cmd)
+			return serve(cmd.Context(), cfg, &reloader{path: configPath, adjust: adjust, requests: make(chan chan server.ReloadResult)}, hup, cmd)
 		},
 	}
 	cmd.Flags().StringVar(&configPath, "config", "trueup.yaml", "controller config file")
@@ -72,10 +87,11 @@ func newServeCmd() *cobra.Command {
 	return cmd
 }
 
-// serve runs the controller until ctx ends. Its log lines and the error it returns are
-// scrubbed of the config's secrets: many of them quote config values (a plugin or a commit
-// status reporter refusing its config, a source failing to fetch its URL).
-func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) (err error) {
+// serve runs the controller until ctx ends; rt holds what a config reload (a signal on hup,
+// or POST /api/v1/admin/reload) changes. Its log lines and the error it
+// returns are scrubbed of the config's secrets: many of them quote config values (a plugin or
+// a commit status reporter refusing its config, a source failing to fetch its URL).
+func serve(ctx context.Context, cfg *config.Config, rt *reloader, hup <-chan os.Signal, cmd *cobra.Command) (err error) {
 	logOut := newScrubWriter(cmd.ErrOrStderr(), scrubber(cfg, nil))
 	defer func() { err = actions.ScrubError(err, logOut.current()) }()
 	logger := newLogger(cfg, logOut)
@@ -92,21 +108,22 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) (err err
 	if err != nil {
 		return err
 	}
-	var dbURL lateURL
-	var trees lateTrees
-	acts, err := newActions(cfg, reg, logger, dbURL.get, trees.read)
+	rt.ctx, rt.replica, rt.log, rt.logOut, rt.reg, rt.dbURL, rt.trees = ctx, replica, logger, logOut, reg, &lateURL{}, &lateTrees{}
+	rt.cfg.Store(cfg)
+	rt.hash = configHash(rt.path)
+	acts, err := newActions(cfg, reg, logger, rt.dbURL.get, rt.trees.read)
 	if err != nil {
 		return err
 	}
-	defer closeActions(acts)
-	scrub := scrubber(cfg, acts)
-	logOut.set(scrub)
+	rt.acts = newActionSet(acts)
+	defer rt.acts.close()
+	rt.scrubWith(cfg, acts)
+	scrub := rt.scrub
 	keys, err := sourceKeys(cfg)
 	if err != nil {
 		return err
 	}
-	resolver, err := secrets.New(cfg.SecretStores, logger.With("component", "secrets"))
-	if err != nil {
+	if rt.resolver, err = secrets.New(cfg.SecretStores, logger.With("component", "secrets")); err != nil {
 		return errors.New(scrub(err.Error()))
 	}
 
@@ -115,7 +132,8 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) (err err
 		return err
 	}
 	defer db.Close()
-	dbURL.set(db.url)
+	rt.store = db.store
+	rt.dbURL.set(db.url)
 	applied, err := db.store.Migrate(ctx)
 	if err != nil {
 		return err
@@ -131,121 +149,91 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) (err err
 		},
 		RateLimits: func() map[string]int {
 			out := map[string]int{}
-			for name, a := range acts {
+			for name, a := range rt.acts.current() {
 				if rl, ok := a.(interface{ RateLimitRemaining() int }); ok {
 					out[name] = rl.RateLimitRemaining()
 				}
 			}
 			return out
 		}})
+	rt.met = met
+	met.ConfigLoaded(false, true, time.Now())
+	rt.setReveal(keys)
 
-	// Build every source before starting anything, so a bad source fails the start.
-	var syncers []*syncer.Syncer
-	var srcs []sources.Source
-	previews := previewRunners{}
+	// Build every source before starting anything, so a bad source fails the start; the
+	// sources are stopped at the end, after the syncers returned.
+	running := map[string]*runningSource{}
 	defer func() {
-		for _, s := range srcs {
-			_ = s.Close()
+		for _, rs := range rt.sources() {
+			rs.stop()
 		}
 	}()
 	for _, sc := range cfg.Sources {
-		src, reg, err := newSource(cfg, sc, logger)
+		rs, err := rt.buildSource(cfg, sc, keys, acts)
+		if err == nil {
+			err = rt.attachPreview(cfg, rs)
+		}
+		if err == nil {
+			err = rt.start(rs)
+		}
 		if err != nil {
-			return fmt.Errorf("source %s: %w", sc.Name, err)
-		}
-		srcs = append(srcs, src)
-		if st, ok := src.(interface{ Start(context.Context) error }); ok {
-			if err := st.Start(ctx); err != nil {
-				return fmt.Errorf("source %s: %w", sc.Name, err)
+			if rs != nil {
+				rs.stop()
 			}
-		}
-		if err := db.store.RegisterSource(ctx, reg); err != nil {
+			rt.publish(running)
 			return err
 		}
-		interval := time.Minute
-		if sc.Git != nil {
-			interval = sc.Git.Interval
-		} else if sc.Dir != nil {
-			interval = sc.Dir.Interval
-		}
-		var reporter syncer.Reporter
-		if cs := sc.CommitStatus; cs != nil {
-			rep, err := commitstatus.New(commitstatus.Config{Provider: cs.Provider, Token: cs.Token, BaseURL: cs.BaseURL, Insecure: cs.Insecure, Repo: cs.Repo,
-				TargetURL: strings.TrimSuffix(cfg.Server.ExternalURL, "/") + "/sources/" + sc.Name}, sc.Name, db.store, logger)
-			if err != nil {
-				return fmt.Errorf("source %s: commitStatus: %w", sc.Name, err)
-			}
-			defer rep.Close()
-			reporter = rep
-		}
-		syncers = append(syncers, syncer.New(db.store, syncer.Options{Name: sc.Name, Source: src, Interval: interval,
-			Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction, Replica: replica, LeaseTTL: cfg.Reconcile.LeaseTTL,
-			CheckAction: checkAction(acts), Limits: manifest.Limits(cfg.Limits), Scrub: scrub, Metrics: met, Reporter: reporter,
-			Opener: sealed.NewOpener(keys[sc.Name])}, logger))
-		if sc.PreviewEnabled() {
-			if previews[sc.Name], err = newPreviewRunner(cfg, sc, src, db.store, acts, scrub, replica, logger); err != nil {
-				return err
-			}
-			if err := previews[sc.Name].Start(ctx); err != nil {
-				return err
-			}
-			defer previews[sc.Name].Stop()
-		}
+		running[sc.Name] = rs
 	}
-	byName := map[string]*syncer.Syncer{}
-	srcByName := map[string]sources.Source{}
-	for i, sc := range cfg.Sources {
-		byName[sc.Name] = syncers[i]
-		srcByName[sc.Name] = srcs[i]
-	}
-	trees.set(srcByName)
+	requests := syncRequests{store: db.store, syncers: rt.syncer, log: logger}
+	// Always there, so that a reload may add a source with a webhook.
+	rt.hooks = webhook.New(webhook.Options{Sources: webhookSources(cfg), Store: db.store, Logger: logger, Trigger: requests.webhook, Preview: rt.previewSubmit})
+	rt.publish(running)
 
-	rec := reconciler.New(db.store, acts, reconciler.Options{Replica: replica, Workers: cfg.Reconcile.Workers,
+	rec := reconciler.New(db.store, nil, reconciler.Options{Replica: replica, Workers: cfg.Reconcile.Workers,
 		LeaseTTL: cfg.Reconcile.LeaseTTL, ResyncInterval: cfg.Reconcile.ResyncInterval,
 		BackoffInitial: cfg.Reconcile.Backoff.Initial, BackoffMax: cfg.Reconcile.Backoff.Max, Scrub: scrub, Metrics: met,
-		Reveal: revealer(db.store, keys, resolver), Hold: logOut.calls.hold, ActionTypes: actionTypes(cfg)}, logger)
-	requests := syncRequests{store: db.store, syncers: byName, log: logger}
-	hooks := webhookSources(cfg)
-	var hookHandler http.Handler
-	if len(hooks) > 0 {
-		hookHandler = webhook.New(webhook.Options{Sources: hooks, Store: db.store, Logger: logger, Trigger: requests.webhook, Preview: previews.submit})
-	}
+		Reveal: rt.revealCall, Hold: logOut.calls.hold, Acquire: rt.acts.acquire, ActionTypes: actionTypes(cfg)}, logger)
 	maint := reconciler.NewMaintenance(db.store, reconciler.MaintenanceOptions{Replica: replica, Version: version, LeaseTTL: cfg.Reconcile.LeaseTTL,
-		Listen: cfg.Server.Listen, Metrics: met,
+		Listen: cfg.Server.Listen, Metrics: met, Live: rt.liveHeld,
 		History: store.RetentionRule{MaxAge: cfg.Retention.History.MaxAge, MaxPerResource: cfg.Retention.History.MaxPerResource},
 		Events:  store.RetentionRule{MaxAge: cfg.Retention.Events.MaxAge, MaxPerResource: cfg.Retention.Events.MaxPerResource},
 		Sources: func() map[string]any {
 			out := map[string]any{}
-			for name, s := range byName {
-				if rt, ok := s.Runtime(); ok {
-					out[name] = rt
+			for name, rs := range rt.sources() {
+				if rtm, ok := rs.syncer.Runtime(); ok {
+					out[name] = rtm
 				}
 			}
 			return out
 		}}, logger)
 	// Liveness: this replica's session-level advisory lock, held from before it takes any lease
-	// until after it gave them all back; peers whose session ends are released at once.
+	// until after it gave them all back; peers whose session ends are released at once. While
+	// the session is down (PostgreSQL restarted, the connection killed) the lease takers take
+	// nothing (rt.liveHeld) and the reconciler claims nothing; once it is back they look at once.
 	host, _ := os.Hostname()
 	wakeAll := func() {
 		rec.Wake()
 		maint.Wake()
-		for _, s := range syncers {
-			s.LeasesFreed()
+		for _, rs := range rt.sources() {
+			rs.syncer.LeasesFreed()
 		}
 	}
 	live := liveness.New(db.store, liveness.Options{
 		Replica: store.Replica{Name: replica, Hostname: host, PID: os.Getpid(), Version: version, Listen: cfg.Server.Listen},
-		OnLost:  rec.Suspend, OnRegained: rec.Resume, OnReleased: wakeAll, Metrics: met}, logger)
+		OnLost:  rec.Suspend, OnRegained: func() { rec.Resume(); wakeAll() }, OnReleased: wakeAll, Metrics: met}, logger)
 	if err := live.Start(ctx); err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
+	rt.live.Store(live)
 	liveCtx, stopLive := context.WithCancel(context.WithoutCancel(ctx))
 	liveDone := make(chan struct{})
 	go func() { defer close(liveDone); live.Run(liveCtx) }()
 	defer func() { stopLive(); <-liveDone }()
+	rt.record(server.ReloadResult{At: time.Now(), OK: true}) // the config loaded at start
 
-	srvOpts, err := withAuth(server.Options{Listen: cfg.Server.Listen, Replica: replica, Metrics: met, Webhooks: hookHandler,
-		ExternalURL: cfg.Server.ExternalURL, TraceURL: traceURL(cfg)}, cfg, logger)
+	srvOpts, err := withAuth(server.Options{Listen: cfg.Server.Listen, Replica: replica, Metrics: met, Webhooks: rt.hooks,
+		ExternalURL: cfg.Server.ExternalURL, Reload: rt.request, LastReload: rt.lastReload, TraceURL: traceURL(cfg)}, cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -254,30 +242,21 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) (err err
 		return fmt.Errorf("listen on %s: %w", cfg.Server.Listen, err)
 	}
 	defer srv.Stop()
-	// The notifier runs without a notifications block too: the outbox is written whatever
-	// the config says, and with no rule its entries are finished unsent and trimmed.
-	ncfg := config.Notifications{MaxAttempts: 1}
-	if cfg.Notifications != nil {
-		ncfg = *cfg.Notifications
-	}
-	sender, err := notifier.New(db.store, ncfg, notifier.Options{Replica: replica, LeaseTTL: cfg.Reconcile.LeaseTTL,
-		ExternalURL: cfg.Server.ExternalURL, Metrics: met}, logger)
-	if err != nil {
-		return cfg.ScrubError(fmt.Errorf("notifications: %w", err))
-	}
-	if err := sender.Start(ctx); err != nil {
+	if rt.sender, err = newSender(db.store, cfg, replica, rt.liveHeld, met, logger); err != nil {
 		return err
 	}
-	defer sender.Stop()
+	if err := rt.sender.Start(ctx); err != nil {
+		return err
+	}
+	defer func() { rt.sender.Stop() }()
 
 	// The first signal cancels ctx: loops stop claiming, in-flight calls are interrupted and
 	// their leases released, then everything closes in reverse order.
 	var wg sync.WaitGroup
-	for _, s := range syncers {
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = s.Run(ctx) }()
-	}
-	wg.Add(3)
+	rt.runAll()
+	defer rt.wg.Wait()
+	wg.Add(4)
+	go func() { defer wg.Done(); rt.loop(ctx, hup) }()
 	go func() { defer wg.Done(); _ = rec.Run(ctx) }()
 	go func() { defer wg.Done(); _ = maint.Run(ctx) }()
 	// One LISTEN connection per replica: due work wakes the claimer; a sync request (a webhook
@@ -290,10 +269,12 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) (err err
 			case store.WorkChannel:
 				rec.Wake()
 			case store.LeasesChannel:
-				// A lease was given up (shutdown) or taken from a dead replica: take it now.
-				switch name, ok := strings.CutPrefix(payload, "source:"); {
-				case ok && byName[name] != nil:
-					byName[name].LeasesFreed()
+				// A lease was given up (shutdown, a source removed by a reload) or taken from a
+				// dead replica: take it now.
+				name, ok := strings.CutPrefix(payload, "source:")
+				switch s := rt.syncer(name); {
+				case ok && s != nil:
+					s.LeasesFreed()
 				case payload == "maintenance":
 					maint.Wake()
 				default:
@@ -309,8 +290,8 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) (err err
 			}
 		}, logger)
 	}()
-	logger.Info("trueup started", "sources", len(syncers), "actions", len(acts), "workers", cfg.Reconcile.Workers,
-		"dashboard", cfg.Server.ExternalURL)
+	logger.Info("trueup started", "sources", len(running), "actions", len(acts), "workers", cfg.Reconcile.Workers,
+		"dashboard", cfg.Server.ExternalURL, "config_hash", rt.hash)
 	<-ctx.Done()
 	logger.Info("shutting down")
 	wg.Wait()
@@ -324,13 +305,13 @@ func serve(ctx context.Context, cfg *config.Config, cmd *cobra.Command) (err err
 // sync a second time.
 type syncRequests struct {
 	store   *store.Store
-	syncers map[string]*syncer.Syncer
+	syncers func(name string) *syncer.Syncer // nil: the source is not configured here
 	log     *slog.Logger
 }
 
 // webhook is the webhook handler's Trigger.
 func (r syncRequests) webhook(source, commit string) {
-	if s := r.syncers[source]; s != nil && s.TriggerIfHolder(commit) {
+	if s := r.syncers(source); s != nil && s.TriggerIfHolder(commit) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -343,7 +324,7 @@ func (r syncRequests) webhook(source, commit string) {
 // notified handles a notification on store.SyncChannel ("source" or "source commit").
 func (r syncRequests) notified(payload string) {
 	name, commit, _ := strings.Cut(payload, " ")
-	if s := r.syncers[name]; s != nil {
+	if s := r.syncers(name); s != nil {
 		s.TriggerCommit(commit)
 	}
 }

@@ -14,23 +14,11 @@ import (
 	"github.com/trueup-dev/trueup/sources"
 )
 
-// previewRunners are the pull-request preview runners, by source. Previews run on the
-// replica that receives the webhook (each runner is local to its replica); the previews
-// table's row lock keeps two replicas from both commenting on one pull request.
-type previewRunners map[string]*preview.Runner
-
-// submit is the webhook handler's Preview.
-func (p previewRunners) submit(ev preview.Event) error {
-	r := p[ev.Source]
-	if r == nil {
-		return fmt.Errorf("source %s does not preview pull requests", ev.Source)
-	}
-	return r.Submit(ev)
-}
-
 // newPreviewRunner builds the preview runner of sc, a source with preview enabled. It has
 // its own loader (its cache serves the syncer) and no decryption key: a pull request's
-// encrypted fields stay markers.
+// encrypted fields stay markers. Previews run on the replica that receives the webhook (each
+// runner is local to its replica); the previews table's row lock keeps two replicas from
+// both commenting on one pull request.
 func newPreviewRunner(cfg *config.Config, sc config.Source, src sources.Source, st *store.Store, acts map[string]actions.Action,
 	scrub func(string) string, replica string, logger *slog.Logger) (*preview.Runner, error) {
 	fetcher, ok := src.(preview.Fetcher)

@@ -51,7 +51,12 @@ func startReplica(t *testing.T, st *store.Store, name string) *replicaUnderTest 
 	r := &replicaUnderTest{src: &countingSource{}, sentinel: make(chan struct{}, 1)}
 	r.src.head.Store(strings.Repeat("1", 40))
 	r.syncer = syncer.New(st, syncer.Options{Name: "infra", Source: r.src, Interval: time.Hour, Replica: name, LeaseTTL: 15 * time.Second}, logger)
-	r.requests = syncRequests{store: st, syncers: map[string]*syncer.Syncer{"infra": r.syncer}, log: logger}
+	r.requests = syncRequests{store: st, syncers: func(name string) *syncer.Syncer {
+		if name == "infra" {
+			return r.syncer
+		}
+		return nil
+	}, log: logger}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	listening := make(chan struct{})

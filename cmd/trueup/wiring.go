@@ -90,13 +90,18 @@ func traceURL(cfg *config.Config) string {
 // scrubber replaces with "***" every secret the config took from the environment and every
 // literal secret an action instance holds (actions.SecretHolder).
 func scrubber(cfg *config.Config, acts map[string]actions.Action) func(string) string {
+	return actions.Scrubber(secretsOf(cfg, acts))
+}
+
+// secretsOf lists the secrets scrubber replaces.
+func secretsOf(cfg *config.Config, acts map[string]actions.Action) []string {
 	secrets := cfg.Secrets()
 	for _, a := range acts {
 		if h, ok := a.(actions.SecretHolder); ok {
 			secrets = append(secrets, h.Secrets()...)
 		}
 	}
-	return actions.Scrubber(secrets)
+	return secrets
 }
 
 // scrubWriter is the log sink of serve and migrate: it removes secrets from every record

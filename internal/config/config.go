@@ -247,6 +247,15 @@ type Backoff struct {
 type Retention struct {
 	History RetentionRule `yaml:"history"`
 	Events  RetentionRule `yaml:"events"`
+	// Notifications: how long finished notifications stay in the outbox.
+	Notifications OutboxRetention `yaml:"notifications"`
+}
+
+// OutboxRetention is how long sent and dead notifications are kept after they finished
+// (defaults 7 and 30 days).
+type OutboxRetention struct {
+	Sent time.Duration `yaml:"sent"`
+	Dead time.Duration `yaml:"dead"`
 }
 
 // RetentionRule drops rows older than MaxAge, and beyond MaxPerResource per resource.
@@ -285,6 +294,8 @@ const (
 	DefaultHistoryPerRes  = 100
 	DefaultEventsMaxAge   = 7 * 24 * time.Hour
 	DefaultEventsPerRes   = 100
+	DefaultOutboxSent     = 7 * 24 * time.Hour
+	DefaultOutboxDead     = 30 * 24 * time.Hour
 )
 
 // Load reads, expands and validates the file at path. getenv is os.Getenv in production.
@@ -434,6 +445,12 @@ func (c *Config) applyDefaults() {
 	if c.Retention.Events.MaxPerResource == 0 {
 		c.Retention.Events.MaxPerResource = DefaultEventsPerRes
 	}
+	if c.Retention.Notifications.Sent == 0 {
+		c.Retention.Notifications.Sent = DefaultOutboxSent
+	}
+	if c.Retention.Notifications.Dead == 0 {
+		c.Retention.Notifications.Dead = DefaultOutboxDead
+	}
 	if c.Log.Level == "" {
 		c.Log.Level = "info"
 	}
@@ -494,6 +511,14 @@ func (c *Config) Validate() error {
 	}{{"maxFiles", c.Limits.MaxFiles}, {"maxDocuments", c.Limits.MaxDocuments}, {"maxResources", c.Limits.MaxResources}} {
 		if l.v < 0 {
 			bad("limits.%s: %d must not be negative (0 takes the default)", l.name, l.v)
+		}
+	}
+	for _, r := range []struct {
+		name string
+		v    time.Duration
+	}{{"sent", c.Retention.Notifications.Sent}, {"dead", c.Retention.Notifications.Dead}} {
+		if r.v < 0 {
+			bad("retention.notifications.%s: %s must not be negative (0 takes the default)", r.name, r.v)
 		}
 	}
 	seen := map[string]bool{}

@@ -198,3 +198,33 @@ func TestParseLimits(t *testing.T) {
 		}
 	}
 }
+
+func TestParseNotificationRetention(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		src        string
+		sent, dead time.Duration
+		err        string
+	}{
+		{"log: {level: info}\n", DefaultOutboxSent, DefaultOutboxDead, ""},
+		{"retention: {notifications: {sent: 24h}}\n", 24 * time.Hour, DefaultOutboxDead, ""},
+		{"retention: {notifications: {sent: 1h, dead: 2160h}}\n", time.Hour, 2160 * time.Hour, ""},
+		{"retention: {notifications: {dead: -1h}}\n", 0, 0, "retention.notifications.dead: -1h0m0s must not be negative"},
+		{"retention: {notifications: {kept: 1h}}\n", 0, 0, "kept"},
+	} {
+		c, err := Parse([]byte(tt.src), "/etc/trueup", env(nil))
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%q: err = %v, want %q", tt.src, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tt.src, err)
+			continue
+		}
+		if got := c.Retention.Notifications; got.Sent != tt.sent || got.Dead != tt.dead {
+			t.Errorf("%q: %+v, want sent %s dead %s", tt.src, got, tt.sent, tt.dead)
+		}
+	}
+}

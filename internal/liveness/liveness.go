@@ -9,8 +9,8 @@
 // (reconciler.Maintenance) takes those, for replicas cut off from the database. A replica whose
 // own session ends — seen at once when the server ends it, within pingEvery+pingTimeout when
 // the connection silently dropped — stops all work in flight (OnLost, which returns once the
-// calls did) and resumes after it holds a new session (OnRegained); its old leases are fenced
-// exactly as before.
+// calls did), takes and renews no singleton lease (Held), and resumes after it holds a new
+// session (OnRegained); its old leases are fenced exactly as before.
 package liveness
 
 import (
@@ -31,7 +31,8 @@ type Options struct {
 	Interval time.Duration
 	// OnLost is called when this replica's own session ended: stop everything in flight.
 	OnLost func(err error)
-	// OnRegained is called when a new session holds the lock again.
+	// OnRegained is called when a new session holds the lock again (and Held is true): lease
+	// takers, which took nothing while it was down, should look at once.
 	OnRegained func()
 	// OnReleased is called after this replica released a dead peer's work (or its own
 	// previous session's): lease takers should look at once.
@@ -81,6 +82,17 @@ func (l *Liveness) Start(ctx context.Context) error {
 		l.opts.OnReleased()
 	}
 	return nil
+}
+
+// Held reports whether this replica holds its liveness session right now. Singleton lease
+// takers (a source's syncer, maintenance, notifications) ask it before every attempt: a lease
+// taken while the session is down is one that peers release at once (they see no session)
+// and that the next session releases again, so takers churn and a source's lease can be
+// held by nobody while its last holder still believes it holds it.
+func (l *Liveness) Held() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.held != nil
 }
 
 // Run holds the session and watches peers until ctx ends; then it forgets the replica's key

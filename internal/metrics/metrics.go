@@ -32,6 +32,8 @@ type Metrics struct {
 	webhookRequests   *prometheus.CounterVec
 	notifications     *prometheus.CounterVec
 	notifyRetries     *prometheus.CounterVec
+	configReloads     *prometheus.CounterVec
+	configReloadOK    prometheus.Gauge
 }
 
 // QueueStats is read at scrape time.
@@ -93,7 +95,13 @@ func New(opts Options) *Metrics {
 	m.notifyRetries = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "trueup_notification_retries_total", Help: "Notification messages scheduled for another attempt after a provider error, by provider.",
 	}, []string{"provider"})
-	m.reg.MustRegister(m.reconcileDuration, m.reconcileTotal, m.resultWriteWait, m.interrupted, m.failovers, m.actionCalls, m.syncDuration, m.lastSyncSuccess,
+	m.configReloads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "trueup_config_reloads_total", Help: "Config reloads (SIGHUP or POST /api/v1/admin/reload) by result (success, failure: the new config was refused).",
+	}, []string{"result"})
+	m.configReloadOK = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "trueup_config_last_reload_success_timestamp_seconds", Help: "Unix time the running config was loaded (at start, or by the last successful reload).",
+	})
+	m.reg.MustRegister(m.configReloads, m.configReloadOK, m.reconcileDuration, m.reconcileTotal, m.resultWriteWait, m.interrupted, m.failovers, m.actionCalls, m.syncDuration, m.lastSyncSuccess,
 		m.revisionInfo, m.webhookRequests, m.notifications, m.notifyRetries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if opts.Queue != nil {
@@ -119,6 +127,24 @@ func (m *Metrics) Reconciled(kind, operation, result string, call, write time.Du
 	m.reconcileDuration.WithLabelValues(kind, operation, result).Observe(call.Seconds())
 	m.reconcileTotal.WithLabelValues(kind, operation, result).Inc()
 	m.resultWriteWait.Observe(write.Seconds())
+}
+
+// ConfigLoaded records that the config was loaded at start, or reloaded (ok: applied;
+// otherwise refused, the running config kept).
+func (m *Metrics) ConfigLoaded(reload, ok bool, at time.Time) {
+	if m == nil {
+		return
+	}
+	if reload {
+		result := "success"
+		if !ok {
+			result = "failure"
+		}
+		m.configReloads.WithLabelValues(result).Inc()
+	}
+	if ok {
+		m.configReloadOK.Set(float64(at.Unix()))
+	}
 }
 
 // Interrupted counts attempts taken over from a dead replica or an expired lease.

@@ -29,13 +29,18 @@ const LeaseName = "notifications"
 
 // Options configure a Sender.
 type Options struct {
-	Replica     string
-	LeaseTTL    time.Duration // default 15s
-	Poll        time.Duration // how often the outbox is read (default 1s)
-	ExternalURL string
-	Metrics     *metrics.Metrics
+	Replica  string
+	LeaseTTL time.Duration // default 15s
+	Poll     time.Duration // how often the outbox is read (default 1s)
+	// KeepSent and KeepDead: how long finished entries stay (defaults 7 and 30 days).
+	KeepSent, KeepDead time.Duration
+	ExternalURL        string
+	Metrics            *metrics.Metrics
 	// Client is used by the HTTP providers (default: a client with no redirects).
 	Client *http.Client
+	// Live reports whether the replica holds its liveness session (liveness.Liveness.Held);
+	// while it does not, the lease is neither taken nor renewed (nil: always live).
+	Live func() bool
 }
 
 // Sender delivers the outbox.
@@ -62,6 +67,12 @@ func New(st *store.Store, cfg config.Notifications, opts Options, log *slog.Logg
 	}
 	if opts.Poll <= 0 {
 		opts.Poll = time.Second
+	}
+	if opts.KeepSent <= 0 {
+		opts.KeepSent = config.DefaultOutboxSent
+	}
+	if opts.KeepDead <= 0 {
+		opts.KeepDead = config.DefaultOutboxDead
 	}
 	if opts.Client == nil {
 		opts.Client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -127,7 +138,15 @@ func (s *Sender) leaseLoop(ctx context.Context) {
 		}
 	}()
 	for {
-		l, ok, err := s.st.AcquireLease(ctx, LeaseName, s.opts.Replica, s.opts.LeaseTTL)
+		var (
+			l   store.Lease
+			ok  bool
+			err error
+		)
+		// Without a liveness session, peers release whatever this replica takes.
+		if s.opts.Live == nil || s.opts.Live() {
+			l, ok, err = s.st.AcquireLease(ctx, LeaseName, s.opts.Replica, s.opts.LeaseTTL)
+		}
 		switch {
 		case err == nil && ok:
 			if held == nil || held.Term != l.Term {
@@ -150,10 +169,9 @@ func (s *Sender) leaseLoop(ctx context.Context) {
 	}
 }
 
-// Retention of finished outbox entries, trimmed by the lease holder every trimEvery.
+// Finished outbox entries past their retention (Options.KeepSent, KeepDead) are trimmed by
+// the lease holder every trimEvery.
 const (
-	keepSent  = 7 * 24 * time.Hour
-	keepDead  = 30 * 24 * time.Hour
 	trimEvery = 10 * time.Minute
 	trimBatch = 10000
 )
@@ -194,7 +212,7 @@ func (s *Sender) trim(ctx context.Context) {
 	s.limitMu.Unlock()
 	total := 0
 	for ctx.Err() == nil {
-		n, err := s.st.TrimOutbox(ctx, keepSent, keepDead, trimBatch)
+		n, err := s.st.TrimOutbox(ctx, s.opts.KeepSent, s.opts.KeepDead, trimBatch)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Warn("trim the notifications outbox", "err", err)

@@ -25,6 +25,10 @@ type MaintenanceOptions struct {
 	Sources func() map[string]any
 	// Metrics counts released attempts (nil: none).
 	Metrics *metrics.Metrics
+	// Live reports whether the replica holds its liveness session (liveness.Liveness.Held);
+	// while it does not, the lease is neither taken nor renewed (nil: always live). The
+	// heartbeat goes on.
+	Live func() bool
 }
 
 // deliveriesMaxAge: forges redeliver within hours, not weeks.
@@ -114,7 +118,15 @@ func (m *Maintenance) Run(ctx context.Context) error {
 		if err := m.store.Heartbeat(ctx, me); err != nil && ctx.Err() == nil {
 			m.log.Warn("heartbeat failed", "err", err)
 		}
-		l, ok, err := m.store.AcquireLease(ctx, "maintenance", m.opts.Replica, m.opts.LeaseTTL)
+		var (
+			l   store.Lease
+			ok  bool
+			err error
+		)
+		// Without a liveness session, peers release whatever this replica takes.
+		if m.opts.Live == nil || m.opts.Live() {
+			l, ok, err = m.store.AcquireLease(ctx, "maintenance", m.opts.Replica, m.opts.LeaseTTL)
+		}
 		switch {
 		case err == nil && ok:
 			if held == nil || held.Term != l.Term {

@@ -58,7 +58,8 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 			span.End()
 		}
 	}()
-	act, err := r.actionFor(c)
+	act, done, err := r.actionFor(c)
+	defer done()
 	if c.Deleting {
 		a.op = "delete"
 	} else {
@@ -337,17 +338,19 @@ func historyResult(a attempt) string {
 	}
 }
 
-func (r *Reconciler) actionFor(c store.Claimed) (actions.Action, error) {
+// actionFor returns the claimed item's action instance and the func that releases it once
+// the call is over (the instance is not closed by a config reload before).
+func (r *Reconciler) actionFor(c store.Claimed) (actions.Action, func(), error) {
 	// Both are retried, not Stalled: a sync (the type back) or a rolling upgrade (a replica
 	// that knows the action) fixes them without a spec change.
 	if !c.TypeKnown {
-		return nil, fmt.Errorf("no ResourceType declares kind %s", c.Kind)
+		return nil, func() {}, fmt.Errorf("no ResourceType declares kind %s", c.Kind)
 	}
-	act, ok := r.actions[c.ActionName]
+	act, release, ok := r.opts.Acquire(c.ActionName)
 	if !ok {
-		return nil, fmt.Errorf("action %q is not configured on replica %s", c.ActionName, r.opts.Replica)
+		return nil, func() {}, fmt.Errorf("action %q is not configured on replica %s", c.ActionName, r.opts.Replica)
 	}
-	return act, nil
+	return act, release, nil
 }
 
 // trigger names why this item runs, for history.

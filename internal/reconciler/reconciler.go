@@ -37,6 +37,10 @@ type Options struct {
 	// Hold, when set, is told the secrets of each call for as long as the call runs (the
 	// log sink scrubs them from every line written meanwhile).
 	Hold func(secrets []string) (release func())
+	// Acquire, when set, looks action instances up instead of the map given to New: the
+	// instance it returns stays usable until release is called (the config may be reloaded
+	// meanwhile; a replaced instance is closed once its last call released it).
+	Acquire func(name string) (act actions.Action, release func(), ok bool)
 	// Metrics records attempts (nil: none).
 	Metrics *metrics.Metrics
 	// ActionTypes maps action instance names to their plugin types (the traces' action spans
@@ -46,10 +50,9 @@ type Options struct {
 
 // Reconciler runs the workers of one replica.
 type Reconciler struct {
-	opts    Options
-	store   *store.Store
-	actions map[string]actions.Action
-	log     *slog.Logger
+	opts  Options
+	store *store.Store
+	log   *slog.Logger
 
 	wake        chan struct{}
 	completions chan pending
@@ -89,7 +92,8 @@ type claimWindow struct {
 	size       int
 }
 
-// New returns a reconciler. acts maps action instance names (from the config) to plugins.
+// New returns a reconciler. acts maps action instance names (from the config) to plugins
+// (unused when Options.Acquire is set).
 func New(st *store.Store, acts map[string]actions.Action, opts Options, logger *slog.Logger) *Reconciler {
 	if opts.Workers <= 0 {
 		opts.Workers = 16
@@ -109,7 +113,13 @@ func New(st *store.Store, acts map[string]actions.Action, opts Options, logger *
 	if opts.Scrub == nil {
 		opts.Scrub = func(s string) string { return s }
 	}
-	r := &Reconciler{opts: opts, store: st, actions: acts, log: logger,
+	if opts.Acquire == nil {
+		opts.Acquire = func(name string) (actions.Action, func(), bool) {
+			a, ok := acts[name]
+			return a, func() {}, ok
+		}
+	}
+	r := &Reconciler{opts: opts, store: st, log: logger,
 		wake: make(chan struct{}, 1), completions: make(chan pending, 4*maxBatch), inflight: map[string]*call{}, suspended: map[string]error{}}
 	// Until calls were seen, they count as long: no claim runs ahead of the workers.
 	r.callAvg.Store(int64(prefetchBelow))

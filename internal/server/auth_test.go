@@ -21,7 +21,7 @@ import (
 
 // authServer serves st with the authenticator of authYAML (an auth: section) on loopback,
 // as `trueup serve` wires it.
-func authServer(t *testing.T, st *store.Store, authYAML string) *httptest.Server {
+func authServer(t *testing.T, st *store.Store, authYAML string, mods ...func(*Options)) *httptest.Server {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -37,8 +37,12 @@ func authServer(t *testing.T, st *store.Store, authYAML string) *httptest.Server
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(st, Options{Listen: ln.Addr().String(), ExternalURL: ext, Replica: "test", Authenticate: a.Authenticate,
-		AuthRoutes: a.Routes(), LoginURL: a.LoginURL(), CSRFToken: a.CSRFToken}, logger)
+	opts := Options{Listen: ln.Addr().String(), ExternalURL: ext, Replica: "test", Authenticate: a.Authenticate,
+		AuthRoutes: a.Routes(), LoginURL: a.LoginURL(), CSRFToken: a.CSRFToken}
+	for _, m := range mods {
+		m(&opts)
+	}
+	s := New(st, opts, logger)
 	hs := &httptest.Server{Listener: ln, Config: &http.Server{Handler: s.Handler()}}
 	hs.Start()
 	t.Cleanup(hs.Close)

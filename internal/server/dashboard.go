@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/auth"
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
@@ -49,7 +50,7 @@ var assetVersion = func() string {
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }()
 
-var pages = parsePages("overview.html", "resources.html", "resource.html", "sources.html", "source.html", "preview.html", "error.html", "confirm.html")
+var pages = parsePages("overview.html", "resources.html", "resource.html", "sources.html", "source.html", "preview.html", "notifications.html", "error.html", "confirm.html")
 
 func parsePages(names ...string) map[string]*template.Template {
 	base := template.Must(template.New("").Funcs(template.FuncMap{
@@ -104,6 +105,7 @@ func (s *Server) dashboardRoutes(m *http.ServeMux) {
 	m.HandleFunc("GET /sources", s.sourcesPage)
 	m.HandleFunc("GET /sources/{name}", s.sourcePage)
 	m.HandleFunc("GET /sources/{name}/previews/{number}", s.previewPage)
+	m.HandleFunc("GET /notifications", s.notificationsPage)
 	m.HandleFunc("GET /static/{file}", serveStatic)
 	s.operateRoutes(m)
 }
@@ -135,7 +137,7 @@ func serveStatic(w http.ResponseWriter, r *http.Request) {
 // layout is what every page's frame needs; Page is the page's own data.
 type layout struct {
 	Title string
-	Nav   string // overview | resources | sources
+	Nav   string // overview | resources | sources | notifications
 	Now   time.Time
 	Self  string // this page's address, for the refresh link
 	// Watch says which changes refresh this page: "*" for any, "resource:KEY", "source:NAME";
@@ -146,6 +148,8 @@ type layout struct {
 	// User is the signed-in user's name (an OpenID Connect session), shown with a sign-out
 	// button that posts CSRF; LoginURL offers signing in to everyone else.
 	User, CSRF, LoginURL string
+	// Admin: the caller is admin over every namespace (the notifications page is theirs).
+	Admin bool
 }
 
 // render writes a page with the dashboard's security headers.
@@ -161,6 +165,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name s
 		l.User, l.CSRF = id.Name, s.opts.CSRFToken(r)
 	}
 	l.LoginURL = s.opts.LoginURL
+	l.Admin = identity(r).Can(auth.Administer, "")
 	var buf bytes.Buffer
 	if err := pages[name].ExecuteTemplate(&buf, "layout", l); err != nil {
 		s.log.Error("render dashboard page", "page", name, "err", err)

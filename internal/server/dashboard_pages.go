@@ -218,6 +218,9 @@ type overviewData struct {
 	// ShowReplicas: the replicas are an admin's (over every namespace) to see.
 	ShowReplicas bool
 	Replicas     []store.Replica
+	// ConfigRefused is this replica's last config reload when it was refused (admins only:
+	// the errors quote the config).
+	ConfigRefused *ReloadResult
 }
 
 // overviewPage answers GET /: the headline, counts by phase, sources, recent failures and
@@ -247,6 +250,7 @@ func (s *Server) overviewPage(w http.ResponseWriter, r *http.Request) {
 		if d.Replicas, err = s.store.ListReplicas(ctx, 30*time.Second); s.pageFailed(w, r, err) {
 			return
 		}
+		d.ConfigRefused = s.configRefused()
 	}
 	byPhase := map[string]int{}
 	for _, c := range counts {
@@ -274,7 +278,7 @@ func (s *Server) overviewPage(w http.ResponseWriter, r *http.Request) {
 		}
 		if n > 0 {
 			d.Health.Lines = append(d.Health.Lines, healthLine{fmt.Sprintf("%d %s could not be delivered", n, plural(n, "notification", "notifications")),
-				"/api/v1/notifications?state=dead"})
+				"/notifications?state=dead"})
 		}
 	}
 	s.render(w, r, http.StatusOK, "overview.html", layout{Title: "Overview", Nav: "overview", Watch: "*", Page: d})

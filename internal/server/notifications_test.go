@@ -49,3 +49,65 @@ func TestNotificationsDeadLetters(t *testing.T) {
 		t.Errorf("the overview does not name the dead letter")
 	}
 }
+
+// TestNotificationsPage: the dashboard lists the outbox for admins, filtered by state, with a
+// dead letter's attempts and last error; other callers get 403 and no link in the menu.
+func TestNotificationsPage(t *testing.T) {
+	t.Parallel()
+	srv, st := setupAuth(t, 1)
+	ctx := context.Background()
+	if err := st.AddOutbox(ctx, []store.OutboxEntry{
+		{Event: "Failed", Namespace: "alpha", Kind: "Queue", Name: "q000", Source: "main", Revision: "abc", Phase: "Failed", Message: "boom"},
+		{Event: "Recovered", Namespace: "alpha", Kind: "Queue", Name: "q001", Source: "main", Revision: "abc", Phase: "Ready"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	due, err := st.DueOutbox(ctx, 10)
+	if err != nil || len(due) != 2 {
+		t.Fatalf("due: %v, %v", due, err)
+	}
+	if err := st.FinishOutbox(ctx, []store.OutboxResult{{ID: due[0].ID, State: store.OutboxDead, Attempts: 5, Error: "prod/ops: provider answered 500: <no>"}}); err != nil {
+		t.Fatal(err)
+	}
+	page := func(as, path string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		req.Header.Set("X-Test-Identity", as)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := page("admin", "/notifications?state=dead")
+	if code != http.StatusOK {
+		t.Fatalf("dead letters: %d\n%s", code, body)
+	}
+	for _, want := range []string{"Queue/alpha/q000", `href="/resources/alpha/Queue/q000"`, "provider answered 500: &lt;no&gt;", ">5<", `href="/notifications"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("dead letters page lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "q001") {
+		t.Errorf("dead letters page lists the pending entry")
+	}
+	if code, body = page("admin", "/notifications"); code != http.StatusOK || !strings.Contains(body, "Queue/alpha/q001") || !strings.Contains(body, "next attempt") {
+		t.Errorf("all: %d, pending entry or its next attempt missing", code)
+	}
+	if code, _ = page("admin", "/notifications?state=lost"); code != http.StatusBadRequest {
+		t.Errorf("state=lost: %d, want 400", code)
+	}
+	if code, body = page("admin", "/"); !strings.Contains(body, `href="/notifications?state=dead"`) {
+		t.Errorf("the overview does not link the dead letters (%d)", code)
+	}
+	for _, as := range []string{"viewer-all", "operator-alpha"} {
+		if code, body = page(as, "/notifications"); code != http.StatusForbidden || strings.Contains(body, "q000") {
+			t.Errorf("%s: %d, want 403 without entries", as, code)
+		}
+		if _, body = page(as, "/"); strings.Contains(body, `href="/notifications"`) {
+			t.Errorf("%s: the menu links the notifications page", as)
+		}
+	}
+}

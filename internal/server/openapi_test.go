@@ -474,6 +474,9 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 		{"GET", "/sources/main/previews/8", 200},
 		{"GET", "/sources/main/previews/9", 404},
 		{"GET", "/sources/main/previews/x", 400},
+		{"GET", "/notifications", 200},
+		{"GET", "/notifications?state=dead", 200},
+		{"GET", "/notifications?state=gone", 400},
 		{"GET", "/static/dashboard.js", 200},
 		{"GET", "/static/dashboard.css", 200},
 		{"GET", "/static/nope.js", 404},
@@ -496,7 +499,7 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 	for _, p := range []string{"/readyz", "/api/v1/sources", "/api/v1/sources/main", "/api/v1/resourcetypes", "/api/v1/resourcetypes/queue",
 		"/api/v1/resources", res, res + "/history", res + "/events", "/api/v1/events", "/api/v1/graph", "/api/v1/replicas", "/api/v1/watch",
 		"/", "/resources", "/resources/alpha/Queue/q000", "/sources", "/sources/main",
-		"/api/v1/sources/main/previews", "/api/v1/sources/main/previews/7", "/sources/main/previews/7"} {
+		"/api/v1/sources/main/previews", "/api/v1/sources/main/previews/7", "/sources/main/previews/7", "/notifications"} {
 		checkAnswer(t, d, dhs.URL, apiCall{"GET", p, 503})
 	}
 	checkAnswer(t, d, dhs.URL, apiCall{"GET", "/metrics", 404}) // metrics not enabled

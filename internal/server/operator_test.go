@@ -368,3 +368,51 @@ func TestDashboardOperatorButtons(t *testing.T) {
 		t.Error("operator's page of a suspended resource: want Resume and no Reconcile")
 	}
 }
+
+// TestCrossOriginRefused: a state-changing request a browser sends from another site is
+// refused (403) before it reaches a handler, whoever the caller is; the CLI's requests (no
+// Origin, no Sec-Fetch-Site) and same-origin ones pass; signed webhooks are not checked.
+func TestCrossOriginRefused(t *testing.T) {
+	t.Parallel()
+	srv, _ := setup(t, 1) // no auth: every caller is the anonymous admin
+	u := srv.URL + "/api/v1/resources/alpha/queue/q000/reconcile"
+	do := func(method, target string, headers map[string]string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, target, strings.NewReader("{}"))
+		req.Header.Set("Content-Type", "text/plain")
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, tc := range []struct {
+		name    string
+		method  string
+		target  string
+		headers map[string]string
+		want    int
+	}{
+		{"cli", "POST", u, nil, http.StatusAccepted},
+		{"same origin", "POST", u, map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": srv.URL}, http.StatusAccepted},
+		{"cross site", "POST", u, map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}, http.StatusForbidden},
+		{"other origin, old browser", "POST", u, map[string]string{"Origin": "https://evil.example"}, http.StatusForbidden},
+		{"same site sibling", "POST", u, map[string]string{"Sec-Fetch-Site": "same-site", "Origin": "https://other.example.com"}, http.StatusForbidden},
+		{"admin reload", "POST", srv.URL + "/api/v1/admin/reload", map[string]string{"Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
+		{"reads pass", "GET", srv.URL + "/api/v1/resources", map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}, http.StatusOK},
+		{"webhooks are not checked", "POST", srv.URL + "/hooks/main", map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"}, http.StatusNotFound},
+	} {
+		code, body := do(tc.method, tc.target, tc.headers)
+		if code != tc.want {
+			t.Errorf("%s: %d, want %d: %s", tc.name, code, tc.want, body)
+		}
+		if tc.want == http.StatusForbidden && !strings.Contains(body, "cross-origin request refused") {
+			t.Errorf("%s: body %q does not say why", tc.name, body)
+		}
+	}
+}

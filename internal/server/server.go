@@ -54,6 +54,11 @@ type Options struct {
 	CSRFToken func(r *http.Request) string
 	// TLSCertFile and TLSKeyFile serve HTTPS; both files are read again when they change.
 	TLSCertFile, TLSKeyFile string
+	// Reload reads this replica's config file again and applies it, or refuses it
+	// (POST /api/v1/admin/reload; nil: 404). LastReload reports the last reload since the
+	// start (ok false: none), for the dashboard.
+	Reload     func(ctx context.Context) ReloadResult
+	LastReload func() (ReloadResult, bool)
 	// TraceURL links the trace ids of history rows on the dashboard: {traceId} is replaced
 	// by the id ("": ids are shown unlinked).
 	TraceURL string
@@ -166,6 +171,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/v1/graph", s.graph)
 	m.Handle("GET /api/v1/replicas", adminOnly(http.HandlerFunc(s.listReplicas)))
 	m.Handle("GET /api/v1/notifications", adminOnly(http.HandlerFunc(s.listNotifications)))
+	m.Handle("POST /api/v1/admin/reload", adminOnly(http.HandlerFunc(s.reload)))
 	m.Handle("GET /api/v1/watch", s.watchers.wrap(http.HandlerFunc(s.watch)))
 	m.HandleFunc("GET /api/v1/openapi.json", s.openapi)
 	s.operatorRoutes(m)
@@ -224,7 +230,29 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 
 // Handler returns the root handler (for tests with httptest).
 func (s *Server) Handler() http.Handler {
-	return s.recoverer(s.checkHost(s.identify(s.inFlight.wrap(validInput(withTimeout(s.mux))))))
+	return s.recoverer(s.checkHost(s.crossOrigin(s.identify(s.inFlight.wrap(validInput(withTimeout(s.mux)))))))
+}
+
+// crossOrigin refuses state-changing requests (POST and the like) that a browser sends from
+// another site (Sec-Fetch-Site, or Origin against Host; net/http's CrossOriginProtection):
+// without it, any page an operator opens could POST to the API of a trueup that runs without
+// auth on loopback (every caller an admin), or ride a session cookie. Requests without those
+// headers (the CLI, curl, scripts) pass, and so do the signed webhooks.
+func (s *Server) crossOrigin(h http.Handler) http.Handler {
+	c := http.NewCrossOriginProtection()
+	c.AddInsecureBypassPattern("POST /hooks/{source}")
+	if u, err := url.Parse(s.opts.ExternalURL); err == nil && u.Scheme != "" && u.Host != "" {
+		_ = c.AddTrustedOrigin(u.Scheme + "://" + u.Host) // behind a proxy that rewrites Host
+	}
+	c.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if dashboardPath(r.URL.Path) {
+			s.errorPage(w, r, http.StatusForbidden, "Request refused",
+				"This request came from another site (cross-site request protection). Go back and try again from trueup's own page.")
+			return
+		}
+		writeError(w, http.StatusForbidden, "cross-origin request refused: "+r.Method+" "+r.URL.Path+" may only come from trueup's own pages or from a client that is not a browser")
+	}))
+	return c.Handler(h)
 }
 
 // requestTimeout bounds the queries of one API or dashboard request, so that a flood of
@@ -488,7 +516,31 @@ func (s *Server) listReplicas(w http.ResponseWriter, r *http.Request) {
 	if s.fail(w, err) {
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": nonNil(items), "self": s.opts.Replica})
+	out := make([]replicaJSON, len(items))
+	for i, it := range items {
+		out[i] = replicaJSON{Replica: it, Config: replicaConfigJSON{Hash: it.Config.Hash, Error: it.Config.Error}}
+		if !it.Config.LoadedAt.IsZero() {
+			out[i].Config.LoadedAt = &it.Config.LoadedAt
+		}
+		if !it.Config.ErrorAt.IsZero() {
+			out[i].Config.ErrorAt = &it.Config.ErrorAt
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": out, "self": s.opts.Replica})
+}
+
+// replicaJSON is a replica as the API shows it: the store's row and its config status.
+type replicaJSON struct {
+	store.Replica
+	Config replicaConfigJSON `json:"config"`
+}
+
+// replicaConfigJSON is the config a replica runs and its last refused reload.
+type replicaConfigJSON struct {
+	Hash     string     `json:"hash"`
+	LoadedAt *time.Time `json:"loadedAt"`
+	Error    string     `json:"error"`
+	ErrorAt  *time.Time `json:"errorAt"`
 }
 
 // fail writes err as JSON with the status it deserves and reports whether it did.

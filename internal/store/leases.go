@@ -80,6 +80,32 @@ type Replica struct {
 	Reconciles int       `json:"reconciles"` // resources leased right now
 	// Sources is what the replica publishes about the sources it syncs (not in the API).
 	Sources map[string]any `json:"-"`
+	// Config is the config the replica runs (SetReplicaConfig; the server shows it).
+	Config ReplicaConfig `json:"-"`
+}
+
+// ReplicaConfig is a replica's config status: the file it runs and its last refused reload.
+type ReplicaConfig struct {
+	Hash     string
+	LoadedAt time.Time // at start, or by the last reload applied
+	Error    string    // why the last reload was refused ("": it was applied, or none was tried)
+	ErrorAt  time.Time
+}
+
+// SetReplicaConfig records replica's config status. A refusal (Error set) keeps the hash and
+// load time of the config still running.
+func (s *Store) SetReplicaConfig(ctx context.Context, replica string, c ReplicaConfig) error {
+	var err error
+	if c.Error != "" {
+		_, err = s.pool.Exec(ctx, `UPDATE replicas SET config_error = $2, config_error_at = $3 WHERE name = $1`, replica, c.Error, c.ErrorAt)
+	} else {
+		_, err = s.pool.Exec(ctx, `UPDATE replicas SET config_hash = $2, config_loaded_at = $3, config_error = '', config_error_at = NULL
+			WHERE name = $1`, replica, c.Hash, c.LoadedAt)
+	}
+	if err != nil {
+		return fmt.Errorf("record the config of replica %s: %w", replica, err)
+	}
+	return nil
 }
 
 // Heartbeat records that replica r is alive.
@@ -104,14 +130,23 @@ func (s *Store) ListReplicas(ctx context.Context, aliveWithin time.Duration) ([]
 		SELECT r.name, r.hostname, r.pid, r.version, r.listen, r.started_at, r.last_seen,
 		  r.last_seen > now() - $1 * interval '1 millisecond',
 		  COALESCE((SELECT array_agg(l.name ORDER BY l.name) FROM leases l WHERE l.holder = r.name AND l.expires_at > now()), '{}'),
-		  (SELECT count(*) FROM resources x WHERE x.lease_owner = r.name)
+		  (SELECT count(*) FROM resources x WHERE x.lease_owner = r.name),
+		  r.config_hash, r.config_loaded_at, r.config_error, r.config_error_at
 		FROM replicas r WHERE r.last_seen > now() - interval '10 minutes' ORDER BY r.name`, aliveWithin.Milliseconds())
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (Replica, error) {
 		var r Replica
-		err := row.Scan(&r.Name, &r.Hostname, &r.PID, &r.Version, &r.Listen, &r.StartedAt, &r.LastSeen, &r.Alive, &r.Leases, &r.Reconciles)
+		var loaded, errAt *time.Time
+		err := row.Scan(&r.Name, &r.Hostname, &r.PID, &r.Version, &r.Listen, &r.StartedAt, &r.LastSeen, &r.Alive, &r.Leases, &r.Reconciles,
+			&r.Config.Hash, &loaded, &r.Config.Error, &errAt)
+		if loaded != nil {
+			r.Config.LoadedAt = *loaded
+		}
+		if errAt != nil {
+			r.Config.ErrorAt = *errAt
+		}
 		return r, err
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestInterruptPreviews: previews left Running by a replica that died (or that recorded
@@ -45,6 +46,22 @@ func TestInterruptPreviews(t *testing.T) {
 	}
 	liveDead.Close()
 	dying.Close()
+	// Closing the client side does not end the server's session synchronously: the backend
+	// frees the lock once it reads the end of the connection. Wait for that, as a peer would.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		held, err := keyHeld(ctx, st.pool, liveDead.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !held {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the dead replica's liveness lock is still held 10 s after its session closed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	got, err := st.InterruptPreviews(ctx, "infra", "interrupted")
 	if err != nil {
 		t.Fatal(err)

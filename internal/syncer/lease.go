@@ -78,9 +78,19 @@ func (s *Syncer) holdOnce(ctx context.Context) (leaseChange, time.Duration) {
 	if held && until.After(start) && until.Before(deadline) {
 		deadline = until
 	}
-	actx, cancel := context.WithDeadline(ctx, deadline)
-	l, ok, err := s.store.AcquireLease(actx, leaseName(s.opts.Name), s.opts.Replica, ttl)
-	cancel()
+	// Without a liveness session the answer is "not held", without asking: peers see this
+	// replica dead and release what it holds, and its next session releases it too.
+	live := s.opts.Live == nil || s.opts.Live()
+	var (
+		l   store.Lease
+		ok  bool
+		err error
+	)
+	if live {
+		actx, cancel := context.WithDeadline(ctx, deadline)
+		l, ok, err = s.store.AcquireLease(actx, leaseName(s.opts.Name), s.opts.Replica, ttl)
+		cancel()
+	}
 	if ctx.Err() != nil {
 		return leaseNone, ttl / 3 // shutting down: Run releases the lease
 	}
@@ -111,9 +121,12 @@ func (s *Syncer) holdOnce(ctx context.Context) (leaseChange, time.Duration) {
 		default:
 		}
 	case leaseLost:
-		if err != nil {
+		switch {
+		case !live:
+			s.log.Warn("no liveness session: gave up the source's lease; stopped syncing")
+		case err != nil:
 			s.log.Warn("source lease expired unrenewed; stopped syncing", "err", err)
-		} else {
+		default:
 			s.log.Info("lost the source's lease to another replica; stopped syncing")
 		}
 	case leaseKept:

@@ -47,6 +47,10 @@ type Options struct {
 	// LeaseTTL is how long the source's singleton lease lasts without renewal (default
 	// 15s); it is renewed every TTL/3.
 	LeaseTTL time.Duration
+	// Live reports whether the replica holds its liveness session (liveness.Liveness.Held);
+	// while it does not, the lease is neither taken nor renewed, and a held one is given up
+	// (nil: always live).
+	Live func() bool
 	// CheckAction validates a type's action reference at ingest (unknown instance, bad with:).
 	CheckAction func(name string, with json.RawMessage) error
 	// Limits caps each revision's files, documents and resources (zero: the defaults).

@@ -390,6 +390,49 @@ func TestSyncLeasesFreedTakesAtOnce(t *testing.T) {
 	}
 }
 
+// TestSyncNoLeaseWithoutLiveness: a replica without its liveness session (PostgreSQL just
+// restarted, its session not yet back) neither takes the source's lease nor syncs, since
+// peers and its own next session would release that lease at once; it takes it as soon as
+// the session is back, and stops renewing it when the session ends.
+func TestSyncNoLeaseWithoutLiveness(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const ttl = 600 * time.Millisecond
+	var live atomic.Bool
+	var r repo
+	r.set(rev(1), dbFiles(1))
+	src := r.source()
+	s := New(b.store, Options{Name: "infra", Source: src, Interval: time.Hour, Prune: true, Replica: "r1", LeaseTTL: ttl, Live: live.Load},
+		slog.New(slog.DiscardHandler))
+	b.run(s)
+	// Its attempts come every TTL/3 and on LeasesFreed: give it two TTLs to misbehave.
+	deadline := time.Now().Add(2 * ttl)
+	for time.Now().Before(deadline) {
+		s.LeasesFreed()
+		if l := b.lease(); l.holder != "" {
+			t.Fatalf("lease %+v taken without a liveness session", l)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := src.heads.Load(); n != 0 {
+		t.Errorf("head read %d times without the lease", n)
+	}
+
+	live.Store(true)
+	s.LeasesFreed() // what the liveness component's OnRegained does
+	b.eventually(2*time.Second, "r1 holds the lease", func() (bool, string) {
+		l := b.lease()
+		return l.holder == "r1" && l.valid, fmt.Sprintf("%+v", l)
+	})
+	b.applied(rev(1))
+
+	live.Store(false)
+	b.eventually(2*time.Second, "r1 no longer holder", func() (bool, string) {
+		_, ok := s.Runtime()
+		return !ok, "still holder"
+	})
+}
+
 // TestSyncInvalidRevisionRecordedOnce: a revision whose manifests are invalid is recorded
 // once (Ready=False, errors with file:line), not fetched again while it stays the head, and
 // the next good head is applied and clears the failure.

@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -89,8 +90,8 @@ type Handler struct {
 	log  *slog.Logger
 	now  func() time.Time // the bucket's clock; tests freeze it
 
-	// reading holds, per source, a slot per signed body being read; fixed after New.
-	reading     map[string]chan struct{}
+	// sources are the sources accepting webhooks now (SetSources replaces them).
+	sources     atomic.Pointer[sourceSet]
 	slotWait    time.Duration
 	readTimeout time.Duration
 
@@ -117,23 +118,41 @@ func New(opts Options) *Handler {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	srcs := make(map[string]Source, len(opts.Sources))
-	reading := make(map[string]chan struct{}, len(opts.Sources))
-	for name, s := range opts.Sources {
+	h := &Handler{opts: opts, log: logger.With("component", "webhook"), now: time.Now,
+		slotWait: slotWait, readTimeout: readTimeout,
+		buckets: map[string]*bucket{}, warned: map[string]time.Time{}}
+	h.SetSources(opts.Sources)
+	return h
+}
+
+// sourceSet is the sources accepting webhooks, with, per source, a slot per signed body
+// being read.
+type sourceSet struct {
+	byName  map[string]Source
+	reading map[string]chan struct{}
+}
+
+// SetSources replaces the sources accepting webhooks (a config reload). Deliveries being
+// answered finish with the set they started with; a source kept keeps its read slots.
+func (h *Handler) SetSources(sources map[string]Source) {
+	prev := h.sources.Load()
+	set := &sourceSet{byName: make(map[string]Source, len(sources)), reading: make(map[string]chan struct{}, len(sources))}
+	for name, s := range sources {
 		if s.Name == "" {
 			s.Name = name
 		}
 		if s.Secret == "" {
 			// Config validation refuses this; refuse here too rather than accept unsigned pushes.
-			logger.Error("webhook has no secret: every delivery will be refused", "source", name)
+			h.log.Error("webhook has no secret: every delivery will be refused", "source", name)
 		}
-		srcs[name] = s
-		reading[name] = make(chan struct{}, unauthReads)
+		set.byName[name] = s
+		if prev != nil && prev.reading[name] != nil {
+			set.reading[name] = prev.reading[name]
+		} else {
+			set.reading[name] = make(chan struct{}, unauthReads)
+		}
 	}
-	opts.Sources = srcs
-	return &Handler{opts: opts, log: logger.With("component", "webhook"), now: time.Now,
-		reading: reading, slotWait: slotWait, readTimeout: readTimeout,
-		buckets: map[string]*bucket{}, warned: map[string]time.Time{}}
+	h.sources.Store(set)
 }
 
 // ServeHTTP answers one delivery: 404 unknown source, 413 body too large, 401 bad or missing
@@ -142,7 +161,7 @@ func New(opts Options) *Handler {
 // (and a sync triggered, once per delivery id).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("source")
-	src, ok := h.opts.Sources[name]
+	src, ok := h.sources.Load().byName[name]
 	if !ok {
 		// Before reading the body: an unknown source costs nothing.
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no webhook for source %q", name))
@@ -229,7 +248,7 @@ func (h *Handler) pullRequest(w http.ResponseWriter, r *http.Request, name strin
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	src := h.opts.Sources[name]
+	src := h.sources.Load().byName[name]
 	if !targets(ev.Base, src.Branch) {
 		log.Debug("pull request ignored: it targets another branch", "number", ev.Number, "base", ev.Base, "branch", src.Branch)
 		w.WriteHeader(http.StatusNoContent)
@@ -296,7 +315,10 @@ func (h *Handler) authenticate(w http.ResponseWriter, r *http.Request, source, s
 	if secret == "" {
 		return nil, http.StatusUnauthorized, unauthorized
 	}
-	slots := h.reading[source]
+	slots, ok := h.sources.Load().reading[source]
+	if !ok {
+		return nil, http.StatusNotFound, fmt.Sprintf("no webhook for source %q", source)
+	}
 	if !acquire(r.Context(), slots, h.slotWait) {
 		return nil, http.StatusTooManyRequests, "too many unauthenticated deliveries in progress for this source; retry later"
 	}

@@ -350,7 +350,7 @@ func TestUnauthenticatedReadsBounded(t *testing.T) {
 		pw, answer := f.slowDelivery(t, "infra", forged)
 		pipes, answers = append(pipes, pw), append(answers, answer)
 	}
-	waitFor(t, "the read slots to fill", func() bool { return len(f.h.reading["infra"]) == unauthReads })
+	waitFor(t, "the read slots to fill", func() bool { return len(f.h.sources.Load().reading["infra"]) == unauthReads })
 
 	req := httptest.NewRequest(http.MethodPost, "/hooks/infra", failingBody{t})
 	body := pushBody("main", commitA)
@@ -377,7 +377,7 @@ func TestUnauthenticatedReadsBounded(t *testing.T) {
 			t.Errorf("forged slow delivery %d: %+v", i, got)
 		}
 	}
-	waitFor(t, "the read slots to empty", func() bool { return len(f.h.reading["infra"]) == 0 })
+	waitFor(t, "the read slots to empty", func() bool { return len(f.h.sources.Load().reading["infra"]) == 0 })
 	if got := f.post(t, "infra", body, github(body, "sem-3")); got.code != http.StatusAccepted {
 		t.Errorf("signed delivery after the slots emptied: %+v", got)
 	}
@@ -400,7 +400,7 @@ func TestSlowBody(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no answer to a trickled body")
 	}
-	waitFor(t, "the read slot to empty", func() bool { return len(f.h.reading["infra"]) == 0 })
+	waitFor(t, "the read slot to empty", func() bool { return len(f.h.sources.Load().reading["infra"]) == 0 })
 	if got := f.post(t, "infra", body, github(body, "slow-2")); got.code != http.StatusAccepted {
 		t.Errorf("next delivery: %+v", got)
 	}
@@ -660,5 +660,22 @@ func TestFloodRealClock(t *testing.T) {
 	}
 	if n := len(f.trigger.got()); n != accepted {
 		t.Errorf("%d triggers for %d accepted deliveries", n, accepted)
+	}
+}
+
+// A reload replaces the sources: an added one answers, a removed one is unknown.
+func TestSetSourcesReload(t *testing.T) {
+	t.Parallel()
+	f := setup(t, nil)
+	f.h.SetSources(map[string]Source{"infra": {Secret: secret, Branch: "main"}, "added": {Secret: secret, Branch: "main"}})
+	body := pushBody("main", commitA)
+	if got := f.post(t, "added", body, github(body, "r-1")); got.code != http.StatusAccepted {
+		t.Errorf("added source: %+v", got)
+	}
+	if got := f.post(t, "tags", body, github(body, "r-2")); got.code != http.StatusNotFound {
+		t.Errorf("removed source: %+v", got)
+	}
+	if got := f.post(t, "infra", body, github(body, "r-3")); got.code != http.StatusAccepted {
+		t.Errorf("kept source: %+v", got)
 	}
 }

@@ -1,0 +1,315 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
+	"github.com/trueup-dev/trueup/internal/store"
+)
+
+// TestReloadEndToEnd runs `trueup serve` as a process and reloads its config: SIGHUP adds a
+// source that syncs and removes one (its syncer stops, its resources stay); an invalid
+// config is refused (logged, 422 from the API) and the old one keeps running with /readyz
+// 200; an action instance changed while one of its calls runs lets that call finish with the
+// old instance, and the next call uses the new one.
+func TestReloadEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	repoA, repoB := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	writeTestFile(t, filepath.Join(repoA, "types.yaml"), thingType("Thing", "things.example.com"))
+	writeTestFile(t, filepath.Join(repoA, "a1.yaml"), thing("Thing", "things.example.com", "a1"))
+	writeTestFile(t, filepath.Join(repoB, "types.yaml"), thingType("Widget", "widgets.example.com"))
+	writeTestFile(t, filepath.Join(repoB, "b1.yaml"), thing("Widget", "widgets.example.com", "b1"))
+	gate := filepath.Join(dir, "gate")
+	started := filepath.Join(dir, "started")
+	script := filepath.Join(dir, "run.sh")
+	// Prints its argument (the instance's version) as an output; "slow" waits for the gate.
+	writeTestFile(t, script, `#!/bin/sh
+cat >/dev/null
+if [ "$TRUEUP_NAME" = slow ]; then
+  : > "`+started+`"
+  i=0
+  while [ ! -e "`+gate+`" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
+fi
+printf '{"done": true, "outputs": {"version": "%s"}}\n' "$1"
+`)
+	if err := os.Chmod(script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	cfgPath := filepath.Join(dir, "trueup.yaml")
+	config := func(sources []string, version string) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "server: {listen: %q}\nreconcile: {workers: 3, backoff: {initial: 100ms, max: 500ms}}\nsources:\n", addr)
+		for _, s := range sources {
+			fmt.Fprintf(&b, "  - name: %s\n    dir: {path: %s}\n", s, filepath.Join(dir, s))
+		}
+		fmt.Fprintf(&b, "actions:\n  - name: run\n    type: exec\n    config: {command: [%q, %q]}\n", script, version)
+		return b.String()
+	}
+	writeTestFile(t, cfgPath, config([]string{"a"}, "v1"))
+
+	dbURL := pgtest.NewDatabase(t, store.MigrateURL)
+	cmd := exec.Command(os.Args[0], "serve", "--config", cfgPath)
+	const secret = "gopher://s3cr3t-host-91/x" // quoted by the source's error: scrubbed
+	cmd.Env = append(os.Environ(), "TRUEUP_TEST_RUN_MAIN=1", "TRUEUP_DATABASE_URL="+dbURL, "RELOAD_SECRET="+secret)
+	var logs syncBuffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		select {
+		case <-exited:
+			return
+		default:
+		}
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Errorf("serve exited: %v\n%s", err, logs.String())
+			}
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Error("serve did not stop")
+		}
+	}()
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+
+	type resource struct {
+		Status struct {
+			Phase   string
+			Outputs map[string]any
+		}
+	}
+	get := func(kind, name string) (resource, bool) {
+		resp, err := http.Get("http://" + addr + "/api/v1/resources/default/" + kind + "/" + name)
+		if err != nil {
+			return resource{}, false
+		}
+		defer resp.Body.Close()
+		var r resource
+		if resp.StatusCode != 200 || json.NewDecoder(resp.Body).Decode(&r) != nil {
+			return resource{}, false
+		}
+		return r, true
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(100 * time.Millisecond) {
+			select {
+			case err := <-exited:
+				t.Fatalf("serve exited while waiting for %s: %v\n%s", what, err, logs.String())
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s\n%s", what, logs.String())
+			}
+		}
+	}
+	ready := func(kind, name, version string) func() bool {
+		return func() bool {
+			r, ok := get(kind, name)
+			return ok && r.Status.Phase == "Ready" && r.Status.Outputs["version"] == version
+		}
+	}
+	hup := func() {
+		t.Helper()
+		if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reloads := func() int {
+		return strings.Count(logs.String(), "config reloaded") + strings.Count(logs.String(), "config reload refused")
+	}
+	leaseHeld := func(source string) bool {
+		var n int
+		_ = conn.QueryRow(context.Background(), `SELECT count(*) FROM leases WHERE name = $1 AND expires_at > now()`, "source:"+source).Scan(&n)
+		return n > 0
+	}
+	postReload := func() (int, map[string]any) {
+		t.Helper()
+		resp, err := http.Post("http://"+addr+"/api/v1/admin/reload", "application/json", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		var out map[string]any
+		if err := json.Unmarshal(raw, &out); err != nil {
+			t.Fatalf("reload answer %d: %s", resp.StatusCode, raw)
+		}
+		return resp.StatusCode, out
+	}
+
+	waitFor("a1 Ready", ready("Thing", "a1", "v1"))
+
+	// Add source b; a, unchanged, is neither restarted nor synced again.
+	aLines := func() (leases, syncs int) {
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if !strings.Contains(l, " source=a ") {
+				continue
+			}
+			if strings.Contains(l, "holding the source's lease") {
+				leases++
+			}
+			if strings.Contains(l, "applied revision") || strings.Contains(l, "no change") {
+				syncs++
+			}
+		}
+		return leases, syncs
+	}
+	leasesBefore, syncsBefore := aLines()
+	writeTestFile(t, cfgPath, config([]string{"a", "b"}, "v1"))
+	n := reloads()
+	hup()
+	waitFor("b1 Ready (source b added by SIGHUP)", ready("Widget", "b1", "v1"))
+	if reloads() != n+1 || !strings.Contains(logs.String(), "sources_added=[b]") {
+		t.Errorf("one reload adding b expected:\n%s", logs.String())
+	}
+	if leases, syncs := aLines(); leasesBefore != 1 || leases != leasesBefore || syncs != syncsBefore {
+		t.Errorf("unchanged source a: lease taken %d→%d times, synced %d→%d times across the reload", leasesBefore, leases, syncsBefore, syncs)
+	}
+
+	// Remove source a: its syncer stops and gives its lease up; its resources stay.
+	writeTestFile(t, cfgPath, config([]string{"b"}, "v1"))
+	hup()
+	waitFor("source a's lease released", func() bool { return !leaseHeld("a") })
+	writeTestFile(t, filepath.Join(repoA, "a2.yaml"), thing("Thing", "things.example.com", "a2"))
+	writeTestFile(t, filepath.Join(repoB, "b2.yaml"), thing("Widget", "widgets.example.com", "b2"))
+	waitFor("b2 Ready (source b still syncs)", ready("Widget", "b2", "v1"))
+	if _, ok := get("Thing", "a2"); ok {
+		t.Error("a resource added to removed source a was synced")
+	}
+	if r, ok := get("Thing", "a1"); !ok || r.Status.Phase != "Ready" {
+		t.Errorf("a1 of removed source a: %+v %v, want kept and Ready", r, ok)
+	}
+
+	// An invalid config is refused; the old one keeps running.
+	writeTestFile(t, cfgPath, config([]string{"b"}, "v1")+"  - name: broken\n    type: no-such-kind\n")
+	n = reloads()
+	hup()
+	waitFor("the refused reload logged", func() bool { return reloads() == n+1 })
+	if !strings.Contains(logs.String(), "config reload refused") || !strings.Contains(logs.String(), "no-such-kind") {
+		t.Errorf("the refusal and its error are not logged:\n%s", logs.String())
+	}
+	writeTestFile(t, filepath.Join(repoB, "b3.yaml"), thing("Widget", "widgets.example.com", "b3"))
+	waitFor("b3 Ready after a refused reload", ready("Widget", "b3", "v1"))
+	if resp, err := http.Get("http://" + addr + "/readyz"); err != nil || resp.StatusCode != 200 {
+		t.Errorf("/readyz after a refused reload: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	// Every source is built too: a config with one that cannot be is refused through the API.
+	badSource := "sources:\n  - name: g\n    git: {url: \"${RELOAD_SECRET}\"}\n"
+	writeTestFile(t, cfgPath, strings.Replace(config([]string{"b"}, "v1"), "sources:\n", badSource, 1))
+	code, body := postReload()
+	if errs, _ := body["errors"].([]any); code != 422 || body["ok"] != false || len(errs) == 0 || !strings.Contains(fmt.Sprint(errs), "unsupported protocol") {
+		t.Errorf("API reload of a config with a bad source: %d %v", code, body)
+	}
+	if strings.Contains(fmt.Sprint(body), "s3cr3t") || strings.Contains(logs.String(), "s3cr3t") {
+		t.Errorf("a ${VAR} value of the refused config leaked: %v\n%s", body, logs.String())
+	}
+	if page := httpGetBody(t, "http://"+addr+"/"); !strings.Contains(page, "Config reload refused") || !strings.Contains(page, `cond-bad">reload refused`) {
+		t.Error("the overview does not show the refused reload (banner and replicas table)")
+	}
+	var replicas struct {
+		Items []struct {
+			Config struct {
+				Hash     string     `json:"hash"`
+				LoadedAt *time.Time `json:"loadedAt"`
+				Error    string     `json:"error"`
+			} `json:"config"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(httpGetBody(t, "http://"+addr+"/api/v1/replicas")), &replicas); err != nil || len(replicas.Items) != 1 {
+		t.Fatalf("GET /api/v1/replicas: %v %+v", err, replicas)
+	}
+	if c := replicas.Items[0].Config; c.Hash == "" || c.LoadedAt == nil || !strings.Contains(c.Error, "unsupported protocol") || strings.Contains(c.Error, "s3cr3t") {
+		t.Errorf("GET /api/v1/replicas: config status %+v, want the running hash and the refusal", c)
+	}
+
+	// An action instance changed while its call runs: the call finishes with v1, the next
+	// call is v2's.
+	writeTestFile(t, filepath.Join(repoB, "slow.yaml"), thing("Widget", "widgets.example.com", "slow"))
+	waitFor("the slow call to start", func() bool { _, err := os.Stat(started); return err == nil })
+	// With it, the notification rules change (the sender restarts) and a restart-only block.
+	writeTestFile(t, cfgPath, config([]string{"b"}, "v2")+`notifications:
+  providers:
+    - {name: hook, type: webhook, url: "http://127.0.0.1:9/never"}
+  rules:
+    - {name: stalled, providers: [hook], events: [Stalled]}
+log: {level: debug}
+`)
+	code, body = postReload()
+	if acts, _ := body["actions"].(map[string]any); code != 200 || body["ok"] != true || fmt.Sprint(acts["changed"]) != "[run]" ||
+		body["notifications"] != true || fmt.Sprint(body["restartRequired"]) != "[log]" {
+		t.Errorf("API reload changing action run, notifications and log: %d %v", code, body)
+	}
+	if !strings.Contains(logs.String(), "log changed: takes effect at the next restart") {
+		t.Error("the restart-only change is not logged")
+	}
+	writeTestFile(t, filepath.Join(repoB, "b4.yaml"), thing("Widget", "widgets.example.com", "b4"))
+	waitFor("b4 Ready with the new instance", ready("Widget", "b4", "v2"))
+	if r, _ := get("Widget", "slow"); r.Status.Phase == "Ready" {
+		t.Errorf("the slow call finished before its gate opened: %+v", r)
+	}
+	writeTestFile(t, gate, "")
+	waitFor("slow Ready with the instance it started with", ready("Widget", "slow", "v1"))
+	if page := httpGetBody(t, "http://"+addr+"/"); strings.Contains(page, "reload refused") || !strings.Contains(page, ">"+body["hash"].(string)+"</code>") {
+		t.Errorf("the overview still shows a refused reload after one was applied, or not the config's hash %v", body["hash"])
+	}
+	metrics := httpGetBody(t, "http://"+addr+"/metrics")
+	for _, want := range []string{`trueup_config_reloads_total{result="success"} 3`, `trueup_config_reloads_total{result="failure"} 2`,
+		"trueup_config_last_reload_success_timestamp_seconds "} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
+
+func httpGetBody(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func thingType(kind, group string) string {
+	return fmt.Sprintf(`apiVersion: trueup.dev/v1
+kind: ResourceType
+metadata: {name: %s}
+spec:
+  group: %s
+  versions:
+    - name: v1
+      schema: {type: object}
+  action: {name: run}
+`, kind, group)
+}
+
+func thing(kind, group, name string) string {
+	return fmt.Sprintf("apiVersion: %s/v1\nkind: %s\nmetadata: {name: %s, namespace: default}\nspec: {}\n", group, kind, name)
+}
