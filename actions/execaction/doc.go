@@ -48,6 +48,12 @@
 // TRUEUP_GENERATION, TRUEUP_REVISION and (on Unix) TRUEUP_LOCK_FD to the environment above
 // (config env keys may not start with TRUEUP_).
 //
+// When the call is traced (a tracing: block in the controller config, and the attempt
+// sampled), TRACEPARENT holds the W3C trace context of the call's span, as OpenTelemetry's
+// environment-variable convention names it (and TRACESTATE, when there is one): a command
+// that starts spans of its own with it as their parent joins trueup's trace. It is absent
+// otherwise; commands need not use it.
+//
 // File descriptors 0, 1 and 2 are the request, the reply and the log. On Unix, descriptor 3
 // (TRUEUP_LOCK_FD) holds the resource's lock: an exclusive flock on a file of lockDir named
 // after the resource's UID, whatever the operation. Commands need not touch it; every process

@@ -229,6 +229,7 @@ func (a *Action) invoke(ctx context.Context, op string, req actions.Request) ([]
 	}
 	env = append(env, a.env...)
 	cmd.Env = append(env, protocolEnv(op, req.Resource)...)
+	cmd.Env = append(cmd.Env, traceEnv(ctx)...)
 	if lock != nil {
 		cmd.ExtraFiles = []*os.File{lock} // lockFD
 		cmd.Env = append(cmd.Env, "TRUEUP_LOCK_FD="+strconv.Itoa(lockFD))

@@ -2,11 +2,15 @@ package execaction
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"time"
+
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trueup-dev/trueup/actions"
 )
@@ -112,6 +116,22 @@ func protocolEnv(op string, r actions.Resource) []string {
 		"TRUEUP_GENERATION=" + strconv.FormatInt(r.Generation, 10),
 		"TRUEUP_REVISION=" + r.Revision,
 	}
+}
+
+// traceEnv is TRACEPARENT (and TRACESTATE) for a call made under a trace: the W3C trace
+// context of the call's span in the environment-variable convention of OpenTelemetry, so
+// that a traced command's spans join trueup's trace. Nothing when the call is not sampled.
+func traceEnv(ctx context.Context) []string {
+	if !trace.SpanContextFromContext(ctx).IsSampled() {
+		return nil
+	}
+	c := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, c)
+	out := []string{"TRACEPARENT=" + c.Get("traceparent")}
+	if ts := c.Get("tracestate"); ts != "" {
+		out = append(out, "TRACESTATE="+ts)
+	}
+	return out
 }
 
 func validateWith(with json.RawMessage) error {

@@ -17,6 +17,7 @@ import (
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/ghapp"
 	"github.com/trueup-dev/trueup/internal/plaintext"
+	"github.com/trueup-dev/trueup/internal/tracing"
 )
 
 const userAgent = "trueup-ghactions"
@@ -105,7 +106,7 @@ func New(raw json.RawMessage, env actions.Env) (actions.Action, error) {
 		tokens = staticToken(s.token)
 	}
 	api := &http.Client{
-		Transport:     &authTransport{next: metered, origin: s.baseURL.Scheme + "://" + s.baseURL.Host, tokens: tokens},
+		Transport:     tracing.Transport(&authTransport{next: metered, origin: s.baseURL.Scheme + "://" + s.baseURL.Host, tokens: tokens}),
 		CheckRedirect: noRedirect,
 	}
 	a.gh = github.NewClient(api)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/tracing"
 )
 
 // Pipeline variables trueup sets.
@@ -85,7 +86,7 @@ func New(raw json.RawMessage, env actions.Env) (actions.Action, error) {
 	a := &Action{
 		settings: s,
 		logger:   logger.With("action", env.Name, "project", s.project),
-		hc:       &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), CheckRedirect: noRedirect},
+		hc:       &http.Client{Transport: tracing.Transport(http.DefaultTransport.(*http.Transport).Clone()), CheckRedirect: noRedirect},
 		scrubber: strings.NewReplacer(s.triggerToken, "***", s.token, "***"),
 		now:      time.Now,
 	}

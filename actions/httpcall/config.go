@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/plaintext"
 )
@@ -113,7 +115,7 @@ func parseConfig(raw json.RawMessage) (settings, error) {
 		ck := http.CanonicalHeaderKey(k)
 		// Errors name headers, never values: values are secrets.
 		switch {
-		case !validHeaderName(k):
+		case !httpguts.ValidHeaderFieldName(k):
 			return settings{}, fmt.Errorf("config: headers: %q is not a valid header name", k)
 		case slices.Contains(reservedHeaders, ck) || strings.HasPrefix(ck, "X-Trueup-"):
 			return settings{}, fmt.Errorf("config: headers: %s is set by trueup", ck)
@@ -191,22 +193,6 @@ func parseDuration(field, v string, def time.Duration) (time.Duration, error) {
 		return def, nil
 	}
 	return d, nil
-}
-
-// validHeaderName reports whether k is an RFC 9110 token.
-func validHeaderName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for _, r := range k {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
-		case strings.ContainsRune("!#$%&'*+-.^_`|~", r):
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // with is a ResourceType's `with:` parameters, decoded strictly.

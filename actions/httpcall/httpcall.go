@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/tracing"
 )
 
 // Operations, as sent in the body and X-Trueup-Operation.
@@ -57,7 +58,7 @@ func New(raw json.RawMessage, env actions.Env) (actions.Action, error) {
 		logger:   logger.With("action", env.Name, "url", display(s.url)),
 		sleep:    actions.Sleep,
 	}
-	a.hc = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), CheckRedirect: a.checkRedirect}
+	a.hc = &http.Client{Transport: tracing.Transport(http.DefaultTransport.(*http.Transport).Clone()), CheckRedirect: a.checkRedirect}
 	if len(s.secrets) > 0 {
 		pairs := make([]string, 0, 2*len(s.secrets))
 		for _, v := range s.secrets {

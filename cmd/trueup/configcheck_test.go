@@ -35,6 +35,18 @@ func TestConfigCheck(t *testing.T) {
 	if _, _, err := runCLI(t, "config", "check", rule); err == nil || !strings.Contains(err.Error(), `no provider is named "nope"`) {
 		t.Fatalf("a rule naming no provider: %v", err)
 	}
+	// tracing: is checked too, and a header's value is never quoted.
+	tr := filepath.Join(dir, "tracing.yaml")
+	if err := os.WriteFile(tr, []byte("tracing: {endpoint: \"http://collector.example.com:4318\", headers: {X-Key: hdr-secret-9}, sampleRatio: 2}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err = runCLI(t, "config", "check", tr)
+	if err == nil || !strings.Contains(err.Error(), "tracing.sampleRatio: 2 is outside 0..1") || !strings.Contains(err.Error(), "tracing.endpoint") {
+		t.Fatalf("a bad tracing block: %v", err)
+	}
+	if strings.Contains(err.Error()+stderr, "hdr-secret-9") {
+		t.Fatalf("a header value was printed: %v %s", err, stderr)
+	}
 }
 
 // config check builds every source without touching dataDir: a running serve's in-progress

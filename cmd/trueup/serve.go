@@ -22,6 +22,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/server"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/syncer"
+	"github.com/trueup-dev/trueup/internal/tracing"
 	"github.com/trueup-dev/trueup/internal/webhook"
 )
 
@@ -97,6 +98,11 @@ func serve(ctx context.Context, cfg *config.Config, rt *reloader, hup <-chan os.
 	replica := replicaName()
 	logger = logger.With("replica", replica)
 	setMemoryLimit(cfg, logger)
+	stopTracing, err := tracing.Setup(ctx, cfg.Tracing, tracing.Service{Version: version, Instance: replica}, logger)
+	if err != nil {
+		return err
+	}
+	defer stopTracing() // last: flushes the spans of everything stopped before it
 
 	reg, err := registry()
 	if err != nil {
@@ -187,7 +193,7 @@ func serve(ctx context.Context, cfg *config.Config, rt *reloader, hup <-chan os.
 	rec := reconciler.New(db.store, nil, reconciler.Options{Replica: replica, Workers: cfg.Reconcile.Workers,
 		LeaseTTL: cfg.Reconcile.LeaseTTL, ResyncInterval: cfg.Reconcile.ResyncInterval,
 		BackoffInitial: cfg.Reconcile.Backoff.Initial, BackoffMax: cfg.Reconcile.Backoff.Max, Scrub: scrub, Metrics: met,
-		Reveal: rt.revealCall, Hold: logOut.calls.hold, Acquire: rt.acts.acquire}, logger)
+		Reveal: rt.revealCall, Hold: logOut.calls.hold, Acquire: rt.acts.acquire, ActionTypes: actionTypes(cfg)}, logger)
 	maint := reconciler.NewMaintenance(db.store, reconciler.MaintenanceOptions{Replica: replica, Version: version, LeaseTTL: cfg.Reconcile.LeaseTTL,
 		Listen: cfg.Server.Listen, Metrics: met, Live: rt.liveHeld,
 		History: store.RetentionRule{MaxAge: cfg.Retention.History.MaxAge, MaxPerResource: cfg.Retention.History.MaxPerResource},
@@ -227,7 +233,7 @@ func serve(ctx context.Context, cfg *config.Config, rt *reloader, hup <-chan os.
 	rt.record(server.ReloadResult{At: time.Now(), OK: true}) // the config loaded at start
 
 	srvOpts, err := withAuth(server.Options{Listen: cfg.Server.Listen, Replica: replica, Metrics: met, Webhooks: rt.hooks,
-		ExternalURL: cfg.Server.ExternalURL, Reload: rt.request, LastReload: rt.lastReload}, cfg, logger)
+		ExternalURL: cfg.Server.ExternalURL, Reload: rt.request, LastReload: rt.lastReload, TraceURL: traceURL(cfg)}, cfg, logger)
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/secrets"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/tracing"
 	"github.com/trueup-dev/trueup/sources"
 	"github.com/trueup-dev/trueup/sources/dirsource"
 	"github.com/trueup-dev/trueup/sources/gitsource"
@@ -61,10 +62,29 @@ func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(cfg.Log.Level))
 	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if cfg.Log.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	// Lines logged with a traced context name its trace (trace_id, span_id).
+	return slog.New(tracing.LogHandler(h))
+}
+
+// actionTypes maps action instance names to their plugin types (the traces name both).
+func actionTypes(cfg *config.Config) map[string]string {
+	out := make(map[string]string, len(cfg.Actions))
+	for _, a := range cfg.Actions {
+		out[a.Name] = a.Type
+	}
+	return out
+}
+
+// traceURL is the dashboard's link to a trace, {traceId} in it ("": none).
+func traceURL(cfg *config.Config) string {
+	if cfg.Tracing == nil {
+		return ""
+	}
+	return cfg.Tracing.TraceURL
 }
 
 // scrubber replaces with "***" every secret the config took from the environment and every

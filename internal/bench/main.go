@@ -41,9 +41,18 @@ func atMost(x float64) func(float64) bool  { return func(v float64) bool { retur
 
 func main() {
 	only := flag.String("only", "", "comma-separated figure groups to run (graph,reconcile,chain,apiload,defaults,sync,syncrules,claim,webhook,failover,serve,preview)")
+	traced := flag.Bool("tracing", false, "export every span to a collector on loopback, as with a tracing: block (figures with tracing on)")
 	flag.Parse()
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if *traced {
+		stop, received, err := startTracing(ctx, log)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: tracing:", err)
+			os.Exit(1)
+		}
+		defer func() { stop(); fmt.Printf("tracing: %d bytes of spans exported\n", received.Load()) }()
+	}
 	if err := run(ctx, *only, log); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)

@@ -35,11 +35,13 @@ type Config struct {
 	Limits    Limits    `yaml:"limits"`
 	Auth      *Auth     `yaml:"auth"`
 	// Notifications is optional (nil: nothing is sent).
-	Notifications *Notifications    `yaml:"notifications"`
-	BaseDir       string            `yaml:"-"` // folder of the config file; relative paths resolve against it
-	secrets       map[string]int    // expanded values that came from the environment
-	resyncSet     bool              // reconcile.resyncInterval was written (0 then means off)
-	fileSums      map[string]string // content of the files each source or action names (Load), for Diff
+	Notifications *Notifications `yaml:"notifications"`
+	// Tracing is optional (nil: no span is exported).
+	Tracing   *Tracing          `yaml:"tracing"`
+	BaseDir   string            `yaml:"-"` // folder of the config file; relative paths resolve against it
+	secrets   map[string]int    // expanded values that came from the environment
+	resyncSet bool              // reconcile.resyncInterval was written (0 then means off)
+	fileSums  map[string]string // content of the files each source or action names (Load), for Diff
 
 	// SecretStores is the secrets block (named so: Secrets() lists the values to scrub).
 	SecretStores Secrets `yaml:"secrets"`
@@ -370,6 +372,9 @@ func (c *Config) applyDefaults() {
 	if c.Notifications != nil {
 		c.Notifications.applyDefaults()
 	}
+	if c.Tracing != nil {
+		c.Tracing.applyDefaults()
+	}
 	if c.DataDir == "" {
 		c.DataDir = DefaultDataDir
 	}
@@ -650,6 +655,7 @@ func (c *Config) Validate() error {
 		bad("log.format: %q is not one of text, json", c.Log.Format)
 	}
 	c.validateAuth(bad)
+	c.validateTracing(bad)
 	if c.Notifications != nil {
 		c.Notifications.validate(bad)
 	}

@@ -104,6 +104,7 @@ var restartOnly = []struct {
 	{"limits", func(c *Config) any { return &c.Limits }},
 	{"auth", func(c *Config) any { return &c.Auth }},
 	{"secrets", func(c *Config) any { return &c.SecretStores }},
+	{"tracing", func(c *Config) any { return &c.Tracing }}, // the exporter is set up once, at the start
 }
 
 // RestartOnlyChanged lists the restart-only blocks whose values differ between the config

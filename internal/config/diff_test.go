@@ -122,6 +122,9 @@ dataDir: /elsewhere
 limits: {maxFiles: 10}
 auth: {anonymous: viewer}
 `, want: Changes{RestartRequired: []string{"database", "dataDir", "server", "reconcile", "retention", "log", "limits", "auth"}}},
+		{name: "tracing is restart-only", new: base + `
+tracing: {endpoint: "http://127.0.0.1:4318"}
+`, want: Changes{RestartRequired: []string{"tracing"}}},
 		{name: "notifications", new: base + `
 notifications:
   providers:

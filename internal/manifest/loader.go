@@ -43,6 +43,9 @@ type Options struct {
 	// in Load and in CheckTransitions. A preview loads a pull request this way, without
 	// decrypting (sealed.LoadMasked): its author writes the rules.
 	EncryptedUnknown bool
+	// Parsed, when set, is called once every document is decoded, before types and resources
+	// are checked against their schemas: the syncer's trace splits parse from validate there.
+	Parsed func(documents int)
 }
 
 // EncryptedMarkerPrefix starts the value kept in place of an encrypted field
@@ -140,6 +143,9 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 		return nil, Errors{overCap("files", len(files), lim.MaxFiles)}
 	}
 	docs := ld.parse(files)
+	if opts.Parsed != nil {
+		opts.Parsed(len(docs))
+	}
 	if len(docs) > lim.MaxDocuments {
 		return nil, Errors{overCap("documents", len(docs), lim.MaxDocuments)}
 	}

@@ -93,7 +93,7 @@ func TestSuspendStopsCalls(t *testing.T) {
 	r := New(nil, nil, Options{}, slog.New(slog.DiscardHandler))
 	r.inflight["running"] = &call{}
 	r.inflight["queued"] = &call{}
-	ctx, _, ok := r.start(context.Background(), store.Claimed{LeaseToken: "running"})
+	ctx, _, _, ok := r.start(context.Background(), store.Claimed{LeaseToken: "running"})
 	if !ok {
 		t.Fatal("start before any suspension refused")
 	}
@@ -105,7 +105,7 @@ func TestSuspendStopsCalls(t *testing.T) {
 	if context.Cause(ctx) != cause {
 		t.Errorf("running call's cause %v, want %v", context.Cause(ctx), cause)
 	}
-	if _, _, ok := r.start(context.Background(), store.Claimed{LeaseToken: "queued"}); ok {
+	if _, _, _, ok := r.start(context.Background(), store.Claimed{LeaseToken: "queued"}); ok {
 		t.Error("a queued item started after the suspension")
 	}
 	if ok, e := r.claimable(); ok || e == epoch {
@@ -120,7 +120,7 @@ func TestSuspendStopsCalls(t *testing.T) {
 		t.Error("still suspended after Resume")
 	}
 	r.inflight["new"] = &call{}
-	if _, _, ok := r.start(context.Background(), store.Claimed{LeaseToken: "new"}); !ok {
+	if _, _, _, ok := r.start(context.Background(), store.Claimed{LeaseToken: "new"}); !ok {
 		t.Error("a new item could not start after Resume")
 	}
 }

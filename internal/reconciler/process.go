@@ -7,9 +7,13 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/tracing"
 )
 
 // defaultRequeue is the delay before the next call when an action is in progress and did not
@@ -37,13 +41,23 @@ type attempt struct {
 	inSync  bool   // Observe found nothing to do
 	// resolved is what the call took from the resource's dependencies (nil: none).
 	resolved *store.Resolved
+	// traceID names the attempt's trace when it is sampled ("": none); history keeps it.
+	traceID string
 }
 
 // process runs one claimed item and writes its result. ctx is the call's own context (from
 // start): it also ends when the lease is found lost (renewLoop) or the replica suspends;
 // shutdown is the replica's.
-func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed) {
+func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, claim claimWindow) {
 	a := attempt{started: time.Now(), trigger: trigger(c)}
+	ctx, span := startTrace(ctx, c, claim, a.trigger)
+	a.traceID = tracing.TraceID(span)
+	handed := false // to the writer, which ends the span after the write
+	defer func() {
+		if !handed {
+			span.End()
+		}
+	}()
 	act, done, err := r.actionFor(c)
 	defer done()
 	if c.Deleting {
@@ -64,7 +78,7 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed) {
 			r.release([]store.Claimed{c})
 			rctx, cancel := context.WithTimeout(shutdown, 10*time.Second)
 			if rerr := r.store.RefreshDependencies(rctx, []int64{c.ID}); rerr != nil {
-				r.log.Warn("refresh a dependent given back", "resource", c.Namespace+"/"+c.Kind+"/"+c.Name, "err", rerr)
+				r.log.WarnContext(ctx, "refresh a dependent given back", "resource", c.Namespace+"/"+c.Kind+"/"+c.Name, "err", rerr)
 			}
 			cancel()
 			return
@@ -92,10 +106,10 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed) {
 	default:
 		if r.opts.Hold != nil && len(secrets) > 0 {
 			release := r.opts.Hold(secrets)
-			r.call(ctx, act, req, c.Deleting, &a)
+			r.call(ctx, act, c.ActionName, req, c.Deleting, &a)
 			release()
 		} else {
-			r.call(ctx, act, req, c.Deleting, &a)
+			r.call(ctx, act, c.ActionName, req, c.Deleting, &a)
 		}
 	}
 	a.ended = time.Now()
@@ -115,30 +129,43 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed) {
 	if cause := context.Cause(ctx); a.err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		// Cancelled because the lease is gone (lost, or this replica's session ended): the
 		// work belongs to whoever holds it now. Writing would fail on the fence anyway.
-		r.log.Info("call stopped: lease gone", "resource", c.Namespace+"/"+c.Kind+"/"+c.Name, "cause", cause)
+		span.SetStatus(codes.Error, "call stopped: lease gone")
+		r.log.InfoContext(ctx, "call stopped: lease gone", "resource", c.Namespace+"/"+c.Kind+"/"+c.Name, "cause", cause)
 		r.untrack(c.LeaseToken)
 		return
 	}
 	a.resolved = resolved
-	r.completions <- pending{c: c, a: a}
+	handed = true
+	r.completions <- pending{c: c, a: a, span: span}
 }
 
 // call runs the plugin: Delete, or Observe then Reconcile on a resync, or Reconcile. A
 // plugin that panics fails the attempt (retried with backoff) instead of stopping the
 // controller; the panic's text is not kept (it may quote the spec it was given).
-func (r *Reconciler) call(ctx context.Context, act actions.Action, req actions.Request, deleting bool, a *attempt) {
+func (r *Reconciler) call(ctx context.Context, act actions.Action, name string, req actions.Request, deleting bool, a *attempt) {
+	var open trace.Span // the span of the plugin call running: a panic ends it failed
 	defer func() {
 		if p := recover(); p != nil {
-			r.log.Error("action panicked", "resource", req.Resource.Namespace+"/"+req.Resource.Kind+"/"+req.Resource.Name, "operation", a.op)
+			r.log.ErrorContext(ctx, "action panicked", "resource", req.Resource.Namespace+"/"+req.Resource.Kind+"/"+req.Resource.Name, "operation", a.op)
 			a.res, a.err = actions.Result{}, fmt.Errorf("the action panicked during %s (a bug in the plugin; see the controller's log)", a.op)
+			if open != nil {
+				endAction(open, a.err, r.opts.Scrub, a.res)
+			}
 		}
 	}()
 	switch {
 	case deleting:
-		a.res, a.err = act.Delete(ctx, req)
+		actx, span := r.actionSpan(ctx, "delete", name, req)
+		open = span
+		a.res, a.err = act.Delete(actx, req)
+		endAction(span, a.err, r.opts.Scrub, a.res)
 	case a.trigger == "resync":
 		if obs, ok := act.(actions.Observer); ok {
-			o, oerr := obs.Observe(ctx, req)
+			actx, span := r.actionSpan(ctx, "observe", name, req)
+			open = span
+			o, oerr := obs.Observe(actx, req)
+			endAction(span, oerr, r.opts.Scrub, actions.Result{Done: oerr == nil && o.InSync})
+			open = nil
 			switch {
 			case oerr != nil:
 				a.err = fmt.Errorf("observe: %w", oerr)
@@ -152,10 +179,16 @@ func (r *Reconciler) call(ctx context.Context, act actions.Action, req actions.R
 			}
 		}
 		if !a.inSync && a.err == nil {
-			a.res, a.err = act.Reconcile(ctx, req)
+			actx, span := r.actionSpan(ctx, "reconcile", name, req)
+			open = span
+			a.res, a.err = act.Reconcile(actx, req)
+			endAction(span, a.err, r.opts.Scrub, a.res)
 		}
 	default:
-		a.res, a.err = act.Reconcile(ctx, req)
+		actx, span := r.actionSpan(ctx, "reconcile", name, req)
+		open = span
+		a.res, a.err = act.Reconcile(actx, req)
+		endAction(span, a.err, r.opts.Scrub, a.res)
 	}
 }
 
@@ -196,8 +229,9 @@ func (r *Reconciler) unstorable(p pending, cause error) store.Completion {
 
 // pending is a finished call waiting for the batch writer.
 type pending struct {
-	c store.Claimed
-	a attempt
+	c    store.Claimed
+	a    attempt
+	span trace.Span // the attempt's reconcile span, ended by the writer
 }
 
 // maxBatch bounds how many results one transaction writes.
@@ -229,6 +263,7 @@ func (r *Reconciler) writeLoop(in <-chan pending) {
 				Namespace: p.c.Namespace, Kind: p.c.Kind, Name: p.c.Name, Source: p.c.Source, Quiet: p.a.inSync}
 		}
 		r.writing(tokens)
+		writeStart := time.Now()
 		lost, err := r.complete(items)
 		if err != nil && len(batch) > 1 {
 			// One result the database refuses must not take the others down with it.
@@ -252,8 +287,16 @@ func (r *Reconciler) writeLoop(in <-chan pending) {
 				r.log.Error("write result", "resource_id", batch[0].c.ID, "err", err2)
 			}
 		}
+		writeEnd := time.Now()
+		lostIDs := map[int64]bool{}
 		for _, id := range lost {
-			r.log.Warn("lease lost; result discarded", "resource_id", id)
+			lostIDs[id] = true
+		}
+		for _, p := range batch {
+			if lostIDs[p.c.ID] {
+				r.log.WarnContext(trace.ContextWithSpan(context.Background(), p.span), "lease lost; result discarded", "resource_id", p.c.ID)
+			}
+			traceWrite(p, writeStart, writeEnd, len(batch), lostIDs[p.c.ID])
 		}
 		// The batch may have scheduled work (retries, requeues) sooner than the claimer's
 		// next look: let it recompute its wait now that the rows are committed.
@@ -354,7 +397,7 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 	}
 	h := &store.HistoryEntry{UID: c.UID, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Generation: c.Generation,
 		Revision: c.Revision, Operation: a.op, Trigger: a.trigger, Message: msg, Replica: r.opts.Replica,
-		StartedAt: a.started, FinishedAt: now, Actor: c.ManualBy}
+		StartedAt: a.started, FinishedAt: now, Actor: c.ManualBy, TraceID: a.traceID}
 	a.res.Outputs = r.boundOutputs(a.res.Outputs)
 	if a.res.Outputs != nil {
 		h.Outputs, _ = json.Marshal(a.res.Outputs)

@@ -43,6 +43,9 @@ type Options struct {
 	Acquire func(name string) (act actions.Action, release func(), ok bool)
 	// Metrics records attempts (nil: none).
 	Metrics *metrics.Metrics
+	// ActionTypes maps action instance names to their plugin types (the traces' action spans
+	// name both; nil: the type is left out).
+	ActionTypes map[string]string
 }
 
 // Reconciler runs the workers of one replica.
@@ -79,6 +82,14 @@ type call struct {
 	cancel  context.CancelCauseFunc // nil until the call starts
 	dropped bool                    // lease given up before the call started: do not run it
 	writing bool                    // handed to the result writer: its lease ends with the write
+	claim   claimWindow             // the claim that took it, for its trace
+}
+
+// claimWindow is when the batch claim that took an item ran, and how many it took: each
+// item's trace shows that claim as its own claim span.
+type claimWindow struct {
+	start, end time.Time
+	size       int
 }
 
 // New returns a reconciler. acts maps action instance names (from the config) to plugins
@@ -216,14 +227,14 @@ func (r *Reconciler) Run(ctx context.Context) error {
 					r.release([]store.Claimed{c})
 					continue
 				}
-				cctx, cancel, ok := r.start(ctx, c)
+				cctx, cancel, claim, ok := r.start(ctx, c)
 				if !ok {
 					// Dropped while it waited (suspension, lease lost): give the lease back
 					// if it is still ours (fenced by the token).
 					r.release([]store.Claimed{c})
 					continue
 				}
-				r.process(ctx, cctx, c)
+				r.process(ctx, cctx, c, claim)
 				cancel(nil)
 				r.busy.Add(-1)
 				r.Wake()
@@ -243,17 +254,17 @@ func (r *Reconciler) Run(ctx context.Context) error {
 // start creates c's call context and marks it running, under the same lock that Suspend and
 // the renewal take: a call either starts before them (and they cancel it) or not at all. It
 // reports false when the item was dropped while it waited, or claims are suspended.
-func (r *Reconciler) start(parent context.Context, c store.Claimed) (context.Context, context.CancelCauseFunc, bool) {
+func (r *Reconciler) start(parent context.Context, c store.Claimed) (context.Context, context.CancelCauseFunc, claimWindow, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cl := r.inflight[c.LeaseToken]
 	if cl == nil || cl.dropped || len(r.suspended) > 0 {
-		return nil, nil, false
+		return nil, nil, claimWindow{}, false
 	}
 	ctx, cancel := context.WithCancelCause(parent)
 	cl.cancel = cancel
 	r.busy.Add(1)
-	return ctx, cancel, true
+	return ctx, cancel, cl.claim, true
 }
 
 // claimSize is how many items to claim now: enough to keep every worker busy until the next
@@ -310,7 +321,9 @@ func (r *Reconciler) claimLoop(ctx context.Context, queue chan store.Claimed) {
 			if n == 0 {
 				break // a worker that finishes wakes us
 			}
+			claimStart := time.Now()
 			claimed, err := r.store.Claim(ctx, r.opts.Replica, n, r.opts.LeaseTTL)
+			window := claimWindow{start: claimStart, end: time.Now(), size: len(claimed)}
 			if err != nil {
 				if ctx.Err() == nil {
 					r.log.Warn("claim failed", "err", err)
@@ -322,7 +335,7 @@ func (r *Reconciler) claimLoop(ctx context.Context, queue chan store.Claimed) {
 			// rows to a peer: they are dropped, never started.
 			stale := len(r.suspended) > 0 || r.epoch != epoch
 			for _, c := range claimed {
-				r.inflight[c.LeaseToken] = &call{dropped: stale}
+				r.inflight[c.LeaseToken] = &call{dropped: stale, claim: window}
 			}
 			r.mu.Unlock()
 			for _, c := range claimed {

@@ -73,6 +73,8 @@ func parsePages(names ...string) map[string]*template.Template {
 		"asset":       func(name string) string { return "/static/" + name + "?v=" + assetVersion },
 		"plural":      plural,
 		"configState": configState,
+		// A trace id's first 8 hex digits, as trace viewers show it; the title holds it whole.
+		"shortTrace": func(id string) string { return id[:min(8, len(id))] },
 	}).ParseFS(templateFS, "templates/layout.html", "templates/partials.html", "templates/operate.html"))
 	out := make(map[string]*template.Template, len(names))
 	for _, n := range names {

@@ -366,6 +366,8 @@ type historyRow struct {
 	store.HistoryEntry
 	Rev    revision
 	RunURL string
+	// TraceURL opens the attempt's trace (tracing.traceURL; "": the id is shown unlinked).
+	TraceURL string
 }
 
 type resourceData struct {
@@ -380,6 +382,7 @@ type resourceData struct {
 	Labels, Annotations   []pair
 	History               []historyRow
 	HistoryLimit          int
+	Tracing               bool // some attempt shown has a trace id: the Trace column is shown
 	Events                eventTable
 	SourceLink            string
 	FileURL               string
@@ -452,7 +455,9 @@ func (s *Server) resourcePage(w http.ResponseWriter, r *http.Request) {
 		d.Kind = hist[0].Kind
 	}
 	for _, h := range hist {
-		d.History = append(d.History, historyRow{HistoryEntry: h, Rev: makeRevision(repoURL, h.Revision), RunURL: runURL(h.Outputs)})
+		d.History = append(d.History, historyRow{HistoryEntry: h, Rev: makeRevision(repoURL, h.Revision), RunURL: runURL(h.Outputs),
+			TraceURL: traceLink(s.opts.TraceURL, h.TraceID)})
+		d.Tracing = d.Tracing || h.TraceID != ""
 	}
 	title := d.Kind + " " + ns + "/" + name
 	s.render(w, r, http.StatusOK, "resource.html", layout{Title: title, Nav: "resources", Watch: "resource:" + d.Key,
@@ -525,4 +530,12 @@ func (s *Server) sourcePage(w http.ResponseWriter, r *http.Request) {
 		Ops: s.sourceOps(r, src), Graph: graph, Previews: makePreviewList(src.URL, ps)}
 	s.render(w, r, http.StatusOK, "source.html", layout{Title: "Source " + src.Name, Nav: "sources", Watch: "source:" + src.Name,
 		WatchURL: "/api/v1/watch?" + url.Values{"source": {src.Name}}.Encode(), Page: d})
+}
+
+// traceLink is pattern (tracing.traceURL) with {traceId} replaced by id; "" without either.
+func traceLink(pattern, id string) string {
+	if pattern == "" || id == "" {
+		return ""
+	}
+	return strings.ReplaceAll(pattern, "{traceId}", url.PathEscape(id))
 }

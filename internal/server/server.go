@@ -59,6 +59,9 @@ type Options struct {
 	// start (ok false: none), for the dashboard.
 	Reload     func(ctx context.Context) ReloadResult
 	LastReload func() (ReloadResult, bool)
+	// TraceURL links the trace ids of history rows on the dashboard: {traceId} is replaced
+	// by the id ("": ids are shown unlinked).
+	TraceURL string
 }
 
 // anonymousAdmin is who requests are when no authentication is configured.

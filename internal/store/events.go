@@ -126,6 +126,8 @@ type HistoryEntry struct {
 	FinishedAt time.Time       `json:"finishedAt"`
 	DurationMs int64           `json:"durationMs"`
 	Outputs    json.RawMessage `json:"outputs,omitempty"`
+	// TraceID names the attempt's OpenTelemetry trace when it was sampled ("": none).
+	TraceID string `json:"traceId,omitempty"`
 }
 
 func insertHistoryBatch(ctx context.Context, db DB, hs []HistoryEntry) error {
@@ -139,7 +141,14 @@ func insertHistoryBatch(ctx context.Context, db DB, hs []HistoryEntry) error {
 	gen := make([]int64, n)
 	started, finished := make([]time.Time, n), make([]time.Time, n)
 	outputs := make([]*string, n)
+	var traces []*string // nil while no row has a trace id (tracing off): the column stays NULL
 	for i, h := range hs {
+		if h.TraceID != "" {
+			if traces == nil {
+				traces = make([]*string, n)
+			}
+			traces[i] = &hs[i].TraceID
+		}
 		uid[i], ns[i], kind[i], name[i], rev[i], op[i], trig[i], res[i], msg[i], rep[i] =
 			h.UID, h.Namespace, h.Kind, h.Name, h.Revision, h.Operation, h.Trigger, h.Result, truncate(h.Message, 8000), h.Replica
 		gen[i], started[i], finished[i], actor[i] = h.Generation, h.StartedAt, h.FinishedAt, h.Actor
@@ -148,15 +157,31 @@ func insertHistoryBatch(ctx context.Context, db DB, hs []HistoryEntry) error {
 			outputs[i] = &os
 		}
 	}
-	_, err := db.Exec(ctx, `INSERT INTO reconcile_history (resource_uid, namespace, kind, name, generation, revision,
+	args := []any{uid, ns, kind, name, gen, rev, op, trig, res, msg, rep, started, finished, outputs, actor}
+	query := insertHistory
+	if traces != nil {
+		args, query = append(args, traces), insertHistoryTraced
+	}
+	_, err := db.Exec(ctx, query, args...)
+	return err
+}
+
+// insertHistory writes history rows from unnest arrays; insertHistoryTraced also their trace
+// ids (a 16th array). Without tracing the statement stays the one before trace ids existed.
+const (
+	insertHistory = `INSERT INTO reconcile_history (resource_uid, namespace, kind, name, generation, revision,
 		operation, trigger, result, message, replica, started_at, finished_at, outputs, actor)
 		SELECT uid::uuid, ns, kind, name, gen, rev, op, trig, res, msg, rep, st, fin, out::jsonb, act
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::text[],
 		            $10::text[], $11::text[], $12::timestamptz[], $13::timestamptz[], $14::text[], $15::text[])
-		  AS x(uid, ns, kind, name, gen, rev, op, trig, res, msg, rep, st, fin, out, act)`,
-		uid, ns, kind, name, gen, rev, op, trig, res, msg, rep, started, finished, outputs, actor)
-	return err
-}
+		  AS x(uid, ns, kind, name, gen, rev, op, trig, res, msg, rep, st, fin, out, act)`
+	insertHistoryTraced = `INSERT INTO reconcile_history (resource_uid, namespace, kind, name, generation, revision,
+		operation, trigger, result, message, replica, started_at, finished_at, outputs, actor, trace_id)
+		SELECT uid::uuid, ns, kind, name, gen, rev, op, trig, res, msg, rep, st, fin, out::jsonb, act, tid
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[], $9::text[],
+		            $10::text[], $11::text[], $12::timestamptz[], $13::timestamptz[], $14::text[], $15::text[], $16::text[])
+		  AS x(uid, ns, kind, name, gen, rev, op, trig, res, msg, rep, st, fin, out, act, tid)`
+)
 
 // ListHistory returns a resource's reconcile attempts newest first; it outlives the resource.
 func (s *Store) ListHistory(ctx context.Context, namespace, kind, name string, limit int) ([]HistoryEntry, error) {
@@ -164,7 +189,7 @@ func (s *Store) ListHistory(ctx context.Context, namespace, kind, name string, l
 		limit = 100
 	}
 	rows, err := s.pool.Query(ctx, `SELECT id, resource_uid::text, namespace, kind, name, generation, revision, operation, trigger,
-		result, message, replica, started_at, finished_at, outputs, actor
+		result, message, replica, started_at, finished_at, outputs, actor, coalesce(trace_id, '')
 		FROM reconcile_history WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3
 		ORDER BY id DESC LIMIT $4`, namespace, kind, name, limit)
 	if err != nil {
@@ -174,7 +199,7 @@ func (s *Store) ListHistory(ctx context.Context, namespace, kind, name string, l
 		var h HistoryEntry
 		var out []byte
 		err := r.Scan(&h.ID, &h.UID, &h.Namespace, &h.Kind, &h.Name, &h.Generation, &h.Revision, &h.Operation, &h.Trigger,
-			&h.Result, &h.Message, &h.Replica, &h.StartedAt, &h.FinishedAt, &out, &h.Actor)
+			&h.Result, &h.Message, &h.Replica, &h.StartedAt, &h.FinishedAt, &out, &h.Actor, &h.TraceID)
 		h.DurationMs = h.FinishedAt.Sub(h.StartedAt).Milliseconds()
 		if len(out) > 0 {
 			h.Outputs = out

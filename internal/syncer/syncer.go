@@ -19,13 +19,21 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/tracing"
 	"github.com/trueup-dev/trueup/sources"
 )
+
+// tracer records a span tree per revision picked: sync <source> → fetch, parse, validate, apply.
+var tracer = otel.Tracer("github.com/trueup-dev/trueup/internal/syncer")
 
 // Options configure one source's syncer.
 type Options struct {
@@ -278,13 +286,14 @@ func (s *Syncer) syncIfHolder(ctx context.Context) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(held, cancel)()
-	_, err := s.sync(sctx, lease)
+	out, err := s.sync(sctx, lease)
+	lctx := trace.ContextWithSpanContext(ctx, out.span) // the lines name the sync's trace
 	switch {
 	case ctx.Err() != nil:
 	case sctx.Err() != nil:
-		s.log.Info("sync interrupted: the source's lease was lost", "term", lease.Term)
+		s.log.InfoContext(lctx, "sync interrupted: the source's lease was lost", "term", lease.Term)
 	case err != nil:
-		s.log.Warn("sync failed", "err", s.opts.Scrub(err.Error()))
+		s.log.WarnContext(lctx, "sync failed", "err", s.opts.Scrub(err.Error()))
 	}
 }
 
@@ -361,6 +370,7 @@ type Outcome struct {
 	NotHolder bool // another replica holds the source's lease: nothing done
 	Held      bool // the source is suspended: the revision was validated but not applied
 	Result    store.ApplyResult
+	span      trace.SpanContext // the sync's trace (none when nothing was picked)
 }
 
 // SyncOnce checks the head and applies it if it is new. Without Run it takes or renews the
@@ -434,27 +444,62 @@ func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (Outcome, error) 
 		s.log.Debug("no new revision", "revision", short(head))
 		return Outcome{Revision: head, Unchanged: true}, nil
 	}
+	// A trace per revision applied (or rejected), not per poll: a poll that finds nothing
+	// new records nothing.
+	ctx, span := tracer.Start(ctx, "sync "+s.opts.Name, trace.WithAttributes(attribute.String("trueup.source", s.opts.Name),
+		attribute.String("trueup.revision", head)))
+	out, err := s.apply(ctx, lease, head)
+	if err != nil {
+		tracing.Fail(span, firstLine(s.opts.Scrub(err.Error())))
+	}
+	span.End()
+	out.span = span.SpanContext()
+	return out, err
+}
+
+// apply fetches, parses, validates and applies head, the revision sync picked; ctx holds
+// the sync's span.
+func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head string) (Outcome, error) {
+	root := trace.SpanFromContext(ctx)
 	start := time.Now()
 	if s.opts.Reporter != nil {
 		s.opts.Reporter.Picked(ctx, head)
 	}
-	snap, err := s.opts.Source.Fetch(ctx, head)
+	fctx, step := tracer.Start(ctx, "fetch")
+	snap, err := s.opts.Source.Fetch(fctx, head)
 	if err != nil {
 		reason := "FetchFailed"
 		if errors.Is(err, sources.ErrPathNotFound) {
 			reason = "PathNotFound"
 		}
+		tracing.Fail(step, reason)
+		step.End()
 		return Outcome{}, s.fail(ctx, lease, store.SyncFailure{Revision: head, Reason: reason, Message: "fetch " + short(head) + ": " + err.Error()}, "")
 	}
+	step.SetAttributes(attribute.Int("trueup.files", len(snap.Files)))
+	step.End()
 	fetched := time.Since(start)
 	known, err := s.otherTypes(ctx)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("load types of other sources: %w", err)
 	}
+	// parse ends and validate begins once the loader has decoded every document.
+	_, step = tracer.Start(ctx, "parse")
+	onParsed := func(docs int) {
+		step.SetAttributes(attribute.Int("trueup.documents", docs))
+		step.End()
+		_, step = tracer.Start(ctx, "validate")
+	}
 	// Transition rules run on the plaintext set, before encrypted fields become markers.
-	set, err := sealed.Load(s.loader, s.opts.Opener, snap.Files, manifest.Options{KnownTypes: known, CheckAction: s.opts.CheckAction, Limits: s.opts.Limits},
-		func(set *manifest.Set) error { return s.checkTransitions(ctx, set, lease.Term) })
+	set, err := sealed.Load(s.loader, s.opts.Opener, snap.Files, manifest.Options{KnownTypes: known, CheckAction: s.opts.CheckAction, Limits: s.opts.Limits,
+		Parsed: onParsed}, func(set *manifest.Set) error { return s.checkTransitions(ctx, set, lease.Term) })
 	snap.Files = nil // parsed: the file bytes need not live through the apply (14 MB at 100k resources)
+	if err != nil {
+		tracing.Fail(step, s.opts.Scrub(loadFailure(err)))
+	} else {
+		step.SetAttributes(attribute.Int("trueup.types", len(set.Types)), attribute.Int("trueup.resources", len(set.Resources)))
+	}
+	step.End()
 	var readErr *appliedReadError
 	if errors.As(err, &readErr) {
 		return Outcome{}, readErr.err
@@ -465,8 +510,18 @@ func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (Outcome, error) 
 	if lease = s.writeLease(ctx, lease); lease == nil {
 		return Outcome{NotHolder: true}, nil
 	}
-	res, err := s.store.ApplyRevision(ctx, store.ApplyParams{Source: s.opts.Name, Revision: snap.Revision, Set: set, Prune: s.opts.Prune,
+	actx, step := tracer.Start(ctx, "apply")
+	res, err := s.store.ApplyRevision(actx, store.ApplyParams{Source: s.opts.Name, Revision: snap.Revision, Set: set, Prune: s.opts.Prune,
 		MaxPruneFraction: s.opts.MaxPruneFraction, Replica: s.opts.Replica, Lease: lease})
+	if err != nil {
+		tracing.Fail(step, s.opts.Scrub(loadFailure(err)))
+	} else {
+		step.SetAttributes(attribute.Int("trueup.created", res.Created), attribute.Int("trueup.updated", res.Updated),
+			attribute.Int("trueup.deleted", res.Deleted), attribute.Bool("trueup.held", res.Held))
+	}
+	step.End()
+	root.SetAttributes(attribute.String("trueup.revision", snap.Revision), attribute.Int("trueup.types", len(set.Types)),
+		attribute.Int("trueup.resources", len(set.Resources)))
 	var conflict *store.ConflictError
 	if errors.As(err, &conflict) {
 		return Outcome{}, s.reject(ctx, lease, snap.Revision, conflict.Errors)
@@ -478,21 +533,23 @@ func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (Outcome, error) 
 	if err != nil {
 		return Outcome{}, err
 	}
+	root.SetAttributes(attribute.Int("trueup.created", res.Created), attribute.Int("trueup.updated", res.Updated),
+		attribute.Int("trueup.deleted", res.Deleted))
 	if res.Held {
 		s.mu.Lock()
 		s.mem.held = snap.Revision
 		s.mu.Unlock()
-		s.log.Info("source suspended: revision held back", "revision", short(snap.Revision), "resources", len(set.Resources))
+		s.log.InfoContext(ctx, "source suspended: revision held back", "revision", short(snap.Revision), "resources", len(set.Resources))
 		return Outcome{Revision: snap.Revision, Held: true}, nil
 	}
 	if res.PruneSkipped != "" {
-		s.log.Warn("pruning skipped", "reason", res.PruneSkipped, "message", res.PruneMessage)
+		s.log.WarnContext(ctx, "pruning skipped", "reason", res.PruneSkipped, "message", res.PruneMessage)
 	}
 	if len(res.Refresh) > 0 {
 		// What waits for what may have changed with the revision (committed now). A failure
 		// is caught up by the maintenance sweep.
 		if err := s.store.RefreshDependencies(ctx, res.Refresh); err != nil {
-			s.log.Warn("refresh dependency waits", "count", len(res.Refresh), "err", err)
+			s.log.WarnContext(ctx, "refresh dependency waits", "count", len(res.Refresh), "err", err)
 		}
 	}
 	s.mu.Lock()
@@ -616,7 +673,7 @@ func (s *Syncer) fail(ctx context.Context, lease *store.Lease, f store.SyncFailu
 	// Remember the failure only once it is recorded: a failed write is tried again at the
 	// next poll instead of hiding a rejected revision behind Ready=True.
 	if err := s.store.RecordSyncFailure(ctx, f); err != nil {
-		s.log.Error("record sync failure", "err", err)
+		s.log.ErrorContext(ctx, "record sync failure", "err", err)
 		return errors.New(f.Message)
 	}
 	s.mu.Lock()
@@ -653,6 +710,25 @@ func OtherTypes(ctx context.Context, st *store.Store, source string) ([]manifest
 		out = append(out, mt)
 	}
 	return out, nil
+}
+
+// loadFailure is what a failed step's span says of err: how many problems a rejected revision
+// has (their messages may quote spec values), or the error's first line.
+func loadFailure(err error) string {
+	var verrs manifest.Errors
+	if errors.As(err, &verrs) {
+		return fmt.Sprintf("%d error(s) in the revision", len(verrs))
+	}
+	var conflict *store.ConflictError
+	if errors.As(err, &conflict) {
+		return fmt.Sprintf("%d conflict(s) with other sources", len(conflict.Errors))
+	}
+	return firstLine(err.Error())
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
 
 func short(rev string) string {

@@ -1,0 +1,113 @@
+package config
+
+import (
+	"net/url"
+	"sort"
+	"strings"
+
+	"golang.org/x/net/http/httpguts"
+
+	"github.com/trueup-dev/trueup/internal/plaintext"
+)
+
+// Tracing exports OpenTelemetry spans of syncs and reconciles over OTLP (internal/tracing).
+// Absent, nothing is exported and no span is recorded.
+type Tracing struct {
+	// Endpoint is the collector's base URL, as OTEL_EXPORTER_OTLP_ENDPOINT: /v1/traces is
+	// appended when its path is empty (a URL with a path is used as it is).
+	Endpoint string `yaml:"endpoint"`
+	// Protocol is http/protobuf, the only one supported (the default).
+	Protocol string `yaml:"protocol"`
+	// Headers go with every export (an API key, say); their values are scrubbed from logs.
+	Headers map[string]string `yaml:"headers"`
+	// Insecure allows headers over an http:// endpoint to another machine (internal/plaintext).
+	Insecure bool `yaml:"insecure"`
+	// SampleRatio is the share of syncs and reconciles traced, 0..1 (unset: OTEL_TRACES_SAMPLER
+	// when set, else every one).
+	SampleRatio *float64 `yaml:"sampleRatio"`
+	// ServiceName is the service.name resource attribute (default trueup).
+	ServiceName string `yaml:"serviceName"`
+	// TraceURL links trace ids on the dashboard: {traceId} is replaced by the id (optional).
+	TraceURL string `yaml:"traceURL"`
+}
+
+// Tracing defaults.
+const (
+	DefaultTracingProtocol    = "http/protobuf"
+	DefaultTracingServiceName = "trueup"
+	TraceURLPlaceholder       = "{traceId}"
+)
+
+func (t *Tracing) applyDefaults() {
+	if t.Protocol == "" {
+		t.Protocol = DefaultTracingProtocol
+	}
+	if t.ServiceName == "" {
+		t.ServiceName = DefaultTracingServiceName
+	}
+}
+
+// TracesURL is the URL spans are posted to: Endpoint with /v1/traces when it has no path.
+func (t *Tracing) TracesURL() string {
+	u, err := url.Parse(t.Endpoint)
+	if err != nil {
+		return t.Endpoint
+	}
+	if u.Path == "" || u.Path == "/" {
+		u.Path = "/v1/traces"
+	}
+	return u.String()
+}
+
+// validateTracing checks the tracing block and records its header values for scrubbing.
+func (c *Config) validateTracing(bad func(string, ...any)) {
+	t := c.Tracing
+	if t == nil {
+		return
+	}
+	for _, v := range t.Headers {
+		c.recordSecret(v)
+	}
+	// Not quoted: the endpoint may be a ${VAR} holding a token in its query.
+	u, err := url.Parse(t.Endpoint)
+	switch {
+	case t.Endpoint == "":
+		bad("tracing.endpoint: required (the OTLP collector's URL, e.g. http://127.0.0.1:4318)")
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		bad("tracing.endpoint: must be an http(s) URL such as http://127.0.0.1:4318")
+	case u.User != nil:
+		bad("tracing.endpoint: must not hold credentials (put them in tracing.headers)")
+	default:
+		if err := plaintext.Check("tracing.endpoint", u.Scheme, u.Hostname(), "the headers", len(t.Headers) > 0, t.Insecure); err != nil {
+			bad("%w", err)
+		}
+	}
+	if t.Protocol != DefaultTracingProtocol {
+		bad("tracing.protocol: %q is not supported (only %s)", t.Protocol, DefaultTracingProtocol)
+	}
+	names := make([]string, 0, len(t.Headers))
+	for k := range t.Headers {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if !httpguts.ValidHeaderFieldName(k) {
+			bad("tracing.headers: %q is not a valid header name", k)
+		}
+		if strings.ContainsAny(t.Headers[k], "\r\n") {
+			bad("tracing.headers.%s: the value holds a line break", k) // not quoted: a secret
+		}
+	}
+	if r := t.SampleRatio; r != nil && (*r < 0 || *r > 1) {
+		bad("tracing.sampleRatio: %v is outside 0..1", *r)
+	}
+	if t.TraceURL != "" {
+		u, err := url.Parse(strings.ReplaceAll(t.TraceURL, TraceURLPlaceholder, "x"))
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			bad("tracing.traceURL: %q is not an http(s) URL", t.TraceURL)
+		case !strings.Contains(t.TraceURL, TraceURLPlaceholder):
+			bad("tracing.traceURL: %q does not hold %s", t.TraceURL, TraceURLPlaceholder)
+		}
+	}
+}

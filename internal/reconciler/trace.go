@@ -1,0 +1,99 @@
+package reconciler
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/tracing"
+)
+
+// tracer records a trace per reconcile attempt: reconcile <Kind>/<ns>/<name> from the claim
+// to the write, with children claim, action.<operation> and write. The claim and the write
+// serve a batch; each attempt's trace gets its own claim and write spans stretched over the
+// batch's real start and end (with the batch's size as an attribute) rather than a link to
+// a batch span in a trace of its own: one trace then tells the whole attempt, and the
+// dashboard's link from a history row leads to everything it took.
+//
+// With tracing off (tracing.On false) no span is started at all, not even the no-op
+// provider's: an attempt costs an atomic load (BenchmarkTraceOff). Spans are named and given
+// attributes only when they record.
+var tracer = otel.Tracer("github.com/trueup-dev/trueup/internal/reconciler")
+
+// startTrace opens c's reconcile span, started when its claim started, and records the claim.
+func startTrace(ctx context.Context, c store.Claimed, claim claimWindow, trigger string) (context.Context, trace.Span) {
+	if !tracing.On() {
+		return ctx, trace.SpanFromContext(ctx) // the no-op span, without an allocation
+	}
+	var opts []trace.SpanStartOption
+	if !claim.start.IsZero() {
+		opts = append(opts, trace.WithTimestamp(claim.start))
+	}
+	ctx, span := tracer.Start(ctx, "reconcile", opts...)
+	if !span.IsRecording() {
+		return ctx, span
+	}
+	span.SetName("reconcile " + c.Kind + "/" + c.Namespace + "/" + c.Name)
+	span.SetAttributes(attribute.String("trueup.kind", c.Kind), attribute.String("trueup.namespace", c.Namespace),
+		attribute.String("trueup.name", c.Name), attribute.String("trueup.source", c.Source), attribute.String("trueup.revision", c.Revision),
+		attribute.Int64("trueup.generation", c.Generation), attribute.String("trueup.trigger", trigger), attribute.Int64("trueup.resource_id", c.ID))
+	if !claim.start.IsZero() {
+		tracing.Stretch(ctx, tracer, "claim", claim.start, claim.end, "", trace.WithAttributes(attribute.Int("trueup.batch_size", claim.size)))
+	}
+	return ctx, span
+}
+
+// actionSpan opens the span of one plugin call (operation reconcile, delete or observe); the
+// plugin gets its context, so that its own calls can carry the trace (traceparent).
+func (r *Reconciler) actionSpan(ctx context.Context, op, action string, req actions.Request) (context.Context, trace.Span) {
+	if parent := trace.SpanFromContext(ctx); !parent.IsRecording() {
+		return ctx, parent // tracing off, or the attempt not sampled: nothing to record
+	}
+	ctx, span := tracer.Start(ctx, "action")
+	if !span.IsRecording() {
+		return ctx, span
+	}
+	span.SetName("action." + op)
+	span.SetAttributes(attribute.String("trueup.action.name", action), attribute.String("trueup.action.type", r.opts.ActionTypes[action]),
+		attribute.String("trueup.operation", op), attribute.Int64("trueup.generation", req.Resource.Generation))
+	return ctx, span
+}
+
+// endAction ends an action span with the call's outcome, its error scrubbed.
+func endAction(span trace.Span, err error, scrub func(string) string, res actions.Result) {
+	if span.IsRecording() {
+		if err != nil {
+			tracing.Fail(span, scrub(err.Error()))
+		} else {
+			span.SetAttributes(attribute.Bool("trueup.done", res.Done))
+		}
+	}
+	span.End()
+}
+
+// traceWrite records the batch write of p's result over [start, end] and ends p's trace.
+func traceWrite(p pending, start, end time.Time, size int, lost bool) {
+	if !p.span.IsRecording() {
+		return
+	}
+	ctx := trace.ContextWithSpan(context.Background(), p.span)
+	failure := ""
+	if lost {
+		failure = "lease lost; result discarded"
+	}
+	tracing.Stretch(ctx, tracer, "write", start, end, failure, trace.WithAttributes(attribute.Int("trueup.batch_size", size)))
+	if lost {
+		tracing.Fail(p.span, failure)
+	} else {
+		p.span.SetAttributes(attribute.String("trueup.result", historyResult(p.a)))
+		if p.a.err != nil {
+			tracing.Fail(p.span, "attempt "+historyResult(p.a))
+		}
+	}
+	p.span.End(trace.WithTimestamp(end))
+}

@@ -1,0 +1,125 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/store"
+)
+
+// BenchmarkTraceOff is what an attempt's tracing costs without a tracing: block (the global
+// no-op provider): its reconcile, claim, action and write spans.
+func BenchmarkTraceOff(b *testing.B) {
+	r := &Reconciler{}
+	c := store.Claimed{ID: 1, Kind: "App", Namespace: "default", Name: "web", Generation: 1}
+	now := time.Now()
+	claim := claimWindow{start: now, end: now, size: 64}
+	b.ReportAllocs()
+	for b.Loop() {
+		ctx, span := startTrace(context.Background(), c, claim, "created")
+		_, as := r.actionSpan(ctx, "reconcile", "noop", actions.Request{})
+		endAction(as, nil, nil, actions.Result{Done: true})
+		traceWrite(pending{c: c, span: span}, now, now, 64, false)
+		span.End()
+	}
+}
+
+// fakeAction answers with its function fields.
+type fakeAction struct {
+	reconcile func(context.Context) (actions.Result, error)
+	observe   func(context.Context) (actions.Observation, error)
+}
+
+func (f fakeAction) Reconcile(ctx context.Context, _ actions.Request) (actions.Result, error) {
+	return f.reconcile(ctx)
+}
+func (f fakeAction) Delete(ctx context.Context, _ actions.Request) (actions.Result, error) {
+	return f.reconcile(ctx)
+}
+func (f fakeAction) Observe(ctx context.Context, _ actions.Request) (actions.Observation, error) {
+	return f.observe(ctx)
+}
+
+// TestActionSpans: each plugin call of an attempt under a recorded reconcile span is a child
+// span action.<operation> naming the instance, its type and the generation; the plugin gets
+// its context; a failure or a panic ends it with status Error and a scrubbed message.
+func TestActionSpans(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	// The package's tracer delegates to the first provider installed in the process.
+	otel.SetTracerProvider(tp)
+	r := New(nil, nil, Options{Scrub: func(s string) string { return strings.ReplaceAll(s, "s3cr3t", "***") },
+		ActionTypes: map[string]string{"act": "exec"}}, slog.New(slog.DiscardHandler))
+	ok := func(context.Context) (actions.Result, error) { return actions.Result{Done: true}, nil }
+	drift := func(context.Context) (actions.Observation, error) { return actions.Observation{Message: "moved"}, nil }
+	cases := []struct {
+		name     string
+		trigger  string
+		deleting bool
+		act      fakeAction
+		want     []string // span names, in the order they end
+		failed   string   // status description of the last one, "" for Ok
+	}{
+		{"reconcile", "created", false, fakeAction{reconcile: ok}, []string{"action.reconcile"}, ""},
+		{"delete", "deleted", true, fakeAction{reconcile: ok}, []string{"action.delete"}, ""},
+		{"resync with drift", "resync", false, fakeAction{reconcile: ok, observe: drift}, []string{"action.observe", "action.reconcile"}, ""},
+		{"failure", "created", false, fakeAction{reconcile: func(context.Context) (actions.Result, error) {
+			return actions.Result{}, errors.New("token s3cr3t refused")
+		}}, []string{"action.reconcile"}, "token *** refused"},
+		{"panic", "created", false, fakeAction{reconcile: func(context.Context) (actions.Result, error) { panic("s3cr3t") }},
+			[]string{"action.reconcile"}, "the action panicked during reconcile (a bug in the plugin; see the controller's log)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, root := tp.Tracer("test").Start(context.Background(), "reconcile")
+			var seen trace.SpanContext
+			act := tc.act
+			inner := act.reconcile
+			act.reconcile = func(ctx context.Context) (actions.Result, error) {
+				seen = trace.SpanContextFromContext(ctx)
+				return inner(ctx)
+			}
+			before := len(rec.Ended())
+			a := attempt{op: "reconcile", trigger: tc.trigger}
+			r.call(ctx, act, "act", actions.Request{Resource: actions.Resource{Generation: 4}}, tc.deleting, &a)
+			root.End()
+			var got []sdktrace.ReadOnlySpan
+			for _, s := range rec.Ended()[before:] {
+				if s.SpanContext().TraceID() == root.SpanContext().TraceID() && s.Name() != "reconcile" {
+					got = append(got, s)
+				}
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("%d action spans, want %v", len(got), tc.want)
+			}
+			for i, s := range got {
+				attrs := map[string]string{}
+				for _, kv := range s.Attributes() {
+					attrs[string(kv.Key)] = kv.Value.String()
+				}
+				if s.Name() != tc.want[i] || s.Parent().SpanID() != root.SpanContext().SpanID() ||
+					attrs["trueup.action.name"] != "act" || attrs["trueup.action.type"] != "exec" || attrs["trueup.generation"] != "4" {
+					t.Errorf("span %d: %s parent %s attributes %v", i, s.Name(), s.Parent().SpanID(), attrs)
+				}
+			}
+			last := got[len(got)-1]
+			if last.Status().Description != tc.failed || (tc.failed != "") != (last.Status().Code == codes.Error) {
+				t.Errorf("status %+v, want %q", last.Status(), tc.failed)
+			}
+			if seen.SpanID() != last.SpanContext().SpanID() {
+				t.Errorf("the plugin's context holds span %s, not its action span", seen.SpanID())
+			}
+		})
+	}
+}

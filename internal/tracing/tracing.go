@@ -1,0 +1,124 @@
+// Package tracing owns trueup's OpenTelemetry traces (issue 14, point 5): the OTLP exporter
+// and tracer provider that the `tracing:` block configures, the small helpers the syncer and
+// the reconciler record their spans with, and the log handler that puts the active span's
+// ids on log lines.
+//
+// Packages take their tracer from the global provider (otel.Tracer): without a `tracing:`
+// block it stays OpenTelemetry's no-op provider, whose spans record nothing and cost an
+// allocation or two. Setup installs the SDK's provider for the life of `trueup serve`.
+package tracing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/trueup-dev/trueup/internal/config"
+)
+
+// on is set while Setup's provider is installed: hot paths skip even the no-op provider's
+// spans without it (On).
+var on atomic.Bool
+
+// On reports whether Setup installed a provider: without one, a caller on a hot path (a
+// span per reconcile attempt) need not start its no-op spans at all.
+func On() bool { return on.Load() }
+
+// Service identifies the process in the resource attributes of its spans.
+type Service struct {
+	Version  string // service.version
+	Instance string // service.instance.id: the replica's name
+}
+
+// ShutdownTimeout bounds the flush of the spans still queued when serve exits.
+const ShutdownTimeout = 5 * time.Second
+
+// Setup installs the global tracer provider that exports spans as cfg says, and returns the
+// function that flushes and stops it (bounded by ShutdownTimeout) and puts back the provider
+// that was there before. With a nil cfg nothing is installed: spans stay no-ops. Export
+// failures are logged to logger (the scrubbed log sink), never by OpenTelemetry's own
+// logger, so that no header reaches a log unscrubbed. The exporter also reads the standard
+// OTEL_EXPORTER_OTLP_* variables; what cfg sets wins.
+func Setup(ctx context.Context, cfg *config.Tracing, svc Service, logger *slog.Logger) (shutdown func(), err error) {
+	if cfg == nil {
+		return func() {}, nil
+	}
+	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(cfg.TracesURL()), otlptracehttp.WithHeaders(cfg.Headers),
+		otlptracehttp.WithTimeout(10*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("tracing: %w", err)
+	}
+	// Attributes written last win over OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME.
+	res, err := resource.New(ctx, resource.WithFromEnv(), resource.WithTelemetrySDK(),
+		resource.WithAttributes(semconv.ServiceName(cfg.ServiceName), semconv.ServiceVersion(svc.Version), semconv.ServiceInstanceID(svc.Instance)))
+	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
+		_ = exp.Shutdown(ctx)
+		return nil, fmt.Errorf("tracing: resource: %w", err)
+	}
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithBatcher(exp), sdktrace.WithResource(res)}
+	if r := cfg.SampleRatio; r != nil {
+		// A parent's decision wins (a call that arrives with a traceparent); the root is sampled
+		// by its trace id, so every replica decides the same for one trace.
+		opts = append(opts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(*r))))
+	}
+	tp := sdktrace.NewTracerProvider(opts...)
+	prevTP, prevProp := otel.GetTracerProvider(), otel.GetTextMapPropagator()
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { logger.Warn("export traces", "err", err) }))
+	otel.SetTracerProvider(tp)
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	on.Store(true)
+	return func() {
+		on.Store(false)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownTimeout)
+		defer cancel()
+		if err := tp.Shutdown(ctx); err != nil {
+			logger.Warn("flush traces at shutdown", "err", err)
+		}
+		otel.SetTracerProvider(prevTP)
+		otel.SetTextMapPropagator(prevProp)
+	}, nil
+}
+
+// TraceID returns the id of span's trace when it is sampled (exported), "" otherwise: a
+// history row or a log line names only a trace that can be found.
+func TraceID(span trace.Span) string {
+	if sc := span.SpanContext(); sc.IsSampled() {
+		return sc.TraceID().String()
+	}
+	return ""
+}
+
+// Fail marks span failed with msg, which the caller has scrubbed of secrets.
+func Fail(span trace.Span, msg string) {
+	if !span.IsRecording() {
+		return
+	}
+	span.RecordError(errors.New(msg))
+	span.SetStatus(codes.Error, msg)
+}
+
+// Stretch records a finished child span of ctx's span named name over [start, end]: a step
+// shared by a batch (a claim, a write) that each item's trace shows as its own. A non-empty
+// failure (scrubbed by the caller) marks it failed.
+func Stretch(ctx context.Context, tracer trace.Tracer, name string, start, end time.Time, failure string, opts ...trace.SpanStartOption) {
+	if !trace.SpanFromContext(ctx).IsRecording() {
+		return
+	}
+	_, span := tracer.Start(ctx, name, append(opts, trace.WithTimestamp(start))...)
+	if failure != "" {
+		Fail(span, failure)
+	}
+	span.End(trace.WithTimestamp(end))
+}

@@ -1,0 +1,1 @@
+ALTER TABLE reconcile_history DROP COLUMN IF EXISTS trace_id;
