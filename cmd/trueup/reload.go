@@ -209,6 +209,17 @@ func (rt *reloader) buildSource(cfg *config.Config, sc config.Source, keys map[s
 	return rs, nil
 }
 
+// actionType is the plugin type of the action instance name in the config running ("":
+// none); the reconciler's traces name it.
+func (rt *reloader) actionType(name string) string {
+	for _, a := range rt.cfg.Load().Actions {
+		if a.Name == name {
+			return a.Type
+		}
+	}
+	return ""
+}
+
 // checkAction is the syncers' CheckAction: against the action instances configured now.
 func (rt *reloader) checkAction(name string, with json.RawMessage) error {
 	return checkAction(rt.acts.current())(name, with)

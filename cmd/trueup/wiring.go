@@ -70,15 +70,6 @@ func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 	return slog.New(tracing.LogHandler(h))
 }
 
-// actionTypes maps action instance names to their plugin types (the traces name both).
-func actionTypes(cfg *config.Config) map[string]string {
-	out := make(map[string]string, len(cfg.Actions))
-	for _, a := range cfg.Actions {
-		out[a.Name] = a.Type
-	}
-	return out
-}
-
 // traceURL is the dashboard's link to a trace, {traceId} in it ("": none).
 func traceURL(cfg *config.Config) string {
 	if cfg.Tracing == nil {

@@ -43,9 +43,9 @@ type Options struct {
 	Acquire func(name string) (act actions.Action, release func(), ok bool)
 	// Metrics records attempts (nil: none).
 	Metrics *metrics.Metrics
-	// ActionTypes maps action instance names to their plugin types (the traces' action spans
-	// name both; nil: the type is left out).
-	ActionTypes map[string]string
+	// ActionType names an action instance's plugin type, as configured now (the traces'
+	// action spans name both; nil: the type is left out).
+	ActionType func(name string) string
 }
 
 // Reconciler runs the workers of one replica.

@@ -59,7 +59,7 @@ func (r *Reconciler) actionSpan(ctx context.Context, op, action string, req acti
 		return ctx, span
 	}
 	span.SetName("action." + op)
-	span.SetAttributes(attribute.String("trueup.action.name", action), attribute.String("trueup.action.type", r.opts.ActionTypes[action]),
+	span.SetAttributes(attribute.String("trueup.action.name", action), attribute.String("trueup.action.type", r.actionType(action)),
 		attribute.String("trueup.operation", op), attribute.Int64("trueup.generation", req.Resource.Generation))
 	return ctx, span
 }
@@ -96,4 +96,12 @@ func traceWrite(p pending, start, end time.Time, size int, lost bool) {
 		}
 	}
 	p.span.End(trace.WithTimestamp(end))
+}
+
+// actionType is the plugin type of the action instance name ("" when unknown).
+func (r *Reconciler) actionType(name string) string {
+	if r.opts.ActionType == nil {
+		return ""
+	}
+	return r.opts.ActionType(name)
 }

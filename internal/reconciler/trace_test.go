@@ -60,7 +60,7 @@ func TestActionSpans(t *testing.T) {
 	// The package's tracer delegates to the first provider installed in the process.
 	otel.SetTracerProvider(tp)
 	r := New(nil, nil, Options{Scrub: func(s string) string { return strings.ReplaceAll(s, "s3cr3t", "***") },
-		ActionTypes: map[string]string{"act": "exec"}}, slog.New(slog.DiscardHandler))
+		ActionType: func(name string) string { return map[string]string{"act": "exec"}[name] }}, slog.New(slog.DiscardHandler))
 	ok := func(context.Context) (actions.Result, error) { return actions.Result{Done: true}, nil }
 	drift := func(context.Context) (actions.Observation, error) { return actions.Observation{Message: "moved"}, nil }
 	cases := []struct {
