@@ -39,53 +39,54 @@ func (c Changes) None() bool {
 // never changes between two of its loads. Every other block is restart-only.
 func Diff(old, new *Config) Changes {
 	var c Changes
-	oldSrc, newSrc := map[string]Source{}, map[string]Source{}
-	for _, s := range old.Sources {
-		oldSrc[s.Name] = s
-	}
-	for _, s := range new.Sources {
-		newSrc[s.Name] = s
-		switch o, ok := oldSrc[s.Name]; {
-		case !ok:
-			c.SourcesAdded = append(c.SourcesAdded, s.Name)
-		case old.fileSums[sourceKey(s.Name)] != new.fileSums[sourceKey(s.Name)]:
-			c.SourcesChanged = append(c.SourcesChanged, s.Name)
-		case !reflect.DeepEqual(o, s):
-			c.SourcesChanged = append(c.SourcesChanged, s.Name)
-			if o.Webhook = s.Webhook; reflect.DeepEqual(o, s) {
-				c.WebhookOnly = append(c.WebhookOnly, s.Name)
-			}
+	srcName := func(s Source) string { return s.Name }
+	c.SourcesAdded, c.SourcesRemoved, c.SourcesChanged = diffByName(old.Sources, new.Sources, srcName, func(o, n Source) bool {
+		if old.fileSums[sourceKey(n.Name)] != new.fileSums[sourceKey(n.Name)] {
+			return true
 		}
-	}
-	for _, s := range old.Sources {
-		if _, ok := newSrc[s.Name]; !ok {
-			c.SourcesRemoved = append(c.SourcesRemoved, s.Name)
+		if reflect.DeepEqual(o, n) {
+			return false
 		}
-	}
-	oldAct, newAct := map[string]Action{}, map[string]Action{}
-	for _, a := range old.Actions {
-		oldAct[a.Name] = a
-	}
-	for _, a := range new.Actions {
-		newAct[a.Name] = a
-		switch o, ok := oldAct[a.Name]; {
-		case !ok:
-			c.ActionsAdded = append(c.ActionsAdded, a.Name)
-		case o.Type != a.Type || !bytes.Equal(o.Config, a.Config) || old.fileSums[actionKey(a.Name)] != new.fileSums[actionKey(a.Name)]:
-			c.ActionsChanged = append(c.ActionsChanged, a.Name)
+		if o.Webhook = n.Webhook; reflect.DeepEqual(o, n) {
+			c.WebhookOnly = append(c.WebhookOnly, n.Name)
 		}
-	}
-	for _, a := range old.Actions {
-		if _, ok := newAct[a.Name]; !ok {
-			c.ActionsRemoved = append(c.ActionsRemoved, a.Name)
-		}
-	}
+		return true
+	})
+	actName := func(a Action) string { return a.Name }
+	c.ActionsAdded, c.ActionsRemoved, c.ActionsChanged = diffByName(old.Actions, new.Actions, actName, func(o, n Action) bool {
+		return o.Type != n.Type || !bytes.Equal(o.Config, n.Config) || old.fileSums[actionKey(n.Name)] != new.fileSums[actionKey(n.Name)]
+	})
 	c.Notifications = !reflect.DeepEqual(old.Notifications, new.Notifications)
 	c.RestartRequired = RestartOnlyChanged(old, new)
 	for _, l := range [][]string{c.SourcesAdded, c.SourcesRemoved, c.SourcesChanged, c.WebhookOnly, c.ActionsAdded, c.ActionsRemoved, c.ActionsChanged} {
 		slices.Sort(l)
 	}
 	return c
+}
+
+// diffByName compares two lists of named entries: the names only in next (added), only in
+// prev (removed), and in both with changed(prev's, next's) true.
+func diffByName[T any](prev, next []T, name func(T) string, changed func(o, n T) bool) (added, removed, changedNames []string) {
+	byName := make(map[string]T, len(prev))
+	for _, e := range prev {
+		byName[name(e)] = e
+	}
+	kept := make(map[string]bool, len(next))
+	for _, e := range next {
+		kept[name(e)] = true
+		switch o, ok := byName[name(e)]; {
+		case !ok:
+			added = append(added, name(e))
+		case changed(o, e):
+			changedNames = append(changedNames, name(e))
+		}
+	}
+	for _, e := range prev {
+		if !kept[name(e)] {
+			removed = append(removed, name(e))
+		}
+	}
+	return added, removed, changedNames
 }
 
 // restartOnly are the blocks read once, at start (by their YAML name): the database pool,
