@@ -144,12 +144,13 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 // controller; the panic's text is not kept (it may quote the spec it was given).
 func (r *Reconciler) call(ctx context.Context, act actions.Action, name string, req actions.Request, deleting bool, a *attempt) {
 	var open trace.Span // the span of the plugin call running: a panic ends it failed
+	scrub := r.callScrub(req.Secrets)
 	defer func() {
 		if p := recover(); p != nil {
 			r.log.ErrorContext(ctx, "action panicked", "resource", req.Resource.Namespace+"/"+req.Resource.Kind+"/"+req.Resource.Name, "operation", a.op)
 			a.res, a.err = actions.Result{}, fmt.Errorf("the action panicked during %s (a bug in the plugin; see the controller's log)", a.op)
 			if open != nil {
-				endAction(open, a.err, r.opts.Scrub, a.res)
+				endAction(open, a.err, scrub, a.res)
 			}
 		}
 	}()
@@ -158,13 +159,13 @@ func (r *Reconciler) call(ctx context.Context, act actions.Action, name string, 
 		actx, span := r.actionSpan(ctx, "delete", name, req)
 		open = span
 		a.res, a.err = act.Delete(actx, req)
-		endAction(span, a.err, r.opts.Scrub, a.res)
+		endAction(span, a.err, scrub, a.res)
 	case a.trigger == "resync":
 		if obs, ok := act.(actions.Observer); ok {
 			actx, span := r.actionSpan(ctx, "observe", name, req)
 			open = span
 			o, oerr := obs.Observe(actx, req)
-			endAction(span, oerr, r.opts.Scrub, actions.Result{Done: oerr == nil && o.InSync})
+			endAction(span, oerr, scrub, actions.Result{Done: oerr == nil && o.InSync})
 			open = nil
 			switch {
 			case oerr != nil:
@@ -182,13 +183,34 @@ func (r *Reconciler) call(ctx context.Context, act actions.Action, name string, 
 			actx, span := r.actionSpan(ctx, "reconcile", name, req)
 			open = span
 			a.res, a.err = act.Reconcile(actx, req)
-			endAction(span, a.err, r.opts.Scrub, a.res)
+			endAction(span, a.err, scrub, a.res)
 		}
 	default:
 		actx, span := r.actionSpan(ctx, "reconcile", name, req)
 		open = span
 		a.res, a.err = act.Reconcile(actx, req)
-		endAction(span, a.err, r.opts.Scrub, a.res)
+		endAction(span, a.err, scrub, a.res)
+	}
+}
+
+// callScrub scrubs what a span of this call records as the history row is scrubbed: the
+// call's own secrets (revealed SOPS fields, secretRef values: req.Secrets, which the config's
+// scrubber does not know) and then the config's. Spans go to a collector outside, often a
+// vendor's; a plugin error may quote a value it was given. The call's scrubber is built on
+// first use: only a failed call under a recorded span needs it.
+func (r *Reconciler) callScrub(secrets []string) func(string) string {
+	var own func(string) string
+	return func(s string) string {
+		if len(secrets) > 0 {
+			if own == nil {
+				own = actions.Scrubber(secrets)
+			}
+			s = own(s)
+		}
+		if r.opts.Scrub != nil {
+			s = r.opts.Scrub(s)
+		}
+		return s
 	}
 }
 

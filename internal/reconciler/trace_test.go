@@ -68,17 +68,24 @@ func TestActionSpans(t *testing.T) {
 		trigger  string
 		deleting bool
 		act      fakeAction
+		secrets  []string // the call's own (req.Secrets), unknown to the config's scrubber
 		want     []string // span names, in the order they end
 		failed   string   // status description of the last one, "" for Ok
 	}{
-		{"reconcile", "created", false, fakeAction{reconcile: ok}, []string{"action.reconcile"}, ""},
-		{"delete", "deleted", true, fakeAction{reconcile: ok}, []string{"action.delete"}, ""},
-		{"resync with drift", "resync", false, fakeAction{reconcile: ok, observe: drift}, []string{"action.observe", "action.reconcile"}, ""},
+		{"reconcile", "created", false, fakeAction{reconcile: ok}, nil, []string{"action.reconcile"}, ""},
+		{"delete", "deleted", true, fakeAction{reconcile: ok}, nil, []string{"action.delete"}, ""},
+		{"resync with drift", "resync", false, fakeAction{reconcile: ok, observe: drift}, nil, []string{"action.observe", "action.reconcile"}, ""},
 		{"failure", "created", false, fakeAction{reconcile: func(context.Context) (actions.Result, error) {
 			return actions.Result{}, errors.New("token s3cr3t refused")
-		}}, []string{"action.reconcile"}, "token *** refused"},
+		}}, nil, []string{"action.reconcile"}, "token *** refused"},
+		{"failure quoting a call secret", "created", false, fakeAction{reconcile: func(context.Context) (actions.Result, error) {
+			return actions.Result{}, errors.New("db login failed: password=hunter2-revealed, token s3cr3t")
+		}}, []string{"hunter2-revealed"}, []string{"action.reconcile"}, "db login failed: password=***, token ***"},
+		{"observe failure quoting a call secret", "resync", false, fakeAction{reconcile: ok, observe: func(context.Context) (actions.Observation, error) {
+			return actions.Observation{}, errors.New("GET /state?pw=hunter2%2Frevealed: 401")
+		}}, []string{"hunter2/revealed"}, []string{"action.observe"}, "GET /state?pw=***: 401"},
 		{"panic", "created", false, fakeAction{reconcile: func(context.Context) (actions.Result, error) { panic("s3cr3t") }},
-			[]string{"action.reconcile"}, "the action panicked during reconcile (a bug in the plugin; see the controller's log)"},
+			nil, []string{"action.reconcile"}, "the action panicked during reconcile (a bug in the plugin; see the controller's log)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,9 +97,15 @@ func TestActionSpans(t *testing.T) {
 				seen = trace.SpanContextFromContext(ctx)
 				return inner(ctx)
 			}
+			if obs := act.observe; obs != nil {
+				act.observe = func(ctx context.Context) (actions.Observation, error) {
+					seen = trace.SpanContextFromContext(ctx)
+					return obs(ctx)
+				}
+			}
 			before := len(rec.Ended())
 			a := attempt{op: "reconcile", trigger: tc.trigger}
-			r.call(ctx, act, "act", actions.Request{Resource: actions.Resource{Generation: 4}}, tc.deleting, &a)
+			r.call(ctx, act, "act", actions.Request{Resource: actions.Resource{Generation: 4}, Secrets: tc.secrets}, tc.deleting, &a)
 			root.End()
 			var got []sdktrace.ReadOnlySpan
 			for _, s := range rec.Ended()[before:] {
@@ -116,6 +129,15 @@ func TestActionSpans(t *testing.T) {
 			last := got[len(got)-1]
 			if last.Status().Description != tc.failed || (tc.failed != "") != (last.Status().Code == codes.Error) {
 				t.Errorf("status %+v, want %q", last.Status(), tc.failed)
+			}
+			for _, s := range got {
+				for _, ev := range s.Events() {
+					for _, kv := range ev.Attributes {
+						if v := kv.Value.Emit(); strings.Contains(v, "s3cr3t") || strings.Contains(v, "hunter2") {
+							t.Errorf("span %s event %s: %s=%q holds a secret", s.Name(), ev.Name, kv.Key, v)
+						}
+					}
+				}
 			}
 			if seen.SpanID() != last.SpanContext().SpanID() {
 				t.Errorf("the plugin's context holds span %s, not its action span", seen.SpanID())
