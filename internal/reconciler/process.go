@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trueup-dev/trueup/actions"
@@ -50,14 +49,6 @@ type attempt struct {
 // shutdown is the replica's.
 func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, claim claimWindow) {
 	a := attempt{started: time.Now(), trigger: trigger(c)}
-	ctx, span := startTrace(ctx, c, claim, a.trigger)
-	a.traceID = tracing.TraceID(span)
-	handed := false // to the writer, which ends the span after the write
-	defer func() {
-		if !handed {
-			span.End()
-		}
-	}()
 	act, done, err := r.actionFor(c)
 	defer done()
 	if c.Deleting {
@@ -75,6 +66,9 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 		var spec json.RawMessage
 		spec, resolved, err = r.resolve(ctx, c)
 		if errors.Is(err, errNotReady) {
+			// Given back before any trace is started: a dependent waiting for its dependencies
+			// may be claimed and given back many times, and a trace holding only a claim would
+			// say nothing that the resource's status does not.
 			r.release([]store.Claimed{c})
 			rctx, cancel := context.WithTimeout(shutdown, 10*time.Second)
 			if rerr := r.store.RefreshDependencies(rctx, []int64{c.ID}); rerr != nil {
@@ -87,6 +81,15 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 			c.Spec = spec
 		}
 	}
+	// The trace starts here but is dated from the claim: it covers the resolve above.
+	ctx, span := startTrace(ctx, c, claim, a.started, a.trigger)
+	a.traceID = tracing.TraceID(span)
+	handed := false // to the writer, which ends the span after the write
+	defer func() {
+		if !handed {
+			span.End()
+		}
+	}()
 	spec, secrets, revealErr := c.Spec, []string(nil), error(nil)
 	if err == nil && r.opts.Reveal != nil {
 		spec, secrets, revealErr = r.opts.Reveal(ctx, c)
@@ -123,13 +126,14 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 	if shutdown.Err() != nil && a.err != nil {
 		// Shutting down: the call was interrupted, not failed. Another replica (or this one
 		// after restart) takes the item again. A call that finished is written as usual.
+		traceReleased(span, "interrupted by shutdown; the item is given back")
 		r.release([]store.Claimed{c})
 		return
 	}
 	if cause := context.Cause(ctx); a.err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		// Cancelled because the lease is gone (lost, or this replica's session ended): the
 		// work belongs to whoever holds it now. Writing would fail on the fence anyway.
-		span.SetStatus(codes.Error, "call stopped: lease gone")
+		traceReleased(span, "call stopped: lease gone")
 		r.log.InfoContext(ctx, "call stopped: lease gone", "resource", c.Namespace+"/"+c.Kind+"/"+c.Name, "cause", cause)
 		r.untrack(c.LeaseToken)
 		return
@@ -286,6 +290,7 @@ func (r *Reconciler) writeLoop(in <-chan pending) {
 		}
 		r.writing(tokens)
 		writeStart := time.Now()
+		outcome := make([]writeOutcome, len(batch)) // written, unless said otherwise below
 		lost, err := r.complete(items)
 		if err != nil && len(batch) > 1 {
 			// One result the database refuses must not take the others down with it.
@@ -294,9 +299,12 @@ func (r *Reconciler) writeLoop(in <-chan pending) {
 			for i, it := range items {
 				l, err := r.complete([]store.Completion{it})
 				if err != nil {
-					l, err = r.complete([]store.Completion{r.unstorable(batch[i], err)})
+					if l, err = r.complete([]store.Completion{r.unstorable(batch[i], err)}); err == nil {
+						outcome[i] = writeRefused
+					}
 				}
 				if err != nil {
+					outcome[i] = writeFailed
 					r.log.Error("write result", "resource_id", it.ID, "err", err)
 				}
 				lost = append(lost, l...)
@@ -304,8 +312,10 @@ func (r *Reconciler) writeLoop(in <-chan pending) {
 		} else if err != nil {
 			if l, err2 := r.complete([]store.Completion{r.unstorable(batch[0], err)}); err2 == nil {
 				lost = l
+				outcome[0] = writeRefused
 			} else {
 				// The lease expires and the work is claimed again: nothing is lost, only repeated.
+				outcome[0] = writeFailed
 				r.log.Error("write result", "resource_id", batch[0].c.ID, "err", err2)
 			}
 		}
@@ -314,11 +324,12 @@ func (r *Reconciler) writeLoop(in <-chan pending) {
 		for _, id := range lost {
 			lostIDs[id] = true
 		}
-		for _, p := range batch {
+		for i, p := range batch {
 			if lostIDs[p.c.ID] {
+				outcome[i] = writeLost
 				r.log.WarnContext(trace.ContextWithSpan(context.Background(), p.span), "lease lost; result discarded", "resource_id", p.c.ID)
 			}
-			traceWrite(p, writeStart, writeEnd, len(batch), lostIDs[p.c.ID])
+			traceWrite(p, writeStart, writeEnd, len(batch), outcome[i])
 		}
 		// The batch may have scheduled work (retries, requeues) sooner than the claimer's
 		// next look: let it recompute its wait now that the rows are committed.

@@ -27,10 +27,10 @@ func BenchmarkTraceOff(b *testing.B) {
 	claim := claimWindow{start: now, end: now, size: 64}
 	b.ReportAllocs()
 	for b.Loop() {
-		ctx, span := startTrace(context.Background(), c, claim, "created")
+		ctx, span := startTrace(context.Background(), c, claim, now, "created")
 		_, as := r.actionSpan(ctx, "reconcile", "noop", actions.Request{})
 		endAction(as, nil, nil, actions.Result{Done: true})
-		traceWrite(pending{c: c, span: span}, now, now, 64, false)
+		traceWrite(pending{c: c, span: span}, now, now, 64, written)
 		span.End()
 	}
 }
@@ -143,5 +143,71 @@ func TestActionSpans(t *testing.T) {
 				t.Errorf("the plugin's context holds span %s, not its action span", seen.SpanID())
 			}
 		})
+	}
+}
+
+// TestTraceOutcome: an attempt's trace says what its history row says, given what the writer
+// did with the result.
+func TestTraceOutcome(t *testing.T) {
+	t.Parallel()
+	ok := attempt{res: actions.Result{Done: true}}
+	failed := attempt{err: errors.New("boom")}
+	cases := []struct {
+		name              string
+		a                 attempt
+		w                 writeOutcome
+		result, root, wrt string
+	}{
+		{"succeeded, written", ok, written, "Succeeded", "", ""},
+		{"in progress, written", attempt{}, written, "InProgress", "", ""},
+		{"failed, written", failed, written, "Failed", "attempt Failed", ""},
+		{"stalled, written", attempt{err: actions.Terminal(errors.New("bad spec"))}, written, "Stalled", "attempt Stalled", ""},
+		{"succeeded, refused by the database", ok, writeRefused, "Failed",
+			"attempt Failed: the action's result could not be stored", "the action's result could not be stored"},
+		{"succeeded, not written", ok, writeFailed, "Error",
+			"the result was not written; the work is repeated", "the result was not written; the work is repeated"},
+		{"failed, not written", failed, writeFailed, "Error",
+			"the result was not written; the work is repeated", "the result was not written; the work is repeated"},
+		{"succeeded, lease lost", ok, writeLost, "Interrupted", "lease lost; result discarded", "lease lost; result discarded"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			result, root, wrt := traceOutcome(tc.a, tc.w)
+			if result != tc.result || root != tc.root || wrt != tc.wrt {
+				t.Errorf("got (%q, %q, %q), want (%q, %q, %q)", result, root, wrt, tc.result, tc.root, tc.wrt)
+			}
+		})
+	}
+}
+
+// TestTraceWrite: the root span carries the stored result and fails as traceOutcome says.
+func TestTraceWrite(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	now := time.Now()
+	for _, w := range []writeOutcome{written, writeRefused, writeFailed, writeLost} {
+		_, root := tp.Tracer("test").Start(context.Background(), "reconcile")
+		p := pending{a: attempt{res: actions.Result{Done: true}}, span: root}
+		// The write span itself comes from the package tracer, bound to whichever provider
+		// the process installed first: traceOutcome's table covers its failure text.
+		traceWrite(p, now, now, 3, w)
+		result, rootFailure, _ := traceOutcome(p.a, w)
+		var got sdktrace.ReadOnlySpan
+		for _, s := range rec.Ended() {
+			if s.SpanContext().SpanID() == root.SpanContext().SpanID() {
+				got = s
+			}
+		}
+		if got == nil {
+			t.Fatalf("%v: root span not ended", w)
+		}
+		attrs := map[string]string{}
+		for _, kv := range got.Attributes() {
+			attrs[string(kv.Key)] = kv.Value.String()
+		}
+		if attrs["trueup.result"] != result || got.Status().Description != rootFailure || (rootFailure != "") != (got.Status().Code == codes.Error) {
+			t.Errorf("%v: result %q status %+v, want %q %q", w, attrs["trueup.result"], got.Status(), result, rootFailure)
+		}
 	}
 }
