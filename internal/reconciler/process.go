@@ -305,7 +305,7 @@ func (r *Reconciler) writeLoop(in <-chan pending) {
 				}
 				if err != nil {
 					outcome[i] = writeFailed
-					r.log.Error("write result", "resource_id", it.ID, "err", err)
+					r.log.ErrorContext(trace.ContextWithSpan(context.Background(), batch[i].span), "write result", "resource_id", it.ID, "err", err)
 				}
 				lost = append(lost, l...)
 			}
@@ -316,7 +316,7 @@ func (r *Reconciler) writeLoop(in <-chan pending) {
 			} else {
 				// The lease expires and the work is claimed again: nothing is lost, only repeated.
 				outcome[0] = writeFailed
-				r.log.Error("write result", "resource_id", batch[0].c.ID, "err", err2)
+				r.log.ErrorContext(trace.ContextWithSpan(context.Background(), batch[0].span), "write result", "resource_id", batch[0].c.ID, "err", err2)
 			}
 		}
 		writeEnd := time.Now()
