@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -78,8 +79,12 @@ func Setup(ctx context.Context, cfg *config.Tracing, svc Service, logger *slog.L
 	if cfg == nil {
 		return &Running{}, nil
 	}
+	client, err := exportClient(os.Getenv)
+	if err != nil {
+		return nil, fmt.Errorf("tracing: %w", err)
+	}
 	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(cfg.TracesURL()), otlptracehttp.WithHeaders(cfg.Headers),
-		otlptracehttp.WithTimeout(10*time.Second))
+		otlptracehttp.WithHTTPClient(client))
 	if err != nil {
 		return nil, fmt.Errorf("tracing: %w", err)
 	}
