@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -71,20 +72,30 @@ func (r *Running) SpansDropped() uint64 {
 
 // Setup installs the global tracer provider that exports spans as cfg says. With a nil cfg
 // nothing is installed: spans stay no-ops. Spans dropped because the export queue
-// (OTEL_BSP_MAX_QUEUE_SIZE) is full are counted and warned about. Export
-// failures are logged to logger (the scrubbed log sink), never by OpenTelemetry's own
-// logger, so that no header reaches a log unscrubbed. The exporter also reads the standard
-// OTEL_EXPORTER_OTLP_* variables; what cfg sets wins.
+// (OTEL_BSP_MAX_QUEUE_SIZE) is full are counted and warned about. Export failures are
+// logged to logger (the scrubbed log sink), and so are OpenTelemetry's own log lines, with
+// the raw text of a malformed variable left out (otelLogHandler): no header reaches a log
+// unscrubbed. The exporter also reads the standard OTEL_EXPORTER_OTLP_* variables (headers
+// only when cfg sets none; the endpoint is always cfg's). Call it once per process: the
+// packages' tracers stay bound to the first provider installed (otel's global delegate).
 func Setup(ctx context.Context, cfg *config.Tracing, svc Service, logger *slog.Logger) (*Running, error) {
 	if cfg == nil {
 		return &Running{}, nil
 	}
+	// Before the exporter reads its OTEL_EXPORTER_OTLP_* variables: it reports a malformed one
+	// through this logger, which otherwise writes to stderr unscrubbed.
+	otel.SetLogger(logr.FromSlogHandler(otelLogHandler(logger.Handler())))
 	client, err := exportClient(os.Getenv)
 	if err != nil {
 		return nil, fmt.Errorf("tracing: %w", err)
 	}
-	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(cfg.TracesURL()), otlptracehttp.WithHeaders(cfg.Headers),
-		otlptracehttp.WithHTTPClient(client))
+	expOpts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(cfg.TracesURL()), otlptracehttp.WithHTTPClient(client)}
+	if len(cfg.Headers) > 0 {
+		// Only then: WithHeaders replaces OTEL_EXPORTER_OTLP_HEADERS, even given no header.
+		// The request timeout is exportClient's (OTEL_EXPORTER_OTLP_TIMEOUT, else 10 s).
+		expOpts = append(expOpts, otlptracehttp.WithHeaders(cfg.Headers))
+	}
+	exp, err := otlptracehttp.New(ctx, expOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("tracing: %w", err)
 	}
