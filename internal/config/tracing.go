@@ -1,6 +1,7 @@
 package config
 
 import (
+	"math"
 	"net/url"
 	"sort"
 	"strings"
@@ -111,7 +112,8 @@ func (c *Config) validateTracing(bad func(string, ...any)) {
 			bad("tracing.headers.%s: the value holds a line break", k) // not quoted: a secret
 		}
 	}
-	if r := t.SampleRatio; r != nil && (*r < 0 || *r > 1) {
+	// NaN compares false with everything: TraceIDRatioBased(NaN) samples all or none by platform.
+	if r := t.SampleRatio; r != nil && (*r < 0 || *r > 1 || math.IsNaN(*r)) {
 		bad("tracing.sampleRatio: %v is outside 0..1", *r)
 	}
 	if t.TraceURL != "" {
