@@ -70,11 +70,11 @@ func TestSyncTraceRejected(t *testing.T) {
 		texts := []string{sp.Status().Description}
 		for _, ev := range sp.Events() {
 			for _, kv := range ev.Attributes {
-				texts = append(texts, kv.Value.Emit())
+				texts = append(texts, kv.Value.String())
 			}
 		}
 		for _, kv := range sp.Attributes() {
-			texts = append(texts, kv.Value.Emit())
+			texts = append(texts, kv.Value.String())
 		}
 		for _, text := range texts {
 			if strings.Contains(text, "98765") {
