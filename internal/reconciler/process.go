@@ -147,8 +147,11 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 // plugin that panics fails the attempt (retried with backoff) instead of stopping the
 // controller; the panic's text is not kept (it may quote the spec it was given).
 func (r *Reconciler) call(ctx context.Context, act actions.Action, name string, req actions.Request, deleting bool, a *attempt) {
-	var open trace.Span // the span of the plugin call running: a panic ends it failed
-	scrub := r.callScrub(req.Secrets)
+	var open trace.Span   // the span of the plugin call running: a panic ends it failed
+	scrub := r.opts.Scrub // unused unless the attempt's span records (then the action spans do)
+	if trace.SpanFromContext(ctx).IsRecording() {
+		scrub = r.callScrub(req.Secrets)
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			r.log.ErrorContext(ctx, "action panicked", "resource", req.Resource.Namespace+"/"+req.Resource.Kind+"/"+req.Resource.Name, "operation", a.op)
