@@ -267,7 +267,7 @@ func (a *Action) invoke(ctx context.Context, op string, req actions.Request) ([]
 		if errors.Is(cause, errPlanBusy) {
 			return nil, errPlanBusy
 		}
-		logger.Debug("exec interrupted", "cause", cause)
+		logger.DebugContext(ctx, "exec interrupted", "cause", cause)
 		if t, ok := cause.(*timeoutError); ok {
 			return nil, withTail(t, tail())
 		}
@@ -277,7 +277,7 @@ func (a *Action) invoke(ctx context.Context, op string, req actions.Request) ([]
 	switch {
 	case errors.As(waitErr, &exitErr):
 		code := exitErr.ExitCode()
-		logger.Debug("exec failed", "exit_code", code)
+		logger.DebugContext(ctx, "exec failed", "exit_code", code)
 		err := withTail(exitErr, tail())
 		if code == ExitConfig {
 			return nil, actions.Terminal(err)
@@ -289,11 +289,11 @@ func (a *Action) invoke(ctx context.Context, op string, req actions.Request) ([]
 	case errors.Is(waitErr, exec.ErrWaitDelay):
 		// The command succeeded but left a process holding stdout or stderr; that process
 		// has been killed and the reply read so far is the command's.
-		logger.Warn("exec command left processes holding its output; killed them")
+		logger.WarnContext(ctx, "exec command left processes holding its output; killed them")
 	case waitErr != nil:
 		return nil, fmt.Errorf("wait for command: %w", waitErr)
 	}
-	logger.Debug("exec finished")
+	logger.DebugContext(ctx, "exec finished")
 
 	out, overflow := stdout.bytes()
 	if overflow {

@@ -257,7 +257,7 @@ func (a *Action) serve(ctx context.Context, req actions.Request, op string) (act
 		"operation", op, "kind", req.Resource.Kind, "namespace", req.Resource.Namespace,
 		"name", req.Resource.Name, "generation", req.Resource.Generation)}
 	if res, ok := c.fromState(); ok {
-		return c.answer(res, nil)
+		return c.answer(ctx, res, nil)
 	}
 	if until, ok := a.limited(); ok {
 		return c.rateLimited(until), nil
@@ -268,7 +268,7 @@ func (a *Action) serve(ctx context.Context, req actions.Request, op string) (act
 	} else {
 		res, err = c.reconcile(ctx)
 	}
-	return c.answer(res, err)
+	return c.answer(ctx, res, err)
 }
 
 // call is one Reconcile or Delete of one resource.
@@ -285,11 +285,11 @@ type call struct {
 }
 
 // answer maps a rate limit to a waiting result and scrubs what leaves the plugin.
-func (c *call) answer(res actions.Result, err error) (actions.Result, error) {
+func (c *call) answer(ctx context.Context, res actions.Result, err error) (actions.Result, error) {
 	a := c.a
 	if until, ok := rateLimitUntil(err, a.now()); ok {
 		a.noteLimit(until)
-		c.log.Warn("github rate limit; waiting for the reset", "until", until.UTC().Format(time.RFC3339), "err", a.secrets.scrub(err.Error()))
+		c.log.WarnContext(ctx, "github rate limit; waiting for the reset", "until", until.UTC().Format(time.RFC3339), "err", a.secrets.scrub(err.Error()))
 		return c.rateLimited(until), nil
 	}
 	if err != nil {

@@ -58,7 +58,7 @@ func (a *Action) dispatch(ctx context.Context, wf, ref string, inputs map[string
 	if err != nil && !a.noRunDetails.Load() && errors.As(err, &er) && er.Response != nil &&
 		er.Response.StatusCode == http.StatusUnprocessableEntity && strings.Contains(er.Error(), "return_run_details") {
 		a.noRunDetails.Store(true)
-		a.logger.Info("server refuses return_run_details; dispatching without it from now on")
+		a.logger.InfoContext(ctx, "server refuses return_run_details; dispatching without it from now on")
 		return a.dispatchOnce(ctx, wf, ref, inputs, false)
 	}
 	return details, err

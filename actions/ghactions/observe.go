@@ -50,7 +50,7 @@ func (a *Action) Observe(ctx context.Context, req actions.Request) (actions.Obse
 	obs, err := c.check(ctx)
 	if until, ok := rateLimitUntil(err, a.now()); ok {
 		a.noteLimit(until)
-		c.log.Warn("github rate limit during the drift check", "until", until)
+		c.log.WarnContext(ctx, "github rate limit during the drift check", "until", until)
 		return actions.Observation{InSync: true, Message: "drift check skipped: " + rateLimitMessage(until)}, nil
 	}
 	if err != nil {
@@ -81,7 +81,7 @@ func (c *call) check(parent context.Context) (actions.Observation, error) {
 	if details != nil {
 		runID, runURL = details.WorkflowRunID, details.HTMLURL
 	}
-	c.log.Debug("check workflow dispatched", "workflow", wf, "trueup_id", corr, "run_id", runID)
+	c.log.DebugContext(ctx, "check workflow dispatched", "workflow", wf, "trueup_id", corr, "run_id", runID)
 	run, runID, runURL, err := a.awaitRun(ctx, wf, corr, since, runID, runURL)
 	if err != nil {
 		if context.Cause(ctx) == errCheckTimeout && parent.Err() == nil {
@@ -103,7 +103,7 @@ func (c *call) check(parent context.Context) (actions.Observation, error) {
 			return actions.Observation{}, err
 		}
 		a.setDrift(c.req.Resource, true)
-		c.log.Info("check workflow reports drift", "run_id", runID)
+		c.log.InfoContext(ctx, "check workflow reports drift", "run_id", runID)
 		return actions.Observation{InSync: false, Message: "drift: " + msg}, nil
 	default:
 		msg, err := a.failureMessage(ctx, run, runURL, "check run")

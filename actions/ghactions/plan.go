@@ -41,7 +41,7 @@ func (a *Action) Plan(ctx context.Context, req actions.Request) (actions.Plan, e
 	p, err := c.plan(ctx)
 	if until, ok := rateLimitUntil(err, a.now()); ok {
 		a.noteLimit(until)
-		c.log.Warn("github rate limit during a plan", "until", until)
+		c.log.WarnContext(ctx, "github rate limit during a plan", "until", until)
 		return actions.Plan{}, errors.New("plan cut short: " + rateLimitMessage(until))
 	}
 	if err != nil {
@@ -71,7 +71,7 @@ func (c *call) plan(ctx context.Context) (actions.Plan, error) {
 	if details != nil {
 		runID, runURL = details.WorkflowRunID, details.HTMLURL
 	}
-	c.log.Debug("plan workflow dispatched", "workflow", wf, "trueup_id", corr, "run_id", runID)
+	c.log.DebugContext(ctx, "plan workflow dispatched", "workflow", wf, "trueup_id", corr, "run_id", runID)
 	run, runID, runURL, err := a.awaitRun(ctx, wf, corr, since, runID, runURL)
 	if err != nil {
 		if runID != 0 && ctx.Err() != nil {
@@ -104,7 +104,7 @@ func (c *call) plan(ctx context.Context) (actions.Plan, error) {
 	if err != nil {
 		return actions.Plan{}, fmt.Errorf("artifact %s of plan run %d: %w", outputsArtifact, runID, err)
 	}
-	c.log.Info("plan run succeeded", "run_id", runID, "changes", p.Changes)
+	c.log.InfoContext(ctx, "plan run succeeded", "run_id", runID, "changes", p.Changes)
 	return p, nil
 }
 

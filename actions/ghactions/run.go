@@ -66,7 +66,7 @@ func (c *call) reconcile(ctx context.Context) (actions.Result, error) {
 		switch st.Phase {
 		case phaseCompleted:
 			if c.a.takeDrift(r) {
-				c.log.Info("check workflow reported drift; dispatching again", "previous_run_id", st.RunID)
+				c.log.InfoContext(ctx, "check workflow reported drift; dispatching again", "previous_run_id", st.RunID)
 				return c.dispatch(ctx, 0)
 			}
 			return c.done(), nil
@@ -187,25 +187,25 @@ func (c *call) dispatch(ctx context.Context, supersedes int64) (actions.Result, 
 				// Withdraw the intent so that the retry dispatches at once rather than
 				// waiting for a run that cannot appear.
 				if cerr := c.req.SaveCheckpoint(ctx, prev.encode()); cerr != nil {
-					c.log.Debug("withdraw dispatch intent", "err", cerr)
+					c.log.DebugContext(ctx, "withdraw dispatch intent", "err", cerr)
 				}
 			}
 		}
 		return actions.Result{}, fmt.Errorf("dispatch workflow %s: %w", wf, err)
 	}
 	if details == nil {
-		c.log.Info("workflow dispatched; run to be found by trueup_id", "workflow", wf, "trueup_id", corr, "supersedes", supersedes)
+		c.log.InfoContext(ctx, "workflow dispatched; run to be found by trueup_id", "workflow", wf, "trueup_id", corr, "supersedes", supersedes)
 		c.st.Phase = phaseDispatched
 		return c.waitForRun(), nil
 	}
-	c.log.Info("workflow dispatched", "workflow", wf, "trueup_id", corr, "run_id", details.WorkflowRunID, "supersedes", supersedes)
+	c.log.InfoContext(ctx, "workflow dispatched", "workflow", wf, "trueup_id", corr, "run_id", details.WorkflowRunID, "supersedes", supersedes)
 	c.st.Phase, c.st.RunID, c.st.RunURL = phaseRunning, details.WorkflowRunID, details.HTMLURL
 	// A first look at once: a run that cannot start (startup_failure) or finishes at once
 	// is reported now, and the answer's ETag makes the following polls free.
 	res, err := c.poll(ctx)
 	var failed *runFailedError
 	if err != nil && ctx.Err() == nil && !errors.As(err, &failed) && !isRateLimit(err) && !actions.IsTerminal(err) {
-		c.log.Warn("first status check of the dispatched run failed", "run_id", c.st.RunID, "err", a.secrets.scrub(err.Error()))
+		c.log.WarnContext(ctx, "first status check of the dispatched run failed", "run_id", c.st.RunID, "err", a.secrets.scrub(err.Error()))
 		return c.inProgress(""), nil
 	}
 	return res, err
@@ -243,9 +243,9 @@ func (c *call) advance(ctx context.Context) (actions.Result, error) {
 		adopted := c.st.Phase == phaseDispatching
 		c.st.Phase, c.st.RunID, c.st.RunURL = phaseRunning, run.GetID(), run.GetHTMLURL()
 		if adopted {
-			c.log.Info("adopted the run of an unconfirmed dispatch", "trueup_id", c.st.Correlation, "run_id", c.st.RunID)
+			c.log.InfoContext(ctx, "adopted the run of an unconfirmed dispatch", "trueup_id", c.st.Correlation, "run_id", c.st.RunID)
 		} else {
-			c.log.Info("found the dispatched run", "trueup_id", c.st.Correlation, "run_id", c.st.RunID)
+			c.log.InfoContext(ctx, "found the dispatched run", "trueup_id", c.st.Correlation, "run_id", c.st.RunID)
 		}
 		return c.onRun(ctx, run, "")
 	}
@@ -254,7 +254,7 @@ func (c *call) advance(ctx context.Context) (actions.Result, error) {
 		return c.waitForRun(), nil
 	}
 	if c.st.Phase == phaseDispatching {
-		c.log.Warn("no run appeared for an unconfirmed dispatch; dispatching again",
+		c.log.WarnContext(ctx, "no run appeared for an unconfirmed dispatch; dispatching again",
 			"trueup_id", c.st.Correlation, "waited", waited.Round(time.Second))
 		return c.dispatch(ctx, c.st.Supersedes)
 	}
@@ -270,7 +270,7 @@ func (c *call) poll(ctx context.Context) (actions.Result, error) {
 		return actions.Result{}, err
 	}
 	if notModified {
-		c.log.Debug("workflow run unchanged", "run_id", c.st.RunID)
+		c.log.DebugContext(ctx, "workflow run unchanged", "run_id", c.st.RunID)
 		return c.inProgress(""), nil
 	}
 	return c.onRun(ctx, run, etag)
@@ -284,7 +284,7 @@ func (c *call) onRun(ctx context.Context, run *github.WorkflowRun, etag string) 
 	if run.GetStatus() != "completed" {
 		// Only an unfinished run's ETag is kept, so that a 304 means "still unfinished".
 		c.st.ETag = etag
-		c.log.Debug("workflow run in progress", "run_id", c.st.RunID, "status", run.GetStatus())
+		c.log.DebugContext(ctx, "workflow run in progress", "run_id", c.st.RunID, "status", run.GetStatus())
 		return c.inProgress(run.GetStatus()), nil
 	}
 	conclusion := run.GetConclusion()
@@ -297,7 +297,7 @@ func (c *call) onRun(ctx context.Context, run *github.WorkflowRun, etag string) 
 	}
 	c.st.Phase, c.st.Conclusion, c.st.ETag = phaseCompleted, conclusion, ""
 	c.st.Outputs = json.RawMessage(c.a.secrets.scrub(string(out)))
-	c.log.Info("workflow run succeeded", "run_id", c.st.RunID, "conclusion", conclusion)
+	c.log.InfoContext(ctx, "workflow run succeeded", "run_id", c.st.RunID, "conclusion", conclusion)
 	return c.done(), nil
 }
 
@@ -320,10 +320,10 @@ func (c *call) failed(ctx context.Context, run *github.WorkflowRun) error {
 	c.st.Phase, c.st.Conclusion, c.st.ETag = phaseFailed, run.GetConclusion(), ""
 	// The error answer does not carry State; the checkpoint does.
 	if cerr := c.req.SaveCheckpoint(ctx, c.st.encode()); cerr != nil {
-		c.log.Debug("record failed run", "err", cerr)
+		c.log.DebugContext(ctx, "record failed run", "err", cerr)
 	}
 	c.a.noteFailed(c.st.RunID)
-	c.log.Warn("workflow run failed", "run_id", c.st.RunID, "conclusion", run.GetConclusion())
+	c.log.WarnContext(ctx, "workflow run failed", "run_id", c.st.RunID, "conclusion", run.GetConclusion())
 	return &runFailedError{msg: msg}
 }
 
@@ -368,7 +368,7 @@ func (c *call) supersede(ctx context.Context) (int64, error) {
 			return 0, err
 		}
 		if run == nil {
-			c.log.Warn("superseded dispatch has no run yet; it cannot be cancelled", "trueup_id", st.Correlation)
+			c.log.WarnContext(ctx, "superseded dispatch has no run yet; it cannot be cancelled", "trueup_id", st.Correlation)
 			return 0, nil
 		}
 		if run.GetStatus() == "completed" {
@@ -379,7 +379,7 @@ func (c *call) supersede(ctx context.Context) (int64, error) {
 	if err := c.a.cancelRun(ctx, id); err != nil {
 		return 0, err
 	}
-	c.log.Info("cancelled superseded workflow run", "run_id", id, "superseded_generation", st.Generation, "superseded_operation", st.Op)
+	c.log.InfoContext(ctx, "cancelled superseded workflow run", "run_id", id, "superseded_generation", st.Generation, "superseded_operation", st.Op)
 	return id, nil
 }
 

@@ -220,7 +220,7 @@ func (a *Action) run(ctx context.Context, op string, req actions.Request) (actio
 	if len(req.State) > 0 && string(req.State) != "null" {
 		if err := json.Unmarshal(req.State, &c.st); err != nil {
 			// A state this version cannot read: start afresh rather than never again.
-			c.logger.Warn("ignoring unreadable action state", "err", err)
+			c.logger.WarnContext(ctx, "ignoring unreadable action state", "err", err)
 			c.st = state{}
 		}
 	}
@@ -228,7 +228,7 @@ func (a *Action) run(ctx context.Context, op string, req actions.Request) (actio
 	res, err := c.step(ctx)
 	var rl *rateLimitError
 	if errors.As(err, &rl) {
-		return c.rateLimited(rl), nil
+		return c.rateLimited(ctx, rl), nil
 	}
 	if err != nil {
 		c.keep(ctx)
@@ -262,17 +262,17 @@ func (c *call) step(ctx context.Context) (actions.Result, error) {
 		waited := c.a.now().Sub(st.TriggeredAt)
 		switch {
 		case p != nil:
-			c.logger.Info("adopted pipeline of an interrupted dispatch", "pipeline_id", p.ID, "correlation", st.Correlation)
+			c.logger.InfoContext(ctx, "adopted pipeline of an interrupted dispatch", "pipeline_id", p.ID, "correlation", st.Correlation)
 			st.Phase, st.PipelineID, st.WebURL = phaseRunning, p.ID, p.WebURL
 			if c.current() {
 				return c.settle(ctx, *p)
 			}
 		case c.current() && waited < adoptGrace:
-			c.logger.Debug("dispatched pipeline not found yet", "correlation", st.Correlation)
+			c.logger.DebugContext(ctx, "dispatched pipeline not found yet", "correlation", st.Correlation)
 			return c.inProgress(min(c.a.pollInterval, adoptGrace-waited),
 				fmt.Sprintf("waiting for the pipeline of dispatch %s to appear", st.Correlation)), nil
 		default:
-			c.logger.Info("no pipeline found for an interrupted dispatch; triggering anew", "correlation", st.Correlation)
+			c.logger.InfoContext(ctx, "no pipeline found for an interrupted dispatch; triggering anew", "correlation", st.Correlation)
 			*st = state{RateLimited: st.RateLimited, Superseded: st.Superseded}
 		}
 	}
@@ -327,10 +327,10 @@ func (c *call) awaitSuperseded(ctx context.Context) (bool, error) {
 	case err != nil:
 		return false, fmt.Errorf("read superseded pipeline #%d: %w", sp.PipelineID, err)
 	case ended(p.Status):
-		c.logger.Info("superseded pipeline finished", "pipeline_id", p.ID, "status", p.Status)
+		c.logger.InfoContext(ctx, "superseded pipeline finished", "pipeline_id", p.ID, "status", p.Status)
 		return true, nil
 	case sp.CancelRequested:
-		c.logger.Debug("superseded pipeline still cancelling", "pipeline_id", p.ID, "status", p.Status)
+		c.logger.DebugContext(ctx, "superseded pipeline still cancelling", "pipeline_id", p.ID, "status", p.Status)
 		return finished(p.Status), nil
 	}
 	p, err = c.a.cancel(ctx, sp.PipelineID)
@@ -338,7 +338,7 @@ func (c *call) awaitSuperseded(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("cancel superseded pipeline #%d: %w", sp.PipelineID, err)
 	}
 	sp.CancelRequested = true
-	c.logger.Info("cancelling superseded pipeline", "pipeline_id", p.ID, "status", p.Status)
+	c.logger.InfoContext(ctx, "cancelling superseded pipeline", "pipeline_id", p.ID, "status", p.Status)
 	return finished(p.Status), nil
 }
 
@@ -371,7 +371,7 @@ func (c *call) dispatch(ctx context.Context) (actions.Result, error) {
 		return actions.Result{}, fmt.Errorf("trigger pipeline on %s: %w", c.ref, err)
 	}
 	c.st.Phase, c.st.PipelineID, c.st.WebURL = phaseRunning, p.ID, p.WebURL
-	c.logger.Info("pipeline triggered", "pipeline_id", p.ID, "web_url", p.WebURL, "correlation", c.st.Correlation)
+	c.logger.InfoContext(ctx, "pipeline triggered", "pipeline_id", p.ID, "web_url", p.WebURL, "correlation", c.st.Correlation)
 	return c.settle(ctx, p)
 }
 
@@ -383,12 +383,12 @@ func (c *call) settle(ctx context.Context, p pipeline) (actions.Result, error) {
 	}
 	prog, known := classify(p.Status)
 	if !known {
-		c.logger.Warn("unknown pipeline status; still polling", "pipeline_id", p.ID, "status", p.Status)
+		c.logger.WarnContext(ctx, "unknown pipeline status; still polling", "pipeline_id", p.ID, "status", p.Status)
 	}
 	switch prog {
 	case inProgress:
 		st.Phase = phaseRunning
-		c.logger.Debug("pipeline in progress", "pipeline_id", p.ID, "status", p.Status)
+		c.logger.DebugContext(ctx, "pipeline in progress", "pipeline_id", p.ID, "status", p.Status)
 		return c.inProgress(c.a.pollInterval, fmt.Sprintf("pipeline #%d %s: %s", p.ID, p.Status, st.WebURL)), nil
 	case succeeded:
 		res := actions.Result{Done: true, Message: fmt.Sprintf("pipeline #%d succeeded: %s", p.ID, st.WebURL)}
@@ -400,7 +400,7 @@ func (c *call) settle(ctx context.Context, p pipeline) (actions.Result, error) {
 			res.Outputs = out
 		}
 		if st.Phase != phaseSucceeded {
-			c.logger.Info("pipeline succeeded", "pipeline_id", p.ID)
+			c.logger.InfoContext(ctx, "pipeline succeeded", "pipeline_id", p.ID)
 		}
 		st.Phase = phaseSucceeded
 		return res, nil
@@ -410,9 +410,9 @@ func (c *call) settle(ctx context.Context, p pipeline) (actions.Result, error) {
 		if jobs, err := c.a.jobs(ctx, p.ID); err == nil {
 			msg += failedJobs(jobs)
 		} else {
-			c.logger.Debug("could not list jobs of a failed pipeline", "pipeline_id", p.ID, "err", c.a.scrub(err.Error()))
+			c.logger.DebugContext(ctx, "could not list jobs of a failed pipeline", "pipeline_id", p.ID, "err", c.a.scrub(err.Error()))
 		}
-		c.logger.Warn("pipeline did not succeed", "pipeline_id", p.ID, "status", p.Status)
+		c.logger.WarnContext(ctx, "pipeline did not succeed", "pipeline_id", p.ID, "status", p.Status)
 		return actions.Result{}, fmt.Errorf("%s: %s", msg, st.WebURL)
 	}
 }
@@ -511,12 +511,12 @@ func (c *call) inProgress(after time.Duration, msg string) actions.Result {
 // rateLimited is the result of a call paused by GitLab's rate limit: not a failure, a
 // requeue at the reset time, spread a little so that waiting resources do not all return at
 // the same instant.
-func (c *call) rateLimited(rl *rateLimitError) actions.Result {
+func (c *call) rateLimited(ctx context.Context, rl *rateLimitError) actions.Result {
 	wait := max(rl.until.Sub(c.a.now()), 0)
 	wait += jitter(wait/10 + time.Second)
 	c.st.RateLimited = true
 	if !rl.sent {
-		c.logger.Debug("call paused by the gitlab rate limit", "until", rl.until.UTC().Format(time.RFC3339))
+		c.logger.DebugContext(ctx, "call paused by the gitlab rate limit", "until", rl.until.UTC().Format(time.RFC3339))
 	}
 	msg := "GitLab rate limit reached; next call after " + rl.until.UTC().Format(time.RFC3339)
 	return actions.Result{
@@ -547,7 +547,7 @@ func (c *call) keep(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keepTimeout)
 	defer cancel()
 	if err := c.checkpoint(ctx); err != nil {
-		c.logger.Warn("could not save action state after a failed call", "err", err)
+		c.logger.WarnContext(ctx, "could not save action state after a failed call", "err", err)
 	}
 }
 

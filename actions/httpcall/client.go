@@ -116,7 +116,7 @@ func (a *Action) exchange(ctx context.Context, o outgoing) (reply, error) {
 		if wait == 0 {
 			wait = backoff(a.initial, try)
 		}
-		a.logger.Warn("http call failed; retrying", "method", o.method, "url", display(o.url), "try", try,
+		a.logger.WarnContext(ctx, "http call failed; retrying", "method", o.method, "url", display(o.url), "try", try,
 			"wait", wait, "err", o.scrub(err.Error()))
 		if err := a.sleep(ctx, wait); err != nil {
 			return reply{}, fmt.Errorf("%s %s: %w", o.method, display(o.url), err)

@@ -150,7 +150,7 @@ func (a *Action) run(ctx context.Context, op string, req actions.Request) (actio
 	}
 	if len(req.State) > 0 && string(req.State) != "null" {
 		if err := json.Unmarshal(req.State, &c.st); err != nil {
-			c.logger.Warn("ignoring unreadable action state", "err", err)
+			c.logger.WarnContext(ctx, "ignoring unreadable action state", "err", err)
 			c.st = state{}
 		}
 	}
@@ -158,7 +158,7 @@ func (a *Action) run(ctx context.Context, op string, req actions.Request) (actio
 		if c.st.Location != "" {
 			// HTTP has no general way to cancel: the provisioner receives the new request
 			// and is expected to supersede the old job.
-			c.logger.Info("leaving a job of another generation or operation", "previous_operation", c.st.Operation,
+			c.logger.InfoContext(ctx, "leaving a job of another generation or operation", "previous_operation", c.st.Operation,
 				"previous_generation", c.st.Generation)
 		}
 		c.st = state{Operation: op, Generation: r.Generation}
@@ -172,14 +172,14 @@ func (a *Action) run(ctx context.Context, op string, req actions.Request) (actio
 	}
 	var later *retryLaterError
 	if errors.As(err, &later) {
-		c.logger.Warn("provisioner asked to retry later", "status", later.status, "after", later.after)
+		c.logger.WarnContext(ctx, "provisioner asked to retry later", "status", later.status, "after", later.after)
 		res, err = actions.Result{Done: false, RequeueAfter: later.after, Message: later.Error()}, nil
 	}
 	if err != nil {
 		c.keep(ctx)
 		err = a.scrubErr(err)
 		if actions.IsTerminal(err) {
-			c.logger.Error("http call failed for good", "err", err)
+			c.logger.ErrorContext(ctx, "http call failed for good", "err", err)
 		}
 		return actions.Result{}, err
 	}
@@ -261,7 +261,7 @@ func (c *call) send(ctx context.Context) (actions.Result, error) {
 	}
 	switch {
 	case c.op == opDelete && (r.status == http.StatusNotFound || r.status == http.StatusGone):
-		c.logger.Info("already deleted", "status", r.status)
+		c.logger.InfoContext(ctx, "already deleted", "status", r.status)
 		return actions.Result{Done: true, Message: fmt.Sprintf("already gone (%d)", r.status)}, nil
 	case r.status == http.StatusAccepted && r.header.Get("Location") != "":
 		loc, err := c.location(target, r.header.Get("Location"))
@@ -269,10 +269,10 @@ func (c *call) send(ctx context.Context) (actions.Result, error) {
 			return actions.Result{}, err
 		}
 		c.st.Location = loc.String()
-		c.logger.Info("request accepted; following its status", "location", display(loc))
+		c.logger.InfoContext(ctx, "request accepted; following its status", "location", display(loc))
 		return actions.Result{Done: false, RequeueAfter: c.requeue(r), Message: "accepted; following " + display(loc)}, nil
 	case r.status/100 == 2:
-		return c.finish(r, false)
+		return c.finish(ctx, r, false)
 	default:
 		return actions.Result{}, c.refused(method, target, r)
 	}
@@ -295,7 +295,7 @@ func (c *call) poll(ctx context.Context) (actions.Result, error) {
 		c.st.Location, c.st.Failures = "", c.st.Failures+1
 		return actions.Result{}, fmt.Errorf("status URL %s answered %d; the request will be sent again", display(loc), r.status)
 	case r.status/100 == 2:
-		return c.finish(r, true)
+		return c.finish(ctx, r, true)
 	default:
 		return actions.Result{}, c.refused(http.MethodGet, loc, r)
 	}
@@ -345,7 +345,7 @@ type wireReply struct {
 
 // finish reads a 2xx answer: outputs, a failure, or (polling, or a provisioner without a
 // status URL) work still in progress.
-func (c *call) finish(r reply, polling bool) (actions.Result, error) {
+func (c *call) finish(ctx context.Context, r reply, polling bool) (actions.Result, error) {
 	obj, err := decodeObject(r)
 	if err != nil {
 		return actions.Result{}, err
@@ -382,7 +382,7 @@ func (c *call) finish(r reply, polling bool) (actions.Result, error) {
 	switch status {
 	case "", "done", "succeeded":
 		c.st.Location = ""
-		c.logger.Info("provisioner done", "polling", polling)
+		c.logger.InfoContext(ctx, "provisioner done", "polling", polling)
 		res := actions.Result{Done: true, Message: c.doneMessage(w.Message)}
 		if c.op == opReconcile {
 			res.Outputs = w.Outputs
@@ -394,10 +394,10 @@ func (c *call) finish(r reply, polling bool) (actions.Result, error) {
 		if msg == "" {
 			msg = "no message"
 		}
-		c.logger.Warn("provisioner reported a failure", "failures", c.st.Failures)
+		c.logger.WarnContext(ctx, "provisioner reported a failure", "failures", c.st.Failures)
 		return actions.Result{}, fmt.Errorf("the provisioner reported the %s failed: %s", c.op, msg)
 	case "pending", "running":
-		c.logger.Debug("provisioner still working", "status", status)
+		c.logger.DebugContext(ctx, "provisioner still working", "status", status)
 		msg := "the provisioner reports " + status
 		if w.Message != "" {
 			msg += ": " + w.Message
@@ -455,7 +455,7 @@ func (c *call) keep(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keepTimeout)
 	defer cancel()
 	if err := c.req.SaveCheckpoint(ctx, b); err != nil {
-		c.logger.Warn("could not save action state after a failed call", "err", err)
+		c.logger.WarnContext(ctx, "could not save action state after a failed call", "err", err)
 		return
 	}
 	c.durable = string(b)

@@ -97,17 +97,17 @@ func (c *call) plan(ctx context.Context) (actions.Plan, error) {
 		}
 		switch {
 		case loc == nil && noPlanStatus[r.status]:
-			c.logger.Debug("provisioner does not plan", "status", r.status)
+			c.logger.DebugContext(ctx, "provisioner does not plan", "status", r.status)
 			return actions.Plan{}, fmt.Errorf("%w (the provisioner answered %d)", actions.ErrNoPlan, r.status)
 		case loc == nil && r.status == http.StatusAccepted && r.header.Get("Location") != "":
 			if loc, err = c.location(target, r.header.Get("Location")); err != nil {
 				return actions.Plan{}, err
 			}
-			c.logger.Debug("plan accepted; following its status", "location", display(loc))
+			c.logger.DebugContext(ctx, "plan accepted; following its status", "location", display(loc))
 		case loc != nil && (r.status == http.StatusNotFound || r.status == http.StatusGone):
 			return actions.Plan{}, fmt.Errorf("plan status URL %s answered %d: the provisioner lost the plan", display(loc), r.status)
 		case r.status/100 == 2:
-			p, done, err := c.readPlan(r)
+			p, done, err := c.readPlan(ctx, r)
 			if err != nil || done {
 				return p, err
 			}
@@ -127,7 +127,7 @@ func (c *call) plan(ctx context.Context) (actions.Plan, error) {
 
 // readPlan reads a 2xx answer to a plan request; done is false while the provisioner
 // reports the plan pending or running.
-func (c *call) readPlan(r reply) (actions.Plan, bool, error) {
+func (c *call) readPlan(ctx context.Context, r reply) (actions.Plan, bool, error) {
 	obj, err := decodeObject(r)
 	if err != nil {
 		return actions.Plan{}, false, err
@@ -142,7 +142,7 @@ func (c *call) readPlan(r reply) (actions.Plan, bool, error) {
 	switch w.Status {
 	case "", "done", "succeeded":
 	case "pending", "running":
-		c.logger.Debug("provisioner still planning", "status", w.Status)
+		c.logger.DebugContext(ctx, "provisioner still planning", "status", w.Status)
 		return actions.Plan{}, false, nil
 	case "failed":
 		msg := excerpt([]byte(w.Message), c.scrub)

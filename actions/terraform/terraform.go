@@ -212,7 +212,7 @@ func (a *Action) prepare(ctx context.Context, req actions.Request, ws string, pr
 		if err := os.WriteFile(stampFile, []byte(stamp), 0o600); err != nil {
 			return nil, err
 		}
-		a.logger.Info("terraform init", "workspace", ws, "module", mod.desc)
+		a.logger.InfoContext(ctx, "terraform init", "workspace", ws, "module", mod.desc)
 	}
 
 	declared, err := moduleVariables(filepath.Join(c.dir, "root"))
@@ -279,7 +279,7 @@ func (c *call) runCodes(ctx context.Context, withWorkspace bool, okCodes []int, 
 	start := time.Now()
 	res, err := run(ctx, runSpec{binary: c.binary, dir: filepath.Join(c.dir, "root"), env: env, args: args,
 		scrub: c.scrub, okCodes: append([]int{0}, okCodes...)})
-	c.a.logger.Debug("terraform run", "command", args[0], "workspace", c.workspace, "exit_code", res.code,
+	c.a.logger.DebugContext(ctx, "terraform run", "command", args[0], "workspace", c.workspace, "exit_code", res.code,
 		"duration", time.Since(start))
 	if err != nil {
 		return res, classify(res.output, err)
@@ -368,7 +368,7 @@ func (a *Action) Delete(ctx context.Context, req actions.Request) (actions.Resul
 	// The working copy goes with the workspace; the next resource of this name starts from a
 	// fresh init.
 	if err := os.RemoveAll(c.dir); err != nil {
-		a.logger.Warn("terraform: remove working copy", "workspace", c.workspace, "error", err)
+		a.logger.WarnContext(ctx, "terraform: remove working copy", "workspace", c.workspace, "error", err)
 	}
 	return actions.Result{Done: true, Message: tail(res.output, logTail)}, nil
 }

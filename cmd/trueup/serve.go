@@ -98,11 +98,11 @@ func serve(ctx context.Context, cfg *config.Config, rt *reloader, hup <-chan os.
 	replica := replicaName()
 	logger = logger.With("replica", replica)
 	setMemoryLimit(cfg, logger)
-	stopTracing, err := tracing.Setup(ctx, cfg.Tracing, tracing.Service{Version: version, Instance: replica}, logger)
+	traces, err := tracing.Setup(ctx, cfg.Tracing, tracing.Service{Version: version, Instance: replica}, logger)
 	if err != nil {
 		return err
 	}
-	defer stopTracing() // last: flushes the spans of everything stopped before it
+	defer traces.Shutdown() // last: flushes the spans of everything stopped before it
 
 	reg, err := registry()
 	if err != nil {
@@ -142,7 +142,7 @@ func serve(ctx context.Context, cfg *config.Config, rt *reloader, hup <-chan os.
 		logger.Info("applied migrations", "migrations", applied)
 	}
 
-	met := metrics.New(metrics.Options{Logger: logger,
+	met := metrics.New(metrics.Options{Logger: logger, SpansDropped: traces.SpansDropped,
 		Queue: func(ctx context.Context) (metrics.QueueStats, error) {
 			due, inFlight, scheduled, oldest, err := db.store.QueueStats(ctx)
 			return metrics.QueueStats{Due: due, InFlight: inFlight, Scheduled: scheduled, OldestDueSeconds: oldest.Seconds()}, err

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -116,11 +117,26 @@ func (c *otlpCollector) root(name string) (collectedSpan, bool) {
 	return collectedSpan{}, false
 }
 
+// hasLine reports whether one line of out holds every part.
+func hasLine(out string, parts ...string) bool {
+	for line := range strings.SplitSeq(out, "\n") {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
 // TestTracesEndToEnd: `trueup serve` with tracing: exports to an in-process OTLP collector a
 // trace per sync (sync <source> → fetch, parse, validate, apply) and per reconcile
 // (reconcile <Kind>/<ns>/<name> → claim, action.reconcile, write); the reconcile's trace id
 // is the one its history row holds, which the API returns and the dashboard links; the log
-// line of the applied revision names the sync's trace; the exporter's header reaches the
+// line of the applied revision names the sync's trace and the exec action's "exec finished"
+// line the reconcile's; the exporter's header reaches the
 // collector and never the logs.
 func TestTracesEndToEnd(t *testing.T) {
 	t.Parallel()
@@ -136,19 +152,26 @@ spec:
   action: {name: noop}
 `)
 	writeTestFile(t, filepath.Join(repo, "web.yaml"), "apiVersion: apps.example.com/v1\nkind: App\nmetadata: {name: web, namespace: staging}\nspec: {size: 1}\n")
+	// An exec action: its "exec finished" line (debug) is a plugin's line about the call.
+	script := filepath.Join(dir, "run.sh")
+	writeTestFile(t, script, "#!/bin/sh\ncat >/dev/null\necho '{\"done\": true}'\n")
+	if err := os.Chmod(script, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	addr := freeAddr(t)
 	const apiKey = "otlp-api-key-secret-7"
 	logs, wait := serveProcess(t, fmt.Sprintf(`server: {listen: "%s"}
+log: {level: debug}
 sources:
   - name: local
     dir: {path: %s}
 actions:
-  - {name: noop, type: noop}
+  - {name: noop, type: exec, config: {command: ["%s"]}}
 tracing:
   endpoint: %s
   headers: {X-Api-Key: "${OTLP_KEY}"}
   traceURL: "https://jaeger.example.com/trace/{traceId}"
-`, addr, repo, col.URL), "TRUEUP_DATABASE_URL="+pgtest.NewDatabase(t, store.MigrateURL), "OTLP_KEY="+apiKey,
+`, addr, repo, script, col.URL), "TRUEUP_DATABASE_URL="+pgtest.NewDatabase(t, store.MigrateURL), "OTLP_KEY="+apiKey,
 		// The SDK's own variables work where it reads them: export every 100 ms, not 5 s.
 		"OTEL_BSP_SCHEDULE_DELAY=100")
 	stopped := false
@@ -214,7 +237,7 @@ tracing:
 			t.Errorf("root span attribute %s = %q, want %q", k, root.Attrs[k], v)
 		}
 	}
-	if a := spans["action.reconcile"].Attrs; a["trueup.action.name"] != "noop" || a["trueup.action.type"] != "noop" || a["trueup.generation"] != "1" {
+	if a := spans["action.reconcile"].Attrs; a["trueup.action.name"] != "noop" || a["trueup.action.type"] != "exec" || a["trueup.generation"] != "1" {
 		t.Errorf("action span attributes %v", a)
 	}
 	if root.Resource["service.name"] != "trueup" || root.Resource["service.instance.id"] == "" || root.Resource["service.version"] == "" {
@@ -261,6 +284,10 @@ tracing:
 	out := logs.String()
 	if !strings.Contains(out, "applied revision") || !strings.Contains(out, "trace_id="+sync.TraceID) {
 		t.Errorf("no log line names the sync's trace %s:\n%s", sync.TraceID, out)
+	}
+	// The plugin's line about the call names the trace its history row links, and its span.
+	if !hasLine(out, "exec finished", "trace_id="+traceID, "span_id="+spans["action.reconcile"].SpanID) {
+		t.Errorf("no \"exec finished\" line names the reconcile's trace %s and action span:\n%s", traceID, out)
 	}
 	col.mu.Lock()
 	defer col.mu.Unlock()

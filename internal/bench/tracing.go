@@ -24,10 +24,10 @@ func startTracing(ctx context.Context, log *slog.Logger) (stop func(), received 
 	}))
 	ratio := 1.0
 	cfg := &config.Tracing{Endpoint: col.URL, Protocol: config.DefaultTracingProtocol, ServiceName: "trueup-bench", SampleRatio: &ratio}
-	shutdown, err := tracing.Setup(ctx, cfg, tracing.Service{Version: "bench", Instance: "bench"}, log)
+	traces, err := tracing.Setup(ctx, cfg, tracing.Service{Version: "bench", Instance: "bench"}, log)
 	if err != nil {
 		col.Close()
 		return nil, nil, err
 	}
-	return func() { shutdown(); col.Close() }, received, nil
+	return func() { traces.Shutdown(); col.Close() }, received, nil
 }

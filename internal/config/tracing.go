@@ -1,6 +1,7 @@
 package config
 
 import (
+	"math"
 	"net/url"
 	"sort"
 	"strings"
@@ -14,7 +15,9 @@ import (
 // Absent, nothing is exported and no span is recorded.
 type Tracing struct {
 	// Endpoint is the collector's base URL, as OTEL_EXPORTER_OTLP_ENDPOINT: /v1/traces is
-	// appended when its path is empty (a URL with a path is used as it is).
+	// appended to its path (http://h:4318 → http://h:4318/v1/traces, https://h/otlp →
+	// https://h/otlp/v1/traces), unless the path already ends with /v1/traces. No query or
+	// fragment: the exporter would drop them (keys go in Headers).
 	Endpoint string `yaml:"endpoint"`
 	// Protocol is http/protobuf, the only one supported (the default).
 	Protocol string `yaml:"protocol"`
@@ -47,15 +50,23 @@ func (t *Tracing) applyDefaults() {
 	}
 }
 
-// TracesURL is the URL spans are posted to: Endpoint with /v1/traces when it has no path.
+// tracesPath is the OTLP/HTTP path of trace exports.
+const tracesPath = "/v1/traces"
+
+// TracesURL is the URL spans are posted to: Endpoint's path with /v1/traces appended, as
+// OpenTelemetry does with OTEL_EXPORTER_OTLP_ENDPOINT, unless it already ends with it (a
+// full traces URL, as this field took before, keeps working).
 func (t *Tracing) TracesURL() string {
 	u, err := url.Parse(t.Endpoint)
 	if err != nil {
 		return t.Endpoint
 	}
-	if u.Path == "" || u.Path == "/" {
-		u.Path = "/v1/traces"
+	p := strings.TrimRight(u.Path, "/")
+	if !strings.HasSuffix(p, tracesPath) {
+		p += tracesPath
 	}
+	// The exporter takes the decoded path (url.URL.Path) too: an escaped one is not kept.
+	u.Path, u.RawPath = p, ""
 	return u.String()
 }
 
@@ -68,7 +79,7 @@ func (c *Config) validateTracing(bad func(string, ...any)) {
 	for _, v := range t.Headers {
 		c.recordSecret(v)
 	}
-	// Not quoted: the endpoint may be a ${VAR} holding a token in its query.
+	// Not quoted: the endpoint may be a ${VAR} holding a token.
 	u, err := url.Parse(t.Endpoint)
 	switch {
 	case t.Endpoint == "":
@@ -77,6 +88,9 @@ func (c *Config) validateTracing(bad func(string, ...any)) {
 		bad("tracing.endpoint: must be an http(s) URL such as http://127.0.0.1:4318")
 	case u.User != nil:
 		bad("tracing.endpoint: must not hold credentials (put them in tracing.headers)")
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(t.Endpoint, "#"):
+		// The exporter keeps only the host and the path: a key in the query would be dropped.
+		bad("tracing.endpoint: must not hold a query or a fragment (the exporter drops them; put keys in tracing.headers)")
 	default:
 		if err := plaintext.Check("tracing.endpoint", u.Scheme, u.Hostname(), "the headers", len(t.Headers) > 0, t.Insecure); err != nil {
 			bad("%w", err)
@@ -98,7 +112,8 @@ func (c *Config) validateTracing(bad func(string, ...any)) {
 			bad("tracing.headers.%s: the value holds a line break", k) // not quoted: a secret
 		}
 	}
-	if r := t.SampleRatio; r != nil && (*r < 0 || *r > 1) {
+	// NaN compares false with everything: TraceIDRatioBased(NaN) samples all or none by platform.
+	if r := t.SampleRatio; r != nil && (*r < 0 || *r > 1 || math.IsNaN(*r)) {
 		bad("tracing.sampleRatio: %v is outside 0..1", *r)
 	}
 	if t.TraceURL != "" {

@@ -40,6 +40,11 @@ func TestTracesURL(t *testing.T) {
 		{"http://127.0.0.1:4318", "http://127.0.0.1:4318/v1/traces"},
 		{"https://otel.example.com/", "https://otel.example.com/v1/traces"},
 		{"https://otel.example.com/otlp/v1/traces", "https://otel.example.com/otlp/v1/traces"},
+		{"https://otel.example.com/otlp/v1/traces/", "https://otel.example.com/otlp/v1/traces"},
+		{"http://127.0.0.1:4318/v1/traces", "http://127.0.0.1:4318/v1/traces"},
+		// A base path, as OTEL_EXPORTER_OTLP_ENDPOINT takes it (Grafana Cloud's /otlp).
+		{"https://otlp-gateway.grafana.net/otlp", "https://otlp-gateway.grafana.net/otlp/v1/traces"},
+		{"https://otlp-gateway.grafana.net/otlp/", "https://otlp-gateway.grafana.net/otlp/v1/traces"},
 	} {
 		if got := (&Tracing{Endpoint: tc.endpoint}).TracesURL(); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.endpoint, got, tc.want)
@@ -54,8 +59,14 @@ func TestParseTracingErrors(t *testing.T) {
 		{"no endpoint", "tracing: {sampleRatio: 1}\n", "tracing.endpoint: required"},
 		{"bad scheme", "tracing: {endpoint: \"grpc://collector:4317\"}\n", "tracing.endpoint: must be an http(s) URL"},
 		{"credentials in URL", "tracing: {endpoint: \"https://u:pw@collector\"}\n", "tracing.endpoint: must not hold credentials"},
+		{"query", "tracing: {endpoint: \"https://otlp.example.com/v1/traces?api_key=abc\"}\n", "tracing.endpoint: must not hold a query or a fragment"},
+		{"empty query", "tracing: {endpoint: \"https://otlp.example.com/?\"}\n", "tracing.endpoint: must not hold a query or a fragment"},
+		{"fragment", "tracing: {endpoint: \"https://otlp.example.com/v1/traces#k\"}\n", "tracing.endpoint: must not hold a query or a fragment"},
 		{"grpc", "tracing: {endpoint: \"http://127.0.0.1:4317\", protocol: grpc}\n", `tracing.protocol: "grpc" is not supported`},
 		{"ratio", "tracing: {endpoint: \"http://127.0.0.1:4318\", sampleRatio: 1.5}\n", "tracing.sampleRatio: 1.5 is outside 0..1"},
+		{"negative ratio", "tracing: {endpoint: \"http://127.0.0.1:4318\", sampleRatio: -0.1}\n", "tracing.sampleRatio: -0.1 is outside 0..1"},
+		{"NaN ratio", "tracing: {endpoint: \"http://127.0.0.1:4318\", sampleRatio: .nan}\n", "tracing.sampleRatio: NaN is outside 0..1"},
+		{"infinite ratio", "tracing: {endpoint: \"http://127.0.0.1:4318\", sampleRatio: .inf}\n", "tracing.sampleRatio: +Inf is outside 0..1"},
 		{"bad ratio type", "tracing: {endpoint: \"http://127.0.0.1:4318\", sampleRatio: all}\n", "line 1"},
 		{"headers in clear", "tracing: {endpoint: \"http://collector.example.com:4318\", headers: {X-Key: k}}\n", "tracing.endpoint"},
 		{"bad header name", "tracing: {endpoint: \"http://127.0.0.1:4318\", headers: {\"X Key\": k}}\n", `tracing.headers: "X Key" is not a valid header name`},

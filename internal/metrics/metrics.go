@@ -50,7 +50,9 @@ type Options struct {
 	Queue func(ctx context.Context) (QueueStats, error)
 	// RateLimits reports the last seen forge quota per action instance (nil: none).
 	RateLimits func() map[string]int
-	Logger     *slog.Logger
+	// SpansDropped counts trace spans dropped on a full export queue (nil: no series).
+	SpansDropped func() uint64
+	Logger       *slog.Logger
 }
 
 // New builds the registry.
@@ -109,6 +111,11 @@ func New(opts Options) *Metrics {
 	}
 	if opts.RateLimits != nil {
 		m.reg.MustRegister(&rateCollector{read: opts.RateLimits})
+	}
+	if read := opts.SpansDropped; read != nil {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "trueup_trace_spans_dropped_total", Help: "Sampled trace spans dropped because the export queue (OTEL_BSP_MAX_QUEUE_SIZE) was full: their traces are incomplete or missing.",
+		}, func() float64 { return float64(read()) }))
 	}
 	return m
 }

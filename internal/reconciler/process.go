@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trueup-dev/trueup/actions"
@@ -50,14 +49,6 @@ type attempt struct {
 // shutdown is the replica's.
 func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, claim claimWindow) {
 	a := attempt{started: time.Now(), trigger: trigger(c)}
-	ctx, span := startTrace(ctx, c, claim, a.trigger)
-	a.traceID = tracing.TraceID(span)
-	handed := false // to the writer, which ends the span after the write
-	defer func() {
-		if !handed {
-			span.End()
-		}
-	}()
 	act, done, err := r.actionFor(c)
 	defer done()
 	if c.Deleting {
@@ -75,6 +66,9 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 		var spec json.RawMessage
 		spec, resolved, err = r.resolve(ctx, c)
 		if errors.Is(err, errNotReady) {
+			// Given back before any trace is started: a dependent waiting for its dependencies
+			// may be claimed and given back many times, and a trace holding only a claim would
+			// say nothing that the resource's status does not.
 			r.release([]store.Claimed{c})
 			rctx, cancel := context.WithTimeout(shutdown, 10*time.Second)
 			if rerr := r.store.RefreshDependencies(rctx, []int64{c.ID}); rerr != nil {
@@ -87,6 +81,15 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 			c.Spec = spec
 		}
 	}
+	// The trace starts here but is dated from the claim: it covers the resolve above.
+	ctx, span := startTrace(ctx, c, claim, a.started, a.trigger)
+	a.traceID = tracing.TraceID(span)
+	handed := false // to the writer, which ends the span after the write
+	defer func() {
+		if !handed {
+			span.End()
+		}
+	}()
 	spec, secrets, revealErr := c.Spec, []string(nil), error(nil)
 	if err == nil && r.opts.Reveal != nil {
 		spec, secrets, revealErr = r.opts.Reveal(ctx, c)
@@ -123,13 +126,14 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 	if shutdown.Err() != nil && a.err != nil {
 		// Shutting down: the call was interrupted, not failed. Another replica (or this one
 		// after restart) takes the item again. A call that finished is written as usual.
+		traceReleased(span, "interrupted by shutdown; the item is given back")
 		r.release([]store.Claimed{c})
 		return
 	}
 	if cause := context.Cause(ctx); a.err != nil && cause != nil && !errors.Is(cause, context.Canceled) {
 		// Cancelled because the lease is gone (lost, or this replica's session ended): the
 		// work belongs to whoever holds it now. Writing would fail on the fence anyway.
-		span.SetStatus(codes.Error, "call stopped: lease gone")
+		traceReleased(span, "call stopped: lease gone")
 		r.log.InfoContext(ctx, "call stopped: lease gone", "resource", c.Namespace+"/"+c.Kind+"/"+c.Name, "cause", cause)
 		r.untrack(c.LeaseToken)
 		return
@@ -143,13 +147,17 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 // plugin that panics fails the attempt (retried with backoff) instead of stopping the
 // controller; the panic's text is not kept (it may quote the spec it was given).
 func (r *Reconciler) call(ctx context.Context, act actions.Action, name string, req actions.Request, deleting bool, a *attempt) {
-	var open trace.Span // the span of the plugin call running: a panic ends it failed
+	var open trace.Span   // the span of the plugin call running: a panic ends it failed
+	scrub := r.opts.Scrub // unused unless the attempt's span records (then the action spans do)
+	if trace.SpanFromContext(ctx).IsRecording() {
+		scrub = r.callScrub(req.Secrets)
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			r.log.ErrorContext(ctx, "action panicked", "resource", req.Resource.Namespace+"/"+req.Resource.Kind+"/"+req.Resource.Name, "operation", a.op)
 			a.res, a.err = actions.Result{}, fmt.Errorf("the action panicked during %s (a bug in the plugin; see the controller's log)", a.op)
 			if open != nil {
-				endAction(open, a.err, r.opts.Scrub, a.res)
+				endAction(open, a.err, scrub, a.res)
 			}
 		}
 	}()
@@ -158,13 +166,13 @@ func (r *Reconciler) call(ctx context.Context, act actions.Action, name string, 
 		actx, span := r.actionSpan(ctx, "delete", name, req)
 		open = span
 		a.res, a.err = act.Delete(actx, req)
-		endAction(span, a.err, r.opts.Scrub, a.res)
+		endAction(span, a.err, scrub, a.res)
 	case a.trigger == "resync":
 		if obs, ok := act.(actions.Observer); ok {
 			actx, span := r.actionSpan(ctx, "observe", name, req)
 			open = span
 			o, oerr := obs.Observe(actx, req)
-			endAction(span, oerr, r.opts.Scrub, actions.Result{Done: oerr == nil && o.InSync})
+			endAction(span, oerr, scrub, actions.Result{Done: oerr == nil && o.InSync})
 			open = nil
 			switch {
 			case oerr != nil:
@@ -182,13 +190,34 @@ func (r *Reconciler) call(ctx context.Context, act actions.Action, name string, 
 			actx, span := r.actionSpan(ctx, "reconcile", name, req)
 			open = span
 			a.res, a.err = act.Reconcile(actx, req)
-			endAction(span, a.err, r.opts.Scrub, a.res)
+			endAction(span, a.err, scrub, a.res)
 		}
 	default:
 		actx, span := r.actionSpan(ctx, "reconcile", name, req)
 		open = span
 		a.res, a.err = act.Reconcile(actx, req)
-		endAction(span, a.err, r.opts.Scrub, a.res)
+		endAction(span, a.err, scrub, a.res)
+	}
+}
+
+// callScrub scrubs what a span of this call records as the history row is scrubbed: the
+// call's own secrets (revealed SOPS fields, secretRef values: req.Secrets, which the config's
+// scrubber does not know) and then the config's. Spans go to a collector outside, often a
+// vendor's; a plugin error may quote a value it was given. The call's scrubber is built on
+// first use: only a failed call under a recorded span needs it.
+func (r *Reconciler) callScrub(secrets []string) func(string) string {
+	var own func(string) string
+	return func(s string) string {
+		if len(secrets) > 0 {
+			if own == nil {
+				own = actions.Scrubber(secrets)
+			}
+			s = own(s)
+		}
+		if r.opts.Scrub != nil {
+			s = r.opts.Scrub(s)
+		}
+		return s
 	}
 }
 
@@ -264,6 +293,7 @@ func (r *Reconciler) writeLoop(in <-chan pending) {
 		}
 		r.writing(tokens)
 		writeStart := time.Now()
+		outcome := make([]writeOutcome, len(batch)) // written, unless said otherwise below
 		lost, err := r.complete(items)
 		if err != nil && len(batch) > 1 {
 			// One result the database refuses must not take the others down with it.
@@ -272,19 +302,24 @@ func (r *Reconciler) writeLoop(in <-chan pending) {
 			for i, it := range items {
 				l, err := r.complete([]store.Completion{it})
 				if err != nil {
-					l, err = r.complete([]store.Completion{r.unstorable(batch[i], err)})
+					if l, err = r.complete([]store.Completion{r.unstorable(batch[i], err)}); err == nil {
+						outcome[i] = writeRefused
+					}
 				}
 				if err != nil {
-					r.log.Error("write result", "resource_id", it.ID, "err", err)
+					outcome[i] = writeFailed
+					r.log.ErrorContext(trace.ContextWithSpan(context.Background(), batch[i].span), "write result", "resource_id", it.ID, "err", err)
 				}
 				lost = append(lost, l...)
 			}
 		} else if err != nil {
 			if l, err2 := r.complete([]store.Completion{r.unstorable(batch[0], err)}); err2 == nil {
 				lost = l
+				outcome[0] = writeRefused
 			} else {
 				// The lease expires and the work is claimed again: nothing is lost, only repeated.
-				r.log.Error("write result", "resource_id", batch[0].c.ID, "err", err2)
+				outcome[0] = writeFailed
+				r.log.ErrorContext(trace.ContextWithSpan(context.Background(), batch[0].span), "write result", "resource_id", batch[0].c.ID, "err", err2)
 			}
 		}
 		writeEnd := time.Now()
@@ -292,11 +327,12 @@ func (r *Reconciler) writeLoop(in <-chan pending) {
 		for _, id := range lost {
 			lostIDs[id] = true
 		}
-		for _, p := range batch {
+		for i, p := range batch {
 			if lostIDs[p.c.ID] {
+				outcome[i] = writeLost
 				r.log.WarnContext(trace.ContextWithSpan(context.Background(), p.span), "lease lost; result discarded", "resource_id", p.c.ID)
 			}
-			traceWrite(p, writeStart, writeEnd, len(batch), lostIDs[p.c.ID])
+			traceWrite(p, writeStart, writeEnd, len(batch), outcome[i])
 		}
 		// The batch may have scheduled work (retries, requeues) sooner than the claimer's
 		// next look: let it recompute its wait now that the rows are committed.

@@ -6,6 +6,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trueup-dev/trueup/actions"
@@ -25,16 +26,17 @@ import (
 // attributes only when they record.
 var tracer = otel.Tracer("github.com/trueup-dev/trueup/internal/reconciler")
 
-// startTrace opens c's reconcile span, started when its claim started, and records the claim.
-func startTrace(ctx context.Context, c store.Claimed, claim claimWindow, trigger string) (context.Context, trace.Span) {
+// startTrace opens c's reconcile span, started when its claim started (started when there
+// was no claim window), and records the claim.
+func startTrace(ctx context.Context, c store.Claimed, claim claimWindow, started time.Time, trigger string) (context.Context, trace.Span) {
 	if !tracing.On() {
 		return ctx, trace.SpanFromContext(ctx) // the no-op span, without an allocation
 	}
-	var opts []trace.SpanStartOption
-	if !claim.start.IsZero() {
-		opts = append(opts, trace.WithTimestamp(claim.start))
+	start := claim.start
+	if start.IsZero() {
+		start = started
 	}
-	ctx, span := tracer.Start(ctx, "reconcile", opts...)
+	ctx, span := tracer.Start(ctx, "reconcile", trace.WithTimestamp(start))
 	if !span.IsRecording() {
 		return ctx, span
 	}
@@ -76,26 +78,66 @@ func endAction(span trace.Span, err error, scrub func(string) string, res action
 	span.End()
 }
 
+// writeOutcome is what the batch writer did with one item's result.
+type writeOutcome int
+
+const (
+	written      writeOutcome = iota // stored as the attempt's result
+	writeRefused                     // the database refused it; a Failed row says so (unstorable)
+	writeFailed                      // nothing was stored; the lease expires and the work is repeated
+	writeLost                        // the lease was gone; the result was discarded
+)
+
+// resultInterrupted is the trace result of an attempt whose result was not stored by this
+// replica (shutdown, lease gone): as history names an attempt another replica takes over.
+const resultInterrupted = store.HistoryInterrupted
+
+// traceOutcome is what an attempt's trace says, given what the writer did with its result:
+// trueup.result (what history holds; "Error" when nothing was written), the root span's
+// failure and the write span's failure ("" for none). The trace must not contradict the
+// history row that links to it.
+func traceOutcome(a attempt, w writeOutcome) (result, rootFailure, writeFailure string) {
+	switch w {
+	case writeRefused:
+		const msg = "the action's result could not be stored"
+		return resultFailed, "attempt " + resultFailed + ": " + msg, msg
+	case writeFailed:
+		const msg = "the result was not written; the work is repeated"
+		return "Error", msg, msg
+	case writeLost:
+		const msg = "lease lost; result discarded"
+		return resultInterrupted, msg, msg
+	}
+	result = historyResult(a)
+	if a.err != nil {
+		rootFailure = "attempt " + result
+	}
+	return result, rootFailure, ""
+}
+
 // traceWrite records the batch write of p's result over [start, end] and ends p's trace.
-func traceWrite(p pending, start, end time.Time, size int, lost bool) {
+func traceWrite(p pending, start, end time.Time, size int, w writeOutcome) {
 	if !p.span.IsRecording() {
 		return
 	}
 	ctx := trace.ContextWithSpan(context.Background(), p.span)
-	failure := ""
-	if lost {
-		failure = "lease lost; result discarded"
-	}
-	tracing.Stretch(ctx, tracer, "write", start, end, failure, trace.WithAttributes(attribute.Int("trueup.batch_size", size)))
-	if lost {
-		tracing.Fail(p.span, failure)
-	} else {
-		p.span.SetAttributes(attribute.String("trueup.result", historyResult(p.a)))
-		if p.a.err != nil {
-			tracing.Fail(p.span, "attempt "+historyResult(p.a))
-		}
+	result, rootFailure, writeFailure := traceOutcome(p.a, w)
+	tracing.Stretch(ctx, tracer, "write", start, end, writeFailure, trace.WithAttributes(attribute.Int("trueup.batch_size", size)))
+	p.span.SetAttributes(attribute.String("trueup.result", result))
+	if rootFailure != "" {
+		tracing.Fail(p.span, rootFailure)
 	}
 	p.span.End(trace.WithTimestamp(end))
+}
+
+// traceReleased marks an attempt's trace whose item was given up without a write (shutdown,
+// lease gone): Interrupted, as history will name it, and failed with why.
+func traceReleased(span trace.Span, why string) {
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(attribute.String("trueup.result", resultInterrupted))
+	span.SetStatus(codes.Error, why)
 }
 
 // actionType is the plugin type of the action instance name ("" when unknown).

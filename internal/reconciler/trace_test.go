@@ -27,10 +27,10 @@ func BenchmarkTraceOff(b *testing.B) {
 	claim := claimWindow{start: now, end: now, size: 64}
 	b.ReportAllocs()
 	for b.Loop() {
-		ctx, span := startTrace(context.Background(), c, claim, "created")
+		ctx, span := startTrace(context.Background(), c, claim, now, "created")
 		_, as := r.actionSpan(ctx, "reconcile", "noop", actions.Request{})
 		endAction(as, nil, nil, actions.Result{Done: true})
-		traceWrite(pending{c: c, span: span}, now, now, 64, false)
+		traceWrite(pending{c: c, span: span}, now, now, 64, written)
 		span.End()
 	}
 }
@@ -68,17 +68,24 @@ func TestActionSpans(t *testing.T) {
 		trigger  string
 		deleting bool
 		act      fakeAction
+		secrets  []string // the call's own (req.Secrets), unknown to the config's scrubber
 		want     []string // span names, in the order they end
 		failed   string   // status description of the last one, "" for Ok
 	}{
-		{"reconcile", "created", false, fakeAction{reconcile: ok}, []string{"action.reconcile"}, ""},
-		{"delete", "deleted", true, fakeAction{reconcile: ok}, []string{"action.delete"}, ""},
-		{"resync with drift", "resync", false, fakeAction{reconcile: ok, observe: drift}, []string{"action.observe", "action.reconcile"}, ""},
+		{"reconcile", "created", false, fakeAction{reconcile: ok}, nil, []string{"action.reconcile"}, ""},
+		{"delete", "deleted", true, fakeAction{reconcile: ok}, nil, []string{"action.delete"}, ""},
+		{"resync with drift", "resync", false, fakeAction{reconcile: ok, observe: drift}, nil, []string{"action.observe", "action.reconcile"}, ""},
 		{"failure", "created", false, fakeAction{reconcile: func(context.Context) (actions.Result, error) {
 			return actions.Result{}, errors.New("token s3cr3t refused")
-		}}, []string{"action.reconcile"}, "token *** refused"},
+		}}, nil, []string{"action.reconcile"}, "token *** refused"},
+		{"failure quoting a call secret", "created", false, fakeAction{reconcile: func(context.Context) (actions.Result, error) {
+			return actions.Result{}, errors.New("db login failed: password=hunter2-revealed, token s3cr3t")
+		}}, []string{"hunter2-revealed"}, []string{"action.reconcile"}, "db login failed: password=***, token ***"},
+		{"observe failure quoting a call secret", "resync", false, fakeAction{reconcile: ok, observe: func(context.Context) (actions.Observation, error) {
+			return actions.Observation{}, errors.New("GET /state?pw=hunter2%2Frevealed: 401")
+		}}, []string{"hunter2/revealed"}, []string{"action.observe"}, "GET /state?pw=***: 401"},
 		{"panic", "created", false, fakeAction{reconcile: func(context.Context) (actions.Result, error) { panic("s3cr3t") }},
-			[]string{"action.reconcile"}, "the action panicked during reconcile (a bug in the plugin; see the controller's log)"},
+			nil, []string{"action.reconcile"}, "the action panicked during reconcile (a bug in the plugin; see the controller's log)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,9 +97,15 @@ func TestActionSpans(t *testing.T) {
 				seen = trace.SpanContextFromContext(ctx)
 				return inner(ctx)
 			}
+			if obs := act.observe; obs != nil {
+				act.observe = func(ctx context.Context) (actions.Observation, error) {
+					seen = trace.SpanContextFromContext(ctx)
+					return obs(ctx)
+				}
+			}
 			before := len(rec.Ended())
 			a := attempt{op: "reconcile", trigger: tc.trigger}
-			r.call(ctx, act, "act", actions.Request{Resource: actions.Resource{Generation: 4}}, tc.deleting, &a)
+			r.call(ctx, act, "act", actions.Request{Resource: actions.Resource{Generation: 4}, Secrets: tc.secrets}, tc.deleting, &a)
 			root.End()
 			var got []sdktrace.ReadOnlySpan
 			for _, s := range rec.Ended()[before:] {
@@ -117,9 +130,84 @@ func TestActionSpans(t *testing.T) {
 			if last.Status().Description != tc.failed || (tc.failed != "") != (last.Status().Code == codes.Error) {
 				t.Errorf("status %+v, want %q", last.Status(), tc.failed)
 			}
+			for _, s := range got {
+				for _, ev := range s.Events() {
+					for _, kv := range ev.Attributes {
+						if v := kv.Value.String(); strings.Contains(v, "s3cr3t") || strings.Contains(v, "hunter2") {
+							t.Errorf("span %s event %s: %s=%q holds a secret", s.Name(), ev.Name, kv.Key, v)
+						}
+					}
+				}
+			}
 			if seen.SpanID() != last.SpanContext().SpanID() {
 				t.Errorf("the plugin's context holds span %s, not its action span", seen.SpanID())
 			}
 		})
+	}
+}
+
+// TestTraceOutcome: an attempt's trace says what its history row says, given what the writer
+// did with the result.
+func TestTraceOutcome(t *testing.T) {
+	t.Parallel()
+	ok := attempt{res: actions.Result{Done: true}}
+	failed := attempt{err: errors.New("boom")}
+	cases := []struct {
+		name              string
+		a                 attempt
+		w                 writeOutcome
+		result, root, wrt string
+	}{
+		{"succeeded, written", ok, written, "Succeeded", "", ""},
+		{"in progress, written", attempt{}, written, "InProgress", "", ""},
+		{"failed, written", failed, written, "Failed", "attempt Failed", ""},
+		{"stalled, written", attempt{err: actions.Terminal(errors.New("bad spec"))}, written, "Stalled", "attempt Stalled", ""},
+		{"succeeded, refused by the database", ok, writeRefused, "Failed",
+			"attempt Failed: the action's result could not be stored", "the action's result could not be stored"},
+		{"succeeded, not written", ok, writeFailed, "Error",
+			"the result was not written; the work is repeated", "the result was not written; the work is repeated"},
+		{"failed, not written", failed, writeFailed, "Error",
+			"the result was not written; the work is repeated", "the result was not written; the work is repeated"},
+		{"succeeded, lease lost", ok, writeLost, "Interrupted", "lease lost; result discarded", "lease lost; result discarded"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			result, root, wrt := traceOutcome(tc.a, tc.w)
+			if result != tc.result || root != tc.root || wrt != tc.wrt {
+				t.Errorf("got (%q, %q, %q), want (%q, %q, %q)", result, root, wrt, tc.result, tc.root, tc.wrt)
+			}
+		})
+	}
+}
+
+// TestTraceWrite: the root span carries the stored result and fails as traceOutcome says.
+func TestTraceWrite(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	now := time.Now()
+	for _, w := range []writeOutcome{written, writeRefused, writeFailed, writeLost} {
+		_, root := tp.Tracer("test").Start(context.Background(), "reconcile")
+		p := pending{a: attempt{res: actions.Result{Done: true}}, span: root}
+		// The write span itself comes from the package tracer, bound to whichever provider
+		// the process installed first: traceOutcome's table covers its failure text.
+		traceWrite(p, now, now, 3, w)
+		result, rootFailure, _ := traceOutcome(p.a, w)
+		var got sdktrace.ReadOnlySpan
+		for _, s := range rec.Ended() {
+			if s.SpanContext().SpanID() == root.SpanContext().SpanID() {
+				got = s
+			}
+		}
+		if got == nil {
+			t.Fatalf("%v: root span not ended", w)
+		}
+		attrs := map[string]string{}
+		for _, kv := range got.Attributes() {
+			attrs[string(kv.Key)] = kv.Value.String()
+		}
+		if attrs["trueup.result"] != result || got.Status().Description != rootFailure || (rootFailure != "") != (got.Status().Code == codes.Error) {
+			t.Errorf("%v: result %q status %+v, want %q %q", w, attrs["trueup.result"], got.Status(), result, rootFailure)
+		}
 	}
 }

@@ -13,9 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -45,18 +47,55 @@ type Service struct {
 // ShutdownTimeout bounds the flush of the spans still queued when serve exits.
 const ShutdownTimeout = 5 * time.Second
 
-// Setup installs the global tracer provider that exports spans as cfg says, and returns the
-// function that flushes and stops it (bounded by ShutdownTimeout) and puts back the provider
-// that was there before. With a nil cfg nothing is installed: spans stay no-ops. Export
-// failures are logged to logger (the scrubbed log sink), never by OpenTelemetry's own
-// logger, so that no header reaches a log unscrubbed. The exporter also reads the standard
-// OTEL_EXPORTER_OTLP_* variables; what cfg sets wins.
-func Setup(ctx context.Context, cfg *config.Tracing, svc Service, logger *slog.Logger) (shutdown func(), err error) {
-	if cfg == nil {
-		return func() {}, nil
+// Running is the provider Setup installed (none for a nil cfg).
+type Running struct {
+	gate     *gate
+	shutdown func()
+}
+
+// Shutdown flushes and stops the provider (bounded by ShutdownTimeout) and puts back the one
+// that was there before.
+func (r *Running) Shutdown() {
+	if r.shutdown != nil {
+		r.shutdown()
 	}
-	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(cfg.TracesURL()), otlptracehttp.WithHeaders(cfg.Headers),
-		otlptracehttp.WithTimeout(10*time.Second))
+}
+
+// SpansDropped counts the sampled spans dropped because the export queue was full
+// (trueup_trace_spans_dropped_total).
+func (r *Running) SpansDropped() uint64 {
+	if r.gate == nil {
+		return 0
+	}
+	return r.gate.dropped.Load()
+}
+
+// Setup installs the global tracer provider that exports spans as cfg says. With a nil cfg
+// nothing is installed: spans stay no-ops. Spans dropped because the export queue
+// (OTEL_BSP_MAX_QUEUE_SIZE) is full are counted and warned about. Export failures are
+// logged to logger (the scrubbed log sink), and so are OpenTelemetry's own log lines, with
+// the raw text of a malformed variable left out (otelLogHandler): no header reaches a log
+// unscrubbed. The exporter also reads the standard OTEL_EXPORTER_OTLP_* variables (headers
+// only when cfg sets none; the endpoint is always cfg's). Call it once per process: the
+// packages' tracers stay bound to the first provider installed (otel's global delegate).
+func Setup(ctx context.Context, cfg *config.Tracing, svc Service, logger *slog.Logger) (*Running, error) {
+	if cfg == nil {
+		return &Running{}, nil
+	}
+	// Before the exporter reads its OTEL_EXPORTER_OTLP_* variables: it reports a malformed one
+	// through this logger, which otherwise writes to stderr unscrubbed.
+	otel.SetLogger(logr.FromSlogHandler(otelLogHandler(logger.Handler())))
+	client, err := exportClient(os.Getenv)
+	if err != nil {
+		return nil, fmt.Errorf("tracing: %w", err)
+	}
+	expOpts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(cfg.TracesURL()), otlptracehttp.WithHTTPClient(client)}
+	if len(cfg.Headers) > 0 {
+		// Only then: WithHeaders replaces OTEL_EXPORTER_OTLP_HEADERS, even given no header.
+		// The request timeout is exportClient's (OTEL_EXPORTER_OTLP_TIMEOUT, else 10 s).
+		expOpts = append(expOpts, otlptracehttp.WithHeaders(cfg.Headers))
+	}
+	exp, err := otlptracehttp.New(ctx, expOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("tracing: %w", err)
 	}
@@ -67,7 +106,8 @@ func Setup(ctx context.Context, cfg *config.Tracing, svc Service, logger *slog.L
 		_ = exp.Shutdown(ctx)
 		return nil, fmt.Errorf("tracing: resource: %w", err)
 	}
-	opts := []sdktrace.TracerProviderOption{sdktrace.WithBatcher(exp), sdktrace.WithResource(res)}
+	g := newGate(exp, queueSize(), logger)
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithSpanProcessor(g), sdktrace.WithResource(res)}
 	if r := cfg.SampleRatio; r != nil {
 		// A parent's decision wins (a call that arrives with a traceparent); the root is sampled
 		// by its trace id, so every replica decides the same for one trace.
@@ -79,7 +119,7 @@ func Setup(ctx context.Context, cfg *config.Tracing, svc Service, logger *slog.L
 	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(propagation.TraceContext{})
 	on.Store(true)
-	return func() {
+	return &Running{gate: g, shutdown: func() {
 		on.Store(false)
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownTimeout)
 		defer cancel()
@@ -88,7 +128,7 @@ func Setup(ctx context.Context, cfg *config.Tracing, svc Service, logger *slog.L
 		}
 		otel.SetTracerProvider(prevTP)
 		otel.SetTextMapPropagator(prevProp)
-	}, nil
+	}}, nil
 }
 
 // TraceID returns the id of span's trace when it is sampled (exported), "" otherwise: a
