@@ -10,11 +10,10 @@ import (
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
-// TestNotificationsDeadLetters: a dead notification is listed by state=dead and named on the
-// overview; a pending one only by the full list.
-func TestNotificationsDeadLetters(t *testing.T) {
-	t.Parallel()
-	hs, st := setup(t, 1)
+// seedOutbox writes two notifications, q000's Failed and q001's Recovered, and makes the
+// first a dead letter whose last error is lastErr.
+func seedOutbox(t *testing.T, st *store.Store, lastErr string) {
+	t.Helper()
 	ctx := context.Background()
 	if err := st.AddOutbox(ctx, []store.OutboxEntry{
 		{Event: "Failed", Namespace: "alpha", Kind: "Queue", Name: "q000", Source: "main", Revision: "abc", Phase: "Failed", Message: "boom"},
@@ -26,9 +25,17 @@ func TestNotificationsDeadLetters(t *testing.T) {
 	if err != nil || len(due) != 2 {
 		t.Fatalf("due: %v, %v", due, err)
 	}
-	if err := st.FinishOutbox(ctx, []store.OutboxResult{{ID: due[0].ID, State: store.OutboxDead, Attempts: 5, Error: "all/ops: provider answered 500: no"}}); err != nil {
+	if err := st.FinishOutbox(ctx, []store.OutboxResult{{ID: due[0].ID, State: store.OutboxDead, Attempts: 5, Error: lastErr}}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestNotificationsDeadLetters: a dead notification is listed by state=dead and named on the
+// overview; a pending one only by the full list.
+func TestNotificationsDeadLetters(t *testing.T) {
+	t.Parallel()
+	hs, st := setup(t, 1)
+	seedOutbox(t, st, "all/ops: provider answered 500: no")
 	var page struct{ Items []notificationJSON }
 	get(t, hs.URL+"/api/v1/notifications?state=dead", &page)
 	if len(page.Items) != 1 || page.Items[0].Name != "q000" || page.Items[0].Attempts != 5 || page.Items[0].FinishedAt == nil ||
@@ -55,20 +62,7 @@ func TestNotificationsDeadLetters(t *testing.T) {
 func TestNotificationsPage(t *testing.T) {
 	t.Parallel()
 	srv, st := setupAuth(t, 1)
-	ctx := context.Background()
-	if err := st.AddOutbox(ctx, []store.OutboxEntry{
-		{Event: "Failed", Namespace: "alpha", Kind: "Queue", Name: "q000", Source: "main", Revision: "abc", Phase: "Failed", Message: "boom"},
-		{Event: "Recovered", Namespace: "alpha", Kind: "Queue", Name: "q001", Source: "main", Revision: "abc", Phase: "Ready"},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	due, err := st.DueOutbox(ctx, 10)
-	if err != nil || len(due) != 2 {
-		t.Fatalf("due: %v, %v", due, err)
-	}
-	if err := st.FinishOutbox(ctx, []store.OutboxResult{{ID: due[0].ID, State: store.OutboxDead, Attempts: 5, Error: "prod/ops: provider answered 500: <no>"}}); err != nil {
-		t.Fatal(err)
-	}
+	seedOutbox(t, st, "prod/ops: provider answered 500: <no>")
 	page := func(as, path string) (int, string) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
