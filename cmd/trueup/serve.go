@@ -37,7 +37,8 @@ SIGHUP (or POST /api/v1/admin/reload) reads --config again: sources and action i
 added, changed or removed take effect without a restart (calls in flight finish first; a
 removed source's resources stay). An invalid config is refused, its errors logged and shown
 on the dashboard, and the running one kept. Changes to database, dataDir, server, reconcile,
-retention, log, limits, auth and secrets take effect at the next restart.`,
+retention, log, limits, secrets and tracing take effect at the next restart; a changed auth
+block refuses the reload (restart to apply it).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// Applied to the config read at start and to every config reloaded.
