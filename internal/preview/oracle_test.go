@@ -8,7 +8,6 @@ import (
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/manifest"
-	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/sealed/sealedtest"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -20,14 +19,7 @@ import (
 // character) would spell it out in the comment if rules saw the plaintext.
 func TestPreviewRulesCannotReadEncryptedValues(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, pgtest.NewDatabase(t, store.MigrateURL), store.Options{MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := st.RegisterSource(ctx, store.SourceConfig{Name: "infra"}); err != nil {
-		t.Fatal(err)
-	}
+	st := openStore(t, store.SourceConfig{Name: "infra"})
 	_, recipient := sealedtest.Key()
 	secret := "s3cretXY"
 	plain := "apiVersion: mq.example.com/v1\nkind: Queue\nmetadata: {name: a}\nspec:\n  size: 1\n  password: " + secret + "\n"
@@ -81,14 +73,7 @@ spec:
 // markers, unknown to the rules, never the revealed values.
 func TestPreviewTransitionRulesCannotReadAppliedSecrets(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, pgtest.NewDatabase(t, store.MigrateURL), store.Options{MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := st.RegisterSource(ctx, store.SourceConfig{Name: "infra"}); err != nil {
-		t.Fatal(err)
-	}
+	st := openStore(t, store.SourceConfig{Name: "infra"})
 	identity, recipient := sealedtest.Key()
 	keys, _ := sealed.ParseAgeKeys(identity)
 	plain := "apiVersion: mq.example.com/v1\nkind: Queue\nmetadata: {name: a}\nspec:\n  size: 1\n  password: hunter2\n"
@@ -142,14 +127,7 @@ spec:
 // to what was applied from it (same ciphertexts: the applied markers).
 func TestPreviewUnchangedEncryptedFile(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, pgtest.NewDatabase(t, store.MigrateURL), store.Options{MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := st.RegisterSource(ctx, store.SourceConfig{Name: "infra"}); err != nil {
-		t.Fatal(err)
-	}
+	st := openStore(t, store.SourceConfig{Name: "infra"})
 	identity, recipient := sealedtest.Key()
 	keys, _ := sealed.ParseAgeKeys(identity)
 	plain := "apiVersion: mq.example.com/v1\nkind: Queue\nmetadata: {name: a}\nspec:\n  size: 1\n  password: hunter2\n"

@@ -8,7 +8,6 @@ import (
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/manifest"
-	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/syncer"
 	"github.com/trueup-dev/trueup/sources"
@@ -32,16 +31,7 @@ func (s *specRecorder) Plan(ctx context.Context, req actions.Request) (actions.P
 // request cannot print someone else's outputs in its comment.
 func TestPlanResolvesOnlyOwnOutputs(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, pgtest.NewDatabase(t, store.MigrateURL), store.Options{MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	for _, s := range []string{"infra", "other"} {
-		if err := st.RegisterSource(ctx, store.SourceConfig{Name: s}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	st := openStore(t, store.SourceConfig{Name: "infra"}, store.SourceConfig{Name: "other"})
 	apply := func(source string, files ...sources.File) {
 		t.Helper()
 		known, err := syncer.OtherTypes(ctx, st, source)

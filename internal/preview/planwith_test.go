@@ -7,7 +7,6 @@ import (
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/manifest"
-	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/sources"
 )
@@ -29,14 +28,7 @@ func (w *withRecorder) Plan(ctx context.Context, req actions.Request) (actions.P
 // chooses what runs for it: it is the applied type's, never the pull request's.
 func TestPlanUsesTheAppliedTypesAction(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(ctx, pgtest.NewDatabase(t, store.MigrateURL), store.Options{MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := st.RegisterSource(ctx, store.SourceConfig{Name: "infra"}); err != nil {
-		t.Fatal(err)
-	}
+	st := openStore(t, store.SourceConfig{Name: "infra"})
 	withType := func(with string) string {
 		return strings.Replace(typeDoc, "action: {name: planner}", "action: {name: planner, with: "+with+"}", 1)
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/trueup-dev/trueup/internal/commitstatus"
 	"github.com/trueup-dev/trueup/internal/commitstatus/forgetest"
 	"github.com/trueup-dev/trueup/internal/manifest"
-	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/sources"
 	"github.com/trueup-dev/trueup/sources/gitsource"
@@ -150,14 +149,7 @@ var mainFiles = map[string]string{"types.yaml": typeDoc, "queues/a.yaml": queueD
 func setup(t *testing.T, gitlab bool) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, pgtest.NewDatabase(t, store.MigrateURL), store.Options{MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := st.RegisterSource(ctx, store.SourceConfig{Name: "infra", URL: "file:///x", Branch: "main"}); err != nil {
-		t.Fatal(err)
-	}
+	st := openStore(t, store.SourceConfig{Name: "infra", URL: "file:///x", Branch: "main"})
 	r := &repo{t: t, dir: t.TempDir()}
 	r.git("init", "-q", "-b", "main")
 	f := &fixture{st: st, repo: r, act: &planner{block: map[string]chan struct{}{}}, runs: make(chan Event, 16)}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/manifest"
-	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/sealed/sealedtest"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -19,14 +18,7 @@ import (
 func TestCheckSecretsMasked(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := store.Open(ctx, pgtest.NewDatabase(t, store.MigrateURL), store.Options{MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	if err := st.RegisterSource(ctx, store.SourceConfig{Name: "infra"}); err != nil {
-		t.Fatal(err)
-	}
+	st := openStore(t, store.SourceConfig{Name: "infra"})
 	identity, recipient := sealedtest.Key()
 	keys, err := sealed.ParseAgeKeys(identity)
 	if err != nil {
