@@ -30,11 +30,20 @@ type Lease struct {
 // finds a fenced transaction committing gives up at once (NOWAIT) and is retried by the
 // caller's next attempt, so no lease loop ever waits on another replica's transaction.
 func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (l Lease, ok bool, err error) {
-	err = pgx.BeginFunc(ctx, s.leases, func(tx pgx.Tx) error {
-		var err error
-		l, ok, err = acquireLease(ctx, tx, name, holder, ttl)
-		return err
-	})
+	// Renewal (also of a lease that ran out while nobody took it): one statement, the term stays.
+	l = Lease{Name: name, Holder: holder}
+	err = s.leases.QueryRow(ctx, `UPDATE leases SET expires_at = now() + $3 * interval '1 millisecond'
+		WHERE name = $1 AND holder = $2 RETURNING term`, name, holder, ttl.Milliseconds()).Scan(&l.Term)
+	if err == nil {
+		return l, true, nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = pgx.BeginFunc(ctx, s.leases, func(tx pgx.Tx) error {
+			var err error
+			l.Term, ok, err = takeLease(ctx, tx, name, holder, ttl)
+			return err
+		})
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "55P03" { // lock_not_available
 		return Lease{}, false, nil // a fenced write of the holder is committing: not taken this time
@@ -42,38 +51,33 @@ func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.
 	if err != nil {
 		return Lease{}, false, fmt.Errorf("acquire lease %s: %w", name, err)
 	}
-	return l, ok, nil
+	if !ok {
+		return Lease{}, false, nil
+	}
+	return l, true, nil
 }
 
-func acquireLease(ctx context.Context, tx pgx.Tx, name, holder string, ttl time.Duration) (Lease, bool, error) {
-	l := Lease{Name: name, Holder: holder}
-	// Renewal (also of a lease that ran out while nobody took it): the term stays.
-	err := tx.QueryRow(ctx, `UPDATE leases SET expires_at = now() + $3 * interval '1 millisecond'
-		WHERE name = $1 AND holder = $2 RETURNING term`, name, holder, ttl.Milliseconds()).Scan(&l.Term)
-	if err == nil || !errors.Is(err, pgx.ErrNoRows) {
-		return l, err == nil, err
-	}
-	// The first holder ever.
+// takeLease creates the lease for holder, or takes it over once it has expired.
+func takeLease(ctx context.Context, tx pgx.Tx, name, holder string, ttl time.Duration) (term int64, ok bool, err error) {
 	err = tx.QueryRow(ctx, `INSERT INTO leases (name, holder, term, expires_at) VALUES ($1, $2, 1, now() + $3 * interval '1 millisecond')
-		ON CONFLICT (name) DO NOTHING RETURNING term`, name, holder, ttl.Milliseconds()).Scan(&l.Term)
+		ON CONFLICT (name) DO NOTHING RETURNING term`, name, holder, ttl.Milliseconds()).Scan(&term)
 	if err == nil || !errors.Is(err, pgx.ErrNoRows) {
-		return l, err == nil, err
+		return term, err == nil, err
 	}
-	// Takeover of an expired lease. The row is locked only when it has expired (a valid lease
-	// is left alone without waiting), and FOR UPDATE re-reads it once locked: a lease renewed
-	// meanwhile is not taken.
+	// The row is locked only when it has expired (a valid lease is refused without waiting),
+	// and FOR UPDATE re-reads it once locked: a lease renewed meanwhile is not taken.
 	var one int
 	err = tx.QueryRow(ctx, `SELECT 1 FROM leases WHERE name = $1 AND holder <> $2 AND expires_at < now() FOR UPDATE NOWAIT`,
 		name, holder).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Lease{}, false, nil
+		return 0, false, nil
 	}
 	if err != nil {
-		return Lease{}, false, err
+		return 0, false, err
 	}
 	err = tx.QueryRow(ctx, `UPDATE leases SET holder = $2, term = term + 1, acquired_at = now(),
-		expires_at = now() + $3 * interval '1 millisecond' WHERE name = $1 RETURNING term`, name, holder, ttl.Milliseconds()).Scan(&l.Term)
-	return l, err == nil, err
+		expires_at = now() + $3 * interval '1 millisecond' WHERE name = $1 RETURNING term`, name, holder, ttl.Milliseconds()).Scan(&term)
+	return term, err == nil, err
 }
 
 // ReleaseLease gives a lease up at once (clean shutdown) and tells every replica on
