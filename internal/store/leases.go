@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Lease is a held singleton lease. Term identifies the holding: it grows on every takeover.
@@ -19,22 +20,64 @@ type Lease struct {
 
 // AcquireLease takes name for holder (or renews it when holder already has it) unless another
 // holder's lease is still valid. ok is false when someone else holds it.
+//
+// A renewal and a takeover lock the lease row differently, and that is what fences writes
+// without ever blocking a renewal: a fenced transaction takes FOR KEY SHARE on the row in its
+// last statement (checkLease); a renewal changes no key column, so it takes FOR NO KEY UPDATE,
+// which KEY SHARE does not block; a takeover first takes FOR UPDATE, which KEY SHARE does
+// block. A takeover therefore commits either before a fenced transaction's check (which then
+// finds the new term and fails) or after its commit — never between the two. A takeover that
+// finds a fenced transaction committing gives up at once (NOWAIT) and is retried by the
+// caller's next attempt, so no lease loop ever waits on another replica's transaction.
 func (s *Store) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (l Lease, ok bool, err error) {
-	err = s.leases.QueryRow(ctx, `
-		INSERT INTO leases (name, holder, term, expires_at) VALUES ($1, $2, 1, now() + $3 * interval '1 millisecond')
-		ON CONFLICT (name) DO UPDATE SET holder = excluded.holder,
-		  term = CASE WHEN leases.holder = excluded.holder THEN leases.term ELSE leases.term + 1 END,
-		  acquired_at = CASE WHEN leases.holder = excluded.holder THEN leases.acquired_at ELSE now() END,
-		  expires_at = excluded.expires_at
-		WHERE leases.holder = excluded.holder OR leases.expires_at < now()
-		RETURNING term`, name, holder, ttl.Milliseconds()).Scan(&l.Term)
+	// Renewal (also of a lease that ran out while nobody took it): one statement, the term stays.
+	l = Lease{Name: name, Holder: holder}
+	err = s.leases.QueryRow(ctx, `UPDATE leases SET expires_at = now() + $3 * interval '1 millisecond'
+		WHERE name = $1 AND holder = $2 RETURNING term`, name, holder, ttl.Milliseconds()).Scan(&l.Term)
+	if err == nil {
+		return l, true, nil
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Lease{}, false, nil
+		err = pgx.BeginFunc(ctx, s.leases, func(tx pgx.Tx) error {
+			var err error
+			l.Term, ok, err = takeLease(ctx, tx, name, holder, ttl)
+			return err
+		})
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "55P03" { // lock_not_available
+		return Lease{}, false, nil // a fenced write of the holder is committing: not taken this time
 	}
 	if err != nil {
 		return Lease{}, false, fmt.Errorf("acquire lease %s: %w", name, err)
 	}
-	return Lease{Name: name, Holder: holder, Term: l.Term}, true, nil
+	if !ok {
+		return Lease{}, false, nil
+	}
+	return l, true, nil
+}
+
+// takeLease creates the lease for holder, or takes it over once it has expired.
+func takeLease(ctx context.Context, tx pgx.Tx, name, holder string, ttl time.Duration) (term int64, ok bool, err error) {
+	err = tx.QueryRow(ctx, `INSERT INTO leases (name, holder, term, expires_at) VALUES ($1, $2, 1, now() + $3 * interval '1 millisecond')
+		ON CONFLICT (name) DO NOTHING RETURNING term`, name, holder, ttl.Milliseconds()).Scan(&term)
+	if err == nil || !errors.Is(err, pgx.ErrNoRows) {
+		return term, err == nil, err
+	}
+	// The row is locked only when it has expired (a valid lease is refused without waiting),
+	// and FOR UPDATE re-reads it once locked: a lease renewed meanwhile is not taken.
+	var one int
+	err = tx.QueryRow(ctx, `SELECT 1 FROM leases WHERE name = $1 AND holder <> $2 AND expires_at < now() FOR UPDATE NOWAIT`,
+		name, holder).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	err = tx.QueryRow(ctx, `UPDATE leases SET holder = $2, term = term + 1, acquired_at = now(),
+		expires_at = now() + $3 * interval '1 millisecond' WHERE name = $1 RETURNING term`, name, holder, ttl.Milliseconds()).Scan(&term)
+	return term, err == nil, err
 }
 
 // ReleaseLease gives a lease up at once (clean shutdown) and tells every replica on
@@ -51,17 +94,35 @@ func (s *Store) ReleaseLease(ctx context.Context, l Lease) error {
 	})
 }
 
-// checkLease verifies inside tx that l is still held, and locks the row so that no takeover
-// can commit before tx does.
+// checkLease verifies inside tx that l is still held and keeps it so until tx ends: it takes
+// FOR KEY SHARE on the lease row, which the holder's renewals do not wait for but a takeover
+// does (see AcquireLease). Call it as the transaction's last statement: the lock is then held
+// for the moment of the commit only, and a takeover that happened while the transaction
+// worked is seen. The expiry is read on the clock, not at the transaction's start.
 func checkLease(ctx context.Context, tx pgx.Tx, l *Lease) error {
 	if l == nil {
 		return nil
 	}
 	var one int
-	err := tx.QueryRow(ctx, `SELECT 1 FROM leases WHERE name = $1 AND holder = $2 AND term = $3 AND expires_at > now() FOR SHARE`,
+	err := tx.QueryRow(ctx, `SELECT 1 FROM leases WHERE name = $1 AND holder = $2 AND term = $3 AND expires_at > clock_timestamp() FOR KEY SHARE`,
 		l.Name, l.Holder, l.Term).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("lease %s (term %d): %w", l.Name, l.Term, ErrLeaseLost)
+	}
+	return err
+}
+
+// leaseCurrent is checkLease without the lock: a long fenced transaction calls it first, to
+// stop before its work when the lease has already moved on.
+func leaseCurrent(ctx context.Context, tx pgx.Tx, l *Lease) error {
+	if l == nil {
+		return nil
+	}
+	var held bool
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM leases WHERE name = $1 AND holder = $2 AND term = $3 AND expires_at > clock_timestamp())`,
+		l.Name, l.Holder, l.Term).Scan(&held)
+	if err == nil && !held {
+		err = fmt.Errorf("lease %s (term %d): %w", l.Name, l.Term, ErrLeaseLost)
 	}
 	return err
 }

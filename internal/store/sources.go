@@ -285,44 +285,55 @@ func (s *Store) ApplyRevision(ctx context.Context, p ApplyParams) (ApplyResult, 
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext('trueup.source:' || $1))", p.Source); err != nil {
 			return err
 		}
-		if err := checkLease(ctx, tx, p.Lease); err != nil {
+		if err := leaseCurrent(ctx, tx, p.Lease); err != nil {
 			return err
 		}
-		var suspended bool
-		err := tx.QueryRow(ctx, "SELECT suspended FROM sources WHERE name = $1 FOR UPDATE", p.Source).Scan(&suspended)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		if err := applyRevision(ctx, tx, p, &res); err != nil {
 			return err
 		}
-		if suspended {
-			res.Held = true
-			return holdRevision(ctx, tx, p)
-		}
-		if err := checkConflicts(ctx, tx, p); err != nil {
-			return err
-		}
-		if err := checkCycles(ctx, tx, p, true); err != nil {
-			return err
-		}
-		if err := applyTypes(ctx, tx, p, &res); err != nil {
-			return err
-		}
-		if err := applyResources(ctx, tx, p, &res); err != nil {
-			return err
-		}
-		if err := finishSource(ctx, tx, p, res); err != nil {
-			return err
-		}
-		if res.Created+res.Updated+res.Deleted+res.Requested > 0 || res.TypeRequeued {
-			if _, err := tx.Exec(ctx, "SELECT pg_notify($1, '')", WorkChannel); err != nil {
-				return err
-			}
-		}
-		return nil
+		// The fence, last: an apply may last many leaseTTLs, renewed meanwhile by the lease
+		// loop; a takeover while it worked makes it fail here, and none can commit between
+		// this check and the commit.
+		return checkLease(ctx, tx, p.Lease)
 	})
 	if err != nil {
 		return ApplyResult{}, fmt.Errorf("apply %s@%s: %w", p.Source, shortRev(p.Revision), err)
 	}
 	return res, nil
+}
+
+// applyRevision is ApplyRevision's work inside its transaction, between the lease checks.
+func applyRevision(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResult) error {
+	var suspended bool
+	err := tx.QueryRow(ctx, "SELECT suspended FROM sources WHERE name = $1 FOR UPDATE", p.Source).Scan(&suspended)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
+	if suspended {
+		res.Held = true
+		return holdRevision(ctx, tx, p)
+	}
+	if err := checkConflicts(ctx, tx, p); err != nil {
+		return err
+	}
+	if err := checkCycles(ctx, tx, p, true); err != nil {
+		return err
+	}
+	if err := applyTypes(ctx, tx, p, res); err != nil {
+		return err
+	}
+	if err := applyResources(ctx, tx, p, res); err != nil {
+		return err
+	}
+	if err := finishSource(ctx, tx, p, *res); err != nil {
+		return err
+	}
+	if res.Created+res.Updated+res.Deleted+res.Requested > 0 || res.TypeRequeued {
+		if _, err := tx.Exec(ctx, "SELECT pg_notify($1, '')", WorkChannel); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // requeueKind gives every live resource of kind a new generation (its type's action changed).
