@@ -630,7 +630,9 @@ func TestTrigger(t *testing.T) {
 	}
 }
 
-func applied(rev string) func(*store.Claimed) { return func(c *store.Claimed) { c.AppliedRevision = rev } }
+func applied(rev string) func(*store.Claimed) {
+	return func(c *store.Claimed) { c.AppliedRevision = rev }
+}
 
 func TestCallRevision(t *testing.T) {
 	t.Parallel()
