@@ -440,7 +440,9 @@ func TestAbandonCommand(t *testing.T) {
 	if _, err := st.ApplyRevision(ctx, store.ApplyParams{Source: "main", Revision: "def456", Set: set, Prune: true, MaxPruneFraction: 1}); err != nil {
 		t.Fatal(err)
 	}
-	abandon := func(ns, name string) string { return srv.URL + "/api/v1/resources/" + ns + "/queue/" + name + "/abandon" }
+	abandon := func(ns, name string) string {
+		return srv.URL + "/api/v1/resources/" + ns + "/queue/" + name + "/abandon"
+	}
 	const why = `{"reason":"the queue service is gone"}`
 	cases := []struct {
 		name, url, as, body string
