@@ -97,7 +97,7 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 	scrub := actions.Scrubber(secrets)
 	req := actions.Request{Resource: actions.Resource{APIVersion: c.APIVersion, Kind: c.Kind, Namespace: c.Namespace,
 		Name: c.Name, UID: c.UID, Generation: c.Generation, Spec: spec, Labels: c.Labels, Annotations: c.Annotations,
-		Source: c.Source, Revision: callRevision(c)}, With: c.ActionWith, State: c.ActionState, Secrets: secrets,
+		Source: c.Source, Revision: callRevision(c), FallbackRevision: fallbackRevision(c)}, With: c.ActionWith, State: c.ActionState, Secrets: secrets,
 		Checkpoint: func(ctx context.Context, state json.RawMessage) error {
 			return r.store.SaveActionState(ctx, c.ID, c.LeaseToken, scrubJSON(state, scrub))
 		}}
@@ -154,6 +154,16 @@ func callRevision(c store.Claimed) string {
 		return c.AppliedRevision
 	}
 	return c.Revision
+}
+
+// fallbackRevision is, for a delete, where a plugin reads the repository when the commit of
+// callRevision is gone (history rewritten): the newest revision the source applied, so that
+// a fix pushed to a module reaches a delete that cannot read the old one. "" otherwise.
+func fallbackRevision(c store.Claimed) string {
+	if !c.Deleting || c.SourceRevision == callRevision(c) {
+		return ""
+	}
+	return c.SourceRevision
 }
 
 // call runs the plugin: Delete, or Observe then Reconcile on a resync, or Reconcile. A

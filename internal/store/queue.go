@@ -60,6 +60,9 @@ type Claimed struct {
 	// AppliedRevision is the revision of the last successful reconcile ("" when never
 	// applied): what a delete is called at (reconciler.callRevision).
 	AppliedRevision string
+	// SourceRevision, for a delete, is the newest revision its source applied: where a
+	// plugin falls back when AppliedRevision can no longer be read.
+	SourceRevision string
 }
 
 // Claim leases up to n due resources to owner for ttl, in ONE transaction: the rows are
@@ -76,7 +79,8 @@ func (s *Store) Claim(ctx context.Context, owner string, n int, ttl time.Duratio
 			  t.name IS NOT NULL, COALESCE(t.action_name, ''), t.action_with, t.resync_interval_ms,
 			  COALESCE(r.sealed_sha, ''), r.file_path, COALESCE(r.manual_requested_by, ''),
 			  r.has_deps, COALESCE(r.dependency_by, ''), CASE WHEN r.has_deps THEN t.spec END,
-			  CASE WHEN r.has_deps AND r.deletion_timestamp IS NOT NULL THEN r.resolved_spec END, COALESCE(r.applied_revision, '')
+			  CASE WHEN r.has_deps AND r.deletion_timestamp IS NOT NULL THEN r.resolved_spec END, COALESCE(r.applied_revision, ''),
+			  COALESCE(CASE WHEN r.deletion_timestamp IS NOT NULL THEN (SELECT s.revision FROM sources s WHERE s.name = r.source) END, '')
 			FROM resources r LEFT JOIN resource_types t ON lower(t.name) = lower(r.kind)
 			WHERE r.run_at <= now() AND r.lease_owner IS NULL AND NOT r.suspended AND NOT r.blocked `+claimGateSQL+`
 			ORDER BY r.run_at LIMIT $1 FOR UPDATE OF r SKIP LOCKED`, n)
@@ -129,7 +133,7 @@ func scanClaimed(r pgx.CollectableRow) (Claimed, error) {
 	err := r.Scan(&c.ID, &c.UID, &c.Namespace, &c.Kind, &c.Name, &c.APIVersion, &c.Source, &c.Revision, &labels,
 		&ann, &c.Spec, &c.Generation, &c.ObservedGeneration, &c.Phase, &conds, &c.ActionState, &c.Attempt,
 		&c.Deleting, &c.LeaseToken, &c.TypeKnown, &c.ActionName, &c.ActionWith, &c.ResyncIntervalMs, &c.SealedSHA, &c.File, &c.ManualBy,
-		&c.HasDeps, &c.DependencyBy, &c.TypeSpec, &c.ResolvedSpec, &c.AppliedRevision)
+		&c.HasDeps, &c.DependencyBy, &c.TypeSpec, &c.ResolvedSpec, &c.AppliedRevision, &c.SourceRevision)
 	if err != nil {
 		return c, err
 	}
