@@ -252,7 +252,9 @@ func TestDeleteFallsBackWhenRevisionGone(t *testing.T) {
 	// A replica: an instance with its working copies (a restart starts a new one on them).
 	replica := func() actions.Action {
 		a, err := terraform.New(mustJSON(t, cfg), actions.Env{Name: "fallback", BaseDir: ".", Logger: slog.New(slog.DiscardHandler),
-			ReadTree: func(ctx context.Context, _, revision, dir string) ([]sources.TreeFile, error) { return src.ReadTree(ctx, revision, dir) }})
+			ReadTree: func(ctx context.Context, _, revision, dir string) ([]sources.TreeFile, error) {
+				return src.ReadTree(ctx, revision, dir)
+			}})
 		if err != nil {
 			t.Fatal(err)
 		}
