@@ -75,7 +75,15 @@ type Resource struct {
 	Labels      map[string]string `json:"labels,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
 	Source      string            `json:"source,omitempty"`
-	Revision    string            `json:"revision,omitempty"`
+	// Revision is the Git revision the call is made at: for a reconcile, the one that last
+	// changed the resource's desired state; for a delete, the one it was last applied at
+	// (what applied it can delete it, whatever later commits hold), or the one that removed
+	// it when it was never applied.
+	Revision string `json:"revision,omitempty"`
+	// FallbackRevision is set for a delete only: the newest revision of the source trueup
+	// applied. A plugin that reads the repository at Revision and finds the commit gone
+	// (sources.ErrRevisionNotFound: history rewritten) reads it there instead.
+	FallbackRevision string `json:"fallbackRevision,omitempty"`
 }
 
 // Request is one call to a plugin.

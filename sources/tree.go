@@ -22,7 +22,8 @@ type TreeReader interface {
 	// Symbolic links to files of the folder are read as those files. A missing folder gives
 	// an error wrapping ErrPathNotFound; a folder over the limits (MaxFileBytes per file,
 	// MaxTreeFiles, MaxTreeBytes), a link leading out of it or a submodule gives one
-	// wrapping ErrTreeRefused.
+	// wrapping ErrTreeRefused; a commit the repository does not have (any more) one wrapping
+	// ErrRevisionNotFound.
 	ReadTree(ctx context.Context, revision, dir string) ([]TreeFile, error)
 }
 
@@ -35,3 +36,7 @@ const (
 
 // ErrTreeRefused says ReadTree will not read the folder as it is: only a new revision fixes it.
 var ErrTreeRefused = errors.New("folder refused")
+
+// ErrRevisionNotFound says the repository does not have the commit ReadTree was asked for:
+// history was rewritten and the commit is gone, or it was never on a branch the source reads.
+var ErrRevisionNotFound = errors.New("revision not found")

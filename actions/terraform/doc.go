@@ -11,7 +11,11 @@
 // module is required: a folder relative to the controller config's folder, or absolute; or
 // {"source": "infra", "path": "modules/database"}, a folder of the infra source's repository
 // read (actions.Env.ReadTree) at the revision each resource came from, for the resources of
-// that source only, so that module changes flow through Git. Such an instance plans pull
+// that source only, so that module changes flow through Git. A delete reads it at the
+// revision the resource was last applied at (Request.Resource.Revision for a delete), so a
+// commit that removes a manifest and breaks its module still destroys the resource; when
+// that commit is gone from the repository (sources.ErrRevisionNotFound) it reads it at
+// Resource.FallbackRevision, the source's newest revision. Such an instance plans pull
 // requests (whose module is unreviewed code) only with "pullRequestModules": true.
 // binary defaults to terraform, then tofu, looked up in PATH when a call needs it. Each run
 // gets the minimal environment of exec commands (PATH, HOME, LANG, TMPDIR) plus env; values

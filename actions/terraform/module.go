@@ -50,9 +50,26 @@ func (a *Action) moduleOf(ctx context.Context, res actions.Resource) (module, er
 	if a.readTree == nil {
 		return module{}, fmt.Errorf("module %s of source %s: no source repository can be read here", a.repo.path, a.repo.source)
 	}
-	m := module{desc: a.repo.source + "@" + res.Revision + ":" + a.repo.path}
+	if res.FallbackRevision == "" {
+		return a.moduleAt(ctx, res.Revision, false)
+	}
+	// A delete: read now (not at the working copy's write) so that a commit gone from the
+	// repository falls back to the source's newest revision instead of failing every retry.
+	m, err := a.moduleAt(ctx, res.Revision, true)
+	if errors.Is(err, sources.ErrRevisionNotFound) {
+		a.logger.WarnContext(ctx, "terraform: module revision gone; deleting with the source's newest revision",
+			"module", m.desc, "revision", res.Revision, "fallback", res.FallbackRevision, "error", err)
+		return a.moduleAt(ctx, res.FallbackRevision, true)
+	}
+	return m, err
+}
+
+// moduleAt returns the module of the source's folder at revision. eager reads the files now
+// even when the revision's hash is known.
+func (a *Action) moduleAt(ctx context.Context, revision string, eager bool) (module, error) {
+	m := module{desc: a.repo.source + "@" + revision + ":" + a.repo.path}
 	read := func(ctx context.Context) ([]sources.TreeFile, error) {
-		files, err := a.readTree(ctx, a.repo.source, res.Revision, a.repo.path)
+		files, err := a.readTree(ctx, a.repo.source, revision, a.repo.path)
 		switch {
 		case errors.Is(err, sources.ErrPathNotFound), errors.Is(err, sources.ErrTreeRefused):
 			return nil, actions.Terminalf("module %s: %w", m.desc, err)
@@ -63,8 +80,8 @@ func (a *Action) moduleOf(ctx context.Context, res actions.Resource) (module, er
 	}
 	// A commit never changes: its module's hash is read once, and the files only when a
 	// working copy needs them.
-	key := a.repo.source + "\x00" + res.Revision
-	if hash, ok := a.trees.get(key); ok {
+	key := a.repo.source + "\x00" + revision
+	if hash, ok := a.trees.get(key); ok && !eager {
 		m.hash = hash
 		m.write = func(ctx context.Context, dst string) error {
 			files, err := read(ctx)
@@ -77,7 +94,7 @@ func (a *Action) moduleOf(ctx context.Context, res actions.Resource) (module, er
 	}
 	files, err := read(ctx)
 	if err != nil {
-		return module{}, err
+		return m, err
 	}
 	m.hash = treeHash(files)
 	a.trees.put(key, m.hash)

@@ -219,3 +219,69 @@ func TestModuleFromSourceWithoutReader(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// A delete reads the module at the revision the resource was applied at. When history was
+// rewritten and that commit is gone, it falls back to the source's newest revision
+// (Resource.FallbackRevision); without one the delete fails, and is retried.
+func TestDeleteFallsBackWhenRevisionGone(t *testing.T) {
+	t.Parallel()
+	bin := binary(t)
+	mainTF, err := os.ReadFile("testdata/modules/data/main.tf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := newGitRepo(t)
+	before := repo.commit(map[string]string{"manifests/db.yaml": "# manifests\n"})
+	src, err := gitsource.New(gitsource.Config{Name: "infra", URL: repo.dir, Path: "manifests", Dir: t.TempDir()}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = src.Close() })
+	ctx := t.Context()
+	if _, err := src.Fetch(ctx, before); err != nil {
+		t.Fatal(err)
+	}
+	applied := repo.commit(map[string]string{"modules/database/main.tf": string(mainTF)})
+	cfg := map[string]any{
+		"module":  map[string]any{"source": "infra", "path": "modules/database"},
+		"binary":  bin,
+		"backend": map[string]any{"type": "local"},
+		"workDir": t.TempDir(),
+		"env":     map[string]string{"TF_CLI_CONFIG_FILE": cliConfig(t)},
+	}
+	// A replica: an instance with its working copies (a restart starts a new one on them).
+	replica := func() actions.Action {
+		a, err := terraform.New(mustJSON(t, cfg), actions.Env{Name: "fallback", BaseDir: ".", Logger: slog.New(slog.DiscardHandler),
+			ReadTree: func(ctx context.Context, _, revision, dir string) ([]sources.TreeFile, error) {
+				return src.ReadTree(ctx, revision, dir)
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = actions.Close(a) })
+		return a
+	}
+	a := replica()
+	req := request("orders", `{"size": 3}`)
+	req.Resource.Source, req.Resource.Revision = "infra", applied
+	if res, err := a.Reconcile(ctx, req); err != nil || !res.Done {
+		t.Fatalf("create at %s: %+v, %v", applied[:7], res, err)
+	}
+
+	// History rewritten: the applied commit is gone from the repository.
+	repo.git("reset", "-q", "--hard", before)
+	head := repo.commit(map[string]string{"modules/database/main.tf": string(mainTF) + "\n# rewritten\n"})
+	repo.git("reflog", "expire", "--expire=now", "--all")
+	repo.git("gc", "-q", "--prune=now")
+
+	// After a restart, the instance reads the module again.
+	a = replica()
+	del := req
+	if _, err := a.Delete(ctx, del); !errors.Is(err, sources.ErrRevisionNotFound) || actions.IsTerminal(err) {
+		t.Fatalf("delete at a gone revision without a fallback: %v; want a retried revision-not-found error", err)
+	}
+	del.Resource.FallbackRevision = head
+	if res, err := a.Delete(ctx, del); err != nil || !res.Done {
+		t.Fatalf("delete falling back to %s: %+v, %v", head[:7], res, err)
+	}
+}

@@ -117,3 +117,66 @@ func TestSuspendCLI(t *testing.T) {
 		t.Errorf("sync of an unknown source: %v", err)
 	}
 }
+
+func TestDeleteAbandonCLI(t *testing.T) {
+	t.Parallel()
+	a := setup(t)
+	ctx := context.Background()
+	const ref = "production/DatabaseCluster/orders-pg"
+	if _, _, err := a.run(t, "delete", ref, "--reason", "x"); err == nil || !strings.Contains(err.Error(), "manifest is removed from Git") {
+		t.Errorf("delete without --abandon: %v", err)
+	}
+	if _, _, err := a.run(t, "delete", ref, "--abandon"); err == nil || !strings.Contains(err.Error(), "--reason is required") {
+		t.Errorf("delete --abandon without a reason: %v", err)
+	}
+	if _, _, err := a.run(t, "delete", ref, "--abandon", "--reason", "x"); err == nil || !strings.Contains(err.Error(), "manifest still in Git") {
+		t.Errorf("abandon of a resource still in Git: %v", err)
+	}
+	if _, _, err := a.run(t, "delete", "DatabaseCluster/nope", "-n", "production", "--abandon", "--reason", "x"); err == nil ||
+		!strings.Contains(err.Error(), "not found") {
+		t.Errorf("abandon of a missing resource: %v", err)
+	}
+	if _, err := a.store.Pool().Exec(ctx, `UPDATE resources SET deletion_timestamp = now() WHERE name = 'orders-pg'`); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := a.run(t, "delete", "databasecluster/orders-pg", "-n", "production", "--abandon", "--reason", "cluster deleted by hand")
+	if err != nil || out != "DatabaseCluster/orders-pg in namespace production abandoned by anonymous (its action was not called)\n" {
+		t.Errorf("delete --abandon: err %v stdout %q", err, out)
+	}
+	if _, err := a.store.GetResource(ctx, "production", "DatabaseCluster", "orders-pg"); err == nil {
+		t.Error("the resource is still there after the abandon")
+	}
+	if out, _, err := a.run(t, "history", "DatabaseCluster/orders-pg", "-n", "production"); err != nil || !strings.Contains(out, "Abandoned") {
+		t.Errorf("history shows no abandon: err %v\n%s", err, out)
+	}
+	if out, _, err := a.run(t, "events", "--for", "DatabaseCluster/orders-pg", "-n", "production"); err != nil ||
+		!strings.Contains(out, "abandoned by anonymous: cluster deleted by hand") {
+		t.Errorf("events show no abandon: err %v\n%s", err, out)
+	}
+}
+
+func TestParseNamespacedRef(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		in, n, want, err string
+	}{
+		{"prod/Db/orders", "", "prod Db orders", ""},
+		{"prod/Db/orders", "prod", "prod Db orders", ""},
+		{"prod/Db/orders", "dev", "", "names namespace prod, -n says dev"},
+		{"Db/orders", "", "default Db orders", ""},
+		{"Db/orders", "dev", "dev Db orders", ""},
+		{"orders", "", "", "want NAMESPACE/KIND/NAME"},
+		{"prod//orders", "", "", "want NAMESPACE/KIND/NAME"},
+		{"a/b/c/d", "", "", "want NAMESPACE/KIND/NAME"},
+	}
+	for _, tc := range cases {
+		ns, kind, name, err := parseNamespacedRef(tc.in, tc.n)
+		got := ""
+		if err == nil {
+			got = ns + " " + kind + " " + name
+		}
+		if got != tc.want || (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("parseNamespacedRef(%q, %q) = %q, %v; want %q, %q", tc.in, tc.n, got, err, tc.want, tc.err)
+		}
+	}
+}

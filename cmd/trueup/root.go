@@ -38,7 +38,7 @@ func newRootCmd() *cobra.Command {
 		"bearer token for the API (env TRUEUP_TOKEN, or token: in ~/.config/trueup/config.yaml)")
 	root.AddCommand(newServeCmd(), newValidateCmd(), newConfigCmd(), newMigrateCmd(), newVersionCmd(), newTokenCmd(),
 		newGetCmd(api), newDescribeCmd(api), newHistoryCmd(api), newEventsCmd(api), newDiffCmd(api),
-		newReconcileCmd(api), newSyncCmd(api), newSuspendCmd(api), newResumeCmd(api), newGraphCmd(api), newPreviewCmd(api),
+		newReconcileCmd(api), newSyncCmd(api), newSuspendCmd(api), newResumeCmd(api), newDeleteCmd(api), newGraphCmd(api), newPreviewCmd(api),
 		newHealthcheckCmd())
 	return root
 }

@@ -244,3 +244,141 @@ func startServe(t *testing.T, cfgPath, dbURL string) *syncBuffer {
 	})
 	return logs
 }
+
+// TestTerraformDeleteAtAppliedRevisionEndToEnd reproduces the stuck delete of issue 19: the
+// commit that removes a manifest also breaks the repository-kept module. The delete runs with
+// the module of the revision the resource was applied at, so it succeeds at once (no
+// DeleteFailed), the state row goes, and the commit that fixes the module brings nothing back.
+func TestTerraformDeleteAtAppliedRevisionEndToEnd(t *testing.T) {
+	tf := terraformOnPath(t)
+	dir := t.TempDir()
+	writeTestFile(t, filepath.Join(dir, "terraformrc"), "disable_checkpoint = true\nprovider_installation {\n  filesystem_mirror {\n    path = \"/nonexistent/mirror\"\n  }\n}\n")
+	repo := filepath.Join(dir, "repo")
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	mainTF := filepath.Join(repo, "manifests", "modules", "db", "main.tf")
+	goodModule := `variable "size" { type = number }
+resource "terraform_data" "db" { input = var.size }
+output "size" { value = terraform_data.db.output }
+`
+	writeTestFile(t, mainTF, goodModule)
+	writeTestFile(t, filepath.Join(repo, "manifests", "types.yaml"), `apiVersion: trueup.dev/v1
+kind: ResourceType
+metadata: {name: Database}
+spec:
+  group: db.example.com
+  versions:
+    - name: v1
+      schema: {type: object, properties: {size: {type: integer}}}
+  action: {name: tf}
+`)
+	db := func(name string, size int) string {
+		return fmt.Sprintf("apiVersion: db.example.com/v1\nkind: Database\nmetadata: {name: %s, namespace: prod}\nspec: {size: %d}\n", name, size)
+	}
+	writeTestFile(t, filepath.Join(repo, "manifests", "db.yaml"), db("orders", 3))
+	// Another resource stays: a revision that renders nothing is never pruned.
+	writeTestFile(t, filepath.Join(repo, "manifests", "keep.yaml"), db("keep", 1))
+	git("init", "-q", "-b", "main")
+	git("add", "-A")
+	git("commit", "-q", "-m", "first")
+	first := git("rev-parse", "HEAD")
+	cfgPath := filepath.Join(dir, "trueup.yaml")
+	writeTestFile(t, cfgPath, fmt.Sprintf(`server: {listen: "%s"}
+dataDir: %s
+sources:
+  - name: infra
+    git: {url: %s, path: manifests, interval: 1s}
+    prune: {maxFraction: 1}
+actions:
+  - name: tf
+    type: terraform
+    config: {module: {source: infra, path: manifests/modules/db}, binary: %s, workDir: %s, env: {TF_CLI_CONFIG_FILE: %s}}
+reconcile: {workers: 2, backoff: {initial: 100ms, max: 500ms}}
+`, freeAddr(t), filepath.Join(dir, "data"), repo, tf, filepath.Join(dir, "work"), filepath.Join(dir, "terraformrc")))
+
+	dbURL := pgtest.NewDatabase(t, store.MigrateURL)
+	logs := startServe(t, cfgPath, dbURL)
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	ctx := context.Background()
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var ready int
+		_ = conn.QueryRow(ctx, `SELECT count(*) FROM resources WHERE phase = 'Ready' AND revision = $1`, first).Scan(&ready)
+		if ready == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 2 resources Ready at %s\n%s", ready, first, logs.String())
+		}
+	}
+
+	// One commit removes the manifest and breaks the module.
+	writeTestFile(t, mainTF, "this is { not terraform\n")
+	git("rm", "-q", "manifests/db.yaml")
+	git("commit", "-q", "-am", "remove orders, break the module")
+	removing := git("rev-parse", "HEAD")
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var resources, states int
+		_ = conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM resources WHERE name = 'orders'),
+			(SELECT count(*) FROM trueup_tf_tf.states WHERE name = 'prod.Database.orders')`).Scan(&resources, &states)
+		if resources == 0 && states == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			var msg string
+			_ = conn.QueryRow(ctx, `SELECT message FROM resources WHERE name = 'orders'`).Scan(&msg)
+			t.Fatalf("after %s removed orders and broke the module: %d resource row(s) (message %q), %d state row(s); want none\n%s",
+				removing[:7], resources, msg, states, logs.String())
+		}
+	}
+	var failed int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM events WHERE name = 'orders' AND reason = 'DeleteFailed'`).Scan(&failed); err != nil {
+		t.Fatal(err)
+	}
+	if failed != 0 {
+		t.Errorf("%d DeleteFailed events: the delete ran with the removing commit's module", failed)
+	}
+	var result, revision string
+	if err := conn.QueryRow(ctx, `SELECT result, revision FROM reconcile_history WHERE name = 'orders' AND operation = 'delete'
+		ORDER BY id DESC LIMIT 1`).Scan(&result, &revision); err != nil {
+		t.Fatal(err)
+	}
+	if result != "Succeeded" || revision != removing {
+		t.Errorf("last delete: %s at %s; want Succeeded, recorded at the removing commit %s", result, revision, removing)
+	}
+
+	// The next commit fixes the module: nothing comes back, the other resource stays Ready.
+	writeTestFile(t, mainTF, goodModule)
+	git("commit", "-q", "-am", "fix the module")
+	fixed := git("rev-parse", "HEAD")
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var synced string
+		_ = conn.QueryRow(ctx, `SELECT revision FROM sources WHERE name = 'infra'`).Scan(&synced)
+		if synced == fixed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("source at %q, want %s\n%s", synced, fixed, logs.String())
+		}
+	}
+	var orders int
+	var keepPhase string
+	if err := conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM resources WHERE name = 'orders'),
+		(SELECT phase FROM resources WHERE name = 'keep')`).Scan(&orders, &keepPhase); err != nil {
+		t.Fatal(err)
+	}
+	if orders != 0 || keepPhase != "Ready" {
+		t.Errorf("after the fix: %d orders row(s), keep %s; want none and Ready", orders, keepPhase)
+	}
+}

@@ -97,7 +97,7 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 	scrub := actions.Scrubber(secrets)
 	req := actions.Request{Resource: actions.Resource{APIVersion: c.APIVersion, Kind: c.Kind, Namespace: c.Namespace,
 		Name: c.Name, UID: c.UID, Generation: c.Generation, Spec: spec, Labels: c.Labels, Annotations: c.Annotations,
-		Source: c.Source, Revision: c.Revision}, With: c.ActionWith, State: c.ActionState, Secrets: secrets,
+		Source: c.Source, Revision: callRevision(c), FallbackRevision: fallbackRevision(c)}, With: c.ActionWith, State: c.ActionState, Secrets: secrets,
 		Checkpoint: func(ctx context.Context, state json.RawMessage) error {
 			return r.store.SaveActionState(ctx, c.ID, c.LeaseToken, scrubJSON(state, scrub))
 		}}
@@ -141,6 +141,29 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 	a.resolved = resolved
 	handed = true
 	r.completions <- pending{c: c, a: a, span: span}
+}
+
+// callRevision is the revision a call is made at. A reconcile runs at the revision that last
+// wrote the resource's desired state. A delete runs at the revision the resource was last
+// applied at: what the action read there (a Terraform module kept in the repository, a
+// script) applied it and can delete it, while the removing commit may have broken or removed
+// it, and it never changes. A resource never applied is deleted at the revision that removed
+// it.
+func callRevision(c store.Claimed) string {
+	if c.Deleting && c.AppliedRevision != "" {
+		return c.AppliedRevision
+	}
+	return c.Revision
+}
+
+// fallbackRevision is, for a delete, where a plugin reads the repository when the commit of
+// callRevision is gone (history rewritten): the newest revision the source applied, so that
+// a fix pushed to a module reaches a delete that cannot read the old one. "" otherwise.
+func fallbackRevision(c store.Claimed) string {
+	if !c.Deleting || c.SourceRevision == callRevision(c) {
+		return ""
+	}
+	return c.SourceRevision
 }
 
 // call runs the plugin: Delete, or Observe then Reconcile on a resync, or Reconcile. A
@@ -463,6 +486,7 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 		u.Message = "in sync: no drift found at resync"
 		u.KeepActionState = true
 		u.RunAt = r.resyncAt(c, now)
+		u.AppliedRevision = c.Revision
 		return u
 	}
 	o := status.Outcome{Generation: c.Generation, CurrentGeneration: cur.Generation, Delete: a.op == "delete", Deleting: cur.Deleting,
@@ -538,6 +562,7 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 		if u.Outputs == nil {
 			u.Outputs = map[string]any{}
 		}
+		u.AppliedRevision = c.Revision
 		u.RunAt = r.resyncAt(c, now)
 		if c.Phase != status.PhaseReady || c.ObservedGeneration != c.Generation {
 			u.Events = append(u.Events, ev(store.EventNormal, "Reconciled", fmt.Sprintf("generation %d is Ready", c.Generation)))

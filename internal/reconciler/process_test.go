@@ -629,3 +629,65 @@ func TestTrigger(t *testing.T) {
 		})
 	}
 }
+
+func applied(rev string) func(*store.Claimed) {
+	return func(c *store.Claimed) { c.AppliedRevision = rev }
+}
+
+func TestCallRevision(t *testing.T) {
+	t.Parallel()
+	// The row's revision is abc1234 (claimed): the revision that last wrote it, or removed it.
+	// The source's newest revision is n3wn3w0 (set by the claim for deletes only).
+	head := func(c *store.Claimed) { c.SourceRevision = "n3wn3w0" }
+	cases := []struct {
+		name           string
+		c              store.Claimed
+		want, fallback string
+	}{
+		{"reconcile of a new resource", claimed(fresh, 1, false), "abc1234", ""},
+		{"reconcile after an earlier apply at another revision", claimed(readyGen1, 2, false, applied("0ld0ld0")), "abc1234", ""},
+		{"delete of a resource applied at an earlier revision", claimed(readyGen1, 1, true, applied("0ld0ld0"), head), "0ld0ld0", "n3wn3w0"},
+		{"delete after failures", claimed(failedG1, 1, true, withAttempt(4), applied("0ld0ld0"), head), "0ld0ld0", "n3wn3w0"},
+		{"delete of a resource never applied", claimed(failedG1, 1, true, head), "abc1234", "n3wn3w0"},
+		{"delete of a resource applied at the source's newest revision", claimed(readyGen1, 1, true, applied("n3wn3w0"), head), "n3wn3w0", ""},
+		{"delete of a resource whose source is gone", claimed(readyGen1, 1, true, applied("0ld0ld0")), "0ld0ld0", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got, fb := callRevision(tc.c), fallbackRevision(tc.c); got != tc.want || fb != tc.fallback {
+				t.Errorf("callRevision, fallbackRevision(deleting %v, revision %s, applied %q, source at %q) = %q, %q; want %q, %q",
+					tc.c.Deleting, tc.c.Revision, tc.c.AppliedRevision, tc.c.SourceRevision, got, fb, tc.want, tc.fallback)
+			}
+		})
+	}
+}
+
+// TestUpdateRecordsAppliedRevision: only a successful reconcile (or a resync that found the
+// resource in sync) records the revision it ran at; failures, calls in progress and deletes
+// keep the stored one.
+func TestUpdateRecordsAppliedRevision(t *testing.T) {
+	t.Parallel()
+	r := newTestReconciler()
+	cases := []struct {
+		name string
+		c    store.Claimed
+		a    attempt
+		want string
+	}{
+		{"reconcile succeeds", claimed(fresh, 1, false), attempt{op: "reconcile", trigger: "created", res: actions.Result{Done: true}}, "abc1234"},
+		{"resync in sync", claimed(readyGen1, 1, false, applied("0ld0ld0")), attempt{op: "reconcile", trigger: "resync", inSync: true}, "abc1234"},
+		{"reconcile fails", claimed(readyGen1, 2, false, applied("0ld0ld0")), attempt{op: "reconcile", trigger: "spec-changed", err: errMsg("boom")}, ""},
+		{"reconcile fails terminally", claimed(readyGen1, 2, false), attempt{op: "reconcile", trigger: "spec-changed", err: actions.Terminalf("bad")}, ""},
+		{"reconcile in progress", claimed(fresh, 1, false), attempt{op: "reconcile", trigger: "created", res: actions.Result{RequeueAfter: time.Second}}, ""},
+		{"delete succeeds", claimed(readyGen1, 1, true, applied("0ld0ld0")), attempt{op: "delete", trigger: "deleted", res: actions.Result{Done: true}}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if u := r.update(tc.c, tc.a, unchanged(tc.c)); u.AppliedRevision != tc.want {
+				t.Errorf("AppliedRevision = %q, want %q", u.AppliedRevision, tc.want)
+			}
+		})
+	}
+}

@@ -22,6 +22,7 @@ func (s *Server) operatorRoutes(m *http.ServeMux) {
 	m.HandleFunc("POST /api/v1/resources/{namespace}/{kind}/{name}/reconcile", s.reconcileResource)
 	m.HandleFunc("POST /api/v1/resources/{namespace}/{kind}/{name}/suspend", s.suspendResource(true))
 	m.HandleFunc("POST /api/v1/resources/{namespace}/{kind}/{name}/resume", s.suspendResource(false))
+	m.HandleFunc("POST /api/v1/resources/{namespace}/{kind}/{name}/abandon", s.abandonResource)
 	m.HandleFunc("POST /api/v1/resources/suspend", s.suspendSelected(true))
 	m.HandleFunc("POST /api/v1/resources/resume", s.suspendSelected(false))
 	m.HandleFunc("POST /api/v1/sources/{name}/sync", s.syncSource)
@@ -31,7 +32,7 @@ func (s *Server) operatorRoutes(m *http.ServeMux) {
 
 // commandResult is the answer to every operator command.
 type commandResult struct {
-	Action      string       `json:"action"` // reconcile | sync | suspend | resume
+	Action      string       `json:"action"` // reconcile | sync | suspend | resume | abandon
 	Actor       string       `json:"actor"`
 	RequestedAt time.Time    `json:"requestedAt"`
 	Source      string       `json:"source,omitempty"`
@@ -152,6 +153,38 @@ func (s *Server) reconcileResource(w http.ResponseWriter, r *http.Request) {
 	}
 	s.log.Info("reconcile requested", "resource", ns+"/"+ref.Kind+"/"+name, "actor", actor)
 	writeJSON(w, http.StatusAccepted, commandResult{Action: "reconcile", Actor: actor, RequestedAt: at,
+		Resources: refs([]store.ResourceRef{ref})})
+}
+
+// abandonResource forgets a resource whose manifest was removed without calling its action
+// (store.Abandon). A reason is required: it is the audit trail of a resource that left
+// trueup without its action's say.
+func (s *Server) abandonResource(w http.ResponseWriter, r *http.Request) {
+	ns, kind, name := r.PathValue("namespace"), r.PathValue("kind"), r.PathValue("name")
+	if !mayOperate(w, r, ns, "resource "+ns+"/"+kind+"/"+name) {
+		return
+	}
+	reason, err := commandBody(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if reason == "" {
+		writeError(w, http.StatusBadRequest, "a reason is required: {\"reason\": \"...\"}")
+		return
+	}
+	actor := identity(r).Actor()
+	at := time.Now().UTC()
+	ref, err := s.store.Abandon(r.Context(), store.AbandonParams{Namespace: ns, Kind: kind, Name: name, Actor: actor, Reason: reason})
+	if errors.Is(err, store.ErrNotRemoved) {
+		writeError(w, http.StatusConflict, err.Error())
+		return
+	}
+	if s.fail(w, err) {
+		return
+	}
+	s.log.Warn("resource abandoned", "resource", ns+"/"+ref.Kind+"/"+name, "actor", actor)
+	writeJSON(w, http.StatusOK, commandResult{Action: "abandon", Actor: actor, RequestedAt: at, Source: ref.Source,
 		Resources: refs([]store.ResourceRef{ref})})
 }
 

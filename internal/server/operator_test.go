@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,8 +16,10 @@ import (
 	"testing"
 
 	"github.com/trueup-dev/trueup/internal/auth"
+	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/sources"
 )
 
 // identities are who the operator tests call as, by the X-Test-Identity header.
@@ -413,6 +416,73 @@ func TestCrossOriginRefused(t *testing.T) {
 		}
 		if tc.want == http.StatusForbidden && !strings.Contains(body, "cross-origin request refused") {
 			t.Errorf("%s: body %q does not say why", tc.name, body)
+		}
+	}
+}
+
+// TestAbandonCommand: POST …/abandon forgets a resource whose manifest was removed, for an
+// operator of its namespace or an admin, with a reason; a viewer, an operator of another
+// namespace, a resource still in Git and a missing reason are refused.
+func TestAbandonCommand(t *testing.T) {
+	t.Parallel()
+	srv, st := setupAuth(t, 4) // q000, q002 in alpha; q001, q003 in beta
+	ctx := context.Background()
+	// q000 and q001 removed from Git: being deleted.
+	var b strings.Builder
+	b.WriteString(typeDoc)
+	for _, q := range []struct{ name, ns string }{{"q002", "alpha"}, {"q003", "beta"}} {
+		fmt.Fprintf(&b, "---\napiVersion: mq.example.com/v1\nkind: Queue\nmetadata: {name: %s, namespace: %s}\nspec: {size: 1}\n", q.name, q.ns)
+	}
+	set, err := manifest.NewLoader().Load([]sources.File{{Path: "all.yaml", Data: []byte(b.String())}}, manifest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ApplyRevision(ctx, store.ApplyParams{Source: "main", Revision: "def456", Set: set, Prune: true, MaxPruneFraction: 1}); err != nil {
+		t.Fatal(err)
+	}
+	abandon := func(ns, name string) string {
+		return srv.URL + "/api/v1/resources/" + ns + "/queue/" + name + "/abandon"
+	}
+	const why = `{"reason":"the queue service is gone"}`
+	cases := []struct {
+		name, url, as, body string
+		want                int
+	}{
+		{"viewer may not abandon", abandon("alpha", "q000"), "viewer-alpha", why, http.StatusForbidden},
+		{"viewer of every namespace may not abandon", abandon("alpha", "q000"), "viewer-all", why, http.StatusForbidden},
+		{"operator of another namespace", abandon("beta", "q001"), "operator-alpha", why, http.StatusNotFound},
+		{"a reason is required", abandon("alpha", "q000"), "operator-alpha", "", http.StatusBadRequest},
+		{"a blank reason is no reason", abandon("alpha", "q000"), "operator-alpha", `{"reason":"  "}`, http.StatusBadRequest},
+		{"unknown fields refused", abandon("alpha", "q000"), "operator-alpha", `{"reason":"x","force":true}`, http.StatusBadRequest},
+		{"manifest still in Git", abandon("alpha", "q002"), "operator-alpha", why, http.StatusConflict},
+		{"missing resource", abandon("alpha", "nope"), "operator-alpha", why, http.StatusNotFound},
+		{"operator of its namespace", abandon("alpha", "q000"), "operator-alpha", why, http.StatusOK},
+		{"gone once abandoned", abandon("alpha", "q000"), "operator-alpha", why, http.StatusNotFound},
+		{"admin", abandon("beta", "q001"), "admin", why, http.StatusOK},
+	}
+	for _, tc := range cases { // in order: the refusals before the abandons
+		if got := post(t, tc.url, tc.as, tc.body, nil); got != tc.want {
+			t.Errorf("%s: POST %s as %s = %d, want %d", tc.name, strings.TrimPrefix(tc.url, srv.URL), tc.as, got, tc.want)
+		}
+	}
+	hs, err := st.ListHistory(ctx, "alpha", "Queue", "q000", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hs) == 0 || hs[0].Operation != store.OperationAbandon || hs[0].Actor != "token:ci-bot" ||
+		!strings.Contains(hs[0].Message, "the queue service is gone") {
+		t.Errorf("newest history of q000 = %+v, want an abandon by token:ci-bot with the reason", hs)
+	}
+	evs, err := st.ListEvents(ctx, store.Everything, store.EventFilter{Namespace: "alpha", Kind: "Queue", Name: "q000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) == 0 || evs[0].Reason != store.ReasonAbandoned || !strings.Contains(evs[0].Message, "abandoned by token:ci-bot: the queue service is gone") {
+		t.Errorf("newest event of q000 = %+v, want Abandoned by token:ci-bot", evs)
+	}
+	for _, q := range []struct{ ns, name string }{{"alpha", "q002"}, {"beta", "q003"}} {
+		if _, err := st.GetResource(ctx, q.ns, "Queue", q.name); err != nil {
+			t.Errorf("%s after the abandons: %v, want it untouched", q.name, err)
 		}
 	}
 }

@@ -57,6 +57,12 @@ type Claimed struct {
 	// DependencyBy names the dependencies whose referenced outputs changed, when that is why
 	// the resource runs now.
 	DependencyBy string
+	// AppliedRevision is the revision of the last successful reconcile ("" when never
+	// applied): what a delete is called at (reconciler.callRevision).
+	AppliedRevision string
+	// SourceRevision, for a delete, is the newest revision its source applied: where a
+	// plugin falls back when AppliedRevision can no longer be read.
+	SourceRevision string
 }
 
 // Claim leases up to n due resources to owner for ttl, in ONE transaction: the rows are
@@ -73,7 +79,8 @@ func (s *Store) Claim(ctx context.Context, owner string, n int, ttl time.Duratio
 			  t.name IS NOT NULL, COALESCE(t.action_name, ''), t.action_with, t.resync_interval_ms,
 			  COALESCE(r.sealed_sha, ''), r.file_path, COALESCE(r.manual_requested_by, ''),
 			  r.has_deps, COALESCE(r.dependency_by, ''), CASE WHEN r.has_deps THEN t.spec END,
-			  CASE WHEN r.has_deps AND r.deletion_timestamp IS NOT NULL THEN r.resolved_spec END
+			  CASE WHEN r.has_deps AND r.deletion_timestamp IS NOT NULL THEN r.resolved_spec END, COALESCE(r.applied_revision, ''),
+			  COALESCE(CASE WHEN r.deletion_timestamp IS NOT NULL THEN (SELECT s.revision FROM sources s WHERE s.name = r.source) END, '')
 			FROM resources r LEFT JOIN resource_types t ON lower(t.name) = lower(r.kind)
 			WHERE r.run_at <= now() AND r.lease_owner IS NULL AND NOT r.suspended AND NOT r.blocked `+claimGateSQL+`
 			ORDER BY r.run_at LIMIT $1 FOR UPDATE OF r SKIP LOCKED`, n)
@@ -126,7 +133,7 @@ func scanClaimed(r pgx.CollectableRow) (Claimed, error) {
 	err := r.Scan(&c.ID, &c.UID, &c.Namespace, &c.Kind, &c.Name, &c.APIVersion, &c.Source, &c.Revision, &labels,
 		&ann, &c.Spec, &c.Generation, &c.ObservedGeneration, &c.Phase, &conds, &c.ActionState, &c.Attempt,
 		&c.Deleting, &c.LeaseToken, &c.TypeKnown, &c.ActionName, &c.ActionWith, &c.ResyncIntervalMs, &c.SealedSHA, &c.File, &c.ManualBy,
-		&c.HasDeps, &c.DependencyBy, &c.TypeSpec, &c.ResolvedSpec)
+		&c.HasDeps, &c.DependencyBy, &c.TypeSpec, &c.ResolvedSpec, &c.AppliedRevision, &c.SourceRevision)
 	if err != nil {
 		return c, err
 	}
@@ -172,6 +179,9 @@ type Update struct {
 	Resolved *Resolved
 	// Drifted: the call found drift and corrected it (a notify.Drifted notification).
 	Drifted bool
+	// AppliedRevision, when set, records the revision the resource was just applied at (a
+	// successful reconcile): a later delete is called at it. "" keeps the stored one.
+	AppliedRevision string
 }
 
 // Resolved is a spec with its output references resolved, and what it took from which
@@ -364,13 +374,14 @@ func updateResults(ctx context.Context, tx pgx.Tx, upd *updateBatch) error {
 			run_at = CASE WHEN r.dirty THEN now() ELSE x.run_at END, last_reconcile_time = now(), status_updated_at = now(),
 			lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, dirty = false,
 			resolved_spec = CASE WHEN x.setres THEN x.resolved::jsonb ELSE r.resolved_spec END,
-			inputs_hash = CASE WHEN x.setres THEN NULLIF(x.inputs, '') ELSE r.inputs_hash END
+			inputs_hash = CASE WHEN x.setres THEN NULLIF(x.inputs, '') ELSE r.inputs_hash END,
+			applied_revision = COALESCE(NULLIF(x.applied, ''), r.applied_revision)
 			FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bool[], $8::text[], $9::int[], $10::timestamptz[],
-			  $11::bool[], $12::text[], $13::text[])
-			  AS x(id, phase, observed, conds, outputs, state, keep, message, attempt, run_at, setres, resolved, inputs)
+			  $11::bool[], $12::text[], $13::text[], $14::text[])
+			  AS x(id, phase, observed, conds, outputs, state, keep, message, attempt, run_at, setres, resolved, inputs, applied)
 			WHERE r.id = x.id`,
 		upd.ids, upd.phase, upd.observed, upd.conds, upd.outputs, upd.state, upd.keep, upd.message, upd.attempt, upd.runAt,
-		upd.setRes, upd.resolved, upd.inputs)
+		upd.setRes, upd.resolved, upd.inputs, upd.applied)
 	return err
 }
 
@@ -384,6 +395,7 @@ type updateBatch struct {
 	setRes                []bool
 	resolved              []*string
 	inputs                []string
+	applied               []string
 }
 
 func (b *updateBatch) add(id int64, u Update) error {
@@ -426,6 +438,7 @@ func (b *updateBatch) add(id int64, u Update) error {
 	b.setRes = append(b.setRes, u.Resolved != nil)
 	b.resolved = append(b.resolved, resolved)
 	b.inputs = append(b.inputs, inputs)
+	b.applied = append(b.applied, u.AppliedRevision)
 	return nil
 }
 

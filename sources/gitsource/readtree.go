@@ -67,8 +67,8 @@ func (s *Source) ReadTree(ctx context.Context, revision, dir string) ([]sources.
 	}
 	commit, err := repo.CommitObject(want)
 	if err != nil {
-		return nil, s.secrets.wrap(fmt.Errorf("%s not found at %s (not on %s, and the server cannot send a single commit): %w",
-			desc, s.redacted, s.refDesc(), err))
+		return nil, s.secrets.wrap(fmt.Errorf("%s not found at %s (not on %s, and the server cannot send a single commit): %w: %w",
+			desc, s.redacted, s.refDesc(), sources.ErrRevisionNotFound, err))
 	}
 	files, err := readFolder(ctx, repo.Storer, commit, sub)
 	if err != nil {

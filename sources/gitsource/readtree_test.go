@@ -85,7 +85,7 @@ func TestReadTree(t *testing.T) {
 	}
 
 	// A commit on no tracked branch, from a server that cannot send single commits.
-	if _, err := s.ReadTree(ctx, pr, "modules/db"); err == nil || !strings.Contains(err.Error(), "commit "+pr+" not found") {
+	if _, err := s.ReadTree(ctx, pr, "modules/db"); !errors.Is(err, sources.ErrRevisionNotFound) || !strings.Contains(err.Error(), "commit "+pr+" not found") {
 		t.Errorf("commit on another branch: %v", err)
 	}
 

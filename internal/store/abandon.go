@@ -1,0 +1,103 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/internal/notify"
+)
+
+// ErrNotRemoved is returned for an abandon of a resource whose manifest is still in Git: the
+// next sync would only bring it back. Remove the manifest first.
+var ErrNotRemoved = errors.New("manifest still in Git")
+
+// ReasonAbandoned is the event of an abandoned resource.
+const ReasonAbandoned = "Abandoned"
+
+// Result and operation of the history row an abandon writes.
+const (
+	OperationAbandon = "abandon"
+	ResultAbandoned  = "Abandoned"
+)
+
+// AbandonParams names the resource to forget, who asks and why.
+type AbandonParams struct {
+	Namespace, Kind, Name string
+	Actor, Reason         string
+}
+
+// Abandon forgets a resource without calling its action: for a delete that can never succeed
+// (a module gone from every revision, an external system that no longer exists). Only a
+// resource whose manifest is gone from Git may be abandoned (being deleted, or orphaned
+// because its source does not prune); anything else is ErrNotRemoved. In one transaction it
+// writes a history row (operation abandon, result Abandoned, the actor and reason), a Warning
+// event and a Deleted notification, removes the row and tells the changes feed; what depended
+// on it, and what it waited for, are refreshed after the commit (dependents see it missing, a
+// dependency being deleted no longer waits for it). A call of the resource in flight loses its
+// lease: it is stopped and its result discarded. What the action created, and the action's own
+// state (a Terraform workspace), are left as they are.
+func (s *Store) Abandon(ctx context.Context, p AbandonParams) (ResourceRef, error) {
+	ref := ResourceRef{Namespace: p.Namespace, Name: p.Name}
+	var refresh []int64
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		var id, generation int64
+		var uid, revision, phase, file string
+		var removed bool
+		err := tx.QueryRow(ctx, `SELECT id, uid::text, kind, source, revision, generation, phase, file_path,
+			  deletion_timestamp IS NOT NULL OR orphaned
+			FROM resources WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3 FOR UPDATE`, p.Namespace, p.Kind, p.Name).
+			Scan(&id, &uid, &ref.Kind, &ref.Source, &revision, &generation, &phase, &file, &removed)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("resource %s/%s/%s: %w", p.Namespace, p.Kind, p.Name, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if !removed {
+			return fmt.Errorf("resource %s/%s/%s: %w (%s of source %s): only a resource whose manifest was removed can be abandoned",
+				p.Namespace, ref.Kind, p.Name, ErrNotRemoved, file, ref.Source)
+		}
+		msg := "abandoned by " + p.Actor + ": " + p.Reason + " (the action was not called; what it created is left as it is)"
+		now := time.Now()
+		if err := insertHistoryBatch(ctx, tx, []HistoryEntry{{UID: uid, Namespace: p.Namespace, Kind: ref.Kind, Name: p.Name,
+			Generation: generation, Revision: revision, Operation: OperationAbandon, Trigger: "manual", Result: ResultAbandoned,
+			Message: msg, Actor: p.Actor, StartedAt: now, FinishedAt: now}}); err != nil {
+			return fmt.Errorf("insert history: %w", err)
+		}
+		if err := insertEvent(ctx, tx, Event{Namespace: p.Namespace, Kind: ref.Kind, Name: p.Name, Source: ref.Source,
+			Type: EventWarning, Reason: ReasonAbandoned, Message: msg}); err != nil {
+			return err
+		}
+		var outbox []outboxItem
+		for _, e := range notify.Events(notify.Snapshot{Phase: phase}, notify.Snapshot{Removed: true}) {
+			outbox = append(outbox, outboxItem{id: id, event: e, message: msg})
+		}
+		if err := insertOutboxForResources(ctx, tx, outbox); err != nil {
+			return fmt.Errorf("insert outbox: %w", err)
+		}
+		// Read before the row goes: its edges go with it.
+		if refresh, err = dependentsOf(ctx, tx, []int64{id}); err != nil {
+			return err
+		}
+		deps, err := dependenciesOf(ctx, tx, []int64{id})
+		if err != nil {
+			return err
+		}
+		refresh = append(refresh, deps...)
+		if _, err := tx.Exec(ctx, "DELETE FROM resources WHERE id = $1", id); err != nil {
+			return err
+		}
+		return appendChanges(ctx, tx, []Change{{Object: "resource", Type: ChangeDeleted, Namespace: p.Namespace, Kind: ref.Kind,
+			Name: p.Name, Source: ref.Source}})
+	})
+	if err != nil {
+		return ref, fmt.Errorf("abandon: %w", err)
+	}
+	if err := s.RefreshDependencies(ctx, refresh); err != nil {
+		return ref, fmt.Errorf("abandoned, but: %w", err)
+	}
+	return ref, nil
+}

@@ -1,0 +1,106 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/status"
+)
+
+func TestAbandon(t *testing.T) {
+	st := openTest(t)
+	ctx := context.Background()
+	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	applyRefreshed(t, st, "s", "r1", chainSet())
+	for _, out := range []map[string]any{{"subnet": "s-1"}, {"endpoint": "db:5432"}, {}} {
+		_, cs := claimNames(t, st)
+		succeed(t, st, cs[0], out)
+	}
+	abandon := func(kind string) error {
+		_, err := st.Abandon(ctx, AbandonParams{Namespace: "prod", Kind: kind, Name: strings.ToLower(kind), Actor: "user:ann", Reason: "module gone"})
+		return err
+	}
+
+	// The manifest is still in Git: refused, nothing written.
+	if err := abandon("Network"); !errors.Is(err, ErrNotRemoved) || !strings.Contains(err.Error(), "network.yaml of source s") {
+		t.Fatalf("abandon of a resource in Git: %v", err)
+	}
+	if err := abandon("Nothing"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("abandon of a missing resource: %v", err)
+	}
+
+	// Network removed while Database still references it: its delete waits for Database for
+	// as long as Database stays. Abandoned, it goes; Database sees it missing.
+	applyRefreshed(t, st, "s", "r2", chainSet("Network"))
+	if phase, c := condition(t, st, "Network", status.DependentsDeleted); phase != status.PhaseDeleting || c.Status != status.False {
+		t.Fatalf("Network before the abandon: %s %+v", phase, c)
+	}
+	if err := abandon("network"); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := st.pool.QueryRow(ctx, `SELECT count(*) FROM resources WHERE kind = 'Network'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("Network rows after the abandon: %d %v", n, err)
+	}
+	if _, c := condition(t, st, "Database", status.DependenciesReady); c.Status != status.False ||
+		c.Message != "waiting for Network/prod/network (not found)" {
+		t.Fatalf("Database after its dependency was abandoned: %+v", c)
+	}
+	var op, result, actor, hmsg string
+	if err := st.pool.QueryRow(ctx, `SELECT operation, result, actor, message FROM reconcile_history
+		WHERE name = 'network' ORDER BY id DESC LIMIT 1`).Scan(&op, &result, &actor, &hmsg); err != nil {
+		t.Fatal(err)
+	}
+	if op != OperationAbandon || result != ResultAbandoned || actor != "user:ann" || !strings.Contains(hmsg, "abandoned by user:ann: module gone") {
+		t.Errorf("history: %s %s %s %q", op, result, actor, hmsg)
+	}
+	var typ, emsg string
+	if err := st.pool.QueryRow(ctx, `SELECT type, message FROM events WHERE name = 'network' AND reason = $1`, ReasonAbandoned).
+		Scan(&typ, &emsg); err != nil {
+		t.Fatal(err)
+	}
+	if typ != EventWarning || !strings.Contains(emsg, "abandoned by user:ann: module gone") {
+		t.Errorf("event: %s %q", typ, emsg)
+	}
+	var event string
+	if err := st.pool.QueryRow(ctx, `SELECT event FROM notification_outbox WHERE name = 'network'`).Scan(&event); err != nil || event != "Deleted" {
+		t.Errorf("outbox: %q %v", event, err)
+	}
+	var change string
+	if err := st.pool.QueryRow(ctx, `SELECT type FROM changes WHERE name = 'network' ORDER BY id DESC LIMIT 1`).Scan(&change); err != nil ||
+		change != string(ChangeDeleted) {
+		t.Errorf("changes feed: %q %v", change, err)
+	}
+
+	// A delete in flight: abandoned, its result is discarded (lease lost).
+	applyRefreshed(t, st, "s", "r3", &manifest.Set{Resources: []manifest.Resource{{APIVersion: "example.com/v1", Kind: "Other",
+		Namespace: "prod", Name: "x", Labels: map[string]string{}, Annotations: map[string]string{}, Spec: json.RawMessage(`{}`),
+		SpecHash: "{}", MetaHash: "m", File: "x.yaml", Line: 1}}})
+	kinds, cs := claimNames(t, st)
+	if !slices.Contains(kinds, "App") {
+		t.Fatalf("claimed %v, want App's delete", kinds)
+	}
+	if err := abandon("App"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		if c.Kind != "App" {
+			continue
+		}
+		err := st.Complete(ctx, c.ID, c.LeaseToken, func(Current) Update { return Update{Remove: true} })
+		if !errors.Is(err, ErrLeaseLost) {
+			t.Fatalf("the abandoned delete's result: %v, want ErrLeaseLost", err)
+		}
+	}
+	// Database, whose dependent is gone, is deleted next.
+	if kinds, _ := claimNames(t, st); !slices.Equal(kinds, []string{"Database"}) {
+		t.Fatalf("claimed %v after App was abandoned, want Database", kinds)
+	}
+}
