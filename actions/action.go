@@ -47,6 +47,17 @@ type Plan struct {
 	Text    string // the full plan, shown in previews (bounded by the caller)
 }
 
+// ForgeCIPlanner is implemented by planners whose plan runs a workflow or pipeline of a
+// forge's repository (github-actions, gitlab), with that repository's CI secrets, and
+// hands it the pull request's spec as inputs or variables. A preview of a pull request from
+// a fork asks them for plans only when the source allows it (preview.forkPlans): a workflow
+// that interpolates an input into a script (`run: echo ${{ inputs.spec }}`) runs what the
+// fork's author wrote there, with the base repository's secrets.
+type ForgeCIPlanner interface {
+	Planner
+	PlansInForgeCI()
+}
+
 // ErrNoPlan says the plugin cannot plan this call; a preview shows "no plan".
 var ErrNoPlan = errors.New("the action does not implement plan")
 

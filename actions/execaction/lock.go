@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
+	"strings"
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
@@ -36,21 +36,14 @@ func defaultLockDir() string {
 	return filepath.Join(os.TempDir(), fmt.Sprintf("trueup-exec-locks-%d", os.Geteuid()))
 }
 
-// plainKey is a UID that is safe, and readable, as a file name.
-var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$`)
-
-// lockName is the lock file of r: named after its UID (operation-independent: a delete
-// waits for a reconcile), or a digest of its identity when it has none or an odd one.
+// lockName is the lock file of r: a digest of its identity (namespace, kind in lower case,
+// name). Every call of a resource names it alike, whatever its operation (a delete waits for
+// a reconcile) and whether it carries the resource's UID: a preview's plan has none (the
+// pull request's resource may not exist yet), and a plan keyed otherwise than the
+// reconcile would run beside it.
 func lockName(r actions.Resource) string {
-	if plainKey.MatchString(r.UID) {
-		return "uid-" + r.UID + ".lock"
-	}
-	key := "uid:" + r.UID
-	if r.UID == "" {
-		key = "name:" + resourceID(r)
-	}
-	sum := sha256.Sum256([]byte(key))
-	return "sha256-" + hex.EncodeToString(sum[:16]) + ".lock"
+	sum := sha256.Sum256([]byte(r.Namespace + "\x00" + strings.ToLower(r.Kind) + "\x00" + r.Name))
+	return "res-" + hex.EncodeToString(sum[:16]) + ".lock"
 }
 
 func resourceID(r actions.Resource) string {

@@ -1,7 +1,6 @@
 package execaction
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/trueup-dev/trueup/actions"
@@ -9,29 +8,29 @@ import (
 
 func TestLockName(t *testing.T) {
 	t.Parallel()
-	r := func(uid string) actions.Resource {
-		return actions.Resource{Namespace: "team-a", Kind: "Database", Name: "orders", UID: uid}
+	res := func(ns, kind, name, uid string) actions.Resource {
+		return actions.Resource{Namespace: ns, Kind: kind, Name: name, UID: uid}
+	}
+	orders := res("team-a", "Database", "orders", "6f1c2a4e-7b1d-4c55-9d0e-1b2c3d4e5f60")
+	want := lockName(orders)
+	if len(want) != len("res-")+32+len(".lock") {
+		t.Fatalf("lockName = %q", want)
 	}
 	for _, tc := range []struct {
 		name string
 		res  actions.Resource
-		want string // exact, or a prefix ending in "-"
+		same bool
 	}{
-		{"uuid", r("6f1c2a4e-7b1d-4c55-9d0e-1b2c3d4e5f60"), "uid-6f1c2a4e-7b1d-4c55-9d0e-1b2c3d4e5f60.lock"},
-		{"slash", r("a/../b"), "sha256-"},
-		{"dot first", r(".hidden"), "sha256-"},
-		{"no uid", r(""), "sha256-"},
-		{"too long", r(strings.Repeat("a", 101)), "sha256-"},
+		{"no uid (a preview's plan)", res("team-a", "Database", "orders", ""), true},
+		{"another uid", res("team-a", "Database", "orders", "a/../b"), true},
+		{"kind in another case", res("team-a", "database", "orders", ""), true},
+		{"another namespace", res("team-b", "Database", "orders", ""), false},
+		{"another kind", res("team-a", "Queue", "orders", ""), false},
+		{"another name", res("team-a", "Database", "users", ""), false},
+		{"parts shifted", res("team-a", "Databaseo", "rders", ""), false},
 	} {
-		got := lockName(tc.res)
-		if strings.HasSuffix(tc.want, "-") && strings.HasPrefix(got, tc.want) && len(got) == len("sha256-")+32+len(".lock") {
-			continue
+		if got := lockName(tc.res) == want; got != tc.same {
+			t.Errorf("%s: same lock as %v: %v, want %v", tc.name, orders, got, tc.same)
 		}
-		if got != tc.want {
-			t.Errorf("%s: lockName = %q, want %q", tc.name, got, tc.want)
-		}
-	}
-	if lockName(r("")) == lockName(actions.Resource{Namespace: "team-b", Kind: "Database", Name: "orders"}) {
-		t.Error("resources without a UID share a lock")
 	}
 }

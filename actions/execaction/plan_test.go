@@ -226,3 +226,80 @@ func TestReconcilePreemptsPlan(t *testing.T) {
 		t.Fatalf("the preempted plan's error = %v", err)
 	}
 }
+
+// A preview's plan carries no UID (the pull request's resource may not exist yet) while the
+// reconciles of the resource do: both take the same lock all the same, so that a plan and a
+// reconcile of one resource never run at once (issue 19, 4). A plan asked for while the
+// reconcile runs is refused at once; a reconcile asked for while the plan runs stops it.
+func TestPlanWithoutUIDSharesTheReconcileLock(t *testing.T) {
+	t.Parallel()
+	previewReq := func(size string) actions.Request {
+		req := request()
+		req.Resource.UID, req.Resource.Generation, req.State = "", 0, nil
+		req.Resource.Spec = json.RawMessage(`{"size":"` + size + `"}`)
+		return req
+	}
+	t.Run("plan during a reconcile", func(t *testing.T) {
+		t.Parallel()
+		p, out := buildPlanner(t, planConfig{Plan: true, config: config{Command: []string{"./testdata/planner.sh"}}})
+		a := p.(actions.Action)
+		req := request()
+		req.Resource.Spec = json.RawMessage(`{"size":"held"}`)
+		done := make(chan error, 1)
+		go func() {
+			_, err := a.Reconcile(t.Context(), req)
+			done <- err
+		}()
+		waitFile(t, filepath.Join(out, "reconcile-started"), 20*time.Second)
+		_, err := p.Plan(t.Context(), previewReq("large"))
+		if err == nil || !strings.Contains(err.Error(), "the resource is being reconciled: no plan now") {
+			t.Errorf("a plan while the reconcile runs: err = %v; want it refused", err)
+		}
+		if err := os.WriteFile(filepath.Join(out, "release"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("reconcile: %v", err)
+		}
+	})
+	t.Run("reconcile during a plan", func(t *testing.T) {
+		t.Parallel()
+		p, out := buildPlanner(t, planConfig{Plan: true, config: config{Command: []string{"./testdata/planner.sh"}}})
+		a := p.(actions.Action)
+		planErr := make(chan error, 1)
+		go func() {
+			_, err := p.Plan(t.Context(), previewReq("slow"))
+			planErr <- err
+		}()
+		waitFile(t, filepath.Join(out, "plan-started"), 20*time.Second)
+		req := request()
+		req.Resource.Spec = json.RawMessage(`{"size":"large"}`)
+		if _, err := a.Reconcile(t.Context(), req); err != nil {
+			t.Fatalf("a reconcile during a plan: %v", err)
+		}
+		// The reconcile returned: the plan must have been stopped before it started.
+		select {
+		case err := <-planErr:
+			if err == nil || !strings.Contains(err.Error(), "the resource is being reconciled: no plan now") {
+				t.Fatalf("the plan's error = %v; want it stopped by the reconcile", err)
+			}
+		default:
+			t.Fatal("the reconcile ran while the plan of its resource was still running")
+		}
+	})
+}
+
+// waitFile waits until path exists.
+func waitFile(t *testing.T, path string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not written within %s", path, d)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -65,21 +65,6 @@ func treePIDs(t *testing.T, dir string) map[string]int {
 	return out
 }
 
-// waitFile waits until path exists.
-func waitFile(t *testing.T, path string, d time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not written within %s", path, d)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // goneWithin reports how long the processes took to be gone, failing t past limit.
 func goneWithin(t *testing.T, pids map[string]int, limit time.Duration) time.Duration {
 	t.Helper()
@@ -176,7 +161,7 @@ func TestLockWaitsForRunningCall(t *testing.T) {
 		t.Fatal("second command ran next to the first")
 	}
 	other := request()
-	other.Resource.UID = "another-resource"
+	other.Resource.Name, other.Resource.UID = "another-resource", "another-uid"
 	if _, err := second.Reconcile(t.Context(), other); err != nil {
 		t.Fatalf("call for another resource: %v", err)
 	}

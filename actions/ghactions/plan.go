@@ -12,6 +12,12 @@ import (
 // cancelTimeout bounds the cancel of a plan run nobody waits for any more.
 const cancelTimeout = 10 * time.Second
 
+// PlansInForgeCI marks the plans as runs of the repository's CI (with.planWorkflow), asked for
+// pull requests from forks only with preview.forkPlans.
+func (a *Action) PlansInForgeCI() {}
+
+var _ actions.ForgeCIPlanner = (*Action)(nil)
+
 // Plan dispatches with.planWorkflow with operation=plan and waits within the call, until
 // ctx ends (the preview runner's plan timeout), for its run; the plan is the run's
 // trueup-outputs artifact: {"changes": bool, "summary": "…", "plan": "…"}. A plan has no

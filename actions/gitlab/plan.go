@@ -13,6 +13,12 @@ import (
 // cancelTimeout bounds the cancel of a plan pipeline nobody waits for any more.
 const cancelTimeout = 10 * time.Second
 
+// PlansInForgeCI marks the plans as runs of the repository's CI (with.planJob), asked for
+// pull requests from forks only with preview.forkPlans.
+func (a *Action) PlansInForgeCI() {}
+
+var _ actions.ForgeCIPlanner = (*Action)(nil)
+
 // Plan triggers a pipeline with TRUEUP_OPERATION=plan and the resource's spec, and waits
 // within the call, until ctx ends (the preview runner's plan timeout), for it to finish; the
 // plan is with.planJob's artifact trueup-outputs.json: {"changes": bool, "summary": "…",

@@ -88,12 +88,24 @@ type Preview struct {
 	PlanTimeout time.Duration `yaml:"planTimeout"`
 	// PlanConcurrency bounds the plans of one preview run at once (default 4).
 	PlanConcurrency int `yaml:"planConcurrency"`
+	// ResolveOutputs says which pull requests' plans see output references resolved:
+	// sameRepository (default: those from a branch of the repository, not from forks),
+	// always, or never. Resolved values are scrubbed from what a plan returns either way.
+	ResolveOutputs string `yaml:"resolveOutputs"`
+	// ForkPlans lets pull requests from forks be planned by github-actions and gitlab
+	// instances (default false): such a plan runs the base repository's workflow or pipeline,
+	// with its secrets, on the fork's spec.
+	ForkPlans bool `yaml:"forkPlans"`
 }
 
-// Preview defaults.
+// Preview defaults, and the values of Preview.ResolveOutputs.
 const (
 	DefaultPlanTimeout     = 60 * time.Second
 	DefaultPlanConcurrency = 4
+
+	ResolveSameRepository = "sameRepository"
+	ResolveAlways         = "always"
+	ResolveNever          = "never"
 )
 
 // PreviewEnabled reports whether the source previews pull requests.
@@ -601,6 +613,11 @@ func (c *Config) Validate() error {
 				bad("%s.preview.planTimeout: %s is negative", at, pv.PlanTimeout)
 			case pv.PlanConcurrency < 0:
 				bad("%s.preview.planConcurrency: %d is negative", at, pv.PlanConcurrency)
+			}
+			switch pv.ResolveOutputs {
+			case "", ResolveSameRepository, ResolveAlways, ResolveNever:
+			default:
+				bad("%s.preview.resolveOutputs: %q is not %s, %s or %s", at, pv.ResolveOutputs, ResolveSameRepository, ResolveAlways, ResolveNever)
 			}
 			if pv.Enabled {
 				// The PR's head is fetched from the source's repository, the events arrive on its

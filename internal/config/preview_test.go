@@ -15,7 +15,9 @@ func TestPreviewConfig(t *testing.T) {
 	for _, tc := range []struct {
 		name, yaml, wantErr string
 	}{
-		{"complete", git + hook + cs + "    preview: {enabled: true, planTimeout: 30s, planConcurrency: 2}\n", ""},
+		{"complete", git + hook + cs + "    preview: {enabled: true, planTimeout: 30s, planConcurrency: 2, resolveOutputs: always, forkPlans: true}\n", ""},
+		{"resolve never", git + "    preview: {resolveOutputs: never}\n", ""},
+		{"resolve unknown", git + "    preview: {resolveOutputs: forks}\n", `preview.resolveOutputs: "forks" is not sameRepository, always or never`},
 		{"disabled needs nothing", git + "    preview: {enabled: false}\n", ""},
 		{"no commitStatus", git + hook + "    preview: {enabled: true}\n", "preview: previews need commitStatus"},
 		{"no webhook", git + cs + "    preview: {enabled: true}\n", "previews need the source's webhook"},
@@ -37,7 +39,8 @@ func TestPreviewConfig(t *testing.T) {
 			}
 			if tc.name == "complete" {
 				pv := c.Sources[0].Preview
-				if !c.Sources[0].PreviewEnabled() || pv.PlanTimeout != 30*time.Second || pv.PlanConcurrency != 2 {
+				if !c.Sources[0].PreviewEnabled() || pv.PlanTimeout != 30*time.Second || pv.PlanConcurrency != 2 ||
+					pv.ResolveOutputs != ResolveAlways || !pv.ForkPlans {
 					t.Errorf("preview %+v", pv)
 				}
 			}

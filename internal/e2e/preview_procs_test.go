@@ -93,10 +93,10 @@ func testProcsPreview(t *testing.T, gitlab bool) {
 		if len(to) == 0 {
 			to = w.replicas[:1]
 		}
-		body := fmt.Sprintf(`{"action":%q,"number":%d,"pull_request":{"number":%d,"title":"t","html_url":"https://github.com/acme/infra/pull/%d","head":{"sha":%q},"base":{"ref":"main"}}}`,
+		body := fmt.Sprintf(`{"action":%q,"number":%d,"pull_request":{"number":%d,"title":"t","html_url":"https://github.com/acme/infra/pull/%d","head":{"sha":%q,"repo":{"id":11,"full_name":"acme/infra"}},"base":{"ref":"main","repo":{"id":11,"full_name":"acme/infra"}}}}`,
 			action, number, number, number, sha)
 		if gitlab {
-			body = fmt.Sprintf(`{"object_kind":"merge_request","object_attributes":{"iid":%d,"action":%q,"title":"t","url":"https://gitlab.example/acme/infra/-/merge_requests/%d","target_branch":"main","last_commit":{"id":%q}}}`,
+			body = fmt.Sprintf(`{"object_kind":"merge_request","object_attributes":{"iid":%d,"action":%q,"title":"t","url":"https://gitlab.example/acme/infra/-/merge_requests/%d","target_branch":"main","source_project_id":7,"target_project_id":7,"last_commit":{"id":%q}}}`,
 				number, map[string]string{"opened": "open", "synchronize": "update"}[action], number, sha)
 		}
 		for _, r := range to {

@@ -46,7 +46,26 @@ type Checker struct {
 	PlanConcurrency int
 	// Scrub removes the controller's secrets from what plugins return (nil: none).
 	Scrub func(string) string
+	// NoResolve and ResolveForks say whose plans see output references resolved
+	// (preview.resolveOutputs): by default a pull request from a branch of the repository
+	// does and one from a fork does not; NoResolve: none does; ResolveForks: forks too.
+	NoResolve, ResolveForks bool
+	// ForkPlans lets pull requests from forks be planned by actions that run the forge's CI
+	// (actions.ForgeCIPlanner: github-actions, gitlab; preview.forkPlans).
+	ForkPlans bool
 }
+
+// Origin says where a pull request comes from.
+type Origin struct {
+	// Fork: the head is in another repository than the base (or the forge did not say).
+	Fork bool
+}
+
+// Warnings and plan summaries about pull requests from forks.
+const (
+	forkNotResolved = "output references are left as written in the plans of a pull request from a fork (preview.resolveOutputs)"
+	forkCISkipped   = "pull request from a fork: a plan would run the repository's CI with its secrets on the fork's spec; not planned (preview.forkPlans)"
+)
 
 // Bounds on what one preview keeps.
 const (
@@ -54,10 +73,16 @@ const (
 	diffContext = 3
 )
 
-// Check returns what snap, a pull request's files, would do to the source, and the source's
-// applied revision it was compared with. An error means the preview could not be made (the
-// database could not be read); an invalid pull request is a Result with Errors.
+// Check is CheckFrom for a pull request from a branch of the source's repository.
 func (c *Checker) Check(ctx context.Context, snap *sources.Snapshot) (Result, string, error) {
+	return c.CheckFrom(ctx, snap, Origin{})
+}
+
+// CheckFrom returns what snap, a pull request's files, would do to the source, and the
+// source's applied revision it was compared with; from says where the pull request comes
+// from (what its plans may see and run). An error means the preview could not be made (the
+// database could not be read); an invalid pull request is a Result with Errors.
+func (c *Checker) CheckFrom(ctx context.Context, snap *sources.Snapshot, from Origin) (Result, string, error) {
 	known, err := syncer.OtherTypes(ctx, c.Store, c.Source)
 	if err != nil {
 		return Result{}, "", fmt.Errorf("load types of other sources: %w", err)
@@ -125,7 +150,10 @@ func (c *Checker) Check(ctx context.Context, snap *sources.Snapshot) (Result, st
 		return invalid(check.Conflicts, c.scrub), check.Revision, nil
 	}
 	res := c.diff(set, check, snap.Revision)
-	c.plan(ctx, set, appliedTypes, check.Applied, res.Changes, snap.Revision)
+	if unresolved := c.plan(ctx, set, appliedTypes, check.Applied, res.Changes, snap.Revision, from); unresolved {
+		res.Warnings = append(res.Warnings, forkNotResolved)
+		res.WarningNamespaces = append(res.WarningNamespaces, "")
+	}
 	return res, check.Revision, nil
 }
 
@@ -293,9 +321,12 @@ func metaDiff(a *store.AppliedResource, r *manifest.Resource, from, to string) s
 //
 // Output references are resolved only to the outputs of the source's own applied resources
 // (own): a pull request, public on the forge, must not read another source's or another
-// namespace's outputs into a plan it shows. Others stay as written.
+// namespace's outputs into a plan it shows. Others stay as written. Whatever was resolved is
+// scrubbed from what the plan returns (sanitize). A pull request from a fork gets no
+// reference resolved unless ResolveForks (unresolved reports that one was left so), and no
+// plan through the forge's CI unless ForkPlans.
 func (c *Checker) plan(ctx context.Context, set *manifest.Set, applied map[string]manifest.ResourceType, own []store.AppliedResource,
-	changes []Change, revision string) {
+	changes []Change, revision string, from Origin) (unresolved bool) {
 	declared := map[string]manifest.ResourceType{}
 	for _, t := range set.Types {
 		declared[strings.ToLower(t.Name)] = t
@@ -311,10 +342,16 @@ func (c *Checker) plan(ctx context.Context, set *manifest.Set, applied map[strin
 			mine[graph.ID{Kind: a.Kind, Namespace: a.Namespace, Name: a.Name}.Key()] = true
 		}
 	}
-	outputs, err := c.Store.CurrentOutputs(ctx, referenced(changes, byID, mine))
-	if err != nil {
-		// Plans then see the references as written, as they would a missing output.
-		outputs = nil
+	resolve := !c.NoResolve && (!from.Fork || c.ResolveForks)
+	var outputs map[graph.ID]map[string]any
+	if ids := referenced(changes, byID, mine); len(ids) > 0 && resolve {
+		var err error
+		if outputs, err = c.Store.CurrentOutputs(ctx, ids); err != nil {
+			// Plans then see the references as written, as they would a missing output.
+			outputs = nil
+		}
+	} else if len(ids) > 0 && from.Fork {
+		unresolved = true
 	}
 	timeout := cmp.Or(c.PlanTimeout, 60*time.Second)
 	sem := make(chan struct{}, cmp.Or(c.PlanConcurrency, 4))
@@ -343,8 +380,13 @@ func (c *Checker) plan(ctx context.Context, set *manifest.Set, applied map[strin
 			ch.Plan = &Plan{Status: "no-plan"}
 			continue
 		}
+		if _, ci := planner.(actions.ForgeCIPlanner); ci && from.Fork && !c.ForkPlans {
+			ch.Plan = &Plan{Status: "skipped", Summary: forkCISkipped}
+			continue
+		}
+		spec, values := resolveRefs(r.Spec, r.Namespace, outputs)
 		req := actions.Request{With: t.Action.With, Resource: actions.Resource{APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace,
-			Name: r.Name, Spec: resolveRefs(r.Spec, r.Namespace, outputs), Labels: r.Labels, Annotations: r.Annotations, Source: c.Source, Revision: revision}}
+			Name: r.Name, Spec: spec, Labels: r.Labels, Annotations: r.Annotations, Source: c.Source, Revision: revision}}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -355,10 +397,11 @@ func (c *Checker) plan(ctx context.Context, set *manifest.Set, applied map[strin
 				return
 			}
 			defer func() { <-sem }()
-			ch.Plan = c.planOne(ctx, planner, req, timeout)
+			ch.Plan = c.planOne(ctx, planner, req, timeout, values)
 		}()
 	}
 	wg.Wait()
+	return unresolved
 }
 
 // sameAction reports whether two types name the same action with the same with:.
@@ -393,7 +436,10 @@ func referenced(changes []Change, byID map[string]*manifest.Resource, mine map[g
 	return ids
 }
 
-func (c *Checker) planOne(ctx context.Context, p actions.Planner, req actions.Request, timeout time.Duration) (out *Plan) {
+// planOne asks p for one plan; values are the output values resolved into req's spec, which
+// the plan's text, summary and error are scrubbed of (sanitize), with the controller's
+// secrets.
+func (c *Checker) planOne(ctx context.Context, p actions.Planner, req actions.Request, timeout time.Duration, values []string) (out *Plan) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	defer func() {
@@ -408,9 +454,10 @@ func (c *Checker) planOne(ctx context.Context, p actions.Planner, req actions.Re
 	case err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return &Plan{Status: "timeout", Error: fmt.Sprintf("no plan within %s", timeout)}
 	case err != nil:
-		return &Plan{Status: "error", Error: c.scrub(err.Error())}
+		return &Plan{Status: "error", Error: sanitize(err.Error(), values, c.Scrub)}
 	}
-	return &Plan{Status: "planned", Changes: plan.Changes, Summary: c.scrub(oneLine(plan.Summary)), Text: truncate(c.scrub(plan.Text), maxPlanText)}
+	return &Plan{Status: "planned", Changes: plan.Changes, Summary: oneLine(sanitize(plan.Summary, values, c.Scrub)),
+		Text: truncate(sanitize(plan.Text, values, c.Scrub), maxPlanText)}
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

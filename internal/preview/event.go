@@ -20,6 +20,11 @@ type Event struct {
 	URL      string // the pull request's page
 	Base     string // the branch the pull request would merge into
 	Delivery string // the delivery id, for logs
+	// Fork: the head is in another repository than the base (GitHub and Gitea:
+	// pull_request.head.repo is not pull_request.base.repo; GitLab: source_project_id is not
+	// target_project_id), or the payload does not say. Its plans see no resolved output and
+	// run no CI of the repository unless the source's preview config allows it.
+	Fork bool
 }
 
 // Ref is the ref the forge keeps the pull request's head under.

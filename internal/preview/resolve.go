@@ -3,6 +3,7 @@ package preview
 import (
 	"bytes"
 	"encoding/json"
+	"sort"
 
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/manifest"
@@ -12,18 +13,23 @@ import (
 // outputs (the current outputs, by ID.Key()) when every reference in it resolves; a string
 // with a reference that does not (a resource the pull request adds, an output not there
 // yet) is left as written. A plan sees what a reconcile would, as far as it is known now.
-func resolveRefs(spec json.RawMessage, ns string, outputs map[graph.ID]map[string]any) json.RawMessage {
+//
+// values are the resolved values that went into the spec (each string, and each number as
+// written; the leaves of an object or array): what the plan's text, summary and error are
+// scrubbed of before the preview stores or posts them.
+func resolveRefs(spec json.RawMessage, ns string, outputs map[graph.ID]map[string]any) (_ json.RawMessage, values []string) {
 	if !bytes.Contains(spec, []byte("${{")) {
-		return spec
+		return spec, nil
 	}
 	v, err := decode(spec)
 	if err != nil {
-		return spec
+		return spec, nil
 	}
 	look := func(id graph.ID) (map[string]any, bool) {
 		o, ok := outputs[id.Key()]
 		return o, ok && o != nil
 	}
+	seen := map[string]bool{}
 	v = walkStrings(v, func(s string) any {
 		if !graph.Contains(s) {
 			return s
@@ -32,16 +38,48 @@ func resolveRefs(spec json.RawMessage, ns string, outputs map[graph.ID]map[strin
 		if err != nil || len(missing) > 0 {
 			return s
 		}
+		refs, _ := graph.Parse(s, ns)
+		for _, r := range refs {
+			if one, _, err := graph.Resolve(r.String(), ns, look); err == nil {
+				leaves(one, seen)
+			}
+		}
 		return out
 	})
+	for s := range seen {
+		values = append(values, s)
+	}
+	sort.Strings(values)
 	b, err := json.Marshal(v)
 	if err != nil {
-		return spec
+		return spec, values
 	}
 	if c, err := manifest.Canonical(b); err == nil {
-		return c
+		return c, values
 	}
-	return b
+	return b, values
+}
+
+// leaves adds the text of each string and number in v to seen. Booleans and null carry
+// nothing worth hiding, and scrubbing "true" out of a plan would garble it.
+func leaves(v any, seen map[string]bool) {
+	switch x := v.(type) {
+	case string:
+		seen[x] = true
+	case map[string]any:
+		for _, e := range x {
+			leaves(e, seen)
+		}
+	case []any:
+		for _, e := range x {
+			leaves(e, seen)
+		}
+	case bool, nil:
+	default:
+		if b, err := json.Marshal(x); err == nil {
+			seen[string(b)] = true
+		}
+	}
 }
 
 func walkStrings(v any, fn func(string) any) any {

@@ -301,13 +301,15 @@ func (r *Runner) unchanged(ctx context.Context, ev Event) bool {
 
 // compute fetches and checks ev's head; failure says why there is no result.
 func (r *Runner) compute(ctx context.Context, ev Event) (res Result, base, sha, failure string) {
+	// A failure is posted on the forge: no path of the controller's (the mirror's folder)
+	// goes with it.
 	snap, err := r.opts.Fetcher.FetchRef(ctx, ev.Ref(), ev.HeadSHA)
 	if err != nil {
-		return Result{}, "", ev.HeadSHA, err.Error()
+		return Result{}, "", ev.HeadSHA, sanitize(err.Error(), nil, r.opts.Checker.Scrub)
 	}
-	res, base, err = r.opts.Checker.Check(ctx, snap)
+	res, base, err = r.opts.Checker.CheckFrom(ctx, snap, Origin{Fork: ev.Fork})
 	if err != nil {
-		return Result{}, "", snap.Revision, r.opts.Checker.scrub(err.Error())
+		return Result{}, "", snap.Revision, sanitize(err.Error(), nil, r.opts.Checker.Scrub)
 	}
 	return res, base, snap.Revision, ""
 }

@@ -22,12 +22,15 @@ type pullRequest struct {
 		Title   string `json:"title"`
 		HTMLURL string `json:"html_url"`
 		Head    struct {
-			SHA string `json:"sha"`
+			SHA  string  `json:"sha"`
+			Repo *prRepo `json:"repo"`
 		} `json:"head"`
 		Base struct {
-			Ref string `json:"ref"`
+			Ref  string  `json:"ref"`
+			Repo *prRepo `json:"repo"`
 		} `json:"base"`
 	} `json:"pull_request"`
+	Repository *prRepo `json:"repository"`
 	// GitLab's Merge Request Hook.
 	ObjectKind string `json:"object_kind"`
 	Attrs      struct {
@@ -36,10 +39,36 @@ type pullRequest struct {
 		Title        string `json:"title"`
 		URL          string `json:"url"`
 		TargetBranch string `json:"target_branch"`
-		LastCommit   struct {
+		// The projects of the head and of the base: a fork's merge request has two.
+		SourceProjectID int64 `json:"source_project_id"`
+		TargetProjectID int64 `json:"target_project_id"`
+		LastCommit      struct {
 			ID string `json:"id"`
 		} `json:"last_commit"`
 	} `json:"object_attributes"`
+}
+
+// prRepo is a repository as GitHub and Gitea describe one in a pull request.
+type prRepo struct {
+	ID       int64  `json:"id"`
+	FullName string `json:"full_name"`
+}
+
+// fromFork reports whether a pull request's head is in another repository than its base.
+// Not knowing counts as a fork: the head repository is null when the fork was deleted, and
+// a payload without the fields is treated as the least trusted kind. GitHub's
+// head.repo.fork is not used: it is true for every pull request of a repository that is
+// itself a fork.
+func fromFork(head, base *prRepo) bool {
+	switch {
+	case head == nil || base == nil:
+		return true
+	case head.ID != 0 && base.ID != 0:
+		return head.ID != base.ID
+	case head.FullName != "" && base.FullName != "":
+		return !strings.EqualFold(head.FullName, base.FullName)
+	}
+	return true
 }
 
 // previewActions are the actions that put a new head up for review; the others (closed,
@@ -72,11 +101,17 @@ func parsePullRequest(h http.Header, body []byte, provider string) (ev preview.E
 		action = p.Attrs.Action
 		ev.Provider = preview.ProviderGitLab
 		ev.Number, ev.HeadSHA, ev.Title, ev.URL, ev.Base = p.Attrs.IID, p.Attrs.LastCommit.ID, p.Attrs.Title, p.Attrs.URL, p.Attrs.TargetBranch
+		ev.Fork = p.Attrs.SourceProjectID == 0 || p.Attrs.SourceProjectID != p.Attrs.TargetProjectID
 	default:
 		if provider == providerGitea || provider == providerForgejo {
 			ev.Provider = preview.ProviderGitea
 		}
 		ev.Number, ev.HeadSHA, ev.Title, ev.URL, ev.Base = firstNumber(p.PR.Number, p.Number), p.PR.Head.SHA, p.PR.Title, p.PR.HTMLURL, p.PR.Base.Ref
+		base := p.PR.Base.Repo
+		if base == nil {
+			base = p.Repository
+		}
+		ev.Fork = fromFork(p.PR.Head.Repo, base)
 	}
 	if !previewActions[provider][action] {
 		return ev, false, nil

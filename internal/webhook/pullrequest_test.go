@@ -17,13 +17,23 @@ import (
 const headB = "1f3c1e2a9b7d6c5e4f3a2b1c0d9e8f7a6b5c4d3f"
 
 func githubPR(action string, number int, sha string) string {
-	return fmt.Sprintf(`{"action":%q,"number":%d,"pull_request":{"number":%d,"title":"Grow | the queue","html_url":"https://github.com/acme/infra/pull/%d","head":{"sha":%q},"base":{"ref":"main"}}}`,
-		action, number, number, number, sha)
+	return githubPRFrom(action, number, sha, `{"id":11,"full_name":"acme/infra"}`)
+}
+
+// githubPRFrom is a pull request whose head is in headRepo (JSON; the base is acme/infra, id 11).
+func githubPRFrom(action string, number int, sha, headRepo string) string {
+	return fmt.Sprintf(`{"action":%q,"number":%d,"pull_request":{"number":%d,"title":"Grow | the queue","html_url":"https://github.com/acme/infra/pull/%d","head":{"sha":%q,"repo":%s},"base":{"ref":"main","repo":{"id":11,"full_name":"acme/infra"}}}}`,
+		action, number, number, number, sha, headRepo)
 }
 
 func gitlabMR(action string, iid int, sha string) string {
-	return fmt.Sprintf(`{"object_kind":"merge_request","object_attributes":{"iid":%d,"action":%q,"title":"t","url":"https://gitlab.com/acme/infra/-/merge_requests/%d","target_branch":"main","last_commit":{"id":%q}}}`,
-		iid, action, iid, sha)
+	return gitlabMRFrom(action, iid, sha, 7)
+}
+
+// gitlabMRFrom is a merge request from project source (the target is project 7).
+func gitlabMRFrom(action string, iid int, sha string, source int) string {
+	return fmt.Sprintf(`{"object_kind":"merge_request","object_attributes":{"iid":%d,"action":%q,"title":"t","url":"https://gitlab.com/acme/infra/-/merge_requests/%d","target_branch":"main","source_project_id":%d,"target_project_id":7,"last_commit":{"id":%q}}}`,
+		iid, action, iid, source, sha)
 }
 
 func TestParsePullRequest(t *testing.T) {
@@ -45,6 +55,14 @@ func TestParsePullRequest(t *testing.T) {
 		{"gitlab open", providerGitLab, gitlabMR("open", 5, commitA), preview.Event{Provider: "gitlab", Number: 5, HeadSHA: commitA}, true, false},
 		{"gitlab update", providerGitLab, gitlabMR("update", 5, commitA), preview.Event{Provider: "gitlab", Number: 5, HeadSHA: commitA}, true, false},
 		{"gitlab reopen", providerGitLab, gitlabMR("reopen", 5, commitA), preview.Event{Provider: "gitlab", Number: 5, HeadSHA: commitA}, true, false},
+		{"github from a fork", providerGitHub, githubPRFrom("opened", 7, commitA, `{"id":12,"full_name":"mallory/infra"}`),
+			preview.Event{Provider: "github", Number: 7, HeadSHA: commitA, Fork: true}, true, false},
+		{"github from a deleted fork", providerGitHub, githubPRFrom("synchronize", 7, commitA, "null"),
+			preview.Event{Provider: "github", Number: 7, HeadSHA: commitA, Fork: true}, true, false},
+		{"gitea from a fork", providerGitea, githubPRFrom("opened", 3, commitA, `{"id":12,"full_name":"mallory/infra"}`),
+			preview.Event{Provider: "gitea", Number: 3, HeadSHA: commitA, Fork: true}, true, false},
+		{"gitlab from a fork", providerGitLab, gitlabMRFrom("open", 5, commitA, 8),
+			preview.Event{Provider: "gitlab", Number: 5, HeadSHA: commitA, Fork: true}, true, false},
 		{"gitlab merge", providerGitLab, gitlabMR("merge", 5, commitA), preview.Event{}, false, false},
 		{"gitlab approved", providerGitLab, gitlabMR("approved", 5, commitA), preview.Event{}, false, false},
 		{"bad sha", providerGitHub, githubPR("opened", 7, "not-a-sha"), preview.Event{}, false, true},
@@ -71,6 +89,28 @@ func TestParsePullRequest(t *testing.T) {
 				t.Errorf("event %+v, want %+v", ev, tc.want)
 			}
 		})
+	}
+}
+
+func TestFromFork(t *testing.T) {
+	t.Parallel()
+	base := &prRepo{ID: 11, FullName: "acme/infra"}
+	for _, tc := range []struct {
+		name       string
+		head, base *prRepo
+		fork       bool
+	}{
+		{"same id", &prRepo{ID: 11, FullName: "acme/infra"}, base, false},
+		{"other id", &prRepo{ID: 12, FullName: "acme/infra"}, base, true},
+		{"same name, no ids", &prRepo{FullName: "Acme/Infra"}, &prRepo{FullName: "acme/infra"}, false},
+		{"other name, no ids", &prRepo{FullName: "mallory/infra"}, &prRepo{FullName: "acme/infra"}, true},
+		{"deleted fork", nil, base, true},
+		{"no base", &prRepo{ID: 11}, nil, true},
+		{"nothing to compare", &prRepo{}, &prRepo{}, true},
+	} {
+		if got := fromFork(tc.head, tc.base); got != tc.fork {
+			t.Errorf("%s: fromFork = %v, want %v", tc.name, got, tc.fork)
+		}
 	}
 }
 

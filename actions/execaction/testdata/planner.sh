@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Test command implementing plan: the "database" is the file $OUT_DIR/db holding the size
 # last applied. reconcile writes it; plan compares the spec's size with it and writes nothing.
-# A plan for size "never" exits 64 (cannot plan); one for size "slow" runs for a minute.
+# A plan for size "never" exits 64 (cannot plan); one for size "slow" runs for a minute. A
+# reconcile for size "held" runs until the file $OUT_DIR/release exists.
 set -euo pipefail
 stdin=$(cat)
 size=$(printf '%s' "$stdin" | sed -n 's/.*"size":"\([^"]*\)".*/\1/p')
 db="$OUT_DIR/db"
 case "$TRUEUP_OPERATION" in
 reconcile)
+	if [[ $size == held ]]; then
+		: >"$OUT_DIR/reconcile-started"
+		while [[ ! -f $OUT_DIR/release ]]; do sleep 0.02; done
+	fi
 	printf '%s' "$size" >"$db"
 	printf '{"done": true, "outputs": {"size": "%s"}}' "$size"
 	;;
