@@ -192,7 +192,7 @@ func TestLocalPath(t *testing.T) {
 		{"/\x00/evil.example", "/"},
 		{"/\x7f/evil.example", "/"},
 		{"/\u0085/evil.example", "/"}, // C1 control
-		{"/%zz", "/"},                   // does not parse
+		{"/%zz", "/"},                 // does not parse
 	} {
 		if got := localPath(c.in); got != c.want {
 			t.Errorf("localPath(%q) = %q, want %q", c.in, got, c.want)
