@@ -7,9 +7,9 @@ import (
 	"github.com/trueup-dev/trueup/actions"
 )
 
-// TestNumberScrubber names when a JSON number shows a secret: its text as written or its
+// TestNumbersShows names when a JSON number shows a secret: its text as written or its
 // canonical form holds a secret, or its canonical form is that of a numeric secret.
-func TestNumberScrubber(t *testing.T) {
+func TestNumbersShows(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		secrets []string
@@ -36,7 +36,7 @@ func TestNumberScrubber(t *testing.T) {
 		{nil, "5432", false},
 	} {
 		scrub := actions.Scrubber(c.secrets)
-		if got := actions.NumberScrubber(scrub, c.secrets)(c.number); got != c.want {
+		if got := actions.NewNumbers(scrub, c.secrets).Shows(c.number); got != c.want {
 			t.Errorf("secrets %q, number %s: shows a secret %v, want %v", c.secrets, c.number, got, c.want)
 		}
 	}
@@ -48,7 +48,7 @@ func TestScrubValue(t *testing.T) {
 	t.Parallel()
 	secrets := []string{"5432", "pw-secret"}
 	scrub := actions.Scrubber(secrets)
-	number := actions.NumberScrubber(scrub, secrets)
+	number := actions.NewNumbers(scrub, secrets)
 	for _, c := range []struct {
 		in   any
 		want string
@@ -80,5 +80,36 @@ func TestScrubValue(t *testing.T) {
 		if string(b) != c.want {
 			t.Errorf("ScrubValue(%#v) = %s, want %s", c.in, b, c.want)
 		}
+	}
+}
+
+// TestNumbersClean: the fast path of scrubbing encoded JSON says "clean" only when neither
+// the text nor any number can show a secret; anything else is decoded and scrubbed.
+func TestNumbersClean(t *testing.T) {
+	t.Parallel()
+	secrets := []string{"5432", "1e3", "pw-secret"}
+	n := actions.NewNumbers(actions.Scrubber(secrets), secrets)
+	for _, c := range []struct {
+		json string
+		want bool
+	}{
+		{`{"port":8080,"name":"db","ok":true,"list":[1,-2,null]}`, true},
+		{`{"port":5432}`, false},              // the text holds the secret
+		{`{"name":"pw-secret"}`, false},       // a string holds one
+		{`{"limit":1000}`, false},             // the canonical form of secret 1e3
+		{`{"port":5.432e3}`, false},           // not canonical: decoded and checked
+		{`{"ratio":0.5}`, false},              // a fraction: decoded and checked
+		{`{"big":1234567890123456}`, false},   // over 15 digits: decoded and checked
+		{`{"s":"1000 \" 1.5e3","n":7}`, true}, // numbers inside strings are text
+		{`{"s":"a\\","n":1000}`, false},       // an escaped backslash ends no string early
+		{`[]`, true},
+	} {
+		if got := n.Clean([]byte(c.json)); got != c.want {
+			t.Errorf("Clean(%s) = %v, want %v", c.json, got, c.want)
+		}
+	}
+	var none *actions.Numbers
+	if none.Clean([]byte(`{}`)) {
+		t.Error("a nil Numbers says clean")
 	}
 }

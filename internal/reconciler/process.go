@@ -95,12 +95,12 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 		spec, secrets, revealErr = r.opts.Reveal(ctx, c)
 	}
 	scrub := actions.Scrubber(secrets)
-	number := actions.NumberScrubber(scrub, secrets)
+	numbers := actions.NewNumbers(scrub, secrets)
 	req := actions.Request{Resource: actions.Resource{APIVersion: c.APIVersion, Kind: c.Kind, Namespace: c.Namespace,
 		Name: c.Name, UID: c.UID, Generation: c.Generation, Spec: spec, Labels: c.Labels, Annotations: c.Annotations,
 		Source: c.Source, Revision: c.Revision}, With: c.ActionWith, State: c.ActionState, Secrets: secrets,
 		Checkpoint: func(ctx context.Context, state json.RawMessage) error {
-			return r.store.SaveActionState(ctx, c.ID, c.LeaseToken, scrubJSON(state, scrub, number))
+			return r.store.SaveActionState(ctx, c.ID, c.LeaseToken, scrubJSON(state, scrub, numbers))
 		}}
 	switch {
 	case err != nil:
@@ -118,7 +118,7 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 	}
 	a.ended = time.Now()
 	if len(secrets) > 0 {
-		scrubAttempt(&a, scrub, number)
+		scrubAttempt(&a, scrub, numbers)
 	}
 	r.observeCall(a.ended.Sub(a.started))
 	if err == nil && revealErr == nil {
@@ -575,7 +575,7 @@ func (r *Reconciler) boundOutputs(out map[string]any) map[string]any {
 	if len(b) > maxOutputs {
 		return map[string]any{"error": fmt.Sprintf("outputs of %d bytes were not stored (limit %d)", len(b), maxOutputs)}
 	}
-	return scrubOutputs(out, r.opts.Scrub, actions.NumberScrubber(r.opts.Scrub, nil))
+	return scrubEncodedOutputs(out, b, r.opts.Scrub, actions.NewNumbers(r.opts.Scrub, nil))
 }
 
 // resyncAt is when a Ready resource is checked for drift: the type's interval, else the

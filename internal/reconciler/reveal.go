@@ -19,9 +19,9 @@ type Reveal func(ctx context.Context, c store.Claimed) (spec json.RawMessage, se
 
 // scrubAttempt removes a call's secrets from everything the plugin returned that is stored,
 // logged or shown: message, error, conditions, drift, outputs and state. JSON is scrubbed in
-// its strings (keys too) and numbers (number, actions.NumberScrubber) and encoded again, so
+// its strings (keys too) and numbers (actions.Numbers) and encoded again, so
 // state and outputs stay valid whatever a secret looks like.
-func scrubAttempt(a *attempt, scrub func(string) string, number func(string) bool) {
+func scrubAttempt(a *attempt, scrub func(string) string, numbers *actions.Numbers) {
 	a.err = actions.ScrubError(a.err, scrub)
 	a.res.Message = scrub(a.res.Message)
 	a.drift = scrub(a.drift)
@@ -29,14 +29,14 @@ func scrubAttempt(a *attempt, scrub func(string) string, number func(string) boo
 		a.res.Conditions[i].Message = scrub(a.res.Conditions[i].Message)
 		a.res.Conditions[i].Reason = scrub(a.res.Conditions[i].Reason)
 	}
-	a.res.State = scrubJSON(a.res.State, scrub, number)
-	a.res.Outputs = scrubOutputs(a.res.Outputs, scrub, number)
+	a.res.State = scrubJSON(a.res.State, scrub, numbers)
+	a.res.Outputs = scrubOutputs(a.res.Outputs, scrub, numbers)
 }
 
 // scrubOutputs scrubs a plugin's outputs as the JSON they are stored as: whatever Go values
 // the plugin built (float64, int, []string, structs), they are scrubbed as they will read.
 // Outputs that do not encode are returned as they are (boundOutputs replaces them).
-func scrubOutputs(out map[string]any, scrub func(string) string, number func(string) bool) map[string]any {
+func scrubOutputs(out map[string]any, scrub func(string) string, numbers *actions.Numbers) map[string]any {
 	if out == nil {
 		return nil
 	}
@@ -44,7 +44,12 @@ func scrubOutputs(out map[string]any, scrub func(string) string, number func(str
 	if err != nil {
 		return out
 	}
-	clean := scrubJSON(b, scrub, number)
+	return scrubEncodedOutputs(out, b, scrub, numbers)
+}
+
+// scrubEncodedOutputs is scrubOutputs for outputs already encoded as b.
+func scrubEncodedOutputs(out map[string]any, b []byte, scrub func(string) string, numbers *actions.Numbers) map[string]any {
+	clean := scrubJSON(b, scrub, numbers)
 	if bytes.Equal(clean, b) {
 		return out
 	}
@@ -60,8 +65,8 @@ func scrubOutputs(out map[string]any, scrub func(string) string, number func(str
 // scrubJSON scrubs the strings and numbers of an encoded JSON value; one with nothing to
 // scrub is kept byte for byte. A value that does not decode is scrubbed as text (it is
 // stored as the plugin sent it).
-func scrubJSON(v json.RawMessage, scrub func(string) string, number func(string) bool) json.RawMessage {
-	if len(v) == 0 {
+func scrubJSON(v json.RawMessage, scrub func(string) string, numbers *actions.Numbers) json.RawMessage {
+	if len(v) == 0 || numbers.Clean(v) {
 		return v
 	}
 	dec := json.NewDecoder(bytes.NewReader(v))
@@ -70,7 +75,7 @@ func scrubJSON(v json.RawMessage, scrub func(string) string, number func(string)
 	if err := dec.Decode(&x); err != nil {
 		return json.RawMessage(scrub(string(v)))
 	}
-	clean := actions.ScrubValue(x, scrub, number)
+	clean := actions.ScrubValue(x, scrub, numbers)
 	if reflect.DeepEqual(clean, x) {
 		return v
 	}
