@@ -2,8 +2,10 @@ package actions
 
 import (
 	"encoding/json"
+	"math"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -55,4 +57,153 @@ func Scrubber(secrets []string) func(string) string {
 		pairs = append(pairs, s, "***")
 	}
 	return strings.NewReplacer(pairs...).Replace
+}
+
+// ScrubValue returns a decoded JSON value (as encoding/json decodes it, with or without
+// UseNumber, or as a plugin built it) with every string and key passed through scrub, and
+// every number that shows a secret (numbers.Shows) replaced by the string "***": a number
+// cannot be partly masked, and a string keeps the JSON valid. numbers may be nil (numbers
+// are kept).
+func ScrubValue(v any, scrub func(string) string, numbers *Numbers) any {
+	switch x := v.(type) {
+	case string:
+		return scrub(x)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[scrub(k)] = ScrubValue(e, scrub, numbers)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = ScrubValue(e, scrub, numbers)
+		}
+		return out
+	}
+	if text, ok := numberText(v); ok && numbers != nil && numbers.Shows(text) {
+		return "***"
+	}
+	return v
+}
+
+// Numbers tells which JSON numbers show a secret.
+type Numbers struct {
+	scrub   func(string) string
+	numeric map[string]bool // canonical forms of the secrets that read as numbers
+}
+
+// NewNumbers returns the check of JSON numbers against secrets, scrub being their scrubber
+// (Scrubber(secrets), possibly with more secrets than listed). A number, given by its text
+// as written (5432, 1e3, 5432.0), shows a secret when scrub changes that text or the
+// number's canonical form (the text encoding/json writes for the float64 it reads as: 1e3 is
+// 1000), or when that canonical form is the canonical form of a listed secret that reads as
+// a number (secret "1e3", output 1000). scrub replaces a secret inside a longer text, so a
+// number whose digits hold a secret (5432.5 for "5432") is replaced whole, as a string
+// holding it would lose that part.
+func NewNumbers(scrub func(string) string, secrets []string) *Numbers {
+	n := &Numbers{scrub: scrub}
+	for _, s := range secrets {
+		if c, ok := canonicalNumber(strings.TrimSpace(s)); ok {
+			if n.numeric == nil {
+				n.numeric = map[string]bool{}
+			}
+			n.numeric[c] = true
+		}
+	}
+	return n
+}
+
+// Shows reports whether the number written as text shows a secret.
+func (n *Numbers) Shows(text string) bool {
+	if n.scrub(text) != text {
+		return true
+	}
+	c, ok := canonicalNumber(text)
+	return ok && (n.numeric[c] || n.scrub(c) != c)
+}
+
+// Clean reports, without decoding it, that the encoded JSON value v has nothing to scrub:
+// scrub leaves its text unchanged (so every string, key and number as written is clean), and
+// each number is a short integer (at most 15 digits, written in its canonical form) that is
+// no numeric secret's canonical form. False only means that v must be decoded and scrubbed.
+func (n *Numbers) Clean(v []byte) bool {
+	if n == nil || n.scrub(string(v)) != string(v) {
+		return false
+	}
+	inString := false
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case inString:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '-' || (c >= '0' && c <= '9'):
+			j := i + 1
+			for j < len(v) && strings.IndexByte("0123456789.eE+-", v[j]) >= 0 {
+				j++
+			}
+			tok := string(v[i:j])
+			if j-i > 15 || strings.ContainsAny(tok, ".eE") || n.numeric[tok] {
+				return false
+			}
+			i = j - 1
+		}
+	}
+	return true
+}
+
+// canonicalNumber is the text encoding/json writes for the float64 text reads as; false when
+// text is no finite number.
+func canonicalNumber(text string) (string, bool) {
+	if text == "" || !strings.ContainsAny(text, "0123456789") {
+		return "", false
+	}
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return "", false
+	}
+	b, err := json.Marshal(f)
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
+// numberText is the JSON text of a number of any Go numeric type; false for anything else.
+func numberText(v any) (string, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		return string(x), true
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64), true
+	case float32:
+		return strconv.FormatFloat(float64(x), 'g', -1, 32), true
+	case int:
+		return strconv.FormatInt(int64(x), 10), true
+	case int8:
+		return strconv.FormatInt(int64(x), 10), true
+	case int16:
+		return strconv.FormatInt(int64(x), 10), true
+	case int32:
+		return strconv.FormatInt(int64(x), 10), true
+	case int64:
+		return strconv.FormatInt(x, 10), true
+	case uint:
+		return strconv.FormatUint(uint64(x), 10), true
+	case uint8:
+		return strconv.FormatUint(uint64(x), 10), true
+	case uint16:
+		return strconv.FormatUint(uint64(x), 10), true
+	case uint32:
+		return strconv.FormatUint(uint64(x), 10), true
+	case uint64:
+		return strconv.FormatUint(x, 10), true
+	}
+	return "", false
 }

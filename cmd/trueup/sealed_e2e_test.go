@@ -26,12 +26,14 @@ import (
 // TestSealedAndReferencedSecretsEndToEnd runs trueup serve as a process with an
 // age-encrypted manifest and secretRefs to a fake Vault: the exec action receives the
 // plaintexts, which then appear nowhere else — logs, API, history, events, the watch stream,
-// dashboard pages, nor a pg_dump of the database. A secretRef to a secret the source is not
-// given is a clear error on its resource.
+// dashboard pages, nor a pg_dump of the database; an output that is a number equal to a
+// revealed secret is stored as "***". A secretRef to a secret the source is not given is a
+// clear error on its resource.
 func TestSealedAndReferencedSecretsEndToEnd(t *testing.T) {
 	const (
 		sopsPassword = "sops-Passw0rd-71c2"
 		sopsToken    = "sops-token-55e9aa"
+		sopsPin      = "90817263" // a string secret that an action returns as a number
 		vaultValue   = "vault-Value-3b8d41"
 		vaultToken   = "hvs.test-token-0f1e2d"
 		hidden       = "hidden-Value-9a0b1c" // in Vault, but not exposed to the source
@@ -57,6 +59,7 @@ spec:
           password: {type: string, minLength: 8}
           port: {type: integer}
           token: {type: string}
+          pin: {type: string}
           vaultPassword: {type: string}
   action: {name: show}
 `)
@@ -68,6 +71,7 @@ spec:
   password: ` + sopsPassword + `
   port: 5432
   token: ` + sopsToken + `
+  pin: "` + sopsPin + `"
 `
 	enc, err := sealedtest.Encrypt("db.yaml", []byte(plain), "^spec$", recipient)
 	if err != nil {
@@ -97,7 +101,8 @@ req="$(cat)"
 mkdir -p "`+received+`"
 printf '%s' "$req" > "`+received+`/$TRUEUP_NAME.json"
 pw=$(printf '%s' "$req" | sed -n 's/.*"password":"\([^"]*\)".*/\1/p')
-printf '{"done": true, "outputs": {"seen": "%s", "length": %d}, "message": "connected with %s"}\n' "$pw" "${#pw}" "$pw"
+pin=$(printf '%s' "$req" | sed -n 's/.*"pin":"\([0-9]*\)".*/\1/p')
+printf '{"done": true, "outputs": {"seen": "%s", "length": %d, "pin": %s}, "message": "connected with %s"}\n' "$pw" "${#pw}" "${pin:-0}" "$pw"
 `)
 	if err := os.Chmod(script, 0o755); err != nil {
 		t.Fatal(err)
@@ -201,7 +206,7 @@ reconcile: {workers: 2, backoff: {initial: 100ms, max: 500ms}}
 	}
 
 	// The action got the plaintexts.
-	for name, want := range map[string][]string{"orders": {sopsPassword, sopsToken, `"port":5432`}, "refs": {vaultValue}} {
+	for name, want := range map[string][]string{"orders": {sopsPassword, sopsToken, `"port":5432`, sopsPin}, "refs": {vaultValue}} {
 		b, err := os.ReadFile(filepath.Join(received, name+".json"))
 		if err != nil {
 			t.Fatal(err)
@@ -250,12 +255,12 @@ reconcile: {workers: 2, backoff: {initial: 100ms, max: 500ms}}
 	// The run really carried the values through: markers stored, the output echoed (as ***),
 	// the stalled resource's reason named.
 	for _, want := range []string{`"password":"*** sops:`, `"token":"*** sops:`, `"seen":"***"`, "connected with ***",
-		`"length":18`, `secret \"payroll\" is not exposed to source \"local\"`, "ENC[AES256_GCM"} {
+		`"length":18`, `"pin":"***"`, `secret \"payroll\" is not exposed to source \"local\"`, "ENC[AES256_GCM"} {
 		if !strings.Contains(strings.ReplaceAll(all, `": "`, `":"`), want) {
 			t.Errorf("expected %q in the output: the test would prove nothing", want)
 		}
 	}
-	for name, secret := range map[string]string{"sops password": sopsPassword, "sops token": sopsToken,
+	for name, secret := range map[string]string{"sops password": sopsPassword, "sops token": sopsToken, "sops pin": sopsPin,
 		"vault value": vaultValue, "unexposed vault value": hidden, "vault token": vaultToken, "age identity": identity} {
 		if i := strings.Index(all, secret); i >= 0 {
 			t.Errorf("%s leaked: …%s…", name, all[max(0, i-300):min(len(all), i+60)])

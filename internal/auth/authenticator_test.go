@@ -167,16 +167,35 @@ func TestSealer(t *testing.T) {
 
 func TestLocalPath(t *testing.T) {
 	t.Parallel()
-	for in, want := range map[string]string{
-		"/resources?phase=Failed": "/resources?phase=Failed",
-		"":                        "/",
-		"//evil.example.com/":     "/",
-		"/\\evil.example.com":     "/",
-		"https://evil.example/":   "/",
-		"/a\r\nSet-Cookie: x":     "/",
+	for _, c := range []struct{ in, want string }{
+		{"/resources?phase=Failed", "/resources?phase=Failed"},
+		{"/resources/staging/Db/orders#events", "/resources/staging/Db/orders#events"},
+		{"/a%2Fb", "/a%2Fb"}, // an escaped slash inside a path stays on this server
+		{"", "/"},
+		{"resources", "/"},
+		{"//evil.example.com/", "/"},
+		{"///evil.example", "/"},
+		{"/\\evil.example.com", "/"},
+		{"\\/evil.example", "/"},
+		{"/x\\y", "/"},
+		{"/%2F/evil.example", "/"}, // decoded, the path is //evil.example
+		{"/%2f/evil.example", "/"},
+		{"https://evil.example/", "/"},
+		{"https:evil.example", "/"},
+		{"javascript:alert(1)", "/"},
+		{"/\t/evil.example", "/"}, // the reproduction: next=/%09/evil.example
+		{"/\n/evil.example", "/"},
+		{"/\r/evil.example", "/"},
+		{"\t//evil.example", "/"},
+		{"/resources\t", "/"},
+		{"/a\r\nSet-Cookie: x", "/"},
+		{"/\x00/evil.example", "/"},
+		{"/\x7f/evil.example", "/"},
+		{"/\u0085/evil.example", "/"}, // C1 control
+		{"/%zz", "/"},                 // does not parse
 	} {
-		if got := localPath(in); got != want {
-			t.Errorf("localPath(%q) = %q, want %q", in, got, want)
+		if got := localPath(c.in); got != c.want {
+			t.Errorf("localPath(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }

@@ -10,10 +10,12 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
@@ -100,9 +102,18 @@ func randomString() string {
 }
 
 // localPath returns next when it is a path on this server, else "/": the redirect after
-// login must not become an open redirect.
+// login must not become an open redirect. Browsers drop tabs and newlines anywhere in a
+// URL and read a backslash as a slash, so "/\t/evil.example" and "/\\evil.example" both
+// lead off-site: any control character or backslash is refused, and what is left must
+// parse as a path alone (no scheme, no host, not "//" even once decoded).
 func localPath(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.ContainsAny(next, "\r\n") {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") ||
+		strings.ContainsRune(next, '\\') || strings.ContainsFunc(next, unicode.IsControl) {
+		return "/"
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" ||
+		!strings.HasPrefix(u.Path, "/") || strings.HasPrefix(u.Path, "//") {
 		return "/"
 	}
 	return next

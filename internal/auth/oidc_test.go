@@ -134,3 +134,54 @@ func TestSessionExpiry(t *testing.T) {
 		t.Errorf("callback with an expired login cookie: %d", code)
 	}
 }
+
+// TestSignInNextStaysLocal: the reproduction of the open redirect through the real sign-in
+// (login → provider → callback): next=/%09/evil.example passed the old check, and browsers
+// drop the TAB and go to //evil.example. The callback sends the user to "/" instead; a local
+// next is kept.
+func TestSignInNextStaysLocal(t *testing.T) {
+	t.Parallel()
+	p := oidctest.New(t, "trueup", "s3cret")
+	p.SetUser(oidctest.User{Subject: "u", Email: "ada@example.com", Groups: []string{"ops"}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(&config.Auth{OIDC: &config.OIDC{Issuer: p.Issuer, ClientID: "trueup", ClientSecret: "s3cret", GroupsClaim: "groups",
+		SessionTTL: time.Hour, Roles: []config.GroupRole{{Group: "ops", Role: "viewer"}}}}, "http://"+ln.Addr().String()+"/", quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: a.Routes()}}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	for _, c := range []struct{ query, want string }{
+		{"next=/%09/evil.example", "/"},
+		{"next=/%0A/evil.example", "/"},
+		{"next=%2F%5Cevil.example", "/"},
+		{"next=//evil.example", "/"},
+		{"next=https:evil.example", "/"},
+		{"next=/resources%3Fphase%3DFailed", "/resources?phase=Failed"},
+	} {
+		jar, _ := cookiejar.New(nil)
+		cl := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		loc := srv.URL + "/login?" + c.query
+		for range 3 { // login → provider → callback → the page after sign-in
+			resp, err := cl.Get(loc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusFound {
+				t.Fatalf("%s: %s answered %d", c.query, loc, resp.StatusCode)
+			}
+			loc = resp.Header.Get("Location")
+			if loc != "" && loc[0] == '/' {
+				loc = srv.URL + loc
+			}
+		}
+		if got := loc[len(srv.URL):]; got != c.want {
+			t.Errorf("%s: after sign-in the browser goes to %q, want %q", c.query, got, c.want)
+		}
+	}
+}

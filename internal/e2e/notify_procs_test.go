@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -176,4 +177,143 @@ func TestProcsNotifications(t *testing.T) {
 	if count(subjects, "Failed: prod/Database/flappy") != 1 || count(subjects, "Recovered: prod/Database/flappy") != 1 || count(subjects, want) != 1 || len(subjects) != 3 {
 		t.Errorf("emails: %q, want one Failed, one Recovered and one grouped", subjects)
 	}
+}
+
+// procHook is a slow webhook receiver on loopback: every post takes delay to answer; the
+// post number blockAt is recorded and then held until release is closed (the sender has no
+// answer while the test kills it). It records every post with its delivery header.
+type procHook struct {
+	delay   time.Duration
+	blockAt int
+	blocked chan struct{} // closed when post blockAt arrived
+	release chan struct{}
+
+	mu    sync.Mutex
+	posts []procHookPost
+}
+
+type procHookPost struct {
+	delivery, id, event, resource string
+}
+
+func (h *procHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var p struct {
+		ID       string `json:"id"`
+		Event    string `json:"event"`
+		Resource struct{ Namespace, Kind, Name string }
+	}
+	_ = json.Unmarshal(body, &p)
+	h.mu.Lock()
+	h.posts = append(h.posts, procHookPost{delivery: r.Header.Get("X-Trueup-Delivery"), id: p.ID, event: p.Event,
+		resource: p.Resource.Namespace + "/" + p.Resource.Kind + "/" + p.Resource.Name})
+	n := len(h.posts)
+	h.mu.Unlock()
+	if n == h.blockAt {
+		close(h.blocked)
+		<-h.release
+	}
+	// The receiver is slow: a delay is what it is, not a wait for work.
+	time.Sleep(h.delay)
+	_, _ = io.WriteString(w, "ok")
+}
+
+func (h *procHook) got() []procHookPost {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.posts)
+}
+
+// TestProcsNotificationsKillHolder: two replicas, 40 resources failing (40 transitions, one
+// message each), a slow webhook receiver, and kill -9 of the notifications lease holder while
+// its tenth message is in flight: the other replica takes over and every transition is
+// delivered, at most one message twice, every message carrying its delivery id (header and
+// body alike), a repeat the same id as the first.
+func TestProcsNotificationsKillHolder(t *testing.T) {
+	url := pgtest.NewDatabase(t, store.MigrateURL)
+	w := procSetup(t, url, "0.01")
+	hook := &procHook{delay: 150 * time.Millisecond, blockAt: 10, blocked: make(chan struct{}), release: make(chan struct{})}
+	srv := httptest.NewServer(hook)
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(hook.release)
+		}
+	}
+	t.Cleanup(func() { release(); srv.Close() })
+	flag := filepath.Join(w.dir, "fail")
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w.env = map[string]string{"FAIL_FLAG": flag}
+	w.config = map[string]any{
+		"notifications": map[string]any{
+			"providers":   []any{map[string]any{"name": "hook", "type": "webhook", "url": srv.URL}},
+			"rules":       []any{map[string]any{"name": "all", "providers": []string{"hook"}, "events": []string{"Failed"}}},
+			"groupWindow": "-1s",
+			"rateLimit":   "-1s",
+		},
+	}
+	const n = 40
+	files, _ := procManifests(n, 4, func(int) int { return 1 })
+	w.commit(files, "40 databases")
+	w.start(2)
+
+	select {
+	case <-hook.blocked:
+	case <-time.After(120 * time.Second):
+		t.Fatalf("the receiver got %d posts, never the %dth", len(hook.got()), hook.blockAt)
+	}
+	var list procReplicaList
+	if err := w.getAny("/api/v1/replicas", &list); err != nil {
+		t.Fatal(err)
+	}
+	h := list.holders("notifications")
+	if len(h) != 1 || w.byPID(h[0].PID) == nil {
+		t.Fatalf("notifications lease holders: %+v", h)
+	}
+	w.crash(w.byPID(h[0].PID))
+	release()
+
+	db := procDB(t, url)
+	w.eventually(120*time.Second, "every transition delivered", func() (bool, string) {
+		left := procStrings(t, db, `SELECT name FROM notification_outbox WHERE state <> 'sent'`)
+		all := procStrings(t, db, `SELECT name FROM notification_outbox WHERE event = 'Failed'`)
+		return len(left) == 0 && len(all) == n, fmt.Sprintf("%d of %d Failed transitions written, %d not sent", len(all), n, len(left))
+	})
+	posts := hook.got()
+	byKey := map[string][]string{} // event resource → delivery ids
+	for i, p := range posts {
+		if len(p.delivery) != 32 || p.id != p.delivery {
+			t.Errorf("post %d (%s %s): header X-Trueup-Delivery %q, body id %q: want one 32-digit id in both", i, p.event, p.resource, p.delivery, p.id)
+		}
+		byKey[p.event+" "+p.resource] = append(byKey[p.event+" "+p.resource], p.delivery)
+	}
+	repeats := 0
+	owner := map[string]string{}
+	for _, row := range procStrings(t, db, `SELECT event || ' ' || namespace || '/' || kind || '/' || name FROM notification_outbox`) {
+		ids := byKey[row]
+		if len(ids) == 0 {
+			t.Errorf("%s: never delivered", row)
+			continue
+		}
+		repeats += len(ids) - 1
+		for _, id := range ids[1:] {
+			if id != ids[0] {
+				t.Errorf("%s: delivered with ids %v, want one id", row, ids)
+			}
+		}
+		if prev, ok := owner[ids[0]]; ok {
+			t.Errorf("%s and %s share the id %s", prev, row, ids[0])
+		}
+		owner[ids[0]] = row
+	}
+	if repeats > 1 {
+		t.Errorf("%d repeated messages, want at most the one in flight at the kill (%d posts for %d transitions)", repeats, len(posts), len(byKey))
+	}
+	if len(posts) <= hook.blockAt {
+		t.Errorf("%d posts: the kill was not mid-stream", len(posts))
+	}
+	t.Logf("%d transitions, %d posts, %d repeated", n, len(posts), repeats)
 }

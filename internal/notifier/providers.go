@@ -13,6 +13,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/mail"
 	"net/smtp"
 	"strconv"
 	"strings"
@@ -80,6 +81,11 @@ type httpProvider struct {
 // signatureHeader is the http action's scheme: sha256=<hex HMAC-SHA256 of the body>.
 const signatureHeader = "X-Trueup-Signature-256"
 
+// DeliveryHeader carries the message's delivery id (notify.Batch.DeliveryID) on every HTTP
+// provider's request and in every email: the same on every retry, so that a receiver drops
+// a message it already has.
+const DeliveryHeader = "X-Trueup-Delivery"
+
 func (p *httpProvider) Send(ctx context.Context, m notify.Message) error {
 	body, err := json.Marshal(p.body(m))
 	if err != nil {
@@ -96,6 +102,7 @@ func (p *httpProvider) Send(ctx context.Context, m notify.Message) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "trueup-notifier")
+	req.Header.Set(DeliveryHeader, m.ID)
 	if len(p.secret) > 0 {
 		req.Header.Set(signatureHeader, Sign(p.secret, body))
 	}
@@ -166,6 +173,7 @@ func color(event string) string {
 
 // WebhookPayload is the webhook provider's body.
 type WebhookPayload struct {
+	ID        string          `json:"id"` // the delivery id, as in the X-Trueup-Delivery header
 	Event     string          `json:"event"`
 	Title     string          `json:"title"`
 	Rule      string          `json:"rule"`
@@ -188,7 +196,7 @@ type WebhookResource struct {
 }
 
 func webhookBody(m notify.Message) any {
-	return WebhookPayload{Event: m.Event, Title: m.Title, Rule: m.Rule, Resource: WebhookResource{Namespace: m.Namespace, Kind: m.Kind, Name: m.Name},
+	return WebhookPayload{ID: m.ID, Event: m.Event, Title: m.Title, Rule: m.Rule, Resource: WebhookResource{Namespace: m.Namespace, Kind: m.Kind, Name: m.Name},
 		Source: m.Source, Phase: m.Phase, Message: m.Message, Revision: m.Revision, URL: m.URL, Count: m.Count, Resources: m.Resources, Text: m.Text}
 }
 
@@ -251,15 +259,31 @@ func (p *emailProvider) Send(ctx context.Context, m notify.Message) error {
 	if err := w.Close(); err != nil {
 		return &SendError{Msg: fmt.Sprintf("smtp %s: %v", addr, err)}
 	}
-	return c.Quit()
+	// The server accepted the message at the end of DATA: a failed QUIT must not send it
+	// again.
+	_ = c.Quit()
+	return nil
 }
 
 func emailBody(from string, to []string, m notify.Message, now time.Time) []byte {
 	var b bytes.Buffer
 	subject := strings.NewReplacer("\r", " ", "\n", " ").Replace("[trueup] " + m.Title)
-	fmt.Fprintf(&b, "From: %s\r\nTo: %s\r\nSubject: %s\r\nDate: %s\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n",
-		from, strings.Join(to, ", "), subject, now.Format(time.RFC1123Z))
+	fmt.Fprintf(&b, "From: %s\r\nTo: %s\r\nSubject: %s\r\nDate: %s\r\nMessage-ID: <%s@%s>\r\n%s: %s\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n",
+		from, strings.Join(to, ", "), subject, now.Format(time.RFC1123Z), m.ID, messageIDDomain(from), DeliveryHeader, m.ID)
 	b.WriteString(strings.ReplaceAll(m.Text, "\n", "\r\n"))
 	b.WriteString("\r\n")
 	return b.Bytes()
+}
+
+// messageIDDomain is the right side of the Message-ID: the sender's domain, so that the id
+// is unique beyond trueup's own ids (RFC 5322 3.6.4).
+func messageIDDomain(from string) string {
+	a, err := mail.ParseAddress(from)
+	if err != nil {
+		return "trueup.invalid"
+	}
+	if i := strings.LastIndexByte(a.Address, '@'); i >= 0 && i < len(a.Address)-1 && !strings.ContainsAny(a.Address[i+1:], " <>[]\r\n") {
+		return a.Address[i+1:]
+	}
+	return "trueup.invalid"
 }

@@ -1,7 +1,8 @@
 // Package notifier delivers the notifications outbox: on the replica that holds the
 // "notifications" lease it reads due entries, plans messages with internal/notify (rules,
-// grouping), sends them through the providers, and records each entry's outcome (sent,
-// retried with backoff, or dead after maxAttempts).
+// grouping), sends them through the providers one at a time, records each message the
+// provider accepted as soon as it answers, and then each entry's outcome (sent, retried
+// with backoff, or dead after maxAttempts). Every message carries its delivery id.
 package notifier
 
 import (
@@ -273,6 +274,9 @@ func (s *Sender) Once(ctx context.Context) error {
 			continue
 		}
 		err := s.send(ctx, b)
+		if err == nil {
+			s.delivered(ctx, b)
+		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -315,6 +319,22 @@ func (s *Sender) Once(ctx context.Context) error {
 	return s.st.FinishOutbox(ctx, results)
 }
 
+// delivered records a message the provider accepted before the next one is sent, even when
+// ctx ends meanwhile: a run that is interrupted (lease lost, shutdown, a crash a moment
+// later) must not leave it to be sent again. A failed write is logged; the run's final write
+// records it too.
+func (s *Sender) delivered(ctx context.Context, b notify.Batch) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	ids := make([]int64, len(b.Items))
+	for i, it := range b.Items {
+		ids[i] = it.ID
+	}
+	if err := s.st.MarkOutboxDelivered(ctx, ids, b.Target()); err != nil {
+		s.log.Warn("record a delivered notification", "target", b.Target(), "err", err)
+	}
+}
+
 func (s *Sender) send(ctx context.Context, b notify.Batch) error {
 	p, ok := s.providers[b.Provider]
 	if !ok {
@@ -332,7 +352,7 @@ func (s *Sender) send(ctx context.Context, b notify.Batch) error {
 		return err
 	}
 	s.opts.Metrics.Notification(b.Provider, "sent")
-	s.log.Info("notification sent", "rule", b.Rule.Name, "provider", b.Provider, "event", b.Event, "count", len(b.Items))
+	s.log.Info("notification sent", "rule", b.Rule.Name, "provider", b.Provider, "event", b.Event, "count", len(b.Items), "delivery", m.ID)
 	return nil
 }
 

@@ -378,3 +378,150 @@ func TestNoConfigFinishes(t *testing.T) {
 		t.Fatalf("%d messages without providers", n)
 	}
 }
+
+// post is one request a recordingHook received.
+type post struct {
+	delivery string // the X-Trueup-Delivery header
+	body     map[string]any
+}
+
+// recordingHook records every post with its delivery header, answers fail with 503 first,
+// and calls onPost (outside its lock) before answering.
+type recordingHook struct {
+	mu     sync.Mutex
+	fail   int
+	posts  []post
+	onPost func(n int)
+}
+
+func (h *recordingHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	raw, _ := io.ReadAll(r.Body)
+	var body map[string]any
+	_ = json.Unmarshal(raw, &body)
+	h.mu.Lock()
+	h.posts = append(h.posts, post{delivery: r.Header.Get(DeliveryHeader), body: body})
+	n, fail, onPost := len(h.posts), h.fail, h.onPost
+	h.mu.Unlock()
+	if onPost != nil {
+		onPost(n)
+	}
+	if n <= fail {
+		w.Header().Set("Retry-After", "0")
+		http.Error(w, "busy", http.StatusServiceUnavailable)
+	}
+}
+
+func (h *recordingHook) got() []post {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]post(nil), h.posts...)
+}
+
+func hookSender(t *testing.T, b bundle, url string) *Sender {
+	t.Helper()
+	s, err := New(b.st, config.Notifications{
+		Providers:   []config.NotifyProvider{{Name: "hook", Type: "webhook", URL: url, Timeout: 5 * time.Second}},
+		Rules:       []config.NotifyRule{{Name: "all", Providers: []string{"hook"}}},
+		MaxAttempts: 5, GroupWindow: -1, RateLimit: -1,
+	}, Options{Replica: "r1", Metrics: b.m}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestDeliveryIDStableOnRetry: a webhook message carries its delivery id in the header and
+// in the body's id, and a retry carries the same one; two messages have two ids.
+func TestDeliveryIDStableOnRetry(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := &recordingHook{fail: 1}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	s := hookSender(t, b, srv.URL)
+	b.add(t, failed("main"))
+	ctx := context.Background()
+	if err := s.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Due again now (b.due would move created_at, which the id is made of).
+	if _, err := b.st.Pool().Exec(ctx, "UPDATE notification_outbox SET next_attempt_at = now()"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.add(t, failed("other"))
+	if err := s.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := h.got()
+	if len(got) != 3 {
+		t.Fatalf("%d posts, want 3 (refused, retried, the other)", len(got))
+	}
+	for i, p := range got {
+		if len(p.delivery) != 32 || p.body["id"] != p.delivery {
+			t.Errorf("post %d: header %q, body id %v: want the same 32-digit id", i, p.delivery, p.body["id"])
+		}
+	}
+	if got[0].delivery != got[1].delivery {
+		t.Errorf("the retry has id %s, the first attempt %s", got[1].delivery, got[0].delivery)
+	}
+	if got[2].delivery == got[0].delivery {
+		t.Errorf("another message has the same id %s", got[2].delivery)
+	}
+}
+
+// TestDeliveredRecordedPerMessage: a run interrupted while its fourth message is in flight
+// (the replica stops or dies) has recorded the three its provider accepted, so the next run
+// sends them no more: at most the message in flight goes twice, with the same id.
+func TestDeliveredRecordedPerMessage(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	h := &recordingHook{}
+	h.onPost = func(n int) {
+		if n == 4 {
+			cancel() // the run ends while the provider has the message
+		}
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	b.add(t, failed("a"), failed("b"), failed("c"), failed("d"), failed("e"), failed("f"))
+	if err := hookSender(t, b, srv.URL).Once(ctx); err == nil {
+		t.Fatal("the interrupted run returned no error")
+	}
+	h.onPost = nil
+	if err := hookSender(t, b, srv.URL).Once(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string][]string{}
+	for _, p := range h.got() {
+		res, _ := p.body["resource"].(map[string]any)
+		name, _ := res["name"].(string)
+		byName[name] = append(byName[name], p.delivery)
+	}
+	dups := 0
+	for _, name := range []string{"a", "b", "c", "d", "e", "f"} {
+		ids := byName[name]
+		switch {
+		case len(ids) == 0:
+			t.Errorf("%s never delivered", name)
+		case len(ids) > 1:
+			dups += len(ids) - 1
+			for _, id := range ids[1:] {
+				if id != ids[0] {
+					t.Errorf("%s: a repeat has id %s, the first %s", name, id, ids[0])
+				}
+			}
+		}
+	}
+	if dups > 1 {
+		t.Errorf("%d repeats, want at most the message in flight: %v", dups, byName)
+	}
+	sent, err := b.st.CountOutbox(context.Background(), store.OutboxSent)
+	if err != nil || sent != 6 {
+		t.Errorf("sent entries %d (%v), want 6", sent, err)
+	}
+}

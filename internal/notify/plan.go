@@ -1,6 +1,8 @@
 package notify
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/url"
 	"slices"
@@ -60,6 +62,25 @@ type Batch struct {
 
 // Target is the batch's rule/provider.
 func (b Batch) Target() string { return Target(b.Rule.Name, b.Provider) }
+
+// DeliveryID is the message's id, which receivers use to drop repeats: a digest of the
+// target, the event, the revision and the outbox entries (id and creation time) the message
+// is about. A retry of the message, by this replica or by the next lease holder, has the
+// same id; a message about other entries (a group that grew) has another. The creation
+// times keep two installations that write to one receiver from sharing ids.
+func (b Batch) DeliveryID() string {
+	ids := make([]string, len(b.Items))
+	for i, it := range b.Items {
+		ids[i] = fmt.Sprintf("%d@%d", it.ID, it.CreatedAt.UnixMicro())
+	}
+	slices.Sort(ids)
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%s", b.Target(), b.Event, b.Revision)
+	for _, id := range ids {
+		fmt.Fprintf(h, "\x00%s", id)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
 
 // maxHoldFactor bounds how long a burst that keeps growing is held: window times this.
 const maxHoldFactor = 10
@@ -134,6 +155,8 @@ func maxTime(a, b time.Time) time.Time {
 
 // Message is what a provider shapes into its own format (and what templates see).
 type Message struct {
+	// ID is the delivery id (Batch.DeliveryID), the same on every retry of the message.
+	ID                            string
 	Title                         string
 	Event                         string
 	Rule                          string
@@ -156,7 +179,7 @@ const maxListed = 20
 // Compose builds the message of a batch; externalURL is the dashboard's base URL.
 func Compose(b Batch, externalURL string) (Message, error) {
 	first := b.Items[0]
-	m := Message{Event: b.Event, Rule: b.Rule.Name, Namespace: first.Namespace, Kind: first.Kind, Name: first.Name,
+	m := Message{ID: b.DeliveryID(), Event: b.Event, Rule: b.Rule.Name, Namespace: first.Namespace, Kind: first.Kind, Name: first.Name,
 		Source: first.Source, Phase: first.Phase, Message: first.Message, Revision: b.Revision, Count: len(b.Items)}
 	for _, it := range b.Items {
 		if len(m.Resources) < maxListed {

@@ -155,3 +155,48 @@ func TestDecide(t *testing.T) {
 		t.Errorf("Backoff(30) = %s", got)
 	}
 }
+
+// TestDeliveryID: the id is the same for the same target, event, revision and entries
+// (whatever their order: a retry), and differs when any of them differs.
+func TestDeliveryID(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 11, 26, 10, 0, 0, 123456000, time.UTC)
+	r, other := &Rule{Name: "prod"}, &Rule{Name: "staging"}
+	a, b := Item{ID: 1, CreatedAt: at, Name: "a"}, Item{ID: 2, CreatedAt: at.Add(time.Millisecond), Name: "b"}
+	base := Batch{Rule: r, Provider: "hook", Event: Failed, Revision: "abc", Items: []Item{a, b}}
+	id := base.DeliveryID()
+	if len(id) != 32 {
+		t.Fatalf("id %q: want 32 hex digits", id)
+	}
+	same := map[string]Batch{
+		"again":                 base,
+		"entries in any order":  {Rule: r, Provider: "hook", Event: Failed, Revision: "abc", Items: []Item{b, a}},
+		"another attempt count": {Rule: r, Provider: "hook", Event: Failed, Revision: "abc", Items: []Item{{ID: 1, CreatedAt: at, Attempts: 3}, b}},
+	}
+	for name, x := range same {
+		if got := x.DeliveryID(); got != id {
+			t.Errorf("%s: id %s, want %s", name, got, id)
+		}
+	}
+	c := Item{ID: 1, CreatedAt: at.Add(time.Microsecond)}
+	differ := map[string]Batch{
+		"another rule":               {Rule: other, Provider: "hook", Event: Failed, Revision: "abc", Items: []Item{a, b}},
+		"another provider":           {Rule: r, Provider: "mail", Event: Failed, Revision: "abc", Items: []Item{a, b}},
+		"another event":              {Rule: r, Provider: "hook", Event: Recovered, Revision: "abc", Items: []Item{a, b}},
+		"another revision":           {Rule: r, Provider: "hook", Event: Failed, Revision: "abd", Items: []Item{a, b}},
+		"an entry less":              {Rule: r, Provider: "hook", Event: Failed, Revision: "abc", Items: []Item{a}},
+		"an entry more":              {Rule: r, Provider: "hook", Event: Failed, Revision: "abc", Items: []Item{a, b, {ID: 3, CreatedAt: at}}},
+		"same id, another time (db)": {Rule: r, Provider: "hook", Event: Failed, Revision: "abc", Items: []Item{c, b}},
+	}
+	seen := map[string]string{id: "base"}
+	for name, x := range differ {
+		got := x.DeliveryID()
+		if prev, ok := seen[got]; ok {
+			t.Errorf("%s: id %s, the same as %s", name, got, prev)
+		}
+		seen[got] = name
+	}
+	if m, _ := Compose(base, ""); m.ID != id {
+		t.Errorf("Compose: message id %q, want %q", m.ID, id)
+	}
+}

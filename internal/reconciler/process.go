@@ -95,11 +95,12 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 		spec, secrets, revealErr = r.opts.Reveal(ctx, c)
 	}
 	scrub := actions.Scrubber(secrets)
+	numbers := actions.NewNumbers(scrub, secrets)
 	req := actions.Request{Resource: actions.Resource{APIVersion: c.APIVersion, Kind: c.Kind, Namespace: c.Namespace,
 		Name: c.Name, UID: c.UID, Generation: c.Generation, Spec: spec, Labels: c.Labels, Annotations: c.Annotations,
 		Source: c.Source, Revision: callRevision(c), FallbackRevision: fallbackRevision(c)}, With: c.ActionWith, State: c.ActionState, Secrets: secrets,
 		Checkpoint: func(ctx context.Context, state json.RawMessage) error {
-			return r.store.SaveActionState(ctx, c.ID, c.LeaseToken, scrubJSON(state, scrub))
+			return r.store.SaveActionState(ctx, c.ID, c.LeaseToken, scrubJSON(state, scrub, numbers))
 		}}
 	switch {
 	case err != nil:
@@ -117,7 +118,7 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 	}
 	a.ended = time.Now()
 	if len(secrets) > 0 {
-		scrubAttempt(&a, scrub)
+		scrubAttempt(&a, scrub, numbers)
 	}
 	r.observeCall(a.ended.Sub(a.started))
 	if err == nil && revealErr == nil {
@@ -585,8 +586,9 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 // maxOutputs bounds what one result stores as status.outputs (and in its history row).
 const maxOutputs = 64 << 10
 
-// boundOutputs scrubs secrets from a plugin's outputs and replaces outputs over maxOutputs
-// with a note: they are stored on the resource and in every history row.
+// boundOutputs scrubs the config's secrets from a plugin's outputs (strings and numbers, as
+// scrubAttempt does for the call's) and replaces outputs over maxOutputs with a note: they
+// are stored on the resource and in every history row.
 func (r *Reconciler) boundOutputs(out map[string]any) map[string]any {
 	if out == nil {
 		return nil
@@ -598,14 +600,7 @@ func (r *Reconciler) boundOutputs(out map[string]any) map[string]any {
 	if len(b) > maxOutputs {
 		return map[string]any{"error": fmt.Sprintf("outputs of %d bytes were not stored (limit %d)", len(b), maxOutputs)}
 	}
-	if scrubbed := r.opts.Scrub(string(b)); scrubbed != string(b) {
-		var clean map[string]any
-		if json.Unmarshal([]byte(scrubbed), &clean) != nil {
-			return map[string]any{"error": "outputs held a secret and were not stored"}
-		}
-		return clean
-	}
-	return out
+	return scrubEncodedOutputs(out, b, r.opts.Scrub, actions.NewNumbers(r.opts.Scrub, nil))
 }
 
 // resyncAt is when a Ready resource is checked for drift: the type's interval, else the

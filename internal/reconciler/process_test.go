@@ -466,7 +466,7 @@ func TestUpdate(t *testing.T) {
 			a: attempt{op: "reconcile", trigger: "created", res: actions.Result{Done: true,
 				Outputs: map[string]any{"url": "https://u:" + secret + "@h.example", "n": 3}}},
 			want: wantUpdate{phase: status.PhaseReady, result: resultSucceeded, events: []string{"Normal/Reconciled"}, runAt: resync,
-				outputs: map[string]any{"url": "https://u:***@h.example", "n": float64(3)}},
+				outputs: map[string]any{"url": "https://u:***@h.example", "n": json.Number("3")}},
 		},
 		{
 			name: "outputs that are not JSON are replaced by a note",

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"reflect"
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -18,9 +19,9 @@ type Reveal func(ctx context.Context, c store.Claimed) (spec json.RawMessage, se
 
 // scrubAttempt removes a call's secrets from everything the plugin returned that is stored,
 // logged or shown: message, error, conditions, drift, outputs and state. JSON is scrubbed in
-// its strings (keys too) and encoded again, so state and outputs stay valid whatever a secret
-// looks like.
-func scrubAttempt(a *attempt, scrub func(string) string) {
+// its strings (keys too) and numbers (actions.Numbers) and encoded again, so
+// state and outputs stay valid whatever a secret looks like.
+func scrubAttempt(a *attempt, scrub func(string) string, numbers *actions.Numbers) {
 	a.err = actions.ScrubError(a.err, scrub)
 	a.res.Message = scrub(a.res.Message)
 	a.drift = scrub(a.drift)
@@ -28,22 +29,45 @@ func scrubAttempt(a *attempt, scrub func(string) string) {
 		a.res.Conditions[i].Message = scrub(a.res.Conditions[i].Message)
 		a.res.Conditions[i].Reason = scrub(a.res.Conditions[i].Reason)
 	}
-	a.res.State = scrubJSON(a.res.State, scrub)
-	if a.res.Outputs != nil {
-		if clean, ok := scrubValue(map[string]any(a.res.Outputs), scrub).(map[string]any); ok {
-			a.res.Outputs = clean
-		}
-	}
+	a.res.State = scrubJSON(a.res.State, scrub, numbers)
+	a.res.Outputs = scrubOutputs(a.res.Outputs, scrub, numbers)
 }
 
-// scrubJSON scrubs the strings of an encoded JSON value. A value that does not decode is
-// scrubbed as text (it is stored as the plugin sent it).
-func scrubJSON(v json.RawMessage, scrub func(string) string) json.RawMessage {
-	if len(v) == 0 {
-		return v
+// scrubOutputs scrubs a plugin's outputs as the JSON they are stored as: whatever Go values
+// the plugin built (float64, int, []string, structs), they are scrubbed as they will read.
+// Outputs that do not encode are returned as they are (boundOutputs replaces them).
+func scrubOutputs(out map[string]any, scrub func(string) string, numbers *actions.Numbers) map[string]any {
+	if out == nil {
+		return nil
 	}
-	if s := scrub(string(v)); s == string(v) {
-		return v // nothing to scrub: kept byte for byte
+	b, err := json.Marshal(out)
+	if err != nil {
+		return out
+	}
+	return scrubEncodedOutputs(out, b, scrub, numbers)
+}
+
+// scrubEncodedOutputs is scrubOutputs for outputs already encoded as b.
+func scrubEncodedOutputs(out map[string]any, b []byte, scrub func(string) string, numbers *actions.Numbers) map[string]any {
+	clean := scrubJSON(b, scrub, numbers)
+	if bytes.Equal(clean, b) {
+		return out
+	}
+	dec := json.NewDecoder(bytes.NewReader(clean))
+	dec.UseNumber()
+	var m map[string]any
+	if dec.Decode(&m) != nil {
+		return map[string]any{"error": "outputs held a secret and were not stored"}
+	}
+	return m
+}
+
+// scrubJSON scrubs the strings and numbers of an encoded JSON value; one with nothing to
+// scrub is kept byte for byte. A value that does not decode is scrubbed as text (it is
+// stored as the plugin sent it).
+func scrubJSON(v json.RawMessage, scrub func(string) string, numbers *actions.Numbers) json.RawMessage {
+	if len(v) == 0 || numbers.Clean(v) {
+		return v
 	}
 	dec := json.NewDecoder(bytes.NewReader(v))
 	dec.UseNumber()
@@ -51,32 +75,15 @@ func scrubJSON(v json.RawMessage, scrub func(string) string) json.RawMessage {
 	if err := dec.Decode(&x); err != nil {
 		return json.RawMessage(scrub(string(v)))
 	}
+	clean := actions.ScrubValue(x, scrub, numbers)
+	if reflect.DeepEqual(clean, x) {
+		return v
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(scrubValue(x, scrub)); err != nil {
+	if err := enc.Encode(clean); err != nil {
 		return json.RawMessage(`{"error":"state held a secret and was not stored"}`)
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})
-}
-
-// scrubValue scrubs every string and key of a decoded JSON value.
-func scrubValue(v any, scrub func(string) string) any {
-	switch x := v.(type) {
-	case string:
-		return scrub(x)
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[scrub(k)] = scrubValue(e, scrub)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = scrubValue(e, scrub)
-		}
-		return out
-	}
-	return v
 }

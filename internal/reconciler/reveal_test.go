@@ -23,7 +23,7 @@ func TestScrubAttemptKeepsJSONValid(t *testing.T) {
 			Conditions: []actions.Condition{{Type: "Custom", Status: "True", Reason: "R", Message: "pw s3cr3t-pw"}},
 		},
 	}
-	scrubAttempt(&a, scrub)
+	scrubAttempt(&a, scrub, actions.NewNumbers(scrub, nil))
 	var state map[string]any
 	if err := json.Unmarshal(a.res.State, &state); err != nil {
 		t.Fatalf("state no longer JSON: %s", a.res.State)
@@ -41,6 +41,53 @@ func TestScrubAttemptKeepsJSONValid(t *testing.T) {
 	}
 	if !actions.IsTerminal(a.err) {
 		t.Fatal("scrubbing lost the error's terminal mark")
+	}
+}
+
+// TestScrubAttemptNumbers: a number whose text shows a revealed secret is stored as "***"
+// in outputs and state (and the JSON stays valid); other numbers keep their value and type.
+func TestScrubAttemptNumbers(t *testing.T) {
+	secrets := []string{"5432", "1e3", "hunter22"}
+	scrub := actions.Scrubber(secrets)
+	a := attempt{res: actions.Result{
+		State: json.RawMessage(`{"port":5432,"limit":1000,"big":1e3,"n":7,"nested":[{"p":5432.0}],"ok":true}`),
+		Outputs: map[string]any{"port": 5432, "portF": float64(5432), "limit": json.Number("1000"), "three": json.Number("1e3"),
+			"other": 8080, "ints": []int{5432, 1}, "ratio": 0.5, "name": "db"},
+	}}
+	scrubAttempt(&a, scrub, actions.NewNumbers(scrub, secrets))
+	var state map[string]any
+	if err := json.Unmarshal(a.res.State, &state); err != nil {
+		t.Fatalf("state no longer JSON: %s", a.res.State)
+	}
+	want := `{"big":"***","limit":"***","n":7,"nested":[{"p":"***"}],"ok":true,"port":"***"}`
+	if b, _ := json.Marshal(state); string(b) != want {
+		t.Errorf("state = %s, want %s", b, want)
+	}
+	b, err := json.Marshal(a.res.Outputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = `{"ints":["***",1],"limit":"***","name":"db","other":8080,"port":"***","portF":"***","ratio":0.5,"three":"***"}`
+	if string(b) != want {
+		t.Errorf("outputs = %s, want %s", b, want)
+	}
+
+	// Nothing to scrub: state is kept byte for byte, outputs as the plugin built them.
+	a = attempt{res: actions.Result{State: json.RawMessage(`{"b": 1, "a": 2.50}`), Outputs: map[string]any{"port": 8080}}}
+	scrubAttempt(&a, scrub, actions.NewNumbers(scrub, secrets))
+	if string(a.res.State) != `{"b": 1, "a": 2.50}` || a.res.Outputs["port"] != 8080 {
+		t.Errorf("unchanged attempt rewritten: %s %v", a.res.State, a.res.Outputs)
+	}
+}
+
+// TestBoundOutputsNumbers: a number equal to one of the config's secrets is "***", the other
+// outputs stay (the text scrub used to make the JSON invalid and drop every output).
+func TestBoundOutputsNumbers(t *testing.T) {
+	r := &Reconciler{opts: Options{Scrub: actions.Scrubber([]string{"987654"})}}
+	out := r.boundOutputs(map[string]any{"pin": 987654, "port": 5432, "note": "pin 987654"})
+	b, _ := json.Marshal(out)
+	if want := `{"note":"pin ***","pin":"***","port":5432}`; string(b) != want {
+		t.Errorf("outputs = %s, want %s", b, want)
 	}
 }
 

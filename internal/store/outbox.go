@@ -168,6 +168,22 @@ func (s *Store) FinishOutbox(ctx context.Context, results []OutboxResult) error 
 	return nil
 }
 
+// MarkOutboxDelivered records at once that the message to target about the entries ids was
+// accepted by its provider (their done gains target; state and attempts are left to
+// FinishOutbox). Written per message, as soon as the provider answers, it bounds what a
+// replica that dies mid-run sends again to the one message in flight.
+func (s *Store) MarkOutboxDelivered(ctx context.Context, ids []int64, target string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := s.pool.Exec(ctx, `UPDATE notification_outbox SET done = array_append(done, $2)
+		WHERE id = ANY($1) AND state = 'pending' AND NOT ($2 = ANY(done))`, ids, target)
+	if err != nil {
+		return fmt.Errorf("mark outbox delivered: %w", err)
+	}
+	return nil
+}
+
 // CountOutbox counts the entries in state.
 func (s *Store) CountOutbox(ctx context.Context, state string) (int, error) {
 	var n int
