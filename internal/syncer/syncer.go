@@ -45,7 +45,7 @@ type Options struct {
 	MaxPruneFraction float64
 	// AllowEmpty is prune.allowEmpty: a revision without resources deletes them all.
 	AllowEmpty bool
-	Replica          string
+	Replica    string
 	// LeaseTTL is how long the source's singleton lease lasts without renewal (default
 	// 15s); it is renewed every TTL/3.
 	LeaseTTL time.Duration
