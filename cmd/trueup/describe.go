@@ -22,16 +22,34 @@ const describeLimit = 10
 func newDescribeCmd(api *apiOptions) *cobra.Command {
 	var namespace string
 	cmd := &cobra.Command{
-		Use:   "describe KIND/NAME",
-		Short: "Show one resource in detail: spec, status, conditions, outputs, history and events",
+		Use:   "describe KIND/NAME | describe source NAME",
+		Short: "Show one resource or source in detail: spec, status, conditions, outputs, history and events",
 		Long: `Shows one resource for a human: metadata, the spec as stored (schema defaults applied) in
 YAML, phase and message, the conditions, the outputs, where the manifest came from
 (source file:line@revision), and the last 10 reconcile attempts and events, newest first.
-KIND is case-insensitive; the namespace is "default" unless -n says otherwise.`,
+KIND is case-insensitive; the namespace is "default" unless -n says otherwise.
+
+describe source NAME shows one source: where it reads from, the applied and the last
+attempted revision, its prune settings, its resources counted by phase, its conditions
+(Ready, Pruned, PruneSkipped), the file:line errors of a rejected revision and its last 10
+events.`,
 		Example: `  trueup describe DatabaseCluster/orders-pg -n production
-  trueup describe bucket/build-cache`,
-		Args: cobra.ExactArgs(1),
+  trueup describe bucket/build-cache
+  trueup describe source infra`,
+		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 2 {
+				switch strings.ToLower(args[0]) {
+				case "source", "sources", "src":
+				default:
+					return fmt.Errorf("describe takes KIND/NAME, or source NAME; got %q %q", args[0], args[1])
+				}
+				c, err := api.client()
+				if err != nil {
+					return err
+				}
+				return describeSource(cmd.Context(), c, args[1], cmd.OutOrStdout())
+			}
 			kind, name, err := parseObjectRef(args[0])
 			if err != nil {
 				return err

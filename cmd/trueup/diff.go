@@ -160,7 +160,11 @@ func computeDiff(ctx context.Context, c *apiclient.Client, dir, sourceName strin
 	if err != nil {
 		return nil, err
 	}
-	added, err := p.diffResources(set, liveItems)
+	var src store.Source
+	if err := c.Get(ctx, "/api/v1/sources/"+url.PathEscape(sourceName), nil, &src); err != nil {
+		return nil, err
+	}
+	added, err := p.diffResources(set, liveItems, src.Prune)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +251,7 @@ func identity(namespace, kind, name string) string {
 
 // diffResources compares DIR's resources with the source's live ones and returns those that
 // would be created.
-func (p *diffPlan) diffResources(set *manifest.Set, live []store.Resource) ([]*manifest.Resource, error) {
+func (p *diffPlan) diffResources(set *manifest.Set, live []store.Resource, prune store.SourcePrune) ([]*manifest.Resource, error) {
 	byID := make(map[string]store.Resource, len(live))
 	for _, r := range live {
 		byID[identity(r.Metadata.Namespace, r.Kind, r.Metadata.Name)] = r
@@ -317,12 +321,11 @@ func (p *diffPlan) diffResources(set *manifest.Set, live []store.Resource) ([]*m
 		}
 		p.add(c)
 	}
-	switch {
-	case removed == 0:
-	case len(set.Resources) == 0:
-		p.notes = append(p.notes, fmt.Sprintf("note: DIR renders no resources: the server refuses an empty render and would delete none of the %d", active))
-	case 2*removed > active:
-		p.notes = append(p.notes, fmt.Sprintf("note: %d of %d resources would go: more than the default prune.maxFraction 0.5, so the server deletes none unless the source allows more", removed, active))
+	if !prune.Enabled {
+		removed = 0 // orphaned, not deleted: no guard applies
+	}
+	if reason, msg := store.PruneGuard("DIR", len(set.Resources), removed, active, prune.MaxFraction, prune.AllowEmpty); reason != "" {
+		p.notes = append(p.notes, fmt.Sprintf("note: the server would refuse these deletions (PruneSkipped, %s): %s", reason, msg))
 	}
 	return added, nil
 }

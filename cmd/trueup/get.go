@@ -287,14 +287,13 @@ func getSources(ctx context.Context, c *apiclient.Client, o getOptions, out, err
 	header = append(header, "MESSAGE")
 	t := newTable(out, header...)
 	for _, s := range items {
-		ready, _ := status.Get(s.Conditions, status.Ready)
 		row := []string{s.Name, sourceRevisionCell(s), readyCell(s.Conditions), agePtr(s.LastSyncTime)}
 		width := messageWidth
 		if wide {
 			width = wideMessageWidth
 			row = append(row, s.URL, orNone(s.Branch), orNone(s.Path), shortRev(s.LastAttemptedRevision), fmt.Sprint(len(s.Errors)))
 		}
-		t.row(append(row, truncate(ready.Message, width))...)
+		t.row(append(row, truncate(sourceMessage(s), width))...)
 	}
 	return t.flush()
 }

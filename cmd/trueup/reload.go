@@ -176,6 +176,7 @@ func (rt *reloader) buildSource(cfg *config.Config, sc config.Source, keys map[s
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", sc.Name, err)
 	}
+	reg.Prune = &store.SourcePrune{Enabled: sc.PruneEnabled(), MaxFraction: sc.Prune.MaxFraction, AllowEmpty: sc.Prune.AllowEmpty}
 	rs := &runningSource{cfg: sc, keys: keys[sc.Name], reg: reg, src: src}
 	interval := time.Minute
 	if sc.Git != nil {
@@ -195,7 +196,7 @@ func (rt *reloader) buildSource(cfg *config.Config, sc config.Source, keys map[s
 	}
 	scrub := rt.scrub
 	rs.syncer = syncer.New(rt.store, syncer.Options{Name: sc.Name, Source: src, Interval: interval,
-		Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction, Replica: rt.replica, LeaseTTL: cfg.Reconcile.LeaseTTL, Live: rt.liveHeld,
+		Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction, AllowEmpty: sc.Prune.AllowEmpty, Replica: rt.replica, LeaseTTL: cfg.Reconcile.LeaseTTL, Live: rt.liveHeld,
 		CheckAction: rt.checkAction, Limits: manifest.Limits(cfg.Limits), Scrub: scrub, Metrics: rt.met, Reporter: reporter,
 		Opener: sealed.NewOpener(keys[sc.Name])}, rt.log)
 	if sc.PreviewEnabled() {

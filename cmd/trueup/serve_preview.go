@@ -34,7 +34,7 @@ func newPreviewRunner(cfg *config.Config, sc config.Source, src sources.Source, 
 	return preview.New(preview.Options{Source: sc.Name, Fetcher: fetcher, Publisher: pub, Store: st,
 		ExternalURL: strings.TrimSuffix(cfg.Server.ExternalURL, "/"), Replica: replica, Logger: logger,
 		Checker: &preview.Checker{Source: sc.Name, Store: st, Loader: manifest.NewLoader(),
-			CheckAction: checkAction(acts), Limits: manifest.Limits(cfg.Limits), Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction,
+			CheckAction: checkAction(acts), Limits: manifest.Limits(cfg.Limits), Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction, AllowEmpty: sc.Prune.AllowEmpty,
 			Actions: acts, PlanTimeout: sc.Preview.PlanTimeout, PlanConcurrency: sc.Preview.PlanConcurrency, Scrub: scrub,
 			NoResolve: sc.Preview.ResolveOutputs == config.ResolveNever, ResolveForks: sc.Preview.ResolveOutputs == config.ResolveAlways,
 			ForkPlans: sc.Preview.ForkPlans}}), nil

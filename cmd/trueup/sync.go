@@ -25,7 +25,9 @@ as pending, but applies nothing. Needs the operator role in every namespace the 
 resources in.
 
 With --wait, waits until the source was read after the request and prints its revision and
-Ready condition; the exit status is 1 when the source is not Ready.`,
+Ready condition, and the PruneSkipped condition when a guard refused the revision's
+deletions (prune.allowEmpty, prune.maxFraction); the exit status is 1 when the source is not
+Ready or shows PruneSkipped.`,
 		Example: `  trueup sync infra
   trueup sync infra --wait`,
 		Args: cobra.ExactArgs(1),
@@ -51,7 +53,7 @@ Ready condition; the exit status is 1 when the source is not Ready.`,
 			return waitSync(ctx, c, cmd.OutOrStdout(), name, at, timeout)
 		},
 	}
-	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the source was synced and print its revision (exit 1 when not Ready)")
+	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the source was synced and print its revision (exit 1 when not Ready, or when a prune was refused)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "with --wait: give up after this long")
 	return cmd
 }
@@ -79,7 +81,12 @@ func waitSync(ctx context.Context, c *apiclient.Client, out io.Writer, name stri
 			if src.PendingRevision != "" {
 				fmt.Fprintf(out, "suspended: revision %s is pending\n", shortRev(src.PendingRevision))
 			}
-			if ready.Status == status.False {
+			pruneSkipped, skipped := status.Get(src.Conditions, store.ConditionPruneSkipped)
+			skipped = skipped && pruneSkipped.Status == status.True
+			if skipped {
+				fmt.Fprintf(out, "PruneSkipped=True (%s)%s\n", pruneSkipped.Reason, messageNote(pruneSkipped.Message))
+			}
+			if ready.Status == status.False || skipped {
 				return exitCode(1)
 			}
 			return nil

@@ -122,12 +122,17 @@ type CommitStatus struct {
 }
 
 // Prune says whether removed manifests delete their resources: `prune: true|false`, or
-// `prune: {enabled: true, maxFraction: 0.5}`.
+// `prune: {enabled: true, maxFraction: 0.5, allowEmpty: false}`.
 type Prune struct {
 	Enabled *bool `yaml:"enabled"` // default true
 	// MaxFraction refuses to delete more than this share of the source's resources in one
-	// revision (default 0.5; 1 turns the guard off).
+	// revision that still renders resources (default 0.5; 1 turns the guard off).
 	MaxFraction float64 `yaml:"maxFraction"`
+	// AllowEmpty lets a revision that renders no resources delete every resource of the
+	// source (Argo CD's name). Without it such a revision deletes nothing and the source
+	// shows PruneSkipped. It is the consent to that one case: maxFraction, which such a
+	// revision always exceeds, does not apply to it.
+	AllowEmpty bool `yaml:"allowEmpty"`
 }
 
 // UnmarshalYAML accepts a bool or a mapping.
@@ -135,13 +140,13 @@ func (p *Prune) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode {
 		var b bool
 		if err := n.Decode(&b); err != nil {
-			return fmt.Errorf("line %d: prune must be true, false or {enabled, maxFraction}", n.Line)
+			return fmt.Errorf("line %d: prune must be true, false or {enabled, maxFraction, allowEmpty}", n.Line)
 		}
 		p.Enabled = &b
 		return nil
 	}
 	type plain Prune
-	return n.Decode((*plain)(p))
+	return decodeStrict(n, (*plain)(p), "Prune")
 }
 
 // PruneEnabled reports whether removed manifests delete their resources.
@@ -226,17 +231,8 @@ func (a *Action) UnmarshalYAML(n *yaml.Node) error {
 		Type   string    `yaml:"type"`
 		Config yaml.Node `yaml:"config"`
 	}
-	if err := n.Decode(&aux); err != nil {
+	if err := decodeStrict(n, &aux, "Action"); err != nil {
 		return err
-	}
-	if n.Kind == yaml.MappingNode {
-		for i := 0; i < len(n.Content); i += 2 {
-			switch k := n.Content[i].Value; k {
-			case "name", "type", "config":
-			default:
-				return fmt.Errorf("line %d: field %s not found in type config.Action", n.Content[i].Line, k)
-			}
-		}
 	}
 	a.Name, a.Type, a.raw = aux.Name, aux.Type, aux.Config
 	return nil

@@ -108,8 +108,8 @@ func TestPruneGuards(t *testing.T) {
 			}
 			src, _ := e.store.GetSource(context.Background(), "infra")
 			if !tc.wantErr && tc.reason == "PruneSkipped" && (tc.name == "empty render" || tc.name == "too many deletions") {
-				if c, ok := status.Get(src.Conditions, "Pruned"); !ok || c.Status != "False" {
-					t.Errorf("source Pruned condition %+v", src.Conditions)
+				if c, ok := status.Get(src.Conditions, store.ConditionPruneSkipped); !ok || c.Status != "True" {
+					t.Errorf("source PruneSkipped condition %+v", src.Conditions)
 				}
 			}
 		})

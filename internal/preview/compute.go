@@ -33,11 +33,12 @@ type Checker struct {
 	// treat as unknown (sealed.LoadMasked), so that a pull request's rules cannot read a
 	// secret.
 	Loader *manifest.Loader
-	// CheckAction, Limits, Prune and MaxPruneFraction are the source's sync settings.
+	// CheckAction, Limits, Prune, MaxPruneFraction and AllowEmpty are the source's sync settings.
 	CheckAction      func(name string, with json.RawMessage) error
 	Limits           manifest.Limits
 	Prune            bool
 	MaxPruneFraction float64
+	AllowEmpty       bool
 	// Actions are the action instances by name; those implementing actions.Planner are
 	// asked for plans.
 	Actions map[string]actions.Action
@@ -261,7 +262,7 @@ func (c *Checker) diff(set *manifest.Set, check store.RevisionCheck, revision st
 		gone = append(gone, Change{Op: "delete", Kind: a.Kind, Namespace: a.Namespace, Name: a.Name, File: a.File, Line: a.Line,
 			Diff: diffText(a.Spec, nil, from, to)})
 	}
-	if reason, msg := store.PruneGuard(revision, len(set.Resources), len(gone), active, c.MaxPruneFraction); reason != "" {
+	if reason, msg := store.PruneGuard(revision, len(set.Resources), len(gone), active, c.MaxPruneFraction, c.AllowEmpty); reason != "" {
 		res.Warnings = append(res.Warnings, reason+": "+msg)
 		res.WarningNamespaces = append(res.WarningNamespaces, "")
 	} else {

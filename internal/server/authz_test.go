@@ -204,6 +204,7 @@ func TestAuthorizationAPI(t *testing.T) {
 		{"/api/v1/events?namespace=production", []string{`"items":[]`}},
 		{"/api/v1/sources", []string{`"name":"web"`}},
 		{"/api/v1/sources/web", []string{`"name":"web"`}},
+		{"/api/v1/sources/web?counts=true", []string{`"resources":{"total":2,`}}, // staging's two of web's three
 		{"/api/v1/resourcetypes", []string{"Queue"}},
 		{"/api/v1/resourcetypes/queue", []string{"Queue"}},
 		{"/api/v1/resources/staging/Queue/stg-a", []string{"stg-a"}},
@@ -250,6 +251,9 @@ func TestAuthorizationAPI(t *testing.T) {
 		if code, body := e.get(t, "admin:*", p); code != http.StatusOK {
 			t.Errorf("admin %s: %d %s", p, code, body)
 		}
+	}
+	if code, body := e.get(t, "admin:*", "/api/v1/sources/web?counts=true"); code != 200 || !strings.Contains(body, `"resources":{"total":3,`) {
+		t.Errorf("admin: web's counts: %d %s", code, body)
 	}
 	if code, body := e.get(t, "viewer:*", "/api/v1/resources"); code != 200 || !strings.Contains(body, "prd-c") || !strings.Contains(body, "stg-a") {
 		t.Errorf("viewer of every namespace: %d %s", code, body)

@@ -58,12 +58,15 @@ type sourceView struct {
 	Rejected   *revision // the last attempted revision, when it is not the applied one
 	Ready      status.Condition
 	HasReady   bool
-	Total      int
-	Converging int          // Pending, Reconciling or Deleting
-	Failing    int          // Failed
-	Phases     []phaseTotal // non-zero only
-	Errors     []sourceErrorView
-	MoreErrors int
+	// PruneSkipped: a guard refuses the applied revision's deletions.
+	PruneSkipped    status.Condition
+	HasPruneSkipped bool
+	Total           int
+	Converging      int          // Pending, Reconciling or Deleting
+	Failing         int          // Failed
+	Phases          []phaseTotal // non-zero only
+	Errors          []sourceErrorView
+	MoreErrors      int
 }
 
 type sourceErrorView struct {
@@ -78,6 +81,8 @@ func makeSourceView(src store.Source, counts []store.PhaseCount, maxErrors int) 
 		v.Rejected = &r
 	}
 	v.Ready, v.HasReady = status.Get(src.Conditions, status.Ready)
+	v.PruneSkipped, v.HasPruneSkipped = status.Get(src.Conditions, store.ConditionPruneSkipped)
+	v.HasPruneSkipped = v.HasPruneSkipped && v.PruneSkipped.Status == status.True
 	byPhase := map[string]int{}
 	for _, c := range counts {
 		if c.Source == src.Name {

@@ -418,6 +418,14 @@ func (s *Server) getSource(w http.ResponseWriter, r *http.Request) {
 	if s.fail(w, err) {
 		return
 	}
+	if r.URL.Query().Get("counts") == "true" {
+		// On request only: counting reads every row of the source, and `sync --wait` polls.
+		n, err := s.store.SourceResourceCounts(r.Context(), scope(r), src.Name)
+		if s.fail(w, err) {
+			return
+		}
+		src.Resources = &n
+	}
 	writeJSON(w, http.StatusOK, src)
 }
 

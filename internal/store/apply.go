@@ -110,7 +110,7 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 			gone = append(gone, e.id)
 		}
 	}
-	res.PruneSkipped, res.PruneMessage = PruneGuard(p.Revision, len(p.Set.Resources), len(gone), active, p.MaxPruneFraction)
+	res.PruneSkipped, res.PruneMessage = PruneGuard(p.Revision, len(p.Set.Resources), len(gone), active, p.MaxPruneFraction, p.AllowEmpty)
 	if res.PruneSkipped != "" {
 		gone = nil
 	}
@@ -228,17 +228,22 @@ func (w *applyWriter) toRefresh(ctx context.Context, ins []int, res *ApplyResult
 
 // PruneGuard decides whether a revision rendering rendered resources may delete gone of the
 // source's active ones: it names the guard that stops every deletion ("EmptyRender",
-// "TooManyDeletions") and says why, or returns "" when the deletions go ahead. maxFrac is
-// prune.maxFraction (0: DefaultMaxPruneFraction; 1 turns the share guard off). Previews report
-// what it decides about a pull request as a warning.
-func PruneGuard(revision string, rendered, gone, active int, maxFrac float64) (reason, message string) {
+// "TooManyDeletions") and says why, with the numbers, or returns "" when the deletions go
+// ahead. maxFrac is prune.maxFraction (0: DefaultMaxPruneFraction; 1 turns the share guard
+// off). allowEmpty is prune.allowEmpty: a revision that renders nothing deletes everything
+// it removed, whatever maxFrac says (such a revision always removes the whole source, so the
+// share guard would refuse it every time: the opt-in is the consent to exactly that). A
+// revision that still renders something is guarded by maxFrac alone. Previews report what it
+// decides about a pull request as a warning.
+func PruneGuard(revision string, rendered, gone, active int, maxFrac float64, allowEmpty bool) (reason, message string) {
 	if maxFrac <= 0 {
 		maxFrac = DefaultMaxPruneFraction
 	}
 	switch {
 	case gone == 0:
+	case rendered == 0 && allowEmpty:
 	case rendered == 0:
-		return "EmptyRender", fmt.Sprintf("revision %s renders no resources: not deleting the source's %d resources (an empty render is refused)", shortRev(revision), active)
+		return "EmptyRender", fmt.Sprintf("revision %s renders no resources: not deleting the source's %d resources (an empty render is refused unless prune.allowEmpty is true)", shortRev(revision), active)
 	case maxFrac < 1 && float64(gone) > maxFrac*float64(active):
 		return "TooManyDeletions", fmt.Sprintf("revision %s would delete %d of %d resources (more than prune.maxFraction %.2f): nothing deleted", shortRev(revision), gone, active, maxFrac)
 	}

@@ -11,28 +11,6 @@ import (
 	"github.com/trueup-dev/trueup/internal/manifest"
 )
 
-func TestPruneGuard(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name                   string
-		rendered, gone, active int
-		maxFrac                float64
-		want                   string
-	}{
-		{"nothing gone", 10, 0, 10, 0, ""},
-		{"empty render", 0, 10, 10, 1, "EmptyRender"},
-		{"half may go", 5, 5, 10, 0, ""},
-		{"more than half", 4, 6, 10, 0, "TooManyDeletions"},
-		{"raised fraction", 4, 6, 10, 0.8, ""},
-		{"guard off", 1, 9, 10, 1, ""},
-	} {
-		got, msg := PruneGuard("abcdef1234567890", tc.rendered, tc.gone, tc.active, tc.maxFrac)
-		if got != tc.want || (got != "") != (msg != "") {
-			t.Errorf("%s: %q %q, want %q", tc.name, got, msg, tc.want)
-		}
-	}
-}
-
 // CheckRevision reads the applied resources and reports identity conflicts with another
 // source, writing nothing.
 func TestCheckRevision(t *testing.T) {

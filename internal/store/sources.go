@@ -47,22 +47,57 @@ type Source struct {
 	// PendingRevision is the revision it held back.
 	Suspended       bool   `json:"suspended,omitempty"`
 	PendingRevision string `json:"pendingRevision,omitempty"`
+	// Prune is the source's prune settings, as the config running says.
+	Prune SourcePrune `json:"prune"`
+	// Resources counts the source's resources the caller may read (SourceResourceCounts;
+	// only when asked for).
+	Resources *SourceResources `json:"resources,omitempty"`
+}
+
+// SourcePrune is a source's prune: block with the defaults applied.
+type SourcePrune struct {
+	Enabled     bool    `json:"enabled"`
+	MaxFraction float64 `json:"maxFraction"` // 1: the share guard is off
+	AllowEmpty  bool    `json:"allowEmpty"`
+}
+
+// SourceResources counts a source's resources: all of them, by phase, those being deleted,
+// and those whose manifests are gone but which pruning kept.
+type SourceResources struct {
+	Total    int            `json:"total"`
+	Phases   map[string]int `json:"phases"`
+	Deleting int            `json:"deleting"`
+	Orphaned int            `json:"orphaned"`
 }
 
 // SourceConfig is what the controller config says of a source.
 type SourceConfig struct {
 	Name, URL, Branch, Path string
+	// Prune is nil for the defaults (enabled, maxFraction 0.5, allowEmpty false).
+	Prune *SourcePrune
 }
+
+// ConditionPruneSkipped is the source condition a refused prune sets (True, with the guard as
+// its reason); the next revision applied without a refusal removes it.
+const ConditionPruneSkipped = "PruneSkipped"
 
 // RegisterSource creates or updates a source's configured fields (at start, not per poll).
 func (s *Store) RegisterSource(ctx context.Context, c SourceConfig) error {
 	now := time.Now()
 	conds, _ := json.Marshal(status.Initial(now))
+	pr := SourcePrune{Enabled: true}
+	if c.Prune != nil {
+		pr = *c.Prune
+	}
 	_, err := s.pool.Exec(ctx, `
-		INSERT INTO sources (name, url, branch, path, conditions) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (name) DO UPDATE SET url = excluded.url, branch = excluded.branch, path = excluded.path, updated_at = now()
-		WHERE (sources.url, sources.branch, sources.path) IS DISTINCT FROM (excluded.url, excluded.branch, excluded.path)`,
-		c.Name, c.URL, c.Branch, c.Path, conds)
+		INSERT INTO sources (name, url, branch, path, conditions, prune_enabled, prune_max_fraction, prune_allow_empty)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (name) DO UPDATE SET url = excluded.url, branch = excluded.branch, path = excluded.path,
+		  prune_enabled = excluded.prune_enabled, prune_max_fraction = excluded.prune_max_fraction,
+		  prune_allow_empty = excluded.prune_allow_empty, updated_at = now()
+		WHERE (sources.url, sources.branch, sources.path, sources.prune_enabled, sources.prune_max_fraction, sources.prune_allow_empty)
+		  IS DISTINCT FROM (excluded.url, excluded.branch, excluded.path, excluded.prune_enabled, excluded.prune_max_fraction, excluded.prune_allow_empty)`,
+		c.Name, c.URL, c.Branch, c.Path, conds, pr.Enabled, pr.MaxFraction, pr.AllowEmpty)
 	if err != nil {
 		return fmt.Errorf("register source %s: %w", c.Name, err)
 	}
@@ -70,7 +105,7 @@ func (s *Store) RegisterSource(ctx context.Context, c SourceConfig) error {
 }
 
 const sourceColumns = `name, url, branch, path, revision, last_attempted_revision, last_sync_time, conditions, errors,
-	suspended, pending_revision`
+	suspended, pending_revision, prune_enabled, prune_max_fraction, prune_allow_empty`
 
 // sourceRuntime joins what the lease holder published in its heartbeat.
 const sourceRuntime = `, COALESCE((SELECT l.holder FROM leases l WHERE l.name = 'source:' || sources.name AND l.expires_at > now()), ''),
@@ -81,7 +116,7 @@ func scanSource(row pgx.Row) (Source, error) {
 	var src Source
 	var conds, errs []byte
 	if err := row.Scan(&src.Name, &src.URL, &src.Branch, &src.Path, &src.Revision, &src.LastAttemptedRevision,
-		&src.LastSyncTime, &conds, &errs, &src.Suspended, &src.PendingRevision); err != nil {
+		&src.LastSyncTime, &conds, &errs, &src.Suspended, &src.PendingRevision, &src.Prune.Enabled, &src.Prune.MaxFraction, &src.Prune.AllowEmpty); err != nil {
 		return src, err
 	}
 	return src, decodeSource(&src, conds, errs)
@@ -92,7 +127,8 @@ func scanSourceRuntime(row pgx.Row) (Source, error) {
 	var src Source
 	var conds, errs, rt []byte
 	if err := row.Scan(&src.Name, &src.URL, &src.Branch, &src.Path, &src.Revision, &src.LastAttemptedRevision,
-		&src.LastSyncTime, &conds, &errs, &src.Suspended, &src.PendingRevision, &src.Holder, &rt); err != nil {
+		&src.LastSyncTime, &conds, &errs, &src.Suspended, &src.PendingRevision, &src.Prune.Enabled, &src.Prune.MaxFraction, &src.Prune.AllowEmpty,
+		&src.Holder, &rt); err != nil {
 		return src, err
 	}
 	if len(rt) > 0 {
@@ -111,6 +147,9 @@ func scanSourceRuntime(row pgx.Row) (Source, error) {
 }
 
 func decodeSource(src *Source, conds, errs []byte) error {
+	if src.Prune.MaxFraction <= 0 {
+		src.Prune.MaxFraction = DefaultMaxPruneFraction
+	}
 	if err := json.Unmarshal(conds, &src.Conditions); err != nil {
 		return err
 	}
@@ -135,6 +174,34 @@ func (s *Store) GetSourceIn(ctx context.Context, sc Scope, name string) (Source,
 		return src, fmt.Errorf("source %s: %w", name, ErrNotFound)
 	}
 	return src, err
+}
+
+// SourceResourceCounts counts the resources of source name in the scope's namespaces.
+func (s *Store) SourceResourceCounts(ctx context.Context, sc Scope, name string) (SourceResources, error) {
+	args := params{name}
+	q := `SELECT phase, count(*), count(*) FILTER (WHERE deletion_timestamp IS NOT NULL), count(*) FILTER (WHERE orphaned)
+		FROM resources WHERE source = $1`
+	if !sc.All() {
+		q += " AND namespace = ANY(" + args.add(sc.Namespaces()) + "::text[])"
+	}
+	rows, err := s.pool.Query(ctx, q+" GROUP BY phase", args...)
+	if err != nil {
+		return SourceResources{}, fmt.Errorf("count resources of source %s: %w", name, err)
+	}
+	defer rows.Close()
+	out := SourceResources{Phases: map[string]int{}}
+	for rows.Next() {
+		var phase string
+		var n, deleting, orphaned int
+		if err := rows.Scan(&phase, &n, &deleting, &orphaned); err != nil {
+			return SourceResources{}, err
+		}
+		out.Phases[phase] = n
+		out.Total += n
+		out.Deleting += deleting
+		out.Orphaned += orphaned
+	}
+	return out, rows.Err()
 }
 
 // ListSources returns the sources the scope sees (Scope.sourceWhere), by name.
@@ -232,6 +299,9 @@ type ApplyParams struct {
 	Revision string
 	Set      *manifest.Set
 	Prune    bool
+	// AllowEmpty lets a revision without resources delete every resource of the source
+	// (prune.allowEmpty; the share guard does not apply to it).
+	AllowEmpty bool
 	// MaxPruneFraction refuses to delete more than this share of the source's resources in
 	// one revision (0 means the default 0.5; 1 turns the guard off).
 	MaxPruneFraction float64
@@ -600,22 +670,31 @@ func finishSource(ctx context.Context, tx pgx.Tx, p ApplyParams, res ApplyResult
 	now := time.Now()
 	msg := fmt.Sprintf("applied revision %s: %d types, %d resources", shortRev(p.Revision), len(p.Set.Types), len(p.Set.Resources))
 	conds := status.Set(src.Conditions, status.Condition{Type: status.Ready, Status: status.True, Reason: "Succeeded", Message: msg}, now)
-	switch {
-	case res.PruneSkipped != "":
-		conds = status.Set(conds, status.Condition{Type: "Pruned", Status: status.False, Reason: res.PruneSkipped, Message: res.PruneMessage}, now)
-	case res.Deleted == 0:
-		// Nothing to prune in this revision: a guard that stopped an earlier one is over.
-		if c, ok := status.Get(conds, "Pruned"); ok && c.Status == status.False {
-			conds = status.Remove(conds, "Pruned")
-		}
-	case res.Deleted > 0:
-		conds = status.Set(conds, status.Condition{Type: "Pruned", Status: status.True, Reason: "Pruned",
-			Message: fmt.Sprintf("revision %s deleted %d resource(s)", shortRev(p.Revision), res.Deleted)}, now)
-	}
+	conds = pruneConditions(conds, p.Revision, res, now)
 	cj, _ := json.Marshal(conds)
 	_, err = tx.Exec(ctx, `UPDATE sources SET revision = $2, last_attempted_revision = $2, last_sync_time = now(),
 		conditions = $3, errors = '[]', updated_at = now() WHERE name = $1`, p.Source, p.Revision, cj)
 	return err
+}
+
+// pruneConditions are a source's conditions after revision was applied with res: a guard
+// that stopped the deletions sets PruneSkipped=True (its reason, the numbers in its message);
+// a revision applied without one removes PruneSkipped, and Pruned=True records the last
+// revision that deleted something.
+func pruneConditions(conds []status.Condition, revision string, res ApplyResult, now time.Time) []status.Condition {
+	// Pruned=False was what a refusal set before PruneSkipped existed.
+	if c, ok := status.Get(conds, "Pruned"); ok && c.Status == status.False {
+		conds = status.Remove(conds, "Pruned")
+	}
+	if res.PruneSkipped != "" {
+		return status.Set(conds, status.Condition{Type: ConditionPruneSkipped, Status: status.True, Reason: res.PruneSkipped, Message: res.PruneMessage}, now)
+	}
+	conds = status.Remove(conds, ConditionPruneSkipped)
+	if res.Deleted > 0 {
+		conds = status.Set(conds, status.Condition{Type: "Pruned", Status: status.True, Reason: "Pruned",
+			Message: fmt.Sprintf("revision %s deleted %d resource(s)", shortRev(revision), res.Deleted)}, now)
+	}
+	return conds
 }
 
 // initialConditions are a created resource's (status.Created: its first reconcile pending).

@@ -43,7 +43,9 @@ type Options struct {
 	Prune    bool
 	// MaxPruneFraction is prune.maxFraction (0: the default 0.5).
 	MaxPruneFraction float64
-	Replica          string
+	// AllowEmpty is prune.allowEmpty: a revision without resources deletes them all.
+	AllowEmpty bool
+	Replica    string
 	// LeaseTTL is how long the source's singleton lease lasts without renewal (default
 	// 15s); it is renewed every TTL/3.
 	LeaseTTL time.Duration
@@ -345,6 +347,11 @@ func (s *Syncer) adopt(ctx context.Context, l *store.Lease) {
 	var m memory
 	if err == nil {
 		m.applied = src.Revision
+		if c, ok := status.Get(src.Conditions, store.ConditionPruneSkipped); ok && c.Status == status.True {
+			// Its deletions were refused: apply it again, under the prune settings of this
+			// syncer (a reload that sets allowEmpty or raises maxFraction restarts it).
+			m.applied = ""
+		}
 		if src.Suspended {
 			m.held = src.PendingRevision
 		}
@@ -512,7 +519,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head string) (Ou
 	}
 	actx, step := tracer.Start(ctx, "apply")
 	res, err := s.store.ApplyRevision(actx, store.ApplyParams{Source: s.opts.Name, Revision: snap.Revision, Set: set, Prune: s.opts.Prune,
-		MaxPruneFraction: s.opts.MaxPruneFraction, Replica: s.opts.Replica, Lease: lease})
+		MaxPruneFraction: s.opts.MaxPruneFraction, AllowEmpty: s.opts.AllowEmpty, Replica: s.opts.Replica, Lease: lease})
 	if err != nil {
 		tracing.Fail(step, s.opts.Scrub(loadFailure(err)))
 	} else {

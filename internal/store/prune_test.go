@@ -1,0 +1,82 @@
+package store
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/status"
+)
+
+func TestPruneGuard(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name                   string
+		rendered, gone, active int
+		maxFrac                float64
+		allowEmpty             bool
+		want                   string
+		numbers                string // in the message
+	}{
+		{"nothing gone", 10, 0, 10, 0, false, "", ""},
+		{"empty render", 0, 10, 10, 1, false, "EmptyRender", "source's 10 resources"},
+		{"last resource removed", 0, 1, 1, 0, false, "EmptyRender", "source's 1 resources"},
+		{"last resource removed, allowEmpty", 0, 1, 1, 0, true, "", ""},
+		{"empty render, allowEmpty beats the share guard", 0, 10, 10, 0.2, true, "", ""},
+		{"empty render, share guard off is no consent", 0, 10, 10, 1, false, "EmptyRender", "10"},
+		{"empty render, every row kept by annotation", 0, 0, 3, 0, false, "", ""},
+		{"half may go", 5, 5, 10, 0, false, "", ""},
+		{"more than half", 4, 6, 10, 0, false, "TooManyDeletions", "would delete 6 of 10"},
+		{"more than half, allowEmpty does not lift the share guard", 4, 6, 10, 0, true, "TooManyDeletions", "6 of 10"},
+		{"raised fraction", 4, 6, 10, 0.8, false, "", ""},
+		{"guard off", 1, 9, 10, 1, false, "", ""},
+	} {
+		got, msg := PruneGuard("abcdef1234567890", tc.rendered, tc.gone, tc.active, tc.maxFrac, tc.allowEmpty)
+		if got != tc.want || (got != "") != (msg != "") || !strings.Contains(msg, tc.numbers) {
+			t.Errorf("%s: %q %q, want %q with %q", tc.name, got, msg, tc.want, tc.numbers)
+		}
+	}
+}
+
+// TestPruneConditions names every transition of the source's PruneSkipped and Pruned
+// conditions.
+func TestPruneConditions(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	skipped := status.Condition{Type: ConditionPruneSkipped, Status: status.True, Reason: "EmptyRender", Message: "old"}
+	pruned := status.Condition{Type: "Pruned", Status: status.True, Reason: "Pruned", Message: "revision r0 deleted 2 resource(s)"}
+	legacy := status.Condition{Type: "Pruned", Status: status.False, Reason: "EmptyRender"}
+	refused := ApplyResult{PruneSkipped: "TooManyDeletions", PruneMessage: "revision r1 would delete 3 of 4 resources"}
+	for _, tc := range []struct {
+		name string
+		in   []status.Condition
+		res  ApplyResult
+		want map[string]string // type → status+reason; absent types must be gone
+	}{
+		{"refusal sets PruneSkipped", nil, refused, map[string]string{ConditionPruneSkipped: "True/TooManyDeletions"}},
+		{"refusal keeps the last prune", []status.Condition{pruned}, refused, map[string]string{ConditionPruneSkipped: "True/TooManyDeletions", "Pruned": "True/Pruned"}},
+		{"refusal replaces an older refusal", []status.Condition{skipped}, refused, map[string]string{ConditionPruneSkipped: "True/TooManyDeletions"}},
+		{"a normal prune clears it", []status.Condition{skipped}, ApplyResult{Deleted: 4}, map[string]string{"Pruned": "True/Pruned"}},
+		{"nothing to delete clears it", []status.Condition{skipped, pruned}, ApplyResult{}, map[string]string{"Pruned": "True/Pruned"}},
+		{"Pruned=False of older versions goes", []status.Condition{legacy}, ApplyResult{}, map[string]string{}},
+		{"Pruned=False of older versions becomes PruneSkipped", []status.Condition{legacy}, refused, map[string]string{ConditionPruneSkipped: "True/TooManyDeletions"}},
+	} {
+		got := pruneConditions(tc.in, "r1", tc.res, now)
+		have := map[string]string{}
+		for _, c := range got {
+			have[c.Type] = c.Status + "/" + c.Reason
+		}
+		if len(have) != len(tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, have, tc.want)
+			continue
+		}
+		for k, v := range tc.want {
+			if have[k] != v {
+				t.Errorf("%s: %v, want %v", tc.name, have, tc.want)
+			}
+		}
+		if c, ok := status.Get(got, ConditionPruneSkipped); ok && c.Message != tc.res.PruneMessage {
+			t.Errorf("%s: message %q", tc.name, c.Message)
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package syncer
+
+import (
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/status"
+	"github.com/trueup-dev/trueup/internal/store"
+)
+
+// TestEmptyRevisionPruneSkipped: removing a source's last resource is refused without
+// prune.allowEmpty, and the refusal is a source condition (PruneSkipped=True, its reason and
+// numbers), not only an event. A syncer built with allowEmpty (as a reload that sets it
+// builds one) applies the refused revision again and deletes the resource; the condition
+// goes. A later revision that prunes normally clears a later refusal too.
+func TestEmptyRevisionPruneSkipped(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := &repo{}
+	r.set(rev(1), dbFiles(1))
+	src := r.source()
+	s := b.syncer(src, "r1", time.Minute)
+	if _, err := s.SyncOnce(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.set(rev(2), map[string]string{"t.yaml": dbType}) // a.yaml removed: no resource left
+	out, err := s.SyncOnce(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Result.PruneSkipped != "EmptyRender" || out.Result.Deleted != 0 {
+		t.Fatalf("empty revision: %+v", out.Result)
+	}
+	c, ok := status.Get(b.source().Conditions, store.ConditionPruneSkipped)
+	if !ok || c.Status != status.True || c.Reason != "EmptyRender" || c.Message == "" {
+		t.Fatalf("no PruneSkipped=True/EmptyRender condition: %+v", b.source().Conditions)
+	}
+	if n := deleting(b); n != 0 {
+		t.Fatalf("%d resources deleting after a refused prune", n)
+	}
+	if out, err := s.SyncOnce(b.ctx); err != nil || !out.Unchanged {
+		t.Fatalf("the same head again under the same settings: %+v %v", out, err)
+	}
+
+	s2 := New(b.store, Options{Name: "infra", Source: src, Interval: time.Hour, Prune: true, AllowEmpty: true, Replica: "r1", LeaseTTL: time.Minute},
+		slog.New(slog.DiscardHandler))
+	out, err = s2.SyncOnce(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Result.Deleted != 1 || out.Result.PruneSkipped != "" {
+		t.Fatalf("the refused revision under allowEmpty: %+v", out)
+	}
+	if n := deleting(b); n != 1 {
+		t.Fatalf("%d resources deleting, want 1", n)
+	}
+	conds := b.source().Conditions
+	if _, ok := status.Get(conds, store.ConditionPruneSkipped); ok {
+		t.Errorf("PruneSkipped kept after the revision pruned: %+v", conds)
+	}
+	if c, ok := status.Get(conds, "Pruned"); !ok || c.Status != status.True {
+		t.Errorf("no Pruned=True: %+v", conds)
+	}
+}
+
+// TestNormalPruneClearsPruneSkipped: a share-guard refusal shows until a revision that
+// prunes within the guard.
+func TestNormalPruneClearsPruneSkipped(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := &repo{}
+	four := map[string]string{"t.yaml": dbType}
+	for _, n := range []string{"a", "b", "c", "d"} {
+		four[n+".yaml"] = "apiVersion: infra.example.com/v1\nkind: Database\nmetadata:\n  name: " + n + "\nspec:\n  size: 1\n"
+	}
+	r.set(rev(1), four)
+	s := b.syncer(r.source(), "r1", time.Minute)
+	if _, err := s.SyncOnce(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	one := map[string]string{"t.yaml": dbType, "a.yaml": four["a.yaml"]}
+	r.set(rev(2), one)
+	if out, err := s.SyncOnce(b.ctx); err != nil || out.Result.PruneSkipped != "TooManyDeletions" {
+		t.Fatalf("3 of 4 removed: %+v %v", out, err)
+	}
+	if c, ok := status.Get(b.source().Conditions, store.ConditionPruneSkipped); !ok || c.Reason != "TooManyDeletions" {
+		t.Fatalf("conditions %+v", b.source().Conditions)
+	}
+	two := map[string]string{"t.yaml": dbType, "a.yaml": four["a.yaml"], "b.yaml": four["b.yaml"], "c.yaml": four["c.yaml"]}
+	r.set(rev(3), two)
+	if out, err := s.SyncOnce(b.ctx); err != nil || out.Result.Deleted != 1 {
+		t.Fatalf("1 of 4 removed: %+v %v", out, err)
+	}
+	if _, ok := status.Get(b.source().Conditions, store.ConditionPruneSkipped); ok {
+		t.Errorf("PruneSkipped kept after a normal prune: %+v", b.source().Conditions)
+	}
+}
+
+func deleting(b *bundle) int {
+	b.t.Helper()
+	var n int
+	if err := b.db.QueryRow(b.ctx, `SELECT count(*) FROM resources WHERE deletion_timestamp IS NOT NULL`).Scan(&n); err != nil {
+		b.t.Fatal(err)
+	}
+	return n
+}
