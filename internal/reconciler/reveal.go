@@ -36,6 +36,18 @@ func scrubAttempt(a *attempt, scrub func(string) string) {
 	}
 }
 
+// scrubMessages scrubs the messages of an attempt (not its outputs or state, which are the
+// action's results): history and events are read in the resource's namespace, and a plugin
+// error may quote a value the call took from another namespace.
+func scrubMessages(a *attempt, scrub func(string) string) {
+	a.err = actions.ScrubError(a.err, scrub)
+	a.res.Message = scrub(a.res.Message)
+	a.drift = scrub(a.drift)
+	for i := range a.res.Conditions {
+		a.res.Conditions[i].Message = scrub(a.res.Conditions[i].Message)
+	}
+}
+
 // scrubJSON scrubs the strings of an encoded JSON value. A value that does not decode is
 // scrubbed as text (it is stored as the plugin sent it).
 func scrubJSON(v json.RawMessage, scrub func(string) string) json.RawMessage {
