@@ -68,8 +68,8 @@ type resolution struct {
 	// those namespaces (sorted); nil when none. Whoever shows spec masks these paths for a
 	// caller who may not read one of them (STYLE 24: visibility follows the origin).
 	origins map[string][]string
-	// foreign: the values taken from other namespaces, as text (strings as they are, other
-	// values as JSON, the leaves of objects and lists): the call's messages are scrubbed of
+	// foreign: the values taken from other namespaces, as text (strings as they are, numbers
+	// as JSON, the leaves of objects and lists): the call's messages are scrubbed of
 	// them before they are stored, since history and events are read in the dependent's
 	// namespace.
 	foreign []string
@@ -189,8 +189,8 @@ func foreignNamespaces(s, ns string) []string {
 	return slices.Compact(out)
 }
 
-// appendLeaves appends the text of every leaf of v: strings as they are, numbers and bools
-// as JSON.
+// appendLeaves appends the text of every leaf of v: strings as they are, numbers as JSON.
+// Booleans and nulls are left out: scrubbing "true" would mangle every message for one bit.
 func appendLeaves(out []string, v any) []string {
 	switch x := v.(type) {
 	case map[string]any:
@@ -203,7 +203,7 @@ func appendLeaves(out []string, v any) []string {
 		}
 	case string:
 		out = append(out, x)
-	case nil:
+	case nil, bool:
 	default:
 		if b, err := json.Marshal(x); err == nil {
 			out = append(out, string(b))
