@@ -103,7 +103,9 @@ exit 3
 	e.acts["provision"] = act
 	grant := []config.ReferenceExpose{{Namespace: "production", Kinds: []string{"Database"}, Outputs: []string{"host"},
 		To: []config.ReferenceTo{{Namespace: "staging"}}}}
-	check := func(from string, target graph.ID, outputs []string) error { return crossref.Check(grant, from, target, outputs) }
+	check := func(from string, target graph.ID, outputs []string) error {
+		return crossref.Check(grant, from, target, outputs)
+	}
 	sy := syncer.New(e.store, syncer.Options{Name: "infra", Source: e.src, Interval: time.Hour, Prune: true, Replica: "test",
 		CheckReference: check}, e.log)
 	e.commit(map[string]string{"manifests/types.yaml": dbType, "manifests/a.yaml": dbResource("production", "a", 7),
