@@ -11,6 +11,21 @@ import (
 // masked stands in for a value the caller may not read.
 const masked = "***"
 
+// resolvedFor is the resolved spec of the resource in namespace ns with neighbours n, as a
+// caller who sees sc may read it (maskForeign). A spec stored without origins while the
+// resource reads outputs of a namespace out of sc (written before origins were recorded) is
+// left out whole: which of its paths came from there is not known.
+func resolvedFor(n store.Neighbours, ns string, sc store.Scope) json.RawMessage {
+	if n.ResolvedOrigins == nil && !sc.All() {
+		for _, d := range n.DependsOn {
+			if d.Namespace != ns && len(d.Outputs) > 0 && !sc.Contains(d.Namespace) {
+				return nil
+			}
+		}
+	}
+	return maskForeign(n.ResolvedSpec, n.ResolvedOrigins, sc)
+}
+
 // maskForeign returns a resolved spec with every value that came from a namespace the caller
 // may not read (origins: path → namespaces, as the reconciler recorded them) replaced by
 // "***". A value is copied from its dependency's namespace into the dependent's, whose readers
