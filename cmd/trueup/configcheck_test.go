@@ -88,3 +88,27 @@ sources:
 		t.Errorf("config check created the new source's folder: %v", err)
 	}
 }
+
+// TestConfigCheckReferences: the references block is checked strictly: an unknown key and a
+// grant without outputs fail `config check`; a complete grant passes.
+func TestConfigCheckReferences(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, c := range []struct{ text, want string }{
+		{"references:\n  expose:\n    - {namespace: production, kinds: [Db], outputs: [host], to: [{namespace: staging}], output: [x]}\n", "line 3: field output not found"},
+		{"references:\n  expose:\n    - {namespace: production, kinds: [Db], to: [{namespace: staging}]}\n", `references.expose[0].outputs: required (write "*" to allow every one)`},
+		{"references:\n  expose:\n    - {namespace: production, kinds: [Db], outputs: [host], to: [{namespace: staging}]}\n", ""},
+	} {
+		p := filepath.Join(dir, "refs.yaml")
+		if err := os.WriteFile(p, []byte(c.text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := runCLI(t, "config", "check", p)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.text, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want %q", c.text, err, c.want)
+		}
+	}
+}

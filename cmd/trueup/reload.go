@@ -19,6 +19,8 @@ import (
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/commitstatus"
 	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/crossref"
+	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/liveness"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/metrics"
@@ -197,10 +199,10 @@ func (rt *reloader) buildSource(cfg *config.Config, sc config.Source, keys map[s
 	scrub := rt.scrub
 	rs.syncer = syncer.New(rt.store, syncer.Options{Name: sc.Name, Source: src, Interval: interval,
 		Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction, AllowEmpty: sc.Prune.AllowEmpty, Replica: rt.replica, LeaseTTL: cfg.Reconcile.LeaseTTL, Live: rt.liveHeld,
-		CheckAction: rt.checkAction, Limits: manifest.Limits(cfg.Limits), Scrub: scrub, Metrics: rt.met, Reporter: reporter,
+		CheckAction: rt.checkAction, CheckReference: rt.checkReference, Limits: manifest.Limits(cfg.Limits), Scrub: scrub, Metrics: rt.met, Reporter: reporter,
 		Opener: sealed.NewOpener(keys[sc.Name])}, rt.log)
 	if sc.PreviewEnabled() {
-		p, err := newPreviewRunner(cfg, sc, src, rt.store, acts, scrub, rt.replica, rt.log)
+		p, err := newPreviewRunner(cfg, sc, src, rt.store, acts, rt.checkReference, scrub, rt.replica, rt.log)
 		if err != nil {
 			rs.close()
 			return nil, err
@@ -224,6 +226,12 @@ func (rt *reloader) actionType(name string) string {
 // checkAction is the syncers' CheckAction: against the action instances configured now.
 func (rt *reloader) checkAction(name string, with json.RawMessage) error {
 	return checkAction(rt.acts.current())(name, with)
+}
+
+// checkReference is the syncers', previews' and reconciler's CheckReference: against the
+// grants of the config running (a reload applies them at once).
+func (rt *reloader) checkReference(from string, target graph.ID, outputs []string) error {
+	return crossref.Check(rt.cfg.Load().References.Expose, from, target, outputs)
 }
 
 // start starts rs: its source, registration and preview runner, and its syncer once serve
@@ -278,7 +286,7 @@ func (rt *reloader) attachPreview(cfg *config.Config, rs *runningSource) error {
 		rs.release = nil
 	}
 	acts, release := rt.acts.snapshot()
-	p, err := newPreviewRunner(cfg, rs.cfg, rs.src, rt.store, acts, rt.scrub, rt.replica, rt.log)
+	p, err := newPreviewRunner(cfg, rs.cfg, rs.src, rt.store, acts, rt.checkReference, rt.scrub, rt.replica, rt.log)
 	if err != nil {
 		release()
 		rs.preview.Store(nil)
@@ -515,6 +523,9 @@ func (rt *reloader) reload() server.ReloadResult {
 		rt.log.Warn("reload: " + w)
 	}
 	res.Errors = scrubLines(scrub, rt.apply(old, next, ch))
+	if ch.References {
+		rt.regrant()
+	}
 	if len(res.Errors) > 0 {
 		// Applied, except what Errors names: not a success, not a refusal either.
 		res.OK, res.Partial = false, true
@@ -528,6 +539,23 @@ func (rt *reloader) reload() server.ReloadResult {
 		"sources_changed", ch.SourcesChanged, "actions_added", ch.ActionsAdded, "actions_removed", ch.ActionsRemoved,
 		"actions_changed", ch.ActionsChanged, "notifications", ch.Notifications, "restart_required", next.pending)
 	return res
+}
+
+// regrant applies changed reference grants to what was judged by the old ones: each running
+// source tries its rejected head again, and every resource with a dependency in another
+// namespace runs again (a removed grant stalls it, an added one frees it).
+func (rt *reloader) regrant() {
+	for _, rs := range rt.sources() {
+		rs.syncer.Reconsider()
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(rt.ctx), 15*time.Second)
+	defer cancel()
+	n, err := rt.store.RequeueCrossNamespace(ctx)
+	if err != nil {
+		rt.log.Warn("reload: reference grants changed; resources with cross-namespace dependencies run at their next resync", "err", err)
+		return
+	}
+	rt.log.Info("reload: reference grants changed", "resources_requeued", n)
 }
 
 // scrubLines passes every line through scrub.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/trueup-dev/trueup/internal/graph"
 	"log/slog"
 	"strings"
 
@@ -20,7 +21,7 @@ import (
 // runner is local to its replica); the previews table's row lock keeps two replicas from
 // both commenting on one pull request.
 func newPreviewRunner(cfg *config.Config, sc config.Source, src sources.Source, st *store.Store, acts map[string]actions.Action,
-	scrub func(string) string, replica string, logger *slog.Logger) (*preview.Runner, error) {
+	checkRef func(from string, target graph.ID, outputs []string) error, scrub func(string) string, replica string, logger *slog.Logger) (*preview.Runner, error) {
 	fetcher, ok := src.(preview.Fetcher)
 	if !ok {
 		return nil, fmt.Errorf("source %s: preview: the source cannot fetch pull-request refs", sc.Name)
@@ -34,7 +35,7 @@ func newPreviewRunner(cfg *config.Config, sc config.Source, src sources.Source, 
 	return preview.New(preview.Options{Source: sc.Name, Fetcher: fetcher, Publisher: pub, Store: st,
 		ExternalURL: strings.TrimSuffix(cfg.Server.ExternalURL, "/"), Replica: replica, Logger: logger,
 		Checker: &preview.Checker{Source: sc.Name, Store: st, Loader: manifest.NewLoader(),
-			CheckAction: checkAction(acts), Limits: manifest.Limits(cfg.Limits), Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction, AllowEmpty: sc.Prune.AllowEmpty,
+			CheckAction: checkAction(acts), CheckReference: checkRef, Limits: manifest.Limits(cfg.Limits), Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction, AllowEmpty: sc.Prune.AllowEmpty,
 			Actions: acts, PlanTimeout: sc.Preview.PlanTimeout, PlanConcurrency: sc.Preview.PlanConcurrency, Scrub: scrub,
 			NoResolve: sc.Preview.ResolveOutputs == config.ResolveNever, ResolveForks: sc.Preview.ResolveOutputs == config.ResolveAlways,
 			ForkPlans: sc.Preview.ForkPlans}}), nil

@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/crossref"
+	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/sealed"
 )
@@ -24,7 +26,8 @@ func newValidateCmd() *cobra.Command {
 Exit status 0 with a one-line summary when everything is valid; 1 with every error as
 file:line: field: message otherwise. With --config, action references are checked against
 the action instances that controller config declares, and each type's with: as serve checks
-it at ingest (the instance's allowedRefs and allowedVariables, the plugin's own rules).
+it at ingest (the instance's allowedRefs and allowedVariables, the plugin's own rules), and
+references across namespaces against its references.expose grants.
 
 SOPS-encrypted files are decrypted with the age identities of SOPS_AGE_KEY and
 SOPS_AGE_KEY_FILE, and with --config those of every source's decryption.age.`,
@@ -41,6 +44,10 @@ SOPS_AGE_KEY_FILE, and with --config those of every source's decryption.age.`,
 					return err
 				}
 				opts.Limits = manifest.Limits(cfg.Limits)
+				grants := cfg.References.Expose
+				opts.CheckReference = func(from string, target graph.ID, outputs []string) error {
+					return crossref.Check(grants, from, target, outputs)
+				}
 				scrub = scrubber(cfg, nil)
 				acts, err := validateActions(cfg)
 				switch {

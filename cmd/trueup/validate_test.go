@@ -170,3 +170,28 @@ func TestValidateDependencyCycle(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateCrossNamespaceGrant: with --config, a reference across namespaces fails validate
+// at its file:line naming the missing grant, as serve's ingest does, and passes once the
+// config's references.expose grants it.
+func TestValidateCrossNamespaceGrant(t *testing.T) {
+	t.Parallel()
+	repo := t.TempDir()
+	types, _ := os.ReadFile("../../examples/repo/types/databasecluster.yaml")
+	writeTestFile(t, filepath.Join(repo, "types/db.yaml"), string(types))
+	writeTestFile(t, filepath.Join(repo, "prod.yaml"), "apiVersion: example.com/v1\nkind: DatabaseCluster\nmetadata: {name: orders, namespace: production}\nspec: {engine: postgres, storage_gb: 20}\n")
+	writeTestFile(t, filepath.Join(repo, "staging.yaml"), "# staging\napiVersion: example.com/v1\nkind: DatabaseCluster\nmetadata: {name: orders, namespace: staging}\nspec: {engine: postgres, storage_gb: '${{ DatabaseCluster/production/orders.outputs.size }}'}\n")
+	base := "dataDir: " + t.TempDir() + "\nsources: [{name: s, dir: {path: " + repo + "}}]\nactions: [{name: provision, type: exec, config: {command: [/bin/true]}}]\n"
+	cfgPath := filepath.Join(t.TempDir(), "trueup.yaml")
+	writeTestFile(t, cfgPath, base)
+	_, stderr, err := runCLI(t, "validate", repo, "--config", cfgPath)
+	const want = "staging.yaml:2: spec: reference to DatabaseCluster/production/orders outputs size crosses from namespace staging to production without a grant: the controller config's references.expose needs {namespace: production, kinds: [DatabaseCluster], outputs: [size], to: [{namespace: staging}]}"
+	if err == nil || !strings.Contains(stderr, want) {
+		t.Fatalf("err %v; stderr lacks %q:\n%s", err, want, stderr)
+	}
+	writeTestFile(t, cfgPath, base+
+		"references:\n  expose:\n    - {namespace: production, kinds: [DatabaseCluster], outputs: [size], to: [{namespace: staging}]}\n")
+	if _, stderr, err := runCLI(t, "validate", repo, "--config", cfgPath); err != nil {
+		t.Fatalf("granted: %v\n%s", err, stderr)
+	}
+}

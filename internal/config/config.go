@@ -45,6 +45,9 @@ type Config struct {
 
 	// SecretStores is the secrets block (named so: Secrets() lists the values to scrub).
 	SecretStores Secrets `yaml:"secrets"`
+	// References grants references across namespaces (none: every reference stays in its
+	// namespace).
+	References References `yaml:"references"`
 }
 
 // Database says where PostgreSQL is; an empty URL starts a private cluster under DataDir.
@@ -672,7 +675,7 @@ func (c *Config) Validate() error {
 	if c.Notifications != nil {
 		c.Notifications.validate(bad)
 	}
-	errs = append(errs, c.prepareSecrets())
+	errs = append(errs, c.prepareSecrets(), c.validateReferences())
 	return errors.Join(errs...)
 }
 

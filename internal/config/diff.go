@@ -21,13 +21,16 @@ type Changes struct {
 	WebhookOnly                                  []string
 	ActionsAdded, ActionsRemoved, ActionsChanged []string
 	Notifications                                bool
-	RestartRequired                              []string
+	// References: the references block changed (read live: ingest and reconcile use it at
+	// once; revisions rejected for a missing grant are tried again).
+	References      bool
+	RestartRequired []string
 }
 
 // None says the reload changes nothing.
 func (c Changes) None() bool {
 	return len(c.SourcesAdded)+len(c.SourcesRemoved)+len(c.SourcesChanged)+len(c.ActionsAdded)+len(c.ActionsRemoved)+
-		len(c.ActionsChanged)+len(c.RestartRequired) == 0 && !c.Notifications
+		len(c.ActionsChanged)+len(c.RestartRequired) == 0 && !c.Notifications && !c.References
 }
 
 // Diff compares the config running (old) with the one read again (new). A source or action
@@ -57,6 +60,7 @@ func Diff(old, new *Config) Changes {
 		return o.Type != n.Type || !bytes.Equal(o.Config, n.Config) || old.fileSums[actionKey(n.Name)] != new.fileSums[actionKey(n.Name)]
 	})
 	c.Notifications = !reflect.DeepEqual(old.Notifications, new.Notifications)
+	c.References = !reflect.DeepEqual(old.References, new.References)
 	c.RestartRequired = RestartOnlyChanged(old, new)
 	for _, l := range [][]string{c.SourcesAdded, c.SourcesRemoved, c.SourcesChanged, c.WebhookOnly, c.ActionsAdded, c.ActionsRemoved, c.ActionsChanged} {
 		slices.Sort(l)

@@ -43,6 +43,11 @@ type Options struct {
 	// in Load and in CheckTransitions. A preview loads a pull request this way, without
 	// decrypting (sealed.LoadMasked): its author writes the rules.
 	EncryptedUnknown bool
+	// CheckReference, when set, is asked about every dependency in another namespace than
+	// its resource's (from): target, and the output paths read (none for a plain
+	// dependsOn). A non-nil error is reported at the resource's file:line, path spec (or
+	// dependsOn). The controller config's grants (internal/crossref) answer it.
+	CheckReference func(from string, target graph.ID, outputs []string) error
 	// Parsed, when set, is called once every document is decoded, before types and resources
 	// are checked against their schemas: the syncer's trace splits parse from validate there.
 	Parsed func(documents int)
@@ -458,6 +463,12 @@ func (ld *load) resources(docs []placed, infos map[string]*typeInfo) ([]Resource
 		return nil, nil
 	}
 	resources, transitions := setResources(items)
+	if ld.opts.CheckReference != nil {
+		ld.checkReferences(resources)
+		if len(ld.errs) > 0 {
+			return nil, nil
+		}
+	}
 	// Last: a cycle is a problem of the revision as a whole, and only a set otherwise
 	// valid has every dependency known.
 	if errs := CycleErrors(graphNodes(resources)); errs != nil {
@@ -585,6 +596,25 @@ func setResources(items []resourceAt) ([]Resource, []transitionCheck) {
 		})
 	}
 	return out, transitions
+}
+
+// checkReferences asks Options.CheckReference about every dependency across namespaces.
+func (ld *load) checkReferences(resources []Resource) {
+	for i := range resources {
+		r := &resources[i]
+		for _, d := range r.DependsOn {
+			if d.Target.Namespace == r.Namespace {
+				continue
+			}
+			if err := ld.opts.CheckReference(r.Namespace, d.Target, d.Outputs); err != nil {
+				pth := "spec"
+				if len(d.Outputs) == 0 {
+					pth = "dependsOn"
+				}
+				ld.errs = append(ld.errs, ValidationError{File: r.File, Line: r.Line, Path: pth, Msg: err.Error()})
+			}
+		}
+	}
 }
 
 func notServed(apiVersion string, ti *typeInfo) string {

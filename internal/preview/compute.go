@@ -34,7 +34,9 @@ type Checker struct {
 	// secret.
 	Loader *manifest.Loader
 	// CheckAction, Limits, Prune, MaxPruneFraction and AllowEmpty are the source's sync settings.
-	CheckAction      func(name string, with json.RawMessage) error
+	CheckAction func(name string, with json.RawMessage) error
+	// CheckReference is the source's reference grants (manifest.Options.CheckReference).
+	CheckReference   func(from string, target graph.ID, outputs []string) error
 	Limits           manifest.Limits
 	Prune            bool
 	MaxPruneFraction float64
@@ -109,7 +111,7 @@ func (c *Checker) CheckFrom(ctx context.Context, snap *sources.Snapshot, from Or
 		}
 		return out, nil
 	}
-	set, err := sealed.LoadMasked(c.Loader, snap.Files, manifest.Options{KnownTypes: known, CheckAction: c.CheckAction, Limits: c.Limits},
+	set, err := sealed.LoadMasked(c.Loader, snap.Files, manifest.Options{KnownTypes: known, CheckAction: c.CheckAction, CheckReference: c.CheckReference, Limits: c.Limits},
 		applied,
 		func(set *manifest.Set) error {
 			cands := set.TransitionCandidates()
@@ -321,8 +323,9 @@ func metaDiff(a *store.AppliedResource, r *manifest.Resource, from, to string) s
 // planned.
 //
 // Output references are resolved only to the outputs of the source's own applied resources
-// (own): a pull request, public on the forge, must not read another source's or another
-// namespace's outputs into a plan it shows. Others stay as written. Whatever was resolved is
+// (own) in the referring resource's namespace: a pull request, public on the forge, must not
+// read another source's or another namespace's outputs into a plan it shows, even where a
+// grant lets the resource itself read them. Others stay as written. Whatever was resolved is
 // scrubbed from what the plan returns (sanitize). A pull request from a fork gets no
 // reference resolved unless ResolveForks (unresolved reports that one was left so), and no
 // plan through the forge's CI unless ForkPlans.
@@ -428,7 +431,7 @@ func referenced(changes []Change, byID map[string]*manifest.Resource, mine map[g
 			continue
 		}
 		for _, d := range r.DependsOn {
-			if k := d.Target.Key(); len(d.Outputs) > 0 && !seen[k] && mine[k] {
+			if k := d.Target.Key(); len(d.Outputs) > 0 && !seen[k] && mine[k] && d.Target.Namespace == r.Namespace {
 				seen[k] = true
 				ids = append(ids, k)
 			}

@@ -3,10 +3,12 @@ package preview
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/syncer"
@@ -69,5 +71,50 @@ func TestPlanResolvesOnlyOwnOutputs(t *testing.T) {
 	spec := act.specs[0]
 	if !strings.Contains(spec, `"own":"mine.internal"`) || strings.Contains(spec, "theirs") || !strings.Contains(spec, "Queue/other-ns/x.outputs.endpoint") {
 		t.Errorf("planned spec %s", spec)
+	}
+}
+
+// A pull request referencing another namespace of the same source: without a grant it is
+// invalid with the ingest's file:line error; granted, its plan still sees the reference as
+// written (a preview resolves within the referring resource's namespace only).
+func TestPlanCrossNamespaceReference(t *testing.T) {
+	ctx := context.Background()
+	st := openStore(t, store.SourceConfig{Name: "infra"})
+	prod := "apiVersion: mq.example.com/v1\nkind: Queue\nmetadata: {name: p, namespace: prod-ns}\nspec: {size: 1}\n"
+	files := []sources.File{{Path: "types.yaml", Data: []byte(typeDoc)}, {Path: "p.yaml", Data: []byte(prod)}, {Path: "b.yaml", Data: []byte(queueDoc("b", 1))}}
+	set, err := manifest.NewLoader().Load(files, manifest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ApplyRevision(ctx, store.ApplyParams{Source: "infra", Revision: "r1", Set: set}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool().Exec(ctx, `UPDATE resources SET outputs = '{"endpoint": "prod-endpoint.internal"}' WHERE name = 'p'`); err != nil {
+		t.Fatal(err)
+	}
+	b := "apiVersion: mq.example.com/v1\nkind: Queue\nmetadata: {name: b}\nspec:\n  size: 2\n  foreign: \"${{ Queue/prod-ns/p.outputs.endpoint }}\"\n"
+	pr := &sources.Snapshot{Revision: "pr", Files: []sources.File{files[0], files[1], {Path: "b.yaml", Data: []byte(b)}}}
+	for _, granted := range []bool{false, true} {
+		act := &specRecorder{}
+		c := &Checker{Source: "infra", Store: st, Loader: manifest.NewLoader(), Actions: map[string]actions.Action{"planner": act},
+			CheckReference: func(from string, target graph.ID, outputs []string) error {
+				if granted {
+					return nil
+				}
+				return fmt.Errorf("reference to %s crosses namespaces without a grant", target)
+			}}
+		res, _, err := c.Check(ctx, pr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !granted {
+			if len(res.Errors) != 1 || res.Errors[0].File != "b.yaml" || res.Errors[0].Line != 1 || !strings.Contains(res.Errors[0].Message, "Queue/prod-ns/p crosses namespaces") {
+				t.Fatalf("ungranted: errors %+v", res.Errors)
+			}
+			continue
+		}
+		if len(res.Errors) != 0 || len(act.specs) != 1 || strings.Contains(act.specs[0], "prod-endpoint") || !strings.Contains(act.specs[0], "Queue/prod-ns/p.outputs.endpoint") {
+			t.Fatalf("granted: errors %+v, planned specs %q", res.Errors, act.specs)
+		}
 	}
 }

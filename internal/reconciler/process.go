@@ -57,6 +57,7 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 		a.op = "reconcile"
 	}
 	var resolved *store.Resolved
+	var foreign []string // values taken from other namespaces (resolution.foreign)
 	if c.Deleting && len(c.ResolvedSpec) > 0 {
 		// A delete gets the spec its last reconcile got: its dependencies may be going too.
 		c.Spec = c.ResolvedSpec
@@ -64,7 +65,7 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 	if err == nil && c.HasDeps && !c.Deleting {
 		// References to dependencies' outputs first: secrets are put back into the resolved spec.
 		var spec json.RawMessage
-		spec, resolved, err = r.resolve(ctx, c)
+		spec, resolved, foreign, err = r.resolve(ctx, c)
 		if errors.Is(err, errNotReady) {
 			// Given back before any trace is started: a dependent waiting for its dependencies
 			// may be claimed and given back many times, and a trace holding only a claim would
@@ -119,6 +120,9 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 	a.ended = time.Now()
 	if len(secrets) > 0 {
 		scrubAttempt(&a, scrub, numbers)
+	}
+	if len(foreign) > 0 {
+		scrubMessages(&a, actions.Scrubber(foreign))
 	}
 	r.observeCall(a.ended.Sub(a.started))
 	if err == nil && revealErr == nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -46,6 +47,10 @@ type Options struct {
 	// ActionType names an action instance's plugin type, as configured now (the traces'
 	// action spans name both; nil: the type is left out).
 	ActionType func(name string) string
+	// CheckReference decides, before each call, whether a dependency may cross namespaces
+	// (crossref.Check over the config's grants, read live); a refused one stalls the
+	// dependent with ingest's message. nil: every one may.
+	CheckReference func(from string, target graph.ID, outputs []string) error
 }
 
 // Reconciler runs the workers of one replica.

@@ -26,28 +26,70 @@ var errNotReady = errors.New("dependencies are not Ready")
 // returned Resolved is stored with the result (status.resolvedSpec, and the inputs a change
 // of which runs c again). A reference that cannot be resolved, or a resolved spec the schema
 // refuses, is terminal (Stalled) until a dependency's outputs or the spec change.
-func (r *Reconciler) resolve(ctx context.Context, c store.Claimed) (json.RawMessage, *store.Resolved, error) {
+func (r *Reconciler) resolve(ctx context.Context, c store.Claimed) (json.RawMessage, *store.Resolved, []string, error) {
 	deps, err := r.store.DependencyStates(ctx, c.ID)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	if r.opts.CheckReference != nil {
+		// The grants may have been removed by a reload since the revision was taken in: the
+		// dependent stalls with ingest's message until the grant or the spec changes.
+		var refused []string
+		for _, d := range deps {
+			if d.Target.Namespace == c.Namespace {
+				continue
+			}
+			if err := r.opts.CheckReference(c.Namespace, d.Target, d.Outputs); err != nil {
+				refused = append(refused, err.Error())
+			}
+		}
+		if len(refused) > 0 {
+			return nil, &store.Resolved{Inputs: graph.InputsOf(deps).Encode()}, nil, actions.Terminalf("%s", strings.Join(refused, "; "))
+		}
 	}
 	if w := graph.Waiting(c.Namespace, deps); w != "" {
 		// A dependency moved between the claim and now: not this resource's failure.
-		return nil, nil, fmt.Errorf("%w: %s", errNotReady, w)
+		return nil, nil, nil, fmt.Errorf("%w: %s", errNotReady, w)
 	}
 	// The inputs are recorded also when resolving fails: a change of the outputs it lacked
 	// runs the resource again.
 	in := graph.InputsOf(deps).Encode()
-	out, err := resolveSpec(c.Spec, c.Namespace, deps, c.TypeSpec, c.APIVersion)
+	res, err := resolveOrigins(c.Spec, c.Namespace, deps, c.TypeSpec, c.APIVersion)
 	if err != nil {
-		return nil, &store.Resolved{Inputs: in}, err
+		return nil, &store.Resolved{Inputs: in}, nil, err
 	}
-	return out, &store.Resolved{Spec: out, Inputs: in}, nil
+	return res.spec, &store.Resolved{Spec: res.spec, Inputs: in, Origins: res.origins}, res.foreign, nil
 }
+
+// resolution is a spec with its references resolved, and what came from other namespaces.
+type resolution struct {
+	spec json.RawMessage
+	// origins: the paths of spec (spec.a.b[0]) whose value came from other namespaces, and
+	// those namespaces (sorted); nil when none. Whoever shows spec masks these paths for a
+	// caller who may not read one of them (STYLE 24: visibility follows the origin).
+	origins map[string][]string
+	// foreign: the values taken from other namespaces, as text (strings as they are, numbers
+	// as JSON, the leaves of objects and lists): the call's messages are scrubbed of
+	// them before they are stored, since history and events are read in the dependent's
+	// namespace.
+	foreign []string
+}
+
+// minForeign is the shortest foreign value scrubbed from messages: a shorter one (a port
+// "80", a flag) would mangle every message and tell little.
+const minForeign = 4
 
 // resolveSpec is resolve's pure part: spec with every reference resolved from deps, checked
 // against the version of typeSpec that apiVersion names (when typeSpec is known).
 func resolveSpec(spec json.RawMessage, ns string, deps []graph.Dep, typeSpec json.RawMessage, apiVersion string) (json.RawMessage, error) {
+	res, err := resolveOrigins(spec, ns, deps, typeSpec, apiVersion)
+	return res.spec, err
+}
+
+// resolveOrigins is resolveSpec recording the origins of what it put in (resolution); its
+// errors are scrubbed of the foreign values.
+func resolveOrigins(spec json.RawMessage, ns string, deps []graph.Dep, typeSpec json.RawMessage, apiVersion string) (resolution, error) {
+	var res resolution
 	values := make(map[graph.ID]map[string]any, len(deps))
 	for _, d := range deps {
 		if d.Exists {
@@ -62,7 +104,7 @@ func resolveSpec(spec json.RawMessage, ns string, deps []graph.Dep, typeSpec jso
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("read spec: %w", err)
+		return res, fmt.Errorf("read spec: %w", err)
 	}
 	var problems []string
 	from := map[string]string{} // path → the string that was resolved there
@@ -86,24 +128,34 @@ func resolveSpec(spec json.RawMessage, ns string, deps []graph.Dep, typeSpec jso
 			return s
 		}
 		from[p] = s
+		if other := foreignNamespaces(s, ns); len(other) > 0 {
+			if res.origins == nil {
+				res.origins = map[string][]string{}
+			}
+			res.origins[p] = other
+			res.foreign = appendLeaves(res.foreign, out)
+		}
 		return out
 	})
+	res.foreign = slices.DeleteFunc(res.foreign, func(v string) bool { return len(v) < minForeign })
+	scrub := actions.Scrubber(res.foreign)
 	if len(problems) > 0 {
-		return nil, actions.Terminalf("cannot resolve references: %s", strings.Join(problems, "; "))
+		return resolution{}, actions.Terminalf("cannot resolve references: %s", scrub(strings.Join(problems, "; ")))
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("encode resolved spec: %w", err)
+		return resolution{}, fmt.Errorf("encode resolved spec: %w", err)
 	}
 	if out, err := manifest.Canonical(b); err == nil {
 		b = out
 	}
+	res.spec = b
 	if len(typeSpec) == 0 {
-		return b, nil
+		return res, nil
 	}
 	sp, err := manifest.ValidateResolved(typeSpec, apiVersion, b)
 	if err != nil {
-		return nil, err
+		return resolution{}, err
 	}
 	if len(sp) > 0 {
 		msgs := make([]string, 0, len(sp))
@@ -115,9 +167,49 @@ func resolveSpec(spec json.RawMessage, ns string, deps []graph.Dep, typeSpec jso
 			msgs = append(msgs, m)
 		}
 		slices.Sort(msgs)
-		return nil, actions.Terminalf("the resolved spec does not match the schema: %s", strings.Join(msgs, "; "))
+		return resolution{}, actions.Terminalf("the resolved spec does not match the schema: %s", scrub(strings.Join(msgs, "; ")))
 	}
-	return b, nil
+	return res, nil
+}
+
+// foreignNamespaces lists the namespaces other than ns that the references of s read from
+// (sorted, without repeats).
+func foreignNamespaces(s, ns string) []string {
+	refs, err := graph.Parse(s, ns)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, r := range refs {
+		if r.Target.Namespace != ns {
+			out = append(out, r.Target.Namespace)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// appendLeaves appends the text of every leaf of v: strings as they are, numbers as JSON.
+// Booleans and nulls are left out: scrubbing "true" would mangle every message for one bit.
+func appendLeaves(out []string, v any) []string {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, e := range x {
+			out = appendLeaves(out, e)
+		}
+	case []any:
+		for _, e := range x {
+			out = appendLeaves(out, e)
+		}
+	case string:
+		out = append(out, x)
+	case nil, bool:
+	default:
+		if b, err := json.Marshal(x); err == nil {
+			out = append(out, string(b))
+		}
+	}
+	return out
 }
 
 // smuggles reports whether a resolved value holds what the reveal step would act on: an

@@ -2,6 +2,8 @@ package reconciler
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -62,5 +64,57 @@ func TestResolveSpec(t *testing.T) {
 	}
 	if _, err := resolveSpec(json.RawMessage(`{}`), "prod", nil, typeSpec, "example.com/v9"); err == nil {
 		t.Fatal("an unknown version is an error")
+	}
+}
+
+// TestResolveOrigins: resolving records which paths took values from another namespace, and
+// from which; those values are what the call's messages are scrubbed of, and a schema error
+// about one does not quote it.
+func TestResolveOrigins(t *testing.T) {
+	typeSpec := json.RawMessage(`{"group":"example.com","versions":[{"name":"v1","schema":{"type":"object",
+		"properties":{"port":{"type":"integer"},"enum":{"type":"string","enum":["a"]}}}}],"action":{"name":"a"}}`)
+	prod := graph.ID{Kind: "Db", Namespace: "production", Name: "orders"}
+	local := graph.ID{Kind: "Net", Namespace: "staging", Name: "core"}
+	deps := []graph.Dep{
+		{Target: prod, Exists: true, Ready: true, Outputs: []string{"host", "port", "conn"},
+			Values: map[string]any{"host": "prod-host.internal", "port": float64(5432), "conn": map[string]any{"user": "produser", "tls": true}}},
+		{Target: local, Exists: true, Ready: true, Outputs: []string{"cidr"}, Values: map[string]any{"cidr": "10.0.0.0/16"}},
+	}
+	tests := []struct {
+		name, spec string
+		origins    string
+		foreign    []string
+		err        string
+	}{
+		{name: "same namespace only", spec: `{"net":"${{ Net/core.outputs.cidr }}"}`, origins: "map[]"},
+		{name: "a whole reference and an interpolation", spec: `{"a":{"h":"${{ Db/production/orders.outputs.host }}"},"url":"pg://${{ Db/production/orders.outputs.host }}:${{ Net/core.outputs.cidr }}","net":"${{ Net/core.outputs.cidr }}"}`,
+			origins: "map[spec.a.h:[production] spec.url:[production]]", foreign: []string{"prod-host.internal", "pg://prod-host.internal:10.0.0.0/16"}},
+		{name: "an object: its leaves, short ones not", spec: `{"list":["x","${{ Db/production/orders.outputs.conn }}"]}`,
+			origins: "map[spec.list[1]:[production]]", foreign: []string{"produser"}},
+		{name: "a number", spec: `{"port":"${{ Db/production/orders.outputs.port }}"}`, origins: "map[spec.port:[production]]", foreign: []string{"5432"}},
+		{name: "a schema error does not quote the foreign value", spec: `{"enum":"${{ Db/production/orders.outputs.host }}"}`,
+			err: `spec.enum (from "${{ Db/production/orders.outputs.host }}")`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := resolveOrigins(json.RawMessage(tt.spec), "staging", deps, typeSpec, "example.com/v1")
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) || strings.Contains(err.Error(), "prod-host.internal") {
+					t.Fatalf("err %v, want %q without the value", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(res.origins); got != tt.origins {
+				t.Errorf("origins %s, want %s", got, tt.origins)
+			}
+			slices.Sort(res.foreign)
+			slices.Sort(tt.foreign)
+			if !slices.Equal(res.foreign, tt.foreign) {
+				t.Errorf("foreign %q, want %q", res.foreign, tt.foreign)
+			}
+		})
 	}
 }

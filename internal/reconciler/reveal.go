@@ -33,6 +33,18 @@ func scrubAttempt(a *attempt, scrub func(string) string, numbers *actions.Number
 	a.res.Outputs = scrubOutputs(a.res.Outputs, scrub, numbers)
 }
 
+// scrubMessages scrubs the messages of an attempt (not its outputs or state, which are the
+// action's results): history and events are read in the resource's namespace, and a plugin
+// error may quote a value the call took from another namespace.
+func scrubMessages(a *attempt, scrub func(string) string) {
+	a.err = actions.ScrubError(a.err, scrub)
+	a.res.Message = scrub(a.res.Message)
+	a.drift = scrub(a.drift)
+	for i := range a.res.Conditions {
+		a.res.Conditions[i].Message = scrub(a.res.Conditions[i].Message)
+	}
+}
+
 // scrubOutputs scrubs a plugin's outputs as the JSON they are stored as: whatever Go values
 // the plugin built (float64, int, []string, structs), they are scrubbed as they will read.
 // Outputs that do not encode are returned as they are (boundOutputs replaces them).

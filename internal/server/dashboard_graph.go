@@ -27,7 +27,9 @@ type neighboursView struct {
 	ResolvedSpec          string
 }
 
-func makeNeighbours(n store.Neighbours) neighboursView {
+// makeNeighbours builds the tables of a resource in namespace ns for a caller who sees sc:
+// values of the resolved spec from namespaces outside it are masked (resolvedFor).
+func makeNeighbours(n store.Neighbours, ns string, sc store.Scope) neighboursView {
 	var v neighboursView
 	for _, d := range n.DependsOn {
 		row := neighbourRow{Kind: d.Kind, Namespace: d.Namespace, Name: d.Name, Phase: d.Phase, Missing: !d.Exists, Ready: d.Ready,
@@ -41,8 +43,8 @@ func makeNeighbours(n store.Neighbours) neighboursView {
 		v.Dependents = append(v.Dependents, neighbourRow{Kind: d.Kind, Namespace: d.Namespace, Name: d.Name, Phase: d.Phase,
 			Link: resourcePath(d.Namespace, d.Kind, d.Name)})
 	}
-	if n.ResolvedSpec != nil {
-		v.ResolvedSpec = prettyJSON(n.ResolvedSpec)
+	if spec := resolvedFor(n, ns, sc); spec != nil {
+		v.ResolvedSpec = prettyJSON(spec)
 	}
 	return v
 }

@@ -30,7 +30,8 @@ type resourceAnswer struct {
 type resourceStatusAnswer struct {
 	store.ResourceStatus
 	// ResolvedSpec is the spec as last called, output references resolved; secrets stay
-	// references or markers. Absent until the first call.
+	// references or markers, and a value from a namespace the caller may not read is "***".
+	// Absent until the first call.
 	ResolvedSpec json.RawMessage `json:"resolvedSpec,omitempty"`
 }
 
@@ -54,8 +55,10 @@ type dependentAnswer struct {
 	Phase     string `json:"phase"`
 }
 
-func makeResourceAnswer(res store.Resource, n store.Neighbours) resourceAnswer {
-	a := resourceAnswer{Resource: res, Status: resourceStatusAnswer{ResourceStatus: res.Status, ResolvedSpec: n.ResolvedSpec},
+// makeResourceAnswer answers for a caller who sees sc: values of the resolved spec from
+// namespaces outside it are masked.
+func makeResourceAnswer(res store.Resource, n store.Neighbours, sc store.Scope) resourceAnswer {
+	a := resourceAnswer{Resource: res, Status: resourceStatusAnswer{ResourceStatus: res.Status, ResolvedSpec: resolvedFor(n, res.Metadata.Namespace, sc)},
 		DependsOn: make([]dependencyAnswer, 0, len(n.DependsOn)), Dependents: make([]dependentAnswer, 0, len(n.Dependents))}
 	for _, d := range n.DependsOn {
 		da := dependencyAnswer{Kind: d.Kind, Namespace: d.Namespace, Name: d.Name, Explicit: d.Explicit, Outputs: nonNil(d.Outputs)}
@@ -84,7 +87,7 @@ func (s *Server) getResource(w http.ResponseWriter, r *http.Request) {
 	if s.fail(w, err) {
 		return
 	}
-	writeJSON(w, http.StatusOK, makeResourceAnswer(res, n))
+	writeJSON(w, http.StatusOK, makeResourceAnswer(res, n, sc))
 }
 
 // graphAnswer is GET /api/v1/graph's answer. Nodes are named "Kind/namespace/name"; an edge

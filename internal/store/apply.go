@@ -386,7 +386,7 @@ func (w *applyWriter) update(ctx context.Context, rs []rewrite) error {
 		  run_at = now(), attempt = 0, dirty = r.lease_owner IS NOT NULL, orphaned = false,
 		  phase = COALESCE(x.phase, r.phase), conditions = COALESCE(x.conds::jsonb, r.conditions),
 		  has_deps = x.hd, blocked = x.hd,
-		  resolved_spec = CASE WHEN x.hd THEN r.resolved_spec END, inputs_hash = CASE WHEN x.hd THEN r.inputs_hash END
+		  resolved_spec = CASE WHEN x.hd THEN r.resolved_spec END, resolved_origins = CASE WHEN x.hd THEN r.resolved_origins END, inputs_hash = CASE WHEN x.hd THEN r.inputs_hash END
 		FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
 		  $12::text[], $13::text[], $14::text[], $15::bool[])
 		  AS x(id, kind, av, fp, fl, lb, an, sp, sh, mh, phase, conds, se, hd)
@@ -424,7 +424,7 @@ func (w *applyWriter) relabel(ctx context.Context, rs []rewrite) error {
 		UPDATE resources r SET api_version = x.av, file_path = x.fp, file_line = x.fl, revision = $1,
 		  labels = x.lb::jsonb, annotations = x.an::jsonb, meta_hash = x.mh, kind = x.kind, updated_at = now(), orphaned = false,
 		  sealed_sha = NULLIF(x.se, ''), has_deps = x.hd, blocked = x.hd AND r.blocked,
-		  resolved_spec = CASE WHEN x.hd THEN r.resolved_spec END, inputs_hash = CASE WHEN x.hd THEN r.inputs_hash END
+		  resolved_spec = CASE WHEN x.hd THEN r.resolved_spec END, resolved_origins = CASE WHEN x.hd THEN r.resolved_origins END, inputs_hash = CASE WHEN x.hd THEN r.inputs_hash END
 		FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[], $11::bool[])
 		  AS x(id, kind, av, fp, fl, lb, an, mh, se, hd)
 		WHERE r.id = x.id`,

@@ -504,3 +504,26 @@ func checkCycles(ctx context.Context, tx pgx.Tx, p ApplyParams, lock bool) error
 	}
 	return nil
 }
+
+// RequeueCrossNamespace makes every resource with a dependency in another namespace due now
+// (not suspended, not being deleted) and wakes the claimers: the reference grants changed
+// (a reload), and each is judged again at its next call — a removed grant stalls it, an added
+// one lets a stalled one run. It returns how many it made due.
+func (s *Store) RequeueCrossNamespace(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE resources r SET run_at = now(), dirty = r.dirty OR r.lease_owner IS NOT NULL
+			WHERE NOT r.suspended AND r.deletion_timestamp IS NULL
+			  AND EXISTS (SELECT 1 FROM resource_edges e WHERE e.resource_id = r.id AND e.dep_namespace <> r.namespace)`)
+		if err != nil {
+			return err
+		}
+		n = tag.RowsAffected()
+		_, err = tx.Exec(ctx, "SELECT pg_notify($1, '')", WorkChannel)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("requeue cross-namespace dependents: %w", err)
+	}
+	return n, nil
+}

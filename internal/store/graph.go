@@ -65,6 +65,9 @@ type Neighbours struct {
 	DependsOn    []Dependency
 	Dependents   []Dependent
 	ResolvedSpec json.RawMessage
+	// ResolvedOrigins are the paths of ResolvedSpec whose value came from other namespaces,
+	// with those namespaces (store.Resolved.Origins); nil when none.
+	ResolvedOrigins map[string][]string
 }
 
 // readyColumn is the Ready condition's status of resources aliased r ("" when absent).
@@ -83,8 +86,8 @@ func (s *Store) ResourceNeighbours(ctx context.Context, sc Scope, namespace, kin
 		return n, resourceNotFound(namespace, kind, name)
 	}
 	var id int64
-	err := s.pool.QueryRow(ctx, `SELECT id, resolved_spec FROM resources WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3`,
-		namespace, kind, name).Scan(&id, &n.ResolvedSpec)
+	err := s.pool.QueryRow(ctx, `SELECT id, resolved_spec, resolved_origins FROM resources WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3`,
+		namespace, kind, name).Scan(&id, &n.ResolvedSpec, &n.ResolvedOrigins)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return n, resourceNotFound(namespace, kind, name)
 	}

@@ -189,6 +189,9 @@ type Update struct {
 type Resolved struct {
 	Spec   json.RawMessage
 	Inputs string
+	// Origins are the paths of Spec (spec.a.b[0]) whose value came from other namespaces,
+	// with those namespaces: who shows Spec masks them for a caller who may not read one.
+	Origins map[string][]string
 }
 
 // Completion is one worker's result, computed from the row as it is at write time.
@@ -374,14 +377,15 @@ func updateResults(ctx context.Context, tx pgx.Tx, upd *updateBatch) error {
 			run_at = CASE WHEN r.dirty THEN now() ELSE x.run_at END, last_reconcile_time = now(), status_updated_at = now(),
 			lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, dirty = false,
 			resolved_spec = CASE WHEN x.setres THEN x.resolved::jsonb ELSE r.resolved_spec END,
+			resolved_origins = CASE WHEN x.setres THEN x.origins::jsonb ELSE r.resolved_origins END,
 			inputs_hash = CASE WHEN x.setres THEN NULLIF(x.inputs, '') ELSE r.inputs_hash END,
 			applied_revision = COALESCE(NULLIF(x.applied, ''), r.applied_revision)
 			FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bool[], $8::text[], $9::int[], $10::timestamptz[],
-			  $11::bool[], $12::text[], $13::text[], $14::text[])
-			  AS x(id, phase, observed, conds, outputs, state, keep, message, attempt, run_at, setres, resolved, inputs, applied)
+			  $11::bool[], $12::text[], $13::text[], $14::text[], $15::text[])
+			  AS x(id, phase, observed, conds, outputs, state, keep, message, attempt, run_at, setres, resolved, inputs, origins, applied)
 			WHERE r.id = x.id`,
 		upd.ids, upd.phase, upd.observed, upd.conds, upd.outputs, upd.state, upd.keep, upd.message, upd.attempt, upd.runAt,
-		upd.setRes, upd.resolved, upd.inputs, upd.applied)
+		upd.setRes, upd.resolved, upd.inputs, upd.origins, upd.applied)
 	return err
 }
 
@@ -393,7 +397,7 @@ type updateBatch struct {
 	attempt               []int32
 	runAt                 []*time.Time
 	setRes                []bool
-	resolved              []*string
+	resolved, origins     []*string
 	inputs                []string
 	applied               []string
 }
@@ -426,17 +430,26 @@ func (b *updateBatch) add(id int64, u Update) error {
 	b.message = append(b.message, truncate(u.Message, 8000))
 	b.attempt = append(b.attempt, int32(u.Attempt))
 	b.runAt = append(b.runAt, u.RunAt)
-	var resolved *string
+	var resolved, origins *string
 	inputs := ""
 	if u.Resolved != nil {
 		if rs := storableJSON(u.Resolved.Spec); len(rs) > 0 {
 			str := string(rs)
 			resolved = &str
+			if len(u.Resolved.Origins) > 0 {
+				o, err := json.Marshal(u.Resolved.Origins)
+				if err != nil {
+					return err
+				}
+				os := string(o)
+				origins = &os
+			}
 		}
 		inputs = u.Resolved.Inputs
 	}
 	b.setRes = append(b.setRes, u.Resolved != nil)
 	b.resolved = append(b.resolved, resolved)
+	b.origins = append(b.origins, origins)
 	b.inputs = append(b.inputs, inputs)
 	b.applied = append(b.applied, u.AppliedRevision)
 	return nil

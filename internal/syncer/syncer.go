@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/sealed"
@@ -55,6 +56,9 @@ type Options struct {
 	Live func() bool
 	// CheckAction validates a type's action reference at ingest (unknown instance, bad with:).
 	CheckAction func(name string, with json.RawMessage) error
+	// CheckReference decides at ingest whether a dependency may cross namespaces
+	// (manifest.Options.CheckReference; nil: every one may).
+	CheckReference func(from string, target graph.ID, outputs []string) error
 	// Limits caps each revision's files, documents and resources (zero: the defaults).
 	Limits manifest.Limits
 	// Scrub removes secrets from messages before they are stored or logged.
@@ -132,6 +136,16 @@ func (s *Syncer) Trigger() {
 	if l, _ := s.holding(); l == nil {
 		s.LeasesFreed()
 	}
+}
+
+// Reconsider forgets the revision last rejected and asks for a sync: whether a revision is
+// valid also depends on the controller config (a reference grant a reload added), so a
+// rejected head is tried again once.
+func (s *Syncer) Reconsider() {
+	s.mu.Lock()
+	s.mem.rejected = ""
+	s.mu.Unlock()
+	s.Trigger()
 }
 
 // TriggerIfHolder triggers a sync toward commit (as TriggerCommit) when this replica holds
@@ -499,7 +513,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head string) (Ou
 	}
 	// Transition rules run on the plaintext set, before encrypted fields become markers.
 	set, err := sealed.Load(s.loader, s.opts.Opener, snap.Files, manifest.Options{KnownTypes: known, CheckAction: s.opts.CheckAction, Limits: s.opts.Limits,
-		Parsed: onParsed}, func(set *manifest.Set) error { return s.checkTransitions(ctx, set, lease.Term) })
+		CheckReference: s.opts.CheckReference, Parsed: onParsed}, func(set *manifest.Set) error { return s.checkTransitions(ctx, set, lease.Term) })
 	snap.Files = nil // parsed: the file bytes need not live through the apply (14 MB at 100k resources)
 	if err != nil {
 		tracing.Fail(step, s.opts.Scrub(loadFailure(err)))

@@ -1,0 +1,71 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"path"
+)
+
+// References grants references that cross namespaces: a resource's output reference
+// (`${{ Kind/namespace/name.outputs.x }}`) or dependsOn entry naming a resource of another
+// namespace. Without a grant such a reference is refused at ingest (the revision is
+// rejected) and, when a grant is removed later, the dependent stalls at reconcile. The
+// decision is internal/crossref's. The block is read on every ingest and every reconcile,
+// so a reload applies it at once.
+type References struct {
+	// Expose lists the grants; a reference is allowed when an entry matches its target's
+	// namespace and kind, each output it reads, and the referring namespace.
+	Expose []ReferenceExpose `yaml:"expose"`
+}
+
+// ReferenceExpose lets resources in the namespaces of To read the Outputs of resources of
+// Kinds in Namespace (and name them in dependsOn). Every field is required and holds exact
+// values or path.Match globs; "*" must be written to allow every kind or output. An output
+// entry matches a referenced output path (db.host) whole, or one of its leading segments
+// (db); kinds compare case-insensitively.
+type ReferenceExpose struct {
+	Namespace string        `yaml:"namespace"`
+	Kinds     []string      `yaml:"kinds"`
+	Outputs   []string      `yaml:"outputs"`
+	To        []ReferenceTo `yaml:"to"`
+}
+
+// ReferenceTo names the namespace (or glob) a grant is given to.
+type ReferenceTo struct {
+	Namespace string `yaml:"namespace"`
+}
+
+// validateReferences checks the references block.
+func (c *Config) validateReferences() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	pattern := func(at, p string) {
+		if p == "" {
+			bad("%s: required", at)
+		} else if _, err := path.Match(p, ""); err != nil {
+			bad("%s: %q is not a valid pattern", at, p)
+		}
+	}
+	for i, e := range c.References.Expose {
+		at := fmt.Sprintf("references.expose[%d]", i)
+		pattern(at+".namespace", e.Namespace)
+		for _, l := range []struct {
+			key  string
+			pats []string
+		}{{"kinds", e.Kinds}, {"outputs", e.Outputs}} {
+			if len(l.pats) == 0 {
+				bad("%s.%s: required (write \"*\" to allow every one)", at, l.key)
+			}
+			for j, p := range l.pats {
+				pattern(fmt.Sprintf("%s.%s[%d]", at, l.key, j), p)
+			}
+		}
+		if len(e.To) == 0 {
+			bad("%s.to: required (the namespaces granted, e.g. [{namespace: staging}])", at)
+		}
+		for j, to := range e.To {
+			pattern(fmt.Sprintf("%s.to[%d].namespace", at, j), to.Namespace)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,95 @@
+// Package crossref owns the decision whether a resource may reference a resource of another
+// namespace (an output reference or a dependsOn entry): the controller config's
+// references.expose grants (config.References). The syncer asks it at ingest (through
+// manifest.Options.CheckReference), the reconciler before resolving, with the same message.
+package crossref
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/graph"
+)
+
+// Check decides whether a resource in namespace from may depend on target and read its
+// outputs (dotted paths; none for a plain dependsOn entry). A reference within from is
+// always allowed. Otherwise every output read needs a grant matching target's namespace
+// and kind, the output and from; a plain dependsOn needs one matching the namespace, kind
+// and from. The error names the missing grant; it says nothing of whether target exists.
+func Check(grants []config.ReferenceExpose, from string, target graph.ID, outputs []string) error {
+	if target.Namespace == from {
+		return nil
+	}
+	if len(outputs) == 0 {
+		if slices.ContainsFunc(grants, func(g config.ReferenceExpose) bool { return covers(g, from, target, "") }) {
+			return nil
+		}
+		return refused(from, target, nil)
+	}
+	var missing []string
+	for _, o := range outputs {
+		if !slices.ContainsFunc(grants, func(g config.ReferenceExpose) bool { return covers(g, from, target, o) }) {
+			missing = append(missing, o)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return refused(from, target, missing)
+}
+
+// refused spells the missing grant as the entry that would allow the reference.
+func refused(from string, target graph.ID, outputs []string) error {
+	what, outs := "dependsOn "+target.String(), `"*"`
+	if len(outputs) > 0 {
+		what = "reference to " + target.String() + " outputs " + strings.Join(outputs, ", ")
+		outs = strings.Join(outputs, ", ")
+	}
+	return fmt.Errorf("%s crosses from namespace %s to %s without a grant: the controller config's references.expose needs {namespace: %s, kinds: [%s], outputs: [%s], to: [{namespace: %s}]}",
+		what, from, target.Namespace, target.Namespace, target.Kind, outs, from)
+}
+
+// covers reports whether grant g lets namespace from read output (dotted; "" for none) of
+// target.
+func covers(g config.ReferenceExpose, from string, target graph.ID, output string) bool {
+	if !match(g.Namespace, target.Namespace) {
+		return false
+	}
+	if !slices.ContainsFunc(g.Kinds, func(k string) bool { return match(strings.ToLower(k), strings.ToLower(target.Kind)) }) {
+		return false
+	}
+	if !slices.ContainsFunc(g.To, func(to config.ReferenceTo) bool { return match(to.Namespace, from) }) {
+		return false
+	}
+	if output == "" {
+		return true
+	}
+	return slices.ContainsFunc(g.Outputs, func(p string) bool { return matchOutput(p, output) })
+}
+
+// matchOutput reports whether pattern p allows output path o: o whole, or one of its leading
+// segments (a grant of db allows db.host).
+func matchOutput(p, o string) bool {
+	for {
+		if match(p, o) {
+			return true
+		}
+		i := strings.LastIndexByte(o, '.')
+		if i < 0 {
+			return false
+		}
+		o = o[:i]
+	}
+}
+
+// match reports whether v equals pattern p or matches it as a path.Match glob.
+func match(p, v string) bool {
+	if p == v {
+		return true
+	}
+	ok, err := path.Match(p, v)
+	return err == nil && ok
+}
