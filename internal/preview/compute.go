@@ -50,8 +50,9 @@ type Checker struct {
 	// (preview.resolveOutputs): by default a pull request from a branch of the repository
 	// does and one from a fork does not; NoResolve: none does; ResolveForks: forks too.
 	NoResolve, ResolveForks bool
-	// ForkPlans lets pull requests from forks be planned by actions that run the forge's CI
-	// (actions.ForgeCIPlanner: github-actions, gitlab; preview.forkPlans).
+	// ForkPlans lets pull requests from forks be planned by actions whose plans run code or
+	// CI the pull request chooses (actions.PullRequestCodePlanner: github-actions, gitlab,
+	// terraform with a repository module and pullRequestModules; preview.forkPlans).
 	ForkPlans bool
 }
 
@@ -64,7 +65,7 @@ type Origin struct {
 // Warnings and plan summaries about pull requests from forks.
 const (
 	forkNotResolved = "output references are left as written in the plans of a pull request from a fork (preview.resolveOutputs)"
-	forkCISkipped   = "pull request from a fork: a plan would run the repository's CI with its secrets on the fork's spec; not planned (preview.forkPlans)"
+	forkCISkipped   = "pull request from a fork: a plan would run the fork's code or the repository's CI with the controller's or the repository's secrets; not planned (preview.forkPlans)"
 )
 
 // Bounds on what one preview keeps.
@@ -324,7 +325,7 @@ func metaDiff(a *store.AppliedResource, r *manifest.Resource, from, to string) s
 // namespace's outputs into a plan it shows. Others stay as written. Whatever was resolved is
 // scrubbed from what the plan returns (sanitize). A pull request from a fork gets no
 // reference resolved unless ResolveForks (unresolved reports that one was left so), and no
-// plan through the forge's CI unless ForkPlans.
+// plan that runs the pull request's code or the forge's CI unless ForkPlans.
 func (c *Checker) plan(ctx context.Context, set *manifest.Set, applied map[string]manifest.ResourceType, own []store.AppliedResource,
 	changes []Change, revision string, from Origin) (unresolved bool) {
 	declared := map[string]manifest.ResourceType{}
@@ -380,7 +381,7 @@ func (c *Checker) plan(ctx context.Context, set *manifest.Set, applied map[strin
 			ch.Plan = &Plan{Status: "no-plan"}
 			continue
 		}
-		if _, ci := planner.(actions.ForgeCIPlanner); ci && from.Fork && !c.ForkPlans {
+		if p, ok := planner.(actions.PullRequestCodePlanner); ok && p.RunsPullRequestCode() && from.Fork && !c.ForkPlans {
 			ch.Plan = &Plan{Status: "skipped", Summary: forkCISkipped}
 			continue
 		}
