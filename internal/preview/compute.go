@@ -65,7 +65,9 @@ type Origin struct {
 // Warnings and plan summaries about pull requests from forks.
 const (
 	forkNotResolved = "output references are left as written in the plans of a pull request from a fork (preview.resolveOutputs)"
-	forkCISkipped   = "pull request from a fork: a plan would run the fork's code or the repository's CI with the controller's or the repository's secrets; not planned (preview.forkPlans)"
+	// reconcilingSkipped: a plan gives way to a reconcile of its resource on any replica.
+	reconcilingSkipped = "being reconciled; the next push plans it"
+	forkCISkipped      = "pull request from a fork: a plan would run the fork's code or the repository's CI with the controller's or the repository's secrets; not planned (preview.forkPlans)"
 )
 
 // Bounds on what one preview keeps.
@@ -398,6 +400,16 @@ func (c *Checker) plan(ctx context.Context, set *manifest.Set, applied map[strin
 				return
 			}
 			defer func() { <-sem }()
+			// A reconcile of the resource may hold it on another replica, where the plugin's
+			// lock (a file of this host) cannot see it: ask the database, as late as can be.
+			switch busy, err := c.Store.BeingReconciled(ctx, r.Namespace, r.Kind, r.Name); {
+			case err != nil:
+				ch.Plan = &Plan{Status: "skipped", Error: "could not read whether a reconcile holds the resource; the next push plans it"}
+				return
+			case busy:
+				ch.Plan = &Plan{Status: "skipped", Summary: reconcilingSkipped}
+				return
+			}
 			ch.Plan = c.planOne(ctx, planner, req, timeout, values)
 		}()
 	}
