@@ -77,6 +77,13 @@ type SecretHolder interface {
 	Secrets() []string
 }
 
+// LocalDirs is implemented by plugins that keep files in folders of the controller (working
+// copies, lock files, the folder their command runs in): previews cut paths in those folders
+// from what plans publish, since the pull request's readers have no business with them.
+type LocalDirs interface {
+	LocalDirs() []string
+}
+
 // Resource is the desired state handed to a plugin.
 type Resource struct {
 	APIVersion  string            `json:"apiVersion"`

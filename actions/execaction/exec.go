@@ -120,6 +120,9 @@ func (a *Action) Plan(ctx context.Context, req actions.Request) (actions.Plan, e
 // controller scrubs them from whatever any plugin returns, as it does ${VAR} values.
 func (a *Action) Secrets() []string { return slices.Clone(a.secrets) }
 
+// LocalDirs are the folder the command runs in and the lock folder.
+func (a *Action) LocalDirs() []string { return []string{a.dir, a.lockDir} }
+
 // ValidateWith accepts a JSON object or nothing: the command sees `with:` as an object.
 func (a *Action) ValidateWith(with json.RawMessage) error { return validateWith(with) }
 
@@ -373,4 +376,5 @@ var (
 	_ actions.Planner       = (*Action)(nil)
 	_ actions.WithValidator = (*Action)(nil)
 	_ actions.SecretHolder  = (*Action)(nil)
+	_ actions.LocalDirs     = (*Action)(nil)
 )

@@ -487,6 +487,15 @@ func (a *Action) Close() error {
 // to scrub from whatever any plugin returns.
 func (a *Action) Secrets() []string { return slices.Clone(a.secrets) }
 
+// LocalDirs are the folders of working copies and, for a folder module, the module's.
+func (a *Action) LocalDirs() []string {
+	dirs := []string{a.workDir, a.rootDir}
+	if a.module != "" {
+		dirs = append(dirs, a.module)
+	}
+	return dirs
+}
+
 // ValidateWith refuses with: parameters: the module and its variables come from the
 // instance config and the spec.
 func (a *Action) ValidateWith(with json.RawMessage) error {

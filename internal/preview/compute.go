@@ -46,6 +46,9 @@ type Checker struct {
 	PlanConcurrency int
 	// Scrub removes the controller's secrets from what plugins return (nil: none).
 	Scrub func(string) string
+	// Roots are the controller's folders (its config's and data folders, the actions' working
+	// and lock folders): paths in them, and in the temp dir, are cut from what plans publish.
+	Roots []string
 	// NoResolve and ResolveForks say whose plans see output references resolved
 	// (preview.resolveOutputs): by default a pull request from a branch of the repository
 	// does and one from a fork does not; NoResolve: none does; ResolveForks: forks too.
@@ -467,10 +470,10 @@ func (c *Checker) planOne(ctx context.Context, p actions.Planner, req actions.Re
 	case err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return &Plan{Status: "timeout", Error: fmt.Sprintf("no plan within %s", timeout)}
 	case err != nil:
-		return &Plan{Status: "error", Error: sanitize(err.Error(), values, c.Scrub)}
+		return &Plan{Status: "error", Error: sanitize(err.Error(), values, c.Scrub, c.Roots)}
 	}
-	return &Plan{Status: "planned", Changes: plan.Changes, Summary: oneLine(sanitize(plan.Summary, values, c.Scrub)),
-		Text: truncate(sanitize(plan.Text, values, c.Scrub), maxPlanText)}
+	return &Plan{Status: "planned", Changes: plan.Changes, Summary: oneLine(sanitize(plan.Summary, values, c.Scrub, c.Roots)),
+		Text: truncate(sanitize(plan.Text, values, c.Scrub, c.Roots), maxPlanText)}
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
