@@ -58,6 +58,7 @@ func scrubValues(values []string) func(string) string {
 	}
 	return actions.Scrubber(long)
 }
+
 // snippetStart is the first line of a Terraform diagnostic's source snippet, with or without
 // the box drawn around diagnostics when -no-color is not given.
 var snippetStart = regexp.MustCompile(`^[\s│╷╵]*on .+ line \d+(, in .+)?:\s*$`)
