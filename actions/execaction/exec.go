@@ -209,18 +209,16 @@ func (a *Action) invoke(ctx context.Context, op string, req actions.Request) ([]
 		}
 		defer done()
 	}
-	lock, err := lockResource(ctx, a.lockDir, req.Resource, op != opPlan)
+	lock, release, err := lockResource(ctx, a.lockDir, req.Resource, op != opPlan)
 	if errors.Is(err, errLockHeld) && op == opPlan {
 		return nil, errPlanBusy
 	}
 	if err != nil {
 		return nil, err
 	}
-	if lock != nil {
-		// Closed when the call ends, not after Start: the lock then does not depend on the
-		// command keeping lockFD open while trueup waits for it.
-		defer lock.Close()
-	}
+	// Closed when the call ends, not after Start: the lock then does not depend on the
+	// command keeping lockFD open while trueup waits for it.
+	defer release()
 	ctx, cancel := context.WithTimeoutCause(ctx, a.timeout, &timeoutError{a.timeout})
 	defer cancel()
 
