@@ -47,15 +47,18 @@ type Plan struct {
 	Text    string // the full plan, shown in previews (bounded by the caller)
 }
 
-// ForgeCIPlanner is implemented by planners whose plan runs a workflow or pipeline of a
-// forge's repository (github-actions, gitlab), with that repository's CI secrets, and
-// hands it the pull request's spec as inputs or variables. A preview of a pull request from
-// a fork asks them for plans only when the source allows it (preview.forkPlans): a workflow
-// that interpolates an input into a script (`run: echo ${{ inputs.spec }}`) runs what the
-// fork's author wrote there, with the base repository's secrets.
-type ForgeCIPlanner interface {
+// PullRequestCodePlanner is implemented by planners whose plan may run code or CI that a pull
+// request chooses: github-actions and gitlab run a workflow or pipeline of the forge's
+// repository with its CI secrets and hand it the pull request's spec as inputs or variables
+// (a workflow that interpolates an input into a script, `run: echo ${{ inputs.spec }}`, runs
+// what the fork's author wrote there); terraform with a module read from the repository and
+// pullRequestModules runs the pull request's module (a `data "external"` runs any program)
+// on the controller, with its environment and database URL. RunsPullRequestCode says whether
+// this instance's plans do. A preview of a pull request from a fork asks such a planner for
+// plans only when the source allows it (preview.forkPlans).
+type PullRequestCodePlanner interface {
 	Planner
-	PlansInForgeCI()
+	RunsPullRequestCode() bool
 }
 
 // ErrNoPlan says the plugin cannot plan this call; a preview shows "no plan".
@@ -72,6 +75,13 @@ type WithValidator interface {
 // scrubs them, like ${VAR} values, from every message, condition and output of every plugin.
 type SecretHolder interface {
 	Secrets() []string
+}
+
+// LocalDirs is implemented by plugins that keep files in folders of the controller (working
+// copies, lock files, the folder their command runs in): previews cut paths in those folders
+// from what plans publish, since the pull request's readers have no business with them.
+type LocalDirs interface {
+	LocalDirs() []string
 }
 
 // Resource is the desired state handed to a plugin.

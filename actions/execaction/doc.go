@@ -56,7 +56,10 @@
 //
 // File descriptors 0, 1 and 2 are the request, the reply and the log. On Unix, descriptor 3
 // (TRUEUP_LOCK_FD) holds the resource's lock: an exclusive flock on a file of lockDir named
-// after the resource's UID, whatever the operation. Commands need not touch it; every process
+// after a digest of the resource's identity (namespace, kind, name), whatever the operation
+// and whether the call carries a UID (a preview's plan does not). A call with a UID also
+// takes uid-<UID>.lock, the name earlier releases used, for a command started before an
+// upgrade that still holds it. Commands need not touch it; every process
 // that inherits it keeps the lock held while it lives, so that a call for the same resource —
 // from a restarted trueup, say — waits up to 3s for a previous run to end and then fails with
 // "a previous run of this action for NAMESPACE/KIND/NAME is still running", retried with
@@ -103,7 +106,9 @@
 // resource lock only when it is free (else it fails with "the resource is being reconciled:
 // no plan now"), and a reconcile, delete or observe of the resource in the same process
 // stops the plan in progress (its group is killed as on a timeout) and takes the lock after
-// it. Nothing of the reply reaches the resource's state.
+// it. A reconcile on another host can still start beside a plan (the preview checks the
+// resource's lease before it asks, not after): a plan must change nothing. Nothing of the
+// reply reaches the resource's state.
 //
 // Exit status 0 means the reply is valid. Any other exit status is a failed attempt, retried
 // with backoff, whose error reads "exit status N: <stderr tail>". Exit status 78 (EX_CONFIG

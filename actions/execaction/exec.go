@@ -120,6 +120,9 @@ func (a *Action) Plan(ctx context.Context, req actions.Request) (actions.Plan, e
 // controller scrubs them from whatever any plugin returns, as it does ${VAR} values.
 func (a *Action) Secrets() []string { return slices.Clone(a.secrets) }
 
+// LocalDirs are the folder the command runs in and the lock folder.
+func (a *Action) LocalDirs() []string { return []string{a.dir, a.lockDir} }
+
 // ValidateWith accepts a JSON object or nothing: the command sees `with:` as an object.
 func (a *Action) ValidateWith(with json.RawMessage) error { return validateWith(with) }
 
@@ -206,18 +209,16 @@ func (a *Action) invoke(ctx context.Context, op string, req actions.Request) ([]
 		}
 		defer done()
 	}
-	lock, err := lockResource(ctx, a.lockDir, req.Resource, op != opPlan)
+	lock, release, err := lockResource(ctx, a.lockDir, req.Resource, op != opPlan)
 	if errors.Is(err, errLockHeld) && op == opPlan {
 		return nil, errPlanBusy
 	}
 	if err != nil {
 		return nil, err
 	}
-	if lock != nil {
-		// Closed when the call ends, not after Start: the lock then does not depend on the
-		// command keeping lockFD open while trueup waits for it.
-		defer lock.Close()
-	}
+	// Closed when the call ends, not after Start: the lock then does not depend on the
+	// command keeping lockFD open while trueup waits for it.
+	defer release()
 	ctx, cancel := context.WithTimeoutCause(ctx, a.timeout, &timeoutError{a.timeout})
 	defer cancel()
 
@@ -373,4 +374,5 @@ var (
 	_ actions.Planner       = (*Action)(nil)
 	_ actions.WithValidator = (*Action)(nil)
 	_ actions.SecretHolder  = (*Action)(nil)
+	_ actions.LocalDirs     = (*Action)(nil)
 )

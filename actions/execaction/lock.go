@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -44,6 +45,19 @@ func defaultLockDir() string {
 func lockName(r actions.Resource) string {
 	sum := sha256.Sum256([]byte(r.Namespace + "\x00" + strings.ToLower(r.Kind) + "\x00" + r.Name))
 	return "res-" + hex.EncodeToString(sum[:16]) + ".lock"
+}
+
+// legacyUID is a UID that an older trueup named a lock file after (uid-<UID>.lock).
+var legacyUID = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}$`)
+
+// legacyLockName is the lock file an older trueup took for r, keyed by its UID ("" when r
+// has none, or one that was digested instead). A command it started may outlive it across an
+// upgrade and still hold that file, not lockName's; calls with a UID take both.
+func legacyLockName(r actions.Resource) string {
+	if !legacyUID.MatchString(r.UID) {
+		return ""
+	}
+	return "uid-" + r.UID + ".lock"
 }
 
 func resourceID(r actions.Resource) string {

@@ -10,4 +10,6 @@ import (
 )
 
 // lockResource has no flock to use outside Unix: no lock, no lockFD.
-func lockResource(context.Context, string, actions.Resource, bool) (*os.File, error) { return nil, nil }
+func lockResource(context.Context, string, actions.Resource, bool) (*os.File, func(), error) {
+	return nil, func() {}, nil
+}

@@ -15,19 +15,38 @@ import (
 )
 
 // lockResource takes r's lock in dir, waiting at most lockWait for a previous run to end, or
-// trying once (errLockHeld) when wait is false. The caller passes the file to the command
-// and closes its own copy when the call ends.
-func lockResource(ctx context.Context, dir string, r actions.Resource, wait bool) (*os.File, error) {
+// trying once (errLockHeld) when wait is false. When r carries a UID, the lock file an older
+// trueup named after it (legacyLockName) is taken too, by the same rules: a command started
+// by the binary before an upgrade may still hold it. The caller passes lock to the command
+// and calls release when the call ends (it closes trueup's copies of both).
+func lockResource(ctx context.Context, dir string, r actions.Resource, wait bool) (lock *os.File, release func(), err error) {
 	if err := ensureLockDir(dir); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	path := filepath.Join(dir, lockName(r))
+	deadline := time.NewTimer(lockWait)
+	defer deadline.Stop()
+	lock, err = lockFile(ctx, filepath.Join(dir, lockName(r)), r, wait, deadline.C)
+	if err != nil {
+		return nil, nil, err
+	}
+	legacy := legacyLockName(r)
+	if legacy == "" {
+		return lock, func() { lock.Close() }, nil
+	}
+	old, err := lockFile(ctx, filepath.Join(dir, legacy), r, wait, deadline.C)
+	if err != nil {
+		lock.Close()
+		return nil, nil, err
+	}
+	return lock, func() { old.Close(); lock.Close() }, nil
+}
+
+// lockFile flocks path, trying every lockPoll until deadline fires when wait is true.
+func lockFile(ctx context.Context, path string, r actions.Resource, wait bool, deadline <-chan time.Time) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open lock: %w", err)
 	}
-	deadline := time.NewTimer(lockWait)
-	defer deadline.Stop()
 	tick := time.NewTicker(lockPoll)
 	defer tick.Stop()
 	for {
@@ -48,7 +67,7 @@ func lockResource(ctx context.Context, dir string, r actions.Resource, wait bool
 		case <-ctx.Done():
 			f.Close()
 			return nil, context.Cause(ctx)
-		case <-deadline.C:
+		case <-deadline:
 			f.Close()
 			return nil, fmt.Errorf("a previous run of this action for %s is still running (it holds %s)", resourceID(r), path)
 		case <-tick.C:

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,12 +24,15 @@ type planConfig struct {
 	Plan bool `json:"plan,omitempty"`
 }
 
-// buildPlanner makes an instance from cfg with OUT_DIR set to a fresh folder.
+// buildPlanner makes an instance from cfg with OUT_DIR set to a fresh folder unless cfg sets it.
 func buildPlanner(t *testing.T, cfg planConfig) (actions.Planner, string) {
 	t.Helper()
-	out := t.TempDir()
 	if cfg.Env == nil {
 		cfg.Env = map[string]string{}
+	}
+	out := cfg.Env["OUT_DIR"]
+	if out == "" {
+		out = t.TempDir()
 	}
 	cfg.Env["OUT_DIR"] = out
 	if cfg.LockDir == "" {
@@ -230,7 +234,9 @@ func TestReconcilePreemptsPlan(t *testing.T) {
 // A preview's plan carries no UID (the pull request's resource may not exist yet) while the
 // reconciles of the resource do: both take the same lock all the same, so that a plan and a
 // reconcile of one resource never run at once (issue 19, 4). A plan asked for while the
-// reconcile runs is refused at once; a reconcile asked for while the plan runs stops it.
+// reconcile runs is refused at once; a reconcile asked for while the plan runs stops it within
+// one instance, and waits for it across two instances on one lock folder (two controllers on
+// one host: the flock, not the in-process gate). The commands record the order they ran in.
 func TestPlanWithoutUIDSharesTheReconcileLock(t *testing.T) {
 	t.Parallel()
 	previewReq := func(size string) actions.Request {
@@ -239,54 +245,87 @@ func TestPlanWithoutUIDSharesTheReconcileLock(t *testing.T) {
 		req.Resource.Spec = json.RawMessage(`{"size":"` + size + `"}`)
 		return req
 	}
-	t.Run("plan during a reconcile", func(t *testing.T) {
-		t.Parallel()
-		p, out := buildPlanner(t, planConfig{Plan: true, config: config{Command: []string{"./testdata/planner.sh"}}})
-		a := p.(actions.Action)
+	reconcileReq := func(size string) actions.Request {
 		req := request()
-		req.Resource.Spec = json.RawMessage(`{"size":"held"}`)
-		done := make(chan error, 1)
-		go func() {
-			_, err := a.Reconcile(t.Context(), req)
-			done <- err
-		}()
-		waitFile(t, filepath.Join(out, "reconcile-started"), 20*time.Second)
-		_, err := p.Plan(t.Context(), previewReq("large"))
-		if err == nil || !strings.Contains(err.Error(), "the resource is being reconciled: no plan now") {
-			t.Errorf("a plan while the reconcile runs: err = %v; want it refused", err)
+		req.Resource.Spec = json.RawMessage(`{"size":"` + size + `"}`)
+		return req
+	}
+	// instances are one instance twice, or two on one lock folder; OUT_DIR is shared.
+	instances := func(t *testing.T, two bool) (a, b actions.Planner, out string) {
+		cfg := planConfig{Plan: true, config: config{Command: []string{"./testdata/planner.sh"}, LockDir: t.TempDir(),
+			Env: map[string]string{"OUT_DIR": t.TempDir()}}}
+		a, out = buildPlanner(t, cfg)
+		if !two {
+			return a, a, out
 		}
-		if err := os.WriteFile(filepath.Join(out, "release"), nil, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-done; err != nil {
-			t.Fatalf("reconcile: %v", err)
-		}
-	})
-	t.Run("reconcile during a plan", func(t *testing.T) {
-		t.Parallel()
-		p, out := buildPlanner(t, planConfig{Plan: true, config: config{Command: []string{"./testdata/planner.sh"}}})
-		a := p.(actions.Action)
-		planErr := make(chan error, 1)
-		go func() {
-			_, err := p.Plan(t.Context(), previewReq("slow"))
-			planErr <- err
-		}()
-		waitFile(t, filepath.Join(out, "plan-started"), 20*time.Second)
-		req := request()
-		req.Resource.Spec = json.RawMessage(`{"size":"large"}`)
-		if _, err := a.Reconcile(t.Context(), req); err != nil {
-			t.Fatalf("a reconcile during a plan: %v", err)
-		}
-		// The reconcile returned: the plan must have been stopped before it started.
-		select {
-		case err := <-planErr:
-			if err == nil || !strings.Contains(err.Error(), "the resource is being reconciled: no plan now") {
-				t.Fatalf("the plan's error = %v; want it stopped by the reconcile", err)
+		b, _ = buildPlanner(t, cfg)
+		return a, b, out
+	}
+	const busy = "the resource is being reconciled: no plan now"
+	ranAlone := []string{"reconcile start", "reconcile end"}
+	planThenReconcile := []string{"plan start", "plan end", "reconcile start", "reconcile end"}
+	for _, two := range []bool{false, true} {
+		name := map[bool]string{false: "one instance", true: "two instances"}[two]
+		t.Run(name+": plan during a reconcile", func(t *testing.T) {
+			t.Parallel()
+			a, b, out := instances(t, two)
+			done := make(chan error, 1)
+			go func() {
+				_, err := a.(actions.Action).Reconcile(t.Context(), reconcileReq("held"))
+				done <- err
+			}()
+			waitFile(t, filepath.Join(out, "reconcile-started"), 20*time.Second)
+			if _, err := b.Plan(t.Context(), previewReq("large")); err == nil || !strings.Contains(err.Error(), busy) {
+				t.Errorf("a plan while the reconcile runs: err = %v; want it refused", err)
 			}
-		default:
-			t.Fatal("the reconcile ran while the plan of its resource was still running")
-		}
-	})
+			if err := os.WriteFile(filepath.Join(out, "release"), nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; err != nil {
+				t.Fatalf("reconcile: %v", err)
+			}
+			if got := sequence(t, out); !slices.Equal(got, ranAlone) {
+				t.Errorf("the commands ran as %q, want %q", got, ranAlone)
+			}
+		})
+		t.Run(name+": reconcile during a plan", func(t *testing.T) {
+			t.Parallel()
+			a, b, out := instances(t, two)
+			// Within an instance the reconcile stops the plan (slow: it would run a minute);
+			// across instances it waits for the plan's flock (brief: the plan ends by itself,
+			// at once if the reconcile starts beside it).
+			size := map[bool]string{false: "slow", true: "brief"}[two]
+			planErr := make(chan error, 1)
+			go func() {
+				_, err := a.Plan(t.Context(), previewReq(size))
+				planErr <- err
+			}()
+			waitFile(t, filepath.Join(out, "plan-started"), 20*time.Second)
+			if _, err := b.(actions.Action).Reconcile(t.Context(), reconcileReq("large")); err != nil {
+				t.Fatalf("a reconcile during a plan: %v", err)
+			}
+			err := <-planErr
+			switch {
+			case !two && (err == nil || !strings.Contains(err.Error(), busy)):
+				t.Errorf("the plan's error = %v; want it stopped by the reconcile", err)
+			case two && err != nil:
+				t.Errorf("the plan of the other instance: %v", err)
+			}
+			if got := sequence(t, out); !slices.Equal(got, planThenReconcile) {
+				t.Errorf("the commands ran as %q, want %q", got, planThenReconcile)
+			}
+		})
+	}
+}
+
+// sequence is what the planner.sh commands recorded in out/seq, in order.
+func sequence(t *testing.T, out string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(out, "seq"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(b)), "\n")
 }
 
 // waitFile waits until path exists.

@@ -12,11 +12,11 @@ import (
 // cancelTimeout bounds the cancel of a plan run nobody waits for any more.
 const cancelTimeout = 10 * time.Second
 
-// PlansInForgeCI marks the plans as runs of the repository's CI (with.planWorkflow), asked for
-// pull requests from forks only with preview.forkPlans.
-func (a *Action) PlansInForgeCI() {}
+// RunsPullRequestCode: the plans run the repository's CI (with.planWorkflow) on the pull request's spec,
+// asked for pull requests from forks only with preview.forkPlans.
+func (a *Action) RunsPullRequestCode() bool { return true }
 
-var _ actions.ForgeCIPlanner = (*Action)(nil)
+var _ actions.PullRequestCodePlanner = (*Action)(nil)
 
 // Plan dispatches with.planWorkflow with operation=plan and waits within the call, until
 // ctx ends (the preview runner's plan timeout), for its run; the plan is the run's

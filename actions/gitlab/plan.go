@@ -13,11 +13,11 @@ import (
 // cancelTimeout bounds the cancel of a plan pipeline nobody waits for any more.
 const cancelTimeout = 10 * time.Second
 
-// PlansInForgeCI marks the plans as runs of the repository's CI (with.planJob), asked for
-// pull requests from forks only with preview.forkPlans.
-func (a *Action) PlansInForgeCI() {}
+// RunsPullRequestCode: the plans run the repository's CI (with.planJob) on the pull request's spec,
+// asked for pull requests from forks only with preview.forkPlans.
+func (a *Action) RunsPullRequestCode() bool { return true }
 
-var _ actions.ForgeCIPlanner = (*Action)(nil)
+var _ actions.PullRequestCodePlanner = (*Action)(nil)
 
 // Plan triggers a pipeline with TRUEUP_OPERATION=plan and the resource's spec, and waits
 // within the call, until ctx ends (the preview runner's plan timeout), for it to finish; the

@@ -16,7 +16,8 @@
 // commit that removes a manifest and breaks its module still destroys the resource; when
 // that commit is gone from the repository (sources.ErrRevisionNotFound) it reads it at
 // Resource.FallbackRevision, the source's newest revision. Such an instance plans pull
-// requests (whose module is unreviewed code) only with "pullRequestModules": true.
+// requests (whose module is unreviewed code) only with "pullRequestModules": true, and pull
+// requests from forks only when the source also sets preview.forkPlans (RunsPullRequestCode).
 // binary defaults to terraform, then tofu, looked up in PATH when a call needs it. Each run
 // gets the minimal environment of exec commands (PATH, HOME, LANG, TMPDIR) plus env; values
 // of secret-named env variables are redacted like exec's. backend replaces the default:

@@ -199,6 +199,16 @@ func TestModuleFromSourceNoPullRequestPlans(t *testing.T) {
 	if _, err := a.(actions.Planner).Plan(t.Context(), req); !errors.Is(err, actions.ErrNoPlan) || !strings.Contains(err.Error(), "pullRequestModules: true") {
 		t.Fatalf("Plan err = %v; want ErrNoPlan saying why", err)
 	}
+	if a.(actions.PullRequestCodePlanner).RunsPullRequestCode() {
+		t.Error("without pullRequestModules the instance says its plans run the pull request's code")
+	}
+	folder, err := terraform.New(json.RawMessage(`{"module": "m"}`), actions.Env{BaseDir: "."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if folder.(actions.PullRequestCodePlanner).RunsPullRequestCode() {
+		t.Error("a folder module's plans say they run the pull request's code")
+	}
 	if _, err := terraform.New(json.RawMessage(`{"module": "m", "pullRequestModules": true}`), actions.Env{BaseDir: "."}); err == nil {
 		t.Error("pullRequestModules with a folder module was accepted")
 	}

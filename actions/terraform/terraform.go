@@ -390,6 +390,12 @@ func (a *Action) Observe(ctx context.Context, req actions.Request) (actions.Obse
 	return actions.Observation{Message: "terraform plan: " + summary(res.output, true)}, nil
 }
 
+// RunsPullRequestCode reports whether plans run the pull request's own module: a module read
+// from the source's repository with pullRequestModules. Its code (a `data "external"`, a
+// provider) then runs on the controller with the instance's environment and the database URL,
+// so a preview of a pull request from a fork plans it only with preview.forkPlans.
+func (a *Action) RunsPullRequestCode() bool { return a.repo.source != "" && a.prPlans }
+
 // Plan runs a plan without the state lock (it writes nothing) and returns its summary and
 // the names of the changes. A resource never applied is not planned: its workspace would be
 // created for a preview (Plan creates no workspace); it is new, all of it to be created.
@@ -481,6 +487,15 @@ func (a *Action) Close() error {
 // to scrub from whatever any plugin returns.
 func (a *Action) Secrets() []string { return slices.Clone(a.secrets) }
 
+// LocalDirs are the folders of working copies and, for a folder module, the module's.
+func (a *Action) LocalDirs() []string {
+	dirs := []string{a.workDir, a.rootDir}
+	if a.module != "" {
+		dirs = append(dirs, a.module)
+	}
+	return dirs
+}
+
 // ValidateWith refuses with: parameters: the module and its variables come from the
 // instance config and the spec.
 func (a *Action) ValidateWith(with json.RawMessage) error {
@@ -492,11 +507,12 @@ func (a *Action) ValidateWith(with json.RawMessage) error {
 }
 
 var (
-	_ actions.Action        = (*Action)(nil)
-	_ actions.Observer      = (*Action)(nil)
-	_ actions.Planner       = (*Action)(nil)
-	_ actions.WithValidator = (*Action)(nil)
-	_ actions.SecretHolder  = (*Action)(nil)
+	_ actions.Action                 = (*Action)(nil)
+	_ actions.Observer               = (*Action)(nil)
+	_ actions.Planner                = (*Action)(nil)
+	_ actions.PullRequestCodePlanner = (*Action)(nil)
+	_ actions.WithValidator          = (*Action)(nil)
+	_ actions.SecretHolder           = (*Action)(nil)
 )
 
 // workspaceLocked is what the pg backend answers when another process creates a workspace

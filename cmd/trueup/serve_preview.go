@@ -2,13 +2,14 @@ package main
 
 import (
 	"fmt"
-	"github.com/trueup-dev/trueup/internal/graph"
 	"log/slog"
+	"path/filepath"
 	"strings"
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/commitstatus"
 	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/preview"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -36,7 +37,29 @@ func newPreviewRunner(cfg *config.Config, sc config.Source, src sources.Source, 
 		ExternalURL: strings.TrimSuffix(cfg.Server.ExternalURL, "/"), Replica: replica, Logger: logger,
 		Checker: &preview.Checker{Source: sc.Name, Store: st, Loader: manifest.NewLoader(),
 			CheckAction: checkAction(acts), CheckReference: checkRef, Limits: manifest.Limits(cfg.Limits), Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction, AllowEmpty: sc.Prune.AllowEmpty,
-			Actions: acts, PlanTimeout: sc.Preview.PlanTimeout, PlanConcurrency: sc.Preview.PlanConcurrency, Scrub: scrub,
+			Actions: acts, PlanTimeout: sc.Preview.PlanTimeout, PlanConcurrency: sc.Preview.PlanConcurrency, Scrub: scrub, Roots: previewRoots(cfg, acts),
 			NoResolve: sc.Preview.ResolveOutputs == config.ResolveNever, ResolveForks: sc.Preview.ResolveOutputs == config.ResolveAlways,
 			ForkPlans: sc.Preview.ForkPlans}}), nil
+}
+
+// previewRoots are the controller's folders that previews cut from what plans publish: the
+// config file's folder, the data folder (git mirrors, the private PostgreSQL) and the
+// folders the actions keep files in (actions.LocalDirs). The temp dir is added by the preview.
+func previewRoots(cfg *config.Config, acts map[string]actions.Action) []string {
+	dirs := []string{cfg.BaseDir, cfg.DataDir}
+	for _, a := range acts {
+		if l, ok := a.(actions.LocalDirs); ok {
+			dirs = append(dirs, l.LocalDirs()...)
+		}
+	}
+	var roots []string
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(d); err == nil {
+			roots = append(roots, abs)
+		}
+	}
+	return roots
 }

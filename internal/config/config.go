@@ -96,8 +96,9 @@ type Preview struct {
 	// always, or never. Resolved values are scrubbed from what a plan returns either way.
 	ResolveOutputs string `yaml:"resolveOutputs"`
 	// ForkPlans lets pull requests from forks be planned by github-actions and gitlab
-	// instances (default false): such a plan runs the base repository's workflow or pipeline,
-	// with its secrets, on the fork's spec.
+	// instances and by terraform instances with a repository module and pullRequestModules
+	// (default false): such a plan runs the base repository's workflow or pipeline, with its
+	// secrets, on the fork's spec, or the fork's module on the controller.
 	ForkPlans bool `yaml:"forkPlans"`
 }
 

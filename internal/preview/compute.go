@@ -49,12 +49,16 @@ type Checker struct {
 	PlanConcurrency int
 	// Scrub removes the controller's secrets from what plugins return (nil: none).
 	Scrub func(string) string
+	// Roots are the controller's folders (its config's and data folders, the actions' working
+	// and lock folders): paths in them, and in the temp dir, are cut from what plans publish.
+	Roots []string
 	// NoResolve and ResolveForks say whose plans see output references resolved
 	// (preview.resolveOutputs): by default a pull request from a branch of the repository
 	// does and one from a fork does not; NoResolve: none does; ResolveForks: forks too.
 	NoResolve, ResolveForks bool
-	// ForkPlans lets pull requests from forks be planned by actions that run the forge's CI
-	// (actions.ForgeCIPlanner: github-actions, gitlab; preview.forkPlans).
+	// ForkPlans lets pull requests from forks be planned by actions whose plans run code or
+	// CI the pull request chooses (actions.PullRequestCodePlanner: github-actions, gitlab,
+	// terraform with a repository module and pullRequestModules; preview.forkPlans).
 	ForkPlans bool
 }
 
@@ -67,7 +71,9 @@ type Origin struct {
 // Warnings and plan summaries about pull requests from forks.
 const (
 	forkNotResolved = "output references are left as written in the plans of a pull request from a fork (preview.resolveOutputs)"
-	forkCISkipped   = "pull request from a fork: a plan would run the repository's CI with its secrets on the fork's spec; not planned (preview.forkPlans)"
+	// reconcilingSkipped: a plan gives way to a reconcile of its resource on any replica.
+	reconcilingSkipped = "being reconciled; the next push plans it"
+	forkCISkipped      = "pull request from a fork: a plan would run the fork's code or the repository's CI with the controller's or the repository's secrets; not planned (preview.forkPlans)"
 )
 
 // Bounds on what one preview keeps.
@@ -328,7 +334,7 @@ func metaDiff(a *store.AppliedResource, r *manifest.Resource, from, to string) s
 // grant lets the resource itself read them. Others stay as written. Whatever was resolved is
 // scrubbed from what the plan returns (sanitize). A pull request from a fork gets no
 // reference resolved unless ResolveForks (unresolved reports that one was left so), and no
-// plan through the forge's CI unless ForkPlans.
+// plan that runs the pull request's code or the forge's CI unless ForkPlans.
 func (c *Checker) plan(ctx context.Context, set *manifest.Set, applied map[string]manifest.ResourceType, own []store.AppliedResource,
 	changes []Change, revision string, from Origin) (unresolved bool) {
 	declared := map[string]manifest.ResourceType{}
@@ -384,7 +390,7 @@ func (c *Checker) plan(ctx context.Context, set *manifest.Set, applied map[strin
 			ch.Plan = &Plan{Status: "no-plan"}
 			continue
 		}
-		if _, ci := planner.(actions.ForgeCIPlanner); ci && from.Fork && !c.ForkPlans {
+		if p, ok := planner.(actions.PullRequestCodePlanner); ok && p.RunsPullRequestCode() && from.Fork && !c.ForkPlans {
 			ch.Plan = &Plan{Status: "skipped", Summary: forkCISkipped}
 			continue
 		}
@@ -401,6 +407,16 @@ func (c *Checker) plan(ctx context.Context, set *manifest.Set, applied map[strin
 				return
 			}
 			defer func() { <-sem }()
+			// A reconcile of the resource may hold it on another replica, where the plugin's
+			// lock (a file of this host) cannot see it: ask the database, as late as can be.
+			switch busy, err := c.Store.BeingReconciled(ctx, r.Namespace, r.Kind, r.Name); {
+			case err != nil:
+				ch.Plan = &Plan{Status: "skipped", Error: "could not read whether a reconcile holds the resource; the next push plans it"}
+				return
+			case busy:
+				ch.Plan = &Plan{Status: "skipped", Summary: reconcilingSkipped}
+				return
+			}
 			ch.Plan = c.planOne(ctx, planner, req, timeout, values)
 		}()
 	}
@@ -458,10 +474,10 @@ func (c *Checker) planOne(ctx context.Context, p actions.Planner, req actions.Re
 	case err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return &Plan{Status: "timeout", Error: fmt.Sprintf("no plan within %s", timeout)}
 	case err != nil:
-		return &Plan{Status: "error", Error: sanitize(err.Error(), values, c.Scrub)}
+		return &Plan{Status: "error", Error: sanitize(err.Error(), values, c.Scrub, c.Roots)}
 	}
-	return &Plan{Status: "planned", Changes: plan.Changes, Summary: oneLine(sanitize(plan.Summary, values, c.Scrub)),
-		Text: truncate(sanitize(plan.Text, values, c.Scrub), maxPlanText)}
+	return &Plan{Status: "planned", Changes: plan.Changes, Summary: oneLine(sanitize(plan.Summary, values, c.Scrub, c.Roots)),
+		Text: truncate(sanitize(plan.Text, values, c.Scrub, c.Roots), maxPlanText)}
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

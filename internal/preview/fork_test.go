@@ -3,23 +3,27 @@ package preview
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/actions/terraform"
+	"github.com/trueup-dev/trueup/sources"
 )
 
 // ciPlanner stands for github-actions and gitlab: its plans run the forge's CI.
 type ciPlanner struct{ specRecorder }
 
-func (*ciPlanner) PlansInForgeCI() {}
+func (*ciPlanner) RunsPullRequestCode() bool { return true }
 
-var _ actions.ForgeCIPlanner = (*ciPlanner)(nil)
+var _ actions.PullRequestCodePlanner = (*ciPlanner)(nil)
 
-// A pull request from a fork (issue 19, 6) is planned through the forge's CI only with
-// preview.forkPlans, and its plans see output references resolved only with
+// A pull request from a fork (issue 19, 6) is planned through the forge's CI, or by a
+// terraform instance that plans the pull request's own module, only with preview.forkPlans, and its plans see output references resolved only with
 // preview.resolveOutputs: always. A pull request from a branch of the repository is
 // planned and resolved as before. Both forges: the comment says why a plan was skipped.
 func TestForkPullRequests(t *testing.T) {
@@ -44,11 +48,13 @@ func testForkPullRequests(t *testing.T, gitlab bool) {
 	tests := []struct {
 		name                          string
 		fork, ci, forkPlans, resolve  bool // resolve: resolveOutputs always
+		prModule                      bool // the real terraform action, its module read from the repository at the PR's head
 		never                         bool // resolveOutputs never
 		wantStatus, wantSpec, wantSum string
 		wantWarning                   bool
 	}{
 		{name: "fork, CI: skipped", fork: true, ci: true, wantStatus: "skipped", wantSum: forkCISkipped, wantWarning: true},
+		{name: "fork, terraform PR-head module: skipped", fork: true, prModule: true, wantStatus: "skipped", wantSum: forkCISkipped, wantWarning: true},
 		{name: "fork, CI, forkPlans", fork: true, ci: true, forkPlans: true, wantStatus: "planned", wantSpec: ref, wantWarning: true},
 		{name: "fork, exec-like", fork: true, wantStatus: "planned", wantSpec: ref, wantWarning: true},
 		{name: "fork, resolveOutputs always", fork: true, resolve: true, wantStatus: "planned", wantSpec: endpoint},
@@ -59,10 +65,13 @@ func testForkPullRequests(t *testing.T, gitlab bool) {
 		// The runner is idle between previews (f.wait): the checker can be set up for the next.
 		var rec *specRecorder
 		var act actions.Action
-		if tt.ci {
+		switch {
+		case tt.prModule:
+			rec, act = &specRecorder{}, prModuleTerraform(t)
+		case tt.ci:
 			c := &ciPlanner{}
 			rec, act = &c.specRecorder, c
-		} else {
+		default:
 			rec = &specRecorder{}
 			act = rec
 		}
@@ -116,4 +125,26 @@ func testForkPullRequests(t *testing.T, gitlab bool) {
 	if calls := f.act.reconciled(); len(calls) != 0 {
 		t.Errorf("the action was called to act: %v", calls)
 	}
+}
+
+// prModuleTerraform is a real terraform instance whose module is read from the repository at
+// the resource's revision (a pull request's head in a preview) and planned for pull requests
+// (pullRequestModules): its plan would run the pull request's code on the controller. Reading
+// the module fails the test.
+func prModuleTerraform(t *testing.T) actions.Action {
+	t.Helper()
+	read := func(context.Context, string, string, string) ([]sources.TreeFile, error) {
+		t.Error("a fork's module was read to plan it")
+		return nil, errors.New("not read here")
+	}
+	a, err := terraform.New(json.RawMessage(`{"module": {"source": "infra", "path": "modules/db"}, "pullRequestModules": true,
+		"backend": {"type": "local"}, "workDir": `+strconv.Quote(t.TempDir())+`}`), actions.Env{Name: "prmod", BaseDir: ".", ReadTree: read})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = actions.Close(a) })
+	if !a.(actions.PullRequestCodePlanner).RunsPullRequestCode() {
+		t.Fatal("terraform with pullRequestModules does not say that it runs the pull request's code")
+	}
+	return a
 }

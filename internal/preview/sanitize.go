@@ -1,7 +1,10 @@
 package preview
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/trueup-dev/trueup/actions"
@@ -15,32 +18,42 @@ const minScrubbed = 4
 
 // sanitize cleans what a plugin returned for a plan (its text, summary or error) before a
 // preview stores or posts it, for readers who may see the pull request but not what the
-// controller resolved for it or where it keeps its files:
+// controller resolved for it or where it keeps its files. In this order:
 //
 //   - source snippets of Terraform diagnostics go (`on FILE line N:` and the quoted lines
 //     under it: Terraform quotes the var file, that is the whole resolved spec, and a
 //     validation's `var.x is "…"`),
-//   - every resolved output value (values) becomes ***,
-//   - absolute paths are cut to their last element (…/spec.tfvars.json): the controller's
-//     working folders are nobody's business on a forge,
-//   - the controller's secrets are scrubbed (secrets, nil for none).
-func sanitize(s string, values []string, secrets func(string) string) string {
+//   - every resolved output value (values) becomes ***, and each line of a value of several
+//     lines (a PEM block, a JSON document printed over lines),
+//   - the controller's secrets are scrubbed (secrets, nil for none), before paths are cut:
+//     a secret that starts with / (base64 does) would otherwise be cut to its tail,
+//   - paths in the controller's folders (roots, and the temp dir) are cut to their last
+//     element (…/spec.tfvars.json); other paths (an HTTP path, /usr/bin) are kept.
+func sanitize(s string, values []string, secrets func(string) string, roots []string) string {
 	s = stripSnippets(s)
 	s = scrubValues(values)(s)
-	s = cutPaths(s)
 	if secrets != nil {
 		s = secrets(s)
 	}
-	return s
+	return cutPaths(s, roots)
 }
 
 // scrubValues returns a function replacing each value of at least minScrubbed bytes (as
-// written, JSON- and URL-escaped) with ***.
+// written, JSON- and URL-escaped) with ***; a value of several lines is also replaced line by
+// line (each trimmed), as a plan may print it indented or quote one line of it.
 func scrubValues(values []string) func(string) string {
 	var long []string
 	for _, v := range values {
 		if len(v) >= minScrubbed {
 			long = append(long, v)
+		}
+		if !strings.Contains(v, "\n") {
+			continue
+		}
+		for _, l := range strings.Split(v, "\n") {
+			if l = strings.TrimSpace(l); len(l) >= minScrubbed {
+				long = append(long, l)
+			}
 		}
 	}
 	return actions.Scrubber(long)
@@ -70,18 +83,72 @@ func stripSnippets(s string) string {
 	return strings.Join(out, "\n")
 }
 
-// absPath is an absolute path of two elements or more, not inside a URL or a word: it
-// starts the text or follows a space, a quote, a bracket, = or ,.
-var absPath = regexp.MustCompile(`(^|[\s"'` + "`" + `(\[{<=,])((?:/[A-Za-z0-9._@%+~-]+){2,})/?`)
+// absPath is an absolute path, not inside a URL or a word: it starts the text or follows a
+// space, a quote, a bracket, =, a comma or a colon (PATH=/usr/bin:/var/lib/…).
+var absPath = regexp.MustCompile(`(^|[\s"'` + "`" + `(\[{<=,:])((?:/[A-Za-z0-9._@%+~-]+)+)/?`)
 
-// cutPaths cuts every absolute path to its last element, behind "…/".
-func cutPaths(s string) string {
+// pathChar reports whether b may continue a path's element.
+func pathChar(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || strings.IndexByte("._@%+~-", b) >= 0
+}
+
+// cutPaths cuts every path in one of roots (the controller's folders) or in the temp dir to
+// its last element, behind "…/"; a root itself becomes "…". Paths elsewhere are kept: they
+// are a plan's own (an HTTP path, a binary's folder) and garbling them hides nothing of the
+// controller's. A root of two elements or more is also replaced where the path pattern does
+// not find it (followed by a space in a folder's name, say).
+func cutPaths(s string, roots []string) string {
 	if !strings.Contains(s, "/") {
 		return s
 	}
-	return absPath.ReplaceAllStringFunc(s, func(m string) string {
+	var rs []string
+	for _, r := range append(slices.Clone(roots), os.TempDir()) {
+		if r = filepath.ToSlash(filepath.Clean(r)); strings.HasPrefix(r, "/") && r != "/" {
+			rs = append(rs, r)
+		}
+	}
+	// Longest first: a root inside another is cut as the inner one.
+	slices.SortFunc(rs, func(a, b string) int { return len(b) - len(a) })
+	under := func(p string) bool {
+		for _, r := range rs {
+			if p == r || strings.HasPrefix(p, r+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	s = absPath.ReplaceAllStringFunc(s, func(m string) string {
 		sub := absPath.FindStringSubmatch(m)
-		p := strings.TrimSuffix(sub[2], "/")
+		p := sub[2]
+		if !under(p) {
+			return m
+		}
+		for _, r := range rs {
+			if p == r {
+				return sub[1] + "…"
+			}
+		}
 		return sub[1] + "…/" + p[strings.LastIndexByte(p, '/')+1:]
 	})
+	for _, r := range rs {
+		if strings.Count(r, "/") < 2 {
+			continue
+		}
+		var b strings.Builder
+		for {
+			i := strings.Index(s, r)
+			if i < 0 {
+				break
+			}
+			end := i + len(r)
+			if end < len(s) && pathChar(s[end]) {
+				b.WriteString(s[:end])
+			} else {
+				b.WriteString(s[:i] + "…")
+			}
+			s = s[end:]
+		}
+		s = b.String() + s
+	}
+	return s
 }

@@ -126,3 +126,19 @@ func (s *Store) CurrentOutputs(ctx context.Context, ids []graph.ID) (map[graph.I
 	}
 	return out, nil
 }
+
+// BeingReconciled reports whether a reconcile holds the resource: it is claimed and its lease
+// has not expired (a claim whose holder stopped renewing is not counted; it is released and
+// claimed again). A preview asks before each plan, on whichever replica it runs, so that a
+// plan does not run beside a reconcile of the same resource on another host, where the
+// plugin's own lock cannot see it.
+func (s *Store) BeingReconciled(ctx context.Context, namespace, kind, name string) (bool, error) {
+	var held bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM resources
+		WHERE namespace = $1 AND lower(kind) = $2 AND name = $3 AND lease_owner IS NOT NULL AND lease_expires_at > now())`,
+		namespace, lowerASCII(kind), name).Scan(&held)
+	if err != nil {
+		return false, fmt.Errorf("read the claim of %s/%s/%s: %w", namespace, kind, name, err)
+	}
+	return held, nil
+}

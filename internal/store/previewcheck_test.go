@@ -89,3 +89,41 @@ func TestPublishPreviewCommentOnce(t *testing.T) {
 		t.Errorf("without a row: %v", err)
 	}
 }
+
+// BeingReconciled tells a preview, on any replica, that a reconcile holds a resource: claimed
+// with a lease not expired; once released or expired, it does not.
+func TestBeingReconciled(t *testing.T) {
+	t.Parallel()
+	st := openTest(t)
+	ctx := context.Background()
+	if err := st.RegisterSource(ctx, SourceConfig{Name: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "a", Revision: "r1", Set: widgets(1, func(int) int { return 1 })}); err != nil {
+		t.Fatal(err)
+	}
+	held := func(want bool, when string) {
+		t.Helper()
+		got, err := st.BeingReconciled(ctx, "default", "widget", "w00") // the kind in any case
+		if err != nil || got != want {
+			t.Fatalf("%s: BeingReconciled = %v, %v; want %v", when, got, err, want)
+		}
+	}
+	held(false, "before a claim")
+	claimed, err := st.Claim(ctx, "replica-b", 10, time.Hour)
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim: %v, %v", claimed, err)
+	}
+	held(true, "claimed")
+	if _, err := st.Pool().Exec(ctx, `UPDATE resources SET lease_expires_at = now() - interval '1 second'`); err != nil {
+		t.Fatal(err)
+	}
+	held(false, "lease expired")
+	if err := st.Release(ctx, []int64{claimed[0].ID}, []string{claimed[0].LeaseToken}); err != nil {
+		t.Fatal(err)
+	}
+	held(false, "released")
+	if got, err := st.BeingReconciled(ctx, "default", "Widget", "missing"); err != nil || got {
+		t.Fatalf("a resource that does not exist: %v, %v", got, err)
+	}
+}

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Test command implementing plan: the "database" is the file $OUT_DIR/db holding the size
 # last applied. reconcile writes it; plan compares the spec's size with it and writes nothing.
-# A plan for size "never" exits 64 (cannot plan); one for size "slow" runs for a minute. A
-# reconcile for size "held" runs until the file $OUT_DIR/release exists.
+# A plan for size "never" exits 64 (cannot plan); one for size "slow" runs for a minute; one
+# for size "brief" runs until a reconcile has started or for a second. A reconcile for size
+# "held" runs until the file $OUT_DIR/release exists. Every call appends "OPERATION start"
+# and "OPERATION end" (also when terminated) to $OUT_DIR/seq, the order the calls ran in.
 set -euo pipefail
 stdin=$(cat)
 size=$(printf '%s' "$stdin" | sed -n 's/.*"size":"\([^"]*\)".*/\1/p')
 db="$OUT_DIR/db"
+mark() { echo "$TRUEUP_OPERATION $1" >>"$OUT_DIR/seq"; }
+mark start
+trap 'mark end; exit 143' TERM
 case "$TRUEUP_OPERATION" in
 reconcile)
 	if [[ $size == held ]]; then
@@ -22,8 +27,16 @@ plan)
 		: >"$OUT_DIR/plan-started"
 		sleep 60
 	fi
+	if [[ $size == brief ]]; then
+		: >"$OUT_DIR/plan-started"
+		for ((i = 0; i < 50; i++)); do
+			grep -q '^reconcile start' "$OUT_DIR/seq" && break
+			sleep 0.02
+		done
+	fi
 	if [[ $size == never ]]; then
 		echo "this backend cannot plan" >&2
+		mark end
 		exit 64
 	fi
 	if [[ ! -f $db ]]; then
@@ -36,3 +49,4 @@ plan)
 	;;
 *) ;;
 esac
+mark end
