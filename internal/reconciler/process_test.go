@@ -676,8 +676,12 @@ func TestCallRevision(t *testing.T) {
 func TestDeleteSpec(t *testing.T) {
 	t.Parallel()
 	spec := func(s string) func(*store.Claimed) { return func(c *store.Claimed) { c.Spec = json.RawMessage(s) } }
-	aspec := func(s string) func(*store.Claimed) { return func(c *store.Claimed) { c.AppliedSpec = json.RawMessage(s) } }
-	rspec := func(s string) func(*store.Claimed) { return func(c *store.Claimed) { c.ResolvedSpec = json.RawMessage(s) } }
+	aspec := func(s string) func(*store.Claimed) {
+		return func(c *store.Claimed) { c.AppliedSpec = json.RawMessage(s) }
+	}
+	rspec := func(s string) func(*store.Claimed) {
+		return func(c *store.Claimed) { c.ResolvedSpec = json.RawMessage(s) }
+	}
 	for _, tc := range []struct {
 		name string
 		c    store.Claimed
