@@ -729,3 +729,20 @@ func TestUpdateRecordsAppliedRevision(t *testing.T) {
 		})
 	}
 }
+
+// A delete's history row names the revision the call ran at, and which one it is.
+func TestDeleteHistoryRevision(t *testing.T) {
+	t.Parallel()
+	r := newTestReconciler()
+	c := claimed(failedG1, 1, true, withAttempt(1), applied("0ld0ld0"), func(c *store.Claimed) { c.SourceRevision = "n3wn3w0" })
+	a := attempt{op: "delete", trigger: "deleted", err: errMsg("boom")}
+	a.revision, a.revisionWhy = callRevision(c)
+	u := r.update(c, a, unchanged(c))
+	if u.History == nil || u.History.Revision != "n3wn3w0" || u.History.Message != "at "+atNewest+": boom" {
+		t.Fatalf("history of a delete at the newest revision: %+v", u.History)
+	}
+	u = r.update(claimed(fresh, 1, false), attempt{op: "reconcile", trigger: "created", err: errMsg("boom")}, unchanged(claimed(fresh, 1, false)))
+	if u.History.Revision != "abc1234" || u.History.Message != "boom" {
+		t.Fatalf("history of a reconcile: %+v", u.History)
+	}
+}

@@ -34,7 +34,7 @@ type AbandonParams struct {
 // resource whose manifest is gone from Git may be abandoned (being deleted, or orphaned
 // because its source does not prune); anything else is ErrNotRemoved. In one transaction it
 // writes a history row (operation abandon, result Abandoned, the actor and reason), a Warning
-// event and a Deleted notification, removes the row and tells the changes feed; what depended
+// event and an Abandoned notification, removes the row and tells the changes feed; what depended
 // on it, and what it waited for, are refreshed after the commit (dependents see it missing, a
 // dependency being deleted no longer waits for it). A call of the resource in flight loses its
 // lease: it is stopped and its result discarded. What the action created, and the action's own
@@ -90,7 +90,7 @@ func (s *Store) Abandon(ctx context.Context, p AbandonParams) (ResourceRef, erro
 			return err
 		}
 		var outbox []outboxItem
-		for _, e := range notify.Events(notify.Snapshot{Phase: phase}, notify.Snapshot{Removed: true}) {
+		for _, e := range notify.Events(notify.Snapshot{Phase: phase}, notify.Snapshot{Removed: true, Abandoned: true}) {
 			outbox = append(outbox, outboxItem{id: id, event: e, message: msg})
 		}
 		if err := insertOutboxForResources(ctx, tx, outbox); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/notify"
 	"github.com/trueup-dev/trueup/internal/status"
 )
 
@@ -71,7 +72,7 @@ func TestAbandon(t *testing.T) {
 		t.Errorf("event: %s %q", typ, emsg)
 	}
 	var event string
-	if err := st.pool.QueryRow(ctx, `SELECT event FROM notification_outbox WHERE name = 'network'`).Scan(&event); err != nil || event != "Deleted" {
+	if err := st.pool.QueryRow(ctx, `SELECT event FROM notification_outbox WHERE name = 'network'`).Scan(&event); err != nil || event != notify.Abandoned {
 		t.Errorf("outbox: %q %v", event, err)
 	}
 	var change string
