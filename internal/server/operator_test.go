@@ -49,7 +49,6 @@ func setupAuth(t *testing.T, n int) (*httptest.Server, *store.Store) {
 // knownSecret is a secret of the config of setupAuth's server (its Scrub masks it).
 const knownSecret = "s3cr3t-t0ken"
 
-
 func post(t *testing.T, u, as, body string, v any) int {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
