@@ -1,4 +1,13 @@
--- The revision of the resource's last successful reconcile (NULL: never applied, and rows
--- written before). A delete calls the action at it: the module or scripts that applied the
--- resource are the ones that can delete it, whatever the removing commit holds.
-ALTER TABLE resources ADD COLUMN applied_revision text;
+-- ADD COLUMN takes an ACCESS EXCLUSIVE lock on resources: waiting behind a long transaction
+-- would queue every reconcile and claim behind it. Give up instead (the migration is
+-- retried at the next start); the rest of the migrations' transaction keeps the default.
+SET LOCAL lock_timeout = '10s';
+
+-- What the resource's last successful reconcile was called with (NULL: never applied, and
+-- rows written before): the revision, and the spec with its output references resolved
+-- (secrets not revealed). A delete calls the action with both: the module or scripts that
+-- applied the resource, with the inputs they applied, are what can delete it, whatever the
+-- removing commit, or a later desired state that never applied, holds.
+ALTER TABLE resources ADD COLUMN applied_revision text, ADD COLUMN applied_spec jsonb;
+
+SET LOCAL lock_timeout = DEFAULT;

@@ -40,13 +40,23 @@
 //	{"protocol": "trueup.dev/exec/v1",
 //	 "operation": "reconcile",      // or "delete", "observe"
 //	 "resource": {"apiVersion", "kind", "namespace", "name", "uid", "generation", "spec",
-//	              "labels", "annotations", "source", "revision"},   // all always present
+//	              "labels", "annotations", "source", "revision",
+//	              "fallbackRevision"},      // all always present
 //	 "with": {…},                   // the ResourceType's with: parameters, {} when absent
 //	 "state": …}                    // what the previous reply put in "state", null at first
 //
 // and its environment adds TRUEUP_OPERATION, TRUEUP_KIND, TRUEUP_NAMESPACE, TRUEUP_NAME,
-// TRUEUP_GENERATION, TRUEUP_REVISION and (on Unix) TRUEUP_LOCK_FD to the environment above
-// (config env keys may not start with TRUEUP_).
+// TRUEUP_GENERATION, TRUEUP_REVISION, TRUEUP_FALLBACK_REVISION and (on Unix) TRUEUP_LOCK_FD
+// to the environment above (config env keys may not start with TRUEUP_).
+//
+// revision is the Git commit the call is made at: for a reconcile, the one that last changed
+// the resource's desired state; for a delete, the one the resource was last applied at (on
+// retries after a failure, every other attempt the source's newest revision when a commit
+// came after the removal), or the one that removed it when it was never applied.
+// fallbackRevision, for a delete, is the source's newest revision when it differs from
+// revision ("" otherwise): a command that reads the repository at revision and finds the
+// commit gone (history rewritten) reads it there instead. It was added within protocol v1
+// (an additive field: commands that do not know it ignore it).
 //
 // When the call is traced (a tracing: block in the controller config, and the attempt
 // sampled), TRACEPARENT holds the W3C trace context of the call's span, as OpenTelemetry's

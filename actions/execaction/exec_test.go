@@ -123,6 +123,8 @@ func request() actions.Request {
 			Annotations: map[string]string{"owner": "ana"},
 			Source:      "infra",
 			Revision:    "0123456789abcdef0123456789abcdef01234567",
+			// A delete's: where to read the repository when Revision is gone.
+			FallbackRevision: "fedcba9876543210fedcba9876543210fedcba98",
 		},
 		With:  json.RawMessage(`{"region":"eu-west-1"}`),
 		State: json.RawMessage(`{"job":42}`),
@@ -159,7 +161,8 @@ func TestCommandInput(t *testing.T) {
 				"apiVersion": "trueup.dev/v1", "kind": "Database", "namespace": "team-a",
 				"name": "orders", "uid": "6f1c2a4e", "generation": 3, "spec": {"size": "small"},
 				"labels": {"tier": "gold"}, "annotations": {"owner": "ana"}, "source": "infra",
-				"revision": "0123456789abcdef0123456789abcdef01234567"
+				"revision": "0123456789abcdef0123456789abcdef01234567",
+				"fallbackRevision": "fedcba9876543210fedcba9876543210fedcba98"
 			},
 			"with": {"region": "eu-west-1"},
 			"state": {"job": 42}
@@ -176,6 +179,7 @@ func TestCommandInput(t *testing.T) {
 			"TRUEUP_NAME=orders",
 			"TRUEUP_GENERATION=3",
 			"TRUEUP_REVISION=0123456789abcdef0123456789abcdef01234567",
+			"TRUEUP_FALLBACK_REVISION=fedcba9876543210fedcba9876543210fedcba98",
 			"K=V",
 			"PATH=" + os.Getenv("PATH"), // inherited
 		} {
@@ -208,6 +212,7 @@ func TestMinimalRequest(t *testing.T) {
 			Labels      json.RawMessage `json:"labels"`
 			Annotations json.RawMessage `json:"annotations"`
 			Revision    *string         `json:"revision"`
+			Fallback    *string         `json:"fallbackRevision"`
 		} `json:"resource"`
 		With  json.RawMessage `json:"with"`
 		State json.RawMessage `json:"state"`
@@ -217,7 +222,7 @@ func TestMinimalRequest(t *testing.T) {
 	}
 	r := got.Resource
 	if string(r.Spec) != "{}" || string(r.Labels) != "{}" || string(r.Annotations) != "{}" ||
-		r.Revision == nil || string(got.With) != "{}" || string(got.State) != "null" {
+		r.Revision == nil || r.Fallback == nil || string(got.With) != "{}" || string(got.State) != "null" {
 		t.Fatalf("stdin = %s; want empty objects for spec, labels, annotations and with, revision \"\", state null", f.read(t, "stdin.json"))
 	}
 }
@@ -682,7 +687,7 @@ func TestTrueupEnvNotInherited(t *testing.T) {
 				trueup = append(trueup, kv[:strings.Index(kv, "=")])
 			}
 		}
-		want := []string{"TRUEUP_GENERATION", "TRUEUP_KIND", "TRUEUP_LOCK_FD", "TRUEUP_NAME", "TRUEUP_NAMESPACE", "TRUEUP_OPERATION", "TRUEUP_REVISION"}
+		want := []string{"TRUEUP_FALLBACK_REVISION", "TRUEUP_GENERATION", "TRUEUP_KIND", "TRUEUP_LOCK_FD", "TRUEUP_NAME", "TRUEUP_NAMESPACE", "TRUEUP_OPERATION", "TRUEUP_REVISION"}
 		slices.Sort(trueup)
 		if !slices.Equal(trueup, want) {
 			t.Errorf("inheritEnv %v: TRUEUP_ variables %v; want only the protocol's %v", inherit, trueup, want)

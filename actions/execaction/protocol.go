@@ -62,6 +62,10 @@ type wireResource struct {
 	Annotations map[string]string `json:"annotations"`
 	Source      string            `json:"source"`
 	Revision    string            `json:"revision"`
+	// FallbackRevision: for a delete, where to read the repository when the commit of
+	// Revision is gone (actions.Resource.FallbackRevision); "" otherwise. Added within v1:
+	// a command that does not know it ignores it.
+	FallbackRevision string `json:"fallbackRevision"`
 }
 
 var emptyObject = json.RawMessage(`{}`)
@@ -77,6 +81,7 @@ func encodeRequest(op string, req actions.Request) ([]byte, error) {
 			APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name,
 			UID: r.UID, Generation: r.Generation, Spec: r.Spec,
 			Labels: r.Labels, Annotations: r.Annotations, Source: r.Source, Revision: r.Revision,
+			FallbackRevision: r.FallbackRevision,
 		},
 		With:  req.With,
 		State: req.State,
@@ -115,6 +120,7 @@ func protocolEnv(op string, r actions.Resource) []string {
 		"TRUEUP_NAME=" + r.Name,
 		"TRUEUP_GENERATION=" + strconv.FormatInt(r.Generation, 10),
 		"TRUEUP_REVISION=" + r.Revision,
+		"TRUEUP_FALLBACK_REVISION=" + r.FallbackRevision,
 	}
 }
 

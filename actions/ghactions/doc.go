@@ -76,10 +76,18 @@
 //
 //	name, namespace    the resource's identity
 //	generation         its generation (a decimal string)
-//	revision           the Git commit it came from
+//	revision           the Git commit of the call (below)
 //	spec               its spec as compact JSON
 //	operation          reconcile | delete | check | plan
 //	trueup_id          a unique id of this dispatch
+//
+// revision is, for reconcile and plan, the commit that last changed the desired state; for
+// delete, the one the resource was last applied at (on retries after a failure, every other
+// attempt the source's newest revision when a commit came after the removal), or the
+// removing one when it was never applied. No fallback revision is sent (GitHub refuses a
+// dispatch with an input the workflow does not declare, so a new input would break every
+// workflow): a delete workflow that checks out revision and finds it gone (history
+// rewritten) may check out its branch instead.
 //
 // The run must carry trueup_id in its name (run-name). The plugin finds a run by that id
 // when GitHub does not name the run in its answer to the dispatch (GitHub Enterprise Server

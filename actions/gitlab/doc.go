@@ -54,7 +54,14 @@
 //	TRUEUP_OPERATION   reconcile | delete | plan
 //	TRUEUP_KIND        TRUEUP_NAMESPACE  TRUEUP_NAME
 //	TRUEUP_GENERATION  the resource's generation
-//	TRUEUP_REVISION    the Git commit the resource came from
+//	TRUEUP_REVISION    the Git commit of the call: for reconcile and plan, the one that last
+//	                   changed the desired state; for delete, the one the resource was last
+//	                   applied at (on retries after a failure, every other attempt the
+//	                   source's newest revision when a commit came after the removal), or the
+//	                   removing one when it was never applied
+//	TRUEUP_FALLBACK_REVISION
+//	                   delete only, when it differs from TRUEUP_REVISION: the source's newest
+//	                   revision, to check out when TRUEUP_REVISION is gone (history rewritten)
 //	TRUEUP_SPEC        the spec, compact JSON
 //	TRUEUP_ID          a correlation id, unique per trigger (trueup uses it; jobs may ignore it)
 //

@@ -29,6 +29,7 @@ const (
 	varName       = "TRUEUP_NAME"
 	varGeneration = "TRUEUP_GENERATION"
 	varRevision   = "TRUEUP_REVISION"
+	varFallback   = "TRUEUP_FALLBACK_REVISION"
 	varSpec       = "TRUEUP_SPEC"
 	varID         = "TRUEUP_ID"
 )
@@ -492,6 +493,9 @@ func (c *call) variables() ([]variable, error) {
 	vars := make([]variable, 0, len(c.w.Variables)+8)
 	for k, v := range c.w.Variables {
 		vars = append(vars, variable{Key: k, Value: string(v)})
+	}
+	if r.FallbackRevision != "" {
+		vars = append(vars, variable{Key: varFallback, Value: r.FallbackRevision})
 	}
 	return append(vars,
 		variable{Key: varOperation, Value: c.op},

@@ -288,12 +288,14 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("recovery: Done %v, outputs %v", res.Done, res.Outputs)
 	}
 
-	// Delete runs a pipeline with TRUEUP_OPERATION=delete and waits for it.
+	// Delete runs a pipeline with TRUEUP_OPERATION=delete and waits for it; it carries the
+	// revision to fall back to.
+	d.res.FallbackRevision = "fedcba9876543210fedcba9876543210fedcba98"
 	if res := d.must(opDelete); res.Done {
 		t.Fatal("Delete done before its pipeline ran")
 	}
 	p5 := f.last()
-	if p5.Vars["TRUEUP_OPERATION"] != "delete" {
+	if p5.Vars["TRUEUP_OPERATION"] != "delete" || p5.Vars["TRUEUP_FALLBACK_REVISION"] != d.res.FallbackRevision {
 		t.Fatalf("delete pipeline variables: %v", p5.Vars)
 	}
 	f.setStatus(p5.ID, "running")

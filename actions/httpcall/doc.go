@@ -37,8 +37,16 @@
 //
 //	{"operation": "reconcile",            // or "delete"
 //	 "resource": {"apiVersion", "kind", "namespace", "name", "uid", "generation", "spec",
-//	              "labels", "annotations", "revision"},   // always all present
+//	              "labels", "annotations", "revision",    // always all present
+//	              "fallbackRevision"},                    // a delete's, when set
 //	 "with": {"plan": "gold"}}            // with.body, {} when absent
+//
+// revision is the Git commit of the call: for a reconcile, the one that last changed the
+// desired state; for a delete, the one the resource was last applied at (on retries after a
+// failure, every other attempt the source's newest revision when a commit came after the
+// removal), or the removing one when it was never applied. fallbackRevision, on a delete
+// when it differs, is the source's newest revision: where to read the repository when the
+// commit of revision is gone (history rewritten).
 //
 // with the configured headers and
 //

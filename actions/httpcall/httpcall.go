@@ -208,6 +208,8 @@ type wireResource struct {
 	Labels      map[string]string `json:"labels"`
 	Annotations map[string]string `json:"annotations"`
 	Revision    string            `json:"revision"`
+	// FallbackRevision: a delete's, when set (actions.Resource.FallbackRevision).
+	FallbackRevision string `json:"fallbackRevision,omitempty"`
 }
 
 func (c *call) body() ([]byte, error) {
@@ -215,6 +217,7 @@ func (c *call) body() ([]byte, error) {
 	w := wireRequest{Operation: c.op, With: c.w.Body, Resource: wireResource{
 		APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, UID: r.UID,
 		Generation: r.Generation, Spec: r.Spec, Labels: r.Labels, Annotations: r.Annotations, Revision: r.Revision,
+		FallbackRevision: r.FallbackRevision,
 	}}
 	if isNull(w.Resource.Spec) {
 		w.Resource.Spec = json.RawMessage(`{}`)

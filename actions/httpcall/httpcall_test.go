@@ -241,13 +241,15 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("recovery not done: %q", res.Message)
 	}
 
-	// Delete: DELETE with the same body shape, followed to the end.
+	// Delete: DELETE with the same body shape, and the revision to fall back to, followed to
+	// the end.
+	d.res.FallbackRevision = "fedcba9876543210fedcba9876543210fedcba98"
 	if res := d.must(opDelete); res.Done {
 		t.Fatal("delete done before its job ran")
 	}
 	del := f.recorded()[len(f.recorded())-1]
 	if del.Method != http.MethodDelete || del.Header.Get("Idempotency-Key") != "uid-orders-3-delete" ||
-		!bytes.Contains(del.Body, []byte(`"operation":"delete"`)) {
+		!bytes.Contains(del.Body, []byte(`"operation":"delete"`)) || !bytes.Contains(del.Body, []byte(`"fallbackRevision":"fedcba98`)) {
 		t.Fatalf("delete request %s, key %q, body %s", del.Method, del.Header.Get("Idempotency-Key"), del.Body)
 	}
 	f.setJob(5, "done", "")

@@ -26,7 +26,7 @@ stopped and its result discarded. Resources that depend on it see it missing.
 Only a resource whose manifest was removed (being deleted, or orphaned by a source that does
 not prune) can be abandoned: one still in Git is refused, since the next sync would bring it
 back. The reason is required; the resource's history and events record the abandon with your
-identity and the reason, and a Deleted notification is sent. Needs the operator role in the
+identity and the reason, and an Abandoned notification is sent. Needs the operator role in the
 resource's namespace (or admin).`,
 		Example: `  trueup delete production/DatabaseCluster/orders-pg --abandon --reason "cluster deleted by hand"
   trueup delete Bucket/build-cache -n ci --abandon --reason "account closed"`,

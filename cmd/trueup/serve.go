@@ -235,7 +235,7 @@ func serve(ctx context.Context, cfg *config.Config, rt *reloader, hup <-chan os.
 	rt.record(server.ReloadResult{At: time.Now(), OK: true}) // the config loaded at start
 
 	srvOpts, err := withAuth(server.Options{Listen: cfg.Server.Listen, Replica: replica, Metrics: met, Webhooks: rt.hooks,
-		ExternalURL: cfg.Server.ExternalURL, Reload: rt.request, LastReload: rt.lastReload, TraceURL: traceURL(cfg)}, cfg, logger)
+		ExternalURL: cfg.Server.ExternalURL, Reload: rt.request, LastReload: rt.lastReload, TraceURL: traceURL(cfg), Scrub: rt.scrub}, cfg, logger)
 	if err != nil {
 		return err
 	}

@@ -349,13 +349,13 @@ reconcile: {workers: 2, backoff: {initial: 100ms, max: 500ms}}
 	if failed != 0 {
 		t.Errorf("%d DeleteFailed events: the delete ran with the removing commit's module", failed)
 	}
-	var result, revision string
-	if err := conn.QueryRow(ctx, `SELECT result, revision FROM reconcile_history WHERE name = 'orders' AND operation = 'delete'
-		ORDER BY id DESC LIMIT 1`).Scan(&result, &revision); err != nil {
+	var result, revision, message string
+	if err := conn.QueryRow(ctx, `SELECT result, revision, message FROM reconcile_history WHERE name = 'orders' AND operation = 'delete'
+		ORDER BY id DESC LIMIT 1`).Scan(&result, &revision, &message); err != nil {
 		t.Fatal(err)
 	}
-	if result != "Succeeded" || revision != removing {
-		t.Errorf("last delete: %s at %s; want Succeeded, recorded at the removing commit %s", result, revision, removing)
+	if result != "Succeeded" || revision != first || !strings.HasPrefix(message, "at the revision it was last applied at") {
+		t.Errorf("last delete: %s at %s (%q); want Succeeded, recorded at the applied commit %s", result, revision, message, first)
 	}
 
 	// The next commit fixes the module: nothing comes back, the other resource stays Ready.
@@ -380,5 +380,123 @@ reconcile: {workers: 2, backoff: {initial: 100ms, max: 500ms}}
 	}
 	if orders != 0 || keepPhase != "Ready" {
 		t.Errorf("after the fix: %d orders row(s), keep %s; want none and Ready", orders, keepPhase)
+	}
+}
+
+// TestTerraformDeleteWithAppliedSpecEndToEnd: the delete gets the spec the resource was
+// applied with, not a later desired state that never applied. Commit A's module declares
+// `size`; commit B renames it to `instance_size` (module and manifests) and fails to apply;
+// commit C removes the manifest. The delete at A with B's spec would fail for ever ("No value
+// for required variable"); with A's spec it succeeds at the first attempt.
+func TestTerraformDeleteWithAppliedSpecEndToEnd(t *testing.T) {
+	tf := terraformOnPath(t)
+	dir := t.TempDir()
+	writeTestFile(t, filepath.Join(dir, "terraformrc"), "disable_checkpoint = true\nprovider_installation {\n  filesystem_mirror {\n    path = \"/nonexistent/mirror\"\n  }\n}\n")
+	repo := filepath.Join(dir, "repo")
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	mainTF := filepath.Join(repo, "manifests", "modules", "db", "main.tf")
+	writeTestFile(t, mainTF, `variable "size" { type = number }
+resource "terraform_data" "db" { input = var.size }
+`)
+	writeTestFile(t, filepath.Join(repo, "manifests", "types.yaml"), `apiVersion: trueup.dev/v1
+kind: ResourceType
+metadata: {name: Database}
+spec:
+  group: db.example.com
+  versions:
+    - name: v1
+      schema: {type: object, properties: {size: {type: integer}, instance_size: {type: integer}}}
+  action: {name: tf}
+`)
+	db := func(name, field string) string {
+		return fmt.Sprintf("apiVersion: db.example.com/v1\nkind: Database\nmetadata: {name: %s, namespace: prod}\nspec: {%s: 3}\n", name, field)
+	}
+	writeTestFile(t, filepath.Join(repo, "manifests", "db.yaml"), db("orders", "size"))
+	writeTestFile(t, filepath.Join(repo, "manifests", "keep.yaml"), db("keep", "size"))
+	git("init", "-q", "-b", "main")
+	git("add", "-A")
+	git("commit", "-q", "-m", "A")
+	a := git("rev-parse", "HEAD")
+	cfgPath := filepath.Join(dir, "trueup.yaml")
+	writeTestFile(t, cfgPath, fmt.Sprintf(`server: {listen: "%s"}
+dataDir: %s
+sources:
+  - name: infra
+    git: {url: %s, path: manifests, interval: 1s}
+    prune: {maxFraction: 1}
+actions:
+  - name: tf
+    type: terraform
+    config: {module: {source: infra, path: manifests/modules/db}, binary: %s, workDir: %s, env: {TF_CLI_CONFIG_FILE: %s}}
+reconcile: {workers: 2, backoff: {initial: 100ms, max: 500ms}}
+`, freeAddr(t), filepath.Join(dir, "data"), repo, tf, filepath.Join(dir, "work"), filepath.Join(dir, "terraformrc")))
+
+	dbURL := pgtest.NewDatabase(t, store.MigrateURL)
+	logs := startServe(t, cfgPath, dbURL)
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	ctx := context.Background()
+	waitFor := func(what, query string, args ...any) {
+		t.Helper()
+		for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			var ok bool
+			_ = conn.QueryRow(ctx, query, args...).Scan(&ok)
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				var msg string
+				_ = conn.QueryRow(ctx, `SELECT coalesce(string_agg(name || ': ' || phase || ' ' || message, '; '), '') FROM resources`).Scan(&msg)
+				t.Fatalf("%s: not within 90s (%s)\n%s", what, msg, logs.String())
+			}
+		}
+	}
+	waitFor("both Ready at A", `SELECT count(*) = 2 FROM resources WHERE phase = 'Ready' AND revision = $1`, a)
+
+	// B renames the variable and fails to apply (a precondition that never holds).
+	writeTestFile(t, mainTF, `variable "instance_size" { type = number }
+resource "terraform_data" "db" {
+  input = var.instance_size
+  lifecycle {
+    precondition {
+      condition     = var.instance_size > 100
+      error_message = "instance_size too small"
+    }
+  }
+}
+`)
+	writeTestFile(t, filepath.Join(repo, "manifests", "db.yaml"), db("orders", "instance_size"))
+	writeTestFile(t, filepath.Join(repo, "manifests", "keep.yaml"), db("keep", "instance_size"))
+	git("commit", "-q", "-am", "B: rename size")
+	b := git("rev-parse", "HEAD")
+	waitFor("orders failed at B", `SELECT count(*) > 0 FROM reconcile_history WHERE name = 'orders' AND revision = $1 AND result = 'Failed'`, b)
+
+	// C removes orders.
+	git("rm", "-q", "manifests/db.yaml")
+	git("commit", "-q", "-m", "C: remove orders")
+	waitFor("orders deleted, its state gone", `SELECT (SELECT count(*) FROM resources WHERE name = 'orders') = 0
+		AND (SELECT count(*) FROM trueup_tf_tf.states WHERE name = 'prod.Database.orders') = 0`)
+	var failed int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM events WHERE name = 'orders' AND reason = 'DeleteFailed'`).Scan(&failed); err != nil {
+		t.Fatal(err)
+	}
+	if failed != 0 {
+		t.Errorf("%d DeleteFailed events: the delete at A ran with B's spec", failed)
+	}
+	var revision string
+	if err := conn.QueryRow(ctx, `SELECT revision FROM reconcile_history WHERE name = 'orders' AND operation = 'delete' AND result = 'Succeeded'`).Scan(&revision); err != nil || revision != a {
+		t.Errorf("the delete ran at %q (%v), want A %s", revision, err, a)
 	}
 }

@@ -165,7 +165,7 @@ func color(event string) string {
 	switch event {
 	case notify.Recovered:
 		return "2EB886"
-	case notify.Drifted, notify.PruneSkipped, notify.Deleted:
+	case notify.Drifted, notify.PruneSkipped, notify.Deleted, notify.Abandoned:
 		return "DAA038"
 	}
 	return "A30200"

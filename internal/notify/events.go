@@ -15,10 +15,13 @@ const (
 	Drifted        = "Drifted"
 	SourceRejected = "SourceRejected"
 	PruneSkipped   = "PruneSkipped"
+	// Abandoned: an operator made trueup forget a removed resource without calling its
+	// action (trueup delete --abandon); what the action created is left as it is.
+	Abandoned = "Abandoned"
 )
 
 // All lists every event, in the order rules document them.
-var All = []string{Failed, Stalled, Recovered, Deleted, Drifted, SourceRejected, PruneSkipped}
+var All = []string{Failed, Stalled, Recovered, Deleted, Abandoned, Drifted, SourceRejected, PruneSkipped}
 
 // Known reports whether name is an event.
 func Known(name string) bool {
@@ -36,6 +39,8 @@ type Snapshot struct {
 	Conditions []status.Condition
 	// Removed: the row went (a delete finished).
 	Removed bool
+	// Abandoned: the row went without its action's delete (an operator abandoned it).
+	Abandoned bool
 	// Drift: this write records a drift that the call found and corrected.
 	Drift bool
 }
@@ -45,7 +50,10 @@ type Snapshot struct {
 // fails again before anything succeeded (failing carries across generations); Recovered is
 // Ready again after a failure.
 func Events(before, after Snapshot) []string {
-	if after.Removed {
+	switch {
+	case after.Abandoned:
+		return []string{Abandoned}
+	case after.Removed:
 		return []string{Deleted}
 	}
 	var out []string

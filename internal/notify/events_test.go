@@ -33,6 +33,7 @@ func TestEvents(t *testing.T) {
 		{"failed to reconciling (in progress)", failed, Snapshot{Phase: status.PhaseReconciling}, nil},
 		{"delete finished", Snapshot{Phase: status.PhaseDeleting}, Snapshot{Removed: true}, []string{Deleted}},
 		{"failed then removed", failed, Snapshot{Removed: true}, []string{Deleted}},
+		{"deleting, abandoned", Snapshot{Phase: status.PhaseDeleting}, Snapshot{Removed: true, Abandoned: true}, []string{Abandoned}},
 		{"drift corrected", ready, Snapshot{Phase: status.PhaseReady, Drift: true}, []string{Drifted}},
 		{"drift corrected after failure", failed, Snapshot{Phase: status.PhaseReady, Drift: true}, []string{Recovered, Drifted}},
 		{"failing, new generation, fails again: told once", Snapshot{Phase: status.PhaseReconciling, Conditions: failingC}, failed, nil},

@@ -234,6 +234,8 @@ func verb(event string) string {
 		return "recovered"
 	case Deleted:
 		return "were deleted"
+	case Abandoned:
+		return "were abandoned"
 	case Drifted:
 		return "drifted"
 	}

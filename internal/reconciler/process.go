@@ -42,6 +42,9 @@ type attempt struct {
 	resolved *store.Resolved
 	// traceID names the attempt's trace when it is sampled ("": none); history keeps it.
 	traceID string
+	// revision is the revision a delete was called at, and revisionWhy which one it is
+	// (callRevision); history keeps both. "" for a reconcile.
+	revision, revisionWhy string
 }
 
 // process runs one claimed item and writes its result. ctx is the call's own context (from
@@ -58,9 +61,10 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 	}
 	var resolved *store.Resolved
 	var foreign []string // values taken from other namespaces (resolution.foreign)
-	if c.Deleting && len(c.ResolvedSpec) > 0 {
-		// A delete gets the spec its last reconcile got: its dependencies may be going too.
-		c.Spec = c.ResolvedSpec
+	if c.Deleting {
+		// A delete gets the spec it was last applied with: its dependencies may be going too.
+		c.Spec = deleteSpec(c)
+		a.revision, a.revisionWhy = callRevision(c)
 	}
 	if err == nil && c.HasDeps && !c.Deleting {
 		// References to dependencies' outputs first: secrets are put back into the resolved spec.
@@ -99,7 +103,7 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 	numbers := actions.NewNumbers(scrub, secrets)
 	req := actions.Request{Resource: actions.Resource{APIVersion: c.APIVersion, Kind: c.Kind, Namespace: c.Namespace,
 		Name: c.Name, UID: c.UID, Generation: c.Generation, Spec: spec, Labels: c.Labels, Annotations: c.Annotations,
-		Source: c.Source, Revision: callRevision(c), FallbackRevision: fallbackRevision(c)}, With: c.ActionWith, State: c.ActionState, Secrets: secrets,
+		Source: c.Source, Revision: revisionOf(c), FallbackRevision: fallbackRevision(c)}, With: c.ActionWith, State: c.ActionState, Secrets: secrets,
 		Checkpoint: func(ctx context.Context, state json.RawMessage) error {
 			return r.store.SaveActionState(ctx, c.ID, c.LeaseToken, scrubJSON(state, scrub, numbers))
 		}}
@@ -148,15 +152,57 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 	r.completions <- pending{c: c, a: a, span: span}
 }
 
-// callRevision is the revision a call is made at. A reconcile runs at the revision that last
-// wrote the resource's desired state. A delete runs at the revision the resource was last
-// applied at: what the action read there (a Terraform module kept in the repository, a
-// script) applied it and can delete it, while the removing commit may have broken or removed
-// it, and it never changes. A resource never applied is deleted at the revision that removed
-// it.
-func callRevision(c store.Claimed) string {
-	if c.Deleting && c.AppliedRevision != "" {
-		return c.AppliedRevision
+// deleteSpec is the spec a delete is called with: the one the last successful reconcile was
+// called with (references resolved), so that the module or script of the applied revision
+// gets the inputs it applied, not a later desired state that never applied (a variable
+// renamed in a commit that failed to apply). A resource applied before that was recorded
+// gets the spec of its last call with references resolved, else its latest spec.
+func deleteSpec(c store.Claimed) json.RawMessage {
+	switch {
+	case len(c.AppliedSpec) > 0:
+		return c.AppliedSpec
+	case len(c.ResolvedSpec) > 0:
+		return c.ResolvedSpec
+	}
+	return c.Spec
+}
+
+// Why a delete runs at the revision callRevision chose.
+const (
+	atApplied  = "the revision it was last applied at"
+	atRemoving = "the revision that removed it (never applied)"
+	atNewest   = "the source's newest revision (the delete at the applied revision failed)"
+)
+
+// callRevision is the revision a delete is made at, and why (atApplied, atRemoving,
+// atNewest); "" for a reconcile, which runs at the revision that last wrote the resource's
+// desired state (c.Revision).
+//
+// A delete runs at the revision the resource was last applied at: what the action read
+// there (a Terraform module kept in the repository, a script) applied it and can delete it,
+// while the removing commit may have broken or removed it. When that delete failed, what
+// applied may be what cannot delete (prevent_destroy, a provider version pulled from the
+// registry), and the operator's fix is a push after the removal: the retries alternate, the
+// odd attempts (c.Attempt counts the failures since the delete started) running at the
+// source's newest revision when it is neither the applied revision nor the removing one,
+// the even ones at the applied revision again (its failure may have been passing). A
+// resource never applied is deleted at the revision that removed it.
+func callRevision(c store.Claimed) (revision, why string) {
+	switch {
+	case !c.Deleting:
+		return "", ""
+	case c.AppliedRevision == "":
+		return c.Revision, atRemoving
+	case c.Attempt%2 == 1 && c.SourceRevision != "" && c.SourceRevision != c.AppliedRevision && c.SourceRevision != c.Revision:
+		return c.SourceRevision, atNewest
+	}
+	return c.AppliedRevision, atApplied
+}
+
+// revisionOf is the revision a call of c is made at.
+func revisionOf(c store.Claimed) string {
+	if rev, _ := callRevision(c); rev != "" {
+		return rev
 	}
 	return c.Revision
 }
@@ -165,7 +211,7 @@ func callRevision(c store.Claimed) string {
 // callRevision is gone (history rewritten): the newest revision the source applied, so that
 // a fix pushed to a module reaches a delete that cannot read the old one. "" otherwise.
 func fallbackRevision(c store.Claimed) string {
-	if !c.Deleting || c.SourceRevision == callRevision(c) {
+	if !c.Deleting || c.SourceRevision == revisionOf(c) {
 		return ""
 	}
 	return c.SourceRevision
@@ -460,7 +506,7 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 		msg = r.opts.Scrub(a.res.Message)
 	}
 	h := &store.HistoryEntry{UID: c.UID, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Generation: c.Generation,
-		Revision: c.Revision, Operation: a.op, Trigger: a.trigger, Message: msg, Replica: r.opts.Replica,
+		Revision: nonEmpty(a.revision, c.Revision), Operation: a.op, Trigger: a.trigger, Message: msg, Replica: r.opts.Replica,
 		StartedAt: a.started, FinishedAt: now, Actor: c.ManualBy, TraceID: a.traceID}
 	a.res.Outputs = r.boundOutputs(a.res.Outputs)
 	if a.res.Outputs != nil {
@@ -472,6 +518,10 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 	prev := status.State{Phase: cur.Phase, Conditions: cur.Conditions, ObservedGeneration: cur.ObservedGeneration}
 	if a.trigger == "dependency" {
 		h.Message = "outputs of " + c.DependencyBy + " changed" + prefixed(h.Message)
+	}
+	if a.revisionWhy != "" {
+		// The revision field holds the revision the delete ran at; the message says which.
+		h.Message = "at " + a.revisionWhy + prefixed(h.Message)
 	}
 	u := store.Update{ActionState: a.res.State, History: h, Message: msg, Resolved: a.resolved}
 	if a.err != nil {
@@ -491,7 +541,7 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 		u.Message = "in sync: no drift found at resync"
 		u.KeepActionState = true
 		u.RunAt = r.resyncAt(c, now)
-		u.AppliedRevision = c.Revision
+		u.AppliedRevision, u.AppliedSpec = c.Revision, c.Spec
 		return u
 	}
 	o := status.Outcome{Generation: c.Generation, CurrentGeneration: cur.Generation, Delete: a.op == "delete", Deleting: cur.Deleting,
@@ -567,7 +617,7 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 		if u.Outputs == nil {
 			u.Outputs = map[string]any{}
 		}
-		u.AppliedRevision = c.Revision
+		u.AppliedRevision, u.AppliedSpec = c.Revision, c.Spec
 		u.RunAt = r.resyncAt(c, now)
 		if c.Phase != status.PhaseReady || c.ObservedGeneration != c.Generation {
 			u.Events = append(u.Events, ev(store.EventNormal, "Reconciled", fmt.Sprintf("generation %d is Ready", c.Generation)))

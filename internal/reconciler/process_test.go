@@ -638,28 +638,62 @@ func TestCallRevision(t *testing.T) {
 	t.Parallel()
 	// The row's revision is abc1234 (claimed): the revision that last wrote it, or removed it.
 	// The source's newest revision is n3wn3w0 (set by the claim for deletes only).
-	head := func(c *store.Claimed) { c.SourceRevision = "n3wn3w0" }
+	head := func(rev string) func(*store.Claimed) { return func(c *store.Claimed) { c.SourceRevision = rev } }
 	cases := []struct {
-		name           string
-		c              store.Claimed
-		want, fallback string
+		name                string
+		c                   store.Claimed
+		want, why, fallback string
 	}{
-		{"reconcile of a new resource", claimed(fresh, 1, false), "abc1234", ""},
-		{"reconcile after an earlier apply at another revision", claimed(readyGen1, 2, false, applied("0ld0ld0")), "abc1234", ""},
-		{"delete of a resource applied at an earlier revision", claimed(readyGen1, 1, true, applied("0ld0ld0"), head), "0ld0ld0", "n3wn3w0"},
-		{"delete after failures", claimed(failedG1, 1, true, withAttempt(4), applied("0ld0ld0"), head), "0ld0ld0", "n3wn3w0"},
-		{"delete of a resource never applied", claimed(failedG1, 1, true, head), "abc1234", "n3wn3w0"},
-		{"delete of a resource applied at the source's newest revision", claimed(readyGen1, 1, true, applied("n3wn3w0"), head), "n3wn3w0", ""},
-		{"delete of a resource whose source is gone", claimed(readyGen1, 1, true, applied("0ld0ld0")), "0ld0ld0", ""},
+		{"reconcile of a new resource", claimed(fresh, 1, false), "abc1234", "", ""},
+		{"reconcile after an earlier apply at another revision", claimed(readyGen1, 2, false, applied("0ld0ld0")), "abc1234", "", ""},
+		{"reconcile retried", claimed(failedG1, 2, false, withAttempt(1), applied("0ld0ld0"), head("n3wn3w0")), "abc1234", "", ""},
+		{"first delete of a resource applied at an earlier revision", claimed(readyGen1, 1, true, applied("0ld0ld0"), head("n3wn3w0")), "0ld0ld0", atApplied, "n3wn3w0"},
+		{"delete after one failure: the newest revision", claimed(failedG1, 1, true, withAttempt(1), applied("0ld0ld0"), head("n3wn3w0")), "n3wn3w0", atNewest, ""},
+		{"delete after two failures: the applied revision again", claimed(failedG1, 1, true, withAttempt(2), applied("0ld0ld0"), head("n3wn3w0")), "0ld0ld0", atApplied, "n3wn3w0"},
+		{"delete after three failures: the newest again", claimed(failedG1, 1, true, withAttempt(3), applied("0ld0ld0"), head("n3wn3w0")), "n3wn3w0", atNewest, ""},
+		{"delete retried, nothing pushed after the removing commit", claimed(failedG1, 1, true, withAttempt(1), applied("0ld0ld0"), head("abc1234")), "0ld0ld0", atApplied, "abc1234"},
+		{"delete retried, applied at the newest", claimed(failedG1, 1, true, withAttempt(1), applied("n3wn3w0"), head("n3wn3w0")), "n3wn3w0", atApplied, ""},
+		{"delete retried, source gone", claimed(failedG1, 1, true, withAttempt(1), applied("0ld0ld0")), "0ld0ld0", atApplied, ""},
+		{"delete of a resource never applied", claimed(failedG1, 1, true, head("n3wn3w0")), "abc1234", atRemoving, "n3wn3w0"},
+		{"delete retried of a resource never applied", claimed(failedG1, 1, true, withAttempt(1), head("n3wn3w0")), "abc1234", atRemoving, "n3wn3w0"},
+		{"delete of a resource applied at the source's newest revision", claimed(readyGen1, 1, true, applied("n3wn3w0"), head("n3wn3w0")), "n3wn3w0", atApplied, ""},
+		{"delete of a resource whose source is gone", claimed(readyGen1, 1, true, applied("0ld0ld0")), "0ld0ld0", atApplied, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if got, fb := callRevision(tc.c), fallbackRevision(tc.c); got != tc.want || fb != tc.fallback {
-				t.Errorf("callRevision, fallbackRevision(deleting %v, revision %s, applied %q, source at %q) = %q, %q; want %q, %q",
-					tc.c.Deleting, tc.c.Revision, tc.c.AppliedRevision, tc.c.SourceRevision, got, fb, tc.want, tc.fallback)
+			_, why := callRevision(tc.c)
+			if got, fb := revisionOf(tc.c), fallbackRevision(tc.c); got != tc.want || why != tc.why || fb != tc.fallback {
+				t.Errorf("(deleting %v, attempt %d, revision %s, applied %q, source at %q) = %q (%s), fallback %q; want %q (%s), %q",
+					tc.c.Deleting, tc.c.Attempt, tc.c.Revision, tc.c.AppliedRevision, tc.c.SourceRevision, got, why, fb, tc.want, tc.why, tc.fallback)
 			}
 		})
+	}
+}
+
+// The delete gets the spec the resource was applied with, not a later desired state that
+// never applied (issue 19, 7: a variable renamed in a commit that failed to apply).
+func TestDeleteSpec(t *testing.T) {
+	t.Parallel()
+	spec := func(s string) func(*store.Claimed) { return func(c *store.Claimed) { c.Spec = json.RawMessage(s) } }
+	aspec := func(s string) func(*store.Claimed) {
+		return func(c *store.Claimed) { c.AppliedSpec = json.RawMessage(s) }
+	}
+	rspec := func(s string) func(*store.Claimed) {
+		return func(c *store.Claimed) { c.ResolvedSpec = json.RawMessage(s) }
+	}
+	for _, tc := range []struct {
+		name string
+		c    store.Claimed
+		want string
+	}{
+		{"applied spec", claimed(failedG1, 2, true, spec(`{"instance_size":"l"}`), rspec(`{"instance_size":"l","x":1}`), aspec(`{"size":"m","x":1}`)), `{"size":"m","x":1}`},
+		{"applied before it was recorded, with references", claimed(failedG1, 2, true, spec(`{"size":"${{ A/n/a.outputs.x }}"}`), rspec(`{"size":"m"}`)), `{"size":"m"}`},
+		{"applied before it was recorded", claimed(failedG1, 2, true, spec(`{"size":"m"}`)), `{"size":"m"}`},
+	} {
+		if got := string(deleteSpec(tc.c)); got != tc.want {
+			t.Errorf("%s: deleteSpec = %s, want %s", tc.name, got, tc.want)
+		}
 	}
 }
 
@@ -685,9 +719,30 @@ func TestUpdateRecordsAppliedRevision(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			if u := r.update(tc.c, tc.a, unchanged(tc.c)); u.AppliedRevision != tc.want {
+			u := r.update(tc.c, tc.a, unchanged(tc.c))
+			if u.AppliedRevision != tc.want {
 				t.Errorf("AppliedRevision = %q, want %q", u.AppliedRevision, tc.want)
 			}
+			if wantSpec := map[bool]string{true: string(tc.c.Spec)}[tc.want != ""]; string(u.AppliedSpec) != wantSpec {
+				t.Errorf("AppliedSpec = %s, want %s", u.AppliedSpec, wantSpec)
+			}
 		})
+	}
+}
+
+// A delete's history row names the revision the call ran at, and which one it is.
+func TestDeleteHistoryRevision(t *testing.T) {
+	t.Parallel()
+	r := newTestReconciler()
+	c := claimed(failedG1, 1, true, withAttempt(1), applied("0ld0ld0"), func(c *store.Claimed) { c.SourceRevision = "n3wn3w0" })
+	a := attempt{op: "delete", trigger: "deleted", err: errMsg("boom")}
+	a.revision, a.revisionWhy = callRevision(c)
+	u := r.update(c, a, unchanged(c))
+	if u.History == nil || u.History.Revision != "n3wn3w0" || u.History.Message != "at "+atNewest+": boom" {
+		t.Fatalf("history of a delete at the newest revision: %+v", u.History)
+	}
+	u = r.update(claimed(fresh, 1, false), attempt{op: "reconcile", trigger: "created", err: errMsg("boom")}, unchanged(claimed(fresh, 1, false)))
+	if u.History.Revision != "abc1234" || u.History.Message != "boom" {
+		t.Fatalf("history of a reconcile: %+v", u.History)
 	}
 }

@@ -41,10 +41,13 @@ func setupAuth(t *testing.T, n int) (*httptest.Server, *store.Store) {
 			return auth.Identity{}, errors.New("unknown test identity")
 		}
 		return id, nil
-	}}, slog.New(slog.NewTextHandler(io.Discard, nil))).Handler())
+	}, Scrub: func(s string) string { return strings.ReplaceAll(s, knownSecret, "***") }}, slog.New(slog.NewTextHandler(io.Discard, nil))).Handler())
 	t.Cleanup(srv.Close)
 	return srv, st
 }
+
+// knownSecret is a secret of the config of setupAuth's server (its Scrub masks it).
+const knownSecret = "s3cr3t-t0ken"
 
 func post(t *testing.T, u, as, body string, v any) int {
 	t.Helper()
@@ -458,7 +461,7 @@ func TestAbandonCommand(t *testing.T) {
 		{"missing resource", abandon("alpha", "nope"), "operator-alpha", why, http.StatusNotFound},
 		{"operator of its namespace", abandon("alpha", "q000"), "operator-alpha", why, http.StatusOK},
 		{"gone once abandoned", abandon("alpha", "q000"), "operator-alpha", why, http.StatusNotFound},
-		{"admin", abandon("beta", "q001"), "admin", why, http.StatusOK},
+		{"admin, pasting a secret", abandon("beta", "q001"), "admin", `{"reason":"401 with token ` + knownSecret + `"}`, http.StatusOK},
 	}
 	for _, tc := range cases { // in order: the refusals before the abandons
 		if got := post(t, tc.url, tc.as, tc.body, nil); got != tc.want {
@@ -479,6 +482,17 @@ func TestAbandonCommand(t *testing.T) {
 	}
 	if len(evs) == 0 || evs[0].Reason != store.ReasonAbandoned || !strings.Contains(evs[0].Message, "abandoned by token:ci-bot: the queue service is gone") {
 		t.Errorf("newest event of q000 = %+v, want Abandoned by token:ci-bot", evs)
+	}
+	// The reason is kept scrubbed of the config's secrets, everywhere it is kept.
+	var leaks int
+	if err := st.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM reconcile_history WHERE message LIKE '%' || $1 || '%')
+		+ (SELECT count(*) FROM events WHERE message LIKE '%' || $1 || '%')
+		+ (SELECT count(*) FROM notification_outbox WHERE message LIKE '%' || $1 || '%')`, knownSecret).Scan(&leaks); err != nil || leaks != 0 {
+		t.Errorf("the secret in an abandon's reason is kept in %d rows (%v)", leaks, err)
+	}
+	hs, err = st.ListHistory(ctx, "beta", "Queue", "q001", 10)
+	if err != nil || len(hs) == 0 || !strings.Contains(hs[0].Message, "401 with token ***") {
+		t.Errorf("newest history of q001 = %+v (%v), want the reason scrubbed", hs, err)
 	}
 	for _, q := range []struct{ ns, name string }{{"alpha", "q002"}, {"beta", "q003"}} {
 		if _, err := st.GetResource(ctx, q.ns, "Queue", q.name); err != nil {

@@ -62,6 +62,9 @@ type Options struct {
 	// TraceURL links the trace ids of history rows on the dashboard: {traceId} is replaced
 	// by the id ("": ids are shown unlinked).
 	TraceURL string
+	// Scrub removes the config's known secrets from text an operator sends that trueup keeps
+	// (an abandon's reason, written to history, events and notifications); nil: kept as sent.
+	Scrub func(string) string
 }
 
 // anonymousAdmin is who requests are when no authentication is configured.

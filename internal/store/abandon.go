@@ -34,7 +34,7 @@ type AbandonParams struct {
 // resource whose manifest is gone from Git may be abandoned (being deleted, or orphaned
 // because its source does not prune); anything else is ErrNotRemoved. In one transaction it
 // writes a history row (operation abandon, result Abandoned, the actor and reason), a Warning
-// event and a Deleted notification, removes the row and tells the changes feed; what depended
+// event and an Abandoned notification, removes the row and tells the changes feed; what depended
 // on it, and what it waited for, are refreshed after the commit (dependents see it missing, a
 // dependency being deleted no longer waits for it). A call of the resource in flight loses its
 // lease: it is stopped and its result discarded. What the action created, and the action's own
@@ -43,10 +43,25 @@ func (s *Store) Abandon(ctx context.Context, p AbandonParams) (ResourceRef, erro
 	ref := ResourceRef{Namespace: p.Namespace, Name: p.Name}
 	var refresh []int64
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		// The source's apply lock first, as an apply takes it before it reads the rows it
+		// rewrites and locks them: an apply that restores the manifest and read the row before
+		// this commits would otherwise update a row that is gone, and lose the resource.
+		var source string
+		err := tx.QueryRow(ctx, `SELECT source FROM resources WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3`,
+			p.Namespace, p.Kind, p.Name).Scan(&source)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("resource %s/%s/%s: %w", p.Namespace, p.Kind, p.Name, ErrNotFound)
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext('trueup.source:' || $1))", source); err != nil {
+			return err
+		}
 		var id, generation int64
 		var uid, revision, phase, file string
 		var removed bool
-		err := tx.QueryRow(ctx, `SELECT id, uid::text, kind, source, revision, generation, phase, file_path,
+		err = tx.QueryRow(ctx, `SELECT id, uid::text, kind, source, revision, generation, phase, file_path,
 			  deletion_timestamp IS NOT NULL OR orphaned
 			FROM resources WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3 FOR UPDATE`, p.Namespace, p.Kind, p.Name).
 			Scan(&id, &uid, &ref.Kind, &ref.Source, &revision, &generation, &phase, &file, &removed)
@@ -55,6 +70,9 @@ func (s *Store) Abandon(ctx context.Context, p AbandonParams) (ResourceRef, erro
 		}
 		if err != nil {
 			return err
+		}
+		if ref.Source != source {
+			return fmt.Errorf("resource %s/%s/%s moved from source %s to %s meanwhile: try again", p.Namespace, ref.Kind, p.Name, source, ref.Source)
 		}
 		if !removed {
 			return fmt.Errorf("resource %s/%s/%s: %w (%s of source %s): only a resource whose manifest was removed can be abandoned",
@@ -72,7 +90,7 @@ func (s *Store) Abandon(ctx context.Context, p AbandonParams) (ResourceRef, erro
 			return err
 		}
 		var outbox []outboxItem
-		for _, e := range notify.Events(notify.Snapshot{Phase: phase}, notify.Snapshot{Removed: true}) {
+		for _, e := range notify.Events(notify.Snapshot{Phase: phase}, notify.Snapshot{Removed: true, Abandoned: true}) {
 			outbox = append(outbox, outboxItem{id: id, event: e, message: msg})
 		}
 		if err := insertOutboxForResources(ctx, tx, outbox); err != nil {

@@ -7,8 +7,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/notify"
 	"github.com/trueup-dev/trueup/internal/status"
 )
 
@@ -70,7 +72,7 @@ func TestAbandon(t *testing.T) {
 		t.Errorf("event: %s %q", typ, emsg)
 	}
 	var event string
-	if err := st.pool.QueryRow(ctx, `SELECT event FROM notification_outbox WHERE name = 'network'`).Scan(&event); err != nil || event != "Deleted" {
+	if err := st.pool.QueryRow(ctx, `SELECT event FROM notification_outbox WHERE name = 'network'`).Scan(&event); err != nil || event != notify.Abandoned {
 		t.Errorf("outbox: %q %v", event, err)
 	}
 	var change string
@@ -102,5 +104,64 @@ func TestAbandon(t *testing.T) {
 	// Database, whose dependent is gone, is deleted next.
 	if kinds, _ := claimNames(t, st); !slices.Equal(kinds, []string{"Database"}) {
 		t.Fatalf("claimed %v after App was abandoned, want Database", kinds)
+	}
+}
+
+// TestAbandonWaitsForTheSourcesApply: an abandon takes the apply's per-source lock before it
+// locks the row, so that it cannot commit between an apply's read of the rows and its row
+// locks. Here the test holds the lock as an apply that restores the manifest would: the
+// abandon waits, the restore commits, and the abandon is refused (the manifest is back)
+// instead of deleting the row the apply just restored.
+func TestAbandonWaitsForTheSourcesApply(t *testing.T) {
+	st := openTest(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	applyRefreshed(t, st, "s", "r1", chainSet())
+	applyRefreshed(t, st, "s", "r2", chainSet("App"))
+
+	apply, err := st.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = apply.Rollback(ctx) }()
+	if _, err := apply.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext('trueup.source:' || $1))", "s"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := st.Abandon(ctx, AbandonParams{Namespace: "prod", Kind: "App", Name: "app", Actor: "user:ann", Reason: "stuck"})
+		done <- err
+	}()
+	for waiting := false; !waiting; {
+		select {
+		case err := <-done:
+			t.Fatalf("the abandon ended (%v) while the source's apply held its lock", err)
+		default:
+		}
+		if err := st.pool.QueryRow(ctx, `SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the abandon never waited for the source's apply")
+		}
+		time.Sleep(10 * time.Millisecond) // poll
+	}
+	// What the apply does once it has locked the row: the manifest is back.
+	if tag, err := apply.Exec(ctx, `UPDATE resources SET deletion_timestamp = NULL, revision = 'r3' WHERE kind = 'App'`); err != nil || tag.RowsAffected() != 1 {
+		t.Fatalf("restore: %v %v", tag, err)
+	}
+	if err := apply.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, ErrNotRemoved) {
+		t.Fatalf("abandon after the manifest came back: %v, want ErrNotRemoved", err)
+	}
+	var n int
+	if err := st.pool.QueryRow(ctx, `SELECT count(*) FROM resources WHERE kind = 'App' AND deletion_timestamp IS NULL`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("App after the race: %d rows %v, want it kept", n, err)
 	}
 }

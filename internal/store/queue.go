@@ -58,12 +58,26 @@ type Claimed struct {
 	// the resource runs now.
 	DependencyBy string
 	// AppliedRevision is the revision of the last successful reconcile ("" when never
-	// applied): what a delete is called at (reconciler.callRevision).
+	// applied): what a delete is called at (reconciler.callRevision). For a delete of a row
+	// applied before applied revisions were recorded, it is the revision of the newest
+	// successful reconcile in the resource's history.
 	AppliedRevision string
+	// AppliedSpec, for a delete, is the spec the last successful reconcile was called with
+	// (references resolved, secrets not revealed; nil when unknown): the delete gets what
+	// applied the resource, not a later desired state that never applied.
+	AppliedSpec json.RawMessage
 	// SourceRevision, for a delete, is the newest revision its source applied: where a
 	// plugin falls back when AppliedRevision can no longer be read.
 	SourceRevision string
 }
+
+// historyAppliedSQL is, for a resource row r applied before applied_revision was recorded
+// (NULL), the revision of its newest successful reconcile in reconcile_history (NULL when
+// history has none left): a delete of it is called there rather than at the removing commit.
+const historyAppliedSQL = `(SELECT NULLIF(h.revision, '') FROM reconcile_history h
+	WHERE h.namespace = r.namespace AND lower(h.kind) = lower(r.kind) AND h.name = r.name AND h.resource_uid = r.uid
+	  AND h.operation = 'reconcile' AND h.result IN ('Succeeded', 'Drifted', 'InSync')
+	ORDER BY h.id DESC LIMIT 1)`
 
 // Claim leases up to n due resources to owner for ttl, in ONE transaction: the rows are
 // locked (rows locked by another claimer are skipped, so replicas never wait on each other),
@@ -79,8 +93,10 @@ func (s *Store) Claim(ctx context.Context, owner string, n int, ttl time.Duratio
 			  t.name IS NOT NULL, COALESCE(t.action_name, ''), t.action_with, t.resync_interval_ms,
 			  COALESCE(r.sealed_sha, ''), r.file_path, COALESCE(r.manual_requested_by, ''),
 			  r.has_deps, COALESCE(r.dependency_by, ''), CASE WHEN r.has_deps THEN t.spec END,
-			  CASE WHEN r.has_deps AND r.deletion_timestamp IS NOT NULL THEN r.resolved_spec END, COALESCE(r.applied_revision, ''),
-			  COALESCE(CASE WHEN r.deletion_timestamp IS NOT NULL THEN (SELECT s.revision FROM sources s WHERE s.name = r.source) END, '')
+			  CASE WHEN r.has_deps AND r.deletion_timestamp IS NOT NULL THEN r.resolved_spec END,
+			  COALESCE(r.applied_revision, CASE WHEN r.deletion_timestamp IS NOT NULL THEN `+historyAppliedSQL+` END, ''),
+			  COALESCE(CASE WHEN r.deletion_timestamp IS NOT NULL THEN (SELECT s.revision FROM sources s WHERE s.name = r.source) END, ''),
+			  CASE WHEN r.deletion_timestamp IS NOT NULL THEN r.applied_spec END
 			FROM resources r LEFT JOIN resource_types t ON lower(t.name) = lower(r.kind)
 			WHERE r.run_at <= now() AND r.lease_owner IS NULL AND NOT r.suspended AND NOT r.blocked `+claimGateSQL+`
 			ORDER BY r.run_at LIMIT $1 FOR UPDATE OF r SKIP LOCKED`, n)
@@ -133,7 +149,7 @@ func scanClaimed(r pgx.CollectableRow) (Claimed, error) {
 	err := r.Scan(&c.ID, &c.UID, &c.Namespace, &c.Kind, &c.Name, &c.APIVersion, &c.Source, &c.Revision, &labels,
 		&ann, &c.Spec, &c.Generation, &c.ObservedGeneration, &c.Phase, &conds, &c.ActionState, &c.Attempt,
 		&c.Deleting, &c.LeaseToken, &c.TypeKnown, &c.ActionName, &c.ActionWith, &c.ResyncIntervalMs, &c.SealedSHA, &c.File, &c.ManualBy,
-		&c.HasDeps, &c.DependencyBy, &c.TypeSpec, &c.ResolvedSpec, &c.AppliedRevision, &c.SourceRevision)
+		&c.HasDeps, &c.DependencyBy, &c.TypeSpec, &c.ResolvedSpec, &c.AppliedRevision, &c.SourceRevision, &c.AppliedSpec)
 	if err != nil {
 		return c, err
 	}
@@ -180,8 +196,11 @@ type Update struct {
 	// Drifted: the call found drift and corrected it (a notify.Drifted notification).
 	Drifted bool
 	// AppliedRevision, when set, records the revision the resource was just applied at (a
-	// successful reconcile): a later delete is called at it. "" keeps the stored one.
+	// successful reconcile), and AppliedSpec the spec it was called with (references
+	// resolved, secrets not revealed; nil: the row's spec): a later delete is called with
+	// both. "" keeps the stored ones.
 	AppliedRevision string
+	AppliedSpec     json.RawMessage
 }
 
 // Resolved is a spec with its output references resolved, and what it took from which
@@ -379,13 +398,14 @@ func updateResults(ctx context.Context, tx pgx.Tx, upd *updateBatch) error {
 			resolved_spec = CASE WHEN x.setres THEN x.resolved::jsonb ELSE r.resolved_spec END,
 			resolved_origins = CASE WHEN x.setres THEN x.origins::jsonb ELSE r.resolved_origins END,
 			inputs_hash = CASE WHEN x.setres THEN NULLIF(x.inputs, '') ELSE r.inputs_hash END,
-			applied_revision = COALESCE(NULLIF(x.applied, ''), r.applied_revision)
+			applied_revision = COALESCE(NULLIF(x.applied, ''), r.applied_revision),
+			applied_spec = CASE WHEN x.applied <> '' THEN COALESCE(x.aspec::jsonb, r.spec) ELSE r.applied_spec END
 			FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bool[], $8::text[], $9::int[], $10::timestamptz[],
-			  $11::bool[], $12::text[], $13::text[], $14::text[], $15::text[])
-			  AS x(id, phase, observed, conds, outputs, state, keep, message, attempt, run_at, setres, resolved, inputs, origins, applied)
+			  $11::bool[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[])
+			  AS x(id, phase, observed, conds, outputs, state, keep, message, attempt, run_at, setres, resolved, inputs, origins, applied, aspec)
 			WHERE r.id = x.id`,
 		upd.ids, upd.phase, upd.observed, upd.conds, upd.outputs, upd.state, upd.keep, upd.message, upd.attempt, upd.runAt,
-		upd.setRes, upd.resolved, upd.inputs, upd.origins, upd.applied)
+		upd.setRes, upd.resolved, upd.inputs, upd.origins, upd.applied, upd.appliedSpec)
 	return err
 }
 
@@ -400,6 +420,7 @@ type updateBatch struct {
 	resolved, origins     []*string
 	inputs                []string
 	applied               []string
+	appliedSpec           []*string
 }
 
 func (b *updateBatch) add(id int64, u Update) error {
@@ -452,6 +473,12 @@ func (b *updateBatch) add(id int64, u Update) error {
 	b.origins = append(b.origins, origins)
 	b.inputs = append(b.inputs, inputs)
 	b.applied = append(b.applied, u.AppliedRevision)
+	var aspec *string
+	if as := storableJSON(u.AppliedSpec); u.AppliedRevision != "" && len(as) > 0 {
+		str := string(as)
+		aspec = &str
+	}
+	b.appliedSpec = append(b.appliedSpec, aspec)
 	return nil
 }
 

@@ -62,6 +62,9 @@ func (s *Source) ReadTree(ctx context.Context, revision, dir string) ([]sources.
 		s.logger.Info("server cannot send a single commit, fetching the tracked ref's history", "revision", revision, "ref", s.refDesc())
 		err = s.fetchRefsOf(ctx, s.refDesc(), remote, 0, gitconfig.RefSpec("+"+s.refName.String()+":"+fetchedRef.String()))
 	}
+	if err != nil && ctx.Err() == nil && commitRefused(err) {
+		return nil, fmt.Errorf("%w: %w", err, sources.ErrRevisionNotFound)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -223,3 +226,12 @@ func readFolder(ctx context.Context, sto storer.EncodedObjectStorer, commit *obj
 }
 
 var _ sources.TreeReader = (*Source)(nil)
+
+// commitRefused says a fetch of a single commit failed because the server does not have it:
+// a server that sends single commits (uploadpack.allowReachableSHA1InWant, as GitHub and
+// GitLab) refuses the want of a commit reachable from none of its refs ("not our ref"), and
+// none of the asked refs may match.
+func commitRefused(err error) bool {
+	var noMatch git.NoMatchingRefSpecError
+	return errors.As(err, &noMatch) || strings.Contains(err.Error(), "not our ref")
+}

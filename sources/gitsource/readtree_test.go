@@ -155,3 +155,38 @@ func TestReadTreeRefuses(t *testing.T) {
 		t.Errorf("ok: %v %+v", err, files)
 	}
 }
+
+// A commit gone from a server that sends single commits (uploadpack.allowReachableSHA1InWant,
+// as GitHub and GitLab do): the server refuses the want ("not our ref"), which is a revision
+// not found, as for a server that cannot send single commits.
+func TestReadTreeGoneCommitSingleCommitServer(t *testing.T) {
+	t.Parallel()
+	r := newTestRepo(t)
+	r.git("config", "uploadpack.allowReachableSHA1InWant", "true")
+	r.write(map[string]string{"manifests/a.yaml": "kind: A\n", "modules/db/main.tf": "# v1\n"})
+	c1 := r.commit(nil)
+	s := newSource(t, Config{URL: "file://" + r.dir, Path: "manifests"})
+	ctx := testContext(t)
+	if _, err := s.Fetch(ctx, c1); err != nil {
+		t.Fatal(err)
+	}
+	// A pushed commit, then history rewritten (force push) and the commit pruned.
+	gone := r.commit(map[string]string{"modules/db/main.tf": "# v2\n"})
+	r.git("reset", "-q", "--hard", c1)
+	r.git("reflog", "expire", "--expire=now", "--all")
+	r.git("gc", "-q", "--prune=now")
+	c3 := r.commit(map[string]string{"modules/db/main.tf": "# v3\n"})
+
+	// The server sends a single commit it has, without the branch's history.
+	fetches := s.Fetches()
+	files, err := s.ReadTree(ctx, c3, "modules/db")
+	if err != nil || len(files) != 1 || string(files[0].Data) != "# v3\n" {
+		t.Fatalf("ReadTree at the branch's head: %v %+v", err, files)
+	}
+	if n := s.Fetches(); n != fetches+1 {
+		t.Errorf("fetches %d, want %d (the single commit)", n, fetches+1)
+	}
+	if _, err := s.ReadTree(ctx, gone, "modules/db"); !errors.Is(err, sources.ErrRevisionNotFound) || !strings.Contains(err.Error(), "commit "+gone) {
+		t.Errorf("ReadTree at a commit gone from the server: %v, want ErrRevisionNotFound", err)
+	}
+}
