@@ -81,6 +81,8 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 			c.Spec = spec
 		}
 	}
+	// The call starts: from now on the resource shows Reconciling (the start writer stores it).
+	r.callStarting(c)
 	// The trace starts here but is dated from the claim: it covers the resolve above.
 	ctx, span := startTrace(ctx, c, claim, a.started, a.trigger)
 	a.traceID = tracing.TraceID(span)
@@ -265,6 +267,54 @@ type pending struct {
 
 // maxBatch bounds how many results one transaction writes.
 const maxBatch = 256
+
+// callStarting hands c to the start writer; it never blocks (starts has room for every item
+// the replica holds).
+func (r *Reconciler) callStarting(c store.Claimed) {
+	select {
+	case r.starts <- store.Start{ID: c.ID, Token: c.LeaseToken, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Source: c.Source}:
+	default:
+	}
+}
+
+// startLoop stores that calls started (store.Started), in batches of whatever arrived
+// meanwhile. A call whose result is already being written is left out: it finished before its
+// start was stored, and its result says what it came to (a call shorter than a write goes
+// from waiting to its result directly).
+func (r *Reconciler) startLoop(in <-chan store.Start) {
+	for first := range in {
+		batch := []store.Start{first}
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case s, ok := <-in:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, s)
+			default:
+				break drain
+			}
+		}
+		r.mu.Lock()
+		live := batch[:0]
+		for _, s := range batch {
+			if c := r.inflight[s.Token]; c != nil && !c.writing && !c.dropped {
+				live = append(live, s)
+			}
+		}
+		r.mu.Unlock()
+		if len(live) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := r.store.Started(ctx, live); err != nil {
+			// Only the status lags: the result is written as usual.
+			r.log.Warn("record calls started", "count", len(live), "err", err)
+		}
+		cancel()
+	}
+}
 
 // writeLoop writes finished calls in batches: whatever has queued up while the previous
 // transaction ran goes into the next one, so under load the cost per result is a few rows,

@@ -39,7 +39,7 @@ var (
 )
 
 func claimState(prev status.State, gen int64, deleting bool) status.State {
-	s, _ := status.Claim(prev, gen, deleting, tPrev)
+	s, _ := status.Start(prev, gen, deleting, tPrev)
 	return s
 }
 
