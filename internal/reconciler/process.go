@@ -142,6 +142,11 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 	}
 	a.resolved = resolved
 	handed = true
+	r.mu.Lock()
+	if cl := r.inflight[c.LeaseToken]; cl != nil {
+		cl.called = true
+	}
+	r.mu.Unlock()
 	r.completions <- pending{c: c, a: a, span: span}
 }
 
@@ -278,9 +283,9 @@ func (r *Reconciler) callStarting(c store.Claimed) {
 }
 
 // startLoop stores that calls started (store.Started), in batches of whatever arrived
-// meanwhile. A call whose result is already being written is left out: it finished before its
-// start was stored, and its result says what it came to (a call shorter than a write goes
-// from waiting to its result directly).
+// meanwhile. A call that returned already is left out: it finished before its start was
+// stored, and its result says what it came to (a call shorter than a write goes from waiting
+// to its result directly).
 func (r *Reconciler) startLoop(in <-chan store.Start) {
 	for first := range in {
 		batch := []store.Start{first}
@@ -299,7 +304,7 @@ func (r *Reconciler) startLoop(in <-chan store.Start) {
 		r.mu.Lock()
 		live := batch[:0]
 		for _, s := range batch {
-			if c := r.inflight[s.Token]; c != nil && !c.writing && !c.dropped {
+			if c := r.inflight[s.Token]; c != nil && !c.called && !c.writing && !c.dropped {
 				live = append(live, s)
 			}
 		}

@@ -85,6 +85,7 @@ type call struct {
 	cancel  context.CancelCauseFunc // nil until the call starts
 	dropped bool                    // lease given up before the call started: do not run it
 	writing bool                    // handed to the result writer: its lease ends with the write
+	called  bool                    // the call returned: its start no longer needs storing
 	claim   claimWindow             // the claim that took it, for its trace
 }
 
