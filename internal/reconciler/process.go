@@ -277,7 +277,7 @@ const maxBatch = 256
 // the replica holds).
 func (r *Reconciler) callStarting(c store.Claimed) {
 	select {
-	case r.starts <- store.Start{ID: c.ID, Token: c.LeaseToken, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Source: c.Source}:
+	case r.starts <- store.Start{ID: c.ID, Token: c.LeaseToken, Generation: c.Generation, Deleting: c.Deleting, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Source: c.Source}:
 	default:
 	}
 }

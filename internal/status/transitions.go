@@ -111,6 +111,18 @@ func Start(prev State, gen int64, deleting bool, now time.Time) (s State, change
 	return s, !equal(prev, s)
 }
 
+// CallStarted is the state when the call of a claim starts, given what was claimed (the
+// generation, and whether it is a delete) and the row as it is now: Start, unless the row
+// moved on since the claim (the syncer stored a newer generation or asked for deletion) —
+// then its status already says that newer work waits, and the call's result will tell what
+// the older one came to.
+func CallStarted(prev State, claimedGen int64, claimedDeleting bool, gen int64, deleting bool, now time.Time) (State, bool) {
+	if gen != claimedGen || deleting != claimedDeleting {
+		return State{Phase: prev.Phase, Conditions: clone(prev.Conditions), ObservedGeneration: prev.ObservedGeneration}, false
+	}
+	return Start(prev, gen, deleting, now)
+}
+
 // Outcome is what one action call came to, from which phase and conditions follow.
 type Outcome struct {
 	// Generation the attempt worked on, and the resource's current generation.

@@ -69,6 +69,13 @@ func inSyncStep(gen, cur int64, deleting bool) stepFn {
 	return func(p State, now time.Time) out { return out{s: InSync(p, gen, cur, deleting, now)} }
 }
 
+func callStartedStep(claimedGen int64, claimedDeleting bool, gen int64, deleting bool) stepFn {
+	return func(p State, now time.Time) out {
+		s, ch := CallStarted(p, claimedGen, claimedDeleting, gen, deleting, now)
+		return out{s: s, changed: ch, reported: true}
+	}
+}
+
 func releasedStep(gen int64, deleting, started bool) stepFn {
 	return func(p State, now time.Time) out {
 		s, interrupted := Released(p, gen, deleting, started, "replica-a", now)
@@ -376,6 +383,16 @@ func TestTransitions(t *testing.T) {
 			ready: c(U, anyValue), reconciling: c(T, ReasonInterrupted), synced: c(T, ReasonActionOK), changed: true}},
 		{"interrupted: during a resync of a Ready resource changes nothing", fxReady(), 1, interruptedStep(1, false), want{phase: PhaseReady, observed: 1,
 			ready: c(T, ReasonReconciled), synced: c(T, ReasonActionOK), changed: false}},
+
+		// A claimed call starts, the row as it is now.
+		{"call started: as claimed", fxCreated(), 1, callStartedStep(1, false, 1, false), want{phase: PhaseReconciling,
+			ready: c(U, ReasonPending), reconciling: c(T, ReasonProgressing), changed: true}},
+		{"call started: a newer generation was stored since the claim keeps waiting", fxReadyGen2(), 2, callStartedStep(1, false, 2, false),
+			want{phase: PhaseReconciling, observed: 1, ready: c(U, ReasonNewGeneration), reconciling: c(T, ReasonNewGeneration), synced: c(T, ReasonActionOK), changed: false}},
+		{"call started: deletion requested since the claim keeps saying Deleting", DeletionRequested(fxReady(), at(3)), 1, callStartedStep(1, false, 1, true),
+			want{phase: PhaseDeleting, observed: 1, ready: c(U, anyValue), reconciling: c(T, ReasonDeleting), synced: c(T, ReasonActionOK), changed: false}},
+		{"call started: delete as claimed", fxStalled(), 1, callStartedStep(1, true, 1, true), want{phase: PhaseDeleting, observed: 1,
+			ready: c(F, ReasonStalled), reconciling: c(T, ReasonDeleting), synced: c(F, ReasonActionFailed), changed: true}},
 
 		// Leases ending without a result: only a call that started was cut short; a claim
 		// still waiting for a worker goes back to the queue as it was.

@@ -98,14 +98,17 @@ func (s *Store) Claim(ctx context.Context, owner string, n int, ttl time.Duratio
 type Start struct {
 	ID    int64
 	Token string
+	// What was claimed: the call runs this generation, a delete or not.
+	Generation int64
+	Deleting   bool
 	// Identity, for the changes feed.
 	Namespace, Kind, Name, Source string
 }
 
 // Started records that the calls of items started, in ONE transaction fenced by their lease
 // tokens (an item whose result was written meanwhile, or whose lease moved on, is skipped):
-// started_at is set and the status of a call starting (status.Start, from the row as it is
-// now) stored, with a change for each row whose phase or conditions changed.
+// started_at is set and the status of a call starting (status.CallStarted, from the row as it
+// is now) stored, with a change for each row whose phase or conditions changed.
 func (s *Store) Started(ctx context.Context, items []Start) error {
 	if len(items) == 0 {
 		return nil
@@ -144,7 +147,8 @@ func (s *Store) Started(ctx context.Context, items []Start) error {
 				rows.Close()
 				return err
 			}
-			st, changed := status.Start(prev, gen, deleting, now)
+			it := byID[id]
+			st, changed := status.CallStarted(prev, it.Generation, it.Deleting, gen, deleting, now)
 			var js *string
 			if changed {
 				b, err := json.Marshal(st.Conditions)
@@ -154,7 +158,6 @@ func (s *Store) Started(ctx context.Context, items []Start) error {
 				}
 				str := string(b)
 				js = &str
-				it := byID[id]
 				cs = append(cs, Change{Object: "resource", Type: ChangeModified, Namespace: it.Namespace, Kind: it.Kind, Name: it.Name,
 					Source: it.Source, Phase: st.Phase, Generation: gen})
 			}

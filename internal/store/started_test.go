@@ -68,7 +68,7 @@ func TestClaimStartedRelease(t *testing.T) {
 		var out []Start
 		for _, n := range names {
 			c := by[n]
-			out = append(out, Start{ID: c.ID, Token: c.LeaseToken, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Source: c.Source})
+			out = append(out, Start{ID: c.ID, Token: c.LeaseToken, Generation: c.Generation, Deleting: c.Deleting, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Source: c.Source})
 		}
 		return out
 	}
