@@ -273,8 +273,9 @@ type pending struct {
 // maxBatch bounds how many results one transaction writes.
 const maxBatch = 256
 
-// callStarting hands c to the start writer; it never blocks (starts has room for every item
-// the replica holds).
+// callStarting hands c to the start writer. It never blocks the call: starts has room for
+// every item the replica holds at once, and should the writer fall further behind (a database
+// that stalls it), the start is not stored and only the status lags until the result.
 func (r *Reconciler) callStarting(c store.Claimed) {
 	select {
 	case r.starts <- store.Start{ID: c.ID, Token: c.LeaseToken, Generation: c.Generation, Deleting: c.Deleting, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Source: c.Source}:
