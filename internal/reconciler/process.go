@@ -278,18 +278,35 @@ const maxBatch = 256
 // that stalls it), the start is not stored and only the status lags until the result.
 func (r *Reconciler) callStarting(c store.Claimed) {
 	select {
-	case r.starts <- store.Start{ID: c.ID, Token: c.LeaseToken, Generation: c.Generation, Deleting: c.Deleting, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Source: c.Source}:
+	case r.starts <- started{Start: store.Start{ID: c.ID, Token: c.LeaseToken, Generation: c.Generation, Deleting: c.Deleting,
+		Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Source: c.Source}, at: time.Now()}:
 	default:
 	}
 }
 
+// started is a call that started at at, for the start writer.
+type started struct {
+	store.Start
+	at time.Time
+}
+
+// startDelay is how long a start waits before it is stored: a call that returns sooner goes
+// from waiting to its result without the write (a start is worth showing only for calls long
+// enough to be seen running), and the starts of that window share one transaction.
+const startDelay = 10 * time.Millisecond
+
 // startLoop stores that calls started (store.Started), in batches of whatever arrived
-// meanwhile. A call that returned already is left out: it finished before its start was
-// stored, and its result says what it came to (a call shorter than a write goes from waiting
-// to its result directly).
-func (r *Reconciler) startLoop(in <-chan store.Start) {
+// meanwhile, each start startDelay after its call began. A call that returned already is
+// left out: it finished before its start was stored, and its result says what it came to.
+func (r *Reconciler) startLoop(in <-chan started) {
+	timer := time.NewTimer(0)
+	<-timer.C
 	for first := range in {
-		batch := []store.Start{first}
+		if d := time.Until(first.at.Add(startDelay)); d > 0 {
+			timer.Reset(d)
+			<-timer.C
+		}
+		batch := []store.Start{first.Start}
 	drain:
 		for len(batch) < maxBatch {
 			select {
@@ -297,7 +314,7 @@ func (r *Reconciler) startLoop(in <-chan store.Start) {
 				if !ok {
 					break drain
 				}
-				batch = append(batch, s)
+				batch = append(batch, s.Start)
 			default:
 				break drain
 			}

@@ -58,7 +58,7 @@ type Reconciler struct {
 	completions chan pending
 	// starts carries items whose call starts to the start writer, which stores their status
 	// (a claim shows Reconciling only once its call runs).
-	starts  chan store.Start
+	starts  chan started
 	callAvg atomic.Int64 // moving average of action call durations (ns), for claim sizing
 	busy    atomic.Int32 // workers inside a call
 
@@ -127,7 +127,7 @@ func New(st *store.Store, acts map[string]actions.Action, opts Options, logger *
 		wake: make(chan struct{}, 1), completions: make(chan pending, 4*maxBatch), inflight: map[string]*call{}, suspended: map[string]error{},
 		// Room for every item this replica can hold at once (queued and running): a worker
 		// never waits on it.
-		starts: make(chan store.Start, queueSize(opts.Workers)+opts.Workers)}
+		starts: make(chan started, queueSize(opts.Workers)+opts.Workers)}
 	// Until calls were seen, they count as long: no claim runs ahead of the workers.
 	r.callAvg.Store(int64(prefetchBelow))
 	return r
