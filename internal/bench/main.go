@@ -40,7 +40,7 @@ func atLeast(x float64) func(float64) bool { return func(v float64) bool { retur
 func atMost(x float64) func(float64) bool  { return func(v float64) bool { return v <= x } }
 
 func main() {
-	only := flag.String("only", "", "comma-separated figure groups to run (graph,reconcile,chain,apiload,defaults,sync,syncrules,claim,webhook,failover,serve,preview)")
+	only := flag.String("only", "", "comma-separated figure groups to run (graph,reconcile,calls,chain,apiload,defaults,sync,syncrules,claim,webhook,failover,serve,preview)")
 	traced := flag.Bool("tracing", false, "export every span to a collector on loopback, as with a tracing: block (figures with tracing on)")
 	flag.Parse()
 	ctx := context.Background()
@@ -92,6 +92,14 @@ func run(ctx context.Context, only string, log *slog.Logger) error {
 	if want("reconcile") {
 		if err := b.reconcileThroughput(ctx); err != nil {
 			return fmt.Errorf("reconcile throughput: %w", err)
+		}
+	}
+	if want("calls") {
+		// Calls of 1 ms and 20 ms: most calls' starts are stored (a noop call returns before).
+		for _, d := range []time.Duration{time.Millisecond, 20 * time.Millisecond} {
+			if err := b.callsThroughput(ctx, 10000, d); err != nil {
+				return fmt.Errorf("calls throughput: %w", err)
+			}
 		}
 	}
 	if want("chain") {

@@ -86,6 +86,8 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 			c.Spec = spec
 		}
 	}
+	// The call starts: from now on the resource shows Reconciling (the start writer stores it).
+	r.callStarting(c)
 	// The trace starts here but is dated from the claim: it covers the resolve above.
 	ctx, span := startTrace(ctx, c, claim, a.started, a.trigger)
 	a.traceID = tracing.TraceID(span)
@@ -149,6 +151,11 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 	}
 	a.resolved = resolved
 	handed = true
+	r.mu.Lock()
+	if cl := r.inflight[c.LeaseToken]; cl != nil {
+		cl.called = true
+	}
+	r.mu.Unlock()
 	r.completions <- pending{c: c, a: a, span: span}
 }
 
@@ -339,6 +346,72 @@ type pending struct {
 
 // maxBatch bounds how many results one transaction writes.
 const maxBatch = 256
+
+// callStarting hands c to the start writer. It never blocks the call: starts has room for
+// every item the replica holds at once, and should the writer fall further behind (a database
+// that stalls it), the start is not stored and only the status lags until the result.
+func (r *Reconciler) callStarting(c store.Claimed) {
+	select {
+	case r.starts <- started{Start: store.Start{ID: c.ID, Token: c.LeaseToken, Generation: c.Generation, Deleting: c.Deleting,
+		Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Source: c.Source}, at: time.Now()}:
+	default:
+	}
+}
+
+// started is a call that started at at, for the start writer.
+type started struct {
+	store.Start
+	at time.Time
+}
+
+// startDelay is how long a start waits before it is stored: a call that returns sooner goes
+// from waiting to its result without the write (a start is worth showing only for calls long
+// enough to be seen running), and the starts of that window share one transaction.
+const startDelay = 10 * time.Millisecond
+
+// startLoop stores that calls started (store.Started), in batches of whatever arrived
+// meanwhile, each start startDelay after its call began. A call that returned already is
+// left out: it finished before its start was stored, and its result says what it came to.
+func (r *Reconciler) startLoop(in <-chan started) {
+	timer := time.NewTimer(0)
+	<-timer.C
+	for first := range in {
+		if d := time.Until(first.at.Add(startDelay)); d > 0 {
+			timer.Reset(d)
+			<-timer.C
+		}
+		batch := []store.Start{first.Start}
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case s, ok := <-in:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, s.Start)
+			default:
+				break drain
+			}
+		}
+		r.mu.Lock()
+		live := batch[:0]
+		for _, s := range batch {
+			if c := r.inflight[s.Token]; c != nil && !c.called && !c.writing && !c.dropped {
+				live = append(live, s)
+			}
+		}
+		r.mu.Unlock()
+		if len(live) == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := r.store.Started(ctx, live); err != nil {
+			// Only the status lags: the result is written as usual.
+			r.log.Warn("record calls started", "count", len(live), "err", err)
+		}
+		cancel()
+	}
+}
 
 // writeLoop writes finished calls in batches: whatever has queued up while the previous
 // transaction ran goes into the next one, so under load the cost per result is a few rows,

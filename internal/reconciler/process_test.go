@@ -39,7 +39,7 @@ var (
 )
 
 func claimState(prev status.State, gen int64, deleting bool) status.State {
-	s, _ := status.Claim(prev, gen, deleting, tPrev)
+	s, _ := status.Start(prev, gen, deleting, tPrev)
 	return s
 }
 
@@ -48,8 +48,8 @@ func mustResult(prev status.State, o status.Outcome) status.State {
 	return s
 }
 
-// claimed is the item a worker holds after claiming a resource in state prev at generation gen:
-// status.Claim has run, as store.Claim does.
+// claimed is the item a worker holds after claiming a resource in state prev at generation gen,
+// with the status of its call started (status.Start, as the start writer stores it).
 func claimed(prev status.State, gen int64, deleting bool, opts ...func(*store.Claimed)) store.Claimed {
 	s := claimState(prev, gen, deleting)
 	c := store.Claimed{ID: 7, UID: "0b5a6f1e-uid", Namespace: "default", Kind: "Bucket", Name: "logs", APIVersion: "trueup.dev/v1",

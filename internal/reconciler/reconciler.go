@@ -61,8 +61,11 @@ type Reconciler struct {
 
 	wake        chan struct{}
 	completions chan pending
-	callAvg     atomic.Int64 // moving average of action call durations (ns), for claim sizing
-	busy        atomic.Int32 // workers inside a call
+	// starts carries items whose call starts to the start writer, which stores their status
+	// (a claim shows Reconciling only once its call runs).
+	starts  chan started
+	callAvg atomic.Int64 // moving average of action call durations (ns), for claim sizing
+	busy    atomic.Int32 // workers inside a call
 
 	mu sync.Mutex
 	// inflight maps lease tokens of claimed work (queued, running, or being written) to its
@@ -87,6 +90,7 @@ type call struct {
 	cancel  context.CancelCauseFunc // nil until the call starts
 	dropped bool                    // lease given up before the call started: do not run it
 	writing bool                    // handed to the result writer: its lease ends with the write
+	called  bool                    // the call returned: its start no longer needs storing
 	claim   claimWindow             // the claim that took it, for its trace
 }
 
@@ -125,7 +129,10 @@ func New(st *store.Store, acts map[string]actions.Action, opts Options, logger *
 		}
 	}
 	r := &Reconciler{opts: opts, store: st, log: logger,
-		wake: make(chan struct{}, 1), completions: make(chan pending, 4*maxBatch), inflight: map[string]*call{}, suspended: map[string]error{}}
+		wake: make(chan struct{}, 1), completions: make(chan pending, 4*maxBatch), inflight: map[string]*call{}, suspended: map[string]error{},
+		// Room for every item this replica can hold at once (queued and running): a worker
+		// never waits on it.
+		starts: make(chan started, queueSize(opts.Workers)+opts.Workers)}
 	// Until calls were seen, they count as long: no claim runs ahead of the workers.
 	r.callAvg.Store(int64(prefetchBelow))
 	return r
@@ -219,9 +226,10 @@ func (r *Reconciler) Run(ctx context.Context) error {
 
 	// The queue holds claimed items waiting for a worker: when calls are short, claims take
 	// more than the idle workers so that workers never wait for the next claim.
-	queue := make(chan store.Claimed, max(2*r.opts.Workers, maxOutstanding))
-	writerDone := make(chan struct{})
+	queue := make(chan store.Claimed, queueSize(r.opts.Workers))
+	writerDone, startsDone := make(chan struct{}), make(chan struct{})
 	go func() { defer close(writerDone); r.writeLoop(r.completions) }()
+	go func() { defer close(startsDone); r.startLoop(r.starts) }()
 	var workers sync.WaitGroup
 	for i := 0; i < r.opts.Workers; i++ {
 		workers.Add(1)
@@ -249,12 +257,17 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	r.claimLoop(ctx, queue)
 	close(queue)
 	workers.Wait()
+	close(r.starts)
+	<-startsDone
 	close(r.completions)
 	<-writerDone
 	stopLoops()
 	wg.Wait()
 	return nil
 }
+
+// queueSize is how many claimed items may wait for a worker.
+func queueSize(workers int) int { return max(2*workers, maxOutstanding) }
 
 // start creates c's call context and marks it running, under the same lock that Suspend and
 // the renewal take: a call either starts before them (and they cancel it) or not at all. It
@@ -439,7 +452,7 @@ func (r *Reconciler) release(cs []store.Claimed) {
 		}
 	}
 	r.mu.Unlock()
-	if err := r.store.Release(ctx, ids, toks); err != nil {
+	if err := r.store.Release(ctx, r.opts.Replica, ids, toks); err != nil {
 		r.log.Warn("release leases", "count", len(cs), "err", err)
 	}
 	r.untrack(toks...)

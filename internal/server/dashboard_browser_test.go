@@ -291,7 +291,7 @@ func completeOne(t *testing.T, st *store.Store, namespace, name string) {
 				t.Fatal(err)
 			}
 			done = true
-		} else if err := st.Release(ctx, []int64{c.ID}, []string{c.LeaseToken}); err != nil {
+		} else if err := st.Release(ctx, "replica-a", []int64{c.ID}, []string{c.LeaseToken}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -272,7 +272,7 @@ func newDashboardFixtureFailing(t testing.TB, bulk, failEvery int) *dashboardFix
 			if _, err := st.CompleteBatch(ctx, []store.Completion{completion(c, attemptOutcome{}, 1)}); err != nil {
 				t.Fatal(err)
 			}
-		} else if err := st.Release(ctx, []int64{c.ID}, []string{c.LeaseToken}); err != nil {
+		} else if err := st.Release(ctx, "replica-a", []int64{c.ID}, []string{c.LeaseToken}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -92,13 +92,20 @@ func (e *watchEnv) bump(t *testing.T) {
 	e.srv.NotifyChanges()
 }
 
-// reconcile claims every due resource and completes it as a worker would: Ready, or gone when
-// it was being deleted.
+// reconcile claims every due resource, starts its call and completes it as a worker would:
+// Ready, or gone when it was being deleted.
 func (e *watchEnv) reconcile(t *testing.T) int {
 	t.Helper()
 	ctx := context.Background()
 	claimed, err := e.st.Claim(ctx, "worker", 1000, time.Minute)
 	if err != nil {
+		t.Fatal(err)
+	}
+	starts := make([]store.Start, len(claimed))
+	for i, c := range claimed {
+		starts[i] = store.Start{ID: c.ID, Token: c.LeaseToken, Generation: c.Generation, Deleting: c.Deleting, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Source: c.Source}
+	}
+	if err := e.st.Started(ctx, starts); err != nil {
 		t.Fatal(err)
 	}
 	items := make([]store.Completion, 0, len(claimed))
@@ -187,7 +194,7 @@ func TestWatchDeliversChanges(t *testing.T) {
 		t.Errorf("source change %+v", src)
 	}
 
-	// Completions: Reconciling when claimed, then Ready.
+	// Completions: Reconciling when their calls start, then Ready.
 	if n := e.reconcile(t); n != 4 {
 		t.Fatalf("reconciled %d", n)
 	}
@@ -217,7 +224,7 @@ func TestWatchDeliversChanges(t *testing.T) {
 		}
 	}
 	e.reconcile(t)
-	// Two deletions. Their claims change nothing a watcher sees: the deletion request already
+	// Two deletions. Their starts change nothing a watcher sees: the deletion request already
 	// set phase Deleting and Reconciling=True (status.DeletionRequested).
 	got = c.changes(t, 2, 5*time.Second)
 	for _, ch := range got {

@@ -58,7 +58,7 @@ func TestDependencies(t *testing.T) {
 		})
 	}
 	// A claim after the wait starts real work.
-	s, _ := Claim(Dependencies(created, 1, false, "", now), 1, false, now)
+	s, _ := Start(Dependencies(created, 1, false, "", now), 1, false, now)
 	if r, _ := Get(s.Conditions, Reconciling); s.Phase != PhaseReconciling || r.Reason != ReasonProgressing {
 		t.Errorf("claim after wait: %s %+v", s.Phase, r)
 	}

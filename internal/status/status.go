@@ -1,7 +1,9 @@
 // Package status owns trueup's status model (DESIGN §8), in one place: phases,
 // Kubernetes-style conditions, and every transition between them as pure functions of plain
-// values (transitions.go: Created, NewGeneration, Claim, Result, InSync, Interrupted), which
-// the syncer, the claim and the result writer only store. Invariants (Check): Ready is always
+// values (transitions.go: Created, NewGeneration, CallStarted/Start, Result, InSync,
+// Interrupted, Released), which the syncer, the start writer, the result writer and the lease
+// releases only store (a claim stores none: Reconciling/Progressing means a call runs).
+// Invariants (Check): Ready is always
 // present and never True before a first success or while observedGeneration < generation;
 // lastTransitionTime moves only when a status flips; conditions are unique per type;
 // Stalled=True ⇒ Ready=False; never Reconciling and Stalled together; Reconciling=True

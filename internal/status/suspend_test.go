@@ -42,7 +42,7 @@ func TestSuspendResume(t *testing.T) {
 		{"a new generation while suspended keeps Suspended", suspendedBy(ready, "user:ann", ""),
 			func(s State) State { return NewGeneration(s, 3, t1) }, 3, true, "suspended by user:ann", t0, false},
 		{"a claim after resume of pending work", Resume(suspendedBy(pending, "user:ann", "")),
-			func(s State) State { st, _ := Claim(s, 3, false, t1); return st }, 3, true, "", time.Time{}, false},
+			func(s State) State { st, _ := Start(s, 3, false, t1); return st }, 3, true, "", time.Time{}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

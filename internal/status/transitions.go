@@ -68,15 +68,18 @@ func NewGeneration(prev State, gen int64, now time.Time) State {
 // DeletionRequested is the state after the syncer marked the resource for deletion (its
 // manifest is gone): the delete is pending (Reconciling True), Ready no longer True.
 func DeletionRequested(prev State, now time.Time) State {
-	s, _ := Claim(prev, 0, true, now)
+	s, _ := Start(prev, 0, true, now)
 	return s
 }
 
-// Claim is the state when a worker takes the resource: whenever the claim starts real work
-// (a first reconcile, a new generation, a retry, a delete) Reconciling is True while it runs.
-// A resync of a resource that is Ready at its generation changes nothing (it may find nothing
-// to do). changed reports whether anything differs from prev.
-func Claim(prev State, gen int64, deleting bool, now time.Time) (s State, changed bool) {
+// Start is the state when a worker starts the action call of a claimed resource — not when
+// it is claimed: a claim may wait in its replica's memory behind other calls, and until its
+// call starts the resource shows what it showed before (Pending, or the reason its work is
+// waiting). Whenever the call is real work (a first reconcile, a new generation, a retry, a
+// delete) the phase says Reconciling (Deleting) and Reconciling=True says Progressing
+// (Deleting) while it runs. A resync of a resource that is Ready at its generation changes
+// nothing (it may find nothing to do). changed reports whether anything differs from prev.
+func Start(prev State, gen int64, deleting bool, now time.Time) (s State, changed bool) {
 	s = State{Phase: prev.Phase, Conditions: clone(prev.Conditions), ObservedGeneration: prev.ObservedGeneration}
 	switch {
 	case deleting:
@@ -106,6 +109,18 @@ func Claim(prev State, gen int64, deleting bool, now time.Time) (s State, change
 	}
 	s.Conditions = keepTimes(prev.Conditions, s.Conditions)
 	return s, !equal(prev, s)
+}
+
+// CallStarted is the state when the call of a claim starts, given what was claimed (the
+// generation, and whether it is a delete) and the row as it is now: Start, unless the row
+// moved on since the claim (the syncer stored a newer generation or asked for deletion) —
+// then its status already says that newer work waits, and the call's result will tell what
+// the older one came to.
+func CallStarted(prev State, claimedGen int64, claimedDeleting bool, gen int64, deleting bool, now time.Time) (State, bool) {
+	if gen != claimedGen || deleting != claimedDeleting {
+		return State{Phase: prev.Phase, Conditions: clone(prev.Conditions), ObservedGeneration: prev.ObservedGeneration}, false
+	}
+	return Start(prev, gen, deleting, now)
 }
 
 // Outcome is what one action call came to, from which phase and conditions follow.
@@ -251,12 +266,23 @@ func deleteResult(prev State, o Outcome, now time.Time) (State, bool) {
 func InSync(prev State, gen, currentGen int64, deleting bool, now time.Time) State {
 	switch {
 	case deleting:
-		s, _ := Claim(prev, currentGen, true, now)
+		s, _ := Start(prev, currentGen, true, now)
 		return s
 	case currentGen > gen:
 		return NewGeneration(prev, currentGen, now)
 	}
 	return State{Phase: prev.Phase, Conditions: clone(prev.Conditions), ObservedGeneration: prev.ObservedGeneration}
+}
+
+// Released is the state when a lease ends without a result (its replica died, stopped
+// renewing, or shut down). started says whether the claim's call had started (Start was
+// stored): only then was an attempt cut short (Interrupted, and interrupted is true); a claim
+// still waiting for a worker goes back to the queue showing what it showed.
+func Released(prev State, gen int64, deleting, started bool, replica string, now time.Time) (s State, interrupted bool) {
+	if !started {
+		return State{Phase: prev.Phase, Conditions: clone(prev.Conditions), ObservedGeneration: prev.ObservedGeneration}, false
+	}
+	return Interrupted(prev, gen, deleting, replica, now), true
 }
 
 // Interrupted is the state when an attempt ended without a result because its replica died or

@@ -34,7 +34,7 @@ type want struct {
 }
 
 // out is what one step returned. reported is set when the function itself returns changed
-// (Claim); otherwise changed is derived by comparing with the previous state.
+// (Start); otherwise changed is derived by comparing with the previous state.
 type out struct {
 	s                State
 	removed, changed bool
@@ -47,9 +47,9 @@ func createStep() stepFn {
 	return func(_ State, now time.Time) out { return out{s: Created(now)} }
 }
 
-func claimStep(gen int64, deleting bool) stepFn {
+func startStep(gen int64, deleting bool) stepFn {
 	return func(p State, now time.Time) out {
-		s, ch := Claim(p, gen, deleting, now)
+		s, ch := Start(p, gen, deleting, now)
 		return out{s: s, changed: ch, reported: true}
 	}
 }
@@ -67,6 +67,20 @@ func newGenStep(gen int64) stepFn {
 
 func inSyncStep(gen, cur int64, deleting bool) stepFn {
 	return func(p State, now time.Time) out { return out{s: InSync(p, gen, cur, deleting, now)} }
+}
+
+func callStartedStep(claimedGen int64, claimedDeleting bool, gen int64, deleting bool) stepFn {
+	return func(p State, now time.Time) out {
+		s, ch := CallStarted(p, claimedGen, claimedDeleting, gen, deleting, now)
+		return out{s: s, changed: ch, reported: true}
+	}
+}
+
+func releasedStep(gen int64, deleting, started bool) stepFn {
+	return func(p State, now time.Time) out {
+		s, interrupted := Released(p, gen, deleting, started, "replica-a", now)
+		return out{s: s, changed: interrupted, reported: interrupted}
+	}
 }
 
 func interruptedStep(gen int64, deleting bool) stepFn {
@@ -89,7 +103,7 @@ var (
 
 func fxCreated() State { return Created(at(0)) }
 
-func fxClaimed() State { s, _ := Claim(fxCreated(), 1, false, at(1)); return s }
+func fxClaimed() State { s, _ := Start(fxCreated(), 1, false, at(1)); return s }
 
 func fxReady() State { s, _ := Result(fxClaimed(), oDone, at(2)); return s }
 
@@ -101,13 +115,13 @@ func fxStalled() State { s, _ := Result(fxClaimed(), oTerminal, at(2)); return s
 func fxReadyGen2() State { return NewGeneration(fxReady(), 2, at(3)) }
 
 // fxReadyGen2Claimed is a worker running generation 2 of a resource Ready at generation 1.
-func fxReadyGen2Claimed() State { s, _ := Claim(fxReadyGen2(), 2, false, at(4)); return s }
+func fxReadyGen2Claimed() State { s, _ := Start(fxReadyGen2(), 2, false, at(4)); return s }
 
 // fxDeleteClaimedStalled is a Stalled resource whose manifest went away, its delete running.
-func fxDeleteClaimedStalled() State { s, _ := Claim(fxStalled(), 1, true, at(3)); return s }
+func fxDeleteClaimedStalled() State { s, _ := Start(fxStalled(), 1, true, at(3)); return s }
 
 // fxReadyDeleteClaimed is a Ready resource whose manifest went away, its delete running.
-func fxReadyDeleteClaimed() State { s, _ := Claim(fxReady(), 1, true, at(3)); return s }
+func fxReadyDeleteClaimed() State { s, _ := Start(fxReady(), 1, true, at(3)); return s }
 
 // fxDeleteFailed is a delete whose attempt failed (retried).
 func fxDeleteFailed() State { s, _ := Result(fxDeleteClaimedStalled(), oDelFail, at(4)); return s }
@@ -220,32 +234,32 @@ func TestTransitions(t *testing.T) {
 		{"create → Created", State{}, 1, createStep(), want{phase: PhasePending, observed: 0,
 			ready: c(U, ReasonPending), reconciling: c(T, ReasonPending), changed: true}},
 
-		// Claims.
-		{"claim: first reconcile of a created resource", fxCreated(), 1, claimStep(1, false), want{phase: PhaseReconciling,
+		// Calls starting (Start).
+		{"start: first reconcile of a created resource", fxCreated(), 1, startStep(1, false), want{phase: PhaseReconciling,
 			ready: c(U, ReasonPending), reconciling: c(T, ReasonProgressing), changed: true}},
-		{"claim: new generation of a Ready resource", fxReadyGen2(), 2, claimStep(2, false), want{phase: PhaseReconciling, observed: 1,
+		{"start: new generation of a Ready resource", fxReadyGen2(), 2, startStep(2, false), want{phase: PhaseReconciling, observed: 1,
 			ready: c(U, ReasonNewGeneration), reconciling: c(T, ReasonProgressing), synced: c(T, ReasonActionOK), changed: true}},
 		// The store bumps a generation in SQL (readyUnknownSQL) rather than through NewGeneration,
-		// so Claim must itself keep the invariants when observedGeneration < generation.
-		{"claim: new generation of a resource still stored Ready=True", fxReady(), 2, claimStep(2, false), want{phase: PhaseReconciling, observed: 1,
+		// so Start must itself keep the invariants when observedGeneration < generation.
+		{"start: new generation of a resource still stored Ready=True", fxReady(), 2, startStep(2, false), want{phase: PhaseReconciling, observed: 1,
 			ready: c(U, anyValue), reconciling: c(T, ReasonProgressing), synced: c(T, ReasonActionOK), changed: true}},
-		{"claim: new generation of a resource still stored Stalled=True", fxStalled(), 2, claimStep(2, false), want{phase: anyValue, observed: 1,
+		{"start: new generation of a resource still stored Stalled=True", fxStalled(), 2, startStep(2, false), want{phase: anyValue, observed: 1,
 			ready: c(F, ReasonStalled), reconciling: c(T, ReasonProgressing), synced: c(F, ReasonActionFailed), changed: true}},
-		{"claim: retry of a Failed resource keeps phase Failed", fxFailed(), 1, claimStep(1, false), want{phase: PhaseFailed,
+		{"start: retry of a Failed resource keeps phase Failed", fxFailed(), 1, startStep(1, false), want{phase: PhaseFailed,
 			ready: c(F, ReasonActionFailed), reconciling: c(T, ReasonRetrying), synced: c(F, ReasonActionFailed), changed: false}},
-		{"claim: delete of a Stalled resource", fxStalled(), 1, claimStep(1, true), want{phase: PhaseDeleting, observed: 1,
+		{"start: delete of a Stalled resource", fxStalled(), 1, startStep(1, true), want{phase: PhaseDeleting, observed: 1,
 			ready: c(F, ReasonStalled), reconciling: c(T, ReasonDeleting), synced: c(F, ReasonActionFailed), changed: true}},
-		{"claim: delete of a Ready resource", fxReady(), 1, claimStep(1, true), want{phase: PhaseDeleting, observed: 1,
+		{"start: delete of a Ready resource", fxReady(), 1, startStep(1, true), want{phase: PhaseDeleting, observed: 1,
 			ready: c(U, anyValue), reconciling: c(T, ReasonDeleting), synced: c(T, ReasonActionOK), changed: true}},
-		{"claim: delete of a Failed resource says Deleting", fxFailed(), 1, claimStep(1, true), want{phase: PhaseDeleting,
+		{"start: delete of a Failed resource says Deleting", fxFailed(), 1, startStep(1, true), want{phase: PhaseDeleting,
 			ready: c(F, ReasonActionFailed), reconciling: c(T, ReasonDeleting), synced: c(F, ReasonActionFailed), changed: true}},
-		{"claim: delete of a never-reconciled resource", fxCreated(), 1, claimStep(1, true), want{phase: PhaseDeleting,
+		{"start: delete of a never-reconciled resource", fxCreated(), 1, startStep(1, true), want{phase: PhaseDeleting,
 			ready: c(U, ReasonPending), reconciling: c(T, ReasonDeleting), changed: true}},
-		{"claim: retry of a failed delete changes nothing", fxDeleteFailed(), 1, claimStep(1, true), want{phase: PhaseDeleting, observed: 1,
+		{"start: retry of a failed delete changes nothing", fxDeleteFailed(), 1, startStep(1, true), want{phase: PhaseDeleting, observed: 1,
 			ready: c(F, ReasonDeleteFailed), reconciling: c(T, ReasonRetrying), synced: c(F, ReasonActionFailed), changed: false}},
-		{"claim: resync of a Ready resource changes nothing", fxReady(), 1, claimStep(1, false), want{phase: PhaseReady, observed: 1,
+		{"start: resync of a Ready resource changes nothing", fxReady(), 1, startStep(1, false), want{phase: PhaseReady, observed: 1,
 			ready: c(T, ReasonReconciled), synced: c(T, ReasonActionOK), changed: false}},
-		{"claim: resync of a Stalled resource changes nothing", fxStalled(), 1, claimStep(1, false), want{phase: PhaseFailed, observed: 1,
+		{"start: resync of a Stalled resource changes nothing", fxStalled(), 1, startStep(1, false), want{phase: PhaseFailed, observed: 1,
 			ready: c(F, ReasonStalled), stalled: c(T, ReasonActionRejected), synced: c(F, ReasonActionFailed), changed: false}},
 
 		// Results of a reconcile call.
@@ -369,6 +383,35 @@ func TestTransitions(t *testing.T) {
 			ready: c(U, anyValue), reconciling: c(T, ReasonInterrupted), synced: c(T, ReasonActionOK), changed: true}},
 		{"interrupted: during a resync of a Ready resource changes nothing", fxReady(), 1, interruptedStep(1, false), want{phase: PhaseReady, observed: 1,
 			ready: c(T, ReasonReconciled), synced: c(T, ReasonActionOK), changed: false}},
+
+		// A claimed call starts, the row as it is now.
+		{"call started: as claimed", fxCreated(), 1, callStartedStep(1, false, 1, false), want{phase: PhaseReconciling,
+			ready: c(U, ReasonPending), reconciling: c(T, ReasonProgressing), changed: true}},
+		{"call started: a newer generation was stored since the claim keeps waiting", fxReadyGen2(), 2, callStartedStep(1, false, 2, false),
+			want{phase: PhaseReconciling, observed: 1, ready: c(U, ReasonNewGeneration), reconciling: c(T, ReasonNewGeneration), synced: c(T, ReasonActionOK), changed: false}},
+		{"call started: deletion requested since the claim keeps saying Deleting", DeletionRequested(fxReady(), at(3)), 1, callStartedStep(1, false, 1, true),
+			want{phase: PhaseDeleting, observed: 1, ready: c(U, anyValue), reconciling: c(T, ReasonDeleting), synced: c(T, ReasonActionOK), changed: false}},
+		{"call started: delete as claimed", fxStalled(), 1, callStartedStep(1, true, 1, true), want{phase: PhaseDeleting, observed: 1,
+			ready: c(F, ReasonStalled), reconciling: c(T, ReasonDeleting), synced: c(F, ReasonActionFailed), changed: true}},
+
+		// Leases ending without a result: only a call that started was cut short; a claim
+		// still waiting for a worker goes back to the queue as it was.
+		{"released: claimed, never started, a created resource stays Pending", fxCreated(), 1, releasedStep(1, false, false), want{phase: PhasePending,
+			ready: c(U, ReasonPending), reconciling: c(T, ReasonPending), changed: false}},
+		{"released: claimed, never started, a new generation keeps waiting", fxReadyGen2(), 2, releasedStep(2, false, false), want{phase: PhaseReconciling, observed: 1,
+			ready: c(U, ReasonNewGeneration), reconciling: c(T, ReasonNewGeneration), synced: c(T, ReasonActionOK), changed: false}},
+		{"released: claimed, never started, a retry keeps its failure", fxFailed(), 1, releasedStep(1, false, false), want{phase: PhaseFailed,
+			ready: c(F, ReasonActionFailed), reconciling: c(T, ReasonRetrying), synced: c(F, ReasonActionFailed), changed: false}},
+		{"released: started first reconcile is interrupted", fxClaimed(), 1, releasedStep(1, false, true), want{phase: PhaseReconciling,
+			ready: c(U, ReasonPending), reconciling: c(T, ReasonInterrupted), changed: true}},
+		{"released: started delete is interrupted", fxReadyDeleteClaimed(), 1, releasedStep(1, true, true), want{phase: PhaseDeleting, observed: 1,
+			ready: c(U, anyValue), reconciling: c(T, ReasonInterrupted), synced: c(T, ReasonActionOK), changed: true}},
+
+		// A call that finished before its start was stored: the result follows the waiting state.
+		{"result: success of a first reconcile whose start was not stored", fxCreated(), 1, resultStep(oDone), want{phase: PhaseReady, observed: 1,
+			ready: c(T, ReasonReconciled), synced: c(T, ReasonActionOK), changed: true}},
+		{"result: failure of a new generation whose start was not stored", fxReadyGen2(), 2, resultStep(Outcome{Generation: 2, CurrentGeneration: 2, Err: "boom"}),
+			want{phase: PhaseFailed, observed: 1, ready: c(F, ReasonActionFailed), reconciling: c(T, ReasonRetrying), synced: c(F, ReasonActionFailed), changed: true}},
 	}
 	seen := map[string]bool{}
 	for _, tc := range cases {
@@ -414,7 +457,7 @@ func TestLastTransitionTime(t *testing.T) {
 	t.Run("two failures in a row keep Ready's and Synced's", func(t *testing.T) {
 		t.Parallel()
 		s1, _ := Result(fxClaimed(), oFail, at(2))
-		s2, _ := Claim(s1, 1, false, at(3))
+		s2, _ := Start(s1, 1, false, at(3))
 		s3, _ := Result(s2, Outcome{Generation: 1, CurrentGeneration: 1, Err: "boom again"}, at(4))
 		if !ltt(s3, Ready).Equal(at(2)) || !ltt(s3, Synced).Equal(at(2)) {
 			t.Errorf("Ready %v Synced %v, want both %v", ltt(s3, Ready), ltt(s3, Synced), at(2))
@@ -456,7 +499,7 @@ func TestLastTransitionTime(t *testing.T) {
 	t.Run("in progress then success moves Ready's once", func(t *testing.T) {
 		t.Parallel()
 		s1, _ := Result(fxClaimed(), oInProgress, at(2))
-		s2, _ := Claim(s1, 1, false, at(3))
+		s2, _ := Start(s1, 1, false, at(3))
 		s3, _ := Result(s2, oDone, at(4))
 		if !ltt(s1, Ready).Equal(at(0)) || !ltt(s3, Ready).Equal(at(4)) {
 			t.Errorf("Ready %v then %v, want %v then %v", ltt(s1, Ready), ltt(s3, Ready), at(0), at(4))
@@ -476,21 +519,21 @@ func TestTransitionSequence(t *testing.T) {
 	}
 	steps := []step{
 		{"create", 1, createStep(), PhasePending, false},
-		{"claim gen 1", 1, claimStep(1, false), PhaseReconciling, false},
+		{"claim gen 1", 1, startStep(1, false), PhaseReconciling, false},
 		{"in progress", 1, resultStep(oInProgress), PhaseReconciling, false},
-		{"claim again", 1, claimStep(1, false), PhaseReconciling, false},
+		{"claim again", 1, startStep(1, false), PhaseReconciling, false},
 		{"success", 1, resultStep(oDone), PhaseReady, false},
 		{"new generation 2", 2, newGenStep(2), PhaseReconciling, false},
-		{"claim gen 2", 2, claimStep(2, false), PhaseReconciling, false},
+		{"claim gen 2", 2, startStep(2, false), PhaseReconciling, false},
 		{"failure", 2, resultStep(Outcome{Generation: 2, CurrentGeneration: 2, Err: "boom"}), PhaseFailed, false},
-		{"claim retry", 2, claimStep(2, false), PhaseFailed, false},
+		{"claim retry", 2, startStep(2, false), PhaseFailed, false},
 		{"terminal failure", 2, resultStep(Outcome{Generation: 2, CurrentGeneration: 2, Err: "invalid", Terminal: true}), PhaseFailed, false},
 		{"new generation 3", 3, newGenStep(3), PhaseReconciling, false},
-		{"claim gen 3", 3, claimStep(3, false), PhaseReconciling, false},
+		{"claim gen 3", 3, startStep(3, false), PhaseReconciling, false},
 		{"success gen 3", 3, resultStep(Outcome{Generation: 3, CurrentGeneration: 3, Done: true}), PhaseReady, false},
-		{"delete claim", 3, claimStep(3, true), PhaseDeleting, false},
+		{"delete claim", 3, startStep(3, true), PhaseDeleting, false},
 		{"delete failed", 3, resultStep(Outcome{Generation: 3, CurrentGeneration: 3, Delete: true, Deleting: true, Err: "refused"}), PhaseDeleting, false},
-		{"delete claim retry", 3, claimStep(3, true), PhaseDeleting, false},
+		{"delete claim retry", 3, startStep(3, true), PhaseDeleting, false},
 		{"delete ok", 3, resultStep(Outcome{Generation: 3, CurrentGeneration: 3, Delete: true, Deleting: true, Done: true}), PhaseDeleting, true},
 	}
 	var s State
@@ -530,7 +573,7 @@ func TestTransitionSequence(t *testing.T) {
 func TestConditionsStayUniqueAndOrdered(t *testing.T) {
 	t.Parallel()
 	ops := []stepFn{
-		claimStep(1, false), claimStep(2, false), claimStep(1, true),
+		startStep(1, false), startStep(2, false), startStep(1, true),
 		resultStep(oDone), resultStep(oDrift), resultStep(oInProgress), resultStep(oFail), resultStep(oTerminal),
 		resultStep(Outcome{Generation: 1, CurrentGeneration: 2, Done: true}),
 		resultStep(Outcome{Generation: 1, CurrentGeneration: 1, Done: true, Deleting: true}),

@@ -143,7 +143,7 @@ func (l *Liveness) Close() { _ = l.conn.Close(context.Background()) }
 // never started.
 func (s *Store) Retire(ctx context.Context, name string, key int32) error {
 	return pgx.BeginFunc(ctx, s.leases, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE resources SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, claimed_at = NULL,
+		tag, err := tx.Exec(ctx, `UPDATE resources SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, claimed_at = NULL, started_at = NULL,
 			run_at = LEAST(COALESCE(run_at, now()), now()), dirty = false WHERE lease_owner = $1`, name)
 		if err != nil {
 			return err
@@ -244,8 +244,8 @@ func releaseOwner(ctx context.Context, tx pgx.Tx, owner, by, why string) (int, e
 }
 
 // releaseLeased releases the leased resources matching where (arguments from $1), recording
-// each attempt as Interrupted in history and events and deriving the status with
-// status.Interrupted. skipLocked skips rows being written right now (the reaper; they are
+// each attempt whose call had started as Interrupted in history and events; the status comes
+// from status.Released (a claim that never started shows what it showed). skipLocked skips rows being written right now (the reaper; they are
 // looked at again next time).
 func releaseLeased(ctx context.Context, tx pgx.Tx, where string, args []any, skipLocked bool, by, why string) (int, error) {
 	lock := "FOR UPDATE"
@@ -253,7 +253,7 @@ func releaseLeased(ctx context.Context, tx pgx.Tx, where string, args []any, ski
 		lock += " SKIP LOCKED"
 	}
 	rows, err := tx.Query(ctx, `SELECT id, uid::text, namespace, kind, name, source, revision, generation, observed_generation,
-		  phase, conditions, deletion_timestamp IS NOT NULL, lease_owner, COALESCE(claimed_at, now())
+		  phase, conditions, deletion_timestamp IS NOT NULL, lease_owner, COALESCE(claimed_at, now()), started_at IS NOT NULL
 		FROM resources WHERE `+where+` ORDER BY id `+lock, args...)
 	if err != nil {
 		return 0, err
@@ -267,13 +267,14 @@ func releaseLeased(ctx context.Context, tx pgx.Tx, where string, args []any, ski
 		deleting                      bool
 		owner                         string
 		claimed                       time.Time
+		started                       bool
 	}
 	var items []leased
 	for rows.Next() {
 		var l leased
 		var conds []byte
 		if err := rows.Scan(&l.id, &l.uid, &l.ns, &l.kind, &l.name, &l.src, &l.rev, &l.gen, &l.observed, &l.phase, &conds,
-			&l.deleting, &l.owner, &l.claimed); err != nil {
+			&l.deleting, &l.owner, &l.claimed, &l.started); err != nil {
 			rows.Close()
 			return 0, err
 		}
@@ -296,12 +297,17 @@ func releaseLeased(ctx context.Context, tx pgx.Tx, where string, args []any, ski
 		changes []Change
 	)
 	for i, l := range items {
-		st := status.Interrupted(status.State{Phase: l.phase, Conditions: l.conds, ObservedGeneration: l.observed}, l.gen, l.deleting, l.owner, now)
+		st, interrupted := status.Released(status.State{Phase: l.phase, Conditions: l.conds, ObservedGeneration: l.observed}, l.gen, l.deleting,
+			l.started, l.owner, now)
 		b, err := json.Marshal(st.Conditions)
 		if err != nil {
 			return 0, err
 		}
 		ids[i], phases[i], conds[i] = l.id, st.Phase, string(b)
+		if !interrupted {
+			// Claimed, its call never started: back to the queue, nothing was attempted.
+			continue
+		}
 		op := "reconcile"
 		if l.deleting {
 			op = "delete"
@@ -316,7 +322,7 @@ func releaseLeased(ctx context.Context, tx pgx.Tx, where string, args []any, ski
 				Source: l.src, Phase: st.Phase, Generation: l.gen})
 		}
 	}
-	if _, err := tx.Exec(ctx, `UPDATE resources r SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, claimed_at = NULL,
+	if _, err := tx.Exec(ctx, `UPDATE resources r SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, claimed_at = NULL, started_at = NULL,
 		  run_at = LEAST(COALESCE(r.run_at, now()), now()), dirty = false, phase = x.phase, conditions = x.conds::jsonb
 		FROM unnest($1::bigint[], $2::text[], $3::text[]) AS x(id, phase, conds) WHERE r.id = x.id`, ids, phases, conds); err != nil {
 		return 0, err

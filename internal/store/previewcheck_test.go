@@ -119,7 +119,7 @@ func TestBeingReconciled(t *testing.T) {
 		t.Fatal(err)
 	}
 	held(false, "lease expired")
-	if err := st.Release(ctx, []int64{claimed[0].ID}, []string{claimed[0].LeaseToken}); err != nil {
+	if err := st.Release(ctx, "replica-b", []int64{claimed[0].ID}, []string{claimed[0].LeaseToken}); err != nil {
 		t.Fatal(err)
 	}
 	held(false, "released")

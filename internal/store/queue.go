@@ -71,76 +71,136 @@ type Claimed struct {
 	SourceRevision string
 }
 
-// historyAppliedSQL is, for a resource row r applied before applied_revision was recorded
+// historyAppliedSQL is, for a claimed resource row u applied before applied_revision was recorded
 // (NULL), the revision of its newest successful reconcile in reconcile_history (NULL when
 // history has none left): a delete of it is called there rather than at the removing commit.
 const historyAppliedSQL = `(SELECT NULLIF(h.revision, '') FROM reconcile_history h
-	WHERE h.namespace = r.namespace AND lower(h.kind) = lower(r.kind) AND h.name = r.name AND h.resource_uid = r.uid
+	WHERE h.namespace = u.namespace AND lower(h.kind) = lower(u.kind) AND h.name = u.name AND h.resource_uid = u.uid
 	  AND h.operation = 'reconcile' AND h.result IN ('Succeeded', 'Drifted', 'InSync')
 	ORDER BY h.id DESC LIMIT 1)`
 
-// Claim leases up to n due resources to owner for ttl, in ONE transaction: the rows are
-// locked (rows locked by another claimer are skipped, so replicas never wait on each other),
-// the status each claim starts (status.Claim: Reconciling=True when real work begins) is
-// derived from the row, and lease, status and the changes feed are written together.
+// Claim leases up to n due resources to owner for ttl, in ONE statement: the rows are locked
+// (rows locked by another claimer are skipped, so replicas never wait on each other) and
+// leased. A claim leaves phase and conditions alone: it may wait in the replica's memory
+// behind other calls, and shows what it showed until its call starts (Started).
 func (s *Store) Claim(ctx context.Context, owner string, n int, ttl time.Duration) ([]Claimed, error) {
-	var claimed []Claimed
+	rows, err := s.pool.Query(ctx, `
+		WITH d AS (
+		  SELECT r.id, r.manual_requested_by AS manual_by, r.dependency_by AS dep_by FROM resources r
+		  WHERE r.run_at <= now() AND r.lease_owner IS NULL AND NOT r.suspended AND NOT r.blocked `+claimGateSQL+`
+		  ORDER BY r.run_at LIMIT $1 FOR UPDATE OF r SKIP LOCKED),
+		u AS (
+		  UPDATE resources r SET lease_owner = $2, lease_token = gen_random_uuid(),
+		    lease_expires_at = now() + $3 * interval '1 millisecond', claimed_at = now(), started_at = NULL, dirty = false,
+		    manual_requested_by = NULL, dependency_by = NULL
+		  FROM d WHERE r.id = d.id
+		  RETURNING r.*, d.manual_by, d.dep_by)
+		SELECT u.id, u.uid::text, u.namespace, u.kind, u.name, u.api_version, u.source, u.revision, u.labels,
+		  u.annotations, u.spec, u.generation, u.observed_generation, u.phase, u.conditions, u.action_state, u.attempt,
+		  u.deletion_timestamp IS NOT NULL, u.lease_token::text,
+		  t.name IS NOT NULL, COALESCE(t.action_name, ''), t.action_with, t.resync_interval_ms,
+		  COALESCE(u.sealed_sha, ''), u.file_path, COALESCE(u.manual_by, ''),
+		  u.has_deps, COALESCE(u.dep_by, ''), CASE WHEN u.has_deps THEN t.spec END,
+		  CASE WHEN u.has_deps AND u.deletion_timestamp IS NOT NULL THEN u.resolved_spec END,
+		  COALESCE(u.applied_revision, CASE WHEN u.deletion_timestamp IS NOT NULL THEN `+historyAppliedSQL+` END, ''),
+		  COALESCE(CASE WHEN u.deletion_timestamp IS NOT NULL THEN (SELECT s.revision FROM sources s WHERE s.name = u.source) END, ''),
+		  CASE WHEN u.deletion_timestamp IS NOT NULL THEN u.applied_spec END
+		FROM u LEFT JOIN resource_types t ON lower(t.name) = lower(u.kind)
+		ORDER BY u.run_at`, n, owner, ttl.Milliseconds())
+	if err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	claimed, err := pgx.CollectRows(rows, scanClaimed)
+	if err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	return claimed, nil
+}
+
+// Start is a claimed item whose call is starting.
+type Start struct {
+	ID    int64
+	Token string
+	// What was claimed: the call runs this generation, a delete or not.
+	Generation int64
+	Deleting   bool
+	// Identity, for the changes feed.
+	Namespace, Kind, Name, Source string
+}
+
+// Started records that the calls of items started, in ONE transaction fenced by their lease
+// tokens (an item whose result was written meanwhile, or whose lease moved on, is skipped):
+// started_at is set and the status of a call starting (status.CallStarted, from the row as it
+// is now) stored, with a change for each row whose phase or conditions changed.
+func (s *Store) Started(ctx context.Context, items []Start) error {
+	if len(items) == 0 {
+		return nil
+	}
+	ids, toks := make([]int64, len(items)), make([]string, len(items))
+	byID := make(map[int64]Start, len(items))
+	for i, it := range items {
+		ids[i], toks[i] = it.ID, it.Token
+		byID[it.ID] = it
+	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `
-			SELECT r.id, r.uid::text, r.namespace, r.kind, r.name, r.api_version, r.source, r.revision, r.labels,
-			  r.annotations, r.spec, r.generation, r.observed_generation, r.phase, r.conditions, r.action_state, r.attempt,
-			  r.deletion_timestamp IS NOT NULL AS deleting, gen_random_uuid()::text,
-			  t.name IS NOT NULL, COALESCE(t.action_name, ''), t.action_with, t.resync_interval_ms,
-			  COALESCE(r.sealed_sha, ''), r.file_path, COALESCE(r.manual_requested_by, ''),
-			  r.has_deps, COALESCE(r.dependency_by, ''), CASE WHEN r.has_deps THEN t.spec END,
-			  CASE WHEN r.has_deps AND r.deletion_timestamp IS NOT NULL THEN r.resolved_spec END,
-			  COALESCE(r.applied_revision, CASE WHEN r.deletion_timestamp IS NOT NULL THEN `+historyAppliedSQL+` END, ''),
-			  COALESCE(CASE WHEN r.deletion_timestamp IS NOT NULL THEN (SELECT s.revision FROM sources s WHERE s.name = r.source) END, ''),
-			  CASE WHEN r.deletion_timestamp IS NOT NULL THEN r.applied_spec END
-			FROM resources r LEFT JOIN resource_types t ON lower(t.name) = lower(r.kind)
-			WHERE r.run_at <= now() AND r.lease_owner IS NULL AND NOT r.suspended AND NOT r.blocked `+claimGateSQL+`
-			ORDER BY r.run_at LIMIT $1 FOR UPDATE OF r SKIP LOCKED`, n)
+		// Locked in id order, as results are: the two never deadlock.
+		rows, err := tx.Query(ctx, `SELECT r.id, r.phase, r.conditions, r.observed_generation, r.generation, r.deletion_timestamp IS NOT NULL
+			FROM resources r JOIN unnest($1::bigint[], $2::uuid[]) AS x(id, tok) ON r.id = x.id AND r.lease_token = x.tok
+			ORDER BY r.id FOR UPDATE OF r`, ids, toks)
 		if err != nil {
 			return err
 		}
-		claimed, err = pgx.CollectRows(rows, scanClaimed)
-		if err != nil || len(claimed) == 0 {
-			return err
-		}
 		now := time.Now()
-		k := len(claimed)
-		ids, toks, phases, conds := make([]int64, k), make([]string, k), make([]string, k), make([]*string, k)
-		var cs []Change
-		for i := range claimed {
-			c := &claimed[i]
-			st, changed := status.Claim(status.State{Phase: c.Phase, Conditions: c.Conditions, ObservedGeneration: c.ObservedGeneration},
-				c.Generation, c.Deleting, now)
-			ids[i], toks[i], phases[i] = c.ID, c.LeaseToken, st.Phase
+		var (
+			upIDs  []int64
+			phases []string
+			conds  []*string
+			cs     []Change
+		)
+		for rows.Next() {
+			var id, gen int64
+			var prev status.State
+			var deleting bool
+			var cj []byte
+			if err := rows.Scan(&id, &prev.Phase, &cj, &prev.ObservedGeneration, &gen, &deleting); err != nil {
+				rows.Close()
+				return err
+			}
+			if err := json.Unmarshal(cj, &prev.Conditions); err != nil {
+				rows.Close()
+				return err
+			}
+			it := byID[id]
+			st, changed := status.CallStarted(prev, it.Generation, it.Deleting, gen, deleting, now)
+			var js *string
 			if changed {
 				b, err := json.Marshal(st.Conditions)
 				if err != nil {
+					rows.Close()
 					return err
 				}
-				js := string(b)
-				conds[i] = &js
-				cs = append(cs, Change{Object: "resource", Type: ChangeModified, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name,
-					Source: c.Source, Phase: st.Phase, Generation: c.Generation})
-				c.Phase, c.Conditions = st.Phase, st.Conditions
+				str := string(b)
+				js = &str
+				cs = append(cs, Change{Object: "resource", Type: ChangeModified, Namespace: it.Namespace, Kind: it.Kind, Name: it.Name,
+					Source: it.Source, Phase: st.Phase, Generation: gen})
 			}
+			upIDs, phases, conds = append(upIDs, id), append(phases, st.Phase), append(conds, js)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE resources r SET lease_owner = $1, lease_token = x.tok::uuid,
-			  lease_expires_at = now() + $2 * interval '1 millisecond', claimed_at = now(), dirty = false,
-			  manual_requested_by = NULL, dependency_by = NULL, phase = x.phase, conditions = COALESCE(x.conds::jsonb, r.conditions)
-			FROM unnest($3::bigint[], $4::text[], $5::text[], $6::text[]) AS x(id, tok, phase, conds)
-			WHERE r.id = x.id`, owner, ttl.Milliseconds(), ids, toks, phases, conds); err != nil {
+		rows.Close()
+		if err := rows.Err(); err != nil || len(upIDs) == 0 {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE resources r SET started_at = now(), phase = x.phase,
+			  conditions = COALESCE(x.conds::jsonb, r.conditions), status_updated_at = CASE WHEN x.conds IS NULL THEN r.status_updated_at ELSE now() END
+			FROM unnest($1::bigint[], $2::text[], $3::text[]) AS x(id, phase, conds) WHERE r.id = x.id`, upIDs, phases, conds); err != nil {
 			return err
 		}
 		return appendChanges(ctx, tx, cs)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("claim: %w", err)
+		return fmt.Errorf("record calls started: %w", err)
 	}
-	return claimed, nil
+	return nil
 }
 
 func scanClaimed(r pgx.CollectableRow) (Claimed, error) {
@@ -394,7 +454,7 @@ func updateResults(ctx context.Context, tx pgx.Tx, upd *updateBatch) error {
 			action_state = CASE WHEN x.keep THEN r.action_state ELSE x.state::jsonb END,
 			message = x.message, attempt = x.attempt,
 			run_at = CASE WHEN r.dirty THEN now() ELSE x.run_at END, last_reconcile_time = now(), status_updated_at = now(),
-			lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, dirty = false,
+			lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, started_at = NULL, dirty = false,
 			resolved_spec = CASE WHEN x.setres THEN x.resolved::jsonb ELSE r.resolved_spec END,
 			resolved_origins = CASE WHEN x.setres THEN x.origins::jsonb ELSE r.resolved_origins END,
 			inputs_hash = CASE WHEN x.setres THEN NULLIF(x.inputs, '') ELSE r.inputs_hash END,
@@ -567,20 +627,71 @@ func (s *Store) NextDue(ctx context.Context) (*time.Time, error) {
 	return &t, nil
 }
 
-// Release gives leases back without a result (shutdown, or work claimed but not started):
-// the items are due again at once, and every replica is told.
-func (s *Store) Release(ctx context.Context, ids []int64, tokens []string) error {
+// Release gives owner's leases back without a result (shutdown, or work claimed but not
+// started): the items are due again at once, and every replica is told. An item whose call
+// had started (a shutdown that cut it short) shows the attempt interrupted (status.Released);
+// the others show what they showed before their claim.
+func (s *Store) Release(ctx context.Context, owner string, ids []int64, tokens []string) error {
 	if len(ids) == 0 {
 		return nil
 	}
 	return s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `UPDATE resources r SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
+		rows, err := tx.Query(ctx, `SELECT r.id, r.namespace, r.kind, r.name, r.source, r.generation, r.observed_generation, r.phase,
+			  r.conditions, r.deletion_timestamp IS NOT NULL
+			FROM resources r JOIN unnest($1::bigint[], $2::uuid[]) AS x(id, tok) ON r.id = x.id AND r.lease_token = x.tok
+			WHERE r.started_at IS NOT NULL ORDER BY r.id FOR UPDATE OF r`, ids, tokens)
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		var (
+			upIDs         []int64
+			phases, conds []string
+			cs            []Change
+		)
+		for rows.Next() {
+			var id, gen int64
+			var ns, kind, name, src string
+			var prev status.State
+			var cj []byte
+			var deleting bool
+			if err := rows.Scan(&id, &ns, &kind, &name, &src, &gen, &prev.ObservedGeneration, &prev.Phase, &cj, &deleting); err != nil {
+				rows.Close()
+				return err
+			}
+			if err := json.Unmarshal(cj, &prev.Conditions); err != nil {
+				rows.Close()
+				return err
+			}
+			st, _ := status.Released(prev, gen, deleting, true, owner, now)
+			b, err := json.Marshal(st.Conditions)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			upIDs, phases, conds = append(upIDs, id), append(phases, st.Phase), append(conds, string(b))
+			cs = append(cs, Change{Object: "resource", Type: ChangeModified, Namespace: ns, Kind: kind, Name: name, Source: src,
+				Phase: st.Phase, Generation: gen})
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(upIDs) > 0 {
+			if _, err := tx.Exec(ctx, `UPDATE resources r SET phase = x.phase, conditions = x.conds::jsonb, status_updated_at = now()
+				FROM unnest($1::bigint[], $2::text[], $3::text[]) AS x(id, phase, conds) WHERE r.id = x.id`, upIDs, phases, conds); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE resources r SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, started_at = NULL,
 			run_at = now(), dirty = false FROM unnest($1::bigint[], $2::uuid[]) AS x(id, tok)
 			WHERE r.id = x.id AND r.lease_token = x.tok`, ids, tokens); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, "SELECT pg_notify($1, '')", WorkChannel)
-		return err
+		if _, err := tx.Exec(ctx, "SELECT pg_notify($1, '')", WorkChannel); err != nil {
+			return err
+		}
+		return appendChanges(ctx, tx, cs)
 	})
 }
 

@@ -1,0 +1,118 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/status"
+)
+
+// TestClaimStartedRelease: a claim stores no status; Started stores the status of a running
+// call (fenced by the lease token: a result written first wins); Release shows a started call
+// interrupted and leaves one that never started as it was.
+func TestClaimStartedRelease(t *testing.T) {
+	t.Parallel()
+	st := openTest(t)
+	ctx := context.Background()
+	seed(t, st, seedRow{name: "q1", source: "infra", revision: "r1", phase: "Pending", generation: 1},
+		seedRow{name: "q2", source: "infra", revision: "r1", phase: "Pending", generation: 1},
+		seedRow{name: "q3", source: "infra", revision: "r1", phase: "Pending", generation: 1})
+	if _, err := st.pool.Exec(ctx, "UPDATE resources SET run_at = now()"); err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		phase, reconciling string
+		leased, started    bool
+	}
+	read := func(name string) row {
+		t.Helper()
+		var r row
+		var cj []byte
+		if err := st.pool.QueryRow(ctx, `SELECT phase, conditions, lease_owner IS NOT NULL, started_at IS NOT NULL FROM resources WHERE name = $1`, name).
+			Scan(&r.phase, &cj, &r.leased, &r.started); err != nil {
+			t.Fatal(err)
+		}
+		var conds []status.Condition
+		if err := json.Unmarshal(cj, &conds); err != nil {
+			t.Fatal(err)
+		}
+		if c, ok := status.Get(conds, status.Reconciling); ok {
+			r.reconciling = c.Status + "/" + c.Reason
+		}
+		return r
+	}
+	before, err := st.LatestChange(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := st.Claim(ctx, "a", 10, time.Minute)
+	if err != nil || len(claimed) != 3 {
+		t.Fatalf("claim: %d, %v", len(claimed), err)
+	}
+	by := map[string]Claimed{}
+	for _, c := range claimed {
+		by[c.Name] = c
+	}
+	for _, n := range []string{"q1", "q2", "q3"} {
+		if got := read(n); got != (row{phase: "Pending", leased: true}) {
+			t.Errorf("%s claimed: %+v, want Pending, leased, not started", n, got)
+		}
+	}
+	if cs, err := st.ChangesSince(ctx, before, 100); err != nil || len(cs) != 0 {
+		t.Errorf("a claim wrote %d changes (%v), want none", len(cs), err)
+	}
+
+	start := func(names ...string) []Start {
+		var out []Start
+		for _, n := range names {
+			c := by[n]
+			out = append(out, Start{ID: c.ID, Token: c.LeaseToken, Generation: c.Generation, Deleting: c.Deleting, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Source: c.Source})
+		}
+		return out
+	}
+	if err := st.Started(ctx, start("q1", "q2")); err != nil {
+		t.Fatal(err)
+	}
+	running := row{phase: status.PhaseReconciling, reconciling: status.True + "/" + status.ReasonProgressing, leased: true, started: true}
+	for _, n := range []string{"q1", "q2"} {
+		if got := read(n); got != running {
+			t.Errorf("%s started: %+v, want %+v", n, got, running)
+		}
+	}
+	cs, err := st.ChangesSince(ctx, before, 100)
+	if err != nil || len(cs) != 2 || cs[0].Phase != status.PhaseReconciling || cs[1].Phase != status.PhaseReconciling {
+		t.Errorf("changes after two starts: %+v (%v), want two Reconciling", cs, err)
+	}
+
+	// q2's result is written; a start stored late (its token is spent) changes nothing.
+	q2 := by["q2"]
+	if err := st.Complete(ctx, q2.ID, q2.LeaseToken, func(cur Current) Update {
+		phase, conds, observed := status.Apply(cur.Conditions, cur.ObservedGeneration, status.Outcome{Generation: 1, CurrentGeneration: 1, Done: true}, time.Now())
+		return Update{Phase: phase, Conditions: conds, ObservedGeneration: observed}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Started(ctx, start("q2")); err != nil {
+		t.Fatal(err)
+	}
+	if got := read("q2"); got != (row{phase: status.PhaseReady}) {
+		t.Errorf("q2 after its result and a late start: %+v, want Ready, unleased", got)
+	}
+
+	// Shutdown gives q1 (its call started) and q3 (never started) back.
+	if err := st.Release(ctx, "a", []int64{by["q1"].ID, by["q3"].ID}, []string{by["q1"].LeaseToken, by["q3"].LeaseToken}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := read("q1"), (row{phase: status.PhaseReconciling, reconciling: status.True + "/" + status.ReasonInterrupted}); got != want {
+		t.Errorf("q1 released after its call started: %+v, want %+v", got, want)
+	}
+	if got := read("q3"); got != (row{phase: "Pending"}) {
+		t.Errorf("q3 released before its call started: %+v, want Pending as before", got)
+	}
+	var hist int
+	if err := st.pool.QueryRow(ctx, "SELECT count(*) FROM reconcile_history WHERE name IN ('q1', 'q3')").Scan(&hist); err != nil || hist != 0 {
+		t.Errorf("history rows for given-back items: %d (%v), want none", hist, err)
+	}
+}
