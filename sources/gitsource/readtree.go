@@ -58,8 +58,12 @@ func (s *Source) ReadTree(ctx context.Context, revision, dir string) ([]sources.
 	}
 	defer done()
 	err = s.fetchRefsOf(ctx, desc, remote, 1, gitconfig.RefSpec(want.String()+":"+fetchedRef.String()))
-	if errors.Is(err, git.ErrExactSHA1NotSupported) && s.refName != "" {
-		s.logger.Info("server cannot send a single commit, fetching the tracked ref's history", "revision", revision, "ref", s.refDesc())
+	// Any failure to get the commit alone (the server cannot send one, or refuses this one as
+	// "not our ref" and may hang up while the request is still being written) is followed by
+	// the tracked ref's history: the commit is then found there, or known to be gone.
+	if err != nil && ctx.Err() == nil && s.refName != "" {
+		s.logger.Info("single commit not fetched, fetching the tracked ref's history", "revision", revision, "ref", s.refDesc(),
+			"exact_sha1_unsupported", errors.Is(err, git.ErrExactSHA1NotSupported))
 		err = s.fetchRefsOf(ctx, s.refDesc(), remote, 0, gitconfig.RefSpec("+"+s.refName.String()+":"+fetchedRef.String()))
 	}
 	if err != nil && ctx.Err() == nil && commitRefused(err) {
