@@ -230,9 +230,9 @@ func TestPlanRetryKeepsMessage(t *testing.T) {
 		want  []msg
 		held  int
 	}{
-		{"retry with a newer entry due", []Item{tried(item(1, 0)), tried(item(2, time.Second)), item(3, 6500 * time.Millisecond)}, 12 * time.Second,
+		{"retry with a newer entry due", []Item{tried(item(1, 0)), tried(item(2, time.Second)), item(3, 6500*time.Millisecond)}, 12 * time.Second,
 			[]msg{{"1,2", true}, {"3", false}}, 0},
-		{"retry with a newer entry held", []Item{tried(item(1, 0)), tried(item(2, time.Second)), item(3, 6500 * time.Millisecond)}, 8 * time.Second,
+		{"retry with a newer entry held", []Item{tried(item(1, 0)), tried(item(2, time.Second)), item(3, 6500*time.Millisecond)}, 8 * time.Second,
 			[]msg{{"1,2", true}}, 1},
 		{"retry never held", []Item{tried(item(1, 0)), tried(item(2, time.Second))}, 2 * time.Second,
 			[]msg{{"1,2", true}}, 0},
