@@ -97,7 +97,8 @@ const maxHoldFactor = 10
 // Plan turns due items into messages: every (rule, provider) an item matches and has not had
 // yet. A message already tried (items whose Deliveries name an id for the target) comes first
 // and is rebuilt as it was: the items that carry that id, under that id, never held, whatever
-// arrived meanwhile. The others are grouped by target, event and revision; a group is held
+// arrived meanwhile (those of its items that are due: a subset is still that message, since
+// whatever a receiver accepted under the id was about all of them). The others are grouped by target, event and revision; a group is held
 // back while it is still growing (its newest item younger than window), for at most
 // maxHoldFactor windows, so that a burst goes out as one message; window ≤ 0 sends every item
 // alone at once. held lists the items of held groups; an item that matches nothing is in no
