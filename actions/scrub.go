@@ -95,12 +95,12 @@ type Numbers struct {
 
 // NewNumbers returns the check of JSON numbers against secrets, scrub being their scrubber
 // (Scrubber(secrets), possibly with more secrets than listed). A number, given by its text
-// as written (5432, 1e3, 5432.0), shows a secret when scrub changes that text or the
-// number's canonical form (the text encoding/json writes for the float64 it reads as: 1e3 is
-// 1000), or when that canonical form is the canonical form of a listed secret that reads as
-// a number (secret "1e3", output 1000). scrub replaces a secret inside a longer text, so a
-// number whose digits hold a secret (5432.5 for "5432") is replaced whole, as a string
-// holding it would lose that part.
+// as written (5432, 1e3, 5432.0), shows a secret when that text or the number's canonical
+// form (the text encoding/json writes for the float64 it reads as: 1e3 is 1000) is a secret
+// as a whole (scrub turns it into "***"), or when that canonical form is the canonical form
+// of a listed secret that reads as a number (secret "1e3", output 1000). A number that only
+// contains a secret's digits (15432 for "5432") is another number and is kept: replacing it
+// would break typed outputs and state for nothing.
 func NewNumbers(scrub func(string) string, secrets []string) *Numbers {
 	n := &Numbers{scrub: scrub}
 	for _, s := range secrets {
@@ -116,12 +116,16 @@ func NewNumbers(scrub func(string) string, secrets []string) *Numbers {
 
 // Shows reports whether the number written as text shows a secret.
 func (n *Numbers) Shows(text string) bool {
-	if n.scrub(text) != text {
+	if n.whole(text) {
 		return true
 	}
 	c, ok := canonicalNumber(text)
-	return ok && (n.numeric[c] || n.scrub(c) != c)
+	return ok && (n.numeric[c] || n.whole(c))
 }
+
+// whole reports whether text is one secret as a whole: scrub replaces it by a single "***"
+// (a longer text keeps other characters, two secrets in a row give two).
+func (n *Numbers) whole(text string) bool { return text != "***" && n.scrub(text) == "***" }
 
 // Clean reports, without decoding it, that the encoded JSON value v has nothing to scrub:
 // scrub leaves its text unchanged (so every string, key and number as written is clean), and

@@ -19,8 +19,11 @@ func TestNumbersShows(t *testing.T) {
 		{[]string{"5432"}, "5432", true},    // the reproduction: written as the secret
 		{[]string{"5432"}, "5432.0", true},  // as written, holds the secret
 		{[]string{"5432"}, "5.432e3", true}, // canonical form 5432
-		{[]string{"5432"}, "54320", true},   // the digits hold the secret, as in a string
-		{[]string{"5432"}, "-5432", true},   // sign kept, digits shown
+		{[]string{"5432"}, "54320", false},  // another number, although its digits hold the secret
+		{[]string{"5432"}, "15432", false},  // the same: a port is no password
+		{[]string{"5432"}, "5432.5", false}, // the same
+		{[]string{"5432"}, "-5432", false},  // another number
+		{[]string{"15432"}, "5432", false},  // a part of the secret is no secret
 		{[]string{"5432"}, "5433", false},   // another number
 		{[]string{"5432"}, "543", false},    // a part of the secret is no secret
 		{[]string{"1e3"}, "1e3", true},      // written as the secret

@@ -69,6 +69,8 @@ type reloader struct {
 	srcs   atomic.Pointer[map[string]*runningSource]
 	reveal atomic.Pointer[reconciler.Reveal]
 	last   atomic.Pointer[server.ReloadResult]
+	// listed is a copy of secrets for readers outside the loop (configSecrets).
+	listed atomic.Pointer[[]string]
 
 	// Owned by the loop goroutine (and by serve before it starts).
 	keys    map[string]*sealed.Keys // Reveal's, by source: those of the copy of each source that runs
@@ -399,6 +401,17 @@ func (rt *reloader) scrubWith(cfg *config.Config, acts map[string]actions.Action
 		}
 	}
 	rt.logOut.set(actions.Scrubber(rt.secrets))
+	listed := slices.Clone(rt.secrets)
+	rt.listed.Store(&listed)
+}
+
+// configSecrets lists the secrets the log's scrubber removes (the reconciler checks output
+// numbers against them).
+func (rt *reloader) configSecrets() []string {
+	if l := rt.listed.Load(); l != nil {
+		return *l
+	}
+	return nil
 }
 
 // setReveal builds the reconciler's Reveal with keys.

@@ -194,6 +194,7 @@ type procHook struct {
 
 type procHookPost struct {
 	delivery, id, event, resource string
+	count                         int
 }
 
 func (h *procHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -201,11 +202,12 @@ func (h *procHook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var p struct {
 		ID       string `json:"id"`
 		Event    string `json:"event"`
+		Count    int    `json:"count"`
 		Resource struct{ Namespace, Kind, Name string }
 	}
 	_ = json.Unmarshal(body, &p)
 	h.mu.Lock()
-	h.posts = append(h.posts, procHookPost{delivery: r.Header.Get("X-Trueup-Delivery"), id: p.ID, event: p.Event,
+	h.posts = append(h.posts, procHookPost{delivery: r.Header.Get("X-Trueup-Delivery"), id: p.ID, event: p.Event, count: p.Count,
 		resource: p.Resource.Namespace + "/" + p.Resource.Kind + "/" + p.Resource.Name})
 	n := len(h.posts)
 	h.mu.Unlock()
@@ -224,15 +226,23 @@ func (h *procHook) got() []procHookPost {
 	return slices.Clone(h.posts)
 }
 
-// TestProcsNotificationsKillHolder: two replicas, 40 resources failing (40 transitions, one
-// message each), a slow webhook receiver, and kill -9 of the notifications lease holder while
-// its tenth message is in flight: the other replica takes over and every transition is
-// delivered, at most one message twice, every message carrying its delivery id (header and
-// body alike), a repeat the same id as the first.
+// TestProcsNotificationsKillHolder: two replicas, 40 resources failing (40 transitions), a
+// slow webhook receiver, and kill -9 of the notifications lease holder while a message is in
+// flight: the other replica takes over and every transition is delivered, at most one
+// message twice, every message carrying its delivery id (header and body alike), a repeat
+// the same id as the first. Without grouping (one message per transition, the kill at the
+// tenth) each resource's posts share one id; with grouping (the kill at the first message)
+// each id is one message, about the same entries every time it is posted (the id recorded
+// on the entries before the first send), and the messages cover every transition once.
 func TestProcsNotificationsKillHolder(t *testing.T) {
+	t.Run("alone", func(t *testing.T) { procsNotificationsKillHolder(t, "-1s", 10) })
+	t.Run("grouped", func(t *testing.T) { procsNotificationsKillHolder(t, "300ms", 1) })
+}
+
+func procsNotificationsKillHolder(t *testing.T, groupWindow string, blockAt int) {
 	url := pgtest.NewDatabase(t, store.MigrateURL)
 	w := procSetup(t, url, "0.01")
-	hook := &procHook{delay: 150 * time.Millisecond, blockAt: 10, blocked: make(chan struct{}), release: make(chan struct{})}
+	hook := &procHook{delay: 150 * time.Millisecond, blockAt: blockAt, blocked: make(chan struct{}), release: make(chan struct{})}
 	srv := httptest.NewServer(hook)
 	released := false
 	release := func() {
@@ -251,7 +261,7 @@ func TestProcsNotificationsKillHolder(t *testing.T) {
 		"notifications": map[string]any{
 			"providers":   []any{map[string]any{"name": "hook", "type": "webhook", "url": srv.URL}},
 			"rules":       []any{map[string]any{"name": "all", "providers": []string{"hook"}, "events": []string{"Failed"}}},
-			"groupWindow": "-1s",
+			"groupWindow": groupWindow,
 			"rateLimit":   "-1s",
 		},
 	}
@@ -283,11 +293,43 @@ func TestProcsNotificationsKillHolder(t *testing.T) {
 		return len(left) == 0 && len(all) == n, fmt.Sprintf("%d of %d Failed transitions written, %d not sent", len(all), n, len(left))
 	})
 	posts := hook.got()
-	byKey := map[string][]string{} // event resource → delivery ids
 	for i, p := range posts {
 		if len(p.delivery) != 32 || p.id != p.delivery {
 			t.Errorf("post %d (%s %s): header X-Trueup-Delivery %q, body id %q: want one 32-digit id in both", i, p.event, p.resource, p.delivery, p.id)
 		}
+	}
+	if len(posts) <= hook.blockAt {
+		t.Errorf("%d posts: the kill was not mid-stream", len(posts))
+	}
+	if groupWindow != "-1s" {
+		// Each id is one message: posted with one count, and the messages' counts add up to
+		// the transitions; every id is the one recorded on its entries.
+		recorded := map[string]int{}
+		for _, id := range procStrings(t, db, `SELECT deliveries->>'all/hook' FROM notification_outbox WHERE event = 'Failed'`) {
+			recorded[id]++
+		}
+		counts := map[string]int{}
+		for _, p := range posts {
+			if c, ok := counts[p.delivery]; ok && c != p.count {
+				t.Errorf("id %s posted about %d and %d resources: want one message", p.delivery, c, p.count)
+			}
+			counts[p.delivery] = p.count
+			if recorded[p.delivery] != p.count {
+				t.Errorf("id %s posted about %d resources, recorded on %d entries", p.delivery, p.count, recorded[p.delivery])
+			}
+		}
+		total := 0
+		for _, c := range counts {
+			total += c
+		}
+		if total != n || len(posts)-len(counts) > 1 {
+			t.Errorf("%d messages (%d posts) about %d transitions, want %d transitions and at most one repeat", len(counts), len(posts), total, n)
+		}
+		t.Logf("%d transitions, %d messages, %d posts", n, len(counts), len(posts))
+		return
+	}
+	byKey := map[string][]string{} // event resource → delivery ids
+	for _, p := range posts {
 		byKey[p.event+" "+p.resource] = append(byKey[p.event+" "+p.resource], p.delivery)
 	}
 	repeats := 0
@@ -311,9 +353,6 @@ func TestProcsNotificationsKillHolder(t *testing.T) {
 	}
 	if repeats > 1 {
 		t.Errorf("%d repeated messages, want at most the one in flight at the kill (%d posts for %d transitions)", repeats, len(posts), len(byKey))
-	}
-	if len(posts) <= hook.blockAt {
-		t.Errorf("%d posts: the kill was not mid-stream", len(posts))
 	}
 	t.Logf("%d transitions, %d posts, %d repeated", n, len(posts), repeats)
 }

@@ -2,11 +2,14 @@
 // "notifications" lease it reads due entries, plans messages with internal/notify (rules,
 // grouping), sends them through the providers one at a time, records each message the
 // provider accepted as soon as it answers, and then each entry's outcome (sent, retried
-// with backoff, or dead after maxAttempts). Every message carries its delivery id.
+// with backoff, or dead after maxAttempts). Every message carries its delivery id, recorded
+// on its entries before its first send, so that every retry is the same message under the
+// same id. A run that cannot write the outbox stops sending.
 package notifier
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -240,7 +243,7 @@ func (s *Sender) Once(ctx context.Context) error {
 	for i, e := range due {
 		items[i] = notify.Item{ID: e.ID, Event: e.Event, Namespace: e.Namespace, Kind: e.Kind, Name: e.Name, Source: e.Source,
 			Revision: e.Revision, Labels: e.Labels, Phase: e.Phase, Message: e.Message, CreatedAt: e.CreatedAt, Attempts: e.Attempts,
-			Done: slices.Clone(e.Done)}
+			Done: slices.Clone(e.Done), Deliveries: e.Deliveries}
 	}
 	now := time.Now()
 	batches, held := notify.Plan(items, s.rules, now, s.cfg.GroupWindow)
@@ -256,26 +259,44 @@ func (s *Sender) Once(ctx context.Context) error {
 	// Once called directly (term 0) runs to the end.
 	term := s.held.Load()
 	unsent := map[int64]bool{}
+	var stopErr error
+	stop := func(rest []notify.Batch) {
+		for _, b := range rest {
+			for _, it := range b.Items {
+				unsent[it.ID] = true
+			}
+		}
+	}
 	for bi, b := range batches {
 		if term != 0 && s.held.Load() != term {
-			for _, rest := range batches[bi:] {
-				for _, it := range rest.Items {
-					unsent[it.ID] = true
-				}
-			}
+			stop(batches[bi:])
 			s.log.Info("lost the notifications lease while sending; the new holder sends the rest", "left", len(batches)-bi)
 			break
 		}
 		t := b.Target()
-		if len(b.Items) == 1 && !s.allow(t, b.Items[0], now) {
+		if b.ID == "" && len(b.Items) == 1 && !s.allow(t, b.Items[0], now) {
 			s.opts.Metrics.Notification(b.Provider, "suppressed")
 			s.log.Info("notification rate-limited", "rule", b.Rule.Name, "provider", b.Provider, "event", b.Event, "resource", b.Items[0].Name)
 			byID[b.Items[0].ID].Done = append(byID[b.Items[0].ID].Done, t)
 			continue
 		}
+		if b.ID == "" {
+			// Its id is recorded before the first send: a retry is this message again.
+			b.ID = b.DeliveryID()
+			if err := s.st.StartOutboxDelivery(ctx, itemIDs(b), t, b.ID); err != nil {
+				stop(batches[bi:])
+				stopErr = err
+				break
+			}
+		}
 		err := s.send(ctx, b)
 		if err == nil {
-			s.delivered(ctx, b)
+			if werr := s.delivered(ctx, b); werr != nil {
+				// Marks kept only in memory would be lost with this replica: send no more
+				// (the final write below records what it can).
+				stop(batches[bi+1:])
+				stopErr = werr
+			}
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -289,6 +310,9 @@ func (s *Sender) Once(ctx context.Context) error {
 			wait[it.ID] = max(wait[it.ID], retryAfterOf(err))
 			lastErr[it.ID] = fmt.Sprintf("%s: %v", t, err)
 			failedProv[it.ID] = b.Provider
+		}
+		if stopErr != nil {
+			break
 		}
 	}
 	var results []store.OutboxResult
@@ -316,23 +340,30 @@ func (s *Sender) Once(ctx context.Context) error {
 		results = append(results, store.OutboxResult{ID: it.ID, State: v.State, Done: byID[it.ID].Done, Attempts: attempts,
 			NextAttempt: now.Add(v.Wait), Error: lastErr[it.ID]})
 	}
-	return s.st.FinishOutbox(ctx, results)
+	if err := s.st.FinishOutbox(ctx, results); err != nil {
+		return errors.Join(stopErr, err)
+	}
+	if stopErr != nil {
+		s.log.Warn("notifications run stopped: the outbox could not be written; the rest is sent by the next run", "err", stopErr)
+	}
+	return stopErr
 }
 
-// delivered records a message the provider accepted before the next one is sent, even when
-// ctx ends meanwhile: a run that is interrupted (lease lost, shutdown, a crash a moment
-// later) must not leave it to be sent again. A failed write is logged; the run's final write
-// records it too.
-func (s *Sender) delivered(ctx context.Context, b notify.Batch) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
+func itemIDs(b notify.Batch) []int64 {
 	ids := make([]int64, len(b.Items))
 	for i, it := range b.Items {
 		ids[i] = it.ID
 	}
-	if err := s.st.MarkOutboxDelivered(ctx, ids, b.Target()); err != nil {
-		s.log.Warn("record a delivered notification", "target", b.Target(), "err", err)
-	}
+	return ids
+}
+
+// delivered records a message the provider accepted before the next one is sent, even when
+// ctx ends meanwhile: a run that is interrupted (lease lost, shutdown, a crash a moment
+// later) must not leave it to be sent again. When the write fails the run stops (Once).
+func (s *Sender) delivered(ctx context.Context, b notify.Batch) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	return s.st.MarkOutboxDelivered(ctx, itemIDs(b), b.Target())
 }
 
 func (s *Sender) send(ctx context.Context, b notify.Batch) error {

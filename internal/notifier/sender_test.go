@@ -525,3 +525,110 @@ func TestDeliveredRecordedPerMessage(t *testing.T) {
 		t.Errorf("sent entries %d (%v), want 6", sent, err)
 	}
 }
+
+// TestGroupedRetryKeepsID: a grouped message refused by its receiver is sent again about the
+// same entries under the same id, although an entry of its group arrived meanwhile: that
+// one goes in a message of its own (the reviewer's reproduction, through the store).
+func TestGroupedRetryKeepsID(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	h := &recordingHook{fail: 1}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	s, err := New(b.st, config.Notifications{
+		Providers:   []config.NotifyProvider{{Name: "hook", Type: "webhook", URL: srv.URL, Timeout: 5 * time.Second}},
+		Rules:       []config.NotifyRule{{Name: "all", Providers: []string{"hook"}}},
+		MaxAttempts: 5, GroupWindow: time.Second, RateLimit: -1,
+	}, Options{Replica: "r1", Metrics: b.m}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// Entries older than the window are sent at once, as one message.
+	age := func() {
+		t.Helper()
+		if _, err := b.st.Pool().Exec(ctx, "UPDATE notification_outbox SET next_attempt_at = now(), created_at = now() - interval '1 minute' WHERE state = 'pending'"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.add(t, failed("a"), failed("b"))
+	age()
+	if err := s.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b.add(t, failed("c"))
+	age() // c would join the group of a and b, but for the recorded message
+	if err := s.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := h.got()
+	if len(got) != 3 {
+		t.Fatalf("%d posts, want 3 (a+b refused, a+b again, c)", len(got))
+	}
+	names := func(p post) string {
+		var out []string
+		for _, r := range p.body["resources"].([]any) {
+			out = append(out, r.(string))
+		}
+		return strings.Join(out, ",")
+	}
+	if n0, n1 := names(got[0]), names(got[1]); n0 != n1 || got[0].delivery != got[1].delivery {
+		t.Errorf("retry about %s with id %s; first attempt about %s with id %s: want the same message", n1, got[1].delivery, n0, got[0].delivery)
+	}
+	if names(got[2]) != "production/DatabaseCluster/c" || got[2].delivery == got[0].delivery {
+		t.Errorf("third post about %s with id %s, want c alone under another id", names(got[2]), got[2].delivery)
+	}
+	if sent, err := b.st.CountOutbox(ctx, store.OutboxSent); err != nil || sent != 3 {
+		t.Errorf("sent entries %d (%v), want 3", sent, err)
+	}
+}
+
+// TestDeliveredWriteFailureStopsRun: when the record of an accepted message cannot be
+// written (the database is gone), the run sends nothing more; the next run sends the rest,
+// and the message whose record was lost again under its id.
+func TestDeliveredWriteFailureStopsRun(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	// The failing sender has its own store, closed while its first message is in flight.
+	lost, err := store.Open(ctx, b.st.Pool().Config().ConnConfig.ConnString(), store.Options{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(lost.Close)
+	h := &recordingHook{}
+	h.onPost = func(n int) {
+		if n == 1 {
+			lost.Close()
+		}
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	b.add(t, failed("a"), failed("b"), failed("c"))
+	s := hookSender(t, bundle{st: lost, m: b.m}, srv.URL)
+	if err := s.Once(ctx); err == nil {
+		t.Fatal("the run whose record failed returned no error")
+	}
+	if n := len(h.got()); n != 1 {
+		t.Fatalf("%d posts after the record failed, want 1 (the run stops)", n)
+	}
+	h.onPost = nil
+	if err := hookSender(t, b, srv.URL).Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string][]string{}
+	for _, p := range h.got() {
+		res, _ := p.body["resource"].(map[string]any)
+		name, _ := res["name"].(string)
+		byName[name] = append(byName[name], p.delivery)
+	}
+	if a := byName["a"]; len(a) != 2 || a[0] != a[1] {
+		t.Errorf("a delivered with ids %v, want twice with one id", a)
+	}
+	if len(byName["b"]) != 1 || len(byName["c"]) != 1 {
+		t.Errorf("deliveries %v, want b and c once each", byName)
+	}
+	if sent, err := b.st.CountOutbox(ctx, store.OutboxSent); err != nil || sent != 3 {
+		t.Errorf("sent entries %d (%v), want 3", sent, err)
+	}
+}

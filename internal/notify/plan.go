@@ -38,6 +38,9 @@ type Item struct {
 	CreatedAt                     time.Time
 	Attempts                      int
 	Done                          []string // targets already delivered
+	// Deliveries maps a target to the delivery id of a message about this item that was
+	// sent (or tried) to it and is not delivered yet: a retry rebuilds that message.
+	Deliveries map[string]string
 }
 
 // Matches reports whether the rule selects the item.
@@ -58,17 +61,23 @@ type Batch struct {
 	Event    string
 	Revision string
 	Items    []Item
+	// ID is the delivery id recorded before the message's first send (empty: not sent yet;
+	// DeliveryID computes it).
+	ID string
 }
 
 // Target is the batch's rule/provider.
 func (b Batch) Target() string { return Target(b.Rule.Name, b.Provider) }
 
-// DeliveryID is the message's id, which receivers use to drop repeats: a digest of the
-// target, the event, the revision and the outbox entries (id and creation time) the message
-// is about. A retry of the message, by this replica or by the next lease holder, has the
-// same id; a message about other entries (a group that grew) has another. The creation
-// times keep two installations that write to one receiver from sharing ids.
+// DeliveryID is the message's id, which receivers use to drop repeats: ID once the message
+// was tried (the sender records it on the entries before the first send, and a retry
+// rebuilds the message from them), else a digest of the target, the event, the revision and
+// the outbox entries (id and creation time) the message is about. The creation times keep
+// two installations that write to one receiver from sharing ids.
 func (b Batch) DeliveryID() string {
+	if b.ID != "" {
+		return b.ID
+	}
 	ids := make([]string, len(b.Items))
 	for i, it := range b.Items {
 		ids[i] = fmt.Sprintf("%d@%d", it.ID, it.CreatedAt.UnixMicro())
@@ -86,14 +95,18 @@ func (b Batch) DeliveryID() string {
 const maxHoldFactor = 10
 
 // Plan turns due items into messages: every (rule, provider) an item matches and has not had
-// yet, grouped by target, event and revision. A group is held back while it is still growing
-// (its newest item younger than window), for at most maxHoldFactor windows, so that a burst
-// goes out as one message; window ≤ 0 sends every item alone at once. held lists the items of
-// held groups; an item that matches nothing is in no batch (the caller finishes it).
+// yet. A message already tried (items whose Deliveries name an id for the target) comes first
+// and is rebuilt as it was: the items that carry that id, under that id, never held, whatever
+// arrived meanwhile (those of its items that are due: a subset is still that message, since
+// whatever a receiver accepted under the id was about all of them). The others are grouped by target, event and revision; a group is held
+// back while it is still growing (its newest item younger than window), for at most
+// maxHoldFactor windows, so that a burst goes out as one message; window ≤ 0 sends every item
+// alone at once. held lists the items of held groups; an item that matches nothing is in no
+// batch (the caller finishes it).
 func Plan(items []Item, rules []Rule, now time.Time, window time.Duration) (batches []Batch, held []int64) {
-	type key struct{ target, event, revision string }
+	type key struct{ target, event, revision, id string }
 	index := map[key]int{}
-	var all []Batch
+	var all, retries []Batch
 	for _, it := range items {
 		for ri := range rules {
 			r := &rules[ri]
@@ -105,7 +118,18 @@ func Plan(items []Item, rules []Rule, now time.Time, window time.Duration) (batc
 				if slices.Contains(it.Done, t) {
 					continue
 				}
-				k := key{t, it.Event, it.Revision}
+				if id := it.Deliveries[t]; id != "" {
+					k := key{target: t, id: id}
+					i, ok := index[k]
+					if !ok {
+						i = len(retries)
+						index[k] = i
+						retries = append(retries, Batch{Rule: r, Provider: p, Event: it.Event, Revision: it.Revision, ID: id})
+					}
+					retries[i].Items = append(retries[i].Items, it)
+					continue
+				}
+				k := key{target: t, event: it.Event, revision: it.Revision}
 				if window <= 0 || it.Revision == "" {
 					k.revision = fmt.Sprintf("%s#%d", it.Revision, it.ID) // never grouped
 				}
@@ -119,6 +143,7 @@ func Plan(items []Item, rules []Rule, now time.Time, window time.Duration) (batc
 			}
 		}
 	}
+	batches = retries
 	for _, b := range all {
 		if window > 0 {
 			oldest, newest := b.Items[0].CreatedAt, b.Items[0].CreatedAt

@@ -200,3 +200,65 @@ func TestDeliveryID(t *testing.T) {
 		t.Errorf("Compose: message id %q, want %q", m.ID, id)
 	}
 }
+
+// TestPlanRetryKeepsMessage: a grouped message that was tried is rebuilt on retry from the
+// same entries under the same id, even when entries of its group arrived meanwhile (they go
+// in another message); its target delivered, the id is no longer used.
+func TestPlanRetryKeepsMessage(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
+	const window = 5 * time.Second
+	rules := []Rule{{Name: "all", Providers: []string{"hook"}}}
+	item := func(id int64, at time.Duration) Item {
+		return Item{ID: id, Event: Failed, Namespace: "ns", Kind: "Queue", Name: "q" + itoa(int(id)), Revision: "abc", CreatedAt: t0.Add(at)}
+	}
+	first, held := Plan([]Item{item(1, 0), item(2, time.Second)}, rules, t0.Add(6*time.Second), window)
+	if len(first) != 1 || len(first[0].Items) != 2 || len(held) != 0 {
+		t.Fatalf("first plan: %d batches, held %v; want one message about 1 and 2", len(first), held)
+	}
+	id := first[0].DeliveryID()
+	// What the sender records before the first send.
+	tried := func(it Item) Item { it.Deliveries = map[string]string{"all/hook": id}; return it }
+	type msg struct {
+		ids    string // the entries, in order
+		sameID bool   // the first attempt's id
+	}
+	tests := []struct {
+		name  string
+		items []Item
+		at    time.Duration
+		want  []msg
+		held  int
+	}{
+		{"retry with a newer entry due", []Item{tried(item(1, 0)), tried(item(2, time.Second)), item(3, 6500*time.Millisecond)}, 12 * time.Second,
+			[]msg{{"1,2", true}, {"3", false}}, 0},
+		{"retry with a newer entry held", []Item{tried(item(1, 0)), tried(item(2, time.Second)), item(3, 6500*time.Millisecond)}, 8 * time.Second,
+			[]msg{{"1,2", true}}, 1},
+		{"retry never held", []Item{tried(item(1, 0)), tried(item(2, time.Second))}, 2 * time.Second,
+			[]msg{{"1,2", true}}, 0},
+		{"target delivered", []Item{func() Item { it := tried(item(1, 0)); it.Done = []string{"all/hook"}; return it }(), tried(item(2, time.Second))}, 12 * time.Second,
+			[]msg{{"2", true}}, 0},
+	}
+	for _, tc := range tests {
+		got, held := Plan(tc.items, rules, t0.Add(tc.at), window)
+		if len(got) != len(tc.want) || len(held) != tc.held {
+			t.Errorf("%s: %d messages, %d held; want %d, %d", tc.name, len(got), len(held), len(tc.want), tc.held)
+			continue
+		}
+		for i, b := range got {
+			var ids []string
+			for _, it := range b.Items {
+				ids = append(ids, itoa(int(it.ID)))
+			}
+			if s := strings.Join(ids, ","); s != tc.want[i].ids {
+				t.Errorf("%s: message %d about %s, want %s", tc.name, i, s, tc.want[i].ids)
+			}
+			if (b.DeliveryID() == id) != tc.want[i].sameID {
+				t.Errorf("%s: message %d has id %s (first attempt %s), want the same: %v", tc.name, i, b.DeliveryID(), id, tc.want[i].sameID)
+			}
+			if m, _ := Compose(b, ""); m.ID != b.DeliveryID() {
+				t.Errorf("%s: message %d composed with id %s, want %s", tc.name, i, m.ID, b.DeliveryID())
+			}
+		}
+	}
+}

@@ -727,7 +727,11 @@ func (r *Reconciler) boundOutputs(out map[string]any) map[string]any {
 	if len(b) > maxOutputs {
 		return map[string]any{"error": fmt.Sprintf("outputs of %d bytes were not stored (limit %d)", len(b), maxOutputs)}
 	}
-	return scrubEncodedOutputs(out, b, r.opts.Scrub, actions.NewNumbers(r.opts.Scrub, nil))
+	var listed []string
+	if r.opts.Secrets != nil {
+		listed = r.opts.Secrets()
+	}
+	return scrubEncodedOutputs(out, b, r.opts.Scrub, actions.NewNumbers(r.opts.Scrub, listed))
 }
 
 // resyncAt is when a Ready resource is checked for drift: the type's interval, else the

@@ -746,3 +746,30 @@ func TestDeleteHistoryRevision(t *testing.T) {
 		t.Fatalf("history of a reconcile: %+v", u.History)
 	}
 }
+
+// TestBoundOutputsConfigSecrets: the config's secrets are checked against output numbers as
+// a call's are: a number that is a secret as written or in its canonical form is replaced
+// (secret "1e3" and output 1000 included), a number that merely contains one is kept.
+func TestBoundOutputsConfigSecrets(t *testing.T) {
+	t.Parallel()
+	secrets := []string{"1e3", "5432"}
+	r := New(nil, nil, Options{Replica: "replica-a", Scrub: actions.Scrubber(secrets), Secrets: func() []string { return secrets }},
+		slog.New(slog.DiscardHandler))
+	for _, c := range []struct {
+		out  any
+		want any
+	}{
+		{1000, "***"},  // the canonical form of secret 1e3
+		{1e3, "***"},   // the same number
+		{5432, "***"},  // written as the secret
+		{15432, 15432}, // contains a secret's digits: another number
+		{1001, 1001},
+	} {
+		got := r.boundOutputs(map[string]any{"n": c.out})
+		b, _ := json.Marshal(got["n"])
+		w, _ := json.Marshal(c.want)
+		if string(b) != string(w) {
+			t.Errorf("output %v: stored %s, want %s", c.out, b, w)
+		}
+	}
+}

@@ -32,6 +32,10 @@ type Options struct {
 	PollInterval time.Duration
 	// Scrub removes secrets from messages before they are stored or logged.
 	Scrub func(string) string
+	// Secrets, when set, lists the secrets Scrub removes (the config's), so that an output
+	// number equal to one written in another form (secret "1e3", output 1000) is replaced
+	// too (actions.NewNumbers).
+	Secrets func() []string
 	// Reveal, when set, gives each call its spec with secrets put back (nil: the stored
 	// spec as it is).
 	Reveal Reveal

@@ -96,9 +96,12 @@ func (s *Store) ReleaseLease(ctx context.Context, l Lease) error {
 
 // checkLease verifies inside tx that l is still held and keeps it so until tx ends: it takes
 // FOR KEY SHARE on the lease row, which the holder's renewals do not wait for but a takeover
-// does (see AcquireLease). Call it as the transaction's last statement: the lock is then held
-// for the moment of the commit only, and a takeover that happened while the transaction
-// worked is seen. The expiry is read on the clock, not at the transaction's start.
+// does (see AcquireLease). From the check to the commit no takeover can happen, wherever the
+// check stands. A transaction that may last long (an apply) calls it as its last statement,
+// so that it blocks a takeover for the moment of the commit only and sees one that happened
+// while it worked (leaseCurrent first stops it early); a short one (RecordSyncFailure,
+// RecordSyncRecovered) may call it where it reads best. The expiry is read on the clock, not
+// at the transaction's start.
 func checkLease(ctx context.Context, tx pgx.Tx, l *Lease) error {
 	if l == nil {
 		return nil

@@ -104,6 +104,51 @@ func TestLeaseRenewedDuringFencedApply(t *testing.T) {
 	}
 }
 
+// TestLeaseRenewedWhileFenceHeld: the fence itself (checkLease's FOR KEY SHARE, held until
+// the transaction ends) never blocks the holder's renewal; a takeover is refused at once
+// until the transaction ends, and is possible once the lease is released after it.
+func TestLeaseRenewedWhileFenceHeld(t *testing.T) {
+	t.Parallel()
+	st := openTest(t)
+	ctx := context.Background()
+	r1, ok, err := st.AcquireLease(ctx, "source:s", "r1", time.Minute)
+	if err != nil || !ok {
+		t.Fatalf("r1 takes the lease: %v %v", ok, err)
+	}
+	tx, err := st.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if err := checkLease(ctx, tx, &r1); err != nil {
+		t.Fatalf("the fence of the live holder: %v", err)
+	}
+	for i := range 3 {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		l, ok, err := st.AcquireLease(actx, "source:s", "r1", time.Minute)
+		cancel()
+		if err != nil || !ok || l.Term != r1.Term {
+			t.Fatalf("renewal %d while the fence is held: %+v ok=%v err=%v, want term %d renewed", i, l, ok, err, r1.Term)
+		}
+	}
+	if err := st.ReleaseLease(ctx, r1); err != nil {
+		t.Fatal(err)
+	}
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	_, ok, err = st.AcquireLease(actx, "source:s", "r2", time.Minute)
+	cancel()
+	if err != nil || ok {
+		t.Fatalf("r2 while the fence is held: ok=%v err=%v, want refused at once", ok, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r2, ok, err := st.AcquireLease(ctx, "source:s", "r2", time.Minute)
+	if err != nil || !ok || r2.Term != r1.Term+1 {
+		t.Fatalf("r2 after the fenced transaction: %+v ok=%v err=%v", r2, ok, err)
+	}
+}
+
 // TestLeaseTakeoverFencesLongApply: a holder whose lease ran out and was taken over by
 // another replica while its apply was running does not commit it; nothing of the revision is
 // written.

@@ -30,7 +30,10 @@ type OutboxEntry struct {
 	NextAttemptAt                 time.Time
 	LastError                     string
 	Done                          []string // "rule/provider" pairs delivered
-	FinishedAt                    *time.Time
+	// Deliveries maps a target to the delivery id of the message about this entry sent (or
+	// tried) to it and not yet delivered (StartOutboxDelivery).
+	Deliveries map[string]string
+	FinishedAt *time.Time
 }
 
 // outboxItem is an event about a resource row, written with the status change: the row's
@@ -96,13 +99,16 @@ func (s *Store) AddOutbox(ctx context.Context, entries []OutboxEntry) error {
 }
 
 const outboxCols = `id, created_at, event, namespace, kind, name, source, revision, labels, phase, message, state, attempts,
-	next_attempt_at, last_error, done, finished_at`
+	next_attempt_at, last_error, done, deliveries, finished_at`
 
 func scanOutbox(r pgx.CollectableRow) (OutboxEntry, error) {
 	var e OutboxEntry
-	var labels []byte
+	var labels, deliveries []byte
 	if err := r.Scan(&e.ID, &e.CreatedAt, &e.Event, &e.Namespace, &e.Kind, &e.Name, &e.Source, &e.Revision, &labels, &e.Phase,
-		&e.Message, &e.State, &e.Attempts, &e.NextAttemptAt, &e.LastError, &e.Done, &e.FinishedAt); err != nil {
+		&e.Message, &e.State, &e.Attempts, &e.NextAttemptAt, &e.LastError, &e.Done, &deliveries, &e.FinishedAt); err != nil {
+		return e, err
+	}
+	if err := json.Unmarshal(deliveries, &e.Deliveries); err != nil {
 		return e, err
 	}
 	return e, json.Unmarshal(labels, &e.Labels)
@@ -141,7 +147,8 @@ type OutboxResult struct {
 	Error       string
 }
 
-// FinishOutbox records delivery outcomes, in one statement.
+// FinishOutbox records delivery outcomes, in one statement. An entry's done becomes the union
+// of what it holds and the result's: a target recorded meanwhile (MarkOutboxDelivered) stays.
 func (s *Store) FinishOutbox(ctx context.Context, results []OutboxResult) error {
 	if len(results) == 0 {
 		return nil
@@ -158,7 +165,8 @@ func (s *Store) FinishOutbox(ctx context.Context, results []OutboxResult) error 
 		ids[i], states[i], errs[i], next[i], att[i], done[i] = r.ID, r.State, truncate(r.Error, 2000), r.NextAttempt, int32(r.Attempts), string(d)
 	}
 	_, err := s.pool.Exec(ctx, `UPDATE notification_outbox o SET state = x.state, last_error = x.err, next_attempt_at = x.next,
-			attempts = x.att, done = ARRAY(SELECT jsonb_array_elements_text(x.done::jsonb)),
+			attempts = x.att,
+			done = ARRAY(SELECT DISTINCT d FROM unnest(o.done || ARRAY(SELECT jsonb_array_elements_text(x.done::jsonb))) AS d ORDER BY d),
 			finished_at = CASE WHEN x.state = 'pending' THEN NULL ELSE now() END
 		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::timestamptz[], $5::int[], $6::text[]) AS x(id, state, err, next, att, done)
 		WHERE o.id = x.id AND o.state = 'pending'`, ids, states, errs, next, att, done)
@@ -180,6 +188,22 @@ func (s *Store) MarkOutboxDelivered(ctx context.Context, ids []int64, target str
 		WHERE id = ANY($1) AND state = 'pending' AND NOT ($2 = ANY(done))`, ids, target)
 	if err != nil {
 		return fmt.Errorf("mark outbox delivered: %w", err)
+	}
+	return nil
+}
+
+// StartOutboxDelivery records, before a message's first send, its delivery id on the entries
+// ids for target: every retry of the message, by this replica or the next lease holder,
+// rebuilds it from exactly these entries under this id (notify.Plan), so that receivers can
+// drop the repeat. An entry that has an id for target keeps it.
+func (s *Store) StartOutboxDelivery(ctx context.Context, ids []int64, target, deliveryID string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := s.pool.Exec(ctx, `UPDATE notification_outbox SET deliveries = deliveries || jsonb_build_object($2::text, $3::text)
+		WHERE id = ANY($1) AND state = 'pending' AND NOT (deliveries ? $2)`, ids, target, deliveryID)
+	if err != nil {
+		return fmt.Errorf("record a notification's delivery id: %w", err)
 	}
 	return nil
 }

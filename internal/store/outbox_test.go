@@ -149,3 +149,42 @@ func TestTrimOutbox(t *testing.T) {
 		t.Fatalf("left: %+v, %v", left, err)
 	}
 }
+
+// TestFinishOutboxMergesDone: a result's done is merged into what the entry holds, so a
+// target recorded meanwhile (MarkOutboxDelivered) is not lost; a delivery id recorded for a
+// target stays the first one.
+func TestFinishOutboxMergesDone(t *testing.T) {
+	t.Parallel()
+	st := openTest(t)
+	ctx := context.Background()
+	if err := st.AddOutbox(ctx, []OutboxEntry{{Event: "Failed", Namespace: "ns", Kind: "Queue", Name: "q"}}); err != nil {
+		t.Fatal(err)
+	}
+	due, err := st.DueOutbox(ctx, 10)
+	if err != nil || len(due) != 1 {
+		t.Fatalf("due: %v, %v", due, err)
+	}
+	id := due[0].ID
+	if err := st.StartOutboxDelivery(ctx, []int64{id}, "all/mail", "first"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.StartOutboxDelivery(ctx, []int64{id}, "all/mail", "second"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.MarkOutboxDelivered(ctx, []int64{id}, "all/mail"); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.FinishOutbox(ctx, []OutboxResult{{ID: id, State: OutboxPending, Done: []string{"all/slack", "all/hook"}, Attempts: 1, NextAttempt: time.Now()}}); err != nil {
+		t.Fatal(err)
+	}
+	due, err = st.DueOutbox(ctx, 10)
+	if err != nil || len(due) != 1 {
+		t.Fatalf("due: %v, %v", due, err)
+	}
+	if got := strings.Join(due[0].Done, ","); got != "all/hook,all/mail,all/slack" {
+		t.Errorf("done %s, want all/hook,all/mail,all/slack", got)
+	}
+	if got := due[0].Deliveries["all/mail"]; got != "first" || len(due[0].Deliveries) != 1 {
+		t.Errorf("deliveries %v, want all/mail: first", due[0].Deliveries)
+	}
+}

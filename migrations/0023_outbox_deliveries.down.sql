@@ -1,0 +1,1 @@
+ALTER TABLE notification_outbox DROP COLUMN deliveries;
