@@ -302,6 +302,9 @@ type ApplyParams struct {
 	// AllowEmpty lets a revision without resources delete every resource of the source
 	// (prune.allowEmpty; the share guard does not apply to it).
 	AllowEmpty bool
+	// NoManifests says the revision's snapshot holds no manifest file: it never prunes,
+	// whatever AllowEmpty says (PruneGuard).
+	NoManifests bool
 	// MaxPruneFraction refuses to delete more than this share of the source's resources in
 	// one revision (0 means the default 0.5; 1 turns the guard off).
 	MaxPruneFraction float64

@@ -2,11 +2,14 @@ package syncer
 
 import (
 	"log/slog"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/sources/dirsource"
 )
 
 // TestEmptyRevisionPruneSkipped: removing a source's last resource is refused without
@@ -104,4 +107,63 @@ func deleting(b *bundle) int {
 		b.t.Fatal(err)
 	}
 	return n
+}
+
+// TestEmptyFolderNeverPrunes: a folder source whose folder is emptied (an unmounted volume,
+// `rm -rf dir/*` before a copy) yields a snapshot without any manifest file; even with
+// prune.allowEmpty its resources stay (PruneSkipped=True, EmptySource). Emptying the source on
+// purpose keeps one manifest file, an empty .yaml, and then allowEmpty deletes them.
+func TestEmptyFolderNeverPrunes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	dir := t.TempDir()
+	write := func(name, data string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, data := range dbFiles(1) {
+		write(name, data)
+	}
+	src, err := dirsource.New(dirsource.Config{Name: "infra", Path: dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = src.Close() })
+	s := New(b.store, Options{Name: "infra", Source: src, Interval: time.Hour, Prune: true, AllowEmpty: true, Replica: "r1", LeaseTTL: time.Minute},
+		slog.New(slog.DiscardHandler))
+	if out, err := s.SyncOnce(b.ctx); err != nil || out.Result.Created != 1 {
+		t.Fatalf("first sync: %+v %v", out, err)
+	}
+	for _, name := range []string{"a.yaml", "t.yaml"} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := s.SyncOnce(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Result.PruneSkipped != "EmptySource" || out.Result.Deleted != 0 {
+		t.Fatalf("emptied folder: %+v", out.Result)
+	}
+	if c, ok := status.Get(b.source().Conditions, store.ConditionPruneSkipped); !ok || c.Status != status.True || c.Reason != "EmptySource" {
+		t.Fatalf("no PruneSkipped=True/EmptySource: %+v", b.source().Conditions)
+	}
+	if n := deleting(b); n != 0 {
+		t.Fatalf("%d resources deleting after an emptied folder", n)
+	}
+
+	write("empty.yaml", "")
+	out, err = s.SyncOnce(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Result.PruneSkipped != "" || out.Result.Deleted != 1 {
+		t.Fatalf("emptied on purpose (one empty manifest file): %+v", out.Result)
+	}
+	if _, ok := status.Get(b.source().Conditions, store.ConditionPruneSkipped); ok {
+		t.Errorf("PruneSkipped kept: %+v", b.source().Conditions)
+	}
 }

@@ -500,6 +500,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head string) (Ou
 	// Transition rules run on the plaintext set, before encrypted fields become markers.
 	set, err := sealed.Load(s.loader, s.opts.Opener, snap.Files, manifest.Options{KnownTypes: known, CheckAction: s.opts.CheckAction, Limits: s.opts.Limits,
 		Parsed: onParsed}, func(set *manifest.Set) error { return s.checkTransitions(ctx, set, lease.Term) })
+	noManifests := len(snap.Files) == 0
 	snap.Files = nil // parsed: the file bytes need not live through the apply (14 MB at 100k resources)
 	if err != nil {
 		tracing.Fail(step, s.opts.Scrub(loadFailure(err)))
@@ -519,7 +520,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head string) (Ou
 	}
 	actx, step := tracer.Start(ctx, "apply")
 	res, err := s.store.ApplyRevision(actx, store.ApplyParams{Source: s.opts.Name, Revision: snap.Revision, Set: set, Prune: s.opts.Prune,
-		MaxPruneFraction: s.opts.MaxPruneFraction, AllowEmpty: s.opts.AllowEmpty, Replica: s.opts.Replica, Lease: lease})
+		MaxPruneFraction: s.opts.MaxPruneFraction, AllowEmpty: s.opts.AllowEmpty, NoManifests: noManifests, Replica: s.opts.Replica, Lease: lease})
 	if err != nil {
 		tracing.Fail(step, s.opts.Scrub(loadFailure(err)))
 	} else {
