@@ -87,3 +87,29 @@ func TestPruneConditions(t *testing.T) {
 		}
 	}
 }
+
+// TestStandingRefusal: a refusal already shown for the same revision, reason and message
+// records no new event or notification; anything else does.
+func TestStandingRefusal(t *testing.T) {
+	t.Parallel()
+	shown := []status.Condition{{Type: ConditionPruneSkipped, Status: status.True, Reason: "EmptyRender", Message: "m"}}
+	p := ApplyParams{Revision: "r2"}
+	for _, tc := range []struct {
+		name     string
+		revision string
+		conds    []status.Condition
+		res      ApplyResult
+		want     bool
+	}{
+		{"same refusal of the same revision", "r2", shown, ApplyResult{PruneSkipped: "EmptyRender", PruneMessage: "m"}, true},
+		{"no refusal", "r2", shown, ApplyResult{}, false},
+		{"another revision was applied", "r1", shown, ApplyResult{PruneSkipped: "EmptyRender", PruneMessage: "m"}, false},
+		{"other reason", "r2", shown, ApplyResult{PruneSkipped: "TooManyDeletions", PruneMessage: "m"}, false},
+		{"other numbers", "r2", shown, ApplyResult{PruneSkipped: "EmptyRender", PruneMessage: "m2"}, false},
+		{"none shown", "r2", nil, ApplyResult{PruneSkipped: "EmptyRender", PruneMessage: "m"}, false},
+	} {
+		if got := standingRefusal(tc.revision, tc.conds, p, &tc.res); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

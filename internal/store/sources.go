@@ -659,6 +659,46 @@ func applyTypes(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResult)
 	return nil
 }
 
+// PruneSettings are the prune settings p applies under, the defaults applied.
+func (p ApplyParams) PruneSettings() SourcePrune {
+	f := p.MaxPruneFraction
+	if f <= 0 {
+		f = DefaultMaxPruneFraction
+	}
+	return SourcePrune{Enabled: p.Prune, MaxFraction: f, AllowEmpty: p.AllowEmpty}
+}
+
+// PruneRefusal returns the prune settings the source's standing PruneSkipped refusal was made
+// under, or nil when none stands (or it was recorded before they were).
+func (s *Store) PruneRefusal(ctx context.Context, source string) (*SourcePrune, error) {
+	var under []byte
+	if err := s.pool.QueryRow(ctx, `SELECT prune_refused_under FROM sources WHERE name = $1`, source).Scan(&under); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, ErrNotFound
+		}
+		return nil, fmt.Errorf("read prune refusal of source %s: %w", source, err)
+	}
+	if under == nil {
+		return nil, nil
+	}
+	var pr SourcePrune
+	if err := json.Unmarshal(under, &pr); err != nil {
+		return nil, fmt.Errorf("read prune refusal of source %s: %w", source, err)
+	}
+	return &pr, nil
+}
+
+// standingRefusal reports whether the source (applied at revision, with conds) already shows
+// the refusal res makes of the same revision (same reason and message): applying it again
+// (another syncer's start, a takeover) records no new event or notification.
+func standingRefusal(revision string, conds []status.Condition, p ApplyParams, res *ApplyResult) bool {
+	if res.PruneSkipped == "" || revision != p.Revision {
+		return false
+	}
+	c, ok := status.Get(conds, ConditionPruneSkipped)
+	return ok && c.Status == status.True && c.Reason == res.PruneSkipped && c.Message == res.PruneMessage
+}
+
 // DefaultMaxPruneFraction is the share of a source's resources one revision may delete.
 const DefaultMaxPruneFraction = 0.5
 
@@ -675,8 +715,12 @@ func finishSource(ctx context.Context, tx pgx.Tx, p ApplyParams, res ApplyResult
 	conds := status.Set(src.Conditions, status.Condition{Type: status.Ready, Status: status.True, Reason: "Succeeded", Message: msg}, now)
 	conds = pruneConditions(conds, p.Revision, res, now)
 	cj, _ := json.Marshal(conds)
+	var under []byte // NULL: no refusal stands
+	if res.PruneSkipped != "" {
+		under, _ = json.Marshal(p.PruneSettings())
+	}
 	_, err = tx.Exec(ctx, `UPDATE sources SET revision = $2, last_attempted_revision = $2, last_sync_time = now(),
-		conditions = $3, errors = '[]', updated_at = now() WHERE name = $1`, p.Source, p.Revision, cj)
+		conditions = $3, errors = '[]', prune_refused_under = $4, updated_at = now() WHERE name = $1`, p.Source, p.Revision, cj, under)
 	return err
 }
 

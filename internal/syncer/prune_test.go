@@ -167,3 +167,66 @@ func TestEmptyFolderNeverPrunes(t *testing.T) {
 		t.Errorf("PruneSkipped kept: %+v", b.source().Conditions)
 	}
 }
+
+// TestRefusalNotRepeated: syncers that start one after another (restarts, takeovers) with
+// the settings the refusal was made under do not apply the refused revision again; one whose
+// settings differ applies it again, and when it is refused the same way no second event or
+// notification is recorded.
+func TestRefusalNotRepeated(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := &repo{}
+	r.set(rev(1), dbFiles(1))
+	src := r.source()
+	if _, err := b.syncer(src, "r1", time.Minute).SyncOnce(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.set(rev(2), map[string]string{"t.yaml": dbType})
+	counts := func() (events, outbox int) {
+		t.Helper()
+		if err := b.db.QueryRow(b.ctx, `SELECT (SELECT count(*) FROM events WHERE reason = 'PruneSkipped'),
+			(SELECT count(*) FROM notification_outbox WHERE event = 'PruneSkipped')`).Scan(&events, &outbox); err != nil {
+			t.Fatal(err)
+		}
+		return events, outbox
+	}
+	for i, replica := range []string{"r1", "r2", "r1", "r3"} {
+		if i > 0 {
+			// The previous holder is gone: its lease is taken over.
+			if _, err := b.db.Exec(b.ctx, `UPDATE leases SET expires_at = now() - interval '1 second'`); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, err := b.syncer(src, replica, time.Minute).SyncOnce(b.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 && out.Result.PruneSkipped != "EmptyRender" {
+			t.Fatalf("first syncer: %+v", out)
+		}
+		if i > 0 && !out.Unchanged {
+			t.Errorf("syncer %d (%s) with unchanged settings applied the refused revision again: %+v", i, replica, out)
+		}
+	}
+	if e, o := counts(); e != 1 || o != 1 {
+		t.Fatalf("%d PruneSkipped events, %d outbox rows; want 1 and 1", e, o)
+	}
+	if _, err := b.db.Exec(b.ctx, `UPDATE leases SET expires_at = now() - interval '1 second'`); err != nil {
+		t.Fatal(err)
+	}
+	s := New(b.store, Options{Name: "infra", Source: src, Interval: time.Hour, Prune: true, MaxPruneFraction: 0.6, Replica: "r4", LeaseTTL: time.Minute},
+		slog.New(slog.DiscardHandler))
+	out, err := s.SyncOnce(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Unchanged || out.Result.PruneSkipped != "EmptyRender" {
+		t.Fatalf("changed settings: %+v", out)
+	}
+	if e, o := counts(); e != 1 || o != 1 {
+		t.Errorf("the same refusal again: %d PruneSkipped events, %d outbox rows; want 1 and 1", e, o)
+	}
+	if c, ok := status.Get(b.source().Conditions, store.ConditionPruneSkipped); !ok || c.Status != status.True {
+		t.Errorf("PruneSkipped gone: %+v", b.source().Conditions)
+	}
+}

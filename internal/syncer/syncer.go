@@ -347,9 +347,11 @@ func (s *Syncer) adopt(ctx context.Context, l *store.Lease) {
 	var m memory
 	if err == nil {
 		m.applied = src.Revision
-		if c, ok := status.Get(src.Conditions, store.ConditionPruneSkipped); ok && c.Status == status.True {
-			// Its deletions were refused: apply it again, under the prune settings of this
-			// syncer (a reload that sets allowEmpty or raises maxFraction restarts it).
+		if c, ok := status.Get(src.Conditions, store.ConditionPruneSkipped); ok && c.Status == status.True && !src.Suspended && s.pruneChanged(ctx) {
+			// Its deletions were refused under other prune settings: apply it again under
+			// this syncer's (a reload that sets allowEmpty or raises maxFraction restarts it).
+			// A suspended source applies nothing: it would only hold back (and show as
+			// pending) the revision it already applied.
 			m.applied = ""
 		}
 		if src.Suspended {
@@ -368,6 +370,18 @@ func (s *Syncer) adopt(ctx context.Context, l *store.Lease) {
 		// Finish what the previous holder may have been reporting.
 		s.opts.Reporter.Applied(ctx, src.Revision)
 	}
+}
+
+// pruneChanged reports whether this syncer's prune settings differ from those the source's
+// standing refusal was made under (true when they cannot be read: applying again is safe).
+func (s *Syncer) pruneChanged(ctx context.Context) bool {
+	under, err := s.store.PruneRefusal(ctx, s.opts.Name)
+	if err != nil {
+		s.log.Warn("load prune refusal", "err", err)
+		return true
+	}
+	mine := store.ApplyParams{Prune: s.opts.Prune, MaxPruneFraction: s.opts.MaxPruneFraction, AllowEmpty: s.opts.AllowEmpty}.PruneSettings()
+	return under == nil || *under != mine
 }
 
 // Outcome says what one sync did.
