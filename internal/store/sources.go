@@ -36,10 +36,13 @@ type Source struct {
 	Conditions            []status.Condition `json:"conditions"`
 	Errors                []SourceError      `json:"errors"`
 	// From the replica holding the source's lease (absent when none holds it).
-	Holder          string     `json:"holder,omitempty"`
-	LastPollTime    *time.Time `json:"lastPollTime,omitempty"`
-	LastWebhookTime *time.Time `json:"lastWebhookTime,omitempty"`
-	HeadRevision    string     `json:"headRevision,omitempty"` // the remote's head at the last poll
+	Holder       string     `json:"holder,omitempty"`
+	LastPollTime *time.Time `json:"lastPollTime,omitempty"`
+	// LastCompletedSyncTime is when the last completed sync began: a sync requested before it
+	// has applied (or held back, rejected, failed to read) the head, or found nothing new.
+	LastCompletedSyncTime *time.Time `json:"lastCompletedSyncTime,omitempty"`
+	LastWebhookTime       *time.Time `json:"lastWebhookTime,omitempty"`
+	HeadRevision          string     `json:"headRevision,omitempty"` // the remote's head at the last poll
 	// LagSeconds is how long the remote head has been ahead of the applied revision (0 when
 	// they are equal).
 	LagSeconds float64 `json:"lagSeconds"`
@@ -133,11 +136,12 @@ func scanSourceRuntime(row pgx.Row) (Source, error) {
 	}
 	if len(rt) > 0 {
 		var r struct {
-			LastPoll, LastWebhook, HeadSeen *time.Time
-			Head                            string
+			LastPoll, LastWebhook, HeadSeen, Completed *time.Time
+			Head                                       string
 		}
 		if err := json.Unmarshal(rt, &r); err == nil {
 			src.LastPollTime, src.LastWebhookTime, src.HeadRevision = r.LastPoll, r.LastWebhook, r.Head
+			src.LastCompletedSyncTime = r.Completed
 			if r.Head != "" && r.Head != src.Revision && r.HeadSeen != nil {
 				src.LagSeconds = time.Since(*r.HeadSeen).Seconds()
 			}

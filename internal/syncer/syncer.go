@@ -101,9 +101,12 @@ type Syncer struct {
 	mem                memory
 	want               string    // a commit a push webhook named, not yet seen at the remote
 	lastPoll           time.Time // last time the head was read
-	lastWebhook        time.Time // last push webhook for this source
-	head               string    // the remote head last read
-	headSeen           time.Time // when that head was first read
+	// completed is when the last completed sync began: it read the head, then applied the
+	// revision, held it back, rejected it, recorded a failure, or found nothing new.
+	completed   time.Time
+	lastWebhook time.Time // last push webhook for this source
+	head        string    // the remote head last read
+	headSeen    time.Time // when that head was first read
 }
 
 // New returns a syncer; call Run.
@@ -164,6 +167,9 @@ type Runtime struct {
 	LastWebhook *time.Time `json:"lastWebhook,omitempty"`
 	Head        string     `json:"head,omitempty"`
 	HeadSeen    *time.Time `json:"headSeen,omitempty"`
+	// Completed is when the last completed sync began (Syncer.completed): a sync requested
+	// before it is done, its outcome in the source's row.
+	Completed *time.Time `json:"completed,omitempty"`
 }
 
 // Runtime reports the source's poll and webhook times and remote head; ok is false when this
@@ -180,7 +186,8 @@ func (s *Syncer) Runtime() (r Runtime, ok bool) {
 		}
 		return &t
 	}
-	return Runtime{LastPoll: opt(s.lastPoll), LastWebhook: opt(s.lastWebhook), Head: s.head, HeadSeen: opt(s.headSeen)}, true
+	return Runtime{LastPoll: opt(s.lastPoll), LastWebhook: opt(s.lastWebhook), Head: s.head, HeadSeen: opt(s.headSeen),
+		Completed: opt(s.completed)}, true
 }
 
 // awaitWanted re-reads the head for a while when a webhook named a commit that the remote
@@ -416,7 +423,18 @@ func (s *Syncer) SyncOnce(ctx context.Context) (Outcome, error) {
 }
 
 // sync is one sync by the holder of lease.
-func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (Outcome, error) {
+func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (out Outcome, err error) {
+	began := time.Now()
+	defer func() {
+		// Published only once the outcome is in the source's row (or nothing was new): a
+		// poll alone is no finished sync, and `sync --wait` waits on this.
+		var rec *recordedFailure
+		if !out.NotHolder && (err == nil || errors.As(err, &rec)) {
+			s.mu.Lock()
+			s.completed = began
+			s.mu.Unlock()
+		}
+	}()
 	s.adopt(ctx, lease)
 	head, err := s.opts.Source.Head(ctx)
 	if err != nil {
@@ -469,7 +487,7 @@ func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (Outcome, error) 
 	// new records nothing.
 	ctx, span := tracer.Start(ctx, "sync "+s.opts.Name, trace.WithAttributes(attribute.String("trueup.source", s.opts.Name),
 		attribute.String("trueup.revision", head)))
-	out, err := s.apply(ctx, lease, head)
+	out, err = s.apply(ctx, lease, head)
 	if err != nil {
 		tracing.Fail(span, firstLine(s.opts.Scrub(err.Error())))
 	}
@@ -687,7 +705,7 @@ func (s *Syncer) fail(ctx context.Context, lease *store.Lease, f store.SyncFailu
 	}
 	s.mu.Unlock()
 	if !record {
-		return errors.New(f.Message)
+		return &recordedFailure{f.Message} // the source shows it already
 	}
 	if f.Lease = s.writeLease(ctx, lease); f.Lease == nil {
 		return errors.New(f.Message)
@@ -704,8 +722,13 @@ func (s *Syncer) fail(ctx context.Context, lease *store.Lease, f store.SyncFailu
 		s.mem.rejected = rejected
 	}
 	s.mu.Unlock()
-	return errors.New(f.Message)
+	return &recordedFailure{f.Message}
 }
+
+// recordedFailure is a sync's failure that the source's row shows (Ready=False).
+type recordedFailure struct{ msg string }
+
+func (e *recordedFailure) Error() string { return e.msg }
 
 // otherTypes returns the ResourceTypes other sources declare, which this source's resources
 // may use.
