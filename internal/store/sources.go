@@ -52,9 +52,6 @@ type Source struct {
 	PendingRevision string `json:"pendingRevision,omitempty"`
 	// Prune is the source's prune settings, as the config running says.
 	Prune SourcePrune `json:"prune"`
-	// Resources counts the source's resources the caller may read (SourceResourceCounts;
-	// only when asked for).
-	Resources *SourceResources `json:"resources,omitempty"`
 }
 
 // SourcePrune is a source's prune: block with the defaults applied.
@@ -67,10 +64,10 @@ type SourcePrune struct {
 // SourceResources counts a source's resources: all of them, by phase, those being deleted,
 // and those whose manifests are gone but which pruning kept.
 type SourceResources struct {
-	Total    int            `json:"total"`
-	Phases   map[string]int `json:"phases"`
-	Deleting int            `json:"deleting"`
-	Orphaned int            `json:"orphaned"`
+	Total    int
+	Phases   map[string]int
+	Deleting int
+	Orphaned int
 }
 
 // SourceConfig is what the controller config says of a source.
