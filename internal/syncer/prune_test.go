@@ -230,3 +230,35 @@ func TestRefusalNotRepeated(t *testing.T) {
 		t.Errorf("PruneSkipped gone: %+v", b.source().Conditions)
 	}
 }
+
+// TestSuspendedRefusalNotPending: a suspended source that shows PruneSkipped is not applied
+// again when a syncer with other settings takes it over: that would hold back, and show as
+// pending, the revision it already applied.
+func TestSuspendedRefusalNotPending(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := &repo{}
+	r.set(rev(1), dbFiles(1))
+	src := r.source()
+	if _, err := b.syncer(src, "r1", time.Minute).SyncOnce(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.set(rev(2), map[string]string{"t.yaml": dbType})
+	if out, err := b.syncer(src, "r1", time.Minute).SyncOnce(b.ctx); err != nil || out.Result.PruneSkipped != "EmptyRender" {
+		t.Fatalf("%+v %v", out, err)
+	}
+	if err := b.store.SetSourceSuspended(b.ctx, "infra", true, "user:ann", "freeze"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.db.Exec(b.ctx, `UPDATE leases SET expires_at = now() - interval '1 second'`); err != nil {
+		t.Fatal(err)
+	}
+	s := New(b.store, Options{Name: "infra", Source: src, Interval: time.Hour, Prune: true, AllowEmpty: true, Replica: "r2", LeaseTTL: time.Minute},
+		slog.New(slog.DiscardHandler))
+	if _, err := s.SyncOnce(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.source(); got.PendingRevision != "" || got.Revision != rev(2) {
+		t.Errorf("suspended source after a takeover: revision %q, pending %q", got.Revision, got.PendingRevision)
+	}
+}
