@@ -3,6 +3,7 @@ package syncer
 import (
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/sources/dirsource"
+	"github.com/trueup-dev/trueup/sources/gitsource"
 )
 
 // TestEmptyRevisionPruneSkipped: removing a source's last resource is refused without
@@ -260,5 +262,55 @@ func TestSuspendedRefusalNotPending(t *testing.T) {
 	}
 	if got := b.source(); got.PendingRevision != "" || got.Revision != rev(2) {
 		t.Errorf("suspended source after a takeover: revision %q, pending %q", got.Revision, got.PendingRevision)
+	}
+}
+
+// TestGitPathWithoutManifestsNeverPrunes: a Git source whose path is left with no manifest
+// file (only a README) deletes nothing, even with prune.allowEmpty (EmptySource).
+func TestGitPathWithoutManifestsNeverPrunes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	dir := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"}, args...)...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q", "-b", "main")
+	if err := os.MkdirAll(filepath.Join(dir, "manifests"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range dbFiles(1) {
+		if err := os.WriteFile(filepath.Join(dir, "manifests", name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git("add", "-A")
+	git("commit", "-q", "-m", "one")
+	src, err := gitsource.New(gitsource.Config{Name: "infra", URL: dir, Path: "manifests", Dir: t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = src.Close() })
+	s := New(b.store, Options{Name: "infra", Source: src, Interval: time.Hour, Prune: true, AllowEmpty: true, Replica: "r1", LeaseTTL: time.Minute},
+		slog.New(slog.DiscardHandler))
+	if out, err := s.SyncOnce(b.ctx); err != nil || out.Result.Created != 1 {
+		t.Fatalf("first sync: %+v %v", out, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "manifests", "README.md"), []byte("# moved\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git("rm", "-q", "manifests/a.yaml", "manifests/t.yaml")
+	git("add", "-A")
+	git("commit", "-q", "-m", "emptied")
+	out, err := s.SyncOnce(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Result.PruneSkipped != "EmptySource" || out.Result.Deleted != 0 || deleting(b) != 0 {
+		t.Fatalf("path without manifests: %+v", out.Result)
 	}
 }
