@@ -160,11 +160,7 @@ func computeDiff(ctx context.Context, c *apiclient.Client, dir, sourceName strin
 	if err != nil {
 		return nil, err
 	}
-	var src store.Source
-	if err := c.Get(ctx, "/api/v1/sources/"+url.PathEscape(sourceName), nil, &src); err != nil {
-		return nil, err
-	}
-	added, err := p.diffResources(set, liveItems, src.Prune)
+	added, err := p.diffResources(set, liveItems, p.source.Prune, len(files) == 0)
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +247,7 @@ func identity(namespace, kind, name string) string {
 
 // diffResources compares DIR's resources with the source's live ones and returns those that
 // would be created.
-func (p *diffPlan) diffResources(set *manifest.Set, live []store.Resource, prune store.SourcePrune) ([]*manifest.Resource, error) {
+func (p *diffPlan) diffResources(set *manifest.Set, live []store.Resource, prune store.SourcePrune, noManifests bool) ([]*manifest.Resource, error) {
 	byID := make(map[string]store.Resource, len(live))
 	for _, r := range live {
 		byID[identity(r.Metadata.Namespace, r.Kind, r.Metadata.Name)] = r
@@ -324,7 +320,7 @@ func (p *diffPlan) diffResources(set *manifest.Set, live []store.Resource, prune
 	if !prune.Enabled {
 		removed = 0 // orphaned, not deleted: no guard applies
 	}
-	if reason, msg := store.PruneGuard("DIR", len(set.Resources), removed, active, prune.MaxFraction, prune.AllowEmpty); reason != "" {
+	if reason, msg := store.PruneGuard("DIR", noManifests, len(set.Resources), removed, active, prune.MaxFraction, prune.AllowEmpty); reason != "" {
 		p.notes = append(p.notes, fmt.Sprintf("note: the server would refuse these deletions (PruneSkipped, %s): %s", reason, msg))
 	}
 	return added, nil

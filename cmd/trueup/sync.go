@@ -24,8 +24,8 @@ if it is new, as a push webhook does. A suspended source validates the head and 
 as pending, but applies nothing. Needs the operator role in every namespace the source has
 resources in.
 
-With --wait, waits until the source was read after the request and prints its revision and
-Ready condition, and the PruneSkipped condition when a guard refused the revision's
+With --wait, waits until a sync begun after the request has finished (the head read, then
+applied, held back, rejected or found unchanged) and prints the revision and Ready condition, and the PruneSkipped condition when a guard refused the revision's
 deletions (prune.allowEmpty, prune.maxFraction); the exit status is 1 when the source is not
 Ready or shows PruneSkipped.`,
 		Example: `  trueup sync infra
@@ -58,12 +58,14 @@ Ready or shows PruneSkipped.`,
 	return cmd
 }
 
-// synced reports whether src shows a sync that began after at: a revision applied, a state
-// written (a failure, a held revision), or a poll published by the holder.
+// synced reports whether src shows a sync that began after at and is done: a revision
+// applied, a state written (a failure, a held revision), or a completed sync published by the
+// holder (one that found nothing new included). A poll alone is not enough: the holder
+// publishes it when it reads the head, before the revision is fetched and applied.
 func synced(src store.Source, at time.Time) bool {
 	after := func(t *time.Time) bool { return t != nil && !t.Before(at) }
 	ready, _ := status.Get(src.Conditions, status.Ready)
-	return after(src.LastSyncTime) || after(src.LastPollTime) || (!ready.LastTransitionTime.IsZero() && !ready.LastTransitionTime.Before(at))
+	return after(src.LastSyncTime) || after(src.LastCompletedSyncTime) || (!ready.LastTransitionTime.IsZero() && !ready.LastTransitionTime.Before(at))
 }
 
 func waitSync(ctx context.Context, c *apiclient.Client, out io.Writer, name string, at time.Time, timeout time.Duration) error {

@@ -133,7 +133,8 @@ type Prune struct {
 	// revision that still renders resources (default 0.5; 1 turns the guard off).
 	MaxFraction float64 `yaml:"maxFraction"`
 	// AllowEmpty lets a revision that renders no resources delete every resource of the
-	// source (Argo CD's name). Without it such a revision deletes nothing and the source
+	// source (Argo CD's name), provided it still holds a manifest file (an empty .yaml): a
+	// snapshot without any manifest file never prunes (EmptySource). Without it such a revision deletes nothing and the source
 	// shows PruneSkipped. It is the consent to that one case: maxFraction, which such a
 	// revision always exceeds, does not apply to it.
 	AllowEmpty bool `yaml:"allowEmpty"`

@@ -16,14 +16,49 @@ import (
 // config.Prune"; cleanYAMLError shortens it).
 func decodeStrict(n *yaml.Node, v any, what string) error {
 	if n.Kind == yaml.MappingNode {
-		known := yamlKeys(reflect.TypeOf(v).Elem())
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if k := n.Content[i]; !known[k.Value] {
-				return fmt.Errorf("line %d: field %s not found in type config.%s", k.Line, k.Value, what)
-			}
+		if err := checkKeys(n, yamlKeys(reflect.TypeOf(v).Elem()), what, 0); err != nil {
+			return err
 		}
 	}
 	return n.Decode(v)
+}
+
+// checkKeys refuses a key of the mapping n that known does not name. A merge key (`<<: *p`,
+// or `<<: [*p, *q]`) brings in the keys of the mapping(s) it names, which are checked the
+// same way (depth bounds alias chains).
+func checkKeys(n *yaml.Node, known map[string]bool, what string, depth int) error {
+	if depth > 16 {
+		return fmt.Errorf("line %d: merge keys nested too deep in type config.%s", n.Line, what)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		if k.Kind == yaml.ScalarNode && k.Value == "<<" && (k.Tag == "!!merge" || k.Tag == "") {
+			merged := []*yaml.Node{val}
+			if deref(val).Kind == yaml.SequenceNode {
+				merged = deref(val).Content
+			}
+			for _, m := range merged {
+				if m = deref(m); m.Kind == yaml.MappingNode {
+					if err := checkKeys(m, known, what, depth+1); err != nil {
+						return err
+					}
+				}
+			}
+			continue
+		}
+		if !known[k.Value] {
+			return fmt.Errorf("line %d: field %s not found in type config.%s", k.Line, k.Value, what)
+		}
+	}
+	return nil
+}
+
+// deref follows an alias to the node it names.
+func deref(n *yaml.Node) *yaml.Node {
+	for i := 0; n.Kind == yaml.AliasNode && n.Alias != nil && i < 16; i++ {
+		n = n.Alias
+	}
+	return n
 }
 
 // yamlKeys lists the keys a struct type accepts: its fields' yaml names (the lowercased

@@ -159,3 +159,30 @@ func fieldByKey(t reflect.Type, key string) (reflect.StructField, bool) {
 	}
 	return reflect.StructField{}, false
 }
+
+// TestPruneMergeKey: a YAML merge key inside prune: brings in the keys of the mapping (or
+// mappings) it names; those are checked, not the key "<<" itself.
+func TestPruneMergeKey(t *testing.T) {
+	t.Parallel()
+	head := "sources:\n  - name: a\n    dir: &q {path: x}\n    prune: &p {allowEmpty: true, maxFraction: 0.3}\n  - name: b\n    dir: {path: y}\n"
+	for _, tc := range []struct{ name, prune, want string }{
+		{"one mapping", "    prune:\n      <<: *p\n      maxFraction: 0.2\n", ""},
+		{"a list of mappings", "    prune: {<<: [*p], enabled: true}\n", ""},
+		{"a merged unknown key", "    prune:\n      <<: [*p, *q]\n", "line 3: field path not found in Prune"},
+	} {
+		cfg, err := Parse([]byte(head+tc.prune), t.TempDir(), env(nil))
+		if tc.want != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if p := cfg.Sources[1].Prune; !p.AllowEmpty {
+			t.Errorf("%s: merged prune %+v", tc.name, p)
+		}
+	}
+}

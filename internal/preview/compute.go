@@ -158,7 +158,7 @@ func (c *Checker) CheckFrom(ctx context.Context, snap *sources.Snapshot, from Or
 	if len(check.Conflicts) > 0 {
 		return invalid(check.Conflicts, c.scrub), check.Revision, nil
 	}
-	res := c.diff(set, check, snap.Revision)
+	res := c.diff(set, check, snap.Revision, len(snap.Files) == 0)
 	if unresolved := c.plan(ctx, set, appliedTypes, check.Applied, res.Changes, snap.Revision, from); unresolved {
 		res.Warnings = append(res.Warnings, forkNotResolved)
 		res.WarningNamespaces = append(res.WarningNamespaces, "")
@@ -209,7 +209,7 @@ func identity(namespace, kind, name string) string {
 // is a change with a new generation, new labels, annotations or apiVersion are a change
 // without one, and what set lacks is deleted when the source prunes and the prune guards
 // allow it.
-func (c *Checker) diff(set *manifest.Set, check store.RevisionCheck, revision string) Result {
+func (c *Checker) diff(set *manifest.Set, check store.RevisionCheck, revision string, noManifests bool) Result {
 	res := Result{Changes: []Change{}, Errors: []Error{}}
 	applied := make(map[string]*store.AppliedResource, len(check.Applied))
 	for i := range check.Applied {
@@ -270,7 +270,7 @@ func (c *Checker) diff(set *manifest.Set, check store.RevisionCheck, revision st
 		gone = append(gone, Change{Op: "delete", Kind: a.Kind, Namespace: a.Namespace, Name: a.Name, File: a.File, Line: a.Line,
 			Diff: diffText(a.Spec, nil, from, to)})
 	}
-	if reason, msg := store.PruneGuard(revision, len(set.Resources), len(gone), active, c.MaxPruneFraction, c.AllowEmpty); reason != "" {
+	if reason, msg := store.PruneGuard(revision, noManifests, len(set.Resources), len(gone), active, c.MaxPruneFraction, c.AllowEmpty); reason != "" {
 		res.Warnings = append(res.Warnings, reason+": "+msg)
 		res.WarningNamespaces = append(res.WarningNamespaces, "")
 	} else {

@@ -427,9 +427,27 @@ func (s *Server) getSource(w http.ResponseWriter, r *http.Request) {
 		if s.fail(w, err) {
 			return
 		}
-		src.Resources = &n
+		writeJSON(w, http.StatusOK, sourceWire{Source: src, Resources: &sourceCounts{Total: n.Total, Phases: n.Phases,
+			Deleting: n.Deleting, Orphaned: n.Orphaned}})
+		return
 	}
 	writeJSON(w, http.StatusOK, src)
+}
+
+// sourceWire is a source as GET /api/v1/sources/{name}?counts=true shows it: with its
+// resources counted in the namespaces the caller may read.
+type sourceWire struct {
+	store.Source
+	Resources *sourceCounts `json:"resources,omitempty"`
+}
+
+// sourceCounts counts a source's resources: all of them, by phase, those being deleted, and
+// those whose manifests are gone but which pruning kept.
+type sourceCounts struct {
+	Total    int            `json:"total"`
+	Phases   map[string]int `json:"phases"`
+	Deleting int            `json:"deleting"`
+	Orphaned int            `json:"orphaned"`
 }
 
 // listTypes lists every ResourceType to every caller with a role: types are schemas, tied to

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -110,7 +111,7 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 			gone = append(gone, e.id)
 		}
 	}
-	res.PruneSkipped, res.PruneMessage = PruneGuard(p.Revision, len(p.Set.Resources), len(gone), active, p.MaxPruneFraction, p.AllowEmpty)
+	res.PruneSkipped, res.PruneMessage = PruneGuard(p.Revision, p.NoManifests, len(p.Set.Resources), len(gone), active, p.MaxPruneFraction, p.AllowEmpty)
 	if res.PruneSkipped != "" {
 		gone = nil
 	}
@@ -154,7 +155,17 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 		return fmt.Errorf("request reconciles: %w", err)
 	}
 	res.Requested = len(requested)
+	standing := false
 	if res.PruneSkipped != "" {
+		var rev string
+		var conds []status.Condition
+		if err := tx.QueryRow(ctx, `SELECT revision, conditions FROM sources WHERE name = $1`, p.Source).Scan(&rev, &conds); err != nil &&
+			!errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("read source %s: %w", p.Source, err)
+		}
+		standing = standingRefusal(rev, conds, p, res)
+	}
+	if res.PruneSkipped != "" && !standing {
 		w.events = append(w.events, Event{Type: EventWarning, Reason: "PruneSkipped", Message: res.PruneMessage})
 		if err := insertOutbox(ctx, tx, []OutboxEntry{{Event: notify.PruneSkipped, Kind: "Source", Name: p.Source, Source: p.Source,
 			Revision: p.Revision, Phase: res.PruneSkipped, Message: res.PruneMessage}}); err != nil {
@@ -227,20 +238,27 @@ func (w *applyWriter) toRefresh(ctx context.Context, ins []int, res *ApplyResult
 }
 
 // PruneGuard decides whether a revision rendering rendered resources may delete gone of the
-// source's active ones: it names the guard that stops every deletion ("EmptyRender",
-// "TooManyDeletions") and says why, with the numbers, or returns "" when the deletions go
-// ahead. maxFrac is prune.maxFraction (0: DefaultMaxPruneFraction; 1 turns the share guard
-// off). allowEmpty is prune.allowEmpty: a revision that renders nothing deletes everything
-// it removed, whatever maxFrac says (such a revision always removes the whole source, so the
-// share guard would refuse it every time: the opt-in is the consent to exactly that). A
-// revision that still renders something is guarded by maxFrac alone. Previews report what it
-// decides about a pull request as a warning.
-func PruneGuard(revision string, rendered, gone, active int, maxFrac float64, allowEmpty bool) (reason, message string) {
+// source's active ones: it names the guard that stops every deletion ("EmptySource",
+// "EmptyRender", "TooManyDeletions") and says why, with the numbers, or returns "" when the
+// deletions go ahead. noManifests says the revision's snapshot holds no manifest file at all
+// (an empty or unmounted folder, a path emptied by mistake): a failure produces exactly that,
+// so such a revision never deletes anything, whatever the settings say. maxFrac is
+// prune.maxFraction (0: DefaultMaxPruneFraction; 1 turns the share guard off). allowEmpty is
+// prune.allowEmpty: a revision that renders no resource but still holds a manifest file (an
+// empty YAML file, a file of ResourceTypes) deletes everything it removed, whatever maxFrac
+// says (such a revision always removes the whole source, so the share guard would refuse it
+// every time: the opt-in is the consent to exactly that). A revision that still renders
+// something is guarded by maxFrac alone. Previews report what it decides about a pull
+// request as a warning.
+func PruneGuard(revision string, noManifests bool, rendered, gone, active int, maxFrac float64, allowEmpty bool) (reason, message string) {
 	if maxFrac <= 0 {
 		maxFrac = DefaultMaxPruneFraction
 	}
 	switch {
 	case gone == 0:
+	case noManifests:
+		return "EmptySource", fmt.Sprintf("revision %s holds no manifest file: not deleting the source's %d resources (a source without any manifest file never prunes; "+
+			"to remove every resource on purpose keep one manifest file, e.g. an empty .yaml file, and set prune.allowEmpty)", shortRev(revision), active)
 	case rendered == 0 && allowEmpty:
 	case rendered == 0:
 		return "EmptyRender", fmt.Sprintf("revision %s renders no resources: not deleting the source's %d resources (an empty render is refused unless prune.allowEmpty is true)", shortRev(revision), active)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -12,26 +13,33 @@ func TestPruneGuard(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name                   string
+		noManifests            bool
 		rendered, gone, active int
 		maxFrac                float64
 		allowEmpty             bool
 		want                   string
 		numbers                string // in the message
 	}{
-		{"nothing gone", 10, 0, 10, 0, false, "", ""},
-		{"empty render", 0, 10, 10, 1, false, "EmptyRender", "source's 10 resources"},
-		{"last resource removed", 0, 1, 1, 0, false, "EmptyRender", "source's 1 resources"},
-		{"last resource removed, allowEmpty", 0, 1, 1, 0, true, "", ""},
-		{"empty render, allowEmpty beats the share guard", 0, 10, 10, 0.2, true, "", ""},
-		{"empty render, share guard off is no consent", 0, 10, 10, 1, false, "EmptyRender", "10"},
-		{"empty render, every row kept by annotation", 0, 0, 3, 0, false, "", ""},
-		{"half may go", 5, 5, 10, 0, false, "", ""},
-		{"more than half", 4, 6, 10, 0, false, "TooManyDeletions", "would delete 6 of 10"},
-		{"more than half, allowEmpty does not lift the share guard", 4, 6, 10, 0, true, "TooManyDeletions", "6 of 10"},
-		{"raised fraction", 4, 6, 10, 0.8, false, "", ""},
-		{"guard off", 1, 9, 10, 1, false, "", ""},
+		{"nothing gone", false, 10, 0, 10, 0, false, "", ""},
+		{"empty render", false, 0, 10, 10, 1, false, "EmptyRender", "source's 10 resources"},
+		{"last resource removed", false, 0, 1, 1, 0, false, "EmptyRender", "source's 1 resources"},
+		{"last resource removed, allowEmpty", false, 0, 1, 1, 0, true, "", ""},
+		{"empty render, allowEmpty beats the share guard", false, 0, 10, 10, 0.2, true, "", ""},
+		{"empty render, share guard off is no consent", false, 0, 10, 10, 1, false, "EmptyRender", "10"},
+		{"empty render, every row kept by annotation", false, 0, 0, 3, 0, false, "", ""},
+		{"half may go", false, 5, 5, 10, 0, false, "", ""},
+		{"more than half", false, 4, 6, 10, 0, false, "TooManyDeletions", "would delete 6 of 10"},
+		{"more than half, allowEmpty does not lift the share guard", false, 4, 6, 10, 0, true, "TooManyDeletions", "6 of 10"},
+		{"raised fraction", false, 4, 6, 10, 0.8, false, "", ""},
+		{"guard off", false, 1, 9, 10, 1, false, "", ""},
+		// A snapshot without any manifest file is what a failure produces (an unmounted
+		// volume, a folder emptied before the copy): it never deletes, whatever the settings.
+		{"no manifest file", true, 0, 10, 10, 0, false, "EmptySource", "source's 10 resources"},
+		{"no manifest file, allowEmpty is no consent", true, 0, 10, 10, 0, true, "EmptySource", "10"},
+		{"no manifest file, share guard off", true, 0, 1, 1, 1, true, "EmptySource", "source's 1 resources"},
+		{"no manifest file, nothing to delete", true, 0, 0, 0, 0, true, "", ""},
 	} {
-		got, msg := PruneGuard("abcdef1234567890", tc.rendered, tc.gone, tc.active, tc.maxFrac, tc.allowEmpty)
+		got, msg := PruneGuard("abcdef1234567890", tc.noManifests, tc.rendered, tc.gone, tc.active, tc.maxFrac, tc.allowEmpty)
 		if got != tc.want || (got != "") != (msg != "") || !strings.Contains(msg, tc.numbers) {
 			t.Errorf("%s: %q %q, want %q with %q", tc.name, got, msg, tc.want, tc.numbers)
 		}
@@ -78,5 +86,43 @@ func TestPruneConditions(t *testing.T) {
 		if c, ok := status.Get(got, ConditionPruneSkipped); ok && c.Message != tc.res.PruneMessage {
 			t.Errorf("%s: message %q", tc.name, c.Message)
 		}
+	}
+}
+
+// TestStandingRefusal: a refusal already shown for the same revision, reason and message
+// records no new event or notification; anything else does.
+func TestStandingRefusal(t *testing.T) {
+	t.Parallel()
+	shown := []status.Condition{{Type: ConditionPruneSkipped, Status: status.True, Reason: "EmptyRender", Message: "m"}}
+	p := ApplyParams{Revision: "r2"}
+	for _, tc := range []struct {
+		name     string
+		revision string
+		conds    []status.Condition
+		res      ApplyResult
+		want     bool
+	}{
+		{"same refusal of the same revision", "r2", shown, ApplyResult{PruneSkipped: "EmptyRender", PruneMessage: "m"}, true},
+		{"no refusal", "r2", shown, ApplyResult{}, false},
+		{"another revision was applied", "r1", shown, ApplyResult{PruneSkipped: "EmptyRender", PruneMessage: "m"}, false},
+		{"other reason", "r2", shown, ApplyResult{PruneSkipped: "TooManyDeletions", PruneMessage: "m"}, false},
+		{"other numbers", "r2", shown, ApplyResult{PruneSkipped: "EmptyRender", PruneMessage: "m2"}, false},
+		{"none shown", "r2", nil, ApplyResult{PruneSkipped: "EmptyRender", PruneMessage: "m"}, false},
+	} {
+		if got := standingRefusal(tc.revision, tc.conds, p, &tc.res); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestSourceHasNoWireCounts: the counts of a source's resources are the server's to shape
+// (STYLE 18): the store's Source carries none.
+func TestSourceHasNoWireCounts(t *testing.T) {
+	t.Parallel()
+	if _, ok := reflect.TypeOf(Source{}).FieldByName("Resources"); ok {
+		t.Error("store.Source has a Resources field")
+	}
+	if tag := reflect.TypeOf(SourceResources{}).Field(0).Tag; tag != "" {
+		t.Errorf("store.SourceResources has wire tags: %q", tag)
 	}
 }

@@ -36,10 +36,13 @@ type Source struct {
 	Conditions            []status.Condition `json:"conditions"`
 	Errors                []SourceError      `json:"errors"`
 	// From the replica holding the source's lease (absent when none holds it).
-	Holder          string     `json:"holder,omitempty"`
-	LastPollTime    *time.Time `json:"lastPollTime,omitempty"`
-	LastWebhookTime *time.Time `json:"lastWebhookTime,omitempty"`
-	HeadRevision    string     `json:"headRevision,omitempty"` // the remote's head at the last poll
+	Holder       string     `json:"holder,omitempty"`
+	LastPollTime *time.Time `json:"lastPollTime,omitempty"`
+	// LastCompletedSyncTime is when the last completed sync began: a sync requested before it
+	// has applied (or held back, rejected, failed to read) the head, or found nothing new.
+	LastCompletedSyncTime *time.Time `json:"lastCompletedSyncTime,omitempty"`
+	LastWebhookTime       *time.Time `json:"lastWebhookTime,omitempty"`
+	HeadRevision          string     `json:"headRevision,omitempty"` // the remote's head at the last poll
 	// LagSeconds is how long the remote head has been ahead of the applied revision (0 when
 	// they are equal).
 	LagSeconds float64 `json:"lagSeconds"`
@@ -49,9 +52,6 @@ type Source struct {
 	PendingRevision string `json:"pendingRevision,omitempty"`
 	// Prune is the source's prune settings, as the config running says.
 	Prune SourcePrune `json:"prune"`
-	// Resources counts the source's resources the caller may read (SourceResourceCounts;
-	// only when asked for).
-	Resources *SourceResources `json:"resources,omitempty"`
 }
 
 // SourcePrune is a source's prune: block with the defaults applied.
@@ -64,10 +64,10 @@ type SourcePrune struct {
 // SourceResources counts a source's resources: all of them, by phase, those being deleted,
 // and those whose manifests are gone but which pruning kept.
 type SourceResources struct {
-	Total    int            `json:"total"`
-	Phases   map[string]int `json:"phases"`
-	Deleting int            `json:"deleting"`
-	Orphaned int            `json:"orphaned"`
+	Total    int
+	Phases   map[string]int
+	Deleting int
+	Orphaned int
 }
 
 // SourceConfig is what the controller config says of a source.
@@ -133,11 +133,12 @@ func scanSourceRuntime(row pgx.Row) (Source, error) {
 	}
 	if len(rt) > 0 {
 		var r struct {
-			LastPoll, LastWebhook, HeadSeen *time.Time
-			Head                            string
+			LastPoll, LastWebhook, HeadSeen, Completed *time.Time
+			Head                                       string
 		}
 		if err := json.Unmarshal(rt, &r); err == nil {
 			src.LastPollTime, src.LastWebhookTime, src.HeadRevision = r.LastPoll, r.LastWebhook, r.Head
+			src.LastCompletedSyncTime = r.Completed
 			if r.Head != "" && r.Head != src.Revision && r.HeadSeen != nil {
 				src.LagSeconds = time.Since(*r.HeadSeen).Seconds()
 			}
@@ -302,6 +303,9 @@ type ApplyParams struct {
 	// AllowEmpty lets a revision without resources delete every resource of the source
 	// (prune.allowEmpty; the share guard does not apply to it).
 	AllowEmpty bool
+	// NoManifests says the revision's snapshot holds no manifest file: it never prunes,
+	// whatever AllowEmpty says (PruneGuard).
+	NoManifests bool
 	// MaxPruneFraction refuses to delete more than this share of the source's resources in
 	// one revision (0 means the default 0.5; 1 turns the guard off).
 	MaxPruneFraction float64
@@ -656,6 +660,46 @@ func applyTypes(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResult)
 	return nil
 }
 
+// PruneSettings are the prune settings p applies under, the defaults applied.
+func (p ApplyParams) PruneSettings() SourcePrune {
+	f := p.MaxPruneFraction
+	if f <= 0 {
+		f = DefaultMaxPruneFraction
+	}
+	return SourcePrune{Enabled: p.Prune, MaxFraction: f, AllowEmpty: p.AllowEmpty}
+}
+
+// PruneRefusal returns the prune settings the source's standing PruneSkipped refusal was made
+// under, or nil when none stands (or it was recorded before they were).
+func (s *Store) PruneRefusal(ctx context.Context, source string) (*SourcePrune, error) {
+	var under []byte
+	if err := s.pool.QueryRow(ctx, `SELECT prune_refused_under FROM sources WHERE name = $1`, source).Scan(&under); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, ErrNotFound
+		}
+		return nil, fmt.Errorf("read prune refusal of source %s: %w", source, err)
+	}
+	if under == nil {
+		return nil, nil
+	}
+	var pr SourcePrune
+	if err := json.Unmarshal(under, &pr); err != nil {
+		return nil, fmt.Errorf("read prune refusal of source %s: %w", source, err)
+	}
+	return &pr, nil
+}
+
+// standingRefusal reports whether the source (applied at revision, with conds) already shows
+// the refusal res makes of the same revision (same reason and message): applying it again
+// (another syncer's start, a takeover) records no new event or notification.
+func standingRefusal(revision string, conds []status.Condition, p ApplyParams, res *ApplyResult) bool {
+	if res.PruneSkipped == "" || revision != p.Revision {
+		return false
+	}
+	c, ok := status.Get(conds, ConditionPruneSkipped)
+	return ok && c.Status == status.True && c.Reason == res.PruneSkipped && c.Message == res.PruneMessage
+}
+
 // DefaultMaxPruneFraction is the share of a source's resources one revision may delete.
 const DefaultMaxPruneFraction = 0.5
 
@@ -672,8 +716,12 @@ func finishSource(ctx context.Context, tx pgx.Tx, p ApplyParams, res ApplyResult
 	conds := status.Set(src.Conditions, status.Condition{Type: status.Ready, Status: status.True, Reason: "Succeeded", Message: msg}, now)
 	conds = pruneConditions(conds, p.Revision, res, now)
 	cj, _ := json.Marshal(conds)
+	var under []byte // NULL: no refusal stands
+	if res.PruneSkipped != "" {
+		under, _ = json.Marshal(p.PruneSettings())
+	}
 	_, err = tx.Exec(ctx, `UPDATE sources SET revision = $2, last_attempted_revision = $2, last_sync_time = now(),
-		conditions = $3, errors = '[]', updated_at = now() WHERE name = $1`, p.Source, p.Revision, cj)
+		conditions = $3, errors = '[]', prune_refused_under = $4, updated_at = now() WHERE name = $1`, p.Source, p.Revision, cj, under)
 	return err
 }
 

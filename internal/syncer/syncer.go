@@ -105,9 +105,12 @@ type Syncer struct {
 	mem                memory
 	want               string    // a commit a push webhook named, not yet seen at the remote
 	lastPoll           time.Time // last time the head was read
-	lastWebhook        time.Time // last push webhook for this source
-	head               string    // the remote head last read
-	headSeen           time.Time // when that head was first read
+	// completed is when the last completed sync began: it read the head, then applied the
+	// revision, held it back, rejected it, recorded a failure, or found nothing new.
+	completed   time.Time
+	lastWebhook time.Time // last push webhook for this source
+	head        string    // the remote head last read
+	headSeen    time.Time // when that head was first read
 }
 
 // New returns a syncer; call Run.
@@ -178,6 +181,9 @@ type Runtime struct {
 	LastWebhook *time.Time `json:"lastWebhook,omitempty"`
 	Head        string     `json:"head,omitempty"`
 	HeadSeen    *time.Time `json:"headSeen,omitempty"`
+	// Completed is when the last completed sync began (Syncer.completed): a sync requested
+	// before it is done, its outcome in the source's row.
+	Completed *time.Time `json:"completed,omitempty"`
 }
 
 // Runtime reports the source's poll and webhook times and remote head; ok is false when this
@@ -194,7 +200,8 @@ func (s *Syncer) Runtime() (r Runtime, ok bool) {
 		}
 		return &t
 	}
-	return Runtime{LastPoll: opt(s.lastPoll), LastWebhook: opt(s.lastWebhook), Head: s.head, HeadSeen: opt(s.headSeen)}, true
+	return Runtime{LastPoll: opt(s.lastPoll), LastWebhook: opt(s.lastWebhook), Head: s.head, HeadSeen: opt(s.headSeen),
+		Completed: opt(s.completed)}, true
 }
 
 // awaitWanted re-reads the head for a while when a webhook named a commit that the remote
@@ -361,9 +368,11 @@ func (s *Syncer) adopt(ctx context.Context, l *store.Lease) {
 	var m memory
 	if err == nil {
 		m.applied = src.Revision
-		if c, ok := status.Get(src.Conditions, store.ConditionPruneSkipped); ok && c.Status == status.True {
-			// Its deletions were refused: apply it again, under the prune settings of this
-			// syncer (a reload that sets allowEmpty or raises maxFraction restarts it).
+		if c, ok := status.Get(src.Conditions, store.ConditionPruneSkipped); ok && c.Status == status.True && !src.Suspended && s.pruneChanged(ctx) {
+			// Its deletions were refused under other prune settings: apply it again under
+			// this syncer's (a reload that sets allowEmpty or raises maxFraction restarts it).
+			// A suspended source applies nothing: it would only hold back (and show as
+			// pending) the revision it already applied.
 			m.applied = ""
 		}
 		if src.Suspended {
@@ -382,6 +391,18 @@ func (s *Syncer) adopt(ctx context.Context, l *store.Lease) {
 		// Finish what the previous holder may have been reporting.
 		s.opts.Reporter.Applied(ctx, src.Revision)
 	}
+}
+
+// pruneChanged reports whether this syncer's prune settings differ from those the source's
+// standing refusal was made under (true when they cannot be read: applying again is safe).
+func (s *Syncer) pruneChanged(ctx context.Context) bool {
+	under, err := s.store.PruneRefusal(ctx, s.opts.Name)
+	if err != nil {
+		s.log.Warn("load prune refusal", "err", err)
+		return true
+	}
+	mine := store.ApplyParams{Prune: s.opts.Prune, MaxPruneFraction: s.opts.MaxPruneFraction, AllowEmpty: s.opts.AllowEmpty}.PruneSettings()
+	return under == nil || *under != mine
 }
 
 // Outcome says what one sync did.
@@ -416,7 +437,18 @@ func (s *Syncer) SyncOnce(ctx context.Context) (Outcome, error) {
 }
 
 // sync is one sync by the holder of lease.
-func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (Outcome, error) {
+func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (out Outcome, err error) {
+	began := time.Now()
+	defer func() {
+		// Published only once the outcome is in the source's row (or nothing was new): a
+		// poll alone is no finished sync, and `sync --wait` waits on this.
+		var rec *recordedFailure
+		if !out.NotHolder && (err == nil || errors.As(err, &rec)) {
+			s.mu.Lock()
+			s.completed = began
+			s.mu.Unlock()
+		}
+	}()
 	s.adopt(ctx, lease)
 	head, err := s.opts.Source.Head(ctx)
 	if err != nil {
@@ -469,7 +501,7 @@ func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (Outcome, error) 
 	// new records nothing.
 	ctx, span := tracer.Start(ctx, "sync "+s.opts.Name, trace.WithAttributes(attribute.String("trueup.source", s.opts.Name),
 		attribute.String("trueup.revision", head)))
-	out, err := s.apply(ctx, lease, head)
+	out, err = s.apply(ctx, lease, head)
 	if err != nil {
 		tracing.Fail(span, firstLine(s.opts.Scrub(err.Error())))
 	}
@@ -514,6 +546,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head string) (Ou
 	// Transition rules run on the plaintext set, before encrypted fields become markers.
 	set, err := sealed.Load(s.loader, s.opts.Opener, snap.Files, manifest.Options{KnownTypes: known, CheckAction: s.opts.CheckAction, Limits: s.opts.Limits,
 		CheckReference: s.opts.CheckReference, Parsed: onParsed}, func(set *manifest.Set) error { return s.checkTransitions(ctx, set, lease.Term) })
+	noManifests := len(snap.Files) == 0
 	snap.Files = nil // parsed: the file bytes need not live through the apply (14 MB at 100k resources)
 	if err != nil {
 		tracing.Fail(step, s.opts.Scrub(loadFailure(err)))
@@ -533,7 +566,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head string) (Ou
 	}
 	actx, step := tracer.Start(ctx, "apply")
 	res, err := s.store.ApplyRevision(actx, store.ApplyParams{Source: s.opts.Name, Revision: snap.Revision, Set: set, Prune: s.opts.Prune,
-		MaxPruneFraction: s.opts.MaxPruneFraction, AllowEmpty: s.opts.AllowEmpty, Replica: s.opts.Replica, Lease: lease})
+		MaxPruneFraction: s.opts.MaxPruneFraction, AllowEmpty: s.opts.AllowEmpty, NoManifests: noManifests, Replica: s.opts.Replica, Lease: lease})
 	if err != nil {
 		tracing.Fail(step, s.opts.Scrub(loadFailure(err)))
 	} else {
@@ -686,7 +719,7 @@ func (s *Syncer) fail(ctx context.Context, lease *store.Lease, f store.SyncFailu
 	}
 	s.mu.Unlock()
 	if !record {
-		return errors.New(f.Message)
+		return &recordedFailure{f.Message} // the source shows it already
 	}
 	if f.Lease = s.writeLease(ctx, lease); f.Lease == nil {
 		return errors.New(f.Message)
@@ -703,8 +736,13 @@ func (s *Syncer) fail(ctx context.Context, lease *store.Lease, f store.SyncFailu
 		s.mem.rejected = rejected
 	}
 	s.mu.Unlock()
-	return errors.New(f.Message)
+	return &recordedFailure{f.Message}
 }
+
+// recordedFailure is a sync's failure that the source's row shows (Ready=False).
+type recordedFailure struct{ msg string }
+
+func (e *recordedFailure) Error() string { return e.msg }
 
 // otherTypes returns the ResourceTypes other sources declare, which this source's resources
 // may use.
