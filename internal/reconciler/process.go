@@ -60,6 +60,8 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 	var foreign []string // values taken from other namespaces (resolution.foreign)
 	if c.Deleting && len(c.ResolvedSpec) > 0 {
 		// A delete gets the spec its last reconcile got: its dependencies may be going too.
+		// Its messages are scrubbed of what that spec took from other namespaces.
+		foreign = foreignIn(c.Spec, c.ResolvedSpec, c.Namespace, c.ResolvedOrigins)
 		c.Spec = c.ResolvedSpec
 	}
 	if err == nil && c.HasDeps && !c.Deleting {

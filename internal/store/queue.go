@@ -54,6 +54,9 @@ type Claimed struct {
 	// ResolvedSpec, for a delete, is the spec as last called with references resolved
 	// (nil when none): the delete gets what the reconcile got.
 	ResolvedSpec json.RawMessage
+	// ResolvedOrigins, with ResolvedSpec, are the paths of it whose value came from other
+	// namespaces (Resolved.Origins): the delete's messages are scrubbed of those values.
+	ResolvedOrigins map[string][]string
 	// DependencyBy names the dependencies whose referenced outputs changed, when that is why
 	// the resource runs now.
 	DependencyBy string
@@ -79,7 +82,8 @@ func (s *Store) Claim(ctx context.Context, owner string, n int, ttl time.Duratio
 			  t.name IS NOT NULL, COALESCE(t.action_name, ''), t.action_with, t.resync_interval_ms,
 			  COALESCE(r.sealed_sha, ''), r.file_path, COALESCE(r.manual_requested_by, ''),
 			  r.has_deps, COALESCE(r.dependency_by, ''), CASE WHEN r.has_deps THEN t.spec END,
-			  CASE WHEN r.has_deps AND r.deletion_timestamp IS NOT NULL THEN r.resolved_spec END, COALESCE(r.applied_revision, ''),
+			  CASE WHEN r.has_deps AND r.deletion_timestamp IS NOT NULL THEN r.resolved_spec END,
+			  CASE WHEN r.has_deps AND r.deletion_timestamp IS NOT NULL THEN r.resolved_origins END, COALESCE(r.applied_revision, ''),
 			  COALESCE(CASE WHEN r.deletion_timestamp IS NOT NULL THEN (SELECT s.revision FROM sources s WHERE s.name = r.source) END, '')
 			FROM resources r LEFT JOIN resource_types t ON lower(t.name) = lower(r.kind)
 			WHERE r.run_at <= now() AND r.lease_owner IS NULL AND NOT r.suspended AND NOT r.blocked `+claimGateSQL+`
@@ -133,7 +137,7 @@ func scanClaimed(r pgx.CollectableRow) (Claimed, error) {
 	err := r.Scan(&c.ID, &c.UID, &c.Namespace, &c.Kind, &c.Name, &c.APIVersion, &c.Source, &c.Revision, &labels,
 		&ann, &c.Spec, &c.Generation, &c.ObservedGeneration, &c.Phase, &conds, &c.ActionState, &c.Attempt,
 		&c.Deleting, &c.LeaseToken, &c.TypeKnown, &c.ActionName, &c.ActionWith, &c.ResyncIntervalMs, &c.SealedSHA, &c.File, &c.ManualBy,
-		&c.HasDeps, &c.DependencyBy, &c.TypeSpec, &c.ResolvedSpec, &c.AppliedRevision, &c.SourceRevision)
+		&c.HasDeps, &c.DependencyBy, &c.TypeSpec, &c.ResolvedSpec, &c.ResolvedOrigins, &c.AppliedRevision, &c.SourceRevision)
 	if err != nil {
 		return c, err
 	}
