@@ -195,6 +195,7 @@ type Resolved struct {
 	Inputs string
 	// Origins are the paths of Spec (spec.a.b[0]) whose value came from other namespaces,
 	// with those namespaces: who shows Spec masks them for a caller who may not read one.
+	// Stored as {} when none; NULL (a spec stored before they were recorded) is not known.
 	Origins map[string][]string
 }
 
@@ -440,14 +441,16 @@ func (b *updateBatch) add(id int64, u Update) error {
 		if rs := storableJSON(u.Resolved.Spec); len(rs) > 0 {
 			str := string(rs)
 			resolved = &str
+			// {} when none: NULL is "not known" (a spec stored before origins were recorded).
+			os := "{}"
 			if len(u.Resolved.Origins) > 0 {
 				o, err := json.Marshal(u.Resolved.Origins)
 				if err != nil {
 					return err
 				}
-				os := string(o)
-				origins = &os
+				os = string(o)
 			}
+			origins = &os
 		}
 		inputs = u.Resolved.Inputs
 	}
