@@ -96,7 +96,7 @@ func TestConfigCheckReferences(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct{ text, want string }{
 		{"references:\n  expose:\n    - {namespace: production, kinds: [Db], outputs: [host], to: [{namespace: staging}], output: [x]}\n", "line 3: field output not found"},
-		{"references:\n  expose:\n    - {namespace: production, kinds: [Db], to: [{namespace: staging}]}\n", `references.expose[0].outputs: required (write "*" to allow every one)`},
+		{"references:\n  expose:\n    - {namespace: production, kinds: [Db], to: [{namespace: staging}]}\n", `references.expose[0].outputs: required (write "*" to allow every one, or [] to allow dependsOn only)`},
 		{"references:\n  expose:\n    - {namespace: production, kinds: [Db], outputs: [host], to: [{namespace: staging}]}\n", ""},
 	} {
 		p := filepath.Join(dir, "refs.yaml")

@@ -20,9 +20,12 @@ type References struct {
 
 // ReferenceExpose lets resources in the namespaces of To read the Outputs of resources of
 // Kinds in Namespace (and name them in dependsOn). Every field is required and holds exact
-// values or path.Match globs; "*" must be written to allow every kind or output. An output
-// entry matches a referenced output path (db.host) whole, or one of its leading segments
-// (db); kinds compare case-insensitively.
+// values or path.Match globs; "*" must be written to allow every kind or output, and
+// `outputs: []` allows dependsOn only (ordering, no value). A namespace or kind pattern is
+// matched against the whole name. An output entry is matched segment by segment (split on
+// "."): it allows a referenced output path (db.host) whose leading segments it matches, a glob
+// staying within its segment (db* allows dbx.host, not db.password; db allows db.host);
+// kinds compare case-insensitively.
 type ReferenceExpose struct {
 	Namespace string        `yaml:"namespace"`
 	Kinds     []string      `yaml:"kinds"`
@@ -53,8 +56,11 @@ func (c *Config) validateReferences() error {
 			key  string
 			pats []string
 		}{{"kinds", e.Kinds}, {"outputs", e.Outputs}} {
-			if len(l.pats) == 0 {
-				bad("%s.%s: required (write \"*\" to allow every one)", at, l.key)
+			switch {
+			case l.key == "outputs" && l.pats == nil:
+				bad("%s.outputs: required (write \"*\" to allow every one, or [] to allow dependsOn only)", at)
+			case l.key == "kinds" && len(l.pats) == 0:
+				bad("%s.kinds: required (write \"*\" to allow every one)", at)
 			}
 			for j, p := range l.pats {
 				pattern(fmt.Sprintf("%s.%s[%d]", at, l.key, j), p)

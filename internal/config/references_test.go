@@ -31,7 +31,9 @@ func TestReferencesErrors(t *testing.T) {
 		{"unknown field in block", secretsSources + "references:\n  grants: []\n", "field grants not found"},
 		{"without namespace", expose("{kinds: [Db], outputs: [host], to: [{namespace: s}]}"), "references.expose[0].namespace: required"},
 		{"without kinds", expose("{namespace: p, outputs: [host], to: [{namespace: s}]}"), `references.expose[0].kinds: required (write "*" to allow every one)`},
-		{"without outputs", expose("{namespace: p, kinds: [Db], to: [{namespace: s}]}"), `references.expose[0].outputs: required`},
+		{"without outputs", expose("{namespace: p, kinds: [Db], to: [{namespace: s}]}"), `references.expose[0].outputs: required (write "*" to allow every one, or [] to allow dependsOn only)`},
+		{"null outputs", expose("{namespace: p, kinds: [Db], outputs: null, to: [{namespace: s}]}"), `references.expose[0].outputs: required`},
+		{"empty kinds", expose("{namespace: p, kinds: [], outputs: [], to: [{namespace: s}]}"), `references.expose[0].kinds: required`},
 		{"without to", expose("{namespace: p, kinds: [Db], outputs: [host]}"), "references.expose[0].to: required"},
 		{"empty to namespace", expose("{namespace: p, kinds: [Db], outputs: [host], to: [{}]}"), "references.expose[0].to[0].namespace: required"},
 		{"bad pattern", expose("{namespace: 'p[', kinds: [Db], outputs: [host], to: [{namespace: s}]}"), `references.expose[0].namespace: "p[" is not a valid pattern`},
@@ -45,6 +47,18 @@ func TestReferencesErrors(t *testing.T) {
 				t.Fatalf("error %v, want it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestReferencesOrderingOnly: `outputs: []` is a grant of dependsOn alone (no output).
+func TestReferencesOrderingOnly(t *testing.T) {
+	t.Parallel()
+	c, err := Parse([]byte(secretsSources+"references:\n  expose:\n    - {namespace: p, kinds: [Db], outputs: [], to: [{namespace: s}]}\n"), "/x", env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := c.References.Expose[0].Outputs; o == nil || len(o) != 0 {
+		t.Fatalf("outputs %#v, want empty", o)
 	}
 }
 

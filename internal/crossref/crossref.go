@@ -18,7 +18,7 @@ import (
 // outputs (dotted paths; none for a plain dependsOn entry). A reference within from is
 // always allowed. Otherwise every output read needs a grant matching target's namespace
 // and kind, the output and from; a plain dependsOn needs one matching the namespace, kind
-// and from. The error names the missing grant; it says nothing of whether target exists.
+// and from (a grant with outputs: [] allows only that: ordering, no value). The error names the missing grant; it says nothing of whether target exists.
 func Check(grants []config.ReferenceExpose, from string, target graph.ID, outputs []string) error {
 	if target.Namespace == from {
 		return nil
@@ -43,7 +43,7 @@ func Check(grants []config.ReferenceExpose, from string, target graph.ID, output
 
 // refused spells the missing grant as the entry that would allow the reference.
 func refused(from string, target graph.ID, outputs []string) error {
-	what, outs := "dependsOn "+target.String(), `"*"`
+	what, outs := "dependsOn "+target.String(), ""
 	if len(outputs) > 0 {
 		what = "reference to " + target.String() + " outputs " + strings.Join(outputs, ", ")
 		outs = strings.Join(outputs, ", ")
@@ -70,19 +70,21 @@ func covers(g config.ReferenceExpose, from string, target graph.ID, output strin
 	return slices.ContainsFunc(g.Outputs, func(p string) bool { return matchOutput(p, output) })
 }
 
-// matchOutput reports whether pattern p allows output path o: o whole, or one of its leading
-// segments (a grant of db allows db.host).
+// matchOutput reports whether pattern p allows output path o (both dotted), segment by
+// segment: p's segments match o's leading segments, each whole or as a path.Match glob
+// within the segment, so a grant of db allows db.host, db* allows dbx.host but never
+// db.password through the dot, and * allows every output.
 func matchOutput(p, o string) bool {
-	for {
-		if match(p, o) {
-			return true
-		}
-		i := strings.LastIndexByte(o, '.')
-		if i < 0 {
+	ps, segs := strings.Split(p, "."), strings.Split(o, ".")
+	if len(ps) > len(segs) {
+		return false
+	}
+	for i, seg := range ps {
+		if !match(seg, segs[i]) {
 			return false
 		}
-		o = o[:i]
 	}
+	return true
 }
 
 // match reports whether v equals pattern p or matches it as a path.Match glob.

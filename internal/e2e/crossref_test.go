@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -148,5 +149,134 @@ exit 3
 	}
 	if !strings.Contains(r.Status.Message, `"engine":"***"`) {
 		t.Errorf("message %q, want the value as ***", r.Status.Message)
+	}
+}
+
+// prodPassword is production/a's password output in the tests below.
+const prodPassword = "pw-Zx81sQ-prod"
+
+// quoteAction gives production resources a password output. A staging resource's call (a
+// reconcile while failReconcile is set, or a delete) fails quoting the password it finds
+// spliced into spec.engine (a DSN), alone, and the delete its whole spec too.
+type quoteAction struct{ failReconcile atomic.Bool }
+
+func (a *quoteAction) password(req actions.Request) string {
+	var spec struct {
+		Engine string `json:"engine"`
+	}
+	_ = json.Unmarshal(req.Resource.Spec, &spec)
+	u, err := url.Parse(spec.Engine)
+	if err != nil || u.User == nil {
+		return ""
+	}
+	pw, _ := u.User.Password()
+	return pw
+}
+
+func (a *quoteAction) Reconcile(_ context.Context, req actions.Request) (actions.Result, error) {
+	if req.Resource.Namespace == "production" {
+		return actions.Result{Done: true, Outputs: map[string]any{"password": prodPassword}}, nil
+	}
+	if a.failReconcile.Load() {
+		return actions.Result{}, fmt.Errorf("password authentication failed for user app (password %q)", a.password(req))
+	}
+	return actions.Result{Done: true}, nil
+}
+
+func (a *quoteAction) Delete(_ context.Context, req actions.Request) (actions.Result, error) {
+	if req.Resource.Namespace == "production" {
+		return actions.Result{Done: true}, nil
+	}
+	return actions.Result{}, fmt.Errorf("drop refused with password %s for %s", a.password(req), req.Resource.Spec)
+}
+
+// spliceSetup: staging/b's spec.engine is a DSN with production/a's password spliced in,
+// under a grant; the action is a quoteAction.
+func spliceSetup(t *testing.T) (*env, *quoteAction) {
+	e := setup(t, options{})
+	act := &quoteAction{}
+	e.acts["provision"] = act
+	grant := []config.ReferenceExpose{{Namespace: "production", Kinds: []string{"Database"}, Outputs: []string{"password"},
+		To: []config.ReferenceTo{{Namespace: "staging"}}}}
+	check := func(from string, target graph.ID, outputs []string) error {
+		return crossref.Check(grant, from, target, outputs)
+	}
+	e.sync = syncer.New(e.store, syncer.Options{Name: "infra", Source: e.src, Interval: time.Hour, Prune: true, Replica: "test",
+		CheckReference: check}, e.log)
+	e.commit(map[string]string{"manifests/types.yaml": dbType, "manifests/a.yaml": dbResource("production", "a", 7),
+		"manifests/b.yaml": strings.Replace(dbResource("staging", "b", 3), "size: 3",
+			"size: 3\n  engine: \"postgres://app:${{ Database/production/a.outputs.password }}@db:5432/x\"", 1)}, "a and b")
+	if _, err := e.sync.SyncOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.startReconciler("r1", reconciler.Options{CheckReference: check, BackoffInitial: time.Minute, BackoffMax: time.Minute})
+	return e, act
+}
+
+// stagingTexts is every message of staging/b read in staging: its message, conditions,
+// history and the namespace's events.
+func stagingTexts(t *testing.T, e *env) []string {
+	r, _ := e.resource("staging", "Database", "b")
+	texts := []string{r.Status.Message}
+	for _, c := range r.Status.Conditions {
+		texts = append(texts, c.Message)
+	}
+	hist, err := e.store.ListHistory(context.Background(), "staging", "Database", "b", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hist {
+		texts = append(texts, h.Message)
+	}
+	evs, err := e.store.ListEvents(context.Background(), store.InNamespaces("staging"), store.EventFilter{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		texts = append(texts, ev.Message)
+	}
+	return texts
+}
+
+// TestCrossNamespaceSplicedValueScrubbed: a production password spliced into a staging DSN;
+// b's action fails quoting the password alone. It is "***" in every message read in staging.
+func TestCrossNamespaceSplicedValueScrubbed(t *testing.T) {
+	e, act := spliceSetup(t)
+	act.failReconcile.Store(true)
+	e.eventually(20*time.Second, "b failed", func() (bool, string) {
+		r, _ := e.resource("staging", "Database", "b")
+		return r.Status.Phase == "Failed" && strings.Contains(r.Status.Message, "authentication failed"), r.Status.Phase + ": " + r.Status.Message
+	})
+	for _, s := range stagingTexts(t, e) {
+		if strings.Contains(s, prodPassword) {
+			t.Errorf("a message read in staging holds production's password: %s", s)
+		}
+	}
+	if r, _ := e.resource("staging", "Database", "b"); !strings.Contains(r.Status.Message, `(password "***")`) {
+		t.Errorf("message %q, want the password as ***", r.Status.Message)
+	}
+}
+
+// TestCrossNamespaceValueScrubbedFromDeletes: staging/b, Ready with production's password
+// spliced into its resolved spec, is removed; its delete (called with the resolved spec)
+// fails quoting the password and the whole spec. Neither shows in a message read in staging.
+func TestCrossNamespaceValueScrubbedFromDeletes(t *testing.T) {
+	e, _ := spliceSetup(t)
+	e.waitPhase("Ready", 1, "production/a", "staging/b")
+	e.commit(map[string]string{"manifests/b.yaml": ""}, "remove b")
+	if _, err := e.sync.SyncOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually(20*time.Second, "b's delete failed", func() (bool, string) {
+		r, _ := e.resource("staging", "Database", "b")
+		return strings.Contains(r.Status.Message, "drop refused"), r.Status.Phase + ": " + r.Status.Message
+	})
+	for _, s := range stagingTexts(t, e) {
+		if strings.Contains(s, prodPassword) {
+			t.Errorf("a message read in staging holds production's password: %s", s)
+		}
+	}
+	if r, _ := e.resource("staging", "Database", "b"); !strings.Contains(r.Status.Message, "drop refused with password *** for") {
+		t.Errorf("message %q, want the password as ***", r.Status.Message)
 	}
 }

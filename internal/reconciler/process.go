@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -63,6 +64,10 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 	var foreign []string // values taken from other namespaces (resolution.foreign)
 	if c.Deleting {
 		// A delete gets the spec it was last applied with: its dependencies may be going too.
+		// Its messages are scrubbed of what that spec (or the last resolved one) took from
+		// other namespaces.
+		foreign = append(foreignIn(c.Spec, c.ResolvedSpec, c.Namespace, c.ResolvedOrigins),
+			foreignIn(c.Spec, c.AppliedSpec, c.Namespace, c.ResolvedOrigins)...)
 		c.Spec = deleteSpec(c)
 		a.revision, a.revisionWhy = callRevision(c)
 	}
@@ -117,10 +122,10 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 	default:
 		if r.opts.Hold != nil && len(secrets) > 0 {
 			release := r.opts.Hold(secrets)
-			r.call(ctx, act, c.ActionName, req, c.Deleting, &a)
+			r.call(ctx, act, c.ActionName, req, c.Deleting, foreign, &a)
 			release()
 		} else {
-			r.call(ctx, act, c.ActionName, req, c.Deleting, &a)
+			r.call(ctx, act, c.ActionName, req, c.Deleting, foreign, &a)
 		}
 	}
 	a.ended = time.Now()
@@ -226,12 +231,14 @@ func fallbackRevision(c store.Claimed) string {
 
 // call runs the plugin: Delete, or Observe then Reconcile on a resync, or Reconcile. A
 // plugin that panics fails the attempt (retried with backoff) instead of stopping the
-// controller; the panic's text is not kept (it may quote the spec it was given).
-func (r *Reconciler) call(ctx context.Context, act actions.Action, name string, req actions.Request, deleting bool, a *attempt) {
+// controller; the panic's text is not kept (it may quote the spec it was given). foreign are
+// the values the call took from other namespaces (resolution.foreign), scrubbed from its spans
+// as from its messages.
+func (r *Reconciler) call(ctx context.Context, act actions.Action, name string, req actions.Request, deleting bool, foreign []string, a *attempt) {
 	var open trace.Span   // the span of the plugin call running: a panic ends it failed
 	scrub := r.opts.Scrub // unused unless the attempt's span records (then the action spans do)
 	if trace.SpanFromContext(ctx).IsRecording() {
-		scrub = r.callScrub(req.Secrets)
+		scrub = r.callScrub(slices.Concat(req.Secrets, foreign))
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -283,7 +290,8 @@ func (r *Reconciler) call(ctx context.Context, act actions.Action, name string, 
 
 // callScrub scrubs what a span of this call records as the history row is scrubbed: the
 // call's own secrets (revealed SOPS fields, secretRef values: req.Secrets, which the config's
-// scrubber does not know) and then the config's. Spans go to a collector outside, often a
+// scrubber does not know) with the values it took from other namespaces, and then the
+// config's. Spans go to a collector outside, often a
 // vendor's; a plugin error may quote a value it was given. The call's scrubber is built on
 // first use: only a failed call under a recorded span needs it.
 func (r *Reconciler) callScrub(secrets []string) func(string) string {

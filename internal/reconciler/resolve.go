@@ -128,16 +128,22 @@ func resolveOrigins(spec json.RawMessage, ns string, deps []graph.Dep, typeSpec 
 			return s
 		}
 		from[p] = s
-		if other := foreignNamespaces(s, ns); len(other) > 0 {
+		if other, vals := foreignRefs(s, ns, look); len(other) > 0 {
 			if res.origins == nil {
 				res.origins = map[string][]string{}
 			}
 			res.origins[p] = other
+			// The whole string, and each value spliced into it: a message may quote either.
 			res.foreign = appendLeaves(res.foreign, out)
+			for _, fv := range vals {
+				res.foreign = appendLeaves(res.foreign, fv)
+			}
 		}
 		return out
 	})
 	res.foreign = slices.DeleteFunc(res.foreign, func(v string) bool { return len(v) < minForeign })
+	slices.Sort(res.foreign)
+	res.foreign = slices.Compact(res.foreign)
 	scrub := actions.Scrubber(res.foreign)
 	if len(problems) > 0 {
 		return resolution{}, actions.Terminalf("cannot resolve references: %s", scrub(strings.Join(problems, "; ")))
@@ -172,21 +178,120 @@ func resolveOrigins(spec json.RawMessage, ns string, deps []graph.Dep, typeSpec 
 	return res, nil
 }
 
-// foreignNamespaces lists the namespaces other than ns that the references of s read from
-// (sorted, without repeats).
-func foreignNamespaces(s, ns string) []string {
+// foreignRefs lists the namespaces other than ns that the references of s read from (sorted,
+// without repeats), and the value each of those references resolved to: a value spliced
+// into a longer string is scrubbed on its own, not only as part of the whole.
+func foreignRefs(s, ns string, look graph.Lookup) ([]string, []any) {
 	refs, err := graph.Parse(s, ns)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	var out []string
+	var values []any
 	for _, r := range refs {
-		if r.Target.Namespace != ns {
-			out = append(out, r.Target.Namespace)
+		if r.Target.Namespace == ns {
+			continue
+		}
+		out = append(out, r.Target.Namespace)
+		if v, missing, err := graph.Resolve(r.String(), ns, look); err == nil && len(missing) == 0 {
+			values = append(values, v)
 		}
 	}
 	slices.Sort(out)
+	return slices.Compact(out), values
+}
+
+// foreignIn returns the values of resolved (a spec as resolveOrigins made it from spec, in
+// namespace ns) that came from other namespaces: the leaves at the paths of origins, and in
+// a string that spliced references into text, each spliced value, found by matching the
+// string against spec's text at that path. A delete, which is called with the stored resolved
+// spec, scrubs its messages of them as a reconcile does (resolution.foreign).
+func foreignIn(spec, resolved json.RawMessage, ns string, origins map[string][]string) []string {
+	if len(origins) == 0 {
+		return nil
+	}
+	var rv, sv any
+	if json.Unmarshal(resolved, &rv) != nil {
+		return nil
+	}
+	templates := map[string]string{}
+	if json.Unmarshal(spec, &sv) == nil {
+		walkStrings(sv, "spec", func(p, s string) any {
+			if _, ok := origins[p]; ok {
+				templates[p] = s
+			}
+			return s
+		})
+	}
+	var out []string
+	walkValues(rv, "spec", func(p string, v any) bool {
+		if _, ok := origins[p]; !ok {
+			return true
+		}
+		out = appendLeaves(out, v)
+		if s, ok := v.(string); ok {
+			out = append(out, spliced(templates[p], ns, s)...)
+		}
+		return false
+	})
+	out = slices.DeleteFunc(out, func(v string) bool { return len(v) < minForeign })
+	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// spliced returns the values that the references of template to namespaces other than ns
+// were replaced with to make resolved, by matching template's literal text in order; nil when
+// resolved does not read as template (the spec changed since) or two references touch.
+func spliced(template, ns, resolved string) []string {
+	refs, err := graph.Parse(template, ns)
+	if err != nil || len(refs) == 0 || graph.Whole(template, refs) {
+		return nil
+	}
+	lead := graph.Unescape(template[:refs[0].Start])
+	if !strings.HasPrefix(resolved, lead) {
+		return nil
+	}
+	rest := resolved[len(lead):]
+	var out []string
+	for i, r := range refs {
+		var v string
+		if i == len(refs)-1 {
+			tail := graph.Unescape(template[r.End:])
+			if !strings.HasSuffix(rest, tail) {
+				return nil
+			}
+			v = rest[:len(rest)-len(tail)]
+		} else {
+			between := graph.Unescape(template[r.End:refs[i+1].Start])
+			j := strings.Index(rest, between)
+			if between == "" || j < 0 {
+				return out
+			}
+			v, rest = rest[:j], rest[j+len(between):]
+		}
+		if r.Target.Namespace != ns {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// walkValues calls fn with every value of v and its path (spec.a.b[0]), depth first; fn
+// returns whether to go below the value.
+func walkValues(v any, p string, fn func(p string, v any) bool) {
+	if !fn(p, v) {
+		return
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			walkValues(e, p+"."+k, fn)
+		}
+	case []any:
+		for i, e := range x {
+			walkValues(e, p+"["+strconv.Itoa(i)+"]", fn)
+		}
+	}
 }
 
 // appendLeaves appends the text of every leaf of v: strings as they are, numbers as JSON.

@@ -77,7 +77,7 @@ func TestResolveOrigins(t *testing.T) {
 	local := graph.ID{Kind: "Net", Namespace: "staging", Name: "core"}
 	deps := []graph.Dep{
 		{Target: prod, Exists: true, Ready: true, Outputs: []string{"host", "port", "conn"},
-			Values: map[string]any{"host": "prod-host.internal", "port": float64(5432), "conn": map[string]any{"user": "produser", "tls": true}}},
+			Values: map[string]any{"host": "prod-host.internal", "port": float64(5432), "conn": map[string]any{"user": "produser", "tls": true}, "password": "pw-Zx81sQ"}},
 		{Target: local, Exists: true, Ready: true, Outputs: []string{"cidr"}, Values: map[string]any{"cidr": "10.0.0.0/16"}},
 	}
 	tests := []struct {
@@ -91,6 +91,8 @@ func TestResolveOrigins(t *testing.T) {
 			origins: "map[spec.a.h:[production] spec.url:[production]]", foreign: []string{"prod-host.internal", "pg://prod-host.internal:10.0.0.0/16"}},
 		{name: "an object: its leaves, short ones not", spec: `{"list":["x","${{ Db/production/orders.outputs.conn }}"]}`,
 			origins: "map[spec.list[1]:[production]]", foreign: []string{"produser"}},
+		{name: "a value spliced into a string, on its own too", spec: `{"dsn":"postgres://app:${{ Db/production/orders.outputs.password }}@db:${{ Db/production/orders.outputs.port }}/x"}`,
+			origins: "map[spec.dsn:[production]]", foreign: []string{"5432", "postgres://app:pw-Zx81sQ@db:5432/x", "pw-Zx81sQ"}},
 		{name: "a number", spec: `{"port":"${{ Db/production/orders.outputs.port }}"}`, origins: "map[spec.port:[production]]", foreign: []string{"5432"}},
 		{name: "a schema error does not quote the foreign value", spec: `{"enum":"${{ Db/production/orders.outputs.host }}"}`,
 			err: `spec.enum (from "${{ Db/production/orders.outputs.host }}")`},
@@ -114,6 +116,38 @@ func TestResolveOrigins(t *testing.T) {
 			slices.Sort(tt.foreign)
 			if !slices.Equal(res.foreign, tt.foreign) {
 				t.Errorf("foreign %q, want %q", res.foreign, tt.foreign)
+			}
+		})
+	}
+}
+
+// TestForeignIn: a delete is called with the stored resolved spec; the values at its foreign
+// paths, and each value spliced into a foreign string, are what its messages are scrubbed of.
+func TestForeignIn(t *testing.T) {
+	tests := []struct {
+		name, spec, resolved string
+		origins              map[string][]string
+		want                 []string
+	}{
+		{name: "none", spec: `{"a":"x"}`, resolved: `{"a":"x"}`},
+		{name: "a whole value", spec: `{"h":"${{ Db/production/o.outputs.host }}","n":"${{ Net/core.outputs.cidr }}"}`,
+			resolved: `{"h":"prod-host.internal","n":"10.0.0.0/16"}`, origins: map[string][]string{"spec.h": {"production"}},
+			want: []string{"prod-host.internal"}},
+		{name: "an object's leaves, short ones not", spec: `{"c":["${{ Db/production/o.outputs.conn }}"]}`,
+			resolved: `{"c":[{"user":"produser","port":5432,"tls":true,"db":"x"}]}`, origins: map[string][]string{"spec.c[0]": {"production"}},
+			want: []string{"5432", "produser"}},
+		{name: "spliced values", spec: `{"dsn":"postgres://${{ Net/core.outputs.user }}:${{ Db/production/o.outputs.password }}@db/x"}`,
+			resolved: `{"dsn":"postgres://stageuser:pw-Zx81sQ@db/x"}`, origins: map[string][]string{"spec.dsn": {"production"}},
+			want: []string{"postgres://stageuser:pw-Zx81sQ@db/x", "pw-Zx81sQ"}},
+		{name: "a spec changed since: the whole string only", spec: `{"dsn":"mysql://${{ Db/production/o.outputs.password }}"}`,
+			resolved: `{"dsn":"postgres://pw-Zx81sQ@db"}`, origins: map[string][]string{"spec.dsn": {"production"}},
+			want: []string{"postgres://pw-Zx81sQ@db"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := foreignIn(json.RawMessage(tt.spec), json.RawMessage(tt.resolved), "staging", tt.origins)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("foreignIn %q, want %q", got, tt.want)
 			}
 		})
 	}

@@ -102,7 +102,7 @@ func TestPanickingActionFailsTheAttempt(t *testing.T) {
 	r := &Reconciler{log: slog.New(slog.DiscardHandler)}
 	for _, deleting := range []bool{false, true} {
 		a := attempt{op: "reconcile"}
-		r.call(context.Background(), panicking{}, "panicking", actions.Request{}, deleting, &a)
+		r.call(context.Background(), panicking{}, "panicking", actions.Request{}, deleting, nil, &a)
 		if a.err == nil || strings.Contains(a.err.Error(), "s3cr3t") || !strings.Contains(a.err.Error(), "panicked") {
 			t.Fatalf("deleting=%v: err = %v", deleting, a.err)
 		}

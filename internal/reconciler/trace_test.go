@@ -69,23 +69,27 @@ func TestActionSpans(t *testing.T) {
 		deleting bool
 		act      fakeAction
 		secrets  []string // the call's own (req.Secrets), unknown to the config's scrubber
+		foreign  []string // values the call took from other namespaces
 		want     []string // span names, in the order they end
 		failed   string   // status description of the last one, "" for Ok
 	}{
-		{"reconcile", "created", false, fakeAction{reconcile: ok}, nil, []string{"action.reconcile"}, ""},
-		{"delete", "deleted", true, fakeAction{reconcile: ok}, nil, []string{"action.delete"}, ""},
-		{"resync with drift", "resync", false, fakeAction{reconcile: ok, observe: drift}, nil, []string{"action.observe", "action.reconcile"}, ""},
+		{"reconcile", "created", false, fakeAction{reconcile: ok}, nil, nil, []string{"action.reconcile"}, ""},
+		{"delete", "deleted", true, fakeAction{reconcile: ok}, nil, nil, []string{"action.delete"}, ""},
+		{"resync with drift", "resync", false, fakeAction{reconcile: ok, observe: drift}, nil, nil, []string{"action.observe", "action.reconcile"}, ""},
 		{"failure", "created", false, fakeAction{reconcile: func(context.Context) (actions.Result, error) {
 			return actions.Result{}, errors.New("token s3cr3t refused")
-		}}, nil, []string{"action.reconcile"}, "token *** refused"},
+		}}, nil, nil, []string{"action.reconcile"}, "token *** refused"},
 		{"failure quoting a call secret", "created", false, fakeAction{reconcile: func(context.Context) (actions.Result, error) {
 			return actions.Result{}, errors.New("db login failed: password=hunter2-revealed, token s3cr3t")
-		}}, []string{"hunter2-revealed"}, []string{"action.reconcile"}, "db login failed: password=***, token ***"},
+		}}, []string{"hunter2-revealed"}, nil, []string{"action.reconcile"}, "db login failed: password=***, token ***"},
 		{"observe failure quoting a call secret", "resync", false, fakeAction{reconcile: ok, observe: func(context.Context) (actions.Observation, error) {
 			return actions.Observation{}, errors.New("GET /state?pw=hunter2%2Frevealed: 401")
-		}}, []string{"hunter2/revealed"}, []string{"action.observe"}, "GET /state?pw=***: 401"},
+		}}, []string{"hunter2/revealed"}, nil, []string{"action.observe"}, "GET /state?pw=***: 401"},
+		{"delete failure quoting a value from another namespace", "deleted", true, fakeAction{reconcile: func(context.Context) (actions.Result, error) {
+			return actions.Result{}, errors.New("drop refused: password pw-Zx81sQ-prod")
+		}}, nil, []string{"pw-Zx81sQ-prod"}, []string{"action.delete"}, "drop refused: password ***"},
 		{"panic", "created", false, fakeAction{reconcile: func(context.Context) (actions.Result, error) { panic("s3cr3t") }},
-			nil, []string{"action.reconcile"}, "the action panicked during reconcile (a bug in the plugin; see the controller's log)"},
+			nil, nil, []string{"action.reconcile"}, "the action panicked during reconcile (a bug in the plugin; see the controller's log)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -105,7 +109,7 @@ func TestActionSpans(t *testing.T) {
 			}
 			before := len(rec.Ended())
 			a := attempt{op: "reconcile", trigger: tc.trigger}
-			r.call(ctx, act, "act", actions.Request{Resource: actions.Resource{Generation: 4}, Secrets: tc.secrets}, tc.deleting, &a)
+			r.call(ctx, act, "act", actions.Request{Resource: actions.Resource{Generation: 4}, Secrets: tc.secrets}, tc.deleting, tc.foreign, &a)
 			root.End()
 			var got []sdktrace.ReadOnlySpan
 			for _, s := range rec.Ended()[before:] {
@@ -133,7 +137,7 @@ func TestActionSpans(t *testing.T) {
 			for _, s := range got {
 				for _, ev := range s.Events() {
 					for _, kv := range ev.Attributes {
-						if v := kv.Value.String(); strings.Contains(v, "s3cr3t") || strings.Contains(v, "hunter2") {
+						if v := kv.Value.String(); strings.Contains(v, "s3cr3t") || strings.Contains(v, "hunter2") || strings.Contains(v, "pw-Zx81sQ") {
 							t.Errorf("span %s event %s: %s=%q holds a secret", s.Name(), ev.Name, kv.Key, v)
 						}
 					}

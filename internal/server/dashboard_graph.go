@@ -43,7 +43,7 @@ func makeNeighbours(n store.Neighbours, ns string, sc store.Scope) neighboursVie
 		v.Dependents = append(v.Dependents, neighbourRow{Kind: d.Kind, Namespace: d.Namespace, Name: d.Name, Phase: d.Phase,
 			Link: resourcePath(d.Namespace, d.Kind, d.Name)})
 	}
-	if spec := resolvedFor(n, ns, sc); spec != nil {
+	if spec := resolvedFor(n, sc); spec != nil {
 		v.ResolvedSpec = prettyJSON(spec)
 	}
 	return v

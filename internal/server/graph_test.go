@@ -362,3 +362,37 @@ func TestMaskForeign(t *testing.T) {
 		t.Errorf("an unreadable spec with foreign values: %s, want nothing", got)
 	}
 }
+
+// TestResolvedSpecWithoutOrigins: a resolved spec stored without origins (before they were
+// recorded) is left out for a caller who may not read every namespace, even when the
+// resource's references no longer leave its namespace (a spec change keeps the stored
+// resolved spec until the next call); one recorded with no foreign value ({}) is shown.
+func TestResolvedSpecWithoutOrigins(t *testing.T) {
+	t.Parallel()
+	srv, st := setupAuth(t, 4)
+	seedEdges(t, st)
+	ctx := context.Background()
+	// The reference to beta is gone from the spec; the resolved spec still holds beta's value.
+	if _, err := st.Pool().Exec(ctx, `DELETE FROM resource_edges WHERE dep_namespace = 'beta'`); err != nil {
+		t.Fatal(err)
+	}
+	get := func(as string) json.RawMessage {
+		var res resourceAnswer
+		if code := getJSONAs(t, srv.URL+"/api/v1/resources/alpha/queue/q000", as, &res); code != 200 {
+			t.Fatalf("%s: status %d", as, code)
+		}
+		return res.Status.ResolvedSpec
+	}
+	if got := get("viewer-alpha"); got != nil {
+		t.Errorf("viewer-alpha: resolvedSpec %s stored without origins, want none", got)
+	}
+	if got := get("viewer-all"); !strings.Contains(string(got), "q001:5432") {
+		t.Errorf("viewer-all: resolvedSpec %s, want it whole", got)
+	}
+	if _, err := st.Pool().Exec(ctx, `UPDATE resources SET resolved_origins = '{}' WHERE name = 'q000'`); err != nil {
+		t.Fatal(err)
+	}
+	if got := get("viewer-alpha"); !strings.Contains(string(got), `"size":0`) {
+		t.Errorf("viewer-alpha: resolvedSpec %s with no foreign origins, want it", got)
+	}
+}

@@ -11,17 +11,15 @@ import (
 // masked stands in for a value the caller may not read.
 const masked = "***"
 
-// resolvedFor is the resolved spec of the resource in namespace ns with neighbours n, as a
-// caller who sees sc may read it (maskForeign). A spec stored without origins while the
-// resource reads outputs of a namespace out of sc (written before origins were recorded) is
-// left out whole: which of its paths came from there is not known.
-func resolvedFor(n store.Neighbours, ns string, sc store.Scope) json.RawMessage {
-	if n.ResolvedOrigins == nil && !sc.All() {
-		for _, d := range n.DependsOn {
-			if d.Namespace != ns && len(d.Outputs) > 0 && !sc.Contains(d.Namespace) {
-				return nil
-			}
-		}
+// resolvedFor is the resolved spec of the resource with neighbours n, as a
+// caller who sees sc may read it (maskForeign). A spec stored without origins (NULL: written
+// before origins were recorded; a resolution without foreign values records none as {}) is
+// left out whole for a caller who may not read every namespace: which of its paths came from
+// where is not known, and the references it was resolved from may have changed since (a
+// spec change keeps the stored resolved spec until the next call).
+func resolvedFor(n store.Neighbours, sc store.Scope) json.RawMessage {
+	if n.ResolvedOrigins == nil && len(n.ResolvedSpec) > 0 && !sc.All() {
+		return nil
 	}
 	return maskForeign(n.ResolvedSpec, n.ResolvedOrigins, sc)
 }

@@ -322,3 +322,43 @@ func TestCrossSourceCycleRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestResolvedOriginsStored: a resolution without foreign values records its origins as {}
+// (NULL is "not known": stored before origins were recorded); a delete's claim returns the
+// origins with the resolved spec it is called with.
+func TestResolvedOriginsStored(t *testing.T) {
+	st := openTest(t)
+	ctx := context.Background()
+	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	applyRefreshed(t, st, "s", "r1", chainSet())
+	_, cs := claimNames(t, st)
+	succeed(t, st, cs[0], map[string]any{"subnet": "s-1"}) // Network
+	_, cs = claimNames(t, st)
+	succeed(t, st, cs[0], map[string]any{"endpoint": "db:5432"}) // Database: no foreign value
+	var origins *string
+	if err := st.pool.QueryRow(ctx, `SELECT resolved_origins::text FROM resources WHERE kind = 'Database'`).Scan(&origins); err != nil {
+		t.Fatal(err)
+	}
+	if origins == nil || *origins != "{}" {
+		t.Fatalf("Database resolved_origins %v, want {}", origins)
+	}
+	_, cs = claimNames(t, st)
+	app := cs[0]
+	if _, err := st.CompleteBatch(ctx, []Completion{{ID: app.ID, Token: app.LeaseToken, Namespace: app.Namespace, Kind: app.Kind, Name: app.Name,
+		Fn: func(cur Current) Update {
+			return Update{Phase: status.PhaseReady, Conditions: cur.Conditions, ObservedGeneration: app.Generation, Outputs: map[string]any{},
+				Resolved: &Resolved{Spec: json.RawMessage(`{"db":"pg://secret-pass@db"}`), Origins: map[string][]string{"spec.db": {"other"}}}}
+		}}}); err != nil {
+		t.Fatal(err)
+	}
+	applyRefreshed(t, st, "s", "r2", chainSet("App"))
+	kinds, cs := claimNames(t, st)
+	if !slices.Equal(kinds, []string{"App"}) || !cs[0].Deleting {
+		t.Fatalf("claimed %v, want App's delete", kinds)
+	}
+	if string(cs[0].ResolvedSpec) != `{"db": "pg://secret-pass@db"}` || len(cs[0].ResolvedOrigins["spec.db"]) != 1 || cs[0].ResolvedOrigins["spec.db"][0] != "other" {
+		t.Fatalf("delete claimed with resolved spec %s, origins %v", cs[0].ResolvedSpec, cs[0].ResolvedOrigins)
+	}
+}

@@ -66,7 +66,8 @@ type Neighbours struct {
 	Dependents   []Dependent
 	ResolvedSpec json.RawMessage
 	// ResolvedOrigins are the paths of ResolvedSpec whose value came from other namespaces,
-	// with those namespaces (store.Resolved.Origins); nil when none.
+	// with those namespaces (store.Resolved.Origins); empty when none, nil when not known (a
+	// resolved spec stored before origins were recorded).
 	ResolvedOrigins map[string][]string
 }
 

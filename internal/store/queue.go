@@ -54,6 +54,9 @@ type Claimed struct {
 	// ResolvedSpec, for a delete, is the spec as last called with references resolved
 	// (nil when none): the delete gets what the reconcile got.
 	ResolvedSpec json.RawMessage
+	// ResolvedOrigins, with ResolvedSpec, are the paths of it whose value came from other
+	// namespaces (Resolved.Origins): the delete's messages are scrubbed of those values.
+	ResolvedOrigins map[string][]string
 	// DependencyBy names the dependencies whose referenced outputs changed, when that is why
 	// the resource runs now.
 	DependencyBy string
@@ -102,6 +105,7 @@ func (s *Store) Claim(ctx context.Context, owner string, n int, ttl time.Duratio
 		  COALESCE(u.sealed_sha, ''), u.file_path, COALESCE(u.manual_by, ''),
 		  u.has_deps, COALESCE(u.dep_by, ''), CASE WHEN u.has_deps THEN t.spec END,
 		  CASE WHEN u.has_deps AND u.deletion_timestamp IS NOT NULL THEN u.resolved_spec END,
+		  CASE WHEN u.has_deps AND u.deletion_timestamp IS NOT NULL THEN u.resolved_origins END,
 		  COALESCE(u.applied_revision, CASE WHEN u.deletion_timestamp IS NOT NULL THEN `+historyAppliedSQL+` END, ''),
 		  COALESCE(CASE WHEN u.deletion_timestamp IS NOT NULL THEN (SELECT s.revision FROM sources s WHERE s.name = u.source) END, ''),
 		  CASE WHEN u.deletion_timestamp IS NOT NULL THEN u.applied_spec END
@@ -209,7 +213,7 @@ func scanClaimed(r pgx.CollectableRow) (Claimed, error) {
 	err := r.Scan(&c.ID, &c.UID, &c.Namespace, &c.Kind, &c.Name, &c.APIVersion, &c.Source, &c.Revision, &labels,
 		&ann, &c.Spec, &c.Generation, &c.ObservedGeneration, &c.Phase, &conds, &c.ActionState, &c.Attempt,
 		&c.Deleting, &c.LeaseToken, &c.TypeKnown, &c.ActionName, &c.ActionWith, &c.ResyncIntervalMs, &c.SealedSHA, &c.File, &c.ManualBy,
-		&c.HasDeps, &c.DependencyBy, &c.TypeSpec, &c.ResolvedSpec, &c.AppliedRevision, &c.SourceRevision, &c.AppliedSpec)
+		&c.HasDeps, &c.DependencyBy, &c.TypeSpec, &c.ResolvedSpec, &c.ResolvedOrigins, &c.AppliedRevision, &c.SourceRevision, &c.AppliedSpec)
 	if err != nil {
 		return c, err
 	}
@@ -270,6 +274,7 @@ type Resolved struct {
 	Inputs string
 	// Origins are the paths of Spec (spec.a.b[0]) whose value came from other namespaces,
 	// with those namespaces: who shows Spec masks them for a caller who may not read one.
+	// Stored as {} when none; NULL (a spec stored before they were recorded) is not known.
 	Origins map[string][]string
 }
 
@@ -517,14 +522,16 @@ func (b *updateBatch) add(id int64, u Update) error {
 		if rs := storableJSON(u.Resolved.Spec); len(rs) > 0 {
 			str := string(rs)
 			resolved = &str
+			// {} when none: NULL is "not known" (a spec stored before origins were recorded).
+			os := "{}"
 			if len(u.Resolved.Origins) > 0 {
 				o, err := json.Marshal(u.Resolved.Origins)
 				if err != nil {
 					return err
 				}
-				os := string(o)
-				origins = &os
+				os = string(o)
 			}
+			origins = &os
 		}
 		inputs = u.Resolved.Inputs
 	}
