@@ -292,24 +292,23 @@ func TestTwoReconcilersNeverOverlap(t *testing.T) {
 	stop1 := e.startReconciler("r1", reconciler.Options{Workers: 4, LeaseTTL: 2 * time.Second})
 	stop2 := e.startReconciler("r2", reconciler.Options{Workers: 4, LeaseTTL: 2 * time.Second})
 	// Both reconcilers must have done some of the work: on a loaded machine the second may
-	// start claiming only after the first did many calls, so this is waited for, not assumed.
-	spread := func() map[string]bool {
-		replicas := map[string]bool{}
-		rows, err := e.store.Pool().Query(context.Background(), "SELECT DISTINCT replica FROM reconcile_history")
+	// start claiming only after the first took every first reconcile (resyncs in sync write no
+	// history), so the holders of leases are sampled while the calls go on.
+	seen := map[string]bool{}
+	e.eventually(30*time.Second, "60 calls by both reconcilers", func() (bool, string) {
+		rows, err := e.store.Pool().Query(context.Background(),
+			"SELECT DISTINCT replica FROM reconcile_history UNION SELECT DISTINCT lease_owner FROM resources WHERE lease_owner IS NOT NULL")
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer rows.Close()
 		for rows.Next() {
 			var r string
 			_ = rows.Scan(&r)
-			replicas[r] = true
+			seen[r] = true
 		}
-		return replicas
-	}
-	e.eventually(30*time.Second, "60 calls by both reconcilers", func() (bool, string) {
-		n, by := len(e.calls()), spread()
-		return n >= 60 && by["r1"] && by["r2"], fmt.Sprint(n, " calls by ", by)
+		rows.Close()
+		n := len(e.calls())
+		return n >= 60 && seen["r1"] && seen["r2"], fmt.Sprint(n, " calls by ", seen)
 	})
 	stop1()
 	stop2()
