@@ -116,3 +116,80 @@ func TestClaimStartedRelease(t *testing.T) {
 		t.Errorf("history rows for given-back items: %d (%v), want none", hist, err)
 	}
 }
+
+// TestReleaseRacingStarted: a start committed while Release waits for the row is seen by
+// Release (the row is locked before started_at is read), so the attempt shows Interrupted;
+// it is never left Reconciling with no lease and no call.
+func TestReleaseRacingStarted(t *testing.T) {
+	t.Parallel()
+	st := openTest(t)
+	ctx := context.Background()
+	seed(t, st, seedRow{name: "r1", source: "infra", revision: "r1", phase: "Pending", generation: 1})
+	if _, err := st.pool.Exec(ctx, "UPDATE resources SET run_at = now()"); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := st.Claim(ctx, "a", 10, time.Minute)
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim: %d, %v", len(claimed), err)
+	}
+	c := claimed[0]
+	hold, err := st.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = hold.Rollback(ctx) }()
+	if _, err := hold.Exec(ctx, "SELECT 1 FROM resources WHERE id = $1 FOR UPDATE", c.ID); err != nil {
+		t.Fatal(err)
+	}
+	// waitBlocked polls until n sessions of this database wait for a lock.
+	waitBlocked := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var got int
+			if err := st.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got >= n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d sessions wait for a lock, want %d", got, n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	startErr, releaseErr := make(chan error, 1), make(chan error, 1)
+	go func() {
+		startErr <- st.Started(ctx, []Start{{ID: c.ID, Token: c.LeaseToken, Generation: c.Generation, Deleting: c.Deleting,
+			Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Source: c.Source}})
+	}()
+	waitBlocked(1)
+	go func() { releaseErr <- st.Release(ctx, "a", []int64{c.ID}, []string{c.LeaseToken}) }()
+	waitBlocked(2)
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-startErr; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-releaseErr; err != nil {
+		t.Fatal(err)
+	}
+	var phase string
+	var cj []byte
+	var leased, started bool
+	if err := st.pool.QueryRow(ctx, `SELECT phase, conditions, lease_owner IS NOT NULL, started_at IS NOT NULL FROM resources WHERE id = $1`, c.ID).
+		Scan(&phase, &cj, &leased, &started); err != nil {
+		t.Fatal(err)
+	}
+	var conds []status.Condition
+	if err := json.Unmarshal(cj, &conds); err != nil {
+		t.Fatal(err)
+	}
+	rc, _ := status.Get(conds, status.Reconciling)
+	if leased || started || rc.Reason != status.ReasonInterrupted {
+		t.Errorf("after a start and a release racing: phase %s, Reconciling %s/%s, leased %v, started %v; want Interrupted, unleased",
+			phase, rc.Status, rc.Reason, leased, started)
+	}
+}
