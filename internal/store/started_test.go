@@ -193,3 +193,72 @@ func TestReleaseRacingStarted(t *testing.T) {
 			phase, rc.Status, rc.Reason, leased, started)
 	}
 }
+
+// TestRetireReleasesStartedInterrupted: a replica retiring with rows still leased shows a
+// started call interrupted (status.Released, with a history row) and gives a claim that never
+// started back as it was.
+func TestRetireReleasesStartedInterrupted(t *testing.T) {
+	t.Parallel()
+	st := openTest(t)
+	ctx := context.Background()
+	seed(t, st, seedRow{name: "t1", source: "infra", revision: "r1", phase: "Pending", generation: 1},
+		seedRow{name: "t2", source: "infra", revision: "r1", phase: "Pending", generation: 1})
+	if _, err := st.pool.Exec(ctx, "UPDATE resources SET run_at = now()"); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := st.Claim(ctx, "a", 10, time.Minute)
+	if err != nil || len(claimed) != 2 {
+		t.Fatalf("claim: %d, %v", len(claimed), err)
+	}
+	for _, c := range claimed {
+		if c.Name == "t1" {
+			if err := st.Started(ctx, []Start{{ID: c.ID, Token: c.LeaseToken, Generation: c.Generation, Deleting: c.Deleting,
+				Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Source: c.Source}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := st.Retire(ctx, "a", 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, phase, reconciling string }{
+		{"t1", status.PhaseReconciling, status.ReasonInterrupted},
+		{"t2", "Pending", ""},
+	} {
+		var phase string
+		var cj []byte
+		var leased, started bool
+		if err := st.pool.QueryRow(ctx, `SELECT phase, conditions, lease_owner IS NOT NULL, started_at IS NOT NULL FROM resources WHERE name = $1`, tc.name).
+			Scan(&phase, &cj, &leased, &started); err != nil {
+			t.Fatal(err)
+		}
+		var conds []status.Condition
+		if err := json.Unmarshal(cj, &conds); err != nil {
+			t.Fatal(err)
+		}
+		rc, _ := status.Get(conds, status.Reconciling)
+		if rc.Reason == status.ReasonPending {
+			rc.Reason = ""
+		}
+		if phase != tc.phase || rc.Reason != tc.reconciling || leased || started {
+			t.Errorf("%s after retire: phase %s, Reconciling %s, leased %v, started %v; want %s %q, unleased", tc.name, phase, rc.Reason, leased, started,
+				tc.phase, tc.reconciling)
+		}
+	}
+	var hist []string
+	rows, err := st.pool.Query(ctx, "SELECT name || '/' || result FROM reconcile_history WHERE name IN ('t1', 't2')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var h string
+		if err := rows.Scan(&h); err != nil {
+			t.Fatal(err)
+		}
+		hist = append(hist, h)
+	}
+	rows.Close()
+	if len(hist) != 1 || hist[0] != "t1/"+HistoryInterrupted {
+		t.Errorf("history after retire: %v, want one t1/%s", hist, HistoryInterrupted)
+	}
+}
