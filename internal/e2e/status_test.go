@@ -187,6 +187,13 @@ func TestSessionKilledReplicaNeverCommits(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("A did not start the call")
 	}
+	// Its start is stored 10 ms after the call begins (the start writer); a release before
+	// that is no interrupted attempt, so the session is killed once it is stored.
+	e.eventually(10*time.Second, "A's start stored", func() (bool, string) {
+		var started bool
+		_ = e.store.Pool().QueryRow(ctx, "SELECT started_at IS NOT NULL FROM resources WHERE name = 'a'").Scan(&started)
+		return started, "not stored"
+	})
 
 	actB := &gateAction{who: "b", gate: make(chan struct{}), started: make(chan string, 1)}
 	close(actB.gate)

@@ -357,13 +357,45 @@ const maxBatch = 256
 
 // callStarting hands c to the start writer. It never blocks the call: starts has room for
 // every item the replica holds at once, and should the writer fall further behind (a database
-// that stalls it), the start is not stored and only the status lags until the result.
+// that stalls it), the start waits in a pending list the writer drains after the channel.
+// Release paths decide from a stored start whether an attempt was interrupted, so a start is
+// kept until it is stored or its call is over.
 func (r *Reconciler) callStarting(c store.Claimed) {
+	s := started{Start: store.Start{ID: c.ID, Token: c.LeaseToken, Generation: c.Generation, Deleting: c.Deleting,
+		Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Source: c.Source}, at: time.Now()}
 	select {
-	case r.starts <- started{Start: store.Start{ID: c.ID, Token: c.LeaseToken, Generation: c.Generation, Deleting: c.Deleting,
-		Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Source: c.Source}, at: time.Now()}:
+	case r.starts <- s:
+		return
 	default:
 	}
+	r.startsMu.Lock()
+	defer r.startsMu.Unlock()
+	if len(r.startsPending) >= maxPendingStarts {
+		// Far more starts than the replica can hold calls: not stored, counted and logged.
+		r.startsLost++
+		r.log.Warn("call start not recorded: the start writer is too far behind", "resource", c.Namespace+"/"+c.Kind+"/"+c.Name,
+			"lost", r.startsLost)
+		return
+	}
+	r.startsPending = append(r.startsPending, s)
+	// The writer may be waiting on an empty channel: wake it.
+	select {
+	case r.startsWake <- struct{}{}:
+	default:
+	}
+}
+
+// maxPendingStarts bounds the starts waiting beside the channel.
+const maxPendingStarts = 1 << 16
+
+// takePending moves up to n pending starts out of the pending list.
+func (r *Reconciler) takePending(n int) []started {
+	r.startsMu.Lock()
+	defer r.startsMu.Unlock()
+	n = min(n, len(r.startsPending))
+	out := append([]started(nil), r.startsPending[:n]...)
+	r.startsPending = append(r.startsPending[:0], r.startsPending[n:]...)
+	return out
 }
 
 // started is a call that started at at, for the start writer.
@@ -377,29 +409,72 @@ type started struct {
 // enough to be seen running), and the starts of that window share one transaction.
 const startDelay = 10 * time.Millisecond
 
+// Retry pause of a batch of starts the database refused: doubled on each failure up to the
+// cap.
+const (
+	startRetryFirst = 100 * time.Millisecond
+	startRetryMax   = 5 * time.Second
+)
+
 // startLoop stores that calls started (store.Started), in batches of whatever arrived
-// meanwhile, each start startDelay after its call began. A call that returned already is
-// left out: it finished before its start was stored, and its result says what it came to.
+// meanwhile (the channel, then the pending list), each start startDelay after its call
+// began. A call that returned already is left out: it finished before its start was stored,
+// and its result says what it came to. A batch the database refuses is tried again after a
+// pause, with whatever arrived meanwhile and again only the calls still running (the lease
+// token fences a repeat); once in is closed (every call over) a failed batch is given up.
 func (r *Reconciler) startLoop(in <-chan started) {
 	timer := time.NewTimer(0)
 	<-timer.C
-	for first := range in {
-		if d := time.Until(first.at.Add(startDelay)); d > 0 {
-			timer.Reset(d)
+	var (
+		retry  []store.Start
+		pause  time.Duration
+		closed bool
+	)
+	for {
+		var batch []store.Start
+		if len(retry) > 0 {
+			timer.Reset(pause)
 			<-timer.C
+			batch = retry
+		} else {
+			var first started
+			if p := r.takePending(1); len(p) > 0 {
+				first = p[0]
+			} else if closed {
+				return
+			} else {
+				select {
+				case s, ok := <-in:
+					if !ok {
+						closed = true
+						continue
+					}
+					first = s
+				case <-r.startsWake:
+					continue
+				}
+			}
+			if d := time.Until(first.at.Add(startDelay)); d > 0 {
+				timer.Reset(d)
+				<-timer.C
+			}
+			batch = []store.Start{first.Start}
 		}
-		batch := []store.Start{first.Start}
 	drain:
-		for len(batch) < maxBatch {
+		for len(batch) < maxBatch && !closed {
 			select {
 			case s, ok := <-in:
 				if !ok {
+					closed = true
 					break drain
 				}
 				batch = append(batch, s.Start)
 			default:
 				break drain
 			}
+		}
+		for _, p := range r.takePending(maxBatch - len(batch)) {
+			batch = append(batch, p.Start)
 		}
 		r.mu.Lock()
 		live := batch[:0]
@@ -409,15 +484,25 @@ func (r *Reconciler) startLoop(in <-chan started) {
 			}
 		}
 		r.mu.Unlock()
+		retry = nil
 		if len(live) == 0 {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := r.store.Started(ctx, live); err != nil {
-			// Only the status lags: the result is written as usual.
-			r.log.Warn("record calls started", "count", len(live), "err", err)
-		}
+		err := r.store.Started(ctx, live)
 		cancel()
+		if err == nil {
+			pause = 0
+			continue
+		}
+		if closed {
+			// Every call is over: their results (or releases) are written without it.
+			r.log.Warn("record calls started: given up at shutdown", "count", len(live), "err", err)
+			continue
+		}
+		pause = min(max(2*pause, startRetryFirst), startRetryMax)
+		r.log.Warn("record calls started: will retry", "count", len(live), "in", pause, "err", err)
+		retry = live
 	}
 }
 

@@ -300,7 +300,7 @@ func TestUpdate(t *testing.T) {
 			a:    attempt{op: "reconcile", trigger: "created", res: actions.Result{Done: true}},
 			want: wantUpdate{phase: status.PhaseDeleting, result: resultSucceeded, events: []string{"Normal/Reconciled"},
 				runAt: immediately, outputs: map[string]any{},
-				conds: map[string]string{status.Ready: "Unknown/Deleting", status.Reconciling: "True/Deleting"}},
+				conds: map[string]string{status.Ready: "Unknown/Deleting", status.Reconciling: "True/DeletionRequested"}},
 		},
 		{
 			// The syncer sets attempt = 0 when it marks a resource for deletion (as it does
@@ -311,7 +311,7 @@ func TestUpdate(t *testing.T) {
 			a:    attempt{op: "reconcile", trigger: "retry", err: errMsg("boom")},
 			want: wantUpdate{phase: status.PhaseDeleting, result: resultFailed, events: []string{"Warning/ReconcileFailed"},
 				runAt: immediately, keep: true, msgPrefix: "boom",
-				conds: map[string]string{status.Reconciling: "True/Deleting", status.Ready: "False/ActionFailed"}},
+				conds: map[string]string{status.Reconciling: "True/DeletionRequested", status.Ready: "False/ActionFailed"}},
 		},
 		{
 			name: "marked for deletion during a terminal failure: the delete starts with no attempts",
@@ -320,7 +320,7 @@ func TestUpdate(t *testing.T) {
 			a:    attempt{op: "reconcile", trigger: "created", err: actions.Terminalf("bad spec")},
 			want: wantUpdate{phase: status.PhaseDeleting, result: resultStalled, events: []string{"Warning/Stalled"},
 				runAt: immediately, keep: true, msgPrefix: "bad spec",
-				conds: map[string]string{status.Stalled: absent, status.Reconciling: "True/Deleting"}},
+				conds: map[string]string{status.Stalled: absent, status.Reconciling: "True/DeletionRequested"}},
 		},
 		{
 			name: "resync finds nothing to do",

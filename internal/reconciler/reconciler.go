@@ -67,9 +67,15 @@ type Reconciler struct {
 	completions chan pending
 	// starts carries items whose call starts to the start writer, which stores their status
 	// (a claim shows Reconciling only once its call runs).
-	starts  chan started
-	callAvg atomic.Int64 // moving average of action call durations (ns), for claim sizing
-	busy    atomic.Int32 // workers inside a call
+	starts chan started
+	// startsPending holds starts that did not fit in starts (a writer far behind), drained by
+	// the writer after the channel; startsWake tells it one was added.
+	startsMu      sync.Mutex
+	startsPending []started
+	startsLost    int // starts neither sent nor kept (the pending list was full)
+	startsWake    chan struct{}
+	callAvg       atomic.Int64 // moving average of action call durations (ns), for claim sizing
+	busy          atomic.Int32 // workers inside a call
 
 	mu sync.Mutex
 	// inflight maps lease tokens of claimed work (queued, running, or being written) to its
@@ -136,7 +142,7 @@ func New(st *store.Store, acts map[string]actions.Action, opts Options, logger *
 		wake: make(chan struct{}, 1), completions: make(chan pending, 4*maxBatch), inflight: map[string]*call{}, suspended: map[string]error{},
 		// Room for every item this replica can hold at once (queued and running): a worker
 		// never waits on it.
-		starts: make(chan started, queueSize(opts.Workers)+opts.Workers)}
+		starts: make(chan started, queueSize(opts.Workers)+opts.Workers), startsWake: make(chan struct{}, 1)}
 	// Until calls were seen, they count as long: no claim runs ahead of the workers.
 	r.callAvg.Store(int64(prefetchBelow))
 	return r

@@ -224,12 +224,17 @@ func TestWatchDeliversChanges(t *testing.T) {
 		}
 	}
 	e.reconcile(t)
-	// Two deletions. Their starts change nothing a watcher sees: the deletion request already
-	// set phase Deleting and Reconciling=True (status.DeletionRequested).
-	got = c.changes(t, 2, 5*time.Second)
-	for _, ch := range got {
-		if ch.Type != store.ChangeDeleted || ch.Phase != "" || (ch.Name != "q002" && ch.Name != "q003") {
-			t.Errorf("deleted %+v", ch)
+	// Two deletions. The deletion request set phase Deleting with Reconciling=True
+	// DeletionRequested (status.DeletionRequested); each start says Deleting (the delete runs),
+	// a change in phase Deleting; then each row goes.
+	got = c.changes(t, 4, 5*time.Second)
+	for i, ch := range got {
+		wantType, wantPhase := store.ChangeModified, "Deleting"
+		if i >= 2 {
+			wantType, wantPhase = store.ChangeDeleted, ""
+		}
+		if ch.Type != wantType || ch.Phase != wantPhase || (ch.Name != "q002" && ch.Name != "q003") {
+			t.Errorf("delete change %d: %+v, want %s in phase %q", i, ch, wantType, wantPhase)
 		}
 	}
 }

@@ -16,19 +16,22 @@ type State struct {
 
 // Condition reasons set by the rules (plugins' own conditions keep theirs).
 const (
-	ReasonPending        = "Pending"
-	ReasonProgressing    = "Progressing"
-	ReasonNewGeneration  = "NewGeneration"
-	ReasonDeleting       = "Deleting"
-	ReasonRetrying       = "RetryingAfterFailure"
-	ReasonInterrupted    = "Interrupted"
-	ReasonReconciled     = "Reconciled"
-	ReasonDriftCorrected = "DriftCorrected"
-	ReasonActionOK       = "ActionSucceeded"
-	ReasonActionFailed   = "ActionFailed"
-	ReasonActionRejected = "ActionRejected"
-	ReasonStalled        = "Stalled"
-	ReasonDeleteFailed   = "DeleteFailed"
+	ReasonPending       = "Pending"
+	ReasonProgressing   = "Progressing"
+	ReasonNewGeneration = "NewGeneration"
+	ReasonDeleting      = "Deleting"
+	// ReasonDeletionRequested: the manifest is gone and the action's delete has not started
+	// (it may be held by dependents); Deleting once it runs.
+	ReasonDeletionRequested = "DeletionRequested"
+	ReasonRetrying          = "RetryingAfterFailure"
+	ReasonInterrupted       = "Interrupted"
+	ReasonReconciled        = "Reconciled"
+	ReasonDriftCorrected    = "DriftCorrected"
+	ReasonActionOK          = "ActionSucceeded"
+	ReasonActionFailed      = "ActionFailed"
+	ReasonActionRejected    = "ActionRejected"
+	ReasonStalled           = "Stalled"
+	ReasonDeleteFailed      = "DeleteFailed"
 )
 
 const msgNewGeneration = "a newer generation is waiting to be reconciled"
@@ -65,10 +68,21 @@ func NewGeneration(prev State, gen int64, now time.Time) State {
 	return s
 }
 
+const msgDeletionRequested = "waiting to run the action's delete"
+
 // DeletionRequested is the state after the syncer marked the resource for deletion (its
-// manifest is gone): the delete is pending (Reconciling True), Ready no longer True.
+// manifest is gone): phase Deleting, the delete pending but not running (Reconciling True
+// DeletionRequested, until the call starts: Start says Deleting), Ready no longer True. A
+// delete already retrying after a failure keeps saying so.
 func DeletionRequested(prev State, now time.Time) State {
-	s, _ := Start(prev, 0, true, now)
+	s := State{Phase: PhaseDeleting, Conditions: clone(prev.Conditions), ObservedGeneration: prev.ObservedGeneration}
+	s.Conditions = Remove(s.Conditions, Stalled)
+	if c, ok := Get(s.Conditions, Reconciling); prev.Phase != PhaseDeleting || !ok || c.Status != True || c.Reason != ReasonRetrying {
+		s.Conditions = Set(s.Conditions, Condition{Type: Reconciling, Status: True, Reason: ReasonDeletionRequested,
+			Message: msgDeletionRequested, ObservedGeneration: prev.ObservedGeneration}, now)
+	}
+	s.Conditions = notReady(s.Conditions, ReasonDeleting, "the object is being deleted", prev.ObservedGeneration, now)
+	s.Conditions = keepTimes(prev.Conditions, s.Conditions)
 	return s
 }
 
@@ -200,7 +214,7 @@ func Result(prev State, o Outcome, now time.Time) (s State, removed bool) {
 		// The manifest went away during the call: its delete runs next.
 		phase = PhaseDeleting
 		conds = Remove(conds, Stalled)
-		conds = Set(conds, Condition{Type: Reconciling, Status: True, Reason: ReasonDeleting, Message: "deletion requested", ObservedGeneration: observed}, now)
+		conds = Set(conds, Condition{Type: Reconciling, Status: True, Reason: ReasonDeletionRequested, Message: msgDeletionRequested, ObservedGeneration: observed}, now)
 		conds = notReady(conds, ReasonDeleting, "the object is being deleted", observed, now)
 	}
 	return State{Phase: phase, Conditions: keepTimes(prev.Conditions, conds), ObservedGeneration: observed}, false
@@ -266,8 +280,7 @@ func deleteResult(prev State, o Outcome, now time.Time) (State, bool) {
 func InSync(prev State, gen, currentGen int64, deleting bool, now time.Time) State {
 	switch {
 	case deleting:
-		s, _ := Start(prev, currentGen, true, now)
-		return s
+		return DeletionRequested(prev, now)
 	case currentGen > gen:
 		return NewGeneration(prev, currentGen, now)
 	}

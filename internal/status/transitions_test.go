@@ -298,13 +298,13 @@ func TestTransitions(t *testing.T) {
 		// A reconcile whose resource was marked for deletion during the call.
 		{"result: success, marked for deletion during the call", fxClaimed(), 1,
 			resultStep(Outcome{Generation: 1, CurrentGeneration: 1, Done: true, Deleting: true}), want{phase: PhaseDeleting, observed: 1,
-				ready: c(U, anyValue), reconciling: c(T, ReasonDeleting), synced: c(T, ReasonActionOK), changed: true}},
+				ready: c(U, anyValue), reconciling: c(T, ReasonDeletionRequested), synced: c(T, ReasonActionOK), changed: true}},
 		{"result: failure, marked for deletion during the call", fxClaimed(), 1,
 			resultStep(Outcome{Generation: 1, CurrentGeneration: 1, Err: "boom", Deleting: true}), want{phase: PhaseDeleting,
-				ready: c(F, ReasonActionFailed), reconciling: c(T, ReasonDeleting), synced: c(F, ReasonActionFailed), changed: true}},
+				ready: c(F, ReasonActionFailed), reconciling: c(T, ReasonDeletionRequested), synced: c(F, ReasonActionFailed), changed: true}},
 		{"result: terminal failure, marked for deletion during the call", fxClaimed(), 1,
 			resultStep(Outcome{Generation: 1, CurrentGeneration: 1, Err: "invalid spec", Terminal: true, Deleting: true}), want{phase: PhaseDeleting, observed: 1,
-				ready: c(F, ReasonStalled), reconciling: c(T, ReasonDeleting), synced: c(F, ReasonActionFailed), changed: true}},
+				ready: c(F, ReasonStalled), reconciling: c(T, ReasonDeletionRequested), synced: c(F, ReasonActionFailed), changed: true}},
 
 		// Supersede: a newer generation arrived while the attempt ran.
 		{"result: success superseded by a newer generation", fxClaimed(), 2,
@@ -366,7 +366,7 @@ func TestTransitions(t *testing.T) {
 		{"in sync: a new generation arrived meanwhile", fxReady(), 2, inSyncStep(1, 2, false), want{phase: PhaseReconciling, observed: 1,
 			ready: c(U, ReasonNewGeneration), reconciling: c(T, ReasonNewGeneration), synced: c(T, ReasonActionOK), changed: true}},
 		{"in sync: marked for deletion meanwhile", fxReady(), 1, inSyncStep(1, 1, true), want{phase: PhaseDeleting, observed: 1,
-			ready: c(U, anyValue), reconciling: c(T, ReasonDeleting), synced: c(T, ReasonActionOK), changed: true}},
+			ready: c(U, anyValue), reconciling: c(T, ReasonDeletionRequested), synced: c(T, ReasonActionOK), changed: true}},
 
 		// Attempts cut short (replica died or lost its lease).
 		{"interrupted: during a first reconcile", fxClaimed(), 1, interruptedStep(1, false), want{phase: PhaseReconciling,
@@ -389,13 +389,21 @@ func TestTransitions(t *testing.T) {
 			ready: c(U, ReasonPending), reconciling: c(T, ReasonProgressing), changed: true}},
 		{"call started: a newer generation was stored since the claim keeps waiting", fxReadyGen2(), 2, callStartedStep(1, false, 2, false),
 			want{phase: PhaseReconciling, observed: 1, ready: c(U, ReasonNewGeneration), reconciling: c(T, ReasonNewGeneration), synced: c(T, ReasonActionOK), changed: false}},
-		{"call started: deletion requested since the claim keeps saying Deleting", DeletionRequested(fxReady(), at(3)), 1, callStartedStep(1, false, 1, true),
-			want{phase: PhaseDeleting, observed: 1, ready: c(U, anyValue), reconciling: c(T, ReasonDeleting), synced: c(T, ReasonActionOK), changed: false}},
+		{"call started: deletion requested since the claim keeps waiting for the delete", DeletionRequested(fxReady(), at(3)), 1, callStartedStep(1, false, 1, true),
+			want{phase: PhaseDeleting, observed: 1, ready: c(U, anyValue), reconciling: c(T, ReasonDeletionRequested), synced: c(T, ReasonActionOK), changed: false}},
+		{"call started: the requested delete runs, Deleting", DeletionRequested(fxReady(), at(3)), 1, callStartedStep(1, true, 1, true),
+			want{phase: PhaseDeleting, observed: 1, ready: c(U, anyValue), reconciling: c(T, ReasonDeleting), synced: c(T, ReasonActionOK), changed: true}},
+		{"call started: resync of a Ready resource changes nothing", fxReady(), 1, callStartedStep(1, false, 1, false),
+			want{phase: PhaseReady, observed: 1, ready: c(T, ReasonReconciled), synced: c(T, ReasonActionOK), changed: false}},
+		{"call started: retry of a Failed resource keeps phase Failed", fxFailed(), 1, callStartedStep(1, false, 1, false),
+			want{phase: PhaseFailed, ready: c(F, ReasonActionFailed), reconciling: c(T, ReasonRetrying), synced: c(F, ReasonActionFailed), changed: false}},
 		{"call started: delete as claimed", fxStalled(), 1, callStartedStep(1, true, 1, true), want{phase: PhaseDeleting, observed: 1,
 			ready: c(F, ReasonStalled), reconciling: c(T, ReasonDeleting), synced: c(F, ReasonActionFailed), changed: true}},
 
 		// Leases ending without a result: only a call that started was cut short; a claim
 		// still waiting for a worker goes back to the queue as it was.
+		{"released: a requested delete never started keeps waiting for it", DeletionRequested(fxReady(), at(3)), 1, releasedStep(1, true, false),
+			want{phase: PhaseDeleting, observed: 1, ready: c(U, anyValue), reconciling: c(T, ReasonDeletionRequested), synced: c(T, ReasonActionOK), changed: false}},
 		{"released: claimed, never started, a created resource stays Pending", fxCreated(), 1, releasedStep(1, false, false), want{phase: PhasePending,
 			ready: c(U, ReasonPending), reconciling: c(T, ReasonPending), changed: false}},
 		{"released: claimed, never started, a new generation keeps waiting", fxReadyGen2(), 2, releasedStep(2, false, false), want{phase: PhaseReconciling, observed: 1,
@@ -669,8 +677,8 @@ func TestDeletionRequested(t *testing.T) {
 	if s.Phase != PhaseDeleting {
 		t.Errorf("phase %s, want Deleting", s.Phase)
 	}
-	if c, _ := Get(s.Conditions, Reconciling); c.Status != True || c.Reason != ReasonDeleting {
-		t.Errorf("Reconciling %+v, want True Deleting", c)
+	if c, _ := Get(s.Conditions, Reconciling); c.Status != True || c.Reason != ReasonDeletionRequested || c.Message != "waiting to run the action's delete" {
+		t.Errorf("Reconciling %+v, want True DeletionRequested, waiting to run the action's delete", c)
 	}
 	if c, _ := Get(s.Conditions, Ready); c.Status == True {
 		t.Errorf("Ready still True while the delete is pending: %+v", c)

@@ -139,21 +139,16 @@ func (l *Liveness) Close() { _ = l.conn.Close(context.Background()) }
 
 // Retire forgets the replica's liveness key (clean shutdown, after it released its work), so
 // that peers do not report it dead when its session closes. Anything still leased to the
-// replica (a claim committed while it stopped) is released first, without history: it was
-// never started.
+// replica is released first as a takeover releases it (status.Released): a claim committed
+// while it stopped, never started, goes back as it was; a row whose call had started (its
+// release failed) shows the attempt Interrupted, with a history row.
 func (s *Store) Retire(ctx context.Context, name string, key int32) error {
 	return pgx.BeginFunc(ctx, s.leases, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE resources SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, claimed_at = NULL, started_at = NULL,
-			run_at = LEAST(COALESCE(run_at, now()), now()), dirty = false WHERE lease_owner = $1`, name)
-		if err != nil {
+		if _, err := releaseLeased(ctx, tx, `lease_owner = $1`, []any{name}, false, name,
+			"it shut down with the call unfinished"); err != nil {
 			return err
 		}
-		if tag.RowsAffected() > 0 {
-			if _, err := tx.Exec(ctx, "SELECT pg_notify($1, '')", WorkChannel); err != nil {
-				return err
-			}
-		}
-		_, err = tx.Exec(ctx, "UPDATE replicas SET liveness_key = NULL WHERE name = $1 AND liveness_key = $2", name, key)
+		_, err := tx.Exec(ctx, "UPDATE replicas SET liveness_key = NULL WHERE name = $1 AND liveness_key = $2", name, key)
 		return err
 	})
 }

@@ -643,10 +643,14 @@ func (s *Store) Release(ctx context.Context, owner string, ids []int64, tokens [
 		return nil
 	}
 	return s.inTx(ctx, func(tx pgx.Tx) error {
+		// Every given row is locked, in id order, and started_at read from the locked row: a
+		// filter on started_at would be evaluated before the lock, skipping a row whose start
+		// (Started, holding the lock) commits just after, and the release below would then
+		// clear that start with the status still showing the call running.
 		rows, err := tx.Query(ctx, `SELECT r.id, r.namespace, r.kind, r.name, r.source, r.generation, r.observed_generation, r.phase,
-			  r.conditions, r.deletion_timestamp IS NOT NULL
+			  r.conditions, r.deletion_timestamp IS NOT NULL, r.started_at IS NOT NULL
 			FROM resources r JOIN unnest($1::bigint[], $2::uuid[]) AS x(id, tok) ON r.id = x.id AND r.lease_token = x.tok
-			WHERE r.started_at IS NOT NULL ORDER BY r.id FOR UPDATE OF r`, ids, tokens)
+			ORDER BY r.id FOR UPDATE OF r`, ids, tokens)
 		if err != nil {
 			return err
 		}
@@ -661,10 +665,14 @@ func (s *Store) Release(ctx context.Context, owner string, ids []int64, tokens [
 			var ns, kind, name, src string
 			var prev status.State
 			var cj []byte
-			var deleting bool
-			if err := rows.Scan(&id, &ns, &kind, &name, &src, &gen, &prev.ObservedGeneration, &prev.Phase, &cj, &deleting); err != nil {
+			var deleting, started bool
+			if err := rows.Scan(&id, &ns, &kind, &name, &src, &gen, &prev.ObservedGeneration, &prev.Phase, &cj, &deleting, &started); err != nil {
 				rows.Close()
 				return err
+			}
+			if !started {
+				// Claimed, its call never started: it shows what it showed before.
+				continue
 			}
 			if err := json.Unmarshal(cj, &prev.Conditions); err != nil {
 				rows.Close()

@@ -116,3 +116,149 @@ func TestClaimStartedRelease(t *testing.T) {
 		t.Errorf("history rows for given-back items: %d (%v), want none", hist, err)
 	}
 }
+
+// TestReleaseRacingStarted: a start committed while Release waits for the row is seen by
+// Release (the row is locked before started_at is read), so the attempt shows Interrupted;
+// it is never left Reconciling with no lease and no call.
+func TestReleaseRacingStarted(t *testing.T) {
+	t.Parallel()
+	st := openTest(t)
+	ctx := context.Background()
+	seed(t, st, seedRow{name: "r1", source: "infra", revision: "r1", phase: "Pending", generation: 1})
+	if _, err := st.pool.Exec(ctx, "UPDATE resources SET run_at = now()"); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := st.Claim(ctx, "a", 10, time.Minute)
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim: %d, %v", len(claimed), err)
+	}
+	c := claimed[0]
+	hold, err := st.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = hold.Rollback(ctx) }()
+	if _, err := hold.Exec(ctx, "SELECT 1 FROM resources WHERE id = $1 FOR UPDATE", c.ID); err != nil {
+		t.Fatal(err)
+	}
+	// waitBlocked polls until n sessions of this database wait for a lock.
+	waitBlocked := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			var got int
+			if err := st.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got >= n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d sessions wait for a lock, want %d", got, n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	startErr, releaseErr := make(chan error, 1), make(chan error, 1)
+	go func() {
+		startErr <- st.Started(ctx, []Start{{ID: c.ID, Token: c.LeaseToken, Generation: c.Generation, Deleting: c.Deleting,
+			Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Source: c.Source}})
+	}()
+	waitBlocked(1)
+	go func() { releaseErr <- st.Release(ctx, "a", []int64{c.ID}, []string{c.LeaseToken}) }()
+	waitBlocked(2)
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-startErr; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-releaseErr; err != nil {
+		t.Fatal(err)
+	}
+	var phase string
+	var cj []byte
+	var leased, started bool
+	if err := st.pool.QueryRow(ctx, `SELECT phase, conditions, lease_owner IS NOT NULL, started_at IS NOT NULL FROM resources WHERE id = $1`, c.ID).
+		Scan(&phase, &cj, &leased, &started); err != nil {
+		t.Fatal(err)
+	}
+	var conds []status.Condition
+	if err := json.Unmarshal(cj, &conds); err != nil {
+		t.Fatal(err)
+	}
+	rc, _ := status.Get(conds, status.Reconciling)
+	if leased || started || rc.Reason != status.ReasonInterrupted {
+		t.Errorf("after a start and a release racing: phase %s, Reconciling %s/%s, leased %v, started %v; want Interrupted, unleased",
+			phase, rc.Status, rc.Reason, leased, started)
+	}
+}
+
+// TestRetireReleasesStartedInterrupted: a replica retiring with rows still leased shows a
+// started call interrupted (status.Released, with a history row) and gives a claim that never
+// started back as it was.
+func TestRetireReleasesStartedInterrupted(t *testing.T) {
+	t.Parallel()
+	st := openTest(t)
+	ctx := context.Background()
+	seed(t, st, seedRow{name: "t1", source: "infra", revision: "r1", phase: "Pending", generation: 1},
+		seedRow{name: "t2", source: "infra", revision: "r1", phase: "Pending", generation: 1})
+	if _, err := st.pool.Exec(ctx, "UPDATE resources SET run_at = now()"); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := st.Claim(ctx, "a", 10, time.Minute)
+	if err != nil || len(claimed) != 2 {
+		t.Fatalf("claim: %d, %v", len(claimed), err)
+	}
+	for _, c := range claimed {
+		if c.Name == "t1" {
+			if err := st.Started(ctx, []Start{{ID: c.ID, Token: c.LeaseToken, Generation: c.Generation, Deleting: c.Deleting,
+				Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Source: c.Source}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := st.Retire(ctx, "a", 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, phase, reconciling string }{
+		{"t1", status.PhaseReconciling, status.ReasonInterrupted},
+		{"t2", "Pending", ""},
+	} {
+		var phase string
+		var cj []byte
+		var leased, started bool
+		if err := st.pool.QueryRow(ctx, `SELECT phase, conditions, lease_owner IS NOT NULL, started_at IS NOT NULL FROM resources WHERE name = $1`, tc.name).
+			Scan(&phase, &cj, &leased, &started); err != nil {
+			t.Fatal(err)
+		}
+		var conds []status.Condition
+		if err := json.Unmarshal(cj, &conds); err != nil {
+			t.Fatal(err)
+		}
+		rc, _ := status.Get(conds, status.Reconciling)
+		if rc.Reason == status.ReasonPending {
+			rc.Reason = ""
+		}
+		if phase != tc.phase || rc.Reason != tc.reconciling || leased || started {
+			t.Errorf("%s after retire: phase %s, Reconciling %s, leased %v, started %v; want %s %q, unleased", tc.name, phase, rc.Reason, leased, started,
+				tc.phase, tc.reconciling)
+		}
+	}
+	var hist []string
+	rows, err := st.pool.Query(ctx, "SELECT name || '/' || result FROM reconcile_history WHERE name IN ('t1', 't2')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var h string
+		if err := rows.Scan(&h); err != nil {
+			t.Fatal(err)
+		}
+		hist = append(hist, h)
+	}
+	rows.Close()
+	if len(hist) != 1 || hist[0] != "t1/"+HistoryInterrupted {
+		t.Errorf("history after retire: %v, want one t1/%s", hist, HistoryInterrupted)
+	}
+}
