@@ -170,6 +170,28 @@ func TestEmptyFolderNeverPrunes(t *testing.T) {
 	}
 }
 
+// emptiedSource syncs revision 1 (one Db) as replica r1, then makes revision 2 render no
+// resource (only the type): the source the refusal tests start from.
+func (b *bundle) emptiedSource() *fakeSource {
+	b.t.Helper()
+	r := &repo{}
+	r.set(rev(1), dbFiles(1))
+	src := r.source()
+	if _, err := b.syncer(src, "r1", time.Minute).SyncOnce(b.ctx); err != nil {
+		b.t.Fatal(err)
+	}
+	r.set(rev(2), map[string]string{"t.yaml": dbType})
+	return src
+}
+
+// expireLeases lets every lease run out, as when its holder is gone: the next syncer takes over.
+func (b *bundle) expireLeases() {
+	b.t.Helper()
+	if _, err := b.db.Exec(b.ctx, `UPDATE leases SET expires_at = now() - interval '1 second'`); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
 // TestRefusalNotRepeated: syncers that start one after another (restarts, takeovers) with
 // the settings the refusal was made under do not apply the refused revision again; one whose
 // settings differ applies it again, and when it is refused the same way no second event or
@@ -177,13 +199,7 @@ func TestEmptyFolderNeverPrunes(t *testing.T) {
 func TestRefusalNotRepeated(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	r := &repo{}
-	r.set(rev(1), dbFiles(1))
-	src := r.source()
-	if _, err := b.syncer(src, "r1", time.Minute).SyncOnce(b.ctx); err != nil {
-		t.Fatal(err)
-	}
-	r.set(rev(2), map[string]string{"t.yaml": dbType})
+	src := b.emptiedSource()
 	counts := func() (events, outbox int) {
 		t.Helper()
 		if err := b.db.QueryRow(b.ctx, `SELECT (SELECT count(*) FROM events WHERE reason = 'PruneSkipped'),
@@ -195,9 +211,7 @@ func TestRefusalNotRepeated(t *testing.T) {
 	for i, replica := range []string{"r1", "r2", "r1", "r3"} {
 		if i > 0 {
 			// The previous holder is gone: its lease is taken over.
-			if _, err := b.db.Exec(b.ctx, `UPDATE leases SET expires_at = now() - interval '1 second'`); err != nil {
-				t.Fatal(err)
-			}
+			b.expireLeases()
 		}
 		out, err := b.syncer(src, replica, time.Minute).SyncOnce(b.ctx)
 		if err != nil {
@@ -213,9 +227,7 @@ func TestRefusalNotRepeated(t *testing.T) {
 	if e, o := counts(); e != 1 || o != 1 {
 		t.Fatalf("%d PruneSkipped events, %d outbox rows; want 1 and 1", e, o)
 	}
-	if _, err := b.db.Exec(b.ctx, `UPDATE leases SET expires_at = now() - interval '1 second'`); err != nil {
-		t.Fatal(err)
-	}
+	b.expireLeases()
 	s := New(b.store, Options{Name: "infra", Source: src, Interval: time.Hour, Prune: true, MaxPruneFraction: 0.6, Replica: "r4", LeaseTTL: time.Minute},
 		slog.New(slog.DiscardHandler))
 	out, err := s.SyncOnce(b.ctx)
@@ -239,22 +251,14 @@ func TestRefusalNotRepeated(t *testing.T) {
 func TestSuspendedRefusalNotPending(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	r := &repo{}
-	r.set(rev(1), dbFiles(1))
-	src := r.source()
-	if _, err := b.syncer(src, "r1", time.Minute).SyncOnce(b.ctx); err != nil {
-		t.Fatal(err)
-	}
-	r.set(rev(2), map[string]string{"t.yaml": dbType})
+	src := b.emptiedSource()
 	if out, err := b.syncer(src, "r1", time.Minute).SyncOnce(b.ctx); err != nil || out.Result.PruneSkipped != "EmptyRender" {
 		t.Fatalf("%+v %v", out, err)
 	}
 	if err := b.store.SetSourceSuspended(b.ctx, "infra", true, "user:ann", "freeze"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.db.Exec(b.ctx, `UPDATE leases SET expires_at = now() - interval '1 second'`); err != nil {
-		t.Fatal(err)
-	}
+	b.expireLeases()
 	s := New(b.store, Options{Name: "infra", Source: src, Interval: time.Hour, Prune: true, AllowEmpty: true, Replica: "r2", LeaseTTL: time.Minute},
 		slog.New(slog.DiscardHandler))
 	if _, err := s.SyncOnce(b.ctx); err != nil {
