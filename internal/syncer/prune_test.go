@@ -10,6 +10,7 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/sources"
 	"github.com/trueup-dev/trueup/sources/dirsource"
 	"github.com/trueup-dev/trueup/sources/gitsource"
 )
@@ -111,6 +112,19 @@ func deleting(b *bundle) int {
 	return n
 }
 
+// allowEmptySynced closes src when the test ends and returns a syncer of it with
+// prune.allowEmpty (replica r1), after a first sync that created the one resource.
+func (b *bundle) allowEmptySynced(src sources.Source) *Syncer {
+	b.t.Helper()
+	b.t.Cleanup(func() { _ = src.Close() })
+	s := New(b.store, Options{Name: "infra", Source: src, Interval: time.Hour, Prune: true, AllowEmpty: true, Replica: "r1", LeaseTTL: time.Minute},
+		slog.New(slog.DiscardHandler))
+	if out, err := s.SyncOnce(b.ctx); err != nil || out.Result.Created != 1 {
+		b.t.Fatalf("first sync: %+v %v", out, err)
+	}
+	return s
+}
+
 // TestEmptyFolderNeverPrunes: a folder source whose folder is emptied (an unmounted volume,
 // `rm -rf dir/*` before a copy) yields a snapshot without any manifest file; even with
 // prune.allowEmpty its resources stay (PruneSkipped=True, EmptySource). Emptying the source on
@@ -132,12 +146,7 @@ func TestEmptyFolderNeverPrunes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = src.Close() })
-	s := New(b.store, Options{Name: "infra", Source: src, Interval: time.Hour, Prune: true, AllowEmpty: true, Replica: "r1", LeaseTTL: time.Minute},
-		slog.New(slog.DiscardHandler))
-	if out, err := s.SyncOnce(b.ctx); err != nil || out.Result.Created != 1 {
-		t.Fatalf("first sync: %+v %v", out, err)
-	}
+	s := b.allowEmptySynced(src)
 	for _, name := range []string{"a.yaml", "t.yaml"} {
 		if err := os.Remove(filepath.Join(dir, name)); err != nil {
 			t.Fatal(err)
@@ -298,12 +307,7 @@ func TestGitPathWithoutManifestsNeverPrunes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = src.Close() })
-	s := New(b.store, Options{Name: "infra", Source: src, Interval: time.Hour, Prune: true, AllowEmpty: true, Replica: "r1", LeaseTTL: time.Minute},
-		slog.New(slog.DiscardHandler))
-	if out, err := s.SyncOnce(b.ctx); err != nil || out.Result.Created != 1 {
-		t.Fatalf("first sync: %+v %v", out, err)
-	}
+	s := b.allowEmptySynced(src)
 	if err := os.WriteFile(filepath.Join(dir, "manifests", "README.md"), []byte("# moved\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
