@@ -245,11 +245,23 @@ func startServe(t *testing.T, cfgPath, dbURL string) *syncBuffer {
 	return logs
 }
 
-// TestTerraformDeleteAtAppliedRevisionEndToEnd reproduces the stuck delete of issue 19: the
-// commit that removes a manifest also breaks the repository-kept module. The delete runs with
-// the module of the revision the resource was applied at, so it succeeds at once (no
-// DeleteFailed), the state row goes, and the commit that fixes the module brings nothing back.
-func TestTerraformDeleteAtAppliedRevisionEndToEnd(t *testing.T) {
+// tfDelete is a running trueup serve of the terraform delete tests, with its repository.
+type tfDelete struct {
+	repo   string                      // the Git repository (source infra, path manifests)
+	mainTF string                      // the module's main.tf
+	first  string                      // the first commit
+	git    func(args ...string) string // runs git in repo, returns its trimmed output
+	conn   *pgx.Conn                   // to trueup's database, closed when the test ends
+	logs   *syncBuffer                 // serve's output
+}
+
+// startTFDelete commits a repository whose manifests/ holds the module modules/db (main.tf
+// is module), a Database type with the schema properties props and action tf, and the
+// resources orders (db.yaml) and keep (keep.yaml) as the first commit, message msg; it runs
+// trueup serve on a fresh database with source infra of it and action tf (terraform on the
+// module, no provider installed).
+func startTFDelete(t *testing.T, module, props, orders, keep, msg string) *tfDelete {
+	t.Helper()
 	tf := terraformOnPath(t)
 	dir := t.TempDir()
 	writeTestFile(t, filepath.Join(dir, "terraformrc"), "disable_checkpoint = true\nprovider_installation {\n  filesystem_mirror {\n    path = \"/nonexistent/mirror\"\n  }\n}\n")
@@ -265,11 +277,7 @@ func TestTerraformDeleteAtAppliedRevisionEndToEnd(t *testing.T) {
 		return strings.TrimSpace(string(out))
 	}
 	mainTF := filepath.Join(repo, "manifests", "modules", "db", "main.tf")
-	goodModule := `variable "size" { type = number }
-resource "terraform_data" "db" { input = var.size }
-output "size" { value = terraform_data.db.output }
-`
-	writeTestFile(t, mainTF, goodModule)
+	writeTestFile(t, mainTF, module)
 	writeTestFile(t, filepath.Join(repo, "manifests", "types.yaml"), `apiVersion: trueup.dev/v1
 kind: ResourceType
 metadata: {name: Database}
@@ -277,18 +285,14 @@ spec:
   group: db.example.com
   versions:
     - name: v1
-      schema: {type: object, properties: {size: {type: integer}}}
+      schema: {type: object, properties: `+props+`}
   action: {name: tf}
 `)
-	db := func(name string, size int) string {
-		return fmt.Sprintf("apiVersion: db.example.com/v1\nkind: Database\nmetadata: {name: %s, namespace: prod}\nspec: {size: %d}\n", name, size)
-	}
-	writeTestFile(t, filepath.Join(repo, "manifests", "db.yaml"), db("orders", 3))
-	// Another resource stays: a revision that renders nothing is never pruned.
-	writeTestFile(t, filepath.Join(repo, "manifests", "keep.yaml"), db("keep", 1))
+	writeTestFile(t, filepath.Join(repo, "manifests", "db.yaml"), orders)
+	writeTestFile(t, filepath.Join(repo, "manifests", "keep.yaml"), keep)
 	git("init", "-q", "-b", "main")
 	git("add", "-A")
-	git("commit", "-q", "-m", "first")
+	git("commit", "-q", "-m", msg)
 	first := git("rev-parse", "HEAD")
 	cfgPath := filepath.Join(dir, "trueup.yaml")
 	writeTestFile(t, cfgPath, fmt.Sprintf(`server: {listen: "%s"}
@@ -310,7 +314,25 @@ reconcile: {workers: 2, backoff: {initial: 100ms, max: 500ms}}
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(context.Background())
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return &tfDelete{repo: repo, mainTF: mainTF, first: first, git: git, conn: conn, logs: logs}
+}
+
+// TestTerraformDeleteAtAppliedRevisionEndToEnd reproduces the stuck delete of issue 19: the
+// commit that removes a manifest also breaks the repository-kept module. The delete runs with
+// the module of the revision the resource was applied at, so it succeeds at once (no
+// DeleteFailed), the state row goes, and the commit that fixes the module brings nothing back.
+func TestTerraformDeleteAtAppliedRevisionEndToEnd(t *testing.T) {
+	goodModule := `variable "size" { type = number }
+resource "terraform_data" "db" { input = var.size }
+output "size" { value = terraform_data.db.output }
+`
+	db := func(name string, size int) string {
+		return fmt.Sprintf("apiVersion: db.example.com/v1\nkind: Database\nmetadata: {name: %s, namespace: prod}\nspec: {size: %d}\n", name, size)
+	}
+	// keep stays: a revision that renders nothing is never pruned.
+	e := startTFDelete(t, goodModule, "{size: {type: integer}}", db("orders", 3), db("keep", 1), "first")
+	git, mainTF, first, conn, logs := e.git, e.mainTF, e.first, e.conn, e.logs
 	ctx := context.Background()
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		var ready int
@@ -389,64 +411,13 @@ reconcile: {workers: 2, backoff: {initial: 100ms, max: 500ms}}
 // commit C removes the manifest. The delete at A with B's spec would fail for ever ("No value
 // for required variable"); with A's spec it succeeds at the first attempt.
 func TestTerraformDeleteWithAppliedSpecEndToEnd(t *testing.T) {
-	tf := terraformOnPath(t)
-	dir := t.TempDir()
-	writeTestFile(t, filepath.Join(dir, "terraformrc"), "disable_checkpoint = true\nprovider_installation {\n  filesystem_mirror {\n    path = \"/nonexistent/mirror\"\n  }\n}\n")
-	repo := filepath.Join(dir, "repo")
-	git := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
-		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
-	}
-	mainTF := filepath.Join(repo, "manifests", "modules", "db", "main.tf")
-	writeTestFile(t, mainTF, `variable "size" { type = number }
-resource "terraform_data" "db" { input = var.size }
-`)
-	writeTestFile(t, filepath.Join(repo, "manifests", "types.yaml"), `apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: Database}
-spec:
-  group: db.example.com
-  versions:
-    - name: v1
-      schema: {type: object, properties: {size: {type: integer}, instance_size: {type: integer}}}
-  action: {name: tf}
-`)
 	db := func(name, field string) string {
 		return fmt.Sprintf("apiVersion: db.example.com/v1\nkind: Database\nmetadata: {name: %s, namespace: prod}\nspec: {%s: 3}\n", name, field)
 	}
-	writeTestFile(t, filepath.Join(repo, "manifests", "db.yaml"), db("orders", "size"))
-	writeTestFile(t, filepath.Join(repo, "manifests", "keep.yaml"), db("keep", "size"))
-	git("init", "-q", "-b", "main")
-	git("add", "-A")
-	git("commit", "-q", "-m", "A")
-	a := git("rev-parse", "HEAD")
-	cfgPath := filepath.Join(dir, "trueup.yaml")
-	writeTestFile(t, cfgPath, fmt.Sprintf(`server: {listen: "%s"}
-dataDir: %s
-sources:
-  - name: infra
-    git: {url: %s, path: manifests, interval: 1s}
-    prune: {maxFraction: 1}
-actions:
-  - name: tf
-    type: terraform
-    config: {module: {source: infra, path: manifests/modules/db}, binary: %s, workDir: %s, env: {TF_CLI_CONFIG_FILE: %s}}
-reconcile: {workers: 2, backoff: {initial: 100ms, max: 500ms}}
-`, freeAddr(t), filepath.Join(dir, "data"), repo, tf, filepath.Join(dir, "work"), filepath.Join(dir, "terraformrc")))
-
-	dbURL := pgtest.NewDatabase(t, store.MigrateURL)
-	logs := startServe(t, cfgPath, dbURL)
-	conn, err := pgx.Connect(context.Background(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	e := startTFDelete(t, `variable "size" { type = number }
+resource "terraform_data" "db" { input = var.size }
+`, "{size: {type: integer}, instance_size: {type: integer}}", db("orders", "size"), db("keep", "size"), "A")
+	git, repo, mainTF, a, conn, logs := e.git, e.repo, e.mainTF, e.first, e.conn, e.logs
 	ctx := context.Background()
 	waitFor := func(what, query string, args ...any) {
 		t.Helper()

@@ -123,31 +123,12 @@ exit 3
 		t.Fatalf("b's call got %s (%v), want the real host", b, err)
 	}
 	const value = "prodhost-abc123"
-	r, _ := e.resource("staging", "Database", "b")
-	texts := []string{r.Status.Message}
-	for _, c := range r.Status.Conditions {
-		texts = append(texts, c.Message)
-	}
-	hist, err := e.store.ListHistory(context.Background(), "staging", "Database", "b", 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, h := range hist {
-		texts = append(texts, h.Message)
-	}
-	evs, err := e.store.ListEvents(context.Background(), store.InNamespaces("staging"), store.EventFilter{Limit: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ev := range evs {
-		texts = append(texts, ev.Message)
-	}
-	for _, s := range texts {
+	for _, s := range stagingTexts(t, e) {
 		if strings.Contains(s, value) {
 			t.Errorf("a message read in staging holds production's value: %s", s)
 		}
 	}
-	if !strings.Contains(r.Status.Message, `"engine":"***"`) {
+	if r, _ := e.resource("staging", "Database", "b"); !strings.Contains(r.Status.Message, `"engine":"***"`) {
 		t.Errorf("message %q, want the value as ***", r.Status.Message)
 	}
 }

@@ -417,6 +417,17 @@ func (h *recordingHook) got() []post {
 	return append([]post(nil), h.posts...)
 }
 
+// deliveriesByName is the delivery ids of the posts received, by the name of their resource.
+func (h *recordingHook) deliveriesByName() map[string][]string {
+	byName := map[string][]string{}
+	for _, p := range h.got() {
+		res, _ := p.body["resource"].(map[string]any)
+		name, _ := res["name"].(string)
+		byName[name] = append(byName[name], p.delivery)
+	}
+	return byName
+}
+
 func hookSender(t *testing.T, b bundle, url string) *Sender {
 	t.Helper()
 	s, err := New(b.st, config.Notifications{
@@ -496,12 +507,7 @@ func TestDeliveredRecordedPerMessage(t *testing.T) {
 	if err := hookSender(t, b, srv.URL).Once(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	byName := map[string][]string{}
-	for _, p := range h.got() {
-		res, _ := p.body["resource"].(map[string]any)
-		name, _ := res["name"].(string)
-		byName[name] = append(byName[name], p.delivery)
-	}
+	byName := h.deliveriesByName()
 	dups := 0
 	for _, name := range []string{"a", "b", "c", "d", "e", "f"} {
 		ids := byName[name]
@@ -616,12 +622,7 @@ func TestDeliveredWriteFailureStopsRun(t *testing.T) {
 	if err := hookSender(t, b, srv.URL).Once(ctx); err != nil {
 		t.Fatal(err)
 	}
-	byName := map[string][]string{}
-	for _, p := range h.got() {
-		res, _ := p.body["resource"].(map[string]any)
-		name, _ := res["name"].(string)
-		byName[name] = append(byName[name], p.delivery)
-	}
+	byName := h.deliveriesByName()
 	if a := byName["a"]; len(a) != 2 || a[0] != a[1] {
 		t.Errorf("a delivered with ids %v, want twice with one id", a)
 	}

@@ -136,6 +136,22 @@ func mayOperate(w http.ResponseWriter, r *http.Request, ns, what string) bool {
 	return true
 }
 
+// resourceCommand reads the resource of a command on /resources/{namespace}/{kind}/{name} and
+// its optional reason; it answers 404, 403 or 400 and returns ok false unless the caller may
+// operate in the namespace and the body decodes.
+func resourceCommand(w http.ResponseWriter, r *http.Request) (ns, kind, name, reason string, ok bool) {
+	ns, kind, name = r.PathValue("namespace"), r.PathValue("kind"), r.PathValue("name")
+	if !mayOperate(w, r, ns, "resource "+ns+"/"+kind+"/"+name) {
+		return "", "", "", "", false
+	}
+	reason, err := commandBody(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return "", "", "", "", false
+	}
+	return ns, kind, name, reason, true
+}
+
 func (s *Server) reconcileResource(w http.ResponseWriter, r *http.Request) {
 	ns, kind, name := r.PathValue("namespace"), r.PathValue("kind"), r.PathValue("name")
 	if !mayOperate(w, r, ns, "resource "+ns+"/"+kind+"/"+name) {
@@ -160,13 +176,8 @@ func (s *Server) reconcileResource(w http.ResponseWriter, r *http.Request) {
 // (store.Abandon). A reason is required: it is the audit trail of a resource that left
 // trueup without its action's say.
 func (s *Server) abandonResource(w http.ResponseWriter, r *http.Request) {
-	ns, kind, name := r.PathValue("namespace"), r.PathValue("kind"), r.PathValue("name")
-	if !mayOperate(w, r, ns, "resource "+ns+"/"+kind+"/"+name) {
-		return
-	}
-	reason, err := commandBody(r)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+	ns, kind, name, reason, ok := resourceCommand(w, r)
+	if !ok {
 		return
 	}
 	if reason == "" {
@@ -208,13 +219,8 @@ func done(suspend bool) string {
 
 func (s *Server) suspendResource(suspend bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		ns, kind, name := r.PathValue("namespace"), r.PathValue("kind"), r.PathValue("name")
-		if !mayOperate(w, r, ns, "resource "+ns+"/"+kind+"/"+name) {
-			return
-		}
-		reason, err := commandBody(r)
-		if err != nil {
-			writeError(w, http.StatusBadRequest, err.Error())
+		ns, kind, name, reason, ok := resourceCommand(w, r)
+		if !ok {
 			return
 		}
 		actor := identity(r).Actor()

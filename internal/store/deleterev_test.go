@@ -9,20 +9,29 @@ import (
 	"github.com/trueup-dev/trueup/internal/manifest"
 )
 
-// TestClaimDeleteRevisions: a successful reconcile records its revision; a failed one does
-// not; the claim of the delete hands both that revision and the source's newest one.
-func TestClaimDeleteRevisions(t *testing.T) {
+// openWithSource opens a test store with source "s" registered.
+func openWithSource(t *testing.T) (*Store, context.Context) {
+	t.Helper()
 	st := openTest(t)
 	ctx := context.Background()
 	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	res := func(name, spec string) manifest.Resource {
-		return manifest.Resource{APIVersion: "example.com/v1", Kind: "Db", Namespace: "prod", Name: name,
-			Labels: map[string]string{}, Annotations: map[string]string{}, Spec: json.RawMessage(spec), SpecHash: spec, MetaHash: "m",
-			File: name + ".yaml", Line: 1}
-	}
-	keep := res("keep", `{}`)
+	return st, ctx
+}
+
+// dbResource is a Db resource in namespace prod of that name and spec.
+func dbResource(name, spec string) manifest.Resource {
+	return manifest.Resource{APIVersion: "example.com/v1", Kind: "Db", Namespace: "prod", Name: name,
+		Labels: map[string]string{}, Annotations: map[string]string{}, Spec: json.RawMessage(spec), SpecHash: spec, MetaHash: "m",
+		File: name + ".yaml", Line: 1}
+}
+
+// TestClaimDeleteRevisions: a successful reconcile records its revision; a failed one does
+// not; the claim of the delete hands both that revision and the source's newest one.
+func TestClaimDeleteRevisions(t *testing.T) {
+	st, ctx := openWithSource(t)
+	keep := dbResource("keep", `{}`)
 	// claimDB claims what is due and returns db's claim (the others are left leased).
 	claimDB := func() Claimed {
 		t.Helper()
@@ -44,9 +53,9 @@ func TestClaimDeleteRevisions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	applyRefreshed(t, st, "s", "r1", &manifest.Set{Resources: []manifest.Resource{res("db", `{"size":"m"}`), keep}})
+	applyRefreshed(t, st, "s", "r1", &manifest.Set{Resources: []manifest.Resource{dbResource("db", `{"size":"m"}`), keep}})
 	complete(claimDB(), "r1", json.RawMessage(`{"size": "m", "net": "n-1"}`)) // applied at r1, references resolved
-	applyRefreshed(t, st, "s", "r2", &manifest.Set{Resources: []manifest.Resource{res("db", `{"instance_size":"m"}`), keep}})
+	applyRefreshed(t, st, "s", "r2", &manifest.Set{Resources: []manifest.Resource{dbResource("db", `{"instance_size":"m"}`), keep}})
 	c := claimDB()
 	if c.Revision != "r2" || c.AppliedRevision != "r1" || c.SourceRevision != "" || c.AppliedSpec != nil {
 		t.Fatalf("reconcile at r2: revision %q, applied %q, source %q, applied spec %s; want r2, r1 and none", c.Revision, c.AppliedRevision, c.SourceRevision, c.AppliedSpec)
@@ -66,17 +75,8 @@ func TestClaimDeleteRevisions(t *testing.T) {
 // recorded (applied_revision NULL) is deleted at the revision of its newest successful
 // reconcile in history, not at the removing commit.
 func TestClaimDeleteRevisionFromHistory(t *testing.T) {
-	st := openTest(t)
-	ctx := context.Background()
-	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
-		t.Fatal(err)
-	}
-	res := func(name, spec string) manifest.Resource {
-		return manifest.Resource{APIVersion: "example.com/v1", Kind: "Db", Namespace: "prod", Name: name,
-			Labels: map[string]string{}, Annotations: map[string]string{}, Spec: json.RawMessage(spec), SpecHash: spec, MetaHash: "m",
-			File: name + ".yaml", Line: 1}
-	}
-	keep := res("keep", `{}`)
+	st, ctx := openWithSource(t)
+	keep := dbResource("keep", `{}`)
 	var uid string
 	history := func(c Claimed, revision, op, result string) {
 		t.Helper()
@@ -99,11 +99,11 @@ func TestClaimDeleteRevisionFromHistory(t *testing.T) {
 		}
 		return m
 	}
-	applyRefreshed(t, st, "s", "r1", &manifest.Set{Resources: []manifest.Resource{res("db", `{"v":1}`), res("new", `{}`), keep}})
+	applyRefreshed(t, st, "s", "r1", &manifest.Set{Resources: []manifest.Resource{dbResource("db", `{"v":1}`), dbResource("new", `{}`), keep}})
 	cs := claim()
 	history(cs["new"], "r1", "reconcile", "Failed")
 	history(cs["db"], "r1", "reconcile", "Succeeded")
-	applyRefreshed(t, st, "s", "r2", &manifest.Set{Resources: []manifest.Resource{res("db", `{"v":2}`), res("new", `{}`), keep}})
+	applyRefreshed(t, st, "s", "r2", &manifest.Set{Resources: []manifest.Resource{dbResource("db", `{"v":2}`), dbResource("new", `{}`), keep}})
 	history(claim()["db"], "r2", "reconcile", "Failed")
 	// Another resource once of that name (another uid) applied later: not this one's.
 	if _, err := st.pool.Exec(ctx, `INSERT INTO reconcile_history (resource_uid, namespace, kind, name, generation, revision, operation,

@@ -58,13 +58,13 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestLeaseRenewedDuringFencedApply: while an apply fenced by the source's lease is in its
-// transaction, the holder renews the lease without waiting (the apply must not cost the
-// holder its lease), and another replica is refused the valid lease without waiting.
-func TestLeaseRenewedDuringFencedApply(t *testing.T) {
-	t.Parallel()
-	st := openTest(t)
-	ctx := context.Background()
+// startGatedApply opens a store with source "s", takes the source's lease as r1 and starts
+// an apply of revision rev fenced by it; it returns once the apply waits at the gate (see
+// gateApplies), with the lease, the gate's open and the apply's result.
+func startGatedApply(t *testing.T, rev string) (st *Store, ctx context.Context, r1 Lease, open func(), done <-chan error) {
+	t.Helper()
+	st = openTest(t)
+	ctx = context.Background()
 	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
 		t.Fatal(err)
 	}
@@ -73,12 +73,40 @@ func TestLeaseRenewedDuringFencedApply(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("r1 takes the lease: %v %v", ok, err)
 	}
-	done := make(chan error, 1)
+	result := make(chan error, 1)
 	go func() {
-		_, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "r1", Set: widgets(3, func(int) int { return 1 }), Lease: &r1})
-		done <- err
+		_, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: rev, Set: widgets(3, func(int) int { return 1 }), Lease: &r1})
+		result <- err
 	}()
 	waitFor(t, "the apply reaches the gate", waiting)
+	return st, ctx, r1, open, result
+}
+
+// fencedTx takes the lease of source "s" as r1 and begins a transaction that passed r1's
+// fence (checkLease); the transaction is rolled back at the end of the test unless committed.
+func fencedTx(ctx context.Context, t *testing.T, st *Store) (Lease, pgx.Tx) {
+	t.Helper()
+	r1, ok, err := st.AcquireLease(ctx, "source:s", "r1", time.Minute)
+	if err != nil || !ok {
+		t.Fatalf("r1 takes the lease: %v %v", ok, err)
+	}
+	tx, err := st.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.WithoutCancel(ctx)) })
+	if err := checkLease(ctx, tx, &r1); err != nil {
+		t.Fatalf("the fence of the live holder: %v", err)
+	}
+	return r1, tx
+}
+
+// TestLeaseRenewedDuringFencedApply: while an apply fenced by the source's lease is in its
+// transaction, the holder renews the lease without waiting (the apply must not cost the
+// holder its lease), and another replica is refused the valid lease without waiting.
+func TestLeaseRenewedDuringFencedApply(t *testing.T) {
+	t.Parallel()
+	st, ctx, r1, open, done := startGatedApply(t, "r1")
 
 	// Each attempt gets 5 s: a lease loop gives up after leaseTTL/3.
 	for i := range 3 {
@@ -111,18 +139,7 @@ func TestLeaseRenewedWhileFenceHeld(t *testing.T) {
 	t.Parallel()
 	st := openTest(t)
 	ctx := context.Background()
-	r1, ok, err := st.AcquireLease(ctx, "source:s", "r1", time.Minute)
-	if err != nil || !ok {
-		t.Fatalf("r1 takes the lease: %v %v", ok, err)
-	}
-	tx, err := st.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	if err := checkLease(ctx, tx, &r1); err != nil {
-		t.Fatalf("the fence of the live holder: %v", err)
-	}
+	r1, tx := fencedTx(ctx, t, st)
 	for i := range 3 {
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		l, ok, err := st.AcquireLease(actx, "source:s", "r1", time.Minute)
@@ -135,7 +152,7 @@ func TestLeaseRenewedWhileFenceHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	_, ok, err = st.AcquireLease(actx, "source:s", "r2", time.Minute)
+	_, ok, err := st.AcquireLease(actx, "source:s", "r2", time.Minute)
 	cancel()
 	if err != nil || ok {
 		t.Fatalf("r2 while the fence is held: ok=%v err=%v, want refused at once", ok, err)
@@ -154,22 +171,7 @@ func TestLeaseRenewedWhileFenceHeld(t *testing.T) {
 // written.
 func TestLeaseTakeoverFencesLongApply(t *testing.T) {
 	t.Parallel()
-	st := openTest(t)
-	ctx := context.Background()
-	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
-		t.Fatal(err)
-	}
-	waiting, open := gateApplies(t, st)
-	r1, ok, err := st.AcquireLease(ctx, "source:s", "r1", time.Minute)
-	if err != nil || !ok {
-		t.Fatalf("r1 takes the lease: %v %v", ok, err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		_, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "stale", Set: widgets(3, func(int) int { return 1 }), Lease: &r1})
-		done <- err
-	}()
-	waitFor(t, "the apply reaches the gate", waiting)
+	st, ctx, r1, open, done := startGatedApply(t, "stale")
 
 	// r1 stops renewing (partitioned, or found dead): its lease is expired, r2 takes it.
 	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -202,18 +204,7 @@ func TestLeaseTakeoverOrderedAfterFence(t *testing.T) {
 	st := openTest(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	r1, ok, err := st.AcquireLease(ctx, "source:s", "r1", time.Minute)
-	if err != nil || !ok {
-		t.Fatalf("r1 takes the lease: %v %v", ok, err)
-	}
-	tx, err := st.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	if err := checkLease(ctx, tx, &r1); err != nil {
-		t.Fatalf("fence of the holder: %v", err)
-	}
+	r1, tx := fencedTx(ctx, t, st)
 	if err := st.ReleaseLease(ctx, r1); err != nil { // expired now; r1's transaction is committing
 		t.Fatal(err)
 	}

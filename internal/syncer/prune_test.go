@@ -10,6 +10,7 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/sources"
 	"github.com/trueup-dev/trueup/sources/dirsource"
 	"github.com/trueup-dev/trueup/sources/gitsource"
 )
@@ -111,6 +112,19 @@ func deleting(b *bundle) int {
 	return n
 }
 
+// allowEmptySynced closes src when the test ends and returns a syncer of it with
+// prune.allowEmpty (replica r1), after a first sync that created the one resource.
+func (b *bundle) allowEmptySynced(src sources.Source) *Syncer {
+	b.t.Helper()
+	b.t.Cleanup(func() { _ = src.Close() })
+	s := New(b.store, Options{Name: "infra", Source: src, Interval: time.Hour, Prune: true, AllowEmpty: true, Replica: "r1", LeaseTTL: time.Minute},
+		slog.New(slog.DiscardHandler))
+	if out, err := s.SyncOnce(b.ctx); err != nil || out.Result.Created != 1 {
+		b.t.Fatalf("first sync: %+v %v", out, err)
+	}
+	return s
+}
+
 // TestEmptyFolderNeverPrunes: a folder source whose folder is emptied (an unmounted volume,
 // `rm -rf dir/*` before a copy) yields a snapshot without any manifest file; even with
 // prune.allowEmpty its resources stay (PruneSkipped=True, EmptySource). Emptying the source on
@@ -132,12 +146,7 @@ func TestEmptyFolderNeverPrunes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = src.Close() })
-	s := New(b.store, Options{Name: "infra", Source: src, Interval: time.Hour, Prune: true, AllowEmpty: true, Replica: "r1", LeaseTTL: time.Minute},
-		slog.New(slog.DiscardHandler))
-	if out, err := s.SyncOnce(b.ctx); err != nil || out.Result.Created != 1 {
-		t.Fatalf("first sync: %+v %v", out, err)
-	}
+	s := b.allowEmptySynced(src)
 	for _, name := range []string{"a.yaml", "t.yaml"} {
 		if err := os.Remove(filepath.Join(dir, name)); err != nil {
 			t.Fatal(err)
@@ -170,6 +179,28 @@ func TestEmptyFolderNeverPrunes(t *testing.T) {
 	}
 }
 
+// emptiedSource syncs revision 1 (one Db) as replica r1, then makes revision 2 render no
+// resource (only the type): the source the refusal tests start from.
+func (b *bundle) emptiedSource() *fakeSource {
+	b.t.Helper()
+	r := &repo{}
+	r.set(rev(1), dbFiles(1))
+	src := r.source()
+	if _, err := b.syncer(src, "r1", time.Minute).SyncOnce(b.ctx); err != nil {
+		b.t.Fatal(err)
+	}
+	r.set(rev(2), map[string]string{"t.yaml": dbType})
+	return src
+}
+
+// expireLeases lets every lease run out, as when its holder is gone: the next syncer takes over.
+func (b *bundle) expireLeases() {
+	b.t.Helper()
+	if _, err := b.db.Exec(b.ctx, `UPDATE leases SET expires_at = now() - interval '1 second'`); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
 // TestRefusalNotRepeated: syncers that start one after another (restarts, takeovers) with
 // the settings the refusal was made under do not apply the refused revision again; one whose
 // settings differ applies it again, and when it is refused the same way no second event or
@@ -177,13 +208,7 @@ func TestEmptyFolderNeverPrunes(t *testing.T) {
 func TestRefusalNotRepeated(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	r := &repo{}
-	r.set(rev(1), dbFiles(1))
-	src := r.source()
-	if _, err := b.syncer(src, "r1", time.Minute).SyncOnce(b.ctx); err != nil {
-		t.Fatal(err)
-	}
-	r.set(rev(2), map[string]string{"t.yaml": dbType})
+	src := b.emptiedSource()
 	counts := func() (events, outbox int) {
 		t.Helper()
 		if err := b.db.QueryRow(b.ctx, `SELECT (SELECT count(*) FROM events WHERE reason = 'PruneSkipped'),
@@ -195,9 +220,7 @@ func TestRefusalNotRepeated(t *testing.T) {
 	for i, replica := range []string{"r1", "r2", "r1", "r3"} {
 		if i > 0 {
 			// The previous holder is gone: its lease is taken over.
-			if _, err := b.db.Exec(b.ctx, `UPDATE leases SET expires_at = now() - interval '1 second'`); err != nil {
-				t.Fatal(err)
-			}
+			b.expireLeases()
 		}
 		out, err := b.syncer(src, replica, time.Minute).SyncOnce(b.ctx)
 		if err != nil {
@@ -213,9 +236,7 @@ func TestRefusalNotRepeated(t *testing.T) {
 	if e, o := counts(); e != 1 || o != 1 {
 		t.Fatalf("%d PruneSkipped events, %d outbox rows; want 1 and 1", e, o)
 	}
-	if _, err := b.db.Exec(b.ctx, `UPDATE leases SET expires_at = now() - interval '1 second'`); err != nil {
-		t.Fatal(err)
-	}
+	b.expireLeases()
 	s := New(b.store, Options{Name: "infra", Source: src, Interval: time.Hour, Prune: true, MaxPruneFraction: 0.6, Replica: "r4", LeaseTTL: time.Minute},
 		slog.New(slog.DiscardHandler))
 	out, err := s.SyncOnce(b.ctx)
@@ -239,22 +260,14 @@ func TestRefusalNotRepeated(t *testing.T) {
 func TestSuspendedRefusalNotPending(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	r := &repo{}
-	r.set(rev(1), dbFiles(1))
-	src := r.source()
-	if _, err := b.syncer(src, "r1", time.Minute).SyncOnce(b.ctx); err != nil {
-		t.Fatal(err)
-	}
-	r.set(rev(2), map[string]string{"t.yaml": dbType})
+	src := b.emptiedSource()
 	if out, err := b.syncer(src, "r1", time.Minute).SyncOnce(b.ctx); err != nil || out.Result.PruneSkipped != "EmptyRender" {
 		t.Fatalf("%+v %v", out, err)
 	}
 	if err := b.store.SetSourceSuspended(b.ctx, "infra", true, "user:ann", "freeze"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.db.Exec(b.ctx, `UPDATE leases SET expires_at = now() - interval '1 second'`); err != nil {
-		t.Fatal(err)
-	}
+	b.expireLeases()
 	s := New(b.store, Options{Name: "infra", Source: src, Interval: time.Hour, Prune: true, AllowEmpty: true, Replica: "r2", LeaseTTL: time.Minute},
 		slog.New(slog.DiscardHandler))
 	if _, err := s.SyncOnce(b.ctx); err != nil {
@@ -294,12 +307,7 @@ func TestGitPathWithoutManifestsNeverPrunes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = src.Close() })
-	s := New(b.store, Options{Name: "infra", Source: src, Interval: time.Hour, Prune: true, AllowEmpty: true, Replica: "r1", LeaseTTL: time.Minute},
-		slog.New(slog.DiscardHandler))
-	if out, err := s.SyncOnce(b.ctx); err != nil || out.Result.Created != 1 {
-		t.Fatalf("first sync: %+v %v", out, err)
-	}
+	s := b.allowEmptySynced(src)
 	if err := os.WriteFile(filepath.Join(dir, "manifests", "README.md"), []byte("# moved\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
