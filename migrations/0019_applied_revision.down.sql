@@ -1,1 +1,1 @@
-ALTER TABLE resources DROP COLUMN IF EXISTS applied_revision, DROP COLUMN IF EXISTS applied_spec;
+ALTER TABLE resources DROP COLUMN IF EXISTS applied_revision, DROP COLUMN IF EXISTS applied_spec, DROP COLUMN IF EXISTS applied_origins;

@@ -7,7 +7,9 @@ SET LOCAL lock_timeout = '10s';
 -- rows written before): the revision, and the spec with its output references resolved
 -- (secrets not revealed). A delete calls the action with both: the module or scripts that
 -- applied the resource, with the inputs they applied, are what can delete it, whatever the
--- removing commit, or a later desired state that never applied, holds.
-ALTER TABLE resources ADD COLUMN applied_revision text, ADD COLUMN applied_spec jsonb;
+-- removing commit, or a later desired state that never applied, holds. applied_origins are
+-- the paths of applied_spec whose value came from other namespaces (as resolved_origins are
+-- of resolved_spec; {} when none): the delete's messages are scrubbed of those values.
+ALTER TABLE resources ADD COLUMN applied_revision text, ADD COLUMN applied_spec jsonb, ADD COLUMN applied_origins jsonb;
 
 SET LOCAL lock_timeout = DEFAULT;

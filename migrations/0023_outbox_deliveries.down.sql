@@ -1,1 +1,1 @@
-ALTER TABLE notification_outbox DROP COLUMN deliveries;
+ALTER TABLE notification_outbox DROP COLUMN IF EXISTS deliveries;

@@ -1,1 +1,1 @@
-ALTER TABLE sources DROP COLUMN prune_refused_under;
+ALTER TABLE sources DROP COLUMN IF EXISTS prune_refused_under;

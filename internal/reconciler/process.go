@@ -48,6 +48,15 @@ type attempt struct {
 	revision, revisionWhy string
 }
 
+// origins are the paths of the called spec whose value came from other namespaces (nil: the
+// call resolved nothing).
+func (a *attempt) origins() map[string][]string {
+	if a.resolved == nil {
+		return nil
+	}
+	return a.resolved.Origins
+}
+
 // process runs one claimed item and writes its result. ctx is the call's own context (from
 // start): it also ends when the lease is found lost (renewLoop) or the replica suspends;
 // shutdown is the replica's.
@@ -67,7 +76,7 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 		// Its messages are scrubbed of what that spec (or the last resolved one) took from
 		// other namespaces.
 		foreign = append(foreignIn(c.Spec, c.ResolvedSpec, c.Namespace, c.ResolvedOrigins),
-			foreignIn(c.Spec, c.AppliedSpec, c.Namespace, c.ResolvedOrigins)...)
+			foreignIn(c.Spec, c.AppliedSpec, c.Namespace, c.AppliedOrigins)...)
 		c.Spec = deleteSpec(c)
 		a.revision, a.revisionWhy = callRevision(c)
 	}
@@ -707,7 +716,7 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 		u.Message = "in sync: no drift found at resync"
 		u.KeepActionState = true
 		u.RunAt = r.resyncAt(c, now)
-		u.AppliedRevision, u.AppliedSpec = c.Revision, c.Spec
+		u.AppliedRevision, u.AppliedSpec, u.AppliedOrigins = c.Revision, c.Spec, a.origins()
 		return u
 	}
 	o := status.Outcome{Generation: c.Generation, CurrentGeneration: cur.Generation, Delete: a.op == "delete", Deleting: cur.Deleting,
@@ -783,7 +792,7 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 		if u.Outputs == nil {
 			u.Outputs = map[string]any{}
 		}
-		u.AppliedRevision, u.AppliedSpec = c.Revision, c.Spec
+		u.AppliedRevision, u.AppliedSpec, u.AppliedOrigins = c.Revision, c.Spec, a.origins()
 		u.RunAt = r.resyncAt(c, now)
 		if c.Phase != status.PhaseReady || c.ObservedGeneration != c.Generation {
 			u.Events = append(u.Events, ev(store.EventNormal, "Reconciled", fmt.Sprintf("generation %d is Ready", c.Generation)))

@@ -42,6 +42,7 @@ func scrubMessages(a *attempt, scrub func(string) string) {
 	a.drift = scrub(a.drift)
 	for i := range a.res.Conditions {
 		a.res.Conditions[i].Message = scrub(a.res.Conditions[i].Message)
+		a.res.Conditions[i].Reason = scrub(a.res.Conditions[i].Reason)
 	}
 }
 

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -47,8 +48,12 @@ func TestClaimDeleteRevisions(t *testing.T) {
 	complete := func(c Claimed, applied string, spec json.RawMessage) {
 		t.Helper()
 		if err := st.Complete(ctx, c.ID, c.LeaseToken, func(cur Current) Update {
-			return Update{Phase: cur.Phase, Conditions: cur.Conditions, ObservedGeneration: c.Generation, AppliedRevision: applied,
+			u := Update{Phase: cur.Phase, Conditions: cur.Conditions, ObservedGeneration: c.Generation, AppliedRevision: applied,
 				AppliedSpec: spec, Resolved: &Resolved{Spec: spec}}
+			if applied != "" { // net came from another namespace
+				u.AppliedOrigins = map[string][]string{"spec.net": {"core"}}
+			}
+			return u
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -68,6 +73,9 @@ func TestClaimDeleteRevisions(t *testing.T) {
 	}
 	if string(c.AppliedSpec) != `{"net": "n-1", "size": "m"}` {
 		t.Errorf("delete: applied spec %s, want r1's resolved spec", c.AppliedSpec)
+	}
+	if fmt.Sprint(c.AppliedOrigins) != "map[spec.net:[core]]" {
+		t.Errorf("delete: applied origins %v, want r1's (the delete scrubs those values)", c.AppliedOrigins)
 	}
 }
 

@@ -69,6 +69,9 @@ type Claimed struct {
 	// (references resolved, secrets not revealed; nil when unknown): the delete gets what
 	// applied the resource, not a later desired state that never applied.
 	AppliedSpec json.RawMessage
+	// AppliedOrigins, with AppliedSpec, are the paths of it whose value came from other
+	// namespaces: the delete's messages are scrubbed of those values too.
+	AppliedOrigins map[string][]string
 	// SourceRevision, for a delete, is the newest revision its source applied: where a
 	// plugin falls back when AppliedRevision can no longer be read.
 	SourceRevision string
@@ -108,7 +111,8 @@ func (s *Store) Claim(ctx context.Context, owner string, n int, ttl time.Duratio
 		  CASE WHEN u.has_deps AND u.deletion_timestamp IS NOT NULL THEN u.resolved_origins END,
 		  COALESCE(u.applied_revision, CASE WHEN u.deletion_timestamp IS NOT NULL THEN `+historyAppliedSQL+` END, ''),
 		  COALESCE(CASE WHEN u.deletion_timestamp IS NOT NULL THEN (SELECT s.revision FROM sources s WHERE s.name = u.source) END, ''),
-		  CASE WHEN u.deletion_timestamp IS NOT NULL THEN u.applied_spec END
+		  CASE WHEN u.deletion_timestamp IS NOT NULL THEN u.applied_spec END,
+		  CASE WHEN u.deletion_timestamp IS NOT NULL THEN u.applied_origins END
 		FROM u LEFT JOIN resource_types t ON lower(t.name) = lower(u.kind)
 		ORDER BY u.run_at`, n, owner, ttl.Milliseconds())
 	if err != nil {
@@ -213,7 +217,7 @@ func scanClaimed(r pgx.CollectableRow) (Claimed, error) {
 	err := r.Scan(&c.ID, &c.UID, &c.Namespace, &c.Kind, &c.Name, &c.APIVersion, &c.Source, &c.Revision, &labels,
 		&ann, &c.Spec, &c.Generation, &c.ObservedGeneration, &c.Phase, &conds, &c.ActionState, &c.Attempt,
 		&c.Deleting, &c.LeaseToken, &c.TypeKnown, &c.ActionName, &c.ActionWith, &c.ResyncIntervalMs, &c.SealedSHA, &c.File, &c.ManualBy,
-		&c.HasDeps, &c.DependencyBy, &c.TypeSpec, &c.ResolvedSpec, &c.ResolvedOrigins, &c.AppliedRevision, &c.SourceRevision, &c.AppliedSpec)
+		&c.HasDeps, &c.DependencyBy, &c.TypeSpec, &c.ResolvedSpec, &c.ResolvedOrigins, &c.AppliedRevision, &c.SourceRevision, &c.AppliedSpec, &c.AppliedOrigins)
 	if err != nil {
 		return c, err
 	}
@@ -265,6 +269,9 @@ type Update struct {
 	// both. "" keeps the stored ones.
 	AppliedRevision string
 	AppliedSpec     json.RawMessage
+	// AppliedOrigins are the paths of AppliedSpec whose value came from other namespaces
+	// (Resolved.Origins of the call; stored as {} when none).
+	AppliedOrigins map[string][]string
 }
 
 // Resolved is a spec with its output references resolved, and what it took from which
@@ -464,13 +471,14 @@ func updateResults(ctx context.Context, tx pgx.Tx, upd *updateBatch) error {
 			resolved_origins = CASE WHEN x.setres THEN x.origins::jsonb ELSE r.resolved_origins END,
 			inputs_hash = CASE WHEN x.setres THEN NULLIF(x.inputs, '') ELSE r.inputs_hash END,
 			applied_revision = COALESCE(NULLIF(x.applied, ''), r.applied_revision),
-			applied_spec = CASE WHEN x.applied <> '' THEN COALESCE(x.aspec::jsonb, r.spec) ELSE r.applied_spec END
+			applied_spec = CASE WHEN x.applied <> '' THEN COALESCE(x.aspec::jsonb, r.spec) ELSE r.applied_spec END,
+			applied_origins = CASE WHEN x.applied <> '' THEN x.aorigins::jsonb ELSE r.applied_origins END
 			FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bool[], $8::text[], $9::int[], $10::timestamptz[],
-			  $11::bool[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[])
-			  AS x(id, phase, observed, conds, outputs, state, keep, message, attempt, run_at, setres, resolved, inputs, origins, applied, aspec)
+			  $11::bool[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[])
+			  AS x(id, phase, observed, conds, outputs, state, keep, message, attempt, run_at, setres, resolved, inputs, origins, applied, aspec, aorigins)
 			WHERE r.id = x.id`,
 		upd.ids, upd.phase, upd.observed, upd.conds, upd.outputs, upd.state, upd.keep, upd.message, upd.attempt, upd.runAt,
-		upd.setRes, upd.resolved, upd.inputs, upd.origins, upd.applied, upd.appliedSpec)
+		upd.setRes, upd.resolved, upd.inputs, upd.origins, upd.applied, upd.appliedSpec, upd.appliedOrigins)
 	return err
 }
 
@@ -486,6 +494,7 @@ type updateBatch struct {
 	inputs                []string
 	applied               []string
 	appliedSpec           []*string
+	appliedOrigins        []string
 }
 
 func (b *updateBatch) add(id int64, u Update) error {
@@ -523,13 +532,9 @@ func (b *updateBatch) add(id int64, u Update) error {
 			str := string(rs)
 			resolved = &str
 			// {} when none: NULL is "not known" (a spec stored before origins were recorded).
-			os := "{}"
-			if len(u.Resolved.Origins) > 0 {
-				o, err := json.Marshal(u.Resolved.Origins)
-				if err != nil {
-					return err
-				}
-				os = string(o)
+			os, err := originsJSON(u.Resolved.Origins)
+			if err != nil {
+				return err
 			}
 			origins = &os
 		}
@@ -546,7 +551,24 @@ func (b *updateBatch) add(id int64, u Update) error {
 		aspec = &str
 	}
 	b.appliedSpec = append(b.appliedSpec, aspec)
+	aorigins := "{}" // the row's own spec when no applied spec is given: nothing from elsewhere
+	if aspec != nil {
+		var err error
+		if aorigins, err = originsJSON(u.AppliedOrigins); err != nil {
+			return err
+		}
+	}
+	b.appliedOrigins = append(b.appliedOrigins, aorigins)
 	return nil
+}
+
+// originsJSON encodes origins as stored: {} when there are none (NULL means "not known").
+func originsJSON(origins map[string][]string) (string, error) {
+	if len(origins) == 0 {
+		return "{}", nil
+	}
+	o, err := json.Marshal(origins)
+	return string(o), err
 }
 
 // RenewLeases extends owner's leases on the given tokens in one statement and returns the

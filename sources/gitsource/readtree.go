@@ -8,6 +8,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	git "github.com/go-git/go-git/v5"
@@ -58,12 +59,13 @@ func (s *Source) ReadTree(ctx context.Context, revision, dir string) ([]sources.
 	}
 	defer done()
 	err = s.fetchRefsOf(ctx, desc, remote, 1, gitconfig.RefSpec(want.String()+":"+fetchedRef.String()))
-	// Any failure to get the commit alone (the server cannot send one, or refuses this one as
-	// "not our ref" and may hang up while the request is still being written) is followed by
-	// the tracked ref's history: the commit is then found there, or known to be gone.
-	if err != nil && ctx.Err() == nil && s.refName != "" {
-		s.logger.Info("single commit not fetched, fetching the tracked ref's history", "revision", revision, "ref", s.refDesc(),
-			"exact_sha1_unsupported", errors.Is(err, git.ErrExactSHA1NotSupported))
+	// A server that cannot send a commit alone, or refuses this one ("not our ref", and may
+	// hang up while the request is still being written), is asked for the tracked ref's
+	// history: the commit is then found there, or known to be gone. Any other failure (a
+	// timeout, a reset connection) is returned as it is, for the caller to retry: it says
+	// nothing of whether the commit exists.
+	if err != nil && ctx.Err() == nil && s.refName != "" && singleCommitRefused(err) {
+		s.logger.Info("server did not send the commit alone, fetching the tracked ref's history", "revision", revision, "ref", s.refDesc())
 		err = s.fetchRefsOf(ctx, s.refDesc(), remote, 0, gitconfig.RefSpec("+"+s.refName.String()+":"+fetchedRef.String()))
 	}
 	if err != nil && ctx.Err() == nil && commitRefused(err) {
@@ -74,7 +76,7 @@ func (s *Source) ReadTree(ctx context.Context, revision, dir string) ([]sources.
 	}
 	commit, err := repo.CommitObject(want)
 	if err != nil {
-		return nil, s.secrets.wrap(fmt.Errorf("%s not found at %s (not on %s, and the server cannot send a single commit): %w: %w",
+		return nil, s.secrets.wrap(fmt.Errorf("%s not found at %s (not on %s, and the server did not send it alone): %w: %w",
 			desc, s.redacted, s.refDesc(), sources.ErrRevisionNotFound, err))
 	}
 	files, err := readFolder(ctx, repo.Storer, commit, sub)
@@ -235,6 +237,14 @@ var _ sources.TreeReader = (*Source)(nil)
 // a server that sends single commits (uploadpack.allowReachableSHA1InWant, as GitHub and
 // GitLab) refuses the want of a commit reachable from none of its refs ("not our ref"), and
 // none of the asked refs may match.
+// singleCommitRefused reports whether a fetch of one commit failed because the server would
+// not send it alone: it cannot send single commits, refuses this one, or hung up on the
+// request (what a server refusing a want does over a pipe).
+func singleCommitRefused(err error) bool {
+	return errors.Is(err, git.ErrExactSHA1NotSupported) || commitRefused(err) ||
+		errors.Is(err, syscall.EPIPE) || strings.Contains(err.Error(), "broken pipe")
+}
+
 func commitRefused(err error) bool {
 	var noMatch git.NoMatchingRefSpecError
 	return errors.As(err, &noMatch) || strings.Contains(err.Error(), "not our ref")
