@@ -233,10 +233,6 @@ func readFolder(ctx context.Context, sto storer.EncodedObjectStorer, commit *obj
 
 var _ sources.TreeReader = (*Source)(nil)
 
-// commitRefused says a fetch of a single commit failed because the server does not have it:
-// a server that sends single commits (uploadpack.allowReachableSHA1InWant, as GitHub and
-// GitLab) refuses the want of a commit reachable from none of its refs ("not our ref"), and
-// none of the asked refs may match.
 // singleCommitRefused reports whether a fetch of one commit failed because the server would
 // not send it alone: it cannot send single commits, refuses this one, or hung up on the
 // request (what a server refusing a want does over a pipe).
@@ -245,6 +241,10 @@ func singleCommitRefused(err error) bool {
 		errors.Is(err, syscall.EPIPE) || strings.Contains(err.Error(), "broken pipe")
 }
 
+// commitRefused says a fetch of a single commit failed because the server does not have it:
+// a server that sends single commits (uploadpack.allowReachableSHA1InWant, as GitHub and
+// GitLab) refuses the want of a commit reachable from none of its refs ("not our ref"), and
+// none of the asked refs may match.
 func commitRefused(err error) bool {
 	var noMatch git.NoMatchingRefSpecError
 	return errors.As(err, &noMatch) || strings.Contains(err.Error(), "not our ref")
