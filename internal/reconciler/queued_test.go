@@ -116,15 +116,14 @@ func waitFor(t *testing.T, what string, cond func() (bool, string)) {
 // two resources claimed together, the second waits in the replica's memory while the first's
 // call runs, and the API and the watch stream show it waiting (phase Pending, Reconciling
 // reason Pending) until its own call starts; only then phase Reconciling, reason Progressing.
-func TestClaimedShowsReconcilingOnlyOnceItsCallStarts(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	log := slog.New(slog.DiscardHandler)
+// openGated opens a fresh store with source "infra" at revision r1 holding gatedManifests.
+func openGated(ctx context.Context, t *testing.T) *store.Store {
+	t.Helper()
 	st, err := store.Open(ctx, pgtest.NewDatabase(t, store.MigrateURL), store.Options{MaxConns: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	t.Cleanup(st.Close)
 	if err := st.RegisterSource(ctx, store.SourceConfig{Name: "infra"}); err != nil {
 		t.Fatal(err)
 	}
@@ -135,6 +134,14 @@ func TestClaimedShowsReconcilingOnlyOnceItsCallStarts(t *testing.T) {
 	if _, err := st.ApplyRevision(ctx, store.ApplyParams{Source: "infra", Revision: "r1", Set: set, Prune: true}); err != nil {
 		t.Fatal(err)
 	}
+	return st
+}
+
+func TestClaimedShowsReconcilingOnlyOnceItsCallStarts(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := slog.New(slog.DiscardHandler)
+	st := openGated(ctx, t)
 
 	srv := server.New(st, server.Options{Replica: "test"}, log)
 	api := httptest.NewServer(srv.Handler())

@@ -8,10 +8,6 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
-	"github.com/trueup-dev/trueup/internal/manifest"
-	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
-	"github.com/trueup-dev/trueup/internal/store"
-	"github.com/trueup-dev/trueup/sources"
 )
 
 // The start writer keeps every start until it is stored: a start that does not fit in the
@@ -20,21 +16,7 @@ import (
 func TestStartWriterKeepsAndRetriesStarts(t *testing.T) {
 	ctx := context.Background()
 	log := slog.New(slog.DiscardHandler)
-	st, err := store.Open(ctx, pgtest.NewDatabase(t, store.MigrateURL), store.Options{MaxConns: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if err := st.RegisterSource(ctx, store.SourceConfig{Name: "infra"}); err != nil {
-		t.Fatal(err)
-	}
-	set, err := manifest.NewLoader().Load([]sources.File{{Path: "widgets.yaml", Data: []byte(gatedManifests)}}, manifest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.ApplyRevision(ctx, store.ApplyParams{Source: "infra", Revision: "r1", Set: set, Prune: true}); err != nil {
-		t.Fatal(err)
-	}
+	st := openGated(ctx, t)
 	pool := st.Pool()
 	if _, err := pool.Exec(ctx, "UPDATE resources SET run_at = now()"); err != nil {
 		t.Fatal(err)

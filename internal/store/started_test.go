@@ -176,18 +176,7 @@ func TestReleaseRacingStarted(t *testing.T) {
 	if err := <-releaseErr; err != nil {
 		t.Fatal(err)
 	}
-	var phase string
-	var cj []byte
-	var leased, started bool
-	if err := st.pool.QueryRow(ctx, `SELECT phase, conditions, lease_owner IS NOT NULL, started_at IS NOT NULL FROM resources WHERE id = $1`, c.ID).
-		Scan(&phase, &cj, &leased, &started); err != nil {
-		t.Fatal(err)
-	}
-	var conds []status.Condition
-	if err := json.Unmarshal(cj, &conds); err != nil {
-		t.Fatal(err)
-	}
-	rc, _ := status.Get(conds, status.Reconciling)
+	phase, rc, leased, started := startedRow(ctx, t, st, "id = $1", c.ID)
 	if leased || started || rc.Reason != status.ReasonInterrupted {
 		t.Errorf("after a start and a release racing: phase %s, Reconciling %s/%s, leased %v, started %v; want Interrupted, unleased",
 			phase, rc.Status, rc.Reason, leased, started)
@@ -225,18 +214,7 @@ func TestRetireReleasesStartedInterrupted(t *testing.T) {
 		{"t1", status.PhaseReconciling, status.ReasonInterrupted},
 		{"t2", "Pending", ""},
 	} {
-		var phase string
-		var cj []byte
-		var leased, started bool
-		if err := st.pool.QueryRow(ctx, `SELECT phase, conditions, lease_owner IS NOT NULL, started_at IS NOT NULL FROM resources WHERE name = $1`, tc.name).
-			Scan(&phase, &cj, &leased, &started); err != nil {
-			t.Fatal(err)
-		}
-		var conds []status.Condition
-		if err := json.Unmarshal(cj, &conds); err != nil {
-			t.Fatal(err)
-		}
-		rc, _ := status.Get(conds, status.Reconciling)
+		phase, rc, leased, started := startedRow(ctx, t, st, "name = $1", tc.name)
 		if rc.Reason == status.ReasonPending {
 			rc.Reason = ""
 		}
@@ -261,4 +239,21 @@ func TestRetireReleasesStartedInterrupted(t *testing.T) {
 	if len(hist) != 1 || hist[0] != "t1/"+HistoryInterrupted {
 		t.Errorf("history after retire: %v, want one t1/%s", hist, HistoryInterrupted)
 	}
+}
+
+// startedRow reads the row matching where (one placeholder, arg): its phase, its Reconciling
+// condition, and whether it is leased and its call's start stored.
+func startedRow(ctx context.Context, t *testing.T, st *Store, where string, arg any) (phase string, rc status.Condition, leased, started bool) {
+	t.Helper()
+	var cj []byte
+	if err := st.pool.QueryRow(ctx, `SELECT phase, conditions, lease_owner IS NOT NULL, started_at IS NOT NULL FROM resources WHERE `+where, arg).
+		Scan(&phase, &cj, &leased, &started); err != nil {
+		t.Fatal(err)
+	}
+	var conds []status.Condition
+	if err := json.Unmarshal(cj, &conds); err != nil {
+		t.Fatal(err)
+	}
+	rc, _ = status.Get(conds, status.Reconciling)
+	return phase, rc, leased, started
 }
