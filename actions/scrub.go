@@ -211,3 +211,27 @@ func numberText(v any) (string, bool) {
 	}
 	return "", false
 }
+
+// Leaves appends the text of every leaf of v (a decoded JSON value) to out: strings as they
+// are, numbers as JSON. Booleans and null carry nothing worth hiding, and scrubbing "true" out
+// of a text would garble it.
+func Leaves(out []string, v any) []string {
+	switch x := v.(type) {
+	case map[string]any:
+		for _, e := range x {
+			out = Leaves(out, e)
+		}
+	case []any:
+		for _, e := range x {
+			out = Leaves(out, e)
+		}
+	case string:
+		out = append(out, x)
+	case nil, bool:
+	default:
+		if b, err := json.Marshal(x); err == nil {
+			out = append(out, string(b))
+		}
+	}
+	return out
+}

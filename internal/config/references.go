@@ -75,3 +75,13 @@ func (c *Config) validateReferences() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Match reports whether v equals pattern p or matches it as a path.Match glob (the patterns of
+// references.expose and secrets.expose).
+func Match(p, v string) bool {
+	if p == v {
+		return true
+	}
+	ok, err := path.Match(p, v)
+	return err == nil && ok
+}

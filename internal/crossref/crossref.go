@@ -6,7 +6,6 @@ package crossref
 
 import (
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 
@@ -87,11 +86,5 @@ func matchOutput(p, o string) bool {
 	return true
 }
 
-// match reports whether v equals pattern p or matches it as a path.Match glob.
-func match(p, v string) bool {
-	if p == v {
-		return true
-	}
-	ok, err := path.Match(p, v)
-	return err == nil && ok
-}
+// match is config.Match: equal, or a path.Match glob.
+func match(p, v string) bool { return config.Match(p, v) }

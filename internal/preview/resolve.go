@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"sort"
 
+	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/manifest"
 )
@@ -41,7 +42,9 @@ func resolveRefs(spec json.RawMessage, ns string, outputs map[graph.ID]map[strin
 		refs, _ := graph.Parse(s, ns)
 		for _, r := range refs {
 			if one, _, err := graph.Resolve(r.String(), ns, look); err == nil {
-				leaves(one, seen)
+				for _, l := range actions.Leaves(nil, one) {
+					seen[l] = true
+				}
 			}
 		}
 		return out
@@ -58,28 +61,6 @@ func resolveRefs(spec json.RawMessage, ns string, outputs map[graph.ID]map[strin
 		return c, values
 	}
 	return b, values
-}
-
-// leaves adds the text of each string and number in v to seen. Booleans and null carry
-// nothing worth hiding, and scrubbing "true" out of a plan would garble it.
-func leaves(v any, seen map[string]bool) {
-	switch x := v.(type) {
-	case string:
-		seen[x] = true
-	case map[string]any:
-		for _, e := range x {
-			leaves(e, seen)
-		}
-	case []any:
-		for _, e := range x {
-			leaves(e, seen)
-		}
-	case bool, nil:
-	default:
-		if b, err := json.Marshal(x); err == nil {
-			seen[string(b)] = true
-		}
-	}
 }
 
 func walkStrings(v any, fn func(string) any) any {

@@ -134,16 +134,14 @@ func resolveOrigins(spec json.RawMessage, ns string, deps []graph.Dep, typeSpec 
 			}
 			res.origins[p] = other
 			// The whole string, and each value spliced into it: a message may quote either.
-			res.foreign = appendLeaves(res.foreign, out)
+			res.foreign = actions.Leaves(res.foreign, out)
 			for _, fv := range vals {
-				res.foreign = appendLeaves(res.foreign, fv)
+				res.foreign = actions.Leaves(res.foreign, fv)
 			}
 		}
 		return out
 	})
-	res.foreign = slices.DeleteFunc(res.foreign, func(v string) bool { return len(v) < minForeign })
-	slices.Sort(res.foreign)
-	res.foreign = slices.Compact(res.foreign)
+	res.foreign = tidyForeign(res.foreign)
 	scrub := actions.Scrubber(res.foreign)
 	if len(problems) > 0 {
 		return resolution{}, actions.Terminalf("cannot resolve references: %s", scrub(strings.Join(problems, "; ")))
@@ -228,15 +226,20 @@ func foreignIn(spec, resolved json.RawMessage, ns string, origins map[string][]s
 		if _, ok := origins[p]; !ok {
 			return true
 		}
-		out = appendLeaves(out, v)
+		out = actions.Leaves(out, v)
 		if s, ok := v.(string); ok {
 			out = append(out, spliced(templates[p], ns, s)...)
 		}
 		return false
 	})
-	out = slices.DeleteFunc(out, func(v string) bool { return len(v) < minForeign })
-	slices.Sort(out)
-	return slices.Compact(out)
+	return tidyForeign(out)
+}
+
+// tidyForeign drops the values too short to scrub (minForeign), sorted and without repeats.
+func tidyForeign(v []string) []string {
+	v = slices.DeleteFunc(v, func(s string) bool { return len(s) < minForeign })
+	slices.Sort(v)
+	return slices.Compact(v)
 }
 
 // spliced returns the values that the references of template to namespaces other than ns
@@ -292,29 +295,6 @@ func walkValues(v any, p string, fn func(p string, v any) bool) {
 			walkValues(e, p+"["+strconv.Itoa(i)+"]", fn)
 		}
 	}
-}
-
-// appendLeaves appends the text of every leaf of v: strings as they are, numbers as JSON.
-// Booleans and nulls are left out: scrubbing "true" would mangle every message for one bit.
-func appendLeaves(out []string, v any) []string {
-	switch x := v.(type) {
-	case map[string]any:
-		for _, e := range x {
-			out = appendLeaves(out, e)
-		}
-	case []any:
-		for _, e := range x {
-			out = appendLeaves(out, e)
-		}
-	case string:
-		out = append(out, x)
-	case nil, bool:
-	default:
-		if b, err := json.Marshal(x); err == nil {
-			out = append(out, string(b))
-		}
-	}
-	return out
 }
 
 // smuggles reports whether a resolved value holds what the reveal step would act on: an

@@ -2,8 +2,8 @@ package secrets
 
 import (
 	"fmt"
-	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/trueup-dev/trueup/internal/config"
@@ -50,15 +50,7 @@ func Exposer(rules []config.SecretExpose, name, source, namespace string) (store
 
 // matchAny reports whether v equals a pattern or matches it as a path.Match glob.
 func matchAny(patterns []string, v string) bool {
-	for _, p := range patterns {
-		if p == v {
-			return true
-		}
-		if ok, err := path.Match(p, v); err == nil && ok {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(patterns, func(p string) bool { return config.Match(p, v) })
 }
 
 // EnvVar maps a reference to the variable an env store reads: prefix + NAME + "__" + KEY,

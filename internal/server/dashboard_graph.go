@@ -27,9 +27,9 @@ type neighboursView struct {
 	ResolvedSpec          string
 }
 
-// makeNeighbours builds the tables of a resource in namespace ns for a caller who sees sc:
+// makeNeighbours builds the tables of a resource for a caller who sees sc:
 // values of the resolved spec from namespaces outside it are masked (resolvedFor).
-func makeNeighbours(n store.Neighbours, ns string, sc store.Scope) neighboursView {
+func makeNeighbours(n store.Neighbours, sc store.Scope) neighboursView {
 	var v neighboursView
 	for _, d := range n.DependsOn {
 		row := neighbourRow{Kind: d.Kind, Namespace: d.Namespace, Name: d.Name, Phase: d.Phase, Missing: !d.Exists, Ready: d.Ready,

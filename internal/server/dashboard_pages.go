@@ -455,7 +455,7 @@ func (s *Server) resourcePage(w http.ResponseWriter, r *http.Request) {
 		if s.pageFailed(w, r, err) {
 			return
 		}
-		d.Deps = makeNeighbours(n, res.Metadata.Namespace, sc)
+		d.Deps = makeNeighbours(n, sc)
 	} else if len(hist) > 0 {
 		d.Kind = hist[0].Kind
 	}

@@ -94,7 +94,7 @@ func DeletionRequested(prev State, now time.Time) State {
 // (Deleting) while it runs. A resync of a resource that is Ready at its generation changes
 // nothing (it may find nothing to do). changed reports whether anything differs from prev.
 func Start(prev State, gen int64, deleting bool, now time.Time) (s State, changed bool) {
-	s = State{Phase: prev.Phase, Conditions: clone(prev.Conditions), ObservedGeneration: prev.ObservedGeneration}
+	s = unchanged(prev)
 	switch {
 	case deleting:
 		s.Phase = PhaseDeleting
@@ -132,7 +132,7 @@ func Start(prev State, gen int64, deleting bool, now time.Time) (s State, change
 // the older one came to.
 func CallStarted(prev State, claimedGen int64, claimedDeleting bool, gen int64, deleting bool, now time.Time) (State, bool) {
 	if gen != claimedGen || deleting != claimedDeleting {
-		return State{Phase: prev.Phase, Conditions: clone(prev.Conditions), ObservedGeneration: prev.ObservedGeneration}, false
+		return unchanged(prev), false
 	}
 	return Start(prev, gen, deleting, now)
 }
@@ -284,7 +284,7 @@ func InSync(prev State, gen, currentGen int64, deleting bool, now time.Time) Sta
 	case currentGen > gen:
 		return NewGeneration(prev, currentGen, now)
 	}
-	return State{Phase: prev.Phase, Conditions: clone(prev.Conditions), ObservedGeneration: prev.ObservedGeneration}
+	return unchanged(prev)
 }
 
 // Released is the state when a lease ends without a result (its replica died, stopped
@@ -293,7 +293,7 @@ func InSync(prev State, gen, currentGen int64, deleting bool, now time.Time) Sta
 // still waiting for a worker goes back to the queue showing what it showed.
 func Released(prev State, gen int64, deleting, started bool, replica string, now time.Time) (s State, interrupted bool) {
 	if !started {
-		return State{Phase: prev.Phase, Conditions: clone(prev.Conditions), ObservedGeneration: prev.ObservedGeneration}, false
+		return unchanged(prev), false
 	}
 	return Interrupted(prev, gen, deleting, replica, now), true
 }
@@ -302,7 +302,7 @@ func Released(prev State, gen int64, deleting, started bool, replica string, now
 // lost its lease: the work is pending again. A resync of a Ready resource that was cut short
 // changes nothing (it was Ready before and nothing says otherwise).
 func Interrupted(prev State, gen int64, deleting bool, replica string, now time.Time) State {
-	s := State{Phase: prev.Phase, Conditions: clone(prev.Conditions), ObservedGeneration: prev.ObservedGeneration}
+	s := unchanged(prev)
 	if !deleting && prev.ObservedGeneration >= gen && prev.Phase == PhaseReady {
 		return s
 	}
@@ -365,6 +365,11 @@ func Check(s State, gen int64, pending bool) error {
 }
 
 func clone(cs []Condition) []Condition { return append([]Condition(nil), cs...) }
+
+// unchanged is prev as it is, its conditions copied.
+func unchanged(prev State) State {
+	return State{Phase: prev.Phase, Conditions: clone(prev.Conditions), ObservedGeneration: prev.ObservedGeneration}
+}
 
 func equal(a, b State) bool {
 	if a.Phase != b.Phase || a.ObservedGeneration != b.ObservedGeneration || len(a.Conditions) != len(b.Conditions) {

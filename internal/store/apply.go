@@ -251,9 +251,7 @@ func (w *applyWriter) toRefresh(ctx context.Context, ins []int, res *ApplyResult
 // something is guarded by maxFrac alone. Previews report what it decides about a pull
 // request as a warning.
 func PruneGuard(revision string, noManifests bool, rendered, gone, active int, maxFrac float64, allowEmpty bool) (reason, message string) {
-	if maxFrac <= 0 {
-		maxFrac = DefaultMaxPruneFraction
-	}
+	maxFrac = maxFraction(maxFrac)
 	switch {
 	case gone == 0:
 	case noManifests:

@@ -148,9 +148,7 @@ func scanSourceRuntime(row pgx.Row) (Source, error) {
 }
 
 func decodeSource(src *Source, conds, errs []byte) error {
-	if src.Prune.MaxFraction <= 0 {
-		src.Prune.MaxFraction = DefaultMaxPruneFraction
-	}
+	src.Prune.MaxFraction = maxFraction(src.Prune.MaxFraction)
 	if err := json.Unmarshal(conds, &src.Conditions); err != nil {
 		return err
 	}
@@ -662,11 +660,7 @@ func applyTypes(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResult)
 
 // PruneSettings are the prune settings p applies under, the defaults applied.
 func (p ApplyParams) PruneSettings() SourcePrune {
-	f := p.MaxPruneFraction
-	if f <= 0 {
-		f = DefaultMaxPruneFraction
-	}
-	return SourcePrune{Enabled: p.Prune, MaxFraction: f, AllowEmpty: p.AllowEmpty}
+	return SourcePrune{Enabled: p.Prune, MaxFraction: maxFraction(p.MaxPruneFraction), AllowEmpty: p.AllowEmpty}
 }
 
 // PruneRefusal returns the prune settings the source's standing PruneSkipped refusal was made
@@ -702,6 +696,14 @@ func standingRefusal(revision string, conds []status.Condition, p ApplyParams, r
 
 // DefaultMaxPruneFraction is the share of a source's resources one revision may delete.
 const DefaultMaxPruneFraction = 0.5
+
+// maxFraction is a configured prune.maxFraction with the default for 0 (or less).
+func maxFraction(f float64) float64 {
+	if f <= 0 {
+		return DefaultMaxPruneFraction
+	}
+	return f
+}
 
 func finishSource(ctx context.Context, tx pgx.Tx, p ApplyParams, res ApplyResult) error {
 	src, err := scanSource(tx.QueryRow(ctx, "SELECT "+sourceColumns+" FROM sources WHERE name = $1 FOR UPDATE", p.Source))

@@ -1,11 +1,16 @@
 package gitsource
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	git "github.com/go-git/go-git/v5"
 
 	"github.com/trueup-dev/trueup/sources"
 )
@@ -188,5 +193,31 @@ func TestReadTreeGoneCommitSingleCommitServer(t *testing.T) {
 	}
 	if _, err := s.ReadTree(ctx, gone, "modules/db"); !errors.Is(err, sources.ErrRevisionNotFound) || !strings.Contains(err.Error(), "commit "+gone) {
 		t.Errorf("ReadTree at a commit gone from the server: %v, want ErrRevisionNotFound", err)
+	}
+}
+
+// Which failures of a single-commit fetch fall back to the tracked ref's history
+// (singleCommitRefused), and which say the commit is gone (commitRefused).
+func TestCommitRefusals(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name              string
+		err               error
+		fallBack, refused bool
+	}{
+		{"cannot send single commits", fmt.Errorf("fetch: %w", git.ErrExactSHA1NotSupported), true, false},
+		{"no matching refspec", fmt.Errorf("fetch: %w", git.NoMatchingRefSpecError{}), true, true},
+		{"not our ref", errors.New("upload-pack: not our ref 7a5a16ac"), true, true},
+		{"hung up: EPIPE", fmt.Errorf("sending upload-req message: %w", syscall.EPIPE), true, false},
+		{"hung up: text", errors.New("encoding depth 1: write |1: broken pipe"), true, false},
+		{"timeout", fmt.Errorf("fetch: %w", context.DeadlineExceeded), false, false},
+		{"reset", errors.New("read tcp 127.0.0.1:1->127.0.0.1:2: connection reset by peer"), false, false},
+	} {
+		if got := singleCommitRefused(tc.err); got != tc.fallBack {
+			t.Errorf("%s: singleCommitRefused = %v, want %v", tc.name, got, tc.fallBack)
+		}
+		if got := commitRefused(tc.err); got != tc.refused {
+			t.Errorf("%s: commitRefused = %v, want %v", tc.name, got, tc.refused)
+		}
 	}
 }

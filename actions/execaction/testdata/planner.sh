@@ -25,7 +25,8 @@ plan)
 	echo "planning size $size" >&2
 	if [[ $size == slow ]]; then
 		: >"$OUT_DIR/plan-started"
-		sleep 60
+		sleep 60 & # waited for with wait, which a TERM interrupts: the trap then runs at once
+		wait $!
 	fi
 	if [[ $size == brief ]]; then
 		: >"$OUT_DIR/plan-started"
