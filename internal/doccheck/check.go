@@ -31,8 +31,8 @@ func (p Problem) String() string {
 
 // Check applies every rule to the repository in fsys (its root): relative links of README.md
 // and docs/**/*.md resolve to existing files and anchors, mkdocs.yml's nav names existing
-// pages and every page, README.md is at most MaxReadmeLines lines, and no page carries a
-// forbidden phrase. Problems come sorted by file and line.
+// pages and every page, README.md is at most MaxReadmeLines lines, every code block is
+// closed, and no page carries a forbidden phrase. Problems come sorted by file and line.
 func Check(fsys fs.FS) ([]Problem, error) {
 	pages, err := markdownFiles(fsys)
 	if err != nil {
@@ -61,6 +61,9 @@ func Check(fsys fs.FS) ([]Problem, error) {
 			if n := countLines(src); n > MaxReadmeLines {
 				probs = append(probs, Problem{File: page, Msg: fmt.Sprintf("%d lines, more than %d", n, MaxReadmeLines)})
 			}
+		}
+		if line := UnclosedFence(src); line > 0 {
+			probs = append(probs, Problem{File: page, Line: line, Msg: "code block opened here is never closed"})
 		}
 		for _, ph := range ForbiddenPhrases(src) {
 			probs = append(probs, Problem{File: page, Line: ph.Line, Msg: fmt.Sprintf("%q: %s", ph.Match, ph.Why)})

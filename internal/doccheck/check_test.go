@@ -19,7 +19,7 @@ func TestCheck(t *testing.T) {
 			"[ext](https://example.com/x.md) [dir](examples/) ![shot](docs/screenshots/a.png)\n" +
 			"It works as before.\n```\n[in code](nowhere.md) (H3)\n```\n"),
 		"docs/index.md":            file("# Home\n## Where to go\n[self](#home) [up](../README.md#trueup) [nope](#nope)\n"),
-		"docs/concepts/a.md":       file("# A\n[out](../../../x.md)\n"),
+		"docs/concepts/a.md":       file("# A\n[out](../../../x.md)\n```\nopen\n"),
 		"docs/orphan.md":           file("# Orphan\n"),
 		"docs/screenshots/a.png":   file("png"),
 		"docs/screenshots/note.md": file("# not a page\n"),
@@ -39,6 +39,7 @@ func TestCheck(t *testing.T) {
 		"README.md:3: link docs/index.md#nowhere: docs/index.md has no heading with anchor #nowhere",
 		`README.md:5: "as before": history: say what it does`,
 		"docs/concepts/a.md:2: link ../../../x.md leaves the repository",
+		"docs/concepts/a.md:3: code block opened here is never closed",
 		"docs/index.md:3: link #nope: docs/index.md has no heading with anchor #nope",
 		"docs/orphan.md: not in the nav of mkdocs.yml",
 		"mkdocs.yml:6: nav entry concepts/b.md: no such file docs/concepts/b.md",
@@ -47,8 +48,8 @@ func TestCheck(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Check problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if probs[0].Missing != "docs/gone.md" || probs[6].Missing != "docs/concepts/b.md" || probs[1].Missing != "" {
-		t.Errorf("Missing fields = %q, %q, %q", probs[0].Missing, probs[6].Missing, probs[1].Missing)
+	if probs[0].Missing != "docs/gone.md" || probs[7].Missing != "docs/concepts/b.md" || probs[1].Missing != "" {
+		t.Errorf("Missing fields = %q, %q, %q", probs[0].Missing, probs[7].Missing, probs[1].Missing)
 	}
 }
 

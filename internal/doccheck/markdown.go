@@ -39,6 +39,20 @@ var (
 // inline code spans removed, so that links, headings and phrases are looked for in prose only.
 // The slice index is the line number minus one.
 func proseLines(src string) []string {
+	out, _ := scan(src)
+	return out
+}
+
+// UnclosedFence returns the line (1-based) of a code fence that is never closed, which turns
+// the rest of the document into code, or 0 when every fence is closed.
+func UnclosedFence(src string) int {
+	_, line := scan(src)
+	return line
+}
+
+// scan blanks fenced code and strips code spans (proseLines) and reports where a fence left
+// open at the end of the document was opened (0: none).
+func scan(src string) (prose []string, unclosed int) {
 	lines := strings.Split(strings.ReplaceAll(src, "\r\n", "\n"), "\n")
 	out := make([]string, len(lines))
 	var open string // the fence that opened the current code block, "" outside one
@@ -47,10 +61,10 @@ func proseLines(src string) []string {
 			marker := m[1]
 			switch {
 			case open == "":
-				open = marker
+				open, unclosed = marker, i+1
 				continue
 			case marker[0] == open[0] && len(marker) >= len(open) && strings.TrimSpace(l[strings.Index(l, marker)+len(marker):]) == "":
-				open = ""
+				open, unclosed = "", 0
 				continue
 			}
 		}
@@ -59,7 +73,7 @@ func proseLines(src string) []string {
 		}
 		out[i] = stripCodeSpans(l)
 	}
-	return out
+	return out, unclosed
 }
 
 // stripCodeSpans removes `code` spans (matched by backtick runs of equal length) from a line.

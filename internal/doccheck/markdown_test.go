@@ -126,3 +126,24 @@ func TestIsExternal(t *testing.T) {
 		}
 	}
 }
+
+func TestUnclosedFence(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		src  string
+		want int
+	}{
+		{"text\n```sh\nmake run\n```\n", 0},
+		{"text\n```sh\nmake run\n", 2},
+		{"```\nok\n```\n\n~~~\nopen\n", 5},
+		{"````\n```\n", 1},     // a shorter fence does not close a longer one
+		{"```\n~~~\n```\n", 0}, // nor does another character
+		{"```\n``` yaml\n", 1}, // a closing fence has no info string
+		{"no code at all\n", 0},
+	}
+	for _, tt := range tests {
+		if got := UnclosedFence(tt.src); got != tt.want {
+			t.Errorf("UnclosedFence(%q) = %d, want %d", tt.src, got, tt.want)
+		}
+	}
+}
