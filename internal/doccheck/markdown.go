@@ -32,7 +32,6 @@ var (
 	setextUnder = regexp.MustCompile(`^ {0,3}(=+|-+)[ \t]*$`)
 	htmlAnchor  = regexp.MustCompile(`<a\s[^>]*\b(?:id|name)\s*=\s*"([^"]+)"`)
 	fence       = regexp.MustCompile("^ {0,3}(```+|~~~+)")
-	codeSpan    = regexp.MustCompile("(`+)[^`]*?(`+)")
 )
 
 // proseLines returns each line of a Markdown document with fenced code blocks blanked and
