@@ -14,7 +14,7 @@ STAMP       := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: all build run test smoke bench fuzz lint openapi-lint postgres chromium terraform clean \
-	dist dist-build image
+	dist dist-build image docs-check
 
 all: build
 
@@ -33,6 +33,11 @@ test: postgres chromium terraform
 ## smoke: start what `make run` starts, wait until every example resource is Ready, print them, stop
 smoke: postgres build
 	TRUEUP_SMOKE_BIN=$(CURDIR)/$(BIN) $(GO) test -tags smoke -count=1 -run TestSmoke -v -timeout 5m ./cmd/trueup/
+
+## docs-check: README.md and docs/ alone: relative links and anchors resolve, mkdocs.yml's nav lists
+## every page, README.md stays within 200 lines, no review labels or history words (make test runs it too)
+docs-check:
+	$(GO) test -count=1 -run TestRepositoryDocs ./internal/doccheck/
 
 ## bench: the benchmark suite; prints `name value unit` lines, then a table with the targets
 bench: postgres

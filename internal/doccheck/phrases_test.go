@@ -1,0 +1,42 @@
+package doccheck
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestForbiddenPhrases(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		src  string
+		want []string // the matches, in order
+	}{
+		{"review labels", "Fixed (H3) and (M12); see (L2).", []string{"(H3)", "(M12)", "(L2)"}},
+		{"review finding", "This closes a Review finding.", []string{"Review finding"}},
+		{"section sign", "See DESIGN §9.", []string{"§"}},
+		{"history words", "It works as before. It used to be slow. This flag is new.", []string{"as before", "used to be", "is new"}},
+		{"more history words", "No longer needed; previously, formerly, at the moment, anymore.",
+			[]string{"No longer", "previously", "formerly", "at the moment", "anymore"}},
+		{"present tense is fine", "The key used to sign the token. The newest revision is newer. A renewal.", nil},
+		{"labels need the parentheses shape", "H3 headings, (H123), (X3), (h3) are fine.", nil},
+		{"fenced code skipped", "```\nno longer (H3)\n```\nok", nil},
+		{"code span skipped", "Run `grep 'as before'` to find it.", nil},
+		{"line numbers", "ok\n\nprevious\npreviously", []string{"previously"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var got []string
+			for _, p := range ForbiddenPhrases(tt.src) {
+				got = append(got, p.Match)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("ForbiddenPhrases(%q) = %q, want %q", tt.src, got, tt.want)
+			}
+		})
+	}
+	if got := ForbiddenPhrases("a\nb\nused to be"); len(got) != 1 || got[0].Line != 3 {
+		t.Errorf("line of the phrase = %+v, want line 3", got)
+	}
+}
