@@ -13,8 +13,8 @@ type Phrase struct {
 }
 
 // forbidden lists what user documentation must not say. Each pattern is chosen to match no
-// legitimate present-tense sentence: "used to be" but not "the key used to sign", "is new"
-// but not "is newer".
+// legitimate present-tense sentence: "used to be" but not "the key used to sign", "is new in"
+// but not "apply it if it is new", "no longer supports" but not "resources no longer in Git".
 var forbidden = []struct {
 	re  *regexp.Regexp
 	why string
@@ -23,12 +23,11 @@ var forbidden = []struct {
 	{regexp.MustCompile(`(?i)\breview findings?\b`), "a review label"},
 	{regexp.MustCompile(`§`), "a section number of another document; link to the page instead"},
 	{regexp.MustCompile(`(?i)\bas before\b`), "history: say what it does"},
-	{regexp.MustCompile(`(?i)\bused to be\b`), "history: say what it does"},
-	{regexp.MustCompile(`(?i)\bis new\b`), "history: say what it does"},
-	{regexp.MustCompile(`(?i)\bno longer\b`), "history: say what it does"},
-	{regexp.MustCompile(`(?i)\bpreviously\b`), "history: say what it does"},
+	{regexp.MustCompile(`(?i)\bused to (be|have|do|show|say|read|print|return|take|run|need)\b`), "history: say what it does"},
+	{regexp.MustCompile(`(?i)\bis new in\b|\bnew in (v|version|release)\b`), "history: say what it does"},
+	{regexp.MustCompile(`(?i)\bno longer (supports?|accepts?|needs?|requires?|shows?|prints?|reads?|runs?|works?|exists?)\b`), "history: say what it does"},
+	{regexp.MustCompile(`(?i)\b(has|have) been (changed|renamed|replaced|reworked|rewritten)\b`), "history: say what it does"},
 	{regexp.MustCompile(`(?i)\bformerly\b`), "history: say what it does"},
-	{regexp.MustCompile(`(?i)\bat the moment\b`), "history: say what it does"},
 	{regexp.MustCompile(`(?i)\banymore\b`), "history: say what it does"},
 }
 
