@@ -150,7 +150,7 @@ func TestExampleTerraformEndToEnd(t *testing.T) {
 	edit("logs.yaml", "name: acme-logs", "name: acme-access-logs")
 	push("Rename the logs bucket")
 	waitFor("assets re-applied with the new arn", `SELECT `+isReady+` AND outputs->>'log_bucket' = $1 FROM resources WHERE name = 'assets'`, renamedARN)
-	waitFor("a history entry of trigger dependency", `SELECT count(*) = 1 FROM reconcile_history
+	waitFor("a history entry of trigger dependency", `SELECT count(*) > 0 FROM reconcile_history
 		WHERE name = 'assets' AND trigger = 'dependency' AND result = 'Succeeded'`)
 
 	// A removed manifest destroys the bucket: the resource and its workspace go, logs stays.
