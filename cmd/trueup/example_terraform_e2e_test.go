@@ -163,3 +163,45 @@ func TestExampleTerraformEndToEnd(t *testing.T) {
 		t.Errorf("trueup history Bucket/assets shows no delete:\n%s", out)
 	}
 }
+
+// TestGettingStartedShowsTheExample keeps docs/getting-started.md and examples/terraform in
+// step: every paragraph of the guide's yaml and hcl blocks is text of one of the example's
+// files, so the guide shows the files the end-to-end test runs.
+func TestGettingStartedShowsTheExample(t *testing.T) {
+	guide, err := os.ReadFile("../../docs/getting-started.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	err = filepath.WalkDir(exampleTerraform, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		files = append(files, string(data))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := 0
+	for i, block := range strings.Split(string(guide), "```")[1:] {
+		lang, body, _ := strings.Cut(block, "\n")
+		if i%2 == 1 || (lang != "yaml" && lang != "hcl") {
+			continue // text between blocks, or a block of commands or output
+		}
+		blocks++
+		for para := range strings.SplitSeq(strings.TrimSpace(body), "\n\n") {
+			found := false
+			for _, f := range files {
+				found = found || strings.Contains(f, para)
+			}
+			if !found {
+				t.Errorf("docs/getting-started.md shows a %s block that no file of examples/terraform holds:\n%s", lang, para)
+			}
+		}
+	}
+	if blocks < 5 {
+		t.Errorf("%d yaml or hcl blocks in docs/getting-started.md, want the module, the type, both resources and the config", blocks)
+	}
+}
