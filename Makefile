@@ -30,10 +30,11 @@ run: postgres build
 ## under .trueup/example-terraform holding examples/terraform/repo (created once by
 ## examples/terraform/setup.sh), and `trueup serve` on examples/terraform/trueup.yaml, which applies
 ## its two Buckets with the Terraform module kept in it; its own private PostgreSQL (as root from a
-## clone PostgreSQL's user cannot reach, under /var/lib/trueup/example-terraform; DATA_DIR=... to choose)
+## clone PostgreSQL's user cannot reach, under /var/lib/trueup/example-terraform; DATA_DIR=... to choose);
+## Go's bin folder is on PATH, where `make terraform` may have built OpenTofu
 example-terraform: postgres terraform build
 	./examples/terraform/setup.sh
-	./$(BIN) serve --config examples/terraform/trueup.yaml $$(DATA_DIR="$(DATA_DIR)" \
+	PATH="$$PATH:$$($(GO) env GOPATH)/bin" ./$(BIN) serve --config examples/terraform/trueup.yaml $$(DATA_DIR="$(DATA_DIR)" \
 		RUN_NAME="make example-terraform" FALLBACK_DIR=/var/lib/trueup/example-terraform ./.ci/run-data-dir.sh)
 
 ## test: the whole suite against a real PostgreSQL (private cluster, or TRUEUP_TEST_DATABASE_URL)
