@@ -13,7 +13,7 @@ BUILD_DATE  := $(BUILD_DATE)
 STAMP       := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(BUILD_DATE)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build run test smoke bench fuzz lint openapi-lint postgres chromium terraform clean \
+.PHONY: all build run example-terraform test smoke bench fuzz lint openapi-lint postgres chromium terraform clean \
 	dist dist-build image docs-check
 
 all: build
@@ -25,6 +25,17 @@ build:
 ## (as root from a clone PostgreSQL's user cannot reach, under /var/lib/trueup/make-run; DATA_DIR=... to choose)
 run: postgres build
 	./$(BIN) serve --config examples/trueup.yaml $$(DATA_DIR="$(DATA_DIR)" ./.ci/run-data-dir.sh)
+
+## example-terraform: the getting-started example (docs/getting-started.md): a bare Git repository
+## under .trueup/example-terraform holding examples/terraform/repo (created once by
+## examples/terraform/setup.sh), and `trueup serve` on examples/terraform/trueup.yaml, which applies
+## its two Buckets with the Terraform module kept in it; its own private PostgreSQL (as root from a
+## clone PostgreSQL's user cannot reach, under /var/lib/trueup/example-terraform; DATA_DIR=... to choose);
+## Go's bin folder is on PATH, where `make terraform` may have built OpenTofu
+example-terraform: postgres terraform build
+	./examples/terraform/setup.sh
+	PATH="$$PATH:$$($(GO) env GOPATH)/bin" ./$(BIN) serve --config examples/terraform/trueup.yaml $$(DATA_DIR="$(DATA_DIR)" \
+		RUN_NAME="make example-terraform" FALLBACK_DIR=/var/lib/trueup/example-terraform ./.ci/run-data-dir.sh)
 
 ## test: the whole suite against a real PostgreSQL (private cluster, or TRUEUP_TEST_DATABASE_URL)
 test: postgres chromium terraform

@@ -6,7 +6,8 @@
 # able to traverse every folder down to the data folder; trueup widens the permissions of no
 # folder it did not create, and refuses instead. From a clone that user cannot reach (under
 # /root, say, which is 0700), `make run` therefore keeps its data in /var/lib/trueup/make-run,
-# a folder trueup creates itself. DATA_DIR chooses the folder outright.
+# a folder trueup creates itself. DATA_DIR chooses the folder outright. Another target names
+# itself and its own fallback folder with RUN_NAME and FALLBACK_DIR (make example-terraform).
 set -euo pipefail
 
 if [[ -n "${DATA_DIR:-}" ]]; then
@@ -27,8 +28,8 @@ done
 target="$PWD"
 [[ -d "$PWD/.trueup" ]] && target="$PWD/.trueup"
 if ! runuser -u "$account" -- test -x "$target" 2>/dev/null; then
-  fallback=/var/lib/trueup/make-run
-  echo "make run: user $account cannot reach $target, and trueup widens no folder it did not create:" \
+  fallback="${FALLBACK_DIR:-/var/lib/trueup/make-run}"
+  echo "${RUN_NAME:-make run}: user $account cannot reach $target, and trueup widens no folder it did not create:" \
     "keeping the private PostgreSQL in $fallback (set DATA_DIR to choose another)" >&2
   echo "--data-dir $fallback"
 fi

@@ -221,8 +221,15 @@ func terraformOnPath(t *testing.T) string {
 // test ends; it returns the process's output.
 func startServe(t *testing.T, cfgPath, dbURL string) *syncBuffer {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "serve", "--config", cfgPath)
-	cmd.Env = append(os.Environ(), "TRUEUP_TEST_RUN_MAIN=1", "TRUEUP_DATABASE_URL="+dbURL)
+	return startServeWith(t, []string{"TRUEUP_DATABASE_URL=" + dbURL}, "--config", cfgPath)
+}
+
+// startServeWith runs trueup serve with the flags args and the variables env added to the
+// test's environment, stopped (SIGTERM) when the test ends; it returns the process's output.
+func startServeWith(t *testing.T, env []string, args ...string) *syncBuffer {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"serve"}, args...)...)
+	cmd.Env = append(append(os.Environ(), "TRUEUP_TEST_RUN_MAIN=1"), env...)
 	logs := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
