@@ -27,7 +27,7 @@ func TestValidateExamples(t *testing.T) {
 	if err != nil {
 		t.Fatalf("validate examples: %v\n%s", err, stderr)
 	}
-	if want := "../../examples/repo: valid: 2 resource type(s), 5 resource(s)\n"; out != want {
+	if want := "../../examples/repo: valid: 4 resource type(s), 8 resource(s)\n"; out != want {
 		t.Errorf("stdout %q, want %q", out, want)
 	}
 }
