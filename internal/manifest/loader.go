@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -487,6 +488,9 @@ func (ld *load) match(docs []placed, infos map[string]*typeInfo) (items []resour
 	// The first place of each identity; the places of those declared more than once.
 	first := make(map[identity]*placed, len(docs))
 	dups := map[identity][]*placed{}
+	// The message of each unknown kind, with the known kind it likely meant: a revision
+	// may hold many resources of one mistyped kind.
+	var unknown map[string]string
 	for i := range docs {
 		p := &docs[i]
 		r := p.doc.res
@@ -506,7 +510,15 @@ func (ld *load) match(docs []placed, infos map[string]*typeInfo) (items []resour
 		kind := p.doc.kind.String()
 		ti := infos[kind]
 		if ti == nil {
-			ld.errs = append(ld.errs, p.at(p.doc.kindLine, "kind", fmt.Sprintf("unknown kind %s (no ResourceType declares it)", kind)))
+			if unknown == nil {
+				unknown = map[string]string{}
+			}
+			msg, ok := unknown[kind]
+			if !ok {
+				msg = unknownKind(kind, infos)
+				unknown[kind] = msg
+			}
+			ld.errs = append(ld.errs, p.at(p.doc.kindLine, "kind", msg))
 			continue
 		}
 		apiVersion := p.doc.apiVersion.String()
@@ -536,6 +548,14 @@ func (ld *load) match(docs []placed, infos map[string]*typeInfo) (items []resour
 		}
 	}
 	return items, stale
+}
+
+// unknownKind says that no type declares kind, and which known kind it likely meant.
+func unknownKind(kind string, infos map[string]*typeInfo) string {
+	if s := suggest(kind, slices.Collect(maps.Keys(infos))); s != "" && kind != "" {
+		return fmt.Sprintf("unknown kind %s (no ResourceType declares it; did you mean %s?)", kind, s)
+	}
+	return fmt.Sprintf("unknown kind %s (no ResourceType declares it)", kind)
 }
 
 // setResources turns checked resources into the Set's, sorted by namespace, kind and name.

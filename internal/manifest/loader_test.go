@@ -290,6 +290,14 @@ metadata:
 			want:  []string{"db.yaml:2: kind: unknown kind Database (no ResourceType declares it)"},
 		},
 		{
+			name:  "mistyped kind",
+			files: files("types.yaml", dbType, "db.yaml", "apiVersion: example.com/v1\nkind: DatabseCluster\nmetadata: {name: pg}\n---\napiVersion: example.com/v1\nkind: databasecluster\nmetadata: {name: pg2}\n"),
+			want: []string{
+				"db.yaml:2: kind: unknown kind DatabseCluster (no ResourceType declares it; did you mean DatabaseCluster?)",
+				"db.yaml:6: kind: unknown kind databasecluster (no ResourceType declares it; did you mean DatabaseCluster?)",
+			},
+		},
+		{
 			name: "wrong version or group",
 			files: files("types.yaml", dbType, "db.yaml", `apiVersion: example.com/v3
 kind: DatabaseCluster
