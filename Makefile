@@ -41,7 +41,7 @@ example-terraform: postgres terraform build
 test: postgres chromium terraform
 	PATH="$$PATH:$$($(GO) env GOPATH)/bin" $(GO) test -race -count=1 -timeout 20m ./...
 
-## smoke: start what `make run` starts, wait until every example resource is Ready, print them, stop
+## smoke: start what `make run` starts, wait until every example resource is Ready (but the one that fails on purpose), print them, stop
 smoke: postgres build
 	TRUEUP_SMOKE_BIN=$(CURDIR)/$(BIN) $(GO) test -tags smoke -count=1 -run TestSmoke -v -timeout 5m ./cmd/trueup/
 

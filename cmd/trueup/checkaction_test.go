@@ -25,8 +25,8 @@ actions:
 // ("" passes).
 var allowlistCases = []struct{ with, want string }{
 	{`{ref: release/2.0, variables: {TIER: gold}}`, ""},
-	{`{ref: evil}`, `t.yaml:1: spec.action.with.ref: "evil" is not in the action's allowedRefs [main release/*]`},
-	{`{variables: {CI_DEBUG_TRACE: "true"}}`, `t.yaml:1: spec.action.with.variables: "CI_DEBUG_TRACE" is not in the action's allowedVariables [TIER]`},
+	{`{ref: evil}`, `t.yaml:7: spec.action.with.ref: "evil" is not in the action's allowedRefs [main release/*]`},
+	{`{variables: {CI_DEBUG_TRACE: "true"}}`, `t.yaml:7: spec.action.with.variables: "CI_DEBUG_TRACE" is not in the action's allowedVariables [TIER]`},
 }
 
 // databaseType is a ResourceType file whose spec.action is action (a YAML flow mapping).

@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +22,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/specdiff"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/sources"
 )
 
 // diffContext is the number of unchanged lines around each change in a spec diff.
@@ -39,8 +42,8 @@ server holds for the source --source, through the API (--server).
 DIR is the folder the source reads: for a Git source with a path (path: manifests), the
 checkout's manifests folder, not the repository root; the server names files from the
 repository root, so DIR's files are compared as <path>/<file> (trueup diff ./manifests
---source infra). For a source without a path, DIR is the repository root or the folder of
-a dir source. It prints
+--source infra); given the repository root instead, diff names the folder to pass. For a
+source without a path, DIR is the repository root or the folder of a dir source. It prints
 
   + KIND/NAMESPACE/NAME  file:line      a resource (or ResourceType/NAME) that would be created
   ~ KIND/NAMESPACE/NAME  file:line      one that would change, with a unified diff of its spec
@@ -50,7 +53,7 @@ a dir source. It prints
                                         prunes, kept with trueup.dev/prune: disabled
   ! invalid file:line: message          a problem that would reject the whole revision
 
-and a summary line. Exit status: 0 when applying DIR would change nothing, 1 when it would
+and a summary line counting resources and, when DIR declares types, types apart. Exit status: 0 when applying DIR would change nothing, 1 when it would
 change something or DIR is invalid (as diff(1) does), 1 with "trueup: <message>" when the
 API cannot be read.
 
@@ -105,8 +108,11 @@ type diffPlan struct {
 	source    store.Source
 	changes   []change
 	invalid   manifest.Errors
-	unchanged int
-	notes     []string
+	unchanged int // resources
+	// typesCompared: DIR declares types, so the source's are compared and counted apart.
+	typesCompared  bool
+	unchangedTypes int
+	notes          []string
 }
 
 func (p *diffPlan) changed() bool { return len(p.changes) > 0 || len(p.invalid) > 0 }
@@ -126,9 +132,22 @@ func computeDiff(ctx context.Context, c *apiclient.Client, dir, sourceName strin
 	if err != nil {
 		return nil, err
 	}
-	files, err := manifest.ReadDir(dir, sourcePrefix(p.source.Path))
+	prefix := sourcePrefix(p.source.Path)
+	files, err := manifest.ReadDir(dir, prefix)
 	if err != nil {
 		return nil, err
+	}
+	live, err := c.ListResources(ctx, url.Values{"source": {sourceName}}, 1000)
+	if err != nil {
+		return nil, err
+	}
+	liveItems, err := apiclient.DecodeItems[store.Resource](live)
+	if err != nil {
+		return nil, err
+	}
+	if looksLikeRoot(dir, prefix, files, types.Items, liveItems, sourceName) {
+		return nil, fmt.Errorf("%s looks like the repository root: source %s reads path %s, so every file would read as moved; run trueup diff %s --source %s",
+			dir, sourceName, prefix, filepath.Join(dir, filepath.FromSlash(prefix)), sourceName)
 	}
 	keys, err := cliKeys(nil)
 	if err != nil {
@@ -152,15 +171,7 @@ func computeDiff(ctx context.Context, c *apiclient.Client, dir, sourceName strin
 	}
 
 	p.diffTypes(set, types.Items)
-	live, err := c.ListResources(ctx, url.Values{"source": {sourceName}}, 1000)
-	if err != nil {
-		return nil, err
-	}
-	liveItems, err := apiclient.DecodeItems[store.Resource](live)
-	if err != nil {
-		return nil, err
-	}
-	added, err := p.diffResources(set, liveItems, p.source.Prune, len(files) == 0)
+	added, err := p.diffResources(dir, set, liveItems, p.source.Prune, len(files) == 0)
 	if err != nil {
 		return nil, err
 	}
@@ -181,6 +192,39 @@ func sourcePrefix(p string) string {
 		return ""
 	}
 	return strings.TrimPrefix(clean, "/")
+}
+
+// looksLikeRoot says whether DIR is the repository root of a source that reads the folder
+// prefix: DIR holds that folder, no file of DIR lies where the source's applied files lie, and
+// some lie one prefix deeper (DIR's manifests/x.yaml, named manifests/manifests/x.yaml, where
+// the source applied manifests/x.yaml). A source whose folder happens to hold a folder of the
+// same name keeps its files where they were applied, so it is not mistaken for one.
+func looksLikeRoot(dir, prefix string, files []sources.File, types []store.ResourceType, live []store.Resource, source string) bool {
+	if prefix == "" {
+		return false
+	}
+	if fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(prefix))); err != nil || !fi.IsDir() {
+		return false
+	}
+	applied := map[string]bool{}
+	for _, r := range live {
+		applied[r.Source.Path] = true
+	}
+	for _, t := range types {
+		if t.Source == source {
+			applied[t.Path] = true
+		}
+	}
+	deeper := false
+	for _, f := range files {
+		if applied[f.Path] {
+			return false
+		}
+		if rest, ok := strings.CutPrefix(f.Path, prefix+"/"); ok && applied[rest] {
+			deeper = true
+		}
+	}
+	return deeper
 }
 
 // knownTypes turns the server's types into the loader's, leaving out those of source skip.
@@ -205,6 +249,7 @@ func (p *diffPlan) diffTypes(set *manifest.Set, live []store.ResourceType) {
 		byName[strings.ToLower(t.Name)] = t
 	}
 	declared := map[string]bool{}
+	p.typesCompared = len(set.Types) > 0
 	for _, t := range set.Types {
 		declared[strings.ToLower(t.Name)] = true
 		where := fmt.Sprintf("%s:%d", t.File, t.Line)
@@ -218,7 +263,7 @@ func (p *diffPlan) diffTypes(set *manifest.Set, live []store.ResourceType) {
 		default:
 			d := jsonDiff(old.Spec, t.Spec, "spec at "+revLabel(p.source.Name, old.Revision), "spec in "+t.File)
 			if d == nil {
-				p.unchanged++
+				p.unchangedTypes++
 				continue
 			}
 			p.add(change{op: '~', id: "ResourceType/" + t.Name, where: where, diff: d})
@@ -247,7 +292,7 @@ func identity(namespace, kind, name string) string {
 
 // diffResources compares DIR's resources with the source's live ones and returns those that
 // would be created.
-func (p *diffPlan) diffResources(set *manifest.Set, live []store.Resource, prune store.SourcePrune, noManifests bool) ([]*manifest.Resource, error) {
+func (p *diffPlan) diffResources(dir string, set *manifest.Set, live []store.Resource, prune store.SourcePrune, noManifests bool) ([]*manifest.Resource, error) {
 	byID := make(map[string]store.Resource, len(live))
 	for _, r := range live {
 		byID[identity(r.Metadata.Namespace, r.Kind, r.Metadata.Name)] = r
@@ -320,7 +365,7 @@ func (p *diffPlan) diffResources(set *manifest.Set, live []store.Resource, prune
 	if !prune.Enabled {
 		removed = 0 // orphaned, not deleted: no guard applies
 	}
-	if reason, msg := store.PruneGuard("DIR", noManifests, len(set.Resources), removed, active, prune.MaxFraction, prune.AllowEmpty); reason != "" {
+	if reason, msg := store.PruneGuard("folder "+dir, noManifests, len(set.Resources), removed, active, prune.MaxFraction, prune.AllowEmpty); reason != "" {
 		p.notes = append(p.notes, fmt.Sprintf("note: the server would refuse these deletions (PruneSkipped, %s): %s", reason, msg))
 	}
 	return added, nil
@@ -413,9 +458,13 @@ func (p *diffPlan) print(w io.Writer) error {
 		_, err := b.WriteTo(w)
 		return err
 	}
-	counts := map[byte]int{}
+	counts, typeCounts := map[byte]int{}, map[byte]int{}
 	for _, c := range p.changes {
-		counts[c.op]++
+		if c.order == 0 {
+			typeCounts[c.op]++
+		} else {
+			counts[c.op]++
+		}
 		line := fmt.Sprintf("%c %s", c.op, c.id)
 		if c.where != "" {
 			line += "  " + c.where
@@ -431,8 +480,15 @@ func (p *diffPlan) print(w io.Writer) error {
 	for _, n := range p.notes {
 		b.WriteString(n + "\n")
 	}
-	fmt.Fprintf(&b, "%s: %d to add, %d to change, %d to remove, %d unchanged\n",
+	// Types are counted apart from resources: "7 unchanged" of 5 resources and 2 types
+	// reads as 7 resources. The types' clause is left out when DIR holds resources only.
+	fmt.Fprintf(&b, "%s: resources: %d to add, %d to change, %d to remove, %d unchanged",
 		revLabel(p.source.Name, p.source.Revision), counts['+'], counts['~'], counts['-'], p.unchanged)
+	if p.typesCompared || len(typeCounts) > 0 {
+		fmt.Fprintf(&b, "; types: %d to add, %d to change, %d to remove, %d unchanged",
+			typeCounts['+'], typeCounts['~'], typeCounts['-'], p.unchangedTypes)
+	}
+	b.WriteString("\n")
 	_, err := b.WriteTo(w)
 	return err
 }

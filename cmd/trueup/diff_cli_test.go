@@ -129,7 +129,7 @@ func TestDiffSourcePath(t *testing.T) {
 		}
 		return out
 	}
-	unchanged := "infra@3f2a9c1d7e4b: 0 to add, 0 to change, 0 to remove, 7 unchanged\n"
+	unchanged := "infra@3f2a9c1d7e4b: resources: 0 to add, 0 to change, 0 to remove, 5 unchanged; types: 0 to add, 0 to change, 0 to remove, 2 unchanged\n"
 
 	// An unchanged checkout of the manifests folder changes nothing: nothing "moved".
 	if out := diff(t, writeDir(t, infraFiles("500")), "infra", 0); out != unchanged {
@@ -142,7 +142,7 @@ func TestDiffSourcePath(t *testing.T) {
 	out := diff(t, writeDir(t, files), "infra", 1)
 	for _, want := range []string{
 		"~ DatabaseCluster/production/orders-pg  manifests/db/clusters.yaml:1  (moved from manifests/databases/clusters.yaml; no new generation, no reconcile)\n",
-		"0 to add, 3 to change, 0 to remove, 4 unchanged\n",
+		"resources: 0 to add, 3 to change, 0 to remove, 2 unchanged; types: 0 to add, 0 to change, 0 to remove, 2 unchanged\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("moved file: missing %q in\n%s", want, out)
@@ -155,7 +155,7 @@ func TestDiffSourcePath(t *testing.T) {
 		t.Errorf("invalid file:\n%s", out)
 	}
 	// A source without a path: DIR is its root.
-	if out := diff(t, writeDir(t, map[string]string{"queues.yaml": platformYAML}), "platform", 0); !strings.Contains(out, "0 to add, 0 to change, 0 to remove, 2 unchanged") {
+	if out := diff(t, writeDir(t, map[string]string{"queues.yaml": platformYAML}), "platform", 0); !strings.Contains(out, "resources: 0 to add, 0 to change, 0 to remove, 1 unchanged; types: 0 to add, 0 to change, 0 to remove, 1 unchanged") {
 		t.Errorf("source without a path:\n%s", out)
 	}
 	// The path as written in a config ("./manifests/") is cleaned as the Git source cleans it.
@@ -195,5 +195,45 @@ func TestDiffErrors(t *testing.T) {
 	_, _, err = a.run(t, "diff", dir)
 	if err == nil || !strings.Contains(err.Error(), `"source" not set`) {
 		t.Errorf("without --source: %v", err)
+	}
+}
+
+// TestDiffRepositoryRoot: given the repository root of a source that reads a folder, diff
+// says which folder to pass instead of reporting every file as moved.
+func TestDiffRepositoryRoot(t *testing.T) {
+	t.Parallel()
+	a := setup(t)
+	rootRelative(t, a)
+	files := map[string]string{"README.md": "# infra", "compose.yaml": "services: {}\n"}
+	for name, content := range infraFiles("500") {
+		files["manifests/"+name] = content
+	}
+	root := writeDir(t, files)
+	out, _, err := a.run(t, "diff", root, "--source", "infra")
+	want := root + " looks like the repository root: source infra reads path manifests, so every file would read as moved; run trueup diff " +
+		filepath.Join(root, "manifests") + " --source infra"
+	if err == nil || err.Error() != want {
+		t.Errorf("diff of the repository root: %v, want %q\nstdout:\n%s", err, want, out)
+	}
+	// The folder itself diffs as usual, even when it holds a folder named like the path.
+	inner := withFiles(map[string]string{"manifests/extra.yaml": "apiVersion: storage.example.com/v1\nkind: Bucket\nmetadata: {name: extra}\nspec: {region: us-east-1}\n"})
+	out, stderr, err := a.run(t, "diff", writeDir(t, inner), "--source", "infra")
+	var code exitCode
+	if !errors.As(err, &code) || code != 1 || !strings.Contains(out, "+ Bucket/default/extra  manifests/manifests/extra.yaml:1\n") {
+		t.Errorf("a folder holding manifests/: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr)
+	}
+}
+
+// TestDiffPruneGuardNamesFolder: the note of a prune the server would refuse names DIR, not
+// a placeholder.
+func TestDiffPruneGuardNamesFolder(t *testing.T) {
+	t.Parallel()
+	a := setup(t)
+	rootRelative(t, a)
+	dir := writeDir(t, map[string]string{"types/all.yaml": typesYAML})
+	out, stderr, err := a.run(t, "diff", dir, "--source", "infra")
+	want := "note: the server would refuse these deletions (PruneSkipped, EmptyRender): folder " + dir + " renders no resources: not deleting the source's 5 resources"
+	if err == nil || !strings.Contains(out, want) {
+		t.Errorf("err %v; stdout lacks %q:\n%s\nstderr:\n%s", err, want, out, stderr)
 	}
 }

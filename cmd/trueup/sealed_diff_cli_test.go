@@ -77,8 +77,8 @@ spec:
 		exit       int
 		want       []string
 	}{
-		{"same file", applied, 0, []string{"0 to change, 0 to remove, 2 unchanged"}},
-		{"saved again, same value", db("first-Passw0rd-aa"), 0, []string{"0 to change, 0 to remove, 2 unchanged"}},
+		{"same file", applied, 0, []string{"0 to change, 0 to remove, 1 unchanged; types: 0 to add, 0 to change, 0 to remove, 1 unchanged"}},
+		{"saved again, same value", db("first-Passw0rd-aa"), 0, []string{"0 to change, 0 to remove, 1 unchanged; types: 0 to add, 0 to change, 0 to remove, 1 unchanged"}},
 		{"value changed", db("second-Passw0rd-bb"), 1, []string{"~ Database/prod/orders", `-  "password": "*** sops:`, `+  "password": "*** sops:`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -15,8 +15,17 @@ import (
 	"time"
 )
 
+// The example repository: 8 resources, one of which fails on purpose (exit 78 of
+// examples/scripts/provision.sh, so Failed and Stalled, never retried).
+const (
+	smokeResources     = 8
+	smokeBroken        = "App/production/broken-on-purpose"
+	smokeBrokenMessage = "exit status 78: App/production/broken-on-purpose fails on purpose: the demo script refuses every resource named broken-on-purpose"
+)
+
 // TestSmoke starts what `make run` starts (the built binary with examples/trueup.yaml, on a
-// free port and a fresh data dir), waits until every example resource is Ready, prints them,
+// free port and a fresh data dir), waits until every example resource is Ready but the one
+// that fails on purpose, which must be Failed with the demo script's message, prints them,
 // and stops everything with SIGTERM.
 func TestSmoke(t *testing.T) {
 	bin := os.Getenv("TRUEUP_SMOKE_BIN")
@@ -64,10 +73,28 @@ func TestSmoke(t *testing.T) {
 		}
 	}
 	var items []item
+	// settled: every example resource is there, the one that fails on purpose is Failed with
+	// the demo script's message, and every other one is Ready (the dependency chain included).
+	settled := func(items []item) bool {
+		if len(items) < smokeResources {
+			return false
+		}
+		for _, it := range items {
+			id := it.Kind + "/" + it.Metadata.Namespace + "/" + it.Metadata.Name
+			if id == smokeBroken {
+				if it.Status.Phase != "Failed" || !strings.Contains(it.Status.Message, smokeBrokenMessage) {
+					return false
+				}
+			} else if it.Status.Phase != "Ready" {
+				return false
+			}
+		}
+		return true
+	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if time.Now().After(deadline) {
-			t.Fatalf("example resources not Ready within 60 s: %+v\n--- logs ---\n%s", items, logs.String())
+			t.Fatalf("example resources not settled (all Ready but %s Failed) within 60 s: %+v\n--- logs ---\n%s", smokeBroken, items, logs.String())
 		}
 		select {
 		case err := <-exited:
@@ -81,20 +108,36 @@ func TestSmoke(t *testing.T) {
 			resp.Body.Close()
 			items = page.Items
 		}
-		ready := len(items) >= 5
-		for _, it := range items {
-			ready = ready && it.Status.Phase == "Ready"
-		}
-		if ready {
+		if settled(items) {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	fmt.Printf("%-12s %-16s %-14s %-8s %s\n", "NAMESPACE", "KIND", "NAME", "PHASE", "ENDPOINT")
-	for _, it := range items {
-		fmt.Printf("%-12s %-16s %-14s %-8s %v\n", it.Metadata.Namespace, it.Kind, it.Metadata.Name, it.Status.Phase, it.Status.Outputs["endpoint"])
+	if len(items) != smokeResources {
+		t.Errorf("%d example resources, want %d: %+v", len(items), smokeResources, items)
 	}
-	resp, err := http.Get("http://" + addr + "/")
+	fmt.Printf("%-12s %-16s %-18s %-8s %s\n", "NAMESPACE", "KIND", "NAME", "PHASE", "ENDPOINT OR MESSAGE")
+	for _, it := range items {
+		shown := it.Status.Outputs["endpoint"]
+		if it.Status.Phase != "Ready" {
+			shown = it.Status.Message
+		}
+		fmt.Printf("%-12s %-16s %-18s %-8s %v\n", it.Metadata.Namespace, it.Kind, it.Metadata.Name, it.Status.Phase, shown)
+	}
+	// Outputs flow along the chain: the app's action got the database's endpoint output.
+	var checkout struct {
+		Status struct{ ResolvedSpec map[string]any }
+	}
+	resp, err := http.Get("http://" + addr + "/api/v1/resources/production/App/checkout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&checkout)
+	resp.Body.Close()
+	if got, want := checkout.Status.ResolvedSpec["database_url"], "postgres://orders-pg.production.db.example.internal:5432/orders"; got != want {
+		t.Errorf("App/production/checkout resolved database_url %v, want %q", got, want)
+	}
+	resp, err = http.Get("http://" + addr + "/")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("dashboard: %v %v", resp, err)
 	}

@@ -27,7 +27,7 @@ func TestValidateExamples(t *testing.T) {
 	if err != nil {
 		t.Fatalf("validate examples: %v\n%s", err, stderr)
 	}
-	if want := "../../examples/repo: valid: 2 resource type(s), 5 resource(s)\n"; out != want {
+	if want := "../../examples/repo: valid: 4 resource type(s), 8 resource(s)\n"; out != want {
 		t.Errorf("stdout %q, want %q", out, want)
 	}
 }
@@ -75,7 +75,7 @@ func TestValidateUnknownAction(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, stderr, err := runCLI(t, "validate", dir, "--config", "../../examples/trueup.yaml")
-	if err == nil || !strings.Contains(stderr, `t.yaml:1: spec.action: action "missing" is not declared`) {
+	if err == nil || !strings.Contains(stderr, `t.yaml:19: spec.action: action "missing" is not declared`) {
 		t.Errorf("err %v stderr:\n%s", err, stderr)
 	}
 }
@@ -88,7 +88,7 @@ func TestValidateAppliesAllowlists(t *testing.T) {
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "trueup.yaml")
 	writeTestFile(t, cfgPath, allowlistConfig)
-	for _, tc := range append(allowlistCases, struct{ with, want string }{`{ref: main, bogus: 1}`, `t.yaml:1: spec.action.with: `}) {
+	for _, tc := range append(allowlistCases, struct{ with, want string }{`{ref: main, bogus: 1}`, `t.yaml:7: spec.action.with: `}) {
 		repo := t.TempDir()
 		writeTestFile(t, filepath.Join(repo, "t.yaml"), databaseType(`{name: ci, with: `+tc.with+`}`))
 		_, stderr, err := runCLI(t, "validate", repo, "--config", cfgPath)
@@ -98,6 +98,22 @@ func TestValidateAppliesAllowlists(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(stderr, tc.want)):
 			t.Errorf("with %s: err = %v; stderr lacks %q:\n%s", tc.with, err, tc.want, stderr)
 		}
+	}
+}
+
+// TestValidateWithLine: a with: problem is reported at the line of the with: field it names
+// (or of with: itself), not at the type's first line.
+func TestValidateWithLine(t *testing.T) {
+	t.Parallel()
+	cfgPath := filepath.Join(t.TempDir(), "trueup.yaml")
+	writeTestFile(t, cfgPath, allowlistConfig)
+	repo := t.TempDir()
+	block := strings.Replace(databaseType("\n    name: ci\n    with:\n      variables: {TIER: gold}\n      ref: evil"), "action: \n", "action:\n", 1)
+	writeTestFile(t, filepath.Join(repo, "t.yaml"), block)
+	_, stderr, err := runCLI(t, "validate", repo, "--config", cfgPath)
+	const want = `t.yaml:11: spec.action.with.ref: "evil" is not in the action's allowedRefs [main release/*]`
+	if err == nil || !strings.Contains(stderr, want) {
+		t.Errorf("err %v; stderr lacks %q:\n%s", err, want, stderr)
 	}
 }
 

@@ -12,15 +12,25 @@ request="$(cat)"
 
 case "$TRUEUP_OPERATION" in
   reconcile)
+    if [[ "$TRUEUP_NAME" == broken-on-purpose ]]; then
+      # The demo's failing resource: exit 78 means "cannot succeed until the spec changes", so
+      # trueup marks it Failed (Stalled) with this message instead of retrying it.
+      echo "$TRUEUP_KIND/$TRUEUP_NAMESPACE/$TRUEUP_NAME fails on purpose: the demo script refuses every resource named broken-on-purpose" >&2
+      exit 78
+    fi
     mkdir -p "$(dirname "$file")"
     printf '%s\n' "$request" > "$file.tmp" && mv "$file.tmp" "$file"
+    extra=""
     case "$TRUEUP_KIND" in
       DatabaseCluster) endpoint="$TRUEUP_NAME.$TRUEUP_NAMESPACE.db.example.internal:5432" ;;
       Bucket)          endpoint="s3://$TRUEUP_NAMESPACE-$TRUEUP_NAME" ;;
+      Network)         endpoint="$TRUEUP_NAME.$TRUEUP_NAMESPACE.net.example.internal"
+                       extra=", \"subnet_id\": \"subnet-$TRUEUP_NAMESPACE-$TRUEUP_NAME\"" ;;
       *)               endpoint="$TRUEUP_NAME.$TRUEUP_NAMESPACE.example.internal" ;;
     esac
-    printf '{"done": true, "outputs": {"endpoint": "%s", "file": "%s", "generation": %s}, "message": "rendered to %s"}\n' \
-      "$endpoint" "$file" "$TRUEUP_GENERATION" "$file"
+    # Outputs are what dependents read: ${{ Network/core.outputs.subnet_id }} in a spec.
+    printf '{"done": true, "outputs": {"endpoint": "%s", "file": "%s", "generation": %s%s}, "message": "rendered to %s"}\n' \
+      "$endpoint" "$file" "$TRUEUP_GENERATION" "$extra" "$file"
     ;;
   delete)
     rm -f "$file"

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -28,10 +29,10 @@ type Options struct {
 	// KnownTypes: types declared elsewhere (another source) that resources may use. A type
 	// declared in the files with the same name wins over a known one.
 	KnownTypes []ResourceType
-	// CheckAction, when set, is called for each type's action; a non-nil error is reported at
-	// the type's file:line with path "spec.action", or "spec.action.with" if the message is
-	// about with: it starts with "with: " or "with.<field>: " (the prefix then moves into the
-	// path), or mentions "with:" or "with." further on. Wrap errors of
+	// CheckAction, when set, is called for each type's action; a non-nil error is reported
+	// with path "spec.action", or "spec.action.with" if the message is about with: it starts
+	// with "with: " or "with.<field>: " (the prefix then moves into the path), or mentions
+	// "with:" or "with." further on; its line is that of the path's deepest key in the file. Wrap errors of
 	// actions.WithValidator as fmt.Errorf("with: %w", err) to get the precise path.
 	CheckAction func(name string, with json.RawMessage) error
 	// Limits caps the revision's files, documents and resources; zero fields take the
@@ -331,7 +332,7 @@ func (ld *load) types(docs []placed) ([]ResourceType, map[string]*typeInfo) {
 		if ld.opts.CheckAction != nil && t.action.Name != "" {
 			if err := ld.opts.CheckAction(t.action.Name, t.action.With); err != nil {
 				pth, msg := actionProblem(err)
-				ld.errs = append(ld.errs, p.at(p.doc.line, pth, msg))
+				ld.errs = append(ld.errs, p.at(ld.lineOf(*p, pth), pth, msg))
 			}
 		}
 		out = append(out, rt)
@@ -411,6 +412,22 @@ func actionProblem(err error) (pth, msg string) {
 	return "spec.action", msg
 }
 
+// lineOf is the line of the dotted path pth (spec.action.with.ref) in p's document: the line
+// of its deepest key written there, so a with: problem points at the with: line (or its
+// field's) rather than at the document's first line, which it gives when the file cannot be
+// read again.
+func (ld *load) lineOf(p placed, pth string) int {
+	rd, ok := ld.rawDoc(p)
+	if !ok {
+		return p.doc.line
+	}
+	var keys path
+	for _, k := range strings.Split(pth, ".") {
+		keys = keys.key(k)
+	}
+	return lineOf(rd.root, keys)
+}
+
 // elsewhere lists the places of ps other than p, as file:line.
 func elsewhere(p *placed, ps []*placed) string {
 	var s []string
@@ -487,6 +504,9 @@ func (ld *load) match(docs []placed, infos map[string]*typeInfo) (items []resour
 	// The first place of each identity; the places of those declared more than once.
 	first := make(map[identity]*placed, len(docs))
 	dups := map[identity][]*placed{}
+	// The message of each unknown kind, with the known kind it likely meant: a revision
+	// may hold many resources of one mistyped kind.
+	var unknown map[string]string
 	for i := range docs {
 		p := &docs[i]
 		r := p.doc.res
@@ -506,7 +526,15 @@ func (ld *load) match(docs []placed, infos map[string]*typeInfo) (items []resour
 		kind := p.doc.kind.String()
 		ti := infos[kind]
 		if ti == nil {
-			ld.errs = append(ld.errs, p.at(p.doc.kindLine, "kind", fmt.Sprintf("unknown kind %s (no ResourceType declares it)", kind)))
+			if unknown == nil {
+				unknown = map[string]string{}
+			}
+			msg, ok := unknown[kind]
+			if !ok {
+				msg = unknownKind(kind, infos)
+				unknown[kind] = msg
+			}
+			ld.errs = append(ld.errs, p.at(p.doc.kindLine, "kind", msg))
 			continue
 		}
 		apiVersion := p.doc.apiVersion.String()
@@ -536,6 +564,14 @@ func (ld *load) match(docs []placed, infos map[string]*typeInfo) (items []resour
 		}
 	}
 	return items, stale
+}
+
+// unknownKind says that no type declares kind, and which known kind it likely meant.
+func unknownKind(kind string, infos map[string]*typeInfo) string {
+	if s := suggest(kind, slices.Collect(maps.Keys(infos))); s != "" && kind != "" {
+		return fmt.Sprintf("unknown kind %s (no ResourceType declares it; did you mean %s?)", kind, s)
+	}
+	return fmt.Sprintf("unknown kind %s (no ResourceType declares it)", kind)
 }
 
 // setResources turns checked resources into the Set's, sorted by namespace, kind and name.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -290,6 +291,14 @@ metadata:
 			want:  []string{"db.yaml:2: kind: unknown kind Database (no ResourceType declares it)"},
 		},
 		{
+			name:  "mistyped kind",
+			files: files("types.yaml", dbType, "db.yaml", "apiVersion: example.com/v1\nkind: DatabseCluster\nmetadata: {name: pg}\n---\napiVersion: example.com/v1\nkind: databasecluster\nmetadata: {name: pg2}\n"),
+			want: []string{
+				"db.yaml:2: kind: unknown kind DatabseCluster (no ResourceType declares it; did you mean DatabaseCluster?)",
+				"db.yaml:6: kind: unknown kind databasecluster (no ResourceType declares it; did you mean DatabaseCluster?)",
+			},
+		},
+		{
 			name: "wrong version or group",
 			files: files("types.yaml", dbType, "db.yaml", `apiVersion: example.com/v3
 kind: DatabaseCluster
@@ -448,7 +457,7 @@ spec:
 				}
 				return nil
 			}},
-			want: []string{`a.yaml:1: spec.action: unknown action "missing"`},
+			want: []string{`a.yaml:25: spec.action: unknown action "missing"`},
 		},
 	}
 	for _, tt := range tests {
@@ -466,23 +475,30 @@ spec:
 	}
 }
 
+// TestCheckActionPaths: a CheckAction error is placed at spec.action, spec.action.with or
+// the field of with it names, on the line of that key (the deepest one written).
 func TestCheckActionPaths(t *testing.T) {
 	t.Parallel()
+	// action: at line 25, with: at 27, with's ref at 28 and workflow at 29.
+	typ := strings.Replace(dbType, "with: {workflow: database.yml}", "with:\n      ref: main\n      workflow: database.yml", 1)
 	tests := []struct {
 		err      string
+		wantLine int
 		wantPath string
 		wantMsg  string
 	}{
-		{`unknown action "x"`, "spec.action", `unknown action "x"`},
-		{"with: workflow is required", "spec.action.with", "workflow is required"},
-		{"with.workflow: must end in .yml", "spec.action.with.workflow", "must end in .yml"},
-		{`action "x": with: bad`, "spec.action.with", `action "x": with: bad`},
+		{`unknown action "x"`, 25, "spec.action", `unknown action "x"`},
+		{"with: workflow is required", 27, "spec.action.with", "workflow is required"},
+		{"with.workflow: must end in .yml", 29, "spec.action.with.workflow", "must end in .yml"},
+		{"with.ref: not allowed", 28, "spec.action.with.ref", "not allowed"},
+		{"with.inputs: is required", 27, "spec.action.with.inputs", "is required"}, // not written: with:'s line
+		{`action "x": with: bad`, 27, "spec.action.with", `action "x": with: bad`},
 	}
 	for _, tt := range tests {
-		set, err := NewLoader().Load(files("t.yaml", dbType), Options{
+		set, err := NewLoader().Load(files("t.yaml", typ), Options{
 			CheckAction: func(string, json.RawMessage) error { return errors.New(tt.err) },
 		})
-		want := []string{"t.yaml:1: " + tt.wantPath + ": " + tt.wantMsg}
+		want := []string{fmt.Sprintf("t.yaml:%d: %s: %s", tt.wantLine, tt.wantPath, tt.wantMsg)}
 		if got := problems(t, err); set != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("CheckAction error %q: got %q, want %q", tt.err, got, want)
 		}

@@ -270,7 +270,7 @@ func (c *Checker) diff(set *manifest.Set, check store.RevisionCheck, revision st
 		gone = append(gone, Change{Op: "delete", Kind: a.Kind, Namespace: a.Namespace, Name: a.Name, File: a.File, Line: a.Line,
 			Diff: diffText(a.Spec, nil, from, to)})
 	}
-	if reason, msg := store.PruneGuard(revision, noManifests, len(set.Resources), len(gone), active, c.MaxPruneFraction, c.AllowEmpty); reason != "" {
+	if reason, msg := store.PruneGuard("revision "+short(revision), noManifests, len(set.Resources), len(gone), active, c.MaxPruneFraction, c.AllowEmpty); reason != "" {
 		res.Warnings = append(res.Warnings, reason+": "+msg)
 		res.WarningNamespaces = append(res.WarningNamespaces, "")
 	} else {

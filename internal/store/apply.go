@@ -111,7 +111,7 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 			gone = append(gone, e.id)
 		}
 	}
-	res.PruneSkipped, res.PruneMessage = PruneGuard(p.Revision, p.NoManifests, len(p.Set.Resources), len(gone), active, p.MaxPruneFraction, p.AllowEmpty)
+	res.PruneSkipped, res.PruneMessage = PruneGuard("revision "+shortRev(p.Revision), p.NoManifests, len(p.Set.Resources), len(gone), active, p.MaxPruneFraction, p.AllowEmpty)
 	if res.PruneSkipped != "" {
 		gone = nil
 	}
@@ -249,19 +249,20 @@ func (w *applyWriter) toRefresh(ctx context.Context, ins []int, res *ApplyResult
 // says (such a revision always removes the whole source, so the share guard would refuse it
 // every time: the opt-in is the consent to exactly that). A revision that still renders
 // something is guarded by maxFrac alone. Previews report what it decides about a pull
-// request as a warning.
-func PruneGuard(revision string, noManifests bool, rendered, gone, active int, maxFrac float64, allowEmpty bool) (reason, message string) {
+// request as a warning. subject names the revision in the message: "revision 3f2a9c1d0e4b"
+// for a sync or a preview, "folder ./manifests" for `trueup diff`.
+func PruneGuard(subject string, noManifests bool, rendered, gone, active int, maxFrac float64, allowEmpty bool) (reason, message string) {
 	maxFrac = maxFraction(maxFrac)
 	switch {
 	case gone == 0:
 	case noManifests:
-		return "EmptySource", fmt.Sprintf("revision %s holds no manifest file: not deleting the source's %d resources (a source without any manifest file never prunes; "+
-			"to remove every resource on purpose keep one manifest file, e.g. an empty .yaml file, and set prune.allowEmpty)", shortRev(revision), active)
+		return "EmptySource", fmt.Sprintf("%s holds no manifest file: not deleting the source's %d resources (a source without any manifest file never prunes; "+
+			"to remove every resource on purpose keep one manifest file, e.g. an empty .yaml file, and set prune.allowEmpty)", subject, active)
 	case rendered == 0 && allowEmpty:
 	case rendered == 0:
-		return "EmptyRender", fmt.Sprintf("revision %s renders no resources: not deleting the source's %d resources (an empty render is refused unless prune.allowEmpty is true)", shortRev(revision), active)
+		return "EmptyRender", fmt.Sprintf("%s renders no resources: not deleting the source's %d resources (an empty render is refused unless prune.allowEmpty is true)", subject, active)
 	case maxFrac < 1 && float64(gone) > maxFrac*float64(active):
-		return "TooManyDeletions", fmt.Sprintf("revision %s would delete %d of %d resources (more than prune.maxFraction %.2f): nothing deleted", shortRev(revision), gone, active, maxFrac)
+		return "TooManyDeletions", fmt.Sprintf("%s would delete %d of %d resources (more than prune.maxFraction %.2f): nothing deleted", subject, gone, active, maxFrac)
 	}
 	return "", ""
 }

@@ -39,7 +39,7 @@ func TestPruneGuard(t *testing.T) {
 		{"no manifest file, share guard off", true, 0, 1, 1, 1, true, "EmptySource", "source's 1 resources"},
 		{"no manifest file, nothing to delete", true, 0, 0, 0, 0, true, "", ""},
 	} {
-		got, msg := PruneGuard("abcdef1234567890", tc.noManifests, tc.rendered, tc.gone, tc.active, tc.maxFrac, tc.allowEmpty)
+		got, msg := PruneGuard("revision abcdef123456", tc.noManifests, tc.rendered, tc.gone, tc.active, tc.maxFrac, tc.allowEmpty)
 		if got != tc.want || (got != "") != (msg != "") || !strings.Contains(msg, tc.numbers) {
 			t.Errorf("%s: %q %q, want %q with %q", tc.name, got, msg, tc.want, tc.numbers)
 		}
