@@ -1,0 +1,64 @@
+// Package refdoc renders trueup's generated reference pages (docs/reference/): the controller
+// config from internal/config's types and comments, the CLI from the cobra command tree, the
+// metrics from the Prometheus registry and the HTTP API from the OpenAPI document. It only
+// renders; tools/docgen and cmd/trueup's tests decide where the pages are written and check
+// that the committed ones are current.
+package refdoc
+
+import (
+	"strings"
+	"unicode"
+)
+
+// Header is the first line of every generated page.
+func Header(regenerate string) string {
+	return "<!-- Generated from the code; do not edit. Regenerate with `" + regenerate + "`. -->\n\n"
+}
+
+// cell makes text safe for one Markdown table cell: one line, pipes escaped.
+func cell(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	return strings.ReplaceAll(s, "|", `\|`)
+}
+
+// code wraps s in backticks, using a longer fence when s holds one.
+func code(s string) string {
+	if s == "" {
+		return ""
+	}
+	fence := "`"
+	for strings.Contains(s, fence) {
+		fence += "`"
+	}
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		return fence + " " + s + " " + fence
+	}
+	return fence + s + fence
+}
+
+// anchor is the fragment mkdocs and GitHub give a heading: lowercase, punctuation dropped,
+// spaces as hyphens.
+func anchor(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(heading) {
+		switch {
+		case r == ' ' || r == '-':
+			b.WriteRune('-')
+		case r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// paragraphs turns a Go doc comment's text into Markdown paragraphs: lines of one paragraph
+// joined, blank lines kept between paragraphs.
+func paragraphs(text string) string {
+	var out []string
+	for _, p := range strings.Split(strings.TrimSpace(text), "\n\n") {
+		if p = strings.Join(strings.Fields(p), " "); p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, "\n\n")
+}
