@@ -6,6 +6,7 @@
 package refdoc
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 )
@@ -61,4 +62,26 @@ func paragraphs(text string) string {
 		}
 	}
 	return strings.Join(out, "\n\n")
+}
+
+// Stale compares a committed page with what the generator renders and names the first line
+// that differs; nil when they are equal. name is the page's path from the repository root.
+func Stale(name string, committed []byte, generated string) error {
+	if string(committed) == generated {
+		return nil
+	}
+	have, want := strings.Split(string(committed), "\n"), strings.Split(generated, "\n")
+	for i := 0; i < len(have) || i < len(want); i++ {
+		var h, w string
+		if i < len(have) {
+			h = have[i]
+		}
+		if i < len(want) {
+			w = want[i]
+		}
+		if h != w || i >= len(have) || i >= len(want) {
+			return fmt.Errorf("%s is out of date: run make docs\nline %d is\n\t%s\nthe code gives\n\t%s", name, i+1, h, w)
+		}
+	}
+	return fmt.Errorf("%s is out of date: run make docs", name)
 }

@@ -6,6 +6,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/refdoc"
 )
 
@@ -122,5 +124,23 @@ func configPage(root string) (string, error) {
 	}.Render(), nil
 }
 
-func metricsPage() (string, error)        { return "", nil }
-func apiPage(root string) (string, error) { return "", nil }
+func metricsPage() (string, error) {
+	// Each scrape-time source is given, so that its series are registered too.
+	m := metrics.New(metrics.Options{
+		Queue:        func(context.Context) (metrics.QueueStats, error) { return metrics.QueueStats{}, nil },
+		RateLimits:   func() map[string]int { return map[string]int{"probe": 1} },
+		SpansDropped: func() uint64 { return 0 },
+	})
+	ms, err := refdoc.Metrics(m.Collectors())
+	if err != nil {
+		return "", err
+	}
+	return refdoc.MetricsPage(regenerate, ms), nil
+}
+func apiPage(root string) (string, error) {
+	doc, err := os.ReadFile(filepath.Join(root, "internal/server/openapi.json"))
+	if err != nil {
+		return "", err
+	}
+	return refdoc.APIPage(regenerate, doc)
+}
