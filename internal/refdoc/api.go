@@ -37,7 +37,7 @@ func APIPage(regenerate string, doc []byte) (string, error) {
 
 	var b strings.Builder
 	b.WriteString(Header(regenerate))
-	fmt.Fprintf(&b, "# HTTP API\n\n%s\n\n", paragraphs(d.Info.Description))
+	fmt.Fprintf(&b, "# HTTP API\n\n%s\n\n", NoHTML(paragraphs(d.Info.Description)))
 	fmt.Fprintf(&b, "The OpenAPI document (%s) is served at `GET /api/v1/openapi.json`.\n\n", d.Info.Version)
 
 	b.WriteString("## Authentication\n\n")
@@ -53,7 +53,7 @@ func APIPage(regenerate string, doc []byte) (string, error) {
 		case s.In != "":
 			typ += " in " + s.In + " " + code(s.Name)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", code(name), cell(typ), cell(s.Description))
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", code(name), cell(typ), cell(NoHTML(s.Description)))
 	}
 	b.WriteString("\n")
 
@@ -87,7 +87,7 @@ func APIPage(regenerate string, doc []byte) (string, error) {
 		// "endpoints" keeps a tag's heading apart from a schema of the same name (health, Health).
 		fmt.Fprintf(&b, "## %s endpoints\n\n", upperFirst(t.Name))
 		if t.Description != "" {
-			b.WriteString(paragraphs(t.Description) + "\n\n")
+			b.WriteString(NoHTML(paragraphs(t.Description)) + "\n\n")
 		}
 		for _, o := range ops {
 			d.renderOperation(&b, o.method, o.path, o.o)
@@ -373,10 +373,10 @@ func authText(reqs []map[string][]string) string {
 func (d *openAPI) renderOperation(b *strings.Builder, method, path string, o operation) {
 	fmt.Fprintf(b, "### `%s %s`\n\n", method, path)
 	if o.Summary != "" {
-		b.WriteString(strings.TrimSuffix(paragraphs(o.Summary), ".") + ".\n\n")
+		b.WriteString(strings.TrimSuffix(NoHTML(paragraphs(o.Summary)), ".") + ".\n\n")
 	}
 	if o.Description != "" {
-		b.WriteString(paragraphs(o.Description) + "\n\n")
+		b.WriteString(NoHTML(paragraphs(o.Description)) + "\n\n")
 	}
 	sec := o.Security
 	if sec == nil {
@@ -395,7 +395,7 @@ func (d *openAPI) renderOperation(b *strings.Builder, method, path string, o ope
 			if p.Required {
 				req = "yes"
 			}
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", code(p.Name), p.In, cell(SchemaText(p.Schema)), req, cell(p.Description))
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", code(p.Name), p.In, cell(SchemaText(p.Schema)), req, cell(NoHTML(p.Description)))
 		}
 		b.WriteString("\n")
 	}
@@ -404,9 +404,9 @@ func (d *openAPI) renderOperation(b *strings.Builder, method, path string, o ope
 		if rb.Required {
 			req = "required"
 		}
-		fmt.Fprintf(b, "Request body (%s): %s", req, contentText(rb.Content))
+		fmt.Fprintf(b, "Request body (%s): %s.", req, contentText(rb.Content))
 		if rb.Description != "" {
-			b.WriteString(" " + paragraphs(rb.Description))
+			b.WriteString(" " + NoHTML(paragraphs(rb.Description)))
 		}
 		b.WriteString("\n\n")
 	}
@@ -422,7 +422,7 @@ func (d *openAPI) renderOperation(b *strings.Builder, method, path string, o ope
 			b.WriteString(" " + contentText(r.Content))
 		}
 		if r.Description != "" {
-			b.WriteString(": " + strings.Join(strings.Fields(r.Description), " "))
+			b.WriteString(": " + NoHTML(strings.Join(strings.Fields(r.Description), " ")))
 		}
 		b.WriteString("\n")
 	}
@@ -445,7 +445,7 @@ func contentText(content map[string]mediaType) string {
 func (d *openAPI) renderSchema(b *strings.Builder, name string, s Schema) {
 	fmt.Fprintf(b, "### %s\n\n", name)
 	if s.Description != "" {
-		b.WriteString(paragraphs(s.Description) + "\n\n")
+		b.WriteString(NoHTML(paragraphs(s.Description)) + "\n\n")
 	}
 	if len(s.order) == 0 {
 		fmt.Fprintf(b, "%s.\n\n", upperFirst(SchemaText(Schema{Type: s.Type, Items: s.Items, Enum: s.Enum, OneOf: s.OneOf, AnyOf: s.AnyOf, AllOf: s.AllOf, AdditionalProperties: s.AdditionalProperties, Format: s.Format})))
@@ -462,7 +462,7 @@ func (d *openAPI) renderSchema(b *strings.Builder, name string, s Schema) {
 		if required[p] {
 			req = "yes"
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", code(p), cell(SchemaText(ps)), req, cell(ps.Description))
+		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", code(p), cell(SchemaText(ps)), req, cell(NoHTML(ps.Description)))
 	}
 	b.WriteString("\n")
 }

@@ -171,13 +171,23 @@ func dedent(s string) string {
 // Prose escapes what Markdown would read as markup in plain text (emphasis, HTML), leaving
 // `code spans` as written.
 func Prose(s string) string {
+	return outsideCode(s, strings.NewReplacer(`\`, `\\`, "*", `\*`, "_", `\_`, "<", "&lt;", ">", "&gt;"))
+}
+
+// NoHTML escapes what Markdown would read as an HTML tag (<listen>) outside code spans, for
+// text that is Markdown already (OpenAPI descriptions).
+func NoHTML(s string) string {
+	return outsideCode(s, strings.NewReplacer("<", "&lt;"))
+}
+
+func outsideCode(s string, r *strings.Replacer) string {
 	parts := strings.Split(s, "`")
 	if len(parts)%2 == 0 {
-		// An unpaired backtick: no code span, escape all.
-		parts = []string{strings.Join(parts, "`")}
+		// An unpaired backtick opens no code span.
+		return r.Replace(s)
 	}
 	for i := 0; i < len(parts); i += 2 {
-		parts[i] = strings.NewReplacer(`\`, `\\`, "*", `\*`, "_", `\_`, "<", "&lt;", ">", "&gt;").Replace(parts[i])
+		parts[i] = r.Replace(parts[i])
 	}
 	return strings.Join(parts, "`")
 }

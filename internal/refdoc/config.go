@@ -254,7 +254,7 @@ func (p ConfigPage) Render() string {
 	var b strings.Builder
 	b.WriteString(Header(p.Regenerate))
 	b.WriteString("# Controller configuration\n\n")
-	b.WriteString(paragraphs(p.Docs[p.Root.Name()]) + "\n\n")
+	b.WriteString(Prose(paragraphs(p.Docs[p.Root.Name()])) + "\n\n")
 	b.WriteString("Keys are listed per section; `sources[].git` is the `git` mapping of an item of the `sources` list. " +
 		"A default is shown where the loader fills one in; other defaults are told in the description. " +
 		"`${VAR}` in a value is replaced by the environment variable VAR. " +
@@ -284,7 +284,7 @@ func (p ConfigPage) renderSection(b *strings.Builder, s section) []section {
 	if s.path != "" {
 		title = code(s.path)
 		fmt.Fprintf(b, "## %s\n\n", title)
-		if doc := Intro(paragraphs(p.Docs[s.t.Name()]), s.t.Name(), lastKey(s.path)); doc != "" {
+		if doc := Intro(Prose(paragraphs(p.Docs[s.t.Name()])), s.t.Name(), lastKey(s.path)); doc != "" {
 			b.WriteString(doc + "\n\n")
 		}
 	} else {
@@ -362,7 +362,7 @@ func lastKey(path string) string {
 // describe returns the doc comment under docKey as one paragraph block, with a leading Go
 // name (the comment's subject) replaced by the YAML key it is read from.
 func (p ConfigPage) describe(docKey, goName, key string) string {
-	return Subject(paragraphs(p.Docs[docKey]), goName, key)
+	return Subject(Prose(paragraphs(p.Docs[docKey])), goName, key)
 }
 
 // Subject replaces a comment's leading Go identifier goName with key in code format.
