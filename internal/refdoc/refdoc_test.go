@@ -327,7 +327,7 @@ func TestStale(t *testing.T) {
 func TestAnchor(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
-		"sources[].git.auth": "sourcesgitauth",
+		"sources[].git.auth":  "sourcesgitauth",
 		"trueup config check": "trueup-config-check",
 		"Health":              "health",
 		"GET /api/v1/sources": "get-apiv1sources",
