@@ -254,7 +254,7 @@ func (p ConfigPage) Render() string {
 	var b strings.Builder
 	b.WriteString(Header(p.Regenerate))
 	b.WriteString("# Controller configuration\n\n")
-	b.WriteString(Prose(paragraphs(p.Docs[p.Root.Name()])) + "\n\n")
+	b.WriteString(Intro(Prose(paragraphs(p.Docs[p.Root.Name()])), p.Root.Name(), "") + "\n\n")
 	b.WriteString("Keys are listed per section; `sources[].git` is the `git` mapping of an item of the `sources` list. " +
 		"A default is shown where the loader fills one in; other defaults are told in the description. " +
 		"`${VAR}` in a value is replaced by the environment variable VAR. " +

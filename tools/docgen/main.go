@@ -79,7 +79,9 @@ auth:
     clientID: trueup
     clientSecret: probe-client-secret-of-some-length
     roles: [{group: ops, role: admin}]
-notifications: {}
+notifications:
+  providers:
+    - {name: mail, type: email, smtp: {host: smtp.example}, from: trueup@example.com, to: [ops@example.com]}
 tracing: {endpoint: "https://otel.example"}
 secrets:
   stores:
