@@ -12,7 +12,7 @@ import (
 )
 
 // Auth is the auth: section: who may call the API and the dashboard. Without it trueup
-// serves every caller as an admin, and only on a loopback listen (CheckExposure). Roles:
+// serves every caller as an admin, and only on a loopback listen. Roles:
 // viewer reads, operator also runs commands (reconcile, sync, suspend, resume, abandon),
 // admin does everything.
 type Auth struct {
@@ -31,7 +31,7 @@ type Token struct {
 	Name string `yaml:"name"`
 	// SHA256 is the hex SHA-256 of the token; the token itself is never stored.
 	SHA256 string `yaml:"sha256"`
-	Role   string `yaml:"role"` // viewer, operator or admin
+	Role   string `yaml:"role"` // one of viewer, operator, admin
 	// Namespaces the token may see and act in; omitted: every namespace ("*").
 	Namespaces []string `yaml:"namespaces"`
 }
@@ -64,7 +64,7 @@ type OIDC struct {
 // GroupRole grants a role over namespaces to the members of a group.
 type GroupRole struct {
 	Group string `yaml:"group"` // a value of the groups claim
-	Role  string `yaml:"role"`  // viewer, operator or admin
+	Role  string `yaml:"role"`  // one of viewer, operator, admin
 	// Namespaces omitted: every namespace ("*").
 	Namespaces []string `yaml:"namespaces"`
 }

@@ -145,11 +145,11 @@ func (s Source) PreviewEnabled() bool { return s.Preview != nil && s.Preview.Ena
 
 // CommitStatus says where to post commit statuses.
 type CommitStatus struct {
-	Provider string `yaml:"provider"` // github, gitlab or gitea
+	Provider string `yaml:"provider"` // one of github, gitlab, gitea
 	// Token is the forge's API token (normally a ${VAR}).
 	Token   string `yaml:"token"`
 	BaseURL string `yaml:"baseURL"` // default https://api.github.com/ or https://gitlab.com/; gitea: https://host/api/v1/ (required)
-	Repo    string `yaml:"repo"`    // github and gitea: owner/repo; gitlab: project path or id
+	Repo    string `yaml:"repo"`    // owner/repo (github, gitea), or the project path or id (gitlab)
 	// Insecure allows the token over an http:// baseURL to another machine.
 	Insecure bool `yaml:"insecure"`
 }
@@ -269,7 +269,8 @@ type Webhook struct {
 	Secret string `yaml:"secret"`
 }
 
-// Action is a named plugin instance; Config is handed to the plugin's factory as JSON.
+// Action is a named action plugin instance; its config is handed to the plugin's factory
+// as JSON.
 type Action struct {
 	// Name is how resource types name the instance; unique.
 	Name string `yaml:"name"`
@@ -349,8 +350,8 @@ type Limits struct {
 
 // Log configures the logs trueup writes to standard error.
 type Log struct {
-	Level  string `yaml:"level"`  // debug, info, warn, error
-	Format string `yaml:"format"` // text, json
+	Level  string `yaml:"level"`  // one of debug, info, warn, error
+	Format string `yaml:"format"` // one of text, json
 }
 
 // Defaults.

@@ -13,8 +13,8 @@ import (
 	"github.com/trueup-dev/trueup/internal/plaintext"
 )
 
-// Notifications says who hears about failures, recoveries and rejected revisions, and how
-// (internal/notify decides what is told; internal/notifier delivers it).
+// Notifications says who hears about failures, recoveries and rejected revisions, and how.
+// Each message is tried again after a provider error, up to maxAttempts.
 type Notifications struct {
 	// Providers are where messages go.
 	Providers []NotifyProvider `yaml:"providers"`
@@ -34,7 +34,7 @@ type Notifications struct {
 type NotifyProvider struct {
 	// Name is how rules name the provider; unique.
 	Name string `yaml:"name"`
-	Type string `yaml:"type"` // slack, msteams, webhook or email
+	Type string `yaml:"type"` // one of slack, msteams, webhook, email
 	// URL is the slack or msteams incoming webhook, or the webhook provider's endpoint (a
 	// credential: normally a ${VAR}).
 	URL string `yaml:"url"`
@@ -67,7 +67,7 @@ type NotifyRule struct {
 	// PruneSkipped.
 	Events     []string `yaml:"events"`
 	Sources    []string `yaml:"sources"`    // source names
-	Namespaces []string `yaml:"namespaces"` // namespaces
+	Namespaces []string `yaml:"namespaces"` // namespace names
 	Kinds      []string `yaml:"kinds"`      // resource kinds
 	// Selector is a label selector (k=v, k!=v, k, !k, k in (a,b), k notin (a,b)).
 	Selector string `yaml:"selector"`

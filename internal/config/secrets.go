@@ -27,7 +27,7 @@ type Secrets struct {
 // SecretStore is one store; type says which of its fields apply.
 type SecretStore struct {
 	Name string `yaml:"name"` // how expose entries name the store; unique
-	Type string `yaml:"type"` // env, file or vault
+	Type string `yaml:"type"` // one of env, file, vault
 	// Prefix (env): only variables starting with it are reachable.
 	Prefix string `yaml:"prefix"`
 	// Dir (file): the folder of NAME/KEY files; relative to the config's folder.

@@ -362,7 +362,19 @@ func lastKey(path string) string {
 // describe returns the doc comment under docKey as one paragraph block, with a leading Go
 // name (the comment's subject) replaced by the YAML key it is read from.
 func (p ConfigPage) describe(docKey, goName, key string) string {
-	return Subject(Prose(paragraphs(p.Docs[docKey])), goName, key)
+	return Sentence(Subject(Prose(paragraphs(p.Docs[docKey])), goName, key))
+}
+
+// Sentence starts a line comment ("default true") with a capital and ends it with a period.
+func Sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	s = upperFirst(s)
+	if !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
 }
 
 // Subject replaces a comment's leading Go identifier goName with key in code format.

@@ -133,6 +133,21 @@ func TestSubjectAndIntro(t *testing.T) {
 	}
 }
 
+func TestSentence(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"default true":            "Default true.",
+		"Already one.":            "Already one.",
+		"`key` is x":              "`key` is x.",
+		"github, gitlab or gitea": "Github, gitlab or gitea.",
+		"":                        "",
+	} {
+		if got := Sentence(in); got != want {
+			t.Errorf("Sentence(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestSchemaText(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
