@@ -17,6 +17,9 @@ func TestCLIReference(t *testing.T) {
 	// Flag defaults that read the environment show what they are without it.
 	t.Setenv("TRUEUP_SERVER", "")
 	got := refdoc.CLIPage("make docs", newRootCmd())
+	if err := refdoc.CheckAnchors(cliPage, got); err != nil {
+		t.Error(err)
+	}
 	path := filepath.Join("..", "..", filepath.FromSlash(cliPage))
 	if *update {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {

@@ -6,7 +6,9 @@
 package refdoc
 
 import (
+	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"unicode"
 )
@@ -84,4 +86,36 @@ func Stale(name string, committed []byte, generated string) error {
 		}
 	}
 	return fmt.Errorf("%s is out of date: run make docs", name)
+}
+
+var fragmentLink = regexp.MustCompile(`\]\(#([^)]*)\)`)
+
+// CheckAnchors reports a page's headings that share an anchor and its #fragment links that
+// name no heading of the page.
+func CheckAnchors(name, page string) error {
+	anchors := map[string]bool{}
+	var errs []error
+	fenced := false
+	for i, line := range strings.Split(page, "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+			continue
+		}
+		if fenced {
+			continue
+		}
+		if h := strings.TrimLeft(line, "#"); h != line && strings.HasPrefix(h, " ") {
+			a := anchor(strings.TrimSpace(h))
+			if anchors[a] {
+				errs = append(errs, fmt.Errorf("%s:%d: a second heading with the anchor #%s", name, i+1, a))
+			}
+			anchors[a] = true
+		}
+	}
+	for _, m := range fragmentLink.FindAllStringSubmatch(page, -1) {
+		if !anchors[m[1]] {
+			errs = append(errs, fmt.Errorf("%s: the link #%s names no heading", name, m[1]))
+		}
+	}
+	return errors.Join(errs...)
 }

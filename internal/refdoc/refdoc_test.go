@@ -352,3 +352,17 @@ func TestAnchor(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckAnchors(t *testing.T) {
+	t.Parallel()
+	ok := "# Page\n\n## `a.b`\n\nSee [a.b](#ab).\n\n```yaml\n# a comment, not a heading\n```\n\n## Page two\n"
+	if err := CheckAnchors("ok.md", ok); err != nil {
+		t.Errorf("CheckAnchors: %v", err)
+	}
+	bad := "## Health\n\n### health\n\nSee [x](#missing).\n"
+	err := CheckAnchors("bad.md", bad)
+	if err == nil || !strings.Contains(err.Error(), "bad.md:3: a second heading with the anchor #health") ||
+		!strings.Contains(err.Error(), "the link #missing names no heading") {
+		t.Errorf("CheckAnchors = %v", err)
+	}
+}

@@ -8,8 +8,9 @@ import (
 	"github.com/trueup-dev/trueup/internal/refdoc"
 )
 
-// TestReferencePagesCurrent fails when a committed page differs from what the code renders
-// (docs/reference/cli.md is checked by cmd/trueup's TestCLIReference).
+// TestReferencePagesCurrent fails when a committed page differs from what the code renders,
+// or when a link within a page names no heading (docs/reference/cli.md is checked by
+// cmd/trueup's TestCLIReference).
 func TestReferencePagesCurrent(t *testing.T) {
 	root := filepath.Join("..", "..")
 	pages, err := pages(root)
@@ -22,6 +23,9 @@ func TestReferencePagesCurrent(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := refdoc.Stale(name, committed, pages[name]); err != nil {
+			t.Error(err)
+		}
+		if err := refdoc.CheckAnchors(name, pages[name]); err != nil {
 			t.Error(err)
 		}
 	}
