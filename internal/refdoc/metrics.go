@@ -31,6 +31,14 @@ func Metrics(cs []prometheus.Collector) ([]Metric, error) {
 			if m.Type == "" {
 				m.Type = types[d]
 			}
+			if m.Type == "" && !strings.HasPrefix(m.Name, "trueup_") {
+				// The process collector describes series some platforms do not collect
+				// (network bytes outside Linux): their type follows the naming convention.
+				m.Type = "gauge"
+				if strings.HasSuffix(m.Name, "_total") {
+					m.Type = "counter"
+				}
+			}
 			if m.Type == "" {
 				return nil, fmt.Errorf("%s: no type (the collector sent no sample of it)", m.Name)
 			}

@@ -272,7 +272,27 @@ func TestMetrics(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Metrics = %+v, want %+v", got, want)
 	}
+
+	// A trueup series must be collected (or be a vector) for its type to be known.
+	silent := silentCollector{prometheus.NewDesc("trueup_silent", "S.", nil, nil)}
+	if _, err := Metrics([]prometheus.Collector{silent}); err == nil || !strings.Contains(err.Error(), "trueup_silent: no type") {
+		t.Errorf("silent trueup collector: %v", err)
+	}
+	// Another's series a platform does not collect takes its type from its name.
+	got, err = Metrics([]prometheus.Collector{
+		silentCollector{prometheus.NewDesc("process_network_receive_bytes_total", "R.", nil, nil)},
+		silentCollector{prometheus.NewDesc("process_open_fds", "F.", nil, nil)},
+	})
+	if err != nil || got[0].Type != "counter" || got[1].Type != "gauge" {
+		t.Errorf("silent process collector: %+v, %v", got, err)
+	}
 }
+
+// silentCollector describes a series it never collects.
+type silentCollector struct{ desc *prometheus.Desc }
+
+func (c silentCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c silentCollector) Collect(chan<- prometheus.Metric)    {}
 
 func TestLongTextAndProse(t *testing.T) {
 	t.Parallel()
