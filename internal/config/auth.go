@@ -39,7 +39,7 @@ type Token struct {
 // OIDC configures the dashboard's single sign-on (authorization code flow with PKCE). The
 // redirect URL to register at the provider is server.externalURL + "auth/callback".
 type OIDC struct {
-	// Issuer is the provider's issuer URL (its discovery document is Issuer +
+	// Issuer is the provider's issuer URL (its discovery document is issuer +
 	// /.well-known/openid-configuration); https unless the provider is on loopback.
 	Issuer       string `yaml:"issuer"`
 	ClientID     string `yaml:"clientID"`     // the client id registered at the provider
@@ -53,7 +53,7 @@ type OIDC struct {
 	// Roles map groups to roles; a user in none of them is refused.
 	Roles []GroupRole `yaml:"roles"`
 	// SessionKey signs session cookies (at least 32 characters, normally a ${VAR}). Empty:
-	// derived from ClientSecret with HKDF, so every replica with the same config accepts
+	// derived from clientSecret with HKDF, so every replica with the same config accepts
 	// the same cookies and sessions survive restarts; rotating either ends every session.
 	SessionKey string `yaml:"sessionKey"`
 	// SessionTTL is how long a session lasts at most (default 8h); never beyond the ID
