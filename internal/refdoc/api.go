@@ -363,7 +363,7 @@ func authText(reqs []map[string][]string) string {
 		}
 		var all []string
 		for _, k := range SortedKeys(r) {
-			all = append(all, code(k))
+			all = append(all, "["+code(k)+"](#authentication)")
 		}
 		names = append(names, strings.Join(all, " and "))
 	}

@@ -211,7 +211,7 @@ func TestAPIPage(t *testing.T) {
 	for _, want := range []string{
 		"The API &lt;of x>.",
 		"| `apiToken` | http bearer | A token. |",
-		"## Things endpoints\n\nThings.\n\n### `POST /things/{name}`\n\nTouch a thing.\n\nAuthentication: `apiToken`, anonymous.",
+		"## Things endpoints\n\nThings.\n\n### `POST /things/{name}`\n\nTouch a thing.\n\nAuthentication: [`apiToken`](#authentication), anonymous.",
 		"| `name` | path | string | yes |  |",
 		"Request body (required): `application/json` [Thing](#thing).",
 		"- **200** `application/json` [Thing](#thing): Done.\n- **404**: No such thing.",
