@@ -281,7 +281,13 @@ func SchemaText(s Schema) string {
 				n = "array of " + SchemaText(*s.Items)
 			}
 		case "object":
-			if sub, ok := s.AdditionalProperties.(map[string]any); ok {
+			if len(s.order) > 0 {
+				fields := make([]string, len(s.order))
+				for i, f := range s.order {
+					fields[i] = code(f)
+				}
+				n = "object with " + strings.Join(fields, ", ")
+			} else if sub, ok := s.AdditionalProperties.(map[string]any); ok {
 				b, _ := json.Marshal(sub)
 				var v Schema
 				if json.Unmarshal(b, &v) == nil {

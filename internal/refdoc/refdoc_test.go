@@ -160,6 +160,7 @@ func TestSchemaText(t *testing.T) {
 		{"array of refs", `{"type": "array", "items": {"$ref": "#/components/schemas/Event"}}`, "array of [Event](#event)"},
 		{"map", `{"type": "object", "additionalProperties": {"type": "string"}}`, "map of string to string"},
 		{"closed object", `{"type": "object", "additionalProperties": false}`, "object"},
+		{"inline object", `{"type": "object", "properties": {"csrf": {"type": "string"}, "next": {"type": "string"}}}`, "object with `csrf`, `next`"},
 		{"enum", `{"type": "string", "enum": ["true", "false"]}`, "string, one of `true`, `false`"},
 		{"enum without type", `{"enum": ["expired", "overflow"]}`, "string, one of `expired`, `overflow`"},
 		{"bounds", `{"type": "integer", "minimum": 1, "maximum": 1000}`, "integer, ≥ 1, ≤ 1000"},
