@@ -13,8 +13,8 @@ BUILD_DATE  := $(BUILD_DATE)
 STAMP       := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(BUILD_DATE)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build run example-terraform test smoke bench fuzz lint openapi-lint postgres chromium terraform clean \
-	dist dist-build image docs-check
+.PHONY: all build run example-terraform test smoke bench fuzz lint docs docs-check openapi-lint postgres chromium \
+	terraform clean dist dist-build image
 
 all: build
 
@@ -81,6 +81,13 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+
+## docs: regenerate the reference pages under docs/reference/ (config, metrics and API by
+## tools/docgen; the CLI page by cmd/trueup's test, where the command tree is built); the
+## tests TestReferencePagesCurrent and TestCLIReference fail while a committed page differs
+docs:
+	$(GO) run ./tools/docgen
+	$(GO) test -count=1 -run '^TestCLIReference$$' ./cmd/trueup -update
 
 ## openapi-lint: an independent check of the API document (redocly's recommended rules; needs
 ## node and the npm registry; errors fail, warnings are printed)

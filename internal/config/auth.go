@@ -11,8 +11,10 @@ import (
 	"github.com/trueup-dev/trueup/internal/plaintext"
 )
 
-// Auth is the auth: section (issue 11): who may call the API and the dashboard. Without it
-// trueup serves anonymously, and only on a loopback listen (CheckExposure).
+// Auth is the auth: section: who may call the API and the dashboard. Without it trueup
+// serves every caller as an admin, and only on a loopback listen. Roles:
+// viewer reads, operator also runs commands (reconcile, sync, suspend, resume, abandon),
+// admin does everything.
 type Auth struct {
 	// Anonymous is the role of callers without credentials (viewer, operator, admin); empty:
 	// such callers get a 401 (the dashboard sends them to /login when OIDC is configured).
@@ -25,10 +27,11 @@ type Auth struct {
 
 // Token is one named bearer token.
 type Token struct {
+	// Name identifies the token in events and logs (1 to 63 letters, digits, '.', '_' or '-').
 	Name string `yaml:"name"`
 	// SHA256 is the hex SHA-256 of the token; the token itself is never stored.
 	SHA256 string `yaml:"sha256"`
-	Role   string `yaml:"role"`
+	Role   string `yaml:"role"` // one of viewer, operator, admin
 	// Namespaces the token may see and act in; omitted: every namespace ("*").
 	Namespaces []string `yaml:"namespaces"`
 }
@@ -36,11 +39,11 @@ type Token struct {
 // OIDC configures the dashboard's single sign-on (authorization code flow with PKCE). The
 // redirect URL to register at the provider is server.externalURL + "auth/callback".
 type OIDC struct {
-	// Issuer is the provider's issuer URL (its discovery document is Issuer +
+	// Issuer is the provider's issuer URL (its discovery document is issuer +
 	// /.well-known/openid-configuration); https unless the provider is on loopback.
 	Issuer       string `yaml:"issuer"`
-	ClientID     string `yaml:"clientID"`
-	ClientSecret string `yaml:"clientSecret"`
+	ClientID     string `yaml:"clientID"`     // the client id registered at the provider
+	ClientSecret string `yaml:"clientSecret"` // the client's secret (normally a ${VAR})
 	// GroupsClaim is the ID token claim holding the user's groups (default "groups"); a
 	// string or a list of strings.
 	GroupsClaim string `yaml:"groupsClaim"`
@@ -50,7 +53,7 @@ type OIDC struct {
 	// Roles map groups to roles; a user in none of them is refused.
 	Roles []GroupRole `yaml:"roles"`
 	// SessionKey signs session cookies (at least 32 characters, normally a ${VAR}). Empty:
-	// derived from ClientSecret with HKDF, so every replica with the same config accepts
+	// derived from clientSecret with HKDF, so every replica with the same config accepts
 	// the same cookies and sessions survive restarts; rotating either ends every session.
 	SessionKey string `yaml:"sessionKey"`
 	// SessionTTL is how long a session lasts at most (default 8h); never beyond the ID
@@ -60,8 +63,8 @@ type OIDC struct {
 
 // GroupRole grants a role over namespaces to the members of a group.
 type GroupRole struct {
-	Group string `yaml:"group"`
-	Role  string `yaml:"role"`
+	Group string `yaml:"group"` // a value of the groups claim
+	Role  string `yaml:"role"`  // one of viewer, operator, admin
 	// Namespaces omitted: every namespace ("*").
 	Namespaces []string `yaml:"namespaces"`
 }
@@ -184,8 +187,8 @@ func validateNamespaces(at string, ns []string, bad func(string, ...any)) {
 // TLS serves the API and dashboard over HTTPS; both files are read again when they change
 // (a renewed certificate needs no restart).
 type TLS struct {
-	CertFile string `yaml:"certFile"`
-	KeyFile  string `yaml:"keyFile"`
+	CertFile string `yaml:"certFile"` // PEM certificate chain; relative to the config's folder
+	KeyFile  string `yaml:"keyFile"`  // PEM private key; relative to the config's folder
 }
 
 func (c *Config) validateTLS(bad func(string, ...any)) {
@@ -199,7 +202,7 @@ func (c *Config) validateTLS(bad func(string, ...any)) {
 	t.CertFile, t.KeyFile = c.Path(t.CertFile), c.Path(t.KeyFile)
 }
 
-// CheckExposure is the secure default (issue 11): without an auth: section trueup serves
+// CheckExposure is the secure default: without an auth: section trueup serves
 // every caller as an anonymous admin, which is only acceptable when nobody else can reach
 // the port. It returns an error naming the fix when listen is not a loopback address and
 // auth is nil. serve calls it after the --listen flag is applied.

@@ -22,70 +22,98 @@ import (
 	"github.com/trueup-dev/trueup/internal/plaintext"
 )
 
-// Config is the whole controller configuration.
+// Config is the controller configuration file that `trueup serve --config` reads. Unknown
+// keys are errors that name their line.
 type Config struct {
-	Database  Database  `yaml:"database"`
-	DataDir   string    `yaml:"dataDir"`
-	Server    Server    `yaml:"server"`
-	Sources   []Source  `yaml:"sources"`
-	Actions   []Action  `yaml:"actions"`
+	// Database says where PostgreSQL is.
+	Database Database `yaml:"database"`
+	// DataDir holds the Git mirrors and, without database.url, the private PostgreSQL
+	// cluster; relative to the config file's folder (serve --data-dir overrides it).
+	DataDir string `yaml:"dataDir"`
+	// Server is the HTTP listener of the API, the dashboard and the webhooks.
+	Server Server `yaml:"server"`
+	// Sources are where manifests come from.
+	Sources []Source `yaml:"sources"`
+	// Actions are the action plugin instances that resource types name.
+	Actions []Action `yaml:"actions"`
+	// Reconcile tunes the workers, resync, retries and leases.
 	Reconcile Reconcile `yaml:"reconcile"`
+	// Retention bounds the history, events and notifications kept in the database.
 	Retention Retention `yaml:"retention"`
-	Log       Log       `yaml:"log"`
-	Limits    Limits    `yaml:"limits"`
-	Auth      *Auth     `yaml:"auth"`
-	// Notifications is optional (nil: nothing is sent).
+	// Log sets the level and format of the logs on standard error.
+	Log Log `yaml:"log"`
+	// Limits caps the size of one revision of a source.
+	Limits Limits `yaml:"limits"`
+	// Auth says who may use the API and the dashboard (optional: without it every caller is
+	// an admin, and only a loopback listen is allowed).
+	Auth *Auth `yaml:"auth"`
+	// Notifications tells people about failures and recoveries (optional: without it
+	// nothing is sent).
 	Notifications *Notifications `yaml:"notifications"`
-	// Tracing is optional (nil: no span is exported).
+	// Tracing exports OpenTelemetry spans (optional: without it no span is exported).
 	Tracing   *Tracing          `yaml:"tracing"`
 	BaseDir   string            `yaml:"-"` // folder of the config file; relative paths resolve against it
 	secrets   map[string]int    // expanded values that came from the environment
 	resyncSet bool              // reconcile.resyncInterval was written (0 then means off)
 	fileSums  map[string]string // content of the files each source or action names (Load), for Diff
 
-	// SecretStores is the secrets block (named so: Secrets() lists the values to scrub).
-	SecretStores Secrets `yaml:"secrets"`
+	// SecretStores is the secrets block: the stores that secretRef values in specs resolve
+	// from, and which names each source and namespace may use.
+	SecretStores Secrets `yaml:"secrets"` // not named Secrets: that is the method listing values to scrub
 	// References grants references across namespaces (none: every reference stays in its
 	// namespace).
 	References References `yaml:"references"`
 }
 
-// Database says where PostgreSQL is; an empty URL starts a private cluster under DataDir.
+// Database says where PostgreSQL is.
 type Database struct {
+	// URL is a PostgreSQL connection URL (postgres://user:password@host:5432/db), normally a
+	// ${VAR}; the environment variable TRUEUP_DATABASE_URL overrides it. Empty: trueup starts
+	// a private cluster under dataDir.
 	URL string `yaml:"url"`
 }
 
 // Server is the HTTP listener, and the process's memory.
 type Server struct {
+	// Listen is the address the API, the dashboard and the webhooks are served on
+	// (host:port). Without auth, only a loopback address is allowed.
 	Listen string `yaml:"listen"`
 	// ExternalURL is how people reach the dashboard (commit status links); default http://<listen>/.
 	ExternalURL string `yaml:"externalURL"`
-	// MemoryLimit is the Go runtime's soft memory limit: auto (a share of the container's
-	// limit, or DefaultMemoryLimit without one), off, or a size such as 512MiB. GOMEMLIMIT,
-	// when set, wins.
+	// MemoryLimit is the Go runtime's soft memory limit: auto (the default: a share of the
+	// container's memory limit, or 128MiB without one), off, or a size such as 512MiB.
+	// GOMEMLIMIT, when set, wins.
 	MemoryLimit MemoryLimit `yaml:"memoryLimit"`
 	// TLS serves HTTPS with this certificate and key (optional).
 	TLS *TLS `yaml:"tls"`
 }
 
-// Source is one manifests source: exactly one of Git or Dir.
+// Source is one manifests source: exactly one of git and dir.
 type Source struct {
-	Name    string   `yaml:"name"`
-	Git     *Git     `yaml:"git"`
-	Dir     *Dir     `yaml:"dir"`
+	// Name identifies the source (a DNS label: lowercase letters, digits and '-'); it is
+	// unique, and the webhook path /hooks/NAME uses it.
+	Name string `yaml:"name"`
+	// Git reads manifests from a Git repository.
+	Git *Git `yaml:"git"`
+	// Dir reads manifests from a local folder (development).
+	Dir *Dir `yaml:"dir"`
+	// Webhook accepts push webhooks at POST /hooks/NAME, so that a push syncs at once
+	// (optional).
 	Webhook *Webhook `yaml:"webhook"`
-	Prune   Prune    `yaml:"prune"`
+	// Prune says whether removing a manifest deletes its resource (default true).
+	Prune Prune `yaml:"prune"`
 	// CommitStatus posts trueup/<source> statuses on the forge's commits (optional).
 	CommitStatus *CommitStatus `yaml:"commitStatus"`
 	// Decryption holds the keys of the source's SOPS-encrypted manifests (optional).
 	Decryption *Decryption `yaml:"decryption"`
-	// Preview previews the source's pull (merge) requests (optional; internal/preview).
+	// Preview previews the source's pull (merge) requests (optional).
 	Preview *Preview `yaml:"preview"`
 }
 
 // Preview turns pull-request previews on for a source: its webhook then also accepts
 // pull-request events, and the result goes to the repository its commitStatus names.
 type Preview struct {
+	// Enabled turns previews on; it needs a git source, its webhook and commitStatus.
 	Enabled bool `yaml:"enabled"`
 	// PlanTimeout bounds each action's plan (default 60s).
 	PlanTimeout time.Duration `yaml:"planTimeout"`
@@ -117,11 +145,12 @@ func (s Source) PreviewEnabled() bool { return s.Preview != nil && s.Preview.Ena
 
 // CommitStatus says where to post commit statuses.
 type CommitStatus struct {
-	Provider string `yaml:"provider"` // github | gitlab | gitea
-	Token    string `yaml:"token"`
-	BaseURL  string `yaml:"baseURL"` // default https://api.github.com/ or https://gitlab.com/; gitea: https://host/api/v1/
-	Repo     string `yaml:"repo"`    // github: owner/repo; gitlab: project path or id
-	// Insecure allows the token over an http:// baseURL to another machine (internal/plaintext).
+	Provider string `yaml:"provider"` // one of github, gitlab, gitea
+	// Token is the forge's API token (normally a ${VAR}).
+	Token   string `yaml:"token"`
+	BaseURL string `yaml:"baseURL"` // default https://api.github.com/ or https://gitlab.com/; gitea: https://host/api/v1/ (required)
+	Repo    string `yaml:"repo"`    // owner/repo (github, gitea), or the project path or id (gitlab)
+	// Insecure allows the token over an http:// baseURL to another machine.
 	Insecure bool `yaml:"insecure"`
 }
 
@@ -134,9 +163,9 @@ type Prune struct {
 	MaxFraction float64 `yaml:"maxFraction"`
 	// AllowEmpty lets a revision that renders no resources delete every resource of the
 	// source (Argo CD's name), provided it still holds a manifest file (an empty .yaml): a
-	// snapshot without any manifest file never prunes (EmptySource). Without it such a revision deletes nothing and the source
-	// shows PruneSkipped. It is the consent to that one case: maxFraction, which such a
-	// revision always exceeds, does not apply to it.
+	// snapshot without any manifest file never prunes. Without it such a revision deletes
+	// nothing and the source shows PruneSkipped. It is the consent to that one case:
+	// maxFraction, which such a revision always exceeds, does not apply to it.
 	AllowEmpty bool `yaml:"allowEmpty"`
 }
 
@@ -159,23 +188,37 @@ func (s Source) PruneEnabled() bool { return s.Prune.Enabled == nil || *s.Prune.
 
 // Git is a Git repository source.
 type Git struct {
-	URL      string        `yaml:"url"`
-	Branch   string        `yaml:"branch"`
-	Tag      string        `yaml:"tag"`
-	Commit   string        `yaml:"commit"`
-	Path     string        `yaml:"path"`
+	// URL is the repository: https://, http://, ssh://, git@host:org/repo, file:// or a
+	// local path (relative to the config file's folder).
+	URL string `yaml:"url"`
+	// Branch is followed (default main); branch, tag and commit are exclusive.
+	Branch string `yaml:"branch"`
+	// Tag pins the source to a tag.
+	Tag string `yaml:"tag"`
+	// Commit pins the source to a commit.
+	Commit string `yaml:"commit"`
+	// Path is the folder of the manifests in the repository (empty: the whole repository).
+	Path string `yaml:"path"`
+	// Interval is how often the repository is polled (at least 1s); a webhook makes a push
+	// apply at once.
 	Interval time.Duration `yaml:"interval"`
-	Auth     *GitAuth      `yaml:"auth"`
-	// Insecure allows credentials over an http:// url to another machine (internal/plaintext).
+	// Auth holds the credentials to fetch with (optional).
+	Auth *GitAuth `yaml:"auth"`
+	// Insecure allows credentials over an http:// url to another machine.
 	Insecure bool `yaml:"insecure"`
 }
 
 // GitAuth holds credentials; they come from ${VAR}s or files, never from Git. At most one
-// of Password, SSHKeyFile and GitHubApp is set.
+// of password, sshKeyFile and githubApp is set.
 type GitAuth struct {
-	Username       string `yaml:"username"`
-	Password       string `yaml:"password"`
-	SSHKeyFile     string `yaml:"sshKeyFile"`
+	// Username goes with password over https (x-access-token for a GitHub token).
+	Username string `yaml:"username"`
+	// Password is a password or an access token (normally a ${VAR}).
+	Password string `yaml:"password"`
+	// SSHKeyFile is a private key for ssh URLs; relative to the config file's folder.
+	SSHKeyFile string `yaml:"sshKeyFile"`
+	// KnownHostsFile lists the host keys an ssh URL's server is checked against; relative to
+	// the config file's folder.
 	KnownHostsFile string `yaml:"knownHostsFile"`
 	// GitHubApp fetches over HTTPS with the installation tokens of a GitHub App.
 	GitHubApp *GitHubApp `yaml:"githubApp"`
@@ -183,8 +226,8 @@ type GitAuth struct {
 
 // GitHubApp identifies a GitHub App installation and its private key.
 type GitHubApp struct {
-	AppID          NumericID `yaml:"appID"`
-	InstallationID NumericID `yaml:"installationID"`
+	AppID          NumericID `yaml:"appID"`          // the App's id (a number, or a ${VAR})
+	InstallationID NumericID `yaml:"installationID"` // the installation's id (a number, or a ${VAR})
 	PrivateKeyFile string    `yaml:"privateKeyFile"` // PEM as GitHub hands it out; relative to the config's folder
 	BaseURL        string    `yaml:"baseURL"`        // REST API root; default https://api.github.com/
 	// Insecure allows the token exchange over an http:// baseURL to another machine.
@@ -212,19 +255,29 @@ func (id *NumericID) UnmarshalYAML(n *yaml.Node) error {
 
 // Dir is a local folder watched with fsnotify (development).
 type Dir struct {
-	Path     string        `yaml:"path"`
+	// Path is the folder; relative to the config file's folder.
+	Path string `yaml:"path"`
+	// Interval is how often the folder is read again besides the change notifications.
 	Interval time.Duration `yaml:"interval"`
 }
 
 // Webhook configures POST /hooks/{source}.
 type Webhook struct {
+	// Secret checks each request: GitHub and Gitea sign the body with it (X-Hub-Signature-256),
+	// GitLab sends it (X-Gitlab-Token), other senders sign (X-Trueup-Signature-256) or send
+	// it as a bearer token. Required; normally a ${VAR}.
 	Secret string `yaml:"secret"`
 }
 
-// Action is a named plugin instance; Config is handed to the plugin's factory as JSON.
+// Action is a named action plugin instance; its config is handed to the plugin's factory
+// as JSON.
 type Action struct {
-	Name   string          `yaml:"name"`
-	Type   string          `yaml:"type"`
+	// Name is how resource types name the instance; unique.
+	Name string `yaml:"name"`
+	// Type is the plugin: exec, github-actions, gitlab, http, terraform or noop.
+	Type string `yaml:"type"`
+	// Config is the plugin's own configuration, checked by the plugin (unknown keys are
+	// errors); see the action reference.
 	Config json.RawMessage `yaml:"-"`
 	raw    yaml.Node
 }
@@ -245,22 +298,30 @@ func (a *Action) UnmarshalYAML(n *yaml.Node) error {
 
 // Reconcile tunes the reconcile controller.
 type Reconcile struct {
-	Workers        int           `yaml:"workers"`
+	// Workers is how many reconciles this replica runs at once (1 to 1024).
+	Workers int `yaml:"workers"`
+	// ResyncInterval reconciles Ready resources again after this long to find drift (a
+	// type's own resyncInterval wins; 0 turns resync off).
 	ResyncInterval time.Duration `yaml:"resyncInterval"`
-	Backoff        Backoff       `yaml:"backoff"`
-	LeaseTTL       time.Duration `yaml:"leaseTTL"`
+	// Backoff is the delay before a failed reconcile is tried again.
+	Backoff Backoff `yaml:"backoff"`
+	// LeaseTTL is how long the reconcile, source and maintenance leases last without
+	// renewal (at least 1s); they are renewed every third of it.
+	LeaseTTL time.Duration `yaml:"leaseTTL"`
 }
 
 // Backoff is the retry delay after failures: initial, doubling up to max, with jitter.
 type Backoff struct {
-	Initial time.Duration `yaml:"initial"`
-	Max     time.Duration `yaml:"max"`
+	Initial time.Duration `yaml:"initial"` // the delay after the first failure
+	Max     time.Duration `yaml:"max"`     // the longest delay; not below initial
 }
 
 // Retention bounds what history and events keep; the maintenance loop enforces it.
 type Retention struct {
+	// History bounds the reconcile attempts kept per resource.
 	History RetentionRule `yaml:"history"`
-	Events  RetentionRule `yaml:"events"`
+	// Events bounds the events kept.
+	Events RetentionRule `yaml:"events"`
 	// Notifications: how long finished notifications stay in the outbox.
 	Notifications OutboxRetention `yaml:"notifications"`
 }
@@ -268,30 +329,29 @@ type Retention struct {
 // OutboxRetention is how long sent and dead notifications are kept after they finished
 // (defaults 7 and 30 days).
 type OutboxRetention struct {
-	Sent time.Duration `yaml:"sent"`
-	Dead time.Duration `yaml:"dead"`
+	Sent time.Duration `yaml:"sent"` // delivered notifications
+	Dead time.Duration `yaml:"dead"` // notifications given up after maxAttempts
 }
 
-// RetentionRule drops rows older than MaxAge, and beyond MaxPerResource per resource.
+// RetentionRule drops rows older than maxAge, and beyond maxPerResource per resource.
 type RetentionRule struct {
-	MaxAge         time.Duration `yaml:"maxAge"`
-	MaxPerResource int           `yaml:"maxPerResource"`
+	MaxAge         time.Duration `yaml:"maxAge"`         // rows older than this are dropped
+	MaxPerResource int           `yaml:"maxPerResource"` // only the newest this many per resource are kept
 }
 
 // Limits caps what one revision of a source may hold; a revision over a cap is rejected
-// (nothing of it applied). Zero takes the loader's default (manifest.DefaultMaxFiles,
-// DefaultMaxDocuments, DefaultMaxResources: 200000, 250000, 200000). The size of one file
-// (1 MiB) and of one decoded document (1 MiB, YAML aliases expanded) are fixed.
+// (nothing of it applied). Zero takes the default. The size of one file (1 MiB) and of one
+// decoded document (1 MiB, YAML aliases expanded) are fixed.
 type Limits struct {
-	MaxFiles     int `yaml:"maxFiles"`
-	MaxDocuments int `yaml:"maxDocuments"`
-	MaxResources int `yaml:"maxResources"`
+	MaxFiles     int `yaml:"maxFiles"`     // manifest files per revision (default 200000)
+	MaxDocuments int `yaml:"maxDocuments"` // YAML documents per revision (default 250000)
+	MaxResources int `yaml:"maxResources"` // resources per revision (default 200000)
 }
 
-// Log configures log/slog.
+// Log configures the logs trueup writes to standard error.
 type Log struct {
-	Level  string `yaml:"level"`  // debug, info, warn, error
-	Format string `yaml:"format"` // text, json
+	Level  string `yaml:"level"`  // one of debug, info, warn, error
+	Format string `yaml:"format"` // one of text, json
 }
 
 // Defaults.

@@ -7,14 +7,14 @@ import (
 
 // Decryption holds the keys a source decrypts its SOPS-encrypted manifests with.
 type Decryption struct {
-	Age *AgeKeys `yaml:"age"`
+	Age *AgeKeys `yaml:"age"` // required
 }
 
 // AgeKeys are age identities (AGE-SECRET-KEY-1… lines, as age-keygen writes them): from a
-// file, or inline from a ${VAR}. Exactly one of KeyFile and Keys.
+// file, or inline from a ${VAR}. Exactly one of keyFile and keys.
 type AgeKeys struct {
-	KeyFile string `yaml:"keyFile"` // relative to the config's folder
-	Keys    string `yaml:"keys"`
+	KeyFile string `yaml:"keyFile"` // relative to the config's folder; not readable by others (mode 600)
+	Keys    string `yaml:"keys"`    // the identities themselves (normally a ${VAR})
 }
 
 func validateDecryption(at string, d *Decryption, bad func(string, ...any)) {

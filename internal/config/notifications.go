@@ -13,11 +13,13 @@ import (
 	"github.com/trueup-dev/trueup/internal/plaintext"
 )
 
-// Notifications says who hears about failures, recoveries and rejected revisions, and how
-// (internal/notify decides what is told; internal/notifier delivers it).
+// Notifications says who hears about failures, recoveries and rejected revisions, and how.
+// Each message is tried again after a provider error, up to maxAttempts.
 type Notifications struct {
+	// Providers are where messages go.
 	Providers []NotifyProvider `yaml:"providers"`
-	Rules     []NotifyRule     `yaml:"rules"`
+	// Rules select the events each provider is told about.
+	Rules []NotifyRule `yaml:"rules"`
 	// MaxAttempts is how many times one notification is tried before it is dead (default 5).
 	MaxAttempts int `yaml:"maxAttempts"`
 	// GroupWindow: events of one rule, event and revision that arrive within it go out as one
@@ -30,40 +32,48 @@ type Notifications struct {
 
 // NotifyProvider is one destination.
 type NotifyProvider struct {
+	// Name is how rules name the provider; unique.
 	Name string `yaml:"name"`
-	Type string `yaml:"type"` // slack, msteams, webhook, email
-	URL  string `yaml:"url"`
+	Type string `yaml:"type"` // one of slack, msteams, webhook, email
+	// URL is the slack or msteams incoming webhook, or the webhook provider's endpoint (a
+	// credential: normally a ${VAR}).
+	URL string `yaml:"url"`
 	// Secret signs webhook bodies (X-Trueup-Signature-256, as the http action).
 	Secret string   `yaml:"secret"`
-	SMTP   *SMTP    `yaml:"smtp"`
-	From   string   `yaml:"from"`
-	To     []string `yaml:"to"`
+	SMTP   *SMTP    `yaml:"smtp"` // the email provider's server
+	From   string   `yaml:"from"` // email: the sender address
+	To     []string `yaml:"to"`   // email: the recipients (at least one)
 	// Timeout bounds one delivery (default 10s).
 	Timeout time.Duration `yaml:"timeout"`
 	// Insecure allows an http:// slack or msteams URL to another machine (the URL is the
-	// credential; internal/plaintext).
+	// credential).
 	Insecure bool `yaml:"insecure"`
 }
 
 // SMTP is an email provider's server; STARTTLS is required unless insecure is set (tests).
 type SMTP struct {
-	Host     string `yaml:"host"`
-	Port     int    `yaml:"port"`
-	Username string `yaml:"username"`
-	Password string `yaml:"password"`
-	Insecure bool   `yaml:"insecure"`
+	Host     string `yaml:"host"`     // required
+	Port     int    `yaml:"port"`     // the server's port
+	Username string `yaml:"username"` // for SMTP authentication
+	Password string `yaml:"password"` // normally a ${VAR}
+	Insecure bool   `yaml:"insecure"` // allows a server without STARTTLS
 }
 
 // NotifyRule sends the events it selects to its providers. Empty selectors match all.
 type NotifyRule struct {
-	Name       string   `yaml:"name"`
-	Providers  []string `yaml:"providers"`
+	Name      string   `yaml:"name"`      // unique
+	Providers []string `yaml:"providers"` // the providers' names (at least one)
+	// Events: Failed, Stalled, Recovered, Deleted, Abandoned, Drifted, SourceRejected or
+	// PruneSkipped.
 	Events     []string `yaml:"events"`
-	Sources    []string `yaml:"sources"`
-	Namespaces []string `yaml:"namespaces"`
-	Kinds      []string `yaml:"kinds"`
-	Selector   string   `yaml:"selector"`
-	// Template is a Go text/template for the message text (fields of notify.Message).
+	Sources    []string `yaml:"sources"`    // source names
+	Namespaces []string `yaml:"namespaces"` // namespace names
+	Kinds      []string `yaml:"kinds"`      // resource kinds
+	// Selector is a label selector (k=v, k!=v, k, !k, k in (a,b), k notin (a,b)).
+	Selector string `yaml:"selector"`
+	// Template is a Go text/template for the message text, over the message's fields
+	// (.Title .Event .Resource .Namespace .Kind .Name .Source .Phase .Message .Revision .URL
+	// and others).
 	Template string `yaml:"template"`
 }
 

@@ -10,32 +10,31 @@ import (
 // (`${{ Kind/namespace/name.outputs.x }}`) or dependsOn entry naming a resource of another
 // namespace. Without a grant such a reference is refused at ingest (the revision is
 // rejected) and, when a grant is removed later, the dependent stalls at reconcile. The
-// decision is internal/crossref's. The block is read on every ingest and every reconcile,
-// so a reload applies it at once.
+// block is read on every ingest and every reconcile, so a reload applies it at once.
 type References struct {
 	// Expose lists the grants; a reference is allowed when an entry matches its target's
 	// namespace and kind, each output it reads, and the referring namespace.
 	Expose []ReferenceExpose `yaml:"expose"`
 }
 
-// ReferenceExpose lets resources in the namespaces of To read the Outputs of resources of
-// Kinds in Namespace (and name them in dependsOn). Every field is required and holds exact
-// values or path.Match globs; "*" must be written to allow every kind or output, and
+// ReferenceExpose lets resources in the namespaces of to read the outputs of resources of
+// kinds in namespace (and name them in dependsOn). Every field is required and holds exact
+// values or globs (path.Match); "*" must be written to allow every kind or output, and
 // `outputs: []` allows dependsOn only (ordering, no value). A namespace or kind pattern is
 // matched against the whole name. An output entry is matched segment by segment (split on
 // "."): it allows a referenced output path (db.host) whose leading segments it matches, a glob
 // staying within its segment (db* allows dbx.host, not db.password; db allows db.host);
 // kinds compare case-insensitively.
 type ReferenceExpose struct {
-	Namespace string        `yaml:"namespace"`
-	Kinds     []string      `yaml:"kinds"`
-	Outputs   []string      `yaml:"outputs"`
-	To        []ReferenceTo `yaml:"to"`
+	Namespace string        `yaml:"namespace"` // the namespace of the resources referred to
+	Kinds     []string      `yaml:"kinds"`     // their kinds
+	Outputs   []string      `yaml:"outputs"`   // the outputs that may be read ([]: dependsOn only)
+	To        []ReferenceTo `yaml:"to"`        // the namespaces that may refer to them
 }
 
 // ReferenceTo names the namespace (or glob) a grant is given to.
 type ReferenceTo struct {
-	Namespace string `yaml:"namespace"`
+	Namespace string `yaml:"namespace"` // a namespace name or glob
 }
 
 // validateReferences checks the references block.

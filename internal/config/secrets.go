@@ -13,38 +13,40 @@ import (
 )
 
 // Secrets declares the controller-side secret stores that a spec's
-// `{secretRef: {name, key}}` resolves from (issue 10, point 2), and which names each source
+// `{secretRef: {name, key}}` resolves from, and which names each source
 // and namespace may use. Manifests only name a secret; the stores, their credentials and the
-// allowlist live here, in the trusted file. Resolution is internal/secrets.
+// allowlist live here, in the trusted file.
 type Secrets struct {
+	// Stores are where secret values are read from.
 	Stores []SecretStore `yaml:"stores"`
 	// Expose is the allowlist, read in order: the first entry matching (name, source,
 	// namespace) decides the store; no match means the name is not exposed there.
 	Expose []SecretExpose `yaml:"expose"`
 }
 
-// SecretStore is one store; Type says which of its fields apply.
+// SecretStore is one store; type says which of its fields apply.
 type SecretStore struct {
-	Name string `yaml:"name"`
-	Type string `yaml:"type"` // env | file | vault
+	Name string `yaml:"name"` // how expose entries name the store; unique
+	Type string `yaml:"type"` // one of env, file, vault
 	// Prefix (env): only variables starting with it are reachable.
 	Prefix string `yaml:"prefix"`
 	// Dir (file): the folder of NAME/KEY files; relative to the config's folder.
 	Dir   string       `yaml:"dir"`
-	Vault *VaultConfig `yaml:"vault"`
+	Vault *VaultConfig `yaml:"vault"` // (vault) where the Vault server is and how to log in
 }
 
 // VaultConfig reaches a HashiCorp Vault KV v2 engine with a token or AppRole.
 type VaultConfig struct {
-	Address    string `yaml:"address"`
+	Address    string `yaml:"address"`    // the server's URL (https://vault.example.com:8200)
 	Namespace  string `yaml:"namespace"`  // X-Vault-Namespace (Enterprise / HCP); optional
 	Mount      string `yaml:"mount"`      // KV v2 mount; default "secret"
 	PathPrefix string `yaml:"pathPrefix"` // prepended to the secret name: pathPrefix + NAME
-	// Token authenticates directly; exclusive with AppRole.
-	Token   string   `yaml:"token"`
+	// Token authenticates directly (normally a ${VAR}); exclusive with approle.
+	Token string `yaml:"token"`
+	// AppRole logs in with an AppRole instead of a token.
 	AppRole *AppRole `yaml:"approle"`
 	CAFile  string   `yaml:"caFile"` // PEM bundle trusted for the address; relative to the config's folder
-	// Insecure allows the token over an http:// address to another machine (internal/plaintext).
+	// Insecure allows the token over an http:// address to another machine.
 	Insecure bool          `yaml:"insecure"`
 	Timeout  time.Duration `yaml:"timeout"` // per request; default 10s
 	// CacheTTL keeps a read secret in memory (never on disk) this long; default 30s, 0s off.
@@ -53,19 +55,19 @@ type VaultConfig struct {
 
 // AppRole logs in at auth/{mount}/login; the client token is renewed by logging in again.
 type AppRole struct {
-	RoleID   string `yaml:"roleID"`
-	SecretID string `yaml:"secretID"`
-	Mount    string `yaml:"mount"` // default "approle"
+	RoleID   string `yaml:"roleID"`   // required
+	SecretID string `yaml:"secretID"` // required; normally a ${VAR}
+	Mount    string `yaml:"mount"`    // default "approle"
 }
 
-// SecretExpose allows names matching Names, referenced from sources matching Sources and
-// namespaces matching Namespaces, to resolve from Store. Every list is required and holds
-// exact values or path.Match globs; "*" must be written to allow everything.
+// SecretExpose allows names matching names, referenced from sources matching sources and
+// namespaces matching namespaces, to resolve from store. Every list is required and holds
+// exact values or globs (path.Match); "*" must be written to allow everything.
 type SecretExpose struct {
-	Store      string   `yaml:"store"`
-	Names      []string `yaml:"names"`
-	Sources    []string `yaml:"sources"`
-	Namespaces []string `yaml:"namespaces"`
+	Store      string   `yaml:"store"`      // the store's name
+	Names      []string `yaml:"names"`      // secret names a secretRef may use
+	Sources    []string `yaml:"sources"`    // sources whose manifests may use them
+	Namespaces []string `yaml:"namespaces"` // namespaces whose resources may use them
 }
 
 // Secret store defaults.

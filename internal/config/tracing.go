@@ -11,19 +11,19 @@ import (
 	"github.com/trueup-dev/trueup/internal/plaintext"
 )
 
-// Tracing exports OpenTelemetry spans of syncs and reconciles over OTLP (internal/tracing).
+// Tracing exports OpenTelemetry spans of syncs and reconciles over OTLP.
 // Absent, nothing is exported and no span is recorded.
 type Tracing struct {
 	// Endpoint is the collector's base URL, as OTEL_EXPORTER_OTLP_ENDPOINT: /v1/traces is
 	// appended to its path (http://h:4318 → http://h:4318/v1/traces, https://h/otlp →
 	// https://h/otlp/v1/traces), unless the path already ends with /v1/traces. No query or
-	// fragment: the exporter would drop them (keys go in Headers).
+	// fragment: the exporter would drop them (keys go in headers).
 	Endpoint string `yaml:"endpoint"`
 	// Protocol is http/protobuf, the only one supported (the default).
 	Protocol string `yaml:"protocol"`
 	// Headers go with every export (an API key, say); their values are scrubbed from logs.
 	Headers map[string]string `yaml:"headers"`
-	// Insecure allows headers over an http:// endpoint to another machine (internal/plaintext).
+	// Insecure allows headers over an http:// endpoint to another machine.
 	Insecure bool `yaml:"insecure"`
 	// SampleRatio is the share of syncs and reconciles traced, 0..1 (unset: OTEL_TRACES_SAMPLER
 	// when set, else every one).

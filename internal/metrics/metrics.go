@@ -34,6 +34,8 @@ type Metrics struct {
 	notifyRetries     *prometheus.CounterVec
 	configReloads     *prometheus.CounterVec
 	configReloadOK    prometheus.Gauge
+
+	collectors []prometheus.Collector // what reg holds, in registration order
 }
 
 // QueueStats is read at scrape time.
@@ -103,22 +105,27 @@ func New(opts Options) *Metrics {
 	m.configReloadOK = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "trueup_config_last_reload_success_timestamp_seconds", Help: "Unix time the running config was loaded (at start, or by the last successful reload).",
 	})
-	m.reg.MustRegister(m.configReloads, m.configReloadOK, m.reconcileDuration, m.reconcileTotal, m.resultWriteWait, m.interrupted, m.failovers, m.actionCalls, m.syncDuration, m.lastSyncSuccess,
+	m.collectors = []prometheus.Collector{m.configReloads, m.configReloadOK, m.reconcileDuration, m.reconcileTotal, m.resultWriteWait, m.interrupted, m.failovers, m.actionCalls, m.syncDuration, m.lastSyncSuccess,
 		m.revisionInfo, m.webhookRequests, m.notifications, m.notifyRetries,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
 	if opts.Queue != nil {
-		m.reg.MustRegister(&queueCollector{read: opts.Queue, log: opts.Logger})
+		m.collectors = append(m.collectors, &queueCollector{read: opts.Queue, log: opts.Logger})
 	}
 	if opts.RateLimits != nil {
-		m.reg.MustRegister(&rateCollector{read: opts.RateLimits})
+		m.collectors = append(m.collectors, &rateCollector{read: opts.RateLimits})
 	}
 	if read := opts.SpansDropped; read != nil {
-		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		m.collectors = append(m.collectors, prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "trueup_trace_spans_dropped_total", Help: "Sampled trace spans dropped because the export queue (OTEL_BSP_MAX_QUEUE_SIZE) was full: their traces are incomplete or missing.",
 		}, func() float64 { return float64(read()) }))
 	}
+	m.reg.MustRegister(m.collectors...)
 	return m
 }
+
+// Collectors returns every collector the registry holds; the metrics reference page
+// (docs/reference/metrics.md) is generated from their descriptions.
+func (m *Metrics) Collectors() []prometheus.Collector { return m.collectors }
 
 // Handler serves the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {
