@@ -38,14 +38,14 @@ example-terraform: postgres terraform build
 		RUN_NAME="make example-terraform" FALLBACK_DIR=/var/lib/trueup/example-terraform ./.ci/run-data-dir.sh)
 
 ## test: the whole suite against a real PostgreSQL (private cluster, or TRUEUP_TEST_DATABASE_URL)
-test: postgres chromium terraform
+test: cc postgres chromium terraform
 	PATH="$$PATH:$$($(GO) env GOPATH)/bin" $(GO) test -race -count=1 -timeout 20m ./...
 
 ## smoke: start what `make run` starts, wait until every example resource is Ready (but the one that fails on purpose), print them, stop
 smoke: postgres build
 	TRUEUP_SMOKE_BIN=$(CURDIR)/$(BIN) $(GO) test -tags smoke -count=1 -run TestSmoke -v -timeout 5m ./cmd/trueup/
 
-## docs-check: README.md and docs/ alone: relative links and anchors resolve, mkdocs.yml's nav lists
+## docs-check: every tracked Markdown file: relative links and anchors resolve, mkdocs.yml's nav lists
 ## every page, README.md stays within 200 lines, no review labels or history words (make test runs it too)
 docs-check:
 	$(GO) test -count=1 -run TestRepositoryDocs ./internal/doccheck/
@@ -94,6 +94,11 @@ docs:
 REDOCLY ?= @redocly/cli@2.77.0
 openapi-lint:
 	npx --yes $(REDOCLY) lint internal/server/openapi.json --format=stylish
+
+## cc: a C compiler for `go test -race` (cgo) when missing (apt-get as root, else print the command)
+.PHONY: cc
+cc:
+	@GO=$(GO) ./.ci/ensure-cc.sh
 
 ## postgres: install PostgreSQL server binaries when missing (apt-get as root, else print the command)
 postgres:

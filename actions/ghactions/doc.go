@@ -6,7 +6,7 @@
 //
 // # Controller config
 //
-// An instance in the controller config (DESIGN §5), authenticated with a token:
+// An instance in the controller config (docs/reference/config.md), authenticated with a token:
 //
 //	actions:
 //	  - name: gha-infra

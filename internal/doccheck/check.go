@@ -29,16 +29,32 @@ func (p Problem) String() string {
 	return fmt.Sprintf("%s:%d: %s", p.File, p.Line, p.Msg)
 }
 
-// Check applies every rule to the repository in fsys (its root): relative links of README.md
-// and docs/**/*.md resolve to existing files and anchors, mkdocs.yml's nav names existing
-// pages and every page, README.md is at most MaxReadmeLines lines, every code block is
-// closed, and no page carries a forbidden phrase. Problems come sorted by file and line.
+// Check applies every rule to the repository in fsys (its root) and every Markdown file in it
+// (MarkdownFiles). Problems come sorted by file and line.
 func Check(fsys fs.FS) ([]Problem, error) {
-	pages, err := markdownFiles(fsys)
+	pages, err := MarkdownFiles(fsys)
 	if err != nil {
 		return nil, err
 	}
-	var probs []Problem
+	return CheckFiles(fsys, pages)
+}
+
+// CheckFiles applies every rule to the Markdown files pages of the repository in fsys:
+// relative links resolve to existing files and anchors, a page of mkdocs.yml's docs_dir links
+// only inside docs_dir or to a URL (the site serves docs_dir alone), mkdocs.yml's nav names
+// existing pages and every page of docs_dir, README.md is at most MaxReadmeLines lines, every
+// code block is closed, and no page carries a forbidden phrase. Problems come sorted by file
+// and line.
+func CheckFiles(fsys fs.FS, pages []string) ([]Problem, error) {
+	site, navProbs, err := readSite(fsys)
+	if err != nil {
+		return nil, err
+	}
+	probs := navProbs
+	docsDir := "docs"
+	if site != nil {
+		docsDir = site.DocsDir
+	}
 	texts := map[string]string{}
 	read := func(name string) (string, error) {
 		if t, ok := texts[name]; ok {
@@ -72,15 +88,12 @@ func Check(fsys fs.FS) ([]Problem, error) {
 			if IsExternal(l.Target) {
 				continue
 			}
-			probs = append(probs, checkLink(fsys, page, l, read)...)
+			probs = append(probs, checkLink(fsys, docsDir, page, l, read)...)
 		}
 	}
-
-	navProbs, err := checkNav(fsys, pages)
-	if err != nil {
-		return nil, err
+	if site != nil {
+		probs = append(probs, checkNav(fsys, *site, pages)...)
 	}
-	probs = append(probs, navProbs...)
 	sort.SliceStable(probs, func(i, j int) bool {
 		if probs[i].File != probs[j].File {
 			return probs[i].File < probs[j].File
@@ -90,10 +103,13 @@ func Check(fsys fs.FS) ([]Problem, error) {
 	return probs, nil
 }
 
-func checkLink(fsys fs.FS, page string, l Link, read func(string) (string, error)) []Problem {
+func checkLink(fsys fs.FS, docsDir, page string, l Link, read func(string) (string, error)) []Problem {
 	t, err := Resolve(page, l.Target)
 	if err != nil {
 		return []Problem{{File: page, Line: l.Line, Msg: "link " + err.Error()}}
+	}
+	if inDir(page, docsDir) && !inDir(t.File, docsDir) {
+		return []Problem{{File: page, Line: l.Line, Msg: fmt.Sprintf("link %s leaves %s/, which the site serves alone: link a page of %s/ or a full URL", l.Target, docsDir, docsDir)}}
 	}
 	info, err := fs.Stat(fsys, t.File)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -115,18 +131,29 @@ func checkLink(fsys fs.FS, page string, l Link, read func(string) (string, error
 	return nil
 }
 
-func checkNav(fsys fs.FS, pages []string) ([]Problem, error) {
+// readSite reads mkdocs.yml. Without one, or with one that cannot be read, the site is the
+// default (docs_dir "docs") and the problem is returned; site is nil when there is no nav to check.
+func readSite(fsys fs.FS) (*Site, []Problem, error) {
 	src, err := fs.ReadFile(fsys, "mkdocs.yml")
 	if errors.Is(err, fs.ErrNotExist) {
-		return []Problem{{File: "mkdocs.yml", Msg: "missing: the site's nav lists every page of docs/"}}, nil
+		return nil, []Problem{{File: "mkdocs.yml", Msg: "missing: the site's nav lists every page of docs/"}}, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	site, err := ParseMkdocs(src)
 	if err != nil {
-		return []Problem{{File: "mkdocs.yml", Msg: err.Error()}}, nil
+		return nil, []Problem{{File: "mkdocs.yml", Msg: err.Error()}}, nil
 	}
+	return &site, nil, nil
+}
+
+// inDir reports whether the slash-separated path p is dir or inside it.
+func inDir(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+func checkNav(fsys fs.FS, site Site, pages []string) []Problem {
 	var probs []Problem
 	listed := map[string]bool{}
 	for _, e := range site.Nav {
@@ -147,24 +174,21 @@ func checkNav(fsys fs.FS, pages []string) ([]Problem, error) {
 			probs = append(probs, Problem{File: page, Msg: "not in the nav of mkdocs.yml"})
 		}
 	}
-	return probs, nil
+	return probs
 }
 
-// markdownFiles returns README.md (when present), then every .md file under docs/ in
-// lexical order (WalkDir's).
-func markdownFiles(fsys fs.FS) ([]string, error) {
+// MarkdownFiles returns every .md file of the repository in fsys in lexical order (WalkDir's),
+// but those Checked leaves out and those in hidden folders (.git, a `make run` data folder).
+func MarkdownFiles(fsys fs.FS) ([]string, error) {
 	var files []string
-	if _, err := fs.Stat(fsys, "README.md"); err == nil {
-		files = append(files, "README.md")
-	}
-	err := fs.WalkDir(fsys, "docs", func(p string, d fs.DirEntry, err error) error {
-		if errors.Is(err, fs.ErrNotExist) && p == "docs" {
-			return fs.SkipDir
-		}
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if !d.IsDir() && strings.HasSuffix(p, ".md") {
+		if d.IsDir() && p != "." && strings.HasPrefix(d.Name(), ".") {
+			return fs.SkipDir
+		}
+		if !d.IsDir() && Checked(p) {
 			files = append(files, p)
 		}
 		return nil
@@ -173,6 +197,21 @@ func markdownFiles(fsys fs.FS) ([]string, error) {
 		return nil, err
 	}
 	return files, nil
+}
+
+// Checked reports whether the file p (slash-separated, from the repository root) is a page the
+// checks apply to: a .md file outside testdata/ (test inputs, not documentation) and
+// node_modules/.
+func Checked(p string) bool {
+	if !strings.HasSuffix(p, ".md") {
+		return false
+	}
+	for _, dir := range strings.Split(path.Dir(p), "/") {
+		if dir == "testdata" || dir == "node_modules" {
+			return false
+		}
+	}
+	return true
 }
 
 // countLines counts lines as an editor does: a final newline ends the last line.

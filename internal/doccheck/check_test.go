@@ -2,8 +2,10 @@ package doccheck
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -24,6 +26,10 @@ func TestCheck(t *testing.T) {
 		"docs/screenshots/a.png":   file("png"),
 		"docs/screenshots/note.md": file("# not a page\n"),
 		"examples/x.txt":           file("x"),
+		"deploy/x/README.md":       file("# X\n[doc](../../docs/index.md#home) [gone](gone.md)\n"),
+		"internal/testdata/a.md":   file("[gone](gone.md) as before\n"),
+		"node_modules/m/README.md": file("[gone](gone.md)\n"),
+		".trueup/notes.md":         file("[gone](gone.md)\n"),
 		"mkdocs.yml":               file("site_name: t\nnav:\n  - Home: index.md\n  - Concepts:\n      - concepts/a.md\n      - concepts/b.md\n  - Again: index.md\n"),
 	}
 	probs, err := Check(fsys)
@@ -38,8 +44,10 @@ func TestCheck(t *testing.T) {
 		"README.md:2: link docs/gone.md: no such file docs/gone.md",
 		"README.md:3: link docs/index.md#nowhere: docs/index.md has no heading with anchor #nowhere",
 		`README.md:5: "as before": history: say what it does`,
+		"deploy/x/README.md:2: link gone.md: no such file deploy/x/gone.md",
 		"docs/concepts/a.md:2: link ../../../x.md leaves the repository",
 		"docs/concepts/a.md:3: code block opened here is never closed",
+		"docs/index.md:3: link ../README.md#trueup leaves docs/, which the site serves alone: link a page of docs/ or a full URL",
 		"docs/index.md:3: link #nope: docs/index.md has no heading with anchor #nope",
 		"docs/orphan.md: not in the nav of mkdocs.yml",
 		"mkdocs.yml:6: nav entry concepts/b.md: no such file docs/concepts/b.md",
@@ -48,8 +56,64 @@ func TestCheck(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Check problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if probs[0].Missing != "docs/gone.md" || probs[7].Missing != "docs/concepts/b.md" || probs[1].Missing != "" {
-		t.Errorf("Missing fields = %q, %q, %q", probs[0].Missing, probs[7].Missing, probs[1].Missing)
+	if probs[0].Missing != "docs/gone.md" || probs[9].Missing != "docs/concepts/b.md" || probs[1].Missing != "" {
+		t.Errorf("Missing fields = %q, %q, %q", probs[0].Missing, probs[9].Missing, probs[1].Missing)
+	}
+}
+
+// TestDocsDirLinks: mkdocs serves docs_dir alone, so a page in it links only inside it or to
+// a URL; pages outside it may link anywhere in the repository.
+func TestDocsDirLinks(t *testing.T) {
+	t.Parallel()
+	nav := file("docs_dir: site\nnav: [index.md, guides/a.md]\n")
+	for _, tt := range []struct {
+		page, link string
+		ok         bool
+	}{
+		{"site/index.md", "guides/a.md#a", true},
+		{"site/guides/a.md", "../index.md", true},
+		{"site/guides/a.md", "../img/", true},
+		{"site/index.md", "https://github.com/trueup-dev/trueup/blob/main/README.md", true},
+		{"site/index.md", "../README.md", false},
+		{"site/guides/a.md", "../../README.md#a", false},
+		{"site/index.md", "/README.md", false},
+		{"site/index.md", "../examples/", false},
+		{"README.md", "site/index.md", true},
+		{"deploy/README.md", "../examples/", true},
+	} {
+		fsys := fstest.MapFS{
+			"README.md":        file("# A\n"),
+			"deploy/README.md": file("# D\n"),
+			"examples/x.yaml":  file("x"),
+			"site/index.md":    file("# I\n"),
+			"site/img/a.png":   file("png"),
+			"site/guides/a.md": file("# A\n"),
+			"mkdocs.yml":       nav,
+		}
+		fsys[tt.page] = file("# A\n[x](" + tt.link + ")\n")
+		probs, err := Check(fsys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := len(probs) == 0; got != tt.ok {
+			t.Errorf("%s linking %s: problems %v, want ok=%v", tt.page, tt.link, probs, tt.ok)
+		}
+		if !tt.ok && (len(probs) != 1 || !strings.Contains(probs[0].Msg, "leaves site/, which the site serves alone")) {
+			t.Errorf("%s linking %s: problems %v, want one saying it leaves site/", tt.page, tt.link, probs)
+		}
+	}
+}
+
+func TestMarkdownFilesChecked(t *testing.T) {
+	t.Parallel()
+	for p, want := range map[string]bool{
+		"README.md": true, "docs/a.md": true, "examples/terraform/README.md": true,
+		"internal/manifest/testdata/valid/README.md": false, "testdata/a.md": false,
+		"web/node_modules/x/README.md": false, "docs/a.png": false, "docs/a.mdx": false,
+	} {
+		if got := Checked(p); got != want {
+			t.Errorf("Checked(%q) = %v, want %v", p, got, want)
+		}
 	}
 }
 
@@ -103,12 +167,25 @@ func TestCountLines(t *testing.T) {
 	}
 }
 
-// TestRepositoryDocs checks this repository's README.md, docs/ and mkdocs.yml (make
-// docs-check runs it alone).
+// TestRepositoryDocs checks every Markdown file Git tracks in this repository (but test
+// inputs) and mkdocs.yml (make docs-check runs it alone).
 func TestRepositoryDocs(t *testing.T) {
 	t.Parallel()
 	root := repositoryRoot(t)
-	probs, err := Check(os.DirFS(root))
+	out, err := exec.Command("git", "-C", root, "ls-files", "-z", "--", "*.md").Output()
+	if err != nil {
+		t.Fatalf("git ls-files: %v", err)
+	}
+	var pages []string
+	for _, p := range strings.Split(string(out), "\x00") {
+		if Checked(p) {
+			pages = append(pages, p)
+		}
+	}
+	if !slices.Contains(pages, "README.md") || !slices.Contains(pages, "docs/index.md") {
+		t.Fatalf("git ls-files lists %d pages, not README.md and docs/index.md", len(pages))
+	}
+	probs, err := CheckFiles(os.DirFS(root), pages)
 	if err != nil {
 		t.Fatal(err)
 	}

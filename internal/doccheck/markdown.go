@@ -26,12 +26,15 @@ type Heading struct {
 var (
 	// [text](target) and ![alt](target), with an optional "title"; <target> allows spaces.
 	inlineLink = regexp.MustCompile(`\]\(\s*(<[^>]*>|[^()\s]+)(?:\s+(?:"[^"]*"|'[^']*'))?\s*\)`)
-	// [id]: target at the start of a line: a reference definition.
-	refDef      = regexp.MustCompile(`^ {0,3}\[[^\]]+\]:\s*(<[^>]*>|\S+)`)
+	// [id]: target at the start of a line: a reference definition; [^1]: is a footnote.
+	refDef      = regexp.MustCompile(`^ {0,3}\[[^\]^][^\]]*\]:\s*(<[^>]*>|\S+)`)
 	atxHeading  = regexp.MustCompile(`^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$`)
 	setextUnder = regexp.MustCompile(`^ {0,3}(=+|-+)[ \t]*$`)
 	htmlAnchor  = regexp.MustCompile(`<a\s[^>]*\b(?:id|name)\s*=\s*"([^"]+)"`)
-	fence       = regexp.MustCompile("^ {0,3}(```+|~~~+)")
+	fence       = regexp.MustCompile("^( *)(```+|~~~+)")
+	// A list item's marker and the spaces after it: its content starts after them.
+	listItem = regexp.MustCompile(`^( *)([-*+]|[0-9]{1,9}[.)])( {1,4}|$)`)
+	tableRow = regexp.MustCompile(`^ *\|`)
 )
 
 // proseLines returns each line of a Markdown document with fenced code blocks blanked and
@@ -50,19 +53,38 @@ func UnclosedFence(src string) int {
 }
 
 // scan blanks fenced code and strips code spans (proseLines) and reports where a fence left
-// open at the end of the document was opened (0: none).
+// open at the end of the document was opened (0: none). A fence may be indented by up to three
+// spaces, or up to three more than the content of the list item it is in.
 func scan(src string) (prose []string, unclosed int) {
 	lines := strings.Split(strings.ReplaceAll(src, "\r\n", "\n"), "\n")
 	out := make([]string, len(lines))
-	var open string // the fence that opened the current code block, "" outside one
+	var open string  // the fence that opened the current code block, "" outside one
+	listIndent := -1 // where the content of the current list item starts, -1 outside a list
+	blankBefore := false
 	for i, l := range lines {
-		if m := fence.FindStringSubmatch(l); m != nil {
-			marker := m[1]
+		blank := strings.TrimSpace(l) == ""
+		if open == "" && !blank {
+			if m := listItem.FindStringSubmatch(l); m != nil {
+				listIndent = len(m[0])
+				if m[3] == "" || len(m[3]) == 4 && len(l) > len(m[0]) && l[len(m[0])] == ' ' { // "-" alone, or indented code after it
+					listIndent = len(m[1]) + len(m[2]) + 1
+				}
+			} else if blankBefore && indentOf(l) < listIndent {
+				listIndent = -1
+			}
+		}
+		if !blank {
+			blankBefore = false
+		} else if open == "" {
+			blankBefore = true
+		}
+		if m := fence.FindStringSubmatch(l); m != nil && len(m[1]) <= max(3, listIndent+3) {
+			marker := m[2]
 			switch {
 			case open == "":
 				open, unclosed = marker, i+1
 				continue
-			case marker[0] == open[0] && len(marker) >= len(open) && strings.TrimSpace(l[strings.Index(l, marker)+len(marker):]) == "":
+			case marker[0] == open[0] && len(marker) >= len(open) && strings.TrimSpace(l[len(m[0]):]) == "":
 				open, unclosed = "", 0
 				continue
 			}
@@ -70,12 +92,52 @@ func scan(src string) (prose []string, unclosed int) {
 		if open != "" {
 			continue
 		}
-		out[i] = stripCodeSpans(l)
+		out[i] = l
 	}
+	stripParagraphSpans(out, lines)
 	return out, unclosed
 }
 
-// stripCodeSpans removes `code` spans (matched by backtick runs of equal length) from a line.
+// indentOf counts the spaces a line starts with.
+func indentOf(l string) int {
+	return len(l) - len(strings.TrimLeft(l, " "))
+}
+
+// stripParagraphSpans removes code spans from the prose lines in place. A code span may go
+// across the lines of a paragraph, so spans are matched over each paragraph: lines between
+// blank lines, code blocks, headings, list items and table rows, which a span never crosses.
+// Line breaks inside a span are kept, so every line keeps its number.
+func stripParagraphSpans(prose, raw []string) {
+	start := 0
+	flush := func(end int) {
+		if start >= end {
+			return
+		}
+		joined := strings.Join(prose[start:end], "\n")
+		if strings.Contains(joined, "`") {
+			copy(prose[start:end], strings.Split(stripCodeSpans(joined), "\n"))
+		}
+	}
+	for i, l := range prose {
+		inCode := l == "" && raw[i] != ""
+		switch {
+		case inCode || strings.TrimSpace(l) == "":
+			flush(i)
+			start = i + 1
+		case atxHeading.MatchString(l) || listItem.MatchString(l) || tableRow.MatchString(l):
+			flush(i)
+			start = i
+			if atxHeading.MatchString(l) || tableRow.MatchString(l) { // a block of one line
+				flush(i + 1)
+				start = i + 1
+			}
+		}
+	}
+	flush(len(prose))
+}
+
+// stripCodeSpans removes `code` spans (matched by backtick runs of equal length) from a text,
+// each replaced by a space and the line breaks it held.
 func stripCodeSpans(l string) string {
 	if !strings.Contains(l, "`") {
 		return l
@@ -92,16 +154,37 @@ func stripCodeSpans(l string) string {
 			n++
 		}
 		run := l[i : i+n]
-		end := strings.Index(l[i+n:], run)
-		if end < 0 { // an unmatched backtick is literal text
+		end := closingRun(l[i+n:], n)
+		if end < 0 { // an unmatched backtick run is literal text
 			b.WriteString(l[:i+n])
 			l = l[i+n:]
 			continue
 		}
 		b.WriteString(l[:i])
 		b.WriteString(" ")
-		l = l[i+n+end+n:]
+		b.WriteString(strings.Repeat("\n", strings.Count(l[i+n:i+n+end], "\n")))
+		l = l[i+n+end+len(run):]
 	}
+}
+
+// closingRun returns where in s a backtick run of exactly n starts, or -1.
+func closingRun(s string, n int) int {
+	for off := 0; off < len(s); {
+		i := strings.IndexByte(s[off:], '`')
+		if i < 0 {
+			return -1
+		}
+		j := off + i
+		k := j
+		for k < len(s) && s[k] == '`' {
+			k++
+		}
+		if k-j == n {
+			return j
+		}
+		off = k
+	}
+	return -1
 }
 
 // Links returns the link and image targets of a Markdown document outside code.

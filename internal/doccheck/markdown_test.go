@@ -24,6 +24,11 @@ func TestLinks(t *testing.T) {
 		{"code span skipped", "run `[x](a.md)` then [y](b.md)", []Link{{1, "b.md"}}},
 		{"double-backtick span", "``a ` [x](a.md)`` [y](b.md)", []Link{{1, "b.md"}}},
 		{"unmatched backtick is text", "a ` b [y](b.md)", []Link{{1, "b.md"}}},
+		{"footnote definition is no link", "a[^1]\n\n[^1]: a note [y](b.md)", []Link{{3, "b.md"}}},
+		{"code span across lines", "run `a\n[x](a.md)` then\n[y](b.md)", []Link{{3, "b.md"}}},
+		{"span stops at a blank line", "a `b\n\n[x](a.md) c`", []Link{{3, "a.md"}}},
+		{"fence in a nested list item", "- a\n  1. b\n\n     ```\n     [x](a.md)\n     ```\n\n     [y](b.md)", []Link{{8, "b.md"}}},
+		{"list ends at unindented text after a blank line", "- a\n\ntext\n    ~~~\n    [x](a.md)\n    ~~~", []Link{{5, "a.md"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -49,6 +54,8 @@ func TestHeadings(t *testing.T) {
 		{"setext", "Title\n=====\n\nSub\n---", []Heading{{1, "Title"}, {4, "Sub"}}},
 		{"thematic break after a blank line", "para\n\n---", nil},
 		{"table rule is not setext", "| a |\n|---|", nil},
+		{"hash in an indented fence of a list item", "- step\n\n    ```sh\n    # comment\n    ```\n## Real", []Heading{{6, "Real"}}},
+		{"heading after a span across lines", "`a\nb`\n## H", []Heading{{3, "H"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

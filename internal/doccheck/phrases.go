@@ -15,11 +15,14 @@ type Phrase struct {
 // forbidden lists what user documentation must not say. Each pattern is chosen to match no
 // legitimate present-tense sentence: "used to be" but not "the key used to sign", "is new in"
 // but not "apply it if it is new", "no longer supports" but not "resources no longer in Git".
+// So "used to" alone is not refused on purpose: it is also the passive of "use". Review labels
+// come as "(H3)", "(H3, M6)", "[L2]" and, at a word's start, "M3:" (commit subjects' form).
 var forbidden = []struct {
 	re  *regexp.Regexp
 	why string
 }{
-	{regexp.MustCompile(`\([HML][0-9]{1,2}\)`), "a review label"},
+	{regexp.MustCompile(`\([HML][0-9]{1,2}(?:,\s*[HML][0-9]{1,2})*\)|\[[HML][0-9]{1,2}(?:,\s*[HML][0-9]{1,2})*\]`), "a review label"},
+	{regexp.MustCompile(`\b[HML][0-9]{1,2}:`), "a review label"},
 	{regexp.MustCompile(`(?i)\breview findings?\b`), "a review label"},
 	{regexp.MustCompile(`§`), "a section number of another document; link to the page instead"},
 	{regexp.MustCompile(`(?i)\bas before\b`), "history: say what it does"},

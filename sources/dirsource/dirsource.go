@@ -1,7 +1,8 @@
-// Package dirsource owns the folder kind of manifests source (DESIGN §5, `dir:`), meant for
-// development: the manifests are the files of a local folder, the revision is a content hash
-// over them, and an fsnotify watcher tells the syncer (sources.Notifier) when a manifest
-// changed, so that an editor's save takes effect without waiting for the next poll.
+// Package dirsource owns the folder kind of manifests source (`dir:`; its fields are in
+// docs/reference/config.md), meant for development: the manifests are the files of a local
+// folder, the revision is a content hash over them, and an fsnotify watcher tells the syncer
+// (sources.Notifier) when a manifest changed, so that an editor's save takes effect without
+// waiting for the next poll.
 //
 // Hidden entries (names starting with "."), editor temp and swap files are never manifests
 // and never trigger a change.
