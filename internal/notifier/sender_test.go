@@ -287,17 +287,6 @@ func TestRuleSelects(t *testing.T) {
 	}
 }
 
-func TestParseRetryAfter(t *testing.T) {
-	t.Parallel()
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for v, want := range map[string]time.Duration{"": 0, "7": 7 * time.Second, "x": 0, "-1": 0,
-		now.Add(time.Minute).Format(http.TimeFormat): time.Minute} {
-		if got := parseRetryAfter(v, now); got != want {
-			t.Errorf("parseRetryAfter(%q) = %s, want %s", v, got, want)
-		}
-	}
-}
-
 // TestOneReplicaSends: two senders share the outbox; only the lease holder sends, each entry
 // once; Stop is safe twice.
 func TestOneReplicaSends(t *testing.T) {
