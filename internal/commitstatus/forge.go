@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/httpwait"
 	"io"
 	"net/http"
@@ -165,7 +166,7 @@ func apiMessage(resp *http.Response) string {
 	if msg == "" {
 		return ""
 	}
-	return ": " + truncate(oneLine(msg), 200)
+	return ": " + clip.Runes(oneLine(msg), 200)
 }
 
 // retryAfter reads Retry-After (seconds) or GitHub's X-RateLimit-Reset.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/notify"
 	"github.com/trueup-dev/trueup/internal/status"
@@ -256,12 +257,12 @@ func PruneGuard(revision string, noManifests bool, rendered, gone, active int, m
 	case gone == 0:
 	case noManifests:
 		return "EmptySource", fmt.Sprintf("revision %s holds no manifest file: not deleting the source's %d resources (a source without any manifest file never prunes; "+
-			"to remove every resource on purpose keep one manifest file, e.g. an empty .yaml file, and set prune.allowEmpty)", shortRev(revision), active)
+			"to remove every resource on purpose keep one manifest file, e.g. an empty .yaml file, and set prune.allowEmpty)", clip.Rev(revision), active)
 	case rendered == 0 && allowEmpty:
 	case rendered == 0:
-		return "EmptyRender", fmt.Sprintf("revision %s renders no resources: not deleting the source's %d resources (an empty render is refused unless prune.allowEmpty is true)", shortRev(revision), active)
+		return "EmptyRender", fmt.Sprintf("revision %s renders no resources: not deleting the source's %d resources (an empty render is refused unless prune.allowEmpty is true)", clip.Rev(revision), active)
 	case maxFrac < 1 && float64(gone) > maxFrac*float64(active):
-		return "TooManyDeletions", fmt.Sprintf("revision %s would delete %d of %d resources (more than prune.maxFraction %.2f): nothing deleted", shortRev(revision), gone, active, maxFrac)
+		return "TooManyDeletions", fmt.Sprintf("revision %s would delete %d of %d resources (more than prune.maxFraction %.2f): nothing deleted", clip.Rev(revision), gone, active, maxFrac)
 	}
 	return "", ""
 }
@@ -307,7 +308,7 @@ func (w *applyWriter) insert(ctx context.Context, idx []int) error {
 	for _, i := range idx {
 		r := &w.p.Set.Resources[i]
 		w.b.add(0, r)
-		w.events = append(w.events, resourceEvent(r, EventNormal, "Created", "created from "+r.File+" at "+shortRev(w.p.Revision)))
+		w.events = append(w.events, resourceEvent(r, EventNormal, "Created", "created from "+r.File+" at "+clip.Rev(w.p.Revision)))
 		w.changes = append(w.changes, Change{Object: "resource", Type: ChangeAdded, Namespace: r.Namespace, Kind: r.Kind, Name: r.Name,
 			Source: w.p.Source, Phase: "Pending", Generation: 1})
 	}
@@ -383,9 +384,9 @@ func (w *applyWriter) update(ctx context.Context, rs []rewrite) error {
 	for _, u := range rs {
 		r := &w.p.Set.Resources[u.i]
 		w.b.add(u.id, r)
-		msg := "spec changed in " + r.File + " at " + shortRev(w.p.Revision)
+		msg := "spec changed in " + r.File + " at " + clip.Rev(w.p.Revision)
 		if u.restored {
-			msg = "manifest restored in " + r.File + " at " + shortRev(w.p.Revision)
+			msg = "manifest restored in " + r.File + " at " + clip.Rev(w.p.Revision)
 		}
 		w.events = append(w.events, resourceEvent(r, EventNormal, "SpecChanged", msg))
 	}
@@ -460,12 +461,12 @@ func (w *applyWriter) relabel(ctx context.Context, rs []rewrite) error {
 func (w *applyWriter) requestReconcile(ctx context.Context, ids []int64) error {
 	rows, err := w.tx.Query(ctx, `UPDATE resources SET run_at = now(), manual_requested_by = $2,
 		dirty = dirty OR lease_owner IS NOT NULL WHERE id = ANY($1::bigint[]) RETURNING namespace, kind, name`,
-		ids, "git:"+shortRev(w.p.Revision))
+		ids, "git:"+clip.Rev(w.p.Revision))
 	if err != nil {
 		return err
 	}
 	if w.events, err = collectIdentityEvents(rows, EventNormal, ReasonManualReconcile,
-		"reconcile requested by git:"+shortRev(w.p.Revision)+" (annotation "+AnnotationReconcileRequestedAt+" changed)", w.events); err != nil {
+		"reconcile requested by git:"+clip.Rev(w.p.Revision)+" (annotation "+AnnotationReconcileRequestedAt+" changed)", w.events); err != nil {
 		return err
 	}
 	return w.flush(ctx)
@@ -494,7 +495,7 @@ func (w *applyWriter) markGone(ctx context.Context, ids []int64) error {
 	w.affected = append(w.affected, ids...)
 	for _, c := range w.changes[n:] {
 		w.events = append(w.events, Event{Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Type: EventNormal,
-			Reason: "DeletionRequested", Message: "manifest removed at " + shortRev(w.p.Revision)})
+			Reason: "DeletionRequested", Message: "manifest removed at " + clip.Rev(w.p.Revision)})
 	}
 	return w.flush(ctx)
 }
@@ -509,7 +510,7 @@ func (w *applyWriter) markOrphaned(ctx context.Context, ids []int64) error {
 		why = "annotation trueup.dev/prune: disabled"
 	}
 	if w.events, err = collectIdentityEvents(rows, EventWarning, "PruneSkipped",
-		"manifest removed at "+shortRev(w.p.Revision)+" but the resource is kept: "+why, w.events); err != nil {
+		"manifest removed at "+clip.Rev(w.p.Revision)+" but the resource is kept: "+why, w.events); err != nil {
 		return err
 	}
 	return w.flush(ctx)

@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"bytes"
+	"github.com/trueup-dev/trueup/internal/clip"
 	"log/slog"
 	"strings"
 	"sync"
@@ -54,7 +55,7 @@ func TestSyncLongApplyKeepsLease(t *testing.T) {
 	})
 	start := time.Now()
 	b.run(s)
-	b.eventually(40*time.Second, "revision "+short(rev(1))+" applied", func() (bool, string) {
+	b.eventually(40*time.Second, "revision "+clip.Rev(rev(1))+" applied", func() (bool, string) {
 		got := b.source().Revision
 		return got == rev(1), got
 	})

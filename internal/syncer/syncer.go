@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/lease"
 	"github.com/trueup-dev/trueup/internal/manifest"
@@ -237,7 +238,7 @@ func (s *Syncer) awaitWanted(ctx context.Context, head string) (string, error) {
 		head = h
 	}
 	if want != "" && head != want {
-		s.log.Warn("pushed commit not served by the remote yet; applying its head", "want", short(want), "head", short(head))
+		s.log.Warn("pushed commit not served by the remote yet; applying its head", "want", clip.Rev(want), "head", clip.Rev(head))
 	}
 	s.clearWant(want)
 	return head, nil
@@ -477,11 +478,11 @@ func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (out Outcome, err
 			s.mu.Lock()
 			s.mem.lastFailure, s.mem.rejected = "", ""
 			s.mu.Unlock()
-			s.log.Info("source recovered", "revision", short(head))
+			s.log.Info("source recovered", "revision", clip.Rev(head))
 		}
 	}
 	if p != planApply {
-		s.log.Debug("no new revision", "revision", short(head))
+		s.log.Debug("no new revision", "revision", clip.Rev(head))
 		return Outcome{Revision: head, Unchanged: true}, nil
 	}
 	// A trace per revision applied (or rejected), not per poll: a poll that finds nothing
@@ -514,7 +515,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head string) (Ou
 		}
 		tracing.Fail(step, reason)
 		step.End()
-		return Outcome{}, s.fail(ctx, lease, store.SyncFailure{Revision: head, Reason: reason, Message: "fetch " + short(head) + ": " + err.Error()}, "")
+		return Outcome{}, s.fail(ctx, lease, store.SyncFailure{Revision: head, Reason: reason, Message: "fetch " + clip.Rev(head) + ": " + err.Error()}, "")
 	}
 	step.SetAttributes(attribute.Int("trueup.files", len(snap.Files)))
 	step.End()
@@ -580,7 +581,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head string) (Ou
 		s.mu.Lock()
 		s.mem.held = snap.Revision
 		s.mu.Unlock()
-		s.log.InfoContext(ctx, "source suspended: revision held back", "revision", short(snap.Revision), "resources", len(set.Resources))
+		s.log.InfoContext(ctx, "source suspended: revision held back", "revision", clip.Rev(snap.Revision), "resources", len(set.Resources))
 		return Outcome{Revision: snap.Revision, Held: true}, nil
 	}
 	if res.PruneSkipped != "" {
@@ -612,7 +613,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head string) (Ou
 	if res.Changed() {
 		level = slog.LevelInfo
 	}
-	s.log.Log(ctx, level, "applied revision", "revision", short(snap.Revision), "types", len(set.Types), "resources", len(set.Resources),
+	s.log.Log(ctx, level, "applied revision", "revision", clip.Rev(snap.Revision), "types", len(set.Types), "resources", len(set.Resources),
 		"created", res.Created, "updated", res.Updated, "deleted", res.Deleted, "fetch_ms", fetched.Milliseconds(),
 		"total_ms", time.Since(start).Milliseconds())
 	return Outcome{Revision: snap.Revision, Result: res}, nil
@@ -688,7 +689,7 @@ func (s *Syncer) reject(ctx context.Context, lease *store.Lease, rev string, err
 		errs[i] = store.SourceError{File: v.File, Line: v.Line, Path: v.Path, Message: s.opts.Scrub(v.Msg)}
 		lines[i] = s.opts.Scrub(v.Error())
 	}
-	msg := fmt.Sprintf("revision %s rejected, %d error(s); the last good revision stays applied:\n%s", short(rev), len(verrs), strings.Join(lines, "\n"))
+	msg := fmt.Sprintf("revision %s rejected, %d error(s); the last good revision stays applied:\n%s", clip.Rev(rev), len(verrs), strings.Join(lines, "\n"))
 	s.opts.Metrics.Synced(s.opts.Name, rev, false, 0)
 	if s.opts.Reporter != nil {
 		s.opts.Reporter.Rejected(ctx, rev, lines)
@@ -775,11 +776,4 @@ func loadFailure(err error) string {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
-}
-
-func short(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
 }
