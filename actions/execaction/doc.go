@@ -136,7 +136,7 @@
 // 1); /proc is the host's, where /proc/self has the host's. In a user namespace, files of
 // users other than trueup's show as owned by nobody, and set-user-ID programs owned by them
 // (sudo) run without their privileges. Whether this works is probed once
-// per process (TreeKill); where it does not (no user namespaces for a non-root trueup, a
+// per process (proc.Mode); where it does not (no user namespaces for a non-root trueup, a
 // seccomp filter), `trueup serve` says so once at start-up and commands run as below only,
 // where descendants that left the process group may outlive trueup, and the resource lock
 // keeps the next run from starting next to them.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/actions/proc"
 )
 
 // Process-group shutdown timing.
@@ -38,7 +39,7 @@ type Action struct {
 	calls actions.Calls // calls in flight, for Close
 	// ns, when not nil, makes every command the init of a PID namespace of its own;
 	// otherwise descendants are contained by the command's process group only.
-	ns *pidNamespace
+	tree proc.Tree
 	// plans lets a reconcile stop a plan of its resource rather than wait for it.
 	plans planGate
 }
@@ -54,11 +55,10 @@ func New(raw json.RawMessage, env actions.Env) (actions.Action, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	ns, _ := probePIDNamespace() // the reason it is unavailable is logged once, by serve
 	return &Action{
 		settings: s,
 		logger:   logger.With("action", env.Name, "command", s.path),
-		ns:       ns,
+		tree:     proc.NewTree(),
 	}, nil
 }
 
@@ -243,20 +243,17 @@ func (a *Action) invoke(ctx context.Context, op string, req actions.Request) ([]
 	stderr := &tailWriter{keep: stderrTail + longest(secrets)}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = waitDelay
-	ownProcessGroup(cmd)
-	if a.ns != nil {
-		a.ns.apply(cmd)
-	}
+	a.tree.Prepare(cmd)
 
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start command: %w", err)
 	}
-	stopWatch := watch(ctx, cmd.Process, a.ns != nil)
+	stopWatch := watch(ctx, cmd.Process, a.tree)
 	waitErr := cmd.Wait()
 	interrupted := stopWatch()
 	// Whatever the command left running in its group goes with it.
-	killGroup(cmd.Process)
+	proc.Kill(cmd.Process)
 
 	logger := a.logger.With("operation", op, "kind", req.Resource.Kind,
 		"namespace", req.Resource.Namespace, "name", req.Resource.Name,
@@ -330,14 +327,14 @@ func longest(secrets []string) int {
 // as soon as stop is called (the command has exited and its output is closed), whichever
 // comes first. Children that outlive the command get only the grace the command gave them;
 // a command that wants its children to clean up waits for them. stop ends the watch and
-// reports whether the group was signalled. When p is the init of its own PID namespace
-// (init), a p without a SIGTERM handler is killed right after the SIGTERM, since as PID 1 it
-// would not die of it; its SIGKILL takes the whole namespace with it.
+// reports whether the group was signalled. When p is the init of its own PID namespace, a p
+// without a SIGTERM handler is killed right after the SIGTERM, since as PID 1 it would not die
+// of it; its SIGKILL takes the whole namespace with it.
 //
 // Ending the grace on the command's exit, rather than on the whole group's, keeps calls
 // prompt where orphans are never reaped (a container whose PID 1 is not an init): their
 // zombies would keep the group alive.
-func watch(ctx context.Context, p *os.Process, init bool) (stop func() bool) {
+func watch(ctx context.Context, p *os.Process, tree proc.Tree) (stop func() bool) {
 	exited := make(chan struct{})
 	finished := make(chan struct{})
 	var signalled bool
@@ -349,17 +346,14 @@ func watch(ctx context.Context, p *os.Process, init bool) (stop func() bool) {
 		case <-ctx.Done():
 		}
 		signalled = true
-		terminateGroup(p)
-		if init {
-			termInit(p)
-		}
+		tree.Terminate(p)
 		grace := time.NewTimer(killGrace)
 		defer grace.Stop()
 		select {
 		case <-grace.C:
 		case <-exited:
 		}
-		killGroup(p)
+		proc.Kill(p)
 	}()
 	return func() bool {
 		close(exited)

@@ -16,13 +16,14 @@ import (
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/actions/actiontest"
 	"github.com/trueup-dev/trueup/actions/execaction"
+	"github.com/trueup-dev/trueup/actions/proc"
 )
 
 // needPIDNamespace skips where the kernel or the sandbox refuses PID namespaces: there trueup
 // runs in process-group mode, which the tests with ForceProcessGroup cover.
 func needPIDNamespace(t *testing.T) {
 	t.Helper()
-	if mode, err := execaction.TreeKill(); mode != execaction.TreePIDNamespace {
+	if mode, err := proc.Mode(); mode != proc.TreePIDNamespace {
 		t.Skipf("descendants contained by %s here: %v", mode, err)
 	}
 }

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/google/go-github/v60/github"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/httpwait"
 )
 
 // Rate limit handling.
@@ -60,20 +60,13 @@ func rateLimitUntil(err error, now time.Time) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// resetFromHeaders reads Retry-After (seconds) or X-RateLimit-Reset (epoch seconds).
+// resetFromHeaders reads Retry-After (seconds or a date) or X-RateLimit-Reset (epoch seconds).
 func resetFromHeaders(h http.Header, now time.Time) time.Time {
-	if v := h.Get("Retry-After"); v != "" {
-		if s, err := strconv.ParseInt(v, 10, 64); err == nil && s >= 0 {
-			return now.Add(time.Duration(s) * time.Second)
-		}
-		if t, err := http.ParseTime(v); err == nil {
-			return t
-		}
+	if d, ok := httpwait.RetryAfter(h, now); ok {
+		return now.Add(d)
 	}
-	if v := h.Get("X-RateLimit-Reset"); v != "" {
-		if s, err := strconv.ParseInt(v, 10, 64); err == nil && s > 0 {
-			return time.Unix(s, 0)
-		}
+	if t, ok := httpwait.ResetAt(h, "X-RateLimit-Reset"); ok {
+		return t
 	}
 	return now.Add(defaultLimitWait)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/httpwait"
 	"io"
 	"net/http"
 	"net/url"
@@ -232,26 +233,13 @@ func (a *Action) excerpt(b []byte) string {
 // retryAfter reads how long a 429 asks to wait: Retry-After (seconds or an HTTP date),
 // else GitLab's RateLimit-Reset (a Unix time), else a minute.
 func retryAfter(h http.Header, now time.Time) time.Duration {
-	if v := h.Get("Retry-After"); v != "" {
-		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n >= 0 {
-			return time.Duration(n) * time.Second
-		}
-		if t, err := http.ParseTime(v); err == nil {
-			return max(t.Sub(now), 0)
-		}
+	if d, ok := httpwait.RetryAfter(h, now); ok {
+		return d
 	}
-	if t, ok := resetTime(h); ok {
+	if t, ok := httpwait.ResetAt(h, "RateLimit-Reset"); ok {
 		return max(t.Sub(now), 0)
 	}
 	return defaultRateLimitWait
-}
-
-func resetTime(h http.Header) (time.Time, bool) {
-	n, err := strconv.ParseInt(strings.TrimSpace(h.Get("RateLimit-Reset")), 10, 64)
-	if err != nil || n <= 0 {
-		return time.Time{}, false
-	}
-	return time.Unix(n, 0), true
 }
 
 // noteRateLimit records RateLimit-Remaining and, when it reaches 0, pauses calls until
@@ -267,7 +255,7 @@ func (a *Action) noteRateLimit(resp *http.Response) {
 	}
 	a.remaining.Store(int64(n))
 	if n == 0 && resp.StatusCode != http.StatusTooManyRequests {
-		if t, ok := resetTime(resp.Header); ok && t.After(a.now()) {
+		if t, ok := httpwait.ResetAt(resp.Header, "RateLimit-Reset"); ok && t.After(a.now()) {
 			a.pause(t)
 		}
 	}

@@ -9,12 +9,12 @@ import (
 	"errors"
 	"fmt"
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/httpwait"
 	"github.com/trueup-dev/trueup/internal/plaintext"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -102,7 +102,7 @@ func (a *Action) exchange(ctx context.Context, o outgoing) (reply, error) {
 		}
 		var wait time.Duration
 		if err == nil {
-			if ra, ok := retryAfter(r.header, time.Now()); ok && (r.status == http.StatusTooManyRequests || r.status == http.StatusServiceUnavailable) {
+			if ra, ok := httpwait.RetryAfter(r.header, time.Now()); ok && (r.status == http.StatusTooManyRequests || r.status == http.StatusServiceUnavailable) {
 				if ra > maxRetryAfter {
 					return reply{}, &retryLaterError{after: ra, status: r.status}
 				}
@@ -189,21 +189,6 @@ func backoff(initial time.Duration, try int) time.Duration {
 		d = maxBackoff
 	}
 	return d/2 + rand.N(d/2+1)
-}
-
-// retryAfter reads Retry-After: seconds or an HTTP date.
-func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0, false
-	}
-	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
-		return time.Duration(n) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
-	}
-	return 0, false
 }
 
 // excerpt quotes the start of an answer: scrubbed, then bounded (a secret straddling the cut

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/httpwait"
 	"github.com/trueup-dev/trueup/internal/tracing"
 )
 
@@ -333,7 +334,7 @@ func (c *call) location(base *url.URL, v string) (*url.URL, error) {
 }
 
 func (c *call) requeue(r reply) time.Duration {
-	if d, ok := retryAfter(r.header, time.Now()); ok && d > 0 {
+	if d, ok := httpwait.RetryAfter(r.header, time.Now()); ok && d > 0 {
 		return d
 	}
 	return c.a.pollInterval

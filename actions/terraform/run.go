@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/trueup-dev/trueup/actions/proc"
 )
 
 // Output limits.
@@ -84,7 +86,9 @@ type runSpec struct {
 
 // run starts the binary and waits for it. A timeout or cancellation interrupts it (SIGINT,
 // as Ctrl-C: Terraform stops gracefully and records what it did), then kills its process
-// group after interruptGrace; whatever is left in the group is killed when it exits.
+// group after interruptGrace; whatever is left in the group is killed when it exits. The run
+// is contained as exec commands are (proc.Tree): it dies with trueup, and where PID namespaces
+// are available its providers and provisioners die with it.
 func run(ctx context.Context, r runSpec) (runResult, error) {
 	cmd := exec.CommandContext(ctx, r.binary, r.args...)
 	cmd.Dir = r.dir
@@ -93,15 +97,15 @@ func run(ctx context.Context, r runSpec) (runResult, error) {
 	var stdout output
 	cmd.Stdout = multi{&all, &stdout}
 	cmd.Stderr = &all
-	setProcessGroup(cmd)
-	cmd.Cancel = func() error { return interrupt(cmd.Process) }
+	proc.NewTree().Prepare(cmd)
+	cmd.Cancel = func() error { return proc.Interrupt(cmd.Process) }
 	cmd.WaitDelay = interruptGrace
 	err := cmd.Start()
 	if err != nil {
 		return runResult{}, fmt.Errorf("start %s: %w", r.binary, err)
 	}
 	err = cmd.Wait()
-	killGroup(cmd.Process)
+	proc.Kill(cmd.Process)
 	res := runResult{code: -1, output: r.scrub(all.String()), stdout: r.scrub(stdout.String())}
 	if cmd.ProcessState != nil {
 		res.code = cmd.ProcessState.ExitCode()

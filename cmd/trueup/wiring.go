@@ -20,6 +20,7 @@ import (
 	"github.com/trueup-dev/trueup/actions/gitlab"
 	"github.com/trueup-dev/trueup/actions/httpcall"
 	"github.com/trueup-dev/trueup/actions/noop"
+	"github.com/trueup-dev/trueup/actions/proc"
 	"github.com/trueup-dev/trueup/actions/terraform"
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/ghapp"
@@ -234,7 +235,7 @@ func newActions(cfg *config.Config, reg *actions.Registry, logger *slog.Logger, 
 		return out, nil
 	}
 	// Said once at start-up, so that operators know when a kill -9 can leave work behind.
-	if mode, err := execaction.TreeKill(); err != nil {
+	if mode, err := proc.Mode(); err != nil {
 		logger.Warn("exec commands' descendants may outlive trueup if it is killed", "mode", mode, "reason", err)
 	}
 	return out, nil

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/plaintext"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -304,12 +305,12 @@ func (r *Reporter) check(w *watch) *watch {
 	cancel()
 	if err != nil {
 		if r.ctx.Err() == nil {
-			r.log.Warn("read revision progress", "revision", short(w.revision), "err", err)
+			r.log.Warn("read revision progress", "revision", clip.Rev(w.revision), "err", err)
 		}
 		w.next = time.Now().Add(r.poll)
 		return w
 	}
-	r.log.Debug("revision progress", "revision", short(w.revision), "total", p.Total, "ready", p.Ready, "failed", p.Failed, "pending", p.Pending)
+	r.log.Debug("revision progress", "revision", clip.Rev(w.revision), "total", p.Total, "ready", p.Ready, "failed", p.Failed, "pending", p.Pending)
 	if p.SourceRevision != w.revision {
 		// A newer revision is applied; its Applied call is on its way.
 		if !r.final[w.revision] {
@@ -347,19 +348,19 @@ func (r *Reporter) check(w *watch) *watch {
 // post sends one status unless it is the one last sent for revision. Failures are logged,
 // never returned: a forge outage must not hold up syncing.
 func (r *Reporter) post(revision string, s state, desc string) {
-	desc = truncate(desc, maxDescription)
+	desc = clip.Runes(desc, maxDescription)
 	key := r.forge.key(s, desc)
 	if r.sent[revision] == key {
 		return
 	}
 	if err := r.send(revision, s, desc); err != nil {
 		if r.ctx.Err() == nil {
-			r.log.Warn("could not post commit status", "revision", short(revision), "state", string(s), "err", err)
+			r.log.Warn("could not post commit status", "revision", clip.Rev(revision), "state", string(s), "err", err)
 		}
 		return
 	}
 	r.sent[revision] = key
-	r.log.Debug("commit status posted", "revision", short(revision), "state", string(s))
+	r.log.Debug("commit status posted", "revision", clip.Rev(revision), "state", string(s))
 }
 
 // send posts with a couple of retries on network errors, 5xx and rate limits.
@@ -373,7 +374,7 @@ func (r *Reporter) send(revision string, s state, desc string) error {
 			return err
 		}
 		delay := max(r.retryDelays[attempt], min(wait, 30*time.Second))
-		r.log.Warn("commit status post failed; retrying", "revision", short(revision), "attempt", attempt+1, "in", delay, "err", err)
+		r.log.Warn("commit status post failed; retrying", "revision", clip.Rev(revision), "attempt", attempt+1, "in", delay, "err", err)
 		t := time.NewTimer(delay)
 		select {
 		case <-r.ctx.Done():
@@ -438,14 +439,14 @@ func rejectedDescription(errs []string) string {
 	if len(errs) > 1 {
 		more = fmt.Sprintf(" (+%d more)", len(errs)-1)
 	}
-	return truncate("rejected: "+oneLine(errs[0]), maxDescription-utf8.RuneCountInString(more)) + more
+	return clip.Runes("rejected: "+oneLine(errs[0]), maxDescription-utf8.RuneCountInString(more)) + more
 }
 
 func supersededDescription(newer string) string {
 	if newer == "" {
 		return "superseded before its resources were Ready"
 	}
-	return "superseded by " + short(newer) + " before its resources were Ready"
+	return "superseded by " + clip.Rev(newer) + " before its resources were Ready"
 }
 
 func failureDescription(p store.RevisionProgress) string {
@@ -455,20 +456,4 @@ func failureDescription(p store.RevisionProgress) string {
 
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
-}
-
-// truncate keeps s within n characters (GitHub counts characters, not bytes).
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	rs := []rune(s)
-	return string(rs[:n-1]) + "…"
-}
-
-func short(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
 }

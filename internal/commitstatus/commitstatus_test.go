@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -563,7 +564,7 @@ func TestConfig(t *testing.T) {
 	if isCommit("dir:abc") || !isCommit(rev1) {
 		t.Error("isCommit")
 	}
-	if got := truncate(strings.Repeat("é", 200), maxDescription); utf8.RuneCountInString(got) != maxDescription || !strings.HasSuffix(got, "…") {
+	if got := clip.Runes(strings.Repeat("é", 200), maxDescription); utf8.RuneCountInString(got) != maxDescription || !strings.HasSuffix(got, "…") {
 		t.Errorf("truncate: %q", got)
 	}
 }

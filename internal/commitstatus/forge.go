@@ -5,10 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/trueup-dev/trueup/internal/clip"
+	"github.com/trueup-dev/trueup/internal/httpwait"
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -165,17 +166,17 @@ func apiMessage(resp *http.Response) string {
 	if msg == "" {
 		return ""
 	}
-	return ": " + truncate(oneLine(msg), 200)
+	return ": " + clip.Runes(oneLine(msg), 200)
 }
 
 // retryAfter reads Retry-After (seconds) or GitHub's X-RateLimit-Reset.
 func retryAfter(resp *http.Response) time.Duration {
-	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-		return time.Duration(s) * time.Second
+	if d, ok := httpwait.RetryAfter(resp.Header, time.Now()); ok && d > 0 {
+		return d
 	}
 	if resp.Header.Get("X-RateLimit-Remaining") == "0" {
-		if reset, err := strconv.ParseInt(resp.Header.Get("X-RateLimit-Reset"), 10, 64); err == nil {
-			if d := time.Until(time.Unix(reset, 0)); d > 0 {
+		if reset, ok := httpwait.ResetAt(resp.Header, "X-RateLimit-Reset"); ok {
+			if d := time.Until(reset); d > 0 {
 				return d
 			}
 		}

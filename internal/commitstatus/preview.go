@@ -13,6 +13,7 @@ import (
 	"time"
 
 	gh "github.com/google/go-github/v60/github"
+	"github.com/trueup-dev/trueup/internal/clip"
 )
 
 // Previewer publishes the pull-request previews of one source (internal/preview): a commit
@@ -102,7 +103,7 @@ func (p *Previewer) SetStatus(ctx context.Context, sha string, st PreviewState, 
 	if targetURL != "" {
 		f = f.withTarget(targetURL)
 	}
-	desc = truncate(oneLine(desc), maxDescription)
+	desc = clip.Runes(oneLine(desc), maxDescription)
 	return p.retry(ctx, func(ctx context.Context) (bool, error) {
 		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 		defer cancel()

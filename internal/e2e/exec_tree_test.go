@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trueup-dev/trueup/actions/execaction"
+	"github.com/trueup-dev/trueup/actions/proc"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -88,7 +88,7 @@ func pidGone(pid int) bool {
 // every one of them is gone within 1 s; a restarted trueup on the same database runs the
 // action again, never while the old run lived.
 func TestExecTreeDiesWithTrueup(t *testing.T) {
-	if mode, err := execaction.TreeKill(); mode != execaction.TreePIDNamespace {
+	if mode, err := proc.Mode(); mode != proc.TreePIDNamespace {
 		t.Skipf("exec descendants contained by %s on this machine: %v", mode, err)
 	}
 	url := pgtest.NewDatabase(t, store.MigrateURL)

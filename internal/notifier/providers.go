@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/httpwait"
 	"github.com/trueup-dev/trueup/internal/notify"
 )
 
@@ -119,7 +120,7 @@ func (p *httpProvider) Send(ctx context.Context, m notify.Message) error {
 	if resp.StatusCode/100 == 2 {
 		return nil
 	}
-	return &SendError{Status: resp.StatusCode, RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()),
+	return &SendError{Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header, time.Now()),
 		Msg: strings.TrimSpace(string(snippet))}
 }
 
@@ -130,18 +131,10 @@ func Sign(secret, body []byte) string {
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
 
-// parseRetryAfter reads seconds or an HTTP date (0 when absent or unreadable).
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
+// retryAfter is how long the provider asks to wait (0 when it does not say).
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	d, _ := httpwait.RetryAfter(h, now)
+	return d
 }
 
 func slackBody(m notify.Message) any {

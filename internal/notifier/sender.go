@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"text/template"
 	"time"
 
@@ -23,6 +22,7 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/labelsel"
+	"github.com/trueup-dev/trueup/internal/lease"
 	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/notify"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -56,8 +56,8 @@ type Sender struct {
 	providers map[string]Provider
 	log       *slog.Logger
 
-	held    atomic.Int64 // lease term held (0: none)
-	limitMu sync.Mutex   // only the send loop takes it
+	lease   *lease.Holder // the notifications lease: only its holder sends
+	limitMu sync.Mutex    // only the send loop takes it
 	limits  map[string]*rate.Limiter
 
 	cancel context.CancelFunc
@@ -111,66 +111,50 @@ func New(st *store.Store, cfg config.Notifications, opts Options, log *slog.Logg
 	return s, nil
 }
 
-// Start runs the lease loop and the send loop until Stop or ctx ends.
+// Start runs the lease holder (built from the options as they are now) and the send loop
+// until Stop or ctx ends.
 func (s *Sender) Start(ctx context.Context) error {
 	ctx, s.cancel = context.WithCancel(ctx)
-	s.wg.Add(2)
-	go func() { defer s.wg.Done(); s.leaseLoop(ctx) }()
+	if s.lease == nil {
+		s.lease = lease.New(s.st, lease.Options{Name: LeaseName, Replica: s.opts.Replica, TTL: s.opts.LeaseTTL,
+			Live: s.opts.Live, Label: "notifications"}, s.log)
+	}
+	if err := s.lease.Start(ctx); err != nil {
+		return err
+	}
+	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.sendLoop(ctx) }()
 	return nil
 }
 
-// Stop ends both loops and waits for them; safe twice and before Start.
+// Stop ends the send loop, waits for it, and gives the lease up; safe twice and before Start.
 func (s *Sender) Stop() {
 	if s.cancel != nil {
 		s.cancel()
 	}
 	s.wg.Wait()
+	if s.lease != nil {
+		s.lease.Stop()
+	}
 }
 
-// leaseLoop takes and renews the lease; it never sends (one goroutine per duty).
-func (s *Sender) leaseLoop(ctx context.Context) {
-	t := time.NewTicker(s.opts.LeaseTTL / 3)
-	defer t.Stop()
-	var held *store.Lease
-	defer func() {
-		s.held.Store(0)
-		if held != nil {
-			c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			_ = s.st.ReleaseLease(c, *held)
-		}
-	}()
-	for {
-		var (
-			l   store.Lease
-			ok  bool
-			err error
-		)
-		// Without a liveness session, peers release whatever this replica takes.
-		if s.opts.Live == nil || s.opts.Live() {
-			l, ok, err = s.st.AcquireLease(ctx, LeaseName, s.opts.Replica, s.opts.LeaseTTL)
-		}
-		switch {
-		case err == nil && ok:
-			if held == nil || held.Term != l.Term {
-				s.log.Info("holding the notifications lease", "term", l.Term)
-			}
-			held = &l
-			s.held.Store(l.Term)
-		default:
-			if held != nil && ctx.Err() == nil {
-				s.log.Info("lost the notifications lease", "term", held.Term, "err", err)
-			}
-			held = nil
-			s.held.Store(0)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+// LeasesFreed asks the lease holder to try to take the lease now (a peer released its leases
+// or was found dead) rather than at its next tick.
+func (s *Sender) LeasesFreed() {
+	if s.lease != nil {
+		s.lease.TryNow()
 	}
+}
+
+// term is the term of the lease held (0: none).
+func (s *Sender) term() int64 {
+	if s.lease == nil {
+		return 0
+	}
+	if l, _ := s.lease.Held(); l != nil {
+		return l.Term
+	}
+	return 0
 }
 
 // Finished outbox entries past their retention (Options.KeepSent, KeepDead) are trimmed by
@@ -190,7 +174,7 @@ func (s *Sender) sendLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if s.held.Load() == 0 {
+		if s.term() == 0 {
 			continue
 		}
 		if err := s.Once(ctx); err != nil && ctx.Err() == nil {
@@ -257,7 +241,7 @@ func (s *Sender) Once(ctx context.Context) error {
 	failedProv := map[int64]string{}
 	// A holder that lost the lease stops between messages (the new holder sends the rest);
 	// Once called directly (term 0) runs to the end.
-	term := s.held.Load()
+	term := s.term()
 	unsent := map[int64]bool{}
 	var stopErr error
 	stop := func(rest []notify.Batch) {
@@ -268,7 +252,7 @@ func (s *Sender) Once(ctx context.Context) error {
 		}
 	}
 	for bi, b := range batches {
-		if term != 0 && s.held.Load() != term {
+		if term != 0 && s.term() != term {
 			stop(batches[bi:])
 			s.log.Info("lost the notifications lease while sending; the new holder sends the rest", "left", len(batches)-bi)
 			break

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/lease"
 	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -286,17 +287,6 @@ func TestRuleSelects(t *testing.T) {
 	}
 }
 
-func TestParseRetryAfter(t *testing.T) {
-	t.Parallel()
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for v, want := range map[string]time.Duration{"": 0, "7": 7 * time.Second, "x": 0, "-1": 0,
-		now.Add(time.Minute).Format(http.TimeFormat): time.Minute} {
-		if got := parseRetryAfter(v, now); got != want {
-			t.Errorf("parseRetryAfter(%q) = %s, want %s", v, got, want)
-		}
-	}
-}
-
 // TestOneReplicaSends: two senders share the outbox; only the lease holder sends, each entry
 // once; Stop is safe twice.
 func TestOneReplicaSends(t *testing.T) {
@@ -326,7 +316,7 @@ func TestOneReplicaSends(t *testing.T) {
 	if n := len(b.slack.got()); n != 20 {
 		t.Fatalf("%d messages for 20 entries", n)
 	}
-	if held := senders[0].held.Load() + senders[1].held.Load(); held != 0 {
+	if held := senders[0].term() + senders[1].term(); held != 0 {
 		t.Errorf("a stopped sender still says it holds the lease")
 	}
 }
@@ -337,8 +327,12 @@ func TestLeaseLostMidway(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	s := b.sender(t, "slack", "", nil)
-	s.held.Store(7)
-	b.slack.onPost = func() { s.held.Store(8) } // taken over by another replica's term
+	s.lease = lease.New(b.st, lease.Options{Name: LeaseName, Replica: "r1"}, slog.New(slog.DiscardHandler))
+	if c := s.lease.Attempt(context.Background()); c != lease.Taken {
+		t.Fatalf("taking the lease: %s", c)
+	}
+	term := s.term()
+	b.slack.onPost = func() { s.lease.Drop(term) } // a fenced write found the lease moved on
 	b.add(t, failed("a"), failed("b"), failed("c"))
 	ctx := context.Background()
 	if err := s.Once(ctx); err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/sealed"
@@ -149,7 +150,7 @@ func (c *Checker) CheckFrom(ctx context.Context, snap *sources.Snapshot, from Or
 		}
 		return invalid(verrs, c.scrub), base.Revision, nil
 	case err != nil:
-		return Result{}, "", fmt.Errorf("load %s: %w", short(snap.Revision), err)
+		return Result{}, "", fmt.Errorf("load %s: %w", clip.Rev(snap.Revision), err)
 	}
 	check, err := c.Store.CheckRevision(ctx, store.ApplyParams{Source: c.Source, Revision: snap.Revision, Set: set})
 	if err != nil {
@@ -219,10 +220,10 @@ func (c *Checker) diff(set *manifest.Set, check store.RevisionCheck, revision st
 	seen := make(map[string]bool, len(set.Resources))
 	from, to := "applied", "pull request"
 	if check.Revision != "" {
-		from = "applied@" + short(check.Revision)
+		from = "applied@" + clip.Rev(check.Revision)
 	}
 	if revision != "" {
-		to = "pull request@" + short(revision)
+		to = "pull request@" + clip.Rev(revision)
 	}
 	for i := range set.Resources {
 		r := &set.Resources[i]
@@ -270,7 +271,7 @@ func (c *Checker) diff(set *manifest.Set, check store.RevisionCheck, revision st
 		gone = append(gone, Change{Op: "delete", Kind: a.Kind, Namespace: a.Namespace, Name: a.Name, File: a.File, Line: a.Line,
 			Diff: diffText(a.Spec, nil, from, to)})
 	}
-	if reason, msg := store.PruneGuard("revision "+short(revision), noManifests, len(set.Resources), len(gone), active, c.MaxPruneFraction, c.AllowEmpty); reason != "" {
+	if reason, msg := store.PruneGuard("revision "+clip.Rev(revision), noManifests, len(set.Resources), len(gone), active, c.MaxPruneFraction, c.AllowEmpty); reason != "" {
 		res.Warnings = append(res.Warnings, reason+": "+msg)
 		res.WarningNamespaces = append(res.WarningNamespaces, "")
 	} else {
@@ -481,13 +482,6 @@ func (c *Checker) planOne(ctx context.Context, p actions.Planner, req actions.Re
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-func short(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
-}
 
 // truncate keeps s within n bytes, cut at a line end when one is near, marking the cut.
 func truncate(s string, n int) string {

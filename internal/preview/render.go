@@ -2,6 +2,7 @@ package preview
 
 import (
 	"fmt"
+	"github.com/trueup-dev/trueup/internal/clip"
 	"strconv"
 	"strings"
 )
@@ -46,7 +47,7 @@ func (p part) text() string { return p.head + strings.Join(p.rows, "") + p.tail 
 // to the forge's limit; the cut comment links to the dashboard's page of the preview.
 func RenderComment(c Comment) string {
 	var parts []part
-	title := fmt.Sprintf("%s\n### trueup preview of source %s at %s\n\n", Marker, inlineCode(c.Source), inlineCode(short(c.HeadSHA)))
+	title := fmt.Sprintf("%s\n### trueup preview of source %s at %s\n\n", Marker, inlineCode(c.Source), inlineCode(clip.Rev(c.HeadSHA)))
 	if c.Failure != "" {
 		parts = append(parts, part{head: title + "**Could not preview this pull request:**\n\n" + fenced("text", c.Failure) + "\n"})
 		return assemble(parts, c)

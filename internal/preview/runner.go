@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/commitstatus"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/sources"
@@ -138,11 +139,11 @@ func (r *Runner) Submit(ev Event) error {
 	case full:
 		return ErrQueueFull
 	case duplicate:
-		r.log.Debug("preview already queued or running", "number", ev.Number, "head", short(ev.HeadSHA))
+		r.log.Debug("preview already queued or running", "number", ev.Number, "head", clip.Rev(ev.HeadSHA))
 		return nil
 	}
 	if cancel && r.cancelRun != nil {
-		r.log.Info("preview superseded by a newer head", "number", ev.Number, "head", short(r.running.HeadSHA), "newer", short(ev.HeadSHA))
+		r.log.Info("preview superseded by a newer head", "number", ev.Number, "head", clip.Rev(r.running.HeadSHA), "newer", clip.Rev(ev.HeadSHA))
 		r.cancelRun()
 	}
 	select {
@@ -195,7 +196,7 @@ func (r *Runner) loop(ctx context.Context) {
 // shutting down) publishes nothing more: the newer one will.
 func (r *Runner) preview(ctx context.Context, ev Event) {
 	start := time.Now()
-	log := r.log.With("number", ev.Number, "head", short(ev.HeadSHA), "delivery", ev.Delivery)
+	log := r.log.With("number", ev.Number, "head", clip.Rev(ev.HeadSHA), "delivery", ev.Delivery)
 	link := r.dashboardURL(ev.Number)
 	if r.unchanged(ctx, ev) {
 		// A GitLab "update" of a title or a label, a pull request reopened as it was: the
@@ -204,7 +205,7 @@ func (r *Runner) preview(ctx context.Context, ev Event) {
 		return
 	}
 	row := store.Preview{Source: r.opts.Source, Number: ev.Number, Provider: ev.Provider, Title: ev.Title, URL: ev.URL,
-		HeadSHA: ev.HeadSHA, State: store.PreviewRunning, Message: "previewing " + short(ev.HeadSHA), Replica: r.opts.Replica}
+		HeadSHA: ev.HeadSHA, State: store.PreviewRunning, Message: "previewing " + clip.Rev(ev.HeadSHA), Replica: r.opts.Replica}
 	if _, err := r.opts.Store.SavePreview(ctx, row); err != nil {
 		log.Warn("record preview", "err", err)
 		return
@@ -247,7 +248,7 @@ func (r *Runner) preview(ctx context.Context, ev Event) {
 	// Another replica may have started on a newer head of this pull request meanwhile (the
 	// webhook of a later push delivered to it): the last one started publishes.
 	if cur, err := r.opts.Store.GetPreview(ctx, r.opts.Source, ev.Number); err == nil && cur.HeadSHA != ev.HeadSHA && cur.HeadSHA != sha {
-		log.Info("preview superseded by a newer head on another replica", "newer", short(cur.HeadSHA))
+		log.Info("preview superseded by a newer head on another replica", "newer", clip.Rev(cur.HeadSHA))
 		return
 	}
 	if _, err := r.opts.Store.SavePreview(ctx, row); err != nil {
@@ -278,7 +279,7 @@ func (r *Runner) interrupted(ctx context.Context) {
 		return
 	}
 	for _, p := range ps {
-		r.log.Info("preview interrupted by a stopped replica", "number", p.Number, "head", short(p.HeadSHA))
+		r.log.Info("preview interrupted by a stopped replica", "number", p.Number, "head", clip.Rev(p.HeadSHA))
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		err := r.opts.Publisher.SetStatus(sctx, p.HeadSHA, commitstatus.PreviewError, interruptedMsg, r.dashboardURL(p.Number))
 		cancel()

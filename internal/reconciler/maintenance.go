@@ -5,8 +5,10 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/lease"
 	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -34,23 +36,27 @@ type MaintenanceOptions struct {
 // deliveriesMaxAge: forges redeliver within hours, not weeks.
 const deliveriesMaxAge = 7 * 24 * time.Hour
 
-// Maintenance heartbeats this replica every few seconds and, on the one replica holding the
-// "maintenance" lease, enforces retention of history and events.
+// Maintenance runs the replica's housekeeping as one service per duty: the heartbeat on every
+// replica, and on the one replica holding the "maintenance" lease, each on its own goroutine
+// under the holding's context: releasing leases their holders stopped renewing, refreshing
+// stale dependency waits, and retention of history, events and webhook deliveries. The lease
+// is renewed by its holder's own goroutine, so no duty, however long, delays a renewal or a
+// heartbeat.
 type Maintenance struct {
 	opts  MaintenanceOptions
 	store *store.Store
 	log   *slog.Logger
+	lease *lease.Holder
 
 	// marks is where the last retention run of the holding marksTerm got to, so that the next
 	// one only trims resources with newer rows. A new holding starts from zero (every
-	// resource): it cannot know what the previous holder finished. Only Run touches them.
+	// resource): it cannot know what the previous holder finished. Only the retention duty
+	// touches them.
 	marks     store.RetentionMarks
 	marksTerm int64
-
-	wake chan struct{}
 }
 
-// NewMaintenance returns the loop; call Run.
+// NewMaintenance returns the services; call Run.
 func NewMaintenance(st *store.Store, opts MaintenanceOptions, logger *slog.Logger) *Maintenance {
 	if opts.LeaseTTL <= 0 {
 		opts.LeaseTTL = 15 * time.Second
@@ -58,59 +64,65 @@ func NewMaintenance(st *store.Store, opts MaintenanceOptions, logger *slog.Logge
 	if opts.Every <= 0 {
 		opts.Every = time.Minute
 	}
-	return &Maintenance{opts: opts, store: st, log: logger.With("component", "maintenance"), wake: make(chan struct{}, 1)}
+	log := logger.With("component", "maintenance")
+	return &Maintenance{opts: opts, store: st, log: log,
+		lease: lease.New(st, lease.Options{Name: "maintenance", Replica: opts.Replica, TTL: opts.LeaseTTL, Live: opts.Live,
+			Label: "maintenance"}, log)}
 }
 
-// Wake makes the loop try to take the maintenance lease at once (it was given up or its
+// Wake makes the holder try to take the maintenance lease at once (it was given up or its
 // holder found dead).
-func (m *Maintenance) Wake() {
-	select {
-	case m.wake <- struct{}{}:
-	default:
+func (m *Maintenance) Wake() { m.lease.TryNow() }
+
+// duty is one job of the lease holder, run every every and at once when the lease is taken.
+type duty struct {
+	name  string
+	every time.Duration
+	run   func(ctx context.Context, l store.Lease)
+	wake  chan struct{}
+}
+
+// Run runs the heartbeat and the holder's duties until ctx ends, then gives the lease up.
+func (m *Maintenance) Run(ctx context.Context) error {
+	if err := m.lease.Start(ctx); err != nil {
+		return err
+	}
+	duties := []*duty{
+		{name: "release expired leases", every: m.opts.LeaseTTL / 3, run: m.releaseExpired},
+		{name: "refresh stale waits", every: sweepEvery, run: m.sweepWaits},
+		{name: "retention", every: m.opts.Every, run: m.retain},
+	}
+	var wg sync.WaitGroup
+	for _, d := range duties {
+		d.wake = make(chan struct{}, 1)
+		wg.Add(1)
+		go func() { defer wg.Done(); m.runDuty(ctx, d) }()
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); m.heartbeat(ctx) }()
+	for {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			m.lease.Stop()
+			return nil
+		case <-m.lease.Gained():
+			for _, d := range duties {
+				select {
+				case d.wake <- struct{}{}:
+				default:
+				}
+			}
+		}
 	}
 }
 
-// retentionRun is a retention pass under way in its own goroutine, owned by Run.
-type retentionRun struct {
-	term   int64
-	cancel context.CancelFunc
-	done   chan retentionResult // receives exactly once
-}
-
-type retentionResult struct {
-	term       int64
-	removed    store.Retained
-	marks      store.RetentionMarks
-	deliveries int64
-	err        error
-	stopped    bool // by Run: shutdown or lease lost
-}
-
-// Run loops until ctx ends, then stops retention and gives the lease up. Retention runs
-// beside the loop, so that heartbeats and lease renewals never wait for it: a replica busy
-// deleting must not look dead and hand the lease to another.
-func (m *Maintenance) Run(ctx context.Context) error {
+// heartbeat records every LeaseTTL/3 that this replica is alive, with what it publishes.
+func (m *Maintenance) heartbeat(ctx context.Context) {
 	host, _ := os.Hostname()
 	me := store.Replica{Name: m.opts.Replica, Hostname: host, PID: os.Getpid(), Version: m.opts.Version, Listen: m.opts.Listen}
 	tick := time.NewTicker(m.opts.LeaseTTL / 3)
 	defer tick.Stop()
-	var (
-		held      *store.Lease
-		lastRun   time.Time
-		lastSweep time.Time
-		run       *retentionRun
-	)
-	defer func() {
-		if run != nil {
-			run.cancel()
-			m.finishRetention(<-run.done)
-		}
-		if held != nil {
-			c, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			_ = m.store.ReleaseLease(c, *held)
-		}
-	}()
 	for {
 		if m.opts.Sources != nil {
 			me.Sources = m.opts.Sources()
@@ -118,72 +130,49 @@ func (m *Maintenance) Run(ctx context.Context) error {
 		if err := m.store.Heartbeat(ctx, me); err != nil && ctx.Err() == nil {
 			m.log.Warn("heartbeat failed", "err", err)
 		}
-		var (
-			l   store.Lease
-			ok  bool
-			err error
-		)
-		// Without a liveness session, peers release whatever this replica takes.
-		if m.opts.Live == nil || m.opts.Live() {
-			l, ok, err = m.store.AcquireLease(ctx, "maintenance", m.opts.Replica, m.opts.LeaseTTL)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
 		}
-		switch {
-		case err == nil && ok:
-			if held == nil || held.Term != l.Term {
-				m.log.Info("holding the maintenance lease", "term", l.Term)
-			}
-			held = &l
-		default:
-			if held != nil && ctx.Err() == nil {
-				if err != nil {
-					m.log.Warn("renew the maintenance lease", "term", held.Term, "err", err)
-				} else {
-					m.log.Info("lost the maintenance lease", "term", held.Term)
-				}
-			}
-			held = nil
+	}
+}
+
+// runDuty runs d while this replica holds the lease: every d.every and when the lease is
+// taken, under a context that ends with the holding.
+func (m *Maintenance) runDuty(ctx context.Context, d *duty) {
+	tick := time.NewTicker(d.every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-d.wake:
 		}
-		if run != nil && (held == nil || held.Term != run.term) {
-			// Its fence would stop it at the next batch anyway; this spares the wait.
-			run.cancel()
+		l, held := m.lease.Held()
+		if l == nil {
+			continue
 		}
-		if held != nil {
-			// The fallback for replicas cut off from the database (a dead one is found at once
-			// through its session): leases not renewed within their TTL are released here,
-			// on one replica only.
-			if n, err := m.store.ReleaseExpiredLeases(ctx, m.opts.Replica); err != nil && ctx.Err() == nil {
-				m.log.Warn("release expired leases failed", "err", err)
-			} else if n > 0 {
-				m.log.Info("released expired leases; their attempts are recorded as Interrupted", "count", n)
-				m.opts.Metrics.Interrupted(n)
-			}
-		}
-		if held != nil && time.Since(lastSweep) >= sweepEvery {
-			lastSweep = time.Now()
-			m.sweepWaits(ctx)
-		}
-		if held != nil && run == nil && time.Since(lastRun) >= m.opts.Every {
-			lastRun = time.Now()
-			run = m.startRetention(ctx, *held)
-		}
-	wait:
-		for {
-			var done <-chan retentionResult
-			if run != nil {
-				done = run.done
-			}
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-tick.C:
-				break wait
-			case <-m.wake:
-				break wait
-			case r := <-done:
-				m.finishRetention(r)
-				run = nil
-			}
-		}
+		dctx, cancel := context.WithCancel(ctx)
+		stop := context.AfterFunc(held, cancel)
+		d.run(dctx, *l)
+		stop()
+		cancel()
+	}
+}
+
+// releaseExpired is the fallback for replicas cut off from the database (a dead one is found
+// at once through its session): leases not renewed within their TTL are released here, on
+// one replica only.
+func (m *Maintenance) releaseExpired(ctx context.Context, _ store.Lease) {
+	n, err := m.store.ReleaseExpiredLeases(ctx, m.opts.Replica)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		m.log.Warn("release expired leases failed", "err", err)
+	case n > 0:
+		m.log.Info("released expired leases; their attempts are recorded as Interrupted", "count", n)
+		m.opts.Metrics.Interrupted(n)
 	}
 }
 
@@ -193,7 +182,7 @@ const sweepEvery = 10 * time.Second
 // sweepWaits refreshes the dependency waits a refresh cut short left out of date
 // (store.StaleWaits): a resource whose dependencies became Ready while the replica that wrote
 // them died runs within sweepEvery.
-func (m *Maintenance) sweepWaits(ctx context.Context) {
+func (m *Maintenance) sweepWaits(ctx context.Context, _ store.Lease) {
 	ids, err := m.store.StaleWaits(ctx, 5000)
 	if err == nil && len(ids) > 0 {
 		err = m.store.RefreshDependencies(ctx, ids)
@@ -204,47 +193,33 @@ func (m *Maintenance) sweepWaits(ctx context.Context) {
 	}
 }
 
-// startRetention starts one retention pass fenced by l.
-func (m *Maintenance) startRetention(ctx context.Context, l store.Lease) *retentionRun {
+// retain runs one retention pass fenced by l, keeps where it got to, and logs what it did.
+func (m *Maintenance) retain(ctx context.Context, l store.Lease) {
 	if l.Term != m.marksTerm {
 		m.marks, m.marksTerm = store.RetentionMarks{}, l.Term
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	run := &retentionRun{term: l.Term, cancel: cancel, done: make(chan retentionResult, 1)}
-	opts := store.RetentionOptions{History: m.opts.History, Events: m.opts.Events, Since: m.marks, Lease: &l}
-	go func() {
-		defer cancel()
-		r := retentionResult{term: l.Term}
-		r.removed, r.marks, r.err = m.store.Retain(ctx, opts)
-		if !errors.Is(r.err, store.ErrLeaseLost) && ctx.Err() == nil {
-			var err error
-			if r.deliveries, err = m.store.TrimDeliveries(ctx, deliveriesMaxAge); err != nil {
-				r.err = errors.Join(r.err, err)
-			}
+	removed, marks, err := m.store.Retain(ctx, store.RetentionOptions{History: m.opts.History, Events: m.opts.Events, Since: m.marks, Lease: &l})
+	m.marks = marks
+	var deliveries int64
+	if !errors.Is(err, store.ErrLeaseLost) && ctx.Err() == nil {
+		var derr error
+		if deliveries, derr = m.store.TrimDeliveries(ctx, deliveriesMaxAge); derr != nil {
+			err = errors.Join(err, derr)
 		}
-		r.stopped = ctx.Err() != nil
-		run.done <- r
-	}()
-	return run
-}
-
-// finishRetention keeps the marks of a pass and logs what it did.
-func (m *Maintenance) finishRetention(r retentionResult) {
-	if r.term == m.marksTerm {
-		m.marks = r.marks
 	}
 	switch {
-	case errors.Is(r.err, store.ErrLeaseLost):
-		m.log.Info("retention stopped: the maintenance lease moved on", "term", r.term)
-	case r.stopped:
-		m.log.Debug("retention interrupted", "term", r.term, "err", r.err)
-	case r.err != nil:
-		m.log.Warn("retention failed", "err", r.err)
+	case errors.Is(err, store.ErrLeaseLost):
+		m.lease.Drop(l.Term)
+		m.log.Info("retention stopped: the maintenance lease moved on", "term", l.Term)
+	case ctx.Err() != nil:
+		m.log.Debug("retention interrupted", "term", l.Term, "err", err)
+	case err != nil:
+		m.log.Warn("retention failed", "err", err)
 	}
-	if r.removed.History+r.removed.Events > 0 {
-		m.log.Info("retention removed old rows", "history", r.removed.History, "events", r.removed.Events)
+	if removed.History+removed.Events > 0 {
+		m.log.Info("retention removed old rows", "history", removed.History, "events", removed.Events)
 	}
-	if r.deliveries > 0 {
-		m.log.Debug("forgot old webhook deliveries", "count", r.deliveries)
+	if deliveries > 0 {
+		m.log.Debug("forgot old webhook deliveries", "count", deliveries)
 	}
 }

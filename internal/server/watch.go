@@ -98,6 +98,7 @@ type Hub struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	startMu sync.Mutex // serialises start, which reads the feed's end without holding mu
 	mu      sync.Mutex
 	subs    map[*subscription]struct{}
 	last    int64
@@ -148,14 +149,19 @@ func (h *Hub) Close() {
 	h.wg.Wait()
 }
 
-// start begins reading the feed from its current end, once.
+// start begins reading the feed from its current end, once. The end is read without h.mu
+// (which every watcher's request takes): a slow database delays only the watchers that wait
+// for the hub to start, never a publication or another stream's subscription.
 func (h *Hub) start(ctx context.Context) error {
+	h.startMu.Lock()
+	defer h.startMu.Unlock()
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
+	closed, running := h.closed, h.running
+	h.mu.Unlock()
+	if closed {
 		return errHubClosed
 	}
-	if h.running {
+	if running {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, watchQueryTimeout)
@@ -163,6 +169,11 @@ func (h *Hub) start(ctx context.Context) error {
 	last, err := h.store.LatestChange(ctx)
 	if err != nil {
 		return fmt.Errorf("read the end of the changes feed: %w", err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed { // Close ran meanwhile: its wait must not miss the reader
+		return errHubClosed
 	}
 	h.last, h.running = last, true
 	h.wg.Add(1)

@@ -681,3 +681,56 @@ func TestHubPublishesInIDOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestHubStartHoldsNoLockAcrossItsQuery: while the hub's first read of the feed waits on the
+// database (the changes table locked), the hub's lock stays free: a watcher of a started hub
+// subscribes, and the watcher count of the request path is read, without waiting for it.
+func TestHubStartHoldsNoLockAcrossItsQuery(t *testing.T) {
+	t.Parallel()
+	_, st := setup(t, 1)
+	ctx := context.Background()
+	h := NewHub(st, slog.New(slog.DiscardHandler))
+	t.Cleanup(h.Close)
+	tx, err := st.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, "LOCK TABLE changes IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan error, 1)
+	go func() { started <- h.start(ctx) }()
+	// The start is waiting on the lock once PostgreSQL shows its query blocked.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		var waiting int
+		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE '%FROM changes%'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the hub's start never waited on the locked table")
+		}
+	}
+	free := make(chan struct{})
+	go func() {
+		h.mu.Lock()
+		_ = len(h.subs)
+		h.mu.Unlock()
+		close(free)
+	}()
+	select {
+	case <-free:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hub's lock is held while its start waits on the database")
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-started; err != nil {
+		t.Fatalf("start after the table was unlocked: %v", err)
+	}
+}

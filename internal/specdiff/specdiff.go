@@ -1,5 +1,5 @@
-// Package specdiff owns the line diffs trueup shows of specs: a longest-common-subsequence
-// edit script over lines, unified-diff hunks, and the canonical pretty-printing of JSON values
+// Package specdiff owns the line diffs trueup shows of specs: an edit script over lines
+// (go-diff), unified-diff hunks, and the canonical pretty-printing of JSON values
 // that makes two specs comparable line by line. `trueup diff` and pull-request previews use it.
 package specdiff
 
@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/sergi/go-diff/diffmatchpatch"
 
 	"github.com/trueup-dev/trueup/internal/manifest"
 )
@@ -20,67 +22,42 @@ type edit struct {
 	ai, bi int
 }
 
-// maxDiffCells bounds the LCS table; beyond it the changed middle is shown as replaced.
-const maxDiffCells = 4 << 20
-
-// diffLines returns an edit script from a to b with a longest common subsequence of lines.
-// Specs are small, so the quadratic table is fine; the common head and tail are cut first,
-// which makes the usual one-field change linear.
+// diffLines returns an edit script from a to b: go-diff's line mode (Myers' algorithm over
+// lines, each line encoded as one character), without a deadline so that the same inputs
+// always give the same script.
 func diffLines(a, b []string) []edit {
+	dmp := diffmatchpatch.New()
+	dmp.DiffTimeout = 0
+	ta, tb, lines := dmp.DiffLinesToChars(joinLines(a), joinLines(b))
+	diffs := dmp.DiffCharsToLines(dmp.DiffMain(ta, tb, false), lines)
 	var out []edit
-	pre := 0
-	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
-		out = append(out, edit{' ', a[pre], pre, pre})
-		pre++
-	}
-	suf := 0
-	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
-		suf++
-	}
-	am, bm := a[pre:len(a)-suf], b[pre:len(b)-suf]
-	n, m := len(am), len(bm)
-	if n*m > maxDiffCells {
-		for i, l := range am {
-			out = append(out, edit{'-', l, pre + i, pre})
-		}
-		for j, l := range bm {
-			out = append(out, edit{'+', l, pre + n, pre + j})
-		}
-	} else {
-		// lcs[i][j] is the LCS length of am[i:] and bm[j:].
-		lcs := make([][]int32, n+1)
-		for i := range lcs {
-			lcs[i] = make([]int32, m+1)
-		}
-		for i := n - 1; i >= 0; i-- {
-			for j := m - 1; j >= 0; j-- {
-				if am[i] == bm[j] {
-					lcs[i][j] = lcs[i+1][j+1] + 1
-				} else {
-					lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
-				}
+	ai, bi := 0, 0
+	for _, d := range diffs {
+		for _, l := range SplitLines(d.Text) {
+			switch d.Type {
+			case diffmatchpatch.DiffEqual:
+				out = append(out, edit{' ', l, ai, bi})
+				ai, bi = ai+1, bi+1
+			case diffmatchpatch.DiffDelete:
+				out = append(out, edit{'-', l, ai, bi})
+				ai++
+			case diffmatchpatch.DiffInsert:
+				out = append(out, edit{'+', l, ai, bi})
+				bi++
 			}
 		}
-		i, j := 0, 0
-		for i < n || j < m {
-			switch {
-			case i < n && j < m && am[i] == bm[j]:
-				out = append(out, edit{' ', am[i], pre + i, pre + j})
-				i, j = i+1, j+1
-			case j < m && (i == n || lcs[i][j+1] > lcs[i+1][j]):
-				out = append(out, edit{'+', bm[j], pre + i, pre + j})
-				j++
-			default:
-				out = append(out, edit{'-', am[i], pre + i, pre + j})
-				i++
-			}
-		}
-	}
-	for k := 0; k < suf; k++ {
-		ai, bi := len(a)-suf+k, len(b)-suf+k
-		out = append(out, edit{' ', a[ai], ai, bi})
 	}
 	return out
+}
+
+// joinLines is the text of lines, each ended by a newline.
+func joinLines(lines []string) string {
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // Unified formats the changes from a to b as unified-diff hunks (without the ---/+++

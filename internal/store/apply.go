@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/notify"
 	"github.com/trueup-dev/trueup/internal/status"
@@ -111,7 +112,7 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 			gone = append(gone, e.id)
 		}
 	}
-	res.PruneSkipped, res.PruneMessage = PruneGuard("revision "+shortRev(p.Revision), p.NoManifests, len(p.Set.Resources), len(gone), active, p.MaxPruneFraction, p.AllowEmpty)
+	res.PruneSkipped, res.PruneMessage = PruneGuard("revision "+clip.Rev(p.Revision), p.NoManifests, len(p.Set.Resources), len(gone), active, p.MaxPruneFraction, p.AllowEmpty)
 	if res.PruneSkipped != "" {
 		gone = nil
 	}
@@ -308,7 +309,7 @@ func (w *applyWriter) insert(ctx context.Context, idx []int) error {
 	for _, i := range idx {
 		r := &w.p.Set.Resources[i]
 		w.b.add(0, r)
-		w.events = append(w.events, resourceEvent(r, EventNormal, "Created", "created from "+r.File+" at "+shortRev(w.p.Revision)))
+		w.events = append(w.events, resourceEvent(r, EventNormal, "Created", "created from "+r.File+" at "+clip.Rev(w.p.Revision)))
 		w.changes = append(w.changes, Change{Object: "resource", Type: ChangeAdded, Namespace: r.Namespace, Kind: r.Kind, Name: r.Name,
 			Source: w.p.Source, Phase: "Pending", Generation: 1})
 	}
@@ -384,9 +385,9 @@ func (w *applyWriter) update(ctx context.Context, rs []rewrite) error {
 	for _, u := range rs {
 		r := &w.p.Set.Resources[u.i]
 		w.b.add(u.id, r)
-		msg := "spec changed in " + r.File + " at " + shortRev(w.p.Revision)
+		msg := "spec changed in " + r.File + " at " + clip.Rev(w.p.Revision)
 		if u.restored {
-			msg = "manifest restored in " + r.File + " at " + shortRev(w.p.Revision)
+			msg = "manifest restored in " + r.File + " at " + clip.Rev(w.p.Revision)
 		}
 		w.events = append(w.events, resourceEvent(r, EventNormal, "SpecChanged", msg))
 	}
@@ -461,12 +462,12 @@ func (w *applyWriter) relabel(ctx context.Context, rs []rewrite) error {
 func (w *applyWriter) requestReconcile(ctx context.Context, ids []int64) error {
 	rows, err := w.tx.Query(ctx, `UPDATE resources SET run_at = now(), manual_requested_by = $2,
 		dirty = dirty OR lease_owner IS NOT NULL WHERE id = ANY($1::bigint[]) RETURNING namespace, kind, name`,
-		ids, "git:"+shortRev(w.p.Revision))
+		ids, "git:"+clip.Rev(w.p.Revision))
 	if err != nil {
 		return err
 	}
 	if w.events, err = collectIdentityEvents(rows, EventNormal, ReasonManualReconcile,
-		"reconcile requested by git:"+shortRev(w.p.Revision)+" (annotation "+AnnotationReconcileRequestedAt+" changed)", w.events); err != nil {
+		"reconcile requested by git:"+clip.Rev(w.p.Revision)+" (annotation "+AnnotationReconcileRequestedAt+" changed)", w.events); err != nil {
 		return err
 	}
 	return w.flush(ctx)
@@ -495,7 +496,7 @@ func (w *applyWriter) markGone(ctx context.Context, ids []int64) error {
 	w.affected = append(w.affected, ids...)
 	for _, c := range w.changes[n:] {
 		w.events = append(w.events, Event{Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Type: EventNormal,
-			Reason: "DeletionRequested", Message: "manifest removed at " + shortRev(w.p.Revision)})
+			Reason: "DeletionRequested", Message: "manifest removed at " + clip.Rev(w.p.Revision)})
 	}
 	return w.flush(ctx)
 }
@@ -510,7 +511,7 @@ func (w *applyWriter) markOrphaned(ctx context.Context, ids []int64) error {
 		why = "annotation trueup.dev/prune: disabled"
 	}
 	if w.events, err = collectIdentityEvents(rows, EventWarning, "PruneSkipped",
-		"manifest removed at "+shortRev(w.p.Revision)+" but the resource is kept: "+why, w.events); err != nil {
+		"manifest removed at "+clip.Rev(w.p.Revision)+" but the resource is kept: "+why, w.events); err != nil {
 		return err
 	}
 	return w.flush(ctx)

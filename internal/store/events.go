@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/internal/clip"
 )
 
 // Event types.
@@ -41,7 +42,7 @@ func insertEvents(ctx context.Context, db DB, evs []Event) error {
 	ns, kind, name, src, typ, reason, msg, rep := make([]string, n), make([]string, n), make([]string, n),
 		make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	for i, e := range evs {
-		ns[i], kind[i], name[i], src[i], typ[i], reason[i], msg[i], rep[i] = e.Namespace, e.Kind, e.Name, e.Source, e.Type, e.Reason, truncate(e.Message, 4000), e.Replica
+		ns[i], kind[i], name[i], src[i], typ[i], reason[i], msg[i], rep[i] = e.Namespace, e.Kind, e.Name, e.Source, e.Type, e.Reason, clip.Storable(e.Message, 4000), e.Replica
 	}
 	_, err := db.Exec(ctx, `INSERT INTO events (namespace, kind, name, source, type, reason, message, replica)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[])`,
@@ -150,7 +151,7 @@ func insertHistoryBatch(ctx context.Context, db DB, hs []HistoryEntry) error {
 			traces[i] = &hs[i].TraceID
 		}
 		uid[i], ns[i], kind[i], name[i], rev[i], op[i], trig[i], res[i], msg[i], rep[i] =
-			h.UID, h.Namespace, h.Kind, h.Name, h.Revision, h.Operation, h.Trigger, h.Result, truncate(h.Message, 8000), h.Replica
+			h.UID, h.Namespace, h.Kind, h.Name, h.Revision, h.Operation, h.Trigger, h.Result, clip.Storable(h.Message, 8000), h.Replica
 		gen[i], started[i], finished[i], actor[i] = h.Generation, h.StartedAt, h.FinishedAt, h.Actor
 		if o := storableJSON(h.Outputs); len(o) > 0 {
 			os := string(o)

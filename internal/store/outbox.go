@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/internal/clip"
 )
 
 // Outbox states.
@@ -53,7 +54,7 @@ func insertOutboxForResources(ctx context.Context, tx pgx.Tx, items []outboxItem
 	n := len(items)
 	ids, evs, phases, msgs := make([]int64, n), make([]string, n), make([]string, n), make([]string, n)
 	for i, it := range items {
-		ids[i], evs[i], phases[i], msgs[i] = it.id, it.event, it.phase, truncate(it.message, 4000)
+		ids[i], evs[i], phases[i], msgs[i] = it.id, it.event, it.phase, clip.Storable(it.message, 4000)
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO notification_outbox (event, namespace, kind, name, source, revision, labels, phase, message)
 		SELECT x.event, r.namespace, r.kind, r.name, r.source, r.revision, r.labels, x.phase, x.message
@@ -78,7 +79,7 @@ func insertOutbox(ctx context.Context, db DB, entries []OutboxEntry) error {
 		if err != nil || e.Labels == nil {
 			labels = []byte("{}")
 		}
-		for c, v := range []string{e.Event, e.Namespace, e.Kind, e.Name, e.Source, e.Revision, string(labels), e.Phase, truncate(e.Message, 4000)} {
+		for c, v := range []string{e.Event, e.Namespace, e.Kind, e.Name, e.Source, e.Revision, string(labels), e.Phase, clip.Storable(e.Message, 4000)} {
 			cols[c][i] = v
 		}
 	}
@@ -162,7 +163,7 @@ func (s *Store) FinishOutbox(ctx context.Context, results []OutboxResult) error 
 		if err != nil || r.Done == nil {
 			d = []byte("[]")
 		}
-		ids[i], states[i], errs[i], next[i], att[i], done[i] = r.ID, r.State, truncate(r.Error, 2000), r.NextAttempt, int32(r.Attempts), string(d)
+		ids[i], states[i], errs[i], next[i], att[i], done[i] = r.ID, r.State, clip.Storable(r.Error, 2000), r.NextAttempt, int32(r.Attempts), string(d)
 	}
 	_, err := s.pool.Exec(ctx, `UPDATE notification_outbox o SET state = x.state, last_error = x.err, next_attempt_at = x.next,
 			attempts = x.att,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/internal/clip"
 )
 
 // Preview is the latest preview of one pull (merge) request of a source (migration 0014).
@@ -65,7 +66,7 @@ func (s *Store) SavePreview(ctx context.Context, p Preview) (Preview, error) {
 		  comment_url = COALESCE(NULLIF(EXCLUDED.comment_url, ''), previews.comment_url),
 		  updated_at = now()
 		RETURNING `+previewColumns,
-		p.Source, p.Number, p.Provider, truncate(p.Title, 1024), truncate(p.URL, 4096), p.HeadSHA, p.BaseRevision, p.State, truncate(p.Message, 2000),
+		p.Source, p.Number, p.Provider, clip.Storable(p.Title, 1024), clip.Storable(p.URL, 4096), p.HeadSHA, p.BaseRevision, p.State, clip.Storable(p.Message, 2000),
 		string(storableJSON(p.Result)), p.CommentID, p.CommentURL, p.Replica)
 	if err != nil {
 		return Preview{}, fmt.Errorf("save preview: %w", err)
@@ -121,7 +122,7 @@ func (s *Store) InterruptPreviews(ctx context.Context, source, message string) (
 		WHERE p.source = $2 AND p.state = $5 AND NOT EXISTS (
 		  SELECT 1 FROM replicas r WHERE r.name = p.replica AND r.liveness_key IS NOT NULL
 		    AND EXISTS (`+lockHeldSQL("r.liveness_key")+`))
-		RETURNING `+previewColumns, livenessClass, source, PreviewError, truncate(message, 2000), PreviewRunning)
+		RETURNING `+previewColumns, livenessClass, source, PreviewError, clip.Storable(message, 2000), PreviewRunning)
 	if err != nil {
 		return nil, fmt.Errorf("interrupt previews of %s: %w", source, err)
 	}

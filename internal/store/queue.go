@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/notify"
 	"github.com/trueup-dev/trueup/internal/status"
@@ -522,7 +523,7 @@ func (b *updateBatch) add(id int64, u Update) error {
 	b.outputs = append(b.outputs, outputs)
 	b.state = append(b.state, state)
 	b.keep = append(b.keep, u.KeepActionState)
-	b.message = append(b.message, truncate(u.Message, 8000))
+	b.message = append(b.message, clip.Storable(u.Message, 8000))
 	b.attempt = append(b.attempt, int32(u.Attempt))
 	b.runAt = append(b.runAt, u.RunAt)
 	var resolved, origins *string

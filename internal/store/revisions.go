@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"github.com/trueup-dev/trueup/internal/clip"
 )
 
 // RevisionProgress says how far the resources a revision changed have got.
@@ -57,7 +58,7 @@ func (s *Store) RevisionProgress(ctx context.Context, source, revision string) (
 		  COALESCE((SELECT s.revision FROM sources s WHERE s.name = $1), '')
 		FROM r`, source, revision, maxFailures).Scan(&p.Total, &p.Ready, &p.Failed, &p.Stalled, &p.Failures, &p.SourceRevision)
 	if err != nil {
-		return RevisionProgress{}, fmt.Errorf("progress of %s@%s: %w", source, shortRev(revision), err)
+		return RevisionProgress{}, fmt.Errorf("progress of %s@%s: %w", source, clip.Rev(revision), err)
 	}
 	p.Pending = p.Total - p.Ready - p.Failed
 	return p, nil

@@ -8,9 +8,9 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/notify"
 	"github.com/trueup-dev/trueup/internal/status"
@@ -272,7 +272,7 @@ func (s *Store) RecordSyncFailure(ctx context.Context, f SyncFailure) error {
 					return err
 				}
 			}
-			return insertEvent(ctx, tx, Event{Source: f.Source, Type: EventWarning, Reason: f.Reason, Message: truncate(f.Message, 4000)})
+			return insertEvent(ctx, tx, Event{Source: f.Source, Type: EventWarning, Reason: f.Reason, Message: clip.Storable(f.Message, 4000)})
 		}
 		return nil
 	})
@@ -369,7 +369,7 @@ func (s *Store) ApplyRevision(ctx context.Context, p ApplyParams) (ApplyResult, 
 		return checkLease(ctx, tx, p.Lease)
 	})
 	if err != nil {
-		return ApplyResult{}, fmt.Errorf("apply %s@%s: %w", p.Source, shortRev(p.Revision), err)
+		return ApplyResult{}, fmt.Errorf("apply %s@%s: %w", p.Source, clip.Rev(p.Revision), err)
 	}
 	return res, nil
 }
@@ -714,7 +714,7 @@ func finishSource(ctx context.Context, tx pgx.Tx, p ApplyParams, res ApplyResult
 		return err
 	}
 	now := time.Now()
-	msg := fmt.Sprintf("applied revision %s: %d types, %d resources", shortRev(p.Revision), len(p.Set.Types), len(p.Set.Resources))
+	msg := fmt.Sprintf("applied revision %s: %d types, %d resources", clip.Rev(p.Revision), len(p.Set.Types), len(p.Set.Resources))
 	conds := status.Set(src.Conditions, status.Condition{Type: status.Ready, Status: status.True, Reason: "Succeeded", Message: msg}, now)
 	conds = pruneConditions(conds, p.Revision, res, now)
 	cj, _ := json.Marshal(conds)
@@ -742,7 +742,7 @@ func pruneConditions(conds []status.Condition, revision string, res ApplyResult,
 	conds = status.Remove(conds, ConditionPruneSkipped)
 	if res.Deleted > 0 {
 		conds = status.Set(conds, status.Condition{Type: "Pruned", Status: status.True, Reason: "Pruned",
-			Message: fmt.Sprintf("revision %s deleted %d resource(s)", shortRev(revision), res.Deleted)}, now)
+			Message: fmt.Sprintf("revision %s deleted %d resource(s)", clip.Rev(revision), res.Deleted)}, now)
 	}
 	return conds
 }
@@ -753,13 +753,6 @@ func initialConditions() string {
 	return string(b)
 }
 
-func shortRev(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
-}
-
 func lowerASCII(s string) string {
 	b := []byte(s)
 	for i, c := range b {
@@ -768,22 +761,6 @@ func lowerASCII(s string) string {
 		}
 	}
 	return string(b)
-}
-
-// truncate makes s storable in a text column and at most about n bytes: valid UTF-8, no NUL
-// (PostgreSQL refuses both), cut on a character boundary. Messages come from plugins and
-// scripts; one unstorable message must not abort the transaction it is written in.
-func truncate(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	s = strings.ReplaceAll(s, "\x00", "")
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }
 
 // storableJSON returns b if PostgreSQL's jsonb accepts it: valid JSON without the \u0000
@@ -814,7 +791,7 @@ func (s *Store) RecordSyncRecovered(ctx context.Context, source string, lease *L
 			return nil
 		}
 		conds := status.Set(src.Conditions, status.Condition{Type: status.Ready, Status: status.True, Reason: "Succeeded",
-			Message: "revision " + shortRev(src.Revision) + " is applied and is the source's head again"}, time.Now())
+			Message: "revision " + clip.Rev(src.Revision) + " is applied and is the source's head again"}, time.Now())
 		cj, _ := json.Marshal(conds)
 		if _, err := tx.Exec(ctx, `UPDATE sources SET conditions = $2, errors = '[]', last_attempted_revision = revision,
 			last_sync_time = now(), updated_at = now() WHERE name = $1`, source, cj); err != nil {
@@ -823,6 +800,6 @@ func (s *Store) RecordSyncRecovered(ctx context.Context, source string, lease *L
 		if err := appendChanges(ctx, tx, []Change{{Object: "source", Type: ChangeModified, Name: source, Source: source}}); err != nil {
 			return err
 		}
-		return insertEvent(ctx, tx, Event{Source: source, Type: EventNormal, Reason: "Recovered", Message: "revision " + shortRev(src.Revision) + " is the head again"})
+		return insertEvent(ctx, tx, Event{Source: source, Type: EventNormal, Reason: "Recovered", Message: "revision " + clip.Rev(src.Revision) + " is the head again"})
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/crossref"
 	"github.com/trueup-dev/trueup/internal/graph"
@@ -83,7 +84,7 @@ func TestSyncRefusesUngrantedCrossNamespaceReference(t *testing.T) {
 			c, _ := status.Get(got.Conditions, status.Ready)
 			if got.Revision != rev(1) || c.Status != status.False || len(got.Errors) != 1 || got.Errors[0].File != "dir/b.yaml" ||
 				got.Errors[0].Line != 2 || !strings.Contains(got.Errors[0].Message, "references.expose needs {namespace: production, kinds: [Database]") {
-				t.Fatalf("after the rejection: revision %s, ready %+v, errors %+v", short(got.Revision), c, got.Errors)
+				t.Fatalf("after the rejection: revision %s, ready %+v, errors %+v", clip.Rev(got.Revision), c, got.Errors)
 			}
 			if _, err := b.store.GetResource(b.ctx, "staging", "Database", "b"); err == nil {
 				t.Fatal("staging/b was applied from a rejected revision")
@@ -98,7 +99,7 @@ func TestSyncRefusesUngrantedCrossNamespaceReference(t *testing.T) {
 				t.Fatalf("granted: %v", err)
 			}
 			if got := b.source(); got.Revision != rev(2) || len(got.Errors) != 0 {
-				t.Fatalf("after the grant: revision %s, errors %+v", short(got.Revision), got.Errors)
+				t.Fatalf("after the grant: revision %s, errors %+v", clip.Rev(got.Revision), got.Errors)
 			}
 		})
 	}

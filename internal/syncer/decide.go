@@ -5,52 +5,6 @@ import (
 	"time"
 )
 
-// leaseChange is what one attempt to take or renew the source's lease did to this replica's
-// holding.
-type leaseChange int
-
-const (
-	leaseNone    leaseChange = iota // not held before, not held now
-	leaseTaken                      // held under a new term: reload what was applied, sync at once
-	leaseRenewed                    // still held, same term, valid for another TTL
-	leaseKept                       // renewal failed (database unreachable) but the lease is still valid
-	leaseLost                       // held before, not now: another holder, or expired unrenewed
-)
-
-func (c leaseChange) String() string {
-	return [...]string{"none", "taken", "renewed", "kept", "lost"}[c]
-}
-
-// nextLease decides the outcome of one attempt: held/heldTerm/until are what this replica
-// believed before it, ok/term/err what the store answered, now when it answered.
-func nextLease(held bool, heldTerm int64, until, now time.Time, ok bool, term int64, err error) leaseChange {
-	switch {
-	case err != nil && held && now.Before(until):
-		return leaseKept
-	case err != nil || !ok:
-		if held {
-			return leaseLost
-		}
-		return leaseNone
-	case held && term == heldTerm:
-		return leaseRenewed
-	}
-	// Not held, or held under another term (it expired, someone else held it meanwhile, and
-	// it came back): either way a new holding.
-	return leaseTaken
-}
-
-// renewDelay is how long the lease loop waits before its next attempt: a third of the TTL,
-// or less while a failing renewal leaves the lease about to run out (so that the holder
-// notices the end of its lease when it comes).
-func renewDelay(ttl time.Duration, c leaseChange, until, now time.Time) time.Duration {
-	d := ttl / 3
-	if c == leaseKept {
-		d = min(d, max(until.Sub(now), time.Millisecond))
-	}
-	return d
-}
-
 // memory is what the syncer remembers of the source between syncs.
 type memory struct {
 	applied     string // last applied revision

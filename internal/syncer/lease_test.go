@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"bytes"
+	"github.com/trueup-dev/trueup/internal/clip"
 	"log/slog"
 	"strings"
 	"sync"
@@ -54,7 +55,7 @@ func TestSyncLongApplyKeepsLease(t *testing.T) {
 	})
 	start := time.Now()
 	b.run(s)
-	b.eventually(40*time.Second, "revision "+short(rev(1))+" applied", func() (bool, string) {
+	b.eventually(40*time.Second, "revision "+clip.Rev(rev(1))+" applied", func() (bool, string) {
 		got := b.source().Revision
 		return got == rev(1), got
 	})
@@ -66,10 +67,10 @@ func TestSyncLongApplyKeepsLease(t *testing.T) {
 		t.Errorf("lease after the apply: %+v, want r1's first term, valid", l)
 	}
 	out := logs.String()
-	// Every message of lease.go and syncer.go that tells of a lease in trouble: a renewal
+	// Every message of the lease holder and the syncer that tells of a lease in trouble: a renewal
 	// that failed (even while still held), one lost or expired, a sync interrupted or failed.
-	for _, bad := range []string{"lease lost", "lease was lost", "renew source lease failed", "take source lease failed",
-		"lost the source's lease", "expired unrenewed", "stopped syncing", "sync interrupted", "sync failed"} {
+	for _, bad := range []string{"lease lost", "lease was lost", "failed; still held", "take the source's lease failed",
+		"lost the source's lease", "expired unrenewed", "gave up the source's lease", "sync interrupted", "sync failed"} {
 		if strings.Contains(out, bad) {
 			t.Errorf("log says %q:\n%s", bad, out)
 		}

@@ -16,14 +16,15 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/graph"
+	"github.com/trueup-dev/trueup/internal/lease"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/sealed"
@@ -86,17 +87,10 @@ type Syncer struct {
 	log     *slog.Logger
 	loader  *manifest.Loader
 	trigger chan struct{} // a sync is asked for (webhook, NOTIFY)
-	gained  chan struct{} // the lease was just taken: sync at once
-	freed   chan struct{} // try to take the lease now (LeasesFreed)
-	running atomic.Bool   // Run is active: its lease loop holds the lease
-	holdMu  sync.Mutex    // serialises lease attempts (the loop's, or SyncOnce's without Run)
+	lease   *lease.Holder // the source's lease
 
-	mu         sync.Mutex
-	lease      *store.Lease
-	leaseUntil time.Time          // when our lease expires unless renewed
-	holdCtx    context.Context    // cancelled when the holding ends
-	holdCancel context.CancelFunc // ends holdCtx
-	memTerm    int64              // the lease term whose holder mem was loaded for
+	mu      sync.Mutex
+	memTerm int64 // the lease term whose holder mem was loaded for
 	// transitionsApplied holds, for the resources with transition rules, the spec hashes this
 	// holder applied in term transitionsTerm: later syncs in that term read applied specs only
 	// for resources whose hash moved (the source's revisions are applied only by its holder).
@@ -124,8 +118,10 @@ func New(st *store.Store, opts Options, logger *slog.Logger) *Syncer {
 	if opts.LeaseTTL <= 0 {
 		opts.LeaseTTL = 15 * time.Second
 	}
-	return &Syncer{opts: opts, store: st, log: logger.With("source", opts.Name), loader: manifest.NewLoader(),
-		trigger: make(chan struct{}, 1), gained: make(chan struct{}, 1), freed: make(chan struct{}, 1)}
+	log := logger.With("source", opts.Name)
+	return &Syncer{opts: opts, store: st, log: log, loader: manifest.NewLoader(), trigger: make(chan struct{}, 1),
+		lease: lease.New(st, lease.Options{Name: leaseName(opts.Name), Replica: opts.Replica, TTL: opts.LeaseTTL,
+			Live: opts.Live, Label: "source's"}, log)}
 }
 
 // Trigger asks for a sync as soon as possible (webhook); bursts coalesce into one. On a
@@ -136,7 +132,7 @@ func (s *Syncer) Trigger() {
 	case s.trigger <- struct{}{}:
 	default:
 	}
-	if l, _ := s.holding(); l == nil {
+	if l, _ := s.lease.Held(); l == nil {
 		s.LeasesFreed()
 	}
 }
@@ -155,7 +151,7 @@ func (s *Syncer) Reconsider() {
 // the source's lease, and reports whether it did. A receiver of a webhook that gets false
 // asks the holder instead (store.NotifySync): either way exactly one replica syncs.
 func (s *Syncer) TriggerIfHolder(commit string) bool {
-	if l, _ := s.holding(); l == nil {
+	if l, _ := s.lease.Held(); l == nil {
 		return false
 	}
 	s.TriggerCommit(commit)
@@ -189,7 +185,7 @@ type Runtime struct {
 // Runtime reports the source's poll and webhook times and remote head; ok is false when this
 // replica does not hold the source's lease.
 func (s *Syncer) Runtime() (r Runtime, ok bool) {
-	if l, _ := s.holding(); l == nil {
+	if l, _ := s.lease.Held(); l == nil {
 		return r, false
 	}
 	s.mu.Lock()
@@ -242,7 +238,7 @@ func (s *Syncer) awaitWanted(ctx context.Context, head string) (string, error) {
 		head = h
 	}
 	if want != "" && head != want {
-		s.log.Warn("pushed commit not served by the remote yet; applying its head", "want", short(want), "head", short(head))
+		s.log.Warn("pushed commit not served by the remote yet; applying its head", "want", clip.Rev(want), "head", clip.Rev(head))
 	}
 	s.clearWant(want)
 	return head, nil
@@ -260,14 +256,11 @@ func (s *Syncer) clearWant(want string) {
 // Run holds the source's lease (taking it when free) and, while it does, syncs at once, then
 // on every poll, trigger or source notification, until ctx ends; then it releases the lease.
 func (s *Syncer) Run(ctx context.Context) error {
-	s.running.Store(true)
-	defer s.running.Store(false)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); s.holdLease(ctx) }()
+	if err := s.lease.Start(ctx); err != nil {
+		return err
+	}
 	s.syncLoop(ctx)
-	wg.Wait()
-	s.releaseLease()
+	s.lease.Stop()
 	return nil
 }
 
@@ -286,11 +279,11 @@ func (s *Syncer) syncLoop(ctx context.Context) {
 		case <-timer.C:
 		case <-s.trigger:
 		case <-changes:
-		case <-s.gained:
+		case <-s.lease.Gained():
 		}
 		// One sync serves every request made so far: it reads the head after them.
 		drain(s.trigger)
-		drain(s.gained)
+		drain(s.lease.Gained())
 		s.syncIfHolder(ctx)
 		resetTimer(timer, jitter(s.opts.Interval))
 	}
@@ -299,7 +292,7 @@ func (s *Syncer) syncLoop(ctx context.Context) {
 // syncIfHolder syncs once if this replica holds the lease, under a context that ends when
 // ctx does or the lease is lost.
 func (s *Syncer) syncIfHolder(ctx context.Context) {
-	lease, held := s.holding()
+	lease, held := s.lease.Held()
 	if lease == nil {
 		s.mu.Lock()
 		s.want = "" // the holder syncs; a stale wish would only delay a later takeover
@@ -342,10 +335,10 @@ func resetTimer(t *time.Timer, d time.Duration) {
 // the lease is renewed first, so that a sync longer than the lease's remaining time still
 // commits; under Run the lease loop keeps it renewed.
 func (s *Syncer) writeLease(ctx context.Context, l *store.Lease) *store.Lease {
-	if !s.running.Load() {
-		s.holdOnce(ctx)
+	if !s.lease.Running() {
+		s.lease.Attempt(ctx)
 	}
-	cur, _ := s.holding()
+	cur, _ := s.lease.Held()
 	if cur == nil || cur.Term != l.Term {
 		return nil
 	}
@@ -418,15 +411,10 @@ type Outcome struct {
 // SyncOnce checks the head and applies it if it is new. Without Run it takes or renews the
 // lease itself first; under Run it syncs only if Run's lease loop holds the lease.
 func (s *Syncer) SyncOnce(ctx context.Context) (Outcome, error) {
-	if !s.running.Load() {
-		s.mu.Lock()
-		fresh := s.lease != nil && time.Until(s.leaseUntil) > s.opts.LeaseTTL/2
-		s.mu.Unlock()
-		if !fresh {
-			s.holdOnce(ctx)
-		}
+	if !s.lease.Running() && s.lease.Remaining() <= s.opts.LeaseTTL/2 {
+		s.lease.Attempt(ctx)
 	}
-	lease, _ := s.holding()
+	lease, _ := s.lease.Held()
 	if lease == nil {
 		s.mu.Lock()
 		s.want = "" // the holder syncs; a stale wish would only delay a later takeover
@@ -490,11 +478,11 @@ func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (out Outcome, err
 			s.mu.Lock()
 			s.mem.lastFailure, s.mem.rejected = "", ""
 			s.mu.Unlock()
-			s.log.Info("source recovered", "revision", short(head))
+			s.log.Info("source recovered", "revision", clip.Rev(head))
 		}
 	}
 	if p != planApply {
-		s.log.Debug("no new revision", "revision", short(head))
+		s.log.Debug("no new revision", "revision", clip.Rev(head))
 		return Outcome{Revision: head, Unchanged: true}, nil
 	}
 	// A trace per revision applied (or rejected), not per poll: a poll that finds nothing
@@ -527,7 +515,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head string) (Ou
 		}
 		tracing.Fail(step, reason)
 		step.End()
-		return Outcome{}, s.fail(ctx, lease, store.SyncFailure{Revision: head, Reason: reason, Message: "fetch " + short(head) + ": " + err.Error()}, "")
+		return Outcome{}, s.fail(ctx, lease, store.SyncFailure{Revision: head, Reason: reason, Message: "fetch " + clip.Rev(head) + ": " + err.Error()}, "")
 	}
 	step.SetAttributes(attribute.Int("trueup.files", len(snap.Files)))
 	step.End()
@@ -581,7 +569,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head string) (Ou
 		return Outcome{}, s.reject(ctx, lease, snap.Revision, conflict.Errors)
 	}
 	if errors.Is(err, store.ErrLeaseLost) {
-		s.dropLease(lease.Term)
+		s.lease.Drop(lease.Term)
 		return Outcome{NotHolder: true}, err
 	}
 	if err != nil {
@@ -593,7 +581,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head string) (Ou
 		s.mu.Lock()
 		s.mem.held = snap.Revision
 		s.mu.Unlock()
-		s.log.InfoContext(ctx, "source suspended: revision held back", "revision", short(snap.Revision), "resources", len(set.Resources))
+		s.log.InfoContext(ctx, "source suspended: revision held back", "revision", clip.Rev(snap.Revision), "resources", len(set.Resources))
 		return Outcome{Revision: snap.Revision, Held: true}, nil
 	}
 	if res.PruneSkipped != "" {
@@ -625,7 +613,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head string) (Ou
 	if res.Changed() {
 		level = slog.LevelInfo
 	}
-	s.log.Log(ctx, level, "applied revision", "revision", short(snap.Revision), "types", len(set.Types), "resources", len(set.Resources),
+	s.log.Log(ctx, level, "applied revision", "revision", clip.Rev(snap.Revision), "types", len(set.Types), "resources", len(set.Resources),
 		"created", res.Created, "updated", res.Updated, "deleted", res.Deleted, "fetch_ms", fetched.Milliseconds(),
 		"total_ms", time.Since(start).Milliseconds())
 	return Outcome{Revision: snap.Revision, Result: res}, nil
@@ -701,7 +689,7 @@ func (s *Syncer) reject(ctx context.Context, lease *store.Lease, rev string, err
 		errs[i] = store.SourceError{File: v.File, Line: v.Line, Path: v.Path, Message: s.opts.Scrub(v.Msg)}
 		lines[i] = s.opts.Scrub(v.Error())
 	}
-	msg := fmt.Sprintf("revision %s rejected, %d error(s); the last good revision stays applied:\n%s", short(rev), len(verrs), strings.Join(lines, "\n"))
+	msg := fmt.Sprintf("revision %s rejected, %d error(s); the last good revision stays applied:\n%s", clip.Rev(rev), len(verrs), strings.Join(lines, "\n"))
 	s.opts.Metrics.Synced(s.opts.Name, rev, false, 0)
 	if s.opts.Reporter != nil {
 		s.opts.Reporter.Rejected(ctx, rev, lines)
@@ -788,11 +776,4 @@ func loadFailure(err error) string {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
-}
-
-func short(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -194,7 +195,7 @@ func (b *bundle) eventually(within time.Duration, what string, cond func() (bool
 
 func (b *bundle) applied(want string) {
 	b.t.Helper()
-	b.eventually(10*time.Second, "revision "+short(want)+" applied", func() (bool, string) {
+	b.eventually(10*time.Second, "revision "+clip.Rev(want)+" applied", func() (bool, string) {
 		r := b.source().Revision
 		return r == want, r
 	})
@@ -345,7 +346,7 @@ func TestSyncLeaseLost(t *testing.T) {
 		t.Errorf("r1 read the head %d times without the lease", got-heads)
 	}
 	if got := b.source().Revision; got != rev(1) {
-		t.Errorf("revision %s applied by a replica that lost the lease", short(got))
+		t.Errorf("revision %s applied by a replica that lost the lease", clip.Rev(got))
 	}
 }
 
@@ -453,7 +454,7 @@ func TestSyncInvalidRevisionRecordedOnce(t *testing.T) {
 	got := b.source()
 	c, _ := status.Get(got.Conditions, status.Ready)
 	if got.Revision != rev(1) || c.Status != status.False || len(got.Errors) != 1 || got.Errors[0].File != "a.yaml" {
-		t.Fatalf("after the rejection: revision %s, ready %+v, errors %+v", short(got.Revision), c, got.Errors)
+		t.Fatalf("after the rejection: revision %s, ready %+v, errors %+v", clip.Rev(got.Revision), c, got.Errors)
 	}
 	fetches := src.fetches.Load()
 	for range 3 {
@@ -472,7 +473,7 @@ func TestSyncInvalidRevisionRecordedOnce(t *testing.T) {
 	got = b.source()
 	c, _ = status.Get(got.Conditions, status.Ready)
 	if got.Revision != rev(3) || c.Status != status.True || len(got.Errors) != 0 {
-		t.Errorf("after a good head: revision %s, ready %+v, errors %+v", short(got.Revision), c, got.Errors)
+		t.Errorf("after a good head: revision %s, ready %+v, errors %+v", clip.Rev(got.Revision), c, got.Errors)
 	}
 }
 
@@ -517,7 +518,7 @@ func TestSyncRecovers(t *testing.T) {
 	got = b.source()
 	c, _ = status.Get(got.Conditions, status.Ready)
 	if c.Status != status.True || got.Revision != rev(1) || src.fetches.Load() != fetches {
-		t.Errorf("after recovery: ready %+v (failed at %s), revision %s, %d fetches", c, failedAt, short(got.Revision), src.fetches.Load()-fetches)
+		t.Errorf("after recovery: ready %+v (failed at %s), revision %s, %d fetches", c, failedAt, clip.Rev(got.Revision), src.fetches.Load()-fetches)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/sealed/sealedtest"
 	"github.com/trueup-dev/trueup/internal/status"
@@ -63,7 +64,7 @@ func TestSyncTransitionRuleRejects(t *testing.T) {
 	c, _ := status.Get(got.Conditions, status.Ready)
 	if got.Revision != rev(1) || c.Status != status.False || len(got.Errors) != 1 ||
 		got.Errors[0].File != "a.yaml" || got.Errors[0].Line != 6 || got.Errors[0].Path != "spec.engine" {
-		t.Fatalf("after the rejection: revision %s, ready %+v, errors %+v", short(got.Revision), c, got.Errors)
+		t.Fatalf("after the rejection: revision %s, ready %+v, errors %+v", clip.Rev(got.Revision), c, got.Errors)
 	}
 	res, err := b.store.GetResource(b.ctx, "default", "Database", "a")
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/preview"
 )
 
@@ -123,7 +124,7 @@ func parsePullRequest(h http.Header, body []byte, provider string) (ev preview.E
 	if len(ev.HeadSHA) != 40 && len(ev.HeadSHA) != 64 || strings.Trim(ev.HeadSHA, "0123456789abcdef") != "" {
 		return ev, false, errors.New("pull request payload names no head commit")
 	}
-	ev.Title, ev.Base = truncate(ev.Title, 256), truncate(strings.TrimPrefix(ev.Base, "refs/heads/"), 256)
+	ev.Title, ev.Base = clip.Storable(ev.Title, 256), clip.Storable(strings.TrimPrefix(ev.Base, "refs/heads/"), 256)
 	if len(ev.URL) > 2048 || !utf8.ValidString(ev.URL) || strings.ContainsAny(ev.URL, "\x00\r\n") ||
 		!(strings.HasPrefix(ev.URL, "https://") || strings.HasPrefix(ev.URL, "http://")) {
 		ev.URL = ""

@@ -19,12 +19,11 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
+	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/preview"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -190,7 +189,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	d := classify(r.Header)
-	log := h.log.With("source", name, "provider", d.provider, "event", truncate(d.event, 64), "delivery", deliveryKey(d.delivery))
+	log := h.log.With("source", name, "provider", d.provider, "event", clip.Storable(d.event, 64), "delivery", deliveryKey(d.delivery))
 	switch d.kind {
 	case kindPing:
 		log.Info("webhook ping")
@@ -440,18 +439,4 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 func writeError(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, map[string]string{"error": msg})
-}
-
-// truncate keeps s within n bytes, cut between runes; invalid UTF-8 and NUL bytes, which
-// PostgreSQL refuses in text, are dropped first.
-func truncate(s string, n int) string {
-	s = strings.ReplaceAll(strings.ToValidUTF8(s, ""), "\x00", "")
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }

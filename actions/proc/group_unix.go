@@ -1,6 +1,6 @@
 //go:build unix
 
-package execaction
+package proc
 
 import (
 	"os"
@@ -24,3 +24,7 @@ func terminateGroup(p *os.Process) {
 func killGroup(p *os.Process) {
 	_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
 }
+
+// Interrupt sends SIGINT to p alone (as Ctrl-C does to a foreground program that forwards the
+// stop to its own children, as Terraform does).
+func Interrupt(p *os.Process) error { return p.Signal(os.Interrupt) }

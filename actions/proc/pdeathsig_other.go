@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package execaction
+package proc
 
 import "syscall"
 

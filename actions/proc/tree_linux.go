@@ -1,4 +1,4 @@
-package execaction
+package proc
 
 import (
 	"bufio"

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package execaction
+package proc
 
 import (
 	"errors"

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package execaction
+package proc
 
 import (
 	"os"
@@ -15,3 +15,6 @@ func terminateGroup(p *os.Process) { _ = p.Kill() } // no SIGTERM to send
 
 // killGroup is safe after Wait: os.Process then refuses to signal.
 func killGroup(p *os.Process) { _ = p.Kill() }
+
+// Interrupt kills p: there is no SIGINT to send.
+func Interrupt(p *os.Process) error { return p.Kill() }
