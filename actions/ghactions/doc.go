@@ -127,7 +127,8 @@
 //	          NAME: ${{ inputs.name }}
 //	        run: ./scripts/database.sh "$OPERATION" "$NAME" <<< "$SPEC"
 //	      - name: Publish outputs
-//	        run: jq -n --arg endpoint "$(cat endpoint.txt)" '{endpoint: $endpoint, port: 5432}' > outputs.json
+//	        run: |
+//	          jq -n --arg endpoint "$(cat endpoint.txt)" '{endpoint: $endpoint, port: 5432}' > outputs.json
 //	      - uses: actions/upload-artifact@v4
 //	        with:
 //	          name: trueup-outputs
