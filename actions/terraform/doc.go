@@ -42,4 +42,16 @@
 // lock per workspace) nor across processes (the backend's state lock, waited for 60s); a
 // plan gives way to the other calls of its resource. A timeout or Close interrupts Terraform
 // with SIGINT, then kills its process group after 20s.
+//
+// Runs are contained as exec commands are (actions/proc): Terraform leads a process group of
+// its own, is killed with trueup (parent-death signal), and where the machine allows it is the
+// init of a PID namespace of its own, so that its providers and provisioners, and anything
+// they start in the background, end with the run. Consequences an operator should know: if
+// trueup is killed (SIGKILL, out of memory) during an apply, Terraform is killed too, so what
+// it created since its last state snapshot is missing from the state (the next reconcile's
+// plan shows it, or the provider's import is needed); the pg backend's lock is a session lock
+// and goes with the connection, but a remote backend's lock (s3, gcs, azurerm) may stay held
+// until released with terraform force-unlock. When trueup does not run as root the namespace
+// sits in a user namespace that maps only trueup's user: files of other users appear as
+// nobody's, and setuid programs (sudo) in local-exec provisioners do not gain privileges.
 package terraform

@@ -445,6 +445,11 @@ func TestTimeoutInterrupts(t *testing.T) {
 	if d := time.Since(start); d > 30*time.Second {
 		t.Fatalf("the call returned %s after it started; want soon after its 3s timeout", d)
 	}
+	// Terraform got the SIGINT (as the init of its PID namespace it gets only the signals it
+	// handles) and stopped gracefully, not by the kill after the grace.
+	if !strings.Contains(err.Error(), "Interrupt received") {
+		t.Errorf("err = %v; want terraform's own answer to the interrupt", err)
+	}
 }
 
 func TestCallErrors(t *testing.T) {

@@ -92,6 +92,8 @@ actions:
 	cmd.Env = append(os.Environ(), "TRUEUP_TEST_RUN_MAIN=1", "TRUEUP_DATABASE_URL="+pgtest.NewDatabase(t, store.MigrateURL))
 	logs := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
+	// If this test process dies, serve (and so its terraform run) dies with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -220,7 +220,7 @@ func newSource(cfg *config.Config, s config.Source, logger *slog.Logger) (source
 // source is opened).
 func newActions(cfg *config.Config, reg *actions.Registry, logger *slog.Logger, dbURL func() string, trees func(ctx context.Context, source, revision, dir string) ([]sources.TreeFile, error)) (map[string]actions.Action, error) {
 	out := map[string]actions.Action{}
-	hasExec := false
+	runsCommands := false // exec and terraform start processes (actions/proc)
 	for _, a := range cfg.Actions {
 		act, err := reg.New(a.Type, a.Config, actions.Env{Name: a.Name, BaseDir: cfg.BaseDir, Logger: logger.With("action", a.Name),
 			DatabaseURL: dbURL, ReadTree: trees})
@@ -229,14 +229,14 @@ func newActions(cfg *config.Config, reg *actions.Registry, logger *slog.Logger, 
 			return nil, err
 		}
 		out[a.Name] = act
-		hasExec = hasExec || a.Type == "exec"
+		runsCommands = runsCommands || a.Type == "exec" || a.Type == "terraform"
 	}
-	if !hasExec {
+	if !runsCommands {
 		return out, nil
 	}
 	// Said once at start-up, so that operators know when a kill -9 can leave work behind.
 	if mode, err := proc.Mode(); err != nil {
-		logger.Warn("exec commands' descendants may outlive trueup if it is killed", "mode", mode, "reason", err)
+		logger.Warn("the processes exec and terraform commands start may outlive trueup if it is killed", "mode", mode, "reason", err)
 	}
 	return out, nil
 }

@@ -15,6 +15,7 @@ package lease
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -85,8 +86,12 @@ func New(st Store, opts Options, logger *slog.Logger) *Holder {
 func (h *Holder) TTL() time.Duration { return h.opts.TTL }
 
 // Start runs the holder's loop until Stop or ctx ends: the first attempt at once, then one
-// every TTL/3 (sooner while a failing renewal leaves the lease about to run out).
+// every TTL/3 (sooner while a failing renewal leaves the lease about to run out). A holder
+// starts once.
 func (h *Holder) Start(ctx context.Context) error {
+	if h.stop != nil {
+		return errors.New("lease " + h.opts.Name + ": holder started twice")
+	}
 	ctx, h.stop = context.WithCancel(ctx)
 	h.done = make(chan struct{})
 	h.running.Store(true)
@@ -236,7 +241,11 @@ func (h *Holder) attempt(ctx context.Context) (Change, time.Duration) {
 	if lostCancel != nil {
 		lostCancel() // ends the work in flight under the old holding, if any
 	}
-	h.logChange(change, l.Term, live, err, until.Sub(now))
+	logTerm := l.Term
+	if change == Lost || change == Kept {
+		logTerm = heldTerm
+	}
+	h.logChange(change, logTerm, live, err, until.Sub(now))
 	if change == Taken {
 		select {
 		case h.gained <- struct{}{}:
@@ -254,14 +263,14 @@ func (h *Holder) logChange(c Change, term int64, live bool, err error, valid tim
 	case Lost:
 		switch {
 		case !live:
-			h.log.Warn("no liveness session: gave up " + what)
+			h.log.Warn("no liveness session: gave up "+what, "term", term)
 		case err != nil:
-			h.log.Warn(what+" expired unrenewed", "err", err)
+			h.log.Warn(what+" expired unrenewed", "term", term, "err", err)
 		default:
-			h.log.Info("lost " + what + " to another replica")
+			h.log.Info("lost "+what+" to another replica", "term", term)
 		}
 	case Kept:
-		h.log.Warn("renew "+what+" failed; still held", "err", err, "valid_ms", valid.Milliseconds())
+		h.log.Warn("renew "+what+" failed; still held", "term", term, "err", err, "valid_ms", valid.Milliseconds())
 	case None:
 		if err != nil {
 			h.log.Warn("take "+what+" failed", "err", err)

@@ -148,9 +148,11 @@ func TestRenewFailureKeepsLease(t *testing.T) {
 	if l, _ := h.Held(); l != nil && hctx.Err() != nil {
 		t.Fatal("the holding context ended while the lease is still held")
 	}
-	eventually(t, 10*time.Second, "the lease given up when it ran out", func() bool { l, _ := h.Held(); return l == nil })
-	if hctx.Err() == nil {
-		t.Error("the work under the lost holding was not cancelled")
+	// Held turns nil by the clock alone; the loop's attempt at the expiry is what drops the
+	// holding and ends its context: wait for that, not for Held.
+	eventually(t, 10*time.Second, "the holding ended when the lease ran out", func() bool { return hctx.Err() != nil })
+	if l, _ := h.Held(); l != nil {
+		t.Errorf("still held after the expiry: %+v", l)
 	}
 	if !strings.Contains(lg.String(), "maintenance lease expired unrenewed") {
 		t.Errorf("no line tells the lease ran out:\n%s", lg.String())
