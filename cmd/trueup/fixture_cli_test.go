@@ -228,7 +228,7 @@ func setup(t *testing.T) *api {
 	event("production", "DatabaseCluster", "catalog-mysql", "Warning", "ActionRejected", "mysql 8.0 is not offered in eu-west-1: choose 8.4", t0.Add(3*time.Minute))
 	apply("platform", revP, map[string]string{"queues.yaml": platformYAML}, t0.Add(48*time.Hour))
 	must(st.RecordSyncFailure(ctx, store.SyncFailure{Source: "platform", Revision: revPWrong, Reason: "ValidationFailed",
-		Message: "revision c0ffee2d0ae5 rejected, 1 error(s); the last good revision stays applied:\nqueues.yaml:12: spec.size: expected integer, but got string",
+		Message: "revision c0ffee2d0ae5 rejected, 1 error; the last good revision stays applied:\nqueues.yaml:12: spec.size: expected integer, but got string",
 		Errors:  []store.SourceError{{File: "queues.yaml", Line: 12, Path: "spec.size", Message: "expected integer, but got string"}}}))
 	stamp(cliNow.Add(-3 * time.Hour))
 	apply("infra", rev2, infraFiles("500"), cliNow.Add(-41*time.Minute))

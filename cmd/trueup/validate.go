@@ -14,6 +14,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/crossref"
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/plural"
 	"github.com/trueup-dev/trueup/internal/sealed"
 )
 
@@ -99,13 +100,14 @@ SOPS_AGE_KEY_FILE, and with --config those of every source's decryption.age.`,
 				for _, e := range verrs {
 					fmt.Fprintln(cmd.ErrOrStderr(), scrub(e.Error()))
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d error(s)\n", args[0], len(verrs))
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", args[0], plural.Count(len(verrs), "error", "errors"))
 				return exitCode(1)
 			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: valid: %d resource type(s), %d resource(s)\n", args[0], len(set.Types), len(set.Resources))
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: valid: %s, %s\n", args[0],
+				plural.Count(len(set.Types), "resource type", "resource types"), plural.Count(len(set.Resources), "resource", "resources"))
 			return nil
 		},
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/auth"
+	"github.com/trueup-dev/trueup/internal/plural"
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
@@ -71,7 +72,7 @@ func parsePages(names ...string) map[string]*template.Template {
 		"firstLine":   firstLine,
 		"duration":    duration,
 		"asset":       func(name string) string { return "/static/" + name + "?v=" + assetVersion },
-		"plural":      plural,
+		"plural":      plural.Word,
 		"configState": configState,
 		// A trace id's first 8 hex digits, as trace viewers show it; the title holds it whole.
 		"shortTrace": func(id string) string { return id[:min(8, len(id))] },

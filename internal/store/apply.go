@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/notify"
+	"github.com/trueup-dev/trueup/internal/plural"
 	"github.com/trueup-dev/trueup/internal/status"
 )
 
@@ -255,11 +256,11 @@ func PruneGuard(revision string, noManifests bool, rendered, gone, active int, m
 	switch {
 	case gone == 0:
 	case noManifests:
-		return "EmptySource", fmt.Sprintf("revision %s holds no manifest file: not deleting the source's %d resources (a source without any manifest file never prunes; "+
-			"to remove every resource on purpose keep one manifest file, e.g. an empty .yaml file, and set prune.allowEmpty)", shortRev(revision), active)
+		return "EmptySource", fmt.Sprintf("revision %s holds no manifest file: not deleting the source's %s (a source without any manifest file never prunes; "+
+			"to remove every resource on purpose keep one manifest file, e.g. an empty .yaml file, and set prune.allowEmpty)", shortRev(revision), plural.Count(active, "resource", "resources"))
 	case rendered == 0 && allowEmpty:
 	case rendered == 0:
-		return "EmptyRender", fmt.Sprintf("revision %s renders no resources: not deleting the source's %d resources (an empty render is refused unless prune.allowEmpty is true)", shortRev(revision), active)
+		return "EmptyRender", fmt.Sprintf("revision %s renders no resources: not deleting the source's %s (an empty render is refused unless prune.allowEmpty is true)", shortRev(revision), plural.Count(active, "resource", "resources"))
 	case maxFrac < 1 && float64(gone) > maxFrac*float64(active):
 		return "TooManyDeletions", fmt.Sprintf("revision %s would delete %d of %d resources (more than prune.maxFraction %.2f): nothing deleted", shortRev(revision), gone, active, maxFrac)
 	}
