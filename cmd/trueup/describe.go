@@ -173,7 +173,7 @@ func describe(ctx context.Context, c *apiclient.Client, namespace, kind, name st
 	} else {
 		t := newTable(&b, "  LAST SEEN", "TYPE", "REASON", "MESSAGE")
 		for _, e := range events {
-			t.row("  "+age(e.CreatedAt), e.Type, e.Reason, e.Message)
+			t.row("  "+ago(e.CreatedAt), e.Type, e.Reason, e.Message)
 		}
 		if err := t.flush(); err != nil {
 			return err
