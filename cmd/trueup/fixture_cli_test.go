@@ -240,6 +240,7 @@ func setup(t *testing.T) *api {
 	exec(`UPDATE resources SET created_at = CASE source WHEN 'infra' THEN $1::timestamptz ELSE $1::timestamptz + interval '2 days' END,
 		updated_at = $1, uid = md5(namespace || '/' || kind || '/' || name)::uuid,
 		conditions = (SELECT jsonb_agg(c || jsonb_build_object('lastTransitionTime', $1::timestamptz)) FROM jsonb_array_elements(conditions) c)`, t0)
+	exec(`UPDATE resources SET run_at = $1 WHERE run_at IS NOT NULL`, t0) // due since the first apply
 	exec(`UPDATE resource_types SET created_at = CASE source WHEN 'infra' THEN $1::timestamptz ELSE $1::timestamptz + interval '2 days' END`, t0)
 	exec(`UPDATE resource_types SET updated_at = created_at`)
 	exec(`UPDATE sources SET last_sync_time = CASE name WHEN 'infra' THEN $1::timestamptz - interval '41 minutes' ELSE $2::timestamptz + interval '2 days' END,
