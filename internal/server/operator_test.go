@@ -367,8 +367,9 @@ func TestDashboardOperatorButtons(t *testing.T) {
 		t.Errorf("after the form: Suspended %+v", c)
 	}
 	// The badge shows to viewers too; the operator now gets Resume instead of Suspend.
-	if _, body := getAs(t, c, resPage, "viewer-alpha"); !strings.Contains(body, "badge-suspended") {
-		t.Error("viewer sees no Suspended badge")
+	// It names the work that waits (q000 was never reconciled), as the CLI's get does.
+	if _, body := getAs(t, c, resPage, "viewer-alpha"); !strings.Contains(body, "badge-suspended") || !strings.Contains(body, "Suspended (generation 1 pending)") {
+		t.Errorf("viewer sees no Suspended badge naming the pending generation:\n%s", body)
 	}
 	if _, body := getAs(t, c, resPage, "operator-alpha"); !strings.Contains(body, "/confirm/resume") || strings.Contains(body, "/confirm/reconcile") {
 		t.Error("operator's page of a suspended resource: want Resume and no Reconcile")
