@@ -300,13 +300,18 @@ func TestDashboardOperatorButtons(t *testing.T) {
 	c := formClient(t)
 	resPage := srv.URL + "/resources/alpha/Queue/q000"
 
-	// Viewers see no buttons, operators do.
-	if code, body := getAs(t, c, resPage, "viewer-alpha"); code != 200 || strings.Contains(body, "/confirm/") {
-		t.Errorf("viewer's resource page: %d, buttons shown: %v", code, strings.Contains(body, "/confirm/"))
+	// Viewers see no buttons, operators do; the footer calls the dashboard read-only only
+	// for those who get no buttons.
+	const readOnly, operator = "read-only (operators see Reconcile and Suspend)", "operator: Reconcile, Sync, Suspend and Resume each ask to confirm"
+	if code, body := getAs(t, c, resPage, "viewer-alpha"); code != 200 || strings.Contains(body, "/confirm/") || !strings.Contains(body, readOnly) {
+		t.Errorf("viewer's resource page: %d, buttons shown: %v, footer read-only: %v", code, strings.Contains(body, "/confirm/"), strings.Contains(body, readOnly))
 	}
 	code, body := getAs(t, c, resPage, "operator-alpha")
 	if code != 200 || !strings.Contains(body, `href="/resources/alpha/Queue/q000/confirm/reconcile"`) || !strings.Contains(body, "/confirm/suspend") {
 		t.Errorf("operator's resource page: %d, no buttons", code)
+	}
+	if strings.Contains(body, "read-only") || !strings.Contains(body, operator) {
+		t.Errorf("operator's resource page: the footer does not say the buttons work:\n%s", body[strings.Index(body, "<footer"):])
 	}
 	if _, body := getAs(t, c, srv.URL+"/sources/main", "operator-alpha"); strings.Contains(body, "/confirm/") {
 		t.Error("an operator of one of the source's namespaces sees the source's buttons")
