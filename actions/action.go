@@ -73,8 +73,8 @@ type WithValidator interface {
 // SpecRequirer is implemented by plugins whose calls need certain top-level spec fields that
 // can be known offline (a Terraform module's variables without a default): `trueup validate
 // --config` checks each type's schema against them. repoDir is the local checkout of a
-// source's repository root ("" when there is none here); a plugin that cannot read what it
-// needs returns no fields and no error.
+// source's repository root ("" when there is none here); an error says what could not be
+// read, and the caller reports it as not checked.
 type SpecRequirer interface {
 	RequiredSpecFields(repoDir func(source string) string) ([]RequiredField, error)
 }

@@ -74,13 +74,13 @@ func requiredVariables(dir string) ([]actions.RequiredField, error) {
 
 // RequiredSpecFields are the module's variables without a default: the spec is the var file,
 // so each must be a field of every resource's spec. A module of a source's repository is read
-// from its local checkout; without one it is not checked.
+// from its local checkout.
 func (a *Action) RequiredSpecFields(repoDir func(source string) string) ([]actions.RequiredField, error) {
 	dir := a.module
 	if a.repo.source != "" {
 		root := repoDir(a.repo.source)
 		if root == "" {
-			return nil, nil
+			return nil, fmt.Errorf("module %s of source %s: no checkout of the repository here", a.repo.path, a.repo.source)
 		}
 		dir = filepath.Join(root, filepath.FromSlash(a.repo.path))
 	}

@@ -112,9 +112,12 @@ SOPS_AGE_KEY_FILE, and with --config those of every source's decryption.age.`,
 				return err
 			}
 			if built != nil {
-				missing, err := checkRequiredFields(args[0], cfg, built, set.Types)
+				missing, warnings, err := checkRequiredFields(args[0], cfg, built, set.Types)
 				if err != nil {
 					return errors.New(scrub(err.Error()))
+				}
+				for _, w := range warnings {
+					fmt.Fprintln(cmd.ErrOrStderr(), "warning: "+scrub(w))
 				}
 				for _, m := range missing {
 					fmt.Fprintln(cmd.ErrOrStderr(), scrub(m))

@@ -84,3 +84,23 @@ actions:
 		})
 	}
 }
+
+// A module validate cannot read (the controller's folder, absent from the manifests' CI) is
+// not checked: a warning says so and the folder still validates.
+func TestValidateRequiredVariablesModuleMissing(t *testing.T) {
+	t.Parallel()
+	repo := t.TempDir()
+	writeTestFile(t, filepath.Join(repo, "types", "bucket.yaml"), bucketType)
+	cfgPath := filepath.Join(t.TempDir(), "trueup.yaml")
+	writeTestFile(t, cfgPath, `dataDir: /tmp/trueup-test
+actions:
+  - name: tf
+    type: terraform
+    config: {module: modules/absent}
+`)
+	stdout, stderr, err := runCLI(t, "validate", repo, "--config", cfgPath)
+	if err != nil || !strings.Contains(stdout, "valid: 1 resource type, 0 resources") ||
+		!strings.Contains(stderr, "warning: action tf: module ") || !strings.Contains(stderr, "its types' schemas are not checked against it") {
+		t.Errorf("err %v, stdout %q, stderr:\n%s", err, stdout, stderr)
+	}
+}
