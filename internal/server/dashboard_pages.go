@@ -389,6 +389,9 @@ type resourceData struct {
 	APIPath               string
 	Ops                   opsView        // operator commands (dashboard_operate.go)
 	Deps                  neighboursView // dependencies and dependents (dashboard_graph.go)
+	// NextRetry is when a resource retrying after a failure is taken up again (nil: not
+	// retrying, or suspended), as describe shows it.
+	NextRetry *time.Time
 }
 
 const historyLimit = 50
@@ -445,6 +448,9 @@ func (s *Server) resourcePage(w http.ResponseWriter, r *http.Request) {
 		d.Rev = makeRevision(repoURL, res.Source.Revision)
 		d.FileURL = fileLink(repoURL, res.Source.Revision, res.Source.Path, res.Source.Line)
 		d.Ops = resourceOps(r, res)
+		if c, ok := status.Get(res.Status.Conditions, status.Reconciling); ok && c.Reason == status.ReasonRetrying && !d.Ops.Suspended {
+			d.NextRetry = res.Status.NextReconcileTime
+		}
 		n, err := s.store.ResourceNeighbours(ctx, sc, res.Metadata.Namespace, res.Kind, res.Metadata.Name)
 		if s.pageFailed(w, r, err) {
 			return
