@@ -169,10 +169,15 @@ type resourceRow struct {
 	Key  string
 	// Since is when the resource entered its current state, as well as is known.
 	Since *time.Time
+	// Held is the work a suspended resource holds back ("generation 3 pending"), or "".
+	Held string
 }
 
 func makeRow(r store.ResourceSummary) resourceRow {
 	row := resourceRow{ResourceSummary: r, Link: resourcePath(r.Namespace, r.Kind, r.Name), Key: watchKey(r.Namespace, r.Kind, r.Name), Since: r.StatusTime}
+	if r.Suspended {
+		row.Held = status.SuspendedWork(r.Phase, r.Generation)
+	}
 	if r.Ready.Type != "" && !r.Ready.LastTransitionTime.IsZero() {
 		t := r.Ready.LastTransitionTime
 		row.Since = &t

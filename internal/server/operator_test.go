@@ -376,6 +376,9 @@ func TestDashboardOperatorButtons(t *testing.T) {
 	if _, body := getAs(t, c, resPage, "viewer-alpha"); !strings.Contains(body, "badge-suspended") || !strings.Contains(body, "Suspended (generation 1 pending)") {
 		t.Errorf("viewer sees no Suspended badge naming the pending generation:\n%s", body)
 	}
+	if _, body := getAs(t, c, srv.URL+"/resources?namespace=alpha", "viewer-alpha"); !strings.Contains(body, ">suspended (generation 1 pending)</span>") {
+		t.Errorf("the resource list marks no suspended resource:\n%s", body)
+	}
 	if _, body := getAs(t, c, resPage, "operator-alpha"); !strings.Contains(body, "/confirm/resume") || strings.Contains(body, "/confirm/reconcile") {
 		t.Error("operator's page of a suspended resource: want Resume and no Reconcile")
 	}
