@@ -70,6 +70,23 @@ type WithValidator interface {
 	ValidateWith(with json.RawMessage) error
 }
 
+// SpecRequirer is implemented by plugins whose calls need certain top-level spec fields that
+// can be known offline (a Terraform module's variables without a default): `trueup validate
+// --config` checks each type's schema against them. repoDir is the local checkout of a
+// source's repository root ("" when there is none here); an error says what could not be
+// read, and the caller reports it as not checked.
+type SpecRequirer interface {
+	RequiredSpecFields(repoDir func(source string) string) ([]RequiredField, error)
+}
+
+// RequiredField is a top-level spec field a plugin's calls need, and where that need is
+// declared (a variable block's file and line, for messages).
+type RequiredField struct {
+	Name string
+	File string
+	Line int
+}
+
 // SecretHolder is implemented by plugins whose config holds secrets written as literals
 // rather than through ${VAR} (an exec instance's secret-named env values): the controller
 // scrubs them, like ${VAR} values, from every message, condition and output of every plugin.

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -298,10 +299,26 @@ var terminalMarks = []string{
 func classify(out string, err error) error {
 	for _, m := range terminalMarks {
 		if strings.Contains(out, m) {
-			return actions.Terminal(err)
+			return actions.Terminal(adviseSchema(err))
 		}
 	}
 	return err
+}
+
+// varAdvice is Terraform's advice for a required variable without a value, which points at
+// its command line; words may be wrapped onto the next line.
+var varAdvice = regexp.MustCompile(`input variable "([^"]+)" is not set, and has no default\s+value\.\s+Use\s+a\s+-var\s+or\s+-var-file\s+command\s+line\s+argument\s+to\s+provide\s+a\s+value\s+for\s+this\s+variable\.`)
+
+// adviseSchema replaces Terraform's -var advice with the fix in trueup's terms: the spec is
+// the var file, so the variable belongs in the type's schema (or needs a default).
+func adviseSchema(err error) error {
+	msg := err.Error()
+	fixed := varAdvice.ReplaceAllString(msg, "input variable \"$1\" is not set, and has no default value. "+
+		"Add `$1` to the ResourceType's schema (spec.$1) so that resources set it, or give the variable a default in the module.")
+	if fixed == msg {
+		return err
+	}
+	return errors.New(fixed)
 }
 
 // plan runs plan with -detailed-exitcode and reports whether it found changes.

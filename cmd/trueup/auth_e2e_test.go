@@ -19,7 +19,7 @@ import (
 
 var (
 	tokenRe     = regexp.MustCompile(`(?m)^    (tu_[A-Za-z0-9_-]{43})$`)
-	tokenLineRe = regexp.MustCompile(`(?m)^    (- \{name: .*\})$`)
+	tokenLineRe = regexp.MustCompile(`(?m)^ +(- \{name: .*\})$`)
 )
 
 // createToken runs `trueup token create` and returns the token and the config line.

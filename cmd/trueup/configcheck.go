@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/plural"
 )
 
 func newConfigCmd() *cobra.Command {
@@ -49,8 +50,8 @@ reported: the instances whose config needs them are then not built.`,
 			if cfg.Notifications != nil {
 				rules = len(cfg.Notifications.Rules)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "valid: %d source(s), %d action instance(s), %d notification rule(s)\n",
-				len(cfg.Sources), len(cfg.Actions), rules)
+			fmt.Fprintf(cmd.OutOrStdout(), "valid: %s, %s, %s\n", plural.Count(len(cfg.Sources), "source", "sources"),
+				plural.Count(len(cfg.Actions), "action instance", "action instances"), plural.Count(rules, "notification rule", "notification rules"))
 			return nil
 		},
 	})

@@ -10,7 +10,7 @@ import (
 func TestConfigCheck(t *testing.T) {
 	t.Parallel()
 	out, stderr, err := runCLI(t, "config", "check", "../../examples/trueup.yaml")
-	if err != nil || out != "valid: 1 source(s), 1 action instance(s), 0 notification rule(s)\n" {
+	if err != nil || out != "valid: 1 source, 1 action instance, 0 notification rules\n" {
 		t.Fatalf("examples: %q %q %v", out, stderr, err)
 	}
 	dir := t.TempDir()
@@ -76,7 +76,7 @@ sources:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if out, stderr, err := runCLI(t, "config", "check", cfg); err != nil || !strings.HasPrefix(out, "valid: 2 source(s)") {
+	if out, stderr, err := runCLI(t, "config", "check", cfg); err != nil || !strings.HasPrefix(out, "valid: 2 sources") {
 		t.Fatalf("config check: %q %q %v", out, stderr, err)
 	}
 	for _, name := range inFlight {

@@ -10,9 +10,11 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/apiclient"
+	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
@@ -133,6 +135,9 @@ func describe(ctx context.Context, c *apiclient.Client, namespace, kind, name st
 	} else {
 		fmt.Fprintf(st, "  Last Reconcile:\t<none>\n")
 	}
+	if c, ok := status.Get(r.Status.Conditions, status.Reconciling); ok && c.Reason == status.ReasonRetrying {
+		fmt.Fprintf(st, "  Next Retry:\t%s\n", nextRetry(r))
+	}
 	msg := strings.Split(strings.TrimRight(r.Status.Message, "\n"), "\n")
 	fmt.Fprintf(st, "  Message:\t%s\n", orNone(msg[0]))
 	if err := st.Flush(); err != nil {
@@ -173,7 +178,7 @@ func describe(ctx context.Context, c *apiclient.Client, namespace, kind, name st
 	} else {
 		t := newTable(&b, "  LAST SEEN", "TYPE", "REASON", "MESSAGE")
 		for _, e := range events {
-			t.row("  "+age(e.CreatedAt), e.Type, e.Reason, e.Message)
+			t.row("  "+ago(e.CreatedAt), e.Type, e.Reason, e.Message)
 		}
 		if err := t.flush(); err != nil {
 			return err
@@ -181,6 +186,21 @@ func describe(ctx context.Context, c *apiclient.Client, namespace, kind, name st
 	}
 	_, err = b.WriteTo(out)
 	return err
+}
+
+// nextRetry says when a resource retrying after a failure is taken up again: the time and
+// how long until then, or why it is not.
+func nextRetry(r store.Resource) string {
+	switch t := r.Status.NextReconcileTime; {
+	case status.IsSuspended(r.Status.Conditions):
+		return "<none> (suspended: trueup resume runs it)"
+	case t == nil:
+		return "<none>"
+	case !t.After(now()):
+		return t.UTC().Format(time.RFC3339) + " (due; waiting for a worker)"
+	default:
+		return t.UTC().Format(time.RFC3339) + " (in " + humanDuration(t.Sub(now())) + ")"
+	}
 }
 
 // pairs lists a map as k=v lines in key order.

@@ -110,7 +110,7 @@ func describeSource(ctx context.Context, c *apiclient.Client, name string, out i
 	} else {
 		t := newTable(&b, "  LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE")
 		for _, e := range events {
-			t.row("  "+age(e.CreatedAt), e.Type, e.Reason, eventObject(e), oneLine(e.Message))
+			t.row("  "+ago(e.CreatedAt), e.Type, e.Reason, eventObject(e), oneLine(e.Message))
 		}
 		if err := t.flush(); err != nil {
 			return err

@@ -76,7 +76,7 @@ otherwise.`,
 			}
 			t := newTable(cmd.OutOrStdout(), header...)
 			for _, e := range items {
-				row := []string{age(e.CreatedAt), e.Type, e.Reason, eventObject(e), truncate(e.Message, wideMessageWidth)}
+				row := []string{ago(e.CreatedAt), e.Type, e.Reason, eventObject(e), truncate(e.Message, wideMessageWidth)}
 				if all {
 					row = append([]string{e.Namespace}, row...)
 				}

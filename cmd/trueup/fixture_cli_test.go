@@ -228,7 +228,7 @@ func setup(t *testing.T) *api {
 	event("production", "DatabaseCluster", "catalog-mysql", "Warning", "ActionRejected", "mysql 8.0 is not offered in eu-west-1: choose 8.4", t0.Add(3*time.Minute))
 	apply("platform", revP, map[string]string{"queues.yaml": platformYAML}, t0.Add(48*time.Hour))
 	must(st.RecordSyncFailure(ctx, store.SyncFailure{Source: "platform", Revision: revPWrong, Reason: "ValidationFailed",
-		Message: "revision c0ffee2d0ae5 rejected, 1 error(s); the last good revision stays applied:\nqueues.yaml:12: spec.size: expected integer, but got string",
+		Message: "revision c0ffee2d0ae5 rejected, 1 error; the last good revision stays applied:\nqueues.yaml:12: spec.size: expected integer, but got string",
 		Errors:  []store.SourceError{{File: "queues.yaml", Line: 12, Path: "spec.size", Message: "expected integer, but got string"}}}))
 	stamp(cliNow.Add(-3 * time.Hour))
 	apply("infra", rev2, infraFiles("500"), cliNow.Add(-41*time.Minute))
@@ -240,6 +240,7 @@ func setup(t *testing.T) *api {
 	exec(`UPDATE resources SET created_at = CASE source WHEN 'infra' THEN $1::timestamptz ELSE $1::timestamptz + interval '2 days' END,
 		updated_at = $1, uid = md5(namespace || '/' || kind || '/' || name)::uuid,
 		conditions = (SELECT jsonb_agg(c || jsonb_build_object('lastTransitionTime', $1::timestamptz)) FROM jsonb_array_elements(conditions) c)`, t0)
+	exec(`UPDATE resources SET run_at = $1 WHERE run_at IS NOT NULL`, t0) // due since the first apply
 	exec(`UPDATE resource_types SET created_at = CASE source WHEN 'infra' THEN $1::timestamptz ELSE $1::timestamptz + interval '2 days' END`, t0)
 	exec(`UPDATE resource_types SET updated_at = created_at`)
 	exec(`UPDATE sources SET last_sync_time = CASE name WHEN 'infra' THEN $1::timestamptz - interval '41 minutes' ELSE $2::timestamptz + interval '2 days' END,

@@ -287,7 +287,7 @@ func getSources(ctx context.Context, c *apiclient.Client, o getOptions, out, err
 	header = append(header, "MESSAGE")
 	t := newTable(out, header...)
 	for _, s := range items {
-		row := []string{s.Name, sourceRevisionCell(s), readyCell(s.Conditions), agePtr(s.LastSyncTime)}
+		row := []string{s.Name, sourceRevisionCell(s), readyCell(s.Conditions), agoPtr(s.LastSyncTime)}
 		width := messageWidth
 		if wide {
 			width = wideMessageWidth

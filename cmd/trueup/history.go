@@ -67,7 +67,7 @@ func historyTable(w io.Writer, indent string, items []store.HistoryEntry) error 
 	t := newTable(w, indent+"GENERATION", "REVISION", "TRIGGER", "RESULT", "DURATION", "STARTED", "MESSAGE")
 	for _, h := range items {
 		t.row(indent+fmt.Sprint(h.Generation), shortRev(h.Revision), triggerCell(h), h.Result, millis(h.DurationMs),
-			age(h.StartedAt), truncate(h.Message, wideMessageWidth))
+			ago(h.StartedAt), truncate(h.Message, wideMessageWidth))
 	}
 	return t.flush()
 }

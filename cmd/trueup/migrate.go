@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/trueup-dev/trueup/internal/plural"
 )
 
 func newMigrateCmd() *cobra.Command {
@@ -27,7 +29,7 @@ func newMigrateCmd() *cobra.Command {
 			if err != nil {
 				return cfg.ScrubError(err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "applied %d migration(s) %v\n", len(applied), applied)
+			fmt.Fprintf(cmd.OutOrStdout(), "applied %s %v\n", plural.Count(len(applied), "migration", "migrations"), applied)
 			return nil
 		},
 	}

@@ -6,7 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/status"
+	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/sources"
 )
 
 // fakeWorker stands in for a reconciler: once the resource is asked for a manual reconcile,
@@ -115,6 +118,43 @@ func TestSuspendCLI(t *testing.T) {
 	}
 	if _, _, err := a.run(t, "sync", "nope"); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("sync of an unknown source: %v", err)
+	}
+}
+
+// A suspended resource whose manifest changed is not reconciling: get says which generation
+// waits for the resume, and a suspended Ready resource keeps its phase.
+func TestSuspendedNewGenerationCLI(t *testing.T) {
+	t.Parallel()
+	a := setup(t)
+	ctx := context.Background()
+	if _, _, err := a.run(t, "suspend", "DatabaseCluster/orders-pg", "-n", "production"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.run(t, "suspend", "Bucket/invoices", "-n", "production"); err != nil {
+		t.Fatal(err)
+	}
+	var fs []sources.File
+	for p, data := range infraFiles("800") {
+		fs = append(fs, sources.File{Path: p, Data: []byte(data)})
+	}
+	set, err := manifest.NewLoader().Load(fs, manifest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.store.ApplyRevision(ctx, store.ApplyParams{Source: "infra", Revision: "4e5f6a7b8c9d0e1f", Set: set, Prune: true}); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := a.run(t, "get", "resources", "-n", "production")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"orders-pg       DatabaseCluster   Suspended (generation 3 pending)", "invoices        Bucket            Ready (SUSPENDED)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("get resources: no %q in\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "Reconciling") {
+		t.Errorf("get resources calls a suspended resource Reconciling:\n%s", out)
 	}
 }
 

@@ -148,11 +148,20 @@ func age(t time.Time) string {
 	return humanDuration(now().Sub(t))
 }
 
-func agePtr(t *time.Time) string {
+// ago is age with the word that says it lies in the past ("25m ago"), for columns named
+// for a moment (STARTED, LAST SEEN, LAST-SYNC, UPDATED); an AGE column's title says it already.
+func ago(t time.Time) string {
+	if t.IsZero() {
+		return "<none>"
+	}
+	return age(t) + " ago"
+}
+
+func agoPtr(t *time.Time) string {
 	if t == nil {
 		return "<none>"
 	}
-	return age(*t)
+	return ago(*t)
 }
 
 // humanDuration rounds d to the two most telling units, as kubectl's ages do: precise while
@@ -214,7 +223,7 @@ func timestamp(t time.Time) string {
 	if t.IsZero() {
 		return "<none>"
 	}
-	return t.UTC().Format(time.RFC3339) + " (" + age(t) + " ago)"
+	return t.UTC().Format(time.RFC3339) + " (" + ago(t) + ")"
 }
 
 func orNone(s string) string {

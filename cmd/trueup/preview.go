@@ -117,7 +117,7 @@ func listPreviews(ctx context.Context, c *apiclient.Client, source string, o pre
 		if c := p.Counts; c != nil {
 			add, change, del, invalid = strconv.Itoa(c.Add), strconv.Itoa(c.Change), strconv.Itoa(c.Delete), strconv.Itoa(c.Invalid)
 		}
-		t.row("#"+strconv.Itoa(p.Number), p.State, shortRev(p.HeadSHA), add, change, del, invalid, age(p.UpdatedAt), truncate(p.Title, messageWidth))
+		t.row("#"+strconv.Itoa(p.Number), p.State, shortRev(p.HeadSHA), add, change, del, invalid, ago(p.UpdatedAt), truncate(p.Title, messageWidth))
 	}
 	return t.flush()
 }

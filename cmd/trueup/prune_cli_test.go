@@ -85,7 +85,7 @@ func TestSyncWaitPruneSkipped(t *testing.T) {
 				Conditions: []status.Condition{{Type: status.Ready, Status: status.True, Reason: "Succeeded", Message: "applied"}}}
 			if tc.skipped {
 				src.Conditions = append(src.Conditions, status.Condition{Type: store.ConditionPruneSkipped, Status: status.True,
-					Reason: "EmptyRender", Message: "revision aaaaaaaaaaaa renders no resources: not deleting the source's 1 resources"})
+					Reason: "EmptyRender", Message: "revision aaaaaaaaaaaa renders no resources: not deleting the source's 1 resource"})
 			}
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "application/json")

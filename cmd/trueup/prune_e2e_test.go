@@ -125,7 +125,7 @@ func TestPruneLastResourceEndToEnd(t *testing.T) {
 	}
 	out, code := cli("sync", "p", "--wait")
 	if code != 1 || !strings.Contains(out, "Ready=True") || !strings.Contains(out, "PruneSkipped=True (EmptyRender)") ||
-		!strings.Contains(out, "not deleting the source's 1 resources") {
+		!strings.Contains(out, "not deleting the source's 1 resource") {
 		t.Errorf("sync --wait of the empty revision: exit %d\n%s", code, out)
 	}
 	if c, ok := status.Get(source().Conditions, store.ConditionPruneSkipped); !ok || c.Status != status.True || c.Reason != "EmptyRender" {

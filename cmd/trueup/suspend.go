@@ -109,12 +109,16 @@ namespace it has resources in).`,
 	return cmd
 }
 
-// phaseCell is a resource's phase for tables, marked when it is suspended.
+// phaseCell is a resource's phase for tables, marked when it is suspended. A suspended
+// resource with work waiting is not reconciling: it reads "Suspended (generation 3 pending)".
 func phaseCell(r store.Resource) string {
-	if status.IsSuspended(r.Status.Conditions) {
-		return r.Status.Phase + " (SUSPENDED)"
+	if !status.IsSuspended(r.Status.Conditions) {
+		return r.Status.Phase
 	}
-	return r.Status.Phase
+	if w := status.SuspendedWork(r.Status.Phase, r.Metadata.Generation); w != "" {
+		return "Suspended (" + w + ")"
+	}
+	return r.Status.Phase + " (SUSPENDED)"
 }
 
 // sourceRevisionCell is a source's applied revision for tables, marked when it is suspended

@@ -14,6 +14,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/crossref"
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/plural"
 	"github.com/trueup-dev/trueup/internal/sealed"
 )
 
@@ -27,7 +28,10 @@ Exit status 0 with a one-line summary when everything is valid; 1 with every err
 file:line: field: message otherwise. With --config, action references are checked against
 the action instances that controller config declares, and each type's with: as serve checks
 it at ingest (the instance's allowedRefs and allowedVariables, the plugin's own rules), and
-references across namespaces against its references.expose grants.
+references across namespaces against its references.expose grants. A terraform instance's
+module variables without a default must be properties of each version's schema of its types
+(the spec is the module's var file); a module kept in a source's repository is read from the
+checkout DIR is part of.
 
 SOPS-encrypted files are decrypted with the age identities of SOPS_AGE_KEY and
 SOPS_AGE_KEY_FILE, and with --config those of every source's decryption.age.`,
@@ -36,6 +40,7 @@ SOPS_AGE_KEY_FILE, and with --config those of every source's decryption.age.`,
 			opts := manifest.Options{}
 			scrub := func(s string) string { return s }
 			var cfg *config.Config
+			var built map[string]actions.Action // the action instances, when they could be built
 			if configPath != "" {
 				env := lenientEnv{}
 				var err error
@@ -64,6 +69,7 @@ SOPS_AGE_KEY_FILE, and with --config those of every source's decryption.age.`,
 					}
 				default:
 					defer closeActions(acts)
+					built = acts
 					// Messages may quote the instance config (an allowlist), which may hold ${VAR}s.
 					scrub = scrubber(cfg, acts)
 				}
@@ -99,13 +105,30 @@ SOPS_AGE_KEY_FILE, and with --config those of every source's decryption.age.`,
 				for _, e := range verrs {
 					fmt.Fprintln(cmd.ErrOrStderr(), scrub(e.Error()))
 				}
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d error(s)\n", args[0], len(verrs))
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", args[0], plural.Count(len(verrs), "error", "errors"))
 				return exitCode(1)
 			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: valid: %d resource type(s), %d resource(s)\n", args[0], len(set.Types), len(set.Resources))
+			if built != nil {
+				missing, warnings, err := checkRequiredFields(args[0], cfg, built, set.Types)
+				if err != nil {
+					return errors.New(scrub(err.Error()))
+				}
+				for _, w := range warnings {
+					fmt.Fprintln(cmd.ErrOrStderr(), "warning: "+scrub(w))
+				}
+				for _, m := range missing {
+					fmt.Fprintln(cmd.ErrOrStderr(), scrub(m))
+				}
+				if len(missing) > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", args[0], plural.Count(len(missing), "error", "errors"))
+					return exitCode(1)
+				}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: valid: %s, %s\n", args[0],
+				plural.Count(len(set.Types), "resource type", "resource types"), plural.Count(len(set.Resources), "resource", "resources"))
 			return nil
 		},
 	}

@@ -27,7 +27,7 @@ func TestValidateExamples(t *testing.T) {
 	if err != nil {
 		t.Fatalf("validate examples: %v\n%s", err, stderr)
 	}
-	if want := "../../examples/repo: valid: 4 resource type(s), 8 resource(s)\n"; out != want {
+	if want := "../../examples/repo: valid: 4 resource types, 8 resources\n"; out != want {
 		t.Errorf("stdout %q, want %q", out, want)
 	}
 }
@@ -60,7 +60,7 @@ spec:
 	if !errors.As(err, &code) || code != 1 {
 		t.Fatalf("exit %v, want 1\n%s", err, stderr)
 	}
-	for _, want := range []string{"dbs/bad.yaml:6: spec.engine", "dbs/bad.yaml:7: spec.storage_gb", "dbs/unknown.yaml:2", "3 error(s)"} {
+	for _, want := range []string{"dbs/bad.yaml:6: spec.engine", "dbs/bad.yaml:7: spec.storage_gb", "dbs/unknown.yaml:2", "3 errors"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
@@ -134,7 +134,7 @@ actions:
 	repo := t.TempDir()
 	writeTestFile(t, filepath.Join(repo, "t.yaml"), databaseType("{name: ci, with: {ref: evil}}"))
 	stdout, stderr, err := runCLI(t, "validate", repo, "--config", cfgPath)
-	if err != nil || !strings.Contains(stdout, "valid: 1 resource type(s)") {
+	if err != nil || !strings.Contains(stdout, "valid: 1 resource type,") {
 		t.Fatalf("err %v, stdout %q, stderr:\n%s", err, stdout, stderr)
 	}
 	if !strings.Contains(stderr, "with TRUEUP_TEST_UNSET_GITLAB_URL unset") || !strings.Contains(stderr, "with: is not checked") {
@@ -180,7 +180,7 @@ func TestValidateDependencyCycle(t *testing.T) {
 		t.Fatalf("exit %v, want 1\n%s", err, stderr)
 	}
 	const cycle = "dependsOn: dependency cycle: DatabaseCluster/default/a (dbs/a.yaml:1) → DatabaseCluster/default/b (dbs/b.yaml:1) → DatabaseCluster/default/a"
-	for _, want := range []string{"dbs/a.yaml:1: " + cycle, "dbs/b.yaml:1: " + cycle, "2 error(s)"} {
+	for _, want := range []string{"dbs/a.yaml:1: " + cycle, "dbs/b.yaml:1: " + cycle, "2 errors"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}

@@ -159,6 +159,7 @@ func openDatabase(ctx context.Context, cfg *config.Config, logger *slog.Logger) 
 		}
 		d.cluster = c
 		url = c.URL("trueup")
+		logger.Info("private PostgreSQL started; open it with the psql command", "psql", c.PsqlCommand("trueup"))
 	}
 	st, err := store.Open(ctx, url, store.Options{MaxConns: int32(cfg.Reconcile.Workers + 8)})
 	if err != nil {

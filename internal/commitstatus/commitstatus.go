@@ -18,6 +18,7 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/plaintext"
+	"github.com/trueup-dev/trueup/internal/plural"
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
@@ -324,12 +325,12 @@ func (r *Reporter) check(w *watch) *watch {
 		r.post(w.revision, stateSuccess, "applied; the revision changed no resources")
 		return nil
 	case p.Pending > 0:
-		r.post(w.revision, stateRunning, fmt.Sprintf("reconciling %d resource(s)", p.Total))
+		r.post(w.revision, stateRunning, "reconciling "+plural.Count(p.Total, "resource", "resources"))
 		w.next = time.Now().Add(r.poll)
 		return w
 	case p.Failed == 0:
 		r.final[w.revision] = true
-		r.post(w.revision, stateSuccess, fmt.Sprintf("%d resource(s) Ready", p.Ready))
+		r.post(w.revision, stateSuccess, plural.Count(p.Ready, "resource", "resources")+" Ready")
 		return nil
 	}
 	r.final[w.revision] = true

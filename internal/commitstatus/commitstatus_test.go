@@ -223,7 +223,7 @@ func TestGitHubSuccess(t *testing.T) {
 	f.reconcile(t, "Ready", "", false, "a")
 	f.reconcile(t, "Ready", "", false, "b")
 	got := f.forge.waitFor(t, 3)
-	want := []string{"pending: applying revision", "pending: reconciling 2 resource(s)", "success: 2 resource(s) Ready"}
+	want := []string{"pending: applying revision", "pending: reconciling 2 resources", "success: 2 resources Ready"}
 	if strings.Join(states(got), "\n") != strings.Join(want, "\n") {
 		t.Errorf("statuses:\n%s\nwant:\n%s", strings.Join(states(got), "\n"), strings.Join(want, "\n"))
 	}
@@ -336,7 +336,7 @@ func TestSuperseded(t *testing.T) {
 	if got[1].state != "error" || !strings.Contains(got[1].description, "superseded by 222222222222") || !strings.HasSuffix(got[1].path, rev1) {
 		t.Errorf("old revision: %+v", got[1])
 	}
-	if got[2].state != "pending" || got[2].description != "reconciling 2 resource(s)" || !strings.HasSuffix(got[2].path, rev2) {
+	if got[2].state != "pending" || got[2].description != "reconciling 2 resources" || !strings.HasSuffix(got[2].path, rev2) {
 		t.Errorf("new revision: %+v", got[2])
 	}
 	f.reconcile(t, "Ready", "", false, "a")
@@ -344,7 +344,7 @@ func TestSuperseded(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = f.forge.waitFor(t, 4)
-	if got[3].state != "success" || got[3].description != "1 resource(s) Ready" || !strings.HasSuffix(got[3].path, rev2) {
+	if got[3].state != "success" || got[3].description != "1 resource Ready" || !strings.HasSuffix(got[3].path, rev2) {
 		t.Errorf("final: %+v", got[3])
 	}
 }
@@ -358,7 +358,7 @@ func TestGitLab(t *testing.T) {
 	f.forge.waitFor(t, 2)
 	f.reconcile(t, "Ready", "", false, "a", "b")
 	got := f.forge.waitFor(t, 3)
-	if strings.Join(states(got), "|") != "pending: applying revision|running: reconciling 2 resource(s)|success: 2 resource(s) Ready" {
+	if strings.Join(states(got), "|") != "pending: applying revision|running: reconciling 2 resources|success: 2 resources Ready" {
 		t.Errorf("statuses %v", states(got))
 	}
 	for _, s := range got {
@@ -391,8 +391,8 @@ func TestGitLabFailureAndSupersede(t *testing.T) {
 	f.forge.waitFor(t, 3)
 	f.reconcile(t, "Failed", "bad size", true, "a", "b")
 	got := f.forge.waitFor(t, 4)
-	want := "running: reconciling 2 resource(s)|canceled: superseded by 222222222222 before its resources were Ready|" +
-		"running: reconciling 2 resource(s)|failed: 2 of 2 failed: Queue default/a: bad size; Queue default/b: bad size"
+	want := "running: reconciling 2 resources|canceled: superseded by 222222222222 before its resources were Ready|" +
+		"running: reconciling 2 resources|failed: 2 of 2 failed: Queue default/a: bad size; Queue default/b: bad size"
 	if strings.Join(states(got), "|") != want {
 		t.Errorf("statuses\n%v\nwant\n%v", strings.Join(states(got), "|"), want)
 	}

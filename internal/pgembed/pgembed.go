@@ -162,16 +162,39 @@ func (c *Cluster) Dir() string { return c.dir }
 // URL returns a pgx connection URL for database over the cluster's Unix socket, as the
 // superuser. It carries the superuser's password: hand it to pgx, never to a log or an
 // error message (url.URL.Redacted hides the password).
+// PsqlCommand is the shell command that opens psql on database in this cluster as its
+// superuser, the password read from its file (so the command shows no secret): how a person
+// looks into the private database. It uses the cluster's own psql when the server's folder
+// has one.
+func (c *Cluster) PsqlCommand(database string) string {
+	psql := filepath.Join(c.binDir, "psql")
+	if _, err := os.Stat(psql); err != nil {
+		psql = "psql"
+	}
+	return fmt.Sprintf("PGPASSWORD=$(cat %s) %s -h %s -p %d -U %s %s",
+		shellQuote(c.passwordPath()), shellQuote(psql), shellQuote(c.socketDir), port, superuser, shellQuote(database))
+}
+
+// shellQuote is s as one word of a POSIX shell: as it is when it holds only characters no
+// shell treats specially, else in single quotes.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./+:,@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 func (c *Cluster) URL(database string) string {
 	u := url.URL{
 		Scheme: "postgres",
 		User:   url.UserPassword(superuser, c.password),
 		Path:   "/" + database,
-		RawQuery: url.Values{
+		// %20, not Encode's "+", for a space: pgx reads "+" in host as itself.
+		RawQuery: strings.ReplaceAll(url.Values{
 			"host":    {c.socketDir},
 			"port":    {strconv.Itoa(port)},
 			"sslmode": {"disable"},
-		}.Encode(),
+		}.Encode(), "+", "%20"),
 	}
 	return u.String()
 }

@@ -409,3 +409,38 @@ func TestOrphanShutsDown(t *testing.T) {
 	}
 	waitGone(t, -pid)
 }
+
+// The psql command serve prints opens the database as it stands, through a shell, with the
+// password read from its file; a folder with a space in its name stays one word.
+func TestPsqlCommandConnects(t *testing.T) {
+	t.Parallel()
+	c := setup(t, filepath.Join(tempDir(t), "my cluster"))
+	cmd := c.PsqlCommand("trueup")
+	if strings.Contains(cmd, c.password) {
+		t.Fatalf("the command shows the password: %s", cmd)
+	}
+	if !strings.Contains(cmd, "-p 5432 -U trueup trueup") || !strings.Contains(cmd, "$(cat '"+c.passwordPath()+"')") {
+		t.Errorf("command %s", cmd)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "sh", "-c", cmd+" -XAtc 'select current_user || current_database()'").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "trueuptrueup" {
+		t.Fatalf("%s: %v\n%s", cmd, err, out)
+	}
+}
+
+func TestShellQuote(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"/srv/x/.trueup/postgres": "/srv/x/.trueup/postgres",
+		"/srv/my cluster":         "'/srv/my cluster'",
+		"it's":                    `'it'\''s'`,
+		"$(rm)":                   "'$(rm)'",
+		"":                        "''",
+	} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

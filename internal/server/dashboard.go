@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/auth"
+	"github.com/trueup-dev/trueup/internal/plural"
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
@@ -71,7 +72,7 @@ func parsePages(names ...string) map[string]*template.Template {
 		"firstLine":   firstLine,
 		"duration":    duration,
 		"asset":       func(name string) string { return "/static/" + name + "?v=" + assetVersion },
-		"plural":      plural,
+		"plural":      plural.Word,
 		"configState": configState,
 		// A trace id's first 8 hex digits, as trace viewers show it; the title holds it whole.
 		"shortTrace": func(id string) string { return id[:min(8, len(id))] },
@@ -151,6 +152,9 @@ type layout struct {
 	User, CSRF, LoginURL string
 	// Admin: the caller is admin over every namespace (the notifications page is theirs).
 	Admin bool
+	// Operator: the caller may run operator commands in some namespace, so pages show them
+	// buttons and the footer does not call the dashboard read-only.
+	Operator bool
 }
 
 // render writes a page with the dashboard's security headers.
@@ -167,6 +171,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name s
 	}
 	l.LoginURL = s.opts.LoginURL
 	l.Admin = identity(r).Can(auth.Administer, "")
+	l.Operator = identity(r).Can(auth.Operate, "")
 	var buf bytes.Buffer
 	if err := pages[name].ExecuteTemplate(&buf, "layout", l); err != nil {
 		s.log.Error("render dashboard page", "page", name, "err", err)

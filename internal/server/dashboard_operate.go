@@ -32,6 +32,7 @@ type opsView struct {
 	Source      bool
 	Suspended   bool
 	SuspendedBy string // the Suspended condition's message
+	Held        string // the work a suspended resource holds back ("generation 3 pending"), or ""
 	CanOperate  bool
 }
 
@@ -45,8 +46,12 @@ func makeOpsView(base string, isSource bool, conds []status.Condition, can bool)
 
 // resourceOps is the operate block of a resource page.
 func resourceOps(r *http.Request, res store.Resource) opsView {
-	return makeOpsView(resourcePath(res.Metadata.Namespace, res.Kind, res.Metadata.Name), false, res.Status.Conditions,
+	v := makeOpsView(resourcePath(res.Metadata.Namespace, res.Kind, res.Metadata.Name), false, res.Status.Conditions,
 		namespaceAccess(identity(r), res.Metadata.Namespace) == accessAllowed)
+	if v.Suspended {
+		v.Held = status.SuspendedWork(res.Status.Phase, res.Metadata.Generation)
+	}
+	return v
 }
 
 // sourceOps is the operate block of a source page; only operators pay for the namespace query.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/auth"
+	"github.com/trueup-dev/trueup/internal/plural"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -121,7 +122,7 @@ func makeHealth(total int, byPhase map[string]int, srcs []sourceView) health {
 	bad, progress := false, false
 	if n := byPhase[status.PhaseFailed]; n > 0 {
 		bad = true
-		h.Lines = append(h.Lines, healthLine{fmt.Sprintf("%d %s failing", n, plural(n, "resource is", "resources are")), listPath("phase", status.PhaseFailed)})
+		h.Lines = append(h.Lines, healthLine{fmt.Sprintf("%d %s failing", n, plural.Word(n, "resource is", "resources are")), listPath("phase", status.PhaseFailed)})
 	}
 	for _, s := range srcs {
 		failing := s.HasReady && s.Ready.Status == status.False
@@ -140,7 +141,7 @@ func makeHealth(total int, byPhase map[string]int, srcs []sourceView) health {
 	}
 	if n := total - byPhase[status.PhaseReady] - byPhase[status.PhaseFailed]; n > 0 {
 		progress = true
-		h.Lines = append(h.Lines, healthLine{Text: fmt.Sprintf("%d %s converging (pending, reconciling or being deleted)", n, plural(n, "resource is", "resources are"))})
+		h.Lines = append(h.Lines, healthLine{Text: fmt.Sprintf("%d %s converging (pending, reconciling or being deleted)", n, plural.Word(n, "resource is", "resources are"))})
 	}
 	switch {
 	case bad:
@@ -155,17 +156,10 @@ func makeHealth(total int, byPhase map[string]int, srcs []sourceView) health {
 		case total == 0:
 			h.Lines = []healthLine{{Text: "Sources are in sync; they declare no resources"}}
 		default:
-			h.Lines = []healthLine{{Text: fmt.Sprintf("All %d %s Ready; sources in sync", total, plural(total, "resource is", "resources are"))}}
+			h.Lines = []healthLine{{Text: fmt.Sprintf("All %d %s Ready; sources in sync", total, plural.Word(total, "resource is", "resources are"))}}
 		}
 	}
 	return h
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // resourceRow is a resource in a table.
@@ -175,10 +169,15 @@ type resourceRow struct {
 	Key  string
 	// Since is when the resource entered its current state, as well as is known.
 	Since *time.Time
+	// Held is the work a suspended resource holds back ("generation 3 pending"), or "".
+	Held string
 }
 
 func makeRow(r store.ResourceSummary) resourceRow {
 	row := resourceRow{ResourceSummary: r, Link: resourcePath(r.Namespace, r.Kind, r.Name), Key: watchKey(r.Namespace, r.Kind, r.Name), Since: r.StatusTime}
+	if r.Suspended {
+		row.Held = status.SuspendedWork(r.Phase, r.Generation)
+	}
 	if r.Ready.Type != "" && !r.Ready.LastTransitionTime.IsZero() {
 		t := r.Ready.LastTransitionTime
 		row.Since = &t
@@ -282,7 +281,7 @@ func (s *Server) overviewPage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if n > 0 {
-			d.Health.Lines = append(d.Health.Lines, healthLine{fmt.Sprintf("%d %s could not be delivered", n, plural(n, "notification", "notifications")),
+			d.Health.Lines = append(d.Health.Lines, healthLine{fmt.Sprintf("%d %s could not be delivered", n, plural.Word(n, "notification", "notifications")),
 				"/notifications?state=dead"})
 		}
 	}
@@ -395,6 +394,9 @@ type resourceData struct {
 	APIPath               string
 	Ops                   opsView        // operator commands (dashboard_operate.go)
 	Deps                  neighboursView // dependencies and dependents (dashboard_graph.go)
+	// NextRetry is when a resource retrying after a failure is taken up again (nil: not
+	// retrying, or suspended), as describe shows it.
+	NextRetry *time.Time
 }
 
 const historyLimit = 50
@@ -451,6 +453,9 @@ func (s *Server) resourcePage(w http.ResponseWriter, r *http.Request) {
 		d.Rev = makeRevision(repoURL, res.Source.Revision)
 		d.FileURL = fileLink(repoURL, res.Source.Revision, res.Source.Path, res.Source.Line)
 		d.Ops = resourceOps(r, res)
+		if c, ok := status.Get(res.Status.Conditions, status.Reconciling); ok && c.Reason == status.ReasonRetrying && !d.Ops.Suspended {
+			d.NextRetry = res.Status.NextReconcileTime
+		}
 		n, err := s.store.ResourceNeighbours(ctx, sc, res.Metadata.Namespace, res.Kind, res.Metadata.Name)
 		if s.pageFailed(w, r, err) {
 			return

@@ -300,13 +300,18 @@ func TestDashboardOperatorButtons(t *testing.T) {
 	c := formClient(t)
 	resPage := srv.URL + "/resources/alpha/Queue/q000"
 
-	// Viewers see no buttons, operators do.
-	if code, body := getAs(t, c, resPage, "viewer-alpha"); code != 200 || strings.Contains(body, "/confirm/") {
-		t.Errorf("viewer's resource page: %d, buttons shown: %v", code, strings.Contains(body, "/confirm/"))
+	// Viewers see no buttons, operators do; the footer calls the dashboard read-only only
+	// for those who get no buttons.
+	const readOnly, operator = "read-only (operators see Reconcile and Suspend)", "operator: Reconcile, Sync, Suspend and Resume each ask to confirm"
+	if code, body := getAs(t, c, resPage, "viewer-alpha"); code != 200 || strings.Contains(body, "/confirm/") || !strings.Contains(body, readOnly) {
+		t.Errorf("viewer's resource page: %d, buttons shown: %v, footer read-only: %v", code, strings.Contains(body, "/confirm/"), strings.Contains(body, readOnly))
 	}
 	code, body := getAs(t, c, resPage, "operator-alpha")
 	if code != 200 || !strings.Contains(body, `href="/resources/alpha/Queue/q000/confirm/reconcile"`) || !strings.Contains(body, "/confirm/suspend") {
 		t.Errorf("operator's resource page: %d, no buttons", code)
+	}
+	if strings.Contains(body, "read-only") || !strings.Contains(body, operator) {
+		t.Errorf("operator's resource page: the footer does not say the buttons work:\n%s", body[strings.Index(body, "<footer"):])
 	}
 	if _, body := getAs(t, c, srv.URL+"/sources/main", "operator-alpha"); strings.Contains(body, "/confirm/") {
 		t.Error("an operator of one of the source's namespaces sees the source's buttons")
@@ -367,8 +372,12 @@ func TestDashboardOperatorButtons(t *testing.T) {
 		t.Errorf("after the form: Suspended %+v", c)
 	}
 	// The badge shows to viewers too; the operator now gets Resume instead of Suspend.
-	if _, body := getAs(t, c, resPage, "viewer-alpha"); !strings.Contains(body, "badge-suspended") {
-		t.Error("viewer sees no Suspended badge")
+	// It names the work that waits (q000 was never reconciled), as the CLI's get does.
+	if _, body := getAs(t, c, resPage, "viewer-alpha"); !strings.Contains(body, "badge-suspended") || !strings.Contains(body, "Suspended (generation 1 pending)") {
+		t.Errorf("viewer sees no Suspended badge naming the pending generation:\n%s", body)
+	}
+	if _, body := getAs(t, c, srv.URL+"/resources?namespace=alpha", "viewer-alpha"); !strings.Contains(body, ">suspended (generation 1 pending)</span>") {
+		t.Errorf("the resource list marks no suspended resource:\n%s", body)
 	}
 	if _, body := getAs(t, c, resPage, "operator-alpha"); !strings.Contains(body, "/confirm/resume") || strings.Contains(body, "/confirm/reconcile") {
 		t.Error("operator's page of a suspended resource: want Resume and no Reconcile")

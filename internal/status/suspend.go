@@ -1,6 +1,9 @@
 package status
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Suspended is the condition type of a resource or source an operator suspended: present
 // (True) while suspended, removed on resume.
@@ -34,4 +37,18 @@ func Resume(prev State) State {
 func IsSuspended(conds []Condition) bool {
 	c, ok := Get(conds, Suspended)
 	return ok && c.Status == True
+}
+
+// SuspendedWork names the work a suspended resource holds back, for display: "generation 3
+// pending" while its phase is Pending or Reconciling, "deletion pending" while Deleting, and ""
+// when nothing waits (Ready, Failed). A suspended resource is not reconciling or deleting, so
+// the CLI and the dashboard show this in place of those phases.
+func SuspendedWork(phase string, generation int64) string {
+	switch phase {
+	case PhasePending, PhaseReconciling:
+		return fmt.Sprintf("generation %d pending", generation)
+	case PhaseDeleting:
+		return "deletion pending"
+	}
+	return ""
 }

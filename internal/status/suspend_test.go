@@ -74,3 +74,21 @@ func TestSuspendResume(t *testing.T) {
 		})
 	}
 }
+
+func TestSuspendedWork(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		phase string
+		want  string
+	}{
+		{PhasePending, "generation 3 pending"},
+		{PhaseReconciling, "generation 3 pending"},
+		{PhaseDeleting, "deletion pending"},
+		{PhaseReady, ""},
+		{PhaseFailed, ""},
+	} {
+		if got := SuspendedWork(tc.phase, 3); got != tc.want {
+			t.Errorf("SuspendedWork(%s, 3) = %q, want %q", tc.phase, got, tc.want)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/notify"
+	"github.com/trueup-dev/trueup/internal/plural"
 	"github.com/trueup-dev/trueup/internal/status"
 )
 
@@ -257,11 +258,11 @@ func PruneGuard(subject string, noManifests bool, rendered, gone, active int, ma
 	switch {
 	case gone == 0:
 	case noManifests:
-		return "EmptySource", fmt.Sprintf("%s holds no manifest file: not deleting the source's %d resources (a source without any manifest file never prunes; "+
-			"to remove every resource on purpose keep one manifest file, e.g. an empty .yaml file, and set prune.allowEmpty)", subject, active)
+		return "EmptySource", fmt.Sprintf("%s holds no manifest file: not deleting the source's %s (a source without any manifest file never prunes; "+
+			"to remove every resource on purpose keep one manifest file, e.g. an empty .yaml file, and set prune.allowEmpty)", subject, plural.Count(active, "resource", "resources"))
 	case rendered == 0 && allowEmpty:
 	case rendered == 0:
-		return "EmptyRender", fmt.Sprintf("%s renders no resources: not deleting the source's %d resources (an empty render is refused unless prune.allowEmpty is true)", subject, active)
+		return "EmptyRender", fmt.Sprintf("%s renders no resources: not deleting the source's %s (an empty render is refused unless prune.allowEmpty is true)", subject, plural.Count(active, "resource", "resources"))
 	case maxFrac < 1 && float64(gone) > maxFrac*float64(active):
 		return "TooManyDeletions", fmt.Sprintf("%s would delete %d of %d resources (more than prune.maxFraction %.2f): nothing deleted", subject, gone, active, maxFrac)
 	}

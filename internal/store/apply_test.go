@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/status"
 )
 
 // widgets is a set of n resources of kind Widget, each with spec {"size": size(i)}.
@@ -177,6 +178,36 @@ func TestBigIntegersStayExact(t *testing.T) {
 	for _, want := range []string{"123456789012345678901234567890", "-98765432109876543210987654321"} {
 		if !strings.Contains(string(r.Spec), want) {
 			t.Errorf("spec %s lost %s", r.Spec, want)
+		}
+	}
+}
+
+// The source's Ready message counts what the revision applied in words that agree with the
+// numbers: "1 resource", not "1 resources".
+func TestApplyRevisionReadyMessageCounts(t *testing.T) {
+	t.Parallel()
+	st := openTest(t)
+	ctx := context.Background()
+	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		rev  string
+		n    int
+		want string
+	}{
+		{"r1", 1, "applied revision r1: 0 types, 1 resource"},
+		{"r2", 2, "applied revision r2: 0 types, 2 resources"},
+	} {
+		if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: c.rev, Set: widgets(c.n, func(int) int { return 1 })}); err != nil {
+			t.Fatal(err)
+		}
+		src, err := st.GetSource(ctx, "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := status.Get(src.Conditions, status.Ready); !ok || got.Message != c.want {
+			t.Errorf("%s: Ready = %+v, want message %q", c.rev, got, c.want)
 		}
 	}
 }

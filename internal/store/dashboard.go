@@ -89,17 +89,18 @@ type ResourceSummary struct {
 	StatusTime *time.Time
 	Deleting   bool
 	Orphaned   bool
+	Suspended  bool // an operator suspended it
 }
 
 const summaryColumns = `namespace, kind, name, source, file_path, file_line, revision, labels, generation, observed_generation,
 	phase, message, COALESCE((SELECT c FROM jsonb_array_elements(conditions) c WHERE c->>'type' = 'Ready' LIMIT 1), 'null'),
-	attempt, COALESCE(status_updated_at, last_reconcile_time), deletion_timestamp IS NOT NULL, orphaned`
+	attempt, COALESCE(status_updated_at, last_reconcile_time), deletion_timestamp IS NOT NULL, orphaned, suspended`
 
 func scanSummary(row pgx.Row) (ResourceSummary, error) {
 	var r ResourceSummary
 	var labels, ready []byte
 	err := row.Scan(&r.Namespace, &r.Kind, &r.Name, &r.Source, &r.FilePath, &r.FileLine, &r.Revision, &labels,
-		&r.Generation, &r.ObservedGeneration, &r.Phase, &r.Message, &ready, &r.Attempt, &r.StatusTime, &r.Deleting, &r.Orphaned)
+		&r.Generation, &r.ObservedGeneration, &r.Phase, &r.Message, &ready, &r.Attempt, &r.StatusTime, &r.Deleting, &r.Orphaned, &r.Suspended)
 	if err != nil {
 		return r, err
 	}

@@ -22,7 +22,7 @@ func TestPruneGuard(t *testing.T) {
 	}{
 		{"nothing gone", false, 10, 0, 10, 0, false, "", ""},
 		{"empty render", false, 0, 10, 10, 1, false, "EmptyRender", "source's 10 resources"},
-		{"last resource removed", false, 0, 1, 1, 0, false, "EmptyRender", "source's 1 resources"},
+		{"last resource removed", false, 0, 1, 1, 0, false, "EmptyRender", "source's 1 resource"},
 		{"last resource removed, allowEmpty", false, 0, 1, 1, 0, true, "", ""},
 		{"empty render, allowEmpty beats the share guard", false, 0, 10, 10, 0.2, true, "", ""},
 		{"empty render, share guard off is no consent", false, 0, 10, 10, 1, false, "EmptyRender", "10"},
@@ -36,7 +36,7 @@ func TestPruneGuard(t *testing.T) {
 		// volume, a folder emptied before the copy): it never deletes, whatever the settings.
 		{"no manifest file", true, 0, 10, 10, 0, false, "EmptySource", "source's 10 resources"},
 		{"no manifest file, allowEmpty is no consent", true, 0, 10, 10, 0, true, "EmptySource", "10"},
-		{"no manifest file, share guard off", true, 0, 1, 1, 1, true, "EmptySource", "source's 1 resources"},
+		{"no manifest file, share guard off", true, 0, 1, 1, 1, true, "EmptySource", "source's 1 resource"},
 		{"no manifest file, nothing to delete", true, 0, 0, 0, 0, true, "", ""},
 	} {
 		got, msg := PruneGuard("revision abcdef123456", tc.noManifests, tc.rendered, tc.gone, tc.active, tc.maxFrac, tc.allowEmpty)

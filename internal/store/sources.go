@@ -13,6 +13,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/notify"
+	"github.com/trueup-dev/trueup/internal/plural"
 	"github.com/trueup-dev/trueup/internal/status"
 )
 
@@ -714,7 +715,7 @@ func finishSource(ctx context.Context, tx pgx.Tx, p ApplyParams, res ApplyResult
 		return err
 	}
 	now := time.Now()
-	msg := fmt.Sprintf("applied revision %s: %d types, %d resources", clip.Rev(p.Revision), len(p.Set.Types), len(p.Set.Resources))
+	msg := fmt.Sprintf("applied revision %s: %s, %s", clip.Rev(p.Revision), plural.Count(len(p.Set.Types), "type", "types"), plural.Count(len(p.Set.Resources), "resource", "resources"))
 	conds := status.Set(src.Conditions, status.Condition{Type: status.Ready, Status: status.True, Reason: "Succeeded", Message: msg}, now)
 	conds = pruneConditions(conds, p.Revision, res, now)
 	cj, _ := json.Marshal(conds)
@@ -742,7 +743,7 @@ func pruneConditions(conds []status.Condition, revision string, res ApplyResult,
 	conds = status.Remove(conds, ConditionPruneSkipped)
 	if res.Deleted > 0 {
 		conds = status.Set(conds, status.Condition{Type: "Pruned", Status: status.True, Reason: "Pruned",
-			Message: fmt.Sprintf("revision %s deleted %d resource(s)", clip.Rev(revision), res.Deleted)}, now)
+			Message: fmt.Sprintf("revision %s deleted %s", clip.Rev(revision), plural.Count(res.Deleted, "resource", "resources"))}, now)
 	}
 	return conds
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/lease"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/metrics"
+	"github.com/trueup-dev/trueup/internal/plural"
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -689,7 +690,7 @@ func (s *Syncer) reject(ctx context.Context, lease *store.Lease, rev string, err
 		errs[i] = store.SourceError{File: v.File, Line: v.Line, Path: v.Path, Message: s.opts.Scrub(v.Msg)}
 		lines[i] = s.opts.Scrub(v.Error())
 	}
-	msg := fmt.Sprintf("revision %s rejected, %d error(s); the last good revision stays applied:\n%s", clip.Rev(rev), len(verrs), strings.Join(lines, "\n"))
+	msg := fmt.Sprintf("revision %s rejected, %s; the last good revision stays applied:\n%s", clip.Rev(rev), plural.Count(len(verrs), "error", "errors"), strings.Join(lines, "\n"))
 	s.opts.Metrics.Synced(s.opts.Name, rev, false, 0)
 	if s.opts.Reporter != nil {
 		s.opts.Reporter.Rejected(ctx, rev, lines)
@@ -764,7 +765,7 @@ func OtherTypes(ctx context.Context, st *store.Store, source string) ([]manifest
 func loadFailure(err error) string {
 	var verrs manifest.Errors
 	if errors.As(err, &verrs) {
-		return fmt.Sprintf("%d error(s) in the revision", len(verrs))
+		return plural.Count(len(verrs), "error", "errors") + " in the revision"
 	}
 	var conflict *store.ConflictError
 	if errors.As(err, &conflict) {

@@ -57,7 +57,7 @@ func TestSyncTraceRejected(t *testing.T) {
 	if _, ok := steps["apply"]; ok {
 		t.Error("a rejected revision has an apply span")
 	}
-	if d := steps["validate"].Status().Description; d != "1 error(s) in the revision" {
+	if d := steps["validate"].Status().Description; d != "1 error in the revision" {
 		t.Errorf("validate span status %q", d)
 	}
 	if root.Status().Code != codes.Error || !strings.Contains(root.Status().Description, "rejected") {

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/manifest"
+)
+
+// checkRequiredFields compares each type's schema with the spec fields its action's calls need
+// (a Terraform module's variables without a default) and returns one file:line error per
+// field a version's schema lacks: every call of such a resource would fail until the schema
+// has it. dir is the validated folder; a module kept in a source's repository is read from
+// the checkout dir belongs to.
+func checkRequiredFields(dir string, cfg *config.Config, acts map[string]actions.Action, types []manifest.ResourceType) (missing, warnings []string, err error) {
+	repoDir := func(source string) string { return repositoryRoot(dir, cfg, source) }
+	needs := map[string][]actions.RequiredField{}
+	for _, t := range types {
+		r, ok := acts[t.Action.Name].(actions.SpecRequirer)
+		if !ok {
+			continue
+		}
+		fields, seen := needs[t.Action.Name]
+		if !seen {
+			var err error
+			if fields, err = r.RequiredSpecFields(repoDir); err != nil {
+				// A module the manifests' CI cannot read (the controller's folder) is the
+				// controller's to check: say so, do not fail.
+				warnings = append(warnings, fmt.Sprintf("action %s: %v: its types' schemas are not checked against it", t.Action.Name, err))
+			}
+			needs[t.Action.Name] = fields
+		}
+		for i, v := range t.Versions {
+			props, err := schemaProperties(v.Schema)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s: type %s: %w", t.File, t.Name, err)
+			}
+			at := fmt.Sprintf("spec.versions[%d].schema.properties", i)
+			file := filepath.Join(dir, filepath.FromSlash(t.File))
+			line := nodeLine(file, t.Line, "spec", "versions", i, "schema", "properties")
+			if line == 0 {
+				line = max(nodeLine(file, t.Line, "spec", "versions", i, "schema"), t.Line)
+			}
+			for _, f := range fields {
+				if props[f.Name] {
+					continue
+				}
+				missing = append(missing, fmt.Sprintf("%s:%d: %s: action %s needs spec.%s (variable %q at %s:%d has no default), which the type's schema does not have: add `%s` to the type's schema (%s.%s)",
+					t.File, line, at, t.Action.Name, f.Name, f.Name, relPath(f.File), f.Line, f.Name, at, f.Name))
+			}
+		}
+	}
+	return missing, warnings, nil
+}
+
+// schemaProperties are the names a version's schema declares under properties.
+func schemaProperties(schema json.RawMessage) (map[string]bool, error) {
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal(schema, &s); err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(s.Properties))
+	for k := range s.Properties {
+		out[k] = true
+	}
+	return out, nil
+}
+
+// repositoryRoot is the local checkout of source's repository that dir (the validated folder)
+// is part of: dir with the source's path taken off its end, or the nearest folder above dir
+// holding .git; "" when neither is found.
+func repositoryRoot(dir string, cfg *config.Config, source string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	for _, s := range cfg.Sources {
+		if s.Name != source || s.Git == nil || s.Git.Path == "" {
+			continue
+		}
+		p := filepath.Clean(filepath.FromSlash(s.Git.Path))
+		if strings.HasSuffix(abs, string(filepath.Separator)+p) {
+			return strings.TrimSuffix(abs, string(filepath.Separator)+p)
+		}
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, ".git")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return ""
+		}
+	}
+}
+
+// relPath is path relative to the working folder when it lies below it.
+func relPath(path string) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return path
+	}
+	if r, err := filepath.Rel(wd, path); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return path
+}
+
+// nodeLine is the line of the node at keys (strings for mapping keys, ints for sequence
+// indexes) in the YAML document of file that starts at docLine, or 0 when it cannot be found
+// (the file already passed validation; this only sharpens the line).
+func nodeLine(file string, docLine int, keys ...any) int {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return 0
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	for {
+		var doc yaml.Node
+		if err := dec.Decode(&doc); err != nil {
+			return 0 // io.EOF: no document starts there
+		}
+		if len(doc.Content) == 0 || doc.Content[0].Line < docLine {
+			continue
+		}
+		n, line := doc.Content[0], 0
+		for _, k := range keys {
+			if n, line = child(n, k); n == nil {
+				return 0
+			}
+		}
+		return line
+	}
+}
+
+// child is the node at key under n and the line that names it (a mapping key's, a sequence
+// item's).
+func child(n *yaml.Node, key any) (*yaml.Node, int) {
+	switch k := key.(type) {
+	case string:
+		if n.Kind != yaml.MappingNode {
+			return nil, 0
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == k {
+				return n.Content[i+1], n.Content[i].Line
+			}
+		}
+	case int:
+		if n.Kind == yaml.SequenceNode && k < len(n.Content) {
+			return n.Content[k], n.Content[k].Line
+		}
+	}
+	return nil, 0
+}
