@@ -168,7 +168,7 @@ func (h *Holder) loop(ctx context.Context) {
 			if at := last.Add(h.opts.MinRetry); time.Now().Before(at) {
 				if at.Before(next) {
 					next = at
-					resetTimer(timer, time.Until(at))
+					timer.Reset(time.Until(at))
 				}
 				continue
 			}
@@ -176,7 +176,7 @@ func (h *Holder) loop(ctx context.Context) {
 		last = time.Now()
 		_, wait := h.attempt(ctx)
 		next = time.Now().Add(wait)
-		resetTimer(timer, wait)
+		timer.Reset(wait)
 	}
 }
 
@@ -317,14 +317,4 @@ func (h *Holder) Release() {
 	if err := h.st.ReleaseLease(ctx, *l); err != nil {
 		h.log.Warn("release the "+h.opts.Label+" lease", "err", err)
 	}
-}
-
-func resetTimer(t *time.Timer, d time.Duration) {
-	if !t.Stop() {
-		select {
-		case <-t.C:
-		default:
-		}
-	}
-	t.Reset(d)
 }

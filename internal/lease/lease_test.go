@@ -1,16 +1,15 @@
 package lease
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/logbuf"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -31,24 +30,6 @@ func (f *flaky) AcquireLease(ctx context.Context, name, holder string, ttl time.
 		return store.Lease{}, false, errors.New("dial tcp 127.0.0.1:5432: connection refused")
 	}
 	return f.Store.AcquireLease(ctx, name, holder, ttl)
-}
-
-// logs collects a logger's lines while holders write.
-type logs struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logs) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func openStore(t *testing.T) *store.Store {
@@ -72,7 +53,7 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 	}
 }
 
-func start(t *testing.T, st Store, replica string, ttl time.Duration, l *logs) *Holder {
+func start(t *testing.T, st Store, replica string, ttl time.Duration, l *logbuf.Buffer) *Holder {
 	t.Helper()
 	h := New(st, Options{Name: "maintenance", Replica: replica, TTL: ttl, Label: "maintenance"},
 		slog.New(slog.NewTextHandler(l, nil)).With("replica", replica))
@@ -89,7 +70,7 @@ func start(t *testing.T, st Store, replica string, ttl time.Duration, l *logs) *
 func TestHandover(t *testing.T) {
 	t.Parallel()
 	st := openStore(t)
-	var lg logs
+	var lg logbuf.Buffer
 	const ttl = time.Minute // an expiry would take a minute: a handover within the test is a release
 	a := start(t, st, "r1", ttl, &lg)
 	eventually(t, 10*time.Second, "r1 holds", func() bool { l, _ := a.Held(); return l != nil })
@@ -133,7 +114,7 @@ func TestHandover(t *testing.T) {
 func TestRenewFailureKeepsLease(t *testing.T) {
 	t.Parallel()
 	f := &flaky{Store: openStore(t)}
-	var lg logs
+	var lg logbuf.Buffer
 	const ttl = 1500 * time.Millisecond
 	h := start(t, f, "r1", ttl, &lg)
 	eventually(t, 10*time.Second, "r1 holds", func() bool { l, _ := h.Held(); return l != nil })
@@ -176,7 +157,7 @@ func TestLossToAnotherHolder(t *testing.T) {
 	t.Parallel()
 	st := openStore(t)
 	ctx := context.Background()
-	var lg logs
+	var lg logbuf.Buffer
 	const ttl = 600 * time.Millisecond
 	h := New(st, Options{Name: "maintenance", Replica: "r1", TTL: ttl, Label: "maintenance"}, slog.New(slog.NewTextHandler(&lg, nil)))
 	if c := h.Attempt(ctx); c != Taken {

@@ -375,7 +375,7 @@ func (r *Reconciler) claimLoop(ctx context.Context, queue chan store.Claimed) {
 				break
 			}
 		}
-		resetTimer(timer, wait)
+		timer.Reset(wait)
 	}
 }
 
@@ -403,16 +403,6 @@ func (r *Reconciler) nextWait(ctx context.Context) time.Duration {
 		}
 	}
 	return wait
-}
-
-func resetTimer(t *time.Timer, d time.Duration) {
-	if !t.Stop() {
-		select {
-		case <-t.C:
-		default:
-		}
-	}
-	t.Reset(d)
 }
 
 // observeCall feeds the moving average of call durations (weight 1/8 per call).

@@ -286,7 +286,7 @@ func (s *Syncer) syncLoop(ctx context.Context) {
 		drain(s.trigger)
 		drain(s.lease.Gained())
 		s.syncIfHolder(ctx)
-		resetTimer(timer, jitter(s.opts.Interval))
+		timer.Reset(jitter(s.opts.Interval))
 	}
 }
 
@@ -319,16 +319,6 @@ func drain(c <-chan struct{}) {
 	case <-c:
 	default:
 	}
-}
-
-func resetTimer(t *time.Timer, d time.Duration) {
-	if !t.Stop() {
-		select {
-		case <-t.C:
-		default:
-		}
-	}
-	t.Reset(d)
 }
 
 // writeLease returns the lease to fence a write with, or nil when the lease changed hands
