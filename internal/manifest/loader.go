@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -529,10 +528,11 @@ func (ld *load) match(docs []placed, infos map[string]*typeInfo) (items []resour
 			if unknown == nil {
 				unknown = map[string]string{}
 			}
-			msg, ok := unknown[kind]
+			group, _, _ := groupVersion(p.doc.apiVersion.String())
+			msg, ok := unknown[kind+" "+group]
 			if !ok {
-				msg = unknownKind(kind, infos)
-				unknown[kind] = msg
+				msg = unknownKind(kind, group, infos)
+				unknown[kind+" "+group] = msg
 			}
 			ld.errs = append(ld.errs, p.at(p.doc.kindLine, "kind", msg))
 			continue
@@ -566,12 +566,30 @@ func (ld *load) match(docs []placed, infos map[string]*typeInfo) (items []resour
 	return items, stale
 }
 
-// unknownKind says that no type declares kind, and which known kind it likely meant.
-func unknownKind(kind string, infos map[string]*typeInfo) string {
-	if s := suggest(kind, slices.Collect(maps.Keys(infos))); s != "" && kind != "" {
-		return fmt.Sprintf("unknown kind %s (no ResourceType declares it; did you mean %s?)", kind, s)
+// unknownKind says that no type declares kind, and which known kinds it likely meant:
+// those of the resource's group first, since a kind of another group fails again on its
+// group; another group's kind is named with its group.
+func unknownKind(kind, group string, infos map[string]*typeInfo) string {
+	var same, all []string
+	for name, ti := range infos {
+		all = append(all, name)
+		if ti.group == group {
+			same = append(same, name)
+		}
 	}
-	return fmt.Sprintf("unknown kind %s (no ResourceType declares it)", kind)
+	s := suggest(kind, same)
+	if len(s) == 0 {
+		s = suggest(kind, all)
+	}
+	if len(s) == 0 || kind == "" {
+		return fmt.Sprintf("unknown kind %s (no ResourceType declares it)", kind)
+	}
+	for i, name := range s {
+		if g := infos[name].group; g != group {
+			s[i] = fmt.Sprintf("%s of group %s", name, g)
+		}
+	}
+	return fmt.Sprintf("unknown kind %s (no ResourceType declares it; did you mean %s?)", kind, strings.Join(s, " or "))
 }
 
 // setResources turns checked resources into the Set's, sorted by namespace, kind and name.

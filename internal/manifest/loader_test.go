@@ -299,6 +299,52 @@ metadata:
 			},
 		},
 		{
+			// The kinds of the resource's group first; another group's kind is named with
+			// its group; equally close kinds are both named.
+			name: "mistyped kind and groups",
+			files: files("types.yaml", `apiVersion: trueup.dev/v1
+kind: ResourceType
+metadata: {name: Bucket}
+spec: {group: example.com, versions: [{name: v1, schema: {type: object}}], action: {name: a}}
+---
+apiVersion: trueup.dev/v1
+kind: ResourceType
+metadata: {name: Buckets}
+spec: {group: storage.example.com, versions: [{name: v1, schema: {type: object}}], action: {name: a}}
+---
+apiVersion: trueup.dev/v1
+kind: ResourceType
+metadata: {name: Bat}
+spec: {group: x.io, versions: [{name: v1, schema: {type: object}}], action: {name: a}}
+---
+apiVersion: trueup.dev/v1
+kind: ResourceType
+metadata: {name: Cat}
+spec: {group: x.io, versions: [{name: v1, schema: {type: object}}], action: {name: a}}
+`, "r.yaml", `apiVersion: storage.example.com/v1
+kind: Bucketz
+metadata: {name: a}
+---
+apiVersion: example.com/v1
+kind: Buckt
+metadata: {name: b}
+---
+apiVersion: other.io/v1
+kind: Buckett
+metadata: {name: c}
+---
+apiVersion: x.io/v1
+kind: Hat
+metadata: {name: d}
+`),
+			want: []string{
+				"r.yaml:2: kind: unknown kind Bucketz (no ResourceType declares it; did you mean Buckets?)",
+				"r.yaml:6: kind: unknown kind Buckt (no ResourceType declares it; did you mean Bucket?)",
+				"r.yaml:10: kind: unknown kind Buckett (no ResourceType declares it; did you mean Bucket of group example.com or Buckets of group storage.example.com?)",
+				"r.yaml:14: kind: unknown kind Hat (no ResourceType declares it; did you mean Bat or Cat?)",
+			},
+		},
+		{
 			name: "wrong version or group",
 			files: files("types.yaml", dbType, "db.yaml", `apiVersion: example.com/v3
 kind: DatabaseCluster
