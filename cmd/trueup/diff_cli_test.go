@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/sources"
 )
 
 // writeDir lays files out under a fresh folder.
@@ -328,5 +330,42 @@ func TestDiffInvalidWithoutListing(t *testing.T) {
 	out, _, err = runCLI(t, "--server", srv.URL, "diff", writeDir(t, infraFiles("500")), "--source", "infra")
 	if err == nil || !strings.Contains(err.Error(), "listing resources is down") {
 		t.Errorf("valid DIR: %v\n%s", err, out)
+	}
+}
+
+// TestAboveSource names each outcome of telling a folder above the source's from the source's
+// folder by where the source applied its files (path deploy/manifests, DIR holding
+// manifests/).
+func TestAboveSource(t *testing.T) {
+	t.Parallel()
+	const prefix = "deploy/manifests"
+	named := func(paths ...string) []sources.File {
+		var out []sources.File
+		for _, p := range paths {
+			out = append(out, sources.File{Path: prefix + "/" + p})
+		}
+		return out
+	}
+	applied := map[string]bool{prefix + "/a.yaml": true, prefix + "/b.yaml": true}
+	for _, tc := range []struct {
+		name    string
+		files   []sources.File
+		applied map[string]bool
+		want    string // "error", "note" or ""
+	}{
+		{"files one folder deeper only", named("manifests/a.yaml", "manifests/b.yaml", "x.yaml"), applied, "error"},
+		{"files where applied", named("a.yaml", "manifests/c.yaml"), applied, ""},
+		{"files at both places", named("a.yaml", "manifests/b.yaml"), applied, "note"},
+		{"nothing applied", named("manifests/a.yaml"), nil, "note"},
+		{"nothing matches", named("manifests/c.yaml"), applied, "note"},
+	} {
+		note, err := aboveSource("/r/deploy", prefix, []string{"manifests"}, tc.files, tc.applied, "infra")
+		got := map[bool]string{true: "error"}[err != nil]
+		if note != "" {
+			got = "note"
+		}
+		if got != tc.want || err != nil && note != "" {
+			t.Errorf("%s: note %q, err %v; want %s", tc.name, note, err, cmp.Or(tc.want, "neither"))
+		}
 	}
 }
