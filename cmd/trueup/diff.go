@@ -42,7 +42,8 @@ server holds for the source --source, through the API (--server).
 DIR is the folder the source reads: for a Git source with a path (path: manifests), the
 checkout's manifests folder, not the repository root; the server names files from the
 repository root, so DIR's files are compared as <path>/<file> (trueup diff ./manifests
---source infra); given the repository root instead, diff names the folder to pass. For a
+--source infra); given a folder above it, such as the repository root, diff names the
+folder to pass (as a note when the source has applied nothing yet). For a
 source without a path, DIR is the repository root or the folder of a dir source. It prints
 
   + KIND/NAMESPACE/NAME  file:line      a resource (or ResourceType/NAME) that would be created
@@ -137,17 +138,30 @@ func computeDiff(ctx context.Context, c *apiclient.Client, dir, sourceName strin
 	if err != nil {
 		return nil, err
 	}
-	live, err := c.ListResources(ctx, url.Values{"source": {sourceName}}, 1000)
-	if err != nil {
-		return nil, err
+	// The source's resources are needed once DIR loads, and before that only to tell
+	// whether DIR lies above the folder the source reads: an invalid DIR costs no listing.
+	var live []store.Resource
+	listed := false
+	list := func() error {
+		raw, err := c.ListResources(ctx, url.Values{"source": {sourceName}}, 1000)
+		if err != nil {
+			return err
+		}
+		live, err = apiclient.DecodeItems[store.Resource](raw)
+		listed = true
+		return err
 	}
-	liveItems, err := apiclient.DecodeItems[store.Resource](live)
-	if err != nil {
-		return nil, err
-	}
-	if looksLikeRoot(dir, prefix, files, types.Items, liveItems, sourceName) {
-		return nil, fmt.Errorf("%s looks like the repository root: source %s reads path %s, so every file would read as moved; run trueup diff %s --source %s",
-			dir, sourceName, prefix, filepath.Join(dir, filepath.FromSlash(prefix)), sourceName)
+	if inner := innerFolders(dir, prefix); len(inner) > 0 {
+		if err := list(); err != nil {
+			return nil, err
+		}
+		note, err := aboveSource(dir, prefix, inner, files, appliedPaths(live, types.Items, sourceName), sourceName)
+		if err != nil {
+			return nil, err
+		}
+		if note != "" {
+			p.notes = append(p.notes, note)
+		}
 	}
 	keys, err := cliKeys(nil)
 	if err != nil {
@@ -170,8 +184,13 @@ func computeDiff(ctx context.Context, c *apiclient.Client, dir, sourceName strin
 		return nil, err
 	}
 
+	if !listed {
+		if err := list(); err != nil {
+			return nil, err
+		}
+	}
 	p.diffTypes(set, types.Items)
-	added, err := p.diffResources(dir, set, liveItems, p.source.Prune, len(files) == 0)
+	added, err := p.diffResources(dir, set, live, p.source.Prune, len(files) == 0)
 	if err != nil {
 		return nil, err
 	}
@@ -194,18 +213,26 @@ func sourcePrefix(p string) string {
 	return strings.TrimPrefix(clean, "/")
 }
 
-// looksLikeRoot says whether DIR is the repository root of a source that reads the folder
-// prefix: DIR holds that folder, no file of DIR lies where the source's applied files lie, and
-// some lie one prefix deeper (DIR's manifests/x.yaml, named manifests/manifests/x.yaml, where
-// the source applied manifests/x.yaml). A source whose folder happens to hold a folder of the
-// same name keeps its files where they were applied, so it is not mistaken for one.
-func looksLikeRoot(dir, prefix string, files []sources.File, types []store.ResourceType, live []store.Resource, source string) bool {
+// innerFolders lists the trailing parts of prefix that are folders of DIR, longest first:
+// the folder the source reads, were DIR above it. For path deploy/manifests, DIR/deploy/manifests
+// exists when DIR is the repository root and DIR/manifests when DIR is deploy.
+func innerFolders(dir, prefix string) []string {
 	if prefix == "" {
-		return false
+		return nil
 	}
-	if fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(prefix))); err != nil || !fi.IsDir() {
-		return false
+	var out []string
+	parts := strings.Split(prefix, "/")
+	for i := range parts {
+		rest := strings.Join(parts[i:], "/")
+		if fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(rest))); err == nil && fi.IsDir() {
+			out = append(out, rest)
+		}
 	}
+	return out
+}
+
+// appliedPaths is where the source's live resources and types lie, as the server names them.
+func appliedPaths(live []store.Resource, types []store.ResourceType, source string) map[string]bool {
 	applied := map[string]bool{}
 	for _, r := range live {
 		applied[r.Source.Path] = true
@@ -215,16 +242,45 @@ func looksLikeRoot(dir, prefix string, files []sources.File, types []store.Resou
 			applied[t.Path] = true
 		}
 	}
-	deeper := false
+	return applied
+}
+
+// aboveSource tells whether DIR lies above the folder the source reads (the repository root
+// given for path: manifests), which holds the folders inner. When none of DIR's files lies
+// where the source applied its files and some lie one inner folder deeper (DIR's
+// manifests/x.yaml, named manifests/manifests/x.yaml, where the source applied
+// manifests/x.yaml), it is an error naming the folder to pass. When the applied files cannot
+// tell (the source applied nothing yet, or DIR's files lie at both places), it is a note.
+// A source's folder that holds a folder named like an inner one keeps its files where they
+// were applied, so it gets neither.
+func aboveSource(dir, prefix string, inner []string, files []sources.File, applied map[string]bool, source string) (note string, err error) {
+	hits := false
 	for _, f := range files {
 		if applied[f.Path] {
-			return false
-		}
-		if rest, ok := strings.CutPrefix(f.Path, prefix+"/"); ok && applied[rest] {
-			deeper = true
+			hits = true
+			break
 		}
 	}
-	return deeper
+	deeper := ""
+	for _, rest := range inner {
+		if slices.ContainsFunc(files, func(f sources.File) bool {
+			x, ok := strings.CutPrefix(f.Path, prefix+"/"+rest+"/")
+			return ok && applied[prefix+"/"+x]
+		}) {
+			deeper = rest
+			break
+		}
+	}
+	switch {
+	case deeper != "" && !hits:
+		return "", fmt.Errorf("%s holds the folder source %s reads (path %s): pass %s as DIR",
+			dir, source, prefix, filepath.Join(dir, filepath.FromSlash(deeper)))
+	case deeper == "" && hits:
+		return "", nil // DIR is the source's folder
+	}
+	folder := cmp.Or(deeper, inner[0])
+	return fmt.Sprintf("note: %s holds %s/, named like the folder source %s reads (path %s); if that is the folder, pass %s as DIR",
+		dir, folder, source, prefix, filepath.Join(dir, filepath.FromSlash(folder))), nil
 }
 
 // knownTypes turns the server's types into the loader's, leaving out those of source skip.
@@ -452,6 +508,9 @@ func (p *diffPlan) print(w io.Writer) error {
 	if len(p.invalid) > 0 {
 		for _, e := range p.invalid {
 			fmt.Fprintf(&b, "! invalid %s\n", e.Error())
+		}
+		for _, n := range p.notes {
+			b.WriteString(n + "\n")
 		}
 		fmt.Fprintf(&b, "%d invalid: the revision would be rejected and source %s would keep %s\n",
 			len(p.invalid), p.source.Name, revLabel(p.source.Name, p.source.Revision))

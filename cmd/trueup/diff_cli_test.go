@@ -1,14 +1,20 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/sources"
 )
 
 // writeDir lays files out under a fresh folder.
@@ -198,29 +204,85 @@ func TestDiffErrors(t *testing.T) {
 	}
 }
 
-// TestDiffRepositoryRoot: given the repository root of a source that reads a folder, diff
-// says which folder to pass instead of reporting every file as moved.
+// TestDiffRepositoryRoot: given the repository root of a source that reads a folder, or a
+// folder between the two, diff says which folder to pass instead of reporting every file as
+// moved: as an error when the source's applied files show it, as a note when they cannot.
 func TestDiffRepositoryRoot(t *testing.T) {
 	t.Parallel()
 	a := setup(t)
 	rootRelative(t, a)
-	files := map[string]string{"README.md": "# infra", "compose.yaml": "services: {}\n"}
-	for name, content := range infraFiles("500") {
-		files["manifests/"+name] = content
+	// tree lays infra's files out under folder, beside files no source reads.
+	tree := func(folder string) string {
+		files := map[string]string{"README.md": "# infra", "compose.yaml": "services: {}\n"}
+		for name, content := range infraFiles("500") {
+			files[folder+"/"+name] = content
+		}
+		return writeDir(t, files)
 	}
-	root := writeDir(t, files)
-	out, _, err := a.run(t, "diff", root, "--source", "infra")
-	want := root + " looks like the repository root: source infra reads path manifests, so every file would read as moved; run trueup diff " +
-		filepath.Join(root, "manifests") + " --source infra"
+	diff := func(dir, source string) (string, error) {
+		t.Helper()
+		out, stderr, err := a.run(t, "diff", dir, "--source", source)
+		if stderr != "" {
+			t.Errorf("stderr: %s", stderr)
+		}
+		return out, err
+	}
+	root := tree("manifests")
+	out, err := diff(root, "infra")
+	want := root + " holds the folder source infra reads (path manifests): pass " + filepath.Join(root, "manifests") + " as DIR"
 	if err == nil || err.Error() != want {
 		t.Errorf("diff of the repository root: %v, want %q\nstdout:\n%s", err, want, out)
 	}
+
 	// The folder itself diffs as usual, even when it holds a folder named like the path.
 	inner := withFiles(map[string]string{"manifests/extra.yaml": "apiVersion: storage.example.com/v1\nkind: Bucket\nmetadata: {name: extra}\nspec: {region: us-east-1}\n"})
-	out, stderr, err := a.run(t, "diff", writeDir(t, inner), "--source", "infra")
+	out, err = diff(writeDir(t, inner), "infra")
 	var code exitCode
-	if !errors.As(err, &code) || code != 1 || !strings.Contains(out, "+ Bucket/default/extra  manifests/manifests/extra.yaml:1\n") {
-		t.Errorf("a folder holding manifests/: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr)
+	if !errors.As(err, &code) || code != 1 || !strings.Contains(out, "+ Bucket/default/extra  manifests/manifests/extra.yaml:1\n") || strings.Contains(out, "note:") {
+		t.Errorf("a folder holding manifests/: %v\nstdout:\n%s", err, out)
+	}
+
+	// A source that applied nothing yet cannot tell: a note names the folder, and DIR's
+	// problems are still reported, under the names DIR gives its files.
+	ctx := context.Background()
+	if err := a.store.RegisterSource(ctx, store.SourceConfig{Name: "fresh", URL: "https://github.com/acme/fresh.git", Branch: "main", Path: "deploy/manifests"}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := writeDir(t, map[string]string{"compose.yaml": "services: {}\n",
+		"deploy/manifests/queues.yaml": "apiVersion: mq.example.com/v1\nkind: Queue\nmetadata: {name: reports}\nspec: {size: 5}\n"})
+	for _, dir := range []string{fresh, filepath.Join(fresh, "deploy")} {
+		out, err = diff(dir, "fresh")
+		folder := filepath.Join(fresh, "deploy", "manifests")
+		rel, _ := filepath.Rel(dir, folder)
+		wantNote := "note: " + dir + " holds " + filepath.ToSlash(rel) + "/, named like the folder source fresh reads (path deploy/manifests); if that is the folder, pass " + folder + " as DIR\n"
+		if !errors.As(err, &code) || code != 1 || !strings.Contains(out, wantNote) {
+			t.Errorf("fresh source, DIR %s: %v; want %q in\n%s", dir, err, wantNote, out)
+		}
+	}
+	if out, err = diff(fresh, "fresh"); !strings.Contains(out, "! invalid deploy/manifests/compose.yaml:1: ") {
+		t.Errorf("fresh source: DIR's problems are reported: %v\n%s", err, out)
+	}
+
+	// A folder between the root and the source's folder (path deploy/manifests, DIR deploy).
+	if err := a.store.RegisterSource(ctx, store.SourceConfig{Name: "infra", URL: "https://github.com/acme/infra.git", Branch: "main", Path: "deploy/manifests"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"resources", "resource_types"} {
+		if _, err := a.store.Pool().Exec(ctx, `UPDATE `+table+` SET file_path = 'deploy/' || file_path WHERE source = 'infra'`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root = tree("deploy/manifests")
+	folder := filepath.Join(root, "deploy", "manifests")
+	for _, dir := range []string{root, filepath.Join(root, "deploy")} {
+		out, err = diff(dir, "infra")
+		want := dir + " holds the folder source infra reads (path deploy/manifests): pass " + folder + " as DIR"
+		if err == nil || err.Error() != want {
+			t.Errorf("DIR %s: %v, want %q\nstdout:\n%s", dir, err, want, out)
+		}
+	}
+	if out, err = diff(folder, "infra"); err != nil {
+		t.Errorf("the folder itself: %v\n%s", err, out)
 	}
 }
 
@@ -235,5 +297,75 @@ func TestDiffPruneGuardNamesFolder(t *testing.T) {
 	want := "note: the server would refuse these deletions (PruneSkipped, EmptyRender): folder " + dir + " renders no resources: not deleting the source's 5 resources"
 	if err == nil || !strings.Contains(out, want) {
 		t.Errorf("err %v; stdout lacks %q:\n%s\nstderr:\n%s", err, want, out, stderr)
+	}
+}
+
+// TestDiffInvalidWithoutListing: an invalid DIR is reported without listing the source's
+// resources, which a valid one needs and an invalid one does not, so a failing list hides
+// nothing.
+func TestDiffInvalidWithoutListing(t *testing.T) {
+	t.Parallel()
+	a := setup(t)
+	rootRelative(t, a)
+	target, err := url.Parse(a.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v1/resources" {
+			http.Error(w, `{"error":"listing resources is down"}`, http.StatusServiceUnavailable)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	dir := writeDir(t, withFiles(map[string]string{"queues/q.yaml": "apiVersion: x.io/v1\nkind: Topic\nmetadata: {name: q}\nspec: {}\n"}))
+	out, stderr, err := runCLI(t, "--server", srv.URL, "diff", dir, "--source", "infra")
+	var code exitCode
+	if !errors.As(err, &code) || code != 1 || !strings.Contains(out, "! invalid manifests/queues/q.yaml:2: kind: unknown kind Topic") {
+		t.Errorf("invalid DIR: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr)
+	}
+	// A valid DIR needs the list, and says so when it fails.
+	out, _, err = runCLI(t, "--server", srv.URL, "diff", writeDir(t, infraFiles("500")), "--source", "infra")
+	if err == nil || !strings.Contains(err.Error(), "listing resources is down") {
+		t.Errorf("valid DIR: %v\n%s", err, out)
+	}
+}
+
+// TestAboveSource names each outcome of telling a folder above the source's from the source's
+// folder by where the source applied its files (path deploy/manifests, DIR holding
+// manifests/).
+func TestAboveSource(t *testing.T) {
+	t.Parallel()
+	const prefix = "deploy/manifests"
+	named := func(paths ...string) []sources.File {
+		var out []sources.File
+		for _, p := range paths {
+			out = append(out, sources.File{Path: prefix + "/" + p})
+		}
+		return out
+	}
+	applied := map[string]bool{prefix + "/a.yaml": true, prefix + "/b.yaml": true}
+	for _, tc := range []struct {
+		name    string
+		files   []sources.File
+		applied map[string]bool
+		want    string // "error", "note" or ""
+	}{
+		{"files one folder deeper only", named("manifests/a.yaml", "manifests/b.yaml", "x.yaml"), applied, "error"},
+		{"files where applied", named("a.yaml", "manifests/c.yaml"), applied, ""},
+		{"files at both places", named("a.yaml", "manifests/b.yaml"), applied, "note"},
+		{"nothing applied", named("manifests/a.yaml"), nil, "note"},
+		{"nothing matches", named("manifests/c.yaml"), applied, "note"},
+	} {
+		note, err := aboveSource("/r/deploy", prefix, []string{"manifests"}, tc.files, tc.applied, "infra")
+		got := map[bool]string{true: "error"}[err != nil]
+		if note != "" {
+			got = "note"
+		}
+		if got != tc.want || err != nil && note != "" {
+			t.Errorf("%s: note %q, err %v; want %s", tc.name, note, err, cmp.Or(tc.want, "neither"))
+		}
 	}
 }

@@ -15,10 +15,10 @@ import (
 	"time"
 )
 
-// The example repository: 8 resources, one of which fails on purpose (exit 78 of
-// examples/scripts/provision.sh, so Failed and Stalled, never retried).
+// The example repository's resources (exampleResources, which TestValidateExamples checks),
+// one of which fails on purpose (exit 78 of examples/scripts/provision.sh, so Failed and
+// Stalled, never retried).
 const (
-	smokeResources     = 8
 	smokeBroken        = "App/production/broken-on-purpose"
 	smokeBrokenMessage = "exit status 78: App/production/broken-on-purpose fails on purpose: the demo script refuses every resource named broken-on-purpose"
 )
@@ -67,22 +67,34 @@ func TestSmoke(t *testing.T) {
 		Kind     string `json:"kind"`
 		Metadata struct{ Name, Namespace string }
 		Status   struct {
-			Phase   string
-			Message string
-			Outputs map[string]any
+			Phase      string
+			Message    string
+			Outputs    map[string]any
+			Conditions []struct{ Type, Status, Reason string }
 		}
 	}
+	// stalled: the action refused the resource for good (Stalled=True, ActionRejected), which
+	// a retryable failure, also Failed, is not.
+	stalled := func(it item) bool {
+		for _, c := range it.Status.Conditions {
+			if c.Type == "Stalled" {
+				return c.Status == "True" && c.Reason == "ActionRejected"
+			}
+		}
+		return false
+	}
 	var items []item
-	// settled: every example resource is there, the one that fails on purpose is Failed with
-	// the demo script's message, and every other one is Ready (the dependency chain included).
+	// settled: every example resource is there, the one that fails on purpose is Failed and
+	// Stalled with the demo script's message, and every other one is Ready (the dependency
+	// chain included).
 	settled := func(items []item) bool {
-		if len(items) < smokeResources {
+		if len(items) < exampleResources {
 			return false
 		}
 		for _, it := range items {
 			id := it.Kind + "/" + it.Metadata.Namespace + "/" + it.Metadata.Name
 			if id == smokeBroken {
-				if it.Status.Phase != "Failed" || !strings.Contains(it.Status.Message, smokeBrokenMessage) {
+				if it.Status.Phase != "Failed" || !stalled(it) || !strings.Contains(it.Status.Message, smokeBrokenMessage) {
 					return false
 				}
 			} else if it.Status.Phase != "Ready" {
@@ -94,7 +106,7 @@ func TestSmoke(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if time.Now().After(deadline) {
-			t.Fatalf("example resources not settled (all Ready but %s Failed) within 60 s: %+v\n--- logs ---\n%s", smokeBroken, items, logs.String())
+			t.Fatalf("example resources not settled (all Ready but %s Failed and Stalled) within 60 s: %+v\n--- logs ---\n%s", smokeBroken, items, logs.String())
 		}
 		select {
 		case err := <-exited:
@@ -113,8 +125,8 @@ func TestSmoke(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if len(items) != smokeResources {
-		t.Errorf("%d example resources, want %d: %+v", len(items), smokeResources, items)
+	if len(items) != exampleResources {
+		t.Errorf("%d example resources, want %d: %+v", len(items), exampleResources, items)
 	}
 	fmt.Printf("%-12s %-16s %-18s %-8s %s\n", "NAMESPACE", "KIND", "NAME", "PHASE", "ENDPOINT OR MESSAGE")
 	for _, it := range items {
@@ -132,8 +144,11 @@ func TestSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = json.NewDecoder(resp.Body).Decode(&checkout)
+	err = json.NewDecoder(resp.Body).Decode(&checkout)
 	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || err != nil {
+		t.Fatalf("GET App/production/checkout: %s, decoding: %v", resp.Status, err)
+	}
 	if got, want := checkout.Status.ResolvedSpec["database_url"], "postgres://orders-pg.production.db.example.internal:5432/orders"; got != want {
 		t.Errorf("App/production/checkout resolved database_url %v, want %q", got, want)
 	}

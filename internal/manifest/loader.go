@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -331,8 +331,8 @@ func (ld *load) types(docs []placed) ([]ResourceType, map[string]*typeInfo) {
 		}
 		if ld.opts.CheckAction != nil && t.action.Name != "" {
 			if err := ld.opts.CheckAction(t.action.Name, t.action.With); err != nil {
-				pth, msg := actionProblem(err)
-				ld.errs = append(ld.errs, p.at(ld.lineOf(*p, pth), pth, msg))
+				at, shown, msg := actionProblem(err)
+				ld.errs = append(ld.errs, p.at(ld.lineOf(*p, at), shown, msg))
 			}
 		}
 		out = append(out, rt)
@@ -395,37 +395,80 @@ func (ld *load) compileError(p placed, v versionDoc, cs *compiledSchema) {
 var aboutWith = regexp.MustCompile(`\bwith[:.]`)
 
 // actionProblem places a CheckAction error at spec.action or, when it is about the with
-// parameters, at spec.action.with (or the field of with it names).
-func actionProblem(err error) (pth, msg string) {
+// parameters, at spec.action.with or the field of with it names: shown is the path the
+// error names, at the one whose line it gets. A "with: ref ... " message of an action's
+// ValidateWith gets the line of ref when with: holds it.
+func actionProblem(err error) (at path, shown, msg string) {
 	msg = err.Error()
+	with := path{"spec", "action", "with"}
 	if rest, ok := strings.CutPrefix(msg, "with: "); ok {
-		return "spec.action.with", rest
+		word, _, _ := strings.Cut(rest, " ")
+		return with.key(strings.Trim(word, `"':,`)), "spec.action.with", rest
 	}
 	if rest, ok := strings.CutPrefix(msg, "with."); ok {
-		if field, m, ok := strings.Cut(rest, ": "); ok && field != "" && !strings.ContainsAny(field, " \t") {
-			return "spec.action.with." + field, m
+		if field, m, ok := strings.Cut(rest, ": "); ok {
+			if fp, ok := parsePath(field); ok {
+				return append(with, fp...), "spec.action.with." + field, m
+			}
 		}
 	}
 	if aboutWith.MatchString(msg) {
-		return "spec.action.with", msg
+		return with, "spec.action.with", msg
 	}
-	return "spec.action", msg
+	return path{"spec", "action"}, "spec.action", msg
 }
 
-// lineOf is the line of the dotted path pth (spec.action.with.ref) in p's document: the line
-// of its deepest key written there, so a with: problem points at the with: line (or its
-// field's) rather than at the document's first line, which it gives when the file cannot be
-// read again.
-func (ld *load) lineOf(p placed, pth string) int {
+// parsePath reads a path as path.String spells it (inputs[1], variables["app.io/x"]); ok
+// is false when s is not one.
+func parsePath(s string) (p path, ok bool) {
+	for s != "" {
+		switch {
+		case strings.HasPrefix(s, `["`):
+			q, err := strconv.QuotedPrefix(s[1:])
+			if err != nil || !strings.HasPrefix(s[1+len(q):], "]") {
+				return nil, false
+			}
+			k, _ := strconv.Unquote(q)
+			p, s = p.key(k), s[len(q)+2:]
+		case s[0] == '[':
+			end := strings.IndexByte(s, ']')
+			if end < 0 {
+				return nil, false
+			}
+			i, err := strconv.Atoi(s[1:end])
+			if err != nil || i < 0 {
+				return nil, false
+			}
+			p, s = p.index(i), s[end+1:]
+		default:
+			end := strings.IndexAny(s, ".[")
+			if end < 0 {
+				end = len(s)
+			}
+			if !simpleKey.MatchString(s[:end]) {
+				return nil, false
+			}
+			p, s = p.key(s[:end]), s[end:]
+		}
+		if rest, ok := strings.CutPrefix(s, "."); ok {
+			if rest == "" || rest[0] == '[' {
+				return nil, false
+			}
+			s = rest
+		}
+	}
+	return p, len(p) > 0
+}
+
+// lineOf is the line of pth in p's document: the line of its deepest key written there, so
+// a with: problem points at the with: line (or its field's) rather than at the document's
+// first line, which it gives when the file cannot be read again.
+func (ld *load) lineOf(p placed, pth path) int {
 	rd, ok := ld.rawDoc(p)
 	if !ok {
 		return p.doc.line
 	}
-	var keys path
-	for _, k := range strings.Split(pth, ".") {
-		keys = keys.key(k)
-	}
-	return lineOf(rd.root, keys)
+	return lineOf(rd.root, pth)
 }
 
 // elsewhere lists the places of ps other than p, as file:line.
@@ -529,10 +572,11 @@ func (ld *load) match(docs []placed, infos map[string]*typeInfo) (items []resour
 			if unknown == nil {
 				unknown = map[string]string{}
 			}
-			msg, ok := unknown[kind]
+			group, _, _ := groupVersion(p.doc.apiVersion.String())
+			msg, ok := unknown[kind+" "+group]
 			if !ok {
-				msg = unknownKind(kind, infos)
-				unknown[kind] = msg
+				msg = unknownKind(kind, group, infos)
+				unknown[kind+" "+group] = msg
 			}
 			ld.errs = append(ld.errs, p.at(p.doc.kindLine, "kind", msg))
 			continue
@@ -566,12 +610,30 @@ func (ld *load) match(docs []placed, infos map[string]*typeInfo) (items []resour
 	return items, stale
 }
 
-// unknownKind says that no type declares kind, and which known kind it likely meant.
-func unknownKind(kind string, infos map[string]*typeInfo) string {
-	if s := suggest(kind, slices.Collect(maps.Keys(infos))); s != "" && kind != "" {
-		return fmt.Sprintf("unknown kind %s (no ResourceType declares it; did you mean %s?)", kind, s)
+// unknownKind says that no type declares kind, and which known kinds it likely meant:
+// those of the resource's group first, since a kind of another group fails again on its
+// group; another group's kind is named with its group.
+func unknownKind(kind, group string, infos map[string]*typeInfo) string {
+	var same, all []string
+	for name, ti := range infos {
+		all = append(all, name)
+		if ti.group == group {
+			same = append(same, name)
+		}
 	}
-	return fmt.Sprintf("unknown kind %s (no ResourceType declares it)", kind)
+	s := suggest(kind, same)
+	if len(s) == 0 {
+		s = suggest(kind, all)
+	}
+	if len(s) == 0 || kind == "" {
+		return fmt.Sprintf("unknown kind %s (no ResourceType declares it)", kind)
+	}
+	for i, name := range s {
+		if g := infos[name].group; g != group {
+			s[i] = fmt.Sprintf("%s of group %s", name, g)
+		}
+	}
+	return fmt.Sprintf("unknown kind %s (no ResourceType declares it; did you mean %s?)", kind, strings.Join(s, " or "))
 }
 
 // setResources turns checked resources into the Set's, sorted by namespace, kind and name.

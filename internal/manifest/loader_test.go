@@ -299,6 +299,52 @@ metadata:
 			},
 		},
 		{
+			// The kinds of the resource's group first; another group's kind is named with
+			// its group; equally close kinds are both named.
+			name: "mistyped kind and groups",
+			files: files("types.yaml", `apiVersion: trueup.dev/v1
+kind: ResourceType
+metadata: {name: Bucket}
+spec: {group: example.com, versions: [{name: v1, schema: {type: object}}], action: {name: a}}
+---
+apiVersion: trueup.dev/v1
+kind: ResourceType
+metadata: {name: Buckets}
+spec: {group: storage.example.com, versions: [{name: v1, schema: {type: object}}], action: {name: a}}
+---
+apiVersion: trueup.dev/v1
+kind: ResourceType
+metadata: {name: Bat}
+spec: {group: x.io, versions: [{name: v1, schema: {type: object}}], action: {name: a}}
+---
+apiVersion: trueup.dev/v1
+kind: ResourceType
+metadata: {name: Cat}
+spec: {group: x.io, versions: [{name: v1, schema: {type: object}}], action: {name: a}}
+`, "r.yaml", `apiVersion: storage.example.com/v1
+kind: Bucketz
+metadata: {name: a}
+---
+apiVersion: example.com/v1
+kind: Buckt
+metadata: {name: b}
+---
+apiVersion: other.io/v1
+kind: Buckett
+metadata: {name: c}
+---
+apiVersion: x.io/v1
+kind: Hat
+metadata: {name: d}
+`),
+			want: []string{
+				"r.yaml:2: kind: unknown kind Bucketz (no ResourceType declares it; did you mean Buckets?)",
+				"r.yaml:6: kind: unknown kind Buckt (no ResourceType declares it; did you mean Bucket?)",
+				"r.yaml:10: kind: unknown kind Buckett (no ResourceType declares it; did you mean Bucket of group example.com or Buckets of group storage.example.com?)",
+				"r.yaml:14: kind: unknown kind Hat (no ResourceType declares it; did you mean Bat or Cat?)",
+			},
+		},
+		{
 			name: "wrong version or group",
 			files: files("types.yaml", dbType, "db.yaml", `apiVersion: example.com/v3
 kind: DatabaseCluster
@@ -479,8 +525,10 @@ spec:
 // the field of with it names, on the line of that key (the deepest one written).
 func TestCheckActionPaths(t *testing.T) {
 	t.Parallel()
-	// action: at line 25, with: at 27, with's ref at 28 and workflow at 29.
-	typ := strings.Replace(dbType, "with: {workflow: database.yml}", "with:\n      ref: main\n      workflow: database.yml", 1)
+	// action: at line 25, with: at 27, with's ref at 28, workflow at 29, inputs' second
+	// item at 32 and variables' app.io/x key at 34.
+	typ := strings.Replace(dbType, "with: {workflow: database.yml}", "with:\n      ref: main\n      workflow: database.yml\n"+
+		"      inputs:\n        - a\n        - b\n      variables:\n        app.io/x: y", 1)
 	tests := []struct {
 		err      string
 		wantLine int
@@ -488,10 +536,14 @@ func TestCheckActionPaths(t *testing.T) {
 		wantMsg  string
 	}{
 		{`unknown action "x"`, 25, "spec.action", `unknown action "x"`},
-		{"with: workflow is required", 27, "spec.action.with", "workflow is required"},
+		{"with: inputz is required", 27, "spec.action.with", "inputz is required"}, // not written: with:'s line
+		{`with: ref "x" is not a valid ref`, 28, "spec.action.with", `ref "x" is not a valid ref`},
+		{`with.inputs[1]: must be a word`, 32, "spec.action.with.inputs[1]", "must be a word"},
+		{`with.variables["app.io/x"]: not allowed`, 34, `spec.action.with.variables["app.io/x"]`, "not allowed"},
+		{`with.variables["app.io/x"].deeper: not allowed`, 34, `spec.action.with.variables["app.io/x"].deeper`, "not allowed"},
 		{"with.workflow: must end in .yml", 29, "spec.action.with.workflow", "must end in .yml"},
 		{"with.ref: not allowed", 28, "spec.action.with.ref", "not allowed"},
-		{"with.inputs: is required", 27, "spec.action.with.inputs", "is required"}, // not written: with:'s line
+		{"with.outputs: is required", 27, "spec.action.with.outputs", "is required"}, // not written: with:'s line
 		{`action "x": with: bad`, 27, "spec.action.with", `action "x": with: bad`},
 	}
 	for _, tt := range tests {
@@ -501,6 +553,34 @@ func TestCheckActionPaths(t *testing.T) {
 		want := []string{fmt.Sprintf("t.yaml:%d: %s: %s", tt.wantLine, tt.wantPath, tt.wantMsg)}
 		if got := problems(t, err); set != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("CheckAction error %q: got %q, want %q", tt.err, got, want)
+		}
+	}
+}
+
+func TestParsePath(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]path{
+		"ref":                   {"ref"},
+		"inputs[1]":             {"inputs", 1},
+		"a.b[0][2].c":           {"a", "b", 0, 2, "c"},
+		`variables["app.io/x"]`: {"variables", "app.io/x"},
+		`variables["a\"b"].c`:   {"variables", `a"b`, "c"},
+		`["x y"]`:               {"x y"},
+		"":                      nil,
+		"a.":                    nil,
+		"a..b":                  nil,
+		"a.[1]":                 nil,
+		"a[x]":                  nil,
+		"a[1":                   nil,
+		`a["b]`:                 nil,
+		"two words":             nil,
+	} {
+		got, ok := parsePath(in)
+		if ok != (want != nil) || !reflect.DeepEqual(got, want) && want != nil {
+			t.Errorf("parsePath(%q) = %v, %v; want %v", in, got, ok, want)
+		}
+		if ok && got.String() != in {
+			t.Errorf("parsePath(%q).String() = %q", in, got.String())
 		}
 	}
 }

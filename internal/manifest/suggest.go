@@ -5,22 +5,33 @@ import (
 	"strings"
 )
 
-// suggest returns the candidate a mistyped word most likely meant, "" when none is close:
-// one equal to it but for case, else the one fewest single-letter edits away (ignoring case),
-// within a third of the word's length (at least 2). Ties go to the first in sorted order, so
-// the answer does not depend on the order of candidates.
-func suggest(word string, candidates []string) string {
+// suggest returns the candidates a mistyped word most likely meant, none when none is close:
+// one equal to it but for case, else the ones fewest single-letter edits away (ignoring
+// case), up to two when several are equally close, in sorted order. A candidate counts as
+// close within a third of the word's length, at least one edit, and fewer edits than either
+// has letters: a short word (Pod, Db) keeps too few of its letters after two edits to say
+// what was meant (Job, Dns).
+func suggest(word string, candidates []string) []string {
 	lower := strings.ToLower(word)
 	sorted := slices.Sorted(slices.Values(candidates))
 	for _, c := range sorted {
 		if strings.ToLower(c) == lower {
-			return c
+			return []string{c}
 		}
 	}
-	best, bestDist := "", max(2, len([]rune(word))/3)+1
+	n := len([]rune(word))
+	var best []string
+	bestDist := 0
 	for _, c := range sorted {
-		if d := editDistance(lower, strings.ToLower(c)); d < bestDist {
-			best, bestDist = c, d
+		d := editDistance(lower, strings.ToLower(c))
+		if d > max(1, n/3) || d >= n || d >= len([]rune(c)) {
+			continue
+		}
+		switch {
+		case best == nil || d < bestDist:
+			best, bestDist = []string{c}, d
+		case d == bestDist && len(best) < 2:
+			best = append(best, c)
 		}
 	}
 	return best

@@ -1,14 +1,18 @@
 package manifest
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestSuggest(t *testing.T) {
 	t.Parallel()
-	kinds := []string{"DatabaseCluster", "Bucket", "Network", "App", "Queue"}
+	kinds := []string{"DatabaseCluster", "Bucket", "Network", "App", "Queue", "Dns", "Vpc", "Job", "Role", "Node", "Topic", "Secret", "Cluster"}
 	for _, tc := range []struct{ word, want string }{
 		{"DatabaseCluster", "DatabaseCluster"},
 		{"databasecluster", "DatabaseCluster"}, // case only
 		{"DATABASECLUSTER", "DatabaseCluster"},
+		{"app", "App"},
 		{"DatabseCluster", "DatabaseCluster"}, // a letter missing
 		{"DatabaseClusters", "DatabaseCluster"},
 		{"DatabaseClsuter", "DatabaseCluster"}, // two letters swapped: two edits
@@ -16,22 +20,27 @@ func TestSuggest(t *testing.T) {
 		{"bukets", "Bucket"},
 		{"Ap", "App"},
 		{"Qeue", "Queue"},
+		{"Topc", "Topic"},
 		{"Database", ""}, // too far: seven letters missing
-		{"Topic", ""},
+		{"Topics2", "Topic"},
 		{"", ""},
 		{"X", ""},
+		// Short words: two edits leave too little of them.
+		{"A", ""}, {"Pod", ""}, {"Log", ""}, {"Lb", ""}, {"Ops", ""}, {"Map", ""},
+		{"Db", ""}, {"Vm", ""}, {"Dog", ""}, {"Zone", ""},
 	} {
-		if got := suggest(tc.word, kinds); got != tc.want {
+		if got := strings.Join(suggest(tc.word, kinds), " or "); got != tc.want {
 			t.Errorf("suggest(%q) = %q, want %q", tc.word, got, tc.want)
 		}
 	}
-	if got := suggest("Bucket", nil); got != "" {
+	if got := suggest("Bucket", nil); got != nil {
 		t.Errorf("no candidates: %q", got)
 	}
-	// Ties go to the first in sorted order, whatever the order of the candidates.
-	for _, cands := range [][]string{{"Cat", "Bat"}, {"Bat", "Cat"}} {
-		if got := suggest("Hat", cands); got != "Bat" {
-			t.Errorf("suggest(Hat, %v) = %q, want Bat", cands, got)
+	// Equally close candidates are named, two at most, in sorted order whatever the order
+	// of the candidates.
+	for _, cands := range [][]string{{"Cat", "Bat"}, {"Bat", "Cat"}, {"Rat", "Cat", "Bat"}} {
+		if got := strings.Join(suggest("Hat", cands), " or "); got != "Bat or Cat" {
+			t.Errorf("suggest(Hat, %v) = %q, want Bat or Cat", cands, got)
 		}
 	}
 }

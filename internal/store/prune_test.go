@@ -1,11 +1,13 @@
 package store
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/status"
 )
 
@@ -124,5 +126,27 @@ func TestSourceHasNoWireCounts(t *testing.T) {
 	}
 	if tag := reflect.TypeOf(SourceResources{}).Field(0).Tag; tag != "" {
 		t.Errorf("store.SourceResources has wire tags: %q", tag)
+	}
+}
+
+// TestApplyPruneMessage: a sync's refusal names the revision as "revision" and its short
+// form, as PruneGuard's subject, which its caller builds.
+func TestApplyPruneMessage(t *testing.T) {
+	t.Parallel()
+	st := openTest(t)
+	ctx := context.Background()
+	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: strings.Repeat("a", 40), Set: widgets(3, func(int) int { return 1 }), Prune: true}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: strings.Repeat("b", 40), Set: &manifest.Set{}, Prune: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "revision bbbbbbbbbbbb renders no resources: not deleting the source's 3 resources (an empty render is refused unless prune.allowEmpty is true)"
+	if res.PruneSkipped != "EmptyRender" || res.PruneMessage != want {
+		t.Errorf("refusal %q %q, want EmptyRender %q", res.PruneSkipped, res.PruneMessage, want)
 	}
 }
