@@ -43,7 +43,7 @@ if [[ $# == 0 ]]; then
   exit 0
 fi
 if [[ -n "${RUN_NAME:-}" && -n "${DEFAULT_DIR:-}" ]]; then
-  echo "$RUN_NAME: data (database, Git cache) in ${dir:-$PWD/$DEFAULT_DIR}; remove it to start over" >&2
+  echo "$RUN_NAME: data (database, Git cache) in ${dir:-$PWD/$DEFAULT_DIR}" >&2
 fi
 if [[ -n "$dir" ]]; then
   exec "$@" --data-dir "$dir"
