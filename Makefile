@@ -29,13 +29,16 @@ run: postgres build
 ## example-terraform: the getting-started example (docs/getting-started.md): a bare Git repository
 ## under .trueup/example-terraform holding examples/terraform/repo (created once by
 ## examples/terraform/setup.sh), and `trueup serve` on examples/terraform/trueup.yaml, which applies
-## its two Buckets with the Terraform module kept in it; its own private PostgreSQL (as root from a
-## clone PostgreSQL's user cannot reach, under /var/lib/trueup/example-terraform; DATA_DIR=... to choose);
+## its two Buckets with the Terraform module kept in it; its own private PostgreSQL under
+## .trueup/example-terraform/data (as root from a clone PostgreSQL's user cannot reach, under
+## /var/lib/trueup/example-terraform; DATA_DIR=... to choose), which it names as it starts;
 ## Go's bin folder is on PATH, where `make terraform` may have built OpenTofu
 example-terraform: postgres terraform build
 	./examples/terraform/setup.sh
-	PATH="$$PATH:$$($(GO) env GOPATH)/bin" ./$(BIN) serve --config examples/terraform/trueup.yaml $$(DATA_DIR="$(DATA_DIR)" \
-		RUN_NAME="make example-terraform" FALLBACK_DIR=/var/lib/trueup/example-terraform ./.ci/run-data-dir.sh)
+	PATH="$$PATH:$$($(GO) env GOPATH)/bin" DATA_DIR="$(DATA_DIR)" RUN_NAME="make example-terraform" \
+		TARGET_DIR=.trueup/example-terraform DEFAULT_DIR=.trueup/example-terraform/data \
+		FALLBACK_DIR=/var/lib/trueup/example-terraform \
+		./.ci/run-data-dir.sh ./$(BIN) serve --config examples/terraform/trueup.yaml
 
 ## test: the whole suite against a real PostgreSQL (private cluster, or TRUEUP_TEST_DATABASE_URL)
 test: cc postgres chromium terraform

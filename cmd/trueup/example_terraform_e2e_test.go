@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -24,9 +25,12 @@ const exampleTerraform = "../../examples/terraform"
 // tree, so that the config's relative paths lead to that tree's .trueup/, not the
 // checkout's). Both Buckets become Ready with the module's outputs, assets called with the
 // logs bucket's arn; a pushed change re-applies assets, a change of the logs bucket's output
-// re-applies its dependent, and a removed manifest destroys the bucket and its state.
+// re-applies its dependent, trueup diff previews a branch (a change, then an invalid region,
+// each exit status 1) that is then merged, and a removed manifest destroys the bucket and its
+// state. The output of trueup graph and trueup diff is the guide's, commit ids aside.
 func TestExampleTerraformEndToEnd(t *testing.T) {
 	terraformOnPath(t)
+	guide := readGuide(t)
 	root := t.TempDir()
 	exampleDir := filepath.Join(root, ".trueup", "example-terraform")
 	work := filepath.Join(exampleDir, "work")
@@ -59,15 +63,27 @@ func TestExampleTerraformEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	logs := startServeWith(t, []string{"TRUEUP_DATABASE_URL=" + dbURL, "TMPDIR=" + tmp}, "--config", cfgPath, "--listen", addr)
-	cli := func(args ...string) string {
+	// cliStatus runs the CLI in the work clone, as the guide does, and returns its output and
+	// exit status.
+	cliStatus := func(args ...string) (string, int) {
 		t.Helper()
 		cmd := exec.Command(os.Args[0], append([]string{"--server", "http://" + addr}, args...)...)
 		cmd.Env = append(os.Environ(), "TRUEUP_TEST_RUN_MAIN=1", "TRUEUP_TOKEN=")
+		cmd.Dir = work
 		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("trueup %v: %v\n%s\n%s", args, err, out, logs.String())
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			t.Fatalf("trueup %v: %v", args, err)
 		}
-		return string(out)
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	cli := func(args ...string) string {
+		t.Helper()
+		out, code := cliStatus(args...)
+		if code != 0 {
+			t.Fatalf("trueup %v: exit status %d\n%s\n%s", args, code, out, logs.String())
+		}
+		return out
 	}
 	// push commits the work clone's changes and pushes them, then syncs as the guide does.
 	push := func(message string) {
@@ -139,6 +155,7 @@ func TestExampleTerraformEndToEnd(t *testing.T) {
 	if out := cli("describe", "Bucket/assets"); !strings.Contains(out, "log_bucket: "+logsARN) {
 		t.Errorf("trueup describe Bucket/assets shows no log_bucket output:\n%s", out)
 	}
+	guideShows(t, guide, "trueup graph", cli("graph"))
 
 	// A change of assets' spec re-applies it.
 	edit("assets.yaml", "versioning: false", "versioning: true")
@@ -153,6 +170,33 @@ func TestExampleTerraformEndToEnd(t *testing.T) {
 	waitFor("a history entry of trigger dependency", `SELECT count(*) > 0 FROM reconcile_history
 		WHERE name = 'assets' AND trigger = 'dependency' AND result = 'Succeeded'`)
 
+	// The preview on a branch: a change, then a region the schema does not allow. Each exits 1.
+	run("git", "-C", work, "switch", "-q", "-c", "move-assets")
+	edit("assets.yaml", "region: eu-west-1", "region: eu-central-1")
+	run("git", "-C", work, "commit", "-q", "-am", "Move the assets bucket to Frankfurt")
+	diff := func(want string) string {
+		t.Helper()
+		out, code := cliStatus("diff", "manifests", "--source", "infra")
+		if code != 1 || !strings.Contains(out, want) {
+			t.Fatalf("trueup diff manifests --source infra: exit status %d, want 1 and %q:\n%s", code, want, out)
+		}
+		return out
+	}
+	guideShows(t, guide, "trueup diff of the branch", diff("resources: 0 to add, 1 to change, 0 to remove, 1 unchanged; types: 0 to add, 0 to change, 0 to remove, 1 unchanged"))
+	edit("assets.yaml", "region: eu-central-1", "region: eu-north-1")
+	guideShows(t, guide, "trueup diff of an invalid region", diff("! invalid manifests/buckets/assets.yaml:10: spec.region:"))
+	run("git", "-C", work, "checkout", "-q", "manifests/buckets/assets.yaml")
+	run("git", "-C", work, "switch", "-q", "main")
+	run("git", "-C", work, "merge", "-q", "move-assets")
+	run("git", "-C", work, "push", "-q")
+	if out := cli("sync", "infra", "--wait"); !strings.Contains(out, "Ready=True") {
+		t.Fatalf("sync: %s", out)
+	}
+	waitFor("assets moved", `SELECT `+isReady+` AND generation = 3 AND outputs->>'region' = 'eu-central-1' FROM resources WHERE name = 'assets'`)
+	if out, code := cliStatus("diff", "manifests", "--source", "infra"); code != 0 {
+		t.Errorf("trueup diff of the merged main: exit status %d, want 0 (nothing would change):\n%s", code, out)
+	}
+
 	// A removed manifest destroys the bucket: the resource and its workspace go, logs stays.
 	run("git", "-C", work, "rm", "-q", "manifests/buckets/assets.yaml")
 	push("Remove the assets bucket")
@@ -164,16 +208,41 @@ func TestExampleTerraformEndToEnd(t *testing.T) {
 	}
 }
 
-// TestGettingStartedShowsTheExample keeps docs/getting-started.md and examples/terraform in
-// step: every paragraph of the guide's yaml and hcl blocks is text of one of the example's
-// files, so the guide shows the files the end-to-end test runs.
-func TestGettingStartedShowsTheExample(t *testing.T) {
+// readGuide returns docs/getting-started.md.
+func readGuide(t *testing.T) string {
+	t.Helper()
 	guide, err := os.ReadFile("../../docs/getting-started.md")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return string(guide)
+}
+
+// commitID is an abbreviated commit id as the CLI prints it; they differ between runs.
+var commitID = regexp.MustCompile(`\b[0-9a-f]{12}\b`)
+
+// guideShows fails the test unless every line of the CLI's output out is a line of the guide,
+// commit ids aside.
+func guideShows(t *testing.T, guide, what, out string) {
+	t.Helper()
+	lines := map[string]bool{}
+	for line := range strings.SplitSeq(commitID.ReplaceAllString(guide, "REV"), "\n") {
+		lines[strings.TrimRight(line, " ")] = true
+	}
+	for line := range strings.SplitSeq(strings.TrimRight(commitID.ReplaceAllString(out, "REV"), "\n"), "\n") {
+		if !lines[strings.TrimRight(line, " ")] {
+			t.Errorf("docs/getting-started.md does not show this line of %s:\n%s\nthe whole output:\n%s", what, line, out)
+		}
+	}
+}
+
+// TestGettingStartedShowsTheExample keeps docs/getting-started.md and examples/terraform in
+// step: every paragraph of the guide's yaml and hcl blocks is text of one of the example's
+// files, so the guide shows the files the end-to-end test runs.
+func TestGettingStartedShowsTheExample(t *testing.T) {
+	guide := readGuide(t)
 	var files []string
-	err = filepath.WalkDir(exampleTerraform, func(path string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir(exampleTerraform, func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -185,7 +254,7 @@ func TestGettingStartedShowsTheExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	blocks := 0
-	for i, block := range strings.Split(string(guide), "```")[1:] {
+	for i, block := range strings.Split(guide, "```")[1:] {
 		lang, body, _ := strings.Cut(block, "\n")
 		if i%2 == 1 || (lang != "yaml" && lang != "hcl") {
 			continue // text between blocks, or a block of commands or output
@@ -203,5 +272,138 @@ func TestGettingStartedShowsTheExample(t *testing.T) {
 	}
 	if blocks < 5 {
 		t.Errorf("%d yaml or hcl blocks in docs/getting-started.md, want the module, the type, both resources and the config", blocks)
+	}
+	// The commands setup.sh stands for include how it configures the bare repository.
+	setup, err := os.ReadFile(filepath.Join(exampleTerraform, "setup.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bareConfig := regexp.MustCompile(`git -C "\$tmp/infra.git" (config .+)`).FindAllStringSubmatch(string(setup), -1)
+	if len(bareConfig) == 0 {
+		t.Error("setup.sh configures no bare repository")
+	}
+	for _, m := range bareConfig {
+		if !strings.Contains(guide, m[1]) {
+			t.Errorf("docs/getting-started.md does not show setup.sh's %q", m[1])
+		}
+	}
+}
+
+// TestExampleTerraformSetup runs examples/terraform/setup.sh where a run can go wrong: it
+// never removes a work clone, a failed commit leaves nothing half made that a second run would
+// keep, and a signing setup of the user's own does not stop it.
+func TestExampleTerraformSetup(t *testing.T) {
+	setup, err := filepath.Abs(filepath.Join(exampleTerraform, "setup.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// run runs setup.sh on dir with the global git config gitconfig, and returns its output
+	// and whether it succeeded.
+	run := func(dir, gitconfig string) (string, bool) {
+		t.Helper()
+		cmd := exec.Command(setup, dir)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+gitconfig)
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if err != nil && !errors.As(err, &exit) {
+			t.Fatal(err)
+		}
+		return string(out), err == nil
+	}
+	entries := func(dir string) []string {
+		t.Helper()
+		des, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, de := range des {
+			names = append(names, de.Name())
+		}
+		return names
+	}
+	tmp := t.TempDir()
+	failingHook := filepath.Join(tmp, "hooks", "pre-commit")
+	writeTestFile(t, failingHook, "#!/bin/sh\nexit 1\n")
+	if err := os.Chmod(failingHook, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	configs := map[string]string{
+		"none":    "/dev/null",
+		"signing": "[commit]\n\tgpgsign = true\n[gpg]\n\tprogram = false\n",
+		"hook":    "[core]\n\thooksPath = " + filepath.Dir(failingHook) + "\n",
+	}
+	for name, text := range configs {
+		if text != "/dev/null" {
+			configs[name] = filepath.Join(tmp, name+".gitconfig")
+			writeTestFile(t, configs[name], text)
+		}
+	}
+
+	t.Run("fresh, in a folder with a space, then again", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "my example")
+		if out, ok := run(dir, configs["none"]); !ok || !strings.Contains(out, "created "+dir+"/infra.git") {
+			t.Fatalf("setup.sh failed:\n%s", out)
+		}
+		if got := strings.Join(entries(dir), " "); got != "infra.git work" {
+			t.Errorf("%s holds %s, want infra.git work", dir, got)
+		}
+		cmd := exec.Command("git", "-C", filepath.Join(dir, "work"), "remote", "get-url", "origin")
+		if out, err := cmd.Output(); err != nil || strings.TrimSpace(string(out)) != filepath.Join(dir, "infra.git") {
+			t.Errorf("origin of work: %q (%v), want %s", out, err, filepath.Join(dir, "infra.git"))
+		}
+		if out, ok := run(dir, configs["none"]); !ok || !strings.Contains(out, "kept as it is") {
+			t.Errorf("second run:\n%s", out)
+		}
+	})
+	t.Run("a work clone without the bare repository is kept", func(t *testing.T) {
+		dir := t.TempDir()
+		notes := filepath.Join(dir, "work", "notes.txt")
+		writeTestFile(t, notes, "mine")
+		out, ok := run(dir, configs["none"])
+		if ok || !strings.Contains(out, "setup.sh never removes a work clone") {
+			t.Errorf("setup.sh succeeded or did not say why it stops:\n%s", out)
+		}
+		if data, err := os.ReadFile(notes); err != nil || string(data) != "mine" {
+			t.Errorf("work/notes.txt: %q, %v", data, err)
+		}
+		if got := strings.Join(entries(dir), " "); got != "work" {
+			t.Errorf("%s holds %s, want work alone", dir, got)
+		}
+	})
+	t.Run("a failed commit leaves nothing, and the next run creates both", func(t *testing.T) {
+		dir := t.TempDir()
+		if out, ok := run(dir, configs["hook"]); ok {
+			t.Fatalf("setup.sh succeeded with a failing pre-commit hook:\n%s", out)
+		}
+		if got := entries(dir); len(got) != 0 {
+			t.Errorf("a failed setup.sh left %v", got)
+		}
+		if out, ok := run(dir, configs["none"]); !ok || !strings.Contains(out, "created ") {
+			t.Errorf("setup.sh after a failed run:\n%s", out)
+		}
+	})
+	t.Run("commit.gpgsign of the user's own", func(t *testing.T) {
+		if out, ok := run(t.TempDir(), configs["signing"]); !ok {
+			t.Errorf("setup.sh failed with commit.gpgsign=true:\n%s", out)
+		}
+	})
+}
+
+// TestExampleTerraformDataDirQuoted runs .ci/run-data-dir.sh as make example-terraform does:
+// a DATA_DIR with a space reaches the command as one argument.
+func TestExampleTerraformDataDirQuoted(t *testing.T) {
+	cmd := exec.Command("../../.ci/run-data-dir.sh", "printf", "[%s]\n", "serve")
+	cmd.Env = append(os.Environ(), "DATA_DIR=/var/lib/my trueup", "RUN_NAME=make example-terraform", "DEFAULT_DIR=.trueup/example-terraform/data")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("run-data-dir.sh: %v\n%s", err, stderr.String())
+	}
+	if got, want := stdout.String(), "[serve]\n[--data-dir]\n[/var/lib/my trueup]\n"; got != want {
+		t.Errorf("the command got the arguments\n%s\nwant\n%s", got, want)
+	}
+	if got, want := stderr.String(), "make example-terraform: data (database, Git cache) in /var/lib/my trueup\n"; got != want {
+		t.Errorf("run-data-dir.sh said %q, want %q", got, want)
 	}
 }

@@ -226,12 +226,17 @@ func startServe(t *testing.T, cfgPath, dbURL string) *syncBuffer {
 
 // startServeWith runs trueup serve with the flags args and the variables env added to the
 // test's environment, stopped (SIGTERM) when the test ends; it returns the process's output.
+// A serve that does not stop within 30 seconds is killed, and the test waits until it is gone.
+// Its terraform runs go with it: each leads a process group of its own (so a signal to serve's
+// group would not reach them), and each dies with serve (actions/proc: a parent-death signal,
+// and a PID namespace of its own where the machine allows one).
 func startServeWith(t *testing.T, env []string, args ...string) *syncBuffer {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"serve"}, args...)...)
 	cmd.Env = append(append(os.Environ(), "TRUEUP_TEST_RUN_MAIN=1"), env...)
 	logs := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
+	cmd.WaitDelay = 10 * time.Second // output a leftover child still holds open is not waited for longer
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +251,8 @@ func startServeWith(t *testing.T, env []string, args ...string) *syncBuffer {
 			}
 		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
-			t.Error("serve did not stop")
+			<-done
+			t.Errorf("serve did not stop within 30s of SIGTERM; killed\n%s", logs.String())
 		}
 	})
 	return logs
