@@ -24,7 +24,7 @@ build:
 ## run: private PostgreSQL under .trueup/ and `trueup serve` on examples/; dashboard at http://127.0.0.1:8080
 ## (as root from a clone PostgreSQL's user cannot reach, under /var/lib/trueup/make-run; DATA_DIR=... to choose)
 run: postgres build
-	./$(BIN) serve --config examples/trueup.yaml $$(DATA_DIR="$(DATA_DIR)" ./.ci/run-data-dir.sh)
+	DATA_DIR="$(DATA_DIR)" ./.ci/run-data-dir.sh ./$(BIN) serve --config examples/trueup.yaml
 
 ## example-terraform: the getting-started example (docs/getting-started.md): a bare Git repository
 ## under .trueup/example-terraform holding examples/terraform/repo (created once by
