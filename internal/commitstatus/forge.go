@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"github.com/trueup-dev/trueup/internal/clip"
+	"github.com/trueup-dev/trueup/internal/forge/githubapi"
 	"github.com/trueup-dev/trueup/internal/httpwait"
 	"io"
 	"net/http"
@@ -40,7 +41,7 @@ type forge interface {
 func newForge(cfg Config, statusContext string) (forge, error) {
 	base := cfg.BaseURL
 	if base == "" {
-		base = map[string]string{ProviderGitHub: "https://api.github.com/", ProviderGitLab: "https://gitlab.com/"}[cfg.Provider]
+		base = map[string]string{ProviderGitHub: githubapi.DefaultBaseURL, ProviderGitLab: "https://gitlab.com/"}[cfg.Provider]
 	}
 	if !strings.HasSuffix(base, "/") {
 		base += "/"
@@ -101,11 +102,8 @@ func (g github) request(ctx context.Context, sha string, s state, desc string) (
 	if err != nil {
 		return nil, g.scrub(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+g.token)
-	req.Header.Set("Accept", "application/vnd.github+json")
-	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
+	githubapi.SetHeaders(req, g.token)
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "trueup")
 	return req, nil
 }
 

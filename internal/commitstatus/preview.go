@@ -14,6 +14,7 @@ import (
 
 	gh "github.com/google/go-github/v60/github"
 	"github.com/trueup-dev/trueup/internal/clip"
+	"github.com/trueup-dev/trueup/internal/forge/githubapi"
 )
 
 // Previewer publishes the pull-request previews of one source (internal/preview): a commit
@@ -66,19 +67,11 @@ func NewPreviewer(cfg Config, source string) (*Previewer, error) {
 	p := &Previewer{cfg: cfg, forge: f, client: &http.Client{Timeout: requestTimeout, CheckRedirect: noRedirect},
 		retryDelays: []time.Duration{time.Second, 4 * time.Second}}
 	if cfg.Provider != ProviderGitLab {
-		base := cfg.BaseURL
-		if base == "" {
-			base = "https://api.github.com/"
-		}
-		if !strings.HasSuffix(base, "/") {
-			base += "/"
-		}
-		u, err := url.Parse(base)
+		u, err := githubapi.ParseBaseURL(cfg.BaseURL)
 		if err != nil {
-			return nil, errors.New("commit status: baseURL must be an http(s) URL")
+			return nil, fmt.Errorf("commit status: %w", err)
 		}
-		p.api = gh.NewClient(p.client).WithAuthToken(cfg.Token)
-		p.api.BaseURL = u
+		p.api = githubapi.NewClient(githubapi.ClientConfig{BaseURL: u, Tokens: githubapi.StaticToken(cfg.Token), Client: p.client})
 		p.owner, p.repo, _ = strings.Cut(cfg.Repo, "/")
 	}
 	return p, nil
