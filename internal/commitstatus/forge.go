@@ -5,14 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/trueup-dev/trueup/internal/clip"
-	"github.com/trueup-dev/trueup/internal/forge/githubapi"
-	"github.com/trueup-dev/trueup/internal/httpwait"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/trueup-dev/trueup/internal/clip"
+	"github.com/trueup-dev/trueup/internal/forge/githubapi"
+	"github.com/trueup-dev/trueup/internal/forge/gitlabapi"
+	"github.com/trueup-dev/trueup/internal/httpwait"
 )
 
 // state is trueup's view of a status; each forge spells it its own way.
@@ -48,7 +51,11 @@ func newForge(cfg Config, statusContext string) (forge, error) {
 	}
 	c := common{base: base, token: cfg.Token, context: statusContext, targetURL: cfg.TargetURL}
 	if cfg.Provider == ProviderGitLab {
-		return gitlab{c, url.PathEscape(cfg.Repo)}, nil
+		api, err := gitlabapi.New(gitlabapi.Config{BaseURL: base, Token: cfg.Token})
+		if err != nil {
+			return nil, fmt.Errorf("commit status: %w", err)
+		}
+		return gitlab{c, url.PathEscape(cfg.Repo), api}, nil
 	}
 	owner, repo, _ := strings.Cut(cfg.Repo, "/")
 	return github{c, url.PathEscape(owner) + "/" + url.PathEscape(repo)}, nil
@@ -111,6 +118,7 @@ func (g github) request(ctx context.Context, sha string, s state, desc string) (
 type gitlab struct {
 	common
 	project string // escaped path or id
+	api     *gitlabapi.Client
 }
 
 func (g gitlab) state(s state) string {
@@ -131,14 +139,11 @@ func (g gitlab) request(ctx context.Context, sha string, s state, desc string) (
 	if g.targetURL != "" {
 		form.Set("target_url", g.targetURL)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.base+"api/v4/projects/"+g.project+"/statuses/"+sha,
-		strings.NewReader(form.Encode()))
+	req, err := g.api.NewRequest(ctx, gitlabapi.Request{Method: http.MethodPost, Path: "projects/" + g.project + "/statuses/" + sha,
+		Form: form, Auth: true})
 	if err != nil {
 		return nil, g.scrub(err)
 	}
-	req.Header.Set("PRIVATE-TOKEN", g.token)
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("User-Agent", "trueup")
 	return req, nil
 }
 
