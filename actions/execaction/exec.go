@@ -40,8 +40,6 @@ type Action struct {
 	// ns, when not nil, makes every command the init of a PID namespace of its own;
 	// otherwise descendants are contained by the command's process group only.
 	tree proc.Tree
-	// plans lets a reconcile stop a plan of its resource rather than wait for it.
-	plans planGate
 }
 
 // New is the actions.Factory of the exec kind. It decodes and checks the config without
@@ -194,24 +192,11 @@ func (a *Action) invoke(ctx context.Context, op string, req actions.Request) ([]
 		return nil, fmt.Errorf("encode request: %w", err)
 	}
 	// Taken before the timeout starts: the wait for a previous run is bounded on its own.
-	// A plan never waits: it takes a free lock or none, and gives way to any other call.
-	key := lockName(req.Resource)
-	if op == opPlan {
-		var endPlan func()
-		if ctx, endPlan, err = a.plans.startPlan(ctx, key); err != nil {
-			return nil, err
-		}
-		defer endPlan() // after the lock's Close below
-	} else {
-		done, err := a.plans.want(ctx, key)
-		if err != nil {
-			return nil, err
-		}
-		defer done()
-	}
+	// A plan never waits: it takes a free lock or none (the host's actions.PlanGate stops it
+	// when another call of the resource comes).
 	lock, release, err := lockResource(ctx, a.lockDir, req.Resource, op != opPlan)
 	if errors.Is(err, errLockHeld) && op == opPlan {
-		return nil, errPlanBusy
+		return nil, actions.ErrPlanBusy
 	}
 	if err != nil {
 		return nil, err
@@ -262,9 +247,6 @@ func (a *Action) invoke(ctx context.Context, op string, req actions.Request) ([]
 
 	if interrupted {
 		cause := context.Cause(ctx)
-		if errors.Is(cause, errPlanBusy) {
-			return nil, errPlanBusy
-		}
 		logger.DebugContext(ctx, "exec interrupted", "cause", cause)
 		if t, ok := cause.(*timeoutError); ok {
 			return nil, withTail(t, tail())

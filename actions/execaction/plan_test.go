@@ -191,12 +191,13 @@ func TestPlanScript(t *testing.T) {
 	}
 }
 
-// A reconcile never waits for, nor fails because of, a preview's plan: the plan in progress
-// is stopped and says why; a plan asked for while a reconcile waits is refused at once.
+// A reconcile never waits for, nor fails because of, a preview's plan: through the host's
+// gate, the plan in progress is stopped (its command killed) and says why.
 func TestReconcilePreemptsPlan(t *testing.T) {
 	t.Parallel()
 	p, out := buildPlanner(t, planConfig{Plan: true, config: config{Command: []string{"./testdata/planner.sh"}}})
 	a := p.(actions.Action)
+	var gate actions.PlanGate
 	req := request()
 	if _, err := a.Reconcile(t.Context(), req); err != nil {
 		t.Fatal(err)
@@ -205,7 +206,7 @@ func TestReconcilePreemptsPlan(t *testing.T) {
 	go func() {
 		preq := request()
 		preq.Resource.Spec = json.RawMessage(`{"size":"slow"}`)
-		_, err := p.Plan(t.Context(), preq)
+		_, err := gate.Plan(t.Context(), p, preq)
 		planErr <- err
 	}()
 	deadline := time.Now().Add(20 * time.Second)
@@ -219,7 +220,12 @@ func TestReconcilePreemptsPlan(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	req.Resource.Spec = json.RawMessage(`{"size":"large"}`)
+	done, err := gate.Want(t.Context(), req.Resource)
+	if err != nil {
+		t.Fatal(err)
+	}
 	res, err := a.Reconcile(t.Context(), req)
+	done()
 	if err != nil {
 		t.Fatalf("a reconcile during a plan: %v", err)
 	}
@@ -235,8 +241,9 @@ func TestReconcilePreemptsPlan(t *testing.T) {
 // reconciles of the resource do: both take the same lock all the same, so that a plan and a
 // reconcile of one resource never run at once (issue 19, 4). A plan asked for while the
 // reconcile runs is refused at once; a reconcile asked for while the plan runs stops it within
-// one instance, and waits for it across two instances on one lock folder (two controllers on
-// one host: the flock, not the in-process gate). The commands record the order they ran in.
+// one process (the host's gate), and waits for it across two instances on one lock folder
+// (two controllers on one host, each with its gate: the flock). The commands record the order
+// they ran in.
 func TestPlanWithoutUIDSharesTheReconcileLock(t *testing.T) {
 	t.Parallel()
 	previewReq := func(size string) actions.Request {
@@ -250,16 +257,27 @@ func TestPlanWithoutUIDSharesTheReconcileLock(t *testing.T) {
 		req.Resource.Spec = json.RawMessage(`{"size":"` + size + `"}`)
 		return req
 	}
-	// instances are one instance twice, or two on one lock folder; OUT_DIR is shared.
-	instances := func(t *testing.T, two bool) (a, b actions.Planner, out string) {
+	// instances are one instance twice with one gate, or two on one lock folder with a gate
+	// each; OUT_DIR is shared.
+	instances := func(t *testing.T, two bool) (a, b actions.Planner, ga, gb *actions.PlanGate, out string) {
 		cfg := planConfig{Plan: true, config: config{Command: []string{"./testdata/planner.sh"}, LockDir: t.TempDir(),
 			Env: map[string]string{"OUT_DIR": t.TempDir()}}}
 		a, out = buildPlanner(t, cfg)
+		ga = &actions.PlanGate{}
 		if !two {
-			return a, a, out
+			return a, a, ga, ga, out
 		}
 		b, _ = buildPlanner(t, cfg)
-		return a, b, out
+		return a, b, ga, &actions.PlanGate{}, out
+	}
+	reconcile := func(t *testing.T, g *actions.PlanGate, a actions.Planner, req actions.Request) error {
+		done, err := g.Want(t.Context(), req.Resource)
+		if err != nil {
+			return err
+		}
+		defer done()
+		_, err = a.(actions.Action).Reconcile(t.Context(), req)
+		return err
 	}
 	const busy = "the resource is being reconciled: no plan now"
 	ranAlone := []string{"reconcile start", "reconcile end"}
@@ -268,14 +286,11 @@ func TestPlanWithoutUIDSharesTheReconcileLock(t *testing.T) {
 		name := map[bool]string{false: "one instance", true: "two instances"}[two]
 		t.Run(name+": plan during a reconcile", func(t *testing.T) {
 			t.Parallel()
-			a, b, out := instances(t, two)
+			a, b, ga, gb, out := instances(t, two)
 			done := make(chan error, 1)
-			go func() {
-				_, err := a.(actions.Action).Reconcile(t.Context(), reconcileReq("held"))
-				done <- err
-			}()
+			go func() { done <- reconcile(t, ga, a, reconcileReq("held")) }()
 			waitFile(t, filepath.Join(out, "reconcile-started"), 20*time.Second)
-			if _, err := b.Plan(t.Context(), previewReq("large")); err == nil || !strings.Contains(err.Error(), busy) {
+			if _, err := gb.Plan(t.Context(), b, previewReq("large")); err == nil || !strings.Contains(err.Error(), busy) {
 				t.Errorf("a plan while the reconcile runs: err = %v; want it refused", err)
 			}
 			if err := os.WriteFile(filepath.Join(out, "release"), nil, 0o600); err != nil {
@@ -290,18 +305,18 @@ func TestPlanWithoutUIDSharesTheReconcileLock(t *testing.T) {
 		})
 		t.Run(name+": reconcile during a plan", func(t *testing.T) {
 			t.Parallel()
-			a, b, out := instances(t, two)
+			a, b, ga, gb, out := instances(t, two)
 			// Within an instance the reconcile stops the plan (slow: it would run a minute);
 			// across instances it waits for the plan's flock (brief: the plan ends by itself,
 			// at once if the reconcile starts beside it).
 			size := map[bool]string{false: "slow", true: "brief"}[two]
 			planErr := make(chan error, 1)
 			go func() {
-				_, err := a.Plan(t.Context(), previewReq(size))
+				_, err := ga.Plan(t.Context(), a, previewReq(size))
 				planErr <- err
 			}()
 			waitFile(t, filepath.Join(out, "plan-started"), 20*time.Second)
-			if _, err := b.(actions.Action).Reconcile(t.Context(), reconcileReq("large")); err != nil {
+			if err := reconcile(t, gb, b, reconcileReq("large")); err != nil {
 				t.Fatalf("a reconcile during a plan: %v", err)
 			}
 			err := <-planErr

@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-github/v60/github"
 
 	"github.com/trueup-dev/trueup/actions"
-	"github.com/trueup-dev/trueup/internal/ghapp"
+	"github.com/trueup-dev/trueup/internal/forge/githubapi"
 	"github.com/trueup-dev/trueup/internal/plaintext"
 	"github.com/trueup-dev/trueup/internal/tracing"
 )
@@ -84,11 +84,10 @@ func New(raw json.RawMessage, env actions.Env) (actions.Action, error) {
 		With("action", env.Name, "repository", s.owner+"/"+s.repo)
 
 	a.transport = http.DefaultTransport.(*http.Transport).Clone()
-	metered := &meterTransport{next: a.transport, remaining: &a.remaining}
-	var tokens tokenSource
+	var tokens githubapi.Tokens
 	if s.app != nil {
 		a.secrets.addKey(string(s.app.keyPEM))
-		src, err := ghapp.New(ghapp.Config{
+		src, err := githubapi.NewApp(githubapi.AppConfig{
 			AppID:          s.app.appID,
 			InstallationID: s.app.installationID,
 			PrivateKeyFile: s.app.keyFile,
@@ -96,22 +95,17 @@ func New(raw json.RawMessage, env actions.Env) (actions.Action, error) {
 			BaseURL:        s.baseURL.String(),
 			Insecure:       s.insecure,
 			Now:            func() time.Time { return a.now() },
-		}, &http.Client{Transport: a.transport, CheckRedirect: noRedirect})
+		}, &http.Client{Transport: a.transport, CheckRedirect: githubapi.NoRedirect})
 		if err != nil {
 			return nil, fmt.Errorf("config: app: %w", err)
 		}
 		tokens = &appTokens{src: src, secrets: a.secrets}
 	} else {
 		a.secrets.addFixed(s.token)
-		tokens = staticToken(s.token)
+		tokens = githubapi.StaticToken(s.token)
 	}
-	api := &http.Client{
-		Transport:     tracing.Transport(&authTransport{next: metered, origin: s.baseURL.Scheme + "://" + s.baseURL.Host, tokens: tokens}),
-		CheckRedirect: noRedirect,
-	}
-	a.gh = github.NewClient(api)
-	a.gh.BaseURL = s.baseURL
-	a.gh.UploadURL = s.baseURL
+	a.gh = githubapi.NewClient(githubapi.ClientConfig{BaseURL: s.baseURL, Tokens: tokens,
+		Transport: tracing.Transport(a.transport), Remaining: &a.remaining})
 	a.gh.UserAgent = userAgent
 	// Blob requests carry no credential, but their answers become outputs: no downgrade.
 	a.blob = &http.Client{Transport: a.transport, CheckRedirect: plaintext.CheckRedirect(s.insecure)}
@@ -287,7 +281,7 @@ type call struct {
 // answer maps a rate limit to a waiting result and scrubs what leaves the plugin.
 func (c *call) answer(ctx context.Context, res actions.Result, err error) (actions.Result, error) {
 	a := c.a
-	if until, ok := rateLimitUntil(err, a.now()); ok {
+	if until, ok := githubapi.RateLimitUntil(err, a.now()); ok {
 		a.noteLimit(until)
 		c.log.WarnContext(ctx, "github rate limit; waiting for the reset", "until", until.UTC().Format(time.RFC3339), "err", a.secrets.scrub(err.Error()))
 		return c.rateLimited(until), nil

@@ -14,13 +14,13 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/forge/githubapi"
 	"github.com/trueup-dev/trueup/internal/plaintext"
 )
 
 // Defaults of the instance config.
 const (
 	defaultRef          = "main"
-	defaultBaseURL      = "https://api.github.com/"
 	defaultPollInterval = 15 * time.Second
 	defaultTimeout      = 30 * time.Second
 	defaultCheckTimeout = 10 * time.Minute
@@ -124,7 +124,7 @@ type settings struct {
 type appSettings struct {
 	appID, installationID int64
 	keyFile               string
-	keyPEM                []byte // parsed by ghapp; kept to scrub it from messages
+	keyPEM                []byte // parsed by githubapi.NewApp; kept to scrub it from messages
 }
 
 // namePattern matches GitHub owner and repository names.
@@ -173,24 +173,14 @@ func parseConfig(raw json.RawMessage, baseDir string) (settings, error) {
 		}
 	}
 
-	base := c.BaseURL
-	if base == "" {
-		base = defaultBaseURL
-	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return settings{}, fmt.Errorf("config: baseURL %q is not an http(s) URL", redactURL(base))
-	}
-	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return settings{}, fmt.Errorf("config: baseURL %q may not carry credentials, a query or a fragment", redactURL(base))
+	u, err := githubapi.ParseBaseURL(c.BaseURL)
+	if err != nil {
+		return settings{}, fmt.Errorf("config: %w", err)
 	}
 	if err := plaintext.Check("config: baseURL", u.Scheme, u.Hostname(), "the token", true, c.Insecure); err != nil {
 		return settings{}, err
 	}
 	s.insecure = c.Insecure
-	if !strings.HasSuffix(u.Path, "/") {
-		u.Path += "/"
-	}
 	s.baseURL = u
 
 	for _, d := range []struct {
@@ -235,7 +225,7 @@ func parseApp(c appConfig, baseDir string) (*appSettings, error) {
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(baseDir, path)
 	}
-	// Read here rather than by ghapp: the text is kept to scrub it from messages.
+	// Read here rather than by githubapi.NewApp: the text is kept to scrub it from messages.
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: app.privateKeyFile: %w", err)
@@ -321,16 +311,4 @@ func parseWith(raw json.RawMessage, s *settings) (with, error) {
 			len(w.Inputs), len(reservedInputs), n, maxInputs)
 	}
 	return w, nil
-}
-
-// redactURL drops user info from a URL before it is quoted in an error.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "<invalid URL>"
-	}
-	if u.User != nil {
-		u.User = url.User("REDACTED")
-	}
-	return u.String()
 }

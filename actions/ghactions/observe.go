@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-github/v60/github"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/forge/githubapi"
 )
 
 // errCheckTimeout is the cause of a check cut short by checkTimeout.
@@ -48,7 +49,7 @@ func (a *Action) Observe(ctx context.Context, req actions.Request) (actions.Obse
 		"operation", opCheck, "kind", req.Resource.Kind, "namespace", req.Resource.Namespace,
 		"name", req.Resource.Name, "generation", req.Resource.Generation)}
 	obs, err := c.check(ctx)
-	if until, ok := rateLimitUntil(err, a.now()); ok {
+	if until, ok := githubapi.RateLimitUntil(err, a.now()); ok {
 		a.noteLimit(until)
 		c.log.WarnContext(ctx, "github rate limit during the drift check", "until", until)
 		return actions.Observation{InSync: true, Message: "drift check skipped: " + rateLimitMessage(until)}, nil

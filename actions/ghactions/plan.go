@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/forge/githubapi"
 )
 
 // cancelTimeout bounds the cancel of a plan run nobody waits for any more.
@@ -45,7 +46,7 @@ func (a *Action) Plan(ctx context.Context, req actions.Request) (actions.Plan, e
 	c := &call{a: a, req: actions.Request{Resource: req.Resource, With: req.With, Secrets: req.Secrets}, with: w, op: opPlan,
 		log: a.logger.With("operation", opPlan, "kind", req.Resource.Kind, "namespace", req.Resource.Namespace, "name", req.Resource.Name)}
 	p, err := c.plan(ctx)
-	if until, ok := rateLimitUntil(err, a.now()); ok {
+	if until, ok := githubapi.RateLimitUntil(err, a.now()); ok {
 		a.noteLimit(until)
 		c.log.WarnContext(ctx, "github rate limit during a plan", "until", until)
 		return actions.Plan{}, errors.New("plan cut short: " + rateLimitMessage(until))

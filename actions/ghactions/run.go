@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-github/v60/github"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/forge/githubapi"
 )
 
 // Finding runs that GitHub did not name in the dispatch answer.
@@ -33,12 +34,6 @@ const (
 type runFailedError struct{ msg string }
 
 func (e *runFailedError) Error() string { return e.msg }
-
-// tokenError is a failure to obtain a token: no request reached the API.
-type tokenError struct{ err error }
-
-func (e *tokenError) Error() string { return e.err.Error() }
-func (e *tokenError) Unwrap() error { return e.err }
 
 func (a *Action) findDelay() time.Duration { return min(a.pollInterval, maxFindDelay) }
 
@@ -217,7 +212,7 @@ func dispatchRefused(err error) bool {
 	if isRateLimit(err) {
 		return true
 	}
-	var te *tokenError
+	var te *githubapi.TokenError
 	if errors.As(err, &te) {
 		return true
 	}

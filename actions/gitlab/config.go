@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/forge/gitlabapi"
 	"github.com/trueup-dev/trueup/internal/plaintext"
 )
 
@@ -133,28 +134,13 @@ func parseConfig(raw json.RawMessage) (settings, error) {
 	return s, nil
 }
 
-// apiBase turns baseURL ("https://gitlab.example.com/", or one already ending in /api/v4)
-// into the REST API base.
+// apiBase turns baseURL into the REST API base.
 func apiBase(raw string) (string, error) {
-	if raw == "" {
-		return "", errors.New("config: baseURL is required (e.g. https://gitlab.example.com/)")
-	}
-	u, err := url.Parse(raw)
+	api, err := gitlabapi.APIBase(raw)
 	if err != nil {
-		return "", errors.New("config: baseURL is not a URL")
+		return "", fmt.Errorf("config: %w", err)
 	}
-	if u.Scheme != "https" && u.Scheme != "http" || u.Host == "" {
-		return "", errors.New("config: baseURL must be an absolute http(s) URL")
-	}
-	if u.User != nil {
-		return "", errors.New("config: baseURL must not hold credentials; use token and triggerToken")
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return "", errors.New("config: baseURL must not have a query or fragment")
-	}
-	p := strings.TrimSuffix(u.EscapedPath(), "/")
-	p = strings.TrimSuffix(p, "/api/v4")
-	return u.Scheme + "://" + u.Host + p + "/api/v4/", nil
+	return api, nil
 }
 
 // parseDuration reads an optional positive Go duration; empty or "0s" means def.

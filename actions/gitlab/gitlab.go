@@ -13,11 +13,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/forge/gitlabapi"
 	"github.com/trueup-dev/trueup/internal/tracing"
 )
 
@@ -61,14 +60,9 @@ var errClosed = fmt.Errorf("gitlab action closed: %w", context.Canceled)
 // Action is a gitlab instance. It is safe for concurrent use.
 type Action struct {
 	settings
-	logger   *slog.Logger
-	hc       *http.Client
-	scrubber *strings.Replacer
-	now      func() time.Time // replaced by tests
-
-	rateMu       sync.Mutex
-	limitedUntil time.Time
-	remaining    atomic.Int64
+	logger *slog.Logger
+	gl     *gitlabapi.Client
+	now    func() time.Time // replaced by tests
 
 	calls actions.Calls // calls in flight, for Close
 }
@@ -84,14 +78,13 @@ func New(raw json.RawMessage, env actions.Env) (actions.Action, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	a := &Action{
-		settings: s,
-		logger:   logger.With("action", env.Name, "project", s.project),
-		hc:       &http.Client{Transport: tracing.Transport(http.DefaultTransport.(*http.Transport).Clone()), CheckRedirect: noRedirect},
-		scrubber: strings.NewReplacer(s.triggerToken, "***", s.token, "***"),
-		now:      time.Now,
+	a := &Action{settings: s, logger: logger.With("action", env.Name, "project", s.project), now: time.Now}
+	a.gl, err = gitlabapi.New(gitlabapi.Config{BaseURL: s.api, Token: s.token, Secrets: []string{s.triggerToken},
+		Timeout: s.timeout, Transport: tracing.Transport(http.DefaultTransport.(*http.Transport).Clone()),
+		Logger: a.logger, Now: func() time.Time { return a.now() }})
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
 	}
-	a.remaining.Store(-1)
 	return a, nil
 }
 
@@ -113,7 +106,13 @@ func (a *Action) Secrets() []string {
 const minSecretLen = 6
 
 // RateLimitRemaining is the RateLimit-Remaining GitLab last reported, -1 when unknown.
-func (a *Action) RateLimitRemaining() int { return int(a.remaining.Load()) }
+func (a *Action) RateLimitRemaining() int { return int(a.gl.Remaining()) }
+
+// scrub replaces the tokens with "***".
+func (a *Action) scrub(s string) string { return a.gl.Scrub(s) }
+
+// scrubErr removes the credentials from err's message, keeping err in the chain.
+func (a *Action) scrubErr(err error) error { return actions.ScrubError(err, a.scrub) }
 
 // Reconcile runs (or follows) a pipeline with TRUEUP_OPERATION=reconcile.
 func (a *Action) Reconcile(ctx context.Context, req actions.Request) (actions.Result, error) {
@@ -141,7 +140,7 @@ func (a *Action) ValidateWith(raw json.RawMessage) error {
 // call more than once.
 func (a *Action) Close() error {
 	if a.calls.Close(errClosed) {
-		a.hc.CloseIdleConnections()
+		a.gl.CloseIdleConnections()
 	}
 	return nil
 }
@@ -227,7 +226,7 @@ func (a *Action) run(ctx context.Context, op string, req actions.Request) (actio
 	}
 
 	res, err := c.step(ctx)
-	var rl *rateLimitError
+	var rl *gitlabapi.RateLimitError
 	if errors.As(err, &rl) {
 		return c.rateLimited(ctx, rl), nil
 	}
@@ -301,10 +300,10 @@ func (c *call) step(ctx context.Context) (actions.Result, error) {
 	if st.PipelineID != 0 && c.current() && (st.Phase == phaseRunning || st.Phase == phaseSucceeded) {
 		p, err := c.a.getPipeline(ctx, st.PipelineID)
 		switch {
-		case isStatus(err, http.StatusNotFound) && st.Phase == phaseSucceeded:
+		case gitlabapi.IsStatus(err, http.StatusNotFound) && st.Phase == phaseSucceeded:
 			// Expired or deleted since: its success stands.
 			return actions.Result{Done: true, Outputs: c.baseOutputs(), Message: fmt.Sprintf("pipeline #%d succeeded (no longer in GitLab)", st.PipelineID)}, nil
-		case isStatus(err, http.StatusNotFound):
+		case gitlabapi.IsStatus(err, http.StatusNotFound):
 			st.Phase = phaseFailed
 			return actions.Result{}, fmt.Errorf("pipeline #%d no longer exists: %w", st.PipelineID, err)
 		case err != nil:
@@ -323,7 +322,7 @@ func (c *call) awaitSuperseded(ctx context.Context) (bool, error) {
 	sp := c.st.Superseded
 	p, err := c.a.getPipeline(ctx, sp.PipelineID)
 	switch {
-	case isStatus(err, http.StatusNotFound):
+	case gitlabapi.IsStatus(err, http.StatusNotFound):
 		return true, nil
 	case err != nil:
 		return false, fmt.Errorf("read superseded pipeline #%d: %w", sp.PipelineID, err)
@@ -346,8 +345,8 @@ func (c *call) awaitSuperseded(ctx context.Context) (bool, error) {
 // dispatch records the intent, then triggers a pipeline.
 func (c *call) dispatch(ctx context.Context) (actions.Result, error) {
 	// Paused by a rate limit: do not even record an intent.
-	if until, ok := c.a.limited(); ok {
-		return actions.Result{}, &rateLimitError{until: until}
+	if until, ok := c.a.gl.Limited(); ok {
+		return actions.Result{}, &gitlabapi.RateLimitError{Until: until}
 	}
 	vars, err := c.variables()
 	if err != nil {
@@ -363,9 +362,9 @@ func (c *call) dispatch(ctx context.Context) (actions.Result, error) {
 	}
 	p, err := c.a.trigger(ctx, c.ref, vars)
 	if err != nil {
-		var ae *apiError
-		var rl *rateLimitError
-		if errors.As(err, &ae) && ae.status < 500 || errors.As(err, &rl) {
+		var ae *gitlabapi.APIError
+		var rl *gitlabapi.RateLimitError
+		if errors.As(err, &ae) && ae.Status < 500 || errors.As(err, &rl) {
 			// GitLab refused: no pipeline exists, nothing to adopt.
 			c.st = prev
 		}
@@ -515,14 +514,14 @@ func (c *call) inProgress(after time.Duration, msg string) actions.Result {
 // rateLimited is the result of a call paused by GitLab's rate limit: not a failure, a
 // requeue at the reset time, spread a little so that waiting resources do not all return at
 // the same instant.
-func (c *call) rateLimited(ctx context.Context, rl *rateLimitError) actions.Result {
-	wait := max(rl.until.Sub(c.a.now()), 0)
+func (c *call) rateLimited(ctx context.Context, rl *gitlabapi.RateLimitError) actions.Result {
+	wait := max(rl.Until.Sub(c.a.now()), 0)
 	wait += jitter(wait/10 + time.Second)
 	c.st.RateLimited = true
-	if !rl.sent {
-		c.logger.DebugContext(ctx, "call paused by the gitlab rate limit", "until", rl.until.UTC().Format(time.RFC3339))
+	if !rl.Sent {
+		c.logger.DebugContext(ctx, "call paused by the gitlab rate limit", "until", rl.Until.UTC().Format(time.RFC3339))
 	}
-	msg := "GitLab rate limit reached; next call after " + rl.until.UTC().Format(time.RFC3339)
+	msg := "GitLab rate limit reached; next call after " + rl.Until.UTC().Format(time.RFC3339)
 	return actions.Result{
 		Done:         false,
 		RequeueAfter: wait,

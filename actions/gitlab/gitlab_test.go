@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/trueup-dev/trueup/internal/logbuf"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,6 +15,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/trueup-dev/trueup/internal/forge/gitlabapi"
+	"github.com/trueup-dev/trueup/internal/logbuf"
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/actions/actiontest"
@@ -613,13 +615,13 @@ func TestRedirectNotFollowed(t *testing.T) {
 	}
 	defer actions.Close(act)
 	a := act.(*Action)
-	for _, r := range []request{
-		{method: http.MethodGet, path: "projects/42/pipelines", auth: true},
-		{method: http.MethodPost, path: "projects/42/trigger/pipeline", form: url.Values{"token": {f.triggerToken}, "ref": {"main"}}},
+	for _, r := range []gitlabapi.Request{
+		{Method: http.MethodGet, Path: "projects/42/pipelines", Auth: true},
+		{Method: http.MethodPost, Path: "projects/42/trigger/pipeline", Form: url.Values{"token": {f.triggerToken}, "ref": {"main"}}},
 	} {
-		_, err := a.do(t.Context(), r)
-		if !isStatus(err, http.StatusTemporaryRedirect) || !strings.Contains(err.Error(), "not followed") {
-			t.Errorf("%s %s: err = %v, want the 307 refused", r.method, r.path, err)
+		_, err := a.gl.Do(t.Context(), r)
+		if !gitlabapi.IsStatus(err, http.StatusTemporaryRedirect) || !strings.Contains(err.Error(), "not followed") {
+			t.Errorf("%s %s: err = %v, want the 307 refused", r.Method, r.Path, err)
 		}
 	}
 	// And through the action itself.

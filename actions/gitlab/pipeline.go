@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/trueup-dev/trueup/internal/forge/gitlabapi"
 )
 
 // pipeline is the part of GitLab's pipeline object trueup reads.
@@ -83,13 +85,13 @@ func (a *Action) trigger(ctx context.Context, ref string, vars []variable) (pipe
 		form.Set("variables["+v.Key+"]", v.Value)
 	}
 	var p pipeline
-	_, err := a.getJSON(ctx, request{method: http.MethodPost, path: "projects/" + a.project + "/trigger/pipeline", form: form}, &p)
+	_, err := a.gl.GetJSON(ctx, gitlabapi.Request{Method: http.MethodPost, Path: "projects/" + a.project + "/trigger/pipeline", Form: form}, &p)
 	return p, err
 }
 
 func (a *Action) getPipeline(ctx context.Context, id int64) (pipeline, error) {
 	var p pipeline
-	_, err := a.getJSON(ctx, request{method: http.MethodGet, path: a.pipelinePath(id), auth: true}, &p)
+	_, err := a.gl.GetJSON(ctx, gitlabapi.Request{Method: http.MethodGet, Path: a.pipelinePath(id), Auth: true}, &p)
 	return p, err
 }
 
@@ -97,13 +99,13 @@ func (a *Action) getPipeline(ctx context.Context, id int64) (pipeline, error) {
 // pipeline is finished only once a later read says so.
 func (a *Action) cancel(ctx context.Context, id int64) (pipeline, error) {
 	var p pipeline
-	_, err := a.getJSON(ctx, request{method: http.MethodPost, path: a.pipelinePath(id) + "/cancel", auth: true}, &p)
+	_, err := a.gl.GetJSON(ctx, gitlabapi.Request{Method: http.MethodPost, Path: a.pipelinePath(id) + "/cancel", Auth: true}, &p)
 	return p, err
 }
 
 func (a *Action) jobs(ctx context.Context, id int64) ([]job, error) {
 	var all []job
-	err := eachPage(ctx, a, a.pipelinePath(id)+"/jobs", nil, func(page []job) (bool, error) {
+	err := gitlabapi.EachPage(ctx, a.gl, a.pipelinePath(id)+"/jobs", nil, func(page []job) (bool, error) {
 		all = append(all, page...)
 		return false, nil
 	})
@@ -114,7 +116,7 @@ func (a *Action) jobs(ctx context.Context, id int64) ([]job, error) {
 
 func (a *Action) variables(ctx context.Context, id int64) ([]variable, error) {
 	var vars []variable
-	_, err := a.getJSON(ctx, request{method: http.MethodGet, path: a.pipelinePath(id) + "/variables", auth: true}, &vars)
+	_, err := a.gl.GetJSON(ctx, gitlabapi.Request{Method: http.MethodGet, Path: a.pipelinePath(id) + "/variables", Auth: true}, &vars)
 	return vars, err
 }
 
@@ -132,7 +134,7 @@ func (a *Action) findByCorrelation(ctx context.Context, ref, correlation string,
 		"sort":          {"desc"},
 	}
 	var found *pipeline
-	err := eachPage(ctx, a, "projects/"+a.project+"/pipelines", q, func(page []pipeline) (bool, error) {
+	err := gitlabapi.EachPage(ctx, a.gl, "projects/"+a.project+"/pipelines", q, func(page []pipeline) (bool, error) {
 		for _, p := range page {
 			vars, err := a.variables(ctx, p.ID)
 			if err != nil {
@@ -155,15 +157,15 @@ const outputsFile = "trueup-outputs.json"
 
 // artifactOutputs reads outputsFile from a job's artifacts.
 func (a *Action) artifactOutputs(ctx context.Context, j job) (map[string]any, error) {
-	resp, err := a.do(ctx, request{method: http.MethodGet,
-		path: "projects/" + a.project + "/jobs/" + strconv.FormatInt(j.ID, 10) + "/artifacts/" + outputsFile, auth: true})
+	resp, err := a.gl.Do(ctx, gitlabapi.Request{Method: http.MethodGet,
+		Path: "projects/" + a.project + "/jobs/" + strconv.FormatInt(j.ID, 10) + "/artifacts/" + outputsFile, Auth: true})
 	if err != nil {
-		if isStatus(err, http.StatusNotFound) {
+		if gitlabapi.IsStatus(err, http.StatusNotFound) {
 			return nil, fmt.Errorf("job %s (#%d) has no artifact %s: %w", j.Name, j.ID, outputsFile, err)
 		}
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(resp.body))
+	dec := json.NewDecoder(bytes.NewReader(resp.Body))
 	dec.UseNumber()
 	var out map[string]any
 	if err := dec.Decode(&out); err != nil || out == nil {

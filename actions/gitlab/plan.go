@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/forge/gitlabapi"
 )
 
 // cancelTimeout bounds the cancel of a plan pipeline nobody waits for any more.
@@ -48,7 +49,7 @@ func (a *Action) Plan(ctx context.Context, req actions.Request) (actions.Plan, e
 	}
 	scrub := req.Scrub()
 	p, err := c.plan(ctx)
-	var rl *rateLimitError
+	var rl *gitlabapi.RateLimitError
 	if errors.As(err, &rl) {
 		return actions.Plan{}, fmt.Errorf("plan cut short: %w", rl)
 	}

@@ -2,29 +2,20 @@ package terraform
 
 import (
 	"context"
-	"errors"
 	"sync"
 )
 
-// errPlanBusy is a plan's error when its resource is being reconciled (or deleted, or
-// observed), and the cause that cancels a plan when such a call wants the resource: a plan
-// never makes a reconcile wait or fail.
-var errPlanBusy = errors.New("the resource is being reconciled: no plan now")
-
 // keyLocks serialises the runs of one resource within the process; the backend's state lock
 // does the same across processes. Waiting honours the call's context. A plan only takes a
-// free lock that nobody waits for, and gives it up (its context is cancelled) as soon as
-// another call asks for it.
+// free lock (the host's actions.PlanGate stops it when another call of its resource comes).
 type keyLocks struct {
 	mu sync.Mutex
 	m  map[string]*keyLock
 }
 
 type keyLock struct {
-	ch      chan struct{}           // holds a token while locked
-	users   int                     // holders and waiters; the entry goes with the last
-	wanted  int                     // lock calls waiting
-	preempt context.CancelCauseFunc // the holding plan's, nil when no plan holds it
+	ch    chan struct{} // holds a token while locked
+	users int           // holders and waiters; the entry goes with the last
 }
 
 // entry returns key's lock, counting one more user; l.mu is held.
@@ -51,17 +42,10 @@ func (l *keyLocks) leave(key string, k *keyLock) {
 func (l *keyLocks) lock(ctx context.Context, key string) (unlock func(), err error) {
 	l.mu.Lock()
 	k := l.entry(key)
-	k.wanted++
-	if k.preempt != nil {
-		k.preempt(errPlanBusy)
-	}
 	l.mu.Unlock()
 
 	select {
 	case k.ch <- struct{}{}:
-		l.mu.Lock()
-		k.wanted--
-		l.mu.Unlock()
 		return func() {
 			<-k.ch
 			l.mu.Lock()
@@ -70,34 +54,26 @@ func (l *keyLocks) lock(ctx context.Context, key string) (unlock func(), err err
 		}, nil
 	case <-ctx.Done():
 		l.mu.Lock()
-		k.wanted--
 		l.leave(key, k)
 		l.mu.Unlock()
 		return nil, context.Cause(ctx)
 	}
 }
 
-// tryLockPlan takes key's lock for a plan when it is free and no call waits for it; a call
-// that asks for it later cancels the plan with preempt(errPlanBusy).
-func (l *keyLocks) tryLockPlan(key string, preempt context.CancelCauseFunc) (unlock func(), ok bool) {
+// tryLock takes key's lock when it is free, for a plan, which never waits.
+func (l *keyLocks) tryLock(key string) (unlock func(), ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	k := l.entry(key)
-	if k.wanted > 0 {
-		l.leave(key, k)
-		return nil, false
-	}
 	select {
 	case k.ch <- struct{}{}:
 	default:
 		l.leave(key, k)
 		return nil, false
 	}
-	k.preempt = preempt
 	return func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		k.preempt = nil
 		<-k.ch
 		l.leave(key, k)
 	}, true

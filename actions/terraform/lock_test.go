@@ -1,31 +1,26 @@
 package terraform
 
 import (
-	"context"
-	"errors"
 	"testing"
-	"time"
 )
 
-func TestPlanLockGivesWay(t *testing.T) {
+func TestPlanLockNeverWaits(t *testing.T) {
 	t.Parallel()
 	var l keyLocks
 	ctx := t.Context()
 
-	// A held lock, or one a call waits for, refuses a plan at once.
+	// A held lock refuses a plan at once.
 	unlock, err := l.lock(ctx, "ws")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := l.tryLockPlan("ws", func(error) {}); ok {
+	if _, ok := l.tryLock("ws"); ok {
 		t.Fatal("a plan took a lock a reconcile holds")
 	}
 	unlock()
 
-	// A plan holding the lock is cancelled when a call asks for it; the call gets it when
-	// the plan lets go.
-	planCtx, preempt := context.WithCancelCause(ctx)
-	planUnlock, ok := l.tryLockPlan("ws", preempt)
+	// A call waits for a plan's lock; it gets it when the plan lets go.
+	planUnlock, ok := l.tryLock("ws")
 	if !ok {
 		t.Fatal("a plan could not take a free lock")
 	}
@@ -37,17 +32,6 @@ func TestPlanLockGivesWay(t *testing.T) {
 		}
 		got <- err
 	}()
-	select {
-	case <-planCtx.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the plan was not cancelled")
-	}
-	if !errors.Is(context.Cause(planCtx), errPlanBusy) {
-		t.Fatalf("plan's cause %v", context.Cause(planCtx))
-	}
-	if _, ok := l.tryLockPlan("ws", func(error) {}); ok {
-		t.Fatal("a second plan took the lock while a call waits for it")
-	}
 	planUnlock()
 	if err := <-got; err != nil {
 		t.Fatal(err)

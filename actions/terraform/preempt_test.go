@@ -12,13 +12,14 @@ import (
 	"github.com/trueup-dev/trueup/actions"
 )
 
-// A reconcile never waits for, nor fails because of, a preview's plan: a plan in progress is
-// stopped and says why.
+// A reconcile never waits for, nor fails because of, a preview's plan: through the host's
+// gate, a plan in progress is stopped (terraform killed) and says why.
 func TestReconcilePreemptsPlan(t *testing.T) {
 	t.Parallel()
 	started := filepath.Join(t.TempDir(), "plan-started")
 	f := setup(t, "preempt", config{Binary: "testdata/slow-plan-tf.sh",
 		Env: map[string]string{"TF_REAL": binary(t), "PLAN_STARTED": started}})
+	var gate actions.PlanGate
 	req := request("db", `{"size": 1}`)
 	if _, err := f.action.Reconcile(t.Context(), req); err != nil {
 		t.Fatal(err)
@@ -27,7 +28,7 @@ func TestReconcilePreemptsPlan(t *testing.T) {
 	planErr := make(chan error, 1)
 	go func() {
 		preq := request("db", `{"size": 2}`)
-		_, err := f.action.(actions.Planner).Plan(t.Context(), preq)
+		_, err := gate.Plan(t.Context(), f.action.(actions.Planner), preq)
 		planErr <- err
 	}()
 	deadline := time.Now().Add(30 * time.Second)
@@ -43,7 +44,12 @@ func TestReconcilePreemptsPlan(t *testing.T) {
 
 	start := time.Now()
 	req.Resource.Spec = []byte(`{"size": 3}`)
+	done, err := gate.Want(t.Context(), req.Resource)
+	if err != nil {
+		t.Fatal(err)
+	}
 	res, err := f.action.Reconcile(t.Context(), req)
+	done()
 	if err != nil {
 		t.Fatalf("a reconcile during a plan: %v", err)
 	}

@@ -86,16 +86,13 @@ func (a *Action) begin(ctx context.Context, req actions.Request, plan bool) (con
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, a.timeout, fmt.Errorf("timed out after %s", a.timeout))
 	ws := workspaceName(req.Resource)
-	var preempt context.CancelCauseFunc // a plan's: a call that wants the resource stops it
 	var unlock func()
 	if plan {
-		ctx, preempt = context.WithCancelCause(ctx)
 		var ok bool
-		if unlock, ok = a.locks.tryLockPlan(ws, preempt); !ok {
-			preempt(nil)
+		if unlock, ok = a.locks.tryLock(ws); !ok {
 			cancel()
 			endCall()
-			return nil, nil, nil, errPlanBusy
+			return nil, nil, nil, actions.ErrPlanBusy
 		}
 	} else if unlock, err = a.locks.lock(ctx, ws); err != nil {
 		cancel()
@@ -104,16 +101,10 @@ func (a *Action) begin(ctx context.Context, req actions.Request, plan bool) (con
 	}
 	end := func() {
 		unlock()
-		if preempt != nil {
-			preempt(nil)
-		}
 		cancel()
 		endCall()
 	}
-	c, err := a.prepare(ctx, req, ws, preempt)
-	if err != nil && preempt != nil && errors.Is(context.Cause(ctx), errPlanBusy) {
-		err = errPlanBusy
-	}
+	c, err := a.prepare(ctx, req, ws, plan)
 	if err != nil {
 		end()
 		return nil, nil, nil, err
@@ -123,9 +114,9 @@ func (a *Action) begin(ctx context.Context, req actions.Request, plan bool) (con
 
 // prepare resolves the binary, initialises the working copy when the module (or the backend,
 // or the binary) changed since the last init, and writes the spec as the call's var file.
-// A plan (preempt set) selects the workspace, which exists (Plan checked), and never creates
+// A plan selects the workspace, which exists (Plan checked), and never creates
 // it; it inits only when no other call does, and stops when one asks to.
-func (a *Action) prepare(ctx context.Context, req actions.Request, ws string, preempt context.CancelCauseFunc) (*call, error) {
+func (a *Action) prepare(ctx context.Context, req actions.Request, ws string, plan bool) (*call, error) {
 	vars, err := varFile(req.Resource.Spec)
 	if err != nil {
 		return nil, err
@@ -178,10 +169,10 @@ func (a *Action) prepare(ctx context.Context, req actions.Request, ws string, pr
 		_ = os.Remove(stampFile) // a failed init below is retried in full
 		// One init of the instance at a time in this process (see lockInit for why)…
 		var unlock func()
-		if preempt != nil {
+		if plan {
 			var ok bool
-			if unlock, ok = a.locks.tryLockPlan(initKey, preempt); !ok {
-				return nil, errPlanBusy
+			if unlock, ok = a.locks.tryLock(initKey); !ok {
+				return nil, actions.ErrPlanBusy
 			}
 		} else if unlock, err = a.locks.lock(ctx, initKey); err != nil {
 			return nil, err
@@ -204,7 +195,7 @@ func (a *Action) prepare(ctx context.Context, req actions.Request, ws string, pr
 			return nil, err
 		}
 		selectArgs := []string{"workspace", "select", "-no-color", "-or-create=true", ws}
-		if preempt != nil {
+		if plan {
 			selectArgs = []string{"workspace", "select", "-no-color", ws}
 		}
 		if err := selectWorkspace(ctx, c, selectArgs); err != nil {
@@ -416,8 +407,8 @@ func (a *Action) RunsPullRequestCode() bool { return a.repo.source != "" && a.pr
 // Plan runs a plan without the state lock (it writes nothing) and returns its summary and
 // the names of the changes. A resource never applied is not planned: its workspace would be
 // created for a preview (Plan creates no workspace); it is new, all of it to be created.
-// A plan never delays another call of its resource: it is refused while one runs or waits,
-// and interrupted when one asks for the resource (errPlanBusy either way).
+// A plan never delays another call of its resource: it is refused (actions.ErrPlanBusy) while
+// one runs, and the host's actions.PlanGate stops it when one asks for the resource.
 //
 // Plans are asked for by pull-request previews only, at the pull request's head. A module read
 // from a source is then the pull request's version: unreviewed code that the plan would run
@@ -442,9 +433,6 @@ func (a *Action) Plan(ctx context.Context, req actions.Request) (actions.Plan, e
 	defer end()
 	res, changes, err := c.plan(ctx, "-lock=false")
 	if err != nil {
-		if errors.Is(context.Cause(ctx), errPlanBusy) {
-			return actions.Plan{}, errPlanBusy
-		}
 		return actions.Plan{}, err
 	}
 	return actions.Plan{Changes: changes, Summary: summary(res.output, changes), Text: planText(res.output)}, nil

@@ -13,6 +13,8 @@ import (
 // in flight finishes with the instance it started with.
 type actionSet struct {
 	cur atomic.Pointer[map[string]*actionRef]
+	// plans arbitrates between the previews' plans and the reconciler's calls.
+	plans actions.PlanGate
 }
 
 // actionRef is one instance and the calls using it.

@@ -204,7 +204,7 @@ func (rt *reloader) buildSource(cfg *config.Config, sc config.Source, keys map[s
 		CheckAction: rt.checkAction, CheckReference: rt.checkReference, Limits: manifest.Limits(cfg.Limits), Scrub: scrub, Metrics: rt.met, Reporter: reporter,
 		Opener: sealed.NewOpener(keys[sc.Name])}, rt.log)
 	if sc.PreviewEnabled() {
-		p, err := newPreviewRunner(cfg, sc, src, rt.store, acts, rt.checkReference, scrub, rt.replica, rt.log)
+		p, err := newPreviewRunner(cfg, sc, src, rt.store, acts, &rt.acts.plans, rt.checkReference, scrub, rt.replica, rt.log)
 		if err != nil {
 			rs.close()
 			return nil, err
@@ -288,7 +288,7 @@ func (rt *reloader) attachPreview(cfg *config.Config, rs *runningSource) error {
 		rs.release = nil
 	}
 	acts, release := rt.acts.snapshot()
-	p, err := newPreviewRunner(cfg, rs.cfg, rs.src, rt.store, acts, rt.checkReference, rt.scrub, rt.replica, rt.log)
+	p, err := newPreviewRunner(cfg, rs.cfg, rs.src, rt.store, acts, &rt.acts.plans, rt.checkReference, rt.scrub, rt.replica, rt.log)
 	if err != nil {
 		release()
 		rs.preview.Store(nil)

@@ -194,7 +194,7 @@ func serve(ctx context.Context, cfg *config.Config, rt *reloader, hup <-chan os.
 	rec := reconciler.New(db.store, nil, reconciler.Options{Replica: replica, Workers: cfg.Reconcile.Workers,
 		LeaseTTL: cfg.Reconcile.LeaseTTL, ResyncInterval: cfg.Reconcile.ResyncInterval,
 		BackoffInitial: cfg.Reconcile.Backoff.Initial, BackoffMax: cfg.Reconcile.Backoff.Max, Scrub: scrub, Secrets: rt.configSecrets, Metrics: met,
-		Reveal: rt.revealCall, Hold: logOut.calls.hold, Acquire: rt.acts.acquire, ActionType: rt.actionType,
+		Reveal: rt.revealCall, Hold: logOut.calls.hold, Acquire: rt.acts.acquire, Plans: &rt.acts.plans, ActionType: rt.actionType,
 		CheckReference: rt.checkReference}, logger)
 	maint := reconciler.NewMaintenance(db.store, reconciler.MaintenanceOptions{Replica: replica, Version: version, LeaseTTL: cfg.Reconcile.LeaseTTL,
 		Listen: cfg.Server.Listen, Metrics: met, Live: rt.liveHeld,

@@ -23,7 +23,7 @@ import (
 	"github.com/trueup-dev/trueup/actions/proc"
 	"github.com/trueup-dev/trueup/actions/terraform"
 	"github.com/trueup-dev/trueup/internal/config"
-	"github.com/trueup-dev/trueup/internal/ghapp"
+	"github.com/trueup-dev/trueup/internal/forge/githubapi"
 	"github.com/trueup-dev/trueup/internal/pgembed"
 	"github.com/trueup-dev/trueup/internal/reconciler"
 	"github.com/trueup-dev/trueup/internal/sealed"
@@ -194,7 +194,7 @@ func newSource(cfg *config.Config, s config.Source, logger *slog.Logger) (source
 		if a := g.Auth; a != nil {
 			gc.Auth = gitsource.Auth{Username: a.Username, Password: a.Password, SSHKeyFile: a.SSHKeyFile, KnownHostsFile: a.KnownHostsFile}
 			if app := a.GitHubApp; app != nil {
-				tokens, err := ghapp.New(ghapp.Config{AppID: int64(app.AppID), InstallationID: int64(app.InstallationID),
+				tokens, err := githubapi.NewApp(githubapi.AppConfig{AppID: int64(app.AppID), InstallationID: int64(app.InstallationID),
 					PrivateKeyFile: app.PrivateKeyFile, BaseURL: app.BaseURL, Insecure: app.Insecure}, nil)
 				if err != nil {
 					return nil, store.SourceConfig{}, fmt.Errorf("git auth: %w", err)

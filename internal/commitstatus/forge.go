@@ -5,13 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/trueup-dev/trueup/internal/clip"
-	"github.com/trueup-dev/trueup/internal/httpwait"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/trueup-dev/trueup/internal/clip"
+	"github.com/trueup-dev/trueup/internal/forge/githubapi"
+	"github.com/trueup-dev/trueup/internal/forge/gitlabapi"
+	"github.com/trueup-dev/trueup/internal/httpwait"
 )
 
 // state is trueup's view of a status; each forge spells it its own way.
@@ -40,14 +44,18 @@ type forge interface {
 func newForge(cfg Config, statusContext string) (forge, error) {
 	base := cfg.BaseURL
 	if base == "" {
-		base = map[string]string{ProviderGitHub: "https://api.github.com/", ProviderGitLab: "https://gitlab.com/"}[cfg.Provider]
+		base = map[string]string{ProviderGitHub: githubapi.DefaultBaseURL, ProviderGitLab: "https://gitlab.com/"}[cfg.Provider]
 	}
 	if !strings.HasSuffix(base, "/") {
 		base += "/"
 	}
 	c := common{base: base, token: cfg.Token, context: statusContext, targetURL: cfg.TargetURL}
 	if cfg.Provider == ProviderGitLab {
-		return gitlab{c, url.PathEscape(cfg.Repo)}, nil
+		api, err := gitlabapi.New(gitlabapi.Config{BaseURL: base, Token: cfg.Token})
+		if err != nil {
+			return nil, fmt.Errorf("commit status: %w", err)
+		}
+		return gitlab{c, url.PathEscape(cfg.Repo), api}, nil
 	}
 	owner, repo, _ := strings.Cut(cfg.Repo, "/")
 	return github{c, url.PathEscape(owner) + "/" + url.PathEscape(repo)}, nil
@@ -101,11 +109,8 @@ func (g github) request(ctx context.Context, sha string, s state, desc string) (
 	if err != nil {
 		return nil, g.scrub(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+g.token)
-	req.Header.Set("Accept", "application/vnd.github+json")
-	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
+	githubapi.SetHeaders(req, g.token)
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "trueup")
 	return req, nil
 }
 
@@ -113,6 +118,7 @@ func (g github) request(ctx context.Context, sha string, s state, desc string) (
 type gitlab struct {
 	common
 	project string // escaped path or id
+	api     *gitlabapi.Client
 }
 
 func (g gitlab) state(s state) string {
@@ -133,14 +139,11 @@ func (g gitlab) request(ctx context.Context, sha string, s state, desc string) (
 	if g.targetURL != "" {
 		form.Set("target_url", g.targetURL)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.base+"api/v4/projects/"+g.project+"/statuses/"+sha,
-		strings.NewReader(form.Encode()))
+	req, err := g.api.NewRequest(ctx, gitlabapi.Request{Method: http.MethodPost, Path: "projects/" + g.project + "/statuses/" + sha,
+		Form: form, Auth: true})
 	if err != nil {
 		return nil, g.scrub(err)
 	}
-	req.Header.Set("PRIVATE-TOKEN", g.token)
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("User-Agent", "trueup")
 	return req, nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -13,7 +12,10 @@ import (
 	"time"
 
 	gh "github.com/google/go-github/v60/github"
+
 	"github.com/trueup-dev/trueup/internal/clip"
+	"github.com/trueup-dev/trueup/internal/forge/githubapi"
+	"github.com/trueup-dev/trueup/internal/forge/gitlabapi"
 )
 
 // Previewer publishes the pull-request previews of one source (internal/preview): a commit
@@ -66,19 +68,11 @@ func NewPreviewer(cfg Config, source string) (*Previewer, error) {
 	p := &Previewer{cfg: cfg, forge: f, client: &http.Client{Timeout: requestTimeout, CheckRedirect: noRedirect},
 		retryDelays: []time.Duration{time.Second, 4 * time.Second}}
 	if cfg.Provider != ProviderGitLab {
-		base := cfg.BaseURL
-		if base == "" {
-			base = "https://api.github.com/"
-		}
-		if !strings.HasSuffix(base, "/") {
-			base += "/"
-		}
-		u, err := url.Parse(base)
+		u, err := githubapi.ParseBaseURL(cfg.BaseURL)
 		if err != nil {
-			return nil, errors.New("commit status: baseURL must be an http(s) URL")
+			return nil, fmt.Errorf("commit status: %w", err)
 		}
-		p.api = gh.NewClient(p.client).WithAuthToken(cfg.Token)
-		p.api.BaseURL = u
+		p.api = githubapi.NewClient(githubapi.ClientConfig{BaseURL: u, Tokens: githubapi.StaticToken(cfg.Token), Client: p.client})
 		p.owner, p.repo, _ = strings.Cut(cfg.Repo, "/")
 	}
 	return p, nil
@@ -190,34 +184,31 @@ func (p *Previewer) EditComment(ctx context.Context, number int, id, body string
 	return link, err
 }
 
-// gitlabNote creates (POST) or edits (PUT, id set) a merge-request note.
+// gitlabNote creates (POST) or edits (PUT, id set) a merge-request note; code is the answer's
+// status, 0 when none came.
 func (p *Previewer) gitlabNote(ctx context.Context, method string, number int, id, body string, out any) (code int, err error) {
 	g := p.forge.(gitlab)
-	u := g.base + "api/v4/projects/" + g.project + "/merge_requests/" + strconv.Itoa(number) + "/notes"
+	path := "projects/" + g.project + "/merge_requests/" + strconv.Itoa(number) + "/notes"
 	if id != "" {
-		u += "/" + url.PathEscape(id)
+		path += "/" + url.PathEscape(id)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u, strings.NewReader(url.Values{"body": {body}}.Encode()))
-	if err != nil {
-		return -1, g.scrub(err)
-	}
-	req.Header.Set("PRIVATE-TOKEN", g.token)
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("User-Agent", "trueup")
-	resp, err := p.client.Do(req)
-	if err != nil {
-		return 0, g.scrub(fmt.Errorf("%s merge request note on !%d: %w", strings.ToLower(method), number, err))
-	}
-	defer resp.Body.Close()
+	resp, err := g.api.Do(ctx, gitlabapi.Request{Method: method, Path: path, Form: url.Values{"body": {body}}, Auth: true})
+	var ae *gitlabapi.APIError
+	var rl *gitlabapi.RateLimitError
 	switch {
-	case resp.StatusCode == http.StatusNotFound && id != "":
-		return resp.StatusCode, ErrCommentNotFound
-	case resp.StatusCode/100 != 2:
-		return resp.StatusCode, g.scrub(fmt.Errorf("%s merge request note on !%d: %s%s", strings.ToLower(method), number, resp.Status, apiMessage(resp)))
-	case out != nil:
-		if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(out); err != nil {
-			return resp.StatusCode, fmt.Errorf("read merge request note: %w", err)
+	case errors.As(err, &ae) && ae.Status == http.StatusNotFound && id != "":
+		return ae.Status, ErrCommentNotFound
+	case errors.As(err, &ae):
+		code = ae.Status
+	case errors.As(err, &rl):
+		code = http.StatusTooManyRequests
+	case err == nil && out != nil:
+		if err := json.Unmarshal(resp.Body, out); err != nil {
+			return http.StatusOK, fmt.Errorf("read merge request note: %w", err)
 		}
 	}
-	return resp.StatusCode, nil
+	if err != nil {
+		return code, g.scrub(fmt.Errorf("%s merge request note on !%d: %w", strings.ToLower(method), number, err))
+	}
+	return http.StatusOK, nil
 }

@@ -45,6 +45,9 @@ type Checker struct {
 	// Actions are the action instances by name; those implementing actions.Planner are
 	// asked for plans.
 	Actions map[string]actions.Action
+	// Plans is the gate the reconciler calls through: a plan of a resource being reconciled
+	// is refused, and stopped when a reconcile comes (nil: not arbitrated).
+	Plans *actions.PlanGate
 	// PlanTimeout bounds each plan (0: 60s); PlanConcurrency bounds plans at once (0: 4).
 	PlanTimeout     time.Duration
 	PlanConcurrency int
@@ -468,7 +471,7 @@ func (c *Checker) planOne(ctx context.Context, p actions.Planner, req actions.Re
 			out = &Plan{Status: "error", Error: "the action panicked during plan (a bug in the plugin; see the controller's log)"}
 		}
 	}()
-	plan, err := p.Plan(ctx, req)
+	plan, err := c.Plans.Plan(ctx, p, req)
 	switch {
 	case errors.Is(err, actions.ErrNoPlan):
 		return &Plan{Status: "no-plan"}

@@ -249,6 +249,12 @@ func (r *Reconciler) call(ctx context.Context, act actions.Action, name string, 
 	if trace.SpanFromContext(ctx).IsRecording() {
 		scrub = r.callScrub(slices.Concat(req.Secrets, foreign))
 	}
+	done, err := r.opts.Plans.Want(ctx, req.Resource)
+	if err != nil {
+		a.err = err
+		return
+	}
+	defer done()
 	defer func() {
 		if p := recover(); p != nil {
 			r.log.ErrorContext(ctx, "action panicked", "resource", req.Resource.Namespace+"/"+req.Resource.Kind+"/"+req.Resource.Name, "operation", a.op)

@@ -46,6 +46,9 @@ type Options struct {
 	// instance it returns stays usable until release is called (the config may be reloaded
 	// meanwhile; a replaced instance is closed once its last call released it).
 	Acquire func(name string) (act actions.Action, release func(), ok bool)
+	// Plans, when set, is the gate the previews plan through: a call of a resource stops the
+	// resource's plan in progress before it calls the plugin (nil: no plan to stop).
+	Plans *actions.PlanGate
 	// Metrics records attempts (nil: none).
 	Metrics *metrics.Metrics
 	// ActionType names an action instance's plugin type, as configured now (the traces'

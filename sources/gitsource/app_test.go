@@ -25,7 +25,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trueup-dev/trueup/internal/ghapp"
+	"github.com/trueup-dev/trueup/internal/forge/githubapi"
 )
 
 const (
@@ -210,7 +210,7 @@ func setupApp(t *testing.T) appSetup {
 // source returns a Git source authenticating as the App with key (0 known, 1 unknown).
 func (a appSetup) source(t *testing.T, key int) *Source {
 	t.Helper()
-	app, err := ghapp.New(ghapp.Config{AppID: appID, InstallationID: installationID, PrivateKeyFile: a.keyPaths[key],
+	app, err := githubapi.NewApp(githubapi.AppConfig{AppID: appID, InstallationID: installationID, PrivateKeyFile: a.keyPaths[key],
 		BaseURL: a.f.srv.URL, Now: a.f.clock}, a.f.srv.Client())
 	if err != nil {
 		t.Fatal(err)

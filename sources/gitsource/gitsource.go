@@ -49,7 +49,7 @@ type Auth struct {
 	SSHKeyPassphrase   string
 	KnownHostsFile     string
 	// TokenFunc, for https URLs, yields the password of basic auth as user "x-access-token"
-	// (a GitHub App installation token, see internal/ghapp). It is called for every
+	// (a GitHub App installation token, see internal/forge/githubapi). It is called for every
 	// ls-remote and fetch, so a renewed token is used as soon as it is issued, and must be
 	// safe for concurrent use. It excludes the other fields and credentials in the URL.
 	TokenFunc func(ctx context.Context) (string, error)

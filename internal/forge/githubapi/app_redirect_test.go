@@ -1,4 +1,4 @@
-package ghapp
+package githubapi
 
 import (
 	"context"
@@ -54,7 +54,7 @@ func TestExchangeRefusesUnsafeRedirects(t *testing.T) {
 		{"another host", api.URL, "credentials configured for example.com"},
 	} {
 		target.Store(tc.target)
-		src, err := New(Config{AppID: testAppID, InstallationID: testInstallationID, PrivateKeyFile: path,
+		src, err := NewApp(AppConfig{AppID: testAppID, InstallationID: testInstallationID, PrivateKeyFile: path,
 			BaseURL: "https://example.com/"}, client)
 		if err != nil {
 			t.Fatal(err)

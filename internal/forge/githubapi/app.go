@@ -1,10 +1,10 @@
-// Package ghapp owns GitHub App authentication: JWTs and cached installation tokens.
+// GitHub App authentication: JWTs and cached installation tokens.
 //
-// A Source signs an RS256 JWT as the App, exchanges it for an installation token
+// An App signs an RS256 JWT as the App, exchanges it for an installation token
 // (POST /app/installations/{id}/access_tokens), caches the token and renews it 5 minutes
 // before it expires. The private key and the JWT never appear in its errors; the tokens it
 // hands out are the caller's to keep out of logs.
-package ghapp
+package githubapi
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -26,20 +25,16 @@ import (
 	"github.com/trueup-dev/trueup/internal/plaintext"
 )
 
-// DefaultBaseURL is GitHub's REST API; GitHub Enterprise Server uses https://HOST/api/v3/.
-const DefaultBaseURL = "https://api.github.com/"
-
 const (
 	// refreshBefore renews an installation token this long before GitHub's expiry, so a
 	// token never runs out during a call made with it.
 	refreshBefore = 5 * time.Minute
 	// exchangeTimeout bounds a token exchange whose context has no deadline.
 	exchangeTimeout = 30 * time.Second
-	userAgent       = "trueup"
 )
 
-// Config identifies the App installation and its key.
-type Config struct {
+// AppConfig identifies the App installation and its key.
+type AppConfig struct {
 	AppID, InstallationID int64
 	// PrivateKeyFile is the App's private key as GitHub hands it out (PKCS#1 PEM), or its
 	// PKCS#8 form.
@@ -57,9 +52,9 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Source hands out installation tokens of one App installation. It is safe for concurrent
+// App hands out installation tokens of one App installation. It is safe for concurrent
 // use; at most one exchange is in flight, and callers arriving meanwhile wait for its token.
-type Source struct {
+type App struct {
 	appID, installationID int64
 	key                   *rsa.PrivateKey
 	endpoint              string // {BaseURL}app/installations/{id}/access_tokens
@@ -84,14 +79,14 @@ type exchange struct {
 // httpClient carries the exchanges (nil: a client with http.DefaultTransport); it must add
 // no credentials of its own. Without a CheckRedirect of its own, a copy of it gets
 // plaintext.CheckRedirect.
-func New(cfg Config, httpClient *http.Client) (*Source, error) {
+func NewApp(cfg AppConfig, httpClient *http.Client) (*App, error) {
 	if cfg.AppID <= 0 {
 		return nil, errors.New("github app: appID is required")
 	}
 	if cfg.InstallationID <= 0 {
 		return nil, fmt.Errorf("github app %d: installationID is required", cfg.AppID)
 	}
-	base, err := parseBaseURL(cfg.BaseURL)
+	base, err := ParseBaseURL(cfg.BaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("github app %d: %w", cfg.AppID, err)
 	}
@@ -131,7 +126,7 @@ func New(cfg Config, httpClient *http.Client) (*Source, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Source{
+	return &App{
 		appID:          cfg.AppID,
 		installationID: cfg.InstallationID,
 		key:            key,
@@ -141,29 +136,11 @@ func New(cfg Config, httpClient *http.Client) (*Source, error) {
 	}, nil
 }
 
-func parseBaseURL(raw string) (*url.URL, error) {
-	if raw == "" {
-		raw = DefaultBaseURL
-	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		// Not quoted: a malformed URL may hold credentials the parser could not locate.
-		return nil, errors.New("baseURL is not an http(s) URL")
-	}
-	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("baseURL %s://%s%s may not carry credentials, a query or a fragment", u.Scheme, u.Host, u.Path)
-	}
-	if !strings.HasSuffix(u.Path, "/") {
-		u.Path += "/"
-	}
-	return u, nil
-}
-
 // Token returns an installation token valid for at least 5 more minutes (for a token
 // GitHub issues with less life than 10 minutes, for at least half of it), exchanging a new
 // one when the cached one is due. Errors name the App and the installation, and carry
 // go-github's typed errors (rate limits included) of a refused exchange.
-func (s *Source) Token(ctx context.Context) (string, error) {
+func (s *App) Token(ctx context.Context) (string, error) {
 	for {
 		s.mu.Lock()
 		if s.token != "" && s.now().Before(s.refreshAt) {
@@ -195,7 +172,7 @@ func (s *Source) Token(ctx context.Context) (string, error) {
 }
 
 // run performs the exchange x for every caller waiting on it.
-func (s *Source) run(ctx context.Context, x *exchange) (string, error) {
+func (s *App) run(ctx context.Context, x *exchange) (string, error) {
 	issued := s.now()
 	tok, expires, err := s.exchange(ctx)
 	s.mu.Lock()
@@ -223,7 +200,7 @@ func refreshTime(issued, expires time.Time) time.Time {
 	return at
 }
 
-func (s *Source) errorf(format string, args ...any) error {
+func (s *App) errorf(format string, args ...any) error {
 	return fmt.Errorf("github app %d installation %d: "+format, append([]any{s.appID, s.installationID}, args...)...)
 }
 
@@ -233,7 +210,7 @@ type installationToken struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-func (s *Source) exchange(ctx context.Context) (string, time.Time, error) {
+func (s *App) exchange(ctx context.Context) (string, time.Time, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, exchangeTimeout)
@@ -247,10 +224,7 @@ func (s *Source) exchange(ctx context.Context) (string, time.Time, error) {
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	req.Header.Set("Authorization", "Bearer "+jwt)
-	req.Header.Set("Accept", "application/vnd.github+json")
-	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
-	req.Header.Set("User-Agent", userAgent)
+	SetHeaders(req, jwt)
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return "", time.Time{}, redactJWT(fmt.Errorf("exchange installation token: %w", err), jwt)

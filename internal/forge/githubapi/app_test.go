@@ -1,4 +1,4 @@
-package ghapp
+package githubapi
 
 import (
 	"context"
@@ -275,18 +275,18 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 type bundle struct {
 	f       *fakeGitHub
-	src     *Source
+	src     *App
 	keyPath string
 	keyPEM  string
 }
 
-// setup returns a fake GitHub and a Source of the App installation it knows.
+// setup returns a fake GitHub and an App of the App installation it knows.
 func setup(t *testing.T, pkcs8 bool) bundle {
 	t.Helper()
 	f := newFakeGitHub(t, "")
 	key, _ := appKeys(t)
 	path, text := writeKey(t, t.TempDir(), key, pkcs8)
-	src, err := New(Config{AppID: testAppID, InstallationID: testInstallationID, PrivateKeyFile: path,
+	src, err := NewApp(AppConfig{AppID: testAppID, InstallationID: testInstallationID, PrivateKeyFile: path,
 		BaseURL: f.srv.URL, Now: f.clk.now}, f.srv.Client())
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -294,7 +294,7 @@ func setup(t *testing.T, pkcs8 bool) bundle {
 	return bundle{f: f, src: src, keyPath: path, keyPEM: text}
 }
 
-func mustToken(t *testing.T, s *Source) string {
+func mustToken(t *testing.T, s *App) string {
 	t.Helper()
 	tok, err := s.Token(t.Context())
 	if err != nil {
@@ -356,7 +356,7 @@ func TestGHESBaseURL(t *testing.T) {
 	f := newFakeGitHub(t, "/api/v3")
 	key, _ := appKeys(t)
 	path, _ := writeKey(t, t.TempDir(), key, false)
-	src, err := New(Config{AppID: testAppID, InstallationID: testInstallationID, PrivateKeyFile: path,
+	src, err := NewApp(AppConfig{AppID: testAppID, InstallationID: testInstallationID, PrivateKeyFile: path,
 		BaseURL: f.srv.URL + "/api/v3", Now: f.clk.now}, f.srv.Client())
 	if err != nil {
 		t.Fatal(err)
@@ -470,29 +470,29 @@ func TestTokenRefused(t *testing.T) {
 	otherPath, otherPEM := writeKey(t, dir, otherKey, false)
 	for _, tc := range []struct {
 		name    string
-		cfg     func(b bundle) Config
+		cfg     func(b bundle) AppConfig
 		respond func(w http.ResponseWriter)
 		want    []string
 		check   func(t *testing.T, err error)
 	}{
 		{
 			name: "wrong app id",
-			cfg: func(b bundle) Config {
-				return Config{AppID: 1, InstallationID: testInstallationID, PrivateKeyFile: b.keyPath}
+			cfg: func(b bundle) AppConfig {
+				return AppConfig{AppID: 1, InstallationID: testInstallationID, PrivateKeyFile: b.keyPath}
 			},
 			want: []string{"github app 1 installation 777", "401", "Integration not found"},
 		},
 		{
 			name: "wrong key",
-			cfg: func(b bundle) Config {
-				return Config{AppID: testAppID, InstallationID: testInstallationID, PrivateKeyFile: otherPath}
+			cfg: func(b bundle) AppConfig {
+				return AppConfig{AppID: testAppID, InstallationID: testInstallationID, PrivateKeyFile: otherPath}
 			},
 			want: []string{"github app 4242 installation 777", "401", "bad signature"},
 		},
 		{
 			name: "wrong installation",
-			cfg: func(b bundle) Config {
-				return Config{AppID: testAppID, InstallationID: 9, PrivateKeyFile: b.keyPath}
+			cfg: func(b bundle) AppConfig {
+				return AppConfig{AppID: testAppID, InstallationID: 9, PrivateKeyFile: b.keyPath}
 			},
 			want: []string{"github app 4242 installation 9", "404"},
 		},
@@ -535,7 +535,7 @@ func TestTokenRefused(t *testing.T) {
 				cfg := tc.cfg(b)
 				cfg.BaseURL, cfg.Now = b.f.srv.URL, b.f.clk.now
 				var err error
-				if src, err = New(cfg, b.f.srv.Client()); err != nil {
+				if src, err = NewApp(cfg, b.f.srv.Client()); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -590,7 +590,7 @@ func TestJWTRedacted(t *testing.T) {
 	t.Cleanup(srv.Close)
 	key, _ := appKeys(t)
 	path, _ := writeKey(t, t.TempDir(), key, false)
-	src, err := New(Config{AppID: testAppID, InstallationID: testInstallationID, PrivateKeyFile: path, BaseURL: srv.URL}, srv.Client())
+	src, err := NewApp(AppConfig{AppID: testAppID, InstallationID: testInstallationID, PrivateKeyFile: path, BaseURL: srv.URL}, srv.Client())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -633,23 +633,23 @@ func TestNewInvalid(t *testing.T) {
 
 	for _, tc := range []struct {
 		name string
-		cfg  Config
+		cfg  AppConfig
 		want string
 	}{
-		{"no app id", Config{InstallationID: 1, PrivateKeyFile: good}, "appID is required"},
-		{"no installation id", Config{AppID: 1, PrivateKeyFile: good}, "installationID is required"},
-		{"no key", Config{AppID: 1, InstallationID: 2}, "privateKeyFile is required"},
-		{"missing key file", Config{AppID: 1, InstallationID: 2, PrivateKeyFile: filepath.Join(dir, "nope.pem")}, "no such file"},
-		{"pkcs1 garbage", Config{AppID: 1, InstallationID: 2, PrivateKeyFile: garbage}, "invalid PKCS#1 RSA private key"},
-		{"pkcs8 garbage", Config{AppID: 1, InstallationID: 2, PrivateKeyFile: garbage8}, "invalid PKCS#8 private key"},
-		{"not PEM", Config{AppID: 1, InstallationID: 2, PrivateKeyFile: notPEM}, "no PEM block"},
-		{"EC key", Config{AppID: 1, InstallationID: 2, PrivateKeyFile: ecPath}, "not an RSA key"},
-		{"certificate", Config{AppID: 1, InstallationID: 2, PrivateKeyFile: cert}, `unexpected PEM block "CERTIFICATE"`},
-		{"inline garbage", Config{AppID: 1, InstallationID: 2, PrivateKeyPEM: []byte(marker)}, "no PEM block"},
-		{"bad baseURL", Config{AppID: 1, InstallationID: 2, PrivateKeyFile: good, BaseURL: "ftp://x"}, "not an http(s) URL"},
-		{"baseURL credentials", Config{AppID: 1, InstallationID: 2, PrivateKeyFile: good, BaseURL: "https://u:" + marker + "@x/"}, "may not carry credentials"},
+		{"no app id", AppConfig{InstallationID: 1, PrivateKeyFile: good}, "appID is required"},
+		{"no installation id", AppConfig{AppID: 1, PrivateKeyFile: good}, "installationID is required"},
+		{"no key", AppConfig{AppID: 1, InstallationID: 2}, "privateKeyFile is required"},
+		{"missing key file", AppConfig{AppID: 1, InstallationID: 2, PrivateKeyFile: filepath.Join(dir, "nope.pem")}, "no such file"},
+		{"pkcs1 garbage", AppConfig{AppID: 1, InstallationID: 2, PrivateKeyFile: garbage}, "invalid PKCS#1 RSA private key"},
+		{"pkcs8 garbage", AppConfig{AppID: 1, InstallationID: 2, PrivateKeyFile: garbage8}, "invalid PKCS#8 private key"},
+		{"not PEM", AppConfig{AppID: 1, InstallationID: 2, PrivateKeyFile: notPEM}, "no PEM block"},
+		{"EC key", AppConfig{AppID: 1, InstallationID: 2, PrivateKeyFile: ecPath}, "not an RSA key"},
+		{"certificate", AppConfig{AppID: 1, InstallationID: 2, PrivateKeyFile: cert}, `unexpected PEM block "CERTIFICATE"`},
+		{"inline garbage", AppConfig{AppID: 1, InstallationID: 2, PrivateKeyPEM: []byte(marker)}, "no PEM block"},
+		{"bad baseURL", AppConfig{AppID: 1, InstallationID: 2, PrivateKeyFile: good, BaseURL: "ftp://x"}, "not an http(s) URL"},
+		{"baseURL credentials", AppConfig{AppID: 1, InstallationID: 2, PrivateKeyFile: good, BaseURL: "https://u:" + marker + "@x/"}, "may not carry credentials"},
 	} {
-		_, err := New(tc.cfg, nil)
+		_, err := NewApp(tc.cfg, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
 			continue

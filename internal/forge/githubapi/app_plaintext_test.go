@@ -1,4 +1,4 @@
-package ghapp
+package githubapi
 
 import (
 	"strings"
@@ -26,7 +26,7 @@ func TestPlaintextCredentials(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := New(Config{AppID: testAppID, InstallationID: testInstallationID, PrivateKeyFile: path,
+			_, err := NewApp(AppConfig{AppID: testAppID, InstallationID: testInstallationID, PrivateKeyFile: path,
 				BaseURL: tc.baseURL, Insecure: tc.insecure}, nil)
 			switch {
 			case tc.want == "" && err != nil:
