@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/apiclient"
+	"github.com/trueup-dev/trueup/internal/changeplan"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/specdiff"
@@ -290,49 +291,61 @@ func identity(namespace, kind, name string) string {
 	return namespace + "/" + strings.ToLower(kind) + "/" + name
 }
 
-// diffResources compares DIR's resources with the source's live ones and returns those that
-// would be created.
+// diffResources compares DIR's resources with the source's live ones by the apply's change
+// plan (changeplan.Plan) and returns those that would be created. Spec and metadata are
+// compared as their diffs show them (canonical JSON); a resource only moved to another file
+// is listed too, though the apply leaves it as it is.
 func (p *diffPlan) diffResources(dir string, set *manifest.Set, live []store.Resource, prune store.SourcePrune, noManifests bool) ([]*manifest.Resource, error) {
-	byID := make(map[string]store.Resource, len(live))
-	for _, r := range live {
-		byID[identity(r.Metadata.Namespace, r.Kind, r.Metadata.Name)] = r
-	}
-	var added []*manifest.Resource
-	seen := map[string]bool{}
+	desired := make([]changeplan.Resource, len(set.Resources))
+	newMeta := make([]json.RawMessage, len(set.Resources))
 	for i := range set.Resources {
 		r := &set.Resources[i]
-		key := identity(r.Namespace, r.Kind, r.Name)
-		seen[key] = true
+		m, err := metaJSON(r.APIVersion, r.Labels, r.Annotations)
+		if err != nil {
+			return nil, err
+		}
+		newMeta[i] = m
+		desired[i] = changeplan.Resource{Namespace: r.Namespace, Kind: r.Kind, Name: r.Name, Spec: fingerprint(r.Spec), Meta: fingerprint(m)}
+	}
+	applied := make([]changeplan.Applied, len(live))
+	oldMeta := make([]json.RawMessage, len(live))
+	for i, r := range live {
+		m, err := metaJSON(r.APIVersion, r.Metadata.Labels, r.Metadata.Annotations)
+		if err != nil {
+			return nil, err
+		}
+		oldMeta[i] = m
+		applied[i] = changeplan.Applied{Resource: changeplan.Resource{Namespace: r.Metadata.Namespace, Kind: r.Kind, Name: r.Metadata.Name,
+			Spec: fingerprint(r.Spec), Meta: fingerprint(m)},
+			Deleting: r.Metadata.DeletionTimestamp != nil, Keep: r.Metadata.Annotations["trueup.dev/prune"] == "disabled"}
+	}
+	plan := changeplan.Plan(changeplan.Revision{Subject: "folder " + dir, NoManifests: noManifests, Resources: desired}, applied,
+		changeplan.Prune{Enabled: prune.Enabled, MaxFraction: prune.MaxFraction, AllowEmpty: prune.AllowEmpty})
+	var added []*manifest.Resource
+	for i, st := range plan.Steps {
+		r := &set.Resources[i]
 		id := r.Kind + "/" + r.Namespace + "/" + r.Name
 		where := fmt.Sprintf("%s:%d", r.File, r.Line)
-		old, ok := byID[key]
-		if !ok {
+		if st.Op == changeplan.Create {
 			added = append(added, r)
 			p.add(change{op: '+', id: id, where: where})
 			continue
 		}
+		old := live[st.Applied]
 		from := revLabel(p.source.Name, old.Source.Revision)
 		spec := jsonDiff(old.Spec, r.Spec, "spec at "+from, "spec in "+r.File)
-		oldMeta, err := metaJSON(old.APIVersion, old.Metadata.Labels, old.Metadata.Annotations)
-		if err != nil {
-			return nil, err
-		}
-		newMeta, err := metaJSON(r.APIVersion, r.Labels, r.Annotations)
-		if err != nil {
-			return nil, err
-		}
-		meta := jsonDiff(oldMeta, newMeta, "metadata at "+from, "metadata in "+r.File)
+		meta := jsonDiff(oldMeta[st.Applied], newMeta[i], "metadata at "+from, "metadata in "+r.File)
 		moved := ""
 		if old.Source.Path != r.File {
 			moved = "moved from " + old.Source.Path
 		}
 		c := change{op: '~', id: id, where: where, diff: append(spec, meta...)}
 		switch {
-		case old.Metadata.DeletionTimestamp != nil:
+		case st.Restored:
 			c.note = fmt.Sprintf("restored: the server is deleting it; generation %d", old.Metadata.Generation+1)
-		case spec != nil:
+		case st.Op == changeplan.Update:
 			c.note = fmt.Sprintf("generation %d → %d", old.Metadata.Generation, old.Metadata.Generation+1)
-		case meta != nil:
+		case st.Op == changeplan.Relabel:
 			c.note = "metadata only: no new generation, no reconcile"
 		case moved != "":
 			c.note = "no new generation, no reconcile"
@@ -345,30 +358,23 @@ func (p *diffPlan) diffResources(dir string, set *manifest.Set, live []store.Res
 		}
 		p.add(c)
 	}
-	active, removed := 0, 0
-	for _, r := range live {
-		if r.Metadata.DeletionTimestamp != nil {
-			continue // already being deleted
-		}
-		active++
-		if seen[identity(r.Metadata.Namespace, r.Kind, r.Metadata.Name)] {
-			continue
-		}
+	for _, j := range append(slices.Clip(plan.Gone), plan.Orphan...) {
+		r := live[j]
 		c := change{op: '-', id: r.Kind + "/" + r.Metadata.Namespace + "/" + r.Metadata.Name, where: sourceFile(r.Source)}
-		if r.Metadata.Annotations["trueup.dev/prune"] == "disabled" {
+		if applied[j].Keep {
 			c.note = "kept: trueup.dev/prune: disabled"
-		} else {
-			removed++
 		}
 		p.add(c)
 	}
-	if !prune.Enabled {
-		removed = 0 // orphaned, not deleted: no guard applies
-	}
-	if reason, msg := store.PruneGuard("folder "+dir, noManifests, len(set.Resources), removed, active, prune.MaxFraction, prune.AllowEmpty); reason != "" {
-		p.notes = append(p.notes, fmt.Sprintf("note: the server would refuse these deletions (PruneSkipped, %s): %s", reason, msg))
+	if g := plan.Guard; g.Reason != "" {
+		p.notes = append(p.notes, fmt.Sprintf("note: the server would refuse these deletions (PruneSkipped, %s): %s", g.Reason, g.Message))
 	}
 	return added, nil
+}
+
+// fingerprint is v as its diff shows it: equal fingerprints diff to nothing.
+func fingerprint(v json.RawMessage) string {
+	return strings.Join(specdiff.PrettyCanonical(v), "\n")
 }
 
 // conflicts asks the API whether another source already declares an added resource, which

@@ -2,49 +2,11 @@ package store
 
 import (
 	"reflect"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/status"
 )
-
-func TestPruneGuard(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		name                   string
-		noManifests            bool
-		rendered, gone, active int
-		maxFrac                float64
-		allowEmpty             bool
-		want                   string
-		numbers                string // in the message
-	}{
-		{"nothing gone", false, 10, 0, 10, 0, false, "", ""},
-		{"empty render", false, 0, 10, 10, 1, false, "EmptyRender", "source's 10 resources"},
-		{"last resource removed", false, 0, 1, 1, 0, false, "EmptyRender", "source's 1 resources"},
-		{"last resource removed, allowEmpty", false, 0, 1, 1, 0, true, "", ""},
-		{"empty render, allowEmpty beats the share guard", false, 0, 10, 10, 0.2, true, "", ""},
-		{"empty render, share guard off is no consent", false, 0, 10, 10, 1, false, "EmptyRender", "10"},
-		{"empty render, every row kept by annotation", false, 0, 0, 3, 0, false, "", ""},
-		{"half may go", false, 5, 5, 10, 0, false, "", ""},
-		{"more than half", false, 4, 6, 10, 0, false, "TooManyDeletions", "would delete 6 of 10"},
-		{"more than half, allowEmpty does not lift the share guard", false, 4, 6, 10, 0, true, "TooManyDeletions", "6 of 10"},
-		{"raised fraction", false, 4, 6, 10, 0.8, false, "", ""},
-		{"guard off", false, 1, 9, 10, 1, false, "", ""},
-		// A snapshot without any manifest file is what a failure produces (an unmounted
-		// volume, a folder emptied before the copy): it never deletes, whatever the settings.
-		{"no manifest file", true, 0, 10, 10, 0, false, "EmptySource", "source's 10 resources"},
-		{"no manifest file, allowEmpty is no consent", true, 0, 10, 10, 0, true, "EmptySource", "10"},
-		{"no manifest file, share guard off", true, 0, 1, 1, 1, true, "EmptySource", "source's 1 resources"},
-		{"no manifest file, nothing to delete", true, 0, 0, 0, 0, true, "", ""},
-	} {
-		got, msg := PruneGuard("revision abcdef123456", tc.noManifests, tc.rendered, tc.gone, tc.active, tc.maxFrac, tc.allowEmpty)
-		if got != tc.want || (got != "") != (msg != "") || !strings.Contains(msg, tc.numbers) {
-			t.Errorf("%s: %q %q, want %q with %q", tc.name, got, msg, tc.want, tc.numbers)
-		}
-	}
-}
 
 // TestPruneConditions names every transition of the source's PruneSkipped and Pruned
 // conditions.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/internal/changeplan"
 	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/notify"
@@ -148,7 +149,7 @@ func scanSourceRuntime(row pgx.Row) (Source, error) {
 }
 
 func decodeSource(src *Source, conds, errs []byte) error {
-	src.Prune.MaxFraction = maxFraction(src.Prune.MaxFraction)
+	src.Prune.MaxFraction = changeplan.MaxFraction(src.Prune.MaxFraction)
 	if err := json.Unmarshal(conds, &src.Conditions); err != nil {
 		return err
 	}
@@ -302,7 +303,7 @@ type ApplyParams struct {
 	// (prune.allowEmpty; the share guard does not apply to it).
 	AllowEmpty bool
 	// NoManifests says the revision's snapshot holds no manifest file: it never prunes,
-	// whatever AllowEmpty says (PruneGuard).
+	// whatever AllowEmpty says (changeplan.PruneGuard).
 	NoManifests bool
 	// MaxPruneFraction refuses to delete more than this share of the source's resources in
 	// one revision (0 means the default 0.5; 1 turns the guard off).
@@ -660,7 +661,12 @@ func applyTypes(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResult)
 
 // PruneSettings are the prune settings p applies under, the defaults applied.
 func (p ApplyParams) PruneSettings() SourcePrune {
-	return SourcePrune{Enabled: p.Prune, MaxFraction: maxFraction(p.MaxPruneFraction), AllowEmpty: p.AllowEmpty}
+	return SourcePrune{Enabled: p.Prune, MaxFraction: changeplan.MaxFraction(p.MaxPruneFraction), AllowEmpty: p.AllowEmpty}
+}
+
+// plannedPrune are p's prune settings as the change plan takes them.
+func (p ApplyParams) plannedPrune() changeplan.Prune {
+	return changeplan.Prune{Enabled: p.Prune, MaxFraction: p.MaxPruneFraction, AllowEmpty: p.AllowEmpty}
 }
 
 // PruneRefusal returns the prune settings the source's standing PruneSkipped refusal was made
@@ -692,17 +698,6 @@ func standingRefusal(revision string, conds []status.Condition, p ApplyParams, r
 	}
 	c, ok := status.Get(conds, ConditionPruneSkipped)
 	return ok && c.Status == status.True && c.Reason == res.PruneSkipped && c.Message == res.PruneMessage
-}
-
-// DefaultMaxPruneFraction is the share of a source's resources one revision may delete.
-const DefaultMaxPruneFraction = 0.5
-
-// maxFraction is a configured prune.maxFraction with the default for 0 (or less).
-func maxFraction(f float64) float64 {
-	if f <= 0 {
-		return DefaultMaxPruneFraction
-	}
-	return f
 }
 
 func finishSource(ctx context.Context, tx pgx.Tx, p ApplyParams, res ApplyResult) error {
