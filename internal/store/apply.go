@@ -138,21 +138,21 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 		return fmt.Errorf("request reconciles: %w", err)
 	}
 	res.Requested = len(requested)
-	standing := false
 	if res.PruneSkipped != "" {
+		// A refusal already shown for the same revision records no new event or notification.
 		var rev string
 		var conds []status.Condition
 		if err := tx.QueryRow(ctx, `SELECT revision, conditions FROM sources WHERE name = $1`, p.Source).Scan(&rev, &conds); err != nil &&
 			!errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("read source %s: %w", p.Source, err)
 		}
-		standing = standingRefusal(rev, conds, p, res)
-	}
-	if res.PruneSkipped != "" && !standing {
-		w.events = append(w.events, Event{Type: EventWarning, Reason: "PruneSkipped", Message: res.PruneMessage})
-		if err := insertOutbox(ctx, tx, []OutboxEntry{{Event: notify.PruneSkipped, Kind: "Source", Name: p.Source, Source: p.Source,
-			Revision: p.Revision, Phase: res.PruneSkipped, Message: res.PruneMessage}}); err != nil {
-			return err
+		after := status.SourceApplied(conds, sourceApply(p, *res), time.Now())
+		if slices.Contains(notify.SourceEvents(notify.Source{Revision: rev, Conditions: conds}, notify.Source{Revision: p.Revision, Conditions: after}), notify.PruneSkipped) {
+			w.events = append(w.events, Event{Type: EventWarning, Reason: "PruneSkipped", Message: res.PruneMessage})
+			if err := insertOutbox(ctx, tx, []OutboxEntry{{Event: notify.PruneSkipped, Kind: "Source", Name: p.Source, Source: p.Source,
+				Revision: p.Revision, Phase: res.PruneSkipped, Message: res.PruneMessage}}); err != nil {
+				return err
+			}
 		}
 	}
 	if err := chunks(len(gone), w.size, func(lo, hi int) error { return w.markGone(ctx, gone[lo:hi]) }); err != nil {

@@ -78,9 +78,8 @@ type SourceConfig struct {
 	Prune *SourcePrune
 }
 
-// ConditionPruneSkipped is the source condition a refused prune sets (True, with the guard as
-// its reason); the next revision applied without a refusal removes it.
-const ConditionPruneSkipped = "PruneSkipped"
+// ConditionPruneSkipped is the source condition a refused prune sets (status.PruneSkipped).
+const ConditionPruneSkipped = status.PruneSkipped
 
 // RegisterSource creates or updates a source's configured fields (at start, not per poll).
 func (s *Store) RegisterSource(ctx context.Context, c SourceConfig) error {
@@ -244,8 +243,7 @@ func (s *Store) RecordSyncFailure(ctx context.Context, f SyncFailure) error {
 		if err != nil {
 			return fmt.Errorf("record sync failure of %s: %w", f.Source, err)
 		}
-		now := time.Now()
-		conds := status.Set(src.Conditions, status.Condition{Type: status.Ready, Status: status.False, Reason: f.Reason, Message: f.Message}, now)
+		conds := status.SourceFailed(src.Conditions, f.Reason, f.Message, time.Now())
 		if f.Errors == nil {
 			f.Errors = []SourceError{}
 		}
@@ -263,11 +261,12 @@ func (s *Store) RecordSyncFailure(ctx context.Context, f SyncFailure) error {
 			return err
 		}
 		// One Warning (and one watch change) per distinct failure, not one per poll.
-		if prev, ok := status.Get(src.Conditions, status.Ready); !ok || prev.Status != status.False || prev.Message != f.Message || src.LastAttemptedRevision != attempted {
+		if status.NewSourceFailure(src.Conditions, src.LastAttemptedRevision, f.Message, attempted) {
 			if err := appendChanges(ctx, tx, []Change{{Object: "source", Type: ChangeModified, Name: f.Source, Source: f.Source}}); err != nil {
 				return err
 			}
-			if ev := notify.SyncFailureEvent(f.Reason); ev != "" {
+			for _, ev := range notify.SourceEvents(notify.Source{Revision: src.Revision, Attempted: src.LastAttemptedRevision, Conditions: src.Conditions},
+				notify.Source{Revision: src.Revision, Attempted: attempted, Conditions: conds}) {
 				if err := insertOutbox(ctx, tx, []OutboxEntry{{Event: ev, Kind: "Source", Name: f.Source, Source: f.Source, Revision: attempted,
 					Phase: "Rejected", Message: syncFailureText(f)}}); err != nil {
 					return err
@@ -689,17 +688,6 @@ func (s *Store) PruneRefusal(ctx context.Context, source string) (*SourcePrune, 
 	return &pr, nil
 }
 
-// standingRefusal reports whether the source (applied at revision, with conds) already shows
-// the refusal res makes of the same revision (same reason and message): applying it again
-// (another syncer's start, a takeover) records no new event or notification.
-func standingRefusal(revision string, conds []status.Condition, p ApplyParams, res *ApplyResult) bool {
-	if res.PruneSkipped == "" || revision != p.Revision {
-		return false
-	}
-	c, ok := status.Get(conds, ConditionPruneSkipped)
-	return ok && c.Status == status.True && c.Reason == res.PruneSkipped && c.Message == res.PruneMessage
-}
-
 func finishSource(ctx context.Context, tx pgx.Tx, p ApplyParams, res ApplyResult) error {
 	src, err := scanSource(tx.QueryRow(ctx, "SELECT "+sourceColumns+" FROM sources WHERE name = $1 FOR UPDATE", p.Source))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -708,11 +696,7 @@ func finishSource(ctx context.Context, tx pgx.Tx, p ApplyParams, res ApplyResult
 	if err != nil {
 		return err
 	}
-	now := time.Now()
-	msg := fmt.Sprintf("applied revision %s: %d types, %d resources", clip.Rev(p.Revision), len(p.Set.Types), len(p.Set.Resources))
-	conds := status.Set(src.Conditions, status.Condition{Type: status.Ready, Status: status.True, Reason: "Succeeded", Message: msg}, now)
-	conds = pruneConditions(conds, p.Revision, res, now)
-	cj, _ := json.Marshal(conds)
+	cj, _ := json.Marshal(status.SourceApplied(src.Conditions, sourceApply(p, res), time.Now()))
 	var under []byte // NULL: no refusal stands
 	if res.PruneSkipped != "" {
 		under, _ = json.Marshal(p.PruneSettings())
@@ -722,24 +706,10 @@ func finishSource(ctx context.Context, tx pgx.Tx, p ApplyParams, res ApplyResult
 	return err
 }
 
-// pruneConditions are a source's conditions after revision was applied with res: a guard
-// that stopped the deletions sets PruneSkipped=True (its reason, the numbers in its message);
-// a revision applied without one removes PruneSkipped, and Pruned=True records the last
-// revision that deleted something.
-func pruneConditions(conds []status.Condition, revision string, res ApplyResult, now time.Time) []status.Condition {
-	// Pruned=False was what a refusal set before PruneSkipped existed.
-	if c, ok := status.Get(conds, "Pruned"); ok && c.Status == status.False {
-		conds = status.Remove(conds, "Pruned")
-	}
-	if res.PruneSkipped != "" {
-		return status.Set(conds, status.Condition{Type: ConditionPruneSkipped, Status: status.True, Reason: res.PruneSkipped, Message: res.PruneMessage}, now)
-	}
-	conds = status.Remove(conds, ConditionPruneSkipped)
-	if res.Deleted > 0 {
-		conds = status.Set(conds, status.Condition{Type: "Pruned", Status: status.True, Reason: "Pruned",
-			Message: fmt.Sprintf("revision %s deleted %d resource(s)", clip.Rev(revision), res.Deleted)}, now)
-	}
-	return conds
+// sourceApply is what applying p did (res), as the source's conditions tell it.
+func sourceApply(p ApplyParams, res ApplyResult) status.SourceApply {
+	return status.SourceApply{Revision: p.Revision, Types: len(p.Set.Types), Resources: len(p.Set.Resources),
+		PruneSkipped: res.PruneSkipped, PruneMessage: res.PruneMessage, Deleted: res.Deleted}
 }
 
 // initialConditions are a created resource's (status.Created: its first reconcile pending).
@@ -782,11 +752,10 @@ func (s *Store) RecordSyncRecovered(ctx context.Context, source string, lease *L
 		if err != nil {
 			return err
 		}
-		if c, ok := status.Get(src.Conditions, status.Ready); ok && c.Status == status.True {
+		conds, changed := status.SourceRecovered(src.Conditions, src.Revision, time.Now())
+		if !changed {
 			return nil
 		}
-		conds := status.Set(src.Conditions, status.Condition{Type: status.Ready, Status: status.True, Reason: "Succeeded",
-			Message: "revision " + clip.Rev(src.Revision) + " is applied and is the source's head again"}, time.Now())
 		cj, _ := json.Marshal(conds)
 		if _, err := tx.Exec(ctx, `UPDATE sources SET conditions = $2, errors = '[]', last_attempted_revision = revision,
 			last_sync_time = now(), updated_at = now() WHERE name = $1`, source, cj); err != nil {
