@@ -287,10 +287,6 @@ func (p *diffPlan) add(c change) {
 	p.changes = append(p.changes, c)
 }
 
-func identity(namespace, kind, name string) string {
-	return namespace + "/" + strings.ToLower(kind) + "/" + name
-}
-
 // diffResources compares DIR's resources with the source's live ones by the apply's change
 // plan (changeplan.Plan) and returns those that would be created. Spec and metadata are
 // compared as their diffs show them (canonical JSON); a resource only moved to another file
