@@ -244,39 +244,54 @@ func knownTypes(all []store.ResourceType, skip string) ([]manifest.ResourceType,
 	return out, nil
 }
 
+// diffTypes compares DIR's types with the source's by the apply's change plan
+// (changeplan.PlanTypes), by name in lower case and by their specs as the diffs show them; a
+// type another source declares makes the revision invalid.
 func (p *diffPlan) diffTypes(set *manifest.Set, live []store.ResourceType) {
 	byName := map[string]store.ResourceType{}
+	var mine []store.ResourceType
+	var applied []changeplan.Type
 	for _, t := range live {
 		byName[strings.ToLower(t.Name)] = t
+		if t.Source == p.source.Name {
+			mine = append(mine, t)
+			applied = append(applied, changeplan.Type{Name: strings.ToLower(t.Name), Spec: fingerprint(t.Spec)})
+		}
 	}
-	declared := map[string]bool{}
 	p.typesCompared = len(set.Types) > 0
-	for _, t := range set.Types {
-		declared[strings.ToLower(t.Name)] = true
-		where := fmt.Sprintf("%s:%d", t.File, t.Line)
-		old, ok := byName[strings.ToLower(t.Name)]
-		switch {
-		case !ok:
-			p.add(change{op: '+', id: "ResourceType/" + t.Name, where: where})
-		case old.Source != p.source.Name:
+	var desired []changeplan.Type
+	var declared []*manifest.ResourceType
+	for i := range set.Types {
+		t := &set.Types[i]
+		if old, ok := byName[strings.ToLower(t.Name)]; ok && old.Source != p.source.Name {
 			p.invalid = append(p.invalid, manifest.ValidationError{File: t.File, Line: t.Line, Path: "metadata.name",
 				Msg: fmt.Sprintf("ResourceType %s is already declared by source %s (%s)", t.Name, old.Source, old.Path)})
-		default:
+			continue
+		}
+		desired = append(desired, changeplan.Type{Name: strings.ToLower(t.Name), Spec: fingerprint(t.Spec)})
+		declared = append(declared, t)
+	}
+	plan := changeplan.PlanTypes(desired, applied)
+	for i, st := range plan.Steps {
+		t := declared[i]
+		where := fmt.Sprintf("%s:%d", t.File, t.Line)
+		switch st.Op {
+		case changeplan.Create:
+			p.add(change{op: '+', id: "ResourceType/" + t.Name, where: where})
+		case changeplan.Update:
+			old := mine[st.Applied]
 			d := jsonDiff(old.Spec, t.Spec, "spec at "+revLabel(p.source.Name, old.Revision), "spec in "+t.File)
-			if d == nil {
-				p.unchangedTypes++
-				continue
-			}
 			p.add(change{op: '~', id: "ResourceType/" + t.Name, where: where, diff: d})
+		default:
+			p.unchangedTypes++
 		}
 	}
 	if len(set.Types) == 0 {
 		return // DIR holds resources only: the source's types stay as they are
 	}
-	for _, t := range live {
-		if t.Source == p.source.Name && !declared[strings.ToLower(t.Name)] {
-			p.add(change{op: '-', id: "ResourceType/" + t.Name, where: t.Path, note: "removed once no resource of its kind is left"})
-		}
+	for _, j := range plan.Removed {
+		t := mine[j]
+		p.add(change{op: '-', id: "ResourceType/" + t.Name, where: t.Path, note: "removed once no resource of its kind is left"})
 	}
 }
 

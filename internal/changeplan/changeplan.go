@@ -1,9 +1,10 @@
 // Package changeplan decides what applying a revision to a source would change: which
 // resources are created, get a new generation, change only their metadata, stay as they are,
 // are deleted or are kept though their manifests are gone, and whether the prune guard
-// refuses the deletions. It is a pure function of plain values, used alike by the store's
-// apply (which writes what it says), pull-request previews and `trueup diff`, so the three
-// cannot disagree.
+// refuses the deletions (Plan); which types are new, changed, unchanged or removed
+// (PlanTypes). They are pure functions of plain values, used alike by the store's apply
+// (which writes what they say), pull-request previews and `trueup diff`, so the three cannot
+// disagree.
 package changeplan
 
 import (
@@ -205,4 +206,59 @@ func PruneGuard(subject string, noManifests bool, rendered, gone, active int, ma
 		return "TooManyDeletions", fmt.Sprintf("%s would delete %d of %d resources (more than prune.maxFraction %.2f): nothing deleted", subject, gone, active, maxFrac)
 	}
 	return "", ""
+}
+
+// Type is a ResourceType on either side of a plan.
+type Type struct {
+	// Name is what types are matched by (the caller chooses: as declared, or in lower case).
+	Name string
+	// Spec fingerprints the declaration, as Resource.Spec does a spec.
+	Spec string
+}
+
+// TypeChanges is what applying a revision would change of the source's types.
+type TypeChanges struct {
+	// Steps[i] is what happens to the revision's type i: Create, Update or Unchanged, with
+	// Applied the index of the applied type it rewrites.
+	Steps []Step
+	// Removed are the applied types (indexes, in applied order) the revision no longer
+	// declares: each goes once no resource of its kind is left.
+	Removed []int
+	Counts  TypeCounts
+}
+
+// TypeCounts count a plan's types.
+type TypeCounts struct{ Created, Updated, Unchanged, Removed int }
+
+// PlanTypes compares the revision's types with the source's applied ones.
+func PlanTypes(desired, applied []Type) TypeChanges {
+	byName := make(map[string]int, len(applied))
+	for j, t := range applied {
+		byName[t.Name] = j
+	}
+	declared := make([]bool, len(applied))
+	out := TypeChanges{Steps: make([]Step, len(desired))}
+	for i, t := range desired {
+		j, ok := byName[t.Name]
+		switch {
+		case !ok:
+			out.Steps[i] = Step{Op: Create, Applied: -1}
+			out.Counts.Created++
+			continue
+		case applied[j].Spec != t.Spec:
+			out.Steps[i] = Step{Op: Update, Applied: j}
+			out.Counts.Updated++
+		default:
+			out.Steps[i] = Step{Op: Unchanged, Applied: j}
+			out.Counts.Unchanged++
+		}
+		declared[j] = true
+	}
+	for j := range applied {
+		if !declared[j] {
+			out.Removed = append(out.Removed, j)
+		}
+	}
+	out.Counts.Removed = len(out.Removed)
+	return out
 }

@@ -151,3 +151,26 @@ func TestPlanNoManifests(t *testing.T) {
 		t.Errorf("guard %+v, deleted %v", got.Guard, got.Deleted())
 	}
 }
+
+func TestPlanTypes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name             string
+		desired, applied []Type
+		steps            []Step
+		removed          []int
+		counts           TypeCounts
+	}{
+		{"new type", []Type{{"Widget", "h"}}, nil, []Step{{Op: Create, Applied: -1}}, nil, TypeCounts{Created: 1}},
+		{"same declaration", []Type{{"Widget", "h"}}, []Type{{"Widget", "h"}}, []Step{{Op: Unchanged}}, nil, TypeCounts{Unchanged: 1}},
+		{"new declaration", []Type{{"Widget", "h2"}}, []Type{{"Widget", "h"}}, []Step{{Op: Update}}, nil, TypeCounts{Updated: 1}},
+		{"matched by name as given", []Type{{"widget", "h"}}, []Type{{"Widget", "h"}}, []Step{{Op: Create, Applied: -1}}, []int{0}, TypeCounts{Created: 1, Removed: 1}},
+		{"no longer declared", []Type{{"Gadget", "h"}}, []Type{{"Widget", "h"}, {"Gadget", "h"}}, []Step{{Op: Unchanged, Applied: 1}}, []int{0}, TypeCounts{Unchanged: 1, Removed: 1}},
+		{"none declared", nil, []Type{{"Widget", "h"}}, []Step{}, []int{0}, TypeCounts{Removed: 1}},
+	} {
+		got := PlanTypes(tc.desired, tc.applied)
+		if !reflect.DeepEqual(got.Steps, tc.steps) || !reflect.DeepEqual(got.Removed, tc.removed) || got.Counts != tc.counts {
+			t.Errorf("%s: %+v, want %+v %v %+v", tc.name, got, tc.steps, tc.removed, tc.counts)
+		}
+	}
+}

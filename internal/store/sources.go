@@ -566,28 +566,27 @@ func checkConflicts(ctx context.Context, tx pgx.Tx, p ApplyParams) error {
 	return nil
 }
 
+// applyTypes writes the revision's types as their change plan (changeplan.PlanTypes) says.
 func applyTypes(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResult) error {
-	existing := map[string]string{}
 	rows, err := tx.Query(ctx, "SELECT name, hash FROM resource_types WHERE source = $1", p.Source)
 	if err != nil {
 		return err
 	}
-	for rows.Next() {
-		var n, h string
-		if err := rows.Scan(&n, &h); err != nil {
-			rows.Close()
-			return err
-		}
-		existing[n] = h
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	applied, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (changeplan.Type, error) {
+		var t changeplan.Type
+		err := row.Scan(&t.Name, &t.Spec)
+		return t, err
+	})
+	if err != nil {
 		return err
 	}
-	keep := make([]string, 0, len(p.Set.Types))
-	for _, t := range p.Set.Types {
-		keep = append(keep, t.Name)
-		if existing[t.Name] == t.Hash {
+	desired := make([]changeplan.Type, len(p.Set.Types))
+	for i, t := range p.Set.Types {
+		desired[i] = changeplan.Type{Name: t.Name, Spec: t.Hash}
+	}
+	plan := changeplan.PlanTypes(desired, applied)
+	for i, t := range p.Set.Types {
+		if plan.Steps[i].Op == changeplan.Unchanged {
 			continue
 		}
 		var resync *int64
@@ -602,7 +601,7 @@ func applyTypes(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResult)
 		// What changes for the type's resources: a new action or with: is a new desired
 		// state (a new generation); a new resync interval reschedules resync.
 		var actionChanged, resyncChanged bool
-		if _, had := existing[t.Name]; had {
+		if plan.Steps[i].Op == changeplan.Update {
 			if err := tx.QueryRow(ctx, `SELECT action_name <> $2 OR action_with IS DISTINCT FROM $3::jsonb,
 				resync_interval_ms IS DISTINCT FROM $4 FROM resource_types WHERE name = $1`,
 				t.Name, t.Action.Name, with, resync).Scan(&actionChanged, &resyncChanged); err != nil {
@@ -649,8 +648,12 @@ func applyTypes(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResult)
 		}
 	}
 	// A removed type goes once no resource of its kind is left (their deletes need its action).
-	tag, err := tx.Exec(ctx, `DELETE FROM resource_types t WHERE t.source = $1 AND NOT (t.name = ANY($2::text[]))
-		AND NOT EXISTS (SELECT 1 FROM resources r WHERE lower(r.kind) = lower(t.name))`, p.Source, keep)
+	removed := make([]string, len(plan.Removed))
+	for k, j := range plan.Removed {
+		removed[k] = applied[j].Name
+	}
+	tag, err := tx.Exec(ctx, `DELETE FROM resource_types t WHERE t.source = $1 AND t.name = ANY($2::text[])
+		AND NOT EXISTS (SELECT 1 FROM resources r WHERE lower(r.kind) = lower(t.name))`, p.Source, removed)
 	if err != nil {
 		return err
 	}
