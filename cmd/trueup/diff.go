@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,7 +19,6 @@ import (
 	"github.com/trueup-dev/trueup/internal/apiclient"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/sealed"
-	"github.com/trueup-dev/trueup/internal/specdiff"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/sources"
 )
@@ -299,134 +297,6 @@ func knownTypes(all []store.ResourceType, skip string) ([]manifest.ResourceType,
 	return out, nil
 }
 
-func (p *diffPlan) diffTypes(set *manifest.Set, live []store.ResourceType) {
-	byName := map[string]store.ResourceType{}
-	for _, t := range live {
-		byName[strings.ToLower(t.Name)] = t
-	}
-	declared := map[string]bool{}
-	p.typesCompared = len(set.Types) > 0
-	for _, t := range set.Types {
-		declared[strings.ToLower(t.Name)] = true
-		where := fmt.Sprintf("%s:%d", t.File, t.Line)
-		old, ok := byName[strings.ToLower(t.Name)]
-		switch {
-		case !ok:
-			p.add(change{op: '+', id: "ResourceType/" + t.Name, where: where})
-		case old.Source != p.source.Name:
-			p.invalid = append(p.invalid, manifest.ValidationError{File: t.File, Line: t.Line, Path: "metadata.name",
-				Msg: fmt.Sprintf("ResourceType %s is already declared by source %s (%s)", t.Name, old.Source, old.Path)})
-		default:
-			d := jsonDiff(old.Spec, t.Spec, "spec at "+revLabel(p.source.Name, old.Revision), "spec in "+t.File)
-			if d == nil {
-				p.unchangedTypes++
-				continue
-			}
-			p.add(change{op: '~', id: "ResourceType/" + t.Name, where: where, diff: d})
-		}
-	}
-	if len(set.Types) == 0 {
-		return // DIR holds resources only: the source's types stay as they are
-	}
-	for _, t := range live {
-		if t.Source == p.source.Name && !declared[strings.ToLower(t.Name)] {
-			p.add(change{op: '-', id: "ResourceType/" + t.Name, where: t.Path, note: "removed once no resource of its kind is left"})
-		}
-	}
-}
-
-func (p *diffPlan) add(c change) {
-	if !strings.HasPrefix(c.id, "ResourceType/") {
-		c.order = 1
-	}
-	p.changes = append(p.changes, c)
-}
-
-func identity(namespace, kind, name string) string {
-	return namespace + "/" + strings.ToLower(kind) + "/" + name
-}
-
-// diffResources compares DIR's resources with the source's live ones and returns those that
-// would be created.
-func (p *diffPlan) diffResources(dir string, set *manifest.Set, live []store.Resource, prune store.SourcePrune, noManifests bool) ([]*manifest.Resource, error) {
-	byID := make(map[string]store.Resource, len(live))
-	for _, r := range live {
-		byID[identity(r.Metadata.Namespace, r.Kind, r.Metadata.Name)] = r
-	}
-	var added []*manifest.Resource
-	seen := map[string]bool{}
-	for i := range set.Resources {
-		r := &set.Resources[i]
-		key := identity(r.Namespace, r.Kind, r.Name)
-		seen[key] = true
-		id := r.Kind + "/" + r.Namespace + "/" + r.Name
-		where := fmt.Sprintf("%s:%d", r.File, r.Line)
-		old, ok := byID[key]
-		if !ok {
-			added = append(added, r)
-			p.add(change{op: '+', id: id, where: where})
-			continue
-		}
-		from := revLabel(p.source.Name, old.Source.Revision)
-		spec := jsonDiff(old.Spec, r.Spec, "spec at "+from, "spec in "+r.File)
-		oldMeta, err := metaJSON(old.APIVersion, old.Metadata.Labels, old.Metadata.Annotations)
-		if err != nil {
-			return nil, err
-		}
-		newMeta, err := metaJSON(r.APIVersion, r.Labels, r.Annotations)
-		if err != nil {
-			return nil, err
-		}
-		meta := jsonDiff(oldMeta, newMeta, "metadata at "+from, "metadata in "+r.File)
-		moved := ""
-		if old.Source.Path != r.File {
-			moved = "moved from " + old.Source.Path
-		}
-		c := change{op: '~', id: id, where: where, diff: append(spec, meta...)}
-		switch {
-		case old.Metadata.DeletionTimestamp != nil:
-			c.note = fmt.Sprintf("restored: the server is deleting it; generation %d", old.Metadata.Generation+1)
-		case spec != nil:
-			c.note = fmt.Sprintf("generation %d → %d", old.Metadata.Generation, old.Metadata.Generation+1)
-		case meta != nil:
-			c.note = "metadata only: no new generation, no reconcile"
-		case moved != "":
-			c.note = "no new generation, no reconcile"
-		default:
-			p.unchanged++
-			continue
-		}
-		if moved != "" {
-			c.note = moved + "; " + c.note
-		}
-		p.add(c)
-	}
-	active, removed := 0, 0
-	for _, r := range live {
-		if r.Metadata.DeletionTimestamp != nil {
-			continue // already being deleted
-		}
-		active++
-		if seen[identity(r.Metadata.Namespace, r.Kind, r.Metadata.Name)] {
-			continue
-		}
-		c := change{op: '-', id: r.Kind + "/" + r.Metadata.Namespace + "/" + r.Metadata.Name, where: sourceFile(r.Source)}
-		if r.Metadata.Annotations["trueup.dev/prune"] == "disabled" {
-			c.note = "kept: trueup.dev/prune: disabled"
-		} else {
-			removed++
-		}
-		p.add(c)
-	}
-	if !prune.Enabled {
-		removed = 0 // orphaned, not deleted: no guard applies
-	}
-	if reason, msg := store.PruneGuard("folder "+dir, noManifests, len(set.Resources), removed, active, prune.MaxFraction, prune.AllowEmpty); reason != "" {
-		p.notes = append(p.notes, fmt.Sprintf("note: the server would refuse these deletions (PruneSkipped, %s): %s", reason, msg))
-	}
-	return added, nil
-}
-
 // conflicts asks the API whether another source already declares an added resource, which
 // would reject the revision as a sync does.
 func (p *diffPlan) conflicts(ctx context.Context, c *apiclient.Client, added []*manifest.Resource) error {
@@ -471,36 +341,6 @@ func (p *diffPlan) conflicts(ctx context.Context, c *apiclient.Client, added []*
 		return cmp.Or(cmp.Compare(a.File, b.File), cmp.Compare(a.Line, b.Line))
 	})
 	return nil
-}
-
-// jsonDiff diffs two JSON values pretty-printed in canonical form; nil when they are equal.
-func jsonDiff(a, b json.RawMessage, fromLabel, toLabel string) []string {
-	return specdiff.JSON(a, b, fromLabel, toLabel, diffContext)
-}
-
-// metaJSON is the part of a resource besides its spec that a revision can change.
-func metaJSON(apiVersion string, labels, annotations map[string]string) (json.RawMessage, error) {
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	return json.Marshal(map[string]any{"apiVersion": apiVersion, "labels": labels, "annotations": annotations})
-}
-
-func revLabel(source, rev string) string {
-	if rev == "" {
-		return source
-	}
-	return source + "@" + shortRev(rev)
-}
-
-func sourceFile(s store.ResourceSource) string {
-	if s.Line > 0 {
-		return fmt.Sprintf("%s:%d", s.Path, s.Line)
-	}
-	return s.Path
 }
 
 func (p *diffPlan) print(w io.Writer) error {

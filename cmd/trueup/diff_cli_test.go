@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/sources"
 )
@@ -367,5 +368,56 @@ func TestAboveSource(t *testing.T) {
 		if got != tc.want || err != nil && note != "" {
 			t.Errorf("%s: note %q, err %v; want %s", tc.name, note, err, cmp.Or(tc.want, "neither"))
 		}
+	}
+}
+
+// TestDiffPruneGuardAsTheApply: a folder that removes 40 % of a source whose
+// prune.maxFraction is 0.3 gets the note of the very refusal the apply makes of the same
+// files (its reason and message, the folder named in place of the revision); under the
+// default 0.5 the diff notes none.
+func TestDiffPruneGuardAsTheApply(t *testing.T) {
+	t.Parallel()
+	a := setup(t)
+	rootRelative(t, a)
+	ctx := context.Background()
+	// Two of infra's five resources removed: orders-pg of staging and catalog-mysql.
+	files := infraFiles("500")
+	files["databases/clusters.yaml"] = strings.SplitN(files["databases/clusters.yaml"], "\n---\n", 2)[0] + "\n"
+	dir := writeDir(t, files)
+	register := func(maxFraction float64) {
+		t.Helper()
+		if err := a.store.RegisterSource(ctx, store.SourceConfig{Name: "infra", URL: "https://github.com/acme/infra.git", Branch: "main", Path: "manifests",
+			Prune: &store.SourcePrune{Enabled: true, MaxFraction: maxFraction}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	register(0)
+	if out, _, _ := a.run(t, "diff", dir, "--source", "infra"); strings.Contains(out, "note:") || !strings.Contains(out, "2 to remove") {
+		t.Errorf("diff under the default maxFraction:\n%s", out)
+	}
+	register(0.3)
+	out, stderr, err := a.run(t, "diff", dir, "--source", "infra")
+	if err == nil || !strings.Contains(out, "- DatabaseCluster/staging/orders-pg") || !strings.Contains(out, "- DatabaseCluster/production/catalog-mysql") {
+		t.Errorf("the removals are not listed: %v\n%s\nstderr:\n%s", err, out, stderr)
+	}
+
+	// The apply of the same files under the same settings.
+	var fs []sources.File
+	for p, data := range files {
+		fs = append(fs, sources.File{Path: "manifests/" + p, Data: []byte(data)})
+	}
+	set, err := manifest.NewLoader().Load(fs, manifest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.store.ApplyRevision(ctx, store.ApplyParams{Source: "infra", Revision: strings.Repeat("f", 40), Set: set,
+		Prune: true, MaxPruneFraction: 0.3})
+	if err != nil || res.PruneSkipped != "TooManyDeletions" || !strings.Contains(res.PruneMessage, "would delete 2 of 5 resources (more than prune.maxFraction 0.30)") {
+		t.Fatalf("the apply under maxFraction 0.3: %+v %v", res, err)
+	}
+	want := "note: the server would refuse these deletions (PruneSkipped, " + res.PruneSkipped + "): " +
+		strings.Replace(res.PruneMessage, "revision ffffffffffff", "folder "+dir, 1) + "\n"
+	if !strings.Contains(out, want) {
+		t.Errorf("diff under maxFraction 0.3 lacks %q:\n%s", want, out)
 	}
 }

@@ -87,6 +87,35 @@ func failing(s Snapshot) bool {
 	return ok && c.Status == status.False && (c.Reason == status.ReasonActionFailed || c.Reason == status.ReasonStalled)
 }
 
+// Source is a source's status on one side of a write.
+type Source struct {
+	Revision  string // applied
+	Attempted string // last attempted
+	// Conditions are the source's conditions (status.SourceApplied, status.SourceFailed).
+	Conditions []status.Condition
+}
+
+// SourceEvents returns the notifications that a source's change from before to after is
+// worth, in a fixed order: a refusal of the prune guard (PruneSkipped=True) unless the source
+// already showed the same one (reason and message) of the same revision, so that applying it
+// again (another syncer's start, a takeover) tells nobody twice; a failed sync of a revision
+// refused for its content (SyncFailureEvent) when it is a new failure
+// (status.NewSourceFailure).
+func SourceEvents(before, after Source) []string {
+	var out []string
+	if c, ok := status.Get(after.Conditions, status.PruneSkipped); ok && c.Status == status.True {
+		was, ok := status.Get(before.Conditions, status.PruneSkipped)
+		if !ok || was.Status != status.True || was.Reason != c.Reason || was.Message != c.Message || before.Revision != after.Revision {
+			out = append(out, PruneSkipped)
+		}
+	}
+	if c, ok := status.Get(after.Conditions, status.Ready); ok && c.Status == status.False && SyncFailureEvent(c.Reason) != "" &&
+		status.NewSourceFailure(before.Conditions, before.Attempted, c.Message, after.Attempted) {
+		out = append(out, SyncFailureEvent(c.Reason))
+	}
+	return out
+}
+
 // SyncFailureEvent is the notification a source's failed sync is worth ("" for none): a
 // revision refused for its content (ValidationFailed, conflicts) is SourceRejected; a fetch
 // that failed is retried quietly (its Warning event and the source's condition show it).

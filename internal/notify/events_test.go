@@ -60,3 +60,41 @@ func TestSyncFailureEvent(t *testing.T) {
 		}
 	}
 }
+
+// TestSourceEvents: a refusal of the prune guard is told once per revision, reason and
+// message; a sync failure refused for its content once per failure.
+func TestSourceEvents(t *testing.T) {
+	t.Parallel()
+	refusal := func(reason, msg string) status.Condition {
+		return status.Condition{Type: status.PruneSkipped, Status: status.True, Reason: reason, Message: msg}
+	}
+	ready := status.Condition{Type: status.Ready, Status: status.True, Reason: "Succeeded"}
+	rejected := status.Condition{Type: status.Ready, Status: status.False, Reason: "ValidationFailed", Message: "bad"}
+	fetch := status.Condition{Type: status.Ready, Status: status.False, Reason: "FetchFailed", Message: "no route"}
+	src := func(rev, attempted string, conds ...status.Condition) Source {
+		return Source{Revision: rev, Attempted: attempted, Conditions: conds}
+	}
+	for _, tc := range []struct {
+		name          string
+		before, after Source
+		want          []string
+	}{
+		{"applied, nothing refused", src("r1", "r1", ready), src("r2", "r2", ready), nil},
+		{"a first refusal", src("r1", "r1", ready), src("r2", "r2", ready, refusal("EmptyRender", "m")), []string{PruneSkipped}},
+		{"the same refusal of the same revision", src("r2", "r2", ready, refusal("EmptyRender", "m")), src("r2", "r2", ready, refusal("EmptyRender", "m")), nil},
+		{"the same refusal of another revision", src("r1", "r1", ready, refusal("EmptyRender", "m")), src("r2", "r2", ready, refusal("EmptyRender", "m")), []string{PruneSkipped}},
+		{"another guard", src("r2", "r2", ready, refusal("EmptyRender", "m")), src("r2", "r2", ready, refusal("TooManyDeletions", "m")), []string{PruneSkipped}},
+		{"other numbers", src("r2", "r2", ready, refusal("EmptyRender", "m")), src("r2", "r2", ready, refusal("EmptyRender", "m2")), []string{PruneSkipped}},
+		{"a refusal shown False is no refusal", src("r1", "r1", ready), src("r2", "r2", ready,
+			status.Condition{Type: status.PruneSkipped, Status: status.False}), nil},
+		{"a revision rejected", src("r1", "r1", ready), src("r1", "r2", rejected), []string{SourceRejected}},
+		{"rejected again at the next poll", src("r1", "r2", rejected), src("r1", "r2", rejected), nil},
+		{"another revision rejected", src("r1", "r2", rejected), src("r1", "r3", rejected), []string{SourceRejected}},
+		{"a fetch failure is retried quietly", src("r1", "r1", ready), src("r1", "r1", fetch), nil},
+		{"a failure leaves a standing refusal alone", src("r1", "r1", ready, refusal("EmptyRender", "m")), src("r1", "r2", rejected, refusal("EmptyRender", "m")), []string{SourceRejected}},
+	} {
+		if got := SourceEvents(tc.before, tc.after); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

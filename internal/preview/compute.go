@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/changeplan"
 	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/manifest"
@@ -208,19 +209,13 @@ func identity(namespace, kind, name string) string {
 	return namespace + "/" + strings.ToLower(kind) + "/" + name
 }
 
-// diff compares set with the applied resources, by the rules of store.ApplyRevision: a new
-// identity is added, a spec hash that moved (or a resource being deleted that comes back)
-// is a change with a new generation, new labels, annotations or apiVersion are a change
-// without one, and what set lacks is deleted when the source prunes and the prune guards
-// allow it.
+// diff compares set with the applied resources by the change plan of store.ApplyRevision
+// (changeplan.Plan): a new identity is added, a spec hash that moved (or a resource being
+// deleted that comes back) is a change with a new generation, new labels, annotations or
+// apiVersion are a change without one, and what set lacks is deleted when the source prunes
+// and the prune guards allow it.
 func (c *Checker) diff(set *manifest.Set, check store.RevisionCheck, revision string, noManifests bool) Result {
 	res := Result{Changes: []Change{}, Errors: []Error{}}
-	applied := make(map[string]*store.AppliedResource, len(check.Applied))
-	for i := range check.Applied {
-		a := &check.Applied[i]
-		applied[identity(a.Namespace, a.Kind, a.Name)] = a
-	}
-	seen := make(map[string]bool, len(set.Resources))
 	from, to := "applied", "pull request"
 	if check.Revision != "" {
 		from = "applied@" + clip.Rev(check.Revision)
@@ -228,22 +223,32 @@ func (c *Checker) diff(set *manifest.Set, check store.RevisionCheck, revision st
 	if revision != "" {
 		to = "pull request@" + clip.Rev(revision)
 	}
+	desired := make([]changeplan.Resource, len(set.Resources))
 	for i := range set.Resources {
 		r := &set.Resources[i]
-		id := identity(r.Namespace, r.Kind, r.Name)
-		seen[id] = true
+		desired[i] = changeplan.Resource{Namespace: r.Namespace, Kind: r.Kind, Name: r.Name, Spec: r.SpecHash, Meta: r.MetaHash}
+	}
+	applied := make([]changeplan.Applied, len(check.Applied))
+	for i := range check.Applied {
+		a := &check.Applied[i]
+		applied[i] = changeplan.Applied{Resource: changeplan.Resource{Namespace: a.Namespace, Kind: a.Kind, Name: a.Name, Spec: a.SpecHash, Meta: a.MetaHash},
+			Deleting: a.Deleting, Keep: a.Keep, Orphaned: a.Orphaned}
+	}
+	plan := changeplan.Plan(changeplan.Revision{Subject: "revision " + clip.Rev(revision), NoManifests: noManifests, Resources: desired}, applied,
+		changeplan.Prune{Enabled: c.Prune, MaxFraction: c.MaxPruneFraction, AllowEmpty: c.AllowEmpty})
+	for i, st := range plan.Steps {
+		r := &set.Resources[i]
 		ch := Change{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, File: r.File, Line: r.Line}
-		a, ok := applied[id]
-		switch {
-		case !ok:
+		switch st.Op {
+		case changeplan.Create:
 			ch.Op = "add"
 			ch.Diff = diffText(nil, r.Spec, from, to)
-		case a.SpecHash != r.SpecHash || a.Deleting || a.Orphaned:
+		case changeplan.Update:
 			ch.Op = "change"
-			ch.Diff = diffText(a.Spec, r.Spec, from, to)
-		case a.MetaHash != r.MetaHash:
+			ch.Diff = diffText(check.Applied[st.Applied].Spec, r.Spec, from, to)
+		case changeplan.Relabel:
 			ch.Op = "change"
-			ch.Diff = metaDiff(a, r, from, to)
+			ch.Diff = metaDiff(&check.Applied[st.Applied], r, from, to)
 			ch.Plan = &Plan{Status: "skipped", Summary: "metadata only: no new generation, no reconcile"}
 		default:
 			res.Counts.Unchanged++
@@ -251,34 +256,23 @@ func (c *Checker) diff(set *manifest.Set, check store.RevisionCheck, revision st
 		}
 		res.Changes = append(res.Changes, ch)
 	}
-	var gone []Change
-	active := 0
-	for i := range check.Applied {
-		a := &check.Applied[i]
-		if a.Deleting {
-			continue
+	for _, j := range plan.Orphan {
+		a := &check.Applied[j]
+		why := "the source does not prune"
+		if a.Keep {
+			why = "trueup.dev/prune: disabled"
 		}
-		active++
-		if seen[identity(a.Namespace, a.Kind, a.Name)] || a.Orphaned {
-			continue
-		}
-		if !c.Prune || a.Keep {
-			why := "the source does not prune"
-			if a.Keep {
-				why = "trueup.dev/prune: disabled"
-			}
-			res.Warnings = append(res.Warnings, fmt.Sprintf("%s %s/%s (%s:%d) is no longer declared; kept: %s", a.Kind, a.Namespace, a.Name, a.File, a.Line, why))
-			res.WarningNamespaces = append(res.WarningNamespaces, a.Namespace)
-			continue
-		}
-		gone = append(gone, Change{Op: "delete", Kind: a.Kind, Namespace: a.Namespace, Name: a.Name, File: a.File, Line: a.Line,
-			Diff: diffText(a.Spec, nil, from, to)})
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%s %s/%s (%s:%d) is no longer declared; kept: %s", a.Kind, a.Namespace, a.Name, a.File, a.Line, why))
+		res.WarningNamespaces = append(res.WarningNamespaces, a.Namespace)
 	}
-	if reason, msg := store.PruneGuard("revision "+clip.Rev(revision), noManifests, len(set.Resources), len(gone), active, c.MaxPruneFraction, c.AllowEmpty); reason != "" {
-		res.Warnings = append(res.Warnings, reason+": "+msg)
+	if reason := plan.Guard.Reason; reason != "" {
+		res.Warnings = append(res.Warnings, reason+": "+plan.Guard.Message)
 		res.WarningNamespaces = append(res.WarningNamespaces, "")
-	} else {
-		res.Changes = append(res.Changes, gone...)
+	}
+	for _, j := range plan.Deleted() {
+		a := &check.Applied[j]
+		res.Changes = append(res.Changes, Change{Op: "delete", Kind: a.Kind, Namespace: a.Namespace, Name: a.Name, File: a.File, Line: a.Line,
+			Diff: diffText(a.Spec, nil, from, to)})
 	}
 	for _, ch := range res.Changes {
 		switch ch.Op {

@@ -5,53 +5,14 @@
 // Nothing is ever applied or reconciled from a pull request.
 package preview
 
-// Result is one preview of one pull request head; it is stored as JSON (store.Preview.Result)
-// and served by the API as is.
-type Result struct {
-	Counts   Counts   `json:"counts"`
-	Changes  []Change `json:"changes"`            // added, changed and deleted resources, sorted by kind, namespace, name
-	Errors   []Error  `json:"errors"`             // validation errors; non-empty means the PR is invalid
-	Warnings []string `json:"warnings,omitempty"` // prune guards that would skip deletions, plans that timed out, …
-	// WarningNamespaces holds, for each warning, the namespace of the resource it names, or ""
-	// for one about the whole revision: the API leaves out what a caller may not see.
-	WarningNamespaces []string `json:"warningNamespaces,omitempty"`
-}
+import "github.com/trueup-dev/trueup/internal/previewresult"
 
-// Counts summarise a preview.
-type Counts struct {
-	Add       int `json:"add"`
-	Change    int `json:"change"`
-	Delete    int `json:"delete"`
-	Unchanged int `json:"unchanged"`
-	Invalid   int `json:"invalid"` // validation errors
-}
-
-// Change is one resource the pull request would add, change or delete.
-type Change struct {
-	Op        string `json:"op"` // add | change | delete
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	File      string `json:"file,omitempty"`
-	Line      int    `json:"line,omitempty"`
-	// Diff is a unified diff of the spec (YAML), secrets as ***.
-	Diff string `json:"diff,omitempty"`
-	Plan *Plan  `json:"plan,omitempty"`
-}
-
-// Plan is what the resource's action said it would do.
-type Plan struct {
-	Status  string `json:"status"` // planned | no-plan | error | timeout | skipped
-	Changes bool   `json:"changes"`
-	Summary string `json:"summary,omitempty"`
-	Text    string `json:"text,omitempty"` // bounded
-	Error   string `json:"error,omitempty"`
-}
-
-// Error is one validation problem, as file:line: path: message.
-type Error struct {
-	File    string `json:"file,omitempty"`
-	Line    int    `json:"line,omitempty"`
-	Path    string `json:"path,omitempty"`
-	Message string `json:"message"`
-}
+// What a preview found; the types live in the leaf package previewresult, which the server
+// reads them from.
+type (
+	Result = previewresult.Result
+	Counts = previewresult.Counts
+	Change = previewresult.Change
+	Plan   = previewresult.Plan
+	Error  = previewresult.Error
+)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trueup-dev/trueup/internal/preview"
+	"github.com/trueup-dev/trueup/internal/previewresult"
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
@@ -35,7 +35,7 @@ type previewRow struct {
 	StateIcon  string
 	Message    string
 	Head       revision
-	Counts     *preview.Counts
+	Counts     *previewresult.Counts
 	UpdatedAt  time.Time
 }
 
@@ -74,7 +74,7 @@ func makePreviewList(repoURL string, ps []previewJSON) previewList {
 
 // changeView is one row of a preview's changes.
 type changeView struct {
-	preview.Change
+	previewresult.Change
 	FileURL   string
 	Link      string // the applied resource's page (changes and deletes)
 	DiffLines []diffLine
@@ -109,7 +109,7 @@ func diffLines(diff string) []diffLine {
 	return out
 }
 
-func planClass(p *preview.Plan) string {
+func planClass(p *previewresult.Plan) string {
 	if p == nil {
 		return ""
 	}
@@ -126,7 +126,7 @@ func planClass(p *preview.Plan) string {
 }
 
 // planLabel says a plan's status in words.
-func planLabel(p *preview.Plan) string {
+func planLabel(p *previewresult.Plan) string {
 	if p == nil {
 		return ""
 	}
@@ -146,7 +146,7 @@ func planLabel(p *preview.Plan) string {
 // previewErrorView is a validation error, linked to the file at the head when the forge is
 // known.
 type previewErrorView struct {
-	preview.Error
+	previewresult.Error
 	URL string
 }
 
@@ -157,7 +157,7 @@ type previewData struct {
 	Row           previewRow
 	Base          revision
 	HasResult     bool
-	Counts        preview.Counts
+	Counts        previewresult.Counts
 	Changes       []changeView
 	HiddenChanges int
 	Warnings      []string

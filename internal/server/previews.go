@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/trueup-dev/trueup/internal/preview"
+	"github.com/trueup-dev/trueup/internal/previewresult"
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
@@ -37,9 +37,9 @@ type previewJSON struct {
 	CreatedAt    time.Time `json:"createdAt"`
 	UpdatedAt    time.Time `json:"updatedAt"`
 	// Counts is absent until the preview has a result.
-	Counts *preview.Counts `json:"counts,omitempty"`
+	Counts *previewresult.Counts `json:"counts,omitempty"`
 	// Result is served by the single GET only, once there is one.
-	Result *preview.Result `json:"result,omitempty"`
+	Result *previewresult.Result `json:"result,omitempty"`
 	// HiddenChanges counts the changes in namespaces the caller does not see.
 	HiddenChanges int `json:"hiddenChanges,omitempty"`
 	// HiddenWarnings counts the warnings about resources in namespaces the caller does not
@@ -54,9 +54,9 @@ func makePreviewJSON(p store.Preview) previewJSON {
 }
 
 // decodeCounts reads the counts of a stored result ({"counts": …}; nil when there are none).
-func decodeCounts(raw json.RawMessage) (*preview.Counts, error) {
+func decodeCounts(raw json.RawMessage) (*previewresult.Counts, error) {
 	var v struct {
-		Counts *preview.Counts `json:"counts"`
+		Counts *previewresult.Counts `json:"counts"`
 	}
 	if len(raw) == 0 {
 		return nil, nil
@@ -125,7 +125,7 @@ func (s *Server) readPreview(ctx context.Context, sc store.Scope, source string,
 		}
 		return out, nil
 	}
-	var res preview.Result
+	var res previewresult.Result
 	if err := json.Unmarshal(p.Result, &res); err != nil {
 		s.log.Warn("unreadable preview result", "source", source, "number", number, "err", err)
 		return out, nil

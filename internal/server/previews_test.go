@@ -7,26 +7,26 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trueup-dev/trueup/internal/preview"
+	"github.com/trueup-dev/trueup/internal/previewresult"
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
 // previewResult is a preview of web with a change in staging, and an add and a delete in
 // production; the texts carry markup that pages must escape.
-func previewResult() preview.Result {
-	return preview.Result{
-		Counts: preview.Counts{Add: 1, Change: 1, Delete: 1, Unchanged: 1, Invalid: 0},
-		Changes: []preview.Change{
+func previewResult() previewresult.Result {
+	return previewresult.Result{
+		Counts: previewresult.Counts{Add: 1, Change: 1, Delete: 1, Unchanged: 1, Invalid: 0},
+		Changes: []previewresult.Change{
 			{Op: "add", Kind: "Queue", Namespace: "production", Name: "prd-new", File: "web.yaml", Line: 12,
 				Diff: "--- /dev/null\n+++ production/Queue/prd-new\n@@ -0,0 +1 @@\n+size: 3\n",
-				Plan: &preview.Plan{Status: "planned", Changes: true, Summary: "1 to add", Text: "+ queue prd-new"}},
+				Plan: &previewresult.Plan{Status: "planned", Changes: true, Summary: "1 to add", Text: "+ queue prd-new"}},
 			{Op: "change", Kind: "Queue", Namespace: "staging", Name: "stg-a", File: "web.yaml", Line: 2,
 				Diff: "--- staging/Queue/stg-a\n+++ staging/Queue/stg-a\n@@ -1 +1 @@\n-size: 1\n+size: 2 # <script>alert(1)</script>\n",
-				Plan: &preview.Plan{Status: "planned", Changes: true, Summary: "0 to add, 1 to change", Text: "~ size: 1 -> 2 <img src=x onerror=alert(1)>"}},
+				Plan: &previewresult.Plan{Status: "planned", Changes: true, Summary: "0 to add, 1 to change", Text: "~ size: 1 -> 2 <img src=x onerror=alert(1)>"}},
 			{Op: "delete", Kind: "Queue", Namespace: "production", Name: "prd-a", File: "web.yaml", Line: 8,
-				Diff: "--- production/Queue/prd-a\n+++ /dev/null\n", Plan: &preview.Plan{Status: "no-plan"}},
+				Diff: "--- production/Queue/prd-a\n+++ /dev/null\n", Plan: &previewresult.Plan{Status: "no-plan"}},
 		},
-		Errors: []preview.Error{},
+		Errors: []previewresult.Error{},
 		Warnings: []string{"prune guard: 1 deletion of 3 resources (33%) would be skipped <b>",
 			"Queue production/prd-kept (web.yaml:20) is no longer declared; kept: trueup.dev/prune: disabled"},
 		WarningNamespaces: []string{"", "production"},
@@ -42,8 +42,8 @@ func savePreviews(t *testing.T, st *store.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	invalid, _ := json.Marshal(preview.Result{Counts: preview.Counts{Invalid: 2}, Changes: []preview.Change{},
-		Errors: []preview.Error{{File: "web.yaml", Line: 4, Path: "spec.size", Message: "must be an integer"}, {Message: "no file <here>"}}})
+	invalid, _ := json.Marshal(previewresult.Result{Counts: previewresult.Counts{Invalid: 2}, Changes: []previewresult.Change{},
+		Errors: []previewresult.Error{{File: "web.yaml", Line: 4, Path: "spec.size", Message: "must be an integer"}, {Message: "no file <here>"}}})
 	for _, p := range []store.Preview{
 		{Source: "web", Number: 9, Provider: "github", Title: "broken", URL: "https://github.com/acme/web/pull/9", HeadSHA: "9999999999999999999999999999999999999999",
 			BaseRevision: "rev1", State: store.PreviewFailed, Message: "2 validation errors", Result: invalid},

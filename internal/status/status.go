@@ -2,7 +2,8 @@
 // Kubernetes-style conditions, and every transition between them as pure functions of plain
 // values (transitions.go: Created, NewGeneration, CallStarted/Start, Result, InSync,
 // Interrupted, Released), which the syncer, the start writer, the result writer and the lease
-// releases only store (a claim stores none: Reconciling/Progressing means a call runs).
+// releases only store (a claim stores none: Reconciling/Progressing means a call runs), and
+// a source's conditions (source.go: SourceApplied, SourceFailed, SourceRecovered).
 // Invariants (Check): Ready is always
 // present and never True before a first success or while observedGeneration < generation;
 // lastTransitionTime moves only when a status flips; conditions are unique per type;

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/internal/changeplan"
 	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/notify"
-	"github.com/trueup-dev/trueup/internal/plural"
 	"github.com/trueup-dev/trueup/internal/status"
 )
 
@@ -43,15 +43,6 @@ func chunks(n, size int, fn func(lo, hi int) error) error {
 	return nil
 }
 
-type existingResource struct {
-	id                 int64
-	specHash, metaHash string
-	deleting           bool
-	keep               bool // annotation trueup.dev/prune: disabled
-	orphaned           bool
-	requestedAt        string // annotation trueup.dev/reconcile-requested-at
-}
-
 // AnnotationReconcileRequestedAt is the annotation whose change in Git runs a resource now
 // (trigger manual, actor git:<revision>) even when its spec is unchanged.
 const AnnotationReconcileRequestedAt = "trueup.dev/reconcile-requested-at"
@@ -65,58 +56,48 @@ type rewrite struct {
 
 // applyResources writes the revision's resources: new rows, new specs (a new generation),
 // new labels, and the rows whose manifests are gone (marked for deletion, or orphaned), with
-// their changes and events. Every write goes in statements of at most p.batchSize() rows,
-// each followed by its changes and events, so that what is held at once does not grow with
-// the revision.
+// their changes and events, as the change plan (changeplan.Plan) of the revision against the
+// source's rows says. Every write goes in statements of at most p.batchSize() rows, each
+// followed by its changes and events, so that what is held at once does not grow with the
+// revision.
 func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResult) error {
-	existing, err := existingResources(ctx, tx, p.Source)
+	applied, ids, err := existingResources(ctx, tx, p.Source)
 	if err != nil {
 		return err
 	}
+	desired := make([]changeplan.Resource, len(p.Set.Resources))
+	for i := range p.Set.Resources {
+		r := &p.Set.Resources[i]
+		desired[i] = changeplan.Resource{Namespace: r.Namespace, Kind: r.Kind, Name: r.Name, Spec: r.SpecHash, Meta: r.MetaHash,
+			RequestedAt: r.Annotations[AnnotationReconcileRequestedAt]}
+	}
+	plan := changeplan.Plan(changeplan.Revision{Subject: "revision " + clip.Rev(p.Revision), NoManifests: p.NoManifests, Resources: desired},
+		applied, p.plannedPrune())
 	var ins []int
 	var upd, meta []rewrite
 	var requested []int64
-	seen := make(map[int64]bool, len(existing))
-	for i := range p.Set.Resources {
-		r := &p.Set.Resources[i]
-		e, ok := existing[r.Namespace+"/"+lowerASCII(r.Kind)+"/"+r.Name]
-		switch {
-		case !ok:
+	for i, st := range plan.Steps {
+		switch st.Op {
+		case changeplan.Create:
 			ins = append(ins, i)
-		case e.specHash != r.SpecHash || e.deleting || e.orphaned:
-			seen[e.id] = true
-			upd = append(upd, rewrite{i, e.id, e.deleting})
-		case e.metaHash != r.MetaHash:
-			seen[e.id] = true
-			meta = append(meta, rewrite{i, e.id, false})
-			if v := r.Annotations[AnnotationReconcileRequestedAt]; v != "" && v != e.requestedAt {
-				requested = append(requested, e.id)
+		case changeplan.Update:
+			upd = append(upd, rewrite{i, ids[st.Applied], st.Restored})
+		case changeplan.Relabel:
+			meta = append(meta, rewrite{i, ids[st.Applied], false})
+			if st.Requested {
+				requested = append(requested, ids[st.Applied])
 			}
-		default:
-			seen[e.id] = true
-			res.Unchanged++
 		}
 	}
-	var gone, orphans []int64
-	active := 0
-	for _, e := range existing {
-		if e.deleting {
-			continue
-		}
-		active++
-		if seen[e.id] || e.orphaned {
-			continue
-		}
-		if !p.Prune || e.keep {
-			orphans = append(orphans, e.id)
-		} else {
-			gone = append(gone, e.id)
-		}
+	res.Unchanged = plan.Counts.Unchanged
+	gone, orphans := make([]int64, 0, len(plan.Deleted())), make([]int64, 0, len(plan.Orphan))
+	for _, j := range plan.Deleted() {
+		gone = append(gone, ids[j])
 	}
-	res.PruneSkipped, res.PruneMessage = PruneGuard("revision "+clip.Rev(p.Revision), p.NoManifests, len(p.Set.Resources), len(gone), active, p.MaxPruneFraction, p.AllowEmpty)
-	if res.PruneSkipped != "" {
-		gone = nil
+	for _, j := range plan.Orphan {
+		orphans = append(orphans, ids[j])
 	}
+	res.PruneSkipped, res.PruneMessage = plan.Guard.Reason, plan.Guard.Message
 
 	w := &applyWriter{tx: tx, p: p, size: p.batchSize()}
 	// Lock every row this revision rewrites in id order first: the bulk updates below lock in
@@ -157,21 +138,21 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 		return fmt.Errorf("request reconciles: %w", err)
 	}
 	res.Requested = len(requested)
-	standing := false
 	if res.PruneSkipped != "" {
+		// A refusal already shown for the same revision records no new event or notification.
 		var rev string
 		var conds []status.Condition
 		if err := tx.QueryRow(ctx, `SELECT revision, conditions FROM sources WHERE name = $1`, p.Source).Scan(&rev, &conds); err != nil &&
 			!errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("read source %s: %w", p.Source, err)
 		}
-		standing = standingRefusal(rev, conds, p, res)
-	}
-	if res.PruneSkipped != "" && !standing {
-		w.events = append(w.events, Event{Type: EventWarning, Reason: "PruneSkipped", Message: res.PruneMessage})
-		if err := insertOutbox(ctx, tx, []OutboxEntry{{Event: notify.PruneSkipped, Kind: "Source", Name: p.Source, Source: p.Source,
-			Revision: p.Revision, Phase: res.PruneSkipped, Message: res.PruneMessage}}); err != nil {
-			return err
+		after := status.SourceApplied(conds, sourceApply(p, *res), time.Now())
+		if slices.Contains(notify.SourceEvents(notify.Source{Revision: rev, Conditions: conds}, notify.Source{Revision: p.Revision, Conditions: after}), notify.PruneSkipped) {
+			w.events = append(w.events, Event{Type: EventWarning, Reason: "PruneSkipped", Message: res.PruneMessage})
+			if err := insertOutbox(ctx, tx, []OutboxEntry{{Event: notify.PruneSkipped, Kind: "Source", Name: p.Source, Source: p.Source,
+				Revision: p.Revision, Phase: res.PruneSkipped, Message: res.PruneMessage}}); err != nil {
+				return err
+			}
 		}
 	}
 	if err := chunks(len(gone), w.size, func(lo, hi int) error { return w.markGone(ctx, gone[lo:hi]) }); err != nil {
@@ -239,56 +220,28 @@ func (w *applyWriter) toRefresh(ctx context.Context, ins []int, res *ApplyResult
 	return nil
 }
 
-// PruneGuard decides whether a revision rendering rendered resources may delete gone of the
-// source's active ones: it names the guard that stops every deletion ("EmptySource",
-// "EmptyRender", "TooManyDeletions") and says why, with the numbers, or returns "" when the
-// deletions go ahead. noManifests says the revision's snapshot holds no manifest file at all
-// (an empty or unmounted folder, a path emptied by mistake): a failure produces exactly that,
-// so such a revision never deletes anything, whatever the settings say. maxFrac is
-// prune.maxFraction (0: DefaultMaxPruneFraction; 1 turns the share guard off). allowEmpty is
-// prune.allowEmpty: a revision that renders no resource but still holds a manifest file (an
-// empty YAML file, a file of ResourceTypes) deletes everything it removed, whatever maxFrac
-// says (such a revision always removes the whole source, so the share guard would refuse it
-// every time: the opt-in is the consent to exactly that). A revision that still renders
-// something is guarded by maxFrac alone. Previews report what it decides about a pull
-// request as a warning. subject names the revision in the message: "revision 3f2a9c1d0e4b"
-// for a sync or a preview, "folder ./manifests" for `trueup diff`.
-func PruneGuard(subject string, noManifests bool, rendered, gone, active int, maxFrac float64, allowEmpty bool) (reason, message string) {
-	maxFrac = maxFraction(maxFrac)
-	switch {
-	case gone == 0:
-	case noManifests:
-		return "EmptySource", fmt.Sprintf("%s holds no manifest file: not deleting the source's %s (a source without any manifest file never prunes; "+
-			"to remove every resource on purpose keep one manifest file, e.g. an empty .yaml file, and set prune.allowEmpty)", subject, plural.Count(active, "resource", "resources"))
-	case rendered == 0 && allowEmpty:
-	case rendered == 0:
-		return "EmptyRender", fmt.Sprintf("%s renders no resources: not deleting the source's %s (an empty render is refused unless prune.allowEmpty is true)", subject, plural.Count(active, "resource", "resources"))
-	case maxFrac < 1 && float64(gone) > maxFrac*float64(active):
-		return "TooManyDeletions", fmt.Sprintf("%s would delete %d of %d resources (more than prune.maxFraction %.2f): nothing deleted", subject, gone, active, maxFrac)
-	}
-	return "", ""
-}
-
-// existingResources reads the source's rows by namespace/lower(kind)/name.
-func existingResources(ctx context.Context, tx pgx.Tx, source string) (map[string]existingResource, error) {
-	existing := map[string]existingResource{}
+// existingResources reads the source's rows as the change plan compares them, and their ids
+// (aligned).
+func existingResources(ctx context.Context, tx pgx.Tx, source string) ([]changeplan.Applied, []int64, error) {
 	rows, err := tx.Query(ctx, `SELECT id, namespace, lower(kind), name, spec_hash, meta_hash, deletion_timestamp IS NOT NULL,
 		COALESCE(annotations->>'trueup.dev/prune', '') = 'disabled', orphaned,
 		COALESCE(annotations->>'trueup.dev/reconcile-requested-at', '')
 		FROM resources WHERE source = $1`, source)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer rows.Close()
+	var applied []changeplan.Applied
+	var ids []int64
 	for rows.Next() {
-		var e existingResource
-		var ns, kind, name string
-		if err := rows.Scan(&e.id, &ns, &kind, &name, &e.specHash, &e.metaHash, &e.deleting, &e.keep, &e.orphaned, &e.requestedAt); err != nil {
-			return nil, err
+		var id int64
+		var a changeplan.Applied
+		if err := rows.Scan(&id, &a.Namespace, &a.Kind, &a.Name, &a.Spec, &a.Meta, &a.Deleting, &a.Keep, &a.Orphaned, &a.RequestedAt); err != nil {
+			return nil, nil, err
 		}
-		existing[ns+"/"+kind+"/"+name] = e
+		applied, ids = append(applied, a), append(ids, id)
 	}
-	return existing, rows.Err()
+	return applied, ids, rows.Err()
 }
 
 // applyWriter writes one revision's resources a batch at a time, each batch's changes and

@@ -211,3 +211,46 @@ func TestApplyRevisionReadyMessageCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyTypes: a type is written when it is new or its declaration changed, and one no
+// longer declared goes once no resource of its kind is left.
+func TestApplyTypes(t *testing.T) {
+	t.Parallel()
+	st := openTest(t)
+	ctx := context.Background()
+	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	typ := func(name, hash string) manifest.ResourceType {
+		return manifest.ResourceType{Name: name, Group: "example.com", Action: manifest.ActionRef{Name: "noop"},
+			Spec: json.RawMessage(`{}`), Hash: hash, File: "types.yaml", Line: 1}
+	}
+	for _, step := range []struct {
+		rev              string
+		types            []manifest.ResourceType
+		widgets          int
+		changed, removed int
+		left             string
+	}{
+		{"r1", []manifest.ResourceType{typ("Widget", "w1"), typ("Gadget", "g1")}, 1, 2, 0, "Gadget,Widget"},
+		{"r2", []manifest.ResourceType{typ("Widget", "w1"), typ("Gadget", "g1")}, 1, 0, 0, "Gadget,Widget"},
+		{"r3", []manifest.ResourceType{typ("Widget", "w2"), typ("Gadget", "g1")}, 1, 1, 0, "Gadget,Widget"},
+		{"r4", []manifest.ResourceType{typ("Widget", "w2")}, 1, 0, 1, "Widget"},
+		// Widget's resource is being deleted: the type stays until it is gone.
+		{"r5", nil, 0, 0, 0, "Widget"},
+	} {
+		set := widgets(step.widgets, func(int) int { return 1 })
+		set.Types = step.types
+		res, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: step.rev, Set: set, Prune: true, AllowEmpty: true})
+		if err != nil {
+			t.Fatalf("%s: %v", step.rev, err)
+		}
+		var left string
+		if err := st.pool.QueryRow(ctx, `SELECT coalesce(string_agg(name, ',' ORDER BY name), '') FROM resource_types WHERE source = 's'`).Scan(&left); err != nil {
+			t.Fatal(err)
+		}
+		if res.TypesChanged != step.changed || res.TypesRemoved != step.removed || left != step.left {
+			t.Errorf("%s: changed %d removed %d, types %q; want %d %d %q", step.rev, res.TypesChanged, res.TypesRemoved, left, step.changed, step.removed, step.left)
+		}
+	}
+}

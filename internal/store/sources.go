@@ -10,10 +10,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/internal/changeplan"
 	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/notify"
-	"github.com/trueup-dev/trueup/internal/plural"
 	"github.com/trueup-dev/trueup/internal/status"
 )
 
@@ -78,9 +78,8 @@ type SourceConfig struct {
 	Prune *SourcePrune
 }
 
-// ConditionPruneSkipped is the source condition a refused prune sets (True, with the guard as
-// its reason); the next revision applied without a refusal removes it.
-const ConditionPruneSkipped = "PruneSkipped"
+// ConditionPruneSkipped is the source condition a refused prune sets (status.PruneSkipped).
+const ConditionPruneSkipped = status.PruneSkipped
 
 // RegisterSource creates or updates a source's configured fields (at start, not per poll).
 func (s *Store) RegisterSource(ctx context.Context, c SourceConfig) error {
@@ -149,7 +148,7 @@ func scanSourceRuntime(row pgx.Row) (Source, error) {
 }
 
 func decodeSource(src *Source, conds, errs []byte) error {
-	src.Prune.MaxFraction = maxFraction(src.Prune.MaxFraction)
+	src.Prune.MaxFraction = changeplan.MaxFraction(src.Prune.MaxFraction)
 	if err := json.Unmarshal(conds, &src.Conditions); err != nil {
 		return err
 	}
@@ -244,8 +243,7 @@ func (s *Store) RecordSyncFailure(ctx context.Context, f SyncFailure) error {
 		if err != nil {
 			return fmt.Errorf("record sync failure of %s: %w", f.Source, err)
 		}
-		now := time.Now()
-		conds := status.Set(src.Conditions, status.Condition{Type: status.Ready, Status: status.False, Reason: f.Reason, Message: f.Message}, now)
+		conds := status.SourceFailed(src.Conditions, f.Reason, f.Message, time.Now())
 		if f.Errors == nil {
 			f.Errors = []SourceError{}
 		}
@@ -263,11 +261,12 @@ func (s *Store) RecordSyncFailure(ctx context.Context, f SyncFailure) error {
 			return err
 		}
 		// One Warning (and one watch change) per distinct failure, not one per poll.
-		if prev, ok := status.Get(src.Conditions, status.Ready); !ok || prev.Status != status.False || prev.Message != f.Message || src.LastAttemptedRevision != attempted {
+		if status.NewSourceFailure(src.Conditions, src.LastAttemptedRevision, f.Message, attempted) {
 			if err := appendChanges(ctx, tx, []Change{{Object: "source", Type: ChangeModified, Name: f.Source, Source: f.Source}}); err != nil {
 				return err
 			}
-			if ev := notify.SyncFailureEvent(f.Reason); ev != "" {
+			for _, ev := range notify.SourceEvents(notify.Source{Revision: src.Revision, Attempted: src.LastAttemptedRevision, Conditions: src.Conditions},
+				notify.Source{Revision: src.Revision, Attempted: attempted, Conditions: conds}) {
 				if err := insertOutbox(ctx, tx, []OutboxEntry{{Event: ev, Kind: "Source", Name: f.Source, Source: f.Source, Revision: attempted,
 					Phase: "Rejected", Message: syncFailureText(f)}}); err != nil {
 					return err
@@ -303,7 +302,7 @@ type ApplyParams struct {
 	// (prune.allowEmpty; the share guard does not apply to it).
 	AllowEmpty bool
 	// NoManifests says the revision's snapshot holds no manifest file: it never prunes,
-	// whatever AllowEmpty says (PruneGuard).
+	// whatever AllowEmpty says (changeplan.PruneGuard).
 	NoManifests bool
 	// MaxPruneFraction refuses to delete more than this share of the source's resources in
 	// one revision (0 means the default 0.5; 1 turns the guard off).
@@ -567,28 +566,27 @@ func checkConflicts(ctx context.Context, tx pgx.Tx, p ApplyParams) error {
 	return nil
 }
 
+// applyTypes writes the revision's types as their change plan (changeplan.PlanTypes) says.
 func applyTypes(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResult) error {
-	existing := map[string]string{}
 	rows, err := tx.Query(ctx, "SELECT name, hash FROM resource_types WHERE source = $1", p.Source)
 	if err != nil {
 		return err
 	}
-	for rows.Next() {
-		var n, h string
-		if err := rows.Scan(&n, &h); err != nil {
-			rows.Close()
-			return err
-		}
-		existing[n] = h
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	applied, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (changeplan.Type, error) {
+		var t changeplan.Type
+		err := row.Scan(&t.Name, &t.Spec)
+		return t, err
+	})
+	if err != nil {
 		return err
 	}
-	keep := make([]string, 0, len(p.Set.Types))
-	for _, t := range p.Set.Types {
-		keep = append(keep, t.Name)
-		if existing[t.Name] == t.Hash {
+	desired := make([]changeplan.Type, len(p.Set.Types))
+	for i, t := range p.Set.Types {
+		desired[i] = changeplan.Type{Name: t.Name, Spec: t.Hash}
+	}
+	plan := changeplan.PlanTypes(desired, applied)
+	for i, t := range p.Set.Types {
+		if plan.Steps[i].Op == changeplan.Unchanged {
 			continue
 		}
 		var resync *int64
@@ -603,7 +601,7 @@ func applyTypes(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResult)
 		// What changes for the type's resources: a new action or with: is a new desired
 		// state (a new generation); a new resync interval reschedules resync.
 		var actionChanged, resyncChanged bool
-		if _, had := existing[t.Name]; had {
+		if plan.Steps[i].Op == changeplan.Update {
 			if err := tx.QueryRow(ctx, `SELECT action_name <> $2 OR action_with IS DISTINCT FROM $3::jsonb,
 				resync_interval_ms IS DISTINCT FROM $4 FROM resource_types WHERE name = $1`,
 				t.Name, t.Action.Name, with, resync).Scan(&actionChanged, &resyncChanged); err != nil {
@@ -650,8 +648,12 @@ func applyTypes(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResult)
 		}
 	}
 	// A removed type goes once no resource of its kind is left (their deletes need its action).
-	tag, err := tx.Exec(ctx, `DELETE FROM resource_types t WHERE t.source = $1 AND NOT (t.name = ANY($2::text[]))
-		AND NOT EXISTS (SELECT 1 FROM resources r WHERE lower(r.kind) = lower(t.name))`, p.Source, keep)
+	removed := make([]string, len(plan.Removed))
+	for k, j := range plan.Removed {
+		removed[k] = applied[j].Name
+	}
+	tag, err := tx.Exec(ctx, `DELETE FROM resource_types t WHERE t.source = $1 AND t.name = ANY($2::text[])
+		AND NOT EXISTS (SELECT 1 FROM resources r WHERE lower(r.kind) = lower(t.name))`, p.Source, removed)
 	if err != nil {
 		return err
 	}
@@ -661,7 +663,12 @@ func applyTypes(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResult)
 
 // PruneSettings are the prune settings p applies under, the defaults applied.
 func (p ApplyParams) PruneSettings() SourcePrune {
-	return SourcePrune{Enabled: p.Prune, MaxFraction: maxFraction(p.MaxPruneFraction), AllowEmpty: p.AllowEmpty}
+	return SourcePrune{Enabled: p.Prune, MaxFraction: changeplan.MaxFraction(p.MaxPruneFraction), AllowEmpty: p.AllowEmpty}
+}
+
+// plannedPrune are p's prune settings as the change plan takes them.
+func (p ApplyParams) plannedPrune() changeplan.Prune {
+	return changeplan.Prune{Enabled: p.Prune, MaxFraction: p.MaxPruneFraction, AllowEmpty: p.AllowEmpty}
 }
 
 // PruneRefusal returns the prune settings the source's standing PruneSkipped refusal was made
@@ -684,28 +691,6 @@ func (s *Store) PruneRefusal(ctx context.Context, source string) (*SourcePrune, 
 	return &pr, nil
 }
 
-// standingRefusal reports whether the source (applied at revision, with conds) already shows
-// the refusal res makes of the same revision (same reason and message): applying it again
-// (another syncer's start, a takeover) records no new event or notification.
-func standingRefusal(revision string, conds []status.Condition, p ApplyParams, res *ApplyResult) bool {
-	if res.PruneSkipped == "" || revision != p.Revision {
-		return false
-	}
-	c, ok := status.Get(conds, ConditionPruneSkipped)
-	return ok && c.Status == status.True && c.Reason == res.PruneSkipped && c.Message == res.PruneMessage
-}
-
-// DefaultMaxPruneFraction is the share of a source's resources one revision may delete.
-const DefaultMaxPruneFraction = 0.5
-
-// maxFraction is a configured prune.maxFraction with the default for 0 (or less).
-func maxFraction(f float64) float64 {
-	if f <= 0 {
-		return DefaultMaxPruneFraction
-	}
-	return f
-}
-
 func finishSource(ctx context.Context, tx pgx.Tx, p ApplyParams, res ApplyResult) error {
 	src, err := scanSource(tx.QueryRow(ctx, "SELECT "+sourceColumns+" FROM sources WHERE name = $1 FOR UPDATE", p.Source))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -714,11 +699,7 @@ func finishSource(ctx context.Context, tx pgx.Tx, p ApplyParams, res ApplyResult
 	if err != nil {
 		return err
 	}
-	now := time.Now()
-	msg := fmt.Sprintf("applied revision %s: %s, %s", clip.Rev(p.Revision), plural.Count(len(p.Set.Types), "type", "types"), plural.Count(len(p.Set.Resources), "resource", "resources"))
-	conds := status.Set(src.Conditions, status.Condition{Type: status.Ready, Status: status.True, Reason: "Succeeded", Message: msg}, now)
-	conds = pruneConditions(conds, p.Revision, res, now)
-	cj, _ := json.Marshal(conds)
+	cj, _ := json.Marshal(status.SourceApplied(src.Conditions, sourceApply(p, res), time.Now()))
 	var under []byte // NULL: no refusal stands
 	if res.PruneSkipped != "" {
 		under, _ = json.Marshal(p.PruneSettings())
@@ -728,24 +709,10 @@ func finishSource(ctx context.Context, tx pgx.Tx, p ApplyParams, res ApplyResult
 	return err
 }
 
-// pruneConditions are a source's conditions after revision was applied with res: a guard
-// that stopped the deletions sets PruneSkipped=True (its reason, the numbers in its message);
-// a revision applied without one removes PruneSkipped, and Pruned=True records the last
-// revision that deleted something.
-func pruneConditions(conds []status.Condition, revision string, res ApplyResult, now time.Time) []status.Condition {
-	// Pruned=False was what a refusal set before PruneSkipped existed.
-	if c, ok := status.Get(conds, "Pruned"); ok && c.Status == status.False {
-		conds = status.Remove(conds, "Pruned")
-	}
-	if res.PruneSkipped != "" {
-		return status.Set(conds, status.Condition{Type: ConditionPruneSkipped, Status: status.True, Reason: res.PruneSkipped, Message: res.PruneMessage}, now)
-	}
-	conds = status.Remove(conds, ConditionPruneSkipped)
-	if res.Deleted > 0 {
-		conds = status.Set(conds, status.Condition{Type: "Pruned", Status: status.True, Reason: "Pruned",
-			Message: fmt.Sprintf("revision %s deleted %s", clip.Rev(revision), plural.Count(res.Deleted, "resource", "resources"))}, now)
-	}
-	return conds
+// sourceApply is what applying p did (res), as the source's conditions tell it.
+func sourceApply(p ApplyParams, res ApplyResult) status.SourceApply {
+	return status.SourceApply{Revision: p.Revision, Types: len(p.Set.Types), Resources: len(p.Set.Resources),
+		PruneSkipped: res.PruneSkipped, PruneMessage: res.PruneMessage, Deleted: res.Deleted}
 }
 
 // initialConditions are a created resource's (status.Created: its first reconcile pending).
@@ -788,11 +755,10 @@ func (s *Store) RecordSyncRecovered(ctx context.Context, source string, lease *L
 		if err != nil {
 			return err
 		}
-		if c, ok := status.Get(src.Conditions, status.Ready); ok && c.Status == status.True {
+		conds, changed := status.SourceRecovered(src.Conditions, src.Revision, time.Now())
+		if !changed {
 			return nil
 		}
-		conds := status.Set(src.Conditions, status.Condition{Type: status.Ready, Status: status.True, Reason: "Succeeded",
-			Message: "revision " + clip.Rev(src.Revision) + " is applied and is the source's head again"}, time.Now())
 		cj, _ := json.Marshal(conds)
 		if _, err := tx.Exec(ctx, `UPDATE sources SET conditions = $2, errors = '[]', last_attempted_revision = revision,
 			last_sync_time = now(), updated_at = now() WHERE name = $1`, source, cj); err != nil {
