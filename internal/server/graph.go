@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // The dependency views of the API (DESIGN §4, Dependencies): a resource's dependsOn,
@@ -21,14 +22,14 @@ const maxGraphNodes = 10000
 // resourceAnswer is one resource with its neighbours. Status shadows the embedded
 // Resource's, to carry resolvedSpec.
 type resourceAnswer struct {
-	store.Resource
+	wire.Resource
 	Status     resourceStatusAnswer `json:"status"`
 	DependsOn  []dependencyAnswer   `json:"dependsOn"`
 	Dependents []dependentAnswer    `json:"dependents"`
 }
 
 type resourceStatusAnswer struct {
-	store.ResourceStatus
+	wire.ResourceStatus
 	// ResolvedSpec is the spec as last called, output references resolved; secrets stay
 	// references or markers, and a value from a namespace the caller may not read is "***".
 	// Absent until the first call.
@@ -58,7 +59,8 @@ type dependentAnswer struct {
 // makeResourceAnswer answers for a caller who sees sc: values of the resolved spec from
 // namespaces outside it are masked.
 func makeResourceAnswer(res store.Resource, n store.Neighbours, sc store.Scope) resourceAnswer {
-	a := resourceAnswer{Resource: res, Status: resourceStatusAnswer{ResourceStatus: res.Status, ResolvedSpec: resolvedFor(n, sc)},
+	wire := resourceWire(res)
+	a := resourceAnswer{Resource: wire, Status: resourceStatusAnswer{ResourceStatus: wire.Status, ResolvedSpec: resolvedFor(n, sc)},
 		DependsOn: make([]dependencyAnswer, 0, len(n.DependsOn)), Dependents: make([]dependentAnswer, 0, len(n.Dependents))}
 	for _, d := range n.DependsOn {
 		da := dependencyAnswer{Kind: d.Kind, Namespace: d.Namespace, Name: d.Name, Explicit: d.Explicit, Outputs: nonNil(d.Outputs)}
