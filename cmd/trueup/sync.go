@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/apiclient"
 	"github.com/trueup-dev/trueup/internal/status"
-	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 func newSyncCmd(api *apiOptions) *cobra.Command {
@@ -62,7 +62,7 @@ Ready or shows PruneSkipped.`,
 // applied, a state written (a failure, a held revision), or a completed sync published by the
 // holder (one that found nothing new included). A poll alone is not enough: the holder
 // publishes it when it reads the head, before the revision is fetched and applied.
-func synced(src store.Source, at time.Time) bool {
+func synced(src wire.Source, at time.Time) bool {
 	after := func(t *time.Time) bool { return t != nil && !t.Before(at) }
 	ready, _ := status.Get(src.Conditions, status.Ready)
 	return after(src.LastSyncTime) || after(src.LastCompletedSyncTime) || (!ready.LastTransitionTime.IsZero() && !ready.LastTransitionTime.Before(at))
@@ -72,7 +72,7 @@ func waitSync(ctx context.Context, c *apiclient.Client, out io.Writer, name stri
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
-		var src store.Source
+		var src wire.Source
 		err := c.Get(ctx, "/api/v1/sources/"+url.PathEscape(name), nil, &src)
 		if err != nil && ctx.Err() == nil {
 			return err
@@ -83,7 +83,7 @@ func waitSync(ctx context.Context, c *apiclient.Client, out io.Writer, name stri
 			if src.PendingRevision != "" {
 				fmt.Fprintf(out, "suspended: revision %s is pending\n", shortRev(src.PendingRevision))
 			}
-			pruneSkipped, skipped := status.Get(src.Conditions, store.ConditionPruneSkipped)
+			pruneSkipped, skipped := status.Get(src.Conditions, wire.ConditionPruneSkipped)
 			skipped = skipped && pruneSkipped.Status == status.True
 			if skipped {
 				fmt.Fprintf(out, "PruneSkipped=True (%s)%s\n", pruneSkipped.Reason, messageNote(pruneSkipped.Message))

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/plaintext"
-	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // DefaultServer is where a client looks when it is given no server.
@@ -218,8 +218,8 @@ func ResourcePath(namespace, kind, name string) string {
 }
 
 // GetResource fetches one resource.
-func (c *Client) GetResource(ctx context.Context, namespace, kind, name string) (store.Resource, error) {
-	var r store.Resource
+func (c *Client) GetResource(ctx context.Context, namespace, kind, name string) (wire.Resource, error) {
+	var r wire.Resource
 	err := c.Get(ctx, ResourcePath(namespace, kind, name), nil, &r)
 	return r, err
 }
