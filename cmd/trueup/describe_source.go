@@ -24,10 +24,7 @@ const describeSourceErrors = 20
 // attempted revision, its prune settings, its resources counted by phase, its conditions,
 // the errors of a rejected revision with file:line, and its last events.
 func describeSource(ctx context.Context, c *apiclient.Client, name string, out io.Writer) error {
-	var src struct {
-		wire.Source
-		Resources *sourceCounts `json:"resources"`
-	}
+	var src wire.SourceDetail
 	if err := c.Get(ctx, "/api/v1/sources/"+url.PathEscape(name), url.Values{"counts": {"true"}}, &src); err != nil {
 		return err
 	}
@@ -128,16 +125,8 @@ func pruneSettings(p wire.SourcePrune) string {
 	return fmt.Sprintf("enabled, maxFraction %.2f, allowEmpty %t", p.MaxFraction, p.AllowEmpty)
 }
 
-// sourceCounts is the API's count of a source's resources (GET /api/v1/sources/NAME?counts=true).
-type sourceCounts struct {
-	Total    int            `json:"total"`
-	Phases   map[string]int `json:"phases"`
-	Deleting int            `json:"deleting"`
-	Orphaned int            `json:"orphaned"`
-}
-
 // resourceCounts spells a source's counts: "5 (Failed 1, Ready 4), deleting 0, orphaned 0".
-func resourceCounts(r sourceCounts) string {
+func resourceCounts(r wire.SourceCounts) string {
 	phases := make([]string, 0, len(r.Phases))
 	for p := range r.Phases {
 		phases = append(phases, p)
