@@ -48,7 +48,7 @@ when it failed.`,
 					return err
 				}
 			}
-			var ans apiclient.CommandAnswer
+			var ans wire.Command
 			if err := c.Post(ctx, apiclient.ResourcePath(namespace, kind, name)+"/reconcile", nil, nil, &ans); err != nil {
 				return err
 			}

@@ -59,7 +59,7 @@ namespace it has resources in).`,
 			if reason != "" {
 				body = map[string]string{"reason": reason}
 			}
-			var ans apiclient.CommandAnswer
+			var ans wire.Command
 			out := cmd.OutOrStdout()
 			switch {
 			case source != "":

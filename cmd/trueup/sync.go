@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -38,7 +39,7 @@ Ready or shows PruneSkipped.`,
 				return err
 			}
 			ctx := cmd.Context()
-			var ans apiclient.CommandAnswer
+			var ans wire.Command
 			if err := c.Post(ctx, "/api/v1/sources/"+url.PathEscape(name)+"/sync", nil, nil, &ans); err != nil {
 				return err
 			}
@@ -46,11 +47,10 @@ Ready or shows PruneSkipped.`,
 			if !wait {
 				return nil
 			}
-			at, err := time.Parse(time.RFC3339Nano, ans.RequestedAt)
-			if err != nil {
-				return fmt.Errorf("the API's requestedAt %q: %w", ans.RequestedAt, err)
+			if ans.RequestedAt.IsZero() {
+				return errors.New("the API's answer has no requestedAt")
 			}
-			return waitSync(ctx, c, cmd.OutOrStdout(), name, at, timeout)
+			return waitSync(ctx, c, cmd.OutOrStdout(), name, ans.RequestedAt, timeout)
 		},
 	}
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the source was synced and print its revision (exit 1 when not Ready, or when a prune was refused)")

@@ -224,19 +224,6 @@ func (c *Client) GetResource(ctx context.Context, namespace, kind, name string) 
 	return r, err
 }
 
-// CommandAnswer is the API's answer to an operator command.
-type CommandAnswer struct {
-	Action      string `json:"action"`
-	Actor       string `json:"actor"`
-	RequestedAt string `json:"requestedAt"`
-	Source      string `json:"source"`
-	Resources   []struct {
-		Namespace string `json:"namespace"`
-		Kind      string `json:"kind"`
-		Name      string `json:"name"`
-	} `json:"resources"`
-}
-
 // bearer adds the token to requests for the API's own host only: a redirect elsewhere
 // does not carry it.
 type bearer struct {

@@ -54,3 +54,20 @@ type ReplicaConfig struct {
 	Error    string     `json:"error"`
 	ErrorAt  *time.Time `json:"errorAt"`
 }
+
+// Command is the answer to every operator command (reconcile, sync, suspend, resume,
+// abandon): who asked, when, and what it touched.
+type Command struct {
+	Action      string        `json:"action"` // reconcile | sync | suspend | resume | abandon
+	Actor       string        `json:"actor"`
+	RequestedAt time.Time     `json:"requestedAt"`
+	Source      string        `json:"source,omitempty"`
+	Resources   []ResourceRef `json:"resources"`
+}
+
+// ResourceRef names a resource.
+type ResourceRef struct {
+	Namespace string `json:"namespace"`
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+}
