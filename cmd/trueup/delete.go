@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/apiclient"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 func newDeleteCmd(api *apiOptions) *cobra.Command {
@@ -47,7 +48,7 @@ resource's namespace (or admin).`,
 			if err != nil {
 				return err
 			}
-			var ans apiclient.CommandAnswer
+			var ans wire.Command
 			if err := c.Post(cmd.Context(), apiclient.ResourcePath(ns, kind, name)+"/abandon", nil,
 				map[string]string{"reason": reason}, &ans); err != nil {
 				return err

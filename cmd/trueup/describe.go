@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/apiclient"
 	"github.com/trueup-dev/trueup/internal/status"
-	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // describeLimit is how many history entries and events describe shows.
@@ -83,11 +83,11 @@ func describe(ctx context.Context, c *apiclient.Client, namespace, kind, name st
 	if err := c.Get(ctx, base+"/events", limit, &evs); err != nil {
 		return err
 	}
-	history, err := apiclient.DecodeItems[store.HistoryEntry](hist.Items)
+	history, err := apiclient.DecodeItems[wire.HistoryEntry](hist.Items)
 	if err != nil {
 		return err
 	}
-	events, err := apiclient.DecodeItems[store.Event](evs.Items)
+	events, err := apiclient.DecodeItems[wire.Event](evs.Items)
 	if err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func describe(ctx context.Context, c *apiclient.Client, namespace, kind, name st
 
 // nextRetry says when a resource retrying after a failure is taken up again: the time and
 // how long until then, or why it is not.
-func nextRetry(r store.Resource) string {
+func nextRetry(r wire.Resource) string {
 	switch t := r.Status.NextReconcileTime; {
 	case status.IsSuspended(r.Status.Conditions):
 		return "<none> (suspended: trueup resume runs it)"
@@ -218,7 +218,7 @@ func pairs(m map[string]string) []string {
 }
 
 // sourceRef says where a manifest came from: "infra dbs/orders.yaml:3@3f2a9c1d7e4b".
-func sourceRef(s store.ResourceSource) string {
+func sourceRef(s wire.ResourceSource) string {
 	where := s.Path
 	if s.Line > 0 {
 		where += fmt.Sprintf(":%d", s.Line)

@@ -14,7 +14,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/apiclient"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/status"
-	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // describeSourceErrors is how many validation errors describe source lists.
@@ -24,10 +24,7 @@ const describeSourceErrors = 20
 // attempted revision, its prune settings, its resources counted by phase, its conditions,
 // the errors of a rejected revision with file:line, and its last events.
 func describeSource(ctx context.Context, c *apiclient.Client, name string, out io.Writer) error {
-	var src struct {
-		store.Source
-		Resources *sourceCounts `json:"resources"`
-	}
+	var src wire.SourceDetail
 	if err := c.Get(ctx, "/api/v1/sources/"+url.PathEscape(name), url.Values{"counts": {"true"}}, &src); err != nil {
 		return err
 	}
@@ -37,7 +34,7 @@ func describeSource(ctx context.Context, c *apiclient.Client, name string, out i
 	if err := c.Get(ctx, "/api/v1/events", url.Values{"source": {src.Name}, "limit": {fmt.Sprint(describeLimit)}}, &evs); err != nil {
 		return err
 	}
-	events, err := apiclient.DecodeItems[store.Event](evs.Items)
+	events, err := apiclient.DecodeItems[wire.Event](evs.Items)
 	if err != nil {
 		return err
 	}
@@ -121,23 +118,15 @@ func describeSource(ctx context.Context, c *apiclient.Client, name string, out i
 }
 
 // pruneSettings spells a source's prune: block.
-func pruneSettings(p store.SourcePrune) string {
+func pruneSettings(p wire.SourcePrune) string {
 	if !p.Enabled {
 		return "disabled (removed manifests are kept)"
 	}
 	return fmt.Sprintf("enabled, maxFraction %.2f, allowEmpty %t", p.MaxFraction, p.AllowEmpty)
 }
 
-// sourceCounts is the API's count of a source's resources (GET /api/v1/sources/NAME?counts=true).
-type sourceCounts struct {
-	Total    int            `json:"total"`
-	Phases   map[string]int `json:"phases"`
-	Deleting int            `json:"deleting"`
-	Orphaned int            `json:"orphaned"`
-}
-
 // resourceCounts spells a source's counts: "5 (Failed 1, Ready 4), deleting 0, orphaned 0".
-func resourceCounts(r sourceCounts) string {
+func resourceCounts(r wire.SourceCounts) string {
 	phases := make([]string, 0, len(r.Phases))
 	for p := range r.Phases {
 		phases = append(phases, p)
@@ -156,14 +145,14 @@ func resourceCounts(r sourceCounts) string {
 
 // sourceErrorText is one error of a rejected revision as the manifest loader spells it:
 // "file:line: path: message".
-func sourceErrorText(e store.SourceError) string {
+func sourceErrorText(e wire.SourceError) string {
 	return oneLine(manifest.ValidationError{File: e.File, Line: e.Line, Path: e.Path, Msg: e.Message}.Error())
 }
 
 // sourceMessage is what the sources table says of a source: the first error of a rejected
 // revision (file:line first, so that it survives truncation), a refused prune, or the
 // Ready condition's message.
-func sourceMessage(s store.Source) string {
+func sourceMessage(s wire.Source) string {
 	if len(s.Errors) > 0 {
 		msg := sourceErrorText(s.Errors[0])
 		if n := len(s.Errors) - 1; n > 0 {
@@ -171,7 +160,7 @@ func sourceMessage(s store.Source) string {
 		}
 		return msg
 	}
-	if c, ok := status.Get(s.Conditions, store.ConditionPruneSkipped); ok && c.Status == status.True {
+	if c, ok := status.Get(s.Conditions, wire.ConditionPruneSkipped); ok && c.Status == status.True {
 		return "PruneSkipped (" + c.Reason + "): " + oneLine(c.Message)
 	}
 	ready, _ := status.Get(s.Conditions, status.Ready)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/apiclient"
-	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 func newEventsCmd(api *apiOptions) *cobra.Command {
@@ -65,7 +65,7 @@ otherwise.`,
 			if len(raw) == 0 {
 				return noneFound(cmd.ErrOrStderr(), "events", namespace)
 			}
-			items, err := apiclient.DecodeItems[store.Event](raw)
+			items, err := apiclient.DecodeItems[wire.Event](raw)
 			if err != nil {
 				return err
 			}
@@ -98,7 +98,7 @@ otherwise.`,
 }
 
 // eventObject names what an event is about: KIND/NAME, or source/NAME for a sync event.
-func eventObject(e store.Event) string {
+func eventObject(e wire.Event) string {
 	switch {
 	case e.Kind != "":
 		return e.Kind + "/" + e.Name

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/apiclient"
 	"github.com/trueup-dev/trueup/internal/status"
-	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // getOptions are the flags of `trueup get`.
@@ -150,7 +150,7 @@ func getResources(ctx context.Context, c *apiclient.Client, o getOptions, out, e
 	if len(raw) == 0 {
 		return noneFound(errOut, "resources", o.namespace)
 	}
-	items, err := apiclient.DecodeItems[store.Resource](raw)
+	items, err := apiclient.DecodeItems[wire.Resource](raw)
 	if err != nil {
 		return err
 	}
@@ -184,7 +184,7 @@ func readyCell(conds []status.Condition) string {
 }
 
 // resourceMessage is the status message, or the Ready condition's when the status has none.
-func resourceMessage(r store.Resource) string {
+func resourceMessage(r wire.Resource) string {
 	if r.Status.Message != "" {
 		return r.Status.Message
 	}
@@ -220,13 +220,13 @@ func getTypes(ctx context.Context, c *apiclient.Client, o getOptions, out, errOu
 	if err != nil {
 		return err
 	}
-	items, err := apiclient.DecodeItems[store.ResourceType](raw)
+	items, err := apiclient.DecodeItems[wire.ResourceType](raw)
 	if err != nil {
 		return err
 	}
 	if o.source != "" {
 		var keepRaw []json.RawMessage
-		var keep []store.ResourceType
+		var keep []wire.ResourceType
 		for i, t := range items {
 			if t.Source == o.source {
 				keepRaw, keep = append(keepRaw, raw[i]), append(keep, t)
@@ -275,7 +275,7 @@ func getSources(ctx context.Context, c *apiclient.Client, o getOptions, out, err
 	if len(raw) == 0 {
 		return noneFound(errOut, "sources", "")
 	}
-	items, err := apiclient.DecodeItems[store.Source](raw)
+	items, err := apiclient.DecodeItems[wire.Source](raw)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/apiclient"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // Output formats of trueup graph besides json and yaml.
@@ -97,28 +98,6 @@ resources are dashed and grey.`,
 	return cmd
 }
 
-// graphDoc is GET /api/v1/graph's answer.
-type graphDoc struct {
-	Nodes []graphNode `json:"nodes"`
-	Edges []graphEdge `json:"edges"`
-}
-
-type graphNode struct {
-	ID       string `json:"id"`
-	Kind     string `json:"kind"`
-	Phase    string `json:"phase"`
-	Source   string `json:"source"`
-	Missing  bool   `json:"missing"`
-	External bool   `json:"external"`
-}
-
-type graphEdge struct {
-	From     string   `json:"from"`
-	To       string   `json:"to"`
-	Explicit bool     `json:"explicit"`
-	Outputs  []string `json:"outputs"`
-}
-
 func printGraph(ctx context.Context, c *apiclient.Client, q url.Values, format string, out io.Writer) error {
 	var raw json.RawMessage
 	if err := c.Get(ctx, "/api/v1/graph", q, &raw); err != nil {
@@ -127,7 +106,7 @@ func printGraph(ctx context.Context, c *apiclient.Client, q url.Values, format s
 	if format == outJSON || format == outYAML {
 		return printDoc(out, format, raw)
 	}
-	var g graphDoc
+	var g wire.Graph
 	if err := json.Unmarshal(raw, &g); err != nil {
 		return fmt.Errorf("graph: unexpected answer: %w", err)
 	}
@@ -144,16 +123,16 @@ func printGraph(ctx context.Context, c *apiclient.Client, q url.Values, format s
 // writeTree prints one tree per root (a node nothing in the graph depends on), dependencies
 // indented below their dependent. A node expanded once is not expanded again, and a node on
 // its own path (a cycle, which ingest rejects) stops the branch.
-func writeTree(w *bytes.Buffer, g graphDoc) {
+func writeTree(w *bytes.Buffer, g wire.Graph) {
 	if len(g.Nodes) == 0 {
 		w.WriteString("No resources.\n")
 		return
 	}
-	nodes := make(map[string]graphNode, len(g.Nodes))
+	nodes := make(map[string]wire.GraphNode, len(g.Nodes))
 	for _, n := range g.Nodes {
 		nodes[n.ID] = n
 	}
-	deps := map[string][]graphEdge{}
+	deps := map[string][]wire.GraphEdge{}
 	hasDependents := map[string]bool{}
 	for _, e := range g.Edges {
 		deps[e.From] = append(deps[e.From], e)
@@ -161,11 +140,11 @@ func writeTree(w *bytes.Buffer, g graphDoc) {
 	}
 	expanded := map[string]bool{}
 	onPath := map[string]bool{}
-	var walk func(id string, via *graphEdge, prefix, branch string)
-	walk = func(id string, via *graphEdge, prefix, branch string) {
+	var walk func(id string, via *wire.GraphEdge, prefix, branch string)
+	walk = func(id string, via *wire.GraphEdge, prefix, branch string) {
 		n, ok := nodes[id]
 		if !ok {
-			n = graphNode{ID: id, Missing: true}
+			n = wire.GraphNode{ID: id, Missing: true}
 		}
 		line := prefix + branch + n.ID
 		switch {
@@ -240,7 +219,7 @@ var dotColors = map[string][2]string{
 }
 
 // writeDot prints g as Graphviz DOT, dependencies on the left.
-func writeDot(w *bytes.Buffer, g graphDoc) {
+func writeDot(w *bytes.Buffer, g wire.Graph) {
 	w.WriteString("digraph trueup {\n  rankdir=RL;\n  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\"];\n  edge [color=\"#57606a\"];\n")
 	for _, n := range g.Nodes {
 		if n.Missing {

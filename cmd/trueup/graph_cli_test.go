@@ -5,6 +5,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // seedGraph adds edges to the fixture, as the ingest would have written them:
@@ -64,9 +66,9 @@ func TestGraph(t *testing.T) {
 // cycle (ingest rejects them) and an edge to a node the answer does not list.
 func TestGraphTreeGuards(t *testing.T) {
 	t.Parallel()
-	g := graphDoc{
-		Nodes: []graphNode{{ID: "Q/a/x", Phase: "Ready"}, {ID: "Q/a/y", Phase: "Ready"}, {ID: "Q/a/z", Phase: "Ready"}},
-		Edges: []graphEdge{{From: "Q/a/x", To: "Q/a/y"}, {From: "Q/a/y", To: "Q/a/x"}, {From: "Q/a/z", To: "Q/a/ghost", Explicit: true}},
+	g := wire.Graph{
+		Nodes: []wire.GraphNode{{ID: "Q/a/x", Phase: "Ready"}, {ID: "Q/a/y", Phase: "Ready"}, {ID: "Q/a/z", Phase: "Ready"}},
+		Edges: []wire.GraphEdge{{From: "Q/a/x", To: "Q/a/y"}, {From: "Q/a/y", To: "Q/a/x"}, {From: "Q/a/z", To: "Q/a/ghost", Explicit: true}},
 	}
 	var b bytes.Buffer
 	writeTree(&b, g)
@@ -81,7 +83,7 @@ Q/a/x  Ready
 	}
 
 	b.Reset()
-	writeDot(&b, graphDoc{Nodes: []graphNode{{ID: `Q/a/"evil" \ name`, Phase: "Ready"}}})
+	writeDot(&b, wire.Graph{Nodes: []wire.GraphNode{{ID: `Q/a/"evil" \ name`, Phase: "Ready"}}})
 	if !strings.Contains(b.String(), `"Q/a/\"evil\" \\ name" [label="Q/a/\"evil\" \\ name\nReady"`) {
 		t.Errorf("dot quoting:\n%s", b.String())
 	}

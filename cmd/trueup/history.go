@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/apiclient"
-	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 func newHistoryCmd(api *apiOptions) *cobra.Command {
@@ -49,7 +49,7 @@ case-insensitive; the namespace is "default" unless -n says otherwise.`,
 				_, err := fmt.Fprintf(cmd.ErrOrStderr(), "No reconcile attempts recorded for %s/%s in namespace %s yet.\n", kind, name, namespace)
 				return err
 			}
-			items, err := apiclient.DecodeItems[store.HistoryEntry](raw)
+			items, err := apiclient.DecodeItems[wire.HistoryEntry](raw)
 			if err != nil {
 				return err
 			}
@@ -63,7 +63,7 @@ case-insensitive; the namespace is "default" unless -n says otherwise.`,
 }
 
 // historyTable prints attempts with each line starting with indent (describe nests it).
-func historyTable(w io.Writer, indent string, items []store.HistoryEntry) error {
+func historyTable(w io.Writer, indent string, items []wire.HistoryEntry) error {
 	t := newTable(w, indent+"GENERATION", "REVISION", "TRIGGER", "RESULT", "DURATION", "STARTED", "MESSAGE")
 	for _, h := range items {
 		t.row(indent+fmt.Sprint(h.Generation), shortRev(h.Revision), triggerCell(h), h.Result, millis(h.DurationMs),

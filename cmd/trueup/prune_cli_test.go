@@ -13,6 +13,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 	"github.com/trueup-dev/trueup/sources"
 )
 
@@ -81,10 +82,10 @@ func TestSyncWaitPruneSkipped(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			at := time.Now().UTC()
-			src := store.Source{Name: "infra", Revision: strings.Repeat("a", 40), LastSyncTime: &at,
+			src := wire.Source{Name: "infra", Revision: strings.Repeat("a", 40), LastSyncTime: &at,
 				Conditions: []status.Condition{{Type: status.Ready, Status: status.True, Reason: "Succeeded", Message: "applied"}}}
 			if tc.skipped {
-				src.Conditions = append(src.Conditions, status.Condition{Type: store.ConditionPruneSkipped, Status: status.True,
+				src.Conditions = append(src.Conditions, status.Condition{Type: wire.ConditionPruneSkipped, Status: status.True,
 					Reason: "EmptyRender", Message: "revision aaaaaaaaaaaa renders no resources: not deleting the source's 1 resource"})
 			}
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

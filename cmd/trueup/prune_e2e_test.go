@@ -17,6 +17,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // TestPruneLastResourceEndToEnd runs `trueup serve` with a folder source of one resource
@@ -86,8 +87,8 @@ func TestPruneLastResourceEndToEnd(t *testing.T) {
 		_ = json.NewDecoder(resp.Body).Decode(&r)
 		return r.Status.Phase, resp.StatusCode
 	}
-	source := func() store.Source {
-		var src store.Source
+	source := func() wire.Source {
+		var src wire.Source
 		if err := json.Unmarshal([]byte(httpGetBody(t, base+"/api/v1/sources/p")), &src); err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/apiclient"
-	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // pollEvery is how often --wait reads the API.
@@ -48,7 +48,7 @@ when it failed.`,
 					return err
 				}
 			}
-			var ans apiclient.CommandAnswer
+			var ans wire.Command
 			if err := c.Post(ctx, apiclient.ResourcePath(namespace, kind, name)+"/reconcile", nil, nil, &ans); err != nil {
 				return err
 			}
@@ -74,7 +74,7 @@ func newestAttempt(ctx context.Context, c *apiclient.Client, namespace, kind, na
 	if err != nil && !apiclient.IsNotFound(err) {
 		return 0, err
 	}
-	items, err := apiclient.DecodeItems[store.HistoryEntry](raw)
+	items, err := apiclient.DecodeItems[wire.HistoryEntry](raw)
 	if err != nil || len(items) == 0 {
 		return 0, err
 	}
@@ -93,7 +93,7 @@ func waitAttempt(ctx context.Context, c *apiclient.Client, out io.Writer, namesp
 		if err != nil && ctx.Err() == nil {
 			return err
 		}
-		items, _ := apiclient.DecodeItems[store.HistoryEntry](raw)
+		items, _ := apiclient.DecodeItems[wire.HistoryEntry](raw)
 		// Oldest first: the manual attempt, then whatever followed it.
 		for i := len(items) - 1; i >= 0; i-- {
 			h := items[i]
@@ -141,7 +141,7 @@ func messageNote(msg string) string {
 }
 
 // triggerCell is an attempt's trigger for tables, with who asked for a manual one.
-func triggerCell(h store.HistoryEntry) string {
+func triggerCell(h wire.HistoryEntry) string {
 	if h.Actor == "" {
 		return h.Trigger
 	}

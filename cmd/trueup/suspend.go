@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/apiclient"
 	"github.com/trueup-dev/trueup/internal/status"
-	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 func newSuspendCmd(api *apiOptions) *cobra.Command { return suspendCmd(api, true) }
@@ -59,7 +59,7 @@ namespace it has resources in).`,
 			if reason != "" {
 				body = map[string]string{"reason": reason}
 			}
-			var ans apiclient.CommandAnswer
+			var ans wire.Command
 			out := cmd.OutOrStdout()
 			switch {
 			case source != "":
@@ -111,7 +111,7 @@ namespace it has resources in).`,
 
 // phaseCell is a resource's phase for tables, marked when it is suspended. A suspended
 // resource with work waiting is not reconciling: it reads "Suspended (generation 3 pending)".
-func phaseCell(r store.Resource) string {
+func phaseCell(r wire.Resource) string {
 	if !status.IsSuspended(r.Status.Conditions) {
 		return r.Status.Phase
 	}
@@ -123,7 +123,7 @@ func phaseCell(r store.Resource) string {
 
 // sourceRevisionCell is a source's applied revision for tables, marked when it is suspended
 // (with the revision it holds back).
-func sourceRevisionCell(s store.Source) string {
+func sourceRevisionCell(s wire.Source) string {
 	switch {
 	case !s.Suspended:
 		return shortRev(s.Revision)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -10,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/apiclient"
 	"github.com/trueup-dev/trueup/internal/status"
-	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 func newSyncCmd(api *apiOptions) *cobra.Command {
@@ -38,7 +39,7 @@ Ready or shows PruneSkipped.`,
 				return err
 			}
 			ctx := cmd.Context()
-			var ans apiclient.CommandAnswer
+			var ans wire.Command
 			if err := c.Post(ctx, "/api/v1/sources/"+url.PathEscape(name)+"/sync", nil, nil, &ans); err != nil {
 				return err
 			}
@@ -46,11 +47,10 @@ Ready or shows PruneSkipped.`,
 			if !wait {
 				return nil
 			}
-			at, err := time.Parse(time.RFC3339Nano, ans.RequestedAt)
-			if err != nil {
-				return fmt.Errorf("the API's requestedAt %q: %w", ans.RequestedAt, err)
+			if ans.RequestedAt.IsZero() {
+				return errors.New("the API's answer has no requestedAt")
 			}
-			return waitSync(ctx, c, cmd.OutOrStdout(), name, at, timeout)
+			return waitSync(ctx, c, cmd.OutOrStdout(), name, ans.RequestedAt, timeout)
 		},
 	}
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait until the source was synced and print its revision (exit 1 when not Ready, or when a prune was refused)")
@@ -62,7 +62,7 @@ Ready or shows PruneSkipped.`,
 // applied, a state written (a failure, a held revision), or a completed sync published by the
 // holder (one that found nothing new included). A poll alone is not enough: the holder
 // publishes it when it reads the head, before the revision is fetched and applied.
-func synced(src store.Source, at time.Time) bool {
+func synced(src wire.Source, at time.Time) bool {
 	after := func(t *time.Time) bool { return t != nil && !t.Before(at) }
 	ready, _ := status.Get(src.Conditions, status.Ready)
 	return after(src.LastSyncTime) || after(src.LastCompletedSyncTime) || (!ready.LastTransitionTime.IsZero() && !ready.LastTransitionTime.Before(at))
@@ -72,7 +72,7 @@ func waitSync(ctx context.Context, c *apiclient.Client, out io.Writer, name stri
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
-		var src store.Source
+		var src wire.Source
 		err := c.Get(ctx, "/api/v1/sources/"+url.PathEscape(name), nil, &src)
 		if err != nil && ctx.Err() == nil {
 			return err
@@ -83,7 +83,7 @@ func waitSync(ctx context.Context, c *apiclient.Client, out io.Writer, name stri
 			if src.PendingRevision != "" {
 				fmt.Fprintf(out, "suspended: revision %s is pending\n", shortRev(src.PendingRevision))
 			}
-			pruneSkipped, skipped := status.Get(src.Conditions, store.ConditionPruneSkipped)
+			pruneSkipped, skipped := status.Get(src.Conditions, wire.ConditionPruneSkipped)
 			skipped = skipped && pruneSkipped.Status == status.True
 			if skipped {
 				fmt.Fprintf(out, "PruneSkipped=True (%s)%s\n", pruneSkipped.Reason, messageNote(pruneSkipped.Message))

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/status"
-	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // TestSynced names what `sync --wait` accepts as a sync done after its request: a poll
@@ -19,15 +19,15 @@ func TestSynced(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		src  store.Source
+		src  wire.Source
 		want bool
 	}{
-		{"nothing since", store.Source{LastSyncTime: &before, LastPollTime: &before, Conditions: ready(before)}, false},
-		{"polled only: the apply is still running", store.Source{LastSyncTime: &before, LastPollTime: &after, Conditions: ready(before)}, false},
-		{"a sync begun before the request completed", store.Source{LastPollTime: &after, LastCompletedSyncTime: &before, Conditions: ready(before)}, false},
-		{"a sync begun after it completed", store.Source{LastPollTime: &after, LastCompletedSyncTime: &after, Conditions: ready(before)}, true},
-		{"a revision applied", store.Source{LastSyncTime: &after, Conditions: ready(before)}, true},
-		{"a failure recorded", store.Source{Conditions: []status.Condition{{Type: status.Ready, Status: status.False, LastTransitionTime: after}}}, true},
+		{"nothing since", wire.Source{LastSyncTime: &before, LastPollTime: &before, Conditions: ready(before)}, false},
+		{"polled only: the apply is still running", wire.Source{LastSyncTime: &before, LastPollTime: &after, Conditions: ready(before)}, false},
+		{"a sync begun before the request completed", wire.Source{LastPollTime: &after, LastCompletedSyncTime: &before, Conditions: ready(before)}, false},
+		{"a sync begun after it completed", wire.Source{LastPollTime: &after, LastCompletedSyncTime: &after, Conditions: ready(before)}, true},
+		{"a revision applied", wire.Source{LastSyncTime: &after, Conditions: ready(before)}, true},
+		{"a failure recorded", wire.Source{Conditions: []status.Condition{{Type: status.Ready, Status: status.False, LastTransitionTime: after}}}, true},
 	} {
 		if got := synced(tc.src, at); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)

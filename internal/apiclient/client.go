@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/plaintext"
-	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // DefaultServer is where a client looks when it is given no server.
@@ -218,23 +218,10 @@ func ResourcePath(namespace, kind, name string) string {
 }
 
 // GetResource fetches one resource.
-func (c *Client) GetResource(ctx context.Context, namespace, kind, name string) (store.Resource, error) {
-	var r store.Resource
+func (c *Client) GetResource(ctx context.Context, namespace, kind, name string) (wire.Resource, error) {
+	var r wire.Resource
 	err := c.Get(ctx, ResourcePath(namespace, kind, name), nil, &r)
 	return r, err
-}
-
-// CommandAnswer is the API's answer to an operator command.
-type CommandAnswer struct {
-	Action      string `json:"action"`
-	Actor       string `json:"actor"`
-	RequestedAt string `json:"requestedAt"`
-	Source      string `json:"source"`
-	Resources   []struct {
-		Namespace string `json:"namespace"`
-		Kind      string `json:"kind"`
-		Name      string `json:"name"`
-	} `json:"resources"`
 }
 
 // bearer adds the token to requests for the API's own host only: a redirect elsewhere

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 func TestClient(t *testing.T) {
@@ -47,7 +49,7 @@ func TestClient(t *testing.T) {
 	if !IsNotFound(err) || err.Error() != "resource default/Widget/x not found" {
 		t.Fatalf("GetResource: %v", err)
 	}
-	var ans CommandAnswer
+	var ans wire.Command
 	if err := c.Post(ctx, ResourcePath("default", "Widget", "x")+"/reconcile", nil, nil, &ans); err != nil || ans.Actor != "token:ci" {
 		t.Fatalf("Post: %+v %v", ans, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // The dependency views of the API (DESIGN §4, Dependencies): a resource's dependsOn,
@@ -21,14 +22,14 @@ const maxGraphNodes = 10000
 // resourceAnswer is one resource with its neighbours. Status shadows the embedded
 // Resource's, to carry resolvedSpec.
 type resourceAnswer struct {
-	store.Resource
+	wire.Resource
 	Status     resourceStatusAnswer `json:"status"`
 	DependsOn  []dependencyAnswer   `json:"dependsOn"`
 	Dependents []dependentAnswer    `json:"dependents"`
 }
 
 type resourceStatusAnswer struct {
-	store.ResourceStatus
+	wire.ResourceStatus
 	// ResolvedSpec is the spec as last called, output references resolved; secrets stay
 	// references or markers, and a value from a namespace the caller may not read is "***".
 	// Absent until the first call.
@@ -58,7 +59,8 @@ type dependentAnswer struct {
 // makeResourceAnswer answers for a caller who sees sc: values of the resolved spec from
 // namespaces outside it are masked.
 func makeResourceAnswer(res store.Resource, n store.Neighbours, sc store.Scope) resourceAnswer {
-	a := resourceAnswer{Resource: res, Status: resourceStatusAnswer{ResourceStatus: res.Status, ResolvedSpec: resolvedFor(n, sc)},
+	wire := resourceWire(res)
+	a := resourceAnswer{Resource: wire, Status: resourceStatusAnswer{ResourceStatus: wire.Status, ResolvedSpec: resolvedFor(n, sc)},
 		DependsOn: make([]dependencyAnswer, 0, len(n.DependsOn)), Dependents: make([]dependentAnswer, 0, len(n.Dependents))}
 	for _, d := range n.DependsOn {
 		da := dependencyAnswer{Kind: d.Kind, Namespace: d.Namespace, Name: d.Name, Explicit: d.Explicit, Outputs: nonNil(d.Outputs)}
@@ -90,40 +92,14 @@ func (s *Server) getResource(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, makeResourceAnswer(res, n, sc))
 }
 
-// graphAnswer is GET /api/v1/graph's answer. Nodes are named "Kind/namespace/name"; an edge
-// goes from the dependent to its dependency.
-type graphAnswer struct {
-	Nodes []graphNodeAnswer `json:"nodes"`
-	Edges []graphEdgeAnswer `json:"edges"`
-}
-
-type graphNodeAnswer struct {
-	ID        string `json:"id"`
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	Phase     string `json:"phase,omitempty"`
-	Source    string `json:"source,omitempty"`
-	Ready     bool   `json:"ready"`
-	Missing   bool   `json:"missing,omitempty"`
-	External  bool   `json:"external,omitempty"`
-}
-
-type graphEdgeAnswer struct {
-	From     string   `json:"from"`
-	To       string   `json:"to"`
-	Explicit bool     `json:"explicit"`
-	Outputs  []string `json:"outputs"`
-}
-
-func makeGraphAnswer(g store.Graph) graphAnswer {
-	a := graphAnswer{Nodes: make([]graphNodeAnswer, 0, len(g.Nodes)), Edges: make([]graphEdgeAnswer, 0, len(g.Edges))}
+func makeGraphAnswer(g store.Graph) wire.Graph {
+	a := wire.Graph{Nodes: make([]wire.GraphNode, 0, len(g.Nodes)), Edges: make([]wire.GraphEdge, 0, len(g.Edges))}
 	for _, n := range g.Nodes {
-		a.Nodes = append(a.Nodes, graphNodeAnswer{ID: n.String(), Kind: n.Kind, Namespace: n.Namespace, Name: n.Name,
+		a.Nodes = append(a.Nodes, wire.GraphNode{ID: n.String(), Kind: n.Kind, Namespace: n.Namespace, Name: n.Name,
 			Phase: n.Phase, Source: n.Source, Ready: n.Ready, Missing: !n.Exists, External: n.External})
 	}
 	for _, e := range g.Edges {
-		a.Edges = append(a.Edges, graphEdgeAnswer{From: e.From.String(), To: e.To.String(), Explicit: e.Explicit, Outputs: nonNil(e.Outputs)})
+		a.Edges = append(a.Edges, wire.GraphEdge{From: e.From.String(), To: e.To.String(), Explicit: e.Explicit, Outputs: nonNil(e.Outputs)})
 	}
 	return a
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 func TestLayoutGraph(t *testing.T) {
@@ -198,7 +199,7 @@ func TestDependencyAPI(t *testing.T) {
 		t.Errorf("list items %v", list.Items)
 	}
 
-	var g graphAnswer
+	var g wire.Graph
 	if code := getJSONAs(t, srv.URL+"/api/v1/graph?source=main", "viewer-all", &g); code != 200 {
 		t.Fatalf("graph status %d", code)
 	}
@@ -209,7 +210,7 @@ func TestDependencyAPI(t *testing.T) {
 	if want := []string{"Queue/alpha/q000", "Queue/alpha/q002", "Secret/alpha/creds", "Queue/beta/q001", "Queue/beta/q003"}; !reflect.DeepEqual(ids, want) {
 		t.Errorf("nodes %v, want %v", ids, want)
 	}
-	wantEdges := []graphEdgeAnswer{
+	wantEdges := []wire.GraphEdge{
 		{From: "Queue/alpha/q000", To: "Secret/alpha/creds", Explicit: true, Outputs: []string{}},
 		{From: "Queue/alpha/q000", To: "Queue/beta/q001", Outputs: []string{"endpoint"}},
 		{From: "Queue/alpha/q002", To: "Queue/alpha/q000", Explicit: true, Outputs: []string{}},
@@ -235,7 +236,7 @@ func TestDependencyAPI(t *testing.T) {
 		{"resource=queue/alpha/q002&source=main", "viewer-all", 400, 0},
 		{"depth=-1&resource=queue/alpha/q002", "viewer-all", 400, 0},
 	} {
-		var g graphAnswer
+		var g wire.Graph
 		if code := getJSONAs(t, srv.URL+"/api/v1/graph?"+c.q, c.as, &g); code != c.code || len(g.Nodes) != c.nodes {
 			t.Errorf("%s as %s: %d with %d nodes, want %d with %d", c.q, c.as, code, len(g.Nodes), c.code, c.nodes)
 		}

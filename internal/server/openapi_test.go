@@ -25,6 +25,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // catchAlls are the method-less patterns of routes(): fallbacks, not endpoints.
@@ -588,7 +589,7 @@ func checkWatchEvents(t *testing.T, d *apiDoc, e *watchEnv) {
 	for c.pos < latest {
 		if b := c.next(t, 5*time.Second, true); b.Event != "" {
 			validate(b)
-			var ch store.Change
+			var ch wire.Change
 			_ = json.Unmarshal([]byte(b.Data), &ch)
 			kinds[b.Event+" "+ch.Type]++
 		}

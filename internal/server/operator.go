@@ -11,6 +11,7 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/auth"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // Operator commands (issue 11 §3): reconcile now, sync now, suspend and resume. They are the
@@ -30,25 +31,10 @@ func (s *Server) operatorRoutes(m *http.ServeMux) {
 	m.HandleFunc("POST /api/v1/sources/{name}/resume", s.suspendSource(false))
 }
 
-// commandResult is the answer to every operator command.
-type commandResult struct {
-	Action      string       `json:"action"` // reconcile | sync | suspend | resume | abandon
-	Actor       string       `json:"actor"`
-	RequestedAt time.Time    `json:"requestedAt"`
-	Source      string       `json:"source,omitempty"`
-	Resources   []commandRef `json:"resources"`
-}
-
-type commandRef struct {
-	Namespace string `json:"namespace"`
-	Kind      string `json:"kind"`
-	Name      string `json:"name"`
-}
-
-func refs(rs []store.ResourceRef) []commandRef {
-	out := make([]commandRef, len(rs))
+func refs(rs []store.ResourceRef) []wire.ResourceRef {
+	out := make([]wire.ResourceRef, len(rs))
 	for i, r := range rs {
-		out[i] = commandRef{Namespace: r.Namespace, Kind: r.Kind, Name: r.Name}
+		out[i] = wire.ResourceRef{Namespace: r.Namespace, Kind: r.Kind, Name: r.Name}
 	}
 	return out
 }
@@ -168,7 +154,7 @@ func (s *Server) reconcileResource(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.Info("reconcile requested", "resource", ns+"/"+ref.Kind+"/"+name, "actor", actor)
-	writeJSON(w, http.StatusAccepted, commandResult{Action: "reconcile", Actor: actor, RequestedAt: at,
+	writeJSON(w, http.StatusAccepted, wire.Command{Action: "reconcile", Actor: actor, RequestedAt: at,
 		Resources: refs([]store.ResourceRef{ref})})
 }
 
@@ -199,7 +185,7 @@ func (s *Server) abandonResource(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.Warn("resource abandoned", "resource", ns+"/"+ref.Kind+"/"+name, "actor", actor)
-	writeJSON(w, http.StatusOK, commandResult{Action: "abandon", Actor: actor, RequestedAt: at, Source: ref.Source,
+	writeJSON(w, http.StatusOK, wire.Command{Action: "abandon", Actor: actor, RequestedAt: at, Source: ref.Source,
 		Resources: refs([]store.ResourceRef{ref})})
 }
 
@@ -231,7 +217,7 @@ func (s *Server) suspendResource(suspend bool) http.HandlerFunc {
 			return
 		}
 		s.log.Info("resource "+done(suspend), "resource", ns+"/"+kind+"/"+name, "actor", actor)
-		writeJSON(w, http.StatusOK, commandResult{Action: action(suspend), Actor: actor, RequestedAt: at, Resources: refs(rs)})
+		writeJSON(w, http.StatusOK, wire.Command{Action: action(suspend), Actor: actor, RequestedAt: at, Resources: refs(rs)})
 	}
 }
 
@@ -272,7 +258,7 @@ func (s *Server) suspendSelected(suspend bool) http.HandlerFunc {
 			return
 		}
 		s.log.Info("resources "+done(suspend), "selector", sel, "count", len(rs), "actor", actor)
-		writeJSON(w, http.StatusOK, commandResult{Action: action(suspend), Actor: actor, RequestedAt: at, Resources: refs(rs)})
+		writeJSON(w, http.StatusOK, wire.Command{Action: action(suspend), Actor: actor, RequestedAt: at, Resources: refs(rs)})
 	}
 }
 
@@ -307,7 +293,7 @@ func (s *Server) syncSource(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.Info("sync requested", "source", name, "actor", actor)
-	writeJSON(w, http.StatusAccepted, commandResult{Action: "sync", Actor: actor, RequestedAt: at, Source: name, Resources: []commandRef{}})
+	writeJSON(w, http.StatusAccepted, wire.Command{Action: "sync", Actor: actor, RequestedAt: at, Source: name, Resources: []wire.ResourceRef{}})
 }
 
 func (s *Server) suspendSource(suspend bool) http.HandlerFunc {
@@ -327,6 +313,6 @@ func (s *Server) suspendSource(suspend bool) http.HandlerFunc {
 			return
 		}
 		s.log.Info("source "+done(suspend), "source", name, "actor", actor)
-		writeJSON(w, http.StatusOK, commandResult{Action: action(suspend), Actor: actor, RequestedAt: at, Source: name, Resources: []commandRef{}})
+		writeJSON(w, http.StatusOK, wire.Command{Action: action(suspend), Actor: actor, RequestedAt: at, Source: name, Resources: []wire.ResourceRef{}})
 	}
 }

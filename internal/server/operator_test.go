@@ -19,6 +19,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 	"github.com/trueup-dev/trueup/sources"
 )
 
@@ -111,7 +112,7 @@ func TestReconcileCommand(t *testing.T) {
 	t.Parallel()
 	srv, st := setupAuth(t, 2)
 	ctx := context.Background()
-	var out commandResult
+	var out wire.Command
 	if code := post(t, srv.URL+"/api/v1/resources/alpha/QUEUE/q000/reconcile", "operator-alpha", "", &out); code != http.StatusAccepted {
 		t.Fatalf("reconcile = %d", code)
 	}
@@ -158,7 +159,7 @@ func TestSuspendCommand(t *testing.T) {
 	t.Parallel()
 	srv, st := setupAuth(t, 6) // alpha: q000 q002 q004 (red); beta: q001 q003 q005 (blue)
 	ctx := context.Background()
-	var out commandResult
+	var out wire.Command
 	if code := post(t, srv.URL+"/api/v1/resources/alpha/queue/q000/suspend", "operator-alpha", `{"reason":"fixing by hand"}`, &out); code != http.StatusOK {
 		t.Fatalf("suspend = %d", code)
 	}

@@ -7,7 +7,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net"
@@ -21,6 +20,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/auth"
 	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // Options configure the server.
@@ -413,7 +413,7 @@ func (s *Server) listSources(w http.ResponseWriter, r *http.Request) {
 	if s.fail(w, err) {
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": nonNil(items)})
+	writeJSON(w, http.StatusOK, map[string]any{"items": wireAll(items, sourceWire)})
 }
 
 func (s *Server) getSource(w http.ResponseWriter, r *http.Request) {
@@ -427,41 +427,25 @@ func (s *Server) getSource(w http.ResponseWriter, r *http.Request) {
 		if s.fail(w, err) {
 			return
 		}
-		writeJSON(w, http.StatusOK, sourceWire{Source: src, Resources: &sourceCounts{Total: n.Total, Phases: n.Phases,
+		writeJSON(w, http.StatusOK, wire.SourceDetail{Source: sourceWire(src), Resources: &wire.SourceCounts{Total: n.Total, Phases: n.Phases,
 			Deleting: n.Deleting, Orphaned: n.Orphaned}})
 		return
 	}
-	writeJSON(w, http.StatusOK, src)
-}
-
-// sourceWire is a source as GET /api/v1/sources/{name}?counts=true shows it: with its
-// resources counted in the namespaces the caller may read.
-type sourceWire struct {
-	store.Source
-	Resources *sourceCounts `json:"resources,omitempty"`
-}
-
-// sourceCounts counts a source's resources: all of them, by phase, those being deleted, and
-// those whose manifests are gone but which pruning kept.
-type sourceCounts struct {
-	Total    int            `json:"total"`
-	Phases   map[string]int `json:"phases"`
-	Deleting int            `json:"deleting"`
-	Orphaned int            `json:"orphaned"`
+	writeJSON(w, http.StatusOK, sourceWire(src))
 }
 
 // listTypes lists every ResourceType to every caller with a role: types are schemas, tied to
 // no namespace (as Kubernetes shows CRDs to anyone who may list them).
 func (s *Server) listTypes(w http.ResponseWriter, r *http.Request) {
 	if !identity(r).Can(auth.Read, "") {
-		writeJSON(w, http.StatusOK, map[string]any{"items": []store.ResourceType{}})
+		writeJSON(w, http.StatusOK, map[string]any{"items": []wire.ResourceType{}})
 		return
 	}
 	items, err := s.store.ListTypes(r.Context())
 	if s.fail(w, err) {
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": nonNil(items)})
+	writeJSON(w, http.StatusOK, map[string]any{"items": wireAll(items, typeWire)})
 }
 
 func (s *Server) getType(w http.ResponseWriter, r *http.Request) {
@@ -473,7 +457,7 @@ func (s *Server) getType(w http.ResponseWriter, r *http.Request) {
 	if s.fail(w, err) {
 		return
 	}
-	writeJSON(w, http.StatusOK, t)
+	writeJSON(w, http.StatusOK, typeWire(t))
 }
 
 func (s *Server) listResources(w http.ResponseWriter, r *http.Request) {
@@ -492,7 +476,7 @@ func (s *Server) listResources(w http.ResponseWriter, r *http.Request) {
 	if s.fail(w, err) {
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": nonNil(items), "continue": next})
+	writeJSON(w, http.StatusOK, map[string]any{"items": wireAll(items, resourceWire), "continue": next})
 }
 
 // resourceHistory answers for resources that are gone too: history outlives the row.
@@ -515,7 +499,7 @@ func (s *Server) resourceHistory(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": nonNil(items)})
+	writeJSON(w, http.StatusOK, map[string]any{"items": wireAll(items, historyWire)})
 }
 
 // resourceEvents lists a resource's events; like its history, they outlive the row. A
@@ -526,7 +510,7 @@ func (s *Server) resourceEvents(w http.ResponseWriter, r *http.Request) {
 	if s.fail(w, err) {
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": nonNil(items)})
+	writeJSON(w, http.StatusOK, map[string]any{"items": wireAll(items, eventWire)})
 }
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
@@ -536,7 +520,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) {
 	if s.fail(w, err) {
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": nonNil(items)})
+	writeJSON(w, http.StatusOK, map[string]any{"items": wireAll(items, eventWire)})
 }
 
 // listReplicas shows every replica sharing the database and what each holds.
@@ -545,31 +529,7 @@ func (s *Server) listReplicas(w http.ResponseWriter, r *http.Request) {
 	if s.fail(w, err) {
 		return
 	}
-	out := make([]replicaJSON, len(items))
-	for i, it := range items {
-		out[i] = replicaJSON{Replica: it, Config: replicaConfigJSON{Hash: it.Config.Hash, Error: it.Config.Error}}
-		if !it.Config.LoadedAt.IsZero() {
-			out[i].Config.LoadedAt = &it.Config.LoadedAt
-		}
-		if !it.Config.ErrorAt.IsZero() {
-			out[i].Config.ErrorAt = &it.Config.ErrorAt
-		}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": out, "self": s.opts.Replica})
-}
-
-// replicaJSON is a replica as the API shows it: the store's row and its config status.
-type replicaJSON struct {
-	store.Replica
-	Config replicaConfigJSON `json:"config"`
-}
-
-// replicaConfigJSON is the config a replica runs and its last refused reload.
-type replicaConfigJSON struct {
-	Hash     string     `json:"hash"`
-	LoadedAt *time.Time `json:"loadedAt"`
-	Error    string     `json:"error"`
-	ErrorAt  *time.Time `json:"errorAt"`
+	writeJSON(w, http.StatusOK, map[string]any{"items": wireAll(items, replicaWire), "self": s.opts.Replica})
 }
 
 // fail writes err as JSON with the status it deserves and reports whether it did.
@@ -586,18 +546,6 @@ func (s *Server) fail(w http.ResponseWriter, err error) bool {
 		writeError(w, http.StatusServiceUnavailable, "database error")
 	}
 	return true
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	// Compact: a list page of 100 resources encodes twice as fast as indented.
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, map[string]string{"error": msg})
 }
 
 func nonNil[T any](s []T) []T {

@@ -15,6 +15,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 	"github.com/trueup-dev/trueup/sources"
 )
 
@@ -85,8 +86,8 @@ func get(t *testing.T, u string, v any) int {
 }
 
 type page struct {
-	Items    []store.Resource `json:"items"`
-	Continue string           `json:"continue"`
+	Items    []wire.Resource `json:"items"`
+	Continue string          `json:"continue"`
 }
 
 func TestListFiltersAndPaging(t *testing.T) {
@@ -141,7 +142,7 @@ func TestListFiltersAndPaging(t *testing.T) {
 func TestGetAndErrors(t *testing.T) {
 	t.Parallel()
 	srv, _ := setup(t, 2)
-	var r store.Resource
+	var r wire.Resource
 	if code := get(t, srv.URL+"/api/v1/resources/beta/QUEUE/q001", &r); code != 200 {
 		t.Fatalf("get: %d", code)
 	}
@@ -175,19 +176,19 @@ func TestGetAndErrors(t *testing.T) {
 			t.Errorf("%s: code %d body %v, want %d with an error", tc.path, code, e, tc.code)
 		}
 	}
-	var types struct{ Items []store.ResourceType }
+	var types struct{ Items []wire.ResourceType }
 	if get(t, srv.URL+"/api/v1/resourcetypes", &types); len(types.Items) != 1 || types.Items[0].Name != "Queue" {
 		t.Errorf("types %+v", types)
 	}
-	var typ store.ResourceType
+	var typ wire.ResourceType
 	if code := get(t, srv.URL+"/api/v1/resourcetypes/queue", &typ); code != 200 || !strings.Contains(string(typ.Spec), "versions") {
 		t.Errorf("type %d %+v", code, typ)
 	}
-	var srcs struct{ Items []store.Source }
+	var srcs struct{ Items []wire.Source }
 	if get(t, srv.URL+"/api/v1/sources", &srcs); len(srcs.Items) != 1 || srcs.Items[0].Revision != "abc123" {
 		t.Errorf("sources %+v", srcs)
 	}
-	var evs struct{ Items []store.Event }
+	var evs struct{ Items []wire.Event }
 	if get(t, srv.URL+"/api/v1/events", &evs); len(evs.Items) != 2 || evs.Items[0].Reason != "Created" {
 		t.Errorf("events %+v", evs)
 	}

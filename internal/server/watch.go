@@ -269,7 +269,7 @@ type event struct {
 }
 
 func render(c store.Change) []byte {
-	data, _ := json.Marshal(c)
+	data, _ := json.Marshal(changeWire(c))
 	return fmt.Appendf(nil, "id: %d\nevent: %s\ndata: %s\n\n", c.ID, c.Object, data)
 }
 

@@ -12,16 +12,16 @@ const ChangesChannel = "trueup_changes"
 
 // Change is one entry of the changes feed.
 type Change struct {
-	ID         int64     `json:"id"`
-	Object     string    `json:"object"` // resource | source
-	Type       string    `json:"type"`   // ADDED | MODIFIED | DELETED
-	Namespace  string    `json:"namespace,omitempty"`
-	Kind       string    `json:"kind,omitempty"`
-	Name       string    `json:"name"`
-	Source     string    `json:"source,omitempty"`
-	Phase      string    `json:"phase,omitempty"`
-	Generation int64     `json:"generation,omitempty"`
-	At         time.Time `json:"at"`
+	ID         int64
+	Object     string // resource | source
+	Type       string // ADDED | MODIFIED | DELETED
+	Namespace  string
+	Kind       string
+	Name       string
+	Source     string
+	Phase      string
+	Generation int64
+	At         time.Time
 }
 
 // Change types.

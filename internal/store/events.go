@@ -18,16 +18,16 @@ const (
 
 // Event is a Normal or Warning event about a resource or a source.
 type Event struct {
-	ID        int64     `json:"id"`
-	Namespace string    `json:"namespace,omitempty"`
-	Kind      string    `json:"kind,omitempty"`
-	Name      string    `json:"name,omitempty"`
-	Source    string    `json:"source,omitempty"`
-	Type      string    `json:"type"`
-	Reason    string    `json:"reason"`
-	Message   string    `json:"message"`
-	Replica   string    `json:"replica,omitempty"`
-	CreatedAt time.Time `json:"createdAt"`
+	ID        int64
+	Namespace string
+	Kind      string
+	Name      string
+	Source    string
+	Type      string
+	Reason    string
+	Message   string
+	Replica   string
+	CreatedAt time.Time
 }
 
 func insertEvent(ctx context.Context, db DB, e Event) error {
@@ -108,27 +108,27 @@ func (s *Store) ListEvents(ctx context.Context, sc Scope, f EventFilter) ([]Even
 
 // HistoryEntry is one reconcile attempt.
 type HistoryEntry struct {
-	ID         int64  `json:"id"`
-	UID        string `json:"uid"`
-	Namespace  string `json:"namespace"`
-	Kind       string `json:"kind"`
-	Name       string `json:"name"`
-	Generation int64  `json:"generation"`
-	Revision   string `json:"revision"`
-	Operation  string `json:"operation"`
-	Trigger    string `json:"trigger"`
-	Result     string `json:"result"`
-	Message    string `json:"message"`
-	Replica    string `json:"replica,omitempty"`
+	ID         int64
+	UID        string
+	Namespace  string
+	Kind       string
+	Name       string
+	Generation int64
+	Revision   string
+	Operation  string
+	Trigger    string
+	Result     string
+	Message    string
+	Replica    string
 	// Actor is who asked for the attempt (trigger manual): "token:NAME", "user:NAME",
 	// "git:REVISION"; empty for the engine's own work.
-	Actor      string          `json:"actor,omitempty"`
-	StartedAt  time.Time       `json:"startedAt"`
-	FinishedAt time.Time       `json:"finishedAt"`
-	DurationMs int64           `json:"durationMs"`
-	Outputs    json.RawMessage `json:"outputs,omitempty"`
+	Actor      string
+	StartedAt  time.Time
+	FinishedAt time.Time
+	DurationMs int64
+	Outputs    json.RawMessage
 	// TraceID names the attempt's OpenTelemetry trace when it was sampled ("": none).
-	TraceID string `json:"traceId,omitempty"`
+	TraceID string
 }
 
 func insertHistoryBatch(ctx context.Context, db DB, hs []HistoryEntry) error {

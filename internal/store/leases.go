@@ -132,20 +132,20 @@ func leaseCurrent(ctx context.Context, tx pgx.Tx, l *Lease) error {
 
 // Replica is one trueup process sharing the database, with what it holds.
 type Replica struct {
-	Name       string    `json:"name"`
-	Hostname   string    `json:"hostname"`
-	PID        int       `json:"pid"`
-	Version    string    `json:"version"`
-	Listen     string    `json:"listen"`
-	StartedAt  time.Time `json:"startedAt"`
-	LastSeen   time.Time `json:"lastSeen"`
-	Alive      bool      `json:"alive"`
-	Leases     []string  `json:"leases"`     // singleton leases held (source:NAME, maintenance)
-	Reconciles int       `json:"reconciles"` // resources leased right now
+	Name       string
+	Hostname   string
+	PID        int
+	Version    string
+	Listen     string
+	StartedAt  time.Time
+	LastSeen   time.Time
+	Alive      bool
+	Leases     []string // singleton leases held (source:NAME, maintenance)
+	Reconciles int      // resources leased right now
 	// Sources is what the replica publishes about the sources it syncs (not in the API).
-	Sources map[string]any `json:"-"`
+	Sources map[string]any
 	// Config is the config the replica runs (SetReplicaConfig; the server shows it).
-	Config ReplicaConfig `json:"-"`
+	Config ReplicaConfig
 }
 
 // ReplicaConfig is a replica's config status: the file it runs and its last refused reload.

@@ -14,21 +14,21 @@ import (
 // Preview is the latest preview of one pull (merge) request of a source (migration 0014).
 // Result is a preview.Result as JSON.
 type Preview struct {
-	Source       string          `json:"source"`
-	Number       int             `json:"number"`
-	Provider     string          `json:"provider"`
-	Title        string          `json:"title"`
-	URL          string          `json:"url"`
-	HeadSHA      string          `json:"headSha"`
-	BaseRevision string          `json:"baseRevision"`
-	State        string          `json:"state"` // Pending | Running | Succeeded | Failed | Error
-	Message      string          `json:"message"`
-	Result       json.RawMessage `json:"result"`
-	CommentID    string          `json:"-"`
-	CommentURL   string          `json:"commentUrl"`
-	Replica      string          `json:"-"` // the replica that wrote the row last
-	CreatedAt    time.Time       `json:"createdAt"`
-	UpdatedAt    time.Time       `json:"updatedAt"`
+	Source       string
+	Number       int
+	Provider     string
+	Title        string
+	URL          string
+	HeadSHA      string
+	BaseRevision string
+	State        string // Pending | Running | Succeeded | Failed | Error
+	Message      string
+	Result       json.RawMessage
+	CommentID    string
+	CommentURL   string
+	Replica      string // the replica that wrote the row last
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 }
 
 // Preview states.

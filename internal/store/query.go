@@ -13,47 +13,47 @@ import (
 	"github.com/trueup-dev/trueup/internal/status"
 )
 
-// Resource is a resource as the API shows it (DESIGN §9).
+// Resource is a resource's row with its status (package wire spells it for the API).
 type Resource struct {
-	APIVersion string          `json:"apiVersion"`
-	Kind       string          `json:"kind"`
-	Metadata   Metadata        `json:"metadata"`
-	Spec       json.RawMessage `json:"spec"`
-	Status     ResourceStatus  `json:"status"`
-	Source     ResourceSource  `json:"source"`
+	APIVersion string
+	Kind       string
+	Metadata   Metadata
+	Spec       json.RawMessage
+	Status     ResourceStatus
+	Source     ResourceSource
 }
 
 // Metadata is a resource's identity and bookkeeping.
 type Metadata struct {
-	Name              string            `json:"name"`
-	Namespace         string            `json:"namespace"`
-	UID               string            `json:"uid"`
-	Generation        int64             `json:"generation"`
-	Labels            map[string]string `json:"labels"`
-	Annotations       map[string]string `json:"annotations"`
-	CreationTimestamp time.Time         `json:"creationTimestamp"`
-	DeletionTimestamp *time.Time        `json:"deletionTimestamp"`
+	Name              string
+	Namespace         string
+	UID               string
+	Generation        int64
+	Labels            map[string]string
+	Annotations       map[string]string
+	CreationTimestamp time.Time
+	DeletionTimestamp *time.Time
 }
 
 // ResourceStatus is what the reconciler wrote.
 type ResourceStatus struct {
-	Phase              string             `json:"phase"`
-	ObservedGeneration int64              `json:"observedGeneration"`
-	Conditions         []status.Condition `json:"conditions"`
-	Message            string             `json:"message"`
-	Outputs            json.RawMessage    `json:"outputs"`
-	LastReconcileTime  *time.Time         `json:"lastReconcileTime"`
+	Phase              string
+	ObservedGeneration int64
+	Conditions         []status.Condition
+	Message            string
+	Outputs            json.RawMessage
+	LastReconcileTime  *time.Time
 	// NextReconcileTime is when the controller takes the resource up next: a retry after its
 	// backoff, a resync, or now when work is due. Absent when nothing is scheduled.
-	NextReconcileTime *time.Time `json:"nextReconcileTime,omitempty"`
+	NextReconcileTime *time.Time
 }
 
 // ResourceSource says where the desired state came from.
 type ResourceSource struct {
-	Name     string `json:"name"`
-	Path     string `json:"path"`
-	Line     int    `json:"line,omitempty"`
-	Revision string `json:"revision"`
+	Name     string
+	Path     string
+	Line     int
+	Revision string
 }
 
 const resourceColumns = `api_version, kind, name, namespace, uid::text, generation, labels, annotations, created_at,
@@ -209,16 +209,16 @@ func nextToken(namespace, kind, name string) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// ResourceType is a type as the API shows it.
+// ResourceType is a type's row.
 type ResourceType struct {
-	Name      string          `json:"name"`
-	Group     string          `json:"group"`
-	Source    string          `json:"source"`
-	Path      string          `json:"path"`
-	Revision  string          `json:"revision"`
-	Spec      json.RawMessage `json:"spec"`
-	CreatedAt time.Time       `json:"createdAt"`
-	UpdatedAt time.Time       `json:"updatedAt"`
+	Name      string
+	Group     string
+	Source    string
+	Path      string
+	Revision  string
+	Spec      json.RawMessage
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 const typeColumns = "name, grp, source, file_path, revision, spec, created_at, updated_at"

@@ -19,47 +19,47 @@ import (
 
 // SourceError is one validation error of a source's last attempted revision.
 type SourceError struct {
-	File    string `json:"file,omitempty"`
-	Line    int    `json:"line,omitempty"`
-	Path    string `json:"path,omitempty"`
-	Message string `json:"message"`
+	File    string
+	Line    int
+	Path    string
+	Message string
 }
 
 // Source is a source's row.
 type Source struct {
-	Name                  string             `json:"name"`
-	URL                   string             `json:"url"`
-	Branch                string             `json:"branch"`
-	Path                  string             `json:"path"`
-	Revision              string             `json:"revision"`
-	LastAttemptedRevision string             `json:"lastAttemptedRevision"`
-	LastSyncTime          *time.Time         `json:"lastSyncTime"`
-	Conditions            []status.Condition `json:"conditions"`
-	Errors                []SourceError      `json:"errors"`
+	Name                  string
+	URL                   string
+	Branch                string
+	Path                  string
+	Revision              string
+	LastAttemptedRevision string
+	LastSyncTime          *time.Time
+	Conditions            []status.Condition
+	Errors                []SourceError
 	// From the replica holding the source's lease (absent when none holds it).
-	Holder       string     `json:"holder,omitempty"`
-	LastPollTime *time.Time `json:"lastPollTime,omitempty"`
+	Holder       string
+	LastPollTime *time.Time
 	// LastCompletedSyncTime is when the last completed sync began: a sync requested before it
 	// has applied (or held back, rejected, failed to read) the head, or found nothing new.
-	LastCompletedSyncTime *time.Time `json:"lastCompletedSyncTime,omitempty"`
-	LastWebhookTime       *time.Time `json:"lastWebhookTime,omitempty"`
-	HeadRevision          string     `json:"headRevision,omitempty"` // the remote's head at the last poll
+	LastCompletedSyncTime *time.Time
+	LastWebhookTime       *time.Time
+	HeadRevision          string // the remote's head at the last poll
 	// LagSeconds is how long the remote head has been ahead of the applied revision (0 when
 	// they are equal).
-	LagSeconds float64 `json:"lagSeconds"`
+	LagSeconds float64
 	// Suspended: an operator suspended the source; it polls but applies nothing.
 	// PendingRevision is the revision it held back.
-	Suspended       bool   `json:"suspended,omitempty"`
-	PendingRevision string `json:"pendingRevision,omitempty"`
+	Suspended       bool
+	PendingRevision string
 	// Prune is the source's prune settings, as the config running says.
-	Prune SourcePrune `json:"prune"`
+	Prune SourcePrune
 }
 
 // SourcePrune is a source's prune: block with the defaults applied.
 type SourcePrune struct {
-	Enabled     bool    `json:"enabled"`
-	MaxFraction float64 `json:"maxFraction"` // 1: the share guard is off
-	AllowEmpty  bool    `json:"allowEmpty"`
+	Enabled     bool
+	MaxFraction float64 // 1: the share guard is off
+	AllowEmpty  bool
 }
 
 // SourceResources counts a source's resources: all of them, by phase, those being deleted,
@@ -152,7 +152,9 @@ func decodeSource(src *Source, conds, errs []byte) error {
 	if err := json.Unmarshal(conds, &src.Conditions); err != nil {
 		return err
 	}
-	return json.Unmarshal(errs, &src.Errors)
+	var err error
+	src.Errors, err = decodeSourceErrors(errs)
+	return err
 }
 
 // GetSource returns one source, or ErrNotFound.
@@ -248,7 +250,7 @@ func (s *Store) RecordSyncFailure(ctx context.Context, f SyncFailure) error {
 			f.Errors = []SourceError{}
 		}
 		cj, _ := json.Marshal(conds)
-		ej, _ := json.Marshal(f.Errors)
+		ej := encodeSourceErrors(f.Errors)
 		attempted := f.Revision
 		if attempted == "" {
 			attempted = src.LastAttemptedRevision
@@ -684,8 +686,8 @@ func (s *Store) PruneRefusal(ctx context.Context, source string) (*SourcePrune, 
 	if under == nil {
 		return nil, nil
 	}
-	var pr SourcePrune
-	if err := json.Unmarshal(under, &pr); err != nil {
+	pr, err := decodePrune(under)
+	if err != nil {
 		return nil, fmt.Errorf("read prune refusal of source %s: %w", source, err)
 	}
 	return &pr, nil
@@ -702,7 +704,7 @@ func finishSource(ctx context.Context, tx pgx.Tx, p ApplyParams, res ApplyResult
 	cj, _ := json.Marshal(status.SourceApplied(src.Conditions, sourceApply(p, res), time.Now()))
 	var under []byte // NULL: no refusal stands
 	if res.PruneSkipped != "" {
-		under, _ = json.Marshal(p.PruneSettings())
+		under = encodePrune(p.PruneSettings())
 	}
 	_, err = tx.Exec(ctx, `UPDATE sources SET revision = $2, last_attempted_revision = $2, last_sync_time = now(),
 		conditions = $3, errors = '[]', prune_refused_under = $4, updated_at = now() WHERE name = $1`, p.Source, p.Revision, cj, under)

@@ -10,7 +10,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +25,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/preview"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // Source is one source's webhook configuration.
@@ -163,11 +163,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	src, ok := h.sources.Load().byName[name]
 	if !ok {
 		// Before reading the body: an unknown source costs nothing.
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no webhook for source %q", name))
+		wire.WriteError(w, http.StatusNotFound, fmt.Sprintf("no webhook for source %q", name))
 		return
 	}
 	if r.ContentLength > h.opts.MaxBody {
-		writeError(w, http.StatusRequestEntityTooLarge, tooLarge(h.opts.MaxBody))
+		wire.WriteError(w, http.StatusRequestEntityTooLarge, tooLarge(h.opts.MaxBody))
 		return
 	}
 	body, code, msg := h.authenticate(w, r, name, src.Secret)
@@ -178,13 +178,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if code == http.StatusTooManyRequests {
 			w.Header().Set("Retry-After", "1")
 		}
-		writeError(w, code, msg)
+		wire.WriteError(w, code, msg)
 		return
 	}
 	// After authentication: forged floods are refused above without draining the bucket.
 	if wait, ok := h.allow(name); !ok {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
-		writeError(w, http.StatusTooManyRequests, "too many deliveries for this source; retry later")
+		wire.WriteError(w, http.StatusTooManyRequests, "too many deliveries for this source; retry later")
 		return
 	}
 
@@ -193,7 +193,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch d.kind {
 	case kindPing:
 		log.Info("webhook ping")
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ping"})
+		wire.WriteJSON(w, http.StatusOK, map[string]string{"status": "ping"})
 		return
 	case kindPullRequest:
 		if src.Preview && h.opts.Preview != nil {
@@ -211,7 +211,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	push, err := parsePush(r.Header, body, d.provider)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		wire.WriteError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	if !push.tracked(src.Branch) {
@@ -225,12 +225,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// interval. A delivery that cannot be recorded triggers.
 	if !h.firstDelivery(r.Context(), name, d, log) {
 		log.Info("webhook redelivery ignored", "commit", commit)
-		writeJSON(w, http.StatusAccepted, map[string]string{"status": "duplicate delivery"})
+		wire.WriteJSON(w, http.StatusAccepted, map[string]string{"status": "duplicate delivery"})
 		return
 	}
 	h.opts.Trigger(name, commit)
 	log.Info("webhook accepted: sync triggered", "ref", push.Ref, "commit", commit)
-	writeJSON(w, http.StatusAccepted, map[string]string{"status": "accepted"})
+	wire.WriteJSON(w, http.StatusAccepted, map[string]string{"status": "accepted"})
 }
 
 // pullRequest answers an authenticated pull-request event of a source that previews: 204
@@ -239,7 +239,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) pullRequest(w http.ResponseWriter, r *http.Request, name string, d delivery, body []byte, log *slog.Logger) {
 	ev, ok, err := parsePullRequest(r.Header, body, d.provider)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		wire.WriteError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	if !ok {
@@ -256,7 +256,7 @@ func (h *Handler) pullRequest(w http.ResponseWriter, r *http.Request, name strin
 	ev.Source, ev.Delivery = name, deliveryKey(d.delivery)
 	if !h.firstDelivery(r.Context(), name, d, log) {
 		log.Info("webhook redelivery ignored", "number", ev.Number, "head", ev.HeadSHA)
-		writeJSON(w, http.StatusAccepted, map[string]string{"status": "duplicate delivery"})
+		wire.WriteJSON(w, http.StatusAccepted, map[string]string{"status": "duplicate delivery"})
 		return
 	}
 	if err := h.opts.Preview(ev); err != nil {
@@ -264,11 +264,11 @@ func (h *Handler) pullRequest(w http.ResponseWriter, r *http.Request, name strin
 		h.forgetDelivery(r.Context(), name, d, log)
 		log.Warn("pull request not previewed", "number", ev.Number, "err", err)
 		w.Header().Set("Retry-After", "60")
-		writeError(w, http.StatusServiceUnavailable, err.Error())
+		wire.WriteError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
 	log.Info("webhook accepted: pull request preview queued", "number", ev.Number, "head", ev.HeadSHA)
-	writeJSON(w, http.StatusAccepted, map[string]string{"status": "preview queued"})
+	wire.WriteJSON(w, http.StatusAccepted, map[string]string{"status": "preview queued"})
 }
 
 // firstDelivery records d's id and reports whether it is new; a delivery without an id, or
@@ -428,15 +428,4 @@ func (h *Handler) allow(source string) (time.Duration, bool) {
 		return 0, true
 	}
 	return time.Duration((1 - b.tokens) / h.opts.PerSecond * float64(time.Second)), false
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func writeError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, map[string]string{"error": msg})
 }

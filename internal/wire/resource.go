@@ -1,0 +1,88 @@
+package wire
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/status"
+)
+
+// Resource is a resource: GET /api/v1/resources lists them.
+type Resource struct {
+	APIVersion string          `json:"apiVersion"`
+	Kind       string          `json:"kind"`
+	Metadata   Metadata        `json:"metadata"`
+	Spec       json.RawMessage `json:"spec"`
+	Status     ResourceStatus  `json:"status"`
+	Source     ResourceSource  `json:"source"`
+}
+
+// Metadata is a resource's identity and bookkeeping.
+type Metadata struct {
+	Name              string            `json:"name"`
+	Namespace         string            `json:"namespace"`
+	UID               string            `json:"uid"`
+	Generation        int64             `json:"generation"`
+	Labels            map[string]string `json:"labels"`
+	Annotations       map[string]string `json:"annotations"`
+	CreationTimestamp time.Time         `json:"creationTimestamp"`
+	DeletionTimestamp *time.Time        `json:"deletionTimestamp"`
+}
+
+// ResourceStatus is what the reconciler wrote.
+type ResourceStatus struct {
+	Phase              string             `json:"phase"`
+	ObservedGeneration int64              `json:"observedGeneration"`
+	Conditions         []status.Condition `json:"conditions"`
+	Message            string             `json:"message"`
+	Outputs            json.RawMessage    `json:"outputs"`
+	LastReconcileTime  *time.Time         `json:"lastReconcileTime"`
+	// NextReconcileTime is when the controller takes the resource up next: a retry after its
+	// backoff, a resync, or now when work is due. Absent when nothing is scheduled.
+	NextReconcileTime *time.Time `json:"nextReconcileTime,omitempty"`
+}
+
+// ResourceSource says where the desired state came from.
+type ResourceSource struct {
+	Name     string `json:"name"`
+	Path     string `json:"path"`
+	Line     int    `json:"line,omitempty"`
+	Revision string `json:"revision"`
+}
+
+// ResourceType is a type: GET /api/v1/types lists them.
+type ResourceType struct {
+	Name      string          `json:"name"`
+	Group     string          `json:"group"`
+	Source    string          `json:"source"`
+	Path      string          `json:"path"`
+	Revision  string          `json:"revision"`
+	Spec      json.RawMessage `json:"spec"`
+	CreatedAt time.Time       `json:"createdAt"`
+	UpdatedAt time.Time       `json:"updatedAt"`
+}
+
+// HistoryEntry is one reconcile attempt: GET /api/v1/resources/…/history lists them.
+type HistoryEntry struct {
+	ID         int64  `json:"id"`
+	UID        string `json:"uid"`
+	Namespace  string `json:"namespace"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	Generation int64  `json:"generation"`
+	Revision   string `json:"revision"`
+	Operation  string `json:"operation"`
+	Trigger    string `json:"trigger"`
+	Result     string `json:"result"`
+	Message    string `json:"message"`
+	Replica    string `json:"replica,omitempty"`
+	// Actor is who asked for the attempt (trigger manual): "token:NAME", "user:NAME",
+	// "git:REVISION"; empty for the engine's own work.
+	Actor      string          `json:"actor,omitempty"`
+	StartedAt  time.Time       `json:"startedAt"`
+	FinishedAt time.Time       `json:"finishedAt"`
+	DurationMs int64           `json:"durationMs"`
+	Outputs    json.RawMessage `json:"outputs,omitempty"`
+	// TraceID names the attempt's OpenTelemetry trace when it was sampled ("": none).
+	TraceID string `json:"traceId,omitempty"`
+}

@@ -1,0 +1,71 @@
+package wire
+
+import (
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/status"
+)
+
+// ConditionPruneSkipped is the source condition that says a revision's prune was refused.
+const ConditionPruneSkipped = "PruneSkipped"
+
+// Source is a source: GET /api/v1/sources lists them.
+type Source struct {
+	Name                  string             `json:"name"`
+	URL                   string             `json:"url"`
+	Branch                string             `json:"branch"`
+	Path                  string             `json:"path"`
+	Revision              string             `json:"revision"`
+	LastAttemptedRevision string             `json:"lastAttemptedRevision"`
+	LastSyncTime          *time.Time         `json:"lastSyncTime"`
+	Conditions            []status.Condition `json:"conditions"`
+	Errors                []SourceError      `json:"errors"`
+	// From the replica holding the source's lease (absent when none holds it).
+	Holder       string     `json:"holder,omitempty"`
+	LastPollTime *time.Time `json:"lastPollTime,omitempty"`
+	// LastCompletedSyncTime is when the last completed sync began: a sync requested before it
+	// has applied (or held back, rejected, failed to read) the head, or found nothing new.
+	LastCompletedSyncTime *time.Time `json:"lastCompletedSyncTime,omitempty"`
+	LastWebhookTime       *time.Time `json:"lastWebhookTime,omitempty"`
+	HeadRevision          string     `json:"headRevision,omitempty"` // the remote's head at the last poll
+	// LagSeconds is how long the remote head has been ahead of the applied revision (0 when
+	// they are equal).
+	LagSeconds float64 `json:"lagSeconds"`
+	// Suspended: an operator suspended the source; it polls but applies nothing.
+	// PendingRevision is the revision it held back.
+	Suspended       bool   `json:"suspended,omitempty"`
+	PendingRevision string `json:"pendingRevision,omitempty"`
+	// Prune is the source's prune settings, as the config running says.
+	Prune SourcePrune `json:"prune"`
+}
+
+// SourceError is one validation error of a source's last attempted revision.
+type SourceError struct {
+	File    string `json:"file,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Path    string `json:"path,omitempty"`
+	Message string `json:"message"`
+}
+
+// SourcePrune is a source's prune: block with the defaults applied.
+type SourcePrune struct {
+	Enabled     bool    `json:"enabled"`
+	MaxFraction float64 `json:"maxFraction"` // 1: the share guard is off
+	AllowEmpty  bool    `json:"allowEmpty"`
+}
+
+// SourceDetail is a source as GET /api/v1/sources/{name}?counts=true shows it: with its
+// resources counted in the namespaces the caller may read.
+type SourceDetail struct {
+	Source
+	Resources *SourceCounts `json:"resources,omitempty"`
+}
+
+// SourceCounts counts a source's resources: all of them, by phase, those being deleted, and
+// those whose manifests are gone but which pruning kept.
+type SourceCounts struct {
+	Total    int            `json:"total"`
+	Phases   map[string]int `json:"phases"`
+	Deleting int            `json:"deleting"`
+	Orphaned int            `json:"orphaned"`
+}
