@@ -65,7 +65,7 @@ type reloader struct {
 
 	cfg    atomic.Pointer[config.Config]
 	hash   string // of the config file running
-	acts   *actionSet
+	acts   *actions.Set
 	srcs   atomic.Pointer[map[string]*runningSource]
 	reveal atomic.Pointer[reconciler.Reveal]
 	last   atomic.Pointer[server.ReloadResult]
@@ -227,7 +227,7 @@ func (rt *reloader) actionType(name string) string {
 
 // checkAction is the syncers' CheckAction: against the action instances configured now.
 func (rt *reloader) checkAction(name string, with json.RawMessage) error {
-	return checkAction(rt.acts.current())(name, with)
+	return checkAction(rt.acts.Current())(name, with)
 }
 
 // checkReference is the syncers', previews' and reconciler's CheckReference: against the
@@ -287,7 +287,7 @@ func (rt *reloader) attachPreview(cfg *config.Config, rs *runningSource) error {
 		rs.release()
 		rs.release = nil
 	}
-	acts, release := rt.acts.snapshot()
+	acts, release := rt.acts.Snapshot()
 	p, err := newPreviewRunner(cfg, rs.cfg, rs.src, rt.store, acts, rt.checkReference, rt.scrub, rt.replica, rt.log)
 	if err != nil {
 		release()
@@ -630,7 +630,7 @@ func (rt *reloader) apply(old *config.Config, next *loaded, ch config.Changes) [
 	for _, a := range next.cfg.Actions {
 		keep[a.Name] = !slices.Contains(ch.ActionsAdded, a.Name) && !slices.Contains(ch.ActionsChanged, a.Name)
 	}
-	rt.acts.replace(next.acts, keep)
+	rt.acts.Replace(next.acts, keep)
 	next.acts = nil
 	rt.cfg.Store(next.cfg)
 	// Readers (webhooks, previews, terraform modules) stop getting the sources about to close
@@ -673,7 +673,7 @@ func (rt *reloader) apply(old *config.Config, next *loaded, ch config.Changes) [
 		}
 		prev := running[sc.Name] // stopped; nil: added
 		rebuild := func() (*runningSource, error) {
-			back, err := rt.buildSource(old, prev.cfg, map[string]*sealed.Keys{prev.cfg.Name: prev.keys}, rt.acts.current())
+			back, err := rt.buildSource(old, prev.cfg, map[string]*sealed.Keys{prev.cfg.Name: prev.keys}, rt.acts.Current())
 			if err == nil {
 				err = rt.startSource(old, back)
 			}

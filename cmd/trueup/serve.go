@@ -116,8 +116,8 @@ func serve(ctx context.Context, cfg *config.Config, rt *reloader, hup <-chan os.
 	if err != nil {
 		return err
 	}
-	rt.acts = newActionSet(acts)
-	defer rt.acts.close()
+	rt.acts = actions.NewSet(acts)
+	defer rt.acts.Close()
 	rt.scrubWith(cfg, acts)
 	scrub := rt.scrub
 	keys, err := sourceKeys(cfg)
@@ -150,7 +150,7 @@ func serve(ctx context.Context, cfg *config.Config, rt *reloader, hup <-chan os.
 		},
 		RateLimits: func() map[string]int {
 			out := map[string]int{}
-			for name, a := range rt.acts.current() {
+			for name, a := range rt.acts.Current() {
 				if rl, ok := a.(interface{ RateLimitRemaining() int }); ok {
 					out[name] = rl.RateLimitRemaining()
 				}
@@ -194,7 +194,7 @@ func serve(ctx context.Context, cfg *config.Config, rt *reloader, hup <-chan os.
 	rec := reconciler.New(db.store, nil, reconciler.Options{Replica: replica, Workers: cfg.Reconcile.Workers,
 		LeaseTTL: cfg.Reconcile.LeaseTTL, ResyncInterval: cfg.Reconcile.ResyncInterval,
 		BackoffInitial: cfg.Reconcile.Backoff.Initial, BackoffMax: cfg.Reconcile.Backoff.Max, Scrub: scrub, Secrets: rt.configSecrets, Metrics: met,
-		Reveal: rt.revealCall, Hold: logOut.calls.hold, Acquire: rt.acts.acquire, ActionType: rt.actionType,
+		Reveal: rt.revealCall, Hold: logOut.calls.hold, Acquire: rt.acts.Acquire, ActionType: rt.actionType,
 		CheckReference: rt.checkReference}, logger)
 	maint := reconciler.NewMaintenance(db.store, reconciler.MaintenanceOptions{Replica: replica, Version: version, LeaseTTL: cfg.Reconcile.LeaseTTL,
 		Listen: cfg.Server.Listen, Metrics: met, Live: rt.liveHeld,
