@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -21,68 +21,18 @@ import (
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/crossref"
 	"github.com/trueup-dev/trueup/internal/graph"
-	"github.com/trueup-dev/trueup/internal/liveness"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/notifier"
 	"github.com/trueup-dev/trueup/internal/preview"
-	"github.com/trueup-dev/trueup/internal/reconciler"
 	"github.com/trueup-dev/trueup/internal/sealed"
-	"github.com/trueup-dev/trueup/internal/secrets"
 	"github.com/trueup-dev/trueup/internal/server"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/syncer"
-	"github.com/trueup-dev/trueup/internal/webhook"
 	"github.com/trueup-dev/trueup/sources"
 )
 
-// reloader is what a config reload changes while serve runs: the config, the action
-// instances, the running sources (syncer, commit status reporter, preview runner) and the
-// notification sender. Everything else serve built at start (database, listener, auth,
-// workers, secret stores) stays until the next restart.
-//
-// One goroutine owns it (loop): SIGHUP and POST /api/v1/admin/reload both ask that goroutine,
-// so reloads never overlap. The other goroutines read its parts through atomic pointers.
-type reloader struct {
-	path    string
-	adjust  func(*config.Config) error // serve's flags, applied to every config read
-	ctx     context.Context            // serve's: the sources started live under it
-	replica string
-	log     *slog.Logger
-	logOut  *scrubWriter
-	reg     *actions.Registry
-	dbURL   *lateURL
-	trees   *lateTrees
-
-	// Set once the database is open.
-	store    *store.Store
-	met      *metrics.Metrics
-	resolver *secrets.Resolver
-	hooks    *webhook.Handler
-	// live is the replica's liveness session, set once it is first held; singleton lease
-	// takers ask liveHeld before every attempt.
-	live atomic.Pointer[liveness.Liveness]
-
-	cfg    atomic.Pointer[config.Config]
-	hash   string // of the config file running
-	acts   *actions.Set
-	srcs   atomic.Pointer[map[string]*runningSource]
-	reveal atomic.Pointer[reconciler.Reveal]
-	last   atomic.Pointer[server.ReloadResult]
-	// listed is a copy of secrets for readers outside the loop (configSecrets).
-	listed atomic.Pointer[[]string]
-
-	// Owned by the loop goroutine (and by serve before it starts).
-	keys    map[string]*sealed.Keys // Reveal's, by source: those of the copy of each source that runs
-	secrets []string                // every secret of every config loaded: the log keeps scrubbing them
-	sender  *notifier.Sender
-	running bool // the sources' syncers run (serve finished starting)
-	wg      sync.WaitGroup
-
-	requests chan chan server.ReloadResult
-}
-
-// runningSource is one configured source while serve runs it.
+// runningSource is one configured source while the daemon runs it.
 type runningSource struct {
 	cfg      config.Source
 	keys     *sealed.Keys // its decryption keys (nil: none), read when it was built
@@ -110,24 +60,22 @@ type loaded struct {
 
 // close drops what was built and not taken.
 func (l *loaded) close() {
-	closeActions(l.acts)
+	CloseActions(l.acts)
 	for _, rs := range l.sources {
 		rs.close()
 	}
 }
 
-// load reads the config file as serve's start does, and builds every part of it as `trueup
-// config check` does (every action instance), plus the decryption keys and the sources
+// load builds every part of cfg (read by Deps.Load or given to Reload; readErr: why it could
+// not be read) as `trueup config check` does (every action instance), plus the decryption keys and the sources
 // (built, not started): any error refuses the whole config. secrets are the new config's
 // (as far as it was read), which reload scrubs every error line of, with every earlier one's.
-func (rt *reloader) load() (_ *loaded, secrets []string, _ error) {
-	cfg, err := loadConfig(rt.path)
-	if err != nil {
-		return nil, nil, err
+func (rt *Daemon) load(cfg *config.Config, readErr error) (_ *loaded, secrets []string, _ error) {
+	if cfg != nil {
+		secrets = cfg.Secrets()
 	}
-	secrets = cfg.Secrets()
-	if err := rt.adjust(cfg); err != nil {
-		return nil, secrets, err
+	if readErr != nil {
+		return nil, secrets, readErr
 	}
 	running := rt.cfg.Load()
 	pending := config.RestartOnlyChanged(running, cfg)
@@ -136,12 +84,13 @@ func (rt *reloader) load() (_ *loaded, secrets []string, _ error) {
 	}
 	// Before anything is built: nothing a reload builds may use a value not in effect.
 	config.KeepRestartOnly(cfg, running)
-	l := &loaded{cfg: cfg, pending: pending, hash: configHash(rt.path), sources: map[string]*runningSource{}}
-	if l.acts, err = newActions(cfg, rt.reg, rt.log, rt.dbURL.get, rt.trees.read); err != nil {
+	var err error
+	l := &loaded{cfg: cfg, pending: pending, hash: configHash(rt.deps.Path), sources: map[string]*runningSource{}}
+	if l.acts, err = NewActions(cfg, rt.reg, rt.log, rt.dbURL.get, rt.trees.read); err != nil {
 		return nil, secrets, err // factories quote the config values they refuse: scrubbed by reload
 	}
 	secrets = secretsOf(cfg, l.acts)
-	if l.keys, err = sourceKeys(cfg); err != nil {
+	if l.keys, err = SourceKeys(cfg); err != nil {
 		l.close()
 		return nil, secrets, err
 	}
@@ -175,8 +124,8 @@ func refuseRestartOnly(pending []string) error {
 // buildSource builds sc's source, commit status reporter, syncer and preview runner without
 // starting any; acts are the instances its ResourceTypes are checked against (the set in
 // use once running).
-func (rt *reloader) buildSource(cfg *config.Config, sc config.Source, keys map[string]*sealed.Keys, acts map[string]actions.Action) (*runningSource, error) {
-	src, reg, err := newSource(cfg, sc, rt.log)
+func (rt *Daemon) buildSource(cfg *config.Config, sc config.Source, keys map[string]*sealed.Keys, acts map[string]actions.Action) (*runningSource, error) {
+	src, reg, err := NewSource(cfg, sc, rt.log)
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", sc.Name, err)
 	}
@@ -216,7 +165,7 @@ func (rt *reloader) buildSource(cfg *config.Config, sc config.Source, keys map[s
 
 // actionType is the plugin type of the action instance name in the config running ("":
 // none); the reconciler's traces name it.
-func (rt *reloader) actionType(name string) string {
+func (rt *Daemon) actionType(name string) string {
 	for _, a := range rt.cfg.Load().Actions {
 		if a.Name == name {
 			return a.Type
@@ -226,19 +175,19 @@ func (rt *reloader) actionType(name string) string {
 }
 
 // checkAction is the syncers' CheckAction: against the action instances configured now.
-func (rt *reloader) checkAction(name string, with json.RawMessage) error {
-	return checkAction(rt.acts.Current())(name, with)
+func (rt *Daemon) checkAction(name string, with json.RawMessage) error {
+	return CheckAction(rt.acts.Current())(name, with)
 }
 
 // checkReference is the syncers', previews' and reconciler's CheckReference: against the
 // grants of the config running (a reload applies them at once).
-func (rt *reloader) checkReference(from string, target graph.ID, outputs []string) error {
+func (rt *Daemon) checkReference(from string, target graph.ID, outputs []string) error {
 	return crossref.Check(rt.cfg.Load().References.Expose, from, target, outputs)
 }
 
-// start starts rs: its source, registration and preview runner, and its syncer once serve
+// start starts rs: its source, registration and preview runner, and its syncer once the daemon
 // runs, all under a context of its own that stop ends.
-func (rt *reloader) start(rs *runningSource) error {
+func (rt *Daemon) start(rs *runningSource) error {
 	rs.ctx, rs.cancel = context.WithCancel(rt.ctx)
 	if st, ok := rs.src.(interface{ Start(context.Context) error }); ok {
 		if err := st.Start(rs.ctx); err != nil {
@@ -257,15 +206,15 @@ func (rt *reloader) start(rs *runningSource) error {
 	return nil
 }
 
-// liveHeld reports whether this replica holds its liveness session (false before serve took
+// liveHeld reports whether this replica holds its liveness session (false before Start took
 // it): a singleton lease taken without one is released by peers and by the next session.
-func (rt *reloader) liveHeld() bool {
+func (rt *Daemon) liveHeld() bool {
 	l := rt.live.Load()
 	return l != nil && l.Held()
 }
 
-// run runs rs's syncer until its context ends (stop, or serve's end).
-func (rt *reloader) run(rs *runningSource) {
+// run runs rs's syncer until its context ends (stop, or the daemon's).
+func (rt *Daemon) run(rs *runningSource) {
 	rs.done = make(chan struct{})
 	rt.wg.Add(1)
 	go func() {
@@ -277,7 +226,7 @@ func (rt *reloader) run(rs *runningSource) {
 
 // attachPreview rebuilds rs's preview runner against the action instances in use, which it
 // holds until it stops; the runner it replaces is stopped and its instances released.
-func (rt *reloader) attachPreview(cfg *config.Config, rs *runningSource) error {
+func (rt *Daemon) attachPreview(cfg *config.Config, rs *runningSource) error {
 	old := rs.preview.Load()
 	if old == nil {
 		return nil
@@ -310,10 +259,10 @@ func (rs *runningSource) startPreview() error {
 }
 
 // scrub is the scrubber of the log in use now.
-func (rt *reloader) scrub(s string) string { return rt.logOut.current()(s) }
+func (rt *Daemon) scrub(s string) string { return rt.logOut.Current()(s) }
 
-// runAll starts the syncers of the sources started before serve was ready to run them.
-func (rt *reloader) runAll() {
+// runAll starts the syncers of the sources started before the daemon was ready to run them.
+func (rt *Daemon) runAll() {
 	rt.running = true
 	for _, rs := range rt.sources() {
 		rt.run(rs)
@@ -347,7 +296,7 @@ func (rs *runningSource) close() {
 }
 
 // sources are the running sources by name.
-func (rt *reloader) sources() map[string]*runningSource {
+func (rt *Daemon) sources() map[string]*runningSource {
 	if p := rt.srcs.Load(); p != nil {
 		return *p
 	}
@@ -355,7 +304,7 @@ func (rt *reloader) sources() map[string]*runningSource {
 }
 
 // syncer is the running syncer of a source (nil: none).
-func (rt *reloader) syncer(name string) *syncer.Syncer {
+func (rt *Daemon) syncer(name string) *syncer.Syncer {
 	if rs := rt.sources()[name]; rs != nil {
 		return rs.syncer
 	}
@@ -364,7 +313,7 @@ func (rt *reloader) syncer(name string) *syncer.Syncer {
 
 // publish makes m the running sources for every reader; restarting are the sources between
 // two copies (a nil entry for ReadTree: retried, not refused).
-func (rt *reloader) publish(m map[string]*runningSource, restarting []string) {
+func (rt *Daemon) publish(m map[string]*runningSource, restarting []string) {
 	rt.srcs.Store(&m)
 	bySrc := make(map[string]sources.Source, len(m))
 	for _, name := range restarting {
@@ -380,7 +329,7 @@ func (rt *reloader) publish(m map[string]*runningSource, restarting []string) {
 }
 
 // previewSubmit is the webhook handler's Preview.
-func (rt *reloader) previewSubmit(ev preview.Event) error {
+func (rt *Daemon) previewSubmit(ev preview.Event) error {
 	rs := rt.sources()[ev.Source]
 	var p *preview.Runner
 	if rs != nil {
@@ -394,20 +343,20 @@ func (rt *reloader) previewSubmit(ev preview.Event) error {
 
 // scrubWith adds the secrets of cfg and acts to the log's scrubber. Secrets are never
 // dropped: a call started before a reload may still log its instance's.
-func (rt *reloader) scrubWith(cfg *config.Config, acts map[string]actions.Action) {
+func (rt *Daemon) scrubWith(cfg *config.Config, acts map[string]actions.Action) {
 	for _, s := range secretsOf(cfg, acts) {
 		if !slices.Contains(rt.secrets, s) {
 			rt.secrets = append(rt.secrets, s)
 		}
 	}
-	rt.logOut.set(actions.Scrubber(rt.secrets))
+	rt.logOut.Set(actions.Scrubber(rt.secrets))
 	listed := slices.Clone(rt.secrets)
 	rt.listed.Store(&listed)
 }
 
 // configSecrets lists the secrets the log's scrubber removes (the reconciler checks output
 // numbers against them).
-func (rt *reloader) configSecrets() []string {
+func (rt *Daemon) configSecrets() []string {
 	if l := rt.listed.Load(); l != nil {
 		return *l
 	}
@@ -415,7 +364,7 @@ func (rt *reloader) configSecrets() []string {
 }
 
 // setReveal builds the reconciler's Reveal with keys.
-func (rt *reloader) setReveal(keys map[string]*sealed.Keys) {
+func (rt *Daemon) setReveal(keys map[string]*sealed.Keys) {
 	rt.keys = keys
 	r := revealer(rt.store, keys, rt.resolver)
 	rt.reveal.Store(&r)
@@ -439,44 +388,64 @@ func revealKeys(names []string, running map[string]*runningSource, had map[strin
 }
 
 // revealCall is reconciler.Options.Reveal.
-func (rt *reloader) revealCall(ctx context.Context, c store.Claimed) (json.RawMessage, []string, error) {
+func (rt *Daemon) revealCall(ctx context.Context, c store.Claimed) (json.RawMessage, []string, error) {
 	return (*rt.reveal.Load())(ctx, c)
 }
 
-// loop serves reload requests (SIGHUP, the API) until ctx ends. A request picked once ctx
-// ended (select chooses at random among ready cases) is not served: serve is draining.
-func (rt *reloader) loop(ctx context.Context, hup <-chan os.Signal) {
+// loop serves reload requests (Deps.Reloads, the API, Reload) until ctx ends. A request
+// picked once ctx ended (select chooses at random among ready cases) is not served: the
+// daemon is stopping.
+func (rt *Daemon) loop(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-hup:
+		case <-rt.deps.Reloads:
 			if ctx.Err() != nil {
 				return
 			}
-			rt.log.Info("SIGHUP: reloading the config", "file", rt.path)
-			rt.reload()
-		case reply := <-rt.requests:
+			rt.log.Info("SIGHUP: reloading the config", "file", rt.deps.Path)
+			rt.reload(rt.readFile())
+		case req := <-rt.requests:
 			if ctx.Err() != nil {
-				reply <- shuttingDown()
+				req.reply <- shuttingDown()
 				return
 			}
-			rt.log.Info("reload requested through the API: reloading the config", "file", rt.path)
-			reply <- rt.reload()
+			if req.cfg == nil {
+				rt.log.Info("reload requested through the API: reloading the config", "file", rt.deps.Path)
+				req.reply <- rt.reload(rt.readFile())
+			} else {
+				rt.log.Info("reloading the config")
+				req.reply <- rt.reload(req.cfg, nil)
+			}
 		}
 	}
+}
+
+// readFile is Deps.Load.
+func (rt *Daemon) readFile() (*config.Config, error) {
+	if rt.deps.Load == nil {
+		return nil, errors.New("this daemon has no config file to read again")
+	}
+	return rt.deps.Load()
 }
 
 func shuttingDown() server.ReloadResult {
 	return server.ReloadResult{At: time.Now(), Errors: []string{"shutting down: the config was not reloaded"}}
 }
 
-// request is server.Options.Reload: it asks loop and waits for the result, or until ctx
-// ends (the reload then goes on: its result is logged and shown on the replicas row).
-func (rt *reloader) request(ctx context.Context) server.ReloadResult {
+// request is server.Options.Reload: it reloads the file.
+func (rt *Daemon) request(ctx context.Context) server.ReloadResult { return rt.ask(ctx, nil) }
+
+// ask asks loop to reload cfg (nil: the file) and waits for the result, or until ctx ends
+// (the reload then goes on: its result is logged and shown on the replicas row).
+func (rt *Daemon) ask(ctx context.Context, cfg *config.Config) server.ReloadResult {
+	if rt.ctx == nil {
+		return server.ReloadResult{At: time.Now(), Errors: []string{"the daemon has not started: the config was not reloaded"}}
+	}
 	reply := make(chan server.ReloadResult, 1) // loop never blocks on a requester gone
 	select {
-	case rt.requests <- reply:
+	case rt.requests <- reloadRequest{cfg: cfg, reply: reply}:
 	case <-ctx.Done():
 		return server.ReloadResult{At: time.Now(), Errors: []string{"the reload did not start: " + ctx.Err().Error()}}
 	case <-rt.ctx.Done():
@@ -492,28 +461,28 @@ func (rt *reloader) request(ctx context.Context) server.ReloadResult {
 }
 
 // lastReload is server.Options.LastReload.
-func (rt *reloader) lastReload() (server.ReloadResult, bool) {
+func (rt *Daemon) lastReload() (server.ReloadResult, bool) {
 	if p := rt.last.Load(); p != nil {
 		return *p, true
 	}
 	return server.ReloadResult{}, false
 }
 
-// reload reads the config again and applies what changed, or refuses it whole.
-func (rt *reloader) reload() server.ReloadResult {
+// reload applies what changed in cfg (readErr: why it could not be read), or refuses it whole.
+func (rt *Daemon) reload(cfg *config.Config, readErr error) server.ReloadResult {
 	res := server.ReloadResult{At: time.Now()}
 	defer func() {
 		rt.last.Store(&res)
 		rt.met.ConfigLoaded(true, res.OK, res.At)
 		rt.record(res)
 	}()
-	next, secrets, err := rt.load()
+	next, secrets, err := rt.load(cfg, readErr)
 	// Every line that leaves (API, banner, log, the replicas row) is scrubbed of the secrets
 	// of every config loaded so far and of this one's, refused or not.
 	scrub := actions.Scrubber(append(slices.Clone(rt.secrets), secrets...))
 	refuse := func(err error) server.ReloadResult {
 		res.Errors = scrubLines(scrub, errorLines(err))
-		rt.log.Error("config reload refused: the running config is kept", "file", rt.path, "errors", res.Errors)
+		rt.log.Error("config reload refused: the running config is kept", "file", rt.deps.Path, "errors", res.Errors)
 		return res
 	}
 	if err != nil {
@@ -542,7 +511,7 @@ func (rt *reloader) reload() server.ReloadResult {
 	if len(res.Errors) > 0 {
 		// Applied, except what Errors names: not a success, not a refusal either.
 		res.OK, res.Partial = false, true
-		rt.log.Error("config reload applied in part", "file", rt.path, "errors", res.Errors)
+		rt.log.Error("config reload applied in part", "file", rt.deps.Path, "errors", res.Errors)
 	}
 	rt.hash = next.hash
 	for _, b := range next.pending {
@@ -557,7 +526,7 @@ func (rt *reloader) reload() server.ReloadResult {
 // regrant applies changed reference grants to what was judged by the old ones: each running
 // source tries its rejected head again, and every resource with a dependency in another
 // namespace runs again (a removed grant stalls it, an added one frees it).
-func (rt *reloader) regrant() {
+func (rt *Daemon) regrant() {
 	for _, rs := range rt.sources() {
 		rs.syncer.Reconsider()
 	}
@@ -582,7 +551,7 @@ func scrubLines(scrub func(string) string, lines []string) []string {
 // apply makes next the running config in place of old; ch is what changed. It returns what
 // failed to start: a changed source whose new copy failed runs its previous copy again, an
 // added one is left out until the next reload or restart.
-func (rt *reloader) apply(old *config.Config, next *loaded, ch config.Changes) []string {
+func (rt *Daemon) apply(old *config.Config, next *loaded, ch config.Changes) []string {
 	// The scrubber first: the new instances and sources may log their secrets from now on.
 	rt.scrubWith(next.cfg, next.acts)
 	var names []string
@@ -644,7 +613,7 @@ func (rt *reloader) apply(old *config.Config, next *loaded, ch config.Changes) [
 			err = rs.startPreview()
 		}
 		if err != nil {
-			msg := rt.logOut.current()(err.Error())
+			msg := rt.logOut.Current()(err.Error())
 			rt.log.Error("reload: preview runner not started", "source", name, "err", msg)
 			failed = append(failed, msg+" (the source syncs; its pull requests are not previewed)")
 		}
@@ -684,7 +653,7 @@ func (rt *reloader) apply(old *config.Config, next *loaded, ch config.Changes) [
 		}
 		run, err := swapIn(rs, func(rs *runningSource) error { return rt.startSource(next.cfg, rs) }, rebuild)
 		if err != nil {
-			msg := rt.logOut.current()(err.Error())
+			msg := rt.logOut.Current()(err.Error())
 			rt.log.Error("reload: source not started", "source", sc.Name, "err", msg)
 			failed = append(failed, msg)
 		}
@@ -732,7 +701,7 @@ func moduleWarnings(cfg *config.Config) []string {
 }
 
 // startSource attaches rs's preview runner to the action instances in use and starts rs.
-func (rt *reloader) startSource(cfg *config.Config, rs *runningSource) error {
+func (rt *Daemon) startSource(cfg *config.Config, rs *runningSource) error {
 	err := rt.attachPreview(cfg, rs)
 	if err == nil {
 		err = rt.start(rs)
@@ -766,7 +735,7 @@ func swapIn(next *runningSource, start func(*runningSource) error, rebuild func(
 // record writes this replica's config status to its replicas row (the dashboard's replicas
 // table): the config running, and what is not in effect (the errors of a reload refused or
 // applied in part; the blocks that wait for a restart).
-func (rt *reloader) record(res server.ReloadResult) {
+func (rt *Daemon) record(res server.ReloadResult) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(rt.ctx), 5*time.Second)
 	defer cancel()
 	for _, c := range replicaConfigs(rt.hash, res) {
