@@ -314,6 +314,7 @@ func (rt *Daemon) syncer(name string) *syncer.Syncer {
 // publish makes m the running sources for every reader; restarting are the sources between
 // two copies (a nil entry for ReadTree: retried, not refused).
 func (rt *Daemon) publish(m map[string]*runningSource, restarting []string) {
+	m = maps.Clone(m) // readers iterate it while apply goes on filling the caller's
 	rt.srcs.Store(&m)
 	bySrc := make(map[string]sources.Source, len(m))
 	for _, name := range restarting {
