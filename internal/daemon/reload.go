@@ -258,15 +258,11 @@ func (rt *Daemon) apply(old *config.Config, next *loaded, ch config.Changes) []s
 	for _, sc := range next.cfg.Sources {
 		names = append(names, sc.Name)
 	}
-	// A changed source restarts, unless only its webhook secret changed (the webhook handler
-	// takes it from the config published below).
-	restart := slices.DeleteFunc(slices.Clone(ch.SourcesChanged), func(n string) bool { return slices.Contains(ch.WebhookOnly, n) })
 	running := rt.sources()
+	kept, stopping, restart := planSources(slices.Sorted(maps.Keys(running)), ch)
 	m := make(map[string]*runningSource, len(next.sources))
-	for name, rs := range running {
-		if !slices.Contains(ch.SourcesRemoved, name) && !slices.Contains(restart, name) {
-			m[name] = rs
-		}
+	for _, name := range kept {
+		m[name] = running[name]
 	}
 	for _, sc := range next.cfg.Sources {
 		if slices.Contains(ch.WebhookOnly, sc.Name) && m[sc.Name] != nil {
@@ -283,7 +279,6 @@ func (rt *Daemon) apply(old *config.Config, next *loaded, ch config.Changes) []s
 			}
 		}
 	}
-	stopping := append(slices.Clone(ch.SourcesRemoved), restart...)
 	// Their preview runners before the instances they plan with are replaced: a plan of an
 	// old instance must not overlap a call of the new one in the same working copy.
 	var stopped sync.WaitGroup
@@ -377,6 +372,20 @@ func (rt *Daemon) apply(old *config.Config, next *loaded, ch config.Changes) []s
 		rt.sender = next.sender
 	}
 	return failed
+}
+
+// planSources splits the running sources of a reload by what ch says of them: keep run on
+// (unchanged, or only their webhook secret changed: the webhook handler takes it from the
+// config published), stop end (removed, or changed: restart, whose new copy replaces them).
+// The sources of the new config not kept are the ones a reload starts.
+func planSources(running []string, ch config.Changes) (keep, stop, restart []string) {
+	restart = slices.DeleteFunc(slices.Clone(ch.SourcesChanged), func(n string) bool { return slices.Contains(ch.WebhookOnly, n) })
+	for _, name := range running {
+		if !slices.Contains(ch.SourcesRemoved, name) && !slices.Contains(restart, name) {
+			keep = append(keep, name)
+		}
+	}
+	return keep, append(slices.Clone(ch.SourcesRemoved), restart...), restart
 }
 
 // moduleWarnings names the action instances that read their module from a source cfg does
