@@ -9,6 +9,7 @@ import (
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/daemon"
 	"github.com/trueup-dev/trueup/internal/manifest"
 )
 
@@ -47,15 +48,15 @@ func buildActions(t *testing.T, yaml string) (*config.Config, map[string]actions
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := registry()
+	reg, err := daemon.Registry()
 	if err != nil {
 		t.Fatal(err)
 	}
-	acts, err := newActions(cfg, reg, slog.New(slog.DiscardHandler), nil, nil)
+	acts, err := daemon.NewActions(cfg, reg, slog.New(slog.DiscardHandler), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { closeActions(acts) })
+	t.Cleanup(func() { daemon.CloseActions(acts) })
 	return cfg, acts
 }
 
@@ -69,7 +70,7 @@ func TestIngestRefusesDisallowedWith(t *testing.T) {
 	for _, tc := range allowlistCases {
 		dir := t.TempDir()
 		writeTestFile(t, filepath.Join(dir, "t.yaml"), databaseType(`{name: ci, with: `+tc.with+`}`))
-		_, err := manifest.NewLoader().LoadDir(dir, manifest.Options{CheckAction: checkAction(acts)})
+		_, err := manifest.NewLoader().LoadDir(dir, manifest.Options{CheckAction: daemon.CheckAction(acts)})
 		var verrs manifest.Errors
 		switch {
 		case tc.want == "" && err != nil:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/daemon"
 	"github.com/trueup-dev/trueup/internal/plural"
 )
 
@@ -35,16 +36,16 @@ reported: the instances whose config needs them are then not built.`,
 				return err
 			case err != nil:
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v\nwarning: with %s unset, the action instances could not be built\n",
-					scrubber(cfg, nil)(err.Error()), strings.Join(env.names(), ", "))
+					daemon.Scrubber(cfg, nil)(err.Error()), strings.Join(env.names(), ", "))
 			default:
-				closeActions(acts)
+				daemon.CloseActions(acts)
 			}
 			switch err := checkSources(cfg); {
 			case err != nil && len(env) == 0:
 				return err
 			case err != nil:
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v\nwarning: with %s unset, the sources could not be built\n",
-					scrubber(cfg, nil)(err.Error()), strings.Join(env.names(), ", "))
+					daemon.Scrubber(cfg, nil)(err.Error()), strings.Join(env.names(), ", "))
 			}
 			rules := 0
 			if cfg.Notifications != nil {
@@ -64,7 +65,7 @@ reported: the instances whose config needs them are then not built.`,
 func checkSources(cfg *config.Config) error {
 	var errs []error
 	for _, sc := range cfg.Sources {
-		src, _, err := newSource(cfg, sc, slog.New(slog.DiscardHandler))
+		src, _, err := daemon.NewSource(cfg, sc, slog.New(slog.DiscardHandler))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("source %s: %w", sc.Name, err))
 			continue

@@ -5,10 +5,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/trueup-dev/trueup/internal/termsafe"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/trueup-dev/trueup/internal/termsafe"
 )
 
 func main() {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/trueup-dev/trueup/internal/daemon"
 	"github.com/trueup-dev/trueup/internal/plural"
 )
 
@@ -19,13 +20,13 @@ func newMigrateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			logger := newLogger(cfg, newScrubWriter(cmd.ErrOrStderr(), scrubber(cfg, nil)))
-			db, err := openDatabase(cmd.Context(), cfg, logger)
+			logger := daemon.NewLogger(cfg, daemon.NewScrubWriter(cmd.ErrOrStderr(), daemon.Scrubber(cfg, nil)))
+			db, err := daemon.OpenDatabase(cmd.Context(), cfg, logger)
 			if err != nil {
 				return cfg.ScrubError(err) // may quote TRUEUP_DATABASE_URL
 			}
 			defer db.Close()
-			applied, err := db.store.Migrate(cmd.Context())
+			applied, err := db.Store.Migrate(cmd.Context())
 			if err != nil {
 				return cfg.ScrubError(err)
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/crossref"
+	"github.com/trueup-dev/trueup/internal/daemon"
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/plural"
@@ -53,7 +54,7 @@ SOPS_AGE_KEY_FILE, and with --config those of every source's decryption.age.`,
 				opts.CheckReference = func(from string, target graph.ID, outputs []string) error {
 					return crossref.Check(grants, from, target, outputs)
 				}
-				scrub = scrubber(cfg, nil)
+				scrub = daemon.Scrubber(cfg, nil)
 				acts, err := validateActions(cfg)
 				switch {
 				case err != nil && len(env) == 0:
@@ -68,12 +69,12 @@ SOPS_AGE_KEY_FILE, and with --config those of every source's decryption.age.`,
 						acts[a.Name] = nil
 					}
 				default:
-					defer closeActions(acts)
+					defer daemon.CloseActions(acts)
 					built = acts
 					// Messages may quote the instance config (an allowlist), which may hold ${VAR}s.
-					scrub = scrubber(cfg, acts)
+					scrub = daemon.Scrubber(cfg, acts)
 				}
-				check := checkAction(acts)
+				check := daemon.CheckAction(acts)
 				opts.CheckAction = func(name string, with json.RawMessage) error {
 					a, ok := acts[name]
 					switch {
@@ -140,11 +141,11 @@ SOPS_AGE_KEY_FILE, and with --config those of every source's decryption.age.`,
 // is checked by the very function serve's ingest uses (checkAction). Factories validate
 // without side effects; nothing is started.
 func validateActions(cfg *config.Config) (map[string]actions.Action, error) {
-	reg, err := registry()
+	reg, err := daemon.Registry()
 	if err != nil {
 		return nil, err
 	}
-	acts, err := newActions(cfg, reg, slog.New(slog.DiscardHandler), nil, nil)
+	acts, err := daemon.NewActions(cfg, reg, slog.New(slog.DiscardHandler), nil, nil)
 	if err != nil {
 		return nil, cfg.ScrubError(err) // factories quote the config values they refuse
 	}

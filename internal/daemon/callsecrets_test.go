@@ -1,16 +1,18 @@
-package main
+package daemon
 
 import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/trueup-dev/trueup/internal/logbuf"
 )
 
 // TestLogLinesScrubbedOfCallSecrets: while a call holds its revealed values, every log line
 // is scrubbed of them (JSON-escaped forms too); once released, they are ordinary text again.
 func TestLogLinesScrubbedOfCallSecrets(t *testing.T) {
-	var out syncBuffer // slog serialises its writes; the test's goroutines need a safe sink
-	w := newScrubWriter(&out, func(s string) string { return s })
+	var out logbuf.Buffer // slog serialises its writes; the test's goroutines need a safe sink
+	w := NewScrubWriter(&out, func(s string) string { return s })
 	release := w.calls.hold([]string{"call-secret-1", `quo"ted-2`})
 	release2 := w.calls.hold([]string{"call-secret-1"})
 	_, _ = w.Write([]byte(`msg="failed" body="user call-secret-1 and quo\"ted-2"` + "\n"))

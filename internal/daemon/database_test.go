@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"bytes"
@@ -34,7 +34,7 @@ func TestServeLogsPsqlCommand(t *testing.T) {
 	var logs bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	db, err := openDatabase(ctx, cfg, newLogger(cfg, &logs))
+	db, err := OpenDatabase(ctx, cfg, NewLogger(cfg, &logs))
 	if err != nil {
 		t.Fatal(err)
 	}

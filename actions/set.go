@@ -1,42 +1,46 @@
-package main
+package actions
 
 import (
 	"sync"
 	"sync/atomic"
-
-	"github.com/trueup-dev/trueup/actions"
 )
 
-// actionSet holds serve's action instances across config reloads. A call acquires its
+// Set holds a daemon's action instances across config reloads. A call acquires its
 // instance and releases it when done; a reload replaces the set, and the instances it drops
 // (changed or removed in the config) are closed once their last call released them: a call
 // in flight finishes with the instance it started with.
-type actionSet struct {
-	cur atomic.Pointer[map[string]*actionRef]
-	// plans arbitrates between the previews' plans and the reconciler's calls.
-	plans actions.PlanGate
+type Set struct {
+	cur atomic.Pointer[map[string]*setRef]
+	// plans arbitrates between the previews' plans and the reconciler's calls of every
+	// instance the set holds, across reloads.
+	plans PlanGate
 }
 
-// actionRef is one instance and the calls using it.
-type actionRef struct {
-	act     actions.Action
+// Plans is the gate every caller of the set's instances goes through (the reconciler and
+// the preview runners), so that a reconcile stops a plan of its resource.
+func (s *Set) Plans() *PlanGate { return &s.plans }
+
+// setRef is one instance and the calls using it.
+type setRef struct {
+	act     Action
 	mu      sync.Mutex
 	users   int
 	retired bool // no longer in the set: closed when users drops to 0
 }
 
-func newActionSet(acts map[string]actions.Action) *actionSet {
-	s := &actionSet{}
-	m := make(map[string]*actionRef, len(acts))
+// NewSet holds acts.
+func NewSet(acts map[string]Action) *Set {
+	s := &Set{}
+	m := make(map[string]*setRef, len(acts))
 	for name, a := range acts {
-		m[name] = &actionRef{act: a}
+		m[name] = &setRef{act: a}
 	}
 	s.cur.Store(&m)
 	return s
 }
 
-// acquire is reconciler.Options.Acquire.
-func (s *actionSet) acquire(name string) (actions.Action, func(), bool) {
+// Acquire takes the instance name for one call; release gives it back (reconciler.Options.Acquire).
+func (s *Set) Acquire(name string) (Action, func(), bool) {
 	for {
 		ref, ok := (*s.cur.Load())[name]
 		if !ok {
@@ -51,13 +55,13 @@ func (s *actionSet) acquire(name string) (actions.Action, func(), bool) {
 	}
 }
 
-// snapshot acquires every instance of the set at once, for a user that holds them for its
+// Snapshot acquires every instance of the set at once, for a user that holds them for its
 // whole life (a preview runner plans with them).
-func (s *actionSet) snapshot() (map[string]actions.Action, func()) {
+func (s *Set) Snapshot() (map[string]Action, func()) {
 	for {
 		m := s.cur.Load()
-		out := make(map[string]actions.Action, len(*m))
-		var held []*actionRef
+		out := make(map[string]Action, len(*m))
+		var held []*setRef
 		ok := true
 		for name, ref := range *m {
 			if !ref.use() {
@@ -80,29 +84,29 @@ func (s *actionSet) snapshot() (map[string]actions.Action, func()) {
 	}
 }
 
-// current is the set as it is now, for lookups that do not call the instances (checking a
+// Current is the set as it is now, for lookups that do not call the instances (checking a
 // ResourceType's action reference, reading rate limits).
-func (s *actionSet) current() map[string]actions.Action {
+func (s *Set) Current() map[string]Action {
 	m := s.cur.Load()
-	out := make(map[string]actions.Action, len(*m))
+	out := make(map[string]Action, len(*m))
 	for name, ref := range *m {
 		out[name] = ref.act
 	}
 	return out
 }
 
-// replace makes next the set: instances named in keep stay (next's instance of that name
+// Replace makes next the set: instances named in keep stay (next's instance of that name
 // is closed at once, unused), the others are next's; the instances left out are retired.
-func (s *actionSet) replace(next map[string]actions.Action, keep map[string]bool) {
+func (s *Set) Replace(next map[string]Action, keep map[string]bool) {
 	old := *s.cur.Load()
-	m := make(map[string]*actionRef, len(next))
+	m := make(map[string]*setRef, len(next))
 	for name, a := range next {
 		if keep[name] && old[name] != nil {
 			m[name] = old[name]
-			_ = actions.Close(a)
+			_ = Close(a)
 			continue
 		}
-		m[name] = &actionRef{act: a}
+		m[name] = &setRef{act: a}
 	}
 	s.cur.Store(&m)
 	for name, ref := range old {
@@ -112,16 +116,16 @@ func (s *actionSet) replace(next map[string]actions.Action, keep map[string]bool
 	}
 }
 
-// close retires every instance (serve is ending): each closes once its calls are over.
-func (s *actionSet) close() {
-	empty := map[string]*actionRef{}
+// Close retires every instance (the daemon is stopping): each closes once its calls are over.
+func (s *Set) Close() {
+	empty := map[string]*setRef{}
 	old := s.cur.Swap(&empty)
 	for _, ref := range *old {
 		ref.retire()
 	}
 }
 
-func (r *actionRef) use() bool {
+func (r *setRef) use() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.retired {
@@ -131,17 +135,17 @@ func (r *actionRef) use() bool {
 	return true
 }
 
-func (r *actionRef) release() {
+func (r *setRef) release() {
 	r.mu.Lock()
 	r.users--
 	last := r.retired && r.users == 0
 	r.mu.Unlock()
 	if last {
-		_ = actions.Close(r.act)
+		_ = Close(r.act)
 	}
 }
 
-func (r *actionRef) retire() {
+func (r *setRef) retire() {
 	r.mu.Lock()
 	if r.retired {
 		r.mu.Unlock()
@@ -151,6 +155,6 @@ func (r *actionRef) retire() {
 	last := r.users == 0
 	r.mu.Unlock()
 	if last {
-		_ = actions.Close(r.act)
+		_ = Close(r.act)
 	}
 }

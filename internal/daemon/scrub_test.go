@@ -1,10 +1,11 @@
-package main
+package daemon
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
+	"log/slog"
+	"os"
 	"strings"
 	"testing"
 
@@ -40,7 +41,7 @@ func TestScrubber(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scrub := scrubber(cfg, map[string]actions.Action{
+	scrub := Scrubber(cfg, map[string]actions.Action{
 		"a": holder{secrets: []string{`pw<&>"q-8d7c`, "env-secret-123-longer"}},
 		"b": plain,
 	})
@@ -57,40 +58,6 @@ func TestScrubber(t *testing.T) {
 	}
 }
 
-// TestConfigErrorsAreScrubbed: a value taken from ${VAR} that a plugin refuses (and quotes in
-// its error) is not printed by serve nor by validate --config.
-func TestConfigErrorsAreScrubbed(t *testing.T) {
-	const secret = "bad owner-s3cret-6a7b8c"
-	t.Setenv("GH_OWNER", secret)
-	t.Setenv("GH_TOKEN", "ghp_token0123456789")
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "trueup.yaml")
-	writeTestFile(t, cfgPath, `dataDir: `+filepath.Join(dir, "data")+`
-actions:
-  - name: gh
-    type: github-actions
-    config: {token: "${GH_TOKEN}", owner: "${GH_OWNER}", repo: infra, workflow: deploy.yml}
-`)
-	for _, args := range [][]string{
-		{"serve", "--config", cfgPath},
-		{"serve", "--config", cfgPath, "--log-level", "debug"},
-		{"validate", dir, "--config", cfgPath},
-	} {
-		stdout, stderr, err := runCLI(t, args...)
-		if err == nil {
-			t.Fatalf("%v: no error", args)
-		}
-		if !strings.Contains(err.Error(), `owner "***"`) {
-			t.Errorf("%v: err = %v; want the owner scrubbed", args, err)
-		}
-		for _, out := range []string{err.Error(), stdout, stderr} {
-			if strings.Contains(out, "s3cret") {
-				t.Errorf("%v: the secret leaked: %s", args, out)
-			}
-		}
-	}
-}
-
 // TestLogLinesAreScrubbed: every record through the log sink of serve and migrate is scrubbed,
 // with the secrets known when it is written (the actions' literal ones once they are built).
 func TestLogLinesAreScrubbed(t *testing.T) {
@@ -101,10 +68,10 @@ func TestLogLinesAreScrubbed(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf strings.Builder
-	out := newScrubWriter(&buf, scrubber(cfg, nil))
-	logger := newLogger(cfg, out)
+	out := NewScrubWriter(&buf, Scrubber(cfg, nil))
+	logger := NewLogger(cfg, out)
 	logger.Warn("clone failed", "err", errors.New(`get https://x:env-secret-123@git.example.com/: "pw<q-8d7c" refused`))
-	out.set(scrubber(cfg, map[string]actions.Action{"a": holder{secrets: []string{`pw<q-8d7c`}}}))
+	out.Set(Scrubber(cfg, map[string]actions.Action{"a": holder{secrets: []string{`pw<q-8d7c`}}}))
 	logger.Warn("clone failed", "err", errors.New(`get https://x:env-secret-123@git.example.com/: "pw<q-8d7c" refused`))
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	if len(lines) != 2 {
@@ -141,7 +108,7 @@ actions:
     type: gitlab
     config: {baseURL: "https://gitlab.example.com/", project: infra/db, triggerToken: t, token: u}
 `)
-	scrub := scrubber(cfg, acts)
+	scrub := Scrubber(cfg, acts)
 	for _, v := range literals {
 		outputs, _ := json.Marshal(map[string]any{"echo": "seen <" + v + ">"})
 		for _, in := range []string{"the server said: " + v, string(outputs)} {
@@ -154,4 +121,23 @@ actions:
 	if got := scrub("it ran: ok"); got != "it ran: ok" {
 		t.Errorf("scrub mangled a plain message: %q", got)
 	}
+}
+
+// buildActions parses a controller config and builds its action instances as Start does.
+func buildActions(t *testing.T, yaml string) (*config.Config, map[string]actions.Action) {
+	t.Helper()
+	cfg, err := config.Parse([]byte(yaml), t.TempDir(), os.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := Registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts, err := NewActions(cfg, reg, slog.New(slog.DiscardHandler), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { CloseActions(acts) })
+	return cfg, acts
 }

@@ -1,12 +1,10 @@
-package main
+package actions
 
 import (
 	"context"
 	"sync"
 	"sync/atomic"
 	"testing"
-
-	"github.com/trueup-dev/trueup/actions"
 )
 
 // closeCounter is an action instance that counts its Close calls.
@@ -15,45 +13,45 @@ type closeCounter struct {
 	closed atomic.Int32
 }
 
-func (c *closeCounter) Reconcile(context.Context, actions.Request) (actions.Result, error) {
-	return actions.Result{Done: true}, nil
+func (c *closeCounter) Reconcile(context.Context, Request) (Result, error) {
+	return Result{Done: true}, nil
 }
-func (c *closeCounter) Delete(context.Context, actions.Request) (actions.Result, error) {
-	return actions.Result{Done: true}, nil
+func (c *closeCounter) Delete(context.Context, Request) (Result, error) {
+	return Result{Done: true}, nil
 }
 func (c *closeCounter) Close() error { c.closed.Add(1); return nil }
 
 // A replaced instance serves the calls that acquired it until they release it, then closes
 // once; a kept instance stays and its rebuilt twin is closed unused; a snapshot holds its
 // instances until released.
-func TestActionSetReplace(t *testing.T) {
+func TestSetReplace(t *testing.T) {
 	t.Parallel()
 	run1, keep1 := &closeCounter{name: "run1"}, &closeCounter{name: "keep1"}
-	s := newActionSet(map[string]actions.Action{"run": run1, "keep": keep1, "gone": &closeCounter{name: "gone"}})
+	s := NewSet(map[string]Action{"run": run1, "keep": keep1, "gone": &closeCounter{name: "gone"}})
 	gone := (*s.cur.Load())["gone"].act.(*closeCounter)
 
-	inFlight, release, ok := s.acquire("run")
+	inFlight, release, ok := s.Acquire("run")
 	if !ok || inFlight != run1 {
 		t.Fatalf("acquire run: %v %v", inFlight, ok)
 	}
-	snap, releaseSnap := s.snapshot()
+	snap, releaseSnap := s.Snapshot()
 	if len(snap) != 3 {
 		t.Fatalf("snapshot: %v", snap)
 	}
 	run2, keep2, added := &closeCounter{name: "run2"}, &closeCounter{name: "keep2"}, &closeCounter{name: "added"}
-	s.replace(map[string]actions.Action{"run": run2, "keep": keep2, "added": added}, map[string]bool{"keep": true})
+	s.Replace(map[string]Action{"run": run2, "keep": keep2, "added": added}, map[string]bool{"keep": true})
 
-	if a, rel, _ := s.acquire("run"); a != run2 {
+	if a, rel, _ := s.Acquire("run"); a != run2 {
 		t.Errorf("after replace, run is %v", a)
 	} else {
 		rel()
 	}
-	if a, rel, _ := s.acquire("keep"); a != keep1 {
+	if a, rel, _ := s.Acquire("keep"); a != keep1 {
 		t.Errorf("kept instance replaced by %v", a)
 	} else {
 		rel()
 	}
-	if _, _, ok := s.acquire("gone"); ok {
+	if _, _, ok := s.Acquire("gone"); ok {
 		t.Error("a removed instance is still found")
 	}
 	if keep2.closed.Load() != 1 || keep1.closed.Load() != 0 {
@@ -71,7 +69,7 @@ func TestActionSetReplace(t *testing.T) {
 	if run1.closed.Load() != 1 || gone.closed.Load() != 1 {
 		t.Errorf("after the last release: run1 closed %d, gone closed %d; want 1, 1", run1.closed.Load(), gone.closed.Load())
 	}
-	s.close()
+	s.Close()
 	for _, c := range []*closeCounter{run2, keep1, added} {
 		if c.closed.Load() != 1 {
 			t.Errorf("%s closed %d times at the end", c.name, c.closed.Load())
@@ -81,10 +79,10 @@ func TestActionSetReplace(t *testing.T) {
 
 // Calls acquiring while reloads replace the set: every instance is closed exactly once, and
 // never while a call holds it.
-func TestActionSetConcurrent(t *testing.T) {
+func TestSetConcurrent(t *testing.T) {
 	t.Parallel()
 	first := &closeCounter{name: "0"}
-	s := newActionSet(map[string]actions.Action{"run": first})
+	s := NewSet(map[string]Action{"run": first})
 	all := []*closeCounter{first}
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -96,7 +94,7 @@ func TestActionSetConcurrent(t *testing.T) {
 					return
 				default:
 				}
-				a, rel, ok := s.acquire("run")
+				a, rel, ok := s.Acquire("run")
 				if !ok {
 					t.Error("run not found")
 					return
@@ -111,11 +109,11 @@ func TestActionSetConcurrent(t *testing.T) {
 	for range 200 {
 		c := &closeCounter{}
 		all = append(all, c)
-		s.replace(map[string]actions.Action{"run": c}, nil)
+		s.Replace(map[string]Action{"run": c}, nil)
 	}
 	close(stop)
 	wg.Wait()
-	s.close()
+	s.Close()
 	for i, c := range all {
 		if n := c.closed.Load(); n != 1 {
 			t.Errorf("instance %d closed %d times", i, n)

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -186,7 +186,7 @@ actions:
 // module read, not refused as unknown (which stalls the resource).
 func TestLateTreesRestarting(t *testing.T) {
 	t.Parallel()
-	var l lateTrees
+	var l sourceTrees
 	l.set(map[string]sources.Source{"restarting": nil})
 	_, err := l.read(context.Background(), "restarting", "abc", "m")
 	if err == nil || actions.IsTerminal(err) {
@@ -201,35 +201,35 @@ func TestLateTreesRestarting(t *testing.T) {
 // the loop has not picked it up or has not answered yet.
 func TestRequestWaitsOnItsContext(t *testing.T) {
 	t.Parallel()
-	rt := &reloader{ctx: context.Background(), requests: make(chan chan server.ReloadResult)}
+	rt := &Daemon{ctx: context.Background(), requests: make(chan reloadRequest)}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if res := rt.request(ctx); res.OK || len(res.Errors) != 1 || !strings.Contains(res.Errors[0], "did not start") {
 		t.Errorf("not picked up: %+v", res)
 	}
-	taken := make(chan chan server.ReloadResult, 1)
+	taken := make(chan reloadRequest, 1)
 	go func() { taken <- <-rt.requests }() // picked up, never answered
 	ctx, cancel = context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if res := rt.request(ctx); res.OK || len(res.Errors) != 1 || !strings.Contains(res.Errors[0], "the reload goes on") {
 		t.Errorf("not answered: %+v", res)
 	}
-	(<-taken) <- server.ReloadResult{OK: true} // the late answer does not block the loop
+	(<-taken).reply <- server.ReloadResult{OK: true} // the late answer does not block the loop
 }
 
-// TestLoopStopsAtShutdown: a SIGHUP or an API request pending when serve's context ends is
-// not served (select may pick either): no reload runs while serve drains.
+// TestLoopStopsAtShutdown: a SIGHUP or an API request pending when the daemon's context ends
+// is not served (select may pick either): no reload runs while it stops.
 func TestLoopStopsAtShutdown(t *testing.T) {
 	t.Parallel()
 	for range 50 {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		rt := &reloader{ctx: ctx, requests: make(chan chan server.ReloadResult, 1)} // a reload would panic: no log, no store
 		hup := make(chan os.Signal, 1)
 		hup <- syscall.SIGHUP
+		rt := &Daemon{ctx: ctx, requests: make(chan reloadRequest, 1), deps: Deps{Reloads: hup}} // a reload would panic: no log, no store
 		reply := make(chan server.ReloadResult, 1)
-		rt.requests <- reply
-		rt.loop(ctx, hup)
+		rt.requests <- reloadRequest{reply: reply}
+		rt.loop(ctx)
 		select {
 		case res := <-reply:
 			if res.OK || !strings.Contains(strings.Join(res.Errors, " "), "shutting down") {

@@ -1,0 +1,366 @@
+// Package daemon is trueup's runtime: it builds the controller a config describes (database,
+// action instances, sources, reconciler, maintenance, notifications, API server), starts
+// it, reloads it in place and stops it. `trueup serve` parses its flags, reads the config and
+// runs a Daemon until a signal.
+//
+// A reload follows caddy's order: every part of the new config is built before anything
+// changes (an error refuses the whole config and the old keeps running), then the changed
+// sources are swapped in; a changed source whose new copy fails to start runs its previous
+// copy again.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/liveness"
+	"github.com/trueup-dev/trueup/internal/metrics"
+	"github.com/trueup-dev/trueup/internal/notifier"
+	"github.com/trueup-dev/trueup/internal/reconciler"
+	"github.com/trueup-dev/trueup/internal/sealed"
+	"github.com/trueup-dev/trueup/internal/secrets"
+	"github.com/trueup-dev/trueup/internal/server"
+	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/tracing"
+	"github.com/trueup-dev/trueup/internal/webhook"
+)
+
+// ReloadResult is what a reload applied, refused or left for a restart.
+type ReloadResult = server.ReloadResult
+
+// Deps are what the daemon takes from its host besides the config.
+type Deps struct {
+	// Load reads the config file again for a reload asked by a signal or the API, with the
+	// host's overrides applied; a config it returns with an error is the one refused (its
+	// secrets are scrubbed from the errors). Nil: such reloads are refused.
+	Load func() (*config.Config, error)
+	// Path is the config file, named in log lines and hashed for the replicas table ("": none).
+	Path string
+	// Reloads asks for a reload from the file on each value (SIGHUP).
+	Reloads <-chan os.Signal
+	// Stderr receives the log, scrubbed of every secret of every config loaded.
+	Stderr io.Writer
+	// Registry holds the action plugin kinds (nil: Registry()).
+	Registry *actions.Registry
+	Version  string
+	Replica  string // this replica's name ("": ReplicaName())
+}
+
+// Daemon is the controller while it runs. The config, the action instances, the running
+// sources (syncer, commit status reporter, preview runner) and the notification sender are
+// what a reload changes; everything else Start built (database, listener, auth, workers,
+// secret stores) stays until the next start.
+//
+// One goroutine owns the reloads (loop): a signal, the API and Reload all ask it, so reloads
+// never overlap. The other goroutines read its parts through atomic pointers.
+type Daemon struct {
+	deps    Deps
+	first   *config.Config // the config New was given
+	ctx     context.Context
+	cancel  context.CancelFunc
+	replica string
+	log     *slog.Logger
+	logOut  *ScrubWriter
+	reg     *actions.Registry
+	dbURL   *lateURL
+	trees   *sourceTrees
+
+	// Set once the database is open.
+	store    *store.Store
+	met      *metrics.Metrics
+	resolver *secrets.Resolver
+	hooks    *webhook.Handler
+	// live is the replica's liveness session, set once it is first held; singleton lease
+	// takers ask liveHeld before every attempt.
+	live atomic.Pointer[liveness.Liveness]
+
+	cfg    atomic.Pointer[config.Config]
+	hash   string // of the config file running
+	acts   *actions.Set
+	srcs   atomic.Pointer[map[string]*runningSource]
+	reveal atomic.Pointer[reconciler.Reveal]
+	last   atomic.Pointer[server.ReloadResult]
+	// listed is a copy of secrets for readers outside the loop (configSecrets).
+	listed atomic.Pointer[[]string]
+
+	// Owned by the loop goroutine (and by Start before it starts).
+	keys    map[string]*sealed.Keys // Reveal's, by source: those of the copy of each source that runs
+	secrets []string                // every secret of every config loaded: the log keeps scrubbing them
+	sender  *notifier.Sender
+	running bool // the sources' syncers run (Start finished starting)
+	wg      sync.WaitGroup
+
+	requests chan reloadRequest
+	stops    []func() // what Stop undoes, in the order Start did it
+	stopOnce sync.Once
+}
+
+// reloadRequest asks the loop for a reload of cfg (nil: of the file, Deps.Load).
+type reloadRequest struct {
+	cfg   *config.Config
+	reply chan server.ReloadResult
+}
+
+// New prepares a daemon for cfg (read and checked, the host's overrides applied); Start
+// builds and starts it.
+func New(cfg *config.Config, deps Deps) (*Daemon, error) {
+	if cfg == nil {
+		return nil, errors.New("daemon: no config")
+	}
+	if deps.Stderr == nil {
+		deps.Stderr = os.Stderr
+	}
+	return &Daemon{deps: deps, first: cfg, requests: make(chan reloadRequest)}, nil
+}
+
+// atStop adds f to what Stop (or a failed Start) undoes, last first.
+func (rt *Daemon) atStop(f func()) { rt.stops = append(rt.stops, f) }
+
+// Start builds every part of the config and starts it: it returns once the controller
+// runs, or the first error (everything started before it is stopped again). Its log lines
+// and the error it returns are scrubbed of the config's secrets: many of them quote config
+// values (a plugin or a commit status reporter refusing its config, a source failing to
+// fetch its URL). ctx ending stops the loops as Stop does; Stop still has to be called.
+func (rt *Daemon) Start(ctx context.Context) (err error) {
+	cfg := rt.first
+	rt.ctx, rt.cancel = context.WithCancel(ctx)
+	rt.logOut = NewScrubWriter(rt.deps.Stderr, Scrubber(cfg, nil))
+	defer func() {
+		if err != nil {
+			rt.Stop()
+			err = actions.ScrubError(err, rt.logOut.Current())
+		}
+	}()
+	ctx = rt.ctx
+	logger := NewLogger(cfg, rt.logOut)
+	rt.replica = rt.deps.Replica
+	if rt.replica == "" {
+		rt.replica = ReplicaName()
+	}
+	replica := rt.replica
+	logger = logger.With("replica", replica)
+	rt.log = logger
+	setMemoryLimit(cfg, logger)
+	traces, err := tracing.Setup(ctx, cfg.Tracing, tracing.Service{Version: rt.deps.Version, Instance: replica}, logger)
+	if err != nil {
+		return err
+	}
+	rt.atStop(traces.Shutdown) // last: flushes the spans of everything stopped before it
+
+	if rt.reg = rt.deps.Registry; rt.reg == nil {
+		if rt.reg, err = Registry(); err != nil {
+			return err
+		}
+	}
+	rt.dbURL, rt.trees = &lateURL{}, &sourceTrees{}
+	rt.cfg.Store(cfg)
+	rt.hash = configHash(rt.deps.Path)
+	acts, err := NewActions(cfg, rt.reg, logger, rt.dbURL.get, rt.trees.read)
+	if err != nil {
+		return err
+	}
+	rt.acts = actions.NewSet(acts)
+	rt.atStop(rt.acts.Close)
+	rt.scrubWith(cfg, acts)
+	scrub := rt.scrub
+	keys, err := SourceKeys(cfg)
+	if err != nil {
+		return err
+	}
+	if rt.resolver, err = secrets.New(cfg.SecretStores, logger.With("component", "secrets")); err != nil {
+		return errors.New(scrub(err.Error()))
+	}
+
+	db, err := OpenDatabase(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	// The sources stop after the database closes (as they always have): their syncers have
+	// returned by then (rt.wg).
+	rt.atStop(func() {
+		for _, rs := range rt.sources() {
+			rs.stop()
+		}
+	})
+	rt.atStop(db.Close)
+	rt.store = db.Store
+	rt.dbURL.set(db.URL)
+	applied, err := db.Store.Migrate(ctx)
+	if err != nil {
+		return err
+	}
+	if len(applied) > 0 {
+		logger.Info("applied migrations", "migrations", applied)
+	}
+
+	met := metrics.New(metrics.Options{Logger: logger, SpansDropped: traces.SpansDropped,
+		Queue: func(ctx context.Context) (metrics.QueueStats, error) {
+			due, inFlight, scheduled, oldest, err := db.Store.QueueStats(ctx)
+			return metrics.QueueStats{Due: due, InFlight: inFlight, Scheduled: scheduled, OldestDueSeconds: oldest.Seconds()}, err
+		},
+		RateLimits: func() map[string]int {
+			out := map[string]int{}
+			for name, a := range rt.acts.Current() {
+				if rl, ok := a.(interface{ RateLimitRemaining() int }); ok {
+					out[name] = rl.RateLimitRemaining()
+				}
+			}
+			return out
+		}})
+	rt.met = met
+	met.ConfigLoaded(false, true, time.Now())
+	rt.setReveal(keys)
+
+	// Build every source before starting anything, so a bad source fails the start; the
+	// sources are stopped at the end, after the syncers returned.
+	running := map[string]*runningSource{}
+	for _, sc := range cfg.Sources {
+		rs, err := rt.buildSource(cfg, sc, keys, acts)
+		if err == nil {
+			err = rt.attachPreview(cfg, rs)
+		}
+		if err == nil {
+			err = rt.start(rs)
+		}
+		if err != nil {
+			if rs != nil {
+				rs.stop()
+			}
+			rt.publish(running, nil)
+			return err
+		}
+		running[sc.Name] = rs
+	}
+	requests := syncRequests{store: db.Store, syncers: rt.syncer, log: logger}
+	// Always there, so that a reload may add a source with a webhook.
+	rt.hooks = webhook.New(webhook.Options{Sources: webhookSources(cfg), Store: db.Store, Logger: logger, Trigger: requests.webhook, Preview: rt.previewSubmit})
+	rt.publish(running, nil)
+
+	rec := reconciler.New(db.Store, nil, reconciler.Options{Replica: replica, Workers: cfg.Reconcile.Workers,
+		LeaseTTL: cfg.Reconcile.LeaseTTL, ResyncInterval: cfg.Reconcile.ResyncInterval,
+		BackoffInitial: cfg.Reconcile.Backoff.Initial, BackoffMax: cfg.Reconcile.Backoff.Max, Scrub: scrub, Secrets: rt.configSecrets, Metrics: met,
+		Reveal: rt.revealCall, Hold: rt.logOut.calls.hold, Acquire: rt.acts.Acquire, Plans: rt.acts.Plans(), ActionType: rt.actionType,
+		CheckReference: rt.checkReference}, logger)
+	maint := reconciler.NewMaintenance(db.Store, reconciler.MaintenanceOptions{Replica: replica, Version: rt.deps.Version, LeaseTTL: cfg.Reconcile.LeaseTTL,
+		Listen: cfg.Server.Listen, Metrics: met, Live: rt.liveHeld,
+		History: store.RetentionRule{MaxAge: cfg.Retention.History.MaxAge, MaxPerResource: cfg.Retention.History.MaxPerResource},
+		Events:  store.RetentionRule{MaxAge: cfg.Retention.Events.MaxAge, MaxPerResource: cfg.Retention.Events.MaxPerResource},
+		Sources: func() map[string]any {
+			out := map[string]any{}
+			for name, rs := range rt.sources() {
+				if rtm, ok := rs.syncer.Runtime(); ok {
+					out[name] = rtm
+				}
+			}
+			return out
+		}}, logger)
+	// Liveness: this replica's session-level advisory lock, held from before it takes any lease
+	// until after it gave them all back; peers whose session ends are released at once. While
+	// the session is down (PostgreSQL restarted, the connection killed) the lease takers take
+	// nothing (rt.liveHeld) and the reconciler claims nothing; once it is back they look at once.
+	host, _ := os.Hostname()
+	wakeAll := func() {
+		rec.Wake()
+		maint.Wake()
+		for _, rs := range rt.sources() {
+			rs.syncer.LeasesFreed()
+		}
+	}
+	live := liveness.New(db.Store, liveness.Options{
+		Replica: store.Replica{Name: replica, Hostname: host, PID: os.Getpid(), Version: rt.deps.Version, Listen: cfg.Server.Listen},
+		OnLost:  rec.Suspend, OnRegained: func() { rec.Resume(); wakeAll() }, OnReleased: wakeAll, Metrics: met}, logger)
+	if err := live.Start(ctx); err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	rt.live.Store(live)
+	// Run until Stop reaches it, not until ctx ends: the session outlives the loops.
+	liveRun := runService(live.Run)
+	_ = liveRun.Start(context.WithoutCancel(ctx))
+	rt.atStop(liveRun.Stop)
+	rt.record(server.ReloadResult{At: time.Now(), OK: true}) // the config loaded at start
+
+	srvOpts, err := withAuth(server.Options{Listen: cfg.Server.Listen, Replica: replica, Metrics: met, Webhooks: rt.hooks,
+		ExternalURL: cfg.Server.ExternalURL, Reload: rt.request, LastReload: rt.lastReload, TraceURL: traceURL(cfg), Scrub: rt.scrub}, cfg, logger)
+	if err != nil {
+		return err
+	}
+	srv := server.New(db.API, srvOpts, logger)
+	if err := srv.Start(ctx); err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Server.Listen, err)
+	}
+	rt.atStop(srv.Stop)
+	if rt.sender, err = newSender(db.Store, cfg, replica, rt.liveHeld, met, logger); err != nil {
+		return err
+	}
+	if err := rt.sender.Start(ctx); err != nil {
+		return err
+	}
+	rt.atStop(func() { rt.sender.Stop() })
+
+	// Stop ends ctx: loops stop claiming, in-flight calls are interrupted and their leases
+	// released, then everything closes in reverse order.
+	rt.runAll()
+	rt.atStop(rt.wg.Wait)
+	loops := []Service{
+		runService(rt.loop),
+		runService(func(ctx context.Context) { _ = rec.Run(ctx) }),
+		runService(func(ctx context.Context) { _ = maint.Run(ctx) }),
+		// One LISTEN connection per replica: due work wakes the claimer; a sync request (a
+		// webhook received by any replica) wakes the source's syncer, which acts if it holds
+		// the lease; committed changes wake the watch hub, which reads them once for all of
+		// its watchers.
+		runService(func(ctx context.Context) {
+			listen(ctx, db.Store, rec, maint, srv, rt.syncer, requests, wakeAll, logger)
+		}),
+	}
+	for _, s := range loops {
+		_ = s.Start(ctx)
+	}
+	rt.atStop(func() {
+		var wg sync.WaitGroup
+		for _, s := range loops {
+			wg.Go(s.Stop)
+		}
+		wg.Wait()
+	})
+	logger.Info("trueup started", "sources", len(running), "actions", len(acts), "workers", cfg.Reconcile.Workers,
+		"dashboard", cfg.Server.ExternalURL, "config_hash", rt.hash)
+	return nil
+}
+
+// Stop ends the daemon's context (loops stop claiming, calls in flight are interrupted and
+// their leases released), then stops everything Start started, last first. It returns once
+// all of it has stopped.
+func (rt *Daemon) Stop() {
+	rt.stopOnce.Do(func() {
+		if rt.cancel != nil {
+			rt.cancel()
+		}
+		if rt.log != nil && rt.running {
+			rt.log.Info("shutting down")
+		}
+		for i := len(rt.stops) - 1; i >= 0; i-- {
+			rt.stops[i]()
+		}
+	})
+}
+
+// Reload applies cfg (read and checked, the host's overrides applied) in place of the
+// config running, or refuses it whole; reloads run one at a time.
+func (rt *Daemon) Reload(cfg *config.Config) ReloadResult {
+	return rt.ask(context.Background(), cfg)
+}
+
+// ReloadFile reads the config file again (Deps.Load) and applies it as Reload does.
+func (rt *Daemon) ReloadFile() ReloadResult {
+	return rt.ask(context.Background(), nil)
+}

@@ -1,0 +1,229 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/logbuf"
+	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
+	"github.com/trueup-dev/trueup/internal/store"
+)
+
+// daemonEnv is one database and the folders of a daemon's sources.
+type daemonEnv struct {
+	t      *testing.T
+	dir    string
+	dbURL  string
+	listen string
+	st     *store.Store
+}
+
+func newDaemonEnv(t *testing.T) *daemonEnv {
+	t.Helper()
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t, store.MigrateURL)
+	st, err := store.Open(ctx, url, store.Options{MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := ln.Addr().String()
+	ln.Close()
+	return &daemonEnv{t: t, dir: t.TempDir(), dbURL: url, listen: listen, st: st}
+}
+
+// folder writes a source folder holding one ResourceType (named after the folder's first
+// letter, the source's name) described as desc.
+func (e *daemonEnv) folder(name, desc string) string {
+	e.t.Helper()
+	p := filepath.Join(e.dir, name)
+	doc := "apiVersion: trueup.dev/v1\nkind: ResourceType\nmetadata:\n  name: Thing" + strings.ToUpper(name[:1]) + "\nspec:\n  group: example.com\n" +
+		"  description: " + desc + "\n  versions:\n    - name: v1\n      schema:\n        type: object\n  action:\n    name: act\n"
+	if err := os.MkdirAll(p, 0o755); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p, "t.yaml"), []byte(doc), 0o644); err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+// config is a controller config with one dir source per name → folder.
+func (e *daemonEnv) config(srcs map[string]string) *config.Config {
+	e.t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "dataDir: %s\ndatabase: {url: %q}\nserver: {listen: %q}\nactions:\n  - {name: act, type: noop}\n"+
+		"reconcile: {workers: 2, leaseTTL: 5s}\nlog: {level: debug}\nsources:\n", filepath.Join(e.dir, "data"), e.dbURL, e.listen)
+	for _, name := range slices.Sorted(maps.Keys(srcs)) {
+		fmt.Fprintf(&b, "  - name: %s\n    dir: {path: %s, interval: 1h}\n", name, srcs[name])
+	}
+	cfg, err := config.Parse([]byte(b.String()), e.dir, func(string) string { return "" })
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return cfg
+}
+
+// revision is the revision source name applied ("": none yet).
+func (e *daemonEnv) revision(ctx context.Context, name string) string {
+	src, err := e.st.GetSource(ctx, name)
+	if err != nil {
+		return ""
+	}
+	return src.Revision
+}
+
+// free reports whether another replica can take lease name now (its holder released it).
+func (e *daemonEnv) free(ctx context.Context, name string) bool {
+	l, ok, err := e.st.AcquireLease(ctx, name, "other-replica", time.Minute)
+	if err != nil || !ok {
+		return false
+	}
+	_ = e.st.ReleaseLease(ctx, l)
+	return true
+}
+
+func names(d *Daemon) []string { return slices.Sorted(maps.Keys(d.sources())) }
+
+// TestDaemonLifecycle: a daemon starts its sources; a reload adds, changes and removes
+// sources (a removed source's syncer stops and gives its lease up); a config with a source
+// that fails to build is refused whole and the running sources keep running; Stop stops
+// everything and releases every lease.
+func TestDaemonLifecycle(t *testing.T) {
+	e := newDaemonEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var logs logbuf.Buffer
+	cfg1 := e.config(map[string]string{"a": e.folder("a1", "first"), "b": e.folder("b", "b")})
+	d, err := New(cfg1, Deps{Stderr: &logs, Version: "test", Replica: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(ctx); err != nil {
+		t.Fatalf("start: %v\n%s", err, logs.String())
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			d.Stop()
+		}
+	}()
+	waitFor(t, "a and b synced", func() bool { return e.revision(ctx, "a") != "" && e.revision(ctx, "b") != "" })
+	if got := names(d); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("running %v", got)
+	}
+	revA, oldA, oldB := e.revision(ctx, "a"), d.sources()["a"], d.sources()["b"]
+
+	// Reload: a changed, b removed, c added.
+	cfg2 := e.config(map[string]string{"a": e.folder("a2", "second"), "c": e.folder("c", "c")})
+	res := d.Reload(cfg2)
+	if !res.OK || !slices.Equal(res.SourcesAdded, []string{"c"}) || !slices.Equal(res.SourcesRemoved, []string{"b"}) ||
+		!slices.Equal(res.SourcesChanged, []string{"a"}) {
+		t.Fatalf("reload: %+v\n%s", res, logs.String())
+	}
+	if got := names(d); !slices.Equal(got, []string{"a", "c"}) {
+		t.Fatalf("running after the reload %v", got)
+	}
+	if d.sources()["a"] == oldA {
+		t.Error("the changed source a still runs its previous copy")
+	}
+	for name, rs := range map[string]*runningSource{"a (previous copy)": oldA, "b (removed)": oldB} {
+		select {
+		case <-rs.done:
+		default:
+			t.Errorf("%s: its syncer still runs", name)
+		}
+	}
+	waitFor(t, "c synced and a at its new folder's revision", func() bool {
+		r := e.revision(ctx, "a")
+		return e.revision(ctx, "c") != "" && r != "" && r != revA
+	})
+	waitFor(t, "b's lease released", func() bool { return e.free(ctx, "source:b") })
+
+	// A source that fails to build refuses the whole config: the running ones stay.
+	running := maps.Clone(d.sources())
+	cfg3 := e.config(map[string]string{"a": e.folder("a3", "third"), "c": e.folder("c", "c"), "bad": filepath.Join(e.dir, "missing")})
+	res = d.Reload(cfg3)
+	if res.OK || res.Partial || !strings.Contains(strings.Join(res.Errors, "\n"), "bad") {
+		t.Fatalf("reload of a config with a bad source: %+v", res)
+	}
+	if !maps.Equal(d.sources(), running) {
+		t.Errorf("running after a refused reload %v, want %v", names(d), slices.Sorted(maps.Keys(running)))
+	}
+	if d.cfg.Load() != cfg2 {
+		t.Error("a refused config became the running one")
+	}
+	if last, ok := d.lastReload(); !ok || last.OK {
+		t.Errorf("last reload %+v", last)
+	}
+
+	// Stop: every syncer returned, every lease released at once (no TTL to wait out).
+	d.Stop()
+	stopped = true
+	for name, rs := range d.sources() {
+		select {
+		case <-rs.done:
+		default:
+			t.Errorf("source %s: its syncer still runs after Stop", name)
+		}
+	}
+	for _, lease := range []string{"source:a", "source:c", "maintenance"} {
+		if !e.free(ctx, lease) {
+			t.Errorf("lease %s still held after Stop", lease)
+		}
+	}
+	if res := d.Reload(cfg2); res.OK || !strings.Contains(strings.Join(res.Errors, " "), "shutting down") {
+		t.Errorf("reload after Stop: %+v", res)
+	}
+}
+
+// TestDaemonStartFails: a config whose source fails to build does not start, and what Start
+// had started is stopped again (its listener is free).
+func TestDaemonStartFails(t *testing.T) {
+	e := newDaemonEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var logs logbuf.Buffer
+	cfg := e.config(map[string]string{"a": e.folder("a", "a"), "bad": filepath.Join(e.dir, "missing")})
+	d, err := New(cfg, Deps{Stderr: &logs, Version: "test", Replica: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(ctx); err == nil || !strings.Contains(err.Error(), "bad") {
+		t.Fatalf("start: %v", err)
+	}
+	d.Stop() // a second Stop is a no-op
+	if !e.free(ctx, "source:a") {
+		t.Error("source a's lease held after a failed start")
+	}
+	ln, err := net.Listen("tcp", e.listen)
+	if err != nil {
+		t.Errorf("the listener was not closed: %v", err)
+	} else {
+		ln.Close()
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,68 @@
+package daemon
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/pgembed"
+	"github.com/trueup-dev/trueup/internal/store"
+)
+
+// Database is the store plus, when database.url is empty, the private cluster behind it.
+type Database struct {
+	URL     string // what the store connected to, for actions.Env.DatabaseURL
+	Store   *store.Store
+	API     *store.Store // the same database through the API's own pool
+	cluster *pgembed.Cluster
+}
+
+// Close closes the pools, then stops the private cluster.
+func (d *Database) Close() {
+	if d.API != nil {
+		d.API.Close()
+	}
+	if d.Store != nil {
+		d.Store.Close()
+	}
+	if d.cluster != nil {
+		_ = d.cluster.Stop()
+	}
+}
+
+// OpenDatabase opens cfg's database, starting the private cluster when database.url is empty.
+func OpenDatabase(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*Database, error) {
+	d := &Database{}
+	url := cfg.Database.URL
+	if url == "" {
+		dir := filepath.Join(cfg.DataDir, "postgres")
+		logger.Info("starting private PostgreSQL", "dir", dir)
+		c, err := pgembed.Start(ctx, pgembed.Options{Dir: dir, Logger: logger.With("component", "postgres")})
+		if err != nil {
+			return nil, err
+		}
+		d.cluster = c
+		url = c.URL("trueup")
+		logger.Info("private PostgreSQL started; open it with the psql command", "psql", c.PsqlCommand("trueup"))
+	}
+	st, err := store.Open(ctx, url, store.Options{MaxConns: int32(cfg.Reconcile.Workers + 8)})
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	d.Store, d.URL = st, url
+	// API and dashboard requests read through a pool of their own: no number of clients can
+	// take the connections the reconciler writes results with.
+	api, err := store.Open(ctx, url, store.Options{MaxConns: apiConns})
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	d.API = api
+	return d, nil
+}
+
+// apiConns is the API's pool: the server's requests in flight (server.Options.MaxInFlight) plus the
+// watch hub's reads.
+const apiConns = 6

@@ -1,0 +1,261 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+
+	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/actions/execaction"
+	"github.com/trueup-dev/trueup/actions/ghactions"
+	"github.com/trueup-dev/trueup/actions/gitlab"
+	"github.com/trueup-dev/trueup/actions/httpcall"
+	"github.com/trueup-dev/trueup/actions/noop"
+	"github.com/trueup-dev/trueup/actions/proc"
+	"github.com/trueup-dev/trueup/actions/terraform"
+	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/forge/githubapi"
+	"github.com/trueup-dev/trueup/internal/reconciler"
+	"github.com/trueup-dev/trueup/internal/sealed"
+	"github.com/trueup-dev/trueup/internal/secrets"
+	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/tracing"
+	"github.com/trueup-dev/trueup/sources"
+	"github.com/trueup-dev/trueup/sources/dirsource"
+	"github.com/trueup-dev/trueup/sources/gitsource"
+)
+
+// Registry wires every action plugin kind explicitly.
+func Registry() (*actions.Registry, error) {
+	r := actions.NewRegistry()
+	for kind, f := range map[string]actions.Factory{
+		"exec":           execaction.New,
+		"noop":           noop.New,
+		"github-actions": ghactions.New,
+		"gitlab":         gitlab.New,
+		"http":           httpcall.New,
+		"terraform":      terraform.New,
+	} {
+		if err := r.Register(kind, f); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// NewLogger is the daemon's and the CLI's logger of cfg's log block, writing to w.
+func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.Log.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
+	if cfg.Log.Format == "json" {
+		h = slog.NewJSONHandler(w, opts)
+	}
+	// Lines logged with a traced context name its trace (trace_id, span_id).
+	return slog.New(tracing.LogHandler(h))
+}
+
+// traceURL is the dashboard's link to a trace, {traceId} in it ("": none).
+func traceURL(cfg *config.Config) string {
+	if cfg.Tracing == nil {
+		return ""
+	}
+	return cfg.Tracing.TraceURL
+}
+
+// NewSource builds the configured source kind.
+func NewSource(cfg *config.Config, s config.Source, logger *slog.Logger) (sources.Source, store.SourceConfig, error) {
+	switch {
+	case s.Git != nil:
+		g := s.Git
+		gc := gitsource.Config{Name: s.Name, URL: g.URL, Insecure: g.Insecure, Branch: g.Branch, Tag: g.Tag, Commit: g.Commit, Path: g.Path,
+			Dir: filepath.Join(cfg.DataDir, "git", s.Name),
+			// Below the source lease's TTL: a hung server fails the sync, it cannot outlast the lease.
+			Timeout: cfg.Reconcile.LeaseTTL * 2 / 3}
+		if a := g.Auth; a != nil {
+			gc.Auth = gitsource.Auth{Username: a.Username, Password: a.Password, SSHKeyFile: a.SSHKeyFile, KnownHostsFile: a.KnownHostsFile}
+			if app := a.GitHubApp; app != nil {
+				tokens, err := githubapi.NewApp(githubapi.AppConfig{AppID: int64(app.AppID), InstallationID: int64(app.InstallationID),
+					PrivateKeyFile: app.PrivateKeyFile, BaseURL: app.BaseURL, Insecure: app.Insecure}, nil)
+				if err != nil {
+					return nil, store.SourceConfig{}, fmt.Errorf("git auth: %w", err)
+				}
+				gc.Auth.TokenFunc = tokens.Token
+			}
+		}
+		src, err := gitsource.New(gc, logger)
+		ref := g.Branch
+		if g.Tag != "" {
+			ref = "tag:" + g.Tag
+		} else if g.Commit != "" {
+			ref = "commit:" + g.Commit
+		}
+		return src, store.SourceConfig{Name: s.Name, URL: gitsource.Redact(g.URL), Branch: ref, Path: g.Path}, err
+	default:
+		src, err := dirsource.New(dirsource.Config{Name: s.Name, Path: s.Dir.Path}, logger)
+		return src, store.SourceConfig{Name: s.Name, URL: "dir://" + s.Dir.Path}, err
+	}
+}
+
+// NewActions instantiates every configured action; on error the ones built are closed.
+// dbURL is actions.Env.DatabaseURL and trees actions.Env.ReadTree (nil where no database or
+// source is opened).
+func NewActions(cfg *config.Config, reg *actions.Registry, logger *slog.Logger, dbURL func() string, trees func(ctx context.Context, source, revision, dir string) ([]sources.TreeFile, error)) (map[string]actions.Action, error) {
+	out := map[string]actions.Action{}
+	runsCommands := false // exec and terraform start processes (actions/proc)
+	for _, a := range cfg.Actions {
+		act, err := reg.New(a.Type, a.Config, actions.Env{Name: a.Name, BaseDir: cfg.BaseDir, Logger: logger.With("action", a.Name),
+			DatabaseURL: dbURL, ReadTree: trees})
+		if err != nil {
+			CloseActions(out)
+			return nil, err
+		}
+		out[a.Name] = act
+		runsCommands = runsCommands || a.Type == "exec" || a.Type == "terraform"
+	}
+	if !runsCommands {
+		return out, nil
+	}
+	// Said once at start-up, so that operators know when a kill -9 can leave work behind.
+	if mode, err := proc.Mode(); err != nil {
+		logger.Warn("the processes exec and terraform commands start may outlive trueup if it is killed", "mode", mode, "reason", err)
+	}
+	return out, nil
+}
+
+// lateURL is actions.Env.DatabaseURL for the daemon: set once the database is open, which is after
+// the action instances are built.
+type lateURL struct{ v atomic.Pointer[string] }
+
+func (l *lateURL) set(url string) { l.v.Store(&url) }
+
+func (l *lateURL) get() string {
+	if p := l.v.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// sourceTrees is actions.Env.ReadTree for the daemon: the running sources, which the action
+// instances (built before them) read through it and which a reload replaces.
+type sourceTrees struct {
+	v atomic.Pointer[map[string]sources.Source]
+}
+
+func (l *sourceTrees) set(m map[string]sources.Source) { l.v.Store(&m) }
+
+func (l *sourceTrees) read(ctx context.Context, source, revision, dir string) ([]sources.TreeFile, error) {
+	p := l.v.Load()
+	if p == nil {
+		return nil, fmt.Errorf("source %q is not open yet", source)
+	}
+	src, ok := (*p)[source]
+	switch {
+	case !ok:
+		return nil, actions.Terminalf("no source named %q", source)
+	case src == nil:
+		return nil, fmt.Errorf("source %q is not running on this replica (a config reload is restarting it, or it failed to start)", source)
+	}
+	tr, ok := src.(sources.TreeReader)
+	if !ok {
+		return nil, actions.Terminalf("source %q has no revisions to read a folder at (only a Git source has)", source)
+	}
+	return tr.ReadTree(ctx, revision, dir)
+}
+
+// CloseActions closes every instance of m.
+func CloseActions(m map[string]actions.Action) {
+	for _, a := range m {
+		_ = actions.Close(a)
+	}
+}
+
+// CheckAction validates a ResourceType's action reference at ingest.
+func CheckAction(acts map[string]actions.Action) func(string, json.RawMessage) error {
+	return func(name string, with json.RawMessage) error {
+		a, ok := acts[name]
+		if !ok {
+			names := make([]string, 0, len(acts))
+			for n := range acts {
+				names = append(names, n)
+			}
+			return fmt.Errorf("action %q is not configured in this controller (configured: %s)", name, strings.Join(names, ", "))
+		}
+		if v, ok := a.(actions.WithValidator); ok {
+			if err := v.ValidateWith(with); err != nil {
+				if strings.HasPrefix(err.Error(), "with.") {
+					return err // names its field already (with.ref: …)
+				}
+				return fmt.Errorf("with: %w", err)
+			}
+		}
+		return nil
+	}
+}
+
+// ReplicaName names this process among the replicas: host, PID and a random suffix.
+func ReplicaName() string {
+	host, _ := os.Hostname()
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+}
+
+// SourceKeys reads each source's decryption keys (decryption.age).
+func SourceKeys(cfg *config.Config) (map[string]*sealed.Keys, error) {
+	out := map[string]*sealed.Keys{}
+	for _, sc := range cfg.Sources {
+		text, err := cfg.AgeKeyMaterial(sc)
+		if err != nil {
+			return nil, fmt.Errorf("source %s: %w", sc.Name, err)
+		}
+		if text == "" {
+			continue
+		}
+		k, err := sealed.ParseAgeKeys(text)
+		if err != nil {
+			return nil, fmt.Errorf("source %s: decryption.%w", sc.Name, err)
+		}
+		out[sc.Name] = k
+	}
+	return out, nil
+}
+
+// revealer puts a resource's secrets back into its spec for one action call: the
+// SOPS-encrypted fields of its manifest, then the secretRef values its source and namespace
+// may use.
+func revealer(st *store.Store, keys map[string]*sealed.Keys, res *secrets.Resolver) reconciler.Reveal {
+	files := sealed.NewRevealer(keys)
+	return func(ctx context.Context, c store.Claimed) (json.RawMessage, []string, error) {
+		spec, values := c.Spec, []string(nil)
+		if c.SealedSHA != "" {
+			var err error
+			content := func() (string, error) { return st.SealedFile(ctx, c.SealedSHA) }
+			if spec, values, err = files.RevealStored(c.Source, c.File, c.Kind, c.Namespace, c.Name, c.SealedSHA, content, spec); err != nil {
+				return nil, nil, err
+			}
+		}
+		spec, refs, err := res.Resolve(ctx, c.Source, c.Namespace, spec)
+		if err != nil {
+			// A reference may have been encrypted: its decrypted name must not reach the
+			// resource's message.
+			return nil, nil, actions.ScrubError(err, actions.Scrubber(values))
+		}
+		var keep []string
+		for _, v := range append(values, refs...) {
+			if sealed.Scrubbable(v) {
+				keep = append(keep, v)
+			}
+		}
+		return spec, keep, nil
+	}
+}
