@@ -15,6 +15,12 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal asks for a clean stop; once it came, a second one ends the process at
+	// once (the default action of SIGINT and SIGTERM).
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	if err := run(ctx, os.Args[1:]); err != nil {
 		if code, ok := err.(exitCode); ok {
 			os.Exit(int(code))

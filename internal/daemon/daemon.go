@@ -184,14 +184,15 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	// The sources stop after the database closes (as they always have): their syncers have
-	// returned by then (rt.wg).
+	// Stop runs these in reverse: the sources stop before the database closes (their syncers
+	// have returned by then, rt.wg), so that a preview runner finishing a publication still
+	// writes its row, commit status and comment.
+	rt.atStop(db.Close)
 	rt.atStop(func() {
 		for _, rs := range rt.sources() {
 			rs.stop()
 		}
 	})
-	rt.atStop(db.Close)
 	rt.store = db.Store
 	rt.dbURL.set(db.URL)
 	applied, err := db.Store.Migrate(ctx)
