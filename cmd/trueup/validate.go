@@ -112,7 +112,7 @@ SOPS_AGE_KEY_FILE, and with --config those of every source's decryption.age.`,
 				return err
 			}
 			if built != nil {
-				missing, warnings, err := checkRequiredFields(args[0], cfg, built, set.Types)
+				missing, warnings, err := checkRequiredFields(args[0], cfg, built, set)
 				if err != nil {
 					return errors.New(scrub(err.Error()))
 				}
