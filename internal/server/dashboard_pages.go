@@ -176,7 +176,7 @@ type resourceRow struct {
 func makeRow(r store.ResourceSummary) resourceRow {
 	row := resourceRow{ResourceSummary: r, Link: resourcePath(r.Namespace, r.Kind, r.Name), Key: watchKey(r.Namespace, r.Kind, r.Name), Since: r.StatusTime}
 	if r.Suspended {
-		row.Held = status.SuspendedWork(r.Phase, r.Generation)
+		row.Held = status.SuspendedWork(r.Phase, r.Generation, []status.Condition{r.Ready})
 	}
 	if r.Ready.Type != "" && !r.Ready.LastTransitionTime.IsZero() {
 		t := r.Ready.LastTransitionTime
