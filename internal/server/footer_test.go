@@ -2,8 +2,13 @@ package server
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/status"
 )
 
 // The footer says what the caller can do: an operator's buttons, a signed-in viewer's role,
@@ -29,5 +34,28 @@ func TestDashboardFooter(t *testing.T) {
 		if !strings.Contains(foot, tc.want) {
 			t.Errorf("%s: footer lacks %q:\n%s", tc.name, tc.want, foot)
 		}
+	}
+}
+
+// A retry a replica runs reads "running now" on the resource page: the API gives no time
+// while the lease is held.
+func TestDashboardRetryRunning(t *testing.T) {
+	t.Parallel()
+	srv, st := setupAuth(t, 1)
+	now := time.Now()
+	s, _ := status.Result(status.State{Phase: status.PhaseReady, ObservedGeneration: 1, Conditions: status.Initial(now)},
+		status.Outcome{Generation: 1, CurrentGeneration: 1, Err: "exit status 1"}, now)
+	cj, err := json.Marshal(s.Conditions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool().Exec(context.Background(), `UPDATE resources SET phase = $1, conditions = $2, run_at = now() - interval '20 seconds',
+		lease_owner = 'replica-1', lease_token = gen_random_uuid(), lease_expires_at = now() + interval '1 hour'
+		WHERE namespace = 'alpha' AND name = 'q000'`, s.Phase, cj); err != nil {
+		t.Fatal(err)
+	}
+	code, body := getAs(t, formClient(t), srv.URL+"/resources/alpha/Queue/q000", "admin")
+	if code != 200 || !strings.Contains(body, "<dt>Next retry</dt><dd>running now</dd>") {
+		t.Errorf("%d; no running retry in\n%s", code, body)
 	}
 }
