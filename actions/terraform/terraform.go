@@ -298,14 +298,16 @@ func classify(out string, err error) error {
 
 // varAdvice is Terraform's advice for a required variable without a value, which points at
 // its command line; words may be wrapped onto the next line.
-var varAdvice = regexp.MustCompile(`input variable "([^"]+)" is not set, and has no default\s+value\.\s+Use\s+a\s+-var\s+or\s+-var-file\s+command\s+line\s+argument\s+to\s+provide\s+a\s+value\s+for\s+this\s+variable\.`)
+var varAdvice = regexp.MustCompile(`input\s+variable\s+"([^"]+)"\s+is\s+not\s+set,\s+and\s+has\s+no\s+default\s+value\.\s+Use\s+a\s+-var\s+or\s+-var-file\s+command\s+line\s+argument\s+to\s+provide\s+a\s+value\s+for\s+this\s+variable\.`)
 
 // adviseSchema replaces Terraform's -var advice with the fix in trueup's terms: the spec is
-// the var file, so the variable belongs in the type's schema (or needs a default).
+// the var file, so the resource must set the field (which the type's schema can make required
+// or default), or the variable needs a default. The action cannot see the schema, so the
+// advice covers a field the schema lacks and one it leaves optional.
 func adviseSchema(err error) error {
 	msg := err.Error()
 	fixed := varAdvice.ReplaceAllString(msg, "input variable \"$1\" is not set, and has no default value. "+
-		"Add `$1` to the ResourceType's schema (spec.$1) so that resources set it, or give the variable a default in the module.")
+		"spec.$1 is not set: set it in the resource (make it required or give it a default in the type's schema), or give the variable a default in the module.")
 	if fixed == msg {
 		return err
 	}

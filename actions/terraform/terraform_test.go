@@ -425,13 +425,30 @@ func TestSpecErrorsAreTerminal(t *testing.T) {
 	for _, tc := range []struct{ spec, want string }{
 		{`["size", 1]`, "spec must be a JSON object"},
 		// The spec is the var file: the fix is the type's schema, not terraform's -var.
-		{`{"engine": "mysql"}`, "Add `size` to the ResourceType's schema (spec.size) so that resources set it"},
+		{`{"engine": "mysql"}`, "spec.size is not set: set it in the resource (make it required or give it a default in the type's schema), or give the variable a default in the module."},
 		{`{"size": 1, "engine": {"a": 1}}`, "Invalid value for input variable"},
 	} {
 		_, err := f.action.Reconcile(t.Context(), request("bad", tc.spec))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "-var or -var-file") || !actions.IsTerminal(err) {
 			t.Errorf("spec %s: err = %v; want a terminal error containing %q (and no -var advice)", tc.spec, err, tc.want)
 		}
+	}
+}
+
+// Terraform wraps its message at 78 columns, inside "input variable … is not set" for a
+// long name: the advice is rewritten all the same.
+func TestSpecErrorLongVariableName(t *testing.T) {
+	t.Parallel()
+	mod := t.TempDir()
+	const name = "vpc_security_group_ids_for_the_database"
+	if err := os.WriteFile(filepath.Join(mod, "main.tf"), []byte(`variable "`+name+`" { type = list(string) }`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := setup(t, "longvar", config{Module: mod})
+	_, err := f.action.Reconcile(t.Context(), request("bad", `{}`))
+	want := "spec." + name + " is not set: set it in the resource"
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "-var-file") || !actions.IsTerminal(err) {
+		t.Errorf("err = %v; want a terminal error containing %q (and no -var advice)", err, want)
 	}
 }
 

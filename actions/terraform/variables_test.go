@@ -44,7 +44,7 @@ variable "note" { default = null }
 			t.Fatal(err)
 		}
 	}
-	got, err := requiredVariables(dir)
+	got, err := requiredVariables(dir, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,77 @@ variable "note" { default = null }
 	if err := os.WriteFile(filepath.Join(dir, "broken.tf"), []byte(`variable "x" {`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := requiredVariables(dir); err == nil {
+	if _, err := requiredVariables(dir, false, nil); err == nil {
 		t.Error("a file HCL cannot parse: no error")
+	}
+}
+
+// A variable the spec need not set is not required: the instance's env sets TF_VAR_<name>, a
+// variable-definitions file Terraform loads by itself sets it, or an override file gives it a
+// default. Files Terraform ignores are not read; OpenTofu's .tofu files replace .tf files.
+func TestRequiredVariablesProvidedElsewhere(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		tofu  bool
+		env   []string
+		want  []string
+	}{
+		{name: "env TF_VAR", files: map[string]string{"main.tf": `variable "owner" {}` + "\n" + `variable "size" {}`},
+			env: []string{"AWS_REGION=x", "TF_VAR_owner=team-a"}, want: []string{"size"}},
+		{name: "terraform.tfvars", files: map[string]string{"main.tf": `variable "region" {}` + "\n" + `variable "size" {}`,
+			"terraform.tfvars": `region = "eu-west-1"`}, want: []string{"size"}},
+		{name: "auto.tfvars.json", files: map[string]string{"main.tf": `variable "region" {}` + "\n" + `variable "size" {}`,
+			"prod.auto.tfvars.json": `{"region": "eu-west-1"}`}, want: []string{"size"}},
+		{name: "other tfvars are not loaded", files: map[string]string{"main.tf": `variable "region" {}`,
+			"prod.tfvars": `region = "eu-west-1"`}, want: []string{"region"}},
+		{name: "override default", files: map[string]string{"main.tf": `variable "tier" {}` + "\n" + `variable "size" {}`,
+			"override.tf": `variable "tier" { default = "gold" }`}, want: []string{"size"}},
+		{name: "override without default counts once", files: map[string]string{"main.tf": `variable "tier" {}`,
+			"x_override.tf.json": `{"variable": {"tier": {"type": "string"}}}`}, want: []string{"tier"}},
+		{name: "ignored files", files: map[string]string{"main.tf": `variable "size" {}`,
+			".hidden.tf": `variable "dot" {}`, "main.tf~": `variable "backup" {}`, "#main.tf#": `variable "autosave" {}`},
+			want: []string{"size"}},
+		{name: "tofu replaces tf", tofu: true, files: map[string]string{"main.tf": `variable "tf_only" {}`,
+			"main.tofu": `variable "tofu_only" {}`, "extra.tofu.json": `{"variable": {"more": {}}}`}, want: []string{"more", "tofu_only"}},
+		{name: "terraform ignores tofu files", files: map[string]string{"main.tf": `variable "tf_only" {}`,
+			"main.tofu": `variable "tofu_only" {}`}, want: []string{"tf_only"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, text := range tc.files {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := requiredVariables(dir, tc.tofu, tc.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, f := range got {
+				names = append(names, f.Name)
+			}
+			if !reflect.DeepEqual(names, tc.want) {
+				t.Errorf("required = %q, want %q", names, tc.want)
+			}
+		})
+	}
+}
+
+// An editor's lock file (.#main.tf, a dangling symbolic link) is not read.
+func TestRequiredVariablesSkipsLockFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(`variable "size" {}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("user@host.1234:1700000000", filepath.Join(dir, ".#main.tf")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := requiredVariables(dir, false, nil)
+	if err != nil || len(got) != 1 || got[0].Name != "size" {
+		t.Errorf("required = %+v, %v; want size", got, err)
 	}
 }

@@ -189,15 +189,18 @@ func describe(ctx context.Context, c *apiclient.Client, namespace, kind, name st
 }
 
 // nextRetry says when a resource retrying after a failure is taken up again: the time and
-// how long until then, or why it is not.
+// how long until then, or why it is not. The API leaves the time out while a replica works on
+// the resource (and while it is suspended or blocked).
 func nextRetry(r wire.Resource) string {
 	switch t := r.Status.NextReconcileTime; {
 	case status.IsSuspended(r.Status.Conditions):
 		return "<none> (suspended: trueup resume runs it)"
+	case t == nil && dependentsPending(r.Status.Conditions):
+		return "<none> (waiting for its dependents to be deleted)"
 	case t == nil:
-		return "<none>"
+		return "running now"
 	case !t.After(now()):
-		return t.UTC().Format(time.RFC3339) + " (due; waiting for a worker)"
+		return t.UTC().Format(time.RFC3339) + " (due)"
 	default:
 		return t.UTC().Format(time.RFC3339) + " (in " + humanDuration(t.Sub(now())) + ")"
 	}
@@ -246,4 +249,10 @@ func writeYAML(w io.Writer, doc json.RawMessage, indent string) error {
 		}
 	}
 	return nil
+}
+
+// dependentsPending says a delete waits for the resources that depend on this one.
+func dependentsPending(conds []status.Condition) bool {
+	c, ok := status.Get(conds, status.DependentsDeleted)
+	return ok && c.Status == status.False
 }

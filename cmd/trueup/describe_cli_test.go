@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,4 +37,54 @@ func TestDescribeRetrying(t *testing.T) {
 		t.Fatal(err)
 	}
 	runGolden(t, a, []goldenCase{{"describe_retrying.txt", []string{"describe", "Bucket/invoices", "-n", "production"}}})
+}
+
+// The next retry of a resource a replica is running reads "running now", not due; a retry
+// past its time with no replica on it reads "due".
+func TestDescribeRetryRunning(t *testing.T) {
+	t.Parallel()
+	a := setup(t)
+	ctx := context.Background()
+	prev := status.State{Phase: status.PhaseReady, ObservedGeneration: 1, Conditions: status.Initial(t0)}
+	s, _ := status.Result(prev, status.Outcome{Generation: 1, CurrentGeneration: 1, Err: "exit status 1: connection reset"}, cliNow.Add(-time.Minute))
+	s, _ = status.Start(s, 1, false, cliNow.Add(-20*time.Second))
+	cj, err := json.Marshal(s.Conditions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		lease any
+		want  string
+	}{
+		{"replica-1", "Next Retry:           running now\n"},
+		{nil, "Next Retry:           2026-03-05T11:59:40Z (due)\n"},
+	} {
+		if _, err := a.store.Pool().Exec(ctx, `UPDATE resources SET phase = $1, conditions = $2, run_at = $3, lease_owner = $4::text,
+			lease_token = CASE WHEN $4::text IS NULL THEN NULL ELSE gen_random_uuid() END,
+			lease_expires_at = CASE WHEN $4::text IS NULL THEN NULL ELSE now() + interval '1 hour' END
+			WHERE namespace = 'production' AND kind = 'Bucket' AND name = 'invoices'`,
+			s.Phase, cj, cliNow.Add(-20*time.Second), tc.lease); err != nil {
+			t.Fatal(err)
+		}
+		stdout, stderr, err := a.run(t, "describe", "Bucket/invoices", "-n", "production")
+		if err != nil || !strings.Contains(stdout, tc.want) {
+			t.Errorf("lease %v: err %v, stderr %q; want %q in\n%s", tc.lease, err, stderr, tc.want, stdout)
+		}
+	}
+
+	// The API's nextReconcileTime is absent while nothing is scheduled: leased, suspended, blocked.
+	for _, set := range []string{"lease_owner = 'replica-1', lease_token = gen_random_uuid(), lease_expires_at = now() + interval '1 hour'",
+		"suspended = true", "blocked = true"} {
+		if _, err := a.store.Pool().Exec(ctx, `UPDATE resources SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
+			suspended = false, blocked = false WHERE namespace = 'production' AND kind = 'Bucket' AND name = 'invoices'`); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.store.Pool().Exec(ctx, `UPDATE resources SET `+set+` WHERE namespace = 'production' AND kind = 'Bucket' AND name = 'invoices'`); err != nil {
+			t.Fatal(err)
+		}
+		stdout, stderr, err := a.run(t, "get", "resources", "--kind", "Bucket", "-n", "production", "-o", "json")
+		if err != nil || !strings.Contains(stdout, `"phase"`) || strings.Contains(stdout, "nextReconcileTime") {
+			t.Errorf("%s: err %v, stderr %q; want no nextReconcileTime in\n%s", set, err, stderr, stdout)
+		}
+	}
 }

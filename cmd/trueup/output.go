@@ -150,9 +150,13 @@ func age(t time.Time) string {
 
 // ago is age with the word that says it lies in the past ("25m ago"), for columns named
 // for a moment (STARTED, LAST SEEN, LAST-SYNC, UPDATED); an AGE column's title says it already.
+// A time ahead of this machine's clock (the server's clock runs ahead) reads "in the future".
 func ago(t time.Time) string {
 	if t.IsZero() {
 		return "<none>"
+	}
+	if now().Sub(t) < -time.Second {
+		return "in the future"
 	}
 	return age(t) + " ago"
 }

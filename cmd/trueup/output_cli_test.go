@@ -37,6 +37,15 @@ func TestHumanDuration(t *testing.T) {
 	if got := age(time.Time{}); got != "<none>" {
 		t.Errorf("age of zero time %q", got)
 	}
+	// A server clock ahead of the client's: no "<invalid> ago".
+	for d, want := range map[time.Duration]string{-time.Minute: "in the future", -500 * time.Millisecond: "0s ago", time.Minute: "60s ago"} {
+		if got := ago(now().Add(-d)); got != want {
+			t.Errorf("ago(now%+v) = %q, want %q", -d, got, want)
+		}
+	}
+	if got := timestamp(now().Add(time.Minute)); !strings.HasSuffix(got, " (in the future)") {
+		t.Errorf("timestamp of a future time %q", got)
+	}
 }
 
 func TestMillis(t *testing.T) {

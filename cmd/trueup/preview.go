@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/apiclient"
+	"github.com/trueup-dev/trueup/internal/plural"
 	"github.com/trueup-dev/trueup/internal/preview"
 )
 
@@ -197,11 +198,7 @@ func writePreview(b *bytes.Buffer, p previewDoc) {
 		}
 	}
 	if p.HiddenChanges > 0 {
-		what := "changes"
-		if p.HiddenChanges == 1 {
-			what = "change"
-		}
-		fmt.Fprintf(b, "  (%d more %s in namespaces you may not see)\n", p.HiddenChanges, what)
+		fmt.Fprintf(b, "  (%s in namespaces you may not see)\n", plural.Count(p.HiddenChanges, "more change", "more changes"))
 	}
 
 	if len(res.Warnings) > 0 {

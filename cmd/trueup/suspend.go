@@ -115,7 +115,7 @@ func phaseCell(r wire.Resource) string {
 	if !status.IsSuspended(r.Status.Conditions) {
 		return r.Status.Phase
 	}
-	if w := status.SuspendedWork(r.Status.Phase, r.Metadata.Generation); w != "" {
+	if w := status.SuspendedWork(r.Status.Phase, r.Metadata.Generation, r.Status.Conditions); w != "" {
 		return "Suspended (" + w + ")"
 	}
 	return r.Status.Phase + " (SUSPENDED)"

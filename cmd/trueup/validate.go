@@ -29,10 +29,12 @@ Exit status 0 with a one-line summary when everything is valid; 1 with every err
 file:line: field: message otherwise. With --config, action references are checked against
 the action instances that controller config declares, and each type's with: as serve checks
 it at ingest (the instance's allowedRefs and allowedVariables, the plugin's own rules), and
-references across namespaces against its references.expose grants. A terraform instance's
-module variables without a default must be properties of each version's schema of its types
-(the spec is the module's var file); a module kept in a source's repository is read from the
-checkout DIR is part of.
+references across namespaces against its references.expose grants. The spec is a terraform
+module's var file, so each variable without a default that the instance's env (TF_VAR_name),
+the module's terraform.tfvars and *.auto.tfvars files and its override files leave unset must
+be a field of every version's schema of its types: an error when the schema lacks it, a warning
+when the schema neither requires it nor gives it a default. A module kept in a source's
+repository is read from the checkout DIR is part of.
 
 SOPS-encrypted files are decrypted with the age identities of SOPS_AGE_KEY and
 SOPS_AGE_KEY_FILE, and with --config those of every source's decryption.age.`,
@@ -113,7 +115,7 @@ SOPS_AGE_KEY_FILE, and with --config those of every source's decryption.age.`,
 				return err
 			}
 			if built != nil {
-				missing, warnings, err := checkRequiredFields(args[0], cfg, built, set.Types)
+				missing, warnings, err := checkRequiredFields(args[0], cfg, built, set)
 				if err != nil {
 					return errors.New(scrub(err.Error()))
 				}

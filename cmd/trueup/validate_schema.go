@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,14 +15,22 @@ import (
 )
 
 // checkRequiredFields compares each type's schema with the spec fields its action's calls need
-// (a Terraform module's variables without a default) and returns one file:line error per
-// field a version's schema lacks: every call of such a resource would fail until the schema
-// has it. dir is the validated folder; a module kept in a source's repository is read from
-// the checkout dir belongs to.
-func checkRequiredFields(dir string, cfg *config.Config, acts map[string]actions.Action, types []manifest.ResourceType) (missing, warnings []string, err error) {
+// (a Terraform module's variables that nothing but the spec sets) and returns file:line
+// problems. A field the schema does not have (undeclared, or refused by additionalProperties:
+// false) is an error: every call of such a resource would fail until the schema has it. A
+// field the schema declares but neither requires nor defaults, or a schema too complex to
+// read, is a warning: resources that leave the field out fail at run time. A version no
+// resource in the folder uses, of a type with several versions, gets warnings only. dir is the
+// validated folder; a module kept in a source's repository is read from the checkout dir
+// belongs to.
+func checkRequiredFields(dir string, cfg *config.Config, acts map[string]actions.Action, set *manifest.Set) (missing, warnings []string, err error) {
 	repoDir := func(source string) string { return repositoryRoot(dir, cfg, source) }
+	used := map[string]bool{} // apiVersion "\x00" kind
+	for _, r := range set.Resources {
+		used[r.APIVersion+"\x00"+r.Kind] = true
+	}
 	needs := map[string][]actions.RequiredField{}
-	for _, t := range types {
+	for _, t := range set.Types {
 		r, ok := acts[t.Action.Name].(actions.SpecRequirer)
 		if !ok {
 			continue
@@ -39,41 +46,39 @@ func checkRequiredFields(dir string, cfg *config.Config, acts map[string]actions
 			needs[t.Action.Name] = fields
 		}
 		for i, v := range t.Versions {
-			props, err := schemaProperties(v.Schema)
-			if err != nil {
-				return nil, nil, fmt.Errorf("%s: type %s: %w", t.File, t.Name, err)
-			}
 			at := fmt.Sprintf("spec.versions[%d].schema.properties", i)
 			file := filepath.Join(dir, filepath.FromSlash(t.File))
 			line := nodeLine(file, t.Line, "spec", "versions", i, "schema", "properties")
 			if line == 0 {
 				line = max(nodeLine(file, t.Line, "spec", "versions", i, "schema"), t.Line)
 			}
+			unused := len(t.Versions) > 1 && !used[t.Group+"/"+v.Name+"\x00"+t.Name]
 			for _, f := range fields {
-				if props[f.Name] {
-					continue
+				support, err := manifest.TopLevelField(v.Schema, f.Name)
+				if err != nil {
+					return nil, nil, fmt.Errorf("%s: type %s: %w", t.File, t.Name, err)
 				}
-				missing = append(missing, fmt.Sprintf("%s:%d: %s: action %s needs spec.%s (variable %q at %s:%d has no default), which the type's schema does not have: add `%s` to the type's schema (%s.%s)",
-					t.File, line, at, t.Action.Name, f.Name, f.Name, relPath(f.File), f.Line, f.Name, at, f.Name))
+				need := fmt.Sprintf("%s:%d: %s: action %s needs spec.%s (variable %q at %s:%d has no default)",
+					t.File, line, at, t.Action.Name, f.Name, f.Name, relPath(f.File), f.Line)
+				leftOut := fmt.Sprintf("resources that leave `%s` out fail at run time", f.Name)
+				switch support {
+				case manifest.FieldGuaranteed:
+				case manifest.FieldOptional:
+					warnings = append(warnings, fmt.Sprintf("%s; %s: make it required or give it a default", need, leftOut))
+				case manifest.FieldUnknown:
+					warnings = append(warnings, fmt.Sprintf("%s; the schema's anyOf, oneOf, not, if or $ref decide whether a spec has it, and %s", need, leftOut))
+				default:
+					msg := fmt.Sprintf("%s, which the type's schema does not have: add `%s` to the type's schema (%s.%s)", need, f.Name, at, f.Name)
+					if unused {
+						warnings = append(warnings, fmt.Sprintf("%s (no resource here uses version %s)", msg, v.Name))
+						continue
+					}
+					missing = append(missing, msg)
+				}
 			}
 		}
 	}
 	return missing, warnings, nil
-}
-
-// schemaProperties are the names a version's schema declares under properties.
-func schemaProperties(schema json.RawMessage) (map[string]bool, error) {
-	var s struct {
-		Properties map[string]json.RawMessage `json:"properties"`
-	}
-	if err := json.Unmarshal(schema, &s); err != nil {
-		return nil, err
-	}
-	out := make(map[string]bool, len(s.Properties))
-	for k := range s.Properties {
-		out[k] = true
-	}
-	return out, nil
 }
 
 // repositoryRoot is the local checkout of source's repository that dir (the validated folder)

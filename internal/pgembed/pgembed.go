@@ -159,9 +159,6 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 // Dir returns the cluster folder as an absolute path.
 func (c *Cluster) Dir() string { return c.dir }
 
-// URL returns a pgx connection URL for database over the cluster's Unix socket, as the
-// superuser. It carries the superuser's password: hand it to pgx, never to a log or an
-// error message (url.URL.Redacted hides the password).
 // PsqlCommand is the shell command that opens psql on database in this cluster as its
 // superuser, the password read from its file (so the command shows no secret): how a person
 // looks into the private database. It uses the cluster's own psql when the server's folder
@@ -184,6 +181,9 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
+// URL returns a pgx connection URL for database over the cluster's Unix socket, as the
+// superuser. It carries the superuser's password: hand it to pgx, never to a log or an
+// error message (url.URL.Redacted hides the password).
 func (c *Cluster) URL(database string) string {
 	u := url.URL{
 		Scheme: "postgres",

@@ -49,7 +49,7 @@ func resourceOps(r *http.Request, res store.Resource) opsView {
 	v := makeOpsView(resourcePath(res.Metadata.Namespace, res.Kind, res.Metadata.Name), false, res.Status.Conditions,
 		namespaceAccess(identity(r), res.Metadata.Namespace) == accessAllowed)
 	if v.Suspended {
-		v.Held = status.SuspendedWork(res.Status.Phase, res.Metadata.Generation)
+		v.Held = status.SuspendedWork(res.Status.Phase, res.Metadata.Generation, res.Status.Conditions)
 	}
 	return v
 }

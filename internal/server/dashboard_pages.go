@@ -176,7 +176,7 @@ type resourceRow struct {
 func makeRow(r store.ResourceSummary) resourceRow {
 	row := resourceRow{ResourceSummary: r, Link: resourcePath(r.Namespace, r.Kind, r.Name), Key: watchKey(r.Namespace, r.Kind, r.Name), Since: r.StatusTime}
 	if r.Suspended {
-		row.Held = status.SuspendedWork(r.Phase, r.Generation)
+		row.Held = status.SuspendedWork(r.Phase, r.Generation, []status.Condition{r.Ready})
 	}
 	if r.Ready.Type != "" && !r.Ready.LastTransitionTime.IsZero() {
 		t := r.Ready.LastTransitionTime
@@ -395,8 +395,10 @@ type resourceData struct {
 	Ops                   opsView        // operator commands (dashboard_operate.go)
 	Deps                  neighboursView // dependencies and dependents (dashboard_graph.go)
 	// NextRetry is when a resource retrying after a failure is taken up again (nil: not
-	// retrying, or suspended), as describe shows it.
-	NextRetry *time.Time
+	// retrying, or suspended), as describe shows it; RetryRunning, that a replica runs the
+	// retry now (the API gives no time while a lease is held).
+	NextRetry    *time.Time
+	RetryRunning bool
 }
 
 const historyLimit = 50
@@ -455,6 +457,8 @@ func (s *Server) resourcePage(w http.ResponseWriter, r *http.Request) {
 		d.Ops = resourceOps(r, res)
 		if c, ok := status.Get(res.Status.Conditions, status.Reconciling); ok && c.Reason == status.ReasonRetrying && !d.Ops.Suspended {
 			d.NextRetry = res.Status.NextReconcileTime
+			dc, waits := status.Get(res.Status.Conditions, status.DependentsDeleted)
+			d.RetryRunning = d.NextRetry == nil && !(waits && dc.Status == status.False)
 		}
 		n, err := s.store.ResourceNeighbours(ctx, sc, res.Metadata.Namespace, res.Kind, res.Metadata.Name)
 		if s.pageFailed(w, r, err) {

@@ -98,6 +98,7 @@ func TestGraphSVG(t *testing.T) {
 		`prod/a-very-long-name-that-do…`,
 		`class="gedge"`, `class="gedge gedge-ref"`, `marker-end="url(#garrow)"`,
 		`Secret · missing`,
+		`aria-label="Dependency graph: 4 resources, 3 dependencies;`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no %s in\n%s", want, got)
@@ -108,6 +109,11 @@ func TestGraphSVG(t *testing.T) {
 	}
 	if strings.Count(got, "<a ") != 2 {
 		t.Errorf("want links for the 2 nodes that have one:\n%s", got)
+	}
+
+	one, err := graphSVG(nodes[1:2], nil)
+	if err != nil || !strings.Contains(string(one), `aria-label="Dependency graph: 1 resource, 0 dependencies;`) {
+		t.Errorf("one node: %v\n%s", err, one)
 	}
 
 	many := make([]svgNode, maxSVGNodes+1)

@@ -7,6 +7,8 @@ import (
 	"html/template"
 	"slices"
 	"strings"
+
+	"github.com/trueup-dev/trueup/internal/plural"
 )
 
 // The dependency graph of the source page, drawn on the server as SVG: no script library, no
@@ -160,8 +162,8 @@ func graphSVG(nodes []svgNode, edges []svgEdge) (template.HTML, error) {
 	esc := template.HTMLEscapeString
 
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="graph-svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="Dependency graph: %d resources, %d dependencies; dependencies on the left, arrows point from a dependent to what it depends on">`,
-		width, height, width, height, len(nodes), len(edges))
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="graph-svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="Dependency graph: %s, %s; dependencies on the left, arrows point from a dependent to what it depends on">`,
+		width, height, width, height, plural.Count(len(nodes), "resource", "resources"), plural.Count(len(edges), "dependency", "dependencies"))
 	b.WriteString(`<defs><marker id="garrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="8" markerHeight="8" orient="auto-start-reverse"><path class="garrow" d="M0,0 L10,5 L0,10 z"/></marker></defs>`)
 
 	index := make(map[string]int, len(nodes))

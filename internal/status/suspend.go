@@ -40,15 +40,23 @@ func IsSuspended(conds []Condition) bool {
 }
 
 // SuspendedWork names the work a suspended resource holds back, for display: "generation 3
-// pending" while its phase is Pending or Reconciling, "deletion pending" while Deleting, and ""
-// when nothing waits (Ready, Failed). A suspended resource is not reconciling or deleting, so
-// the CLI and the dashboard show this in place of those phases.
-func SuspendedWork(phase string, generation int64) string {
+// pending" while its phase is Pending or Reconciling, "deletion pending" while Deleting, "retry
+// pending" while Failed with a retry to come (Reconciling=RetryingAfterFailure, or Ready's
+// reason ActionFailed where only Ready is known), and "" when nothing waits (Ready, Failed for
+// good). A suspended resource is not reconciling, deleting or retrying, so the CLI and the
+// dashboard show this in place of those phases. conds may hold only some of the conditions.
+func SuspendedWork(phase string, generation int64, conds []Condition) string {
 	switch phase {
 	case PhasePending, PhaseReconciling:
 		return fmt.Sprintf("generation %d pending", generation)
 	case PhaseDeleting:
 		return "deletion pending"
+	case PhaseFailed:
+		rc, _ := Get(conds, Reconciling)
+		ready, _ := Get(conds, Ready)
+		if (rc.Status == True && rc.Reason == ReasonRetrying) || (ready.Status == False && ready.Reason == ReasonActionFailed) {
+			return "retry pending"
+		}
 	}
 	return ""
 }

@@ -77,18 +77,23 @@ func TestSuspendResume(t *testing.T) {
 
 func TestSuspendedWork(t *testing.T) {
 	t.Parallel()
+	retrying := []Condition{{Type: Reconciling, Status: True, Reason: ReasonRetrying}, {Type: Ready, Status: False, Reason: ReasonActionFailed}}
+	stalled := []Condition{{Type: Stalled, Status: True, Reason: ReasonActionRejected}, {Type: Ready, Status: False, Reason: ReasonStalled}}
 	for _, tc := range []struct {
 		phase string
+		conds []Condition
 		want  string
 	}{
-		{PhasePending, "generation 3 pending"},
-		{PhaseReconciling, "generation 3 pending"},
-		{PhaseDeleting, "deletion pending"},
-		{PhaseReady, ""},
-		{PhaseFailed, ""},
+		{PhasePending, nil, "generation 3 pending"},
+		{PhaseReconciling, nil, "generation 3 pending"},
+		{PhaseDeleting, nil, "deletion pending"},
+		{PhaseReady, nil, ""},
+		{PhaseFailed, retrying, "retry pending"},
+		{PhaseFailed, retrying[1:], "retry pending"}, // only Ready known (the dashboard's list)
+		{PhaseFailed, stalled, ""},
 	} {
-		if got := SuspendedWork(tc.phase, 3); got != tc.want {
-			t.Errorf("SuspendedWork(%s, 3) = %q, want %q", tc.phase, got, tc.want)
+		if got := SuspendedWork(tc.phase, 3, tc.conds); got != tc.want {
+			t.Errorf("SuspendedWork(%s, 3, %v) = %q, want %q", tc.phase, tc.conds, got, tc.want)
 		}
 	}
 }

@@ -44,7 +44,8 @@ type ResourceStatus struct {
 	Outputs            json.RawMessage
 	LastReconcileTime  *time.Time
 	// NextReconcileTime is when the controller takes the resource up next: a retry after its
-	// backoff, a resync, or now when work is due. Absent when nothing is scheduled.
+	// backoff, a resync, or now when work is due. Absent when nothing is scheduled: while a
+	// replica works on the resource, and while it is suspended or blocked.
 	NextReconcileTime *time.Time
 }
 
@@ -58,7 +59,8 @@ type ResourceSource struct {
 
 const resourceColumns = `api_version, kind, name, namespace, uid::text, generation, labels, annotations, created_at,
 	deletion_timestamp, spec, phase, observed_generation, conditions, message, outputs, last_reconcile_time,
-	source, file_path, file_line, revision, run_at`
+	source, file_path, file_line, revision,
+	CASE WHEN lease_owner IS NULL AND NOT suspended AND NOT blocked THEN run_at END`
 
 func scanResource(row pgx.Row) (Resource, error) {
 	var r Resource

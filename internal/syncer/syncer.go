@@ -759,7 +759,7 @@ func loadFailure(err error) string {
 	}
 	var conflict *store.ConflictError
 	if errors.As(err, &conflict) {
-		return fmt.Sprintf("%d conflict(s) with other sources", len(conflict.Errors))
+		return plural.Count(len(conflict.Errors), "conflict", "conflicts") + " with other sources"
 	}
 	return firstLine(err.Error())
 }
