@@ -357,3 +357,13 @@ func waitFile(t *testing.T, path string, d time.Duration) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// An exec instance asks the host for arbitration, and has a gate of its own when the host
+// shares none.
+func TestExecPlansAreArbitrated(t *testing.T) {
+	t.Parallel()
+	p, _ := buildPlanner(t, planConfig{Plan: true, config: config{Command: []string{"./testdata/planner.sh"}}})
+	if g := actions.GateFor(nil, p); g == nil {
+		t.Fatal("exec plans are not arbitrated")
+	}
+}

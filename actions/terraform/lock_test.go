@@ -2,6 +2,8 @@ package terraform
 
 import (
 	"testing"
+
+	"github.com/trueup-dev/trueup/actions"
 )
 
 func TestPlanLockNeverWaits(t *testing.T) {
@@ -38,5 +40,14 @@ func TestPlanLockNeverWaits(t *testing.T) {
 	}
 	if len(l.m) != 0 {
 		t.Fatalf("lock entries left: %v", l.m)
+	}
+}
+
+// A terraform instance asks the host for arbitration, and has a gate of its own when the
+// host shares none.
+func TestTerraformPlansAreArbitrated(t *testing.T) {
+	t.Parallel()
+	if actions.GateFor(nil, &Action{}) == nil {
+		t.Fatal("terraform plans are not arbitrated")
 	}
 }

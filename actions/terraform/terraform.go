@@ -45,7 +45,14 @@ type Action struct {
 	locks    keyLocks
 	// versions are the binaries' versions, for the init stamp.
 	versions versions
+	// gate stops a plan of a resource when another call of it comes, unless the host
+	// shares one (actions.PlanArbitrated).
+	gate actions.PlanGate
 }
+
+// PlanGate is the instance's actions.PlanArbitrated gate: a plan uses the resource's working
+// copy, which a reconcile needs.
+func (a *Action) PlanGate() *actions.PlanGate { return &a.gate }
 
 // New is the actions.Factory of the terraform kind. It checks the config without touching
 // the module, the binary or the database: a missing one fails each call, not the start.

@@ -45,8 +45,9 @@ type Checker struct {
 	// Actions are the action instances by name; those implementing actions.Planner are
 	// asked for plans.
 	Actions map[string]actions.Action
-	// Plans is the gate the reconciler calls through: a plan of a resource being reconciled
-	// is refused, and stopped when a reconcile comes (nil: not arbitrated).
+	// Plans is the gate the reconciler calls through, shared by the instances: a plan of an
+	// actions.PlanArbitrated plugin's resource being reconciled is refused, and stopped when
+	// a reconcile comes (nil: each instance's own gate).
 	Plans *actions.PlanGate
 	// PlanTimeout bounds each plan (0: 60s); PlanConcurrency bounds plans at once (0: 4).
 	PlanTimeout     time.Duration
@@ -471,7 +472,7 @@ func (c *Checker) planOne(ctx context.Context, p actions.Planner, req actions.Re
 			out = &Plan{Status: "error", Error: "the action panicked during plan (a bug in the plugin; see the controller's log)"}
 		}
 	}()
-	plan, err := c.Plans.Plan(ctx, p, req)
+	plan, err := actions.GateFor(c.Plans, p).Plan(ctx, p, req)
 	switch {
 	case errors.Is(err, actions.ErrNoPlan):
 		return &Plan{Status: "no-plan"}

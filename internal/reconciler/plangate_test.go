@@ -28,39 +28,89 @@ func (g *planningAction) Plan(ctx context.Context, _ actions.Request) (actions.P
 	return actions.Plan{}, context.Cause(ctx)
 }
 
-// A call of the reconciler stops the plan in progress of its resource through the gate the
-// previews plan through, and calls the plugin once the plan has returned.
+// arbitratedAction is a planningAction whose plans share the resource with its calls, as
+// exec's and terraform's do.
+type arbitratedAction struct {
+	planningAction
+	gate actions.PlanGate
+}
+
+func (g *arbitratedAction) PlanGate() *actions.PlanGate { return &g.gate }
+
+// A call of the reconciler stops the plan in progress of its resource, for a plugin that
+// asks for arbitration, through the gate the previews plan through (the host's, or else the
+// instance's own), and calls the plugin once the plan has returned.
 func TestCallStopsPlanOfItsResource(t *testing.T) {
 	t.Parallel()
-	for _, deleting := range []bool{false, true} {
+	for _, tc := range []struct {
+		name     string
+		shared   *actions.PlanGate
+		deleting bool
+	}{
+		{"reconcile, host's gate", &actions.PlanGate{}, false},
+		{"delete, host's gate", &actions.PlanGate{}, true},
+		{"reconcile, instance's gate", nil, false},
+	} {
 		r := newTestReconciler()
-		r.opts.Plans = &actions.PlanGate{}
+		r.opts.Plans = tc.shared
 		req := actions.Request{Resource: actions.Resource{Namespace: "default", Kind: "Database", Name: "db", UID: "u1"}}
 		planErr := make(chan error, 1)
-		act := &planningAction{started: make(chan struct{})}
+		act := &arbitratedAction{planningAction: planningAction{started: make(chan struct{})}}
 		act.reconcile = func() (actions.Result, error) {
 			select {
 			case err := <-planErr:
 				planErr <- err
 			default:
-				t.Error("the plugin was called before the plan returned")
+				t.Errorf("%s: the plugin was called before the plan returned", tc.name)
 			}
 			return actions.Result{Done: true}, nil
 		}
 		go func() {
 			preq := req
 			preq.Resource.UID = "" // a preview's resource carries none
-			_, err := r.opts.Plans.Plan(t.Context(), act, preq)
+			_, err := actions.GateFor(tc.shared, act).Plan(t.Context(), act, preq)
 			planErr <- err
 		}()
 		<-act.started
 		a := attempt{op: "reconcile", trigger: "spec-changed"}
-		r.call(t.Context(), act, "fake", req, deleting, nil, &a)
+		r.call(t.Context(), act, "fake", req, tc.deleting, nil, &a)
 		if a.err != nil || !a.res.Done {
-			t.Fatalf("deleting=%v: call = %+v, %v", deleting, a.res, a.err)
+			t.Fatalf("%s: call = %+v, %v", tc.name, a.res, a.err)
 		}
 		if err := <-planErr; !errors.Is(err, actions.ErrPlanBusy) {
-			t.Errorf("deleting=%v: the plan's error = %v, want ErrPlanBusy", deleting, err)
+			t.Errorf("%s: the plan's error = %v, want ErrPlanBusy", tc.name, err)
 		}
+	}
+}
+
+// A plugin that does not ask for arbitration (github-actions, gitlab: a plan is a CI run of
+// its own) plans alongside the calls of its resource: a reconcile neither stops nor waits for
+// its plan.
+func TestCallLeavesPlansOfOtherPlugins(t *testing.T) {
+	t.Parallel()
+	r := newTestReconciler()
+	r.opts.Plans = &actions.PlanGate{}
+	req := actions.Request{Resource: actions.Resource{Namespace: "default", Kind: "Database", Name: "db", UID: "u1"}}
+	act := &planningAction{started: make(chan struct{}), reconcile: func() (actions.Result, error) { return actions.Result{Done: true}, nil }}
+	ctx, cancel := context.WithCancel(t.Context())
+	planErr := make(chan error, 1)
+	go func() {
+		_, err := actions.GateFor(r.opts.Plans, act).Plan(ctx, act, req)
+		planErr <- err
+	}()
+	<-act.started
+	a := attempt{op: "reconcile", trigger: "spec-changed"}
+	r.call(t.Context(), act, "fake", req, false, nil, &a)
+	if a.err != nil || !a.res.Done {
+		t.Fatalf("call = %+v, %v", a.res, a.err)
+	}
+	select {
+	case err := <-planErr:
+		t.Fatalf("the plan ended during the reconcile: %v", err)
+	default:
+	}
+	cancel()
+	if err := <-planErr; !errors.Is(err, context.Canceled) {
+		t.Errorf("the plan's error = %v, want its own cancellation", err)
 	}
 }
