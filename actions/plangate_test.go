@@ -39,6 +39,24 @@ func blockingPlan(t *testing.T, g *PlanGate, req Request) (causes <-chan error, 
 	return cause, res
 }
 
+// stopped checks, once Want has returned, that the plugin's plan had returned (it sends its
+// context's cause just before), stopped by a call, and that the gate reported it busy.
+func stopped(t *testing.T, what string, cause, res <-chan error) {
+	t.Helper()
+	select {
+	case c := <-cause:
+		if !errors.Is(c, ErrPlanBusy) {
+			t.Errorf("%s: the plan's context cause = %v, want ErrPlanBusy", what, c)
+		}
+	default:
+		t.Errorf("Want returned before %s did", what)
+		return
+	}
+	if err := <-res; !errors.Is(err, ErrPlanBusy) || err.Error() != "the resource is being reconciled: no plan now" {
+		t.Errorf("%s: the stopped plan's error = %v, want ErrPlanBusy", what, err)
+	}
+}
+
 func TestPlanGateFree(t *testing.T) {
 	t.Parallel()
 	var g PlanGate
@@ -86,22 +104,14 @@ func TestPlanGateRefusesPlanWhileBusy(t *testing.T) {
 func TestPlanGatePlansRunTogether(t *testing.T) {
 	t.Parallel()
 	var g PlanGate
-	_, first := blockingPlan(t, &g, gateReq("db"))
-	_, second := blockingPlan(t, &g, gateReq("db"))
+	cause1, res1 := blockingPlan(t, &g, gateReq("db"))
+	cause2, res2 := blockingPlan(t, &g, gateReq("db"))
 	done, err := g.Want(t.Context(), gateReq("db").Resource)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, res := range []<-chan error{first, second} {
-		select {
-		case err := <-res:
-			if !errors.Is(err, ErrPlanBusy) {
-				t.Errorf("plan %d: %v, want ErrPlanBusy", i, err)
-			}
-		default:
-			t.Errorf("Want returned before plan %d did", i)
-		}
-	}
+	stopped(t, "the first plan", cause1, res1)
+	stopped(t, "the second plan", cause2, res2)
 	done()
 	if len(g.m) != 0 {
 		t.Fatalf("entries left: %v", g.m)
@@ -132,20 +142,13 @@ func TestPlanGateKindCase(t *testing.T) {
 	var g PlanGate
 	req := gateReq("orders")
 	req.Resource.Kind = "database"
-	_, res := blockingPlan(t, &g, req)
+	cause, res := blockingPlan(t, &g, req)
 	done, err := g.Want(t.Context(), Resource{Namespace: "default", Kind: "Database", Name: "orders", UID: "u1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer done()
-	select {
-	case err := <-res:
-		if !errors.Is(err, ErrPlanBusy) {
-			t.Errorf("the plan: %v, want ErrPlanBusy", err)
-		}
-	default:
-		t.Fatal("Want returned before the plan did")
-	}
+	stopped(t, "the plan", cause, res)
 }
 
 // A call waits StopWait at most for a plan that ignores its cancellation, then fails and
@@ -216,17 +219,7 @@ func TestPlanGateCallStopsPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Want returned: the plan has returned too, stopped with the cause, reporting busy.
-	select {
-	case err := <-res:
-		if !errors.Is(err, ErrPlanBusy) || err.Error() != "the resource is being reconciled: no plan now" {
-			t.Errorf("the stopped plan's error = %v, want ErrPlanBusy", err)
-		}
-	default:
-		t.Fatal("Want returned before the plan did")
-	}
-	if c := <-cause; !errors.Is(c, ErrPlanBusy) {
-		t.Errorf("the plan's context cause = %v, want ErrPlanBusy", c)
-	}
+	stopped(t, "the plan", cause, res)
 	done()
 	if len(g.m) != 0 {
 		t.Fatalf("entries left: %v", g.m)

@@ -11,6 +11,7 @@ import (
 // planningAction reconciles by calling reconcile; it plans until its context ends.
 type planningAction struct {
 	started   chan struct{}
+	ended     chan struct{} // closed as Plan returns
 	reconcile func() (actions.Result, error)
 }
 
@@ -24,6 +25,9 @@ func (g *planningAction) Delete(context.Context, actions.Request) (actions.Resul
 
 func (g *planningAction) Plan(ctx context.Context, _ actions.Request) (actions.Plan, error) {
 	close(g.started)
+	if g.ended != nil {
+		defer close(g.ended)
+	}
 	<-ctx.Done()
 	return actions.Plan{}, context.Cause(ctx)
 }
@@ -55,11 +59,10 @@ func TestCallStopsPlanOfItsResource(t *testing.T) {
 		r.opts.Plans = tc.shared
 		req := actions.Request{Resource: actions.Resource{Namespace: "default", Kind: "Database", Name: "db", UID: "u1"}}
 		planErr := make(chan error, 1)
-		act := &arbitratedAction{planningAction: planningAction{started: make(chan struct{})}}
+		act := &arbitratedAction{planningAction: planningAction{started: make(chan struct{}), ended: make(chan struct{})}}
 		act.reconcile = func() (actions.Result, error) {
 			select {
-			case err := <-planErr:
-				planErr <- err
+			case <-act.ended:
 			default:
 				t.Errorf("%s: the plugin was called before the plan returned", tc.name)
 			}
