@@ -15,6 +15,10 @@ import (
 // wait or fail.
 var ErrPlanBusy = errors.New("the resource is being reconciled: no plan now")
 
+// ErrPlanInProgress is a plan's error when another plan holds what it needs (a plugin that
+// plans a resource once at a time).
+var ErrPlanInProgress = errors.New("another plan is in progress: no plan now")
+
 // PlanArbitrated is implemented by planners whose plans share local state with the other
 // calls of their resource (exec's lock, terraform's working copy): the host calls them
 // through a PlanGate, the one it shares across instances or else the instance's own
