@@ -78,6 +78,7 @@ const (
 	forkNotResolved = "output references are left as written in the plans of a pull request from a fork (preview.resolveOutputs)"
 	// reconcilingSkipped: a plan gives way to a reconcile of its resource on any replica.
 	reconcilingSkipped = "being reconciled; the next push plans it"
+	planningSkipped    = "another plan is in progress; the next push plans it"
 	forkCISkipped      = "pull request from a fork: a plan would run the fork's code or the repository's CI with the controller's or the repository's secrets; not planned (preview.forkPlans)"
 )
 
@@ -476,6 +477,10 @@ func (c *Checker) planOne(ctx context.Context, p actions.Planner, req actions.Re
 	switch {
 	case errors.Is(err, actions.ErrNoPlan):
 		return &Plan{Status: "no-plan"}
+	case errors.Is(err, actions.ErrPlanBusy):
+		return &Plan{Status: "skipped", Summary: reconcilingSkipped}
+	case errors.Is(err, actions.ErrPlanInProgress):
+		return &Plan{Status: "skipped", Summary: planningSkipped}
 	case err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return &Plan{Status: "timeout", Error: fmt.Sprintf("no plan within %s", timeout)}
 	case err != nil:

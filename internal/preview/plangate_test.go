@@ -2,7 +2,7 @@ package preview
 
 import (
 	"context"
-	"strings"
+	"fmt"
 	"testing"
 	"time"
 
@@ -23,7 +23,7 @@ func (arbitrated) PlanGate() *actions.PlanGate { return nil }
 
 // A preview plans an actions.PlanArbitrated plugin through the gate the reconciler calls
 // through: a resource being reconciled in this process is not planned, and the preview says
-// why. Other plugins plan alongside.
+// why, as when another replica holds it (skipped). Other plugins plan alongside.
 func TestPlanOneThroughTheGate(t *testing.T) {
 	t.Parallel()
 	c := &Checker{Plans: &actions.PlanGate{}}
@@ -44,10 +44,30 @@ func TestPlanOneThroughTheGate(t *testing.T) {
 	asked = false
 	out := c.planOne(t.Context(), p, req, time.Minute, nil)
 	done()
-	if asked || out.Status != "error" || !strings.Contains(out.Error, "being reconciled") {
+	if asked || out.Status != "skipped" || out.Summary != reconcilingSkipped || out.Error != "" {
 		t.Errorf("plan while reconciling: %+v (plugin asked: %v); want it refused as busy", out, asked)
 	}
 	if out := c.planOne(t.Context(), p, req, time.Minute, nil); out.Status != "planned" || !asked {
 		t.Errorf("plan once the reconcile ended: %+v", out)
+	}
+}
+
+// A plugin that refuses a plan because another plan holds the resource is shown skipped, and
+// says so.
+func TestPlanOneAnotherPlan(t *testing.T) {
+	t.Parallel()
+	c := &Checker{}
+	req := actions.Request{Resource: actions.Resource{Namespace: "default", Kind: "Database", Name: "db"}}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{actions.ErrPlanInProgress, planningSkipped},
+		{fmt.Errorf("workspace: %w", actions.ErrPlanBusy), reconcilingSkipped},
+	} {
+		p := planFunc(func(context.Context, actions.Request) (actions.Plan, error) { return actions.Plan{}, tc.err })
+		if out := c.planOne(t.Context(), p, req, time.Minute, nil); out.Status != "skipped" || out.Summary != tc.want {
+			t.Errorf("plan refused with %v: %+v, want skipped: %s", tc.err, out, tc.want)
+		}
 	}
 }
