@@ -3,7 +3,9 @@ package reconciler
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/trueup-dev/trueup/actions"
 )
@@ -115,5 +117,49 @@ func TestCallLeavesPlansOfOtherPlugins(t *testing.T) {
 	cancel()
 	if err := <-planErr; !errors.Is(err, context.Canceled) {
 		t.Errorf("the plan's error = %v, want its own cancellation", err)
+	}
+}
+
+// stubbornAction plans until told, whatever its context says.
+type stubbornAction struct {
+	planningAction
+	finish chan struct{}
+	gate   actions.PlanGate
+}
+
+func (g *stubbornAction) Plan(context.Context, actions.Request) (actions.Plan, error) {
+	close(g.started)
+	<-g.finish
+	return actions.Plan{}, nil
+}
+
+func (g *stubbornAction) PlanGate() *actions.PlanGate { return &g.gate }
+
+// A plan that ignores its cancellation holds a call up for the gate's StopWait at most: the
+// attempt then fails clearly (and is retried), without calling the plugin beside the plan.
+func TestCallGivesUpOnAPlanThatDoesNotStop(t *testing.T) {
+	t.Parallel()
+	r := newTestReconciler()
+	req := actions.Request{Resource: actions.Resource{Namespace: "default", Kind: "Database", Name: "db", UID: "u1"}}
+	act := &stubbornAction{planningAction: planningAction{started: make(chan struct{})}, finish: make(chan struct{})}
+	act.gate.StopWait = 50 * time.Millisecond
+	act.reconcile = func() (actions.Result, error) {
+		t.Error("the plugin was called beside the plan")
+		return actions.Result{}, nil
+	}
+	planErr := make(chan error, 1)
+	go func() {
+		_, err := actions.GateFor(nil, act).Plan(t.Context(), act, req)
+		planErr <- err
+	}()
+	<-act.started
+	a := attempt{op: "reconcile", trigger: "spec-changed"}
+	r.call(t.Context(), act, "fake", req, false, nil, &a)
+	if a.err == nil || !strings.Contains(a.err.Error(), "did not stop within 50ms") {
+		t.Errorf("call beside a plan that does not stop: %v", a.err)
+	}
+	close(act.finish)
+	if err := <-planErr; !errors.Is(err, actions.ErrPlanBusy) {
+		t.Errorf("the plan's error = %v, want ErrPlanBusy", err)
 	}
 }
