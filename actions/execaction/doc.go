@@ -115,7 +115,7 @@
 // status is a failed plan. A plan never delays another call of its resource: it takes the
 // resource lock only when it is free (else it fails with "the resource is being reconciled:
 // no plan now"), and a reconcile, delete or observe of the resource in the same process
-// stops the plan in progress (the host's actions.PlanGate; its group is killed as on a
+// stops the plan in progress (actions.PlanGate, the host's or the instance's; its group is killed as on a
 // timeout) and takes the lock after it. A reconcile on another host can still start beside a plan (the preview checks the
 // resource's lease before it asks, not after): a plan must change nothing. Nothing of the
 // reply reaches the resource's state.

@@ -40,7 +40,14 @@ type Action struct {
 	// ns, when not nil, makes every command the init of a PID namespace of its own;
 	// otherwise descendants are contained by the command's process group only.
 	tree proc.Tree
+	// gate stops a plan of a resource when another call of it comes, unless the host
+	// shares one (actions.PlanArbitrated).
+	gate actions.PlanGate
 }
+
+// PlanGate is the instance's actions.PlanArbitrated gate: a plan holds the resource's lock,
+// shared, which a reconcile takes exclusive.
+func (a *Action) PlanGate() *actions.PlanGate { return &a.gate }
 
 // New is the actions.Factory of the exec kind. It decodes and checks the config without
 // touching the command: a missing command fails each call, not the controller's start.

@@ -191,49 +191,67 @@ func TestPlanScript(t *testing.T) {
 	}
 }
 
-// A reconcile never waits for, nor fails because of, a preview's plan: through the host's
-// gate, the plan in progress is stopped (its command killed) and says why.
+// A reconcile never waits for, nor fails because of, a preview's plan: through the gate (the
+// host's, or the instance's own), the plan in progress is stopped (its command killed) and
+// says why, whatever case the pull request spells the kind in.
 func TestReconcilePreemptsPlan(t *testing.T) {
 	t.Parallel()
-	p, out := buildPlanner(t, planConfig{Plan: true, config: config{Command: []string{"./testdata/planner.sh"}}})
-	a := p.(actions.Action)
-	var gate actions.PlanGate
-	req := request()
-	if _, err := a.Reconcile(t.Context(), req); err != nil {
-		t.Fatal(err)
-	}
-	planErr := make(chan error, 1)
-	go func() {
-		preq := request()
-		preq.Resource.Spec = json.RawMessage(`{"size":"slow"}`)
-		_, err := gate.Plan(t.Context(), p, preq)
-		planErr <- err
-	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, err := os.Stat(filepath.Join(out, "plan-started")); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the plan did not start")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	req.Resource.Spec = json.RawMessage(`{"size":"large"}`)
-	done, err := gate.Want(t.Context(), req.Resource)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := a.Reconcile(t.Context(), req)
-	done()
-	if err != nil {
-		t.Fatalf("a reconcile during a plan: %v", err)
-	}
-	if res.Outputs["size"] != "large" {
-		t.Fatalf("reconcile outputs %v", res.Outputs)
-	}
-	if err := <-planErr; err == nil || !strings.Contains(err.Error(), "the resource is being reconciled: no plan now") {
-		t.Fatalf("the preempted plan's error = %v", err)
+	for _, tc := range []struct {
+		name, planKind string
+		host           bool
+	}{
+		{"host's gate", "Database", true},
+		{"instance's gate", "Database", false},
+		{"kind in lower case", "database", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p, out := buildPlanner(t, planConfig{Plan: true, config: config{Command: []string{"./testdata/planner.sh"}}})
+			a := p.(actions.Action)
+			var host *actions.PlanGate
+			if tc.host {
+				host = &actions.PlanGate{}
+			}
+			gate := actions.GateFor(host, p)
+			req := request()
+			if _, err := a.Reconcile(t.Context(), req); err != nil {
+				t.Fatal(err)
+			}
+			planErr := make(chan error, 1)
+			go func() {
+				preq := request()
+				preq.Resource.Kind = tc.planKind
+				preq.Resource.Spec = json.RawMessage(`{"size":"slow"}`)
+				_, err := gate.Plan(t.Context(), p, preq)
+				planErr <- err
+			}()
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				if _, err := os.Stat(filepath.Join(out, "plan-started")); err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the plan did not start")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			req.Resource.Spec = json.RawMessage(`{"size":"large"}`)
+			done, err := gate.Want(t.Context(), req.Resource)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := a.Reconcile(t.Context(), req)
+			done()
+			if err != nil {
+				t.Fatalf("a reconcile during a plan: %v", err)
+			}
+			if res.Outputs["size"] != "large" {
+				t.Fatalf("reconcile outputs %v", res.Outputs)
+			}
+			if err := <-planErr; err == nil || !strings.Contains(err.Error(), "the resource is being reconciled: no plan now") {
+				t.Fatalf("the preempted plan's error = %v", err)
+			}
+		})
 	}
 }
 
@@ -355,5 +373,15 @@ func waitFile(t *testing.T, path string, d time.Duration) {
 			t.Fatalf("%s not written within %s", path, d)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// An exec instance asks the host for arbitration, and has a gate of its own when the host
+// shares none.
+func TestExecPlansAreArbitrated(t *testing.T) {
+	t.Parallel()
+	p, _ := buildPlanner(t, planConfig{Plan: true, config: config{Command: []string{"./testdata/planner.sh"}}})
+	if g := actions.GateFor(nil, p); g == nil {
+		t.Fatal("exec plans are not arbitrated")
 	}
 }

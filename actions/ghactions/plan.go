@@ -24,8 +24,8 @@ var _ actions.PullRequestCodePlanner = (*Action)(nil)
 // trueup-outputs artifact: {"changes": bool, "summary": "…", "plan": "…"}. A plan has no
 // handle to keep between calls (a preview is one call), so it neither reads nor writes
 // State or checkpoints; its fresh trueup_id keeps it apart from the resource's reconcile
-// runs, which are only ever found by their own. Without planWorkflow the answer is
-// actions.ErrNoPlan.
+// runs, which are only ever found by their own: it runs alongside them (not
+// actions.PlanArbitrated). Without planWorkflow the answer is actions.ErrNoPlan.
 func (a *Action) Plan(ctx context.Context, req actions.Request) (actions.Plan, error) {
 	ctx, end, err := a.begin(ctx)
 	if err != nil {

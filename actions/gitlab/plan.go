@@ -25,8 +25,8 @@ var _ actions.PullRequestCodePlanner = (*Action)(nil)
 // plan is with.planJob's artifact trueup-outputs.json: {"changes": bool, "summary": "…",
 // "plan": "…"}. A pipeline still running at the deadline is cancelled. A plan has no handle
 // to keep between calls, so it neither reads nor writes State or checkpoints; its own
-// TRUEUP_ID keeps it from being adopted by a reconcile, which looks only for its own.
-// Without planJob the answer is actions.ErrNoPlan.
+// TRUEUP_ID keeps it from being adopted by a reconcile, which looks only for its own: it runs
+// alongside the resource's reconciles (not actions.PlanArbitrated). Without planJob the answer is actions.ErrNoPlan.
 func (a *Action) Plan(ctx context.Context, req actions.Request) (actions.Plan, error) {
 	ctx, end, err := a.begin(ctx)
 	if err != nil {

@@ -40,8 +40,9 @@
 // resource never applied is answered as new without running Terraform. Outputs come from
 // output -json, sensitive ones as "***". Runs of one resource never overlap in a process (a
 // lock per workspace) nor across processes (the backend's state lock, waited for 60s); a
-// plan is refused while its workspace's lock is held, and the host's actions.PlanGate stops
-// it when another call of its resource comes. A timeout or Close interrupts Terraform
+// plan is refused while its workspace's lock is held, and stopped when another call of its
+// resource comes (actions.PlanGate) or, during its init, when a call of any resource wants
+// the instance's init lock. A timeout or Close interrupts Terraform
 // with SIGINT, then kills its process group after 20s.
 //
 // Runs are contained as exec commands are (actions/proc): Terraform leads a process group of

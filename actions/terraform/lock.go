@@ -3,19 +3,25 @@ package terraform
 import (
 	"context"
 	"sync"
+
+	"github.com/trueup-dev/trueup/actions"
 )
 
-// keyLocks serialises the runs of one resource within the process; the backend's state lock
-// does the same across processes. Waiting honours the call's context. A plan only takes a
-// free lock (the host's actions.PlanGate stops it when another call of its resource comes).
+// keyLocks serialises the runs of one resource within the process (a lock per workspace),
+// and the inits of the instance (initKey); the backend's state lock does the same across
+// processes. Waiting honours the call's context. A plan only takes a free lock that nobody
+// waits for, and gives it up (its context is cancelled with actions.ErrPlanBusy) as soon as
+// another call asks for it: a plan init of one resource never holds up a call of another.
 type keyLocks struct {
 	mu sync.Mutex
 	m  map[string]*keyLock
 }
 
 type keyLock struct {
-	ch    chan struct{} // holds a token while locked
-	users int           // holders and waiters; the entry goes with the last
+	ch      chan struct{}           // holds a token while locked
+	users   int                     // holders and waiters; the entry goes with the last
+	wanted  int                     // lock calls waiting
+	preempt context.CancelCauseFunc // the holding plan's, nil when no plan holds it
 }
 
 // entry returns key's lock, counting one more user; l.mu is held.
@@ -39,13 +45,21 @@ func (l *keyLocks) leave(key string, k *keyLock) {
 	}
 }
 
+// lock takes key's lock, stopping the plan that holds it.
 func (l *keyLocks) lock(ctx context.Context, key string) (unlock func(), err error) {
 	l.mu.Lock()
 	k := l.entry(key)
+	k.wanted++
+	if k.preempt != nil {
+		k.preempt(actions.ErrPlanBusy)
+	}
 	l.mu.Unlock()
 
 	select {
 	case k.ch <- struct{}{}:
+		l.mu.Lock()
+		k.wanted--
+		l.mu.Unlock()
 		return func() {
 			<-k.ch
 			l.mu.Lock()
@@ -54,27 +68,40 @@ func (l *keyLocks) lock(ctx context.Context, key string) (unlock func(), err err
 		}, nil
 	case <-ctx.Done():
 		l.mu.Lock()
+		k.wanted--
 		l.leave(key, k)
 		l.mu.Unlock()
 		return nil, context.Cause(ctx)
 	}
 }
 
-// tryLock takes key's lock when it is free, for a plan, which never waits.
-func (l *keyLocks) tryLock(key string) (unlock func(), ok bool) {
+// tryLockPlan takes key's lock for a plan when it is free and no call waits for it; a call
+// that asks for it later cancels the plan with preempt(actions.ErrPlanBusy). It refuses with
+// actions.ErrPlanInProgress when another plan holds the lock, else actions.ErrPlanBusy.
+func (l *keyLocks) tryLockPlan(key string, preempt context.CancelCauseFunc) (unlock func(), err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	k := l.entry(key)
+	if k.wanted > 0 {
+		l.leave(key, k)
+		return nil, actions.ErrPlanBusy
+	}
 	select {
 	case k.ch <- struct{}{}:
 	default:
+		byPlan := k.preempt != nil
 		l.leave(key, k)
-		return nil, false
+		if byPlan {
+			return nil, actions.ErrPlanInProgress
+		}
+		return nil, actions.ErrPlanBusy
 	}
+	k.preempt = preempt
 	return func() {
 		l.mu.Lock()
 		defer l.mu.Unlock()
+		k.preempt = nil
 		<-k.ch
 		l.leave(key, k)
-	}, true
+	}, nil
 }

@@ -3,6 +3,8 @@
 package terraform_test
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,5 +60,69 @@ func TestReconcilePreemptsPlan(t *testing.T) {
 	}
 	if err := <-planErr; err == nil || !strings.Contains(err.Error(), "the resource is being reconciled: no plan now") {
 		t.Fatalf("the preempted plan's error = %v", err)
+	}
+}
+
+// A plan's init holds the instance's init lock, which a call of any resource of the instance
+// takes: the call stops the plan instead of waiting for its init (both working copies need
+// one after a module, binary or backend change).
+func TestCallPreemptsPlanInit(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	slow, started := filepath.Join(dir, "slow-init"), filepath.Join(dir, "init-started")
+	f := setup(t, "preemptinit", config{Binary: "testdata/slow-init-tf.sh",
+		Env: map[string]string{"TF_REAL": binary(t), "SLOW_INIT": slow, "INIT_STARTED": started}})
+	for _, name := range []string{"a", "b"} {
+		if _, err := f.action.Reconcile(t.Context(), request(name, `{"size": 1}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Both working copies init again on their next call.
+	stamps, err := filepath.Glob(filepath.Join(f.cfg.WorkDir, "*", "stamp"))
+	if err != nil || len(stamps) != 2 {
+		t.Fatalf("stamps %v, %v", stamps, err)
+	}
+	for _, s := range stamps {
+		if err := os.Remove(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(slow, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	gate := actions.GateFor(nil, f.action)
+	planErr := make(chan error, 1)
+	go func() {
+		_, err := gate.Plan(t.Context(), f.action.(actions.Planner), request("a", `{"size": 2}`))
+		planErr <- err
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the plan's init did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := os.Remove(slow); err != nil { // b's init runs at once
+		t.Fatal(err)
+	}
+	// Well within the plan's minute-long init.
+	ctx, cancel := context.WithTimeout(t.Context(), 45*time.Second)
+	defer cancel()
+	req := request("b", `{"size": 3}`)
+	done, err := gate.Want(ctx, req.Resource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.action.Reconcile(ctx, req)
+	done()
+	if err != nil || res.Outputs["size"] == nil {
+		t.Fatalf("reconcile of b during a's plan init = %+v, %v", res, err)
+	}
+	if err := <-planErr; !errors.Is(err, actions.ErrPlanBusy) {
+		t.Fatalf("the preempted plan's error = %v, want ErrPlanBusy", err)
 	}
 }

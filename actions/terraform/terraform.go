@@ -45,7 +45,14 @@ type Action struct {
 	locks    keyLocks
 	// versions are the binaries' versions, for the init stamp.
 	versions versions
+	// gate stops a plan of a resource when another call of it comes, unless the host
+	// shares one (actions.PlanArbitrated).
+	gate actions.PlanGate
 }
+
+// PlanGate is the instance's actions.PlanArbitrated gate: a plan uses the resource's working
+// copy, which a reconcile needs.
+func (a *Action) PlanGate() *actions.PlanGate { return &a.gate }
 
 // New is the actions.Factory of the terraform kind. It checks the config without touching
 // the module, the binary or the database: a missing one fails each call, not the start.
@@ -86,13 +93,15 @@ func (a *Action) begin(ctx context.Context, req actions.Request, plan bool) (con
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, a.timeout, fmt.Errorf("timed out after %s", a.timeout))
 	ws := workspaceName(req.Resource)
+	var preempt context.CancelCauseFunc // a plan's: a call that wants its locks stops it
 	var unlock func()
 	if plan {
-		var ok bool
-		if unlock, ok = a.locks.tryLock(ws); !ok {
+		ctx, preempt = context.WithCancelCause(ctx)
+		if unlock, err = a.locks.tryLockPlan(ws, preempt); err != nil {
+			preempt(nil)
 			cancel()
 			endCall()
-			return nil, nil, nil, actions.ErrPlanBusy
+			return nil, nil, nil, err
 		}
 	} else if unlock, err = a.locks.lock(ctx, ws); err != nil {
 		cancel()
@@ -101,10 +110,16 @@ func (a *Action) begin(ctx context.Context, req actions.Request, plan bool) (con
 	}
 	end := func() {
 		unlock()
+		if preempt != nil {
+			preempt(nil)
+		}
 		cancel()
 		endCall()
 	}
-	c, err := a.prepare(ctx, req, ws, plan)
+	c, err := a.prepare(ctx, req, ws, preempt)
+	if err != nil && preempt != nil && errors.Is(context.Cause(ctx), actions.ErrPlanBusy) {
+		err = actions.ErrPlanBusy
+	}
 	if err != nil {
 		end()
 		return nil, nil, nil, err
@@ -114,9 +129,10 @@ func (a *Action) begin(ctx context.Context, req actions.Request, plan bool) (con
 
 // prepare resolves the binary, initialises the working copy when the module (or the backend,
 // or the binary) changed since the last init, and writes the spec as the call's var file.
-// A plan selects the workspace, which exists (Plan checked), and never creates
+// A plan (preempt set) selects the workspace, which exists (Plan checked), and never creates
 // it; it inits only when no other call does, and stops when one asks to.
-func (a *Action) prepare(ctx context.Context, req actions.Request, ws string, plan bool) (*call, error) {
+func (a *Action) prepare(ctx context.Context, req actions.Request, ws string, preempt context.CancelCauseFunc) (*call, error) {
+	plan := preempt != nil
 	vars, err := varFile(req.Resource.Spec)
 	if err != nil {
 		return nil, err
@@ -170,9 +186,8 @@ func (a *Action) prepare(ctx context.Context, req actions.Request, ws string, pl
 		// One init of the instance at a time in this process (see lockInit for why)…
 		var unlock func()
 		if plan {
-			var ok bool
-			if unlock, ok = a.locks.tryLock(initKey); !ok {
-				return nil, actions.ErrPlanBusy
+			if unlock, err = a.locks.tryLockPlan(initKey, preempt); err != nil {
+				return nil, err
 			}
 		} else if unlock, err = a.locks.lock(ctx, initKey); err != nil {
 			return nil, err
@@ -409,8 +424,10 @@ func (a *Action) RunsPullRequestCode() bool { return a.repo.source != "" && a.pr
 // Plan runs a plan without the state lock (it writes nothing) and returns its summary and
 // the names of the changes. A resource never applied is not planned: its workspace would be
 // created for a preview (Plan creates no workspace); it is new, all of it to be created.
-// A plan never delays another call of its resource: it is refused (actions.ErrPlanBusy) while
-// one runs, and the host's actions.PlanGate stops it when one asks for the resource.
+// A plan never delays another call: it is refused (actions.ErrPlanBusy) while a call of its
+// resource runs or waits, or while another plan holds its workspace (ErrPlanInProgress); it is
+// stopped when a call asks for its resource (actions.PlanGate, and its workspace lock) or,
+// during an init, for the instance's init lock.
 //
 // Plans are asked for by pull-request previews only, at the pull request's head. A module read
 // from a source is then the pull request's version: unreviewed code that the plan would run
@@ -435,6 +452,9 @@ func (a *Action) Plan(ctx context.Context, req actions.Request) (actions.Plan, e
 	defer end()
 	res, changes, err := c.plan(ctx, "-lock=false")
 	if err != nil {
+		if errors.Is(context.Cause(ctx), actions.ErrPlanBusy) {
+			return actions.Plan{}, actions.ErrPlanBusy
+		}
 		return actions.Plan{}, err
 	}
 	return actions.Plan{Changes: changes, Summary: summary(res.output, changes), Text: planText(res.output)}, nil

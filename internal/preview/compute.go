@@ -46,8 +46,9 @@ type Checker struct {
 	// Actions are the action instances by name; those implementing actions.Planner are
 	// asked for plans.
 	Actions map[string]actions.Action
-	// Plans is the gate the reconciler calls through: a plan of a resource being reconciled
-	// is refused, and stopped when a reconcile comes (nil: not arbitrated).
+	// Plans is the gate the reconciler calls through, shared by the instances: a plan of an
+	// actions.PlanArbitrated plugin's resource being reconciled is refused, and stopped when
+	// a reconcile comes (nil: each instance's own gate).
 	Plans *actions.PlanGate
 	// PlanTimeout bounds each plan (0: 60s); PlanConcurrency bounds plans at once (0: 4).
 	PlanTimeout     time.Duration
@@ -78,6 +79,7 @@ const (
 	forkNotResolved = "output references are left as written in the plans of a pull request from a fork (preview.resolveOutputs)"
 	// reconcilingSkipped: a plan gives way to a reconcile of its resource on any replica.
 	reconcilingSkipped = "being reconciled; the next push plans it"
+	planningSkipped    = "another plan is in progress; the next push plans it"
 	forkCISkipped      = "pull request from a fork: a plan would run the fork's code or the repository's CI with the controller's or the repository's secrets; not planned (preview.forkPlans)"
 )
 
@@ -465,10 +467,14 @@ func (c *Checker) planOne(ctx context.Context, p actions.Planner, req actions.Re
 			out = &Plan{Status: "error", Error: "the action panicked during plan (a bug in the plugin; see the controller's log)"}
 		}
 	}()
-	plan, err := c.Plans.Plan(ctx, p, req)
+	plan, err := actions.GateFor(c.Plans, p).Plan(ctx, p, req)
 	switch {
 	case errors.Is(err, actions.ErrNoPlan):
 		return &Plan{Status: "no-plan"}
+	case errors.Is(err, actions.ErrPlanBusy):
+		return &Plan{Status: "skipped", Summary: reconcilingSkipped}
+	case errors.Is(err, actions.ErrPlanInProgress):
+		return &Plan{Status: "skipped", Summary: planningSkipped}
 	case err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return &Plan{Status: "timeout", Error: fmt.Sprintf("no plan within %s", timeout)}
 	case err != nil:

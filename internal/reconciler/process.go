@@ -249,7 +249,7 @@ func (r *Reconciler) call(ctx context.Context, act actions.Action, name string, 
 	if trace.SpanFromContext(ctx).IsRecording() {
 		scrub = r.callScrub(slices.Concat(req.Secrets, foreign))
 	}
-	done, err := r.opts.Plans.Want(ctx, req.Resource)
+	done, err := actions.GateFor(r.opts.Plans, act).Want(ctx, req.Resource)
 	if err != nil {
 		a.err = err
 		return

@@ -46,8 +46,9 @@ type Options struct {
 	// instance it returns stays usable until release is called (the config may be reloaded
 	// meanwhile; a replaced instance is closed once its last call released it).
 	Acquire func(name string) (act actions.Action, release func(), ok bool)
-	// Plans, when set, is the gate the previews plan through: a call of a resource stops the
-	// resource's plan in progress before it calls the plugin (nil: no plan to stop).
+	// Plans, when set, is the gate the previews plan through, shared by the instances: a call
+	// of a resource stops the resource's plan in progress before it calls the plugin, for
+	// actions.PlanArbitrated plugins (nil: each instance's own gate).
 	Plans *actions.PlanGate
 	// Metrics records attempts (nil: none).
 	Metrics *metrics.Metrics
