@@ -76,7 +76,8 @@ func (p *diffPlan) add(c change) {
 // diffResources compares DIR's resources with the source's live ones by the apply's change
 // plan (changeplan.Plan) and returns those that would be created. Spec and metadata are
 // compared as their diffs show them (canonical JSON); a resource only moved to another file
-// is listed too, though the apply leaves it as it is.
+// is listed too, though the apply leaves it as it is. An orphaned row (kept by an earlier
+// revision) is no deletion and no part of the guard's share, as in the apply.
 func (p *diffPlan) diffResources(dir string, set *manifest.Set, live []store.Resource, prune store.SourcePrune, noManifests bool) ([]*manifest.Resource, error) {
 	desired := make([]changeplan.Resource, len(set.Resources))
 	newMeta := make([]json.RawMessage, len(set.Resources))
@@ -99,7 +100,7 @@ func (p *diffPlan) diffResources(dir string, set *manifest.Set, live []store.Res
 		oldMeta[i] = m
 		applied[i] = changeplan.Applied{Resource: changeplan.Resource{Namespace: r.Metadata.Namespace, Kind: r.Kind, Name: r.Metadata.Name,
 			Spec: fingerprint(r.Spec), Meta: fingerprint(m)},
-			Deleting: r.Metadata.DeletionTimestamp != nil, Keep: r.Metadata.Annotations["trueup.dev/prune"] == "disabled"}
+			Deleting: r.Metadata.DeletionTimestamp != nil, Keep: r.Metadata.Annotations["trueup.dev/prune"] == "disabled", Orphaned: r.Status.Orphaned}
 	}
 	plan := changeplan.Plan(changeplan.Revision{Subject: "folder " + dir, NoManifests: noManifests, Resources: desired}, applied,
 		changeplan.Prune{Enabled: prune.Enabled, MaxFraction: prune.MaxFraction, AllowEmpty: prune.AllowEmpty})
