@@ -160,7 +160,7 @@ func sourceMessage(s wire.Source) string {
 		}
 		return msg
 	}
-	if c, ok := status.Get(s.Conditions, wire.ConditionPruneSkipped); ok && c.Status == status.True {
+	if c, ok := status.Get(s.Conditions, status.PruneSkipped); ok && c.Status == status.True {
 		return "PruneSkipped (" + c.Reason + "): " + oneLine(c.Message)
 	}
 	ready, _ := status.Get(s.Conditions, status.Ready)

@@ -19,7 +19,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/apiclient"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/sealed"
-	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 	"github.com/trueup-dev/trueup/sources"
 )
 
@@ -104,7 +104,7 @@ type change struct {
 
 // diffPlan is what applying DIR would do.
 type diffPlan struct {
-	source    store.Source
+	source    wire.Source
 	changes   []change
 	invalid   manifest.Errors
 	unchanged int // resources
@@ -122,7 +122,7 @@ func computeDiff(ctx context.Context, c *apiclient.Client, dir, sourceName strin
 		return nil, err
 	}
 	var types struct {
-		Items []store.ResourceType `json:"items"`
+		Items []wire.ResourceType `json:"items"`
 	}
 	if err := c.Get(ctx, "/api/v1/resourcetypes", nil, &types); err != nil {
 		return nil, err
@@ -138,14 +138,14 @@ func computeDiff(ctx context.Context, c *apiclient.Client, dir, sourceName strin
 	}
 	// The source's resources are needed once DIR loads, and before that only to tell
 	// whether DIR lies above the folder the source reads: an invalid DIR costs no listing.
-	var live []store.Resource
+	var live []wire.Resource
 	listed := false
 	list := func() error {
 		raw, err := c.ListResources(ctx, url.Values{"source": {sourceName}}, 1000)
 		if err != nil {
 			return err
 		}
-		live, err = apiclient.DecodeItems[store.Resource](raw)
+		live, err = apiclient.DecodeItems[wire.Resource](raw)
 		listed = true
 		return err
 	}
@@ -230,7 +230,7 @@ func innerFolders(dir, prefix string) []string {
 }
 
 // appliedPaths is where the source's live resources and types lie, as the server names them.
-func appliedPaths(live []store.Resource, types []store.ResourceType, source string) map[string]bool {
+func appliedPaths(live []wire.Resource, types []wire.ResourceType, source string) map[string]bool {
 	applied := map[string]bool{}
 	for _, r := range live {
 		applied[r.Source.Path] = true
@@ -282,7 +282,7 @@ func aboveSource(dir, prefix string, inner []string, files []sources.File, appli
 }
 
 // knownTypes turns the server's types into the loader's, leaving out those of source skip.
-func knownTypes(all []store.ResourceType, skip string) ([]manifest.ResourceType, error) {
+func knownTypes(all []wire.ResourceType, skip string) ([]manifest.ResourceType, error) {
 	var out []manifest.ResourceType
 	for _, t := range all {
 		if skip != "" && t.Source == skip {
@@ -311,7 +311,7 @@ func (p *diffPlan) conflicts(ctx context.Context, c *apiclient.Client, added []*
 		go func() {
 			defer wg.Done()
 			for r := range work {
-				var other store.Resource
+				var other wire.Resource
 				err := c.Get(ctx, apiclient.ResourcePath(r.Namespace, r.Kind, r.Name), nil, &other)
 				mu.Lock()
 				switch {

@@ -421,3 +421,44 @@ func TestDiffPruneGuardAsTheApply(t *testing.T) {
 		t.Errorf("diff under maxFraction 0.3 lacks %q:\n%s", want, out)
 	}
 }
+
+// A row an earlier non-pruning revision kept (orphaned) is not a deletion: the diff skips it
+// and counts it out of the guard's share, as the apply does; an orphaned row whose manifest
+// is back gets a new generation.
+func TestDiffOrphanedAsTheApply(t *testing.T) {
+	t.Parallel()
+	a := setup(t)
+	rootRelative(t, a)
+	ctx := context.Background()
+	if err := a.store.RegisterSource(ctx, store.SourceConfig{Name: "infra", URL: "https://github.com/acme/infra.git", Branch: "main", Path: "manifests",
+		Prune: &store.SourcePrune{Enabled: true, MaxFraction: 0.3}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.store.Pool().Exec(ctx, `UPDATE resources SET orphaned = true WHERE name IN ('orders-pg', 'catalog-mysql')`); err != nil {
+		t.Fatal(err)
+	}
+	files := infraFiles("500")
+	files["databases/clusters.yaml"] = strings.SplitN(files["databases/clusters.yaml"], "\n---\n", 2)[0] + "\n"
+	dir := writeDir(t, files)
+	out, stderr, _ := a.run(t, "diff", dir, "--source", "infra")
+	if strings.Contains(out, "note:") || strings.Contains(out, "- DatabaseCluster/") || !strings.Contains(out, "0 to remove") {
+		t.Errorf("diff lists orphaned rows as deletions:\n%s\nstderr:\n%s", out, stderr)
+	}
+	if !strings.Contains(out, "~ DatabaseCluster/production/orders-pg  manifests/databases/clusters.yaml:1  (generation 2 → 3)") {
+		t.Errorf("the orphaned row still in DIR is not a change:\n%s", out)
+	}
+
+	var fs []sources.File
+	for p, data := range files {
+		fs = append(fs, sources.File{Path: "manifests/" + p, Data: []byte(data)})
+	}
+	set, err := manifest.NewLoader().Load(fs, manifest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.store.ApplyRevision(ctx, store.ApplyParams{Source: "infra", Revision: strings.Repeat("f", 40), Set: set,
+		Prune: true, MaxPruneFraction: 0.3})
+	if err != nil || res.PruneSkipped != "" || res.Deleted != 0 || res.Updated != 1 {
+		t.Fatalf("the apply: %+v %v", res, err)
+	}
+}

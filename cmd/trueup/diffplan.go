@@ -9,7 +9,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/changeplan"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/specdiff"
-	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // What `trueup diff` finds: DIR's types and resources compared with the server's by the
@@ -18,9 +18,9 @@ import (
 // diffTypes compares DIR's types with the source's by the apply's change plan
 // (changeplan.PlanTypes), by name in lower case and by their specs as the diffs show them; a
 // type another source declares makes the revision invalid.
-func (p *diffPlan) diffTypes(set *manifest.Set, live []store.ResourceType) {
-	byName := map[string]store.ResourceType{}
-	var mine []store.ResourceType
+func (p *diffPlan) diffTypes(set *manifest.Set, live []wire.ResourceType) {
+	byName := map[string]wire.ResourceType{}
+	var mine []wire.ResourceType
 	var applied []changeplan.Type
 	for _, t := range live {
 		byName[strings.ToLower(t.Name)] = t
@@ -76,8 +76,9 @@ func (p *diffPlan) add(c change) {
 // diffResources compares DIR's resources with the source's live ones by the apply's change
 // plan (changeplan.Plan) and returns those that would be created. Spec and metadata are
 // compared as their diffs show them (canonical JSON); a resource only moved to another file
-// is listed too, though the apply leaves it as it is.
-func (p *diffPlan) diffResources(dir string, set *manifest.Set, live []store.Resource, prune store.SourcePrune, noManifests bool) ([]*manifest.Resource, error) {
+// is listed too, though the apply leaves it as it is. An orphaned row (kept by an earlier
+// revision) is no deletion and no part of the guard's share, as in the apply.
+func (p *diffPlan) diffResources(dir string, set *manifest.Set, live []wire.Resource, prune wire.SourcePrune, noManifests bool) ([]*manifest.Resource, error) {
 	desired := make([]changeplan.Resource, len(set.Resources))
 	newMeta := make([]json.RawMessage, len(set.Resources))
 	for i := range set.Resources {
@@ -99,7 +100,7 @@ func (p *diffPlan) diffResources(dir string, set *manifest.Set, live []store.Res
 		oldMeta[i] = m
 		applied[i] = changeplan.Applied{Resource: changeplan.Resource{Namespace: r.Metadata.Namespace, Kind: r.Kind, Name: r.Metadata.Name,
 			Spec: fingerprint(r.Spec), Meta: fingerprint(m)},
-			Deleting: r.Metadata.DeletionTimestamp != nil, Keep: r.Metadata.Annotations["trueup.dev/prune"] == "disabled"}
+			Deleting: r.Metadata.DeletionTimestamp != nil, Keep: r.Metadata.Annotations["trueup.dev/prune"] == "disabled", Orphaned: r.Status.Orphaned}
 	}
 	plan := changeplan.Plan(changeplan.Revision{Subject: "folder " + dir, NoManifests: noManifests, Resources: desired}, applied,
 		changeplan.Prune{Enabled: prune.Enabled, MaxFraction: prune.MaxFraction, AllowEmpty: prune.AllowEmpty})
@@ -182,7 +183,7 @@ func revLabel(source, rev string) string {
 	return source + "@" + shortRev(rev)
 }
 
-func sourceFile(s store.ResourceSource) string {
+func sourceFile(s wire.ResourceSource) string {
 	if s.Line > 0 {
 		return fmt.Sprintf("%s:%d", s.Path, s.Line)
 	}

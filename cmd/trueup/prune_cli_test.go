@@ -85,7 +85,7 @@ func TestSyncWaitPruneSkipped(t *testing.T) {
 			src := wire.Source{Name: "infra", Revision: strings.Repeat("a", 40), LastSyncTime: &at,
 				Conditions: []status.Condition{{Type: status.Ready, Status: status.True, Reason: "Succeeded", Message: "applied"}}}
 			if tc.skipped {
-				src.Conditions = append(src.Conditions, status.Condition{Type: wire.ConditionPruneSkipped, Status: status.True,
+				src.Conditions = append(src.Conditions, status.Condition{Type: status.PruneSkipped, Status: status.True,
 					Reason: "EmptyRender", Message: "revision aaaaaaaaaaaa renders no resources: not deleting the source's 1 resource"})
 			}
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -129,7 +129,7 @@ func TestPruneLastResourceEndToEnd(t *testing.T) {
 		!strings.Contains(out, "not deleting the source's 1 resource") {
 		t.Errorf("sync --wait of the empty revision: exit %d\n%s", code, out)
 	}
-	if c, ok := status.Get(source().Conditions, store.ConditionPruneSkipped); !ok || c.Status != status.True || c.Reason != "EmptyRender" {
+	if c, ok := status.Get(source().Conditions, status.PruneSkipped); !ok || c.Status != status.True || c.Reason != "EmptyRender" {
 		t.Errorf("the API's source conditions: %+v", source().Conditions)
 	}
 	if p, code := resource(); code != 200 || p != "Ready" {
@@ -159,7 +159,7 @@ func TestPruneLastResourceEndToEnd(t *testing.T) {
 	}
 	waitFor("only deleted", func() bool { _, code := resource(); return code == 404 })
 	conds := source().Conditions
-	if _, ok := status.Get(conds, store.ConditionPruneSkipped); ok {
+	if _, ok := status.Get(conds, status.PruneSkipped); ok {
 		t.Errorf("PruneSkipped kept after the deletion: %+v", conds)
 	}
 	if c, ok := status.Get(conds, "Pruned"); !ok || c.Status != status.True {

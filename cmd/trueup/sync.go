@@ -83,7 +83,7 @@ func waitSync(ctx context.Context, c *apiclient.Client, out io.Writer, name stri
 			if src.PendingRevision != "" {
 				fmt.Fprintf(out, "suspended: revision %s is pending\n", shortRev(src.PendingRevision))
 			}
-			pruneSkipped, skipped := status.Get(src.Conditions, wire.ConditionPruneSkipped)
+			pruneSkipped, skipped := status.Get(src.Conditions, status.PruneSkipped)
 			skipped = skipped && pruneSkipped.Status == status.True
 			if skipped {
 				fmt.Fprintf(out, "PruneSkipped=True (%s)%s\n", pruneSkipped.Reason, messageNote(pruneSkipped.Message))

@@ -204,7 +204,7 @@ func PruneGuard(subject string, noManifests bool, rendered, gone, active int, ma
 	case rendered == 0:
 		return "EmptyRender", fmt.Sprintf("%s renders no resources: not deleting the source's %s (an empty render is refused unless prune.allowEmpty is true)", subject, plural.Count(active, "resource", "resources"))
 	case maxFrac < 1 && float64(gone) > maxFrac*float64(active):
-		return "TooManyDeletions", fmt.Sprintf("%s would delete %d of %d resources (more than prune.maxFraction %.2f): nothing deleted", subject, gone, active, maxFrac)
+		return "TooManyDeletions", fmt.Sprintf("%s would delete %d of %s (more than prune.maxFraction %.2f): nothing deleted", subject, gone, plural.Count(active, "resource", "resources"), maxFrac)
 	}
 	return "", ""
 }

@@ -30,6 +30,7 @@ func TestPruneGuard(t *testing.T) {
 		{"raised fraction", false, 4, 6, 10, 0.8, false, "", ""},
 		{"lowered fraction", false, 6, 4, 10, 0.3, false, "TooManyDeletions", "would delete 4 of 10 resources (more than prune.maxFraction 0.30)"},
 		{"lowered fraction, at the limit", false, 7, 3, 10, 0.3, false, "", ""},
+		{"lowered fraction, the only resource", false, 1, 1, 1, 0.3, false, "TooManyDeletions", "would delete 1 of 1 resource (more than"},
 		{"guard off", false, 1, 9, 10, 1, false, "", ""},
 		// A snapshot without any manifest file is what a failure produces (an unmounted
 		// volume, a folder emptied before the copy): it never deletes, whatever the settings.

@@ -108,7 +108,7 @@ func TestPruneGuards(t *testing.T) {
 			}
 			src, _ := e.store.GetSource(context.Background(), "infra")
 			if !tc.wantErr && tc.reason == "PruneSkipped" && (tc.name == "empty render" || tc.name == "too many deletions") {
-				if c, ok := status.Get(src.Conditions, store.ConditionPruneSkipped); !ok || c.Status != "True" {
+				if c, ok := status.Get(src.Conditions, status.PruneSkipped); !ok || c.Status != "True" {
 					t.Errorf("source PruneSkipped condition %+v", src.Conditions)
 				}
 			}

@@ -82,7 +82,7 @@ func makeSourceView(src store.Source, counts []store.PhaseCount, maxErrors int) 
 		v.Rejected = &r
 	}
 	v.Ready, v.HasReady = status.Get(src.Conditions, status.Ready)
-	v.PruneSkipped, v.HasPruneSkipped = status.Get(src.Conditions, store.ConditionPruneSkipped)
+	v.PruneSkipped, v.HasPruneSkipped = status.Get(src.Conditions, status.PruneSkipped)
 	v.HasPruneSkipped = v.HasPruneSkipped && v.PruneSkipped.Status == status.True
 	byPhase := map[string]int{}
 	for _, c := range counts {

@@ -59,8 +59,8 @@ type dependentAnswer struct {
 // makeResourceAnswer answers for a caller who sees sc: values of the resolved spec from
 // namespaces outside it are masked.
 func makeResourceAnswer(res store.Resource, n store.Neighbours, sc store.Scope) resourceAnswer {
-	wire := resourceWire(res)
-	a := resourceAnswer{Resource: wire, Status: resourceStatusAnswer{ResourceStatus: wire.Status, ResolvedSpec: resolvedFor(n, sc)},
+	rw := resourceWire(res)
+	a := resourceAnswer{Resource: rw, Status: resourceStatusAnswer{ResourceStatus: rw.Status, ResolvedSpec: resolvedFor(n, sc)},
 		DependsOn: make([]dependencyAnswer, 0, len(n.DependsOn)), Dependents: make([]dependentAnswer, 0, len(n.Dependents))}
 	for _, d := range n.DependsOn {
 		da := dependencyAnswer{Kind: d.Kind, Namespace: d.Namespace, Name: d.Name, Explicit: d.Explicit, Outputs: nonNil(d.Outputs)}

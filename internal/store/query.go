@@ -47,6 +47,8 @@ type ResourceStatus struct {
 	// backoff, a resync, or now when work is due. Absent when nothing is scheduled: while a
 	// replica works on the resource, and while it is suspended or blocked.
 	NextReconcileTime *time.Time
+	// Orphaned: the manifest is gone from Git but pruning kept the resource.
+	Orphaned bool
 }
 
 // ResourceSource says where the desired state came from.
@@ -60,7 +62,7 @@ type ResourceSource struct {
 const resourceColumns = `api_version, kind, name, namespace, uid::text, generation, labels, annotations, created_at,
 	deletion_timestamp, spec, phase, observed_generation, conditions, message, outputs, last_reconcile_time,
 	source, file_path, file_line, revision,
-	CASE WHEN lease_owner IS NULL AND NOT suspended AND NOT blocked THEN run_at END`
+	CASE WHEN lease_owner IS NULL AND NOT suspended AND NOT blocked THEN run_at END, orphaned`
 
 func scanResource(row pgx.Row) (Resource, error) {
 	var r Resource
@@ -68,7 +70,7 @@ func scanResource(row pgx.Row) (Resource, error) {
 	err := row.Scan(&r.APIVersion, &r.Kind, &r.Metadata.Name, &r.Metadata.Namespace, &r.Metadata.UID, &r.Metadata.Generation,
 		&labels, &ann, &r.Metadata.CreationTimestamp, &r.Metadata.DeletionTimestamp, &r.Spec, &r.Status.Phase,
 		&r.Status.ObservedGeneration, &conds, &r.Status.Message, &r.Status.Outputs, &r.Status.LastReconcileTime,
-		&r.Source.Name, &r.Source.Path, &r.Source.Line, &r.Source.Revision, &r.Status.NextReconcileTime)
+		&r.Source.Name, &r.Source.Path, &r.Source.Line, &r.Source.Revision, &r.Status.NextReconcileTime, &r.Status.Orphaned)
 	if err != nil {
 		return r, err
 	}

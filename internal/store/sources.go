@@ -78,9 +78,6 @@ type SourceConfig struct {
 	Prune *SourcePrune
 }
 
-// ConditionPruneSkipped is the source condition a refused prune sets (status.PruneSkipped).
-const ConditionPruneSkipped = status.PruneSkipped
-
 // RegisterSource creates or updates a source's configured fields (at start, not per poll).
 func (s *Store) RegisterSource(ctx context.Context, c SourceConfig) error {
 	now := time.Now()

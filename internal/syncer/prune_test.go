@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/status"
-	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/sources"
 	"github.com/trueup-dev/trueup/sources/dirsource"
 	"github.com/trueup-dev/trueup/sources/gitsource"
@@ -38,7 +37,7 @@ func TestEmptyRevisionPruneSkipped(t *testing.T) {
 	if out.Result.PruneSkipped != "EmptyRender" || out.Result.Deleted != 0 {
 		t.Fatalf("empty revision: %+v", out.Result)
 	}
-	c, ok := status.Get(b.source().Conditions, store.ConditionPruneSkipped)
+	c, ok := status.Get(b.source().Conditions, status.PruneSkipped)
 	if !ok || c.Status != status.True || c.Reason != "EmptyRender" || c.Message == "" {
 		t.Fatalf("no PruneSkipped=True/EmptyRender condition: %+v", b.source().Conditions)
 	}
@@ -62,7 +61,7 @@ func TestEmptyRevisionPruneSkipped(t *testing.T) {
 		t.Fatalf("%d resources deleting, want 1", n)
 	}
 	conds := b.source().Conditions
-	if _, ok := status.Get(conds, store.ConditionPruneSkipped); ok {
+	if _, ok := status.Get(conds, status.PruneSkipped); ok {
 		t.Errorf("PruneSkipped kept after the revision pruned: %+v", conds)
 	}
 	if c, ok := status.Get(conds, "Pruned"); !ok || c.Status != status.True {
@@ -90,7 +89,7 @@ func TestNormalPruneClearsPruneSkipped(t *testing.T) {
 	if out, err := s.SyncOnce(b.ctx); err != nil || out.Result.PruneSkipped != "TooManyDeletions" {
 		t.Fatalf("3 of 4 removed: %+v %v", out, err)
 	}
-	if c, ok := status.Get(b.source().Conditions, store.ConditionPruneSkipped); !ok || c.Reason != "TooManyDeletions" {
+	if c, ok := status.Get(b.source().Conditions, status.PruneSkipped); !ok || c.Reason != "TooManyDeletions" {
 		t.Fatalf("conditions %+v", b.source().Conditions)
 	}
 	two := map[string]string{"t.yaml": dbType, "a.yaml": four["a.yaml"], "b.yaml": four["b.yaml"], "c.yaml": four["c.yaml"]}
@@ -98,7 +97,7 @@ func TestNormalPruneClearsPruneSkipped(t *testing.T) {
 	if out, err := s.SyncOnce(b.ctx); err != nil || out.Result.Deleted != 1 {
 		t.Fatalf("1 of 4 removed: %+v %v", out, err)
 	}
-	if _, ok := status.Get(b.source().Conditions, store.ConditionPruneSkipped); ok {
+	if _, ok := status.Get(b.source().Conditions, status.PruneSkipped); ok {
 		t.Errorf("PruneSkipped kept after a normal prune: %+v", b.source().Conditions)
 	}
 }
@@ -159,7 +158,7 @@ func TestEmptyFolderNeverPrunes(t *testing.T) {
 	if out.Result.PruneSkipped != "EmptySource" || out.Result.Deleted != 0 {
 		t.Fatalf("emptied folder: %+v", out.Result)
 	}
-	if c, ok := status.Get(b.source().Conditions, store.ConditionPruneSkipped); !ok || c.Status != status.True || c.Reason != "EmptySource" {
+	if c, ok := status.Get(b.source().Conditions, status.PruneSkipped); !ok || c.Status != status.True || c.Reason != "EmptySource" {
 		t.Fatalf("no PruneSkipped=True/EmptySource: %+v", b.source().Conditions)
 	}
 	if n := deleting(b); n != 0 {
@@ -174,7 +173,7 @@ func TestEmptyFolderNeverPrunes(t *testing.T) {
 	if out.Result.PruneSkipped != "" || out.Result.Deleted != 1 {
 		t.Fatalf("emptied on purpose (one empty manifest file): %+v", out.Result)
 	}
-	if _, ok := status.Get(b.source().Conditions, store.ConditionPruneSkipped); ok {
+	if _, ok := status.Get(b.source().Conditions, status.PruneSkipped); ok {
 		t.Errorf("PruneSkipped kept: %+v", b.source().Conditions)
 	}
 }
@@ -249,7 +248,7 @@ func TestRefusalNotRepeated(t *testing.T) {
 	if e, o := counts(); e != 1 || o != 1 {
 		t.Errorf("the same refusal again: %d PruneSkipped events, %d outbox rows; want 1 and 1", e, o)
 	}
-	if c, ok := status.Get(b.source().Conditions, store.ConditionPruneSkipped); !ok || c.Status != status.True {
+	if c, ok := status.Get(b.source().Conditions, status.PruneSkipped); !ok || c.Status != status.True {
 		t.Errorf("PruneSkipped gone: %+v", b.source().Conditions)
 	}
 }

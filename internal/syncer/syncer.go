@@ -352,7 +352,7 @@ func (s *Syncer) adopt(ctx context.Context, l *store.Lease) {
 	var m memory
 	if err == nil {
 		m.applied = src.Revision
-		if c, ok := status.Get(src.Conditions, store.ConditionPruneSkipped); ok && c.Status == status.True && !src.Suspended && s.pruneChanged(ctx) {
+		if c, ok := status.Get(src.Conditions, status.PruneSkipped); ok && c.Status == status.True && !src.Suspended && s.pruneChanged(ctx) {
 			// Its deletions were refused under other prune settings: apply it again under
 			// this syncer's (a reload that sets allowEmpty or raises maxFraction restarts it).
 			// A suspended source applies nothing: it would only hold back (and show as

@@ -40,6 +40,8 @@ type ResourceStatus struct {
 	// NextReconcileTime is when the controller takes the resource up next: a retry after its
 	// backoff, a resync, or now when work is due. Absent when nothing is scheduled.
 	NextReconcileTime *time.Time `json:"nextReconcileTime,omitempty"`
+	// Orphaned: the manifest is gone from Git but pruning kept the resource. Absent when false.
+	Orphaned bool `json:"orphaned,omitempty"`
 }
 
 // ResourceSource says where the desired state came from.

@@ -6,9 +6,6 @@ import (
 	"github.com/trueup-dev/trueup/internal/status"
 )
 
-// ConditionPruneSkipped is the source condition that says a revision's prune was refused.
-const ConditionPruneSkipped = "PruneSkipped"
-
 // Source is a source: GET /api/v1/sources lists them.
 type Source struct {
 	Name                  string             `json:"name"`
