@@ -100,8 +100,24 @@ type Daemon struct {
 	wg      sync.WaitGroup
 
 	requests chan reloadRequest
-	stops    []func() // what Stop undoes, in the order Start did it
+	stops    []stopStep // what Stop undoes, in the order Start did it
 	stopOnce sync.Once
+
+	test testHooks // set by this package's tests only
+}
+
+// stopStep is one thing Stop undoes; name is what the package's tests see of it.
+type stopStep struct {
+	name string
+	f    func()
+}
+
+// testHooks let this package's tests fail a step that cannot be made to fail from a config
+// and watch the order of Stop; all nil outside them.
+type testHooks struct {
+	started     func() error            // once everything runs, before Start returns
+	startSource func(name string) error // before a source's copy starts
+	stopped     func(step string)       // after each step of Stop
 }
 
 // reloadRequest asks the loop for a reload of cfg (nil: of the file, Deps.Load).
@@ -122,8 +138,8 @@ func New(cfg *config.Config, deps Deps) (*Daemon, error) {
 	return &Daemon{deps: deps, first: cfg, requests: make(chan reloadRequest)}, nil
 }
 
-// atStop adds f to what Stop (or a failed Start) undoes, last first.
-func (rt *Daemon) atStop(f func()) { rt.stops = append(rt.stops, f) }
+// atStop adds f (named step) to what Stop (or a failed Start) undoes, last first.
+func (rt *Daemon) atStop(step string, f func()) { rt.stops = append(rt.stops, stopStep{step, f}) }
 
 // Start builds every part of the config and starts it: it returns once the controller
 // runs, or the first error (everything started before it is stopped again). Its log lines
@@ -154,7 +170,7 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	rt.atStop(traces.Shutdown) // last: flushes the spans of everything stopped before it
+	rt.atStop("tracing", traces.Shutdown) // last: flushes the spans of everything stopped before it
 
 	if rt.reg = rt.deps.Registry; rt.reg == nil {
 		if rt.reg, err = Registry(); err != nil {
@@ -169,7 +185,7 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 		return err
 	}
 	rt.acts = actions.NewSet(acts)
-	rt.atStop(rt.acts.Close)
+	rt.atStop("actions", rt.acts.Close)
 	rt.scrubWith(cfg, acts)
 	scrub := rt.scrub
 	keys, err := SourceKeys(cfg)
@@ -187,8 +203,8 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 	// Stop runs these in reverse: the sources stop before the database closes (their syncers
 	// have returned by then, rt.wg), so that a preview runner finishing a publication still
 	// writes its row, commit status and comment.
-	rt.atStop(db.Close)
-	rt.atStop(func() {
+	rt.atStop("database", db.Close)
+	rt.atStop("sources", func() {
 		for _, rs := range rt.sources() {
 			rs.stop()
 		}
@@ -286,7 +302,7 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 	// Run until Stop reaches it, not until ctx ends: the session outlives the loops.
 	liveRun := runService(live.Run)
 	_ = liveRun.Start(context.WithoutCancel(ctx))
-	rt.atStop(liveRun.Stop)
+	rt.atStop("liveness", liveRun.Stop)
 	rt.record(server.ReloadResult{At: time.Now(), OK: true}) // the config loaded at start
 
 	srvOpts, err := withAuth(server.Options{Listen: cfg.Server.Listen, Replica: replica, Metrics: met, Webhooks: rt.hooks,
@@ -298,19 +314,19 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 	if err := srv.Start(ctx); err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Server.Listen, err)
 	}
-	rt.atStop(srv.Stop)
+	rt.atStop("server", srv.Stop)
 	if rt.sender, err = newSender(db.Store, cfg, replica, rt.liveHeld, met, logger); err != nil {
 		return err
 	}
 	if err := rt.sender.Start(ctx); err != nil {
 		return err
 	}
-	rt.atStop(func() { rt.sender.Stop() })
+	rt.atStop("sender", func() { rt.sender.Stop() })
 
 	// Stop ends ctx: loops stop claiming, in-flight calls are interrupted and their leases
 	// released, then everything closes in reverse order.
 	rt.runAll()
-	rt.atStop(rt.wg.Wait)
+	rt.atStop("syncers", rt.wg.Wait)
 	loops := []Service{
 		runService(rt.loop),
 		runService(func(ctx context.Context) { _ = rec.Run(ctx) }),
@@ -326,13 +342,18 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 	for _, s := range loops {
 		_ = s.Start(ctx)
 	}
-	rt.atStop(func() {
+	rt.atStop("loops", func() {
 		var wg sync.WaitGroup
 		for _, s := range loops {
 			wg.Go(s.Stop)
 		}
 		wg.Wait()
 	})
+	if rt.test.started != nil {
+		if err := rt.test.started(); err != nil {
+			return err
+		}
+	}
 	logger.Info("trueup started", "sources", len(running), "actions", len(acts), "workers", cfg.Reconcile.Workers,
 		"dashboard", cfg.Server.ExternalURL, "config_hash", rt.hash)
 	return nil
@@ -350,7 +371,10 @@ func (rt *Daemon) Stop() {
 			rt.log.Info("shutting down")
 		}
 		for i := len(rt.stops) - 1; i >= 0; i-- {
-			rt.stops[i]()
+			rt.stops[i].f()
+			if rt.test.stopped != nil {
+				rt.test.stopped(rt.stops[i].name)
+			}
 		}
 	})
 }

@@ -2,16 +2,19 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/logbuf"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
@@ -170,9 +173,16 @@ func TestDaemonLifecycle(t *testing.T) {
 		t.Errorf("last reload %+v", last)
 	}
 
-	// Stop: every syncer returned, every lease released at once (no TTL to wait out).
+	// Stop: every syncer returned, every lease released at once (no TTL to wait out); the
+	// sources stop before the database closes (a preview runner finishing its publication
+	// still writes its row).
+	var steps []string
+	d.test.stopped = func(step string) { steps = append(steps, step) }
 	d.Stop()
 	stopped = true
+	if want := []string{"loops", "syncers", "sender", "server", "liveness", "sources", "database", "actions", "tracing"}; !slices.Equal(steps, want) {
+		t.Errorf("Stop ran %v, want %v", steps, want)
+	}
 	for name, rs := range d.sources() {
 		select {
 		case <-rs.done:
@@ -190,8 +200,7 @@ func TestDaemonLifecycle(t *testing.T) {
 	}
 }
 
-// TestDaemonStartFails: a config whose source fails to build does not start, and what Start
-// had started is stopped again (its listener is free).
+// TestDaemonStartFails: a config whose source fails to build does not start.
 func TestDaemonStartFails(t *testing.T) {
 	e := newDaemonEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -209,12 +218,98 @@ func TestDaemonStartFails(t *testing.T) {
 	if !e.free(ctx, "source:a") {
 		t.Error("source a's lease held after a failed start")
 	}
+}
+
+// TestDaemonStartFailsLate: a start that fails once everything runs (listener, liveness,
+// sender, syncers, loops) stops all of it again: the listener is free, the liveness session
+// and the leases are released (another replica takes them), no goroutine is left.
+func TestDaemonStartFailsLate(t *testing.T) {
+	e := newDaemonEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	before := runtime.NumGoroutine()
+	var logs logbuf.Buffer
+	d, err := New(e.config(map[string]string{"a": e.folder("a", "a")}), Deps{Stderr: &logs, Version: "test", Replica: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.test.started = func() error {
+		// Every lease this replica takes is held before the start fails.
+		waitFor(t, "r1 holds the leases", func() bool { return !e.free(ctx, "maintenance") && !e.free(ctx, "source:a") })
+		return errors.New("injected failure")
+	}
+	if err := d.Start(ctx); err == nil || !strings.Contains(err.Error(), "injected failure") {
+		t.Fatalf("start: %v\n%s", err, logs.String())
+	}
+	for _, lease := range []string{"source:a", "maintenance"} {
+		if !e.free(ctx, lease) {
+			t.Errorf("lease %s held after a failed start", lease)
+		}
+	}
+	conn, err := pgx.Connect(ctx, e.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var locks int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&locks); err != nil {
+		t.Fatal(err)
+	}
+	if locks != 0 {
+		t.Errorf("%d advisory locks (the liveness session) held after a failed start", locks)
+	}
 	ln, err := net.Listen("tcp", e.listen)
 	if err != nil {
 		t.Errorf("the listener was not closed: %v", err)
 	} else {
 		ln.Close()
 	}
+	// A few goroutines of the runtime and the test's own connections may come and go.
+	waitFor(t, "the daemon's goroutines returned", func() bool { return runtime.NumGoroutine() <= before+3 })
+}
+
+// TestDaemonReloadSourceFailsToStart: a changed source whose new copy fails to start runs its
+// previous config again (its syncer syncs the previous folder); the reload is partial.
+func TestDaemonReloadSourceFailsToStart(t *testing.T) {
+	e := newDaemonEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var logs logbuf.Buffer
+	a1 := e.folder("a1", "first")
+	d, err := New(e.config(map[string]string{"a": a1}), Deps{Stderr: &logs, Version: "test", Replica: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(ctx); err != nil {
+		t.Fatalf("start: %v\n%s", err, logs.String())
+	}
+	defer d.Stop()
+	waitFor(t, "a synced", func() bool { return e.revision(ctx, "a") != "" })
+	revA, oldA := e.revision(ctx, "a"), d.sources()["a"]
+
+	failed := false
+	d.test.startSource = func(name string) error { // the reload's copy fails, the rebuilt one starts
+		if name == "a" && !failed {
+			failed = true
+			return errors.New("injected failure")
+		}
+		return nil
+	}
+	res := d.Reload(e.config(map[string]string{"a": e.folder("a2", "second")}))
+	if res.OK || !res.Partial || !strings.Contains(strings.Join(res.Errors, "\n"), "its previous config runs again") {
+		t.Fatalf("reload: %+v\n%s", res, logs.String())
+	}
+	back := d.sources()["a"]
+	if back == nil || back == oldA || back.cfg.Dir == nil || back.cfg.Dir.Path != a1 {
+		t.Fatalf("running after the reload: %+v", back)
+	}
+	// The previous folder changes: the copy running again syncs it.
+	if err := os.WriteFile(filepath.Join(a1, "u.yaml"), []byte("apiVersion: trueup.dev/v1\nkind: ResourceType\nmetadata:\n  name: Other\n"+
+		"spec:\n  group: example.com\n  versions:\n    - name: v1\n      schema:\n        type: object\n  action:\n    name: act\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a synced its previous folder's change", func() bool { r := e.revision(ctx, "a"); return r != "" && r != revA })
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {

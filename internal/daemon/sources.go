@@ -80,6 +80,11 @@ func (rt *Daemon) buildSource(cfg *config.Config, sc config.Source, keys map[str
 // runs, all under a context of its own that stop ends.
 func (rt *Daemon) start(rs *runningSource) error {
 	rs.ctx, rs.cancel = context.WithCancel(rt.ctx)
+	if rt.test.startSource != nil {
+		if err := rt.test.startSource(rs.cfg.Name); err != nil {
+			return fmt.Errorf("source %s: %w", rs.cfg.Name, err)
+		}
+	}
 	if st, ok := rs.src.(interface{ Start(context.Context) error }); ok {
 		if err := st.Start(rs.ctx); err != nil {
 			return fmt.Errorf("source %s: %w", rs.cfg.Name, err)
