@@ -50,7 +50,11 @@ func (rt *Daemon) load(cfg *config.Config, readErr error) (_ *loaded, secrets []
 	if err := refuseRestartOnly(pending); err != nil {
 		return nil, secrets, err
 	}
-	// Before anything is built: nothing a reload builds may use a value not in effect.
+	// Before anything is built: nothing a reload builds may use a value not in effect. The
+	// caller's config stays as given (KeepRestartOnly sets top-level fields only, so a shallow
+	// copy takes them).
+	c := *cfg
+	cfg = &c
 	config.KeepRestartOnly(cfg, running)
 	var err error
 	l := &loaded{cfg: cfg, pending: pending, hash: configHash(rt.deps.Path), sources: map[string]*runningSource{}}
