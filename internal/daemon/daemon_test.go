@@ -158,6 +158,7 @@ func TestDaemonLifecycle(t *testing.T) {
 
 	// A source that fails to build refuses the whole config: the running ones stay.
 	running := maps.Clone(d.sources())
+	runningCfg := d.cfg.Load()
 	cfg3 := e.config(map[string]string{"a": e.folder("a3", "third"), "c": e.folder("c", "c"), "bad": filepath.Join(e.dir, "missing")})
 	res = d.Reload(cfg3)
 	if res.OK || res.Partial || !strings.Contains(strings.Join(res.Errors, "\n"), "bad") {
@@ -166,7 +167,7 @@ func TestDaemonLifecycle(t *testing.T) {
 	if !maps.Equal(d.sources(), running) {
 		t.Errorf("running after a refused reload %v, want %v", names(d), slices.Sorted(maps.Keys(running)))
 	}
-	if d.cfg.Load() != cfg2 {
+	if d.cfg.Load() != runningCfg {
 		t.Error("a refused config became the running one")
 	}
 	if last, ok := d.lastReload(); !ok || last.OK {
