@@ -213,7 +213,7 @@ func (a *Action) prepare(ctx context.Context, req actions.Request, ws string, pr
 		if plan {
 			selectArgs = []string{"workspace", "select", "-no-color", ws}
 		}
-		if err := selectWorkspace(ctx, c, selectArgs); err != nil {
+		if err := waitWorkspaceCreation(ctx, c, selectArgs); err != nil {
 			return nil, err
 		}
 		if err := os.WriteFile(stampFile, []byte(stamp), 0o600); err != nil {
@@ -384,10 +384,10 @@ func (a *Action) Delete(ctx context.Context, req actions.Request) (actions.Resul
 		return actions.Result{}, err
 	}
 	// A workspace is deleted from another one.
-	if _, err := c.run(ctx, false, "workspace", "select", "-no-color", "default"); err != nil {
+	if err := waitWorkspaceCreation(ctx, c, []string{"workspace", "select", "-no-color", "default"}); err != nil {
 		return actions.Result{}, err
 	}
-	if _, err := c.run(ctx, false, "workspace", "delete", "-no-color", "-lock-timeout="+lockTimeout, c.workspace); err != nil {
+	if err := waitWorkspaceCreation(ctx, c, []string{"workspace", "delete", "-no-color", "-lock-timeout=" + lockTimeout, c.workspace}); err != nil {
 		return actions.Result{}, err
 	}
 	// The working copy goes with the workspace; the next resource of this name starts from a
@@ -542,18 +542,20 @@ var (
 	_ actions.SecretHolder           = (*Action)(nil)
 )
 
-// workspaceLocked is what the pg backend answers when another process creates a workspace
-// at that moment: it takes a lock for creation and fails at once instead of waiting.
-const workspaceLocked = "Already locked for workspace creation"
+// workspaceLocked is what the pg backend answers (in either case: "Already locked …" from a
+// workspace command, "… already locked for workspace creation" from a state lock) when
+// another process creates a workspace at that moment: it takes a lock for creation and fails
+// at once instead of waiting.
+const workspaceLocked = "already locked for workspace creation"
 
-// selectWorkspace selects (or creates) the resource's workspace, waiting out another
-// process's workspace creation (other replicas, other instances on the same schema) for up
-// to 30 s instead of failing the call.
-func selectWorkspace(ctx context.Context, c *call, args []string) error {
+// waitWorkspaceCreation runs a workspace command (select or create the resource's workspace,
+// select default, delete), waiting out another process's workspace creation (other replicas,
+// other instances on the same schema) for up to 30 s instead of failing the call.
+func waitWorkspaceCreation(ctx context.Context, c *call, args []string) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		_, err := c.run(ctx, false, args...)
-		if err == nil || !strings.Contains(err.Error(), workspaceLocked) || time.Now().After(deadline) {
+		if err == nil || !strings.Contains(strings.ToLower(err.Error()), workspaceLocked) || time.Now().After(deadline) {
 			return err
 		}
 		select {

@@ -51,7 +51,7 @@ block refuses the reload (restart to apply it).`,
 				}
 				return nil
 			}
-			// SIGHUP reloads the config (it no longer ends the process), from now on: a
+			// SIGHUP reloads the config (it does not end the process), from here on: a
 			// signal sent while serve starts is handled once it runs.
 			hup := make(chan os.Signal, 1)
 			signal.Notify(hup, syscall.SIGHUP)
