@@ -102,6 +102,12 @@ type Daemon struct {
 	requests chan reloadRequest
 	stops    []stopStep // what Stop undoes, in the order Start did it
 	stopOnce sync.Once
+	// life makes Start and Stop one at a time: a Stop during Start waits for it, then undoes
+	// what it started. begun says Start ran: a daemon starts once. started is the daemon's
+	// context once Start began, for Reload, which may come from any goroutine.
+	life    sync.Mutex
+	begun   bool
+	started atomic.Pointer[context.Context]
 
 	test testHooks // set by this package's tests only
 }
@@ -147,12 +153,19 @@ func (rt *Daemon) atStop(step string, f func()) { rt.stops = append(rt.stops, st
 // values (a plugin or a commit status reporter refusing its config, a source failing to
 // fetch its URL). ctx ending stops the loops as Stop does; Stop still has to be called.
 func (rt *Daemon) Start(ctx context.Context) (err error) {
+	rt.life.Lock()
+	defer rt.life.Unlock()
+	if rt.begun {
+		return errors.New("the daemon was started already: a daemon starts once")
+	}
+	rt.begun = true
 	cfg := rt.first
 	rt.ctx, rt.cancel = context.WithCancel(ctx)
+	rt.started.Store(&rt.ctx)
 	rt.logOut = NewScrubWriter(rt.deps.Stderr, Scrubber(cfg, nil))
 	defer func() {
 		if err != nil {
-			rt.Stop()
+			rt.stop()
 			err = actions.ScrubError(err, rt.logOut.Current())
 		}
 	}()
@@ -363,6 +376,13 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 // their leases released), then stops everything Start started, last first. It returns once
 // all of it has stopped.
 func (rt *Daemon) Stop() {
+	rt.life.Lock()
+	defer rt.life.Unlock()
+	rt.stop()
+}
+
+// stop undoes what Start did, once; rt.life is held.
+func (rt *Daemon) stop() {
 	rt.stopOnce.Do(func() {
 		if rt.cancel != nil {
 			rt.cancel()

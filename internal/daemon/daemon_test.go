@@ -323,3 +323,53 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestDaemonLifecycleGuards: a Reload before Start is refused, a daemon starts once, a
+// Reload and a Stop that come while Start runs wait for it (the reload is applied by the
+// started daemon, the Stop then undoes everything), and a Reload after Stop is refused.
+func TestDaemonLifecycleGuards(t *testing.T) {
+	e := newDaemonEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var logs logbuf.Buffer
+	cfg := e.config(map[string]string{"a": e.folder("a", "a")})
+	d, err := New(cfg, Deps{Stderr: &logs, Version: "test", Replica: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := d.Reload(cfg); res.OK || !strings.Contains(strings.Join(res.Errors, " "), "not started") {
+		t.Fatalf("reload before Start: %+v", res)
+	}
+	// A reload and a stop asked for while Start runs: the hook holds Start at its end until
+	// both have been asked.
+	asked := make(chan struct{})
+	reloaded := make(chan ReloadResult, 1)
+	stopped := make(chan struct{})
+	d.test.started = func() error {
+		go func() { reloaded <- d.Reload(e.config(map[string]string{"a": e.folder("a", "a"), "c": e.folder("c", "c")})) }()
+		go func() { <-asked; d.Stop(); close(stopped) }()
+		close(asked)
+		return nil
+	}
+	if err := d.Start(ctx); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	if err := d.Start(ctx); err == nil || !strings.Contains(err.Error(), "starts once") {
+		t.Errorf("second Start: %v", err)
+	}
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		t.Fatal("Stop asked during Start never returned")
+	}
+	res := <-reloaded
+	if !res.OK && !strings.Contains(strings.Join(res.Errors, " "), "shutting down") {
+		t.Errorf("reload asked during Start: %+v", res)
+	}
+	if !e.free(ctx, "source:a") {
+		t.Error("source a's lease held after the Stop asked during Start")
+	}
+	if res := d.Reload(cfg); res.OK || !strings.Contains(strings.Join(res.Errors, " "), "shutting down") {
+		t.Errorf("reload after Stop: %+v", res)
+	}
+}

@@ -130,15 +130,17 @@ func (rt *Daemon) request(ctx context.Context) server.ReloadResult { return rt.a
 // ask asks loop to reload cfg (nil: the file) and waits for the result, or until ctx ends
 // (the reload then goes on: its result is logged and shown on the replicas row).
 func (rt *Daemon) ask(ctx context.Context, cfg *config.Config) server.ReloadResult {
-	if rt.ctx == nil {
+	started := rt.started.Load()
+	if started == nil {
 		return server.ReloadResult{At: time.Now(), Errors: []string{"the daemon has not started: the config was not reloaded"}}
 	}
+	dctx := *started
 	reply := make(chan server.ReloadResult, 1) // loop never blocks on a requester gone
 	select {
 	case rt.requests <- reloadRequest{cfg: cfg, reply: reply}:
 	case <-ctx.Done():
 		return server.ReloadResult{At: time.Now(), Errors: []string{"the reload did not start: " + ctx.Err().Error()}}
-	case <-rt.ctx.Done():
+	case <-dctx.Done():
 		return shuttingDown()
 	}
 	select {
