@@ -346,7 +346,9 @@ func TestDaemonLifecycleGuards(t *testing.T) {
 	reloaded := make(chan ReloadResult, 1)
 	stopped := make(chan struct{})
 	d.test.started = func() error {
-		go func() { reloaded <- d.Reload(e.config(map[string]string{"a": e.folder("a", "a"), "c": e.folder("c", "c")})) }()
+		go func() {
+			reloaded <- d.Reload(e.config(map[string]string{"a": e.folder("a", "a"), "c": e.folder("c", "c")}))
+		}()
 		go func() { <-asked; d.Stop(); close(stopped) }()
 		close(asked)
 		return nil
