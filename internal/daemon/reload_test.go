@@ -202,6 +202,7 @@ func TestLateTreesRestarting(t *testing.T) {
 func TestRequestWaitsOnItsContext(t *testing.T) {
 	t.Parallel()
 	rt := &Daemon{ctx: context.Background(), requests: make(chan reloadRequest)}
+	rt.started.Store(&rt.ctx)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if res := rt.request(ctx); res.OK || len(res.Errors) != 1 || !strings.Contains(res.Errors[0], "did not start") {
