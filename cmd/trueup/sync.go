@@ -21,7 +21,7 @@ func newSyncCmd(api *apiOptions) *cobra.Command {
 		Use:   "sync SOURCE",
 		Short: "Fetch a source and apply its head now",
 		Long: `Asks the replica holding the source's lease to read the source's head now and apply it
-if it is new, as a push webhook does. A suspended source validates the head and reports it
+unless it is the revision applied already, as a push webhook does. A suspended source validates the head and reports it
 as pending, but applies nothing. Needs the operator role in every namespace the source has
 resources in.
 

@@ -113,7 +113,7 @@ func (c command) Explain() string {
 	case c.Action == "reconcile":
 		return "The action is called at once, skipping any backoff (a Stalled resource runs too). History records the attempt as trigger manual with your name."
 	case c.Action == "sync":
-		return "The replica holding the source's lease reads its head now and applies it if it is new."
+		return "The replica holding the source's lease reads its head now and applies it unless it is the revision applied already."
 	case c.Action == "suspend" && c.Source:
 		return "The source keeps polling and shows the revision it would apply, but applies nothing until resumed."
 	case c.Action == "suspend":
