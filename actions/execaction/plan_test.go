@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/actions/actiontest"
 	"github.com/trueup-dev/trueup/actions/execaction"
 )
 
@@ -38,7 +39,7 @@ func buildPlanner(t *testing.T, cfg planConfig) (actions.Planner, string) {
 	if cfg.LockDir == "" {
 		cfg.LockDir = t.TempDir()
 	}
-	a, err := execaction.New(mustJSON(t, cfg), actions.Env{Name: "test", BaseDir: "."})
+	a, err := execaction.New(actiontest.MustJSON(t, cfg), actions.Env{Name: "test", BaseDir: "."})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

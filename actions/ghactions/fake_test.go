@@ -20,6 +20,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/trueup-dev/trueup/actions/actiontest"
 )
 
 // fakeGitHub is an httptest.Server that behaves like the parts of GitHub's REST API the
@@ -140,22 +142,10 @@ func (f *fakeGitHub) now() time.Time { return f.clk.now() }
 
 // config is a valid instance config pointing at the fake; extra keys are merged.
 func (f *fakeGitHub) config(extra map[string]any) json.RawMessage {
-	c := map[string]any{
+	return actiontest.Config(f.t, map[string]any{
 		"token": f.token, "owner": fakeOwner, "repo": fakeRepo, "ref": "main",
 		"workflow": "deploy.yml", "baseURL": f.srv.URL + "/", "pollInterval": "5ms", "timeout": "5s",
-	}
-	for k, v := range extra {
-		if v == nil {
-			delete(c, k)
-			continue
-		}
-		c[k] = v
-	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return b
+	}, extra)
 }
 
 // api wraps an endpoint with what every API request goes through.

@@ -27,11 +27,11 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	f := newFakeGitLab(t)
 	f.initialStatus = "success" // so that the first Reconcile already reports Done
-	slow := hangingServer(t)
+	slow := actiontest.HangingServer(t)
 	actiontest.Run(t, actiontest.Suite{
 		Factory: New,
 		Config:  f.config(nil),
-		SlowConfig: mustJSON(t, map[string]any{"baseURL": slow.URL, "project": 42,
+		SlowConfig: actiontest.MustJSON(t, map[string]any{"baseURL": slow.URL, "project": 42,
 			"triggerToken": "glptt-slow-123456", "token": "glpat-slow-123456"}),
 		With: json.RawMessage(`{"ref": "release", "variables": {"TIER": "gold", "REPLICAS": 3}}`),
 		Env:  actions.Env{Name: "conformance"},
@@ -601,7 +601,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 		mu.Lock()
 		arrived = append(arrived, fmt.Sprintf("%s %s %v %s", r.Method, r.URL, r.Header, body))
 		mu.Unlock()
-		writeJSON(w, http.StatusOK, []any{})
+		actiontest.WriteJSON(w, http.StatusOK, []any{})
 	}))
 	t.Cleanup(other.Close)
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -689,7 +689,7 @@ func TestConfigRejected(t *testing.T) {
 			for k, v := range tc.change {
 				c[k] = v
 			}
-			_, err := New(mustJSON(t, c), actions.Env{})
+			_, err := New(actiontest.MustJSON(t, c), actions.Env{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want one containing %q", err, tc.want)
 			}
@@ -754,15 +754,6 @@ func TestClassifyKnowsEveryStatus(t *testing.T) {
 			t.Errorf("classify(%s) = %v, %v; want %v", status, got, known, want)
 		}
 	}
-}
-
-func mustJSON(t *testing.T, v any) json.RawMessage {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 func TestSupersededManualPipelineNotWaitedFor(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"github.com/trueup-dev/trueup/internal/logbuf"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/trueup-dev/trueup/internal/logbuf"
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/actions/actiontest"
@@ -24,11 +25,11 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	f := newFakeProvisioner(t)
 	f.sync = true
-	slow := hangingServer(t)
+	slow := actiontest.HangingServer(t)
 	actiontest.Run(t, actiontest.Suite{
 		Factory:    New,
 		Config:     f.config(nil),
-		SlowConfig: mustJSON(t, map[string]any{"url": slow.URL, "retry": map[string]any{"attempts": 5}}),
+		SlowConfig: actiontest.MustJSON(t, map[string]any{"url": slow.URL, "retry": map[string]any{"attempts": 5}}),
 		With:       json.RawMessage(`{"path": "", "body": {"plan": "gold"}}`),
 		Env:        actions.Env{Name: "conformance"},
 	})
@@ -378,7 +379,7 @@ func TestConnectionErrorsRetried(t *testing.T) {
 	t.Parallel()
 	dead := httptest.NewServer(http.NotFoundHandler())
 	dead.Close()
-	act, err := New(mustJSON(t, map[string]any{"url": dead.URL + "/hook?key=query-SECRET-123",
+	act, err := New(actiontest.MustJSON(t, map[string]any{"url": dead.URL + "/hook?key=query-SECRET-123",
 		"retry": map[string]any{"attempts": 2, "initial": "1ms"}}), actions.Env{})
 	if err != nil {
 		t.Fatal(err)
@@ -517,7 +518,7 @@ func TestConfigRejected(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := New(mustJSON(t, tc.cfg), actions.Env{})
+			_, err := New(actiontest.MustJSON(t, tc.cfg), actions.Env{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
@@ -564,15 +565,6 @@ func TestValidateWith(t *testing.T) {
 			t.Errorf("ValidateWith(%s) = %v, want %q", tc.with, err, tc.want)
 		}
 	}
-}
-
-func mustJSON(t *testing.T, v any) json.RawMessage {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 func hmacHex(secret string, body []byte) string {
