@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -56,4 +57,32 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// Plaintext checks the refusal of credentials sent over plain http (internal/plaintext):
+// each case's config parses, or fails naming Want and the fix (`insecure: true`) without
+// quoting any of secrets. Want is a substring of the error, "" for success.
+func Plaintext(t *testing.T, parse func(json.RawMessage) error, secrets []string, cases []struct{ Name, Config, Want string }) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			t.Parallel()
+			err := parse(json.RawMessage(tc.Config))
+			switch {
+			case tc.Want == "" && err != nil:
+				t.Fatalf("error %v, want none", err)
+			case tc.Want == "":
+				return
+			case err == nil || !strings.Contains(err.Error(), tc.Want):
+				t.Fatalf("error %v, want it to contain %q", err, tc.Want)
+			case !strings.Contains(err.Error(), "insecure: true"):
+				t.Errorf("error %v does not say how to allow it", err)
+			}
+			for _, secret := range secrets {
+				if strings.Contains(err.Error(), secret) {
+					t.Errorf("error %v quotes a secret", err)
+				}
+			}
+		})
+	}
 }
