@@ -17,6 +17,7 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/auth"
 	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/manifest/manifesttest"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -36,26 +37,8 @@ const (
 )
 
 // dashTypes are the fixture's ResourceTypes.
-const dashTypes = `apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: DatabaseCluster}
-spec:
-  group: example.com
-  versions:
-    - name: v1
-      schema: {type: object, properties: {engine: {type: string}, storage_gb: {type: integer}}}
-  action: {name: provision}
----
-apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: Queue}
-spec:
-  group: mq.example.com
-  versions:
-    - name: v1
-      schema: {type: object, properties: {size: {type: integer}}}
-  action: {name: noop}
-`
+var dashTypes = manifesttest.TypeDoc("DatabaseCluster", "example.com",
+	"{type: object, properties: {engine: {type: string}, storage_gb: {type: integer}}}", "provision") + "---\n" + typeDoc
 
 // dashManifests renders the infra source at one of its revisions (0: A, 1: B, 2: C, 3: D).
 // B changes staging/events and removes dev/scratch; C adds two resources and removes

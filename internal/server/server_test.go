@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/manifest/manifesttest"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/wire"
@@ -21,16 +22,7 @@ import (
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-const typeDoc = `apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: Queue}
-spec:
-  group: mq.example.com
-  versions:
-    - name: v1
-      schema: {type: object, properties: {size: {type: integer}}}
-  action: {name: noop}
-`
+var typeDoc = manifesttest.TypeDoc("Queue", "mq.example.com", "{type: object, properties: {size: {type: integer}}}", "noop")
 
 // setup seeds a database with n queues across two namespaces through the real apply path
 // and returns an API server on it.
