@@ -94,10 +94,10 @@ func newFakeGitLab(t *testing.T) *fakeGitLab {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/v4/projects/{id}/trigger/pipeline", f.trigger)
 	mux.HandleFunc("GET /api/v4/projects/{id}/pipelines", f.listPipelines)
-	mux.HandleFunc("GET /api/v4/projects/{id}/pipelines/{pid}", f.getPipeline)
-	mux.HandleFunc("GET /api/v4/projects/{id}/pipelines/{pid}/variables", f.getVariables)
-	mux.HandleFunc("GET /api/v4/projects/{id}/pipelines/{pid}/jobs", f.listJobs)
-	mux.HandleFunc("POST /api/v4/projects/{id}/pipelines/{pid}/cancel", f.cancel)
+	mux.HandleFunc("GET /api/v4/projects/{id}/pipelines/{pid}", f.onPipeline("GET pipeline", f.getPipeline))
+	mux.HandleFunc("GET /api/v4/projects/{id}/pipelines/{pid}/variables", f.onPipeline("GET variables", f.getVariables))
+	mux.HandleFunc("GET /api/v4/projects/{id}/pipelines/{pid}/jobs", f.onPipeline("GET jobs", f.listJobs))
+	mux.HandleFunc("POST /api/v4/projects/{id}/pipelines/{pid}/cancel", f.onPipeline("POST cancel", f.cancel))
 	mux.HandleFunc("GET /api/v4/projects/{id}/jobs/{jid}/artifacts/{path...}", f.artifact)
 	f.srv = httptest.NewServer(f.middleware(mux))
 	t.Cleanup(f.srv.Close)
@@ -250,17 +250,23 @@ func (f *fakeGitLab) find(w http.ResponseWriter, r *http.Request) *fakePipeline 
 	return nil
 }
 
-func (f *fakeGitLab) getPipeline(w http.ResponseWriter, r *http.Request) {
-	f.count("GET pipeline")
-	if !f.project(w, r, true) {
-		return
+// onPipeline serves a route of one pipeline: counted, the project and token checked, and
+// the pipeline of the path's {pid} found (else 404); h runs under mu.
+func (f *fakeGitLab) onPipeline(route string, h func(w http.ResponseWriter, r *http.Request, p *fakePipeline)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		f.count(route)
+		if !f.project(w, r, true) {
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if p := f.find(w, r); p != nil {
+			h(w, r, p)
+		}
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	p := f.find(w, r)
-	if p == nil {
-		return
-	}
+}
+
+func (f *fakeGitLab) getPipeline(w http.ResponseWriter, r *http.Request, p *fakePipeline) {
 	if p.canceled && p.Status == "canceling" {
 		defer func() { p.Status = "canceled" }()
 	}
@@ -273,17 +279,7 @@ func (f *fakeGitLab) getPipeline(w http.ResponseWriter, r *http.Request) {
 	actiontest.WriteJSON(w, http.StatusOK, f.pipelineJSON(p, true))
 }
 
-func (f *fakeGitLab) cancel(w http.ResponseWriter, r *http.Request) {
-	f.count("POST cancel")
-	if !f.project(w, r, true) {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	p := f.find(w, r)
-	if p == nil {
-		return
-	}
+func (f *fakeGitLab) cancel(w http.ResponseWriter, r *http.Request, p *fakePipeline) {
 	p.Cancels++
 	// GitLab answers 200 whatever the state; running work goes through "canceling".
 	switch p.Status {
@@ -296,17 +292,7 @@ func (f *fakeGitLab) cancel(w http.ResponseWriter, r *http.Request) {
 	actiontest.WriteJSON(w, http.StatusOK, f.pipelineJSON(p, true))
 }
 
-func (f *fakeGitLab) getVariables(w http.ResponseWriter, r *http.Request) {
-	f.count("GET variables")
-	if !f.project(w, r, true) {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	p := f.find(w, r)
-	if p == nil {
-		return
-	}
+func (f *fakeGitLab) getVariables(w http.ResponseWriter, r *http.Request, p *fakePipeline) {
 	out := []map[string]any{}
 	for _, k := range sortedKeys(p.Vars) {
 		out = append(out, map[string]any{"key": k, "variable_type": "env_var", "value": p.Vars[k]})
@@ -344,17 +330,7 @@ func (f *fakeGitLab) listPipelines(w http.ResponseWriter, r *http.Request) {
 	f.paginate(w, r, items)
 }
 
-func (f *fakeGitLab) listJobs(w http.ResponseWriter, r *http.Request) {
-	f.count("GET jobs")
-	if !f.project(w, r, true) {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	p := f.find(w, r)
-	if p == nil {
-		return
-	}
+func (f *fakeGitLab) listJobs(w http.ResponseWriter, r *http.Request, p *fakePipeline) {
 	var items []any
 	for i := len(p.Jobs) - 1; i >= 0; i-- { // newest first, as GitLab lists them
 		j := p.Jobs[i]
