@@ -761,6 +761,19 @@ func (f *fakeGitHub) runsSnapshot() []fakeRun {
 	return out
 }
 
+// eachDispatchAnswer runs test as parallel subtests on a fake that answers a dispatch with
+// the run's details and on one that answers 204 without them.
+func eachDispatchAnswer(t *testing.T, test func(t *testing.T, f *fakeGitHub)) {
+	for _, details := range []bool{true, false} {
+		t.Run("runDetails="+strconv.FormatBool(details), func(t *testing.T) {
+			t.Parallel()
+			f := newFakeGitHub(t)
+			f.runDetails = details
+			test(t, f)
+		})
+	}
+}
+
 func lookupWorkflow(wf string) (int64, string, bool) {
 	if id, ok := fakeWorkflows[wf]; ok {
 		return id, wf, true
