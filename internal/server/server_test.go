@@ -16,6 +16,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/manifest/manifesttest"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/store/storetest"
 	"github.com/trueup-dev/trueup/internal/wire"
 	"github.com/trueup-dev/trueup/sources"
 )
@@ -29,11 +30,7 @@ var typeDoc = manifesttest.TypeDoc("Queue", "mq.example.com", "{type: object, pr
 func setup(t *testing.T, n int) (*httptest.Server, *store.Store) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, pgtest.NewDatabase(t, store.MigrateURL), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := storetest.Open(t, store.Options{})
 	var b strings.Builder
 	b.WriteString(typeDoc)
 	for i := 0; i < n; i++ {
