@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -156,13 +155,8 @@ func (e *authzEnv) get(t *testing.T, who, path string) (int, string) {
 	if who != "" {
 		req.Header.Set(identityHeader, who)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	code, body := send(t, req)
+	return code, string(body)
 }
 
 const stagingViewer = "viewer:staging"
