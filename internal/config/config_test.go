@@ -8,9 +8,8 @@ import (
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
-func TestParseFullExample(t *testing.T) {
-	t.Parallel()
-	c, err := Parse([]byte(`
+// fullExample sets a little of everything, from the environment too.
+const fullExample = `
 database: {url: ""}
 dataDir: data
 sources:
@@ -30,7 +29,11 @@ actions:
     type: exec
     config: {command: ["./p.sh"], timeout: 5m, env: {N: "${N}"}}
 reconcile: {workers: 4, backoff: {initial: 1s, max: 1m}}
-`), "/etc/trueup", env(map[string]string{"GITHUB_TOKEN": "ghp_secretvalue", "HOOK": "hooksecret", "N": "123"}))
+`
+
+func TestParseFullExample(t *testing.T) {
+	t.Parallel()
+	c, err := Parse([]byte(fullExample), "/etc/trueup", env(map[string]string{"GITHUB_TOKEN": "ghp_secretvalue", "HOOK": "hooksecret", "N": "123"}))
 	if err != nil {
 		t.Fatal(err)
 	}
