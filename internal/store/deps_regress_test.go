@@ -76,14 +76,7 @@ func TestDepsRegressionRequeueKindNoRefresh(t *testing.T) {
 	}
 	apply := func(rev string, set *manifest.Set) {
 		t.Helper()
-		res, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: rev, Set: set, Prune: true, MaxPruneFraction: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s refresh %v", rev, res.Refresh)
-		if err := st.RefreshDependencies(ctx, res.Refresh); err != nil {
-			t.Fatal(err)
-		}
+		t.Logf("%s refresh %v", rev, applyRefreshed(t, st, "s", rev, set).Refresh)
 	}
 	set := chainSet("App")
 	set.Types = []manifest.ResourceType{typ("a")}
@@ -117,14 +110,7 @@ func TestDepsRegressionDroppedEdgeNoRefreshOfTarget(t *testing.T) {
 	ctx := context.Background()
 	apply := func(rev string, set *manifest.Set) {
 		t.Helper()
-		res, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: rev, Set: set, Prune: true, MaxPruneFraction: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s refresh %v", rev, res.Refresh)
-		if err := st.RefreshDependencies(ctx, res.Refresh); err != nil {
-			t.Fatal(err)
-		}
+		t.Logf("%s refresh %v", rev, applyRefreshed(t, st, "s", rev, set).Refresh)
 	}
 	apply("r1", chainSet("App"))
 	for _, out := range []map[string]any{{"subnet": "s-1"}, {"endpoint": "db"}} {
