@@ -6,8 +6,10 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // MustJSON encodes v, failing the test when it cannot.
@@ -84,5 +86,21 @@ func Plaintext(t *testing.T, parse func(json.RawMessage) error, secrets []string
 				}
 			}
 		})
+	}
+}
+
+// WaitFile waits until path exists (a test command's sign that it started), failing the test
+// after d.
+func WaitFile(t testing.TB, path string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not written within %s", path, d)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
