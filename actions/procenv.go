@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 )
 
 // minimalEnvVars are the controller's variables a plugin's child process gets unless its
@@ -32,25 +31,6 @@ var secretNameParts = []string{"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", 
 func SecretName(name string) bool {
 	upper := strings.ToUpper(name)
 	return slices.ContainsFunc(secretNameParts, func(part string) bool { return strings.Contains(upper, part) })
-}
-
-// ParseTimeout reads a plugin's `timeout:` setting: def when empty or "0", an error naming
-// the setting when it is not a duration or negative.
-func ParseTimeout(s string, def time.Duration) (time.Duration, error) {
-	if s == "" {
-		return def, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("config: timeout: %w", err)
-	}
-	if d < 0 {
-		return 0, fmt.Errorf("config: timeout %s is negative", s)
-	}
-	if d == 0 {
-		return def, nil
-	}
-	return d, nil
 }
 
 // ParseEnv reads a plugin's `env:` setting into KEY=VALUE entries (sorted by key) and the

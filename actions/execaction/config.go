@@ -89,7 +89,7 @@ func parseConfig(raw json.RawMessage, baseDir string) (settings, error) {
 		}
 	}
 
-	timeout, err := actions.ParseTimeout(c.Timeout, defaultTimeout)
+	timeout, err := actions.ParseDuration("timeout", c.Timeout, defaultTimeout)
 	if err != nil {
 		return settings{}, err
 	}

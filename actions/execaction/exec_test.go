@@ -31,12 +31,12 @@ func TestConformance(t *testing.T) {
 func conformanceSuite(t *testing.T, factory actions.Factory) actiontest.Suite {
 	return actiontest.Suite{
 		Factory: factory,
-		Config: mustJSON(t, config{
+		Config: actiontest.MustJSON(t, config{
 			Command: []string{"./testdata/record.sh"},
 			Env:     map[string]string{"REPLY_JSON": `{"outputs": {"id": "db-1"}, "state": {"n": 1}}`},
 			LockDir: t.TempDir(),
 		}),
-		SlowConfig: mustJSON(t, config{Command: []string{"./testdata/slow.sh"}, LockDir: t.TempDir()}),
+		SlowConfig: actiontest.MustJSON(t, config{Command: []string{"./testdata/slow.sh"}, LockDir: t.TempDir()}),
 		With:       json.RawMessage(`{"tier": "gold"}`),
 		Env:        actions.Env{Name: "conformance", BaseDir: "."},
 	}
@@ -51,15 +51,6 @@ type config struct {
 	LockDir string            `json:"lockDir,omitempty"`
 	// InheritEnv is left out when false, so that configs of the old shape stay valid.
 	InheritEnv bool `json:"inheritEnv,omitempty"`
-}
-
-func mustJSON(t *testing.T, v any) json.RawMessage {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // fixture is what most tests need: an instance, and the folder its command records into.
@@ -88,7 +79,7 @@ func build(t *testing.T, cfg config, baseDir string) actions.Action {
 	if cfg.LockDir == "" {
 		cfg.LockDir = t.TempDir()
 	}
-	a, err := execaction.New(mustJSON(t, cfg), actions.Env{Name: "test", BaseDir: baseDir})
+	a, err := execaction.New(actiontest.MustJSON(t, cfg), actions.Env{Name: "test", BaseDir: baseDir})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -618,7 +609,7 @@ func TestSecretsNotLeaked(t *testing.T) {
 		t.Errorf("Secrets() = %q; want both secret-named values", got)
 	}
 
-	_, err = execaction.New(mustJSON(t, config{
+	_, err = execaction.New(actiontest.MustJSON(t, config{
 		Command: []string{"true"},
 		Env:     map[string]string{"TRUEUP_TOKEN": secret},
 	}), actions.Env{})
@@ -798,7 +789,7 @@ func TestValidateWith(t *testing.T) {
 func TestCloseCancelsCalls(t *testing.T) {
 	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	a, err := execaction.New(mustJSON(t, config{
+	a, err := execaction.New(actiontest.MustJSON(t, config{
 		Command: []string{"./testdata/slow.sh"},
 		Env:     map[string]string{"PID_FILE": pidFile},
 		LockDir: t.TempDir(),

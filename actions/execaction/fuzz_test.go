@@ -35,13 +35,7 @@ func FuzzParseReply(f *testing.F) {
 	f.Fuzz(func(t *testing.T, stdout []byte) {
 		r, err := parseReply(stdout)
 		if err != nil {
-			msg := err.Error()
-			if !strings.HasPrefix(msg, "stdout: ") {
-				t.Fatalf("error without the stdout: prefix: %q", msg)
-			}
-			if b := bytes.TrimSpace(stdout); len(b) > 64 && strings.Contains(msg, string(b)) {
-				t.Fatalf("error echoes stdout: %q", msg)
-			}
+			checkStdoutError(t, err, stdout)
 			return
 		}
 		if r.requeueAfter < 0 {
@@ -139,13 +133,7 @@ func FuzzParsePlan(f *testing.F) {
 	f.Fuzz(func(t *testing.T, stdout []byte) {
 		p, err := parsePlan(stdout)
 		if err != nil {
-			msg := err.Error()
-			if !strings.HasPrefix(msg, "stdout: ") {
-				t.Fatalf("error without the stdout: prefix: %q", msg)
-			}
-			if b := bytes.TrimSpace(stdout); len(b) > 64 && strings.Contains(msg, string(b)) {
-				t.Fatalf("error echoes stdout: %q", msg)
-			}
+			checkStdoutError(t, err, stdout)
 			return
 		}
 		if !json.Valid(bytes.TrimSpace(stdout)) {
@@ -155,4 +143,17 @@ func FuzzParsePlan(f *testing.F) {
 			t.Fatalf("plan larger than stdout")
 		}
 	})
+}
+
+// checkStdoutError checks a refusal of a command's stdout: it says where the fault is and
+// does not echo a long stdout back (a command may print secrets).
+func checkStdoutError(t *testing.T, err error, stdout []byte) {
+	t.Helper()
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "stdout: ") {
+		t.Fatalf("error without the stdout: prefix: %q", msg)
+	}
+	if b := bytes.TrimSpace(stdout); len(b) > 64 && strings.Contains(msg, string(b)) {
+		t.Fatalf("error echoes stdout: %q", msg)
+	}
 }

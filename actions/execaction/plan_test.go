@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/actions/actiontest"
 	"github.com/trueup-dev/trueup/actions/execaction"
 )
 
@@ -38,7 +39,7 @@ func buildPlanner(t *testing.T, cfg planConfig) (actions.Planner, string) {
 	if cfg.LockDir == "" {
 		cfg.LockDir = t.TempDir()
 	}
-	a, err := execaction.New(mustJSON(t, cfg), actions.Env{Name: "test", BaseDir: "."})
+	a, err := execaction.New(actiontest.MustJSON(t, cfg), actions.Env{Name: "test", BaseDir: "."})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -225,16 +226,7 @@ func TestReconcilePreemptsPlan(t *testing.T) {
 				_, err := gate.Plan(t.Context(), p, preq)
 				planErr <- err
 			}()
-			deadline := time.Now().Add(20 * time.Second)
-			for {
-				if _, err := os.Stat(filepath.Join(out, "plan-started")); err == nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the plan did not start")
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			actiontest.WaitFile(t, filepath.Join(out, "plan-started"), 20*time.Second)
 			req.Resource.Spec = json.RawMessage(`{"size":"large"}`)
 			done, err := gate.Want(t.Context(), req.Resource)
 			if err != nil {
@@ -307,7 +299,7 @@ func TestPlanWithoutUIDSharesTheReconcileLock(t *testing.T) {
 			a, b, ga, gb, out := instances(t, two)
 			done := make(chan error, 1)
 			go func() { done <- reconcile(t, ga, a, reconcileReq("held")) }()
-			waitFile(t, filepath.Join(out, "reconcile-started"), 20*time.Second)
+			actiontest.WaitFile(t, filepath.Join(out, "reconcile-started"), 20*time.Second)
 			if _, err := gb.Plan(t.Context(), b, previewReq("large")); err == nil || !strings.Contains(err.Error(), busy) {
 				t.Errorf("a plan while the reconcile runs: err = %v; want it refused", err)
 			}
@@ -333,7 +325,7 @@ func TestPlanWithoutUIDSharesTheReconcileLock(t *testing.T) {
 				_, err := ga.Plan(t.Context(), a, previewReq(size))
 				planErr <- err
 			}()
-			waitFile(t, filepath.Join(out, "plan-started"), 20*time.Second)
+			actiontest.WaitFile(t, filepath.Join(out, "plan-started"), 20*time.Second)
 			if err := reconcile(t, gb, b, reconcileReq("large")); err != nil {
 				t.Fatalf("a reconcile during a plan: %v", err)
 			}
@@ -359,21 +351,6 @@ func sequence(t *testing.T, out string) []string {
 		t.Fatal(err)
 	}
 	return strings.Split(strings.TrimSpace(string(b)), "\n")
-}
-
-// waitFile waits until path exists.
-func waitFile(t *testing.T, path string, d time.Duration) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not written within %s", path, d)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // An exec instance asks the host for arbitration, and has a gate of its own when the host

@@ -108,7 +108,7 @@ func TestDescendantsDie(t *testing.T) {
 			defer cancel()
 			if tc.cancel {
 				go func() {
-					waitFile(t, filepath.Join(dir, "ready"), 10*time.Second)
+					actiontest.WaitFile(t, filepath.Join(dir, "ready"), 10*time.Second)
 					cancel()
 				}()
 			}
@@ -144,7 +144,7 @@ func TestLockWaitsForRunningCall(t *testing.T) {
 		_, err := first.Reconcile(ctx, request())
 		errc <- err
 	}()
-	waitFile(t, pidFile, 10*time.Second)
+	actiontest.WaitFile(t, pidFile, 10*time.Second)
 
 	start := time.Now()
 	_, err := second.Delete(t.Context(), request()) // another operation, same resource

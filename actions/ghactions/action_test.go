@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/trueup-dev/trueup/internal/logbuf"
 	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/trueup-dev/trueup/internal/logbuf"
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/actions/actiontest"
@@ -361,50 +362,45 @@ func TestServerRefusingRunDetails(t *testing.T) {
 
 func TestConcurrentResources(t *testing.T) {
 	t.Parallel()
-	for _, details := range []bool{true, false} {
-		t.Run(fmt.Sprintf("runDetails=%v", details), func(t *testing.T) {
-			t.Parallel()
-			f := newFakeGitHub(t)
-			f.runDetails = details
-			f.visibleIn = 20 * time.Millisecond
-			f.maxPerPage = 7
-			f.shapeRun = func(r *fakeRun) {
-				r.CompleteAfter = 2
-				r.Outputs = []byte(`{"resource":"` + r.Inputs["name"] + `"}`)
+	eachDispatchAnswer(t, func(t *testing.T, f *fakeGitHub) {
+		f.visibleIn = 20 * time.Millisecond
+		f.maxPerPage = 7
+		f.shapeRun = func(r *fakeRun) {
+			r.CompleteAfter = 2
+			r.Outputs = []byte(`{"resource":"` + r.Inputs["name"] + `"}`)
+		}
+		a, _ := newAction(t, f, f.config(nil), t.TempDir())
+		const n = 50
+		results := make([]actions.Result, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				r := newResource(fmt.Sprintf("db-%02d", i), `{}`)
+				results[i], errs[i] = drive(t, r, a.Reconcile)
+			})
+		}
+		wg.Wait()
+		for i := range n {
+			name := fmt.Sprintf("db-%02d", i)
+			if errs[i] != nil {
+				t.Errorf("%s: %v", name, errs[i])
+				continue
 			}
-			a, _ := newAction(t, f, f.config(nil), t.TempDir())
-			const n = 50
-			results := make([]actions.Result, n)
-			errs := make([]error, n)
-			var wg sync.WaitGroup
-			for i := range n {
-				wg.Go(func() {
-					r := newResource(fmt.Sprintf("db-%02d", i), `{}`)
-					results[i], errs[i] = drive(t, r, a.Reconcile)
-				})
+			runs := runFor(t, f, name, "deploy.yml")
+			if len(runs) != 1 {
+				t.Errorf("%s: %d runs, want 1", name, len(runs))
+				continue
 			}
-			wg.Wait()
-			for i := range n {
-				name := fmt.Sprintf("db-%02d", i)
-				if errs[i] != nil {
-					t.Errorf("%s: %v", name, errs[i])
-					continue
-				}
-				runs := runFor(t, f, name, "deploy.yml")
-				if len(runs) != 1 {
-					t.Errorf("%s: %d runs, want 1", name, len(runs))
-					continue
-				}
-				out := results[i].Outputs
-				if got := outputInt(t, out, "runID"); got != runs[0].ID || out["resource"] != name {
-					t.Errorf("%s tracked run %d (outputs resource %v), want its own run %d", name, got, out["resource"], runs[0].ID)
-				}
+			out := results[i].Outputs
+			if got := outputInt(t, out, "runID"); got != runs[0].ID || out["resource"] != name {
+				t.Errorf("%s tracked run %d (outputs resource %v), want its own run %d", name, got, out["resource"], runs[0].ID)
 			}
-			if _, d, _, _ := f.counters(); d != n {
-				t.Errorf("dispatches = %d, want %d", d, n)
-			}
-		})
-	}
+		}
+		if _, d, _, _ := f.counters(); d != n {
+			t.Errorf("dispatches = %d, want %d", d, n)
+		}
+	})
 }
 
 func TestClose(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/actions/actiontest"
 )
 
 var (
@@ -163,7 +164,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), redacted) {
 			t.Errorf("bad token: err = %v; want the echoed token redacted", err)
 		}
-		if !strings.Contains(string(mustJSON(t, r.decoded(t).Outputs)), redacted) {
+		if !strings.Contains(string(actiontest.MustJSON(t, r.decoded(t).Outputs)), redacted) {
 			t.Errorf("outputs %s: want the published token redacted", r.decoded(t).Outputs)
 		}
 		for _, cp := range r.checkpoints {
@@ -222,15 +223,6 @@ func TestSecretsNeverLeak(t *testing.T) {
 }
 
 func pemLine(pemText string) string { return strings.Split(pemText, "\n")[3] }
-
-func mustJSON(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 func assertNoSecret(t *testing.T, texts, secrets []string) {
 	t.Helper()

@@ -20,6 +20,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/trueup-dev/trueup/actions/actiontest"
 )
 
 // fakeGitHub is an httptest.Server that behaves like the parts of GitHub's REST API the
@@ -140,22 +142,10 @@ func (f *fakeGitHub) now() time.Time { return f.clk.now() }
 
 // config is a valid instance config pointing at the fake; extra keys are merged.
 func (f *fakeGitHub) config(extra map[string]any) json.RawMessage {
-	c := map[string]any{
+	return actiontest.Config(f.t, map[string]any{
 		"token": f.token, "owner": fakeOwner, "repo": fakeRepo, "ref": "main",
 		"workflow": "deploy.yml", "baseURL": f.srv.URL + "/", "pollInterval": "5ms", "timeout": "5s",
-	}
-	for k, v := range extra {
-		if v == nil {
-			delete(c, k)
-			continue
-		}
-		c[k] = v
-	}
-	b, err := json.Marshal(c)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return b
+	}, extra)
 }
 
 // api wraps an endpoint with what every API request goes through.
@@ -169,7 +159,7 @@ func (f *fakeGitHub) api(h func(w http.ResponseWriter, r *http.Request)) http.Ha
 				msg += ": " + r.Header.Get("Authorization")
 			}
 			f.mu.Unlock()
-			writeJSON(w, http.StatusUnauthorized, map[string]any{"message": msg, "documentation_url": "https://docs.github.com/rest", "status": "401"})
+			ghError(w, http.StatusUnauthorized, msg, "https://docs.github.com/rest")
 			return
 		}
 		if l := f.limit; l != nil && time.Now().Before(l.until) {
@@ -230,27 +220,15 @@ func (f *fakeGitHub) writeLimit(w http.ResponseWriter, l *fakeLimit) {
 		h.Set("X-RateLimit-Remaining", "0")
 		h.Set("X-RateLimit-Used", "5000")
 		h.Set("X-RateLimit-Reset", strconv.FormatInt(l.until.Unix(), 10))
-		writeJSON(w, http.StatusForbidden, map[string]any{
-			"message":           "API rate limit exceeded for installation ID 4242.",
-			"documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-the-primary-rate-limit",
-			"status":            "403",
-		})
+		ghError(w, http.StatusForbidden, "API rate limit exceeded for installation ID 4242.", "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-the-primary-rate-limit")
 	case "429":
 		h.Set("X-RateLimit-Remaining", "4000")
 		h.Set("Retry-After", strconv.Itoa(wait))
-		writeJSON(w, http.StatusTooManyRequests, map[string]any{
-			"message":           "API rate limit exceeded",
-			"documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api",
-			"status":            "429",
-		})
+		ghError(w, http.StatusTooManyRequests, "API rate limit exceeded", "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api")
 	case "secondary":
 		h.Set("X-RateLimit-Remaining", "4000")
 		h.Set("Retry-After", strconv.Itoa(wait))
-		writeJSON(w, http.StatusForbidden, map[string]any{
-			"message":           "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
-			"documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
-			"status":            "403",
-		})
+		ghError(w, http.StatusForbidden, "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.", "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits")
 	default:
 		panic("unknown limit kind " + l.kind)
 	}
@@ -426,13 +404,22 @@ func (f *fakeGitHub) findRunLocked(idText string) *fakeRun {
 	return nil
 }
 
-func (f *fakeGitHub) getRun(w http.ResponseWriter, r *http.Request) {
+// lockRun takes mu and finds the run of the path's {id}; with none it answers 404 and
+// returns nil, mu released.
+func (f *fakeGitHub) lockRun(w http.ResponseWriter, r *http.Request) *fakeRun {
 	f.mu.Lock()
 	run := f.findRunLocked(r.PathValue("id"))
 	if run == nil {
 		f.mu.Unlock()
 		f.rateHeaders(w, true)
 		notFound(w)
+	}
+	return run
+}
+
+func (f *fakeGitHub) getRun(w http.ResponseWriter, r *http.Request) {
+	run := f.lockRun(w, r)
+	if run == nil {
 		return
 	}
 	run.gets++
@@ -503,12 +490,8 @@ func (f *fakeGitHub) listRuns(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fakeGitHub) listJobs(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	run := f.findRunLocked(r.PathValue("id"))
+	run := f.lockRun(w, r)
 	if run == nil {
-		f.mu.Unlock()
-		f.rateHeaders(w, true)
-		notFound(w)
 		return
 	}
 	var items []any
@@ -548,12 +531,8 @@ func (f *fakeGitHub) outputsZipLocked(run *fakeRun) []byte {
 }
 
 func (f *fakeGitHub) listArtifacts(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	run := f.findRunLocked(r.PathValue("id"))
+	run := f.lockRun(w, r)
 	if run == nil {
-		f.mu.Unlock()
-		f.rateHeaders(w, true)
-		notFound(w)
 		return
 	}
 	items := []any{f.artifactJSON(run, run.ID*10, "build-logs", 2048)}
@@ -617,22 +596,14 @@ func (f *fakeGitHub) blob(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fakeGitHub) cancel(w http.ResponseWriter, r *http.Request) {
-	f.mu.Lock()
-	run := f.findRunLocked(r.PathValue("id"))
+	run := f.lockRun(w, r)
 	if run == nil {
-		f.mu.Unlock()
-		f.rateHeaders(w, true)
-		notFound(w)
 		return
 	}
 	if run.Status == "completed" {
 		f.mu.Unlock()
 		f.rateHeaders(w, true)
-		writeJSON(w, http.StatusConflict, map[string]any{
-			"message":           "Cannot cancel a workflow run that is completed.",
-			"documentation_url": "https://docs.github.com/rest/actions/workflow-runs#cancel-a-workflow-run",
-			"status":            "409",
-		})
+		ghError(w, http.StatusConflict, "Cannot cancel a workflow run that is completed.", "https://docs.github.com/rest/actions/workflow-runs#cancel-a-workflow-run")
 		return
 	}
 	run.complete("cancelled")
@@ -790,6 +761,19 @@ func (f *fakeGitHub) runsSnapshot() []fakeRun {
 	return out
 }
 
+// eachDispatchAnswer runs test as parallel subtests on a fake that answers a dispatch with
+// the run's details and on one that answers 204 without them.
+func eachDispatchAnswer(t *testing.T, test func(t *testing.T, f *fakeGitHub)) {
+	for _, details := range []bool{true, false} {
+		t.Run("runDetails="+strconv.FormatBool(details), func(t *testing.T) {
+			t.Parallel()
+			f := newFakeGitHub(t)
+			f.runDetails = details
+			test(t, f)
+		})
+	}
+}
+
 func lookupWorkflow(wf string) (int64, string, bool) {
 	if id, ok := fakeWorkflows[wf]; ok {
 		return id, wf, true
@@ -810,12 +794,18 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// ghError answers like GitHub's REST API does on an error: the message, a link to the docs
+// and the status code as a string.
+func ghError(w http.ResponseWriter, code int, message, docs string) {
+	writeJSON(w, code, map[string]any{"message": message, "documentation_url": docs, "status": strconv.Itoa(code)})
+}
+
 func notFound(w http.ResponseWriter) {
-	writeJSON(w, http.StatusNotFound, map[string]any{"message": "Not Found", "documentation_url": "https://docs.github.com/rest", "status": "404"})
+	ghError(w, http.StatusNotFound, "Not Found", "https://docs.github.com/rest")
 }
 
 func unprocessable(w http.ResponseWriter, msg string) {
-	writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"message": msg, "documentation_url": "https://docs.github.com/rest/actions/workflows#create-a-workflow-dispatch-event", "status": "422"})
+	ghError(w, http.StatusUnprocessableEntity, msg, "https://docs.github.com/rest/actions/workflows#create-a-workflow-dispatch-event")
 }
 
 func zipOf(t *testing.T, files map[string][]byte) []byte {

@@ -28,29 +28,24 @@ func TestObserveWithoutCheckWorkflow(t *testing.T) {
 
 func TestObserveCheckSucceeds(t *testing.T) {
 	t.Parallel()
-	for _, details := range []bool{true, false} {
-		t.Run("runDetails="+strconv.FormatBool(details), func(t *testing.T) {
-			t.Parallel()
-			f := newFakeGitHub(t)
-			f.runDetails = details
-			f.visibleIn = 10 * time.Millisecond
-			f.shapeRun = func(r *fakeRun) { r.CompleteAfter = 3 }
-			a, _ := newAction(t, f, f.config(nil), t.TempDir())
-			r := newResource("steady", checkWith)
-			mustDrive(t, r, a.Reconcile)
-			obs, err := a.Observe(t.Context(), r.request())
-			if err != nil || !obs.InSync {
-				t.Fatalf("Observe: %+v %v", obs, err)
-			}
-			checks := runFor(t, f, "steady", "check.yml")
-			if len(checks) != 1 || checks[0].Inputs["operation"] != "check" {
-				t.Fatalf("check runs = %+v", checks)
-			}
-			if !strings.Contains(obs.Message, fakeHTMLURL+strconv.FormatInt(checks[0].ID, 10)) {
-				t.Errorf("message %q lacks the check run URL", obs.Message)
-			}
-		})
-	}
+	eachDispatchAnswer(t, func(t *testing.T, f *fakeGitHub) {
+		f.visibleIn = 10 * time.Millisecond
+		f.shapeRun = func(r *fakeRun) { r.CompleteAfter = 3 }
+		a, _ := newAction(t, f, f.config(nil), t.TempDir())
+		r := newResource("steady", checkWith)
+		mustDrive(t, r, a.Reconcile)
+		obs, err := a.Observe(t.Context(), r.request())
+		if err != nil || !obs.InSync {
+			t.Fatalf("Observe: %+v %v", obs, err)
+		}
+		checks := runFor(t, f, "steady", "check.yml")
+		if len(checks) != 1 || checks[0].Inputs["operation"] != "check" {
+			t.Fatalf("check runs = %+v", checks)
+		}
+		if !strings.Contains(obs.Message, fakeHTMLURL+strconv.FormatInt(checks[0].ID, 10)) {
+			t.Errorf("message %q lacks the check run URL", obs.Message)
+		}
+	})
 }
 
 func TestObserveDriftLeadsToNewRun(t *testing.T) {

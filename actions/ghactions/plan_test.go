@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -49,38 +48,33 @@ func TestPlanWithoutPlanWorkflow(t *testing.T) {
 
 func TestPlanReadsArtifact(t *testing.T) {
 	t.Parallel()
-	for _, details := range []bool{true, false} {
-		t.Run("runDetails="+strconv.FormatBool(details), func(t *testing.T) {
-			t.Parallel()
-			f := newFakeGitHub(t)
-			f.runDetails = details
-			f.shapeRun = planShape(`{"changes": true, "summary": "1 to add, 0 to change, 0 to destroy", "plan": "+ aws_db_instance.main"}`)
-			a, _ := newAction(t, f, f.config(nil), t.TempDir())
-			r := newResource("orders", planWith)
-			p, err := planOnce(t, a, r, 10*time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !p.Changes || p.Summary != "1 to add, 0 to change, 0 to destroy" || p.Text != "+ aws_db_instance.main" {
-				t.Fatalf("plan = %+v", p)
-			}
-			plans := runFor(t, f, "orders", "plan.yml")
-			if len(plans) != 1 || plans[0].Inputs["operation"] != "plan" || plans[0].Inputs["spec"] != `{"engine":"postgres","size":"small"}` {
-				t.Fatalf("plan runs = %+v", plans)
-			}
-			// No side effect on the resource's state: nothing checkpointed, nothing kept.
-			if len(r.checkpoints) != 0 || r.state != nil {
-				t.Fatalf("plan touched the state: %d checkpoints, state %s", len(r.checkpoints), r.state)
-			}
-			// The reconcile that follows dispatches its own run, never adopting the plan's.
-			res := mustDrive(t, r, a.Reconcile)
-			deploys := runFor(t, f, "orders", "deploy.yml")
-			if len(deploys) != 1 || outputInt(t, res.Outputs, "runID") != deploys[0].ID ||
-				deploys[0].Inputs["trueup_id"] == plans[0].Inputs["trueup_id"] {
-				t.Fatalf("reconcile after a plan: deploy runs %+v, outputs %v", deploys, res.Outputs)
-			}
-		})
-	}
+	eachDispatchAnswer(t, func(t *testing.T, f *fakeGitHub) {
+		f.shapeRun = planShape(`{"changes": true, "summary": "1 to add, 0 to change, 0 to destroy", "plan": "+ aws_db_instance.main"}`)
+		a, _ := newAction(t, f, f.config(nil), t.TempDir())
+		r := newResource("orders", planWith)
+		p, err := planOnce(t, a, r, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !p.Changes || p.Summary != "1 to add, 0 to change, 0 to destroy" || p.Text != "+ aws_db_instance.main" {
+			t.Fatalf("plan = %+v", p)
+		}
+		plans := runFor(t, f, "orders", "plan.yml")
+		if len(plans) != 1 || plans[0].Inputs["operation"] != "plan" || plans[0].Inputs["spec"] != `{"engine":"postgres","size":"small"}` {
+			t.Fatalf("plan runs = %+v", plans)
+		}
+		// No side effect on the resource's state: nothing checkpointed, nothing kept.
+		if len(r.checkpoints) != 0 || r.state != nil {
+			t.Fatalf("plan touched the state: %d checkpoints, state %s", len(r.checkpoints), r.state)
+		}
+		// The reconcile that follows dispatches its own run, never adopting the plan's.
+		res := mustDrive(t, r, a.Reconcile)
+		deploys := runFor(t, f, "orders", "deploy.yml")
+		if len(deploys) != 1 || outputInt(t, res.Outputs, "runID") != deploys[0].ID ||
+			deploys[0].Inputs["trueup_id"] == plans[0].Inputs["trueup_id"] {
+			t.Fatalf("reconcile after a plan: deploy runs %+v, outputs %v", deploys, res.Outputs)
+		}
+	})
 }
 
 func TestPlanFailures(t *testing.T) {

@@ -42,7 +42,7 @@ func TestArtifactDownloadRefusesDowngrade(t *testing.T) {
 	t.Cleanup(srv.Close)
 	// The API answers as https://example.com (a name of the test certificate), so the blob
 	// host is not loopback; the test's transport sends every name to the TLS fake.
-	f := &fakeGitHub{srv: srv, clk: &testClock{}, token: "ghp_" + randomHex(18)}
+	f := &fakeGitHub{t: t, srv: srv, clk: &testClock{}, token: "ghp_" + randomHex(18)}
 	a, _ := newAction(t, f, f.config(map[string]any{"baseURL": "https://example.com/"}), t.TempDir())
 	a.transport.TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig
 	dial := a.transport.DialContext

@@ -16,37 +16,32 @@ import (
 
 func TestCrashBetweenDispatchAndRecordAdoptsTheRun(t *testing.T) {
 	t.Parallel()
-	for _, details := range []bool{true, false} {
-		t.Run("runDetails="+strconv.FormatBool(details), func(t *testing.T) {
-			t.Parallel()
-			f := newFakeGitHub(t)
-			f.runDetails = details
-			f.shapeRun = func(r *fakeRun) { r.CompleteAfter = 3 }
-			a, _ := newAction(t, f, f.config(nil), t.TempDir())
-			r := newResource("crash", `{}`)
+	eachDispatchAnswer(t, func(t *testing.T, f *fakeGitHub) {
+		f.shapeRun = func(r *fakeRun) { r.CompleteAfter = 3 }
+		a, _ := newAction(t, f, f.config(nil), t.TempDir())
+		r := newResource("crash", `{}`)
 
-			// The replica dispatches, then dies before its result is written: only the
-			// checkpoint reached the store.
-			if _, err := a.Reconcile(t.Context(), r.request()); err != nil {
-				t.Fatalf("Reconcile: %v", err)
-			}
-			st := r.decoded(t)
-			if st.Phase != phaseDispatching || st.Correlation == "" || st.DispatchedAt.IsZero() || st.Workflow != "deploy.yml" {
-				t.Fatalf("checkpointed state = %+v; want the dispatch intent", st)
-			}
+		// The replica dispatches, then dies before its result is written: only the
+		// checkpoint reached the store.
+		if _, err := a.Reconcile(t.Context(), r.request()); err != nil {
+			t.Fatalf("Reconcile: %v", err)
+		}
+		st := r.decoded(t)
+		if st.Phase != phaseDispatching || st.Correlation == "" || st.DispatchedAt.IsZero() || st.Workflow != "deploy.yml" {
+			t.Fatalf("checkpointed state = %+v; want the dispatch intent", st)
+		}
 
-			// Another replica (a fresh instance) takes over from the checkpoint.
-			b, _ := newAction(t, f, f.config(nil), t.TempDir())
-			res := mustDrive(t, r, b.Reconcile)
-			runs := runFor(t, f, "crash", "deploy.yml")
-			if _, d, _, _ := f.counters(); d != 1 || len(runs) != 1 {
-				t.Fatalf("dispatches = %d, runs = %d; want the run adopted, not dispatched twice", d, len(runs))
-			}
-			if got := outputInt(t, res.Outputs, "runID"); got != runs[0].ID {
-				t.Errorf("adopted run %d, want %d", got, runs[0].ID)
-			}
-		})
-	}
+		// Another replica (a fresh instance) takes over from the checkpoint.
+		b, _ := newAction(t, f, f.config(nil), t.TempDir())
+		res := mustDrive(t, r, b.Reconcile)
+		runs := runFor(t, f, "crash", "deploy.yml")
+		if _, d, _, _ := f.counters(); d != 1 || len(runs) != 1 {
+			t.Fatalf("dispatches = %d, runs = %d; want the run adopted, not dispatched twice", d, len(runs))
+		}
+		if got := outputInt(t, res.Outputs, "runID"); got != runs[0].ID {
+			t.Errorf("adopted run %d, want %d", got, runs[0].ID)
+		}
+	})
 }
 
 func TestAdoptsRunFromStateWithCorrelation(t *testing.T) {

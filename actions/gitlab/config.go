@@ -125,10 +125,10 @@ func parseConfig(raw json.RawMessage) (settings, error) {
 		return settings{}, err
 	}
 	s.allowedRefs, s.allowedVariables = c.AllowedRefs, c.AllowedVariables
-	if s.pollInterval, err = parseDuration("pollInterval", c.PollInterval, defaultPollInterval); err != nil {
+	if s.pollInterval, err = actions.ParseDuration("pollInterval", c.PollInterval, defaultPollInterval); err != nil {
 		return settings{}, err
 	}
-	if s.timeout, err = parseDuration("timeout", c.Timeout, defaultTimeout); err != nil {
+	if s.timeout, err = actions.ParseDuration("timeout", c.Timeout, defaultTimeout); err != nil {
 		return settings{}, err
 	}
 	return s, nil
@@ -141,24 +141,6 @@ func apiBase(raw string) (string, error) {
 		return "", fmt.Errorf("config: %w", err)
 	}
 	return api, nil
-}
-
-// parseDuration reads an optional positive Go duration; empty or "0s" means def.
-func parseDuration(field, v string, def time.Duration) (time.Duration, error) {
-	if v == "" {
-		return def, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return 0, fmt.Errorf("config: %s: %w", field, err)
-	}
-	if d < 0 {
-		return 0, fmt.Errorf("config: %s %s is negative", field, v)
-	}
-	if d == 0 {
-		return def, nil
-	}
-	return d, nil
 }
 
 // with is a ResourceType's `with:` parameters, decoded strictly.

@@ -3,7 +3,6 @@ package gitlab
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -12,11 +11,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/trueup-dev/trueup/actions/actiontest"
 )
 
 // fakeGitLab is an httptest.Server answering the part of GitLab's REST API v4 the plugin
 // uses, with GitLab's status codes, JSON shapes, pagination headers and rate-limit answers.
 type fakeGitLab struct {
+	t            *testing.T
 	srv          *httptest.Server
 	projectPath  string // "infra/db"
 	projectID    string // "42"
@@ -76,6 +78,7 @@ type fakeJob struct {
 func newFakeGitLab(t *testing.T) *fakeGitLab {
 	t.Helper()
 	f := &fakeGitLab{
+		t:            t,
 		projectPath:  "infra/db",
 		projectID:    "42",
 		token:        "glpat-APITOKEN-s3cr3t-abcdef",
@@ -91,10 +94,10 @@ func newFakeGitLab(t *testing.T) *fakeGitLab {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/v4/projects/{id}/trigger/pipeline", f.trigger)
 	mux.HandleFunc("GET /api/v4/projects/{id}/pipelines", f.listPipelines)
-	mux.HandleFunc("GET /api/v4/projects/{id}/pipelines/{pid}", f.getPipeline)
-	mux.HandleFunc("GET /api/v4/projects/{id}/pipelines/{pid}/variables", f.getVariables)
-	mux.HandleFunc("GET /api/v4/projects/{id}/pipelines/{pid}/jobs", f.listJobs)
-	mux.HandleFunc("POST /api/v4/projects/{id}/pipelines/{pid}/cancel", f.cancel)
+	mux.HandleFunc("GET /api/v4/projects/{id}/pipelines/{pid}", f.onPipeline("GET pipeline", f.getPipeline))
+	mux.HandleFunc("GET /api/v4/projects/{id}/pipelines/{pid}/variables", f.onPipeline("GET variables", f.getVariables))
+	mux.HandleFunc("GET /api/v4/projects/{id}/pipelines/{pid}/jobs", f.onPipeline("GET jobs", f.listJobs))
+	mux.HandleFunc("POST /api/v4/projects/{id}/pipelines/{pid}/cancel", f.onPipeline("POST cancel", f.cancel))
 	mux.HandleFunc("GET /api/v4/projects/{id}/jobs/{jid}/artifacts/{path...}", f.artifact)
 	f.srv = httptest.NewServer(f.middleware(mux))
 	t.Cleanup(f.srv.Close)
@@ -103,19 +106,14 @@ func newFakeGitLab(t *testing.T) *fakeGitLab {
 
 // config is a valid instance config for this server.
 func (f *fakeGitLab) config(extra map[string]any) json.RawMessage {
-	c := map[string]any{
+	return actiontest.Config(f.t, map[string]any{
 		"baseURL":      f.srv.URL + "/",
 		"project":      f.projectPath,
 		"triggerToken": f.triggerToken,
 		"token":        f.token,
 		"pollInterval": "10ms",
 		"timeout":      "5s",
-	}
-	for k, v := range extra {
-		c[k] = v
-	}
-	b, _ := json.Marshal(c)
-	return b
+	}, extra)
 }
 
 func (f *fakeGitLab) middleware(next http.Handler) http.Handler {
@@ -154,16 +152,16 @@ func (f *fakeGitLab) middleware(next http.Handler) http.Handler {
 // the PRIVATE-TOKEN header.
 func (f *fakeGitLab) project(w http.ResponseWriter, r *http.Request, auth bool) bool {
 	if id := r.PathValue("id"); id != f.projectPath && id != f.projectID {
-		writeJSON(w, http.StatusNotFound, map[string]any{"message": "404 Project Not Found"})
+		actiontest.WriteJSON(w, http.StatusNotFound, map[string]any{"message": "404 Project Not Found"})
 		return false
 	}
 	if strings.Contains(r.URL.RawQuery, "token") {
 		// The plugin must never put a token in a URL.
-		writeJSON(w, http.StatusBadRequest, map[string]any{"message": "token in URL"})
+		actiontest.WriteJSON(w, http.StatusBadRequest, map[string]any{"message": "token in URL"})
 		return false
 	}
 	if auth && r.Header.Get("PRIVATE-TOKEN") != f.token {
-		writeJSON(w, http.StatusUnauthorized, map[string]any{"message": "401 Unauthorized"})
+		actiontest.WriteJSON(w, http.StatusUnauthorized, map[string]any{"message": "401 Unauthorized"})
 		return false
 	}
 	return true
@@ -181,26 +179,26 @@ func (f *fakeGitLab) trigger(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := r.ParseForm(); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "invalid form"})
+		actiontest.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": "invalid form"})
 		return
 	}
 	if r.PostForm.Get("token") != f.triggerToken {
-		writeJSON(w, http.StatusNotFound, map[string]any{"message": "404 Not Found"})
+		actiontest.WriteJSON(w, http.StatusNotFound, map[string]any{"message": "404 Not Found"})
 		return
 	}
 	ref := r.PostForm.Get("ref")
 	if ref == "" {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": "ref is missing"})
+		actiontest.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": "ref is missing"})
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.triggerError != "" {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"message": map[string]any{"base": []string{f.triggerError}}})
+		actiontest.WriteJSON(w, http.StatusBadRequest, map[string]any{"message": map[string]any{"base": []string{f.triggerError}}})
 		return
 	}
 	if !slices.Contains(f.refs, ref) {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"message": map[string]any{"base": []string{"Reference not found"}}})
+		actiontest.WriteJSON(w, http.StatusBadRequest, map[string]any{"message": map[string]any{"base": []string{"Reference not found"}}})
 		return
 	}
 	vars := map[string]string{}
@@ -210,7 +208,7 @@ func (f *fakeGitLab) trigger(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	p := f.addLocked(ref, "trigger", vars)
-	writeJSON(w, http.StatusCreated, f.pipelineJSON(p, true))
+	actiontest.WriteJSON(w, http.StatusCreated, f.pipelineJSON(p, true))
 }
 
 // add creates a pipeline as a trigger (or another source) would.
@@ -248,21 +246,27 @@ func (f *fakeGitLab) find(w http.ResponseWriter, r *http.Request) *fakePipeline 
 			return p
 		}
 	}
-	writeJSON(w, http.StatusNotFound, map[string]any{"message": "404 Not found"})
+	actiontest.WriteJSON(w, http.StatusNotFound, map[string]any{"message": "404 Not found"})
 	return nil
 }
 
-func (f *fakeGitLab) getPipeline(w http.ResponseWriter, r *http.Request) {
-	f.count("GET pipeline")
-	if !f.project(w, r, true) {
-		return
+// onPipeline serves a route of one pipeline: counted, the project and token checked, and
+// the pipeline of the path's {pid} found (else 404); h runs under mu.
+func (f *fakeGitLab) onPipeline(route string, h func(w http.ResponseWriter, r *http.Request, p *fakePipeline)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		f.count(route)
+		if !f.project(w, r, true) {
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if p := f.find(w, r); p != nil {
+			h(w, r, p)
+		}
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	p := f.find(w, r)
-	if p == nil {
-		return
-	}
+}
+
+func (f *fakeGitLab) getPipeline(w http.ResponseWriter, r *http.Request, p *fakePipeline) {
 	if p.canceled && p.Status == "canceling" {
 		defer func() { p.Status = "canceled" }()
 	}
@@ -272,20 +276,10 @@ func (f *fakeGitLab) getPipeline(w http.ResponseWriter, r *http.Request) {
 			p.Status = f.finishAs
 		}
 	}
-	writeJSON(w, http.StatusOK, f.pipelineJSON(p, true))
+	actiontest.WriteJSON(w, http.StatusOK, f.pipelineJSON(p, true))
 }
 
-func (f *fakeGitLab) cancel(w http.ResponseWriter, r *http.Request) {
-	f.count("POST cancel")
-	if !f.project(w, r, true) {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	p := f.find(w, r)
-	if p == nil {
-		return
-	}
+func (f *fakeGitLab) cancel(w http.ResponseWriter, r *http.Request, p *fakePipeline) {
 	p.Cancels++
 	// GitLab answers 200 whatever the state; running work goes through "canceling".
 	switch p.Status {
@@ -295,25 +289,15 @@ func (f *fakeGitLab) cancel(w http.ResponseWriter, r *http.Request) {
 		p.Status = "canceled"
 	}
 	p.Updated = time.Now().UTC()
-	writeJSON(w, http.StatusOK, f.pipelineJSON(p, true))
+	actiontest.WriteJSON(w, http.StatusOK, f.pipelineJSON(p, true))
 }
 
-func (f *fakeGitLab) getVariables(w http.ResponseWriter, r *http.Request) {
-	f.count("GET variables")
-	if !f.project(w, r, true) {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	p := f.find(w, r)
-	if p == nil {
-		return
-	}
+func (f *fakeGitLab) getVariables(w http.ResponseWriter, r *http.Request, p *fakePipeline) {
 	out := []map[string]any{}
 	for _, k := range sortedKeys(p.Vars) {
 		out = append(out, map[string]any{"key": k, "variable_type": "env_var", "value": p.Vars[k]})
 	}
-	writeJSON(w, http.StatusOK, out)
+	actiontest.WriteJSON(w, http.StatusOK, out)
 }
 
 func (f *fakeGitLab) listPipelines(w http.ResponseWriter, r *http.Request) {
@@ -326,7 +310,7 @@ func (f *fakeGitLab) listPipelines(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("updated_after"); v != "" {
 		t, err := time.Parse(time.RFC3339, v)
 		if err != nil {
-			writeJSON(w, http.StatusBadRequest, map[string]any{"error": "updated_after is invalid"})
+			actiontest.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": "updated_after is invalid"})
 			return
 		}
 		after = t
@@ -346,17 +330,7 @@ func (f *fakeGitLab) listPipelines(w http.ResponseWriter, r *http.Request) {
 	f.paginate(w, r, items)
 }
 
-func (f *fakeGitLab) listJobs(w http.ResponseWriter, r *http.Request) {
-	f.count("GET jobs")
-	if !f.project(w, r, true) {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	p := f.find(w, r)
-	if p == nil {
-		return
-	}
+func (f *fakeGitLab) listJobs(w http.ResponseWriter, r *http.Request, p *fakePipeline) {
 	var items []any
 	for i := len(p.Jobs) - 1; i >= 0; i-- { // newest first, as GitLab lists them
 		j := p.Jobs[i]
@@ -383,7 +357,7 @@ func (f *fakeGitLab) artifact(w http.ResponseWriter, r *http.Request) {
 	body, ok := f.artifacts[id]
 	f.mu.Unlock()
 	if !ok || r.PathValue("path") != "trueup-outputs.json" {
-		writeJSON(w, http.StatusNotFound, map[string]any{"message": "404 Not found"})
+		actiontest.WriteJSON(w, http.StatusNotFound, map[string]any{"message": "404 Not found"})
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
@@ -425,7 +399,7 @@ func (f *fakeGitLab) paginate(w http.ResponseWriter, r *http.Request, items []an
 	if out == nil {
 		out = []any{}
 	}
-	writeJSON(w, http.StatusOK, out)
+	actiontest.WriteJSON(w, http.StatusOK, out)
 }
 
 func (f *fakeGitLab) pipelineJSON(p *fakePipeline, full bool) map[string]any {
@@ -513,12 +487,6 @@ func (f *fakeGitLab) set(fn func(f *fakeGitLab)) {
 	fn(f)
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
 func sortedKeys(m map[string]string) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -526,21 +494,4 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
-}
-
-// hangingServer never answers: for the cancellation check.
-func hangingServer(t *testing.T) *httptest.Server {
-	t.Helper()
-	stop := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Reading the body lets the server notice the client hanging up.
-		_, _ = io.Copy(io.Discard, r.Body)
-		select {
-		case <-r.Context().Done():
-		case <-stop:
-		}
-	}))
-	t.Cleanup(srv.Close)
-	t.Cleanup(func() { close(stop) }) // runs first
-	return srv
 }

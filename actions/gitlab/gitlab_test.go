@@ -2,7 +2,6 @@ package gitlab
 
 import (
 	"cmp"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,11 +26,11 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	f := newFakeGitLab(t)
 	f.initialStatus = "success" // so that the first Reconcile already reports Done
-	slow := hangingServer(t)
+	slow := actiontest.HangingServer(t)
 	actiontest.Run(t, actiontest.Suite{
 		Factory: New,
 		Config:  f.config(nil),
-		SlowConfig: mustJSON(t, map[string]any{"baseURL": slow.URL, "project": 42,
+		SlowConfig: actiontest.MustJSON(t, map[string]any{"baseURL": slow.URL, "project": 42,
 			"triggerToken": "glptt-slow-123456", "token": "glpat-slow-123456"}),
 		With: json.RawMessage(`{"ref": "release", "variables": {"TIER": "gold", "REPLICAS": 3}}`),
 		Env:  actions.Env{Name: "conformance"},
@@ -83,7 +82,7 @@ func setup(t *testing.T, extra map[string]any) fixture {
 		if err := a.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
-		for _, secret := range []string{f.token, f.triggerToken} {
+		for _, secret := range (fixture{f: f}).secrets() {
 			if strings.Contains(logs.String(), secret) {
 				t.Errorf("a token appears in the logs:\n%s", logs)
 			}
@@ -92,108 +91,46 @@ func setup(t *testing.T, extra map[string]any) fixture {
 	return fixture{f: f, a: a, logs: logs, clock: clk}
 }
 
-// driver calls the instance for one resource the way the reconciler does: it keeps
-// Result.State after a success, and only the last checkpoint after an error.
+// driver calls the instance for one resource the way the reconciler does.
 type driver struct {
-	t             *testing.T
-	fx            fixture
-	res           actions.Resource
-	with          json.RawMessage
-	state         json.RawMessage
-	checkpoints   int
-	saved         []json.RawMessage // every checkpoint, in order
-	checkpointErr error
+	*actiontest.Driver
+	fx fixture
 }
 
 func (fx fixture) driver(t *testing.T, name string) *driver {
-	return &driver{t: t, fx: fx, res: actions.Resource{
+	return &driver{fx: fx, Driver: &actiontest.Driver{T: t, Action: fx.a, Secrets: fx.secrets(), Resource: actions.Resource{
 		APIVersion: "example.com/v1", Kind: "Database", Namespace: "team-a", Name: name,
 		UID: "uid-" + name, Generation: 1, Spec: json.RawMessage(`{ "engine": "postgres", "storage_gb": 500 }`),
 		Revision: "0123456789abcdef0123456789abcdef01234567",
-	}}
-}
-
-func (d *driver) call(op string) (actions.Result, error) {
-	d.t.Helper()
-	req := actions.Request{Resource: d.res, With: d.with, State: d.state,
-		Checkpoint: func(_ context.Context, s json.RawMessage) error {
-			if d.checkpointErr != nil {
-				return d.checkpointErr
-			}
-			d.checkpoints++
-			d.state = append(json.RawMessage(nil), s...)
-			d.saved = append(d.saved, d.state)
-			return nil
-		}}
-	ctx, cancel := context.WithTimeout(d.t.Context(), 10*time.Second)
-	defer cancel()
-	var res actions.Result
-	var err error
-	if op == opDelete {
-		res, err = d.fx.a.Delete(ctx, req)
-	} else {
-		res, err = d.fx.a.Reconcile(ctx, req)
-	}
-	if err == nil {
-		d.state = res.State
-	}
-	d.fx.noSecrets(d.t, res, err, d.state)
-	return res, err
-}
-
-// must calls and fails the test on error.
-func (d *driver) must(op string) actions.Result {
-	d.t.Helper()
-	res, err := d.call(op)
-	if err != nil {
-		d.t.Fatalf("%s: %v", op, err)
-	}
-	return res
+	}}}
 }
 
 func (d *driver) st() state {
-	d.t.Helper()
+	d.T.Helper()
 	var s state
-	if err := json.Unmarshal(d.state, &s); err != nil {
-		d.t.Fatalf("state %s: %v", d.state, err)
-	}
+	d.DecodeState(&s)
 	return s
 }
 
-// noSecrets checks an answer for the tokens.
-func (fx fixture) noSecrets(t *testing.T, res actions.Result, err error, st json.RawMessage) {
-	t.Helper()
-	out, _ := json.Marshal(res.Outputs)
-	conds, _ := json.Marshal(res.Conditions)
-	texts := []string{string(out), string(conds), res.Message, string(res.State), string(st)}
-	if err != nil {
-		texts = append(texts, err.Error())
-	}
-	for _, secret := range []string{fx.f.token, fx.f.triggerToken} {
-		for _, s := range texts {
-			if strings.Contains(s, secret) {
-				t.Fatalf("a token appears in %q", s)
-			}
-		}
-	}
-}
+// secrets are the tokens no answer, state, error or log line may contain.
+func (fx fixture) secrets() []string { return []string{fx.f.token, fx.f.triggerToken} }
 
 func TestLifecycle(t *testing.T) {
 	t.Parallel()
 	fx := setup(t, nil)
 	f := fx.f
 	d := fx.driver(t, "orders")
-	d.with = json.RawMessage(`{"variables": {"TIER": "gold", "REPLICAS": 3}}`)
+	d.With = json.RawMessage(`{"variables": {"TIER": "gold", "REPLICAS": 3}}`)
 
 	// Create: the call triggers and returns at once.
-	res := d.must(opReconcile)
+	res := d.Must(opReconcile)
 	if res.Done || res.RequeueAfter != 10*time.Millisecond {
 		t.Fatalf("first Reconcile: Done %v, RequeueAfter %s; want not done, pollInterval", res.Done, res.RequeueAfter)
 	}
 	p1 := f.last()
 	want := map[string]string{
 		"TRUEUP_OPERATION": "reconcile", "TRUEUP_KIND": "Database", "TRUEUP_NAMESPACE": "team-a",
-		"TRUEUP_NAME": "orders", "TRUEUP_GENERATION": "1", "TRUEUP_REVISION": d.res.Revision,
+		"TRUEUP_NAME": "orders", "TRUEUP_GENERATION": "1", "TRUEUP_REVISION": d.Resource.Revision,
 		"TRUEUP_SPEC": `{"engine":"postgres","storage_gb":500}`, "TIER": "gold", "REPLICAS": "3",
 	}
 	for k, v := range want {
@@ -202,24 +139,24 @@ func TestLifecycle(t *testing.T) {
 		}
 	}
 	if p1.Ref != "main" || p1.Vars["TRUEUP_ID"] == "" || p1.Vars["TRUEUP_ID"] != d.st().Correlation {
-		t.Errorf("pipeline ref %q, TRUEUP_ID %q, state %s", p1.Ref, p1.Vars["TRUEUP_ID"], d.state)
+		t.Errorf("pipeline ref %q, TRUEUP_ID %q, state %s", p1.Ref, p1.Vars["TRUEUP_ID"], d.State)
 	}
 	if s := d.st(); s.PipelineID != p1.ID || s.WebURL != f.webURL(p1.ID) || s.Generation != 1 || s.Phase != phaseRunning {
 		t.Errorf("state = %+v", s)
 	}
-	if d.checkpoints != 1 {
-		t.Errorf("checkpoints = %d, want 1 (the intent, before the trigger)", d.checkpoints)
+	if d.Checkpoints != 1 {
+		t.Errorf("checkpoints = %d, want 1 (the intent, before the trigger)", d.Checkpoints)
 	}
 
 	// Poll through every in-progress status.
 	for _, status := range []string{"waiting_for_resource", "preparing", "pending", "running", "scheduled", "manual"} {
 		f.setStatus(p1.ID, status)
-		if res := d.must(opReconcile); res.Done || !strings.Contains(res.Message, status) {
+		if res := d.Must(opReconcile); res.Done || !strings.Contains(res.Message, status) {
 			t.Fatalf("status %s: Done %v, message %q", status, res.Done, res.Message)
 		}
 	}
 	f.setStatus(p1.ID, "success")
-	res = d.must(opReconcile)
+	res = d.Must(opReconcile)
 	if !res.Done {
 		t.Fatalf("after success: not done: %q", res.Message)
 	}
@@ -229,17 +166,17 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("outputs = %s\nwant      %s", got, wantOut)
 	}
 	// Called again (a resync): reads the pipeline again, starts nothing.
-	if again := d.must(opReconcile); !again.Done || f.routeCount("POST trigger") != 1 {
+	if again := d.Must(opReconcile); !again.Done || f.routeCount("POST trigger") != 1 {
 		t.Fatalf("second Reconcile: Done %v, triggers %d", again.Done, f.routeCount("POST trigger"))
 	}
 
 	// Update: generation 2 starts; generation 3 arrives while it runs.
-	d.res.Generation = 2
-	d.must(opReconcile)
+	d.Resource.Generation = 2
+	d.Must(opReconcile)
 	p2 := f.last()
 	f.setStatus(p2.ID, "running")
-	d.res.Generation = 3
-	res = d.must(opReconcile)
+	d.Resource.Generation = 3
+	res = d.Must(opReconcile)
 	if res.Done || !strings.Contains(res.Message, "superseded") {
 		t.Fatalf("generation 3 while 2 runs: Done %v, message %q", res.Done, res.Message)
 	}
@@ -250,11 +187,11 @@ func TestLifecycle(t *testing.T) {
 		t.Fatal("a pipeline was triggered before the superseded one finished")
 	}
 	// GitLab takes its time: while the pipeline is "canceling", the next call still waits.
-	if res := d.must(opReconcile); res.Done || f.last().ID != p2.ID {
+	if res := d.Must(opReconcile); res.Done || f.last().ID != p2.ID {
 		t.Fatalf("triggered while the superseded pipeline was canceling (Done %v)", res.Done)
 	}
 	// Once it reads "canceled", generation 3 is triggered.
-	d.must(opReconcile)
+	d.Must(opReconcile)
 	p3 := f.last()
 	if p3.ID == p2.ID || p3.Vars["TRUEUP_GENERATION"] != "3" || f.pipeline(p2.ID).Status != "canceled" {
 		t.Fatalf("after cancellation: last pipeline %+v, superseded %s", p3, f.pipeline(p2.ID).Status)
@@ -266,7 +203,7 @@ func TestLifecycle(t *testing.T) {
 	// A failing attempt names the failed job and the pipeline.
 	f.failJob(p3.ID, "deploy")
 	f.setStatus(p3.ID, "failed")
-	_, err := d.call(opReconcile)
+	_, err := d.Call(opReconcile)
 	if err == nil || actions.IsTerminal(err) {
 		t.Fatalf("failed pipeline: err = %v, want a retryable error", err)
 	}
@@ -276,36 +213,36 @@ func TestLifecycle(t *testing.T) {
 		}
 	}
 	if d.st().Phase != phaseFailed {
-		t.Errorf("state after failure = %s, want phase failed saved", d.state)
+		t.Errorf("state after failure = %s, want phase failed saved", d.State)
 	}
 
 	// Recovery: the retry triggers a new pipeline, which succeeds.
-	d.must(opReconcile)
+	d.Must(opReconcile)
 	p4 := f.last()
 	if p4.ID == p3.ID || p4.Vars["TRUEUP_GENERATION"] != "3" {
 		t.Fatalf("retry did not trigger anew: %+v", p4)
 	}
 	f.setStatus(p4.ID, "success")
-	if res := d.must(opReconcile); !res.Done || res.Outputs["pipelineID"] != p4.ID {
+	if res := d.Must(opReconcile); !res.Done || res.Outputs["pipelineID"] != p4.ID {
 		t.Fatalf("recovery: Done %v, outputs %v", res.Done, res.Outputs)
 	}
 
 	// Delete runs a pipeline with TRUEUP_OPERATION=delete and waits for it; it carries the
 	// revision to fall back to.
-	d.res.FallbackRevision = "fedcba9876543210fedcba9876543210fedcba98"
-	if res := d.must(opDelete); res.Done {
+	d.Resource.FallbackRevision = "fedcba9876543210fedcba9876543210fedcba98"
+	if res := d.Must(opDelete); res.Done {
 		t.Fatal("Delete done before its pipeline ran")
 	}
 	p5 := f.last()
-	if p5.Vars["TRUEUP_OPERATION"] != "delete" || p5.Vars["TRUEUP_FALLBACK_REVISION"] != d.res.FallbackRevision {
+	if p5.Vars["TRUEUP_OPERATION"] != "delete" || p5.Vars["TRUEUP_FALLBACK_REVISION"] != d.Resource.FallbackRevision {
 		t.Fatalf("delete pipeline variables: %v", p5.Vars)
 	}
 	f.setStatus(p5.ID, "running")
-	if res := d.must(opDelete); res.Done {
+	if res := d.Must(opDelete); res.Done {
 		t.Fatal("Delete done while its pipeline runs")
 	}
 	f.setStatus(p5.ID, "success")
-	if res := d.must(opDelete); !res.Done {
+	if res := d.Must(opDelete); !res.Done {
 		t.Fatalf("Delete after success: %q", res.Message)
 	}
 	if n := f.routeCount("POST trigger"); n != 5 {
@@ -320,9 +257,9 @@ func TestTerminalStatusesFail(t *testing.T) {
 			t.Parallel()
 			fx := setup(t, nil)
 			d := fx.driver(t, "r")
-			d.must(opReconcile)
+			d.Must(opReconcile)
 			fx.f.setStatus(fx.f.last().ID, status)
-			_, err := d.call(opReconcile)
+			_, err := d.Call(opReconcile)
 			if err == nil || !strings.Contains(err.Error(), status) {
 				t.Fatalf("err = %v, want one naming %s", err, status)
 			}
@@ -334,11 +271,11 @@ func TestDeleteCancelsRunningReconcile(t *testing.T) {
 	t.Parallel()
 	fx := setup(t, nil)
 	d := fx.driver(t, "r")
-	d.must(opReconcile)
+	d.Must(opReconcile)
 	p1 := fx.f.last()
 	fx.f.setStatus(p1.ID, "pending")
 	// A pending pipeline is cancelled at once, so the delete pipeline starts in the same call.
-	if res := d.must(opDelete); res.Done {
+	if res := d.Must(opDelete); res.Done {
 		t.Fatal("delete done at once")
 	}
 	if got := fx.f.pipeline(p1.ID); got.Status != "canceled" {
@@ -363,11 +300,11 @@ func TestAdoptsInterruptedDispatch(t *testing.T) {
 	// The replica dies after the trigger, before recording its result: only the
 	// checkpointed intent survives.
 	d := fx.driver(t, "orders")
-	if _, err := d.call(opReconcile); err != nil {
+	if _, err := d.Call(opReconcile); err != nil {
 		t.Fatal(err)
 	}
 	dispatched := f.last()
-	intent := d.saved[0]
+	intent := d.Saved[0]
 	var s state
 	if err := json.Unmarshal(intent, &s); err != nil || s.Phase != phaseDispatching || s.Correlation != dispatched.Vars["TRUEUP_ID"] {
 		t.Fatalf("checkpointed intent %s (pipeline TRUEUP_ID %q)", intent, dispatched.Vars["TRUEUP_ID"])
@@ -377,8 +314,8 @@ func TestAdoptsInterruptedDispatch(t *testing.T) {
 	}
 
 	d2 := fx.driver(t, "orders")
-	d2.state = intent
-	res, err := d2.call(opReconcile)
+	d2.State = intent
+	res, err := d2.Call(opReconcile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,22 +334,22 @@ func TestInterruptedDispatchWithoutPipeline(t *testing.T) {
 	t.Parallel()
 	fx := setup(t, nil)
 	d := fx.driver(t, "orders")
-	d.state = state{Phase: phaseDispatching, Operation: opReconcile, Generation: 1, Ref: "main",
+	d.State = state{Phase: phaseDispatching, Operation: opReconcile, Generation: 1, Ref: "main",
 		Correlation: "lost-dispatch", TriggeredAt: fx.clock.now().Add(-30 * time.Second)}.encode()
 
 	// Within the grace window: wait, the trigger call may still be in flight.
-	res := d.must(opReconcile)
+	res := d.Must(opReconcile)
 	if res.Done || fx.f.routeCount("POST trigger") != 0 || res.RequeueAfter <= 0 {
 		t.Fatalf("within grace: Done %v, RequeueAfter %s, %d triggers", res.Done, res.RequeueAfter, fx.f.routeCount("POST trigger"))
 	}
 	// After it: trigger anew with a new correlation id.
 	fx.clock.advance(adoptGrace)
-	d.must(opReconcile)
+	d.Must(opReconcile)
 	if fx.f.routeCount("POST trigger") != 1 {
 		t.Fatalf("%d triggers after the grace window, want 1", fx.f.routeCount("POST trigger"))
 	}
 	if id := fx.f.last().Vars["TRUEUP_ID"]; id == "" || id == "lost-dispatch" || id != d.st().Correlation {
-		t.Fatalf("new TRUEUP_ID %q, state %s", id, d.state)
+		t.Fatalf("new TRUEUP_ID %q, state %s", id, d.State)
 	}
 }
 
@@ -420,8 +357,8 @@ func TestCheckpointErrorPreventsTrigger(t *testing.T) {
 	t.Parallel()
 	fx := setup(t, nil)
 	d := fx.driver(t, "orders")
-	d.checkpointErr = errors.New("lease lost")
-	_, err := d.call(opReconcile)
+	d.CheckpointErr = errors.New("lease lost")
+	_, err := d.Call(opReconcile)
 	if err == nil || !strings.Contains(err.Error(), "lease lost") {
 		t.Fatalf("err = %v, want the checkpoint error", err)
 	}
@@ -437,7 +374,7 @@ func TestRateLimit(t *testing.T) {
 	f.set(func(f *fakeGitLab) { f.limited, f.retryAfter = true, 30 })
 
 	d := fx.driver(t, "first")
-	res, err := d.call(opReconcile)
+	res, err := d.Call(opReconcile)
 	if err != nil {
 		t.Fatalf("rate-limited call failed: %v", err)
 	}
@@ -457,7 +394,7 @@ func TestRateLimit(t *testing.T) {
 	for i := range 20 {
 		wg.Go(func() {
 			d := fx.driver(t, fmt.Sprintf("r%d", i))
-			res, err := d.call(opReconcile)
+			res, err := d.Call(opReconcile)
 			if err != nil || res.Done || res.RequeueAfter < 29*time.Second {
 				t.Errorf("resource %d: err %v, Done %v, RequeueAfter %s", i, err, res.Done, res.RequeueAfter)
 			}
@@ -471,7 +408,7 @@ func TestRateLimit(t *testing.T) {
 	// At the reset, the resource goes on and the condition is cleared.
 	f.set(func(f *fakeGitLab) { f.limited = false })
 	fx.clock.advance(31 * time.Second)
-	res = d.must(opReconcile)
+	res = d.Must(opReconcile)
 	if f.routeCount("POST trigger") != 1 {
 		t.Fatalf("no trigger after the reset")
 	}
@@ -482,7 +419,7 @@ func TestRateLimit(t *testing.T) {
 		t.Errorf("RateLimitRemaining = %d after the reset", fx.a.RateLimitRemaining())
 	}
 	// Cleared once: the next call says nothing of it.
-	if res := d.must(opReconcile); len(res.Conditions) != 0 {
+	if res := d.Must(opReconcile); len(res.Conditions) != 0 {
 		t.Errorf("conditions on the next call = %+v", res.Conditions)
 	}
 }
@@ -491,17 +428,17 @@ func TestRateLimitWhilePollingKeepsPipeline(t *testing.T) {
 	t.Parallel()
 	fx := setup(t, nil)
 	d := fx.driver(t, "orders")
-	d.must(opReconcile)
+	d.Must(opReconcile)
 	id := d.st().PipelineID
 	fx.f.set(func(f *fakeGitLab) { f.limited, f.retryAfter = true, 5 })
-	res := d.must(opReconcile)
+	res := d.Must(opReconcile)
 	if res.Done || d.st().PipelineID != id || !d.st().RateLimited {
-		t.Fatalf("rate-limited poll: Done %v, state %s", res.Done, d.state)
+		t.Fatalf("rate-limited poll: Done %v, state %s", res.Done, d.State)
 	}
 	fx.f.set(func(f *fakeGitLab) { f.limited = false })
 	fx.clock.advance(6 * time.Second)
 	fx.f.setStatus(id, "success")
-	if res := d.must(opReconcile); !res.Done || fx.f.routeCount("POST trigger") != 1 {
+	if res := d.Must(opReconcile); !res.Done || fx.f.routeCount("POST trigger") != 1 {
 		t.Fatalf("after the reset: Done %v, %d triggers", res.Done, fx.f.routeCount("POST trigger"))
 	}
 }
@@ -511,13 +448,13 @@ func TestRemainingZeroPausesCalls(t *testing.T) {
 	fx := setup(t, nil)
 	// The first call spends the last request of GitLab's window.
 	fx.f.set(func(f *fakeGitLab) { f.remaining = 1 })
-	fx.driver(t, "first").must(opReconcile)
+	fx.driver(t, "first").Must(opReconcile)
 	if fx.a.RateLimitRemaining() != 0 {
 		t.Fatalf("RateLimitRemaining = %d", fx.a.RateLimitRemaining())
 	}
 	// The next resource waits for RateLimit-Reset instead of earning a 429.
 	before := fx.f.requestCount()
-	res := fx.driver(t, "second").must(opReconcile)
+	res := fx.driver(t, "second").Must(opReconcile)
 	if res.Done || res.RequeueAfter < 50*time.Second || len(res.Conditions) != 1 || fx.f.requestCount() != before {
 		t.Fatalf("Done %v, RequeueAfter %s, conditions %+v, %d requests", res.Done, res.RequeueAfter, res.Conditions, fx.f.requestCount()-before)
 	}
@@ -531,12 +468,12 @@ func TestOutputsJobArtifact(t *testing.T) {
 		return []fakeJob{{Name: "apply", Stage: "deploy", Status: "success"}, {Name: "export", Stage: ".post", Status: "success"}}
 	}
 	d := fx.driver(t, "orders")
-	d.with = json.RawMessage(`{"outputsJob": "export"}`)
+	d.With = json.RawMessage(`{"outputsJob": "export"}`)
 	// The export job is the pipeline's second job: ids are given in order from 5001.
 	fx.f.set(func(f *fakeGitLab) {
 		f.artifacts[f.nextJobID+2] = `{"endpoint": "db.internal:5432", "port": 5432, "pipelineID": "ignored"}`
 	})
-	res := d.must(opReconcile)
+	res := d.Must(opReconcile)
 	if !res.Done || res.Outputs["endpoint"] != "db.internal:5432" || res.Outputs["port"] != json.Number("5432") {
 		t.Fatalf("outputs = %v", res.Outputs)
 	}
@@ -546,12 +483,12 @@ func TestOutputsJobArtifact(t *testing.T) {
 
 	// A missing artifact is an error, not a new pipeline.
 	d2 := fx.driver(t, "other")
-	d2.with = json.RawMessage(`{"outputsJob": "export"}`)
-	_, err := d2.call(opReconcile)
+	d2.With = json.RawMessage(`{"outputsJob": "export"}`)
+	_, err := d2.Call(opReconcile)
 	if err == nil || !strings.Contains(err.Error(), "trueup-outputs.json") {
 		t.Fatalf("err = %v", err)
 	}
-	_, _ = d2.call(opReconcile)
+	_, _ = d2.Call(opReconcile)
 	if n := fx.f.routeCount("POST trigger"); n != 2 {
 		t.Errorf("%d triggers, want 2 (no retrigger for a missing artifact)", n)
 	}
@@ -561,17 +498,17 @@ func TestTriggerRefusedIsNotAdopted(t *testing.T) {
 	t.Parallel()
 	fx := setup(t, nil)
 	d := fx.driver(t, "orders")
-	d.with = json.RawMessage(`{"ref": "nope"}`)
-	_, err := d.call(opReconcile)
+	d.With = json.RawMessage(`{"ref": "nope"}`)
+	_, err := d.Call(opReconcile)
 	if err == nil || !strings.Contains(err.Error(), "Reference not found") {
 		t.Fatalf("err = %v", err)
 	}
 	// GitLab refused: nothing to look for; the retry triggers again at once.
 	if s := d.st(); s.Phase == phaseDispatching {
-		t.Fatalf("state after a refused trigger = %s", d.state)
+		t.Fatalf("state after a refused trigger = %s", d.State)
 	}
-	d.with = nil
-	d.must(opReconcile)
+	d.With = nil
+	d.Must(opReconcile)
 	if fx.f.routeCount("GET pipelines") != 0 || fx.f.routeCount("POST trigger") != 2 {
 		t.Fatalf("list calls %d, triggers %d", fx.f.routeCount("GET pipelines"), fx.f.routeCount("POST trigger"))
 	}
@@ -583,7 +520,7 @@ func TestSecretsScrubbedFromErrors(t *testing.T) {
 	// A server (or proxy) that echoes the token in its error message.
 	fx.f.set(func(f *fakeGitLab) { f.triggerError = "invalid token " + f.triggerToken + " for " + f.token })
 	d := fx.driver(t, "orders")
-	_, err := d.call(opReconcile) // driver.call fails the test on a leak
+	_, err := d.Call(opReconcile) // Driver.Call fails the test on a leak
 	if err == nil || !strings.Contains(err.Error(), "invalid token ***") {
 		t.Fatalf("err = %v", err)
 	}
@@ -601,7 +538,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 		mu.Lock()
 		arrived = append(arrived, fmt.Sprintf("%s %s %v %s", r.Method, r.URL, r.Header, body))
 		mu.Unlock()
-		writeJSON(w, http.StatusOK, []any{})
+		actiontest.WriteJSON(w, http.StatusOK, []any{})
 	}))
 	t.Cleanup(other.Close)
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -625,11 +562,10 @@ func TestRedirectNotFollowed(t *testing.T) {
 		}
 	}
 	// And through the action itself.
-	res, err := a.Reconcile(t.Context(), actions.Request{Resource: actions.Resource{Kind: "K", Name: "n", Generation: 1}})
-	if err == nil {
+	d := &actiontest.Driver{T: t, Action: a, Secrets: (fixture{f: f}).secrets(), Resource: actions.Resource{Kind: "K", Name: "n", Generation: 1}}
+	if res, err := d.Call(opReconcile); err == nil {
 		t.Errorf("Reconcile through a redirect: %+v, want an error", res)
 	}
-	fixture{f: f}.noSecrets(t, res, err, nil)
 	mu.Lock()
 	defer mu.Unlock()
 	for _, got := range arrived {
@@ -689,7 +625,7 @@ func TestConfigRejected(t *testing.T) {
 			for k, v := range tc.change {
 				c[k] = v
 			}
-			_, err := New(mustJSON(t, c), actions.Env{})
+			_, err := New(actiontest.MustJSON(t, c), actions.Env{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want one containing %q", err, tc.want)
 			}
@@ -756,24 +692,15 @@ func TestClassifyKnowsEveryStatus(t *testing.T) {
 	}
 }
 
-func mustJSON(t *testing.T, v any) json.RawMessage {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func TestSupersededManualPipelineNotWaitedFor(t *testing.T) {
 	t.Parallel()
 	fx := setup(t, nil)
 	d := fx.driver(t, "orders")
-	d.must(opReconcile)
+	d.Must(opReconcile)
 	p1 := fx.f.last()
 	fx.f.setStatus(p1.ID, "manual")
-	d.res.Generation = 2
-	d.must(opReconcile)
+	d.Resource.Generation = 2
+	d.Must(opReconcile)
 	if got := fx.f.pipeline(p1.ID); got.Cancels != 1 {
 		t.Fatalf("manual pipeline cancelled %d times, want one try", got.Cancels)
 	}
@@ -794,13 +721,13 @@ func TestDisallowedWithNeverTriggered(t *testing.T) {
 	} {
 		for _, op := range []string{opReconcile, opDelete} {
 			d := fx.driver(t, "evil")
-			d.with = json.RawMessage(tc.with)
-			_, err := d.call(op)
+			d.With = json.RawMessage(tc.with)
+			_, err := d.Call(op)
 			if err == nil || !actions.IsTerminal(err) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("%s with %s: err = %v; want a terminal error containing %q", op, tc.with, err, tc.want)
 			}
-			if d.checkpoints != 0 {
-				t.Errorf("%s with %s: %d checkpoints; want none", op, tc.with, d.checkpoints)
+			if d.Checkpoints != 0 {
+				t.Errorf("%s with %s: %d checkpoints; want none", op, tc.with, d.Checkpoints)
 			}
 		}
 	}
@@ -815,8 +742,8 @@ func TestDisallowedWithNeverTriggered(t *testing.T) {
 	fx.f.refs = append(fx.f.refs, "release/2.0")
 	fx.f.mu.Unlock()
 	d := fx.driver(t, "ok")
-	d.with = json.RawMessage(`{"ref": "release/2.0", "variables": {"TIER": "gold"}}`)
-	d.must(opReconcile)
+	d.With = json.RawMessage(`{"ref": "release/2.0", "variables": {"TIER": "gold"}}`)
+	d.Must(opReconcile)
 	if p := fx.f.last(); p.Ref != "release/2.0" || p.Vars["TIER"] != "gold" {
 		t.Fatalf("allowed with: pipeline on %q with TIER %q; want release/2.0, gold", p.Ref, p.Vars["TIER"])
 	}

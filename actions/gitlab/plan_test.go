@@ -11,22 +11,6 @@ import (
 	"github.com/trueup-dev/trueup/actions"
 )
 
-// plan calls Plan the way the preview runner does: a deadline, and a Checkpoint that must
-// not be called.
-func (d *driver) plan(timeout time.Duration) (actions.Plan, error) {
-	d.t.Helper()
-	req := actions.Request{Resource: d.res, With: d.with, State: d.state,
-		Checkpoint: func(context.Context, json.RawMessage) error {
-			d.t.Error("Plan saved a checkpoint")
-			return nil
-		}}
-	ctx, cancel := context.WithTimeout(d.t.Context(), timeout)
-	defer cancel()
-	p, err := d.fx.a.Plan(ctx, req)
-	d.fx.noSecrets(d.t, actions.Result{Message: p.Summary + p.Text}, err, nil)
-	return p, err
-}
-
 // planJobs makes plan pipelines run one job, "plan", whose artifact is outputs ("" none).
 func planJobs(fx fixture, status string) {
 	fx.f.set(func(f *fakeGitLab) {
@@ -42,7 +26,7 @@ func planJobs(fx fixture, status string) {
 func TestPlanWithoutPlanJob(t *testing.T) {
 	t.Parallel()
 	fx := setup(t, nil)
-	if _, err := fx.driver(t, "orders").plan(5 * time.Second); !errors.Is(err, actions.ErrNoPlan) {
+	if _, err := fx.driver(t, "orders").Plan(5 * time.Second); !errors.Is(err, actions.ErrNoPlan) {
 		t.Fatalf("err = %v, want ErrNoPlan", err)
 	}
 	if n := fx.f.requestCount(); n != 0 {
@@ -59,8 +43,8 @@ func TestPlanReadsArtifact(t *testing.T) {
 		f.artifacts[f.nextJobID+1] = `{"changes": true, "summary": "1 to add, 0 to change, 0 to destroy", "plan": "+ db"}`
 	})
 	d := fx.driver(t, "orders")
-	d.with = json.RawMessage(`{"planJob": "plan"}`)
-	p, err := d.plan(10 * time.Second)
+	d.With = json.RawMessage(`{"planJob": "plan"}`)
+	p, err := d.Plan(10 * time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,15 +58,15 @@ func TestPlanReadsArtifact(t *testing.T) {
 	if pl.reads != 3 {
 		t.Errorf("plan pipeline read %d times, want 3", pl.reads)
 	}
-	if d.state != nil || d.checkpoints != 0 {
-		t.Fatalf("plan touched the state: %s, %d checkpoints", d.state, d.checkpoints)
+	if d.State != nil || d.Checkpoints != 0 {
+		t.Fatalf("plan touched the state: %s, %d checkpoints", d.State, d.Checkpoints)
 	}
 	// The reconcile that follows triggers its own pipeline, under its own TRUEUP_ID.
-	d.must(opReconcile)
+	d.Must(opReconcile)
 	rec := fx.f.last()
 	if fx.f.routeCount("POST trigger") != 2 || rec.ID == pl.ID || rec.Vars["TRUEUP_OPERATION"] != "reconcile" ||
 		rec.Vars["TRUEUP_ID"] == pl.Vars["TRUEUP_ID"] || d.st().PipelineID != rec.ID {
-		t.Fatalf("reconcile after a plan: pipeline %+v, state %s", rec, d.state)
+		t.Fatalf("reconcile after a plan: pipeline %+v, state %s", rec, d.State)
 	}
 }
 
@@ -112,8 +96,8 @@ func TestPlanFailures(t *testing.T) {
 				}
 			})
 			d := fx.driver(t, "orders")
-			d.with = json.RawMessage(tc.with)
-			_, err := d.plan(10 * time.Second)
+			d.With = json.RawMessage(tc.with)
+			_, err := d.Plan(10 * time.Second)
 			if err == nil || errors.Is(err, actions.ErrNoPlan) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want one containing %q", err, tc.want)
 			}
@@ -126,9 +110,9 @@ func TestPlanDeadlineCancelsPipeline(t *testing.T) {
 	fx := setup(t, nil)
 	planJobs(fx, "running")
 	d := fx.driver(t, "orders")
-	d.with = json.RawMessage(`{"planJob": "plan"}`)
+	d.With = json.RawMessage(`{"planJob": "plan"}`)
 	start := time.Now()
-	_, err := d.plan(200 * time.Millisecond)
+	_, err := d.Plan(200 * time.Millisecond)
 	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want the deadline", err)
 	}

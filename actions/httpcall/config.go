@@ -156,10 +156,10 @@ func parseConfig(raw json.RawMessage) (settings, error) {
 	slices.SortFunc(s.secrets, func(a, b string) int { return len(b) - len(a) })
 	s.secrets = slices.Compact(s.secrets)
 
-	if s.timeout, err = parseDuration("timeout", c.Timeout, defaultTimeout); err != nil {
+	if s.timeout, err = actions.ParseDuration("timeout", c.Timeout, defaultTimeout); err != nil {
 		return settings{}, err
 	}
-	if s.pollInterval, err = parseDuration("pollInterval", c.PollInterval, defaultPollInterval); err != nil {
+	if s.pollInterval, err = actions.ParseDuration("pollInterval", c.PollInterval, defaultPollInterval); err != nil {
 		return settings{}, err
 	}
 	s.attempts, s.initial = defaultAttempts, defaultInitial
@@ -170,29 +170,11 @@ func parseConfig(raw json.RawMessage) (settings, error) {
 		case r.Attempts > 0:
 			s.attempts = r.Attempts
 		}
-		if s.initial, err = parseDuration("retry.initial", r.Initial, defaultInitial); err != nil {
+		if s.initial, err = actions.ParseDuration("retry.initial", r.Initial, defaultInitial); err != nil {
 			return settings{}, err
 		}
 	}
 	return s, nil
-}
-
-// parseDuration reads an optional positive Go duration; empty or "0s" means def.
-func parseDuration(field, v string, def time.Duration) (time.Duration, error) {
-	if v == "" {
-		return def, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return 0, fmt.Errorf("config: %s: %w", field, err)
-	}
-	if d < 0 {
-		return 0, fmt.Errorf("config: %s %s is negative", field, v)
-	}
-	if d == 0 {
-		return def, nil
-	}
-	return d, nil
 }
 
 // with is a ResourceType's `with:` parameters, decoded strictly.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/trueup-dev/trueup/actions/actiontest"
 )
 
 // fakeProvisioner is an httptest.Server behaving like an asynchronous provisioning API: it
@@ -18,6 +20,7 @@ import (
 // Idempotency-Key, answers 202 with a Location (or 200 with outputs in sync mode), serves
 // job status at that Location, and can be scripted to fail first.
 type fakeProvisioner struct {
+	t      *testing.T
 	srv    *httptest.Server
 	token  string // expected in Authorization: Bearer
 	secret string // HMAC key
@@ -59,6 +62,7 @@ type scripted struct {
 func newFakeProvisioner(t *testing.T) *fakeProvisioner {
 	t.Helper()
 	f := &fakeProvisioner{
+		t:         t,
 		token:     "prov-TOKEN-s3cr3t-0123456789",
 		secret:    "signing-SECRET-abcdef",
 		jobs:      map[int]*fakeJob{},
@@ -76,19 +80,14 @@ func newFakeProvisioner(t *testing.T) *fakeProvisioner {
 
 // config is a valid instance config for this server.
 func (f *fakeProvisioner) config(extra map[string]any) json.RawMessage {
-	c := map[string]any{
+	return actiontest.Config(f.t, map[string]any{
 		"url":           f.srv.URL + "/api/resources",
 		"headers":       map[string]string{"Authorization": "Bearer " + f.token, "X-Team": "db"},
 		"signingSecret": f.secret,
 		"timeout":       "5s",
 		"pollInterval":  "10ms",
 		"retry":         map[string]any{"attempts": 3, "initial": "100ms"},
-	}
-	for k, v := range extra {
-		c[k] = v
-	}
-	b, _ := json.Marshal(c)
-	return b
+	}, extra)
 }
 
 func (f *fakeProvisioner) check(next http.Handler) http.Handler {
@@ -100,12 +99,12 @@ func (f *fakeProvisioner) check(next http.Handler) http.Handler {
 		if !hmac.Equal([]byte(r.Header.Get("X-Trueup-Signature-256")), []byte(want)) {
 			f.badSigs++
 			f.mu.Unlock()
-			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": "bad signature"})
+			actiontest.WriteJSON(w, http.StatusUnauthorized, map[string]any{"error": "bad signature"})
 			return
 		}
 		if r.Header.Get("Authorization") != "Bearer "+f.token {
 			f.mu.Unlock()
-			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": "bad token"})
+			actiontest.WriteJSON(w, http.StatusUnauthorized, map[string]any{"error": "bad token"})
 			return
 		}
 		if len(f.script) > 0 {
@@ -137,7 +136,7 @@ func (f *fakeProvisioner) resource(w http.ResponseWriter, r *http.Request) {
 		} `json:"resource"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error()})
+		actiontest.WriteJSON(w, http.StatusBadRequest, map[string]any{"error": err.Error()})
 		return
 	}
 	id := req.Resource.Namespace + "/" + req.Resource.Kind + "/" + req.Resource.Name
@@ -146,7 +145,7 @@ func (f *fakeProvisioner) resource(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodDelete && req.Operation == "delete":
 		if !f.resources[id] {
-			writeJSON(w, http.StatusNotFound, map[string]any{"error": "no such resource"})
+			actiontest.WriteJSON(w, http.StatusNotFound, map[string]any{"error": "no such resource"})
 			return
 		}
 	case r.Method == http.MethodPost && req.Operation == "reconcile":
@@ -154,13 +153,13 @@ func (f *fakeProvisioner) resource(w http.ResponseWriter, r *http.Request) {
 		f.plan(w, r, id, req.Resource.Spec)
 		return
 	default:
-		writeJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": "method and operation disagree"})
+		actiontest.WriteJSON(w, http.StatusMethodNotAllowed, map[string]any{"error": "method and operation disagree"})
 		return
 	}
 	outputs := map[string]any{"endpoint": req.Resource.Name + ".db.internal", "port": 5432}
 	if f.sync {
 		f.apply(req.Operation, id)
-		writeJSON(w, http.StatusOK, map[string]any{"outputs": outputs, "message": "applied"})
+		actiontest.WriteJSON(w, http.StatusOK, map[string]any{"outputs": outputs, "message": "applied"})
 		return
 	}
 	key := r.Header.Get("Idempotency-Key")
@@ -171,7 +170,7 @@ func (f *fakeProvisioner) resource(w http.ResponseWriter, r *http.Request) {
 		f.byKey[key] = n
 	}
 	w.Header().Set("Location", "/api/jobs/"+strconv.Itoa(n))
-	writeJSON(w, http.StatusAccepted, map[string]any{"status": "pending"})
+	actiontest.WriteJSON(w, http.StatusAccepted, map[string]any{"status": "pending"})
 }
 
 // plan answers a plan request (f.mu held): nothing is created; in async mode the answer
@@ -183,13 +182,13 @@ func (f *fakeProvisioner) plan(w http.ResponseWriter, r *http.Request, id string
 		answer = map[string]any{"status": "done", "changes": false, "summary": "no changes", "plan": ""}
 	}
 	if f.sync {
-		writeJSON(w, http.StatusOK, answer)
+		actiontest.WriteJSON(w, http.StatusOK, answer)
 		return
 	}
 	n := len(f.jobs) + 1
 	f.jobs[n] = &fakeJob{Status: "running", Outputs: answer, Op: "plan", Res: id}
 	w.Header().Set("Location", "/api/jobs/"+strconv.Itoa(n))
-	writeJSON(w, http.StatusAccepted, map[string]any{"status": "running"})
+	actiontest.WriteJSON(w, http.StatusAccepted, map[string]any{"status": "running"})
 }
 
 func (f *fakeProvisioner) apply(op, id string) {
@@ -202,27 +201,27 @@ func (f *fakeProvisioner) job(w http.ResponseWriter, r *http.Request) {
 	defer f.mu.Unlock()
 	j, ok := f.jobs[n]
 	if !ok {
-		writeJSON(w, http.StatusNotFound, map[string]any{"error": "no such job"})
+		actiontest.WriteJSON(w, http.StatusNotFound, map[string]any{"error": "no such job"})
 		return
 	}
 	if j.Op == "plan" {
 		j.Polls++
 		if j.Polls <= 2 {
-			writeJSON(w, http.StatusOK, map[string]any{"status": "running"})
+			actiontest.WriteJSON(w, http.StatusOK, map[string]any{"status": "running"})
 			return
 		}
-		writeJSON(w, http.StatusOK, j.Outputs)
+		actiontest.WriteJSON(w, http.StatusOK, j.Outputs)
 		return
 	}
 	switch j.Status {
 	case "done":
 		f.apply(j.Op, j.Res)
-		writeJSON(w, http.StatusOK, map[string]any{"status": "done", "outputs": j.Outputs})
+		actiontest.WriteJSON(w, http.StatusOK, map[string]any{"status": "done", "outputs": j.Outputs})
 	case "failed":
-		writeJSON(w, http.StatusOK, map[string]any{"status": "failed", "message": j.Message})
+		actiontest.WriteJSON(w, http.StatusOK, map[string]any{"status": "failed", "message": j.Message})
 	default:
 		w.Header().Set("Retry-After", "1")
-		writeJSON(w, http.StatusOK, map[string]any{"status": j.Status})
+		actiontest.WriteJSON(w, http.StatusOK, map[string]any{"status": j.Status})
 	}
 }
 
@@ -266,26 +265,3 @@ func (f *fakeProvisioner) badSignatures() int {
 }
 
 func (f *fakeProvisioner) jobURL(n int) string { return fmt.Sprintf("%s/api/jobs/%d", f.srv.URL, n) }
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-// hangingServer never answers: for the cancellation check.
-func hangingServer(t *testing.T) *httptest.Server {
-	t.Helper()
-	stop := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Reading the body lets the server notice the client hanging up.
-		_, _ = io.Copy(io.Discard, r.Body)
-		select {
-		case <-r.Context().Done():
-		case <-stop:
-		}
-	}))
-	t.Cleanup(srv.Close)
-	t.Cleanup(func() { close(stop) }) // runs first
-	return srv
-}

@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"github.com/trueup-dev/trueup/internal/logbuf"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/trueup-dev/trueup/internal/logbuf"
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/actions/actiontest"
@@ -24,11 +25,11 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	f := newFakeProvisioner(t)
 	f.sync = true
-	slow := hangingServer(t)
+	slow := actiontest.HangingServer(t)
 	actiontest.Run(t, actiontest.Suite{
 		Factory:    New,
 		Config:     f.config(nil),
-		SlowConfig: mustJSON(t, map[string]any{"url": slow.URL, "retry": map[string]any{"attempts": 5}}),
+		SlowConfig: actiontest.MustJSON(t, map[string]any{"url": slow.URL, "retry": map[string]any{"attempts": 5}}),
 		With:       json.RawMessage(`{"path": "", "body": {"plan": "gold"}}`),
 		Env:        actions.Env{Name: "conformance"},
 	})
@@ -87,73 +88,24 @@ func (fx fixture) secrets() []string {
 	return []string{fx.f.token, fx.f.secret}
 }
 
-// driver calls the instance for one resource the way the reconciler does: it keeps
-// Result.State after a success, and only the last checkpoint after an error.
+// driver calls the instance for one resource the way the reconciler does.
 type driver struct {
-	t     *testing.T
-	fx    fixture
-	res   actions.Resource
-	with  json.RawMessage
-	state json.RawMessage
+	*actiontest.Driver
+	fx fixture
 }
 
 func (fx fixture) driver(t *testing.T, name string) *driver {
-	return &driver{t: t, fx: fx, res: actions.Resource{
+	return &driver{fx: fx, Driver: &actiontest.Driver{T: t, Action: fx.a, Secrets: fx.secrets(), Resource: actions.Resource{
 		APIVersion: "example.com/v1", Kind: "Database", Namespace: "team-a", Name: name, UID: "uid-" + name,
 		Generation: 1, Spec: json.RawMessage(`{"engine": "postgres", "storage_gb": 500}`),
 		Labels: map[string]string{"team": "data"}, Revision: "0123456789abcdef0123456789abcdef01234567",
-	}}
-}
-
-func (d *driver) call(op string) (actions.Result, error) {
-	d.t.Helper()
-	req := actions.Request{Resource: d.res, With: d.with, State: d.state,
-		Checkpoint: func(_ context.Context, s json.RawMessage) error {
-			d.state = append(json.RawMessage(nil), s...)
-			return nil
-		}}
-	ctx, cancel := context.WithTimeout(d.t.Context(), 10*time.Second)
-	defer cancel()
-	var res actions.Result
-	var err error
-	if op == opDelete {
-		res, err = d.fx.a.Delete(ctx, req)
-	} else {
-		res, err = d.fx.a.Reconcile(ctx, req)
-	}
-	if err == nil {
-		d.state = res.State
-	}
-	out, _ := json.Marshal(res.Outputs)
-	texts := []string{string(out), res.Message, string(d.state)}
-	if err != nil {
-		texts = append(texts, err.Error())
-	}
-	for _, secret := range d.fx.secrets() {
-		for _, s := range texts {
-			if strings.Contains(s, secret) {
-				d.t.Fatalf("secret %q appears in %q", secret, s)
-			}
-		}
-	}
-	return res, err
-}
-
-func (d *driver) must(op string) actions.Result {
-	d.t.Helper()
-	res, err := d.call(op)
-	if err != nil {
-		d.t.Fatalf("%s: %v", op, err)
-	}
-	return res
+	}}}
 }
 
 func (d *driver) st() state {
-	d.t.Helper()
+	d.T.Helper()
 	var s state
-	if err := json.Unmarshal(d.state, &s); err != nil {
-		d.t.Fatalf("state %s: %v", d.state, err)
-	}
+	d.DecodeState(&s)
 	return s
 }
 
@@ -162,12 +114,12 @@ func TestLifecycle(t *testing.T) {
 	fx := setup(t, nil)
 	f := fx.f
 	d := fx.driver(t, "orders")
-	d.with = json.RawMessage(`{"body": {"plan": "gold"}}`)
+	d.With = json.RawMessage(`{"body": {"plan": "gold"}}`)
 
 	// Create: accepted, then followed at its Location.
-	res := d.must(opReconcile)
+	res := d.Must(opReconcile)
 	if res.Done || res.RequeueAfter != 10*time.Millisecond || d.st().Location != f.jobURL(1) {
-		t.Fatalf("create: Done %v, RequeueAfter %s, state %s", res.Done, res.RequeueAfter, d.state)
+		t.Fatalf("create: Done %v, RequeueAfter %s, state %s", res.Done, res.RequeueAfter, d.State)
 	}
 	req := f.last()
 	if req.Method != http.MethodPost || req.Path != "/api/resources" {
@@ -192,59 +144,59 @@ func TestLifecycle(t *testing.T) {
 	}
 
 	// Pending, then running (the status answer asks for 1s), then done.
-	if res := d.must(opReconcile); res.Done || res.RequeueAfter != time.Second {
+	if res := d.Must(opReconcile); res.Done || res.RequeueAfter != time.Second {
 		t.Fatalf("pending: Done %v, RequeueAfter %s", res.Done, res.RequeueAfter)
 	}
 	if r := f.last(); r.Method != http.MethodGet || r.Path != "/api/jobs/1" || len(r.Body) != 0 {
 		t.Fatalf("poll request %s %s (%d bytes)", r.Method, r.Path, len(r.Body))
 	}
 	f.setJob(1, "running", "")
-	if res := d.must(opReconcile); res.Done || !strings.Contains(res.Message, "running") {
+	if res := d.Must(opReconcile); res.Done || !strings.Contains(res.Message, "running") {
 		t.Fatalf("running: Done %v, message %q", res.Done, res.Message)
 	}
 	f.setJob(1, "done", "")
-	res = d.must(opReconcile)
+	res = d.Must(opReconcile)
 	if got, _ := json.Marshal(res.Outputs); !res.Done || string(got) != `{"endpoint":"orders.db.internal","port":5432}` {
 		t.Fatalf("done: Done %v, outputs %s", res.Done, got)
 	}
 
 	// Update: a new generation is a new request under a new key.
-	d.res.Generation = 2
-	d.must(opReconcile)
+	d.Resource.Generation = 2
+	d.Must(opReconcile)
 	if k := f.last().Header.Get("Idempotency-Key"); k != "uid-orders-2-reconcile" || f.jobCount() != 2 {
 		t.Fatalf("generation 2: key %q, %d jobs", k, f.jobCount())
 	}
 	f.setJob(2, "done", "")
-	if res := d.must(opReconcile); !res.Done {
+	if res := d.Must(opReconcile); !res.Done {
 		t.Fatalf("generation 2 not done: %q", res.Message)
 	}
 
 	// A failing attempt: the provisioner reports the job failed.
-	d.res.Generation = 3
-	d.must(opReconcile)
+	d.Resource.Generation = 3
+	d.Must(opReconcile)
 	f.setJob(3, "failed", "quota exceeded in eu-west-1")
-	_, err := d.call(opReconcile)
+	_, err := d.Call(opReconcile)
 	if err == nil || actions.IsTerminal(err) || !strings.Contains(err.Error(), "quota exceeded in eu-west-1") {
 		t.Fatalf("failed job: err = %v, want a retryable error with the provisioner's message", err)
 	}
 	if s := d.st(); s.Location != "" || s.Failures != 1 {
-		t.Fatalf("state after the failure = %s", d.state)
+		t.Fatalf("state after the failure = %s", d.State)
 	}
 
 	// Recovery: the retry sends the request again, under a new key, and succeeds.
-	d.must(opReconcile)
+	d.Must(opReconcile)
 	if k := f.last().Header.Get("Idempotency-Key"); k != "uid-orders-3-reconcile-1" || f.jobCount() != 4 {
 		t.Fatalf("retry: key %q, %d jobs", k, f.jobCount())
 	}
 	f.setJob(4, "done", "")
-	if res := d.must(opReconcile); !res.Done {
+	if res := d.Must(opReconcile); !res.Done {
 		t.Fatalf("recovery not done: %q", res.Message)
 	}
 
 	// Delete: DELETE with the same body shape, and the revision to fall back to, followed to
 	// the end.
-	d.res.FallbackRevision = "fedcba9876543210fedcba9876543210fedcba98"
-	if res := d.must(opDelete); res.Done {
+	d.Resource.FallbackRevision = "fedcba9876543210fedcba9876543210fedcba98"
+	if res := d.Must(opDelete); res.Done {
 		t.Fatal("delete done before its job ran")
 	}
 	del := f.recorded()[len(f.recorded())-1]
@@ -253,12 +205,12 @@ func TestLifecycle(t *testing.T) {
 		t.Fatalf("delete request %s, key %q, body %s", del.Method, del.Header.Get("Idempotency-Key"), del.Body)
 	}
 	f.setJob(5, "done", "")
-	if res := d.must(opDelete); !res.Done {
+	if res := d.Must(opDelete); !res.Done {
 		t.Fatalf("delete not done: %q", res.Message)
 	}
 	// Deleting again: the provisioner answers 404, which is done too.
-	d.state = nil
-	if res := d.must(opDelete); !res.Done || !strings.Contains(res.Message, "404") {
+	d.State = nil
+	if res := d.Must(opDelete); !res.Done || !strings.Contains(res.Message, "404") {
 		t.Fatalf("second delete: Done %v, %q", res.Done, res.Message)
 	}
 	if n := f.badSignatures(); n != 0 {
@@ -270,7 +222,7 @@ func TestSignature(t *testing.T) {
 	t.Parallel()
 	fx := setup(t, nil)
 	fx.f.sync = true
-	fx.driver(t, "orders").must(opReconcile)
+	fx.driver(t, "orders").Must(opReconcile)
 	r := fx.f.last()
 	// Recomputed independently of sign().
 	want := "sha256=" + hmacHex(fx.f.secret, r.Body)
@@ -280,7 +232,7 @@ func TestSignature(t *testing.T) {
 	// A wrong secret is refused by the provisioner (401: terminal).
 	bad := setup(t, map[string]any{"signingSecret": "some-other-secret"})
 	bad.f.sync = true
-	_, err := bad.driver(t, "orders").call(opReconcile)
+	_, err := bad.driver(t, "orders").Call(opReconcile)
 	if err == nil || !actions.IsTerminal(err) || !strings.Contains(err.Error(), "401") || bad.f.badSignatures() != 1 {
 		t.Fatalf("wrong secret: err = %v, %d bad signatures", err, bad.f.badSignatures())
 	}
@@ -292,7 +244,7 @@ func TestClientErrorIsTerminal(t *testing.T) {
 	// A provisioner that echoes the request headers in its error: the excerpt is scrubbed.
 	fx.f.push(scripted{status: http.StatusUnprocessableEntity,
 		body: `{"error": "storage_gb too large", "authorization": "Bearer ` + fx.f.token + `"}`})
-	_, err := fx.driver(t, "orders").call(opReconcile)
+	_, err := fx.driver(t, "orders").Call(opReconcile)
 	if err == nil || !actions.IsTerminal(err) {
 		t.Fatalf("err = %v, want terminal", err)
 	}
@@ -312,7 +264,7 @@ func TestServerErrorsRetriedWithSameKey(t *testing.T) {
 	fx.f.sync = true
 	fx.f.push(scripted{status: http.StatusServiceUnavailable, body: "upstream down"},
 		scripted{status: http.StatusBadGateway, body: "bad gateway"})
-	res := fx.driver(t, "orders").must(opReconcile)
+	res := fx.driver(t, "orders").Must(opReconcile)
 	if !res.Done {
 		t.Fatalf("not done after the retries: %q", res.Message)
 	}
@@ -338,7 +290,7 @@ func TestServerErrorsExhausted(t *testing.T) {
 	for range 3 {
 		fx.f.push(scripted{status: http.StatusInternalServerError, body: `{"error": "boom"}`})
 	}
-	_, err := fx.driver(t, "orders").call(opReconcile)
+	_, err := fx.driver(t, "orders").Call(opReconcile)
 	if err == nil || actions.IsTerminal(err) || !strings.Contains(err.Error(), "500") || !strings.Contains(err.Error(), "3 tries") {
 		t.Fatalf("err = %v, want a retryable error after 3 tries", err)
 	}
@@ -352,7 +304,7 @@ func TestRetryAfterHonoured(t *testing.T) {
 	fx := setup(t, nil)
 	fx.f.sync = true
 	fx.f.push(scripted{status: http.StatusTooManyRequests, header: map[string]string{"Retry-After": "2"}, body: `{"error": "slow down"}`})
-	if res := fx.driver(t, "orders").must(opReconcile); !res.Done {
+	if res := fx.driver(t, "orders").Must(opReconcile); !res.Done {
 		t.Fatal("not done")
 	}
 	if s := fx.slept(); len(s) != 1 || s[0] != 2*time.Second {
@@ -365,7 +317,7 @@ func TestRetryAfterHonoured(t *testing.T) {
 
 	// A long Retry-After ends the call with a requeue at that time, without an error.
 	fx.f.push(scripted{status: http.StatusServiceUnavailable, header: map[string]string{"Retry-After": "120"}})
-	res, err := fx.driver(t, "other").call(opReconcile)
+	res, err := fx.driver(t, "other").Call(opReconcile)
 	if err != nil || res.Done || res.RequeueAfter != 2*time.Minute {
 		t.Fatalf("long Retry-After: err %v, Done %v, RequeueAfter %s", err, res.Done, res.RequeueAfter)
 	}
@@ -378,7 +330,7 @@ func TestConnectionErrorsRetried(t *testing.T) {
 	t.Parallel()
 	dead := httptest.NewServer(http.NotFoundHandler())
 	dead.Close()
-	act, err := New(mustJSON(t, map[string]any{"url": dead.URL + "/hook?key=query-SECRET-123",
+	act, err := New(actiontest.MustJSON(t, map[string]any{"url": dead.URL + "/hook?key=query-SECRET-123",
 		"retry": map[string]any{"attempts": 2, "initial": "1ms"}}), actions.Env{})
 	if err != nil {
 		t.Fatal(err)
@@ -397,11 +349,11 @@ func TestPollLostJobSendsAgain(t *testing.T) {
 	t.Parallel()
 	fx := setup(t, nil)
 	d := fx.driver(t, "orders")
-	d.state = state{Operation: opReconcile, Generation: 1, Location: fx.f.jobURL(99)}.encode()
-	if _, err := d.call(opReconcile); err == nil || actions.IsTerminal(err) {
+	d.State = state{Operation: opReconcile, Generation: 1, Location: fx.f.jobURL(99)}.encode()
+	if _, err := d.Call(opReconcile); err == nil || actions.IsTerminal(err) {
 		t.Fatalf("lost job: err = %v", err)
 	}
-	d.must(opReconcile)
+	d.Must(opReconcile)
 	if k := fx.f.last().Header.Get("Idempotency-Key"); k != "uid-orders-1-reconcile-1" {
 		t.Fatalf("key after a lost job = %q", k)
 	}
@@ -411,7 +363,7 @@ func TestLocationOnAnotherOriginRefused(t *testing.T) {
 	t.Parallel()
 	fx := setup(t, nil)
 	fx.f.push(scripted{status: http.StatusAccepted, header: map[string]string{"Location": "https://evil.example.com/jobs/1"}})
-	_, err := fx.driver(t, "orders").call(opReconcile)
+	_, err := fx.driver(t, "orders").Call(opReconcile)
 	if err == nil || !actions.IsTerminal(err) || !strings.Contains(err.Error(), "another origin") {
 		t.Fatalf("err = %v", err)
 	}
@@ -422,8 +374,8 @@ func TestWithPath(t *testing.T) {
 	fx := setup(t, nil)
 	fx.f.sync = true
 	d := fx.driver(t, "orders")
-	d.with = json.RawMessage(`{"path": "/databases/pg main"}`)
-	d.must(opReconcile)
+	d.With = json.RawMessage(`{"path": "/databases/pg main"}`)
+	d.Must(opReconcile)
 	if p := fx.f.last().Path; p != "/api/resources/databases/pg%20main" {
 		t.Fatalf("path = %q", p)
 	}
@@ -456,7 +408,7 @@ func TestReplyShapes(t *testing.T) {
 			t.Parallel()
 			fx := setup(t, nil)
 			fx.f.push(tc.reply)
-			res, err := fx.driver(t, "orders").call(opReconcile)
+			res, err := fx.driver(t, "orders").Call(opReconcile)
 			if tc.errContains != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.errContains) {
 					t.Fatalf("err = %v, want %q", err, tc.errContains)
@@ -484,10 +436,10 @@ func TestRunningWithoutLocationSendsSameKeyAgain(t *testing.T) {
 	fx.f.sync = true
 	fx.f.push(scripted{status: 200, body: `{"status": "running"}`})
 	d := fx.driver(t, "orders")
-	if res := d.must(opReconcile); res.Done {
+	if res := d.Must(opReconcile); res.Done {
 		t.Fatal("done while running")
 	}
-	if res := d.must(opReconcile); !res.Done {
+	if res := d.Must(opReconcile); !res.Done {
 		t.Fatal("not done")
 	}
 	r := fx.f.recorded()
@@ -517,7 +469,7 @@ func TestConfigRejected(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := New(mustJSON(t, tc.cfg), actions.Env{})
+			_, err := New(actiontest.MustJSON(t, tc.cfg), actions.Env{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
@@ -564,15 +516,6 @@ func TestValidateWith(t *testing.T) {
 			t.Errorf("ValidateWith(%s) = %v, want %q", tc.with, err, tc.want)
 		}
 	}
-}
-
-func mustJSON(t *testing.T, v any) json.RawMessage {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 func hmacHex(secret string, body []byte) string {

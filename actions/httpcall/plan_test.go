@@ -13,36 +13,11 @@ import (
 	"github.com/trueup-dev/trueup/actions"
 )
 
-// plan calls Plan the way the preview runner does: no state, no checkpoint, a deadline.
-func (d *driver) plan(timeout time.Duration) (actions.Plan, error) {
-	d.t.Helper()
-	req := actions.Request{Resource: d.res, With: d.with, State: d.state,
-		Checkpoint: func(context.Context, json.RawMessage) error {
-			d.t.Error("Plan saved a checkpoint")
-			return nil
-		}}
-	ctx, cancel := context.WithTimeout(d.t.Context(), timeout)
-	defer cancel()
-	p, err := d.fx.a.Plan(ctx, req)
-	texts := []string{p.Summary, p.Text}
-	if err != nil {
-		texts = append(texts, err.Error())
-	}
-	for _, secret := range d.fx.secrets() {
-		for _, s := range texts {
-			if strings.Contains(s, secret) {
-				d.t.Fatalf("secret %q appears in %q", secret, s)
-			}
-		}
-	}
-	return p, err
-}
-
 func TestPlanOptIn(t *testing.T) {
 	t.Parallel()
 	fx := setup(t, nil)
 	fx.f.sync = true
-	if _, err := fx.driver(t, "orders").plan(5 * time.Second); !errors.Is(err, actions.ErrNoPlan) {
+	if _, err := fx.driver(t, "orders").Plan(5 * time.Second); !errors.Is(err, actions.ErrNoPlan) {
 		t.Fatalf("Plan without plan: true: err = %v, want ErrNoPlan", err)
 	}
 	if n := len(fx.f.recorded()); n != 0 {
@@ -55,8 +30,8 @@ func TestPlanSync(t *testing.T) {
 	fx := setup(t, map[string]any{"plan": true})
 	fx.f.sync = true
 	d := fx.driver(t, "orders")
-	d.with = json.RawMessage(`{"body": {"plan": "gold"}}`)
-	p, err := d.plan(5 * time.Second)
+	d.With = json.RawMessage(`{"body": {"plan": "gold"}}`)
+	p, err := d.Plan(5 * time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,17 +49,17 @@ func TestPlanSync(t *testing.T) {
 		t.Fatal("the plan created the resource")
 	}
 	// The same spec plans under the same key; another spec under another.
-	if _, err := d.plan(5 * time.Second); err != nil || fx.f.last().Header.Get("Idempotency-Key") != key {
+	if _, err := d.Plan(5 * time.Second); err != nil || fx.f.last().Header.Get("Idempotency-Key") != key {
 		t.Fatalf("second plan: err %v, key %q, want %q", err, fx.f.last().Header.Get("Idempotency-Key"), key)
 	}
-	d.res.Spec = json.RawMessage(`{"engine": "postgres", "storage_gb": 600}`)
-	if _, err := d.plan(5 * time.Second); err != nil || fx.f.last().Header.Get("Idempotency-Key") == key {
+	d.Resource.Spec = json.RawMessage(`{"engine": "postgres", "storage_gb": 600}`)
+	if _, err := d.Plan(5 * time.Second); err != nil || fx.f.last().Header.Get("Idempotency-Key") == key {
 		t.Fatalf("plan of another spec: err %v, same key %q", err, key)
 	}
 
 	// An existing resource: no changes.
-	d.must(opReconcile)
-	if p, err := d.plan(5 * time.Second); err != nil || p.Changes || p.Summary != "no changes" {
+	d.Must(opReconcile)
+	if p, err := d.Plan(5 * time.Second); err != nil || p.Changes || p.Summary != "no changes" {
 		t.Fatalf("plan of an applied resource: %+v, %v", p, err)
 	}
 }
@@ -93,7 +68,7 @@ func TestPlanFollowsAcceptedJob(t *testing.T) {
 	t.Parallel()
 	fx := setup(t, map[string]any{"plan": true})
 	d := fx.driver(t, "orders")
-	p, err := d.plan(5 * time.Second)
+	p, err := d.Plan(5 * time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,8 +85,8 @@ func TestPlanFollowsAcceptedJob(t *testing.T) {
 	if gets != 3 || len(fx.slept()) != 3 {
 		t.Fatalf("%d status reads, %d waits; want 3 and 3", gets, len(fx.slept()))
 	}
-	if d.state != nil {
-		t.Fatalf("plan left state %s", d.state)
+	if d.State != nil {
+		t.Fatalf("plan left state %s", d.State)
 	}
 }
 
@@ -137,7 +112,7 @@ func TestPlanAnswers(t *testing.T) {
 			t.Parallel()
 			fx := setup(t, map[string]any{"plan": true})
 			fx.f.push(tc.answer)
-			_, err := fx.driver(t, "orders").plan(5 * time.Second)
+			_, err := fx.driver(t, "orders").Plan(5 * time.Second)
 			switch {
 			case tc.noPlan:
 				if !errors.Is(err, actions.ErrNoPlan) {
@@ -155,7 +130,7 @@ func TestPlanScrubsSecrets(t *testing.T) {
 	fx := setup(t, map[string]any{"plan": true})
 	fx.f.push(scripted{status: 200, body: `{"changes": true, "summary": "token ` + fx.f.token + `", "plan": "password=hunter2-long"}`})
 	d := fx.driver(t, "orders")
-	req := actions.Request{Resource: d.res, Secrets: []string{"hunter2-long"}}
+	req := actions.Request{Resource: d.Resource, Secrets: []string{"hunter2-long"}}
 	p, err := fx.a.Plan(t.Context(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +148,7 @@ func TestPlanHonoursDeadline(t *testing.T) {
 		fx.f.push(scripted{status: 200, body: `{"status": "running"}`})
 	}
 	start := time.Now()
-	_, err := fx.driver(t, "orders").plan(300 * time.Millisecond)
+	_, err := fx.driver(t, "orders").Plan(300 * time.Millisecond)
 	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want the deadline", err)
 	}

@@ -157,7 +157,7 @@ func parseConfig(raw json.RawMessage, env actions.Env) (settings, error) {
 	}
 	s.backend = string(override) + "\n"
 
-	timeout, err := actions.ParseTimeout(c.Timeout, defaultTimeout)
+	timeout, err := actions.ParseDuration("timeout", c.Timeout, defaultTimeout)
 	if err != nil {
 		return settings{}, err
 	}

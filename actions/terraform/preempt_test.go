@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/actions/actiontest"
 )
 
 // A reconcile never waits for, nor fails because of, a preview's plan: through the host's
@@ -33,16 +34,7 @@ func TestReconcilePreemptsPlan(t *testing.T) {
 		_, err := gate.Plan(t.Context(), f.action.(actions.Planner), preq)
 		planErr <- err
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := os.Stat(started); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the plan did not start")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	actiontest.WaitFile(t, started, 30*time.Second)
 
 	start := time.Now()
 	req.Resource.Spec = []byte(`{"size": 3}`)
@@ -96,16 +88,7 @@ func TestCallPreemptsPlanInit(t *testing.T) {
 		_, err := gate.Plan(t.Context(), f.action.(actions.Planner), request("a", `{"size": 2}`))
 		planErr <- err
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := os.Stat(started); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the plan's init did not start")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	actiontest.WaitFile(t, started, 30*time.Second)
 	if err := os.Remove(slow); err != nil { // b's init runs at once
 		t.Fatal(err)
 	}

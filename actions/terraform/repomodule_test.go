@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/actions/actiontest"
 	"github.com/trueup-dev/trueup/actions/terraform"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/sources"
@@ -96,7 +97,7 @@ func TestModuleFromSource(t *testing.T) {
 		// The plan at c4 below is a pull request's: its module is trusted here.
 		"pullRequestModules": true,
 	}
-	a, err := terraform.New(mustJSON(t, cfg), actions.Env{Name: "repomod", BaseDir: ".", DatabaseURL: func() string { return url },
+	a, err := terraform.New(actiontest.MustJSON(t, cfg), actions.Env{Name: "repomod", BaseDir: ".", DatabaseURL: func() string { return url },
 		ReadTree: func(ctx context.Context, source, revision, dir string) ([]sources.TreeFile, error) {
 			if source != "infra" {
 				return nil, fmt.Errorf("no source %q", source)
@@ -261,7 +262,7 @@ func TestDeleteFallsBackWhenRevisionGone(t *testing.T) {
 	}
 	// A replica: an instance with its working copies (a restart starts a new one on them).
 	replica := func() actions.Action {
-		a, err := terraform.New(mustJSON(t, cfg), actions.Env{Name: "fallback", BaseDir: ".", Logger: slog.New(slog.DiscardHandler),
+		a, err := terraform.New(actiontest.MustJSON(t, cfg), actions.Env{Name: "fallback", BaseDir: ".", Logger: slog.New(slog.DiscardHandler),
 			ReadTree: func(ctx context.Context, _, revision, dir string) ([]sources.TreeFile, error) {
 				return src.ReadTree(ctx, revision, dir)
 			}})

@@ -47,15 +47,6 @@ type config struct {
 	Backend map[string]any    `json:"backend,omitempty"`
 }
 
-func mustJSON(t *testing.T, v any) json.RawMessage {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // cliConfig is the CLI config that keeps every run off the network.
 func cliConfig(t *testing.T) string {
 	t.Helper()
@@ -95,7 +86,7 @@ func setup(t *testing.T, name string, cfg config) fixture {
 	}
 	url := pgtest.NewDatabase(t, nil)
 	env := actions.Env{Name: name, BaseDir: ".", DatabaseURL: func() string { return url }}
-	a, err := terraform.New(mustJSON(t, cfg), env)
+	a, err := terraform.New(actiontest.MustJSON(t, cfg), env)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -182,8 +173,8 @@ func TestConformance(t *testing.T) {
 	env := map[string]string{"TF_CLI_CONFIG_FILE": cliConfig(t)}
 	actiontest.Run(t, actiontest.Suite{
 		Factory:    terraform.New,
-		Config:     mustJSON(t, config{Module: "testdata/modules/data", Binary: bin, Env: env, WorkDir: t.TempDir()}),
-		SlowConfig: mustJSON(t, config{Module: "testdata/modules/slow", Binary: bin, Env: env, WorkDir: t.TempDir()}),
+		Config:     actiontest.MustJSON(t, config{Module: "testdata/modules/data", Binary: bin, Env: env, WorkDir: t.TempDir()}),
+		SlowConfig: actiontest.MustJSON(t, config{Module: "testdata/modules/slow", Binary: bin, Env: env, WorkDir: t.TempDir()}),
 		Env:        actions.Env{Name: "conformance", BaseDir: ".", DatabaseURL: func() string { return url }},
 	})
 }
@@ -486,7 +477,7 @@ func TestCallErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			tc.cfg.WorkDir = t.TempDir()
-			a, err := terraform.New(mustJSON(t, tc.cfg), actions.Env{Name: "x", BaseDir: ".", DatabaseURL: func() string { return tc.db }})
+			a, err := terraform.New(actiontest.MustJSON(t, tc.cfg), actions.Env{Name: "x", BaseDir: ".", DatabaseURL: func() string { return tc.db }})
 			if err != nil {
 				t.Fatalf("New: %v (a missing binary, module or database fails calls, not the factory)", err)
 			}

@@ -39,18 +39,7 @@ func TestAuthValidation(t *testing.T) {
 		{"tls half", "server: {tls: {certFile: c.pem}}", "server.tls: certFile and keyFile are both required"},
 		{"unknown field", "auth: {anonymus: viewer}", "anonymus"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			_, err := Parse([]byte(tc.yaml), "/x", env(nil))
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatalf("error %v, want none", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("error %v, want it to contain %q", err, tc.want)
-			}
-		})
-	}
+	checkParse(t, tests)
 }
 
 func TestAuthDefaults(t *testing.T) {

@@ -8,9 +8,8 @@ import (
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
-func TestParseFullExample(t *testing.T) {
-	t.Parallel()
-	c, err := Parse([]byte(`
+// fullExample sets a little of everything, from the environment too.
+const fullExample = `
 database: {url: ""}
 dataDir: data
 sources:
@@ -30,7 +29,11 @@ actions:
     type: exec
     config: {command: ["./p.sh"], timeout: 5m, env: {N: "${N}"}}
 reconcile: {workers: 4, backoff: {initial: 1s, max: 1m}}
-`), "/etc/trueup", env(map[string]string{"GITHUB_TOKEN": "ghp_secretvalue", "HOOK": "hooksecret", "N": "123"}))
+`
+
+func TestParseFullExample(t *testing.T) {
+	t.Parallel()
+	c, err := Parse([]byte(fullExample), "/etc/trueup", env(map[string]string{"GITHUB_TOKEN": "ghp_secretvalue", "HOOK": "hooksecret", "N": "123"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,14 +94,7 @@ func TestParseErrors(t *testing.T) {
 		{"githubApp ssh url", "sources:\n  - name: a\n    git: {url: \"git@github.com:acme/infra.git\", auth: {githubApp: {appID: 1, installationID: 2, privateKeyFile: k.pem}}}\n",
 			"sources[0].git.auth.githubApp: applies to https urls only"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse([]byte(tc.yaml), "/x", env(nil))
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v, want it to contain %q", err, tc.want)
-			}
-		})
-	}
+	checkParse(t, cases)
 }
 
 // gitApp is a git source whose auth holds other (ending ", ") and a githubApp block.
@@ -226,5 +222,23 @@ func TestParseNotificationRetention(t *testing.T) {
 		if got := c.Retention.Notifications; got.Sent != tt.sent || got.Dead != tt.dead {
 			t.Errorf("%q: %+v, want sent %s dead %s", tt.src, got, tt.sent, tt.dead)
 		}
+	}
+}
+
+// checkParse parses each case's document, as parallel subtests: want is a substring of the
+// error, "" for a document accepted.
+func checkParse(t *testing.T, cases []struct{ name, yaml, want string }) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Parse([]byte(tc.yaml), "/x", env(nil))
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("error %v, want none", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("error %v, want it to contain %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -9,19 +9,22 @@ import (
 
 func TestDiff(t *testing.T) {
 	t.Parallel()
-	const base = `
+	// base is the config the cases change: two sources and two actions.
+	const sources = `
 sources:
   - name: a
     dir: {path: ./a}
   - name: b
     dir: {path: ./b}
-actions:
+`
+	const actions = `actions:
   - name: run
     type: exec
     config: {command: [./run.sh]}
   - name: nop
     type: noop
 `
+	const base = sources + actions
 	cases := []struct {
 		name string
 		new  string
@@ -46,13 +49,7 @@ sources:
     dir: {path: ./a, interval: 5s}
   - name: c
     dir: {path: ./c}
-actions:
-  - name: run
-    type: exec
-    config: {command: [./run.sh]}
-  - name: nop
-    type: noop
-`, want: Changes{SourcesAdded: []string{"c"}, SourcesRemoved: []string{"b"}, SourcesChanged: []string{"a"}}},
+` + actions, want: Changes{SourcesAdded: []string{"c"}, SourcesRemoved: []string{"b"}, SourcesChanged: []string{"a"}}},
 		{name: "source webhook secret only", new: `
 sources:
   - name: a
@@ -62,13 +59,7 @@ sources:
     dir: {path: ./b}
     webhook: {secret: other-value}
     prune: false
-actions:
-  - name: run
-    type: exec
-    config: {command: [./run.sh]}
-  - name: nop
-    type: noop
-`, want: Changes{SourcesChanged: []string{"a", "b"}, WebhookOnly: []string{"a"}}},
+` + actions, want: Changes{SourcesChanged: []string{"a", "b"}, WebhookOnly: []string{"a"}}},
 		{name: "source prune turned off", new: `
 sources:
   - name: a
@@ -76,20 +67,8 @@ sources:
     prune: false
   - name: b
     dir: {path: ./b}
-actions:
-  - name: run
-    type: exec
-    config: {command: [./run.sh]}
-  - name: nop
-    type: noop
-`, want: Changes{SourcesChanged: []string{"a"}}},
-		{name: "action config, type, added, removed", new: `
-sources:
-  - name: a
-    dir: {path: ./a}
-  - name: b
-    dir: {path: ./b}
-actions:
+` + actions, want: Changes{SourcesChanged: []string{"a"}}},
+		{name: "action config, type, added, removed", new: sources + `actions:
   - name: run
     type: exec
     config: {command: [./run.sh, --fast]}
@@ -99,13 +78,7 @@ actions:
 		// Parse-level only: serve reads its environment once, at start, so between two of its
 		// loads a variable never changes (a rotated EnvironmentFile= needs a restart). This
 		// pins that Diff compares values after expansion.
-		{name: "action config differs after ${VAR} expansion (not reachable in serve)", vars: map[string]string{"CMD": "./other.sh"}, new: `
-sources:
-  - name: a
-    dir: {path: ./a}
-  - name: b
-    dir: {path: ./b}
-actions:
+		{name: "action config differs after ${VAR} expansion (not reachable in serve)", vars: map[string]string{"CMD": "./other.sh"}, new: sources + `actions:
   - name: run
     type: exec
     config: {command: ["${CMD}"]}

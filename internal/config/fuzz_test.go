@@ -14,27 +14,7 @@ const fuzzSecret = "fzS3cr3t-v4lue"
 // value that came from the environment (errors reach logs); an accepted config lists every
 // such value among its secrets.
 func FuzzParse(f *testing.F) {
-	f.Add(`
-database: {url: ""}
-dataDir: data
-sources:
-  - name: infra
-    git:
-      url: https://github.com/acme/infra.git
-      path: manifests
-      interval: 30s
-      auth: {username: x-access-token, password: "${GITHUB_TOKEN}"}
-    webhook: {secret: "${HOOK}"}
-    prune: false
-  - name: local
-    dir: {path: ./repo}
-    prune: {maxFraction: 0.8}
-actions:
-  - name: provision
-    type: exec
-    config: {command: ["./p.sh"], timeout: 5m, env: {N: "${N}"}}
-reconcile: {workers: 4, backoff: {initial: 1s, max: 1m}}
-`)
+	f.Add(fullExample)
 	f.Add("sources: [{name: a, dir: {path: .}}]\n")
 	f.Add("reconcile: {workers: \"${N}\"}\nsources: [{name: a, dir: {path: .}}]\n")
 	f.Add("sources: [{name: a, git: {url: \"${URL}\"}}]\n")

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -39,15 +38,7 @@ func TestReferencesErrors(t *testing.T) {
 		{"bad pattern", expose("{namespace: 'p[', kinds: [Db], outputs: [host], to: [{namespace: s}]}"), `references.expose[0].namespace: "p[" is not a valid pattern`},
 		{"empty kind", expose("{namespace: p, kinds: [''], outputs: [host], to: [{namespace: s}]}"), "references.expose[0].kinds[0]: required"},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			_, err := Parse([]byte(tc.yaml), "/x", env(nil))
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v, want it to contain %q", err, tc.want)
-			}
-		})
-	}
+	checkParse(t, tests)
 }
 
 // TestReferencesOrderingOnly: `outputs: []` is a grant of dependsOn alone (no output).

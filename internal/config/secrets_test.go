@@ -96,15 +96,7 @@ func TestSecretsErrors(t *testing.T) {
 		{"expose bad pattern", expose("{store: e, names: ['db-['], sources: [platform], namespaces: [p]}"), `secrets.expose[0].names: "db-[" is not a valid pattern`},
 		{"expose unknown source", expose("{store: e, names: [a], sources: [platfrom], namespaces: [p]}"), `secrets.expose[0].sources: "platfrom" is not a declared source`},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			_, err := Parse([]byte(tc.yaml), "/x", env(nil))
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v, want it to contain %q", err, tc.want)
-			}
-		})
-	}
+	checkParse(t, tests)
 }
 
 // TestSecretsErrorsScrubbed: a token from the environment never appears in a config error.

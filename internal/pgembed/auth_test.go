@@ -137,18 +137,10 @@ func TestPasswordRequired(t *testing.T) {
 	connect(t, c.URL("trueup"))
 }
 
-// TestTrustClusterGetsPassword turns a cluster into one an older trueup made (trust, no
-// password, no password file) and starts it again.
-func TestTrustClusterGetsPassword(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	c := setup(t, "")
-	oldPassword := c.password
-	conn := connect(t, c.URL("trueup"))
-	if _, err := conn.Exec(ctx, "CREATE TABLE kept (v text); INSERT INTO kept VALUES ('from before'); ALTER ROLE trueup PASSWORD NULL"); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close(ctx)
+// stopAsTrustCluster stops c and leaves it as an older trueup made one: trust in pg_hba.conf
+// and no password file (the caller has dropped the role's password).
+func stopAsTrustCluster(t *testing.T, c *Cluster) {
+	t.Helper()
 	if err := c.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -162,6 +154,21 @@ func TestTrustClusterGetsPassword(t *testing.T) {
 	if err := os.Remove(c.passwordPath()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestTrustClusterGetsPassword turns a cluster into one an older trueup made (trust, no
+// password, no password file) and starts it again.
+func TestTrustClusterGetsPassword(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := setup(t, "")
+	oldPassword := c.password
+	conn := connect(t, c.URL("trueup"))
+	if _, err := conn.Exec(ctx, "CREATE TABLE kept (v text); INSERT INTO kept VALUES ('from before'); ALTER ROLE trueup PASSWORD NULL"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	stopAsTrustCluster(t, c)
 
 	c2 := setup(t, c.Dir())
 	if c2.password == "" || c2.password == oldPassword {

@@ -198,19 +198,7 @@ func TestPlantedHBAScratchLink(t *testing.T) {
 	if _, err := connect(t, c.URL("trueup")).Exec(ctx, "ALTER ROLE trueup PASSWORD NULL"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	hba, err := os.ReadFile(c.hbaPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(c.hbaPath(), bytes.ReplaceAll(hba, []byte(hbaMethod), []byte("trust")), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(c.passwordPath()); err != nil {
-		t.Fatal(err)
-	}
+	stopAsTrustCluster(t, c)
 	scratch := c.hbaPath() + ".trueup-new"
 	plant(t, c, scratch, target.path)
 

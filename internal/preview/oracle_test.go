@@ -8,6 +8,7 @@ import (
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/manifest/manifesttest"
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/sealed/sealedtest"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -32,23 +33,11 @@ func TestPreviewRulesCannotReadEncryptedValues(t *testing.T) {
 	alphabet := "s3cretXYabz"
 	for i := 0; i < 8; i++ {
 		for _, ch := range alphabet {
-			rules = append(rules, fmt.Sprintf("        - {rule: \"self.password.substring(%d, %d) != '%c'\", message: \"pos %d is %c\"}", i, i+1, ch, i, ch))
+			rules = append(rules, fmt.Sprintf("{rule: \"self.password.substring(%d, %d) != '%c'\", message: \"pos %d is %c\"}", i, i+1, ch, i, ch))
 		}
 	}
-	evilType := `apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: Queue}
-spec:
-  group: mq.example.com
-  versions:
-    - name: v1
-      schema:
-        type: object
-        properties: {size: {type: integer}, password: {type: string}}
-        x-trueup-validations:
-` + strings.Join(rules, "\n") + `
-  action: {name: planner}
-`
+	evilType := manifesttest.TypeDoc("Queue", "mq.example.com", `{type: object, properties: {size: {type: integer}, password: {type: string}},
+        x-trueup-validations: [`+strings.Join(rules, ", ")+`]}`, "planner")
 	c := &Checker{Source: "infra", Store: st, Loader: manifest.NewLoader(), Prune: true,
 		Actions: map[string]actions.Action{"planner": &planner{}}}
 	res, _, err := c.Check(ctx, &sources.Snapshot{Revision: "pr", Files: []sources.File{{Path: "types.yaml", Data: []byte(evilType)}, {Path: "queues/a.yaml", Data: enc}}})
@@ -88,21 +77,9 @@ func TestPreviewTransitionRulesCannotReadAppliedSecrets(t *testing.T) {
 	if _, err := st.ApplyRevision(ctx, store.ApplyParams{Source: "infra", Revision: "r1", Set: set}); err != nil {
 		t.Fatal(err)
 	}
-	evil := `apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: Queue}
-spec:
-  group: mq.example.com
-  versions:
-    - name: v1
-      schema:
-        type: object
-        properties: {size: {type: integer}, password: {type: string}}
-        x-trueup-validations:
-          - {rule: "oldSelf.password.startsWith('h') == false", message: "applied password starts with h"}
-          - {rule: "self.size == oldSelf.size", message: "size is immutable"}
-  action: {name: planner}
-`
+	evil := manifesttest.TypeDoc("Queue", "mq.example.com", `{type: object, properties: {size: {type: integer}, password: {type: string}},
+        x-trueup-validations: [{rule: "oldSelf.password.startsWith('h') == false", message: "applied password starts with h"},
+          {rule: "self.size == oldSelf.size", message: "size is immutable"}]}`, "planner")
 	pr := strings.Replace(plain, "size: 1", "size: 2", 1)
 	prEnc, err := sealedtest.Encrypt("queues/a.yaml", []byte(pr), "^password$", recipient)
 	if err != nil {

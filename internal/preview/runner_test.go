@@ -18,6 +18,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/commitstatus"
 	"github.com/trueup-dev/trueup/internal/commitstatus/forgetest"
 	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/manifest/manifesttest"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/sources"
 	"github.com/trueup-dev/trueup/sources/gitsource"
@@ -25,16 +26,7 @@ import (
 
 const token = "ghp_PreviewTestToken0123456789"
 
-const typeDoc = `apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: Queue}
-spec:
-  group: mq.example.com
-  versions:
-    - name: v1
-      schema: {type: object, properties: {size: {type: integer}}}
-  action: {name: planner}
-`
+var typeDoc = manifesttest.TypeDoc("Queue", "mq.example.com", "{type: object, properties: {size: {type: integer}}}", "planner")
 
 func queueDoc(name string, size any) string {
 	return fmt.Sprintf("apiVersion: mq.example.com/v1\nkind: Queue\nmetadata: {name: %s}\nspec: {size: %v}\n", name, size)

@@ -22,22 +22,14 @@ import (
 	"github.com/trueup-dev/trueup/internal/commitstatus"
 	"github.com/trueup-dev/trueup/internal/commitstatus/forgetest"
 	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/manifest/manifesttest"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/sources"
 	"github.com/trueup-dev/trueup/sources/gitsource"
 )
 
-const databaseTypeDoc = `apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: Database}
-spec:
-  group: db.example.com
-  versions:
-    - name: v1
-      schema: {type: object, properties: {size: {type: integer}}}
-  action: {name: tf}
-`
+var databaseTypeDoc = manifesttest.TypeDoc("Database", "db.example.com", "{type: object, properties: {size: {type: integer}}}", "tf")
 
 func databaseDoc(name string, size int) string {
 	return fmt.Sprintf("apiVersion: db.example.com/v1\nkind: Database\nmetadata: {name: %s}\nspec: {size: %d}\n", name, size)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -18,8 +17,8 @@ import (
 	"github.com/trueup-dev/trueup/internal/auth"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/metrics"
-	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/store/storetest"
 	"github.com/trueup-dev/trueup/sources"
 )
 
@@ -88,16 +87,11 @@ type authzEnv struct {
 func newAuthzEnv(t *testing.T) *authzEnv {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, pgtest.NewDatabase(t, store.MigrateURL), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	var srcs []store.SourceConfig
 	for _, name := range []string{"web", "prodsrc", "idlesrc"} {
-		if err := st.RegisterSource(ctx, store.SourceConfig{Name: name, URL: "file:///" + name, Branch: "main"}); err != nil {
-			t.Fatal(err)
-		}
+		srcs = append(srcs, store.SourceConfig{Name: name, URL: "file:///" + name, Branch: "main"})
 	}
+	st := storetest.Open(t, store.Options{}, srcs...)
 	e := &authzEnv{st: st}
 	e.apply(t, "web", "rev1", 1)
 	e.apply(t, "prodsrc", "rev1", 1)
@@ -161,13 +155,8 @@ func (e *authzEnv) get(t *testing.T, who, path string) (int, string) {
 	if who != "" {
 		req.Header.Set(identityHeader, who)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	code, body := send(t, req)
+	return code, string(body)
 }
 
 const stagingViewer = "viewer:staging"

@@ -17,9 +17,10 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/auth"
 	"github.com/trueup-dev/trueup/internal/manifest"
-	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
+	"github.com/trueup-dev/trueup/internal/manifest/manifesttest"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/store/storetest"
 	"github.com/trueup-dev/trueup/sources"
 )
 
@@ -36,26 +37,8 @@ const (
 )
 
 // dashTypes are the fixture's ResourceTypes.
-const dashTypes = `apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: DatabaseCluster}
-spec:
-  group: example.com
-  versions:
-    - name: v1
-      schema: {type: object, properties: {engine: {type: string}, storage_gb: {type: integer}}}
-  action: {name: provision}
----
-apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: Queue}
-spec:
-  group: mq.example.com
-  versions:
-    - name: v1
-      schema: {type: object, properties: {size: {type: integer}}}
-  action: {name: noop}
-`
+var dashTypes = manifesttest.TypeDoc("DatabaseCluster", "example.com",
+	"{type: object, properties: {engine: {type: string}, storage_gb: {type: integer}}}", "provision") + "---\n" + typeDoc
 
 // dashManifests renders the infra source at one of its revisions (0: A, 1: B, 2: C, 3: D).
 // B changes staging/events and removes dev/scratch; C adds two resources and removes
@@ -242,20 +225,10 @@ func newDashboardFixture(t testing.TB, bulk int) *dashboardFixture {
 func newDashboardFixtureFailing(t testing.TB, bulk, failEvery int) *dashboardFixture {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, pgtest.NewDatabase(t, store.MigrateURL), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := storetest.Open(t, store.Options{},
+		store.SourceConfig{Name: "infra", URL: "https://x-access-token:s3cret@github.com/acme/infra.git", Branch: "main", Path: "manifests"},
+		store.SourceConfig{Name: "apps", URL: "https://gitlab.example.com/platform/apps.git", Branch: "main"})
 	f := &dashboardFixture{st: st, failEvery: failEvery}
-	for _, src := range []store.SourceConfig{
-		{Name: "infra", URL: "https://x-access-token:s3cret@github.com/acme/infra.git", Branch: "main", Path: "manifests"},
-		{Name: "apps", URL: "https://gitlab.example.com/platform/apps.git", Branch: "main"},
-	} {
-		if err := st.RegisterSource(ctx, src); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if err := st.Heartbeat(ctx, store.Replica{Name: "replica-a", Hostname: "node-1", PID: 4242, Version: "v0.9.0", Listen: ":8080"}); err != nil {
 		t.Fatal(err)
 	}

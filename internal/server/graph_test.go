@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"reflect"
 	"strings"
@@ -148,18 +147,13 @@ func getJSONAs(t *testing.T, u, as string, v any) int {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, u, nil)
 	req.Header.Set("X-Test-Identity", as)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	code, b := send(t, req)
 	if v != nil {
 		if err := json.Unmarshal(b, v); err != nil {
 			t.Fatalf("%s: %v: %s", u, err, b)
 		}
 	}
-	return resp.StatusCode
+	return code
 }
 
 func TestDependencyAPI(t *testing.T) {
@@ -320,14 +314,9 @@ func TestResolvedSpecMaskedByOrigin(t *testing.T) {
 	}
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/resources/alpha/Queue/q000", nil)
 	req.Header.Set("X-Test-Identity", "viewer-alpha")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	page, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 || !strings.Contains(string(page), `<h2 id="resolved-h">Resolved spec</h2>`) {
-		t.Fatalf("dashboard %d:\n%s", resp.StatusCode, page)
+	code, page := send(t, req)
+	if code != 200 || !strings.Contains(string(page), `<h2 id="resolved-h">Resolved spec</h2>`) {
+		t.Fatalf("dashboard %d:\n%s", code, page)
 	}
 	for _, leak := range []string{"q001:5432", "beta-host", "beta-secret-1"} {
 		if strings.Contains(string(page), leak) {

@@ -67,13 +67,8 @@ func TestNotificationsPage(t *testing.T) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
 		req.Header.Set("X-Test-Identity", as)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		code, b := send(t, req)
+		return code, string(b)
 	}
 	code, body := page("admin", "/notifications?state=dead")
 	if code != http.StatusOK {

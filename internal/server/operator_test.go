@@ -55,18 +55,13 @@ func post(t *testing.T, u, as, body string, v any) int {
 	req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
 	req.Header.Set("X-Test-Identity", as)
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if v != nil && resp.StatusCode < 300 {
+	code, b := send(t, req)
+	if v != nil && code < 300 {
 		if err := json.Unmarshal(b, v); err != nil {
 			t.Fatalf("%s: %v: %s", u, err, b)
 		}
 	}
-	return resp.StatusCode
+	return code
 }
 
 func TestOperatorCommandsAuthorization(t *testing.T) {
@@ -399,13 +394,8 @@ func TestCrossOriginRefused(t *testing.T) {
 		for k, v := range headers {
 			req.Header.Set(k, v)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		code, b := send(t, req)
+		return code, string(b)
 	}
 	for _, tc := range []struct {
 		name    string

@@ -13,35 +13,24 @@ import (
 	"testing"
 
 	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/manifest/manifesttest"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/store/storetest"
 	"github.com/trueup-dev/trueup/internal/wire"
 	"github.com/trueup-dev/trueup/sources"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-const typeDoc = `apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: Queue}
-spec:
-  group: mq.example.com
-  versions:
-    - name: v1
-      schema: {type: object, properties: {size: {type: integer}}}
-  action: {name: noop}
-`
+var typeDoc = manifesttest.TypeDoc("Queue", "mq.example.com", "{type: object, properties: {size: {type: integer}}}", "noop")
 
 // setup seeds a database with n queues across two namespaces through the real apply path
 // and returns an API server on it.
 func setup(t *testing.T, n int) (*httptest.Server, *store.Store) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(ctx, pgtest.NewDatabase(t, store.MigrateURL), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := storetest.Open(t, store.Options{})
 	var b strings.Builder
 	b.WriteString(typeDoc)
 	for i := 0; i < n; i++ {
@@ -277,4 +266,16 @@ func TestPanicAfterHeadersAborts(t *testing.T) {
 		}
 	}()
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
+}
+
+// send makes req and returns the answer's status code and body.
+func send(t testing.TB, req *http.Request) (int, []byte) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
 }

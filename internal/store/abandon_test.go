@@ -15,11 +15,8 @@ import (
 )
 
 func TestAbandon(t *testing.T) {
-	st := openTest(t)
+	st := openTest(t, "s")
 	ctx := context.Background()
-	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
-		t.Fatal(err)
-	}
 	applyRefreshed(t, st, "s", "r1", chainSet())
 	for _, out := range []map[string]any{{"subnet": "s-1"}, {"endpoint": "db:5432"}, {}} {
 		_, cs := claimNames(t, st)
@@ -113,12 +110,9 @@ func TestAbandon(t *testing.T) {
 // abandon waits, the restore commits, and the abandon is refused (the manifest is back)
 // instead of deleting the row the apply just restored.
 func TestAbandonWaitsForTheSourcesApply(t *testing.T) {
-	st := openTest(t)
+	st := openTest(t, "s")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
-		t.Fatal(err)
-	}
 	applyRefreshed(t, st, "s", "r1", chainSet())
 	applyRefreshed(t, st, "s", "r2", chainSet("App"))
 

@@ -13,13 +13,8 @@ import (
 // resources, nor for another source's.
 func TestAppliedSpecs(t *testing.T) {
 	t.Parallel()
-	st := openTest(t)
+	st := openTest(t, "s", "other")
 	ctx := context.Background()
-	for _, src := range []string{"s", "other"} {
-		if err := st.RegisterSource(ctx, SourceConfig{Name: src}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "r1", Set: widgets(4, func(int) int { return 1 }), Prune: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -59,11 +54,8 @@ func TestAppliedSpecs(t *testing.T) {
 // back; a new version of the file is a new row.
 func TestSealedFilesStoredOnce(t *testing.T) {
 	t.Parallel()
-	st := openTest(t)
+	st := openTest(t, "s")
 	ctx := context.Background()
-	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
-		t.Fatal(err)
-	}
 	set := widgets(3, func(int) int { return 1 })
 	for i := range set.Resources {
 		set.Resources[i].Sealed = "ENC[file one]"

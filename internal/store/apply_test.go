@@ -79,11 +79,8 @@ func readApplied(t *testing.T, st *Store, source string) applied {
 // every row, change and event arrives, whatever batch it was in.
 func TestApplyRevisionInBatches(t *testing.T) {
 	t.Parallel()
-	st := openTest(t)
+	st := openTest(t, "s")
 	ctx := context.Background()
-	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
-		t.Fatal(err)
-	}
 	const n, batch = 7, 3 // batches of 3, 3 and 1
 	res, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "r1", Set: widgets(n, func(int) int { return 1 }), Prune: true, BatchSize: batch})
 	if err != nil {
@@ -123,11 +120,8 @@ func TestApplyRevisionInBatches(t *testing.T) {
 // earlier batches, nor their changes and events, nor the source's revision.
 func TestApplyRevisionLaterBatchFails(t *testing.T) {
 	t.Parallel()
-	st := openTest(t)
+	st := openTest(t, "s")
 	ctx := context.Background()
-	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
-		t.Fatal(err)
-	}
 	const n, batch = 7, 3
 	// jsonb refuses the last resource's spec; it is in the third batch.
 	broken := func(set *manifest.Set) *manifest.Set {
@@ -160,14 +154,11 @@ func TestApplyRevisionLaterBatchFails(t *testing.T) {
 // served with every digit.
 func TestBigIntegersStayExact(t *testing.T) {
 	t.Parallel()
-	st := openTest(t)
+	st := openTest(t, "s")
 	ctx := context.Background()
 	spec := json.RawMessage(`{"n":123456789012345678901234567890,"m":-98765432109876543210987654321}`)
 	set := &manifest.Set{Resources: []manifest.Resource{{APIVersion: "example.com/v1", Kind: "Widget", Namespace: "default",
 		Name: "big", Spec: spec, SpecHash: "h", MetaHash: "m", File: "w.yaml", Line: 1}}}
-	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "r1", Set: set}); err != nil {
 		t.Fatal(err)
 	}
@@ -186,11 +177,8 @@ func TestBigIntegersStayExact(t *testing.T) {
 // numbers: "1 resource", not "1 resources".
 func TestApplyRevisionReadyMessageCounts(t *testing.T) {
 	t.Parallel()
-	st := openTest(t)
+	st := openTest(t, "s")
 	ctx := context.Background()
-	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
-		t.Fatal(err)
-	}
 	for _, c := range []struct {
 		rev  string
 		n    int
@@ -216,11 +204,8 @@ func TestApplyRevisionReadyMessageCounts(t *testing.T) {
 // longer declared goes once no resource of its kind is left.
 func TestApplyTypes(t *testing.T) {
 	t.Parallel()
-	st := openTest(t)
+	st := openTest(t, "s")
 	ctx := context.Background()
-	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
-		t.Fatal(err)
-	}
 	typ := func(name, hash string) manifest.ResourceType {
 		return manifest.ResourceType{Name: name, Group: "example.com", Action: manifest.ActionRef{Name: "noop"},
 			Spec: json.RawMessage(`{}`), Hash: hash, File: "types.yaml", Line: 1}

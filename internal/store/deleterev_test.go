@@ -13,11 +13,8 @@ import (
 // openWithSource opens a test store with source "s" registered.
 func openWithSource(t *testing.T) (*Store, context.Context) {
 	t.Helper()
-	st := openTest(t)
+	st := openTest(t, "s")
 	ctx := context.Background()
-	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
-		t.Fatal(err)
-	}
 	return st, ctx
 }
 

@@ -13,11 +13,7 @@ import (
 
 // A deleting resource waiting for dependents whose manifest comes back keeps DependentsDeleted=False.
 func TestDepsRegressionRestoredKeepsDependentsDeleted(t *testing.T) {
-	st := openTest(t)
-	ctx := context.Background()
-	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
-		t.Fatal(err)
-	}
+	st := openTest(t, "s")
 	apply := func(rev string, set *manifest.Set) { t.Helper(); applyRefreshed(t, st, "s", rev, set) }
 	apply("r1", chainSet())
 	for _, out := range []map[string]any{{"subnet": "s-1"}, {"endpoint": "db:5432"}, {}} {
@@ -43,11 +39,7 @@ func TestDepsRegressionRestoredKeepsDependentsDeleted(t *testing.T) {
 
 // Changing which output a dependent references (a spec change) is recorded as trigger dependency.
 func TestDepsRegressionSpecChangeTrigger(t *testing.T) {
-	st := openTest(t)
-	ctx := context.Background()
-	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
-		t.Fatal(err)
-	}
+	st := openTest(t, "s")
 	apply := func(rev string, set *manifest.Set) { t.Helper(); applyRefreshed(t, st, "s", rev, set) }
 	apply("r1", chainSet("App"))
 	for _, out := range []map[string]any{{"subnet": "s-1", "other": "o"}, {"endpoint": "db"}} {
@@ -76,25 +68,15 @@ func TestDepsRegressionSpecChangeTrigger(t *testing.T) {
 // A type's action change (requeueKind) gives Network a new generation, but its dependents are
 // not refreshed: Database stays unblocked while the claim gate refuses it.
 func TestDepsRegressionRequeueKindNoRefresh(t *testing.T) {
-	st := openTest(t)
+	st := openTest(t, "s")
 	ctx := context.Background()
-	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
-		t.Fatal(err)
-	}
 	typ := func(action string) manifest.ResourceType {
 		return manifest.ResourceType{Name: "Network", Group: "example.com", Action: manifest.ActionRef{Name: action},
 			Spec: json.RawMessage(`{}`), Hash: "h-" + action, File: "types.yaml", Line: 1}
 	}
 	apply := func(rev string, set *manifest.Set) {
 		t.Helper()
-		res, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: rev, Set: set, Prune: true, MaxPruneFraction: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s refresh %v", rev, res.Refresh)
-		if err := st.RefreshDependencies(ctx, res.Refresh); err != nil {
-			t.Fatal(err)
-		}
+		t.Logf("%s refresh %v", rev, applyRefreshed(t, st, "s", rev, set).Refresh)
 	}
 	set := chainSet("App")
 	set.Types = []manifest.ResourceType{typ("a")}
@@ -124,21 +106,11 @@ func TestDepsRegressionRequeueKindNoRefresh(t *testing.T) {
 // A dependent dropping its dependency (edges removed) does not refresh the old target that
 // waits, deleting, for it: the delete stays blocked until the maintenance sweep.
 func TestDepsRegressionDroppedEdgeNoRefreshOfTarget(t *testing.T) {
-	st := openTest(t)
+	st := openTest(t, "s")
 	ctx := context.Background()
-	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
-		t.Fatal(err)
-	}
 	apply := func(rev string, set *manifest.Set) {
 		t.Helper()
-		res, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: rev, Set: set, Prune: true, MaxPruneFraction: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("%s refresh %v", rev, res.Refresh)
-		if err := st.RefreshDependencies(ctx, res.Refresh); err != nil {
-			t.Fatal(err)
-		}
+		t.Logf("%s refresh %v", rev, applyRefreshed(t, st, "s", rev, set).Refresh)
 	}
 	apply("r1", chainSet("App"))
 	for _, out := range []map[string]any{{"subnet": "s-1"}, {"endpoint": "db"}} {

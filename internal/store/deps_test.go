@@ -110,11 +110,8 @@ func condition(t *testing.T, st *Store, kind, typ string) (string, status.Condit
 }
 
 func TestDependencyLifecycle(t *testing.T) {
-	st := openTest(t)
+	st := openTest(t, "s")
 	ctx := context.Background()
-	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
-		t.Fatal(err)
-	}
 	apply := func(rev string, set *manifest.Set) { t.Helper(); applyRefreshed(t, st, "s", rev, set) }
 
 	// Database and App first: Network does not exist yet.
@@ -215,11 +212,8 @@ func TestDependencyLifecycle(t *testing.T) {
 
 func TestClaimGateWithoutRefresh(t *testing.T) {
 	// The claim's own check holds when blocked is stale (a refresh that never ran).
-	st := openTest(t)
+	st := openTest(t, "s")
 	ctx := context.Background()
-	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "r1", Set: chainSet(), Prune: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -285,13 +279,8 @@ func TestDecideWait(t *testing.T) {
 	}
 }
 func TestCrossSourceCycleRefused(t *testing.T) {
-	st := openTest(t)
+	st := openTest(t, "a", "b")
 	ctx := context.Background()
-	for _, s := range []string{"a", "b"} {
-		if err := st.RegisterSource(ctx, SourceConfig{Name: s}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	one := func(kind, dep string) *manifest.Set {
 		r := manifest.Resource{APIVersion: "example.com/v1", Kind: kind, Namespace: "prod", Name: "x", Labels: map[string]string{},
 			Annotations: map[string]string{}, Spec: json.RawMessage(`{}`), SpecHash: "{}", MetaHash: "m", File: strings.ToLower(kind) + ".yaml", Line: 3}
@@ -327,11 +316,8 @@ func TestCrossSourceCycleRefused(t *testing.T) {
 // (NULL is "not known": stored before origins were recorded); a delete's claim returns the
 // origins with the resolved spec it is called with.
 func TestResolvedOriginsStored(t *testing.T) {
-	st := openTest(t)
+	st := openTest(t, "s")
 	ctx := context.Background()
-	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
-		t.Fatal(err)
-	}
 	applyRefreshed(t, st, "s", "r1", chainSet())
 	_, cs := claimNames(t, st)
 	succeed(t, st, cs[0], map[string]any{"subnet": "s-1"}) // Network

@@ -63,11 +63,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // gateApplies), with the lease, the gate's open and the apply's result.
 func startGatedApply(t *testing.T, rev string) (st *Store, ctx context.Context, r1 Lease, open func(), done <-chan error) {
 	t.Helper()
-	st = openTest(t)
+	st = openTest(t, "s")
 	ctx = context.Background()
-	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
-		t.Fatal(err)
-	}
 	waiting, open := gateApplies(t, st)
 	r1, ok, err := st.AcquireLease(ctx, "source:s", "r1", time.Minute)
 	if err != nil || !ok {

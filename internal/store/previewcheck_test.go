@@ -15,13 +15,8 @@ import (
 // source, writing nothing.
 func TestCheckRevision(t *testing.T) {
 	t.Parallel()
-	st := openTest(t)
+	st := openTest(t, "a", "b")
 	ctx := context.Background()
-	for _, s := range []string{"a", "b"} {
-		if err := st.RegisterSource(ctx, SourceConfig{Name: s}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "a", Revision: "r1", Set: widgets(3, func(int) int { return 1 })}); err != nil {
 		t.Fatal(err)
 	}
@@ -94,11 +89,8 @@ func TestPublishPreviewCommentOnce(t *testing.T) {
 // with a lease not expired; once released or expired, it does not.
 func TestBeingReconciled(t *testing.T) {
 	t.Parallel()
-	st := openTest(t)
+	st := openTest(t, "a")
 	ctx := context.Background()
-	if err := st.RegisterSource(ctx, SourceConfig{Name: "a"}); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "a", Revision: "r1", Set: widgets(1, func(int) int { return 1 })}); err != nil {
 		t.Fatal(err)
 	}

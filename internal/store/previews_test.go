@@ -12,11 +12,8 @@ import (
 // none) are marked Error; one a live replica runs, and finished ones, are left alone.
 func TestInterruptPreviews(t *testing.T) {
 	t.Parallel()
-	st := openTest(t)
+	st := openTest(t, "infra")
 	ctx := context.Background()
-	if err := st.RegisterSource(ctx, SourceConfig{Name: "infra"}); err != nil {
-		t.Fatal(err)
-	}
 	dying, err := Open(ctx, st.url, Options{MaxConns: 2})
 	if err != nil {
 		t.Fatal(err)

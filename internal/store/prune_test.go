@@ -25,11 +25,8 @@ func TestSourceHasNoWireCounts(t *testing.T) {
 // form, as PruneGuard's subject, which its caller builds.
 func TestApplyPruneMessage(t *testing.T) {
 	t.Parallel()
-	st := openTest(t)
+	st := openTest(t, "s")
 	ctx := context.Background()
-	if err := st.RegisterSource(ctx, SourceConfig{Name: "s"}); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: strings.Repeat("a", 40), Set: widgets(3, func(int) int { return 1 }), Prune: true}); err != nil {
 		t.Fatal(err)
 	}

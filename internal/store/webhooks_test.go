@@ -9,13 +9,20 @@ import (
 )
 
 // openTest returns a store on a fresh migrated database.
-func openTest(t *testing.T) *Store {
+// openTest opens a store on a fresh database and registers the named sources in it.
+func openTest(t *testing.T, sources ...string) *Store {
 	t.Helper()
-	st, err := Open(context.Background(), pgtest.NewDatabase(t, MigrateURL), Options{MaxConns: 4})
+	ctx := context.Background()
+	st, err := Open(ctx, pgtest.NewDatabase(t, MigrateURL), Options{MaxConns: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
+	for _, name := range sources {
+		if err := st.RegisterSource(ctx, SourceConfig{Name: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return st
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/trueup-dev/trueup/internal/clip"
+	"github.com/trueup-dev/trueup/internal/manifest/manifesttest"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -79,22 +80,8 @@ func (r *repo) snapshot(rev string) *sources.Snapshot {
 	return snap
 }
 
-const dbType = `apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata:
-  name: Database
-spec:
-  group: infra.example.com
-  versions:
-    - name: v1
-      schema:
-        type: object
-        required: [size]
-        properties:
-          size: {type: integer, minimum: 1, maximum: 100}
-  action:
-    name: provision
-`
+var dbType = manifesttest.TypeDoc("Database", "infra.example.com",
+	"{type: object, required: [size], properties: {size: {type: integer, minimum: 1, maximum: 100}}}", "provision")
 
 func dbFiles(size int) map[string]string {
 	return map[string]string{"t.yaml": dbType, "a.yaml": fmt.Sprintf(`apiVersion: infra.example.com/v1

@@ -8,30 +8,15 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/clip"
+	"github.com/trueup-dev/trueup/internal/manifest/manifesttest"
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/sealed/sealedtest"
 	"github.com/trueup-dev/trueup/internal/status"
 )
 
-const immutableType = `apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata:
-  name: Database
-spec:
-  group: infra.example.com
-  versions:
-    - name: v1
-      schema:
-        type: object
-        required: [engine]
-        properties:
-          engine:
-            type: string
-            x-trueup-validations: [{rule: "self == oldSelf", message: "engine is immutable"}]
-          size: {type: integer}
-  action:
-    name: provision
-`
+var immutableType = manifesttest.TypeDoc("Database", "infra.example.com", `{type: object, required: [engine], properties: {
+        engine: {type: string, x-trueup-validations: [{rule: "self == oldSelf", message: "engine is immutable"}]},
+        size: {type: integer}}}`, "provision")
 
 func immutableFiles(engine string, size int) map[string]string {
 	return map[string]string{"t.yaml": immutableType, "a.yaml": fmt.Sprintf(`apiVersion: infra.example.com/v1
