@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/trueup-dev/trueup/internal/changeplan"
+	"github.com/trueup-dev/trueup/internal/cli"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/specdiff"
 	"github.com/trueup-dev/trueup/internal/wire"
@@ -180,7 +181,7 @@ func revLabel(source, rev string) string {
 	if rev == "" {
 		return source
 	}
-	return source + "@" + shortRev(rev)
+	return source + "@" + cli.ShortRev(rev)
 }
 
 func sourceFile(s wire.ResourceSource) string {
