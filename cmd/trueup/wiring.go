@@ -1,9 +1,9 @@
 package main
 
 import (
-	"fmt"
 	"os"
 
+	"github.com/trueup-dev/trueup/internal/cli"
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/daemon"
 	"github.com/trueup-dev/trueup/internal/sealed"
@@ -15,29 +15,14 @@ func loadConfig(path string) (*config.Config, error) {
 	return config.Load(path, getenv)
 }
 
-// cliKeys are the age identities `trueup validate` and `trueup diff` decrypt with: those of
-// SOPS_AGE_KEY and SOPS_AGE_KEY_FILE (the variables sops itself reads), and, with --config,
-// every source's.
+// cliKeys are the age identities `trueup validate` decrypts with: the environment's
+// (cli.EnvKeys), and, with --config, every source's.
 func cliKeys(cfg *config.Config) (*sealed.Keys, error) {
-	var all []*sealed.Keys
-	if v := getenv("SOPS_AGE_KEY"); v != "" {
-		k, err := sealed.ParseAgeKeys(v)
-		if err != nil {
-			return nil, fmt.Errorf("SOPS_AGE_KEY: %w", err)
-		}
-		all = append(all, k)
+	env, err := cli.EnvKeys()
+	if err != nil {
+		return nil, err
 	}
-	if p := getenv("SOPS_AGE_KEY_FILE"); p != "" {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return nil, fmt.Errorf("SOPS_AGE_KEY_FILE: %w", err)
-		}
-		k, err := sealed.ParseAgeKeys(string(b))
-		if err != nil {
-			return nil, fmt.Errorf("SOPS_AGE_KEY_FILE %s: %w", p, err)
-		}
-		all = append(all, k)
-	}
+	all := []*sealed.Keys{env}
 	if cfg != nil {
 		byName, err := daemon.SourceKeys(cfg)
 		if err != nil {

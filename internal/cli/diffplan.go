@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/trueup-dev/trueup/internal/changeplan"
-	"github.com/trueup-dev/trueup/internal/cli"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/specdiff"
 	"github.com/trueup-dev/trueup/internal/wire"
@@ -19,7 +18,7 @@ import (
 // diffTypes compares DIR's types with the source's by the apply's change plan
 // (changeplan.PlanTypes), by name in lower case and by their specs as the diffs show them; a
 // type another source declares makes the revision invalid.
-func (p *diffPlan) diffTypes(set *manifest.Set, live []wire.ResourceType) {
+func (p *DiffPlan) diffTypes(set *manifest.Set, live []wire.ResourceType) {
 	byName := map[string]wire.ResourceType{}
 	var mine []wire.ResourceType
 	var applied []changeplan.Type
@@ -67,7 +66,7 @@ func (p *diffPlan) diffTypes(set *manifest.Set, live []wire.ResourceType) {
 	}
 }
 
-func (p *diffPlan) add(c change) {
+func (p *DiffPlan) add(c change) {
 	if !strings.HasPrefix(c.id, "ResourceType/") {
 		c.order = 1
 	}
@@ -79,7 +78,7 @@ func (p *diffPlan) add(c change) {
 // compared as their diffs show them (canonical JSON); a resource only moved to another file
 // is listed too, though the apply leaves it as it is. An orphaned row (kept by an earlier
 // revision) is no deletion and no part of the guard's share, as in the apply.
-func (p *diffPlan) diffResources(dir string, set *manifest.Set, live []wire.Resource, prune wire.SourcePrune, noManifests bool) ([]*manifest.Resource, error) {
+func (p *DiffPlan) diffResources(dir string, set *manifest.Set, live []wire.Resource, prune wire.SourcePrune, noManifests bool) ([]*manifest.Resource, error) {
 	desired := make([]changeplan.Resource, len(set.Resources))
 	newMeta := make([]json.RawMessage, len(set.Resources))
 	for i := range set.Resources {
@@ -181,7 +180,7 @@ func revLabel(source, rev string) string {
 	if rev == "" {
 		return source
 	}
-	return source + "@" + cli.ShortRev(rev)
+	return source + "@" + ShortRev(rev)
 }
 
 func sourceFile(s wire.ResourceSource) string {
