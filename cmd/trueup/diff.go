@@ -23,7 +23,8 @@ source without a path, DIR is the repository root or the folder of a dir source.
   + KIND/NAMESPACE/NAME  file:line      a resource (or ResourceType/NAME) that would be created
   ~ KIND/NAMESPACE/NAME  file:line      one that would change, with a unified diff of its spec
                                         (canonical JSON: keys sorted, schema defaults applied)
-                                        or of its apiVersion, labels and annotations
+                                        or of its apiVersion, labels, annotations and
+                                        dependsOn
   - KIND/NAMESPACE/NAME  file:line      one whose manifest is gone: deleted when the source
                                         prunes, kept with trueup.dev/prune: disabled
   ! invalid file:line: message          a problem that would reject the whole revision

@@ -93,16 +93,7 @@ func TestDiffPruneGuardAsTheApply(t *testing.T) {
 	}
 
 	// The apply of the same files under the same settings.
-	var fs []sources.File
-	for p, data := range files {
-		fs = append(fs, sources.File{Path: "manifests/" + p, Data: []byte(data)})
-	}
-	set, err := manifest.NewLoader().Load(fs, manifest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := a.store.ApplyRevision(ctx, store.ApplyParams{Source: "infra", Revision: strings.Repeat("f", 40), Set: set,
-		Prune: true, MaxPruneFraction: 0.3})
+	res, err := applyFiles(t, a, files, store.ApplyParams{Prune: true, MaxPruneFraction: 0.3})
 	if err != nil || res.PruneSkipped != "TooManyDeletions" || !strings.Contains(res.PruneMessage, "would delete 2 of 5 resources (more than prune.maxFraction 0.30)") {
 		t.Fatalf("the apply under maxFraction 0.3: %+v %v", res, err)
 	}
@@ -139,17 +130,65 @@ func TestDiffOrphanedAsTheApply(t *testing.T) {
 		t.Errorf("the orphaned row still in DIR is not a change:\n%s", out)
 	}
 
+	res, err := applyFiles(t, a, files, store.ApplyParams{Prune: true, MaxPruneFraction: 0.3})
+	if err != nil || res.PruneSkipped != "" || res.Deleted != 0 || res.Updated != 1 {
+		t.Fatalf("the apply: %+v %v", res, err)
+	}
+}
+
+// applyFiles applies files (named as in infra's manifests folder) to source infra through the
+// store's apply, with the prune settings of p, as revision ffff….
+func applyFiles(t *testing.T, a *api, files map[string]string, p store.ApplyParams) (store.ApplyResult, error) {
+	t.Helper()
 	var fs []sources.File
-	for p, data := range files {
-		fs = append(fs, sources.File{Path: "manifests/" + p, Data: []byte(data)})
+	for path, data := range files {
+		fs = append(fs, sources.File{Path: "manifests/" + path, Data: []byte(data)})
 	}
 	set, err := manifest.NewLoader().Load(fs, manifest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := a.store.ApplyRevision(ctx, store.ApplyParams{Source: "infra", Revision: strings.Repeat("f", 40), Set: set,
-		Prune: true, MaxPruneFraction: 0.3})
-	if err != nil || res.PruneSkipped != "" || res.Deleted != 0 || res.Updated != 1 {
-		t.Fatalf("the apply: %+v %v", res, err)
+	p.Source, p.Revision, p.Set = "infra", strings.Repeat("f", 40), set
+	return a.store.ApplyRevision(context.Background(), p)
+}
+
+// TestDiffDependsOnAsTheApply: a dependsOn added or removed is a change of metadata in the
+// diff as in the apply (no new generation), with the targets in the metadata's diff; once the
+// apply took the folder, the diff finds nothing to change.
+func TestDiffDependsOnAsTheApply(t *testing.T) {
+	t.Parallel()
+	a := setup(t)
+	rootRelative(t, a)
+	// The fixture's rows hash their files as the folder names them: the apply of the same
+	// files names them from the repository root, as the diff does.
+	if _, err := applyFiles(t, a, infraFiles("500"), store.ApplyParams{}); err != nil {
+		t.Fatal(err)
+	}
+	withDeps := infraFiles("500")
+	withDeps["databases/clusters.yaml"] = strings.Replace(withDeps["databases/clusters.yaml"], "spec:\n  engine: mysql",
+		"dependsOn: [{kind: Bucket, name: invoices}]\nspec:\n  engine: mysql", 1)
+	const changed = "~ DatabaseCluster/production/catalog-mysql  manifests/databases/clusters.yaml:13  (metadata only: no new generation, no reconcile)"
+	for _, step := range []struct {
+		name    string
+		files   map[string]string
+		diffHas string // a line of the metadata's diff
+	}{
+		{"dependsOn added", withDeps, `+    "Bucket/production/invoices"`},
+		{"dependsOn removed", infraFiles("500"), `-    "Bucket/production/invoices"`},
+	} {
+		dir := writeDir(t, step.files)
+		out, _, err := a.run(t, "diff", dir, "--source", "infra")
+		var code exitCode
+		if !errors.As(err, &code) || !strings.Contains(out, changed+"\n") || !strings.Contains(out, step.diffHas+"\n") ||
+			!strings.Contains(out, "resources: 0 to add, 1 to change, 0 to remove") {
+			t.Errorf("%s: diff %v:\n%s", step.name, err, out)
+		}
+		res, err := applyFiles(t, a, step.files, store.ApplyParams{})
+		if err != nil || res.Relabelled != 1 || res.Updated != 0 || res.Created != 0 {
+			t.Fatalf("%s: the apply: %+v %v", step.name, res, err)
+		}
+		if out, _, err := a.run(t, "diff", dir, "--source", "infra"); err != nil || !strings.Contains(out, "resources: 0 to add, 0 to change, 0 to remove") {
+			t.Errorf("%s: diff after the apply %v:\n%s", step.name, err, out)
+		}
 	}
 }
