@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -70,11 +69,7 @@ reconcile: {workers: 2, backoff: {initial: 100ms, max: 500ms}}
 			t.Errorf("serve: %v\n%s", err, logs.String())
 		}
 	}()
-	conn, err := pgx.Connect(context.Background(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := connect(t, dbURL)
 	ctx := context.Background()
 	poll := func(what string, done func() bool) {
 		t.Helper()

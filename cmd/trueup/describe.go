@@ -39,11 +39,7 @@ events.`,
 				}
 				return cli.DescribeSource(cmd.Context(), c, args[1], cmd.OutOrStdout())
 			}
-			kind, name, err := parseObjectRef(args[0])
-			if err != nil {
-				return err
-			}
-			c, err := api.client()
+			c, kind, name, err := api.forResource(args[0])
 			if err != nil {
 				return err
 			}

@@ -70,23 +70,15 @@ func TestDiffPruneGuardAsTheApply(t *testing.T) {
 	t.Parallel()
 	a := setup(t)
 	rootRelative(t, a)
-	ctx := context.Background()
 	// Two of infra's five resources removed: orders-pg of staging and catalog-mysql.
 	files := infraFiles("500")
 	files["databases/clusters.yaml"] = strings.SplitN(files["databases/clusters.yaml"], "\n---\n", 2)[0] + "\n"
 	dir := writeDir(t, files)
-	register := func(maxFraction float64) {
-		t.Helper()
-		if err := a.store.RegisterSource(ctx, store.SourceConfig{Name: "infra", URL: "https://github.com/acme/infra.git", Branch: "main", Path: "manifests",
-			Prune: &store.SourcePrune{Enabled: true, MaxFraction: maxFraction}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	register(0)
+	prunedInfra(t, a, 0)
 	if out, _, _ := a.run(t, "diff", dir, "--source", "infra"); strings.Contains(out, "note:") || !strings.Contains(out, "2 to remove") {
 		t.Errorf("diff under the default maxFraction:\n%s", out)
 	}
-	register(0.3)
+	prunedInfra(t, a, 0.3)
 	out, stderr, err := a.run(t, "diff", dir, "--source", "infra")
 	if err == nil || !strings.Contains(out, "- DatabaseCluster/staging/orders-pg") || !strings.Contains(out, "- DatabaseCluster/production/catalog-mysql") {
 		t.Errorf("the removals are not listed: %v\n%s\nstderr:\n%s", err, out, stderr)
@@ -112,10 +104,7 @@ func TestDiffOrphanedAsTheApply(t *testing.T) {
 	a := setup(t)
 	rootRelative(t, a)
 	ctx := context.Background()
-	if err := a.store.RegisterSource(ctx, store.SourceConfig{Name: "infra", URL: "https://github.com/acme/infra.git", Branch: "main", Path: "manifests",
-		Prune: &store.SourcePrune{Enabled: true, MaxFraction: 0.3}}); err != nil {
-		t.Fatal(err)
-	}
+	prunedInfra(t, a, 0.3)
 	if _, err := a.store.Pool().Exec(ctx, `UPDATE resources SET orphaned = true WHERE name IN ('orders-pg', 'catalog-mysql')`); err != nil {
 		t.Fatal(err)
 	}
@@ -190,5 +179,14 @@ func TestDiffDependsOnAsTheApply(t *testing.T) {
 		if out, _, err := a.run(t, "diff", dir, "--source", "infra"); err != nil || !strings.Contains(out, "resources: 0 to add, 0 to change, 0 to remove") {
 			t.Errorf("%s: diff after the apply %v:\n%s", step.name, err, out)
 		}
+	}
+}
+
+// prunedInfra registers source infra again, pruning with prune.maxFraction maxFraction.
+func prunedInfra(t *testing.T, a *api, maxFraction float64) {
+	t.Helper()
+	if err := a.store.RegisterSource(context.Background(), store.SourceConfig{Name: "infra", URL: "https://github.com/acme/infra.git",
+		Branch: "main", Path: "manifests", Prune: &store.SourcePrune{Enabled: true, MaxFraction: maxFraction}}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -34,11 +34,7 @@ when it failed.`,
   trueup reconcile bucket/build-cache --wait`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			kind, name, err := parseObjectRef(args[0])
-			if err != nil {
-				return err
-			}
-			c, err := api.client()
+			c, kind, name, err := api.forResource(args[0])
 			if err != nil {
 				return err
 			}

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -61,11 +60,7 @@ func TestReloadEndToEnd(t *testing.T) {
 			t.Error("serve did not stop")
 		}
 	}()
-	conn, err := pgx.Connect(context.Background(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := connect(t, dbURL)
 
 	type resource struct {
 		Status struct {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
-	"github.com/jackc/pgx/v5"
 	"github.com/trueup-dev/trueup/internal/auth/oidctest"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -80,11 +79,7 @@ auth:
 			_ = cmd.Process.Kill()
 		}
 	})
-	conn, err := pgx.Connect(context.Background(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := connect(t, dbURL)
 	waitReady := func(n int) {
 		t.Helper()
 		deadline := time.Now().Add(60 * time.Second)

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
-	"github.com/trueup-dev/trueup/internal/store"
 )
 
 // tfDelete is a running trueup serve of the terraform delete tests, with its repository.
@@ -34,7 +32,7 @@ func startTFDelete(t *testing.T, module, props, orders, keep, msg string) *tfDel
 	t.Helper()
 	tf := terraformOnPath(t)
 	dir := t.TempDir()
-	writeTestFile(t, filepath.Join(dir, "terraformrc"), "disable_checkpoint = true\nprovider_installation {\n  filesystem_mirror {\n    path = \"/nonexistent/mirror\"\n  }\n}\n")
+	offlineTerraformRC(t, dir)
 	repo := filepath.Join(dir, "repo")
 	git := func(args ...string) string {
 		t.Helper()
@@ -78,13 +76,7 @@ actions:
 reconcile: {workers: 2, backoff: {initial: 100ms, max: 500ms}}
 `, freeAddr(t), filepath.Join(dir, "data"), repo, tf, filepath.Join(dir, "work"), filepath.Join(dir, "terraformrc")))
 
-	dbURL := pgtest.NewDatabase(t, store.MigrateURL)
-	logs := startServe(t, cfgPath, dbURL)
-	conn, err := pgx.Connect(context.Background(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
+	logs, conn := serveDB(t, cfgPath)
 	return &tfDelete{repo: repo, mainTF: mainTF, first: first, git: git, conn: conn, logs: logs}
 }
 

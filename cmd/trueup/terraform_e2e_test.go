@@ -27,8 +27,7 @@ func TestTerraformEndToEnd(t *testing.T) {
 resource "terraform_data" "db" { input = var.size }
 output "size" { value = terraform_data.db.output }
 `)
-	// Providers only from a mirror that does not exist: nothing is downloaded.
-	writeTestFile(t, filepath.Join(dir, "terraformrc"), "disable_checkpoint = true\nprovider_installation {\n  filesystem_mirror {\n    path = \"/nonexistent/mirror\"\n  }\n}\n")
+	offlineTerraformRC(t, dir)
 	repo := filepath.Join(dir, "repo")
 	writeTestFile(t, filepath.Join(repo, "types.yaml"), `apiVersion: trueup.dev/v1
 kind: ResourceType
@@ -65,12 +64,7 @@ reconcile: {workers: 2, backoff: {initial: 100ms, max: 500ms}}
 
 	dbURL := pgtest.NewDatabase(t, store.MigrateURL)
 	logs := startServe(t, cfgPath, dbURL)
-
-	conn, err := pgx.Connect(context.Background(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := connect(t, dbURL)
 	waitOutput := func(want string) {
 		t.Helper()
 		deadline := time.Now().Add(60 * time.Second)
@@ -128,7 +122,7 @@ reconcile: {workers: 2, backoff: {initial: 100ms, max: 500ms}}
 func TestTerraformModuleFromGitEndToEnd(t *testing.T) {
 	tf := terraformOnPath(t)
 	dir := t.TempDir()
-	writeTestFile(t, filepath.Join(dir, "terraformrc"), "disable_checkpoint = true\nprovider_installation {\n  filesystem_mirror {\n    path = \"/nonexistent/mirror\"\n  }\n}\n")
+	offlineTerraformRC(t, dir)
 	repo := filepath.Join(dir, "repo")
 	git := func(args ...string) {
 		t.Helper()
@@ -173,14 +167,7 @@ actions:
 reconcile: {workers: 2, backoff: {initial: 100ms, max: 500ms}}
 `, freeAddr(t), filepath.Join(dir, "data"), repo, tf, filepath.Join(dir, "work"), filepath.Join(dir, "terraformrc")))
 
-	dbURL := pgtest.NewDatabase(t, store.MigrateURL)
-	logs := startServe(t, cfgPath, dbURL)
-
-	conn, err := pgx.Connect(context.Background(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	logs, conn := serveDB(t, cfgPath)
 	waitOutputs := func(size, flavour string) {
 		t.Helper()
 		deadline := time.Now().Add(60 * time.Second)
@@ -256,4 +243,31 @@ func startServeWith(t *testing.T, env []string, args ...string) *syncBuffer {
 		}
 	})
 	return logs
+}
+
+// offlineTerraformRC writes dir/terraformrc, a terraform CLI config that installs providers
+// only from a mirror that does not exist: nothing is downloaded.
+func offlineTerraformRC(t *testing.T, dir string) {
+	t.Helper()
+	writeTestFile(t, filepath.Join(dir, "terraformrc"), "disable_checkpoint = true\nprovider_installation {\n  filesystem_mirror {\n    path = \"/nonexistent/mirror\"\n  }\n}\n")
+}
+
+// serveDB runs trueup serve with the config on a fresh database (startServe) and connects to
+// that database.
+func serveDB(t *testing.T, cfgPath string) (*syncBuffer, *pgx.Conn) {
+	t.Helper()
+	dbURL := pgtest.NewDatabase(t, store.MigrateURL)
+	logs := startServe(t, cfgPath, dbURL)
+	return logs, connect(t, dbURL)
+}
+
+// connect opens a connection to the database dbURL, closed when the test ends.
+func connect(t *testing.T, dbURL string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
 }

@@ -63,7 +63,7 @@ resource "terraform_data" "slow" {
   provisioner "local-exec" { command = "touch %s; sleep %s" }
 }
 `, started, marker))
-	writeTestFile(t, filepath.Join(dir, "terraformrc"), "disable_checkpoint = true\nprovider_installation {\n  filesystem_mirror {\n    path = \"/nonexistent/mirror\"\n  }\n}\n")
+	offlineTerraformRC(t, dir)
 	repo := filepath.Join(dir, "repo")
 	writeTestFile(t, filepath.Join(repo, "types.yaml"), `apiVersion: trueup.dev/v1
 kind: ResourceType
