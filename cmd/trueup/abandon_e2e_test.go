@@ -28,16 +28,7 @@ func TestAbandonEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	repo := filepath.Join(dir, "repo")
-	writeTestFile(t, filepath.Join(repo, "types.yaml"), `apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: Job}
-spec:
-  group: jobs.example.com
-  versions:
-    - name: v1
-      schema: {type: object}
-  action: {name: run}
-`)
+	writeTestFile(t, filepath.Join(repo, "types.yaml"), typeYAML("Job", "jobs.example.com", "{type: object}", "{name: run}"))
 	job := func(name string) string {
 		return fmt.Sprintf("apiVersion: jobs.example.com/v1\nkind: Job\nmetadata: {name: %s, namespace: prod}\nspec: {}\n", name)
 	}

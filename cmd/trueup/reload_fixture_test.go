@@ -27,9 +27,9 @@ func newReloadFixture(t *testing.T) *reloadFixture {
 	f := &reloadFixture{dir: dir, repoA: filepath.Join(dir, "a"), repoB: filepath.Join(dir, "b"), repoG: filepath.Join(dir, "g"),
 		gate: filepath.Join(dir, "gate"), started: filepath.Join(dir, "started"), script: filepath.Join(dir, "run.sh"),
 		addr: freeAddr(t), cfgPath: filepath.Join(dir, "trueup.yaml"), dataDir: filepath.Join(dir, "data"), aInterval: "1h"}
-	writeTestFile(t, filepath.Join(f.repoA, "types.yaml"), thingType("Thing", "things.example.com"))
+	writeTestFile(t, filepath.Join(f.repoA, "types.yaml"), typeYAML("Thing", "things.example.com", "{type: object}", "{name: run}"))
 	writeTestFile(t, filepath.Join(f.repoA, "a1.yaml"), thing("Thing", "things.example.com", "a1"))
-	writeTestFile(t, filepath.Join(f.repoB, "types.yaml"), thingType("Widget", "widgets.example.com"))
+	writeTestFile(t, filepath.Join(f.repoB, "types.yaml"), typeYAML("Widget", "widgets.example.com", "{type: object}", "{name: run}"))
 	writeTestFile(t, filepath.Join(f.repoB, "b1.yaml"), thing("Widget", "widgets.example.com", "b1"))
 	// Prints its argument (the instance's version) as an output; "slow" waits for the gate.
 	writeTestFile(t, f.script, `#!/bin/sh
@@ -45,7 +45,7 @@ printf '{"done": true, "outputs": {"version": "%s"}}\n' "$1"
 		t.Fatal(err)
 	}
 	// Source g is a Git repository: a reload must leave its folder's work in progress alone.
-	writeTestFile(t, filepath.Join(f.repoG, "types.yaml"), thingType("Gadget", "gadgets.example.com"))
+	writeTestFile(t, filepath.Join(f.repoG, "types.yaml"), typeYAML("Gadget", "gadgets.example.com", "{type: object}", "{name: run}"))
 	writeTestFile(t, filepath.Join(f.repoG, "g1.yaml"), thing("Gadget", "gadgets.example.com", "g1"))
 	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "first"}} {
 		git := exec.Command("git", append([]string{"-C", f.repoG, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
@@ -90,19 +90,6 @@ func httpGetBody(t *testing.T, url string) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
-}
-
-func thingType(kind, group string) string {
-	return fmt.Sprintf(`apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: %s}
-spec:
-  group: %s
-  versions:
-    - name: v1
-      schema: {type: object}
-  action: {name: run}
-`, kind, group)
 }
 
 func thing(kind, group, name string) string {

@@ -29,14 +29,7 @@ func TestSingleSignOnEndToEnd(t *testing.T) {
 
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "repo")
-	writeTestFile(t, filepath.Join(repo, "types.yaml"), `apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: App}
-spec:
-  group: apps.example.com
-  versions: [{name: v1, schema: {type: object}}]
-  action: {name: noop}
-`)
+	writeTestFile(t, filepath.Join(repo, "types.yaml"), typeYAML("App", "apps.example.com", "{type: object}", "{name: noop}"))
 	app := func(ns, name string, size int) string {
 		return fmt.Sprintf("apiVersion: apps.example.com/v1\nkind: App\nmetadata: {name: %s, namespace: %s}\nspec: {size: %d}\n", name, ns, size)
 	}

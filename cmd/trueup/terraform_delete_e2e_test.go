@@ -46,16 +46,7 @@ func startTFDelete(t *testing.T, module, props, orders, keep, msg string) *tfDel
 	}
 	mainTF := filepath.Join(repo, "manifests", "modules", "db", "main.tf")
 	writeTestFile(t, mainTF, module)
-	writeTestFile(t, filepath.Join(repo, "manifests", "types.yaml"), `apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: Database}
-spec:
-  group: db.example.com
-  versions:
-    - name: v1
-      schema: {type: object, properties: `+props+`}
-  action: {name: tf}
-`)
+	writeTestFile(t, filepath.Join(repo, "manifests", "types.yaml"), typeYAML("Database", "db.example.com", "{type: object, properties: "+props+"}", "{name: tf}"))
 	writeTestFile(t, filepath.Join(repo, "manifests", "db.yaml"), orders)
 	writeTestFile(t, filepath.Join(repo, "manifests", "keep.yaml"), keep)
 	git("init", "-q", "-b", "main")

@@ -29,20 +29,7 @@ output "size" { value = terraform_data.db.output }
 `)
 	offlineTerraformRC(t, dir)
 	repo := filepath.Join(dir, "repo")
-	writeTestFile(t, filepath.Join(repo, "types.yaml"), `apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: Database}
-spec:
-  group: db.example.com
-  versions:
-    - name: v1
-      schema:
-        type: object
-        required: [size]
-        properties:
-          size: {type: integer}
-  action: {name: tf}
-`)
+	writeTestFile(t, filepath.Join(repo, "types.yaml"), typeYAML("Database", "db.example.com", "{type: object, required: [size], properties: {size: {type: integer}}}", "{name: tf}"))
 	db := func(size int) string {
 		return fmt.Sprintf("apiVersion: db.example.com/v1\nkind: Database\nmetadata: {name: orders, namespace: prod}\nspec: {size: %d}\n", size)
 	}
@@ -137,16 +124,7 @@ resource "terraform_data" "db" { input = var.size }
 output "size" { value = terraform_data.db.output }
 `)
 	writeTestFile(t, filepath.Join(repo, "manifests", "modules", "db", "flavour.tf.json"), `{"output": {"flavour": {"value": "blue"}}}`)
-	writeTestFile(t, filepath.Join(repo, "manifests", "types.yaml"), `apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: Database}
-spec:
-  group: db.example.com
-  versions:
-    - name: v1
-      schema: {type: object, properties: {size: {type: integer}}}
-  action: {name: tf}
-`)
+	writeTestFile(t, filepath.Join(repo, "manifests", "types.yaml"), typeYAML("Database", "db.example.com", "{type: object, properties: {size: {type: integer}}}", "{name: tf}"))
 	db := func(size int) string {
 		return fmt.Sprintf("apiVersion: db.example.com/v1\nkind: Database\nmetadata: {name: orders, namespace: prod}\nspec: {size: %d}\n", size)
 	}
