@@ -145,7 +145,7 @@ func Describe(ctx context.Context, c *apiclient.Client, namespace, kind, name st
 
 // nextRetry says when a resource retrying after a failure is taken up again: the time and
 // how long until then, or why it is not. The API leaves the time out while a replica works on
-// the resource (and while it is suspended or blocked).
+// the resource (and while it is suspended or blocked: status.NextReconcile decides).
 func nextRetry(r wire.Resource) string {
 	switch t := r.Status.NextReconcileTime; {
 	case status.IsSuspended(r.Status.Conditions):
