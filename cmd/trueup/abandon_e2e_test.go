@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -29,16 +28,7 @@ func TestAbandonEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	repo := filepath.Join(dir, "repo")
-	writeTestFile(t, filepath.Join(repo, "types.yaml"), `apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: Job}
-spec:
-  group: jobs.example.com
-  versions:
-    - name: v1
-      schema: {type: object}
-  action: {name: run}
-`)
+	writeTestFile(t, filepath.Join(repo, "types.yaml"), typeYAML("Job", "jobs.example.com", "{type: object}", "{name: run}"))
 	job := func(name string) string {
 		return fmt.Sprintf("apiVersion: jobs.example.com/v1\nkind: Job\nmetadata: {name: %s, namespace: prod}\nspec: {}\n", name)
 	}
@@ -70,11 +60,7 @@ reconcile: {workers: 2, backoff: {initial: 100ms, max: 500ms}}
 			t.Errorf("serve: %v\n%s", err, logs.String())
 		}
 	}()
-	conn, err := pgx.Connect(context.Background(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := connect(t, dbURL)
 	ctx := context.Background()
 	poll := func(what string, done func() bool) {
 		t.Helper()

@@ -33,6 +33,16 @@ func (o *apiOptions) client() (*apiclient.Client, error) {
 	return apiclient.New(server, token, insecure, "trueup-cli/"+version)
 }
 
+// forResource is the start of a command about one resource: KIND/NAME parsed, and the API
+// client.
+func (o *apiOptions) forResource(ref string) (c *apiclient.Client, kind, name string, err error) {
+	if kind, name, err = parseObjectRef(ref); err != nil {
+		return nil, "", "", err
+	}
+	c, err = o.client()
+	return c, kind, name, err
+}
+
 // parseObjectRef splits KIND/NAME; the kind is case-insensitive on the server.
 func parseObjectRef(s string) (kind, name string, err error) {
 	kind, name, ok := strings.Cut(s, "/")

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/trueup-dev/trueup/internal/cli/validate"
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/daemon"
 	"github.com/trueup-dev/trueup/internal/plural"
@@ -25,18 +26,18 @@ every problem naming its field, and exits 1. ${VAR}s that are unset in this envi
 reported: the instances whose config needs them are then not built.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			env := lenientEnv{}
-			cfg, err := config.Load(args[0], env.get)
+			env := validate.LenientEnv{}
+			cfg, err := config.Load(args[0], env.Get)
 			if err != nil {
 				return err
 			}
-			acts, err := validateActions(cfg)
+			acts, err := validate.Actions(cfg)
 			switch {
 			case err != nil && len(env) == 0:
 				return err
 			case err != nil:
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v\nwarning: with %s unset, the action instances could not be built\n",
-					daemon.Scrubber(cfg, nil)(err.Error()), strings.Join(env.names(), ", "))
+					daemon.Scrubber(cfg, nil)(err.Error()), strings.Join(env.Names(), ", "))
 			default:
 				daemon.CloseActions(acts)
 			}
@@ -45,7 +46,7 @@ reported: the instances whose config needs them are then not built.`,
 				return err
 			case err != nil:
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v\nwarning: with %s unset, the sources could not be built\n",
-					daemon.Scrubber(cfg, nil)(err.Error()), strings.Join(env.names(), ", "))
+					daemon.Scrubber(cfg, nil)(err.Error()), strings.Join(env.Names(), ", "))
 			}
 			rules := 0
 			if cfg.Notifications != nil {

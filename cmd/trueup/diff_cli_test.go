@@ -1,21 +1,14 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/store"
-	"github.com/trueup-dev/trueup/sources"
 )
 
 // writeDir lays files out under a fresh folder.
@@ -175,18 +168,6 @@ func TestDiffSourcePath(t *testing.T) {
 	}
 }
 
-func TestSourcePrefix(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"": "", ".": "", "./": "", "/": "", "manifests": "manifests", "./manifests/": "manifests",
-		"deploy/prod": "deploy/prod", `deploy\prod`: "deploy/prod", "deploy//prod/": "deploy/prod",
-	} {
-		if got := sourcePrefix(in); got != want {
-			t.Errorf("sourcePrefix(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestDiffErrors(t *testing.T) {
 	t.Parallel()
 	a := setup(t)
@@ -284,181 +265,5 @@ func TestDiffRepositoryRoot(t *testing.T) {
 	}
 	if out, err = diff(folder, "infra"); err != nil {
 		t.Errorf("the folder itself: %v\n%s", err, out)
-	}
-}
-
-// TestDiffPruneGuardNamesFolder: the note of a prune the server would refuse names DIR, not
-// a placeholder.
-func TestDiffPruneGuardNamesFolder(t *testing.T) {
-	t.Parallel()
-	a := setup(t)
-	rootRelative(t, a)
-	dir := writeDir(t, map[string]string{"types/all.yaml": typesYAML})
-	out, stderr, err := a.run(t, "diff", dir, "--source", "infra")
-	want := "note: the server would refuse these deletions (PruneSkipped, EmptyRender): folder " + dir + " renders no resources: not deleting the source's 5 resources"
-	if err == nil || !strings.Contains(out, want) {
-		t.Errorf("err %v; stdout lacks %q:\n%s\nstderr:\n%s", err, want, out, stderr)
-	}
-}
-
-// TestDiffInvalidWithoutListing: an invalid DIR is reported without listing the source's
-// resources, which a valid one needs and an invalid one does not, so a failing list hides
-// nothing.
-func TestDiffInvalidWithoutListing(t *testing.T) {
-	t.Parallel()
-	a := setup(t)
-	rootRelative(t, a)
-	target, err := url.Parse(a.url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/api/v1/resources" {
-			http.Error(w, `{"error":"listing resources is down"}`, http.StatusServiceUnavailable)
-			return
-		}
-		proxy.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	dir := writeDir(t, withFiles(map[string]string{"queues/q.yaml": "apiVersion: x.io/v1\nkind: Topic\nmetadata: {name: q}\nspec: {}\n"}))
-	out, stderr, err := runCLI(t, "--server", srv.URL, "diff", dir, "--source", "infra")
-	var code exitCode
-	if !errors.As(err, &code) || code != 1 || !strings.Contains(out, "! invalid manifests/queues/q.yaml:2: kind: unknown kind Topic") {
-		t.Errorf("invalid DIR: %v\nstdout:\n%s\nstderr:\n%s", err, out, stderr)
-	}
-	// A valid DIR needs the list, and says so when it fails.
-	out, _, err = runCLI(t, "--server", srv.URL, "diff", writeDir(t, infraFiles("500")), "--source", "infra")
-	if err == nil || !strings.Contains(err.Error(), "listing resources is down") {
-		t.Errorf("valid DIR: %v\n%s", err, out)
-	}
-}
-
-// TestAboveSource names each outcome of telling a folder above the source's from the source's
-// folder by where the source applied its files (path deploy/manifests, DIR holding
-// manifests/).
-func TestAboveSource(t *testing.T) {
-	t.Parallel()
-	const prefix = "deploy/manifests"
-	named := func(paths ...string) []sources.File {
-		var out []sources.File
-		for _, p := range paths {
-			out = append(out, sources.File{Path: prefix + "/" + p})
-		}
-		return out
-	}
-	applied := map[string]bool{prefix + "/a.yaml": true, prefix + "/b.yaml": true}
-	for _, tc := range []struct {
-		name    string
-		files   []sources.File
-		applied map[string]bool
-		want    string // "error", "note" or ""
-	}{
-		{"files one folder deeper only", named("manifests/a.yaml", "manifests/b.yaml", "x.yaml"), applied, "error"},
-		{"files where applied", named("a.yaml", "manifests/c.yaml"), applied, ""},
-		{"files at both places", named("a.yaml", "manifests/b.yaml"), applied, "note"},
-		{"nothing applied", named("manifests/a.yaml"), nil, "note"},
-		{"nothing matches", named("manifests/c.yaml"), applied, "note"},
-	} {
-		note, err := aboveSource("/r/deploy", prefix, []string{"manifests"}, tc.files, tc.applied, "infra")
-		got := map[bool]string{true: "error"}[err != nil]
-		if note != "" {
-			got = "note"
-		}
-		if got != tc.want || err != nil && note != "" {
-			t.Errorf("%s: note %q, err %v; want %s", tc.name, note, err, cmp.Or(tc.want, "neither"))
-		}
-	}
-}
-
-// TestDiffPruneGuardAsTheApply: a folder that removes 40 % of a source whose
-// prune.maxFraction is 0.3 gets the note of the very refusal the apply makes of the same
-// files (its reason and message, the folder named in place of the revision); under the
-// default 0.5 the diff notes none.
-func TestDiffPruneGuardAsTheApply(t *testing.T) {
-	t.Parallel()
-	a := setup(t)
-	rootRelative(t, a)
-	ctx := context.Background()
-	// Two of infra's five resources removed: orders-pg of staging and catalog-mysql.
-	files := infraFiles("500")
-	files["databases/clusters.yaml"] = strings.SplitN(files["databases/clusters.yaml"], "\n---\n", 2)[0] + "\n"
-	dir := writeDir(t, files)
-	register := func(maxFraction float64) {
-		t.Helper()
-		if err := a.store.RegisterSource(ctx, store.SourceConfig{Name: "infra", URL: "https://github.com/acme/infra.git", Branch: "main", Path: "manifests",
-			Prune: &store.SourcePrune{Enabled: true, MaxFraction: maxFraction}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	register(0)
-	if out, _, _ := a.run(t, "diff", dir, "--source", "infra"); strings.Contains(out, "note:") || !strings.Contains(out, "2 to remove") {
-		t.Errorf("diff under the default maxFraction:\n%s", out)
-	}
-	register(0.3)
-	out, stderr, err := a.run(t, "diff", dir, "--source", "infra")
-	if err == nil || !strings.Contains(out, "- DatabaseCluster/staging/orders-pg") || !strings.Contains(out, "- DatabaseCluster/production/catalog-mysql") {
-		t.Errorf("the removals are not listed: %v\n%s\nstderr:\n%s", err, out, stderr)
-	}
-
-	// The apply of the same files under the same settings.
-	var fs []sources.File
-	for p, data := range files {
-		fs = append(fs, sources.File{Path: "manifests/" + p, Data: []byte(data)})
-	}
-	set, err := manifest.NewLoader().Load(fs, manifest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := a.store.ApplyRevision(ctx, store.ApplyParams{Source: "infra", Revision: strings.Repeat("f", 40), Set: set,
-		Prune: true, MaxPruneFraction: 0.3})
-	if err != nil || res.PruneSkipped != "TooManyDeletions" || !strings.Contains(res.PruneMessage, "would delete 2 of 5 resources (more than prune.maxFraction 0.30)") {
-		t.Fatalf("the apply under maxFraction 0.3: %+v %v", res, err)
-	}
-	want := "note: the server would refuse these deletions (PruneSkipped, " + res.PruneSkipped + "): " +
-		strings.Replace(res.PruneMessage, "revision ffffffffffff", "folder "+dir, 1) + "\n"
-	if !strings.Contains(out, want) {
-		t.Errorf("diff under maxFraction 0.3 lacks %q:\n%s", want, out)
-	}
-}
-
-// A row an earlier non-pruning revision kept (orphaned) is not a deletion: the diff skips it
-// and counts it out of the guard's share, as the apply does; an orphaned row whose manifest
-// is back gets a new generation.
-func TestDiffOrphanedAsTheApply(t *testing.T) {
-	t.Parallel()
-	a := setup(t)
-	rootRelative(t, a)
-	ctx := context.Background()
-	if err := a.store.RegisterSource(ctx, store.SourceConfig{Name: "infra", URL: "https://github.com/acme/infra.git", Branch: "main", Path: "manifests",
-		Prune: &store.SourcePrune{Enabled: true, MaxFraction: 0.3}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.store.Pool().Exec(ctx, `UPDATE resources SET orphaned = true WHERE name IN ('orders-pg', 'catalog-mysql')`); err != nil {
-		t.Fatal(err)
-	}
-	files := infraFiles("500")
-	files["databases/clusters.yaml"] = strings.SplitN(files["databases/clusters.yaml"], "\n---\n", 2)[0] + "\n"
-	dir := writeDir(t, files)
-	out, stderr, _ := a.run(t, "diff", dir, "--source", "infra")
-	if strings.Contains(out, "note:") || strings.Contains(out, "- DatabaseCluster/") || !strings.Contains(out, "0 to remove") {
-		t.Errorf("diff lists orphaned rows as deletions:\n%s\nstderr:\n%s", out, stderr)
-	}
-	if !strings.Contains(out, "~ DatabaseCluster/production/orders-pg  manifests/databases/clusters.yaml:1  (generation 2 → 3)") {
-		t.Errorf("the orphaned row still in DIR is not a change:\n%s", out)
-	}
-
-	var fs []sources.File
-	for p, data := range files {
-		fs = append(fs, sources.File{Path: "manifests/" + p, Data: []byte(data)})
-	}
-	set, err := manifest.NewLoader().Load(fs, manifest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := a.store.ApplyRevision(ctx, store.ApplyParams{Source: "infra", Revision: strings.Repeat("f", 40), Set: set,
-		Prune: true, MaxPruneFraction: 0.3})
-	if err != nil || res.PruneSkipped != "" || res.Deleted != 0 || res.Updated != 1 {
-		t.Fatalf("the apply: %+v %v", res, err)
 	}
 }

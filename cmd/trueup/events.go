@@ -5,8 +5,7 @@ import (
 	"net/url"
 
 	"github.com/spf13/cobra"
-	"github.com/trueup-dev/trueup/internal/apiclient"
-	"github.com/trueup-dev/trueup/internal/wire"
+	"github.com/trueup-dev/trueup/internal/cli"
 )
 
 func newEventsCmd(api *apiOptions) *cobra.Command {
@@ -27,11 +26,11 @@ otherwise.`,
   trueup events --source infra -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output, outTable, outJSON, outYAML); err != nil {
+			if err := cli.CheckOutput(output, cli.OutTable, cli.OutJSON, cli.OutYAML); err != nil {
 				return err
 			}
-			if limit < 1 || limit > 1000 {
-				return fmt.Errorf("--limit %d: want 1 to 1000", limit)
+			if err := checkLimit(limit); err != nil {
+				return err
 			}
 			q := url.Values{"limit": {fmt.Sprint(limit)}}
 			if forObj != "" {
@@ -55,34 +54,7 @@ otherwise.`,
 			if err != nil {
 				return err
 			}
-			raw, err := c.List(cmd.Context(), "/api/v1/events", q)
-			if err != nil {
-				return err
-			}
-			if output != outTable {
-				return printList(cmd.OutOrStdout(), output, raw)
-			}
-			if len(raw) == 0 {
-				return noneFound(cmd.ErrOrStderr(), "events", namespace)
-			}
-			items, err := apiclient.DecodeItems[wire.Event](raw)
-			if err != nil {
-				return err
-			}
-			all := namespace == ""
-			header := []string{"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"}
-			if all {
-				header = append([]string{"NAMESPACE"}, header...)
-			}
-			t := newTable(cmd.OutOrStdout(), header...)
-			for _, e := range items {
-				row := []string{ago(e.CreatedAt), e.Type, e.Reason, eventObject(e), truncate(e.Message, wideMessageWidth)}
-				if all {
-					row = append([]string{e.Namespace}, row...)
-				}
-				t.row(row...)
-			}
-			return t.flush()
+			return cli.Events(cmd.Context(), c, q, output, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
@@ -90,20 +62,9 @@ otherwise.`,
 	f.BoolVarP(&allNamespaces, "all-namespaces", "A", false, "every namespace (the default; for kubectl habits)")
 	f.StringVar(&forObj, "for", "", "only events of the resource KIND/NAME")
 	f.StringVar(&source, "source", "", "only events of this source's syncs and resources")
-	f.StringVarP(&output, "output", "o", outTable, "output format: table, json or yaml")
+	f.StringVarP(&output, "output", "o", cli.OutTable, "output format: table, json or yaml")
 	f.IntVar(&limit, "limit", 100, "at most this many events (1 to 1000)")
 	cmd.MarkFlagsMutuallyExclusive("namespace", "all-namespaces")
 	cmd.MarkFlagsMutuallyExclusive("for", "all-namespaces")
 	return cmd
-}
-
-// eventObject names what an event is about: KIND/NAME, or source/NAME for a sync event.
-func eventObject(e wire.Event) string {
-	switch {
-	case e.Kind != "":
-		return e.Kind + "/" + e.Name
-	case e.Source != "":
-		return "source/" + e.Source
-	}
-	return "<none>"
 }

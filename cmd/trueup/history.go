@@ -2,12 +2,9 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"net/url"
 
 	"github.com/spf13/cobra"
-	"github.com/trueup-dev/trueup/internal/apiclient"
-	"github.com/trueup-dev/trueup/internal/wire"
+	"github.com/trueup-dev/trueup/internal/cli"
 )
 
 func newHistoryCmd(api *apiOptions) *cobra.Command {
@@ -28,46 +25,29 @@ case-insensitive; the namespace is "default" unless -n says otherwise.`,
 			if err != nil {
 				return err
 			}
-			if err := checkOutput(output, outTable, outJSON, outYAML); err != nil {
+			if err := cli.CheckOutput(output, cli.OutTable, cli.OutJSON, cli.OutYAML); err != nil {
 				return err
 			}
-			if limit < 1 || limit > 1000 {
-				return fmt.Errorf("--limit %d: want 1 to 1000", limit)
+			if err := checkLimit(limit); err != nil {
+				return err
 			}
 			c, err := api.client()
 			if err != nil {
 				return err
 			}
-			raw, err := c.List(cmd.Context(), apiclient.ResourcePath(namespace, kind, name)+"/history", url.Values{"limit": {fmt.Sprint(limit)}})
-			if err != nil {
-				return err
-			}
-			if output != outTable {
-				return printList(cmd.OutOrStdout(), output, raw)
-			}
-			if len(raw) == 0 {
-				_, err := fmt.Fprintf(cmd.ErrOrStderr(), "No reconcile attempts recorded for %s/%s in namespace %s yet.\n", kind, name, namespace)
-				return err
-			}
-			items, err := apiclient.DecodeItems[wire.HistoryEntry](raw)
-			if err != nil {
-				return err
-			}
-			return historyTable(cmd.OutOrStdout(), "", items)
+			return cli.History(cmd.Context(), c, namespace, kind, name, limit, output, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "the resource's namespace")
-	cmd.Flags().StringVarP(&output, "output", "o", outTable, "output format: table, json or yaml")
+	cmd.Flags().StringVarP(&output, "output", "o", cli.OutTable, "output format: table, json or yaml")
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many attempts (1 to 1000)")
 	return cmd
 }
 
-// historyTable prints attempts with each line starting with indent (describe nests it).
-func historyTable(w io.Writer, indent string, items []wire.HistoryEntry) error {
-	t := newTable(w, indent+"GENERATION", "REVISION", "TRIGGER", "RESULT", "DURATION", "STARTED", "MESSAGE")
-	for _, h := range items {
-		t.row(indent+fmt.Sprint(h.Generation), shortRev(h.Revision), triggerCell(h), h.Result, millis(h.DurationMs),
-			ago(h.StartedAt), truncate(h.Message, wideMessageWidth))
+// checkLimit refuses a --limit the API does not serve.
+func checkLimit(limit int) error {
+	if limit < 1 || limit > 1000 {
+		return fmt.Errorf("--limit %d: want 1 to 1000", limit)
 	}
-	return t.flush()
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/trueup-dev/trueup/internal/cli"
 	"github.com/trueup-dev/trueup/internal/termsafe"
 )
 
@@ -31,9 +32,7 @@ func main() {
 }
 
 // exitCode ends the process with a code after the command printed its own report.
-type exitCode int
-
-func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+type exitCode = cli.ExitCode
 
 func run(ctx context.Context, args []string) error {
 	root := newRootCmd()

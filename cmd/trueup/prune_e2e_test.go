@@ -29,7 +29,7 @@ import (
 func TestPruneLastResourceEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "repo")
-	writeTestFile(t, filepath.Join(repo, "types.yaml"), thingType("Thing", "things.example.com"))
+	writeTestFile(t, filepath.Join(repo, "types.yaml"), typeYAML("Thing", "things.example.com", "{type: object}", "{name: run}"))
 	writeTestFile(t, filepath.Join(repo, "only.yaml"), thing("Thing", "things.example.com", "only"))
 	script := filepath.Join(dir, "run.sh")
 	writeTestFile(t, script, "#!/bin/sh\ncat >/dev/null\necho '{\"done\": true}'\n")

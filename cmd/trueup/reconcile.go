@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/apiclient"
+	"github.com/trueup-dev/trueup/internal/cli"
 	"github.com/trueup-dev/trueup/internal/wire"
 )
 
@@ -33,11 +34,7 @@ when it failed.`,
   trueup reconcile bucket/build-cache --wait`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			kind, name, err := parseObjectRef(args[0])
-			if err != nil {
-				return err
-			}
-			c, err := api.client()
+			c, kind, name, err := api.forResource(args[0])
 			if err != nil {
 				return err
 			}
@@ -104,7 +101,7 @@ func waitAttempt(ctx context.Context, c *apiclient.Client, out io.Writer, namesp
 				manual = h.ID
 			}
 			if h.Result == "InProgress" {
-				fmt.Fprintf(out, "%s: in progress: %s\n", h.Trigger, oneLine(h.Message))
+				fmt.Fprintf(out, "%s: in progress: %s\n", h.Trigger, cli.OneLine(h.Message))
 				after = h.ID
 				continue
 			}
@@ -137,13 +134,5 @@ func messageNote(msg string) string {
 	if msg == "" {
 		return ""
 	}
-	return ": " + oneLine(msg)
-}
-
-// triggerCell is an attempt's trigger for tables, with who asked for a manual one.
-func triggerCell(h wire.HistoryEntry) string {
-	if h.Actor == "" {
-		return h.Trigger
-	}
-	return h.Trigger + " (" + h.Actor + ")"
+	return ": " + cli.OneLine(msg)
 }

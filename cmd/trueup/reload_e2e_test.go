@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -29,67 +28,8 @@ import (
 // old instance, and the next call uses the new one; a restart-only dataDir change is not
 // used by a source the same reload adds, and stays listed on the replica's row.
 func TestReloadEndToEnd(t *testing.T) {
-	dir := t.TempDir()
-	repoA, repoB := filepath.Join(dir, "a"), filepath.Join(dir, "b")
-	writeTestFile(t, filepath.Join(repoA, "types.yaml"), thingType("Thing", "things.example.com"))
-	writeTestFile(t, filepath.Join(repoA, "a1.yaml"), thing("Thing", "things.example.com", "a1"))
-	writeTestFile(t, filepath.Join(repoB, "types.yaml"), thingType("Widget", "widgets.example.com"))
-	writeTestFile(t, filepath.Join(repoB, "b1.yaml"), thing("Widget", "widgets.example.com", "b1"))
-	gate := filepath.Join(dir, "gate")
-	started := filepath.Join(dir, "started")
-	script := filepath.Join(dir, "run.sh")
-	// Prints its argument (the instance's version) as an output; "slow" waits for the gate.
-	writeTestFile(t, script, `#!/bin/sh
-cat >/dev/null
-if [ "$TRUEUP_NAME" = slow ]; then
-  : > "`+started+`"
-  i=0
-  while [ ! -e "`+gate+`" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
-fi
-printf '{"done": true, "outputs": {"version": "%s"}}\n' "$1"
-`)
-	if err := os.Chmod(script, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// Source g is a Git repository: a reload must leave its folder's work in progress alone.
-	repoG := filepath.Join(dir, "g")
-	writeTestFile(t, filepath.Join(repoG, "types.yaml"), thingType("Gadget", "gadgets.example.com"))
-	writeTestFile(t, filepath.Join(repoG, "g1.yaml"), thing("Gadget", "gadgets.example.com", "g1"))
-	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "first"}} {
-		git := exec.Command("git", append([]string{"-C", repoG, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
-		git.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-		if out, err := git.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	addr := freeAddr(t)
-	cfgPath := filepath.Join(dir, "trueup.yaml")
-	dataDir := filepath.Join(dir, "data")
-	// Source a polls hourly (it is watched anyway): a sync of a in the log is a restart's
-	// first sync or a file's change, never a poll of a slow run.
-	aInterval, aWebhook := "1h", ""
-	config := func(sources []string, version string) string {
-		var b strings.Builder
-		fmt.Fprintf(&b, "server: {listen: %q}\ndataDir: %s\nreconcile: {workers: 3, backoff: {initial: 100ms, max: 500ms}}\nsources:\n", addr, dataDir)
-		for _, s := range sources {
-			switch s {
-			case "a":
-				fmt.Fprintf(&b, "  - name: a\n    dir: {path: %s, interval: %s}\n", filepath.Join(dir, s), aInterval)
-				if aWebhook != "" {
-					fmt.Fprintf(&b, "    webhook: {secret: %s}\n", aWebhook)
-				}
-			case "g":
-				fmt.Fprintf(&b, "  - name: g\n    git: {url: %s, interval: 1h}\n", repoG)
-			case "g2": // its folder is what matters, not its (missing) manifests
-				fmt.Fprintf(&b, "  - name: g2\n    git: {url: %s, path: none, interval: 1h}\n", repoG)
-			default:
-				fmt.Fprintf(&b, "  - name: %s\n    dir: {path: %s}\n", s, filepath.Join(dir, s))
-			}
-		}
-		// ${RELOAD_OLD}: a secret of the configs loaded so far (see the refused config below).
-		fmt.Fprintf(&b, "actions:\n  - name: run\n    type: exec\n    config: {command: [%q, %q, \"${RELOAD_OLD}\"]}\n", script, version)
-		return b.String()
-	}
+	f := newReloadFixture(t)
+	dir, repoA, repoB, gate, started, addr, cfgPath, config := f.dir, f.repoA, f.repoB, f.gate, f.started, f.addr, f.cfgPath, f.config
 	writeTestFile(t, cfgPath, config([]string{"a", "g"}, "v1"))
 
 	dbURL := pgtest.NewDatabase(t, store.MigrateURL)
@@ -120,11 +60,7 @@ printf '{"done": true, "outputs": {"version": "%s"}}\n' "$1"
 			t.Error("serve did not stop")
 		}
 	}()
-	conn, err := pgx.Connect(context.Background(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := connect(t, dbURL)
 
 	type resource struct {
 		Status struct {
@@ -195,7 +131,7 @@ printf '{"done": true, "outputs": {"version": "%s"}}\n' "$1"
 	waitFor("a1 Ready", ready("Thing", "a1", "v1"))
 	waitFor("g1 Ready", ready("Gadget", "g1", "v1"))
 	// A fetch and a preview of the running Git source in progress: no reload may touch them.
-	gDir := filepath.Join(dataDir, "git", "g")
+	gDir := filepath.Join(f.dataDir, "git", "g")
 	inFlight := []string{"tmp-in-flight", "ref-preview"}
 	for _, name := range inFlight {
 		if err := os.MkdirAll(filepath.Join(gDir, name), 0o700); err != nil {
@@ -240,7 +176,7 @@ printf '{"done": true, "outputs": {"version": "%s"}}\n' "$1"
 	}
 
 	// Change source a's entry: it restarts (takes its lease again, syncs) and keeps syncing.
-	aInterval = "2h"
+	f.aInterval = "2h"
 	writeTestFile(t, cfgPath, config([]string{"a", "g", "b"}, "v1"))
 	leasesBefore, _ = aLines()
 	if code, body := postReload(); code != 200 || fmt.Sprint(body["sources"].(map[string]any)["changed"]) != "[a]" {
@@ -251,7 +187,7 @@ printf '{"done": true, "outputs": {"version": "%s"}}\n' "$1"
 	waitFor("a1b Ready (changed source a syncs)", ready("Thing", "a1b", "v1"))
 
 	// Only a's webhook secret changes: applied without restarting it.
-	aWebhook = "hook-secret-1234"
+	f.aWebhook = "hook-secret-1234"
 	writeTestFile(t, cfgPath, config([]string{"a", "g", "b"}, "v1"))
 	leasesBefore, _ = aLines()
 	if code, body := postReload(); code != 200 || fmt.Sprint(body["sources"].(map[string]any)["changed"]) != "[a]" {
@@ -259,7 +195,7 @@ printf '{"done": true, "outputs": {"version": "%s"}}\n' "$1"
 	}
 
 	// SIGHUP racing an API reload: both are served, one after the other.
-	aInterval = "3h"
+	f.aInterval = "3h"
 	writeTestFile(t, cfgPath, config([]string{"a", "g", "b"}, "v1"))
 	n = reloads()
 	raced := make(chan int, 1)
@@ -388,8 +324,8 @@ log: {level: debug}
 
 	// A restart-only block is not half-applied: with dataDir changed in the file, a source
 	// added by the same reload keeps its mirror under the dataDir running.
-	oldDataDir := dataDir
-	dataDir = filepath.Join(dir, "data2")
+	oldDataDir := f.dataDir
+	f.dataDir = filepath.Join(dir, "data2")
 	writeTestFile(t, cfgPath, config([]string{"b", "g2"}, "v2"))
 	code, body = postReload()
 	if code != 200 || fmt.Sprint(body["restartRequired"]) != "[dataDir]" || fmt.Sprint(body["sources"].(map[string]any)["added"]) != "[g2]" {
@@ -399,38 +335,10 @@ log: {level: debug}
 		_, err := os.Lstat(filepath.Join(oldDataDir, "git", "g2", "mirror"))
 		return err == nil
 	})
-	if _, err := os.Stat(dataDir); !os.IsNotExist(err) {
+	if _, err := os.Stat(f.dataDir); !os.IsNotExist(err) {
 		t.Errorf("the new dataDir, not in effect, was used: %v", err)
 	}
 	if !strings.Contains(httpGetBody(t, "http://"+addr+"/api/v1/replicas"), "restart required: dataDir") {
 		t.Error("GET /api/v1/replicas does not show the block waiting for a restart")
 	}
-}
-
-func httpGetBody(t *testing.T, url string) string {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
-}
-
-func thingType(kind, group string) string {
-	return fmt.Sprintf(`apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: %s}
-spec:
-  group: %s
-  versions:
-    - name: v1
-      schema: {type: object}
-  action: {name: run}
-`, kind, group)
-}
-
-func thing(kind, group, name string) string {
-	return fmt.Sprintf("apiVersion: %s/v1\nkind: %s\nmetadata: {name: %s, namespace: default}\nspec: {}\n", group, kind, name)
 }

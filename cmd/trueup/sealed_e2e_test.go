@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/trueup-dev/trueup/internal/pgembed"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/sealed/sealedtest"
@@ -158,11 +157,7 @@ reconcile: {workers: 2, backoff: {initial: 100ms, max: 500ms}}
 	}
 	defer stop()
 
-	conn, err := pgx.Connect(context.Background(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := connect(t, dbURL)
 	deadline := time.Now().Add(60 * time.Second)
 	var watch strings.Builder
 	var watchMu sync.Mutex

@@ -13,7 +13,6 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
-	"github.com/jackc/pgx/v5"
 	"github.com/trueup-dev/trueup/internal/auth/oidctest"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -30,14 +29,7 @@ func TestSingleSignOnEndToEnd(t *testing.T) {
 
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "repo")
-	writeTestFile(t, filepath.Join(repo, "types.yaml"), `apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: App}
-spec:
-  group: apps.example.com
-  versions: [{name: v1, schema: {type: object}}]
-  action: {name: noop}
-`)
+	writeTestFile(t, filepath.Join(repo, "types.yaml"), typeYAML("App", "apps.example.com", "{type: object}", "{name: noop}"))
 	app := func(ns, name string, size int) string {
 		return fmt.Sprintf("apiVersion: apps.example.com/v1\nkind: App\nmetadata: {name: %s, namespace: %s}\nspec: {size: %d}\n", name, ns, size)
 	}
@@ -80,11 +72,7 @@ auth:
 			_ = cmd.Process.Kill()
 		}
 	})
-	conn, err := pgx.Connect(context.Background(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
+	conn := connect(t, dbURL)
 	waitReady := func(n int) {
 		t.Helper()
 		deadline := time.Now().Add(60 * time.Second)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/apiclient"
-	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/wire"
 )
 
@@ -107,28 +106,4 @@ namespace it has resources in).`,
 		cmd.Flags().StringVar(&reason, "reason", "", "why (shown in the Suspended condition and the event)")
 	}
 	return cmd
-}
-
-// phaseCell is a resource's phase for tables, marked when it is suspended. A suspended
-// resource with work waiting is not reconciling: it reads "Suspended (generation 3 pending)".
-func phaseCell(r wire.Resource) string {
-	if !status.IsSuspended(r.Status.Conditions) {
-		return r.Status.Phase
-	}
-	if w := status.SuspendedWork(r.Status.Phase, r.Metadata.Generation, r.Status.Conditions); w != "" {
-		return "Suspended (" + w + ")"
-	}
-	return r.Status.Phase + " (SUSPENDED)"
-}
-
-// sourceRevisionCell is a source's applied revision for tables, marked when it is suspended
-// (with the revision it holds back).
-func sourceRevisionCell(s wire.Source) string {
-	switch {
-	case !s.Suspended:
-		return shortRev(s.Revision)
-	case s.PendingRevision != "" && s.PendingRevision != s.Revision:
-		return shortRev(s.Revision) + " (SUSPENDED, pending " + shortRev(s.PendingRevision) + ")"
-	}
-	return shortRev(s.Revision) + " (SUSPENDED)"
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/apiclient"
+	"github.com/trueup-dev/trueup/internal/cli"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/wire"
 )
@@ -79,9 +80,9 @@ func waitSync(ctx context.Context, c *apiclient.Client, out io.Writer, name stri
 		}
 		if err == nil && synced(src, at) {
 			ready, _ := status.Get(src.Conditions, status.Ready)
-			fmt.Fprintf(out, "source %s at revision %s: Ready=%s%s\n", name, shortRev(src.Revision), ready.Status, messageNote(ready.Message))
+			fmt.Fprintf(out, "source %s at revision %s: Ready=%s%s\n", name, cli.ShortRev(src.Revision), ready.Status, messageNote(ready.Message))
 			if src.PendingRevision != "" {
-				fmt.Fprintf(out, "suspended: revision %s is pending\n", shortRev(src.PendingRevision))
+				fmt.Fprintf(out, "suspended: revision %s is pending\n", cli.ShortRev(src.PendingRevision))
 			}
 			pruneSkipped, skipped := status.Get(src.Conditions, status.PruneSkipped)
 			skipped = skipped && pruneSkipped.Status == status.True

@@ -63,18 +63,9 @@ resource "terraform_data" "slow" {
   provisioner "local-exec" { command = "touch %s; sleep %s" }
 }
 `, started, marker))
-	writeTestFile(t, filepath.Join(dir, "terraformrc"), "disable_checkpoint = true\nprovider_installation {\n  filesystem_mirror {\n    path = \"/nonexistent/mirror\"\n  }\n}\n")
+	offlineTerraformRC(t, dir)
 	repo := filepath.Join(dir, "repo")
-	writeTestFile(t, filepath.Join(repo, "types.yaml"), `apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: Slow}
-spec:
-  group: db.example.com
-  versions:
-    - name: v1
-      schema: {type: object, properties: {size: {type: integer}}}
-  action: {name: tf}
-`)
+	writeTestFile(t, filepath.Join(repo, "types.yaml"), typeYAML("Slow", "db.example.com", "{type: object, properties: {size: {type: integer}}}", "{name: tf}"))
 	writeTestFile(t, filepath.Join(repo, "slow.yaml"), "apiVersion: db.example.com/v1\nkind: Slow\nmetadata: {name: slow, namespace: prod}\nspec: {size: 1}\n")
 	work := filepath.Join(dir, "work")
 	cfgPath := filepath.Join(dir, "trueup.yaml")

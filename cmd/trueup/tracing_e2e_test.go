@@ -143,14 +143,7 @@ func TestTracesEndToEnd(t *testing.T) {
 	col := newOTLPCollector(t)
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "repo")
-	writeTestFile(t, filepath.Join(repo, "types.yaml"), `apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: App}
-spec:
-  group: apps.example.com
-  versions: [{name: v1, schema: {type: object}}]
-  action: {name: noop}
-`)
+	writeTestFile(t, filepath.Join(repo, "types.yaml"), typeYAML("App", "apps.example.com", "{type: object}", "{name: noop}"))
 	writeTestFile(t, filepath.Join(repo, "web.yaml"), "apiVersion: apps.example.com/v1\nkind: App\nmetadata: {name: web, namespace: staging}\nspec: {size: 1}\n")
 	// An exec action: its "exec finished" line (debug) is a plugin's line about the call.
 	script := filepath.Join(dir, "run.sh")

@@ -45,7 +45,8 @@ type ResourceStatus struct {
 	LastReconcileTime  *time.Time
 	// NextReconcileTime is when the controller takes the resource up next: a retry after its
 	// backoff, a resync, or now when work is due. Absent when nothing is scheduled: while a
-	// replica works on the resource, and while it is suspended or blocked.
+	// replica works on the resource, and while it is suspended or blocked
+	// (status.NextReconcile decides).
 	NextReconcileTime *time.Time
 	// Orphaned: the manifest is gone from Git but pruning kept the resource.
 	Orphaned bool
@@ -62,18 +63,21 @@ type ResourceSource struct {
 const resourceColumns = `api_version, kind, name, namespace, uid::text, generation, labels, annotations, created_at,
 	deletion_timestamp, spec, phase, observed_generation, conditions, message, outputs, last_reconcile_time,
 	source, file_path, file_line, revision,
-	CASE WHEN lease_owner IS NULL AND NOT suspended AND NOT blocked THEN run_at END, orphaned`
+	run_at, lease_owner IS NOT NULL, suspended, blocked, orphaned`
 
 func scanResource(row pgx.Row) (Resource, error) {
 	var r Resource
 	var labels, ann, conds []byte
+	var runAt *time.Time
+	var leased, suspended, blocked bool
 	err := row.Scan(&r.APIVersion, &r.Kind, &r.Metadata.Name, &r.Metadata.Namespace, &r.Metadata.UID, &r.Metadata.Generation,
 		&labels, &ann, &r.Metadata.CreationTimestamp, &r.Metadata.DeletionTimestamp, &r.Spec, &r.Status.Phase,
 		&r.Status.ObservedGeneration, &conds, &r.Status.Message, &r.Status.Outputs, &r.Status.LastReconcileTime,
-		&r.Source.Name, &r.Source.Path, &r.Source.Line, &r.Source.Revision, &r.Status.NextReconcileTime, &r.Status.Orphaned)
+		&r.Source.Name, &r.Source.Path, &r.Source.Line, &r.Source.Revision, &runAt, &leased, &suspended, &blocked, &r.Status.Orphaned)
 	if err != nil {
 		return r, err
 	}
+	r.Status.NextReconcileTime = status.NextReconcile(runAt, leased, suspended, blocked)
 	if err := json.Unmarshal(labels, &r.Metadata.Labels); err != nil {
 		return r, err
 	}

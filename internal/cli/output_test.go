@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"strings"
@@ -39,11 +39,11 @@ func TestHumanDuration(t *testing.T) {
 	}
 	// A server clock ahead of the client's: no "<invalid> ago".
 	for d, want := range map[time.Duration]string{-time.Minute: "in the future", -500 * time.Millisecond: "0s ago", time.Minute: "60s ago"} {
-		if got := ago(now().Add(-d)); got != want {
+		if got := ago(Now().Add(-d)); got != want {
 			t.Errorf("ago(now%+v) = %q, want %q", -d, got, want)
 		}
 	}
-	if got := timestamp(now().Add(time.Minute)); !strings.HasSuffix(got, " (in the future)") {
+	if got := timestamp(Now().Add(time.Minute)); !strings.HasSuffix(got, " (in the future)") {
 		t.Errorf("timestamp of a future time %q", got)
 	}
 }
@@ -77,42 +77,5 @@ func TestCells(t *testing.T) {
 	}
 	if want := "A            B   C\nx\nlong value   y   z\n"; b.String() != want {
 		t.Errorf("table:\n%q\nwant\n%q", b.String(), want)
-	}
-}
-
-func TestUnifiedDiff(t *testing.T) {
-	t.Parallel()
-	lines := func(s string) []string { return strings.Fields(s) }
-	cases := []struct {
-		name, a, b string
-		want       []string
-	}{
-		{"equal", "a b c", "a b c", nil},
-		{"one changed", "a b c d e f g h i", "a b c d X f g h i",
-			[]string{"@@ -2,7 +2,7 @@", " b", " c", " d", "-e", "+X", " f", " g", " h"}},
-		{"added at end", "a b", "a b c", []string{"@@ -1,2 +1,3 @@", " a", " b", "+c"}},
-		{"from empty", "", "a", []string{"@@ -0,0 +1 @@", "+a"}},
-		{"to empty", "a b", "", []string{"@@ -1,2 +0,0 @@", "-a", "-b"}},
-		{"two hunks", "1 2 3 4 5 6 7 8 9 10 11 12", "X 2 3 4 5 6 7 8 9 10 11 Y",
-			[]string{"@@ -1,4 +1,4 @@", "-1", "+X", " 2", " 3", " 4", "@@ -9,4 +9,4 @@", " 9", " 10", " 11", "-12", "+Y"}},
-		{"close changes share a hunk", "1 2 3 4 5 6 7 8", "X 2 3 4 5 6 7 Y",
-			[]string{"@@ -1,8 +1,8 @@", "-1", "+X", " 2", " 3", " 4", " 5", " 6", " 7", "-8", "+Y"}},
-		{"moved line", "a b c d", "b c a d", []string{"@@ -1,4 +1,4 @@", "-a", " b", " c", "+a", " d"}},
-	}
-	for _, tc := range cases {
-		got := unifiedDiff(lines(tc.a), lines(tc.b), 3)
-		if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
-			t.Errorf("%s:\n%s\nwant\n%s", tc.name, strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
-		}
-	}
-	// Beyond the table size limit the middle is shown replaced, still a valid diff.
-	var a, b []string
-	for i := range 3000 {
-		a = append(a, "a"+strings.Repeat("x", i%7))
-		b = append(b, "b"+strings.Repeat("x", i%7))
-	}
-	got := unifiedDiff(a, b, 3)
-	if len(got) != 6001 || got[0] != "@@ -1,3000 +1,3000 @@" {
-		t.Errorf("large diff: %d lines, header %q", len(got), got[0])
 	}
 }

@@ -1,4 +1,8 @@
-package main
+// Package cli does the work of trueup's client commands: it reads the API's answers as wire
+// types and a local manifests folder as a sync would, and prints tables, descriptions, trees,
+// previews and diffs for a human, or the API's own JSON and YAML. The cobra commands in
+// cmd/trueup parse the flags and call it.
+package cli
 
 import (
 	"bytes"
@@ -10,21 +14,23 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
+
+	"github.com/trueup-dev/trueup/internal/specdiff"
 )
 
-// now is the clock ages are measured against; tests replace it before any test runs.
-var now = time.Now
+// Now is the clock ages are measured against; tests replace it before any test runs.
+var Now = time.Now
 
 // Output formats of the API commands.
 const (
-	outTable = "table"
-	outWide  = "wide"
-	outJSON  = "json"
-	outYAML  = "yaml"
+	OutTable = "table"
+	OutWide  = "wide"
+	OutJSON  = "json"
+	OutYAML  = "yaml"
 )
 
-// checkOutput rejects a format the command does not print.
-func checkOutput(format string, allowed ...string) error {
+// CheckOutput rejects a format the command does not print.
+func CheckOutput(format string, allowed ...string) error {
 	if slices.Contains(allowed, format) {
 		return nil
 	}
@@ -56,7 +62,7 @@ func printList(w io.Writer, format string, items []json.RawMessage) error {
 
 // printDoc writes one JSON document indented, or converted to YAML.
 func printDoc(w io.Writer, format string, doc []byte) error {
-	if format == outYAML {
+	if format == OutYAML {
 		y, err := jsonToYAML(doc)
 		if err != nil {
 			return err
@@ -90,7 +96,7 @@ func newTable(w io.Writer, header ...string) *table {
 
 func (t *table) row(cells ...string) {
 	for i, c := range cells {
-		cells[i] = oneLine(c)
+		cells[i] = OneLine(c)
 	}
 	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
 }
@@ -100,7 +106,7 @@ func (t *table) flush() error {
 		return err
 	}
 	var out bytes.Buffer
-	for _, l := range splitLines(t.buf.String()) {
+	for _, l := range specdiff.SplitLines(t.buf.String()) {
 		out.WriteString(strings.TrimRight(l, " "))
 		out.WriteByte('\n')
 	}
@@ -109,8 +115,8 @@ func (t *table) flush() error {
 	return err
 }
 
-// oneLine keeps a cell on one line: a multi-line message shows its first line and "…".
-func oneLine(s string) string {
+// OneLine keeps a cell on one line: a multi-line message shows its first line and "…".
+func OneLine(s string) string {
 	first, rest, multi := strings.Cut(s, "\n")
 	first = strings.ReplaceAll(strings.TrimRight(first, "\r"), "\t", " ")
 	if multi && strings.TrimSpace(rest) != "" {
@@ -121,7 +127,7 @@ func oneLine(s string) string {
 
 // truncate shortens s to at most n characters, ending with "…" when it cut.
 func truncate(s string, n int) string {
-	s = oneLine(s)
+	s = OneLine(s)
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
@@ -129,8 +135,8 @@ func truncate(s string, n int) string {
 	return strings.TrimRight(string(r[:n-1]), " ") + "…"
 }
 
-// shortRev abbreviates a commit id as Git does in one-line logs.
-func shortRev(rev string) string {
+// ShortRev abbreviates a commit id as Git does in one-line logs.
+func ShortRev(rev string) string {
 	if rev == "" {
 		return "<none>"
 	}
@@ -145,7 +151,7 @@ func age(t time.Time) string {
 	if t.IsZero() {
 		return "<none>"
 	}
-	return humanDuration(now().Sub(t))
+	return humanDuration(Now().Sub(t))
 }
 
 // ago is age with the word that says it lies in the past ("25m ago"), for columns named
@@ -155,7 +161,7 @@ func ago(t time.Time) string {
 	if t.IsZero() {
 		return "<none>"
 	}
-	if now().Sub(t) < -time.Second {
+	if Now().Sub(t) < -time.Second {
 		return "in the future"
 	}
 	return age(t) + " ago"

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -18,7 +18,7 @@ import (
 // diffTypes compares DIR's types with the source's by the apply's change plan
 // (changeplan.PlanTypes), by name in lower case and by their specs as the diffs show them; a
 // type another source declares makes the revision invalid.
-func (p *diffPlan) diffTypes(set *manifest.Set, live []wire.ResourceType) {
+func (p *DiffPlan) diffTypes(set *manifest.Set, live []wire.ResourceType) {
 	byName := map[string]wire.ResourceType{}
 	var mine []wire.ResourceType
 	var applied []changeplan.Type
@@ -66,7 +66,7 @@ func (p *diffPlan) diffTypes(set *manifest.Set, live []wire.ResourceType) {
 	}
 }
 
-func (p *diffPlan) add(c change) {
+func (p *DiffPlan) add(c change) {
 	if !strings.HasPrefix(c.id, "ResourceType/") {
 		c.order = 1
 	}
@@ -77,13 +77,14 @@ func (p *diffPlan) add(c change) {
 // plan (changeplan.Plan) and returns those that would be created. Spec and metadata are
 // compared as their diffs show them (canonical JSON); a resource only moved to another file
 // is listed too, though the apply leaves it as it is. An orphaned row (kept by an earlier
-// revision) is no deletion and no part of the guard's share, as in the apply.
-func (p *diffPlan) diffResources(dir string, set *manifest.Set, live []wire.Resource, prune wire.SourcePrune, noManifests bool) ([]*manifest.Resource, error) {
+// revision) is no deletion and no part of the guard's share, as in the apply. liveDeps are
+// the live resources' dependsOn targets by resource (explicitEdges).
+func (p *DiffPlan) diffResources(dir string, set *manifest.Set, live []wire.Resource, liveDeps map[string][]string, prune wire.SourcePrune, noManifests bool) ([]*manifest.Resource, error) {
 	desired := make([]changeplan.Resource, len(set.Resources))
 	newMeta := make([]json.RawMessage, len(set.Resources))
 	for i := range set.Resources {
 		r := &set.Resources[i]
-		m, err := metaJSON(r.APIVersion, r.Labels, r.Annotations)
+		m, err := metaJSON(r.APIVersion, r.Labels, r.Annotations, dependsOn(r.DependsOn))
 		if err != nil {
 			return nil, err
 		}
@@ -93,7 +94,8 @@ func (p *diffPlan) diffResources(dir string, set *manifest.Set, live []wire.Reso
 	applied := make([]changeplan.Applied, len(live))
 	oldMeta := make([]json.RawMessage, len(live))
 	for i, r := range live {
-		m, err := metaJSON(r.APIVersion, r.Metadata.Labels, r.Metadata.Annotations)
+		m, err := metaJSON(r.APIVersion, r.Metadata.Labels, r.Metadata.Annotations,
+			liveDeps[r.Kind+"/"+r.Metadata.Namespace+"/"+r.Metadata.Name])
 		if err != nil {
 			return nil, err
 		}
@@ -165,22 +167,56 @@ func jsonDiff(a, b json.RawMessage, fromLabel, toLabel string) []string {
 	return specdiff.JSON(a, b, fromLabel, toLabel, diffContext)
 }
 
-// metaJSON is the part of a resource besides its spec that a revision can change.
-func metaJSON(apiVersion string, labels, annotations map[string]string) (json.RawMessage, error) {
+// metaJSON is the part of a resource besides its spec that a revision can change, as the
+// apply's MetaHash counts it: apiVersion, labels, annotations and, when it has any, the
+// dependsOn targets ("Kind/namespace/name", sorted).
+func metaJSON(apiVersion string, labels, annotations map[string]string, dependsOn []string) (json.RawMessage, error) {
 	if labels == nil {
 		labels = map[string]string{}
 	}
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	return json.Marshal(map[string]any{"apiVersion": apiVersion, "labels": labels, "annotations": annotations})
+	m := map[string]any{"apiVersion": apiVersion, "labels": labels, "annotations": annotations}
+	if len(dependsOn) > 0 {
+		m["dependsOn"] = dependsOn
+	}
+	return json.Marshal(m)
+}
+
+// dependsOn is a manifest's dependsOn targets, sorted: its explicit dependencies (output
+// references are part of the spec).
+func dependsOn(deps []manifest.Dependency) []string {
+	var out []string
+	for _, d := range deps {
+		if d.Explicit {
+			out = append(out, d.Target.String())
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// explicitEdges is the dependsOn targets of each resource of g ("Kind/namespace/name"),
+// sorted.
+func explicitEdges(g wire.Graph) map[string][]string {
+	out := map[string][]string{}
+	for _, e := range g.Edges {
+		if e.Explicit {
+			out[e.From] = append(out[e.From], e.To)
+		}
+	}
+	for _, to := range out {
+		slices.Sort(to)
+	}
+	return out
 }
 
 func revLabel(source, rev string) string {
 	if rev == "" {
 		return source
 	}
-	return source + "@" + shortRev(rev)
+	return source + "@" + ShortRev(rev)
 }
 
 func sourceFile(s wire.ResourceSource) string {

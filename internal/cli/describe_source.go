@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -20,10 +20,10 @@ import (
 // describeSourceErrors is how many validation errors describe source lists.
 const describeSourceErrors = 20
 
-// describeSource shows one source for a human: where it reads from, the applied and the last
+// DescribeSource shows one source for a human: where it reads from, the applied and the last
 // attempted revision, its prune settings, its resources counted by phase, its conditions,
 // the errors of a rejected revision with file:line, and its last events.
-func describeSource(ctx context.Context, c *apiclient.Client, name string, out io.Writer) error {
+func DescribeSource(ctx context.Context, c *apiclient.Client, name string, out io.Writer) error {
 	var src wire.SourceDetail
 	if err := c.Get(ctx, "/api/v1/sources/"+url.PathEscape(name), url.Values{"counts": {"true"}}, &src); err != nil {
 		return err
@@ -46,14 +46,14 @@ func describeSource(ctx context.Context, c *apiclient.Client, name string, out i
 	field("URL", orNone(src.URL))
 	field("Branch", orNone(src.Branch))
 	field("Path", orNone(src.Path))
-	field("Revision", orNone(shortRev(src.Revision)))
+	field("Revision", orNone(ShortRev(src.Revision)))
 	attempted := "<none>"
 	switch {
 	case src.LastAttemptedRevision == "":
 	case src.LastAttemptedRevision == src.Revision:
-		attempted = shortRev(src.LastAttemptedRevision) + " (applied)"
+		attempted = ShortRev(src.LastAttemptedRevision) + " (applied)"
 	default:
-		attempted = shortRev(src.LastAttemptedRevision) + " (rejected)"
+		attempted = ShortRev(src.LastAttemptedRevision) + " (rejected)"
 	}
 	field("Last Attempted", attempted)
 	if src.LastSyncTime != nil {
@@ -62,11 +62,11 @@ func describeSource(ctx context.Context, c *apiclient.Client, name string, out i
 		field("Last Sync", "<none>")
 	}
 	if src.HeadRevision != "" {
-		field("Head", shortRev(src.HeadRevision))
+		field("Head", ShortRev(src.HeadRevision))
 	}
 	field("Holder", orNone(src.Holder))
 	if src.Suspended {
-		field("Suspended", "true, pending "+orNone(shortRev(src.PendingRevision)))
+		field("Suspended", "true, pending "+orNone(ShortRev(src.PendingRevision)))
 	}
 	field("Prune", pruneSettings(src.Prune))
 	if r := src.Resources; r != nil {
@@ -82,7 +82,7 @@ func describeSource(ctx context.Context, c *apiclient.Client, name string, out i
 	} else {
 		t := newTable(&b, "  TYPE", "STATUS", "REASON", "AGE", "MESSAGE")
 		for _, c := range src.Conditions {
-			t.row("  "+c.Type, c.Status, orNone(c.Reason), age(c.LastTransitionTime), oneLine(c.Message))
+			t.row("  "+c.Type, c.Status, orNone(c.Reason), age(c.LastTransitionTime), OneLine(c.Message))
 		}
 		if err := t.flush(); err != nil {
 			return err
@@ -107,7 +107,7 @@ func describeSource(ctx context.Context, c *apiclient.Client, name string, out i
 	} else {
 		t := newTable(&b, "  LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE")
 		for _, e := range events {
-			t.row("  "+ago(e.CreatedAt), e.Type, e.Reason, eventObject(e), oneLine(e.Message))
+			t.row("  "+ago(e.CreatedAt), e.Type, e.Reason, eventObject(e), OneLine(e.Message))
 		}
 		if err := t.flush(); err != nil {
 			return err
@@ -146,7 +146,7 @@ func resourceCounts(r wire.SourceCounts) string {
 // sourceErrorText is one error of a rejected revision as the manifest loader spells it:
 // "file:line: path: message".
 func sourceErrorText(e wire.SourceError) string {
-	return oneLine(manifest.ValidationError{File: e.File, Line: e.Line, Path: e.Path, Msg: e.Message}.Error())
+	return OneLine(manifest.ValidationError{File: e.File, Line: e.Line, Path: e.Path, Msg: e.Message}.Error())
 }
 
 // sourceMessage is what the sources table says of a source: the first error of a rejected
@@ -161,8 +161,8 @@ func sourceMessage(s wire.Source) string {
 		return msg
 	}
 	if c, ok := status.Get(s.Conditions, status.PruneSkipped); ok && c.Status == status.True {
-		return "PruneSkipped (" + c.Reason + "): " + oneLine(c.Message)
+		return "PruneSkipped (" + c.Reason + "): " + OneLine(c.Message)
 	}
 	ready, _ := status.Get(s.Conditions, status.Ready)
-	return oneLine(ready.Message)
+	return OneLine(ready.Message)
 }
