@@ -18,11 +18,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
+	"github.com/trueup-dev/trueup/internal/forge/ratelimit"
 	"github.com/trueup-dev/trueup/internal/httpwait"
 )
 
@@ -55,7 +55,7 @@ type Config struct {
 }
 
 // Client calls one GitLab's REST API. It is safe for concurrent use; a rate limit seen by
-// one call pauses every call of the client until the reset.
+// one call pauses every call of every client of the same token and host until the reset.
 type Client struct {
 	api      string // base of the REST API, ending in "/api/v4/"
 	token    string
@@ -65,9 +65,8 @@ type Client struct {
 	logger   *slog.Logger
 	now      func() time.Time
 
-	rateMu       sync.Mutex
-	limitedUntil time.Time
-	remaining    atomic.Int64
+	pause     *ratelimit.Pause // shared by the clients of the token at this host
+	remaining atomic.Int64
 }
 
 // New checks cfg.BaseURL and returns the client; it makes no call.
@@ -88,7 +87,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	c := &Client{api: api, token: cfg.Token, timeout: cfg.Timeout, logger: cfg.Logger, now: cfg.Now,
 		hc:       &http.Client{Transport: tr, CheckRedirect: noRedirect},
-		scrubber: strings.NewReplacer(pairs...)}
+		scrubber: strings.NewReplacer(pairs...), pause: ratelimit.For(origin(api), cfg.Token)}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
 	}
@@ -121,6 +120,12 @@ func APIBase(raw string) (string, error) {
 	p := strings.TrimSuffix(u.EscapedPath(), "/")
 	p = strings.TrimSuffix(p, "/api/v4")
 	return u.Scheme + "://" + u.Host + p + "/api/v4/", nil
+}
+
+// origin is scheme://host of an API base.
+func origin(api string) string {
+	u, _ := url.Parse(api)
+	return u.Scheme + "://" + u.Host
 }
 
 // APIError is an answer other than 2xx or 429. Its message is bounded and scrubbed.
@@ -227,7 +232,7 @@ func (c *Client) Do(ctx context.Context, r Request) (Response, error) {
 	if resp.StatusCode == http.StatusTooManyRequests {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxExcerpt))
 		until := c.now().Add(RetryAfter(resp.Header, c.now()))
-		c.pause(until)
+		c.pause.Extend(until)
 		c.logger.Warn("gitlab rate limit reached; pausing calls", "method", r.Method, "path", r.Path,
 			"until", until.UTC().Format(time.RFC3339))
 		return Response{}, &RateLimitError{Until: until, Sent: true}
@@ -360,10 +365,9 @@ func (c *Client) noteRateLimit(resp *http.Response) {
 		return
 	}
 	c.remaining.Store(int64(n))
-	if n == 0 && resp.StatusCode != http.StatusTooManyRequests {
-		if t, ok := httpwait.ResetAt(resp.Header, "RateLimit-Reset"); ok && t.After(c.now()) {
-			c.pause(t)
-		}
+	if resp.StatusCode != http.StatusTooManyRequests {
+		reset, _ := httpwait.ResetAt(resp.Header, "RateLimit-Reset")
+		c.pause.Spent(int64(n), reset, c.now())
 	}
 }
 
@@ -371,24 +375,7 @@ func (c *Client) noteRateLimit(resp *http.Response) {
 func (c *Client) Remaining() int64 { return c.remaining.Load() }
 
 // Limited reports whether calls are paused, and until when.
-func (c *Client) Limited() (time.Time, bool) {
-	c.rateMu.Lock()
-	defer c.rateMu.Unlock()
-	if c.limitedUntil.IsZero() || !c.now().Before(c.limitedUntil) {
-		return time.Time{}, false
-	}
-	return c.limitedUntil, true
-}
-
-// pause holds every call of this client until t, so that callers waiting on the same limit
-// do not each earn their own 429.
-func (c *Client) pause(t time.Time) {
-	c.rateMu.Lock()
-	defer c.rateMu.Unlock()
-	if t.After(c.limitedUntil) {
-		c.limitedUntil = t
-	}
-}
+func (c *Client) Limited() (time.Time, bool) { return c.pause.Until(c.now()) }
 
 // Scrub replaces the client's credentials with "***".
 func (c *Client) Scrub(s string) string { return c.scrubber.Replace(s) }
