@@ -1,7 +1,7 @@
 // Package gitlabapi owns what trueup knows of GitLab's REST API (/api/v4): the base URL, the
 // PRIVATE-TOKEN header, redirects refused, rate limits (Retry-After, RateLimit-Remaining and
-// RateLimit-Reset, calls paused until the reset), pagination by X-Next-Page, and errors that
-// quote a bounded, scrubbed excerpt of the answer. Every package that calls GitLab (the
+// RateLimit-Reset, calls paused until the reset), pagination by X-Next-Page to its end, and
+// errors that quote a bounded, scrubbed excerpt of the answer. Every package that calls GitLab (the
 // gitlab action, commit statuses, preview notes) sends its calls through a Client.
 package gitlabapi
 
@@ -22,6 +22,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/forge/ratelimit"
 	"github.com/trueup-dev/trueup/internal/httpwait"
 )
@@ -30,9 +31,12 @@ import (
 const (
 	maxBody    = 4 << 20 // bytes of a JSON answer read
 	maxExcerpt = 512     // bytes of an error answer quoted in errors
-	maxPages   = 50      // pages followed in one listing
 	perPage    = 100     // GitLab's maximum page size
 )
+
+// DefaultMaxPages bounds a listing: 100,000 items at GitLab's largest page size. A listing
+// that goes on past its bound fails; it is never cut short silently.
+const DefaultMaxPages = 1000
 
 // defaultRateLimitWait is how long calls pause after a 429 that names no reset time.
 const defaultRateLimitWait = time.Minute
@@ -48,6 +52,8 @@ type Config struct {
 	Secrets []string
 	// Timeout bounds each call; 0: none.
 	Timeout time.Duration
+	// MaxPages bounds the pages of one listing (EachPage); 0: DefaultMaxPages.
+	MaxPages int
 	// Transport carries the requests (nil: a clone of http.DefaultTransport).
 	Transport http.RoundTripper
 	Logger    *slog.Logger     // nil: discard
@@ -60,6 +66,7 @@ type Client struct {
 	api      string // base of the REST API, ending in "/api/v4/"
 	token    string
 	timeout  time.Duration
+	maxPages int
 	hc       *http.Client
 	scrubber *strings.Replacer
 	logger   *slog.Logger
@@ -85,7 +92,7 @@ func New(cfg Config) (*Client, error) {
 			pairs = append(pairs, s, "***")
 		}
 	}
-	c := &Client{api: api, token: cfg.Token, timeout: cfg.Timeout, logger: cfg.Logger, now: cfg.Now,
+	c := &Client{api: api, token: cfg.Token, timeout: cfg.Timeout, maxPages: cfg.MaxPages, logger: cfg.Logger, now: cfg.Now,
 		hc:       &http.Client{Transport: tr, CheckRedirect: noRedirect},
 		scrubber: strings.NewReplacer(pairs...), pause: ratelimit.For(origin(api), cfg.Token)}
 	if c.logger == nil {
@@ -93,6 +100,9 @@ func New(cfg Config) (*Client, error) {
 	}
 	if c.now == nil {
 		c.now = time.Now
+	}
+	if c.maxPages <= 0 {
+		c.maxPages = DefaultMaxPages
 	}
 	c.remaining.Store(-1)
 	return c, nil
@@ -278,17 +288,17 @@ func (c *Client) GetJSON(ctx context.Context, r Request, out any) (Response, err
 	return resp, nil
 }
 
-// EachPage lists a paginated collection, following X-Next-Page, and hands each page to fn
-// until fn says stop.
+// EachPage lists a paginated collection, following X-Next-Page to its end, and hands each
+// page to fn until fn says stop. A listing longer than the client's MaxPages, or whose next
+// page does not move forward, fails.
 func EachPage[T any](ctx context.Context, c *Client, path string, query url.Values, fn func([]T) (stop bool, err error)) error {
 	q := url.Values{}
 	for k, v := range query {
 		q[k] = v
 	}
 	q.Set("per_page", strconv.Itoa(perPage))
-	page := "1"
-	for range maxPages {
-		q.Set("page", page)
+	for page, pages := 1, 1; ; pages++ {
+		q.Set("page", strconv.Itoa(page))
 		var items []T
 		resp, err := c.GetJSON(ctx, Request{Method: http.MethodGet, Path: path, Query: q, Auth: true}, &items)
 		if err != nil {
@@ -298,13 +308,19 @@ func EachPage[T any](ctx context.Context, c *Client, path string, query url.Valu
 		if err != nil || stop {
 			return err
 		}
-		page = resp.Header.Get("X-Next-Page")
-		if page == "" || len(items) == 0 {
+		next := resp.Header.Get("X-Next-Page")
+		if next == "" || len(items) == 0 {
 			return nil
 		}
+		n, err := strconv.Atoi(next)
+		switch {
+		case err != nil || n <= page:
+			return fmt.Errorf("gitlab GET %s: page %d names %q as the next page", path, page, c.Scrub(clip.Runes(next, 40)))
+		case pages >= c.maxPages:
+			return fmt.Errorf("gitlab GET %s: listing longer than %d pages of %d; not read further", path, c.maxPages, perPage)
+		}
+		page = n
 	}
-	c.logger.Warn("gitlab listing truncated", "path", path, "pages", maxPages)
-	return nil
 }
 
 // excerpt quotes the start of an error answer: GitLab's {"message": …} or {"error": …} when
