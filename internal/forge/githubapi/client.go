@@ -48,11 +48,18 @@ func ParseBaseURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
+// mediaType is the media type of GitHub's REST API; go-github asks for its older name,
+// mediaTypeV3, which NewClient's requests ask for as mediaType instead.
+const (
+	mediaType   = "application/vnd.github+json"
+	mediaTypeV3 = "application/vnd.github.v3+json"
+)
+
 // SetHeaders sets the headers of a request built by hand (outside go-github): the bearer
 // token, the media type and the API version trueup speaks.
 func SetHeaders(req *http.Request, token string) {
 	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Accept", "application/vnd.github+json")
+	req.Header.Set("Accept", mediaType)
 	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
 	req.Header.Set("User-Agent", UserAgent)
 }
@@ -185,6 +192,9 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	r := req.Clone(req.Context())
 	r.Header.Set("Authorization", "Bearer "+tok)
+	if r.Header.Get("Accept") == mediaTypeV3 {
+		r.Header.Set("Accept", mediaType)
+	}
 	resp, err := t.next.RoundTrip(r)
 	if err == nil {
 		now := t.now()

@@ -186,8 +186,8 @@ type Response struct {
 	Body   []byte
 }
 
-// NewRequest builds the HTTP request of r, for a caller that sends it itself.
-func (c *Client) NewRequest(ctx context.Context, r Request) (*http.Request, error) {
+// newRequest builds the HTTP request of r.
+func (c *Client) newRequest(ctx context.Context, r Request) (*http.Request, error) {
 	target := c.api + r.Path
 	if len(r.Query) > 0 {
 		target += "?" + r.Query.Encode()
@@ -223,7 +223,7 @@ func (c *Client) Do(ctx context.Context, r Request) (Response, error) {
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
-	req, err := c.NewRequest(ctx, r)
+	req, err := c.newRequest(ctx, r)
 	if err != nil {
 		return Response{}, err
 	}
