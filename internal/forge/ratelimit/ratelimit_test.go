@@ -53,7 +53,7 @@ func TestFor(t *testing.T) {
 			t.Errorf("%s: shared = %v, want %v", tc.name, got, tc.shared)
 		}
 	}
-	if For(origin, "") == For(origin, "") {
+	if own1, own2 := For(origin, ""), For(origin, ""); own1 == own2 {
 		t.Error("two clients without a credential share a pause")
 	}
 }
