@@ -16,6 +16,7 @@ import (
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/forge/githubapi"
+	"github.com/trueup-dev/trueup/internal/forge/ratelimit"
 	"github.com/trueup-dev/trueup/internal/plaintext"
 	"github.com/trueup-dev/trueup/internal/tracing"
 )
@@ -27,8 +28,9 @@ const userAgent = "trueup-ghactions"
 var errClosed = fmt.Errorf("github-actions action closed: %w", context.Canceled)
 
 // Action is a github-actions instance: one repository, one credential. It is safe for
-// concurrent use; calls for different resources share the credential's rate limit, so a
-// limit seen by one call makes every other call wait for the reset too.
+// concurrent use; calls for different resources, and every other client of the credential
+// at the same host, share its rate limit, so a limit seen by one call makes every other
+// call wait for the reset too.
 type Action struct {
 	settings
 	logger    *slog.Logger
@@ -37,15 +39,16 @@ type Action struct {
 	transport *http.Transport
 	secrets   *secrets
 	remaining atomic.Int64
+	// pause is the rate limit of the credential, shared with every client of it.
+	pause *ratelimit.Pause
 	// noRunDetails is set once the server refused return_run_details.
 	noRunDetails atomic.Bool
 	now          func() time.Time
 
-	mu           sync.Mutex
-	calls        actions.Calls    // calls in flight, for Close
-	limitedUntil time.Time        // no API call before this time (rate limit of this credential)
-	drifted      map[string]int64 // resource → generation Observe found drifted (see driftKey)
-	failedRuns   map[int64]bool   // runs reported failed by this instance (see noteFailed)
+	mu         sync.Mutex
+	calls      actions.Calls    // calls in flight, for Close
+	drifted    map[string]int64 // resource → generation Observe found drifted (see driftKey)
+	failedRuns map[int64]bool   // runs reported failed by this instance (see noteFailed)
 }
 
 // Secrets returns the instance's fixed credentials (the token, or the App's private key and
@@ -85,6 +88,7 @@ func New(raw json.RawMessage, env actions.Env) (actions.Action, error) {
 
 	a.transport = http.DefaultTransport.(*http.Transport).Clone()
 	var tokens githubapi.Tokens
+	var credential string
 	if s.app != nil {
 		a.secrets.addKey(string(s.app.keyPEM))
 		src, err := githubapi.NewApp(githubapi.AppConfig{
@@ -99,13 +103,14 @@ func New(raw json.RawMessage, env actions.Env) (actions.Action, error) {
 		if err != nil {
 			return nil, fmt.Errorf("config: app: %w", err)
 		}
-		tokens = &appTokens{src: src, secrets: a.secrets}
+		tokens, credential = &appTokens{src: src, secrets: a.secrets}, src.Credential()
 	} else {
 		a.secrets.addFixed(s.token)
 		tokens = githubapi.StaticToken(s.token)
 	}
-	a.gh = githubapi.NewClient(githubapi.ClientConfig{BaseURL: s.baseURL, Tokens: tokens,
-		Transport: tracing.Transport(a.transport), Remaining: &a.remaining})
+	cc := githubapi.ClientConfig{BaseURL: s.baseURL, Tokens: tokens, Credential: credential,
+		Transport: tracing.Transport(a.transport), Remaining: &a.remaining, Now: func() time.Time { return a.now() }}
+	a.gh, a.pause = githubapi.NewClient(cc), cc.Pause()
 	a.gh.UserAgent = userAgent
 	// Blob requests carry no credential, but their answers become outputs: no downgrade.
 	a.blob = &http.Client{Transport: a.transport, CheckRedirect: plaintext.CheckRedirect(s.insecure)}
@@ -148,25 +153,6 @@ func (a *Action) Close() error {
 // begin registers a call, so that Close can cancel it and wait for it.
 func (a *Action) begin(ctx context.Context) (context.Context, func(), error) {
 	return a.calls.Begin(ctx, errClosed)
-}
-
-// limited reports whether this credential is rate limited, and until when.
-func (a *Action) limited() (time.Time, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.now().Before(a.limitedUntil) {
-		return a.limitedUntil, true
-	}
-	return time.Time{}, false
-}
-
-// noteLimit records a rate limit until t for every call of this instance.
-func (a *Action) noteLimit(t time.Time) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if t.After(a.limitedUntil) {
-		a.limitedUntil = t
-	}
 }
 
 // driftKey identifies a resource in the drift marks.
@@ -253,7 +239,7 @@ func (a *Action) serve(ctx context.Context, req actions.Request, op string) (act
 	if res, ok := c.fromState(); ok {
 		return c.answer(ctx, res, nil)
 	}
-	if until, ok := a.limited(); ok {
+	if until, ok := a.pause.Until(a.now()); ok {
 		return c.rateLimited(until), nil
 	}
 	var res actions.Result
@@ -282,7 +268,7 @@ type call struct {
 func (c *call) answer(ctx context.Context, res actions.Result, err error) (actions.Result, error) {
 	a := c.a
 	if until, ok := githubapi.RateLimitUntil(err, a.now()); ok {
-		a.noteLimit(until)
+		a.pause.Extend(until)
 		c.log.WarnContext(ctx, "github rate limit; waiting for the reset", "until", until.UTC().Format(time.RFC3339), "err", a.secrets.scrub(err.Error()))
 		return c.rateLimited(until), nil
 	}

@@ -227,9 +227,12 @@
 //	{type: RateLimited, status: "True", reason: GitHubRateLimit, message: "… resets at …"}
 //
 // which every later call that reaches GitHub sets back to status "False". The reset time
-// is kept per instance (per credential), so that every other resource waits for it too
-// instead of asking GitHub; go-github's own refusal to call before a known reset maps the
-// same way. RateLimitRemaining exposes the last X-RateLimit-Remaining seen.
+// is kept per credential and host (internal/forge/ratelimit), shared by every instance,
+// commit status and preview comment of the token or App installation, so that every other
+// resource waits for it too instead of asking GitHub; an answer with X-RateLimit-Remaining:
+// 0 pauses calls until X-RateLimit-Reset the same way, and go-github's own refusal to call
+// before a known reset maps the same way. RateLimitRemaining exposes the last
+// X-RateLimit-Remaining seen.
 //
 // # Secrets
 //

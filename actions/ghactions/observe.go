@@ -42,7 +42,7 @@ func (a *Action) Observe(ctx context.Context, req actions.Request) (actions.Obse
 	if st.inFlight() {
 		return actions.Observation{InSync: true, Message: "a workflow run is in flight; drift check skipped"}, nil
 	}
-	if until, ok := a.limited(); ok {
+	if until, ok := a.pause.Until(a.now()); ok {
 		return actions.Observation{InSync: true, Message: "drift check skipped: " + rateLimitMessage(until)}, nil
 	}
 	c := &call{a: a, req: req, with: w, op: opCheck, log: a.logger.With(
@@ -50,7 +50,7 @@ func (a *Action) Observe(ctx context.Context, req actions.Request) (actions.Obse
 		"name", req.Resource.Name, "generation", req.Resource.Generation)}
 	obs, err := c.check(ctx)
 	if until, ok := githubapi.RateLimitUntil(err, a.now()); ok {
-		a.noteLimit(until)
+		a.pause.Extend(until)
 		c.log.WarnContext(ctx, "github rate limit during the drift check", "until", until)
 		return actions.Observation{InSync: true, Message: "drift check skipped: " + rateLimitMessage(until)}, nil
 	}

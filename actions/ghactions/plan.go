@@ -39,7 +39,7 @@ func (a *Action) Plan(ctx context.Context, req actions.Request) (actions.Plan, e
 	if w.PlanWorkflow == "" {
 		return actions.Plan{}, actions.ErrNoPlan
 	}
-	if until, ok := a.limited(); ok {
+	if until, ok := a.pause.Until(a.now()); ok {
 		return actions.Plan{}, errors.New("plan skipped: " + rateLimitMessage(until))
 	}
 	// Request.State and Checkpoint belong to reconciles: the call does not carry them.
@@ -47,7 +47,7 @@ func (a *Action) Plan(ctx context.Context, req actions.Request) (actions.Plan, e
 		log: a.logger.With("operation", opPlan, "kind", req.Resource.Kind, "namespace", req.Resource.Namespace, "name", req.Resource.Name)}
 	p, err := c.plan(ctx)
 	if until, ok := githubapi.RateLimitUntil(err, a.now()); ok {
-		a.noteLimit(until)
+		a.pause.Extend(until)
 		c.log.WarnContext(ctx, "github rate limit during a plan", "until", until)
 		return actions.Plan{}, errors.New("plan cut short: " + rateLimitMessage(until))
 	}

@@ -138,9 +138,11 @@
 // A 429 does not fail the resource: the call returns Done=false with RequeueAfter at the
 // reset (Retry-After, else RateLimit-Reset, else a minute, plus a little jitter) and the
 // condition {type: RateLimited, status: "True", reason: GitLabRateLimit}, set to "False"
-// (reason RateLimitReset) by the next call that gets through. The reset is kept by the
-// instance: until then every call of every resource returns at once without a request, and
-// a RateLimit-Remaining of 0 pauses calls until RateLimit-Reset before a 429 comes.
+// (reason RateLimitReset) by the next call that gets through. The reset is kept per token
+// and host (internal/forge/ratelimit), shared by every instance, commit status and preview
+// note of the token: until then every call of every resource returns at once without a
+// request, and a RateLimit-Remaining of 0 pauses calls until RateLimit-Reset before a 429
+// comes.
 // (*Action).RateLimitRemaining reports the last RateLimit-Remaining seen (-1 unknown).
 //
 // # Plan (pull-request previews)

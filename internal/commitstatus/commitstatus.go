@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -99,7 +98,6 @@ type Reporter struct {
 	forge  forge
 	st     *store.Store
 	log    *slog.Logger
-	client *http.Client
 
 	poll, recheck, recheckFor time.Duration
 	retryDelays               []time.Duration // between attempts of one post
@@ -157,7 +155,6 @@ func New(cfg Config, source string, st *store.Store, logger *slog.Logger) (*Repo
 		forge:       f,
 		st:          st,
 		log:         logger.With("component", "commitstatus", "source", source, "provider", cfg.Provider),
-		client:      &http.Client{Timeout: requestTimeout, CheckRedirect: noRedirect},
 		poll:        defaultPoll,
 		recheck:     defaultRecheck,
 		recheckFor:  defaultRecheckFor,
@@ -389,36 +386,12 @@ func (r *Reporter) send(revision string, s state, desc string) error {
 func (r *Reporter) sendOnce(revision string, s state, desc string) (retry bool, wait time.Duration, err error) {
 	ctx, cancel := context.WithTimeout(r.ctx, requestTimeout)
 	defer cancel()
-	req, err := r.forge.request(ctx, revision, s, desc)
+	retry, wait, err = r.forge.post(ctx, revision, s, desc)
 	if err != nil {
-		return false, 0, err
+		err = fmt.Errorf("post commit status: %w", err)
 	}
-	resp, err := r.client.Do(req)
-	if err != nil {
-		return true, 0, r.forge.scrub(fmt.Errorf("post commit status: %w", err))
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 == 2 {
-		return false, 0, nil
-	}
-	if resp.StatusCode/100 == 3 {
-		return false, 0, r.forge.scrub(fmt.Errorf("post commit status: %s: redirects are not followed (is the base URL right?)", resp.Status))
-	}
-	err = r.forge.scrub(fmt.Errorf("post commit status: %s%s", resp.Status, apiMessage(resp)))
-	wait = retryAfter(resp)
-	switch {
-	case resp.StatusCode >= 500, resp.StatusCode == http.StatusTooManyRequests:
-		return true, wait, err
-	case resp.StatusCode == http.StatusForbidden && (resp.Header.Get("X-RateLimit-Remaining") == "0" || wait > 0):
-		return true, wait, err // GitHub's primary and secondary rate limits
-	}
-	return false, 0, err
+	return retry, wait, err
 }
-
-// noRedirect refuses every redirect: Go would forward the token header (PRIVATE-TOKEN, and
-// Authorization on a same-domain hop) and, on a 307 or 308, the body to wherever the
-// Location points. A statuses endpoint has no reason to redirect.
-func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 func isCommit(rev string) bool {
 	if len(rev) != 40 && len(rev) != 64 {

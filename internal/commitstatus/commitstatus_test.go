@@ -63,6 +63,11 @@ func (f *fakeForge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	if f.respond != nil {
 		if code, body := f.respond(call); code != 0 {
+			if code == http.StatusTooManyRequests {
+				// A rate limit that names no reset pauses the token a minute, as the forge
+				// client packages read GitHub's and GitLab's guidance; theirs name one.
+				w.Header().Set("Retry-After", "1")
+			}
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(code)
 			_, _ = io.WriteString(w, body)

@@ -1,21 +1,19 @@
 package commitstatus
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
+	gh "github.com/google/go-github/v60/github"
+
 	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/forge/githubapi"
 	"github.com/trueup-dev/trueup/internal/forge/gitlabapi"
-	"github.com/trueup-dev/trueup/internal/httpwait"
 )
 
 // state is trueup's view of a status; each forge spells it its own way.
@@ -30,9 +28,12 @@ const (
 	stateError      state = "error"      // could not be decided (a preview that could not run)
 )
 
-// forge builds the status request of one provider.
+// forge posts the statuses of one provider through its client package (githubapi for
+// GitHub and Gitea, gitlabapi for GitLab).
 type forge interface {
-	request(ctx context.Context, sha string, s state, desc string) (*http.Request, error)
+	// post sends one status. The error, scrubbed, names the answer's status; retry says
+	// whether another attempt may succeed, wait how long the forge asks to wait before it.
+	post(ctx context.Context, sha string, s state, desc string) (retry bool, wait time.Duration, err error)
 	// key identifies what a forge would consider the same status again.
 	key(s state, desc string) string
 	// scrub removes the token from an error, whatever echoed it.
@@ -42,27 +43,30 @@ type forge interface {
 }
 
 func newForge(cfg Config, statusContext string) (forge, error) {
-	base := cfg.BaseURL
-	if base == "" {
-		base = map[string]string{ProviderGitHub: githubapi.DefaultBaseURL, ProviderGitLab: "https://gitlab.com/"}[cfg.Provider]
-	}
-	if !strings.HasSuffix(base, "/") {
-		base += "/"
-	}
-	c := common{base: base, token: cfg.Token, context: statusContext, targetURL: cfg.TargetURL}
+	c := common{token: cfg.Token, context: statusContext, targetURL: cfg.TargetURL}
 	if cfg.Provider == ProviderGitLab {
+		base := cfg.BaseURL
+		if base == "" {
+			base = "https://gitlab.com/"
+		}
 		api, err := gitlabapi.New(gitlabapi.Config{BaseURL: base, Token: cfg.Token})
 		if err != nil {
 			return nil, fmt.Errorf("commit status: %w", err)
 		}
 		return gitlab{c, url.PathEscape(cfg.Repo), api}, nil
 	}
+	u, err := githubapi.ParseBaseURL(cfg.BaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("commit status: %w", err)
+	}
+	api := githubapi.NewClient(githubapi.ClientConfig{BaseURL: u, Tokens: githubapi.StaticToken(cfg.Token),
+		Client: &http.Client{Timeout: requestTimeout}})
 	owner, repo, _ := strings.Cut(cfg.Repo, "/")
-	return github{c, url.PathEscape(owner) + "/" + url.PathEscape(repo)}, nil
+	return github{c, owner, repo, api}, nil
 }
 
 type common struct {
-	base, token, context, targetURL string
+	token, context, targetURL string
 }
 
 func (c common) scrub(err error) error {
@@ -72,10 +76,32 @@ func (c common) scrub(err error) error {
 	return errors.New(strings.ReplaceAll(err.Error(), c.token, "[redacted]"))
 }
 
+// retryable reports whether a call that failed with err may succeed when tried again (no
+// answer came, a 5xx, a rate limit of either forge), and how long the forge asks to wait.
+func retryable(err error) (bool, time.Duration) {
+	now := time.Now()
+	if until, ok := githubapi.RateLimitUntil(err, now); ok {
+		return true, until.Sub(now)
+	}
+	var rl *gitlabapi.RateLimitError
+	if errors.As(err, &rl) {
+		return true, rl.Until.Sub(now)
+	}
+	var ae *gitlabapi.APIError
+	if errors.As(err, &ae) {
+		return ae.Status >= 500, 0
+	}
+	if code := githubapi.StatusCode(err); code != 0 {
+		return code >= 500, 0
+	}
+	return true, 0
+}
+
 // github posts to the REST API: POST repos/{owner}/{repo}/statuses/{sha}.
 type github struct {
 	common
-	repo string // escaped owner/repo
+	owner, repo string
+	api         *gh.Client
 }
 
 func (g github) withTarget(u string) forge { g.targetURL = u; return g }
@@ -95,23 +121,32 @@ func (g github) state(s state) string {
 // key: GitHub takes a new description in the same state, so a changed one is worth posting.
 func (g github) key(s state, desc string) string { return g.state(s) + "\x00" + desc }
 
-func (g github) request(ctx context.Context, sha string, s state, desc string) (*http.Request, error) {
-	body, err := json.Marshal(struct {
-		State       string `json:"state"`
-		TargetURL   string `json:"target_url,omitempty"`
-		Description string `json:"description"`
-		Context     string `json:"context"`
-	}{g.state(s), g.targetURL, desc, g.context})
-	if err != nil {
-		return nil, err
+func (g github) post(ctx context.Context, sha string, s state, desc string) (bool, time.Duration, error) {
+	st := &gh.RepoStatus{State: gh.String(g.state(s)), Description: gh.String(desc), Context: gh.String(g.context)}
+	if g.targetURL != "" {
+		st.TargetURL = gh.String(g.targetURL)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.base+"repos/"+g.repo+"/statuses/"+sha, bytes.NewReader(body))
-	if err != nil {
-		return nil, g.scrub(err)
+	_, _, err := g.api.Repositories.CreateStatus(ctx, g.owner, g.repo, sha, st)
+	if err == nil {
+		return false, 0, nil
 	}
-	githubapi.SetHeaders(req, g.token)
-	req.Header.Set("Content-Type", "application/json")
-	return req, nil
+	retry, wait := retryable(err)
+	return retry, wait, g.scrub(describe(err))
+}
+
+// describe names the answer of a go-github error by its status and GitHub's message.
+func describe(err error) error {
+	var er *gh.ErrorResponse
+	if !errors.As(err, &er) || er.Response == nil {
+		return err
+	}
+	if er.Response.StatusCode/100 == 3 {
+		return fmt.Errorf("%s: redirects are not followed (is the base URL right?)", er.Response.Status)
+	}
+	if er.Message == "" {
+		return errors.New(er.Response.Status)
+	}
+	return fmt.Errorf("%s: %s", er.Response.Status, clip.Runes(oneLine(er.Message), 200))
 }
 
 // gitlab posts to POST api/v4/projects/{id}/statuses/{sha}.
@@ -134,55 +169,16 @@ func (g gitlab) state(s state) string {
 // key: GitLab refuses to move a status to the state it is already in.
 func (g gitlab) key(s state, _ string) string { return g.state(s) }
 
-func (g gitlab) request(ctx context.Context, sha string, s state, desc string) (*http.Request, error) {
+func (g gitlab) post(ctx context.Context, sha string, s state, desc string) (bool, time.Duration, error) {
 	form := url.Values{"state": {g.state(s)}, "name": {g.context}, "description": {desc}}
 	if g.targetURL != "" {
 		form.Set("target_url", g.targetURL)
 	}
-	req, err := g.api.NewRequest(ctx, gitlabapi.Request{Method: http.MethodPost, Path: "projects/" + g.project + "/statuses/" + sha,
+	_, err := g.api.Do(ctx, gitlabapi.Request{Method: http.MethodPost, Path: "projects/" + g.project + "/statuses/" + sha,
 		Form: form, Auth: true})
-	if err != nil {
-		return nil, g.scrub(err)
+	if err == nil {
+		return false, 0, nil
 	}
-	return req, nil
-}
-
-// apiMessage returns ": <message>" from an error answer of either API, bounded.
-func apiMessage(resp *http.Response) string {
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	var m struct {
-		Message any    `json:"message"` // GitLab sends a string or an object
-		Error   string `json:"error"`
-	}
-	msg := ""
-	if json.Unmarshal(raw, &m) == nil {
-		switch v := m.Message.(type) {
-		case string:
-			msg = v
-		case nil:
-			msg = m.Error
-		default:
-			b, _ := json.Marshal(v)
-			msg = string(b)
-		}
-	}
-	if msg == "" {
-		return ""
-	}
-	return ": " + clip.Runes(oneLine(msg), 200)
-}
-
-// retryAfter reads Retry-After (seconds) or GitHub's X-RateLimit-Reset.
-func retryAfter(resp *http.Response) time.Duration {
-	if d, ok := httpwait.RetryAfter(resp.Header, time.Now()); ok && d > 0 {
-		return d
-	}
-	if resp.Header.Get("X-RateLimit-Remaining") == "0" {
-		if reset, ok := httpwait.ResetAt(resp.Header, "X-RateLimit-Reset"); ok {
-			if d := time.Until(reset); d > 0 {
-				return d
-			}
-		}
-	}
-	return 0
+	retry, wait := retryable(err)
+	return retry, wait, g.scrub(err)
 }

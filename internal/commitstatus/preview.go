@@ -14,7 +14,6 @@ import (
 	gh "github.com/google/go-github/v60/github"
 
 	"github.com/trueup-dev/trueup/internal/clip"
-	"github.com/trueup-dev/trueup/internal/forge/githubapi"
 	"github.com/trueup-dev/trueup/internal/forge/gitlabapi"
 )
 
@@ -24,12 +23,11 @@ import (
 // go-github, a GitLab merge-request note). Unlike Reporter it posts synchronously: the
 // preview runner calls it from its own goroutine, never a sync's or a request's.
 type Previewer struct {
-	cfg    Config
-	forge  forge
-	client *http.Client
-	api    *gh.Client // GitHub and Gitea
-	owner  string
-	repo   string
+	cfg   Config
+	forge forge
+	api   *gh.Client // GitHub and Gitea
+	owner string
+	repo  string
 	// retryDelays are the waits between attempts of an idempotent call (a status, an edit)
 	// that failed on the network, a 5xx or a 429. A comment's creation is tried once: its
 	// answer lost on the way would otherwise leave two comments.
@@ -65,15 +63,9 @@ func NewPreviewer(cfg Config, source string) (*Previewer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Previewer{cfg: cfg, forge: f, client: &http.Client{Timeout: requestTimeout, CheckRedirect: noRedirect},
-		retryDelays: []time.Duration{time.Second, 4 * time.Second}}
-	if cfg.Provider != ProviderGitLab {
-		u, err := githubapi.ParseBaseURL(cfg.BaseURL)
-		if err != nil {
-			return nil, fmt.Errorf("commit status: %w", err)
-		}
-		p.api = githubapi.NewClient(githubapi.ClientConfig{BaseURL: u, Tokens: githubapi.StaticToken(cfg.Token), Client: p.client})
-		p.owner, p.repo, _ = strings.Cut(cfg.Repo, "/")
+	p := &Previewer{cfg: cfg, forge: f, retryDelays: []time.Duration{time.Second, 4 * time.Second}}
+	if g, ok := f.(github); ok {
+		p.api, p.owner, p.repo = g.api, g.owner, g.repo
 	}
 	return p, nil
 }
@@ -101,17 +93,9 @@ func (p *Previewer) SetStatus(ctx context.Context, sha string, st PreviewState, 
 	return p.retry(ctx, func(ctx context.Context) (bool, error) {
 		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 		defer cancel()
-		req, err := f.request(ctx, sha, s, desc)
+		retry, _, err := f.post(ctx, sha, s, desc)
 		if err != nil {
-			return false, err
-		}
-		resp, err := p.client.Do(req)
-		if err != nil {
-			return true, f.scrub(fmt.Errorf("post preview status: %w", err))
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode/100 != 2 {
-			return retryable(resp.StatusCode), f.scrub(fmt.Errorf("post preview status: %s%s", resp.Status, apiMessage(resp)))
+			return retry, fmt.Errorf("post preview status: %w", err)
 		}
 		return false, nil
 	})
@@ -134,8 +118,6 @@ func (p *Previewer) retry(ctx context.Context, call func(context.Context) (retry
 	}
 }
 
-func retryable(code int) bool { return code >= 500 || code == http.StatusTooManyRequests }
-
 // CreateComment adds the preview's comment to pull request number and returns its id and
 // its page (empty on GitLab, whose note links are the merge request's page + "#note_<id>").
 func (p *Previewer) CreateComment(ctx context.Context, number int, body string) (id, link string, err error) {
@@ -145,7 +127,7 @@ func (p *Previewer) CreateComment(ctx context.Context, number int, body string) 
 		var note struct {
 			ID int64 `json:"id"`
 		}
-		if _, err := p.gitlabNote(ctx, http.MethodPost, number, "", body, &note); err != nil {
+		if err := p.gitlabNote(ctx, http.MethodPost, number, "", body, &note); err != nil {
 			return "", "", err
 		}
 		return strconv.FormatInt(note.ID, 10), "", nil
@@ -168,15 +150,17 @@ func (p *Previewer) EditComment(ctx context.Context, number int, id, body string
 		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 		defer cancel()
 		if p.api == nil {
-			code, err := p.gitlabNote(ctx, http.MethodPut, number, id, body, nil)
-			return code == 0 || retryable(code), err
+			err := p.gitlabNote(ctx, http.MethodPut, number, id, body, nil)
+			retry, _ := retryable(err)
+			return err != nil && retry && !errors.Is(err, ErrCommentNotFound), err
 		}
 		c, resp, err := p.api.Issues.EditComment(ctx, p.owner, p.repo, n, &gh.IssueComment{Body: gh.String(body)})
 		switch {
 		case resp != nil && resp.StatusCode == http.StatusNotFound:
 			return false, ErrCommentNotFound
 		case err != nil:
-			return resp == nil || retryable(resp.StatusCode), p.forge.scrub(fmt.Errorf("edit preview comment %s on #%d: %w", id, number, err))
+			retry, _ := retryable(err)
+			return retry, p.forge.scrub(fmt.Errorf("edit preview comment %s on #%d: %w", id, number, err))
 		}
 		link = c.GetHTMLURL()
 		return false, nil
@@ -184,31 +168,23 @@ func (p *Previewer) EditComment(ctx context.Context, number int, id, body string
 	return link, err
 }
 
-// gitlabNote creates (POST) or edits (PUT, id set) a merge-request note; code is the answer's
-// status, 0 when none came.
-func (p *Previewer) gitlabNote(ctx context.Context, method string, number int, id, body string, out any) (code int, err error) {
+// gitlabNote creates (POST) or edits (PUT, id set) a merge-request note.
+func (p *Previewer) gitlabNote(ctx context.Context, method string, number int, id, body string, out any) error {
 	g := p.forge.(gitlab)
 	path := "projects/" + g.project + "/merge_requests/" + strconv.Itoa(number) + "/notes"
 	if id != "" {
 		path += "/" + url.PathEscape(id)
 	}
 	resp, err := g.api.Do(ctx, gitlabapi.Request{Method: method, Path: path, Form: url.Values{"body": {body}}, Auth: true})
-	var ae *gitlabapi.APIError
-	var rl *gitlabapi.RateLimitError
 	switch {
-	case errors.As(err, &ae) && ae.Status == http.StatusNotFound && id != "":
-		return ae.Status, ErrCommentNotFound
-	case errors.As(err, &ae):
-		code = ae.Status
-	case errors.As(err, &rl):
-		code = http.StatusTooManyRequests
-	case err == nil && out != nil:
+	case gitlabapi.IsStatus(err, http.StatusNotFound) && id != "":
+		return ErrCommentNotFound
+	case err != nil:
+		return g.scrub(fmt.Errorf("%s merge request note on !%d: %w", strings.ToLower(method), number, err))
+	case out != nil:
 		if err := json.Unmarshal(resp.Body, out); err != nil {
-			return http.StatusOK, fmt.Errorf("read merge request note: %w", err)
+			return fmt.Errorf("read merge request note: %w", err)
 		}
 	}
-	if err != nil {
-		return code, g.scrub(fmt.Errorf("%s merge request note on !%d: %w", strings.ToLower(method), number, err))
-	}
-	return http.StatusOK, nil
+	return nil
 }

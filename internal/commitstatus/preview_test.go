@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -106,5 +107,47 @@ func TestPreviewerRetries(t *testing.T) {
 	}
 	if cs := f.Comments(); len(f.Statuses()) != 1 || len(cs) != 1 || cs[0].Body != "y" {
 		t.Fatalf("statuses %+v comments %+v", f.Statuses(), cs)
+	}
+}
+
+// TestRateLimitShared: a rate limit one previewer meets holds the statuses of another of the
+// same token at the same forge, unsent, on either forge: they call through the forge client
+// packages, whose pause is the credential's.
+func TestRateLimitShared(t *testing.T) {
+	t.Parallel()
+	for _, provider := range []string{ProviderGitHub, ProviderGitLab} {
+		t.Run(provider, func(t *testing.T) {
+			t.Parallel()
+			f := forgetest.New(token, provider == ProviderGitLab)
+			defer f.Close()
+			var requests atomic.Int64
+			f.Fail = func(*http.Request) int {
+				if requests.Add(1) == 1 {
+					return http.StatusTooManyRequests // names no reset: a minute
+				}
+				return 0
+			}
+			cfg := Config{Provider: provider, Token: token, BaseURL: f.URL, Repo: "acme/infra"}
+			var ps [2]*Previewer
+			for i := range ps {
+				p, err := NewPreviewer(cfg, "infra")
+				if err != nil {
+					t.Fatal(err)
+				}
+				p.retryDelays = []time.Duration{time.Millisecond}
+				ps[i] = p
+			}
+			ctx := context.Background()
+			if err := ps[0].SetStatus(ctx, rev1, PreviewSuccess, "ok", ""); err == nil {
+				t.Fatal("a status answered 429 succeeded")
+			}
+			err := ps[1].SetStatus(ctx, rev1, PreviewSuccess, "ok", "")
+			if err == nil || !strings.Contains(err.Error(), "rate limit") {
+				t.Errorf("the other previewer's status: %v, want the rate limit", err)
+			}
+			if n := requests.Load(); n != 1 || len(f.Statuses()) != 0 {
+				t.Errorf("%d requests reached the forge, %d statuses; want the first alone", n, len(f.Statuses()))
+			}
+		})
 	}
 }

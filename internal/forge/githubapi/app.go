@@ -136,6 +136,12 @@ func NewApp(cfg AppConfig, httpClient *http.Client) (*App, error) {
 	}, nil
 }
 
+// Credential names the installation for ClientConfig.Credential: its installation tokens
+// share one rate limit.
+func (s *App) Credential() string {
+	return fmt.Sprintf("app %d installation %d", s.appID, s.installationID)
+}
+
 // Token returns an installation token valid for at least 5 more minutes (for a token
 // GitHub issues with less life than 10 minutes, for at least half of it), exchanging a new
 // one when the cached one is due. Errors name the App and the installation, and carry

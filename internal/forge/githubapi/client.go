@@ -14,8 +14,12 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/go-github/v60/github"
+
+	"github.com/trueup-dev/trueup/internal/forge/ratelimit"
+	"github.com/trueup-dev/trueup/internal/httpwait"
 )
 
 // DefaultBaseURL is GitHub's REST API; GitHub Enterprise Server uses https://HOST/api/v3/.
@@ -44,11 +48,18 @@ func ParseBaseURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
+// mediaType is the media type of GitHub's REST API; go-github asks for its older name,
+// mediaTypeV3, which NewClient's requests ask for as mediaType instead.
+const (
+	mediaType   = "application/vnd.github+json"
+	mediaTypeV3 = "application/vnd.github.v3+json"
+)
+
 // SetHeaders sets the headers of a request built by hand (outside go-github): the bearer
 // token, the media type and the API version trueup speaks.
 func SetHeaders(req *http.Request, token string) {
 	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Accept", "application/vnd.github+json")
+	req.Header.Set("Accept", mediaType)
 	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
 	req.Header.Set("User-Agent", UserAgent)
 }
@@ -82,12 +93,38 @@ type ClientConfig struct {
 	Client *http.Client
 	// Remaining, when set, records the last X-RateLimit-Remaining seen.
 	Remaining *atomic.Int64
+	// Credential identifies the credential whose rate limit the client shares with every
+	// other client of it at the same host (an App's is App.Credential); empty: a
+	// StaticToken's value, else a limit of the client's own.
+	Credential string
+	Now        func() time.Time // nil: time.Now
+}
+
+// Pause is the rate-limit pause the client of cfg shares.
+func (cfg ClientConfig) Pause() *ratelimit.Pause {
+	base := cfg.BaseURL
+	if base == nil {
+		base, _ = url.Parse(DefaultBaseURL)
+	}
+	cred := cfg.Credential
+	if t, ok := cfg.Tokens.(StaticToken); ok && cred == "" {
+		cred = string(t)
+	}
+	return ratelimit.For(base.Scheme+"://"+base.Host, cred)
+}
+
+// PausedError is a call not sent because the credential's rate limit has not reset.
+type PausedError struct{ Until time.Time }
+
+func (e *PausedError) Error() string {
+	return "github rate limit: calls paused until " + e.Until.UTC().Format(time.RFC3339)
 }
 
 // NewClient returns a go-github client of the API at cfg.BaseURL. It sends the token to the
 // API's origin only (an artifact download redirects to blob storage, which must never see
 // it), and follows no redirect: the caller decides, by plaintext's rule, whether to follow
-// one.
+// one. A rate limit met by any client of the credential (cfg.Pause) fails its calls with a
+// *PausedError, unsent, until the reset.
 func NewClient(cfg ClientConfig) *github.Client {
 	base := cfg.BaseURL
 	if base == nil {
@@ -107,7 +144,12 @@ func NewClient(cfg ClientConfig) *github.Client {
 	if cfg.Remaining != nil {
 		next = &meterTransport{next: next, remaining: cfg.Remaining}
 	}
-	hc.Transport = &authTransport{next: next, origin: base.Scheme + "://" + base.Host, tokens: cfg.Tokens}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	hc.Transport = &authTransport{next: next, origin: base.Scheme + "://" + base.Host, tokens: cfg.Tokens,
+		pause: cfg.Pause(), now: now}
 	hc.CheckRedirect = NoRedirect
 	c := github.NewClient(&hc)
 	c.BaseURL = base
@@ -121,16 +163,25 @@ func NewClient(cfg ClientConfig) *github.Client {
 // other call means a wrong base URL.
 func NoRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-// authTransport sets the bearer token on requests to the API origin only.
+// authTransport sets the bearer token on requests to the API origin only, and holds them
+// while the credential's rate limit lasts.
 type authTransport struct {
 	next   http.RoundTripper
 	origin string // scheme://host of the base URL
 	tokens Tokens
+	pause  *ratelimit.Pause
+	now    func() time.Time
 }
 
 func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme+"://"+req.URL.Host != t.origin {
 		return t.next.RoundTrip(req)
+	}
+	if until, ok := t.pause.Until(t.now()); ok {
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return nil, &PausedError{Until: until}
 	}
 	tok, err := t.tokens.Token(req.Context())
 	if err != nil {
@@ -141,7 +192,20 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	r := req.Clone(req.Context())
 	r.Header.Set("Authorization", "Bearer "+tok)
-	return t.next.RoundTrip(r)
+	if r.Header.Get("Accept") == mediaTypeV3 {
+		r.Header.Set("Accept", mediaType)
+	}
+	resp, err := t.next.RoundTrip(r)
+	if err == nil {
+		now := t.now()
+		if until, ok := limitOf(resp.StatusCode, resp.Header, now); ok {
+			t.pause.Extend(until)
+		} else if n, perr := strconv.ParseInt(resp.Header.Get("X-RateLimit-Remaining"), 10, 64); perr == nil {
+			reset, _ := httpwait.ResetAt(resp.Header, "X-RateLimit-Reset")
+			t.pause.Spent(n, reset, now)
+		}
+	}
+	return resp, err
 }
 
 // meterTransport records the last X-RateLimit-Remaining seen.

@@ -17,10 +17,15 @@ const DefaultLimitWait = time.Minute
 // It covers a 403 with X-RateLimit-Remaining: 0 (*github.RateLimitError, also returned
 // locally by go-github until the reset), a secondary limit (*github.AbuseRateLimitError, also
 // returned locally until Retry-After has passed) and a 429, which go-github returns as a
-// plain *github.ErrorResponse.
+// plain *github.ErrorResponse; and a call not sent while another met the limit
+// (*PausedError).
 func RateLimitUntil(err error, now time.Time) (time.Time, bool) {
 	if err == nil {
 		return time.Time{}, false
+	}
+	var pe *PausedError
+	if errors.As(err, &pe) {
+		return pe.Until, true
 	}
 	var rle *github.RateLimitError
 	if errors.As(err, &rle) {
@@ -40,12 +45,18 @@ func RateLimitUntil(err error, now time.Time) (time.Time, bool) {
 	}
 	var er *github.ErrorResponse
 	if errors.As(err, &er) && er.Response != nil {
-		h := er.Response.Header
-		switch {
-		case er.Response.StatusCode == http.StatusTooManyRequests,
-			er.Response.StatusCode == http.StatusForbidden && (h.Get("Retry-After") != "" || h.Get("X-RateLimit-Remaining") == "0"):
-			return notBefore(ResetFromHeaders(h, now), now), true
-		}
+		return limitOf(er.Response.StatusCode, er.Response.Header, now)
+	}
+	return time.Time{}, false
+}
+
+// limitOf reports whether an answer is a rate limit (a 429, or a 403 with Retry-After or no
+// request left), and when requests may resume.
+func limitOf(code int, h http.Header, now time.Time) (time.Time, bool) {
+	switch {
+	case code == http.StatusTooManyRequests,
+		code == http.StatusForbidden && (h.Get("Retry-After") != "" || h.Get("X-RateLimit-Remaining") == "0"):
+		return notBefore(ResetFromHeaders(h, now), now), true
 	}
 	return time.Time{}, false
 }

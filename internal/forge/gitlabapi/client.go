@@ -1,7 +1,7 @@
 // Package gitlabapi owns what trueup knows of GitLab's REST API (/api/v4): the base URL, the
 // PRIVATE-TOKEN header, redirects refused, rate limits (Retry-After, RateLimit-Remaining and
-// RateLimit-Reset, calls paused until the reset), pagination by X-Next-Page, and errors that
-// quote a bounded, scrubbed excerpt of the answer. Every package that calls GitLab (the
+// RateLimit-Reset, calls paused until the reset), pagination by X-Next-Page to its end, and
+// errors that quote a bounded, scrubbed excerpt of the answer. Every package that calls GitLab (the
 // gitlab action, commit statuses, preview notes) sends its calls through a Client.
 package gitlabapi
 
@@ -18,11 +18,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
+	"github.com/trueup-dev/trueup/internal/clip"
+	"github.com/trueup-dev/trueup/internal/forge/ratelimit"
 	"github.com/trueup-dev/trueup/internal/httpwait"
 )
 
@@ -30,9 +31,12 @@ import (
 const (
 	maxBody    = 4 << 20 // bytes of a JSON answer read
 	maxExcerpt = 512     // bytes of an error answer quoted in errors
-	maxPages   = 50      // pages followed in one listing
 	perPage    = 100     // GitLab's maximum page size
 )
+
+// DefaultMaxPages bounds a listing: 100,000 items at GitLab's largest page size. A listing
+// that goes on past its bound fails; it is never cut short silently.
+const DefaultMaxPages = 1000
 
 // defaultRateLimitWait is how long calls pause after a 429 that names no reset time.
 const defaultRateLimitWait = time.Minute
@@ -48,6 +52,8 @@ type Config struct {
 	Secrets []string
 	// Timeout bounds each call; 0: none.
 	Timeout time.Duration
+	// MaxPages bounds the pages of one listing (EachPage); 0: DefaultMaxPages.
+	MaxPages int
 	// Transport carries the requests (nil: a clone of http.DefaultTransport).
 	Transport http.RoundTripper
 	Logger    *slog.Logger     // nil: discard
@@ -55,19 +61,19 @@ type Config struct {
 }
 
 // Client calls one GitLab's REST API. It is safe for concurrent use; a rate limit seen by
-// one call pauses every call of the client until the reset.
+// one call pauses every call of every client of the same token and host until the reset.
 type Client struct {
 	api      string // base of the REST API, ending in "/api/v4/"
 	token    string
 	timeout  time.Duration
+	maxPages int
 	hc       *http.Client
 	scrubber *strings.Replacer
 	logger   *slog.Logger
 	now      func() time.Time
 
-	rateMu       sync.Mutex
-	limitedUntil time.Time
-	remaining    atomic.Int64
+	pause     *ratelimit.Pause // shared by the clients of the token at this host
+	remaining atomic.Int64
 }
 
 // New checks cfg.BaseURL and returns the client; it makes no call.
@@ -86,14 +92,17 @@ func New(cfg Config) (*Client, error) {
 			pairs = append(pairs, s, "***")
 		}
 	}
-	c := &Client{api: api, token: cfg.Token, timeout: cfg.Timeout, logger: cfg.Logger, now: cfg.Now,
+	c := &Client{api: api, token: cfg.Token, timeout: cfg.Timeout, maxPages: cfg.MaxPages, logger: cfg.Logger, now: cfg.Now,
 		hc:       &http.Client{Transport: tr, CheckRedirect: noRedirect},
-		scrubber: strings.NewReplacer(pairs...)}
+		scrubber: strings.NewReplacer(pairs...), pause: ratelimit.For(origin(api), cfg.Token)}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
 	}
 	if c.now == nil {
 		c.now = time.Now
+	}
+	if c.maxPages <= 0 {
+		c.maxPages = DefaultMaxPages
 	}
 	c.remaining.Store(-1)
 	return c, nil
@@ -121,6 +130,12 @@ func APIBase(raw string) (string, error) {
 	p := strings.TrimSuffix(u.EscapedPath(), "/")
 	p = strings.TrimSuffix(p, "/api/v4")
 	return u.Scheme + "://" + u.Host + p + "/api/v4/", nil
+}
+
+// origin is scheme://host of an API base.
+func origin(api string) string {
+	u, _ := url.Parse(api)
+	return u.Scheme + "://" + u.Host
 }
 
 // APIError is an answer other than 2xx or 429. Its message is bounded and scrubbed.
@@ -171,8 +186,8 @@ type Response struct {
 	Body   []byte
 }
 
-// NewRequest builds the HTTP request of r, for a caller that sends it itself.
-func (c *Client) NewRequest(ctx context.Context, r Request) (*http.Request, error) {
+// newRequest builds the HTTP request of r.
+func (c *Client) newRequest(ctx context.Context, r Request) (*http.Request, error) {
 	target := c.api + r.Path
 	if len(r.Query) > 0 {
 		target += "?" + r.Query.Encode()
@@ -208,7 +223,7 @@ func (c *Client) Do(ctx context.Context, r Request) (Response, error) {
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
-	req, err := c.NewRequest(ctx, r)
+	req, err := c.newRequest(ctx, r)
 	if err != nil {
 		return Response{}, err
 	}
@@ -227,7 +242,7 @@ func (c *Client) Do(ctx context.Context, r Request) (Response, error) {
 	if resp.StatusCode == http.StatusTooManyRequests {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxExcerpt))
 		until := c.now().Add(RetryAfter(resp.Header, c.now()))
-		c.pause(until)
+		c.pause.Extend(until)
 		c.logger.Warn("gitlab rate limit reached; pausing calls", "method", r.Method, "path", r.Path,
 			"until", until.UTC().Format(time.RFC3339))
 		return Response{}, &RateLimitError{Until: until, Sent: true}
@@ -273,17 +288,17 @@ func (c *Client) GetJSON(ctx context.Context, r Request, out any) (Response, err
 	return resp, nil
 }
 
-// EachPage lists a paginated collection, following X-Next-Page, and hands each page to fn
-// until fn says stop.
+// EachPage lists a paginated collection, following X-Next-Page to its end, and hands each
+// page to fn until fn says stop. A listing longer than the client's MaxPages, or whose next
+// page does not move forward, fails.
 func EachPage[T any](ctx context.Context, c *Client, path string, query url.Values, fn func([]T) (stop bool, err error)) error {
 	q := url.Values{}
 	for k, v := range query {
 		q[k] = v
 	}
 	q.Set("per_page", strconv.Itoa(perPage))
-	page := "1"
-	for range maxPages {
-		q.Set("page", page)
+	for page, pages := 1, 1; ; pages++ {
+		q.Set("page", strconv.Itoa(page))
 		var items []T
 		resp, err := c.GetJSON(ctx, Request{Method: http.MethodGet, Path: path, Query: q, Auth: true}, &items)
 		if err != nil {
@@ -293,13 +308,19 @@ func EachPage[T any](ctx context.Context, c *Client, path string, query url.Valu
 		if err != nil || stop {
 			return err
 		}
-		page = resp.Header.Get("X-Next-Page")
-		if page == "" || len(items) == 0 {
+		next := resp.Header.Get("X-Next-Page")
+		if next == "" || len(items) == 0 {
 			return nil
 		}
+		n, err := strconv.Atoi(next)
+		switch {
+		case err != nil || n <= page:
+			return fmt.Errorf("gitlab GET %s: page %d names %q as the next page", path, page, c.Scrub(clip.Runes(next, 40)))
+		case pages >= c.maxPages:
+			return fmt.Errorf("gitlab GET %s: listing longer than %d pages of %d; not read further", path, c.maxPages, perPage)
+		}
+		page = n
 	}
-	c.logger.Warn("gitlab listing truncated", "path", path, "pages", maxPages)
-	return nil
 }
 
 // excerpt quotes the start of an error answer: GitLab's {"message": …} or {"error": …} when
@@ -360,10 +381,9 @@ func (c *Client) noteRateLimit(resp *http.Response) {
 		return
 	}
 	c.remaining.Store(int64(n))
-	if n == 0 && resp.StatusCode != http.StatusTooManyRequests {
-		if t, ok := httpwait.ResetAt(resp.Header, "RateLimit-Reset"); ok && t.After(c.now()) {
-			c.pause(t)
-		}
+	if resp.StatusCode != http.StatusTooManyRequests {
+		reset, _ := httpwait.ResetAt(resp.Header, "RateLimit-Reset")
+		c.pause.Spent(int64(n), reset, c.now())
 	}
 }
 
@@ -371,24 +391,7 @@ func (c *Client) noteRateLimit(resp *http.Response) {
 func (c *Client) Remaining() int64 { return c.remaining.Load() }
 
 // Limited reports whether calls are paused, and until when.
-func (c *Client) Limited() (time.Time, bool) {
-	c.rateMu.Lock()
-	defer c.rateMu.Unlock()
-	if c.limitedUntil.IsZero() || !c.now().Before(c.limitedUntil) {
-		return time.Time{}, false
-	}
-	return c.limitedUntil, true
-}
-
-// pause holds every call of this client until t, so that callers waiting on the same limit
-// do not each earn their own 429.
-func (c *Client) pause(t time.Time) {
-	c.rateMu.Lock()
-	defer c.rateMu.Unlock()
-	if t.After(c.limitedUntil) {
-		c.limitedUntil = t
-	}
-}
+func (c *Client) Limited() (time.Time, bool) { return c.pause.Until(c.now()) }
 
 // Scrub replaces the client's credentials with "***".
 func (c *Client) Scrub(s string) string { return c.scrubber.Replace(s) }

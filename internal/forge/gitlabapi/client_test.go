@@ -126,3 +126,55 @@ func TestClient(t *testing.T) {
 		t.Errorf("call while paused: %v, want an unsent *RateLimitError", err)
 	}
 }
+
+// TestEachPage: a listing is followed to its end, past any fixed number of pages, and one
+// that goes on past the client's bound, or whose next page does not move forward, fails
+// instead of being cut short.
+func TestEachPage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		total    int  // pages the fake GitLab serves
+		repeat   bool // X-Next-Page names the page served
+		maxPages int
+		stopAt   int // fn stops after this page; 0: never
+		want     int // pages read
+		err      string
+	}{
+		{"past fifty pages", 120, false, 0, 0, 120, ""},
+		{"exactly the bound", 5, false, 5, 0, 5, ""},
+		{"past the bound", 10, false, 5, 0, 5, "listing longer than 5 pages"},
+		{"caller stops", 120, false, 0, 3, 3, ""},
+		{"next page repeats", 10, true, 0, 0, 1, `names "1" as the next page`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+				switch {
+				case tc.repeat:
+					w.Header().Set("X-Next-Page", strconv.Itoa(page))
+				case page < tc.total:
+					w.Header().Set("X-Next-Page", strconv.Itoa(page+1))
+				}
+				w.Write([]byte(`[` + strconv.Itoa(page) + `]`))
+			}))
+			t.Cleanup(srv.Close)
+			c, err := New(Config{BaseURL: srv.URL, Token: "glpat-pages", MaxPages: tc.maxPages})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []int
+			err = EachPage(t.Context(), c, "items", nil, func(p []int) (bool, error) {
+				got = append(got, p...)
+				return len(got) == tc.stopAt, nil
+			})
+			if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+				t.Errorf("err = %v, want %q", err, tc.err)
+			}
+			if len(got) != tc.want || got[len(got)-1] != tc.want {
+				t.Errorf("read %d pages (last %v), want %d", len(got), got[len(got)-1:], tc.want)
+			}
+		})
+	}
+}
