@@ -31,7 +31,7 @@ func TestSecondSignalEndsServe(t *testing.T) {
 func secondSignal(t *testing.T, sig syscall.Signal) {
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "repo")
-	writeTestFile(t, filepath.Join(repo, "types.yaml"), thingType("Thing", "things.example.com"))
+	writeTestFile(t, filepath.Join(repo, "types.yaml"), typeYAML("Thing", "things.example.com", "{type: object}", "{name: run}"))
 	writeTestFile(t, filepath.Join(repo, "stuck.yaml"), thing("Thing", "things.example.com", "stuck"))
 	started := filepath.Join(dir, "started")
 	script := filepath.Join(dir, "stuck.sh")
