@@ -71,7 +71,7 @@ type Daemon struct {
 	log     *slog.Logger
 	logOut  *ScrubWriter
 	reg     *actions.Registry
-	dbURL   *lateURL
+	dbURL   string // the database's, for actions.Env.DatabaseURL
 	trees   *sourceTrees
 
 	// Set once the database is open.
@@ -190,29 +190,22 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	rt.dbURL, rt.trees = &lateURL{}, &sourceTrees{}
+	rt.trees = &sourceTrees{}
 	rt.cfg.Store(cfg)
 	rt.hash = configHash(rt.deps.Path)
-	acts, err := NewActions(cfg, rt.reg, logger, rt.dbURL.get, rt.trees.read)
-	if err != nil {
-		return err
-	}
-	rt.acts = actions.NewSet(acts)
-	rt.atStop("actions", rt.acts.Close)
-	rt.scrubWith(cfg, acts)
-	scrub := rt.scrub
-	keys, err := SourceKeys(cfg)
-	if err != nil {
-		return err
-	}
-	if rt.resolver, err = secrets.New(cfg.SecretStores, logger.With("component", "secrets")); err != nil {
-		return errors.New(scrub(err.Error()))
-	}
-
+	// The database before the action instances, which get its URL (terraform's pg backend).
 	db, err := OpenDatabase(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
+	rt.dbURL = db.URL
+	acts, err := NewActions(cfg, rt.reg, logger, rt.dbURL, rt.trees.read)
+	if err != nil {
+		db.Close()
+		return err
+	}
+	rt.acts = actions.NewSet(acts)
+	rt.atStop("actions", rt.acts.Close)
 	// Stop runs these in reverse: the sources stop before the database closes (their syncers
 	// have returned by then, rt.wg), so that a preview runner finishing a publication still
 	// writes its row, commit status and comment.
@@ -222,8 +215,16 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 			rs.stop()
 		}
 	})
+	rt.scrubWith(cfg, acts)
+	scrub := rt.scrub
+	keys, err := SourceKeys(cfg)
+	if err != nil {
+		return err
+	}
+	if rt.resolver, err = secrets.New(cfg.SecretStores, logger.With("component", "secrets")); err != nil {
+		return errors.New(scrub(err.Error()))
+	}
 	rt.store = db.Store
-	rt.dbURL.set(db.URL)
 	applied, err := db.Store.Migrate(ctx)
 	if err != nil {
 		return err

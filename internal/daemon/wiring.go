@@ -107,9 +107,9 @@ func NewSource(cfg *config.Config, s config.Source, logger *slog.Logger) (source
 }
 
 // NewActions instantiates every configured action; on error the ones built are closed.
-// dbURL is actions.Env.DatabaseURL and trees actions.Env.ReadTree (nil where no database or
-// source is opened).
-func NewActions(cfg *config.Config, reg *actions.Registry, logger *slog.Logger, dbURL func() string, trees func(ctx context.Context, source, revision, dir string) ([]sources.TreeFile, error)) (map[string]actions.Action, error) {
+// dbURL is actions.Env.DatabaseURL and trees actions.Env.ReadTree ("" and nil where no
+// database or source is opened).
+func NewActions(cfg *config.Config, reg *actions.Registry, logger *slog.Logger, dbURL string, trees func(ctx context.Context, source, revision, dir string) ([]sources.TreeFile, error)) (map[string]actions.Action, error) {
 	out := map[string]actions.Action{}
 	runsCommands := false // exec and terraform start processes (actions/proc)
 	for _, a := range cfg.Actions {
@@ -130,19 +130,6 @@ func NewActions(cfg *config.Config, reg *actions.Registry, logger *slog.Logger, 
 		logger.Warn("the processes exec and terraform commands start may outlive trueup if it is killed", "mode", mode, "reason", err)
 	}
 	return out, nil
-}
-
-// lateURL is actions.Env.DatabaseURL for the daemon: set once the database is open, which is after
-// the action instances are built.
-type lateURL struct{ v atomic.Pointer[string] }
-
-func (l *lateURL) set(url string) { l.v.Store(&url) }
-
-func (l *lateURL) get() string {
-	if p := l.v.Load(); p != nil {
-		return *p
-	}
-	return ""
 }
 
 // sourceTrees is actions.Env.ReadTree for the daemon: the running sources, which the action
