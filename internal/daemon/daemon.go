@@ -72,7 +72,6 @@ type Daemon struct {
 	logOut  *ScrubWriter
 	reg     *actions.Registry
 	dbURL   string // the database's, for actions.Env.DatabaseURL
-	trees   *sourceTrees
 
 	// Set once the database is open.
 	store    *store.Store
@@ -86,7 +85,7 @@ type Daemon struct {
 	cfg    atomic.Pointer[config.Config]
 	hash   string // of the config file running
 	acts   *actions.Set
-	srcs   atomic.Pointer[map[string]*runningSource]
+	srcs   *sourceSet // set once Start built it
 	reveal atomic.Pointer[reconciler.Reveal]
 	last   atomic.Pointer[server.ReloadResult]
 	// listed is a copy of secrets for readers outside the loop (configSecrets).
@@ -96,8 +95,6 @@ type Daemon struct {
 	keys    map[string]*sealed.Keys // Reveal's, by source: those of the copy of each source that runs
 	secrets []string                // every secret of every config loaded: the log keeps scrubbing them
 	sender  *notifier.Sender
-	running bool // the sources' syncers run (Start finished starting)
-	wg      sync.WaitGroup
 
 	requests chan reloadRequest
 	stops    []stopStep // what Stop undoes, in the order Start did it
@@ -190,7 +187,6 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	rt.trees = &sourceTrees{}
 	rt.cfg.Store(cfg)
 	rt.hash = configHash(rt.deps.Path)
 	// The database before the action instances, which get its URL (terraform's pg backend).
@@ -199,7 +195,7 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 		return err
 	}
 	rt.dbURL = db.URL
-	acts, err := NewActions(cfg, rt.reg, logger, rt.dbURL, rt.trees.read)
+	acts, err := NewActions(cfg, rt.reg, logger, rt.dbURL, rt.readTree)
 	if err != nil {
 		db.Close()
 		return err
@@ -207,14 +203,10 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 	rt.acts = actions.NewSet(acts)
 	rt.atStop("actions", rt.acts.Close)
 	// Stop runs these in reverse: the sources stop before the database closes (their syncers
-	// have returned by then, rt.wg), so that a preview runner finishing a publication still
-	// writes its row, commit status and comment.
+	// have returned by then), so that a preview runner finishing a publication still writes
+	// its row, commit status and comment.
 	rt.atStop("database", db.Close)
-	rt.atStop("sources", func() {
-		for _, rs := range rt.sources() {
-			rs.stop()
-		}
-	})
+	rt.atStop("sources", func() { rt.srcs.Stop() })
 	rt.scrubWith(cfg, acts)
 	scrub := rt.scrub
 	keys, err := SourceKeys(cfg)
@@ -251,30 +243,30 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 	met.ConfigLoaded(false, true, time.Now())
 	rt.setReveal(keys)
 
-	// Build every source before starting anything, so a bad source fails the start; the
-	// sources are stopped at the end, after the syncers returned.
-	running := map[string]*runningSource{}
-	for _, sc := range cfg.Sources {
-		rs, err := rt.buildSource(cfg, sc, keys, acts)
-		if err == nil {
-			err = rt.attachPreview(cfg, rs)
-		}
-		if err == nil {
-			err = rt.start(rs)
-		}
-		if err != nil {
-			if rs != nil {
-				rs.stop()
+	// Every source is built before any starts, so a bad source fails the start; the sources
+	// are stopped at the end, after the syncers returned.
+	rt.srcs = newSourceSet(ctx, sourceEnv{store: db.Store, log: logger, replica: replica, met: met, acts: rt.acts, scrub: scrub,
+		live: rt.liveHeld, checkAction: rt.checkAction, checkReference: rt.checkReference, published: rt.publishedSources,
+		reveal: func(names []string, running map[string]*runningSource) {
+			rt.setReveal(revealKeys(names, running, rt.keys))
+		},
+		startHook: func(name string) error {
+			if rt.test.startSource != nil {
+				return rt.test.startSource(name)
 			}
-			rt.publish(running, nil)
-			return err
-		}
-		running[sc.Name] = rs
+			return nil
+		}})
+	pending, err := rt.srcs.Build(cfg, keys, acts)
+	if err != nil {
+		return err
+	}
+	if err := rt.srcs.Start(pending); err != nil {
+		return err
 	}
 	requests := syncRequests{store: db.Store, syncers: rt.syncer, log: logger}
 	// Always there, so that a reload may add a source with a webhook.
 	rt.hooks = webhook.New(webhook.Options{Sources: webhookSources(cfg), Store: db.Store, Logger: logger, Trigger: requests.webhook, Preview: rt.previewSubmit})
-	rt.publish(running, nil)
+	rt.publishedSources()
 
 	rec := reconciler.New(db.Store, nil, reconciler.Options{Replica: replica, Workers: cfg.Reconcile.Workers,
 		LeaseTTL: cfg.Reconcile.LeaseTTL, ResyncInterval: cfg.Reconcile.ResyncInterval,
@@ -339,8 +331,8 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 
 	// Stop ends ctx: loops stop claiming, in-flight calls are interrupted and their leases
 	// released, then everything closes in reverse order.
-	rt.runAll()
-	rt.atStop("syncers", rt.wg.Wait)
+	rt.srcs.Run()
+	rt.atStop("syncers", rt.srcs.Wait)
 	loops := []Service{
 		runService(rt.loop),
 		runService(func(ctx context.Context) { _ = rec.Run(ctx) }),
@@ -368,7 +360,7 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	logger.Info("trueup started", "sources", len(running), "actions", len(acts), "workers", cfg.Reconcile.Workers,
+	logger.Info("trueup started", "sources", len(rt.sources()), "actions", len(acts), "workers", cfg.Reconcile.Workers,
 		"dashboard", cfg.Server.ExternalURL, "config_hash", rt.hash)
 	return nil
 }
@@ -388,7 +380,7 @@ func (rt *Daemon) stop() {
 		if rt.cancel != nil {
 			rt.cancel()
 		}
-		if rt.log != nil && rt.running {
+		if rt.log != nil && rt.srcs != nil && rt.srcs.running {
 			rt.log.Info("shutting down")
 		}
 		for i := len(rt.stops) - 1; i >= 0; i-- {

@@ -2,16 +2,23 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/commitstatus"
 	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/preview"
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -34,11 +41,107 @@ type runningSource struct {
 	done     chan struct{} // closed when the syncer has returned (nil: not run)
 }
 
-// buildSource builds sc's source, commit status reporter, syncer and preview runner without
+// sourceEnv is what the running sources take from the daemon.
+type sourceEnv struct {
+	store          *store.Store
+	log            *slog.Logger
+	replica        string
+	met            *metrics.Metrics
+	acts           *actions.Set // the instances in use: preview runners plan with them
+	scrub          func(string) string
+	live           func() bool
+	checkAction    func(name string, with json.RawMessage) error
+	checkReference func(from string, target graph.ID, outputs []string) error
+	// published is told each time the set publishes its sources (nil: nobody).
+	published func()
+	// reveal is told the keys of the copies that run: names are the configured sources
+	// (nil: nobody).
+	reveal func(names []string, running map[string]*runningSource)
+	// startHook runs before a source's copy starts (this package's tests; nil: none).
+	startHook func(name string) error
+}
+
+// sourceSet is the running sources: Build builds a config's sources without starting any,
+// Start starts them as the set, Swap makes a reload's the set in place of the running ones
+// (Rollback runs the previous copy of a changed source whose new copy fails to start), Stop
+// stops them. One goroutine changes the set (the daemon's Start, then its reload loop);
+// readers (webhooks, previews, terraform module reads, maintenance) see one published map
+// at a time.
+type sourceSet struct {
+	env  sourceEnv
+	ctx  context.Context // each source runs under a context of its own below it
+	srcs atomic.Pointer[map[string]*runningSource]
+	// trees are ReadTree's sources: a nil entry is one between two copies.
+	trees   atomic.Pointer[map[string]sources.Source]
+	running bool // the syncers run (Run)
+	wg      sync.WaitGroup
+}
+
+func newSourceSet(ctx context.Context, env sourceEnv) *sourceSet {
+	return &sourceSet{env: env, ctx: ctx}
+}
+
+// pendingSources are a config's sources built by Build, none started.
+type pendingSources struct {
+	cfg   *config.Config
+	built map[string]*runningSource
+}
+
+// Close drops what was built and not taken.
+func (p *pendingSources) Close() {
+	if p == nil {
+		return
+	}
+	for name, rs := range p.built {
+		rs.close()
+		delete(p.built, name)
+	}
+}
+
+// Build builds every source of cfg (keys: their decryption keys; acts: the instances their
+// ResourceTypes are checked against) without starting any; any error refuses them all.
+func (s *sourceSet) Build(cfg *config.Config, keys map[string]*sealed.Keys, acts map[string]actions.Action) (*pendingSources, error) {
+	p := &pendingSources{cfg: cfg, built: map[string]*runningSource{}}
+	var errs []error
+	for _, sc := range cfg.Sources {
+		rs, err := s.build(cfg, sc, keys, acts)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		p.built[sc.Name] = rs
+	}
+	if err := errors.Join(errs...); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// Start starts p's sources as the set (the daemon's start), in the config's order: the first
+// that fails stops the start; those started before it stay in the set, for Stop.
+func (s *sourceSet) Start(p *pendingSources) error {
+	running := map[string]*runningSource{}
+	defer p.Close()
+	for _, sc := range p.cfg.Sources {
+		rs := p.built[sc.Name]
+		delete(p.built, sc.Name)
+		if err := s.startSource(p.cfg, rs); err != nil {
+			rs.stop()
+			s.publish(running, nil)
+			return err
+		}
+		running[sc.Name] = rs
+	}
+	s.publish(running, nil)
+	return nil
+}
+
+// build builds sc's source, commit status reporter, syncer and preview runner without
 // starting any; acts are the instances its ResourceTypes are checked against (the set in
 // use once running).
-func (rt *Daemon) buildSource(cfg *config.Config, sc config.Source, keys map[string]*sealed.Keys, acts map[string]actions.Action) (*runningSource, error) {
-	src, reg, err := NewSource(cfg, sc, rt.log)
+func (s *sourceSet) build(cfg *config.Config, sc config.Source, keys map[string]*sealed.Keys, acts map[string]actions.Action) (*runningSource, error) {
+	src, reg, err := NewSource(cfg, sc, s.env.log)
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", sc.Name, err)
 	}
@@ -53,20 +156,21 @@ func (rt *Daemon) buildSource(cfg *config.Config, sc config.Source, keys map[str
 	var reporter syncer.Reporter
 	if cs := sc.CommitStatus; cs != nil {
 		rep, err := commitstatus.New(commitstatus.Config{Provider: cs.Provider, Token: cs.Token, BaseURL: cs.BaseURL, Insecure: cs.Insecure, Repo: cs.Repo,
-			TargetURL: strings.TrimSuffix(cfg.Server.ExternalURL, "/") + "/sources/" + sc.Name}, sc.Name, rt.store, rt.log)
+			TargetURL: strings.TrimSuffix(cfg.Server.ExternalURL, "/") + "/sources/" + sc.Name}, sc.Name, s.env.store, s.env.log)
 		if err != nil {
 			rs.close()
 			return nil, fmt.Errorf("source %s: commitStatus: %w", sc.Name, err)
 		}
 		rs.reporter, reporter = rep, rep
 	}
-	scrub := rt.scrub
-	rs.syncer = syncer.New(rt.store, syncer.Options{Name: sc.Name, Source: src, Interval: interval,
-		Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction, AllowEmpty: sc.Prune.AllowEmpty, Replica: rt.replica, LeaseTTL: cfg.Reconcile.LeaseTTL, Live: rt.liveHeld,
-		CheckAction: rt.checkAction, CheckReference: rt.checkReference, Limits: manifest.Limits(cfg.Limits), Scrub: scrub, Metrics: rt.met, Reporter: reporter,
-		Opener: sealed.NewOpener(keys[sc.Name])}, rt.log)
+	e := &s.env
+	scrub := e.scrub
+	rs.syncer = syncer.New(e.store, syncer.Options{Name: sc.Name, Source: src, Interval: interval,
+		Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction, AllowEmpty: sc.Prune.AllowEmpty, Replica: e.replica, LeaseTTL: cfg.Reconcile.LeaseTTL, Live: e.live,
+		CheckAction: e.checkAction, CheckReference: e.checkReference, Limits: manifest.Limits(cfg.Limits), Scrub: scrub, Metrics: e.met, Reporter: reporter,
+		Opener: sealed.NewOpener(keys[sc.Name])}, e.log)
 	if sc.PreviewEnabled() {
-		p, err := newPreviewRunner(cfg, sc, src, rt.store, acts, rt.acts.Plans(), rt.checkReference, scrub, rt.replica, rt.log)
+		p, err := newPreviewRunner(cfg, sc, src, e.store, acts, e.acts.Plans(), e.checkReference, scrub, e.replica, e.log)
 		if err != nil {
 			rs.close()
 			return nil, err
@@ -76,12 +180,12 @@ func (rt *Daemon) buildSource(cfg *config.Config, sc config.Source, keys map[str
 	return rs, nil
 }
 
-// start starts rs: its source, registration and preview runner, and its syncer once the daemon
+// start starts rs: its source, registration and preview runner, and its syncer once the set
 // runs, all under a context of its own that stop ends.
-func (rt *Daemon) start(rs *runningSource) error {
-	rs.ctx, rs.cancel = context.WithCancel(rt.ctx)
-	if rt.test.startSource != nil {
-		if err := rt.test.startSource(rs.cfg.Name); err != nil {
+func (s *sourceSet) start(rs *runningSource) error {
+	rs.ctx, rs.cancel = context.WithCancel(s.ctx)
+	if s.env.startHook != nil {
+		if err := s.env.startHook(rs.cfg.Name); err != nil {
 			return fmt.Errorf("source %s: %w", rs.cfg.Name, err)
 		}
 	}
@@ -90,24 +194,24 @@ func (rt *Daemon) start(rs *runningSource) error {
 			return fmt.Errorf("source %s: %w", rs.cfg.Name, err)
 		}
 	}
-	if err := rt.store.RegisterSource(rs.ctx, rs.reg); err != nil {
+	if err := s.env.store.RegisterSource(rs.ctx, rs.reg); err != nil {
 		return fmt.Errorf("source %s: %w", rs.cfg.Name, err)
 	}
 	if err := rs.startPreview(); err != nil {
 		return err
 	}
-	if rt.running {
-		rt.run(rs)
+	if s.running {
+		s.run(rs)
 	}
 	return nil
 }
 
-// run runs rs's syncer until its context ends (stop, or the daemon's).
-func (rt *Daemon) run(rs *runningSource) {
+// run runs rs's syncer until its context ends (stop, or the set's).
+func (s *sourceSet) run(rs *runningSource) {
 	rs.done = make(chan struct{})
-	rt.wg.Add(1)
+	s.wg.Add(1)
 	go func() {
-		defer rt.wg.Done()
+		defer s.wg.Done()
 		defer close(rs.done)
 		_ = rs.syncer.Run(rs.ctx)
 	}()
@@ -115,7 +219,7 @@ func (rt *Daemon) run(rs *runningSource) {
 
 // attachPreview rebuilds rs's preview runner against the action instances in use, which it
 // holds until it stops; the runner it replaces is stopped and its instances released.
-func (rt *Daemon) attachPreview(cfg *config.Config, rs *runningSource) error {
+func (s *sourceSet) attachPreview(cfg *config.Config, rs *runningSource) error {
 	old := rs.preview.Load()
 	if old == nil {
 		return nil
@@ -125,8 +229,9 @@ func (rt *Daemon) attachPreview(cfg *config.Config, rs *runningSource) error {
 		rs.release()
 		rs.release = nil
 	}
-	acts, release := rt.acts.Snapshot()
-	p, err := newPreviewRunner(cfg, rs.cfg, rs.src, rt.store, acts, rt.acts.Plans(), rt.checkReference, rt.scrub, rt.replica, rt.log)
+	e := &s.env
+	acts, release := e.acts.Snapshot()
+	p, err := newPreviewRunner(cfg, rs.cfg, rs.src, e.store, acts, e.acts.Plans(), e.checkReference, e.scrub, e.replica, e.log)
 	if err != nil {
 		release()
 		rs.preview.Store(nil)
@@ -147,11 +252,22 @@ func (rs *runningSource) startPreview() error {
 	return nil
 }
 
-// runAll starts the syncers of the sources started before the daemon was ready to run them.
-func (rt *Daemon) runAll() {
-	rt.running = true
-	for _, rs := range rt.sources() {
-		rt.run(rs)
+// Run starts the syncers of the sources started before the daemon was ready to run them;
+// those started later run at once.
+func (s *sourceSet) Run() {
+	s.running = true
+	for _, rs := range s.All() {
+		s.run(rs)
+	}
+}
+
+// Wait returns once every syncer has returned (their contexts ended).
+func (s *sourceSet) Wait() { s.wg.Wait() }
+
+// Stop stops every source of the set.
+func (s *sourceSet) Stop() {
+	for _, rs := range s.All() {
+		rs.stop()
 	}
 }
 
@@ -181,13 +297,196 @@ func (rs *runningSource) close() {
 	_ = rs.src.Close()
 }
 
-// sources are the running sources by name.
-func (rt *Daemon) sources() map[string]*runningSource {
-	if p := rt.srcs.Load(); p != nil {
+// All are the running sources by name (a nil set has none).
+func (s *sourceSet) All() map[string]*runningSource {
+	if s == nil {
+		return nil
+	}
+	if p := s.srcs.Load(); p != nil {
 		return *p
 	}
 	return nil
 }
+
+// publish makes m the running sources for every reader; restarting are the sources between
+// two copies (a nil entry for ReadTree: retried, not refused).
+func (s *sourceSet) publish(m map[string]*runningSource, restarting []string) {
+	m = maps.Clone(m) // readers iterate it while Swap goes on filling the caller's
+	s.srcs.Store(&m)
+	bySrc := make(map[string]sources.Source, len(m))
+	for _, name := range restarting {
+		bySrc[name] = nil
+	}
+	for name, rs := range m {
+		bySrc[name] = rs.src
+	}
+	s.trees.Store(&bySrc)
+	if s.env.published != nil {
+		s.env.published()
+	}
+}
+
+// ReadTree is actions.Env.ReadTree: the files under dir of a running source's revision.
+func (s *sourceSet) ReadTree(ctx context.Context, source, revision, dir string) ([]sources.TreeFile, error) {
+	var p *map[string]sources.Source
+	if s != nil {
+		p = s.trees.Load()
+	}
+	if p == nil {
+		return nil, fmt.Errorf("source %q is not open yet", source)
+	}
+	src, ok := (*p)[source]
+	switch {
+	case !ok:
+		return nil, actions.Terminalf("no source named %q", source)
+	case src == nil:
+		return nil, fmt.Errorf("source %q is not running on this replica (a config reload is restarting it, or it failed to start)", source)
+	}
+	tr, ok := src.(sources.TreeReader)
+	if !ok {
+		return nil, actions.Terminalf("source %q has no revisions to read a folder at (only a Git source has)", source)
+	}
+	return tr.ReadTree(ctx, revision, dir)
+}
+
+// startSource attaches rs's preview runner to the action instances in use and starts rs.
+func (s *sourceSet) startSource(cfg *config.Config, rs *runningSource) error {
+	err := s.attachPreview(cfg, rs)
+	if err == nil {
+		err = s.start(rs)
+	}
+	return err
+}
+
+// Swap makes next (Build's, of a reload's config) the running sources in place of the
+// running ones (old is the config they run), as ch says: the unchanged ones keep running,
+// the removed and changed ones stop, the added and changed ones start from next; a changed
+// source whose new copy fails to start runs its previous copy again (Rollback). replace
+// swaps the action instances and the config, once the preview runners that plan with the
+// old instances have stopped. It returns what failed to start.
+func (s *sourceSet) Swap(old *config.Config, next *pendingSources, ch config.Changes, replace func()) []string {
+	defer next.Close()
+	var names []string
+	for _, sc := range next.cfg.Sources {
+		names = append(names, sc.Name)
+	}
+	running := s.All()
+	kept, stopping, restart := planSources(slices.Sorted(maps.Keys(running)), ch)
+	m := make(map[string]*runningSource, len(next.built))
+	for _, name := range kept {
+		m[name] = running[name]
+	}
+	for _, sc := range next.cfg.Sources {
+		if slices.Contains(ch.WebhookOnly, sc.Name) && m[sc.Name] != nil {
+			m[sc.Name].cfg = sc
+		}
+	}
+	// A preview runner plans with the instances it was built with: with any instance
+	// changed, the runners of the sources kept are rebuilt (their sources keep running).
+	var replan []string
+	if len(ch.ActionsAdded)+len(ch.ActionsRemoved)+len(ch.ActionsChanged) > 0 {
+		for name, rs := range m {
+			if rs.preview.Load() != nil {
+				replan = append(replan, name)
+			}
+		}
+	}
+	// Their preview runners before the instances they plan with are replaced: a plan of an
+	// old instance must not overlap a call of the new one in the same working copy.
+	var stopped sync.WaitGroup
+	for _, name := range append(slices.Clone(stopping), replan...) {
+		if rs := running[name]; rs != nil {
+			if p := rs.preview.Load(); p != nil {
+				stopped.Go(p.Stop)
+			}
+		}
+	}
+	stopped.Wait()
+	replace()
+	// Readers (webhooks, previews, terraform modules) stop getting the sources about to close
+	// before they close; a restarting one answers "being restarted" (retried), not "none".
+	var failed []string
+	s.publish(m, restart)
+	for _, name := range replan {
+		rs := m[name]
+		err := s.attachPreview(next.cfg, rs)
+		if err == nil {
+			err = rs.startPreview()
+		}
+		if err != nil {
+			msg := s.env.scrub(err.Error())
+			s.env.log.Error("reload: preview runner not started", "source", name, "err", msg)
+			failed = append(failed, msg+" (the source syncs; its pull requests are not previewed)")
+		}
+	}
+	// Stopped before the new ones start: a changed Git source reuses its mirror's folder.
+	for _, name := range stopping {
+		if rs := running[name]; rs != nil {
+			stopped.Go(rs.stop)
+		}
+	}
+	stopped.Wait()
+	// The keys of the copies about to start, then (below) of those that did.
+	starting := maps.Clone(m)
+	for name, rs := range next.built {
+		if starting[name] == nil {
+			starting[name] = rs
+		}
+	}
+	s.tellReveal(names, starting)
+	for _, sc := range next.cfg.Sources {
+		rs := next.built[sc.Name]
+		delete(next.built, sc.Name)
+		if m[sc.Name] != nil {
+			rs.close() // unchanged: built only to check it
+			continue
+		}
+		prev := running[sc.Name] // stopped; nil: added
+		rebuild := func() (*runningSource, error) { return s.Rollback(old, prev) }
+		if prev == nil {
+			rebuild = nil
+		}
+		run, err := swapIn(rs, func(rs *runningSource) error { return s.startSource(next.cfg, rs) }, rebuild)
+		if err != nil {
+			msg := s.env.scrub(err.Error())
+			s.env.log.Error("reload: source not started", "source", sc.Name, "err", msg)
+			failed = append(failed, msg)
+		}
+		if run != nil {
+			m[sc.Name] = run
+		}
+	}
+	s.tellReveal(names, m)
+	var notRunning []string
+	for _, name := range names {
+		if m[name] == nil {
+			notRunning = append(notRunning, name)
+		}
+	}
+	s.publish(m, notRunning)
+	return failed
+}
+
+// Rollback builds prev (a stopped copy of a source of old, the config running before a
+// reload) again and starts it against the action instances in use: the copy that runs
+// when its new one failed to start. It returns the copy (nil: none built) and why it did
+// not start.
+func (s *sourceSet) Rollback(old *config.Config, prev *runningSource) (*runningSource, error) {
+	back, err := s.build(old, prev.cfg, map[string]*sealed.Keys{prev.cfg.Name: prev.keys}, s.env.acts.Current())
+	if err == nil {
+		err = s.startSource(old, back)
+	}
+	return back, err
+}
+
+func (s *sourceSet) tellReveal(names []string, running map[string]*runningSource) {
+	if s.env.reveal != nil {
+		s.env.reveal(names, running)
+	}
+}
+
+// sources are the running sources by name.
+func (rt *Daemon) sources() map[string]*runningSource { return rt.srcs.All() }
 
 // syncer is the running syncer of a source (nil: none).
 func (rt *Daemon) syncer(name string) *syncer.Syncer {
@@ -197,19 +496,15 @@ func (rt *Daemon) syncer(name string) *syncer.Syncer {
 	return nil
 }
 
-// publish makes m the running sources for every reader; restarting are the sources between
-// two copies (a nil entry for ReadTree: retried, not refused).
-func (rt *Daemon) publish(m map[string]*runningSource, restarting []string) {
-	m = maps.Clone(m) // readers iterate it while apply goes on filling the caller's
-	rt.srcs.Store(&m)
-	bySrc := make(map[string]sources.Source, len(m))
-	for _, name := range restarting {
-		bySrc[name] = nil
-	}
-	for name, rs := range m {
-		bySrc[name] = rs.src
-	}
-	rt.trees.set(bySrc)
+// readTree is the action instances' actions.Env.ReadTree: the running sources' (none
+// before Start built them).
+func (rt *Daemon) readTree(ctx context.Context, source, revision, dir string) ([]sources.TreeFile, error) {
+	return rt.srcs.ReadTree(ctx, source, revision, dir)
+}
+
+// publishedSources is the source set's published: the webhook handler takes the sources of
+// the config running.
+func (rt *Daemon) publishedSources() {
 	if rt.hooks != nil {
 		rt.hooks.SetSources(webhookSources(rt.cfg.Load()))
 	}
@@ -226,15 +521,6 @@ func (rt *Daemon) previewSubmit(ev preview.Event) error {
 		return fmt.Errorf("source %s does not preview pull requests", ev.Source)
 	}
 	return p.Submit(ev)
-}
-
-// startSource attaches rs's preview runner to the action instances in use and starts rs.
-func (rt *Daemon) startSource(cfg *config.Config, rs *runningSource) error {
-	err := rt.attachPreview(cfg, rs)
-	if err == nil {
-		err = rt.start(rs)
-	}
-	return err
 }
 
 // swapIn starts next, whose previous copy (if any) is stopped. When next fails to start it
