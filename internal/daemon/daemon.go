@@ -189,42 +189,14 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 	}
 	rt.cfg.Store(cfg)
 	rt.hash = configHash(rt.deps.Path)
-	// The database before the action instances, which get its URL (terraform's pg backend).
+	// The database, then the action instances, which get its URL (terraform's pg backend) and
+	// read the trees of the running sources (the set, empty until its sources start).
 	db, err := OpenDatabase(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
-	rt.dbURL = db.URL
-	acts, err := NewActions(cfg, rt.reg, logger, rt.dbURL, rt.readTree)
-	if err != nil {
-		db.Close()
-		return err
-	}
-	rt.acts = actions.NewSet(acts)
-	rt.atStop("actions", rt.acts.Close)
-	// Stop runs these in reverse: the sources stop before the database closes (their syncers
-	// have returned by then), so that a preview runner finishing a publication still writes
-	// its row, commit status and comment.
-	rt.atStop("database", db.Close)
-	rt.atStop("sources", func() { rt.srcs.Stop() })
-	rt.scrubWith(cfg, acts)
-	scrub := rt.scrub
-	keys, err := SourceKeys(cfg)
-	if err != nil {
-		return err
-	}
-	if rt.resolver, err = secrets.New(cfg.SecretStores, logger.With("component", "secrets")); err != nil {
-		return errors.New(scrub(err.Error()))
-	}
-	rt.store = db.Store
-	applied, err := db.Store.Migrate(ctx)
-	if err != nil {
-		return err
-	}
-	if len(applied) > 0 {
-		logger.Info("applied migrations", "migrations", applied)
-	}
-
+	rt.store, rt.dbURL = db.Store, db.URL
+	rt.acts = actions.NewSet(nil)
 	met := metrics.New(metrics.Options{Logger: logger, SpansDropped: traces.SpansDropped,
 		Queue: func(ctx context.Context) (metrics.QueueStats, error) {
 			due, inFlight, scheduled, oldest, err := db.Store.QueueStats(ctx)
@@ -240,12 +212,7 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 			return out
 		}})
 	rt.met = met
-	met.ConfigLoaded(false, true, time.Now())
-	rt.setReveal(keys)
-
-	// Every source is built before any starts, so a bad source fails the start; the sources
-	// are stopped at the end, after the syncers returned.
-	rt.srcs = newSourceSet(ctx, sourceEnv{store: db.Store, log: logger, replica: replica, met: met, acts: rt.acts, scrub: scrub,
+	rt.srcs = newSourceSet(ctx, sourceEnv{store: db.Store, log: logger, replica: replica, met: met, acts: rt.acts, scrub: rt.scrub,
 		live: rt.liveHeld, checkAction: rt.checkAction, checkReference: rt.checkReference, published: rt.publishedSources,
 		reveal: func(names []string, running map[string]*runningSource) {
 			rt.setReveal(revealKeys(names, running, rt.keys))
@@ -256,6 +223,38 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 			}
 			return nil
 		}})
+	rt.atStop("actions", rt.acts.Close)
+	// Stop runs these in reverse: the sources stop before the database closes (their syncers
+	// have returned by then), so that a preview runner finishing a publication still writes
+	// its row, commit status and comment.
+	rt.atStop("database", db.Close)
+	rt.atStop("sources", rt.srcs.Stop)
+	acts, err := NewActions(cfg, rt.reg, logger, rt.dbURL, rt.srcs.ReadTree)
+	if err != nil {
+		return err
+	}
+	rt.acts.Replace(acts, nil)
+	rt.scrubWith(cfg, acts)
+	scrub := rt.scrub
+	keys, err := SourceKeys(cfg)
+	if err != nil {
+		return err
+	}
+	if rt.resolver, err = secrets.New(cfg.SecretStores, logger.With("component", "secrets")); err != nil {
+		return errors.New(scrub(err.Error()))
+	}
+	applied, err := db.Store.Migrate(ctx)
+	if err != nil {
+		return err
+	}
+	if len(applied) > 0 {
+		logger.Info("applied migrations", "migrations", applied)
+	}
+	met.ConfigLoaded(false, true, time.Now())
+	rt.setReveal(keys)
+
+	// Every source is built before any starts, so a bad source fails the start; the sources
+	// are stopped at the end, after the syncers returned.
 	pending, err := rt.srcs.Build(cfg, keys, acts)
 	if err != nil {
 		return err

@@ -54,7 +54,7 @@ func (rt *Daemon) load(cfg *config.Config, readErr error) (_ *loaded, secrets []
 	config.KeepRestartOnly(cfg, running)
 	var err error
 	l := &loaded{cfg: cfg, pending: pending, hash: configHash(rt.deps.Path)}
-	if l.acts, err = NewActions(cfg, rt.reg, rt.log, rt.dbURL, rt.readTree); err != nil {
+	if l.acts, err = NewActions(cfg, rt.reg, rt.log, rt.dbURL, rt.srcs.ReadTree); err != nil {
 		return nil, secrets, err // factories quote the config values they refuse: scrubbed by reload
 	}
 	secrets = secretsOf(cfg, l.acts)

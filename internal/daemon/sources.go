@@ -328,10 +328,7 @@ func (s *sourceSet) publish(m map[string]*runningSource, restarting []string) {
 
 // ReadTree is actions.Env.ReadTree: the files under dir of a running source's revision.
 func (s *sourceSet) ReadTree(ctx context.Context, source, revision, dir string) ([]sources.TreeFile, error) {
-	var p *map[string]sources.Source
-	if s != nil {
-		p = s.trees.Load()
-	}
+	p := s.trees.Load()
 	if p == nil {
 		return nil, fmt.Errorf("source %q is not open yet", source)
 	}
@@ -494,12 +491,6 @@ func (rt *Daemon) syncer(name string) *syncer.Syncer {
 		return rs.syncer
 	}
 	return nil
-}
-
-// readTree is the action instances' actions.Env.ReadTree: the running sources' (none
-// before Start built them).
-func (rt *Daemon) readTree(ctx context.Context, source, revision, dir string) ([]sources.TreeFile, error) {
-	return rt.srcs.ReadTree(ctx, source, revision, dir)
 }
 
 // publishedSources is the source set's published: the webhook handler takes the sources of
