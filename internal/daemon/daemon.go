@@ -189,6 +189,23 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 	}
 	rt.cfg.Store(cfg)
 	rt.hash = configHash(rt.deps.Path)
+	// What a config can refuse is refused before the database opens (no private cluster is
+	// started for a bad config): the action instances are built once to check them (a
+	// factory has no side effects), then again below with the database's URL.
+	checked, err := NewActions(cfg, rt.reg, slog.New(slog.DiscardHandler), "", nil)
+	if err != nil {
+		return err
+	}
+	rt.scrubWith(cfg, checked)
+	CloseActions(checked)
+	scrub := rt.scrub
+	keys, err := SourceKeys(cfg)
+	if err != nil {
+		return err
+	}
+	if rt.resolver, err = secrets.New(cfg.SecretStores, logger.With("component", "secrets")); err != nil {
+		return errors.New(scrub(err.Error()))
+	}
 	// The database, then the action instances, which get its URL (terraform's pg backend) and
 	// read the trees of the running sources (the set, empty until its sources start).
 	db, err := OpenDatabase(ctx, cfg, logger)
@@ -235,14 +252,6 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 	}
 	rt.acts.Replace(acts, nil)
 	rt.scrubWith(cfg, acts)
-	scrub := rt.scrub
-	keys, err := SourceKeys(cfg)
-	if err != nil {
-		return err
-	}
-	if rt.resolver, err = secrets.New(cfg.SecretStores, logger.With("component", "secrets")); err != nil {
-		return errors.New(scrub(err.Error()))
-	}
 	applied, err := db.Store.Migrate(ctx)
 	if err != nil {
 		return err
