@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -411,12 +410,18 @@ func TestSourceSetConcurrentReaders(t *testing.T) {
 	defer cancel()
 	a1, a2, b := e.folder("a1", "first"), e.folder("a2", "second"), e.folder("b", "b")
 	s := startSet(t, e, e.config(map[string]string{"a": a1}), nil)
-	var done atomic.Bool
+	stop := make(chan struct{})
 	var readers sync.WaitGroup
-	var reads atomic.Int64
+	var mu sync.Mutex
+	reads := 0
 	for range 4 {
 		readers.Go(func() {
-			for !done.Load() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
 				for name, rs := range s.All() {
 					if rs == nil || rs.syncer == nil || rs.cfg.Name != name {
 						t.Errorf("published entry %s: %+v", name, rs)
@@ -429,7 +434,9 @@ func TestSourceSetConcurrentReaders(t *testing.T) {
 					t.Errorf("ReadTree of a: %v", err)
 					return
 				}
-				reads.Add(1)
+				mu.Lock()
+				reads++
+				mu.Unlock()
 			}
 		})
 	}
@@ -442,8 +449,8 @@ func TestSourceSetConcurrentReaders(t *testing.T) {
 			t.Errorf("swap %d: %v", i, failed)
 		}
 	}
-	waitFor(t, "the readers read", func() bool { return reads.Load() > 100 })
-	done.Store(true)
+	waitFor(t, "the readers read", func() bool { mu.Lock(); defer mu.Unlock(); return reads > 100 })
+	close(stop)
 	readers.Wait()
 }
 
