@@ -228,11 +228,10 @@ type Env struct {
 	// are resolved against it.
 	BaseDir string
 	Logger  *slog.Logger
-	// DatabaseURL returns the URL of the controller's own PostgreSQL, for plugins that keep
-	// their state there (terraform's pg backend). A function, because instances are built
-	// before the database is open, and the private cluster's URL exists only once it runs;
-	// it returns "" where there is none (trueup validate). Nil is the same as "".
-	DatabaseURL func() string
+	// DatabaseURL is the URL of the controller's own PostgreSQL, for plugins that keep their
+	// state there (terraform's pg backend): the daemon opens the database before it builds
+	// the instances. "" where there is none (trueup validate, config check).
+	DatabaseURL string
 	// ReadTree reads the files under dir (relative to the repository's root) of the named
 	// source's revision, within the limits of sources.TreeReader: the terraform action reads
 	// a module kept in the manifests repository at the revision a resource came from. Nil

@@ -41,7 +41,7 @@ func (a *Action) applied(ctx context.Context, ws string) (bool, error) {
 			return false, fmt.Errorf("working copy: %w", err)
 		}
 	}
-	conn := a.dbURL()
+	conn := a.dbURL
 	if conn == "" {
 		return false, errors.New("no database for the pg backend: the controller has not opened one (set backend: in the config to keep state elsewhere)")
 	}
@@ -87,7 +87,7 @@ func (a *Action) lockInit(ctx context.Context) (unlock func(), err error) {
 	if a.custom {
 		return func() {}, nil
 	}
-	conn := a.dbURL()
+	conn := a.dbURL
 	if conn == "" {
 		return nil, errors.New("no database for the pg backend: the controller has not opened one (set backend: in the config to keep state elsewhere)")
 	}

@@ -62,7 +62,7 @@ func TestWorkDirMustBePrivate(t *testing.T) {
 			_ = os.RemoveAll(root)
 			tc.plant(t)
 			cfg := config{Module: "testdata/modules/data", Binary: bin, WorkDir: tc.workDir}
-			a, err := terraform.New(actiontest.MustJSON(t, cfg), actions.Env{Name: "private", BaseDir: ".", DatabaseURL: func() string { return "postgres://x" }})
+			a, err := terraform.New(actiontest.MustJSON(t, cfg), actions.Env{Name: "private", BaseDir: ".", DatabaseURL: "postgres://x"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,7 +79,7 @@ func TestWorkDirMustBePrivate(t *testing.T) {
 	// A fresh default folder is created private and used.
 	_ = os.RemoveAll(root)
 	cfg := config{Module: "testdata/modules/data", Binary: bin}
-	a, err := terraform.New(actiontest.MustJSON(t, cfg), actions.Env{Name: "private", BaseDir: ".", DatabaseURL: func() string { return "postgres://x" }})
+	a, err := terraform.New(actiontest.MustJSON(t, cfg), actions.Env{Name: "private", BaseDir: ".", DatabaseURL: "postgres://x"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -97,7 +97,7 @@ func TestModuleFromSource(t *testing.T) {
 		// The plan at c4 below is a pull request's: its module is trusted here.
 		"pullRequestModules": true,
 	}
-	a, err := terraform.New(actiontest.MustJSON(t, cfg), actions.Env{Name: "repomod", BaseDir: ".", DatabaseURL: func() string { return url },
+	a, err := terraform.New(actiontest.MustJSON(t, cfg), actions.Env{Name: "repomod", BaseDir: ".", DatabaseURL: url,
 		ReadTree: func(ctx context.Context, source, revision, dir string) ([]sources.TreeFile, error) {
 			if source != "infra" {
 				return nil, fmt.Errorf("no source %q", source)

@@ -37,7 +37,7 @@ var errClosed = fmt.Errorf("terraform action closed: %w", context.Canceled)
 type Action struct {
 	settings
 	logger *slog.Logger
-	dbURL  func() string
+	dbURL  string // actions.Env.DatabaseURL
 	// readTree reads a module kept in a source's repository (actions.Env.ReadTree).
 	readTree func(ctx context.Context, source, revision, dir string) ([]sources.TreeFile, error)
 	trees    treeHashes
@@ -65,11 +65,7 @@ func New(raw json.RawMessage, env actions.Env) (actions.Action, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	dbURL := env.DatabaseURL
-	if dbURL == nil {
-		dbURL = func() string { return "" }
-	}
-	return &Action{settings: s, logger: logger, dbURL: dbURL, readTree: env.ReadTree}, nil
+	return &Action{settings: s, logger: logger, dbURL: env.DatabaseURL, readTree: env.ReadTree}, nil
 }
 
 // call is one prepared call: the resource's working copy initialised, its var file written.
@@ -147,7 +143,7 @@ func (a *Action) prepare(ctx context.Context, req actions.Request, ws string, pr
 	env = append(env, "TF_IN_AUTOMATION=1", "TF_INPUT=0", "CHECKPOINT_DISABLE=1",
 		"TF_DATA_DIR="+filepath.Join(c.dir, "data"))
 	if !a.custom {
-		conn := a.dbURL()
+		conn := a.dbURL
 		if conn == "" {
 			return nil, errors.New("no database for the pg backend: the controller has not opened one (set backend: in the config to keep state elsewhere)")
 		}

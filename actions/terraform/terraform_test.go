@@ -85,7 +85,7 @@ func setup(t *testing.T, name string, cfg config) fixture {
 		cfg.Binary = bin
 	}
 	url := pgtest.NewDatabase(t, nil)
-	env := actions.Env{Name: name, BaseDir: ".", DatabaseURL: func() string { return url }}
+	env := actions.Env{Name: name, BaseDir: ".", DatabaseURL: url}
 	a, err := terraform.New(actiontest.MustJSON(t, cfg), env)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -175,7 +175,7 @@ func TestConformance(t *testing.T) {
 		Factory:    terraform.New,
 		Config:     actiontest.MustJSON(t, config{Module: "testdata/modules/data", Binary: bin, Env: env, WorkDir: t.TempDir()}),
 		SlowConfig: actiontest.MustJSON(t, config{Module: "testdata/modules/slow", Binary: bin, Env: env, WorkDir: t.TempDir()}),
-		Env:        actions.Env{Name: "conformance", BaseDir: ".", DatabaseURL: func() string { return url }},
+		Env:        actions.Env{Name: "conformance", BaseDir: ".", DatabaseURL: url},
 	})
 }
 
@@ -477,7 +477,7 @@ func TestCallErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			tc.cfg.WorkDir = t.TempDir()
-			a, err := terraform.New(actiontest.MustJSON(t, tc.cfg), actions.Env{Name: "x", BaseDir: ".", DatabaseURL: func() string { return tc.db }})
+			a, err := terraform.New(actiontest.MustJSON(t, tc.cfg), actions.Env{Name: "x", BaseDir: ".", DatabaseURL: tc.db})
 			if err != nil {
 				t.Fatalf("New: %v (a missing binary, module or database fails calls, not the factory)", err)
 			}

@@ -71,8 +71,7 @@ type Daemon struct {
 	log     *slog.Logger
 	logOut  *ScrubWriter
 	reg     *actions.Registry
-	dbURL   *lateURL
-	trees   *sourceTrees
+	dbURL   string // the database's, for actions.Env.DatabaseURL
 
 	// Set once the database is open.
 	store    *store.Store
@@ -86,7 +85,7 @@ type Daemon struct {
 	cfg    atomic.Pointer[config.Config]
 	hash   string // of the config file running
 	acts   *actions.Set
-	srcs   atomic.Pointer[map[string]*runningSource]
+	srcs   *sourceSet // set once Start built it
 	reveal atomic.Pointer[reconciler.Reveal]
 	last   atomic.Pointer[server.ReloadResult]
 	// listed is a copy of secrets for readers outside the loop (configSecrets).
@@ -96,8 +95,6 @@ type Daemon struct {
 	keys    map[string]*sealed.Keys // Reveal's, by source: those of the copy of each source that runs
 	secrets []string                // every secret of every config loaded: the log keeps scrubbing them
 	sender  *notifier.Sender
-	running bool // the sources' syncers run (Start finished starting)
-	wg      sync.WaitGroup
 
 	requests chan reloadRequest
 	stops    []stopStep // what Stop undoes, in the order Start did it
@@ -190,16 +187,17 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	rt.dbURL, rt.trees = &lateURL{}, &sourceTrees{}
 	rt.cfg.Store(cfg)
 	rt.hash = configHash(rt.deps.Path)
-	acts, err := NewActions(cfg, rt.reg, logger, rt.dbURL.get, rt.trees.read)
+	// What a config can refuse is refused before the database opens (no private cluster is
+	// started for a bad config): the action instances are built once to check them (a
+	// factory has no side effects), then again below with the database's URL.
+	checked, err := NewActions(cfg, rt.reg, slog.New(slog.DiscardHandler), "", nil)
 	if err != nil {
 		return err
 	}
-	rt.acts = actions.NewSet(acts)
-	rt.atStop("actions", rt.acts.Close)
-	rt.scrubWith(cfg, acts)
+	rt.scrubWith(cfg, checked)
+	CloseActions(checked)
 	scrub := rt.scrub
 	keys, err := SourceKeys(cfg)
 	if err != nil {
@@ -208,30 +206,14 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 	if rt.resolver, err = secrets.New(cfg.SecretStores, logger.With("component", "secrets")); err != nil {
 		return errors.New(scrub(err.Error()))
 	}
-
+	// The database, then the action instances, which get its URL (terraform's pg backend) and
+	// read the trees of the running sources (the set, empty until its sources start).
 	db, err := OpenDatabase(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
-	// Stop runs these in reverse: the sources stop before the database closes (their syncers
-	// have returned by then, rt.wg), so that a preview runner finishing a publication still
-	// writes its row, commit status and comment.
-	rt.atStop("database", db.Close)
-	rt.atStop("sources", func() {
-		for _, rs := range rt.sources() {
-			rs.stop()
-		}
-	})
-	rt.store = db.Store
-	rt.dbURL.set(db.URL)
-	applied, err := db.Store.Migrate(ctx)
-	if err != nil {
-		return err
-	}
-	if len(applied) > 0 {
-		logger.Info("applied migrations", "migrations", applied)
-	}
-
+	rt.store, rt.dbURL = db.Store, db.URL
+	rt.acts = actions.NewSet(nil)
 	met := metrics.New(metrics.Options{Logger: logger, SpansDropped: traces.SpansDropped,
 		Queue: func(ctx context.Context) (metrics.QueueStats, error) {
 			due, inFlight, scheduled, oldest, err := db.Store.QueueStats(ctx)
@@ -247,33 +229,52 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 			return out
 		}})
 	rt.met = met
+	rt.srcs = newSourceSet(ctx, sourceEnv{store: db.Store, log: logger, replica: replica, met: met, acts: rt.acts, scrub: rt.scrub,
+		live: rt.liveHeld, checkAction: rt.checkAction, checkReference: rt.checkReference, published: rt.publishedSources,
+		reveal: func(names []string, running map[string]*runningSource) {
+			rt.setReveal(revealKeys(names, running, rt.keys))
+		},
+		startHook: func(name string) error {
+			if rt.test.startSource != nil {
+				return rt.test.startSource(name)
+			}
+			return nil
+		}})
+	rt.atStop("actions", rt.acts.Close)
+	// Stop runs these in reverse: the sources stop before the database closes (their syncers
+	// have returned by then), so that a preview runner finishing a publication still writes
+	// its row, commit status and comment.
+	rt.atStop("database", db.Close)
+	rt.atStop("sources", rt.srcs.Stop)
+	acts, err := NewActions(cfg, rt.reg, logger, rt.dbURL, rt.srcs.ReadTree)
+	if err != nil {
+		return err
+	}
+	rt.acts.Replace(acts, nil)
+	rt.scrubWith(cfg, acts)
+	applied, err := db.Store.Migrate(ctx)
+	if err != nil {
+		return err
+	}
+	if len(applied) > 0 {
+		logger.Info("applied migrations", "migrations", applied)
+	}
 	met.ConfigLoaded(false, true, time.Now())
 	rt.setReveal(keys)
 
-	// Build every source before starting anything, so a bad source fails the start; the
-	// sources are stopped at the end, after the syncers returned.
-	running := map[string]*runningSource{}
-	for _, sc := range cfg.Sources {
-		rs, err := rt.buildSource(cfg, sc, keys, acts)
-		if err == nil {
-			err = rt.attachPreview(cfg, rs)
-		}
-		if err == nil {
-			err = rt.start(rs)
-		}
-		if err != nil {
-			if rs != nil {
-				rs.stop()
-			}
-			rt.publish(running, nil)
-			return err
-		}
-		running[sc.Name] = rs
+	// Every source is built before any starts, so a bad source fails the start; the sources
+	// are stopped at the end, after the syncers returned.
+	pending, err := rt.srcs.Build(cfg, keys, acts)
+	if err != nil {
+		return err
+	}
+	if err := rt.srcs.Start(pending); err != nil {
+		return err
 	}
 	requests := syncRequests{store: db.Store, syncers: rt.syncer, log: logger}
 	// Always there, so that a reload may add a source with a webhook.
 	rt.hooks = webhook.New(webhook.Options{Sources: webhookSources(cfg), Store: db.Store, Logger: logger, Trigger: requests.webhook, Preview: rt.previewSubmit})
-	rt.publish(running, nil)
+	rt.publishedSources()
 
 	rec := reconciler.New(db.Store, nil, reconciler.Options{Replica: replica, Workers: cfg.Reconcile.Workers,
 		LeaseTTL: cfg.Reconcile.LeaseTTL, ResyncInterval: cfg.Reconcile.ResyncInterval,
@@ -338,8 +339,8 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 
 	// Stop ends ctx: loops stop claiming, in-flight calls are interrupted and their leases
 	// released, then everything closes in reverse order.
-	rt.runAll()
-	rt.atStop("syncers", rt.wg.Wait)
+	rt.srcs.Run()
+	rt.atStop("syncers", rt.srcs.Wait)
 	loops := []Service{
 		runService(rt.loop),
 		runService(func(ctx context.Context) { _ = rec.Run(ctx) }),
@@ -367,7 +368,7 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	logger.Info("trueup started", "sources", len(running), "actions", len(acts), "workers", cfg.Reconcile.Workers,
+	logger.Info("trueup started", "sources", len(rt.sources()), "actions", len(acts), "workers", cfg.Reconcile.Workers,
 		"dashboard", cfg.Server.ExternalURL, "config_hash", rt.hash)
 	return nil
 }
@@ -387,7 +388,7 @@ func (rt *Daemon) stop() {
 		if rt.cancel != nil {
 			rt.cancel()
 		}
-		if rt.log != nil && rt.running {
+		if rt.log != nil && rt.srcs != nil && rt.srcs.running {
 			rt.log.Info("shutting down")
 		}
 		for i := len(rt.stops) - 1; i >= 0; i-- {

@@ -221,6 +221,32 @@ func TestDaemonStartFails(t *testing.T) {
 	}
 }
 
+// TestDaemonStartRefusesBeforeTheDatabase: a config whose action instance cannot be built
+// fails the start before the database opens: no private cluster is started for it.
+func TestDaemonStartRefusesBeforeTheDatabase(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := config.Parse([]byte("dataDir: "+filepath.Join(dir, "data")+"\nactions:\n  - name: gh\n    type: github-actions\n"+
+		"    config: {token: t0k3n, owner: \"bad owner\", repo: infra, workflow: deploy.yml}\n"), dir, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs logbuf.Buffer
+	d, err := New(cfg, Deps{Stderr: &logs, Version: "test", Replica: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "owner") {
+		t.Fatalf("start: %v", err)
+	}
+	d.Stop()
+	if _, err := os.Stat(filepath.Join(dir, "data", "postgres")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the private cluster's folder: %v, want none", err)
+	}
+	if strings.Contains(logs.String(), "starting private PostgreSQL") {
+		t.Errorf("a private cluster was started:\n%s", logs.String())
+	}
+}
+
 // TestDaemonStartFailsLate: a start that fails once everything runs (listener, liveness,
 // sender, syncers, loops) stops all of it again: the listener is free, the liveness session
 // and the leases are released (another replica takes them), no goroutine is left.

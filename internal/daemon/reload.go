@@ -3,9 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
-	"maps"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
@@ -22,16 +20,14 @@ type loaded struct {
 	hash    string
 	acts    map[string]actions.Action
 	keys    map[string]*sealed.Keys
-	sources map[string]*runningSource
+	sources *pendingSources
 	sender  *notifier.Sender // nil: notifications unchanged
 }
 
 // close drops what was built and not taken.
 func (l *loaded) close() {
 	CloseActions(l.acts)
-	for _, rs := range l.sources {
-		rs.close()
-	}
+	l.sources.Close()
 }
 
 // load builds every part of cfg (read by Deps.Load or given to Reload; readErr: why it could
@@ -57,8 +53,8 @@ func (rt *Daemon) load(cfg *config.Config, readErr error) (_ *loaded, secrets []
 	cfg = &c
 	config.KeepRestartOnly(cfg, running)
 	var err error
-	l := &loaded{cfg: cfg, pending: pending, hash: configHash(rt.deps.Path), sources: map[string]*runningSource{}}
-	if l.acts, err = NewActions(cfg, rt.reg, rt.log, rt.dbURL.get, rt.trees.read); err != nil {
+	l := &loaded{cfg: cfg, pending: pending, hash: configHash(rt.deps.Path)}
+	if l.acts, err = NewActions(cfg, rt.reg, rt.log, rt.dbURL, rt.srcs.ReadTree); err != nil {
 		return nil, secrets, err // factories quote the config values they refuse: scrubbed by reload
 	}
 	secrets = secretsOf(cfg, l.acts)
@@ -66,16 +62,7 @@ func (rt *Daemon) load(cfg *config.Config, readErr error) (_ *loaded, secrets []
 		l.close()
 		return nil, secrets, err
 	}
-	var errs []error
-	for _, sc := range cfg.Sources {
-		rs, err := rt.buildSource(cfg, sc, l.keys, l.acts)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		l.sources[sc.Name] = rs
-	}
-	if err := errors.Join(errs...); err != nil {
+	if l.sources, err = rt.srcs.Build(cfg, l.keys, l.acts); err != nil {
 		l.close()
 		return nil, secrets, err
 	}
@@ -238,116 +225,16 @@ func (rt *Daemon) regrant() {
 func (rt *Daemon) apply(old *config.Config, next *loaded, ch config.Changes) []string {
 	// The scrubber first: the new instances and sources may log their secrets from now on.
 	rt.scrubWith(next.cfg, next.acts)
-	var names []string
-	for _, sc := range next.cfg.Sources {
-		names = append(names, sc.Name)
-	}
-	running := rt.sources()
-	kept, stopping, restart := planSources(slices.Sorted(maps.Keys(running)), ch)
-	m := make(map[string]*runningSource, len(next.sources))
-	for _, name := range kept {
-		m[name] = running[name]
-	}
-	for _, sc := range next.cfg.Sources {
-		if slices.Contains(ch.WebhookOnly, sc.Name) && m[sc.Name] != nil {
-			m[sc.Name].cfg = sc
+	failed := rt.srcs.Swap(old, next.sources, ch, func() {
+		keep := map[string]bool{}
+		for _, a := range next.cfg.Actions {
+			keep[a.Name] = !slices.Contains(ch.ActionsAdded, a.Name) && !slices.Contains(ch.ActionsChanged, a.Name)
 		}
-	}
-	// A preview runner plans with the instances it was built with: with any instance
-	// changed, the runners of the sources kept are rebuilt (their sources keep running).
-	var replan []string
-	if len(ch.ActionsAdded)+len(ch.ActionsRemoved)+len(ch.ActionsChanged) > 0 {
-		for name, rs := range m {
-			if rs.preview.Load() != nil {
-				replan = append(replan, name)
-			}
-		}
-	}
-	// Their preview runners before the instances they plan with are replaced: a plan of an
-	// old instance must not overlap a call of the new one in the same working copy.
-	var stopped sync.WaitGroup
-	for _, name := range append(slices.Clone(stopping), replan...) {
-		if rs := running[name]; rs != nil {
-			if p := rs.preview.Load(); p != nil {
-				stopped.Go(p.Stop)
-			}
-		}
-	}
-	stopped.Wait()
-	keep := map[string]bool{}
-	for _, a := range next.cfg.Actions {
-		keep[a.Name] = !slices.Contains(ch.ActionsAdded, a.Name) && !slices.Contains(ch.ActionsChanged, a.Name)
-	}
-	rt.acts.Replace(next.acts, keep)
-	next.acts = nil
-	rt.cfg.Store(next.cfg)
-	// Readers (webhooks, previews, terraform modules) stop getting the sources about to close
-	// before they close; a restarting one answers "being restarted" (retried), not "none".
-	var failed []string
-	rt.publish(m, restart)
-	for _, name := range replan {
-		rs := m[name]
-		err := rt.attachPreview(next.cfg, rs)
-		if err == nil {
-			err = rs.startPreview()
-		}
-		if err != nil {
-			msg := rt.logOut.Current()(err.Error())
-			rt.log.Error("reload: preview runner not started", "source", name, "err", msg)
-			failed = append(failed, msg+" (the source syncs; its pull requests are not previewed)")
-		}
-	}
-	// Stopped before the new ones start: a changed Git source reuses its mirror's folder.
-	for _, name := range stopping {
-		if rs := running[name]; rs != nil {
-			stopped.Go(rs.stop)
-		}
-	}
-	stopped.Wait()
-	// The keys of the copies about to start, then (below) of those that did.
-	starting := maps.Clone(m)
-	for name, rs := range next.sources {
-		if starting[name] == nil {
-			starting[name] = rs
-		}
-	}
-	rt.setReveal(revealKeys(names, starting, rt.keys))
-	for _, sc := range next.cfg.Sources {
-		rs := next.sources[sc.Name]
-		delete(next.sources, sc.Name)
-		if m[sc.Name] != nil {
-			rs.close() // unchanged: built only to check it
-			continue
-		}
-		prev := running[sc.Name] // stopped; nil: added
-		rebuild := func() (*runningSource, error) {
-			back, err := rt.buildSource(old, prev.cfg, map[string]*sealed.Keys{prev.cfg.Name: prev.keys}, rt.acts.Current())
-			if err == nil {
-				err = rt.startSource(old, back)
-			}
-			return back, err
-		}
-		if prev == nil {
-			rebuild = nil
-		}
-		run, err := swapIn(rs, func(rs *runningSource) error { return rt.startSource(next.cfg, rs) }, rebuild)
-		if err != nil {
-			msg := rt.logOut.Current()(err.Error())
-			rt.log.Error("reload: source not started", "source", sc.Name, "err", msg)
-			failed = append(failed, msg)
-		}
-		if run != nil {
-			m[sc.Name] = run
-		}
-	}
-	rt.setReveal(revealKeys(names, m, rt.keys))
-	var notRunning []string
-	for _, name := range names {
-		if m[name] == nil {
-			notRunning = append(notRunning, name)
-		}
-	}
-	rt.publish(m, notRunning)
+		rt.acts.Replace(next.acts, keep)
+		next.acts = nil
+		rt.cfg.Store(next.cfg)
+	})
+	next.sources = nil
 	if next.sender != nil {
 		rt.sender.Stop()
 		if err := next.sender.Start(rt.ctx); err != nil {

@@ -2,10 +2,16 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"log/slog"
+	"maps"
 	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -182,21 +188,6 @@ actions:
 	}
 }
 
-// A source between two copies (restarting, or failed to start) is retried by a terraform
-// module read, not refused as unknown (which stalls the resource).
-func TestLateTreesRestarting(t *testing.T) {
-	t.Parallel()
-	var l sourceTrees
-	l.set(map[string]sources.Source{"restarting": nil})
-	_, err := l.read(context.Background(), "restarting", "abc", "m")
-	if err == nil || actions.IsTerminal(err) {
-		t.Errorf("restarting source: %v, want a retried error", err)
-	}
-	if _, err := l.read(context.Background(), "gone", "abc", "m"); !actions.IsTerminal(err) {
-		t.Errorf("unknown source: %v, want terminal", err)
-	}
-}
-
 // TestRequestWaitsOnItsContext: an API request stops waiting when its context ends, whether
 // the loop has not picked it up or has not answered yet.
 func TestRequestWaitsOnItsContext(t *testing.T) {
@@ -238,5 +229,239 @@ func TestLoopStopsAtShutdown(t *testing.T) {
 			}
 		default:
 		}
+	}
+}
+
+// setUnderTest is a source set on e's database, running cfg.
+type setUnderTest struct {
+	*sourceSet
+	cfg  *config.Config
+	stop func() // as the daemon's Stop: the set's context ends, the syncers return, the sources stop
+}
+
+// startSet builds and starts cfg's sources as a set whose syncers run; startHook (nil: none)
+// runs before each copy starts. The set stops at the end of the test.
+func startSet(t *testing.T, e *daemonEnv, cfg *config.Config, startHook func(name string) error) *setUnderTest {
+	t.Helper()
+	reg, err := Registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.DiscardHandler)
+	acts, err := NewActions(cfg, reg, logger, e.dbURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := actions.NewSet(acts)
+	t.Cleanup(set.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	s := newSourceSet(ctx, sourceEnv{store: e.st, log: logger, replica: "r1", acts: set, scrub: func(s string) string { return s },
+		checkAction: func(name string, with json.RawMessage) error { return CheckAction(set.Current())(name, with) }, startHook: startHook})
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); s.Wait(); s.Stop() }) }
+	t.Cleanup(stop)
+	p, err := s.Build(cfg, nil, acts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(p); err != nil {
+		t.Fatal(err)
+	}
+	s.Run()
+	return &setUnderTest{sourceSet: s, cfg: cfg, stop: stop}
+}
+
+// swap builds cfg's sources and swaps them in; it returns what failed to start.
+func (s *setUnderTest) swap(t *testing.T, cfg *config.Config) []string {
+	t.Helper()
+	p, err := s.Build(cfg, nil, s.env.acts.Current())
+	if err != nil {
+		t.Fatal(err)
+	}
+	replaced := false
+	failed := s.Swap(s.cfg, p, config.Diff(s.cfg, cfg), func() { replaced = true })
+	if !replaced {
+		t.Error("Swap did not replace the action instances")
+	}
+	s.cfg = cfg
+	return failed
+}
+
+func (s *setUnderTest) names() []string { return slices.Sorted(maps.Keys(s.All())) }
+
+// stopped reports whether rs's syncer has returned.
+func stopped(rs *runningSource) bool {
+	select {
+	case <-rs.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// TestSourceSet: a set starts its sources; a swap keeps the unchanged one, stops the removed
+// one (its lease freed at once), replaces the changed one (its new copy syncs its new folder)
+// and starts the added one; Stop stops all of them and frees their leases.
+func TestSourceSet(t *testing.T) {
+	e := newDaemonEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	keep := e.folder("k", "kept")
+	s := startSet(t, e, e.config(map[string]string{"a": e.folder("a1", "first"), "b": e.folder("b", "b"), "k": keep}), nil)
+	waitFor(t, "a, b and k synced", func() bool {
+		return e.revision(ctx, "a") != "" && e.revision(ctx, "b") != "" && e.revision(ctx, "k") != ""
+	})
+	if got := s.names(); !slices.Equal(got, []string{"a", "b", "k"}) {
+		t.Fatalf("running %v", got)
+	}
+	revA, before := e.revision(ctx, "a"), s.All()
+
+	if failed := s.swap(t, e.config(map[string]string{"a": e.folder("a2", "second"), "c": e.folder("c", "c"), "k": keep})); len(failed) > 0 {
+		t.Fatalf("swap: %v", failed)
+	}
+	after := s.All()
+	if got := s.names(); !slices.Equal(got, []string{"a", "c", "k"}) {
+		t.Fatalf("running after the swap %v", got)
+	}
+	if after["k"] != before["k"] || stopped(after["k"]) {
+		t.Error("the unchanged source k did not keep running its copy")
+	}
+	if after["a"] == before["a"] || !stopped(before["a"]) || !stopped(before["b"]) {
+		t.Error("the changed source a's previous copy or the removed b still runs")
+	}
+	waitFor(t, "c synced, a at its new folder's revision, b's lease free", func() bool {
+		r := e.revision(ctx, "a")
+		return e.revision(ctx, "c") != "" && r != "" && r != revA && e.free(ctx, "source:b")
+	})
+
+	running := s.All()
+	s.stop()
+	for name, rs := range running {
+		if !stopped(rs) {
+			t.Errorf("source %s: its syncer runs after Stop", name)
+		}
+		if !e.free(ctx, "source:"+name) {
+			t.Errorf("source %s: its lease is held after Stop", name)
+		}
+	}
+}
+
+// TestSourceSetRollback: a swap whose copies fail to start. A changed source whose new copy
+// fails runs its previous copy again (which syncs its previous folder); one whose previous
+// copy fails again too, and an added one, are not running, and ReadTree retries them (they
+// are configured, between two copies) instead of refusing them as unknown.
+func TestSourceSetRollback(t *testing.T) {
+	e := newDaemonEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	starts := map[string]int{}
+	hook := func(name string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		starts[name]++
+		switch n := starts[name]; {
+		case name == "a" && n == 2, // the new copy fails, the previous one starts again
+			name == "b" && n > 1, // every copy after the first fails
+			name == "c":          // added, fails
+			return errInjected
+		}
+		return nil
+	}
+	a1 := e.folder("a1", "first")
+	s := startSet(t, e, e.config(map[string]string{"a": a1, "b": e.folder("b1", "first")}), hook)
+	waitFor(t, "a and b synced", func() bool { return e.revision(ctx, "a") != "" && e.revision(ctx, "b") != "" })
+	revA, oldA := e.revision(ctx, "a"), s.All()["a"]
+
+	failed := s.swap(t, e.config(map[string]string{"a": e.folder("a2", "second"), "b": e.folder("b2", "second"), "c": e.folder("c", "c")}))
+	want := []string{
+		"source a: injected failure (its previous config runs again)",
+		"source b: injected failure; its previous config failed to start again too (not running on this replica until the next reload or restart): source b: injected failure",
+		"source c: injected failure (not running on this replica until the next reload or restart)",
+	}
+	if !slices.Equal(failed, want) {
+		t.Errorf("failed\n%q\nwant\n%q", failed, want)
+	}
+	if got := s.names(); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("running %v, want a alone", got)
+	}
+	back := s.All()["a"]
+	if back == oldA || back.cfg.Dir.Path != a1 || stopped(back) {
+		t.Fatalf("a runs %+v, want a new copy of its previous config", back.cfg)
+	}
+	for _, name := range []string{"b", "c"} {
+		if _, err := s.ReadTree(ctx, name, "abc", "m"); err == nil || actions.IsTerminal(err) {
+			t.Errorf("ReadTree of %s, configured and not running: %v, want a retried error", name, err)
+		}
+	}
+	if _, err := s.ReadTree(ctx, "gone", "abc", "m"); !actions.IsTerminal(err) {
+		t.Errorf("ReadTree of an unknown source: %v, want terminal", err)
+	}
+	writeType(t, a1, "u.yaml", "Other")
+	waitFor(t, "a synced its previous folder's change", func() bool { r := e.revision(ctx, "a"); return r != "" && r != revA })
+}
+
+// TestSourceSetConcurrentReaders: readers of the set (the running sources, their syncers,
+// ReadTree) during swaps see whole published sets: never a nil entry, never a configured
+// source refused as unknown. Run with -race.
+func TestSourceSetConcurrentReaders(t *testing.T) {
+	e := newDaemonEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	a1, a2, b := e.folder("a1", "first"), e.folder("a2", "second"), e.folder("b", "b")
+	s := startSet(t, e, e.config(map[string]string{"a": a1}), nil)
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	var mu sync.Mutex
+	reads := 0
+	for range 4 {
+		readers.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				for name, rs := range s.All() {
+					if rs == nil || rs.syncer == nil || rs.cfg.Name != name {
+						t.Errorf("published entry %s: %+v", name, rs)
+						return
+					}
+				}
+				// a is in every config: between two copies it is retried, never unknown.
+				if _, err := s.ReadTree(ctx, "a", "abc", "m"); err == nil ||
+					(actions.IsTerminal(err) && !strings.Contains(err.Error(), "only a Git source has")) {
+					t.Errorf("ReadTree of a: %v", err)
+					return
+				}
+				mu.Lock()
+				reads++
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range 6 {
+		srcs := map[string]string{"a": a1}
+		if i%2 == 0 {
+			srcs = map[string]string{"a": a2, "b": b}
+		}
+		if failed := s.swap(t, e.config(srcs)); len(failed) > 0 {
+			t.Errorf("swap %d: %v", i, failed)
+		}
+	}
+	waitFor(t, "the readers read", func() bool { mu.Lock(); defer mu.Unlock(); return reads > 100 })
+	close(stop)
+	readers.Wait()
+}
+
+var errInjected = errors.New("injected failure")
+
+// writeType writes a ResourceType named name into folder dir as file.
+func writeType(t *testing.T, dir, file, name string) {
+	t.Helper()
+	doc := "apiVersion: trueup.dev/v1\nkind: ResourceType\nmetadata:\n  name: " + name + "\n" +
+		"spec:\n  group: example.com\n  versions:\n    - name: v1\n      schema:\n        type: object\n  action:\n    name: act\n"
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -134,7 +134,7 @@ func buildActions(t *testing.T, yaml string) (*config.Config, map[string]actions
 	if err != nil {
 		t.Fatal(err)
 	}
-	acts, err := NewActions(cfg, reg, slog.New(slog.DiscardHandler), nil, nil)
+	acts, err := NewActions(cfg, reg, slog.New(slog.DiscardHandler), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/actions/execaction"
@@ -107,9 +106,9 @@ func NewSource(cfg *config.Config, s config.Source, logger *slog.Logger) (source
 }
 
 // NewActions instantiates every configured action; on error the ones built are closed.
-// dbURL is actions.Env.DatabaseURL and trees actions.Env.ReadTree (nil where no database or
-// source is opened).
-func NewActions(cfg *config.Config, reg *actions.Registry, logger *slog.Logger, dbURL func() string, trees func(ctx context.Context, source, revision, dir string) ([]sources.TreeFile, error)) (map[string]actions.Action, error) {
+// dbURL is actions.Env.DatabaseURL and trees actions.Env.ReadTree ("" and nil where no
+// database or source is opened).
+func NewActions(cfg *config.Config, reg *actions.Registry, logger *slog.Logger, dbURL string, trees func(ctx context.Context, source, revision, dir string) ([]sources.TreeFile, error)) (map[string]actions.Action, error) {
 	out := map[string]actions.Action{}
 	runsCommands := false // exec and terraform start processes (actions/proc)
 	for _, a := range cfg.Actions {
@@ -130,46 +129,6 @@ func NewActions(cfg *config.Config, reg *actions.Registry, logger *slog.Logger, 
 		logger.Warn("the processes exec and terraform commands start may outlive trueup if it is killed", "mode", mode, "reason", err)
 	}
 	return out, nil
-}
-
-// lateURL is actions.Env.DatabaseURL for the daemon: set once the database is open, which is after
-// the action instances are built.
-type lateURL struct{ v atomic.Pointer[string] }
-
-func (l *lateURL) set(url string) { l.v.Store(&url) }
-
-func (l *lateURL) get() string {
-	if p := l.v.Load(); p != nil {
-		return *p
-	}
-	return ""
-}
-
-// sourceTrees is actions.Env.ReadTree for the daemon: the running sources, which the action
-// instances (built before them) read through it and which a reload replaces.
-type sourceTrees struct {
-	v atomic.Pointer[map[string]sources.Source]
-}
-
-func (l *sourceTrees) set(m map[string]sources.Source) { l.v.Store(&m) }
-
-func (l *sourceTrees) read(ctx context.Context, source, revision, dir string) ([]sources.TreeFile, error) {
-	p := l.v.Load()
-	if p == nil {
-		return nil, fmt.Errorf("source %q is not open yet", source)
-	}
-	src, ok := (*p)[source]
-	switch {
-	case !ok:
-		return nil, actions.Terminalf("no source named %q", source)
-	case src == nil:
-		return nil, fmt.Errorf("source %q is not running on this replica (a config reload is restarting it, or it failed to start)", source)
-	}
-	tr, ok := src.(sources.TreeReader)
-	if !ok {
-		return nil, actions.Terminalf("source %q has no revisions to read a folder at (only a Git source has)", source)
-	}
-	return tr.ReadTree(ctx, revision, dir)
 }
 
 // CloseActions closes every instance of m.

@@ -177,7 +177,7 @@ func setupTerraform(t *testing.T, files map[string]string, apply ...string) tfFi
 	if err != nil {
 		t.Fatal(err)
 	}
-	tf, err := terraform.New(cfg, actions.Env{Name: "tf", BaseDir: ".", DatabaseURL: func() string { return dbURL }})
+	tf, err := terraform.New(cfg, actions.Env{Name: "tf", BaseDir: ".", DatabaseURL: dbURL})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -151,7 +151,7 @@ func Actions(cfg *config.Config) (map[string]actions.Action, error) {
 	if err != nil {
 		return nil, err
 	}
-	acts, err := daemon.NewActions(cfg, reg, slog.New(slog.DiscardHandler), nil, nil)
+	acts, err := daemon.NewActions(cfg, reg, slog.New(slog.DiscardHandler), "", nil)
 	if err != nil {
 		return nil, cfg.ScrubError(err) // factories quote the config values they refuse
 	}
