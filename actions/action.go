@@ -287,9 +287,23 @@ func (r *Registry) New(kind string, config json.RawMessage, env Env) (Action, er
 	return a, nil
 }
 
-// Close closes a if it implements io.Closer-like Close() error.
+// Closer is implemented by plugins that hold something to release (clients, working
+// copies, a process's lock): the host calls Close when an instance is replaced or the daemon
+// stops. It is safe to call twice.
+type Closer interface {
+	Close() error
+}
+
+// RateLimited is implemented by plugins that call an API with a rate limit (github-actions,
+// gitlab): the host exports what is left of it as a metric.
+type RateLimited interface {
+	// RateLimitRemaining is the remaining count the API last reported, -1 when unknown.
+	RateLimitRemaining() int
+}
+
+// Close closes a if it is a Closer.
 func Close(a Action) error {
-	if c, ok := a.(interface{ Close() error }); ok {
+	if c, ok := a.(Closer); ok {
 		return c.Close()
 	}
 	return nil

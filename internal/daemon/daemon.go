@@ -240,7 +240,7 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 		RateLimits: func() map[string]int {
 			out := map[string]int{}
 			for name, a := range rt.acts.Current() {
-				if rl, ok := a.(interface{ RateLimitRemaining() int }); ok {
+				if rl, ok := a.(actions.RateLimited); ok {
 					out[name] = rl.RateLimitRemaining()
 				}
 			}

@@ -85,7 +85,7 @@ func (rt *Daemon) start(rs *runningSource) error {
 			return fmt.Errorf("source %s: %w", rs.cfg.Name, err)
 		}
 	}
-	if st, ok := rs.src.(interface{ Start(context.Context) error }); ok {
+	if st, ok := rs.src.(sources.Starter); ok {
 		if err := st.Start(rs.ctx); err != nil {
 			return fmt.Errorf("source %s: %w", rs.cfg.Name, err)
 		}
