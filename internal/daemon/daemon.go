@@ -32,6 +32,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/tracing"
 	"github.com/trueup-dev/trueup/internal/webhook"
+	"github.com/trueup-dev/trueup/sources"
 )
 
 // ReloadResult is what a reload applied, refused or left for a restart.
@@ -51,8 +52,10 @@ type Deps struct {
 	Stderr io.Writer
 	// Registry holds the action plugin kinds (nil: Registry()).
 	Registry *actions.Registry
-	Version  string
-	Replica  string // this replica's name ("": ReplicaName())
+	// Sources holds the source kinds (nil: SourceRegistry(), git and dir).
+	Sources *sources.Registry
+	Version string
+	Replica string // this replica's name ("": ReplicaName())
 }
 
 // Daemon is the controller while it runs. The config, the action instances, the running
@@ -71,6 +74,7 @@ type Daemon struct {
 	log     *slog.Logger
 	logOut  *ScrubWriter
 	reg     *actions.Registry
+	srcReg  *sources.Registry
 	dbURL   *lateURL
 	trees   *sourceTrees
 
@@ -187,6 +191,11 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 
 	if rt.reg = rt.deps.Registry; rt.reg == nil {
 		if rt.reg, err = Registry(); err != nil {
+			return err
+		}
+	}
+	if rt.srcReg = rt.deps.Sources; rt.srcReg == nil {
+		if rt.srcReg, err = SourceRegistry(); err != nil {
 			return err
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/commitstatus"
@@ -38,18 +37,11 @@ type runningSource struct {
 // starting any; acts are the instances its ResourceTypes are checked against (the set in
 // use once running).
 func (rt *Daemon) buildSource(cfg *config.Config, sc config.Source, keys map[string]*sealed.Keys, acts map[string]actions.Action) (*runningSource, error) {
-	src, reg, err := NewSource(cfg, sc, rt.log)
+	src, info, err := NewSource(rt.srcReg, cfg, sc, rt.log)
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", sc.Name, err)
 	}
-	reg.Prune = &store.SourcePrune{Enabled: sc.PruneEnabled(), MaxFraction: sc.Prune.MaxFraction, AllowEmpty: sc.Prune.AllowEmpty}
-	rs := &runningSource{cfg: sc, keys: keys[sc.Name], reg: reg, src: src}
-	interval := time.Minute
-	if sc.Git != nil {
-		interval = sc.Git.Interval
-	} else if sc.Dir != nil {
-		interval = sc.Dir.Interval
-	}
+	rs := &runningSource{cfg: sc, keys: keys[sc.Name], reg: registration(sc, info), src: src}
 	var reporter syncer.Reporter
 	if cs := sc.CommitStatus; cs != nil {
 		rep, err := commitstatus.New(commitstatus.Config{Provider: cs.Provider, Token: cs.Token, BaseURL: cs.BaseURL, Insecure: cs.Insecure, Repo: cs.Repo,
@@ -61,7 +53,7 @@ func (rt *Daemon) buildSource(cfg *config.Config, sc config.Source, keys map[str
 		rs.reporter, reporter = rep, rep
 	}
 	scrub := rt.scrub
-	rs.syncer = syncer.New(rt.store, syncer.Options{Name: sc.Name, Source: src, Interval: interval,
+	rs.syncer = syncer.New(rt.store, syncer.Options{Name: sc.Name, Source: src, Interval: info.Interval,
 		Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction, AllowEmpty: sc.Prune.AllowEmpty, Replica: rt.replica, LeaseTTL: cfg.Reconcile.LeaseTTL, Live: rt.liveHeld,
 		CheckAction: rt.checkAction, CheckReference: rt.checkReference, Limits: manifest.Limits(cfg.Limits), Scrub: scrub, Metrics: rt.met, Reporter: reporter,
 		Opener: sealed.NewOpener(keys[sc.Name])}, rt.log)
