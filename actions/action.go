@@ -101,6 +101,21 @@ type LocalDirs interface {
 	LocalDirs() []string
 }
 
+// SourceReader is implemented by plugins whose instance reads files of configured sources
+// through Env.ReadTree (a terraform module kept in a source's repository): the host warns
+// when a config does not have a source an instance reads, since its resources would stall.
+type SourceReader interface {
+	// SourcesRead names the sources the instance reads.
+	SourcesRead() []string
+}
+
+// CommandRunner is implemented by plugins whose calls start processes (through actions/proc:
+// exec, terraform): the host says once at start-up when the processes of a killed trueup may
+// outlive it.
+type CommandRunner interface {
+	RunsCommands() bool
+}
+
 // Resource is the desired state handed to a plugin.
 type Resource struct {
 	APIVersion  string            `json:"apiVersion"`

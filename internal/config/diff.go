@@ -140,9 +140,10 @@ func sourceKey(name string) string { return "source/" + name }
 func actionKey(name string) string { return "action/" + name }
 
 // referencedFiles lists, by source and action instance, the files whose content they are
-// built from: a source's decryption.age.keyFile and the files its kind declares (a git
-// source's ssh key, known hosts and GitHub App key); every string setting of an action's config whose key ends in
-// "File" (ghactions' app.privateKeyFile), relative to the config's folder.
+// built from: a source's decryption.age.keyFile and the files its kind declares
+// (sources.Spec.Files: a git source's ssh key, known hosts and GitHub App key); every string
+// setting of an action's config whose key ends in "File" (ghactions' app.privateKeyFile),
+// relative to the config's folder.
 func (c *Config) referencedFiles() map[string][]string {
 	out := map[string][]string{}
 	for _, s := range c.Sources {

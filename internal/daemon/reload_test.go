@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"reflect"
 	"strings"
@@ -176,7 +177,16 @@ actions:
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := moduleWarnings(cfg)
+	reg, err := Registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts, err := NewActions(cfg, reg, slog.New(slog.DiscardHandler), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer CloseActions(acts)
+	got := moduleWarnings(cfg, acts)
 	if len(got) != 1 || !strings.HasPrefix(got[0], "action orphan reads its module from source gone") {
 		t.Errorf("moduleWarnings = %q", got)
 	}

@@ -110,7 +110,7 @@ func registration(sc config.Source, info sources.Info) store.SourceConfig {
 // source is opened).
 func NewActions(cfg *config.Config, reg *actions.Registry, logger *slog.Logger, dbURL func() string, trees func(ctx context.Context, source, revision, dir string) ([]sources.TreeFile, error)) (map[string]actions.Action, error) {
 	out := map[string]actions.Action{}
-	runsCommands := false // exec and terraform start processes (actions/proc)
+	runsCommands := false
 	for _, a := range cfg.Actions {
 		act, err := reg.New(a.Type, a.Config, actions.Env{Name: a.Name, BaseDir: cfg.BaseDir, Logger: logger.With("action", a.Name),
 			DatabaseURL: dbURL, ReadTree: trees})
@@ -119,7 +119,9 @@ func NewActions(cfg *config.Config, reg *actions.Registry, logger *slog.Logger, 
 			return nil, err
 		}
 		out[a.Name] = act
-		runsCommands = runsCommands || a.Type == "exec" || a.Type == "terraform"
+		if r, ok := act.(actions.CommandRunner); ok && r.RunsCommands() {
+			runsCommands = true
+		}
 	}
 	if !runsCommands {
 		return out, nil
