@@ -3,7 +3,6 @@ package daemon
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"os"
 	"reflect"
 	"strings"
@@ -161,32 +160,32 @@ func TestRevealKeys(t *testing.T) {
 	}
 }
 
-// TestModuleWarnings: an action instance whose module lives in a source the config no longer
-// has is named.
+// sourceReader is an action instance that reads the sources it names.
+type sourceReader struct {
+	actions.Action
+	srcs []string
+}
+
+func (r sourceReader) SourcesRead() []string { return r.srcs }
+
+// TestModuleWarnings: an action instance that reads a source the config no longer has is
+// named.
 func TestModuleWarnings(t *testing.T) {
 	t.Parallel()
 	cfg, err := config.Parse([]byte(`
 sources:
   - {name: infra, dir: {path: ./infra}}
 actions:
-  - {name: kept, type: terraform, config: {module: {source: infra, path: modules/db}}}
-  - {name: orphan, type: terraform, config: {module: {source: gone, path: modules/db}}}
-  - {name: local, type: terraform, config: {module: modules/db}}
+  - {name: kept, type: terraform}
+  - {name: orphan, type: terraform}
+  - {name: local, type: terraform}
   - {name: nop, type: noop}
 `), t.TempDir(), func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := Registry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	acts, err := NewActions(cfg, reg, slog.New(slog.DiscardHandler), nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer CloseActions(acts)
-	got := moduleWarnings(cfg, acts)
+	got := moduleWarnings(cfg, map[string]actions.Action{"kept": sourceReader{srcs: []string{"infra"}},
+		"orphan": sourceReader{srcs: []string{"gone"}}, "local": sourceReader{}, "nop": nil})
 	if len(got) != 1 || !strings.HasPrefix(got[0], "action orphan reads its module from source gone") {
 		t.Errorf("moduleWarnings = %q", got)
 	}

@@ -1,94 +1,48 @@
 package gitsource
 
 import (
-	"bytes"
-	"reflect"
-	"strings"
 	"testing"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/trueup-dev/trueup/sources"
+	"github.com/trueup-dev/trueup/sources/sourcetest"
 )
 
-// decodeSpec decodes a git block as the config loader does: strictly, then defaults with
-// paths resolved against /cfg, then validation.
-func decodeSpec(t *testing.T, text string) (*Spec, error) {
-	t.Helper()
-	dec := yaml.NewDecoder(bytes.NewReader([]byte(text)))
-	dec.KnownFields(true)
-	var s Spec
-	if err := dec.Decode(&s); err != nil {
-		return nil, err
-	}
-	s.Defaults(func(p string) string {
-		if p == "" || strings.HasPrefix(p, "/") {
-			return p
-		}
-		return "/cfg/" + p
-	})
-	return &s, s.Validate("sources[0].git")
-}
-
-func TestSpecDecode(t *testing.T) {
+func TestSpec(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name, text string
-		want       sources.Info
-		files      []string
-		err        string
-	}{
-		{"defaults", "url: https://git.example/r.git", sources.Info{Interval: time.Minute, URL: "https://git.example/r.git", Ref: "main", Branch: "main"}, nil, ""},
-		{"branch and path", "{url: https://git.example/r.git, branch: prod, path: deploy, interval: 30s}",
-			sources.Info{Interval: 30 * time.Second, URL: "https://git.example/r.git", Ref: "prod", Branch: "prod", Path: "deploy"}, nil, ""},
-		{"tag", "{url: https://git.example/r.git, tag: v1}", sources.Info{Interval: time.Minute, URL: "https://git.example/r.git", Ref: "tag:v1"}, nil, ""},
-		{"commit", "{url: https://git.example/r.git, commit: abc}", sources.Info{Interval: time.Minute, URL: "https://git.example/r.git", Ref: "commit:abc"}, nil, ""},
-		{"credentials redacted", "url: https://u:hunter2@git.example/r.git", sources.Info{Interval: time.Minute, URL: "https://u@git.example/r.git", Ref: "main", Branch: "main"}, nil, ""},
-		{"local path resolved", "url: repo", sources.Info{Interval: time.Minute, URL: "/cfg/repo", Ref: "main", Branch: "main"}, nil, ""},
-		{"ssh files", "{url: git@git.example:o/r.git, auth: {sshKeyFile: id, knownHostsFile: /etc/kh}}",
-			sources.Info{Interval: time.Minute, URL: "git@git.example:o/r.git", Ref: "main", Branch: "main"}, []string{"/cfg/id", "/etc/kh"}, ""},
-		{"app", "{url: https://github.com/o/r.git, auth: {githubApp: {appID: '7', installationID: 8, privateKeyFile: app.pem}}}",
-			sources.Info{Interval: time.Minute, URL: "https://github.com/o/r.git", Ref: "main", Branch: "main"}, []string{"/cfg/app.pem"}, ""},
-		{"unknown key", "{url: x, brnch: y}", sources.Info{}, nil, "field brnch not found"},
-		{"url required", "branch: main", sources.Info{}, nil, "sources[0].git.url: required"},
-		{"exclusive refs", "{url: x, tag: v1, commit: abc}", sources.Info{}, nil, "sources[0].git: branch, tag and commit are exclusive"},
-		{"interval", "{url: x, interval: 500ms}", sources.Info{}, nil, "sources[0].git.interval: 500ms is below 1s"},
-		{"password and key", "{url: x, auth: {password: p, sshKeyFile: k}}", sources.Info{}, nil, "sources[0].git.auth: password and sshKeyFile are exclusive"},
-		{"app fields", "{url: https://github.com/o/r.git, auth: {githubApp: {}}}", sources.Info{}, nil, "sources[0].git.auth.githubApp.appID: required"},
-		{"app over ssh", "{url: git@github.com:o/r.git, auth: {githubApp: {appID: 1, installationID: 2, privateKeyFile: k}}}", sources.Info{}, nil,
-			"sources[0].git.auth.githubApp: applies to https urls only"},
-		{"plaintext credentials", "url: http://u:p@git.example/r.git", sources.Info{}, nil, "sources[0].git.url"},
-		{"bad id", "{url: x, auth: {githubApp: {appID: seven}}}", sources.Info{}, nil, "expected an integer id"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s, err := decodeSpec(t, tc.text)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := s.Info(); got != tc.want {
-				t.Errorf("info %+v, want %+v", got, tc.want)
-			}
-			if got := s.Files(); !reflect.DeepEqual(got, tc.files) {
-				t.Errorf("files %q, want %q", got, tc.files)
-			}
-			if s.Kind() != "git" {
-				t.Errorf("kind %q", s.Kind())
-			}
-		})
+	info := func(url, ref, branch string) sources.Info {
+		return sources.Info{Interval: time.Minute, URL: url, Ref: ref, Branch: branch}
 	}
+	const repo = "https://git.example/r.git"
+	sourcetest.Run(t, func() sources.Spec { return &Spec{} }, []sourcetest.Case{
+		{Name: "defaults", Text: "url: " + repo, Info: info(repo, "main", "main")},
+		{Name: "branch and path", Text: "{url: " + repo + ", branch: prod, path: deploy, interval: 30s}",
+			Info: sources.Info{Interval: 30 * time.Second, URL: repo, Ref: "prod", Branch: "prod", Path: "deploy"}},
+		{Name: "tag", Text: "{url: " + repo + ", tag: v1}", Info: info(repo, "tag:v1", "")},
+		{Name: "commit", Text: "{url: " + repo + ", commit: abc}", Info: info(repo, "commit:abc", "")},
+		{Name: "credentials redacted", Text: "url: https://u:hunter2@git.example/r.git", Info: info("https://u@git.example/r.git", "main", "main")},
+		{Name: "local path resolved", Text: "url: repo", Info: info("/cfg/repo", "main", "main")},
+		{Name: "ssh files", Text: "{url: git@git.example:o/r.git, auth: {sshKeyFile: id, knownHostsFile: /etc/kh}}",
+			Info: info("git@git.example:o/r.git", "main", "main"), Files: []string{"/cfg/id", "/etc/kh"}},
+		{Name: "app", Text: "{url: https://github.com/o/r.git, auth: {githubApp: {appID: '7', installationID: 8, privateKeyFile: app.pem}}}",
+			Info: info("https://github.com/o/r.git", "main", "main"), Files: []string{"/cfg/app.pem"}},
+		{Name: "unknown key", Text: "{url: x, brnch: y}", Err: "field brnch not found"},
+		{Name: "url required", Text: "branch: main", Err: "sources[0].git.url: required"},
+		{Name: "exclusive refs", Text: "{url: x, tag: v1, commit: abc}", Err: "sources[0].git: branch, tag and commit are exclusive"},
+		{Name: "interval", Text: "{url: x, interval: 500ms}", Err: "sources[0].git.interval: 500ms is below 1s"},
+		{Name: "password and key", Text: "{url: x, auth: {password: p, sshKeyFile: k}}", Err: "sources[0].git.auth: password and sshKeyFile are exclusive"},
+		{Name: "app fields", Text: "{url: " + repo + ", auth: {githubApp: {}}}", Err: "sources[0].git.auth.githubApp.appID: required"},
+		{Name: "app over ssh", Text: "{url: git@github.com:o/r.git, auth: {githubApp: {appID: 1, installationID: 2, privateKeyFile: k}}}",
+			Err: "sources[0].git.auth.githubApp: applies to https urls only"},
+		{Name: "plaintext credentials", Text: "url: http://u:p@git.example/r.git", Err: "sources[0].git.url"},
+		{Name: "bad id", Text: "{url: x, auth: {githubApp: {appID: seven}}}", Err: "expected an integer id"},
+	})
 }
 
 func TestOpen(t *testing.T) {
 	t.Parallel()
-	s, err := decodeSpec(t, "{url: https://git.example/r.git, tag: v1}")
-	if err != nil {
+	s := &Spec{}
+	if err := sourcetest.Decode(s, "{url: https://git.example/r.git, tag: v1}"); err != nil {
 		t.Fatal(err)
 	}
 	src, err := Open(s, sources.Env{Name: "a", Dir: t.TempDir()})
