@@ -10,9 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/registry"
 	"github.com/trueup-dev/trueup/sources"
 )
 
@@ -261,37 +261,21 @@ type Factory func(config json.RawMessage, env Env) (Action, error)
 
 // Registry maps plugin kinds ("exec", "noop", …) to factories.
 type Registry struct {
-	factories map[string]Factory
+	kinds *registry.Kinds[Factory]
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{factories: map[string]Factory{}} }
+func NewRegistry() *Registry { return &Registry{kinds: registry.New[Factory]("action")} }
 
 // Register adds a kind; registering a kind twice is an error.
-func (r *Registry) Register(kind string, f Factory) error {
-	if kind == "" || f == nil {
-		return errors.New("register action: empty kind or nil factory")
-	}
-	if _, dup := r.factories[kind]; dup {
-		return fmt.Errorf("register action: kind %q registered twice", kind)
-	}
-	r.factories[kind] = f
-	return nil
-}
+func (r *Registry) Register(kind string, f Factory) error { return r.kinds.Register(kind, f) }
 
 // Kinds lists the registered kinds, sorted.
-func (r *Registry) Kinds() []string {
-	out := make([]string, 0, len(r.factories))
-	for k := range r.factories {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func (r *Registry) Kinds() []string { return r.kinds.Names() }
 
 // New builds an instance of kind.
 func (r *Registry) New(kind string, config json.RawMessage, env Env) (Action, error) {
-	f, ok := r.factories[kind]
+	f, ok := r.kinds.Get(kind)
 	if !ok {
 		return nil, fmt.Errorf("action %q: unknown type %q (known: %v)", env.Name, kind, r.Kinds())
 	}

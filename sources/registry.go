@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"time"
+
+	"github.com/trueup-dev/trueup/internal/registry"
 )
 
 // DefaultInterval is how often a source is polled when its block does not say.
@@ -68,40 +69,24 @@ type Factory func(spec Spec, env Env) (Source, error)
 
 // Registry maps source kinds ("git", "dir") to factories.
 type Registry struct {
-	factories map[string]Factory
+	kinds *registry.Kinds[Factory]
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{factories: map[string]Factory{}} }
+func NewRegistry() *Registry { return &Registry{kinds: registry.New[Factory]("source kind")} }
 
 // Register adds a kind; registering a kind twice is an error.
-func (r *Registry) Register(kind string, f Factory) error {
-	if kind == "" || f == nil {
-		return errors.New("register source kind: empty kind or nil factory")
-	}
-	if _, dup := r.factories[kind]; dup {
-		return fmt.Errorf("register source kind: kind %q registered twice", kind)
-	}
-	r.factories[kind] = f
-	return nil
-}
+func (r *Registry) Register(kind string, f Factory) error { return r.kinds.Register(kind, f) }
 
 // Kinds lists the registered kinds, sorted.
-func (r *Registry) Kinds() []string {
-	out := make([]string, 0, len(r.factories))
-	for k := range r.factories {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func (r *Registry) Kinds() []string { return r.kinds.Names() }
 
 // New builds the source of spec with its kind's factory.
 func (r *Registry) New(spec Spec, env Env) (Source, error) {
 	if spec == nil {
 		return nil, errors.New("no source kind configured")
 	}
-	f, ok := r.factories[spec.Kind()]
+	f, ok := r.kinds.Get(spec.Kind())
 	if !ok {
 		return nil, fmt.Errorf("unknown source kind %q (known: %v)", spec.Kind(), r.Kinds())
 	}
