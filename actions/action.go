@@ -10,9 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/registry"
 	"github.com/trueup-dev/trueup/sources"
 )
 
@@ -99,6 +99,21 @@ type SecretHolder interface {
 // from what plans publish, since the pull request's readers have no business with them.
 type LocalDirs interface {
 	LocalDirs() []string
+}
+
+// SourceReader is implemented by plugins whose instance reads files of configured sources
+// through Env.ReadTree (a terraform module kept in a source's repository): the host warns
+// when a config does not have a source an instance reads, since its resources would stall.
+type SourceReader interface {
+	// SourcesRead names the sources the instance reads.
+	SourcesRead() []string
+}
+
+// CommandRunner is implemented by plugins whose calls start processes (through actions/proc:
+// exec, terraform): the host says once at start-up when the processes of a killed trueup may
+// outlive it.
+type CommandRunner interface {
+	RunsCommands() bool
 }
 
 // Resource is the desired state handed to a plugin.
@@ -245,37 +260,21 @@ type Factory func(config json.RawMessage, env Env) (Action, error)
 
 // Registry maps plugin kinds ("exec", "noop", …) to factories.
 type Registry struct {
-	factories map[string]Factory
+	kinds *registry.Kinds[Factory]
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{factories: map[string]Factory{}} }
+func NewRegistry() *Registry { return &Registry{kinds: registry.New[Factory]("action")} }
 
 // Register adds a kind; registering a kind twice is an error.
-func (r *Registry) Register(kind string, f Factory) error {
-	if kind == "" || f == nil {
-		return errors.New("register action: empty kind or nil factory")
-	}
-	if _, dup := r.factories[kind]; dup {
-		return fmt.Errorf("register action: kind %q registered twice", kind)
-	}
-	r.factories[kind] = f
-	return nil
-}
+func (r *Registry) Register(kind string, f Factory) error { return r.kinds.Register(kind, f) }
 
 // Kinds lists the registered kinds, sorted.
-func (r *Registry) Kinds() []string {
-	out := make([]string, 0, len(r.factories))
-	for k := range r.factories {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func (r *Registry) Kinds() []string { return r.kinds.Names() }
 
 // New builds an instance of kind.
 func (r *Registry) New(kind string, config json.RawMessage, env Env) (Action, error) {
-	f, ok := r.factories[kind]
+	f, ok := r.kinds.Get(kind)
 	if !ok {
 		return nil, fmt.Errorf("action %q: unknown type %q (known: %v)", env.Name, kind, r.Kinds())
 	}
@@ -286,9 +285,23 @@ func (r *Registry) New(kind string, config json.RawMessage, env Env) (Action, er
 	return a, nil
 }
 
-// Close closes a if it implements io.Closer-like Close() error.
+// Closer is implemented by plugins that hold something to release (clients, working
+// copies, a process's lock): the host calls Close when an instance is replaced or the daemon
+// stops. It is safe to call twice.
+type Closer interface {
+	Close() error
+}
+
+// RateLimited is implemented by plugins that call an API with a rate limit (github-actions,
+// gitlab): the host exports what is left of it as a metric.
+type RateLimited interface {
+	// RateLimitRemaining is the remaining count the API last reported, -1 when unknown.
+	RateLimitRemaining() int
+}
+
+// Close closes a if it is a Closer.
 func Close(a Action) error {
-	if c, ok := a.(interface{ Close() error }); ok {
+	if c, ok := a.(Closer); ok {
 		return c.Close()
 	}
 	return nil

@@ -78,6 +78,13 @@ type Notifier interface {
 	Changes() <-chan struct{}
 }
 
+// Starter is implemented by sources that run something of their own while they are in use
+// (a watched folder's watcher). The host calls Start once, before the first Head, with a
+// context that ends when the source is stopped; Close releases what it started.
+type Starter interface {
+	Start(ctx context.Context) error
+}
+
 // IsManifest reports whether a file name is read as manifests: *.yaml, *.yml and *.json,
 // except Terraform's JSON files (*.tf.json, *.tfvars.json), which a module folder under the
 // source's path may hold and which are never trueup documents.

@@ -128,6 +128,11 @@ func (a *Action) Secrets() []string { return slices.Clone(a.secrets) }
 // LocalDirs are the folder the command runs in and the lock folder.
 func (a *Action) LocalDirs() []string { return []string{a.dir, a.lockDir} }
 
+// RunsCommands is true: every call runs the command.
+func (a *Action) RunsCommands() bool { return true }
+
+var _ actions.CommandRunner = (*Action)(nil)
+
 // ValidateWith accepts a JSON object or nothing: the command sees `with:` as an object.
 func (a *Action) ValidateWith(with json.RawMessage) error { return validateWith(with) }
 

@@ -568,3 +568,5 @@ var (
 	_ actions.WithValidator = (*Action)(nil)
 	_ actions.SecretHolder  = (*Action)(nil)
 )
+
+var _ actions.RateLimited = (*Action)(nil)

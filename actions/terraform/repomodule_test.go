@@ -296,3 +296,21 @@ func TestDeleteFallsBackWhenRevisionGone(t *testing.T) {
 		t.Fatalf("delete falling back to %s: %+v, %v", head[:7], res, err)
 	}
 }
+
+// TestSourcesRead: an instance names the source its module is read from, a local module none.
+func TestSourcesRead(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ module, want string }{
+		{`{"source": "infra", "path": "modules/db"}`, "infra"},
+		{`"modules/db"`, ""},
+	} {
+		a, err := terraform.New(json.RawMessage(`{"module": `+tc.module+`, "backend": {"type": "local"}}`), actions.Env{Name: "t", BaseDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(a.(actions.SourceReader).SourcesRead(), ","); got != tc.want {
+			t.Errorf("module %s: sources read %q, want %q", tc.module, got, tc.want)
+		}
+		_ = actions.Close(a)
+	}
+}

@@ -411,6 +411,22 @@ func (a *Action) Observe(ctx context.Context, req actions.Request) (actions.Obse
 	return actions.Observation{Message: "terraform plan: " + summary(res.output, true)}, nil
 }
 
+// SourcesRead names the source a repository module is read from (none for a local module).
+func (a *Action) SourcesRead() []string {
+	if a.repo.source == "" {
+		return nil
+	}
+	return []string{a.repo.source}
+}
+
+// RunsCommands is true: every call runs terraform.
+func (a *Action) RunsCommands() bool { return true }
+
+var (
+	_ actions.SourceReader  = (*Action)(nil)
+	_ actions.CommandRunner = (*Action)(nil)
+)
+
 // RunsPullRequestCode reports whether plans run the pull request's own module: a module read
 // from the source's repository with pullRequestModules. Its code (a `data "external"`, a
 // provider) then runs on the controller with the instance's environment and the database URL,

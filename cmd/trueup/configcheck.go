@@ -64,9 +64,13 @@ reported: the instances whose config needs them are then not built.`,
 // nothing written: a Git source's folder is only touched by its first fetch) and closes it: what a source's constructor refuses (a URL's protocol, a GitHub App's key) is
 // reported as a reload reports it.
 func checkSources(cfg *config.Config) error {
+	reg, err := daemon.SourceRegistry()
+	if err != nil {
+		return err
+	}
 	var errs []error
 	for _, sc := range cfg.Sources {
-		src, _, err := daemon.NewSource(cfg, sc, slog.New(slog.DiscardHandler))
+		src, _, err := daemon.NewSource(reg, cfg, sc, slog.New(slog.DiscardHandler))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("source %s: %w", sc.Name, err))
 			continue

@@ -13,13 +13,15 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/trueup-dev/trueup/internal/plaintext"
+	"github.com/trueup-dev/trueup/sources"
+	"github.com/trueup-dev/trueup/sources/dirsource"
+	"github.com/trueup-dev/trueup/sources/gitsource"
 )
 
 // Config is the controller configuration file that `trueup serve --config` reads. Unknown
@@ -94,9 +96,9 @@ type Source struct {
 	// unique, and the webhook path /hooks/NAME uses it.
 	Name string `yaml:"name"`
 	// Git reads manifests from a Git repository.
-	Git *Git `yaml:"git"`
+	Git *gitsource.Spec `yaml:"git"`
 	// Dir reads manifests from a local folder (development).
-	Dir *Dir `yaml:"dir"`
+	Dir *dirsource.Spec `yaml:"dir"`
 	// Webhook accepts push webhooks at POST /hooks/NAME, so that a push syncs at once
 	// (optional).
 	Webhook *Webhook `yaml:"webhook"`
@@ -139,6 +141,17 @@ const (
 	ResolveAlways         = "always"
 	ResolveNever          = "never"
 )
+
+// Spec is the source's kind block (git or dir), nil when it has none.
+func (s Source) Spec() sources.Spec {
+	switch {
+	case s.Git != nil:
+		return s.Git
+	case s.Dir != nil:
+		return s.Dir
+	}
+	return nil
+}
 
 // PreviewEnabled reports whether the source previews pull requests.
 func (s Source) PreviewEnabled() bool { return s.Preview != nil && s.Preview.Enabled }
@@ -185,81 +198,6 @@ func (p *Prune) UnmarshalYAML(n *yaml.Node) error {
 
 // PruneEnabled reports whether removed manifests delete their resources.
 func (s Source) PruneEnabled() bool { return s.Prune.Enabled == nil || *s.Prune.Enabled }
-
-// Git is a Git repository source.
-type Git struct {
-	// URL is the repository: https://, http://, ssh://, git@host:org/repo, file:// or a
-	// local path (relative to the config file's folder).
-	URL string `yaml:"url"`
-	// Branch is followed (default main); branch, tag and commit are exclusive.
-	Branch string `yaml:"branch"`
-	// Tag pins the source to a tag.
-	Tag string `yaml:"tag"`
-	// Commit pins the source to a commit.
-	Commit string `yaml:"commit"`
-	// Path is the folder of the manifests in the repository (empty: the whole repository).
-	Path string `yaml:"path"`
-	// Interval is how often the repository is polled (at least 1s); a webhook makes a push
-	// apply at once.
-	Interval time.Duration `yaml:"interval"`
-	// Auth holds the credentials to fetch with (optional).
-	Auth *GitAuth `yaml:"auth"`
-	// Insecure allows credentials over an http:// url to another machine.
-	Insecure bool `yaml:"insecure"`
-}
-
-// GitAuth holds credentials; they come from ${VAR}s or files, never from Git. At most one
-// of password, sshKeyFile and githubApp is set.
-type GitAuth struct {
-	// Username goes with password over https (x-access-token for a GitHub token).
-	Username string `yaml:"username"`
-	// Password is a password or an access token (normally a ${VAR}).
-	Password string `yaml:"password"`
-	// SSHKeyFile is a private key for ssh URLs; relative to the config file's folder.
-	SSHKeyFile string `yaml:"sshKeyFile"`
-	// KnownHostsFile lists the host keys an ssh URL's server is checked against; relative to
-	// the config file's folder.
-	KnownHostsFile string `yaml:"knownHostsFile"`
-	// GitHubApp fetches over HTTPS with the installation tokens of a GitHub App.
-	GitHubApp *GitHubApp `yaml:"githubApp"`
-}
-
-// GitHubApp identifies a GitHub App installation and its private key.
-type GitHubApp struct {
-	AppID          NumericID `yaml:"appID"`          // the App's id (a number, or a ${VAR})
-	InstallationID NumericID `yaml:"installationID"` // the installation's id (a number, or a ${VAR})
-	PrivateKeyFile string    `yaml:"privateKeyFile"` // PEM as GitHub hands it out; relative to the config's folder
-	BaseURL        string    `yaml:"baseURL"`        // REST API root; default https://api.github.com/
-	// Insecure allows the token exchange over an http:// baseURL to another machine.
-	Insecure bool `yaml:"insecure"`
-}
-
-// NumericID is an integer that may also be written as a string, so that it can come from
-// a ${VAR} (expanded values are always strings).
-type NumericID int64
-
-// UnmarshalYAML accepts an integer scalar, quoted or not.
-func (id *NumericID) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind == yaml.ScalarNode {
-		if v, err := strconv.ParseInt(strings.TrimSpace(n.Value), 10, 64); err == nil {
-			*id = NumericID(v)
-			return nil
-		}
-		if varRe.MatchString(n.Value) {
-			return nil // the unknown-field check runs before ${VAR} expansion
-		}
-	}
-	// The value is not quoted: it may have come from the environment.
-	return fmt.Errorf("line %d: expected an integer id", n.Line)
-}
-
-// Dir is a local folder watched with fsnotify (development).
-type Dir struct {
-	// Path is the folder; relative to the config file's folder.
-	Path string `yaml:"path"`
-	// Interval is how often the folder is read again besides the change notifications.
-	Interval time.Duration `yaml:"interval"`
-}
 
 // Webhook configures POST /hooks/{source}.
 type Webhook struct {
@@ -358,7 +296,7 @@ type Log struct {
 const (
 	DefaultListen         = "127.0.0.1:8080"
 	DefaultDataDir        = ".trueup"
-	DefaultInterval       = time.Minute
+	DefaultInterval       = sources.DefaultInterval
 	DefaultWorkers        = 16
 	DefaultResyncInterval = 10 * time.Minute
 	DefaultBackoffInitial = 5 * time.Second
@@ -463,33 +401,8 @@ func (c *Config) applyDefaults() {
 	}
 	for i := range c.Sources {
 		s := &c.Sources[i]
-		if s.Git != nil {
-			if s.Git.Interval == 0 {
-				s.Git.Interval = DefaultInterval
-			}
-			if s.Git.Branch == "" && s.Git.Tag == "" && s.Git.Commit == "" {
-				s.Git.Branch = "main"
-			}
-			if s.Git.Auth != nil {
-				if s.Git.Auth.SSHKeyFile != "" {
-					s.Git.Auth.SSHKeyFile = c.Path(s.Git.Auth.SSHKeyFile)
-				}
-				if s.Git.Auth.KnownHostsFile != "" {
-					s.Git.Auth.KnownHostsFile = c.Path(s.Git.Auth.KnownHostsFile)
-				}
-				if app := s.Git.Auth.GitHubApp; app != nil && app.PrivateKeyFile != "" {
-					app.PrivateKeyFile = c.Path(app.PrivateKeyFile)
-				}
-			}
-			if isLocalPath(s.Git.URL) {
-				s.Git.URL = c.Path(s.Git.URL)
-			}
-		}
-		if s.Dir != nil {
-			s.Dir.Path = c.Path(s.Dir.Path)
-			if s.Dir.Interval == 0 {
-				s.Dir.Interval = DefaultInterval
-			}
+		if sp := s.Spec(); sp != nil {
+			sp.Defaults(c.Path)
 		}
 	}
 	r := &c.Reconcile
@@ -554,18 +467,6 @@ func hasKey(n *yaml.Node, path ...string) bool {
 	return true
 }
 
-// isLocalPath reports whether a Git URL is a plain filesystem path.
-func isLocalPath(u string) bool {
-	if u == "" || strings.Contains(u, "://") {
-		return false
-	}
-	// scp-like git@host:org/repo
-	if i := strings.Index(u, ":"); i > 0 && !strings.Contains(u[:i], "/") {
-		return false
-	}
-	return true
-}
-
 // Path resolves p against the config file's folder.
 func (c *Config) Path(p string) string {
 	if p == "" || filepath.IsAbs(p) {
@@ -612,36 +513,10 @@ func (c *Config) Validate() error {
 		case s.Git != nil && s.Dir != nil:
 			bad("%s: git and dir are exclusive", at)
 		}
-		if g := s.Git; g != nil {
-			if g.URL == "" {
-				bad("%s.git.url: required", at)
+		if sp := s.Spec(); sp != nil {
+			if err := sp.Validate(at + "." + sp.Kind()); err != nil {
+				errs = append(errs, err)
 			}
-			n := 0
-			for _, v := range []string{g.Branch, g.Tag, g.Commit} {
-				if v != "" {
-					n++
-				}
-			}
-			if n > 1 {
-				bad("%s.git: branch, tag and commit are exclusive", at)
-			}
-			if g.Interval < time.Second {
-				bad("%s.git.interval: %s is below 1s", at, g.Interval)
-			}
-			if a := g.Auth; a != nil {
-				if a.SSHKeyFile != "" && a.Password != "" {
-					bad("%s.git.auth: password and sshKeyFile are exclusive", at)
-				}
-				if a.GitHubApp != nil {
-					validateGitHubApp(at+".git", g.URL, a, bad)
-				}
-			}
-			if err := checkPlaintextGit(at+".git", g); err != nil {
-				bad("%w", err)
-			}
-		}
-		if s.Dir != nil && s.Dir.Path == "" {
-			bad("%s.dir.path: required", at)
 		}
 		if f := s.Prune.MaxFraction; f < 0 || f > 1 {
 			bad("%s.prune.maxFraction: %v is outside 0..1", at, f)
@@ -741,59 +616,6 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// validateGitHubApp checks the githubApp block of a git source's auth; at is "sources[i].git".
-func validateGitHubApp(at, gitURL string, a *GitAuth, bad func(string, ...any)) {
-	for _, f := range []struct{ name, v string }{
-		{"username", a.Username}, {"password", a.Password}, {"sshKeyFile", a.SSHKeyFile}, {"knownHostsFile", a.KnownHostsFile},
-	} {
-		if f.v != "" {
-			bad("%s.auth: %s and githubApp are exclusive", at, f.name)
-		}
-	}
-	app := a.GitHubApp
-	at += ".auth.githubApp"
-	if app.AppID <= 0 {
-		bad("%s.appID: required (a positive integer)", at)
-	}
-	if app.InstallationID <= 0 {
-		bad("%s.installationID: required (a positive integer)", at)
-	}
-	if app.PrivateKeyFile == "" {
-		bad("%s.privateKeyFile: required", at)
-	}
-	if app.BaseURL != "" {
-		// Not quoted: it may hold credentials, which are refused as well.
-		u, err := url.Parse(app.BaseURL)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
-			bad("%s.baseURL: must be an http(s) URL without credentials", at)
-		} else if err := plaintext.Check(at+".baseURL", u.Scheme, u.Hostname(), "the App's signed token", true, app.Insecure); err != nil {
-			bad("%w", err)
-		}
-	}
-	if lower := strings.ToLower(gitURL); gitURL != "" && !strings.HasPrefix(lower, "https://") && !strings.HasPrefix(lower, "http://") {
-		bad("%s: applies to https urls only", at)
-	}
-}
-
-// checkPlaintextGit refuses credentials over an http:// git url to another machine unless
-// git.insecure is set; at is "sources[i].git". git:// with credentials is refused by the
-// source itself (it cannot carry them at all).
-func checkPlaintextGit(at string, g *Git) error {
-	u, err := url.Parse(g.URL)
-	if err != nil || !strings.EqualFold(u.Scheme, "http") {
-		return nil // https, ssh, git, a local path or an scp-like address
-	}
-	hasCred := u.User != nil
-	what := "the credentials"
-	if a := g.Auth; a != nil {
-		hasCred = hasCred || a.Username != "" || a.Password != "" || a.GitHubApp != nil
-		if a.GitHubApp != nil {
-			what = "the App's installation tokens"
-		}
-	}
-	return plaintext.Check(at+".url", u.Scheme, u.Hostname(), what, hasCred, g.Insecure)
-}
-
 // ScrubError returns err with every value that came from the environment replaced by "***"
 // in its message (err itself when there is none, nil for nil). Callers that build something
 // from the config (plugins, sources, commit status reporters) pass their errors through it
@@ -881,5 +703,10 @@ func cleanYAMLError(err error) error {
 	msg = strings.ReplaceAll(msg, "unmarshal errors:\n  ", "")
 	msg = strings.ReplaceAll(msg, " in type config.Config", "")
 	msg = strings.ReplaceAll(msg, "type config.", "")
-	return errors.New(msg)
+	return errors.New(kindTypes.Replace(msg))
 }
+
+// kindTypes names the source kinds' blocks in yaml.v3's errors by their keys' words, as the
+// blocks of this package are named.
+var kindTypes = strings.NewReplacer("type gitsource.Spec", "Git", "type gitsource.AuthSpec", "GitAuth",
+	"type gitsource.AppSpec", "GitHubApp", "type dirsource.Spec", "Dir")

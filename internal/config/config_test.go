@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/trueup-dev/trueup/sources/gitsource"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -124,11 +126,11 @@ sources:
 		t.Fatal(err)
 	}
 	got := *c.Sources[0].Git.Auth.GitHubApp
-	if want := (GitHubApp{AppID: 123456, InstallationID: 7654321, PrivateKeyFile: "/etc/trueup/secrets/app.pem"}); got != want {
+	if want := (gitsource.AppSpec{AppID: 123456, InstallationID: 7654321, PrivateKeyFile: "/etc/trueup/secrets/app.pem"}); got != want {
 		t.Errorf("githubApp = %+v, want %+v", got, want)
 	}
 	got = *c.Sources[1].Git.Auth.GitHubApp
-	if want := (GitHubApp{AppID: 7, InstallationID: 8, PrivateKeyFile: "/keys/app.pem", BaseURL: "https://ghe.example.com/api/v3/"}); got != want {
+	if want := (gitsource.AppSpec{AppID: 7, InstallationID: 8, PrivateKeyFile: "/keys/app.pem", BaseURL: "https://ghe.example.com/api/v3/"}); got != want {
 		t.Errorf("githubApp = %+v, want %+v", got, want)
 	}
 }

@@ -140,9 +140,10 @@ func sourceKey(name string) string { return "source/" + name }
 func actionKey(name string) string { return "action/" + name }
 
 // referencedFiles lists, by source and action instance, the files whose content they are
-// built from: a source's decryption.age.keyFile, git.auth.sshKeyFile, knownHostsFile and
-// githubApp.privateKeyFile; every string setting of an action's config whose key ends in
-// "File" (ghactions' app.privateKeyFile), relative to the config's folder.
+// built from: a source's decryption.age.keyFile and the files its kind declares
+// (sources.Spec.Files: a git source's ssh key, known hosts and GitHub App key); every string
+// setting of an action's config whose key ends in "File" (ghactions' app.privateKeyFile),
+// relative to the config's folder.
 func (c *Config) referencedFiles() map[string][]string {
 	out := map[string][]string{}
 	for _, s := range c.Sources {
@@ -150,12 +151,8 @@ func (c *Config) referencedFiles() map[string][]string {
 		if d := s.Decryption; d != nil && d.Age != nil && d.Age.KeyFile != "" {
 			files = append(files, c.Path(d.Age.KeyFile))
 		}
-		if s.Git != nil && s.Git.Auth != nil {
-			a := s.Git.Auth
-			files = append(files, a.SSHKeyFile, a.KnownHostsFile)
-			if a.GitHubApp != nil {
-				files = append(files, a.GitHubApp.PrivateKeyFile)
-			}
+		if sp := s.Spec(); sp != nil {
+			files = append(files, sp.Files()...)
 		}
 		if files = slices.DeleteFunc(files, func(f string) bool { return f == "" }); len(files) > 0 {
 			out[sourceKey(s.Name)] = files

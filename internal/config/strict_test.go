@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/trueup-dev/trueup/sources/gitsource"
 )
 
 // TestUnknownKeyInEveryBlock builds a config that writes every block of Config (from its
@@ -84,7 +86,7 @@ func scalar(v string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Valu
 var (
 	durationType = reflect.TypeOf(time.Duration(0))
 	memoryType   = reflect.TypeOf(MemoryLimit{})
-	idType       = reflect.TypeOf(NumericID(0))
+	idType       = reflect.TypeOf(gitsource.NumericID(0))
 )
 
 // sampleNode is a YAML value of type t with every field written: a mapping per struct, one

@@ -32,6 +32,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/tracing"
 	"github.com/trueup-dev/trueup/internal/webhook"
+	"github.com/trueup-dev/trueup/sources"
 )
 
 // ReloadResult is what a reload applied, refused or left for a restart.
@@ -51,8 +52,10 @@ type Deps struct {
 	Stderr io.Writer
 	// Registry holds the action plugin kinds (nil: Registry()).
 	Registry *actions.Registry
-	Version  string
-	Replica  string // this replica's name ("": ReplicaName())
+	// Sources holds the source kinds (nil: SourceRegistry(), git and dir).
+	Sources *sources.Registry
+	Version string
+	Replica string // this replica's name ("": ReplicaName())
 }
 
 // Daemon is the controller while it runs. The config, the action instances, the running
@@ -71,6 +74,7 @@ type Daemon struct {
 	log     *slog.Logger
 	logOut  *ScrubWriter
 	reg     *actions.Registry
+	srcReg  *sources.Registry
 	dbURL   string // the database's, for actions.Env.DatabaseURL
 
 	// Set once the database is open.
@@ -187,6 +191,11 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	if rt.srcReg = rt.deps.Sources; rt.srcReg == nil {
+		if rt.srcReg, err = SourceRegistry(); err != nil {
+			return err
+		}
+	}
 	rt.cfg.Store(cfg)
 	rt.hash = configHash(rt.deps.Path)
 	// What a config can refuse is refused before the database opens (no private cluster is
@@ -222,14 +231,14 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 		RateLimits: func() map[string]int {
 			out := map[string]int{}
 			for name, a := range rt.acts.Current() {
-				if rl, ok := a.(interface{ RateLimitRemaining() int }); ok {
+				if rl, ok := a.(actions.RateLimited); ok {
 					out[name] = rl.RateLimitRemaining()
 				}
 			}
 			return out
 		}})
 	rt.met = met
-	rt.srcs = newSourceSet(ctx, sourceEnv{store: db.Store, log: logger, replica: replica, met: met, acts: rt.acts, scrub: rt.scrub,
+	rt.srcs = newSourceSet(ctx, sourceEnv{store: db.Store, kinds: rt.srcReg, log: logger, replica: replica, met: met, acts: rt.acts, scrub: rt.scrub,
 		live: rt.liveHeld, checkAction: rt.checkAction, checkReference: rt.checkReference, published: rt.publishedSources,
 		reveal: func(names []string, running map[string]*runningSource) {
 			rt.setReveal(revealKeys(names, running, rt.keys))

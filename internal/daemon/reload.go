@@ -179,7 +179,7 @@ func (rt *Daemon) reload(cfg *config.Config, readErr error) server.ReloadResult 
 	res.SourcesAdded, res.SourcesRemoved, res.SourcesChanged = ch.SourcesAdded, ch.SourcesRemoved, ch.SourcesChanged
 	res.ActionsAdded, res.ActionsRemoved, res.ActionsChanged = ch.ActionsAdded, ch.ActionsRemoved, ch.ActionsChanged
 	res.Notifications, res.RestartRequired = ch.Notifications, next.pending
-	res.Warnings = scrubLines(scrub, moduleWarnings(next.cfg))
+	res.Warnings = scrubLines(scrub, moduleWarnings(next.cfg, next.acts))
 	for _, w := range res.Warnings {
 		rt.log.Warn("reload: " + w)
 	}

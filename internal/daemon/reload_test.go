@@ -166,23 +166,32 @@ func TestRevealKeys(t *testing.T) {
 	}
 }
 
-// TestModuleWarnings: an action instance whose module lives in a source the config no longer
-// has is named.
+// sourceReader is an action instance that reads the sources it names.
+type sourceReader struct {
+	actions.Action
+	srcs []string
+}
+
+func (r sourceReader) SourcesRead() []string { return r.srcs }
+
+// TestModuleWarnings: an action instance that reads a source the config no longer has is
+// named.
 func TestModuleWarnings(t *testing.T) {
 	t.Parallel()
 	cfg, err := config.Parse([]byte(`
 sources:
   - {name: infra, dir: {path: ./infra}}
 actions:
-  - {name: kept, type: terraform, config: {module: {source: infra, path: modules/db}}}
-  - {name: orphan, type: terraform, config: {module: {source: gone, path: modules/db}}}
-  - {name: local, type: terraform, config: {module: modules/db}}
+  - {name: kept, type: terraform}
+  - {name: orphan, type: terraform}
+  - {name: local, type: terraform}
   - {name: nop, type: noop}
 `), t.TempDir(), func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := moduleWarnings(cfg)
+	got := moduleWarnings(cfg, map[string]actions.Action{"kept": sourceReader{srcs: []string{"infra"}},
+		"orphan": sourceReader{srcs: []string{"gone"}}, "local": sourceReader{}, "nop": nil})
 	if len(got) != 1 || !strings.HasPrefix(got[0], "action orphan reads its module from source gone") {
 		t.Errorf("moduleWarnings = %q", got)
 	}
@@ -255,7 +264,11 @@ func startSet(t *testing.T, e *daemonEnv, cfg *config.Config, startHook func(nam
 	set := actions.NewSet(acts)
 	t.Cleanup(set.Close)
 	ctx, cancel := context.WithCancel(context.Background())
-	s := newSourceSet(ctx, sourceEnv{store: e.st, log: logger, replica: "r1", acts: set, scrub: func(s string) string { return s },
+	kinds, err := SourceRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSourceSet(ctx, sourceEnv{store: e.st, kinds: kinds, log: logger, replica: "r1", acts: set, scrub: func(s string) string { return s },
 		checkAction: func(name string, with json.RawMessage) error { return CheckAction(set.Current())(name, with) }, startHook: startHook})
 	var once sync.Once
 	stop := func() { once.Do(func() { cancel(); s.Wait(); s.Stop() }) }

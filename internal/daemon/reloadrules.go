@@ -1,12 +1,12 @@
 package daemon
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/config"
 )
 
@@ -43,22 +43,20 @@ func planSources(running []string, ch config.Changes) (keep, stop, restart []str
 	return keep, append(slices.Clone(ch.SourcesRemoved), restart...), restart
 }
 
-// moduleWarnings names the action instances that read their module from a source cfg does
-// not have (a terraform instance's {"module": {"source": …}}): their resources stall.
-func moduleWarnings(cfg *config.Config) []string {
+// moduleWarnings names the action instances of acts (built from cfg) that read a source cfg
+// does not have (actions.SourceReader: a terraform module kept in a repository): their
+// resources stall.
+func moduleWarnings(cfg *config.Config, acts map[string]actions.Action) []string {
 	var out []string
 	for _, a := range cfg.Actions {
-		var c struct {
-			Module json.RawMessage `json:"module"`
-		}
-		var m struct {
-			Source string `json:"source"`
-		}
-		if json.Unmarshal(a.Config, &c) != nil || json.Unmarshal(c.Module, &m) != nil || m.Source == "" {
+		r, ok := acts[a.Name].(actions.SourceReader)
+		if !ok {
 			continue
 		}
-		if !slices.ContainsFunc(cfg.Sources, func(s config.Source) bool { return s.Name == m.Source }) {
-			out = append(out, fmt.Sprintf("action %s reads its module from source %s, which this config does not have: its resources stall until the source is configured again", a.Name, m.Source))
+		for _, src := range r.SourcesRead() {
+			if !slices.ContainsFunc(cfg.Sources, func(s config.Source) bool { return s.Name == src }) {
+				out = append(out, fmt.Sprintf("action %s reads its module from source %s, which this config does not have: its resources stall until the source is configured again", a.Name, src))
+			}
 		}
 	}
 	return out

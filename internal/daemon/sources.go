@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/commitstatus"
@@ -43,6 +42,7 @@ type runningSource struct {
 // sourceEnv is what the running sources take from the daemon.
 type sourceEnv struct {
 	store          *store.Store
+	kinds          *sources.Registry // the source kinds
 	log            *slog.Logger
 	replica        string
 	met            *metrics.Metrics
@@ -140,18 +140,11 @@ func (s *sourceSet) Start(p *pendingSources) error {
 // starting any; acts are the instances its ResourceTypes are checked against (the set in
 // use once running).
 func (s *sourceSet) build(cfg *config.Config, sc config.Source, keys map[string]*sealed.Keys, acts map[string]actions.Action) (*runningSource, error) {
-	src, reg, err := NewSource(cfg, sc, s.env.log)
+	src, info, err := NewSource(s.env.kinds, cfg, sc, s.env.log)
 	if err != nil {
 		return nil, fmt.Errorf("source %s: %w", sc.Name, err)
 	}
-	reg.Prune = &store.SourcePrune{Enabled: sc.PruneEnabled(), MaxFraction: sc.Prune.MaxFraction, AllowEmpty: sc.Prune.AllowEmpty}
-	rs := &runningSource{cfg: sc, keys: keys[sc.Name], reg: reg, src: src}
-	interval := time.Minute
-	if sc.Git != nil {
-		interval = sc.Git.Interval
-	} else if sc.Dir != nil {
-		interval = sc.Dir.Interval
-	}
+	rs := &runningSource{cfg: sc, keys: keys[sc.Name], reg: registration(sc, info), src: src}
 	var reporter syncer.Reporter
 	if cs := sc.CommitStatus; cs != nil {
 		rep, err := commitstatus.New(commitstatus.Config{Provider: cs.Provider, Token: cs.Token, BaseURL: cs.BaseURL, Insecure: cs.Insecure, Repo: cs.Repo,
@@ -164,7 +157,7 @@ func (s *sourceSet) build(cfg *config.Config, sc config.Source, keys map[string]
 	}
 	e := &s.env
 	scrub := e.scrub
-	rs.syncer = syncer.New(e.store, syncer.Options{Name: sc.Name, Source: src, Interval: interval,
+	rs.syncer = syncer.New(e.store, syncer.Options{Name: sc.Name, Source: src, Interval: info.Interval,
 		Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction, AllowEmpty: sc.Prune.AllowEmpty, Replica: e.replica, LeaseTTL: cfg.Reconcile.LeaseTTL, Live: e.live,
 		CheckAction: e.checkAction, CheckReference: e.checkReference, Limits: manifest.Limits(cfg.Limits), Scrub: scrub, Metrics: e.met, Reporter: reporter,
 		Opener: sealed.NewOpener(keys[sc.Name])}, e.log)
@@ -188,7 +181,7 @@ func (s *sourceSet) start(rs *runningSource) error {
 			return fmt.Errorf("source %s: %w", rs.cfg.Name, err)
 		}
 	}
-	if st, ok := rs.src.(interface{ Start(context.Context) error }); ok {
+	if st, ok := rs.src.(sources.Starter); ok {
 		if err := st.Start(rs.ctx); err != nil {
 			return fmt.Errorf("source %s: %w", rs.cfg.Name, err)
 		}

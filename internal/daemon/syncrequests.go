@@ -86,8 +86,8 @@ func webhookSources(cfg *config.Config) map[string]webhook.Source {
 			continue
 		}
 		ws := webhook.Source{Name: sc.Name, Secret: sc.Webhook.Secret, Preview: sc.PreviewEnabled()}
-		if sc.Git != nil && sc.Git.Tag == "" && sc.Git.Commit == "" {
-			ws.Branch = sc.Git.Branch
+		if sp := sc.Spec(); sp != nil {
+			ws.Branch = sp.Info().Branch
 		}
 		out[sc.Name] = ws
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,7 +22,6 @@ import (
 	"github.com/trueup-dev/trueup/actions/proc"
 	"github.com/trueup-dev/trueup/actions/terraform"
 	"github.com/trueup-dev/trueup/internal/config"
-	"github.com/trueup-dev/trueup/internal/forge/githubapi"
 	"github.com/trueup-dev/trueup/internal/reconciler"
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/secrets"
@@ -71,38 +71,37 @@ func traceURL(cfg *config.Config) string {
 	return cfg.Tracing.TraceURL
 }
 
-// NewSource builds the configured source kind.
-func NewSource(cfg *config.Config, s config.Source, logger *slog.Logger) (sources.Source, store.SourceConfig, error) {
-	switch {
-	case s.Git != nil:
-		g := s.Git
-		gc := gitsource.Config{Name: s.Name, URL: g.URL, Insecure: g.Insecure, Branch: g.Branch, Tag: g.Tag, Commit: g.Commit, Path: g.Path,
-			Dir: filepath.Join(cfg.DataDir, "git", s.Name),
-			// Below the source lease's TTL: a hung server fails the sync, it cannot outlast the lease.
-			Timeout: cfg.Reconcile.LeaseTTL * 2 / 3}
-		if a := g.Auth; a != nil {
-			gc.Auth = gitsource.Auth{Username: a.Username, Password: a.Password, SSHKeyFile: a.SSHKeyFile, KnownHostsFile: a.KnownHostsFile}
-			if app := a.GitHubApp; app != nil {
-				tokens, err := githubapi.NewApp(githubapi.AppConfig{AppID: int64(app.AppID), InstallationID: int64(app.InstallationID),
-					PrivateKeyFile: app.PrivateKeyFile, BaseURL: app.BaseURL, Insecure: app.Insecure}, nil)
-				if err != nil {
-					return nil, store.SourceConfig{}, fmt.Errorf("git auth: %w", err)
-				}
-				gc.Auth.TokenFunc = tokens.Token
-			}
+// SourceRegistry wires every source kind explicitly.
+func SourceRegistry() (*sources.Registry, error) {
+	r := sources.NewRegistry()
+	for kind, f := range map[string]sources.Factory{
+		gitsource.Kind: gitsource.Open,
+		dirsource.Kind: dirsource.Open,
+	} {
+		if err := r.Register(kind, f); err != nil {
+			return nil, err
 		}
-		src, err := gitsource.New(gc, logger)
-		ref := g.Branch
-		if g.Tag != "" {
-			ref = "tag:" + g.Tag
-		} else if g.Commit != "" {
-			ref = "commit:" + g.Commit
-		}
-		return src, store.SourceConfig{Name: s.Name, URL: gitsource.Redact(g.URL), Branch: ref, Path: g.Path}, err
-	default:
-		src, err := dirsource.New(dirsource.Config{Name: s.Name, Path: s.Dir.Path}, logger)
-		return src, store.SourceConfig{Name: s.Name, URL: "dir://" + s.Dir.Path}, err
 	}
+	return r, nil
+}
+
+// NewSource builds s's source with its kind's factory in reg, and says what its kind reports
+// of it.
+func NewSource(reg *sources.Registry, cfg *config.Config, s config.Source, logger *slog.Logger) (sources.Source, sources.Info, error) {
+	spec := s.Spec()
+	if spec == nil {
+		return nil, sources.Info{}, errors.New("no source kind configured")
+	}
+	src, err := reg.New(spec, sources.Env{Name: s.Name, Dir: filepath.Join(cfg.DataDir, spec.Kind(), s.Name), Logger: logger,
+		// Below the source lease's TTL: a hung server fails the sync, it cannot outlast the lease.
+		Timeout: cfg.Reconcile.LeaseTTL * 2 / 3})
+	return src, spec.Info(), err
+}
+
+// registration is what the database and the API know of source sc, info its kind's report.
+func registration(sc config.Source, info sources.Info) store.SourceConfig {
+	return store.SourceConfig{Name: sc.Name, URL: info.URL, Branch: info.Ref, Path: info.Path,
+		Prune: &store.SourcePrune{Enabled: sc.PruneEnabled(), MaxFraction: sc.Prune.MaxFraction, AllowEmpty: sc.Prune.AllowEmpty}}
 }
 
 // NewActions instantiates every configured action; on error the ones built are closed.
@@ -110,7 +109,7 @@ func NewSource(cfg *config.Config, s config.Source, logger *slog.Logger) (source
 // database or source is opened).
 func NewActions(cfg *config.Config, reg *actions.Registry, logger *slog.Logger, dbURL string, trees func(ctx context.Context, source, revision, dir string) ([]sources.TreeFile, error)) (map[string]actions.Action, error) {
 	out := map[string]actions.Action{}
-	runsCommands := false // exec and terraform start processes (actions/proc)
+	runsCommands := false
 	for _, a := range cfg.Actions {
 		act, err := reg.New(a.Type, a.Config, actions.Env{Name: a.Name, BaseDir: cfg.BaseDir, Logger: logger.With("action", a.Name),
 			DatabaseURL: dbURL, ReadTree: trees})
@@ -119,7 +118,9 @@ func NewActions(cfg *config.Config, reg *actions.Registry, logger *slog.Logger, 
 			return nil, err
 		}
 		out[a.Name] = act
-		runsCommands = runsCommands || a.Type == "exec" || a.Type == "terraform"
+		if r, ok := act.(actions.CommandRunner); ok && r.RunsCommands() {
+			runsCommands = true
+		}
 	}
 	if !runsCommands {
 		return out, nil

@@ -7,6 +7,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"path"
 	"reflect"
 	"sort"
 	"strings"
@@ -22,7 +23,9 @@ type ConfigPage struct {
 	ExampleName string
 	// Root is the type of the whole file (config.Config).
 	Root reflect.Type
-	// Docs holds the package's doc comments: "Type" and "Type.Field" (see StructDocs).
+	// Docs holds the package's doc comments: "Type" and "Type.Field" (see StructDocs); the
+	// types of other packages that the file holds (a source kind's block) are under their
+	// package's name: "gitsource.Spec", "gitsource.Spec.URL".
 	Docs map[string]string
 	// Defaults maps a key path (sources[].git.interval) to its default, as Defaults finds them.
 	Defaults map[string]string
@@ -284,7 +287,7 @@ func (p ConfigPage) renderSection(b *strings.Builder, s section) []section {
 	if s.path != "" {
 		title = code(s.path)
 		fmt.Fprintf(b, "## %s\n\n", title)
-		if doc := Intro(Prose(paragraphs(p.Docs[s.t.Name()])), s.t.Name(), lastKey(s.path)); doc != "" {
+		if doc := Intro(Prose(paragraphs(p.Docs[p.docKey(s.t)])), s.t.Name(), lastKey(s.path)); doc != "" {
 			b.WriteString(doc + "\n\n")
 		}
 	} else {
@@ -318,11 +321,20 @@ func (p ConfigPage) renderSection(b *strings.Builder, s section) []section {
 		if d, ok := p.Defaults[path]; ok {
 			def = code(d)
 		}
-		desc := p.describe(s.t.Name()+"."+f.Name, f.Name, key)
+		desc := p.describe(p.docKey(s.t)+"."+f.Name, f.Name, key)
 		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", code(key), cell(typ), def, cell(desc))
 	}
 	b.WriteString("\n")
 	return next
+}
+
+// docKey is t's key in Docs: its name, qualified by its package's name when it is not the
+// root's package.
+func (p ConfigPage) docKey(t reflect.Type) string {
+	if t.PkgPath() == p.Root.PkgPath() {
+		return t.Name()
+	}
+	return path.Base(t.PkgPath()) + "." + t.Name()
 }
 
 // structOf returns the struct type a field's value is (itself, through a pointer, or as the

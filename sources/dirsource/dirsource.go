@@ -179,5 +179,6 @@ func (s *Source) notify() {
 
 var (
 	_ sources.Source   = (*Source)(nil)
+	_ sources.Starter  = (*Source)(nil)
 	_ sources.Notifier = (*Source)(nil)
 )

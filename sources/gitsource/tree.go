@@ -115,13 +115,17 @@ func (s *Source) readTree(ctx context.Context, sto storer.EncodedObjectStorer, c
 	return snap, blobs, nil
 }
 
+// objectSizer is implemented by go-git's filesystem and memory storages: they read an
+// object's size from its header without inflating it.
+type objectSizer interface {
+	EncodedObjectSize(plumbing.Hash) (int64, error)
+}
+
 // readBlob reads a blob, refusing one over sources.MaxFileBytes by the size in its object
 // header, before any of its content is read or inflated. refused is then the reason.
 func readBlob(sto storer.EncodedObjectStorer, h plumbing.Hash) (data []byte, refused string, err error) {
 	var size int64
-	if sizer, ok := sto.(interface {
-		EncodedObjectSize(plumbing.Hash) (int64, error)
-	}); ok {
+	if sizer, ok := sto.(objectSizer); ok {
 		size, err = sizer.EncodedObjectSize(h)
 	} else {
 		var obj plumbing.EncodedObject

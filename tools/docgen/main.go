@@ -10,8 +10,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"reflect"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 
@@ -98,6 +100,16 @@ func configPage(root string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// The source kinds' blocks are types of their own packages (sources/gitsource, …).
+	for _, pkg := range foreignPackages(reflect.TypeFor[config.Config]()) {
+		more, err := refdoc.StructDocs(os.DirFS(filepath.Join(root, strings.TrimPrefix(pkg, module+"/"))))
+		if err != nil {
+			return "", err
+		}
+		for k, v := range more {
+			docs[path.Base(pkg)+"."+k] = v
+		}
+	}
 	example, err := os.ReadFile(filepath.Join(root, "examples/trueup.yaml"))
 	if err != nil {
 		return "", err
@@ -124,6 +136,36 @@ func configPage(root string) (string, error) {
 		},
 		Keys: map[string]string{"Action.Config": "config"},
 	}.Render(), nil
+}
+
+// module is the import path of the repository's root.
+const module = "github.com/trueup-dev/trueup"
+
+// foreignPackages lists the packages of this module, other than root's, whose struct types
+// root holds, sorted.
+func foreignPackages(root reflect.Type) []string {
+	seen := map[reflect.Type]bool{}
+	pkgs := map[string]bool{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || seen[t] {
+			return
+		}
+		seen[t] = true
+		if p := t.PkgPath(); p != root.PkgPath() && strings.HasPrefix(p, module+"/") {
+			pkgs[p] = true
+		}
+		for i := range t.NumField() {
+			if f := t.Field(i); f.IsExported() {
+				walk(f.Type)
+			}
+		}
+	}
+	walk(root)
+	return refdoc.SortedKeys(pkgs)
 }
 
 func metricsPage() (string, error) {

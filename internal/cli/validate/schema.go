@@ -90,10 +90,11 @@ func repositoryRoot(dir string, cfg *config.Config, source string) string {
 		return ""
 	}
 	for _, s := range cfg.Sources {
-		if s.Name != source || s.Git == nil || s.Git.Path == "" {
+		sp := s.Spec()
+		if s.Name != source || sp == nil || sp.Info().Path == "" {
 			continue
 		}
-		p := filepath.Clean(filepath.FromSlash(s.Git.Path))
+		p := filepath.Clean(filepath.FromSlash(sp.Info().Path))
 		if strings.HasSuffix(abs, string(filepath.Separator)+p) {
 			return strings.TrimSuffix(abs, string(filepath.Separator)+p)
 		}

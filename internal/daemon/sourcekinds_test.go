@@ -1,0 +1,59 @@
+package daemon
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/logbuf"
+	"github.com/trueup-dev/trueup/sources"
+	"github.com/trueup-dev/trueup/sources/dirsource"
+)
+
+// memorySource serves one fixed revision from memory.
+type memorySource struct{ files []sources.File }
+
+func (m memorySource) Head(context.Context) (string, error) { return "mem-1", nil }
+func (m memorySource) Fetch(_ context.Context, rev string) (*sources.Snapshot, error) {
+	return &sources.Snapshot{Revision: rev, Files: m.files}, nil
+}
+func (m memorySource) Close() error { return nil }
+
+// TestDaemonInjectedSourceKind: a daemon builds its sources with the kinds of Deps.Sources; a
+// kind injected for "dir" serves the source from memory, and the registration is what the
+// kind's spec reports.
+func TestDaemonInjectedSourceKind(t *testing.T) {
+	e := newDaemonEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	doc := "apiVersion: trueup.dev/v1\nkind: ResourceType\nmetadata:\n  name: ThingM\nspec:\n  group: example.com\n" +
+		"  versions:\n    - name: v1\n      schema:\n        type: object\n  action:\n    name: act\n"
+	reg := sources.NewRegistry()
+	var opened []string
+	if err := reg.Register(dirsource.Kind, func(spec sources.Spec, env sources.Env) (sources.Source, error) {
+		opened = append(opened, env.Name)
+		return memorySource{files: []sources.File{{Path: "t.yaml", Hash: "h1", Data: []byte(doc)}}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var logs logbuf.Buffer
+	d, err := New(e.config(map[string]string{"m": "/nowhere"}), Deps{Stderr: &logs, Version: "test", Replica: "r1", Sources: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(ctx); err != nil {
+		t.Fatalf("start: %v\n%s", err, logs.String())
+	}
+	defer d.Stop()
+	waitFor(t, "m synced", func() bool { return e.revision(ctx, "m") == "mem-1" })
+	if len(opened) != 1 || opened[0] != "m" {
+		t.Errorf("opened %v", opened)
+	}
+	src, err := e.st.GetSource(ctx, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.URL != "dir:///nowhere" {
+		t.Errorf("registered url %q", src.URL)
+	}
+}
