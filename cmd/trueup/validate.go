@@ -56,7 +56,7 @@ SOPS_AGE_KEY_FILE, and with --config those of every source's decryption.age.`,
 				opts.CheckReference = func(from string, target graph.ID, outputs []string) error {
 					return crossref.Check(grants, from, target, outputs)
 				}
-				scrub = daemon.Scrubber(cfg, nil)
+				scrub = daemon.Redactor(cfg, nil).Scrub
 				acts, err := validateActions(cfg)
 				switch {
 				case err != nil && len(env) == 0:
@@ -74,7 +74,7 @@ SOPS_AGE_KEY_FILE, and with --config those of every source's decryption.age.`,
 					defer daemon.CloseActions(acts)
 					built = acts
 					// Messages may quote the instance config (an allowlist), which may hold ${VAR}s.
-					scrub = daemon.Scrubber(cfg, acts)
+					scrub = daemon.Redactor(cfg, acts).Scrub
 				}
 				check := daemon.CheckAction(acts)
 				opts.CheckAction = func(name string, with json.RawMessage) error {

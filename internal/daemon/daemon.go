@@ -26,6 +26,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/notifier"
 	"github.com/trueup-dev/trueup/internal/reconciler"
+	"github.com/trueup-dev/trueup/internal/redact"
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/secrets"
 	"github.com/trueup-dev/trueup/internal/server"
@@ -69,10 +70,14 @@ type Daemon struct {
 	cancel  context.CancelFunc
 	replica string
 	log     *slog.Logger
-	logOut  *ScrubWriter
 	reg     *actions.Registry
 	dbURL   *lateURL
 	trees   *sourceTrees
+
+	// redact holds every secret of every config loaded and of the calls in flight: the log,
+	// the reconciler's stored messages, the API's errors and the reload results are scrubbed
+	// through it.
+	redact *redact.Registry
 
 	// Set once the database is open.
 	store    *store.Store
@@ -89,12 +94,9 @@ type Daemon struct {
 	srcs   atomic.Pointer[map[string]*runningSource]
 	reveal atomic.Pointer[reconciler.Reveal]
 	last   atomic.Pointer[server.ReloadResult]
-	// listed is a copy of secrets for readers outside the loop (configSecrets).
-	listed atomic.Pointer[[]string]
 
 	// Owned by the loop goroutine (and by Start before it starts).
 	keys    map[string]*sealed.Keys // Reveal's, by source: those of the copy of each source that runs
-	secrets []string                // every secret of every config loaded: the log keeps scrubbing them
 	sender  *notifier.Sender
 	running bool // the sources' syncers run (Start finished starting)
 	wg      sync.WaitGroup
@@ -162,15 +164,15 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 	cfg := rt.first
 	rt.ctx, rt.cancel = context.WithCancel(ctx)
 	rt.started.Store(&rt.ctx)
-	rt.logOut = NewScrubWriter(rt.deps.Stderr, Scrubber(cfg, nil))
+	rt.redact = Redactor(cfg, nil)
 	defer func() {
 		if err != nil {
 			rt.stop()
-			err = actions.ScrubError(err, rt.logOut.Current())
+			err = rt.redact.Error(err)
 		}
 	}()
 	ctx = rt.ctx
-	logger := NewLogger(cfg, rt.logOut)
+	logger := NewLogger(cfg, rt.redact.Writer(rt.deps.Stderr))
 	rt.replica = rt.deps.Replica
 	if rt.replica == "" {
 		rt.replica = ReplicaName()
@@ -199,8 +201,8 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 	}
 	rt.acts = actions.NewSet(acts)
 	rt.atStop("actions", rt.acts.Close)
-	rt.scrubWith(cfg, acts)
-	scrub := rt.scrub
+	rt.redact.Add(secretsOf(cfg, acts)...)
+	scrub := rt.redact.Scrub
 	keys, err := SourceKeys(cfg)
 	if err != nil {
 		return err
@@ -277,8 +279,8 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 
 	rec := reconciler.New(db.Store, nil, reconciler.Options{Replica: replica, Workers: cfg.Reconcile.Workers,
 		LeaseTTL: cfg.Reconcile.LeaseTTL, ResyncInterval: cfg.Reconcile.ResyncInterval,
-		BackoffInitial: cfg.Reconcile.Backoff.Initial, BackoffMax: cfg.Reconcile.Backoff.Max, Scrub: scrub, Secrets: rt.configSecrets, Metrics: met,
-		Reveal: rt.revealCall, Hold: rt.logOut.calls.hold, Acquire: rt.acts.Acquire, Plans: rt.acts.Plans(), ActionType: rt.actionType,
+		BackoffInitial: cfg.Reconcile.Backoff.Initial, BackoffMax: cfg.Reconcile.Backoff.Max, Scrub: scrub, Secrets: rt.redact.Secrets, Metrics: met,
+		Reveal: rt.revealCall, Hold: rt.redact.Hold, Acquire: rt.acts.Acquire, Plans: rt.acts.Plans(), ActionType: rt.actionType,
 		CheckReference: rt.checkReference}, logger)
 	maint := reconciler.NewMaintenance(db.Store, reconciler.MaintenanceOptions{Replica: replica, Version: rt.deps.Version, LeaseTTL: cfg.Reconcile.LeaseTTL,
 		Listen: cfg.Server.Listen, Metrics: met, Live: rt.liveHeld,
@@ -319,7 +321,7 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 	rt.record(server.ReloadResult{At: time.Now(), OK: true}) // the config loaded at start
 
 	srvOpts, err := withAuth(server.Options{Listen: cfg.Server.Listen, Replica: replica, Metrics: met, Webhooks: rt.hooks,
-		ExternalURL: cfg.Server.ExternalURL, Reload: rt.request, LastReload: rt.lastReload, TraceURL: traceURL(cfg), Scrub: rt.scrub}, cfg, logger)
+		ExternalURL: cfg.Server.ExternalURL, Reload: rt.request, LastReload: rt.lastReload, TraceURL: traceURL(cfg), Scrub: scrub}, cfg, logger)
 	if err != nil {
 		return err
 	}

@@ -60,7 +60,7 @@ func (rt *Daemon) buildSource(cfg *config.Config, sc config.Source, keys map[str
 		}
 		rs.reporter, reporter = rep, rep
 	}
-	scrub := rt.scrub
+	scrub := rt.redact.Scrub
 	rs.syncer = syncer.New(rt.store, syncer.Options{Name: sc.Name, Source: src, Interval: interval,
 		Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction, AllowEmpty: sc.Prune.AllowEmpty, Replica: rt.replica, LeaseTTL: cfg.Reconcile.LeaseTTL, Live: rt.liveHeld,
 		CheckAction: rt.checkAction, CheckReference: rt.checkReference, Limits: manifest.Limits(cfg.Limits), Scrub: scrub, Metrics: rt.met, Reporter: reporter,
@@ -126,7 +126,7 @@ func (rt *Daemon) attachPreview(cfg *config.Config, rs *runningSource) error {
 		rs.release = nil
 	}
 	acts, release := rt.acts.Snapshot()
-	p, err := newPreviewRunner(cfg, rs.cfg, rs.src, rt.store, acts, rt.acts.Plans(), rt.checkReference, rt.scrub, rt.replica, rt.log)
+	p, err := newPreviewRunner(cfg, rs.cfg, rs.src, rt.store, acts, rt.acts.Plans(), rt.checkReference, rt.redact.Scrub, rt.replica, rt.log)
 	if err != nil {
 		release()
 		rs.preview.Store(nil)
