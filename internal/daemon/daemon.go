@@ -279,8 +279,8 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 
 	rec := reconciler.New(db.Store, nil, reconciler.Options{Replica: replica, Workers: cfg.Reconcile.Workers,
 		LeaseTTL: cfg.Reconcile.LeaseTTL, ResyncInterval: cfg.Reconcile.ResyncInterval,
-		BackoffInitial: cfg.Reconcile.Backoff.Initial, BackoffMax: cfg.Reconcile.Backoff.Max, Scrub: scrub, Secrets: rt.redact.Secrets, Metrics: met,
-		Reveal: rt.revealCall, Hold: rt.redact.Hold, Acquire: rt.acts.Acquire, Plans: rt.acts.Plans(), ActionType: rt.actionType,
+		BackoffInitial: cfg.Reconcile.Backoff.Initial, BackoffMax: cfg.Reconcile.Backoff.Max, Redact: rt.redact, Metrics: met,
+		Reveal: rt.revealCall, Acquire: rt.acts.Acquire, Plans: rt.acts.Plans(), ActionType: rt.actionType,
 		CheckReference: rt.checkReference}, logger)
 	maint := reconciler.NewMaintenance(db.Store, reconciler.MaintenanceOptions{Replica: replica, Version: rt.deps.Version, LeaseTTL: cfg.Reconcile.LeaseTTL,
 		Listen: cfg.Server.Listen, Metrics: met, Live: rt.liveHeld,
@@ -321,7 +321,7 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 	rt.record(server.ReloadResult{At: time.Now(), OK: true}) // the config loaded at start
 
 	srvOpts, err := withAuth(server.Options{Listen: cfg.Server.Listen, Replica: replica, Metrics: met, Webhooks: rt.hooks,
-		ExternalURL: cfg.Server.ExternalURL, Reload: rt.request, LastReload: rt.lastReload, TraceURL: traceURL(cfg), Scrub: scrub}, cfg, logger)
+		ExternalURL: cfg.Server.ExternalURL, Reload: rt.request, LastReload: rt.lastReload, TraceURL: traceURL(cfg), Redact: rt.redact}, cfg, logger)
 	if err != nil {
 		return err
 	}

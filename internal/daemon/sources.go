@@ -60,13 +60,12 @@ func (rt *Daemon) buildSource(cfg *config.Config, sc config.Source, keys map[str
 		}
 		rs.reporter, reporter = rep, rep
 	}
-	scrub := rt.redact.Scrub
 	rs.syncer = syncer.New(rt.store, syncer.Options{Name: sc.Name, Source: src, Interval: interval,
 		Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction, AllowEmpty: sc.Prune.AllowEmpty, Replica: rt.replica, LeaseTTL: cfg.Reconcile.LeaseTTL, Live: rt.liveHeld,
-		CheckAction: rt.checkAction, CheckReference: rt.checkReference, Limits: manifest.Limits(cfg.Limits), Scrub: scrub, Metrics: rt.met, Reporter: reporter,
+		CheckAction: rt.checkAction, CheckReference: rt.checkReference, Limits: manifest.Limits(cfg.Limits), Redact: rt.redact, Metrics: rt.met, Reporter: reporter,
 		Opener: sealed.NewOpener(keys[sc.Name])}, rt.log)
 	if sc.PreviewEnabled() {
-		p, err := newPreviewRunner(cfg, sc, src, rt.store, acts, rt.acts.Plans(), rt.checkReference, scrub, rt.replica, rt.log)
+		p, err := newPreviewRunner(cfg, sc, src, rt.store, acts, rt.acts.Plans(), rt.checkReference, rt.redact, rt.replica, rt.log)
 		if err != nil {
 			rs.close()
 			return nil, err
@@ -126,7 +125,7 @@ func (rt *Daemon) attachPreview(cfg *config.Config, rs *runningSource) error {
 		rs.release = nil
 	}
 	acts, release := rt.acts.Snapshot()
-	p, err := newPreviewRunner(cfg, rs.cfg, rs.src, rt.store, acts, rt.acts.Plans(), rt.checkReference, rt.redact.Scrub, rt.replica, rt.log)
+	p, err := newPreviewRunner(cfg, rs.cfg, rs.src, rt.store, acts, rt.acts.Plans(), rt.checkReference, rt.redact, rt.replica, rt.log)
 	if err != nil {
 		release()
 		rs.preview.Store(nil)

@@ -167,27 +167,32 @@ func (r *Registry) Error(err error) error {
 	return Error(err, r.Scrub)
 }
 
-// Secrets lists the kept secrets, in the order they were added (not to be modified).
-func (r *Registry) Secrets() []string {
+// secrets lists the kept secrets, in the order they were added (not to be modified).
+func (r *Registry) secrets() []string {
 	if l := r.keptNow(); l != nil {
 		return l.values
 	}
 	return nil
 }
 
-// Numbers is the check of JSON numbers against the kept secrets (NewNumbers): an output number
-// equal to a secret written in another form (secret "1e3", output 1000) is replaced too.
-func (r *Registry) Numbers() *Numbers {
+// Kept returns the scrubber of the kept secrets alone and the check of JSON numbers against
+// them (NewNumbers: an output number equal to a secret written in another form, secret "1e3",
+// output 1000, is replaced too). Stored values that must not depend on which calls run at
+// the same time (a plugin's outputs) are scrubbed with these.
+func (r *Registry) Kept() (scrub func(string) string, numbers *Numbers) {
 	l := r.keptNow()
 	if l == nil {
-		return noNumbers
+		return noScrub, noNumbers
 	}
 	l.build()
-	return l.numbers
+	return l.replace, l.numbers
 }
 
-// noNumbers is the check of a registry with no secret: every number is clean.
-var noNumbers = NewNumbers(func(s string) string { return s }, nil)
+// noScrub and noNumbers are Kept of a registry with no secret.
+var (
+	noScrub   = func(s string) string { return s }
+	noNumbers = NewNumbers(noScrub, nil)
+)
 
 // keptNow is the kept layer Scrub applies now (nil: none).
 func (r *Registry) keptNow() *layer {
@@ -213,7 +218,7 @@ func (r *Registry) With(extra []string) func(string) string {
 		replace func(string) string
 	)
 	return func(s string) string {
-		once.Do(func() { replace = Replacer(append(append([]string(nil), r.Secrets()...), extra...)) })
+		once.Do(func() { replace = Replacer(append(append([]string(nil), r.secrets()...), extra...)) })
 		s = replace(s)
 		if r != nil {
 			if snap := r.snap.Load(); snap != nil {

@@ -31,7 +31,7 @@ func TestRegistryScrub(t *testing.T) {
 			t.Errorf("%s: Scrub(%q) = %q; want %q", tc.name, tc.in, got, tc.want)
 		}
 	}
-	if got, want := strings.Join(r.Secrets(), ","), `env-secret-123,pw<&>"q-8d7c,p@ss word/1,env-secret-123-longer`; got != want {
+	if got, want := strings.Join(r.secrets(), ","), `env-secret-123,pw<&>"q-8d7c,p@ss word/1,env-secret-123-longer`; got != want {
 		t.Errorf("Secrets() = %s; want %s", got, want)
 	}
 }
@@ -76,7 +76,7 @@ func TestRegistryHold(t *testing.T) {
 			t.Errorf("%s: got %s; want %s", s.name, got, s.want)
 		}
 	}
-	if got := r.Secrets(); len(got) != 1 {
+	if got := r.secrets(); len(got) != 1 {
 		t.Errorf("held values were kept: %q", got)
 	}
 	r.Hold(nil)() // nothing to hold: a no-op
@@ -123,8 +123,9 @@ func TestRegistryError(t *testing.T) {
 	}
 }
 
-// TestRegistryNumbers: output numbers are checked against the kept secrets, in any form.
-func TestRegistryNumbers(t *testing.T) {
+// TestRegistryKept: outputs are scrubbed of the kept secrets alone (not of what the calls in
+// flight hold), numbers checked against the kept secrets in any form.
+func TestRegistryKept(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		kept   []string
@@ -135,13 +136,23 @@ func TestRegistryNumbers(t *testing.T) {
 		{[]string{"5432"}, "5432", true},
 		{[]string{"5432"}, "15432", false},
 		{nil, "5432", false},
+		{nil, "777", false},
 	} {
-		if got := New(tc.kept...).Numbers().Shows(tc.number); got != tc.want {
+		r := New(tc.kept...)
+		defer r.Hold([]string{"777"})() // held values are no kept secrets
+		_, numbers := r.Kept()
+		if got := numbers.Shows(tc.number); got != tc.want {
 			t.Errorf("kept %q: Shows(%s) = %v; want %v", tc.kept, tc.number, got, tc.want)
 		}
 	}
-	if !New().Numbers().Clean([]byte(`{"n":5432}`)) {
+	scrub, numbers := New().Kept()
+	if !numbers.Clean([]byte(`{"n":5432}`)) || scrub("x") != "x" {
 		t.Error("with no secret, a value is not clean")
+	}
+	r := New("kept-secret")
+	defer r.Hold([]string{"held-secret"})()
+	if scrub, _ := r.Kept(); scrub("kept-secret held-secret") != "*** held-secret" {
+		t.Error("Kept scrubs more than the kept secrets")
 	}
 }
 
@@ -151,7 +162,8 @@ func TestNilRegistry(t *testing.T) {
 	var r *Registry
 	r.Hold([]string{"x-secret"})()
 	err := errors.New("x-secret")
-	if r.Scrub("x-secret") != "x-secret" || r.Error(err) != err || r.Secrets() != nil || r.Numbers() == nil {
+	scrub, numbers := r.Kept()
+	if r.Scrub("x-secret") != "x-secret" || r.Error(err) != err || r.secrets() != nil || numbers == nil || scrub("x-secret") != "x-secret" {
 		t.Error("a nil registry changed something")
 	}
 	if got := r.With([]string{"x-secret"})("a x-secret"); got != "a ***" {
@@ -211,7 +223,7 @@ func TestRegistryConcurrent(t *testing.T) {
 	if strings.Contains(out.String(), "secret") {
 		t.Fatalf("a line written during a call kept its secret:\n%s", out.String())
 	}
-	if got := len(r.Secrets()); got != 81 {
+	if got := len(r.secrets()); got != 81 {
 		t.Errorf("kept %d secrets; want 81", got)
 	}
 	if got := r.Scrub("concurrent-secret-3 kept-3-50"); got != "concurrent-secret-3 ***" {
