@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"net/url"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -188,26 +189,12 @@ func numberText(v any) (string, bool) {
 		return strconv.FormatFloat(x, 'g', -1, 64), true
 	case float32:
 		return strconv.FormatFloat(float64(x), 'g', -1, 32), true
-	case int:
-		return strconv.FormatInt(int64(x), 10), true
-	case int8:
-		return strconv.FormatInt(int64(x), 10), true
-	case int16:
-		return strconv.FormatInt(int64(x), 10), true
-	case int32:
-		return strconv.FormatInt(int64(x), 10), true
-	case int64:
-		return strconv.FormatInt(x, 10), true
-	case uint:
-		return strconv.FormatUint(uint64(x), 10), true
-	case uint8:
-		return strconv.FormatUint(uint64(x), 10), true
-	case uint16:
-		return strconv.FormatUint(uint64(x), 10), true
-	case uint32:
-		return strconv.FormatUint(uint64(x), 10), true
-	case uint64:
-		return strconv.FormatUint(x, 10), true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return strconv.FormatInt(rv.Int(), 10), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return strconv.FormatUint(rv.Uint(), 10), true
 	}
 	return "", false
 }

@@ -3,6 +3,7 @@ package redact
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"strings"
 	"sync"
@@ -228,5 +229,47 @@ func TestRegistryConcurrent(t *testing.T) {
 	}
 	if got := r.Scrub("concurrent-secret-3 kept-3-50"); got != "concurrent-secret-3 ***" {
 		t.Errorf("after every release: %q", got)
+	}
+}
+
+// benchSecrets are a config's worth of secrets; benchLine is a log line with none of them.
+var (
+	benchSecrets = func() []string {
+		var out []string
+		for i := range 20 {
+			out = append(out, fmt.Sprintf("secret-value-%02d-abcdefgh", i))
+		}
+		return out
+	}()
+	benchLine = []byte(`time=2026-01-01T00:00:00Z level=INFO msg="reconciled" resource=ns01/Widget/w000123 generation=4 duration=12ms replica=replica-a` + "\n")
+)
+
+// BenchmarkWriter: a log line through the registry's writer, with 20 kept secrets, without
+// and with a call holding its values.
+func BenchmarkWriter(b *testing.B) {
+	for _, held := range []bool{false, true} {
+		b.Run(fmt.Sprintf("held=%v", held), func(b *testing.B) {
+			r := New(benchSecrets...)
+			if held {
+				defer r.Hold([]string{"call-secret-value-1", "call-secret-value-2"})()
+			}
+			w := r.Writer(io.Discard)
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _ = w.Write(benchLine)
+			}
+		})
+	}
+}
+
+// BenchmarkHoldScrub: a call holds its values, its message is scrubbed, it releases them.
+func BenchmarkHoldScrub(b *testing.B) {
+	r := New(benchSecrets...)
+	vals := []string{"call-secret-value-1", "call-secret-value-2"}
+	b.ReportAllocs()
+	for b.Loop() {
+		release := r.Hold(vals)
+		_ = r.Scrub(string(benchLine))
+		release()
 	}
 }
