@@ -17,6 +17,13 @@ import (
 	"sync/atomic"
 )
 
+// MinLength is the length below which a value is not taken for a secret to scrub: a value of
+// one to three characters ("3", "eu", "on") is found in most texts, and replacing each of its
+// occurrences would garble them while hiding little (such a value is guessed in a few tries
+// anyway). Where values are registered (config.Secrets, secrets.Resolve, the sealed files'
+// plaintexts, a preview's resolved values), shorter ones are left out.
+const MinLength = 4
+
 // Registry is the set of secrets scrubbed from what leaves the process. Its methods may be
 // called from any goroutine. A nil *Registry scrubs nothing and holds nothing (its Add
 // panics): components built without one, in tests, scrub only what they know themselves.
