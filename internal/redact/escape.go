@@ -39,10 +39,11 @@ func Replacer(secrets []string) func(string) string {
 	seen := map[string]bool{}
 	var all []string
 	for _, s := range secrets {
-		b, _ := json.Marshal(s)
-		// As written, JSON-escaped (outputs are scrubbed as encoded JSON), and URL-escaped
-		// (a password inside a DSN or a query string).
-		for _, v := range []string{s, string(b[1 : len(b)-1]), url.QueryEscape(s), url.PathEscape(s)} {
+		// As written; JSON-escaped as json.Marshal writes it (outputs are scrubbed as encoded
+		// JSON) and without its HTML escapes (log/slog's JSON handler); quoted as Go quotes it
+		// (log/slog's text handler); URL-escaped (a password inside a DSN or a query string).
+		for _, v := range []string{s, jsonEscaped(s, true), jsonEscaped(s, false), unquoted(strconv.Quote(s)),
+			url.QueryEscape(s), url.PathEscape(s)} {
 			if v != "" && !seen[v] {
 				seen[v] = true
 				all = append(all, v)
@@ -59,6 +60,19 @@ func Replacer(secrets []string) func(string) string {
 	}
 	return strings.NewReplacer(pairs...).Replace
 }
+
+// jsonEscaped is s as encoding/json writes it inside a string, with or without its HTML
+// escapes (\u003c for <).
+func jsonEscaped(s string, html bool) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(html)
+	_ = enc.Encode(s)
+	return unquoted(strings.TrimSuffix(b.String(), "\n"))
+}
+
+// unquoted is q without its first and last characters, the quotes around it.
+func unquoted(q string) string { return q[1 : len(q)-1] }
 
 // Value returns a decoded JSON value (as encoding/json decodes it, with or without
 // UseNumber, or as a plugin built it) with every string and key passed through scrub, and

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -271,5 +272,28 @@ func BenchmarkHoldScrub(b *testing.B) {
 		release := r.Hold(vals)
 		_ = r.Scrub(string(benchLine))
 		release()
+	}
+}
+
+// TestWriterSlogHandlers: a secret holding a quote, a backslash and characters HTML escapes
+// goes from lines of both of log/slog's handlers, which quote it in ways of their own (the
+// JSON handler without HTML escapes, the text handler as Go quotes), as a value, an error
+// and the message.
+func TestWriterSlogHandlers(t *testing.T) {
+	t.Parallel()
+	const secret = `pw<&>"q\8d7c` + "\t"
+	r := New(secret)
+	for _, format := range []string{"json", "text"} {
+		var out strings.Builder
+		var h slog.Handler = slog.NewTextHandler(r.Writer(&out), nil)
+		if format == "json" {
+			h = slog.NewJSONHandler(r.Writer(&out), nil)
+		}
+		logger := slog.New(h)
+		logger.Warn("failed", "value", secret, "err", errors.New("refused "+secret))
+		logger.Warn(secret)
+		if strings.Contains(out.String(), "8d7c") || strings.Count(out.String(), "***") != 3 {
+			t.Errorf("%s:\n%s", format, out.String())
+		}
 	}
 }
