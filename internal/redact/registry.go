@@ -97,7 +97,8 @@ func (r *Registry) Add(secrets ...string) {
 		added = true
 	}
 	if added {
-		r.publish(newLayer(append([]string(nil), r.kept...)), r.heldLayer())
+		_, held := r.layers()
+		r.publish(newLayer(append([]string(nil), r.kept...)), held)
 	}
 }
 
@@ -114,7 +115,8 @@ func (r *Registry) Hold(secrets []string) (release func()) {
 	for _, v := range secrets {
 		r.held[v]++
 	}
-	r.publish(r.keptLayer(), r.heldLayer())
+	kept, _ := r.layers()
+	r.publish(kept, r.heldLayer())
 	r.mu.Unlock()
 	return func() {
 		r.mu.Lock()
@@ -124,16 +126,20 @@ func (r *Registry) Hold(secrets []string) (release func()) {
 				delete(r.held, v)
 			}
 		}
-		r.publish(r.keptLayer(), r.heldLayer())
+		kept, _ := r.layers()
+		r.publish(kept, r.heldLayer())
 	}
 }
 
-// keptLayer is the kept layer published; r.mu is held.
-func (r *Registry) keptLayer() *layer {
-	if s := r.snap.Load(); s != nil {
-		return s.kept
+// layers are the layers Scrub applies now (nil: none).
+func (r *Registry) layers() (kept, held *layer) {
+	if r == nil {
+		return nil, nil
 	}
-	return nil
+	if s := r.snap.Load(); s != nil {
+		return s.kept, s.held
+	}
+	return nil, nil
 }
 
 // heldLayer builds the layer of the secrets held now; r.mu is held.
@@ -156,14 +162,8 @@ func (r *Registry) publish(kept, held *layer) {
 
 // Scrub replaces every secret of the registry in s with "***".
 func (r *Registry) Scrub(s string) string {
-	if r == nil {
-		return s
-	}
-	snap := r.snap.Load()
-	if snap == nil {
-		return s
-	}
-	return snap.held.scrub(snap.kept.scrub(s))
+	kept, held := r.layers()
+	return held.scrub(kept.scrub(s))
 }
 
 // Error returns err with its message scrubbed, err itself still in the chain (Error).
@@ -176,7 +176,7 @@ func (r *Registry) Error(err error) error {
 
 // secrets lists the kept secrets, in the order they were added (not to be modified).
 func (r *Registry) secrets() []string {
-	if l := r.keptNow(); l != nil {
+	if l, _ := r.layers(); l != nil {
 		return l.values
 	}
 	return nil
@@ -187,7 +187,7 @@ func (r *Registry) secrets() []string {
 // output 1000, is replaced too). Stored values that must not depend on which calls run at
 // the same time (a plugin's outputs) are scrubbed with these.
 func (r *Registry) Kept() (scrub func(string) string, numbers *Numbers) {
-	l := r.keptNow()
+	l, _ := r.layers()
 	if l == nil {
 		return noScrub, noNumbers
 	}
@@ -200,17 +200,6 @@ var (
 	noScrub   = func(s string) string { return s }
 	noNumbers = NewNumbers(noScrub, nil)
 )
-
-// keptNow is the kept layer Scrub applies now (nil: none).
-func (r *Registry) keptNow() *layer {
-	if r == nil {
-		return nil
-	}
-	if s := r.snap.Load(); s != nil {
-		return s.kept
-	}
-	return nil
-}
 
 // With returns a scrubber of extra (a call's own values, the secrets of a config being
 // loaded) together with the registry's secrets, extra being kept out of the registry. The
@@ -226,13 +215,8 @@ func (r *Registry) With(extra []string) func(string) string {
 	)
 	return func(s string) string {
 		once.Do(func() { replace = Replacer(append(append([]string(nil), r.secrets()...), extra...)) })
-		s = replace(s)
-		if r != nil {
-			if snap := r.snap.Load(); snap != nil {
-				s = snap.held.scrub(s)
-			}
-		}
-		return s
+		_, held := r.layers()
+		return held.scrub(replace(s))
 	}
 }
 
