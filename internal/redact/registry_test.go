@@ -129,31 +129,17 @@ func TestRegistryError(t *testing.T) {
 // flight hold), numbers checked against the kept secrets in any form.
 func TestRegistryKept(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		kept   []string
-		number string
-		want   bool
-	}{
-		{[]string{"1e3"}, "1000", true},
-		{[]string{"5432"}, "5432", true},
-		{[]string{"5432"}, "15432", false},
-		{nil, "5432", false},
-		{nil, "777", false},
-	} {
-		r := New(tc.kept...)
-		defer r.Hold([]string{"777"})() // held values are no kept secrets
-		_, numbers := r.Kept()
-		if got := numbers.Shows(tc.number); got != tc.want {
-			t.Errorf("kept %q: Shows(%s) = %v; want %v", tc.kept, tc.number, got, tc.want)
-		}
+	_, numbers := New("1e3").Kept()
+	if !numbers.Shows("1000") || numbers.Shows("1001") {
+		t.Error("the kept secret 1e3 is not checked in its canonical form")
 	}
 	scrub, numbers := New().Kept()
 	if !numbers.Clean([]byte(`{"n":5432}`)) || scrub("x") != "x" {
 		t.Error("with no secret, a value is not clean")
 	}
 	r := New("kept-secret")
-	defer r.Hold([]string{"held-secret"})()
-	if scrub, _ := r.Kept(); scrub("kept-secret held-secret") != "*** held-secret" {
+	defer r.Hold([]string{"held-secret", "777"})()
+	if scrub, numbers := r.Kept(); scrub("kept-secret held-secret") != "*** held-secret" || numbers.Shows("777") {
 		t.Error("Kept scrubs more than the kept secrets")
 	}
 }
