@@ -304,6 +304,14 @@ func (r *Reconciler) call(ctx context.Context, act actions.Action, name string, 
 	}
 }
 
+// scrub removes the controller's kept secrets from text a result stores (scrubAttempt removes
+// the call's own): a stored message does not depend on the calls running beside it, and the
+// writer does not rebuild a replacer each time a call starts or ends.
+func (r *Reconciler) scrub(s string) string {
+	scrub, _ := r.opts.Redact.Kept()
+	return scrub(s)
+}
+
 // complete writes results, retrying a transaction PostgreSQL aborted to break a deadlock or a
 // serialization conflict.
 func (r *Reconciler) complete(items []store.Completion) ([]int64, error) {
@@ -661,9 +669,9 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 	now := time.Now()
 	msg := ""
 	if a.err != nil {
-		msg = r.opts.Redact.Scrub(a.err.Error())
+		msg = r.scrub(a.err.Error())
 	} else {
-		msg = r.opts.Redact.Scrub(a.res.Message)
+		msg = r.scrub(a.res.Message)
 	}
 	h := &store.HistoryEntry{UID: c.UID, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Generation: c.Generation,
 		Revision: nonEmpty(a.revision, c.Revision), Operation: a.op, Trigger: a.trigger, Message: msg, Replica: r.opts.Replica,
@@ -748,7 +756,7 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 		if pc.Type == status.Ready || pc.Type == status.Reconciling || pc.Type == status.Stalled || pc.Type == status.Synced || pc.Type == status.Suspended {
 			continue // the standard conditions are derived, never set by plugins
 		}
-		u.Conditions = status.Set(u.Conditions, status.Condition{Type: pc.Type, Status: pc.Status, Reason: pc.Reason, Message: r.opts.Redact.Scrub(pc.Message), ObservedGeneration: c.Generation}, now)
+		u.Conditions = status.Set(u.Conditions, status.Condition{Type: pc.Type, Status: pc.Status, Reason: pc.Reason, Message: r.scrub(pc.Message), ObservedGeneration: c.Generation}, now)
 	}
 	switch {
 	case a.err != nil && o.Terminal:
@@ -769,8 +777,8 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 	default:
 		h.Result = resultSucceeded
 		if a.drift != "" {
-			h.Message = "drift corrected: " + r.opts.Redact.Scrub(a.drift)
-			u.Events = append(u.Events, ev(store.EventWarning, "DriftDetected", r.opts.Redact.Scrub(a.drift)))
+			h.Message = "drift corrected: " + r.scrub(a.drift)
+			u.Events = append(u.Events, ev(store.EventWarning, "DriftDetected", r.scrub(a.drift)))
 			u.Drifted = true
 		}
 		u.Outputs = a.res.Outputs

@@ -31,10 +31,10 @@ type Options struct {
 	BackoffMax     time.Duration
 	// PollInterval is the fallback when no notification arrives (default 1s).
 	PollInterval time.Duration
-	// Redact holds the controller's secrets (nil: none): messages, conditions and spans are
-	// scrubbed of them (and of what the calls in flight hold), outputs of the kept ones, in
-	// any form (an output number 1000 for the secret "1e3"). Each call holds its revealed
-	// values in it while it runs: every log line written meanwhile is scrubbed of them.
+	// Redact holds the controller's secrets (nil: none): the messages, conditions and outputs
+	// a result stores are scrubbed of the kept ones (Kept; in any form: an output number 1000
+	// for the secret "1e3"), spans of every one. Each call holds its revealed values in it
+	// while it runs: every log line written meanwhile is scrubbed of them.
 	Redact *redact.Registry
 	// Reveal, when set, gives each call its spec with secrets put back (nil: the stored
 	// spec as it is).
