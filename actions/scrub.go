@@ -1,237 +1,32 @@
 package actions
 
-import (
-	"encoding/json"
-	"math"
-	"net/url"
-	"sort"
-	"strconv"
-	"strings"
-)
+import "github.com/trueup-dev/trueup/internal/redact"
 
-// ScrubError returns err with scrub applied to its message (removing secrets a server or a
-// command echoed back), keeping err in the chain so that errors.Is, errors.As and IsTerminal
-// still see through it. It returns err itself when scrub changes nothing.
-func ScrubError(err error, scrub func(string) string) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	if clean := scrub(msg); clean != msg {
-		return &scrubbedError{msg: clean, err: err}
-	}
-	return err
-}
+// The scrubbing plugins do of their own messages, through internal/redact: the host's
+// registry of secrets (redact.Registry) and these functions know the same escapings.
 
-type scrubbedError struct {
-	msg string
-	err error
-}
-
-func (e *scrubbedError) Error() string { return e.msg }
-func (e *scrubbedError) Unwrap() error { return e.err }
+// ScrubError returns err with scrub applied to its message, keeping err in the chain
+// (redact.Error).
+func ScrubError(err error, scrub func(string) string) error { return redact.Error(err, scrub) }
 
 // Scrubber returns a function that replaces every secret, and its JSON- and URL-escaped
-// forms, with "***". Longer secrets are replaced first: a secret that
-// contains another (a user name inside a token) goes whole, not leaving its tail behind.
-func Scrubber(secrets []string) func(string) string {
-	seen := map[string]bool{}
-	var all []string
-	for _, s := range secrets {
-		b, _ := json.Marshal(s)
-		// As written, JSON-escaped (outputs are scrubbed as encoded JSON), and URL-escaped
-		// (a password inside a DSN or a query string).
-		for _, v := range []string{s, string(b[1 : len(b)-1]), url.QueryEscape(s), url.PathEscape(s)} {
-			if v != "" && !seen[v] {
-				seen[v] = true
-				all = append(all, v)
-			}
-		}
-	}
-	if len(all) == 0 {
-		return func(s string) string { return s }
-	}
-	sort.Slice(all, func(i, j int) bool { return len(all[i]) > len(all[j]) })
-	pairs := make([]string, 0, 2*len(all))
-	for _, s := range all {
-		pairs = append(pairs, s, "***")
-	}
-	return strings.NewReplacer(pairs...).Replace
-}
+// forms, with "***", longest first (redact.Replacer).
+func Scrubber(secrets []string) func(string) string { return redact.Replacer(secrets) }
 
-// ScrubValue returns a decoded JSON value (as encoding/json decodes it, with or without
-// UseNumber, or as a plugin built it) with every string and key passed through scrub, and
-// every number that shows a secret (numbers.Shows) replaced by the string "***": a number
-// cannot be partly masked, and a string keeps the JSON valid. numbers may be nil (numbers
-// are kept).
+// ScrubValue returns a decoded JSON value with every string, key and number that shows a
+// secret scrubbed (redact.Value).
 func ScrubValue(v any, scrub func(string) string, numbers *Numbers) any {
-	switch x := v.(type) {
-	case string:
-		return scrub(x)
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[scrub(k)] = ScrubValue(e, scrub, numbers)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = ScrubValue(e, scrub, numbers)
-		}
-		return out
-	}
-	if text, ok := numberText(v); ok && numbers != nil && numbers.Shows(text) {
-		return "***"
-	}
-	return v
+	return redact.Value(v, scrub, numbers)
 }
 
-// Numbers tells which JSON numbers show a secret.
-type Numbers struct {
-	scrub   func(string) string
-	numeric map[string]bool // canonical forms of the secrets that read as numbers
-}
+// Numbers tells which JSON numbers show a secret (redact.Numbers).
+type Numbers = redact.Numbers
 
 // NewNumbers returns the check of JSON numbers against secrets, scrub being their scrubber
-// (Scrubber(secrets), possibly with more secrets than listed). A number, given by its text
-// as written (5432, 1e3, 5432.0), shows a secret when that text or the number's canonical
-// form (the text encoding/json writes for the float64 it reads as: 1e3 is 1000) is a secret
-// as a whole (scrub turns it into "***"), or when that canonical form is the canonical form
-// of a listed secret that reads as a number (secret "1e3", output 1000). A number that only
-// contains a secret's digits (15432 for "5432") is another number and is kept: replacing it
-// would break typed outputs and state for nothing.
+// (redact.NewNumbers).
 func NewNumbers(scrub func(string) string, secrets []string) *Numbers {
-	n := &Numbers{scrub: scrub}
-	for _, s := range secrets {
-		if c, ok := canonicalNumber(strings.TrimSpace(s)); ok {
-			if n.numeric == nil {
-				n.numeric = map[string]bool{}
-			}
-			n.numeric[c] = true
-		}
-	}
-	return n
+	return redact.NewNumbers(scrub, secrets)
 }
 
-// Shows reports whether the number written as text shows a secret.
-func (n *Numbers) Shows(text string) bool {
-	if n.whole(text) {
-		return true
-	}
-	c, ok := canonicalNumber(text)
-	return ok && (n.numeric[c] || n.whole(c))
-}
-
-// whole reports whether text is one secret as a whole: scrub replaces it by a single "***"
-// (a longer text keeps other characters, two secrets in a row give two).
-func (n *Numbers) whole(text string) bool { return text != "***" && n.scrub(text) == "***" }
-
-// Clean reports, without decoding it, that the encoded JSON value v has nothing to scrub:
-// scrub leaves its text unchanged (so every string, key and number as written is clean), and
-// each number is a short integer (at most 15 digits, written in its canonical form) that is
-// no numeric secret's canonical form. False only means that v must be decoded and scrubbed.
-func (n *Numbers) Clean(v []byte) bool {
-	if n == nil || n.scrub(string(v)) != string(v) {
-		return false
-	}
-	inString := false
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		switch {
-		case inString:
-			if c == '\\' {
-				i++
-			} else if c == '"' {
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '-' || (c >= '0' && c <= '9'):
-			j := i + 1
-			for j < len(v) && strings.IndexByte("0123456789.eE+-", v[j]) >= 0 {
-				j++
-			}
-			tok := string(v[i:j])
-			if j-i > 15 || strings.ContainsAny(tok, ".eE") || n.numeric[tok] {
-				return false
-			}
-			i = j - 1
-		}
-	}
-	return true
-}
-
-// canonicalNumber is the text encoding/json writes for the float64 text reads as; false when
-// text is no finite number.
-func canonicalNumber(text string) (string, bool) {
-	if text == "" || !strings.ContainsAny(text, "0123456789") {
-		return "", false
-	}
-	f, err := strconv.ParseFloat(text, 64)
-	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		return "", false
-	}
-	b, err := json.Marshal(f)
-	if err != nil {
-		return "", false
-	}
-	return string(b), true
-}
-
-// numberText is the JSON text of a number of any Go numeric type; false for anything else.
-func numberText(v any) (string, bool) {
-	switch x := v.(type) {
-	case json.Number:
-		return string(x), true
-	case float64:
-		return strconv.FormatFloat(x, 'g', -1, 64), true
-	case float32:
-		return strconv.FormatFloat(float64(x), 'g', -1, 32), true
-	case int:
-		return strconv.FormatInt(int64(x), 10), true
-	case int8:
-		return strconv.FormatInt(int64(x), 10), true
-	case int16:
-		return strconv.FormatInt(int64(x), 10), true
-	case int32:
-		return strconv.FormatInt(int64(x), 10), true
-	case int64:
-		return strconv.FormatInt(x, 10), true
-	case uint:
-		return strconv.FormatUint(uint64(x), 10), true
-	case uint8:
-		return strconv.FormatUint(uint64(x), 10), true
-	case uint16:
-		return strconv.FormatUint(uint64(x), 10), true
-	case uint32:
-		return strconv.FormatUint(uint64(x), 10), true
-	case uint64:
-		return strconv.FormatUint(x, 10), true
-	}
-	return "", false
-}
-
-// Leaves appends the text of every leaf of v (a decoded JSON value) to out: strings as they
-// are, numbers as JSON. Booleans and null carry nothing worth hiding, and scrubbing "true" out
-// of a text would garble it.
-func Leaves(out []string, v any) []string {
-	switch x := v.(type) {
-	case map[string]any:
-		for _, e := range x {
-			out = Leaves(out, e)
-		}
-	case []any:
-		for _, e := range x {
-			out = Leaves(out, e)
-		}
-	case string:
-		out = append(out, x)
-	case nil, bool:
-	default:
-		if b, err := json.Marshal(x); err == nil {
-			out = append(out, string(b))
-		}
-	}
-	return out
-}
+// Leaves appends the text of every leaf of v, a decoded JSON value (redact.Leaves).
+func Leaves(out []string, v any) []string { return redact.Leaves(out, v) }

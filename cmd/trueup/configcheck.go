@@ -37,7 +37,7 @@ reported: the instances whose config needs them are then not built.`,
 				return err
 			case err != nil:
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v\nwarning: with %s unset, the action instances could not be built\n",
-					daemon.Scrubber(cfg, nil)(err.Error()), strings.Join(env.Names(), ", "))
+					daemon.Redactor(cfg, nil).Scrub(err.Error()), strings.Join(env.Names(), ", "))
 			default:
 				daemon.CloseActions(acts)
 			}
@@ -46,7 +46,7 @@ reported: the instances whose config needs them are then not built.`,
 				return err
 			case err != nil:
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v\nwarning: with %s unset, the sources could not be built\n",
-					daemon.Scrubber(cfg, nil)(err.Error()), strings.Join(env.Names(), ", "))
+					daemon.Redactor(cfg, nil).Scrub(err.Error()), strings.Join(env.Names(), ", "))
 			}
 			rules := 0
 			if cfg.Notifications != nil {

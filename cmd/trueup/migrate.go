@@ -20,7 +20,7 @@ func newMigrateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			logger := daemon.NewLogger(cfg, daemon.NewScrubWriter(cmd.ErrOrStderr(), daemon.Scrubber(cfg, nil)))
+			logger := daemon.NewLogger(cfg, daemon.Redactor(cfg, nil).Writer(cmd.ErrOrStderr()))
 			db, err := daemon.OpenDatabase(cmd.Context(), cfg, logger)
 			if err != nil {
 				return cfg.ScrubError(err) // may quote TRUEUP_DATABASE_URL

@@ -12,13 +12,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/trueup-dev/trueup/internal/plaintext"
+	"github.com/trueup-dev/trueup/internal/redact"
 	"github.com/trueup-dev/trueup/sources"
 	"github.com/trueup-dev/trueup/sources/dirsource"
 	"github.com/trueup-dev/trueup/sources/gitsource"
@@ -348,19 +348,19 @@ func Parse(data []byte, baseDir string, getenv func(string) string) (*Config, er
 		return nil, err
 	}
 	if err := root.Content[0].Decode(c); err != nil {
-		return nil, c.scrub(cleanYAMLError(err))
+		return nil, c.ScrubError(cleanYAMLError(err))
 	}
 	for i := range c.Actions {
 		var v any
 		if err := c.Actions[i].raw.Decode(&v); err != nil {
-			return nil, c.scrub(fmt.Errorf("actions[%d].config: %w", i, err))
+			return nil, c.ScrubError(fmt.Errorf("actions[%d].config: %w", i, err))
 		}
 		if v == nil {
 			v = map[string]any{}
 		}
 		b, err := json.Marshal(v)
 		if err != nil {
-			return nil, c.scrub(fmt.Errorf("actions[%d].config: %w", i, err))
+			return nil, c.ScrubError(fmt.Errorf("actions[%d].config: %w", i, err))
 		}
 		c.Actions[i].Config = b
 	}
@@ -374,7 +374,7 @@ func Parse(data []byte, baseDir string, getenv func(string) string) (*Config, er
 	if err := c.Validate(); err != nil {
 		// Messages quote the offending values, which may have come from ${VAR}; the caller
 		// gets no Config to scrub them with, so it is done here.
-		return nil, c.scrub(err)
+		return nil, c.ScrubError(err)
 	}
 	return c, nil
 }
@@ -617,30 +617,12 @@ func (c *Config) Validate() error {
 }
 
 // ScrubError returns err with every value that came from the environment replaced by "***"
-// in its message (err itself when there is none, nil for nil). Callers that build something
-// from the config (plugins, sources, commit status reporters) pass their errors through it
-// before printing or logging them: those messages quote config values, which may be ${VAR}s.
+// in its message, in any escaping (redact.Error: err itself when there is none, nil for nil).
+// Callers that build something from the config (plugins, sources, commit status reporters)
+// pass their errors through it before printing or logging them: those messages quote config
+// values, which may be ${VAR}s.
 func (c *Config) ScrubError(err error) error {
-	if err == nil {
-		return nil
-	}
-	return c.scrub(err)
-}
-
-// scrub replaces in err's message every value that came from the environment with "***".
-func (c *Config) scrub(err error) error {
-	msg := err.Error()
-	clean := msg
-	secrets := c.Secrets()
-	// Longest first, so that a secret containing another is replaced whole.
-	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
-	for _, v := range secrets {
-		clean = strings.ReplaceAll(clean, v, "***")
-	}
-	if clean == msg {
-		return err
-	}
-	return errors.New(clean)
+	return redact.Error(err, redact.Replacer(c.Secrets()))
 }
 
 // Secrets returns every value that came from the environment through ${VAR} (and the
@@ -648,7 +630,7 @@ func (c *Config) scrub(err error) error {
 func (c *Config) Secrets() []string {
 	out := make([]string, 0, len(c.secrets))
 	for s := range c.secrets {
-		if len(s) >= 4 {
+		if len(s) >= redact.MinLength {
 			out = append(out, s)
 		}
 	}

@@ -8,11 +8,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
-	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/crossref"
 	"github.com/trueup-dev/trueup/internal/graph"
@@ -50,31 +48,6 @@ func (rt *Daemon) checkReference(from string, target graph.ID, outputs []string)
 func (rt *Daemon) liveHeld() bool {
 	l := rt.live.Load()
 	return l != nil && l.Held()
-}
-
-// scrub is the scrubber of the log in use now.
-func (rt *Daemon) scrub(s string) string { return rt.logOut.Current()(s) }
-
-// scrubWith adds the secrets of cfg and acts to the log's scrubber. Secrets are never
-// dropped: a call started before a reload may still log its instance's.
-func (rt *Daemon) scrubWith(cfg *config.Config, acts map[string]actions.Action) {
-	for _, s := range secretsOf(cfg, acts) {
-		if !slices.Contains(rt.secrets, s) {
-			rt.secrets = append(rt.secrets, s)
-		}
-	}
-	rt.logOut.Set(actions.Scrubber(rt.secrets))
-	listed := slices.Clone(rt.secrets)
-	rt.listed.Store(&listed)
-}
-
-// configSecrets lists the secrets the log's scrubber removes (the reconciler checks output
-// numbers against them).
-func (rt *Daemon) configSecrets() []string {
-	if l := rt.listed.Load(); l != nil {
-		return *l
-	}
-	return nil
 }
 
 // setReveal builds the reconciler's Reveal with keys.

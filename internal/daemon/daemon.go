@@ -26,6 +26,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/notifier"
 	"github.com/trueup-dev/trueup/internal/reconciler"
+	"github.com/trueup-dev/trueup/internal/redact"
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/secrets"
 	"github.com/trueup-dev/trueup/internal/server"
@@ -72,10 +73,14 @@ type Daemon struct {
 	cancel  context.CancelFunc
 	replica string
 	log     *slog.Logger
-	logOut  *ScrubWriter
 	reg     *actions.Registry
 	srcReg  *sources.Registry
 	dbURL   string // the database's, for actions.Env.DatabaseURL
+
+	// redact holds every secret of every config loaded and of the calls in flight: the log,
+	// the reconciler's stored messages, the API's errors and the reload results are scrubbed
+	// through it.
+	redact *redact.Registry
 
 	// Set once the database is open.
 	store    *store.Store
@@ -92,13 +97,10 @@ type Daemon struct {
 	srcs   *sourceSet // set once Start built it
 	reveal atomic.Pointer[reconciler.Reveal]
 	last   atomic.Pointer[server.ReloadResult]
-	// listed is a copy of secrets for readers outside the loop (configSecrets).
-	listed atomic.Pointer[[]string]
 
 	// Owned by the loop goroutine (and by Start before it starts).
-	keys    map[string]*sealed.Keys // Reveal's, by source: those of the copy of each source that runs
-	secrets []string                // every secret of every config loaded: the log keeps scrubbing them
-	sender  *notifier.Sender
+	keys   map[string]*sealed.Keys // Reveal's, by source: those of the copy of each source that runs
+	sender *notifier.Sender
 
 	requests chan reloadRequest
 	stops    []stopStep // what Stop undoes, in the order Start did it
@@ -163,15 +165,15 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 	cfg := rt.first
 	rt.ctx, rt.cancel = context.WithCancel(ctx)
 	rt.started.Store(&rt.ctx)
-	rt.logOut = NewScrubWriter(rt.deps.Stderr, Scrubber(cfg, nil))
+	rt.redact = Redactor(cfg, nil)
 	defer func() {
 		if err != nil {
 			rt.stop()
-			err = actions.ScrubError(err, rt.logOut.Current())
+			err = rt.redact.Error(err)
 		}
 	}()
 	ctx = rt.ctx
-	logger := NewLogger(cfg, rt.logOut)
+	logger := NewLogger(cfg, rt.redact.Writer(rt.deps.Stderr))
 	rt.replica = rt.deps.Replica
 	if rt.replica == "" {
 		rt.replica = ReplicaName()
@@ -205,9 +207,9 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	rt.scrubWith(cfg, checked)
+	rt.redact.Add(secretsOf(cfg, checked)...)
 	CloseActions(checked)
-	scrub := rt.scrub
+	scrub := rt.redact.Scrub
 	keys, err := SourceKeys(cfg)
 	if err != nil {
 		return err
@@ -238,7 +240,7 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 			return out
 		}})
 	rt.met = met
-	rt.srcs = newSourceSet(ctx, sourceEnv{store: db.Store, kinds: rt.srcReg, log: logger, replica: replica, met: met, acts: rt.acts, scrub: rt.scrub,
+	rt.srcs = newSourceSet(ctx, sourceEnv{store: db.Store, kinds: rt.srcReg, log: logger, replica: replica, met: met, acts: rt.acts, redact: rt.redact,
 		live: rt.liveHeld, checkAction: rt.checkAction, checkReference: rt.checkReference, published: rt.publishedSources,
 		reveal: func(names []string, running map[string]*runningSource) {
 			rt.setReveal(revealKeys(names, running, rt.keys))
@@ -260,7 +262,7 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 		return err
 	}
 	rt.acts.Replace(acts, nil)
-	rt.scrubWith(cfg, acts)
+	rt.redact.Add(secretsOf(cfg, acts)...)
 	applied, err := db.Store.Migrate(ctx)
 	if err != nil {
 		return err
@@ -287,8 +289,8 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 
 	rec := reconciler.New(db.Store, nil, reconciler.Options{Replica: replica, Workers: cfg.Reconcile.Workers,
 		LeaseTTL: cfg.Reconcile.LeaseTTL, ResyncInterval: cfg.Reconcile.ResyncInterval,
-		BackoffInitial: cfg.Reconcile.Backoff.Initial, BackoffMax: cfg.Reconcile.Backoff.Max, Scrub: scrub, Secrets: rt.configSecrets, Metrics: met,
-		Reveal: rt.revealCall, Hold: rt.logOut.calls.hold, Acquire: rt.acts.Acquire, Plans: rt.acts.Plans(), ActionType: rt.actionType,
+		BackoffInitial: cfg.Reconcile.Backoff.Initial, BackoffMax: cfg.Reconcile.Backoff.Max, Redact: rt.redact, Metrics: met,
+		Reveal: rt.revealCall, Acquire: rt.acts.Acquire, Plans: rt.acts.Plans(), ActionType: rt.actionType,
 		CheckReference: rt.checkReference}, logger)
 	maint := reconciler.NewMaintenance(db.Store, reconciler.MaintenanceOptions{Replica: replica, Version: rt.deps.Version, LeaseTTL: cfg.Reconcile.LeaseTTL,
 		Listen: cfg.Server.Listen, Metrics: met, Live: rt.liveHeld,
@@ -329,7 +331,7 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 	rt.record(server.ReloadResult{At: time.Now(), OK: true}) // the config loaded at start
 
 	srvOpts, err := withAuth(server.Options{Listen: cfg.Server.Listen, Replica: replica, Metrics: met, Webhooks: rt.hooks,
-		ExternalURL: cfg.Server.ExternalURL, Reload: rt.request, LastReload: rt.lastReload, TraceURL: traceURL(cfg), Scrub: rt.scrub}, cfg, logger)
+		ExternalURL: cfg.Server.ExternalURL, Reload: rt.request, LastReload: rt.lastReload, TraceURL: traceURL(cfg), Redact: rt.redact}, cfg, logger)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/preview"
+	"github.com/trueup-dev/trueup/internal/redact"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/sources"
 )
@@ -22,7 +23,7 @@ import (
 // runner is local to its replica); the previews table's row lock keeps two replicas from
 // both commenting on one pull request.
 func newPreviewRunner(cfg *config.Config, sc config.Source, src sources.Source, st *store.Store, acts map[string]actions.Action, plans *actions.PlanGate,
-	checkRef func(from string, target graph.ID, outputs []string) error, scrub func(string) string, replica string, logger *slog.Logger) (*preview.Runner, error) {
+	checkRef func(from string, target graph.ID, outputs []string) error, secrets *redact.Registry, replica string, logger *slog.Logger) (*preview.Runner, error) {
 	fetcher, ok := src.(preview.Fetcher)
 	if !ok {
 		return nil, fmt.Errorf("source %s: preview: the source cannot fetch pull-request refs", sc.Name)
@@ -37,7 +38,7 @@ func newPreviewRunner(cfg *config.Config, sc config.Source, src sources.Source, 
 		ExternalURL: strings.TrimSuffix(cfg.Server.ExternalURL, "/"), Replica: replica, Logger: logger,
 		Checker: &preview.Checker{Source: sc.Name, Store: st, Loader: manifest.NewLoader(),
 			CheckAction: CheckAction(acts), CheckReference: checkRef, Limits: manifest.Limits(cfg.Limits), Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction, AllowEmpty: sc.Prune.AllowEmpty,
-			Actions: acts, Plans: plans, PlanTimeout: sc.Preview.PlanTimeout, PlanConcurrency: sc.Preview.PlanConcurrency, Scrub: scrub, Roots: previewRoots(cfg, acts),
+			Actions: acts, Plans: plans, PlanTimeout: sc.Preview.PlanTimeout, PlanConcurrency: sc.Preview.PlanConcurrency, Redact: secrets, Roots: previewRoots(cfg, acts),
 			NoResolve: sc.Preview.ResolveOutputs == config.ResolveNever, ResolveForks: sc.Preview.ResolveOutputs == config.ResolveAlways,
 			ForkPlans: sc.Preview.ForkPlans}}), nil
 }

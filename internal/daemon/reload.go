@@ -158,7 +158,7 @@ func (rt *Daemon) reload(cfg *config.Config, readErr error) server.ReloadResult 
 	next, secrets, err := rt.load(cfg, readErr)
 	// Every line that leaves (API, banner, log, the replicas row) is scrubbed of the secrets
 	// of every config loaded so far and of this one's, refused or not.
-	scrub := actions.Scrubber(append(slices.Clone(rt.secrets), secrets...))
+	scrub := rt.redact.With(secrets)
 	refuse := func(err error) server.ReloadResult {
 		res.Errors = scrubLines(scrub, errorLines(err))
 		rt.log.Error("config reload refused: the running config is kept", "file", rt.deps.Path, "errors", res.Errors)
@@ -223,8 +223,9 @@ func (rt *Daemon) regrant() {
 // failed to start: a changed source whose new copy failed runs its previous copy again, an
 // added one is left out until the next reload or restart.
 func (rt *Daemon) apply(old *config.Config, next *loaded, ch config.Changes) []string {
-	// The scrubber first: the new instances and sources may log their secrets from now on.
-	rt.scrubWith(next.cfg, next.acts)
+	// The secrets first: the new instances and sources may log theirs from now on; the old
+	// ones stay (a call started before the reload may still quote its instance's).
+	rt.redact.Add(secretsOf(next.cfg, next.acts)...)
 	failed := rt.srcs.Swap(old, next.sources, ch, func() {
 		keep := map[string]bool{}
 		for _, a := range next.cfg.Actions {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/redact"
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/server"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -268,7 +269,7 @@ func startSet(t *testing.T, e *daemonEnv, cfg *config.Config, startHook func(nam
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newSourceSet(ctx, sourceEnv{store: e.st, kinds: kinds, log: logger, replica: "r1", acts: set, scrub: func(s string) string { return s },
+	s := newSourceSet(ctx, sourceEnv{store: e.st, kinds: kinds, log: logger, replica: "r1", acts: set, redact: redact.New(),
 		checkAction: func(name string, with json.RawMessage) error { return CheckAction(set.Current())(name, with) }, startHook: startHook})
 	var once sync.Once
 	stop := func() { once.Do(func() { cancel(); s.Wait(); s.Stop() }) }

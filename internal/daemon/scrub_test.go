@@ -27,10 +27,10 @@ func (holder) Delete(context.Context, actions.Request) (actions.Result, error) {
 
 func (h holder) Secrets() []string { return h.secrets }
 
-// TestScrubber: ${VAR} values and the literal secrets of every action are replaced, whole
+// TestRedactor: ${VAR} values and the literal secrets of every action are replaced, whole
 // when one contains another, and in their JSON-escaped form too (outputs are scrubbed as
 // encoded JSON, where json.Marshal writes < as \u003c and " as \").
-func TestScrubber(t *testing.T) {
+func TestRedactor(t *testing.T) {
 	t.Parallel()
 	cfg, err := config.Parse([]byte("dataDir: /tmp/${DATA_SECRET}\n"), "/tmp",
 		func(string) string { return "env-secret-123" })
@@ -41,10 +41,10 @@ func TestScrubber(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scrub := Scrubber(cfg, map[string]actions.Action{
+	scrub := Redactor(cfg, map[string]actions.Action{
 		"a": holder{secrets: []string{`pw<&>"q-8d7c`, "env-secret-123-longer"}},
 		"b": plain,
-	})
+	}).Scrub
 	for _, tc := range []struct{ in, want string }{
 		{"dir /tmp/env-secret-123", "dir /tmp/***"},
 		{"token env-secret-123-longer", "token ***"},
@@ -68,10 +68,10 @@ func TestLogLinesAreScrubbed(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf strings.Builder
-	out := NewScrubWriter(&buf, Scrubber(cfg, nil))
-	logger := NewLogger(cfg, out)
+	secrets := Redactor(cfg, nil)
+	logger := NewLogger(cfg, secrets.Writer(&buf))
 	logger.Warn("clone failed", "err", errors.New(`get https://x:env-secret-123@git.example.com/: "pw<q-8d7c" refused`))
-	out.Set(Scrubber(cfg, map[string]actions.Action{"a": holder{secrets: []string{`pw<q-8d7c`}}}))
+	secrets.Add(secretsOf(cfg, map[string]actions.Action{"a": holder{secrets: []string{`pw<q-8d7c`}}})...)
 	logger.Warn("clone failed", "err", errors.New(`get https://x:env-secret-123@git.example.com/: "pw<q-8d7c" refused`))
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	if len(lines) != 2 {
@@ -108,7 +108,7 @@ actions:
     type: gitlab
     config: {baseURL: "https://gitlab.example.com/", project: infra/db, triggerToken: t, token: u}
 `)
-	scrub := Scrubber(cfg, acts)
+	scrub := Redactor(cfg, acts).Scrub
 	for _, v := range literals {
 		outputs, _ := json.Marshal(map[string]any{"echo": "seen <" + v + ">"})
 		for _, in := range []string{"the server said: " + v, string(outputs)} {

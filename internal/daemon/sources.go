@@ -18,6 +18,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/preview"
+	"github.com/trueup-dev/trueup/internal/redact"
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/syncer"
@@ -47,7 +48,7 @@ type sourceEnv struct {
 	replica        string
 	met            *metrics.Metrics
 	acts           *actions.Set // the instances in use: preview runners plan with them
-	scrub          func(string) string
+	redact         *redact.Registry
 	live           func() bool
 	checkAction    func(name string, with json.RawMessage) error
 	checkReference func(from string, target graph.ID, outputs []string) error
@@ -156,13 +157,12 @@ func (s *sourceSet) build(cfg *config.Config, sc config.Source, keys map[string]
 		rs.reporter, reporter = rep, rep
 	}
 	e := &s.env
-	scrub := e.scrub
 	rs.syncer = syncer.New(e.store, syncer.Options{Name: sc.Name, Source: src, Interval: info.Interval,
 		Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction, AllowEmpty: sc.Prune.AllowEmpty, Replica: e.replica, LeaseTTL: cfg.Reconcile.LeaseTTL, Live: e.live,
-		CheckAction: e.checkAction, CheckReference: e.checkReference, Limits: manifest.Limits(cfg.Limits), Scrub: scrub, Metrics: e.met, Reporter: reporter,
+		CheckAction: e.checkAction, CheckReference: e.checkReference, Limits: manifest.Limits(cfg.Limits), Redact: e.redact, Metrics: e.met, Reporter: reporter,
 		Opener: sealed.NewOpener(keys[sc.Name])}, e.log)
 	if sc.PreviewEnabled() {
-		p, err := newPreviewRunner(cfg, sc, src, e.store, acts, e.acts.Plans(), e.checkReference, scrub, e.replica, e.log)
+		p, err := newPreviewRunner(cfg, sc, src, e.store, acts, e.acts.Plans(), e.checkReference, e.redact, e.replica, e.log)
 		if err != nil {
 			rs.close()
 			return nil, err
@@ -223,7 +223,7 @@ func (s *sourceSet) attachPreview(cfg *config.Config, rs *runningSource) error {
 	}
 	e := &s.env
 	acts, release := e.acts.Snapshot()
-	p, err := newPreviewRunner(cfg, rs.cfg, rs.src, e.store, acts, e.acts.Plans(), e.checkReference, e.scrub, e.replica, e.log)
+	p, err := newPreviewRunner(cfg, rs.cfg, rs.src, e.store, acts, e.acts.Plans(), e.checkReference, e.redact, e.replica, e.log)
 	if err != nil {
 		release()
 		rs.preview.Store(nil)

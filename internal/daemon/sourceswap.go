@@ -66,7 +66,7 @@ func (s *sourceSet) Swap(old *config.Config, next *pendingSources, ch config.Cha
 			err = rs.startPreview()
 		}
 		if err != nil {
-			msg := s.env.scrub(err.Error())
+			msg := s.env.redact.Scrub(err.Error())
 			s.env.log.Error("reload: preview runner not started", "source", name, "err", msg)
 			failed = append(failed, msg+" (the source syncs; its pull requests are not previewed)")
 		}
@@ -100,7 +100,7 @@ func (s *sourceSet) Swap(old *config.Config, next *pendingSources, ch config.Cha
 		}
 		run, err := swapIn(rs, func(rs *runningSource) error { return s.startSource(next.cfg, rs) }, rebuild)
 		if err != nil {
-			msg := s.env.scrub(err.Error())
+			msg := s.env.redact.Scrub(err.Error())
 			s.env.log.Error("reload: source not started", "source", sc.Name, "err", msg)
 			failed = append(failed, msg)
 		}

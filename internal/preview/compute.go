@@ -17,6 +17,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/redact"
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/specdiff"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -53,8 +54,8 @@ type Checker struct {
 	// PlanTimeout bounds each plan (0: 60s); PlanConcurrency bounds plans at once (0: 4).
 	PlanTimeout     time.Duration
 	PlanConcurrency int
-	// Scrub removes the controller's secrets from what plugins return (nil: none).
-	Scrub func(string) string
+	// Redact holds the controller's secrets, scrubbed from what plugins return (nil: none).
+	Redact *redact.Registry
 	// Roots are the controller's folders (its config's and data folders, the actions' working
 	// and lock folders): paths in them, and in the temp dir, are cut from what plans publish.
 	Roots []string
@@ -154,7 +155,7 @@ func (c *Checker) CheckFrom(ctx context.Context, snap *sources.Snapshot, from Or
 		if berr != nil {
 			return Result{}, "", berr
 		}
-		return invalid(verrs, c.scrub), base.Revision, nil
+		return invalid(verrs, c.Redact.Scrub), base.Revision, nil
 	case err != nil:
 		return Result{}, "", fmt.Errorf("load %s: %w", clip.Rev(snap.Revision), err)
 	}
@@ -163,7 +164,7 @@ func (c *Checker) CheckFrom(ctx context.Context, snap *sources.Snapshot, from Or
 		return Result{}, "", err
 	}
 	if len(check.Conflicts) > 0 {
-		return invalid(check.Conflicts, c.scrub), check.Revision, nil
+		return invalid(check.Conflicts, c.Redact.Scrub), check.Revision, nil
 	}
 	res := c.diff(set, check, snap.Revision, len(snap.Files) == 0)
 	if unresolved := c.plan(ctx, set, appliedTypes, check.Applied, res.Changes, snap.Revision, from); unresolved {
@@ -189,13 +190,6 @@ func (c *Checker) appliedTypes(ctx context.Context) (map[string]manifest.Resourc
 		out[strings.ToLower(t.Name)] = mt
 	}
 	return out, nil
-}
-
-func (c *Checker) scrub(s string) string {
-	if c.Scrub == nil {
-		return s
-	}
-	return c.Scrub(s)
 }
 
 func invalid(errs manifest.Errors, scrub func(string) string) Result {
@@ -478,10 +472,10 @@ func (c *Checker) planOne(ctx context.Context, p actions.Planner, req actions.Re
 	case err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return &Plan{Status: "timeout", Error: fmt.Sprintf("no plan within %s", timeout)}
 	case err != nil:
-		return &Plan{Status: "error", Error: sanitize(err.Error(), values, c.Scrub, c.Roots)}
+		return &Plan{Status: "error", Error: sanitize(err.Error(), values, c.Redact.Scrub, c.Roots)}
 	}
-	return &Plan{Status: "planned", Changes: plan.Changes, Summary: oneLine(sanitize(plan.Summary, values, c.Scrub, c.Roots)),
-		Text: truncate(sanitize(plan.Text, values, c.Scrub, c.Roots), maxPlanText)}
+	return &Plan{Status: "planned", Changes: plan.Changes, Summary: oneLine(sanitize(plan.Summary, values, c.Redact.Scrub, c.Roots)),
+		Text: truncate(sanitize(plan.Text, values, c.Redact.Scrub, c.Roots), maxPlanText)}
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -7,14 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/redact"
 )
-
-// minScrubbed is the length below which a resolved value is not scrubbed from a plan: a
-// value of one to three characters ("3", "eu", "on") is found in most texts, and replacing
-// each of its occurrences would garble the plan while hiding little (such a value is
-// guessed in a few tries anyway).
-const minScrubbed = 4
 
 // sanitize cleans what a plugin returned for a plan (its text, summary or error) before a
 // preview stores or posts it, for readers who may see the pull request but not what the
@@ -38,25 +32,25 @@ func sanitize(s string, values []string, secrets func(string) string, roots []st
 	return cutPaths(s, roots)
 }
 
-// scrubValues returns a function replacing each value of at least minScrubbed bytes (as
+// scrubValues returns a function replacing each value of at least redact.MinLength bytes (as
 // written, JSON- and URL-escaped) with ***; a value of several lines is also replaced line by
 // line (each trimmed), as a plan may print it indented or quote one line of it.
 func scrubValues(values []string) func(string) string {
 	var long []string
 	for _, v := range values {
-		if len(v) >= minScrubbed {
+		if len(v) >= redact.MinLength {
 			long = append(long, v)
 		}
 		if !strings.Contains(v, "\n") {
 			continue
 		}
 		for _, l := range strings.Split(v, "\n") {
-			if l = strings.TrimSpace(l); len(l) >= minScrubbed {
+			if l = strings.TrimSpace(l); len(l) >= redact.MinLength {
 				long = append(long, l)
 			}
 		}
 	}
-	return actions.Scrubber(long)
+	return redact.Replacer(long)
 }
 
 // snippetStart is the first line of a Terraform diagnostic's source snippet, with or without

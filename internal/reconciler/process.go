@@ -129,13 +129,9 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 	case revealErr != nil:
 		a.err = revealErr
 	default:
-		if r.opts.Hold != nil && len(secrets) > 0 {
-			release := r.opts.Hold(secrets)
-			r.call(ctx, act, c.ActionName, req, c.Deleting, foreign, &a)
-			release()
-		} else {
-			r.call(ctx, act, c.ActionName, req, c.Deleting, foreign, &a)
-		}
+		release := r.opts.Redact.Hold(secrets)
+		r.call(ctx, act, c.ActionName, req, c.Deleting, foreign, &a)
+		release()
 	}
 	a.ended = time.Now()
 	if len(secrets) > 0 {
@@ -244,10 +240,15 @@ func fallbackRevision(c store.Claimed) string {
 // the values the call took from other namespaces (resolution.foreign), scrubbed from its spans
 // as from its messages.
 func (r *Reconciler) call(ctx context.Context, act actions.Action, name string, req actions.Request, deleting bool, foreign []string, a *attempt) {
-	var open trace.Span   // the span of the plugin call running: a panic ends it failed
-	scrub := r.opts.Scrub // unused unless the attempt's span records (then the action spans do)
+	var open trace.Span // the span of the plugin call running: a panic ends it failed
+	// What a span of this call records is scrubbed as the history row is: of the call's own
+	// secrets (revealed SOPS fields, secretRef values: req.Secrets, which the registry holds
+	// only while the call runs) with the values it took from other namespaces, and of the
+	// controller's. Spans go to a collector outside, often a vendor's; a plugin error may quote
+	// a value it was given. Unused unless the attempt's span records (then the action spans do).
+	scrub := r.opts.Redact.Scrub
 	if trace.SpanFromContext(ctx).IsRecording() {
-		scrub = r.callScrub(slices.Concat(req.Secrets, foreign))
+		scrub = r.opts.Redact.With(slices.Concat(req.Secrets, foreign))
 	}
 	done, err := actions.GateFor(r.opts.Plans, act).Want(ctx, req.Resource)
 	if err != nil {
@@ -303,26 +304,12 @@ func (r *Reconciler) call(ctx context.Context, act actions.Action, name string, 
 	}
 }
 
-// callScrub scrubs what a span of this call records as the history row is scrubbed: the
-// call's own secrets (revealed SOPS fields, secretRef values: req.Secrets, which the config's
-// scrubber does not know) with the values it took from other namespaces, and then the
-// config's. Spans go to a collector outside, often a
-// vendor's; a plugin error may quote a value it was given. The call's scrubber is built on
-// first use: only a failed call under a recorded span needs it.
-func (r *Reconciler) callScrub(secrets []string) func(string) string {
-	var own func(string) string
-	return func(s string) string {
-		if len(secrets) > 0 {
-			if own == nil {
-				own = actions.Scrubber(secrets)
-			}
-			s = own(s)
-		}
-		if r.opts.Scrub != nil {
-			s = r.opts.Scrub(s)
-		}
-		return s
-	}
+// scrub removes the controller's kept secrets from text a result stores (scrubAttempt removes
+// the call's own): a stored message does not depend on the calls running beside it, and the
+// writer does not rebuild a replacer each time a call starts or ends.
+func (r *Reconciler) scrub(s string) string {
+	scrub, _ := r.opts.Redact.Kept()
+	return scrub(s)
 }
 
 // complete writes results, retrying a transaction PostgreSQL aborted to break a deadlock or a
@@ -682,9 +669,9 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 	now := time.Now()
 	msg := ""
 	if a.err != nil {
-		msg = r.opts.Scrub(a.err.Error())
+		msg = r.scrub(a.err.Error())
 	} else {
-		msg = r.opts.Scrub(a.res.Message)
+		msg = r.scrub(a.res.Message)
 	}
 	h := &store.HistoryEntry{UID: c.UID, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Generation: c.Generation,
 		Revision: nonEmpty(a.revision, c.Revision), Operation: a.op, Trigger: a.trigger, Message: msg, Replica: r.opts.Replica,
@@ -769,7 +756,7 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 		if pc.Type == status.Ready || pc.Type == status.Reconciling || pc.Type == status.Stalled || pc.Type == status.Synced || pc.Type == status.Suspended {
 			continue // the standard conditions are derived, never set by plugins
 		}
-		u.Conditions = status.Set(u.Conditions, status.Condition{Type: pc.Type, Status: pc.Status, Reason: pc.Reason, Message: r.opts.Scrub(pc.Message), ObservedGeneration: c.Generation}, now)
+		u.Conditions = status.Set(u.Conditions, status.Condition{Type: pc.Type, Status: pc.Status, Reason: pc.Reason, Message: r.scrub(pc.Message), ObservedGeneration: c.Generation}, now)
 	}
 	switch {
 	case a.err != nil && o.Terminal:
@@ -790,8 +777,8 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 	default:
 		h.Result = resultSucceeded
 		if a.drift != "" {
-			h.Message = "drift corrected: " + r.opts.Scrub(a.drift)
-			u.Events = append(u.Events, ev(store.EventWarning, "DriftDetected", r.opts.Scrub(a.drift)))
+			h.Message = "drift corrected: " + r.scrub(a.drift)
+			u.Events = append(u.Events, ev(store.EventWarning, "DriftDetected", r.scrub(a.drift)))
 			u.Drifted = true
 		}
 		u.Outputs = a.res.Outputs
@@ -835,11 +822,8 @@ func (r *Reconciler) boundOutputs(out map[string]any) map[string]any {
 	if len(b) > maxOutputs {
 		return map[string]any{"error": fmt.Sprintf("outputs of %d bytes were not stored (limit %d)", len(b), maxOutputs)}
 	}
-	var listed []string
-	if r.opts.Secrets != nil {
-		listed = r.opts.Secrets()
-	}
-	return scrubEncodedOutputs(out, b, r.opts.Scrub, actions.NewNumbers(r.opts.Scrub, listed))
+	scrub, numbers := r.opts.Redact.Kept()
+	return scrubEncodedOutputs(out, b, scrub, numbers)
 }
 
 // resyncAt is when a Ready resource is checked for drift: the type's interval, else the

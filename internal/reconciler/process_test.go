@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/redact"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -24,7 +25,7 @@ const testResync = time.Minute
 
 func newTestReconciler() *Reconciler {
 	return New(nil, nil, Options{Replica: "replica-a", BackoffInitial: time.Second, BackoffMax: 8 * time.Second,
-		ResyncInterval: testResync, Scrub: func(s string) string { return strings.ReplaceAll(s, secret, "***") }},
+		ResyncInterval: testResync, Redact: redact.New(secret)},
 		slog.New(slog.DiscardHandler))
 }
 
@@ -753,7 +754,7 @@ func TestDeleteHistoryRevision(t *testing.T) {
 func TestBoundOutputsConfigSecrets(t *testing.T) {
 	t.Parallel()
 	secrets := []string{"1e3", "5432"}
-	r := New(nil, nil, Options{Replica: "replica-a", Scrub: actions.Scrubber(secrets), Secrets: func() []string { return secrets }},
+	r := New(nil, nil, Options{Replica: "replica-a", Redact: redact.New(secrets...)},
 		slog.New(slog.DiscardHandler))
 	for _, c := range []struct {
 		out  any

@@ -17,6 +17,7 @@ import (
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/metrics"
+	"github.com/trueup-dev/trueup/internal/redact"
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
@@ -30,18 +31,14 @@ type Options struct {
 	BackoffMax     time.Duration
 	// PollInterval is the fallback when no notification arrives (default 1s).
 	PollInterval time.Duration
-	// Scrub removes secrets from messages before they are stored or logged.
-	Scrub func(string) string
-	// Secrets, when set, lists the secrets Scrub removes (the config's), so that an output
-	// number equal to one written in another form (secret "1e3", output 1000) is replaced
-	// too (actions.NewNumbers).
-	Secrets func() []string
+	// Redact holds the controller's secrets (nil: none): the messages, conditions and outputs
+	// a result stores are scrubbed of the kept ones (Kept; in any form: an output number 1000
+	// for the secret "1e3"), spans of every one. Each call holds its revealed values in it
+	// while it runs: every log line written meanwhile is scrubbed of them.
+	Redact *redact.Registry
 	// Reveal, when set, gives each call its spec with secrets put back (nil: the stored
 	// spec as it is).
 	Reveal Reveal
-	// Hold, when set, is told the secrets of each call for as long as the call runs (the
-	// log sink scrubs them from every line written meanwhile).
-	Hold func(secrets []string) (release func())
 	// Acquire, when set, looks action instances up instead of the map given to New: the
 	// instance it returns stays usable until release is called (the config may be reloaded
 	// meanwhile; a replaced instance is closed once its last call released it).
@@ -132,9 +129,6 @@ func New(st *store.Store, acts map[string]actions.Action, opts Options, logger *
 	}
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = time.Second
-	}
-	if opts.Scrub == nil {
-		opts.Scrub = func(s string) string { return s }
 	}
 	if opts.Acquire == nil {
 		opts.Acquire = func(name string) (actions.Action, func(), bool) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/redact"
 )
 
 func TestScrubAttemptKeepsJSONValid(t *testing.T) {
@@ -83,7 +84,7 @@ func TestScrubAttemptNumbers(t *testing.T) {
 // TestBoundOutputsNumbers: a number equal to one of the config's secrets is "***", the other
 // outputs stay (the text scrub used to make the JSON invalid and drop every output).
 func TestBoundOutputsNumbers(t *testing.T) {
-	r := &Reconciler{opts: Options{Scrub: actions.Scrubber([]string{"987654"})}}
+	r := &Reconciler{opts: Options{Redact: redact.New("987654")}}
 	out := r.boundOutputs(map[string]any{"pin": 987654, "port": 5432, "note": "pin 987654"})
 	b, _ := json.Marshal(out)
 	if want := `{"note":"pin ***","pin":"***","port":5432}`; string(b) != want {

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/redact"
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
@@ -59,7 +60,7 @@ func TestActionSpans(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	// The package's tracer delegates to the first provider installed in the process.
 	otel.SetTracerProvider(tp)
-	r := New(nil, nil, Options{Scrub: func(s string) string { return strings.ReplaceAll(s, "s3cr3t", "***") },
+	r := New(nil, nil, Options{Redact: redact.New("s3cr3t"),
 		ActionType: func(name string) string { return map[string]string{"act": "exec"}[name] }}, slog.New(slog.DiscardHandler))
 	ok := func(context.Context) (actions.Result, error) { return actions.Result{Done: true}, nil }
 	drift := func(context.Context) (actions.Observation, error) { return actions.Observation{Message: "moved"}, nil }

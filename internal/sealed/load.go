@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/redact"
 	"github.com/trueup-dev/trueup/sources"
 )
 
@@ -179,7 +179,9 @@ func (rv *Revision) ScrubErrors(errs manifest.Errors) manifest.Errors {
 
 // Scrubbable reports whether v is long enough to be replaced in messages: "1" or "true"
 // would turn every message into stars and hide nothing.
-func Scrubbable(v string) bool { return len(v) >= 4 && v != "true" && v != "false" && v != "null" }
+func Scrubbable(v string) bool {
+	return len(v) >= redact.MinLength && v != "true" && v != "false" && v != "null"
+}
 
 func replacer(values map[string]struct{}) func(string) string {
 	var all []string
@@ -188,7 +190,7 @@ func replacer(values map[string]struct{}) func(string) string {
 			all = append(all, v)
 		}
 	}
-	return actions.Scrubber(all)
+	return redact.Replacer(all)
 }
 
 // patch sets each field's path in spec (canonical JSON) to value(f). With check, the value

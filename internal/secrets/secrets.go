@@ -17,11 +17,8 @@ import (
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/redact"
 )
-
-// MinScrubLength is the shortest value Resolve returns for scrubbing, as config.Secrets
-// does: replacing "on" or "80" in every message would garble them and protect nothing.
-const MinScrubLength = 4
 
 // store reads one key of one secret. A missing secret or key, or a reference that this
 // store can never serve, is an actions.Terminal error; an unreachable store a plain one.
@@ -103,7 +100,7 @@ func New(cfg config.Secrets, logger *slog.Logger, opts ...Option) (*Resolver, er
 }
 
 // Resolve returns spec with every secret reference replaced by its value (a JSON string),
-// and the distinct values put in (those of at least MinScrubLength bytes), which the caller
+// and the distinct values put in (those of at least redact.MinLength bytes), which the caller
 // scrubs from whatever the plugin returns.
 // A spec without the text "secretRef" is returned as it is, undecoded.
 //
@@ -178,7 +175,7 @@ func (r *Resolver) Resolve(ctx context.Context, source, namespace string, spec j
 	values := make([]string, 0, len(got))
 	seen := map[string]bool{}
 	for _, val := range got {
-		if len(val) >= MinScrubLength && !seen[val] {
+		if len(val) >= redact.MinLength && !seen[val] {
 			seen[val] = true
 			values = append(values, val)
 		}

@@ -170,10 +170,8 @@ func (s *Server) abandonResource(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "a reason is required: {\"reason\": \"...\"}")
 		return
 	}
-	if s.opts.Scrub != nil {
-		// An operator may paste an error that quotes a secret: the reason is kept for good.
-		reason = s.opts.Scrub(reason)
-	}
+	// An operator may paste an error that quotes a secret: the reason is kept for good.
+	reason = s.opts.Redact.Scrub(reason)
 	actor := identity(r).Actor()
 	at := time.Now().UTC()
 	ref, err := s.store.Abandon(r.Context(), store.AbandonParams{Namespace: ns, Kind: kind, Name: name, Actor: actor, Reason: reason})

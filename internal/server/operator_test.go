@@ -17,6 +17,7 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/auth"
 	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/redact"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/wire"
@@ -42,12 +43,12 @@ func setupAuth(t *testing.T, n int) (*httptest.Server, *store.Store) {
 			return auth.Identity{}, errors.New("unknown test identity")
 		}
 		return id, nil
-	}, Scrub: func(s string) string { return strings.ReplaceAll(s, knownSecret, "***") }}, slog.New(slog.NewTextHandler(io.Discard, nil))).Handler())
+	}, Redact: redact.New(knownSecret)}, slog.New(slog.NewTextHandler(io.Discard, nil))).Handler())
 	t.Cleanup(srv.Close)
 	return srv, st
 }
 
-// knownSecret is a secret of the config of setupAuth's server (its Scrub masks it).
+// knownSecret is a secret of the config of setupAuth's server (its Redact masks it).
 const knownSecret = "s3cr3t-t0ken"
 
 func post(t *testing.T, u, as, body string, v any) int {

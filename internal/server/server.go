@@ -19,6 +19,7 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/auth"
 	"github.com/trueup-dev/trueup/internal/metrics"
+	"github.com/trueup-dev/trueup/internal/redact"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/wire"
 )
@@ -62,9 +63,10 @@ type Options struct {
 	// TraceURL links the trace ids of history rows on the dashboard: {traceId} is replaced
 	// by the id ("": ids are shown unlinked).
 	TraceURL string
-	// Scrub removes the config's known secrets from text an operator sends that trueup keeps
-	// (an abandon's reason, written to history, events and notifications); nil: kept as sent.
-	Scrub func(string) string
+	// Redact holds the controller's secrets, scrubbed from text an operator sends that trueup
+	// keeps (an abandon's reason, written to history, events and notifications); nil: kept as
+	// sent.
+	Redact *redact.Registry
 }
 
 // anonymousAdmin is who requests are when no authentication is configured.

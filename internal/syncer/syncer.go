@@ -28,6 +28,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/plural"
+	"github.com/trueup-dev/trueup/internal/redact"
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -63,8 +64,9 @@ type Options struct {
 	CheckReference func(from string, target graph.ID, outputs []string) error
 	// Limits caps each revision's files, documents and resources (zero: the defaults).
 	Limits manifest.Limits
-	// Scrub removes secrets from messages before they are stored or logged.
-	Scrub func(string) string
+	// Redact holds the controller's secrets, scrubbed from messages before they are stored
+	// or logged (nil: none).
+	Redact *redact.Registry
 	// Metrics records syncs (nil: none).
 	Metrics *metrics.Metrics
 	// Reporter posts commit statuses (nil: none).
@@ -110,9 +112,6 @@ type Syncer struct {
 
 // New returns a syncer; call Run.
 func New(st *store.Store, opts Options, logger *slog.Logger) *Syncer {
-	if opts.Scrub == nil {
-		opts.Scrub = func(s string) string { return s }
-	}
 	if opts.Interval <= 0 {
 		opts.Interval = time.Minute
 	}
@@ -310,7 +309,7 @@ func (s *Syncer) syncIfHolder(ctx context.Context) {
 	case sctx.Err() != nil:
 		s.log.InfoContext(lctx, "sync interrupted: the source's lease was lost", "term", lease.Term)
 	case err != nil:
-		s.log.WarnContext(lctx, "sync failed", "err", s.opts.Scrub(err.Error()))
+		s.log.WarnContext(lctx, "sync failed", "err", s.opts.Redact.Scrub(err.Error()))
 	}
 }
 
@@ -482,7 +481,7 @@ func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (out Outcome, err
 		attribute.String("trueup.revision", head)))
 	out, err = s.apply(ctx, lease, head)
 	if err != nil {
-		tracing.Fail(span, firstLine(s.opts.Scrub(err.Error())))
+		tracing.Fail(span, firstLine(s.opts.Redact.Scrub(err.Error())))
 	}
 	span.End()
 	out.span = span.SpanContext()
@@ -528,7 +527,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head string) (Ou
 	noManifests := len(snap.Files) == 0
 	snap.Files = nil // parsed: the file bytes need not live through the apply (14 MB at 100k resources)
 	if err != nil {
-		tracing.Fail(step, s.opts.Scrub(loadFailure(err)))
+		tracing.Fail(step, s.opts.Redact.Scrub(loadFailure(err)))
 	} else {
 		step.SetAttributes(attribute.Int("trueup.types", len(set.Types)), attribute.Int("trueup.resources", len(set.Resources)))
 	}
@@ -547,7 +546,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head string) (Ou
 	res, err := s.store.ApplyRevision(actx, store.ApplyParams{Source: s.opts.Name, Revision: snap.Revision, Set: set, Prune: s.opts.Prune,
 		MaxPruneFraction: s.opts.MaxPruneFraction, AllowEmpty: s.opts.AllowEmpty, NoManifests: noManifests, Replica: s.opts.Replica, Lease: lease})
 	if err != nil {
-		tracing.Fail(step, s.opts.Scrub(loadFailure(err)))
+		tracing.Fail(step, s.opts.Redact.Scrub(loadFailure(err)))
 	} else {
 		step.SetAttributes(attribute.Int("trueup.created", res.Created), attribute.Int("trueup.updated", res.Updated),
 			attribute.Int("trueup.deleted", res.Deleted), attribute.Bool("trueup.held", res.Held))
@@ -677,8 +676,8 @@ func (s *Syncer) reject(ctx context.Context, lease *store.Lease, rev string, err
 	errs := make([]store.SourceError, len(verrs))
 	lines := make([]string, len(verrs))
 	for i, v := range verrs {
-		errs[i] = store.SourceError{File: v.File, Line: v.Line, Path: v.Path, Message: s.opts.Scrub(v.Msg)}
-		lines[i] = s.opts.Scrub(v.Error())
+		errs[i] = store.SourceError{File: v.File, Line: v.Line, Path: v.Path, Message: s.opts.Redact.Scrub(v.Msg)}
+		lines[i] = s.opts.Redact.Scrub(v.Error())
 	}
 	msg := fmt.Sprintf("revision %s rejected, %s; the last good revision stays applied:\n%s", clip.Rev(rev), plural.Count(len(verrs), "error", "errors"), strings.Join(lines, "\n"))
 	s.opts.Metrics.Synced(s.opts.Name, rev, false, 0)
@@ -690,7 +689,7 @@ func (s *Syncer) reject(ctx context.Context, lease *store.Lease, rev string, err
 
 func (s *Syncer) fail(ctx context.Context, lease *store.Lease, f store.SyncFailure, rejected string) error {
 	f.Source = s.opts.Name
-	f.Message = s.opts.Scrub(f.Message)
+	f.Message = s.opts.Redact.Scrub(f.Message)
 	s.mu.Lock()
 	record := recordFailure(f.Message, s.mem)
 	if !record && rejected != "" {

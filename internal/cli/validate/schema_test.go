@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/sources/gitsource"
 )
 
 func TestNodeLine(t *testing.T) {
@@ -40,7 +41,7 @@ func TestRepositoryRoot(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg := &config.Config{Sources: []config.Source{{Name: "infra", Git: &config.Git{Path: "deploy/manifests"}}}}
+	cfg := &config.Config{Sources: []config.Source{{Name: "infra", Git: &gitsource.Spec{Path: "deploy/manifests"}}}}
 	for _, tc := range []struct {
 		name, dir, source, want string
 	}{

@@ -44,7 +44,7 @@ func Folder(dir, configPath string, out, errOut io.Writer) error {
 		opts.CheckReference = func(from string, target graph.ID, outputs []string) error {
 			return crossref.Check(grants, from, target, outputs)
 		}
-		scrub = daemon.Scrubber(cfg, nil)
+		scrub = daemon.Redactor(cfg, nil).Scrub
 		acts, err := Actions(cfg)
 		switch {
 		case err != nil && len(env) == 0:
@@ -62,7 +62,7 @@ func Folder(dir, configPath string, out, errOut io.Writer) error {
 			defer daemon.CloseActions(acts)
 			built = acts
 			// Messages may quote the instance config (an allowlist), which may hold ${VAR}s.
-			scrub = daemon.Scrubber(cfg, acts)
+			scrub = daemon.Redactor(cfg, acts).Scrub
 		}
 		check := daemon.CheckAction(acts)
 		opts.CheckAction = func(name string, with json.RawMessage) error {

@@ -1,0 +1,240 @@
+// Package redact keeps secrets out of what trueup writes. A Registry holds every secret known
+// to the process, registered where it becomes known: the config's values from the environment
+// and the literal secrets of the action instances (Add, kept for the registry's life: a call
+// started before a reload may still quote its old instance's), and the values revealed into a
+// call's spec for as long as the call runs (Hold). Its Scrub replaces each of them, in every
+// escaping (as written, JSON-escaped, URL-escaped), with "***"; the sinks scrub through it: the
+// log writer (Writer), the messages, conditions and outputs the controller stores, the errors
+// the API and the reload report.
+//
+// The functions of escape.go are the engine: plugins scrub their own messages with it through
+// the actions package (actions.Scrubber, actions.ScrubError, actions.ScrubValue).
+package redact
+
+import (
+	"io"
+	"sync"
+	"sync/atomic"
+)
+
+// MinLength is the length below which a value is not taken for a secret to scrub: a value of
+// one to three characters ("3", "eu", "on") is found in most texts, and replacing each of its
+// occurrences would garble them while hiding little (such a value is guessed in a few tries
+// anyway). Where values are registered (config.Secrets, secrets.Resolve, the sealed files'
+// plaintexts, a preview's resolved values), shorter ones are left out.
+const MinLength = 4
+
+// Registry is the set of secrets scrubbed from what leaves the process. Its methods may be
+// called from any goroutine. A nil *Registry scrubs nothing and holds nothing (its Add
+// panics): components built without one, in tests, scrub only what they know themselves.
+type Registry struct {
+	mu   sync.Mutex // serialises changes; Scrub reads snap without it
+	kept []string
+	seen map[string]bool
+	held map[string]int // the secrets of the calls in flight, by how many calls hold each
+	snap atomic.Pointer[snapshot]
+}
+
+// snapshot is what Scrub applies: the kept secrets, then those the calls in flight hold. A
+// call holding or releasing its secrets replaces only the held layer, so the kept one (the
+// larger, on every log line and stored message) is built once per Add.
+type snapshot struct {
+	kept *layer
+	held *layer // nil: no call holds a secret
+}
+
+// layer is one replacer, built on first use: calls come and go faster than lines are written.
+type layer struct {
+	values  []string
+	once    sync.Once
+	replace func(string) string
+	numbers *Numbers
+}
+
+func newLayer(values []string) *layer {
+	if len(values) == 0 {
+		return nil
+	}
+	return &layer{values: values}
+}
+
+func (l *layer) build() {
+	l.once.Do(func() {
+		l.replace = Replacer(l.values)
+		l.numbers = NewNumbers(l.replace, l.values)
+	})
+}
+
+func (l *layer) scrub(s string) string {
+	if l == nil {
+		return s
+	}
+	l.build()
+	return l.replace(s)
+}
+
+// New returns a registry keeping secrets.
+func New(secrets ...string) *Registry {
+	r := &Registry{}
+	r.Add(secrets...)
+	return r
+}
+
+// Add keeps secrets for the registry's life ("" is ignored).
+func (r *Registry) Add(secrets ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	added := false
+	for _, s := range secrets {
+		if s == "" || r.seen[s] {
+			continue
+		}
+		if r.seen == nil {
+			r.seen = map[string]bool{}
+		}
+		r.seen[s] = true
+		r.kept = append(r.kept, s)
+		added = true
+	}
+	if added {
+		_, held := r.layers()
+		r.publish(newLayer(append([]string(nil), r.kept...)), held)
+	}
+}
+
+// Hold adds a call's secrets until release is called; two calls may hold the same value, which
+// stays until both released it. release may be called once.
+func (r *Registry) Hold(secrets []string) (release func()) {
+	if r == nil || len(secrets) == 0 {
+		return func() {}
+	}
+	r.mu.Lock()
+	if r.held == nil {
+		r.held = map[string]int{}
+	}
+	for _, v := range secrets {
+		r.held[v]++
+	}
+	kept, _ := r.layers()
+	r.publish(kept, r.heldLayer())
+	r.mu.Unlock()
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, v := range secrets {
+			if r.held[v]--; r.held[v] <= 0 {
+				delete(r.held, v)
+			}
+		}
+		kept, _ := r.layers()
+		r.publish(kept, r.heldLayer())
+	}
+}
+
+// layers are the layers Scrub applies now (nil: none).
+func (r *Registry) layers() (kept, held *layer) {
+	if r == nil {
+		return nil, nil
+	}
+	if s := r.snap.Load(); s != nil {
+		return s.kept, s.held
+	}
+	return nil, nil
+}
+
+// heldLayer builds the layer of the secrets held now; r.mu is held.
+func (r *Registry) heldLayer() *layer {
+	vals := make([]string, 0, len(r.held))
+	for v := range r.held {
+		vals = append(vals, v)
+	}
+	return newLayer(vals)
+}
+
+// publish makes kept and held what Scrub applies; r.mu is held.
+func (r *Registry) publish(kept, held *layer) {
+	if kept == nil && held == nil {
+		r.snap.Store(nil)
+		return
+	}
+	r.snap.Store(&snapshot{kept: kept, held: held})
+}
+
+// Scrub replaces every secret of the registry in s with "***".
+func (r *Registry) Scrub(s string) string {
+	kept, held := r.layers()
+	return held.scrub(kept.scrub(s))
+}
+
+// Error returns err with its message scrubbed, err itself still in the chain (Error).
+func (r *Registry) Error(err error) error {
+	if r == nil {
+		return err
+	}
+	return Error(err, r.Scrub)
+}
+
+// secrets lists the kept secrets, in the order they were added (not to be modified).
+func (r *Registry) secrets() []string {
+	if l, _ := r.layers(); l != nil {
+		return l.values
+	}
+	return nil
+}
+
+// Kept returns the scrubber of the kept secrets alone and the check of JSON numbers against
+// them (NewNumbers: an output number equal to a secret written in another form, secret "1e3",
+// output 1000, is replaced too). Stored values that must not depend on which calls run at
+// the same time (a plugin's outputs) are scrubbed with these.
+func (r *Registry) Kept() (scrub func(string) string, numbers *Numbers) {
+	l, _ := r.layers()
+	if l == nil {
+		return noScrub, noNumbers
+	}
+	l.build()
+	return l.replace, l.numbers
+}
+
+// noScrub and noNumbers are Kept of a registry with no secret.
+var (
+	noScrub   = func(s string) string { return s }
+	noNumbers = NewNumbers(noScrub, nil)
+)
+
+// With returns a scrubber of extra (a call's own values, the secrets of a config being
+// loaded) together with the registry's secrets, extra being kept out of the registry. The
+// kept secrets and extra are replaced as one set, longest first, so that neither leaves a
+// piece of the other behind; its replacer is built on first use.
+func (r *Registry) With(extra []string) func(string) string {
+	if len(extra) == 0 {
+		return r.Scrub
+	}
+	var (
+		once    sync.Once
+		replace func(string) string
+	)
+	return func(s string) string {
+		once.Do(func() { replace = Replacer(append(append([]string(nil), r.secrets()...), extra...)) })
+		_, held := r.layers()
+		return held.scrub(replace(s))
+	}
+}
+
+// Writer returns a writer to w that scrubs every write of the registry's secrets as they are
+// when it is written. slog's handlers write each record with a single Write, so a secret is
+// never split between two calls.
+func (r *Registry) Writer(w io.Writer) io.Writer { return &writer{r: r, w: w} }
+
+type writer struct {
+	r *Registry
+	w io.Writer
+}
+
+func (w *writer) Write(p []byte) (int, error) {
+	msg := string(p)
+	if clean := w.r.Scrub(msg); clean != msg {
+		_, err := io.WriteString(w.w, clean)
+		return len(p), err
+	}
+	return w.w.Write(p)
+}
