@@ -12,6 +12,7 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/reconciler"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // rowVersions returns each resource's xmin: it changes whenever the row is rewritten.
@@ -34,7 +35,7 @@ func rowVersions(t *testing.T, st *store.Store) map[string]string {
 }
 
 type historyList struct {
-	Items []store.HistoryEntry `json:"items"`
+	Items []wire.HistoryEntry `json:"items"`
 }
 
 // TestWholeLoop walks the spine: create, change one spec, remove a manifest.
@@ -197,7 +198,7 @@ func TestInvalidCommitRejectedWhole(t *testing.T) {
 			t.Errorf("%s: resources changed: %v → %v", tc.name, before, after)
 		}
 		// The API reports the same.
-		var api store.Source
+		var api wire.SourceDetail
 		if code := e.get("/api/v1/sources/infra", &api); code != 200 || len(api.Errors) == 0 {
 			t.Errorf("%s: API source %d %+v", tc.name, code, api)
 		}
@@ -261,7 +262,7 @@ func TestFailingActionRetriesWithBackoff(t *testing.T) {
 			t.Errorf("retry %d came %v after the attempt before it; backoff says at least %v", i, gap, least)
 		}
 	}
-	var evs struct{ Items []store.Event }
+	var evs struct{ Items []wire.Event }
 	e.get("/api/v1/resources/prod/Database/orders/events", &evs)
 	if len(evs.Items) == 0 || evs.Items[0].Type != "Warning" {
 		t.Errorf("events while failing: %+v", evs.Items)

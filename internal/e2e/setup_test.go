@@ -24,6 +24,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/server"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/syncer"
+	"github.com/trueup-dev/trueup/internal/wire"
 	"github.com/trueup-dev/trueup/sources/gitsource"
 )
 
@@ -188,8 +189,8 @@ func (e *env) get(path string, v any) int {
 	return resp.StatusCode
 }
 
-func (e *env) resource(ns, kind, name string) (store.Resource, int) {
-	var r store.Resource
+func (e *env) resource(ns, kind, name string) (wire.Resource, int) {
+	var r wire.Resource
 	code := e.get(fmt.Sprintf("/api/v1/resources/%s/%s/%s", ns, kind, name), &r)
 	return r, code
 }

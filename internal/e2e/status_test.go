@@ -18,6 +18,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/reconciler"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // gateAction blocks every Reconcile until its gate closes (or, with ignoreCancel, until the
@@ -62,7 +63,7 @@ func (a *gateAction) Delete(context.Context, actions.Request) (actions.Result, e
 	return actions.Result{Done: true}, nil
 }
 
-func condition(r store.Resource, typ string) status.Condition {
+func condition(r wire.Resource, typ string) status.Condition {
 	c, _ := status.Get(r.Status.Conditions, typ)
 	return c
 }

@@ -24,9 +24,9 @@ import (
 	"github.com/trueup-dev/trueup/internal/commitstatus"
 	"github.com/trueup-dev/trueup/internal/reconciler"
 	"github.com/trueup-dev/trueup/internal/server"
-	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/syncer"
 	"github.com/trueup-dev/trueup/internal/webhook"
+	"github.com/trueup-dev/trueup/internal/wire"
 	"github.com/trueup-dev/trueup/sources/gitsource"
 )
 
@@ -210,7 +210,7 @@ func TestWebhookAppliesPushAtOnce(t *testing.T) {
 	// The source shows its holder, last poll, last webhook and lag (published by the holder's
 	// heartbeat, since a poll that finds nothing new writes nothing).
 	h.eventually(10*time.Second, "source runtime published", func() (bool, string) {
-		var src store.Source
+		var src wire.SourceDetail
 		h.get("/api/v1/sources/infra", &src)
 		return src.Holder == "hook" && src.LastWebhookTime != nil && src.LastPollTime != nil && src.HeadRevision == second &&
 			src.LagSeconds == 0, fmt.Sprintf("%+v", src)
