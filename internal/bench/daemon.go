@@ -14,9 +14,10 @@ import (
 )
 
 // startDaemon runs a daemon (internal/daemon) named name on the database at url: the Git
-// source bench on repo (polled hourly; push webhooks signed with secret), the action act
-// (the instance given), workers workers. It returns the daemon, started, and its API's URL.
-func (b *bench) startDaemon(ctx context.Context, name, url, repo, secret string, workers int, act actions.Action) (*daemon.Daemon, string, error) {
+// source bench on repo (polled hourly; push webhooks signed with secret; more added to its
+// config), the action act (the instance given), workers workers. It returns the daemon,
+// started, and its API's URL.
+func (b *bench) startDaemon(ctx context.Context, name, url, repo, secret, more string, workers int, act actions.Action) (*daemon.Daemon, string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, "", err
@@ -30,8 +31,8 @@ log: {level: warn}
 actions: [{name: act, type: bench}]
 reconcile: {workers: %d, leaseTTL: 30s}
 sources:
-  - {name: bench, git: {url: %q, branch: main, interval: 1h}, webhook: {secret: %q}}
-`, filepath.Join(b.dir, "data-"+name), url, listen, workers, repo, secret)
+  - {name: bench, git: {url: %q, branch: main, interval: 1h}, webhook: {secret: %q}%s}
+`, filepath.Join(b.dir, "data-"+name), url, listen, workers, repo, secret, more)
 	cfg, err := config.Parse([]byte(text), b.dir, func(string) string { return "" })
 	if err != nil {
 		return nil, "", err

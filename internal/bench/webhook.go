@@ -12,52 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/trueup-dev/trueup/internal/store"
-	"github.com/trueup-dev/trueup/internal/syncer"
-	"github.com/trueup-dev/trueup/sources/gitsource"
 )
-
-// syncedRepo is a 1,000-resource repository, a store and a source that has synced it.
-type syncedRepo struct {
-	repo   string
-	st     *store.Store
-	url    string
-	src    *gitsource.Source
-	syncer *syncer.Syncer
-}
-
-func (w *syncedRepo) close() {
-	_ = w.src.Close()
-	w.st.Close()
-}
-
-// syncedRepo builds a 1,000-resource repository (50 widgets a file) named after suffix and
-// syncs it into a fresh store, as source "bench".
-func (b *bench) syncedRepo(ctx context.Context, suffix string) (*syncedRepo, error) {
-	w := &syncedRepo{}
-	var err error
-	if w.repo, err = b.repo1k(suffix); err != nil {
-		return nil, err
-	}
-	if w.st, w.url, err = b.freshStore(ctx, 8); err != nil {
-		return nil, err
-	}
-	if err := w.st.RegisterSource(ctx, store.SourceConfig{Name: "bench", URL: w.repo}); err != nil {
-		w.st.Close()
-		return nil, err
-	}
-	if w.src, err = gitsource.New(gitsource.Config{Name: "bench", URL: w.repo, Branch: "main", Dir: filepath.Join(b.dir, "mirror"+suffix)}, b.log); err != nil {
-		w.st.Close()
-		return nil, err
-	}
-	w.syncer = syncer.New(w.st, syncer.Options{Name: "bench", Source: w.src, Interval: time.Hour, Prune: true, Replica: "bench"}, b.log)
-	if _, err := w.syncer.SyncOnce(ctx); err != nil {
-		w.close()
-		return nil, err
-	}
-	return w, nil
-}
 
 // repo1k builds a 1,000-resource repository (50 widgets a file) named after suffix.
 func (b *bench) repo1k(suffix string) (string, error) {
@@ -89,7 +44,7 @@ func (b *bench) webhookToReconcile(ctx context.Context) error {
 	defer st.Close()
 	// A replica as serve runs it: it syncs the repository at start and reconciles it.
 	act := &timingAction{started: make(chan time.Time, 2048)}
-	d, api, err := b.startDaemon(ctx, "webhook", url, repo, secret, 16, act)
+	d, api, err := b.startDaemon(ctx, "webhook", url, repo, secret, "", 16, act)
 	if err != nil {
 		return err
 	}
