@@ -15,8 +15,8 @@ import (
 
 // startDaemon runs a daemon (internal/daemon) named name on the database at url: the Git
 // source bench on repo (polled hourly; push webhooks signed with secret; more added to its
-// config), the action act (the instance given), workers workers. It returns the daemon,
-// started, and its API's URL.
+// config; repo "": no source), the action act (the instance given), workers workers. It
+// returns the daemon, started, and its API's URL.
 func (b *bench) startDaemon(ctx context.Context, name, url, repo, secret, more string, workers int, act actions.Action) (*daemon.Daemon, string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -30,9 +30,10 @@ server: {listen: %q}
 log: {level: warn}
 actions: [{name: act, type: bench}]
 reconcile: {workers: %d, leaseTTL: 30s}
-sources:
-  - {name: bench, git: {url: %q, branch: main, interval: 1h}, webhook: {secret: %q}%s}
-`, filepath.Join(b.dir, "data-"+name), url, listen, workers, repo, secret, more)
+`, filepath.Join(b.dir, "data-"+name), url, listen, workers)
+	if repo != "" {
+		text += fmt.Sprintf("sources:\n  - {name: bench, git: {url: %q, branch: main, interval: 1h}, webhook: {secret: %q}%s}\n", repo, secret, more)
+	}
 	cfg, err := config.Parse([]byte(text), b.dir, func(string) string { return "" })
 	if err != nil {
 		return nil, "", err
