@@ -8,18 +8,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
-	"github.com/trueup-dev/trueup/internal/commitstatus"
 	"github.com/trueup-dev/trueup/internal/commitstatus/forgetest"
-	"github.com/trueup-dev/trueup/internal/manifest"
-	"github.com/trueup-dev/trueup/internal/preview"
-	"github.com/trueup-dev/trueup/internal/server"
-	"github.com/trueup-dev/trueup/internal/webhook"
 )
 
 // noopPlanner plans nothing, at once.
@@ -40,30 +34,27 @@ func (noopPlanner) Plan(context.Context, actions.Request) (actions.Plan, error) 
 // resources (noop plans).
 func (b *bench) previewLatency(ctx context.Context) error {
 	const secret, token = "bench-secret", "bench-token"
-	w, err := b.syncedRepo(ctx, "-preview")
+	repo, err := b.repo1k("-preview")
 	if err != nil {
 		return err
 	}
-	defer w.close()
-	repo, st, src := w.repo, w.st, w.src
+	st, url, err := b.freshStore(ctx, 4)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
 	forge := forgetest.New(token, false)
 	defer forge.Close()
-	pub, err := commitstatus.NewPreviewer(commitstatus.Config{Provider: commitstatus.ProviderGitHub, Token: token, BaseURL: forge.URL + "/", Repo: "acme/infra"}, "bench")
+	// A replica as serve runs it, previewing the source's pull requests on the fake forge.
+	d, api, err := b.startDaemon(ctx, "preview", url, repo, secret, fmt.Sprintf(`, preview: {enabled: true},
+      commitStatus: {provider: github, token: %s, baseURL: %q, repo: acme/infra}`, token, forge.URL+"/"), 16, noopPlanner{})
 	if err != nil {
 		return err
 	}
-	runner := preview.New(preview.Options{Source: "bench", Fetcher: src, Publisher: pub, Store: st, ExternalURL: "http://127.0.0.1:8080", Logger: b.log,
-		Checker: &preview.Checker{Source: "bench", Store: st, Loader: manifest.NewLoader(), Prune: true,
-			Actions: map[string]actions.Action{"act": noopPlanner{}}}})
-	if err := runner.Start(ctx); err != nil {
+	defer d.Stop()
+	if err := waitReady(ctx, st, 1000, 2*time.Minute); err != nil {
 		return err
 	}
-	defer runner.Stop()
-	hooks := webhook.New(webhook.Options{Store: st, Logger: b.log,
-		Sources: map[string]webhook.Source{"bench": {Name: "bench", Secret: secret, Branch: "main", Preview: true}},
-		Trigger: func(string, string) {}, Preview: runner.Submit})
-	api := httptest.NewServer(server.New(st, server.Options{Webhooks: hooks}, b.log).Handler())
-	defer api.Close()
 
 	if err := git(repo, "checkout", "-q", "-b", "pr"); err != nil {
 		return err
@@ -92,7 +83,7 @@ func (b *bench) previewLatency(ctx context.Context) error {
 		body := fmt.Sprintf(`{"action":"synchronize","number":7,"pull_request":{"number":7,"head":{"sha":%q},"base":{"ref":"main"}}}`, sha)
 		mac := hmac.New(sha256.New, []byte(secret))
 		mac.Write([]byte(body))
-		req, _ := http.NewRequest(http.MethodPost, api.URL+"/hooks/bench", bytes.NewReader([]byte(body)))
+		req, _ := http.NewRequest(http.MethodPost, api+"/hooks/bench", bytes.NewReader([]byte(body)))
 		req.Header.Set("X-GitHub-Event", "pull_request")
 		req.Header.Set("X-GitHub-Delivery", fmt.Sprint("bench-pr-", i))
 		req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))

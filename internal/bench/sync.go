@@ -129,12 +129,13 @@ func (b *bench) claimLatency(ctx context.Context) error {
 	if err := st.RegisterSource(ctx, store.SourceConfig{Name: "bench"}); err != nil {
 		return err
 	}
+	// A replica as serve runs it, without sources: the revisions are applied below.
 	act := &timingAction{started: make(chan time.Time, 16)}
-	stop, err := b.runReconcilers(ctx, url, 1, 4, act)
+	d, _, err := b.startDaemon(ctx, "claim", url, "", "", "", 4, act)
 	if err != nil {
 		return err
 	}
-	defer stop()
+	defer d.Stop()
 	loader := manifest.NewLoader()
 	var lat []time.Duration
 	for i := 0; i < 200; i++ {

@@ -9,91 +9,46 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
-
-	"github.com/trueup-dev/trueup/internal/server"
-	"github.com/trueup-dev/trueup/internal/store"
-	"github.com/trueup-dev/trueup/internal/syncer"
-	"github.com/trueup-dev/trueup/internal/webhook"
-	"github.com/trueup-dev/trueup/sources/gitsource"
 )
 
-// syncedRepo is a 1,000-resource repository, a store and a source that has synced it.
-type syncedRepo struct {
-	repo   string
-	st     *store.Store
-	url    string
-	src    *gitsource.Source
-	syncer *syncer.Syncer
-}
-
-func (w *syncedRepo) close() {
-	_ = w.src.Close()
-	w.st.Close()
-}
-
-// syncedRepo builds a 1,000-resource repository (50 widgets a file) named after suffix and
-// syncs it into a fresh store, as source "bench".
-func (b *bench) syncedRepo(ctx context.Context, suffix string) (*syncedRepo, error) {
-	w := &syncedRepo{repo: filepath.Join(b.dir, "repo"+suffix)}
-	if err := git(b.dir, "init", "-q", "-b", "main", w.repo); err != nil {
-		return nil, err
+// repo1k builds a 1,000-resource repository (50 widgets a file) named after suffix.
+func (b *bench) repo1k(suffix string) (string, error) {
+	repo := filepath.Join(b.dir, "repo"+suffix)
+	if err := git(b.dir, "init", "-q", "-b", "main", repo); err != nil {
+		return "", err
 	}
-	if err := writeFiles(w.repo, widgets(1000, 50, 0)); err != nil {
-		return nil, err
+	if err := writeFiles(repo, widgets(1000, 50, 0)); err != nil {
+		return "", err
 	}
-	if err := git(w.repo, "add", "-A"); err != nil {
-		return nil, err
+	if err := git(repo, "add", "-A"); err != nil {
+		return "", err
 	}
-	if err := git(w.repo, "commit", "-q", "-m", "1k"); err != nil {
-		return nil, err
-	}
-	var err error
-	if w.st, w.url, err = b.freshStore(ctx, 8); err != nil {
-		return nil, err
-	}
-	if err := w.st.RegisterSource(ctx, store.SourceConfig{Name: "bench", URL: w.repo}); err != nil {
-		w.st.Close()
-		return nil, err
-	}
-	if w.src, err = gitsource.New(gitsource.Config{Name: "bench", URL: w.repo, Branch: "main", Dir: filepath.Join(b.dir, "mirror"+suffix)}, b.log); err != nil {
-		w.st.Close()
-		return nil, err
-	}
-	w.syncer = syncer.New(w.st, syncer.Options{Name: "bench", Source: w.src, Interval: time.Hour, Prune: true, Replica: "bench"}, b.log)
-	if _, err := w.syncer.SyncOnce(ctx); err != nil {
-		w.close()
-		return nil, err
-	}
-	return w, nil
+	return repo, git(repo, "commit", "-q", "-m", "1k")
 }
 
 // webhookToReconcile measures a signed push webhook received → the first worker started on
 // the changed resource, with a 1,000-resource repository.
 func (b *bench) webhookToReconcile(ctx context.Context) error {
 	const secret = "bench-secret"
-	w, err := b.syncedRepo(ctx, "1k")
+	repo, err := b.repo1k("1k")
 	if err != nil {
 		return err
 	}
-	defer w.close()
-	repo, st, url, s := w.repo, w.st, w.url, w.syncer
-	runCtx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = s.Run(runCtx) }()
-	defer func() { cancel(); wg.Wait() }()
-
+	st, url, err := b.freshStore(ctx, 4)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	// A replica as serve runs it: it syncs the repository at start and reconciles it.
 	act := &timingAction{started: make(chan time.Time, 2048)}
-	stop, err := b.runReconcilers(ctx, url, 1, 16, act)
+	d, api, err := b.startDaemon(ctx, "webhook", url, repo, secret, "", 16, act)
 	if err != nil {
 		return err
 	}
-	defer stop()
+	defer d.Stop()
 	// Let the initial 1,000 reconciles finish before measuring.
 	if err := waitReady(ctx, st, 1000, 2*time.Minute); err != nil {
 		return err
@@ -101,11 +56,6 @@ func (b *bench) webhookToReconcile(ctx context.Context) error {
 	for len(act.started) > 0 {
 		<-act.started
 	}
-	hooks := webhook.New(webhook.Options{Store: st, Logger: b.log,
-		Sources: map[string]webhook.Source{"bench": {Name: "bench", Secret: secret, Branch: "main"}},
-		Trigger: func(_, commit string) { s.TriggerCommit(commit) }})
-	api := httptest.NewServer(server.New(st, server.Options{Webhooks: hooks}, b.log).Handler())
-	defer api.Close()
 
 	var lat []time.Duration
 	for i := 1; i <= 50; i++ {
@@ -120,7 +70,7 @@ func (b *bench) webhookToReconcile(ctx context.Context) error {
 		body, _ := json.Marshal(map[string]any{"ref": "refs/heads/main", "after": ""})
 		mac := hmac.New(sha256.New, []byte(secret))
 		mac.Write(body)
-		req, _ := http.NewRequest(http.MethodPost, api.URL+"/hooks/bench", bytes.NewReader(body))
+		req, _ := http.NewRequest(http.MethodPost, api+"/hooks/bench", bytes.NewReader(body))
 		req.Header.Set("X-GitHub-Event", "push")
 		req.Header.Set("X-GitHub-Delivery", fmt.Sprint("bench-", i))
 		req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))

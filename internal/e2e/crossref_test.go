@@ -13,36 +13,20 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
-	"github.com/trueup-dev/trueup/actions/execaction"
-	"github.com/trueup-dev/trueup/internal/config"
-	"github.com/trueup-dev/trueup/internal/crossref"
-	"github.com/trueup-dev/trueup/internal/graph"
-	"github.com/trueup-dev/trueup/internal/reconciler"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
-	"github.com/trueup-dev/trueup/internal/syncer"
 )
 
 // TestCrossNamespaceGrantRemovedStalls: staging/b reads production/a's size under a grant; its
 // resolved spec records that spec.size came from production. When the grant goes (a reload),
 // b stalls at its next reconcile with ingest's message; when it comes back, b is Ready again.
 func TestCrossNamespaceGrantRemovedStalls(t *testing.T) {
-	e := setup(t, options{})
-	grant := []config.ReferenceExpose{{Namespace: "production", Kinds: []string{"Database"}, Outputs: []string{"size"},
-		To: []config.ReferenceTo{{Namespace: "staging"}}}}
-	var grants atomic.Pointer[[]config.ReferenceExpose]
-	grants.Store(&grant)
-	check := func(from string, target graph.ID, outputs []string) error {
-		return crossref.Check(*grants.Load(), from, target, outputs)
-	}
-	sy := syncer.New(e.store, syncer.Options{Name: "infra", Source: e.src, Interval: time.Hour, Prune: true, Replica: "test",
-		CheckReference: check}, e.log)
+	e := setup(t, options{references: grantOf("size"), backoff: [2]time.Duration{100 * time.Millisecond, 400 * time.Millisecond}})
 	e.commit(map[string]string{"manifests/types.yaml": dbType, "manifests/a.yaml": dbResource("production", "a", 7),
 		"manifests/b.yaml": strings.Replace(dbResource("staging", "b", 0), "size: 0", `size: "${{ Database/production/a.outputs.size }}"`, 1)}, "a and b")
-	if _, err := sy.SyncOnce(context.Background()); err != nil {
+	if _, err := e.syncOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	e.startReconciler("r1", reconciler.Options{CheckReference: check, BackoffInitial: 100 * time.Millisecond, BackoffMax: 400 * time.Millisecond})
 	e.waitPhase("Ready", 1, "production/a", "staging/b")
 	n, err := e.store.ResourceNeighbours(context.Background(), store.Everything, "staging", "Database", "b")
 	if err != nil {
@@ -52,7 +36,11 @@ func TestCrossNamespaceGrantRemovedStalls(t *testing.T) {
 		t.Fatalf("resolved spec %s, origins %v", n.ResolvedSpec, n.ResolvedOrigins)
 	}
 
-	grants.Store(&[]config.ReferenceExpose{})
+	noGrant := e.o
+	noGrant.references = ""
+	if res := e.replicas[0].Reload(e.config("r1", noGrant)); !res.OK {
+		t.Fatalf("reload without the grant: %+v", res)
+	}
 	if _, err := e.store.RequeueCrossNamespace(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +57,9 @@ func TestCrossNamespaceGrantRemovedStalls(t *testing.T) {
 		t.Fatalf("production/a is %s", r.Status.Phase)
 	}
 
-	grants.Store(&grant)
+	if res := e.replicas[0].Reload(e.config("r1", e.o)); !res.OK {
+		t.Fatalf("reload with the grant: %+v", res)
+	}
 	if _, err := e.store.RequeueCrossNamespace(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +70,6 @@ func TestCrossNamespaceGrantRemovedStalls(t *testing.T) {
 // grant and its action fails quoting its whole input. The value is "***" in b's message,
 // conditions, history and events (read in staging), while b's call got the real value.
 func TestCrossNamespaceValueScrubbedFromMessages(t *testing.T) {
-	e := setup(t, options{})
 	dir := t.TempDir()
 	script := filepath.Join(dir, "echo.sh")
 	got := filepath.Join(dir, "stdin")
@@ -96,25 +85,13 @@ exit 3
 `), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg, _ := json.Marshal(map[string]any{"command": []string{script}, "timeout": "30s", "env": map[string]string{"STDIN_FILE": got}})
-	act, err := execaction.New(cfg, actions.Env{Name: "provision", BaseDir: dir, Logger: e.log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.acts["provision"] = act
-	grant := []config.ReferenceExpose{{Namespace: "production", Kinds: []string{"Database"}, Outputs: []string{"host"},
-		To: []config.ReferenceTo{{Namespace: "staging"}}}}
-	check := func(from string, target graph.ID, outputs []string) error {
-		return crossref.Check(grant, from, target, outputs)
-	}
-	sy := syncer.New(e.store, syncer.Options{Name: "infra", Source: e.src, Interval: time.Hour, Prune: true, Replica: "test",
-		CheckReference: check}, e.log)
+	e := setup(t, options{script: script, env: map[string]string{"STDIN_FILE": got}, references: grantOf("host"),
+		backoff: [2]time.Duration{time.Minute, time.Minute}})
 	e.commit(map[string]string{"manifests/types.yaml": dbType, "manifests/a.yaml": dbResource("production", "a", 7),
 		"manifests/b.yaml": strings.Replace(dbResource("staging", "b", 3), "size: 3", "size: 3\n  engine: \"${{ Database/production/a.outputs.host }}\"", 1)}, "a and b")
-	if _, err := sy.SyncOnce(context.Background()); err != nil {
+	if _, err := e.syncOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	e.startReconciler("r1", reconciler.Options{CheckReference: check, BackoffInitial: time.Minute, BackoffMax: time.Minute})
 	e.eventually(20*time.Second, "b failed", func() (bool, string) {
 		r, _ := e.resource("staging", "Database", "b")
 		return r.Status.Phase == "Failed" && strings.Contains(r.Status.Message, "provider refused"), r.Status.Phase + ": " + r.Status.Message
@@ -172,26 +149,24 @@ func (a *quoteAction) Delete(_ context.Context, req actions.Request) (actions.Re
 }
 
 // spliceSetup: staging/b's spec.engine is a DSN with production/a's password spliced in,
-// under a grant; the action is a quoteAction.
-func spliceSetup(t *testing.T) (*env, *quoteAction) {
-	e := setup(t, options{})
+// under a grant; the action is a quoteAction, failing staging's reconciles if failReconcile.
+func spliceSetup(t *testing.T, failReconcile bool) *env {
 	act := &quoteAction{}
-	e.acts["provision"] = act
-	grant := []config.ReferenceExpose{{Namespace: "production", Kinds: []string{"Database"}, Outputs: []string{"password"},
-		To: []config.ReferenceTo{{Namespace: "staging"}}}}
-	check := func(from string, target graph.ID, outputs []string) error {
-		return crossref.Check(grant, from, target, outputs)
-	}
-	e.sync = syncer.New(e.store, syncer.Options{Name: "infra", Source: e.src, Interval: time.Hour, Prune: true, Replica: "test",
-		CheckReference: check}, e.log)
+	act.failReconcile.Store(failReconcile)
+	e := setup(t, options{action: act, references: grantOf("password"), backoff: [2]time.Duration{time.Minute, time.Minute}})
 	e.commit(map[string]string{"manifests/types.yaml": dbType, "manifests/a.yaml": dbResource("production", "a", 7),
 		"manifests/b.yaml": strings.Replace(dbResource("staging", "b", 3), "size: 3",
 			"size: 3\n  engine: \"postgres://app:${{ Database/production/a.outputs.password }}@db:5432/x\"", 1)}, "a and b")
-	if _, err := e.sync.SyncOnce(context.Background()); err != nil {
+	if _, err := e.syncOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	e.startReconciler("r1", reconciler.Options{CheckReference: check, BackoffInitial: time.Minute, BackoffMax: time.Minute})
-	return e, act
+	return e
+}
+
+// grantOf is a references block letting staging read outputs of production's Databases.
+func grantOf(outputs ...string) string {
+	return fmt.Sprintf("references: {expose: [{namespace: production, kinds: [Database], outputs: [%s], to: [{namespace: staging}]}]}",
+		strings.Join(outputs, ", "))
 }
 
 // stagingTexts is every message of staging/b read in staging: its message, conditions,
@@ -222,8 +197,7 @@ func stagingTexts(t *testing.T, e *env) []string {
 // TestCrossNamespaceSplicedValueScrubbed: a production password spliced into a staging DSN;
 // b's action fails quoting the password alone. It is "***" in every message read in staging.
 func TestCrossNamespaceSplicedValueScrubbed(t *testing.T) {
-	e, act := spliceSetup(t)
-	act.failReconcile.Store(true)
+	e := spliceSetup(t, true)
 	e.eventually(20*time.Second, "b failed", func() (bool, string) {
 		r, _ := e.resource("staging", "Database", "b")
 		return r.Status.Phase == "Failed" && strings.Contains(r.Status.Message, "authentication failed"), r.Status.Phase + ": " + r.Status.Message
@@ -242,10 +216,10 @@ func TestCrossNamespaceSplicedValueScrubbed(t *testing.T) {
 // spliced into its resolved spec, is removed; its delete (called with the resolved spec)
 // fails quoting the password and the whole spec. Neither shows in a message read in staging.
 func TestCrossNamespaceValueScrubbedFromDeletes(t *testing.T) {
-	e, _ := spliceSetup(t)
+	e := spliceSetup(t, false)
 	e.waitPhase("Ready", 1, "production/a", "staging/b")
 	e.commit(map[string]string{"manifests/b.yaml": ""}, "remove b")
-	if _, err := e.sync.SyncOnce(context.Background()); err != nil {
+	if _, err := e.syncOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	e.eventually(20*time.Second, "b's delete failed", func() (bool, string) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // depsType declares the kinds of the dependency test; every spec field is a string except
@@ -102,8 +103,8 @@ func TestProcsDependencies(t *testing.T) {
 	w.start(1)
 	r := w.replicas[0]
 
-	get := func(kind, name string) (store.Resource, bool) {
-		var x store.Resource
+	get := func(kind, name string) (wire.Resource, bool) {
+		var x wire.Resource
 		code, err := w.get(r, "/api/v1/resources/prod/"+kind+"/"+name, &x)
 		return x, err == nil && code == 200
 	}
@@ -187,7 +188,7 @@ func TestProcsDependencies(t *testing.T) {
 		t.Fatalf("after the Network change, calls %v", again)
 	}
 	var hist struct {
-		Items []store.HistoryEntry `json:"items"`
+		Items []wire.HistoryEntry `json:"items"`
 	}
 	if _, err := w.get(r, "/api/v1/resources/prod/Database/orders/history", &hist); err != nil || len(hist.Items) == 0 ||
 		hist.Items[0].Trigger != "dependency" || !strings.Contains(hist.Items[0].Message, "Network/prod/core") {
@@ -199,7 +200,7 @@ func TestProcsDependencies(t *testing.T) {
 	files["manifests/network.yaml"] = strings.Replace(files["manifests/network.yaml"], "spec:", "dependsOn: [{kind: App, name: web}]\nspec:", 1)
 	files["manifests/app.yaml"] = strings.Replace(files["manifests/app.yaml"], "spec:", "dependsOn: [{kind: Database, name: orders}]\nspec:", 1)
 	bad := w.commit(files, "cycle")
-	var src store.Source
+	var src wire.SourceDetail
 	w.eventually(30*time.Second, "cycle rejected", func() (bool, string) {
 		_, err := w.get(r, "/api/v1/sources/infra", &src)
 		return err == nil && src.LastAttemptedRevision == bad && len(src.Errors) > 0, fmt.Sprintf("%+v", src)

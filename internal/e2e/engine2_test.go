@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,45 +10,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trueup-dev/trueup/actions"
-	"github.com/trueup-dev/trueup/actions/execaction"
-	"github.com/trueup-dev/trueup/internal/reconciler"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
-	"github.com/trueup-dev/trueup/internal/syncer"
-	"github.com/trueup-dev/trueup/sources/dirsource"
 )
-
-// useScript replaces the env's action with action.sh under extra environment.
-func (e *env) useScript(extra map[string]string) {
-	e.t.Helper()
-	script, _ := filepath.Abs("testdata/action.sh")
-	envs := map[string]string{"CALL_LOG": e.callLog, "FAIL_FLAG": e.failFlg}
-	for k, v := range extra {
-		envs[k] = v
-	}
-	cfg, _ := json.Marshal(map[string]any{"command": []string{script}, "timeout": "30s", "env": envs})
-	act, err := execaction.New(cfg, actions.Env{Name: "provision", BaseDir: e.t.TempDir(), Logger: e.log})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.acts = map[string]actions.Action{"provision": act}
-}
 
 // TestStalledUntilSpecChanges: an action that says it cannot succeed (exit 78) stalls the
 // resource: Stalled=True, Ready=False, no retry scheduled; a new generation runs again.
 func TestStalledUntilSpecChanges(t *testing.T) {
 	t.Parallel()
-	e := setup(t, options{})
-	e.useScript(map[string]string{"FAIL_EXIT": "78"})
+	e := setup(t, options{env: map[string]string{"FAIL_EXIT": "78"}, backoff: [2]time.Duration{50 * time.Millisecond, 100 * time.Millisecond}})
 	if err := os.WriteFile(e.failFlg, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	e.commit(map[string]string{"manifests/t.yaml": dbType, "manifests/a.yaml": dbResource("prod", "a", 1)}, "one")
-	if _, err := e.sync.SyncOnce(context.Background()); err != nil {
+	if _, err := e.syncOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	e.startReconciler("r1", reconciler.Options{BackoffInitial: 50 * time.Millisecond, BackoffMax: 100 * time.Millisecond})
 	e.eventually(10*time.Second, "stalled", func() (bool, string) {
 		r, _ := e.resource("prod", "Database", "a")
 		c, _ := status.Get(r.Status.Conditions, status.Stalled)
@@ -72,7 +48,7 @@ func TestStalledUntilSpecChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.commit(map[string]string{"manifests/a.yaml": dbResource("prod", "a", 2)}, "fix")
-	if _, err := e.sync.SyncOnce(context.Background()); err != nil {
+	if _, err := e.syncOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	e.waitPhase("Ready", 2, "prod/a")
@@ -86,20 +62,18 @@ func TestStalledUntilSpecChanges(t *testing.T) {
 // reconciled right after the running call, never next to it.
 func TestNewGenerationWhileInFlight(t *testing.T) {
 	t.Parallel()
-	e := setup(t, options{})
-	e.useScript(map[string]string{"SLEEP": "1"})
+	e := setup(t, options{sleep: "1"})
 	e.commit(map[string]string{"manifests/t.yaml": dbType, "manifests/a.yaml": dbResource("prod", "a", 1)}, "one")
-	if _, err := e.sync.SyncOnce(context.Background()); err != nil {
+	if _, err := e.syncOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	e.startReconciler("r1", reconciler.Options{Workers: 4})
 	e.eventually(10*time.Second, "first call in flight", func() (bool, string) {
 		var leased bool
 		_ = e.store.Pool().QueryRow(context.Background(), "SELECT lease_owner IS NOT NULL FROM resources").Scan(&leased)
 		return leased, ""
 	})
 	e.commit(map[string]string{"manifests/a.yaml": dbResource("prod", "a", 2)}, "change while running")
-	if _, err := e.sync.SyncOnce(context.Background()); err != nil {
+	if _, err := e.syncOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	var dirty bool
@@ -126,26 +100,11 @@ func TestNewGenerationWhileInFlight(t *testing.T) {
 // second (the development loop).
 func TestDirSourceAppliesSavedFile(t *testing.T) {
 	t.Parallel()
-	e := setup(t, options{})
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "types.yaml"), dbType)
-	src, err := dirsource.New(dirsource.Config{Name: "local", Path: dir}, e.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := src.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	if err := e.store.RegisterSource(ctx, store.SourceConfig{Name: "local", URL: "dir://" + dir}); err != nil {
-		t.Fatal(err)
-	}
-	s := syncer.New(e.store, syncer.Options{Name: "local", Source: src, Interval: time.Hour, Prune: true, Replica: "dev"}, e.log)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = s.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	e := setup(t, options{source: fmt.Sprintf("name: local, dir: {path: %q, interval: 1h}", dir)})
+	ctx := context.Background()
+	e.start("dev", e.o)
 	e.eventually(10*time.Second, "types applied", func() (bool, string) {
 		ts, _ := e.store.ListTypes(ctx)
 		return len(ts) == 1, ""
@@ -215,15 +174,15 @@ func TestSourceRecoversWhenHeadIsGoodAgain(t *testing.T) {
 	e := setup(t, options{})
 	ctx := context.Background()
 	good := e.commit(map[string]string{"manifests/t.yaml": dbType, "manifests/a.yaml": dbResource("prod", "a", 1)}, "good")
-	if _, err := e.sync.SyncOnce(ctx); err != nil {
+	if _, err := e.syncOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
 	e.commit(map[string]string{"manifests/a.yaml": "kind: [broken"}, "bad")
-	if _, err := e.sync.SyncOnce(ctx); err == nil {
+	if _, err := e.syncOnce(ctx); err == nil {
 		t.Fatal("bad commit applied")
 	}
 	git(t, e.repo, "reset", "-q", "--hard", good) // force-push back to the good commit
-	if out, err := e.sync.SyncOnce(ctx); err != nil || !out.Unchanged {
+	if out, err := e.syncOnce(ctx); err != nil || !out.Unchanged {
 		t.Fatalf("sync after revert: %+v %v", out, err)
 	}
 	src, _ := e.store.GetSource(ctx, "infra")
@@ -237,7 +196,7 @@ func TestSourceRecoversWhenHeadIsGoodAgain(t *testing.T) {
 	// Healthy again: an unchanged poll writes nothing more.
 	var before, after string
 	_ = e.store.Pool().QueryRow(ctx, "SELECT xmin::text FROM sources").Scan(&before)
-	if _, err := e.sync.SyncOnce(ctx); err != nil {
+	if _, err := e.syncOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
 	_ = e.store.Pool().QueryRow(ctx, "SELECT xmin::text FROM sources").Scan(&after)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,17 +12,10 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
-	"github.com/trueup-dev/trueup/actions/execaction"
 	"github.com/trueup-dev/trueup/internal/reconciler"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
-	"github.com/trueup-dev/trueup/internal/syncer"
 )
-
-func (e *env) newSyncer(prune bool, maxFraction float64) *syncer.Syncer {
-	return syncer.New(e.store, syncer.Options{Name: "infra", Source: e.src, Interval: time.Hour, Prune: prune,
-		MaxPruneFraction: maxFraction, Replica: "test"}, e.log)
-}
 
 func (e *env) sourceEvents() []store.Event {
 	evs, err := e.store.ListEvents(context.Background(), store.Everything, store.EventFilter{Source: "infra", Limit: 1000})
@@ -81,7 +73,7 @@ func TestPruneGuards(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := setup(t, options{})
+			e := setup(t, options{noPrune: !tc.prune})
 			files := map[string]string{}
 			for k, v := range four {
 				files[k] = v
@@ -91,12 +83,11 @@ func TestPruneGuards(t *testing.T) {
 					"  namespace: prod\n  annotations: {trueup.dev/prune: disabled}\n", 1)
 			}
 			e.commit(files, "four")
-			s := e.newSyncer(tc.prune, 0)
-			if _, err := s.SyncOnce(context.Background()); err != nil {
+			if _, err := e.syncOnce(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			e.commit(tc.change, tc.name)
-			_, err := s.SyncOnce(context.Background())
+			_, err := e.syncOnce(context.Background())
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("sync error %v, want error %v", err, tc.wantErr)
 			}
@@ -120,18 +111,17 @@ func TestPruneGuards(t *testing.T) {
 // ends with the row gone and four delete history rows; meanwhile the API shows Deleting.
 func TestDeleteRetriedUntilItSucceeds(t *testing.T) {
 	t.Parallel()
-	e := setup(t, options{})
+	e := setup(t, options{backoff: [2]time.Duration{100 * time.Millisecond, 400 * time.Millisecond}})
 	e.commit(map[string]string{"manifests/t.yaml": dbType, "manifests/a.yaml": dbResource("prod", "a", 1), "manifests/b.yaml": dbResource("prod", "b", 1)}, "two")
-	if _, err := e.sync.SyncOnce(context.Background()); err != nil {
+	if _, err := e.syncOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	e.startReconciler("r1", reconciler.Options{BackoffInitial: 100 * time.Millisecond, BackoffMax: 400 * time.Millisecond})
 	e.waitPhase("Ready", 1, "prod/a", "prod/b")
 	if err := os.WriteFile(e.failFlg, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	e.commit(map[string]string{"manifests/a.yaml": ""}, "drop a")
-	if _, err := e.sync.SyncOnce(context.Background()); err != nil {
+	if _, err := e.syncOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	failedDeletes := func() int {
@@ -264,7 +254,8 @@ func TestCrashBetweenIntentAndStatus(t *testing.T) {
 			e := setup(t, options{})
 			ctx := context.Background()
 			e.commit(map[string]string{"manifests/t.yaml": dbType, "manifests/a.yaml": dbResource("prod", "a", 1)}, "one")
-			if _, err := e.sync.SyncOnce(ctx); err != nil {
+			// Synced with no replica reconciling: A must be the first to claim.
+			if _, err := e.handSyncer().SyncOnce(ctx); err != nil {
 				t.Fatal(err)
 			}
 			p := &fakeProvider{created: map[string]int{}}
@@ -289,8 +280,7 @@ func TestCrashBetweenIntentAndStatus(t *testing.T) {
 			stA.Close()
 
 			b := &intentAction{p: p}
-			e.acts = map[string]actions.Action{"provision": b}
-			e.startReconciler("b", reconciler.Options{Workers: 1, LeaseTTL: time.Second})
+			e.start("b", options{action: b, workers: 1, leaseTTL: time.Second})
 			e.waitPhase("Ready", 1, "prod/a")
 			if n := p.total(); n != 1 {
 				t.Errorf("external side effect happened %d times, want exactly once", n)
@@ -307,14 +297,7 @@ func TestCrashBetweenIntentAndStatus(t *testing.T) {
 // 200 resources with 4 workers completes in about the time of one run, not 50.
 func TestLongActionsDoNotHoldWorkers(t *testing.T) {
 	t.Parallel()
-	e := setup(t, options{})
-	script, _ := filepath.Abs("testdata/long-action.sh")
-	cfg, _ := json.Marshal(map[string]any{"command": []string{script}, "timeout": "10s", "env": map[string]string{"DURATION": "30"}})
-	act, err := execaction.New(cfg, actions.Env{Name: "provision", BaseDir: t.TempDir(), Logger: e.log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.acts = map[string]actions.Action{"provision": act}
+	e := setup(t, options{script: "testdata/long-action.sh", timeout: "10s", env: map[string]string{"DURATION": "30"}})
 	files := map[string]string{"manifests/t.yaml": dbType}
 	var b strings.Builder
 	for i := 0; i < 200; i++ {
@@ -325,11 +308,10 @@ func TestLongActionsDoNotHoldWorkers(t *testing.T) {
 	}
 	files["manifests/dbs.yaml"] = b.String()
 	e.commit(files, "200")
-	if _, err := e.sync.SyncOnce(context.Background()); err != nil {
+	start := time.Now()
+	if _, err := e.syncOnce(context.Background()); err != nil { // r1 (4 workers) starts
 		t.Fatal(err)
 	}
-	start := time.Now()
-	e.startReconciler("r1", reconciler.Options{Workers: 4})
 	e.eventually(150*time.Second, "200 Ready", func() (bool, string) {
 		var ready, inProgress int
 		_ = e.store.Pool().QueryRow(context.Background(),

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trueup-dev/trueup/internal/reconciler"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // rowVersions returns each resource's xmin: it changes whenever the row is rewritten.
@@ -34,7 +34,7 @@ func rowVersions(t *testing.T, st *store.Store) map[string]string {
 }
 
 type historyList struct {
-	Items []store.HistoryEntry `json:"items"`
+	Items []wire.HistoryEntry `json:"items"`
 }
 
 // TestWholeLoop walks the spine: create, change one spec, remove a manifest.
@@ -48,10 +48,9 @@ func TestWholeLoop(t *testing.T) {
 		"manifests/dbs/b.yaml":          dbResource("prod", "users", 20) + "---\n" + dbResource("staging", "orders", 5),
 		"README.md":                     "not a manifest",
 	}, "three databases")
-	if _, err := e.sync.SyncOnce(ctx); err != nil {
+	if _, err := e.syncOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
-	e.startReconciler("r1", reconciler.Options{})
 	all := []string{"prod/orders", "prod/users", "staging/orders"}
 	e.waitPhase("Ready", 1, all...)
 
@@ -81,7 +80,7 @@ func TestWholeLoop(t *testing.T) {
 	before := rowVersions(t, e.store)
 	callsBefore := len(e.calls())
 	e.commit(map[string]string{"manifests/dbs/a.yaml": dbResource("prod", "orders", 11)}, "grow orders")
-	out, err := e.sync.SyncOnce(ctx)
+	out, err := e.syncOnce(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +107,7 @@ func TestWholeLoop(t *testing.T) {
 
 	// A manifest removed: the action's delete runs, the resource is gone, its history stays.
 	e.commit(map[string]string{"manifests/dbs/a.yaml": ""}, "drop orders")
-	if _, err := e.sync.SyncOnce(ctx); err != nil {
+	if _, err := e.syncOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
 	e.eventually(20*time.Second, "prod/orders deleted", func() (bool, string) {
@@ -144,10 +143,11 @@ func TestInvalidCommitRejectedWhole(t *testing.T) {
 		"manifests/types/database.yaml": dbType,
 		"manifests/dbs/a.yaml":          dbResource("prod", "orders", 10),
 	}, "good")
-	good, err := e.sync.SyncOnce(ctx)
+	good, err := e.syncOnce(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.waitPhase("Ready", 1, "prod/orders") // the replica's reconciler writes the row no more
 	cases := []struct {
 		name  string
 		files map[string]string
@@ -170,7 +170,7 @@ func TestInvalidCommitRejectedWhole(t *testing.T) {
 		before := rowVersions(t, e.store)
 		e.resetTree(good.Revision)
 		rev := e.commit(tc.files, tc.name)
-		if _, err := e.sync.SyncOnce(ctx); err == nil {
+		if _, err := e.syncOnce(ctx); err == nil {
 			t.Fatalf("%s: sync succeeded", tc.name)
 		}
 		src, err := e.store.GetSource(ctx, "infra")
@@ -197,7 +197,7 @@ func TestInvalidCommitRejectedWhole(t *testing.T) {
 			t.Errorf("%s: resources changed: %v → %v", tc.name, before, after)
 		}
 		// The API reports the same.
-		var api store.Source
+		var api wire.SourceDetail
 		if code := e.get("/api/v1/sources/infra", &api); code != 200 || len(api.Errors) == 0 {
 			t.Errorf("%s: API source %d %+v", tc.name, code, api)
 		}
@@ -205,7 +205,7 @@ func TestInvalidCommitRejectedWhole(t *testing.T) {
 	// The next good commit applies.
 	e.resetTree(good.Revision)
 	rev := e.commit(map[string]string{"manifests/dbs/a.yaml": dbResource("prod", "orders", 13)}, "fixed")
-	out, err := e.sync.SyncOnce(ctx)
+	out, err := e.syncOnce(ctx)
 	if err != nil || out.Revision != rev || out.Result.Updated != 1 {
 		t.Fatalf("good commit after bad ones: %+v %v", out, err)
 	}
@@ -219,15 +219,14 @@ func TestInvalidCommitRejectedWhole(t *testing.T) {
 // stderr tail, retries with growing delays, and recovers once the script succeeds.
 func TestFailingActionRetriesWithBackoff(t *testing.T) {
 	t.Parallel()
-	e := setup(t, options{})
+	e := setup(t, options{backoff: [2]time.Duration{150 * time.Millisecond, 5 * time.Second}})
 	if err := os.WriteFile(e.failFlg, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	e.commit(map[string]string{"manifests/t.yaml": dbType, "manifests/a.yaml": dbResource("prod", "orders", 10)}, "one")
-	if _, err := e.sync.SyncOnce(context.Background()); err != nil {
+	if _, err := e.syncOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	e.startReconciler("r1", reconciler.Options{BackoffInitial: 150 * time.Millisecond, BackoffMax: 5 * time.Second})
 	e.eventually(20*time.Second, "4 failed attempts", func() (bool, string) {
 		n := 0
 		for _, c := range e.calls() {
@@ -261,7 +260,7 @@ func TestFailingActionRetriesWithBackoff(t *testing.T) {
 			t.Errorf("retry %d came %v after the attempt before it; backoff says at least %v", i, gap, least)
 		}
 	}
-	var evs struct{ Items []store.Event }
+	var evs struct{ Items []wire.Event }
 	e.get("/api/v1/resources/prod/Database/orders/events", &evs)
 	if len(evs.Items) == 0 || evs.Items[0].Type != "Warning" {
 		t.Errorf("events while failing: %+v", evs.Items)
@@ -280,17 +279,16 @@ func TestFailingActionRetriesWithBackoff(t *testing.T) {
 // same resource at once, even with frequent resyncs and short leases.
 func TestTwoReconcilersNeverOverlap(t *testing.T) {
 	t.Parallel()
-	e := setup(t, options{sleep: "0.05"})
+	e := setup(t, options{sleep: "0.05", workers: 4, leaseTTL: 2 * time.Second})
 	files := map[string]string{"manifests/t.yaml": strings.Replace(dbType, "  action:", "  resyncInterval: 100ms\n  action:", 1)}
 	for i := 0; i < 12; i++ {
 		files[fmt.Sprintf("manifests/db%02d.yaml", i)] = dbResource("prod", fmt.Sprintf("db%02d", i), 1+i)
 	}
 	e.commit(files, "twelve")
-	if _, err := e.sync.SyncOnce(context.Background()); err != nil {
+	if _, err := e.syncOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	stop1 := e.startReconciler("r1", reconciler.Options{Workers: 4, LeaseTTL: 2 * time.Second})
-	stop2 := e.startReconciler("r2", reconciler.Options{Workers: 4, LeaseTTL: 2 * time.Second})
+	r1, r2 := e.replicas[0], e.start("r2", e.o)
 	// Both reconcilers must have done some of the work: on a loaded machine the second may
 	// start claiming only after the first took every first reconcile (resyncs in sync write no
 	// history), so the holders of leases are sampled while the calls go on.
@@ -310,8 +308,8 @@ func TestTwoReconcilersNeverOverlap(t *testing.T) {
 		n := len(e.calls())
 		return n >= 60 && seen["r1"] && seen["r2"], fmt.Sprint(n, " calls by ", seen)
 	})
-	stop1()
-	stop2()
+	r1.Stop()
+	r2.Stop()
 	byID := map[string][]call{}
 	for _, c := range e.calls() {
 		byID[c.id] = append(byID[c.id], c)
@@ -336,10 +334,10 @@ func TestSamePollWritesNothing(t *testing.T) {
 	e := setup(t, options{})
 	ctx := context.Background()
 	e.commit(map[string]string{"manifests/t.yaml": dbType, "manifests/a.yaml": dbResource("prod", "orders", 10)}, "one")
-	if _, err := e.sync.SyncOnce(ctx); err != nil {
+	if _, err := e.syncOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
-	fetches := e.src.Fetches()
+	fetches := e.fetches()
 	snapshot := func() string {
 		var s string
 		err := e.store.Pool().QueryRow(ctx, `SELECT
@@ -352,14 +350,15 @@ func TestSamePollWritesNothing(t *testing.T) {
 		}
 		return s
 	}
+	e.waitPhase("Ready", 1, "prod/orders") // the replica's reconciler writes no more
 	before := snapshot()
 	for i := 0; i < 3; i++ {
-		out, err := e.sync.SyncOnce(ctx)
+		out, err := e.syncOnce(ctx)
 		if err != nil || !out.Unchanged {
 			t.Fatalf("poll %d: %+v %v", i, out, err)
 		}
 	}
-	if got := e.src.Fetches(); got != fetches {
+	if got := e.fetches(); got != fetches {
 		t.Errorf("fetches %d → %d on unchanged polls", fetches, got)
 	}
 	if after := snapshot(); after != before {

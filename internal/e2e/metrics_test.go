@@ -3,51 +3,28 @@ package e2e
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"testing"
-	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"github.com/trueup-dev/trueup/internal/metrics"
-	"github.com/trueup-dev/trueup/internal/reconciler"
-	"github.com/trueup-dev/trueup/internal/server"
-	"github.com/trueup-dev/trueup/internal/syncer"
+	"github.com/trueup-dev/trueup/actions"
 )
 
 // TestMetricsScrape: after a sync and reconciles, /metrics exposes every series with its
 // labels in the Prometheus text format.
 func TestMetricsScrape(t *testing.T) {
 	t.Parallel()
-	e := setup(t, options{})
-	met := metrics.New(metrics.Options{Logger: e.log,
-		Queue: func(ctx context.Context) (metrics.QueueStats, error) {
-			due, inFlight, scheduled, oldest, err := e.store.QueueStats(ctx)
-			return metrics.QueueStats{Due: due, InFlight: inFlight, Scheduled: scheduled, OldestDueSeconds: oldest.Seconds()}, err
-		},
-		RateLimits: func() map[string]int { return map[string]int{"gha": 4321} }})
-	s := syncer.New(e.store, syncer.Options{Name: "infra", Source: e.src, Interval: time.Hour, Prune: true, Replica: "m", Metrics: met}, e.log)
-	e.commit(map[string]string{"manifests/t.yaml": dbType, "manifests/a.yaml": dbResource("prod", "a", 1)}, "one")
-	if _, err := s.SyncOnce(context.Background()); err != nil {
+	e := setup(t, options{more: map[string]actions.Action{"gha": rateLimited{4321}}, hookSecret: hookSecret})
+	rev := e.commit(map[string]string{"manifests/t.yaml": dbType, "manifests/a.yaml": dbResource("prod", "a", 1)}, "one")
+	if _, err := e.syncOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	e.startReconciler("r1", reconciler.Options{Metrics: met})
 	e.waitPhase("Ready", 1, "prod/a")
-	met.Webhook("infra", http.StatusAccepted)
-	srv := httptest.NewServer(server.New(e.store, server.Options{Metrics: met}, e.log).Handler())
-	defer srv.Close()
-
-	resp, err := http.Get(srv.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	if code := sendHook(t, e.api, "infra", rev, "m-1", nil); code != http.StatusAccepted {
+		t.Fatalf("webhook: %d", code)
 	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parse /metrics: %v", err)
-	}
+	families := e.metrics()
 	want := map[string]map[string]string{ // family → one label set it must carry
 		"trueup_reconcile_duration_seconds":            {"kind": "Database", "operation": "reconcile", "result": "Succeeded"},
 		"trueup_reconcile_total":                       {"kind": "Database", "operation": "reconcile", "result": "Succeeded"},
@@ -75,6 +52,44 @@ func TestMetricsScrape(t *testing.T) {
 	if f := families["trueup_reconcile_total"]; f != nil && f.GetMetric()[0].GetCounter().GetValue() < 1 {
 		t.Errorf("reconcile total %v", f)
 	}
+}
+
+// rateLimited is an action whose forge allows remaining more requests.
+type rateLimited struct{ remaining int }
+
+func (a rateLimited) Reconcile(context.Context, actions.Request) (actions.Result, error) {
+	return actions.Result{Done: true}, nil
+}
+
+func (a rateLimited) Delete(context.Context, actions.Request) (actions.Result, error) {
+	return actions.Result{Done: true}, nil
+}
+
+func (a rateLimited) RateLimitRemaining() int { return a.remaining }
+
+// metrics scrapes the first replica's /metrics.
+func (e *env) metrics() map[string]*dto.MetricFamily {
+	e.t.Helper()
+	resp, err := http.Get(e.api + "/metrics")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		e.t.Fatalf("parse /metrics: %v", err)
+	}
+	return families
+}
+
+// fetches counts the first replica's syncs that fetched a revision.
+func (e *env) fetches() uint64 {
+	var n uint64
+	for _, m := range e.metrics()["trueup_source_sync_duration_seconds"].GetMetric() {
+		n += m.GetHistogram().GetSampleCount()
+	}
+	return n
 }
 
 func hasLabels(f *dto.MetricFamily, want map[string]string) bool {

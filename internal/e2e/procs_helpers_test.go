@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/trueup-dev/trueup/internal/logbuf"
 	"maps"
 	"math/rand/v2"
 	"net"
@@ -32,7 +31,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/logbuf"
+
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // procMarkVar is set in every replica's environment, so that the replica's descendants (the
@@ -408,13 +410,13 @@ func (w *procWorld) eventually(d time.Duration, what string, cond func() (bool, 
 }
 
 type procReplicaList struct {
-	Items []store.Replica `json:"items"`
-	Self  string          `json:"self"`
+	Items []wire.Replica `json:"items"`
+	Self  string         `json:"self"`
 }
 
 // holders returns the alive replicas holding lease name.
-func (l procReplicaList) holders(name string) []store.Replica {
-	var out []store.Replica
+func (l procReplicaList) holders(name string) []wire.Replica {
+	var out []wire.Replica
 	for _, r := range l.Items {
 		for _, n := range r.Leases {
 			if n == name {
@@ -426,15 +428,15 @@ func (l procReplicaList) holders(name string) []store.Replica {
 }
 
 type procPage struct {
-	Items    []store.Resource `json:"items"`
-	Continue string           `json:"continue"`
+	Items    []wire.Resource `json:"items"`
+	Continue string          `json:"continue"`
 }
 
 // waitReady waits until every resource in want (id → generation) is Ready at that
 // generation, as any running replica reports it.
-func (w *procWorld) waitReady(d time.Duration, want map[string]int64) []store.Resource {
+func (w *procWorld) waitReady(d time.Duration, want map[string]int64) []wire.Resource {
 	w.t.Helper()
-	var items []store.Resource
+	var items []wire.Resource
 	w.eventually(d, fmt.Sprintf("%d resources Ready", len(want)), func() (bool, string) {
 		var page procPage
 		if err := w.getAny("/api/v1/resources?limit=1000", &page); err != nil {
@@ -446,7 +448,7 @@ func (w *procWorld) waitReady(d time.Duration, want map[string]int64) []store.Re
 	return items
 }
 
-func procAllReady(items []store.Resource, want map[string]int64) (bool, string) {
+func procAllReady(items []wire.Resource, want map[string]int64) (bool, string) {
 	seen := map[string]bool{}
 	phases := map[string]int{}
 	var bad []string
@@ -470,7 +472,7 @@ func procAllReady(items []store.Resource, want map[string]int64) (bool, string) 
 	return true, ""
 }
 
-func procID(r store.Resource) string {
+func procID(r wire.Resource) string {
 	return r.Metadata.Namespace + "/" + r.Kind + "/" + r.Metadata.Name
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // TestProcsThreeReplicas: three replicas, 300 resources; all become Ready, the work is spread
@@ -52,7 +53,7 @@ func TestProcsThreeReplicas(t *testing.T) {
 	})
 	t.Logf("300 resources Ready %s after the replicas started (%d lease samples)", time.Since(began).Round(time.Millisecond), samples)
 
-	var src store.Source
+	var src wire.SourceDetail
 	if err := w.getAny("/api/v1/sources/infra", &src); err != nil || src.Revision != head {
 		t.Errorf("source revision %q, want %s (%v)", src.Revision, head, err)
 	}
@@ -130,7 +131,7 @@ func TestProcsThreeReplicas(t *testing.T) {
 	if len(histReplicas) < 2 {
 		t.Errorf("reconcile_history shows work from %v only", histReplicas)
 	}
-	var evs struct{ Items []store.Event }
+	var evs struct{ Items []wire.Event }
 	if err := w.getAny("/api/v1/events?limit=1000", &evs); err != nil {
 		t.Fatal(err)
 	}
@@ -255,15 +256,15 @@ func TestProcsKillLeaseHolder(t *testing.T) {
 	want[ns+"/Database/"+name] = 2
 	want["team-z/Database/late"] = 1
 	w.waitReady(30*time.Second, want)
-	var src store.Source
+	var src wire.SourceDetail
 	if err := w.getAny("/api/v1/sources/infra", &src); err != nil || src.Revision != head {
 		t.Errorf("source revision %q, want %s (%v)", src.Revision, head, err)
 	}
-	var evs struct{ Items []store.Event }
+	var evs struct{ Items []wire.Event }
 	if err := w.getAny("/api/v1/resources/team-z/Database/late/events", &evs); err != nil {
 		t.Fatal(err)
 	}
-	i := slices.IndexFunc(evs.Items, func(e store.Event) bool { return e.Reason == "Created" })
+	i := slices.IndexFunc(evs.Items, func(e wire.Event) bool { return e.Reason == "Created" })
 	if i < 0 || evs.Items[i].Replica != newHolder {
 		t.Errorf("team-z/late's Created event %+v, want one by the new holder %s", evs.Items, newHolder)
 	}
@@ -345,7 +346,7 @@ func TestProcsPostgresRestart(t *testing.T) {
 	if len(items) != len(want) {
 		t.Errorf("%d resources listed, want %d", len(items), len(want))
 	}
-	var src store.Source
+	var src wire.SourceDetail
 	if err := w.getAny("/api/v1/sources/infra", &src); err != nil || src.Revision != head {
 		t.Errorf("source revision %q, want %s (%v)", src.Revision, head, err)
 	}

@@ -1,51 +1,68 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
-	"github.com/trueup-dev/trueup/actions/execaction"
-	"github.com/trueup-dev/trueup/internal/liveness"
+	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/daemon"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
-	"github.com/trueup-dev/trueup/internal/reconciler"
-	"github.com/trueup-dev/trueup/internal/server"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/syncer"
+	"github.com/trueup-dev/trueup/internal/wire"
 	"github.com/trueup-dev/trueup/sources/gitsource"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
-// env is one test's world: a Git repository, a database, an exec action, a syncer, and
-// reconcilers started on demand.
+// env is one test's world: a Git repository, a database, and the trueup replicas the test
+// starts, each a daemon (internal/daemon) of the config its options make.
 type env struct {
-	t       *testing.T
-	repo    string
-	store   *store.Store
-	src     *gitsource.Source
-	sync    *syncer.Syncer
-	acts    map[string]actions.Action
-	callLog string
-	failFlg string
-	api     *httptest.Server
-	log     *slog.Logger
+	t        *testing.T
+	dir      string
+	repo     string
+	dbURL    string
+	store    *store.Store // the test's own connection: what it seeds and inspects
+	o        options
+	callLog  string
+	failFlg  string
+	api      string // the first replica's API
+	replicas []*daemon.Daemon
+	listens  map[string]string // each replica's API address, kept across its reloads
+	log      *slog.Logger
 }
 
+// options are a test's controller settings: the config of every replica it starts.
 type options struct {
-	sleep string // seconds the action sleeps
+	sleep       string                    // seconds the action sleeps
+	script      string                    // the exec action's command (default testdata/action.sh)
+	timeout     string                    // the exec action's timeout (default 30s)
+	env         map[string]string         // more environment for the command
+	action      actions.Action            // the action instance instead of the exec action
+	workers     int                       // reconcile.workers (default 4)
+	leaseTTL    time.Duration             // reconcile.leaseTTL (default 5s)
+	backoff     [2]time.Duration          // reconcile.backoff initial and max (default 200ms, 2s)
+	noPrune     bool                      // prune.enabled: false
+	maxFraction float64                   // prune.maxFraction
+	references  string                    // the references block (YAML)
+	source      string                    // the source instead of infra on the test's repository (YAML flow mapping)
+	more        map[string]actions.Action // more actions, by name
+	hookSecret  string                    // the source's webhook secret ("": no webhook)
 }
 
 func setup(t *testing.T, o options) *env {
@@ -58,76 +75,145 @@ func setup(t *testing.T, o options) *env {
 	}
 	t.Cleanup(st.Close)
 	dir := t.TempDir()
-	e := &env{t: t, repo: filepath.Join(dir, "repo"), store: st, callLog: filepath.Join(dir, "calls.log"),
+	e := &env{t: t, dir: dir, repo: filepath.Join(dir, "repo"), dbURL: url, store: st, o: o, listens: map[string]string{}, callLog: filepath.Join(dir, "calls.log"),
 		failFlg: filepath.Join(dir, "fail"), log: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))}
 	git(t, "", "init", "-q", "-b", "main", e.repo)
+	return e
+}
 
-	script, _ := filepath.Abs("testdata/action.sh")
-	cfg, _ := json.Marshal(map[string]any{"command": []string{script}, "timeout": "30s",
-		"env": map[string]string{"CALL_LOG": e.callLog, "FAIL_FLAG": e.failFlg, "SLEEP": o.sleep}})
-	act, err := execaction.New(cfg, actions.Env{Name: "provision", BaseDir: dir, Logger: e.log})
-	if err != nil {
-		t.Fatal(err)
+// config is replica name's controller config under o: the Git source infra on the test's
+// repository (polled hourly: the test syncs), the action provision, the test's database.
+func (e *env) config(name string, o options) *config.Config {
+	e.t.Helper()
+	listen, ok := e.listens[name]
+	if !ok {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		listen = ln.Addr().String()
+		ln.Close()
+		e.listens[name] = listen
 	}
-	e.acts = map[string]actions.Action{"provision": act}
+	action := map[string]any{"name": "provision", "type": "test"}
+	if o.action == nil {
+		script := cmp.Or(o.script, "testdata/action.sh")
+		script, _ = filepath.Abs(script)
+		env := map[string]string{"CALL_LOG": e.callLog, "FAIL_FLAG": e.failFlg, "SLEEP": o.sleep}
+		maps.Copy(env, o.env)
+		action = map[string]any{"name": "provision", "type": "exec", "config": map[string]any{"command": []string{script},
+			"timeout": cmp.Or(o.timeout, "30s"), "env": env}}
+	}
+	all := []any{action}
+	for _, name := range slices.Sorted(maps.Keys(o.more)) {
+		all = append(all, map[string]any{"name": name, "type": "test-" + name})
+	}
+	actionsJSON, _ := json.Marshal(all)
+	prune := map[string]any{"enabled": !o.noPrune}
+	if o.maxFraction > 0 {
+		prune["maxFraction"] = o.maxFraction
+	}
+	pruneJSON, _ := json.Marshal(prune)
+	source := fmt.Sprintf("name: infra, git: {url: %q, branch: main, path: manifests, interval: 1h}", "file://"+e.repo)
+	if o.source != "" {
+		source = o.source
+	}
+	if o.hookSecret != "" {
+		source += fmt.Sprintf(", webhook: {secret: %q}", o.hookSecret)
+	}
+	text := fmt.Sprintf(`dataDir: %q
+database: {url: %q}
+server: {listen: %q}
+log: {level: info}
+auth: {anonymous: admin, tokens: [{name: ci-bot, sha256: %s, role: operator}]}
+actions: %s
+reconcile: {workers: %d, resyncInterval: 0s, leaseTTL: %s, backoff: {initial: %s, max: %s}}
+sources:
+  - {%s, prune: %s}
+%s`, filepath.Join(e.dir, "data-"+name), e.dbURL, listen, operatorSHA256, actionsJSON, cmp.Or(o.workers, 4), cmp.Or(o.leaseTTL, 5*time.Second),
+		cmp.Or(o.backoff[0], 200*time.Millisecond), cmp.Or(o.backoff[1], 2*time.Second), source, pruneJSON, o.references)
+	cfg, err := config.Parse([]byte(text), e.dir, func(string) string { return "" })
+	if err != nil {
+		e.t.Fatalf("config: %v\n%s", err, text)
+	}
+	return cfg
+}
 
-	e.src, err = gitsource.New(gitsource.Config{Name: "infra", URL: "file://" + e.repo, Branch: "main", Path: "manifests",
-		Dir: filepath.Join(dir, "mirror")}, e.log)
+// operatorToken is the bearer token of the operator ci-bot in every replica's config (callers
+// without credentials are admins, as without an auth block).
+const (
+	operatorToken  = "ci-bot-token-8f2e"
+	operatorSHA256 = "ebaaf107098e6819b2d8c52c058a901dac0a58904d86b163b6b41ca41bf768c8"
+)
+
+// start runs replica name, a daemon of o's config (o.action as the action kind "test"), until
+// the test ends or it is stopped. The first replica started serves e.api.
+func (e *env) start(name string, o options) *daemon.Daemon {
+	e.t.Helper()
+	reg, err := daemon.Registry()
 	if err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = e.src.Close() })
-	if err := st.RegisterSource(ctx, store.SourceConfig{Name: "infra", URL: e.repo, Branch: "main", Path: "manifests"}); err != nil {
-		t.Fatal(err)
+	instances := map[string]actions.Action{}
+	maps.Copy(instances, o.more)
+	if o.action != nil {
+		instances[""] = o.action
 	}
-	e.sync = syncer.New(st, syncer.Options{Name: "infra", Source: e.src, Interval: time.Hour, Prune: true, Replica: "test",
+	for name, act := range instances {
+		_ = reg.Register(strings.TrimSuffix("test-"+name, "-"), func(json.RawMessage, actions.Env) (actions.Action, error) { return act, nil })
+	}
+	cfg := e.config(name, o)
+	d, err := daemon.New(cfg, daemon.Deps{Stderr: testWriter{e.t}, Registry: reg, Version: "test", Replica: name})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := d.Start(context.Background()); err != nil {
+		e.t.Fatalf("start %s: %v", name, err)
+	}
+	e.t.Cleanup(d.Stop)
+	if e.replicas = append(e.replicas, d); len(e.replicas) == 1 {
+		e.api = "http://" + cfg.Server.Listen
+	}
+	return d
+}
+
+// handSyncer is a syncer of the source as replica "test", for the tests whose first sync
+// must run while no replica reconciles: a daemon always runs its reconciler.
+func (e *env) handSyncer() *syncer.Syncer {
+	src, err := gitsource.New(gitsource.Config{Name: "infra", URL: "file://" + e.repo, Branch: "main", Path: "manifests",
+		Dir: filepath.Join(e.dir, "mirror")}, e.log)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { _ = src.Close() })
+	if err := e.store.RegisterSource(context.Background(), store.SourceConfig{Name: "infra", URL: e.repo, Branch: "main", Path: "manifests"}); err != nil {
+		e.t.Fatal(err)
+	}
+	return syncer.New(e.store, syncer.Options{Name: "infra", Source: src, Interval: time.Hour, Prune: true, Replica: "test",
 		CheckAction: func(name string, _ json.RawMessage) error {
-			if _, ok := e.acts[name]; !ok {
+			if name != "provision" {
 				return fmt.Errorf("action %q is not configured", name)
 			}
 			return nil
 		}}, e.log)
-	e.api = httptest.NewServer(server.New(st, server.Options{Replica: "test"}, e.log).Handler())
-	t.Cleanup(e.api.Close)
-	return e
 }
 
-// startReconciler runs a reconciler until the test ends (or stop is called).
-func (e *env) startReconciler(name string, o reconciler.Options) (stop func()) {
-	o.Replica = name
-	if o.Workers == 0 {
-		o.Workers = 4
+// syncOnce syncs the source now on the first replica, which holds its lease, as a poll does.
+// With no replica running it starts r1 of the test's options: its start takes the lease and
+// syncs, which must apply the repository's head (as the first sync of a test must).
+func (e *env) syncOnce(ctx context.Context) (syncer.Outcome, error) {
+	e.t.Helper()
+	if len(e.replicas) == 0 {
+		d := e.start("r1", e.o)
+		e.eventually(30*time.Second, "r1's first sync", func() (bool, string) {
+			rt, ok := d.Syncer("infra").Runtime()
+			return ok && rt.Completed != nil, fmt.Sprintf("holds the source: %v", ok)
+		})
+		if src, err := e.store.GetSource(ctx, "infra"); err != nil || len(src.Errors) > 0 {
+			e.t.Fatalf("r1's first sync: %v %+v", err, src.Errors)
+		}
 	}
-	if o.BackoffInitial == 0 {
-		o.BackoffInitial = 200 * time.Millisecond
-		o.BackoffMax = 2 * time.Second
-	}
-	if o.LeaseTTL == 0 {
-		o.LeaseTTL = 5 * time.Second
-	}
-	r := reconciler.New(e.store, e.acts, o, e.log.With("replica", name))
-	// As in serve: the maintenance loop releases expired leases (on its lease holder), and
-	// liveness releases the work of replicas whose database session ended.
-	m := reconciler.NewMaintenance(e.store, reconciler.MaintenanceOptions{Replica: name, LeaseTTL: o.LeaseTTL}, e.log.With("replica", name))
-	live := liveness.New(e.store, liveness.Options{Replica: store.Replica{Name: name}, OnLost: r.Suspend, OnRegained: r.Resume,
-		OnReleased: func() { r.Wake(); m.Wake() }}, e.log.With("replica", name))
-	if err := live.Start(context.Background()); err != nil {
-		e.t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(4)
-	go func() { defer wg.Done(); _ = m.Run(ctx) }()
-	go func() { defer wg.Done(); live.Run(ctx) }()
-	go func() { defer wg.Done(); _ = r.Run(ctx) }()
-	go func() {
-		defer wg.Done()
-		e.store.Listen(ctx, []string{store.WorkChannel}, func(string, string) { r.Wake() }, e.log)
-	}()
-	var once sync.Once
-	stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
-	e.t.Cleanup(stop)
-	return stop
+	return e.replicas[0].Syncer("infra").SyncOnce(ctx)
 }
 
 // commit writes files (path → content; "" deletes) under the repository and commits them.
@@ -174,7 +260,7 @@ func git(t testing.TB, dir string, args ...string) string {
 // get fetches an API path and decodes JSON into v; it returns the status code.
 func (e *env) get(path string, v any) int {
 	e.t.Helper()
-	resp, err := http.Get(e.api.URL + path)
+	resp, err := http.Get(e.api + path)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -188,8 +274,8 @@ func (e *env) get(path string, v any) int {
 	return resp.StatusCode
 }
 
-func (e *env) resource(ns, kind, name string) (store.Resource, int) {
-	var r store.Resource
+func (e *env) resource(ns, kind, name string) (wire.Resource, int) {
+	var r wire.Resource
 	code := e.get(fmt.Sprintf("/api/v1/resources/%s/%s/%s", ns, kind, name), &r)
 	return r, code
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -16,8 +17,10 @@ import (
 	"github.com/trueup-dev/trueup/internal/liveness"
 	"github.com/trueup-dev/trueup/internal/logbuf"
 	"github.com/trueup-dev/trueup/internal/reconciler"
+	"github.com/trueup-dev/trueup/internal/server"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // gateAction blocks every Reconcile until its gate closes (or, with ignoreCancel, until the
@@ -62,7 +65,7 @@ func (a *gateAction) Delete(context.Context, actions.Request) (actions.Result, e
 	return actions.Result{Done: true}, nil
 }
 
-func condition(r store.Resource, typ string) status.Condition {
+func condition(r wire.Resource, typ string) status.Condition {
 	c, _ := status.Get(r.Status.Conditions, typ)
 	return c
 }
@@ -74,16 +77,20 @@ func TestReconcilingDuringFirstReconcile(t *testing.T) {
 	t.Parallel()
 	e := setup(t, options{})
 	e.commit(map[string]string{"manifests/t.yaml": dbType, "manifests/a.yaml": dbResource("prod", "a", 1)}, "one")
-	if _, err := e.sync.SyncOnce(context.Background()); err != nil {
+	// Synced, and read through an API on the database, while no replica reconciles.
+	if _, err := e.handSyncer().SyncOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	before := httptest.NewServer(server.New(e.store, server.Options{}, e.log).Handler())
+	defer before.Close()
+	e.api = before.URL
 	r, _ := e.resource("prod", "Database", "a")
 	if r.Status.Phase != status.PhasePending || condition(r, status.Reconciling).Status != status.True {
 		t.Errorf("created: phase %s, Reconciling %+v; want Pending with Reconciling=True", r.Status.Phase, condition(r, status.Reconciling))
 	}
 	act := &gateAction{who: "r1", gate: make(chan struct{}), started: make(chan string, 1)}
-	e.acts = map[string]actions.Action{"provision": act}
-	e.startReconciler("r1", reconciler.Options{})
+	e.api = ""
+	e.start("r1", options{action: act})
 	select {
 	case <-act.started:
 	case <-time.After(20 * time.Second):
@@ -111,19 +118,18 @@ func TestReconcilingDuringFirstReconcile(t *testing.T) {
 // a failing delete shows Synced=False (and Ready=False, Reconciling=True) until it succeeds.
 func TestSyncedFalseWhileDeletesFail(t *testing.T) {
 	t.Parallel()
-	e := setup(t, options{})
+	e := setup(t, options{backoff: [2]time.Duration{100 * time.Millisecond, 400 * time.Millisecond}})
 	e.commit(map[string]string{"manifests/t.yaml": dbType, "manifests/a.yaml": dbResource("prod", "a", 1),
 		"manifests/b.yaml": dbResource("prod", "b", 1)}, "two")
-	if _, err := e.sync.SyncOnce(context.Background()); err != nil {
+	if _, err := e.syncOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	e.startReconciler("r1", reconciler.Options{BackoffInitial: 100 * time.Millisecond, BackoffMax: 400 * time.Millisecond})
 	e.waitPhase("Ready", 1, "prod/a", "prod/b")
 	if err := os.WriteFile(e.failFlg, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	e.commit(map[string]string{"manifests/a.yaml": ""}, "drop a")
-	if _, err := e.sync.SyncOnce(context.Background()); err != nil {
+	if _, err := e.syncOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	e.eventually(20*time.Second, "Synced=False while the delete fails", func() (bool, string) {
@@ -158,7 +164,8 @@ func TestSessionKilledReplicaNeverCommits(t *testing.T) {
 	e := setup(t, options{})
 	ctx := context.Background()
 	e.commit(map[string]string{"manifests/t.yaml": dbType, "manifests/a.yaml": dbResource("prod", "a", 1)}, "one")
-	if _, err := e.sync.SyncOnce(ctx); err != nil {
+	// Synced with no replica reconciling: A must be the first to claim.
+	if _, err := e.handSyncer().SyncOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
 	stA, err := store.Open(ctx, e.store.Pool().Config().ConnString(), store.Options{MaxConns: 4})
@@ -197,8 +204,7 @@ func TestSessionKilledReplicaNeverCommits(t *testing.T) {
 
 	actB := &gateAction{who: "b", gate: make(chan struct{}), started: make(chan string, 1)}
 	close(actB.gate)
-	e.acts = map[string]actions.Action{"provision": actB}
-	e.startReconciler("b", reconciler.Options{Workers: 1, LeaseTTL: time.Minute})
+	e.start("b", options{action: actB, workers: 1, leaseTTL: time.Minute})
 
 	var pid int
 	if err := e.store.Pool().QueryRow(ctx, `SELECT l.pid FROM pg_locks l JOIN replicas r ON l.objid::int8 = r.liveness_key
@@ -261,7 +267,9 @@ func TestNoLeaseLostWhileDraining(t *testing.T) {
 	}
 	files["manifests/all.yaml"] = b.String()
 	e.commit(files, "many")
-	if _, err := e.sync.SyncOnce(ctx); err != nil {
+	// A lone reconciler with leases of 60 ms (a config's are 1 s at least), on a source
+	// synced before it runs.
+	if _, err := e.handSyncer().SyncOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
 	act, err := noop.New(nil, actions.Env{Name: "provision"})

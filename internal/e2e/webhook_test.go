@@ -21,38 +21,26 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trueup-dev/trueup/internal/commitstatus"
-	"github.com/trueup-dev/trueup/internal/reconciler"
-	"github.com/trueup-dev/trueup/internal/server"
-	"github.com/trueup-dev/trueup/internal/store"
-	"github.com/trueup-dev/trueup/internal/syncer"
-	"github.com/trueup-dev/trueup/internal/webhook"
-	"github.com/trueup-dev/trueup/sources/gitsource"
+	"github.com/trueup-dev/trueup/internal/daemon"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 const hookSecret = "whsec-7f3a91c2e4"
 
 // hookEnv is a Git server on loopback (git http-backend behind basic auth), a working clone
-// pushing to it, and trueup's syncer, reconciler and webhook endpoint.
+// pushing to it, and the replica hook syncing it, reconciling, and taking its webhooks.
 type hookEnv struct {
 	*env
-	bare     string
-	work     string
-	gitURL   string // with credentials, for the git CLI
-	api      *httptest.Server
-	triggers atomic.Int32
-	syncer   *syncer.Syncer
-	source   *gitsource.Source
+	bare   string
+	work   string
+	gitURL string // with credentials, for the git CLI
+	d      *daemon.Daemon
 }
 
-func setupHooks(t *testing.T, mkReporter func(*env) syncer.Reporter) *hookEnv {
+// setupHooks starts the replica hook; more is added to its source's config (YAML).
+func setupHooks(t *testing.T, more string) *hookEnv {
 	t.Helper()
-	e := setup(t, options{})
-	var reporter syncer.Reporter
-	if mkReporter != nil {
-		reporter = mkReporter(e)
-	}
-	h := &hookEnv{env: e, bare: filepath.Join(t.TempDir(), "infra.git"), work: filepath.Join(t.TempDir(), "work")}
+	h := &hookEnv{bare: filepath.Join(t.TempDir(), "infra.git"), work: filepath.Join(t.TempDir(), "work")}
 	git(t, "", "init", "-q", "--bare", "-b", "main", h.bare)
 	git(t, h.bare, "config", "http.receivepack", "true")
 	gitPath, err := exec.LookPath("git")
@@ -74,36 +62,17 @@ func setupHooks(t *testing.T, mkReporter func(*env) syncer.Reporter) *hookEnv {
 	git(t, "", "init", "-q", "-b", "main", h.work)
 	git(t, h.work, "remote", "add", "origin", h.gitURL)
 
-	h.source, err = gitsource.New(gitsource.Config{Name: "infra", URL: gitSrv.URL + "/infra.git", Branch: "main", Path: "manifests",
-		Auth: gitsource.Auth{Username: "deploy", Password: "git-pass-55"}, Dir: filepath.Join(t.TempDir(), "mirror")}, e.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.source.Close() })
-	h.syncer = syncer.New(e.store, syncer.Options{Name: "infra", Source: h.source, Interval: time.Hour, Prune: true, Replica: "hook",
-		Reporter: reporter}, e.log)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = h.syncer.Run(ctx) }()
-	t.Cleanup(func() { cancel(); wg.Wait() })
-
-	m := reconciler.NewMaintenance(e.store, reconciler.MaintenanceOptions{Replica: "hook", LeaseTTL: 1500 * time.Millisecond,
-		Sources: func() map[string]any {
-			if rt, ok := h.syncer.Runtime(); ok {
-				return map[string]any{"infra": rt}
-			}
-			return nil
-		}}, e.log)
-	wg.Add(1)
-	go func() { defer wg.Done(); _ = m.Run(ctx) }()
-
-	hooks := webhook.New(webhook.Options{Store: e.store, Logger: e.log,
-		Sources: map[string]webhook.Source{"infra": {Name: "infra", Secret: hookSecret, Branch: "main"}},
-		Trigger: func(source, commit string) { h.triggers.Add(1); h.syncer.TriggerCommit(commit) }})
-	h.api = httptest.NewServer(server.New(e.store, server.Options{Webhooks: hooks}, e.log).Handler())
-	t.Cleanup(h.api.Close)
+	h.env = setup(t, options{hookSecret: hookSecret, leaseTTL: 1500 * time.Millisecond,
+		source: fmt.Sprintf("name: infra, git: {url: %q, branch: main, path: manifests, interval: 1h, auth: {username: deploy, password: git-pass-55}}%s",
+			gitSrv.URL+"/infra.git", more)})
+	h.d = h.start("hook", h.o)
 	return h
+}
+
+// webhooks is when the replica hook's syncer last took a webhook (nil: never).
+func (h *hookEnv) webhooks() *time.Time {
+	rt, _ := h.d.Syncer("infra").Runtime()
+	return rt.LastWebhook
 }
 
 // push commits files in the working clone and pushes them with the git CLI.
@@ -129,10 +98,16 @@ func (h *hookEnv) push(files map[string]string, msg string) string {
 // hook sends a GitHub-style push webhook; mutate may spoil it.
 func (h *hookEnv) hook(source, commit, delivery string, mutate func(*http.Request, []byte) []byte) int {
 	h.t.Helper()
+	return sendHook(h.t, h.api, source, commit, delivery, mutate)
+}
+
+// sendHook sends a GitHub-style push webhook signed with hookSecret to the API at base.
+func sendHook(t *testing.T, base, source, commit, delivery string, mutate func(*http.Request, []byte) []byte) int {
+	t.Helper()
 	body, _ := json.Marshal(map[string]any{"ref": "refs/heads/main", "after": commit, "repository": map[string]any{"full_name": "acme/infra"}})
 	mac := hmac.New(sha256.New, []byte(hookSecret))
 	mac.Write(body)
-	req, _ := http.NewRequest(http.MethodPost, h.api.URL+"/hooks/"+source, nil)
+	req, _ := http.NewRequest(http.MethodPost, base+"/hooks/"+source, nil)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-GitHub-Event", "push")
 	req.Header.Set("X-GitHub-Delivery", delivery)
@@ -144,7 +119,7 @@ func (h *hookEnv) hook(source, commit, delivery string, mutate func(*http.Reques
 	req.ContentLength = int64(len(body))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		h.t.Fatal(err)
+		t.Fatal(err)
 	}
 	resp.Body.Close()
 	return resp.StatusCode
@@ -162,14 +137,13 @@ func (h *hookEnv) appliedRevision() string {
 // is applied and reconciling at once; bad webhooks are refused and sync nothing.
 func TestWebhookAppliesPushAtOnce(t *testing.T) {
 	t.Parallel()
-	h := setupHooks(t, nil)
+	h := setupHooks(t, "")
 	first := h.push(map[string]string{"manifests/t.yaml": dbType, "manifests/a.yaml": dbResource("prod", "a", 1)}, "first")
-	h.syncer.Trigger() // the syncer's first poll found an empty repository
+	h.d.Syncer("infra").Trigger() // the syncer's first poll found an empty repository
 	h.eventually(10*time.Second, "first revision applied by the initial sync", func() (bool, string) { return h.appliedRevision() == first, h.appliedRevision() })
-	h.startReconciler("r1", reconciler.Options{})
 
 	second := h.push(map[string]string{"manifests/b.yaml": dbResource("prod", "b", 2)}, "second")
-	fetches := h.source.Fetches()
+	fetches := h.fetches()
 	for _, tc := range []struct {
 		name   string
 		source string
@@ -190,8 +164,8 @@ func TestWebhookAppliesPushAtOnce(t *testing.T) {
 			t.Errorf("%s: %d, want %d", tc.name, code, tc.want)
 		}
 	}
-	if h.triggers.Load() != 0 || h.source.Fetches() != fetches || h.appliedRevision() != first {
-		t.Fatalf("refused webhooks caused a sync: triggers %d fetches %d→%d", h.triggers.Load(), fetches, h.source.Fetches())
+	if h.webhooks() != nil || h.fetches() != fetches || h.appliedRevision() != first {
+		t.Fatalf("refused webhooks caused a sync: last webhook %v fetches %d→%d", h.webhooks(), fetches, h.fetches())
 	}
 
 	start := time.Now()
@@ -210,21 +184,21 @@ func TestWebhookAppliesPushAtOnce(t *testing.T) {
 	// The source shows its holder, last poll, last webhook and lag (published by the holder's
 	// heartbeat, since a poll that finds nothing new writes nothing).
 	h.eventually(10*time.Second, "source runtime published", func() (bool, string) {
-		var src store.Source
+		var src wire.SourceDetail
 		h.get("/api/v1/sources/infra", &src)
 		return src.Holder == "hook" && src.LastWebhookTime != nil && src.LastPollTime != nil && src.HeadRevision == second &&
 			src.LagSeconds == 0, fmt.Sprintf("%+v", src)
 	})
 
 	// A redelivery is acknowledged and not synced again.
-	before := h.source.Fetches()
+	before, taken := h.fetches(), *h.webhooks()
 	if code := h.hook("infra", second, "d-1", nil); code != http.StatusAccepted {
 		t.Errorf("redelivery: %d", code)
 	}
-	if h.triggers.Load() != 1 {
-		t.Errorf("redelivery triggered a sync: %d triggers", h.triggers.Load())
+	if last := h.webhooks(); !last.Equal(taken) {
+		t.Errorf("redelivery triggered a sync: last webhook %v, before %v", last, taken)
 	}
-	if h.source.Fetches() != before {
+	if h.fetches() != before {
 		t.Errorf("redelivery fetched")
 	}
 }
@@ -233,12 +207,12 @@ func TestWebhookAppliesPushAtOnce(t *testing.T) {
 // fetches.
 func TestWebhookFloodCoalesces(t *testing.T) {
 	t.Parallel()
-	h := setupHooks(t, nil)
+	h := setupHooks(t, "")
 	first := h.push(map[string]string{"manifests/t.yaml": dbType, "manifests/a.yaml": dbResource("prod", "a", 1)}, "first")
-	h.syncer.Trigger() // the syncer's first poll found an empty repository
+	h.d.Syncer("infra").Trigger() // the syncer's first poll found an empty repository
 	h.eventually(10*time.Second, "initial sync", func() (bool, string) { return h.appliedRevision() == first, "" })
 	second := h.push(map[string]string{"manifests/b.yaml": dbResource("prod", "b", 2)}, "second")
-	before := h.source.Fetches()
+	before := h.fetches()
 	var wg sync.WaitGroup
 	var accepted, limited atomic.Int32
 	for i := 0; i < 100; i++ {
@@ -255,7 +229,7 @@ func TestWebhookFloodCoalesces(t *testing.T) {
 	}
 	wg.Wait()
 	h.eventually(10*time.Second, "second applied", func() (bool, string) { return h.appliedRevision() == second, "" })
-	if n := h.source.Fetches() - before; n > 2 {
+	if n := h.fetches() - before; n > 2 {
 		t.Errorf("100 webhooks caused %d fetches, want ≤ 2", n)
 	}
 	if accepted.Load()+limited.Load() != 100 || accepted.Load() == 0 {
@@ -267,9 +241,9 @@ func TestWebhookFloodCoalesces(t *testing.T) {
 // later still ends with that commit applied.
 func TestWebhookWaitsForPushedCommit(t *testing.T) {
 	t.Parallel()
-	h := setupHooks(t, nil)
+	h := setupHooks(t, "")
 	first := h.push(map[string]string{"manifests/t.yaml": dbType, "manifests/a.yaml": dbResource("prod", "a", 1)}, "first")
-	h.syncer.Trigger() // the syncer's first poll found an empty repository
+	h.d.Syncer("infra").Trigger() // the syncer's first poll found an empty repository
 	h.eventually(10*time.Second, "initial sync", func() (bool, string) { return h.appliedRevision() == first, "" })
 	// The commit exists on the server under another ref; main moves to it only later, as on a
 	// forge whose fetch endpoint lags behind the push event.
@@ -330,19 +304,10 @@ func TestCommitStatusOnTheForge(t *testing.T) {
 	fake := &fakeStatuses{got: map[string][]map[string]string{}}
 	gh := httptest.NewServer(fake)
 	defer gh.Close()
-	h := setupHooks(t, func(e *env) syncer.Reporter {
-		rep, err := commitstatus.New(commitstatus.Config{Provider: "github", Token: "ghp_statusToken123", BaseURL: gh.URL + "/",
-			Repo: "acme/infra", TargetURL: "http://127.0.0.1:8080/sources/infra"}, "infra", e.store, e.log)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = rep.Close() })
-		return rep
-	})
-	h.startReconciler("r1", reconciler.Options{})
+	h := setupHooks(t, fmt.Sprintf(", commitStatus: {provider: github, token: ghp_statusToken123, baseURL: %q, repo: acme/infra}", gh.URL+"/"))
 
 	good := h.push(map[string]string{"manifests/t.yaml": dbType, "manifests/a.yaml": dbResource("prod", "a", 1)}, "good")
-	h.syncer.TriggerCommit(good)
+	h.d.Syncer("infra").TriggerCommit(good)
 	h.eventually(20*time.Second, "success on the good commit", func() (bool, string) {
 		st := fake.states(good)
 		return len(st) >= 2 && st[0] == "pending" && st[len(st)-1] == "success", fmt.Sprint(st)
@@ -351,7 +316,7 @@ func TestCommitStatusOnTheForge(t *testing.T) {
 		t.Errorf("status %v", l)
 	}
 	bad := h.push(map[string]string{"manifests/a.yaml": dbResource("prod", "a", 500)}, "bad")
-	h.syncer.TriggerCommit(bad)
+	h.d.Syncer("infra").TriggerCommit(bad)
 	h.eventually(10*time.Second, "failure on the bad commit", func() (bool, string) {
 		l := fake.last(bad)
 		return l != nil && l["state"] == "failure" && strings.Contains(l["description"], "manifests/a.yaml:7"), fmt.Sprint(l)
