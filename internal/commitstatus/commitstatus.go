@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/trueup-dev/trueup/internal/clip"
+	"github.com/trueup-dev/trueup/internal/forge/ratelimit"
 	"github.com/trueup-dev/trueup/internal/plaintext"
 	"github.com/trueup-dev/trueup/internal/plural"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -36,6 +37,9 @@ type Config struct {
 	Repo string
 	// TargetURL is the link shown beside the status (the dashboard); optional.
 	TargetURL string
+	// Pauses holds the rate-limit pause of the token at the forge; nil: ratelimit.Shared(),
+	// the process's, which the actions of the same token at the same host share.
+	Pauses *ratelimit.Registry
 }
 
 // Providers.

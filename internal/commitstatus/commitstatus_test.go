@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/trueup-dev/trueup/internal/clip"
+	"github.com/trueup-dev/trueup/internal/forge/ratelimit"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -158,7 +159,7 @@ func setup(t *testing.T, provider string) *fixture {
 	srv := httptest.NewServer(f.forge)
 	t.Cleanup(srv.Close)
 	repo := "acme/infra"
-	rep, err := New(Config{Provider: provider, Token: token, BaseURL: srv.URL + "/", Repo: repo, TargetURL: "http://127.0.0.1:8080/"},
+	rep, err := New(Config{Provider: provider, Token: token, BaseURL: srv.URL + "/", Repo: repo, TargetURL: "http://127.0.0.1:8080/", Pauses: new(ratelimit.Registry)},
 		"infra", st, slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatal(err)
@@ -465,7 +466,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 			}))
 			t.Cleanup(redirect.Close)
 			logs := &syncBuffer{}
-			rep, err := New(Config{Provider: provider, Token: token, BaseURL: redirect.URL, Repo: "acme/infra"}, "infra", f.st,
+			rep, err := New(Config{Provider: provider, Token: token, BaseURL: redirect.URL, Repo: "acme/infra", Pauses: new(ratelimit.Registry)}, "infra", f.st,
 				slog.New(slog.NewTextHandler(logs, nil)))
 			if err != nil {
 				t.Fatal(err)
@@ -520,7 +521,7 @@ func TestNeverBlocks(t *testing.T) {
 	}))
 	t.Cleanup(blocked.Close)
 	t.Cleanup(func() { close(hang) })
-	rep, err := New(Config{Provider: ProviderGitHub, Token: token, BaseURL: blocked.URL, Repo: "acme/infra"}, "infra", f.st, slog.New(slog.NewTextHandler(f.logs, nil)))
+	rep, err := New(Config{Provider: ProviderGitHub, Token: token, BaseURL: blocked.URL, Repo: "acme/infra", Pauses: new(ratelimit.Registry)}, "infra", f.st, slog.New(slog.NewTextHandler(f.logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func newForge(cfg Config, statusContext string) (forge, error) {
 		if base == "" {
 			base = "https://gitlab.com/"
 		}
-		api, err := gitlabapi.New(gitlabapi.Config{BaseURL: base, Token: cfg.Token})
+		api, err := gitlabapi.New(gitlabapi.Config{BaseURL: base, Token: cfg.Token, Pauses: cfg.Pauses})
 		if err != nil {
 			return nil, fmt.Errorf("commit status: %w", err)
 		}
@@ -59,7 +59,7 @@ func newForge(cfg Config, statusContext string) (forge, error) {
 	if err != nil {
 		return nil, fmt.Errorf("commit status: %w", err)
 	}
-	api := githubapi.NewClient(githubapi.ClientConfig{BaseURL: u, Tokens: githubapi.StaticToken(cfg.Token),
+	api := githubapi.NewClient(githubapi.ClientConfig{BaseURL: u, Tokens: githubapi.StaticToken(cfg.Token), Pauses: cfg.Pauses,
 		Client: &http.Client{Timeout: requestTimeout}})
 	owner, repo, _ := strings.Cut(cfg.Repo, "/")
 	return github{c, owner, repo, api}, nil

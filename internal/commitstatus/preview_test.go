@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/commitstatus/forgetest"
+	"github.com/trueup-dev/trueup/internal/forge/ratelimit"
 )
 
 func TestPreviewer(t *testing.T) {
@@ -24,7 +25,7 @@ func TestPreviewer(t *testing.T) {
 			if provider == ProviderGitea {
 				base += "/api/v1/"
 			}
-			p, err := NewPreviewer(Config{Provider: provider, Token: token, BaseURL: base, Repo: repo}, "infra")
+			p, err := NewPreviewer(Config{Provider: provider, Token: token, BaseURL: base, Repo: repo, Pauses: new(ratelimit.Registry)}, "infra")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,7 +58,7 @@ func TestPreviewer(t *testing.T) {
 			if _, err := p.EditComment(ctx, 7, id, "third"); !errors.Is(err, ErrCommentNotFound) {
 				t.Fatalf("edit of a deleted comment: %v", err)
 			}
-			bad, _ := NewPreviewer(Config{Provider: provider, Token: "wrong-token-value", BaseURL: base, Repo: repo}, "infra")
+			bad, _ := NewPreviewer(Config{Provider: provider, Token: "wrong-token-value", BaseURL: base, Repo: repo, Pauses: new(ratelimit.Registry)}, "infra")
 			if _, _, err := bad.CreateComment(ctx, 7, "x"); err == nil || strings.Contains(err.Error(), "wrong-token-value") {
 				t.Fatalf("bad token: %v", err)
 			}
@@ -86,7 +87,7 @@ func TestPreviewerRetries(t *testing.T) {
 		return 0
 	}
 	defer f.Close()
-	p, err := NewPreviewer(Config{Provider: ProviderGitHub, Token: token, BaseURL: f.URL, Repo: "acme/infra"}, "infra")
+	p, err := NewPreviewer(Config{Provider: ProviderGitHub, Token: token, BaseURL: f.URL, Repo: "acme/infra", Pauses: new(ratelimit.Registry)}, "infra")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,7 @@ func TestRateLimitShared(t *testing.T) {
 				}
 				return 0
 			}
-			cfg := Config{Provider: provider, Token: token, BaseURL: f.URL, Repo: "acme/infra"}
+			cfg := Config{Provider: provider, Token: token, BaseURL: f.URL, Repo: "acme/infra", Pauses: new(ratelimit.Registry)}
 			var ps [2]*Previewer
 			for i := range ps {
 				p, err := NewPreviewer(cfg, "infra")

@@ -97,7 +97,9 @@ type ClientConfig struct {
 	// other client of it at the same host (an App's is App.Credential); empty: a
 	// StaticToken's value, else a limit of the client's own.
 	Credential string
-	Now        func() time.Time // nil: time.Now
+	// Pauses holds the pause the client shares; nil: ratelimit.Shared(), the process's.
+	Pauses *ratelimit.Registry
+	Now    func() time.Time // nil: time.Now
 }
 
 // Pause is the rate-limit pause the client of cfg shares.
@@ -110,7 +112,11 @@ func (cfg ClientConfig) Pause() *ratelimit.Pause {
 	if t, ok := cfg.Tokens.(StaticToken); ok && cred == "" {
 		cred = string(t)
 	}
-	return ratelimit.For(base.Scheme+"://"+base.Host, cred)
+	reg := cfg.Pauses
+	if reg == nil {
+		reg = ratelimit.Shared()
+	}
+	return reg.For(base.Scheme+"://"+base.Host, cred)
 }
 
 // PausedError is a call not sent because the credential's rate limit has not reset.
