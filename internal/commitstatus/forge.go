@@ -59,7 +59,7 @@ func newForge(cfg Config, statusContext string) (forge, error) {
 	if err != nil {
 		return nil, fmt.Errorf("commit status: %w", err)
 	}
-	api := githubapi.NewClient(githubapi.ClientConfig{BaseURL: u, Tokens: githubapi.StaticToken(cfg.Token), Pauses: cfg.Pauses,
+	api, _ := githubapi.NewClient(githubapi.ClientConfig{BaseURL: u, Tokens: githubapi.StaticToken(cfg.Token), Pauses: cfg.Pauses,
 		Client: &http.Client{Timeout: requestTimeout}})
 	owner, repo, _ := strings.Cut(cfg.Repo, "/")
 	return github{c, owner, repo, api}, nil

@@ -89,7 +89,7 @@ func githubCall(t *testing.T, pauses *ratelimit.Registry, base, token string) fu
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := githubapi.NewClient(githubapi.ClientConfig{BaseURL: u, Tokens: githubapi.StaticToken(token), Pauses: pauses})
+	c, _ := githubapi.NewClient(githubapi.ClientConfig{BaseURL: u, Tokens: githubapi.StaticToken(token), Pauses: pauses})
 	return func(ctx context.Context) error {
 		_, _, err := c.Repositories.Get(ctx, "o", "r")
 		return err
