@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -148,6 +149,40 @@ func TestRateLimitShared(t *testing.T) {
 			}
 			if n := requests.Load(); n != 1 || len(f.Statuses()) != 0 {
 				t.Errorf("%d requests reached the forge, %d statuses; want the first alone", n, len(f.Statuses()))
+			}
+		})
+	}
+}
+
+// TestStatusAnswerNotJSON: any 2xx is a status posted, whatever its body (Gitea variants
+// answer with one that is not JSON): it is neither a failure nor retried.
+func TestStatusAnswerNotJSON(t *testing.T) {
+	t.Parallel()
+	for _, provider := range []string{ProviderGitHub, ProviderGitea} {
+		t.Run(provider, func(t *testing.T) {
+			t.Parallel()
+			var requests atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				requests.Add(1)
+				w.Header().Set("Content-Type", "text/plain")
+				w.WriteHeader(http.StatusCreated)
+				_, _ = w.Write([]byte("created"))
+			}))
+			defer srv.Close()
+			base := srv.URL
+			if provider == ProviderGitea {
+				base += "/api/v1/"
+			}
+			p, err := NewPreviewer(Config{Provider: provider, Token: token, BaseURL: base, Repo: "acme/infra", Pauses: new(ratelimit.Registry)}, "infra")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.retryDelays = []time.Duration{time.Millisecond, time.Millisecond}
+			if err := p.SetStatus(context.Background(), rev1, PreviewSuccess, "ok", ""); err != nil {
+				t.Errorf("SetStatus: %v", err)
+			}
+			if n := requests.Load(); n != 1 {
+				t.Errorf("%d requests, want 1", n)
 			}
 		})
 	}
