@@ -74,7 +74,7 @@ func TestPreviewerRetries(t *testing.T) {
 	f := forgetest.New(token, false)
 	var mu sync.Mutex
 	calls := map[string]int{}
-	f.Fail = func(r *http.Request) int {
+	f.Fail = func(_ http.Header, r *http.Request) int {
 		mu.Lock()
 		defer mu.Unlock()
 		key := r.Method + " " + strings.Join(strings.Split(r.URL.Path, "/")[:4], "/") // "POST /repos/acme/infra"
@@ -123,7 +123,7 @@ func TestRateLimitShared(t *testing.T) {
 			f := forgetest.New(token, provider == ProviderGitLab)
 			defer f.Close()
 			var requests atomic.Int64
-			f.Fail = func(*http.Request) int {
+			f.Fail = func(http.Header, *http.Request) int {
 				if requests.Add(1) == 1 {
 					return http.StatusTooManyRequests // names no reset: a minute
 				}
@@ -137,6 +137,7 @@ func TestRateLimitShared(t *testing.T) {
 					t.Fatal(err)
 				}
 				p.retryDelays = []time.Duration{time.Millisecond}
+				p.maxWait = time.Millisecond // the retry is refused unsent: the pause lasts a minute
 				ps[i] = p
 			}
 			ctx := context.Background()
@@ -183,6 +184,49 @@ func TestStatusAnswerNotJSON(t *testing.T) {
 			}
 			if n := requests.Load(); n != 1 {
 				t.Errorf("%d requests, want 1", n)
+			}
+		})
+	}
+}
+
+// TestPreviewerWaitsForTheReset: a status and an edit answered 429 are tried again once the
+// rate limit resets (Retry-After), not after the retry delay alone, when the pause would
+// refuse them unsent, and the status is posted.
+func TestPreviewerWaitsForTheReset(t *testing.T) {
+	t.Parallel()
+	for _, provider := range []string{ProviderGitHub, ProviderGitLab} {
+		t.Run(provider, func(t *testing.T) {
+			t.Parallel()
+			f := forgetest.New(token, provider == ProviderGitLab)
+			defer f.Close()
+			var limit atomic.Bool
+			f.Fail = func(h http.Header, _ *http.Request) int {
+				if limit.CompareAndSwap(true, false) {
+					h.Set("Retry-After", "1")
+					return http.StatusTooManyRequests
+				}
+				return 0
+			}
+			p, err := NewPreviewer(Config{Provider: provider, Token: token, BaseURL: f.URL, Repo: "acme/infra", Pauses: new(ratelimit.Registry)}, "infra")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.retryDelays = []time.Duration{time.Millisecond}
+			ctx := context.Background()
+			limit.Store(true)
+			if err := p.SetStatus(ctx, rev1, PreviewSuccess, "ok", ""); err != nil {
+				t.Fatalf("status after a 429: %v", err)
+			}
+			id, _, err := p.CreateComment(ctx, 7, "first")
+			if err != nil {
+				t.Fatal(err)
+			}
+			limit.Store(true)
+			if _, err := p.EditComment(ctx, 7, id, "second"); err != nil {
+				t.Fatalf("edit after a 429: %v", err)
+			}
+			if st, cs := f.Statuses(), f.Comments(); len(st) != 1 || len(cs) != 1 || cs[0].Body != "second" {
+				t.Errorf("statuses %+v comments %+v", st, cs)
 			}
 		})
 	}
