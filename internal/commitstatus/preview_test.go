@@ -117,42 +117,37 @@ func TestPreviewerRetries(t *testing.T) {
 // packages, whose pause is the credential's.
 func TestRateLimitShared(t *testing.T) {
 	t.Parallel()
-	for _, provider := range []string{ProviderGitHub, ProviderGitLab} {
-		t.Run(provider, func(t *testing.T) {
-			t.Parallel()
-			f := forgetest.New(token, provider == ProviderGitLab)
-			defer f.Close()
-			var requests atomic.Int64
-			f.Fail = func(http.Header, *http.Request) int {
-				if requests.Add(1) == 1 {
-					return http.StatusTooManyRequests // names no reset: a minute
-				}
-				return 0
+	onEachForge(t, func(t *testing.T, provider string, f *forgetest.Forge) {
+		var requests atomic.Int64
+		f.Fail = func(http.Header, *http.Request) int {
+			if requests.Add(1) == 1 {
+				return http.StatusTooManyRequests // names no reset: a minute
 			}
-			cfg := Config{Provider: provider, Token: token, BaseURL: f.URL, Repo: "acme/infra", Pauses: new(ratelimit.Registry)}
-			var ps [2]*Previewer
-			for i := range ps {
-				p, err := NewPreviewer(cfg, "infra")
-				if err != nil {
-					t.Fatal(err)
-				}
-				p.retryDelays = []time.Duration{time.Millisecond}
-				p.maxWait = time.Millisecond // the retry is refused unsent: the pause lasts a minute
-				ps[i] = p
+			return 0
+		}
+		cfg := Config{Provider: provider, Token: token, BaseURL: f.URL, Repo: "acme/infra", Pauses: new(ratelimit.Registry)}
+		var ps [2]*Previewer
+		for i := range ps {
+			p, err := NewPreviewer(cfg, "infra")
+			if err != nil {
+				t.Fatal(err)
 			}
-			ctx := context.Background()
-			if err := ps[0].SetStatus(ctx, rev1, PreviewSuccess, "ok", ""); err == nil {
-				t.Fatal("a status answered 429 succeeded")
-			}
-			err := ps[1].SetStatus(ctx, rev1, PreviewSuccess, "ok", "")
-			if err == nil || !strings.Contains(err.Error(), "rate limit") {
-				t.Errorf("the other previewer's status: %v, want the rate limit", err)
-			}
-			if n := requests.Load(); n != 1 || len(f.Statuses()) != 0 {
-				t.Errorf("%d requests reached the forge, %d statuses; want the first alone", n, len(f.Statuses()))
-			}
-		})
-	}
+			p.retryDelays = []time.Duration{time.Millisecond}
+			p.maxWait = time.Millisecond // the retry is refused unsent: the pause lasts a minute
+			ps[i] = p
+		}
+		ctx := context.Background()
+		if err := ps[0].SetStatus(ctx, rev1, PreviewSuccess, "ok", ""); err == nil {
+			t.Fatal("a status answered 429 succeeded")
+		}
+		err := ps[1].SetStatus(ctx, rev1, PreviewSuccess, "ok", "")
+		if err == nil || !strings.Contains(err.Error(), "rate limit") {
+			t.Errorf("the other previewer's status: %v, want the rate limit", err)
+		}
+		if n := requests.Load(); n != 1 || len(f.Statuses()) != 0 {
+			t.Errorf("%d requests reached the forge, %d statuses; want the first alone", n, len(f.Statuses()))
+		}
+	})
 }
 
 // TestStatusAnswerNotJSON: any 2xx is a status posted, whatever its body (Gitea variants
@@ -194,40 +189,47 @@ func TestStatusAnswerNotJSON(t *testing.T) {
 // refuse them unsent, and the status is posted.
 func TestPreviewerWaitsForTheReset(t *testing.T) {
 	t.Parallel()
+	onEachForge(t, func(t *testing.T, provider string, f *forgetest.Forge) {
+		var limit atomic.Bool
+		f.Fail = func(h http.Header, _ *http.Request) int {
+			if limit.CompareAndSwap(true, false) {
+				h.Set("Retry-After", "1")
+				return http.StatusTooManyRequests
+			}
+			return 0
+		}
+		p, err := NewPreviewer(Config{Provider: provider, Token: token, BaseURL: f.URL, Repo: "acme/infra", Pauses: new(ratelimit.Registry)}, "infra")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.retryDelays = []time.Duration{time.Millisecond}
+		ctx := context.Background()
+		limit.Store(true)
+		if err := p.SetStatus(ctx, rev1, PreviewSuccess, "ok", ""); err != nil {
+			t.Fatalf("status after a 429: %v", err)
+		}
+		id, _, err := p.CreateComment(ctx, 7, "first")
+		if err != nil {
+			t.Fatal(err)
+		}
+		limit.Store(true)
+		if _, err := p.EditComment(ctx, 7, id, "second"); err != nil {
+			t.Fatalf("edit after a 429: %v", err)
+		}
+		if st, cs := f.Statuses(), f.Comments(); len(st) != 1 || len(cs) != 1 || cs[0].Body != "second" {
+			t.Errorf("statuses %+v comments %+v", st, cs)
+		}
+	})
+}
+
+// onEachForge runs test, in parallel, against a fake GitHub and a fake GitLab.
+func onEachForge(t *testing.T, test func(t *testing.T, provider string, f *forgetest.Forge)) {
 	for _, provider := range []string{ProviderGitHub, ProviderGitLab} {
 		t.Run(provider, func(t *testing.T) {
 			t.Parallel()
 			f := forgetest.New(token, provider == ProviderGitLab)
 			defer f.Close()
-			var limit atomic.Bool
-			f.Fail = func(h http.Header, _ *http.Request) int {
-				if limit.CompareAndSwap(true, false) {
-					h.Set("Retry-After", "1")
-					return http.StatusTooManyRequests
-				}
-				return 0
-			}
-			p, err := NewPreviewer(Config{Provider: provider, Token: token, BaseURL: f.URL, Repo: "acme/infra", Pauses: new(ratelimit.Registry)}, "infra")
-			if err != nil {
-				t.Fatal(err)
-			}
-			p.retryDelays = []time.Duration{time.Millisecond}
-			ctx := context.Background()
-			limit.Store(true)
-			if err := p.SetStatus(ctx, rev1, PreviewSuccess, "ok", ""); err != nil {
-				t.Fatalf("status after a 429: %v", err)
-			}
-			id, _, err := p.CreateComment(ctx, 7, "first")
-			if err != nil {
-				t.Fatal(err)
-			}
-			limit.Store(true)
-			if _, err := p.EditComment(ctx, 7, id, "second"); err != nil {
-				t.Fatalf("edit after a 429: %v", err)
-			}
-			if st, cs := f.Statuses(), f.Comments(); len(st) != 1 || len(cs) != 1 || cs[0].Body != "second" {
-				t.Errorf("statuses %+v comments %+v", st, cs)
-			}
+			test(t, provider, f)
 		})
 	}
 }
