@@ -110,7 +110,7 @@ func New(raw json.RawMessage, env actions.Env) (actions.Action, error) {
 	}
 	cc := githubapi.ClientConfig{BaseURL: s.baseURL, Tokens: tokens, Credential: credential,
 		Transport: tracing.Transport(a.transport), Remaining: &a.remaining, Now: func() time.Time { return a.now() }}
-	a.gh, a.pause = githubapi.NewClient(cc), cc.Pause()
+	a.gh, a.pause = githubapi.NewClient(cc)
 	a.gh.UserAgent = userAgent
 	// Blob requests carry no credential, but their answers become outputs: no downgrade.
 	a.blob = &http.Client{Transport: a.transport, CheckRedirect: plaintext.CheckRedirect(s.insecure)}

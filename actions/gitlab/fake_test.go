@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -75,13 +76,18 @@ type fakeJob struct {
 	AllowFailure bool
 }
 
+// fakeTokens numbers the fakes' tokens.
+var fakeTokens atomic.Int64
+
 func newFakeGitLab(t *testing.T) *fakeGitLab {
 	t.Helper()
 	f := &fakeGitLab{
-		t:            t,
-		projectPath:  "infra/db",
-		projectID:    "42",
-		token:        "glpat-APITOKEN-s3cr3t-abcdef",
+		t:           t,
+		projectPath: "infra/db",
+		projectID:   "42",
+		// A token of the fake's own: the rate-limit pause one test's fake earns is the token's
+		// at the fake's loopback port, which another test's fake may take after it.
+		token:        "glpat-APITOKEN-s3cr3t-" + strconv.FormatInt(fakeTokens.Add(1), 10),
 		triggerToken: "glptt-TRIGGER-s3cr3t-123456",
 		refs:         []string{"main", "release"},
 		nextID:       100,

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/trueup-dev/trueup/internal/clip"
+	"github.com/trueup-dev/trueup/internal/forge/ratelimit"
 	"github.com/trueup-dev/trueup/internal/plaintext"
 	"github.com/trueup-dev/trueup/internal/plural"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -36,6 +37,9 @@ type Config struct {
 	Repo string
 	// TargetURL is the link shown beside the status (the dashboard); optional.
 	TargetURL string
+	// Pauses holds the rate-limit pause of the token at the forge; nil: ratelimit.Shared(),
+	// the process's, which the actions of the same token at the same host share.
+	Pauses *ratelimit.Registry
 }
 
 // Providers.
@@ -90,6 +94,10 @@ const (
 	defaultRecheckFor = time.Hour        // how long a failure may still turn into success
 	requestTimeout    = 10 * time.Second
 	maxDescription    = 140 // GitHub refuses longer descriptions
+	// maxRateLimitWait bounds the wait before another attempt that a rate limit asks for (a
+	// 429 naming no reset pauses the token a minute): a status is tried again within it,
+	// and refused unsent while the pause lasts.
+	maxRateLimitWait = 30 * time.Second
 )
 
 // Reporter posts the statuses of one source's revisions.
@@ -101,6 +109,7 @@ type Reporter struct {
 
 	poll, recheck, recheckFor time.Duration
 	retryDelays               []time.Duration // between attempts of one post
+	maxWait                   time.Duration   // the longest wait a rate limit imposes on a retry
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -159,6 +168,7 @@ func New(cfg Config, source string, st *store.Store, logger *slog.Logger) (*Repo
 		recheck:     defaultRecheck,
 		recheckFor:  defaultRecheckFor,
 		retryDelays: []time.Duration{time.Second, 4 * time.Second},
+		maxWait:     maxRateLimitWait,
 		ctx:         ctx,
 		cancel:      cancel,
 		done:        make(chan struct{}),
@@ -371,7 +381,7 @@ func (r *Reporter) send(revision string, s state, desc string) error {
 		if !retry || attempt >= len(r.retryDelays) || r.ctx.Err() != nil {
 			return err
 		}
-		delay := max(r.retryDelays[attempt], min(wait, 30*time.Second))
+		delay := max(r.retryDelays[attempt], min(wait, r.maxWait))
 		r.log.Warn("commit status post failed; retrying", "revision", clip.Rev(revision), "attempt", attempt+1, "in", delay, "err", err)
 		t := time.NewTimer(delay)
 		select {

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/trueup-dev/trueup/internal/clip"
+	"github.com/trueup-dev/trueup/internal/forge/ratelimit"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -48,11 +49,12 @@ type status struct {
 
 // fakeForge answers like the forge's statuses endpoint; respond, when set, may fail a call.
 type fakeForge struct {
-	gitlab  bool
-	mu      sync.Mutex
-	got     []status
-	calls   int
-	respond func(call int) (code int, body string)
+	gitlab bool
+	mu     sync.Mutex
+	got    []status
+	calls  int
+	// respond may set headers of the answer in h.
+	respond func(call int, h http.Header) (code int, body string)
 	arrived chan struct{}
 }
 
@@ -62,12 +64,7 @@ func (f *fakeForge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	call := f.calls
 	f.mu.Unlock()
 	if f.respond != nil {
-		if code, body := f.respond(call); code != 0 {
-			if code == http.StatusTooManyRequests {
-				// A rate limit that names no reset pauses the token a minute, as the forge
-				// client packages read GitHub's and GitLab's guidance; theirs name one.
-				w.Header().Set("Retry-After", "1")
-			}
+		if code, body := f.respond(call, w.Header()); code != 0 {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(code)
 			_, _ = io.WriteString(w, body)
@@ -158,7 +155,7 @@ func setup(t *testing.T, provider string) *fixture {
 	srv := httptest.NewServer(f.forge)
 	t.Cleanup(srv.Close)
 	repo := "acme/infra"
-	rep, err := New(Config{Provider: provider, Token: token, BaseURL: srv.URL + "/", Repo: repo, TargetURL: "http://127.0.0.1:8080/"},
+	rep, err := New(Config{Provider: provider, Token: token, BaseURL: srv.URL + "/", Repo: repo, TargetURL: "http://127.0.0.1:8080/", Pauses: new(ratelimit.Registry)},
 		"infra", st, slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	if err != nil {
 		t.Fatal(err)
@@ -406,11 +403,12 @@ func TestGitLabFailureAndSupersede(t *testing.T) {
 func TestRetries(t *testing.T) {
 	t.Parallel()
 	f := setup(t, ProviderGitHub)
-	f.forge.respond = func(call int) (int, string) {
+	f.forge.respond = func(call int, h http.Header) (int, string) {
 		switch call {
 		case 1:
 			return http.StatusBadGateway, `{"message":"upstream hiccup"}`
 		case 2:
+			h.Set("Retry-After", "1")
 			return http.StatusTooManyRequests, `{"message":"slow down"}`
 		}
 		return 0, ""
@@ -424,11 +422,49 @@ func TestRetries(t *testing.T) {
 	}
 }
 
+// TestRateLimitWithoutReset: a 429 naming no reset pauses the token a minute; the reporter
+// waits its longest wait (not its retry delays) before another attempt, which the pause
+// refuses unsent, and gives up after its retries: the forge sees the one request.
+func TestRateLimitWithoutReset(t *testing.T) {
+	t.Parallel()
+	for _, provider := range []string{ProviderGitHub, ProviderGitLab} {
+		t.Run(provider, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t, provider)
+			f.rep.maxWait = 150 * time.Millisecond
+			f.forge.respond = func(int, http.Header) (int, string) {
+				return http.StatusTooManyRequests, `{"message":"slow down"}`
+			}
+			f.rep.Picked(context.Background(), rev1)
+			deadline := time.Now().Add(10 * time.Second)
+			for !strings.Contains(f.logs.String(), "could not post commit status") {
+				if time.Now().After(deadline) {
+					t.Fatalf("no outcome:\n%s", f.logs.String())
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			logs := f.logs.String()
+			if n := strings.Count(logs, "retrying"); n != len(f.rep.retryDelays) || strings.Count(logs, "in=150ms") != n {
+				t.Errorf("want %d retries, each in=150ms:\n%s", len(f.rep.retryDelays), logs)
+			}
+			if !strings.Contains(logs, "rate limit") {
+				t.Errorf("the failure does not name the rate limit:\n%s", logs)
+			}
+			f.forge.mu.Lock()
+			calls := f.forge.calls
+			f.forge.mu.Unlock()
+			if calls != 1 {
+				t.Errorf("%d requests reached the forge, want 1", calls)
+			}
+		})
+	}
+}
+
 // A 401 is not retried, never blocks what follows, and the token it may echo is scrubbed.
 func TestUnauthorizedNotRetried(t *testing.T) {
 	t.Parallel()
 	f := setup(t, ProviderGitHub)
-	f.forge.respond = func(call int) (int, string) {
+	f.forge.respond = func(call int, _ http.Header) (int, string) {
 		if call == 1 {
 			return http.StatusUnauthorized, `{"message":"Bad credentials: ` + token + `"}`
 		}
@@ -465,7 +501,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 			}))
 			t.Cleanup(redirect.Close)
 			logs := &syncBuffer{}
-			rep, err := New(Config{Provider: provider, Token: token, BaseURL: redirect.URL, Repo: "acme/infra"}, "infra", f.st,
+			rep, err := New(Config{Provider: provider, Token: token, BaseURL: redirect.URL, Repo: "acme/infra", Pauses: new(ratelimit.Registry)}, "infra", f.st,
 				slog.New(slog.NewTextHandler(logs, nil)))
 			if err != nil {
 				t.Fatal(err)
@@ -520,7 +556,7 @@ func TestNeverBlocks(t *testing.T) {
 	}))
 	t.Cleanup(blocked.Close)
 	t.Cleanup(func() { close(hang) })
-	rep, err := New(Config{Provider: ProviderGitHub, Token: token, BaseURL: blocked.URL, Repo: "acme/infra"}, "infra", f.st, slog.New(slog.NewTextHandler(f.logs, nil)))
+	rep, err := New(Config{Provider: ProviderGitHub, Token: token, BaseURL: blocked.URL, Repo: "acme/infra", Pauses: new(ratelimit.Registry)}, "infra", f.st, slog.New(slog.NewTextHandler(f.logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

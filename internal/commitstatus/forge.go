@@ -49,7 +49,7 @@ func newForge(cfg Config, statusContext string) (forge, error) {
 		if base == "" {
 			base = "https://gitlab.com/"
 		}
-		api, err := gitlabapi.New(gitlabapi.Config{BaseURL: base, Token: cfg.Token})
+		api, err := gitlabapi.New(gitlabapi.Config{BaseURL: base, Token: cfg.Token, Pauses: cfg.Pauses})
 		if err != nil {
 			return nil, fmt.Errorf("commit status: %w", err)
 		}
@@ -59,7 +59,7 @@ func newForge(cfg Config, statusContext string) (forge, error) {
 	if err != nil {
 		return nil, fmt.Errorf("commit status: %w", err)
 	}
-	api := githubapi.NewClient(githubapi.ClientConfig{BaseURL: u, Tokens: githubapi.StaticToken(cfg.Token),
+	api, _ := githubapi.NewClient(githubapi.ClientConfig{BaseURL: u, Tokens: githubapi.StaticToken(cfg.Token), Pauses: cfg.Pauses,
 		Client: &http.Client{Timeout: requestTimeout}})
 	owner, repo, _ := strings.Cut(cfg.Repo, "/")
 	return github{c, owner, repo, api}, nil
@@ -126,8 +126,14 @@ func (g github) post(ctx context.Context, sha string, s state, desc string) (boo
 	if g.targetURL != "" {
 		st.TargetURL = gh.String(g.targetURL)
 	}
-	_, _, err := g.api.Repositories.CreateStatus(ctx, g.owner, g.repo, sha, st)
-	if err == nil {
+	// Sent by hand rather than through Repositories.CreateStatus, which decodes the answer:
+	// any 2xx is a status posted, whatever its body (some Gitea versions answer with none
+	// that is JSON).
+	req, err := g.api.NewRequest(http.MethodPost, "repos/"+url.PathEscape(g.owner)+"/"+url.PathEscape(g.repo)+"/statuses/"+url.PathEscape(sha), st)
+	if err != nil {
+		return false, 0, g.scrub(err)
+	}
+	if _, err = g.api.Do(ctx, req, nil); err == nil {
 		return false, 0, nil
 	}
 	retry, wait := retryable(err)

@@ -32,6 +32,8 @@ type Previewer struct {
 	// that failed on the network, a 5xx or a 429. A comment's creation is tried once: its
 	// answer lost on the way would otherwise leave two comments.
 	retryDelays []time.Duration
+	// maxWait bounds the wait a rate limit asks for before another attempt.
+	maxWait time.Duration
 }
 
 // PreviewState is the state of a preview's commit status.
@@ -63,7 +65,7 @@ func NewPreviewer(cfg Config, source string) (*Previewer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Previewer{cfg: cfg, forge: f, retryDelays: []time.Duration{time.Second, 4 * time.Second}}
+	p := &Previewer{cfg: cfg, forge: f, retryDelays: []time.Duration{time.Second, 4 * time.Second}, maxWait: maxRateLimitWait}
 	if g, ok := f.(github); ok {
 		p.api, p.owner, p.repo = g.api, g.owner, g.repo
 	}
@@ -90,25 +92,31 @@ func (p *Previewer) SetStatus(ctx context.Context, sha string, st PreviewState, 
 		f = f.withTarget(targetURL)
 	}
 	desc = clip.Runes(oneLine(desc), maxDescription)
-	return p.retry(ctx, func(ctx context.Context) (bool, error) {
+	return p.retry(ctx, func(ctx context.Context) (bool, time.Duration, error) {
 		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 		defer cancel()
-		retry, _, err := f.post(ctx, sha, s, desc)
+		retry, wait, err := f.post(ctx, sha, s, desc)
 		if err != nil {
-			return retry, fmt.Errorf("post preview status: %w", err)
+			return retry, wait, fmt.Errorf("post preview status: %w", err)
 		}
-		return false, nil
+		return false, 0, nil
 	})
 }
 
-// retry runs call until it succeeds, fails for good, or the retry delays are spent.
-func (p *Previewer) retry(ctx context.Context, call func(context.Context) (retry bool, err error)) error {
+// retry runs call until it succeeds, fails for good, or the retry delays are spent. Before
+// another attempt it waits its retry delay, or as long as the forge asks (a rate limit's
+// reset, at most maxWait) when that is longer; a wait ctx would end first is not begun.
+func (p *Previewer) retry(ctx context.Context, call func(context.Context) (retry bool, wait time.Duration, err error)) error {
 	for attempt := 0; ; attempt++ {
-		again, err := call(ctx)
+		again, wait, err := call(ctx)
 		if err == nil || !again || attempt >= len(p.retryDelays) {
 			return err
 		}
-		t := time.NewTimer(p.retryDelays[attempt])
+		delay := max(p.retryDelays[attempt], min(wait, p.maxWait))
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < delay {
+			return err
+		}
+		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -146,24 +154,27 @@ func (p *Previewer) EditComment(ctx context.Context, number int, id, body string
 	if err != nil {
 		return "", fmt.Errorf("edit preview comment: id %q is not a number", id)
 	}
-	err = p.retry(ctx, func(ctx context.Context) (bool, error) {
+	err = p.retry(ctx, func(ctx context.Context) (bool, time.Duration, error) {
 		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 		defer cancel()
 		if p.api == nil {
 			err := p.gitlabNote(ctx, http.MethodPut, number, id, body, nil)
-			retry, _ := retryable(err)
-			return err != nil && retry && !errors.Is(err, ErrCommentNotFound), err
+			if err == nil || errors.Is(err, ErrCommentNotFound) {
+				return false, 0, err
+			}
+			retry, wait := retryable(err)
+			return retry, wait, err
 		}
 		c, resp, err := p.api.Issues.EditComment(ctx, p.owner, p.repo, n, &gh.IssueComment{Body: gh.String(body)})
 		switch {
 		case resp != nil && resp.StatusCode == http.StatusNotFound:
-			return false, ErrCommentNotFound
+			return false, 0, ErrCommentNotFound
 		case err != nil:
-			retry, _ := retryable(err)
-			return retry, p.forge.scrub(fmt.Errorf("edit preview comment %s on #%d: %w", id, number, err))
+			retry, wait := retryable(err)
+			return retry, wait, p.forge.scrub(fmt.Errorf("edit preview comment %s on #%d: %w", id, number, err))
 		}
 		link = c.GetHTMLURL()
-		return false, nil
+		return false, 0, nil
 	})
 	return link, err
 }

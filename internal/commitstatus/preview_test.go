@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/commitstatus/forgetest"
+	"github.com/trueup-dev/trueup/internal/forge/ratelimit"
 )
 
 func TestPreviewer(t *testing.T) {
@@ -24,7 +26,7 @@ func TestPreviewer(t *testing.T) {
 			if provider == ProviderGitea {
 				base += "/api/v1/"
 			}
-			p, err := NewPreviewer(Config{Provider: provider, Token: token, BaseURL: base, Repo: repo}, "infra")
+			p, err := NewPreviewer(Config{Provider: provider, Token: token, BaseURL: base, Repo: repo, Pauses: new(ratelimit.Registry)}, "infra")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,7 +59,7 @@ func TestPreviewer(t *testing.T) {
 			if _, err := p.EditComment(ctx, 7, id, "third"); !errors.Is(err, ErrCommentNotFound) {
 				t.Fatalf("edit of a deleted comment: %v", err)
 			}
-			bad, _ := NewPreviewer(Config{Provider: provider, Token: "wrong-token-value", BaseURL: base, Repo: repo}, "infra")
+			bad, _ := NewPreviewer(Config{Provider: provider, Token: "wrong-token-value", BaseURL: base, Repo: repo, Pauses: new(ratelimit.Registry)}, "infra")
 			if _, _, err := bad.CreateComment(ctx, 7, "x"); err == nil || strings.Contains(err.Error(), "wrong-token-value") {
 				t.Fatalf("bad token: %v", err)
 			}
@@ -72,7 +74,7 @@ func TestPreviewerRetries(t *testing.T) {
 	f := forgetest.New(token, false)
 	var mu sync.Mutex
 	calls := map[string]int{}
-	f.Fail = func(r *http.Request) int {
+	f.Fail = func(_ http.Header, r *http.Request) int {
 		mu.Lock()
 		defer mu.Unlock()
 		key := r.Method + " " + strings.Join(strings.Split(r.URL.Path, "/")[:4], "/") // "POST /repos/acme/infra"
@@ -86,7 +88,7 @@ func TestPreviewerRetries(t *testing.T) {
 		return 0
 	}
 	defer f.Close()
-	p, err := NewPreviewer(Config{Provider: ProviderGitHub, Token: token, BaseURL: f.URL, Repo: "acme/infra"}, "infra")
+	p, err := NewPreviewer(Config{Provider: ProviderGitHub, Token: token, BaseURL: f.URL, Repo: "acme/infra", Pauses: new(ratelimit.Registry)}, "infra")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,39 +117,119 @@ func TestPreviewerRetries(t *testing.T) {
 // packages, whose pause is the credential's.
 func TestRateLimitShared(t *testing.T) {
 	t.Parallel()
+	onEachForge(t, func(t *testing.T, provider string, f *forgetest.Forge) {
+		var requests atomic.Int64
+		f.Fail = func(http.Header, *http.Request) int {
+			if requests.Add(1) == 1 {
+				return http.StatusTooManyRequests // names no reset: a minute
+			}
+			return 0
+		}
+		cfg := Config{Provider: provider, Token: token, BaseURL: f.URL, Repo: "acme/infra", Pauses: new(ratelimit.Registry)}
+		var ps [2]*Previewer
+		for i := range ps {
+			p, err := NewPreviewer(cfg, "infra")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.retryDelays = []time.Duration{time.Millisecond}
+			p.maxWait = time.Millisecond // the retry is refused unsent: the pause lasts a minute
+			ps[i] = p
+		}
+		ctx := context.Background()
+		if err := ps[0].SetStatus(ctx, rev1, PreviewSuccess, "ok", ""); err == nil {
+			t.Fatal("a status answered 429 succeeded")
+		}
+		err := ps[1].SetStatus(ctx, rev1, PreviewSuccess, "ok", "")
+		if err == nil || !strings.Contains(err.Error(), "rate limit") {
+			t.Errorf("the other previewer's status: %v, want the rate limit", err)
+		}
+		if n := requests.Load(); n != 1 || len(f.Statuses()) != 0 {
+			t.Errorf("%d requests reached the forge, %d statuses; want the first alone", n, len(f.Statuses()))
+		}
+	})
+}
+
+// TestStatusAnswerNotJSON: any 2xx is a status posted, whatever its body (Gitea variants
+// answer with one that is not JSON): it is neither a failure nor retried.
+func TestStatusAnswerNotJSON(t *testing.T) {
+	t.Parallel()
+	for _, provider := range []string{ProviderGitHub, ProviderGitea} {
+		t.Run(provider, func(t *testing.T) {
+			t.Parallel()
+			var requests atomic.Int64
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				requests.Add(1)
+				w.Header().Set("Content-Type", "text/plain")
+				w.WriteHeader(http.StatusCreated)
+				_, _ = w.Write([]byte("created"))
+			}))
+			defer srv.Close()
+			base := srv.URL
+			if provider == ProviderGitea {
+				base += "/api/v1/"
+			}
+			p, err := NewPreviewer(Config{Provider: provider, Token: token, BaseURL: base, Repo: "acme/infra", Pauses: new(ratelimit.Registry)}, "infra")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.retryDelays = []time.Duration{time.Millisecond, time.Millisecond}
+			if err := p.SetStatus(context.Background(), rev1, PreviewSuccess, "ok", ""); err != nil {
+				t.Errorf("SetStatus: %v", err)
+			}
+			if n := requests.Load(); n != 1 {
+				t.Errorf("%d requests, want 1", n)
+			}
+		})
+	}
+}
+
+// TestPreviewerWaitsForTheReset: a status and an edit answered 429 are tried again once the
+// rate limit resets (Retry-After), not after the retry delay alone, when the pause would
+// refuse them unsent, and the status is posted.
+func TestPreviewerWaitsForTheReset(t *testing.T) {
+	t.Parallel()
+	onEachForge(t, func(t *testing.T, provider string, f *forgetest.Forge) {
+		var limit atomic.Bool
+		f.Fail = func(h http.Header, _ *http.Request) int {
+			if limit.CompareAndSwap(true, false) {
+				h.Set("Retry-After", "1")
+				return http.StatusTooManyRequests
+			}
+			return 0
+		}
+		p, err := NewPreviewer(Config{Provider: provider, Token: token, BaseURL: f.URL, Repo: "acme/infra", Pauses: new(ratelimit.Registry)}, "infra")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.retryDelays = []time.Duration{time.Millisecond}
+		ctx := context.Background()
+		limit.Store(true)
+		if err := p.SetStatus(ctx, rev1, PreviewSuccess, "ok", ""); err != nil {
+			t.Fatalf("status after a 429: %v", err)
+		}
+		id, _, err := p.CreateComment(ctx, 7, "first")
+		if err != nil {
+			t.Fatal(err)
+		}
+		limit.Store(true)
+		if _, err := p.EditComment(ctx, 7, id, "second"); err != nil {
+			t.Fatalf("edit after a 429: %v", err)
+		}
+		if st, cs := f.Statuses(), f.Comments(); len(st) != 1 || len(cs) != 1 || cs[0].Body != "second" {
+			t.Errorf("statuses %+v comments %+v", st, cs)
+		}
+	})
+}
+
+// onEachForge runs test, in parallel, against a fake GitHub and a fake GitLab.
+func onEachForge(t *testing.T, test func(t *testing.T, provider string, f *forgetest.Forge)) {
 	for _, provider := range []string{ProviderGitHub, ProviderGitLab} {
 		t.Run(provider, func(t *testing.T) {
 			t.Parallel()
 			f := forgetest.New(token, provider == ProviderGitLab)
 			defer f.Close()
-			var requests atomic.Int64
-			f.Fail = func(*http.Request) int {
-				if requests.Add(1) == 1 {
-					return http.StatusTooManyRequests // names no reset: a minute
-				}
-				return 0
-			}
-			cfg := Config{Provider: provider, Token: token, BaseURL: f.URL, Repo: "acme/infra"}
-			var ps [2]*Previewer
-			for i := range ps {
-				p, err := NewPreviewer(cfg, "infra")
-				if err != nil {
-					t.Fatal(err)
-				}
-				p.retryDelays = []time.Duration{time.Millisecond}
-				ps[i] = p
-			}
-			ctx := context.Background()
-			if err := ps[0].SetStatus(ctx, rev1, PreviewSuccess, "ok", ""); err == nil {
-				t.Fatal("a status answered 429 succeeded")
-			}
-			err := ps[1].SetStatus(ctx, rev1, PreviewSuccess, "ok", "")
-			if err == nil || !strings.Contains(err.Error(), "rate limit") {
-				t.Errorf("the other previewer's status: %v, want the rate limit", err)
-			}
-			if n := requests.Load(); n != 1 || len(f.Statuses()) != 0 {
-				t.Errorf("%d requests reached the forge, %d statuses; want the first alone", n, len(f.Statuses()))
-			}
+			test(t, provider, f)
 		})
 	}
 }

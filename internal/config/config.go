@@ -534,9 +534,18 @@ func (c *Config) Validate() error {
 			if cs.Token == "" || cs.Repo == "" {
 				bad("%s.commitStatus: token and repo are required", at)
 			}
-			if u, err := url.Parse(cs.BaseURL); err == nil && cs.BaseURL != "" {
-				if err := plaintext.Check(at+".commitStatus.baseURL", u.Scheme, u.Hostname(), "the token", cs.Token != "", cs.Insecure); err != nil {
-					bad("%w", err)
+			if cs.BaseURL != "" {
+				// Not quoted whole: it may hold a credential.
+				u, err := url.Parse(cs.BaseURL)
+				switch {
+				case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+					bad("%s.commitStatus.baseURL: not an http(s) URL", at)
+				case u.User != nil || u.RawQuery != "" || u.Fragment != "":
+					bad("%s.commitStatus.baseURL: %s://%s%s may not carry credentials, a query or a fragment (the token goes in token)", at, u.Scheme, u.Host, u.Path)
+				default:
+					if err := plaintext.Check(at+".commitStatus.baseURL", u.Scheme, u.Hostname(), "the token", cs.Token != "", cs.Insecure); err != nil {
+						bad("%w", err)
+					}
 				}
 			}
 		}

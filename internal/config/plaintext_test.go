@@ -53,3 +53,25 @@ func TestPlaintextCredentials(t *testing.T) {
 		})
 	}
 }
+
+// TestCommitStatusBaseURL: a commitStatus baseURL that is not a plain http(s) API root is
+// refused when the config is read, naming the field and quoting no credential, as the
+// reporter would refuse it when it starts.
+func TestCommitStatusBaseURL(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ name, baseURL, want string }{
+		{"credentials", "https://bot:s3cret@gitlab.example.com/", "https://gitlab.example.com/ may not carry credentials"},
+		{"query", "https://gitlab.example.com/?private_token=s3cret", "may not carry credentials, a query or a fragment"},
+		{"fragment", "https://gitlab.example.com/#s3cret", "may not carry credentials, a query or a fragment"},
+		{"no scheme", "gitlab.example.com/s3cret", "not an http(s) URL"},
+		{"another scheme", "ftp://gitlab.example.com/s3cret", "not an http(s) URL"},
+	} {
+		yaml := "sources:\n  - name: a\n    dir: {path: x}\n    commitStatus: {provider: gitlab, token: tok, repo: g/p, baseURL: \"" + tc.baseURL + "\"}\n"
+		_, err := Parse([]byte(yaml), "/x", env(nil))
+		if err == nil || !strings.Contains(err.Error(), "sources[0].commitStatus.baseURL: ") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want sources[0].commitStatus.baseURL: …%s", tc.name, err, tc.want)
+		} else if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%s: the error quotes the credential: %v", tc.name, err)
+		}
+	}
+}

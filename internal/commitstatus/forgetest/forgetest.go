@@ -33,8 +33,9 @@ type Forge struct {
 	Token  string
 	GitLab bool
 	// Fail, when set, may answer a request with an error status (its result, when not 0)
-	// before it is handled; set it before the first request.
-	Fail func(r *http.Request) int
+	// before it is handled, with the headers it sets in h (a Retry-After); set it before the
+	// first request.
+	Fail func(h http.Header, r *http.Request) int
 
 	mu       sync.Mutex
 	statuses []Status
@@ -95,7 +96,7 @@ func (f *Forge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if f.Fail != nil {
-		if code := f.Fail(r); code != 0 {
+		if code := f.Fail(w.Header(), r); code != 0 {
 			writeJSON(w, code, map[string]string{"message": http.StatusText(code)})
 			return
 		}

@@ -97,11 +97,13 @@ type ClientConfig struct {
 	// other client of it at the same host (an App's is App.Credential); empty: a
 	// StaticToken's value, else a limit of the client's own.
 	Credential string
-	Now        func() time.Time // nil: time.Now
+	// Pauses holds the pause the client shares; nil: ratelimit.Shared(), the process's.
+	Pauses *ratelimit.Registry
+	Now    func() time.Time // nil: time.Now
 }
 
-// Pause is the rate-limit pause the client of cfg shares.
-func (cfg ClientConfig) Pause() *ratelimit.Pause {
+// pause is the rate-limit pause the client of cfg shares.
+func (cfg ClientConfig) pause() *ratelimit.Pause {
 	base := cfg.BaseURL
 	if base == nil {
 		base, _ = url.Parse(DefaultBaseURL)
@@ -110,7 +112,11 @@ func (cfg ClientConfig) Pause() *ratelimit.Pause {
 	if t, ok := cfg.Tokens.(StaticToken); ok && cred == "" {
 		cred = string(t)
 	}
-	return ratelimit.For(base.Scheme+"://"+base.Host, cred)
+	reg := cfg.Pauses
+	if reg == nil {
+		reg = ratelimit.Shared()
+	}
+	return reg.For(base.Scheme+"://"+base.Host, cred)
 }
 
 // PausedError is a call not sent because the credential's rate limit has not reset.
@@ -123,9 +129,10 @@ func (e *PausedError) Error() string {
 // NewClient returns a go-github client of the API at cfg.BaseURL. It sends the token to the
 // API's origin only (an artifact download redirects to blob storage, which must never see
 // it), and follows no redirect: the caller decides, by plaintext's rule, whether to follow
-// one. A rate limit met by any client of the credential (cfg.Pause) fails its calls with a
-// *PausedError, unsent, until the reset.
-func NewClient(cfg ClientConfig) *github.Client {
+// one. A rate limit met by any client of the credential fails its calls with a
+// *PausedError, unsent, until the reset. NewClient returns the client and that pause, which
+// the caller may consult and extend (a pause of the client's own when it has no credential).
+func NewClient(cfg ClientConfig) (*github.Client, *ratelimit.Pause) {
 	base := cfg.BaseURL
 	if base == nil {
 		base, _ = url.Parse(DefaultBaseURL)
@@ -148,14 +155,15 @@ func NewClient(cfg ClientConfig) *github.Client {
 	if now == nil {
 		now = time.Now
 	}
+	pause := cfg.pause()
 	hc.Transport = &authTransport{next: next, origin: base.Scheme + "://" + base.Host, tokens: cfg.Tokens,
-		pause: cfg.Pause(), now: now}
+		pause: pause, now: now}
 	hc.CheckRedirect = NoRedirect
 	c := github.NewClient(&hc)
 	c.BaseURL = base
 	c.UploadURL = base
 	c.UserAgent = UserAgent
-	return c
+	return c, pause
 }
 
 // NoRedirect leaves redirects to the caller: the API answers artifact downloads with a 302

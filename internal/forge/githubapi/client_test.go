@@ -8,6 +8,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/forge/ratelimit"
 )
 
 func TestParseBaseURL(t *testing.T) {
@@ -62,7 +65,7 @@ func TestNewClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	var remaining atomic.Int64
-	c := NewClient(ClientConfig{BaseURL: base, Tokens: StaticToken("tok"), Remaining: &remaining})
+	c, _ := NewClient(ClientConfig{BaseURL: base, Tokens: StaticToken("tok"), Remaining: &remaining})
 	req, _ := c.NewRequest(http.MethodGet, "ok", nil)
 	if _, err := c.Do(t.Context(), req, nil); err != nil {
 		t.Fatalf("authorized call: %v", err)
@@ -87,11 +90,45 @@ func TestNewClient(t *testing.T) {
 		t.Errorf("Authorization sent to another origin: %q", v)
 	}
 
-	c = NewClient(ClientConfig{BaseURL: base, Tokens: failingTokens{}})
+	c, _ = NewClient(ClientConfig{BaseURL: base, Tokens: failingTokens{}})
 	req, _ = c.NewRequest(http.MethodGet, "ok", nil)
 	_, err = c.Do(t.Context(), req, nil)
 	var te *TokenError
 	if !errors.As(err, &te) {
 		t.Errorf("token failure: %v, want a *TokenError", err)
+	}
+}
+
+// TestNewClientPause: the pause NewClient returns is the one its calls honour, the
+// credential's in the registry, or one of the client's own without a credential.
+func TestNewClientPause(t *testing.T) {
+	t.Parallel()
+	var requests atomic.Int64
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Write([]byte(`{}`))
+	}))
+	t.Cleanup(api.Close)
+	base, err := ParseBaseURL(api.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pauses := new(ratelimit.Registry)
+	for name, tokens := range map[string]Tokens{"token": StaticToken("tok"), "no credential": failingTokens{}} {
+		c, pause := NewClient(ClientConfig{BaseURL: base, Tokens: tokens, Pauses: pauses})
+		if _, shared := tokens.(StaticToken); shared != (pause == pauses.For(base.Scheme+"://"+base.Host, "tok")) {
+			t.Errorf("%s: the pause returned is not the credential's", name)
+		}
+		until := time.Now().Add(time.Hour)
+		pause.Extend(until)
+		req, _ := c.NewRequest(http.MethodGet, "ok", nil)
+		_, err := c.Do(t.Context(), req, nil)
+		var pe *PausedError
+		if !errors.As(err, &pe) || !pe.Until.Equal(until) {
+			t.Errorf("%s: call while the returned pause holds: %v, want a *PausedError until %v", name, err, until)
+		}
+	}
+	if n := requests.Load(); n != 0 {
+		t.Errorf("%d requests sent while paused", n)
 	}
 }

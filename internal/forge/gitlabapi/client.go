@@ -56,12 +56,15 @@ type Config struct {
 	MaxPages int
 	// Transport carries the requests (nil: a clone of http.DefaultTransport).
 	Transport http.RoundTripper
-	Logger    *slog.Logger     // nil: discard
-	Now       func() time.Time // nil: time.Now
+	// Pauses holds the pause the client shares; nil: ratelimit.Shared(), the process's.
+	Pauses *ratelimit.Registry
+	Logger *slog.Logger     // nil: discard
+	Now    func() time.Time // nil: time.Now
 }
 
 // Client calls one GitLab's REST API. It is safe for concurrent use; a rate limit seen by
-// one call pauses every call of every client of the same token and host until the reset.
+// one call pauses every call of every client of the same token and host (and registry of
+// pauses) until the reset.
 type Client struct {
 	api      string // base of the REST API, ending in "/api/v4/"
 	token    string
@@ -92,9 +95,13 @@ func New(cfg Config) (*Client, error) {
 			pairs = append(pairs, s, "***")
 		}
 	}
+	pauses := cfg.Pauses
+	if pauses == nil {
+		pauses = ratelimit.Shared()
+	}
 	c := &Client{api: api, token: cfg.Token, timeout: cfg.Timeout, maxPages: cfg.MaxPages, logger: cfg.Logger, now: cfg.Now,
 		hc:       &http.Client{Transport: tr, CheckRedirect: noRedirect},
-		scrubber: strings.NewReplacer(pairs...), pause: ratelimit.For(origin(api), cfg.Token)}
+		scrubber: strings.NewReplacer(pairs...), pause: pauses.For(origin(api), cfg.Token)}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)
 	}

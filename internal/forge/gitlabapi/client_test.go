@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/trueup-dev/trueup/internal/forge/ratelimit"
 )
 
 func TestAPIBase(t *testing.T) {
@@ -78,7 +80,7 @@ func TestClient(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	c, err := New(Config{BaseURL: srv.URL, Token: token, Secrets: []string{trigger}, Timeout: time.Minute})
+	c, err := New(Config{BaseURL: srv.URL, Token: token, Secrets: []string{trigger}, Timeout: time.Minute, Pauses: new(ratelimit.Registry)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,6 +126,14 @@ func TestClient(t *testing.T) {
 	_, err = c.Do(t.Context(), Request{Method: http.MethodGet, Path: "items", Auth: true})
 	if !errors.As(err, &rl) || rl.Sent {
 		t.Errorf("call while paused: %v, want an unsent *RateLimitError", err)
+	}
+	// The pause lives in the client's registry: the process's knows nothing of it.
+	other, err := New(Config{BaseURL: srv.URL, Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if until, ok := other.Limited(); ok {
+		t.Errorf("a client of the process's registry is paused until %v", until)
 	}
 }
 

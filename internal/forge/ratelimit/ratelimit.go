@@ -2,8 +2,11 @@
 // count requests per credential (a token, an App installation) and host, so a limit that one
 // client meets holds for every client of the same host and credential: the actions, the
 // commit statuses and the preview comments of one token wait for the same reset instead of
-// each earning its own 429. A pause lives as long as the process; there is one per host and
-// credential ever used, which the configuration bounds.
+// each earning its own 429. Pauses live in a Registry: the clients of a process share
+// Shared's, whose pauses live as long as the process (one per host and credential ever used,
+// which the configuration bounds); a client configured with a registry of its own shares its
+// limits with the clients of that registry alone (tests, an embedding that keeps apart what
+// it runs).
 package ratelimit
 
 import (
@@ -51,25 +54,35 @@ type key struct {
 	credential [sha256.Size]byte
 }
 
-var (
+// Registry holds the pauses of the credentials of its clients. The zero value is an empty
+// registry, ready for use. It is safe for concurrent use.
+type Registry struct {
 	mu     sync.Mutex
-	pauses = map[key]*Pause{}
-)
+	pauses map[key]*Pause
+}
+
+var shared Registry
+
+// Shared is the process's registry, which clients use unless configured with another.
+func Shared() *Registry { return &shared }
 
 // For returns the pause shared by every client of credential at origin (scheme://host[:port]
-// of the API). An empty credential gets a pause of its own. The credential is kept only as
-// its SHA-256.
-func For(origin, credential string) *Pause {
+// of the API) in r. An empty credential gets a pause of its own. The credential is kept only
+// as its SHA-256.
+func (r *Registry) For(origin, credential string) *Pause {
 	if credential == "" {
 		return &Pause{}
 	}
 	k := key{origin: origin, credential: sha256.Sum256([]byte(credential))}
-	mu.Lock()
-	defer mu.Unlock()
-	p := pauses[k]
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pauses == nil {
+		r.pauses = map[key]*Pause{}
+	}
+	p := r.pauses[k]
 	if p == nil {
 		p = &Pause{}
-		pauses[k] = p
+		r.pauses[k] = p
 	}
 	return p
 }

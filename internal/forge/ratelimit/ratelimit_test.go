@@ -36,7 +36,8 @@ func TestPause(t *testing.T) {
 func TestFor(t *testing.T) {
 	t.Parallel()
 	const origin = "https://forge.test.for.example"
-	a := For(origin, "token-a")
+	r := new(Registry)
+	a := r.For(origin, "token-a")
 	for _, tc := range []struct {
 		name       string
 		origin     string
@@ -49,11 +50,17 @@ func TestFor(t *testing.T) {
 		{"other port", origin + ":8443", "token-a", false},
 		{"no credential", origin, "", false},
 	} {
-		if got := For(tc.origin, tc.credential) == a; got != tc.shared {
+		if got := r.For(tc.origin, tc.credential) == a; got != tc.shared {
 			t.Errorf("%s: shared = %v, want %v", tc.name, got, tc.shared)
 		}
 	}
-	if own1, own2 := For(origin, ""), For(origin, ""); own1 == own2 {
+	if own1, own2 := r.For(origin, ""), r.For(origin, ""); own1 == own2 {
 		t.Error("two clients without a credential share a pause")
+	}
+	if new(Registry).For(origin, "token-a") == a {
+		t.Error("two registries share a pause")
+	}
+	if Shared() != Shared() || Shared().For(origin, "token-a") != Shared().For(origin, "token-a") || Shared().For(origin, "token-a") == a {
+		t.Error("the process's registry is not one registry of its own")
 	}
 }

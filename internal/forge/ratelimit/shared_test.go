@@ -12,10 +12,12 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/forge/githubapi"
 	"github.com/trueup-dev/trueup/internal/forge/gitlabapi"
+	"github.com/trueup-dev/trueup/internal/forge/ratelimit"
 )
 
 // TestSharedAcrossClients: a limit one client meets at a fake forge on loopback pauses the
-// other client of the same token and host, unsent, and no client of another token.
+// other client of the same token and host, unsent, and no client of another token. Each
+// subtest has a registry of pauses of its own, so that no pause outlives it.
 func TestSharedAcrossClients(t *testing.T) {
 	t.Parallel()
 	reset := strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)
@@ -58,9 +60,10 @@ func TestSharedAcrossClients(t *testing.T) {
 				call = gitlabCall
 			}
 			ctx := t.Context()
-			first := call(t, srv.URL, "token-a")
+			pauses := new(ratelimit.Registry) // the subtest's own: no other test's pause
+			first := call(t, pauses, srv.URL, "token-a")
 			_ = first(ctx) // the answer under test
-			second := call(t, srv.URL, "token-a")
+			second := call(t, pauses, srv.URL, "token-a")
 			err := second(ctx)
 			if got := calls.Load(); (got == 1) != tc.paused {
 				t.Errorf("requests after the first = %d; paused = %v, want %v (err %v)", got-1, got == 1, tc.paused, err)
@@ -72,7 +75,7 @@ func TestSharedAcrossClients(t *testing.T) {
 					t.Errorf("paused call: err = %v, want a rate limit error", err)
 				}
 				before := calls.Load()
-				if err := call(t, srv.URL, "token-b")(ctx); err != nil || calls.Load() != before+1 {
+				if err := call(t, pauses, srv.URL, "token-b")(ctx); err != nil || calls.Load() != before+1 {
 					t.Errorf("another token: err = %v, %d requests; want it sent", err, calls.Load()-before)
 				}
 			}
@@ -81,12 +84,12 @@ func TestSharedAcrossClients(t *testing.T) {
 }
 
 // githubCall returns one call of a new GitHub client of token at base.
-func githubCall(t *testing.T, base, token string) func(context.Context) error {
+func githubCall(t *testing.T, pauses *ratelimit.Registry, base, token string) func(context.Context) error {
 	u, err := githubapi.ParseBaseURL(base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := githubapi.NewClient(githubapi.ClientConfig{BaseURL: u, Tokens: githubapi.StaticToken(token)})
+	c, _ := githubapi.NewClient(githubapi.ClientConfig{BaseURL: u, Tokens: githubapi.StaticToken(token), Pauses: pauses})
 	return func(ctx context.Context) error {
 		_, _, err := c.Repositories.Get(ctx, "o", "r")
 		return err
@@ -94,8 +97,8 @@ func githubCall(t *testing.T, base, token string) func(context.Context) error {
 }
 
 // gitlabCall returns one call of a new GitLab client of token at base.
-func gitlabCall(t *testing.T, base, token string) func(context.Context) error {
-	c, err := gitlabapi.New(gitlabapi.Config{BaseURL: base, Token: token})
+func gitlabCall(t *testing.T, pauses *ratelimit.Registry, base, token string) func(context.Context) error {
+	c, err := gitlabapi.New(gitlabapi.Config{BaseURL: base, Token: token, Pauses: pauses})
 	if err != nil {
 		t.Fatal(err)
 	}
