@@ -201,8 +201,9 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 	rt.cfg.Store(cfg)
 	rt.hash = configHash(rt.deps.Path)
 	// What a config can refuse is refused before the database opens (no private cluster is
-	// started for a bad config): the action instances are built once to check them (a
-	// factory has no side effects), then again below with the database's URL.
+	// started for a bad config): the action instances and the sources (with their commit
+	// statuses and preview publishers) and the notification sender are built once to check
+	// them (their constructors have no side effects), then again below with the database.
 	checked, err := NewActions(cfg, rt.reg, slog.New(slog.DiscardHandler), "", nil)
 	if err != nil {
 		return err
@@ -212,6 +213,9 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 	scrub := rt.redact.Scrub
 	keys, err := SourceKeys(cfg)
 	if err != nil {
+		return err
+	}
+	if err := CheckSources(cfg, rt.srcReg); err != nil {
 		return err
 	}
 	if rt.resolver, err = secrets.New(cfg.SecretStores, logger.With("component", "secrets")); err != nil {

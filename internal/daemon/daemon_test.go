@@ -221,29 +221,39 @@ func TestDaemonStartFails(t *testing.T) {
 	}
 }
 
-// TestDaemonStartRefusesBeforeTheDatabase: a config whose action instance cannot be built
-// fails the start before the database opens: no private cluster is started for it.
+// TestDaemonStartRefusesBeforeTheDatabase: a config whose action instance, source or commit
+// status cannot be built fails the start before the database opens: no private cluster is
+// started for it.
 func TestDaemonStartRefusesBeforeTheDatabase(t *testing.T) {
-	dir := t.TempDir()
-	cfg, err := config.Parse([]byte("dataDir: "+filepath.Join(dir, "data")+"\nactions:\n  - name: gh\n    type: github-actions\n"+
-		"    config: {token: t0k3n, owner: \"bad owner\", repo: infra, workflow: deploy.yml}\n"), dir, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs logbuf.Buffer
-	d, err := New(cfg, Deps{Stderr: &logs, Version: "test", Replica: "r1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := d.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "owner") {
-		t.Fatalf("start: %v", err)
-	}
-	d.Stop()
-	if _, err := os.Stat(filepath.Join(dir, "data", "postgres")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the private cluster's folder: %v, want none", err)
-	}
-	if strings.Contains(logs.String(), "starting private PostgreSQL") {
-		t.Errorf("a private cluster was started:\n%s", logs.String())
+	for _, c := range []struct{ name, yaml, want string }{
+		{"action", "actions:\n  - name: gh\n    type: github-actions\n" +
+			"    config: {token: t0k3n, owner: \"bad owner\", repo: infra, workflow: deploy.yml}\n", "owner"},
+		{"source", "sources: [{name: g, git: {url: \"gopher://example.com/x\"}}]\n", "source g: "},
+		{"commit status", "sources:\n  - name: d\n    dir: {path: .}\n    commitStatus: {provider: github, token: t0k3n, repo: norepo}\n",
+			"source d: commitStatus: "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg, err := config.Parse([]byte("dataDir: "+filepath.Join(dir, "data")+"\n"+c.yaml), dir, func(string) string { return "" })
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logs logbuf.Buffer
+			d, err := New(cfg, Deps{Stderr: &logs, Version: "test", Replica: "r1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Start(context.Background()); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("start: %v, want %q", err, c.want)
+			}
+			d.Stop()
+			if _, err := os.Stat(filepath.Join(dir, "data", "postgres")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the private cluster's folder: %v, want none", err)
+			}
+			if strings.Contains(logs.String(), "starting private PostgreSQL") {
+				t.Errorf("a private cluster was started:\n%s", logs.String())
+			}
+		})
 	}
 }
 
