@@ -105,6 +105,8 @@ type Daemon struct {
 	requests chan reloadRequest
 	stops    []stopStep // what Stop undoes, in the order Start did it
 	stopOnce sync.Once
+	// containment says the processes commands start may outlive trueup once (warnContainment).
+	containment sync.Once
 	// life makes Start and Stop one at a time: a Stop during Start waits for it, then undoes
 	// what it started. begun says Start ran: a daemon starts once. started is the daemon's
 	// context once Start began, for Reload, which may come from any goroutine.
@@ -127,6 +129,7 @@ type testHooks struct {
 	started     func() error            // once everything runs, before Start returns
 	startSource func(name string) error // before a source's copy starts
 	stopped     func(step string)       // after each step of Stop
+	mode        func() (string, error)  // in place of proc.Mode
 }
 
 // reloadRequest asks the loop for a reload of cfg (nil: of the file, Deps.Load).
@@ -266,6 +269,7 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 		return err
 	}
 	rt.acts.Replace(acts, nil)
+	rt.warnContainment(acts)
 	rt.redact.Add(secretsOf(cfg, acts)...)
 	applied, err := db.Store.Migrate(ctx)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/actions/proc"
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/logbuf"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
@@ -67,9 +68,15 @@ func (e *daemonEnv) folder(name, desc string) string {
 // config is a controller config with one dir source per name → folder.
 func (e *daemonEnv) config(srcs map[string]string) *config.Config {
 	e.t.Helper()
+	return e.configActions("", srcs)
+}
+
+// configActions is config with the actions list's items actions (YAML lines) after act's.
+func (e *daemonEnv) configActions(actions string, srcs map[string]string) *config.Config {
+	e.t.Helper()
 	var b strings.Builder
-	fmt.Fprintf(&b, "dataDir: %s\ndatabase: {url: %q}\nserver: {listen: %q}\nactions:\n  - {name: act, type: noop}\n"+
-		"reconcile: {workers: 2, leaseTTL: 5s}\nlog: {level: debug}\nsources:\n", filepath.Join(e.dir, "data"), e.dbURL, e.listen)
+	fmt.Fprintf(&b, "dataDir: %s\ndatabase: {url: %q}\nserver: {listen: %q}\nactions:\n  - {name: act, type: noop}\n%s"+
+		"reconcile: {workers: 2, leaseTTL: 5s}\nlog: {level: debug}\nsources:\n", filepath.Join(e.dir, "data"), e.dbURL, e.listen, actions)
 	for _, name := range slices.Sorted(maps.Keys(srcs)) {
 		fmt.Fprintf(&b, "  - name: %s\n    dir: {path: %s, interval: 1h}\n", name, srcs[name])
 	}
@@ -254,6 +261,33 @@ func TestDaemonStartRefusesBeforeTheDatabase(t *testing.T) {
 				t.Errorf("a private cluster was started:\n%s", logs.String())
 			}
 		})
+	}
+}
+
+// TestDaemonContainmentWarnedOnce: the warning that commands' processes may outlive a
+// killed trueup is logged once, at the start, not again by a reload that rebuilds the action
+// instances.
+func TestDaemonContainmentWarnedOnce(t *testing.T) {
+	e := newDaemonEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	exec := func(cmd string) string { return "  - {name: run, type: exec, config: {command: [" + cmd + "]}}\n" }
+	srcs := map[string]string{"a": e.folder("a", "a")}
+	var logs logbuf.Buffer
+	d, err := New(e.configActions(exec(`"true"`), srcs), Deps{Stderr: &logs, Version: "test", Replica: "r1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.test.mode = func() (string, error) { return proc.TreeProcessGroup, errors.New("no PID namespaces here") }
+	if err := d.Start(ctx); err != nil {
+		t.Fatalf("start: %v\n%s", err, logs.String())
+	}
+	defer d.Stop()
+	if res := d.Reload(e.configActions(exec(`"false"`), srcs)); !res.OK {
+		t.Fatalf("reload: %+v\n%s", res, logs.String())
+	}
+	if n := strings.Count(logs.String(), "may outlive trueup"); n != 1 {
+		t.Errorf("the containment warning logged %d times, want once:\n%s", n, logs.String())
 	}
 }
 
