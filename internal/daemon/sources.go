@@ -62,7 +62,8 @@ type sourceEnv struct {
 }
 
 // sourceSet is the running sources: Build builds a config's sources without starting any,
-// Start starts them as the set, Swap makes a reload's the set in place of the running ones
+// Start starts them as the set, Run starts their syncers, Wait waits for the syncers to
+// return, Swap makes a reload's the set in place of the running ones
 // (Rollback runs the previous copy of a changed source whose new copy fails to start), Stop
 // stops them. One goroutine changes the set (the daemon's Start, then its reload loop);
 // readers (webhooks, previews, terraform module reads, maintenance) see one published map
