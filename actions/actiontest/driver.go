@@ -14,7 +14,7 @@ import (
 // Result.State after a success, and only the last checkpoint after an error. No answer,
 // state or error it sees may contain one of Secrets.
 type Driver struct {
-	T        *testing.T
+	T        testing.TB
 	Action   actions.Action
 	Resource actions.Resource
 	With     json.RawMessage

@@ -69,23 +69,29 @@ func Plaintext(t *testing.T, parse func(json.RawMessage) error, secrets []string
 	for _, tc := range cases {
 		t.Run(tc.Name, func(t *testing.T) {
 			t.Parallel()
-			err := parse(json.RawMessage(tc.Config))
-			switch {
-			case tc.Want == "" && err != nil:
-				t.Fatalf("error %v, want none", err)
-			case tc.Want == "":
-				return
-			case err == nil || !strings.Contains(err.Error(), tc.Want):
-				t.Fatalf("error %v, want it to contain %q", err, tc.Want)
-			case !strings.Contains(err.Error(), "insecure: true"):
-				t.Errorf("error %v does not say how to allow it", err)
-			}
-			for _, secret := range secrets {
-				if strings.Contains(err.Error(), secret) {
-					t.Errorf("error %v quotes a secret", err)
-				}
-			}
+			plaintextCase(t, parse, secrets, tc.Config, tc.Want)
 		})
+	}
+}
+
+// plaintextCase is one case of Plaintext.
+func plaintextCase(t testing.TB, parse func(json.RawMessage) error, secrets []string, config, want string) {
+	t.Helper()
+	err := parse(json.RawMessage(config))
+	switch {
+	case want == "" && err != nil:
+		t.Fatalf("error %v, want none", err)
+	case want == "":
+		return
+	case err == nil || !strings.Contains(err.Error(), want):
+		t.Fatalf("error %v, want it to contain %q", err, want)
+	case !strings.Contains(err.Error(), "insecure: true"):
+		t.Errorf("error %v does not say how to allow it", err)
+	}
+	for _, secret := range secrets {
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("error %v quotes a secret", err)
+		}
 	}
 }
 

@@ -11,10 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trueup-dev/trueup/internal/logbuf"
-
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/actions/actiontest"
+	"github.com/trueup-dev/trueup/internal/logbuf"
 )
 
 // driveTimeout bounds how long a test drives one resource to Done.

@@ -15,10 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trueup-dev/trueup/internal/logbuf"
-
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/actions/actiontest"
+	"github.com/trueup-dev/trueup/internal/logbuf"
 )
 
 func TestConformance(t *testing.T) {

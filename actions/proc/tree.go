@@ -23,7 +23,7 @@ const (
 
 // Mode reports how this process contains the descendants of commands. The first call probes
 // once whether PID namespaces can be used; when they cannot, mode is TreeProcessGroup and err
-// says why (serve logs it once at start-up).
+// says why (serve logs it once, when it first builds an action that runs commands).
 func Mode() (mode string, err error) {
 	if _, err := probePIDNamespace(); err != nil {
 		return TreeProcessGroup, err

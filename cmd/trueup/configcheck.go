@@ -1,9 +1,7 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -41,7 +39,11 @@ reported: the instances whose config needs them are then not built.`,
 			default:
 				daemon.CloseActions(acts)
 			}
-			switch err := checkSources(cfg); {
+			reg, err := daemon.SourceRegistry()
+			if err != nil {
+				return err
+			}
+			switch err := daemon.CheckSources(cfg, reg); {
 			case err != nil && len(env) == 0:
 				return err
 			case err != nil:
@@ -58,24 +60,4 @@ reported: the instances whose config needs them are then not built.`,
 		},
 	})
 	return cmd
-}
-
-// checkSources builds every source of cfg as serve does (nothing started, nothing fetched,
-// nothing written: a Git source's folder is only touched by its first fetch) and closes it: what a source's constructor refuses (a URL's protocol, a GitHub App's key) is
-// reported as a reload reports it.
-func checkSources(cfg *config.Config) error {
-	reg, err := daemon.SourceRegistry()
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for _, sc := range cfg.Sources {
-		src, _, err := daemon.NewSource(reg, cfg, sc, slog.New(slog.DiscardHandler))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("source %s: %w", sc.Name, err))
-			continue
-		}
-		_ = src.Close()
-	}
-	return cfg.ScrubError(errors.Join(errs...))
 }

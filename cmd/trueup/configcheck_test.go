@@ -28,6 +28,13 @@ func TestConfigCheck(t *testing.T) {
 	if _, _, err := runCLI(t, "config", "check", src); err == nil || !strings.Contains(err.Error(), "source g:") || !strings.Contains(err.Error(), "unsupported protocol") {
 		t.Fatalf("a source that cannot be built: %v", err)
 	}
+	status := filepath.Join(dir, "status.yaml")
+	if err := os.WriteFile(status, []byte("sources:\n  - name: d\n    dir: {path: .}\n    commitStatus: {provider: github, token: t0k3n, repo: norepo}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runCLI(t, "config", "check", status); err == nil || !strings.Contains(err.Error(), `source d: commitStatus: commit status: repo "norepo" must be owner/repo`) {
+		t.Fatalf("a commit status that cannot be built: %v", err)
+	}
 	rule := filepath.Join(dir, "rule.yaml")
 	if err := os.WriteFile(rule, []byte("notifications:\n  rules:\n    - {name: r, providers: [nope]}\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -14,9 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trueup-dev/trueup/internal/logbuf"
-
 	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/internal/logbuf"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
 )

@@ -87,6 +87,16 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// Check says what New and NewPreviewer refuse of cfg, without a store and without side
+// effects: its fields and the forge client's base URL.
+func Check(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	_, err := newForge(cfg, "trueup/check")
+	return err
+}
+
 // Tuning defaults.
 const (
 	defaultPoll       = 2 * time.Second  // while resources are on their way

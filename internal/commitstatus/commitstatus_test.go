@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/trueup-dev/trueup/internal/logbuf"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/forge/ratelimit"
+	"github.com/trueup-dev/trueup/internal/logbuf"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"

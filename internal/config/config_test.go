@@ -96,7 +96,7 @@ func TestParseErrors(t *testing.T) {
 		{"githubApp ssh url", "sources:\n  - name: a\n    git: {url: \"git@github.com:acme/infra.git\", auth: {githubApp: {appID: 1, installationID: 2, privateKeyFile: k.pem}}}\n",
 			"sources[0].git.auth.githubApp: applies to https urls only"},
 	}
-	checkParse(t, cases)
+	checkParse(t, cases, "")
 }
 
 // gitApp is a git source whose auth holds other (ending ", ") and a githubApp block.
@@ -227,19 +227,28 @@ func TestParseNotificationRetention(t *testing.T) {
 	}
 }
 
+// accepted is the want of a document Parse accepts in checkParse's tables.
+const accepted = "(accepted)"
+
 // checkParse parses each case's document, as parallel subtests: want is a substring of the
-// error, "" for a document accepted.
-func checkParse(t *testing.T, cases []struct{ name, yaml, want string }) {
+// error, accepted for a document accepted; an empty want fails (a case that forgot its
+// error must not pass as accepted). Every error also contains fix ("": no more).
+func checkParse(t *testing.T, cases []struct{ name, yaml, want string }, fix string) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			_, err := Parse([]byte(tc.yaml), "/x", env(nil))
 			switch {
-			case tc.want == "" && err != nil:
+			case tc.want == "":
+				t.Fatalf("no want: the error expected, or accepted")
+			case tc.want == accepted && err != nil:
 				t.Fatalf("error %v, want none", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			case tc.want == accepted:
+			case err == nil || !strings.Contains(err.Error(), tc.want):
 				t.Fatalf("error %v, want it to contain %q", err, tc.want)
+			case !strings.Contains(err.Error(), fix):
+				t.Errorf("error %v does not say %q", err, fix)
 			}
 		})
 	}

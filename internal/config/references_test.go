@@ -38,7 +38,7 @@ func TestReferencesErrors(t *testing.T) {
 		{"bad pattern", expose("{namespace: 'p[', kinds: [Db], outputs: [host], to: [{namespace: s}]}"), `references.expose[0].namespace: "p[" is not a valid pattern`},
 		{"empty kind", expose("{namespace: p, kinds: [''], outputs: [host], to: [{namespace: s}]}"), "references.expose[0].kinds[0]: required"},
 	}
-	checkParse(t, tests)
+	checkParse(t, tests, "")
 }
 
 // TestReferencesOrderingOnly: `outputs: []` is a grant of dependsOn alone (no output).

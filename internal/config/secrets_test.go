@@ -96,7 +96,7 @@ func TestSecretsErrors(t *testing.T) {
 		{"expose bad pattern", expose("{store: e, names: ['db-['], sources: [platform], namespaces: [p]}"), `secrets.expose[0].names: "db-[" is not a valid pattern`},
 		{"expose unknown source", expose("{store: e, names: [a], sources: [platfrom], namespaces: [p]}"), `secrets.expose[0].sources: "platfrom" is not a declared source`},
 	}
-	checkParse(t, tests)
+	checkParse(t, tests, "")
 }
 
 // TestSecretsErrorsScrubbed: a token from the environment never appears in a config error.

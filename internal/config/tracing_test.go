@@ -73,7 +73,7 @@ func TestParseTracingErrors(t *testing.T) {
 		{"traceURL without id", "tracing: {endpoint: \"http://127.0.0.1:4318\", traceURL: \"https://j.example.com/\"}\n", "does not hold {traceId}"},
 		{"traceURL not http", "tracing: {endpoint: \"http://127.0.0.1:4318\", traceURL: \"javascript:alert({traceId})\"}\n", "tracing.traceURL"},
 	}
-	checkParse(t, cases)
+	checkParse(t, cases, "")
 	// insecure allows headers over http:// to another machine.
 	if _, err := Parse([]byte("tracing: {endpoint: \"http://collector.example.com:4318\", headers: {X-Key: k}, insecure: true}\n"), "/x", env(nil)); err != nil {
 		t.Fatal(err)

@@ -105,6 +105,8 @@ type Daemon struct {
 	requests chan reloadRequest
 	stops    []stopStep // what Stop undoes, in the order Start did it
 	stopOnce sync.Once
+	// containment says the processes commands start may outlive trueup once (warnContainment).
+	containment sync.Once
 	// life makes Start and Stop one at a time: a Stop during Start waits for it, then undoes
 	// what it started. begun says Start ran: a daemon starts once. started is the daemon's
 	// context once Start began, for Reload, which may come from any goroutine.
@@ -127,6 +129,7 @@ type testHooks struct {
 	started     func() error            // once everything runs, before Start returns
 	startSource func(name string) error // before a source's copy starts
 	stopped     func(step string)       // after each step of Stop
+	mode        func() (string, error)  // in place of proc.Mode
 }
 
 // reloadRequest asks the loop for a reload of cfg (nil: of the file, Deps.Load).
@@ -201,8 +204,9 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 	rt.cfg.Store(cfg)
 	rt.hash = configHash(rt.deps.Path)
 	// What a config can refuse is refused before the database opens (no private cluster is
-	// started for a bad config): the action instances are built once to check them (a
-	// factory has no side effects), then again below with the database's URL.
+	// started for a bad config): the action instances and the sources (with their commit
+	// statuses and preview publishers) and the notification sender are built once to check
+	// them (their constructors have no side effects), then again below with the database.
 	checked, err := NewActions(cfg, rt.reg, slog.New(slog.DiscardHandler), "", nil)
 	if err != nil {
 		return err
@@ -212,6 +216,9 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 	scrub := rt.redact.Scrub
 	keys, err := SourceKeys(cfg)
 	if err != nil {
+		return err
+	}
+	if err := CheckSources(cfg, rt.srcReg); err != nil {
 		return err
 	}
 	if rt.resolver, err = secrets.New(cfg.SecretStores, logger.With("component", "secrets")); err != nil {
@@ -262,6 +269,7 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 		return err
 	}
 	rt.acts.Replace(acts, nil)
+	rt.warnContainment(acts)
 	rt.redact.Add(secretsOf(cfg, acts)...)
 	applied, err := db.Store.Migrate(ctx)
 	if err != nil {

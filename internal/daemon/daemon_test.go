@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/actions/proc"
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/logbuf"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
@@ -67,9 +68,15 @@ func (e *daemonEnv) folder(name, desc string) string {
 // config is a controller config with one dir source per name → folder.
 func (e *daemonEnv) config(srcs map[string]string) *config.Config {
 	e.t.Helper()
+	return e.configActions("", srcs)
+}
+
+// configActions is config with the actions list's items actions (YAML lines) after act's.
+func (e *daemonEnv) configActions(actions string, srcs map[string]string) *config.Config {
+	e.t.Helper()
 	var b strings.Builder
-	fmt.Fprintf(&b, "dataDir: %s\ndatabase: {url: %q}\nserver: {listen: %q}\nactions:\n  - {name: act, type: noop}\n"+
-		"reconcile: {workers: 2, leaseTTL: 5s}\nlog: {level: debug}\nsources:\n", filepath.Join(e.dir, "data"), e.dbURL, e.listen)
+	fmt.Fprintf(&b, "dataDir: %s\ndatabase: {url: %q}\nserver: {listen: %q}\nactions:\n  - {name: act, type: noop}\n%s"+
+		"reconcile: {workers: 2, leaseTTL: 5s}\nlog: {level: debug}\nsources:\n", filepath.Join(e.dir, "data"), e.dbURL, e.listen, actions)
 	for _, name := range slices.Sorted(maps.Keys(srcs)) {
 		fmt.Fprintf(&b, "  - name: %s\n    dir: {path: %s, interval: 1h}\n", name, srcs[name])
 	}
@@ -221,29 +228,66 @@ func TestDaemonStartFails(t *testing.T) {
 	}
 }
 
-// TestDaemonStartRefusesBeforeTheDatabase: a config whose action instance cannot be built
-// fails the start before the database opens: no private cluster is started for it.
+// TestDaemonStartRefusesBeforeTheDatabase: a config whose action instance, source or commit
+// status cannot be built fails the start before the database opens: no private cluster is
+// started for it.
 func TestDaemonStartRefusesBeforeTheDatabase(t *testing.T) {
-	dir := t.TempDir()
-	cfg, err := config.Parse([]byte("dataDir: "+filepath.Join(dir, "data")+"\nactions:\n  - name: gh\n    type: github-actions\n"+
-		"    config: {token: t0k3n, owner: \"bad owner\", repo: infra, workflow: deploy.yml}\n"), dir, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range []struct{ name, yaml, want string }{
+		{"action", "actions:\n  - name: gh\n    type: github-actions\n" +
+			"    config: {token: t0k3n, owner: \"bad owner\", repo: infra, workflow: deploy.yml}\n", "owner"},
+		{"source", "sources: [{name: g, git: {url: \"gopher://example.com/x\"}}]\n", "source g: "},
+		{"commit status", "sources:\n  - name: d\n    dir: {path: .}\n    commitStatus: {provider: github, token: t0k3n, repo: norepo}\n",
+			"source d: commitStatus: "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg, err := config.Parse([]byte("dataDir: "+filepath.Join(dir, "data")+"\n"+c.yaml), dir, func(string) string { return "" })
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logs logbuf.Buffer
+			d, err := New(cfg, Deps{Stderr: &logs, Version: "test", Replica: "r1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.Start(context.Background()); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("start: %v, want %q", err, c.want)
+			}
+			d.Stop()
+			if _, err := os.Stat(filepath.Join(dir, "data", "postgres")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the private cluster's folder: %v, want none", err)
+			}
+			if strings.Contains(logs.String(), "starting private PostgreSQL") {
+				t.Errorf("a private cluster was started:\n%s", logs.String())
+			}
+		})
 	}
+}
+
+// TestDaemonContainmentWarnedOnce: the warning that commands' processes may outlive a
+// killed trueup is logged once, at the start, not again by a reload that rebuilds the action
+// instances.
+func TestDaemonContainmentWarnedOnce(t *testing.T) {
+	e := newDaemonEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	exec := func(cmd string) string { return "  - {name: run, type: exec, config: {command: [" + cmd + "]}}\n" }
+	srcs := map[string]string{"a": e.folder("a", "a")}
 	var logs logbuf.Buffer
-	d, err := New(cfg, Deps{Stderr: &logs, Version: "test", Replica: "r1"})
+	d, err := New(e.configActions(exec(`"true"`), srcs), Deps{Stderr: &logs, Version: "test", Replica: "r1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "owner") {
-		t.Fatalf("start: %v", err)
+	d.test.mode = func() (string, error) { return proc.TreeProcessGroup, errors.New("no PID namespaces here") }
+	if err := d.Start(ctx); err != nil {
+		t.Fatalf("start: %v\n%s", err, logs.String())
 	}
-	d.Stop()
-	if _, err := os.Stat(filepath.Join(dir, "data", "postgres")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("the private cluster's folder: %v, want none", err)
+	defer d.Stop()
+	if res := d.Reload(e.configActions(exec(`"false"`), srcs)); !res.OK {
+		t.Fatalf("reload: %+v\n%s", res, logs.String())
 	}
-	if strings.Contains(logs.String(), "starting private PostgreSQL") {
-		t.Errorf("a private cluster was started:\n%s", logs.String())
+	if n := strings.Count(logs.String(), "may outlive trueup"); n != 1 {
+		t.Errorf("the containment warning logged %d times, want once:\n%s", n, logs.String())
 	}
 }
 

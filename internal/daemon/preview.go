@@ -24,15 +24,9 @@ import (
 // both commenting on one pull request.
 func newPreviewRunner(cfg *config.Config, sc config.Source, src sources.Source, st *store.Store, acts map[string]actions.Action, plans *actions.PlanGate,
 	checkRef func(from string, target graph.ID, outputs []string) error, secrets *redact.Registry, replica string, logger *slog.Logger) (*preview.Runner, error) {
-	fetcher, ok := src.(preview.Fetcher)
-	if !ok {
-		return nil, fmt.Errorf("source %s: preview: the source cannot fetch pull-request refs", sc.Name)
-	}
-	cs := sc.CommitStatus
-	pub, err := commitstatus.NewPreviewer(commitstatus.Config{Provider: cs.Provider, Token: cs.Token, BaseURL: cs.BaseURL, Insecure: cs.Insecure,
-		Repo: cs.Repo}, sc.Name)
+	fetcher, pub, err := previewPublisher(sc, src)
 	if err != nil {
-		return nil, fmt.Errorf("source %s: preview: %w", sc.Name, err)
+		return nil, err
 	}
 	return preview.New(preview.Options{Source: sc.Name, Fetcher: fetcher, Publisher: pub, Store: st,
 		ExternalURL: strings.TrimSuffix(cfg.Server.ExternalURL, "/"), Replica: replica, Logger: logger,
@@ -41,6 +35,21 @@ func newPreviewRunner(cfg *config.Config, sc config.Source, src sources.Source, 
 			Actions: acts, Plans: plans, PlanTimeout: sc.Preview.PlanTimeout, PlanConcurrency: sc.Preview.PlanConcurrency, Redact: secrets, Roots: previewRoots(cfg, acts),
 			NoResolve: sc.Preview.ResolveOutputs == config.ResolveNever, ResolveForks: sc.Preview.ResolveOutputs == config.ResolveAlways,
 			ForkPlans: sc.Preview.ForkPlans}}), nil
+}
+
+// previewPublisher is what sc's preview runner fetches pull requests with (src) and
+// publishes its statuses and comments through (sc's commitStatus block, which config
+// validation requires of a source that previews).
+func previewPublisher(sc config.Source, src sources.Source) (preview.Fetcher, *commitstatus.Previewer, error) {
+	fetcher, ok := src.(preview.Fetcher)
+	if !ok {
+		return nil, nil, fmt.Errorf("source %s: preview: the source cannot fetch pull-request refs", sc.Name)
+	}
+	pub, err := commitstatus.NewPreviewer(statusConfig(sc), sc.Name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("source %s: preview: %w", sc.Name, err)
+	}
+	return fetcher, pub, nil
 }
 
 // previewRoots are the controller's folders that previews cut from what plans publish: the

@@ -58,6 +58,7 @@ func (rt *Daemon) load(cfg *config.Config, readErr error) (_ *loaded, secrets []
 		return nil, secrets, err // factories quote the config values they refuse: scrubbed by reload
 	}
 	secrets = secretsOf(cfg, l.acts)
+	rt.warnContainment(l.acts)
 	if l.keys, err = SourceKeys(cfg); err != nil {
 		l.close()
 		return nil, secrets, err

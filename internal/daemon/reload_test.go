@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -417,17 +418,24 @@ func TestSourceSetRollback(t *testing.T) {
 
 // TestSourceSetConcurrentReaders: readers of the set (the running sources, their syncers,
 // ReadTree) during swaps see whole published sets: never a nil entry, never a configured
-// source refused as unknown. Run with -race.
+// source refused as unknown. Each swap changes a and waits, while a is between its two
+// copies, for the readers to read: every swap is read through. Run with -race.
 func TestSourceSetConcurrentReaders(t *testing.T) {
 	e := newDaemonEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	a1, a2, b := e.folder("a1", "first"), e.folder("a2", "second"), e.folder("b", "b")
-	s := startSet(t, e, e.config(map[string]string{"a": a1}), nil)
+	var reads atomic.Int64
+	var swapping atomic.Bool
+	s := startSet(t, e, e.config(map[string]string{"a": a1}), func(name string) error {
+		if swapping.Load() && name == "a" {
+			from := reads.Load()
+			waitFor(t, "a read between its two copies", func() bool { return reads.Load() > from })
+		}
+		return nil
+	})
 	stop := make(chan struct{})
 	var readers sync.WaitGroup
-	var mu sync.Mutex
-	reads := 0
 	for range 4 {
 		readers.Go(func() {
 			for {
@@ -448,12 +456,13 @@ func TestSourceSetConcurrentReaders(t *testing.T) {
 					t.Errorf("ReadTree of a: %v", err)
 					return
 				}
-				mu.Lock()
-				reads++
-				mu.Unlock()
+				reads.Add(1)
 			}
 		})
 	}
+	waitFor(t, "the readers read", func() bool { return reads.Load() > 0 })
+	before := reads.Load()
+	swapping.Store(true)
 	for i := range 6 {
 		srcs := map[string]string{"a": a1}
 		if i%2 == 0 {
@@ -463,7 +472,9 @@ func TestSourceSetConcurrentReaders(t *testing.T) {
 			t.Errorf("swap %d: %v", i, failed)
 		}
 	}
-	waitFor(t, "the readers read", func() bool { mu.Lock(); defer mu.Unlock(); return reads > 100 })
+	if during := reads.Load() - before; during <= 0 {
+		t.Errorf("%d reads during the swaps", during)
+	}
 	close(stop)
 	readers.Wait()
 }

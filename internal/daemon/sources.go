@@ -62,7 +62,8 @@ type sourceEnv struct {
 }
 
 // sourceSet is the running sources: Build builds a config's sources without starting any,
-// Start starts them as the set, Swap makes a reload's the set in place of the running ones
+// Start starts them as the set, Run starts their syncers, Wait waits for the syncers to
+// return, Swap makes a reload's the set in place of the running ones
 // (Rollback runs the previous copy of a changed source whose new copy fails to start), Stop
 // stops them. One goroutine changes the set (the daemon's Start, then its reload loop);
 // readers (webhooks, previews, terraform module reads, maintenance) see one published map
@@ -147,9 +148,8 @@ func (s *sourceSet) build(cfg *config.Config, sc config.Source, keys map[string]
 	}
 	rs := &runningSource{cfg: sc, keys: keys[sc.Name], reg: registration(sc, info), src: src}
 	var reporter syncer.Reporter
-	if cs := sc.CommitStatus; cs != nil {
-		rep, err := commitstatus.New(commitstatus.Config{Provider: cs.Provider, Token: cs.Token, BaseURL: cs.BaseURL, Insecure: cs.Insecure, Repo: cs.Repo,
-			TargetURL: strings.TrimSuffix(cfg.Server.ExternalURL, "/") + "/sources/" + sc.Name}, sc.Name, s.env.store, s.env.log)
+	if sc.CommitStatus != nil {
+		rep, err := commitstatus.New(reporterConfig(cfg, sc), sc.Name, s.env.store, s.env.log)
 		if err != nil {
 			rs.close()
 			return nil, fmt.Errorf("source %s: commitStatus: %w", sc.Name, err)
@@ -170,6 +170,20 @@ func (s *sourceSet) build(cfg *config.Config, sc config.Source, keys map[string]
 		rs.preview.Store(p)
 	}
 	return rs, nil
+}
+
+// statusConfig is the forge client config of sc's commitStatus block (set).
+func statusConfig(sc config.Source) commitstatus.Config {
+	cs := sc.CommitStatus
+	return commitstatus.Config{Provider: cs.Provider, Token: cs.Token, BaseURL: cs.BaseURL, Insecure: cs.Insecure, Repo: cs.Repo}
+}
+
+// reporterConfig is the config of sc's commit status reporter (commitStatus set): its
+// statuses link to the source's dashboard page.
+func reporterConfig(cfg *config.Config, sc config.Source) commitstatus.Config {
+	c := statusConfig(sc)
+	c.TargetURL = strings.TrimSuffix(cfg.Server.ExternalURL, "/") + "/sources/" + sc.Name
+	return c
 }
 
 // start starts rs: its source, registration and preview runner, and its syncer once the set

@@ -109,7 +109,6 @@ func registration(sc config.Source, info sources.Info) store.SourceConfig {
 // database or source is opened).
 func NewActions(cfg *config.Config, reg *actions.Registry, logger *slog.Logger, dbURL string, trees func(ctx context.Context, source, revision, dir string) ([]sources.TreeFile, error)) (map[string]actions.Action, error) {
 	out := map[string]actions.Action{}
-	runsCommands := false
 	for _, a := range cfg.Actions {
 		act, err := reg.New(a.Type, a.Config, actions.Env{Name: a.Name, BaseDir: cfg.BaseDir, Logger: logger.With("action", a.Name),
 			DatabaseURL: dbURL, ReadTree: trees})
@@ -118,18 +117,28 @@ func NewActions(cfg *config.Config, reg *actions.Registry, logger *slog.Logger, 
 			return nil, err
 		}
 		out[a.Name] = act
-		if r, ok := act.(actions.CommandRunner); ok && r.RunsCommands() {
-			runsCommands = true
-		}
-	}
-	if !runsCommands {
-		return out, nil
-	}
-	// Said once at start-up, so that operators know when a kill -9 can leave work behind.
-	if mode, err := proc.Mode(); err != nil {
-		logger.Warn("the processes exec and terraform commands start may outlive trueup if it is killed", "mode", mode, "reason", err)
 	}
 	return out, nil
+}
+
+// warnContainment says, once per daemon and only when one of acts runs commands, that the
+// processes those commands start may outlive a killed trueup (proc.Mode), so that operators
+// know when a kill -9 can leave work behind.
+func (rt *Daemon) warnContainment(acts map[string]actions.Action) {
+	for _, a := range acts {
+		if r, ok := a.(actions.CommandRunner); ok && r.RunsCommands() {
+			rt.containment.Do(func() {
+				mode := proc.Mode
+				if rt.test.mode != nil {
+					mode = rt.test.mode
+				}
+				if mode, err := mode(); err != nil {
+					rt.log.Warn("the processes exec and terraform commands start may outlive trueup if it is killed", "mode", mode, "reason", err)
+				}
+			})
+			return
+		}
+	}
 }
 
 // CloseActions closes every instance of m.

@@ -32,7 +32,6 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/logbuf"
-
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/wire"
 )

@@ -17,7 +17,8 @@ import (
 
 // A pull request (from a fork) that keeps the repository's encrypted file as it is and only
 // edits the ResourceType must not read the value through rules: one rule per (position,
-// character) would spell it out in the comment if rules saw the plaintext.
+// character) would spell it out in the comment if rules saw the plaintext, as they do when
+// the value is in plaintext (the control).
 func TestPreviewRulesCannotReadEncryptedValues(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t, store.SourceConfig{Name: "infra"})
@@ -40,21 +41,31 @@ func TestPreviewRulesCannotReadEncryptedValues(t *testing.T) {
         x-trueup-validations: [`+strings.Join(rules, ", ")+`]}`, "planner")
 	c := &Checker{Source: "infra", Store: st, Loader: manifest.NewLoader(), Prune: true,
 		Actions: map[string]actions.Action{"planner": &planner{}}}
-	res, _, err := c.Check(ctx, &sources.Snapshot{Revision: "pr", Files: []sources.File{{Path: "types.yaml", Data: []byte(evilType)}, {Path: "queues/a.yaml", Data: enc}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := RenderComment(Comment{Source: "infra", HeadSHA: "pr", Result: res})
-	got := make([]byte, 8)
-	for _, e := range res.Errors {
-		var i int
-		var ch byte
-		if _, err := fmt.Sscanf(e.Message, "pos %d is %c", &i, &ch); err == nil {
-			got[i] = ch
+	// spelled checks the pull request with the queue's file as file: the value the rules
+	// spell out in the comment, and the errors.
+	spelled := func(file []byte) (string, []Error) {
+		t.Helper()
+		res, _, err := c.Check(ctx, &sources.Snapshot{Revision: "pr", Files: []sources.File{{Path: "types.yaml", Data: []byte(evilType)}, {Path: "queues/a.yaml", Data: file}}})
+		if err != nil {
+			t.Fatal(err)
 		}
+		body := RenderComment(Comment{Source: "infra", HeadSHA: "pr", Result: res})
+		got := make([]byte, 8)
+		for _, e := range res.Errors {
+			var i int
+			var ch byte
+			if _, err := fmt.Sscanf(e.Message, "pos %d is %c", &i, &ch); err == nil && strings.Contains(body, e.Message) {
+				got[i] = ch
+			}
+		}
+		return string(got), res.Errors
 	}
-	if len(res.Errors) != 0 || strings.ContainsAny(string(got), alphabet) {
-		t.Errorf("the rules judged the encrypted value: %d errors, recovered %q (comment %d bytes): %+v", len(res.Errors), got, len(body), res.Errors)
+	// The control: with the value in plaintext, the rules load and spell it out.
+	if got, errs := spelled([]byte(plain)); got != secret {
+		t.Fatalf("the attacker's rules on a plaintext value spelled %q, want %q: %+v", got, secret, errs)
+	}
+	if got, errs := spelled(enc); len(errs) != 0 || strings.ContainsAny(got, alphabet) {
+		t.Errorf("the rules judged the encrypted value: %d errors, recovered %q: %+v", len(errs), got, errs)
 	}
 }
 

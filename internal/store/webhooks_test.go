@@ -8,7 +8,6 @@ import (
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 )
 
-// openTest returns a store on a fresh migrated database.
 // openTest opens a store on a fresh database and registers the named sources in it.
 func openTest(t *testing.T, sources ...string) *Store {
 	t.Helper()

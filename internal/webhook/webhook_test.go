@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/trueup-dev/trueup/internal/logbuf"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/logbuf"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
 )
