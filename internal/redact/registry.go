@@ -13,6 +13,7 @@ package redact
 
 import (
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -103,11 +104,13 @@ func (r *Registry) Add(secrets ...string) {
 }
 
 // Hold adds a call's secrets until release is called; two calls may hold the same value, which
-// stays until both released it. release may be called once.
+// stays until both released it. release may be called more than once: only its first call
+// releases. Hold keeps a copy of secrets: the caller may reuse the slice.
 func (r *Registry) Hold(secrets []string) (release func()) {
 	if r == nil || len(secrets) == 0 {
 		return func() {}
 	}
+	secrets = slices.Clone(secrets)
 	r.mu.Lock()
 	if r.held == nil {
 		r.held = map[string]int{}
@@ -118,16 +121,19 @@ func (r *Registry) Hold(secrets []string) (release func()) {
 	kept, _ := r.layers()
 	r.publish(kept, r.heldLayer())
 	r.mu.Unlock()
+	var once sync.Once
 	return func() {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		for _, v := range secrets {
-			if r.held[v]--; r.held[v] <= 0 {
-				delete(r.held, v)
+		once.Do(func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			for _, v := range secrets {
+				if r.held[v]--; r.held[v] <= 0 {
+					delete(r.held, v)
+				}
 			}
-		}
-		kept, _ := r.layers()
-		r.publish(kept, r.heldLayer())
+			kept, _ := r.layers()
+			r.publish(kept, r.heldLayer())
+		})
 	}
 }
 

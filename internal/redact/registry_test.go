@@ -84,6 +84,26 @@ func TestRegistryHold(t *testing.T) {
 	r.Hold(nil)() // nothing to hold: a no-op
 }
 
+// TestRegistryReleaseTwice: a second call of a release changes nothing (the other calls
+// holding the same value keep it held), and the caller may reuse the slice it held.
+func TestRegistryReleaseTwice(t *testing.T) {
+	t.Parallel()
+	r := New()
+	vals := []string{"shared-secret"}
+	rel1 := r.Hold(vals)
+	rel2 := r.Hold([]string{"shared-secret"})
+	vals[0] = "reused-slot" // the caller's slice, reused after Hold
+	rel1()
+	rel1()
+	if got := r.Scrub("shared-secret"); got != "***" {
+		t.Errorf("released twice by one call, shared-secret is no longer held by the other: %q", got)
+	}
+	rel2()
+	if got := r.Scrub("shared-secret reused-slot"); got != "shared-secret reused-slot" {
+		t.Errorf("after both released: %q", got)
+	}
+}
+
 // TestRegistryWith: a scrubber of extra values and the registry's replaces both as one set
 // (neither leaves a piece of the other), the calls' held values too, and leaves the registry
 // as it was.
