@@ -45,24 +45,28 @@ type snapshot struct {
 }
 
 // layer is one replacer, built on first use: calls come and go faster than lines are written.
+// The kept layer also checks JSON numbers (Kept); nothing reads a held layer's.
 type layer struct {
 	values  []string
+	kept    bool // build numbers too
 	once    sync.Once
 	replace func(string) string
 	numbers *Numbers
 }
 
-func newLayer(values []string) *layer {
+func newLayer(values []string, kept bool) *layer {
 	if len(values) == 0 {
 		return nil
 	}
-	return &layer{values: values}
+	return &layer{values: values, kept: kept}
 }
 
 func (l *layer) build() {
 	l.once.Do(func() {
 		l.replace = Replacer(l.values)
-		l.numbers = NewNumbers(l.replace, l.values)
+		if l.kept {
+			l.numbers = NewNumbers(l.replace, l.values)
+		}
 	})
 }
 
@@ -99,7 +103,7 @@ func (r *Registry) Add(secrets ...string) {
 	}
 	if added {
 		_, held := r.layers()
-		r.publish(newLayer(append([]string(nil), r.kept...)), held)
+		r.publish(newLayer(append([]string(nil), r.kept...), true), held)
 	}
 }
 
@@ -154,7 +158,7 @@ func (r *Registry) heldLayer() *layer {
 	for v := range r.held {
 		vals = append(vals, v)
 	}
-	return newLayer(vals)
+	return newLayer(vals, false)
 }
 
 // publish makes kept and held what Scrub applies; r.mu is held.
