@@ -35,7 +35,10 @@ func (e *scrubbedError) Unwrap() error { return e.err }
 // Replacer returns a function that replaces every secret, and its JSON- and URL-escaped
 // forms, with "***". Longer secrets are replaced first: a secret that
 // contains another (a user name inside a token) goes whole, not leaving its tail behind.
-func Replacer(secrets []string) func(string) string {
+func Replacer(secrets []string) func(string) string { return replacerOf(forms(secrets)) }
+
+// forms lists the texts that show secrets, each once, longest first.
+func forms(secrets []string) []string {
 	seen := map[string]bool{}
 	var all []string
 	for _, s := range secrets {
@@ -50,10 +53,29 @@ func Replacer(secrets []string) func(string) string {
 			}
 		}
 	}
+	sort.SliceStable(all, func(i, j int) bool { return len(all[i]) > len(all[j]) })
+	return all
+}
+
+// mergeForms merges two lists of forms, each longest first, into one list longest first. A
+// text in both lists is listed twice, which changes nothing: both replace it with "***".
+func mergeForms(a, b []string) []string {
+	out := make([]string, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if len(a[0]) >= len(b[0]) {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
+}
+
+// replacerOf returns the function that replaces each of all (longest first) with "***".
+func replacerOf(all []string) func(string) string {
 	if len(all) == 0 {
 		return func(s string) string { return s }
 	}
-	sort.Slice(all, func(i, j int) bool { return len(all[i]) > len(all[j]) })
 	pairs := make([]string, 0, 2*len(all))
 	for _, s := range all {
 		pairs = append(pairs, s, "***")

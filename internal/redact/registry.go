@@ -13,6 +13,7 @@ package redact
 
 import (
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -35,33 +36,58 @@ type Registry struct {
 	snap atomic.Pointer[snapshot]
 }
 
-// snapshot is what Scrub applies: the kept secrets, then those the calls in flight hold. A
-// call holding or releasing its secrets replaces only the held layer, so the kept one (the
-// larger, on every log line and stored message) is built once per Add.
+// snapshot is what Scrub applies: the kept secrets' layer when no call holds a secret, else
+// the held layer, which replaces the kept secrets and those the calls in flight hold as one
+// set, longest first (a held DSN quoting a kept password goes whole, not leaving its other
+// parts behind, and a kept secret quoting a held one alike). A call holding or releasing its
+// secrets replaces only the held layer: the kept one keeps its forms, which the held layer
+// merges with its own instead of escaping the kept secrets again.
 type snapshot struct {
 	kept *layer
 	held *layer // nil: no call holds a secret
 }
 
+// top is the layer Scrub applies (nil: none).
+func (s *snapshot) top() *layer {
+	switch {
+	case s == nil:
+		return nil
+	case s.held != nil:
+		return s.held
+	}
+	return s.kept
+}
+
 // layer is one replacer, built on first use: calls come and go faster than lines are written.
+// The kept layer also checks JSON numbers (Kept); nothing reads a held layer's.
 type layer struct {
 	values  []string
+	base    *layer // a held layer's: the kept layer, replaced together with values (nil: none)
+	kept    bool   // build numbers too
 	once    sync.Once
+	forms   []string // the forms of values and base's, longest first
 	replace func(string) string
 	numbers *Numbers
 }
 
-func newLayer(values []string) *layer {
+func newLayer(values []string, base *layer, kept bool) *layer {
 	if len(values) == 0 {
 		return nil
 	}
-	return &layer{values: values}
+	return &layer{values: values, base: base, kept: kept}
 }
 
 func (l *layer) build() {
 	l.once.Do(func() {
-		l.replace = Replacer(l.values)
-		l.numbers = NewNumbers(l.replace, l.values)
+		l.forms = forms(l.values)
+		if l.base != nil {
+			l.base.build()
+			l.forms = mergeForms(l.base.forms, l.forms)
+		}
+		l.replace = replacerOf(l.forms)
+		if l.kept {
+			l.numbers = NewNumbers(l.replace, l.values)
+		}
 	})
 }
 
@@ -97,17 +123,19 @@ func (r *Registry) Add(secrets ...string) {
 		added = true
 	}
 	if added {
-		_, held := r.layers()
-		r.publish(newLayer(append([]string(nil), r.kept...)), held)
+		kept := newLayer(append([]string(nil), r.kept...), nil, true)
+		r.publish(kept, r.heldLayer(kept))
 	}
 }
 
 // Hold adds a call's secrets until release is called; two calls may hold the same value, which
-// stays until both released it. release may be called once.
+// stays until both released it. release may be called more than once: only its first call
+// releases. Hold keeps a copy of secrets: the caller may reuse the slice.
 func (r *Registry) Hold(secrets []string) (release func()) {
 	if r == nil || len(secrets) == 0 {
 		return func() {}
 	}
+	secrets = slices.Clone(secrets)
 	r.mu.Lock()
 	if r.held == nil {
 		r.held = map[string]int{}
@@ -116,18 +144,21 @@ func (r *Registry) Hold(secrets []string) (release func()) {
 		r.held[v]++
 	}
 	kept, _ := r.layers()
-	r.publish(kept, r.heldLayer())
+	r.publish(kept, r.heldLayer(kept))
 	r.mu.Unlock()
+	var once sync.Once
 	return func() {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		for _, v := range secrets {
-			if r.held[v]--; r.held[v] <= 0 {
-				delete(r.held, v)
+		once.Do(func() {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			for _, v := range secrets {
+				if r.held[v]--; r.held[v] <= 0 {
+					delete(r.held, v)
+				}
 			}
-		}
-		kept, _ := r.layers()
-		r.publish(kept, r.heldLayer())
+			kept, _ := r.layers()
+			r.publish(kept, r.heldLayer(kept))
+		})
 	}
 }
 
@@ -142,13 +173,13 @@ func (r *Registry) layers() (kept, held *layer) {
 	return nil, nil
 }
 
-// heldLayer builds the layer of the secrets held now; r.mu is held.
-func (r *Registry) heldLayer() *layer {
+// heldLayer builds the layer of the secrets held now over kept (nil: none held); r.mu is held.
+func (r *Registry) heldLayer(kept *layer) *layer {
 	vals := make([]string, 0, len(r.held))
 	for v := range r.held {
 		vals = append(vals, v)
 	}
-	return newLayer(vals)
+	return newLayer(vals, kept, false)
 }
 
 // publish makes kept and held what Scrub applies; r.mu is held.
@@ -161,9 +192,14 @@ func (r *Registry) publish(kept, held *layer) {
 }
 
 // Scrub replaces every secret of the registry in s with "***".
-func (r *Registry) Scrub(s string) string {
-	kept, held := r.layers()
-	return held.scrub(kept.scrub(s))
+func (r *Registry) Scrub(s string) string { return r.top().scrub(s) }
+
+// top is the layer Scrub applies now (nil: none).
+func (r *Registry) top() *layer {
+	if r == nil {
+		return nil
+	}
+	return r.snap.Load().top()
 }
 
 // Error returns err with its message scrubbed, err itself still in the chain (Error).
@@ -202,21 +238,37 @@ var (
 )
 
 // With returns a scrubber of extra (a call's own values, the secrets of a config being
-// loaded) together with the registry's secrets, extra being kept out of the registry. The
-// kept secrets and extra are replaced as one set, longest first, so that neither leaves a
-// piece of the other behind; its replacer is built on first use.
+// loaded) together with the registry's secrets as they are when it scrubs, extra being kept
+// out of the registry. The kept secrets, extra and the held ones are replaced as one set,
+// longest first, so that none leaves a piece of another behind; its replacer is built on
+// first use, and again when the registry's secrets changed since.
 func (r *Registry) With(extra []string) func(string) string {
 	if len(extra) == 0 {
 		return r.Scrub
 	}
-	var (
-		once    sync.Once
+	type built struct {
+		top     *layer // what it was built over
 		replace func(string) string
+	}
+	var (
+		once       sync.Once
+		extraForms []string
+		cur        atomic.Pointer[built]
 	)
 	return func(s string) string {
-		once.Do(func() { replace = Replacer(append(append([]string(nil), r.secrets()...), extra...)) })
-		_, held := r.layers()
-		return held.scrub(replace(s))
+		top := r.top()
+		b := cur.Load()
+		if b == nil || b.top != top {
+			once.Do(func() { extraForms = forms(extra) })
+			all := extraForms
+			if top != nil {
+				top.build()
+				all = mergeForms(top.forms, extraForms)
+			}
+			b = &built{top: top, replace: replacerOf(all)}
+			cur.Store(b)
+		}
+		return b.replace(s)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -84,6 +85,26 @@ func TestRegistryHold(t *testing.T) {
 	r.Hold(nil)() // nothing to hold: a no-op
 }
 
+// TestRegistryReleaseTwice: a second call of a release changes nothing (the other calls
+// holding the same value keep it held), and the caller may reuse the slice it held.
+func TestRegistryReleaseTwice(t *testing.T) {
+	t.Parallel()
+	r := New()
+	vals := []string{"shared-secret"}
+	rel1 := r.Hold(vals)
+	rel2 := r.Hold([]string{"shared-secret"})
+	vals[0] = "reused-slot" // the caller's slice, reused after Hold
+	rel1()
+	rel1()
+	if got := r.Scrub("shared-secret"); got != "***" {
+		t.Errorf("released twice by one call, shared-secret is no longer held by the other: %q", got)
+	}
+	rel2()
+	if got := r.Scrub("shared-secret reused-slot"); got != "shared-secret reused-slot" {
+		t.Errorf("after both released: %q", got)
+	}
+}
+
 // TestRegistryWith: a scrubber of extra values and the registry's replaces both as one set
 // (neither leaves a piece of the other), the calls' held values too, and leaves the registry
 // as it was.
@@ -106,6 +127,64 @@ func TestRegistryWith(t *testing.T) {
 	}
 	if got := r.With(nil)("hunter22 held-value"); got != "*** ***" {
 		t.Errorf("With(nil) = %q", got)
+	}
+}
+
+// TestRegistryHeldAndKeptOverlap: a held secret that contains a kept one goes whole, and a
+// kept one that contains a held one too, from Scrub and from With (where extra may contain
+// a held or a kept value, or be contained in one): the kept, extra and held values are one
+// set, longest first.
+func TestRegistryHeldAndKeptOverlap(t *testing.T) {
+	t.Parallel()
+	const (
+		pw      = "hunter22"
+		dsn     = "postgres://app:hunter22@db.internal:5432/app"
+		token   = "tok-Zx81sQ-prod"
+		header  = "Authorization: Bearer tok-Zx81sQ-prod"
+		apiKey  = "key-9f8e7d6c"
+		keyURL  = "https://api.example.com/?key=key-9f8e7d6c"
+		extraPw = "extra-pw-55aa"
+		extraDN = "mysql://root:extra-pw-55aa@db"
+	)
+	for _, tc := range []struct {
+		name       string
+		kept, held []string
+		extra      []string // With's; nil: Scrub
+		in, want   string
+	}{
+		{"held contains kept", []string{pw}, []string{dsn}, nil, "dsn " + dsn, "dsn ***"},
+		{"held contains kept, JSON", []string{pw}, []string{dsn}, nil, `{"dsn":"` + dsn + `"}`, `{"dsn":"***"}`},
+		{"held contains kept, URL-escaped", []string{pw}, []string{dsn}, nil, "u=" + url.QueryEscape(dsn), "u=***"},
+		{"kept contains held", []string{header}, []string{token}, nil, "sent " + header, "sent ***"},
+		{"both apart", []string{pw}, []string{dsn}, nil, "pw " + pw + " dsn " + dsn, "pw *** dsn ***"},
+		{"With: held contains kept", []string{pw}, []string{dsn}, []string{extraPw}, "dsn " + dsn + " " + extraPw, "dsn *** ***"},
+		{"With: kept contains held", []string{header}, []string{token}, []string{extraPw}, header, "***"},
+		{"With: held contains extra", []string{pw}, []string{keyURL}, []string{apiKey}, "GET " + keyURL, "GET ***"},
+		{"With: extra contains held", []string{pw}, []string{apiKey}, []string{keyURL}, "GET " + keyURL, "GET ***"},
+		{"With: extra contains kept", []string{extraPw}, []string{token}, []string{extraDN}, "dsn " + extraDN, "dsn ***"},
+	} {
+		r := New(tc.kept...)
+		release := r.Hold(tc.held)
+		scrub := r.Scrub
+		if tc.extra != nil {
+			scrub = r.With(tc.extra)
+		}
+		if got := scrub(tc.in); got != tc.want {
+			t.Errorf("%s: scrub(%q) = %q; want %q", tc.name, tc.in, got, tc.want)
+		}
+		release()
+	}
+	// A held layer built before an Add is rebuilt over the new kept secrets.
+	r := New()
+	defer r.Hold([]string{dsn})()
+	scrub := r.With([]string{extraPw})
+	_ = scrub("warm")
+	r.Add(pw)
+	if got := r.Scrub("pw " + pw + " dsn " + dsn); got != "pw *** dsn ***" {
+		t.Errorf("after Add: Scrub = %q", got)
+	}
+	if got := scrub("pw " + pw + " " + extraPw); got != "pw *** ***" {
+		t.Errorf("after Add: With = %q", got)
 	}
 }
 
