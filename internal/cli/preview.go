@@ -10,12 +10,12 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/trueup-dev/trueup/internal/apiclient"
 	"github.com/trueup-dev/trueup/internal/plural"
-	"github.com/trueup-dev/trueup/internal/preview"
+	"github.com/trueup-dev/trueup/internal/previewresult"
 	"github.com/trueup-dev/trueup/internal/specdiff"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // PreviewOptions are the flags of `trueup preview`.
@@ -23,24 +23,6 @@ type PreviewOptions struct {
 	PR     int
 	Output string
 	Limit  int
-}
-
-// previewDoc is a preview as the API answers it.
-type previewDoc struct {
-	Source        string          `json:"source"`
-	Number        int             `json:"number"`
-	Provider      string          `json:"provider"`
-	Title         string          `json:"title"`
-	URL           string          `json:"url"`
-	HeadSHA       string          `json:"headSha"`
-	BaseRevision  string          `json:"baseRevision"`
-	State         string          `json:"state"`
-	Message       string          `json:"message"`
-	CommentURL    string          `json:"commentUrl"`
-	UpdatedAt     time.Time       `json:"updatedAt"`
-	Counts        *preview.Counts `json:"counts"`
-	Result        *preview.Result `json:"result"`
-	HiddenChanges int             `json:"hiddenChanges"`
 }
 
 func previewsPath(source string) string {
@@ -62,7 +44,7 @@ func ListPreviews(ctx context.Context, c *apiclient.Client, source string, o Pre
 		_, err := fmt.Fprintf(errOut, "No previews found for source %s.\n", source)
 		return err
 	}
-	items, err := apiclient.DecodeItems[previewDoc](page.Items)
+	items, err := apiclient.DecodeItems[wire.Preview](page.Items)
 	if err != nil {
 		return err
 	}
@@ -86,7 +68,7 @@ func ShowPreview(ctx context.Context, c *apiclient.Client, source string, o Prev
 	if o.Output == OutJSON || o.Output == OutYAML {
 		return printDoc(out, o.Output, raw)
 	}
-	var p previewDoc
+	var p wire.Preview
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return fmt.Errorf("preview %s#%d: %w", source, o.PR, err)
 	}
@@ -97,7 +79,7 @@ func ShowPreview(ctx context.Context, c *apiclient.Client, source string, o Prev
 }
 
 // writePreview prints one preview for a human.
-func writePreview(b *bytes.Buffer, p previewDoc) {
+func writePreview(b *bytes.Buffer, p wire.Preview) {
 	fields := tabwriter.NewWriter(b, 0, 8, 2, ' ', 0)
 	field := func(label, value string) { fmt.Fprintf(fields, "%s:\t%s\n", label, value) }
 	field("Source", p.Source)
@@ -178,7 +160,7 @@ func writePreview(b *bytes.Buffer, p previewDoc) {
 	}
 }
 
-func countsLine(c preview.Counts) string {
+func countsLine(c previewresult.Counts) string {
 	return fmt.Sprintf("%d to add, %d to change, %d to delete, %d unchanged, %d invalid", c.Add, c.Change, c.Delete, c.Unchanged, c.Invalid)
 }
 
@@ -192,7 +174,7 @@ func opSign(op string) string {
 	return "~"
 }
 
-func planLine(p *preview.Plan) string {
+func planLine(p *previewresult.Plan) string {
 	switch p.Status {
 	case "no-plan":
 		return "no plan (the action does not plan)"
