@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/trueup-dev/trueup/internal/apiclient"
 	"github.com/trueup-dev/trueup/internal/plural"
@@ -30,7 +31,7 @@ func previewsPath(source string) string {
 }
 
 // ListPreviews prints a source's previews, most recently updated first.
-func ListPreviews(ctx context.Context, c *apiclient.Client, source string, o PreviewOptions, out, errOut io.Writer) error {
+func ListPreviews(ctx context.Context, c *apiclient.Client, now time.Time, source string, o PreviewOptions, out, errOut io.Writer) error {
 	var page struct {
 		Items []json.RawMessage `json:"items"`
 	}
@@ -54,13 +55,13 @@ func ListPreviews(ctx context.Context, c *apiclient.Client, source string, o Pre
 		if c := p.Counts; c != nil {
 			add, change, del, invalid = strconv.Itoa(c.Add), strconv.Itoa(c.Change), strconv.Itoa(c.Delete), strconv.Itoa(c.Invalid)
 		}
-		t.row("#"+strconv.Itoa(p.Number), p.State, ShortRev(p.HeadSHA), add, change, del, invalid, ago(p.UpdatedAt), truncate(p.Title, messageWidth))
+		t.row("#"+strconv.Itoa(p.Number), p.State, ShortRev(p.HeadSHA), add, change, del, invalid, ago(now, p.UpdatedAt), truncate(p.Title, messageWidth))
 	}
 	return t.flush()
 }
 
 // ShowPreview prints the preview of pull request o.PR.
-func ShowPreview(ctx context.Context, c *apiclient.Client, source string, o PreviewOptions, out io.Writer) error {
+func ShowPreview(ctx context.Context, c *apiclient.Client, now time.Time, source string, o PreviewOptions, out io.Writer) error {
 	var raw json.RawMessage
 	if err := c.Get(ctx, previewsPath(source)+"/"+strconv.Itoa(o.PR), nil, &raw); err != nil {
 		return err
@@ -73,13 +74,13 @@ func ShowPreview(ctx context.Context, c *apiclient.Client, source string, o Prev
 		return fmt.Errorf("preview %s#%d: %w", source, o.PR, err)
 	}
 	var b bytes.Buffer
-	writePreview(&b, p)
+	writePreview(now, &b, p)
 	_, err := b.WriteTo(out)
 	return err
 }
 
 // writePreview prints one preview for a human.
-func writePreview(b *bytes.Buffer, p wire.Preview) {
+func writePreview(now time.Time, b *bytes.Buffer, p wire.Preview) {
 	fields := tabwriter.NewWriter(b, 0, 8, 2, ' ', 0)
 	field := func(label, value string) { fmt.Fprintf(fields, "%s:\t%s\n", label, value) }
 	field("Source", p.Source)
@@ -94,7 +95,7 @@ func writePreview(b *bytes.Buffer, p wire.Preview) {
 	field("Head", orNone(p.HeadSHA))
 	field("Compared With", ShortRev(p.BaseRevision)+" (applied)")
 	field("Comment", orNone(p.CommentURL))
-	field("Updated", timestamp(p.UpdatedAt))
+	field("Updated", timestamp(now, p.UpdatedAt))
 	if p.Result != nil {
 		field("Counts", countsLine(p.Result.Counts))
 	}
