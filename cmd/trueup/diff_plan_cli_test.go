@@ -190,3 +190,49 @@ func prunedInfra(t *testing.T, a *api, maxFraction float64) {
 		t.Fatal(err)
 	}
 }
+
+// TestDiffLargeSource: a source of more resources than the API's graph answers (10,000) diffs
+// as a small one: the diff reads the live dependsOn from the resource list.
+func TestDiffLargeSource(t *testing.T) {
+	t.Parallel()
+	a := setup(t)
+	rootRelative(t, a)
+	ctx := context.Background()
+	var cols string
+	if err := a.store.Pool().QueryRow(ctx, `SELECT string_agg(column_name, ',') FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = 'resources' AND column_name NOT IN ('id', 'name', 'uid')`).Scan(&cols); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.store.Pool().Exec(ctx, `INSERT INTO resources (name, `+cols+`)
+		SELECT 'bulk-' || g, `+cols+` FROM resources r, generate_series(1, 10001) g
+		WHERE r.id = (SELECT min(id) FROM resources WHERE source = 'infra')`); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := a.run(t, "diff", writeDir(t, infraFiles("500")), "--source", "infra")
+	var code exitCode
+	if !errors.As(err, &code) || !strings.Contains(out, "10001 to remove") {
+		t.Errorf("diff %v, stderr %q:\n%s", err, stderr, out[max(0, len(out)-500):])
+	}
+}
+
+// TestDiffDependsOnSpelling: a dependsOn kind spelled otherwise than the target's type spells
+// it (BUCKET for Bucket) is compared as the apply wrote it: once the apply took the folder,
+// the diff finds nothing to change.
+func TestDiffDependsOnSpelling(t *testing.T) {
+	t.Parallel()
+	a := setup(t)
+	rootRelative(t, a)
+	files := infraFiles("500")
+	files["databases/clusters.yaml"] = strings.Replace(files["databases/clusters.yaml"], "spec:\n  engine: mysql",
+		"dependsOn: [{kind: BUCKET, name: invoices}]\nspec:\n  engine: mysql", 1)
+	if _, err := applyFiles(t, a, files, store.ApplyParams{}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := applyFiles(t, a, files, store.ApplyParams{}); err != nil || res.Updated != 0 || res.Relabelled != 0 {
+		t.Fatalf("the second apply: %+v %v", res, err)
+	}
+	out, _, err := a.run(t, "diff", writeDir(t, files), "--source", "infra")
+	if err != nil || !strings.Contains(out, "resources: 0 to add, 0 to change, 0 to remove") {
+		t.Errorf("diff %v:\n%s", err, out)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trueup-dev/trueup/internal/cli"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 )
 
@@ -18,7 +17,7 @@ func TestMain(m *testing.M) {
 	}
 	// Ages in tables are measured against a fixed clock, and times are encoded in UTC
 	// whatever the machine's zone, so golden files hold still.
-	cli.Now = func() time.Time { return cliNow }
+	clock = func() time.Time { return cliNow }
 	time.Local = time.UTC
 	pgtest.Main(m)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"runtime"
 	"runtime/debug"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/termsafe"
@@ -16,6 +17,9 @@ var (
 	commit  = ""
 	date    = ""
 )
+
+// clock is what the client commands measure ages against; tests fix it.
+var clock = time.Now
 
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{

@@ -22,7 +22,7 @@ const describeLimit = 10
 
 // Describe shows one resource for a human: metadata, spec, status, conditions, outputs, its
 // last reconcile attempts and events.
-func Describe(ctx context.Context, c *apiclient.Client, namespace, kind, name string, out io.Writer) error {
+func Describe(ctx context.Context, c *apiclient.Client, now time.Time, namespace, kind, name string, out io.Writer) error {
 	r, err := c.GetResource(ctx, namespace, kind, name)
 	if err != nil {
 		return err
@@ -67,9 +67,9 @@ func Describe(ctx context.Context, c *apiclient.Client, namespace, kind, name st
 	field("Labels", pairs(m.Labels)...)
 	field("Annotations", pairs(m.Annotations)...)
 	field("Generation", fmt.Sprint(m.Generation))
-	field("Created", timestamp(m.CreationTimestamp))
+	field("Created", timestamp(now, m.CreationTimestamp))
 	if m.DeletionTimestamp != nil {
-		field("Deletion Requested", timestamp(*m.DeletionTimestamp))
+		field("Deletion Requested", timestamp(now, *m.DeletionTimestamp))
 	}
 	field("Source", sourceRef(r.Source))
 	if err := fields.Flush(); err != nil {
@@ -86,12 +86,12 @@ func Describe(ctx context.Context, c *apiclient.Client, namespace, kind, name st
 	fmt.Fprintf(st, "  Phase:\t%s\n", orNone(r.Status.Phase))
 	fmt.Fprintf(st, "  Observed Generation:\t%d\n", r.Status.ObservedGeneration)
 	if r.Status.LastReconcileTime != nil {
-		fmt.Fprintf(st, "  Last Reconcile:\t%s\n", timestamp(*r.Status.LastReconcileTime))
+		fmt.Fprintf(st, "  Last Reconcile:\t%s\n", timestamp(now, *r.Status.LastReconcileTime))
 	} else {
 		fmt.Fprintf(st, "  Last Reconcile:\t<none>\n")
 	}
 	if c, ok := status.Get(r.Status.Conditions, status.Reconciling); ok && c.Reason == status.ReasonRetrying {
-		fmt.Fprintf(st, "  Next Retry:\t%s\n", nextRetry(r))
+		fmt.Fprintf(st, "  Next Retry:\t%s\n", nextRetry(now, r))
 	}
 	msg := strings.Split(strings.TrimRight(r.Status.Message, "\n"), "\n")
 	fmt.Fprintf(st, "  Message:\t%s\n", orNone(msg[0]))
@@ -108,7 +108,7 @@ func Describe(ctx context.Context, c *apiclient.Client, namespace, kind, name st
 	} else {
 		t := newTable(&b, "  TYPE", "STATUS", "REASON", "AGE", "MESSAGE")
 		for _, c := range r.Status.Conditions {
-			t.row("  "+c.Type, c.Status, orNone(c.Reason), age(c.LastTransitionTime), c.Message)
+			t.row("  "+c.Type, c.Status, orNone(c.Reason), age(now, c.LastTransitionTime), c.Message)
 		}
 		if err := t.flush(); err != nil {
 			return err
@@ -123,7 +123,7 @@ func Describe(ctx context.Context, c *apiclient.Client, namespace, kind, name st
 	fmt.Fprintf(&b, "History (newest first, last %d):\n", describeLimit)
 	if len(history) == 0 {
 		b.WriteString("  <none>\n")
-	} else if err := historyTable(&b, "  ", history); err != nil {
+	} else if err := historyTable(now, &b, "  ", history); err != nil {
 		return err
 	}
 
@@ -133,7 +133,7 @@ func Describe(ctx context.Context, c *apiclient.Client, namespace, kind, name st
 	} else {
 		t := newTable(&b, "  LAST SEEN", "TYPE", "REASON", "MESSAGE")
 		for _, e := range events {
-			t.row("  "+ago(e.CreatedAt), e.Type, e.Reason, e.Message)
+			t.row("  "+ago(now, e.CreatedAt), e.Type, e.Reason, e.Message)
 		}
 		if err := t.flush(); err != nil {
 			return err
@@ -146,7 +146,7 @@ func Describe(ctx context.Context, c *apiclient.Client, namespace, kind, name st
 // nextRetry says when a resource retrying after a failure is taken up again: the time and
 // how long until then, or why it is not. The API leaves the time out while a replica works on
 // the resource (and while it is suspended or blocked: status.NextReconcile decides).
-func nextRetry(r wire.Resource) string {
+func nextRetry(now time.Time, r wire.Resource) string {
 	switch t := r.Status.NextReconcileTime; {
 	case status.IsSuspended(r.Status.Conditions):
 		return "<none> (suspended: trueup resume runs it)"
@@ -154,10 +154,10 @@ func nextRetry(r wire.Resource) string {
 		return "<none> (waiting for its dependents to be deleted)"
 	case t == nil:
 		return "running now"
-	case !t.After(Now()):
+	case !t.After(now):
 		return t.UTC().Format(time.RFC3339) + " (due)"
 	default:
-		return t.UTC().Format(time.RFC3339) + " (in " + humanDuration(t.Sub(Now())) + ")"
+		return t.UTC().Format(time.RFC3339) + " (in " + humanDuration(t.Sub(now)) + ")"
 	}
 }
 

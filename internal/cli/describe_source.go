@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/trueup-dev/trueup/internal/apiclient"
 	"github.com/trueup-dev/trueup/internal/manifest"
@@ -23,7 +24,7 @@ const describeSourceErrors = 20
 // DescribeSource shows one source for a human: where it reads from, the applied and the last
 // attempted revision, its prune settings, its resources counted by phase, its conditions,
 // the errors of a rejected revision with file:line, and its last events.
-func DescribeSource(ctx context.Context, c *apiclient.Client, name string, out io.Writer) error {
+func DescribeSource(ctx context.Context, c *apiclient.Client, now time.Time, name string, out io.Writer) error {
 	var src wire.SourceDetail
 	if err := c.Get(ctx, "/api/v1/sources/"+url.PathEscape(name), url.Values{"counts": {"true"}}, &src); err != nil {
 		return err
@@ -57,7 +58,7 @@ func DescribeSource(ctx context.Context, c *apiclient.Client, name string, out i
 	}
 	field("Last Attempted", attempted)
 	if src.LastSyncTime != nil {
-		field("Last Sync", timestamp(*src.LastSyncTime))
+		field("Last Sync", timestamp(now, *src.LastSyncTime))
 	} else {
 		field("Last Sync", "<none>")
 	}
@@ -82,7 +83,7 @@ func DescribeSource(ctx context.Context, c *apiclient.Client, name string, out i
 	} else {
 		t := newTable(&b, "  TYPE", "STATUS", "REASON", "AGE", "MESSAGE")
 		for _, c := range src.Conditions {
-			t.row("  "+c.Type, c.Status, orNone(c.Reason), age(c.LastTransitionTime), OneLine(c.Message))
+			t.row("  "+c.Type, c.Status, orNone(c.Reason), age(now, c.LastTransitionTime), OneLine(c.Message))
 		}
 		if err := t.flush(); err != nil {
 			return err
@@ -107,7 +108,7 @@ func DescribeSource(ctx context.Context, c *apiclient.Client, name string, out i
 	} else {
 		t := newTable(&b, "  LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE")
 		for _, e := range events {
-			t.row("  "+ago(e.CreatedAt), e.Type, e.Reason, eventObject(e), OneLine(e.Message))
+			t.row("  "+ago(now, e.CreatedAt), e.Type, e.Reason, eventObject(e), OneLine(e.Message))
 		}
 		if err := t.flush(); err != nil {
 			return err

@@ -126,14 +126,8 @@ func Diff(ctx context.Context, c *apiclient.Client, dir, sourceName string) (*Di
 			return nil, err
 		}
 	}
-	// The live resources' dependsOn: the API's list leaves them out, the source's graph has
-	// them as its explicit edges.
-	var g wire.Graph
-	if err := c.Get(ctx, "/api/v1/graph", url.Values{"source": {sourceName}}, &g); err != nil {
-		return nil, err
-	}
 	p.diffTypes(set, types.Items)
-	added, err := p.diffResources(dir, set, live, explicitEdges(g), p.source.Prune, len(files) == 0)
+	added, err := p.diffResources(dir, set, live, p.source.Prune, len(files) == 0)
 	if err != nil {
 		return nil, err
 	}

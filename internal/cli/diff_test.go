@@ -61,17 +61,16 @@ func TestAboveSource(t *testing.T) {
 }
 
 // TestMetaDependsOn: the metadata a diff compares holds the explicit dependsOn targets, sorted,
-// read alike from a manifest and from the graph's explicit edges; output references alone are
-// no dependsOn, and a resource without dependsOn keeps the metadata it had without them.
+// read alike from a manifest and from the API's list; output references alone are no
+// dependsOn, and a resource without dependsOn keeps the metadata it had without them.
 func TestMetaDependsOn(t *testing.T) {
 	t.Parallel()
 	id := func(kind, ns, name string) graph.ID { return graph.ID{Kind: kind, Namespace: ns, Name: name} }
-	g := wire.Graph{Edges: []wire.GraphEdge{
-		{From: "App/p/web", To: "Network/p/core", Explicit: true},
-		{From: "App/p/web", To: "Database/p/orders", Explicit: true, Outputs: []string{"host"}},
-		{From: "App/p/web", To: "Bucket/p/assets", Outputs: []string{"arn"}},
-	}}
-	live := explicitEdges(g)["App/p/web"]
+	live := liveDependsOn([]wire.Dependency{
+		{Kind: "Network", Namespace: "p", Name: "core", Explicit: true},
+		{Kind: "Database", Namespace: "p", Name: "orders", Explicit: true, Outputs: []string{"host"}},
+		{Kind: "Bucket", Namespace: "p", Name: "assets", Outputs: []string{"arn"}},
+	})
 	for _, tc := range []struct {
 		name string
 		deps []manifest.Dependency
@@ -79,7 +78,7 @@ func TestMetaDependsOn(t *testing.T) {
 	}{
 		{"none", nil, nil},
 		{"output references only", []manifest.Dependency{{Target: id("Bucket", "p", "assets"), Outputs: []string{"arn"}}}, nil},
-		{"as the graph has them", []manifest.Dependency{
+		{"as the list has them", []manifest.Dependency{
 			{Target: id("Network", "p", "core"), Explicit: true},
 			{Target: id("Bucket", "p", "assets"), Outputs: []string{"arn"}},
 			{Target: id("Database", "p", "orders"), Explicit: true, Outputs: []string{"host"}},
@@ -90,7 +89,7 @@ func TestMetaDependsOn(t *testing.T) {
 		}
 	}
 	if want := []string{"Database/p/orders", "Network/p/core"}; !slices.Equal(live, want) {
-		t.Errorf("explicit edges %q, want %q", live, want)
+		t.Errorf("the list's dependsOn %q, want %q", live, want)
 	}
 	without, _ := metaJSON("v1", nil, nil, nil)
 	if string(without) != `{"annotations":{},"apiVersion":"v1","labels":{}}` {

@@ -77,9 +77,8 @@ func (p *DiffPlan) add(c change) {
 // plan (changeplan.Plan) and returns those that would be created. Spec and metadata are
 // compared as their diffs show them (canonical JSON); a resource only moved to another file
 // is listed too, though the apply leaves it as it is. An orphaned row (kept by an earlier
-// revision) is no deletion and no part of the guard's share, as in the apply. liveDeps are
-// the live resources' dependsOn targets by resource (explicitEdges).
-func (p *DiffPlan) diffResources(dir string, set *manifest.Set, live []wire.Resource, liveDeps map[string][]string, prune wire.SourcePrune, noManifests bool) ([]*manifest.Resource, error) {
+// revision) is no deletion and no part of the guard's share, as in the apply.
+func (p *DiffPlan) diffResources(dir string, set *manifest.Set, live []wire.Resource, prune wire.SourcePrune, noManifests bool) ([]*manifest.Resource, error) {
 	desired := make([]changeplan.Resource, len(set.Resources))
 	newMeta := make([]json.RawMessage, len(set.Resources))
 	for i := range set.Resources {
@@ -94,8 +93,7 @@ func (p *DiffPlan) diffResources(dir string, set *manifest.Set, live []wire.Reso
 	applied := make([]changeplan.Applied, len(live))
 	oldMeta := make([]json.RawMessage, len(live))
 	for i, r := range live {
-		m, err := metaJSON(r.APIVersion, r.Metadata.Labels, r.Metadata.Annotations,
-			liveDeps[r.Kind+"/"+r.Metadata.Namespace+"/"+r.Metadata.Name])
+		m, err := metaJSON(r.APIVersion, r.Metadata.Labels, r.Metadata.Annotations, liveDependsOn(r.DependsOn))
 		if err != nil {
 			return nil, err
 		}
@@ -197,18 +195,16 @@ func dependsOn(deps []manifest.Dependency) []string {
 	return out
 }
 
-// explicitEdges is the dependsOn targets of each resource of g ("Kind/namespace/name"),
-// sorted.
-func explicitEdges(g wire.Graph) map[string][]string {
-	out := map[string][]string{}
-	for _, e := range g.Edges {
-		if e.Explicit {
-			out[e.From] = append(out[e.From], e.To)
+// liveDependsOn is a live resource's dependsOn targets as its manifest writes them, sorted
+// as dependsOn sorts a manifest's.
+func liveDependsOn(deps []wire.Dependency) []string {
+	var out []string
+	for _, d := range deps {
+		if d.Explicit {
+			out = append(out, d.Kind+"/"+d.Namespace+"/"+d.Name)
 		}
 	}
-	for _, to := range out {
-		slices.Sort(to)
-	}
+	slices.Sort(out)
 	return out
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/url"
+	"time"
 
 	"github.com/trueup-dev/trueup/internal/apiclient"
 	"github.com/trueup-dev/trueup/internal/wire"
@@ -11,7 +12,7 @@ import (
 
 // Events prints the events q selects, newest first; without a namespace in q, a NAMESPACE
 // column comes first.
-func Events(ctx context.Context, c *apiclient.Client, q url.Values, output string, out, errOut io.Writer) error {
+func Events(ctx context.Context, c *apiclient.Client, now time.Time, q url.Values, output string, out, errOut io.Writer) error {
 	raw, err := c.List(ctx, "/api/v1/events", q)
 	if err != nil {
 		return err
@@ -34,7 +35,7 @@ func Events(ctx context.Context, c *apiclient.Client, q url.Values, output strin
 	}
 	t := newTable(out, header...)
 	for _, e := range items {
-		row := []string{ago(e.CreatedAt), e.Type, e.Reason, eventObject(e), truncate(e.Message, wideMessageWidth)}
+		row := []string{ago(now, e.CreatedAt), e.Type, e.Reason, eventObject(e), truncate(e.Message, wideMessageWidth)}
 		if all {
 			row = append([]string{e.Namespace}, row...)
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/trueup-dev/trueup/internal/apiclient"
 	"github.com/trueup-dev/trueup/internal/status"
@@ -48,7 +49,7 @@ func normalizePhase(p string) (string, error) {
 }
 
 // GetResources prints the resources o selects.
-func GetResources(ctx context.Context, c *apiclient.Client, o GetOptions, out, errOut io.Writer) error {
+func GetResources(ctx context.Context, c *apiclient.Client, now time.Time, o GetOptions, out, errOut io.Writer) error {
 	if o.ChunkSize < 1 || o.ChunkSize > 1000 {
 		return fmt.Errorf("--chunk-size %d: want 1 to 1000", o.ChunkSize)
 	}
@@ -78,7 +79,7 @@ func GetResources(ctx context.Context, c *apiclient.Client, o GetOptions, out, e
 	}
 	t := newTable(out, header...)
 	for _, r := range items {
-		row := []string{r.Metadata.Namespace, r.Metadata.Name, r.Kind, phaseCell(r), readyCell(r.Status.Conditions), age(r.Metadata.CreationTimestamp)}
+		row := []string{r.Metadata.Namespace, r.Metadata.Name, r.Kind, phaseCell(r), readyCell(r.Status.Conditions), age(now, r.Metadata.CreationTimestamp)}
 		if wide {
 			row = append(row, fmt.Sprint(r.Metadata.Generation), fmt.Sprint(r.Status.ObservedGeneration), r.Source.Name,
 				ShortRev(r.Source.Revision), truncate(resourceMessage(r), wideMessageWidth))
@@ -133,7 +134,7 @@ type typeSpec struct {
 }
 
 // GetTypes prints the resource types (of o.Source, when set).
-func GetTypes(ctx context.Context, c *apiclient.Client, o GetOptions, out, errOut io.Writer) error {
+func GetTypes(ctx context.Context, c *apiclient.Client, now time.Time, o GetOptions, out, errOut io.Writer) error {
 	raw, err := c.List(ctx, "/api/v1/resourcetypes", nil)
 	if err != nil {
 		return err
@@ -175,7 +176,7 @@ func GetTypes(ctx context.Context, c *apiclient.Client, o GetOptions, out, errOu
 		}
 		row := []string{typ.Name, typ.Group, strings.Join(versions, ","), spec.Action.Name, typ.Source}
 		if wide {
-			row = append(row, orNone(spec.ResyncInterval), ShortRev(typ.Revision), orNone(typ.Path), age(typ.CreatedAt))
+			row = append(row, orNone(spec.ResyncInterval), ShortRev(typ.Revision), orNone(typ.Path), age(now, typ.CreatedAt))
 		}
 		t.row(row...)
 	}
@@ -183,7 +184,7 @@ func GetTypes(ctx context.Context, c *apiclient.Client, o GetOptions, out, errOu
 }
 
 // GetSources prints the sources.
-func GetSources(ctx context.Context, c *apiclient.Client, o GetOptions, out, errOut io.Writer) error {
+func GetSources(ctx context.Context, c *apiclient.Client, now time.Time, o GetOptions, out, errOut io.Writer) error {
 	raw, err := c.List(ctx, "/api/v1/sources", nil)
 	if err != nil {
 		return err
@@ -206,7 +207,7 @@ func GetSources(ctx context.Context, c *apiclient.Client, o GetOptions, out, err
 	header = append(header, "MESSAGE")
 	t := newTable(out, header...)
 	for _, s := range items {
-		row := []string{s.Name, sourceRevisionCell(s), readyCell(s.Conditions), agoPtr(s.LastSyncTime)}
+		row := []string{s.Name, sourceRevisionCell(s), readyCell(s.Conditions), agoPtr(now, s.LastSyncTime)}
 		width := messageWidth
 		if wide {
 			width = wideMessageWidth

@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"time"
 
 	"github.com/trueup-dev/trueup/internal/apiclient"
 	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // History prints at most limit reconcile attempts of one resource, newest first.
-func History(ctx context.Context, c *apiclient.Client, namespace, kind, name string, limit int, output string, out, errOut io.Writer) error {
+func History(ctx context.Context, c *apiclient.Client, now time.Time, namespace, kind, name string, limit int, output string, out, errOut io.Writer) error {
 	raw, err := c.List(ctx, apiclient.ResourcePath(namespace, kind, name)+"/history", url.Values{"limit": {fmt.Sprint(limit)}})
 	if err != nil {
 		return err
@@ -27,15 +28,15 @@ func History(ctx context.Context, c *apiclient.Client, namespace, kind, name str
 	if err != nil {
 		return err
 	}
-	return historyTable(out, "", items)
+	return historyTable(now, out, "", items)
 }
 
 // historyTable prints attempts with each line starting with indent (describe nests it).
-func historyTable(w io.Writer, indent string, items []wire.HistoryEntry) error {
+func historyTable(now time.Time, w io.Writer, indent string, items []wire.HistoryEntry) error {
 	t := newTable(w, indent+"GENERATION", "REVISION", "TRIGGER", "RESULT", "DURATION", "STARTED", "MESSAGE")
 	for _, h := range items {
 		t.row(indent+fmt.Sprint(h.Generation), ShortRev(h.Revision), triggerCell(h), h.Result, millis(h.DurationMs),
-			ago(h.StartedAt), truncate(h.Message, wideMessageWidth))
+			ago(now, h.StartedAt), truncate(h.Message, wideMessageWidth))
 	}
 	return t.flush()
 }

@@ -18,9 +18,6 @@ import (
 	"github.com/trueup-dev/trueup/internal/specdiff"
 )
 
-// Now is the clock ages are measured against; tests replace it before any test runs.
-var Now = time.Now
-
 // Output formats of the API commands.
 const (
 	OutTable = "table"
@@ -146,32 +143,33 @@ func ShortRev(rev string) string {
 	return rev
 }
 
-// age is how long ago t was, as kubectl prints it ("<none>" for an absent time).
-func age(t time.Time) string {
+// age is how long before now t was, as kubectl prints it ("<none>" for an absent time). The
+// commands take now from their caller, once per command: one clock for a whole table.
+func age(now, t time.Time) string {
 	if t.IsZero() {
 		return "<none>"
 	}
-	return humanDuration(Now().Sub(t))
+	return humanDuration(now.Sub(t))
 }
 
 // ago is age with the word that says it lies in the past ("25m ago"), for columns named
 // for a moment (STARTED, LAST SEEN, LAST-SYNC, UPDATED); an AGE column's title says it already.
 // A time ahead of this machine's clock (the server's clock runs ahead) reads "in the future".
-func ago(t time.Time) string {
+func ago(now, t time.Time) string {
 	if t.IsZero() {
 		return "<none>"
 	}
-	if Now().Sub(t) < -time.Second {
+	if now.Sub(t) < -time.Second {
 		return "in the future"
 	}
-	return age(t) + " ago"
+	return age(now, t) + " ago"
 }
 
-func agoPtr(t *time.Time) string {
+func agoPtr(now time.Time, t *time.Time) string {
 	if t == nil {
 		return "<none>"
 	}
-	return ago(*t)
+	return ago(now, *t)
 }
 
 // humanDuration rounds d to the two most telling units, as kubectl's ages do: precise while
@@ -229,11 +227,11 @@ func millis(ms int64) string {
 }
 
 // timestamp prints t in RFC 3339 with its age, for describe.
-func timestamp(t time.Time) string {
+func timestamp(now, t time.Time) string {
 	if t.IsZero() {
 		return "<none>"
 	}
-	return t.UTC().Format(time.RFC3339) + " (" + ago(t) + ")"
+	return t.UTC().Format(time.RFC3339) + " (" + ago(now, t) + ")"
 }
 
 func orNone(s string) string {

@@ -14,8 +14,9 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/apiclient"
 	"github.com/trueup-dev/trueup/internal/plural"
-	"github.com/trueup-dev/trueup/internal/preview"
+	"github.com/trueup-dev/trueup/internal/previewresult"
 	"github.com/trueup-dev/trueup/internal/specdiff"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // PreviewOptions are the flags of `trueup preview`.
@@ -25,30 +26,12 @@ type PreviewOptions struct {
 	Limit  int
 }
 
-// previewDoc is a preview as the API answers it.
-type previewDoc struct {
-	Source        string          `json:"source"`
-	Number        int             `json:"number"`
-	Provider      string          `json:"provider"`
-	Title         string          `json:"title"`
-	URL           string          `json:"url"`
-	HeadSHA       string          `json:"headSha"`
-	BaseRevision  string          `json:"baseRevision"`
-	State         string          `json:"state"`
-	Message       string          `json:"message"`
-	CommentURL    string          `json:"commentUrl"`
-	UpdatedAt     time.Time       `json:"updatedAt"`
-	Counts        *preview.Counts `json:"counts"`
-	Result        *preview.Result `json:"result"`
-	HiddenChanges int             `json:"hiddenChanges"`
-}
-
 func previewsPath(source string) string {
 	return "/api/v1/sources/" + url.PathEscape(source) + "/previews"
 }
 
 // ListPreviews prints a source's previews, most recently updated first.
-func ListPreviews(ctx context.Context, c *apiclient.Client, source string, o PreviewOptions, out, errOut io.Writer) error {
+func ListPreviews(ctx context.Context, c *apiclient.Client, now time.Time, source string, o PreviewOptions, out, errOut io.Writer) error {
 	var page struct {
 		Items []json.RawMessage `json:"items"`
 	}
@@ -62,7 +45,7 @@ func ListPreviews(ctx context.Context, c *apiclient.Client, source string, o Pre
 		_, err := fmt.Fprintf(errOut, "No previews found for source %s.\n", source)
 		return err
 	}
-	items, err := apiclient.DecodeItems[previewDoc](page.Items)
+	items, err := apiclient.DecodeItems[wire.Preview](page.Items)
 	if err != nil {
 		return err
 	}
@@ -72,13 +55,13 @@ func ListPreviews(ctx context.Context, c *apiclient.Client, source string, o Pre
 		if c := p.Counts; c != nil {
 			add, change, del, invalid = strconv.Itoa(c.Add), strconv.Itoa(c.Change), strconv.Itoa(c.Delete), strconv.Itoa(c.Invalid)
 		}
-		t.row("#"+strconv.Itoa(p.Number), p.State, ShortRev(p.HeadSHA), add, change, del, invalid, ago(p.UpdatedAt), truncate(p.Title, messageWidth))
+		t.row("#"+strconv.Itoa(p.Number), p.State, ShortRev(p.HeadSHA), add, change, del, invalid, ago(now, p.UpdatedAt), truncate(p.Title, messageWidth))
 	}
 	return t.flush()
 }
 
 // ShowPreview prints the preview of pull request o.PR.
-func ShowPreview(ctx context.Context, c *apiclient.Client, source string, o PreviewOptions, out io.Writer) error {
+func ShowPreview(ctx context.Context, c *apiclient.Client, now time.Time, source string, o PreviewOptions, out io.Writer) error {
 	var raw json.RawMessage
 	if err := c.Get(ctx, previewsPath(source)+"/"+strconv.Itoa(o.PR), nil, &raw); err != nil {
 		return err
@@ -86,18 +69,18 @@ func ShowPreview(ctx context.Context, c *apiclient.Client, source string, o Prev
 	if o.Output == OutJSON || o.Output == OutYAML {
 		return printDoc(out, o.Output, raw)
 	}
-	var p previewDoc
+	var p wire.Preview
 	if err := json.Unmarshal(raw, &p); err != nil {
 		return fmt.Errorf("preview %s#%d: %w", source, o.PR, err)
 	}
 	var b bytes.Buffer
-	writePreview(&b, p)
+	writePreview(now, &b, p)
 	_, err := b.WriteTo(out)
 	return err
 }
 
 // writePreview prints one preview for a human.
-func writePreview(b *bytes.Buffer, p previewDoc) {
+func writePreview(now time.Time, b *bytes.Buffer, p wire.Preview) {
 	fields := tabwriter.NewWriter(b, 0, 8, 2, ' ', 0)
 	field := func(label, value string) { fmt.Fprintf(fields, "%s:\t%s\n", label, value) }
 	field("Source", p.Source)
@@ -112,7 +95,7 @@ func writePreview(b *bytes.Buffer, p previewDoc) {
 	field("Head", orNone(p.HeadSHA))
 	field("Compared With", ShortRev(p.BaseRevision)+" (applied)")
 	field("Comment", orNone(p.CommentURL))
-	field("Updated", timestamp(p.UpdatedAt))
+	field("Updated", timestamp(now, p.UpdatedAt))
 	if p.Result != nil {
 		field("Counts", countsLine(p.Result.Counts))
 	}
@@ -178,7 +161,7 @@ func writePreview(b *bytes.Buffer, p previewDoc) {
 	}
 }
 
-func countsLine(c preview.Counts) string {
+func countsLine(c previewresult.Counts) string {
 	return fmt.Sprintf("%d to add, %d to change, %d to delete, %d unchanged, %d invalid", c.Add, c.Change, c.Delete, c.Unchanged, c.Invalid)
 }
 
@@ -192,7 +175,7 @@ func opSign(op string) string {
 	return "~"
 }
 
-func planLine(p *preview.Plan) string {
+func planLine(p *previewresult.Plan) string {
 	switch p.Status {
 	case "no-plan":
 		return "no plan (the action does not plan)"

@@ -9,6 +9,7 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/previewresult"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // The dashboard's pull-request previews: a section of the source page listing them, and a
@@ -48,7 +49,7 @@ var previewStates = map[string]struct{ class, icon string }{
 	store.PreviewError:     {"failed", "!"},
 }
 
-func makePreviewRow(repoURL string, p previewJSON) previewRow {
+func makePreviewRow(repoURL string, p wire.Preview) previewRow {
 	st, ok := previewStates[p.State]
 	if !ok {
 		st.class, st.icon = "unknown", "?"
@@ -64,7 +65,7 @@ type previewList struct {
 	More bool // there may be older previews than those listed
 }
 
-func makePreviewList(repoURL string, ps []previewJSON) previewList {
+func makePreviewList(repoURL string, ps []wire.Preview) previewList {
 	l := previewList{More: len(ps) >= sourcePreviews}
 	for _, p := range ps {
 		l.Rows = append(l.Rows, makePreviewRow(repoURL, p))
@@ -164,7 +165,7 @@ type previewData struct {
 	Errors        []previewErrorView
 }
 
-func makePreviewData(src store.Source, p previewJSON) previewData {
+func makePreviewData(src store.Source, p wire.Preview) previewData {
 	d := previewData{Source: src.Name, SourceLink: sourcePath(src.Name), Row: makePreviewRow(src.URL, p),
 		Base: makeRevision(src.URL, p.BaseRevision), HiddenChanges: p.HiddenChanges}
 	if p.Result == nil {

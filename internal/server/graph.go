@@ -14,17 +14,19 @@ import (
 
 // The dependency views of the API (DESIGN §4, Dependencies): a resource's dependsOn,
 // dependents and resolved spec on GET /api/v1/resources/{namespace}/{kind}/{name}, and
-// GET /api/v1/graph. The list endpoint leaves them out: it stays one statement per page.
+// GET /api/v1/graph. The list endpoint has each resource's dependsOn as its manifest writes it
+// and neither dependents nor state: it stays one statement per page.
 
 // maxGraphNodes bounds GET /api/v1/graph; a larger graph answers 400 and asks for a filter.
 const maxGraphNodes = 10000
 
 // resourceAnswer is one resource with its neighbours. Status shadows the embedded
-// Resource's, to carry resolvedSpec.
+// Resource's, to carry resolvedSpec; DependsOn shadows the list's, to carry each
+// dependency's state, and is present when empty.
 type resourceAnswer struct {
 	wire.Resource
 	Status     resourceStatusAnswer `json:"status"`
-	DependsOn  []dependencyAnswer   `json:"dependsOn"`
+	DependsOn  []wire.Dependency    `json:"dependsOn"`
 	Dependents []dependentAnswer    `json:"dependents"`
 }
 
@@ -34,19 +36,6 @@ type resourceStatusAnswer struct {
 	// references or markers, and a value from a namespace the caller may not read is "***".
 	// Absent until the first call.
 	ResolvedSpec json.RawMessage `json:"resolvedSpec,omitempty"`
-}
-
-// dependencyAnswer has Phase, Source and Ready when the dependency exists, else Missing.
-type dependencyAnswer struct {
-	Kind      string   `json:"kind"`
-	Namespace string   `json:"namespace"`
-	Name      string   `json:"name"`
-	Explicit  bool     `json:"explicit"`
-	Outputs   []string `json:"outputs"`
-	Phase     string   `json:"phase,omitempty"`
-	Source    string   `json:"source,omitempty"`
-	Ready     *bool    `json:"ready,omitempty"`
-	Missing   bool     `json:"missing,omitempty"`
 }
 
 type dependentAnswer struct {
@@ -61,9 +50,9 @@ type dependentAnswer struct {
 func makeResourceAnswer(res store.Resource, n store.Neighbours, sc store.Scope) resourceAnswer {
 	rw := resourceWire(res)
 	a := resourceAnswer{Resource: rw, Status: resourceStatusAnswer{ResourceStatus: rw.Status, ResolvedSpec: resolvedFor(n, sc)},
-		DependsOn: make([]dependencyAnswer, 0, len(n.DependsOn)), Dependents: make([]dependentAnswer, 0, len(n.Dependents))}
+		DependsOn: make([]wire.Dependency, 0, len(n.DependsOn)), Dependents: make([]dependentAnswer, 0, len(n.Dependents))}
 	for _, d := range n.DependsOn {
-		da := dependencyAnswer{Kind: d.Kind, Namespace: d.Namespace, Name: d.Name, Explicit: d.Explicit, Outputs: nonNil(d.Outputs)}
+		da := wire.Dependency{Kind: d.Kind, Namespace: d.Namespace, Name: d.Name, Explicit: d.Explicit, Outputs: nonNil(d.Outputs)}
 		if d.Exists {
 			ready := d.Ready
 			da.Phase, da.Source, da.Ready = d.Phase, d.Source, &ready

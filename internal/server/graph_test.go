@@ -166,7 +166,7 @@ func TestDependencyAPI(t *testing.T) {
 		t.Fatalf("status %d", code)
 	}
 	no := false
-	wantDeps := []dependencyAnswer{
+	wantDeps := []wire.Dependency{
 		{Kind: "Secret", Namespace: "alpha", Name: "creds", Explicit: true, Outputs: []string{}, Missing: true},
 		{Kind: "Queue", Namespace: "beta", Name: "q001", Outputs: []string{"endpoint"}, Phase: "Pending", Source: "main", Ready: &no},
 	}
@@ -192,11 +192,32 @@ func TestDependencyAPI(t *testing.T) {
 		t.Errorf("viewer-alpha: resolvedSpec %s without origins, want none", scoped.Status.ResolvedSpec)
 	}
 
-	// Lists stay as they were: no neighbours, no resolved spec.
-	var list struct{ Items []map[string]any }
+	// A list item has its dependsOn as written (queue, not Queue), without state, and leaves
+	// out dependents and the resolved spec; an item without dependencies has no dependsOn.
+	var list struct{ Items []json.RawMessage }
 	getJSONAs(t, srv.URL+"/api/v1/resources", "viewer-all", &list)
-	if len(list.Items) != 4 || list.Items[0]["dependsOn"] != nil || list.Items[0]["status"].(map[string]any)["resolvedSpec"] != nil {
-		t.Errorf("list items %v", list.Items)
+	byName := map[string]string{}
+	for _, it := range list.Items {
+		var item struct{ Metadata struct{ Name string } }
+		if err := json.Unmarshal(it, &item); err != nil {
+			t.Fatal(err)
+		}
+		byName[item.Metadata.Name] = string(it)
+	}
+	for name, want := range map[string]string{
+		"q000": `"dependsOn":[{"kind":"Secret","namespace":"alpha","name":"creds","explicit":true,"outputs":[]},` +
+			`{"kind":"queue","namespace":"beta","name":"q001","explicit":false,"outputs":["endpoint"]}]}`,
+		"q002": `"dependsOn":[{"kind":"Queue","namespace":"alpha","name":"q000","explicit":true,"outputs":[]}]}`,
+	} {
+		if !strings.HasSuffix(byName[name], want) {
+			t.Errorf("list item %s: %s\nwant it to end with %s", name, byName[name], want)
+		}
+	}
+	for name, item := range byName {
+		if strings.Contains(item, "dependents") || strings.Contains(item, "resolvedSpec") ||
+			name != "q000" && name != "q002" && strings.Contains(item, "dependsOn") || len(byName) != 4 {
+			t.Errorf("list item %s: %s", name, item)
+		}
 	}
 
 	var g wire.Graph

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/trueup-dev/trueup/internal/previewresult"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // Pull-request previews (DESIGN §4, Previews) as the API serves them: GET
@@ -22,33 +22,8 @@ import (
 // maxPreviewList bounds a list of previews.
 const maxPreviewList = 1000
 
-// previewJSON is a preview on the wire.
-type previewJSON struct {
-	Source       string    `json:"source"`
-	Number       int       `json:"number"`
-	Provider     string    `json:"provider"`
-	Title        string    `json:"title"`
-	URL          string    `json:"url"`
-	HeadSHA      string    `json:"headSha"`
-	BaseRevision string    `json:"baseRevision"`
-	State        string    `json:"state"`
-	Message      string    `json:"message"`
-	CommentURL   string    `json:"commentUrl"`
-	CreatedAt    time.Time `json:"createdAt"`
-	UpdatedAt    time.Time `json:"updatedAt"`
-	// Counts is absent until the preview has a result.
-	Counts *previewresult.Counts `json:"counts,omitempty"`
-	// Result is served by the single GET only, once there is one.
-	Result *previewresult.Result `json:"result,omitempty"`
-	// HiddenChanges counts the changes in namespaces the caller does not see.
-	HiddenChanges int `json:"hiddenChanges,omitempty"`
-	// HiddenWarnings counts the warnings about resources in namespaces the caller does not
-	// see (they name those resources).
-	HiddenWarnings int `json:"hiddenWarnings,omitempty"`
-}
-
-func makePreviewJSON(p store.Preview) previewJSON {
-	return previewJSON{Source: p.Source, Number: p.Number, Provider: p.Provider, Title: p.Title, URL: p.URL,
+func makePreviewJSON(p store.Preview) wire.Preview {
+	return wire.Preview{Source: p.Source, Number: p.Number, Provider: p.Provider, Title: p.Title, URL: p.URL,
 		HeadSHA: p.HeadSHA, BaseRevision: p.BaseRevision, State: p.State, Message: p.Message, CommentURL: p.CommentURL,
 		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 }
@@ -80,7 +55,7 @@ func (s *Server) sourceSeen(ctx context.Context, sc store.Scope, name string) er
 }
 
 // previewsOf lists a source's previews, most recently updated first, with their counts.
-func (s *Server) previewsOf(ctx context.Context, sc store.Scope, source string, limit int) ([]previewJSON, error) {
+func (s *Server) previewsOf(ctx context.Context, sc store.Scope, source string, limit int) ([]wire.Preview, error) {
 	if err := s.sourceSeen(ctx, sc, source); err != nil {
 		return nil, err
 	}
@@ -88,12 +63,12 @@ func (s *Server) previewsOf(ctx context.Context, sc store.Scope, source string, 
 }
 
 // readPreviews is previewsOf for a source the caller is known to see.
-func (s *Server) readPreviews(ctx context.Context, source string, limit int) ([]previewJSON, error) {
+func (s *Server) readPreviews(ctx context.Context, source string, limit int) ([]wire.Preview, error) {
 	ps, err := s.store.ListPreviews(ctx, source, limit)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]previewJSON, len(ps))
+	out := make([]wire.Preview, len(ps))
 	for i, p := range ps {
 		out[i] = makePreviewJSON(p)
 		if out[i].Counts, err = decodeCounts(p.Result); err != nil {
@@ -104,18 +79,18 @@ func (s *Server) readPreviews(ctx context.Context, source string, limit int) ([]
 }
 
 // previewOf returns one preview with its result, the changes out of sc left out.
-func (s *Server) previewOf(ctx context.Context, sc store.Scope, source string, number int) (previewJSON, error) {
+func (s *Server) previewOf(ctx context.Context, sc store.Scope, source string, number int) (wire.Preview, error) {
 	if err := s.sourceSeen(ctx, sc, source); err != nil {
-		return previewJSON{}, err
+		return wire.Preview{}, err
 	}
 	return s.readPreview(ctx, sc, source, number)
 }
 
 // readPreview is previewOf for a source the caller is known to see.
-func (s *Server) readPreview(ctx context.Context, sc store.Scope, source string, number int) (previewJSON, error) {
+func (s *Server) readPreview(ctx context.Context, sc store.Scope, source string, number int) (wire.Preview, error) {
 	p, err := s.store.GetPreview(ctx, source, number)
 	if err != nil {
-		return previewJSON{}, fmt.Errorf("preview %s#%d: %w", source, number, err)
+		return wire.Preview{}, fmt.Errorf("preview %s#%d: %w", source, number, err)
 	}
 	out := makePreviewJSON(p)
 	counts, err := decodeCounts(p.Result)

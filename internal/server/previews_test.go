@@ -9,6 +9,7 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/previewresult"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // previewResult is a preview of web with a change in staging, and an add and a delete in
@@ -68,7 +69,7 @@ func TestPreviewsAPI(t *testing.T) {
 	const admin = "admin:*"
 
 	code, body := e.get(t, admin, "/api/v1/sources/web/previews")
-	var list struct{ Items []previewJSON }
+	var list struct{ Items []wire.Preview }
 	if code != 200 || json.Unmarshal([]byte(body), &list) != nil {
 		t.Fatalf("list: %d %s", code, body)
 	}
@@ -86,7 +87,7 @@ func TestPreviewsAPI(t *testing.T) {
 	}
 
 	code, body = e.get(t, admin, "/api/v1/sources/web/previews/7")
-	var one previewJSON
+	var one wire.Preview
 	if code != 200 || json.Unmarshal([]byte(body), &one) != nil {
 		t.Fatalf("get: %d %s", code, body)
 	}

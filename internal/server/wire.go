@@ -26,7 +26,17 @@ func wireAll[R, W any](rows []R, f func(R) W) []W {
 
 func resourceWire(r store.Resource) wire.Resource {
 	return wire.Resource{APIVersion: r.APIVersion, Kind: r.Kind, Metadata: wire.Metadata(r.Metadata), Spec: r.Spec,
-		Status: wire.ResourceStatus(r.Status), Source: wire.ResourceSource(r.Source)}
+		Status: wire.ResourceStatus(r.Status), Source: wire.ResourceSource(r.Source), DependsOn: edgesWire(r.DependsOn)}
+}
+
+// edgesWire keeps no edges absent: a list item without dependencies has no dependsOn.
+func edgesWire(es []store.ResourceEdge) []wire.Dependency {
+	if len(es) == 0 {
+		return nil
+	}
+	return wireAll(es, func(e store.ResourceEdge) wire.Dependency {
+		return wire.Dependency{Kind: e.Kind, Namespace: e.Namespace, Name: e.Name, Explicit: e.Explicit, Outputs: nonNil(e.Outputs)}
+	})
 }
 
 func typeWire(t store.ResourceType) wire.ResourceType { return wire.ResourceType(t) }

@@ -21,6 +21,18 @@ type Resource struct {
 	Spec       json.RawMessage
 	Status     ResourceStatus
 	Source     ResourceSource
+	// DependsOn is the resource's edges (resource_edges) in identity order, each dependency
+	// named as the resource's manifest writes it; nil when none.
+	DependsOn []ResourceEdge
+}
+
+// ResourceEdge is one thing a resource depends on, as its manifest writes it: the kind as
+// spelled there (what the apply's MetaHash counts), whether dependsOn lists it, and the output
+// paths its spec references. ResourceNeighbours reads the dependency's state as well.
+type ResourceEdge struct {
+	NodeRef
+	Explicit bool
+	Outputs  []string
 }
 
 // Metadata is a resource's identity and bookkeeping.
@@ -63,21 +75,29 @@ type ResourceSource struct {
 const resourceColumns = `api_version, kind, name, namespace, uid::text, generation, labels, annotations, created_at,
 	deletion_timestamp, spec, phase, observed_generation, conditions, message, outputs, last_reconcile_time,
 	source, file_path, file_line, revision,
-	run_at, lease_owner IS NOT NULL, suspended, blocked, orphaned`
+	run_at, lease_owner IS NOT NULL, suspended, blocked, orphaned,
+	(SELECT json_agg(json_build_object('kind', e.dep_kind, 'namespace', e.dep_namespace, 'name', e.dep_name,
+	     'explicit', e.explicit, 'outputs', e.outputs)
+	   ORDER BY e.dep_namespace, lower(e.dep_kind), e.dep_name)
+	 FROM resource_edges e WHERE e.resource_id = resources.id)`
 
 func scanResource(row pgx.Row) (Resource, error) {
 	var r Resource
-	var labels, ann, conds []byte
+	var labels, ann, conds, edges []byte
 	var runAt *time.Time
 	var leased, suspended, blocked bool
 	err := row.Scan(&r.APIVersion, &r.Kind, &r.Metadata.Name, &r.Metadata.Namespace, &r.Metadata.UID, &r.Metadata.Generation,
 		&labels, &ann, &r.Metadata.CreationTimestamp, &r.Metadata.DeletionTimestamp, &r.Spec, &r.Status.Phase,
 		&r.Status.ObservedGeneration, &conds, &r.Status.Message, &r.Status.Outputs, &r.Status.LastReconcileTime,
-		&r.Source.Name, &r.Source.Path, &r.Source.Line, &r.Source.Revision, &runAt, &leased, &suspended, &blocked, &r.Status.Orphaned)
+		&r.Source.Name, &r.Source.Path, &r.Source.Line, &r.Source.Revision, &runAt, &leased, &suspended, &blocked, &r.Status.Orphaned,
+		&edges)
 	if err != nil {
 		return r, err
 	}
 	r.Status.NextReconcileTime = status.NextReconcile(runAt, leased, suspended, blocked)
+	if r.DependsOn, err = scanEdges(edges); err != nil {
+		return r, err
+	}
 	if err := json.Unmarshal(labels, &r.Metadata.Labels); err != nil {
 		return r, err
 	}
@@ -85,6 +105,26 @@ func scanResource(row pgx.Row) (Resource, error) {
 		return r, err
 	}
 	return r, json.Unmarshal(conds, &r.Status.Conditions)
+}
+
+// scanEdges reads resourceColumns' edges: a JSON array of objects, NULL when there are none.
+func scanEdges(raw []byte) ([]ResourceEdge, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	var rows []struct {
+		Kind, Namespace, Name string
+		Explicit              bool
+		Outputs               []string
+	}
+	if err := json.Unmarshal(raw, &rows); err != nil {
+		return nil, fmt.Errorf("dependsOn: %w", err)
+	}
+	out := make([]ResourceEdge, len(rows))
+	for i, e := range rows {
+		out[i] = ResourceEdge{NodeRef: NodeRef{Kind: e.Kind, Namespace: e.Namespace, Name: e.Name}, Explicit: e.Explicit, Outputs: e.Outputs}
+	}
+	return out, nil
 }
 
 // GetResource returns one resource; kind is case-insensitive.

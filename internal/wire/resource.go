@@ -15,6 +15,26 @@ type Resource struct {
 	Spec       json.RawMessage `json:"spec"`
 	Status     ResourceStatus  `json:"status"`
 	Source     ResourceSource  `json:"source"`
+	// DependsOn is what the resource depends on: listed under dependsOn, or implied by an
+	// output reference in its spec. A list item names each dependency as the dependent's
+	// manifest writes it and leaves out the dependency's state; absent when there are none.
+	// GET of one resource answers a list of its own, with the state (the server's
+	// resourceAnswer).
+	DependsOn []Dependency `json:"dependsOn,omitempty"`
+}
+
+// Dependency is one thing a resource depends on. GET of one resource fills Phase, Source
+// and Ready when the dependency exists, else Missing; a list leaves all four out.
+type Dependency struct {
+	Kind      string   `json:"kind"`
+	Namespace string   `json:"namespace"`
+	Name      string   `json:"name"`
+	Explicit  bool     `json:"explicit"` // listed under dependsOn (else implied by a reference)
+	Outputs   []string `json:"outputs"`  // the output paths the spec references; never null
+	Phase     string   `json:"phase,omitempty"`
+	Source    string   `json:"source,omitempty"`
+	Ready     *bool    `json:"ready,omitempty"`
+	Missing   bool     `json:"missing,omitempty"`
 }
 
 // Metadata is a resource's identity and bookkeeping.
