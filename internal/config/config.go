@@ -689,6 +689,10 @@ func cleanYAMLError(err error) error {
 }
 
 // kindTypes names the source kinds' blocks in yaml.v3's errors by their keys' words, as the
-// blocks of this package are named.
-var kindTypes = strings.NewReplacer("type gitsource.Spec", "Git", "type gitsource.AuthSpec", "GitAuth",
-	"type gitsource.AppSpec", "GitHubApp", "type dirsource.Spec", "Dir")
+// blocks of this package are named: "type X" as the other blocks' types read once
+// cleanYAMLError drops "type config.", a bare X (a wrong-type value: "into X") as config.X.
+var kindTypes = strings.NewReplacer(
+	"type gitsource.Spec", "Git", "type gitsource.AuthSpec", "GitAuth",
+	"type gitsource.AppSpec", "GitHubApp", "type dirsource.Spec", "Dir",
+	"gitsource.Spec", "config.Git", "gitsource.AuthSpec", "config.GitAuth",
+	"gitsource.AppSpec", "config.GitHubApp", "dirsource.Spec", "config.Dir")

@@ -99,6 +99,32 @@ func TestParseErrors(t *testing.T) {
 	checkParse(t, cases)
 }
 
+// TestKindBlockTypeErrors: a wrong-type value in a source kind's block names the block as
+// this package's other blocks are named, not by the kind package's Go type.
+func TestKindBlockTypeErrors(t *testing.T) {
+	t.Parallel()
+	src := "sources:\n  - name: a\n"
+	cases := []struct{ name, yaml, want string }{
+		{"git string", src + "    git: foo\n", "line 3: cannot unmarshal !!str `foo` into config.Git"},
+		{"git list", src + "    git: [1, 2]\n", "line 3: cannot unmarshal !!seq into config.Git"},
+		{"auth string", src + "    git: {url: x, auth: foo}\n", "line 3: cannot unmarshal !!str `foo` into config.GitAuth"},
+		{"githubApp number", src + "    git: {url: x, auth: {githubApp: 3}}\n", "line 3: cannot unmarshal !!int `3` into config.GitHubApp"},
+		{"dir string", src + "    dir: foo\n", "line 3: cannot unmarshal !!str `foo` into config.Dir"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Parse([]byte(tc.yaml), "/x", env(nil))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want it to contain %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "source.") {
+				t.Errorf("error %v names a kind package's type", err)
+			}
+		})
+	}
+}
+
 // gitApp is a git source whose auth holds other (ending ", ") and a githubApp block.
 func gitApp(other, app string) string {
 	return "sources:\n  - name: a\n    git: {url: \"https://github.com/acme/infra.git\", auth: {" + other + "githubApp: {" + app + "}}}\n"
