@@ -153,6 +153,19 @@ func (s Source) Spec() sources.Spec {
 	return nil
 }
 
+// Specs is every kind block the source sets: one in a valid config, both when git and dir
+// are set together (defaulted and validated each, so that every error shows).
+func (s Source) Specs() []sources.Spec {
+	var out []sources.Spec
+	if s.Git != nil {
+		out = append(out, s.Git)
+	}
+	if s.Dir != nil {
+		out = append(out, s.Dir)
+	}
+	return out
+}
+
 // PreviewEnabled reports whether the source previews pull requests.
 func (s Source) PreviewEnabled() bool { return s.Preview != nil && s.Preview.Enabled }
 
@@ -401,7 +414,7 @@ func (c *Config) applyDefaults() {
 	}
 	for i := range c.Sources {
 		s := &c.Sources[i]
-		if sp := s.Spec(); sp != nil {
+		for _, sp := range s.Specs() {
 			sp.Defaults(c.Path)
 		}
 	}
@@ -513,7 +526,7 @@ func (c *Config) Validate() error {
 		case s.Git != nil && s.Dir != nil:
 			bad("%s: git and dir are exclusive", at)
 		}
-		if sp := s.Spec(); sp != nil {
+		for _, sp := range s.Specs() {
 			if err := sp.Validate(at + "." + sp.Kind()); err != nil {
 				errs = append(errs, err)
 			}

@@ -92,6 +92,8 @@ func TestParseErrors(t *testing.T) {
 		{"githubApp without key", gitApp("", "appID: 1, installationID: 2"), "sources[0].git.auth.githubApp.privateKeyFile: required"},
 		{"githubApp bad appID", gitApp("", "appID: one, installationID: 2, privateKeyFile: k.pem"), "line 3: expected an integer id"},
 		{"githubApp unknown field", gitApp("", "appID: 1, installationID: 2, privateKey: x"), "line 3: field privateKey not found"},
+		{"git and dir, dir validated", "sources:\n  - name: a\n    dir: {}\n    git: {url: y}\n", "sources[0].dir.path: required"},
+		{"git and dir, git validated", "sources:\n  - name: a\n    dir: {path: x}\n    git: {}\n", "sources[0].git.url: required"},
 		{"githubApp bad baseURL", gitApp("", "appID: 1, installationID: 2, privateKeyFile: k.pem, baseURL: \"ftp://u:pw@x\""), "githubApp.baseURL: must be an http(s) URL"},
 		{"githubApp ssh url", "sources:\n  - name: a\n    git: {url: \"git@github.com:acme/infra.git\", auth: {githubApp: {appID: 1, installationID: 2, privateKeyFile: k.pem}}}\n",
 			"sources[0].git.auth.githubApp: applies to https urls only"},
