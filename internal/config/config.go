@@ -57,7 +57,7 @@ type Config struct {
 	BaseDir   string            `yaml:"-"` // folder of the config file; relative paths resolve against it
 	secrets   map[string]int    // expanded values that came from the environment
 	resyncSet bool              // reconcile.resyncInterval was written (0 then means off)
-	fileSums  map[string]string // content of the files each source or action names (Load), for Diff
+	fileSums  map[string]string // content of the files each source or action names (ReadFiles), for Diff
 
 	// SecretStores is the secrets block: the stores that secretRef values in specs resolve
 	// from, and which names each source and namespace may use.
@@ -337,7 +337,6 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	c.fileSums = c.readFileSums()
 	return c, nil
 }
 
