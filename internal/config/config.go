@@ -17,6 +17,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/trueup-dev/trueup/internal/envvar"
 	"github.com/trueup-dev/trueup/internal/plaintext"
 	"github.com/trueup-dev/trueup/internal/redact"
 	"github.com/trueup-dev/trueup/sources"
@@ -649,8 +650,6 @@ func (c *Config) Secrets() []string {
 	return out
 }
 
-var varRe = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
-
 // expandNode replaces ${VAR} in every scalar value (never in keys, and after parsing, so a
 // value cannot change the document's structure). An unset variable is an error naming it.
 func expandNode(n *yaml.Node, getenv func(string) string, secrets map[string]int) error {
@@ -660,7 +659,7 @@ func expandNode(n *yaml.Node, getenv func(string) string, secrets map[string]int
 			return nil
 		}
 		var missing []string
-		n.Value = varRe.ReplaceAllStringFunc(n.Value, func(m string) string {
+		n.Value = envvar.Ref.ReplaceAllStringFunc(n.Value, func(m string) string {
 			name := m[2 : len(m)-1]
 			v := getenv(name)
 			if v == "" {
