@@ -113,18 +113,7 @@ func TestKindBlockTypeErrors(t *testing.T) {
 		{"githubApp number", src + "    git: {url: x, auth: {githubApp: 3}}\n", "line 3: cannot unmarshal !!int `3` into config.GitHubApp"},
 		{"dir string", src + "    dir: foo\n", "line 3: cannot unmarshal !!str `foo` into config.Dir"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			_, err := Parse([]byte(tc.yaml), "/x", env(nil))
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("error %v, want it to contain %q", err, tc.want)
-			}
-			if strings.Contains(err.Error(), "source.") {
-				t.Errorf("error %v names a kind package's type", err)
-			}
-		})
-	}
+	checkParse(t, cases)
 }
 
 // gitApp is a git source whose auth holds other (ending ", ") and a githubApp block.
@@ -256,8 +245,8 @@ func TestParseNotificationRetention(t *testing.T) {
 }
 
 // checkParse parses each case's document, as parallel subtests: want is a substring of the
-// error, "" for a document accepted.
-func checkParse(t *testing.T, cases []struct{ name, yaml, want string }) {
+// error, "" for a document accepted. Each of also checks an expected error further.
+func checkParse(t *testing.T, cases []struct{ name, yaml, want string }, also ...func(*testing.T, error)) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -268,6 +257,10 @@ func checkParse(t *testing.T, cases []struct{ name, yaml, want string }) {
 				t.Fatalf("error %v, want none", err)
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 				t.Fatalf("error %v, want it to contain %q", err, tc.want)
+			case tc.want != "":
+				for _, check := range also {
+					check(t, err)
+				}
 			}
 		})
 	}
