@@ -258,16 +258,52 @@ type Env struct {
 // (unknown fields are errors naming the field) and validate without side effects.
 type Factory func(config json.RawMessage, env Env) (Action, error)
 
-// Registry maps plugin kinds ("exec", "noop", …) to factories.
+// FilesFunc lists the files an instance's config names whose content the instance is built
+// from (a key read once, by the factory), as written in the config: a relative path is
+// relative to the controller config's folder. The host reads them when it loads the config,
+// before any instance is built, and rebuilds the instance when one of them holds other bytes
+// at a reload (a key rotated in place). A file read at each call (a script, a module) is
+// not one of them.
+type FilesFunc func(config json.RawMessage) ([]string, error)
+
+// Registry maps plugin kinds ("exec", "noop", …) to factories, and the kinds whose config
+// names files to their FilesFunc.
 type Registry struct {
 	kinds *registry.Kinds[Factory]
+	files map[string]FilesFunc
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{kinds: registry.New[Factory]("action")} }
+func NewRegistry() *Registry {
+	return &Registry{kinds: registry.New[Factory]("action"), files: map[string]FilesFunc{}}
+}
 
 // Register adds a kind; registering a kind twice is an error.
 func (r *Registry) Register(kind string, f Factory) error { return r.kinds.Register(kind, f) }
+
+// RegisterFiles declares the files a registered kind's config names; a kind registers them
+// once at most.
+func (r *Registry) RegisterFiles(kind string, f FilesFunc) error {
+	switch _, ok := r.kinds.Get(kind); {
+	case !ok:
+		return fmt.Errorf("register the files of action kind %q: the kind is not registered", kind)
+	case f == nil:
+		return fmt.Errorf("register the files of action kind %q: nil function", kind)
+	case r.files[kind] != nil:
+		return fmt.Errorf("register the files of action kind %q: registered twice", kind)
+	}
+	r.files[kind] = f
+	return nil
+}
+
+// Files lists the files an instance of kind with config names (nil for a kind that declares
+// none, or is not registered).
+func (r *Registry) Files(kind string, config json.RawMessage) ([]string, error) {
+	if f := r.files[kind]; f != nil {
+		return f(config)
+	}
+	return nil, nil
+}
 
 // Kinds lists the registered kinds, sorted.
 func (r *Registry) Kinds() []string { return r.kinds.Names() }

@@ -136,6 +136,8 @@ var _ actions.CommandRunner = (*Action)(nil)
 // ValidateWith accepts a JSON object or nothing: the command sees `with:` as an object.
 func (a *Action) ValidateWith(with json.RawMessage) error { return validateWith(with) }
 
+var _ actions.Closer = (*Action)(nil)
+
 // Close refuses new calls, kills the commands of calls in flight and waits for those calls to
 // return. It is safe to call more than once.
 func (a *Action) Close() error {

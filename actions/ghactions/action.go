@@ -141,6 +141,8 @@ func (a *Action) ValidateWith(raw json.RawMessage) error {
 // -1 before the first answer.
 func (a *Action) RateLimitRemaining() int { return int(a.remaining.Load()) }
 
+var _ actions.Closer = (*Action)(nil)
+
 // Close cancels the calls in flight, waits for them and drops idle connections. It is safe
 // to call more than once.
 func (a *Action) Close() error {

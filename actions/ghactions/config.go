@@ -130,6 +130,19 @@ type appSettings struct {
 // namePattern matches GitHub owner and repository names.
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 
+// Files is the actions.FilesFunc of the github-actions kind: the App's private key file,
+// read by New.
+func Files(raw json.RawMessage) ([]string, error) {
+	var c config
+	if err := actions.DecodeStrict(raw, &c); err != nil {
+		return nil, fmt.Errorf("decode config: %w", err)
+	}
+	if c.App == nil || c.App.PrivateKeyFile == "" {
+		return nil, nil
+	}
+	return []string{c.App.PrivateKeyFile}, nil
+}
+
 func parseConfig(raw json.RawMessage, baseDir string) (settings, error) {
 	var c config
 	if err := actions.DecodeStrict(raw, &c); err != nil {

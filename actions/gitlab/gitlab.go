@@ -136,6 +136,8 @@ func (a *Action) ValidateWith(raw json.RawMessage) error {
 	return err
 }
 
+var _ actions.Closer = (*Action)(nil)
+
 // Close cancels calls in flight, waits for them and drops idle connections. It is safe to
 // call more than once.
 func (a *Action) Close() error {

@@ -102,6 +102,8 @@ func (a *Action) Observe(ctx context.Context, _ actions.Request) (actions.Observ
 	return actions.Observation{InSync: true, Message: "noop"}, nil
 }
 
+var _ actions.Closer = (*Action)(nil)
+
 // Close releases nothing; it exists so the lifecycle is the same as other kinds.
 func (a *Action) Close() error { return nil }
 

@@ -515,6 +515,8 @@ func (c *call) outputs(ctx context.Context) (map[string]any, error) {
 	return out, nil
 }
 
+var _ actions.Closer = (*Action)(nil)
+
 // Close refuses new calls, interrupts the runs in flight and waits for them. It is safe to
 // call more than once.
 func (a *Action) Close() error {

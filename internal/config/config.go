@@ -17,6 +17,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/trueup-dev/trueup/internal/envvar"
 	"github.com/trueup-dev/trueup/internal/plaintext"
 	"github.com/trueup-dev/trueup/internal/redact"
 	"github.com/trueup-dev/trueup/sources"
@@ -57,7 +58,7 @@ type Config struct {
 	BaseDir   string            `yaml:"-"` // folder of the config file; relative paths resolve against it
 	secrets   map[string]int    // expanded values that came from the environment
 	resyncSet bool              // reconcile.resyncInterval was written (0 then means off)
-	fileSums  map[string]string // content of the files each source or action names (Load), for Diff
+	fileSums  map[string]string // content of the files each source or action names (ReadFiles), for Diff
 
 	// SecretStores is the secrets block: the stores that secretRef values in specs resolve
 	// from, and which names each source and namespace may use.
@@ -151,6 +152,19 @@ func (s Source) Spec() sources.Spec {
 		return s.Dir
 	}
 	return nil
+}
+
+// Specs is every kind block the source sets: one in a valid config, both when git and dir
+// are set together (defaulted and validated each, so that every error shows).
+func (s Source) Specs() []sources.Spec {
+	var out []sources.Spec
+	if s.Git != nil {
+		out = append(out, s.Git)
+	}
+	if s.Dir != nil {
+		out = append(out, s.Dir)
+	}
+	return out
 }
 
 // PreviewEnabled reports whether the source previews pull requests.
@@ -324,7 +338,6 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	c.fileSums = c.readFileSums()
 	return c, nil
 }
 
@@ -401,7 +414,7 @@ func (c *Config) applyDefaults() {
 	}
 	for i := range c.Sources {
 		s := &c.Sources[i]
-		if sp := s.Spec(); sp != nil {
+		for _, sp := range s.Specs() {
 			sp.Defaults(c.Path)
 		}
 	}
@@ -513,7 +526,7 @@ func (c *Config) Validate() error {
 		case s.Git != nil && s.Dir != nil:
 			bad("%s: git and dir are exclusive", at)
 		}
-		if sp := s.Spec(); sp != nil {
+		for _, sp := range s.Specs() {
 			if err := sp.Validate(at + "." + sp.Kind()); err != nil {
 				errs = append(errs, err)
 			}
@@ -646,8 +659,6 @@ func (c *Config) Secrets() []string {
 	return out
 }
 
-var varRe = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
-
 // expandNode replaces ${VAR} in every scalar value (never in keys, and after parsing, so a
 // value cannot change the document's structure). An unset variable is an error naming it.
 func expandNode(n *yaml.Node, getenv func(string) string, secrets map[string]int) error {
@@ -657,7 +668,7 @@ func expandNode(n *yaml.Node, getenv func(string) string, secrets map[string]int
 			return nil
 		}
 		var missing []string
-		n.Value = varRe.ReplaceAllStringFunc(n.Value, func(m string) string {
+		n.Value = envvar.Ref.ReplaceAllStringFunc(n.Value, func(m string) string {
 			name := m[2 : len(m)-1]
 			v := getenv(name)
 			if v == "" {
@@ -698,6 +709,10 @@ func cleanYAMLError(err error) error {
 }
 
 // kindTypes names the source kinds' blocks in yaml.v3's errors by their keys' words, as the
-// blocks of this package are named.
-var kindTypes = strings.NewReplacer("type gitsource.Spec", "Git", "type gitsource.AuthSpec", "GitAuth",
-	"type gitsource.AppSpec", "GitHubApp", "type dirsource.Spec", "Dir")
+// blocks of this package are named: "type X" as the other blocks' types read once
+// cleanYAMLError drops "type config.", a bare X (a wrong-type value: "into X") as config.X.
+var kindTypes = strings.NewReplacer(
+	"type gitsource.Spec", "Git", "type gitsource.AuthSpec", "GitAuth",
+	"type gitsource.AppSpec", "GitHubApp", "type dirsource.Spec", "Dir",
+	"gitsource.Spec", "config.Git", "gitsource.AuthSpec", "config.GitAuth",
+	"gitsource.AppSpec", "config.GitHubApp", "dirsource.Spec", "config.Dir")

@@ -92,9 +92,26 @@ func TestParseErrors(t *testing.T) {
 		{"githubApp without key", gitApp("", "appID: 1, installationID: 2"), "sources[0].git.auth.githubApp.privateKeyFile: required"},
 		{"githubApp bad appID", gitApp("", "appID: one, installationID: 2, privateKeyFile: k.pem"), "line 3: expected an integer id"},
 		{"githubApp unknown field", gitApp("", "appID: 1, installationID: 2, privateKey: x"), "line 3: field privateKey not found"},
+		{"git and dir, dir validated", "sources:\n  - name: a\n    dir: {}\n    git: {url: y}\n", "sources[0].dir.path: required"},
+		{"git and dir, git validated", "sources:\n  - name: a\n    dir: {path: x}\n    git: {}\n", "sources[0].git.url: required"},
 		{"githubApp bad baseURL", gitApp("", "appID: 1, installationID: 2, privateKeyFile: k.pem, baseURL: \"ftp://u:pw@x\""), "githubApp.baseURL: must be an http(s) URL"},
 		{"githubApp ssh url", "sources:\n  - name: a\n    git: {url: \"git@github.com:acme/infra.git\", auth: {githubApp: {appID: 1, installationID: 2, privateKeyFile: k.pem}}}\n",
 			"sources[0].git.auth.githubApp: applies to https urls only"},
+	}
+	checkParse(t, cases, "")
+}
+
+// TestKindBlockTypeErrors: a wrong-type value in a source kind's block names the block as
+// this package's other blocks are named, not by the kind package's Go type.
+func TestKindBlockTypeErrors(t *testing.T) {
+	t.Parallel()
+	src := "sources:\n  - name: a\n"
+	cases := []struct{ name, yaml, want string }{
+		{"git string", src + "    git: foo\n", "line 3: cannot unmarshal !!str `foo` into config.Git"},
+		{"git list", src + "    git: [1, 2]\n", "line 3: cannot unmarshal !!seq into config.Git"},
+		{"auth string", src + "    git: {url: x, auth: foo}\n", "line 3: cannot unmarshal !!str `foo` into config.GitAuth"},
+		{"githubApp number", src + "    git: {url: x, auth: {githubApp: 3}}\n", "line 3: cannot unmarshal !!int `3` into config.GitHubApp"},
+		{"dir string", src + "    dir: foo\n", "line 3: cannot unmarshal !!str `foo` into config.Dir"},
 	}
 	checkParse(t, cases, "")
 }

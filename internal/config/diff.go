@@ -8,7 +8,6 @@ import (
 	"os"
 	"reflect"
 	"slices"
-	"strings"
 )
 
 // Changes is what a reload of the config changes: the sources and action instances added,
@@ -36,8 +35,8 @@ func (c Changes) None() bool {
 // Diff compares the config running (old) with the one read again (new). A source or action
 // instance whose entry differs in any field is changed (it is rebuilt whole), and so is one
 // whose referenced files (an age key file, an ssh key or known_hosts file, a GitHub App's
-// private key, an action's *File setting) hold other bytes than when old was loaded: a key
-// rotated in place is picked up. An action instance is compared on its type and its config
+// private key, the files an action's kind declares) hold other bytes than when old's were
+// read (ReadFiles): a key rotated in place is picked up. An action instance is compared on its type and its config
 // after ${VAR} expansion; serve reads its environment once, at start, so a variable's value
 // never changes between two of its loads. Every other block is restart-only.
 func Diff(old, new *Config) Changes {
@@ -139,49 +138,44 @@ func KeepRestartOnly(next, running *Config) {
 func sourceKey(name string) string { return "source/" + name }
 func actionKey(name string) string { return "action/" + name }
 
+// ActionFiles lists the files an action instance's config names, by its kind
+// (actions.Registry.Files): paths as written, relative ones relative to the config's folder.
+type ActionFiles func(kind string, config json.RawMessage) ([]string, error)
+
 // referencedFiles lists, by source and action instance, the files whose content they are
 // built from: a source's decryption.age.keyFile and the files its kind declares
-// (sources.Spec.Files: a git source's ssh key, known hosts and GitHub App key); every string
-// setting of an action's config whose key ends in "File" (ghactions' app.privateKeyFile),
-// relative to the config's folder.
-func (c *Config) referencedFiles() map[string][]string {
+// (sources.Spec.Files: a git source's ssh key, known hosts and GitHub App key); the files an
+// action's kind declares to actions (github-actions' app.privateKeyFile; nil: none),
+// relative to the config's folder. A config its kind cannot decode names none: it is refused when
+// its instance is built.
+func (c *Config) referencedFiles(actions ActionFiles) map[string][]string {
 	out := map[string][]string{}
 	for _, s := range c.Sources {
 		var files []string
 		if d := s.Decryption; d != nil && d.Age != nil && d.Age.KeyFile != "" {
 			files = append(files, c.Path(d.Age.KeyFile))
 		}
-		if sp := s.Spec(); sp != nil {
+		for _, sp := range s.Specs() {
 			files = append(files, sp.Files()...)
 		}
 		if files = slices.DeleteFunc(files, func(f string) bool { return f == "" }); len(files) > 0 {
 			out[sourceKey(s.Name)] = files
 		}
 	}
+	if actions == nil {
+		return out
+	}
 	for _, a := range c.Actions {
-		var v any
-		if json.Unmarshal(a.Config, &v) != nil {
+		named, err := actions(a.Type, a.Config)
+		if err != nil {
 			continue
 		}
 		var files []string
-		var walk func(key string, v any)
-		walk = func(key string, v any) {
-			switch v := v.(type) {
-			case map[string]any:
-				for k, e := range v {
-					walk(k, e)
-				}
-			case []any:
-				for _, e := range v {
-					walk(key, e)
-				}
-			case string:
-				if strings.HasSuffix(key, "File") && v != "" {
-					files = append(files, c.Path(v))
-				}
+		for _, f := range named {
+			if f != "" {
+				files = append(files, c.Path(f))
 			}
 		}
-		walk("", v)
 		if len(files) > 0 {
 			slices.Sort(files)
 			out[actionKey(a.Name)] = files
@@ -190,11 +184,16 @@ func (c *Config) referencedFiles() map[string][]string {
 	return out
 }
 
+// ReadFiles digests the content of the files each source and action instance names, for
+// Diff: the host calls it once it has the config, before it builds anything from it. actions
+// says which files an action kind's config names (nil: none).
+func (c *Config) ReadFiles(actions ActionFiles) { c.fileSums = c.readFileSums(actions) }
+
 // readFileSums digests the content of each source's and action's referenced files (a file
 // that cannot be read digests as its error, so that it being fixed is a change too).
-func (c *Config) readFileSums() map[string]string {
+func (c *Config) readFileSums(actions ActionFiles) map[string]string {
 	out := map[string]string{}
-	for key, files := range c.referencedFiles() {
+	for key, files := range c.referencedFiles(actions) {
 		h := sha256.New()
 		for _, f := range files {
 			h.Write([]byte(f + "\x00"))

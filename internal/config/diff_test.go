@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -164,7 +165,7 @@ sources:
 }
 
 // A key rotated in place (same path, new bytes) changes the source or action instance that
-// reads it; a file that did not change does not.
+// reads it; a file that did not change does not, nor one an action's kind does not declare.
 func TestDiffReferencedFiles(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -174,7 +175,7 @@ func TestDiffReferencedFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, f := range []string{"age.txt", "id_ed25519", "known_hosts", "app.pem", "gha.pem"} {
+	for _, f := range []string{"age.txt", "id_ed25519", "known_hosts", "app.pem", "gha.pem", "undeclared.pem"} {
 		write(f, "v1 "+f)
 	}
 	cfgPath := filepath.Join(dir, "trueup.yaml")
@@ -191,24 +192,35 @@ sources:
     dir: {path: .}
 actions:
   - name: gha
-    type: github-actions
-    config: {app: {appID: 1, installationID: 2, privateKeyFile: gha.pem}}
+    type: keyed
+    config: {app: {key: gha.pem}}
   - name: nop
     type: noop
+    config: {keyFile: undeclared.pem}
 `)
+	// The keyed kind declares app.key; noop declares nothing, whatever its keys' names.
+	files := func(kind string, config json.RawMessage) ([]string, error) {
+		if kind != "keyed" {
+			return nil, nil
+		}
+		var c struct{ App struct{ Key string } }
+		err := json.Unmarshal(config, &c)
+		return []string{c.App.Key}, err
+	}
 	load := func() *Config {
 		t.Helper()
 		c, err := Load(cfgPath, env(nil))
 		if err != nil {
 			t.Fatal(err)
 		}
+		c.ReadFiles(files)
 		return c
 	}
 	old := load()
 	if got := Diff(old, load()); !got.None() {
 		t.Fatalf("nothing rotated: %+v", got)
 	}
-	for _, f := range []string{"age.txt", "known_hosts", "app.pem", "gha.pem"} {
+	for _, f := range []string{"age.txt", "known_hosts", "app.pem", "gha.pem", "undeclared.pem"} {
 		write(f, "v2 "+f)
 	}
 	want := Changes{SourcesChanged: []string{"app", "sealed", "ssh"}, ActionsChanged: []string{"gha"}}

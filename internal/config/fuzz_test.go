@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/trueup-dev/trueup/internal/envvar"
 )
 
 // fuzzSecret is what every ${VAR} expands to in FuzzParse: long enough to be scrubbed, and
@@ -40,7 +42,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if strings.Contains(data, "${") && varRe.MatchString(data) && !slices.Contains(c.Secrets(), fuzzSecret) && usesExpansion(c) {
+		if strings.Contains(data, "${") && envvar.Ref.MatchString(data) && !slices.Contains(c.Secrets(), fuzzSecret) && usesExpansion(c) {
 			t.Fatalf("an expanded value is not among the secrets %q", c.Secrets())
 		}
 	})

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/trueup-dev/trueup/internal/envvar"
 )
 
 // Memory limit defaults (server.memoryLimit: auto).
@@ -67,7 +69,7 @@ func (m *MemoryLimit) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
 		return fmt.Errorf("line %d: memoryLimit must be auto, off or a size such as 512MiB", n.Line)
 	}
-	if varRe.MatchString(n.Value) {
+	if envvar.Ref.MatchString(n.Value) {
 		return nil // the unknown-field check runs before ${VAR} expansion
 	}
 	v, err := parseMemoryLimit(strings.TrimSpace(n.Value))

@@ -201,6 +201,9 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	first := *cfg // the caller's config stays as given
+	cfg = &first
+	cfg.ReadFiles(rt.reg.Files)
 	rt.cfg.Store(cfg)
 	rt.hash = configHash(rt.deps.Path)
 	// What a config can refuse is refused before the database opens (no private cluster is

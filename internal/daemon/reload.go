@@ -52,6 +52,7 @@ func (rt *Daemon) load(cfg *config.Config, readErr error) (_ *loaded, secrets []
 	c := *cfg
 	cfg = &c
 	config.KeepRestartOnly(cfg, running)
+	cfg.ReadFiles(rt.reg.Files)
 	var err error
 	l := &loaded{cfg: cfg, pending: pending, hash: configHash(rt.deps.Path)}
 	if l.acts, err = NewActions(cfg, rt.reg, rt.log, rt.dbURL, rt.srcs.ReadTree); err != nil {

@@ -2,13 +2,17 @@ package daemon
 
 import (
 	"context"
+	"log/slog"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/logbuf"
 	"github.com/trueup-dev/trueup/sources"
 	"github.com/trueup-dev/trueup/sources/dirsource"
+	"github.com/trueup-dev/trueup/sources/gitsource"
 )
 
 // memorySource serves one fixed revision from memory.
@@ -58,5 +62,35 @@ func TestDaemonInjectedSourceKind(t *testing.T) {
 	}
 	if src.URL != "dir:///nowhere" {
 		t.Errorf("registered url %q", src.URL)
+	}
+}
+
+// TestNewSourceEnv: the daemon hands a source kind the folder dataDir/<kind>/<name> and a
+// timeout of two thirds of the source lease's TTL, so that a hung server fails the sync
+// before the lease lapses.
+func TestNewSourceEnv(t *testing.T) {
+	t.Parallel()
+	dataDir := t.TempDir()
+	cfg, err := config.Parse([]byte("dataDir: "+dataDir+"\nreconcile: {leaseTTL: 90s}\n"+
+		"sources:\n  - name: infra\n    git: {url: \"https://example.com/infra.git\"}\n"), t.TempDir(), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := sources.NewRegistry()
+	var got sources.Env
+	if err := reg.Register(gitsource.Kind, func(spec sources.Spec, env sources.Env) (sources.Source, error) {
+		got = env
+		return memorySource{}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := NewSource(reg, cfg, cfg.Sources[0], slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dataDir, "git", "infra"); got.Name != "infra" || got.Dir != want {
+		t.Errorf("env name %q dir %q, want infra and %q", got.Name, got.Dir, want)
+	}
+	if got.Timeout != 60*time.Second {
+		t.Errorf("timeout %v, want 60s (leaseTTL 90s * 2/3)", got.Timeout)
 	}
 }

@@ -47,6 +47,11 @@ func Registry() (*actions.Registry, error) {
 			return nil, err
 		}
 	}
+	// The kinds whose config names files they read once (exec's command and terraform's
+	// module are read at each call: a change reaches the next call without a rebuild).
+	if err := r.RegisterFiles("github-actions", ghactions.Files); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 

@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/trueup-dev/trueup/internal/envvar"
 	"github.com/trueup-dev/trueup/internal/forge/githubapi"
 	"github.com/trueup-dev/trueup/internal/plaintext"
 	"github.com/trueup-dev/trueup/sources"
@@ -71,9 +71,6 @@ type AppSpec struct {
 // a ${VAR} (expanded values are always strings).
 type NumericID int64
 
-// varRef is a ${VAR} reference, which the config loader expands after it checked the keys.
-var varRef = regexp.MustCompile(`\$\{[A-Za-z_][A-Za-z0-9_]*\}`)
-
 // UnmarshalYAML accepts an integer scalar, quoted or not.
 func (id *NumericID) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode {
@@ -81,8 +78,8 @@ func (id *NumericID) UnmarshalYAML(n *yaml.Node) error {
 			*id = NumericID(v)
 			return nil
 		}
-		if varRef.MatchString(n.Value) {
-			return nil // the unknown-field check runs before ${VAR} expansion
+		if envvar.Ref.MatchString(n.Value) {
+			return nil // a ${VAR}: the config loader checks the keys before it expands them
 		}
 	}
 	// The value is not quoted: it may have come from the environment.

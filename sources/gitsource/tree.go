@@ -15,6 +15,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/trueup-dev/trueup/sources"
 )
@@ -120,6 +122,12 @@ func (s *Source) readTree(ctx context.Context, sto storer.EncodedObjectStorer, c
 type objectSizer interface {
 	EncodedObjectSize(plumbing.Hash) (int64, error)
 }
+
+// The storages readBlob reads from: the mirror's and an in-memory repository's.
+var (
+	_ objectSizer = (*filesystem.Storage)(nil)
+	_ objectSizer = (*memory.Storage)(nil)
+)
 
 // readBlob reads a blob, refusing one over sources.MaxFileBytes by the size in its object
 // header, before any of its content is read or inflated. refused is then the reason.
