@@ -138,7 +138,7 @@ func (rt *Daemon) warnContainment(acts map[string]actions.Action) {
 					mode = rt.test.mode
 				}
 				if mode, err := mode(); err != nil {
-					rt.log.Warn("the processes exec and terraform commands start may outlive trueup if it is killed", "mode", mode, "reason", err)
+					rt.log.Warn("the processes that action commands start may outlive trueup if it is killed", "mode", mode, "reason", err)
 				}
 			})
 			return
