@@ -60,7 +60,8 @@ func TestFor(t *testing.T) {
 	if new(Registry).For(origin, "token-a") == a {
 		t.Error("two registries share a pause")
 	}
-	if Shared() != Shared() || Shared().For(origin, "token-a") != Shared().For(origin, "token-a") || Shared().For(origin, "token-a") == a {
+	s1, s2 := Shared(), Shared()
+	if s1 != s2 || s1.For(origin, "token-a") != s2.For(origin, "token-a") || s1.For(origin, "token-a") == a {
 		t.Error("the process's registry is not one registry of its own")
 	}
 }
