@@ -17,8 +17,8 @@ func newConfigCmd() *cobra.Command {
 		Use:   "check FILE",
 		Short: "Check a controller config as serve would, without starting anything",
 		Long: `Reads FILE as serve reads its --config: every field, default and cross-reference (actions,
-sources, secrets, reference grants, notification rules) is checked and each action instance and source is built
-as serve builds it (nothing is called or fetched, no database is opened, nothing under
+sources, secrets, reference grants, notification rules) is checked and each action instance, source, commit
+status reporter, preview publisher and notification sender is built as serve builds it (nothing is called or fetched, no database is opened, nothing under
 dataDir is created or removed, so it is safe to run beside a running serve). Prints what the config declares, or
 every problem naming its field, and exits 1. ${VAR}s that are unset in this environment are
 reported: the instances whose config needs them are then not built.`,
@@ -47,7 +47,7 @@ reported: the instances whose config needs them are then not built.`,
 			case err != nil && len(env) == 0:
 				return err
 			case err != nil:
-				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v\nwarning: with %s unset, the sources could not be built\n",
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %v\nwarning: with %s unset, the sources, commit status reporters, preview publishers and notification sender could not be built\n",
 					daemon.Redactor(cfg, nil).Scrub(err.Error()), strings.Join(env.Names(), ", "))
 			}
 			rules := 0

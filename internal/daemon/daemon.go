@@ -222,7 +222,7 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 		return err
 	}
 	if err := CheckSources(cfg, rt.srcReg); err != nil {
-		return err
+		return rt.redact.Error(err)
 	}
 	if rt.resolver, err = secrets.New(cfg.SecretStores, logger.With("component", "secrets")); err != nil {
 		return errors.New(scrub(err.Error()))
