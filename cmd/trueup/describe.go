@@ -37,13 +37,13 @@ events.`,
 				if err != nil {
 					return err
 				}
-				return cli.DescribeSource(cmd.Context(), c, clock(), args[1], cmd.OutOrStdout())
+				return cli.DescribeSource(cmd.Context(), c, clock, args[1], cmd.OutOrStdout())
 			}
 			c, kind, name, err := api.forResource(args[0])
 			if err != nil {
 				return err
 			}
-			return cli.Describe(cmd.Context(), c, clock(), namespace, kind, name, cmd.OutOrStdout())
+			return cli.Describe(cmd.Context(), c, clock, namespace, kind, name, cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "the resource's namespace")

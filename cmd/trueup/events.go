@@ -54,7 +54,7 @@ otherwise.`,
 			if err != nil {
 				return err
 			}
-			return cli.Events(cmd.Context(), c, clock(), q, output, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return cli.Events(cmd.Context(), c, clock, q, output, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()

@@ -51,14 +51,14 @@ unless -n names one (-A says so explicitly); every page of the API is read. -o j
 				if err := onlyFlags(cmd, what, "source"); err != nil {
 					return err
 				}
-				return cli.GetTypes(cmd.Context(), c, clock(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+				return cli.GetTypes(cmd.Context(), c, clock, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			case "sources":
 				if err := onlyFlags(cmd, what); err != nil {
 					return err
 				}
-				return cli.GetSources(cmd.Context(), c, clock(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+				return cli.GetSources(cmd.Context(), c, clock, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
-			return cli.GetResources(cmd.Context(), c, clock(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return cli.GetResources(cmd.Context(), c, clock, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()

@@ -35,7 +35,7 @@ case-insensitive; the namespace is "default" unless -n says otherwise.`,
 			if err != nil {
 				return err
 			}
-			return cli.History(cmd.Context(), c, clock(), namespace, kind, name, limit, output, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return cli.History(cmd.Context(), c, clock, namespace, kind, name, limit, output, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "the resource's namespace")

@@ -42,9 +42,9 @@ validation error as file:line. -o json and -o yaml print the API's answer.`,
 				return err
 			}
 			if o.PR == 0 {
-				return cli.ListPreviews(cmd.Context(), c, clock(), args[0], o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+				return cli.ListPreviews(cmd.Context(), c, clock, args[0], o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
-			return cli.ShowPreview(cmd.Context(), c, clock(), args[0], o, cmd.OutOrStdout())
+			return cli.ShowPreview(cmd.Context(), c, clock, args[0], o, cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()

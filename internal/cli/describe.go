@@ -22,7 +22,7 @@ const describeLimit = 10
 
 // Describe shows one resource for a human: metadata, spec, status, conditions, outputs, its
 // last reconcile attempts and events.
-func Describe(ctx context.Context, c *apiclient.Client, now time.Time, namespace, kind, name string, out io.Writer) error {
+func Describe(ctx context.Context, c *apiclient.Client, clock func() time.Time, namespace, kind, name string, out io.Writer) error {
 	r, err := c.GetResource(ctx, namespace, kind, name)
 	if err != nil {
 		return err
@@ -38,6 +38,7 @@ func Describe(ctx context.Context, c *apiclient.Client, now time.Time, namespace
 	if err := c.Get(ctx, base+"/events", limit, &evs); err != nil {
 		return err
 	}
+	now := clock()
 	history, err := apiclient.DecodeItems[wire.HistoryEntry](hist.Items)
 	if err != nil {
 		return err

@@ -24,7 +24,7 @@ const describeSourceErrors = 20
 // DescribeSource shows one source for a human: where it reads from, the applied and the last
 // attempted revision, its prune settings, its resources counted by phase, its conditions,
 // the errors of a rejected revision with file:line, and its last events.
-func DescribeSource(ctx context.Context, c *apiclient.Client, now time.Time, name string, out io.Writer) error {
+func DescribeSource(ctx context.Context, c *apiclient.Client, clock func() time.Time, name string, out io.Writer) error {
 	var src wire.SourceDetail
 	if err := c.Get(ctx, "/api/v1/sources/"+url.PathEscape(name), url.Values{"counts": {"true"}}, &src); err != nil {
 		return err
@@ -35,6 +35,7 @@ func DescribeSource(ctx context.Context, c *apiclient.Client, now time.Time, nam
 	if err := c.Get(ctx, "/api/v1/events", url.Values{"source": {src.Name}, "limit": {fmt.Sprint(describeLimit)}}, &evs); err != nil {
 		return err
 	}
+	now := clock()
 	events, err := apiclient.DecodeItems[wire.Event](evs.Items)
 	if err != nil {
 		return err

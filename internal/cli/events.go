@@ -12,11 +12,12 @@ import (
 
 // Events prints the events q selects, newest first; without a namespace in q, a NAMESPACE
 // column comes first.
-func Events(ctx context.Context, c *apiclient.Client, now time.Time, q url.Values, output string, out, errOut io.Writer) error {
+func Events(ctx context.Context, c *apiclient.Client, clock func() time.Time, q url.Values, output string, out, errOut io.Writer) error {
 	raw, err := c.List(ctx, "/api/v1/events", q)
 	if err != nil {
 		return err
 	}
+	now := clock()
 	if output != OutTable {
 		return printList(out, output, raw)
 	}

@@ -48,8 +48,9 @@ func normalizePhase(p string) (string, error) {
 	return "", fmt.Errorf("--phase %q: want one of %s", p, strings.Join(phases, ", "))
 }
 
-// GetResources prints the resources o selects.
-func GetResources(ctx context.Context, c *apiclient.Client, now time.Time, o GetOptions, out, errOut io.Writer) error {
+// GetResources prints the resources o selects. Ages, here and in the other listings, are
+// measured against clock read once after the last API call.
+func GetResources(ctx context.Context, c *apiclient.Client, clock func() time.Time, o GetOptions, out, errOut io.Writer) error {
 	if o.ChunkSize < 1 || o.ChunkSize > 1000 {
 		return fmt.Errorf("--chunk-size %d: want 1 to 1000", o.ChunkSize)
 	}
@@ -62,6 +63,7 @@ func GetResources(ctx context.Context, c *apiclient.Client, now time.Time, o Get
 	if err != nil {
 		return err
 	}
+	now := clock()
 	if o.Output == OutJSON || o.Output == OutYAML {
 		return printList(out, o.Output, raw)
 	}
@@ -134,11 +136,12 @@ type typeSpec struct {
 }
 
 // GetTypes prints the resource types (of o.Source, when set).
-func GetTypes(ctx context.Context, c *apiclient.Client, now time.Time, o GetOptions, out, errOut io.Writer) error {
+func GetTypes(ctx context.Context, c *apiclient.Client, clock func() time.Time, o GetOptions, out, errOut io.Writer) error {
 	raw, err := c.List(ctx, "/api/v1/resourcetypes", nil)
 	if err != nil {
 		return err
 	}
+	now := clock()
 	items, err := apiclient.DecodeItems[wire.ResourceType](raw)
 	if err != nil {
 		return err
@@ -184,11 +187,12 @@ func GetTypes(ctx context.Context, c *apiclient.Client, now time.Time, o GetOpti
 }
 
 // GetSources prints the sources.
-func GetSources(ctx context.Context, c *apiclient.Client, now time.Time, o GetOptions, out, errOut io.Writer) error {
+func GetSources(ctx context.Context, c *apiclient.Client, clock func() time.Time, o GetOptions, out, errOut io.Writer) error {
 	raw, err := c.List(ctx, "/api/v1/sources", nil)
 	if err != nil {
 		return err
 	}
+	now := clock()
 	if o.Output == OutJSON || o.Output == OutYAML {
 		return printList(out, o.Output, raw)
 	}

@@ -12,11 +12,12 @@ import (
 )
 
 // History prints at most limit reconcile attempts of one resource, newest first.
-func History(ctx context.Context, c *apiclient.Client, now time.Time, namespace, kind, name string, limit int, output string, out, errOut io.Writer) error {
+func History(ctx context.Context, c *apiclient.Client, clock func() time.Time, namespace, kind, name string, limit int, output string, out, errOut io.Writer) error {
 	raw, err := c.List(ctx, apiclient.ResourcePath(namespace, kind, name)+"/history", url.Values{"limit": {fmt.Sprint(limit)}})
 	if err != nil {
 		return err
 	}
+	now := clock()
 	if output != OutTable {
 		return printList(out, output, raw)
 	}

@@ -31,13 +31,14 @@ func previewsPath(source string) string {
 }
 
 // ListPreviews prints a source's previews, most recently updated first.
-func ListPreviews(ctx context.Context, c *apiclient.Client, now time.Time, source string, o PreviewOptions, out, errOut io.Writer) error {
+func ListPreviews(ctx context.Context, c *apiclient.Client, clock func() time.Time, source string, o PreviewOptions, out, errOut io.Writer) error {
 	var page struct {
 		Items []json.RawMessage `json:"items"`
 	}
 	if err := c.Get(ctx, previewsPath(source), url.Values{"limit": {strconv.Itoa(o.Limit)}}, &page); err != nil {
 		return err
 	}
+	now := clock()
 	if o.Output == OutJSON || o.Output == OutYAML {
 		return printList(out, o.Output, page.Items)
 	}
@@ -61,11 +62,12 @@ func ListPreviews(ctx context.Context, c *apiclient.Client, now time.Time, sourc
 }
 
 // ShowPreview prints the preview of pull request o.PR.
-func ShowPreview(ctx context.Context, c *apiclient.Client, now time.Time, source string, o PreviewOptions, out io.Writer) error {
+func ShowPreview(ctx context.Context, c *apiclient.Client, clock func() time.Time, source string, o PreviewOptions, out io.Writer) error {
 	var raw json.RawMessage
 	if err := c.Get(ctx, previewsPath(source)+"/"+strconv.Itoa(o.PR), nil, &raw); err != nil {
 		return err
 	}
+	now := clock()
 	if o.Output == OutJSON || o.Output == OutYAML {
 		return printDoc(out, o.Output, raw)
 	}

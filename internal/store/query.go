@@ -22,7 +22,8 @@ type Resource struct {
 	Status     ResourceStatus
 	Source     ResourceSource
 	// DependsOn is the resource's edges (resource_edges) in identity order, each dependency
-	// named as the resource's manifest writes it; nil when none.
+	// named as the resource's manifest writes it; nil when none. ListResources and
+	// GetResource fill it.
 	DependsOn []ResourceEdge
 }
 
@@ -75,29 +76,23 @@ type ResourceSource struct {
 const resourceColumns = `api_version, kind, name, namespace, uid::text, generation, labels, annotations, created_at,
 	deletion_timestamp, spec, phase, observed_generation, conditions, message, outputs, last_reconcile_time,
 	source, file_path, file_line, revision,
-	run_at, lease_owner IS NOT NULL, suspended, blocked, orphaned,
-	(SELECT json_agg(json_build_object('kind', e.dep_kind, 'namespace', e.dep_namespace, 'name', e.dep_name,
-	     'explicit', e.explicit, 'outputs', e.outputs)
-	   ORDER BY e.dep_namespace, lower(e.dep_kind), e.dep_name)
-	 FROM resource_edges e WHERE e.resource_id = resources.id)`
+	run_at, lease_owner IS NOT NULL, suspended, blocked, orphaned`
 
-func scanResource(row pgx.Row) (Resource, error) {
+// scanResource reads resourceColumns, after the columns extra receives when the query
+// selects some before them. It leaves DependsOn to the caller (ListResources attaches it).
+func scanResource(row pgx.Row, extra ...any) (Resource, error) {
 	var r Resource
-	var labels, ann, conds, edges []byte
+	var labels, ann, conds []byte
 	var runAt *time.Time
 	var leased, suspended, blocked bool
-	err := row.Scan(&r.APIVersion, &r.Kind, &r.Metadata.Name, &r.Metadata.Namespace, &r.Metadata.UID, &r.Metadata.Generation,
+	err := row.Scan(append(extra, &r.APIVersion, &r.Kind, &r.Metadata.Name, &r.Metadata.Namespace, &r.Metadata.UID, &r.Metadata.Generation,
 		&labels, &ann, &r.Metadata.CreationTimestamp, &r.Metadata.DeletionTimestamp, &r.Spec, &r.Status.Phase,
 		&r.Status.ObservedGeneration, &conds, &r.Status.Message, &r.Status.Outputs, &r.Status.LastReconcileTime,
-		&r.Source.Name, &r.Source.Path, &r.Source.Line, &r.Source.Revision, &runAt, &leased, &suspended, &blocked, &r.Status.Orphaned,
-		&edges)
+		&r.Source.Name, &r.Source.Path, &r.Source.Line, &r.Source.Revision, &runAt, &leased, &suspended, &blocked, &r.Status.Orphaned)...)
 	if err != nil {
 		return r, err
 	}
 	r.Status.NextReconcileTime = status.NextReconcile(runAt, leased, suspended, blocked)
-	if r.DependsOn, err = scanEdges(edges); err != nil {
-		return r, err
-	}
 	if err := json.Unmarshal(labels, &r.Metadata.Labels); err != nil {
 		return r, err
 	}
@@ -107,44 +102,65 @@ func scanResource(row pgx.Row) (Resource, error) {
 	return r, json.Unmarshal(conds, &r.Status.Conditions)
 }
 
-// scanEdges reads resourceColumns' edges: a JSON array of objects, NULL when there are none.
-func scanEdges(raw []byte) ([]ResourceEdge, error) {
-	if raw == nil {
-		return nil, nil
+// attachEdges fills the DependsOn of items (whose ids are ids) with their edges, read in one
+// query in identity order.
+func (s *Store) attachEdges(ctx context.Context, items []Resource, ids []int64) error {
+	if len(items) == 0 {
+		return nil
 	}
-	var rows []struct {
-		Kind, Namespace, Name string
-		Explicit              bool
-		Outputs               []string
+	rows, err := s.pool.Query(ctx, `SELECT resource_id, dep_kind, dep_namespace, dep_name, explicit, outputs
+		FROM resource_edges WHERE resource_id = ANY($1)
+		ORDER BY resource_id, dep_namespace, lower(dep_kind), dep_name`, ids)
+	if err != nil {
+		return err
 	}
-	if err := json.Unmarshal(raw, &rows); err != nil {
-		return nil, fmt.Errorf("dependsOn: %w", err)
+	byID := make(map[int64][]ResourceEdge)
+	var id int64
+	var e ResourceEdge
+	if _, err := pgx.ForEachRow(rows, []any{&id, &e.Kind, &e.Namespace, &e.Name, &e.Explicit, &e.Outputs}, func() error {
+		if e.Outputs == nil {
+			e.Outputs = []string{}
+		}
+		byID[id] = append(byID[id], e)
+		e = ResourceEdge{}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("dependsOn: %w", err)
 	}
-	out := make([]ResourceEdge, len(rows))
-	for i, e := range rows {
-		out[i] = ResourceEdge{NodeRef: NodeRef{Kind: e.Kind, Namespace: e.Namespace, Name: e.Name}, Explicit: e.Explicit, Outputs: e.Outputs}
+	for i := range items {
+		items[i].DependsOn = byID[ids[i]]
 	}
-	return out, nil
+	return nil
 }
 
-// GetResource returns one resource; kind is case-insensitive.
+// GetResource returns one resource with its DependsOn; kind is case-insensitive.
 func (s *Store) GetResource(ctx context.Context, namespace, kind, name string) (Resource, error) {
-	return s.GetResourceIn(ctx, Everything, namespace, kind, name)
+	return s.getResource(ctx, Everything, namespace, kind, name, true)
 }
 
-// GetResourceIn returns one resource if the scope sees its namespace. Out of scope, it
-// returns the very error of a missing resource, without asking the database: the caller
-// cannot tell the two apart.
+// GetResourceIn returns one resource, without its DependsOn, if the scope sees its namespace.
+// Out of scope, it returns the very error of a missing resource, without asking the database:
+// the caller cannot tell the two apart.
 func (s *Store) GetResourceIn(ctx context.Context, sc Scope, namespace, kind, name string) (Resource, error) {
+	return s.getResource(ctx, sc, namespace, kind, name, false)
+}
+
+func (s *Store) getResource(ctx context.Context, sc Scope, namespace, kind, name string, edges bool) (Resource, error) {
 	if !sc.Contains(namespace) {
 		return Resource{}, resourceNotFound(namespace, kind, name)
 	}
-	r, err := scanResource(s.pool.QueryRow(ctx, "SELECT "+resourceColumns+
-		" FROM resources WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3", namespace, kind, name))
+	var id int64
+	r, err := scanResource(s.pool.QueryRow(ctx, "SELECT id, "+resourceColumns+
+		" FROM resources WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3", namespace, kind, name), &id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, resourceNotFound(namespace, kind, name)
 	}
-	return r, err
+	if err != nil || !edges {
+		return r, err
+	}
+	items := []Resource{r}
+	err = s.attachEdges(ctx, items, []int64{id})
+	return items[0], err
 }
 
 func resourceNotFound(namespace, kind, name string) error {
@@ -170,19 +186,28 @@ func (s *Store) ListResources(ctx context.Context, sc Scope, f ResourceFilter) (
 	if err != nil {
 		return nil, "", err
 	}
-	rows, err := s.pool.Query(ctx, "SELECT "+resourceColumns+" FROM resources"+clause, args...)
+	rows, err := s.pool.Query(ctx, "SELECT id, "+resourceColumns+" FROM resources"+clause, args...)
 	if err != nil {
 		return nil, "", err
 	}
-	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Resource, error) { return scanResource(r) })
+	var ids []int64
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Resource, error) {
+		var id int64
+		res, err := scanResource(r, &id)
+		ids = append(ids, id)
+		return res, err
+	})
 	if err != nil {
 		return nil, "", err
 	}
 	next := ""
 	if len(items) > limit {
-		items = items[:limit]
+		items, ids = items[:limit], ids[:limit]
 		last := items[len(items)-1]
 		next = nextToken(last.Metadata.Namespace, last.Kind, last.Metadata.Name)
+	}
+	if err := s.attachEdges(ctx, items, ids); err != nil {
+		return nil, "", err
 	}
 	return items, next, nil
 }
