@@ -472,10 +472,10 @@ func (c *Checker) planOne(ctx context.Context, p actions.Planner, req actions.Re
 	case err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return &Plan{Status: "timeout", Error: fmt.Sprintf("no plan within %s", timeout)}
 	case err != nil:
-		return &Plan{Status: "error", Error: sanitize(err.Error(), values, c.Redact.Scrub, c.Roots)}
+		return &Plan{Status: "error", Error: sanitize(err.Error(), values, c.Redact, c.Roots)}
 	}
-	return &Plan{Status: "planned", Changes: plan.Changes, Summary: oneLine(sanitize(plan.Summary, values, c.Redact.Scrub, c.Roots)),
-		Text: truncate(sanitize(plan.Text, values, c.Redact.Scrub, c.Roots), maxPlanText)}
+	return &Plan{Status: "planned", Changes: plan.Changes, Summary: oneLine(sanitize(plan.Summary, values, c.Redact, c.Roots)),
+		Text: truncate(sanitize(plan.Text, values, c.Redact, c.Roots), maxPlanText)}
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -306,11 +306,11 @@ func (r *Runner) compute(ctx context.Context, ev Event) (res Result, base, sha, 
 	// goes with it.
 	snap, err := r.opts.Fetcher.FetchRef(ctx, ev.Ref(), ev.HeadSHA)
 	if err != nil {
-		return Result{}, "", ev.HeadSHA, sanitize(err.Error(), nil, r.opts.Checker.Redact.Scrub, r.opts.Checker.Roots)
+		return Result{}, "", ev.HeadSHA, sanitize(err.Error(), nil, r.opts.Checker.Redact, r.opts.Checker.Roots)
 	}
 	res, base, err = r.opts.Checker.CheckFrom(ctx, snap, Origin{Fork: ev.Fork})
 	if err != nil {
-		return Result{}, "", snap.Revision, sanitize(err.Error(), nil, r.opts.Checker.Redact.Scrub, r.opts.Checker.Roots)
+		return Result{}, "", snap.Revision, sanitize(err.Error(), nil, r.opts.Checker.Redact, r.opts.Checker.Roots)
 	}
 	return res, base, snap.Revision, ""
 }

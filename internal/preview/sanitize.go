@@ -17,25 +17,25 @@ import (
 //   - source snippets of Terraform diagnostics go (`on FILE line N:` and the quoted lines
 //     under it: Terraform quotes the var file, that is the whole resolved spec, and a
 //     validation's `var.x is "…"`),
-//   - every resolved output value (values) becomes ***, and each line of a value of several
-//     lines (a PEM block, a JSON document printed over lines),
-//   - the controller's secrets are scrubbed (secrets, nil for none), before paths are cut:
-//     a secret that starts with / (base64 does) would otherwise be cut to its tail,
+//   - every resolved output value (values) and every secret the controller knows (secrets,
+//     its Registry.Scrub: nil for none) become ***, as one set, longest first
+//     (Registry.With): a controller secret quoting a value (a DSN holding a resolved
+//     password) goes whole, not leaving its other parts behind; each line of a value of
+//     several lines (a PEM block, a JSON document printed over lines) goes too. This is done
+//     before paths are cut: a secret that starts with / (base64 does) would otherwise be cut
+//     to its tail,
 //   - paths in the controller's folders (roots, and the temp dir) are cut to their last
 //     element (…/spec.tfvars.json); other paths (an HTTP path, /usr/bin) are kept.
-func sanitize(s string, values []string, secrets func(string) string, roots []string) string {
+func sanitize(s string, values []string, secrets *redact.Registry, roots []string) string {
 	s = stripSnippets(s)
-	s = scrubValues(values)(s)
-	if secrets != nil {
-		s = secrets(s)
-	}
+	s = secrets.With(valueSecrets(values))(s)
 	return cutPaths(s, roots)
 }
 
-// scrubValues returns a function replacing each value of at least redact.MinLength bytes (as
-// written, JSON- and URL-escaped) with ***; a value of several lines is also replaced line by
-// line (each trimmed), as a plan may print it indented or quote one line of it.
-func scrubValues(values []string) func(string) string {
+// valueSecrets lists the values of at least redact.MinLength bytes (With scrubs them as
+// written, JSON- and URL-escaped); a value of several lines is also listed line by line (each
+// trimmed), as a plan may print it indented or quote one line of it.
+func valueSecrets(values []string) []string {
 	var long []string
 	for _, v := range values {
 		if len(v) >= redact.MinLength {
@@ -50,7 +50,7 @@ func scrubValues(values []string) func(string) string {
 			}
 		}
 	}
-	return redact.Replacer(long)
+	return long
 }
 
 // snippetStart is the first line of a Terraform diagnostic's source snippet, with or without

@@ -1,19 +1,21 @@
 package preview
 
 import (
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/trueup-dev/trueup/internal/redact"
 )
 
 func TestSanitize(t *testing.T) {
 	t.Parallel()
 	tmp := filepath.ToSlash(os.TempDir())
-	slashSecret := tmp + "/9j4AAQSkZJRg+b64secret" // a base64 secret may start with / and a folder's name
-	secret := func(s string) string {
-		return strings.NewReplacer("tok-controller-secret", "***", "/9j/4AAQSkZJRgABAQ", "***", slashSecret, "***").Replace(s)
-	}
+	slashSecret := tmp + "/9j4AAQSkZJRg+b64secret"              // a base64 secret may start with / and a folder's name
+	dsn := "postgres://app:prod-S3cret-pw@db.internal:5432/app" // a controller secret quoting a value
+	secret := redact.New("tok-controller-secret", "/9j/4AAQSkZJRgABAQ", slashSecret, dsn)
 	pem := "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEF\nAASCBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----\n"
 	values := []string{"prod-S3cret-pw", `quo"ted-value`, "eu", "5432", pem}
 	roots := []string{"/etc/trueup", "/srv/trueup data", "/var/lib/trueup"}
@@ -23,6 +25,8 @@ func TestSanitize(t *testing.T) {
 		{"number", "port 5432 open", "port *** open"},
 		{"short value kept", "region eu-west", "region eu-west"},
 		{"controller secret", "token tok-controller-secret", "token ***"},
+		{"controller secret quoting a value", "connect " + dsn + ": refused", "connect ***: refused"},
+		{"controller secret quoting a value, query-escaped", "dsn=" + url.QueryEscape(dsn), "dsn=***"},
 		{"terraform snippet",
 			"Error: Invalid value for input variable\n\n  on /tmp/trueup-terraform-0/tf/default.Db.a/call-1/spec.tfvars.json line 1:\n   1: {\"size\":\"x\"}\n\nThe given value is not suitable for var.size declared at main.tf:2,1-16: a\nnumber is required.",
 			"Error: Invalid value for input variable\n\n\nThe given value is not suitable for var.size declared at main.tf:2,1-16: a\nnumber is required."},

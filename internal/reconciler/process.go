@@ -135,7 +135,7 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 	}
 	a.ended = time.Now()
 	if len(secrets) > 0 {
-		scrubAttempt(&a, scrub, numbers)
+		scrubAttempt(&a, r.opts.Redact.KeptWith(secrets), scrub, numbers)
 	}
 	if len(foreign) > 0 {
 		scrubMessages(&a, actions.Scrubber(foreign))
@@ -305,7 +305,7 @@ func (r *Reconciler) call(ctx context.Context, act actions.Action, name string, 
 }
 
 // scrub removes the controller's kept secrets from text a result stores (scrubAttempt removes
-// the call's own): a stored message does not depend on the calls running beside it, and the
+// the call's own with them, as one set: Registry.KeptWith): a stored message does not depend on the calls running beside it, and the
 // writer does not rebuild a replacer each time a call starts or ends.
 func (r *Reconciler) scrub(s string) string {
 	scrub, _ := r.opts.Redact.Kept()

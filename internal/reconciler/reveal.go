@@ -18,19 +18,22 @@ import (
 type Reveal func(ctx context.Context, c store.Claimed) (spec json.RawMessage, secrets []string, err error)
 
 // scrubAttempt removes a call's secrets from everything the plugin returned that is stored,
-// logged or shown: message, error, conditions, drift, outputs and state. JSON is scrubbed in
-// its strings (keys too) and numbers (actions.Numbers) and encoded again, so
+// logged or shown: message, error, conditions, drift, outputs and state. stored scrubs the
+// call's own values together with the kept secrets (Registry.KeptWith), so that a kept secret
+// quoting one of the call's values goes whole from the text a result stores; the state, which
+// only drops the call's own values, goes through own. JSON is scrubbed in its strings (keys
+// too) and numbers (numbers, the check against the call's values) and encoded again, so
 // state and outputs stay valid whatever a secret looks like.
-func scrubAttempt(a *attempt, scrub func(string) string, numbers *actions.Numbers) {
-	a.err = actions.ScrubError(a.err, scrub)
-	a.res.Message = scrub(a.res.Message)
-	a.drift = scrub(a.drift)
+func scrubAttempt(a *attempt, stored, own func(string) string, numbers *actions.Numbers) {
+	a.err = actions.ScrubError(a.err, stored)
+	a.res.Message = stored(a.res.Message)
+	a.drift = stored(a.drift)
 	for i := range a.res.Conditions {
-		a.res.Conditions[i].Message = scrub(a.res.Conditions[i].Message)
-		a.res.Conditions[i].Reason = scrub(a.res.Conditions[i].Reason)
+		a.res.Conditions[i].Message = stored(a.res.Conditions[i].Message)
+		a.res.Conditions[i].Reason = stored(a.res.Conditions[i].Reason)
 	}
-	a.res.State = scrubJSON(a.res.State, scrub, numbers)
-	a.res.Outputs = scrubOutputs(a.res.Outputs, scrub, numbers)
+	a.res.State = scrubJSON(a.res.State, own, numbers)
+	a.res.Outputs = scrubOutputs(a.res.Outputs, stored, numbers)
 }
 
 // scrubMessages scrubs the messages of an attempt (not its outputs or state, which are the

@@ -24,7 +24,7 @@ func TestScrubAttemptKeepsJSONValid(t *testing.T) {
 			Conditions: []actions.Condition{{Type: "Custom", Status: "True", Reason: "R", Message: "pw s3cr3t-pw"}},
 		},
 	}
-	scrubAttempt(&a, scrub, actions.NewNumbers(scrub, nil))
+	scrubAttempt(&a, scrub, scrub, actions.NewNumbers(scrub, nil))
 	var state map[string]any
 	if err := json.Unmarshal(a.res.State, &state); err != nil {
 		t.Fatalf("state no longer JSON: %s", a.res.State)
@@ -55,7 +55,7 @@ func TestScrubAttemptNumbers(t *testing.T) {
 		Outputs: map[string]any{"port": 5432, "portF": float64(5432), "limit": json.Number("1000"), "three": json.Number("1e3"),
 			"other": 8080, "ints": []int{5432, 1}, "ratio": 0.5, "name": "db"},
 	}}
-	scrubAttempt(&a, scrub, actions.NewNumbers(scrub, secrets))
+	scrubAttempt(&a, scrub, scrub, actions.NewNumbers(scrub, secrets))
 	var state map[string]any
 	if err := json.Unmarshal(a.res.State, &state); err != nil {
 		t.Fatalf("state no longer JSON: %s", a.res.State)
@@ -75,7 +75,7 @@ func TestScrubAttemptNumbers(t *testing.T) {
 
 	// Nothing to scrub: state is kept byte for byte, outputs as the plugin built them.
 	a = attempt{res: actions.Result{State: json.RawMessage(`{"b": 1, "a": 2.50}`), Outputs: map[string]any{"port": 8080}}}
-	scrubAttempt(&a, scrub, actions.NewNumbers(scrub, secrets))
+	scrubAttempt(&a, scrub, scrub, actions.NewNumbers(scrub, secrets))
 	if string(a.res.State) != `{"b": 1, "a": 2.50}` || a.res.Outputs["port"] != 8080 {
 		t.Errorf("unchanged attempt rewritten: %s %v", a.res.State, a.res.Outputs)
 	}

@@ -231,6 +231,24 @@ func (r *Registry) Kept() (scrub func(string) string, numbers *Numbers) {
 	return l.replace, l.numbers
 }
 
+// KeptWith returns the scrubber of the kept secrets and own (a call's revealed values) as
+// one set, longest first: a kept secret quoting one of own (a DSN holding a call's password)
+// goes whole, not leaving its other parts behind, and one of own quoting a kept secret alike.
+// It is built once, over the kept secrets as they are now, merging the kept layer's forms
+// with own's; the held secrets are left out (Kept). With no value of own, it is Kept's.
+func (r *Registry) KeptWith(own []string) func(string) string {
+	if len(own) == 0 {
+		scrub, _ := r.Kept()
+		return scrub
+	}
+	all := forms(own)
+	if l, _ := r.layers(); l != nil {
+		l.build()
+		all = mergeForms(l.forms, all)
+	}
+	return replacerOf(all)
+}
+
 // noScrub and noNumbers are Kept of a registry with no secret.
 var (
 	noScrub   = func(s string) string { return s }

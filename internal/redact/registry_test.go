@@ -223,6 +223,45 @@ func TestRegistryKept(t *testing.T) {
 	}
 }
 
+// TestRegistryKeptWith: a call's own values and the kept secrets are replaced as one set,
+// longest first, in every escaping: a kept DSN quoting a call's password goes whole, a call's
+// value quoting a kept secret alike; held secrets are left out, and with no own value it is
+// Kept's scrubber.
+func TestRegistryKeptWith(t *testing.T) {
+	t.Parallel()
+	dsn := "postgres://app:hunter22@db.internal:5432/app"
+	r := New(dsn, "kept-token", `kept"quo<te`)
+	defer r.Hold([]string{"held-secret"})()
+	scrub := r.KeptWith([]string{"hunter22", "call-kept-token-x", `own"quo<te-long`, "quo<te"})
+	for _, tc := range []struct{ name, in, want string }{
+		{"kept quoting own", "connect " + dsn + ": refused", "connect ***: refused"},
+		{"own alone", "password hunter22 rejected", "password *** rejected"},
+		{"kept alone", "token kept-token", "token ***"},
+		{"own quoting kept", "token call-kept-token-x", "token ***"},
+		{"kept quoting own, JSON-escaped", `{"q":"kept\"quo\u003cte"}`, `{"q":"***"}`},
+		{"kept quoting own, query-escaped", "dsn=" + url.QueryEscape(dsn), "dsn=***"},
+		{"own JSON-escaped", `{"v":"own"quo<te-long"}`, `{"v":"***"}`},
+		{"kept Go-quoted", `msg="kept"quo<te"`, `msg="***"`},
+		{"held kept out", "held-secret", "held-secret"},
+	} {
+		if got := scrub(tc.in); got != tc.want {
+			t.Errorf("%s: KeptWith(...)(%q) = %q; want %q", tc.name, tc.in, got, tc.want)
+		}
+	}
+	// The same overlap the other way: an own value quoting a kept password.
+	if got := New("hunter22").KeptWith([]string{dsn})("connect " + dsn); got != "connect ***" {
+		t.Errorf("own DSN quoting a kept password: %q", got)
+	}
+	kept, _ := r.Kept()
+	if got := r.KeptWith(nil)("kept-token held-secret hunter22"); got != kept("kept-token held-secret hunter22") {
+		t.Errorf("KeptWith(nil) = %q; want Kept's", got)
+	}
+	var nilReg *Registry
+	if got := nilReg.KeptWith([]string{"hunter22"})("pw hunter22"); got != "pw ***" {
+		t.Errorf("nil KeptWith = %q", got)
+	}
+}
+
 // TestNilRegistry: components built without a registry scrub nothing.
 func TestNilRegistry(t *testing.T) {
 	t.Parallel()
