@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/manifest/manifesttest"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -28,7 +29,7 @@ func TestAbandonEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	repo := filepath.Join(dir, "repo")
-	writeTestFile(t, filepath.Join(repo, "types.yaml"), typeYAML("Job", "jobs.example.com", "{type: object}", "{name: run}"))
+	writeTestFile(t, filepath.Join(repo, "types.yaml"), manifesttest.TypeDoc("Job", "jobs.example.com", "{type: object}", "run"))
 	job := func(name string) string {
 		return fmt.Sprintf("apiVersion: jobs.example.com/v1\nkind: Job\nmetadata: {name: %s, namespace: prod}\nspec: {}\n", name)
 	}

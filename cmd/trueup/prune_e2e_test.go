@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/manifest/manifesttest"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -29,7 +30,7 @@ import (
 func TestPruneLastResourceEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "repo")
-	writeTestFile(t, filepath.Join(repo, "types.yaml"), typeYAML("Thing", "things.example.com", "{type: object}", "{name: run}"))
+	writeTestFile(t, filepath.Join(repo, "types.yaml"), manifesttest.TypeDoc("Thing", "things.example.com", "{type: object}", "run"))
 	writeTestFile(t, filepath.Join(repo, "only.yaml"), thing("Thing", "things.example.com", "only"))
 	script := filepath.Join(dir, "run.sh")
 	writeTestFile(t, script, "#!/bin/sh\ncat >/dev/null\necho '{\"done\": true}'\n")

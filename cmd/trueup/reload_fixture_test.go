@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/trueup-dev/trueup/internal/manifest/manifesttest"
 )
 
 // reloadFixture is TestReloadEndToEnd's world: dir sources a and b, Git source g, an exec
@@ -27,9 +29,9 @@ func newReloadFixture(t *testing.T) *reloadFixture {
 	f := &reloadFixture{dir: dir, repoA: filepath.Join(dir, "a"), repoB: filepath.Join(dir, "b"), repoG: filepath.Join(dir, "g"),
 		gate: filepath.Join(dir, "gate"), started: filepath.Join(dir, "started"), script: filepath.Join(dir, "run.sh"),
 		addr: freeAddr(t), cfgPath: filepath.Join(dir, "trueup.yaml"), dataDir: filepath.Join(dir, "data"), aInterval: "1h"}
-	writeTestFile(t, filepath.Join(f.repoA, "types.yaml"), typeYAML("Thing", "things.example.com", "{type: object}", "{name: run}"))
+	writeTestFile(t, filepath.Join(f.repoA, "types.yaml"), manifesttest.TypeDoc("Thing", "things.example.com", "{type: object}", "run"))
 	writeTestFile(t, filepath.Join(f.repoA, "a1.yaml"), thing("Thing", "things.example.com", "a1"))
-	writeTestFile(t, filepath.Join(f.repoB, "types.yaml"), typeYAML("Widget", "widgets.example.com", "{type: object}", "{name: run}"))
+	writeTestFile(t, filepath.Join(f.repoB, "types.yaml"), manifesttest.TypeDoc("Widget", "widgets.example.com", "{type: object}", "run"))
 	writeTestFile(t, filepath.Join(f.repoB, "b1.yaml"), thing("Widget", "widgets.example.com", "b1"))
 	// Prints its argument (the instance's version) as an output; "slow" waits for the gate.
 	writeTestFile(t, f.script, `#!/bin/sh
@@ -45,7 +47,7 @@ printf '{"done": true, "outputs": {"version": "%s"}}\n' "$1"
 		t.Fatal(err)
 	}
 	// Source g is a Git repository: a reload must leave its folder's work in progress alone.
-	writeTestFile(t, filepath.Join(f.repoG, "types.yaml"), typeYAML("Gadget", "gadgets.example.com", "{type: object}", "{name: run}"))
+	writeTestFile(t, filepath.Join(f.repoG, "types.yaml"), manifesttest.TypeDoc("Gadget", "gadgets.example.com", "{type: object}", "run"))
 	writeTestFile(t, filepath.Join(f.repoG, "g1.yaml"), thing("Gadget", "gadgets.example.com", "g1"))
 	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"add", "-A"}, {"commit", "-q", "-m", "first"}} {
 		git := exec.Command("git", append([]string{"-C", f.repoG, "-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)

@@ -287,18 +287,3 @@ func freeAddr(t *testing.T) string {
 	defer ln.Close()
 	return ln.Addr().String()
 }
-
-// typeYAML is a ResourceType file: type name of group with version v1 of schema, calling
-// action (both YAML flow mappings).
-func typeYAML(name, group, schema, action string) string {
-	return fmt.Sprintf(`apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: %s}
-spec:
-  group: %s
-  versions:
-    - name: v1
-      schema: %s
-  action: %s
-`, name, group, schema, action)
-}

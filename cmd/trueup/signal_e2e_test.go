@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/manifest/manifesttest"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -31,7 +32,7 @@ func TestSecondSignalEndsServe(t *testing.T) {
 func secondSignal(t *testing.T, sig syscall.Signal) {
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "repo")
-	writeTestFile(t, filepath.Join(repo, "types.yaml"), typeYAML("Thing", "things.example.com", "{type: object}", "{name: run}"))
+	writeTestFile(t, filepath.Join(repo, "types.yaml"), manifesttest.TypeDoc("Thing", "things.example.com", "{type: object}", "run"))
 	writeTestFile(t, filepath.Join(repo, "stuck.yaml"), thing("Thing", "things.example.com", "stuck"))
 	started := filepath.Join(dir, "started")
 	script := filepath.Join(dir, "stuck.sh")

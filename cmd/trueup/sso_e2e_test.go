@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/trueup-dev/trueup/internal/auth/oidctest"
+	"github.com/trueup-dev/trueup/internal/manifest/manifesttest"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -29,7 +30,7 @@ func TestSingleSignOnEndToEnd(t *testing.T) {
 
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "repo")
-	writeTestFile(t, filepath.Join(repo, "types.yaml"), typeYAML("App", "apps.example.com", "{type: object}", "{name: noop}"))
+	writeTestFile(t, filepath.Join(repo, "types.yaml"), manifesttest.TypeDoc("App", "apps.example.com", "{type: object}", "noop"))
 	app := func(ns, name string, size int) string {
 		return fmt.Sprintf("apiVersion: apps.example.com/v1\nkind: App\nmetadata: {name: %s, namespace: %s}\nspec: {size: %d}\n", name, ns, size)
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/trueup-dev/trueup/internal/manifest/manifesttest"
 )
 
 // tfDelete is a running trueup serve of the terraform delete tests, with its repository.
@@ -46,7 +48,7 @@ func startTFDelete(t *testing.T, module, props, orders, keep, msg string) *tfDel
 	}
 	mainTF := filepath.Join(repo, "manifests", "modules", "db", "main.tf")
 	writeTestFile(t, mainTF, module)
-	writeTestFile(t, filepath.Join(repo, "manifests", "types.yaml"), typeYAML("Database", "db.example.com", "{type: object, properties: "+props+"}", "{name: tf}"))
+	writeTestFile(t, filepath.Join(repo, "manifests", "types.yaml"), manifesttest.TypeDoc("Database", "db.example.com", "{type: object, properties: "+props+"}", "tf"))
 	writeTestFile(t, filepath.Join(repo, "manifests", "db.yaml"), orders)
 	writeTestFile(t, filepath.Join(repo, "manifests", "keep.yaml"), keep)
 	git("init", "-q", "-b", "main")

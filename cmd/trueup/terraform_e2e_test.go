@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/internal/manifest/manifesttest"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -29,7 +30,7 @@ output "size" { value = terraform_data.db.output }
 `)
 	offlineTerraformRC(t, dir)
 	repo := filepath.Join(dir, "repo")
-	writeTestFile(t, filepath.Join(repo, "types.yaml"), typeYAML("Database", "db.example.com", "{type: object, required: [size], properties: {size: {type: integer}}}", "{name: tf}"))
+	writeTestFile(t, filepath.Join(repo, "types.yaml"), manifesttest.TypeDoc("Database", "db.example.com", "{type: object, required: [size], properties: {size: {type: integer}}}", "tf"))
 	db := func(size int) string {
 		return fmt.Sprintf("apiVersion: db.example.com/v1\nkind: Database\nmetadata: {name: orders, namespace: prod}\nspec: {size: %d}\n", size)
 	}
@@ -124,7 +125,7 @@ resource "terraform_data" "db" { input = var.size }
 output "size" { value = terraform_data.db.output }
 `)
 	writeTestFile(t, filepath.Join(repo, "manifests", "modules", "db", "flavour.tf.json"), `{"output": {"flavour": {"value": "blue"}}}`)
-	writeTestFile(t, filepath.Join(repo, "manifests", "types.yaml"), typeYAML("Database", "db.example.com", "{type: object, properties: {size: {type: integer}}}", "{name: tf}"))
+	writeTestFile(t, filepath.Join(repo, "manifests", "types.yaml"), manifesttest.TypeDoc("Database", "db.example.com", "{type: object, properties: {size: {type: integer}}}", "tf"))
 	db := func(size int) string {
 		return fmt.Sprintf("apiVersion: db.example.com/v1\nkind: Database\nmetadata: {name: orders, namespace: prod}\nspec: {size: %d}\n", size)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/actions/proc"
+	"github.com/trueup-dev/trueup/internal/manifest/manifesttest"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -65,7 +66,7 @@ resource "terraform_data" "slow" {
 `, started, marker))
 	offlineTerraformRC(t, dir)
 	repo := filepath.Join(dir, "repo")
-	writeTestFile(t, filepath.Join(repo, "types.yaml"), typeYAML("Slow", "db.example.com", "{type: object, properties: {size: {type: integer}}}", "{name: tf}"))
+	writeTestFile(t, filepath.Join(repo, "types.yaml"), manifesttest.TypeDoc("Slow", "db.example.com", "{type: object, properties: {size: {type: integer}}}", "tf"))
 	writeTestFile(t, filepath.Join(repo, "slow.yaml"), "apiVersion: db.example.com/v1\nkind: Slow\nmetadata: {name: slow, namespace: prod}\nspec: {size: 1}\n")
 	work := filepath.Join(dir, "work")
 	cfgPath := filepath.Join(dir, "trueup.yaml")

@@ -19,6 +19,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/trueup-dev/trueup/internal/manifest/manifesttest"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -143,7 +144,7 @@ func TestTracesEndToEnd(t *testing.T) {
 	col := newOTLPCollector(t)
 	dir := t.TempDir()
 	repo := filepath.Join(dir, "repo")
-	writeTestFile(t, filepath.Join(repo, "types.yaml"), typeYAML("App", "apps.example.com", "{type: object}", "{name: noop}"))
+	writeTestFile(t, filepath.Join(repo, "types.yaml"), manifesttest.TypeDoc("App", "apps.example.com", "{type: object}", "noop"))
 	writeTestFile(t, filepath.Join(repo, "web.yaml"), "apiVersion: apps.example.com/v1\nkind: App\nmetadata: {name: web, namespace: staging}\nspec: {size: 1}\n")
 	// An exec action: its "exec finished" line (debug) is a plugin's line about the call.
 	script := filepath.Join(dir, "run.sh")
