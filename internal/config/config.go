@@ -20,6 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/trueup-dev/trueup/internal/plaintext"
+	"github.com/trueup-dev/trueup/internal/policy"
 )
 
 // Config is the controller configuration file that `trueup serve --config` reads. Unknown
@@ -63,6 +64,15 @@ type Config struct {
 	// References grants references across namespaces (none: every reference stays in its
 	// namespace).
 	References References `yaml:"references"`
+	// Policies decide, for a change of a resource they select, whether it is allowed, denied
+	// or needs approvals. Their rules are compiled when the file is read: `trueup config
+	// check` and a reload refuse a rule that does not compile, naming the policy and the
+	// rule's line and column. A reload puts a changed list in effect without a restart.
+	Policies []policy.Policy `yaml:"policies"`
+	// ApprovalTTL is how long an approval asked for by a requireApproval policy stays valid
+	// once given (default 24h).
+	ApprovalTTL time.Duration `yaml:"approvalTTL"`
+	policySet   *policy.Set   // Policies compiled (Validate)
 }
 
 // Database says where PostgreSQL is.
@@ -370,6 +380,7 @@ const (
 	DefaultEventsPerRes   = 100
 	DefaultOutboxSent     = 7 * 24 * time.Hour
 	DefaultOutboxDead     = 30 * 24 * time.Hour
+	DefaultApprovalTTL    = 24 * time.Hour
 )
 
 // Load reads, expands and validates the file at path. getenv is os.Getenv in production.
@@ -531,6 +542,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Log.Format == "" {
 		c.Log.Format = "text"
+	}
+	if c.ApprovalTTL == 0 {
+		c.ApprovalTTL = DefaultApprovalTTL
 	}
 }
 
@@ -732,6 +746,13 @@ func (c *Config) Validate() error {
 	default:
 		bad("log.format: %q is not one of text, json", c.Log.Format)
 	}
+	if c.ApprovalTTL < 0 {
+		bad("approvalTTL: %s must not be negative (0 takes the default)", c.ApprovalTTL)
+	}
+	var err error
+	if c.policySet, err = policy.Compile(c.Policies); err != nil {
+		errs = append(errs, err)
+	}
 	c.validateAuth(bad)
 	c.validateTracing(bad)
 	if c.Notifications != nil {
@@ -793,6 +814,10 @@ func checkPlaintextGit(at string, g *Git) error {
 	}
 	return plaintext.Check(at+".url", u.Scheme, u.Hostname(), what, hasCred, g.Insecure)
 }
+
+// PolicySet is the compiled policies (never nil once the config is loaded; empty without
+// policies).
+func (c *Config) PolicySet() *policy.Set { return c.policySet }
 
 // ScrubError returns err with every value that came from the environment replaced by "***"
 // in its message (err itself when there is none, nil for nil). Callers that build something
@@ -881,5 +906,6 @@ func cleanYAMLError(err error) error {
 	msg = strings.ReplaceAll(msg, "unmarshal errors:\n  ", "")
 	msg = strings.ReplaceAll(msg, " in type config.Config", "")
 	msg = strings.ReplaceAll(msg, "type config.", "")
+	msg = strings.ReplaceAll(msg, "type policy.", "")
 	return errors.New(msg)
 }

@@ -26,7 +26,7 @@ func BenchmarkDecideMatch(b *testing.B) {
 		Approvals: &Approvals{Count: 1, From: []Principal{{Group: "dba"}, {Token: "release-bot"}}, NotAuthor: true}}), RequireApproval)
 }
 
-func benchDecide(b *testing.B, s *Set, want Action) {
+func benchDecide(b *testing.B, s *Set, want Effect) {
 	in := input()
 	ctx := context.Background()
 	b.ReportAllocs()

@@ -25,7 +25,7 @@ type Input struct {
 // Decision is what the policies decide for one change.
 type Decision struct {
 	// Action is Allow (also when no policy holds), Deny or RequireApproval.
-	Action Action
+	Action Effect
 	// Policy names the deciding policy: the deny, or the first requireApproval; "" for Allow.
 	Policy string
 	// Message is the deciding policy's message; for a rule that could not be evaluated, the

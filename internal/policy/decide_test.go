@@ -157,7 +157,7 @@ func TestDecideOrder(t *testing.T) {
 	for _, c := range []struct {
 		name     string
 		policies []Policy
-		action   Action
+		action   Effect
 		policy   string
 		message  string
 		needs    []string // the policies whose approvals are required

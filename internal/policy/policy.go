@@ -24,8 +24,8 @@ import (
 // holds wins, then every requireApproval that holds asks for its approvals, else the change is
 // allowed.
 type Policy struct {
-	// Name identifies the policy in decisions, conditions, events and errors (a DNS label:
-	// lowercase letters, digits and '-'); unique.
+	// Name identifies the policy in decisions and errors (a DNS label: lowercase letters,
+	// digits and '-'); unique.
 	Name string `yaml:"name"`
 	// Match selects the resources the policy is about (every resource without it).
 	Match Match `yaml:"match"`
@@ -39,7 +39,7 @@ type Policy struct {
 	// the change with the error as the message.
 	When string `yaml:"when"`
 	// Action is what the policy decides when it holds: allow, deny or requireApproval.
-	Action Action `yaml:"action"`
+	Action Effect `yaml:"action"`
 	// Approvals is who must approve, for action requireApproval (required there, refused
 	// with the other actions).
 	Approvals *Approvals `yaml:"approvals"`
@@ -77,14 +77,14 @@ type Principal struct {
 	Token string `yaml:"token"` // an API token's name
 }
 
-// Action is what a policy decides.
-type Action string
+// Effect is what a policy decides (the YAML key is action).
+type Effect string
 
-// The actions.
+// The effects.
 const (
-	Allow           Action = "allow"
-	Deny            Action = "deny"
-	RequireApproval Action = "requireApproval"
+	Allow           Effect = "allow"
+	Deny            Effect = "deny"
+	RequireApproval Effect = "requireApproval"
 )
 
 // CostLimit bounds one evaluation of one policy's rule, in cel-go's cost units (about one

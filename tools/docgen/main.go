@@ -98,6 +98,17 @@ func configPage(root string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// The policies block's types live with the policy engine that compiles them.
+	policyDocs, err := refdoc.StructDocs(os.DirFS(filepath.Join(root, "internal/policy")))
+	if err != nil {
+		return "", err
+	}
+	for k, v := range policyDocs {
+		if _, ok := docs[k]; ok {
+			return "", fmt.Errorf("type %s is declared in internal/config and internal/policy: the reference cannot tell their docs apart", k)
+		}
+		docs[k] = v
+	}
 	example, err := os.ReadFile(filepath.Join(root, "examples/trueup.yaml"))
 	if err != nil {
 		return "", err
