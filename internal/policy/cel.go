@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -114,17 +115,28 @@ func issues(iss *cel.Issues) string {
 	return strings.Join(parts, "; ")
 }
 
-// activation gives a rule its variables without building a map per evaluation.
-type activation struct{ in *Input }
+// activation gives a rule its variables without building a map per evaluation; the specs
+// are decoded on first use.
+type activation struct {
+	in                *Input
+	spec, oldSpec     any
+	decoded, oldReady bool
+}
 
-func (a activation) ResolveName(name string) (any, bool) {
+func (a *activation) ResolveName(name string) (any, bool) {
 	switch name {
 	case "resource":
 		return a.in.Resource, true
 	case "spec":
-		return a.in.Spec, true
+		if !a.decoded {
+			a.spec, a.decoded = decodeSpec("spec", a.in.Spec), true
+		}
+		return a.spec, true
 	case "oldSpec":
-		return a.in.OldSpec, true
+		if !a.oldReady {
+			a.oldSpec, a.oldReady = decodeSpec("oldSpec", a.in.OldSpec), true
+		}
+		return a.oldSpec, true
 	case "change":
 		return a.in.Change, true
 	case "plan":
@@ -135,10 +147,23 @@ func (a activation) ResolveName(name string) (any, bool) {
 	return nil, false
 }
 
-func (activation) Parent() interpreter.Activation { return nil }
+// decodeSpec decodes a spec for rules: nil for none, an error value (which fails the rule
+// that reads it) for one that is not JSON.
+func decodeSpec(name string, raw json.RawMessage) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return types.NewErr("%s is not JSON: %v", name, err)
+	}
+	return v
+}
+
+func (*activation) Parent() interpreter.Activation { return nil }
 
 // eval runs a compiled rule: whether it holds, or why it could not be evaluated.
-func (c *compiled) eval(ctx context.Context, a activation) (bool, error) {
+func (c *compiled) eval(ctx context.Context, a *activation) (bool, error) {
 	out, _, err := c.prg.ContextEval(ctx, a)
 	if err != nil {
 		var cancelled interpreter.EvalCancelledError

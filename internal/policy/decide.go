@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -13,10 +14,10 @@ import (
 // Input is what policies are decided on: one resource's change, as rules read it.
 type Input struct {
 	Resource Resource
-	// Spec is the spec to apply (on delete, the spec being deleted), as decoded from JSON
-	// (map[string]any, []any, float64 or json.Number, ...); OldSpec is the applied spec, nil
-	// (null in a rule) before the first apply.
-	Spec, OldSpec any
+	// Spec is the spec to apply (on delete, the spec being deleted) and OldSpec the applied
+	// one, as JSON; empty (null in a rule) before the first apply. They are decoded only for
+	// a rule that reads them, numbers as doubles (which compare with ints by value).
+	Spec, OldSpec json.RawMessage
 	Change        Change
 	Plan          Plan
 	Now           time.Time // the caller's clock
@@ -77,13 +78,17 @@ func (s *Set) Decide(ctx context.Context, in *Input) Decision {
 	if s == nil {
 		return Decision{Action: Allow}
 	}
+	var act *activation // made for the first rule that runs; it decodes the specs once
 	for i := range s.policies {
 		c := &s.policies[i]
 		if !c.selects(&in.Resource) {
 			continue
 		}
 		if c.prg != nil {
-			holds, err := c.eval(ctx, activation{in})
+			if act == nil {
+				act = &activation{in: in}
+			}
+			holds, err := c.eval(ctx, act)
 			if err != nil {
 				err = fmt.Errorf("policy %s: %w", c.Name, err)
 				return Decision{Action: Deny, Policy: c.Name, Message: err.Error(), Err: err}

@@ -5,23 +5,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
 // input is a requested change of a critical production database that replaces it.
 func input() *Input {
-	var spec, old any
-	if err := json.Unmarshal([]byte(`{"size": "large", "replicas": 3, "tags": ["a", "b"]}`), &spec); err != nil {
-		panic(err)
-	}
-	if err := json.Unmarshal([]byte(`{"size": "small", "replicas": 3}`), &old); err != nil {
-		panic(err)
-	}
 	return &Input{
 		Resource: Resource{Source: "infra", APIVersion: "example.com/v1", Kind: "Database", Namespace: "production", Name: "orders",
 			Labels: map[string]string{"tier": "critical"}, Annotations: map[string]string{"owner": "dba"}},
-		Spec: spec, OldSpec: old,
+		Spec:    json.RawMessage(`{"size": "large", "replicas": 3, "tags": ["a", "b"], "ratio": 0.5}`),
+		OldSpec: json.RawMessage(`{"size": "small", "replicas": 3}`),
 		Change: Change{Type: ChangeUpdate, Generation: 7, Revision: "abc123", Author: Author{Name: "Ada", Email: "ada@example.com"},
 			Paths: []string{"spec.size"}},
 		Plan: Plan{Available: true, Changes: true, Add: 1, Change: 2, Destroy: 1, Replace: 1, Summary: "1 to add, 2 to change, 1 to destroy"},
@@ -46,7 +41,7 @@ func TestVariables(t *testing.T) {
 		"resource.kind == 'Database' && resource.namespace == 'production' && resource.name == 'orders'",
 		"resource.labels.tier == 'critical' && resource.annotations['owner'] == 'dba'",
 		"!('env' in resource.labels)",
-		"spec.size == 'large' && spec.replicas == 3 && spec.tags.size() == 2",
+		"spec.size == 'large' && spec.replicas == 3 && spec.replicas > 2 && spec.tags.size() == 2 && spec.ratio == 0.5",
 		"oldSpec.size == 'small' && oldSpec.replicas == spec.replicas",
 		"!has(oldSpec.tags)",
 		"change.type == 'update' && change.generation == 7 && change.revision == 'abc123'",
@@ -73,7 +68,7 @@ func checkHolds(t *testing.T, rule string, in *Input) {
 // reads as zero values.
 func TestVariablesAbsent(t *testing.T) {
 	t.Parallel()
-	in := &Input{Resource: Resource{Kind: "Database", Namespace: "ns", Name: "n"}, Spec: map[string]any{}, Change: Change{Type: ChangeCreate}}
+	in := &Input{Resource: Resource{Kind: "Database", Namespace: "ns", Name: "n"}, Spec: json.RawMessage(`{}`), Change: Change{Type: ChangeCreate}}
 	for _, rule := range []string{
 		"oldSpec == null",
 		"change.type == 'create' && change.author.email == '' && change.paths.size() == 0",
@@ -202,12 +197,17 @@ func TestDecideOrder(t *testing.T) {
 // message; a deny that holds before it still wins.
 func TestDecideErrors(t *testing.T) {
 	t.Parallel()
-	list := make([]any, 50)
+	list := make([]int, 50)
 	for i := range list {
 		list[i] = i
 	}
 	in := input()
-	in.Spec = map[string]any{"items": list}
+	var err error
+	if in.Spec, err = json.Marshal(map[string]any{"items": list}); err != nil {
+		t.Fatal(err)
+	}
+	notJSON := input()
+	notJSON.OldSpec = json.RawMessage(`{"size": `)
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	expensive := "spec.items.all(x, spec.items.all(y, x == y || x != y))"
@@ -225,7 +225,9 @@ func TestDecideErrors(t *testing.T) {
 		{"cancelled", cancelled, []Policy{{Name: "c", When: expensive, Action: Allow}}, CostLimit, "c", "policy c: rule could not be evaluated: operation interrupted"},
 		{"missing key", context.Background(), []Policy{{Name: "k", When: "spec.nothing == 1", Action: RequireApproval,
 			Approvals: &Approvals{From: []Principal{{Group: "g"}}}}}, CostLimit, "k", "policy k: rule could not be evaluated: no such key: nothing"},
-		{"not a bool", context.Background(), []Policy{{Name: "b", When: "spec.items[0]", Action: Allow}}, CostLimit, "b", "policy b: rule gave int, not a bool"},
+		{"not a bool", context.Background(), []Policy{{Name: "b", When: "spec.items[0]", Action: Allow}}, CostLimit, "b", "policy b: rule gave double, not a bool"},
+		{"a spec that is not JSON", context.Background(), []Policy{{Name: "j", When: "oldSpec.size == 'small'", Action: Allow}}, CostLimit, "j",
+			"policy j: rule could not be evaluated: oldSpec is not JSON: unexpected end of JSON input"},
 		{"an earlier deny wins", context.Background(), []Policy{{Name: "d", Action: Deny}, {Name: "k", When: "spec.nothing == 1", Action: Allow}},
 			CostLimit, "d", "denied by policy d"},
 	} {
@@ -233,7 +235,11 @@ func TestDecideErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := s.Decide(c.ctx, in)
+		at := in
+		if strings.Contains(c.policies[0].When, "oldSpec") {
+			at = notJSON // the only case that reads oldSpec
+		}
+		d := s.Decide(c.ctx, at)
 		if c.policy == "" {
 			if d.Action != Allow || d.Err != nil {
 				t.Errorf("%s: got %+v, want allow", c.name, d)
@@ -244,4 +250,22 @@ func TestDecideErrors(t *testing.T) {
 			t.Errorf("%s: got %+v (%v); want a deny by %s saying %q", c.name, d, d.Err, c.policy, c.message)
 		}
 	}
+}
+
+// TestDecideConcurrent: one Set decides for many goroutines at once (run with -race).
+func TestDecideConcurrent(t *testing.T) {
+	t.Parallel()
+	s := mustCompile(t, Policy{Name: "d", When: "spec.size == 'large' && oldSpec.size == 'small' && plan.replace > 0", Action: Deny})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				if d := s.Decide(context.Background(), input()); d.Action != Deny || d.Err != nil {
+					t.Errorf("got %+v", d)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
