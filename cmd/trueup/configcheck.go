@@ -17,7 +17,7 @@ func newConfigCmd() *cobra.Command {
 		Use:   "check FILE",
 		Short: "Check a controller config as serve would, without starting anything",
 		Long: `Reads FILE as serve reads its --config: every field, default and cross-reference (actions,
-sources, secrets, reference grants, notification rules) is checked and each action instance, source, commit
+sources, secrets, reference grants, notification rules, policies and their CEL rules) is checked and each action instance, source, commit
 status reporter, preview publisher and notification sender is built as serve builds it (nothing is called or fetched, no database is opened, nothing under
 dataDir is created or removed, so it is safe to run beside a running serve). Prints what the config declares, or
 every problem naming its field, and exits 1. ${VAR}s that are unset in this environment are

@@ -35,12 +35,18 @@ func TestConfigCheck(t *testing.T) {
 	if _, _, err := runCLI(t, "config", "check", status); err == nil || !strings.Contains(err.Error(), `source d: commitStatus: commit status: repo "norepo" must be owner/repo`) {
 		t.Fatalf("a commit status that cannot be built: %v", err)
 	}
-	rule := filepath.Join(dir, "rule.yaml")
-	if err := os.WriteFile(rule, []byte("notifications:\n  rules:\n    - {name: r, providers: [nope]}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := runCLI(t, "config", "check", rule); err == nil || !strings.Contains(err.Error(), `no provider is named "nope"`) {
-		t.Fatalf("a rule naming no provider: %v", err)
+	for _, c := range []struct{ name, yaml, want string }{
+		{"a rule naming no provider", "notifications:\n  rules:\n    - {name: r, providers: [nope]}\n", `no provider is named "nope"`},
+		{"a policy whose rule does not compile", "policies:\n  - {name: prod-db, action: deny, when: \"plan.destroy > 0 && chnge.type == 'delete'\"}\n",
+			"policies[0] (prod-db).when: rule does not compile: undeclared reference to 'chnge' (in container '') (line 1, column 21)"},
+	} {
+		file := filepath.Join(dir, "rule.yaml")
+		if err := os.WriteFile(file, []byte(c.yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := runCLI(t, "config", "check", file); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("%s: %v", c.name, err)
+		}
 	}
 	// tracing: is checked too, and a header's value is never quoted.
 	tr := filepath.Join(dir, "tracing.yaml")

@@ -19,6 +19,7 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/envvar"
 	"github.com/trueup-dev/trueup/internal/plaintext"
+	"github.com/trueup-dev/trueup/internal/policy"
 	"github.com/trueup-dev/trueup/internal/redact"
 	"github.com/trueup-dev/trueup/sources"
 	"github.com/trueup-dev/trueup/sources/dirsource"
@@ -66,6 +67,15 @@ type Config struct {
 	// References grants references across namespaces (none: every reference stays in its
 	// namespace).
 	References References `yaml:"references"`
+	// Policies decide, for a change of a resource they select, whether it is allowed, denied
+	// or needs approvals. Their rules are compiled when the file is read: `trueup config
+	// check` and a reload refuse a rule that does not compile, naming the policy and the
+	// rule's line and column. A reload puts a changed list in effect without a restart.
+	Policies []policy.Policy `yaml:"policies"`
+	// ApprovalTTL is how long an approval asked for by a requireApproval policy stays valid
+	// once given (default 24h).
+	ApprovalTTL time.Duration `yaml:"approvalTTL"`
+	policySet   *policy.Set   // Policies compiled (Validate)
 }
 
 // Database says where PostgreSQL is.
@@ -322,6 +332,7 @@ const (
 	DefaultEventsPerRes   = 100
 	DefaultOutboxSent     = 7 * 24 * time.Hour
 	DefaultOutboxDead     = 30 * 24 * time.Hour
+	DefaultApprovalTTL    = 24 * time.Hour
 )
 
 // Load reads, expands and validates the file at path. getenv is os.Getenv in production.
@@ -457,6 +468,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Log.Format == "" {
 		c.Log.Format = "text"
+	}
+	if c.ApprovalTTL == 0 {
+		c.ApprovalTTL = DefaultApprovalTTL
 	}
 }
 
@@ -629,6 +643,13 @@ func (c *Config) Validate() error {
 	default:
 		bad("log.format: %q is not one of text, json", c.Log.Format)
 	}
+	if c.ApprovalTTL < 0 {
+		bad("approvalTTL: %s must not be negative (0 takes the default)", c.ApprovalTTL)
+	}
+	var err error
+	if c.policySet, err = policy.Compile(c.Policies); err != nil {
+		errs = append(errs, err)
+	}
 	c.validateAuth(bad)
 	c.validateTracing(bad)
 	if c.Notifications != nil {
@@ -637,6 +658,10 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.prepareSecrets(), c.validateReferences())
 	return errors.Join(errs...)
 }
+
+// PolicySet is the compiled policies (never nil once the config is loaded; empty without
+// policies).
+func (c *Config) PolicySet() *policy.Set { return c.policySet }
 
 // ScrubError returns err with every value that came from the environment replaced by "***"
 // in its message, in any escaping (redact.Error: err itself when there is none, nil for nil).
@@ -705,6 +730,7 @@ func cleanYAMLError(err error) error {
 	msg = strings.ReplaceAll(msg, "unmarshal errors:\n  ", "")
 	msg = strings.ReplaceAll(msg, " in type config.Config", "")
 	msg = strings.ReplaceAll(msg, "type config.", "")
+	msg = strings.ReplaceAll(msg, "type policy.", "")
 	return errors.New(kindTypes.Replace(msg))
 }
 

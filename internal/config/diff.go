@@ -22,14 +22,17 @@ type Changes struct {
 	Notifications                                bool
 	// References: the references block changed (read live: ingest and reconcile use it at
 	// once; revisions rejected for a missing grant are tried again).
-	References      bool
+	References bool
+	// Policies: the policies or approvalTTL changed (compiled with the config read again,
+	// which the reload puts in place of the running one: no restart).
+	Policies        bool
 	RestartRequired []string
 }
 
 // None says the reload changes nothing.
 func (c Changes) None() bool {
 	return len(c.SourcesAdded)+len(c.SourcesRemoved)+len(c.SourcesChanged)+len(c.ActionsAdded)+len(c.ActionsRemoved)+
-		len(c.ActionsChanged)+len(c.RestartRequired) == 0 && !c.Notifications && !c.References
+		len(c.ActionsChanged)+len(c.RestartRequired) == 0 && !c.Notifications && !c.References && !c.Policies
 }
 
 // Diff compares the config running (old) with the one read again (new). A source or action
@@ -60,6 +63,8 @@ func Diff(old, new *Config) Changes {
 	})
 	c.Notifications = !reflect.DeepEqual(old.Notifications, new.Notifications)
 	c.References = !reflect.DeepEqual(old.References, new.References)
+	c.Policies = (len(old.Policies) > 0 || len(new.Policies) > 0) && !reflect.DeepEqual(old.Policies, new.Policies) ||
+		old.ApprovalTTL != new.ApprovalTTL
 	c.RestartRequired = RestartOnlyChanged(old, new)
 	for _, l := range [][]string{c.SourcesAdded, c.SourcesRemoved, c.SourcesChanged, c.WebhookOnly, c.ActionsAdded, c.ActionsRemoved, c.ActionsChanged} {
 		slices.Sort(l)

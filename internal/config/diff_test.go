@@ -106,6 +106,9 @@ notifications:
   rules:
     - {name: r, providers: [hook], events: [Stalled]}
 `, want: Changes{Notifications: true}},
+		{name: "policies and approvalTTL are read live", new: base + policiesExample, want: Changes{Policies: true}},
+		{name: "approvalTTL", new: base + "approvalTTL: 1h\n", want: Changes{Policies: true}},
+		{name: "an empty policies list", new: base + "policies: []\n"},
 	}
 	old, err := Parse([]byte(base), "/x", env(nil))
 	if err != nil {
