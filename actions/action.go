@@ -6,6 +6,8 @@ package actions
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,11 +42,38 @@ type Planner interface {
 	Plan(ctx context.Context, req Request) (Plan, error)
 }
 
-// Plan is what a Reconcile would do.
+// Plan is what a Reconcile (or, from PlanDelete, a Delete) would do.
 type Plan struct {
 	Changes bool   // it would change something
 	Summary string // one line, e.g. "1 to add, 0 to change, 0 to destroy"
-	Text    string // the full plan, shown in previews (bounded by the caller)
+	Text    string // the full plan, shown in previews and approvals (bounded by the caller)
+	// Counted says the plugin reports what the plan would do in Add, Change, Destroy and
+	// Replace (things created, updated in place, deleted, deleted and created again); policies
+	// read them as plan.add, plan.change, plan.destroy and plan.replace (0 when not Counted).
+	Counted                       bool
+	Add, Change, Destroy, Replace int
+	// Hash identifies what the plan would do (not when it was made): two plans of the same
+	// change against the same world have the same Hash. "" lets the host derive one from the
+	// other fields (PlanHash). An approval binds to it.
+	Hash string
+}
+
+// DeletePlanner is implemented by planners that can say what a Delete would do (terraform's
+// plan -destroy). The gate of a delete asks for it; without it a delete's plan is not
+// available to policies.
+type DeletePlanner interface {
+	PlanDelete(ctx context.Context, req Request) (Plan, error)
+}
+
+// PlanHash is the hash an approval binds to: p.Hash when the plugin gave one, else a SHA-256
+// of the plan's other fields.
+func PlanHash(p Plan) string {
+	if p.Hash != "" {
+		return p.Hash
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%t\x00%t\x00%d\x00%d\x00%d\x00%d\x00%s\x00%s", p.Changes, p.Counted, p.Add, p.Change, p.Destroy, p.Replace, p.Summary, p.Text)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // PullRequestCodePlanner is implemented by planners whose plan may run code or CI that a pull
@@ -154,6 +183,14 @@ type Request struct {
 	// instead of starting it twice. It fails when the lease was lost; the plugin must then
 	// not cause the side effect. Nil in tests that do not care (treat as success).
 	Checkpoint func(ctx context.Context, state json.RawMessage) error
+	// KeepPlan is set on the plan the gate asks for before a Reconcile or Delete (policies
+	// select the resource): the plugin keeps what it needs to apply exactly this plan (terraform
+	// saves the plan file in the resource's working copy) and should give it a Hash.
+	KeepPlan bool
+	// ApprovedPlan is set on a Reconcile or Delete the gate let through after a plan: the
+	// PlanHash of that plan. A plugin that kept it (KeepPlan) applies exactly it, and fails
+	// (to be planned again) when it no longer holds a plan of that hash.
+	ApprovedPlan string
 	// Secrets are the values put back into this call's spec (SOPS-encrypted fields, secretRef
 	// values). The controller scrubs them from everything the call returns; a plugin that
 	// logs, or cuts text before returning it (a stderr tail, an answer's excerpt), scrubs

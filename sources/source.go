@@ -56,6 +56,15 @@ func humanBytes(n int64) string {
 type Snapshot struct {
 	Revision string
 	Files    []File
+	// Author is the author of the revision's commit (zero when the source has none: a
+	// folder). Policies read it as change.author; notAuthor refuses the author's approval.
+	Author Author
+}
+
+// Author is who wrote a revision.
+type Author struct {
+	Name  string
+	Email string
 }
 
 // Source is one configured manifests source.

@@ -18,10 +18,20 @@ const (
 	// Abandoned: an operator made trueup forget a removed resource without calling its
 	// action (trueup delete --abandon); what the action created is left as it is.
 	Abandoned = "Abandoned"
+	// ApprovalRequired: a policy holds a resource's change until approvers approve its plan
+	// (status.Approved=False, reason ApprovalRequired, for a new generation or plan).
+	ApprovalRequired = "ApprovalRequired"
+	// Approved: the approvals a change waited for were given, and it is applied.
+	Approved = "Approved"
+	// Rejected: an approver rejected a change's plan.
+	Rejected = "Rejected"
+	// PolicyDenied: a deny policy holds for a resource's change (it is Stalled).
+	PolicyDenied = "PolicyDenied"
 )
 
 // All lists every event, in the order rules document them.
-var All = []string{Failed, Stalled, Recovered, Deleted, Abandoned, Drifted, SourceRejected, PruneSkipped}
+var All = []string{Failed, Stalled, Recovered, Deleted, Abandoned, Drifted, SourceRejected, PruneSkipped,
+	ApprovalRequired, Approved, Rejected, PolicyDenied}
 
 // Known reports whether name is an event.
 func Known(name string) bool {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/labelsel"
 	"github.com/trueup-dev/trueup/internal/plural"
 )
@@ -140,4 +141,13 @@ func (r Requirement) String() string {
 		s += ", not by the commit's author"
 	}
 	return s
+}
+
+// NoPlan is the plan of a change whose action cannot plan it (plan.available is false).
+var NoPlan = Plan{}
+
+// PlanOf is what rules read of a plan an action made.
+func PlanOf(p actions.Plan) Plan {
+	return Plan{Available: true, Changes: p.Changes, Add: int64(p.Add), Change: int64(p.Change), Destroy: int64(p.Destroy),
+		Replace: int64(p.Replace), Summary: p.Summary}
 }
