@@ -62,9 +62,7 @@ func readPlan(js []byte, destroy bool) (planFacts, error) {
 		m, _ := oc.(map[string]any)
 		f.applies = f.applies || !slices.Equal(stringsOf(m["actions"]), []string{"no-op"})
 	}
-	slices.SortFunc(doc.ResourceChanges, func(a, b map[string]any) int {
-		return strings.Compare(fmt.Sprint(a["address"], "\x00", a["deposed"]), fmt.Sprint(b["address"], "\x00", b["deposed"]))
-	})
+	slices.SortFunc(doc.ResourceChanges, func(a, b map[string]any) int { return strings.Compare(changeKey(a), changeKey(b)) })
 	if doc.ResourceChanges == nil {
 		doc.ResourceChanges = []map[string]any{}
 	}
@@ -80,6 +78,14 @@ func readPlan(js []byte, destroy bool) (planFacts, error) {
 	h.Write(canon)
 	f.hash = hex.EncodeToString(h.Sum(nil))
 	return f, nil
+}
+
+// changeKey names a resource change: its address, and the deposed object's key when the
+// change is to one.
+func changeKey(rc map[string]any) string {
+	addr, _ := rc["address"].(string)
+	deposed, _ := rc["deposed"].(string)
+	return addr + "\x00" + deposed
 }
 
 func stringsOf(v any) []string {
