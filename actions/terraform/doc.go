@@ -37,7 +37,12 @@
 // applied when the plan is empty); Delete = destroy + workspace delete + removal of the
 // working copy; Observe = plan -detailed-exitcode (exit 2 is drift); Plan = plan -lock=false,
 // for previews, whose text names the changes without any value. Plan creates no workspace: a
-// resource never applied is answered as new without running Terraform. Outputs come from
+// resource never applied is answered as new without running Terraform. Plan and PlanDelete
+// (plan -destroy) count the changes and hash them from show -json of the saved plan. The
+// gate's plan (Request.KeepPlan) runs as a reconcile does and keeps its file in the working
+// copy, named by its hash; a Reconcile or Delete with Request.ApprovedPlan applies that file
+// and no other, and fails (to be planned again) when it is gone, reads as another hash, or
+// Terraform finds it stale. Outputs come from
 // output -json, sensitive ones as "***". Runs of one resource never overlap in a process (a
 // lock per workspace) nor across processes (the backend's state lock, waited for 60s); a
 // plan is refused while its workspace's lock is held, and stopped when another call of its

@@ -229,6 +229,12 @@ func TestModuleFromSourceWithoutReader(t *testing.T) {
 	if _, err := a.Reconcile(t.Context(), req); err == nil || !strings.Contains(err.Error(), "no source repository can be read here") {
 		t.Fatalf("err = %v", err)
 	}
+	// The gate's plan (KeepPlan) reads the module of the merged revision, as the reconcile
+	// does, without pullRequestModules.
+	req.KeepPlan = true
+	if _, err := a.(actions.Planner).Plan(t.Context(), req); err == nil || !strings.Contains(err.Error(), "no source repository can be read here") {
+		t.Fatalf("Plan(KeepPlan) err = %v; want the module read", err)
+	}
 }
 
 // A delete reads the module at the revision the resource was applied at. When history was

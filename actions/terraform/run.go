@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"strings"
 	"sync"
@@ -82,6 +83,9 @@ type runSpec struct {
 	scrub  func(string) string
 	// okCodes are the exit statuses that are not failures (0, and 2 for -detailed-exitcode).
 	okCodes []int
+	// stdout, when set, gets stdout alone, unscrubbed and uncut (show -json of a plan, which
+	// is only counted and hashed); runResult.stdout is then empty.
+	stdout io.Writer
 }
 
 // run starts the binary and waits for it. A timeout or cancellation interrupts it (SIGINT,
@@ -96,6 +100,9 @@ func run(ctx context.Context, r runSpec) (runResult, error) {
 	var all output
 	var stdout output
 	cmd.Stdout = multi{&all, &stdout}
+	if r.stdout != nil {
+		cmd.Stdout = r.stdout
+	}
 	cmd.Stderr = &all
 	proc.NewTree().Prepare(cmd)
 	cmd.Cancel = func() error { return proc.Interrupt(cmd.Process) }

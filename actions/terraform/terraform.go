@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/url"
@@ -275,13 +276,18 @@ func (c *call) run(ctx context.Context, withWorkspace bool, args ...string) (run
 }
 
 func (c *call) runCodes(ctx context.Context, withWorkspace bool, okCodes []int, args ...string) (runResult, error) {
+	return c.runTo(ctx, withWorkspace, okCodes, nil, args...)
+}
+
+// runTo is runCodes with stdout, when not nil, written there alone (runSpec.stdout).
+func (c *call) runTo(ctx context.Context, withWorkspace bool, okCodes []int, stdout io.Writer, args ...string) (runResult, error) {
 	env := c.env
 	if withWorkspace {
 		env = append(slices.Clone(env), "TF_WORKSPACE="+c.workspace)
 	}
 	start := time.Now()
 	res, err := run(ctx, runSpec{binary: c.binary, dir: filepath.Join(c.dir, "root"), env: env, args: args,
-		scrub: c.scrub, okCodes: append([]int{0}, okCodes...)})
+		scrub: c.scrub, okCodes: append([]int{0}, okCodes...), stdout: stdout})
 	c.a.logger.DebugContext(ctx, "terraform run", "command", args[0], "workspace", c.workspace, "exit_code", res.code,
 		"duration", time.Since(start))
 	if err != nil {
@@ -332,7 +338,8 @@ func (c *call) plan(ctx context.Context, extra ...string) (runResult, bool, erro
 	return res, res.code == 2, err
 }
 
-// Reconcile plans into a saved plan and applies exactly that plan when it changes anything.
+// Reconcile plans into a saved plan and applies exactly that plan when it changes anything;
+// with Request.ApprovedPlan it applies the plan the gate kept instead, without planning.
 func (a *Action) Reconcile(ctx context.Context, req actions.Request) (actions.Result, error) {
 	ctx, c, end, err := a.begin(ctx, req, false)
 	if err != nil {
@@ -340,7 +347,12 @@ func (a *Action) Reconcile(ctx context.Context, req actions.Request) (actions.Re
 	}
 	defer end()
 	planFile := filepath.Join(c.callDir, "plan.tfplan")
-	_, changes, err := c.plan(ctx, "-lock-timeout="+lockTimeout, "-out="+planFile)
+	var changes bool
+	if req.ApprovedPlan != "" {
+		planFile, changes, err = c.approved(ctx, req.ApprovedPlan, false)
+	} else {
+		_, changes, err = c.plan(ctx, "-lock-timeout="+lockTimeout, "-out="+planFile)
+	}
 	if err != nil {
 		return actions.Result{}, err
 	}
@@ -351,7 +363,7 @@ func (a *Action) Reconcile(ctx context.Context, req actions.Request) (actions.Re
 		if err := req.SaveCheckpoint(ctx, state); err != nil {
 			return actions.Result{}, err
 		}
-		res, err := c.run(ctx, true, "apply", "-input=false", "-no-color", "-auto-approve", "-lock-timeout="+lockTimeout, planFile)
+		res, err := c.apply(ctx, planFile, req.ApprovedPlan)
 		if err != nil {
 			return actions.Result{}, err
 		}
@@ -364,8 +376,9 @@ func (a *Action) Reconcile(ctx context.Context, req actions.Request) (actions.Re
 	return actions.Result{Done: true, State: state, Outputs: outputs, Message: message}, nil
 }
 
-// Delete destroys what the workspace holds, then deletes the workspace (its row in the pg
-// backend) and the working copy.
+// Delete destroys what the workspace holds (with Request.ApprovedPlan, by applying the destroy
+// plan the gate kept), then deletes the workspace (its row in the pg backend) and the working
+// copy.
 func (a *Action) Delete(ctx context.Context, req actions.Request) (actions.Result, error) {
 	ctx, c, end, err := a.begin(ctx, req, false)
 	if err != nil {
@@ -375,7 +388,15 @@ func (a *Action) Delete(ctx context.Context, req actions.Request) (actions.Resul
 	if err := req.SaveCheckpoint(ctx, c.state()); err != nil {
 		return actions.Result{}, err
 	}
-	res, err := c.run(ctx, true, "destroy", "-input=false", "-no-color", "-auto-approve", "-lock-timeout="+lockTimeout, "-var-file="+c.varFile)
+	var res runResult
+	if req.ApprovedPlan != "" {
+		var file string
+		if file, _, err = c.approved(ctx, req.ApprovedPlan, true); err == nil {
+			res, err = c.apply(ctx, file, req.ApprovedPlan)
+		}
+	} else {
+		res, err = c.run(ctx, true, "destroy", "-input=false", "-no-color", "-auto-approve", "-lock-timeout="+lockTimeout, "-var-file="+c.varFile)
+	}
 	if err != nil {
 		return actions.Result{}, err
 	}
@@ -441,35 +462,15 @@ func (a *Action) RunsPullRequestCode() bool { return a.repo.source != "" && a.pr
 // stopped when a call asks for its resource (actions.PlanGate, and its workspace lock) or,
 // during an init, for the instance's init lock.
 //
-// Plans are asked for by pull-request previews only, at the pull request's head. A module read
-// from a source is then the pull request's version: unreviewed code that the plan would run
-// (data sources, providers). Without pullRequestModules such an instance does not plan.
+// Previews plan at the pull request's head. A module read from a source is then the pull
+// request's version: unreviewed code that the plan would run (data sources, providers).
+// Without pullRequestModules such an instance does not plan for them.
+//
+// The gate's plan (Request.KeepPlan) is none of this: it runs as a reconcile does and keeps
+// its file for the Reconcile that applies it (gatePlan). Both report counts and a hash read
+// from show -json of the saved plan.
 func (a *Action) Plan(ctx context.Context, req actions.Request) (actions.Plan, error) {
-	if a.repo.source != "" && !a.prPlans {
-		return actions.Plan{}, fmt.Errorf("module %s of source %s: a pull request's module is planned only with pullRequestModules: true: %w",
-			a.repo.path, a.repo.source, actions.ErrNoPlan)
-	}
-	req.Checkpoint = nil
-	applied, err := a.applied(ctx, workspaceName(req.Resource))
-	if err != nil {
-		return actions.Plan{}, err
-	}
-	if !applied {
-		return actions.Plan{Changes: true, Summary: newPlanSummary}, nil
-	}
-	ctx, c, end, err := a.begin(ctx, req, true)
-	if err != nil {
-		return actions.Plan{}, err
-	}
-	defer end()
-	res, changes, err := c.plan(ctx, "-lock=false")
-	if err != nil {
-		if errors.Is(context.Cause(ctx), actions.ErrPlanBusy) {
-			return actions.Plan{}, actions.ErrPlanBusy
-		}
-		return actions.Plan{}, err
-	}
-	return actions.Plan{Changes: changes, Summary: summary(res.output, changes), Text: planText(res.output)}, nil
+	return a.planFor(ctx, req, false)
 }
 
 // state is the Result.State of a call: where the resource's Terraform state is.
