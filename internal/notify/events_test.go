@@ -62,7 +62,9 @@ func TestApprovalEvents(t *testing.T) {
 		return []status.Condition{{Type: status.Stalled, Status: status.True, Reason: reason},
 			{Type: status.Ready, Status: status.False, Reason: status.ReasonStalled}}
 	}
-	snap := func(phase string, conds ...status.Condition) Snapshot { return Snapshot{Phase: phase, Conditions: conds} }
+	snap := func(phase string, conds ...status.Condition) Snapshot {
+		return Snapshot{Phase: phase, Conditions: conds}
+	}
 	waitA := approved(status.False, status.ReasonApprovalRequired, "needs a DBA — plan aaaaaaaaaaaa: 1 to destroy")
 	waitB := approved(status.False, status.ReasonApprovalRequired, "needs a DBA — plan bbbbbbbbbbbb: 1 to replace")
 	ok := approved(status.True, status.ReasonApproved, "approved by token:dba (policy p, plan aaaaaaaaaaaa)")
