@@ -65,6 +65,9 @@ func Events(before, after Snapshot) []string {
 	case after.Abandoned:
 		return []string{Abandoned}
 	case after.Removed:
+		if approval(before, after, false) == Approved {
+			return []string{Approved, Deleted} // an approved delete that finished at once
+		}
 		return []string{Deleted}
 	}
 	var out []string

@@ -95,6 +95,8 @@ func TestApprovalEvents(t *testing.T) {
 		{"denied, then allowed and applied", stalledDenied, snap(status.PhaseReady, allowed), []string{Recovered}},
 		{"a stall of the action's own is still Stalled", snap(status.PhaseReady, allowed),
 			Snapshot{Phase: status.PhaseFailed, Conditions: append(stall(status.ReasonActionRejected), allowed)}, []string{Stalled}},
+		{"an approved delete finished", snap(status.PhaseDeleting, waitA), Snapshot{Removed: true, Conditions: []status.Condition{ok}},
+			[]string{Approved, Deleted}},
 		{"drift corrected after approval", snap(status.PhasePending, waitA), Snapshot{Phase: status.PhaseReady, Conditions: []status.Condition{ok}, Drift: true},
 			[]string{Approved, Drifted}},
 	} {
