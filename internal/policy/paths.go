@@ -4,42 +4,54 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
+	"strconv"
 )
 
-// ChangedPaths lists where newSpec differs from oldSpec, as rules read it (change.paths):
-// the path of each field whose value differs, was added or was removed, under objects
-// ("spec.size", "spec.tags.env"); a list that differs is one path, its own. Sorted; empty
-// when the specs are equal. A spec that is not JSON (or none) reads as null.
-func ChangedPaths(oldSpec, newSpec json.RawMessage) []string {
+// ChangedPaths lists the field paths (change.paths) where spec differs from oldSpec: "spec"
+// followed by the object keys and list indexes down to the first value that differs
+// ("spec.size", "spec.tags.env", "spec.ports[1]"), sorted. A key added or removed is a
+// changed path; a list of another length changes as a whole. With no oldSpec (a first
+// apply) every top-level key of spec is changed; spec or oldSpec not JSON gives ["spec"].
+func ChangedPaths(oldSpec, spec json.RawMessage) []string {
 	var a, b any
-	_ = json.Unmarshal(oldSpec, &a)
-	_ = json.Unmarshal(newSpec, &b)
+	if len(oldSpec) > 0 && json.Unmarshal(oldSpec, &a) != nil || len(spec) > 0 && json.Unmarshal(spec, &b) != nil {
+		return []string{"spec"}
+	}
 	var out []string
-	changedPaths("spec", a, b, &out)
+	diffPaths("spec", a, b, &out)
 	slices.Sort(out)
 	return out
 }
 
-func changedPaths(path string, a, b any, out *[]string) {
-	ma, okA := a.(map[string]any)
-	mb, okB := b.(map[string]any)
-	if !okA || !okB {
-		if !reflect.DeepEqual(a, b) {
-			*out = append(*out, path)
+func diffPaths(at string, a, b any, out *[]string) {
+	switch bv := b.(type) {
+	case map[string]any:
+		av, ok := a.(map[string]any)
+		if !ok {
+			if a != nil || at != "spec" {
+				*out = append(*out, at)
+				return
+			}
+			av = map[string]any{}
+		}
+		for k, v := range bv {
+			diffPaths(at+"."+k, av[k], v, out)
+		}
+		for k, v := range av {
+			if _, ok := bv[k]; !ok {
+				diffPaths(at+"."+k, v, nil, out)
+			}
 		}
 		return
-	}
-	for k, va := range ma {
-		vb, ok := mb[k]
-		if !ok {
-			*out = append(*out, path+"."+k)
-			continue
+	case []any:
+		if av, ok := a.([]any); ok && len(av) == len(bv) {
+			for i := range bv {
+				diffPaths(at+"["+strconv.Itoa(i)+"]", av[i], bv[i], out)
+			}
+			return
 		}
-		changedPaths(path+"."+k, va, vb, out)
 	}
-	for k := range mb {
-		if _, ok := ma[k]; !ok {
-			*out = append(*out, path+"."+k)
-		}
+	if !reflect.DeepEqual(a, b) {
+		*out = append(*out, at)
 	}
 }
