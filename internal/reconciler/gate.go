@@ -326,6 +326,18 @@ func (g *gate) message() string {
 	return "allowed by policies"
 }
 
+// record is what history and events say of a held change: the message, with the policy and
+// the plan named.
+func (g *gate) record() string {
+	switch g.outcome {
+	case gateWaiting:
+		return "policy " + g.decision.Policy + ": " + g.message()
+	case gateDenied:
+		return "policy " + g.decision.Policy + ": " + g.decision.Message + " (" + g.planRef() + ")"
+	}
+	return g.message()
+}
+
 // request is the approval request a held change stores.
 func (g *gate) request(c *store.Claimed, state string, scrub func(string) string) *store.ApprovalRequest {
 	plan := g.plan
@@ -340,8 +352,8 @@ func (g *gate) request(c *store.Claimed, state string, scrub func(string) string
 // was made. A newer generation, or a deletion, that arrived meanwhile runs at once.
 func (r *Reconciler) held(c store.Claimed, a attempt, cur store.Current, u store.Update, prev status.State, ev func(typ, reason, m string) store.Event, now time.Time) store.Update {
 	g := a.gate
-	msg := r.scrub(g.message())
-	u.Message, u.History.Message = msg, msg
+	msg, rec := r.scrub(g.message()), r.scrub(g.record())
+	u.Message, u.History.Message = msg, rec
 	u.KeepActionState, u.Attempt, u.RunAt = true, c.Attempt, nil
 	var st status.State
 	switch g.outcome {
@@ -350,18 +362,18 @@ func (r *Reconciler) held(c store.Claimed, a attempt, cur store.Current, u store
 		u.History.Result = resultApprovalRequired
 		u.Approval = g.request(&c, store.ApprovalPending, r.scrub)
 		if was, _ := status.Get(prev.Conditions, status.Approved); was.Reason != status.ReasonApprovalRequired || was.Message != msg {
-			u.Events = append(u.Events, ev(store.EventNormal, status.ReasonApprovalRequired, msg))
+			u.Events = append(u.Events, ev(store.EventNormal, status.ReasonApprovalRequired, rec))
 		}
 	case gateDenied:
 		st = status.Refused(prev, c.Generation, c.Deleting, status.ReasonPolicyDenied, msg, now)
 		u.History.Result = resultPolicyDenied
 		u.Approval = g.request(&c, store.ApprovalDenied, r.scrub)
-		u.Events = append(u.Events, ev(store.EventWarning, status.ReasonPolicyDenied, msg))
+		u.Events = append(u.Events, ev(store.EventWarning, status.ReasonPolicyDenied, rec))
 	default:
 		st = status.Refused(prev, c.Generation, c.Deleting, status.ReasonRejected, msg, now)
 		u.History.Result = resultRejected
 		u.Approval = g.request(&c, store.ApprovalRejected, r.scrub)
-		u.Events = append(u.Events, ev(store.EventWarning, status.ReasonRejected, msg))
+		u.Events = append(u.Events, ev(store.EventWarning, status.ReasonRejected, rec))
 	}
 	if cur.Generation != c.Generation || cur.Deleting != c.Deleting {
 		// What was decided no longer applies: the newer work runs now.

@@ -362,7 +362,7 @@ func TestGateDenies(t *testing.T) {
 	if evs := f.events(status.ReasonPolicyDenied); len(evs) != 1 || evs[0].Type != store.EventWarning {
 		t.Errorf("PolicyDenied events %+v", evs)
 	}
-	if h := f.lastHistory(); h.Result != resultPolicyDenied || h.Message != "no replacing widgets" {
+	if h := f.lastHistory(); h.Result != resultPolicyDenied || h.Message != "policy no-replace: no replacing widgets (plan hash-replace: 0 to add, 0 to change, 0 to destroy, 1 to replace)" {
 		t.Errorf("history %s: %s", h.Result, h.Message)
 	}
 
@@ -401,7 +401,7 @@ func TestGateWaitsForApproval(t *testing.T) {
 	if evs := f.events(status.ReasonApprovalRequired); len(evs) != 1 {
 		t.Errorf("ApprovalRequired events %+v", evs)
 	}
-	if h := f.lastHistory(); h.Result != resultApprovalRequired || h.Message != wantMsg {
+	if h := f.lastHistory(); h.Result != resultApprovalRequired || h.Message != "policy needs-dba: "+wantMsg {
 		t.Errorf("history %s: %s", h.Result, h.Message)
 	}
 
@@ -618,4 +618,45 @@ func TestGateMessage(t *testing.T) {
 func with(g gate, o gateOutcome, d policy.Decision) gate {
 	g.outcome, g.decision = o, d
 	return g
+}
+
+// What the gate left goes when it no longer applies: the Approved condition of a resource
+// no policy selects any more, and the wait for approving drift that went away.
+func TestGateLetsGo(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{plan: updatePlan}
+	dba := needsDBA("change.type == 'drift'")
+	f := newGateFixture(t, planner{callsOnly{rec}}, dba)
+	f.waitApproved("db", status.True, status.ReasonPolicyAllowed)
+	f.waitPhase("db", status.PhaseReady)
+
+	f.setPolicies()
+	f.apply(gateManifests(2, true))
+	waitFor(t, "db applied at generation 2 without Approved", func() (bool, string) {
+		res := f.get("db")
+		_, ok := status.Get(res.Status.Conditions, status.Approved)
+		return res.Status.Phase == status.PhaseReady && res.Status.ObservedGeneration == 2 && !ok, shows(res)
+	})
+
+	f.setPolicies(dba)
+	rec.mu.Lock()
+	rec.drift = true
+	rec.mu.Unlock()
+	f.due()
+	f.waitApproved("db", status.False, status.ReasonApprovalRequired)
+	rec.mu.Lock()
+	rec.drift = false
+	rec.mu.Unlock()
+	f.due()
+	waitFor(t, "db Ready, waiting no more", func() (bool, string) {
+		res := f.get("db")
+		_, ok := status.Get(res.Status.Conditions, status.Approved)
+		return res.Status.Phase == status.PhaseReady && !ok, shows(res)
+	})
+	if state, _, _, _, _ := f.request(); state != "" {
+		t.Errorf("request %s left", state)
+	}
+	if n := rec.count("reconcile db"); n != 2 {
+		t.Errorf("%d reconciles; want 2 (create, generation 2)", n)
+	}
 }
