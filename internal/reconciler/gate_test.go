@@ -660,3 +660,45 @@ func TestGateLetsGo(t *testing.T) {
 		t.Errorf("%d reconciles; want 2 (create, generation 2)", n)
 	}
 }
+
+// tenPolicies select production databases only.
+func tenPolicies(t testing.TB) *policy.Set {
+	var ps []policy.Policy
+	for i := range 10 {
+		ps = append(ps, policy.Policy{Name: fmt.Sprintf("p%d", i), Match: policy.Match{Namespaces: []string{"production"}, Kinds: []string{"Database"},
+			Selector: "tier=critical"}, When: "plan.destroy > 0", Action: policy.Deny})
+	}
+	set, err := policy.Compile(ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+// A change of a resource no policy selects costs the gate no allocation (and no query: the
+// store is nil here).
+func TestGateUnselectedAllocatesNothing(t *testing.T) {
+	set := tenPolicies(t)
+	r := newTestReconciler()
+	r.opts.Policies = func() (*policy.Set, time.Duration) { return set, time.Hour }
+	c := claimed(readyGen1, 2, false)
+	c.Labels = map[string]string{"tier": "critical"}
+	if n := testing.AllocsPerRun(100, func() {
+		if g, unselected := r.gateFor(&c, "spec-changed"); g != nil || !unselected {
+			t.Fatal("selected")
+		}
+	}); n != 0 {
+		t.Errorf("gateFor of an unselected resource allocates %v times", n)
+	}
+}
+
+func BenchmarkGateUnselected(b *testing.B) {
+	set := tenPolicies(b)
+	r := newTestReconciler()
+	r.opts.Policies = func() (*policy.Set, time.Duration) { return set, time.Hour }
+	c := claimed(readyGen1, 2, false)
+	b.ReportAllocs()
+	for b.Loop() {
+		r.gateFor(&c, "spec-changed")
+	}
+}
