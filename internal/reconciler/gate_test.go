@@ -44,6 +44,12 @@ func (r *recorder) setPlan(p actions.Plan) {
 	r.plan = p
 }
 
+func (r *recorder) setDrift(drift bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.drift = drift
+}
+
 // count is how many calls of the recorder start with prefix.
 func (r *recorder) count(prefix string) int {
 	r.mu.Lock()
@@ -500,9 +506,7 @@ func TestGateDriftRemediation(t *testing.T) {
 	f := newGateFixture(t, planner{callsOnly{rec}}, needsDBA("change.type == 'drift'"))
 	f.waitApproved("db", status.True, status.ReasonPolicyAllowed)
 	f.waitPhase("db", status.PhaseReady)
-	rec.mu.Lock()
-	rec.drift = true
-	rec.mu.Unlock()
+	rec.setDrift(true)
 	f.due()
 	res := f.waitApproved("db", status.False, status.ReasonApprovalRequired)
 	if _, _, change, _, _ := f.request(); change != policy.ChangeDrift {
@@ -639,14 +643,10 @@ func TestGateLetsGo(t *testing.T) {
 	})
 
 	f.setPolicies(dba)
-	rec.mu.Lock()
-	rec.drift = true
-	rec.mu.Unlock()
+	rec.setDrift(true)
 	f.due()
 	f.waitApproved("db", status.False, status.ReasonApprovalRequired)
-	rec.mu.Lock()
-	rec.drift = false
-	rec.mu.Unlock()
+	rec.setDrift(false)
 	f.due()
 	waitFor(t, "db Ready, waiting no more", func() (bool, string) {
 		res := f.get("db")
