@@ -702,3 +702,60 @@ func BenchmarkGateUnselected(b *testing.B) {
 		r.gateFor(&c, "spec-changed")
 	}
 }
+
+// BenchmarkGateAllowAfterPlan: the whole gate of a change allowed after a plan (as the
+// gated throughput benchmark runs it), without the call.
+func BenchmarkGateAllowAfterPlan(b *testing.B) {
+	set, err := policy.Compile([]policy.Policy{{Name: "no-destroy", When: "plan.destroy > 0 || plan.replace > 0", Action: policy.Deny}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := newTestReconciler()
+	r.opts.Policies = func() (*policy.Set, time.Duration) { return set, time.Hour }
+	act := planner{callsOnly{&recorder{plan: actions.Plan{Summary: "no changes", Counted: true}}}}
+	c := claimed(readyGen1, 2, false)
+	b.ReportAllocs()
+	for b.Loop() {
+		a := attempt{op: "reconcile", trigger: "spec-changed"}
+		a.gate, _ = r.gateFor(&c, a.trigger)
+		req := actions.Request{}
+		if !r.decide(context.Background(), act, "act", &req, false, &a) || req.ApprovedPlan == "" {
+			b.Fatal("not allowed")
+		}
+		act.calls = act.calls[:0]
+	}
+}
+
+// A held change superseded during its gate (a new generation, a deletion) stores no request
+// and runs the newer work at once; otherwise it waits with no run scheduled.
+func TestHeldUpdate(t *testing.T) {
+	t.Parallel()
+	r := newTestReconciler()
+	c := claimed(readyGen1, 2, false)
+	g := with(gate{planned: true, hash: "0123456789abcdef", in: policy.Input{Change: policy.Change{Type: policy.ChangeUpdate, Generation: 2}}},
+		gateWaiting, policy.Decision{Action: policy.RequireApproval, Policy: "p", Message: "m", Approvals: []policy.Requirement{
+			{Policy: "p", Approvals: policy.Approvals{Count: 1, From: []policy.Principal{{Token: "dba"}}}}}})
+	for _, tc := range []struct {
+		name    string
+		cur     store.Current
+		phase   string
+		request bool
+		runAt   window
+	}{
+		{"waits", unchanged(c), status.PhasePending, true, never},
+		{"a new generation arrived", specChanged(c, 3), status.PhaseReconciling, false, immediately},
+		{"the manifest was removed", markedDeleted(c), status.PhaseDeleting, false, immediately},
+	} {
+		gc := g
+		u := r.update(c, attempt{op: "reconcile", trigger: "spec-changed", gate: &gc}, tc.cur)
+		if u.Phase != tc.phase || (u.Approval != nil) != tc.request || u.ClearApproval == tc.request || u.History.Result != resultApprovalRequired {
+			t.Errorf("%s: phase %s, request %v, clear %v, history %s", tc.name, u.Phase, u.Approval != nil, u.ClearApproval, u.History.Result)
+		}
+		if (u.RunAt == nil) != tc.runAt.never || u.RunAt != nil && time.Until(*u.RunAt) > time.Second {
+			t.Errorf("%s: runAt %v", tc.name, u.RunAt)
+		}
+		if err := status.Check(status.State{Phase: u.Phase, Conditions: u.Conditions, ObservedGeneration: u.ObservedGeneration}, tc.cur.Generation, true); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+}
