@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/policy"
+	"github.com/trueup-dev/trueup/internal/redact"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/sources"
@@ -149,6 +151,12 @@ const testTTL = time.Hour
 
 func newGateFixture(t *testing.T, act actions.Action, policies ...policy.Policy) *gateFixture {
 	t.Helper()
+	return newGateFixtureWith(t, act, func(*Options) {}, policies...)
+}
+
+// newGateFixtureWith is newGateFixture with the reconciler's options changed by tweak.
+func newGateFixtureWith(t *testing.T, act actions.Action, tweak func(*Options), policies ...policy.Policy) *gateFixture {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	url := pgtest.NewDatabase(t, store.MigrateURL)
 	st, err := store.Open(ctx, url, store.Options{MaxConns: 6})
@@ -167,7 +175,7 @@ func newGateFixture(t *testing.T, act actions.Action, policies ...policy.Policy)
 	f := &gateFixture{t: t, ctx: ctx, st: st, db: db}
 	f.setPolicies(policies...)
 	log := slog.New(slog.DiscardHandler)
-	r := New(st, map[string]actions.Action{"act": act}, Options{Replica: "r1", Workers: 2, LeaseTTL: time.Minute,
+	opts := Options{Replica: "r1", Workers: 2, LeaseTTL: time.Minute,
 		BackoffInitial: time.Hour, BackoffMax: time.Hour, PollInterval: 50 * time.Millisecond,
 		Policies: func() (*policy.Set, time.Duration) { return f.policies.Load(), testTTL },
 		Author: func(_ context.Context, source, revision string) (policy.Author, error) {
@@ -175,7 +183,9 @@ func newGateFixture(t *testing.T, act actions.Action, policies ...policy.Policy)
 				return policy.Author{}, fmt.Errorf("unexpected revision %s/%s", source, revision)
 			}
 			return ann, nil
-		}}, log)
+		}}
+	tweak(&opts)
+	r := New(st, map[string]actions.Action{"act": act}, opts, log)
 	var bg sync.WaitGroup
 	t.Cleanup(bg.Wait)
 	t.Cleanup(cancel)
@@ -757,5 +767,34 @@ func TestHeldUpdate(t *testing.T) {
 		if err := status.Check(status.State{Phase: u.Phase, Conditions: u.Conditions, ObservedGeneration: u.ObservedGeneration}, tc.cur.Generation, true); err != nil {
 			t.Errorf("%s: %v", tc.name, err)
 		}
+	}
+}
+
+// The plan text and summary an approval request stores, and the messages naming them, are
+// scrubbed of the call's revealed values and of the controller's kept secrets.
+func TestGatePlanScrubbed(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{plan: actions.Plan{Changes: true, Summary: "1 to replace (password hunter22)",
+		Text: "-/+ dsn = " + keptDSN + "\n~ password = hunter22", Counted: true, Replace: 1}}
+	f := newGateFixtureWith(t, planner{callsOnly{rec}}, func(o *Options) {
+		o.Redact = redact.New(keptDSN)
+		o.Reveal = func(_ context.Context, c store.Claimed) (json.RawMessage, []string, error) {
+			return c.Spec, []string{"hunter22"}, nil
+		}
+	}, needsDBA(""))
+	res := f.waitApproved("db", status.False, status.ReasonApprovalRequired)
+	_, _, _, text, _ := f.request()
+	var summary string
+	if err := f.db.QueryRow(f.ctx, `SELECT plan->>'summary' FROM approval_requests`).Scan(&summary); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := status.Get(res.Status.Conditions, status.Approved)
+	for what, s := range map[string]string{"text": text, "summary": summary, "condition": c.Message, "history": f.lastHistory().Message} {
+		if strings.Contains(s, "hunter22") || strings.Contains(s, "db.internal") {
+			t.Errorf("%s not scrubbed: %q", what, s)
+		}
+	}
+	if text != "-/+ dsn = ***\n~ password = ***" {
+		t.Errorf("text %q", text)
 	}
 }
