@@ -287,16 +287,20 @@ func (g *gate) scrub(scrub func(string) string) {
 	g.plan.Text, g.plan.Summary = scrub(g.plan.Text), scrub(g.plan.Summary)
 }
 
-// planRef names the plan in messages: "plan 0123456789ab: 1 to add, …", or "no plan".
-func (g *gate) planRef() string {
+// planID names the plan: "plan 0123456789ab", or "no plan (the action cannot plan)".
+func (g *gate) planID() string {
 	if !g.planned {
 		return "no plan (the action cannot plan)"
 	}
-	s := "plan " + clip.Rev(g.hash)
-	if g.plan.Summary != "" {
-		s += ": " + g.plan.Summary
+	return "plan " + clip.Rev(g.hash)
+}
+
+// planRef is planID with the plan's summary.
+func (g *gate) planRef() string {
+	if g.planned && g.plan.Summary != "" {
+		return g.planID() + ": " + g.plan.Summary
 	}
-	return s
+	return g.planID()
 }
 
 // message is what the resource's conditions and history say of the decision.
@@ -316,9 +320,9 @@ func (g *gate) message() string {
 		if g.rejection.Reason != "" {
 			msg += ": " + g.rejection.Reason
 		}
-		return msg + " (policy " + d.Policy + ", " + g.planRef() + ")"
+		return msg
 	case gateApproved:
-		return "approved by " + strings.Join(g.approvers, ", ") + " (policy " + d.Policy + ", " + g.planRef() + ")"
+		return "approved by " + strings.Join(g.approvers, ", ") + " (policy " + d.Policy + ", " + g.planID() + ")"
 	}
 	if g.planned {
 		return "allowed by policies (" + g.planRef() + ")"
@@ -334,6 +338,8 @@ func (g *gate) record() string {
 		return "policy " + g.decision.Policy + ": " + g.message()
 	case gateDenied:
 		return "policy " + g.decision.Policy + ": " + g.decision.Message + " (" + g.planRef() + ")"
+	case gateRejected:
+		return g.message() + " (policy " + g.decision.Policy + ", " + g.planRef() + ")"
 	}
 	return g.message()
 }

@@ -450,7 +450,7 @@ func TestGateWaitsForApproval(t *testing.T) {
 	if n := rec.count("reconcile db"); n != 1 {
 		t.Errorf("applied %d times", n)
 	}
-	if c, _ := status.Get(res.Status.Conditions, status.Approved); c.Message != "approved by token:dba (policy needs-dba, plan hash-moved-0: 1 to replace, 1 to destroy)" {
+	if c, _ := status.Get(res.Status.Conditions, status.Approved); c.Message != "approved by token:dba (policy needs-dba, plan hash-moved-0)" {
 		t.Errorf("Approved message %q", c.Message)
 	}
 	if state, _, _, _, _ := f.request(); state != "" {
@@ -473,8 +473,12 @@ func TestGateRejected(t *testing.T) {
 	f.vote(false, "dba", replacePlan.Hash, "not during the freeze", 0)
 	res := f.waitApproved("db", status.False, status.ReasonRejected)
 	stalled, _ := status.Get(res.Status.Conditions, status.Stalled)
-	if stalled.Status != status.True || !strings.HasPrefix(stalled.Message, "rejected by token:dba: not during the freeze") {
+	if stalled.Status != status.True || stalled.Message != "rejected by token:dba: not during the freeze" {
 		t.Errorf("rejected: %s", shows(res))
+	}
+	if h := f.lastHistory(); h.Result != resultRejected ||
+		h.Message != "rejected by token:dba: not during the freeze (policy needs-dba, plan hash-replace: 0 to add, 0 to change, 0 to destroy, 1 to replace)" {
+		t.Errorf("history %s: %s", h.Result, h.Message)
 	}
 	if state, _, _, _, _ := f.request(); state != store.ApprovalRejected {
 		t.Errorf("request %s", state)
@@ -614,12 +618,12 @@ func TestGateMessage(t *testing.T) {
 			g := with(planned, gateRejected, policy.Decision{Action: policy.RequireApproval, Policy: "p"})
 			g.rejection = &store.Vote{Actor: "user:sub", Reason: "freeze"}
 			return g
-		}(), "rejected by user:sub: freeze (policy p, plan 0123456789ab: 1 to replace)"},
+		}(), "rejected by user:sub: freeze"},
 		{"approved", func() gate {
 			g := with(planned, gateApproved, policy.Decision{Action: policy.RequireApproval, Policy: "p"})
 			g.approvers = []string{"token:a", "user:b"}
 			return g
-		}(), "approved by token:a, user:b (policy p, plan 0123456789ab: 1 to replace)"},
+		}(), "approved by token:a, user:b (policy p, plan 0123456789ab)"},
 		{"allowed after a plan", with(planned, gateAllowed, policy.Decision{Action: policy.Allow}), "allowed by policies (plan 0123456789ab: 1 to replace)"},
 		{"allowed without a plan", with(gate{}, gateAllowed, policy.Decision{Action: policy.Allow}), "allowed by policies"},
 	} {
