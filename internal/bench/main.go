@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/pgembed"
+	"github.com/trueup-dev/trueup/internal/policy"
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
@@ -40,7 +41,7 @@ func atLeast(x float64) func(float64) bool { return func(v float64) bool { retur
 func atMost(x float64) func(float64) bool  { return func(v float64) bool { return v <= x } }
 
 func main() {
-	only := flag.String("only", "", "comma-separated figure groups to run (graph,reconcile,calls,chain,apiload,defaults,sync,syncrules,claim,webhook,failover,serve,preview)")
+	only := flag.String("only", "", "comma-separated figure groups to run (graph,policy,reconcile,gate,calls,chain,apiload,defaults,sync,syncrules,claim,webhook,failover,serve,preview)")
 	traced := flag.Bool("tracing", false, "export every span to a collector on loopback, as with a tracing: block (figures with tracing on)")
 	flag.Parse()
 	ctx := context.Background()
@@ -71,6 +72,14 @@ func run(ctx context.Context, only string, log *slog.Logger) error {
 			return nil
 		}
 	}
+	if want("policy") {
+		if err := policyEval(ctx); err != nil {
+			return fmt.Errorf("policy evaluation: %w", err)
+		}
+		if only == "policy" {
+			return nil
+		}
+	}
 	dir, err := os.MkdirTemp("", "trueup-bench-")
 	if err != nil {
 		return err
@@ -92,6 +101,11 @@ func run(ctx context.Context, only string, log *slog.Logger) error {
 	if want("reconcile") {
 		if err := b.reconcileThroughput(ctx); err != nil {
 			return fmt.Errorf("reconcile throughput: %w", err)
+		}
+	}
+	if want("gate") {
+		if err := b.gateThroughput(ctx); err != nil {
+			return fmt.Errorf("reconcile throughput with policies: %w", err)
 		}
 	}
 	if want("calls") {
@@ -156,10 +170,11 @@ func run(ctx context.Context, only string, log *slog.Logger) error {
 }
 
 type bench struct {
-	cluster *pgembed.Cluster
-	dir     string
-	log     *slog.Logger
-	dbs     int
+	cluster  *pgembed.Cluster
+	dir      string
+	log      *slog.Logger
+	dbs      int
+	policies *policy.Set // the policies the reconcilers of runReconcilers read (nil: none)
 }
 
 // freshStore creates an empty migrated database.

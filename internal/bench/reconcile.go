@@ -14,6 +14,7 @@ import (
 	"github.com/trueup-dev/trueup/actions/noop"
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/policy"
 	"github.com/trueup-dev/trueup/internal/reconciler"
 	"github.com/trueup-dev/trueup/internal/server"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -108,8 +109,11 @@ func (b *bench) runReconcilers(ctx context.Context, url string, replicas, worker
 			return nil, err
 		}
 		stores = append(stores, st)
-		r := reconciler.New(st, map[string]actions.Action{"act": act}, reconciler.Options{Replica: fmt.Sprintf("bench-%d", i),
-			Workers: workers, LeaseTTL: 30 * time.Second}, b.log)
+		opts := reconciler.Options{Replica: fmt.Sprintf("bench-%d", i), Workers: workers, LeaseTTL: 30 * time.Second}
+		if set := b.policies; set != nil {
+			opts.Policies = func() (*policy.Set, time.Duration) { return set, 24 * time.Hour }
+		}
+		r := reconciler.New(st, map[string]actions.Action{"act": act}, opts, b.log)
 		wg.Add(2)
 		go func() { defer wg.Done(); _ = r.Run(ctx) }()
 		go func() {
