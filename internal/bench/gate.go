@@ -32,20 +32,29 @@ var gatePolicy = policy.Policy{Name: "widget-destroy-needs-ops", Match: policy.M
 
 // gateThroughput is reconcile_throughput_policies10 (20,000 resources, as
 // reconcile_throughput, with ten policies selecting none) and reconcile_throughput_gated
-// (10,000 resources a policy selects, planned by the noop before each apply).
-func (b *bench) gateThroughput(ctx context.Context) error {
-	for _, c := range []struct {
+// (10,000 resources a policy selects, planned by the noop before each apply); with baseline,
+// reconcile_throughput first, to compare within one run.
+func (b *bench) gateThroughput(ctx context.Context, baseline bool) error {
+	type gateCase struct {
 		name     string
 		n        int
 		policies []policy.Policy
 		target   float64
-	}{
+	}
+	cases := []gateCase{
 		{"reconcile_throughput_policies10", 20000, idlePolicies(), 5000},
 		{"reconcile_throughput_gated", 10000, append(idlePolicies(), gatePolicy), 2000},
-	} {
-		set, err := policy.Compile(c.policies)
-		if err != nil {
-			return err
+	}
+	if baseline {
+		cases = append([]gateCase{{"reconcile_throughput", 20000, nil, 5000}}, cases...)
+	}
+	for _, c := range cases {
+		var set *policy.Set
+		if c.policies != nil {
+			var err error
+			if set, err = policy.Compile(c.policies); err != nil {
+				return err
+			}
 		}
 		rate, err := b.gatedRate(ctx, c.n, set)
 		if err != nil {

@@ -104,7 +104,7 @@ func run(ctx context.Context, only string, log *slog.Logger) error {
 		}
 	}
 	if want("gate") {
-		if err := b.gateThroughput(ctx); err != nil {
+		if err := b.gateThroughput(ctx, !want("reconcile")); err != nil {
 			return fmt.Errorf("reconcile throughput with policies: %w", err)
 		}
 	}
