@@ -91,8 +91,10 @@ func (r *Reconciler) gateFor(c *store.Claimed, trig string) (g *gate, unselected
 	if !selected {
 		return nil, true
 	}
+	// change.revision is the revision that brought the change (for a delete, the one that
+	// removed the manifest, not the one the delete runs at): its author is the change's.
 	g = &gate{set: set, ttl: ttl, reads: reads, id: c.ID, in: policy.Input{Resource: res, Spec: c.Spec,
-		Change: policy.Change{Type: changeType(c, trig), Generation: c.Generation, Revision: revisionOf(*c)}}}
+		Change: policy.Change{Type: changeType(c, trig), Generation: c.Generation, Revision: c.Revision}}}
 	if c.Deleting {
 		g.applied, g.haveOld = deleteSpec(*c), true
 	}

@@ -551,6 +551,10 @@ func TestGateDelete(t *testing.T) {
 	if _, hash, change, _, _ := f.request(); change != policy.ChangeDelete || hash != destroy.Hash {
 		t.Errorf("request %s %s", change, hash)
 	}
+	var revision string
+	if err := f.db.QueryRow(f.ctx, `SELECT revision FROM approval_requests`).Scan(&revision); err != nil || revision != "r2" {
+		t.Errorf("the delete's request names revision %q (%v); want r2, which removed the manifest", revision, err)
+	}
 	f.vote(true, "dba", destroy.Hash, "", 0)
 	waitFor(t, "db deleted", func() (bool, string) {
 		_, err := f.st.GetResource(f.ctx, "default", "Widget", "db")
