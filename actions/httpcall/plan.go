@@ -27,12 +27,13 @@ var noPlanStatus = map[int]bool{
 
 // wirePlan is a provisioner's answer to a plan request.
 type wirePlan struct {
-	Status              string `json:"status"`
-	Message             string `json:"message"`
-	Changes             *bool  `json:"changes"`
-	Summary             string `json:"summary"`
-	Plan                string `json:"plan"`
-	actions.PlanDetails        // add, change, destroy, replace and hash: optional
+	Status  string `json:"status"`
+	Message string `json:"message"`
+	Changes *bool  `json:"changes"`
+	Summary string `json:"summary"`
+	Plan    string `json:"plan"`
+	// add, change, destroy, replace and hash: optional.
+	actions.PlanDetails
 }
 
 // Plan sends the resource with operation "plan" and reads {"changes", "summary", "plan"} and
