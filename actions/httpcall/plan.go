@@ -37,8 +37,9 @@ type wirePlan struct {
 }
 
 // Plan sends the resource with operation "plan" and reads {"changes", "summary", "plan"} and
-// the optional actions.PlanDetails (counts and hash) from the answer, following an accepted job (202 + Location) or a "pending" answer until
-// ctx ends: a plan is one call, it keeps no state and saves no checkpoint. An instance
+// the optional actions.PlanDetails (counts and hash) from the answer, following an accepted
+// job (202 + Location) or a "pending" answer until ctx ends: a plan is one call, it keeps no
+// state and saves no checkpoint. An instance
 // without `plan: true`, or a provisioner answering 404, 405 or 501, gives actions.ErrNoPlan.
 func (a *Action) Plan(ctx context.Context, req actions.Request) (actions.Plan, error) {
 	if !a.plan {
