@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
@@ -39,14 +40,15 @@ func (b *bench) gateThroughput(ctx context.Context, baseline bool) error {
 		name     string
 		n        int
 		policies []policy.Policy
+		planned  bool // the policies select every resource and read its plan
 		target   float64
 	}
 	cases := []gateCase{
-		{"reconcile_throughput_policies10", 20000, idlePolicies(), 5000},
-		{"reconcile_throughput_gated", 10000, append(idlePolicies(), gatePolicy), 2000},
+		{"reconcile_throughput_policies10", 20000, idlePolicies(), false, 5000},
+		{"reconcile_throughput_gated", 10000, append(idlePolicies(), gatePolicy), true, 2000},
 	}
 	if baseline {
-		cases = append([]gateCase{{"reconcile_throughput", 20000, nil, 5000}}, cases...)
+		cases = append([]gateCase{{"reconcile_throughput", 20000, nil, false, 5000}}, cases...)
 	}
 	for _, c := range cases {
 		var set *policy.Set
@@ -56,17 +58,38 @@ func (b *bench) gateThroughput(ctx context.Context, baseline bool) error {
 				return err
 			}
 		}
-		rate, err := b.gatedRate(ctx, c.n, set)
+		act, _ := noop.New(nil, actions.Env{Name: "act", Logger: b.log})
+		counted := &countingPlanner{Action: act.(*noop.Action)}
+		rate, err := b.gatedRate(ctx, c.n, set, counted)
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
+		}
+		// The figure is the gate's only if each resource was planned (and none without it).
+		want := int64(0)
+		if c.planned {
+			want = int64(c.n)
+		}
+		if got := counted.plans.Load(); got != want {
+			return fmt.Errorf("%s: %d plans, want %d", c.name, got, want)
 		}
 		record(c.name, rate, "1/s", fmt.Sprintf("≥ %.0f", c.target), atLeast(c.target))
 	}
 	return nil
 }
 
-// gatedRate drains n seeded noop resources on one replica whose reconciler reads set.
-func (b *bench) gatedRate(ctx context.Context, n int, set *policy.Set) (float64, error) {
+// countingPlanner is the noop action counting its plans.
+type countingPlanner struct {
+	*noop.Action
+	plans atomic.Int64
+}
+
+func (c *countingPlanner) Plan(ctx context.Context, req actions.Request) (actions.Plan, error) {
+	c.plans.Add(1)
+	return c.Action.Plan(ctx, req)
+}
+
+// gatedRate drains n seeded resources with act on one replica whose reconciler reads set.
+func (b *bench) gatedRate(ctx context.Context, n int, set *policy.Set, act actions.Action) (float64, error) {
 	st, url, err := b.freshStore(ctx, 4)
 	if err != nil {
 		return 0, err
@@ -75,7 +98,6 @@ func (b *bench) gatedRate(ctx context.Context, n int, set *policy.Set) (float64,
 	if err := b.seed(ctx, st, n); err != nil {
 		return 0, err
 	}
-	act, _ := noop.New(nil, actions.Env{Name: "act", Logger: b.log})
 	b.policies = set
 	defer func() { b.policies = nil }()
 	return b.drainRate(ctx, url, st, n, 1, act)
