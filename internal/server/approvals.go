@@ -136,8 +136,7 @@ func (s *Server) vote(ctx context.Context, r *http.Request, ns, kind, name strin
 	q, err := s.store.Vote(ctx, store.VoteParams{Namespace: ns, Kind: kind, Name: name, PlanHash: body.PlanHash, Since: s.votesSince(),
 		Vote: store.Vote{Approve: approve, Actor: id.Actor(), Approver: approver, Reason: reason},
 		Check: func(q *store.ApprovalRequest) error {
-			d := policy.Decision{Action: policy.RequireApproval, Policy: q.Policy, Approvals: q.Requirements}
-			if err := d.Permits(approver, q.Author); err != nil {
+			if err := mayVote(approver, q); err != nil {
 				return voteRefused{err}
 			}
 			return nil
@@ -147,6 +146,12 @@ func (s *Server) vote(ctx context.Context, r *http.Request, ns, kind, name strin
 			"policy", q.Policy, "plan", q.PlanHash)
 	}
 	return q, err
+}
+
+// mayVote returns nil when approver may vote on the pending request q, or why not: the
+// request's policies do not name it, or it is the commit's author under notAuthor.
+func mayVote(approver policy.Approver, q *store.ApprovalRequest) error {
+	return policy.Decision{Action: policy.RequireApproval, Policy: q.Policy, Approvals: q.Requirements}.Permits(approver, q.Author)
 }
 
 // resourceHidden is the error of a resource the caller may not see: that of a missing one.

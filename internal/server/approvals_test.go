@@ -3,8 +3,10 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -184,5 +186,83 @@ func TestPlanTextVisible(t *testing.T) {
 		if got := planTextVisible(c.n, c.sc); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+func TestDashboardApprovals(t *testing.T) {
+	t.Parallel()
+	srv, st := setupApprovals(t)
+	c := formClient(t)
+	resPage := srv.URL + "/resources/alpha/Queue/q000"
+
+	// The overview counts what waits and links to the list of it.
+	if _, body := getAs(t, c, srv.URL+"/", "dora"); !strings.Contains(body, `<a href="/resources?approval=pending">1 change waits for approval</a>`) {
+		t.Errorf("overview: no count of the changes waiting:\n%s", body)
+	}
+	if _, body := getAs(t, c, srv.URL+"/resources?approval=pending", "dora"); !strings.Contains(body, "/resources/alpha/Queue/q000") ||
+		strings.Contains(body, "/resources/alpha/Queue/q002") {
+		t.Errorf("the list of what waits:\n%s", body)
+	}
+
+	// The resource page shows the request, the plan and, to who may vote, the buttons.
+	code, body := getAs(t, c, resPage, "dora")
+	for _, s := range []string{"Waiting for approval", "needs-dba", "a DBA approves replacing a queue",
+		"1 approval from group dba or token release-bot, not by the commit&#39;s author", "queue (password ***)",
+		`href="/resources/alpha/Queue/q000/confirm/approve"`, `href="/resources/alpha/Queue/q000/confirm/reject"`} {
+		if code != 200 || !strings.Contains(body, s) {
+			t.Errorf("resource page as dora: %d, no %q", code, s)
+		}
+	}
+	if _, body := getAs(t, c, resPage, "ann"); strings.Contains(body, "/confirm/approve") ||
+		!strings.Contains(body, "You may not vote on this change: policy needs-dba: user ann@example.com is the commit&#39;s author") {
+		t.Errorf("the author's resource page offers a vote or does not say why not")
+	}
+
+	// The confirmation page carries the plan hash; the form votes with it.
+	if code, _ := getAs(t, c, srv.URL+"/resources/alpha/Queue/q002/confirm/approve", "dora"); code != http.StatusConflict {
+		t.Errorf("confirming an approval where nothing waits: %d", code)
+	}
+	code, body = getAs(t, c, resPage+"/confirm/approve", "dora")
+	m := csrfField.FindStringSubmatch(body)
+	if code != 200 || m == nil || !strings.Contains(body, `name="planHash" value="`+planHash+`"`) {
+		t.Fatalf("confirmation page: %d\n%s", code, body)
+	}
+	submit := func(as, action, hash string) (int, string) {
+		t.Helper()
+		form := url.Values{"csrf": {m[1]}, "reason": {"looks right"}, "planHash": {hash}}
+		req, _ := http.NewRequest(http.MethodPost, resPage+"/"+action, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("X-Test-Identity", as)
+		req.Header.Set("Origin", srv.URL)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := submit("ann", "approve", planHash); code != http.StatusForbidden || !strings.Contains(body, "is the commit&#39;s author") {
+		t.Errorf("the author's form: %d\n%s", code, body)
+	}
+	if code, body := submit("dora", "approve", "feed"); code != http.StatusConflict || !strings.Contains(body, "The plan changed") {
+		t.Errorf("a form for another plan: %d\n%s", code, body)
+	}
+	if code, _ := submit("dora", "approve", planHash); code != http.StatusSeeOther {
+		t.Fatalf("approve form: %d", code)
+	}
+	if _, body := getAs(t, c, resPage, "dora"); !strings.Contains(body, "<strong>approve</strong> by user:dora@example.com") ||
+		!strings.Contains(body, "looks right") {
+		t.Errorf("the vote is not shown on the resource page")
+	}
+	var verdicts []string
+	rows, _ := st.Pool().Query(context.Background(), "SELECT verdict || ' ' || actor FROM approvals ORDER BY id")
+	for rows.Next() {
+		var v string
+		_ = rows.Scan(&v)
+		verdicts = append(verdicts, v)
+	}
+	if strings.Join(verdicts, ",") != "approve user:dora@example.com" {
+		t.Errorf("votes recorded: %q", verdicts)
 	}
 }

@@ -79,6 +79,17 @@ func TestApprovalRequests(t *testing.T) {
 		}
 	}
 
+	// The dashboard's table filters on the request's state.
+	for state, want := range map[string]int{ApprovalPending: 1, ApprovalDenied: 1, ApprovalRejected: 0} {
+		rs, _, err := st.ListResourceSummaries(ctx, InNamespaces("prod"), SummaryFilter{Approval: state})
+		if err != nil || len(rs) != want {
+			t.Errorf("resources with a %s approval request: %d, %v; want %d", state, len(rs), err, want)
+		}
+	}
+	if _, _, err := st.ListResourceSummaries(ctx, Everything, SummaryFilter{Approval: "maybe"}); !errors.Is(err, ErrBadRequest) {
+		t.Errorf("an unknown approval state: %v", err)
+	}
+
 	// A vote the check refuses writes nothing.
 	refused := errors.New("may not")
 	vote := func(kind, hash string, approve bool, check func(*ApprovalRequest) error) (*ApprovalRequest, error) {
