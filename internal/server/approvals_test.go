@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -232,15 +231,8 @@ func TestDashboardApprovals(t *testing.T) {
 		form := url.Values{"csrf": {m[1]}, "reason": {"looks right"}, "planHash": {hash}}
 		req, _ := http.NewRequest(http.MethodPost, resPage+"/"+action, strings.NewReader(form.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("X-Test-Identity", as)
 		req.Header.Set("Origin", srv.URL)
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
+		return doAs(t, c, req, as)
 	}
 	if code, body := submit("ann", "approve", planHash); code != http.StatusForbidden || !strings.Contains(body, "is the commit&#39;s author") {
 		t.Errorf("the author's form: %d\n%s", code, body)

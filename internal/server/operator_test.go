@@ -284,6 +284,12 @@ func formClient(t *testing.T) *http.Client {
 func getAs(t *testing.T, c *http.Client, u, as string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	return doAs(t, c, req, as)
+}
+
+// doAs sends req as the test identity as and returns the answer's status and body.
+func doAs(t *testing.T, c *http.Client, req *http.Request, as string) (int, string) {
+	t.Helper()
 	req.Header.Set("X-Test-Identity", as)
 	resp, err := c.Do(req)
 	if err != nil {
