@@ -211,8 +211,6 @@ func (s *Store) ListApprovalRequests(ctx context.Context, sc Scope, f ApprovalFi
 	var where []string
 	if w := sc.where("r.namespace", args.add); w != "" {
 		where = append(where, w)
-	} else if !sc.All() {
-		return nil, nil
 	}
 	if f.Namespace != "" {
 		where = append(where, "r.namespace = "+args.add(f.Namespace))
