@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -30,89 +29,6 @@ const (
 	ReasonApprovalGiven  = "ApprovalGiven"
 	ReasonRejectionGiven = "RejectionGiven"
 )
-
-// The jsonb spellings of approval_requests.plan, approval_requests.requirements and
-// approvals.approver (the storage format; the row types carry no JSON names).
-
-type approvalPlanJSON struct {
-	Available bool   `json:"available"`
-	Changes   bool   `json:"changes"`
-	Counted   bool   `json:"counted"`
-	Add       int    `json:"add"`
-	Change    int    `json:"change"`
-	Destroy   int    `json:"destroy"`
-	Replace   int    `json:"replace"`
-	Summary   string `json:"summary"`
-	Text      string `json:"text"`
-}
-
-type principalJSON struct {
-	Group string `json:"group,omitempty"`
-	Token string `json:"token,omitempty"`
-}
-
-type requirementJSON struct {
-	Policy    string          `json:"policy"`
-	Count     int             `json:"count"`
-	From      []principalJSON `json:"from"`
-	NotAuthor bool            `json:"notAuthor"`
-}
-
-type approverJSON struct {
-	Token  string   `json:"token,omitempty"`
-	User   string   `json:"user,omitempty"`
-	Email  string   `json:"email,omitempty"`
-	Groups []string `json:"groups,omitempty"`
-}
-
-func encodeApprovalPlan(p ApprovalPlan) []byte {
-	b, _ := json.Marshal(approvalPlanJSON(p)) // bools, ints and strings: it cannot fail
-	return b
-}
-
-func decodeApprovalPlan(b []byte) (ApprovalPlan, error) {
-	var p approvalPlanJSON
-	err := json.Unmarshal(b, &p)
-	return ApprovalPlan(p), err
-}
-
-func encodeRequirements(rs []policy.Requirement) []byte {
-	out := make([]requirementJSON, len(rs))
-	for i, r := range rs {
-		out[i] = requirementJSON{Policy: r.Policy, Count: r.Count, NotAuthor: r.NotAuthor, From: make([]principalJSON, len(r.From))}
-		for j, p := range r.From {
-			out[i].From[j] = principalJSON(p)
-		}
-	}
-	b, _ := json.Marshal(out)
-	return b
-}
-
-func decodeRequirements(b []byte) ([]policy.Requirement, error) {
-	var in []requirementJSON
-	if err := json.Unmarshal(b, &in); err != nil {
-		return nil, err
-	}
-	out := make([]policy.Requirement, len(in))
-	for i, r := range in {
-		out[i] = policy.Requirement{Policy: r.Policy, Approvals: policy.Approvals{Count: r.Count, NotAuthor: r.NotAuthor}}
-		for _, p := range r.From {
-			out[i].From = append(out[i].From, policy.Principal(p))
-		}
-	}
-	return out, nil
-}
-
-func encodeApprover(a policy.Approver) []byte {
-	b, _ := json.Marshal(approverJSON(a))
-	return b
-}
-
-func decodeApprover(b []byte) (policy.Approver, error) {
-	var a approverJSON
-	err := json.Unmarshal(b, &a)
-	return policy.Approver(a), err
-}
 
 const approvalRequestColumns = `r.namespace, r.kind, r.name, r.source, a.resource_id, a.generation, a.deleting, a.change_type,
 	a.revision, a.plan_hash, a.plan, a.decision, a.policy, a.message, a.requirements, a.author_name, a.author_email, a.state,
@@ -307,9 +223,13 @@ func (s *Store) Vote(ctx context.Context, p VoteParams) (*ApprovalRequest, error
 		if p.Vote.Approve {
 			verdict, reason, did = "approve", ReasonApprovalGiven, "approved"
 		}
+		approver, err := encodeApprover(p.Vote.Approver)
+		if err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `INSERT INTO approvals (resource_id, generation, plan_hash, verdict, actor, approver, reason)
 			VALUES ($1, $2, $3, $4, $5, $6, $7)`, q.ResourceID, q.Generation, q.PlanHash, verdict, p.Vote.Actor,
-			encodeApprover(p.Vote.Approver), p.Vote.Reason); err != nil {
+			approver, p.Vote.Reason); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE resources SET run_at = now(), dirty = dirty OR lease_owner IS NOT NULL WHERE id = $1`,

@@ -14,13 +14,21 @@ import (
 // reconciler's write does.
 func insertApprovalRequest(t *testing.T, st *Store, q ApprovalRequest) {
 	t.Helper()
-	_, err := st.pool.Exec(context.Background(), `INSERT INTO approval_requests (resource_id, generation, deleting, change_type,
+	plan, err := encodeApprovalPlan(q.Plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs, err := encodeRequirements(q.Requirements)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.pool.Exec(context.Background(), `INSERT INTO approval_requests (resource_id, generation, deleting, change_type,
 		revision, plan_hash, plan, decision, policy, message, requirements, author_name, author_email, state)
 		SELECT id, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16 FROM resources
 		WHERE namespace = $1 AND kind = $2 AND name = $3
 		ON CONFLICT (resource_id) DO UPDATE SET plan_hash = EXCLUDED.plan_hash, state = EXCLUDED.state`,
-		q.Namespace, q.Kind, q.Name, q.Generation, q.Deleting, q.ChangeType, q.Revision, q.PlanHash, encodeApprovalPlan(q.Plan),
-		string(q.Decision), q.Policy, q.Message, encodeRequirements(q.Requirements), q.Author.Name, q.Author.Email, q.State)
+		q.Namespace, q.Kind, q.Name, q.Generation, q.Deleting, q.ChangeType, q.Revision, q.PlanHash, plan,
+		string(q.Decision), q.Policy, q.Message, reqs, q.Author.Name, q.Author.Email, q.State)
 	if err != nil {
 		t.Fatal(err)
 	}
