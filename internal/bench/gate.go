@@ -105,14 +105,16 @@ func (b *bench) gatedRate(ctx context.Context, n int, set *policy.Set, act actio
 
 // policyEval is policy_eval_per_resource: Set.Decide of a resource that the issue's policy
 // and one other select, among ten idle ones (their rules read the plan, the change and the
-// specs), and policy_match_none_per_resource: the same resource's decision when only the
-// ten idle policies are configured.
+// specs); policy_eval_plan_rule_per_resource: the same with the issue's policy alone
+// selecting it (its rule reads the plan and the change, no spec is decoded); and
+// policy_match_none_per_resource: the same resource's decision when only the ten idle
+// policies are configured.
 func policyEval(ctx context.Context) error {
 	dba := &policy.Approvals{Count: 1, From: []policy.Principal{{Group: "dba"}, {Token: "release-bot"}}, NotAuthor: true}
-	selecting := append(idlePolicies(),
-		policy.Policy{Name: "prod-destroy-needs-dba",
-			Match: policy.Match{Sources: []string{"infra"}, Namespaces: []string{"production"}, Kinds: []string{"Database"}, Selector: "tier=critical"},
-			When:  "plan.destroy > 0 || plan.replace > 0 || change.type == 'delete'", Action: policy.RequireApproval, Approvals: dba},
+	issue := policy.Policy{Name: "prod-destroy-needs-dba",
+		Match: policy.Match{Sources: []string{"infra"}, Namespaces: []string{"production"}, Kinds: []string{"Database"}, Selector: "tier=critical"},
+		When:  "plan.destroy > 0 || plan.replace > 0 || change.type == 'delete'", Action: policy.RequireApproval, Approvals: dba}
+	selecting := append(idlePolicies(), issue,
 		policy.Policy{Name: "no-shrink", Match: policy.Match{Namespaces: []string{"prod*"}},
 			When: "oldSpec != null && spec.storageGB < oldSpec.storageGB", Action: policy.Deny, Message: "storage never shrinks"})
 	in := &policy.Input{
@@ -131,6 +133,7 @@ func policyEval(ctx context.Context) error {
 		want     policy.Effect
 	}{
 		{"policy_eval_per_resource", selecting, policy.RequireApproval},
+		{"policy_eval_plan_rule_per_resource", append(idlePolicies(), issue), policy.RequireApproval},
 		{"policy_match_none_per_resource", idlePolicies(), policy.Allow},
 	} {
 		set, err := policy.Compile(c.policies)
