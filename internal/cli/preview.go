@@ -136,6 +136,9 @@ func writePreview(now time.Time, b *bytes.Buffer, p wire.Preview) {
 				indent(b, pl.Text, "      ")
 			}
 		}
+		if g := c.Gate; g != nil {
+			fmt.Fprintf(b, "    After merge: %s\n", g.Text())
+		}
 	}
 	if p.HiddenChanges > 0 {
 		fmt.Fprintf(b, "  (%s in namespaces you may not see)\n", plural.Count(p.HiddenChanges, "more change", "more changes"))

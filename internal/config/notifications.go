@@ -63,8 +63,8 @@ type SMTP struct {
 type NotifyRule struct {
 	Name      string   `yaml:"name"`      // unique
 	Providers []string `yaml:"providers"` // the providers' names (at least one)
-	// Events: Failed, Stalled, Recovered, Deleted, Abandoned, Drifted, SourceRejected or
-	// PruneSkipped.
+	// Events: Failed, Stalled, Recovered, Deleted, Abandoned, Drifted, SourceRejected,
+	// PruneSkipped, ApprovalRequired, Approved, Rejected or PolicyDenied.
 	Events     []string `yaml:"events"`
 	Sources    []string `yaml:"sources"`    // source names
 	Namespaces []string `yaml:"namespaces"` // namespace names

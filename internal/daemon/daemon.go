@@ -25,6 +25,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/liveness"
 	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/notifier"
+	"github.com/trueup-dev/trueup/internal/policy"
 	"github.com/trueup-dev/trueup/internal/reconciler"
 	"github.com/trueup-dev/trueup/internal/redact"
 	"github.com/trueup-dev/trueup/internal/sealed"
@@ -252,6 +253,7 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 	rt.met = met
 	rt.srcs = newSourceSet(ctx, sourceEnv{store: db.Store, kinds: rt.srcReg, log: logger, replica: replica, met: met, acts: rt.acts, redact: rt.redact,
 		live: rt.liveHeld, checkAction: rt.checkAction, checkReference: rt.checkReference, published: rt.publishedSources,
+		policies: func() *policy.Set { return rt.cfg.Load().PolicySet() },
 		reveal: func(names []string, running map[string]*runningSource) {
 			rt.setReveal(revealKeys(names, running, rt.keys))
 		},

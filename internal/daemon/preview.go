@@ -11,6 +11,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/policy"
 	"github.com/trueup-dev/trueup/internal/preview"
 	"github.com/trueup-dev/trueup/internal/redact"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -23,7 +24,7 @@ import (
 // runner is local to its replica); the previews table's row lock keeps two replicas from
 // both commenting on one pull request.
 func newPreviewRunner(cfg *config.Config, sc config.Source, src sources.Source, st *store.Store, acts map[string]actions.Action, plans *actions.PlanGate,
-	checkRef func(from string, target graph.ID, outputs []string) error, secrets *redact.Registry, replica string, logger *slog.Logger) (*preview.Runner, error) {
+	checkRef func(from string, target graph.ID, outputs []string) error, policies func() *policy.Set, secrets *redact.Registry, replica string, logger *slog.Logger) (*preview.Runner, error) {
 	fetcher, pub, err := previewPublisher(sc, src)
 	if err != nil {
 		return nil, err
@@ -34,7 +35,7 @@ func newPreviewRunner(cfg *config.Config, sc config.Source, src sources.Source, 
 			CheckAction: CheckAction(acts), CheckReference: checkRef, Limits: manifest.Limits(cfg.Limits), Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction, AllowEmpty: sc.Prune.AllowEmpty,
 			Actions: acts, Plans: plans, PlanTimeout: sc.Preview.PlanTimeout, PlanConcurrency: sc.Preview.PlanConcurrency, Redact: secrets, Roots: previewRoots(cfg, acts),
 			NoResolve: sc.Preview.ResolveOutputs == config.ResolveNever, ResolveForks: sc.Preview.ResolveOutputs == config.ResolveAlways,
-			ForkPlans: sc.Preview.ForkPlans}}), nil
+			ForkPlans: sc.Preview.ForkPlans, Policies: policies}}), nil
 }
 
 // previewPublisher is what sc's preview runner fetches pull requests with (src) and

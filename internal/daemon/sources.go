@@ -17,6 +17,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/metrics"
+	"github.com/trueup-dev/trueup/internal/policy"
 	"github.com/trueup-dev/trueup/internal/preview"
 	"github.com/trueup-dev/trueup/internal/redact"
 	"github.com/trueup-dev/trueup/internal/sealed"
@@ -52,6 +53,9 @@ type sourceEnv struct {
 	live           func() bool
 	checkAction    func(name string, with json.RawMessage) error
 	checkReference func(from string, target graph.ID, outputs []string) error
+	// policies are the policies of the config running (a reload applies them at once):
+	// previews decide with them what a merge would wait for.
+	policies func() *policy.Set
 	// published is told each time the set publishes its sources (nil: nobody).
 	published func()
 	// reveal is told the keys of the copies that run: names are the configured sources
@@ -162,7 +166,7 @@ func (s *sourceSet) build(cfg *config.Config, sc config.Source, keys map[string]
 		CheckAction: e.checkAction, CheckReference: e.checkReference, Limits: manifest.Limits(cfg.Limits), Redact: e.redact, Metrics: e.met, Reporter: reporter,
 		Opener: sealed.NewOpener(keys[sc.Name])}, e.log)
 	if sc.PreviewEnabled() {
-		p, err := newPreviewRunner(cfg, sc, src, e.store, acts, e.acts.Plans(), e.checkReference, e.redact, e.replica, e.log)
+		p, err := newPreviewRunner(cfg, sc, src, e.store, acts, e.acts.Plans(), e.checkReference, e.policies, e.redact, e.replica, e.log)
 		if err != nil {
 			rs.close()
 			return nil, err
@@ -237,7 +241,7 @@ func (s *sourceSet) attachPreview(cfg *config.Config, rs *runningSource) error {
 	}
 	e := &s.env
 	acts, release := e.acts.Snapshot()
-	p, err := newPreviewRunner(cfg, rs.cfg, rs.src, e.store, acts, e.acts.Plans(), e.checkReference, e.redact, e.replica, e.log)
+	p, err := newPreviewRunner(cfg, rs.cfg, rs.src, e.store, acts, e.acts.Plans(), e.checkReference, e.policies, e.redact, e.replica, e.log)
 	if err != nil {
 		release()
 		rs.preview.Store(nil)

@@ -38,7 +38,8 @@ func previewQueue(name string, size any) string {
 }
 
 // TestProcsPreview: the real binary previews pull requests (GitHub) and merge requests
-// (GitLab) of a local repository: a signed webhook → one status and one comment; a second
+// (GitLab) of a local repository: a signed webhook → one status and one comment, which says
+// what a policy of the controller's would hold after merge; a second
 // push edits the comment; an invalid manifest fails the status with its file:line; the
 // applied state and the action's call log never move.
 func TestProcsPreview(t *testing.T) {
@@ -61,6 +62,9 @@ func testProcsPreview(t *testing.T, gitlab bool) {
 		"commitStatus": map[string]any{"provider": provider, "token": previewForgeToken, "baseURL": forge.URL + "/", "repo": "acme/infra"},
 		"preview":      map[string]any{"enabled": true, "planTimeout": "10s"},
 	}
+	// A policy of the controller's: the comment says what it would hold after merge.
+	w.config = map[string]any{"policies": []any{map[string]any{"name": "queue-c-reviewed", "match": map[string]any{"kinds": []string{"Queue"}},
+		"when": "resource.name == 'c' && change.type == 'create'", "action": "requireApproval", "approvals": map[string]any{"from": []any{map[string]string{"token": "release-bot"}}}}}}
 	main := w.commit(map[string]string{"manifests/types.yaml": previewTypes, "manifests/a.yaml": previewQueue("a", 1),
 		"manifests/b.yaml": previewQueue("b", 1)}, "queues a and b")
 	// Two replicas: a redelivery (same delivery id) reaching both is previewed once.
@@ -139,7 +143,8 @@ func testProcsPreview(t *testing.T, gitlab bool) {
 	if len(cs) != 1 || cs[0].Number != 7 {
 		t.Fatalf("comments %+v", cs)
 	}
-	for _, want := range []string{"1 to add, 1 to change, 0 to delete, 1 unchanged, 0 invalid", "Queue/default/c", "-  \"size\": 1\n+  \"size\": 2"} {
+	for _, want := range []string{"1 to add, 1 to change, 0 to delete, 1 unchanged, 0 invalid", "Queue/default/c", "-  \"size\": 1\n+  \"size\": 2",
+		"⏸ After merge: needs 1 approval from token release-bot (policy queue-c-reviewed)"} {
 		if !strings.Contains(cs[0].Body, want) {
 			t.Errorf("comment lacks %q:\n%s", want, cs[0].Body)
 		}

@@ -156,9 +156,9 @@ func teamsBody(m notify.Message) any {
 
 func color(event string) string {
 	switch event {
-	case notify.Recovered:
+	case notify.Recovered, notify.Approved:
 		return "2EB886"
-	case notify.Drifted, notify.PruneSkipped, notify.Deleted, notify.Abandoned:
+	case notify.Drifted, notify.PruneSkipped, notify.Deleted, notify.Abandoned, notify.ApprovalRequired:
 		return "DAA038"
 	}
 	return "A30200"

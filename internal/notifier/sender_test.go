@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/lease"
 	"github.com/trueup-dev/trueup/internal/metrics"
+	"github.com/trueup-dev/trueup/internal/notify"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -257,6 +259,35 @@ func TestTeamsCard(t *testing.T) {
 	got := b.slack.got()
 	if len(got) != 1 || got[0]["@type"] != "MessageCard" || got[0]["title"] != "Failed: production/DatabaseCluster/main" {
 		t.Fatalf("card %v", got)
+	}
+}
+
+// TestApprovalCards: the events of the gate of policies get their colour, and a wait says
+// how to approve.
+func TestApprovalCards(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.sender(t, "msteams", "", nil)
+	msg := "needs a DBA — plan 0123456789ab: 1 to replace; needs 1 approval from group dba"
+	for _, ev := range []string{notify.ApprovalRequired, notify.Approved, notify.Rejected, notify.PolicyDenied} {
+		b.add(t, store.OutboxEntry{Event: ev, Namespace: "production", Kind: "Database", Name: "orders", Source: "infra",
+			Revision: "abc123", Phase: "Pending", Message: msg})
+	}
+	if err := s.Once(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	colours := map[string]string{}
+	for _, card := range b.slack.got() {
+		title, _ := card["title"].(string)
+		colours[strings.TrimSuffix(title, ": production/Database/orders")], _ = card["themeColor"].(string)
+		if text, _ := card["text"].(string); !strings.Contains(text, msg) ||
+			strings.HasPrefix(title, notify.ApprovalRequired) != strings.Contains(text, "trueup approve production/Database/orders") {
+			t.Errorf("%s: text %q", title, text)
+		}
+	}
+	want := map[string]string{notify.ApprovalRequired: "DAA038", notify.Approved: "2EB886", notify.Rejected: "A30200", notify.PolicyDenied: "A30200"}
+	if !reflect.DeepEqual(colours, want) {
+		t.Errorf("colours %v, want %v", colours, want)
 	}
 }
 

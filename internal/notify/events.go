@@ -58,28 +58,63 @@ type Snapshot struct {
 // Events returns the notifications that the change from before to after is worth, in a fixed
 // order. A failure is told once when it starts, not at each retry nor when a new generation
 // fails again before anything succeeded (failing carries across generations); Recovered is
-// Ready again after a failure.
+// Ready again after a failure. The gate of policies is told by its condition (approval): a
+// stall for a rejection or a deny is told as Rejected or PolicyDenied instead of Stalled.
 func Events(before, after Snapshot) []string {
 	switch {
 	case after.Abandoned:
 		return []string{Abandoned}
 	case after.Removed:
+		if approval(before, after, false) == Approved {
+			return []string{Approved, Deleted} // an approved delete that finished at once
+		}
 		return []string{Deleted}
 	}
 	var out []string
 	wasStalled, isStalled := stalled(before), stalled(after)
+	gate := approval(before, after, isStalled && !wasStalled)
 	switch {
 	case isStalled && !wasStalled:
-		out = append(out, Stalled)
+		if gate != Rejected && gate != PolicyDenied {
+			out = append(out, Stalled)
+		}
 	case after.Phase == status.PhaseFailed && !failing(before) && !isStalled:
 		out = append(out, Failed)
 	case after.Phase == status.PhaseReady && (failing(before) || wasStalled):
 		out = append(out, Recovered)
 	}
+	if gate != "" {
+		out = append(out, gate)
+	}
 	if after.Drift {
 		out = append(out, Drifted)
 	}
 	return out
+}
+
+// approval is the notification that the condition Approved's change is worth ("" for none):
+// ApprovalRequired when the wait begins or its message changes (a new plan to approve),
+// Approved when an approval appears or names another one, Rejected and PolicyDenied when the
+// condition turns to them or the resource stalls on them anew (newStall: a new generation
+// that a policy denies again).
+func approval(before, after Snapshot, newStall bool) string {
+	c, ok := status.Get(after.Conditions, status.Approved)
+	if !ok {
+		return ""
+	}
+	was, had := status.Get(before.Conditions, status.Approved)
+	changed := !had || was.Status != c.Status || was.Reason != c.Reason || was.Message != c.Message
+	switch {
+	case c.Status == status.False && c.Reason == status.ReasonApprovalRequired && changed:
+		return ApprovalRequired
+	case c.Status == status.True && c.Reason == status.ReasonApproved && changed:
+		return Approved
+	case c.Status == status.False && c.Reason == status.ReasonRejected && (changed || newStall):
+		return Rejected
+	case c.Status == status.False && c.Reason == status.ReasonPolicyDenied && (changed || newStall):
+		return PolicyDenied
+	}
+	return ""
 }
 
 func stalled(s Snapshot) bool {

@@ -52,6 +52,63 @@ func TestEvents(t *testing.T) {
 	}
 }
 
+// TestApprovalEvents: the gate of policies is told by the condition Approved's transitions.
+func TestApprovalEvents(t *testing.T) {
+	t.Parallel()
+	approved := func(st, reason, msg string) status.Condition {
+		return status.Condition{Type: status.Approved, Status: st, Reason: reason, Message: msg}
+	}
+	stall := func(reason string) []status.Condition {
+		return []status.Condition{{Type: status.Stalled, Status: status.True, Reason: reason},
+			{Type: status.Ready, Status: status.False, Reason: status.ReasonStalled}}
+	}
+	snap := func(phase string, conds ...status.Condition) Snapshot {
+		return Snapshot{Phase: phase, Conditions: conds}
+	}
+	waitA := approved(status.False, status.ReasonApprovalRequired, "needs a DBA — plan aaaaaaaaaaaa: 1 to destroy")
+	waitB := approved(status.False, status.ReasonApprovalRequired, "needs a DBA — plan bbbbbbbbbbbb: 1 to replace")
+	ok := approved(status.True, status.ReasonApproved, "approved by token:dba (policy p, plan aaaaaaaaaaaa)")
+	allowed := approved(status.True, status.ReasonPolicyAllowed, "")
+	rejected := approved(status.False, status.ReasonRejected, "rejected by token:dba: not today")
+	denied := approved(status.False, status.ReasonPolicyDenied, "production databases are not deleted")
+	stalledDenied := Snapshot{Phase: status.PhaseFailed, Conditions: append(stall(status.ReasonPolicyDenied), denied)}
+	for _, tc := range []struct {
+		name          string
+		before, after Snapshot
+		want          []string
+	}{
+		{"a wait begins", snap(status.PhaseReady), snap(status.PhasePending, waitA), []string{ApprovalRequired}},
+		{"a wait begins after an allowed change", snap(status.PhaseReady, allowed), snap(status.PhasePending, waitA), []string{ApprovalRequired}},
+		{"the same wait is told once", snap(status.PhasePending, waitA), snap(status.PhasePending, waitA), nil},
+		{"a new plan to approve", snap(status.PhasePending, waitA), snap(status.PhasePending, waitB), []string{ApprovalRequired}},
+		{"approved and applied", snap(status.PhasePending, waitA), snap(status.PhaseReady, ok), []string{Approved}},
+		{"approved is told once", snap(status.PhaseReady, ok), snap(status.PhaseReady, ok), nil},
+		{"approved after a failure", Snapshot{Phase: status.PhasePending, Conditions: []status.Condition{
+			{Type: status.Ready, Status: status.False, Reason: status.ReasonActionFailed}, waitA}}, snap(status.PhaseReady, ok),
+			[]string{Recovered, Approved}},
+		{"allowed by the policies is not told", snap(status.PhaseReconciling), snap(status.PhaseReady, allowed), nil},
+		{"rejected replaces stalled", snap(status.PhasePending, waitA),
+			Snapshot{Phase: status.PhaseFailed, Conditions: append(stall(status.ReasonRejected), rejected)}, []string{Rejected}},
+		{"denied replaces stalled", snap(status.PhaseReconciling), stalledDenied, []string{PolicyDenied}},
+		{"denied stays denied", stalledDenied, stalledDenied, nil},
+		{"a new generation denied again", snap(status.PhaseReconciling, denied), stalledDenied, []string{PolicyDenied}},
+		{"denied, then allowed and applied", stalledDenied, snap(status.PhaseReady, allowed), []string{Recovered}},
+		{"a stall of the action's own is still Stalled", snap(status.PhaseReady, allowed),
+			Snapshot{Phase: status.PhaseFailed, Conditions: append(stall(status.ReasonActionRejected), allowed)}, []string{Stalled}},
+		{"an approved delete finished", snap(status.PhaseDeleting, waitA), Snapshot{Removed: true, Conditions: []status.Condition{ok}},
+			[]string{Approved, Deleted}},
+		{"drift corrected after approval", snap(status.PhasePending, waitA), Snapshot{Phase: status.PhaseReady, Conditions: []status.Condition{ok}, Drift: true},
+			[]string{Approved, Drifted}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if got := Events(tc.before, tc.after); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Events = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestSyncFailureEvent(t *testing.T) {
 	t.Parallel()
 	for reason, want := range map[string]string{"ValidationFailed": SourceRejected, "Conflict": SourceRejected, "FetchFailed": "", "": ""} {

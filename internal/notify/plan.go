@@ -263,6 +263,14 @@ func verb(event string) string {
 		return "were abandoned"
 	case Drifted:
 		return "drifted"
+	case ApprovalRequired:
+		return "wait for approval"
+	case Approved:
+		return "were approved"
+	case Rejected:
+		return "were rejected"
+	case PolicyDenied:
+		return "were denied by a policy"
 	}
 	return event
 }
@@ -276,6 +284,9 @@ func defaultText(m Message) string {
 		}
 		if m.Message != "" {
 			fmt.Fprintf(&b, "\n%s", m.Message)
+		}
+		if m.Event == ApprovalRequired {
+			fmt.Fprintf(&b, "\nApprove: trueup approve %s (or reject: trueup reject %[1]s)", m.Resource)
 		}
 	} else {
 		fmt.Fprintf(&b, "\n%s", strings.Join(m.Resources, ", "))

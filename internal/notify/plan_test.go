@@ -121,6 +121,17 @@ func TestCompose(t *testing.T) {
 	if m.URL != "https://t.example/sources/infra" || m.Title != "SourceRejected: source infra" {
 		t.Errorf("source: %+v", m)
 	}
+	wait := Batch{Rule: r, Event: ApprovalRequired, Revision: "abc", Items: []Item{{Namespace: "production", Kind: "Database", Name: "main",
+		Phase: "Pending", Message: "needs a DBA — plan 0123456789ab: 1 to replace; needs 1 approval from group dba"}}}
+	m, _ = Compose(wait, "")
+	if m.Title != "ApprovalRequired: production/Database/main" || !strings.Contains(m.Text, "needs 1 approval from group dba") ||
+		!strings.Contains(m.Text, "trueup approve production/Database/main") {
+		t.Errorf("approval required: %+v", m)
+	}
+	wait.Items = append(wait.Items, Item{Namespace: "production", Kind: "Database", Name: "other"})
+	if m, _ = Compose(wait, ""); m.Title != "2 resources wait for approval on revision abc" {
+		t.Errorf("grouped approval required: %q", m.Title)
+	}
 	r2 := &Rule{Name: "t", Template: template.Must(template.New("t").Parse("{{.Event}} {{.Resource}} at {{.Revision}}"))}
 	m, _ = Compose(Batch{Rule: r2, Event: Failed, Revision: "abc", Items: one.Items}, "")
 	if m.Text != "Failed production/DatabaseCluster/main at abc" || m.URL != "" {

@@ -17,6 +17,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/policy"
 	"github.com/trueup-dev/trueup/internal/redact"
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/specdiff"
@@ -67,6 +68,10 @@ type Checker struct {
 	// CI the pull request chooses (actions.PullRequestCodePlanner: github-actions, gitlab,
 	// terraform with a repository module and pullRequestModules; preview.forkPlans).
 	ForkPlans bool
+	// Policies returns the controller's policies as they are now (the running config's; nil,
+	// or a nil func: none): each change is decided as the reconciler would after merge
+	// (Change.Gate).
+	Policies func() *policy.Set
 }
 
 // Origin says where a pull request comes from.
@@ -167,10 +172,12 @@ func (c *Checker) CheckFrom(ctx context.Context, snap *sources.Snapshot, from Or
 		return invalid(check.Conflicts, c.Redact.Scrub), check.Revision, nil
 	}
 	res := c.diff(set, check, snap.Revision, len(snap.Files) == 0)
-	if unresolved := c.plan(ctx, set, appliedTypes, check.Applied, res.Changes, snap.Revision, from); unresolved {
+	plans, unresolved := c.plan(ctx, set, appliedTypes, check.Applied, res.Changes, snap.Revision, from)
+	if unresolved {
 		res.Warnings = append(res.Warnings, forkNotResolved)
 		res.WarningNamespaces = append(res.WarningNamespaces, "")
 	}
+	c.gate(ctx, set, check.Applied, res.Changes, plans, snap)
 	return res, check.Revision, nil
 }
 
@@ -245,7 +252,7 @@ func (c *Checker) diff(set *manifest.Set, check store.RevisionCheck, revision st
 		case changeplan.Relabel:
 			ch.Op = "change"
 			ch.Diff = metaDiff(&check.Applied[st.Applied], r, from, to)
-			ch.Plan = &Plan{Status: "skipped", Summary: "metadata only: no new generation, no reconcile"}
+			ch.Plan = &Plan{Status: "skipped", Summary: metadataOnly}
 		default:
 			res.Counts.Unchanged++
 			continue
@@ -315,8 +322,12 @@ func metaDiff(a *store.AppliedResource, r *manifest.Resource, from, to string) s
 	return strings.Join(lines, "\n")
 }
 
+// metadataOnly is the plan summary of a change of labels, annotations or apiVersion alone.
+const metadataOnly = "metadata only: no new generation, no reconcile"
+
 // plan asks the action of every added resource and of every resource whose spec changed
-// for a plan, PlanConcurrency at a time, each within PlanTimeout. The action and its with:
+// for a plan, PlanConcurrency at a time, each within PlanTimeout; plans holds, aligned with
+// changes, what policies read of each plan made (policy.NoPlan for the others). The action and its with:
 // are the applied type's, never the pull request's: with: chooses what a plan runs (a
 // workflow, a pipeline job, a ref), and a pull request from a fork must not choose it. A
 // resource whose type the pull request adds, or whose action or with: it changes, is not
@@ -330,7 +341,8 @@ func metaDiff(a *store.AppliedResource, r *manifest.Resource, from, to string) s
 // reference resolved unless ResolveForks (unresolved reports that one was left so), and no
 // plan that runs the pull request's code or the forge's CI unless ForkPlans.
 func (c *Checker) plan(ctx context.Context, set *manifest.Set, applied map[string]manifest.ResourceType, own []store.AppliedResource,
-	changes []Change, revision string, from Origin) (unresolved bool) {
+	changes []Change, revision string, from Origin) (plans []policy.Plan, unresolved bool) {
+	plans = make([]policy.Plan, len(changes))
 	declared := map[string]manifest.ResourceType{}
 	for _, t := range set.Types {
 		declared[strings.ToLower(t.Name)] = t
@@ -411,11 +423,11 @@ func (c *Checker) plan(ctx context.Context, set *manifest.Set, applied map[strin
 				ch.Plan = &Plan{Status: "skipped", Summary: reconcilingSkipped}
 				return
 			}
-			ch.Plan = c.planOne(ctx, planner, req, timeout, values)
+			ch.Plan, plans[i] = c.planOne(ctx, planner, req, timeout, values)
 		}()
 	}
 	wg.Wait()
-	return unresolved
+	return plans, unresolved
 }
 
 // sameAction reports whether two types name the same action with the same with:.
@@ -452,30 +464,30 @@ func referenced(changes []Change, byID map[string]*manifest.Resource, mine map[g
 
 // planOne asks p for one plan; values are the output values resolved into req's spec, which
 // the plan's text, summary and error are scrubbed of (sanitize), with the controller's
-// secrets.
-func (c *Checker) planOne(ctx context.Context, p actions.Planner, req actions.Request, timeout time.Duration, values []string) (out *Plan) {
+// secrets. made is what policies read of the plan (policy.NoPlan when there is none).
+func (c *Checker) planOne(ctx context.Context, p actions.Planner, req actions.Request, timeout time.Duration, values []string) (out *Plan, made policy.Plan) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	defer func() {
 		if v := recover(); v != nil {
-			out = &Plan{Status: "error", Error: "the action panicked during plan (a bug in the plugin; see the controller's log)"}
+			out, made = &Plan{Status: "error", Error: "the action panicked during plan (a bug in the plugin; see the controller's log)"}, policy.NoPlan
 		}
 	}()
 	plan, err := actions.GateFor(c.Plans, p).Plan(ctx, p, req)
 	switch {
 	case errors.Is(err, actions.ErrNoPlan):
-		return &Plan{Status: "no-plan"}
+		return &Plan{Status: "no-plan"}, policy.NoPlan
 	case errors.Is(err, actions.ErrPlanBusy):
-		return &Plan{Status: "skipped", Summary: reconcilingSkipped}
+		return &Plan{Status: "skipped", Summary: reconcilingSkipped}, policy.NoPlan
 	case errors.Is(err, actions.ErrPlanInProgress):
-		return &Plan{Status: "skipped", Summary: planningSkipped}
+		return &Plan{Status: "skipped", Summary: planningSkipped}, policy.NoPlan
 	case err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return &Plan{Status: "timeout", Error: fmt.Sprintf("no plan within %s", timeout)}
+		return &Plan{Status: "timeout", Error: fmt.Sprintf("no plan within %s", timeout)}, policy.NoPlan
 	case err != nil:
-		return &Plan{Status: "error", Error: sanitize(err.Error(), values, c.Redact, c.Roots)}
+		return &Plan{Status: "error", Error: sanitize(err.Error(), values, c.Redact, c.Roots)}, policy.NoPlan
 	}
 	return &Plan{Status: "planned", Changes: plan.Changes, Summary: oneLine(sanitize(plan.Summary, values, c.Redact, c.Roots)),
-		Text: truncate(sanitize(plan.Text, values, c.Redact, c.Roots), maxPlanText)}
+		Text: truncate(sanitize(plan.Text, values, c.Redact, c.Roots), maxPlanText)}, policy.PlanOf(plan)
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

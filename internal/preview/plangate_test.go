@@ -38,16 +38,16 @@ func TestPlanOneThroughTheGate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out := c.planOne(t.Context(), plain, req, time.Minute, nil); out.Status != "planned" || !asked {
+	if out, _ := c.planOne(t.Context(), plain, req, time.Minute, nil); out.Status != "planned" || !asked {
 		t.Errorf("plan of a plugin without arbitration while reconciling: %+v", out)
 	}
 	asked = false
-	out := c.planOne(t.Context(), p, req, time.Minute, nil)
+	out, _ := c.planOne(t.Context(), p, req, time.Minute, nil)
 	done()
 	if asked || out.Status != "skipped" || out.Summary != reconcilingSkipped || out.Error != "" {
 		t.Errorf("plan while reconciling: %+v (plugin asked: %v); want it refused as busy", out, asked)
 	}
-	if out := c.planOne(t.Context(), p, req, time.Minute, nil); out.Status != "planned" || !asked {
+	if out, _ := c.planOne(t.Context(), p, req, time.Minute, nil); out.Status != "planned" || !asked {
 		t.Errorf("plan once the reconcile ended: %+v", out)
 	}
 }
@@ -66,7 +66,7 @@ func TestPlanOneAnotherPlan(t *testing.T) {
 		{fmt.Errorf("workspace: %w", actions.ErrPlanBusy), reconcilingSkipped},
 	} {
 		p := planFunc(func(context.Context, actions.Request) (actions.Plan, error) { return actions.Plan{}, tc.err })
-		if out := c.planOne(t.Context(), p, req, time.Minute, nil); out.Status != "skipped" || out.Summary != tc.want {
+		if out, _ := c.planOne(t.Context(), p, req, time.Minute, nil); out.Status != "skipped" || out.Summary != tc.want {
 			t.Errorf("plan refused with %v: %+v, want skipped: %s", tc.err, out, tc.want)
 		}
 	}

@@ -57,7 +57,7 @@ func RenderComment(c Comment) string {
 	if len(r.Errors) > 0 {
 		verdict = "❌ invalid: a push of this revision would be rejected and the source would keep its applied revision"
 	}
-	parts = append(parts, part{head: title + CountsLine(r.Counts) + "\n\n" + verdict + "\n\n"})
+	parts = append(parts, part{head: title + CountsLine(r.Counts) + "\n\n" + verdict + "\n\n" + gatesLine(r.Changes)})
 	if len(r.Errors) > 0 {
 		fence := fenceFor(joinErrors(r.Errors))
 		p := part{head: fmt.Sprintf("#### Errors (%d)\n\n%stext\n", len(r.Errors), fence), tail: fence + "\n\n"}
@@ -77,7 +77,7 @@ func RenderComment(c Comment) string {
 		p := part{head: "| | Resource | File | Plan |\n|---|---|---|---|\n", tail: "\n"}
 		for _, ch := range r.Changes {
 			p.rows = append(p.rows, fmt.Sprintf("| %s | %s | %s | %s |\n", opSign(ch.Op), escape(ch.Kind+"/"+ch.Namespace+"/"+ch.Name),
-				escape(where(ch.File, ch.Line)), escape(planSummary(ch.Plan))))
+				escape(where(ch.File, ch.Line)), escape(planCell(ch))))
 		}
 		parts = append(parts, p)
 		for _, ch := range r.Changes {
@@ -143,6 +143,9 @@ func details(ch Change) string {
 		b.WriteString(fenced("diff", ch.Diff))
 		b.WriteString("\n")
 	}
+	if g := ch.Gate; g != nil {
+		fmt.Fprintf(&b, "%s After merge: %s\n\n", gateSign(g), escape(g.Text()))
+	}
 	if p := ch.Plan; p != nil {
 		fmt.Fprintf(&b, "Plan: %s\n\n", escape(planSummary(p)))
 		if p.Text != "" {
@@ -152,6 +155,51 @@ func details(ch Change) string {
 		}
 	}
 	return b.String()
+}
+
+// gatesLine says how many changes the policies would hold after merge ("" for none).
+func gatesLine(changes []Change) string {
+	wait, denied := 0, 0
+	for _, ch := range changes {
+		switch {
+		case ch.Gate == nil:
+		case ch.Gate.Decision == "deny":
+			denied++
+		default:
+			wait++
+		}
+	}
+	var says []string
+	if wait > 0 {
+		says = append(says, fmt.Sprintf("%d would wait for approval", wait))
+	}
+	if denied > 0 {
+		says = append(says, fmt.Sprintf("%d would be denied", denied))
+	}
+	if len(says) == 0 {
+		return ""
+	}
+	return "Policies: after merge, of the changes below, " + strings.Join(says, " and ") + ".\n\n"
+}
+
+func gateSign(g *Gate) string {
+	if g.Decision == "deny" {
+		return "⛔"
+	}
+	return "⏸"
+}
+
+// planCell is a change's plan and, when a policy would hold it, the policy's verdict.
+func planCell(ch Change) string {
+	s := planSummary(ch.Plan)
+	if ch.Gate == nil {
+		return s
+	}
+	g := gateSign(ch.Gate) + " " + ch.Gate.Text()
+	if s == "" {
+		return g
+	}
+	return s + "; " + g
 }
 
 func planSummary(p *Plan) string {

@@ -15,4 +15,5 @@ type (
 	Change = previewresult.Change
 	Plan   = previewresult.Plan
 	Error  = previewresult.Error
+	Gate   = previewresult.Gate
 )

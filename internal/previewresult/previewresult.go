@@ -4,6 +4,8 @@
 // plugin, so the API cannot drive a plugin.
 package previewresult
 
+import "strings"
+
 // Result is one preview of one pull request head; it is stored as JSON (store.Preview.Result)
 // and served by the API as is.
 type Result struct {
@@ -36,6 +38,32 @@ type Change struct {
 	// Diff is a unified diff of the spec (YAML), secrets as ***.
 	Diff string `json:"diff,omitempty"`
 	Plan *Plan  `json:"plan,omitempty"`
+	// Gate is what the controller's policies would decide for the change once merged: nil
+	// when they allow it (or none selects the resource).
+	Gate *Gate `json:"gate,omitempty"`
+}
+
+// Gate is a policy that would hold a change after merge: a deny, or the approvals the
+// change would wait for.
+type Gate struct {
+	Decision string `json:"decision"` // requireApproval | deny
+	Policy   string `json:"policy"`   // the deciding policy: the deny, or the first requireApproval
+	Message  string `json:"message,omitempty"`
+	// Requires says, per requireApproval policy that holds, what it asks for: "1 approval
+	// from group dba (policy prod-destroy-needs-dba)".
+	Requires []string `json:"requires,omitempty"`
+}
+
+// Text is the gate in one line: "needs 1 approval from group dba (policy P)" or "denied by
+// policy P: MESSAGE".
+func (g *Gate) Text() string {
+	if g.Decision == "deny" {
+		if g.Message == "" {
+			return "denied by policy " + g.Policy
+		}
+		return "denied by policy " + g.Policy + ": " + g.Message
+	}
+	return "needs " + strings.Join(g.Requires, " and ")
 }
 
 // Plan is what the resource's action said it would do.

@@ -81,6 +81,8 @@ type changeView struct {
 	DiffLines []diffLine
 	PlanClass string // a cond-* class for the plan's status
 	PlanLabel string // the plan's status in words
+	// GateLabel, GateClass and GateText say what a policy would hold after merge ("": none).
+	GateLabel, GateClass, GateText string
 }
 
 // diffLine is a line of a unified diff with its class: add, del, hunk or "".
@@ -175,6 +177,12 @@ func makePreviewData(src store.Source, p wire.Preview) previewData {
 	d.HasResult, d.Counts, d.Warnings = true, res.Counts, res.Warnings
 	for _, c := range res.Changes {
 		v := changeView{Change: c, DiffLines: diffLines(c.Diff), PlanClass: planClass(c.Plan), PlanLabel: planLabel(c.Plan)}
+		if g := c.Gate; g != nil {
+			v.GateLabel, v.GateClass, v.GateText = "waits for approval", "progress", g.Text()
+			if g.Decision == "deny" {
+				v.GateLabel, v.GateClass = "denied", "bad"
+			}
+		}
 		rev := p.HeadSHA
 		if c.Op == "delete" {
 			rev = p.BaseRevision // the file is gone from the head

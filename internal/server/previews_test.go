@@ -20,12 +20,15 @@ func previewResult() previewresult.Result {
 		Changes: []previewresult.Change{
 			{Op: "add", Kind: "Queue", Namespace: "production", Name: "prd-new", File: "web.yaml", Line: 12,
 				Diff: "--- /dev/null\n+++ production/Queue/prd-new\n@@ -0,0 +1 @@\n+size: 3\n",
-				Plan: &previewresult.Plan{Status: "planned", Changes: true, Summary: "1 to add", Text: "+ queue prd-new"}},
+				Plan: &previewresult.Plan{Status: "planned", Changes: true, Summary: "1 to add", Text: "+ queue prd-new"},
+				Gate: &previewresult.Gate{Decision: "requireApproval", Policy: "prod-needs-review", Message: "production changes are reviewed",
+					Requires: []string{"1 approval from group sre (policy prod-needs-review)"}}},
 			{Op: "change", Kind: "Queue", Namespace: "staging", Name: "stg-a", File: "web.yaml", Line: 2,
 				Diff: "--- staging/Queue/stg-a\n+++ staging/Queue/stg-a\n@@ -1 +1 @@\n-size: 1\n+size: 2 # <script>alert(1)</script>\n",
 				Plan: &previewresult.Plan{Status: "planned", Changes: true, Summary: "0 to add, 1 to change", Text: "~ size: 1 -> 2 <img src=x onerror=alert(1)>"}},
 			{Op: "delete", Kind: "Queue", Namespace: "production", Name: "prd-a", File: "web.yaml", Line: 8,
-				Diff: "--- production/Queue/prd-a\n+++ /dev/null\n", Plan: &previewresult.Plan{Status: "no-plan"}},
+				Diff: "--- production/Queue/prd-a\n+++ /dev/null\n", Plan: &previewresult.Plan{Status: "no-plan"},
+				Gate: &previewresult.Gate{Decision: "deny", Policy: "no-prod-deletes", Message: "production queues stay <b>"}},
 		},
 		Errors: []previewresult.Error{},
 		Warnings: []string{"prune guard: 1 deletion of 3 resources (33%) would be skipped <b>",
@@ -178,6 +181,8 @@ func TestPreviewPages(t *testing.T) {
 		"prune guard: 1 deletion of 3 resources (33%) would be skipped &lt;b&gt;", `<span class="op op-delete">delete</span>`,
 		`href="/resources/staging/Queue/stg-a"`, ">no plan</span>", `href="https://github.com/acme/web/pull/7#issuecomment-1"`,
 		`<span class="c-add">1</span> to add`, "1 unchanged",
+		`After merge: <span class="cond cond-progress">waits for approval</span> needs 1 approval from group sre (policy prod-needs-review)`,
+		`After merge: <span class="cond cond-bad">denied</span> denied by policy no-prod-deletes: production queues stay &lt;b&gt;`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("preview page lacks %q", want)

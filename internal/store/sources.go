@@ -14,6 +14,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/notify"
+	"github.com/trueup-dev/trueup/internal/policy"
 	"github.com/trueup-dev/trueup/internal/status"
 )
 
@@ -295,8 +296,11 @@ func syncFailureText(f SyncFailure) string {
 type ApplyParams struct {
 	Source   string
 	Revision string
-	Set      *manifest.Set
-	Prune    bool
+	// Author is the revision's commit author (zero when the source has none), recorded once
+	// per revision in source_revisions for policies (RevisionAuthor).
+	Author policy.Author
+	Set    *manifest.Set
+	Prune  bool
 	// AllowEmpty lets a revision without resources delete every resource of the source
 	// (prune.allowEmpty; the share guard does not apply to it).
 	AllowEmpty bool
@@ -703,9 +707,28 @@ func finishSource(ctx context.Context, tx pgx.Tx, p ApplyParams, res ApplyResult
 	if res.PruneSkipped != "" {
 		under = encodePrune(p.PruneSettings())
 	}
-	_, err = tx.Exec(ctx, `UPDATE sources SET revision = $2, last_attempted_revision = $2, last_sync_time = now(),
-		conditions = $3, errors = '[]', prune_refused_under = $4, updated_at = now() WHERE name = $1`, p.Source, p.Revision, cj, under)
+	// The revision's author rides on the same statement: a sync costs no extra round trip.
+	_, err = tx.Exec(ctx, `WITH rev AS (INSERT INTO source_revisions (source, revision, author_name, author_email)
+		  VALUES ($1, $2, $5, $6) ON CONFLICT DO NOTHING)
+		UPDATE sources SET revision = $2, last_attempted_revision = $2, last_sync_time = now(),
+		conditions = $3, errors = '[]', prune_refused_under = $4, updated_at = now() WHERE name = $1`,
+		p.Source, p.Revision, cj, under, p.Author.Name, p.Author.Email)
 	return err
+}
+
+// RevisionAuthor is the commit author that source's sync recorded for revision: zero, and no
+// error, when none was recorded (a folder source, a revision applied before authors were).
+func (s *Store) RevisionAuthor(ctx context.Context, source, revision string) (policy.Author, error) {
+	var a policy.Author
+	err := s.pool.QueryRow(ctx, `SELECT author_name, author_email FROM source_revisions WHERE source = $1 AND revision = $2`,
+		source, revision).Scan(&a.Name, &a.Email)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return policy.Author{}, nil
+	}
+	if err != nil {
+		return policy.Author{}, fmt.Errorf("author of %s@%s: %w", source, clip.Rev(revision), err)
+	}
+	return a, nil
 }
 
 // sourceApply is what applying p did (res), as the source's conditions tell it.

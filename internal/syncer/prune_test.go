@@ -3,7 +3,6 @@ package syncer
 import (
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -283,14 +282,7 @@ func TestGitPathWithoutManifestsNeverPrunes(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	dir := t.TempDir()
-	git := func(args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"}, args...)...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	git := gitIn(t, dir)
 	git("init", "-q", "-b", "main")
 	if err := os.MkdirAll(filepath.Join(dir, "manifests"), 0o755); err != nil {
 		t.Fatal(err)

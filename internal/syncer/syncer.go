@@ -28,6 +28,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/plural"
+	"github.com/trueup-dev/trueup/internal/policy"
 	"github.com/trueup-dev/trueup/internal/redact"
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/status"
@@ -543,7 +544,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head string) (Ou
 		return Outcome{NotHolder: true}, nil
 	}
 	actx, step := tracer.Start(ctx, "apply")
-	res, err := s.store.ApplyRevision(actx, store.ApplyParams{Source: s.opts.Name, Revision: snap.Revision, Set: set, Prune: s.opts.Prune,
+	res, err := s.store.ApplyRevision(actx, store.ApplyParams{Source: s.opts.Name, Revision: snap.Revision, Author: policy.Author(snap.Author), Set: set, Prune: s.opts.Prune,
 		MaxPruneFraction: s.opts.MaxPruneFraction, AllowEmpty: s.opts.AllowEmpty, NoManifests: noManifests, Replica: s.opts.Replica, Lease: lease})
 	if err != nil {
 		tracing.Fail(step, s.opts.Redact.Scrub(loadFailure(err)))

@@ -77,7 +77,7 @@ func (s *Source) Fetch(ctx context.Context, revision string) (*sources.Snapshot,
 
 	if s.last != nil && want.String() == s.last.Revision {
 		s.logger.Debug("served from the last snapshot", "revision", s.last.Revision)
-		return &sources.Snapshot{Revision: s.last.Revision, Files: slices.Clone(s.last.Files)}, nil
+		return &sources.Snapshot{Revision: s.last.Revision, Author: s.last.Author, Files: slices.Clone(s.last.Files)}, nil
 	}
 	if !want.IsZero() {
 		if snap, err := s.fromMirror(ctx, want); snap != nil || err != nil {

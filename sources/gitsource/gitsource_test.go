@@ -183,6 +183,40 @@ func TestFetchSameRevisionUsesMirror(t *testing.T) {
 	}
 }
 
+// TestFetchAuthor: a snapshot carries its commit's author (not the committer), fetched, served
+// again from the last snapshot and from the mirror of a restarted process.
+func TestFetchAuthor(t *testing.T) {
+	t.Parallel()
+	r := newTestRepo(t)
+	r.write(map[string]string{"m/a.yaml": "a: 1\n"})
+	r.git("add", "-A")
+	r.git("commit", "-q", "-m", "change", "--author", "Ada Lovelace <ada@example.com>")
+	rev := r.git("rev-parse", "HEAD")
+	dir := filepath.Join(t.TempDir(), "mirror")
+	ctx := testContext(t)
+	want := sources.Author{Name: "Ada Lovelace", Email: "ada@example.com"}
+	s := newSource(t, Config{URL: r.dir, Path: "m", Dir: dir})
+	for _, step := range []string{"fetched", "the last snapshot"} {
+		snap, err := s.Fetch(ctx, rev)
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if snap.Author != want {
+			t.Errorf("%s: author %+v, want %+v", step, snap.Author, want)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := newSource(t, Config{URL: r.dir, Path: "m", Dir: dir}).Fetch(ctx, rev)
+	if err != nil {
+		t.Fatalf("from the mirror: %v", err)
+	}
+	if snap.Author != want {
+		t.Errorf("from the mirror: author %+v, want %+v", snap.Author, want)
+	}
+}
+
 func TestNewCommitIsFetched(t *testing.T) {
 	t.Parallel()
 	r := newTestRepo(t)

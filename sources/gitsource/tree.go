@@ -30,7 +30,7 @@ func (s *Source) snapshot(ctx context.Context, sto storer.EncodedObjectStorer, c
 		return nil, err
 	}
 	s.blobs = blobs
-	s.last = &sources.Snapshot{Revision: snap.Revision, Files: slices.Clone(snap.Files)}
+	s.last = &sources.Snapshot{Revision: snap.Revision, Author: snap.Author, Files: slices.Clone(snap.Files)}
 	return snap, nil
 }
 
@@ -89,7 +89,8 @@ func (s *Source) readTree(ctx context.Context, sto storer.EncodedObjectStorer, c
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].path < entries[j].path })
 
-	snap := &sources.Snapshot{Revision: rev, Files: make([]sources.File, len(entries))}
+	snap := &sources.Snapshot{Revision: rev, Author: sources.Author{Name: commit.Author.Name, Email: commit.Author.Email},
+		Files: make([]sources.File, len(entries))}
 	blobs := make(map[plumbing.Hash][]byte, len(entries))
 	for i, e := range entries {
 		if i%256 == 0 {

@@ -1,0 +1,114 @@
+package preview
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/policy"
+	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/sources"
+)
+
+// replacer plans a replacement of queue a and an update of the others.
+type replacer struct{ planner }
+
+func (r *replacer) Plan(_ context.Context, req actions.Request) (actions.Plan, error) {
+	if req.Resource.Name == "a" {
+		return actions.Plan{Changes: true, Counted: true, Replace: 1, Summary: "1 to replace"}, nil
+	}
+	return actions.Plan{Changes: true, Counted: true, Change: 1, Summary: "1 to change"}, nil
+}
+
+// TestPreviewGates: each change is decided with the live policies as after merge, on the
+// preview's plan (plan.replace), the change's type (a delete) and the head commit's author;
+// the comment says which policy would hold it and how. Without policies the result and the
+// comment carry no gate.
+func TestPreviewGates(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := openStore(t, store.SourceConfig{Name: "infra"})
+	files := func(docs map[string]string) []sources.File {
+		var out []sources.File
+		for name, data := range docs {
+			out = append(out, sources.File{Path: name, Data: []byte(data)})
+		}
+		return out
+	}
+	set, err := manifest.NewLoader().Load(files(map[string]string{"types.yaml": typeDoc, "a.yaml": queueDoc("a", 1), "b.yaml": queueDoc("b", 1)}), manifest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ApplyRevision(ctx, store.ApplyParams{Source: "infra", Revision: "r1", Set: set, Prune: true}); err != nil {
+		t.Fatal(err)
+	}
+	policies, err := policy.Compile([]policy.Policy{
+		{Name: "replace-needs-dba", Match: policy.Match{Kinds: []string{"queue"}}, When: "plan.replace > 0 && change.paths == ['spec.size']",
+			Action: policy.RequireApproval, Approvals: &policy.Approvals{Count: 1, From: []policy.Principal{{Group: "dba"}}}},
+		{Name: "no-deletes", When: "change.type == 'delete'", Action: policy.Deny, Message: "queues are not deleted"},
+		{Name: "ada-reviewed", When: "change.type == 'create' && change.author.email == 'ada@example.com'",
+			Action: policy.RequireApproval, Approvals: &policy.Approvals{Count: 1, From: []policy.Principal{{Token: "release-bot"}}}},
+		{Name: "unselected", Match: policy.Match{Namespaces: []string{"production"}}, Action: policy.Deny},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := &sources.Snapshot{Revision: "pr", Author: sources.Author{Name: "Ada", Email: "ada@example.com"},
+		Files: files(map[string]string{"types.yaml": typeDoc, "a.yaml": queueDoc("a", 2), "c.yaml": queueDoc("c", 1)})}
+	check := func(live func() *policy.Set, author sources.Author) (Result, map[string]*Gate) {
+		t.Helper()
+		c := &Checker{Source: "infra", Store: st, Loader: manifest.NewLoader(), Prune: true, MaxPruneFraction: 1,
+			Actions: map[string]actions.Action{"planner": &replacer{}}, Policies: live}
+		snap := *head
+		snap.Author = author
+		res, _, err := c.Check(ctx, &snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gates := map[string]*Gate{}
+		for _, ch := range res.Changes {
+			gates[ch.Op+" "+ch.Name] = ch.Gate
+		}
+		return res, gates
+	}
+
+	res, gates := check(func() *policy.Set { return policies }, head.Author)
+	if len(gates) != 3 {
+		t.Fatalf("changes %+v", res.Changes)
+	}
+	if g := gates["change a"]; g == nil || g.Decision != "requireApproval" || g.Policy != "replace-needs-dba" ||
+		g.Text() != "needs 1 approval from group dba (policy replace-needs-dba)" {
+		t.Errorf("gate of a, replaced: %+v", g)
+	}
+	if g := gates["delete b"]; g == nil || g.Text() != "denied by policy no-deletes: queues are not deleted" {
+		t.Errorf("gate of b, deleted: %+v", g)
+	}
+	if g := gates["add c"]; g == nil || g.Text() != "needs 1 approval from token release-bot (policy ada-reviewed)" {
+		t.Errorf("gate of c, Ada's: %+v", g)
+	}
+	body := RenderComment(Comment{Source: "infra", HeadSHA: strings.Repeat("a", 40), Result: res})
+	for _, want := range []string{"1 to replace; ⏸ needs 1 approval from group dba (policy replace-needs-dba) |",
+		"⛔ After merge: denied by policy no-deletes: queues are not deleted",
+		"Policies: after merge, of the changes below, 2 would wait for approval and 1 would be denied."} {
+		if !strings.Contains(body, want) {
+			t.Errorf("comment lacks %q:\n%s", want, body)
+		}
+	}
+
+	if _, gates := check(func() *policy.Set { return policies }, sources.Author{Name: "Grace"}); gates["add c"] != nil {
+		t.Errorf("another author's create is gated: %+v", gates["add c"])
+	}
+	for name, live := range map[string]func() *policy.Set{"no func": nil, "no policies": func() *policy.Set { return nil }} {
+		res, gates := check(live, head.Author)
+		for op, g := range gates {
+			if g != nil {
+				t.Errorf("%s: %s gated: %+v", name, op, g)
+			}
+		}
+		if body := RenderComment(Comment{Source: "infra", HeadSHA: strings.Repeat("a", 40), Result: res}); strings.Contains(body, "Policies:") || strings.Contains(body, "After merge") {
+			t.Errorf("%s: the comment speaks of policies:\n%s", name, body)
+		}
+	}
+}
