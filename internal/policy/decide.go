@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/labelsel"
 	"github.com/trueup-dev/trueup/internal/plural"
 )
@@ -146,8 +145,10 @@ func (r Requirement) String() string {
 // NoPlan is the plan of a change whose action cannot plan it (plan.available is false).
 var NoPlan = Plan{}
 
-// PlanOf is what rules read of a plan an action made.
-func PlanOf(p actions.Plan) Plan {
-	return Plan{Available: true, Changes: p.Changes, Add: int64(p.Add), Change: int64(p.Change), Destroy: int64(p.Destroy),
-		Replace: int64(p.Replace), Summary: p.Summary}
+// PlanOf is what rules read of a plan an action made, from the fields of actions.Plan (this
+// package does not import the plugin contract: the API server, which links it through the
+// store, must not link the plugins).
+func PlanOf(changes bool, add, change, destroy, replace int, summary string) Plan {
+	return Plan{Available: true, Changes: changes, Add: int64(add), Change: int64(change), Destroy: int64(destroy),
+		Replace: int64(replace), Summary: summary}
 }
