@@ -16,6 +16,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/notifier"
+	"github.com/trueup-dev/trueup/internal/policy"
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/server"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -41,6 +42,13 @@ func (rt *Daemon) checkAction(name string, with json.RawMessage) error {
 // grants of the config running (a reload applies them at once).
 func (rt *Daemon) checkReference(from string, target graph.ID, outputs []string) error {
 	return crossref.Check(rt.cfg.Load().References.Expose, from, target, outputs)
+}
+
+// policies is the reconciler's Policies: those of the config running and its approvalTTL (a
+// reload applies them at once).
+func (rt *Daemon) policies() (*policy.Set, time.Duration) {
+	c := rt.cfg.Load()
+	return c.PolicySet(), c.ApprovalTTL
 }
 
 // liveHeld reports whether this replica holds its liveness session (false before Start took

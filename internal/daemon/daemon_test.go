@@ -74,17 +74,28 @@ func (e *daemonEnv) config(srcs map[string]string) *config.Config {
 // configActions is config with the actions list's items actions (YAML lines) after act's.
 func (e *daemonEnv) configActions(actions string, srcs map[string]string) *config.Config {
 	e.t.Helper()
+	return e.parse(e.configText(actions, srcs))
+}
+
+// parse parses a config's text.
+func (e *daemonEnv) parse(text string) *config.Config {
+	e.t.Helper()
+	cfg, err := config.Parse([]byte(text), e.dir, func(string) string { return "" })
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return cfg
+}
+
+// configText is the text of configActions.
+func (e *daemonEnv) configText(actions string, srcs map[string]string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "dataDir: %s\ndatabase: {url: %q}\nserver: {listen: %q}\nactions:\n  - {name: act, type: noop}\n%s"+
 		"reconcile: {workers: 2, leaseTTL: 5s}\nlog: {level: debug}\nsources:\n", filepath.Join(e.dir, "data"), e.dbURL, e.listen, actions)
 	for _, name := range slices.Sorted(maps.Keys(srcs)) {
 		fmt.Fprintf(&b, "  - name: %s\n    dir: {path: %s, interval: 1h}\n", name, srcs[name])
 	}
-	cfg, err := config.Parse([]byte(b.String()), e.dir, func(string) string { return "" })
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return cfg
+	return b.String()
 }
 
 // revision is the revision source name applied ("": none yet).

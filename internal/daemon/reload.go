@@ -189,6 +189,13 @@ func (rt *Daemon) reload(cfg *config.Config, readErr error) server.ReloadResult 
 	if ch.References {
 		rt.regrant()
 	}
+	if ch.Policies {
+		// The changes the policies held (waiting, denied, rejected) are decided again.
+		rt.requeue("policies changed", "the changes they held are decided again when they next run", func(ctx context.Context) (int64, error) {
+			n, err := rt.store.RequeueGated(ctx)
+			return int64(n), err
+		})
+	}
 	if len(res.Errors) > 0 {
 		// Applied, except what Errors names: not a success, not a refusal either.
 		res.OK, res.Partial = false, true
@@ -211,14 +218,20 @@ func (rt *Daemon) regrant() {
 	for _, rs := range rt.sources() {
 		rs.syncer.Reconsider()
 	}
+	rt.requeue("reference grants changed", "resources with cross-namespace dependencies run at their next resync", rt.store.RequeueCrossNamespace)
+}
+
+// requeue makes the resources that what changed decides over due now (fn); when it fails,
+// the log says when they run instead (fallback).
+func (rt *Daemon) requeue(what, fallback string, fn func(context.Context) (int64, error)) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(rt.ctx), 15*time.Second)
 	defer cancel()
-	n, err := rt.store.RequeueCrossNamespace(ctx)
+	n, err := fn(ctx)
 	if err != nil {
-		rt.log.Warn("reload: reference grants changed; resources with cross-namespace dependencies run at their next resync", "err", err)
+		rt.log.Warn("reload: "+what+"; "+fallback, "err", err)
 		return
 	}
-	rt.log.Info("reload: reference grants changed", "resources_requeued", n)
+	rt.log.Info("reload: "+what, "resources_requeued", n)
 }
 
 // apply makes next the running config in place of old; ch is what changed. It returns what

@@ -34,6 +34,8 @@ type Metrics struct {
 	notifyRetries     *prometheus.CounterVec
 	configReloads     *prometheus.CounterVec
 	configReloadOK    prometheus.Gauge
+	policyDecisions   *prometheus.CounterVec
+	policyEvaluation  prometheus.Histogram
 
 	collectors []prometheus.Collector // what reg holds, in registration order
 }
@@ -105,7 +107,14 @@ func New(opts Options) *Metrics {
 	m.configReloadOK = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "trueup_config_last_reload_success_timestamp_seconds", Help: "Unix time the running config was loaded (at start, or by the last successful reload).",
 	})
-	m.collectors = []prometheus.Collector{m.configReloads, m.configReloadOK, m.reconcileDuration, m.reconcileTotal, m.resultWriteWait, m.interrupted, m.failovers, m.actionCalls, m.syncDuration, m.lastSyncSuccess,
+	m.policyDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "trueup_policy_decisions_total", Help: "Changes of resources selected by policies, by what the gate decided (allowed, approved, approval_required, denied, rejected).",
+	}, []string{"decision"})
+	m.policyEvaluation = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "trueup_policy_evaluation_seconds", Help: "Time the policies' rules took to decide one change (without its plan and store reads).",
+		Buckets: []float64{.000005, .00001, .000025, .00005, .0001, .00025, .0005, .001, .005, .01, .05},
+	})
+	m.collectors = []prometheus.Collector{m.configReloads, m.configReloadOK, m.policyDecisions, m.policyEvaluation, m.reconcileDuration, m.reconcileTotal, m.resultWriteWait, m.interrupted, m.failovers, m.actionCalls, m.syncDuration, m.lastSyncSuccess,
 		m.revisionInfo, m.webhookRequests, m.notifications, m.notifyRetries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
 	if opts.Queue != nil {
@@ -141,6 +150,16 @@ func (m *Metrics) Reconciled(kind, operation, result string, call, write time.Du
 	m.reconcileDuration.WithLabelValues(kind, operation, result).Observe(call.Seconds())
 	m.reconcileTotal.WithLabelValues(kind, operation, result).Inc()
 	m.resultWriteWait.Observe(write.Seconds())
+}
+
+// PolicyDecided records one change decided by the gate of policies: its outcome and the
+// evaluation of the rules.
+func (m *Metrics) PolicyDecided(decision string, eval time.Duration) {
+	if m == nil {
+		return
+	}
+	m.policyDecisions.WithLabelValues(decision).Inc()
+	m.policyEvaluation.Observe(eval.Seconds())
 }
 
 // ConfigLoaded records that the config was loaded at start, or reloaded (ok: applied;

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/google/cel-go/cel"
+	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/ext"
 	"github.com/google/cel-go/interpreter"
@@ -84,26 +85,62 @@ var celEnv = sync.OnceValues(func() (*cel.Env, error) {
 // evaluation's context.
 const interruptEvery = 100
 
-// compileRule compiles a policy's when; readsPlan says whether it names plan.
-func compileRule(env *cel.Env, rule string, costLimit uint64) (prg cel.Program, readsPlan bool, err error) {
+// compileRule compiles a policy's when and says which of the costly inputs it reads.
+func compileRule(env *cel.Env, rule string, costLimit uint64) (prg cel.Program, reads Reads, err error) {
 	if len(rule) > maxRuleLength {
-		return nil, false, fmt.Errorf("rule is longer than %d bytes", maxRuleLength)
+		return nil, Reads{}, fmt.Errorf("rule is longer than %d bytes", maxRuleLength)
 	}
 	ast, iss := env.Compile(rule)
 	if iss != nil && iss.Err() != nil {
-		return nil, false, fmt.Errorf("rule does not compile: %s", issues(iss))
+		return nil, Reads{}, fmt.Errorf("rule does not compile: %s", issues(iss))
 	}
 	if t := ast.OutputType(); !t.IsExactType(cel.BoolType) && !t.IsExactType(cel.DynType) {
-		return nil, false, fmt.Errorf("rule must give a bool, not %s", t)
-	}
-	for _, r := range ast.NativeRep().ReferenceMap() {
-		readsPlan = readsPlan || r.Name == "plan"
+		return nil, Reads{}, fmt.Errorf("rule must give a bool, not %s", t)
 	}
 	prg, err = env.Program(ast, cel.CostLimit(costLimit), cel.InterruptCheckFrequency(interruptEvery))
 	if err != nil {
-		return nil, false, fmt.Errorf("rule does not compile: %w", err)
+		return nil, Reads{}, fmt.Errorf("rule does not compile: %w", err)
 	}
-	return prg, readsPlan, nil
+	return prg, readsOf(ast.NativeRep()), nil
+}
+
+// readsOf says which costly inputs a checked rule reads: plan and oldSpec when it names them;
+// change.author and change.paths when it selects them, or names change otherwise (passes it
+// whole).
+func readsOf(a *celast.AST) Reads {
+	var r Reads
+	refs := a.ReferenceMap()
+	isChange := func(e celast.Expr) bool {
+		ref, ok := refs[e.ID()]
+		return ok && e.Kind() == celast.IdentKind && ref.Name == "change"
+	}
+	changes, selected := 0, 0
+	for _, ref := range refs {
+		switch ref.Name {
+		case "plan":
+			r.Plan = true
+		case "oldSpec":
+			r.OldSpec = true
+		case "change":
+			changes++
+		}
+	}
+	celast.PreOrderVisit(a.Expr(), celast.NewExprVisitor(func(e celast.Expr) {
+		if e.Kind() != celast.SelectKind || !isChange(e.AsSelect().Operand()) {
+			return
+		}
+		selected++
+		switch e.AsSelect().FieldName() {
+		case "author":
+			r.Author = true
+		case "paths":
+			r.Paths = true
+		}
+	}))
+	if changes > selected {
+		r.Author, r.Paths = true, true
+	}
+	return r
 }
 
 // issues spells compile errors on one line, each with its line and column in the rule.

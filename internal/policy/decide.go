@@ -50,16 +50,35 @@ type Requirement struct {
 // reads plan in its rule: only a selected resource needs deciding, and only the second needs
 // a plan for it.
 func (s *Set) Applies(r *Resource) (selected, needsPlan bool) {
+	selected, reads := s.Needs(r)
+	return selected, reads.Plan
+}
+
+// Reads says which inputs of a change that cost the caller something to give (a plan, a
+// read of the store) the rules of the policies selecting a resource read.
+type Reads struct {
+	Plan    bool // plan
+	OldSpec bool // oldSpec
+	Author  bool // change.author
+	Paths   bool // change.paths (computed from oldSpec and spec)
+}
+
+// Needs is Applies with what the rules of the selecting policies read: the caller of Decide
+// gives only those (the rest may stay zero).
+func (s *Set) Needs(r *Resource) (selected bool, reads Reads) {
 	if s == nil {
-		return false, false
+		return false, Reads{}
 	}
 	for i := range s.policies {
 		if c := &s.policies[i]; c.selects(r) {
 			selected = true
-			needsPlan = needsPlan || c.readsPlan
+			reads.Plan = reads.Plan || c.reads.Plan
+			reads.OldSpec = reads.OldSpec || c.reads.OldSpec
+			reads.Author = reads.Author || c.reads.Author
+			reads.Paths = reads.Paths || c.reads.Paths
 		}
 	}
-	return selected, needsPlan
+	return selected, reads
 }
 
 func (c *compiled) selects(r *Resource) bool {

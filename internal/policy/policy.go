@@ -104,7 +104,7 @@ type compiled struct {
 	sources, namespaces, kinds []pattern
 	selector                   []labelsel.Requirement
 	prg                        cel.Program // nil without a rule
-	readsPlan                  bool        // the rule names plan
+	reads                      Reads       // what the rule reads of the costly inputs
 	costLimit                  uint64
 }
 
@@ -219,7 +219,7 @@ func compile(policies []Policy, costLimit uint64) (*Set, error) {
 			bad("action", "%q is not allow, deny or requireApproval", p.Action)
 		}
 		if p.When != "" {
-			c.prg, c.readsPlan, err = compileRule(env, p.When, costLimit)
+			c.prg, c.reads, err = compileRule(env, p.When, costLimit)
 			if err != nil {
 				bad("when", "%v", err)
 			}

@@ -46,6 +46,15 @@ type attempt struct {
 	// revision is the revision a delete was called at, and revisionWhy which one it is
 	// (callRevision); history keeps both. "" for a reconcile.
 	revision, revisionWhy string
+	// gate is the passage of a change through the policies (nil: not gated); unselected says
+	// no policy selects the resource.
+	gate       *gate
+	unselected bool
+}
+
+// held reports whether the gate held the change: the plugin was not called.
+func (a *attempt) held() bool {
+	return a.gate != nil && a.err == nil && a.gate.outcome >= gateWaiting
 }
 
 // origins are the paths of the called spec whose value came from other namespaces (nil: the
@@ -111,6 +120,9 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 			span.End()
 		}
 	}()
+	if err == nil {
+		a.gate, a.unselected = r.gateFor(&c, a.trigger)
+	}
 	spec, secrets, revealErr := c.Spec, []string(nil), error(nil)
 	if err == nil && r.opts.Reveal != nil {
 		spec, secrets, revealErr = r.opts.Reveal(ctx, c)
@@ -141,7 +153,7 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 		scrubMessages(&a, actions.Scrubber(foreign))
 	}
 	r.observeCall(a.ended.Sub(a.started))
-	if err == nil && revealErr == nil {
+	if err == nil && revealErr == nil && !a.held() {
 		r.opts.Metrics.ActionCalled(c.ActionName, a.op, actionResult(a))
 	}
 	if shutdown.Err() != nil && a.err != nil {
@@ -256,6 +268,7 @@ func (r *Reconciler) call(ctx context.Context, act actions.Action, name string, 
 		return
 	}
 	defer done()
+	g := a.gate
 	defer func() {
 		if p := recover(); p != nil {
 			r.log.ErrorContext(ctx, "action panicked", "resource", req.Resource.Namespace+"/"+req.Resource.Kind+"/"+req.Resource.Name, "operation", a.op)
@@ -265,6 +278,9 @@ func (r *Reconciler) call(ctx context.Context, act actions.Action, name string, 
 			}
 		}
 	}()
+	if g != nil && a.trigger != "resync" && !r.decide(ctx, act, name, &req, deleting, a) {
+		return
+	}
 	switch {
 	case deleting:
 		actx, span := r.actionSpan(ctx, "delete", name, req)
@@ -289,6 +305,9 @@ func (r *Reconciler) call(ctx context.Context, act actions.Action, name string, 
 					a.drift = "drift detected"
 				}
 			}
+		}
+		if !a.inSync && a.err == nil && g != nil && !r.decide(ctx, act, name, &req, deleting, a) {
+			return
 		}
 		if !a.inSync && a.err == nil {
 			actx, span := r.actionSpan(ctx, "reconcile", name, req)
@@ -531,7 +550,7 @@ func (r *Reconciler) writeLoop(in <-chan pending) {
 		for i, p := range batch {
 			tokens[i] = p.c.LeaseToken
 			items[i] = store.Completion{ID: p.c.ID, Token: p.c.LeaseToken, Fn: func(cur store.Current) store.Update { return r.update(p.c, p.a, cur) },
-				Namespace: p.c.Namespace, Kind: p.c.Kind, Name: p.c.Name, Source: p.c.Source, Quiet: p.a.inSync}
+				Namespace: p.c.Namespace, Kind: p.c.Kind, Name: p.c.Name, Source: p.c.Source, Quiet: p.a.inSync && !p.a.waited()}
 		}
 		r.writing(tokens)
 		writeStart := time.Now()
@@ -603,6 +622,8 @@ func actionResult(a attempt) string {
 // historyResult names an attempt's result for metrics (as history does).
 func historyResult(a attempt) string {
 	switch {
+	case a.held():
+		return a.gate.result()
 	case a.inSync:
 		return "InSync"
 	case a.err != nil && actions.IsTerminal(a.err):
@@ -701,6 +722,35 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 		u.Phase, u.Conditions, u.ObservedGeneration = s.Phase, s.Conditions, s.ObservedGeneration
 	}
 
+	if g := a.gate; g != nil && a.err == nil {
+		switch g.outcome {
+		case gateWaiting, gateDenied, gateRejected:
+			return r.held(c, a, cur, u, prev, ev, now)
+		case gateAllowed, gateApproved:
+			if was, ok := status.Get(prev.Conditions, status.Approved); ok && was.Status != status.True {
+				u.ClearApproval = true
+			}
+			gm := r.scrub(g.message())
+			reason := status.ReasonPolicyAllowed
+			if g.outcome == gateApproved {
+				reason = status.ReasonApproved
+				u.Events = append(u.Events, ev(store.EventNormal, status.ReasonApproved, gm))
+			}
+			prev.Conditions = status.Allowed(prev.Conditions, c.Generation, reason, gm, now)
+			h.Message = gm + prefixed(h.Message)
+		}
+	}
+	if a.waited() {
+		// The drift it waited for approvals for went away: nothing waits any more.
+		prev.Conditions = status.Remove(prev.Conditions, status.Approved)
+		u.ClearApproval = true
+		a.inSync, a.res.Done = false, true
+	}
+	if _, ok := status.Get(prev.Conditions, status.Approved); ok && a.unselected {
+		// No policy selects the resource any more.
+		prev.Conditions = status.Remove(prev.Conditions, status.Approved)
+		u.ClearApproval = true
+	}
 	if a.inSync {
 		// Nothing to do: keep status, schedule the next resync; no history row. A change or
 		// a deletion that arrived meanwhile shows at once (dirty runs it right after).

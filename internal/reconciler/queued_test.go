@@ -48,7 +48,8 @@ func (a *gatedAction) Delete(context.Context, actions.Request) (actions.Result, 
 
 var _ actions.Action = (*gatedAction)(nil)
 
-const gatedManifests = `apiVersion: trueup.dev/v1
+// widgetType declares kind Widget, called through action instance act.
+const widgetType = `apiVersion: trueup.dev/v1
 kind: ResourceType
 metadata: {name: Widget}
 spec:
@@ -57,7 +58,9 @@ spec:
     - name: v1
       schema: {type: object, properties: {size: {type: integer}}}
   action: {name: act}
----
+`
+
+const gatedManifests = widgetType + `---
 apiVersion: gate.example.com/v1
 kind: Widget
 metadata: {name: first, namespace: default}

@@ -17,6 +17,7 @@ import (
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/metrics"
+	"github.com/trueup-dev/trueup/internal/policy"
 	"github.com/trueup-dev/trueup/internal/redact"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -56,6 +57,13 @@ type Options struct {
 	// (crossref.Check over the config's grants, read live); a refused one stalls the
 	// dependent with ingest's message. nil: every one may.
 	CheckReference func(from string, target graph.ID, outputs []string) error
+	// Policies, when set, gives the policies in force and how long an approval stays valid,
+	// read at each change (a reload applies at once): a change of a resource they select is
+	// planned, decided and called only when allowed or approved (gate.go). nil: no gate.
+	Policies func() (*policy.Set, time.Duration)
+	// Author gives the author of a source's revision, for policies that read change.author
+	// and for notAuthor (nil: unknown).
+	Author func(ctx context.Context, source, revision string) (policy.Author, error)
 }
 
 // Reconciler runs the workers of one replica.

@@ -34,6 +34,9 @@ func scrubAttempt(a *attempt, stored, own func(string) string, numbers *actions.
 	}
 	a.res.State = scrubJSON(a.res.State, own, numbers)
 	a.res.Outputs = scrubOutputs(a.res.Outputs, stored, numbers)
+	if a.gate != nil {
+		a.gate.scrub(stored)
+	}
 }
 
 // scrubMessages scrubs the messages of an attempt (not its outputs or state, which are the
@@ -46,6 +49,9 @@ func scrubMessages(a *attempt, scrub func(string) string) {
 	for i := range a.res.Conditions {
 		a.res.Conditions[i].Message = scrub(a.res.Conditions[i].Message)
 		a.res.Conditions[i].Reason = scrub(a.res.Conditions[i].Reason)
+	}
+	if a.gate != nil {
+		a.gate.scrub(scrub)
 	}
 }
 

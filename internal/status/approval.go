@@ -1,5 +1,7 @@
 package status
 
+import "time"
+
 // The gate of policies (internal/policy) on a resource's change.
 const (
 	// Approved is set on a resource that policies select when its change is decided: True
@@ -23,3 +25,50 @@ const (
 	// the policy's message until a new generation (or a reload that changes the policies).
 	ReasonPolicyDenied = "PolicyDenied"
 )
+
+// AwaitingApproval is the state of a resource whose change (at generation gen) waits for
+// approvals: phase Pending (Deleting for a delete), Reconciling=True and Approved=False,
+// both reason ApprovalRequired with msg (naming the policy, the plan and who may approve),
+// Ready no longer True, no Stalled. The work is pending: a vote makes it due.
+func AwaitingApproval(prev State, gen int64, deleting bool, msg string, now time.Time) State {
+	s := unchanged(prev)
+	s.Phase = PhasePending
+	if deleting {
+		s.Phase = PhaseDeleting
+	}
+	s.Conditions = Remove(s.Conditions, Stalled)
+	s.Conditions = Set(s.Conditions, Condition{Type: Reconciling, Status: True, Reason: ReasonApprovalRequired, Message: msg,
+		ObservedGeneration: prev.ObservedGeneration}, now)
+	s.Conditions = notReady(s.Conditions, ReasonApprovalRequired, msg, prev.ObservedGeneration, now)
+	if _, ok := Get(s.Conditions, Ready); !ok {
+		s.Conditions = Set(s.Conditions, Condition{Type: Ready, Status: Unknown, Reason: ReasonApprovalRequired, Message: msg,
+			ObservedGeneration: prev.ObservedGeneration}, now)
+	}
+	s.Conditions = Set(s.Conditions, Condition{Type: Approved, Status: False, Reason: ReasonApprovalRequired, Message: msg, ObservedGeneration: gen}, now)
+	s.Conditions = keepTimes(prev.Conditions, s.Conditions)
+	return s
+}
+
+// Refused is the state of a change (at generation gen) that a deny policy (reason
+// ReasonPolicyDenied) or an approver (ReasonRejected) refused: Stalled=True, Ready=False and
+// Approved=False with reason and msg, no Reconciling; phase Failed (Deleting for a delete).
+// Nothing is pending: a new generation, a new plan or a reload of the policies decides again.
+func Refused(prev State, gen int64, deleting bool, reason, msg string, now time.Time) State {
+	s := unchanged(prev)
+	s.Phase = PhaseFailed
+	if deleting {
+		s.Phase = PhaseDeleting
+	}
+	s.Conditions = Remove(s.Conditions, Reconciling)
+	s.Conditions = Set(s.Conditions, Condition{Type: Stalled, Status: True, Reason: reason, Message: msg, ObservedGeneration: gen}, now)
+	s.Conditions = Set(s.Conditions, Condition{Type: Ready, Status: False, Reason: reason, Message: msg, ObservedGeneration: gen}, now)
+	s.Conditions = Set(s.Conditions, Condition{Type: Approved, Status: False, Reason: reason, Message: msg, ObservedGeneration: gen}, now)
+	s.Conditions = keepTimes(prev.Conditions, s.Conditions)
+	return s
+}
+
+// Allowed returns conds with Approved=True (reason ReasonPolicyAllowed or ReasonApproved,
+// message msg) for generation gen: set before the call's result is derived from them.
+func Allowed(conds []Condition, gen int64, reason, msg string, now time.Time) []Condition {
+	return Set(conds, Condition{Type: Approved, Status: True, Reason: reason, Message: msg, ObservedGeneration: gen}, now)
+}

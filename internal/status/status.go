@@ -3,7 +3,9 @@
 // values (transitions.go: Created, NewGeneration, CallStarted/Start, Result, InSync,
 // Interrupted, Released), which the syncer, the start writer, the result writer and the lease
 // releases only store (a claim stores none: Reconciling/Progressing means a call runs), and
-// a source's conditions (source.go: SourceApplied, SourceFailed, SourceRecovered).
+// a source's conditions (source.go: SourceApplied, SourceFailed, SourceRecovered), and the
+// states the gate of policies leaves a change in (approval.go: AwaitingApproval, Refused,
+// Allowed; condition Approved).
 // Invariants (Check): Ready is always
 // present and never True before a first success or while observedGeneration < generation;
 // lastTransitionTime moves only when a status flips; conditions are unique per type;

@@ -1,6 +1,11 @@
 package store
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/trueup-dev/trueup/internal/policy"
+)
 
 // The JSON the store writes into jsonb columns of its own. The names are the storage format
 // (rows written by every earlier version read with them), so they are spelled here, apart
@@ -56,4 +61,85 @@ func decodePrune(b []byte) (SourcePrune, error) {
 	var p pruneJSON
 	err := json.Unmarshal(b, &p)
 	return SourcePrune(p), err
+}
+
+// The jsonb shapes of approval_requests.plan, approval_requests.requirements and
+// approvals.approver: the store's own encoding (the exported types carry no JSON tags).
+type (
+	planJSON struct {
+		Available bool   `json:"available"`
+		Changes   bool   `json:"changes"`
+		Counted   bool   `json:"counted"`
+		Add       int    `json:"add"`
+		Change    int    `json:"change"`
+		Destroy   int    `json:"destroy"`
+		Replace   int    `json:"replace"`
+		Summary   string `json:"summary"`
+		Text      string `json:"text"`
+	}
+	requirementJSON struct {
+		Policy    string          `json:"policy"`
+		Count     int             `json:"count"`
+		From      []principalJSON `json:"from"`
+		NotAuthor bool            `json:"notAuthor"`
+	}
+	principalJSON struct {
+		Group string `json:"group,omitempty"`
+		Token string `json:"token,omitempty"`
+	}
+	approverJSON struct {
+		Token  string   `json:"token,omitempty"`
+		User   string   `json:"user,omitempty"`
+		Email  string   `json:"email,omitempty"`
+		Groups []string `json:"groups,omitempty"`
+	}
+)
+
+func encodeApprovalPlan(p ApprovalPlan) ([]byte, error) {
+	return json.Marshal(planJSON(p))
+}
+
+func decodeApprovalPlan(b []byte) (ApprovalPlan, error) {
+	var p planJSON
+	if err := json.Unmarshal(b, &p); err != nil {
+		return ApprovalPlan{}, fmt.Errorf("approval plan: %w", err)
+	}
+	return ApprovalPlan(p), nil
+}
+
+func encodeRequirements(rs []policy.Requirement) ([]byte, error) {
+	out := make([]requirementJSON, len(rs))
+	for i, r := range rs {
+		out[i] = requirementJSON{Policy: r.Policy, Count: r.Count, NotAuthor: r.NotAuthor, From: make([]principalJSON, len(r.From))}
+		for j, p := range r.From {
+			out[i].From[j] = principalJSON(p)
+		}
+	}
+	return json.Marshal(out)
+}
+
+func decodeRequirements(b []byte) ([]policy.Requirement, error) {
+	var in []requirementJSON
+	if err := json.Unmarshal(b, &in); err != nil {
+		return nil, fmt.Errorf("approval requirements: %w", err)
+	}
+	out := make([]policy.Requirement, len(in))
+	for i, r := range in {
+		out[i] = policy.Requirement{Policy: r.Policy, Approvals: policy.Approvals{Count: r.Count, NotAuthor: r.NotAuthor,
+			From: make([]policy.Principal, len(r.From))}}
+		for j, p := range r.From {
+			out[i].From[j] = policy.Principal(p)
+		}
+	}
+	return out, nil
+}
+
+func encodeApprover(a policy.Approver) ([]byte, error) { return json.Marshal(approverJSON(a)) }
+
+func decodeApprover(b []byte) (policy.Approver, error) {
+	var a approverJSON
+	if err := json.Unmarshal(b, &a); err != nil {
+		return policy.Approver{}, fmt.Errorf("approver: %w", err)
+	}
+	return policy.Approver(a), nil
 }

@@ -273,6 +273,11 @@ type Update struct {
 	// AppliedOrigins are the paths of AppliedSpec whose value came from other namespaces
 	// (Resolved.Origins of the call; stored as {} when none).
 	AppliedOrigins map[string][]string
+	// Approval, when set, is the resource's approval request as the gate of policies just
+	// decided it (upserted; ResourceID is ignored). ClearApproval removes the stored one
+	// (the change was allowed, or no policy selects the resource any more); both may be set.
+	Approval      *ApprovalRequest
+	ClearApproval bool
 }
 
 // Resolved is a spec with its output references resolved, and what it took from which
@@ -366,6 +371,7 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 		}
 		var (
 			upd        updateBatch
+			approvals  approvalBatch
 			removes    []int64
 			events     []Event
 			history    []HistoryEntry
@@ -410,6 +416,9 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 			if err := upd.add(it.ID, u); err != nil {
 				return err
 			}
+			if err := approvals.add(it.ID, u); err != nil {
+				return err
+			}
 		}
 		if err := insertHistoryBatch(ctx, tx, history); err != nil {
 			return fmt.Errorf("insert history: %w", err)
@@ -439,6 +448,9 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 			if err := updateResults(ctx, tx, &upd); err != nil {
 				return err
 			}
+		}
+		if err := approvals.write(ctx, tx); err != nil {
+			return err
 		}
 		// Last: a change id taken early commits late, and the watch hub waits for a missing
 		// id only so long.

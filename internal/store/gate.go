@@ -1,0 +1,130 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/trueup-dev/trueup/internal/clip"
+)
+
+// Votes returns the votes given for a resource's generation and plan hash since since (the
+// ones not expired), oldest first.
+func (s *Store) Votes(ctx context.Context, resourceID, generation int64, planHash string, since time.Time) ([]Vote, error) {
+	rows, err := s.pool.Query(ctx, `SELECT verdict = 'approve', actor, approver, reason, created_at FROM approvals
+		WHERE resource_id = $1 AND generation = $2 AND plan_hash = $3 AND created_at >= $4 ORDER BY id`, resourceID, generation, planHash, since)
+	if err != nil {
+		return nil, fmt.Errorf("votes: %w", err)
+	}
+	votes, err := pgx.CollectRows(rows, scanVote)
+	if err != nil {
+		return nil, fmt.Errorf("votes: %w", err)
+	}
+	return votes, nil
+}
+
+func scanVote(r pgx.CollectableRow) (Vote, error) {
+	var v Vote
+	var approver []byte
+	if err := r.Scan(&v.Approve, &v.Actor, &approver, &v.Reason, &v.At); err != nil {
+		return v, err
+	}
+	var err error
+	v.Approver, err = decodeApprover(approver)
+	return v, err
+}
+
+// RequeueGated makes every resource with an approval request due now (a reload changed the
+// policies: their changes are decided again); it returns how many.
+func (s *Store) RequeueGated(ctx context.Context) (int, error) {
+	var n int64
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE resources SET run_at = now(), dirty = dirty OR lease_owner IS NOT NULL
+			WHERE id IN (SELECT resource_id FROM approval_requests) AND NOT suspended`)
+		if err != nil {
+			return err
+		}
+		if n = tag.RowsAffected(); n > 0 {
+			_, err = tx.Exec(ctx, "SELECT pg_notify($1, '')", WorkChannel)
+		}
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("requeue gated resources: %w", err)
+	}
+	return int(n), nil
+}
+
+// AppliedSpec is the spec a resource was last applied with (nil when never, or unknown).
+func (s *Store) AppliedSpec(ctx context.Context, resourceID int64) (json.RawMessage, error) {
+	var spec json.RawMessage
+	if err := s.pool.QueryRow(ctx, `SELECT applied_spec FROM resources WHERE id = $1`, resourceID).Scan(&spec); err != nil {
+		return nil, fmt.Errorf("applied spec: %w", err)
+	}
+	return spec, nil
+}
+
+// approvalBatch gathers the approval requests a batch of results upserts and removes.
+type approvalBatch struct {
+	ids, gens                                                     []int64
+	deleting                                                      []bool
+	change, rev, hash, plan, decision, pol, msg, reqs, an, ae, st []string
+	clear                                                         []int64
+}
+
+func (b *approvalBatch) add(id int64, u Update) error {
+	if u.ClearApproval {
+		b.clear = append(b.clear, id)
+	}
+	a := u.Approval
+	if a == nil {
+		return nil
+	}
+	plan, err := encodeApprovalPlan(a.Plan)
+	if err != nil {
+		return err
+	}
+	reqs, err := encodeRequirements(a.Requirements)
+	if err != nil {
+		return err
+	}
+	b.ids, b.gens, b.deleting = append(b.ids, id), append(b.gens, a.Generation), append(b.deleting, a.Deleting)
+	b.change, b.rev, b.hash = append(b.change, a.ChangeType), append(b.rev, a.Revision), append(b.hash, a.PlanHash)
+	b.plan, b.decision, b.pol = append(b.plan, string(storableJSON(plan))), append(b.decision, string(a.Decision)), append(b.pol, a.Policy)
+	b.msg, b.reqs = append(b.msg, clip.Storable(a.Message, 8000)), append(b.reqs, string(reqs))
+	b.an, b.ae, b.st = append(b.an, a.Author.Name), append(b.ae, a.Author.Email), append(b.st, a.State)
+	return nil
+}
+
+// write removes, then upserts, the batch's approval requests. A request keeps when it was
+// asked for while it is for the same generation and plan.
+func (b *approvalBatch) write(ctx context.Context, tx pgx.Tx) error {
+	if len(b.clear) > 0 {
+		if _, err := tx.Exec(ctx, `DELETE FROM approval_requests WHERE resource_id = ANY($1::bigint[])`, b.clear); err != nil {
+			return fmt.Errorf("remove approval requests: %w", err)
+		}
+	}
+	if len(b.ids) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO approval_requests AS a (resource_id, generation, deleting, change_type, revision, plan_hash, plan,
+		  decision, policy, message, requirements, author_name, author_email, state)
+		SELECT x.id, x.gen, x.del, x.change, x.rev, x.hash, x.plan::jsonb, x.decision, x.pol, x.msg, x.reqs::jsonb, x.an, x.ae, x.st
+		FROM unnest($1::bigint[], $2::bigint[], $3::bool[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+		  $10::text[], $11::text[], $12::text[], $13::text[], $14::text[])
+		  AS x(id, gen, del, change, rev, hash, plan, decision, pol, msg, reqs, an, ae, st)
+		ON CONFLICT (resource_id) DO UPDATE SET generation = EXCLUDED.generation, deleting = EXCLUDED.deleting,
+		  change_type = EXCLUDED.change_type, revision = EXCLUDED.revision, plan_hash = EXCLUDED.plan_hash, plan = EXCLUDED.plan,
+		  decision = EXCLUDED.decision, policy = EXCLUDED.policy, message = EXCLUDED.message, requirements = EXCLUDED.requirements,
+		  author_name = EXCLUDED.author_name, author_email = EXCLUDED.author_email, state = EXCLUDED.state,
+		  requested_at = CASE WHEN a.generation = EXCLUDED.generation AND a.plan_hash = EXCLUDED.plan_hash AND a.deleting = EXCLUDED.deleting
+		    THEN a.requested_at ELSE now() END`,
+		b.ids, b.gens, b.deleting, b.change, b.rev, b.hash, b.plan, b.decision, b.pol, b.msg, b.reqs, b.an, b.ae, b.st)
+	if err != nil {
+		return fmt.Errorf("write approval requests: %w", err)
+	}
+	return nil
+}
