@@ -1,13 +1,15 @@
 package actions
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 )
 
 // PlanFromOutputs reads a plan published as outputs by a remote run (the github-actions and
 // gitlab kinds' trueup-outputs artifact): {"changes": bool, "summary": string, "plan":
-// string}, changes required.
+// string}, changes required, and the optional PlanDetails ("add", "change", "destroy",
+// "replace", "hash").
 func PlanFromOutputs(out map[string]any) (Plan, error) {
 	var p Plan
 	changes, ok := out["changes"].(bool)
@@ -27,5 +29,18 @@ func PlanFromOutputs(out map[string]any) (Plan, error) {
 			return p, fmt.Errorf("%q is not a string", f.key)
 		}
 	}
-	return p, nil
+	var d PlanDetails
+	for _, f := range []struct {
+		key string
+		dst *json.RawMessage
+	}{{"add", &d.Add}, {"change", &d.Change}, {"destroy", &d.Destroy}, {"replace", &d.Replace}, {"hash", &d.Hash}} {
+		if v, ok := out[f.key]; ok {
+			b, err := json.Marshal(v)
+			if err != nil {
+				return p, fmt.Errorf("%q: %w", f.key, err)
+			}
+			*f.dst = b
+		}
+	}
+	return p, d.SetOn(&p)
 }

@@ -43,7 +43,9 @@
 //	              "labels", "annotations", "source", "revision",
 //	              "fallbackRevision"},      // all always present
 //	 "with": {…},                   // the ResourceType's with: parameters, {} when absent
-//	 "state": …}                    // what the previous reply put in "state", null at first
+//	 "state": …,                    // what the previous reply put in "state", null at first
+//	 "keepPlan": false,             // plan only: the gate of a policy asks; keep this plan
+//	 "approvedPlan": ""}            // reconcile, delete: the hash of the plan the gate let through
 //
 // and its environment adds TRUEUP_OPERATION, TRUEUP_KIND, TRUEUP_NAMESPACE, TRUEUP_NAME,
 // TRUEUP_GENERATION, TRUEUP_REVISION, TRUEUP_FALLBACK_REVISION and (on Unix) TRUEUP_LOCK_FD
@@ -57,6 +59,14 @@
 // revision ("" otherwise): a command that reads the repository at revision and finds the
 // commit gone (history rewritten) reads it there instead. It was added within protocol v1
 // (an additive field: commands that do not know it ignore it).
+//
+// keepPlan and approvedPlan serve the gate of a policy: keepPlan is true on the
+// plan the gate asks for before a reconcile or delete, and approvedPlan, on the reconcile or
+// delete the gate then lets through, is that plan's hash (the reply's "hash", or the one
+// trueup derives from the reply without it; "" when no plan was made). A command that keeps
+// plans saves what it needs to apply exactly the kept one, applies it on approvedPlan, and
+// fails when it holds no plan of that hash (the next attempt plans again). Both were added
+// within v1; a command that does not keep plans ignores them.
 //
 // When the call is traced (a tracing: block in the controller config, and the attempt
 // sampled), TRACEPARENT holds the W3C trace context of the call's span, as OpenTelemetry's
@@ -106,11 +116,20 @@
 // environment as for reconcile, with operation "plan" (TRUEUP_OPERATION=plan), must change
 // nothing, and prints
 //
-//	{"changes": true, "summary": "1 to add, 0 to change", "plan": "full text"}
+//	{"changes": true, "summary": "1 to add, 0 to change", "plan": "full text",
+//	 "add": 1, "change": 0, "destroy": 0, "replace": 0, "hash": "sha256:9c1e…"}
 //
 // "changes" is required: a reply without it (empty stdout, a reconcile reply) is an error,
 // never read as "no changes". summary and plan are optional strings, redacted like messages;
-// the stdout limit bounds them. Exit status 64 (EX_USAGE, ExitNoPlan) says "I cannot plan
+// the stdout limit bounds them. add, change, destroy and replace are optional counts
+// (integers from 0 to 2147483647) that policies read as plan.add and so on; any of them
+// makes the plan counted (the absent ones are 0), none leaves them 0 with the plan
+// uncounted, and counts other than 0 with "changes": false are an error. hash is an optional
+// string (at most 128 printable ASCII characters, no spaces) naming what the plan would do;
+// an approval binds to it and a reconcile carries it back as approvedPlan, so it is not
+// redacted and must hold no secret. Without it trueup derives one from the rest of the
+// reply. An invalid value is an error naming the field (actions.PlanDetails). All five were
+// added within v1. Exit status 64 (EX_USAGE, ExitNoPlan) says "I cannot plan
 // this call" and gives actions.ErrNoPlan; 78 is terminal as for reconcile; any other non-zero
 // status is a failed plan. A plan never delays another call of its resource: it takes the
 // resource lock only when it is free (else it fails with "the resource is being reconciled:

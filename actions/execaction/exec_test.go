@@ -156,7 +156,9 @@ func TestCommandInput(t *testing.T) {
 				"fallbackRevision": "fedcba9876543210fedcba9876543210fedcba98"
 			},
 			"with": {"region": "eu-west-1"},
-			"state": {"job": 42}
+			"state": {"job": 42},
+			"keepPlan": false,
+			"approvedPlan": ""
 		}`), &want)
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: stdin =\n%v\nwant\n%v", op, got, want)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/trueup-dev/trueup/actions"
 )
 
 // FuzzParseReply parses arbitrary command stdout. It must not panic; an accepted reply has
@@ -116,7 +118,8 @@ func FuzzOutputCapture(f *testing.F) {
 }
 
 // FuzzParsePlan parses arbitrary plan stdout. It must not panic; an accepted plan came from
-// one JSON document no shorter than its texts; a rejection's message does not echo stdout.
+// one JSON document no shorter than its texts, with counts that are not negative and a
+// bounded hash; a rejection's message does not echo stdout.
 func FuzzParsePlan(f *testing.F) {
 	for _, s := range []string{
 		``,
@@ -127,6 +130,9 @@ func FuzzParsePlan(f *testing.F) {
 		`{"changes":"yes"}`,
 		`{"changes":true} {"changes":false}`,
 		`plan: 1 to add`,
+		`{"changes":true,"add":1,"change":0,"destroy":2,"replace":0,"hash":"sha256:ab"}`,
+		`{"changes":false,"destroy":1}`,
+		`{"changes":true,"add":-1,"hash":" "}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -139,8 +145,11 @@ func FuzzParsePlan(f *testing.F) {
 		if !json.Valid(bytes.TrimSpace(stdout)) {
 			t.Fatalf("accepted a plan from stdout that is not one JSON document: %q", stdout)
 		}
-		if len(p.Summary) > len(stdout) || len(p.Text) > len(stdout) {
-			t.Fatalf("plan larger than stdout")
+		if len(p.Summary) > len(stdout) || len(p.Text) > len(stdout) || len(p.Hash) > actions.MaxPlanHash {
+			t.Fatalf("plan larger than stdout, or its hash too long")
+		}
+		if p.Add < 0 || p.Change < 0 || p.Destroy < 0 || p.Replace < 0 || (!p.Counted && p.Add+p.Change+p.Destroy+p.Replace != 0) {
+			t.Fatalf("accepted counts %+v", p)
 		}
 	})
 }

@@ -66,6 +66,14 @@ func TestPlanReply(t *testing.T) {
 		{name: "a reconcile reply is not a plan", reply: `{"done": true}`, err: `without "changes"`},
 		{name: "changes must be a boolean", reply: `{"changes": "yes"}`, err: "invalid plan reply"},
 		{name: "not an object", reply: `no changes`, err: "not a JSON object"},
+		{name: "counts and hash", reply: `{"changes": true, "summary": "1 to replace", "add": 0, "change": 0, "destroy": 0, "replace": 1, "hash": "sha256:9c1e"}`,
+			want: actions.Plan{Changes: true, Summary: "1 to replace", Counted: true, Replace: 1, Hash: "sha256:9c1e"}},
+		{name: "one count is counted", reply: `{"changes": true, "destroy": 2}`, want: actions.Plan{Changes: true, Counted: true, Destroy: 2}},
+		{name: "a negative count", reply: `{"changes": true, "destroy": -1}`, err: `stdout: plan reply: "destroy": want a non-negative integer`},
+		{name: "a count as a string", reply: `{"changes": true, "add": "1"}`, err: `stdout: plan reply: "add": want a non-negative integer, got a string`},
+		{name: "counts of no changes", reply: `{"changes": false, "add": 1}`, err: `stdout: plan reply: "changes" is false but the counts are not all 0`},
+		{name: "a hash not a string", reply: `{"changes": true, "hash": 7}`, err: `stdout: plan reply: "hash": want a string`},
+		{name: "a hash with spaces", reply: `{"changes": true, "hash": "a b"}`, err: `stdout: plan reply: "hash": want printable ASCII characters without spaces`},
 		{name: "two documents", reply: `{"changes": true} {"changes": false}`, err: "more than one JSON document"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -164,15 +172,20 @@ func TestPlanScript(t *testing.T) {
 			t.Fatalf("Plan(%s) = %#v; want %#v", spec, got, want)
 		}
 	}
-	check(`{"size":"small"}`, actions.Plan{Changes: true, Summary: "1 to add, 0 to change", Text: "+ database (size small)"})
+	check(`{"size":"small"}`, actions.Plan{Changes: true, Summary: "1 to add, 0 to change", Text: "+ database (size small)",
+		Counted: true, Add: 1, Hash: "create-small"})
 	if _, err := os.Stat(filepath.Join(out, "db")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a plan wrote the database (stat: %v)", err)
 	}
 	if _, err := a.Reconcile(t.Context(), req); err != nil {
 		t.Fatal(err)
 	}
-	check(`{"size":"small"}`, actions.Plan{Summary: "no changes"})
-	check(`{"size":"large"}`, actions.Plan{Changes: true, Summary: "0 to add, 1 to change", Text: "~ database size small -> large"})
+	check(`{"size":"small"}`, actions.Plan{Summary: "no changes", Counted: true, Hash: "none-small"})
+	check(`{"size":"large"}`, actions.Plan{Changes: true, Summary: "0 to add, 1 to change", Text: "~ database size small -> large",
+		Counted: true, Change: 1, Hash: "resize-small-large"})
+	if _, err := os.Stat(filepath.Join(out, "kept-plan")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a plan without keepPlan kept it (stat: %v)", err)
+	}
 
 	// The call's secrets are redacted from the plan text.
 	req.Secrets = []string{"large"}
@@ -189,6 +202,42 @@ func TestPlanScript(t *testing.T) {
 	_, err = p.Plan(t.Context(), req)
 	if !errors.Is(err, actions.ErrNoPlan) || !strings.Contains(err.Error(), "this backend cannot plan") {
 		t.Fatalf("Plan for a spec the command cannot plan: err = %v; want ErrNoPlan with the stderr tail", err)
+	}
+}
+
+// The gate of a policy: a plan asked with keepPlan reaches the command, which keeps it; the
+// reconcile carrying its hash as approvedPlan applies it, and one carrying another hash fails.
+func TestPlanKeptAndApproved(t *testing.T) {
+	t.Parallel()
+	p, out := buildPlanner(t, planConfig{Plan: true, config: config{Command: []string{"./testdata/planner.sh"}}})
+	a := p.(actions.Action)
+	req := request()
+	req.Resource.Spec = json.RawMessage(`{"size":"small"}`)
+	req.KeepPlan = true
+	plan, err := p.Plan(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (actions.Plan{Changes: true, Summary: "1 to add, 0 to change", Text: "+ database (size small)",
+		Counted: true, Add: 1, Hash: "create-small"}); plan != want {
+		t.Fatalf("Plan = %#v; want %#v", plan, want)
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "kept-plan")); err != nil || string(b) != "create-small" {
+		t.Fatalf("kept plan = %q, %v; want create-small", b, err)
+	}
+
+	req.KeepPlan = false
+	req.ApprovedPlan = "create-large"
+	_, err = a.Reconcile(t.Context(), req)
+	if err == nil || !strings.Contains(err.Error(), "no kept plan of hash create-large") {
+		t.Fatalf("Reconcile of another plan: err = %v; want the command's refusal", err)
+	}
+	req.ApprovedPlan = actions.PlanHash(plan)
+	if _, err := a.Reconcile(t.Context(), req); err != nil {
+		t.Fatalf("Reconcile of the approved plan: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "db")); err != nil || string(b) != "small" {
+		t.Fatalf("database = %q, %v; want the approved plan applied", b, err)
 	}
 }
 

@@ -46,6 +46,11 @@ type wireRequest struct {
 	Resource  wireResource    `json:"resource"`
 	With      json.RawMessage `json:"with"`
 	State     json.RawMessage `json:"state"`
+	// KeepPlan and ApprovedPlan are actions.Request's, for the gate of a policy: a plan to
+	// keep, and the hash of the plan a reconcile or delete applies. Added within v1: a
+	// command that does not know them ignores them.
+	KeepPlan     bool   `json:"keepPlan"`
+	ApprovedPlan string `json:"approvedPlan"`
 }
 
 // wireResource is actions.Resource with every field always present, so that scripts need
@@ -83,8 +88,10 @@ func encodeRequest(op string, req actions.Request) ([]byte, error) {
 			Labels: r.Labels, Annotations: r.Annotations, Source: r.Source, Revision: r.Revision,
 			FallbackRevision: r.FallbackRevision,
 		},
-		With:  req.With,
-		State: req.State,
+		With:         req.With,
+		State:        req.State,
+		KeepPlan:     req.KeepPlan,
+		ApprovedPlan: req.ApprovedPlan,
 	}
 	if isNull(w.Resource.Spec) {
 		w.Resource.Spec = emptyObject
@@ -250,11 +257,14 @@ type wirePlan struct {
 	Changes *bool  `json:"changes"`
 	Summary string `json:"summary"`
 	Plan    string `json:"plan"`
+	// add, change, destroy, replace and hash: optional, added within v1.
+	actions.PlanDetails
 }
 
 // parsePlan checks a plan's stdout. "changes" is required: a reply without it (empty stdout,
 // a reconcile reply such as {"done": true}) comes from a command that did not plan, and
-// taking it for "no changes" would show a wrong plan. Errors do not echo stdout.
+// taking it for "no changes" would show a wrong plan. The counts and the hash are optional
+// (actions.PlanDetails). Errors do not echo stdout.
 func parsePlan(stdout []byte) (actions.Plan, error) {
 	b := bytes.TrimSpace(stdout)
 	if len(b) == 0 {
@@ -274,5 +284,9 @@ func parsePlan(stdout []byte) (actions.Plan, error) {
 	if w.Changes == nil {
 		return actions.Plan{}, errors.New(`stdout: plan reply without "changes" (a command that cannot plan exits with status 64)`)
 	}
-	return actions.Plan{Changes: *w.Changes, Summary: w.Summary, Text: w.Plan}, nil
+	p := actions.Plan{Changes: *w.Changes, Summary: w.Summary, Text: w.Plan}
+	if err := w.SetOn(&p); err != nil {
+		return actions.Plan{}, fmt.Errorf("stdout: plan reply: %w", err)
+	}
+	return p, nil
 }

@@ -49,14 +49,15 @@ func TestPlanWithoutPlanWorkflow(t *testing.T) {
 func TestPlanReadsArtifact(t *testing.T) {
 	t.Parallel()
 	eachDispatchAnswer(t, func(t *testing.T, f *fakeGitHub) {
-		f.shapeRun = planShape(`{"changes": true, "summary": "1 to add, 0 to change, 0 to destroy", "plan": "+ aws_db_instance.main"}`)
+		f.shapeRun = planShape(`{"changes": true, "summary": "1 to add, 0 to change, 0 to destroy", "plan": "+ aws_db_instance.main", "add": 1, "hash": "run-plan-1"}`)
 		a, _ := newAction(t, f, f.config(nil), t.TempDir())
 		r := newResource("orders", planWith)
 		p, err := planOnce(t, a, r, 10*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !p.Changes || p.Summary != "1 to add, 0 to change, 0 to destroy" || p.Text != "+ aws_db_instance.main" {
+		if !p.Changes || p.Summary != "1 to add, 0 to change, 0 to destroy" || p.Text != "+ aws_db_instance.main" ||
+			!p.Counted || p.Add != 1 || p.Hash != "run-plan-1" {
 			t.Fatalf("plan = %+v", p)
 		}
 		plans := runFor(t, f, "orders", "plan.yml")

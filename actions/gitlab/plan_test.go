@@ -40,7 +40,7 @@ func TestPlanReadsArtifact(t *testing.T) {
 	planJobs(fx, "success")
 	fx.f.set(func(f *fakeGitLab) {
 		f.finishAfter, f.finishAs = 3, "success"
-		f.artifacts[f.nextJobID+1] = `{"changes": true, "summary": "1 to add, 0 to change, 0 to destroy", "plan": "+ db"}`
+		f.artifacts[f.nextJobID+1] = `{"changes": true, "summary": "1 to add, 0 to change, 0 to destroy", "plan": "+ db", "add": 1, "destroy": 0}`
 	})
 	d := fx.driver(t, "orders")
 	d.With = json.RawMessage(`{"planJob": "plan"}`)
@@ -48,7 +48,7 @@ func TestPlanReadsArtifact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !p.Changes || p.Summary != "1 to add, 0 to change, 0 to destroy" || p.Text != "+ db" {
+	if !p.Changes || p.Summary != "1 to add, 0 to change, 0 to destroy" || p.Text != "+ db" || !p.Counted || p.Add != 1 || p.Destroy != 0 {
 		t.Fatalf("plan = %+v", p)
 	}
 	pl := fx.f.last()
@@ -84,6 +84,8 @@ func TestPlanFailures(t *testing.T) {
 		{name: "no artifact", finishAs: "success", jobState: "success", with: `{"planJob": "plan"}`, want: "trueup-outputs.json"},
 		{name: "no such job", finishAs: "success", jobState: "success", artifact: `{"changes": true}`, with: `{"planJob": "tf-plan"}`, want: `no job "tf-plan"`},
 		{name: "changes missing", finishAs: "success", jobState: "success", artifact: `{"summary": "x"}`, with: `{"planJob": "plan"}`, want: `boolean "changes"`},
+		{name: "a negative count", finishAs: "success", jobState: "success", artifact: `{"changes": true, "destroy": -1}`, with: `{"planJob": "plan"}`,
+			want: `trueup-outputs.json: "destroy": want a non-negative integer`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -104,7 +104,13 @@
 // Idempotency-Key of <uid>-plan-<hash of the body>, the same for the same spec. Answers:
 //
 //   - 2xx {"changes": true, "summary": "1 to add, 0 to change", "plan": "full text"}: the
-//     plan ("status" absent, "done" or "succeeded"); "changes" is required and boolean.
+//     plan ("status" absent, "done" or "succeeded"); "changes" is required and boolean. The
+//     answer may add counts, "add", "change", "destroy" and "replace" (integers from 0 to
+//     2147483647, read by policies as plan.add and so on; any of them makes the plan
+//     counted, the absent ones being 0; counts other than 0 with "changes": false are an
+//     error), and "hash" (at most 128 printable ASCII characters, no spaces), which names
+//     what the plan would do: an approval binds to it. An invalid value is an error naming
+//     the field (actions.PlanDetails).
 //   - 2xx {"status": "pending"|"running"}: the same request is sent again after Retry-After
 //     or pollInterval; 202 with Location: the Location is read until it answers as above.
 //     Both are bounded by the preview's plan timeout: a plan keeps no state between calls.

@@ -173,13 +173,15 @@ func (f *fakeProvisioner) resource(w http.ResponseWriter, r *http.Request) {
 	actiontest.WriteJSON(w, http.StatusAccepted, map[string]any{"status": "pending"})
 }
 
-// plan answers a plan request (f.mu held): nothing is created; in async mode the answer
-// comes from a job whose status is read three times.
+// plan answers a plan request (f.mu held), with counts and, for a creation, a hash:
+// nothing is created; in async mode the answer comes from a job whose status is read three
+// times.
 func (f *fakeProvisioner) plan(w http.ResponseWriter, r *http.Request, id string, spec map[string]any) {
 	answer := map[string]any{"status": "done", "changes": true, "summary": "1 to add, 0 to change, 0 to destroy",
-		"plan": fmt.Sprintf("+ %s (storage_gb=%v)", id, spec["storage_gb"])}
+		"plan": fmt.Sprintf("+ %s (storage_gb=%v)", id, spec["storage_gb"]), "add": 1, "change": 0, "destroy": 0,
+		"hash": fmt.Sprintf("create-%v", spec["storage_gb"])}
 	if f.resources[id] {
-		answer = map[string]any{"status": "done", "changes": false, "summary": "no changes", "plan": ""}
+		answer = map[string]any{"status": "done", "changes": false, "summary": "no changes", "plan": "", "add": 0}
 	}
 	if f.sync {
 		actiontest.WriteJSON(w, http.StatusOK, answer)

@@ -32,11 +32,14 @@ type wirePlan struct {
 	Changes *bool  `json:"changes"`
 	Summary string `json:"summary"`
 	Plan    string `json:"plan"`
+	// add, change, destroy, replace and hash: optional.
+	actions.PlanDetails
 }
 
-// Plan sends the resource with operation "plan" and reads {"changes", "summary", "plan"}
-// from the answer, following an accepted job (202 + Location) or a "pending" answer until
-// ctx ends: a plan is one call, it keeps no state and saves no checkpoint. An instance
+// Plan sends the resource with operation "plan" and reads {"changes", "summary", "plan"} and
+// the optional actions.PlanDetails (counts and hash) from the answer, following an accepted
+// job (202 + Location) or a "pending" answer until ctx ends: a plan is one call, it keeps no
+// state and saves no checkpoint. An instance
 // without `plan: true`, or a provisioner answering 404, 405 or 501, gives actions.ErrNoPlan.
 func (a *Action) Plan(ctx context.Context, req actions.Request) (actions.Plan, error) {
 	if !a.plan {
@@ -159,7 +162,11 @@ func (c *call) readPlan(ctx context.Context, r reply) (actions.Plan, bool, error
 		// operation): say so rather than guess.
 		return actions.Plan{}, false, errors.New("answer to plan: no boolean \"changes\"")
 	}
-	return actions.Plan{Changes: *w.Changes, Summary: w.Summary, Text: w.Plan}, true, nil
+	p := actions.Plan{Changes: *w.Changes, Summary: w.Summary, Text: w.Plan}
+	if err := w.SetOn(&p); err != nil {
+		return actions.Plan{}, false, fmt.Errorf("answer to plan: %w", err)
+	}
+	return p, true, nil
 }
 
 // wait sleeps d, failing when ctx (the caller's plan timeout) ends first.

@@ -35,8 +35,9 @@ func TestPlanSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !p.Changes || p.Summary != "1 to add, 0 to change, 0 to destroy" || p.Text != "+ team-a/Database/orders (storage_gb=500)" {
-		t.Fatalf("plan = %+v", p)
+	if want := (actions.Plan{Changes: true, Summary: "1 to add, 0 to change, 0 to destroy", Text: "+ team-a/Database/orders (storage_gb=500)",
+		Counted: true, Add: 1, Hash: "create-500"}); p != want {
+		t.Fatalf("plan = %+v, want %+v", p, want)
 	}
 	r := fx.f.last()
 	if r.Method != http.MethodPost || r.Header.Get("X-Trueup-Operation") != "plan" ||
@@ -59,7 +60,7 @@ func TestPlanSync(t *testing.T) {
 
 	// An existing resource: no changes.
 	d.Must(opReconcile)
-	if p, err := d.Plan(5 * time.Second); err != nil || p.Changes || p.Summary != "no changes" {
+	if p, err := d.Plan(5 * time.Second); err != nil || p != (actions.Plan{Summary: "no changes", Counted: true}) {
 		t.Fatalf("plan of an applied resource: %+v, %v", p, err)
 	}
 }
@@ -72,7 +73,7 @@ func TestPlanFollowsAcceptedJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !p.Changes || !strings.Contains(p.Text, "orders") {
+	if !p.Changes || !strings.Contains(p.Text, "orders") || !p.Counted || p.Add != 1 || p.Hash != "create-500" {
 		t.Fatalf("plan = %+v", p)
 	}
 	var gets int
@@ -106,6 +107,14 @@ func TestPlanAnswers(t *testing.T) {
 		{name: "no changes field", answer: scripted{status: 200, body: `{"outputs": {"a": 1}}`}, want: `no boolean "changes"`},
 		{name: "changes not a boolean", answer: scripted{status: 200, body: `{"changes": "yes"}`}, want: "answer to plan"},
 		{name: "not JSON", answer: scripted{status: 200, header: map[string]string{"Content-Type": "text/plain"}, body: `ok`}, want: "not a JSON object"},
+		{name: "negative count", answer: scripted{status: 200, body: `{"changes": true, "destroy": -2}`},
+			want: `answer to plan: "destroy": want a non-negative integer up to 2147483647, got -2`},
+		{name: "count a string", answer: scripted{status: 200, body: `{"changes": true, "add": "one"}`},
+			want: `answer to plan: "add": want a non-negative integer, got a string`},
+		{name: "counts without changes", answer: scripted{status: 200, body: `{"changes": false, "replace": 1}`},
+			want: `answer to plan: "changes" is false but the counts are not all 0`},
+		{name: "hash not a string", answer: scripted{status: 200, body: `{"changes": true, "hash": ["a"]}`},
+			want: `answer to plan: "hash": want a string, got an array`},
 		{name: "unknown status", answer: scripted{status: 200, body: `{"status": "weird", "changes": true}`}, want: "unknown status"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

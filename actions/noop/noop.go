@@ -1,5 +1,6 @@
 // Package noop owns the "noop" action kind: a plugin that changes nothing and always succeeds,
-// for tests and benchmarks of the reconciler. It can be told to wait (delay) and to fail the
+// for tests and benchmarks of the reconciler. It plans too (no changes, every count 0), so
+// that benchmarks and tests can put noop resources behind the gate of a policy. It can be told to wait (delay) and to fail the
 // first few reconciles of each resource (failFirst), to exercise timeouts and retries.
 package noop
 
@@ -102,6 +103,23 @@ func (a *Action) Observe(ctx context.Context, _ actions.Request) (actions.Observ
 	return actions.Observation{InSync: true, Message: "noop"}, nil
 }
 
+// noChanges is every plan of noop: nothing to add, change, destroy or replace. Its Hash is
+// left to actions.PlanHash.
+var noChanges = actions.Plan{Summary: "no changes", Counted: true}
+
+// Plan reports no changes after the configured delay.
+func (a *Action) Plan(ctx context.Context, _ actions.Request) (actions.Plan, error) {
+	if err := a.wait(ctx); err != nil {
+		return actions.Plan{}, err
+	}
+	return noChanges, nil
+}
+
+// PlanDelete reports no changes after the configured delay: a delete removes nothing.
+func (a *Action) PlanDelete(ctx context.Context, req actions.Request) (actions.Plan, error) {
+	return a.Plan(ctx, req)
+}
+
 var _ actions.Closer = (*Action)(nil)
 
 // Close releases nothing; it exists so the lifecycle is the same as other kinds.
@@ -138,6 +156,8 @@ func keyOf(r actions.Resource) resourceKey {
 }
 
 var (
-	_ actions.Action   = (*Action)(nil)
-	_ actions.Observer = (*Action)(nil)
+	_ actions.Action        = (*Action)(nil)
+	_ actions.Observer      = (*Action)(nil)
+	_ actions.Planner       = (*Action)(nil)
+	_ actions.DeletePlanner = (*Action)(nil)
 )

@@ -49,6 +49,28 @@ func TestReconcileOutputs(t *testing.T) {
 	}
 }
 
+// noop plans a reconcile and a delete as no changes, counted, so that policies can gate it.
+func TestPlan(t *testing.T) {
+	t.Parallel()
+	a := newAction(t, `{"failFirst": 1}`)
+	req := request("default", "db", 3)
+	req.KeepPlan = true
+	want := actions.Plan{Summary: "no changes", Counted: true}
+	for name, plan := range map[string]func(context.Context, actions.Request) (actions.Plan, error){
+		"plan":       a.(actions.Planner).Plan,
+		"planDelete": a.(actions.DeletePlanner).PlanDelete,
+	} {
+		p, err := plan(t.Context(), req)
+		if err != nil || p != want {
+			t.Fatalf("%s = %+v, %v; want %+v", name, p, err, want)
+		}
+	}
+	// A plan is not a reconcile: the induced failure is still to come.
+	if _, err := a.Reconcile(t.Context(), request("default", "db", 3)); err == nil {
+		t.Fatal("first reconcile after plans: err = nil; want the induced failure")
+	}
+}
+
 func TestFailFirst(t *testing.T) {
 	t.Parallel()
 	a := newAction(t, `{"failFirst": 2}`)
@@ -90,6 +112,11 @@ func TestDelayHonoursContext(t *testing.T) {
 		"reconcile": func() error { _, err := a.Reconcile(ctx, request("default", "db", 1)); return err },
 		"delete":    func() error { _, err := a.Delete(ctx, request("default", "db", 1)); return err },
 		"observe":   func() error { _, err := a.(actions.Observer).Observe(ctx, request("default", "db", 1)); return err },
+		"plan":      func() error { _, err := a.(actions.Planner).Plan(ctx, request("default", "db", 1)); return err },
+		"planDelete": func() error {
+			_, err := a.(actions.DeletePlanner).PlanDelete(ctx, request("default", "db", 1))
+			return err
+		},
 	} {
 		if err := call(); !errors.Is(err, context.Canceled) {
 			t.Errorf("%s with cancelled ctx: err = %v; want context.Canceled", name, err)
@@ -109,6 +136,22 @@ func TestConfigErrors(t *testing.T) {
 		_, err := noop.New(json.RawMessage(tc.cfg), actions.Env{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("New(%s) err = %v; want one containing %q", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+func BenchmarkPlan(b *testing.B) {
+	a, err := noop.New(nil, actions.Env{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := a.(actions.Planner)
+	ctx := context.Background()
+	req := request("default", "db", 1)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.Plan(ctx, req); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -5,9 +5,12 @@
 # for size "brief" runs until a reconcile has started or for a second. A reconcile for size
 # "held" runs until the file $OUT_DIR/release exists. Every call appends "OPERATION start"
 # and "OPERATION end" (also when terminated) to $OUT_DIR/seq, the order the calls ran in.
+# A plan reports counts and a hash; with keepPlan it keeps its hash in $OUT_DIR/kept-plan,
+# and a reconcile with an approvedPlan applies only when that is the kept plan's hash.
 set -euo pipefail
 stdin=$(cat)
 size=$(printf '%s' "$stdin" | sed -n 's/.*"size":"\([^"]*\)".*/\1/p')
+approved=$(printf '%s' "$stdin" | sed -n 's/.*"approvedPlan":"\([^"]*\)".*/\1/p')
 db="$OUT_DIR/db"
 mark() { echo "$TRUEUP_OPERATION $1" >>"$OUT_DIR/seq"; }
 mark start
@@ -17,6 +20,14 @@ reconcile)
 	if [[ $size == held ]]; then
 		: >"$OUT_DIR/reconcile-started"
 		while [[ ! -f $OUT_DIR/release ]]; do sleep 0.02; done
+	fi
+	if [[ -n $approved ]]; then
+		if [[ ! -f $OUT_DIR/kept-plan || $(cat "$OUT_DIR/kept-plan") != "$approved" ]]; then
+			echo "no kept plan of hash $approved" >&2
+			mark end
+			exit 1
+		fi
+		rm "$OUT_DIR/kept-plan"
 	fi
 	printf '%s' "$size" >"$db"
 	printf '{"done": true, "outputs": {"size": "%s"}}' "$size"
@@ -41,12 +52,16 @@ plan)
 		exit 64
 	fi
 	if [[ ! -f $db ]]; then
-		printf '{"changes": true, "summary": "1 to add, 0 to change", "plan": "+ database (size %s)"}' "$size"
+		hash="create-$size"
+		printf '{"changes": true, "summary": "1 to add, 0 to change", "plan": "+ database (size %s)", "add": 1, "change": 0, "hash": "%s"}' "$size" "$hash"
 	elif [[ $(cat "$db") != "$size" ]]; then
-		printf '{"changes": true, "summary": "0 to add, 1 to change", "plan": "~ database size %s -> %s"}' "$(cat "$db")" "$size"
+		hash="resize-$(cat "$db")-$size"
+		printf '{"changes": true, "summary": "0 to add, 1 to change", "plan": "~ database size %s -> %s", "add": 0, "change": 1, "hash": "%s"}' "$(cat "$db")" "$size" "$hash"
 	else
-		printf '{"changes": false, "summary": "no changes", "plan": ""}'
+		hash="none-$size"
+		printf '{"changes": false, "summary": "no changes", "plan": "", "add": 0, "change": 0, "hash": "%s"}' "$hash"
 	fi
+	if [[ $stdin == *'"keepPlan":true'* ]]; then printf '%s' "$hash" >"$OUT_DIR/kept-plan"; fi
 	;;
 *) ;;
 esac

@@ -1,0 +1,111 @@
+package actions
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// MaxPlanHash bounds the length of a hash a backend reports with its plan (a SHA-512 in hex
+// fits).
+const MaxPlanHash = 128
+
+// PlanDetails are the optional fields of a plan reply by which a backend reports what its
+// plan would do and what identifies it: "add", "change", "destroy" and "replace" (counts,
+// non-negative integers; any of them present makes the plan Counted, the others being 0)
+// and "hash" (Plan.Hash). The exec protocol's plan reply, the http provisioner's answer to a
+// plan and the trueup-outputs of a github-actions or gitlab plan run carry them; a reply
+// struct embeds PlanDetails to decode them. null is the same as absent.
+type PlanDetails struct {
+	Add     json.RawMessage `json:"add"`
+	Change  json.RawMessage `json:"change"`
+	Destroy json.RawMessage `json:"destroy"`
+	Replace json.RawMessage `json:"replace"`
+	Hash    json.RawMessage `json:"hash"`
+}
+
+// SetOn checks the fields and sets them on p, whose Changes is already read. The error names
+// the field and never quotes more than a short number of the reply. A plan of no changes
+// whose counts are not all 0 contradicts itself, and is refused rather than guessed at.
+func (d PlanDetails) SetOn(p *Plan) error {
+	for _, c := range []struct {
+		name string
+		raw  json.RawMessage
+		dst  *int
+	}{{"add", d.Add, &p.Add}, {"change", d.Change, &p.Change}, {"destroy", d.Destroy, &p.Destroy}, {"replace", d.Replace, &p.Replace}} {
+		if isAbsent(c.raw) {
+			continue
+		}
+		n, err := planCount(c.raw)
+		if err != nil {
+			return fmt.Errorf("%q: %w", c.name, err)
+		}
+		*c.dst = n
+		p.Counted = true
+	}
+	if !p.Changes && p.Add+p.Change+p.Destroy+p.Replace > 0 {
+		return fmt.Errorf(`"changes" is false but the counts are not all 0 (add %d, change %d, destroy %d, replace %d)`,
+			p.Add, p.Change, p.Destroy, p.Replace)
+	}
+	if isAbsent(d.Hash) {
+		return nil
+	}
+	var h string
+	if err := json.Unmarshal(d.Hash, &h); err != nil {
+		return fmt.Errorf(`"hash": want a string, got %s`, jsonKind(d.Hash))
+	}
+	if len(h) > MaxPlanHash {
+		return fmt.Errorf(`"hash": %d characters; want at most %d`, len(h), MaxPlanHash)
+	}
+	for i := 0; i < len(h); i++ {
+		if h[i] <= ' ' || h[i] > '~' {
+			return fmt.Errorf(`"hash": want printable ASCII characters without spaces (character %d is not)`, i+1)
+		}
+	}
+	p.Hash = h // "" leaves the hash to PlanHash
+	return nil
+}
+
+// planCount reads a count: a JSON integer from 0 to MaxInt32.
+func planCount(raw json.RawMessage) (int, error) {
+	s := string(bytes.TrimSpace(raw))
+	if jsonKind(raw) != "a number" {
+		return 0, fmt.Errorf("want a non-negative integer, got %s", jsonKind(raw))
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || n > math.MaxInt32 {
+		if len(s) > 24 {
+			s = s[:24] + "…"
+		}
+		return 0, fmt.Errorf("want a non-negative integer up to %d, got %s", math.MaxInt32, s)
+	}
+	return int(n), nil
+}
+
+// jsonKind names the kind of a JSON value, for errors that must not quote it.
+func jsonKind(raw json.RawMessage) string {
+	b := bytes.TrimSpace(raw)
+	if len(b) == 0 {
+		return "nothing"
+	}
+	switch b[0] {
+	case '"':
+		return "a string"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "a number"
+}
+
+func isAbsent(raw json.RawMessage) bool {
+	b := bytes.TrimSpace(raw)
+	return len(b) == 0 || string(b) == "null"
+}
