@@ -15,7 +15,8 @@ func newDescribeCmd(api *apiOptions) *cobra.Command {
 		Short: "Show one resource or source in detail: spec, status, conditions, outputs, history and events",
 		Long: `Shows one resource for a human: metadata, the spec as stored (schema defaults applied) in
 YAML, phase and message, the conditions, the outputs, where the manifest came from
-(source file:line@revision), and the last 10 reconcile attempts and events, newest first.
+(source file:line@revision), the change a policy holds back with its plan's text and votes,
+and the last 10 reconcile attempts and events, newest first.
 KIND is case-insensitive; the namespace is "default" unless -n says otherwise.
 
 describe source NAME shows one source: where it reads from, the applied and the last

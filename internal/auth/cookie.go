@@ -66,6 +66,7 @@ func (s sealer) open(purpose, cookie string, v interface{ expires() time.Time })
 // not when sessions expire.
 type session struct {
 	Name   string   `json:"n"`
+	Email  string   `json:"e,omitempty"` // the verified email claim, for notAuthor
 	Groups []string `json:"g"`
 	// ID is random per login; the logout form's CSRF token is derived from it.
 	ID  string `json:"id"`

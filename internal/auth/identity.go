@@ -7,6 +7,8 @@ package auth
 import (
 	"context"
 	"slices"
+
+	"github.com/trueup-dev/trueup/internal/policy"
 )
 
 // Role is what an identity may do. Each role includes the ones before it.
@@ -53,6 +55,23 @@ type Identity struct {
 	Role Role
 	// Namespaces the identity may see and act in; "*" is every namespace.
 	Namespaces []string
+	// Email is a user's email claim when the provider does not say it is unverified, and
+	// Groups are a user's groups that auth.oidc.roles maps: what policies' approvals.from
+	// and notAuthor read. Tokens have neither.
+	Email  string
+	Groups []string
+}
+
+// Approver is who the identity is to policies deciding approvals: a token by its name, a
+// user by its name, email and groups. Anyone else is neither, and may approve nothing.
+func (i Identity) Approver() policy.Approver {
+	switch i.Kind {
+	case "token":
+		return policy.Approver{Token: i.Name}
+	case "user":
+		return policy.Approver{User: i.Name, Email: i.Email, Groups: slices.Clone(i.Groups)}
+	}
+	return policy.Approver{}
 }
 
 // Actor is how events and history name the identity: "token:ci-bot", "user:ada@example.com",

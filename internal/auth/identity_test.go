@@ -1,6 +1,11 @@
 package auth
 
-import "testing"
+import (
+	"reflect"
+	"testing"
+
+	"github.com/trueup-dev/trueup/internal/policy"
+)
 
 func TestCan(t *testing.T) {
 	viewerStaging := Identity{Kind: "token", Name: "v", Role: Viewer, Namespaces: []string{"staging"}}
@@ -49,6 +54,23 @@ func TestActor(t *testing.T) {
 	} {
 		if got := c.id.Actor(); got != c.want {
 			t.Errorf("%+v.Actor() = %q, want %q", c.id, got, c.want)
+		}
+	}
+}
+
+func TestApprover(t *testing.T) {
+	for _, c := range []struct {
+		id   Identity
+		want policy.Approver
+	}{
+		{Identity{Kind: "token", Name: "release-bot", Role: Operator, Email: "x@example.com", Groups: []string{"dba"}}, policy.Approver{Token: "release-bot"}},
+		{Identity{Kind: "user", Name: "ada@example.com", Role: Viewer, Email: "ada@example.com", Groups: []string{"dba", "ops"}},
+			policy.Approver{User: "ada@example.com", Email: "ada@example.com", Groups: []string{"dba", "ops"}}},
+		{Identity{Kind: "user", Name: "ada"}, policy.Approver{User: "ada"}},
+		{Identity{Kind: "anonymous", Name: "anonymous", Role: Admin}, policy.Approver{}}, // may approve nothing
+	} {
+		if got := c.id.Approver(); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%+v.Approver() = %+v, want %+v", c.id, got, c.want)
 		}
 	}
 }

@@ -178,7 +178,7 @@ func (o *oidcLogin) callback(w http.ResponseWriter, r *http.Request) {
 		o.page(w, http.StatusBadGateway, "Sign-in failed", "trueup could not complete the sign-in with the provider. Sign in again.")
 		return
 	}
-	s := session{Name: id.Name, Groups: groups, ID: randomString(), Exp: o.now().Add(o.cfg.SessionTTL).Unix()}
+	s := session{Name: id.Name, Email: id.Email, Groups: groups, ID: randomString(), Exp: o.now().Add(o.cfg.SessionTTL).Unix()}
 	v, err := o.seal.seal("session", &s)
 	if err != nil {
 		o.page(w, http.StatusInternalServerError, "Sign-in failed", "internal error")
@@ -223,12 +223,12 @@ func (o *oidcLogin) exchange(ctx context.Context, code string, st loginState) (I
 	}
 	// The name events and history record: the email unless the provider says it is not
 	// verified (anyone could then claim anyone's), else the username, else the subject.
-	name := idt.Subject
+	name, email := idt.Subject, ""
 	if v, ok := claims["preferred_username"].(string); ok && v != "" {
 		name = v
 	}
 	if v, ok := claims["email"].(string); ok && v != "" && claims["email_verified"] != false {
-		name = v
+		name, email = v, v
 	}
 	var mapped []string
 	for _, g := range groups(claims[o.cfg.GroupsClaim]) {
@@ -240,7 +240,7 @@ func (o *oidcLogin) exchange(ctx context.Context, code string, st loginState) (I
 	if role == "" {
 		return Identity{}, nil, noGroupError{user: name}
 	}
-	return Identity{Kind: "user", Name: name, Role: role, Namespaces: ns}, mapped, nil
+	return Identity{Kind: "user", Name: name, Role: role, Namespaces: ns, Email: email, Groups: mapped}, mapped, nil
 }
 
 // groups reads a groups claim: a list of strings, or one string.
@@ -303,7 +303,7 @@ func (o *oidcLogin) session(r *http.Request) (Identity, bool) {
 	if role == "" {
 		return Identity{}, false // the config no longer maps any of the user's groups
 	}
-	return Identity{Kind: "user", Name: s.Name, Role: role, Namespaces: ns}, true
+	return Identity{Kind: "user", Name: s.Name, Role: role, Namespaces: ns, Email: s.Email, Groups: s.Groups}, true
 }
 
 func (o *oidcLogin) readSession(r *http.Request) (session, bool) {

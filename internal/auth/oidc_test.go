@@ -7,6 +7,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -86,6 +87,11 @@ func TestSessionExpiry(t *testing.T) {
 		t.Fatalf("sign-in: %d", code)
 	}
 	check("ada@example.com", nil)
+	last.Lock()
+	if last.id.Email != "ada@example.com" || !slices.Equal(last.id.Groups, []string{"ops"}) {
+		t.Errorf("a session's email and groups: %q, %q", last.id.Email, last.id.Groups) // what approvals read
+	}
+	last.Unlock()
 
 	// Another replica with the same config accepts the session (the key comes from the
 	// config); one whose config no longer maps the user's group does not.

@@ -121,6 +121,10 @@ func Describe(ctx context.Context, c *apiclient.Client, clock func() time.Time, 
 		return fmt.Errorf("outputs: %w", err)
 	}
 
+	if r.Approval != nil {
+		describeApproval(&b, now, r.Approval)
+	}
+
 	fmt.Fprintf(&b, "History (newest first, last %d):\n", describeLimit)
 	if len(history) == 0 {
 		b.WriteString("  <none>\n")

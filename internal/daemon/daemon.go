@@ -344,7 +344,8 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 	rt.record(server.ReloadResult{At: time.Now(), OK: true}) // the config loaded at start
 
 	srvOpts, err := withAuth(server.Options{Listen: cfg.Server.Listen, Replica: replica, Metrics: met, Webhooks: rt.hooks,
-		ExternalURL: cfg.Server.ExternalURL, Reload: rt.request, LastReload: rt.lastReload, TraceURL: traceURL(cfg), Redact: rt.redact}, cfg, logger)
+		ExternalURL: cfg.Server.ExternalURL, Reload: rt.request, LastReload: rt.lastReload, TraceURL: traceURL(cfg), Redact: rt.redact,
+		ApprovalTTL: func() time.Duration { return rt.cfg.Load().ApprovalTTL }}, cfg, logger)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/auth"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // The dashboard's operator buttons (issue 11 §3). The resource and source pages show them to
@@ -74,7 +75,7 @@ func (s *Server) operateRoutes(m *http.ServeMux) {
 
 // command is one dashboard command on one object.
 type command struct {
-	Action   string // reconcile | sync | suspend | resume
+	Action   string // reconcile | sync | suspend | resume | approve | reject
 	Source   bool
 	NS, Kind string // resources
 	Name     string
@@ -89,8 +90,12 @@ func commandOf(r *http.Request) (command, bool) {
 	}
 	c.NS, c.Kind = r.PathValue("namespace"), r.PathValue("kind")
 	c.Base = resourcePath(c.NS, c.Kind, c.Name)
-	return c, c.Action == "reconcile" || c.Action == "suspend" || c.Action == "resume"
+	return c, c.Action == "reconcile" || c.Action == "suspend" || c.Action == "resume" || c.vote()
 }
+
+// vote reports whether c is an approval or a rejection: the right to it is the waiting
+// policies', not the operator role.
+func (c command) vote() bool { return !c.Source && (c.Action == "approve" || c.Action == "reject") }
 
 // Title is the confirmation question.
 func (c command) Title() string {
@@ -120,6 +125,10 @@ func (c command) Explain() string {
 		return "New commits still update the resource's spec, but it is neither reconciled, resynced nor deleted until resumed."
 	case c.Source:
 		return "The source applies its head at once."
+	case c.Action == "approve":
+		return "Your approval binds to the plan below and the resource's generation, and lapses after the approval TTL. trueup applies exactly this plan once the approvals its policies ask for are given."
+	case c.Action == "reject":
+		return "The resource stalls and its action is not called until its spec or its plan changes."
 	}
 	return "Whatever became due while the resource was suspended runs at once."
 }
@@ -136,6 +145,9 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, c command) bool 
 		}
 		a = sourceAccess(identity(r), nss)
 	}
+	if c.vote() && a == accessForbidden {
+		a = accessAllowed // seeing the resource is enough to ask; the vote checks the policies
+	}
 	switch a {
 	case accessHidden:
 		s.errorPage(w, r, http.StatusNotFound, "Not found", what+" does not exist.")
@@ -150,6 +162,8 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, c command) bool 
 type confirmData struct {
 	command
 	CSRF string
+	// Approval is the request a vote confirms (approve and reject only).
+	Approval *wire.Approval
 }
 
 // confirmPage asks for confirmation with a POST form carrying the double-submit token.
@@ -162,6 +176,14 @@ func (s *Server) confirmPage(w http.ResponseWriter, r *http.Request) {
 	if !s.decide(w, r, c) {
 		return
 	}
+	var approval *wire.Approval
+	if c.vote() {
+		q, ok := s.pendingApproval(w, r, c)
+		if !ok {
+			return
+		}
+		approval = s.approvalWire(q, false)
+	}
 	token := ""
 	if ck, err := r.Cookie(csrfCookie); err == nil && len(ck.Value) == 64 {
 		token = ck.Value
@@ -172,7 +194,7 @@ func (s *Server) confirmPage(w http.ResponseWriter, r *http.Request) {
 		http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: token, Path: "/", HttpOnly: true, Secure: r.TLS != nil,
 			SameSite: http.SameSiteStrictMode, MaxAge: int((12 * time.Hour).Seconds())})
 	}
-	s.render(w, r, http.StatusOK, "confirm.html", layout{Title: c.Title(), Nav: "resources", Page: confirmData{command: c, CSRF: token}})
+	s.render(w, r, http.StatusOK, "confirm.html", layout{Title: c.Title(), Nav: "resources", Page: confirmData{command: c, CSRF: token, Approval: approval}})
 }
 
 // sameOrigin reports whether a form POST comes from a page of this server: Sec-Fetch-Site
@@ -210,6 +232,10 @@ func (s *Server) operateForm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.decide(w, r, c) {
+		return
+	}
+	if c.vote() {
+		s.voteForm(w, r, c)
 		return
 	}
 	actor := identity(r).Actor()

@@ -274,6 +274,12 @@ func (s *Server) overviewPage(w http.ResponseWriter, r *http.Request) {
 		// Sources may well be configured: none has resources in the caller's namespaces.
 		d.Health.Lines = []healthLine{{Text: "No source declares resources in your namespaces"}}
 	}
+	if n, err := s.store.CountPendingApprovals(ctx, sc); s.pageFailed(w, r, err) {
+		return
+	} else if n > 0 {
+		d.Health.Lines = append(d.Health.Lines, healthLine{fmt.Sprintf("%d %s for approval", n, plural.Word(n, "change waits", "changes wait")),
+			listPath("approval", store.ApprovalPending)})
+	}
 	if d.ShowReplicas {
 		// Dead letters name resources of every namespace: admins only, as the API.
 		n, err := s.store.CountOutbox(ctx, store.OutboxDead)
@@ -313,10 +319,10 @@ func (s *Server) resourcesPage(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	q := r.URL.Query()
 	f := store.SummaryFilter{Kind: strings.TrimSpace(q.Get("kind")), Namespace: strings.TrimSpace(q.Get("namespace")),
-		Phase: q.Get("phase"), Source: q.Get("source"), LabelSelector: strings.TrimSpace(q.Get("label")),
+		Phase: q.Get("phase"), Approval: q.Get("approval"), Source: q.Get("source"), LabelSelector: strings.TrimSpace(q.Get("label")),
 		Query: strings.TrimSpace(q.Get("q")), Continue: q.Get("continue"), Limit: 100}
 	d := resourcesData{Filter: f, Phases: slices.Clone(phaseOrder), Clear: "/resources"}
-	params := []string{"q", f.Query, "phase", f.Phase, "kind", f.Kind, "namespace", f.Namespace, "source", f.Source, "label", f.LabelSelector}
+	params := []string{"q", f.Query, "phase", f.Phase, "approval", f.Approval, "kind", f.Kind, "namespace", f.Namespace, "source", f.Source, "label", f.LabelSelector}
 	for i := 0; i < len(params); i += 2 {
 		if params[i+1] == "" {
 			continue
@@ -362,6 +368,9 @@ func (s *Server) resourcesPage(w http.ResponseWriter, r *http.Request) {
 	if f.Phase != "" {
 		title = f.Phase + " resources"
 	}
+	if f.Approval == store.ApprovalPending {
+		title = "Resources waiting for approval"
+	}
 	s.render(w, r, code, "resources.html", layout{Title: title, Nav: "resources", Watch: "*", Page: d})
 }
 
@@ -394,6 +403,7 @@ type resourceData struct {
 	APIPath               string
 	Ops                   opsView        // operator commands (dashboard_operate.go)
 	Deps                  neighboursView // dependencies and dependents (dashboard_graph.go)
+	Approval              *approvalView  // what a policy holds back (dashboard_approvals.go)
 	// NextRetry is when a resource retrying after a failure is taken up again (nil: not
 	// retrying, or suspended), as describe shows it; RetryRunning, that a replica runs the
 	// retry now (the API gives no time while a lease is held).
@@ -465,6 +475,9 @@ func (s *Server) resourcePage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		d.Deps = makeNeighbours(n, sc)
+		if d.Approval, err = s.resourceApproval(ctx, identity(r), res, n, sc); s.pageFailed(w, r, err) {
+			return
+		}
 	} else if len(hist) > 0 {
 		d.Kind = hist[0].Kind
 	}

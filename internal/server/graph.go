@@ -78,7 +78,13 @@ func (s *Server) getResource(w http.ResponseWriter, r *http.Request) {
 	if s.fail(w, err) {
 		return
 	}
-	writeJSON(w, http.StatusOK, makeResourceAnswer(res, n, sc))
+	q, err := s.store.ApprovalRequest(r.Context(), ns, kind, name, s.votesSince())
+	if s.fail(w, err) {
+		return
+	}
+	a := makeResourceAnswer(res, n, sc)
+	a.Approval = s.approvalWire(q, planTextVisible(n, sc))
+	writeJSON(w, http.StatusOK, a)
 }
 
 func makeGraphAnswer(g store.Graph) wire.Graph {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"github.com/trueup-dev/trueup/internal/metrics"
+	"github.com/trueup-dev/trueup/internal/policy"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/wire"
 )
@@ -409,6 +410,13 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 		}
 	}
 
+	// q000 waits for an approval, with a vote.
+	gate(t, st, "alpha", "q000")
+	if _, err := st.Vote(ctx, store.VoteParams{Namespace: "alpha", Kind: "Queue", Name: "q000",
+		Vote: store.Vote{Actor: "token:dba", Approver: policy.Approver{Token: "dba"}, Reason: "no"}}); err != nil {
+		t.Fatal(err)
+	}
+
 	var page struct{ Continue string }
 	get(t, hs.URL+"/api/v1/resources?limit=1", &page)
 	res := "/api/v1/resources/alpha/Queue/q000"
@@ -461,6 +469,12 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 		{"GET", "/api/v1/notifications?limit=0", 400},
 		{"GET", "/api/v1/watch?since=x", 400},
 		{"GET", "/api/v1/openapi.json", 200},
+		{"GET", "/api/v1/approvals", 200},
+		{"GET", "/api/v1/approvals?namespace=alpha&state=pending", 200},
+		{"GET", "/api/v1/approvals?state=gone", 400},
+		{"POST", res + "/approve", 403}, // anonymous: neither a token nor a user
+		{"POST", "/api/v1/resources/beta/queue/q001/reject", 409},
+		{"POST", "/api/v1/resources/alpha/queue/nope/reject", 404},
 		{"POST", "/hooks/main", 404}, // no webhook handler here; internal/webhook tests its answers
 		{"GET", "/", 200},
 		{"GET", "/resources", 200},

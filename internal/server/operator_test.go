@@ -37,15 +37,21 @@ var identities = map[string]auth.Identity{
 func setupAuth(t *testing.T, n int) (*httptest.Server, *store.Store) {
 	t.Helper()
 	_, st := setup(t, n)
+	return serveAs(t, st, identities), st
+}
+
+// serveAs serves st with auth: a request is the identity of ids its X-Test-Identity names.
+func serveAs(t *testing.T, st *store.Store, ids map[string]auth.Identity) *httptest.Server {
+	t.Helper()
 	srv := httptest.NewServer(New(st, Options{Replica: "test", Authenticate: func(r *http.Request) (auth.Identity, error) {
-		id, ok := identities[r.Header.Get("X-Test-Identity")]
+		id, ok := ids[r.Header.Get("X-Test-Identity")]
 		if !ok {
 			return auth.Identity{}, errors.New("unknown test identity")
 		}
 		return id, nil
 	}, Redact: redact.New(knownSecret)}, slog.New(slog.NewTextHandler(io.Discard, nil))).Handler())
 	t.Cleanup(srv.Close)
-	return srv, st
+	return srv
 }
 
 // knownSecret is a secret of the config of setupAuth's server (its Redact masks it).
@@ -278,6 +284,12 @@ func formClient(t *testing.T) *http.Client {
 func getAs(t *testing.T, c *http.Client, u, as string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, u, nil)
+	return doAs(t, c, req, as)
+}
+
+// doAs sends req as the test identity as and returns the answer's status and body.
+func doAs(t *testing.T, c *http.Client, req *http.Request, as string) (int, string) {
+	t.Helper()
 	req.Header.Set("X-Test-Identity", as)
 	resp, err := c.Do(req)
 	if err != nil {

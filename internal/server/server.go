@@ -67,6 +67,9 @@ type Options struct {
 	// keeps (an abandon's reason, written to history, events and notifications); nil: kept as
 	// sent.
 	Redact *redact.Registry
+	// ApprovalTTL is how long an approval stays valid (config approvalTTL, read live; nil or
+	// 0: the default): votes older are not shown.
+	ApprovalTTL func() time.Duration
 }
 
 // anonymousAdmin is who requests are when no authentication is configured.
@@ -180,6 +183,7 @@ func (s *Server) routes() {
 	m.Handle("GET /api/v1/watch", s.watchers.wrap(http.HandlerFunc(s.watch)))
 	m.HandleFunc("GET /api/v1/openapi.json", s.openapi)
 	s.operatorRoutes(m)
+	s.approvalRoutes(m)
 	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})

@@ -118,6 +118,7 @@ func scanSummary(row pgx.Row) (ResourceSummary, error) {
 // SummaryFilter selects resources for the dashboard's table; empty fields match everything.
 type SummaryFilter struct {
 	Kind, Namespace, Source, Phase string
+	Approval                       string // as ResourceFilter.Approval
 	LabelSelector                  string
 	// Query matches a substring of the name, case-insensitively.
 	Query    string
@@ -130,7 +131,7 @@ type SummaryFilter struct {
 // the next page.
 func (s *Store) ListResourceSummaries(ctx context.Context, sc Scope, f SummaryFilter) ([]ResourceSummary, string, error) {
 	clause, args, limit, err := resourcePage(sc, ResourceFilter{Kind: f.Kind, Namespace: f.Namespace, Source: f.Source, Phase: f.Phase,
-		LabelSelector: f.LabelSelector, Limit: f.Limit, Continue: f.Continue}, f.Query)
+		Approval: f.Approval, LabelSelector: f.LabelSelector, Limit: f.Limit, Continue: f.Continue}, f.Query)
 	if err != nil {
 		return nil, "", err
 	}

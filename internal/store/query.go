@@ -170,9 +170,12 @@ func resourceNotFound(namespace, kind, name string) error {
 // ResourceFilter selects resources; empty fields match everything.
 type ResourceFilter struct {
 	Kind, Namespace, Source, Phase string
-	LabelSelector                  string
-	Limit                          int    // default 100, at most 1000
-	Continue                       string // token from the previous page
+	// Approval selects the resources whose approval request is in this state
+	// (ApprovalPending, ApprovalRejected or ApprovalDenied).
+	Approval      string
+	LabelSelector string
+	Limit         int    // default 100, at most 1000
+	Continue      string // token from the previous page
 }
 
 // ErrBadRequest wraps errors in caller-supplied filters.
@@ -239,6 +242,13 @@ func resourcePage(sc Scope, f ResourceFilter, nameQuery string) (clause string, 
 	}
 	if f.Phase != "" {
 		where = append(where, "phase = "+args.add(f.Phase))
+	}
+	switch f.Approval {
+	case "":
+	case ApprovalPending, ApprovalRejected, ApprovalDenied:
+		where = append(where, "EXISTS (SELECT 1 FROM approval_requests a WHERE a.resource_id = resources.id AND a.state = "+args.add(f.Approval)+")")
+	default:
+		return "", nil, 0, fmt.Errorf("%w: approval must be pending, rejected or denied", ErrBadRequest)
 	}
 	if nameQuery != "" {
 		// Served by the trigram index where pg_trgm exists (migration 0005).

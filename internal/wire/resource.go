@@ -21,6 +21,9 @@ type Resource struct {
 	// GET of one resource answers a list of its own, with the state (the server's
 	// resourceAnswer).
 	DependsOn []Dependency `json:"dependsOn,omitempty"`
+	// Approval is what the resource waits for under a policy: GET of one resource only,
+	// absent when nothing gates it.
+	Approval *Approval `json:"approval,omitempty"`
 }
 
 // Dependency is one thing a resource depends on. GET of one resource fills Phase, Source
