@@ -4,6 +4,10 @@ package terraform_test
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -175,5 +179,27 @@ func TestApprovedDelete(t *testing.T) {
 	}
 	if _, ok := f.states(t)[ws]; ok {
 		t.Fatal("the workspace is left after Delete(ApprovedPlan)")
+	}
+}
+
+// A variable that no change shows (a provisioner's command) is part of the plan's hash: an
+// approval of "echo harmless" never applies "touch PWNED".
+func TestPlanHashCoversWhatRuns(t *testing.T) {
+	t.Parallel()
+	f := setup(t, "gatecmd", config{Module: "testdata/modules/provisioner"})
+	pwned := filepath.Join(t.TempDir(), "PWNED")
+	harmless := keptPlan(t, f, `{"cmd": "echo harmless"}`)
+	spec := fmt.Sprintf(`{"cmd": "touch %s"}`, pwned)
+	evil := keptPlan(t, f, spec)
+	if harmless.Hash == evil.Hash {
+		t.Fatalf("plans running other commands share hash %s", harmless.Hash)
+	}
+	req := request("db", spec)
+	req.ApprovedPlan = harmless.Hash
+	if _, err := f.action.Reconcile(t.Context(), req); err == nil || !strings.Contains(err.Error(), "is no longer here") {
+		t.Fatalf("Reconcile(ApprovedPlan of echo harmless) with touch: %v; want it refused", err)
+	}
+	if _, err := os.Stat(pwned); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the command of another plan ran: %v", err)
 	}
 }

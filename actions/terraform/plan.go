@@ -24,18 +24,23 @@ type planFacts struct {
 	hash                          string
 }
 
-// showJSON is the part of show -json that says what a plan would do. The rest (the
-// variables, the prior state, the configuration, the timestamp) is left out: two plans of
-// the same change against the same state differ there, or say nothing the changes do not.
+// showJSON is the part of show -json a plan's hash covers: what it would do (the resource
+// and output changes), and what it runs to do it (the variables' values and the
+// configuration: a provisioner's command, a data source's program, which no change shows).
+// The rest (the prior state, the planned values, the timestamp) is left out: two plans of the
+// same change against the same state differ there, or say nothing the changes do not.
 type showJSON struct {
 	ResourceChanges []map[string]any `json:"resource_changes"`
 	OutputChanges   map[string]any   `json:"output_changes"`
+	Variables       map[string]any   `json:"variables"`
+	Configuration   map[string]any   `json:"configuration"`
 }
 
 // readPlan counts and hashes a plan's show -json. The hash covers the plan's mode (a
-// destroy plan never shares one with a plan to apply) and the resource and output changes,
-// resources sorted by address, objects by key, numbers as written.
-func readPlan(js []byte, destroy bool) (planFacts, error) {
+// destroy plan never shares one with a plan to apply), the module's content hash (files the
+// configuration does not quote: a script a provisioner runs), and showJSON: resources sorted
+// by address, objects by key, numbers as written.
+func readPlan(js []byte, destroy bool, module string) (planFacts, error) {
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.UseNumber()
 	var doc showJSON
@@ -69,12 +74,18 @@ func readPlan(js []byte, destroy bool) (planFacts, error) {
 	if doc.OutputChanges == nil {
 		doc.OutputChanges = map[string]any{}
 	}
+	if doc.Variables == nil {
+		doc.Variables = map[string]any{}
+	}
+	if doc.Configuration == nil {
+		doc.Configuration = map[string]any{}
+	}
 	canon, err := json.Marshal(doc) // map keys sorted
 	if err != nil {
 		return planFacts{}, err
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n", planMode(destroy))
+	fmt.Fprintf(h, "%s\nmodule %s\n", planMode(destroy), module)
 	h.Write(canon)
 	f.hash = hex.EncodeToString(h.Sum(nil))
 	return f, nil
@@ -141,7 +152,7 @@ func (c *call) show(ctx context.Context, file string, destroy bool) (planFacts, 
 	if _, err := c.runTo(ctx, true, nil, &js, "show", "-json", "-no-color", file); err != nil {
 		return planFacts{}, err
 	}
-	return readPlan(js.Bytes(), destroy)
+	return readPlan(js.Bytes(), destroy, c.module)
 }
 
 // plansDir holds the plan the gate kept (KeepPlan) in the working copy, one at most.

@@ -33,7 +33,7 @@ func TestReadPlan(t *testing.T) {
 			if tc.json == "" {
 				js = fixture(t, tc.name)
 			}
-			f, err := readPlan(js, tc.destroy)
+			f, err := readPlan(js, tc.destroy, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -51,7 +51,7 @@ func TestReadPlan(t *testing.T) {
 func TestPlanHash(t *testing.T) {
 	t.Parallel()
 	hash := func(name string, destroy bool) string {
-		f, err := readPlan(fixture(t, name), destroy)
+		f, err := readPlan(fixture(t, name), destroy, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,14 +73,30 @@ func TestPlanHash(t *testing.T) {
 		}
 		seen[h] = tc.name
 	}
-	if _, err := readPlan([]byte(`{"resource_changes": [`), false); err == nil {
+	if _, err := readPlan([]byte(`{"resource_changes": [`), false, ""); err == nil {
 		t.Fatal("readPlan accepted cut JSON")
 	}
 	// A value the plan sets is part of it.
-	a, _ := readPlan([]byte(`{"resource_changes": [{"address": "a.b", "change": {"actions": ["update"], "after": {"size": 2}}}]}`), false)
-	b, _ := readPlan([]byte(`{"resource_changes": [{"address": "a.b", "change": {"actions": ["update"], "after": {"size": 3}}}]}`), false)
+	a, _ := readPlan([]byte(`{"resource_changes": [{"address": "a.b", "change": {"actions": ["update"], "after": {"size": 2}}}]}`), false, "")
+	b, _ := readPlan([]byte(`{"resource_changes": [{"address": "a.b", "change": {"actions": ["update"], "after": {"size": 3}}}]}`), false, "")
 	if a.hash == b.hash {
 		t.Fatal("plans that set other values have one hash")
+	}
+	// What the plan runs is part of it too: a variable only a provisioner reads, the
+	// configuration, the module's files.
+	base := `{"variables": {"cmd": {"value": "echo harmless"}}, "configuration": {"root_module": {}}}`
+	for name, other := range map[string]struct {
+		json, module string
+	}{
+		"a variable":        {json: `{"variables": {"cmd": {"value": "touch PWNED"}}, "configuration": {"root_module": {}}}`},
+		"the configuration": {json: `{"variables": {"cmd": {"value": "echo harmless"}}, "configuration": {"root_module": {"resources": []}}}`},
+		"the module":        {json: base, module: "other"},
+	} {
+		x, _ := readPlan([]byte(base), false, "")
+		y, _ := readPlan([]byte(other.json), false, other.module)
+		if x.hash == y.hash {
+			t.Errorf("plans of another %s have one hash", name)
+		}
 	}
 }
 

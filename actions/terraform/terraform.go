@@ -77,6 +77,7 @@ type call struct {
 	dir       string // the resource's working copy
 	callDir   string // this call's var file and plan
 	varFile   string
+	module    string // the module's content hash
 	env       []string
 	scrub     func(string) string
 }
@@ -172,6 +173,7 @@ func (a *Action) prepare(ctx context.Context, req actions.Request, ws string, pr
 	if err != nil {
 		return nil, err
 	}
+	c.module = mod.hash
 	version, err := c.version(ctx)
 	if err != nil {
 		return nil, err
