@@ -203,3 +203,28 @@ func TestPlanHashCoversWhatRuns(t *testing.T) {
 		t.Fatalf("the command of another plan ran: %v", err)
 	}
 }
+
+// The plan's hash does not change with the call's secrets (and so cannot check a guess of
+// one): two plans differing only in a revealed value have one hash, planned by the gate or a
+// preview.
+func TestPlanHashWithoutSecretsReal(t *testing.T) {
+	t.Parallel()
+	f := setup(t, "gatesecret", config{Module: "testdata/modules/provisioner"})
+	plan := func(pw string) actions.Plan {
+		t.Helper()
+		req := gateRequest(`{"cmd": "true", "pw": "` + pw + `"}`)
+		req.Secrets = []string{pw}
+		p, err := f.action.(actions.Planner).Plan(t.Context(), req)
+		if err != nil {
+			t.Fatalf("Plan(KeepPlan) with secret %s: %v", pw, err)
+		}
+		return p
+	}
+	a, b := plan("hunter2"), plan("correct horse battery staple")
+	if a.Hash != b.Hash {
+		t.Fatalf("plans that differ only in a secret: hashes %s and %s", a.Hash, b.Hash)
+	}
+	if c := keptPlan(t, f, `{"cmd": "true", "pw": "public"}`); c.Hash == a.Hash {
+		t.Fatal("a value that is no secret is left out of the hash")
+	}
+}

@@ -36,11 +36,33 @@ type showJSON struct {
 	Configuration   map[string]any   `json:"configuration"`
 }
 
+// planInput is what a plan's hash takes besides its show -json: the module's content hash,
+// and the secrets of the call (the spec's revealed values, the instance's own) that the hash
+// must not depend on.
+type planInput struct {
+	module  string
+	secrets []string
+}
+
+// sensitiveMark stands, in the hashed form, for every value Terraform marks sensitive.
+const sensitiveMark = "(sensitive value)"
+
 // readPlan counts and hashes a plan's show -json. The hash covers the plan's mode (a
 // destroy plan never shares one with a plan to apply), the module's content hash (files the
 // configuration does not quote: a script a provisioner runs), and showJSON: resources sorted
 // by address, objects by key, numbers as written.
-func readPlan(js []byte, destroy bool, module string) (planFacts, error) {
+//
+// The hash is published (the approval request, the API, the CLI, history, notifications),
+// and show -json holds every value in clear: hashed as it is, a low-entropy secret would be
+// recovered by hashing guesses. So no secret goes into it: every value Terraform marks
+// sensitive (a resource's or an output's before_sensitive and after_sensitive, a sensitive
+// variable) becomes sensitiveMark, and every value the call revealed or the instance holds
+// (planInput.secrets) becomes "***" wherever it occurs, in strings and keys, and in numbers
+// as the host scrubs them (actions.NewNumbers). Nothing is lost by it: approvers never see
+// the secrets (plans, previews and messages are scrubbed of them), so an approval bound to a
+// secret's value would bind to something no approver checked; a change of the spec (a
+// secret's too) is a new generation, which the approval is bound to as well.
+func readPlan(js []byte, destroy bool, in planInput) (planFacts, error) {
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.UseNumber()
 	var doc showJSON
@@ -80,15 +102,122 @@ func readPlan(js []byte, destroy bool, module string) (planFacts, error) {
 	if doc.Configuration == nil {
 		doc.Configuration = map[string]any{}
 	}
+	doc.maskSensitive()
 	canon, err := json.Marshal(doc) // map keys sorted
 	if err != nil {
 		return planFacts{}, err
 	}
+	if canon, err = scrubCanonical(canon, in.secrets); err != nil {
+		return planFacts{}, err
+	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\nmodule %s\n", planMode(destroy), module)
+	fmt.Fprintf(h, "%s\nmodule %s\n", planMode(destroy), in.module)
 	h.Write(canon)
 	f.hash = hex.EncodeToString(h.Sum(nil))
 	return f, nil
+}
+
+// maskSensitive replaces the values Terraform marks sensitive with sensitiveMark: the
+// before and after of resource and output changes where before_sensitive and after_sensitive
+// say so, and the values (and defaults) of the variables the configuration declares
+// sensitive.
+func (doc *showJSON) maskSensitive() {
+	for _, rc := range doc.ResourceChanges {
+		if change, ok := rc["change"].(map[string]any); ok {
+			maskChange(change)
+		}
+	}
+	for _, oc := range doc.OutputChanges {
+		if change, ok := oc.(map[string]any); ok {
+			maskChange(change)
+		}
+	}
+	maskVariables(doc.Configuration, doc.Variables)
+}
+
+// maskChange masks a change's before and after by its before_sensitive and after_sensitive.
+func maskChange(change map[string]any) {
+	for _, side := range []string{"before", "after"} {
+		if v, ok := change[side]; ok {
+			change[side] = masked(v, change[side+"_sensitive"])
+		}
+	}
+}
+
+// masked is v with the parts marks (true, or an object or list of marks shaped as v) says
+// are sensitive replaced by sensitiveMark.
+func masked(v, marks any) any {
+	switch m := marks.(type) {
+	case bool:
+		if m && v != nil {
+			return sensitiveMark
+		}
+	case map[string]any:
+		if obj, ok := v.(map[string]any); ok {
+			for k, e := range obj {
+				obj[k] = masked(e, m[k])
+			}
+		}
+	case []any:
+		if list, ok := v.([]any); ok {
+			for i, e := range list {
+				if i < len(m) {
+					list[i] = masked(e, m[i])
+				}
+			}
+		}
+	}
+	return v
+}
+
+// maskVariables masks the values of the sensitive variables of the root module and the
+// defaults of every module's sensitive variables, as configuration declares them.
+func maskVariables(configuration, values map[string]any) {
+	root, _ := configuration["root_module"].(map[string]any)
+	maskModule(root, values)
+}
+
+func maskModule(mod, values map[string]any) {
+	if mod == nil {
+		return
+	}
+	vars, _ := mod["variables"].(map[string]any)
+	for name, decl := range vars {
+		d, _ := decl.(map[string]any)
+		if d == nil || d["sensitive"] != true {
+			continue
+		}
+		if _, ok := d["default"]; ok {
+			d["default"] = sensitiveMark
+		}
+		if v, ok := values[name].(map[string]any); ok {
+			if _, ok := v["value"]; ok {
+				v["value"] = sensitiveMark
+			}
+		}
+	}
+	calls, _ := mod["module_calls"].(map[string]any)
+	for _, call := range calls {
+		c, _ := call.(map[string]any)
+		child, _ := c["module"].(map[string]any)
+		maskModule(child, nil)
+	}
+}
+
+// scrubCanonical replaces every secret in the canonical JSON: strings and keys through
+// actions.Scrubber, numbers that show one as the host's scrubbing finds them.
+func scrubCanonical(canon []byte, secrets []string) ([]byte, error) {
+	if len(secrets) == 0 {
+		return canon, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(canon))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	scrub := actions.Scrubber(secrets)
+	return json.Marshal(actions.ScrubValue(v, scrub, actions.NewNumbers(scrub, secrets)))
 }
 
 // changeKey names a resource change: its address, and the deposed object's key when the
@@ -152,7 +281,7 @@ func (c *call) show(ctx context.Context, file string, destroy bool) (planFacts, 
 	if _, err := c.runTo(ctx, true, nil, &js, "show", "-json", "-no-color", file); err != nil {
 		return planFacts{}, err
 	}
-	return readPlan(js.Bytes(), destroy, c.module)
+	return readPlan(js.Bytes(), destroy, planInput{module: c.module, secrets: c.secrets})
 }
 
 // plansDir holds the plan the gate kept (KeepPlan) in the working copy, one at most.

@@ -77,7 +77,8 @@ type call struct {
 	dir       string // the resource's working copy
 	callDir   string // this call's var file and plan
 	varFile   string
-	module    string // the module's content hash
+	module    string   // the module's content hash
+	secrets   []string // the call's and the instance's secrets, kept out of plan hashes
 	env       []string
 	scrub     func(string) string
 }
@@ -158,6 +159,7 @@ func (a *Action) prepare(ctx context.Context, req actions.Request, ws string, pr
 		env = append(env, "PG_CONN_STR="+conn, "PG_SCHEMA_NAME="+a.schema)
 	}
 	c.scrub = actions.Scrubber(secrets)
+	c.secrets = secrets
 	c.env = env
 
 	if err := ensurePrivateDir(a.rootDir); err != nil {
