@@ -3,6 +3,7 @@
 package terraform_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -227,4 +228,58 @@ func TestPlanHashWithoutSecretsReal(t *testing.T) {
 	if c := keptPlan(t, f, `{"cmd": "true", "pw": "public"}`); c.Hash == a.Hash {
 		t.Fatal("a value that is no secret is left out of the hash")
 	}
+}
+
+// plansLeft fails the test when the gate module's resource has a plans/ folder: a kept plan
+// holds the spec's revealed values.
+func plansLeft(t *testing.T, f fixture, after string) {
+	t.Helper()
+	dir := filepath.Join(f.cfg.WorkDir, "team-a.Database.db", "plans")
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		entries, _ := os.ReadDir(dir)
+		t.Fatalf("after %s: plans/ is left (%v, %d files)", after, err, len(entries))
+	}
+}
+
+// A kept plan that no call applies is removed by the resource's next Reconcile, Observe or
+// Delete without ApprovedPlan (a deny, a rejection, a removed policy: the plan holds the
+// spec's revealed values).
+func TestKeptPlanRemoved(t *testing.T) {
+	t.Parallel()
+	f := setup(t, "gatedrop", config{Module: "testdata/modules/gate"})
+	ctx := t.Context()
+	spec := `{"size": 1}`
+	if _, err := f.action.Reconcile(ctx, request("db", spec)); err != nil {
+		t.Fatal(err)
+	}
+
+	keptPlan(t, f, `{"size": 2}`)
+	if _, err := f.action.Reconcile(ctx, request("db", spec)); err != nil {
+		t.Fatal(err)
+	}
+	plansLeft(t, f, "a plain Reconcile")
+
+	keptPlan(t, f, `{"size": 2}`)
+	if _, err := f.action.(actions.Observer).Observe(ctx, request("db", spec)); err != nil {
+		t.Fatal(err)
+	}
+	plansLeft(t, f, "an Observe")
+
+	if _, err := f.action.(actions.DeletePlanner).PlanDelete(ctx, gateRequest(spec)); err != nil {
+		t.Fatal(err)
+	}
+	// A Delete that stops before it destroys (its lease lost) removes it too.
+	lost := request("db", spec)
+	lost.Checkpoint = func(context.Context, json.RawMessage) error { return errors.New("lease lost") }
+	if _, err := f.action.Delete(ctx, lost); err == nil || err.Error() != "lease lost" {
+		t.Fatalf("Delete with its lease lost: %v", err)
+	}
+	plansLeft(t, f, "a plain Delete that lost its lease")
+	if _, ok := f.states(t)["team-a.Database.db"]; !ok {
+		t.Fatal("the Delete that lost its lease destroyed the workspace")
+	}
+	if _, err := f.action.Delete(ctx, request("db", spec)); err != nil {
+		t.Fatal(err)
+	}
+	plansLeft(t, f, "a plain Delete")
 }

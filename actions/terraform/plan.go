@@ -303,6 +303,17 @@ func (c *call) keep(file string, destroy bool, hash string) error {
 	return os.Rename(file, c.keptPlan(destroy, hash))
 }
 
+// dropPlans removes the kept plan, if any: it holds the spec's revealed values in clear, and
+// a call that does not apply it (a Reconcile or Delete without ApprovedPlan after a deny, a
+// rejection, a removed policy; an Observe; a plan of another hash) leaves nothing to apply
+// it for. The next gate's plan keeps a new one.
+func (c *call) dropPlans() error {
+	if err := os.RemoveAll(c.plansDir()); err != nil {
+		return fmt.Errorf("working copy: %w", err)
+	}
+	return nil
+}
+
 // approved takes the kept plan of hash into the call's folder (it is applied once, or
 // planned again) and checks that it still reads as that hash. applies is false for a plan
 // without changes.

@@ -343,7 +343,8 @@ func (c *call) plan(ctx context.Context, extra ...string) (runResult, bool, erro
 }
 
 // Reconcile plans into a saved plan and applies exactly that plan when it changes anything;
-// with Request.ApprovedPlan it applies the plan the gate kept instead, without planning.
+// with Request.ApprovedPlan it applies the plan the gate kept instead, without planning. Any
+// other kept plan is removed (dropPlans).
 func (a *Action) Reconcile(ctx context.Context, req actions.Request) (actions.Result, error) {
 	ctx, c, end, err := a.begin(ctx, req, false)
 	if err != nil {
@@ -354,7 +355,12 @@ func (a *Action) Reconcile(ctx context.Context, req actions.Request) (actions.Re
 	var changes bool
 	if req.ApprovedPlan != "" {
 		planFile, changes, err = c.approved(ctx, req.ApprovedPlan, false)
-	} else {
+	}
+	// The approved plan, if any, is out of plans/ now: what is left there is applied by no one.
+	if derr := c.dropPlans(); derr != nil && err == nil {
+		err = derr
+	}
+	if err == nil && req.ApprovedPlan == "" {
 		_, changes, err = c.plan(ctx, "-lock-timeout="+lockTimeout, "-out="+planFile)
 	}
 	if err != nil {
@@ -389,15 +395,23 @@ func (a *Action) Delete(ctx context.Context, req actions.Request) (actions.Resul
 		return actions.Result{}, err
 	}
 	defer end()
+	var file string // the approved plan
+	if req.ApprovedPlan != "" {
+		file, _, err = c.approved(ctx, req.ApprovedPlan, true)
+	}
+	// The approved plan, if any, is out of plans/ now: what is left there is applied by no one.
+	if derr := c.dropPlans(); derr != nil && err == nil {
+		err = derr
+	}
+	if err != nil {
+		return actions.Result{}, err
+	}
 	if err := req.SaveCheckpoint(ctx, c.state()); err != nil {
 		return actions.Result{}, err
 	}
 	var res runResult
-	if req.ApprovedPlan != "" {
-		var file string
-		if file, _, err = c.approved(ctx, req.ApprovedPlan, true); err == nil {
-			res, err = c.apply(ctx, file, req.ApprovedPlan)
-		}
+	if file != "" {
+		res, err = c.apply(ctx, file, req.ApprovedPlan)
 	} else {
 		res, err = c.run(ctx, true, "destroy", "-input=false", "-no-color", "-auto-approve", "-lock-timeout="+lockTimeout, "-var-file="+c.varFile)
 	}
@@ -419,13 +433,17 @@ func (a *Action) Delete(ctx context.Context, req actions.Request) (actions.Resul
 	return actions.Result{Done: true, Message: tail(res.output, logTail)}, nil
 }
 
-// Observe runs a plan: changes are drift, summarised in the message.
+// Observe runs a plan: changes are drift, summarised in the message. A plan the gate kept is
+// removed (dropPlans): no call applies it after an observe.
 func (a *Action) Observe(ctx context.Context, req actions.Request) (actions.Observation, error) {
 	ctx, c, end, err := a.begin(ctx, req, false)
 	if err != nil {
 		return actions.Observation{}, err
 	}
 	defer end()
+	if err := c.dropPlans(); err != nil {
+		return actions.Observation{}, err
+	}
 	res, changes, err := c.plan(ctx, "-lock-timeout="+lockTimeout)
 	if err != nil {
 		return actions.Observation{}, err
