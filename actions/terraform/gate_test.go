@@ -88,18 +88,31 @@ func TestApprovedPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The approved plan sets size 2; the spec of the call says 3: the plan is applied.
+	// The approved plan sets size 2; the spec of the call says 3: the plan is refused, and
+	// nothing is applied.
 	p := keptPlan(t, f, `{"size": 2}`)
 	req := request("db", `{"size": 3}`)
+	req.ApprovedPlan = p.Hash
+	_, err := f.action.Reconcile(ctx, req)
+	if want := "the approved plan " + p.Hash[:12] + " was planned for another spec or module than this call's: it is planned again"; err == nil || err.Error() != want {
+		t.Fatalf("Reconcile(ApprovedPlan of size 2) with size 3: err = %v; want %q", err, want)
+	}
+	if st := f.states(t)[ws]; !strings.Contains(st, `"size": 1`) {
+		t.Fatalf("state after the refused plan:\n%s", st)
+	}
+	plansLeft(t, f, "a refused plan")
+
+	// Planned for the call's spec: applied.
+	p = keptPlan(t, f, `{"size": 3}`)
 	req.ApprovedPlan = p.Hash
 	res, err := f.action.Reconcile(ctx, req)
 	if err != nil {
 		t.Fatalf("Reconcile(ApprovedPlan): %v", err)
 	}
-	if res.Outputs["size"] != json.Number("2") || !strings.Contains(res.Message, "0 added, 1 changed, 0 destroyed") {
-		t.Fatalf("Reconcile(ApprovedPlan) = %+v; want the approved plan (size 2) applied", res)
+	if res.Outputs["size"] != json.Number("3") || !strings.Contains(res.Message, "0 added, 1 changed, 0 destroyed") {
+		t.Fatalf("Reconcile(ApprovedPlan) = %+v; want the approved plan (size 3) applied", res)
 	}
-	if st := f.states(t)[ws]; !strings.Contains(st, `"size": 2`) {
+	if st := f.states(t)[ws]; !strings.Contains(st, `"size": 3`) {
 		t.Fatalf("state after the approved plan:\n%s", st)
 	}
 
@@ -113,9 +126,9 @@ func TestApprovedPlan(t *testing.T) {
 	}
 
 	// A plan without changes applies nothing.
-	p = keptPlan(t, f, `{"size": 2}`)
+	p = keptPlan(t, f, `{"size": 3}`)
 	req.ApprovedPlan = p.Hash
-	if res, err := f.action.Reconcile(ctx, req); err != nil || res.Message != "No changes." || res.Outputs["size"] != json.Number("2") {
+	if res, err := f.action.Reconcile(ctx, req); err != nil || res.Message != "No changes." || res.Outputs["size"] != json.Number("3") {
 		t.Fatalf("Reconcile(ApprovedPlan without changes) = %+v, %v", res, err)
 	}
 
@@ -282,4 +295,27 @@ func TestKeptPlanRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	plansLeft(t, f, "a plain Delete")
+}
+
+// A kept plan is applied only by a call of the module it was planned with.
+func TestApprovedPlanOtherModule(t *testing.T) {
+	t.Parallel()
+	mod := moduleCopy(t, "testdata/modules/gate")
+	f := setup(t, "gatemodule", config{Module: mod})
+	p := keptPlan(t, f, `{"size": 1}`)
+	if err := os.WriteFile(filepath.Join(mod, "extra.tf"), []byte("output \"extra\" {\n  value = 1\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	req := request("db", `{"size": 1}`)
+	req.ApprovedPlan = p.Hash
+	if _, err := f.action.Reconcile(t.Context(), req); err == nil || !strings.Contains(err.Error(), "was planned for another spec or module than this call's") {
+		t.Fatalf("Reconcile(ApprovedPlan) after a module change: %v; want it refused", err)
+	}
+	if _, ok := f.states(t)["team-a.Database.db"]; !ok {
+		t.Fatal("no workspace: the gate's plan creates it")
+	}
+	if st := f.states(t)["team-a.Database.db"]; strings.Contains(st, "terraform_data") {
+		t.Fatalf("the refused plan was applied:\n%s", st)
+	}
+	plansLeft(t, f, "a plan refused for another module")
 }

@@ -291,13 +291,43 @@ func (c *call) keptPlan(destroy bool, hash string) string {
 	return filepath.Join(c.plansDir(), planMode(destroy)+"-"+hash+".tfplan")
 }
 
-// keep moves a saved plan to the working copy, named by its hash, in place of the one kept
-// before: the gate plans again before each apply, so only the last plan can be approved.
+// keptStamp is the file beside a kept plan that holds the digest of the request it was made
+// for (requestDigest).
+func (c *call) keptStamp(destroy bool, hash string) string {
+	return filepath.Join(c.plansDir(), planMode(destroy)+"-"+hash+".request")
+}
+
+// requestDigest digests what a call plans with: the module's content hash and the spec (its
+// var file, canonical: objects by key, numbers as written). A kept plan is applied only by a
+// call of the same digest.
+func requestDigest(module string, vars []byte) (string, error) {
+	dec := json.NewDecoder(bytes.NewReader(vars))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return "", fmt.Errorf("var file: %w", err)
+	}
+	canon, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("var file: %w", err)
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "module %s\n", module)
+	h.Write(canon)
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// keep moves a saved plan to the working copy, named by its hash, with the digest of this
+// call's request beside it, in place of the one kept before: the gate plans again before each
+// apply, so only the last plan can be approved.
 func (c *call) keep(file string, destroy bool, hash string) error {
 	if err := os.RemoveAll(c.plansDir()); err != nil {
 		return fmt.Errorf("working copy: %w", err)
 	}
 	if err := os.Mkdir(c.plansDir(), 0o700); err != nil {
+		return fmt.Errorf("working copy: %w", err)
+	}
+	if err := writeFile0600(c.keptStamp(destroy, hash), []byte(c.request)); err != nil {
 		return fmt.Errorf("working copy: %w", err)
 	}
 	return os.Rename(file, c.keptPlan(destroy, hash))
@@ -315,14 +345,18 @@ func (c *call) dropPlans() error {
 }
 
 // approved takes the kept plan of hash into the call's folder (it is applied once, or
-// planned again) and checks that it still reads as that hash. applies is false for a plan
-// without changes.
+// planned again), checks that it was made for this call's spec and module (a plan approved
+// for one spec is never applied by a call of another) and that it still reads as that hash.
+// applies is false for a plan without changes.
 func (c *call) approved(ctx context.Context, hash string, destroy bool) (file string, applies bool, err error) {
 	file = filepath.Join(c.callDir, "approved.tfplan")
 	if err := os.Rename(c.keptPlan(destroy, hash), file); errors.Is(err, os.ErrNotExist) {
 		return "", false, fmt.Errorf("the approved plan %s is no longer here: it is planned again", short(hash))
 	} else if err != nil {
 		return "", false, fmt.Errorf("working copy: %w", err)
+	}
+	if made, err := os.ReadFile(c.keptStamp(destroy, hash)); err != nil || string(made) != c.request {
+		return "", false, fmt.Errorf("the approved plan %s was planned for another spec or module than this call's: it is planned again", short(hash))
 	}
 	f, err := c.show(ctx, file, destroy)
 	if err != nil {

@@ -79,6 +79,7 @@ type call struct {
 	varFile   string
 	module    string   // the module's content hash
 	secrets   []string // the call's and the instance's secrets, kept out of plan hashes
+	request   string   // requestDigest of the module and the var file
 	env       []string
 	scrub     func(string) string
 }
@@ -176,6 +177,9 @@ func (a *Action) prepare(ctx context.Context, req actions.Request, ws string, pr
 		return nil, err
 	}
 	c.module = mod.hash
+	if c.request, err = requestDigest(mod.hash, vars); err != nil {
+		return nil, err
+	}
 	version, err := c.version(ctx)
 	if err != nil {
 		return nil, err
