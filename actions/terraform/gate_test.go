@@ -52,6 +52,7 @@ func TestGatePlanCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	seen := map[string]string{p.Hash: `{"size": 1, "replicas": 1}` + " (new)"}
 	for _, tc := range []struct {
 		spec string
 		want [4]int // add, change, destroy, replace
@@ -66,6 +67,10 @@ func TestGatePlanCounts(t *testing.T) {
 		if !p.Counted || counts(p) != tc.want || p.Changes != (tc.want != [4]int{}) {
 			t.Errorf("plan of %s = %+v; want counts %v", tc.spec, p, tc.want)
 		}
+		if other, ok := seen[p.Hash]; ok {
+			t.Errorf("the plans of %s and %s share hash %s", tc.spec, other, p.Hash)
+		}
+		seen[p.Hash] = tc.spec
 		if again := keptPlan(t, f, tc.spec); again.Hash != p.Hash {
 			t.Errorf("%s planned twice: hashes %s and %s", tc.spec, p.Hash, again.Hash)
 		}
@@ -144,6 +149,7 @@ func TestApprovedPlan(t *testing.T) {
 	if st := f.states(t)[ws]; !strings.Contains(st, `"size": 9`) {
 		t.Fatalf("the stale plan changed the state:\n%s", st)
 	}
+	plansLeft(t, f, "a stale plan")
 	again := keptPlan(t, f, `{"size": 4}`)
 	if again.Hash == stale.Hash || counts(again) != [4]int{0, 1, 0, 0} {
 		t.Fatalf("plan after the out-of-band apply = %+v; want 1 to change with another hash than %s", again, stale.Hash)
@@ -194,6 +200,7 @@ func TestApprovedDelete(t *testing.T) {
 	if _, ok := f.states(t)[ws]; ok {
 		t.Fatal("the workspace is left after Delete(ApprovedPlan)")
 	}
+	plansLeft(t, f, "Delete(ApprovedPlan)")
 }
 
 // A variable that no change shows (a provisioner's command) is part of the plan's hash: an
@@ -318,4 +325,42 @@ func TestApprovedPlanOtherModule(t *testing.T) {
 		t.Fatalf("the refused plan was applied:\n%s", st)
 	}
 	plansLeft(t, f, "a plan refused for another module")
+}
+
+// Only the last kept plan can be applied: plan A, plan B, then ApprovedPlan A is refused, and
+// neither is left.
+func TestApprovedPlanReplaced(t *testing.T) {
+	t.Parallel()
+	f := setup(t, "gatereplaced", config{Module: "testdata/modules/gate"})
+	ctx := t.Context()
+	if _, err := f.action.Reconcile(ctx, request("db", `{"size": 1}`)); err != nil {
+		t.Fatal(err)
+	}
+	a := keptPlan(t, f, `{"size": 2}`)
+	b := keptPlan(t, f, `{"size": 3}`)
+	if a.Hash == b.Hash {
+		t.Fatalf("plans of size 2 and 3 share hash %s", a.Hash)
+	}
+	req := request("db", `{"size": 2}`)
+	req.ApprovedPlan = a.Hash
+	if _, err := f.action.Reconcile(ctx, req); err == nil || !strings.Contains(err.Error(), "the approved plan "+a.Hash[:12]+" is no longer here") {
+		t.Fatalf("Reconcile(ApprovedPlan A) after plan B: %v; want it refused", err)
+	}
+	if st := f.states(t)["team-a.Database.db"]; !strings.Contains(st, `"size": 1`) {
+		t.Fatalf("state after the refused plan:\n%s", st)
+	}
+	plansLeft(t, f, "a refused ApprovedPlan")
+}
+
+// An approved plan whose apply fails is not kept: the next gate plans again.
+func TestApprovedPlanFailedApply(t *testing.T) {
+	t.Parallel()
+	f := setup(t, "gatefail", config{Module: "testdata/modules/provisioner"})
+	p := keptPlan(t, f, `{"cmd": "false"}`)
+	req := request("db", `{"cmd": "false"}`)
+	req.ApprovedPlan = p.Hash
+	if _, err := f.action.Reconcile(t.Context(), req); err == nil || !strings.Contains(err.Error(), "terraform apply: exit status 1") {
+		t.Fatalf("Reconcile(ApprovedPlan) of a failing provisioner: %v; want the apply to fail", err)
+	}
+	plansLeft(t, f, "a failed apply")
 }
