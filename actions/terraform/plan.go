@@ -423,11 +423,27 @@ func (a *Action) planFor(ctx context.Context, req actions.Request, destroy bool)
 // and keeps the plan file for the ApprovedPlan call. The module is the one the call reads
 // (the merged revision's, or the applied one's for a delete), not a pull request's.
 func (a *Action) gatePlan(ctx context.Context, req actions.Request, destroy bool) (actions.Plan, error) {
+	// A resource never applied stays so for previews (applied) when the gate denies it or
+	// waits: the working copy says so until a Reconcile (a configured backend's; the pg
+	// backend's row stays empty).
+	fresh := false
+	if a.custom {
+		applied, err := a.applied(ctx, workspaceName(req.Resource))
+		if err != nil {
+			return actions.Plan{}, err
+		}
+		fresh = !applied
+	}
 	ctx, c, end, err := a.begin(ctx, req, false)
 	if err != nil {
 		return actions.Plan{}, err
 	}
 	defer end()
+	if fresh {
+		if err := os.WriteFile(filepath.Join(c.dir, unappliedFile), nil, 0o600); err != nil {
+			return actions.Plan{}, fmt.Errorf("working copy: %w", err)
+		}
+	}
 	file := filepath.Join(c.callDir, "plan.tfplan")
 	res, changes, f, err := c.savedPlan(ctx, file, destroy, "-lock-timeout="+lockTimeout)
 	if err != nil {

@@ -370,6 +370,11 @@ func (a *Action) Reconcile(ctx context.Context, req actions.Request) (actions.Re
 	if err != nil {
 		return actions.Result{}, err
 	}
+	// From here the resource counts as applied for previews (applied), also when the apply
+	// fails half-way.
+	if err := os.Remove(filepath.Join(c.dir, unappliedFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return actions.Result{}, fmt.Errorf("working copy: %w", err)
+	}
 	state := c.state()
 	message := "No changes."
 	if changes {

@@ -17,6 +17,7 @@ import (
 //	data/     TF_DATA_DIR: the initialised backend and providers
 //	stamp     what root/ and data/ were made from; init runs again only when it changes
 //	call-*/   one call's var file and saved plan, removed when the call ends
+//	unapplied the gate's plan made this working copy for a resource never applied (applied)
 //	plans/    the gate's plan (KeepPlan), <apply|destroy>-<hash>.tfplan, and the digest of the spec
 //	          and module it was made for (.request), until the next Reconcile,
 //	          Delete or Observe of the resource applies or removes it
