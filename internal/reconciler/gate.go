@@ -148,6 +148,12 @@ func (r *Reconciler) decide(ctx context.Context, act actions.Action, name string
 			a.err = fmt.Errorf("plan: %w", err)
 			return false
 		default:
+			// The plan is scrubbed of the call's revealed values (and the controller's kept
+			// secrets) before anything reads it: the hash derived from its text (PlanHash,
+			// for a plugin that gives none) is published, and taken over the raw text it would
+			// change with a secret's value and let a guess of one be checked against it.
+			scrub := r.opts.Redact.KeptWith(req.Secrets)
+			p.Text, p.Summary = scrub(p.Text), scrub(p.Summary)
 			g.in.Plan, g.hash, g.planned = policy.PlanOf(p.Changes, p.Add, p.Change, p.Destroy, p.Replace, p.Summary), actions.PlanHash(p), true
 			g.plan = store.ApprovalPlan{Available: true, Changes: p.Changes, Counted: p.Counted, Add: p.Add, Change: p.Change,
 				Destroy: p.Destroy, Replace: p.Replace, Summary: p.Summary, Text: p.Text}
