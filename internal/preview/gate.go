@@ -56,11 +56,11 @@ func (c *Checker) gate(ctx context.Context, set *manifest.Set, applied []store.A
 			in.Spec, in.Change.Type, in.Change.Generation = r.Spec, policy.ChangeCreate, 1
 			if a != nil {
 				in.Change.Type, in.Change.Generation = policy.ChangeUpdate, a.Generation+1
-				in.Change.Paths = policy.ChangedPaths(a.Spec, r.Spec)
 			}
 		default:
 			continue
 		}
+		in.SetPaths()
 		ch.Gate = c.gateOf(policies.Decide(ctx, &in))
 	}
 }

@@ -112,3 +112,56 @@ func TestPreviewGates(t *testing.T) {
 		}
 	}
 }
+
+// previewGates applies r1 (the type, queues a and b of size 1), previews a pull request
+// whose files are docs (with the type) from origin from, with policies and actions acts
+// (the planner replacer when nil), and returns each change's gate by "op name".
+func previewGates(t *testing.T, policies []policy.Policy, acts map[string]actions.Action, from Origin, docs map[string]string) (Result, map[string]*Gate) {
+	t.Helper()
+	ctx := context.Background()
+	st := openStore(t, store.SourceConfig{Name: "infra"})
+	files := func(docs map[string]string) []sources.File {
+		out := []sources.File{{Path: "types.yaml", Data: []byte(typeDoc)}}
+		for name, data := range docs {
+			out = append(out, sources.File{Path: name, Data: []byte(data)})
+		}
+		return out
+	}
+	set, err := manifest.NewLoader().Load(files(map[string]string{"a.yaml": queueDoc("a", 1), "b.yaml": queueDoc("b", 1)}), manifest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ApplyRevision(ctx, store.ApplyParams{Source: "infra", Revision: "r1", Set: set, Prune: true}); err != nil {
+		t.Fatal(err)
+	}
+	compiled, err := policy.Compile(policies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acts == nil {
+		acts = map[string]actions.Action{"planner": &replacer{}}
+	}
+	c := &Checker{Source: "infra", Store: st, Loader: manifest.NewLoader(), Prune: true, MaxPruneFraction: 1,
+		Actions: acts, Policies: func() *policy.Set { return compiled }}
+	res, _, err := c.CheckFrom(ctx, &sources.Snapshot{Revision: "pr", Author: sources.Author{Name: "Ada", Email: "ada@example.com"}, Files: files(docs)}, from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gates := map[string]*Gate{}
+	for _, ch := range res.Changes {
+		gates[ch.Op+" "+ch.Name] = ch.Gate
+	}
+	return res, gates
+}
+
+// change.paths of a created resource are its spec's top-level keys, as the reconciler gives
+// them: a rule on them forecasts the gate of a create.
+func TestPreviewGatePathsOfACreate(t *testing.T) {
+	t.Parallel()
+	_, gates := previewGates(t, []policy.Policy{{Name: "size-needs-dba", When: "'spec.size' in change.paths",
+		Action: policy.RequireApproval, Approvals: &policy.Approvals{Count: 1, From: []policy.Principal{{Group: "dba"}}}}},
+		nil, Origin{}, map[string]string{"a.yaml": queueDoc("a", 1), "b.yaml": queueDoc("b", 1), "c.yaml": queueDoc("c", 1)})
+	if g := gates["add c"]; g == nil || g.Decision != "requireApproval" || g.Policy != "size-needs-dba" {
+		t.Errorf("gate of c, created: %+v (gates %v)", g, gates)
+	}
+}
