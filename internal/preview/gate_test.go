@@ -63,15 +63,7 @@ func TestPreviewGates(t *testing.T) {
 			Actions: map[string]actions.Action{"planner": &replacer{}}, Policies: live}
 		snap := *head
 		snap.Author = author
-		res, _, err := c.Check(ctx, &snap)
-		if err != nil {
-			t.Fatal(err)
-		}
-		gates := map[string]*Gate{}
-		for _, ch := range res.Changes {
-			gates[ch.Op+" "+ch.Name] = ch.Gate
-		}
-		return res, gates
+		return checkGates(t, c, &snap, Origin{})
 	}
 
 	res, gates := check(func() *policy.Set { return policies }, head.Author)
@@ -143,7 +135,14 @@ func previewGates(t *testing.T, policies []policy.Policy, acts map[string]action
 	}
 	c := &Checker{Source: "infra", Store: st, Loader: manifest.NewLoader(), Prune: true, MaxPruneFraction: 1,
 		Actions: acts, Policies: func() *policy.Set { return compiled }}
-	res, _, err := c.CheckFrom(ctx, &sources.Snapshot{Revision: "pr", Author: sources.Author{Name: "Ada", Email: "ada@example.com"}, Files: files(docs)}, from)
+	return checkGates(t, c, &sources.Snapshot{Revision: "pr", Author: sources.Author{Name: "Ada", Email: "ada@example.com"}, Files: files(docs)}, from)
+}
+
+// checkGates previews snap from origin from with c and returns each change's gate by "op
+// name".
+func checkGates(t *testing.T, c *Checker, snap *sources.Snapshot, from Origin) (Result, map[string]*Gate) {
+	t.Helper()
+	res, _, err := c.CheckFrom(context.Background(), snap, from)
 	if err != nil {
 		t.Fatal(err)
 	}
