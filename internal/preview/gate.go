@@ -65,14 +65,18 @@ func (c *Checker) gate(ctx context.Context, set *manifest.Set, applied []store.A
 	}
 }
 
-// gateOf is what the comment shows of d: nothing for Allow; the policy's message and, for
-// requireApproval, what each policy that holds asks for. What the policies say is the
-// controller's, scrubbed of its secrets all the same (a rule's error may quote a value).
+// gateOf is what the comment shows of d: nothing for Allow; the policy's message (none for a
+// deny's default, which Gate.Text says) and, for requireApproval, what each policy that holds
+// asks for. What the policies say is the controller's, scrubbed of its secrets all the same
+// (a rule's error may quote a value).
 func (c *Checker) gateOf(d policy.Decision) *Gate {
 	switch d.Action {
 	case policy.Deny:
-		return &Gate{Decision: string(policy.Deny), Policy: d.Policy,
-			Message: c.Redact.Scrub(strings.TrimPrefix(d.Message, "policy "+d.Policy+": "))}
+		msg := strings.TrimPrefix(d.Message, "policy "+d.Policy+": ")
+		if msg == "denied by policy "+d.Policy {
+			msg = "" // the default message says no more than Text
+		}
+		return &Gate{Decision: string(policy.Deny), Policy: d.Policy, Message: c.Redact.Scrub(msg)}
 	case policy.RequireApproval:
 		g := &Gate{Decision: string(policy.RequireApproval), Policy: d.Policy, Message: c.Redact.Scrub(d.Message)}
 		for _, r := range d.Approvals {

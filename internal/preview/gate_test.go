@@ -164,3 +164,18 @@ func TestPreviewGatePathsOfACreate(t *testing.T) {
 		t.Errorf("gate of c, created: %+v (gates %v)", g, gates)
 	}
 }
+
+// A deny without a message says once which policy denies.
+func TestPreviewGateDenyWithoutMessage(t *testing.T) {
+	t.Parallel()
+	res, gates := previewGates(t, []policy.Policy{{Name: "nomsg", When: "change.type == 'delete'", Action: policy.Deny}},
+		nil, Origin{}, map[string]string{"a.yaml": queueDoc("a", 1)})
+	g := gates["delete b"]
+	if g == nil || g.Text() != "denied by policy nomsg" || g.Message != "" {
+		t.Fatalf("gate of b, deleted: %+v", g)
+	}
+	body := RenderComment(Comment{Source: "infra", HeadSHA: strings.Repeat("a", 40), Result: res})
+	if !strings.Contains(body, "⛔ After merge: denied by policy nomsg\n") {
+		t.Errorf("comment:\n%s", body)
+	}
+}
