@@ -92,6 +92,19 @@ func (s *Set) Needs(r *Resource) (selected bool, reads Reads) {
 	return selected, reads
 }
 
+// PlanReader names the first policy that selects r and whose rule reads plan ("" for none).
+func (s *Set) PlanReader(r *Resource) string {
+	if s == nil {
+		return ""
+	}
+	for i := range s.policies {
+		if c := &s.policies[i]; c.reads.Plan && c.selects(r) {
+			return c.Name
+		}
+	}
+	return ""
+}
+
 func (c *compiled) selects(r *Resource) bool {
 	return matchesAny(c.namespaces, r.Namespace) && matchesAny(c.kinds, r.Kind) && matchesAny(c.sources, r.Source) &&
 		(len(c.selector) == 0 || labelsel.Matches(c.selector, r.Labels))

@@ -179,3 +179,61 @@ func TestPreviewGateDenyWithoutMessage(t *testing.T) {
 		t.Errorf("comment:\n%s", body)
 	}
 }
+
+// deletePlanner plans deletes too, as terraform does; busyPlanner's plans give way to a
+// plan in progress.
+type (
+	deletePlanner struct{ replacer }
+	busyPlanner   struct{ planner }
+)
+
+func (*deletePlanner) PlanDelete(context.Context, actions.Request) (actions.Plan, error) {
+	return actions.Plan{Changes: true, Counted: true, Destroy: 1}, nil
+}
+
+func (*busyPlanner) Plan(context.Context, actions.Request) (actions.Plan, error) {
+	return actions.Plan{}, actions.ErrPlanInProgress
+}
+
+// A policy that reads the plan decides a change the preview has no plan for only when the
+// reconciler would have none either (the action does not plan it); otherwise the gate is
+// undecided (a delete by an action that plans deletes, a plan given way, a fork's plan
+// skipped), not silently allowed.
+func TestPreviewGateUndecidedWithoutPlan(t *testing.T) {
+	t.Parallel()
+	policies := []policy.Policy{{Name: "no-blind-deletes", When: "change.type == 'delete' && !plan.available", Action: policy.Deny},
+		{Name: "destroy-needs-dba", When: "plan.destroy > 0 || plan.replace > 0", Action: policy.RequireApproval,
+			Approvals: &policy.Approvals{Count: 1, From: []policy.Principal{{Group: "dba"}}}}}
+	pr := map[string]string{"a.yaml": queueDoc("a", 2)} // a changes, b is deleted
+	const undecided = "policy no-blind-deletes reads the plan, which this preview has not got: decided after merge"
+	for _, tc := range []struct {
+		name         string
+		act          actions.Action
+		from         Origin
+		wantA, wantB string // Text of the gates ("" for none)
+		wantLine     string
+	}{
+		{"the action plans neither deletes nor busy", &replacer{}, Origin{},
+			"needs 1 approval from group dba (policy destroy-needs-dba)", "denied by policy no-blind-deletes", "1 would wait for approval and 1 would be denied"},
+		{"the action plans deletes", &deletePlanner{}, Origin{},
+			"needs 1 approval from group dba (policy destroy-needs-dba)", undecided, "1 would wait for approval and 1 would be decided on the plan made after merge"},
+		{"a plan in progress", &busyPlanner{}, Origin{}, undecided, "denied by policy no-blind-deletes", "1 would be denied and 1 would be decided on the plan made after merge"},
+		{"a fork's plan skipped", &ciPlanner{}, Origin{Fork: true}, undecided, "denied by policy no-blind-deletes", "1 would be denied and 1 would be decided on the plan made after merge"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res, gates := previewGates(t, policies, map[string]actions.Action{"planner": tc.act}, tc.from, pr)
+			for op, want := range map[string]string{"change a": tc.wantA, "delete b": tc.wantB} {
+				if g := gates[op]; g == nil || g.Text() != want {
+					t.Errorf("gate of %s: %+v, want %q", op, g, want)
+				} else if want == undecided && (g.Decision != "undecided" || g.Policy != "no-blind-deletes") {
+					t.Errorf("gate of %s: %+v", op, g)
+				}
+			}
+			body := RenderComment(Comment{Source: "infra", HeadSHA: strings.Repeat("a", 40), Result: res})
+			if !strings.Contains(body, "of the changes below, "+tc.wantLine+".") {
+				t.Errorf("comment:\n%s", body)
+			}
+		})
+	}
+}
