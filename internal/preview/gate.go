@@ -21,7 +21,9 @@ import (
 // reads the plan and the preview has none where the reconciler would plan (a delete by an
 // action that plans deletes, which previews do not plan; a plan skipped, failed or timed
 // out), the gate is undecided: it depends on the plan made after merge. types are the
-// applied types (whose actions plan).
+// applied types (whose actions plan). A pull request from a fork (from), whose comment
+// anyone may read, is told which policy holds a change and how, not the policy's message nor
+// who may approve.
 func (c *Checker) gate(ctx context.Context, set *manifest.Set, types map[string]manifest.ResourceType, applied []store.AppliedResource,
 	changes []Change, plans []policy.Plan, head *sources.Snapshot, from Origin) {
 	if c.Policies == nil {
@@ -75,6 +77,9 @@ func (c *Checker) gate(ctx context.Context, set *manifest.Set, types map[string]
 			}
 		}
 		ch.Gate = c.gateOf(policies.Decide(ctx, &in))
+		if ch.Gate != nil && from.Fork {
+			ch.Gate.Message, ch.Gate.Requires = "", nil
+		}
 	}
 }
 

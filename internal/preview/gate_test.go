@@ -237,3 +237,28 @@ func TestPreviewGateUndecidedWithoutPlan(t *testing.T) {
 		})
 	}
 }
+
+// A pull request from a fork is told which policy holds a change and how, not the policy's
+// message nor who may approve.
+func TestPreviewGateOfAFork(t *testing.T) {
+	t.Parallel()
+	policies := []policy.Policy{{Name: "no-deletes", When: "change.type == 'delete'", Action: policy.Deny, Message: "ask ops@example.com"},
+		{Name: "changes-need-dba", When: "change.type == 'update'", Action: policy.RequireApproval,
+			Approvals: &policy.Approvals{Count: 1, From: []policy.Principal{{Group: "internal-dba-team"}}}}}
+	for _, fork := range []bool{false, true} {
+		res, gates := previewGates(t, policies, nil, Origin{Fork: fork}, map[string]string{"a.yaml": queueDoc("a", 2)})
+		a, b := gates["change a"], gates["delete b"]
+		if a == nil || a.Decision != "requireApproval" || a.Policy != "changes-need-dba" || b == nil || b.Decision != "deny" || b.Policy != "no-deletes" {
+			t.Fatalf("fork %v: gates %+v, %+v", fork, a, b)
+		}
+		body := RenderComment(Comment{Source: "infra", HeadSHA: strings.Repeat("a", 40), Result: res})
+		told := strings.Contains(body, "internal-dba-team") || strings.Contains(body, "ops@example.com")
+		if told != !fork {
+			t.Errorf("fork %v: comment tells who approves or the message: %v\n%s", fork, told, body)
+		}
+		if fork && (a.Text() != "needs approval (policy changes-need-dba)" || b.Text() != "denied by policy no-deletes" ||
+			a.Message != "" || a.Requires != nil || b.Message != "") {
+			t.Errorf("fork: gates %+v, %+v", a, b)
+		}
+	}
+}
