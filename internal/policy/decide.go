@@ -23,6 +23,17 @@ type Input struct {
 	Now           time.Time // the caller's clock
 }
 
+// SetPaths sets Change.Paths (change.paths) from OldSpec and Spec: ChangedPaths, an empty
+// list when they do not differ, for every type of change (a create's are the top-level keys
+// of its spec). The reconciler and the preview both fill change.paths with it, so that a
+// preview forecasts what the gate decides after merge.
+func (in *Input) SetPaths() {
+	in.Change.Paths = ChangedPaths(in.OldSpec, in.Spec)
+	if in.Change.Paths == nil {
+		in.Change.Paths = []string{}
+	}
+}
+
 // Decision is what the policies decide for one change.
 type Decision struct {
 	// Action is Allow (also when no policy holds), Deny or RequireApproval.
@@ -79,6 +90,19 @@ func (s *Set) Needs(r *Resource) (selected bool, reads Reads) {
 		}
 	}
 	return selected, reads
+}
+
+// PlanReader names the first policy that selects r and whose rule reads plan ("" for none).
+func (s *Set) PlanReader(r *Resource) string {
+	if s == nil {
+		return ""
+	}
+	for i := range s.policies {
+		if c := &s.policies[i]; c.reads.Plan && c.selects(r) {
+			return c.Name
+		}
+	}
+	return ""
 }
 
 func (c *compiled) selects(r *Resource) bool {

@@ -177,7 +177,7 @@ func (c *Checker) CheckFrom(ctx context.Context, snap *sources.Snapshot, from Or
 		res.Warnings = append(res.Warnings, forkNotResolved)
 		res.WarningNamespaces = append(res.WarningNamespaces, "")
 	}
-	c.gate(ctx, set, check.Applied, res.Changes, plans, snap)
+	c.gate(ctx, set, appliedTypes, check.Applied, res.Changes, plans, snap, from)
 	return res, check.Revision, nil
 }
 

@@ -274,10 +274,7 @@ func (r *Reconciler) loadInputs(ctx context.Context, g *gate, need policy.Reads)
 		g.in.OldSpec = g.applied
 	}
 	if need.Paths && g.in.Change.Paths == nil {
-		g.in.Change.Paths = policy.ChangedPaths(g.in.OldSpec, g.in.Spec)
-		if g.in.Change.Paths == nil {
-			g.in.Change.Paths = []string{}
-		}
+		g.in.SetPaths()
 	}
 	if need.Author && r.opts.Author != nil && g.in.Change.Author == (policy.Author{}) && g.in.Change.Revision != "" {
 		author, err := r.opts.Author(ctx, g.in.Resource.Source, g.in.Change.Revision)
