@@ -3,6 +3,7 @@ package actions
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -27,9 +28,15 @@ type PlanDetails struct {
 }
 
 // SetOn checks the fields and sets them on p, whose Changes is already read. The error names
-// the field and never quotes more than a short number of the reply. A plan of no changes
-// whose counts are not all 0 contradicts itself, and is refused rather than guessed at.
-func (d PlanDetails) SetOn(p *Plan) error {
+// the field and never quotes the reply. A plan of no changes whose counts are not all 0
+// contradicts itself, and is refused rather than guessed at.
+//
+// scrub is the plugin's scrubber of the call's and the instance's secrets, the one it
+// scrubs the plan's Summary and Text with (nil: no secrets). The hash is published as it is
+// (the resource's planHash, its conditions and history), so a hash that scrub changes holds a
+// secret and is refused rather than scrubbed: a scrubbed hash would no longer identify the
+// plan the plugin keeps.
+func (d PlanDetails) SetOn(p *Plan, scrub func(string) string) error {
 	for _, c := range []struct {
 		name string
 		raw  json.RawMessage
@@ -63,6 +70,9 @@ func (d PlanDetails) SetOn(p *Plan) error {
 		if h[i] <= ' ' || h[i] > '~' {
 			return fmt.Errorf(`"hash": want printable ASCII characters without spaces (character %d is not)`, i+1)
 		}
+	}
+	if scrub != nil && scrub(h) != h {
+		return errors.New(`"hash" holds a secret of the call`)
 	}
 	p.Hash = h // "" leaves the hash to PlanHash
 	return nil

@@ -48,7 +48,7 @@ func TestPlanDetails(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := Plan{Changes: tc.changes}
-			err := d.SetOn(&got)
+			err := d.SetOn(&got, nil)
 			tc.want.Changes = tc.changes
 			switch {
 			case tc.err != "" && (err == nil || err.Error() != tc.err):
@@ -57,5 +57,31 @@ func TestPlanDetails(t *testing.T) {
 				t.Fatalf("SetOn = %+v, %v; want %+v", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// A hash that the plugin's scrubber changes holds a secret: it is refused, naming the field
+// and not the value, since the host publishes the hash as it is. Other hashes pass.
+func TestPlanDetailsHashHoldingASecret(t *testing.T) {
+	t.Parallel()
+	scrub := Scrubber([]string{"s3cr3t/pw", "tok-0123"})
+	for _, tc := range []struct{ hash, err string }{
+		{"sha256:ab12", ""},
+		{"plan-s3cr3t/pw", `"hash" holds a secret of the call`},
+		{"tok-0123", `"hash" holds a secret of the call`},
+		{"plan-s3cr3t%2Fpw", `"hash" holds a secret of the call`}, // URL-escaped
+	} {
+		got := Plan{Changes: true}
+		err := PlanDetails{Hash: json.RawMessage(`"` + tc.hash + `"`)}.SetOn(&got, scrub)
+		switch {
+		case tc.err == "" && (err != nil || got.Hash != tc.hash):
+			t.Errorf("SetOn(%q) = %+v, %v; want the hash kept", tc.hash, got, err)
+		case tc.err != "" && (err == nil || err.Error() != tc.err || got.Hash != ""):
+			t.Errorf("SetOn(%q) = %+v, %v; want the error %q", tc.hash, got, err, tc.err)
+		}
+	}
+	if _, err := PlanFromOutputs(map[string]any{"changes": true, "hash": "x-tok-0123"}, scrub); err == nil ||
+		err.Error() != `"hash" holds a secret of the call` {
+		t.Errorf("PlanFromOutputs with a secret in the hash: err = %v", err)
 	}
 }

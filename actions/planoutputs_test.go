@@ -27,7 +27,7 @@ func TestPlanFromOutputs(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := PlanFromOutputs(tc.out)
+			got, err := PlanFromOutputs(tc.out, nil)
 			switch {
 			case tc.err != "" && (err == nil || err.Error() != tc.err):
 				t.Fatalf("err = %v, want %q", err, tc.err)

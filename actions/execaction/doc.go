@@ -126,9 +126,11 @@
 // makes the plan counted (the absent ones are 0), none leaves them 0 with the plan
 // uncounted, and counts other than 0 with "changes": false are an error. hash is an optional
 // string (at most 128 printable ASCII characters, no spaces) naming what the plan would do;
-// an approval binds to it and a reconcile carries it back as approvedPlan, so it is not
-// redacted and must hold no secret. Without it trueup derives one from the rest of the
-// reply. An invalid value is an error naming the field (actions.PlanDetails). All five were
+// an approval binds to it and a reconcile carries it back as approvedPlan. Every reader of
+// the resource sees it as it is, so it must not contain a secret nor be computable from one;
+// a hash containing a secret of the call or of the instance is refused. It must be the same
+// for the same change, else approvals never match. Without it trueup derives one from the
+// rest of the reply. An invalid value is an error naming the field (actions.PlanDetails). All five were
 // added within v1. Exit status 64 (EX_USAGE, ExitNoPlan) says "I cannot plan
 // this call" and gives actions.ErrNoPlan; 78 is terminal as for reconcile; any other non-zero
 // status is a failed plan. A plan never delays another call of its resource: it takes the

@@ -137,7 +137,7 @@ func FuzzParsePlan(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, stdout []byte) {
-		p, err := parsePlan(stdout)
+		p, err := parsePlan(stdout, nil)
 		if err != nil {
 			checkStdoutError(t, err, stdout)
 			return

@@ -264,8 +264,9 @@ type wirePlan struct {
 // parsePlan checks a plan's stdout. "changes" is required: a reply without it (empty stdout,
 // a reconcile reply such as {"done": true}) comes from a command that did not plan, and
 // taking it for "no changes" would show a wrong plan. The counts and the hash are optional
-// (actions.PlanDetails). Errors do not echo stdout.
-func parsePlan(stdout []byte) (actions.Plan, error) {
+// (actions.PlanDetails); a hash that scrub (the call's secrets) changes is refused. Errors do
+// not echo stdout.
+func parsePlan(stdout []byte, scrub func(string) string) (actions.Plan, error) {
 	b := bytes.TrimSpace(stdout)
 	if len(b) == 0 {
 		return actions.Plan{}, errors.New(`stdout: empty; a plan reply is a JSON object with "changes" (a command that cannot plan exits with status 64)`)
@@ -285,7 +286,7 @@ func parsePlan(stdout []byte) (actions.Plan, error) {
 		return actions.Plan{}, errors.New(`stdout: plan reply without "changes" (a command that cannot plan exits with status 64)`)
 	}
 	p := actions.Plan{Changes: *w.Changes, Summary: w.Summary, Text: w.Plan}
-	if err := w.SetOn(&p); err != nil {
+	if err := w.SetOn(&p, scrub); err != nil {
 		return actions.Plan{}, fmt.Errorf("stdout: plan reply: %w", err)
 	}
 	return p, nil

@@ -149,6 +149,32 @@ func TestPlanScrubsSecrets(t *testing.T) {
 	}
 }
 
+// A hash is published as it is: one holding the instance's credential or the call's secret
+// is refused, the error naming the field and not the value.
+func TestPlanRefusesHashHoldingASecret(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		instance bool // the hash holds the instance's token, else the call's secret
+	}{{"the instance's", true}, {"the call's", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			fx := setup(t, map[string]any{"plan": true})
+			hash := "h-hunter2-long"
+			if tc.instance {
+				hash = "h-" + fx.f.token
+			}
+			fx.f.push(scripted{status: 200, body: `{"changes": true, "add": 1, "hash": "` + hash + `"}`})
+			d := fx.driver(t, "orders")
+			p, err := fx.a.Plan(t.Context(), actions.Request{Resource: d.Resource, Secrets: []string{"hunter2-long"}})
+			const want = `answer to plan: "hash" holds a secret of the call`
+			if err == nil || err.Error() != want {
+				t.Fatalf("Plan = %+v, %v; want the error %q", p, err, want)
+			}
+		})
+	}
+}
+
 func TestPlanHonoursDeadline(t *testing.T) {
 	t.Parallel()
 	fx := setup(t, map[string]any{"plan": true, "pollInterval": "20ms"})
