@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 )
 
 // MaxPlanHash bounds the length of a hash a backend reports with its plan (a SHA-512 in hex
@@ -28,7 +29,7 @@ type PlanDetails struct {
 }
 
 // SetOn checks the fields and sets them on p, whose Changes is already read. The error names
-// the field and never quotes the reply. A plan of no changes whose counts are not all 0
+// the field and quotes none of the reply but checked counts. A plan of no changes whose counts are not all 0
 // contradicts itself, and is refused rather than guessed at.
 //
 // scrub is the plugin's scrubber of the call's and the instance's secrets, the one it
@@ -78,20 +79,25 @@ func (d PlanDetails) SetOn(p *Plan, scrub func(string) string) error {
 	return nil
 }
 
-// planCount reads a count: a JSON integer from 0 to MaxInt32.
+// planCount reads a count: a JSON integer from 0 to MaxInt32. A refused number is named by
+// its kind, never quoted: a reply may hold a secret anywhere.
 func planCount(raw json.RawMessage) (int, error) {
 	s := string(bytes.TrimSpace(raw))
 	if jsonKind(raw) != "a number" {
 		return 0, fmt.Errorf("want a non-negative integer, got %s", jsonKind(raw))
 	}
 	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil || n > math.MaxInt32 {
-		if len(s) > 24 {
-			s = s[:24] + "…"
-		}
-		return 0, fmt.Errorf("want a non-negative integer up to %d, got %s", math.MaxInt32, s)
+	if err == nil && n <= math.MaxInt32 {
+		return int(n), nil
 	}
-	return int(n), nil
+	kind := "a larger number"
+	switch {
+	case strings.HasPrefix(s, "-"):
+		kind = "a negative number"
+	case strings.ContainsAny(s, ".eE"):
+		kind = "a number not written as an integer"
+	}
+	return 0, fmt.Errorf("want a non-negative integer up to %d, got %s", math.MaxInt32, kind)
 }
 
 // jsonKind names the kind of a JSON value, for errors that must not quote it.

@@ -108,7 +108,7 @@ func TestPlanAnswers(t *testing.T) {
 		{name: "changes not a boolean", answer: scripted{status: 200, body: `{"changes": "yes"}`}, want: "answer to plan"},
 		{name: "not JSON", answer: scripted{status: 200, header: map[string]string{"Content-Type": "text/plain"}, body: `ok`}, want: "not a JSON object"},
 		{name: "negative count", answer: scripted{status: 200, body: `{"changes": true, "destroy": -2}`},
-			want: `answer to plan: "destroy": want a non-negative integer up to 2147483647, got -2`},
+			want: `answer to plan: "destroy": want a non-negative integer up to 2147483647, got a negative number`},
 		{name: "count a string", answer: scripted{status: 200, body: `{"changes": true, "add": "one"}`},
 			want: `answer to plan: "add": want a non-negative integer, got a string`},
 		{name: "counts without changes", answer: scripted{status: 200, body: `{"changes": false, "replace": 1}`},
