@@ -43,7 +43,7 @@ func (d PlanDetails) SetOn(p *Plan, scrub func(string) string) error {
 		raw  json.RawMessage
 		dst  *int
 	}{{"add", d.Add, &p.Add}, {"change", d.Change, &p.Change}, {"destroy", d.Destroy, &p.Destroy}, {"replace", d.Replace, &p.Replace}} {
-		if isAbsent(c.raw) {
+		if IsNull(c.raw) {
 			continue
 		}
 		n, err := planCount(c.raw)
@@ -57,7 +57,7 @@ func (d PlanDetails) SetOn(p *Plan, scrub func(string) string) error {
 		return fmt.Errorf(`"changes" is false but the counts are not all 0 (add %d, change %d, destroy %d, replace %d)`,
 			p.Add, p.Change, p.Destroy, p.Replace)
 	}
-	if isAbsent(d.Hash) {
+	if IsNull(d.Hash) {
 		return nil
 	}
 	var h string
@@ -121,7 +121,9 @@ func jsonKind(raw json.RawMessage) string {
 	return "a number"
 }
 
-func isAbsent(raw json.RawMessage) bool {
+// IsNull reports whether raw is empty or the JSON null (blanks around it aside): a field that
+// is absent, or null, which plugins read alike.
+func IsNull(raw json.RawMessage) bool {
 	b := bytes.TrimSpace(raw)
 	return len(b) == 0 || string(b) == "null"
 }

@@ -93,7 +93,7 @@ func encodeRequest(op string, req actions.Request) ([]byte, error) {
 		KeepPlan:     req.KeepPlan,
 		ApprovedPlan: req.ApprovedPlan,
 	}
-	if isNull(w.Resource.Spec) {
+	if actions.IsNull(w.Resource.Spec) {
 		w.Resource.Spec = emptyObject
 	} else if !json.Valid(w.Resource.Spec) {
 		return nil, actions.Terminalf("spec is not valid JSON")
@@ -107,10 +107,10 @@ func encodeRequest(op string, req actions.Request) ([]byte, error) {
 	if err := validateWith(w.With); err != nil {
 		return nil, actions.Terminal(err)
 	}
-	if isNull(w.With) {
+	if actions.IsNull(w.With) {
 		w.With = emptyObject
 	}
-	if isNull(w.State) {
+	if actions.IsNull(w.State) {
 		w.State = nil // encodes as null
 	} else if !json.Valid(w.State) {
 		return nil, errors.New("state is not valid JSON")
@@ -148,7 +148,7 @@ func traceEnv(ctx context.Context) []string {
 }
 
 func validateWith(with json.RawMessage) error {
-	if isNull(with) {
+	if actions.IsNull(with) {
 		return nil
 	}
 	if !json.Valid(with) {
@@ -158,11 +158,6 @@ func validateWith(with json.RawMessage) error {
 		return errors.New("with: must be a JSON object")
 	}
 	return nil
-}
-
-func isNull(b json.RawMessage) bool {
-	b = bytes.TrimSpace(b)
-	return len(b) == 0 || string(b) == "null"
 }
 
 // wireReply is the stdout document. Unknown fields are ignored (forward compatibility), so
