@@ -54,7 +54,13 @@ type Plan struct {
 	Add, Change, Destroy, Replace int
 	// Hash identifies what the plan would do (not when it was made): two plans of the same
 	// change against the same world have the same Hash. "" lets the host derive one from the
-	// other fields (PlanHash). An approval binds to it.
+	// other fields (PlanHash, over the Text and Summary scrubbed of the call's secrets). An
+	// approval binds to it. It is published (approval requests, the API, history,
+	// notifications), so it must not be computable from secret values: a plugin leaves the
+	// call's secrets (Request.Secrets) and its own out of what it hashes, or a low-entropy
+	// secret is recovered by hashing guesses. Approvers never see secrets, so binding an
+	// approval to a secret's value adds nothing; a spec change is a new generation, which the
+	// approval is bound to as well.
 	Hash string
 }
 

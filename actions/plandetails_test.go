@@ -25,12 +25,13 @@ func TestPlanDetails(t *testing.T) {
 		{name: "hash", changes: true, reply: `{"hash": "sha256:0f3a"}`, want: Plan{Hash: "sha256:0f3a"}},
 		{name: "empty hash leaves it to PlanHash", reply: `{"hash": ""}`, want: Plan{}},
 		{name: "largest count", changes: true, reply: `{"add": 2147483647}`, want: Plan{Counted: true, Add: 2147483647}},
-		{name: "negative", changes: true, reply: `{"destroy": -1}`, err: `"destroy": want a non-negative integer up to 2147483647, got -1`},
-		{name: "fraction", changes: true, reply: `{"change": 1.5}`, err: `"change": want a non-negative integer up to 2147483647, got 1.5`},
-		{name: "exponent", changes: true, reply: `{"add": 1e3}`, err: `"add": want a non-negative integer up to 2147483647, got 1e3`},
-		{name: "too large", changes: true, reply: `{"replace": 2147483648}`, err: `"replace": want a non-negative integer up to 2147483647, got 2147483648`},
-		{name: "long number cut", changes: true, reply: `{"add": 123456789012345678901234567890}`,
-			err: `"add": want a non-negative integer up to 2147483647, got 123456789012345678901234…`},
+		{name: "negative", changes: true, reply: `{"destroy": -1}`, err: `"destroy": want a non-negative integer up to 2147483647, got a negative number`},
+		{name: "fraction", changes: true, reply: `{"change": 1.5}`, err: `"change": want a non-negative integer up to 2147483647, got a number not written as an integer`},
+		{name: "exponent", changes: true, reply: `{"add": 1e3}`, err: `"add": want a non-negative integer up to 2147483647, got a number not written as an integer`},
+		{name: "too large", changes: true, reply: `{"replace": 2147483648}`, err: `"replace": want a non-negative integer up to 2147483647, got a larger number`},
+		{name: "long number", changes: true, reply: `{"add": 123456789012345678901234567890}`,
+			err: `"add": want a non-negative integer up to 2147483647, got a larger number`},
+		{name: "negative zero", changes: true, reply: `{"add": -0}`, err: `"add": want a non-negative integer up to 2147483647, got a negative number`},
 		{name: "string count not quoted", changes: true, reply: `{"add": "1"}`, err: `"add": want a non-negative integer, got a string`},
 		{name: "boolean count", changes: true, reply: `{"destroy": true}`, err: `"destroy": want a non-negative integer, got a boolean`},
 		{name: "no changes with counts", reply: `{"add": 0, "destroy": 2}`,
@@ -48,7 +49,7 @@ func TestPlanDetails(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := Plan{Changes: tc.changes}
-			err := d.SetOn(&got)
+			err := d.SetOn(&got, nil)
 			tc.want.Changes = tc.changes
 			switch {
 			case tc.err != "" && (err == nil || err.Error() != tc.err):
@@ -57,5 +58,31 @@ func TestPlanDetails(t *testing.T) {
 				t.Fatalf("SetOn = %+v, %v; want %+v", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// A hash that the plugin's scrubber changes holds a secret: it is refused, naming the field
+// and not the value, since the host publishes the hash as it is. Other hashes pass.
+func TestPlanDetailsHashHoldingASecret(t *testing.T) {
+	t.Parallel()
+	scrub := Scrubber([]string{"s3cr3t/pw", "tok-0123"})
+	for _, tc := range []struct{ hash, err string }{
+		{"sha256:ab12", ""},
+		{"plan-s3cr3t/pw", `"hash" holds a secret of the call`},
+		{"tok-0123", `"hash" holds a secret of the call`},
+		{"plan-s3cr3t%2Fpw", `"hash" holds a secret of the call`}, // URL-escaped
+	} {
+		got := Plan{Changes: true}
+		err := PlanDetails{Hash: json.RawMessage(`"` + tc.hash + `"`)}.SetOn(&got, scrub)
+		switch {
+		case tc.err == "" && (err != nil || got.Hash != tc.hash):
+			t.Errorf("SetOn(%q) = %+v, %v; want the hash kept", tc.hash, got, err)
+		case tc.err != "" && (err == nil || err.Error() != tc.err || got.Hash != ""):
+			t.Errorf("SetOn(%q) = %+v, %v; want the error %q", tc.hash, got, err, tc.err)
+		}
+	}
+	if _, err := PlanFromOutputs(map[string]any{"changes": true, "hash": "x-tok-0123"}, scrub); err == nil ||
+		err.Error() != `"hash" holds a secret of the call` {
+		t.Errorf("PlanFromOutputs with a secret in the hash: err = %v", err)
 	}
 }

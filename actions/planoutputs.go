@@ -9,8 +9,9 @@ import (
 // PlanFromOutputs reads a plan published as outputs by a remote run (the github-actions and
 // gitlab kinds' trueup-outputs artifact): {"changes": bool, "summary": string, "plan":
 // string}, changes required, and the optional PlanDetails ("add", "change", "destroy",
-// "replace", "hash").
-func PlanFromOutputs(out map[string]any) (Plan, error) {
+// "replace", "hash"). scrub is the plugin's scrubber of the call's and the instance's
+// secrets: a hash holding one is refused (PlanDetails.SetOn).
+func PlanFromOutputs(out map[string]any, scrub func(string) string) (Plan, error) {
 	var p Plan
 	changes, ok := out["changes"].(bool)
 	if !ok {
@@ -42,5 +43,5 @@ func PlanFromOutputs(out map[string]any) (Plan, error) {
 			*f.dst = b
 		}
 	}
-	return p, d.SetOn(&p)
+	return p, d.SetOn(&p, scrub)
 }

@@ -21,13 +21,13 @@ func TestPlanFromOutputs(t *testing.T) {
 		{"summary a number", map[string]any{"changes": true, "summary": 3.0}, Plan{}, `"summary" is not a string`},
 		{"counts and hash", map[string]any{"changes": true, "add": 1.0, "destroy": json.Number("2"), "hash": "h1"},
 			Plan{Changes: true, Counted: true, Add: 1, Destroy: 2, Hash: "h1"}, ""},
-		{"a negative count", map[string]any{"changes": true, "replace": -1.0}, Plan{}, `"replace": want a non-negative integer up to 2147483647, got -1`},
+		{"a negative count", map[string]any{"changes": true, "replace": -1.0}, Plan{}, `"replace": want a non-negative integer up to 2147483647, got a negative number`},
 		{"a hash not a string", map[string]any{"changes": true, "hash": 3.0}, Plan{}, `"hash": want a string, got a number`},
 		{"plan an object", map[string]any{"changes": true, "plan": map[string]any{}}, Plan{}, `"plan" is not a string`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := PlanFromOutputs(tc.out)
+			got, err := PlanFromOutputs(tc.out, nil)
 			switch {
 			case tc.err != "" && (err == nil || err.Error() != tc.err):
 				t.Fatalf("err = %v, want %q", err, tc.err)

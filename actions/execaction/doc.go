@@ -45,7 +45,7 @@
 //	 "with": {…},                   // the ResourceType's with: parameters, {} when absent
 //	 "state": …,                    // what the previous reply put in "state", null at first
 //	 "keepPlan": false,             // plan only: the gate of a policy asks; keep this plan
-//	 "approvedPlan": ""}            // reconcile, delete: the hash of the plan the gate let through
+//	 "approvedPlan": ""}            // reconcile: the hash of the plan the gate let through
 //
 // and its environment adds TRUEUP_OPERATION, TRUEUP_KIND, TRUEUP_NAMESPACE, TRUEUP_NAME,
 // TRUEUP_GENERATION, TRUEUP_REVISION, TRUEUP_FALLBACK_REVISION and (on Unix) TRUEUP_LOCK_FD
@@ -61,9 +61,10 @@
 // (an additive field: commands that do not know it ignore it).
 //
 // keepPlan and approvedPlan serve the gate of a policy: keepPlan is true on the
-// plan the gate asks for before a reconcile or delete, and approvedPlan, on the reconcile or
-// delete the gate then lets through, is that plan's hash (the reply's "hash", or the one
-// trueup derives from the reply without it; "" when no plan was made). A command that keeps
+// plan the gate asks for before a reconcile, and approvedPlan, on the reconcile the gate
+// then lets through, is that plan's hash (the reply's "hash", or the one trueup derives from
+// the reply without it; "" when no plan was made). A delete's approvedPlan is always "": the
+// kind does not plan deletes (no actions.DeletePlanner). A command that keeps
 // plans saves what it needs to apply exactly the kept one, applies it on approvedPlan, and
 // fails when it holds no plan of that hash (the next attempt plans again). Both were added
 // within v1; a command that does not keep plans ignores them.
@@ -126,9 +127,11 @@
 // makes the plan counted (the absent ones are 0), none leaves them 0 with the plan
 // uncounted, and counts other than 0 with "changes": false are an error. hash is an optional
 // string (at most 128 printable ASCII characters, no spaces) naming what the plan would do;
-// an approval binds to it and a reconcile carries it back as approvedPlan, so it is not
-// redacted and must hold no secret. Without it trueup derives one from the rest of the
-// reply. An invalid value is an error naming the field (actions.PlanDetails). All five were
+// an approval binds to it and a reconcile carries it back as approvedPlan. Every reader of
+// the resource sees it as it is, so it must not contain a secret nor be computable from one;
+// a hash containing a secret of the call or of the instance is refused. It must be the same
+// for the same change, else approvals never match. Without it trueup derives one from the
+// rest of the reply. An invalid value is an error naming the field (actions.PlanDetails). All five were
 // added within v1. Exit status 64 (EX_USAGE, ExitNoPlan) says "I cannot plan
 // this call" and gives actions.ErrNoPlan; 78 is terminal as for reconcile; any other non-zero
 // status is a failed plan. A plan never delays another call of its resource: it takes the

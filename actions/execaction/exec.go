@@ -111,11 +111,12 @@ func (a *Action) Plan(ctx context.Context, req actions.Request) (actions.Plan, e
 	if err != nil {
 		return actions.Plan{}, err
 	}
-	p, err := parsePlan(out)
+	secrets := a.callSecrets(req)
+	// The hash is published as it is: a hash holding a secret is refused.
+	p, err := parsePlan(out, actions.Scrubber(secrets))
 	if err != nil {
 		return actions.Plan{}, err
 	}
-	secrets := a.callSecrets(req)
 	p.Summary = redact(p.Summary, secrets)
 	p.Text = redact(p.Text, secrets)
 	return p, nil

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -173,28 +174,28 @@ func TestPlanScript(t *testing.T) {
 		}
 	}
 	check(`{"size":"small"}`, actions.Plan{Changes: true, Summary: "1 to add, 0 to change", Text: "+ database (size small)",
-		Counted: true, Add: 1, Hash: "create-small"})
+		Counted: true, Add: 1, Hash: "create-g3"})
 	if _, err := os.Stat(filepath.Join(out, "db")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a plan wrote the database (stat: %v)", err)
 	}
 	if _, err := a.Reconcile(t.Context(), req); err != nil {
 		t.Fatal(err)
 	}
-	check(`{"size":"small"}`, actions.Plan{Summary: "no changes", Counted: true, Hash: "none-small"})
+	check(`{"size":"small"}`, actions.Plan{Summary: "no changes", Counted: true, Hash: "none-g3"})
 	check(`{"size":"large"}`, actions.Plan{Changes: true, Summary: "0 to add, 1 to change", Text: "~ database size small -> large",
-		Counted: true, Change: 1, Hash: "resize-small-large"})
+		Counted: true, Change: 1, Hash: "resize-g3"})
 	if _, err := os.Stat(filepath.Join(out, "kept-plan")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a plan without keepPlan kept it (stat: %v)", err)
 	}
 
-	// The call's secrets are redacted from the plan text.
+	// The call's secrets are redacted from the plan text; the hash holds none of them.
 	req.Secrets = []string{"large"}
 	got, err := p.Plan(t.Context(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(got.Text, "large") || !strings.Contains(got.Text, "***") {
-		t.Fatalf("plan text %q; want the call's secret redacted", got.Text)
+	if strings.Contains(got.Text, "large") || !strings.Contains(got.Text, "***") || got.Hash != "resize-g3" {
+		t.Fatalf("plan text %q, hash %q; want the call's secret redacted and the hash resize-g3", got.Text, got.Hash)
 	}
 
 	req.Secrets = nil
@@ -205,6 +206,34 @@ func TestPlanScript(t *testing.T) {
 	}
 }
 
+// A plan whose hash holds a secret of the call or of the instance is refused, naming the
+// field and not the value: the hash is published as it is.
+func TestPlanHashHoldingASecret(t *testing.T) {
+	t.Parallel()
+	const instanceSecret, callSecret = "tok-123456789", "call/pw-98765"
+	for _, tc := range []struct{ name, hash string }{
+		{"the instance's", "sha256:" + instanceSecret},
+		{"the call's", "plan-" + callSecret + "-1"},
+		{"the call's URL-escaped", "plan-" + url.QueryEscape(callSecret)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p, _ := buildPlanner(t, planConfig{Plan: true, config: config{
+				Command: []string{"./testdata/record.sh"},
+				Env: map[string]string{"API_TOKEN": instanceSecret,
+					"REPLY_JSON": `{"changes": true, "summary": "1 to add", "add": 1, "hash": "` + tc.hash + `"}`},
+			}})
+			req := request()
+			req.Secrets = []string{callSecret}
+			got, err := p.Plan(t.Context(), req)
+			const want = `stdout: plan reply: "hash" holds a secret of the call`
+			if err == nil || err.Error() != want {
+				t.Fatalf("Plan = %#v, %v; want the error %q", got, err, want)
+			}
+		})
+	}
+}
+
 // The gate of a policy: a plan asked with keepPlan reaches the command, which keeps it; the
 // reconcile carrying its hash as approvedPlan applies it, and one carrying another hash fails.
 func TestPlanKeptAndApproved(t *testing.T) {
@@ -212,24 +241,33 @@ func TestPlanKeptAndApproved(t *testing.T) {
 	p, out := buildPlanner(t, planConfig{Plan: true, config: config{Command: []string{"./testdata/planner.sh"}}})
 	a := p.(actions.Action)
 	req := request()
+	// Fields of the same names inside with: are not the request's.
 	req.Resource.Spec = json.RawMessage(`{"size":"small"}`)
+	req.With = json.RawMessage(`{"keepPlan":true,"approvedPlan":"create-g3"}`)
+	if _, err := p.Plan(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(out, "kept-plan")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a plan without keepPlan kept it (stat: %v)", err)
+	}
+	req.With = nil
 	req.KeepPlan = true
 	plan, err := p.Plan(t.Context(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := (actions.Plan{Changes: true, Summary: "1 to add, 0 to change", Text: "+ database (size small)",
-		Counted: true, Add: 1, Hash: "create-small"}); plan != want {
+		Counted: true, Add: 1, Hash: "create-g3"}); plan != want {
 		t.Fatalf("Plan = %#v; want %#v", plan, want)
 	}
-	if b, err := os.ReadFile(filepath.Join(out, "kept-plan")); err != nil || string(b) != "create-small" {
-		t.Fatalf("kept plan = %q, %v; want create-small", b, err)
+	if b, err := os.ReadFile(filepath.Join(out, "kept-plan")); err != nil || string(b) != "create-g3" {
+		t.Fatalf("kept plan = %q, %v; want create-g3", b, err)
 	}
 
 	req.KeepPlan = false
-	req.ApprovedPlan = "create-large"
+	req.ApprovedPlan = "create-g2"
 	_, err = a.Reconcile(t.Context(), req)
-	if err == nil || !strings.Contains(err.Error(), "no kept plan of hash create-large") {
+	if err == nil || !strings.Contains(err.Error(), "no kept plan of hash create-g2") {
 		t.Fatalf("Reconcile of another plan: err = %v; want the command's refusal", err)
 	}
 	req.ApprovedPlan = actions.PlanHash(plan)

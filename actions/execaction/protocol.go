@@ -93,7 +93,7 @@ func encodeRequest(op string, req actions.Request) ([]byte, error) {
 		KeepPlan:     req.KeepPlan,
 		ApprovedPlan: req.ApprovedPlan,
 	}
-	if isNull(w.Resource.Spec) {
+	if actions.IsNull(w.Resource.Spec) {
 		w.Resource.Spec = emptyObject
 	} else if !json.Valid(w.Resource.Spec) {
 		return nil, actions.Terminalf("spec is not valid JSON")
@@ -107,10 +107,10 @@ func encodeRequest(op string, req actions.Request) ([]byte, error) {
 	if err := validateWith(w.With); err != nil {
 		return nil, actions.Terminal(err)
 	}
-	if isNull(w.With) {
+	if actions.IsNull(w.With) {
 		w.With = emptyObject
 	}
-	if isNull(w.State) {
+	if actions.IsNull(w.State) {
 		w.State = nil // encodes as null
 	} else if !json.Valid(w.State) {
 		return nil, errors.New("state is not valid JSON")
@@ -148,7 +148,7 @@ func traceEnv(ctx context.Context) []string {
 }
 
 func validateWith(with json.RawMessage) error {
-	if isNull(with) {
+	if actions.IsNull(with) {
 		return nil
 	}
 	if !json.Valid(with) {
@@ -158,11 +158,6 @@ func validateWith(with json.RawMessage) error {
 		return errors.New("with: must be a JSON object")
 	}
 	return nil
-}
-
-func isNull(b json.RawMessage) bool {
-	b = bytes.TrimSpace(b)
-	return len(b) == 0 || string(b) == "null"
 }
 
 // wireReply is the stdout document. Unknown fields are ignored (forward compatibility), so
@@ -264,8 +259,9 @@ type wirePlan struct {
 // parsePlan checks a plan's stdout. "changes" is required: a reply without it (empty stdout,
 // a reconcile reply such as {"done": true}) comes from a command that did not plan, and
 // taking it for "no changes" would show a wrong plan. The counts and the hash are optional
-// (actions.PlanDetails). Errors do not echo stdout.
-func parsePlan(stdout []byte) (actions.Plan, error) {
+// (actions.PlanDetails); a hash that scrub (the call's secrets) changes is refused. Errors do
+// not echo stdout.
+func parsePlan(stdout []byte, scrub func(string) string) (actions.Plan, error) {
 	b := bytes.TrimSpace(stdout)
 	if len(b) == 0 {
 		return actions.Plan{}, errors.New(`stdout: empty; a plan reply is a JSON object with "changes" (a command that cannot plan exits with status 64)`)
@@ -285,7 +281,7 @@ func parsePlan(stdout []byte) (actions.Plan, error) {
 		return actions.Plan{}, errors.New(`stdout: plan reply without "changes" (a command that cannot plan exits with status 64)`)
 	}
 	p := actions.Plan{Changes: *w.Changes, Summary: w.Summary, Text: w.Plan}
-	if err := w.SetOn(&p); err != nil {
+	if err := w.SetOn(&p, scrub); err != nil {
 		return actions.Plan{}, fmt.Errorf("stdout: plan reply: %w", err)
 	}
 	return p, nil

@@ -107,7 +107,10 @@ func (c *call) plan(ctx context.Context) (actions.Plan, error) {
 	if !found {
 		return actions.Plan{}, fmt.Errorf("plan run %d succeeded but published no %s artifact: %s", runID, outputsArtifact, runURL)
 	}
-	p, err := actions.PlanFromOutputs(out)
+	// The hash is published as it is: it must hold none of the secrets Summary and Text are
+	// scrubbed of.
+	scrub := c.req.Scrub()
+	p, err := actions.PlanFromOutputs(out, func(s string) string { return scrub(a.secrets.scrub(s)) })
 	if err != nil {
 		return actions.Plan{}, fmt.Errorf("artifact %s of plan run %d: %w", outputsArtifact, runID, err)
 	}

@@ -34,6 +34,19 @@ func planOnce(t *testing.T, a *Action, r *resource, timeout time.Duration) (acti
 	return a.Plan(ctx, r.request())
 }
 
+// The hash is published as it is: a plan run whose hash holds the instance's token is refused,
+// the error naming the field and not the token.
+func TestPlanRefusesHashHoldingASecret(t *testing.T) {
+	t.Parallel()
+	f := newFakeGitHub(t)
+	f.shapeRun = planShape(`{"changes": true, "add": 1, "hash": "h-` + f.token + `"}`)
+	a, _ := newAction(t, f, f.config(nil), t.TempDir())
+	p, err := planOnce(t, a, newResource("orders", planWith), 10*time.Second)
+	if err == nil || !strings.HasSuffix(err.Error(), `: "hash" holds a secret of the call`) || strings.Contains(err.Error(), f.token) {
+		t.Fatalf("Plan = %+v, %v; want the hash refused", p, err)
+	}
+}
+
 func TestPlanWithoutPlanWorkflow(t *testing.T) {
 	t.Parallel()
 	f := newFakeGitHub(t)

@@ -115,7 +115,10 @@ func (c *call) plan(ctx context.Context) (actions.Plan, error) {
 	if err != nil {
 		return actions.Plan{}, err
 	}
-	plan, err := actions.PlanFromOutputs(out)
+	// The hash is published as it is: it must hold none of the secrets Summary and Text are
+	// scrubbed of.
+	scrub := c.req.Scrub()
+	plan, err := actions.PlanFromOutputs(out, func(s string) string { return scrub(a.scrub(s)) })
 	if err != nil {
 		return actions.Plan{}, fmt.Errorf("job %s (#%d): %s: %w", src.Name, src.ID, outputsFile, err)
 	}

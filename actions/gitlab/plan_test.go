@@ -86,6 +86,8 @@ func TestPlanFailures(t *testing.T) {
 		{name: "changes missing", finishAs: "success", jobState: "success", artifact: `{"summary": "x"}`, with: `{"planJob": "plan"}`, want: `boolean "changes"`},
 		{name: "a negative count", finishAs: "success", jobState: "success", artifact: `{"changes": true, "destroy": -1}`, with: `{"planJob": "plan"}`,
 			want: `trueup-outputs.json: "destroy": want a non-negative integer`},
+		{name: "a hash holding the trigger token", finishAs: "success", jobState: "success", artifact: `{"changes": true, "add": 1, "hash": "h-glptt-TRIGGER-s3cr3t-123456"}`,
+			with: `{"planJob": "plan"}`, want: `trueup-outputs.json: "hash" holds a secret of the call`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -121,6 +121,14 @@
 //
 // A provisioner must not change anything when asked for a plan.
 //
+// The hash is shown as it is to every reader of the resource, never redacted: it must not
+// contain a secret nor be computable from one (a digest of content holding a secret lets a
+// reader test guesses offline). A hash containing a secret of the call or of the instance
+// (what summary and plan are scrubbed of) fails the plan with `"hash" holds a secret of the
+// call`. It must be deterministic, the same for the same change, else an approval never
+// matches a later attempt's plan and each attempt asks anew; without "hash" the host derives
+// one from the rest of the answer, which must then be deterministic too.
+//
 // # Drift
 //
 // The kind does not implement actions.Observer: on resync the controller calls Reconcile,

@@ -222,12 +222,12 @@ func (c *call) body() ([]byte, error) {
 		Generation: r.Generation, Spec: r.Spec, Labels: r.Labels, Annotations: r.Annotations, Revision: r.Revision,
 		FallbackRevision: r.FallbackRevision,
 	}}
-	if isNull(w.Resource.Spec) {
+	if actions.IsNull(w.Resource.Spec) {
 		w.Resource.Spec = json.RawMessage(`{}`)
 	} else if !json.Valid(w.Resource.Spec) {
 		return nil, actions.Terminalf("spec is not valid JSON")
 	}
-	if isNull(w.With) {
+	if actions.IsNull(w.With) {
 		w.With = json.RawMessage(`{}`)
 	}
 	if w.Resource.Labels == nil {
@@ -465,11 +465,6 @@ func (c *call) keep(ctx context.Context) {
 		return
 	}
 	c.durable = string(b)
-}
-
-func isNull(b json.RawMessage) bool {
-	b = bytes.TrimSpace(b)
-	return len(b) == 0 || string(b) == "null"
 }
 
 var (

@@ -163,7 +163,9 @@ func (c *call) readPlan(ctx context.Context, r reply) (actions.Plan, bool, error
 		return actions.Plan{}, false, errors.New("answer to plan: no boolean \"changes\"")
 	}
 	p := actions.Plan{Changes: *w.Changes, Summary: w.Summary, Text: w.Plan}
-	if err := w.SetOn(&p); err != nil {
+	// The hash is published as it is: it must hold none of the secrets Summary and Text are
+	// scrubbed of.
+	if err := w.SetOn(&p, c.scrub); err != nil {
 		return actions.Plan{}, false, fmt.Errorf("answer to plan: %w", err)
 	}
 	return p, true, nil

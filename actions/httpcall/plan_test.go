@@ -108,7 +108,7 @@ func TestPlanAnswers(t *testing.T) {
 		{name: "changes not a boolean", answer: scripted{status: 200, body: `{"changes": "yes"}`}, want: "answer to plan"},
 		{name: "not JSON", answer: scripted{status: 200, header: map[string]string{"Content-Type": "text/plain"}, body: `ok`}, want: "not a JSON object"},
 		{name: "negative count", answer: scripted{status: 200, body: `{"changes": true, "destroy": -2}`},
-			want: `answer to plan: "destroy": want a non-negative integer up to 2147483647, got -2`},
+			want: `answer to plan: "destroy": want a non-negative integer up to 2147483647, got a negative number`},
 		{name: "count a string", answer: scripted{status: 200, body: `{"changes": true, "add": "one"}`},
 			want: `answer to plan: "add": want a non-negative integer, got a string`},
 		{name: "counts without changes", answer: scripted{status: 200, body: `{"changes": false, "replace": 1}`},
@@ -146,6 +146,32 @@ func TestPlanScrubsSecrets(t *testing.T) {
 	}
 	if p.Summary != "token ***" || p.Text != "password=***" {
 		t.Fatalf("plan = %+v", p)
+	}
+}
+
+// A hash is published as it is: one holding the instance's credential or the call's secret
+// is refused, the error naming the field and not the value.
+func TestPlanRefusesHashHoldingASecret(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		instance bool // the hash holds the instance's token, else the call's secret
+	}{{"the instance's", true}, {"the call's", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			fx := setup(t, map[string]any{"plan": true})
+			hash := "h-hunter2-long"
+			if tc.instance {
+				hash = "h-" + fx.f.token
+			}
+			fx.f.push(scripted{status: 200, body: `{"changes": true, "add": 1, "hash": "` + hash + `"}`})
+			d := fx.driver(t, "orders")
+			p, err := fx.a.Plan(t.Context(), actions.Request{Resource: d.Resource, Secrets: []string{"hunter2-long"}})
+			const want = `answer to plan: "hash" holds a secret of the call`
+			if err == nil || err.Error() != want {
+				t.Fatalf("Plan = %+v, %v; want the error %q", p, err, want)
+			}
+		})
 	}
 }
 

@@ -22,24 +22,32 @@ const appliedTimeout = 15 * time.Second
 // preview that may never be merged.
 const newPlanSummary = "new: the module's resources will be created (not planned before the first apply)"
 
-// applied reports whether the resource's workspace exists, without creating anything: for the
-// pg backend, whether its row is in the instance schema's states table (no schema: nothing
-// applied yet); for a configured backend, which trueup cannot read, whether a reconcile left
-// an initialised working copy.
+// unappliedFile, in a working copy, says that the gate's plan created it (and the workspace)
+// for a resource never applied: applied reads it as not applied until a Reconcile runs.
+const unappliedFile = "unapplied"
+
+// applied reports whether the resource has been applied, without creating anything: for the
+// pg backend, whether its row in the instance schema's states table holds resources or
+// outputs (no schema: nothing applied yet; the gate's plan of a resource never applied
+// creates the row, empty); for a configured backend, which trueup cannot read, whether a
+// reconcile left an initialised working copy (a stamp, and no unappliedFile).
 //
 // The pg backend's table is Terraform's, not trueup's, so this one query lives here rather
 // than in internal/store.
 func (a *Action) applied(ctx context.Context, ws string) (bool, error) {
 	if a.custom {
-		_, err := os.Stat(filepath.Join(a.workDir, ws, "stamp"))
-		switch {
-		case err == nil:
-			return true, nil
-		case errors.Is(err, os.ErrNotExist):
-			return false, nil
-		default:
-			return false, fmt.Errorf("working copy: %w", err)
+		for _, name := range []string{"stamp", unappliedFile} {
+			_, err := os.Stat(filepath.Join(a.workDir, ws, name))
+			switch {
+			case name == "stamp" && errors.Is(err, os.ErrNotExist):
+				return false, nil
+			case name == unappliedFile && err == nil:
+				return false, nil
+			case err != nil && !errors.Is(err, os.ErrNotExist):
+				return false, fmt.Errorf("working copy: %w", err)
+			}
 		}
+		return true, nil
 	}
 	conn := a.dbURL
 	if conn == "" {
@@ -53,7 +61,8 @@ func (a *Action) applied(ctx context.Context, ws string) (bool, error) {
 	}
 	defer db.Close(context.WithoutCancel(ctx))
 	var ok bool
-	q := "SELECT EXISTS (SELECT 1 FROM " + pgx.Identifier{a.schema, "states"}.Sanitize() + " WHERE name = $1)"
+	q := "SELECT EXISTS (SELECT 1 FROM " + pgx.Identifier{a.schema, "states"}.Sanitize() + ` WHERE name = $1 AND data <> ''
+		AND (COALESCE(jsonb_array_length(data::jsonb->'resources'), 0) > 0 OR COALESCE(data::jsonb->'outputs', '{}') <> '{}'))`
 	err = db.QueryRow(ctx, q, ws).Scan(&ok)
 	var pgErr *pgconn.PgError
 	switch {

@@ -120,3 +120,33 @@ func TestPlanSelectsWithoutCreating(t *testing.T) {
 		t.Fatalf("the plan's runs:\n%s\nwant a plain workspace select", args)
 	}
 }
+
+// The gate's plan of a resource never applied creates its workspace (the apply needs it), but
+// the resource stays new for previews until a Reconcile: the gate may deny it or wait.
+func TestGatePlanLeavesResourceNew(t *testing.T) {
+	t.Parallel()
+	for name, cfg := range map[string]config{
+		"gatenewpg":    {},
+		"gatenewlocal": {Backend: map[string]any{"type": "local", "config": map[string]any{"workspace_dir": t.TempDir()}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			cfg.Module = "testdata/modules/gate"
+			f := setup(t, name, cfg)
+			pl := f.action.(actions.Planner)
+			kept := keptPlan(t, f, `{"size": 1}`)
+			if plan, err := pl.Plan(t.Context(), request("db", `{"size": 1}`)); err != nil || !strings.HasPrefix(plan.Summary, "new: ") {
+				t.Fatalf("preview after the gate's plan = %+v, %v; want the resource new", plan, err)
+			}
+			req := request("db", `{"size": 1}`)
+			req.ApprovedPlan = kept.Hash
+			if _, err := f.action.Reconcile(t.Context(), req); err != nil {
+				t.Fatal(err)
+			}
+			plan, err := pl.Plan(t.Context(), request("db", `{"size": 2}`))
+			if err != nil || plan.Summary != "0 to add, 1 to change, 0 to destroy" {
+				t.Fatalf("preview after the apply = %+v, %v; want Terraform's plan", plan, err)
+			}
+		})
+	}
+}

@@ -24,18 +24,45 @@ type planFacts struct {
 	hash                          string
 }
 
-// showJSON is the part of show -json that says what a plan would do. The rest (the
-// variables, the prior state, the configuration, the timestamp) is left out: two plans of
-// the same change against the same state differ there, or say nothing the changes do not.
+// showJSON is the part of show -json a plan's hash covers: what it would do (the resource
+// and output changes), and what it runs to do it (the variables' values and the
+// configuration: a provisioner's command, a data source's program, which no change shows).
+// The rest (the prior state, the planned values, the timestamp) is left out: two plans of the
+// same change against the same state differ there, or say nothing the changes do not.
 type showJSON struct {
 	ResourceChanges []map[string]any `json:"resource_changes"`
 	OutputChanges   map[string]any   `json:"output_changes"`
+	Variables       map[string]any   `json:"variables"`
+	Configuration   map[string]any   `json:"configuration"`
 }
 
+// planInput is what a plan's hash takes besides its show -json: the module's content hash,
+// and the secrets of the call (the spec's revealed values, the instance's own) that the hash
+// must not depend on.
+type planInput struct {
+	module  string
+	secrets []string
+}
+
+// sensitiveMark stands, in the hashed form, for every value Terraform marks sensitive.
+const sensitiveMark = "(sensitive value)"
+
 // readPlan counts and hashes a plan's show -json. The hash covers the plan's mode (a
-// destroy plan never shares one with a plan to apply) and the resource and output changes,
-// resources sorted by address, objects by key, numbers as written.
-func readPlan(js []byte, destroy bool) (planFacts, error) {
+// destroy plan never shares one with a plan to apply), the module's content hash (files the
+// configuration does not quote: a script a provisioner runs), and showJSON: resources sorted
+// by address, objects by key, numbers as written.
+//
+// The hash is published (the approval request, the API, the CLI, history, notifications),
+// and show -json holds every value in clear: hashed as it is, a low-entropy secret would be
+// recovered by hashing guesses. So no secret goes into it: every value Terraform marks
+// sensitive (a resource's or an output's before_sensitive and after_sensitive, a sensitive
+// variable) becomes sensitiveMark, and every value the call revealed or the instance holds
+// (planInput.secrets) becomes "***" wherever it occurs, in strings and keys, and in numbers
+// as the host scrubs them (actions.NewNumbers). Nothing is lost by it: approvers never see
+// the secrets (plans, previews and messages are scrubbed of them), so an approval bound to a
+// secret's value would bind to something no approver checked; a change of the spec (a
+// secret's too) is a new generation, which the approval is bound to as well.
+func readPlan(js []byte, destroy bool, in planInput) (planFacts, error) {
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.UseNumber()
 	var doc showJSON
@@ -69,15 +96,128 @@ func readPlan(js []byte, destroy bool) (planFacts, error) {
 	if doc.OutputChanges == nil {
 		doc.OutputChanges = map[string]any{}
 	}
+	if doc.Variables == nil {
+		doc.Variables = map[string]any{}
+	}
+	if doc.Configuration == nil {
+		doc.Configuration = map[string]any{}
+	}
+	doc.maskSensitive()
 	canon, err := json.Marshal(doc) // map keys sorted
 	if err != nil {
 		return planFacts{}, err
 	}
+	if canon, err = scrubCanonical(canon, in.secrets); err != nil {
+		return planFacts{}, err
+	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n", planMode(destroy))
+	fmt.Fprintf(h, "%s\nmodule %s\n", planMode(destroy), in.module)
 	h.Write(canon)
 	f.hash = hex.EncodeToString(h.Sum(nil))
 	return f, nil
+}
+
+// maskSensitive replaces the values Terraform marks sensitive with sensitiveMark: the
+// before and after of resource and output changes where before_sensitive and after_sensitive
+// say so, and the values (and defaults) of the variables the configuration declares
+// sensitive.
+func (doc *showJSON) maskSensitive() {
+	for _, rc := range doc.ResourceChanges {
+		if change, ok := rc["change"].(map[string]any); ok {
+			maskChange(change)
+		}
+	}
+	for _, oc := range doc.OutputChanges {
+		if change, ok := oc.(map[string]any); ok {
+			maskChange(change)
+		}
+	}
+	maskVariables(doc.Configuration, doc.Variables)
+}
+
+// maskChange masks a change's before and after by its before_sensitive and after_sensitive.
+func maskChange(change map[string]any) {
+	for _, side := range []string{"before", "after"} {
+		if v, ok := change[side]; ok {
+			change[side] = masked(v, change[side+"_sensitive"])
+		}
+	}
+}
+
+// masked is v with the parts marks (true, or an object or list of marks shaped as v) says
+// are sensitive replaced by sensitiveMark.
+func masked(v, marks any) any {
+	switch m := marks.(type) {
+	case bool:
+		if m && v != nil {
+			return sensitiveMark
+		}
+	case map[string]any:
+		if obj, ok := v.(map[string]any); ok {
+			for k, e := range obj {
+				obj[k] = masked(e, m[k])
+			}
+		}
+	case []any:
+		if list, ok := v.([]any); ok {
+			for i, e := range list {
+				if i < len(m) {
+					list[i] = masked(e, m[i])
+				}
+			}
+		}
+	}
+	return v
+}
+
+// maskVariables masks the values of the sensitive variables of the root module and the
+// defaults of every module's sensitive variables, as configuration declares them.
+func maskVariables(configuration, values map[string]any) {
+	root, _ := configuration["root_module"].(map[string]any)
+	maskModule(root, values)
+}
+
+func maskModule(mod, values map[string]any) {
+	if mod == nil {
+		return
+	}
+	vars, _ := mod["variables"].(map[string]any)
+	for name, decl := range vars {
+		d, _ := decl.(map[string]any)
+		if d == nil || d["sensitive"] != true {
+			continue
+		}
+		if _, ok := d["default"]; ok {
+			d["default"] = sensitiveMark
+		}
+		if v, ok := values[name].(map[string]any); ok {
+			if _, ok := v["value"]; ok {
+				v["value"] = sensitiveMark
+			}
+		}
+	}
+	calls, _ := mod["module_calls"].(map[string]any)
+	for _, call := range calls {
+		c, _ := call.(map[string]any)
+		child, _ := c["module"].(map[string]any)
+		maskModule(child, nil)
+	}
+}
+
+// scrubCanonical replaces every secret in the canonical JSON: strings and keys through
+// actions.Scrubber, numbers that show one as the host's scrubbing finds them.
+func scrubCanonical(canon []byte, secrets []string) ([]byte, error) {
+	if len(secrets) == 0 {
+		return canon, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(canon))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	scrub := actions.Scrubber(secrets)
+	return json.Marshal(actions.ScrubValue(v, scrub, actions.NewNumbers(scrub, secrets)))
 }
 
 // changeKey names a resource change: its address, and the deposed object's key when the
@@ -141,7 +281,7 @@ func (c *call) show(ctx context.Context, file string, destroy bool) (planFacts, 
 	if _, err := c.runTo(ctx, true, nil, &js, "show", "-json", "-no-color", file); err != nil {
 		return planFacts{}, err
 	}
-	return readPlan(js.Bytes(), destroy)
+	return readPlan(js.Bytes(), destroy, planInput{module: c.module, secrets: c.secrets})
 }
 
 // plansDir holds the plan the gate kept (KeepPlan) in the working copy, one at most.
@@ -151,8 +291,35 @@ func (c *call) keptPlan(destroy bool, hash string) string {
 	return filepath.Join(c.plansDir(), planMode(destroy)+"-"+hash+".tfplan")
 }
 
-// keep moves a saved plan to the working copy, named by its hash, in place of the one kept
-// before: the gate plans again before each apply, so only the last plan can be approved.
+// keptStamp is the file beside a kept plan that holds the digest of the request it was made
+// for (requestDigest).
+func (c *call) keptStamp(destroy bool, hash string) string {
+	return filepath.Join(c.plansDir(), planMode(destroy)+"-"+hash+".request")
+}
+
+// requestDigest digests what a call plans with: the module's content hash and the spec (its
+// var file, canonical: objects by key, numbers as written). A kept plan is applied only by a
+// call of the same digest.
+func requestDigest(module string, vars []byte) (string, error) {
+	dec := json.NewDecoder(bytes.NewReader(vars))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return "", fmt.Errorf("var file: %w", err)
+	}
+	canon, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("var file: %w", err)
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "module %s\n", module)
+	h.Write(canon)
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// keep moves a saved plan to the working copy, named by its hash, with the digest of this
+// call's request beside it, in place of the one kept before: the gate plans again before each
+// apply, so only the last plan can be approved.
 func (c *call) keep(file string, destroy bool, hash string) error {
 	if err := os.RemoveAll(c.plansDir()); err != nil {
 		return fmt.Errorf("working copy: %w", err)
@@ -160,18 +327,36 @@ func (c *call) keep(file string, destroy bool, hash string) error {
 	if err := os.Mkdir(c.plansDir(), 0o700); err != nil {
 		return fmt.Errorf("working copy: %w", err)
 	}
+	if err := writeFile0600(c.keptStamp(destroy, hash), []byte(c.request)); err != nil {
+		return fmt.Errorf("working copy: %w", err)
+	}
 	return os.Rename(file, c.keptPlan(destroy, hash))
 }
 
+// dropPlans removes the kept plan, if any: it holds the spec's revealed values in clear, and
+// a call that does not apply it (a Reconcile or Delete without ApprovedPlan after a deny, a
+// rejection, a removed policy; an Observe; a plan of another hash) leaves nothing to apply
+// it for. The next gate's plan keeps a new one.
+func (c *call) dropPlans() error {
+	if err := os.RemoveAll(c.plansDir()); err != nil {
+		return fmt.Errorf("working copy: %w", err)
+	}
+	return nil
+}
+
 // approved takes the kept plan of hash into the call's folder (it is applied once, or
-// planned again) and checks that it still reads as that hash. applies is false for a plan
-// without changes.
+// planned again), checks that it was made for this call's spec and module (a plan approved
+// for one spec is never applied by a call of another) and that it still reads as that hash.
+// applies is false for a plan without changes.
 func (c *call) approved(ctx context.Context, hash string, destroy bool) (file string, applies bool, err error) {
 	file = filepath.Join(c.callDir, "approved.tfplan")
 	if err := os.Rename(c.keptPlan(destroy, hash), file); errors.Is(err, os.ErrNotExist) {
 		return "", false, fmt.Errorf("the approved plan %s is no longer here: it is planned again", short(hash))
 	} else if err != nil {
 		return "", false, fmt.Errorf("working copy: %w", err)
+	}
+	if made, err := os.ReadFile(c.keptStamp(destroy, hash)); err != nil || string(made) != c.request {
+		return "", false, fmt.Errorf("the approved plan %s was planned for another spec or module than this call's: it is planned again", short(hash))
 	}
 	f, err := c.show(ctx, file, destroy)
 	if err != nil {
@@ -238,11 +423,27 @@ func (a *Action) planFor(ctx context.Context, req actions.Request, destroy bool)
 // and keeps the plan file for the ApprovedPlan call. The module is the one the call reads
 // (the merged revision's, or the applied one's for a delete), not a pull request's.
 func (a *Action) gatePlan(ctx context.Context, req actions.Request, destroy bool) (actions.Plan, error) {
+	// A resource never applied stays so for previews (applied) when the gate denies it or
+	// waits: the working copy says so until a Reconcile (a configured backend's; the pg
+	// backend's row stays empty).
+	fresh := false
+	if a.custom {
+		applied, err := a.applied(ctx, workspaceName(req.Resource))
+		if err != nil {
+			return actions.Plan{}, err
+		}
+		fresh = !applied
+	}
 	ctx, c, end, err := a.begin(ctx, req, false)
 	if err != nil {
 		return actions.Plan{}, err
 	}
 	defer end()
+	if fresh {
+		if err := os.WriteFile(filepath.Join(c.dir, unappliedFile), nil, 0o600); err != nil {
+			return actions.Plan{}, fmt.Errorf("working copy: %w", err)
+		}
+	}
 	file := filepath.Join(c.callDir, "plan.tfplan")
 	res, changes, f, err := c.savedPlan(ctx, file, destroy, "-lock-timeout="+lockTimeout)
 	if err != nil {

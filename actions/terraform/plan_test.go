@@ -33,7 +33,7 @@ func TestReadPlan(t *testing.T) {
 			if tc.json == "" {
 				js = fixture(t, tc.name)
 			}
-			f, err := readPlan(js, tc.destroy)
+			f, err := readPlan(js, tc.destroy, planInput{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -51,7 +51,7 @@ func TestReadPlan(t *testing.T) {
 func TestPlanHash(t *testing.T) {
 	t.Parallel()
 	hash := func(name string, destroy bool) string {
-		f, err := readPlan(fixture(t, name), destroy)
+		f, err := readPlan(fixture(t, name), destroy, planInput{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,14 +73,30 @@ func TestPlanHash(t *testing.T) {
 		}
 		seen[h] = tc.name
 	}
-	if _, err := readPlan([]byte(`{"resource_changes": [`), false); err == nil {
+	if _, err := readPlan([]byte(`{"resource_changes": [`), false, planInput{}); err == nil {
 		t.Fatal("readPlan accepted cut JSON")
 	}
 	// A value the plan sets is part of it.
-	a, _ := readPlan([]byte(`{"resource_changes": [{"address": "a.b", "change": {"actions": ["update"], "after": {"size": 2}}}]}`), false)
-	b, _ := readPlan([]byte(`{"resource_changes": [{"address": "a.b", "change": {"actions": ["update"], "after": {"size": 3}}}]}`), false)
+	a, _ := readPlan([]byte(`{"resource_changes": [{"address": "a.b", "change": {"actions": ["update"], "after": {"size": 2}}}]}`), false, planInput{})
+	b, _ := readPlan([]byte(`{"resource_changes": [{"address": "a.b", "change": {"actions": ["update"], "after": {"size": 3}}}]}`), false, planInput{})
 	if a.hash == b.hash {
 		t.Fatal("plans that set other values have one hash")
+	}
+	// What the plan runs is part of it too: a variable only a provisioner reads, the
+	// configuration, the module's files.
+	base := `{"variables": {"cmd": {"value": "echo harmless"}}, "configuration": {"root_module": {}}}`
+	for name, other := range map[string]struct {
+		json, module string
+	}{
+		"a variable":        {json: `{"variables": {"cmd": {"value": "touch PWNED"}}, "configuration": {"root_module": {}}}`},
+		"the configuration": {json: `{"variables": {"cmd": {"value": "echo harmless"}}, "configuration": {"root_module": {"resources": []}}}`},
+		"the module":        {json: base, module: "other"},
+	} {
+		x, _ := readPlan([]byte(base), false, planInput{})
+		y, _ := readPlan([]byte(other.json), false, planInput{module: other.module})
+		if x.hash == y.hash {
+			t.Errorf("plans of another %s have one hash", name)
+		}
 	}
 }
 
@@ -91,4 +107,60 @@ func fixture(t *testing.T, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// No secret goes into the hash: the call's secrets (in strings, keys and numbers) and the
+// values Terraform marks sensitive. Two plans that differ only there have one hash, so a
+// guess of a secret cannot be checked against it.
+func TestPlanHashWithoutSecrets(t *testing.T) {
+	t.Parallel()
+	doc := func(secret, number string) []byte {
+		return []byte(`{"variables": {"pw": {"value": "` + secret + `"}, "port": {"value": ` + number + `}, "key": {"value": "k"}},
+			"resource_changes": [{"address": "a.b", "change": {"actions": ["update"],
+				"before": {"dsn": "postgres://u:` + secret + `@h", "port": ` + number + `}, "after": {"dsn": "postgres://u:` + secret + `@h", "` + secret + `": 1, "port": ` + number + `}}}],
+			"configuration": {"root_module": {"variables": {"pw": {}, "key": {"sensitive": true}}}}}`)
+	}
+	hash := func(js []byte, secrets ...string) string {
+		t.Helper()
+		f, err := readPlan(js, false, planInput{secrets: secrets})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.hash
+	}
+	a := hash(doc("hunter2", "5432"), "hunter2", "5432")
+	if b := hash(doc("swordfish", "6543"), "swordfish", "6543"); a != b {
+		t.Fatalf("plans that differ only in the call's secrets: hashes %s and %s", a, b)
+	}
+	if b := hash(doc("swordfish", "6543"), "swordfish", "6543.0"); a != b {
+		t.Fatalf("a secret number written another way is in the hash: %s and %s", a, b)
+	}
+	// The guess's hash is the plan's whatever the guess: only the real secret is scrubbed.
+	for _, guess := range []string{"hunter1", "hunter3"} {
+		if hash(doc(guess, "5432"), "hunter2", "5432") == a {
+			t.Fatalf("the plan of %q has the hash of the plan of the secret", guess)
+		}
+	}
+	if hash(doc("hunter2", "5432")) == a {
+		t.Fatal("the secret is not scrubbed from the hashed form")
+	}
+
+	// Terraform's sensitive marks: a resource's values, an output's, a sensitive variable's.
+	marked := func(value string) []byte {
+		return []byte(`{"variables": {"key": {"value": "` + value + `"}},
+			"resource_changes": [{"address": "a.b", "change": {"actions": ["update"],
+				"before": {"p": "` + value + `", "list": ["x", "` + value + `"], "n": 1}, "after": {"p": "` + value + `", "list": ["x", "` + value + `"], "n": 1},
+				"before_sensitive": {"p": true, "list": [false, true]}, "after_sensitive": {"p": true, "list": [false, true]}}}],
+			"output_changes": {"o": {"actions": ["update"], "before": "` + value + `", "after": "` + value + `", "before_sensitive": true, "after_sensitive": true}},
+			"configuration": {"root_module": {"variables": {"key": {"sensitive": true}}}}}`)
+	}
+	if a, b := hash(marked("one")), hash(marked("two")); a != b {
+		t.Fatalf("plans that differ only in sensitive values: hashes %s and %s", a, b)
+	}
+	unmarked := func(value string) []byte {
+		return []byte(`{"resource_changes": [{"address": "a.b", "change": {"actions": ["update"], "after": {"p": "` + value + `"}, "after_sensitive": {"p": false}}}]}`)
+	}
+	if hash(unmarked("one")) == hash(unmarked("two")) {
+		t.Fatal("a value not marked sensitive is left out of the hash")
+	}
 }

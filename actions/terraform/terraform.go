@@ -77,6 +77,9 @@ type call struct {
 	dir       string // the resource's working copy
 	callDir   string // this call's var file and plan
 	varFile   string
+	module    string   // the module's content hash
+	secrets   []string // the call's and the instance's secrets, kept out of plan hashes
+	request   string   // requestDigest of the module and the var file
 	env       []string
 	scrub     func(string) string
 }
@@ -157,6 +160,7 @@ func (a *Action) prepare(ctx context.Context, req actions.Request, ws string, pr
 		env = append(env, "PG_CONN_STR="+conn, "PG_SCHEMA_NAME="+a.schema)
 	}
 	c.scrub = actions.Scrubber(secrets)
+	c.secrets = secrets
 	c.env = env
 
 	if err := ensurePrivateDir(a.rootDir); err != nil {
@@ -170,6 +174,10 @@ func (a *Action) prepare(ctx context.Context, req actions.Request, ws string, pr
 	}
 	mod, err := a.moduleOf(ctx, req.Resource)
 	if err != nil {
+		return nil, err
+	}
+	c.module = mod.hash
+	if c.request, err = requestDigest(mod.hash, vars); err != nil {
 		return nil, err
 	}
 	version, err := c.version(ctx)
@@ -339,7 +347,8 @@ func (c *call) plan(ctx context.Context, extra ...string) (runResult, bool, erro
 }
 
 // Reconcile plans into a saved plan and applies exactly that plan when it changes anything;
-// with Request.ApprovedPlan it applies the plan the gate kept instead, without planning.
+// with Request.ApprovedPlan it applies the plan the gate kept instead, without planning. Any
+// other kept plan is removed (dropPlans).
 func (a *Action) Reconcile(ctx context.Context, req actions.Request) (actions.Result, error) {
 	ctx, c, end, err := a.begin(ctx, req, false)
 	if err != nil {
@@ -350,11 +359,21 @@ func (a *Action) Reconcile(ctx context.Context, req actions.Request) (actions.Re
 	var changes bool
 	if req.ApprovedPlan != "" {
 		planFile, changes, err = c.approved(ctx, req.ApprovedPlan, false)
-	} else {
+	}
+	// The approved plan, if any, is out of plans/ now: what is left there is applied by no one.
+	if derr := c.dropPlans(); derr != nil && err == nil {
+		err = derr
+	}
+	if err == nil && req.ApprovedPlan == "" {
 		_, changes, err = c.plan(ctx, "-lock-timeout="+lockTimeout, "-out="+planFile)
 	}
 	if err != nil {
 		return actions.Result{}, err
+	}
+	// From here the resource counts as applied for previews (applied), also when the apply
+	// fails half-way.
+	if err := os.Remove(filepath.Join(c.dir, unappliedFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return actions.Result{}, fmt.Errorf("working copy: %w", err)
 	}
 	state := c.state()
 	message := "No changes."
@@ -385,15 +404,23 @@ func (a *Action) Delete(ctx context.Context, req actions.Request) (actions.Resul
 		return actions.Result{}, err
 	}
 	defer end()
+	var file string // the approved plan
+	if req.ApprovedPlan != "" {
+		file, _, err = c.approved(ctx, req.ApprovedPlan, true)
+	}
+	// The approved plan, if any, is out of plans/ now: what is left there is applied by no one.
+	if derr := c.dropPlans(); derr != nil && err == nil {
+		err = derr
+	}
+	if err != nil {
+		return actions.Result{}, err
+	}
 	if err := req.SaveCheckpoint(ctx, c.state()); err != nil {
 		return actions.Result{}, err
 	}
 	var res runResult
-	if req.ApprovedPlan != "" {
-		var file string
-		if file, _, err = c.approved(ctx, req.ApprovedPlan, true); err == nil {
-			res, err = c.apply(ctx, file, req.ApprovedPlan)
-		}
+	if file != "" {
+		res, err = c.apply(ctx, file, req.ApprovedPlan)
 	} else {
 		res, err = c.run(ctx, true, "destroy", "-input=false", "-no-color", "-auto-approve", "-lock-timeout="+lockTimeout, "-var-file="+c.varFile)
 	}
@@ -415,13 +442,17 @@ func (a *Action) Delete(ctx context.Context, req actions.Request) (actions.Resul
 	return actions.Result{Done: true, Message: tail(res.output, logTail)}, nil
 }
 
-// Observe runs a plan: changes are drift, summarised in the message.
+// Observe runs a plan: changes are drift, summarised in the message. A plan the gate kept is
+// removed (dropPlans): no call applies it after an observe.
 func (a *Action) Observe(ctx context.Context, req actions.Request) (actions.Observation, error) {
 	ctx, c, end, err := a.begin(ctx, req, false)
 	if err != nil {
 		return actions.Observation{}, err
 	}
 	defer end()
+	if err := c.dropPlans(); err != nil {
+		return actions.Observation{}, err
+	}
 	res, changes, err := c.plan(ctx, "-lock-timeout="+lockTimeout)
 	if err != nil {
 		return actions.Observation{}, err

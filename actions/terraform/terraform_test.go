@@ -378,17 +378,25 @@ func TestOneRunPerResource(t *testing.T) {
 	}
 }
 
-// A changed module is initialised again and applied.
-func TestModuleChange(t *testing.T) {
-	t.Parallel()
+// moduleCopy copies the main.tf of the module in dir to a folder of the test, which it can
+// change.
+func moduleCopy(t *testing.T, dir string) string {
+	t.Helper()
 	mod := t.TempDir()
-	src, err := os.ReadFile("testdata/modules/data/main.tf")
+	src, err := os.ReadFile(filepath.Join(dir, "main.tf"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(mod, "main.tf"), src, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return mod
+}
+
+// A changed module is initialised again and applied.
+func TestModuleChange(t *testing.T) {
+	t.Parallel()
+	mod := moduleCopy(t, "testdata/modules/data")
 	f, rec := recording(t, "modchange", config{Module: mod})
 	req := request("db", `{"size": 1}`)
 	if _, err := f.action.Reconcile(t.Context(), req); err != nil {

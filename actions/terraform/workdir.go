@@ -17,7 +17,10 @@ import (
 //	data/     TF_DATA_DIR: the initialised backend and providers
 //	stamp     what root/ and data/ were made from; init runs again only when it changes
 //	call-*/   one call's var file and saved plan, removed when the call ends
-//	plans/    the gate's plan (KeepPlan), <apply|destroy>-<hash>.tfplan, until applied or replaced
+//	unapplied the gate's plan made this working copy for a resource never applied (applied)
+//	plans/    the gate's plan (KeepPlan), <apply|destroy>-<hash>.tfplan, and the digest of the spec
+//	          and module it was made for (.request), until the next Reconcile,
+//	          Delete or Observe of the resource applies or removes it
 const overrideFile = "trueup_backend_override.tf.json"
 
 // skipDir are folders of a module that are not copied: Terraform's own data and VCS folders.

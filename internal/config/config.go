@@ -280,7 +280,9 @@ type Backoff struct {
 
 // Retention bounds what history and events keep; the maintenance loop enforces it.
 type Retention struct {
-	// History bounds the reconcile attempts kept per resource.
+	// History bounds the reconcile attempts kept per resource; its maxAge also bounds the
+	// revisions recorded with their commit's author (for policies) that no resource, approval
+	// request or source names any more.
 	History RetentionRule `yaml:"history"`
 	// Events bounds the events kept.
 	Events RetentionRule `yaml:"events"`

@@ -25,8 +25,9 @@ type Notifications struct {
 	// GroupWindow: events of one rule, event and revision that arrive within it go out as one
 	// message (default 5s; negative turns grouping off).
 	GroupWindow time.Duration `yaml:"groupWindow"`
-	// RateLimit: at most one message per resource and event per this interval; the rest are
-	// counted into the next one (default 1m; negative turns it off).
+	// RateLimit: at most one message per resource and event (for ApprovalRequired, and
+	// plan) per this interval; the rest are counted into the next one (default 1m; negative
+	// turns it off).
 	RateLimit time.Duration `yaml:"rateLimit"`
 }
 

@@ -153,6 +153,10 @@ func (rt *Daemon) lastReload() (server.ReloadResult, bool) {
 func (rt *Daemon) reload(cfg *config.Config, readErr error) server.ReloadResult {
 	res := server.ReloadResult{At: time.Now()}
 	defer func() {
+		if started := rt.started.Load(); started != nil && (*started).Err() != nil && len(res.Errors) > 0 {
+			// Stop began during the reload: what failed to start was stopped by it.
+			res.Errors = append(res.Errors, "shutting down: the reload was interrupted")
+		}
 		rt.last.Store(&res)
 		rt.met.ConfigLoaded(true, res.OK, res.At)
 		rt.record(res)

@@ -373,6 +373,8 @@ func (s *Sender) send(ctx context.Context, b notify.Batch) error {
 
 // allow applies the per-resource rate limit: one message per target, resource and event per
 // cfg.RateLimit (a flapping resource is told once, then quietly until the interval passes).
+// ApprovalRequired is limited per message too: a new plan to approve (its message names the
+// plan) is told within the interval; the same request is not told twice.
 func (s *Sender) allow(target string, it notify.Item, now time.Time) bool {
 	if s.cfg.RateLimit <= 0 {
 		return true
@@ -380,6 +382,9 @@ func (s *Sender) allow(target string, it notify.Item, now time.Time) bool {
 	s.limitMu.Lock()
 	defer s.limitMu.Unlock()
 	key := target + "|" + it.Namespace + "/" + it.Kind + "/" + it.Name + "|" + it.Source + "|" + it.Event
+	if it.Event == notify.ApprovalRequired {
+		key += "|" + it.Message
+	}
 	l, ok := s.limits[key]
 	if !ok {
 		l = rate.NewLimiter(rate.Every(s.cfg.RateLimit), 1)

@@ -225,6 +225,26 @@ func TestFlappingRateLimited(t *testing.T) {
 	}
 }
 
+// A new plan waiting for approval is told within the rate limit's interval (the message names
+// the plan); the same request twice is told once.
+func TestApprovalRequiredOfANewPlanNotRateLimited(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.sender(t, "slack", "", func(c *config.Notifications) { c.RateLimit = time.Hour })
+	ctx := context.Background()
+	for _, plan := range []string{"aaaaaaaaaaaa", "aaaaaaaaaaaa", "bbbbbbbbbbbb"} {
+		b.add(t, store.OutboxEntry{Event: "ApprovalRequired", Namespace: "production", Kind: "DatabaseCluster", Name: "main", Source: "infra",
+			Revision: "abc123", Phase: "Pending", Message: "needs a DBA — plan " + plan + ": 1 to replace"})
+		if err := s.Once(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := b.slack.got()
+	if len(got) != 2 || !strings.Contains(got[1]["text"].(string), "bbbbbbbbbbbb") {
+		t.Fatalf("messages: %v", got)
+	}
+}
+
 func TestWebhookSignedPayload(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

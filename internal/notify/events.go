@@ -58,7 +58,7 @@ type Snapshot struct {
 // Events returns the notifications that the change from before to after is worth, in a fixed
 // order. A failure is told once when it starts, not at each retry nor when a new generation
 // fails again before anything succeeded (failing carries across generations); Recovered is
-// Ready again after a failure. The gate of policies is told by its condition (approval): a
+// Ready again after a failure, a stall or a refusal of the gate (also at a later generation). The gate of policies is told by its condition (approval): a
 // stall for a rejection or a deny is told as Rejected or PolicyDenied instead of Stalled.
 func Events(before, after Snapshot) []string {
 	switch {
@@ -80,7 +80,7 @@ func Events(before, after Snapshot) []string {
 		}
 	case after.Phase == status.PhaseFailed && !failing(before) && !isStalled:
 		out = append(out, Failed)
-	case after.Phase == status.PhaseReady && (failing(before) || wasStalled):
+	case after.Phase == status.PhaseReady && (failing(before) || wasStalled || refused(before)):
 		out = append(out, Recovered)
 	}
 	if gate != "" {
@@ -130,6 +130,15 @@ func failing(s Snapshot) bool {
 	}
 	c, ok := status.Get(s.Conditions, status.Ready)
 	return ok && c.Status == status.False && (c.Reason == status.ReasonActionFailed || c.Reason == status.ReasonStalled)
+}
+
+// refused: the last decision of the gate refused the change (a deny policy or an approver's
+// rejection), whatever happened since: a new generation ends the stall but leaves Ready=False
+// with that reason until an apply succeeds, which is then Recovered. It is not a failure of
+// the action: a new generation whose apply fails is Failed.
+func refused(s Snapshot) bool {
+	c, ok := status.Get(s.Conditions, status.Ready)
+	return ok && c.Status == status.False && (c.Reason == status.ReasonPolicyDenied || c.Reason == status.ReasonRejected)
 }
 
 // Source is a source's status on one side of a write.

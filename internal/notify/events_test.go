@@ -3,6 +3,7 @@ package notify
 import (
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/trueup-dev/trueup/internal/status"
 )
@@ -72,6 +73,14 @@ func TestApprovalEvents(t *testing.T) {
 	rejected := approved(status.False, status.ReasonRejected, "rejected by token:dba: not today")
 	denied := approved(status.False, status.ReasonPolicyDenied, "production databases are not deleted")
 	stalledDenied := Snapshot{Phase: status.PhaseFailed, Conditions: append(stall(status.ReasonPolicyDenied), denied)}
+	// applied is a resource Ready at generation 1; newGen its state once generation gen of
+	// s is waiting to be reconciled.
+	at := time.Unix(0, 0)
+	applied, _ := status.Result(status.Created(at), status.Outcome{Generation: 1, CurrentGeneration: 1, Done: true}, at)
+	newGen := func(s status.State, gen int64) Snapshot {
+		n := status.NewGeneration(s, gen, at)
+		return Snapshot{Phase: n.Phase, Conditions: n.Conditions}
+	}
 	for _, tc := range []struct {
 		name          string
 		before, after Snapshot
@@ -93,6 +102,13 @@ func TestApprovalEvents(t *testing.T) {
 		{"denied stays denied", stalledDenied, stalledDenied, nil},
 		{"a new generation denied again", snap(status.PhaseReconciling, denied), stalledDenied, []string{PolicyDenied}},
 		{"denied, then allowed and applied", stalledDenied, snap(status.PhaseReady, allowed), []string{Recovered}},
+		{"denied, a new generation applied", newGen(status.Refused(applied, 2, false, status.ReasonPolicyDenied, "no", at), 3),
+			snap(status.PhaseReady, allowed), []string{Recovered}},
+		{"rejected, a new generation applied", newGen(status.Refused(applied, 2, false, status.ReasonRejected, "rejected by token:dba: no", at), 3),
+			snap(status.PhaseReady, allowed), []string{Recovered}},
+		{"denied, a new generation fails", newGen(status.Refused(applied, 2, false, status.ReasonPolicyDenied, "no", at), 3),
+			Snapshot{Phase: status.PhaseFailed, Conditions: []status.Condition{{Type: status.Ready, Status: status.False, Reason: status.ReasonActionFailed}, allowed}},
+			[]string{Failed}},
 		{"a stall of the action's own is still Stalled", snap(status.PhaseReady, allowed),
 			Snapshot{Phase: status.PhaseFailed, Conditions: append(stall(status.ReasonActionRejected), allowed)}, []string{Stalled}},
 		{"an approved delete finished", snap(status.PhaseDeleting, waitA), Snapshot{Removed: true, Conditions: []status.Condition{ok}},

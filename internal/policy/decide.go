@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/labelsel"
 	"github.com/trueup-dev/trueup/internal/plural"
 )
@@ -22,6 +21,17 @@ type Input struct {
 	Change        Change
 	Plan          Plan
 	Now           time.Time // the caller's clock
+}
+
+// SetPaths sets Change.Paths (change.paths) from OldSpec and Spec: ChangedPaths, an empty
+// list when they do not differ, for every type of change (a create's are the top-level keys
+// of its spec). The reconciler and the preview both fill change.paths with it, so that a
+// preview forecasts what the gate decides after merge.
+func (in *Input) SetPaths() {
+	in.Change.Paths = ChangedPaths(in.OldSpec, in.Spec)
+	if in.Change.Paths == nil {
+		in.Change.Paths = []string{}
+	}
 }
 
 // Decision is what the policies decide for one change.
@@ -80,6 +90,19 @@ func (s *Set) Needs(r *Resource) (selected bool, reads Reads) {
 		}
 	}
 	return selected, reads
+}
+
+// PlanReader names the first policy that selects r and whose rule reads plan ("" for none).
+func (s *Set) PlanReader(r *Resource) string {
+	if s == nil {
+		return ""
+	}
+	for i := range s.policies {
+		if c := &s.policies[i]; c.reads.Plan && c.selects(r) {
+			return c.Name
+		}
+	}
+	return ""
 }
 
 func (c *compiled) selects(r *Resource) bool {
@@ -165,8 +188,10 @@ func (r Requirement) String() string {
 // NoPlan is the plan of a change whose action cannot plan it (plan.available is false).
 var NoPlan = Plan{}
 
-// PlanOf is what rules read of a plan an action made.
-func PlanOf(p actions.Plan) Plan {
-	return Plan{Available: true, Changes: p.Changes, Add: int64(p.Add), Change: int64(p.Change), Destroy: int64(p.Destroy),
-		Replace: int64(p.Replace), Summary: p.Summary}
+// PlanOf is what rules read of a plan an action made, from the fields of actions.Plan (this
+// package does not import the plugin contract: the API server, which links it through the
+// store, must not link the plugins).
+func PlanOf(changes bool, add, change, destroy, replace int, summary string) Plan {
+	return Plan{Available: true, Changes: changes, Add: int64(add), Change: int64(change), Destroy: int64(destroy),
+		Replace: int64(replace), Summary: summary}
 }

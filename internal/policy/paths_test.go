@@ -65,3 +65,22 @@ func TestNeeds(t *testing.T) {
 		}
 	}
 }
+
+// SetPaths gives every change its paths: a create's top-level keys, an empty list (not
+// null) when nothing differs.
+func TestSetPaths(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		old, spec string
+		want      []string
+	}{{"", `{"size":1,"tags":{"a":"b"}}`, []string{"spec.size", "spec.tags"}}, {`{"size":1}`, `{"size":1}`, []string{}}, {`{"size":1}`, `{"size":2}`, []string{"spec.size"}}} {
+		in := Input{Spec: json.RawMessage(tc.spec)}
+		if tc.old != "" {
+			in.OldSpec = json.RawMessage(tc.old)
+		}
+		in.SetPaths()
+		if in.Change.Paths == nil || !slices.Equal(in.Change.Paths, tc.want) {
+			t.Errorf("SetPaths(%s, %s) = %#v, want %#v", tc.old, tc.spec, in.Change.Paths, tc.want)
+		}
+	}
+}

@@ -177,7 +177,7 @@ func (c *Checker) CheckFrom(ctx context.Context, snap *sources.Snapshot, from Or
 		res.Warnings = append(res.Warnings, forkNotResolved)
 		res.WarningNamespaces = append(res.WarningNamespaces, "")
 	}
-	c.gate(ctx, set, check.Applied, res.Changes, plans, snap)
+	c.gate(ctx, set, appliedTypes, check.Applied, res.Changes, plans, snap, from)
 	return res, check.Revision, nil
 }
 
@@ -487,7 +487,7 @@ func (c *Checker) planOne(ctx context.Context, p actions.Planner, req actions.Re
 		return &Plan{Status: "error", Error: sanitize(err.Error(), values, c.Redact, c.Roots)}, policy.NoPlan
 	}
 	return &Plan{Status: "planned", Changes: plan.Changes, Summary: oneLine(sanitize(plan.Summary, values, c.Redact, c.Roots)),
-		Text: truncate(sanitize(plan.Text, values, c.Redact, c.Roots), maxPlanText)}, policy.PlanOf(plan)
+		Text: truncate(sanitize(plan.Text, values, c.Redact, c.Roots), maxPlanText)}, policy.PlanOf(plan.Changes, plan.Add, plan.Change, plan.Destroy, plan.Replace, plan.Summary)
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -5,8 +5,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/policy"
+	"github.com/trueup-dev/trueup/internal/previewresult"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/sources"
 )
@@ -15,8 +17,15 @@ import (
 // would reconcile (not a change of metadata alone), as the reconciler would after the merge:
 // its type (create, update, delete), the pull request's spec and the applied one, the head's
 // revision and its commit's author, and the plan the preview made (plans, aligned with
-// changes; none for a delete). A change the policies hold gets its Gate.
-func (c *Checker) gate(ctx context.Context, set *manifest.Set, applied []store.AppliedResource, changes []Change, plans []policy.Plan, head *sources.Snapshot) {
+// changes). A change the policies hold gets its Gate. When a policy selecting the resource
+// reads the plan and the preview has none where the reconciler would plan (a delete by an
+// action that plans deletes, which previews do not plan; a plan skipped, failed or timed
+// out), the gate is undecided: it depends on the plan made after merge. types are the
+// applied types (whose actions plan). A pull request from a fork (from), whose comment
+// anyone may read, is told which policy holds a change and how, not the policy's message nor
+// who may approve.
+func (c *Checker) gate(ctx context.Context, set *manifest.Set, types map[string]manifest.ResourceType, applied []store.AppliedResource,
+	changes []Change, plans []policy.Plan, head *sources.Snapshot, from Origin) {
 	if c.Policies == nil {
 		return
 	}
@@ -56,23 +65,51 @@ func (c *Checker) gate(ctx context.Context, set *manifest.Set, applied []store.A
 			in.Spec, in.Change.Type, in.Change.Generation = r.Spec, policy.ChangeCreate, 1
 			if a != nil {
 				in.Change.Type, in.Change.Generation = policy.ChangeUpdate, a.Generation+1
-				in.Change.Paths = policy.ChangedPaths(a.Spec, r.Spec)
 			}
 		default:
 			continue
 		}
+		in.SetPaths()
+		if !c.planKnown(ch, types) {
+			if name := policies.PlanReader(&in.Resource); name != "" {
+				ch.Gate = &Gate{Decision: previewresult.Undecided, Policy: name}
+				continue
+			}
+		}
 		ch.Gate = c.gateOf(policies.Decide(ctx, &in))
+		if ch.Gate != nil && from.Fork {
+			ch.Gate.Message, ch.Gate.Requires = "", nil
+		}
 	}
 }
 
-// gateOf is what the comment shows of d: nothing for Allow; the policy's message and, for
-// requireApproval, what each policy that holds asks for. What the policies say is the
-// controller's, scrubbed of its secrets all the same (a rule's error may quote a value).
+// planKnown reports whether the plan the preview gives ch's policies is the reconciler's
+// after merge: a plan made, or none because the action does not plan (the change, or for a
+// delete, deletes).
+func (c *Checker) planKnown(ch *Change, types map[string]manifest.ResourceType) bool {
+	if ch.Op == "delete" {
+		t, ok := types[strings.ToLower(ch.Kind)]
+		if !ok {
+			return false
+		}
+		_, plans := c.Actions[t.Action.Name].(actions.DeletePlanner)
+		return !plans
+	}
+	return ch.Plan != nil && (ch.Plan.Status == "planned" || ch.Plan.Status == "no-plan")
+}
+
+// gateOf is what the comment shows of d: nothing for Allow; the policy's message (none for a
+// deny's default, which Gate.Text says) and, for requireApproval, what each policy that holds
+// asks for. What the policies say is the controller's, scrubbed of its secrets all the same
+// (a rule's error may quote a value).
 func (c *Checker) gateOf(d policy.Decision) *Gate {
 	switch d.Action {
 	case policy.Deny:
-		return &Gate{Decision: string(policy.Deny), Policy: d.Policy,
-			Message: c.Redact.Scrub(strings.TrimPrefix(d.Message, "policy "+d.Policy+": "))}
+		msg := strings.TrimPrefix(d.Message, "policy "+d.Policy+": ")
+		if msg == "denied by policy "+d.Policy {
+			msg = "" // the default message says no more than Text
+		}
+		return &Gate{Decision: string(policy.Deny), Policy: d.Policy, Message: c.Redact.Scrub(msg)}
 	case policy.RequireApproval:
 		g := &Gate{Decision: string(policy.RequireApproval), Policy: d.Policy, Message: c.Redact.Scrub(d.Message)}
 		for _, r := range d.Approvals {

@@ -2,9 +2,11 @@ package preview
 
 import (
 	"fmt"
-	"github.com/trueup-dev/trueup/internal/clip"
 	"strconv"
 	"strings"
+
+	"github.com/trueup-dev/trueup/internal/clip"
+	"github.com/trueup-dev/trueup/internal/previewresult"
 )
 
 // Comment is what a pull request's comment shows.
@@ -159,12 +161,14 @@ func details(ch Change) string {
 
 // gatesLine says how many changes the policies would hold after merge ("" for none).
 func gatesLine(changes []Change) string {
-	wait, denied := 0, 0
+	wait, denied, undecided := 0, 0, 0
 	for _, ch := range changes {
 		switch {
 		case ch.Gate == nil:
 		case ch.Gate.Decision == "deny":
 			denied++
+		case ch.Gate.Decision == previewresult.Undecided:
+			undecided++
 		default:
 			wait++
 		}
@@ -176,6 +180,9 @@ func gatesLine(changes []Change) string {
 	if denied > 0 {
 		says = append(says, fmt.Sprintf("%d would be denied", denied))
 	}
+	if undecided > 0 {
+		says = append(says, fmt.Sprintf("%d would be decided on the plan made after merge", undecided))
+	}
 	if len(says) == 0 {
 		return ""
 	}
@@ -183,8 +190,11 @@ func gatesLine(changes []Change) string {
 }
 
 func gateSign(g *Gate) string {
-	if g.Decision == "deny" {
+	switch g.Decision {
+	case "deny":
 		return "⛔"
+	case previewresult.Undecided:
+		return "❔"
 	}
 	return "⏸"
 }

@@ -44,24 +44,36 @@ type Change struct {
 }
 
 // Gate is a policy that would hold a change after merge: a deny, or the approvals the
-// change would wait for.
+// change would wait for; or one whose decision depends on a plan the preview has not got.
 type Gate struct {
-	Decision string `json:"decision"` // requireApproval | deny
-	Policy   string `json:"policy"`   // the deciding policy: the deny, or the first requireApproval
-	Message  string `json:"message,omitempty"`
+	Decision string `json:"decision"` // requireApproval | deny | undecided
+	// Policy is the deciding policy: the deny, or the first requireApproval; for undecided,
+	// the first policy selecting the resource whose rule reads the plan.
+	Policy  string `json:"policy"`
+	Message string `json:"message,omitempty"` // none for a pull request from a fork
 	// Requires says, per requireApproval policy that holds, what it asks for: "1 approval
-	// from group dba (policy prod-destroy-needs-dba)".
+	// from group dba (policy prod-destroy-needs-dba)"; none for a pull request from a fork.
 	Requires []string `json:"requires,omitempty"`
 }
 
-// Text is the gate in one line: "needs 1 approval from group dba (policy P)" or "denied by
-// policy P: MESSAGE".
+// Undecided is the Decision of a gate that depends on the plan made after merge: a policy
+// selecting the resource reads the plan, and the preview has none (a delete, whose plan
+// previews do not make; a plan skipped, failed or timed out).
+const Undecided = "undecided"
+
+// Text is the gate in one line: "needs 1 approval from group dba (policy P)", "denied by
+// policy P: MESSAGE" or "policy P reads the plan, which this preview has not got: decided
+// after merge".
 func (g *Gate) Text() string {
-	if g.Decision == "deny" {
-		if g.Message == "" {
-			return "denied by policy " + g.Policy
-		}
+	switch {
+	case g.Decision == Undecided:
+		return "policy " + g.Policy + " reads the plan, which this preview has not got: decided after merge"
+	case g.Decision == "deny" && g.Message == "":
+		return "denied by policy " + g.Policy
+	case g.Decision == "deny":
 		return "denied by policy " + g.Policy + ": " + g.Message
+	case len(g.Requires) == 0:
+		return "needs approval (policy " + g.Policy + ")"
 	}
 	return "needs " + strings.Join(g.Requires, " and ")
 }

@@ -148,7 +148,13 @@ func (r *Reconciler) decide(ctx context.Context, act actions.Action, name string
 			a.err = fmt.Errorf("plan: %w", err)
 			return false
 		default:
-			g.in.Plan, g.hash, g.planned = policy.PlanOf(p), actions.PlanHash(p), true
+			// The plan is scrubbed of the call's revealed values (and the controller's kept
+			// secrets) before anything reads it: the hash derived from its text (PlanHash,
+			// for a plugin that gives none) is published, and taken over the raw text it would
+			// change with a secret's value and let a guess of one be checked against it.
+			scrub := r.opts.Redact.KeptWith(req.Secrets)
+			p.Text, p.Summary = scrub(p.Text), scrub(p.Summary)
+			g.in.Plan, g.hash, g.planned = policy.PlanOf(p.Changes, p.Add, p.Change, p.Destroy, p.Replace, p.Summary), actions.PlanHash(p), true
 			g.plan = store.ApprovalPlan{Available: true, Changes: p.Changes, Counted: p.Counted, Add: p.Add, Change: p.Change,
 				Destroy: p.Destroy, Replace: p.Replace, Summary: p.Summary, Text: p.Text}
 		}
@@ -268,10 +274,7 @@ func (r *Reconciler) loadInputs(ctx context.Context, g *gate, need policy.Reads)
 		g.in.OldSpec = g.applied
 	}
 	if need.Paths && g.in.Change.Paths == nil {
-		g.in.Change.Paths = policy.ChangedPaths(g.in.OldSpec, g.in.Spec)
-		if g.in.Change.Paths == nil {
-			g.in.Change.Paths = []string{}
-		}
+		g.in.SetPaths()
 	}
 	if need.Author && r.opts.Author != nil && g.in.Change.Author == (policy.Author{}) && g.in.Change.Revision != "" {
 		author, err := r.opts.Author(ctx, g.in.Resource.Source, g.in.Change.Revision)

@@ -805,4 +805,10 @@ func TestGatePlanScrubbed(t *testing.T) {
 	if text != "-/+ dsn = ***\n~ password = ***" {
 		t.Errorf("text %q", text)
 	}
+	// The hash the host derives (the plugin gives none) is taken over the scrubbed plan: it
+	// does not change with the secret, so no guess of it can be checked against the hash.
+	_, hash, _, _, _ := f.request()
+	if want := actions.PlanHash(actions.Plan{Changes: true, Summary: "1 to replace (password ***)", Text: text, Counted: true, Replace: 1}); hash != want {
+		t.Errorf("plan hash %s; want %s, the scrubbed plan's", hash, want)
+	}
 }

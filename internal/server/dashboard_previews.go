@@ -179,8 +179,11 @@ func makePreviewData(src store.Source, p wire.Preview) previewData {
 		v := changeView{Change: c, DiffLines: diffLines(c.Diff), PlanClass: planClass(c.Plan), PlanLabel: planLabel(c.Plan)}
 		if g := c.Gate; g != nil {
 			v.GateLabel, v.GateClass, v.GateText = "waits for approval", "progress", g.Text()
-			if g.Decision == "deny" {
+			switch g.Decision {
+			case "deny":
 				v.GateLabel, v.GateClass = "denied", "bad"
+			case previewresult.Undecided:
+				v.GateLabel = "decided after merge"
 			}
 		}
 		rev := p.HeadSHA

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -232,6 +233,26 @@ func TestPreviewPages(t *testing.T) {
 		}
 		if strings.Contains(body, "<img") || strings.Contains(body, "<b>") || strings.Contains(body, "ZgotmplZ") {
 			t.Errorf("%s: unescaped markup", p)
+		}
+	}
+}
+
+// The preview page labels each gate: a wait, a deny, and one decided on the plan made after
+// merge.
+func TestPreviewGateLabels(t *testing.T) {
+	t.Parallel()
+	gates := []*previewresult.Gate{{Decision: "requireApproval", Policy: "a", Requires: []string{"1 approval from group dba (policy a)"}},
+		{Decision: "deny", Policy: "b"}, {Decision: previewresult.Undecided, Policy: "c"}}
+	res := &previewresult.Result{}
+	for i, g := range gates {
+		res.Changes = append(res.Changes, previewresult.Change{Op: "change", Kind: "Queue", Namespace: "ns", Name: strconv.Itoa(i), Gate: g})
+	}
+	d := makePreviewData(store.Source{Name: "web"}, wire.Preview{Result: res})
+	want := [][3]string{{"waits for approval", "progress", "needs 1 approval from group dba (policy a)"}, {"denied", "bad", "denied by policy b"},
+		{"decided after merge", "progress", "policy c reads the plan, which this preview has not got: decided after merge"}}
+	for i, v := range d.Changes {
+		if got := [3]string{v.GateLabel, v.GateClass, v.GateText}; got != want[i] {
+			t.Errorf("gate %d: %q, want %q", i, got, want[i])
 		}
 	}
 }

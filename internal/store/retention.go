@@ -61,7 +61,8 @@ func (s *Store) EnforceRetention(ctx context.Context, history, events RetentionR
 }
 
 // Retain deletes history and events past their rules, and changes older than an hour, in
-// bounded batches. The per-resource bound only visits resources with rows above o.Since;
+// bounded batches; then the encrypted files and the recorded revisions (with history's max
+// age) that nothing names any more. The per-resource bound only visits resources with rows above o.Since;
 // next is the marks to pass to the following run (a table's mark only moves once its
 // resources were all trimmed, so a failed run is picked up again).
 //
@@ -87,8 +88,24 @@ func (s *Store) Retain(ctx context.Context, o RetentionOptions) (out Retained, n
 		AND NOT EXISTS (SELECT 1 FROM resources r WHERE r.sealed_sha = f.sha256)`); err != nil {
 		return out, next, fmt.Errorf("encrypted files retention: %w", err)
 	}
+	if o.History.MaxAge > 0 {
+		if _, err := s.retentionBatch(ctx, o, pruneRevisions, o.History.MaxAge.Milliseconds()); err != nil {
+			return out, next, fmt.Errorf("source revisions retention: %w", err)
+		}
+	}
 	return out, next, nil
 }
+
+// pruneRevisions deletes the recorded revisions (and their authors) older than history's
+// max age ($1, milliseconds) that nothing reads any more: no resource's desired state or
+// applied state comes from it, no approval request names it, and it is not its source's
+// applied revision. One per synced revision, they are few: one statement.
+const pruneRevisions = `DELETE FROM source_revisions v WHERE v.applied_at < now() - $1 * interval '1 millisecond'
+	AND NOT EXISTS (SELECT 1 FROM resources r WHERE r.source = v.source AND r.revision = v.revision)
+	AND NOT EXISTS (SELECT 1 FROM resources r WHERE r.source = v.source AND r.applied_revision = v.revision)
+	AND NOT EXISTS (SELECT 1 FROM approval_requests q JOIN resources r ON r.id = q.resource_id
+		WHERE r.source = v.source AND q.revision = v.revision)
+	AND NOT EXISTS (SELECT 1 FROM sources s WHERE s.name = v.source AND s.revision = v.revision)`
 
 // LeaseHeld reports whether l is still held: same holder, same term, not expired.
 func (s *Store) LeaseHeld(ctx context.Context, l Lease) (bool, error) {

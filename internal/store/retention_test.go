@@ -3,9 +3,12 @@ package store
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // seedHistory gives each of resources resources (r0, r1, …) perResource history rows, in
@@ -222,5 +225,65 @@ func TestRetentionLeaseLost(t *testing.T) {
 	left := count()
 	if left <= resources || r.n.History != resources*perResource-left {
 		t.Errorf("lease lost mid-run: %d rows left (the run would leave %d), removed %+v", left, resources, r.n)
+	}
+}
+
+// Retention forgets a recorded revision (and its author) once it is older than history's max
+// age and nothing reads it: not a resource's revision nor its applied one, not named by an
+// approval request, not its source's applied revision.
+func TestRetentionPrunesSourceRevisions(t *testing.T) {
+	t.Parallel()
+	st := openTest(t, "s")
+	ctx := context.Background()
+	// w00 changes at r2 and r3; w01 stays at r1 (applied at r0); r4 changes nothing (the
+	// source's revision).
+	for i, size := range []int{1, 2, 3, 3} {
+		set := widgets(2, func(w int) int { return []int{size, 1}[w] })
+		if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "r" + strconv.Itoa(i+1), Set: set}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec := func(q string, args ...any) {
+		t.Helper()
+		if _, err := st.pool.Exec(ctx, q, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(`UPDATE resources SET applied_revision = 'r0' WHERE name = 'w01'`)
+	exec(`INSERT INTO source_revisions (source, revision) VALUES ('s', 'r0'), ('s', 'gone'), ('other', 'r1'), ('s', 'fresh')`)
+	exec(`INSERT INTO approval_requests (resource_id, generation, change_type, revision, plan_hash, plan, decision, policy)
+		SELECT id, generation, 'update', 'r2', 'h', '{}', 'requireApproval', 'p' FROM resources WHERE name = 'w00'`)
+	exec(`UPDATE source_revisions SET applied_at = now() - interval '48 hours' WHERE revision <> 'fresh'`)
+	left := func() []string {
+		t.Helper()
+		rows, err := st.pool.Query(ctx, `SELECT source || '@' || revision FROM source_revisions ORDER BY 1`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	day := RetentionRule{MaxAge: 24 * time.Hour}
+	if _, err := st.EnforceRetention(ctx, RetentionRule{}, day); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(left()); got != 8 {
+		t.Errorf("without a history max age, revisions went: %v", left())
+	}
+	if _, err := st.EnforceRetention(ctx, day, day); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := left(), []string{"s@fresh", "s@r0", "s@r1", "s@r2", "s@r3", "s@r4"}; !slices.Equal(got, want) {
+		t.Errorf("revisions kept %v, want %v", got, want)
+	}
+	exec(`DELETE FROM approval_requests`)
+	if _, err := st.EnforceRetention(ctx, day, day); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := left(), []string{"s@fresh", "s@r0", "s@r1", "s@r3", "s@r4"}; !slices.Equal(got, want) {
+		t.Errorf("revisions kept once the request went %v, want %v", got, want)
 	}
 }

@@ -6,11 +6,18 @@
 # "held" runs until the file $OUT_DIR/release exists. Every call appends "OPERATION start"
 # and "OPERATION end" (also when terminated) to $OUT_DIR/seq, the order the calls ran in.
 # A plan reports counts and a hash; with keepPlan it keeps its hash in $OUT_DIR/kept-plan,
-# and a reconcile with an approvedPlan applies only when that is the kept plan's hash.
+# and a reconcile with an approvedPlan applies only when that is the kept plan's hash. The
+# hash names the change by its kind and the resource's generation, never by the spec's
+# values (a test takes one of them for a secret): the same change gives the same hash.
 set -euo pipefail
 stdin=$(cat)
 size=$(printf '%s' "$stdin" | sed -n 's/.*"size":"\([^"]*\)".*/\1/p')
-approved=$(printf '%s' "$stdin" | sed -n 's/.*"approvedPlan":"\([^"]*\)".*/\1/p')
+# keepPlan and approvedPlan are the request's last two top-level fields (the protocol
+# writes them after state, in compact JSON): read at the end of the document, they are never
+# a field of the same name inside the spec, with or state.
+tail_re='"keepPlan":\(true\|false\),"approvedPlan":"\([^"\\]*\)"}$'
+keep=$(printf '%s' "$stdin" | sed -n "s/.*,${tail_re}/\\1/p")
+approved=$(printf '%s' "$stdin" | sed -n "s/.*,${tail_re}/\\2/p")
 db="$OUT_DIR/db"
 mark() { echo "$TRUEUP_OPERATION $1" >>"$OUT_DIR/seq"; }
 mark start
@@ -52,16 +59,16 @@ plan)
 		exit 64
 	fi
 	if [[ ! -f $db ]]; then
-		hash="create-$size"
+		hash="create-g$TRUEUP_GENERATION"
 		printf '{"changes": true, "summary": "1 to add, 0 to change", "plan": "+ database (size %s)", "add": 1, "change": 0, "hash": "%s"}' "$size" "$hash"
 	elif [[ $(cat "$db") != "$size" ]]; then
-		hash="resize-$(cat "$db")-$size"
+		hash="resize-g$TRUEUP_GENERATION"
 		printf '{"changes": true, "summary": "0 to add, 1 to change", "plan": "~ database size %s -> %s", "add": 0, "change": 1, "hash": "%s"}' "$(cat "$db")" "$size" "$hash"
 	else
-		hash="none-$size"
+		hash="none-g$TRUEUP_GENERATION"
 		printf '{"changes": false, "summary": "no changes", "plan": "", "add": 0, "change": 0, "hash": "%s"}' "$hash"
 	fi
-	if [[ $stdin == *'"keepPlan":true'* ]]; then printf '%s' "$hash" >"$OUT_DIR/kept-plan"; fi
+	if [[ $keep == true ]]; then printf '%s' "$hash" >"$OUT_DIR/kept-plan"; fi
 	;;
 *) ;;
 esac
