@@ -19,6 +19,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/trueup-dev/trueup/internal/manifest/manifesttest"
+	"github.com/trueup-dev/trueup/internal/status"
+	"github.com/trueup-dev/trueup/internal/wire"
 )
 
 // gate is a running trueup serve of the approval tests: a Git source infra whose commits are
@@ -146,55 +148,10 @@ func (g *gate) cli(token string, args ...string) (string, error) {
 	return string(out), err
 }
 
-// gated is what the tests read of a resource through the API: its status and the approval
-// it waits for (wire.Approval, as the contract names its fields).
+// gated is a resource as GET of one resource answers it (with the approval it waits for).
 type gated struct {
-	Metadata struct {
-		Generation int64 `json:"generation"`
-	} `json:"metadata"`
-	Status struct {
-		Phase      string `json:"phase"`
-		Message    string `json:"message"`
-		Outputs    map[string]any
-		Conditions []struct {
-			Type, Status, Reason, Message string
-		} `json:"conditions"`
-	} `json:"status"`
-	Approval *approvalWire `json:"approval"`
-	err      string        // why it could not be read
-}
-
-type approvalWire struct {
-	Namespace  string   `json:"namespace"`
-	Kind       string   `json:"kind"`
-	Name       string   `json:"name"`
-	Generation int64    `json:"generation"`
-	ChangeType string   `json:"changeType"`
-	State      string   `json:"state"`
-	Decision   string   `json:"decision"`
-	Policy     string   `json:"policy"`
-	Message    string   `json:"message"`
-	Requires   []string `json:"requires"`
-	Author     struct {
-		Name  string `json:"name"`
-		Email string `json:"email"`
-	} `json:"author"`
-	PlanHash string `json:"planHash"`
-	Plan     struct {
-		Available bool   `json:"available"`
-		Changes   bool   `json:"changes"`
-		Add       int    `json:"add"`
-		Change    int    `json:"change"`
-		Destroy   int    `json:"destroy"`
-		Replace   int    `json:"replace"`
-		Summary   string `json:"summary"`
-		Text      string `json:"text"`
-	} `json:"plan"`
-	Approvals []struct {
-		Actor   string `json:"actor"`
-		Verdict string `json:"verdict"`
-		Reason  string `json:"reason"`
-	} `json:"approvals"`
+	wire.Resource
+	err string // why it could not be read
 }
 
 // resource reads NS/KIND/NAME through the API as dba (with err set when it could not).
@@ -208,14 +165,10 @@ func (g *gate) resource(ref string) gated {
 	return r
 }
 
-// condition is the condition typ of r ("" reason and status when absent).
-func (r gated) condition(typ string) (status, reason, message string) {
-	for _, c := range r.Status.Conditions {
-		if c.Type == typ {
-			return c.Status, c.Reason, c.Message
-		}
-	}
-	return "", "", ""
+// condition is the condition typ of r (empty when absent).
+func (r gated) condition(typ string) (state, reason, message string) {
+	c, _ := status.Get(r.Status.Conditions, typ)
+	return c.Status, c.Reason, c.Message
 }
 
 // waiting reports whether r waits for approvals (Pending, Approved=False ApprovalRequired,
@@ -226,7 +179,7 @@ func (r gated) waiting() (bool, string) {
 	return ok, fmt.Sprintf("phase %s, Approved=%s %s %q, approval %+v%s", r.Status.Phase, st, reason, msg, r.Approval, r.err)
 }
 
-// ready reports whether r is Ready at its generation.
+// ready reports whether r is Ready.
 func (r gated) ready() (bool, string) {
 	return r.Status.Phase == "Ready", fmt.Sprintf("phase %s: %s (approval %+v)%s", r.Status.Phase, r.Status.Message, r.Approval, r.err)
 }
@@ -234,7 +187,7 @@ func (r gated) ready() (bool, string) {
 // vote posts an approve or reject of ref by the token and returns the status and the body.
 func (g *gate) vote(verb, ref, token, reason, planHash string) (int, string) {
 	g.t.Helper()
-	code, body := g.api("POST", "/api/v1/resources/"+ref+"/"+verb, token, map[string]string{"reason": reason, "planHash": planHash})
+	code, body := g.api("POST", "/api/v1/resources/"+ref+"/"+verb, token, wire.Vote{Reason: reason, PlanHash: planHash})
 	return code, string(body)
 }
 
@@ -479,7 +432,7 @@ func TestApprovalTerraformEndToEnd(t *testing.T) {
 		return g.hook.received("orders", "ApprovalRequired", firstHash[:12])
 	})
 	code, body := g.api("GET", "/api/v1/approvals?namespace=production&state=pending", g.ci, nil)
-	var list struct{ Items []approvalWire }
+	var list struct{ Items []wire.Approval }
 	if err := json.Unmarshal(body, &list); code != 200 || err != nil || len(list.Items) != 1 || list.Items[0].Name != "orders" || list.Items[0].PlanHash != firstHash {
 		t.Errorf("GET /api/v1/approvals: %d %v %s", code, err, body)
 	}
