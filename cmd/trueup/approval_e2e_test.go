@@ -35,6 +35,7 @@ type gate struct {
 	logs            *syncBuffer
 	hook            *hookReceiver
 	commit          func(msg string, files map[string]string) // writes files under manifests/ and commits them as ada
+	remove          func(msg, file string)                    // removes a file of manifests/ in a commit by ada
 }
 
 // startGate commits files (paths under manifests/) as ada and runs trueup serve with the
@@ -61,6 +62,11 @@ func startGate(t *testing.T, files map[string]string, actions, policies string) 
 		git("add", "-A")
 		git("commit", "-q", "-m", msg)
 	}
+	g.remove = func(msg, file string) {
+		t.Helper()
+		git("rm", "-q", filepath.Join("manifests", file))
+		git("commit", "-q", "-m", msg)
+	}
 	if err := os.MkdirAll(g.repo, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +88,7 @@ auth:
 sources:
   - name: infra
     git: {url: %s, path: manifests, interval: 1s}
+    prune: {maxFraction: 1}
 %s
 reconcile: {workers: 2, backoff: {initial: 100ms, max: 500ms}}
 notifications:
@@ -344,8 +351,10 @@ func resizeByHand(t *testing.T, conn *pgx.Conn, name string, size int) {
 //   - the world moves (the database resized by hand) after the request: dba's approval, given
 //     for the plan shown, lapses: a new request with another plan hash, nothing applied;
 //   - dba approves the new plan (the CLI): exactly it is applied (the state shows the
-//     replacement), Approved=True, history and the Approved notification name dba and the
-//     plan's hash.
+//     replacement), Approved=True, history names dba, the policy and the plan's hash, and the
+//     Approved notification arrives;
+//   - the manifest removed, the delete waits with terraform's destroy plan until dba approves
+//     it, then the database is destroyed.
 func TestApprovalTerraformEndToEnd(t *testing.T) {
 	t.Parallel()
 	tf := terraformOnPath(t)
@@ -517,5 +526,26 @@ func TestApprovalTerraformEndToEnd(t *testing.T) {
 	}
 	g.eventually("the Approved notification", func() (bool, string) {
 		return g.hook.received("orders", "Approved")
+	})
+
+	// Removed from Git: the delete waits with terraform's destroy plan, then dba approves it.
+	g.remove("remove orders", "orders.yaml")
+	g.eventually("the delete waiting for approval", func() (bool, string) {
+		r := g.resource(orders)
+		a := r.Approval
+		ok := a != nil && a.State == "pending" && a.Deleting && a.ChangeType == "delete" && a.Plan.Destroy == 1
+		return ok, fmt.Sprintf("phase %s, approval %+v%s", r.Status.Phase, a, r.err)
+	})
+	if a := tfAttrs(t, g.conn, "orders"); attrValue(a, "triggers_replace") != "pg16" {
+		t.Errorf("the waiting delete was applied: %v", a)
+	}
+	if out, err := g.cli(g.dba, "approve", orders, "--reason", "orders moved to the new cluster"); err != nil {
+		t.Fatalf("trueup approve of the delete: %v\n%s", err, out)
+	}
+	g.eventually("orders destroyed", func() (bool, string) {
+		var resources int
+		_ = g.conn.QueryRow(context.Background(), `SELECT count(*) FROM resources WHERE name = 'orders'`).Scan(&resources)
+		a := tfAttrs(t, g.conn, "orders")
+		return resources == 0 && a == nil, fmt.Sprintf("%d resource rows, state %v", resources, a)
 	})
 }
