@@ -29,7 +29,7 @@ const (
 )
 
 // unplannedHash is the plan hash of a change whose action cannot plan it: approvals bind to
-// the generation alone.
+// the generation and the operation alone.
 const unplannedHash = "unplanned"
 
 // maxPlanText bounds the plan text an approval request stores.
@@ -186,7 +186,7 @@ func (r *Reconciler) decide(ctx context.Context, act actions.Action, name string
 			a.err = err
 			return false
 		}
-		votes, err := r.store.Votes(ctx, g.id, g.in.Change.Generation, g.hash, time.Now().Add(-g.ttl))
+		votes, err := r.store.Votes(ctx, g.id, g.in.Change.Generation, deleting, g.hash, time.Now().Add(-g.ttl))
 		if err != nil {
 			a.err = err
 			return false

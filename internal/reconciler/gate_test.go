@@ -274,8 +274,8 @@ func (f *gateFixture) request() (state, hash, change, text, author string) {
 func (f *gateFixture) vote(approve bool, token, hash, reason string, ago time.Duration) {
 	f.t.Helper()
 	verdict := map[bool]string{true: "approve", false: "reject"}[approve]
-	if _, err := f.db.Exec(f.ctx, `INSERT INTO approvals (resource_id, generation, plan_hash, verdict, actor, approver, reason, created_at)
-		SELECT id, generation, $1, $2, 'token:' || $3, jsonb_build_object('token', $3::text), $4, now() - $5 * interval '1 millisecond'
+	if _, err := f.db.Exec(f.ctx, `INSERT INTO approvals (resource_id, generation, deleting, plan_hash, verdict, actor, approver, reason, created_at)
+		SELECT id, generation, deletion_timestamp IS NOT NULL, $1, $2, 'token:' || $3, jsonb_build_object('token', $3::text), $4, now() - $5 * interval '1 millisecond'
 		FROM resources WHERE name = 'db'`, hash, verdict, token, reason, ago.Milliseconds()); err != nil {
 		f.t.Fatal(err)
 	}

@@ -11,11 +11,12 @@ import (
 	"github.com/trueup-dev/trueup/internal/clip"
 )
 
-// Votes returns the votes given for a resource's generation and plan hash since since (the
-// ones not expired), oldest first.
-func (s *Store) Votes(ctx context.Context, resourceID, generation int64, planHash string, since time.Time) ([]Vote, error) {
+// Votes returns the votes given for a resource's generation, operation (its delete, or not)
+// and plan hash since since (the ones not expired), oldest first.
+func (s *Store) Votes(ctx context.Context, resourceID, generation int64, deleting bool, planHash string, since time.Time) ([]Vote, error) {
 	rows, err := s.pool.Query(ctx, `SELECT verdict = 'approve', actor, approver, reason, created_at FROM approvals
-		WHERE resource_id = $1 AND generation = $2 AND plan_hash = $3 AND created_at >= $4 ORDER BY id`, resourceID, generation, planHash, since)
+		WHERE resource_id = $1 AND generation = $2 AND deleting = $3 AND plan_hash = $4 AND created_at >= $5 ORDER BY id`,
+		resourceID, generation, deleting, planHash, since)
 	if err != nil {
 		return nil, fmt.Errorf("votes: %w", err)
 	}
