@@ -290,6 +290,22 @@ func (f *gateFixture) due() {
 	}
 }
 
+// driftWaitGone makes db drift, waits until the drift waits for approvals, then makes the
+// drift go away and waits until db is Ready again, waiting no more.
+func (f *gateFixture) driftWaitGone(rec *recorder) {
+	f.t.Helper()
+	rec.setDrift(true)
+	f.due()
+	f.waitApproved("db", status.False, status.ReasonApprovalRequired)
+	rec.setDrift(false)
+	f.due()
+	waitFor(f.t, "db Ready, waiting no more", func() (bool, string) {
+		res := f.get("db")
+		_, ok := status.Get(res.Status.Conditions, status.Approved)
+		return res.Status.Phase == status.PhaseReady && !ok, shows(res)
+	})
+}
+
 func (f *gateFixture) events(reason string) []store.Event {
 	f.t.Helper()
 	evs, err := f.st.ListEvents(f.ctx, store.Everything, store.EventFilter{Namespace: "default", Name: "db"})
@@ -661,16 +677,7 @@ func TestGateLetsGo(t *testing.T) {
 	})
 
 	f.setPolicies(dba)
-	rec.setDrift(true)
-	f.due()
-	f.waitApproved("db", status.False, status.ReasonApprovalRequired)
-	rec.setDrift(false)
-	f.due()
-	waitFor(t, "db Ready, waiting no more", func() (bool, string) {
-		res := f.get("db")
-		_, ok := status.Get(res.Status.Conditions, status.Approved)
-		return res.Status.Phase == status.PhaseReady && !ok, shows(res)
-	})
+	f.driftWaitGone(rec)
 	if state, _, _, _, _ := f.request(); state != "" {
 		t.Errorf("request %s left", state)
 	}
@@ -804,5 +811,79 @@ func TestGatePlanScrubbed(t *testing.T) {
 	}
 	if text != "-/+ dsn = ***\n~ password = ***" {
 		t.Errorf("text %q", text)
+	}
+}
+
+// An approval of a create (the action cannot plan: hash "unplanned") does not let the delete
+// of the same generation through: a delete does not raise the generation, and votes are
+// bound to the operation too.
+func TestGateCreateApprovalNotDelete(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	f := newGateFixture(t, callsOnly{rec}, needsDBA(""))
+	f.waitApproved("db", status.False, status.ReasonApprovalRequired)
+	f.vote(true, "dba", unplannedHash, "create ok", 0)
+	f.waitApproved("db", status.True, status.ReasonApproved)
+	f.waitPhase("db", status.PhaseReady)
+	f.apply(gateManifests(1, false))
+	waitFor(t, "delete decided", func() (bool, string) {
+		res, err := f.st.GetResource(f.ctx, "default", "Widget", "db")
+		if err != nil {
+			return true, "gone"
+		}
+		c, _ := status.Get(res.Status.Conditions, status.Approved)
+		return res.Status.Phase == status.PhaseDeleting && c.Status == status.False, shows(res)
+	})
+	if n := rec.count("delete db"); n != 0 {
+		t.Fatalf("the delete ran without any approval of it (the create's approval counted): %q", rec.log())
+	}
+	// An approval of the delete lets it through.
+	f.vote(true, "dba", unplannedHash, "delete ok", 0)
+	waitFor(t, "db deleted", func() (bool, string) {
+		res, err := f.st.GetResource(f.ctx, "default", "Widget", "db")
+		return err != nil, shows(res)
+	})
+}
+
+// stateful: Reconcile keeps state (a resource id), as most plugins do.
+type stateful struct{ planner }
+
+func (a stateful) Reconcile(_ context.Context, req actions.Request) (actions.Result, error) {
+	a.record("reconcile %s", req.Resource.Name)
+	return actions.Result{Done: true, State: json.RawMessage(`{"id":"i-123"}`)}, nil
+}
+
+// A drift wait that ends because the drift went away keeps the plugin's state and the
+// applied spec, and its history says nothing was applied.
+func TestGateDriftGoneKeepsState(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{plan: updatePlan}
+	f := newGateFixture(t, stateful{planner{callsOnly{rec}}}, needsDBA("change.type == 'drift'"))
+	f.waitApproved("db", status.True, status.ReasonPolicyAllowed)
+	f.waitPhase("db", status.PhaseReady)
+	var applied string
+	if err := f.db.QueryRow(f.ctx, `SELECT applied_spec::text FROM resources WHERE name = 'db'`).Scan(&applied); err != nil {
+		t.Fatal(err)
+	}
+	f.driftWaitGone(rec)
+	var state *string
+	var after string
+	if err := f.db.QueryRow(f.ctx, `SELECT action_state::text, applied_spec::text FROM resources WHERE name = 'db'`).Scan(&state, &after); err != nil {
+		t.Fatal(err)
+	}
+	if state == nil || !strings.Contains(*state, "i-123") {
+		t.Errorf("action_state after the drift wait ended: %v; want the plugin's {\"id\":\"i-123\"}", state)
+	}
+	if after != applied {
+		t.Errorf("applied spec %s after the drift wait ended; want %s", after, applied)
+	}
+	if h := f.lastHistory(); h.Trigger != "resync" || h.Result != resultInSync || h.Message != msgDriftGone {
+		t.Errorf("last history: %s %s: %q", h.Trigger, h.Result, h.Message)
+	}
+	if s, _, _, _, _ := f.request(); s != "" {
+		t.Errorf("request %q after the drift wait ended", s)
+	}
+	if res := f.get("db"); status.Check(status.State{Phase: res.Status.Phase, Conditions: res.Status.Conditions, ObservedGeneration: res.Status.ObservedGeneration}, res.Metadata.Generation, false) != nil {
+		t.Errorf("status after the drift wait ended: %s", shows(res))
 	}
 }

@@ -27,7 +27,11 @@ const (
 	resultFailed     = "Failed"
 	resultStalled    = "Stalled"
 	resultDrifted    = "Drifted"
+	resultInSync     = "InSync"
 )
+
+// msgDriftGone is what a resync that finds the drift the gate held gone says.
+const msgDriftGone = "drift gone: nothing applied; the change the policies held is no longer needed"
 
 // attempt is one call's outcome, gathered before the fenced write.
 type attempt struct {
@@ -625,7 +629,7 @@ func historyResult(a attempt) string {
 	case a.held():
 		return a.gate.result()
 	case a.inSync:
-		return "InSync"
+		return resultInSync
 	case a.err != nil && actions.IsTerminal(a.err):
 		return resultStalled
 	case a.err != nil:
@@ -741,10 +745,15 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 		}
 	}
 	if a.waited() {
-		// The drift it waited for approvals for went away: nothing waits any more.
-		prev.Conditions = status.Remove(prev.Conditions, status.Approved)
-		u.ClearApproval = true
-		a.inSync, a.res.Done = false, true
+		// The drift the gate held (for approvals, or refused) went away: nothing was applied,
+		// and nothing is held any more. The plugin's state and the applied spec stay as they
+		// are; history says why the hold ended.
+		h.Result, h.Message = resultInSync, msgDriftGone
+		set(status.InSync(status.DriftGone(prev, c.Generation, msgDriftGone, now), c.Generation, cur.Generation, cur.Deleting, now))
+		u.ClearApproval, u.KeepActionState = true, true
+		u.Message = msgDriftGone
+		u.RunAt = r.resyncAt(c, now)
+		return u
 	}
 	if _, ok := status.Get(prev.Conditions, status.Approved); ok && a.unselected {
 		// No policy selects the resource any more.

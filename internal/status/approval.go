@@ -72,3 +72,18 @@ func Refused(prev State, gen int64, deleting bool, reason, msg string, now time.
 func Allowed(conds []Condition, gen int64, reason, msg string, now time.Time) []Condition {
 	return Set(conds, Condition{Type: Approved, Status: True, Reason: reason, Message: msg, ObservedGeneration: gen}, now)
 }
+
+// DriftGone is the state when a resync of a resource whose drift the gate held (waiting for
+// approvals, or refused) finds it in sync: the drift went away and nothing was applied. The
+// hold ends: phase Ready at generation gen, Ready=True (reason ReasonReconciled, msg), no
+// Reconciling, Stalled or Approved condition.
+func DriftGone(prev State, gen int64, msg string, now time.Time) State {
+	s := unchanged(prev)
+	s.Phase, s.ObservedGeneration = PhaseReady, max(prev.ObservedGeneration, gen)
+	s.Conditions = Remove(s.Conditions, Stalled)
+	s.Conditions = Remove(s.Conditions, Reconciling)
+	s.Conditions = Remove(s.Conditions, Approved)
+	s.Conditions = Set(s.Conditions, Condition{Type: Ready, Status: True, Reason: ReasonReconciled, Message: msg, ObservedGeneration: s.ObservedGeneration}, now)
+	s.Conditions = keepTimes(prev.Conditions, s.Conditions)
+	return s
+}
