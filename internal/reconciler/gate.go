@@ -72,9 +72,6 @@ type gate struct {
 	// that refused it.
 	approvers []string
 	rejection *store.Vote
-	// wasHeld: the resource's Approved condition was False when claimed (a wait, a deny or
-	// a rejection stored before).
-	wasHeld bool
 }
 
 // gateFor prepares the gate of c's call, or returns nil when the call is not gated: the
@@ -98,9 +95,14 @@ func (r *Reconciler) gateFor(c *store.Claimed, trig string) (g *gate, unselected
 	if c.Deleting {
 		g.applied, g.haveOld = deleteSpec(*c), true
 	}
-	was, ok := status.Get(c.Conditions, status.Approved)
-	g.wasHeld = ok && was.Status == status.False
 	return g, false
+}
+
+// wasHeld reports whether c's Approved condition was False when claimed: a wait, a deny or a
+// rejection stored before.
+func wasHeld(c *store.Claimed) bool {
+	was, ok := status.Get(c.Conditions, status.Approved)
+	return ok && was.Status == status.False
 }
 
 // gatedTrigger reports whether a call with trigger trig is a change the gate decides: a
@@ -229,10 +231,10 @@ func (g *gate) result() string {
 	return resultRejected
 }
 
-// waited reports whether a resync found nothing to do for a resource that waited for
-// approvals (for drift since gone): its wait ends.
+// waited reports whether a resync found nothing to do for a resource the gate held (for
+// drift since gone), whether policies still select it or not: its hold ends.
 func (a *attempt) waited() bool {
-	return a.inSync && a.gate != nil && a.gate.wasHeld
+	return a.inSync && a.wasHeld
 }
 
 // plan asks the action for the plan of the call req (PlanDelete for a delete), keeping it

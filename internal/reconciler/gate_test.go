@@ -887,3 +887,31 @@ func TestGateDriftGoneKeepsState(t *testing.T) {
 		t.Errorf("status after the drift wait ended: %s", shows(res))
 	}
 }
+
+// A drift wait whose policy a reload removes, and whose drift is gone when it runs again,
+// ends: db is Ready, its request removed.
+func TestGateUnselectedDriftWaitInSync(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{plan: updatePlan}
+	f := newGateFixture(t, planner{callsOnly{rec}}, needsDBA("change.type == 'drift'"))
+	f.waitPhase("db", status.PhaseReady)
+	rec.setDrift(true)
+	f.due()
+	f.waitApproved("db", status.False, status.ReasonApprovalRequired)
+	rec.setDrift(false)
+	f.setPolicies()
+	if _, err := f.st.RequeueGated(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the request cleared", func() (bool, string) { s, _, _, _, _ := f.request(); return s == "", s })
+	res := f.get("db")
+	if _, ok := status.Get(res.Status.Conditions, status.Approved); res.Status.Phase != status.PhaseReady || ok {
+		t.Errorf("nothing waits any more, yet db shows %s", shows(res))
+	}
+	if err := status.Check(status.State{Phase: res.Status.Phase, Conditions: res.Status.Conditions, ObservedGeneration: res.Status.ObservedGeneration}, res.Metadata.Generation, false); err != nil {
+		t.Errorf("Check: %v", err)
+	}
+	if rec.count("reconcile db") != 1 {
+		t.Errorf("calls %q", rec.log())
+	}
+}

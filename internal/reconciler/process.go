@@ -51,9 +51,9 @@ type attempt struct {
 	// (callRevision); history keeps both. "" for a reconcile.
 	revision, revisionWhy string
 	// gate is the passage of a change through the policies (nil: not gated); unselected says
-	// no policy selects the resource.
-	gate       *gate
-	unselected bool
+	// no policy selects the resource; wasHeld that the gate held its change before (wasHeld).
+	gate                *gate
+	unselected, wasHeld bool
 }
 
 // held reports whether the gate held the change: the plugin was not called.
@@ -126,6 +126,7 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 	}()
 	if err == nil {
 		a.gate, a.unselected = r.gateFor(&c, a.trigger)
+		a.wasHeld = wasHeld(&c)
 	}
 	spec, secrets, revealErr := c.Spec, []string(nil), error(nil)
 	if err == nil && r.opts.Reveal != nil {
