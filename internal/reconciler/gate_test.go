@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -913,5 +914,46 @@ func TestGateUnselectedDriftWaitInSync(t *testing.T) {
 	}
 	if rec.count("reconcile db") != 1 {
 		t.Errorf("calls %q", rec.log())
+	}
+}
+
+// failing: an approved apply fails.
+type failing struct{ planner }
+
+func (a failing) Reconcile(_ context.Context, req actions.Request) (actions.Result, error) {
+	a.record("reconcile %s approved=%s", req.Resource.Name, req.ApprovedPlan)
+	if req.Resource.Name == "db" {
+		return actions.Result{}, errors.New("apply failed half way")
+	}
+	return actions.Result{Done: true}, nil
+}
+
+// An approved call that fails shows Approved=True, its request removed, and its history
+// names who approved the call that ran; a retry is approved by the same votes, told once.
+func TestGateApprovedCallFails(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{plan: replacePlan}
+	f := newGateFixture(t, failing{planner{callsOnly{rec}}}, needsDBA(""))
+	f.waitApproved("db", status.False, status.ReasonApprovalRequired)
+	f.vote(true, "dba", replacePlan.Hash, "ok", 0)
+	waitFor(t, "the approved call ran", func() (bool, string) { return rec.count("reconcile db") == 1, fmt.Sprint(rec.log()) })
+	res := f.waitPhase("db", status.PhaseFailed)
+	c, _ := status.Get(res.Status.Conditions, status.Approved)
+	state, _, _, _, _ := f.request()
+	if c.Status != status.True || c.Reason != status.ReasonApproved || state != "" {
+		t.Errorf("the approved, applied (and failed) change shows Approved=%s/%s and request %q", c.Status, c.Reason, state)
+	}
+	want := "approved by token:dba (policy needs-dba, plan " + replacePlan.Hash[:12] + "): apply failed half way"
+	if h := f.lastHistory(); h.Result != resultFailed || h.Message != want {
+		t.Errorf("history %s: %q; want Failed: %q", h.Result, h.Message, want)
+	}
+	f.due() // the retry
+	waitFor(t, "the retry ran", func() (bool, string) { return rec.count("reconcile db") == 2, fmt.Sprint(rec.log()) })
+	waitFor(t, "the retry written", func() (bool, string) {
+		h, err := f.st.ListHistory(f.ctx, "default", "Widget", "db", 10)
+		return err == nil && len(h) >= 3 && h[0].Trigger == "retry", fmt.Sprint(len(h))
+	})
+	if n := len(f.events(status.ReasonApproved)); n != 1 {
+		t.Errorf("%d Approved events; want 1", n)
 	}
 }

@@ -727,23 +727,27 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 		u.Phase, u.Conditions, u.ObservedGeneration = s.Phase, s.Conditions, s.ObservedGeneration
 	}
 
-	if g := a.gate; g != nil && a.err == nil {
-		switch g.outcome {
-		case gateWaiting, gateDenied, gateRejected:
-			return r.held(c, a, cur, u, prev, ev, now)
-		case gateAllowed, gateApproved:
-			if was, ok := status.Get(prev.Conditions, status.Approved); ok && was.Status != status.True {
-				u.ClearApproval = true
-			}
-			gm := r.scrub(g.message())
-			reason := status.ReasonPolicyAllowed
-			if g.outcome == gateApproved {
-				reason = status.ReasonApproved
+	if a.held() {
+		return r.held(c, a, cur, u, prev, ev, now)
+	}
+	if g := a.gate; g != nil && (g.outcome == gateAllowed || g.outcome == gateApproved) {
+		// The gate let the call through: whatever the call did (a failure included),
+		// nothing waits for approvals any more, and history names who let it through.
+		was, ok := status.Get(prev.Conditions, status.Approved)
+		if ok && was.Status != status.True {
+			u.ClearApproval = true
+		}
+		gm := r.scrub(g.message())
+		reason := status.ReasonPolicyAllowed
+		if g.outcome == gateApproved {
+			reason = status.ReasonApproved
+			if was.Status != status.True || was.Reason != reason || was.Message != gm || was.ObservedGeneration != c.Generation {
+				// Once per approval: a retry of the approved change is not approved again.
 				u.Events = append(u.Events, ev(store.EventNormal, status.ReasonApproved, gm))
 			}
-			prev.Conditions = status.Allowed(prev.Conditions, c.Generation, reason, gm, now)
-			h.Message = gm + prefixed(h.Message)
 		}
+		prev.Conditions = status.Allowed(prev.Conditions, c.Generation, reason, gm, now)
+		h.Message = gm + prefixed(h.Message)
 	}
 	if a.waited() {
 		// The drift the gate held (for approvals, or refused) went away: nothing was applied,
