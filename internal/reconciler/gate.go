@@ -32,6 +32,9 @@ const (
 // the generation and the operation alone.
 const unplannedHash = "unplanned"
 
+// msgRedecide says why a held change is decided again at once.
+const msgRedecide = "the policies were reloaded while the change was decided: it is decided again"
+
 // maxPlanText bounds the plan text an approval request stores.
 const maxPlanText = 64 << 10
 
@@ -220,6 +223,12 @@ func (r *Reconciler) decide(ctx context.Context, act actions.Action, name string
 	return true
 }
 
+// reloaded reports whether the policies in force are not the ones g decided with.
+func (r *Reconciler) reloaded(g *gate) bool {
+	set, _ := r.opts.Policies()
+	return set != g.set
+}
+
 // result is the history result of a held change.
 func (g *gate) result() string {
 	switch g.outcome {
@@ -394,6 +403,11 @@ func (r *Reconciler) held(c store.Claimed, a attempt, cur store.Current, u store
 		}
 		u.Approval, u.ClearApproval = nil, true
 		u.Attempt, u.RunAt = 0, ptr(now)
+	} else if r.opts.Policies != nil && r.reloaded(g) {
+		// The policies were reloaded while this change was decided (a reload requeues only
+		// the changes with a request stored): it is decided again now, with them.
+		st = status.Redecide(st, msgRedecide, now)
+		u.RunAt = ptr(now)
 	}
 	u.Phase, u.Conditions, u.ObservedGeneration = st.Phase, st.Conditions, st.ObservedGeneration
 	return u

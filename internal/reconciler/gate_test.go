@@ -957,3 +957,74 @@ func TestGateApprovedCallFails(t *testing.T) {
 		t.Errorf("%d Approved events; want 1", n)
 	}
 }
+
+// blocking plans only when released.
+type blocking struct {
+	planner
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (a blocking) Plan(ctx context.Context, req actions.Request) (actions.Plan, error) {
+	if req.Resource.Name == "db" {
+		select {
+		case a.entered <- struct{}{}:
+		default:
+		}
+		<-a.release
+	}
+	return a.planner.Plan(ctx, req)
+}
+
+// A reload that changes the policies while a change is in its gate (no request stored yet
+// for RequeueGated to find) has the change decided again with the policies in force.
+func TestGateReloadDuringGate(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{plan: replacePlan}
+	act := blocking{planner: planner{callsOnly{rec}}, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	deny := policy.Policy{Name: "no-replace", Match: critical, When: "plan.replace > 0", Action: policy.Deny, Message: "no"}
+	f := newGateFixture(t, act, deny)
+	<-act.entered
+	f.setPolicies() // the reload removes the deny
+	if n, err := f.st.RequeueGated(f.ctx); err != nil || n != 0 {
+		t.Fatalf("RequeueGated = %d, %v; want 0 (no request yet)", n, err)
+	}
+	close(act.release)
+	waitFor(t, "db decided again with the policies in force", func() (bool, string) {
+		res := f.get("db")
+		return res.Status.Phase == status.PhaseReady, shows(res)
+	})
+	h, err := f.st.ListHistory(f.ctx, "default", "Widget", "db", 10)
+	if err != nil || len(h) != 2 || h[1].Result != resultPolicyDenied || h[0].Result != resultSucceeded {
+		t.Errorf("history %+v, %v; want the denial under the old policies, then the apply", h, err)
+	}
+}
+
+// Every held outcome, superseded or not, keeps status.Check.
+func TestHeldChecks(t *testing.T) {
+	t.Parallel()
+	r := newTestReconciler()
+	for _, del := range []bool{false, true} {
+		c := claimed(readyGen1, 2, false)
+		if del {
+			c = claimed(readyGen1, 1, true)
+		}
+		for _, o := range []gateOutcome{gateWaiting, gateDenied, gateRejected} {
+			g := with(gate{planned: true, hash: "0123456789abcdef", in: policy.Input{Change: policy.Change{Type: policy.ChangeUpdate, Generation: c.Generation}}},
+				o, policy.Decision{Action: policy.RequireApproval, Policy: "p", Message: "m", Approvals: []policy.Requirement{
+					{Policy: "p", Approvals: policy.Approvals{Count: 1, From: []policy.Principal{{Token: "dba"}}}}}})
+			g.rejection = &store.Vote{Actor: "token:x"}
+			curs := map[string]store.Current{"same": unchanged(c), "newgen": specChanged(c, c.Generation+1)}
+			if !del {
+				curs["deleted"] = markedDeleted(c)
+			}
+			for name, cur := range curs {
+				u := r.update(c, attempt{op: map[bool]string{true: "delete", false: "reconcile"}[del], trigger: "spec-changed", gate: &g}, cur)
+				pending := u.RunAt != nil || o == gateWaiting
+				if err := status.Check(status.State{Phase: u.Phase, Conditions: u.Conditions, ObservedGeneration: u.ObservedGeneration}, cur.Generation, pending); err != nil {
+					t.Errorf("delete=%v outcome %s cur %s: %v (phase %s)", del, o.metric(), name, err, u.Phase)
+				}
+			}
+		}
+	}
+}

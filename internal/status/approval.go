@@ -87,3 +87,18 @@ func DriftGone(prev State, gen int64, msg string, now time.Time) State {
 	s.Conditions = keepTimes(prev.Conditions, s.Conditions)
 	return s
 }
+
+// Redecide is the state of a change the gate held (s, from AwaitingApproval or Refused) that
+// is decided again at once: the policies changed while it was decided. A refusal's Stalled
+// goes, and Reconciling=True (reason ReasonPending, msg) says a decision is pending; Approved
+// stays as decided. A wait, Reconciling=True already, is left as it is.
+func Redecide(s State, msg string, now time.Time) State {
+	if c, _ := Get(s.Conditions, Reconciling); c.Status == True {
+		return s
+	}
+	out := unchanged(s)
+	out.Conditions = Remove(out.Conditions, Stalled)
+	out.Conditions = Set(out.Conditions, Condition{Type: Reconciling, Status: True, Reason: ReasonPending, Message: msg,
+		ObservedGeneration: s.ObservedGeneration}, now)
+	return out
+}

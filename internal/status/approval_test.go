@@ -48,6 +48,10 @@ func TestGateStates(t *testing.T) {
 			c(True, ReasonReconciled), absent, absent, absent},
 		{"a refused drift whose drift went away", DriftGone(Refused(ready, 1, false, ReasonRejected, "no", at(5)), 1, "drift gone", stepAt), 1, false, PhaseReady, 1,
 			c(True, ReasonReconciled), absent, absent, absent},
+		{"denied, the policies reloaded meanwhile", Redecide(Refused(gen2, 2, false, ReasonPolicyDenied, "no", stepAt), "reloaded", stepAt), 2, true, PhaseFailed, 1,
+			c(False, ReasonPolicyDenied), c(True, ReasonPending), absent, c(False, ReasonPolicyDenied)},
+		{"waiting, the policies reloaded meanwhile", Redecide(AwaitingApproval(gen2, 2, false, msg, stepAt), "reloaded", stepAt), 2, true, PhasePending, 1,
+			c(Unknown, ReasonNewGeneration), c(True, ReasonApprovalRequired), absent, c(False, ReasonApprovalRequired)},
 		{"allowed, then failed", func() State {
 			s := gen2
 			s.Conditions = Allowed(s.Conditions, 2, ReasonPolicyAllowed, "", stepAt)
