@@ -123,6 +123,30 @@ func gatedTrigger(trig string, c *store.Claimed) bool {
 	return true
 }
 
+// mayContinue reports whether c's call may continue work the gate already let through for
+// its generation (letThrough then asks history): the Approved condition is True for c's
+// generation and the action keeps state (a handle of the work). A resync is a new look for
+// drift, never a continuation.
+func mayContinue(c *store.Claimed, trig string) bool {
+	was, ok := status.Get(c.Conditions, status.Approved)
+	return trig != "resync" && len(c.ActionState) > 0 && ok && was.Status == status.True && was.ObservedGeneration == c.Generation
+}
+
+// letThrough reports whether c's call continues work the gate let through for this generation
+// and operation, still in flight (the last call of it that did not fail left work in
+// progress): a retry of its poll, an operator's or a dependency's request, an interrupted
+// delete. The approved work is not decided again.
+func (r *Reconciler) letThrough(ctx context.Context, c *store.Claimed, trig string) (bool, error) {
+	if !mayContinue(c, trig) {
+		return false, nil
+	}
+	op := "reconcile"
+	if c.Deleting {
+		op = "delete"
+	}
+	return r.store.WorkInFlight(ctx, c.UID, c.Namespace, c.Kind, c.Name, c.Generation, op)
+}
+
 // changeType is change.type of c's call.
 func changeType(c *store.Claimed, trig string) string {
 	switch {

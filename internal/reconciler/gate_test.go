@@ -592,20 +592,37 @@ func TestGatedTrigger(t *testing.T) {
 	inFlight.Conditions = mustResult(claimState(readyGen1, 1, true), status.Outcome{Generation: 1, CurrentGeneration: 1, Delete: true, Deleting: true}).Conditions
 	failedDelete := inFlight
 	failedDelete.Attempt = 1
+	// approved: the conditions after the gate let generation gen's call through, then
+	// outcome o.
+	approved := func(prev status.State, gen int64, deleting bool, o status.Outcome) status.State {
+		s := claimState(prev, gen, deleting)
+		s.Conditions = status.Allowed(s.Conditions, gen, status.ReasonApproved, "approved by token:dba", tPrev)
+		return mustResult(s, o)
+	}
+	pollFailed := approved(fresh, 1, false, status.Outcome{Generation: 1, CurrentGeneration: 1, Err: "poll: connection reset"})
+	deleteFailed := approved(status.DeletionRequested(readyGen1, tPrev), 1, true, status.Outcome{Generation: 1, CurrentGeneration: 1, Delete: true, Deleting: true, Err: "boom"})
 	for _, tc := range []struct {
 		name   string
 		c      store.Claimed
 		gated  bool
 		change string
+		// continues: the call may continue work the gate let through (history decides).
+		continues bool
 	}{
-		{"first apply", claimed(fresh, 1, false), true, policy.ChangeCreate},
-		{"new generation", claimed(readyGen1, 2, false), true, policy.ChangeUpdate},
-		{"retry of a first apply", claimed(failedG1, 1, false, withAttempt(2)), true, policy.ChangeCreate},
-		{"resync (decided once Observe found drift)", claimed(readyGen1, 1, false), true, policy.ChangeDrift},
-		{"requeue of work in flight", claimed(mustResult(claimState(readyGen1, 2, false), status.Outcome{Generation: 2, CurrentGeneration: 2, InProgress: true}), 2, false, withState(`{"op":"x"}`)), false, ""},
-		{"delete", deleting, true, policy.ChangeDelete},
-		{"delete in progress", inFlight, false, ""},
-		{"delete retried after a failure", failedDelete, true, policy.ChangeDelete},
+		{"first apply", claimed(fresh, 1, false), true, policy.ChangeCreate, false},
+		{"new generation", claimed(readyGen1, 2, false), true, policy.ChangeUpdate, false},
+		{"retry of a first apply", claimed(failedG1, 1, false, withAttempt(2)), true, policy.ChangeCreate, false},
+		{"resync (decided once Observe found drift)", claimed(readyGen1, 1, false), true, policy.ChangeDrift, false},
+		{"requeue of work in flight", claimed(mustResult(claimState(readyGen1, 2, false), status.Outcome{Generation: 2, CurrentGeneration: 2, InProgress: true}), 2, false, withState(`{"op":"x"}`)), false, "", false},
+		{"delete", deleting, true, policy.ChangeDelete, false},
+		{"delete in progress", inFlight, false, "", false},
+		{"delete retried after a failure", failedDelete, true, policy.ChangeDelete, false},
+		{"retry of approved work in flight", claimed(pollFailed, 1, false, withAttempt(1), withState(`{"job":1}`)), true, policy.ChangeCreate, true},
+		{"retry of an approved call that failed, no state", claimed(pollFailed, 1, false, withAttempt(1)), true, policy.ChangeCreate, false},
+		{"an operator's request during approved work in flight", claimed(pollFailed, 1, false, withState(`{"job":1}`), func(c *store.Claimed) { c.ManualBy = "token:ops" }), true, policy.ChangeCreate, true},
+		{"approved for an older generation", claimed(approved(readyGen1, 1, false, status.Outcome{Generation: 1, CurrentGeneration: 2, InProgress: true}), 2, false, withAttempt(1), withState(`{"job":1}`)), true, policy.ChangeUpdate, false},
+		{"resync of an approved resource", claimed(approved(fresh, 1, false, status.Outcome{Generation: 1, CurrentGeneration: 1, Done: true}), 1, false, withState(`{"id":1}`)), true, policy.ChangeDrift, false},
+		{"retry of an approved delete in flight", claimed(deleteFailed, 1, true, withAttempt(1), withState(`{"job":1}`)), true, policy.ChangeDelete, true},
 	} {
 		trig := trigger(tc.c)
 		if got := gatedTrigger(trig, &tc.c); got != tc.gated {
@@ -615,6 +632,9 @@ func TestGatedTrigger(t *testing.T) {
 			if got := changeType(&tc.c, trig); got != tc.change {
 				t.Errorf("%s: change %s; want %s", tc.name, got, tc.change)
 			}
+		}
+		if got := mayContinue(&tc.c, trig); got != tc.continues {
+			t.Errorf("%s (trigger %s): continues %v; want %v", tc.name, trig, got, tc.continues)
 		}
 	}
 }
@@ -1026,5 +1046,53 @@ func TestHeldChecks(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// inflight: Reconcile starts work (InProgress with a handle) and its next poll fails.
+type inflight struct {
+	planner
+	n atomic.Int32
+}
+
+func (a *inflight) Reconcile(_ context.Context, req actions.Request) (actions.Result, error) {
+	a.record("reconcile %s approved=%s state=%s", req.Resource.Name, req.ApprovedPlan, string(req.State))
+	if req.Resource.Name != "db" {
+		return actions.Result{Done: true}, nil
+	}
+	switch a.n.Add(1) {
+	case 1:
+		a.setPlan(updatePlan) // the job started: the world moves, a plan now differs
+		return actions.Result{State: json.RawMessage(`{"job":1}`), RequeueAfter: 1}, nil
+	case 2:
+		return actions.Result{}, errors.New("poll: connection reset")
+	}
+	return actions.Result{Done: true}, nil
+}
+
+func (a *inflight) Plan(ctx context.Context, req actions.Request) (actions.Plan, error) {
+	a.record("plan %s state=%s", req.Resource.Name, string(req.State))
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.plan, nil
+}
+
+// A retry of a call whose approved work is in flight (the handle in ActionState) is not
+// planned nor held again: the poll continues the approved job.
+func TestGateRetryOfInflightWork(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{plan: replacePlan}
+	act := &inflight{planner: planner{callsOnly{rec}}}
+	f := newGateFixture(t, act, needsDBA(""))
+	f.waitApproved("db", status.False, status.ReasonApprovalRequired)
+	f.vote(true, "dba", replacePlan.Hash, "ok", 0)
+	waitFor(t, "db Failed", func() (bool, string) { r := f.get("db"); return r.Status.Phase == status.PhaseFailed, shows(r) })
+	f.due() // the retry
+	res := f.waitPhase("db", status.PhaseReady)
+	if rec.count(`plan db state={"job": 1}`) > 0 || act.n.Load() != 3 {
+		t.Errorf("the job in flight was planned again on a retry of its poll: %q", rec.log())
+	}
+	if c, _ := status.Get(res.Status.Conditions, status.Approved); c.Status != status.True || c.Reason != status.ReasonApproved {
+		t.Errorf("after the approved job: %s", shows(res))
 	}
 }

@@ -127,6 +127,12 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 	if err == nil {
 		a.gate, a.unselected = r.gateFor(&c, a.trigger)
 		a.wasHeld = wasHeld(&c)
+		if a.gate != nil {
+			var through bool
+			if through, err = r.letThrough(ctx, &c, a.trigger); through {
+				a.gate = nil
+			}
+		}
 	}
 	spec, secrets, revealErr := c.Spec, []string(nil), error(nil)
 	if err == nil && r.opts.Reveal != nil {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -57,6 +58,24 @@ func (s *Store) RequeueGated(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("requeue gated resources: %w", err)
 	}
 	return int(n), nil
+}
+
+// WorkInFlight reports whether the last call of operation (reconcile or delete) at a
+// resource's generation that neither failed nor was interrupted left work in progress: the
+// failures since (a poll that failed) kept its handle.
+func (s *Store) WorkInFlight(ctx context.Context, uid, namespace, kind, name string, generation int64, operation string) (bool, error) {
+	var result string
+	err := s.pool.QueryRow(ctx, `SELECT result FROM reconcile_history
+		WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3 AND resource_uid = $4::uuid AND generation = $5
+		  AND operation = $6 AND result NOT IN ('Failed', $7) ORDER BY id DESC LIMIT 1`,
+		namespace, kind, name, uid, generation, operation, HistoryInterrupted).Scan(&result)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("work in flight: %w", err)
+	}
+	return result == "InProgress", nil
 }
 
 // AppliedSpec is the spec a resource was last applied with (nil when never, or unknown).

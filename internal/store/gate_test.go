@@ -141,3 +141,36 @@ func TestApprovalRequestsInResults(t *testing.T) {
 		t.Fatalf("RequeueGated without requests = %d, %v; want 0", n, err)
 	}
 }
+
+// WorkInFlight: the last call of an operation at a generation that neither failed nor was
+// interrupted left work in progress.
+func TestWorkInFlight(t *testing.T) {
+	st := openTest(t, "s")
+	ctx := context.Background()
+	const uid = "00000000-0000-0000-0000-000000000001"
+	add := func(gen int64, op, result string) {
+		t.Helper()
+		if _, err := st.pool.Exec(ctx, `INSERT INTO reconcile_history (resource_uid, namespace, kind, name, generation, operation, trigger,
+			result, started_at, finished_at) VALUES ($1, 'default', 'Widget', 'db', $2, $3, 'x', $4, now(), now())`, uid, gen, op, result); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(what string, gen int64, op string, want bool) {
+		t.Helper()
+		got, err := st.WorkInFlight(ctx, uid, "default", "widget", "db", gen, op)
+		if err != nil || got != want {
+			t.Errorf("%s: WorkInFlight(%d, %s) = %v, %v; want %v", what, gen, op, got, err, want)
+		}
+	}
+	check("no history", 1, "reconcile", false)
+	add(1, "reconcile", "ApprovalRequired")
+	add(1, "reconcile", "InProgress")
+	check("in progress", 1, "reconcile", true)
+	add(1, "reconcile", "Failed")
+	add(1, "reconcile", HistoryInterrupted)
+	check("a failed poll, an interrupted one", 1, "reconcile", true)
+	check("another generation", 2, "reconcile", false)
+	check("another operation", 1, "delete", false)
+	add(1, "reconcile", "Succeeded")
+	check("done", 1, "reconcile", false)
+}
