@@ -67,7 +67,9 @@ type Approvals struct {
 	// From lists who may approve: an OpenID Connect group or an API token's name per entry.
 	From []Principal `yaml:"from"`
 	// NotAuthor refuses the approval of the commit's author: a user whose email claim is the
-	// author's e-mail, or a token whose name is the author's name or e-mail.
+	// author's e-mail, or a token whose name is the author's name or e-mail. When the author
+	// is unknown (a source without commits, such as a folder) it refuses nobody, and the
+	// waiting message says so.
 	NotAuthor bool `yaml:"notAuthor"`
 }
 

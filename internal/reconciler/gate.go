@@ -349,7 +349,7 @@ func (g *gate) message() string {
 		for i, req := range d.Approvals {
 			needs[i] = req.String()
 		}
-		return d.Message + " — " + g.planRef() + "; needs " + strings.Join(needs, " and ")
+		return d.Message + " — " + g.planRef() + "; needs " + strings.Join(needs, " and ") + g.authorNote()
 	case gateDenied:
 		return d.Message
 	case gateRejected:
@@ -365,6 +365,23 @@ func (g *gate) message() string {
 		return "allowed by policies (" + g.planRef() + ")"
 	}
 	return "allowed by policies"
+}
+
+// msgAuthorUnknown says that notAuthor refuses nobody: the commit's author is unknown.
+const msgAuthorUnknown = "the commit's author is unknown: notAuthor cannot be checked"
+
+// authorNote is "; "+msgAuthorUnknown when a requirement asks for notAuthor and the change's
+// author is unknown (a source without commits, such as a folder), else "".
+func (g *gate) authorNote() string {
+	if g.in.Change.Author != (policy.Author{}) {
+		return ""
+	}
+	for _, req := range g.decision.Approvals {
+		if req.Approvals.NotAuthor {
+			return "; " + msgAuthorUnknown
+		}
+	}
+	return ""
 }
 
 // record is what history and events say of a held change: the message, with the policy and
@@ -388,7 +405,7 @@ func (g *gate) request(c *store.Claimed, state string, scrub func(string) string
 	plan.Summary = scrub(plan.Summary)
 	return &store.ApprovalRequest{Generation: c.Generation, Deleting: c.Deleting, ChangeType: g.in.Change.Type,
 		Revision: g.in.Change.Revision, PlanHash: g.hash, Plan: plan, Decision: g.decision.Action, Policy: g.decision.Policy,
-		Message: scrub(g.decision.Message), Requirements: g.decision.Approvals, Author: g.in.Change.Author, State: state}
+		Message: scrub(g.decision.Message) + g.authorNote(), Requirements: g.decision.Approvals, Author: g.in.Change.Author, State: state}
 }
 
 // held writes the outcome of a change the gate held (waiting, denied, rejected): no call

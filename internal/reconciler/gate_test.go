@@ -643,7 +643,10 @@ func TestGatedTrigger(t *testing.T) {
 func TestGateMessage(t *testing.T) {
 	t.Parallel()
 	req := policy.Requirement{Policy: "p", Approvals: policy.Approvals{Count: 1, From: []policy.Principal{{Group: "dba"}}}}
-	planned := gate{planned: true, hash: "0123456789abcdef", plan: store.ApprovalPlan{Summary: "1 to replace"}}
+	planned := gate{planned: true, hash: "0123456789abcdef", plan: store.ApprovalPlan{Summary: "1 to replace"},
+		in: policy.Input{Change: policy.Change{Author: ann}}}
+	unknownAuthor := planned
+	unknownAuthor.in.Change.Author = policy.Author{}
 	for _, tc := range []struct {
 		name string
 		g    gate
@@ -652,6 +655,9 @@ func TestGateMessage(t *testing.T) {
 		{"waiting", with(planned, gateWaiting, policy.Decision{Action: policy.RequireApproval, Policy: "p", Message: "needs a DBA",
 			Approvals: []policy.Requirement{req, {Policy: "q", Approvals: policy.Approvals{Count: 2, From: []policy.Principal{{Token: "bot"}}, NotAuthor: true}}}}),
 			"needs a DBA — plan 0123456789ab: 1 to replace; needs 1 approval from group dba and 2 approvals from token bot, not by the commit's author"},
+		{"waiting, notAuthor and the author unknown", with(unknownAuthor, gateWaiting, policy.Decision{Action: policy.RequireApproval, Policy: "p", Message: "m",
+			Approvals: []policy.Requirement{{Policy: "q", Approvals: policy.Approvals{Count: 1, From: []policy.Principal{{Token: "bot"}}, NotAuthor: true}}}}),
+			"m — plan 0123456789ab: 1 to replace; needs 1 approval from token bot, not by the commit's author; the commit's author is unknown: notAuthor cannot be checked"},
 		{"waiting without a plan", with(gate{hash: unplannedHash}, gateWaiting, policy.Decision{Action: policy.RequireApproval, Policy: "p", Message: "m", Approvals: []policy.Requirement{req}}),
 			"m — no plan (the action cannot plan); needs 1 approval from group dba"},
 		{"denied", with(planned, gateDenied, policy.Decision{Action: policy.Deny, Policy: "p", Message: "no"}), "no"},
