@@ -207,6 +207,10 @@ func (c *compiled) eval(ctx context.Context, a *activation) (bool, error) {
 		if errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded {
 			return false, fmt.Errorf("rule is too expensive to evaluate (over the cost limit of %d)", c.costLimit)
 		}
+		if cerr := ctx.Err(); cerr != nil {
+			// The caller's context ended: not the rule's fault (errors.Is finds the cause).
+			return false, fmt.Errorf("rule could not be evaluated: %w (%w)", err, cerr)
+		}
 		return false, fmt.Errorf("rule could not be evaluated: %w", err)
 	}
 	switch out {

@@ -36,7 +36,8 @@ type Decision struct {
 	// each must be satisfied (Approved). Empty unless Action is RequireApproval.
 	Approvals []Requirement
 	// Err is set when the decision is a deny because a rule could not be evaluated (over its
-	// cost limit, cancelled, a missing key, not a bool).
+	// cost limit, cancelled, a missing key, not a bool); when the caller's context ended, it
+	// wraps the context's error (context.Canceled, context.DeadlineExceeded).
 	Err error
 }
 

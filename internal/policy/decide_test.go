@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -248,6 +249,9 @@ func TestDecideErrors(t *testing.T) {
 		}
 		if d.Action != Deny || d.Policy != c.policy || !strings.Contains(d.Message, c.message) || (d.Err != nil) != (c.policy != "d") {
 			t.Errorf("%s: got %+v (%v); want a deny by %s saying %q", c.name, d, d.Err, c.policy, c.message)
+		}
+		if errors.Is(d.Err, context.Canceled) != (c.ctx == cancelled) {
+			t.Errorf("%s: Err %v; context.Canceled in it only when the context ended", c.name, d.Err)
 		}
 	}
 }

@@ -60,7 +60,10 @@ type Match struct {
 }
 
 // Approvals is what a requireApproval policy asks for: count approvals, each by a different
-// approver named in from.
+// approver named in from. A rejection by an approver these approvals permit refuses the
+// change (it stalls) until a new generation, a new plan or the rejection's expiry
+// (approvalTTL); a manual reconcile or a reload decides again, with the rejection still
+// counted while its approver is permitted.
 type Approvals struct {
 	// Count is how many different approvers must approve (default 1).
 	Count int `yaml:"count"`

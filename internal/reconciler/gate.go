@@ -35,8 +35,12 @@ const unplannedHash = "unplanned"
 // msgRedecide says why a held change is decided again at once.
 const msgRedecide = "the policies were reloaded while the change was decided: it is decided again"
 
-// maxPlanText bounds the plan text an approval request stores.
-const maxPlanText = 64 << 10
+// maxPlanText bounds the plan text an approval request stores, maxSummary the plan summary
+// that conditions, history and the request show.
+const (
+	maxPlanText = 64 << 10
+	maxSummary  = 512
+)
 
 // gateOutcome is what the gate decided for one call.
 type gateOutcome int
@@ -67,10 +71,12 @@ type gate struct {
 	applied  []byte
 	haveOld  bool
 	decision policy.Decision
-	outcome  gateOutcome
-	planned  bool // the action made a plan (ApprovedPlan is sent)
-	hash     string
-	plan     store.ApprovalPlan
+	// spanScrub cleans what the call's spans record (call sets it): the plan's span too.
+	spanScrub func(string) string
+	outcome   gateOutcome
+	planned   bool // the action made a plan (ApprovedPlan is sent)
+	hash      string
+	plan      store.ApprovalPlan
 	// approvers are the actors whose approvals let the change through; rejection the vote
 	// that refused it.
 	approvers []string
@@ -169,7 +175,7 @@ func (r *Reconciler) decide(ctx context.Context, act actions.Action, name string
 	planned := false
 	makePlan := func() bool {
 		planned = true
-		p, err := r.plan(ctx, act, name, *req, deleting)
+		p, err := r.plan(ctx, act, name, *req, deleting, g.spanScrub)
 		switch {
 		case errors.Is(err, actions.ErrNoPlan):
 			g.in.Plan, g.hash = policy.NoPlan, unplannedHash
@@ -194,6 +200,12 @@ func (r *Reconciler) decide(ctx context.Context, act actions.Action, name string
 	evalStart := time.Now()
 	g.decision = g.set.Decide(ctx, &g.in)
 	eval := time.Since(evalStart)
+	if err := g.decision.Err; errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		// The call's context ended during the decision (a shutdown, a lost lease): an attempt
+		// cut short, not a deny.
+		a.err = fmt.Errorf("policy %s: %w", g.decision.Policy, err)
+		return false
+	}
 	if g.decision.Action == policy.RequireApproval && !planned && !makePlan() {
 		return false
 	}
@@ -223,6 +235,10 @@ func (r *Reconciler) decide(ctx context.Context, act actions.Action, name string
 		var approvers []policy.Approver
 		for i, v := range votes {
 			if !v.Approve {
+				// A rejection counts from an actor the requirements in force permit.
+				if g.decision.Permits(v.Approver, g.in.Change.Author) != nil {
+					continue
+				}
 				g.outcome, g.rejection = gateRejected, &votes[i]
 				return false
 			}
@@ -271,8 +287,12 @@ func (a *attempt) waited() bool {
 }
 
 // plan asks the action for the plan of the call req (PlanDelete for a delete), keeping it
-// (KeepPlan) so that the call can apply exactly it. actions.ErrNoPlan: it cannot plan.
-func (r *Reconciler) plan(ctx context.Context, act actions.Action, name string, req actions.Request, deleting bool) (actions.Plan, error) {
+// (KeepPlan) so that the call can apply exactly it. actions.ErrNoPlan: it cannot plan. scrub
+// cleans what its span records, as the call's other spans are (nil: the controller's secrets).
+func (r *Reconciler) plan(ctx context.Context, act actions.Action, name string, req actions.Request, deleting bool, scrub func(string) string) (actions.Plan, error) {
+	if scrub == nil {
+		scrub = r.opts.Redact.Scrub
+	}
 	req.KeepPlan = true
 	var p actions.Plan
 	err := actions.ErrNoPlan
@@ -284,7 +304,7 @@ func (r *Reconciler) plan(ctx context.Context, act actions.Action, name string, 
 	} else if pl, ok := act.(actions.Planner); ok {
 		p, err = pl.Plan(actx, req)
 	}
-	endAction(span, err, r.opts.Redact.With(req.Secrets), actions.Result{Done: err == nil})
+	endAction(span, err, scrub, actions.Result{Done: err == nil})
 	return p, err
 }
 
@@ -335,7 +355,7 @@ func (g *gate) planID() string {
 // planRef is planID with the plan's summary.
 func (g *gate) planRef() string {
 	if g.planned && g.plan.Summary != "" {
-		return g.planID() + ": " + g.plan.Summary
+		return g.planID() + ": " + clip.Storable(g.plan.Summary, maxSummary)
 	}
 	return g.planID()
 }
@@ -402,7 +422,7 @@ func (g *gate) record() string {
 func (g *gate) request(c *store.Claimed, state string, scrub func(string) string) *store.ApprovalRequest {
 	plan := g.plan
 	plan.Text = clip.Storable(scrub(plan.Text), maxPlanText)
-	plan.Summary = scrub(plan.Summary)
+	plan.Summary = clip.Storable(scrub(plan.Summary), maxSummary)
 	return &store.ApprovalRequest{Generation: c.Generation, Deleting: c.Deleting, ChangeType: g.in.Change.Type,
 		Revision: g.in.Change.Revision, PlanHash: g.hash, Plan: plan, Decision: g.decision.Action, Policy: g.decision.Policy,
 		Message: scrub(g.decision.Message) + g.authorNote(), Requirements: g.decision.Approvals, Author: g.in.Change.Author, State: state}

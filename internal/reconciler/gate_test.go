@@ -487,6 +487,12 @@ func TestGateRejected(t *testing.T) {
 	rec := &recorder{plan: replacePlan}
 	f := newGateFixture(t, planner{callsOnly{rec}}, needsDBA(""))
 	f.waitApproved("db", status.False, status.ReasonApprovalRequired)
+	// A rejection by an actor the requirements do not permit does not count.
+	f.vote(false, "mallory", replacePlan.Hash, "no", 0)
+	waitFor(t, "decided again with mallory's rejection", func() (bool, string) {
+		h, err := f.st.ListHistory(f.ctx, "default", "Widget", "db", 10)
+		return err == nil && len(h) == 2 && h[0].Result == resultApprovalRequired, fmt.Sprint(h)
+	})
 	f.vote(false, "dba", replacePlan.Hash, "not during the freeze", 0)
 	res := f.waitApproved("db", status.False, status.ReasonRejected)
 	stalled, _ := status.Get(res.Status.Conditions, status.Stalled)
@@ -582,6 +588,25 @@ func TestGateDelete(t *testing.T) {
 	}
 }
 
+// A decision cut short by the end of the call's context is an attempt error (released at
+// shutdown), not a deny.
+func TestGateContextEnded(t *testing.T) {
+	t.Parallel()
+	set, err := policy.Compile([]policy.Policy{{Name: "p", When: "spec.items.all(x, spec.items.all(y, x == y || x != y))", Action: policy.Allow}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := make([]int, 50)
+	spec, _ := json.Marshal(map[string]any{"items": items})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	a := attempt{gate: &gate{set: set, in: policy.Input{Spec: spec}}}
+	var req actions.Request
+	if newTestReconciler().decide(ctx, nil, "act", &req, false, &a) || !errors.Is(a.err, context.Canceled) || a.gate.outcome != 0 {
+		t.Errorf("decide with the context ended: err %v, outcome %d", a.err, a.gate.outcome)
+	}
+}
+
 // TestGatedTrigger: which calls the gate decides, and the change type rules read.
 func TestGatedTrigger(t *testing.T) {
 	t.Parallel()
@@ -673,6 +698,8 @@ func TestGateMessage(t *testing.T) {
 		}(), "approved by token:a, user:b (policy p, plan 0123456789ab)"},
 		{"allowed after a plan", with(planned, gateAllowed, policy.Decision{Action: policy.Allow}), "allowed by policies (plan 0123456789ab: 1 to replace)"},
 		{"allowed without a plan", with(gate{}, gateAllowed, policy.Decision{Action: policy.Allow}), "allowed by policies"},
+		{"allowed, a long summary", with(gate{planned: true, hash: "0123456789abcdef", plan: store.ApprovalPlan{Summary: strings.Repeat("x", 600)}}, gateAllowed,
+			policy.Decision{Action: policy.Allow}), "allowed by policies (plan 0123456789ab: " + strings.Repeat("x", maxSummary) + "…)"},
 	} {
 		if got := tc.g.message(); got != tc.want {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)

@@ -280,6 +280,9 @@ func (r *Reconciler) call(ctx context.Context, act actions.Action, name string, 
 	}
 	defer done()
 	g := a.gate
+	if g != nil {
+		g.spanScrub = scrub
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			r.log.ErrorContext(ctx, "action panicked", "resource", req.Resource.Namespace+"/"+req.Resource.Kind+"/"+req.Resource.Name, "operation", a.op)

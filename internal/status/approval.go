@@ -18,8 +18,9 @@ const (
 	ReasonApproved = "Approved"
 	// ReasonPolicyAllowed: Approved=True, no policy asked for approvals or denied.
 	ReasonPolicyAllowed = "PolicyAllowed"
-	// ReasonRejected: Approved=False, an approver rejected this generation's plan; the
-	// resource is Stalled until a new generation or plan.
+	// ReasonRejected: Approved=False, an approver the policies permit rejected this
+	// generation's plan; the resource is Stalled until a new generation, a new plan or the
+	// rejection's expiry (a manual reconcile or a reload decides again).
 	ReasonRejected = "Rejected"
 	// ReasonPolicyDenied: Approved=False, a deny policy holds; the resource is Stalled with
 	// the policy's message until a new generation (or a reload that changes the policies).
