@@ -56,6 +56,7 @@ type Author struct {
 type Plan struct {
 	Available bool   `cel:"available"`
 	Changes   bool   `cel:"changes"` // the plan would change something
+	Counted   bool   `cel:"counted"` // add, change, destroy and replace are counts (0: none, not unknown)
 	Add       int64  `cel:"add"`     // things the plan creates
 	Change    int64  `cel:"change"`  // things it updates in place
 	Destroy   int64  `cel:"destroy"` // things it deletes

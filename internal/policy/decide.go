@@ -168,7 +168,7 @@ var NoPlan = Plan{}
 // PlanOf is what rules read of a plan an action made, from the fields of actions.Plan (this
 // package does not import the plugin contract: the API server, which links it through the
 // store, must not link the plugins).
-func PlanOf(changes bool, add, change, destroy, replace int, summary string) Plan {
-	return Plan{Available: true, Changes: changes, Add: int64(add), Change: int64(change), Destroy: int64(destroy),
+func PlanOf(changes, counted bool, add, change, destroy, replace int, summary string) Plan {
+	return Plan{Available: true, Changes: changes, Counted: counted, Add: int64(add), Change: int64(change), Destroy: int64(destroy),
 		Replace: int64(replace), Summary: summary}
 }

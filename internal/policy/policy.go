@@ -34,8 +34,9 @@ type Policy struct {
 	// apiVersion, kind, namespace, name, labels, annotations), spec and oldSpec (the spec to
 	// apply and the applied one, null before the first apply), change (type: create, update,
 	// delete or drift; generation, revision, author.name, author.email, paths: the changed
-	// field paths), plan (available, changes, add, change, destroy, replace, summary) and
-	// now (a timestamp). An error evaluating it (over the cost limit, a missing key) denies
+	// field paths), plan (available, changes, counted: whether add, change, destroy and
+	// replace are counts, or 0 because the action does not count; add, change, destroy,
+	// replace, summary) and now (a timestamp). An error evaluating it (over the cost limit, a missing key) denies
 	// the change with the error as the message.
 	When string `yaml:"when"`
 	// Action is what the policy decides when it holds: allow, deny or requireApproval.

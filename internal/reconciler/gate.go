@@ -183,7 +183,7 @@ func (r *Reconciler) decide(ctx context.Context, act actions.Action, name string
 			a.err = fmt.Errorf("plan: %w", err)
 			return false
 		default:
-			g.in.Plan, g.hash, g.planned = policy.PlanOf(p.Changes, p.Add, p.Change, p.Destroy, p.Replace, p.Summary), actions.PlanHash(p), true
+			g.in.Plan, g.hash, g.planned = policy.PlanOf(p.Changes, p.Counted, p.Add, p.Change, p.Destroy, p.Replace, p.Summary), actions.PlanHash(p), true
 			g.plan = store.ApprovalPlan{Available: true, Changes: p.Changes, Counted: p.Counted, Add: p.Add, Change: p.Change,
 				Destroy: p.Destroy, Replace: p.Replace, Summary: p.Summary, Text: p.Text}
 		}
