@@ -283,6 +283,19 @@ func (f *gateFixture) vote(approve bool, token, hash, reason string, ago time.Du
 	f.due()
 }
 
+// waitIdle waits until db is neither leased nor due.
+func (f *gateFixture) waitIdle() {
+	f.t.Helper()
+	waitFor(f.t, "db idle", func() (bool, string) {
+		var idle bool
+		if err := f.db.QueryRow(f.ctx, `SELECT lease_owner IS NULL AND NOT dirty AND (run_at IS NULL OR run_at > now())
+			FROM resources WHERE name = 'db'`).Scan(&idle); err != nil {
+			f.t.Fatal(err)
+		}
+		return idle, "leased or due"
+	})
+}
+
 // due makes db due now (as a vote, or a resync, does).
 func (f *gateFixture) due() {
 	f.t.Helper()
@@ -443,6 +456,7 @@ func TestGateWaitsForApproval(t *testing.T) {
 	f.vote(true, "ann@example.com", replacePlan.Hash, "mine", 0)
 	f.vote(true, "dba", replacePlan.Hash, "old", 2*testTTL)
 	waitFor(t, "db decided again after the votes", func() (bool, string) { return rec.count("plan db") >= plans+1, fmt.Sprint(rec.log()) })
+	f.waitIdle() // each vote made it due: no decision with the old plan is left to run
 	f.waitApproved("db", status.False, status.ReasonApprovalRequired)
 
 	// The world moved: the approval given for the old plan lapses, a new request asks again.
