@@ -29,11 +29,14 @@ CREATE TABLE approval_requests (
     requested_at  timestamptz NOT NULL DEFAULT now()
 );
 
--- Approvals and rejections, each bound to the generation and the plan hash it was given for.
+-- Approvals and rejections, each bound to the generation, the operation (a delete does not
+-- raise the generation: an approval of its apply is not one of its delete) and the plan hash
+-- it was given for.
 CREATE TABLE approvals (
     id            bigserial PRIMARY KEY,
     resource_id   bigint NOT NULL REFERENCES resources (id) ON DELETE CASCADE,
     generation    bigint NOT NULL,
+    deleting      boolean NOT NULL,         -- given for the resource's delete
     plan_hash     text NOT NULL,
     verdict       text NOT NULL CHECK (verdict IN ('approve', 'reject')),
     actor         text NOT NULL,            -- token:NAME | user:SUBJECT (auth.Identity.Actor)
@@ -41,4 +44,4 @@ CREATE TABLE approvals (
     reason        text NOT NULL DEFAULT '',
     created_at    timestamptz NOT NULL DEFAULT now()
 );
-CREATE INDEX approvals_bound ON approvals (resource_id, generation, plan_hash);
+CREATE INDEX approvals_bound ON approvals (resource_id, generation, deleting, plan_hash);

@@ -56,6 +56,7 @@ type Author struct {
 type Plan struct {
 	Available bool   `cel:"available"`
 	Changes   bool   `cel:"changes"` // the plan would change something
+	Counted   bool   `cel:"counted"` // add, change, destroy and replace are counts (0: none, not unknown)
 	Add       int64  `cel:"add"`     // things the plan creates
 	Change    int64  `cel:"change"`  // things it updates in place
 	Destroy   int64  `cel:"destroy"` // things it deletes
@@ -206,6 +207,10 @@ func (c *compiled) eval(ctx context.Context, a *activation) (bool, error) {
 		var cancelled interpreter.EvalCancelledError
 		if errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded {
 			return false, fmt.Errorf("rule is too expensive to evaluate (over the cost limit of %d)", c.costLimit)
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			// The caller's context ended: not the rule's fault (errors.Is finds the cause).
+			return false, fmt.Errorf("rule could not be evaluated: %w (%w)", err, cerr)
 		}
 		return false, fmt.Errorf("rule could not be evaluated: %w", err)
 	}

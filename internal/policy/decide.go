@@ -47,7 +47,8 @@ type Decision struct {
 	// each must be satisfied (Approved). Empty unless Action is RequireApproval.
 	Approvals []Requirement
 	// Err is set when the decision is a deny because a rule could not be evaluated (over its
-	// cost limit, cancelled, a missing key, not a bool).
+	// cost limit, cancelled, a missing key, not a bool); when the caller's context ended, it
+	// wraps the context's error (context.Canceled, context.DeadlineExceeded).
 	Err error
 }
 
@@ -191,7 +192,7 @@ var NoPlan = Plan{}
 // PlanOf is what rules read of a plan an action made, from the fields of actions.Plan (this
 // package does not import the plugin contract: the API server, which links it through the
 // store, must not link the plugins).
-func PlanOf(changes bool, add, change, destroy, replace int, summary string) Plan {
-	return Plan{Available: true, Changes: changes, Add: int64(add), Change: int64(change), Destroy: int64(destroy),
+func PlanOf(changes, counted bool, add, change, destroy, replace int, summary string) Plan {
+	return Plan{Available: true, Changes: changes, Counted: counted, Add: int64(add), Change: int64(change), Destroy: int64(destroy),
 		Replace: int64(replace), Summary: summary}
 }

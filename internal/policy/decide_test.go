@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -19,7 +20,7 @@ func input() *Input {
 		OldSpec: json.RawMessage(`{"size": "small", "replicas": 3}`),
 		Change: Change{Type: ChangeUpdate, Generation: 7, Revision: "abc123", Author: Author{Name: "Ada", Email: "ada@example.com"},
 			Paths: []string{"spec.size"}},
-		Plan: Plan{Available: true, Changes: true, Add: 1, Change: 2, Destroy: 1, Replace: 1, Summary: "1 to add, 2 to change, 1 to destroy"},
+		Plan: Plan{Available: true, Changes: true, Counted: true, Add: 1, Change: 2, Destroy: 1, Replace: 1, Summary: "1 to add, 2 to change, 1 to destroy"},
 		Now:  time.Date(2026, 11, 26, 15, 0, 0, 0, time.UTC),
 	}
 }
@@ -47,11 +48,29 @@ func TestVariables(t *testing.T) {
 		"change.type == 'update' && change.generation == 7 && change.revision == 'abc123'",
 		"change.author.name == 'Ada' && change.author.email.endsWith('@example.com')",
 		"change.paths == ['spec.size'] && 'spec.size' in change.paths",
-		"plan.available && plan.changes && plan.add == 1 && plan.change == 2 && plan.destroy == 1 && plan.replace == 1",
+		"plan.available && plan.changes && plan.counted && plan.add == 1 && plan.change == 2 && plan.destroy == 1 && plan.replace == 1",
 		"plan.summary.startsWith('1 to add')",
 		"now == timestamp('2026-11-26T15:00:00Z') && now.getHours() == 15",
 	} {
 		checkHolds(t, rule, input())
+	}
+}
+
+// TestPlanOf: what rules read of a plan an action made, counted or not.
+func TestPlanOf(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		plan Plan
+		rule string
+	}{
+		{PlanOf(true, true, 1, 0, 2, 0, "1 to add, 2 to destroy"), "plan.available && plan.changes && plan.counted && plan.add == 1 && plan.destroy == 2"},
+		{PlanOf(false, true, 0, 0, 0, 0, "no changes"), "plan.counted && !plan.changes && plan.destroy == 0"},
+		{PlanOf(true, false, 0, 0, 0, 0, "changes"), "plan.available && plan.changes && !plan.counted && plan.add == 0 && plan.summary == 'changes'"},
+		{PlanOf(true, false, 0, 0, 0, 0, ""), "!(plan.counted && plan.destroy == 0)"}, // no destroy is known only when counted
+	} {
+		in := input()
+		in.Plan = c.plan
+		checkHolds(t, c.rule, in)
 	}
 }
 
@@ -72,7 +91,7 @@ func TestVariablesAbsent(t *testing.T) {
 	for _, rule := range []string{
 		"oldSpec == null",
 		"change.type == 'create' && change.author.email == '' && change.paths.size() == 0",
-		"!plan.available && plan.add == 0 && plan.summary == ''",
+		"!plan.available && !plan.counted && plan.add == 0 && plan.summary == ''",
 		"resource.labels.size() == 0",
 	} {
 		checkHolds(t, rule, in)
@@ -248,6 +267,9 @@ func TestDecideErrors(t *testing.T) {
 		}
 		if d.Action != Deny || d.Policy != c.policy || !strings.Contains(d.Message, c.message) || (d.Err != nil) != (c.policy != "d") {
 			t.Errorf("%s: got %+v (%v); want a deny by %s saying %q", c.name, d, d.Err, c.policy, c.message)
+		}
+		if errors.Is(d.Err, context.Canceled) != (c.ctx == cancelled) {
+			t.Errorf("%s: Err %v; context.Canceled in it only when the context ended", c.name, d.Err)
 		}
 	}
 }

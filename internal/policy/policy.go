@@ -34,8 +34,9 @@ type Policy struct {
 	// apiVersion, kind, namespace, name, labels, annotations), spec and oldSpec (the spec to
 	// apply and the applied one, null before the first apply), change (type: create, update,
 	// delete or drift; generation, revision, author.name, author.email, paths: the changed
-	// field paths), plan (available, changes, add, change, destroy, replace, summary) and
-	// now (a timestamp). An error evaluating it (over the cost limit, a missing key) denies
+	// field paths), plan (available, changes, counted: whether add, change, destroy and
+	// replace are counts, or 0 because the action does not count; add, change, destroy,
+	// replace, summary) and now (a timestamp). An error evaluating it (over the cost limit, a missing key) denies
 	// the change with the error as the message.
 	When string `yaml:"when"`
 	// Action is what the policy decides when it holds: allow, deny or requireApproval.
@@ -60,7 +61,10 @@ type Match struct {
 }
 
 // Approvals is what a requireApproval policy asks for: count approvals, each by a different
-// approver named in from.
+// approver named in from. A rejection by an approver these approvals permit refuses the
+// change (it stalls) until a new generation, a new plan or the rejection's expiry
+// (approvalTTL); a manual reconcile or a reload decides again, with the rejection still
+// counted while its approver is permitted.
 type Approvals struct {
 	// Count is how many different approvers must approve (default 1).
 	Count int `yaml:"count"`
@@ -69,7 +73,9 @@ type Approvals struct {
 	// NotAuthor refuses the approval of the commit's author: a user whose email claim is the
 	// author's e-mail, or a token whose name is the author's name or e-mail. The author is
 	// that of the commit the source synced (its head), as change.author: when a pull request
-	// is merged with a merge commit, whoever merged it, not the pull request's author.
+	// is merged with a merge commit, whoever merged it, not the pull request's author. When
+	// the author is unknown (a source without commits, such as a folder) it refuses nobody,
+	// and the waiting message says so.
 	NotAuthor bool `yaml:"notAuthor"`
 }
 

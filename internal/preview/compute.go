@@ -487,7 +487,7 @@ func (c *Checker) planOne(ctx context.Context, p actions.Planner, req actions.Re
 		return &Plan{Status: "error", Error: sanitize(err.Error(), values, c.Redact, c.Roots)}, policy.NoPlan
 	}
 	return &Plan{Status: "planned", Changes: plan.Changes, Summary: oneLine(sanitize(plan.Summary, values, c.Redact, c.Roots)),
-		Text: truncate(sanitize(plan.Text, values, c.Redact, c.Roots), maxPlanText)}, policy.PlanOf(plan.Changes, plan.Add, plan.Change, plan.Destroy, plan.Replace, plan.Summary)
+		Text: truncate(sanitize(plan.Text, values, c.Redact, c.Roots), maxPlanText)}, policy.PlanOf(plan.Changes, plan.Counted, plan.Add, plan.Change, plan.Destroy, plan.Replace, plan.Summary)
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -29,11 +29,18 @@ const (
 )
 
 // unplannedHash is the plan hash of a change whose action cannot plan it: approvals bind to
-// the generation alone.
+// the generation and the operation alone.
 const unplannedHash = "unplanned"
 
-// maxPlanText bounds the plan text an approval request stores.
-const maxPlanText = 64 << 10
+// msgRedecide says why a held change is decided again at once.
+const msgRedecide = "the policies were reloaded while the change was decided: it is decided again"
+
+// maxPlanText bounds the plan text an approval request stores, maxSummary the plan summary
+// that conditions, history and the request show.
+const (
+	maxPlanText = 64 << 10
+	maxSummary  = 512
+)
 
 // gateOutcome is what the gate decided for one call.
 type gateOutcome int
@@ -64,17 +71,16 @@ type gate struct {
 	applied  []byte
 	haveOld  bool
 	decision policy.Decision
-	outcome  gateOutcome
-	planned  bool // the action made a plan (ApprovedPlan is sent)
-	hash     string
-	plan     store.ApprovalPlan
+	// spanScrub cleans what the call's spans record (call sets it): the plan's span too.
+	spanScrub func(string) string
+	outcome   gateOutcome
+	planned   bool // the action made a plan (ApprovedPlan is sent)
+	hash      string
+	plan      store.ApprovalPlan
 	// approvers are the actors whose approvals let the change through; rejection the vote
 	// that refused it.
 	approvers []string
 	rejection *store.Vote
-	// wasHeld: the resource's Approved condition was False when claimed (a wait, a deny or
-	// a rejection stored before).
-	wasHeld bool
 }
 
 // gateFor prepares the gate of c's call, or returns nil when the call is not gated: the
@@ -98,9 +104,14 @@ func (r *Reconciler) gateFor(c *store.Claimed, trig string) (g *gate, unselected
 	if c.Deleting {
 		g.applied, g.haveOld = deleteSpec(*c), true
 	}
-	was, ok := status.Get(c.Conditions, status.Approved)
-	g.wasHeld = ok && was.Status == status.False
 	return g, false
+}
+
+// wasHeld reports whether c's Approved condition was False when claimed: a wait, a deny or a
+// rejection stored before.
+func wasHeld(c *store.Claimed) bool {
+	was, ok := status.Get(c.Conditions, status.Approved)
+	return ok && was.Status == status.False
 }
 
 // gatedTrigger reports whether a call with trigger trig is a change the gate decides: a
@@ -116,6 +127,30 @@ func gatedTrigger(trig string, c *store.Claimed) bool {
 		return c.Attempt > 0 || rec.Reason != status.ReasonDeleting
 	}
 	return true
+}
+
+// mayContinue reports whether c's call may continue work the gate already let through for
+// its generation (letThrough then asks history): the Approved condition is True for c's
+// generation and the action keeps state (a handle of the work). A resync is a new look for
+// drift, never a continuation.
+func mayContinue(c *store.Claimed, trig string) bool {
+	was, ok := status.Get(c.Conditions, status.Approved)
+	return trig != "resync" && len(c.ActionState) > 0 && ok && was.Status == status.True && was.ObservedGeneration == c.Generation
+}
+
+// letThrough reports whether c's call continues work the gate let through for this generation
+// and operation, still in flight (the last call of it that did not fail left work in
+// progress): a retry of its poll, an operator's or a dependency's request, an interrupted
+// delete. The approved work is not decided again.
+func (r *Reconciler) letThrough(ctx context.Context, c *store.Claimed, trig string) (bool, error) {
+	if !mayContinue(c, trig) {
+		return false, nil
+	}
+	op := "reconcile"
+	if c.Deleting {
+		op = "delete"
+	}
+	return r.store.WorkInFlight(ctx, c.UID, c.Namespace, c.Kind, c.Name, c.Generation, op)
 }
 
 // changeType is change.type of c's call.
@@ -140,7 +175,7 @@ func (r *Reconciler) decide(ctx context.Context, act actions.Action, name string
 	planned := false
 	makePlan := func() bool {
 		planned = true
-		p, err := r.plan(ctx, act, name, *req, deleting)
+		p, err := r.plan(ctx, act, name, *req, deleting, g.spanScrub)
 		switch {
 		case errors.Is(err, actions.ErrNoPlan):
 			g.in.Plan, g.hash = policy.NoPlan, unplannedHash
@@ -154,7 +189,7 @@ func (r *Reconciler) decide(ctx context.Context, act actions.Action, name string
 			// change with a secret's value and let a guess of one be checked against it.
 			scrub := r.opts.Redact.KeptWith(req.Secrets)
 			p.Text, p.Summary = scrub(p.Text), scrub(p.Summary)
-			g.in.Plan, g.hash, g.planned = policy.PlanOf(p.Changes, p.Add, p.Change, p.Destroy, p.Replace, p.Summary), actions.PlanHash(p), true
+			g.in.Plan, g.hash, g.planned = policy.PlanOf(p.Changes, p.Counted, p.Add, p.Change, p.Destroy, p.Replace, p.Summary), actions.PlanHash(p), true
 			g.plan = store.ApprovalPlan{Available: true, Changes: p.Changes, Counted: p.Counted, Add: p.Add, Change: p.Change,
 				Destroy: p.Destroy, Replace: p.Replace, Summary: p.Summary, Text: p.Text}
 		}
@@ -171,6 +206,12 @@ func (r *Reconciler) decide(ctx context.Context, act actions.Action, name string
 	evalStart := time.Now()
 	g.decision = g.set.Decide(ctx, &g.in)
 	eval := time.Since(evalStart)
+	if err := g.decision.Err; errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		// The call's context ended during the decision (a shutdown, a lost lease): an attempt
+		// cut short, not a deny.
+		a.err = fmt.Errorf("policy %s: %w", g.decision.Policy, err)
+		return false
+	}
 	if g.decision.Action == policy.RequireApproval && !planned && !makePlan() {
 		return false
 	}
@@ -192,7 +233,7 @@ func (r *Reconciler) decide(ctx context.Context, act actions.Action, name string
 			a.err = err
 			return false
 		}
-		votes, err := r.store.Votes(ctx, g.id, g.in.Change.Generation, g.hash, time.Now().Add(-g.ttl))
+		votes, err := r.store.Votes(ctx, g.id, g.in.Change.Generation, deleting, g.hash, time.Now().Add(-g.ttl))
 		if err != nil {
 			a.err = err
 			return false
@@ -200,6 +241,10 @@ func (r *Reconciler) decide(ctx context.Context, act actions.Action, name string
 		var approvers []policy.Approver
 		for i, v := range votes {
 			if !v.Approve {
+				// A rejection counts from an actor the requirements in force permit.
+				if g.decision.Permits(v.Approver, g.in.Change.Author) != nil {
+					continue
+				}
 				g.outcome, g.rejection = gateRejected, &votes[i]
 				return false
 			}
@@ -224,6 +269,12 @@ func (r *Reconciler) decide(ctx context.Context, act actions.Action, name string
 	return true
 }
 
+// reloaded reports whether the policies in force are not the ones g decided with.
+func (r *Reconciler) reloaded(g *gate) bool {
+	set, _ := r.opts.Policies()
+	return set != g.set
+}
+
 // result is the history result of a held change.
 func (g *gate) result() string {
 	switch g.outcome {
@@ -235,15 +286,19 @@ func (g *gate) result() string {
 	return resultRejected
 }
 
-// waited reports whether a resync found nothing to do for a resource that waited for
-// approvals (for drift since gone): its wait ends.
+// waited reports whether a resync found nothing to do for a resource the gate held (for
+// drift since gone), whether policies still select it or not: its hold ends.
 func (a *attempt) waited() bool {
-	return a.inSync && a.gate != nil && a.gate.wasHeld
+	return a.inSync && a.wasHeld
 }
 
 // plan asks the action for the plan of the call req (PlanDelete for a delete), keeping it
-// (KeepPlan) so that the call can apply exactly it. actions.ErrNoPlan: it cannot plan.
-func (r *Reconciler) plan(ctx context.Context, act actions.Action, name string, req actions.Request, deleting bool) (actions.Plan, error) {
+// (KeepPlan) so that the call can apply exactly it. actions.ErrNoPlan: it cannot plan. scrub
+// cleans what its span records, as the call's other spans are (nil: the controller's secrets).
+func (r *Reconciler) plan(ctx context.Context, act actions.Action, name string, req actions.Request, deleting bool, scrub func(string) string) (actions.Plan, error) {
+	if scrub == nil {
+		scrub = r.opts.Redact.Scrub
+	}
 	req.KeepPlan = true
 	var p actions.Plan
 	err := actions.ErrNoPlan
@@ -255,7 +310,7 @@ func (r *Reconciler) plan(ctx context.Context, act actions.Action, name string, 
 	} else if pl, ok := act.(actions.Planner); ok {
 		p, err = pl.Plan(actx, req)
 	}
-	endAction(span, err, r.opts.Redact.With(req.Secrets), actions.Result{Done: err == nil})
+	endAction(span, err, scrub, actions.Result{Done: err == nil})
 	return p, err
 }
 
@@ -303,7 +358,7 @@ func (g *gate) planID() string {
 // planRef is planID with the plan's summary.
 func (g *gate) planRef() string {
 	if g.planned && g.plan.Summary != "" {
-		return g.planID() + ": " + g.plan.Summary
+		return g.planID() + ": " + clip.Storable(g.plan.Summary, maxSummary)
 	}
 	return g.planID()
 }
@@ -317,7 +372,7 @@ func (g *gate) message() string {
 		for i, req := range d.Approvals {
 			needs[i] = req.String()
 		}
-		return d.Message + " — " + g.planRef() + "; needs " + strings.Join(needs, " and ")
+		return d.Message + " — " + g.planRef() + "; needs " + strings.Join(needs, " and ") + g.authorNote()
 	case gateDenied:
 		return d.Message
 	case gateRejected:
@@ -333,6 +388,23 @@ func (g *gate) message() string {
 		return "allowed by policies (" + g.planRef() + ")"
 	}
 	return "allowed by policies"
+}
+
+// msgAuthorUnknown says that notAuthor refuses nobody: the commit's author is unknown.
+const msgAuthorUnknown = "the commit's author is unknown: notAuthor cannot be checked"
+
+// authorNote is "; "+msgAuthorUnknown when a requirement asks for notAuthor and the change's
+// author is unknown (a source without commits, such as a folder), else "".
+func (g *gate) authorNote() string {
+	if g.in.Change.Author != (policy.Author{}) {
+		return ""
+	}
+	for _, req := range g.decision.Approvals {
+		if req.Approvals.NotAuthor {
+			return "; " + msgAuthorUnknown
+		}
+	}
+	return ""
 }
 
 // record is what history and events say of a held change: the message, with the policy and
@@ -353,10 +425,10 @@ func (g *gate) record() string {
 func (g *gate) request(c *store.Claimed, state string, scrub func(string) string) *store.ApprovalRequest {
 	plan := g.plan
 	plan.Text = clip.Storable(scrub(plan.Text), maxPlanText)
-	plan.Summary = scrub(plan.Summary)
+	plan.Summary = clip.Storable(scrub(plan.Summary), maxSummary)
 	return &store.ApprovalRequest{Generation: c.Generation, Deleting: c.Deleting, ChangeType: g.in.Change.Type,
 		Revision: g.in.Change.Revision, PlanHash: g.hash, Plan: plan, Decision: g.decision.Action, Policy: g.decision.Policy,
-		Message: scrub(g.decision.Message), Requirements: g.decision.Approvals, Author: g.in.Change.Author, State: state}
+		Message: scrub(g.decision.Message) + g.authorNote(), Requirements: g.decision.Approvals, Author: g.in.Change.Author, State: state}
 }
 
 // held writes the outcome of a change the gate held (waiting, denied, rejected): no call
@@ -395,6 +467,11 @@ func (r *Reconciler) held(c store.Claimed, a attempt, cur store.Current, u store
 		}
 		u.Approval, u.ClearApproval = nil, true
 		u.Attempt, u.RunAt = 0, ptr(now)
+	} else if r.opts.Policies != nil && r.reloaded(g) {
+		// The policies were reloaded while this change was decided (a reload requeues only
+		// the changes with a request stored): it is decided again now, with them.
+		st = status.Redecide(st, msgRedecide, now)
+		u.RunAt = ptr(now)
 	}
 	u.Phase, u.Conditions, u.ObservedGeneration = st.Phase, st.Conditions, st.ObservedGeneration
 	return u

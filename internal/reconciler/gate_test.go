@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -274,12 +275,25 @@ func (f *gateFixture) request() (state, hash, change, text, author string) {
 func (f *gateFixture) vote(approve bool, token, hash, reason string, ago time.Duration) {
 	f.t.Helper()
 	verdict := map[bool]string{true: "approve", false: "reject"}[approve]
-	if _, err := f.db.Exec(f.ctx, `INSERT INTO approvals (resource_id, generation, plan_hash, verdict, actor, approver, reason, created_at)
-		SELECT id, generation, $1, $2, 'token:' || $3, jsonb_build_object('token', $3::text), $4, now() - $5 * interval '1 millisecond'
+	if _, err := f.db.Exec(f.ctx, `INSERT INTO approvals (resource_id, generation, deleting, plan_hash, verdict, actor, approver, reason, created_at)
+		SELECT id, generation, deletion_timestamp IS NOT NULL, $1, $2, 'token:' || $3, jsonb_build_object('token', $3::text), $4, now() - $5 * interval '1 millisecond'
 		FROM resources WHERE name = 'db'`, hash, verdict, token, reason, ago.Milliseconds()); err != nil {
 		f.t.Fatal(err)
 	}
 	f.due()
+}
+
+// waitIdle waits until db is neither leased nor due.
+func (f *gateFixture) waitIdle() {
+	f.t.Helper()
+	waitFor(f.t, "db idle", func() (bool, string) {
+		var idle bool
+		if err := f.db.QueryRow(f.ctx, `SELECT lease_owner IS NULL AND NOT dirty AND (run_at IS NULL OR run_at > now())
+			FROM resources WHERE name = 'db'`).Scan(&idle); err != nil {
+			f.t.Fatal(err)
+		}
+		return idle, "leased or due"
+	})
 }
 
 // due makes db due now (as a vote, or a resync, does).
@@ -288,6 +302,22 @@ func (f *gateFixture) due() {
 	if _, err := f.db.Exec(f.ctx, `UPDATE resources SET run_at = now(), dirty = dirty OR lease_owner IS NOT NULL WHERE name = 'db'`); err != nil {
 		f.t.Fatal(err)
 	}
+}
+
+// driftWaitGone makes db drift, waits until the drift waits for approvals, then makes the
+// drift go away and waits until db is Ready again, waiting no more.
+func (f *gateFixture) driftWaitGone(rec *recorder) {
+	f.t.Helper()
+	rec.setDrift(true)
+	f.due()
+	f.waitApproved("db", status.False, status.ReasonApprovalRequired)
+	rec.setDrift(false)
+	f.due()
+	waitFor(f.t, "db Ready, waiting no more", func() (bool, string) {
+		res := f.get("db")
+		_, ok := status.Get(res.Status.Conditions, status.Approved)
+		return res.Status.Phase == status.PhaseReady && !ok, shows(res)
+	})
 }
 
 func (f *gateFixture) events(reason string) []store.Event {
@@ -426,6 +456,7 @@ func TestGateWaitsForApproval(t *testing.T) {
 	f.vote(true, "ann@example.com", replacePlan.Hash, "mine", 0)
 	f.vote(true, "dba", replacePlan.Hash, "old", 2*testTTL)
 	waitFor(t, "db decided again after the votes", func() (bool, string) { return rec.count("plan db") >= plans+1, fmt.Sprint(rec.log()) })
+	f.waitIdle() // each vote made it due: no decision with the old plan is left to run
 	f.waitApproved("db", status.False, status.ReasonApprovalRequired)
 
 	// The world moved: the approval given for the old plan lapses, a new request asks again.
@@ -470,6 +501,12 @@ func TestGateRejected(t *testing.T) {
 	rec := &recorder{plan: replacePlan}
 	f := newGateFixture(t, planner{callsOnly{rec}}, needsDBA(""))
 	f.waitApproved("db", status.False, status.ReasonApprovalRequired)
+	// A rejection by an actor the requirements do not permit does not count.
+	f.vote(false, "mallory", replacePlan.Hash, "no", 0)
+	waitFor(t, "decided again with mallory's rejection", func() (bool, string) {
+		h, err := f.st.ListHistory(f.ctx, "default", "Widget", "db", 10)
+		return err == nil && len(h) == 2 && h[0].Result == resultApprovalRequired, fmt.Sprint(h)
+	})
 	f.vote(false, "dba", replacePlan.Hash, "not during the freeze", 0)
 	res := f.waitApproved("db", status.False, status.ReasonRejected)
 	stalled, _ := status.Get(res.Status.Conditions, status.Stalled)
@@ -565,6 +602,25 @@ func TestGateDelete(t *testing.T) {
 	}
 }
 
+// A decision cut short by the end of the call's context is an attempt error (released at
+// shutdown), not a deny.
+func TestGateContextEnded(t *testing.T) {
+	t.Parallel()
+	set, err := policy.Compile([]policy.Policy{{Name: "p", When: "spec.items.all(x, spec.items.all(y, x == y || x != y))", Action: policy.Allow}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := make([]int, 50)
+	spec, _ := json.Marshal(map[string]any{"items": items})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	a := attempt{gate: &gate{set: set, in: policy.Input{Spec: spec}}}
+	var req actions.Request
+	if newTestReconciler().decide(ctx, nil, "act", &req, false, &a) || !errors.Is(a.err, context.Canceled) || a.gate.outcome != 0 {
+		t.Errorf("decide with the context ended: err %v, outcome %d", a.err, a.gate.outcome)
+	}
+}
+
 // TestGatedTrigger: which calls the gate decides, and the change type rules read.
 func TestGatedTrigger(t *testing.T) {
 	t.Parallel()
@@ -575,20 +631,37 @@ func TestGatedTrigger(t *testing.T) {
 	inFlight.Conditions = mustResult(claimState(readyGen1, 1, true), status.Outcome{Generation: 1, CurrentGeneration: 1, Delete: true, Deleting: true}).Conditions
 	failedDelete := inFlight
 	failedDelete.Attempt = 1
+	// approved: the conditions after the gate let generation gen's call through, then
+	// outcome o.
+	approved := func(prev status.State, gen int64, deleting bool, o status.Outcome) status.State {
+		s := claimState(prev, gen, deleting)
+		s.Conditions = status.Allowed(s.Conditions, gen, status.ReasonApproved, "approved by token:dba", tPrev)
+		return mustResult(s, o)
+	}
+	pollFailed := approved(fresh, 1, false, status.Outcome{Generation: 1, CurrentGeneration: 1, Err: "poll: connection reset"})
+	deleteFailed := approved(status.DeletionRequested(readyGen1, tPrev), 1, true, status.Outcome{Generation: 1, CurrentGeneration: 1, Delete: true, Deleting: true, Err: "boom"})
 	for _, tc := range []struct {
 		name   string
 		c      store.Claimed
 		gated  bool
 		change string
+		// continues: the call may continue work the gate let through (history decides).
+		continues bool
 	}{
-		{"first apply", claimed(fresh, 1, false), true, policy.ChangeCreate},
-		{"new generation", claimed(readyGen1, 2, false), true, policy.ChangeUpdate},
-		{"retry of a first apply", claimed(failedG1, 1, false, withAttempt(2)), true, policy.ChangeCreate},
-		{"resync (decided once Observe found drift)", claimed(readyGen1, 1, false), true, policy.ChangeDrift},
-		{"requeue of work in flight", claimed(mustResult(claimState(readyGen1, 2, false), status.Outcome{Generation: 2, CurrentGeneration: 2, InProgress: true}), 2, false, withState(`{"op":"x"}`)), false, ""},
-		{"delete", deleting, true, policy.ChangeDelete},
-		{"delete in progress", inFlight, false, ""},
-		{"delete retried after a failure", failedDelete, true, policy.ChangeDelete},
+		{"first apply", claimed(fresh, 1, false), true, policy.ChangeCreate, false},
+		{"new generation", claimed(readyGen1, 2, false), true, policy.ChangeUpdate, false},
+		{"retry of a first apply", claimed(failedG1, 1, false, withAttempt(2)), true, policy.ChangeCreate, false},
+		{"resync (decided once Observe found drift)", claimed(readyGen1, 1, false), true, policy.ChangeDrift, false},
+		{"requeue of work in flight", claimed(mustResult(claimState(readyGen1, 2, false), status.Outcome{Generation: 2, CurrentGeneration: 2, InProgress: true}), 2, false, withState(`{"op":"x"}`)), false, "", false},
+		{"delete", deleting, true, policy.ChangeDelete, false},
+		{"delete in progress", inFlight, false, "", false},
+		{"delete retried after a failure", failedDelete, true, policy.ChangeDelete, false},
+		{"retry of approved work in flight", claimed(pollFailed, 1, false, withAttempt(1), withState(`{"job":1}`)), true, policy.ChangeCreate, true},
+		{"retry of an approved call that failed, no state", claimed(pollFailed, 1, false, withAttempt(1)), true, policy.ChangeCreate, false},
+		{"an operator's request during approved work in flight", claimed(pollFailed, 1, false, withState(`{"job":1}`), func(c *store.Claimed) { c.ManualBy = "token:ops" }), true, policy.ChangeCreate, true},
+		{"approved for an older generation", claimed(approved(readyGen1, 1, false, status.Outcome{Generation: 1, CurrentGeneration: 2, InProgress: true}), 2, false, withAttempt(1), withState(`{"job":1}`)), true, policy.ChangeUpdate, false},
+		{"resync of an approved resource", claimed(approved(fresh, 1, false, status.Outcome{Generation: 1, CurrentGeneration: 1, Done: true}), 1, false, withState(`{"id":1}`)), true, policy.ChangeDrift, false},
+		{"retry of an approved delete in flight", claimed(deleteFailed, 1, true, withAttempt(1), withState(`{"job":1}`)), true, policy.ChangeDelete, true},
 	} {
 		trig := trigger(tc.c)
 		if got := gatedTrigger(trig, &tc.c); got != tc.gated {
@@ -599,6 +672,9 @@ func TestGatedTrigger(t *testing.T) {
 				t.Errorf("%s: change %s; want %s", tc.name, got, tc.change)
 			}
 		}
+		if got := mayContinue(&tc.c, trig); got != tc.continues {
+			t.Errorf("%s (trigger %s): continues %v; want %v", tc.name, trig, got, tc.continues)
+		}
 	}
 }
 
@@ -606,7 +682,10 @@ func TestGatedTrigger(t *testing.T) {
 func TestGateMessage(t *testing.T) {
 	t.Parallel()
 	req := policy.Requirement{Policy: "p", Approvals: policy.Approvals{Count: 1, From: []policy.Principal{{Group: "dba"}}}}
-	planned := gate{planned: true, hash: "0123456789abcdef", plan: store.ApprovalPlan{Summary: "1 to replace"}}
+	planned := gate{planned: true, hash: "0123456789abcdef", plan: store.ApprovalPlan{Summary: "1 to replace"},
+		in: policy.Input{Change: policy.Change{Author: ann}}}
+	unknownAuthor := planned
+	unknownAuthor.in.Change.Author = policy.Author{}
 	for _, tc := range []struct {
 		name string
 		g    gate
@@ -615,6 +694,9 @@ func TestGateMessage(t *testing.T) {
 		{"waiting", with(planned, gateWaiting, policy.Decision{Action: policy.RequireApproval, Policy: "p", Message: "needs a DBA",
 			Approvals: []policy.Requirement{req, {Policy: "q", Approvals: policy.Approvals{Count: 2, From: []policy.Principal{{Token: "bot"}}, NotAuthor: true}}}}),
 			"needs a DBA — plan 0123456789ab: 1 to replace; needs 1 approval from group dba and 2 approvals from token bot, not by the commit's author"},
+		{"waiting, notAuthor and the author unknown", with(unknownAuthor, gateWaiting, policy.Decision{Action: policy.RequireApproval, Policy: "p", Message: "m",
+			Approvals: []policy.Requirement{{Policy: "q", Approvals: policy.Approvals{Count: 1, From: []policy.Principal{{Token: "bot"}}, NotAuthor: true}}}}),
+			"m — plan 0123456789ab: 1 to replace; needs 1 approval from token bot, not by the commit's author; the commit's author is unknown: notAuthor cannot be checked"},
 		{"waiting without a plan", with(gate{hash: unplannedHash}, gateWaiting, policy.Decision{Action: policy.RequireApproval, Policy: "p", Message: "m", Approvals: []policy.Requirement{req}}),
 			"m — no plan (the action cannot plan); needs 1 approval from group dba"},
 		{"denied", with(planned, gateDenied, policy.Decision{Action: policy.Deny, Policy: "p", Message: "no"}), "no"},
@@ -630,6 +712,8 @@ func TestGateMessage(t *testing.T) {
 		}(), "approved by token:a, user:b (policy p, plan 0123456789ab)"},
 		{"allowed after a plan", with(planned, gateAllowed, policy.Decision{Action: policy.Allow}), "allowed by policies (plan 0123456789ab: 1 to replace)"},
 		{"allowed without a plan", with(gate{}, gateAllowed, policy.Decision{Action: policy.Allow}), "allowed by policies"},
+		{"allowed, a long summary", with(gate{planned: true, hash: "0123456789abcdef", plan: store.ApprovalPlan{Summary: strings.Repeat("x", 600)}}, gateAllowed,
+			policy.Decision{Action: policy.Allow}), "allowed by policies (plan 0123456789ab: " + strings.Repeat("x", maxSummary) + "…)"},
 	} {
 		if got := tc.g.message(); got != tc.want {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
@@ -661,16 +745,7 @@ func TestGateLetsGo(t *testing.T) {
 	})
 
 	f.setPolicies(dba)
-	rec.setDrift(true)
-	f.due()
-	f.waitApproved("db", status.False, status.ReasonApprovalRequired)
-	rec.setDrift(false)
-	f.due()
-	waitFor(t, "db Ready, waiting no more", func() (bool, string) {
-		res := f.get("db")
-		_, ok := status.Get(res.Status.Conditions, status.Approved)
-		return res.Status.Phase == status.PhaseReady && !ok, shows(res)
-	})
+	f.driftWaitGone(rec)
 	if state, _, _, _, _ := f.request(); state != "" {
 		t.Errorf("request %s left", state)
 	}
@@ -810,5 +885,267 @@ func TestGatePlanScrubbed(t *testing.T) {
 	_, hash, _, _, _ := f.request()
 	if want := actions.PlanHash(actions.Plan{Changes: true, Summary: "1 to replace (password ***)", Text: text, Counted: true, Replace: 1}); hash != want {
 		t.Errorf("plan hash %s; want %s, the scrubbed plan's", hash, want)
+	}
+}
+
+// An approval of a create (the action cannot plan: hash "unplanned") does not let the delete
+// of the same generation through: a delete does not raise the generation, and votes are
+// bound to the operation too.
+func TestGateCreateApprovalNotDelete(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	f := newGateFixture(t, callsOnly{rec}, needsDBA(""))
+	f.waitApproved("db", status.False, status.ReasonApprovalRequired)
+	f.vote(true, "dba", unplannedHash, "create ok", 0)
+	f.waitApproved("db", status.True, status.ReasonApproved)
+	f.waitPhase("db", status.PhaseReady)
+	f.apply(gateManifests(1, false))
+	waitFor(t, "delete decided", func() (bool, string) {
+		res, err := f.st.GetResource(f.ctx, "default", "Widget", "db")
+		if err != nil {
+			return true, "gone"
+		}
+		c, _ := status.Get(res.Status.Conditions, status.Approved)
+		return res.Status.Phase == status.PhaseDeleting && c.Status == status.False, shows(res)
+	})
+	if n := rec.count("delete db"); n != 0 {
+		t.Fatalf("the delete ran without any approval of it (the create's approval counted): %q", rec.log())
+	}
+	// An approval of the delete lets it through.
+	f.vote(true, "dba", unplannedHash, "delete ok", 0)
+	waitFor(t, "db deleted", func() (bool, string) {
+		res, err := f.st.GetResource(f.ctx, "default", "Widget", "db")
+		return err != nil, shows(res)
+	})
+}
+
+// stateful: Reconcile keeps state (a resource id), as most plugins do.
+type stateful struct{ planner }
+
+func (a stateful) Reconcile(_ context.Context, req actions.Request) (actions.Result, error) {
+	a.record("reconcile %s", req.Resource.Name)
+	return actions.Result{Done: true, State: json.RawMessage(`{"id":"i-123"}`)}, nil
+}
+
+// A drift wait that ends because the drift went away keeps the plugin's state and the
+// applied spec, and its history says nothing was applied.
+func TestGateDriftGoneKeepsState(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{plan: updatePlan}
+	f := newGateFixture(t, stateful{planner{callsOnly{rec}}}, needsDBA("change.type == 'drift'"))
+	f.waitApproved("db", status.True, status.ReasonPolicyAllowed)
+	f.waitPhase("db", status.PhaseReady)
+	var applied string
+	if err := f.db.QueryRow(f.ctx, `SELECT applied_spec::text FROM resources WHERE name = 'db'`).Scan(&applied); err != nil {
+		t.Fatal(err)
+	}
+	f.driftWaitGone(rec)
+	var state *string
+	var after string
+	if err := f.db.QueryRow(f.ctx, `SELECT action_state::text, applied_spec::text FROM resources WHERE name = 'db'`).Scan(&state, &after); err != nil {
+		t.Fatal(err)
+	}
+	if state == nil || !strings.Contains(*state, "i-123") {
+		t.Errorf("action_state after the drift wait ended: %v; want the plugin's {\"id\":\"i-123\"}", state)
+	}
+	if after != applied {
+		t.Errorf("applied spec %s after the drift wait ended; want %s", after, applied)
+	}
+	if h := f.lastHistory(); h.Trigger != "resync" || h.Result != resultInSync || h.Message != msgDriftGone {
+		t.Errorf("last history: %s %s: %q", h.Trigger, h.Result, h.Message)
+	}
+	if s, _, _, _, _ := f.request(); s != "" {
+		t.Errorf("request %q after the drift wait ended", s)
+	}
+	if res := f.get("db"); status.Check(status.State{Phase: res.Status.Phase, Conditions: res.Status.Conditions, ObservedGeneration: res.Status.ObservedGeneration}, res.Metadata.Generation, false) != nil {
+		t.Errorf("status after the drift wait ended: %s", shows(res))
+	}
+}
+
+// A drift wait whose policy a reload removes, and whose drift is gone when it runs again,
+// ends: db is Ready, its request removed.
+func TestGateUnselectedDriftWaitInSync(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{plan: updatePlan}
+	f := newGateFixture(t, planner{callsOnly{rec}}, needsDBA("change.type == 'drift'"))
+	f.waitPhase("db", status.PhaseReady)
+	rec.setDrift(true)
+	f.due()
+	f.waitApproved("db", status.False, status.ReasonApprovalRequired)
+	rec.setDrift(false)
+	f.setPolicies()
+	if _, err := f.st.RequeueGated(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the request cleared", func() (bool, string) { s, _, _, _, _ := f.request(); return s == "", s })
+	res := f.get("db")
+	if _, ok := status.Get(res.Status.Conditions, status.Approved); res.Status.Phase != status.PhaseReady || ok {
+		t.Errorf("nothing waits any more, yet db shows %s", shows(res))
+	}
+	if err := status.Check(status.State{Phase: res.Status.Phase, Conditions: res.Status.Conditions, ObservedGeneration: res.Status.ObservedGeneration}, res.Metadata.Generation, false); err != nil {
+		t.Errorf("Check: %v", err)
+	}
+	if rec.count("reconcile db") != 1 {
+		t.Errorf("calls %q", rec.log())
+	}
+}
+
+// failing: an approved apply fails.
+type failing struct{ planner }
+
+func (a failing) Reconcile(_ context.Context, req actions.Request) (actions.Result, error) {
+	a.record("reconcile %s approved=%s", req.Resource.Name, req.ApprovedPlan)
+	if req.Resource.Name == "db" {
+		return actions.Result{}, errors.New("apply failed half way")
+	}
+	return actions.Result{Done: true}, nil
+}
+
+// An approved call that fails shows Approved=True, its request removed, and its history
+// names who approved the call that ran; a retry is approved by the same votes, told once.
+func TestGateApprovedCallFails(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{plan: replacePlan}
+	f := newGateFixture(t, failing{planner{callsOnly{rec}}}, needsDBA(""))
+	f.waitApproved("db", status.False, status.ReasonApprovalRequired)
+	f.vote(true, "dba", replacePlan.Hash, "ok", 0)
+	waitFor(t, "the approved call ran", func() (bool, string) { return rec.count("reconcile db") == 1, fmt.Sprint(rec.log()) })
+	res := f.waitPhase("db", status.PhaseFailed)
+	c, _ := status.Get(res.Status.Conditions, status.Approved)
+	state, _, _, _, _ := f.request()
+	if c.Status != status.True || c.Reason != status.ReasonApproved || state != "" {
+		t.Errorf("the approved, applied (and failed) change shows Approved=%s/%s and request %q", c.Status, c.Reason, state)
+	}
+	want := "approved by token:dba (policy needs-dba, plan " + replacePlan.Hash[:12] + "): apply failed half way"
+	if h := f.lastHistory(); h.Result != resultFailed || h.Message != want {
+		t.Errorf("history %s: %q; want Failed: %q", h.Result, h.Message, want)
+	}
+	f.due() // the retry
+	waitFor(t, "the retry ran", func() (bool, string) { return rec.count("reconcile db") == 2, fmt.Sprint(rec.log()) })
+	waitFor(t, "the retry written", func() (bool, string) {
+		h, err := f.st.ListHistory(f.ctx, "default", "Widget", "db", 10)
+		return err == nil && len(h) >= 3 && h[0].Trigger == "retry", fmt.Sprint(len(h))
+	})
+	if n := len(f.events(status.ReasonApproved)); n != 1 {
+		t.Errorf("%d Approved events; want 1", n)
+	}
+}
+
+// blocking plans only when released.
+type blocking struct {
+	planner
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (a blocking) Plan(ctx context.Context, req actions.Request) (actions.Plan, error) {
+	if req.Resource.Name == "db" {
+		select {
+		case a.entered <- struct{}{}:
+		default:
+		}
+		<-a.release
+	}
+	return a.planner.Plan(ctx, req)
+}
+
+// A reload that changes the policies while a change is in its gate (no request stored yet
+// for RequeueGated to find) has the change decided again with the policies in force.
+func TestGateReloadDuringGate(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{plan: replacePlan}
+	act := blocking{planner: planner{callsOnly{rec}}, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	deny := policy.Policy{Name: "no-replace", Match: critical, When: "plan.replace > 0", Action: policy.Deny, Message: "no"}
+	f := newGateFixture(t, act, deny)
+	<-act.entered
+	f.setPolicies() // the reload removes the deny
+	if n, err := f.st.RequeueGated(f.ctx); err != nil || n != 0 {
+		t.Fatalf("RequeueGated = %d, %v; want 0 (no request yet)", n, err)
+	}
+	close(act.release)
+	waitFor(t, "db decided again with the policies in force", func() (bool, string) {
+		res := f.get("db")
+		return res.Status.Phase == status.PhaseReady, shows(res)
+	})
+	h, err := f.st.ListHistory(f.ctx, "default", "Widget", "db", 10)
+	if err != nil || len(h) != 2 || h[1].Result != resultPolicyDenied || h[0].Result != resultSucceeded {
+		t.Errorf("history %+v, %v; want the denial under the old policies, then the apply", h, err)
+	}
+}
+
+// Every held outcome, superseded or not, keeps status.Check.
+func TestHeldChecks(t *testing.T) {
+	t.Parallel()
+	r := newTestReconciler()
+	for _, del := range []bool{false, true} {
+		c := claimed(readyGen1, 2, false)
+		if del {
+			c = claimed(readyGen1, 1, true)
+		}
+		for _, o := range []gateOutcome{gateWaiting, gateDenied, gateRejected} {
+			g := with(gate{planned: true, hash: "0123456789abcdef", in: policy.Input{Change: policy.Change{Type: policy.ChangeUpdate, Generation: c.Generation}}},
+				o, policy.Decision{Action: policy.RequireApproval, Policy: "p", Message: "m", Approvals: []policy.Requirement{
+					{Policy: "p", Approvals: policy.Approvals{Count: 1, From: []policy.Principal{{Token: "dba"}}}}}})
+			g.rejection = &store.Vote{Actor: "token:x"}
+			curs := map[string]store.Current{"same": unchanged(c), "newgen": specChanged(c, c.Generation+1)}
+			if !del {
+				curs["deleted"] = markedDeleted(c)
+			}
+			for name, cur := range curs {
+				u := r.update(c, attempt{op: map[bool]string{true: "delete", false: "reconcile"}[del], trigger: "spec-changed", gate: &g}, cur)
+				pending := u.RunAt != nil || o == gateWaiting
+				if err := status.Check(status.State{Phase: u.Phase, Conditions: u.Conditions, ObservedGeneration: u.ObservedGeneration}, cur.Generation, pending); err != nil {
+					t.Errorf("delete=%v outcome %s cur %s: %v (phase %s)", del, o.metric(), name, err, u.Phase)
+				}
+			}
+		}
+	}
+}
+
+// inflight: Reconcile starts work (InProgress with a handle) and its next poll fails.
+type inflight struct {
+	planner
+	n atomic.Int32
+}
+
+func (a *inflight) Reconcile(_ context.Context, req actions.Request) (actions.Result, error) {
+	a.record("reconcile %s approved=%s state=%s", req.Resource.Name, req.ApprovedPlan, string(req.State))
+	if req.Resource.Name != "db" {
+		return actions.Result{Done: true}, nil
+	}
+	switch a.n.Add(1) {
+	case 1:
+		a.setPlan(updatePlan) // the job started: the world moves, a plan now differs
+		return actions.Result{State: json.RawMessage(`{"job":1}`), RequeueAfter: 1}, nil
+	case 2:
+		return actions.Result{}, errors.New("poll: connection reset")
+	}
+	return actions.Result{Done: true}, nil
+}
+
+func (a *inflight) Plan(ctx context.Context, req actions.Request) (actions.Plan, error) {
+	a.record("plan %s state=%s", req.Resource.Name, string(req.State))
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.plan, nil
+}
+
+// A retry of a call whose approved work is in flight (the handle in ActionState) is not
+// planned nor held again: the poll continues the approved job.
+func TestGateRetryOfInflightWork(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{plan: replacePlan}
+	act := &inflight{planner: planner{callsOnly{rec}}}
+	f := newGateFixture(t, act, needsDBA(""))
+	f.waitApproved("db", status.False, status.ReasonApprovalRequired)
+	f.vote(true, "dba", replacePlan.Hash, "ok", 0)
+	waitFor(t, "db Failed", func() (bool, string) { r := f.get("db"); return r.Status.Phase == status.PhaseFailed, shows(r) })
+	f.due() // the retry
+	res := f.waitPhase("db", status.PhaseReady)
+	if rec.count(`plan db state={"job": 1}`) > 0 || act.n.Load() != 3 {
+		t.Errorf("the job in flight was planned again on a retry of its poll: %q", rec.log())
+	}
+	if c, _ := status.Get(res.Status.Conditions, status.Approved); c.Status != status.True || c.Reason != status.ReasonApproved {
+		t.Errorf("after the approved job: %s", shows(res))
 	}
 }

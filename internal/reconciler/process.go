@@ -27,7 +27,11 @@ const (
 	resultFailed     = "Failed"
 	resultStalled    = "Stalled"
 	resultDrifted    = "Drifted"
+	resultInSync     = "InSync"
 )
+
+// msgDriftGone is what a resync that finds the drift the gate held gone says.
+const msgDriftGone = "drift gone: nothing applied; the change the policies held is no longer needed"
 
 // attempt is one call's outcome, gathered before the fenced write.
 type attempt struct {
@@ -47,9 +51,9 @@ type attempt struct {
 	// (callRevision); history keeps both. "" for a reconcile.
 	revision, revisionWhy string
 	// gate is the passage of a change through the policies (nil: not gated); unselected says
-	// no policy selects the resource.
-	gate       *gate
-	unselected bool
+	// no policy selects the resource; wasHeld that the gate held its change before (wasHeld).
+	gate                *gate
+	unselected, wasHeld bool
 }
 
 // held reports whether the gate held the change: the plugin was not called.
@@ -122,6 +126,13 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 	}()
 	if err == nil {
 		a.gate, a.unselected = r.gateFor(&c, a.trigger)
+		a.wasHeld = wasHeld(&c)
+		if a.gate != nil {
+			var through bool
+			if through, err = r.letThrough(ctx, &c, a.trigger); through {
+				a.gate = nil
+			}
+		}
 	}
 	spec, secrets, revealErr := c.Spec, []string(nil), error(nil)
 	if err == nil && r.opts.Reveal != nil {
@@ -269,6 +280,9 @@ func (r *Reconciler) call(ctx context.Context, act actions.Action, name string, 
 	}
 	defer done()
 	g := a.gate
+	if g != nil {
+		g.spanScrub = scrub
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			r.log.ErrorContext(ctx, "action panicked", "resource", req.Resource.Namespace+"/"+req.Resource.Kind+"/"+req.Resource.Name, "operation", a.op)
@@ -625,7 +639,7 @@ func historyResult(a attempt) string {
 	case a.held():
 		return a.gate.result()
 	case a.inSync:
-		return "InSync"
+		return resultInSync
 	case a.err != nil && actions.IsTerminal(a.err):
 		return resultStalled
 	case a.err != nil:
@@ -722,29 +736,38 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 		u.Phase, u.Conditions, u.ObservedGeneration = s.Phase, s.Conditions, s.ObservedGeneration
 	}
 
-	if g := a.gate; g != nil && a.err == nil {
-		switch g.outcome {
-		case gateWaiting, gateDenied, gateRejected:
-			return r.held(c, a, cur, u, prev, ev, now)
-		case gateAllowed, gateApproved:
-			if was, ok := status.Get(prev.Conditions, status.Approved); ok && was.Status != status.True {
-				u.ClearApproval = true
-			}
-			gm := r.scrub(g.message())
-			reason := status.ReasonPolicyAllowed
-			if g.outcome == gateApproved {
-				reason = status.ReasonApproved
+	if a.held() {
+		return r.held(c, a, cur, u, prev, ev, now)
+	}
+	if g := a.gate; g != nil && (g.outcome == gateAllowed || g.outcome == gateApproved) {
+		// The gate let the call through: whatever the call did (a failure included),
+		// nothing waits for approvals any more, and history names who let it through.
+		was, ok := status.Get(prev.Conditions, status.Approved)
+		if ok && was.Status != status.True {
+			u.ClearApproval = true
+		}
+		gm := r.scrub(g.message())
+		reason := status.ReasonPolicyAllowed
+		if g.outcome == gateApproved {
+			reason = status.ReasonApproved
+			if was.Status != status.True || was.Reason != reason || was.Message != gm || was.ObservedGeneration != c.Generation {
+				// Once per approval: a retry of the approved change is not approved again.
 				u.Events = append(u.Events, ev(store.EventNormal, status.ReasonApproved, gm))
 			}
-			prev.Conditions = status.Allowed(prev.Conditions, c.Generation, reason, gm, now)
-			h.Message = gm + prefixed(h.Message)
 		}
+		prev.Conditions = status.Allowed(prev.Conditions, c.Generation, reason, gm, now)
+		h.Message = gm + prefixed(h.Message)
 	}
 	if a.waited() {
-		// The drift it waited for approvals for went away: nothing waits any more.
-		prev.Conditions = status.Remove(prev.Conditions, status.Approved)
-		u.ClearApproval = true
-		a.inSync, a.res.Done = false, true
+		// The drift the gate held (for approvals, or refused) went away: nothing was applied,
+		// and nothing is held any more. The plugin's state and the applied spec stay as they
+		// are; history says why the hold ended.
+		h.Result, h.Message = resultInSync, msgDriftGone
+		set(status.InSync(status.DriftGone(prev, c.Generation, msgDriftGone, now), c.Generation, cur.Generation, cur.Deleting, now))
+		u.ClearApproval, u.KeepActionState = true, true
+		u.Message = msgDriftGone
+		u.RunAt = r.resyncAt(c, now)
+		return u
 	}
 	if _, ok := status.Get(prev.Conditions, status.Approved); ok && a.unselected {
 		// No policy selects the resource any more.

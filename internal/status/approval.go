@@ -18,8 +18,9 @@ const (
 	ReasonApproved = "Approved"
 	// ReasonPolicyAllowed: Approved=True, no policy asked for approvals or denied.
 	ReasonPolicyAllowed = "PolicyAllowed"
-	// ReasonRejected: Approved=False, an approver rejected this generation's plan; the
-	// resource is Stalled until a new generation or plan.
+	// ReasonRejected: Approved=False, an approver the policies permit rejected this
+	// generation's plan; the resource is Stalled until a new generation, a new plan or the
+	// rejection's expiry (a manual reconcile or a reload decides again).
 	ReasonRejected = "Rejected"
 	// ReasonPolicyDenied: Approved=False, a deny policy holds; the resource is Stalled with
 	// the policy's message until a new generation (or a reload that changes the policies).
@@ -71,4 +72,34 @@ func Refused(prev State, gen int64, deleting bool, reason, msg string, now time.
 // message msg) for generation gen: set before the call's result is derived from them.
 func Allowed(conds []Condition, gen int64, reason, msg string, now time.Time) []Condition {
 	return Set(conds, Condition{Type: Approved, Status: True, Reason: reason, Message: msg, ObservedGeneration: gen}, now)
+}
+
+// DriftGone is the state when a resync of a resource whose drift the gate held (waiting for
+// approvals, or refused) finds it in sync: the drift went away and nothing was applied. The
+// hold ends: phase Ready at generation gen, Ready=True (reason ReasonReconciled, msg), no
+// Reconciling, Stalled or Approved condition.
+func DriftGone(prev State, gen int64, msg string, now time.Time) State {
+	s := unchanged(prev)
+	s.Phase, s.ObservedGeneration = PhaseReady, max(prev.ObservedGeneration, gen)
+	s.Conditions = Remove(s.Conditions, Stalled)
+	s.Conditions = Remove(s.Conditions, Reconciling)
+	s.Conditions = Remove(s.Conditions, Approved)
+	s.Conditions = Set(s.Conditions, Condition{Type: Ready, Status: True, Reason: ReasonReconciled, Message: msg, ObservedGeneration: s.ObservedGeneration}, now)
+	s.Conditions = keepTimes(prev.Conditions, s.Conditions)
+	return s
+}
+
+// Redecide is the state of a change the gate held (s, from AwaitingApproval or Refused) that
+// is decided again at once: the policies changed while it was decided. A refusal's Stalled
+// goes, and Reconciling=True (reason ReasonPending, msg) says a decision is pending; Approved
+// stays as decided. A wait, Reconciling=True already, is left as it is.
+func Redecide(s State, msg string, now time.Time) State {
+	if c, _ := Get(s.Conditions, Reconciling); c.Status == True {
+		return s
+	}
+	out := unchanged(s)
+	out.Conditions = Remove(out.Conditions, Stalled)
+	out.Conditions = Set(out.Conditions, Condition{Type: Reconciling, Status: True, Reason: ReasonPending, Message: msg,
+		ObservedGeneration: s.ObservedGeneration}, now)
+	return out
 }

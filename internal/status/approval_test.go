@@ -44,6 +44,14 @@ func TestGateStates(t *testing.T) {
 			s, _ = Result(s, Outcome{Generation: 2, CurrentGeneration: 2, Done: true}, stepAt)
 			return s
 		}(), 2, false, PhaseReady, 2, c(True, ReasonReconciled), absent, absent, c(True, ReasonApproved)},
+		{"a drift wait whose drift went away", DriftGone(AwaitingApproval(ready, 1, false, msg, at(5)), 1, "drift gone", stepAt), 1, false, PhaseReady, 1,
+			c(True, ReasonReconciled), absent, absent, absent},
+		{"a refused drift whose drift went away", DriftGone(Refused(ready, 1, false, ReasonRejected, "no", at(5)), 1, "drift gone", stepAt), 1, false, PhaseReady, 1,
+			c(True, ReasonReconciled), absent, absent, absent},
+		{"denied, the policies reloaded meanwhile", Redecide(Refused(gen2, 2, false, ReasonPolicyDenied, "no", stepAt), "reloaded", stepAt), 2, true, PhaseFailed, 1,
+			c(False, ReasonPolicyDenied), c(True, ReasonPending), absent, c(False, ReasonPolicyDenied)},
+		{"waiting, the policies reloaded meanwhile", Redecide(AwaitingApproval(gen2, 2, false, msg, stepAt), "reloaded", stepAt), 2, true, PhasePending, 1,
+			c(Unknown, ReasonNewGeneration), c(True, ReasonApprovalRequired), absent, c(False, ReasonApprovalRequired)},
 		{"allowed, then failed", func() State {
 			s := gen2
 			s.Conditions = Allowed(s.Conditions, 2, ReasonPolicyAllowed, "", stepAt)
@@ -66,7 +74,7 @@ func TestGateStates(t *testing.T) {
 				t.Errorf("%s: %s = %+v (present %v); want %+v", tc.name, w.typ, got, ok, w.want)
 			}
 		}
-		if a, _ := Get(tc.s.Conditions, Approved); a.ObservedGeneration != tc.gen {
+		if a, ok := Get(tc.s.Conditions, Approved); ok && a.ObservedGeneration != tc.gen {
 			t.Errorf("%s: Approved for generation %d; want %d", tc.name, a.ObservedGeneration, tc.gen)
 		}
 	}

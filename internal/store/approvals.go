@@ -38,12 +38,13 @@ type ApprovalRequest struct {
 	Author                        policy.Author
 	State                         string // ApprovalPending, ApprovalRejected or ApprovalDenied
 	RequestedAt                   time.Time
-	// Votes, in reads, are the votes given for this generation and plan hash that have not
-	// expired, oldest first.
+	// Votes, in reads, are the votes given for this generation, operation (Deleting) and plan
+	// hash that have not expired, oldest first.
 	Votes []Vote
 }
 
-// Vote is one approval or rejection, bound to a generation and a plan hash.
+// Vote is one approval or rejection, bound to a generation, an operation (the resource's
+// delete, or not) and a plan hash.
 type Vote struct {
 	Approve  bool // false: a rejection
 	Actor    string

@@ -60,16 +60,16 @@ func attachVotes(ctx context.Context, db DB, qs []ApprovalRequest, since time.Ti
 	if len(qs) == 0 {
 		return nil
 	}
-	ids, gens, hashes := make([]int64, len(qs)), make([]int64, len(qs)), make([]string, len(qs))
+	ids, gens, hashes, deleting := make([]int64, len(qs)), make([]int64, len(qs)), make([]string, len(qs)), make([]bool, len(qs))
 	at := make(map[int64]int, len(qs))
 	for i, q := range qs {
-		ids[i], gens[i], hashes[i] = q.ResourceID, q.Generation, q.PlanHash
+		ids[i], gens[i], hashes[i], deleting[i] = q.ResourceID, q.Generation, q.PlanHash, q.Deleting
 		at[q.ResourceID] = i
 	}
 	rows, err := db.Query(ctx, `SELECT v.resource_id, v.verdict, v.actor, v.approver, v.reason, v.created_at
-		FROM approvals v JOIN unnest($1::bigint[], $2::bigint[], $3::text[]) AS q(id, generation, plan_hash)
-		  ON v.resource_id = q.id AND v.generation = q.generation AND v.plan_hash = q.plan_hash
-		WHERE v.created_at >= $4 ORDER BY v.created_at, v.id`, ids, gens, hashes, since)
+		FROM approvals v JOIN unnest($1::bigint[], $2::bigint[], $3::text[], $5::boolean[]) AS q(id, generation, plan_hash, deleting)
+		  ON v.resource_id = q.id AND v.generation = q.generation AND v.plan_hash = q.plan_hash AND v.deleting = q.deleting
+		WHERE v.created_at >= $4 ORDER BY v.created_at, v.id`, ids, gens, hashes, since, deleting)
 	if err != nil {
 		return err
 	}
@@ -227,8 +227,8 @@ func (s *Store) Vote(ctx context.Context, p VoteParams) (*ApprovalRequest, error
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO approvals (resource_id, generation, plan_hash, verdict, actor, approver, reason)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)`, q.ResourceID, q.Generation, q.PlanHash, verdict, p.Vote.Actor,
+		if _, err := tx.Exec(ctx, `INSERT INTO approvals (resource_id, generation, plan_hash, deleting, verdict, actor, approver, reason)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, q.ResourceID, q.Generation, q.PlanHash, q.Deleting, verdict, p.Vote.Actor,
 			approver, p.Vote.Reason); err != nil {
 			return err
 		}

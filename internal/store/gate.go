@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,11 +12,12 @@ import (
 	"github.com/trueup-dev/trueup/internal/clip"
 )
 
-// Votes returns the votes given for a resource's generation and plan hash since since (the
-// ones not expired), oldest first.
-func (s *Store) Votes(ctx context.Context, resourceID, generation int64, planHash string, since time.Time) ([]Vote, error) {
+// Votes returns the votes given for a resource's generation, operation (its delete, or not)
+// and plan hash since since (the ones not expired), oldest first.
+func (s *Store) Votes(ctx context.Context, resourceID, generation int64, deleting bool, planHash string, since time.Time) ([]Vote, error) {
 	rows, err := s.pool.Query(ctx, `SELECT verdict = 'approve', actor, approver, reason, created_at FROM approvals
-		WHERE resource_id = $1 AND generation = $2 AND plan_hash = $3 AND created_at >= $4 ORDER BY id`, resourceID, generation, planHash, since)
+		WHERE resource_id = $1 AND generation = $2 AND deleting = $3 AND plan_hash = $4 AND created_at >= $5 ORDER BY id`,
+		resourceID, generation, deleting, planHash, since)
 	if err != nil {
 		return nil, fmt.Errorf("votes: %w", err)
 	}
@@ -56,6 +58,24 @@ func (s *Store) RequeueGated(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("requeue gated resources: %w", err)
 	}
 	return int(n), nil
+}
+
+// WorkInFlight reports whether the last call of operation (reconcile or delete) at a
+// resource's generation that neither failed nor was interrupted left work in progress: the
+// failures since (a poll that failed) kept its handle.
+func (s *Store) WorkInFlight(ctx context.Context, uid, namespace, kind, name string, generation int64, operation string) (bool, error) {
+	var result string
+	err := s.pool.QueryRow(ctx, `SELECT result FROM reconcile_history
+		WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3 AND resource_uid = $4::uuid AND generation = $5
+		  AND operation = $6 AND result NOT IN ('Failed', $7) ORDER BY id DESC LIMIT 1`,
+		namespace, kind, name, uid, generation, operation, HistoryInterrupted).Scan(&result)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("work in flight: %w", err)
+	}
+	return result == "InProgress", nil
 }
 
 // AppliedSpec is the spec a resource was last applied with (nil when never, or unknown).

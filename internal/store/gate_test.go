@@ -10,15 +10,15 @@ import (
 )
 
 // insertVote stores a vote as the API's Vote does, at a given time.
-func insertVote(t *testing.T, st *Store, id, gen int64, hash string, v Vote) {
+func insertVote(t *testing.T, st *Store, id, gen int64, deleting bool, hash string, v Vote) {
 	t.Helper()
 	approver, err := encodeApprover(v.Approver)
 	if err != nil {
 		t.Fatal(err)
 	}
 	verdict := map[bool]string{true: "approve", false: "reject"}[v.Approve]
-	if _, err := st.pool.Exec(context.Background(), `INSERT INTO approvals (resource_id, generation, plan_hash, verdict, actor, approver, reason, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, id, gen, hash, verdict, v.Actor, approver, v.Reason, v.At); err != nil {
+	if _, err := st.pool.Exec(context.Background(), `INSERT INTO approvals (resource_id, generation, deleting, plan_hash, verdict, actor, approver, reason, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, id, gen, deleting, hash, verdict, v.Actor, approver, v.Reason, v.At); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -99,17 +99,18 @@ func TestApprovalRequestsInResults(t *testing.T) {
 		t.Errorf("request after a new plan: %+v requested at %v (first %v)", got, at, first)
 	}
 
-	// Votes: of this generation and plan, not expired, oldest first.
+	// Votes: of this generation, operation and plan, not expired, oldest first.
 	now := time.Now()
 	dba := Vote{Approve: true, Actor: "user:sub-1", Approver: policy.Approver{User: "sub-1", Email: "d@example.com", Groups: []string{"dba"}},
 		Reason: "ok", At: now.Add(-time.Minute).UTC().Truncate(time.Microsecond)}
 	bot := Vote{Actor: "token:release-bot", Approver: policy.Approver{Token: "release-bot"}, Reason: "no", At: now.Add(-time.Second).UTC().Truncate(time.Microsecond)}
-	insertVote(t, st, c.ID, c.Generation, "h2", dba)
-	insertVote(t, st, c.ID, c.Generation, "h2", bot)
-	insertVote(t, st, c.ID, c.Generation, "h1", dba)                                                                  // another plan
-	insertVote(t, st, c.ID, c.Generation+1, "h2", dba)                                                                // another generation
-	insertVote(t, st, c.ID, c.Generation, "h2", Vote{Approve: true, Actor: "token:old", At: now.Add(-2 * time.Hour)}) // expired
-	votes, err := st.Votes(ctx, c.ID, c.Generation, "h2", now.Add(-time.Hour))
+	insertVote(t, st, c.ID, c.Generation, false, "h2", dba)
+	insertVote(t, st, c.ID, c.Generation, false, "h2", bot)
+	insertVote(t, st, c.ID, c.Generation, false, "h1", dba)                                                                  // another plan
+	insertVote(t, st, c.ID, c.Generation+1, false, "h2", dba)                                                                // another generation
+	insertVote(t, st, c.ID, c.Generation, true, "h2", dba)                                                                   // the delete
+	insertVote(t, st, c.ID, c.Generation, false, "h2", Vote{Approve: true, Actor: "token:old", At: now.Add(-2 * time.Hour)}) // expired
+	votes, err := st.Votes(ctx, c.ID, c.Generation, false, "h2", now.Add(-time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,4 +140,37 @@ func TestApprovalRequestsInResults(t *testing.T) {
 	if n, err := st.RequeueGated(ctx); err != nil || n != 0 {
 		t.Fatalf("RequeueGated without requests = %d, %v; want 0", n, err)
 	}
+}
+
+// WorkInFlight: the last call of an operation at a generation that neither failed nor was
+// interrupted left work in progress.
+func TestWorkInFlight(t *testing.T) {
+	st := openTest(t, "s")
+	ctx := context.Background()
+	const uid = "00000000-0000-0000-0000-000000000001"
+	add := func(gen int64, op, result string) {
+		t.Helper()
+		if _, err := st.pool.Exec(ctx, `INSERT INTO reconcile_history (resource_uid, namespace, kind, name, generation, operation, trigger,
+			result, started_at, finished_at) VALUES ($1, 'default', 'Widget', 'db', $2, $3, 'x', $4, now(), now())`, uid, gen, op, result); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(what string, gen int64, op string, want bool) {
+		t.Helper()
+		got, err := st.WorkInFlight(ctx, uid, "default", "widget", "db", gen, op)
+		if err != nil || got != want {
+			t.Errorf("%s: WorkInFlight(%d, %s) = %v, %v; want %v", what, gen, op, got, err, want)
+		}
+	}
+	check("no history", 1, "reconcile", false)
+	add(1, "reconcile", "ApprovalRequired")
+	add(1, "reconcile", "InProgress")
+	check("in progress", 1, "reconcile", true)
+	add(1, "reconcile", "Failed")
+	add(1, "reconcile", HistoryInterrupted)
+	check("a failed poll, an interrupted one", 1, "reconcile", true)
+	check("another generation", 2, "reconcile", false)
+	check("another operation", 1, "delete", false)
+	add(1, "reconcile", "Succeeded")
+	check("done", 1, "reconcile", false)
 }
