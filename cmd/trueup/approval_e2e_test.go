@@ -279,7 +279,7 @@ func gateDB(name, labels string, size int, engine string) string {
 }
 
 // tfAttrs reads the attributes of terraform_data.db in the state of production/Database/name
-// (nil without a state row).
+// (nil without a state row, or with an empty state).
 func tfAttrs(t *testing.T, conn *pgx.Conn, name string) map[string]any {
 	t.Helper()
 	var data string
@@ -296,8 +296,11 @@ func tfAttrs(t *testing.T, conn *pgx.Conn, name string) map[string]any {
 			} `json:"instances"`
 		} `json:"resources"`
 	}
-	if err := json.Unmarshal([]byte(data), &state); err != nil || len(state.Resources) != 1 || len(state.Resources[0].Instances) != 1 {
+	if err := json.Unmarshal([]byte(data), &state); err != nil || len(state.Resources) > 1 || len(state.Resources) == 1 && len(state.Resources[0].Instances) != 1 {
 		t.Fatalf("state of %s: %v\n%s", name, err, data)
+	}
+	if len(state.Resources) == 0 {
+		return nil // destroyed; the workspace's row goes next
 	}
 	return state.Resources[0].Instances[0].Attributes
 }
