@@ -77,7 +77,7 @@ func Vote(ctx context.Context, c *apiclient.Client, namespace, kind, name string
 	}
 	var a wire.Approval
 	if err := c.Post(ctx, apiclient.ResourcePath(namespace, r.Kind, r.Metadata.Name)+"/"+verb, nil,
-		wire.Vote{Reason: reason, PlanHash: r.Approval.PlanHash}, &a); err != nil {
+		wire.Vote{Reason: reason, PlanHash: r.Approval.PlanHash, Generation: r.Approval.Generation}, &a); err != nil {
 		return err
 	}
 	var b bytes.Buffer

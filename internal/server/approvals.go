@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/policy"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -96,8 +97,11 @@ func planTextVisible(n store.Neighbours, sc store.Scope) bool {
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	state := q.Get("state")
+	if state == "" {
+		state = store.ApprovalPending // what waits
+	}
 	switch state {
-	case "", store.ApprovalPending, store.ApprovalRejected, store.ApprovalDenied:
+	case store.ApprovalPending, store.ApprovalRejected, store.ApprovalDenied:
 	default:
 		writeError(w, http.StatusBadRequest, "state must be pending, rejected or denied")
 		return
@@ -129,11 +133,9 @@ func (s *Server) vote(ctx context.Context, r *http.Request, ns, kind, name strin
 	approver := id.Approver()
 	// An operator may paste an error that quotes a secret: the reason is kept for good.
 	reason := strings.TrimSpace(body.Reason)
-	if len(reason) > maxReason {
-		reason = reason[:maxReason]
-	}
+	reason = clip.Storable(reason, maxReason)
 	reason = s.opts.Redact.Scrub(reason)
-	q, err := s.store.Vote(ctx, store.VoteParams{Namespace: ns, Kind: kind, Name: name, PlanHash: body.PlanHash, Since: s.votesSince(),
+	q, err := s.store.Vote(ctx, store.VoteParams{Namespace: ns, Kind: kind, Name: name, PlanHash: body.PlanHash, Generation: body.Generation, Since: s.votesSince(),
 		Vote: store.Vote{Approve: approve, Actor: id.Actor(), Approver: approver, Reason: reason},
 		Check: func(q *store.ApprovalRequest) error {
 			if err := mayVote(approver, q); err != nil {

@@ -66,12 +66,26 @@ func getJSON(t *testing.T, u, as string, v any) int {
 
 func TestApprovalsRead(t *testing.T) {
 	t.Parallel()
-	srv, _ := setupApprovals(t)
+	srv, st := setupApprovals(t)
+	// A denied change of alpha does not wait: the list shows it only when asked for.
+	gate(t, st, "alpha", "q002")
+	if _, err := st.Pool().Exec(context.Background(), `UPDATE approval_requests SET state = 'denied', decision = 'deny'
+		WHERE resource_id = (SELECT id FROM resources WHERE namespace = 'alpha' AND name = 'q002')`); err != nil {
+		t.Fatal(err)
+	}
 	var list struct{ Items []wire.Approval }
 	for as, want := range map[string]int{"dora": 1, "beta-dba": 0, "ci-bot": 1} {
-		if code := getJSON(t, srv.URL+"/api/v1/approvals?state=pending", as, &list); code != 200 || len(list.Items) != want {
-			t.Errorf("approvals as %s: %d, %d items; want %d", as, code, len(list.Items), want)
+		for _, q := range []string{"?state=pending", ""} {
+			if code := getJSON(t, srv.URL+"/api/v1/approvals"+q, as, &list); code != 200 || len(list.Items) != want {
+				t.Errorf("approvals%s as %s: %d, %d items; want %d", q, as, code, len(list.Items), want)
+			}
 		}
+	}
+	if code := getJSON(t, srv.URL+"/api/v1/approvals?state=denied", "dora", &list); code != 200 || len(list.Items) != 1 || list.Items[0].Name != "q002" {
+		t.Errorf("denied changes: %d, %+v", code, list.Items)
+	}
+	if _, err := st.Pool().Exec(context.Background(), `DELETE FROM approval_requests WHERE state = 'denied'`); err != nil {
+		t.Fatal(err)
 	}
 	if code := getJSON(t, srv.URL+"/api/v1/approvals?state=maybe", "dora", nil); code != http.StatusBadRequest {
 		t.Errorf("an unknown state: %d", code)

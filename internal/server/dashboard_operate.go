@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/auth"
+	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/wire"
@@ -239,10 +240,7 @@ func (s *Server) operateForm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	actor := identity(r).Actor()
-	reason := strings.TrimSpace(r.PostFormValue("reason"))
-	if len(reason) > maxReason {
-		reason = reason[:maxReason]
-	}
+	reason := clip.Storable(strings.TrimSpace(r.PostFormValue("reason")), maxReason)
 	var err error
 	switch {
 	case c.Action == "reconcile":

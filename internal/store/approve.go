@@ -172,7 +172,10 @@ type VoteParams struct {
 	// PlanHash is the plan the voter saw ("": whichever waits); another hash is
 	// ErrPlanChanged.
 	PlanHash string
-	Vote     Vote // Approve, Actor, Approver and Reason; the database's clock sets At
+	// Generation is the generation the voter saw (0: whichever waits); another is
+	// ErrPlanChanged.
+	Generation int64
+	Vote       Vote // Approve, Actor, Approver and Reason; the database's clock sets At
 	// Since is when the votes still valid were given (now minus approvalTTL), for the votes
 	// of the request returned.
 	Since time.Time
@@ -191,18 +194,23 @@ type VoteParams struct {
 func (s *Store) Vote(ctx context.Context, p VoteParams) (*ApprovalRequest, error) {
 	var out ApprovalRequest
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		// The resource's row first, then its request: the order of the reconciler's result
+		// write, which locks the resource and then writes the request (the other order
+		// deadlocks with it).
+		var id, generation int64
+		var deleting bool
+		err := tx.QueryRow(ctx, `SELECT id, generation, deletion_timestamp IS NOT NULL FROM resources
+			WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3 FOR UPDATE`, p.Namespace, p.Kind, p.Name).Scan(&id, &generation, &deleting)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return resourceNotFound(p.Namespace, p.Kind, p.Name)
+		}
+		if err != nil {
+			return err
+		}
 		q, err := scanApprovalRequest(tx.QueryRow(ctx, "SELECT "+approvalRequestColumns+
 			` FROM approval_requests a JOIN resources r ON r.id = a.resource_id
-			WHERE r.namespace = $1 AND lower(r.kind) = lower($2) AND r.name = $3 FOR UPDATE OF a`, p.Namespace, p.Kind, p.Name))
+			WHERE a.resource_id = $1 FOR UPDATE OF a`, id))
 		if errors.Is(err, pgx.ErrNoRows) {
-			var exists bool
-			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM resources WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3)`,
-				p.Namespace, p.Kind, p.Name).Scan(&exists); err != nil {
-				return err
-			}
-			if !exists {
-				return resourceNotFound(p.Namespace, p.Kind, p.Name)
-			}
 			return ErrNoApprovalRequest
 		}
 		if err != nil {
@@ -211,6 +219,13 @@ func (s *Store) Vote(ctx context.Context, p VoteParams) (*ApprovalRequest, error
 		switch {
 		case q.State != ApprovalPending:
 			return fmt.Errorf("%w (the change is %s)", ErrNoApprovalRequest, q.State)
+		case q.Generation != generation || q.Deleting != deleting:
+			// The desired state moved on since the request was made: the next decision
+			// asks again, for what the resource holds now.
+			return fmt.Errorf("%w: the request is for generation %d%s, the resource is at generation %d%s", ErrPlanChanged,
+				q.Generation, deletingWord(q.Deleting), generation, deletingWord(deleting))
+		case p.Generation != 0 && p.Generation != q.Generation:
+			return fmt.Errorf("%w: generation %d waits, not %d", ErrPlanChanged, q.Generation, p.Generation)
 		case p.PlanHash != "" && p.PlanHash != q.PlanHash:
 			return fmt.Errorf("%w: %s waits, not %s", ErrPlanChanged, q.PlanHash, p.PlanHash)
 		}
@@ -256,4 +271,12 @@ func (s *Store) Vote(ctx context.Context, p VoteParams) (*ApprovalRequest, error
 		return nil, fmt.Errorf("vote on %s/%s/%s: %w", p.Namespace, p.Kind, p.Name, err)
 	}
 	return &out, nil
+}
+
+// deletingWord says, in a message about a generation, that it is being deleted.
+func deletingWord(deleting bool) string {
+	if deleting {
+		return " (its delete)"
+	}
+	return ""
 }

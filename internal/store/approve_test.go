@@ -162,3 +162,56 @@ func TestApprovalRequests(t *testing.T) {
 		t.Fatalf("votes of a new plan: %+v, %v", qs, err)
 	}
 }
+
+// TestVoteBinding: a vote names the generation and plan it was given for; a request the
+// resource's desired state has moved past (a new generation, its delete) takes no vote.
+func TestVoteBinding(t *testing.T) {
+	st := openTest(t, "s")
+	ctx := context.Background()
+	applyRefreshed(t, st, "s", "r1", chainSet())
+	req := ApprovalRequest{Namespace: "prod", Kind: "Database", Name: "database", Generation: 1, ChangeType: policy.ChangeUpdate,
+		PlanHash: "abc", Decision: policy.RequireApproval, Policy: "p", State: ApprovalPending,
+		Requirements: []policy.Requirement{{Policy: "p", Approvals: policy.Approvals{Count: 1, From: []policy.Principal{{Token: "dba"}}}}}}
+	insertApprovalRequest(t, st, req)
+	vote := func(gen int64, hash string) error {
+		_, err := st.Vote(ctx, VoteParams{Namespace: "prod", Kind: "Database", Name: "database", Generation: gen, PlanHash: hash,
+			Vote: Vote{Approve: true, Actor: "token:dba", Approver: policy.Approver{Token: "dba"}}})
+		return err
+	}
+	for _, c := range []struct {
+		name string
+		gen  int64
+		hash string
+		want error
+	}{
+		{"another generation", 2, "abc", ErrPlanChanged},
+		{"another plan", 1, "abd", ErrPlanChanged},
+	} {
+		if err := vote(c.gen, c.hash); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+		}
+	}
+	// The desired state moves on: the request waits for a generation the resource left.
+	if _, err := st.pool.Exec(ctx, `UPDATE resources SET generation = 2 WHERE namespace = 'prod' AND kind = 'Database'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := vote(0, ""); !errors.Is(err, ErrPlanChanged) || !strings.Contains(err.Error(), "generation 1") {
+		t.Errorf("a vote on a request the resource moved past: %v", err)
+	}
+	if _, err := st.pool.Exec(ctx, `UPDATE resources SET generation = 1, deletion_timestamp = now() WHERE namespace = 'prod' AND kind = 'Database'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := vote(1, "abc"); !errors.Is(err, ErrPlanChanged) || !strings.Contains(err.Error(), "its delete") {
+		t.Errorf("a vote on an update's request once the resource is being deleted: %v", err)
+	}
+	var n int
+	if err := st.pool.QueryRow(ctx, `SELECT count(*) FROM approvals`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("votes recorded: %d, %v", n, err)
+	}
+	if _, err := st.pool.Exec(ctx, `UPDATE resources SET deletion_timestamp = NULL WHERE namespace = 'prod' AND kind = 'Database'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := vote(1, "abc"); err != nil {
+		t.Errorf("the vote for the generation and plan that wait: %v", err)
+	}
+}

@@ -67,4 +67,6 @@ type Vote struct {
 	Reason string `json:"reason,omitempty"`
 	// PlanHash is the plan the voter saw; when another waits, the answer is 409.
 	PlanHash string `json:"planHash,omitempty"`
+	// Generation is the generation the voter saw; when another waits, the answer is 409.
+	Generation int64 `json:"generation,omitempty"`
 }
