@@ -133,8 +133,7 @@ func (s *Server) vote(ctx context.Context, r *http.Request, ns, kind, name strin
 	approver := id.Approver()
 	// An operator may paste an error that quotes a secret: the reason is kept for good.
 	reason := strings.TrimSpace(body.Reason)
-	reason = clip.Storable(reason, maxReason)
-	reason = s.opts.Redact.Scrub(reason)
+	reason = clip.Storable(s.opts.Redact.Scrub(reason), maxReason) // scrubbed whole, then cut
 	q, err := s.store.Vote(ctx, store.VoteParams{Namespace: ns, Kind: kind, Name: name, PlanHash: body.PlanHash, Generation: body.Generation, Since: s.votesSince(),
 		Vote: store.Vote{Approve: approve, Actor: id.Actor(), Approver: approver, Reason: reason},
 		Check: func(q *store.ApprovalRequest) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/trueup-dev/trueup/internal/auth"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -45,6 +46,8 @@ func (s *Server) resourceApproval(ctx context.Context, id auth.Identity, res sto
 // to the resource's page; a refusal is a page saying why.
 func (s *Server) voteForm(w http.ResponseWriter, r *http.Request, c command) {
 	body := wire.Vote{Reason: r.PostFormValue("reason"), PlanHash: r.PostFormValue("planHash")}
+	// The generation confirmed; a form without one (or a bad one) binds to the plan alone.
+	body.Generation, _ = strconv.ParseInt(r.PostFormValue("generation"), 10, 64)
 	_, err := s.vote(r.Context(), r, c.NS, c.Kind, c.Name, c.Action == "approve", body)
 	var refused voteRefused
 	switch {
@@ -52,7 +55,7 @@ func (s *Server) voteForm(w http.ResponseWriter, r *http.Request, c command) {
 		s.errorPage(w, r, http.StatusForbidden, "Not allowed", refused.Error())
 	case errors.Is(err, store.ErrPlanChanged):
 		s.errorPage(w, r, http.StatusConflict, "The plan changed",
-			"The change waiting has another plan than the one you confirmed: nothing was recorded. Go back to the resource and look at the plan again.")
+			"The change waiting has another plan or generation than the one you confirmed: nothing was recorded. Go back to the resource and look at the plan again.")
 	case errors.Is(err, store.ErrNoApprovalRequest):
 		s.errorPage(w, r, http.StatusConflict, "Nothing waits for approval", "This resource has no change waiting for approval: nothing was recorded.")
 	case !s.pageFailed(w, r, err):
