@@ -72,9 +72,10 @@ func newApprovalsCmd(api *apiOptions) *cobra.Command {
 	var namespace, output string
 	cmd := &cobra.Command{
 		Use:   "approvals",
-		Short: "List the changes policies hold back: waiting for approval, rejected or denied",
-		Long: `Lists the changes policies gate, oldest first: RESOURCE STATE POLICY REQUIRES PLAN VOTES AGE.
-STATE is pending (waiting for approvals), rejected or denied; REQUIRES says whose approvals
+		Short: "List the changes that wait for approval",
+		Long: `Lists the changes policies hold for approval, oldest first: RESOURCE STATE POLICY REQUIRES PLAN
+VOTES AGE. STATE is pending (rejected and denied changes show in trueup get and describe, and in
+the API with GET /api/v1/approvals?state=rejected or denied); REQUIRES says whose approvals
 each waiting policy asks for; PLAN is the plan's hash and summary. trueup describe shows the
 plan's text; trueup approve and trueup reject vote on it. Only the namespaces the caller
 sees are listed.`,

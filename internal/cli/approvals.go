@@ -13,8 +13,8 @@ import (
 	"github.com/trueup-dev/trueup/internal/wire"
 )
 
-// Approvals lists the changes policies gate in namespace ("": every namespace the caller
-// sees), oldest first: what waits for approval, and what was rejected or denied.
+// Approvals lists the changes that wait for approval in namespace ("": every namespace the
+// caller sees), oldest first (the API's default state, pending).
 func Approvals(ctx context.Context, c *apiclient.Client, clock func() time.Time, namespace, output string, out, errOut io.Writer) error {
 	q := url.Values{}
 	if namespace != "" {

@@ -171,7 +171,7 @@ func (s *Server) voteAPI(approve bool) http.HandlerFunc {
 		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&body); err != nil && !errors.Is(err, io.EOF) {
-			writeError(w, http.StatusBadRequest, `the body must be JSON {"reason": "...", "planHash": "..."}: `+err.Error())
+			writeError(w, http.StatusBadRequest, `the body must be JSON {"reason": "...", "planHash": "...", "generation": N}: `+err.Error())
 			return
 		}
 		q, err := s.vote(r.Context(), r, ns, kind, name, approve, body)
