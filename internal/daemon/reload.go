@@ -150,8 +150,8 @@ func (rt *Daemon) lastReload() (server.ReloadResult, bool) {
 }
 
 // reload applies what changed in cfg (readErr: why it could not be read), or refuses it whole.
-func (rt *Daemon) reload(cfg *config.Config, readErr error) server.ReloadResult {
-	res := server.ReloadResult{At: time.Now()}
+func (rt *Daemon) reload(cfg *config.Config, readErr error) (res server.ReloadResult) {
+	res = server.ReloadResult{At: time.Now()}
 	defer func() {
 		if started := rt.started.Load(); started != nil && (*started).Err() != nil && len(res.Errors) > 0 {
 			// Stop began during the reload: what failed to start was stopped by it.
