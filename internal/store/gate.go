@@ -15,28 +15,11 @@ import (
 // Votes returns the votes given for a resource's generation, operation (its delete, or not)
 // and plan hash since since (the ones not expired), oldest first.
 func (s *Store) Votes(ctx context.Context, resourceID, generation int64, deleting bool, planHash string, since time.Time) ([]Vote, error) {
-	rows, err := s.pool.Query(ctx, `SELECT verdict = 'approve', actor, approver, reason, created_at FROM approvals
-		WHERE resource_id = $1 AND generation = $2 AND deleting = $3 AND plan_hash = $4 AND created_at >= $5 ORDER BY id`,
-		resourceID, generation, deleting, planHash, since)
-	if err != nil {
+	qs := []ApprovalRequest{{ResourceID: resourceID, Generation: generation, Deleting: deleting, PlanHash: planHash}}
+	if err := attachVotes(ctx, s.pool, qs, since); err != nil {
 		return nil, fmt.Errorf("votes: %w", err)
 	}
-	votes, err := pgx.CollectRows(rows, scanVote)
-	if err != nil {
-		return nil, fmt.Errorf("votes: %w", err)
-	}
-	return votes, nil
-}
-
-func scanVote(r pgx.CollectableRow) (Vote, error) {
-	var v Vote
-	var approver []byte
-	if err := r.Scan(&v.Approve, &v.Actor, &approver, &v.Reason, &v.At); err != nil {
-		return v, err
-	}
-	var err error
-	v.Approver, err = decodeApprover(approver)
-	return v, err
+	return qs[0].Votes, nil
 }
 
 // RequeueGated makes every resource with an approval request due now (a reload changed the
