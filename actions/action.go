@@ -250,6 +250,21 @@ type Observation struct {
 	InSync  bool
 	Message string
 	Outputs map[string]any
+	// Drift says what drifted, as JSON pointers into the spec (nil: the action does not say).
+	// A type's drift.ignore pointers leave out what they cover; drift without paths is never
+	// ignored.
+	Drift []DriftPath
+	// Observed is the spec as found, for the host to compare with the spec it sent when the
+	// action gives no Drift (nil: not given).
+	Observed json.RawMessage
+}
+
+// DriftPath is one drifted field: where in the spec (a JSON pointer, "/tags/owner"), what the
+// spec says and what was found (nil when the action does not say).
+type DriftPath struct {
+	Path     string `json:"path"`
+	Expected any    `json:"expected,omitempty"`
+	Actual   any    `json:"actual,omitempty"`
 }
 
 // terminalError marks errors that will not go away until the spec changes.

@@ -8,6 +8,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	// The time zones of change windows (timeZone) resolve on a machine without a zoneinfo
+	// database.
+	_ "time/tzdata"
 
 	"github.com/trueup-dev/trueup/internal/cli"
 	"github.com/trueup-dev/trueup/internal/termsafe"

@@ -17,6 +17,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/trueup-dev/trueup/internal/changewindow"
 	"github.com/trueup-dev/trueup/internal/envvar"
 	"github.com/trueup-dev/trueup/internal/plaintext"
 	"github.com/trueup-dev/trueup/internal/policy"
@@ -76,6 +77,12 @@ type Config struct {
 	// once given (default 24h).
 	ApprovalTTL time.Duration `yaml:"approvalTTL"`
 	policySet   *policy.Set   // Policies compiled (Validate)
+	// Windows say when the resources they select may change: a deny window holds their
+	// changes (applies, deletes, drift corrections) while open, allow windows let them change
+	// only while one of them is open. A reload puts a changed list in effect without a
+	// restart.
+	Windows   []changewindow.Window `yaml:"windows"`
+	windowSet *changewindow.Set     // Windows compiled (Validate)
 }
 
 // Database says where PostgreSQL is.
@@ -652,6 +659,9 @@ func (c *Config) Validate() error {
 	if c.policySet, err = policy.Compile(c.Policies); err != nil {
 		errs = append(errs, err)
 	}
+	if c.windowSet, err = changewindow.Compile(c.Windows); err != nil {
+		errs = append(errs, err)
+	}
 	c.validateAuth(bad)
 	c.validateTracing(bad)
 	if c.Notifications != nil {
@@ -664,6 +674,10 @@ func (c *Config) Validate() error {
 // PolicySet is the compiled policies (never nil once the config is loaded; empty without
 // policies).
 func (c *Config) PolicySet() *policy.Set { return c.policySet }
+
+// WindowSet is the compiled change windows (nil before the config is validated; a Set
+// without windows once it is).
+func (c *Config) WindowSet() *changewindow.Set { return c.windowSet }
 
 // ScrubError returns err with every value that came from the environment replaced by "***"
 // in its message, in any escaping (redact.Error: err itself when there is none, nil for nil).

@@ -25,14 +25,18 @@ type Changes struct {
 	References bool
 	// Policies: the policies or approvalTTL changed (compiled with the config read again,
 	// which the reload puts in place of the running one: no restart).
-	Policies        bool
+	Policies bool
+	// Windows: the change windows changed (read live; the changes they held are looked at
+	// again).
+	Windows         bool
 	RestartRequired []string
 }
 
 // None says the reload changes nothing.
 func (c Changes) None() bool {
 	return len(c.SourcesAdded)+len(c.SourcesRemoved)+len(c.SourcesChanged)+len(c.ActionsAdded)+len(c.ActionsRemoved)+
-		len(c.ActionsChanged)+len(c.RestartRequired) == 0 && !c.Notifications && !c.References && !c.Policies
+		len(c.ActionsChanged)+len(c.RestartRequired) == 0 && !c.Notifications && !c.References && !c.Policies &&
+		!c.Windows
 }
 
 // Diff compares the config running (old) with the one read again (new). A source or action
@@ -65,6 +69,7 @@ func Diff(old, new *Config) Changes {
 	c.References = !reflect.DeepEqual(old.References, new.References)
 	c.Policies = (len(old.Policies) > 0 || len(new.Policies) > 0) && !reflect.DeepEqual(old.Policies, new.Policies) ||
 		old.ApprovalTTL != new.ApprovalTTL
+	c.Windows = (len(old.Windows) > 0 || len(new.Windows) > 0) && !reflect.DeepEqual(old.Windows, new.Windows)
 	c.RestartRequired = RestartOnlyChanged(old, new)
 	for _, l := range [][]string{c.SourcesAdded, c.SourcesRemoved, c.SourcesChanged, c.WebhookOnly, c.ActionsAdded, c.ActionsRemoved, c.ActionsChanged} {
 		slices.Sort(l)

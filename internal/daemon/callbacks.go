@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/changewindow"
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/crossref"
 	"github.com/trueup-dev/trueup/internal/graph"
@@ -50,6 +51,10 @@ func (rt *Daemon) policies() (*policy.Set, time.Duration) {
 	c := rt.cfg.Load()
 	return c.PolicySet(), c.ApprovalTTL
 }
+
+// windows is the reconciler's and the server's Windows: those of the config running (a
+// reload applies them at once).
+func (rt *Daemon) windows() *changewindow.Set { return rt.cfg.Load().WindowSet() }
 
 // liveHeld reports whether this replica holds its liveness session (false before Start took
 // it): a singleton lease taken without one is released by peers and by the next session.

@@ -304,7 +304,7 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 		LeaseTTL: cfg.Reconcile.LeaseTTL, ResyncInterval: cfg.Reconcile.ResyncInterval,
 		BackoffInitial: cfg.Reconcile.Backoff.Initial, BackoffMax: cfg.Reconcile.Backoff.Max, Redact: rt.redact, Metrics: met,
 		Reveal: rt.revealCall, Acquire: rt.acts.Acquire, Plans: rt.acts.Plans(), ActionType: rt.actionType,
-		CheckReference: rt.checkReference, Policies: rt.policies, Author: db.Store.RevisionAuthor}, logger)
+		CheckReference: rt.checkReference, Policies: rt.policies, Windows: rt.windows, Author: db.Store.RevisionAuthor}, logger)
 	maint := reconciler.NewMaintenance(db.Store, reconciler.MaintenanceOptions{Replica: replica, Version: rt.deps.Version, LeaseTTL: cfg.Reconcile.LeaseTTL,
 		Listen: cfg.Server.Listen, Metrics: met, Live: rt.liveHeld,
 		History: store.RetentionRule{MaxAge: cfg.Retention.History.MaxAge, MaxPerResource: cfg.Retention.History.MaxPerResource},
@@ -345,7 +345,7 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 
 	srvOpts, err := withAuth(server.Options{Listen: cfg.Server.Listen, Replica: replica, Metrics: met, Webhooks: rt.hooks,
 		ExternalURL: cfg.Server.ExternalURL, Reload: rt.request, LastReload: rt.lastReload, TraceURL: traceURL(cfg), Redact: rt.redact,
-		ApprovalTTL: func() time.Duration { return rt.cfg.Load().ApprovalTTL }}, cfg, logger)
+		ApprovalTTL: func() time.Duration { return rt.cfg.Load().ApprovalTTL }, Windows: rt.windows}, cfg, logger)
 	if err != nil {
 		return err
 	}

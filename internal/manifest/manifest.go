@@ -105,10 +105,31 @@ type ResourceType struct {
 	Action      ActionRef
 	// ResyncInterval is nil when absent; 0 turns the drift check off.
 	ResyncInterval *time.Duration
-	Spec           json.RawMessage // canonical JSON of the whole spec, as written
-	Hash           string          // hex sha256 of canonical {name, spec}
-	File           string
-	Line           int // where the document starts
+	// Drift is spec.drift: what a resync that finds drift does (nil: remediate, nothing
+	// ignored).
+	Drift *DriftPolicy
+	Spec  json.RawMessage // canonical JSON of the whole spec, as written
+	Hash  string          // hex sha256 of canonical {name, spec}
+	File  string
+	Line  int // where the document starts
+}
+
+// Drift modes of a ResourceType (spec.drift.mode).
+const (
+	// DriftRemediate corrects drift at once: a Reconcile follows the Observe that found it.
+	DriftRemediate = "remediate"
+	// DriftDetect sets Drifted=True with what drifted and calls nothing: an operator's
+	// reconcile or a new generation corrects it.
+	DriftDetect = "detect"
+	// DriftNotify is DriftDetect that also sends the Drifted notification.
+	DriftNotify = "notify"
+)
+
+// DriftPolicy is a ResourceType's spec.drift.
+type DriftPolicy struct {
+	Mode string `json:"mode"` // remediate (default), detect or notify
+	// Ignore are JSON pointers into the spec ("/tags"): drift at or below them never counts.
+	Ignore []string `json:"ignore,omitempty"`
 }
 
 // Resource is a validated Resource manifest. Resources of one Set with the same labels (or

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trueup-dev/trueup/internal/labelsel"
 	"github.com/trueup-dev/trueup/internal/plural"
 )
 
@@ -106,10 +105,7 @@ func (s *Set) PlanReader(r *Resource) string {
 	return ""
 }
 
-func (c *compiled) selects(r *Resource) bool {
-	return matchesAny(c.namespaces, r.Namespace) && matchesAny(c.kinds, r.Kind) && matchesAny(c.sources, r.Source) &&
-		(len(c.selector) == 0 || labelsel.Matches(c.selector, r.Labels))
-}
+func (c *compiled) selects(r *Resource) bool { return c.Selects(r) }
 
 // Decide reads the policies in order: the first deny that holds wins; otherwise, when
 // requireApproval policies hold, the change needs the approvals of each; otherwise it is

@@ -109,11 +109,52 @@ type Set struct {
 // compiled is one policy ready to evaluate.
 type compiled struct {
 	Policy
+	Matcher
+	prg       cel.Program // nil without a rule
+	reads     Reads       // what the rule reads of the costly inputs
+	costLimit uint64
+}
+
+// Matcher is a compiled Match (CompileMatch): policies and change windows select resources
+// with it.
+type Matcher struct {
 	sources, namespaces, kinds []pattern
 	selector                   []labelsel.Requirement
-	prg                        cel.Program // nil without a rule
-	reads                      Reads       // what the rule reads of the costly inputs
-	costLimit                  uint64
+}
+
+// CompileMatch compiles m; bad is told of each field that does not compile ("match.kinds[0]",
+// "match.selector"), and the Matcher returned then selects as if that entry were absent.
+func CompileMatch(m Match, bad func(field, format string, args ...any)) Matcher {
+	var c Matcher
+	for _, l := range []struct {
+		key  string
+		in   []string
+		out  *[]pattern
+		fold bool
+	}{{"sources", m.Sources, &c.sources, false}, {"namespaces", m.Namespaces, &c.namespaces, false}, {"kinds", m.Kinds, &c.kinds, true}} {
+		for j, v := range l.in {
+			pat, err := newPattern(v, l.fold)
+			if err != nil {
+				bad(fmt.Sprintf("match.%s[%d]", l.key, j), "%v", err)
+				continue
+			}
+			*l.out = append(*l.out, pat)
+		}
+	}
+	if m.Selector != "" {
+		var err error
+		if c.selector, err = labelsel.Parse(m.Selector); err != nil {
+			bad("match.selector", "%v", err)
+		}
+	}
+	return c
+}
+
+// Selects reports whether r is selected: every list that is set holds r's value and the
+// selector matches its labels.
+func (m *Matcher) Selects(r *Resource) bool {
+	return matchesAny(m.namespaces, r.Namespace) && matchesAny(m.kinds, r.Kind) && matchesAny(m.sources, r.Source) &&
+		(len(m.selector) == 0 || labelsel.Matches(m.selector, r.Labels))
 }
 
 // pattern is one entry of a match list.
@@ -195,25 +236,7 @@ func compile(policies []Policy, costLimit uint64) (*Set, error) {
 			bad("name", "policy %q declared twice", p.Name)
 		}
 		seen[p.Name] = true
-		for _, l := range []struct {
-			key  string
-			in   []string
-			out  *[]pattern
-			fold bool
-		}{{"sources", p.Match.Sources, &c.sources, false}, {"namespaces", p.Match.Namespaces, &c.namespaces, false}, {"kinds", p.Match.Kinds, &c.kinds, true}} {
-			for j, v := range l.in {
-				pat, err := newPattern(v, l.fold)
-				if err != nil {
-					bad(fmt.Sprintf("match.%s[%d]", l.key, j), "%v", err)
-				}
-				*l.out = append(*l.out, pat)
-			}
-		}
-		if p.Match.Selector != "" {
-			if c.selector, err = labelsel.Parse(p.Match.Selector); err != nil {
-				bad("match.selector", "%v", err)
-			}
-		}
+		c.Matcher = CompileMatch(p.Match, bad)
 		switch p.Action {
 		case Allow, Deny:
 			if p.Approvals != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/changewindow"
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/policy"
@@ -61,6 +62,10 @@ type Options struct {
 	// read at each change (a reload applies at once): a change of a resource they select is
 	// planned, decided and called only when allowed or approved (gate.go). nil: no gate.
 	Policies func() (*policy.Set, time.Duration)
+	// Windows, when set, gives the change windows in force, read at each change (a reload
+	// applies at once): a change of a resource a window holds is not called; it waits,
+	// due when the windows let it proceed. nil: no windows.
+	Windows func() *changewindow.Set
 	// Author gives the author of a source's revision, for policies that read change.author
 	// and for notAuthor (nil: unknown).
 	Author func(ctx context.Context, source, revision string) (policy.Author, error)

@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/trueup-dev/trueup/internal/auth"
+	"github.com/trueup-dev/trueup/internal/changewindow"
 	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/redact"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -70,6 +71,10 @@ type Options struct {
 	// ApprovalTTL is how long an approval stays valid (config approvalTTL, read live; nil or
 	// 0: the default): votes older are not shown.
 	ApprovalTTL func() time.Duration
+	// Windows gives the change windows in force (read live; nil: none): a resource's
+	// timeline names the window holding it, and an override of a window that does not allow
+	// operators is refused.
+	Windows func() *changewindow.Set
 }
 
 // anonymousAdmin is who requests are when no authentication is configured.

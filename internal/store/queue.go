@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/graph"
+	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/notify"
 	"github.com/trueup-dev/trueup/internal/status"
 )
@@ -76,6 +77,19 @@ type Claimed struct {
 	// SourceRevision, for a delete, is the newest revision its source applied: where a
 	// plugin falls back when AppliedRevision can no longer be read.
 	SourceRevision string
+	// WindowOverride is an operator's override of the change windows for this call (nil:
+	// none): the windows do not hold it, and the write of its result clears it.
+	WindowOverride *WindowOverride
+	// Drift is its type's drift policy (nil: remediate, nothing ignored).
+	Drift *manifest.DriftPolicy
+}
+
+// WindowOverride is an operator's request that one resource's next call proceed although a
+// change window holds it (trueup reconcile --override-window --reason).
+type WindowOverride struct {
+	Actor  string    `json:"actor"`
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
 }
 
 // historyAppliedSQL is, for a claimed resource row u applied before applied_revision was recorded
@@ -113,7 +127,8 @@ func (s *Store) Claim(ctx context.Context, owner string, n int, ttl time.Duratio
 		  COALESCE(u.applied_revision, CASE WHEN u.deletion_timestamp IS NOT NULL THEN `+historyAppliedSQL+` END, ''),
 		  COALESCE(CASE WHEN u.deletion_timestamp IS NOT NULL THEN (SELECT s.revision FROM sources s WHERE s.name = u.source) END, ''),
 		  CASE WHEN u.deletion_timestamp IS NOT NULL THEN u.applied_spec END,
-		  CASE WHEN u.deletion_timestamp IS NOT NULL THEN u.applied_origins END
+		  CASE WHEN u.deletion_timestamp IS NOT NULL THEN u.applied_origins END,
+		  u.window_override, t.drift
 		FROM u LEFT JOIN resource_types t ON lower(t.name) = lower(u.kind)
 		ORDER BY u.run_at`, n, owner, ttl.Milliseconds())
 	if err != nil {
@@ -218,7 +233,7 @@ func scanClaimed(r pgx.CollectableRow) (Claimed, error) {
 	err := r.Scan(&c.ID, &c.UID, &c.Namespace, &c.Kind, &c.Name, &c.APIVersion, &c.Source, &c.Revision, &labels,
 		&ann, &c.Spec, &c.Generation, &c.ObservedGeneration, &c.Phase, &conds, &c.ActionState, &c.Attempt,
 		&c.Deleting, &c.LeaseToken, &c.TypeKnown, &c.ActionName, &c.ActionWith, &c.ResyncIntervalMs, &c.SealedSHA, &c.File, &c.ManualBy,
-		&c.HasDeps, &c.DependencyBy, &c.TypeSpec, &c.ResolvedSpec, &c.ResolvedOrigins, &c.AppliedRevision, &c.SourceRevision, &c.AppliedSpec, &c.AppliedOrigins)
+		&c.HasDeps, &c.DependencyBy, &c.TypeSpec, &c.ResolvedSpec, &c.ResolvedOrigins, &c.AppliedRevision, &c.SourceRevision, &c.AppliedSpec, &c.AppliedOrigins, &c.WindowOverride, &c.Drift)
 	if err != nil {
 		return c, err
 	}
