@@ -9,6 +9,7 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
+	"github.com/trueup-dev/trueup/internal/drift"
 	"github.com/trueup-dev/trueup/internal/graph"
 )
 
@@ -38,6 +39,7 @@ type typeDoc struct {
 	versions    []versionDoc
 	action      ActionRef
 	resync      *time.Duration
+	drift       *DriftPolicy
 	spec        json.RawMessage
 	hash        string
 	// broken is set when the document has structural problems: its resources are then
@@ -316,7 +318,7 @@ func (d *docDecoder) decodeType(apiVersion string, m, meta map[string]any, name 
 		}
 		return t
 	}
-	d.strict(spec, specPath, "group", "description", "versions", "action", "resyncInterval")
+	d.strict(spec, specPath, "group", "description", "versions", "action", "resyncInterval", "drift")
 
 	if g := d.required(spec, specPath, "group"); g != "" {
 		switch {
@@ -332,6 +334,7 @@ func (d *docDecoder) decodeType(apiVersion string, m, meta map[string]any, name 
 	t.versions = d.decodeVersions(spec, specPath)
 	d.decodeAction(t, spec, specPath)
 	d.decodeResync(t, spec, specPath)
+	d.decodeDrift(t, spec, specPath)
 
 	canon, err := marshalCanonical(spec)
 	if err != nil {
@@ -453,6 +456,49 @@ func (d *docDecoder) decodeResync(t *typeDoc, spec map[string]any, specPath path
 		return
 	}
 	t.resync = &dur
+}
+
+func (d *docDecoder) decodeDrift(t *typeDoc, spec map[string]any, specPath path) {
+	p := specPath.key("drift")
+	m, ok := d.mapping(spec, specPath, "drift")
+	if !ok {
+		return
+	}
+	d.strict(m, p, "mode", "ignore")
+	pol := DriftPolicy{Mode: DriftRemediate}
+	bad := false
+	if mode, ok := d.str(m, p, "mode"); ok {
+		switch mode {
+		case DriftRemediate, DriftDetect, DriftNotify:
+			pol.Mode = mode
+		default:
+			d.fail(p.key("mode"), "unknown drift mode %q: must be remediate, detect or notify", mode)
+			bad = true
+		}
+	}
+	if raw, ok := field(m, "ignore"); ok {
+		list, isList := raw.([]any)
+		if !isList {
+			d.fail(p.key("ignore"), "must be a list of JSON pointers, got %s", jsonType(raw))
+			return
+		}
+		for i, item := range list {
+			s, isStr := item.(string)
+			switch {
+			case !isStr:
+				d.fail(p.key("ignore").index(i), "must be a string, got %s", jsonType(item))
+				bad = true
+			case drift.CheckPointer(s) != nil:
+				d.fail(p.key("ignore").index(i), "%v", drift.CheckPointer(s))
+				bad = true
+			default:
+				pol.Ignore = append(pol.Ignore, s)
+			}
+		}
+	}
+	if !bad {
+		t.drift = &pol
+	}
 }
 
 func (d *docDecoder) decodeResource(r *resourceDoc, sets metaSets, apiVersion, kind string, m, meta map[string]any, name string) {

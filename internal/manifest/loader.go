@@ -309,6 +309,7 @@ func (ld *load) types(docs []placed) ([]ResourceType, map[string]*typeInfo) {
 			Description:    t.description,
 			Action:         ActionRef{Name: t.action.Name, With: bytes.Clone(t.action.With)},
 			ResyncInterval: cloneDuration(t.resync),
+			Drift:          cloneDrift(t.drift),
 			Spec:           bytes.Clone(t.spec),
 			Hash:           t.hash,
 			File:           p.file,
@@ -894,6 +895,13 @@ func cloneDuration(d *time.Duration) *time.Duration {
 	}
 	c := *d
 	return &c
+}
+
+func cloneDrift(p *DriftPolicy) *DriftPolicy {
+	if p == nil {
+		return nil
+	}
+	return &DriftPolicy{Mode: p.Mode, Ignore: slices.Clone(p.Ignore)}
 }
 
 // LoadDir reads the manifests under dir (ReadDir) and loads them with paths relative to dir.

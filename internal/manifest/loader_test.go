@@ -488,6 +488,53 @@ spec:
 			want:  []string{"bad.yaml:4: invalid yaml: did not find expected ',' or ']'"},
 		},
 		{
+			name: "drift policy",
+			files: files("t.yaml", `apiVersion: trueup.dev/v1
+kind: ResourceType
+metadata: {name: Thing}
+spec:
+  group: example.com
+  versions: [{name: v1, schema: {type: object}}]
+  action: {name: a}
+  drift:
+    mode: ignore
+    ignore:
+      - /tags
+      - tags
+      - 3
+      - /a~2
+    why: x
+---
+apiVersion: trueup.dev/v1
+kind: ResourceType
+metadata: {name: Other}
+spec:
+  group: example.com
+  versions: [{name: v1, schema: {type: object}}]
+  action: {name: a}
+  drift: {mode: 1, ignore: /tags}
+---
+apiVersion: trueup.dev/v1
+kind: ResourceType
+metadata: {name: Third}
+spec:
+  group: example.com
+  versions: [{name: v1, schema: {type: object}}]
+  action: {name: a}
+  drift: detect
+`),
+			want: []string{
+				`t.yaml:9: spec.drift.mode: unknown drift mode "ignore": must be remediate, detect or notify`,
+				`t.yaml:12: spec.drift.ignore[1]: "tags" is not a JSON pointer: it must start with "/" (such as /tags)`,
+				`t.yaml:13: spec.drift.ignore[2]: must be a string, got number`,
+				`t.yaml:14: spec.drift.ignore[3]: "/a~2" is not a JSON pointer: "~" must be written ~0 (and "/" in a key ~1)`,
+				`t.yaml:15: spec.drift: unknown field "why"`,
+				`t.yaml:24: spec.drift.ignore: must be a list of JSON pointers, got string`,
+				`t.yaml:24: spec.drift.mode: must be a string, got number`,
+				`t.yaml:33: spec.drift: must be a mapping, got string`,
+			},
+		},
+		{
 			name: "action rejected by CheckAction",
 			files: files("a.yaml", strings.Replace(dbType, "provision", "missing", 1),
 				"b.yaml", strings.ReplaceAll(dbType, "DatabaseCluster", "Other"),
@@ -518,6 +565,30 @@ spec:
 				t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
 			}
 		})
+	}
+}
+
+// TestDriftPolicy: spec.drift as a type of the set holds it (absent: nil, remediate).
+func TestDriftPolicy(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, drift string
+		want        *DriftPolicy
+	}{
+		{"absent", "", nil},
+		{"null", "  drift: null\n", nil},
+		{"empty: remediate", "  drift: {}\n", &DriftPolicy{Mode: DriftRemediate}},
+		{"detect", "  drift: {mode: detect}\n", &DriftPolicy{Mode: DriftDetect}},
+		{"notify, ignoring", "  drift: {mode: notify, ignore: [/tags, /a~1b/c~0]}\n", &DriftPolicy{Mode: DriftNotify, Ignore: []string{"/tags", "/a~1b/c~0"}}},
+		{"ignore alone", "  drift: {ignore: [/tags]}\n", &DriftPolicy{Mode: DriftRemediate, Ignore: []string{"/tags"}}},
+	} {
+		set, err := NewLoader().Load(files("t.yaml", dbType+tc.drift), Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := set.Types[0].Drift; !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: drift %+v, want %+v", tc.name, got, tc.want)
+		}
 	}
 }
 
