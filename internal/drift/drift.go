@@ -1,7 +1,6 @@
-// Package drift owns what a resync's drift is made of: JSON pointers into a spec (checked,
-// escaped, compared segment-wise), the paths where a spec as found differs from the spec the
-// call sent (leaf values), the ignore pointers of a ResourceType's drift policy, and the
-// message that lists what drifted. It decides only, as pure functions; the reconciler acts.
+// Package drift owns what a resync's drift is made of: the paths (JSON pointers, jsonptr)
+// where a spec as found differs from the spec the call sent (leaf values), the ignore
+// pointers of a ResourceType's drift policy, and the message that lists what drifted. It decides only, as pure functions; the reconciler acts.
 package drift
 
 import (
@@ -14,52 +13,13 @@ import (
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/clip"
+	"github.com/trueup-dev/trueup/internal/jsonptr"
 )
-
-// CheckPointer reports whether p is a JSON pointer (RFC 6901) into a spec: "/" then tokens
-// separated by "/", "~" only as "~0" (a "~") or "~1" (a "/"). The whole document ("") is not
-// a field, and is refused.
-func CheckPointer(p string) error {
-	if !strings.HasPrefix(p, "/") {
-		return fmt.Errorf("%q is not a JSON pointer: it must start with \"/\" (such as /tags)", p)
-	}
-	for i := 0; i < len(p); i++ {
-		if p[i] == '~' && (i+1 == len(p) || p[i+1] != '0' && p[i+1] != '1') {
-			return fmt.Errorf("%q is not a JSON pointer: \"~\" must be written ~0 (and \"/\" in a key ~1)", p)
-		}
-	}
-	return nil
-}
-
-// Escape makes one key a token of a JSON pointer.
-func Escape(key string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(key, "~", "~0"), "/", "~1")
-}
-
-// tokens returns the unescaped tokens of a pointer that CheckPointer accepts.
-func tokens(p string) []string {
-	parts := strings.Split(p[1:], "/")
-	for i, t := range parts {
-		parts[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
-	}
-	return parts
-}
-
-// Covers reports whether the ignore pointer covers path: equal to it or one of its ancestors,
-// token by token ("/tags" covers "/tags/owner", not "/tagsets"). Pointers CheckPointer
-// refuses cover nothing.
-func Covers(ignore, path string) bool {
-	if CheckPointer(ignore) != nil || CheckPointer(path) != nil {
-		return false
-	}
-	it, pt := tokens(ignore), tokens(path)
-	return len(it) <= len(pt) && slices.Equal(it, pt[:len(it)])
-}
 
 // Filter splits paths into those no ignore pointer covers (kept) and those one does.
 func Filter(paths []actions.DriftPath, ignore []string) (kept, ignored []actions.DriftPath) {
 	for _, p := range paths {
-		if slices.ContainsFunc(ignore, func(i string) bool { return Covers(i, p.Path) }) {
+		if slices.ContainsFunc(ignore, func(i string) bool { return jsonptr.Covers(i, p.Path) }) {
 			ignored = append(ignored, p)
 		} else {
 			kept = append(kept, p)
@@ -122,7 +82,7 @@ func compare(at string, want, got any, found bool, out *[]actions.DriftPath) {
 			slices.Sort(keys)
 			for _, k := range keys {
 				gv, ok := g[k]
-				compare(at+"/"+Escape(k), w[k], gv, ok, out)
+				compare(at+"/"+jsonptr.Escape(k), w[k], gv, ok, out)
 			}
 			return
 		}

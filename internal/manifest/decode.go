@@ -9,8 +9,8 @@ import (
 
 	yaml "go.yaml.in/yaml/v3"
 
-	"github.com/trueup-dev/trueup/internal/drift"
 	"github.com/trueup-dev/trueup/internal/graph"
+	"github.com/trueup-dev/trueup/internal/jsonptr"
 )
 
 // document is one decoded manifest, independent of the file path it was read from so that
@@ -488,8 +488,8 @@ func (d *docDecoder) decodeDrift(t *typeDoc, spec map[string]any, specPath path)
 			case !isStr:
 				d.fail(p.key("ignore").index(i), "must be a string, got %s", jsonType(item))
 				bad = true
-			case drift.CheckPointer(s) != nil:
-				d.fail(p.key("ignore").index(i), "%v", drift.CheckPointer(s))
+			case jsonptr.Check(s) != nil:
+				d.fail(p.key("ignore").index(i), "%v", jsonptr.Check(s))
 				bad = true
 			default:
 				pol.Ignore = append(pol.Ignore, s)
