@@ -394,6 +394,10 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 	if _, err := st.Pool().Exec(ctx, `UPDATE resources SET resolved_spec = '{"size": 0, "url": "q001:5432"}' WHERE name = 'q000'`); err != nil {
 		t.Fatal(err)
 	}
+	// The type's drift policy (spec.drift), as ingest stores it.
+	if _, err := st.Pool().Exec(ctx, `UPDATE resource_types SET drift = '{"mode": "detect", "ignore": ["/tags"]}'`); err != nil {
+		t.Fatal(err)
+	}
 
 	// Previews of main: #7 with a result, #8 pending without one.
 	result, err := json.Marshal(previewResult())

@@ -39,7 +39,14 @@ func edgesWire(es []store.ResourceEdge) []wire.Dependency {
 	})
 }
 
-func typeWire(t store.ResourceType) wire.ResourceType { return wire.ResourceType(t) }
+func typeWire(t store.ResourceType) wire.ResourceType {
+	out := wire.ResourceType{Name: t.Name, Group: t.Group, Source: t.Source, Path: t.Path, Revision: t.Revision, Spec: t.Spec,
+		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+	if t.Drift != nil {
+		out.Drift = &wire.DriftPolicy{Mode: t.Drift.Mode, Ignore: t.Drift.Ignore}
+	}
+	return out
+}
 
 func historyWire(h store.HistoryEntry) wire.HistoryEntry { return wire.HistoryEntry(h) }
 

@@ -239,3 +239,37 @@ func TestApplyTypes(t *testing.T) {
 		}
 	}
 }
+
+// TestApplyTypeDrift: a type's drift policy is stored with it, read back by GetType and
+// ListTypes, and goes (NULL) when the declaration drops it.
+func TestApplyTypeDrift(t *testing.T) {
+	t.Parallel()
+	st := openTest(t, "s")
+	ctx := context.Background()
+	for _, step := range []struct {
+		rev   string
+		drift *manifest.DriftPolicy
+	}{
+		{"r1", &manifest.DriftPolicy{Mode: manifest.DriftDetect, Ignore: []string{"/tags", "/a~1b"}}},
+		{"r2", &manifest.DriftPolicy{Mode: manifest.DriftNotify}},
+		{"r3", nil},
+	} {
+		set := widgets(0, nil)
+		set.Types = []manifest.ResourceType{{Name: "Widget", Group: "example.com", Action: manifest.ActionRef{Name: "noop"},
+			Spec: json.RawMessage(`{}`), Hash: step.rev, File: "types.yaml", Line: 1, Drift: step.drift}}
+		if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: step.rev, Set: set, AllowEmpty: true}); err != nil {
+			t.Fatalf("%s: %v", step.rev, err)
+		}
+		got, err := st.GetType(ctx, "widget")
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := st.ListTypes(ctx)
+		if err != nil || len(all) != 1 {
+			t.Fatalf("list: %v %v", all, err)
+		}
+		if !reflect.DeepEqual(got.Drift, step.drift) || !reflect.DeepEqual(all[0].Drift, step.drift) {
+			t.Errorf("%s: drift %+v (list %+v), want %+v", step.rev, got.Drift, all[0].Drift, step.drift)
+		}
+	}
+}

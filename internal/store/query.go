@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/status"
 )
 
@@ -294,21 +295,23 @@ func nextToken(namespace, kind, name string) string {
 
 // ResourceType is a type's row.
 type ResourceType struct {
-	Name      string
-	Group     string
-	Source    string
-	Path      string
-	Revision  string
-	Spec      json.RawMessage
+	Name     string
+	Group    string
+	Source   string
+	Path     string
+	Revision string
+	Spec     json.RawMessage
+	// Drift is the type's drift policy (nil: remediate, nothing ignored).
+	Drift     *manifest.DriftPolicy
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
 
-const typeColumns = "name, grp, source, file_path, revision, spec, created_at, updated_at"
+const typeColumns = "name, grp, source, file_path, revision, spec, drift, created_at, updated_at"
 
 func scanType(row pgx.Row) (ResourceType, error) {
 	var t ResourceType
-	err := row.Scan(&t.Name, &t.Group, &t.Source, &t.Path, &t.Revision, &t.Spec, &t.CreatedAt, &t.UpdatedAt)
+	err := row.Scan(&t.Name, &t.Group, &t.Source, &t.Path, &t.Revision, &t.Spec, &t.Drift, &t.CreatedAt, &t.UpdatedAt)
 	return t, err
 }
 

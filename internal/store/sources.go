@@ -597,9 +597,16 @@ func applyTypes(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResult)
 			ms := t.ResyncInterval.Milliseconds()
 			resync = &ms
 		}
-		var with any
+		var with, drift any
 		if len(t.Action.With) > 0 {
 			with = string(t.Action.With)
+		}
+		if t.Drift != nil {
+			b, err := json.Marshal(t.Drift)
+			if err != nil {
+				return fmt.Errorf("encode drift of type %s: %w", t.Name, err)
+			}
+			drift = string(b)
 		}
 		// What changes for the type's resources: a new action or with: is a new desired
 		// state (a new generation); a new resync interval reschedules resync.
@@ -612,14 +619,14 @@ func applyTypes(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResult)
 			}
 		}
 		tag, err := tx.Exec(ctx, `
-			INSERT INTO resource_types (name, grp, source, file_path, file_line, revision, spec, hash, action_name, action_with, resync_interval_ms)
-			VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10::jsonb, $11)
+			INSERT INTO resource_types (name, grp, source, file_path, file_line, revision, spec, hash, action_name, action_with, resync_interval_ms, drift)
+			VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10::jsonb, $11, $12::jsonb)
 			ON CONFLICT ((lower(name))) DO UPDATE SET name = excluded.name, grp = excluded.grp, source = excluded.source,
 			  file_path = excluded.file_path, file_line = excluded.file_line, revision = excluded.revision, spec = excluded.spec,
 			  hash = excluded.hash, action_name = excluded.action_name, action_with = excluded.action_with,
-			  resync_interval_ms = excluded.resync_interval_ms, updated_at = now()
+			  resync_interval_ms = excluded.resync_interval_ms, drift = excluded.drift, updated_at = now()
 			WHERE resource_types.source = excluded.source`,
-			t.Name, t.Group, p.Source, t.File, t.Line, p.Revision, string(t.Spec), t.Hash, t.Action.Name, with, resync)
+			t.Name, t.Group, p.Source, t.File, t.Line, p.Revision, string(t.Spec), t.Hash, t.Action.Name, with, resync, drift)
 		if err != nil {
 			return fmt.Errorf("upsert type %s: %w", t.Name, err)
 		}

@@ -77,14 +77,22 @@ type ResourceSource struct {
 
 // ResourceType is a type: GET /api/v1/types lists them.
 type ResourceType struct {
-	Name      string          `json:"name"`
-	Group     string          `json:"group"`
-	Source    string          `json:"source"`
-	Path      string          `json:"path"`
-	Revision  string          `json:"revision"`
-	Spec      json.RawMessage `json:"spec"`
-	CreatedAt time.Time       `json:"createdAt"`
-	UpdatedAt time.Time       `json:"updatedAt"`
+	Name     string          `json:"name"`
+	Group    string          `json:"group"`
+	Source   string          `json:"source"`
+	Path     string          `json:"path"`
+	Revision string          `json:"revision"`
+	Spec     json.RawMessage `json:"spec"`
+	// Drift is the type's spec.drift (nil: remediate, nothing ignored).
+	Drift     *DriftPolicy `json:"drift,omitempty"`
+	CreatedAt time.Time    `json:"createdAt"`
+	UpdatedAt time.Time    `json:"updatedAt"`
+}
+
+// DriftPolicy is what a resync that finds drift does for a type's resources.
+type DriftPolicy struct {
+	Mode   string   `json:"mode"` // remediate, detect or notify
+	Ignore []string `json:"ignore,omitempty"`
 }
 
 // HistoryEntry is one reconcile attempt: GET /api/v1/resources/…/history lists them.

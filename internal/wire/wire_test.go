@@ -52,6 +52,7 @@ func TestShapes(t *testing.T) {
 		{"replica", Replica{Name: "r", StartedAt: at, LastSeen: at}, `{"name":"r","hostname":"","pid":0,"version":"","listen":"","startedAt":"2026-01-02T03:04:05Z","lastSeen":"2026-01-02T03:04:05Z","alive":false,"leases":null,"reconciles":0,"config":{"hash":"","loadedAt":null,"error":"","errorAt":null}}`},
 		{"approval", Approval{RequestedAt: at, Approvals: []ApprovalVote{{At: at}}}, `{"namespace":"","kind":"","name":"","source":"","generation":0,"deleting":false,"changeType":"","revision":"","state":"","decision":"","policy":"","message":"","requires":null,"author":{"name":"","email":""},"planHash":"","plan":{"available":false,"changes":false,"counted":false,"add":0,"change":0,"destroy":0,"replace":0,"summary":""},"approvals":[{"actor":"","verdict":"","reason":"","at":"2026-01-02T03:04:05Z"}],"requestedAt":"2026-01-02T03:04:05Z"}`},
 		{"type", ResourceType{Name: "t", CreatedAt: at, UpdatedAt: at}, `{"name":"t","group":"","source":"","path":"","revision":"","spec":null,"createdAt":"2026-01-02T03:04:05Z","updatedAt":"2026-01-02T03:04:05Z"}`},
+		{"type with drift", ResourceType{Name: "t", Drift: &DriftPolicy{Mode: "detect"}, CreatedAt: at, UpdatedAt: at}, `{"name":"t","group":"","source":"","path":"","revision":"","spec":null,"drift":{"mode":"detect"},"createdAt":"2026-01-02T03:04:05Z","updatedAt":"2026-01-02T03:04:05Z"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
