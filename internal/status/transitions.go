@@ -197,6 +197,7 @@ func Result(prev State, o Outcome, now time.Time) (s State, removed bool) {
 		}
 		conds = Remove(conds, Stalled)
 		conds = Remove(conds, Reconciling)
+		conds = Remove(conds, Drifted) // what drifted is corrected
 		conds = Set(conds, Condition{Type: Ready, Status: True, Reason: reason, Message: o.Message, ObservedGeneration: gen}, now)
 		conds = Set(conds, Condition{Type: Synced, Status: True, Reason: ReasonActionOK, ObservedGeneration: gen}, now)
 	}
@@ -275,9 +276,11 @@ func deleteResult(prev State, o Outcome, now time.Time) (State, bool) {
 	return s, false
 }
 
-// InSync is the state after a resync found nothing to do: unchanged, unless the resource was
-// changed or marked for deletion meanwhile (then that work is pending).
+// InSync is the state after a resync found nothing to do: unchanged but for a Drifted
+// condition, which goes, unless the resource was changed or marked for deletion meanwhile
+// (then that work is pending).
 func InSync(prev State, gen, currentGen int64, deleting bool, now time.Time) State {
+	prev.Conditions = Remove(prev.Conditions, Drifted)
 	switch {
 	case deleting:
 		return DeletionRequested(prev, now)
