@@ -51,7 +51,8 @@ type Snapshot struct {
 	Removed bool
 	// Abandoned: the row went without its action's delete (an operator abandoned it).
 	Abandoned bool
-	// Drift: this write records a drift that the call found and corrected.
+	// Drift: this write records a drift that the call found and corrected, or that it found
+	// anew and left in place under the type's drift mode notify.
 	Drift bool
 }
 

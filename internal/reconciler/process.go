@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/tracing"
@@ -41,8 +42,13 @@ type attempt struct {
 	ended   time.Time
 	res     actions.Result
 	err     error
-	drift   string // Observe found drift (a reconcile followed)
-	inSync  bool   // Observe found nothing to do
+	drift   string // Observe found drift (a reconcile followed, unless leave)
+	inSync  bool   // Observe found nothing to do (or drift only in ignored fields: ignored)
+	// driftPolicy is the type's drift policy (nil: remediate); leave says Observe found drift
+	// that it leaves in place (detect, notify), ignored that it found drift only in fields it
+	// ignores.
+	driftPolicy    *manifest.DriftPolicy
+	leave, ignored bool
 	// resolved is what the call took from the resource's dependencies (nil: none).
 	resolved *store.Resolved
 	// traceID names the attempt's trace when it is sampled ("": none); history keeps it.
@@ -74,7 +80,7 @@ func (a *attempt) origins() map[string][]string {
 // start): it also ends when the lease is found lost (renewLoop) or the replica suspends;
 // shutdown is the replica's.
 func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, claim claimWindow) {
-	a := attempt{started: time.Now(), trigger: trigger(c)}
+	a := attempt{started: time.Now(), trigger: trigger(c), driftPolicy: c.Drift}
 	act, done, err := r.actionFor(c)
 	defer done()
 	if c.Deleting {
@@ -314,9 +320,8 @@ func (r *Reconciler) call(ctx context.Context, act actions.Action, name string, 
 			case o.InSync:
 				a.inSync = true
 			default:
-				a.drift = o.Message
-				if a.drift == "" {
-					a.drift = "drift detected"
+				if observedDrift(o, req.Resource.Spec, a) {
+					return
 				}
 			}
 		}
@@ -564,7 +569,7 @@ func (r *Reconciler) writeLoop(in <-chan pending) {
 		for i, p := range batch {
 			tokens[i] = p.c.LeaseToken
 			items[i] = store.Completion{ID: p.c.ID, Token: p.c.LeaseToken, Fn: func(cur store.Current) store.Update { return r.update(p.c, p.a, cur) },
-				Namespace: p.c.Namespace, Kind: p.c.Kind, Name: p.c.Name, Source: p.c.Source, Quiet: p.a.inSync && !p.a.waited()}
+				Namespace: p.c.Namespace, Kind: p.c.Kind, Name: p.c.Name, Source: p.c.Source, Quiet: p.a.quiet(p.c)}
 		}
 		r.writing(tokens)
 		writeStart := time.Now()
@@ -626,7 +631,7 @@ func actionResult(a attempt) string {
 		return "terminal"
 	case a.err != nil:
 		return "error"
-	case a.inSync || a.res.Done:
+	case a.inSync || a.leave || a.res.Done:
 		return "success"
 	default:
 		return "in_progress"
@@ -638,6 +643,8 @@ func historyResult(a attempt) string {
 	switch {
 	case a.held():
 		return a.gate.result()
+	case a.leave:
+		return resultDrifted
 	case a.inSync:
 		return resultInSync
 	case a.err != nil && actions.IsTerminal(a.err):
@@ -774,10 +781,17 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 		prev.Conditions = status.Remove(prev.Conditions, status.Approved)
 		u.ClearApproval = true
 	}
+	if a.leave {
+		return r.driftLeft(c, a, cur, u, prev, ev, now)
+	}
 	if a.inSync {
-		// Nothing to do: keep status, schedule the next resync; no history row. A change or
-		// a deletion that arrived meanwhile shows at once (dirty runs it right after).
+		// Nothing to do: keep status, schedule the next resync; no history row unless the
+		// drift found is only in ignored fields. A change or a deletion that arrived
+		// meanwhile shows at once (dirty runs it right after).
 		u.History = nil
+		if a.ignored {
+			h.Result, h.Message, u.History = resultInSync, msgDriftIgnored+r.scrub(a.drift), h
+		}
 		set(status.InSync(prev, c.Generation, cur.Generation, cur.Deleting, now))
 		u.Message = "in sync: no drift found at resync"
 		u.KeepActionState = true

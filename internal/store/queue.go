@@ -277,7 +277,8 @@ type Update struct {
 	// Resolved, when set, records what the call took from the resource's dependencies: the
 	// spec with references resolved and the inputs hash (graph.Inputs.Encode). nil keeps them.
 	Resolved *Resolved
-	// Drifted: the call found drift and corrected it (a notify.Drifted notification).
+	// Drifted: the call found drift and corrected it, or (drift mode notify) found drift that
+	// is new and left it (a notify.Drifted notification).
 	Drifted bool
 	// AppliedRevision, when set, records the revision the resource was just applied at (a
 	// successful reconcile), and AppliedSpec the spec it was called with (references

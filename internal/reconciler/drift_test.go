@@ -1,0 +1,238 @@
+package reconciler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/status"
+	"github.com/trueup-dev/trueup/internal/store"
+)
+
+// observer is an action whose Observe returns what the test sets.
+type observer struct {
+	callsOnly
+	obs *actions.Observation
+}
+
+func (a observer) Observe(_ context.Context, req actions.Request) (actions.Observation, error) {
+	a.record("observe %s", req.Resource.Name)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return *a.obs, nil
+}
+
+var _ actions.Observer = observer{}
+
+// set makes what Observe returns o.
+func (a observer) set(o actions.Observation) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	*a.obs = o
+}
+
+// newDriftFixture runs a reconciler whose Widget type has the drift policy policy (YAML flow
+// mapping) and waits until db is Ready.
+func newDriftFixture(t *testing.T, policy string) (*gateFixture, observer, *recorder) {
+	t.Helper()
+	return newDriftFixtureWith(t, policy, func(*Options) {})
+}
+
+func newDriftFixtureWith(t *testing.T, policy string, tweak func(*Options)) (*gateFixture, observer, *recorder) {
+	t.Helper()
+	rec := &recorder{}
+	act := observer{callsOnly{rec}, &actions.Observation{InSync: true}}
+	f := newGateFixtureWith(t, act, tweak)
+	f.waitPhase("db", status.PhaseReady)
+	f.apply(strings.Replace(gateManifests(1, true), "  action: {name: act}\n", "  action: {name: act}\n  drift: "+policy+"\n", 1))
+	return f, act, rec
+}
+
+// resync makes db due and waits for the history row of its next resync.
+func (f *gateFixture) resync() store.HistoryEntry {
+	f.t.Helper()
+	before := f.history()
+	f.due()
+	var h store.HistoryEntry
+	waitFor(f.t, "a resync of db", func() (bool, string) {
+		all := f.history()
+		if len(all) == len(before) {
+			return false, fmt.Sprint(len(all), " history rows")
+		}
+		h = all[0]
+		return true, ""
+	})
+	f.waitIdle()
+	return h
+}
+
+func (f *gateFixture) history() []store.HistoryEntry {
+	f.t.Helper()
+	h, err := f.st.ListHistory(f.ctx, "default", "Widget", "db", 100)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return h
+}
+
+// notifications lists the messages of db's outbox rows of event.
+func (f *gateFixture) notifications(event string) []string {
+	f.t.Helper()
+	rows, err := f.db.Query(f.ctx, `SELECT message FROM notification_outbox WHERE name = 'db' AND event = $1 ORDER BY id`, event)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var m string
+		if err := rows.Scan(&m); err != nil {
+			f.t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// drifted returns db's Drifted condition ("" status: absent) and checks that phase and Ready
+// are what a Ready resource shows.
+func (f *gateFixture) drifted() status.Condition {
+	f.t.Helper()
+	res := f.get("db")
+	if ready, _ := status.Get(res.Status.Conditions, status.Ready); res.Status.Phase != status.PhaseReady || ready.Status != status.True {
+		f.t.Errorf("db is not Ready: %s", shows(res))
+	}
+	c, _ := status.Get(res.Status.Conditions, status.Drifted)
+	return c
+}
+
+// Under detect, drift is recorded and left: no Reconcile, Drifted=True with what drifted, an
+// Event once per drift, no notification; an operator's reconcile corrects it and clears it.
+func TestDriftDetect(t *testing.T) {
+	t.Parallel()
+	f, act, rec := newDriftFixture(t, "{mode: detect}")
+	act.set(actions.Observation{Observed: json.RawMessage(`{"size": 2}`)})
+	const msg = `drift detected, not corrected (drift mode detect): /size: expected 1, found 2`
+	for i := range 2 {
+		h := f.resync()
+		if h.Result != resultDrifted || h.Message != msg || h.Trigger != "resync" {
+			t.Fatalf("resync %d: history %s %q", i, h.Result, h.Message)
+		}
+		if c := f.drifted(); c.Status != status.True || c.Reason != status.ReasonDriftDetected || c.Message != msg {
+			t.Fatalf("resync %d: Drifted %+v", i, c)
+		}
+	}
+	if n := rec.count("reconcile db"); n != 1 {
+		t.Errorf("%d reconciles; want only the first apply: %v", n, rec.log())
+	}
+	if evs := f.events(status.ReasonDriftDetected); len(evs) != 1 || evs[0].Type != store.EventWarning || evs[0].Message != msg {
+		t.Errorf("events: %+v; want one Warning for the drift", evs)
+	}
+	if n := f.notifications("Drifted"); len(n) != 0 {
+		t.Errorf("detect sent notifications: %q", n)
+	}
+
+	// An operator's reconcile corrects it.
+	if _, err := f.st.RequestReconcile(f.ctx, "default", "Widget", "db", "token:ops"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "db reconciled by the operator", func() (bool, string) {
+		res := f.get("db")
+		_, drifted := status.Get(res.Status.Conditions, status.Drifted)
+		return rec.count("reconcile db") == 2 && !drifted, shows(res)
+	})
+}
+
+// Under notify, the Drifted notification goes when the drift appears or changes, not again
+// for the same drift; a resync in sync removes Drifted.
+func TestDriftNotify(t *testing.T) {
+	t.Parallel()
+	f, act, rec := newDriftFixture(t, "{mode: notify}")
+	act.set(actions.Observation{Drift: []actions.DriftPath{{Path: "/size", Expected: 1, Actual: 3}}})
+	f.resync()
+	f.resync()
+	const first = `drift detected, not corrected (drift mode notify): /size: expected 1, found 3`
+	if n := f.notifications("Drifted"); len(n) != 1 || n[0] != first {
+		t.Fatalf("notifications %q; want one: %s", n, first)
+	}
+	act.set(actions.Observation{Drift: []actions.DriftPath{{Path: "/size"}}})
+	f.resync()
+	if n := f.notifications("Drifted"); len(n) != 2 || n[1] != "drift detected, not corrected (drift mode notify): /size" {
+		t.Fatalf("notifications %q; want a second for the other drift", n)
+	}
+	if n := len(f.events(status.ReasonDriftDetected)); n != 2 {
+		t.Errorf("%d DriftDetected events; want 2", n)
+	}
+	act.set(actions.Observation{InSync: true})
+	f.due()
+	waitFor(t, "Drifted gone", func() (bool, string) {
+		res := f.get("db")
+		_, ok := status.Get(res.Status.Conditions, status.Drifted)
+		return !ok, shows(res)
+	})
+	if c := f.drifted(); c.Status != "" {
+		t.Errorf("Drifted %+v", c)
+	}
+	if n := rec.count("reconcile db"); n != 1 {
+		t.Errorf("%d reconciles; want only the first apply: %v", n, rec.log())
+	}
+}
+
+// Ignored paths never count as drift, whatever the mode: the resync is in sync and says so;
+// drift elsewhere, or without paths, is corrected (remediate).
+func TestDriftIgnored(t *testing.T) {
+	t.Parallel()
+	f, act, rec := newDriftFixture(t, "{ignore: [/tags, /meta~1data]}")
+	act.set(actions.Observation{Drift: []actions.DriftPath{{Path: "/tags/owner", Expected: "a", Actual: "b"}, {Path: "/meta~1data"}}})
+	if h := f.resync(); h.Result != resultInSync || h.Message != "drift only in ignored fields: /tags/owner, /meta~1data" {
+		t.Fatalf("history %s %q", h.Result, h.Message)
+	}
+	if c := f.drifted(); c.Status != "" {
+		t.Errorf("Drifted %+v", c)
+	}
+	if n := rec.count("reconcile db"); n != 1 {
+		t.Fatalf("%d reconciles; want only the first apply", n)
+	}
+	for i, o := range []actions.Observation{
+		{Drift: []actions.DriftPath{{Path: "/tags/owner"}, {Path: "/size", Expected: 1, Actual: 2}}},
+		{Message: "the bucket policy changed"},
+	} {
+		act.set(o)
+		if h := f.resync(); h.Result != resultSucceeded || !strings.HasPrefix(h.Message, "drift corrected: ") {
+			t.Errorf("drift %d: history %s %q", i, h.Result, h.Message)
+		}
+		if n := rec.count("reconcile db"); n != 2+i {
+			t.Errorf("drift %d: %d reconciles", i, n)
+		}
+	}
+	if n := f.notifications("Drifted"); len(n) != 2 {
+		t.Errorf("remediated drift: %d notifications, want 2 (as before drift policies)", len(n))
+	}
+}
+
+// What drifted is told without the call's secrets: a revealed value compared with what the
+// action found is scrubbed from history, condition, event and notification.
+func TestDriftScrubbed(t *testing.T) {
+	t.Parallel()
+	f, act, _ := newDriftFixtureWith(t, "{mode: notify}", func(o *Options) {
+		o.Reveal = func(_ context.Context, c store.Claimed) (json.RawMessage, []string, error) {
+			return json.RawMessage(`{"size": 1, "password": "hunter2-secret"}`), []string{"hunter2-secret"}, nil
+		}
+	})
+	act.set(actions.Observation{Observed: json.RawMessage(`{"size": 1, "password": "found-other"}`)})
+	h := f.resync()
+	c := f.drifted()
+	evs := f.events(status.ReasonDriftDetected)
+	n := f.notifications("Drifted")
+	if len(evs) != 1 || len(n) != 1 {
+		t.Fatalf("events %+v, notifications %q", evs, n)
+	}
+	for what, m := range map[string]string{"history": h.Message, "condition": c.Message, "event": evs[0].Message, "notification": n[0]} {
+		if strings.Contains(m, "hunter2") || !strings.Contains(m, `/password: expected "`) || !strings.Contains(m, `found "found-other"`) {
+			t.Errorf("%s: %q", what, m)
+		}
+	}
+}
