@@ -103,6 +103,10 @@
 //   - outputs: become status.outputs; numbers keep their exact digits.
 //   - conditions: status is "True", "False" or "Unknown"; type is required.
 //   - inSync: observe only; absent means true.
+//   - drift: observe only, when not in sync: what drifted, at most 100 of
+//     {"path": JSON pointer into the spec, "expected": …, "actual": …}; path is required.
+//   - observed: observe only, when not in sync: the spec as found (a JSON object), for the
+//     controller to compare when drift is absent.
 //
 // Stdout is limited to 4 MiB; only the last 4 KiB of stderr are kept.
 //

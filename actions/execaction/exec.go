@@ -85,17 +85,37 @@ func (a *Action) Delete(ctx context.Context, req actions.Request) (actions.Resul
 	return a.result(r, req), nil
 }
 
-// Observe runs the command with operation "observe" and reads inSync.
+// Observe runs the command with operation "observe" and reads inSync, and what drifted:
+// drift (paths) and observed (the spec as found), redacted like outputs.
 func (a *Action) Observe(ctx context.Context, req actions.Request) (actions.Observation, error) {
 	r, err := a.run(ctx, opObserve, req)
 	if err != nil {
 		return actions.Observation{}, err
 	}
-	return actions.Observation{
+	o := actions.Observation{
 		InSync:  r.inSync,
 		Message: redact(r.message, a.secrets),
 		Outputs: redactOutputs(r.outputs, a.secrets),
-	}, nil
+	}
+	if r.inSync {
+		return o, nil
+	}
+	for _, d := range r.drift {
+		o.Drift = append(o.Drift, actions.DriftPath{Path: d.Path, Expected: redactValue(d.Expected, a.secrets), Actual: redactValue(d.Actual, a.secrets)})
+	}
+	o.Observed = r.observed
+	if len(r.observed) > 0 && len(a.secrets) > 0 {
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(r.observed))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			return actions.Observation{}, fmt.Errorf("stdout: observed: %w", err)
+		}
+		if o.Observed, err = json.Marshal(redactValue(v, a.secrets)); err != nil {
+			return actions.Observation{}, fmt.Errorf("stdout: observed: %w", err)
+		}
+	}
+	return o, nil
 }
 
 // Plan runs the command with operation "plan", when the instance declares plan: true, and

@@ -283,6 +283,13 @@ func TestReplyErrors(t *testing.T) {
 		{`{"requeueAfter": "-1s"}`, "negative"},
 		{`{"conditions": [{"status": "True"}]}`, "conditions[0]: type is required"},
 		{`{"conditions": [{"type": "Ready", "status": "yes"}]}`, "conditions[0] (Ready): status"},
+		{`{"inSync": false, "drift": [{"expected": 1}]}`, "drift[0]: path is required"},
+		{`{"inSync": false, "drift": [{"path": "/a"}, {"path": "tags"}]}`, "drift[1].path: not a JSON pointer"},
+		{`{"inSync": false, "drift": [{"path": "/a~2"}]}`, "drift[0].path: not a JSON pointer"},
+		{`{"inSync": false, "drift": {"path": "/a"}}`, "stdout: invalid reply"},
+		{`{"inSync": false, "drift": [` + strings.Repeat(`{"path": "/a"},`, 100) + `{"path": "/b"}]}`, "drift: 101 entries; at most 100"},
+		{`{"inSync": false, "observed": [1]}`, "observed: must be a JSON object"},
+		{`{"inSync": false, "observed": "x"}`, "observed: must be a JSON object"},
 	} {
 		t.Run(tc.reply, func(t *testing.T) {
 			t.Parallel()
@@ -308,6 +315,14 @@ func TestObserve(t *testing.T) {
 		{`{"message": "fine"}`, actions.Observation{InSync: true, Message: "fine"}},
 		{`{"inSync": false, "message": "size drifted", "outputs": {"size": "large"}}`,
 			actions.Observation{Message: "size drifted", Outputs: map[string]any{"size": "large"}}},
+		{`{"inSync": false, "drift": [{"path": "/tags/owner", "expected": "a", "actual": "b"}, {"path": "/a~1b"}, {"path": "/n", "expected": 1, "actual": {"x": [true]}}]}`,
+			actions.Observation{Drift: []actions.DriftPath{{Path: "/tags/owner", Expected: "a", Actual: "b"}, {Path: "/a~1b"},
+				{Path: "/n", Expected: json.Number("1"), Actual: map[string]any{"x": []any{true}}}}}},
+		{`{"inSync": false, "observed": {"size": 2, "tags": {"owner": "b"}}}`,
+			actions.Observation{Observed: json.RawMessage(`{"size": 2, "tags": {"owner": "b"}}`)}},
+		{`{"inSync": false, "observed": null, "drift": []}`, actions.Observation{}},
+		// In sync: what drifted is not read.
+		{`{"drift": [{"path": "/a"}], "observed": {"a": 1}}`, actions.Observation{InSync: true}},
 	} {
 		f := setup(t, config{Env: map[string]string{"REPLY_JSON": tc.reply}})
 		got, err := f.action.(actions.Observer).Observe(t.Context(), request())
@@ -606,6 +621,20 @@ func TestSecretsNotLeaked(t *testing.T) {
 	}
 	if !reflect.DeepEqual(obs.Outputs, want) {
 		t.Errorf("Observe outputs = %#v; want %#v", obs.Outputs, want)
+	}
+
+	// And what drifted: the values of drift paths and the spec as found.
+	fd := setup(t, config{Env: map[string]string{
+		"API_TOKEN": secret,
+		"REPLY_JSON": `{"inSync": false, "drift": [{"path": "/token", "expected": "x", "actual": "` + secret + `"}],
+			"observed": {"token": "` + secret + `", "n": 12}}`,
+	}})
+	drifted, err := fd.action.(actions.Observer).Observe(t.Context(), request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(drifted.Drift) != 1 || drifted.Drift[0].Actual != "***" || string(drifted.Observed) != `{"n":12,"token":"***"}` {
+		t.Errorf("Observe drift %+v, observed %s; want the secret redacted", drifted.Drift, drifted.Observed)
 	}
 	if got := f.action.(actions.SecretHolder).Secrets(); !slices.Contains(got, secret) || !slices.Contains(got, "12345678901") {
 		t.Errorf("Secrets() = %q; want both secret-named values", got)

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/jsonptr"
 )
 
 // Protocol is the version of the exec protocol this package speaks, sent in every request.
@@ -170,7 +171,20 @@ type wireReply struct {
 	Message      string              `json:"message"`
 	Conditions   []actions.Condition `json:"conditions"`
 	InSync       *bool               `json:"inSync"`
+	// Drift and Observed: observe only, when not in sync; added within v1.
+	Drift    []wireDrift     `json:"drift"`
+	Observed json.RawMessage `json:"observed"`
 }
+
+// wireDrift is one drifted field of an observe reply.
+type wireDrift struct {
+	Path     *string `json:"path"`
+	Expected any     `json:"expected"`
+	Actual   any     `json:"actual"`
+}
+
+// maxDriftPaths bounds the drift list of an observe reply.
+const maxDriftPaths = 100
 
 // reply is a checked wireReply.
 type reply struct {
@@ -182,6 +196,8 @@ type reply struct {
 	outputs      map[string]any
 	conditions   []actions.Condition
 	message      string
+	drift        []actions.DriftPath
+	observed     json.RawMessage
 }
 
 // parseReply checks stdout against the protocol. Errors do not echo stdout: it may hold
@@ -234,6 +250,9 @@ func parseReply(stdout []byte) (reply, error) {
 	default:
 		r.state = w.State
 	}
+	if err := r.setDrift(w); err != nil {
+		return reply{}, err
+	}
 	for i, c := range r.conditions {
 		if c.Type == "" {
 			return reply{}, fmt.Errorf("stdout: conditions[%d]: type is required", i)
@@ -245,6 +264,31 @@ func parseReply(stdout []byte) (reply, error) {
 		}
 	}
 	return r, nil
+}
+
+// setDrift checks an observe reply's drift and observed: each drift path a JSON pointer into
+// the spec (at most maxDriftPaths of them), observed a JSON object (null: absent).
+func (r *reply) setDrift(w wireReply) error {
+	if len(w.Drift) > maxDriftPaths {
+		return fmt.Errorf("stdout: drift: %d entries; at most %d", len(w.Drift), maxDriftPaths)
+	}
+	for i, d := range w.Drift {
+		if d.Path == nil {
+			return fmt.Errorf("stdout: drift[%d]: path is required", i)
+		}
+		if jsonptr.Check(*d.Path) != nil {
+			// Not quoted: stdout may hold secrets.
+			return fmt.Errorf(`stdout: drift[%d].path: not a JSON pointer into the spec (it starts with "/", and "~" is written only as ~0 or ~1)`, i)
+		}
+		r.drift = append(r.drift, actions.DriftPath{Path: *d.Path, Expected: d.Expected, Actual: d.Actual})
+	}
+	if !actions.IsNull(w.Observed) {
+		if bytes.TrimSpace(w.Observed)[0] != '{' {
+			return errors.New("stdout: observed: must be a JSON object (the spec as found)")
+		}
+		r.observed = w.Observed
+	}
+	return nil
 }
 
 // wirePlan is the stdout document of a plan. Unknown fields are ignored, as in wireReply.
