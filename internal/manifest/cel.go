@@ -17,6 +17,8 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/ext"
 	"github.com/google/cel-go/interpreter"
+
+	"github.com/trueup-dev/trueup/internal/jsonptr"
 )
 
 // Policy at ingest: a schema level may carry x-trueup-validations, CEL rules in the shape of
@@ -153,7 +155,7 @@ func buildNode(s any, ptr string, depth int, count *int) (*celNode, *ruleError) 
 	}
 	if props, ok := m["properties"].(map[string]any); ok {
 		for _, name := range slices.Sorted(maps.Keys(props)) {
-			sub, err := buildNode(props[name], ptr+"/properties/"+escapePointer(name), depth+1, count)
+			sub, err := buildNode(props[name], ptr+"/properties/"+jsonptr.Escape(name), depth+1, count)
 			if err != nil {
 				return nil, err
 			}
@@ -205,7 +207,7 @@ func findValidations(v any, ptr string, depth int) string {
 			return ptr + "/" + validationsKey
 		}
 		for _, k := range slices.Sorted(maps.Keys(x)) {
-			if at := findValidations(x[k], ptr+"/"+escapePointer(k), depth+1); at != "" {
+			if at := findValidations(x[k], ptr+"/"+jsonptr.Escape(k), depth+1); at != "" {
 				return at
 			}
 		}
@@ -219,10 +221,6 @@ func findValidations(v any, ptr string, depth int) string {
 	return ""
 }
 
-func escapePointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
-}
-
 // compileRule checks one {rule, message, fieldPath} entry and compiles its rule; at is the
 // entry's JSON pointer in the schema.
 func compileRule(e any, at string) (celRule, *ruleError) {
@@ -232,7 +230,7 @@ func compileRule(e any, at string) (celRule, *ruleError) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if k != "rule" && k != "message" && k != "fieldPath" {
-			return celRule{}, &ruleError{at + "/" + escapePointer(k), fmt.Sprintf("unknown field %q (allowed: rule, message, fieldPath)", k)}
+			return celRule{}, &ruleError{at + "/" + jsonptr.Escape(k), fmt.Sprintf("unknown field %q (allowed: rule, message, fieldPath)", k)}
 		}
 	}
 	var r celRule

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/trueup-dev/trueup/internal/jsonptr"
 )
 
 // schemaURL is the base every schema is compiled under. The compiler gets no loader, so a
@@ -270,8 +272,7 @@ func pointerPath(base path, v any, ptr string) path {
 	if ptr == "" {
 		return p
 	}
-	for _, tok := range strings.Split(strings.TrimPrefix(ptr, "/"), "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+	for _, tok := range jsonptr.Tokens(ptr) {
 		if s, ok := v.([]any); ok {
 			if i, err := strconv.Atoi(tok); err == nil && i >= 0 && i < len(s) {
 				p, v = p.index(i), s[i]
