@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -233,6 +234,41 @@ func TestDriftScrubbed(t *testing.T) {
 	for what, m := range map[string]string{"history": h.Message, "condition": c.Message, "event": evs[0].Message, "notification": n[0]} {
 		if strings.Contains(m, "hunter2") || !strings.Contains(m, `/password: expected "`) || !strings.Contains(m, `found "found-other"`) {
 			t.Errorf("%s: %q", what, m)
+		}
+	}
+}
+
+// What a resync's drift comes to under each drift policy.
+func TestObservedDrift(t *testing.T) {
+	t.Parallel()
+	spec := []byte(`{"size": 1, "tags": {"owner": "a"}}`)
+	paths := actions.Observation{Message: "differs", Drift: []actions.DriftPath{{Path: "/tags/owner", Expected: "a", Actual: "b"}}}
+	for _, tc := range []struct {
+		name                   string
+		policy                 *manifest.DriftPolicy
+		o                      actions.Observation
+		leave, inSync, ignored bool
+		drift                  string
+	}{
+		{"no policy: remediate with the action's message", nil, paths, false, false, false, "differs"},
+		{"remediate without a message: the paths", &manifest.DriftPolicy{Mode: manifest.DriftRemediate}, actions.Observation{Drift: paths.Drift},
+			false, false, false, `/tags/owner: expected "a", found "b"`},
+		{"remediate, nothing said", nil, actions.Observation{}, false, false, false, "drift detected"},
+		{"ignored under remediate", &manifest.DriftPolicy{Mode: manifest.DriftRemediate, Ignore: []string{"/tags"}}, paths,
+			false, true, true, "/tags/owner"},
+		{"ignored under detect", &manifest.DriftPolicy{Mode: manifest.DriftDetect, Ignore: []string{"/tags"}}, paths,
+			false, true, true, "/tags/owner"},
+		{"detect: the paths", &manifest.DriftPolicy{Mode: manifest.DriftDetect}, paths, true, false, false, `/tags/owner: expected "a", found "b"`},
+		{"notify, compared", &manifest.DriftPolicy{Mode: manifest.DriftNotify, Ignore: []string{"/tags"}},
+			actions.Observation{Observed: json.RawMessage(`{"size": 2, "tags": {"owner": "b"}}`)}, true, false, false, "/size: expected 1, found 2"},
+		{"detect, no paths: never ignored", &manifest.DriftPolicy{Mode: manifest.DriftDetect, Ignore: []string{"/"}},
+			actions.Observation{Message: "etag differs"}, true, false, false, "etag differs"},
+	} {
+		a := attempt{driftPolicy: tc.policy}
+		leave := observedDrift(tc.o, spec, &a)
+		if leave != tc.leave || a.leave != tc.leave || a.inSync != tc.inSync || a.ignored != tc.ignored || a.drift != tc.drift {
+			t.Errorf("%s: leave %v/%v inSync %v ignored %v drift %q; want %v %v %v %q", tc.name, leave, a.leave, a.inSync, a.ignored, a.drift,
+				tc.leave, tc.inSync, tc.ignored, tc.drift)
 		}
 	}
 }
