@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/drift"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/status"
@@ -13,6 +14,9 @@ import (
 // msgDriftIgnored starts the history message of a resync whose drift is only in fields the
 // type's drift.ignore leaves out.
 const msgDriftIgnored = "drift only in ignored fields: "
+
+// maxDriftMessage bounds what drifted as Drifted's message, history and events tell it.
+const maxDriftMessage = 4 << 10
 
 // observedDrift decides what drift Observe reported (o, not in sync) comes to under the type's
 // drift policy, for the call of spec: every path ignored is in sync (a.inSync, a.ignored);
@@ -49,7 +53,8 @@ func observedDrift(o actions.Observation, spec []byte, a *attempt) (leave bool) 
 func (r *Reconciler) driftLeft(c store.Claimed, a attempt, cur store.Current, u store.Update, prev status.State,
 	ev func(typ, reason, m string) store.Event, now time.Time) store.Update {
 	mode := a.driftPolicy.Mode
-	msg := "drift detected, not corrected (drift mode " + mode + "): " + r.scrub(a.drift)
+	// Scrubbed whole, then cut: the action's own message is not bounded as the paths are.
+	msg := "drift detected, not corrected (drift mode " + mode + "): " + clip.Storable(r.scrub(a.drift), maxDriftMessage)
 	u.History.Result, u.History.Message = resultDrifted, msg
 	st, changed := status.DriftLeft(prev, c.Generation, cur.Generation, cur.Deleting, msg, now)
 	u.Phase, u.Conditions, u.ObservedGeneration = st.Phase, st.Conditions, st.ObservedGeneration

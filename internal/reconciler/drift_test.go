@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/manifest"
@@ -261,6 +262,8 @@ func TestObservedDrift(t *testing.T) {
 		{"detect: the paths", &manifest.DriftPolicy{Mode: manifest.DriftDetect}, paths, true, false, false, `/tags/owner: expected "a", found "b"`},
 		{"notify, compared", &manifest.DriftPolicy{Mode: manifest.DriftNotify, Ignore: []string{"/tags"}},
 			actions.Observation{Observed: json.RawMessage(`{"size": 2, "tags": {"owner": "b"}}`)}, true, false, false, "/size: expected 1, found 2"},
+		{"detect, a long message", &manifest.DriftPolicy{Mode: manifest.DriftDetect}, actions.Observation{Message: strings.Repeat("x", 10000)},
+			true, false, false, strings.Repeat("x", 10000)},
 		{"detect, no paths: never ignored", &manifest.DriftPolicy{Mode: manifest.DriftDetect, Ignore: []string{"/"}},
 			actions.Observation{Message: "etag differs"}, true, false, false, "etag differs"},
 	} {
@@ -270,5 +273,39 @@ func TestObservedDrift(t *testing.T) {
 			t.Errorf("%s: leave %v/%v inSync %v ignored %v drift %q; want %v %v %v %q", tc.name, leave, a.leave, a.inSync, a.ignored, a.drift,
 				tc.leave, tc.inSync, tc.ignored, tc.drift)
 		}
+	}
+}
+
+// The write of drift left in place: scrubbed and bounded, phase and Ready kept, the next
+// resync due (a change that arrived meanwhile at once), news told once.
+func TestDriftLeftUpdate(t *testing.T) {
+	t.Parallel()
+	r := newTestReconciler()
+	c := claimed(readyGen1, 1, false)
+	notify := &manifest.DriftPolicy{Mode: manifest.DriftNotify}
+	a := attempt{op: "reconcile", trigger: "resync", started: tPrev, driftPolicy: notify, leave: true,
+		drift: "/key: expected \"" + secret + "\", found \"x\"; " + strings.Repeat("y", 3*maxDriftMessage)}
+	u := r.update(c, a, unchanged(c))
+	d, _ := status.Get(u.Conditions, status.Drifted)
+	if strings.Contains(u.Message, secret) || len(u.Message) > maxDriftMessage+200 || d.Message != u.Message || u.History.Message != u.Message {
+		t.Errorf("message of %d bytes, scrubbed %v; condition and history the same: %v", len(u.Message), !strings.Contains(u.Message, secret),
+			d.Message == u.Message && u.History.Message == u.Message)
+	}
+	if u.Phase != status.PhaseReady || d.Status != status.True || u.History.Result != resultDrifted || !u.Drifted || len(u.Events) != 1 || !u.KeepActionState {
+		t.Errorf("phase %s Drifted %s result %s notified %v events %d", u.Phase, d.Status, u.History.Result, u.Drifted, len(u.Events))
+	}
+	if u.RunAt == nil || u.RunAt.Sub(time.Now()) < testResync/2 {
+		t.Errorf("next run %v; want the next resync", u.RunAt)
+	}
+	// The same drift again: nothing to tell.
+	again := claimed(status.State{Phase: u.Phase, Conditions: u.Conditions, ObservedGeneration: u.ObservedGeneration}, 1, false)
+	if u2 := r.update(again, a, unchanged(again)); u2.Drifted || len(u2.Events) != 0 {
+		t.Errorf("the same drift told again: notified %v, %d events", u2.Drifted, len(u2.Events))
+	}
+	// Under detect, no notification; a change that arrived meanwhile runs at once.
+	a.driftPolicy = &manifest.DriftPolicy{Mode: manifest.DriftDetect}
+	u3 := r.update(c, a, specChanged(c, 2))
+	if u3.Drifted || len(u3.Events) != 1 || u3.Phase != status.PhaseReconciling || u3.RunAt == nil || time.Until(*u3.RunAt) > time.Second {
+		t.Errorf("detect with a new generation: notified %v, %d events, phase %s, run at %v", u3.Drifted, len(u3.Events), u3.Phase, u3.RunAt)
 	}
 }
