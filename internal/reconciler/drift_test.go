@@ -294,7 +294,7 @@ func TestDriftLeftUpdate(t *testing.T) {
 	if u.Phase != status.PhaseReady || d.Status != status.True || u.History.Result != resultDrifted || !u.Drifted || len(u.Events) != 1 || !u.KeepActionState {
 		t.Errorf("phase %s Drifted %s result %s notified %v events %d", u.Phase, d.Status, u.History.Result, u.Drifted, len(u.Events))
 	}
-	if u.RunAt == nil || u.RunAt.Sub(time.Now()) < testResync/2 {
+	if u.RunAt == nil || time.Until(*u.RunAt) < testResync/2 {
 		t.Errorf("next run %v; want the next resync", u.RunAt)
 	}
 	// The same drift again: nothing to tell.
