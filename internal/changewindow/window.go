@@ -28,17 +28,28 @@ const (
 	Deny Kind = "deny"
 )
 
-// Window is one entry of the windows block.
+// Window is one entry of the windows block: a time when the changes of the resources it
+// selects are held (deny) or let through (allow). It opens at each activation of schedule,
+// read in timeZone, and stays open for duration. A held change — an apply, a delete, a drift
+// correction; never work in flight, nor drift detection — is not called: the resource shows
+// Reconciling=True reason WindowClosed, naming the window and when the change may proceed
+// (RFC 3339), and is reconciled then without a new commit. Example:
+// `{name: friday-freeze, kind: deny, schedule: "0 12 * * 5", duration: 60h, timeZone: Europe/Paris, match: {namespaces: [production]}, allowOperators: true}`.
 type Window struct {
 	// Name identifies the window in conditions, history and errors (a DNS label); unique.
 	Name string `yaml:"name"`
-	// Kind is allow or deny.
+	// Kind is deny (the window holds the changes of the resources it selects while open) or
+	// allow (the resources it selects change only while one of the allow windows selecting
+	// them is open, and no deny window holds them).
 	Kind Kind `yaml:"kind"`
 	// Schedule is a cron expression (five fields: minute hour day-of-month month
-	// day-of-week, or a descriptor such as @daily) saying when the window opens, read in
-	// TimeZone.
+	// day-of-week, or a descriptor such as @daily or @weekly) saying when the window opens,
+	// read in timeZone. An opening at a local time that a change to summer time skips does
+	// not happen that day.
 	Schedule string `yaml:"schedule"`
-	// Duration is how long the window stays open after each opening (> 0).
+	// Duration is how long the window stays open after each opening (> 0; elapsed time, so
+	// a window across a change of summer time lasts exactly as long). Openings that overlap
+	// make one longer window.
 	Duration time.Duration `yaml:"duration"`
 	// TimeZone is the IANA name of the zone the schedule is read in (default UTC).
 	TimeZone string `yaml:"timeZone"`
