@@ -65,7 +65,8 @@ func (r *Reconciler) windowHolds(c *store.Claimed, a *attempt) bool {
 		a.window.overridden = fmt.Sprintf("change window %s overridden by %s: %s; ", v.Window, o.Actor, o.Reason)
 		return false
 	}
-	a.window.held = &v
+	held := v // on the heap only when held
+	a.window.held = &held
 	r.opts.Metrics.WindowHeld(v.Window)
 	return true
 }

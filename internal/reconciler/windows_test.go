@@ -237,3 +237,172 @@ func TestWindowHoldsDriftCorrection(t *testing.T) {
 		return rec.count("reconcile db") == 2 && !rec2 && res.Status.Phase == status.PhaseReady, shows(res)
 	})
 }
+
+// alwaysOpen is a deny window open at any time (hourly, for two hours) selecting namespace
+// ns.
+func alwaysOpen(t testing.TB, ns string, allowOperators bool) *changewindow.Set {
+	t.Helper()
+	set, err := changewindow.Compile([]changewindow.Window{{Name: "freeze", Kind: changewindow.Deny, Schedule: "@hourly", Duration: 2 * time.Hour,
+		Match: policy.Match{Namespaces: []string{ns}}, AllowOperators: allowOperators}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+// TestCheckWindows: which calls a window holds before the call, which are checked once
+// Observe found drift, and which an override lets through.
+func TestCheckWindows(t *testing.T) {
+	t.Parallel()
+	deleting, inFlight := deleteClaims()
+	override := func(c *store.Claimed) {
+		c.ManualBy = "token:ops"
+		c.WindowOverride = &store.WindowOverride{Actor: "token:ops", Reason: "hotfix", At: tPrev}
+	}
+	for _, tc := range []struct {
+		name       string
+		c          store.Claimed
+		operators  bool
+		held       bool
+		recheck    bool
+		overridden string
+	}{
+		{name: "first apply", c: claimed(fresh, 1, false), held: true},
+		{name: "new generation", c: claimed(readyGen1, 2, false), held: true},
+		{name: "retry", c: claimed(failedG1, 1, false, withAttempt(1)), held: true},
+		{name: "operator's request", c: claimed(readyGen1, 1, false, func(c *store.Claimed) { c.ManualBy = "token:ops" }), held: true},
+		{name: "dependency's outputs", c: claimed(readyGen1, 1, false, func(c *store.Claimed) { c.DependencyBy = "default/Bucket/b" }), held: true},
+		{name: "delete", c: deleting, held: true},
+		{name: "delete in progress", c: inFlight},
+		{name: "requeue of work in flight", c: claimed(mustResult(claimState(readyGen1, 2, false), status.Outcome{Generation: 2, CurrentGeneration: 2, InProgress: true}),
+			2, false, withState(`{"op":"x"}`))},
+		{name: "resync: checked once Observe found drift", c: claimed(readyGen1, 1, false), recheck: true},
+		{name: "override", c: claimed(readyGen1, 2, false, override), operators: true, overridden: "change window freeze overridden by token:ops: hotfix; "},
+		{name: "override of a window that refuses it", c: claimed(readyGen1, 2, false, override), held: true},
+	} {
+		r := newTestReconciler()
+		set := alwaysOpen(t, "default", tc.operators)
+		r.opts.Windows = func() *changewindow.Set { return set }
+		a := attempt{trigger: trigger(tc.c)}
+		r.checkWindows(&tc.c, &a)
+		if (a.window.held != nil) != tc.held || (a.window.recheck != nil) != tc.recheck || a.window.overridden != tc.overridden {
+			t.Errorf("%s (trigger %s): held %v recheck %v overridden %q", tc.name, a.trigger, a.window.held, a.window.recheck != nil, a.window.overridden)
+		}
+		if a.window.recheck != nil && !r.windowHolds(a.window.recheck, &a) {
+			t.Errorf("%s: drift found, not held", tc.name)
+		}
+	}
+}
+
+// A resource no window selects pays the windows' match, without allocating.
+func TestCheckWindowsUnselectedAllocatesNothing(t *testing.T) {
+	r := newTestReconciler()
+	set := alwaysOpen(t, "production", true)
+	r.opts.Windows = func() *changewindow.Set { return set }
+	c := claimed(readyGen1, 2, false)
+	var a attempt
+	if n := testing.AllocsPerRun(100, func() {
+		a = attempt{trigger: "spec-changed"}
+		r.checkWindows(&c, &a)
+	}); n != 0 || a.window.held != nil {
+		t.Errorf("%v allocations, held %v", n, a.window.held)
+	}
+}
+
+// TestWindowClosedUpdate: what the write of a held change stores, and of a call an override
+// let through.
+func TestWindowClosedUpdate(t *testing.T) {
+	t.Parallel()
+	until := time.Now().Add(time.Hour).Truncate(time.Second)
+	verdict := changewindow.Verdict{Closed: true, Window: "freeze", Kind: changewindow.Deny, Until: until}
+	msg := verdict.Message()
+	// A claim of a resource created and never called: its status as the syncer stored it.
+	created := claimed(fresh, 1, false)
+	created.Phase, created.Conditions = fresh.Phase, fresh.Conditions
+	heldBefore := created
+	heldBefore.Conditions = status.WindowHeld(fresh, false, msg, tPrev).Conditions
+	failedG2 := mustResult(claimState(readyGen1, 2, false), status.Outcome{Generation: 2, CurrentGeneration: 2, Err: "boom"})
+	forever := verdict
+	forever.Until, forever.Forever = time.Time{}, true
+	for _, tc := range []struct {
+		name    string
+		c       store.Claimed
+		v       changewindow.Verdict
+		cur     func(store.Claimed) store.Current
+		phase   string
+		reason  string
+		runAt   *time.Time // nil: none; the zero time: about now
+		attempt int
+		events  int
+	}{
+		{"held create", created, verdict, unchanged, status.PhasePending, status.ReasonWindowClosed, &until, 0, 1},
+		{"held again, the same message", heldBefore, verdict, unchanged, status.PhasePending, status.ReasonWindowClosed, &until, 0, 0},
+		{"held with no opening known", created, forever, unchanged, status.PhasePending, status.ReasonWindowClosed, nil, 0, 1},
+		{"a newer generation arrived", created, verdict, func(c store.Claimed) store.Current { return specChanged(c, 2) }, status.PhasePending,
+			status.ReasonNewGeneration, &time.Time{}, 0, 1},
+		{"a deletion arrived", created, verdict, markedDeleted, status.PhaseDeleting, status.ReasonDeletionRequested, &time.Time{}, 0, 1},
+		{"held retry of a first apply keeps its attempt", claimed(failedG1, 1, false, withAttempt(3)), verdict, unchanged, status.PhasePending,
+			status.ReasonWindowClosed, &until, 3, 1},
+		{"held retry of a change keeps its phase", claimed(failedG2, 2, false, withAttempt(1)), verdict, unchanged, status.PhaseFailed,
+			status.ReasonWindowClosed, &until, 1, 1},
+	} {
+		v := tc.v
+		a := attempt{op: "reconcile", trigger: trigger(tc.c), window: windowCheck{held: &v}}
+		u := newTestReconciler().update(tc.c, a, tc.cur(tc.c))
+		rec, _ := status.Get(u.Conditions, status.Reconciling)
+		if u.Phase != tc.phase || rec.Reason != tc.reason || u.Attempt != tc.attempt || len(u.Events) != tc.events ||
+			u.History == nil || u.History.Result != resultWindowClosed || u.History.Message != v.Message() || u.ClearWindowOverride != nil || !u.KeepActionState {
+			t.Errorf("%s: phase %s Reconciling %s attempt %d events %+v history %+v", tc.name, u.Phase, rec.Reason, u.Attempt, u.Events, u.History)
+		}
+		switch {
+		case tc.runAt == nil && u.RunAt != nil, tc.runAt != nil && u.RunAt == nil:
+			t.Errorf("%s: run at %v; want %v", tc.name, u.RunAt, tc.runAt)
+		case tc.runAt != nil && tc.runAt.IsZero() && time.Since(*u.RunAt) > time.Minute, tc.runAt != nil && !tc.runAt.IsZero() && !u.RunAt.Equal(*tc.runAt):
+			t.Errorf("%s: run at %v; want %v", tc.name, u.RunAt, tc.runAt)
+		}
+	}
+
+	// A call an override let through: named in history, and the override cleared.
+	o := &store.WindowOverride{Actor: "token:ops", Reason: "hotfix", At: tPrev}
+	c := claimed(readyGen1, 2, false, func(c *store.Claimed) { c.ManualBy, c.WindowOverride = "token:ops", o })
+	u := newTestReconciler().update(c, attempt{op: "reconcile", trigger: "manual", res: actions.Result{Done: true, Message: "applied"},
+		window: windowCheck{overridden: "change window freeze overridden by token:ops: hotfix; "}}, unchanged(c))
+	if u.History.Message != "change window freeze overridden by token:ops: hotfix; applied" || u.ClearWindowOverride != o || u.Phase != status.PhaseReady {
+		t.Errorf("overridden: %s %+v %s", u.History.Message, u.ClearWindowOverride, u.Phase)
+	}
+}
+
+// A delete under a window waits (phase Deleting, not called) and runs once a reload removes
+// the window; an override of a window that refuses operators lets nothing through and stays.
+func TestWindowHoldsDelete(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	f := newWindowFixture(t, callsOnly{rec})
+	f.waitPhase("db", status.PhaseReady)
+	f.setWindows(t, freeze(time.Now().Add(time.Hour), false))
+	f.apply(gateManifests(1, false))
+	res := f.waitHeld()
+	if res.Status.Phase != status.PhaseDeleting || rec.count("delete db") != 0 {
+		t.Errorf("held delete: %s; calls %q", shows(res), rec.log())
+	}
+	if _, err := f.db.Exec(f.ctx, `UPDATE resources SET window_override = jsonb_build_object('actor', 'token:ops', 'reason', 'hotfix', 'at', now()),
+		manual_requested_by = 'token:ops', run_at = now() WHERE name = 'db'`); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the override refused", func() (bool, string) {
+		hs := f.history(resultWindowClosed)
+		return len(hs) == 2 && hs[0].Trigger == "manual", shows(f.get("db"))
+	})
+	var kept bool
+	if err := f.db.QueryRow(f.ctx, `SELECT window_override IS NOT NULL FROM resources WHERE name = 'db'`).Scan(&kept); err != nil || !kept {
+		t.Errorf("override kept %v, %v", kept, err)
+	}
+	f.setWindows(t)
+	if n, err := f.st.RequeueWindowed(f.ctx); err != nil || n != 1 {
+		t.Fatalf("RequeueWindowed = %d, %v", n, err)
+	}
+	waitFor(t, "db deleted", func() (bool, string) {
+		_, err := f.st.GetResource(f.ctx, "default", "Widget", "db")
+		return err != nil && rec.count("delete db") == 1, strings.Join(rec.log(), ", ")
+	})
+}
