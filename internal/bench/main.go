@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/changewindow"
 	"github.com/trueup-dev/trueup/internal/pgembed"
 	"github.com/trueup-dev/trueup/internal/policy"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -41,7 +42,7 @@ func atLeast(x float64) func(float64) bool { return func(v float64) bool { retur
 func atMost(x float64) func(float64) bool  { return func(v float64) bool { return v <= x } }
 
 func main() {
-	only := flag.String("only", "", "comma-separated figure groups to run (graph,policy,reconcile,gate,calls,chain,apiload,defaults,sync,syncrules,claim,webhook,failover,serve,preview)")
+	only := flag.String("only", "", "comma-separated figure groups to run (graph,policy,reconcile,gate,windows,calls,chain,apiload,defaults,sync,syncrules,claim,webhook,failover,serve,preview)")
 	traced := flag.Bool("tracing", false, "export every span to a collector on loopback, as with a tracing: block (figures with tracing on)")
 	flag.Parse()
 	ctx := context.Background()
@@ -106,6 +107,11 @@ func run(ctx context.Context, only string, log *slog.Logger) error {
 	if want("gate") {
 		if err := b.gateThroughput(ctx, !want("reconcile")); err != nil {
 			return fmt.Errorf("reconcile throughput with policies: %w", err)
+		}
+	}
+	if want("windows") {
+		if err := b.windowsThroughput(ctx, !want("reconcile")); err != nil {
+			return fmt.Errorf("reconcile throughput with change windows: %w", err)
 		}
 	}
 	if want("calls") {
@@ -175,6 +181,8 @@ type bench struct {
 	log      *slog.Logger
 	dbs      int
 	policies *policy.Set // the policies the reconcilers of runReconcilers read (nil: none)
+	// windows are the change windows the reconcilers of runReconcilers read (nil: none).
+	windows *changewindow.Set
 }
 
 // freshStore creates an empty migrated database.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/actions/noop"
+	"github.com/trueup-dev/trueup/internal/changewindow"
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/policy"
@@ -112,6 +113,9 @@ func (b *bench) runReconcilers(ctx context.Context, url string, replicas, worker
 		opts := reconciler.Options{Replica: fmt.Sprintf("bench-%d", i), Workers: workers, LeaseTTL: 30 * time.Second}
 		if set := b.policies; set != nil {
 			opts.Policies = func() (*policy.Set, time.Duration) { return set, 24 * time.Hour }
+		}
+		if set := b.windows; set != nil {
+			opts.Windows = func() *changewindow.Set { return set }
 		}
 		r := reconciler.New(st, map[string]actions.Action{"act": act}, opts, b.log)
 		wg.Add(2)

@@ -28,17 +28,28 @@ const (
 	Deny Kind = "deny"
 )
 
-// Window is one entry of the windows block.
+// Window is one entry of the windows block: a time when the changes of the resources it
+// selects are held (deny) or let through (allow). It opens at each activation of schedule,
+// read in timeZone, and stays open for duration. A held change — an apply, a delete, a drift
+// correction; never work in flight, nor drift detection — is not called: the resource shows
+// Reconciling=True reason WindowClosed, naming the window and when the change may proceed
+// (RFC 3339), and is reconciled then without a new commit. Example:
+// `{name: friday-freeze, kind: deny, schedule: "0 12 * * 5", duration: 60h, timeZone: Europe/Paris, match: {namespaces: [production]}, allowOperators: true}`.
 type Window struct {
 	// Name identifies the window in conditions, history and errors (a DNS label); unique.
 	Name string `yaml:"name"`
-	// Kind is allow or deny.
+	// Kind is deny (the window holds the changes of the resources it selects while open) or
+	// allow (the resources it selects change only while one of the allow windows selecting
+	// them is open, and no deny window holds them).
 	Kind Kind `yaml:"kind"`
 	// Schedule is a cron expression (five fields: minute hour day-of-month month
-	// day-of-week, or a descriptor such as @daily) saying when the window opens, read in
-	// TimeZone.
+	// day-of-week, or a descriptor such as @daily or @weekly) saying when the window opens,
+	// read in timeZone. An opening at a local time that a change to summer time skips does
+	// not happen that day.
 	Schedule string `yaml:"schedule"`
-	// Duration is how long the window stays open after each opening (> 0).
+	// Duration is how long the window stays open after each opening (> 0; elapsed time, so
+	// a window across a change of summer time lasts exactly as long). Openings that overlap
+	// make one longer window.
 	Duration time.Duration `yaml:"duration"`
 	// TimeZone is the IANA name of the zone the schedule is read in (default UTC).
 	TimeZone string `yaml:"timeZone"`
@@ -215,84 +226,99 @@ func (s *Set) Selects(r *policy.Resource) bool {
 }
 
 // Check says whether a change of r may proceed at now, and if not, which window holds it and
-// when it may.
+// when it may. It allocates nothing for a resource that at most eight windows select.
 func (s *Set) Check(r *policy.Resource, now time.Time) Verdict {
 	if s == nil {
 		return Verdict{}
 	}
-	var deny, allow []*compiled
+	var buf [8]*compiled
+	sel := buf[:0]
+	hasAllow, allowOpen := false, false
 	for i := range s.windows {
 		w := &s.windows[i]
 		if !w.Selects(r) {
 			continue
 		}
-		if w.Kind == Deny {
-			deny = append(deny, w)
-		} else {
-			allow = append(allow, w)
+		sel = append(sel, w)
+		if w.Kind == Allow {
+			hasAllow = true
+			allowOpen = allowOpen || w.open(now)
 		}
 	}
-	if len(deny) == 0 && len(allow) == 0 {
+	// The windows holding the change at now: each deny window open, and every allow window
+	// when none of them is open.
+	v := Verdict{AllowOperators: true}
+	for _, w := range sel {
+		if w.Kind == Deny && !w.open(now) || w.Kind == Allow && allowOpen {
+			continue
+		}
+		if !v.Closed || v.Kind == Allow && w.Kind == Deny {
+			v.Closed, v.Window, v.Kind = true, w.Name, w.Kind
+		}
+		v.AllowOperators = v.AllowOperators && w.AllowOperators
+	}
+	if !v.Closed {
 		return Verdict{}
 	}
-	var v Verdict
-	t := now
-	for step := 0; step < maxSteps; step++ {
-		moved := false
-		for _, w := range deny {
-			if end, open := w.openAt(t); open {
-				if step == 0 {
-					if !v.Closed {
-						v = Verdict{Closed: true, Window: w.Name, Kind: Deny, AllowOperators: true}
-					}
-					v.AllowOperators = v.AllowOperators && w.AllowOperators
-				}
-				if end.After(t) {
-					t, moved = end, true
-				}
-			}
-		}
-		if len(allow) > 0 {
-			open := false
-			var next time.Time
-			for _, w := range allow {
-				if _, ok := w.openAt(t); ok {
-					open = true
-					break
-				}
-				if n := w.nextOpen(t); !n.IsZero() && (next.IsZero() || n.Before(next)) {
-					next = n
-				}
-			}
-			if !open {
-				if !v.Closed {
-					v = Verdict{Closed: true, Window: allow[0].Name, Kind: Allow, AllowOperators: true}
-				}
-				if step == 0 {
-					// Every allow window holds the change at now.
-					for _, w := range allow {
-						v.AllowOperators = v.AllowOperators && w.AllowOperators
-					}
-				}
-				if next.IsZero() {
-					t = time.Time{}
-				} else if !moved || next.After(t) {
-					t, moved = next, true
-				}
-			}
-		}
-		if t.IsZero() || t.Sub(now) > horizon {
-			v.Forever, v.Until = true, time.Time{}
+	// Walk forward: past every deny window open at t (their ends chain), then to the next
+	// opening of an allow window when none is open at t, until neither moves t.
+	t, step := now, 0
+	for ; step < maxSteps; step++ {
+		if t.Sub(now) > horizon {
+			v.Forever = true
 			return v
 		}
-		if !moved {
+		moved := false
+		for _, w := range sel {
+			if w.Kind != Deny {
+				continue
+			}
+			if end, open := w.openAt(t); open {
+				t, moved = end, true
+			}
+		}
+		if moved {
+			continue
+		}
+		if !hasAllow {
 			break
 		}
+		next, open := time.Time{}, false
+		for _, w := range sel {
+			if w.Kind != Allow {
+				continue
+			}
+			if w.open(t) {
+				open = true
+				break
+			}
+			if n := w.nextOpen(t); !n.IsZero() && (next.IsZero() || n.Before(next)) {
+				next = n
+			}
+		}
+		if open {
+			break
+		}
+		if next.IsZero() {
+			v.Forever = true
+			return v
+		}
+		t = next
 	}
-	if v.Closed {
-		v.Until = t
+	if step == maxSteps {
+		// Windows that keep chaining (an allow window that only ever opens inside a deny
+		// window) count as no opening.
+		v.Forever = true
+		return v
 	}
+	v.Until = t
 	return v
+}
+
+// open reports whether w is open at t.
+func (w *compiled) open(t time.Time) bool {
+	first := w.sched.Next(t.In(w.loc).Add(-w.Duration))
+	return !first.IsZero() && !first.After(t)
 }
 
 // openAt reports whether w is open at t and, if so, when it closes: the end of the last of

@@ -1,6 +1,7 @@
 package changewindow
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -8,7 +9,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/policy"
 )
 
-func mustCompile(t *testing.T, ws ...Window) *Set {
+func mustCompile(t testing.TB, ws ...Window) *Set {
 	t.Helper()
 	s, err := Compile(ws)
 	if err != nil {
@@ -30,6 +31,9 @@ func TestCheck(t *testing.T) {
 	dev := &policy.Resource{Namespace: "dev", Kind: "Network", Name: "net"}
 	freeze := Window{Name: "friday-freeze", Kind: Deny, Schedule: "0 12 * * 5", Duration: 60 * time.Hour, TimeZone: "Europe/Paris",
 		Match: policy.Match{Namespaces: []string{"production"}}, AllowOperators: true}
+	early := Window{Name: "early", Kind: Deny, Schedule: "0 8 * * *", Duration: 4 * time.Hour, AllowOperators: true}
+	late := Window{Name: "late", Kind: Deny, Schedule: "0 11 * * *", Duration: 3 * time.Hour, AllowOperators: true}
+	nightly := Window{Name: "nightly", Kind: Deny, Schedule: "0 0 * * *", Duration: 5 * time.Hour, AllowOperators: true}
 	maint := Window{Name: "db-maintenance", Kind: Allow, Schedule: "0 2 * * *", Duration: 2 * time.Hour, Match: policy.Match{Kinds: []string{"Database"}}}
 	for _, tc := range []struct {
 		name    string
@@ -55,13 +59,48 @@ func TestCheck(t *testing.T) {
 			window: "friday-freeze", until: "2026-11-30T02:00:00Z"},
 		{name: "overlapping openings chain", ws: []Window{{Name: "daily", Kind: Deny, Schedule: "@daily", Duration: 36 * time.Hour}}, r: dev,
 			now: "2026-11-27T13:00:00Z", closed: true, window: "daily", forever: true, ops: false},
+		// The duration is elapsed time: 60 h from Friday noon CEST crosses the change to CET.
+		{name: "freeze across the end of summer time", ws: []Window{freeze}, r: prod, now: "2026-10-24T12:00:00Z", closed: true,
+			window: "friday-freeze", until: "2026-10-25T23:00:00+01:00", ops: true},
+		{name: "freeze opens at noon Paris summer time", ws: []Window{freeze}, r: prod, now: "2026-10-23T10:00:00Z", closed: true,
+			window: "friday-freeze", until: "2026-10-25T23:00:00+01:00", ops: true},
+		{name: "freeze not yet open at 11:59 Paris", ws: []Window{freeze}, r: prod, now: "2026-10-23T09:59:00Z"},
+		// 02:30 does not exist in Paris on 2026-03-29: that opening is skipped.
+		{name: "allow at a time summer time skips", ws: []Window{{Name: "night", Kind: Allow, Schedule: "30 2 * * *", Duration: time.Hour,
+			TimeZone: "Europe/Paris"}}, r: dev, now: "2026-03-28T12:00:00Z", closed: true, window: "night", until: "2026-03-30T02:30:00+02:00"},
+		{name: "chained deny windows", ws: []Window{late, early}, r: dev, now: "2026-11-27T09:00:00Z", closed: true, window: "early",
+			until: "2026-11-27T14:00:00Z", ops: true},
+		{name: "deny closes at its end exactly", ws: []Window{early}, r: dev, now: "2026-11-27T12:00:00Z"},
+		{name: "deny holds from its opening exactly", ws: []Window{early}, r: dev, now: "2026-11-27T08:00:00Z", closed: true, window: "early",
+			until: "2026-11-27T12:00:00Z", ops: true},
+		{name: "one holding window refuses operators", ws: []Window{late, early, {Name: "strict", Kind: Deny, Schedule: "0 9 * * *",
+			Duration: time.Hour}}, r: dev, now: "2026-11-27T09:30:00Z", closed: true, window: "early", until: "2026-11-27T14:00:00Z"},
+		{name: "allow opening while a deny window is open", ws: []Window{nightly, {Name: "dawn", Kind: Allow, Schedule: "0 4 * * *",
+			Duration: 3 * time.Hour, AllowOperators: true}}, r: dev, now: "2026-11-27T01:00:00Z", closed: true, window: "nightly",
+			until: "2026-11-27T05:00:00Z", ops: true},
+		{name: "allow open but a deny window holds", ws: []Window{{Name: "dawn", Kind: Allow, Schedule: "0 4 * * *", Duration: 3 * time.Hour},
+			nightly}, r: dev, now: "2026-11-27T04:30:00Z", closed: true, window: "nightly", until: "2026-11-27T05:00:00Z", ops: true},
+		{name: "allow open when the deny window closes", ws: []Window{nightly, {Name: "two", Kind: Allow,
+			Schedule: "0 2 * * *", Duration: 4 * time.Hour}}, r: dev, now: "2026-11-27T01:00:00Z", closed: true, window: "nightly",
+			until: "2026-11-27T05:00:00Z", ops: false},
+		{name: "allow only ever inside the deny window", ws: []Window{nightly, {Name: "inside", Kind: Allow, Schedule: "0 1 * * *",
+			Duration: time.Hour, AllowOperators: true}}, r: dev, now: "2026-11-27T12:00:00Z", closed: true, window: "inside", forever: true,
+			ops: true},
+		{name: "earliest of two allow windows", ws: []Window{{Name: "weekly", Kind: Allow, Schedule: "@weekly", Duration: time.Hour,
+			AllowOperators: true}, {Name: "hourly", Kind: Allow, Schedule: "@hourly", Duration: time.Minute, AllowOperators: true}}, r: dev,
+			now: "2026-11-27T12:30:00Z", closed: true, window: "weekly", until: "2026-11-27T13:00:00Z", ops: true},
+		{name: "descriptor @daily", ws: []Window{{Name: "midnight", Kind: Deny, Schedule: "@daily", Duration: time.Hour}}, r: dev,
+			now: "2026-11-27T00:30:00Z", closed: true, window: "midnight", until: "2026-11-27T01:00:00Z"},
+		{name: "allow that never opens", ws: []Window{{Name: "feb30", Kind: Allow, Schedule: "0 0 30 2 *", Duration: time.Hour}}, r: dev,
+			now: "2026-11-27T12:00:00Z", closed: true, window: "feb30", forever: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := mustCompile(t, tc.ws...).Check(tc.r, at(tc.now))
 			if v.Closed != tc.closed || v.Window != tc.window || v.Forever != tc.forever || v.AllowOperators != tc.ops {
 				t.Fatalf("verdict %+v", v)
 			}
-			if tc.until != "" && !v.Until.Equal(at(tc.until)) {
+			// In the zone of the window the walk ended at: the message shows that local time.
+			if tc.until != "" && v.Until.Format(time.RFC3339) != tc.until {
 				t.Fatalf("until %s, want %s", v.Until.Format(time.RFC3339), tc.until)
 			}
 		})
@@ -74,6 +113,69 @@ func TestCompileErrors(t *testing.T) {
 		"windows[0] (Bad).duration"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v lacks %s", err, want)
+		}
+	}
+}
+
+func TestMessage(t *testing.T) {
+	until := at("2026-11-30T00:00:00+01:00")
+	for _, tc := range []struct {
+		v    Verdict
+		want string
+	}{
+		{Verdict{}, ""},
+		{Verdict{Closed: true, Window: "freeze", Kind: Deny, Until: until, AllowOperators: true},
+			"change window freeze (deny) holds changes until 2026-11-30T00:00:00+01:00; an operator may apply it now with trueup reconcile --override-window --reason"},
+		{Verdict{Closed: true, Window: "maint", Kind: Allow, Forever: true}, "change window maint (allow) is closed: changes wait no opening within a year"},
+	} {
+		if got := tc.v.Message(); got != tc.want {
+			t.Errorf("Message() = %q, want %q", got, tc.want)
+		}
+	}
+}
+
+// tenUnmatched are 10 windows of which none selects benchResource.
+func tenUnmatched(tb testing.TB) *Set {
+	tb.Helper()
+	ws := make([]Window, 10)
+	for i := range ws {
+		ws[i] = Window{Name: fmt.Sprintf("w%d", i), Kind: Deny, Schedule: "0 12 * * 5", Duration: 60 * time.Hour, TimeZone: "Europe/Paris",
+			Match: policy.Match{Namespaces: []string{fmt.Sprintf("team-%d-*", i)}, Kinds: []string{"Database"}}}
+	}
+	s, err := Compile(ws)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+var benchResource = &policy.Resource{Source: "infra", Namespace: "production", Kind: "Database", Name: "db", Labels: map[string]string{"tier": "critical"}}
+
+func TestCheckUnmatchedAllocatesNothing(t *testing.T) {
+	s, now := tenUnmatched(t), at("2026-11-27T13:00:00Z")
+	if n := testing.AllocsPerRun(100, func() { s.Check(benchResource, now) }); n != 0 {
+		t.Errorf("Check allocates %v times for a resource no window selects", n)
+	}
+}
+
+func BenchmarkCheckUnmatched(b *testing.B) {
+	s, now := tenUnmatched(b), at("2026-11-27T13:00:00Z")
+	b.ReportAllocs()
+	for b.Loop() {
+		if s.Check(benchResource, now).Closed {
+			b.Fatal("held")
+		}
+	}
+}
+
+func BenchmarkCheckHeld(b *testing.B) {
+	s := mustCompile(b, Window{Name: "friday-freeze", Kind: Deny, Schedule: "0 12 * * 5", Duration: 60 * time.Hour, TimeZone: "Europe/Paris"},
+		Window{Name: "db-maintenance", Kind: Allow, Schedule: "0 2 * * *", Duration: 2 * time.Hour})
+	now := at("2026-11-27T13:00:00Z")
+	b.ReportAllocs()
+	for b.Loop() {
+		if !s.Check(benchResource, now).Closed {
+			b.Fatal("not held")
 		}
 	}
 }

@@ -109,6 +109,8 @@ notifications:
 		{name: "policies and approvalTTL are read live", new: base + policiesExample, want: Changes{Policies: true}},
 		{name: "approvalTTL", new: base + "approvalTTL: 1h\n", want: Changes{Policies: true}},
 		{name: "an empty policies list", new: base + "policies: []\n"},
+		{name: "windows are read live", new: base + windowsExample, want: Changes{Windows: true}},
+		{name: "an empty windows list", new: base + "windows: []\n"},
 	}
 	old, err := Parse([]byte(base), "/x", env(nil))
 	if err != nil {

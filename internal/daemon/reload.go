@@ -200,6 +200,13 @@ func (rt *Daemon) reload(cfg *config.Config, readErr error) (res server.ReloadRe
 			return int64(n), err
 		})
 	}
+	if ch.Windows {
+		// The changes the windows held are checked again against the windows in force.
+		rt.requeue("change windows changed", "the changes they held run when the old windows let them (a hold with no known end waits for an override)", func(ctx context.Context) (int64, error) {
+			n, err := rt.store.RequeueWindowed(ctx)
+			return int64(n), err
+		})
+	}
 	if len(res.Errors) > 0 {
 		// Applied, except what Errors names: not a success, not a refusal either.
 		res.OK, res.Partial = false, true

@@ -36,6 +36,7 @@ type Metrics struct {
 	configReloadOK    prometheus.Gauge
 	policyDecisions   *prometheus.CounterVec
 	policyEvaluation  prometheus.Histogram
+	windowHolds       *prometheus.CounterVec
 
 	collectors []prometheus.Collector // what reg holds, in registration order
 }
@@ -114,7 +115,10 @@ func New(opts Options) *Metrics {
 		Name: "trueup_policy_evaluation_seconds", Help: "Time the policies' rules took to decide one change (without its plan and store reads).",
 		Buckets: []float64{.000005, .00001, .000025, .00005, .0001, .00025, .0005, .001, .005, .01, .05},
 	})
-	m.collectors = []prometheus.Collector{m.configReloads, m.configReloadOK, m.policyDecisions, m.policyEvaluation, m.reconcileDuration, m.reconcileTotal, m.resultWriteWait, m.interrupted, m.failovers, m.actionCalls, m.syncDuration, m.lastSyncSuccess,
+	m.windowHolds = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "trueup_window_holds_total", Help: "Changes (applies, deletes, drift corrections) a change window held instead of calling the action, by the window holding them.",
+	}, []string{"window"})
+	m.collectors = []prometheus.Collector{m.configReloads, m.configReloadOK, m.policyDecisions, m.policyEvaluation, m.windowHolds, m.reconcileDuration, m.reconcileTotal, m.resultWriteWait, m.interrupted, m.failovers, m.actionCalls, m.syncDuration, m.lastSyncSuccess,
 		m.revisionInfo, m.webhookRequests, m.notifications, m.notifyRetries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
 	if opts.Queue != nil {
@@ -160,6 +164,14 @@ func (m *Metrics) PolicyDecided(decision string, eval time.Duration) {
 	}
 	m.policyDecisions.WithLabelValues(decision).Inc()
 	m.policyEvaluation.Observe(eval.Seconds())
+}
+
+// WindowHeld records one change the change window named window held.
+func (m *Metrics) WindowHeld(window string) {
+	if m == nil {
+		return
+	}
+	m.windowHolds.WithLabelValues(window).Inc()
 }
 
 // ConfigLoaded records that the config was loaded at start, or reloaded (ok: applied;

@@ -75,5 +75,5 @@ func (r *Reconciler) driftLeft(c store.Claimed, a attempt, cur store.Current, u 
 // quiet reports whether the write of a leaves the changes feed alone: a resync that found
 // nothing to do and changed nothing that shows.
 func (a *attempt) quiet(c store.Claimed) bool {
-	return a.inSync && !a.waited() && !a.ignored && !status.IsDrifted(c.Conditions)
+	return a.inSync && !a.waited() && !a.ignored && !status.IsDrifted(c.Conditions) && !a.window.wasHeld
 }

@@ -621,14 +621,20 @@ func TestGateContextEnded(t *testing.T) {
 	}
 }
 
+// deleteClaims are the claims of a Ready resource's delete not started yet, and of one in
+// progress. A claim holds the conditions stored before its call started.
+func deleteClaims() (deleting, inFlight store.Claimed) {
+	deleting = claimed(readyGen1, 1, true)
+	deleting.Conditions = status.DeletionRequested(readyGen1, tPrev).Conditions
+	inFlight = deleting
+	inFlight.Conditions = mustResult(claimState(readyGen1, 1, true), status.Outcome{Generation: 1, CurrentGeneration: 1, Delete: true, Deleting: true}).Conditions
+	return deleting, inFlight
+}
+
 // TestGatedTrigger: which calls the gate decides, and the change type rules read.
 func TestGatedTrigger(t *testing.T) {
 	t.Parallel()
-	// A claim holds the conditions stored before its call started.
-	deleting := claimed(readyGen1, 1, true)
-	deleting.Conditions = status.DeletionRequested(readyGen1, tPrev).Conditions
-	inFlight := deleting
-	inFlight.Conditions = mustResult(claimState(readyGen1, 1, true), status.Outcome{Generation: 1, CurrentGeneration: 1, Delete: true, Deleting: true}).Conditions
+	deleting, inFlight := deleteClaims()
 	failedDelete := inFlight
 	failedDelete.Attempt = 1
 	// approved: the conditions after the gate let generation gen's call through, then

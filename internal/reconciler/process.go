@@ -60,6 +60,8 @@ type attempt struct {
 	// no policy selects the resource; wasHeld that the gate held its change before (wasHeld).
 	gate                *gate
 	unselected, wasHeld bool
+	// window is what the change windows made of the call.
+	window windowCheck
 }
 
 // held reports whether the gate held the change: the plugin was not called.
@@ -119,8 +121,15 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 			c.Spec = spec
 		}
 	}
-	// The call starts: from now on the resource shows Reconciling (the start writer stores it).
-	r.callStarting(c)
+	if err == nil {
+		r.checkWindows(&c, &a)
+	}
+	held := a.window.held != nil // by a window: nothing is called
+	if !held {
+		// The call starts: from now on the resource shows Reconciling (the start writer
+		// stores it).
+		r.callStarting(c)
+	}
 	// The trace starts here but is dated from the claim: it covers the resolve above.
 	ctx, span := startTrace(ctx, c, claim, a.started, a.trigger)
 	a.traceID = tracing.TraceID(span)
@@ -130,7 +139,7 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 			span.End()
 		}
 	}()
-	if err == nil {
+	if err == nil && !held {
 		a.gate, a.unselected = r.gateFor(&c, a.trigger)
 		a.wasHeld = wasHeld(&c)
 		if a.gate != nil {
@@ -141,7 +150,7 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 		}
 	}
 	spec, secrets, revealErr := c.Spec, []string(nil), error(nil)
-	if err == nil && r.opts.Reveal != nil {
+	if err == nil && !held && r.opts.Reveal != nil {
 		spec, secrets, revealErr = r.opts.Reveal(ctx, c)
 	}
 	scrub := actions.Scrubber(secrets)
@@ -157,6 +166,7 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 		a.err = err
 	case revealErr != nil:
 		a.err = revealErr
+	case held:
 	default:
 		release := r.opts.Redact.Hold(secrets)
 		r.call(ctx, act, c.ActionName, req, c.Deleting, foreign, &a)
@@ -170,7 +180,7 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 		scrubMessages(&a, actions.Scrubber(foreign))
 	}
 	r.observeCall(a.ended.Sub(a.started))
-	if err == nil && revealErr == nil && !a.held() {
+	if err == nil && revealErr == nil && !a.held() && a.window.held == nil {
 		r.opts.Metrics.ActionCalled(c.ActionName, a.op, actionResult(a))
 	}
 	if shutdown.Err() != nil && a.err != nil {
@@ -324,6 +334,9 @@ func (r *Reconciler) call(ctx context.Context, act actions.Action, name string, 
 					return
 				}
 			}
+		}
+		if !a.inSync && a.err == nil && a.window.recheck != nil && r.windowHolds(a.window.recheck, a) {
+			return
 		}
 		if !a.inSync && a.err == nil && g != nil && !r.decide(ctx, act, name, &req, deleting, a) {
 			return
@@ -641,6 +654,8 @@ func actionResult(a attempt) string {
 // historyResult names an attempt's result for metrics (as history does).
 func historyResult(a attempt) string {
 	switch {
+	case a.window.held != nil:
+		return resultWindowClosed
 	case a.held():
 		return a.gate.result()
 	case a.leave:
@@ -734,6 +749,14 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 		h.Message = "at " + a.revisionWhy + prefixed(h.Message)
 	}
 	u := store.Update{ActionState: a.res.State, History: h, Message: msg, Resolved: a.resolved}
+	if a.window.held == nil && !a.held() {
+		// One override serves one call: this one (a change the gate held was not called).
+		u.ClearWindowOverride = c.WindowOverride
+	}
+	if p := a.window.overridden; p != "" {
+		// Whichever way the result is written, its history row (h) names the override.
+		defer func() { h.Message = p + h.Message }()
+	}
 	if a.err != nil {
 		// Keep the handle of work in flight, including an intent the plugin checkpointed
 		// during this failed call: the side effect may have happened.
@@ -743,6 +766,9 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 		u.Phase, u.Conditions, u.ObservedGeneration = s.Phase, s.Conditions, s.ObservedGeneration
 	}
 
+	if a.window.held != nil {
+		return r.windowClosed(c, a, cur, u, prev, ev, now)
+	}
 	if a.held() {
 		return r.held(c, a, cur, u, prev, ev, now)
 	}
@@ -792,7 +818,7 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 		if a.ignored {
 			h.Result, h.Message, u.History = resultInSync, msgDriftIgnored+r.scrub(a.drift), h
 		}
-		set(status.InSync(prev, c.Generation, cur.Generation, cur.Deleting, now))
+		set(status.InSync(status.WindowPassed(prev), c.Generation, cur.Generation, cur.Deleting, now))
 		u.Message = "in sync: no drift found at resync"
 		u.KeepActionState = true
 		u.RunAt = r.resyncAt(c, now)

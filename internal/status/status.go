@@ -5,7 +5,8 @@
 // releases only store (a claim stores none: Reconciling/Progressing means a call runs), and
 // a source's conditions (source.go: SourceApplied, SourceFailed, SourceRecovered), and the
 // states the gate of policies leaves a change in (approval.go: AwaitingApproval, Refused,
-// Allowed; condition Approved).
+// Allowed; condition Approved), and the hold of a change window (windowheld.go: WindowHeld,
+// WindowPassed).
 // Invariants (Check): Ready is always
 // present and never True before a first success or while observedGeneration < generation;
 // lastTransitionTime moves only when a status flips; conditions are unique per type;

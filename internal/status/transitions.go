@@ -112,7 +112,8 @@ func Start(prev State, gen int64, deleting bool, now time.Time) (s State, change
 		}
 		s.Conditions = Remove(s.Conditions, Stalled)
 		s.Conditions = notReady(s.Conditions, ReasonNewGeneration, msgNewGeneration, prev.ObservedGeneration, now)
-		if c, ok := Get(s.Conditions, Reconciling); !ok || c.Status != True || c.Reason == ReasonPending || c.Reason == ReasonNewGeneration || c.Reason == ReasonWaitingForDependency {
+		if c, ok := Get(s.Conditions, Reconciling); !ok || c.Status != True || c.Reason == ReasonPending || c.Reason == ReasonNewGeneration || c.Reason == ReasonWaitingForDependency ||
+			c.Reason == ReasonWindowClosed {
 			s.Conditions = Set(s.Conditions, Condition{Type: Reconciling, Status: True, Reason: ReasonProgressing,
 				Message: fmt.Sprintf("reconciling generation %d", gen), ObservedGeneration: prev.ObservedGeneration}, now)
 		}

@@ -1,6 +1,6 @@
 package status
 
-// Change windows (internal/window) and drift policies.
+// Change windows (internal/changewindow) and drift policies.
 const (
 	// ReasonWindowClosed: Reconciling=True while a change window holds the resource's
 	// change (an apply, a delete or a drift correction); the message names the window, its

@@ -25,22 +25,11 @@ func (s *Store) Votes(ctx context.Context, resourceID, generation int64, deletin
 // RequeueGated makes every resource with an approval request due now (a reload changed the
 // policies: their changes are decided again); it returns how many.
 func (s *Store) RequeueGated(ctx context.Context) (int, error) {
-	var n int64
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE resources SET run_at = now(), dirty = dirty OR lease_owner IS NOT NULL
-			WHERE id IN (SELECT resource_id FROM approval_requests) AND NOT suspended`)
-		if err != nil {
-			return err
-		}
-		if n = tag.RowsAffected(); n > 0 {
-			_, err = tx.Exec(ctx, "SELECT pg_notify($1, '')", WorkChannel)
-		}
-		return err
-	})
+	n, err := s.requeueWhere(ctx, "id IN (SELECT resource_id FROM approval_requests)")
 	if err != nil {
 		return 0, fmt.Errorf("requeue gated resources: %w", err)
 	}
-	return int(n), nil
+	return n, nil
 }
 
 // WorkInFlight reports whether the last call of operation (reconcile or delete) at a

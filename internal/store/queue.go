@@ -294,6 +294,10 @@ type Update struct {
 	// (the change was allowed, or no policy selects the resource any more); both may be set.
 	Approval      *ApprovalRequest
 	ClearApproval bool
+	// ClearWindowOverride, when set, is the override the call was claimed with: the write
+	// removes the stored one when it is still that one (the same actor, reason and time), so
+	// that an override asked for while the call ran survives it.
+	ClearWindowOverride *WindowOverride
 }
 
 // Resolved is a spec with its output references resolved, and what it took from which
@@ -501,13 +505,16 @@ func updateResults(ctx context.Context, tx pgx.Tx, upd *updateBatch) error {
 			inputs_hash = CASE WHEN x.setres THEN NULLIF(x.inputs, '') ELSE r.inputs_hash END,
 			applied_revision = COALESCE(NULLIF(x.applied, ''), r.applied_revision),
 			applied_spec = CASE WHEN x.applied <> '' THEN COALESCE(x.aspec::jsonb, r.spec) ELSE r.applied_spec END,
-			applied_origins = CASE WHEN x.applied <> '' THEN x.aorigins::jsonb ELSE r.applied_origins END
+			applied_origins = CASE WHEN x.applied <> '' THEN x.aorigins::jsonb ELSE r.applied_origins END,
+			window_override = CASE WHEN x.wo_at IS NOT NULL AND r.window_override->>'actor' = x.wo_actor
+			  AND r.window_override->>'reason' = x.wo_reason AND `+sameOverrideTimeSQL+` THEN NULL ELSE r.window_override END
 			FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bool[], $8::text[], $9::int[], $10::timestamptz[],
-			  $11::bool[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[])
-			  AS x(id, phase, observed, conds, outputs, state, keep, message, attempt, run_at, setres, resolved, inputs, origins, applied, aspec, aorigins)
+			  $11::bool[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $20::timestamptz[])
+			  AS x(id, phase, observed, conds, outputs, state, keep, message, attempt, run_at, setres, resolved, inputs, origins, applied, aspec, aorigins,
+			    wo_actor, wo_reason, wo_at)
 			WHERE r.id = x.id`,
 		upd.ids, upd.phase, upd.observed, upd.conds, upd.outputs, upd.state, upd.keep, upd.message, upd.attempt, upd.runAt,
-		upd.setRes, upd.resolved, upd.inputs, upd.origins, upd.applied, upd.appliedSpec, upd.appliedOrigins)
+		upd.setRes, upd.resolved, upd.inputs, upd.origins, upd.applied, upd.appliedSpec, upd.appliedOrigins, upd.woActor, upd.woReason, upd.woAt)
 	return err
 }
 
@@ -524,6 +531,8 @@ type updateBatch struct {
 	applied               []string
 	appliedSpec           []*string
 	appliedOrigins        []string
+	woActor, woReason     []string
+	woAt                  []*time.Time
 }
 
 func (b *updateBatch) add(id int64, u Update) error {
@@ -588,8 +597,22 @@ func (b *updateBatch) add(id int64, u Update) error {
 		}
 	}
 	b.appliedOrigins = append(b.appliedOrigins, aorigins)
+	var wo WindowOverride
+	var woAt *time.Time
+	if u.ClearWindowOverride != nil {
+		wo, woAt = *u.ClearWindowOverride, &u.ClearWindowOverride.At
+	}
+	b.woActor = append(b.woActor, wo.Actor)
+	b.woReason = append(b.woReason, wo.Reason)
+	b.woAt = append(b.woAt, woAt)
 	return nil
 }
+
+// sameOverrideTimeSQL compares the stored override's time with the claimed one (x.wo_at) to
+// the millisecond: the claim decoded it into a Go time, which jsonb text written by SQL or
+// by Go does not give back byte for byte. A stored time that is not one matches nothing.
+const sameOverrideTimeSQL = `CASE WHEN r.window_override->>'at' ~ '^\d{4}-\d\d-\d\dT'
+	THEN abs(extract(epoch FROM (r.window_override->>'at')::timestamptz - x.wo_at)) < 0.001 ELSE false END`
 
 // originsJSON encodes origins as stored: {} when there are none (NULL means "not known").
 func originsJSON(origins map[string][]string) (string, error) {

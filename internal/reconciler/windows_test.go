@@ -1,0 +1,408 @@
+package reconciler
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/changewindow"
+	"github.com/trueup-dev/trueup/internal/policy"
+	"github.com/trueup-dev/trueup/internal/status"
+	"github.com/trueup-dev/trueup/internal/store"
+)
+
+// windowFixture is a gate fixture without policies whose change windows the test sets.
+type windowFixture struct {
+	*gateFixture
+	windows atomic.Pointer[changewindow.Set]
+}
+
+func newWindowFixture(t *testing.T, act actions.Action, ws ...changewindow.Window) *windowFixture {
+	t.Helper()
+	wf := &windowFixture{}
+	wf.setWindows(t, ws...)
+	wf.gateFixture = newGateFixtureWith(t, act, func(o *Options) { o.Windows = wf.windows.Load })
+	return wf
+}
+
+func (f *windowFixture) setWindows(t *testing.T, ws ...changewindow.Window) {
+	t.Helper()
+	set, err := changewindow.Compile(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.windows.Store(set)
+}
+
+// freeze is a deny window selecting db, open from the start of the current minute (UTC)
+// until until.
+func freeze(until time.Time, allowOperators bool) changewindow.Window {
+	start := time.Now().UTC().Truncate(time.Minute)
+	return changewindow.Window{Name: "freeze", Kind: changewindow.Deny, Schedule: start.Format("4 15 * * *"), Duration: until.Sub(start),
+		Match: critical, AllowOperators: allowOperators}
+}
+
+// waitHeld waits until db shows the window's hold.
+func (f *windowFixture) waitHeld() store.Resource {
+	f.t.Helper()
+	var res store.Resource
+	waitFor(f.t, "db held by a window", func() (bool, string) {
+		res = f.get("db")
+		rec, _ := status.Get(res.Status.Conditions, status.Reconciling)
+		return rec.Reason == status.ReasonWindowClosed, shows(res)
+	})
+	return res
+}
+
+func (f *windowFixture) runAt() *time.Time {
+	f.t.Helper()
+	var at *time.Time
+	if err := f.db.QueryRow(f.ctx, `SELECT run_at FROM resources WHERE name = 'db'`).Scan(&at); err != nil {
+		f.t.Fatal(err)
+	}
+	return at
+}
+
+func (f *windowFixture) history(result string) []store.HistoryEntry {
+	f.t.Helper()
+	hs, err := f.st.ListHistory(f.ctx, "default", "Widget", "db", 100)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var out []store.HistoryEntry
+	for _, h := range hs {
+		if h.Result == result {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// A create under a deny window is not called: it shows the window and when it may proceed,
+// is due then, and runs once the windows let it (here a reload that moves the window's end
+// closer: RequeueWindowed looks at it again); a resource no window selects runs as before.
+func TestWindowHoldsCreate(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	until := time.Now().Add(time.Hour)
+	f := newWindowFixture(t, callsOnly{rec}, freeze(until, false))
+	f.waitPhase("other", status.PhaseReady)
+	res := f.waitHeld()
+	v := f.windows.Load().Check(windowResourceOf(res), time.Now())
+	rc, _ := status.Get(res.Status.Conditions, status.Reconciling)
+	ready, _ := status.Get(res.Status.Conditions, status.Ready)
+	if res.Status.Phase != status.PhasePending || rc.Message != v.Message() || ready.Status != status.Unknown || !strings.Contains(rc.Message, v.Until.Format(time.RFC3339)) {
+		t.Errorf("held: %s (verdict %s)", shows(res), v.Message())
+	}
+	if err := status.Check(status.State{Phase: res.Status.Phase, Conditions: res.Status.Conditions, ObservedGeneration: res.Status.ObservedGeneration}, res.Metadata.Generation, true); err != nil {
+		t.Error(err)
+	}
+	if at := f.runAt(); at == nil || !at.Equal(v.Until.Truncate(time.Microsecond)) {
+		t.Errorf("run_at %v; want %v", at, v.Until)
+	}
+	if n := rec.count("reconcile db"); n != 0 {
+		t.Errorf("a held create was called %d times", n)
+	}
+	if hs := f.history(resultWindowClosed); len(hs) != 1 || hs[0].Message != v.Message() || hs[0].Trigger != "created" {
+		t.Errorf("history %+v", hs)
+	}
+	if evs := f.events(status.ReasonWindowClosed); len(evs) != 1 || evs[0].Type != store.EventNormal || evs[0].Message != v.Message() {
+		t.Errorf("WindowClosed events %+v", evs)
+	}
+
+	// The window is reloaded to close in a moment: db is looked at again, held until then,
+	// and applied once it closed.
+	soon := time.Now().Add(time.Second)
+	f.setWindows(t, freeze(soon, false))
+	if n, err := f.st.RequeueWindowed(f.ctx); err != nil || n != 1 {
+		t.Fatalf("RequeueWindowed = %d, %v", n, err)
+	}
+	f.waitPhase("db", status.PhaseReady)
+	ok := f.history(resultSucceeded)
+	if len(ok) != 1 || ok[0].StartedAt.Before(soon) {
+		t.Errorf("applied %+v; want once, after %v", ok, soon)
+	}
+	if n := rec.count("reconcile db"); n != 1 {
+		t.Errorf("db called %d times", n)
+	}
+	res = f.get("db")
+	if rc, ok := status.Get(res.Status.Conditions, status.Reconciling); ok {
+		t.Errorf("Reconciling left after the apply: %+v", rc)
+	}
+}
+
+func windowResourceOf(res store.Resource) *policy.Resource {
+	return &policy.Resource{Namespace: res.Metadata.Namespace, Kind: res.Kind, Name: res.Metadata.Name, Labels: res.Metadata.Labels}
+}
+
+// inFlight answers its first reconcile with work in progress (and a handle), the next ones
+// with success.
+type inFlight struct{ *recorder }
+
+func (a inFlight) Reconcile(_ context.Context, req actions.Request) (actions.Result, error) {
+	a.record("reconcile %s", req.Resource.Name)
+	if len(req.State) == 0 {
+		return actions.Result{State: json.RawMessage(`{"op":"1"}`), RequeueAfter: time.Hour}, nil
+	}
+	return actions.Result{Done: true, State: req.State}, nil
+}
+
+func (a inFlight) Delete(_ context.Context, req actions.Request) (actions.Result, error) {
+	a.record("delete %s", req.Resource.Name)
+	return actions.Result{Done: true}, nil
+}
+
+// A window that opens while work is in flight lets it finish: its requeue is never held.
+func TestWindowNeverHoldsRequeue(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	f := newWindowFixture(t, inFlight{rec})
+	waitFor(t, "db in progress", func() (bool, string) {
+		return rec.count("reconcile db") == 1 && f.get("db").Status.Phase == status.PhaseReconciling, shows(f.get("db"))
+	})
+	f.setWindows(t, freeze(time.Now().Add(time.Hour), true))
+	f.due()
+	f.waitPhase("db", status.PhaseReady)
+	if hs := f.history(resultWindowClosed); len(hs) != 0 || rec.count("reconcile db") != 2 {
+		t.Errorf("held %+v; calls %q", hs, rec.log())
+	}
+}
+
+// An override lets exactly one call through the window, is named in its history and
+// cleared; the next change is held again.
+func TestWindowOverride(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	f := newWindowFixture(t, callsOnly{rec}, freeze(time.Now().Add(time.Hour), true))
+	f.waitHeld()
+	if _, err := f.db.Exec(f.ctx, `UPDATE resources SET window_override = jsonb_build_object('actor', 'token:ops', 'reason', 'hotfix', 'at', now()),
+		manual_requested_by = 'token:ops', run_at = now() WHERE name = 'db'`); err != nil {
+		t.Fatal(err)
+	}
+	f.waitPhase("db", status.PhaseReady)
+	h := f.history(resultSucceeded)
+	if len(h) != 1 || !strings.HasPrefix(h[0].Message, "change window freeze overridden by token:ops: hotfix; ") || h[0].Actor != "token:ops" {
+		t.Errorf("history %+v", h)
+	}
+	var cleared bool
+	if err := f.db.QueryRow(f.ctx, `SELECT window_override IS NULL FROM resources WHERE name = 'db'`).Scan(&cleared); err != nil || !cleared {
+		t.Errorf("override cleared %v, %v", cleared, err)
+	}
+	// Another operator's request without an override is held.
+	if _, err := f.db.Exec(f.ctx, `UPDATE resources SET manual_requested_by = 'token:ops', run_at = now() WHERE name = 'db'`); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the manual request held", func() (bool, string) {
+		hs := f.history(resultWindowClosed)
+		return len(hs) == 2 && hs[0].Trigger == "manual", shows(f.get("db"))
+	})
+	if n := rec.count("reconcile db"); n != 1 {
+		t.Errorf("db called %d times; want 1", n)
+	}
+	if res := f.get("db"); res.Status.Phase != status.PhaseReady {
+		t.Errorf("a held request of a Ready resource: %s", shows(res))
+	}
+}
+
+// A window does not stop drift detection: Observe runs, the drift correction is held (the
+// resource stays Ready), and a reload that removes the window corrects it at once.
+func TestWindowHoldsDriftCorrection(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	f := newWindowFixture(t, planner{callsOnly{rec}})
+	f.waitPhase("db", status.PhaseReady)
+	f.setWindows(t, freeze(time.Now().Add(time.Hour), true))
+	rec.setDrift(true)
+	f.due()
+	res := f.waitHeld()
+	ready, _ := status.Get(res.Status.Conditions, status.Ready)
+	if res.Status.Phase != status.PhaseReady || ready.Status != status.True || rec.count("observe db") != 1 || rec.count("reconcile db") != 1 {
+		t.Errorf("held drift: %s; calls %q", shows(res), rec.log())
+	}
+	if hs := f.history(resultWindowClosed); len(hs) != 1 || hs[0].Trigger != "resync" {
+		t.Errorf("history %+v", hs)
+	}
+
+	f.setWindows(t)
+	if n, err := f.st.RequeueWindowed(f.ctx); err != nil || n != 1 {
+		t.Fatalf("RequeueWindowed = %d, %v", n, err)
+	}
+	waitFor(t, "drift corrected", func() (bool, string) {
+		res = f.get("db")
+		_, rec2 := status.Get(res.Status.Conditions, status.Reconciling)
+		return rec.count("reconcile db") == 2 && !rec2 && res.Status.Phase == status.PhaseReady, shows(res)
+	})
+}
+
+// alwaysOpen is a deny window open at any time (hourly, for two hours) selecting namespace
+// ns.
+func alwaysOpen(t testing.TB, ns string, allowOperators bool) *changewindow.Set {
+	t.Helper()
+	set, err := changewindow.Compile([]changewindow.Window{{Name: "freeze", Kind: changewindow.Deny, Schedule: "@hourly", Duration: 2 * time.Hour,
+		Match: policy.Match{Namespaces: []string{ns}}, AllowOperators: allowOperators}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+// TestCheckWindows: which calls a window holds before the call, which are checked once
+// Observe found drift, and which an override lets through.
+func TestCheckWindows(t *testing.T) {
+	t.Parallel()
+	deleting, inFlight := deleteClaims()
+	override := func(c *store.Claimed) {
+		c.ManualBy = "token:ops"
+		c.WindowOverride = &store.WindowOverride{Actor: "token:ops", Reason: "hotfix", At: tPrev}
+	}
+	for _, tc := range []struct {
+		name       string
+		c          store.Claimed
+		operators  bool
+		held       bool
+		recheck    bool
+		overridden string
+	}{
+		{name: "first apply", c: claimed(fresh, 1, false), held: true},
+		{name: "new generation", c: claimed(readyGen1, 2, false), held: true},
+		{name: "retry", c: claimed(failedG1, 1, false, withAttempt(1)), held: true},
+		{name: "operator's request", c: claimed(readyGen1, 1, false, func(c *store.Claimed) { c.ManualBy = "token:ops" }), held: true},
+		{name: "dependency's outputs", c: claimed(readyGen1, 1, false, func(c *store.Claimed) { c.DependencyBy = "default/Bucket/b" }), held: true},
+		{name: "delete", c: deleting, held: true},
+		{name: "delete in progress", c: inFlight},
+		{name: "requeue of work in flight", c: claimed(mustResult(claimState(readyGen1, 2, false), status.Outcome{Generation: 2, CurrentGeneration: 2, InProgress: true}),
+			2, false, withState(`{"op":"x"}`))},
+		{name: "resync: checked once Observe found drift", c: claimed(readyGen1, 1, false), recheck: true},
+		{name: "override", c: claimed(readyGen1, 2, false, override), operators: true, overridden: "change window freeze overridden by token:ops: hotfix; "},
+		{name: "override of a window that refuses it", c: claimed(readyGen1, 2, false, override), held: true},
+	} {
+		r := newTestReconciler()
+		set := alwaysOpen(t, "default", tc.operators)
+		r.opts.Windows = func() *changewindow.Set { return set }
+		a := attempt{trigger: trigger(tc.c)}
+		r.checkWindows(&tc.c, &a)
+		if (a.window.held != nil) != tc.held || (a.window.recheck != nil) != tc.recheck || a.window.overridden != tc.overridden {
+			t.Errorf("%s (trigger %s): held %v recheck %v overridden %q", tc.name, a.trigger, a.window.held, a.window.recheck != nil, a.window.overridden)
+		}
+		if a.window.recheck != nil && !r.windowHolds(a.window.recheck, &a) {
+			t.Errorf("%s: drift found, not held", tc.name)
+		}
+	}
+}
+
+// A resource no window selects pays the windows' match, without allocating.
+func TestCheckWindowsUnselectedAllocatesNothing(t *testing.T) {
+	r := newTestReconciler()
+	set := alwaysOpen(t, "production", true)
+	r.opts.Windows = func() *changewindow.Set { return set }
+	c := claimed(readyGen1, 2, false)
+	var a attempt
+	if n := testing.AllocsPerRun(100, func() {
+		a = attempt{trigger: "spec-changed"}
+		r.checkWindows(&c, &a)
+	}); n != 0 || a.window.held != nil {
+		t.Errorf("%v allocations, held %v", n, a.window.held)
+	}
+}
+
+// TestWindowClosedUpdate: what the write of a held change stores, and of a call an override
+// let through.
+func TestWindowClosedUpdate(t *testing.T) {
+	t.Parallel()
+	until := time.Now().Add(time.Hour).Truncate(time.Second)
+	verdict := changewindow.Verdict{Closed: true, Window: "freeze", Kind: changewindow.Deny, Until: until}
+	msg := verdict.Message()
+	// A claim of a resource created and never called: its status as the syncer stored it.
+	created := claimed(fresh, 1, false)
+	created.Phase, created.Conditions = fresh.Phase, fresh.Conditions
+	heldBefore := created
+	heldBefore.Conditions = status.WindowHeld(fresh, false, msg, tPrev).Conditions
+	failedG2 := mustResult(claimState(readyGen1, 2, false), status.Outcome{Generation: 2, CurrentGeneration: 2, Err: "boom"})
+	forever := verdict
+	forever.Until, forever.Forever = time.Time{}, true
+	for _, tc := range []struct {
+		name    string
+		c       store.Claimed
+		v       changewindow.Verdict
+		cur     func(store.Claimed) store.Current
+		phase   string
+		reason  string
+		runAt   *time.Time // nil: none; the zero time: about now
+		attempt int
+		events  int
+	}{
+		{"held create", created, verdict, unchanged, status.PhasePending, status.ReasonWindowClosed, &until, 0, 1},
+		{"held again, the same message", heldBefore, verdict, unchanged, status.PhasePending, status.ReasonWindowClosed, &until, 0, 0},
+		{"held with no opening known", created, forever, unchanged, status.PhasePending, status.ReasonWindowClosed, nil, 0, 1},
+		{"a newer generation arrived", created, verdict, func(c store.Claimed) store.Current { return specChanged(c, 2) }, status.PhasePending,
+			status.ReasonNewGeneration, &time.Time{}, 0, 1},
+		{"a deletion arrived", created, verdict, markedDeleted, status.PhaseDeleting, status.ReasonDeletionRequested, &time.Time{}, 0, 1},
+		{"held retry of a first apply keeps its attempt", claimed(failedG1, 1, false, withAttempt(3)), verdict, unchanged, status.PhasePending,
+			status.ReasonWindowClosed, &until, 3, 1},
+		{"held retry of a change keeps its phase", claimed(failedG2, 2, false, withAttempt(1)), verdict, unchanged, status.PhaseFailed,
+			status.ReasonWindowClosed, &until, 1, 1},
+	} {
+		v := tc.v
+		a := attempt{op: "reconcile", trigger: trigger(tc.c), window: windowCheck{held: &v}}
+		u := newTestReconciler().update(tc.c, a, tc.cur(tc.c))
+		rec, _ := status.Get(u.Conditions, status.Reconciling)
+		if u.Phase != tc.phase || rec.Reason != tc.reason || u.Attempt != tc.attempt || len(u.Events) != tc.events ||
+			u.History == nil || u.History.Result != resultWindowClosed || u.History.Message != v.Message() || u.ClearWindowOverride != nil || !u.KeepActionState {
+			t.Errorf("%s: phase %s Reconciling %s attempt %d events %+v history %+v", tc.name, u.Phase, rec.Reason, u.Attempt, u.Events, u.History)
+		}
+		switch {
+		case tc.runAt == nil && u.RunAt != nil, tc.runAt != nil && u.RunAt == nil:
+			t.Errorf("%s: run at %v; want %v", tc.name, u.RunAt, tc.runAt)
+		case tc.runAt != nil && tc.runAt.IsZero() && time.Since(*u.RunAt) > time.Minute, tc.runAt != nil && !tc.runAt.IsZero() && !u.RunAt.Equal(*tc.runAt):
+			t.Errorf("%s: run at %v; want %v", tc.name, u.RunAt, tc.runAt)
+		}
+	}
+
+	// A call an override let through: named in history, and the override cleared.
+	o := &store.WindowOverride{Actor: "token:ops", Reason: "hotfix", At: tPrev}
+	c := claimed(readyGen1, 2, false, func(c *store.Claimed) { c.ManualBy, c.WindowOverride = "token:ops", o })
+	u := newTestReconciler().update(c, attempt{op: "reconcile", trigger: "manual", res: actions.Result{Done: true, Message: "applied"},
+		window: windowCheck{overridden: "change window freeze overridden by token:ops: hotfix; "}}, unchanged(c))
+	if u.History.Message != "change window freeze overridden by token:ops: hotfix; applied" || u.ClearWindowOverride != o || u.Phase != status.PhaseReady {
+		t.Errorf("overridden: %s %+v %s", u.History.Message, u.ClearWindowOverride, u.Phase)
+	}
+}
+
+// A delete under a window waits (phase Deleting, not called) and runs once a reload removes
+// the window; an override of a window that refuses operators lets nothing through and stays.
+func TestWindowHoldsDelete(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	f := newWindowFixture(t, callsOnly{rec})
+	f.waitPhase("db", status.PhaseReady)
+	f.setWindows(t, freeze(time.Now().Add(time.Hour), false))
+	f.apply(gateManifests(1, false))
+	res := f.waitHeld()
+	if res.Status.Phase != status.PhaseDeleting || rec.count("delete db") != 0 {
+		t.Errorf("held delete: %s; calls %q", shows(res), rec.log())
+	}
+	if _, err := f.db.Exec(f.ctx, `UPDATE resources SET window_override = jsonb_build_object('actor', 'token:ops', 'reason', 'hotfix', 'at', now()),
+		manual_requested_by = 'token:ops', run_at = now() WHERE name = 'db'`); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the override refused", func() (bool, string) {
+		hs := f.history(resultWindowClosed)
+		return len(hs) == 2 && hs[0].Trigger == "manual", shows(f.get("db"))
+	})
+	var kept bool
+	if err := f.db.QueryRow(f.ctx, `SELECT window_override IS NOT NULL FROM resources WHERE name = 'db'`).Scan(&kept); err != nil || !kept {
+		t.Errorf("override kept %v, %v", kept, err)
+	}
+	f.setWindows(t)
+	if n, err := f.st.RequeueWindowed(f.ctx); err != nil || n != 1 {
+		t.Fatalf("RequeueWindowed = %d, %v", n, err)
+	}
+	waitFor(t, "db deleted", func() (bool, string) {
+		_, err := f.st.GetResource(f.ctx, "default", "Widget", "db")
+		return err != nil && rec.count("delete db") == 1, strings.Join(rec.log(), ", ")
+	})
+}
