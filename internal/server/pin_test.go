@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -78,5 +79,70 @@ func TestPinCommands(t *testing.T) {
 	var unpinned wire.Source
 	if code := getJSONAs(t, srv.URL+"/api/v1/sources/main", "viewer-alpha", &unpinned); code != http.StatusOK || unpinned.Pinned != nil {
 		t.Errorf("after unpin: %d, pinned %+v", code, unpinned.Pinned)
+	}
+}
+
+// TestDashboardPin: operators of every namespace of the source get Pin and Unpin; the pin
+// form lists the source's revisions and needs a reason; everyone sees the pin on the source
+// page and the overview's banner.
+func TestDashboardPin(t *testing.T) {
+	t.Parallel()
+	srv, st := setupAuth(t, 2)
+	ctx := context.Background()
+	r1 := strings.Repeat("1", 40)
+	if _, err := st.ApplyRevision(ctx, store.ApplyParams{Source: "main", Revision: r1, Set: &manifest.Set{}}); err != nil {
+		t.Fatal(err)
+	}
+	c := formClient(t)
+	page := srv.URL + "/sources/main"
+	if _, body := getAs(t, c, page, "operator-alpha"); strings.Contains(body, "/confirm/pin") || !strings.Contains(body, `id="revisions"`) {
+		t.Error("an operator of one of the source's namespaces may pin it, or sees no revisions")
+	}
+	_, body := getAs(t, c, page, "admin")
+	if !strings.Contains(body, `href="/sources/main/confirm/pin"`) || !strings.Contains(body, `href="/sources/main/confirm/pin?revision=abc123"`) {
+		t.Fatalf("admin's source page: no Pin button nor a Pin link per revision:\n%s", body)
+	}
+	if code, _ := getAs(t, c, page+"/confirm/pin", "operator-alpha"); code != http.StatusForbidden {
+		t.Errorf("pin confirmation for a namespace operator: %d, want 403", code)
+	}
+	code, body := getAs(t, c, page+"/confirm/pin?revision=abc123", "admin")
+	m := csrfField.FindStringSubmatch(body)
+	if code != 200 || m == nil || !strings.Contains(body, `<option value="abc123" selected>`) || !strings.Contains(body, `<option value="`+r1+`">`) {
+		t.Fatalf("pin confirmation: %d\n%s", code, body)
+	}
+	submit := func(action string, form url.Values) int {
+		t.Helper()
+		form.Set("csrf", m[1])
+		req, _ := http.NewRequest(http.MethodPost, page+"/"+action, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("X-Test-Identity", "admin")
+		req.Header.Set("Origin", srv.URL)
+		code, _ := doAs(t, c, req, "admin")
+		return code
+	}
+	if code := submit("pin", url.Values{"revision": {"abc123"}}); code != http.StatusBadRequest {
+		t.Errorf("pin without a reason: %d, want 400", code)
+	}
+	if code := submit("pin", url.Values{"revision": {"abc123"}, "reason": {"incident 7"}}); code != http.StatusSeeOther {
+		t.Fatalf("pin: %d, want 303", code)
+	}
+	if pin, err := st.SourcePin(ctx, "main"); err != nil || pin == nil || pin.Revision != "abc123" || pin.Actor != "token:root" {
+		t.Fatalf("pinned %+v %v", pin, err)
+	}
+	const banner = "source main is pinned at abc123 by token:root: incident 7"
+	if _, body := getAs(t, c, srv.URL+"/", "viewer-alpha"); !strings.Contains(body, `id="pins"`) || !strings.Contains(body, banner) {
+		t.Errorf("the overview shows no banner:\n%s", body)
+	}
+	if _, body := getAs(t, c, page, "viewer-alpha"); !strings.Contains(body, `id="pinned"`) || !strings.Contains(body, banner) || strings.Contains(body, "/confirm/") {
+		t.Errorf("viewer's source page: no pin, or buttons:\n%s", body)
+	}
+	if _, body := getAs(t, c, page, "admin"); !strings.Contains(body, `href="/sources/main/confirm/unpin"`) {
+		t.Error("admin's page of a pinned source has no Unpin button")
+	}
+	if code := submit("unpin", url.Values{}); code != http.StatusSeeOther {
+		t.Fatalf("unpin: %d, want 303", code)
+	}
+	if _, body := getAs(t, c, srv.URL+"/", "viewer-alpha"); strings.Contains(body, `id="pins"`) {
+		t.Error("the overview shows a banner once unpinned")
 	}
 }

@@ -47,8 +47,8 @@ type SourceRevision struct {
 	Pinned                  bool // the revision the source is pinned at
 }
 
-// PinSource pins source at revision: a full commit hash, or a prefix (at least 7
-// characters) of exactly one revision in the source's history (ErrNotFound when none,
+// PinSource pins source at revision: one of the source's history, a full commit hash, or a
+// prefix (at least 7 characters) of exactly one revision in its history (ErrNotFound when none,
 // ErrAmbiguous when several). The holder of the source's lease is asked to sync: it applies
 // the pinned revision at once.
 func (s *Store) PinSource(ctx context.Context, source, revision, actor, reason string) (SourcePin, error) {
@@ -78,8 +78,13 @@ func (s *Store) PinSource(ctx context.Context, source, revision, actor, reason s
 	return pin, nil
 }
 
-// resolveRevision returns the revision of source that rev names (see PinSource).
+// resolveRevision returns the revision of source that rev names (see PinSource): one of its
+// history as it is, a full commit hash, or a prefix of one of its history.
 func resolveRevision(ctx context.Context, tx pgx.Tx, source, rev string) (string, error) {
+	var known bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM source_revisions WHERE source = $1 AND revision = $2)`, source, rev).Scan(&known); err != nil || known {
+		return rev, err
+	}
 	rev = strings.ToLower(rev)
 	if strings.Trim(rev, "0123456789abcdef") != "" || len(rev) < minRevisionPrefix {
 		return "", fmt.Errorf("%w: revision %q is not a commit hash or a prefix of at least %d characters of one", ErrBadRequest, rev, minRevisionPrefix)
@@ -187,7 +192,7 @@ func (s *Store) RecordPending(ctx context.Context, source, pinned, revision stri
 // applied again counts from then), at most limit (default 100).
 func (s *Store) SourceHistory(ctx context.Context, source string, limit int) ([]SourceRevision, error) {
 	if limit <= 0 {
-		limit = keptRevisions
+		limit = KeptRevisions
 	}
 	rows, err := s.pool.Query(ctx, `SELECT v.revision, v.author_name, v.author_email, v.applied_at,
 		v.revision = s.revision, v.revision = s.pinned_revision

@@ -89,21 +89,21 @@ func (s *Store) Retain(ctx context.Context, o RetentionOptions) (out Retained, n
 		return out, next, fmt.Errorf("encrypted files retention: %w", err)
 	}
 	if o.History.MaxAge > 0 {
-		if _, err := s.retentionBatch(ctx, o, pruneRevisions, o.History.MaxAge.Milliseconds(), keptRevisions); err != nil {
+		if _, err := s.retentionBatch(ctx, o, pruneRevisions, o.History.MaxAge.Milliseconds(), KeptRevisions); err != nil {
 			return out, next, fmt.Errorf("source revisions retention: %w", err)
 		}
 	}
 	return out, next, nil
 }
 
-// keptRevisions is how many of each source's newest revisions retention keeps whatever their
+// KeptRevisions is how many of each source's newest revisions retention keeps whatever their
 // age: the history an operator picks a pin from.
-const keptRevisions = 100
+const KeptRevisions = 100
 
 // pruneRevisions deletes the recorded revisions (and their authors) older than history's
 // max age ($1, milliseconds) that nothing reads any more: no resource's desired state or
 // applied state comes from it, no approval request names it, it is not its source's applied
-// or pinned revision, nor one of its $2 (keptRevisions) newest. One per synced revision, they are
+// or pinned revision, nor one of its $2 (KeptRevisions) newest. One per synced revision, they are
 // few: one statement.
 const pruneRevisions = `DELETE FROM source_revisions v WHERE v.applied_at < now() - $1 * interval '1 millisecond'
 	AND v.revision NOT IN (SELECT w.revision FROM source_revisions w WHERE w.source = v.source
