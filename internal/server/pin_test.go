@@ -130,7 +130,7 @@ func TestDashboardPin(t *testing.T) {
 		t.Fatalf("pinned %+v %v", pin, err)
 	}
 	const banner = "source main is pinned at abc123 by token:root: incident 7"
-	if _, body := getAs(t, c, srv.URL+"/", "viewer-alpha"); !strings.Contains(body, `id="pins"`) || !strings.Contains(body, banner) {
+	if _, body := getAs(t, c, srv.URL+"/", "viewer-alpha"); !strings.Contains(body, `id="pins" data-live class="notice notice-pinned"`) || !strings.Contains(body, banner) {
 		t.Errorf("the overview shows no banner:\n%s", body)
 	}
 	if _, body := getAs(t, c, page, "viewer-alpha"); !strings.Contains(body, `id="pinned"`) || !strings.Contains(body, banner) || strings.Contains(body, "/confirm/") {
@@ -142,7 +142,7 @@ func TestDashboardPin(t *testing.T) {
 	if code := submit("unpin", url.Values{}); code != http.StatusSeeOther {
 		t.Fatalf("unpin: %d, want 303", code)
 	}
-	if _, body := getAs(t, c, srv.URL+"/", "viewer-alpha"); strings.Contains(body, `id="pins"`) {
+	if _, body := getAs(t, c, srv.URL+"/", "viewer-alpha"); strings.Contains(body, banner) || !strings.Contains(body, `<section id="pins" data-live hidden>`) {
 		t.Error("the overview shows a banner once unpinned")
 	}
 }
