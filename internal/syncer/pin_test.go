@@ -191,3 +191,38 @@ func TestSyncPinnedFolderRefused(t *testing.T) {
 		t.Errorf("revision %s, Ready %+v", src.Revision, c)
 	}
 }
+
+// TestSyncPinnedSuspended: a suspended source stays suspended when pinned (nothing applied);
+// resumed, it applies the pinned revision, not its head.
+func TestSyncPinnedSuspended(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var r repo
+	r.set(rev(1), dbFiles(1))
+	r.set(rev(2), dbFiles(2))
+	src := &pinningSource{fakeSource: r.source(), r: &r}
+	s := b.syncer(src, "r1", time.Minute)
+	if err := b.store.SetSourceSuspended(b.ctx, "infra", true, "alice", "freeze"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.PinSource(b.ctx, "infra", rev(1), "alice", "x"); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if out, err := s.SyncOnce(b.ctx); err != nil || b.source().Revision != "" || (!out.Held && !out.Unchanged) {
+			t.Fatalf("suspended and pinned: %+v %v, revision %q", out, err, b.source().Revision)
+		}
+	}
+	if got := b.source().PendingRevision; got != rev(2) {
+		t.Errorf("pending %q, want the head", got)
+	}
+	if err := b.store.SetSourceSuspended(b.ctx, "infra", false, "alice", ""); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := s.SyncOnce(b.ctx); err != nil || out.Revision != rev(1) || out.Result.Created != 1 {
+		t.Fatalf("resumed: %+v %v", out, err)
+	}
+	if src := b.source(); src.Revision != rev(1) || src.PendingRevision != rev(2) {
+		t.Errorf("resumed: revision %s pending %s", src.Revision, src.PendingRevision)
+	}
+}
