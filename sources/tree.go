@@ -27,6 +27,17 @@ type TreeReader interface {
 	ReadTree(ctx context.Context, revision, dir string) ([]TreeFile, error)
 }
 
+// RevisionFetcher is implemented by sources that can read the manifests of any of their
+// revisions, not only the head's (Git): a pinned source applies the revision an operator
+// chose. A folder source has no past revisions and does not implement it.
+type RevisionFetcher interface {
+	// FetchRevision returns the manifest files (IsManifest) under the configured path at
+	// revision (a full commit hash), as Fetch does for the head. A commit the repository
+	// does not have gives an error wrapping ErrRevisionNotFound; a missing path one wrapping
+	// ErrPathNotFound.
+	FetchRevision(ctx context.Context, revision string) (*Snapshot, error)
+}
+
 // Limits of ReadTree: a module folder is small; a huge one is a mistake (the wrong folder),
 // and must cost an error, not the controller's memory.
 const (

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"github.com/trueup-dev/trueup/internal/apiclient"
 	"github.com/trueup-dev/trueup/internal/cli"
 )
 
@@ -25,13 +26,7 @@ case-insensitive; the namespace is "default" unless -n says otherwise.`,
 			if err != nil {
 				return err
 			}
-			if err := cli.CheckOutput(output, cli.OutTable, cli.OutJSON, cli.OutYAML); err != nil {
-				return err
-			}
-			if err := checkLimit(limit); err != nil {
-				return err
-			}
-			c, err := api.client()
+			c, err := api.listClient(output, limit)
 			if err != nil {
 				return err
 			}
@@ -42,6 +37,18 @@ case-insensitive; the namespace is "default" unless -n says otherwise.`,
 	cmd.Flags().StringVarP(&output, "output", "o", cli.OutTable, "output format: table, json or yaml")
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many attempts (1 to 1000)")
 	return cmd
+}
+
+// listClient is the client of a command listing at most limit items as output says, once
+// both are checked.
+func (api *apiOptions) listClient(output string, limit int) (*apiclient.Client, error) {
+	if err := cli.CheckOutput(output, cli.OutTable, cli.OutJSON, cli.OutYAML); err != nil {
+		return nil, err
+	}
+	if err := checkLimit(limit); err != nil {
+		return nil, err
+	}
+	return api.client()
 }
 
 // checkLimit refuses a --limit the API does not serve.

@@ -44,6 +44,7 @@ func newRootCmd() *cobra.Command {
 		newGetCmd(api), newDescribeCmd(api), newHistoryCmd(api), newEventsCmd(api), newDiffCmd(api),
 		newReconcileCmd(api), newSyncCmd(api), newSuspendCmd(api), newResumeCmd(api), newDeleteCmd(api), newGraphCmd(api), newPreviewCmd(api),
 		newApprovalsCmd(api), newVoteCmd(api, true), newVoteCmd(api, false), newHealthcheckCmd())
+	root.AddCommand(newSourceCmd(api))
 	return root
 }
 

@@ -54,10 +54,7 @@ namespace it has resources in).`,
 			if err != nil {
 				return err
 			}
-			var body any
-			if reason != "" {
-				body = map[string]string{"reason": reason}
-			}
+			body := reasonBody(reason)
 			var ans wire.Command
 			out := cmd.OutOrStdout()
 			switch {
@@ -106,4 +103,12 @@ namespace it has resources in).`,
 		cmd.Flags().StringVar(&reason, "reason", "", "why (shown in the Suspended condition and the event)")
 	}
 	return cmd
+}
+
+// reasonBody is the body of a command with an optional reason: none without one.
+func reasonBody(reason string) any {
+	if reason == "" {
+		return nil
+	}
+	return map[string]string{"reason": reason}
 }

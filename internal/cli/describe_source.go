@@ -70,6 +70,13 @@ func DescribeSource(ctx context.Context, c *apiclient.Client, clock func() time.
 	if src.Suspended {
 		field("Suspended", "true, pending "+orNone(ShortRev(src.PendingRevision)))
 	}
+	if p := src.Pinned; p != nil {
+		pin := ShortRev(p.Revision) + " by " + p.Actor + " " + timestamp(now, p.At) + ": " + OneLine(p.Reason)
+		if src.PendingRevision != "" && !src.Suspended {
+			pin += "; pending " + ShortRev(src.PendingRevision)
+		}
+		field("Pinned", pin)
+	}
 	field("Prune", pruneSettings(src.Prune))
 	if r := src.Resources; r != nil {
 		field("Resources", resourceCounts(*r))

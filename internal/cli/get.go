@@ -235,13 +235,20 @@ func phaseCell(r wire.Resource) string {
 }
 
 // sourceRevisionCell is a source's applied revision for tables, marked when it is suspended
-// (with the revision it holds back).
+// or pinned (with the revision it holds back).
 func sourceRevisionCell(s wire.Source) string {
-	switch {
-	case !s.Suspended:
-		return ShortRev(s.Revision)
-	case s.PendingRevision != "" && s.PendingRevision != s.Revision:
-		return ShortRev(s.Revision) + " (SUSPENDED, pending " + ShortRev(s.PendingRevision) + ")"
+	var marks []string
+	if s.Suspended {
+		marks = append(marks, "SUSPENDED")
 	}
-	return ShortRev(s.Revision) + " (SUSPENDED)"
+	if s.Pinned != nil {
+		marks = append(marks, "PINNED")
+	}
+	if len(marks) == 0 {
+		return ShortRev(s.Revision)
+	}
+	if s.PendingRevision != "" && s.PendingRevision != s.Revision {
+		marks = append(marks, "pending "+ShortRev(s.PendingRevision))
+	}
+	return ShortRev(s.Revision) + " (" + strings.Join(marks, ", ") + ")"
 }

@@ -13,23 +13,29 @@ import (
 
 // History prints at most limit reconcile attempts of one resource, newest first.
 func History(ctx context.Context, c *apiclient.Client, clock func() time.Time, namespace, kind, name string, limit int, output string, out, errOut io.Writer) error {
-	raw, err := c.List(ctx, apiclient.ResourcePath(namespace, kind, name)+"/history", url.Values{"limit": {fmt.Sprint(limit)}})
-	if err != nil {
+	items, done, err := listItems[wire.HistoryEntry](ctx, c, apiclient.ResourcePath(namespace, kind, name)+"/history", limit, output, out)
+	if done || err != nil {
 		return err
 	}
-	now := clock()
-	if output != OutTable {
-		return printList(out, output, raw)
-	}
-	if len(raw) == 0 {
+	if len(items) == 0 {
 		_, err := fmt.Fprintf(errOut, "No reconcile attempts recorded for %s/%s in namespace %s yet.\n", kind, name, namespace)
 		return err
 	}
-	items, err := apiclient.DecodeItems[wire.HistoryEntry](raw)
+	return historyTable(clock(), out, "", items)
+}
+
+// listItems reads at most limit items of the list at path: printed as they came (done) when
+// output is not a table, else decoded for the caller's table.
+func listItems[T any](ctx context.Context, c *apiclient.Client, path string, limit int, output string, out io.Writer) (items []T, done bool, err error) {
+	raw, err := c.List(ctx, path, url.Values{"limit": {fmt.Sprint(limit)}})
 	if err != nil {
-		return err
+		return nil, false, err
 	}
-	return historyTable(now, out, "", items)
+	if output != OutTable {
+		return nil, true, printList(out, output, raw)
+	}
+	items, err = apiclient.DecodeItems[T](raw)
+	return items, false, err
 }
 
 // historyTable prints attempts with each line starting with indent (describe nests it).

@@ -35,6 +35,7 @@ type opsView struct {
 	Suspended   bool
 	SuspendedBy string // the Suspended condition's message
 	Held        string // the work a suspended resource holds back ("generation 3 pending"), or ""
+	PinnedBy    string // a pinned source's pin (pinSentence), or ""
 	CanOperate  bool
 }
 
@@ -64,7 +65,9 @@ func (s *Server) sourceOps(r *http.Request, src store.Source) opsView {
 			can = sourceAccess(id, nss) == accessAllowed
 		}
 	}
-	return makeOpsView(sourcePath(src.Name), true, src.Conditions, can)
+	v := makeOpsView(sourcePath(src.Name), true, src.Conditions, can)
+	v.PinnedBy = pinSentence(src)
+	return v
 }
 
 func (s *Server) operateRoutes(m *http.ServeMux) {
@@ -87,7 +90,7 @@ func commandOf(r *http.Request) (command, bool) {
 	c := command{Action: r.PathValue("action"), Name: r.PathValue("name")}
 	if strings.HasPrefix(r.URL.Path, "/sources/") {
 		c.Source, c.Base = true, sourcePath(c.Name)
-		return c, c.Action == "sync" || c.Action == "suspend" || c.Action == "resume"
+		return c, c.Action == "sync" || c.Action == "suspend" || c.Action == "resume" || c.Action == "pin" || c.Action == "unpin"
 	}
 	c.NS, c.Kind = r.PathValue("namespace"), r.PathValue("kind")
 	c.Base = resourcePath(c.NS, c.Kind, c.Name)
@@ -120,6 +123,10 @@ func (c command) Explain() string {
 		return "The action is called at once, skipping any backoff (a Stalled resource runs too). History records the attempt as trigger manual with your name."
 	case c.Action == "sync":
 		return "The replica holding the source's lease reads its head now and applies it unless it is the revision applied already."
+	case c.Action == "pin":
+		return "The source applies the revision chosen below at once, validated and prune-guarded as a push is (a resource deleted since comes back through its action), and keeps every newer commit pending until it is unpinned."
+	case c.Action == "unpin":
+		return "The source applies its newest revision at once."
 	case c.Action == "suspend" && c.Source:
 		return "The source keeps polling and shows the revision it would apply, but applies nothing until resumed."
 	case c.Action == "suspend":
@@ -165,6 +172,9 @@ type confirmData struct {
 	CSRF string
 	// Approval is the request a vote confirms (approve and reject only).
 	Approval *wire.Approval
+	// Revisions are those a pin may choose (pin only), Revision the one chosen already.
+	Revisions []revisionRow
+	Revision  string
 }
 
 // confirmPage asks for confirmation with a POST form carrying the double-submit token.
@@ -185,6 +195,16 @@ func (s *Server) confirmPage(w http.ResponseWriter, r *http.Request) {
 		}
 		approval = s.approvalWire(q, false)
 	}
+	var revisions []revisionRow
+	if c.Source && c.Action == "pin" {
+		src, err := s.store.GetSource(r.Context(), c.Name)
+		if s.pageFailed(w, r, err) {
+			return
+		}
+		if revisions, err = s.revisionRows(r.Context(), src, store.KeptRevisions, false); s.pageFailed(w, r, err) {
+			return
+		}
+	}
 	token := ""
 	if ck, err := r.Cookie(csrfCookie); err == nil && len(ck.Value) == 64 {
 		token = ck.Value
@@ -195,7 +215,8 @@ func (s *Server) confirmPage(w http.ResponseWriter, r *http.Request) {
 		http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: token, Path: "/", HttpOnly: true, Secure: r.TLS != nil,
 			SameSite: http.SameSiteStrictMode, MaxAge: int((12 * time.Hour).Seconds())})
 	}
-	s.render(w, r, http.StatusOK, "confirm.html", layout{Title: c.Title(), Nav: "resources", Page: confirmData{command: c, CSRF: token, Approval: approval}})
+	s.render(w, r, http.StatusOK, "confirm.html", layout{Title: c.Title(), Nav: "resources", Page: confirmData{command: c, CSRF: token, Approval: approval,
+		Revisions: revisions, Revision: r.URL.Query().Get("revision")}})
 }
 
 // sameOrigin reports whether a form POST comes from a page of this server: Sec-Fetch-Site
@@ -247,6 +268,14 @@ func (s *Server) operateForm(w http.ResponseWriter, r *http.Request) {
 		_, err = s.store.RequestReconcile(r.Context(), c.NS, c.Kind, c.Name, actor)
 	case c.Action == "sync":
 		err = s.store.RequestSync(r.Context(), c.Name, actor)
+	case c.Action == "pin":
+		if reason == "" {
+			s.errorPage(w, r, http.StatusBadRequest, "Reason required", "Say why the source is pinned: the reason is recorded in its event and shown on the overview.")
+			return
+		}
+		_, err = s.store.PinSource(r.Context(), c.Name, strings.TrimSpace(r.PostFormValue("revision")), actor, s.opts.Redact.Scrub(reason))
+	case c.Action == "unpin":
+		err = s.store.UnpinSource(r.Context(), c.Name, actor, s.opts.Redact.Scrub(reason))
 	case c.Source:
 		err = s.store.SetSourceSuspended(r.Context(), c.Name, c.Action == "suspend", actor, reason)
 	default:
@@ -255,6 +284,10 @@ func (s *Server) operateForm(w http.ResponseWriter, r *http.Request) {
 	}
 	if errors.Is(err, store.ErrSuspended) {
 		s.errorPage(w, r, http.StatusConflict, "Suspended", "This resource is suspended: resume it first.")
+		return
+	}
+	if errors.Is(err, store.ErrAmbiguous) {
+		s.errorPage(w, r, http.StatusConflict, "Ambiguous revision", err.Error())
 		return
 	}
 	if s.pageFailed(w, r, err) {

@@ -525,6 +525,7 @@ type sourceData struct {
 	Ops       opsView   // operator commands (dashboard_operate.go)
 	Graph     graphView // the dependency graph (dashboard_graph.go)
 	Previews  previewList
+	Revisions []revisionRow // the last applied (dashboard_pin.go)
 }
 
 // sourcePage answers GET /sources/{name}: revision, conditions and every validation error.
@@ -555,6 +556,9 @@ func (s *Server) sourcePage(w http.ResponseWriter, r *http.Request) {
 	}
 	d := sourceData{sourceView: makeSourceView(src, counts, 0), Events: makeEvents(evs, true), Resources: listPath("source", src.Name),
 		Ops: s.sourceOps(r, src), Graph: graph, Previews: makePreviewList(src.URL, ps)}
+	if d.Revisions, err = s.revisionRows(ctx, src, sourceRevisionRows, d.Ops.CanOperate); s.pageFailed(w, r, err) {
+		return
+	}
 	s.render(w, r, http.StatusOK, "source.html", layout{Title: "Source " + src.Name, Nav: "sources", Watch: "source:" + src.Name,
 		WatchURL: "/api/v1/watch?" + url.Values{"source": {src.Name}}.Encode(), Page: d})
 }

@@ -421,6 +421,11 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// main is pinned (at a commit it never applied: a full hash need not have been).
+	if _, err := st.PinSource(ctx, "main", strings.Repeat("7", 40), "token:ops", "incident 7"); err != nil {
+		t.Fatal(err)
+	}
+
 	var page struct{ Continue string }
 	get(t, hs.URL+"/api/v1/resources?limit=1", &page)
 	res := "/api/v1/resources/alpha/Queue/q000"
@@ -439,6 +444,10 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 		{"GET", "/api/v1/sources/main/previews/8", 200},
 		{"GET", "/api/v1/sources/main/previews/9", 404},
 		{"GET", "/api/v1/sources/main/previews/x", 400},
+		{"GET", "/api/v1/sources/main/revisions?limit=2", 200},
+		{"GET", "/api/v1/sources/main/revisions?limit=0", 400},
+		{"GET", "/api/v1/sources/nope/revisions", 404},
+		{"POST", "/api/v1/sources/main/pin", 400}, // no revision, no reason
 		{"GET", "/api/v1/resourcetypes", 200},
 		{"GET", "/api/v1/resourcetypes/QUEUE", 200},
 		{"GET", "/api/v1/resourcetypes/nope", 404},
@@ -518,7 +527,8 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 	for _, p := range []string{"/readyz", "/api/v1/sources", "/api/v1/sources/main", "/api/v1/resourcetypes", "/api/v1/resourcetypes/queue",
 		"/api/v1/resources", res, res + "/history", res + "/events", "/api/v1/events", "/api/v1/graph", "/api/v1/replicas", "/api/v1/watch",
 		"/", "/resources", "/resources/alpha/Queue/q000", "/sources", "/sources/main",
-		"/api/v1/sources/main/previews", "/api/v1/sources/main/previews/7", "/sources/main/previews/7", "/notifications"} {
+		"/api/v1/sources/main/previews", "/api/v1/sources/main/previews/7", "/sources/main/previews/7", "/notifications",
+		"/api/v1/sources/main/revisions"} {
 		checkAnswer(t, d, dhs.URL, apiCall{"GET", p, 503})
 	}
 	checkAnswer(t, d, dhs.URL, apiCall{"GET", "/metrics", 404}) // metrics not enabled

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -29,6 +30,7 @@ func (s *Server) operatorRoutes(m *http.ServeMux) {
 	m.HandleFunc("POST /api/v1/sources/{name}/sync", s.syncSource)
 	m.HandleFunc("POST /api/v1/sources/{name}/suspend", s.suspendSource(true))
 	m.HandleFunc("POST /api/v1/sources/{name}/resume", s.suspendSource(false))
+	s.pinRoutes(m)
 }
 
 func refs(rs []store.ResourceRef) []wire.ResourceRef {
@@ -295,6 +297,14 @@ func (s *Server) syncSource(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) suspendSource(suspend bool) http.HandlerFunc {
+	return s.sourceCommand(action(suspend), done(suspend), func(ctx context.Context, name, actor, reason string) error {
+		return s.store.SetSourceSuspended(ctx, name, suspend, actor, reason)
+	})
+}
+
+// sourceCommand answers a command on source {name} with an optional reason (the caller needs
+// operator rights in every namespace of the source): run does it, as actor.
+func (s *Server) sourceCommand(act, did string, run func(ctx context.Context, name, actor, reason string) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
 		if !s.maySourceOperate(w, r, name) {
@@ -307,10 +317,10 @@ func (s *Server) suspendSource(suspend bool) http.HandlerFunc {
 		}
 		actor := identity(r).Actor()
 		at := time.Now().UTC()
-		if s.fail(w, s.store.SetSourceSuspended(r.Context(), name, suspend, actor, reason)) {
+		if s.fail(w, run(r.Context(), name, actor, reason)) {
 			return
 		}
-		s.log.Info("source "+done(suspend), "source", name, "actor", actor)
-		writeJSON(w, http.StatusOK, wire.Command{Action: action(suspend), Actor: actor, RequestedAt: at, Source: name, Resources: []wire.ResourceRef{}})
+		s.log.Info("source "+did, "source", name, "actor", actor)
+		writeJSON(w, http.StatusOK, wire.Command{Action: act, Actor: actor, RequestedAt: at, Source: name, Resources: []wire.ResourceRef{}})
 	}
 }

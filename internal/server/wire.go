@@ -59,7 +59,8 @@ func sourceWire(s store.Source) wire.Source {
 		LastAttemptedRevision: s.LastAttemptedRevision, LastSyncTime: s.LastSyncTime, Conditions: s.Conditions,
 		Errors: sourceErrorsWire(s.Errors), Holder: s.Holder, LastPollTime: s.LastPollTime,
 		LastCompletedSyncTime: s.LastCompletedSyncTime, LastWebhookTime: s.LastWebhookTime, HeadRevision: s.HeadRevision,
-		LagSeconds: s.LagSeconds, Suspended: s.Suspended, PendingRevision: s.PendingRevision, Prune: wire.SourcePrune(s.Prune)}
+		LagSeconds: s.LagSeconds, Suspended: s.Suspended, PendingRevision: s.PendingRevision, Prune: wire.SourcePrune(s.Prune),
+		Pinned: pinWire(s.Pin)}
 }
 
 // sourceErrorsWire keeps a nil list nil: a source that never failed shows "errors": null.

@@ -302,8 +302,12 @@ func (s *Store) SourceSuspended(ctx context.Context, source string) (bool, error
 }
 
 // holdRevision is ApplyRevision's answer for a suspended source: nothing is applied; the
-// revision it would have applied is recorded (with an event the first time).
+// revision it would have applied is recorded (with an event the first time), unless the
+// source is pinned.
 func holdRevision(ctx context.Context, tx pgx.Tx, p ApplyParams) error {
+	if p.Pinned != "" {
+		return nil // a pinned source's pendingRevision is the head it does not apply (RecordPending)
+	}
 	tag, err := tx.Exec(ctx, `UPDATE sources SET pending_revision = $2, updated_at = now()
 		WHERE name = $1 AND pending_revision <> $2`, p.Source, p.Revision)
 	if err != nil || tag.RowsAffected() == 0 {

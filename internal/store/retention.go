@@ -89,23 +89,30 @@ func (s *Store) Retain(ctx context.Context, o RetentionOptions) (out Retained, n
 		return out, next, fmt.Errorf("encrypted files retention: %w", err)
 	}
 	if o.History.MaxAge > 0 {
-		if _, err := s.retentionBatch(ctx, o, pruneRevisions, o.History.MaxAge.Milliseconds()); err != nil {
+		if _, err := s.retentionBatch(ctx, o, pruneRevisions, o.History.MaxAge.Milliseconds(), KeptRevisions); err != nil {
 			return out, next, fmt.Errorf("source revisions retention: %w", err)
 		}
 	}
 	return out, next, nil
 }
 
+// KeptRevisions is how many of each source's newest revisions retention keeps whatever their
+// age: the history an operator picks a pin from.
+const KeptRevisions = 100
+
 // pruneRevisions deletes the recorded revisions (and their authors) older than history's
 // max age ($1, milliseconds) that nothing reads any more: no resource's desired state or
-// applied state comes from it, no approval request names it, and it is not its source's
-// applied revision. One per synced revision, they are few: one statement.
+// applied state comes from it, no approval request names it, it is not its source's applied
+// or pinned revision, nor one of its $2 (KeptRevisions) newest. One per synced revision, they are
+// few: one statement.
 const pruneRevisions = `DELETE FROM source_revisions v WHERE v.applied_at < now() - $1 * interval '1 millisecond'
+	AND v.revision NOT IN (SELECT w.revision FROM source_revisions w WHERE w.source = v.source
+		ORDER BY w.applied_at DESC LIMIT $2)
 	AND NOT EXISTS (SELECT 1 FROM resources r WHERE r.source = v.source AND r.revision = v.revision)
 	AND NOT EXISTS (SELECT 1 FROM resources r WHERE r.source = v.source AND r.applied_revision = v.revision)
 	AND NOT EXISTS (SELECT 1 FROM approval_requests q JOIN resources r ON r.id = q.resource_id
 		WHERE r.source = v.source AND q.revision = v.revision)
-	AND NOT EXISTS (SELECT 1 FROM sources s WHERE s.name = v.source AND s.revision = v.revision)`
+	AND NOT EXISTS (SELECT 1 FROM sources s WHERE s.name = v.source AND (s.revision = v.revision OR s.pinned_revision = v.revision))`
 
 // LeaseHeld reports whether l is still held: same holder, same term, not expired.
 func (s *Store) LeaseHeld(ctx context.Context, l Lease) (bool, error) {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"testing"
@@ -254,9 +255,12 @@ func TestRetentionPrunesSourceRevisions(t *testing.T) {
 	exec(`INSERT INTO approval_requests (resource_id, generation, change_type, revision, plan_hash, plan, decision, policy)
 		SELECT id, generation, 'update', 'r2', 'h', '{}', 'requireApproval', 'p' FROM resources WHERE name = 'w00'`)
 	exec(`UPDATE source_revisions SET applied_at = now() - interval '48 hours' WHERE revision <> 'fresh'`)
+	// Each source's newest KeptRevisions stay whatever their age: these are newer.
+	exec(`INSERT INTO source_revisions (source, revision, applied_at) SELECT s, 'newer' || g, now() - interval '30 hours'
+		FROM unnest(ARRAY['s', 'other']) s, generate_series(1, $1::int) g`, KeptRevisions)
 	left := func() []string {
 		t.Helper()
-		rows, err := st.pool.Query(ctx, `SELECT source || '@' || revision FROM source_revisions ORDER BY 1`)
+		rows, err := st.pool.Query(ctx, `SELECT source || '@' || revision FROM source_revisions WHERE revision NOT LIKE 'newer%' ORDER BY 1`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -285,5 +289,31 @@ func TestRetentionPrunesSourceRevisions(t *testing.T) {
 	}
 	if got, want := left(), []string{"s@fresh", "s@r0", "s@r1", "s@r3", "s@r4"}; !slices.Equal(got, want) {
 		t.Errorf("revisions kept once the request went %v, want %v", got, want)
+	}
+}
+
+// Retention keeps each source's newest KeptRevisions revisions, and the revision it is
+// pinned at, whatever their age.
+func TestRetentionKeepsNewestAndPinnedRevisions(t *testing.T) {
+	t.Parallel()
+	st := openTest(t, "k")
+	ctx := context.Background()
+	if _, err := st.pool.Exec(ctx, `INSERT INTO source_revisions (source, revision, applied_at)
+		SELECT 'k', 'r' || g, now() - interval '48 hours' + g * interval '1 second' FROM generate_series(1, $1::int + 2) g`, KeptRevisions); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.pool.Exec(ctx, `UPDATE sources SET pinned_revision = 'r1' WHERE name = 'k'`); err != nil {
+		t.Fatal(err)
+	}
+	day := RetentionRule{MaxAge: 24 * time.Hour}
+	if _, err := st.EnforceRetention(ctx, day, day); err != nil {
+		t.Fatal(err)
+	}
+	hist, err := st.SourceHistory(ctx, "k", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hist) != KeptRevisions+1 || hist[0].Revision != fmt.Sprint("r", KeptRevisions+2) || hist[len(hist)-1].Revision != "r1" || !hist[len(hist)-1].Pinned {
+		t.Errorf("kept %d revisions, newest %s, oldest %+v; want %d: the newest %d and the pinned r1", len(hist), hist[0].Revision, hist[len(hist)-1], KeptRevisions+1, KeptRevisions)
 	}
 }

@@ -54,6 +54,8 @@ type Source struct {
 	PendingRevision string
 	// Prune is the source's prune settings, as the config running says.
 	Prune SourcePrune
+	// Pin is the revision an operator pinned the source at (nil: not pinned).
+	Pin *SourcePin
 }
 
 // SourcePrune is a source's prune: block with the defaults applied.
@@ -103,7 +105,8 @@ func (s *Store) RegisterSource(ctx context.Context, c SourceConfig) error {
 }
 
 const sourceColumns = `name, url, branch, path, revision, last_attempted_revision, last_sync_time, conditions, errors,
-	suspended, pending_revision, prune_enabled, prune_max_fraction, prune_allow_empty`
+	suspended, pending_revision, prune_enabled, prune_max_fraction, prune_allow_empty,
+	pinned_revision, pinned_by, pin_reason, pinned_at`
 
 // sourceRuntime joins what the lease holder published in its heartbeat.
 const sourceRuntime = `, COALESCE((SELECT l.holder FROM leases l WHERE l.name = 'source:' || sources.name AND l.expires_at > now()), ''),
@@ -113,10 +116,14 @@ const sourceRuntime = `, COALESCE((SELECT l.holder FROM leases l WHERE l.name = 
 func scanSource(row pgx.Row) (Source, error) {
 	var src Source
 	var conds, errs []byte
+	var pin SourcePin
+	var pinnedAt *time.Time
 	if err := row.Scan(&src.Name, &src.URL, &src.Branch, &src.Path, &src.Revision, &src.LastAttemptedRevision,
-		&src.LastSyncTime, &conds, &errs, &src.Suspended, &src.PendingRevision, &src.Prune.Enabled, &src.Prune.MaxFraction, &src.Prune.AllowEmpty); err != nil {
+		&src.LastSyncTime, &conds, &errs, &src.Suspended, &src.PendingRevision, &src.Prune.Enabled, &src.Prune.MaxFraction, &src.Prune.AllowEmpty,
+		&pin.Revision, &pin.Actor, &pin.Reason, &pinnedAt); err != nil {
 		return src, err
 	}
+	setPin(&src, pin, pinnedAt)
 	return src, decodeSource(&src, conds, errs)
 }
 
@@ -124,11 +131,14 @@ func scanSource(row pgx.Row) (Source, error) {
 func scanSourceRuntime(row pgx.Row) (Source, error) {
 	var src Source
 	var conds, errs, rt []byte
+	var pin SourcePin
+	var pinnedAt *time.Time
 	if err := row.Scan(&src.Name, &src.URL, &src.Branch, &src.Path, &src.Revision, &src.LastAttemptedRevision,
 		&src.LastSyncTime, &conds, &errs, &src.Suspended, &src.PendingRevision, &src.Prune.Enabled, &src.Prune.MaxFraction, &src.Prune.AllowEmpty,
-		&src.Holder, &rt); err != nil {
+		&pin.Revision, &pin.Actor, &pin.Reason, &pinnedAt, &src.Holder, &rt); err != nil {
 		return src, err
 	}
+	setPin(&src, pin, pinnedAt)
 	if len(rt) > 0 {
 		var r struct {
 			LastPoll, LastWebhook, HeadSeen, Completed *time.Time
@@ -143,6 +153,17 @@ func scanSourceRuntime(row pgx.Row) (Source, error) {
 		}
 	}
 	return src, decodeSource(&src, conds, errs)
+}
+
+// setPin sets src.Pin from the pinned_* columns (an empty revision: not pinned).
+func setPin(src *Source, pin SourcePin, at *time.Time) {
+	if pin.Revision == "" {
+		return
+	}
+	if at != nil {
+		pin.At = *at
+	}
+	src.Pin = &pin
 }
 
 func decodeSource(src *Source, conds, errs []byte) error {
@@ -316,6 +337,9 @@ type ApplyParams struct {
 	// BatchSize is how many resources one statement writes (0 means DefaultApplyBatch).
 	// The revision is still applied in one transaction.
 	BatchSize int
+	// Pinned is the pin the sync applies under ("" unpinned): when the source's pin is
+	// another by the time the revision is written, nothing is applied (ErrPinChanged).
+	Pinned string
 }
 
 // ApplyResult counts what a revision changed.
@@ -380,9 +404,13 @@ func (s *Store) ApplyRevision(ctx context.Context, p ApplyParams) (ApplyResult, 
 // applyRevision is ApplyRevision's work inside its transaction, between the lease checks.
 func applyRevision(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResult) error {
 	var suspended bool
-	err := tx.QueryRow(ctx, "SELECT suspended FROM sources WHERE name = $1 FOR UPDATE", p.Source).Scan(&suspended)
+	var pinned string
+	err := tx.QueryRow(ctx, "SELECT suspended, pinned_revision FROM sources WHERE name = $1 FOR UPDATE", p.Source).Scan(&suspended, &pinned)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return err
+	}
+	if pinned != p.Pinned {
+		return fmt.Errorf("%w: pinned at %q, applying under %q", ErrPinChanged, clip.Rev(pinned), clip.Rev(p.Pinned))
 	}
 	if suspended {
 		res.Held = true
@@ -715,8 +743,9 @@ func finishSource(ctx context.Context, tx pgx.Tx, p ApplyParams, res ApplyResult
 		under = encodePrune(p.PruneSettings())
 	}
 	// The revision's author rides on the same statement: a sync costs no extra round trip.
+	// A revision applied again (a pin, a revert) counts as applied from now in the history.
 	_, err = tx.Exec(ctx, `WITH rev AS (INSERT INTO source_revisions (source, revision, author_name, author_email)
-		  VALUES ($1, $2, $5, $6) ON CONFLICT DO NOTHING)
+		  VALUES ($1, $2, $5, $6) ON CONFLICT (source, revision) DO UPDATE SET applied_at = now())
 		UPDATE sources SET revision = $2, last_attempted_revision = $2, last_sync_time = now(),
 		conditions = $3, errors = '[]', prune_refused_under = $4, updated_at = now() WHERE name = $1`,
 		p.Source, p.Revision, cj, under, p.Author.Name, p.Author.Email)

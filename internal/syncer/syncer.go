@@ -428,6 +428,19 @@ func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (out Outcome, err
 			s.mu.Unlock()
 		}
 	}()
+	// A pin or unpin made while the revision was being validated applies nothing (the
+	// apply is fenced by the pin): the sync starts over under the pin in force.
+	for range 3 {
+		if out, err = s.syncPass(ctx, lease); !errors.Is(err, store.ErrPinChanged) {
+			break
+		}
+		s.log.InfoContext(ctx, "the source's pin changed during the sync: syncing again")
+	}
+	return out, err
+}
+
+// syncPass reads the head and the pin, and applies the revision they call for if it is new.
+func (s *Syncer) syncPass(ctx context.Context, lease *store.Lease) (Outcome, error) {
 	s.adopt(ctx, lease)
 	head, err := s.opts.Source.Head(ctx)
 	if err != nil {
@@ -442,10 +455,14 @@ func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (out Outcome, err
 	if head, err = s.awaitWanted(ctx, head); err != nil {
 		return Outcome{}, s.fail(ctx, lease, store.SyncFailure{Reason: "FetchFailed", Message: "read head: " + err.Error()}, "")
 	}
+	target, pinned, err := s.pinned(ctx, lease, head)
+	if err != nil {
+		return Outcome{}, err
+	}
 	s.mu.Lock()
 	held := s.mem.held
 	s.mu.Unlock()
-	if held != "" && held == head {
+	if held != "" && held == target {
 		// Held back while suspended: ask (only now) whether the source was resumed.
 		suspended, err := s.store.SourceSuspended(ctx, s.opts.Name)
 		if err != nil {
@@ -458,7 +475,7 @@ func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (out Outcome, err
 		}
 	}
 	s.mu.Lock()
-	p := decide(head, s.mem)
+	p := decide(target, s.mem)
 	s.mu.Unlock()
 	if p == planRecover {
 		// The head is the applied revision again after a failure: the source is healthy.
@@ -469,18 +486,18 @@ func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (out Outcome, err
 			s.mu.Lock()
 			s.mem.lastFailure, s.mem.rejected = "", ""
 			s.mu.Unlock()
-			s.log.Info("source recovered", "revision", clip.Rev(head))
+			s.log.Info("source recovered", "revision", clip.Rev(target))
 		}
 	}
 	if p != planApply {
-		s.log.Debug("no new revision", "revision", clip.Rev(head))
-		return Outcome{Revision: head, Unchanged: true}, nil
+		s.log.Debug("no new revision", "revision", clip.Rev(target))
+		return Outcome{Revision: target, Unchanged: true}, nil
 	}
 	// A trace per revision applied (or rejected), not per poll: a poll that finds nothing
 	// new records nothing.
 	ctx, span := tracer.Start(ctx, "sync "+s.opts.Name, trace.WithAttributes(attribute.String("trueup.source", s.opts.Name),
-		attribute.String("trueup.revision", head)))
-	out, err = s.apply(ctx, lease, head)
+		attribute.String("trueup.revision", target)))
+	out, err := s.apply(ctx, lease, target, pinned)
 	if err != nil {
 		tracing.Fail(span, firstLine(s.opts.Redact.Scrub(err.Error())))
 	}
@@ -489,20 +506,62 @@ func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (out Outcome, err
 	return out, err
 }
 
-// apply fetches, parses, validates and applies head, the revision sync picked; ctx holds
-// the sync's span.
-func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head string) (Outcome, error) {
+// pinned returns the revision this sync applies: the head, or the revision the source is
+// pinned at (pinned, "" when it is not). While pinned, a head other than the pinned revision
+// is recorded as the source's pendingRevision.
+func (s *Syncer) pinned(ctx context.Context, lease *store.Lease, head string) (target, pinned string, err error) {
+	pin, err := s.store.SourcePin(ctx, s.opts.Name)
+	if err != nil {
+		return "", "", fmt.Errorf("read pin: %w", err)
+	}
+	if pin == nil {
+		return head, "", nil
+	}
+	pending := head
+	if head == pin.Revision {
+		pending = ""
+	}
+	if l := s.writeLease(ctx, lease); l != nil {
+		if err := s.store.RecordPending(ctx, s.opts.Name, pin.Revision, pending, l); err != nil {
+			return "", "", fmt.Errorf("record pending revision: %w", err)
+		}
+	}
+	return pin.Revision, pin.Revision, nil
+}
+
+// errPinUnsupported rejects a pin of a source that cannot read past revisions.
+var errPinUnsupported = errors.New("this kind of source cannot be pinned: it reads only its current content (a folder); unpin it")
+
+// fetch reads the files of rev: the head through Fetch, a pinned revision through
+// sources.RevisionFetcher.
+func (s *Syncer) fetch(ctx context.Context, rev, pinned string) (*sources.Snapshot, error) {
+	if pinned == "" {
+		return s.opts.Source.Fetch(ctx, rev)
+	}
+	rf, ok := s.opts.Source.(sources.RevisionFetcher)
+	if !ok {
+		return nil, errPinUnsupported
+	}
+	return rf.FetchRevision(ctx, rev)
+}
+
+// apply fetches, parses, validates and applies head, the revision sync picked (the pinned
+// revision when pinned is set); ctx holds the sync's span.
+func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned string) (Outcome, error) {
 	root := trace.SpanFromContext(ctx)
 	start := time.Now()
 	if s.opts.Reporter != nil {
 		s.opts.Reporter.Picked(ctx, head)
 	}
 	fctx, step := tracer.Start(ctx, "fetch")
-	snap, err := s.opts.Source.Fetch(fctx, head)
+	snap, err := s.fetch(fctx, head, pinned)
 	if err != nil {
 		reason := "FetchFailed"
-		if errors.Is(err, sources.ErrPathNotFound) {
+		switch {
+		case errors.Is(err, sources.ErrPathNotFound):
 			reason = "PathNotFound"
+		case errors.Is(err, errPinUnsupported):
+			reason = "PinUnsupported"
 		}
 		tracing.Fail(step, reason)
 		step.End()
@@ -545,7 +604,8 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head string) (Ou
 	}
 	actx, step := tracer.Start(ctx, "apply")
 	res, err := s.store.ApplyRevision(actx, store.ApplyParams{Source: s.opts.Name, Revision: snap.Revision, Author: policy.Author(snap.Author), Set: set, Prune: s.opts.Prune,
-		MaxPruneFraction: s.opts.MaxPruneFraction, AllowEmpty: s.opts.AllowEmpty, NoManifests: noManifests, Replica: s.opts.Replica, Lease: lease})
+		MaxPruneFraction: s.opts.MaxPruneFraction, AllowEmpty: s.opts.AllowEmpty, NoManifests: noManifests, Replica: s.opts.Replica, Lease: lease,
+		Pinned: pinned})
 	if err != nil {
 		tracing.Fail(step, s.opts.Redact.Scrub(loadFailure(err)))
 	} else {

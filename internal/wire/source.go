@@ -34,6 +34,29 @@ type Source struct {
 	PendingRevision string `json:"pendingRevision,omitempty"`
 	// Prune is the source's prune settings, as the config running says.
 	Prune SourcePrune `json:"prune"`
+	// Pinned is the revision an operator pinned the source at (absent when not pinned):
+	// it applies that revision, and every other head is its pendingRevision.
+	Pinned *SourcePin `json:"pinned,omitempty"`
+}
+
+// SourcePin is who pinned a source at which revision, when and why: the answer of POST
+// /api/v1/sources/{name}/pin.
+type SourcePin struct {
+	Revision string    `json:"revision"`
+	Actor    string    `json:"actor"`
+	Reason   string    `json:"reason"`
+	At       time.Time `json:"at"`
+}
+
+// SourceRevision is one revision a source applied: GET /api/v1/sources/{name}/revisions
+// lists them, the last applied first.
+type SourceRevision struct {
+	Revision    string    `json:"revision"`
+	AuthorName  string    `json:"authorName,omitempty"`
+	AuthorEmail string    `json:"authorEmail,omitempty"`
+	AppliedAt   time.Time `json:"appliedAt"`
+	Current     bool      `json:"current"` // the source's applied revision
+	Pinned      bool      `json:"pinned"`  // the revision the source is pinned at
 }
 
 // SourceError is one validation error of a source's last attempted revision.

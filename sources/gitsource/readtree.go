@@ -25,37 +25,78 @@ import (
 const maxLinkHops = 8
 
 // ReadTree returns the files under dir of revision (sources.TreeReader): a Terraform module
-// kept in the manifests repository, read at the commit a resource came from.
-//
-// The mirror serves the commit when it holds it (the revision last synced), under the fetch
-// lock but without network I/O. Otherwise the commit is fetched as FetchRef fetches a ref:
-// into a scratch repository beside the mirror, without the lock, read and removed; neither the
-// mirror nor the tracked ref moves. The commit alone is asked for (depth 1) when the server
-// allows it (allow-reachable-sha1-in-want, as the big forges do); otherwise the tracked ref's
-// whole history is fetched and the commit looked up there, so a commit that is on no branch
-// the source tracks (a pull request's head) cannot be read from plain git without
-// uploadpack.allowReachableSHA1InWant.
+// kept in the manifests repository, read at the commit a resource came from (atCommit says
+// where the commit is read from).
 func (s *Source) ReadTree(ctx context.Context, revision, dir string) ([]sources.TreeFile, error) {
 	desc := "commit " + revision
-	if s.closed.Load() {
-		return nil, s.errorfOf(ctx, "read", desc, errClosed)
-	}
-	if !plumbing.IsHash(revision) {
-		return nil, s.errorfOf(ctx, "read", desc, fmt.Errorf("revision %q is not a commit hash", revision))
-	}
 	sub, err := cleanSubdir(dir)
 	if err != nil {
 		return nil, s.errorfOf(ctx, "read", desc, fmt.Errorf("%w: %w", err, sources.ErrTreeRefused))
 	}
-	want := plumbing.NewHash(revision)
-	if files, ok, err := s.treeFromMirror(ctx, want, sub, desc); ok || err != nil {
-		return files, err
-	}
-
 	start := time.Now()
-	repo, remote, done, err := s.scratch(ctx, desc)
+	var files []sources.TreeFile
+	err = s.atCommit(ctx, revision, func(sto storer.EncodedObjectStorer, commit *object.Commit) error {
+		var err error
+		if files, err = readFolder(ctx, sto, commit, sub); err != nil {
+			return s.errorfOf(ctx, "read", desc, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
+	}
+	s.logger.Debug("read folder", "revision", revision, "dir", sub, "files", len(files), "duration_ms", time.Since(start).Milliseconds())
+	return files, nil
+}
+
+// FetchRevision returns the manifest files under the configured path of revision, any commit
+// of the tracked branch (sources.RevisionFetcher): a pinned source applies an older commit
+// than its head. It reads the commit as ReadTree does, and never moves the mirror.
+func (s *Source) FetchRevision(ctx context.Context, revision string) (*sources.Snapshot, error) {
+	start := time.Now()
+	s.mu.Lock()
+	cache := s.blobs // replaced, never changed, by snapshot: safe to read unlocked
+	s.mu.Unlock()
+	var snap *sources.Snapshot
+	err := s.atCommit(ctx, revision, func(sto storer.EncodedObjectStorer, commit *object.Commit) error {
+		var err error
+		snap, _, err = s.readTree(ctx, sto, commit, cache)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.logger.Debug("fetched revision", "revision", revision, "files", len(snap.Files), "duration_ms", time.Since(start).Milliseconds())
+	return snap, nil
+}
+
+// atCommit calls read with revision's commit and the storage holding it.
+//
+// The mirror serves the commit when it holds it (the revision last synced), under the fetch
+// lock but without network I/O (a read failing with plumbing.ErrObjectNotFound there is
+// tried again as if the mirror lacked the commit). Otherwise the commit is fetched as
+// FetchRef fetches a ref: into a scratch repository beside the mirror, without the lock, read
+// and removed; neither the mirror nor the tracked ref moves. The commit alone is asked for
+// (depth 1) when the server allows it (allow-reachable-sha1-in-want, as the big forges do);
+// otherwise the tracked ref's whole history is fetched and the commit looked up there, so a
+// commit that is on no branch the source tracks (a pull request's head) cannot be read from
+// plain git without uploadpack.allowReachableSHA1InWant.
+func (s *Source) atCommit(ctx context.Context, revision string, read func(storer.EncodedObjectStorer, *object.Commit) error) error {
+	desc := "commit " + revision
+	if s.closed.Load() {
+		return s.errorfOf(ctx, "read", desc, errClosed)
+	}
+	if !plumbing.IsHash(revision) {
+		return s.errorfOf(ctx, "read", desc, fmt.Errorf("revision %q is not a commit hash", revision))
+	}
+	want := plumbing.NewHash(revision)
+	if ok, err := s.fromMirrorWith(ctx, want, desc, read); ok || err != nil {
+		return err
+	}
+
+	repo, remote, done, err := s.scratch(ctx, desc)
+	if err != nil {
+		return err
 	}
 	defer done()
 	err = s.fetchRefsOf(ctx, desc, remote, 1, gitconfig.RefSpec(want.String()+":"+fetchedRef.String()))
@@ -69,49 +110,41 @@ func (s *Source) ReadTree(ctx context.Context, revision, dir string) ([]sources.
 		err = s.fetchRefsOf(ctx, s.refDesc(), remote, 0, gitconfig.RefSpec("+"+s.refName.String()+":"+fetchedRef.String()))
 	}
 	if err != nil && ctx.Err() == nil && commitRefused(err) {
-		return nil, fmt.Errorf("%w: %w", err, sources.ErrRevisionNotFound)
+		return fmt.Errorf("%w: %w", err, sources.ErrRevisionNotFound)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	commit, err := repo.CommitObject(want)
 	if err != nil {
-		return nil, s.secrets.wrap(fmt.Errorf("%s not found at %s (not on %s, and the server did not send it alone): %w: %w",
+		return s.secrets.wrap(fmt.Errorf("%s not found at %s (not on %s, and the server did not send it alone): %w: %w",
 			desc, s.redacted, s.refDesc(), sources.ErrRevisionNotFound, err))
 	}
-	files, err := readFolder(ctx, repo.Storer, commit, sub)
-	if err != nil {
-		return nil, s.errorfOf(ctx, "read", desc, err)
-	}
-	s.logger.Debug("read folder", "revision", revision, "dir", sub, "files", len(files), "duration_ms", time.Since(start).Milliseconds())
-	return files, nil
+	return read(repo.Storer, commit)
 }
 
-// treeFromMirror reads the folder from the mirror when it holds the commit; ok is false when
-// it does not (or is damaged), and the caller fetches.
-func (s *Source) treeFromMirror(ctx context.Context, want plumbing.Hash, sub, desc string) (_ []sources.TreeFile, ok bool, _ error) {
+// fromMirrorWith calls read with the commit from the mirror when it holds it; ok is false
+// when it does not (or is damaged), and the caller fetches.
+func (s *Source) fromMirrorWith(ctx context.Context, want plumbing.Hash, desc string, read func(storer.EncodedObjectStorer, *object.Commit) error) (ok bool, _ error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed.Load() {
-		return nil, false, s.errorfOf(ctx, "read", desc, errClosed)
+		return false, s.errorfOf(ctx, "read", desc, errClosed)
 	}
 	if s.mirror == nil {
 		if err := s.openMirror(); err != nil {
-			return nil, false, nil
+			return false, nil
 		}
 	}
 	commit, err := s.mirror.CommitObject(want)
 	if err != nil {
-		return nil, false, nil
+		return false, nil
 	}
-	files, err := readFolder(ctx, s.mirror.Storer, commit, sub)
+	err = read(s.mirror.Storer, commit)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
-		return nil, false, nil
+		return false, nil
 	}
-	if err != nil {
-		return nil, false, s.errorfOf(ctx, "read", desc, err)
-	}
-	return files, true, nil
+	return true, err
 }
 
 // readFolder reads the files under sub of commit's tree, within the limits of
@@ -231,7 +264,10 @@ func readFolder(ctx context.Context, sto storer.EncodedObjectStorer, commit *obj
 	return files, nil
 }
 
-var _ sources.TreeReader = (*Source)(nil)
+var (
+	_ sources.TreeReader      = (*Source)(nil)
+	_ sources.RevisionFetcher = (*Source)(nil)
+)
 
 // singleCommitRefused reports whether a fetch of one commit failed because the server would
 // not send it alone: it cannot send single commits, refuses this one, or hung up on the

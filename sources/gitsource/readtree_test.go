@@ -221,3 +221,53 @@ func TestCommitRefusals(t *testing.T) {
 		}
 	}
 }
+
+// A pinned source reads the manifests of any commit of its branch: the mirror's (depth 1)
+// without a fetch, an older one through a scratch repository that leaves the mirror alone.
+func TestFetchRevision(t *testing.T) {
+	t.Parallel()
+	r := newTestRepo(t)
+	c1 := r.commit(map[string]string{"manifests/a.yaml": "kind: A\n", "manifests/b.yaml": "kind: B\n", "other/x.yaml": "kind: X\n"})
+	r.git("rm", "-q", "manifests/b.yaml")
+	c2 := r.commit(nil)
+	c3 := r.commit(map[string]string{"manifests/a.yaml": "kind: A3\n"})
+	s := newSource(t, Config{URL: r.dir, Path: "manifests"})
+	ctx := testContext(t)
+	if _, err := s.Fetch(ctx, c3); err != nil {
+		t.Fatal(err)
+	}
+	fetches := s.Fetches()
+	files := func(snap *sources.Snapshot) string {
+		var out []string
+		for _, f := range snap.Files {
+			out = append(out, f.Path+"="+strings.TrimSpace(string(f.Data)))
+		}
+		return strings.Join(out, "|")
+	}
+	snap, err := s.FetchRevision(ctx, c3)
+	if err != nil || snap.Revision != c3 || files(snap) != "manifests/a.yaml=kind: A3" || s.Fetches() != fetches {
+		t.Fatalf("head from the mirror: %v %+v (fetches %d → %d)", err, snap, fetches, s.Fetches())
+	}
+	// c1 is older than the shallow mirror holds.
+	snap, err = s.FetchRevision(ctx, c1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Revision != c1 || files(snap) != "manifests/a.yaml=kind: A|manifests/b.yaml=kind: B" || snap.Author.Email != "test@trueup.dev" {
+		t.Fatalf("older commit: %+v", snap)
+	}
+	head, err := s.Fetch(ctx, c3)
+	if err != nil || head.Revision != c3 || files(head) != "manifests/a.yaml=kind: A3" {
+		t.Fatalf("the mirror moved: %v %+v", err, head)
+	}
+	if snap, err := s.FetchRevision(ctx, c2); err != nil || files(snap) != "manifests/a.yaml=kind: A" {
+		t.Fatalf("c2: %v %+v", err, snap)
+	}
+	gone := strings.Repeat("ab", 20)
+	if _, err := s.FetchRevision(ctx, gone); !errors.Is(err, sources.ErrRevisionNotFound) {
+		t.Errorf("unknown commit: %v, want ErrRevisionNotFound", err)
+	}
+	if _, err := s.FetchRevision(ctx, "main"); err == nil {
+		t.Error("a branch name was accepted as a revision")
+	}
+}

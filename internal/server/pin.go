@@ -1,0 +1,125 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
+)
+
+// Pinning a source (an incident's known-good revision, without a push): pin and unpin need
+// operator rights in every namespace of the source, as a sync or a suspension; its revisions
+// are listed to whoever sees it.
+
+// maxRevisionList bounds GET /api/v1/sources/{name}/revisions?limit=N.
+const maxRevisionList = 1000
+
+func (s *Server) pinRoutes(m *http.ServeMux) {
+	m.HandleFunc("POST /api/v1/sources/{name}/pin", s.pinSource)
+	m.HandleFunc("POST /api/v1/sources/{name}/unpin", s.unpinSource)
+	m.HandleFunc("GET /api/v1/sources/{name}/revisions", s.sourceRevisions)
+}
+
+func pinWire(p *store.SourcePin) *wire.SourcePin {
+	if p == nil {
+		return nil
+	}
+	w := wire.SourcePin(*p)
+	return &w
+}
+
+// pinBody reads {"revision": "…", "reason": "…"}; the reason is trimmed and bounded.
+func pinBody(r *http.Request) (revision, reason string, err error) {
+	var body struct {
+		Revision string `json:"revision"`
+		Reason   string `json:"reason"`
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
+	if err != nil {
+		return "", "", err
+	}
+	if len(strings.TrimSpace(string(b))) > 0 {
+		dec := json.NewDecoder(strings.NewReader(string(b)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&body); err != nil {
+			return "", "", errors.New(`the body must be JSON {"revision": "...", "reason": "..."}: ` + err.Error())
+		}
+	}
+	reason = strings.TrimSpace(body.Reason)
+	if len(reason) > maxReason {
+		reason = reason[:maxReason]
+	}
+	return strings.TrimSpace(body.Revision), reason, nil
+}
+
+// pinSource pins a source at a revision of its history (or any full commit hash); its
+// holder applies it at once.
+func (s *Server) pinSource(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if !s.maySourceOperate(w, r, name) {
+		return
+	}
+	revision, reason, err := pinBody(r)
+	switch {
+	case err != nil:
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	case revision == "":
+		writeError(w, http.StatusBadRequest, `revision is required: {"revision": "...", "reason": "..."}`)
+		return
+	case reason == "":
+		writeError(w, http.StatusBadRequest, `reason is required: {"revision": "...", "reason": "..."}`)
+		return
+	}
+	// An operator may paste an error that quotes a secret: the reason is kept in events.
+	reason = s.opts.Redact.Scrub(reason)
+	actor := identity(r).Actor()
+	pin, err := s.store.PinSource(r.Context(), name, revision, actor, reason)
+	if errors.Is(err, store.ErrAmbiguous) {
+		writeError(w, http.StatusConflict, err.Error())
+		return
+	}
+	if s.fail(w, err) {
+		return
+	}
+	s.log.Warn("source pinned", "source", name, "revision", pin.Revision, "actor", actor)
+	writeJSON(w, http.StatusOK, pinWire(&pin))
+}
+
+// unpinSource unpins a source; its holder applies the head at once. An operator may paste
+// an error that quotes a secret: the reason is kept in events.
+func (s *Server) unpinSource(w http.ResponseWriter, r *http.Request) {
+	s.sourceCommand("unpin", "unpinned", func(ctx context.Context, name, actor, reason string) error {
+		return s.store.UnpinSource(ctx, name, actor, s.opts.Redact.Scrub(reason))
+	})(w, r)
+}
+
+// sourceRevisions answers GET /api/v1/sources/{name}/revisions[?limit=N]: the revisions the
+// source applied, the last applied first.
+func (s *Server) sourceRevisions(w http.ResponseWriter, r *http.Request) {
+	limit := 100
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxRevisionList {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("limit must be a number from 1 to %d", maxRevisionList))
+			return
+		}
+		limit = n
+	}
+	src, err := s.store.GetSourceIn(r.Context(), scope(r), r.PathValue("name"))
+	if s.fail(w, err) {
+		return
+	}
+	revs, err := s.store.SourceHistory(r.Context(), src.Name, limit)
+	if s.fail(w, err) {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": nonNil(wireAll(revs, func(v store.SourceRevision) wire.SourceRevision { return wire.SourceRevision(v) }))})
+}
