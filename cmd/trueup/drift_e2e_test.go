@@ -29,6 +29,7 @@ func TestDriftModesEndToEnd(t *testing.T) {
 		"sensor.yaml": holdResource("Sensor", "default", "sensor", "", spec),
 	}, actions, "")
 	const probe, beacon, sensor = "default/Probe/probe", "default/Beacon/beacon", "default/Sensor/sensor"
+	g.atRevision(g.head())
 
 	drifted := func(ref, mode string) func() (bool, string) {
 		return func() (bool, string) {

@@ -117,9 +117,11 @@ func (g *gate) head() string {
 
 // pinnedSource is a source as GET /api/v1/sources/NAME answers it, with the pin.
 type pinnedSource struct {
-	Revision        string `json:"revision"`
-	PendingRevision string `json:"pendingRevision"`
-	Pinned          *struct {
+	Revision              string             `json:"revision"`
+	LastAttemptedRevision string             `json:"lastAttemptedRevision"`
+	Errors                []wire.SourceError `json:"errors"`
+	PendingRevision       string             `json:"pendingRevision"`
+	Pinned                *struct {
 		Revision, Actor, Reason string
 	} `json:"pinned"`
 }
@@ -133,6 +135,19 @@ func (g *gate) source(name string) (pinnedSource, string) {
 		return s, fmt.Sprintf("GET source %s: %d %v %s", name, code, err, body)
 	}
 	return s, string(body)
+}
+
+// atRevision waits until the source infra has applied rev; a revision it rejected fails the
+// test at once with its errors.
+func (g *gate) atRevision(rev string) {
+	g.t.Helper()
+	g.eventually("infra at "+rev, func() (bool, string) {
+		s, raw := g.source("infra")
+		if s.LastAttemptedRevision == rev && len(s.Errors) > 0 {
+			g.t.Fatalf("source infra rejected %s: %+v", rev, s.Errors)
+		}
+		return s.Revision == rev, fmt.Sprintf("want revision %s: %s", rev, raw)
+	})
 }
 
 // windowOpeningNow is the schedule of a daily window that opened at the start of the current

@@ -22,13 +22,7 @@ func TestSourcePinEndToEnd(t *testing.T) {
 	}, actions, "")
 	const alpha, beta, gamma = "default/Queue/alpha", "default/Queue/beta", "default/Queue/gamma"
 	c1 := g.head()
-	atRevision := func(rev string) func() (bool, string) {
-		return func() (bool, string) {
-			s, raw := g.source("infra")
-			return s.Revision == rev, fmt.Sprintf("want revision %s: %s", rev, raw)
-		}
-	}
-	g.eventually("c1 applied", atRevision(c1))
+	g.atRevision(c1)
 	g.eventually("alpha Ready", func() (bool, string) { return g.resource(alpha).ready() })
 	g.eventually("beta Ready", func() (bool, string) { return g.resource(beta).ready() })
 
@@ -39,7 +33,7 @@ func TestSourcePinEndToEnd(t *testing.T) {
 		ok, s := g.found(beta, 404)
 		return ok && len(calls(t, log, "delete", "beta")) == 1, fmt.Sprintf("%s; calls %q", s, calls(t, log, "", "beta"))
 	})
-	g.eventually("c2 applied", atRevision(c2))
+	g.atRevision(c2)
 
 	// Pinned at c1: beta comes back through its action.
 	if out, err := g.cli(g.ci, "source", "pin", "infra", c1[:12]); err == nil || !strings.Contains(out, "reason") {
@@ -48,7 +42,7 @@ func TestSourcePinEndToEnd(t *testing.T) {
 	if out, err := g.cli(g.ci, "source", "pin", "infra", c1[:12], "--reason", "INC-7: c2 broke checkout"); err != nil {
 		t.Fatalf("trueup source pin infra %s: %v\n%s", c1[:12], err, out)
 	}
-	g.eventually("c1 applied again under the pin", atRevision(c1))
+	g.atRevision(c1)
 	g.eventually("beta created again through its action", func() (bool, string) {
 		ok, s := g.resource(beta).ready()
 		n := len(calls(t, log, "reconcile", "beta"))
@@ -85,7 +79,7 @@ func TestSourcePinEndToEnd(t *testing.T) {
 	if out, err := g.cli(g.ci, "source", "unpin", "infra", "--reason", "INC-7 fixed"); err != nil {
 		t.Fatalf("trueup source unpin infra: %v\n%s", err, out)
 	}
-	g.eventually("c3 applied once unpinned", atRevision(c3))
+	g.atRevision(c3)
 	g.eventually("gamma Ready", func() (bool, string) { return g.resource(gamma).ready() })
 	g.eventually("beta deleted again by c3", func() (bool, string) {
 		ok, s := g.found(beta, 404)

@@ -3,10 +3,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 )
+
+// numberedLine is a line of a numbered list ("1. …" or "1) …").
+var numberedLine = regexp.MustCompile(`^\s*[0-9]+[.)]\s`)
 
 // whyAnswer is what GET …/timeline and `trueup why -o json` answer.
 type whyAnswer struct {
@@ -55,6 +59,7 @@ func TestWhyEndToEnd(t *testing.T) {
 `, schedule, short, schedule, long))
 	const core, orders = "production/Network/core", "production/Service/orders"
 	commit := g.head()
+	g.atRevision(commit)
 	g.eventually("core held by freeze", func() (bool, string) {
 		r := g.resource(core)
 		st, reason, msg := r.condition("Reconciling")
@@ -84,8 +89,8 @@ func TestWhyEndToEnd(t *testing.T) {
 	var numbered []string
 	if _, blocked, ok := strings.Cut(out, "Blocked by:"); ok {
 		for _, l := range strings.Split(blocked, "\n") {
-			if l = strings.TrimSpace(l); l != "" && l[0] >= '1' && l[0] <= '9' {
-				numbered = append(numbered, l)
+			if numberedLine.MatchString(l) {
+				numbered = append(numbered, strings.TrimSpace(l))
 			}
 		}
 	}
