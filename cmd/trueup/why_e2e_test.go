@@ -61,6 +61,9 @@ func TestWhyEndToEnd(t *testing.T) {
 	commit := g.head()
 	g.atRevision(commit)
 	g.eventually("core held by freeze", func() (bool, string) {
+		if got := calls(t, log, "", "core"); len(got) > 0 {
+			t.Fatalf("the action of core was called while freeze held it: %q", got)
+		}
 		r := g.resource(core)
 		st, reason, msg := r.condition("Reconciling")
 		return st == "True" && reason == "WindowClosed", fmt.Sprintf("phase %s, Reconciling=%s %s %q, want True WindowClosed%s", r.Status.Phase, st, reason, msg, r.err)
