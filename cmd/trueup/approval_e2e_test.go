@@ -39,7 +39,8 @@ type gate struct {
 }
 
 // startGate commits files (paths under manifests/) as ada and runs trueup serve with the
-// actions block actions and the policies block policies, on a fresh database.
+// actions block actions and the top-level blocks policies (policies, windows), on a fresh
+// database.
 func startGate(t *testing.T, files map[string]string, actions, policies string) *gate {
 	t.Helper()
 	g := &gate{t: t, dir: t.TempDir(), hook: newHookReceiver(t)}
@@ -95,7 +96,7 @@ notifications:
   providers:
     - {name: hook, type: webhook, url: "%s"}
   rules:
-    - {name: gate, providers: [hook], events: [ApprovalRequired, Approved, Rejected, PolicyDenied]}
+    - {name: gate, providers: [hook], events: [ApprovalRequired, Approved, Rejected, PolicyDenied, Drifted]}
   groupWindow: -1s
   rateLimit: -1s
 %s`, g.addr, filepath.Join(g.dir, "data"), dbaLine, adaLine, ciLine, g.repo, actions, g.hook.srv.URL, policies))
