@@ -132,8 +132,10 @@ const (
 // (values as JSON, each cut to maxValue bytes; PATH alone when the action said neither), the
 // whole cut to maxMessage bytes. scrub (nil: none) removes secrets: it runs on each value
 // before that value is cut and on the list before the list is cut, since it matches only whole
-// secrets and a cut one would be left as its beginning. No paths: "" (the caller says what
-// the action said).
+// secrets and a cut one would be left as its beginning. A path whose expected value holds a
+// secret (scrub changes it) is "PATH: differs (secret value)", without either value: what
+// was found there is likely a live credential too. No paths: "" (the caller says what the
+// action said).
 func Describe(paths []actions.DriftPath, scrub func(string) string) string {
 	if scrub == nil {
 		scrub = func(s string) string { return s }
@@ -145,7 +147,11 @@ func Describe(paths []actions.DriftPath, scrub func(string) string) string {
 		}
 		b.WriteString(p.Path)
 		if p.Expected != nil || p.Actual != nil {
-			fmt.Fprintf(&b, ": expected %s, found %s", value(p.Expected, scrub), value(p.Actual, scrub))
+			if e := jsonOf(p.Expected); scrub(e) != e {
+				b.WriteString(": differs (secret value)")
+			} else {
+				fmt.Fprintf(&b, ": expected %s, found %s", clip.Storable(e, maxValue), value(p.Actual, scrub))
+			}
 		}
 		if b.Len() > maxMessage {
 			break
@@ -156,11 +162,16 @@ func Describe(paths []actions.DriftPath, scrub func(string) string) string {
 
 // value is v as JSON, scrubbed, then cut to maxValue bytes.
 func value(v any, scrub func(string) string) string {
+	return clip.Storable(scrub(jsonOf(v)), maxValue)
+}
+
+// jsonOf is v as JSON (as %v when it does not encode).
+func jsonOf(v any) string {
 	j, err := json.Marshal(v)
 	if err != nil {
-		j = []byte(fmt.Sprintf("%v", v))
+		return fmt.Sprintf("%v", v)
 	}
-	return clip.Storable(scrub(string(j)), maxValue)
+	return string(j)
 }
 
 // Outcome is what a resync's drift comes to under a type's ignore pointers.

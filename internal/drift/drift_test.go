@@ -137,19 +137,29 @@ func TestDescribeScrubsBeforeCutting(t *testing.T) {
 	t.Parallel()
 	secret := strings.Repeat("s3cr3t-", 43)[:300]
 	scrub := actions.Scrubber([]string{secret})
-	for name, paths := range map[string][]actions.DriftPath{
-		"expected":        {{Path: "/key", Expected: secret, Actual: "other"}},
-		"found":           {{Path: "/key", Expected: "other", Actual: secret}},
-		"inside a value":  {{Path: "/key", Expected: map[string]any{"a": "x " + secret}, Actual: nil}},
-		"across the list": append(slices.Repeat([]actions.DriftPath{{Path: "/" + strings.Repeat("p", 100)}}, 39), actions.DriftPath{Path: "/" + secret}),
+	for _, tc := range []struct {
+		name  string
+		paths []actions.DriftPath
+		want  string
+	}{
+		{"expected", []actions.DriftPath{{Path: "/key", Expected: secret, Actual: "other"}}, "/key: differs (secret value)"},
+		{"found", []actions.DriftPath{{Path: "/key", Expected: "other", Actual: secret}}, `/key: expected "other", found "***"`},
+		{"inside a value", []actions.DriftPath{{Path: "/key", Expected: map[string]any{"a": "x " + secret}, Actual: nil}}, "/key: differs (secret value)"},
+		{"across the list", append(slices.Repeat([]actions.DriftPath{{Path: "/" + strings.Repeat("p", 100)}}, 39), actions.DriftPath{Path: "/" + secret}), "; /***"},
 	} {
-		m := Describe(paths, scrub)
+		m := Describe(tc.paths, scrub)
 		if run := secretRun(m, secret); run != "" {
-			t.Errorf("%s: %q holds %q of the secret", name, m, run)
+			t.Errorf("%s: %q holds %q of the secret", tc.name, m, run)
 		}
-		if !strings.Contains(m, "***") {
-			t.Errorf("%s: %q does not say where the secret was", name, m)
+		if !strings.Contains(m, tc.want) {
+			t.Errorf("%s: %q does not say %q", tc.name, m, tc.want)
 		}
+	}
+	// The value found where a secret is expected is left out too: it is likely one as well.
+	m := Describe([]actions.DriftPath{{Path: "/password", Expected: "hunter2", Actual: "live-credential"}, {Path: "/size", Expected: 1, Actual: 2}},
+		actions.Scrubber([]string{"hunter2"}))
+	if want := "/password: differs (secret value); /size: expected 1, found 2"; m != want {
+		t.Errorf("got %q\nwant %q", m, want)
 	}
 	o := actions.Observation{Observed: json.RawMessage(`{"key": "other"}`)}
 	if j := Judge(o, json.RawMessage(`{"key": "`+secret+`"}`), nil, scrub); secretRun(j.Message, secret) != "" {
