@@ -100,13 +100,17 @@ func (a *Action) Observe(ctx context.Context, req actions.Request) (actions.Obse
 	if r.inSync {
 		return o, nil
 	}
-	for _, d := range r.drift {
+	drift, observed, err := r.whatDrifted()
+	if err != nil {
+		return actions.Observation{}, err
+	}
+	for _, d := range drift {
 		o.Drift = append(o.Drift, actions.DriftPath{Path: d.Path, Expected: redactValue(d.Expected, a.secrets), Actual: redactValue(d.Actual, a.secrets)})
 	}
-	o.Observed = r.observed
-	if len(r.observed) > 0 && len(a.secrets) > 0 {
+	o.Observed = observed
+	if len(observed) > 0 && len(a.secrets) > 0 {
 		var v any
-		dec := json.NewDecoder(bytes.NewReader(r.observed))
+		dec := json.NewDecoder(bytes.NewReader(observed))
 		dec.UseNumber()
 		if err := dec.Decode(&v); err != nil {
 			return actions.Observation{}, fmt.Errorf("stdout: observed: %w", err)
