@@ -86,7 +86,7 @@ func (a *Action) Delete(ctx context.Context, req actions.Request) (actions.Resul
 }
 
 // Observe runs the command with operation "observe" and reads inSync, and what drifted:
-// drift (paths) and observed (the spec as found), redacted like outputs.
+// drift (paths, their values redacted like outputs) and observed (the spec as found).
 func (a *Action) Observe(ctx context.Context, req actions.Request) (actions.Observation, error) {
 	r, err := a.run(ctx, opObserve, req)
 	if err != nil {
@@ -107,18 +107,10 @@ func (a *Action) Observe(ctx context.Context, req actions.Request) (actions.Obse
 	for _, d := range drift {
 		o.Drift = append(o.Drift, actions.DriftPath{Path: d.Path, Expected: redactValue(d.Expected, a.secrets), Actual: redactValue(d.Actual, a.secrets)})
 	}
+	// Observed as it is: the controller compares it with the spec it sent, which holds the
+	// revealed values; one redacted would drift forever from a spec field set to an instance
+	// secret. It is never stored, and what drifted is told scrubbed.
 	o.Observed = observed
-	if len(observed) > 0 && len(a.secrets) > 0 {
-		var v any
-		dec := json.NewDecoder(bytes.NewReader(observed))
-		dec.UseNumber()
-		if err := dec.Decode(&v); err != nil {
-			return actions.Observation{}, fmt.Errorf("stdout: observed: %w", err)
-		}
-		if o.Observed, err = json.Marshal(redactValue(v, a.secrets)); err != nil {
-			return actions.Observation{}, fmt.Errorf("stdout: observed: %w", err)
-		}
-	}
 	return o, nil
 }
 
