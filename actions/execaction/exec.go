@@ -86,7 +86,7 @@ func (a *Action) Delete(ctx context.Context, req actions.Request) (actions.Resul
 }
 
 // Observe runs the command with operation "observe" and reads inSync, and what drifted:
-// drift (paths) and observed (the spec as found), redacted like outputs.
+// drift (paths, their values redacted like outputs) and observed (the spec as found).
 func (a *Action) Observe(ctx context.Context, req actions.Request) (actions.Observation, error) {
 	r, err := a.run(ctx, opObserve, req)
 	if err != nil {
@@ -100,21 +100,17 @@ func (a *Action) Observe(ctx context.Context, req actions.Request) (actions.Obse
 	if r.inSync {
 		return o, nil
 	}
-	for _, d := range r.drift {
+	drift, observed, err := r.whatDrifted()
+	if err != nil {
+		return actions.Observation{}, err
+	}
+	for _, d := range drift {
 		o.Drift = append(o.Drift, actions.DriftPath{Path: d.Path, Expected: redactValue(d.Expected, a.secrets), Actual: redactValue(d.Actual, a.secrets)})
 	}
-	o.Observed = r.observed
-	if len(r.observed) > 0 && len(a.secrets) > 0 {
-		var v any
-		dec := json.NewDecoder(bytes.NewReader(r.observed))
-		dec.UseNumber()
-		if err := dec.Decode(&v); err != nil {
-			return actions.Observation{}, fmt.Errorf("stdout: observed: %w", err)
-		}
-		if o.Observed, err = json.Marshal(redactValue(v, a.secrets)); err != nil {
-			return actions.Observation{}, fmt.Errorf("stdout: observed: %w", err)
-		}
-	}
+	// Observed as it is: the controller compares it with the spec it sent, which holds the
+	// revealed values; one redacted would drift forever from a spec field set to an instance
+	// secret. It is never stored, and what drifted is told scrubbed.
+	o.Observed = observed
 	return o, nil
 }
 

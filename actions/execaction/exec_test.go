@@ -241,6 +241,10 @@ func TestReply(t *testing.T) {
 		{"state cleared", `{"state": null}`, actions.Result{Done: true}},
 		{"unknown fields ignored", `{"done": true, "fromTheFuture": {"x": 1}}`,
 			actions.Result{Done: true, State: prev}},
+		{"observed of another shape ignored", `{"done": true, "observed": "2026-11-26"}`,
+			actions.Result{Done: true, State: prev}},
+		{"drift of another shape ignored", `{"done": true, "drift": "none"}`,
+			actions.Result{Done: true, State: prev}},
 		{"everything", `{
 			"done": false, "requeueAfter": "2m", "message": "workflow running",
 			"outputs": {"runID": 12345678901234567890, "url": "https://ci/run/1"},
@@ -283,13 +287,6 @@ func TestReplyErrors(t *testing.T) {
 		{`{"requeueAfter": "-1s"}`, "negative"},
 		{`{"conditions": [{"status": "True"}]}`, "conditions[0]: type is required"},
 		{`{"conditions": [{"type": "Ready", "status": "yes"}]}`, "conditions[0] (Ready): status"},
-		{`{"inSync": false, "drift": [{"expected": 1}]}`, "drift[0]: path is required"},
-		{`{"inSync": false, "drift": [{"path": "/a"}, {"path": "tags"}]}`, "drift[1].path: not a JSON pointer"},
-		{`{"inSync": false, "drift": [{"path": "/a~2"}]}`, "drift[0].path: not a JSON pointer"},
-		{`{"inSync": false, "drift": {"path": "/a"}}`, "stdout: invalid reply"},
-		{`{"inSync": false, "drift": [` + strings.Repeat(`{"path": "/a"},`, 100) + `{"path": "/b"}]}`, "drift: 101 entries; at most 100"},
-		{`{"inSync": false, "observed": [1]}`, "observed: must be a JSON object"},
-		{`{"inSync": false, "observed": "x"}`, "observed: must be a JSON object"},
 	} {
 		t.Run(tc.reply, func(t *testing.T) {
 			t.Parallel()
@@ -300,6 +297,40 @@ func TestReplyErrors(t *testing.T) {
 			}
 			if actions.IsTerminal(err) {
 				t.Fatalf("err %v is terminal; a bad reply is a failed attempt", err)
+			}
+		})
+	}
+}
+
+// What drifted is checked only where it is read: in an observe reply not in sync.
+func TestObserveReplyErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ reply, want string }{
+		{`{"inSync": false, "drift": [{"expected": 1}]}`, "drift[0]: path is required"},
+		{`{"inSync": false, "drift": [{"path": "/a"}, {"path": "tags"}]}`, "drift[1].path: not a JSON pointer"},
+		{`{"inSync": false, "drift": [{"path": "/a~2"}]}`, "drift[0].path: not a JSON pointer"},
+		{`{"inSync": false, "drift": {"path": "/a"}}`, "stdout: drift: must be a list"},
+		{`{"inSync": false, "drift": [{"path": 1}]}`, "stdout: drift: must be a list"},
+		{`{"inSync": false, "drift": [` + strings.Repeat(`{"path": "/a"},`, 100) + `{"path": "/b"}]}`, "drift: 101 entries; at most 100"},
+		{`{"inSync": false, "observed": [1]}`, "observed: must be a JSON object"},
+		{`{"inSync": false, "observed": "x"}`, "observed: must be a JSON object"},
+	} {
+		t.Run(tc.reply, func(t *testing.T) {
+			t.Parallel()
+			f := setup(t, config{Env: map[string]string{"REPLY_JSON": tc.reply}})
+			_, err := f.action.(actions.Observer).Observe(t.Context(), request())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v; want one containing %q", err, tc.want)
+			}
+			if actions.IsTerminal(err) {
+				t.Fatalf("err %v is terminal; a bad reply is a failed attempt", err)
+			}
+			// Another operation's reply of the same keys is fine: they are not read there.
+			if _, err := f.action.Reconcile(t.Context(), request()); err != nil {
+				t.Errorf("Reconcile: %v", err)
+			}
+			if _, err := f.action.Delete(t.Context(), request()); err != nil {
+				t.Errorf("Delete: %v", err)
 			}
 		})
 	}
@@ -321,8 +352,10 @@ func TestObserve(t *testing.T) {
 		{`{"inSync": false, "observed": {"size": 2, "tags": {"owner": "b"}}}`,
 			actions.Observation{Observed: json.RawMessage(`{"size": 2, "tags": {"owner": "b"}}`)}},
 		{`{"inSync": false, "observed": null, "drift": []}`, actions.Observation{}},
-		// In sync: what drifted is not read.
+		// In sync: what drifted is not read, nor checked.
 		{`{"drift": [{"path": "/a"}], "observed": {"a": 1}}`, actions.Observation{InSync: true}},
+		{`{"drift": [{"path": "x"}]}`, actions.Observation{InSync: true}},
+		{`{"inSync": true, "drift": "none", "observed": [1]}`, actions.Observation{InSync: true}},
 	} {
 		f := setup(t, config{Env: map[string]string{"REPLY_JSON": tc.reply}})
 		got, err := f.action.(actions.Observer).Observe(t.Context(), request())
@@ -623,7 +656,7 @@ func TestSecretsNotLeaked(t *testing.T) {
 		t.Errorf("Observe outputs = %#v; want %#v", obs.Outputs, want)
 	}
 
-	// And what drifted: the values of drift paths and the spec as found.
+	// And what drifted: the values of drift paths (the spec as found is not: see below).
 	fd := setup(t, config{Env: map[string]string{
 		"API_TOKEN": secret,
 		"REPLY_JSON": `{"inSync": false, "drift": [{"path": "/token", "expected": "x", "actual": "` + secret + `"}],
@@ -633,8 +666,14 @@ func TestSecretsNotLeaked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(drifted.Drift) != 1 || drifted.Drift[0].Actual != "***" || string(drifted.Observed) != `{"n":12,"token":"***"}` {
-		t.Errorf("Observe drift %+v, observed %s; want the secret redacted", drifted.Drift, drifted.Observed)
+	if len(drifted.Drift) != 1 || drifted.Drift[0].Actual != "***" {
+		t.Errorf("Observe drift %+v; want the secret redacted", drifted.Drift)
+	}
+	// The spec as found is handed over as it is, for the controller to compare with the spec it
+	// sent: a spec field set to the instance's secret matches it (the controller scrubs what it
+	// tells of the drift).
+	if string(drifted.Observed) != `{"token": "`+secret+`", "n": 12}` {
+		t.Errorf("Observe observed %s; want it as the command wrote it", drifted.Observed)
 	}
 	if got := f.action.(actions.SecretHolder).Secrets(); !slices.Contains(got, secret) || !slices.Contains(got, "12345678901") {
 		t.Errorf("Secrets() = %q; want both secret-named values", got)

@@ -171,8 +171,10 @@ type wireReply struct {
 	Message      string              `json:"message"`
 	Conditions   []actions.Condition `json:"conditions"`
 	InSync       *bool               `json:"inSync"`
-	// Drift and Observed: observe only, when not in sync; added within v1.
-	Drift    []wireDrift     `json:"drift"`
+	// Drift and Observed: observe only, when not in sync (whatDrifted); added within v1. Kept
+	// as they are until then: another operation's reply, or one in sync, may carry keys of
+	// these names of any shape, unread.
+	Drift    json.RawMessage `json:"drift"`
 	Observed json.RawMessage `json:"observed"`
 }
 
@@ -196,8 +198,8 @@ type reply struct {
 	outputs      map[string]any
 	conditions   []actions.Condition
 	message      string
-	drift        []actions.DriftPath
-	observed     json.RawMessage
+	drift        json.RawMessage // unchecked: whatDrifted
+	observed     json.RawMessage // unchecked: whatDrifted
 }
 
 // parseReply checks stdout against the protocol. Errors do not echo stdout: it may hold
@@ -225,6 +227,8 @@ func parseReply(stdout []byte) (reply, error) {
 		outputs:    w.Outputs,
 		conditions: w.Conditions,
 		message:    w.Message,
+		drift:      w.Drift,
+		observed:   w.Observed,
 	}
 	if w.RequeueAfter != "" {
 		d, err := time.ParseDuration(w.RequeueAfter)
@@ -250,9 +254,6 @@ func parseReply(stdout []byte) (reply, error) {
 	default:
 		r.state = w.State
 	}
-	if err := r.setDrift(w); err != nil {
-		return reply{}, err
-	}
 	for i, c := range r.conditions {
 		if c.Type == "" {
 			return reply{}, fmt.Errorf("stdout: conditions[%d]: type is required", i)
@@ -266,29 +267,40 @@ func parseReply(stdout []byte) (reply, error) {
 	return r, nil
 }
 
-// setDrift checks an observe reply's drift and observed: each drift path a JSON pointer into
-// the spec (at most maxDriftPaths of them), observed a JSON object (null: absent).
-func (r *reply) setDrift(w wireReply) error {
-	if len(w.Drift) > maxDriftPaths {
-		return fmt.Errorf("stdout: drift: %d entries; at most %d", len(w.Drift), maxDriftPaths)
-	}
-	for i, d := range w.Drift {
-		if d.Path == nil {
-			return fmt.Errorf("stdout: drift[%d]: path is required", i)
-		}
-		if jsonptr.Check(*d.Path) != nil {
+// whatDrifted checks what an observe reply not in sync says drifted: drift, a list of at
+// most maxDriftPaths paths, each a JSON pointer into the spec; observed, a JSON object (the
+// spec as found). Either may be absent or null.
+func (r reply) whatDrifted() ([]actions.DriftPath, json.RawMessage, error) {
+	var paths []actions.DriftPath
+	if !actions.IsNull(r.drift) {
+		dec := json.NewDecoder(bytes.NewReader(r.drift))
+		dec.UseNumber()
+		var w []wireDrift
+		if err := dec.Decode(&w); err != nil {
 			// Not quoted: stdout may hold secrets.
-			return fmt.Errorf(`stdout: drift[%d].path: not a JSON pointer into the spec (it starts with "/", and "~" is written only as ~0 or ~1)`, i)
+			return nil, nil, errors.New(`stdout: drift: must be a list of {"path": JSON pointer, "expected": …, "actual": …}`)
 		}
-		r.drift = append(r.drift, actions.DriftPath{Path: *d.Path, Expected: d.Expected, Actual: d.Actual})
-	}
-	if !actions.IsNull(w.Observed) {
-		if bytes.TrimSpace(w.Observed)[0] != '{' {
-			return errors.New("stdout: observed: must be a JSON object (the spec as found)")
+		if len(w) > maxDriftPaths {
+			return nil, nil, fmt.Errorf("stdout: drift: %d entries; at most %d", len(w), maxDriftPaths)
 		}
-		r.observed = w.Observed
+		for i, d := range w {
+			if d.Path == nil {
+				return nil, nil, fmt.Errorf("stdout: drift[%d]: path is required", i)
+			}
+			if jsonptr.Check(*d.Path) != nil {
+				return nil, nil, fmt.Errorf(`stdout: drift[%d].path: not a JSON pointer into the spec (it starts with "/", and "~" is written only as ~0 or ~1)`, i)
+			}
+			paths = append(paths, actions.DriftPath{Path: *d.Path, Expected: d.Expected, Actual: d.Actual})
+		}
 	}
-	return nil
+	var observed json.RawMessage
+	if !actions.IsNull(r.observed) {
+		if bytes.TrimSpace(r.observed)[0] != '{' {
+			return nil, nil, errors.New("stdout: observed: must be a JSON object (the spec as found)")
+		}
+		observed = r.observed
+	}
+	return paths, observed, nil
 }
 
 // wirePlan is the stdout document of a plan. Unknown fields are ignored, as in wireReply.

@@ -130,8 +130,16 @@ const (
 
 // Describe lists what drifted, one "PATH: expected E, found F" per path joined by "; "
 // (values as JSON, each cut to maxValue bytes; PATH alone when the action said neither), the
-// whole cut to maxMessage bytes. No paths: "" (the caller says what the action said).
-func Describe(paths []actions.DriftPath) string {
+// whole cut to maxMessage bytes. scrub (nil: none) removes secrets: it runs on each value
+// before that value is cut and on the list before the list is cut, since it matches only whole
+// secrets and a cut one would be left as its beginning. A path whose expected value holds a
+// secret (scrub changes it) is "PATH: differs (secret value)", without either value: what
+// was found there is likely a live credential too. No paths: "" (the caller says what the
+// action said).
+func Describe(paths []actions.DriftPath, scrub func(string) string) string {
+	if scrub == nil {
+		scrub = func(s string) string { return s }
+	}
 	var b strings.Builder
 	for i, p := range paths {
 		if i > 0 {
@@ -139,21 +147,31 @@ func Describe(paths []actions.DriftPath) string {
 		}
 		b.WriteString(p.Path)
 		if p.Expected != nil || p.Actual != nil {
-			fmt.Fprintf(&b, ": expected %s, found %s", value(p.Expected), value(p.Actual))
+			if e := jsonOf(p.Expected); scrub(e) != e {
+				b.WriteString(": differs (secret value)")
+			} else {
+				fmt.Fprintf(&b, ": expected %s, found %s", clip.Storable(e, maxValue), value(p.Actual, scrub))
+			}
 		}
 		if b.Len() > maxMessage {
 			break
 		}
 	}
-	return clip.Storable(b.String(), maxMessage)
+	return clip.Storable(scrub(b.String()), maxMessage)
 }
 
-func value(v any) string {
+// value is v as JSON, scrubbed, then cut to maxValue bytes.
+func value(v any, scrub func(string) string) string {
+	return clip.Storable(scrub(jsonOf(v)), maxValue)
+}
+
+// jsonOf is v as JSON (as %v when it does not encode).
+func jsonOf(v any) string {
 	j, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Sprintf("%v", v)
 	}
-	return clip.Storable(string(j), maxValue)
+	return string(j)
 }
 
 // Outcome is what a resync's drift comes to under a type's ignore pointers.
@@ -168,8 +186,13 @@ type Outcome struct {
 
 // Judge decides a drift: o is what Observe returned (not InSync), spec the spec the call
 // sent. Paths come from o.Drift, else from comparing o.Observed with spec; drift without
-// paths (neither given, or Observed found no difference to show) is never ignored.
-func Judge(o actions.Observation, spec json.RawMessage, ignore []string) Outcome {
+// paths (neither given, or Observed found no difference to show) is never ignored. scrub
+// (nil: none) removes the call's secrets from the message before it is cut (Describe); the
+// action's own message, returned whole, is the caller's to scrub.
+func Judge(o actions.Observation, spec json.RawMessage, ignore []string, scrub func(string) string) Outcome {
+	if scrub == nil {
+		scrub = func(s string) string { return s }
+	}
 	paths := o.Drift
 	if len(paths) == 0 && len(o.Observed) > 0 {
 		paths, _ = Compare(spec, o.Observed) // an Observed that does not decode says nothing
@@ -187,7 +210,7 @@ func Judge(o actions.Observation, spec json.RawMessage, ignore []string) Outcome
 		for i, p := range ignored {
 			names[i] = p.Path
 		}
-		return Outcome{Ignored: true, Message: clip.Storable(strings.Join(names, ", "), maxMessage)}
+		return Outcome{Ignored: true, Message: clip.Storable(scrub(strings.Join(names, ", ")), maxMessage)}
 	}
-	return Outcome{Message: Describe(kept)}
+	return Outcome{Message: Describe(kept, scrub)}
 }

@@ -3,6 +3,7 @@ package drift
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -113,11 +114,11 @@ func FuzzCompare(f *testing.F) {
 
 func TestDescribe(t *testing.T) {
 	t.Parallel()
-	got := Describe([]actions.DriftPath{{Path: "/tags", Expected: "a", Actual: "b"}, {Path: "/size"}, {Path: "/n", Expected: 1}})
+	got := Describe([]actions.DriftPath{{Path: "/tags", Expected: "a", Actual: "b"}, {Path: "/size"}, {Path: "/n", Expected: 1}}, nil)
 	if want := `/tags: expected "a", found "b"; /size; /n: expected 1, found null`; got != want {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
-	long := Describe([]actions.DriftPath{{Path: "/x", Expected: strings.Repeat("v", 1000), Actual: "w"}})
+	long := Describe([]actions.DriftPath{{Path: "/x", Expected: strings.Repeat("v", 1000), Actual: "w"}}, nil)
 	if len(long) > maxValue+40 || !strings.Contains(long, "…") {
 		t.Errorf("a long value is not cut: %d bytes", len(long))
 	}
@@ -125,9 +126,59 @@ func TestDescribe(t *testing.T) {
 	for i := range many {
 		many[i] = actions.DriftPath{Path: "/" + strings.Repeat("p", 50), Expected: "a", Actual: "b"}
 	}
-	if m := Describe(many); len(m) > maxMessage+len("…") {
+	if m := Describe(many, nil); len(m) > maxMessage+len("…") {
 		t.Errorf("message of %d bytes, bound %d", len(m), maxMessage)
 	}
+}
+
+// A secret longer than a value's bound, or straddling the message's, is scrubbed whole
+// before anything is cut: no beginning of it is left.
+func TestDescribeScrubsBeforeCutting(t *testing.T) {
+	t.Parallel()
+	secret := strings.Repeat("s3cr3t-", 43)[:300]
+	scrub := actions.Scrubber([]string{secret})
+	for _, tc := range []struct {
+		name  string
+		paths []actions.DriftPath
+		want  string
+	}{
+		{"expected", []actions.DriftPath{{Path: "/key", Expected: secret, Actual: "other"}}, "/key: differs (secret value)"},
+		{"found", []actions.DriftPath{{Path: "/key", Expected: "other", Actual: secret}}, `/key: expected "other", found "***"`},
+		{"inside a value", []actions.DriftPath{{Path: "/key", Expected: map[string]any{"a": "x " + secret}, Actual: nil}}, "/key: differs (secret value)"},
+		{"across the list", append(slices.Repeat([]actions.DriftPath{{Path: "/" + strings.Repeat("p", 100)}}, 39), actions.DriftPath{Path: "/" + secret}), "; /***"},
+	} {
+		m := Describe(tc.paths, scrub)
+		if run := secretRun(m, secret); run != "" {
+			t.Errorf("%s: %q holds %q of the secret", tc.name, m, run)
+		}
+		if !strings.Contains(m, tc.want) {
+			t.Errorf("%s: %q does not say %q", tc.name, m, tc.want)
+		}
+	}
+	// The value found where a secret is expected is left out too: it is likely one as well.
+	m := Describe([]actions.DriftPath{{Path: "/password", Expected: "hunter2", Actual: "live-credential"}, {Path: "/size", Expected: 1, Actual: 2}},
+		actions.Scrubber([]string{"hunter2"}))
+	if want := "/password: differs (secret value); /size: expected 1, found 2"; m != want {
+		t.Errorf("got %q\nwant %q", m, want)
+	}
+	o := actions.Observation{Observed: json.RawMessage(`{"key": "other"}`)}
+	if j := Judge(o, json.RawMessage(`{"key": "`+secret+`"}`), nil, scrub); secretRun(j.Message, secret) != "" {
+		t.Errorf("Judge: %q", j.Message)
+	}
+	ignored := append(slices.Repeat([]actions.DriftPath{{Path: "/t/" + strings.Repeat("p", 100)}}, 39), actions.DriftPath{Path: "/t/" + secret})
+	if j := Judge(actions.Observation{Drift: ignored}, nil, []string{"/t"}, scrub); !j.Ignored || secretRun(j.Message, secret) != "" {
+		t.Errorf("Judge, ignored: %+v", j)
+	}
+}
+
+// secretRun returns a 20-byte run of secret that s holds, else "".
+func secretRun(s, secret string) string {
+	for i := 0; i+20 <= len(secret); i++ {
+		if strings.Contains(s, secret[i:i+20]) {
+			return secret[i : i+20]
+		}
+	}
+	return ""
 }
 
 func TestJudge(t *testing.T) {
@@ -159,7 +210,7 @@ func TestJudge(t *testing.T) {
 		{"observed not JSON", actions.Observation{Observed: json.RawMessage(`{`)}, []string{"/tags"},
 			Outcome{Message: "drift detected"}},
 	} {
-		if got := Judge(tc.o, spec, tc.ignore); got != tc.want {
+		if got := Judge(tc.o, spec, tc.ignore, nil); got != tc.want {
 			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
 		}
 	}

@@ -22,14 +22,16 @@ const maxDriftMessage = 4 << 10
 // drift policy, for the call of spec: every path ignored is in sync (a.inSync, a.ignored);
 // detect and notify leave it in place (a.leave: nothing is applied, it returns true);
 // remediate (the default) corrects it as before. a.drift says what drifted: the paths not
-// ignored, or what the action said.
-func observedDrift(o actions.Observation, spec []byte, a *attempt) (leave bool) {
+// ignored, or what the action said. scrub removes the secrets the stored message must not
+// hold (the call's, those it took from other namespaces, the controller's) from the values
+// before drift.Judge cuts them: a secret is matched only whole.
+func observedDrift(o actions.Observation, spec []byte, scrub func(string) string, a *attempt) (leave bool) {
 	p := a.driftPolicy
 	var ignore []string
 	if p != nil {
 		ignore = p.Ignore
 	}
-	j := drift.Judge(o, spec, ignore)
+	j := drift.Judge(o, spec, ignore, scrub)
 	switch {
 	case j.Ignored:
 		a.inSync, a.ignored, a.drift = true, true, j.Message

@@ -215,8 +215,9 @@ func TestDriftIgnored(t *testing.T) {
 	}
 }
 
-// What drifted is told without the call's secrets: a revealed value compared with what the
-// action found is scrubbed from history, condition, event and notification.
+// What drifted is told without the call's secrets: where a revealed value is expected,
+// neither it nor what the action found there (likely a live credential too) is in history,
+// condition, event or notification.
 func TestDriftScrubbed(t *testing.T) {
 	t.Parallel()
 	f, act, _ := newDriftFixtureWith(t, "{mode: notify}", func(o *Options) {
@@ -233,9 +234,49 @@ func TestDriftScrubbed(t *testing.T) {
 		t.Fatalf("events %+v, notifications %q", evs, n)
 	}
 	for what, m := range map[string]string{"history": h.Message, "condition": c.Message, "event": evs[0].Message, "notification": n[0]} {
-		if strings.Contains(m, "hunter2") || !strings.Contains(m, `/password: expected "`) || !strings.Contains(m, `found "found-other"`) {
+		if strings.Contains(m, "hunter2") || strings.Contains(m, "found-other") || !strings.Contains(m, "/password: differs (secret value)") {
 			t.Errorf("%s: %q", what, m)
 		}
+	}
+}
+
+// A revealed secret longer than a drift value's bound is scrubbed before the value is cut:
+// no beginning of it is left in history, condition, events or notification, whether the
+// drift is left (notify) or corrected (remediate, told by the paths).
+func TestDriftScrubbedLong(t *testing.T) {
+	t.Parallel()
+	secret := strings.Repeat("0123456789abcdef", 19)[:300]
+	for _, policy := range []string{"{mode: notify}", "{}"} {
+		t.Run(policy, func(t *testing.T) {
+			t.Parallel()
+			f, act, _ := newDriftFixtureWith(t, policy, func(o *Options) {
+				o.Reveal = func(_ context.Context, c store.Claimed) (json.RawMessage, []string, error) {
+					return json.RawMessage(`{"size": 1, "key": "` + secret + `"}`), []string{secret}, nil
+				}
+			})
+			act.set(actions.Observation{Observed: json.RawMessage(`{"size": 1, "key": "other"}`)})
+			h := f.resync()
+			told := map[string]string{"history": h.Message, "condition": f.drifted().Message, "message": f.get("db").Status.Message}
+			for i, e := range f.events(status.ReasonDriftDetected) {
+				told[fmt.Sprint("event ", i)] = e.Message
+			}
+			n := f.notifications("Drifted")
+			if len(n) != 1 {
+				t.Fatalf("notifications %q", n)
+			}
+			told["notification"] = n[0]
+			if !strings.Contains(h.Message, "/key") {
+				t.Errorf("history %q does not name /key", h.Message)
+			}
+			for what, m := range told {
+				for i := 0; i+20 <= len(secret); i++ {
+					if strings.Contains(m, secret[i:i+20]) {
+						t.Errorf("%s: %q holds %q of the secret", what, m, secret[i:i+20])
+						break
+					}
+				}
+			}
+		})
 	}
 }
 
@@ -268,7 +309,7 @@ func TestObservedDrift(t *testing.T) {
 			actions.Observation{Message: "etag differs"}, true, false, false, "etag differs"},
 	} {
 		a := attempt{driftPolicy: tc.policy}
-		leave := observedDrift(tc.o, spec, &a)
+		leave := observedDrift(tc.o, spec, nil, &a)
 		if leave != tc.leave || a.leave != tc.leave || a.inSync != tc.inSync || a.ignored != tc.ignored || a.drift != tc.drift {
 			t.Errorf("%s: leave %v/%v inSync %v ignored %v drift %q; want %v %v %v %q", tc.name, leave, a.leave, a.inSync, a.ignored, a.drift,
 				tc.leave, tc.inSync, tc.ignored, tc.drift)

@@ -330,7 +330,9 @@ func (r *Reconciler) call(ctx context.Context, act actions.Action, name string, 
 			case o.InSync:
 				a.inSync = true
 			default:
-				if observedDrift(o, req.Resource.Spec, a) {
+				// The paths' values are scrubbed as the attempt's messages are (scrubAttempt,
+				// scrubMessages), as one set.
+				if observedDrift(o, req.Resource.Spec, r.opts.Redact.KeptWith(slices.Concat(req.Secrets, foreign)), a) {
 					return
 				}
 			}
