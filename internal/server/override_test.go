@@ -1,0 +1,117 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/auth"
+	"github.com/trueup-dev/trueup/internal/changewindow"
+	"github.com/trueup-dev/trueup/internal/policy"
+	"github.com/trueup-dev/trueup/internal/redact"
+	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
+)
+
+// openWindows is a set whose deny windows are always open: freeze (beta, operators may
+// override) and lockdown (q002, operators may not).
+func openWindows(t *testing.T) *changewindow.Set {
+	t.Helper()
+	set, err := changewindow.Compile([]changewindow.Window{
+		{Name: "freeze", Kind: changewindow.Deny, Schedule: "* * * * *", Duration: 2 * time.Minute,
+			Match: policy.Match{Namespaces: []string{"beta"}}, AllowOperators: true},
+		{Name: "lockdown", Kind: changewindow.Deny, Schedule: "* * * * *", Duration: 2 * time.Minute,
+			Match: policy.Match{Selector: "idx=2"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+// setupWindows is setupAuth with the windows of openWindows in force.
+func setupWindows(t *testing.T, n int) (*httptest.Server, *store.Store) {
+	t.Helper()
+	_, st := setup(t, n)
+	set := openWindows(t)
+	srv := httptest.NewServer(New(st, Options{Replica: "test", Authenticate: func(r *http.Request) (auth.Identity, error) {
+		id, ok := identities[r.Header.Get("X-Test-Identity")]
+		if !ok {
+			return auth.Identity{}, errors.New("unknown test identity")
+		}
+		return id, nil
+	}, Redact: redact.New(knownSecret), Windows: func() *changewindow.Set { return set }},
+		slog.New(slog.NewTextHandler(io.Discard, nil))).Handler())
+	t.Cleanup(srv.Close)
+	return srv, st
+}
+
+func TestReconcileOverrideWindow(t *testing.T) {
+	t.Parallel()
+	srv, st := setupWindows(t, 3) // q000, q002 in alpha; q001 in beta
+	ctx := context.Background()
+	u := func(ns, name string) string { return srv.URL + "/api/v1/resources/" + ns + "/queue/" + name + "/reconcile" }
+	for _, tc := range []struct{ name, url, body string }{
+		{"no reason", u("beta", "q001"), `{"overrideWindow": true}`},
+		{"blank reason", u("beta", "q001"), `{"overrideWindow": true, "reason": "  "}`},
+		{"unknown field", u("beta", "q001"), `{"override": true}`},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, tc.url, strings.NewReader(tc.body))
+		req.Header.Set("X-Test-Identity", "admin")
+		code, b := send(t, req)
+		if code != http.StatusBadRequest {
+			t.Errorf("%s: %d, want 400", tc.name, code)
+		}
+		if tc.name != "unknown field" && !strings.Contains(string(b), "reason") {
+			t.Errorf("%s: %s does not name reason", tc.name, b)
+		}
+	}
+	// lockdown does not allow operators: 409 naming it, nothing recorded.
+	req, _ := http.NewRequest(http.MethodPost, u("alpha", "q002"), strings.NewReader(`{"overrideWindow": true, "reason": "hotfix"}`))
+	req.Header.Set("X-Test-Identity", "operator-alpha")
+	code, b := send(t, req)
+	if code != http.StatusConflict || !strings.Contains(string(b), "change window lockdown does not allow operators to override it") {
+		t.Errorf("override of lockdown = %d %s, want 409 naming lockdown", code, b)
+	}
+	// freeze allows operators: 202, recorded with actor and reason (scrubbed).
+	var out wire.Command
+	if code := post(t, u("beta", "q001"), "admin", `{"overrideWindow": true, "reason": "INC-42 `+knownSecret+`"}`, &out); code != http.StatusAccepted {
+		t.Fatalf("override of freeze = %d", code)
+	}
+	if !out.OverrideWindow || !strings.HasPrefix(out.Reason, "INC-42") {
+		t.Errorf("answer = %+v", out)
+	}
+	// No window holds q000: the override is recorded all the same.
+	if code := post(t, u("alpha", "q000"), "operator-alpha", `{"overrideWindow": true, "reason": "early"}`, nil); code != http.StatusAccepted {
+		t.Errorf("override without a holding window = %d, want 202", code)
+	}
+	evs, err := st.ListEvents(ctx, store.Everything, store.EventFilter{Namespace: "beta", Kind: "Queue", Name: "q001"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) == 0 || evs[0].Reason != store.ReasonWindowOverride || evs[0].Message != "change windows overridden by token:root: INC-42 ***" {
+		t.Errorf("newest event = %+v, want WindowOverridden by token:root", evs)
+	}
+	cl, err := st.Claim(ctx, "r1", 10, 30e9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*store.WindowOverride{}
+	for _, c := range cl {
+		got[c.Name] = c.WindowOverride
+	}
+	if o := got["q001"]; o == nil || o.Actor != "token:root" || o.Reason != "INC-42 ***" || o.At.IsZero() {
+		b, _ := json.Marshal(o)
+		t.Errorf("q001 claimed with override %s", b)
+	}
+	if got["q002"] != nil {
+		t.Errorf("q002 claimed with an override after a refusal: %+v", got["q002"])
+	}
+}
