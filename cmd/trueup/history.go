@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"github.com/trueup-dev/trueup/internal/apiclient"
 	"github.com/trueup-dev/trueup/internal/cli"
 )
 
@@ -21,17 +22,7 @@ case-insensitive; the namespace is "default" unless -n says otherwise.`,
   trueup history bucket/build-cache -o json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			kind, name, err := parseObjectRef(args[0])
-			if err != nil {
-				return err
-			}
-			if err := cli.CheckOutput(output, cli.OutTable, cli.OutJSON, cli.OutYAML); err != nil {
-				return err
-			}
-			if err := checkLimit(limit); err != nil {
-				return err
-			}
-			c, err := api.client()
+			c, kind, name, err := api.forListing(args[0], output, limit)
 			if err != nil {
 				return err
 			}
@@ -42,6 +33,23 @@ case-insensitive; the namespace is "default" unless -n says otherwise.`,
 	cmd.Flags().StringVarP(&output, "output", "o", cli.OutTable, "output format: table, json or yaml")
 	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many attempts (1 to 1000)")
 	return cmd
+}
+
+// forListing checks the arguments of a command that lists a resource's records (KIND/NAME,
+// -o, --limit) and returns the API client, the kind and the name.
+func (o *apiOptions) forListing(ref, output string, limit int) (*apiclient.Client, string, string, error) {
+	kind, name, err := parseObjectRef(ref)
+	if err != nil {
+		return nil, "", "", err
+	}
+	if err := cli.CheckOutput(output, cli.OutTable, cli.OutJSON, cli.OutYAML); err != nil {
+		return nil, "", "", err
+	}
+	if err := checkLimit(limit); err != nil {
+		return nil, "", "", err
+	}
+	c, err := o.client()
+	return c, kind, name, err
 }
 
 // checkLimit refuses a --limit the API does not serve.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -20,14 +21,17 @@ import (
 	"github.com/trueup-dev/trueup/internal/wire"
 )
 
-// openWindows is a set whose deny windows are always open: freeze (beta, operators may
+// openWindows is a set whose deny windows are open now: freeze (beta, operators may
 // override) and lockdown (q002, operators may not).
 func openWindows(t *testing.T) *changewindow.Set {
 	t.Helper()
+	// Each opened a minute ago (a yearly schedule) for two hours.
+	at := time.Now().UTC().Add(-time.Minute)
+	yearly := fmt.Sprintf("%d %d %d %d *", at.Minute(), at.Hour(), at.Day(), int(at.Month()))
 	set, err := changewindow.Compile([]changewindow.Window{
-		{Name: "freeze", Kind: changewindow.Deny, Schedule: "* * * * *", Duration: 2 * time.Minute,
+		{Name: "freeze", Kind: changewindow.Deny, Schedule: yearly, Duration: 2 * time.Hour,
 			Match: policy.Match{Namespaces: []string{"beta"}}, AllowOperators: true},
-		{Name: "lockdown", Kind: changewindow.Deny, Schedule: "* * * * *", Duration: 2 * time.Minute,
+		{Name: "lockdown", Kind: changewindow.Deny, Schedule: yearly, Duration: 2 * time.Hour,
 			Match: policy.Match{Selector: "idx=2"}},
 	})
 	if err != nil {
@@ -57,7 +61,9 @@ func TestReconcileOverrideWindow(t *testing.T) {
 	t.Parallel()
 	srv, st := setupWindows(t, 3) // q000, q002 in alpha; q001 in beta
 	ctx := context.Background()
-	u := func(ns, name string) string { return srv.URL + "/api/v1/resources/" + ns + "/queue/" + name + "/reconcile" }
+	u := func(ns, name string) string {
+		return srv.URL + "/api/v1/resources/" + ns + "/queue/" + name + "/reconcile"
+	}
 	for _, tc := range []struct{ name, url, body string }{
 		{"no reason", u("beta", "q001"), `{"overrideWindow": true}`},
 		{"blank reason", u("beta", "q001"), `{"overrideWindow": true, "reason": "  "}`},
@@ -113,5 +119,47 @@ func TestReconcileOverrideWindow(t *testing.T) {
 	}
 	if got["q002"] != nil {
 		t.Errorf("q002 claimed with an override after a refusal: %+v", got["q002"])
+	}
+}
+
+func TestResourceTimeline(t *testing.T) {
+	t.Parallel()
+	srv, _ := setupWindows(t, 3)
+	get := func(as, path string) (int, wire.Timeline) {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		req.Header.Set("X-Test-Identity", as)
+		code, b := send(t, req)
+		var tl wire.Timeline
+		if code == http.StatusOK {
+			if err := json.Unmarshal(b, &tl); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return code, tl
+	}
+	if code := post(t, srv.URL+"/api/v1/resources/beta/queue/q001/reconcile", "admin", `{"overrideWindow": true, "reason": "INC-42"}`, nil); code != http.StatusAccepted {
+		t.Fatalf("override = %d", code)
+	}
+	code, tl := get("viewer-all", "/api/v1/resources/beta/QUEUE/q001/timeline")
+	if code != http.StatusOK {
+		t.Fatalf("timeline = %d", code)
+	}
+	if tl.Resource.Kind != "Queue" || len(tl.Blocking) == 0 || tl.Blocking[0].Reason != "Window" || tl.Blocking[0].Until == nil ||
+		!strings.Contains(tl.Blocking[0].Message, "change window freeze (deny) holds changes until ") {
+		t.Errorf("blocking = %+v, want the freeze first", tl.Blocking)
+	}
+	var kinds []string
+	for _, e := range tl.Entries {
+		kinds = append(kinds, e.Kind+" "+e.Reason)
+	}
+	if got := strings.Join(kinds, ", "); got != "commit Created, operator ManualReconcile, operator WindowOverridden" {
+		t.Errorf("entries = %s", got)
+	}
+	// q000 is held by no window; a namespace the caller does not see is not found.
+	if code, tl := get("viewer-alpha", "/api/v1/resources/alpha/queue/q000/timeline"); code != http.StatusOK || len(tl.Blocking) != 0 {
+		t.Errorf("q000: %d %+v, want no blocking reason", code, tl.Blocking)
+	}
+	if code, _ := get("viewer-alpha", "/api/v1/resources/beta/queue/q001/timeline"); code != http.StatusNotFound {
+		t.Errorf("unseen namespace = %d, want 404", code)
 	}
 }
