@@ -210,10 +210,7 @@ func reconcileBody(r *http.Request) (reconcileRequest, error) {
 // reports a window holding it that does not allow operators to override it (msg says
 // which). A resource that does not exist gives msg with held false.
 func (s *Server) windowRefusesOperators(r *http.Request, ns, kind, name string, now time.Time) (msg string, held bool) {
-	if s.opts.Windows == nil {
-		return "", false
-	}
-	set := s.opts.Windows()
+	set := s.windows()
 	if set.Len() == 0 {
 		return "", false
 	}

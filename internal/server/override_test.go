@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -161,5 +162,61 @@ func TestResourceTimeline(t *testing.T) {
 	}
 	if code, _ := get("viewer-alpha", "/api/v1/resources/beta/queue/q001/timeline"); code != http.StatusNotFound {
 		t.Errorf("unseen namespace = %d, want 404", code)
+	}
+}
+
+func TestDashboardWindowOverride(t *testing.T) {
+	t.Parallel()
+	srv, st := setupWindows(t, 3)
+	ctx := context.Background()
+	c := formClient(t)
+	// q001 (freeze) and q002 (lockdown) wait as the reconciler leaves a held change.
+	if _, err := st.Pool().Exec(ctx, `UPDATE resources SET conditions = jsonb_build_array(jsonb_build_object('type', 'Reconciling',
+		'status', 'True', 'reason', 'WindowClosed', 'message', 'change window ' || CASE namespace WHEN 'beta' THEN 'freeze' ELSE 'lockdown' END
+		  || ' (deny) holds changes', 'lastTransitionTime', now())) WHERE name IN ('q001', 'q002')`); err != nil {
+		t.Fatal(err)
+	}
+	page := srv.URL + "/resources/beta/Queue/q001"
+	const button = `href="/resources/beta/Queue/q001/confirm/override"`
+	if code, body := getAs(t, c, page, "viewer-all"); code != 200 || !strings.Contains(body, "change window freeze (deny) holds changes") ||
+		strings.Contains(body, button) || !strings.Contains(body, `id="why"`) || !strings.Contains(body, "<strong>Window</strong>") {
+		t.Errorf("viewer's page: %d, window shown %v, override offered %v, why %v", code, strings.Contains(body, "freeze"),
+			strings.Contains(body, button), strings.Contains(body, "<strong>Window</strong>"))
+	}
+	if _, body := getAs(t, c, page, "admin"); !strings.Contains(body, button) {
+		t.Error("admin is not offered the override of freeze")
+	}
+	if _, body := getAs(t, c, srv.URL+"/resources/alpha/Queue/q002", "operator-alpha"); !strings.Contains(body, "lockdown") || strings.Contains(body, "/confirm/override") {
+		t.Error("lockdown, which does not allow operators, is offered to override (or not shown)")
+	}
+	code, body := getAs(t, c, page+"/confirm/override", "admin")
+	m := csrfField.FindStringSubmatch(body)
+	if code != 200 || m == nil || !strings.Contains(body, `name="reason"`) {
+		t.Fatalf("confirmation page: %d, token %v", code, m != nil)
+	}
+	submit := func(u, as, reason string) int {
+		t.Helper()
+		form := url.Values{"csrf": {m[1]}, "reason": {reason}}
+		req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", srv.URL)
+		code, _ := doAs(t, c, req, as)
+		return code
+	}
+	if code := submit(page+"/override", "admin", " "); code != http.StatusBadRequest {
+		t.Errorf("override without a reason: %d, want 400", code)
+	}
+	if code := submit(srv.URL+"/resources/alpha/Queue/q002/override", "admin", "please"); code != http.StatusConflict {
+		t.Errorf("override of lockdown: %d, want 409", code)
+	}
+	if code := submit(page+"/override", "admin", "INC-42"); code != http.StatusSeeOther {
+		t.Fatalf("override: %d, want 303", code)
+	}
+	evs, err := st.ListEvents(ctx, store.Everything, store.EventFilter{Namespace: "beta", Kind: "Queue", Name: "q001"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) == 0 || evs[0].Message != "change windows overridden by token:root: INC-42" {
+		t.Errorf("events = %+v, want WindowOverridden by token:root", evs)
 	}
 }

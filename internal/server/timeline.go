@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/trueup-dev/trueup/internal/changewindow"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/why"
 	"github.com/trueup-dev/trueup/internal/wire"
@@ -28,10 +27,7 @@ func (s *Server) resourceTimeline(w http.ResponseWriter, r *http.Request) {
 
 // blocking decides what holds the resource of tl back at now.
 func (s *Server) blocking(tl *store.Timeline, now time.Time) []why.Blocker {
-	var set *changewindow.Set
-	if s.opts.Windows != nil {
-		set = s.opts.Windows()
-	}
+	set := s.windows()
 	res := tl.Resource
 	in := why.Input{Now: now, Suspended: tl.Suspended, Conditions: res.Status.Conditions, RunAt: tl.RunAt, Attempt: tl.Attempt,
 		Window: set.Check(windowResource(res), now), Source: res.Source.Name, SourceSuspended: tl.SourceSuspended}
