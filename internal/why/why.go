@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/changewindow"
+	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/status"
 )
 
@@ -138,7 +139,7 @@ func Blocking(in Input) []Blocker {
 		out = append(out, Blocker{Reason: SourceSuspended, Message: "source " + in.Source + " is suspended: no revision is applied"})
 	}
 	if in.Pin != nil {
-		msg := "source " + in.Source + " is pinned at " + short(in.Pin.Revision) + " by " + in.Pin.Actor
+		msg := "source " + in.Source + " is pinned at " + clip.Rev(in.Pin.Revision) + " by " + in.Pin.Actor
 		if in.Pin.Reason != "" {
 			msg += ": " + in.Pin.Reason
 		}
@@ -156,11 +157,4 @@ func Blocking(in Input) []Blocker {
 		return cmp.Compare(b.Until.UnixNano(), a.Until.UnixNano())
 	})
 	return out
-}
-
-func short(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
 }
