@@ -254,7 +254,11 @@ func (s *Server) operateForm(w http.ResponseWriter, r *http.Request) {
 			s.errorPage(w, r, http.StatusBadRequest, "Reason required", "Say why the change window is overridden: the reason is kept in the resource's events and history.")
 			return
 		}
-		if msg, held := s.windowRefusesOperators(r, c.NS, c.Kind, c.Name, time.Now()); held {
+		msg, werr := s.windowRefusesOperators(r, c.NS, c.Kind, c.Name, time.Now())
+		if s.pageFailed(w, r, werr) {
+			return
+		}
+		if msg != "" {
 			s.errorPage(w, r, http.StatusConflict, "Not allowed", msg+".")
 			return
 		}

@@ -153,11 +153,12 @@ func (s *Server) reconcileResource(w http.ResponseWriter, r *http.Request) {
 	at := time.Now().UTC()
 	var ref store.ResourceRef
 	if body.OverrideWindow {
-		if msg, held := s.windowRefusesOperators(r, ns, kind, name, at); held {
-			writeError(w, http.StatusConflict, msg)
+		msg, werr := s.windowRefusesOperators(r, ns, kind, name, at)
+		if s.fail(w, werr) {
 			return
-		} else if msg != "" {
-			writeError(w, http.StatusNotFound, msg)
+		}
+		if msg != "" {
+			writeError(w, http.StatusConflict, msg)
 			return
 		}
 		// An operator may paste an error that quotes a secret: the reason is kept for good.
@@ -206,23 +207,21 @@ func reconcileBody(r *http.Request) (reconcileRequest, error) {
 	return body, nil
 }
 
-// windowRefusesOperators checks the change windows in force for the resource at now: held
-// reports a window holding it that does not allow operators to override it (msg says
-// which). A resource that does not exist gives msg with held false.
-func (s *Server) windowRefusesOperators(r *http.Request, ns, kind, name string, now time.Time) (msg string, held bool) {
+// windowRefusesOperators checks the change windows in force for the resource at now: msg
+// names a window holding it that does not allow operators to override it ("": none does).
+func (s *Server) windowRefusesOperators(r *http.Request, ns, kind, name string, now time.Time) (msg string, err error) {
 	set := s.windows()
 	if set.Len() == 0 {
-		return "", false
+		return "", nil
 	}
 	res, err := s.store.GetResource(r.Context(), ns, kind, name)
 	if err != nil {
-		return "resource " + ns + "/" + kind + "/" + name + ": " + store.ErrNotFound.Error(), false
+		return "", err
 	}
-	v := set.Check(windowResource(res), now)
-	if v.Closed && !v.AllowOperators {
-		return "change window " + v.Window + " does not allow operators to override it", true
+	if v := set.Check(windowResource(res), now); v.Closed && !v.AllowOperators {
+		return "change window " + v.Window + " does not allow operators to override it", nil
 	}
-	return "", false
+	return "", nil
 }
 
 // windowResource is what the change windows select a resource by.

@@ -95,6 +95,16 @@ func TestReconcileOverrideWindow(t *testing.T) {
 	if !out.OverrideWindow || !strings.HasPrefix(out.Reason, "INC-42") {
 		t.Errorf("answer = %+v", out)
 	}
+	// A suspended resource is refused as a plain reconcile is.
+	if code := post(t, srv.URL+"/api/v1/resources/alpha/queue/q000/suspend", "admin", "", nil); code != http.StatusOK {
+		t.Fatalf("suspend = %d", code)
+	}
+	if code := post(t, u("alpha", "q000"), "operator-alpha", `{"overrideWindow": true, "reason": "early"}`, nil); code != http.StatusConflict {
+		t.Errorf("override of a suspended resource = %d, want 409", code)
+	}
+	if code := post(t, srv.URL+"/api/v1/resources/alpha/queue/q000/resume", "admin", "", nil); code != http.StatusOK {
+		t.Fatalf("resume = %d", code)
+	}
 	// No window holds q000: the override is recorded all the same.
 	if code := post(t, u("alpha", "q000"), "operator-alpha", `{"overrideWindow": true, "reason": "early"}`, nil); code != http.StatusAccepted {
 		t.Errorf("override without a holding window = %d, want 202", code)
