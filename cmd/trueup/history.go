@@ -22,11 +22,7 @@ case-insensitive; the namespace is "default" unless -n says otherwise.`,
   trueup history bucket/build-cache -o json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			kind, name, err := parseObjectRef(args[0])
-			if err != nil {
-				return err
-			}
-			c, err := api.listClient(output, limit)
+			c, kind, name, err := api.forListing(args[0], output, limit)
 			if err != nil {
 				return err
 			}
@@ -49,6 +45,17 @@ func (api *apiOptions) listClient(output string, limit int) (*apiclient.Client, 
 		return nil, err
 	}
 	return api.client()
+}
+
+// forListing checks the arguments of a command that lists a resource's records (KIND/NAME,
+// -o, --limit) and returns the API client, the kind and the name.
+func (api *apiOptions) forListing(ref, output string, limit int) (*apiclient.Client, string, string, error) {
+	kind, name, err := parseObjectRef(ref)
+	if err != nil {
+		return nil, "", "", err
+	}
+	c, err := api.listClient(output, limit)
+	return c, kind, name, err
 }
 
 // checkLimit refuses a --limit the API does not serve.

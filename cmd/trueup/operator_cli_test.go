@@ -63,6 +63,17 @@ func TestReconcileCLI(t *testing.T) {
 	if _, _, err := a.run(t, "reconcile", "Bucket/nope", "-n", "production"); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("reconcile of a missing resource: %v", err)
 	}
+	// --override-window needs a reason; the answer and the events say who and why.
+	if _, _, err := a.run(t, "reconcile", "Bucket/invoices", "-n", "production", "--override-window"); err == nil || !strings.Contains(err.Error(), "--reason is required") {
+		t.Errorf("--override-window without --reason: %v", err)
+	}
+	out, _, err = a.run(t, "reconcile", "Bucket/invoices", "-n", "production", "--override-window", "--reason", "hotfix INC-42")
+	if err != nil || out != "reconcile of Bucket/invoices in namespace production requested by anonymous, overriding the change windows\n" {
+		t.Errorf("reconcile --override-window: err %v stdout %q", err, out)
+	}
+	if out, _, err := a.run(t, "events", "-n", "production"); err != nil || !strings.Contains(out, "change windows overridden by anonymous: hotfix INC-42") {
+		t.Errorf("events show no override: err %v\n%s", err, out)
+	}
 }
 
 func TestSuspendCLI(t *testing.T) {

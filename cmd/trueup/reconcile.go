@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -18,7 +19,8 @@ const pollEvery = 300 * time.Millisecond
 
 func newReconcileCmd(api *apiOptions) *cobra.Command {
 	var namespace string
-	var wait bool
+	var wait, override bool
+	var reason string
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "reconcile KIND/NAME",
@@ -28,12 +30,23 @@ failing resource, and a Stalled resource runs too. The attempt is recorded in hi
 trigger "manual" and your identity. A suspended resource is refused (resume it first).
 Needs the operator role in the resource's namespace.
 
+With --override-window, the attempt proceeds although a change window holds the resource,
+when that window allows operators (refused otherwise); --reason is required, and the actor
+and reason are kept in the resource's events and history.
+
 With --wait, waits for the attempt to finish and prints its result; the exit status is 1
 when it failed.`,
 		Example: `  trueup reconcile DatabaseCluster/orders-pg -n production
-  trueup reconcile bucket/build-cache --wait`,
+  trueup reconcile bucket/build-cache --wait
+  trueup reconcile DatabaseCluster/orders-pg -n production --override-window --reason "hotfix INC-42"`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if override && reason == "" {
+				return errors.New("--reason is required with --override-window: it is recorded in the resource's events and history")
+			}
+			if reason != "" && !override {
+				return errors.New("--reason goes with --override-window")
+			}
 			c, kind, name, err := api.forResource(args[0])
 			if err != nil {
 				return err
@@ -45,14 +58,22 @@ when it failed.`,
 					return err
 				}
 			}
+			var body any
+			if override {
+				body = map[string]any{"overrideWindow": true, "reason": reason}
+			}
 			var ans wire.Command
-			if err := c.Post(ctx, apiclient.ResourcePath(namespace, kind, name)+"/reconcile", nil, nil, &ans); err != nil {
+			if err := c.Post(ctx, apiclient.ResourcePath(namespace, kind, name)+"/reconcile", nil, body, &ans); err != nil {
 				return err
 			}
 			if len(ans.Resources) == 1 {
 				kind = ans.Resources[0].Kind
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "reconcile of %s/%s in namespace %s requested by %s\n", kind, name, namespace, ans.Actor)
+			note := ""
+			if ans.OverrideWindow {
+				note = ", overriding the change windows"
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "reconcile of %s/%s in namespace %s requested by %s%s\n", kind, name, namespace, ans.Actor, note)
 			if !wait {
 				return nil
 			}
@@ -61,6 +82,8 @@ when it failed.`,
 	}
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "default", "the resource's namespace")
 	cmd.Flags().BoolVar(&wait, "wait", false, "wait for the attempt to finish and print its result (exit 1 when it failed)")
+	cmd.Flags().BoolVar(&override, "override-window", false, "apply although a change window holds the resource (needs --reason)")
+	cmd.Flags().StringVar(&reason, "reason", "", "with --override-window: why (kept in the resource's events and history)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "with --wait: give up after this long")
 	return cmd
 }

@@ -41,7 +41,7 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&api.token, "token", "",
 		"bearer token for the API (env TRUEUP_TOKEN, or token: in ~/.config/trueup/config.yaml)")
 	root.AddCommand(newServeCmd(), newValidateCmd(), newConfigCmd(), newMigrateCmd(), newVersionCmd(), newTokenCmd(),
-		newGetCmd(api), newDescribeCmd(api), newHistoryCmd(api), newEventsCmd(api), newDiffCmd(api),
+		newGetCmd(api), newDescribeCmd(api), newHistoryCmd(api), newWhyCmd(api), newEventsCmd(api), newDiffCmd(api),
 		newReconcileCmd(api), newSyncCmd(api), newSuspendCmd(api), newResumeCmd(api), newDeleteCmd(api), newGraphCmd(api), newPreviewCmd(api),
 		newApprovalsCmd(api), newVoteCmd(api, true), newVoteCmd(api, false), newHealthcheckCmd())
 	root.AddCommand(newSourceCmd(api))

@@ -94,7 +94,7 @@ func commandOf(r *http.Request) (command, bool) {
 	}
 	c.NS, c.Kind = r.PathValue("namespace"), r.PathValue("kind")
 	c.Base = resourcePath(c.NS, c.Kind, c.Name)
-	return c, c.Action == "reconcile" || c.Action == "suspend" || c.Action == "resume" || c.vote()
+	return c, c.Action == "reconcile" || c.Action == "override" || c.Action == "suspend" || c.Action == "resume" || c.vote()
 }
 
 // vote reports whether c is an approval or a rejection: the right to it is the waiting
@@ -110,6 +110,8 @@ func (c command) Title() string {
 	switch c.Action {
 	case "reconcile":
 		return "Reconcile " + what + " now?"
+	case "override":
+		return "Apply " + what + " now, overriding the change window?"
 	case "sync":
 		return "Sync " + what + " now?"
 	}
@@ -121,6 +123,8 @@ func (c command) Explain() string {
 	switch {
 	case c.Action == "reconcile":
 		return "The action is called at once, skipping any backoff (a Stalled resource runs too). History records the attempt as trigger manual with your name."
+	case c.Action == "override":
+		return "The action is called at once although a change window holds the resource; the override serves that one call. Your name and the reason are kept in the resource's events and history."
 	case c.Action == "sync":
 		return "The replica holding the source's lease reads its head now and applies it unless it is the revision applied already."
 	case c.Action == "pin":
@@ -266,6 +270,20 @@ func (s *Server) operateForm(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case c.Action == "reconcile":
 		_, err = s.store.RequestReconcile(r.Context(), c.NS, c.Kind, c.Name, actor)
+	case c.Action == "override":
+		if reason == "" {
+			s.errorPage(w, r, http.StatusBadRequest, "Reason required", "Say why the change window is overridden: the reason is kept in the resource's events and history.")
+			return
+		}
+		msg, werr := s.windowRefusesOperators(r, c.NS, c.Kind, c.Name, time.Now())
+		if s.pageFailed(w, r, werr) {
+			return
+		}
+		if msg != "" {
+			s.errorPage(w, r, http.StatusConflict, "Not allowed", msg+".")
+			return
+		}
+		_, err = s.store.RequestReconcileOverride(r.Context(), c.NS, c.Kind, c.Name, actor, s.opts.Redact.Scrub(reason))
 	case c.Action == "sync":
 		err = s.store.RequestSync(r.Context(), c.Name, actor)
 	case c.Action == "pin":

@@ -13,6 +13,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/plural"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/why"
 )
 
 // The dashboard's pages: each handler reads what it shows with a few bounded queries and
@@ -409,6 +410,11 @@ type resourceData struct {
 	// retry now (the API gives no time while a lease is held).
 	NextRetry    *time.Time
 	RetryRunning bool
+	// Window is the change window holding the resource's change (nil: none); Why what holds
+	// it back and Timeline what happened to it (dashboard_why.go).
+	Window   *windowView
+	Why      []why.Blocker
+	Timeline []store.TimelineEntry
 }
 
 const historyLimit = 50
@@ -476,6 +482,9 @@ func (s *Server) resourcePage(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Deps = makeNeighbours(n, sc)
 		if d.Approval, err = s.resourceApproval(ctx, identity(r), res, n, sc); s.pageFailed(w, r, err) {
+			return
+		}
+		if s.pageFailed(w, r, s.resourceWhy(ctx, &d)) {
 			return
 		}
 	} else if len(hist) > 0 {

@@ -464,6 +464,8 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 		{"GET", res + "/history", 200},
 		{"GET", "/api/v1/resources/alpha/Queue/q002/history?limit=5", 200},
 		{"GET", "/api/v1/resources/alpha/Queue/nope/history", 404},
+		{"GET", res + "/timeline", 200},
+		{"GET", "/api/v1/resources/alpha/Queue/nope/timeline?limit=5", 404},
 		{"GET", res + "/events", 200},
 		{"GET", "/api/v1/events", 200},
 		{"GET", "/api/v1/events?source=main&kind=queue&limit=5", 200},
@@ -525,7 +527,7 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 	dhs := httptest.NewServer(dead.Handler())
 	t.Cleanup(func() { dead.Stop(); dhs.Close() })
 	for _, p := range []string{"/readyz", "/api/v1/sources", "/api/v1/sources/main", "/api/v1/resourcetypes", "/api/v1/resourcetypes/queue",
-		"/api/v1/resources", res, res + "/history", res + "/events", "/api/v1/events", "/api/v1/graph", "/api/v1/replicas", "/api/v1/watch",
+		"/api/v1/resources", res, res + "/history", res + "/timeline", res + "/events", "/api/v1/events", "/api/v1/graph", "/api/v1/replicas", "/api/v1/watch",
 		"/", "/resources", "/resources/alpha/Queue/q000", "/sources", "/sources/main",
 		"/api/v1/sources/main/previews", "/api/v1/sources/main/previews/7", "/sources/main/previews/7", "/notifications",
 		"/api/v1/sources/main/revisions"} {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/auth"
+	"github.com/trueup-dev/trueup/internal/policy"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/wire"
 )
@@ -145,9 +146,28 @@ func (s *Server) reconcileResource(w http.ResponseWriter, r *http.Request) {
 	if !mayOperate(w, r, ns, "resource "+ns+"/"+kind+"/"+name) {
 		return
 	}
+	body, err := reconcileBody(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	actor := identity(r).Actor()
 	at := time.Now().UTC()
-	ref, err := s.store.RequestReconcile(r.Context(), ns, kind, name, actor)
+	var ref store.ResourceRef
+	if body.OverrideWindow {
+		msg, werr := s.windowRefusesOperators(r, ns, kind, name, at)
+		if s.fail(w, werr) {
+			return
+		}
+		if msg != "" {
+			writeError(w, http.StatusConflict, msg)
+			return
+		}
+		// An operator may paste an error that quotes a secret: the reason is kept for good.
+		ref, err = s.store.RequestReconcileOverride(r.Context(), ns, kind, name, actor, s.opts.Redact.Scrub(body.Reason))
+	} else {
+		ref, err = s.store.RequestReconcile(r.Context(), ns, kind, name, actor)
+	}
 	if errors.Is(err, store.ErrSuspended) {
 		writeError(w, http.StatusConflict, err.Error())
 		return
@@ -155,9 +175,61 @@ func (s *Server) reconcileResource(w http.ResponseWriter, r *http.Request) {
 	if s.fail(w, err) {
 		return
 	}
-	s.log.Info("reconcile requested", "resource", ns+"/"+ref.Kind+"/"+name, "actor", actor)
+	s.log.Info("reconcile requested", "resource", ns+"/"+ref.Kind+"/"+name, "actor", actor, "overrideWindow", body.OverrideWindow)
 	writeJSON(w, http.StatusAccepted, wire.Command{Action: "reconcile", Actor: actor, RequestedAt: at,
-		Resources: refs([]store.ResourceRef{ref})})
+		Resources: refs([]store.ResourceRef{ref}), OverrideWindow: body.OverrideWindow, Reason: body.Reason})
+}
+
+// reconcileRequest is the optional body of a reconcile command.
+type reconcileRequest struct {
+	OverrideWindow bool   `json:"overrideWindow"`
+	Reason         string `json:"reason"`
+}
+
+// reconcileBody reads the optional body {"overrideWindow": true, "reason": "..."} of a
+// reconcile; a reason is required with overrideWindow.
+func reconcileBody(r *http.Request) (reconcileRequest, error) {
+	var body reconcileRequest
+	b, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
+	if err != nil || len(strings.TrimSpace(string(b))) == 0 {
+		return body, err
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		return body, errors.New("the body must be JSON {\"overrideWindow\": true, \"reason\": \"...\"}: " + err.Error())
+	}
+	body.Reason = strings.TrimSpace(body.Reason)
+	if len(body.Reason) > maxReason {
+		body.Reason = body.Reason[:maxReason]
+	}
+	if body.OverrideWindow && body.Reason == "" {
+		return body, errors.New("reason is required with overrideWindow")
+	}
+	return body, nil
+}
+
+// windowRefusesOperators checks the change windows in force for the resource at now: msg
+// names a window holding it that does not allow operators to override it ("": none does).
+func (s *Server) windowRefusesOperators(r *http.Request, ns, kind, name string, now time.Time) (msg string, err error) {
+	set := s.windows()
+	if set.Len() == 0 {
+		return "", nil
+	}
+	res, err := s.store.GetResource(r.Context(), ns, kind, name)
+	if err != nil {
+		return "", err
+	}
+	if v := set.Check(windowResource(res), now); v.Closed && !v.AllowOperators {
+		return "change window " + v.Window + " does not allow operators to override it", nil
+	}
+	return "", nil
+}
+
+// windowResource is what the change windows select a resource by.
+func windowResource(res store.Resource) *policy.Resource {
+	return &policy.Resource{Source: res.Source.Name, APIVersion: res.APIVersion, Kind: res.Kind, Namespace: res.Metadata.Namespace,
+		Name: res.Metadata.Name, Labels: res.Metadata.Labels, Annotations: res.Metadata.Annotations}
 }
 
 // abandonResource forgets a resource whose manifest was removed without calling its action

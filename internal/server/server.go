@@ -179,6 +179,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/v1/resources", s.listResources)
 	m.HandleFunc("GET /api/v1/resources/{namespace}/{kind}/{name}", s.getResource)
 	m.HandleFunc("GET /api/v1/resources/{namespace}/{kind}/{name}/history", s.resourceHistory)
+	m.HandleFunc("GET /api/v1/resources/{namespace}/{kind}/{name}/timeline", s.resourceTimeline)
 	m.HandleFunc("GET /api/v1/resources/{namespace}/{kind}/{name}/events", s.resourceEvents)
 	m.HandleFunc("GET /api/v1/events", s.listEvents)
 	m.HandleFunc("GET /api/v1/graph", s.graph)

@@ -27,6 +27,7 @@ const (
 	ReasonSuspended       = "Suspended"
 	ReasonResumed         = "Resumed"
 	ReasonRevisionHeld    = "RevisionHeld"
+	ReasonWindowOverride  = "WindowOverridden"
 )
 
 // ResourceRef names one resource a command acted on.
@@ -40,6 +41,17 @@ type ResourceRef struct {
 // failures in a row). A resource in flight runs again once its current attempt is written.
 // Every replica's claimer is woken.
 func (s *Store) RequestReconcile(ctx context.Context, namespace, kind, name, actor string) (ResourceRef, error) {
+	return s.requestReconcile(ctx, namespace, kind, name, actor, nil)
+}
+
+// RequestReconcileOverride is RequestReconcile that also lets the call proceed although a
+// change window holds it: it records window_override {actor, reason, at} (the call that uses
+// it clears it) and an Event WindowOverridden.
+func (s *Store) RequestReconcileOverride(ctx context.Context, namespace, kind, name, actor, reason string) (ResourceRef, error) {
+	return s.requestReconcile(ctx, namespace, kind, name, actor, &WindowOverride{Actor: actor, Reason: reason, At: time.Now().UTC()})
+}
+
+func (s *Store) requestReconcile(ctx context.Context, namespace, kind, name, actor string, override *WindowOverride) (ResourceRef, error) {
 	ref := ResourceRef{Namespace: namespace, Name: name}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var id int64
@@ -63,6 +75,15 @@ func (s *Store) RequestReconcile(ctx context.Context, namespace, kind, name, act
 		if err := insertEvent(ctx, tx, Event{Namespace: namespace, Kind: ref.Kind, Name: name, Source: ref.Source, Type: EventNormal,
 			Reason: ReasonManualReconcile, Message: "reconcile requested by " + actor}); err != nil {
 			return err
+		}
+		if override != nil {
+			if _, err := tx.Exec(ctx, `UPDATE resources SET window_override = $2 WHERE id = $1`, id, override); err != nil {
+				return err
+			}
+			if err := insertEvent(ctx, tx, Event{Namespace: namespace, Kind: ref.Kind, Name: name, Source: ref.Source, Type: EventNormal,
+				Reason: ReasonWindowOverride, Message: "change windows overridden by " + actor + ": " + override.Reason}); err != nil {
+				return err
+			}
 		}
 		_, err = tx.Exec(ctx, "SELECT pg_notify($1, '')", WorkChannel)
 		return err

@@ -63,6 +63,9 @@ type Command struct {
 	RequestedAt time.Time     `json:"requestedAt"`
 	Source      string        `json:"source,omitempty"`
 	Resources   []ResourceRef `json:"resources"`
+	// OverrideWindow says a reconcile overrides the change windows, for Reason.
+	OverrideWindow bool   `json:"overrideWindow,omitempty"`
+	Reason         string `json:"reason,omitempty"`
 }
 
 // ResourceRef names a resource.

@@ -1,0 +1,232 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/auth"
+	"github.com/trueup-dev/trueup/internal/changewindow"
+	"github.com/trueup-dev/trueup/internal/policy"
+	"github.com/trueup-dev/trueup/internal/redact"
+	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/wire"
+)
+
+// openWindows is a set whose deny windows are open now: freeze (beta, operators may
+// override) and lockdown (q002, operators may not).
+func openWindows(t *testing.T) *changewindow.Set {
+	t.Helper()
+	// Each opened a minute ago (a yearly schedule) for two hours.
+	at := time.Now().UTC().Add(-time.Minute)
+	yearly := fmt.Sprintf("%d %d %d %d *", at.Minute(), at.Hour(), at.Day(), int(at.Month()))
+	set, err := changewindow.Compile([]changewindow.Window{
+		{Name: "freeze", Kind: changewindow.Deny, Schedule: yearly, Duration: 2 * time.Hour,
+			Match: policy.Match{Namespaces: []string{"beta"}}, AllowOperators: true},
+		{Name: "lockdown", Kind: changewindow.Deny, Schedule: yearly, Duration: 2 * time.Hour,
+			Match: policy.Match{Selector: "idx=2"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+// setupWindows is setupAuth with the windows of openWindows in force.
+func setupWindows(t *testing.T, n int) (*httptest.Server, *store.Store) {
+	t.Helper()
+	_, st := setup(t, n)
+	set := openWindows(t)
+	srv := httptest.NewServer(New(st, Options{Replica: "test", Authenticate: func(r *http.Request) (auth.Identity, error) {
+		id, ok := identities[r.Header.Get("X-Test-Identity")]
+		if !ok {
+			return auth.Identity{}, errors.New("unknown test identity")
+		}
+		return id, nil
+	}, Redact: redact.New(knownSecret), Windows: func() *changewindow.Set { return set }},
+		slog.New(slog.NewTextHandler(io.Discard, nil))).Handler())
+	t.Cleanup(srv.Close)
+	return srv, st
+}
+
+func TestReconcileOverrideWindow(t *testing.T) {
+	t.Parallel()
+	srv, st := setupWindows(t, 3) // q000, q002 in alpha; q001 in beta
+	ctx := context.Background()
+	u := func(ns, name string) string {
+		return srv.URL + "/api/v1/resources/" + ns + "/queue/" + name + "/reconcile"
+	}
+	for _, tc := range []struct{ name, url, body string }{
+		{"no reason", u("beta", "q001"), `{"overrideWindow": true}`},
+		{"blank reason", u("beta", "q001"), `{"overrideWindow": true, "reason": "  "}`},
+		{"unknown field", u("beta", "q001"), `{"override": true}`},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, tc.url, strings.NewReader(tc.body))
+		req.Header.Set("X-Test-Identity", "admin")
+		code, b := send(t, req)
+		if code != http.StatusBadRequest {
+			t.Errorf("%s: %d, want 400", tc.name, code)
+		}
+		if tc.name != "unknown field" && !strings.Contains(string(b), "reason") {
+			t.Errorf("%s: %s does not name reason", tc.name, b)
+		}
+	}
+	// lockdown does not allow operators: 409 naming it, nothing recorded.
+	req, _ := http.NewRequest(http.MethodPost, u("alpha", "q002"), strings.NewReader(`{"overrideWindow": true, "reason": "hotfix"}`))
+	req.Header.Set("X-Test-Identity", "operator-alpha")
+	code, b := send(t, req)
+	if code != http.StatusConflict || !strings.Contains(string(b), "change window lockdown does not allow operators to override it") {
+		t.Errorf("override of lockdown = %d %s, want 409 naming lockdown", code, b)
+	}
+	// freeze allows operators: 202, recorded with actor and reason (scrubbed).
+	var out wire.Command
+	if code := post(t, u("beta", "q001"), "admin", `{"overrideWindow": true, "reason": "INC-42 `+knownSecret+`"}`, &out); code != http.StatusAccepted {
+		t.Fatalf("override of freeze = %d", code)
+	}
+	if !out.OverrideWindow || !strings.HasPrefix(out.Reason, "INC-42") {
+		t.Errorf("answer = %+v", out)
+	}
+	// A suspended resource is refused as a plain reconcile is.
+	if code := post(t, srv.URL+"/api/v1/resources/alpha/queue/q000/suspend", "admin", "", nil); code != http.StatusOK {
+		t.Fatalf("suspend = %d", code)
+	}
+	if code := post(t, u("alpha", "q000"), "operator-alpha", `{"overrideWindow": true, "reason": "early"}`, nil); code != http.StatusConflict {
+		t.Errorf("override of a suspended resource = %d, want 409", code)
+	}
+	if code := post(t, srv.URL+"/api/v1/resources/alpha/queue/q000/resume", "admin", "", nil); code != http.StatusOK {
+		t.Fatalf("resume = %d", code)
+	}
+	// No window holds q000: the override is recorded all the same.
+	if code := post(t, u("alpha", "q000"), "operator-alpha", `{"overrideWindow": true, "reason": "early"}`, nil); code != http.StatusAccepted {
+		t.Errorf("override without a holding window = %d, want 202", code)
+	}
+	evs, err := st.ListEvents(ctx, store.Everything, store.EventFilter{Namespace: "beta", Kind: "Queue", Name: "q001"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) == 0 || evs[0].Reason != store.ReasonWindowOverride || evs[0].Message != "change windows overridden by token:root: INC-42 ***" {
+		t.Errorf("newest event = %+v, want WindowOverridden by token:root", evs)
+	}
+	cl, err := st.Claim(ctx, "r1", 10, 30e9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*store.WindowOverride{}
+	for _, c := range cl {
+		got[c.Name] = c.WindowOverride
+	}
+	if o := got["q001"]; o == nil || o.Actor != "token:root" || o.Reason != "INC-42 ***" || o.At.IsZero() {
+		b, _ := json.Marshal(o)
+		t.Errorf("q001 claimed with override %s", b)
+	}
+	if got["q002"] != nil {
+		t.Errorf("q002 claimed with an override after a refusal: %+v", got["q002"])
+	}
+}
+
+func TestResourceTimeline(t *testing.T) {
+	t.Parallel()
+	srv, _ := setupWindows(t, 3)
+	get := func(as, path string) (int, wire.Timeline) {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		req.Header.Set("X-Test-Identity", as)
+		code, b := send(t, req)
+		var tl wire.Timeline
+		if code == http.StatusOK {
+			if err := json.Unmarshal(b, &tl); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return code, tl
+	}
+	if code := post(t, srv.URL+"/api/v1/resources/beta/queue/q001/reconcile", "admin", `{"overrideWindow": true, "reason": "INC-42"}`, nil); code != http.StatusAccepted {
+		t.Fatalf("override = %d", code)
+	}
+	code, tl := get("viewer-all", "/api/v1/resources/beta/QUEUE/q001/timeline")
+	if code != http.StatusOK {
+		t.Fatalf("timeline = %d", code)
+	}
+	if tl.Resource.Kind != "Queue" || len(tl.Blocking) == 0 || tl.Blocking[0].Reason != "Window" || tl.Blocking[0].Until == nil ||
+		!strings.Contains(tl.Blocking[0].Message, "change window freeze (deny) holds changes until ") {
+		t.Errorf("blocking = %+v, want the freeze first", tl.Blocking)
+	}
+	var kinds []string
+	for _, e := range tl.Entries {
+		kinds = append(kinds, e.Kind+" "+e.Reason)
+	}
+	if got := strings.Join(kinds, ", "); got != "commit Created, operator ManualReconcile, operator WindowOverridden" {
+		t.Errorf("entries = %s", got)
+	}
+	// q000 is held by no window; a namespace the caller does not see is not found.
+	if code, tl := get("viewer-alpha", "/api/v1/resources/alpha/queue/q000/timeline"); code != http.StatusOK || len(tl.Blocking) != 0 {
+		t.Errorf("q000: %d %+v, want no blocking reason", code, tl.Blocking)
+	}
+	if code, _ := get("viewer-alpha", "/api/v1/resources/beta/queue/q001/timeline"); code != http.StatusNotFound {
+		t.Errorf("unseen namespace = %d, want 404", code)
+	}
+}
+
+func TestDashboardWindowOverride(t *testing.T) {
+	t.Parallel()
+	srv, st := setupWindows(t, 3)
+	ctx := context.Background()
+	c := formClient(t)
+	// q001 (freeze) and q002 (lockdown) wait as the reconciler leaves a held change.
+	if _, err := st.Pool().Exec(ctx, `UPDATE resources SET conditions = jsonb_build_array(jsonb_build_object('type', 'Reconciling',
+		'status', 'True', 'reason', 'WindowClosed', 'message', 'change window ' || CASE namespace WHEN 'beta' THEN 'freeze' ELSE 'lockdown' END
+		  || ' (deny) holds changes', 'lastTransitionTime', now())) WHERE name IN ('q001', 'q002')`); err != nil {
+		t.Fatal(err)
+	}
+	page := srv.URL + "/resources/beta/Queue/q001"
+	const button = `href="/resources/beta/Queue/q001/confirm/override"`
+	if code, body := getAs(t, c, page, "viewer-all"); code != 200 || !strings.Contains(body, "change window freeze (deny) holds changes") ||
+		strings.Contains(body, button) || !strings.Contains(body, `id="why"`) || !strings.Contains(body, "<strong>Window</strong>") {
+		t.Errorf("viewer's page: %d, window shown %v, override offered %v, why %v", code, strings.Contains(body, "freeze"),
+			strings.Contains(body, button), strings.Contains(body, "<strong>Window</strong>"))
+	}
+	if _, body := getAs(t, c, page, "admin"); !strings.Contains(body, button) {
+		t.Error("admin is not offered the override of freeze")
+	}
+	if _, body := getAs(t, c, srv.URL+"/resources/alpha/Queue/q002", "operator-alpha"); !strings.Contains(body, "lockdown") || strings.Contains(body, "/confirm/override") {
+		t.Error("lockdown, which does not allow operators, is offered to override (or not shown)")
+	}
+	code, body := getAs(t, c, page+"/confirm/override", "admin")
+	m := csrfField.FindStringSubmatch(body)
+	if code != 200 || m == nil || !strings.Contains(body, `name="reason"`) {
+		t.Fatalf("confirmation page: %d, token %v", code, m != nil)
+	}
+	submit := func(u, as, reason string) int {
+		t.Helper()
+		form := url.Values{"csrf": {m[1]}, "reason": {reason}}
+		req, _ := http.NewRequest(http.MethodPost, u, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", srv.URL)
+		code, _ := doAs(t, c, req, as)
+		return code
+	}
+	if code := submit(page+"/override", "admin", " "); code != http.StatusBadRequest {
+		t.Errorf("override without a reason: %d, want 400", code)
+	}
+	if code := submit(srv.URL+"/resources/alpha/Queue/q002/override", "admin", "please"); code != http.StatusConflict {
+		t.Errorf("override of lockdown: %d, want 409", code)
+	}
+	if code := submit(page+"/override", "admin", "INC-42"); code != http.StatusSeeOther {
+		t.Fatalf("override: %d, want 303", code)
+	}
+	evs, err := st.ListEvents(ctx, store.Everything, store.EventFilter{Namespace: "beta", Kind: "Queue", Name: "q001"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) == 0 || evs[0].Message != "change windows overridden by token:root: INC-42" {
+		t.Errorf("events = %+v, want WindowOverridden by token:root", evs)
+	}
+}

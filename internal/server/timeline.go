@@ -1,0 +1,61 @@
+package server
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/internal/why"
+	"github.com/trueup-dev/trueup/internal/wire"
+)
+
+// resourceTimeline answers trueup why: the blocking reasons, decided live from the row and
+// the windows in force, and the timeline.
+func (s *Server) resourceTimeline(w http.ResponseWriter, r *http.Request) {
+	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+	ns, kind, name := r.PathValue("namespace"), r.PathValue("kind"), r.PathValue("name")
+	if _, err := s.store.GetResourceIn(r.Context(), scope(r), ns, kind, name); s.fail(w, err) {
+		return
+	}
+	tl, err := s.store.Timeline(r.Context(), ns, kind, name, limit)
+	if s.fail(w, err) {
+		return
+	}
+	writeJSON(w, http.StatusOK, timelineWire(tl, s.blocking(tl, time.Now())))
+}
+
+// blocking decides what holds the resource of tl back at now.
+func (s *Server) blocking(tl *store.Timeline, now time.Time) []why.Blocker {
+	set := s.windows()
+	res := tl.Resource
+	in := why.Input{Now: now, Suspended: tl.Suspended, Conditions: res.Status.Conditions, RunAt: tl.RunAt, Attempt: tl.Attempt,
+		Window: set.Check(windowResource(res), now), Source: res.Source.Name, SourceSuspended: tl.SourceSuspended}
+	for _, d := range tl.Dependencies {
+		in.Dependencies = append(in.Dependencies, why.Dep{Name: d.Resource.Namespace + "/" + d.Resource.Kind + "/" + d.Resource.Name,
+			Exists: d.Exists, Phase: d.Phase, Window: set.Check(&d.Resource, now)})
+	}
+	if p := tl.Pin; p != nil {
+		in.Pin = &why.Pin{Revision: p.Revision, Actor: p.Actor, Reason: p.Reason, At: p.At}
+	}
+	return why.Blocking(in)
+}
+
+func timelineWire(tl *store.Timeline, blocking []why.Blocker) wire.Timeline {
+	res := tl.Resource
+	out := wire.Timeline{Resource: wire.ResourceRef{Namespace: res.Metadata.Namespace, Kind: res.Kind, Name: res.Metadata.Name},
+		Phase: res.Status.Phase, Blocking: []wire.Blocker{}, Entries: make([]wire.TimelineEntry, len(tl.Entries))}
+	opt := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
+		}
+		return &t
+	}
+	for _, b := range blocking {
+		out.Blocking = append(out.Blocking, wire.Blocker{Reason: b.Reason, Message: b.Message, Since: opt(b.Since), Until: opt(b.Until)})
+	}
+	for i, e := range tl.Entries {
+		out.Entries[i] = wire.TimelineEntry(e)
+	}
+	return out
+}

@@ -1,0 +1,196 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/internal/policy"
+)
+
+// Timeline entry kinds.
+const (
+	TimelineAttempt      = "attempt"
+	TimelineCommit       = "commit"
+	TimelineOperator     = "operator"
+	TimelineDrift        = "drift"
+	TimelineWait         = "wait"
+	TimelineNotification = "notification"
+	TimelineEvent        = "event"
+)
+
+// timelineKinds sorts the events of a resource into timeline kinds (TimelineEvent otherwise).
+var timelineKinds = map[string]string{
+	"Created": TimelineCommit, "SpecChanged": TimelineCommit, "DeletionRequested": TimelineCommit,
+	ReasonManualReconcile: TimelineOperator, ReasonWindowOverride: TimelineOperator, ReasonApprovalGiven: TimelineOperator,
+	ReasonRejectionGiven: TimelineOperator, ReasonSuspended: TimelineOperator, ReasonResumed: TimelineOperator,
+	ReasonAbandoned: TimelineOperator,
+	"DriftDetected": TimelineDrift,
+	"WindowClosed":  TimelineWait, "ApprovalRequired": TimelineWait, "PolicyDenied": TimelineWait, "Rejected": TimelineWait,
+	"WaitingForDependency": TimelineWait,
+}
+
+// TimelineEntry is one thing that happened to a resource: an attempt (history), an event
+// or a notification.
+type TimelineEntry struct {
+	Time     time.Time
+	Kind     string // TimelineAttempt, TimelineCommit, …
+	Reason   string // the event's reason, the attempt's operation, the notification's event
+	Message  string
+	Actor    string // who asked for a manual attempt
+	Revision string // the attempt's revision; the commit's (abbreviated as its event says it)
+	Result   string // the attempt's result; the notification's state
+}
+
+// Timeline is a resource's history, events and notifications in time order, with what
+// deciding its blocking reasons reads besides its status.
+type Timeline struct {
+	Resource Resource
+	Entries  []TimelineEntry
+	// Suspended, Attempt and RunAt are the row's (RunAt nil: not scheduled).
+	Suspended bool
+	Attempt   int
+	RunAt     *time.Time
+	// SourceSuspended and Pin are its source's (Pin nil: not pinned).
+	SourceSuspended bool
+	Pin             *SourcePinState
+	// Dependencies are those not Ready.
+	Dependencies []TimelineDep
+}
+
+// SourcePinState is the pin of a source as sources.pinned_* store it.
+type SourcePinState struct {
+	Revision, Actor, Reason string
+	At                      time.Time
+}
+
+// TimelineDep is a dependency that is not Ready: Resource is what windows select it by
+// (Kind as its row spells it; the edge's when it does not exist).
+type TimelineDep struct {
+	Resource policy.Resource
+	Exists   bool
+	Phase    string
+}
+
+// Timeline reads a resource's timeline: the newest limit entries (default 100, at most
+// 1000) in time order, oldest first. A resource that does not exist is ErrNotFound.
+func (s *Store) Timeline(ctx context.Context, namespace, kind, name string, limit int) (*Timeline, error) {
+	if limit <= 0 || limit > 1000 {
+		limit = 100
+	}
+	res, err := s.GetResource(ctx, namespace, kind, name)
+	if err != nil {
+		return nil, err
+	}
+	t := &Timeline{Resource: res}
+	var id int64
+	var pinRev, pinBy, pinReason string
+	var pinAt *time.Time
+	if err := s.pool.QueryRow(ctx, `SELECT r.id, r.suspended, r.attempt, r.run_at, COALESCE(s.suspended, false),
+		  COALESCE(s.pinned_revision, ''), COALESCE(s.pinned_by, ''), COALESCE(s.pin_reason, ''), s.pinned_at
+		FROM resources r LEFT JOIN sources s ON s.name = r.source
+		WHERE r.namespace = $1 AND lower(r.kind) = lower($2) AND r.name = $3`, namespace, kind, name).
+		Scan(&id, &t.Suspended, &t.Attempt, &t.RunAt, &t.SourceSuspended, &pinRev, &pinBy, &pinReason, &pinAt); err != nil {
+		return nil, fmt.Errorf("timeline of %s/%s/%s: %w", namespace, kind, name, err)
+	}
+	if pinRev != "" {
+		t.Pin = &SourcePinState{Revision: pinRev, Actor: pinBy, Reason: pinReason}
+		if pinAt != nil {
+			t.Pin.At = *pinAt
+		}
+	}
+	if t.Dependencies, err = s.depsNotReady(ctx, id); err != nil {
+		return nil, err
+	}
+	if t.Entries, err = s.timelineEntries(ctx, namespace, res.Kind, name, limit); err != nil {
+		return nil, fmt.Errorf("timeline of %s/%s/%s: %w", namespace, kind, name, err)
+	}
+	return t, nil
+}
+
+// depsNotReady reads the dependencies of the row id that are not Ready.
+func (s *Store) depsNotReady(ctx context.Context, id int64) ([]TimelineDep, error) {
+	rows, err := s.pool.Query(ctx, `SELECT e.dep_namespace, COALESCE(d.kind, e.dep_kind), e.dep_name, d.id IS NOT NULL,
+		  COALESCE(d.phase, ''), COALESCE(d.source, ''), COALESCE(d.api_version, ''), COALESCE(d.labels, '{}'), COALESCE(d.annotations, '{}')
+		FROM resource_edges e LEFT JOIN resources d
+		  ON d.namespace = e.dep_namespace AND lower(d.kind) = lower(e.dep_kind) AND d.name = e.dep_name
+		WHERE e.resource_id = $1 AND NOT COALESCE(`+readySQL+`, false)
+		ORDER BY e.dep_namespace, lower(e.dep_kind), e.dep_name`, id)
+	if err != nil {
+		return nil, fmt.Errorf("dependencies: %w", err)
+	}
+	var out []TimelineDep
+	var d TimelineDep
+	var labels, ann []byte
+	_, err = pgx.ForEachRow(rows, []any{&d.Resource.Namespace, &d.Resource.Kind, &d.Resource.Name, &d.Exists, &d.Phase,
+		&d.Resource.Source, &d.Resource.APIVersion, &labels, &ann}, func() error {
+		if err := json.Unmarshal(labels, &d.Resource.Labels); err != nil {
+			return err
+		}
+		if err := json.Unmarshal(ann, &d.Resource.Annotations); err != nil {
+			return err
+		}
+		out = append(out, d)
+		d = TimelineDep{}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dependencies: %w", err)
+	}
+	return out, nil
+}
+
+// timelineEntries merges the newest limit history rows, events and notifications of a
+// resource, oldest first.
+func (s *Store) timelineEntries(ctx context.Context, namespace, kind, name string, limit int) ([]TimelineEntry, error) {
+	rows, err := s.pool.Query(ctx, `SELECT * FROM (
+		  (SELECT started_at AS t, 'h' AS src, operation, message, actor, revision, result, trigger, id
+		   FROM reconcile_history WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3 ORDER BY id DESC LIMIT $4)
+		  UNION ALL
+		  (SELECT created_at, 'e', reason, message, '', '', '', '', id
+		   FROM events WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3 ORDER BY id DESC LIMIT $4)
+		  UNION ALL
+		  (SELECT created_at, 'n', event, message, '', revision, state, '', id
+		   FROM notification_outbox WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3 ORDER BY id DESC LIMIT $4)
+		) x ORDER BY t DESC, id DESC LIMIT $4`, namespace, kind, name, limit)
+	if err != nil {
+		return nil, err
+	}
+	var out []TimelineEntry
+	var e TimelineEntry
+	var src, trigger string
+	var rowID int64
+	_, err = pgx.ForEachRow(rows, []any{&e.Time, &src, &e.Reason, &e.Message, &e.Actor, &e.Revision, &e.Result, &trigger, &rowID}, func() error {
+		switch src {
+		case "h":
+			e.Kind = TimelineAttempt
+			if trigger != "" {
+				e.Reason += " (" + trigger + ")"
+			}
+		case "n":
+			e.Kind = TimelineNotification
+		default:
+			e.Kind = timelineKinds[e.Reason]
+			if e.Kind == "" {
+				e.Kind = TimelineEvent
+			}
+			if e.Kind == TimelineCommit {
+				if i := strings.LastIndex(e.Message, " at "); i >= 0 {
+					e.Revision = e.Message[i+len(" at "):]
+				}
+			}
+		}
+		out = append(out, e)
+		e = TimelineEntry{}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Reverse(out)
+	return out, nil
+}
