@@ -1,3 +1,4 @@
+DROP INDEX IF EXISTS notification_outbox_identity;
 DROP INDEX IF EXISTS source_revisions_applied;
 ALTER TABLE sources DROP COLUMN IF EXISTS pinned_at;
 ALTER TABLE sources DROP COLUMN IF EXISTS pin_reason;

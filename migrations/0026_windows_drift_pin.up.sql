@@ -15,3 +15,6 @@ ALTER TABLE sources ADD COLUMN pinned_at timestamptz;
 
 -- source history lists a source's applied revisions newest first.
 CREATE INDEX source_revisions_applied ON source_revisions (source, applied_at DESC);
+
+-- A resource's timeline reads its notifications.
+CREATE INDEX notification_outbox_identity ON notification_outbox (namespace, lower(kind), name, id DESC);
