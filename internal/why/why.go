@@ -105,11 +105,12 @@ func Blocking(in Input) []Blocker {
 		default:
 			b.Message = "waits for dependency " + d.Name + " to be Ready (it is " + d.Phase + ")"
 		}
-		if d.Window.Closed {
-			b.Message += "; it is held by " + d.Window.Message()
-			if !d.Window.Forever {
-				b.Until = d.Window.Until
+		if w := d.Window; w.Closed {
+			until := "with no opening within a year"
+			if !w.Forever {
+				until, b.Until = "until "+w.Until.Format(time.RFC3339), w.Until
 			}
+			b.Message += fmt.Sprintf("; change window %s (%s) holds it %s", w.Window, w.Kind, until)
 		}
 		out = append(out, b)
 	}
