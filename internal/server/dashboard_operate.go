@@ -148,6 +148,18 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, c command) bool 
 	if c.Source {
 		what = "Source " + c.Name
 		nss, err := s.store.SourceNamespaces(r.Context(), c.Name)
+		if c.Action == "pin" && r.Method == http.MethodPost && err == nil && sourceAccess(identity(r), nss) == accessAllowed {
+			// The pinned revision may bring back resources in namespaces the source has none in today.
+			_, nss, err = s.store.PinNamespaces(r.Context(), c.Name, strings.TrimSpace(r.PostFormValue("revision")))
+			switch {
+			case errors.Is(err, store.ErrAmbiguous):
+				s.errorPage(w, r, http.StatusConflict, "Ambiguous revision", err.Error())
+				return false
+			case errors.Is(err, store.ErrNotFound):
+				s.errorPage(w, r, http.StatusNotFound, "Unknown revision", strings.TrimSuffix(err.Error(), ": "+store.ErrNotFound.Error())+".")
+				return false
+			}
+		}
 		if s.pageFailed(w, r, err) {
 			return false
 		}

@@ -59,8 +59,8 @@ func pinBody(r *http.Request) (revision, reason string, err error) {
 	return strings.TrimSpace(body.Revision), reason, nil
 }
 
-// pinSource pins a source at a revision of its history (or any full commit hash); its
-// holder applies it at once.
+// pinSource pins a source at a revision of its history; its holder applies it at once. The
+// caller needs operator rights in the source's namespaces and in the revision's.
 func (s *Server) pinSource(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	if !s.maySourceOperate(w, r, name) {
@@ -76,6 +76,19 @@ func (s *Server) pinSource(w http.ResponseWriter, r *http.Request) {
 		return
 	case reason == "":
 		writeError(w, http.StatusBadRequest, `reason is required: {"revision": "...", "reason": "..."}`)
+		return
+	}
+	// The pinned revision may bring back resources in namespaces the source has none in today.
+	revision, nss, err := s.store.PinNamespaces(r.Context(), name, revision)
+	if errors.Is(err, store.ErrAmbiguous) {
+		writeError(w, http.StatusConflict, err.Error())
+		return
+	}
+	if s.fail(w, err) {
+		return
+	}
+	if sourceAccess(identity(r), nss) != accessAllowed {
+		writeError(w, http.StatusForbidden, "the operator role is needed in every namespace of source "+name+" and of revision "+revision)
 		return
 	}
 	// An operator may paste an error that quotes a secret: the reason is kept in events.

@@ -27,8 +27,8 @@ func TestPinSource(t *testing.T) {
 	}{
 		{rev: "BBBB111", want: c},
 		{rev: a, want: a},
-		{rev: rev40("cccc"), want: rev40("cccc")}, // a full hash need not have been applied
-		{rev: "aaaa11", wantErr: ErrBadRequest},   // shorter than 7
+		{rev: rev40("cccc"), wantErr: ErrNotFound}, // a full hash the source never applied
+		{rev: "aaaa11", wantErr: ErrBadRequest},    // shorter than 7
 		{rev: "main", wantErr: ErrBadRequest},
 		{rev: "aaaa111", want: a},
 		{rev: "aaaa110", wantErr: ErrNotFound},

@@ -82,7 +82,7 @@ func TestSyncPinned(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if _, err := b.store.PinSource(b.ctx, "infra", c1, "alice", "incident"); err != nil {
+	if _, err := b.pinAt(c1, "alice", "incident"); err != nil {
 		t.Fatal(err)
 	}
 	out, err := s.SyncOnce(b.ctx)
@@ -147,11 +147,11 @@ func TestSyncPinChangedDuringSync(t *testing.T) {
 	r.set(rev(3), dbFiles(3))
 	src := &pinningSource{fakeSource: r.source(), r: &r}
 	s := b.syncer(src, "r1", time.Minute)
-	if _, err := b.store.PinSource(b.ctx, "infra", rev(1), "alice", "x"); err != nil {
+	if _, err := b.pinAt(rev(1), "alice", "x"); err != nil {
 		t.Fatal(err)
 	}
 	src.before = func() {
-		if _, err := b.store.PinSource(b.ctx, "infra", rev(2), "bob", "y"); err != nil {
+		if _, err := b.pinAt(rev(2), "bob", "y"); err != nil {
 			t.Error(err)
 		}
 	}
@@ -176,10 +176,10 @@ func TestSyncPinnedFolderRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.set(rev(2), dbFiles(2))
-	if _, err := b.store.PinSource(b.ctx, "infra", rev(1), "alice", "x"); err != nil {
+	if _, err := b.pinAt(rev(1), "alice", "x"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.store.PinSource(b.ctx, "infra", rev(2), "alice", "x"); err != nil {
+	if _, err := b.pinAt(rev(2), "alice", "x"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.SyncOnce(b.ctx); err == nil {
@@ -205,7 +205,7 @@ func TestSyncPinnedSuspended(t *testing.T) {
 	if err := b.store.SetSourceSuspended(b.ctx, "infra", true, "alice", "freeze"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.store.PinSource(b.ctx, "infra", rev(1), "alice", "x"); err != nil {
+	if _, err := b.pinAt(rev(1), "alice", "x"); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
@@ -225,4 +225,12 @@ func TestSyncPinnedSuspended(t *testing.T) {
 	if src := b.source(); src.Revision != rev(1) || src.PendingRevision != rev(2) {
 		t.Errorf("resumed: revision %s pending %s", src.Revision, src.PendingRevision)
 	}
+}
+
+// pinAt pins infra at rev, recorded first as a revision of its history (a pin names one).
+func (b *bundle) pinAt(rev, actor, reason string) (store.SourcePin, error) {
+	if _, err := b.db.Exec(b.ctx, `INSERT INTO source_revisions (source, revision) VALUES ('infra', $1) ON CONFLICT DO NOTHING`, rev); err != nil {
+		return store.SourcePin{}, err
+	}
+	return b.store.PinSource(b.ctx, "infra", rev, actor, reason)
 }
