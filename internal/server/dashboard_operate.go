@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/auth"
-	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/wire"
@@ -273,7 +272,7 @@ func (s *Server) operateForm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	actor := identity(r).Actor()
-	reason := clip.Storable(strings.TrimSpace(r.PostFormValue("reason")), maxReason)
+	reason := s.boundReason(r.PostFormValue("reason"))
 	var err error
 	switch {
 	case c.Action == "reconcile":
@@ -285,9 +284,9 @@ func (s *Server) operateForm(w http.ResponseWriter, r *http.Request) {
 			s.errorPage(w, r, http.StatusBadRequest, "Reason required", "Say why the source is pinned: the reason is recorded in its event and shown on the overview.")
 			return
 		}
-		_, err = s.store.PinSource(r.Context(), c.Name, strings.TrimSpace(r.PostFormValue("revision")), actor, s.opts.Redact.Scrub(reason))
+		_, err = s.store.PinSource(r.Context(), c.Name, strings.TrimSpace(r.PostFormValue("revision")), actor, reason)
 	case c.Action == "unpin":
-		err = s.store.UnpinSource(r.Context(), c.Name, actor, s.opts.Redact.Scrub(reason))
+		err = s.store.UnpinSource(r.Context(), c.Name, actor, reason)
 	case c.Source:
 		err = s.store.SetSourceSuspended(r.Context(), c.Name, c.Action == "suspend", actor, reason)
 	default:

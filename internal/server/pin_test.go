@@ -186,3 +186,41 @@ func TestPinNeedsTheRevisionsNamespaces(t *testing.T) {
 		t.Errorf("operator-all pins abc123: %d, want 200", code)
 	}
 }
+
+// TestCommandReasonsStorable: a reason cut inside a UTF-8 character or holding a NUL is
+// stored (not a database error), and a secret is scrubbed before the reason is cut, so none
+// of it is kept.
+func TestCommandReasonsStorable(t *testing.T) {
+	t.Parallel()
+	srv, st := setupAuth(t, 2)
+	ctx := context.Background()
+	src := srv.URL + "/api/v1/sources/main/"
+	cut := `"` + strings.Repeat("a", 1023) + `é"`
+	for _, tc := range []struct{ name, cmd, body string }{
+		{"pin, cut in a character", "pin", `{"revision":"abc123","reason":` + cut + `}`},
+		{"unpin, cut in a character", "unpin", `{"reason":` + cut + `}`},
+		{"pin, a NUL", "pin", `{"revision":"abc123","reason":"a\u0000b"}`},
+		{"unpin, a NUL", "unpin", `{"reason":"a\u0000b"}`},
+		{"suspend, cut in a character", "suspend", `{"reason":` + cut + `}`},
+		{"resume, a NUL", "resume", `{"reason":"a\u0000b"}`},
+		{"suspend, a NUL", "suspend", `{"reason":"a\u0000b"}`},
+		{"a resource's suspension, cut in a character", "", `{"reason":` + cut + `}`},
+	} {
+		u := src + tc.cmd
+		if tc.cmd == "" {
+			u = srv.URL + "/api/v1/resources/alpha/Queue/q000/suspend"
+		}
+		if code := post(t, u, "operator-all", tc.body, nil); code != http.StatusOK {
+			t.Errorf("%s: %d, want 200", tc.name, code)
+		}
+	}
+	// A secret spanning the cut leaves no prefix of itself.
+	body := `{"revision":"abc123","reason":"` + strings.Repeat("a", 1020) + knownSecret + `"}`
+	if code := post(t, src+"pin", "operator-all", body, nil); code != http.StatusOK {
+		t.Fatalf("pin with a secret at the cut: %d", code)
+	}
+	p, err := st.SourcePin(ctx, "main")
+	if err != nil || p == nil || strings.Contains(p.Reason, knownSecret[:3]) {
+		t.Errorf("pin reason %+v %v: holds a prefix of the secret", p, err)
+	}
+}
