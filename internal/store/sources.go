@@ -50,7 +50,8 @@ type Source struct {
 	// they are equal).
 	LagSeconds float64
 	// Suspended: an operator suspended the source; it polls but applies nothing.
-	// PendingRevision is the revision it held back.
+	// PendingRevision is the head it holds back: suspended, the one it would apply; pinned,
+	// the head that is not the pinned revision.
 	Suspended       bool
 	PendingRevision string
 	// Prune is the source's prune settings, as the config running says.
