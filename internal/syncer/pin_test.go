@@ -216,14 +216,22 @@ func TestSyncPinnedSuspended(t *testing.T) {
 	if got := b.source().PendingRevision; got != rev(2) {
 		t.Errorf("pending %q, want the head", got)
 	}
+	pending := b.events(store.ReasonRevisionPending)
 	if err := b.store.SetSourceSuspended(b.ctx, "infra", false, "alice", ""); err != nil {
 		t.Fatal(err)
+	}
+	// Still pinned, the source keeps the head it holds back.
+	if got := b.source().PendingRevision; got != rev(2) {
+		t.Errorf("pending after resume %q, want the head", got)
 	}
 	if out, err := s.SyncOnce(b.ctx); err != nil || out.Revision != rev(1) || out.Result.Created != 1 {
 		t.Fatalf("resumed: %+v %v", out, err)
 	}
 	if src := b.source(); src.Revision != rev(1) || src.PendingRevision != rev(2) {
 		t.Errorf("resumed: revision %s pending %s", src.Revision, src.PendingRevision)
+	}
+	if got := b.events(store.ReasonRevisionPending); got != pending || got != 1 {
+		t.Errorf("%d RevisionPending events after the resumed sync (%d before), want the one of head %s", got, pending, clip.Rev(rev(2)))
 	}
 }
 
