@@ -301,6 +301,10 @@ func (s *Server) operateForm(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, r, http.StatusConflict, "Ambiguous revision", err.Error())
 		return
 	}
+	if errors.Is(err, store.ErrNotPinned) {
+		s.errorPage(w, r, http.StatusConflict, "Not pinned", "Source "+c.Name+" is not pinned.")
+		return
+	}
 	if s.pageFailed(w, r, err) {
 		return
 	}

@@ -337,7 +337,12 @@ func (s *Server) sourceCommand(act, did string, run func(ctx context.Context, na
 		reason := body.Reason
 		actor := identity(r).Actor()
 		at := time.Now().UTC()
-		if s.fail(w, run(r.Context(), name, actor, reason)) {
+		err = run(r.Context(), name, actor, reason)
+		if errors.Is(err, store.ErrNotPinned) {
+			writeError(w, http.StatusConflict, err.Error())
+			return
+		}
+		if s.fail(w, err) {
 			return
 		}
 		s.log.Info("source "+did, "source", name, "actor", actor)

@@ -82,6 +82,9 @@ func TestPinCommands(t *testing.T) {
 	if code := getJSONAs(t, srv.URL+"/api/v1/sources/main", "viewer-alpha", &unpinned); code != http.StatusOK || unpinned.Pinned != nil {
 		t.Errorf("after unpin: %d, pinned %+v", code, unpinned.Pinned)
 	}
+	if code := post(t, srv.URL+"/api/v1/sources/main/unpin", "operator-all", `{"reason":"again"}`, nil); code != http.StatusConflict {
+		t.Errorf("unpin a source not pinned = %d, want 409", code)
+	}
 }
 
 // TestDashboardPin: operators of every namespace of the source get Pin and Unpin; the pin

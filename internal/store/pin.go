@@ -28,6 +28,8 @@ var (
 	// ErrPinChanged is returned by ApplyRevision when the source's pin is no longer the one
 	// the sync applied under (ApplyParams.Pinned): nothing was applied; sync again.
 	ErrPinChanged = errors.New("the source's pin changed")
+	// ErrNotPinned is returned by UnpinSource for a source that is not pinned.
+	ErrNotPinned = errors.New("not pinned")
 )
 
 // minRevisionPrefix is the shortest prefix of a revision PinSource resolves.
@@ -138,16 +140,23 @@ func resolveRevision(ctx context.Context, db DB, source, rev string) (string, er
 }
 
 // UnpinSource unpins source: its pendingRevision is cleared (unless the source is suspended,
-// which holds it back) and the holder of its lease applies the head at once.
+// which holds it back) and the holder of its lease applies the head at once. A source that is
+// not pinned gives ErrNotPinned, and nothing is recorded.
 func (s *Store) UnpinSource(ctx context.Context, source, actor, reason string) error {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE sources SET pinned_revision = '', pinned_by = '', pin_reason = '', pinned_at = NULL,
-			pending_revision = CASE WHEN suspended THEN pending_revision ELSE '' END, updated_at = now() WHERE name = $1`, source)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
+		var pinned string
+		err := tx.QueryRow(ctx, `SELECT pinned_revision FROM sources WHERE name = $1 FOR UPDATE`, source).Scan(&pinned)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
 			return fmt.Errorf("source %s: %w", source, ErrNotFound)
+		case err != nil:
+			return err
+		case pinned == "":
+			return fmt.Errorf("source %s is %w", source, ErrNotPinned)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE sources SET pinned_revision = '', pinned_by = '', pin_reason = '', pinned_at = NULL,
+			pending_revision = CASE WHEN suspended THEN pending_revision ELSE '' END, updated_at = now() WHERE name = $1`, source); err != nil {
+			return err
 		}
 		msg := "source unpinned by " + actor
 		if reason != "" {

@@ -119,6 +119,13 @@ func TestPinSource(t *testing.T) {
 	if err := st.UnpinSource(ctx, "nope", "bob", ""); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unpin unknown source: %v", err)
 	}
+	// Unpinning a source that is not pinned records nothing.
+	if err := st.UnpinSource(ctx, "s", "bob", "again"); !errors.Is(err, ErrNotPinned) || err.Error() != "unpin source: source s is not pinned" {
+		t.Errorf("unpin a source not pinned: %v, want ErrNotPinned", err)
+	}
+	if again, _ := st.ListEvents(ctx, Everything, EventFilter{Source: "s", Limit: 1}); len(again) != 1 || again[0].ID != evs[0].ID {
+		t.Errorf("unpin a source not pinned wrote an event: %+v", again)
+	}
 	if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: c, Set: widgets(2, func(int) int { return 2 })}); err != nil {
 		t.Errorf("apply once unpinned: %v", err)
 	}
