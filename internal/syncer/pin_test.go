@@ -147,6 +147,8 @@ func TestSyncPinChangedDuringSync(t *testing.T) {
 	r.set(rev(3), dbFiles(3))
 	src := &pinningSource{fakeSource: r.source(), r: &r}
 	s := b.syncer(src, "r1", time.Minute)
+	rep := &reporter{}
+	s.opts.Reporter = rep
 	if _, err := b.pinAt(rev(1), "alice", "x"); err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +164,20 @@ func TestSyncPinChangedDuringSync(t *testing.T) {
 	if src := b.source(); src.Revision != rev(2) || src.PendingRevision != rev(3) {
 		t.Errorf("revision %s pending %s", src.Revision, src.PendingRevision)
 	}
+	// The revision the pin change stopped has no commit status left pending.
+	if want := "picked " + rev(2) + ", applied " + rev(2); strings.Join(rep.calls, ", ") != want {
+		t.Errorf("reporter told %q, want %q", rep.calls, want)
+	}
 }
+
+// reporter records what a sync tells its Reporter.
+type reporter struct{ calls []string }
+
+func (r *reporter) Picked(_ context.Context, rev string) { r.calls = append(r.calls, "picked "+rev) }
+func (r *reporter) Rejected(_ context.Context, rev string, _ []string) {
+	r.calls = append(r.calls, "rejected "+rev)
+}
+func (r *reporter) Applied(_ context.Context, rev string) { r.calls = append(r.calls, "applied "+rev) }
 
 // TestSyncPinnedFolderRefused: a source that cannot read past revisions shows why its pin is
 // not applied, and applies nothing.
