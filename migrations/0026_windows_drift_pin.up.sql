@@ -13,6 +13,10 @@ ALTER TABLE sources ADD COLUMN pinned_by text NOT NULL DEFAULT '';
 ALTER TABLE sources ADD COLUMN pin_reason text NOT NULL DEFAULT '';
 ALTER TABLE sources ADD COLUMN pinned_at timestamptz;
 
+-- The namespaces each applied revision has resources in: pinning a revision needs operator
+-- rights in them as well as in the source's namespaces today.
+ALTER TABLE source_revisions ADD COLUMN namespaces text[] NOT NULL DEFAULT '{}';
+
 -- source history lists a source's applied revisions newest first.
 CREATE INDEX source_revisions_applied ON source_revisions (source, applied_at DESC);
 

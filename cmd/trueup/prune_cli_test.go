@@ -88,18 +88,7 @@ func TestSyncWaitPruneSkipped(t *testing.T) {
 				src.Conditions = append(src.Conditions, status.Condition{Type: status.PruneSkipped, Status: status.True,
 					Reason: "EmptyRender", Message: "revision aaaaaaaaaaaa renders no resources: not deleting the source's 1 resource"})
 			}
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "application/json")
-				switch r.Method + " " + r.URL.Path {
-				case "POST /api/v1/sources/infra/sync":
-					_ = json.NewEncoder(w).Encode(map[string]string{"action": "sync", "actor": "anonymous", "requestedAt": at.Add(-time.Second).Format(time.RFC3339Nano), "source": "infra"})
-				case "GET /api/v1/sources/infra":
-					_ = json.NewEncoder(w).Encode(src)
-				default:
-					http.NotFound(w, r)
-				}
-			}))
-			defer srv.Close()
+			srv := serveSynced(t, src, at)
 			out, _, err := runCLI(t, "--server", srv.URL, "sync", "infra", "--wait")
 			var code exitCode
 			switch {
@@ -112,4 +101,53 @@ func TestSyncWaitPruneSkipped(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSyncWaitPending: sync --wait says what holds the pending revision back: the source's
+// pin, its suspension, or both.
+func TestSyncWaitPending(t *testing.T) {
+	t.Parallel()
+	pinned, head := strings.Repeat("1", 40), strings.Repeat("e", 40)
+	for _, tc := range []struct {
+		name              string
+		pinned, suspended bool
+		want              string
+	}{
+		{"pinned", true, false, "pinned at 111111111111: revision eeeeeeeeeeee is pending\n"},
+		{"suspended", false, true, "suspended: revision eeeeeeeeeeee is pending\n"},
+		{"both", true, true, "suspended, and pinned at 111111111111: revision eeeeeeeeeeee is pending\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			at := time.Now().UTC()
+			src := wire.Source{Name: "infra", Revision: pinned, LastSyncTime: &at, PendingRevision: head, Suspended: tc.suspended,
+				Conditions: []status.Condition{{Type: status.Ready, Status: status.True, Reason: "Succeeded", Message: "applied"}}}
+			if tc.pinned {
+				src.Pinned = &wire.SourcePin{Revision: pinned, Actor: "alice", Reason: "incident"}
+			}
+			srv := serveSynced(t, src, at)
+			out, _, err := runCLI(t, "--server", srv.URL, "sync", "infra", "--wait")
+			if err != nil || !strings.HasSuffix(out, tc.want) {
+				t.Errorf("sync --wait: %v\n%s\nwant a line %q", err, out, tc.want)
+			}
+		})
+	}
+}
+
+// serveSynced serves an API whose source infra, src, synced at at: POST sync answers it was
+// requested a second before.
+func serveSynced(t *testing.T, src wire.Source, at time.Time) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.Method + " " + r.URL.Path {
+		case "POST /api/v1/sources/infra/sync":
+			_ = json.NewEncoder(w).Encode(map[string]string{"action": "sync", "actor": "anonymous", "requestedAt": at.Add(-time.Second).Format(time.RFC3339Nano), "source": "infra"})
+		case "GET /api/v1/sources/infra":
+			_ = json.NewEncoder(w).Encode(src)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
 }

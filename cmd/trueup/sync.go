@@ -82,7 +82,7 @@ func waitSync(ctx context.Context, c *apiclient.Client, out io.Writer, name stri
 			ready, _ := status.Get(src.Conditions, status.Ready)
 			fmt.Fprintf(out, "source %s at revision %s: Ready=%s%s\n", name, cli.ShortRev(src.Revision), ready.Status, messageNote(ready.Message))
 			if src.PendingRevision != "" {
-				fmt.Fprintf(out, "suspended: revision %s is pending\n", cli.ShortRev(src.PendingRevision))
+				fmt.Fprintf(out, "%s: revision %s is pending\n", holder(src), cli.ShortRev(src.PendingRevision))
 			}
 			pruneSkipped, skipped := status.Get(src.Conditions, status.PruneSkipped)
 			skipped = skipped && pruneSkipped.Status == status.True
@@ -100,4 +100,15 @@ func waitSync(ctx context.Context, c *apiclient.Client, out io.Writer, name stri
 		case <-time.After(pollEvery):
 		}
 	}
+}
+
+// holder says what holds src's pendingRevision back: its pin, its suspension or both.
+func holder(src wire.Source) string {
+	switch {
+	case src.Pinned != nil && src.Suspended:
+		return "suspended, and pinned at " + cli.ShortRev(src.Pinned.Revision)
+	case src.Pinned != nil:
+		return "pinned at " + cli.ShortRev(src.Pinned.Revision)
+	}
+	return "suspended"
 }

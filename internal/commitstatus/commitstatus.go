@@ -188,7 +188,7 @@ func New(cfg Config, source string, st *store.Store, logger *slog.Logger) (*Repo
 	}, nil
 }
 
-// Picked posts pending ("applying revision") when the syncer picks a revision up. Like every
+// Picked posts pending ("applying revision") when the syncer has written a revision. Like every
 // method it returns at once: posting happens in the background.
 func (r *Reporter) Picked(_ context.Context, revision string) {
 	r.enqueue(event{kind: evPicked, revision: revision})

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/auth"
-	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/wire"
@@ -152,6 +151,18 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, c command) bool 
 	if c.Source {
 		what = "Source " + c.Name
 		nss, err := s.store.SourceNamespaces(r.Context(), c.Name)
+		if c.Action == "pin" && r.Method == http.MethodPost && err == nil && sourceAccess(identity(r), nss) == accessAllowed {
+			// The pinned revision may bring back resources in namespaces the source has none in today.
+			_, nss, err = s.store.PinNamespaces(r.Context(), c.Name, strings.TrimSpace(r.PostFormValue("revision")))
+			switch {
+			case errors.Is(err, store.ErrAmbiguous):
+				s.errorPage(w, r, http.StatusConflict, "Ambiguous revision", err.Error())
+				return false
+			case errors.Is(err, store.ErrNotFound):
+				s.errorPage(w, r, http.StatusNotFound, "Unknown revision", strings.TrimSuffix(err.Error(), ": "+store.ErrNotFound.Error())+".")
+				return false
+			}
+		}
 		if s.pageFailed(w, r, err) {
 			return false
 		}
@@ -265,7 +276,7 @@ func (s *Server) operateForm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	actor := identity(r).Actor()
-	reason := clip.Storable(strings.TrimSpace(r.PostFormValue("reason")), maxReason)
+	reason := s.boundReason(r.PostFormValue("reason"))
 	var err error
 	switch {
 	case c.Action == "reconcile":
@@ -291,9 +302,9 @@ func (s *Server) operateForm(w http.ResponseWriter, r *http.Request) {
 			s.errorPage(w, r, http.StatusBadRequest, "Reason required", "Say why the source is pinned: the reason is recorded in its event and shown on the overview.")
 			return
 		}
-		_, err = s.store.PinSource(r.Context(), c.Name, strings.TrimSpace(r.PostFormValue("revision")), actor, s.opts.Redact.Scrub(reason))
+		_, err = s.store.PinSource(r.Context(), c.Name, strings.TrimSpace(r.PostFormValue("revision")), actor, reason)
 	case c.Action == "unpin":
-		err = s.store.UnpinSource(r.Context(), c.Name, actor, s.opts.Redact.Scrub(reason))
+		err = s.store.UnpinSource(r.Context(), c.Name, actor, reason)
 	case c.Source:
 		err = s.store.SetSourceSuspended(r.Context(), c.Name, c.Action == "suspend", actor, reason)
 	default:
@@ -306,6 +317,10 @@ func (s *Server) operateForm(w http.ResponseWriter, r *http.Request) {
 	}
 	if errors.Is(err, store.ErrAmbiguous) {
 		s.errorPage(w, r, http.StatusConflict, "Ambiguous revision", err.Error())
+		return
+	}
+	if errors.Is(err, store.ErrNotPinned) {
+		s.errorPage(w, r, http.StatusConflict, "Not pinned", "Source "+c.Name+" is not pinned.")
 		return
 	}
 	if s.pageFailed(w, r, err) {

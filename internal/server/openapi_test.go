@@ -421,7 +421,10 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// main is pinned (at a commit it never applied: a full hash need not have been).
+	// main is pinned at a revision of its history.
+	if _, err := st.Pool().Exec(ctx, `INSERT INTO source_revisions (source, revision) VALUES ('main', $1)`, strings.Repeat("7", 40)); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := st.PinSource(ctx, "main", strings.Repeat("7", 40), "token:ops", "incident 7"); err != nil {
 		t.Fatal(err)
 	}

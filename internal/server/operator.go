@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/auth"
+	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/policy"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/wire"
@@ -42,31 +43,50 @@ func refs(rs []store.ResourceRef) []wire.ResourceRef {
 	return out
 }
 
-// maxReason bounds the reason of a suspend, stored in a condition and an event.
+// maxReason bounds the reason of a command, stored in a condition and an event.
 const maxReason = 1024
 
-// commandBody reads the optional JSON body {"reason": "..."} of a command.
-func commandBody(r *http.Request) (reason string, err error) {
+// reasonBody is the optional JSON body of a command.
+type reasonBody struct {
+	Reason string `json:"reason"`
+}
+
+// pinBody is the JSON body of a pin.
+type pinBody struct {
+	Revision string `json:"revision"`
+	reasonBody
+}
+
+// commandBody reads the optional JSON body of a command: {"reason": "..."}, and
+// {"revision": "...", "reason": "..."} when revision is true. The revision is trimmed; the
+// reason is trimmed, scrubbed of the config's secrets whole, then cut to a storable length (an
+// operator may paste an error that quotes a secret, and the reason is kept in events).
+func (s *Server) commandBody(r *http.Request, revision bool) (pinBody, error) {
+	var body pinBody
+	var into any = &body.reasonBody
+	usage := `{"reason": "..."}`
+	if revision {
+		into, usage = &body, `{"revision": "...", "reason": "..."}`
+	}
 	b, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
 	if err != nil {
-		return "", err
+		return pinBody{}, err
 	}
-	if len(strings.TrimSpace(string(b))) == 0 {
-		return "", nil
+	if len(strings.TrimSpace(string(b))) > 0 {
+		dec := json.NewDecoder(strings.NewReader(string(b)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(into); err != nil {
+			return pinBody{}, errors.New("the body must be JSON " + usage + ": " + err.Error())
+		}
 	}
-	var body struct {
-		Reason string `json:"reason"`
-	}
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
-		return "", errors.New("the body must be JSON {\"reason\": \"...\"}: " + err.Error())
-	}
-	reason = strings.TrimSpace(body.Reason)
-	if len(reason) > maxReason {
-		reason = reason[:maxReason]
-	}
-	return reason, nil
+	body.Revision = strings.TrimSpace(body.Revision)
+	body.Reason = s.boundReason(body.Reason)
+	return body, nil
+}
+
+// boundReason is an operator's reason as it is stored: trimmed, scrubbed whole, then cut.
+func (s *Server) boundReason(reason string) string {
+	return clip.Storable(s.opts.Redact.Scrub(strings.TrimSpace(reason)), maxReason)
 }
 
 // Access decisions of operator commands.
@@ -128,17 +148,17 @@ func mayOperate(w http.ResponseWriter, r *http.Request, ns, what string) bool {
 // resourceCommand reads the resource of a command on /resources/{namespace}/{kind}/{name} and
 // its optional reason; it answers 404, 403 or 400 and returns ok false unless the caller may
 // operate in the namespace and the body decodes.
-func resourceCommand(w http.ResponseWriter, r *http.Request) (ns, kind, name, reason string, ok bool) {
+func (s *Server) resourceCommand(w http.ResponseWriter, r *http.Request) (ns, kind, name, reason string, ok bool) {
 	ns, kind, name = r.PathValue("namespace"), r.PathValue("kind"), r.PathValue("name")
 	if !mayOperate(w, r, ns, "resource "+ns+"/"+kind+"/"+name) {
 		return "", "", "", "", false
 	}
-	reason, err := commandBody(r)
+	body, err := s.commandBody(r, false)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return "", "", "", "", false
 	}
-	return ns, kind, name, reason, true
+	return ns, kind, name, body.Reason, true
 }
 
 func (s *Server) reconcileResource(w http.ResponseWriter, r *http.Request) {
@@ -236,7 +256,7 @@ func windowResource(res store.Resource) *policy.Resource {
 // (store.Abandon). A reason is required: it is the audit trail of a resource that left
 // trueup without its action's say.
 func (s *Server) abandonResource(w http.ResponseWriter, r *http.Request) {
-	ns, kind, name, reason, ok := resourceCommand(w, r)
+	ns, kind, name, reason, ok := s.resourceCommand(w, r)
 	if !ok {
 		return
 	}
@@ -244,8 +264,6 @@ func (s *Server) abandonResource(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "a reason is required: {\"reason\": \"...\"}")
 		return
 	}
-	// An operator may paste an error that quotes a secret: the reason is kept for good.
-	reason = s.opts.Redact.Scrub(reason)
 	actor := identity(r).Actor()
 	at := time.Now().UTC()
 	ref, err := s.store.Abandon(r.Context(), store.AbandonParams{Namespace: ns, Kind: kind, Name: name, Actor: actor, Reason: reason})
@@ -277,7 +295,7 @@ func done(suspend bool) string {
 
 func (s *Server) suspendResource(suspend bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		ns, kind, name, reason, ok := resourceCommand(w, r)
+		ns, kind, name, reason, ok := s.resourceCommand(w, r)
 		if !ok {
 			return
 		}
@@ -317,11 +335,12 @@ func (s *Server) suspendSelected(suspend bool) http.HandlerFunc {
 		case !id.AllVisible():
 			namespaces = slices.Clone(id.Namespaces)
 		}
-		reason, err := commandBody(r)
+		body, err := s.commandBody(r, false)
 		if err != nil {
 			writeError(w, http.StatusBadRequest, err.Error())
 			return
 		}
+		reason := body.Reason
 		actor := id.Actor()
 		at := time.Now().UTC()
 		rs, err := s.store.SetSuspended(r.Context(), store.SuspendParams{Selector: sel, Namespaces: namespaces, Suspend: suspend,
@@ -382,14 +401,20 @@ func (s *Server) sourceCommand(act, did string, run func(ctx context.Context, na
 		if !s.maySourceOperate(w, r, name) {
 			return
 		}
-		reason, err := commandBody(r)
+		body, err := s.commandBody(r, false)
 		if err != nil {
 			writeError(w, http.StatusBadRequest, err.Error())
 			return
 		}
+		reason := body.Reason
 		actor := identity(r).Actor()
 		at := time.Now().UTC()
-		if s.fail(w, run(r.Context(), name, actor, reason)) {
+		err = run(r.Context(), name, actor, reason)
+		if errors.Is(err, store.ErrNotPinned) {
+			writeError(w, http.StatusConflict, err.Error())
+			return
+		}
+		if s.fail(w, err) {
 			return
 		}
 		s.log.Info("source "+did, "source", name, "actor", actor)

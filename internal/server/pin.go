@@ -2,13 +2,8 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
-	"strconv"
-	"strings"
 
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/wire"
@@ -35,38 +30,15 @@ func pinWire(p *store.SourcePin) *wire.SourcePin {
 	return &w
 }
 
-// pinBody reads {"revision": "…", "reason": "…"}; the reason is trimmed and bounded.
-func pinBody(r *http.Request) (revision, reason string, err error) {
-	var body struct {
-		Revision string `json:"revision"`
-		Reason   string `json:"reason"`
-	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
-	if err != nil {
-		return "", "", err
-	}
-	if len(strings.TrimSpace(string(b))) > 0 {
-		dec := json.NewDecoder(strings.NewReader(string(b)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&body); err != nil {
-			return "", "", errors.New(`the body must be JSON {"revision": "...", "reason": "..."}: ` + err.Error())
-		}
-	}
-	reason = strings.TrimSpace(body.Reason)
-	if len(reason) > maxReason {
-		reason = reason[:maxReason]
-	}
-	return strings.TrimSpace(body.Revision), reason, nil
-}
-
-// pinSource pins a source at a revision of its history (or any full commit hash); its
-// holder applies it at once.
+// pinSource pins a source at a revision of its history; its holder applies it at once. The
+// caller needs operator rights in the source's namespaces and in the revision's.
 func (s *Server) pinSource(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	if !s.maySourceOperate(w, r, name) {
 		return
 	}
-	revision, reason, err := pinBody(r)
+	body, err := s.commandBody(r, true)
+	revision, reason := body.Revision, body.Reason
 	switch {
 	case err != nil:
 		writeError(w, http.StatusBadRequest, err.Error())
@@ -78,8 +50,19 @@ func (s *Server) pinSource(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, `reason is required: {"revision": "...", "reason": "..."}`)
 		return
 	}
-	// An operator may paste an error that quotes a secret: the reason is kept in events.
-	reason = s.opts.Redact.Scrub(reason)
+	// The pinned revision may bring back resources in namespaces the source has none in today.
+	revision, nss, err := s.store.PinNamespaces(r.Context(), name, revision)
+	if errors.Is(err, store.ErrAmbiguous) {
+		writeError(w, http.StatusConflict, err.Error())
+		return
+	}
+	if s.fail(w, err) {
+		return
+	}
+	if sourceAccess(identity(r), nss) != accessAllowed {
+		writeError(w, http.StatusForbidden, "the operator role is needed in every namespace of source "+name+" and of revision "+revision)
+		return
+	}
 	actor := identity(r).Actor()
 	pin, err := s.store.PinSource(r.Context(), name, revision, actor, reason)
 	if errors.Is(err, store.ErrAmbiguous) {
@@ -93,25 +76,19 @@ func (s *Server) pinSource(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, pinWire(&pin))
 }
 
-// unpinSource unpins a source; its holder applies the head at once. An operator may paste
-// an error that quotes a secret: the reason is kept in events.
+// unpinSource unpins a source; its holder applies the head at once.
 func (s *Server) unpinSource(w http.ResponseWriter, r *http.Request) {
 	s.sourceCommand("unpin", "unpinned", func(ctx context.Context, name, actor, reason string) error {
-		return s.store.UnpinSource(ctx, name, actor, s.opts.Redact.Scrub(reason))
+		return s.store.UnpinSource(ctx, name, actor, reason)
 	})(w, r)
 }
 
 // sourceRevisions answers GET /api/v1/sources/{name}/revisions[?limit=N]: the revisions the
 // source applied, the last applied first.
 func (s *Server) sourceRevisions(w http.ResponseWriter, r *http.Request) {
-	limit := 100
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxRevisionList {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("limit must be a number from 1 to %d", maxRevisionList))
-			return
-		}
-		limit = n
+	limit, ok := queryLimit(w, r, store.KeptRevisions, maxRevisionList)
+	if !ok {
+		return
 	}
 	src, err := s.store.GetSourceIn(r.Context(), scope(r), r.PathValue("name"))
 	if s.fail(w, err) {

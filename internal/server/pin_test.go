@@ -10,10 +10,11 @@ import (
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/wire"
+	"github.com/trueup-dev/trueup/sources"
 )
 
 // TestPinCommands: pin and unpin need operator rights in every namespace of the source and a
-// reason; a revision is a full hash or a unique prefix of the source's history; the source's
+// reason; a revision is one of the source's history or a unique prefix of one; the source's
 // JSON and its revisions show the pin.
 func TestPinCommands(t *testing.T) {
 	t.Parallel()
@@ -38,6 +39,7 @@ func TestPinCommands(t *testing.T) {
 		{"without a revision", pin, "operator-all", `{"reason":"x"}`, http.StatusBadRequest},
 		{"an unknown field", pin, "operator-all", `{"revision":"` + r1 + `","reason":"x","force":true}`, http.StatusBadRequest},
 		{"an unknown revision", pin, "operator-all", `{"revision":"abcdef0","reason":"x"}`, http.StatusNotFound},
+		{"a full hash never applied", pin, "operator-all", `{"revision":"` + strings.Repeat("e", 40) + `","reason":"x"}`, http.StatusNotFound},
 		{"an ambiguous prefix", pin, "operator-all", `{"revision":"1111111","reason":"x"}`, http.StatusConflict},
 		{"a one-character prefix", pin, "operator-all", `{"revision":"1","reason":"x"}`, http.StatusBadRequest},
 		{"a branch name", pin, "operator-all", `{"revision":"main","reason":"x"}`, http.StatusBadRequest},
@@ -79,6 +81,9 @@ func TestPinCommands(t *testing.T) {
 	var unpinned wire.Source
 	if code := getJSONAs(t, srv.URL+"/api/v1/sources/main", "viewer-alpha", &unpinned); code != http.StatusOK || unpinned.Pinned != nil {
 		t.Errorf("after unpin: %d, pinned %+v", code, unpinned.Pinned)
+	}
+	if code := post(t, srv.URL+"/api/v1/sources/main/unpin", "operator-all", `{"reason":"again"}`, nil); code != http.StatusConflict {
+		t.Errorf("unpin a source not pinned = %d, want 409", code)
 	}
 }
 
@@ -144,5 +149,81 @@ func TestDashboardPin(t *testing.T) {
 	}
 	if _, body := getAs(t, c, srv.URL+"/", "viewer-alpha"); strings.Contains(body, banner) || !strings.Contains(body, `<section id="pins" data-live hidden>`) {
 		t.Error("the overview shows a banner once unpinned")
+	}
+}
+
+// TestPinNeedsTheRevisionsNamespaces: pinning a revision needs operator rights in the
+// namespaces it had, not only in those the source has resources in today: an operator of
+// alpha may not bring back a resource in beta that a later revision removed.
+func TestPinNeedsTheRevisionsNamespaces(t *testing.T) {
+	t.Parallel()
+	srv, st := setupAuth(t, 2) // abc123: q000 in alpha, q001 in beta
+	ctx := context.Background()
+	set, err := manifest.NewLoader().Load([]sources.File{{Path: "all.yaml", Data: []byte(typeDoc +
+		"---\napiVersion: mq.example.com/v1\nkind: Queue\nmetadata: {name: q000, namespace: alpha, labels: {team: red, idx: \"0\"}}\nspec: {size: 0}\n")}}, manifest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := strings.Repeat("7", 40)
+	if _, err := st.ApplyRevision(ctx, store.ApplyParams{Source: "main", Revision: later, Set: set, Prune: true, MaxPruneFraction: 1}); err != nil {
+		t.Fatal(err)
+	}
+	// The deletion done: the source has resources in alpha only.
+	if _, err := st.Pool().Exec(ctx, "DELETE FROM resources WHERE source = 'main' AND namespace = 'beta'"); err != nil {
+		t.Fatal(err)
+	}
+	if nss, err := st.SourceNamespaces(ctx, "main"); err != nil || len(nss) != 1 || nss[0] != "alpha" {
+		t.Fatalf("source namespaces %v %v", nss, err)
+	}
+	pin := srv.URL + "/api/v1/sources/main/pin"
+	if code := post(t, pin, "operator-alpha", `{"revision":"abc123","reason":"x"}`, nil); code != http.StatusForbidden {
+		t.Errorf("operator-alpha pins a revision with a resource in beta: %d, want 403", code)
+	}
+	if p, err := st.SourcePin(ctx, "main"); err != nil || p != nil {
+		t.Errorf("pin after a refusal: %+v %v", p, err)
+	}
+	if code := post(t, pin, "operator-alpha", `{"revision":"`+later+`","reason":"x"}`, nil); code != http.StatusOK {
+		t.Errorf("operator-alpha pins a revision in alpha only: %d, want 200", code)
+	}
+	if code := post(t, pin, "operator-all", `{"revision":"abc123","reason":"x"}`, nil); code != http.StatusOK {
+		t.Errorf("operator-all pins abc123: %d, want 200", code)
+	}
+}
+
+// TestCommandReasonsStorable: a reason cut inside a UTF-8 character or holding a NUL is
+// stored (not a database error), and a secret is scrubbed before the reason is cut, so none
+// of it is kept.
+func TestCommandReasonsStorable(t *testing.T) {
+	t.Parallel()
+	srv, st := setupAuth(t, 2)
+	ctx := context.Background()
+	src := srv.URL + "/api/v1/sources/main/"
+	cut := `"` + strings.Repeat("a", 1023) + `é"`
+	for _, tc := range []struct{ name, cmd, body string }{
+		{"pin, cut in a character", "pin", `{"revision":"abc123","reason":` + cut + `}`},
+		{"unpin, cut in a character", "unpin", `{"reason":` + cut + `}`},
+		{"pin, a NUL", "pin", `{"revision":"abc123","reason":"a\u0000b"}`},
+		{"unpin, a NUL", "unpin", `{"reason":"a\u0000b"}`},
+		{"suspend, cut in a character", "suspend", `{"reason":` + cut + `}`},
+		{"resume, a NUL", "resume", `{"reason":"a\u0000b"}`},
+		{"suspend, a NUL", "suspend", `{"reason":"a\u0000b"}`},
+		{"a resource's suspension, cut in a character", "", `{"reason":` + cut + `}`},
+	} {
+		u := src + tc.cmd
+		if tc.cmd == "" {
+			u = srv.URL + "/api/v1/resources/alpha/Queue/q000/suspend"
+		}
+		if code := post(t, u, "operator-all", tc.body, nil); code != http.StatusOK {
+			t.Errorf("%s: %d, want 200", tc.name, code)
+		}
+	}
+	// A secret spanning the cut leaves no prefix of itself.
+	body := `{"revision":"abc123","reason":"` + strings.Repeat("a", 1020) + knownSecret + `"}`
+	if code := post(t, src+"pin", "operator-all", body, nil); code != http.StatusOK {
+		t.Fatalf("pin with a secret at the cut: %d", code)
+	}
+	p, err := st.SourcePin(ctx, "main")
+	if err != nil || p == nil || strings.Contains(p.Reason, knownSecret[:3]) {
+		t.Errorf("pin reason %+v %v: holds a prefix of the secret", p, err)
 	}
 }

@@ -135,16 +135,26 @@ func visibleWarnings(sc store.Scope, ws, nss []string) (kept, keptNS []string, h
 	return kept, keptNS, hidden
 }
 
+// queryLimit returns the request's ?limit=N, def when it has none; it answers 400 and returns
+// false unless N is a number from 1 to most.
+func queryLimit(w http.ResponseWriter, r *http.Request, def, most int) (int, bool) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return def, true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > most {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("limit must be a number from 1 to %d", most))
+		return 0, false
+	}
+	return n, true
+}
+
 // listPreviews answers GET /api/v1/sources/{name}/previews[?limit=N].
 func (s *Server) listPreviews(w http.ResponseWriter, r *http.Request) {
-	limit := 0
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxPreviewList {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("limit must be a number from 1 to %d", maxPreviewList))
-			return
-		}
-		limit = n
+	limit, ok := queryLimit(w, r, 0, maxPreviewList)
+	if !ok {
+		return
 	}
 	items, err := s.previewsOf(r.Context(), scope(r), r.PathValue("name"), limit)
 	if s.fail(w, err) {

@@ -260,8 +260,8 @@ func (s *Store) RequestSync(ctx context.Context, source, actor string) error {
 
 // SetSourceSuspended suspends or resumes a source. A suspended source keeps polling and
 // validating, but ApplyRevision applies nothing and records the revision it held back
-// (pendingRevision); a resume clears that and asks the holder to sync at once, which applies
-// the head.
+// (pendingRevision); a resume clears that (unless the source is pinned: it still holds its
+// head back) and asks the holder to sync at once, which applies the head (the pinned revision).
 func (s *Store) SetSourceSuspended(ctx context.Context, source string, suspend bool, actor, reason string) error {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var cj []byte
@@ -291,7 +291,7 @@ func (s *Store) SetSourceSuspended(ctx context.Context, source string, suspend b
 			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE sources SET suspended = $2, conditions = $3,
-			pending_revision = CASE WHEN $2 THEN pending_revision ELSE '' END, updated_at = now() WHERE name = $1`,
+			pending_revision = CASE WHEN $2 OR pinned_revision <> '' THEN pending_revision ELSE '' END, updated_at = now() WHERE name = $1`,
 			source, suspend, b); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,6 +28,8 @@ var (
 	// ErrPinChanged is returned by ApplyRevision when the source's pin is no longer the one
 	// the sync applied under (ApplyParams.Pinned): nothing was applied; sync again.
 	ErrPinChanged = errors.New("the source's pin changed")
+	// ErrNotPinned is returned by UnpinSource for a source that is not pinned.
+	ErrNotPinned = errors.New("not pinned")
 )
 
 // minRevisionPrefix is the shortest prefix of a revision PinSource resolves.
@@ -47,10 +50,10 @@ type SourceRevision struct {
 	Pinned                  bool // the revision the source is pinned at
 }
 
-// PinSource pins source at revision: one of the source's history, a full commit hash, or a
-// prefix (at least 7 characters) of exactly one revision in its history (ErrNotFound when none,
-// ErrAmbiguous when several). The holder of the source's lease is asked to sync: it applies
-// the pinned revision at once.
+// PinSource pins source at revision: one of the source's history, or a prefix (at least 7
+// characters) of exactly one revision in it (ErrNotFound when none, ErrAmbiguous when
+// several). The holder of the source's lease is asked to sync: it applies the pinned
+// revision at once.
 func (s *Store) PinSource(ctx context.Context, source, revision, actor, reason string) (SourcePin, error) {
 	pin := SourcePin{Actor: actor, Reason: reason}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -78,21 +81,49 @@ func (s *Store) PinSource(ctx context.Context, source, revision, actor, reason s
 	return pin, nil
 }
 
+// PinNamespaces returns the revision of source that revision names (as PinSource resolves
+// it) and the namespaces pinning it touches: those the source has resources in and those the
+// revision had when it was applied, sorted. ErrNotFound: no such source, or no such revision
+// in its history.
+func (s *Store) PinNamespaces(ctx context.Context, source, revision string) (string, []string, error) {
+	nss, err := s.SourceNamespaces(ctx, source)
+	if err != nil {
+		return "", nil, err
+	}
+	rev, err := resolveRevision(ctx, s.pool, source, revision)
+	if err != nil {
+		return "", nil, err
+	}
+	var then []string
+	if err := s.pool.QueryRow(ctx, `SELECT namespaces FROM source_revisions WHERE source = $1 AND revision = $2`, source, rev).
+		Scan(&then); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return "", nil, notApplied(source, rev)
+		}
+		return "", nil, fmt.Errorf("namespaces of %s@%s: %w", source, clip.Rev(rev), err)
+	}
+	nss = append(nss, then...)
+	slices.Sort(nss)
+	return rev, slices.Compact(nss), nil
+}
+
+func notApplied(source, rev string) error {
+	return fmt.Errorf("revision %s is not one the source %s applied; see trueup source history %s: %w", rev, source, source, ErrNotFound)
+}
+
 // resolveRevision returns the revision of source that rev names (see PinSource): one of its
-// history as it is, a full commit hash, or a prefix of one of its history.
-func resolveRevision(ctx context.Context, tx pgx.Tx, source, rev string) (string, error) {
+// history as it is, or a prefix of one of its history. A commit the source never applied,
+// whatever its repository holds, is not one.
+func resolveRevision(ctx context.Context, db DB, source, rev string) (string, error) {
 	var known bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM source_revisions WHERE source = $1 AND revision = $2)`, source, rev).Scan(&known); err != nil || known {
+	if err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM source_revisions WHERE source = $1 AND revision = $2)`, source, rev).Scan(&known); err != nil || known {
 		return rev, err
 	}
 	rev = strings.ToLower(rev)
 	if strings.Trim(rev, "0123456789abcdef") != "" || len(rev) < minRevisionPrefix {
 		return "", fmt.Errorf("%w: revision %q is not a commit hash or a prefix of at least %d characters of one", ErrBadRequest, rev, minRevisionPrefix)
 	}
-	if len(rev) == 40 {
-		return rev, nil
-	}
-	rows, err := tx.Query(ctx, `SELECT revision FROM source_revisions WHERE source = $1 AND starts_with(revision, $2) LIMIT 2`, source, rev)
+	rows, err := db.Query(ctx, `SELECT revision FROM source_revisions WHERE source = $1 AND starts_with(revision, $2) LIMIT 2`, source, rev)
 	if err != nil {
 		return "", err
 	}
@@ -101,7 +132,7 @@ func resolveRevision(ctx context.Context, tx pgx.Tx, source, rev string) (string
 	case err != nil:
 		return "", err
 	case len(found) == 0:
-		return "", fmt.Errorf("revision %s in the history of source %s: %w", rev, source, ErrNotFound)
+		return "", notApplied(source, rev)
 	case len(found) > 1:
 		return "", fmt.Errorf("revision %s is %w in the history of source %s: give more characters", rev, ErrAmbiguous, source)
 	}
@@ -109,16 +140,23 @@ func resolveRevision(ctx context.Context, tx pgx.Tx, source, rev string) (string
 }
 
 // UnpinSource unpins source: its pendingRevision is cleared (unless the source is suspended,
-// which holds it back) and the holder of its lease applies the head at once.
+// which holds it back) and the holder of its lease applies the head at once. A source that is
+// not pinned gives ErrNotPinned, and nothing is recorded.
 func (s *Store) UnpinSource(ctx context.Context, source, actor, reason string) error {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE sources SET pinned_revision = '', pinned_by = '', pin_reason = '', pinned_at = NULL,
-			pending_revision = CASE WHEN suspended THEN pending_revision ELSE '' END, updated_at = now() WHERE name = $1`, source)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
+		var pinned string
+		err := tx.QueryRow(ctx, `SELECT pinned_revision FROM sources WHERE name = $1 FOR UPDATE`, source).Scan(&pinned)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
 			return fmt.Errorf("source %s: %w", source, ErrNotFound)
+		case err != nil:
+			return err
+		case pinned == "":
+			return fmt.Errorf("source %s is %w", source, ErrNotPinned)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE sources SET pinned_revision = '', pinned_by = '', pin_reason = '', pinned_at = NULL,
+			pending_revision = CASE WHEN suspended THEN pending_revision ELSE '' END, updated_at = now() WHERE name = $1`, source); err != nil {
+			return err
 		}
 		msg := "source unpinned by " + actor
 		if reason != "" {

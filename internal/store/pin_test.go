@@ -27,8 +27,8 @@ func TestPinSource(t *testing.T) {
 	}{
 		{rev: "BBBB111", want: c},
 		{rev: a, want: a},
-		{rev: rev40("cccc"), want: rev40("cccc")}, // a full hash need not have been applied
-		{rev: "aaaa11", wantErr: ErrBadRequest},   // shorter than 7
+		{rev: rev40("cccc"), wantErr: ErrNotFound}, // a full hash the source never applied
+		{rev: "aaaa11", wantErr: ErrBadRequest},    // shorter than 7
 		{rev: "main", wantErr: ErrBadRequest},
 		{rev: "aaaa111", want: a},
 		{rev: "aaaa110", wantErr: ErrNotFound},
@@ -118,6 +118,13 @@ func TestPinSource(t *testing.T) {
 	}
 	if err := st.UnpinSource(ctx, "nope", "bob", ""); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unpin unknown source: %v", err)
+	}
+	// Unpinning a source that is not pinned records nothing.
+	if err := st.UnpinSource(ctx, "s", "bob", "again"); !errors.Is(err, ErrNotPinned) || err.Error() != "unpin source: source s is not pinned" {
+		t.Errorf("unpin a source not pinned: %v, want ErrNotPinned", err)
+	}
+	if again, _ := st.ListEvents(ctx, Everything, EventFilter{Source: "s", Limit: 1}); len(again) != 1 || again[0].ID != evs[0].ID {
+		t.Errorf("unpin a source not pinned wrote an event: %+v", again)
 	}
 	if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: c, Set: widgets(2, func(int) int { return 2 })}); err != nil {
 		t.Errorf("apply once unpinned: %v", err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,7 +50,8 @@ type Source struct {
 	// they are equal).
 	LagSeconds float64
 	// Suspended: an operator suspended the source; it polls but applies nothing.
-	// PendingRevision is the revision it held back.
+	// PendingRevision is the head it holds back: suspended, the one it would apply; pinned,
+	// the head that is not the pinned revision.
 	Suspended       bool
 	PendingRevision string
 	// Prune is the source's prune settings, as the config running says.
@@ -742,14 +744,28 @@ func finishSource(ctx context.Context, tx pgx.Tx, p ApplyParams, res ApplyResult
 	if res.PruneSkipped != "" {
 		under = encodePrune(p.PruneSettings())
 	}
-	// The revision's author rides on the same statement: a sync costs no extra round trip.
-	// A revision applied again (a pin, a revert) counts as applied from now in the history.
-	_, err = tx.Exec(ctx, `WITH rev AS (INSERT INTO source_revisions (source, revision, author_name, author_email)
-		  VALUES ($1, $2, $5, $6) ON CONFLICT (source, revision) DO UPDATE SET applied_at = now())
+	// The revision's author and namespaces ride on the same statement: a sync costs no extra
+	// round trip. A revision applied again (a pin, a revert) counts as applied from now in the
+	// history.
+	_, err = tx.Exec(ctx, `WITH rev AS (INSERT INTO source_revisions (source, revision, author_name, author_email, namespaces)
+		  VALUES ($1, $2, $5, $6, $7) ON CONFLICT (source, revision) DO UPDATE SET applied_at = now(), namespaces = EXCLUDED.namespaces)
 		UPDATE sources SET revision = $2, last_attempted_revision = $2, last_sync_time = now(),
 		conditions = $3, errors = '[]', prune_refused_under = $4, updated_at = now() WHERE name = $1`,
-		p.Source, p.Revision, cj, under, p.Author.Name, p.Author.Email)
+		p.Source, p.Revision, cj, under, p.Author.Name, p.Author.Email, setNamespaces(p.Set))
 	return err
+}
+
+// setNamespaces returns the namespaces set has resources in, sorted.
+func setNamespaces(set *manifest.Set) []string {
+	nss := []string{}
+	if set == nil {
+		return nss
+	}
+	for _, r := range set.Resources {
+		nss = append(nss, r.Namespace)
+	}
+	slices.Sort(nss)
+	return slices.Compact(nss)
 }
 
 // RevisionAuthor is the commit author that source's sync recorded for revision: zero, and no

@@ -82,7 +82,7 @@ func TestSyncPinned(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if _, err := b.store.PinSource(b.ctx, "infra", c1, "alice", "incident"); err != nil {
+	if _, err := b.pinAt(c1, "alice", "incident"); err != nil {
 		t.Fatal(err)
 	}
 	out, err := s.SyncOnce(b.ctx)
@@ -147,11 +147,13 @@ func TestSyncPinChangedDuringSync(t *testing.T) {
 	r.set(rev(3), dbFiles(3))
 	src := &pinningSource{fakeSource: r.source(), r: &r}
 	s := b.syncer(src, "r1", time.Minute)
-	if _, err := b.store.PinSource(b.ctx, "infra", rev(1), "alice", "x"); err != nil {
+	rep := &reporter{}
+	s.opts.Reporter = rep
+	if _, err := b.pinAt(rev(1), "alice", "x"); err != nil {
 		t.Fatal(err)
 	}
 	src.before = func() {
-		if _, err := b.store.PinSource(b.ctx, "infra", rev(2), "bob", "y"); err != nil {
+		if _, err := b.pinAt(rev(2), "bob", "y"); err != nil {
 			t.Error(err)
 		}
 	}
@@ -162,7 +164,20 @@ func TestSyncPinChangedDuringSync(t *testing.T) {
 	if src := b.source(); src.Revision != rev(2) || src.PendingRevision != rev(3) {
 		t.Errorf("revision %s pending %s", src.Revision, src.PendingRevision)
 	}
+	// The revision the pin change stopped has no commit status left pending.
+	if want := "picked " + rev(2) + ", applied " + rev(2); strings.Join(rep.calls, ", ") != want {
+		t.Errorf("reporter told %q, want %q", rep.calls, want)
+	}
 }
+
+// reporter records what a sync tells its Reporter.
+type reporter struct{ calls []string }
+
+func (r *reporter) Picked(_ context.Context, rev string) { r.calls = append(r.calls, "picked "+rev) }
+func (r *reporter) Rejected(_ context.Context, rev string, _ []string) {
+	r.calls = append(r.calls, "rejected "+rev)
+}
+func (r *reporter) Applied(_ context.Context, rev string) { r.calls = append(r.calls, "applied "+rev) }
 
 // TestSyncPinnedFolderRefused: a source that cannot read past revisions shows why its pin is
 // not applied, and applies nothing.
@@ -176,10 +191,10 @@ func TestSyncPinnedFolderRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.set(rev(2), dbFiles(2))
-	if _, err := b.store.PinSource(b.ctx, "infra", rev(1), "alice", "x"); err != nil {
+	if _, err := b.pinAt(rev(1), "alice", "x"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.store.PinSource(b.ctx, "infra", rev(2), "alice", "x"); err != nil {
+	if _, err := b.pinAt(rev(2), "alice", "x"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.SyncOnce(b.ctx); err == nil {
@@ -205,7 +220,7 @@ func TestSyncPinnedSuspended(t *testing.T) {
 	if err := b.store.SetSourceSuspended(b.ctx, "infra", true, "alice", "freeze"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.store.PinSource(b.ctx, "infra", rev(1), "alice", "x"); err != nil {
+	if _, err := b.pinAt(rev(1), "alice", "x"); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
@@ -216,8 +231,13 @@ func TestSyncPinnedSuspended(t *testing.T) {
 	if got := b.source().PendingRevision; got != rev(2) {
 		t.Errorf("pending %q, want the head", got)
 	}
+	pending := b.events(store.ReasonRevisionPending)
 	if err := b.store.SetSourceSuspended(b.ctx, "infra", false, "alice", ""); err != nil {
 		t.Fatal(err)
+	}
+	// Still pinned, the source keeps the head it holds back.
+	if got := b.source().PendingRevision; got != rev(2) {
+		t.Errorf("pending after resume %q, want the head", got)
 	}
 	if out, err := s.SyncOnce(b.ctx); err != nil || out.Revision != rev(1) || out.Result.Created != 1 {
 		t.Fatalf("resumed: %+v %v", out, err)
@@ -225,4 +245,15 @@ func TestSyncPinnedSuspended(t *testing.T) {
 	if src := b.source(); src.Revision != rev(1) || src.PendingRevision != rev(2) {
 		t.Errorf("resumed: revision %s pending %s", src.Revision, src.PendingRevision)
 	}
+	if got := b.events(store.ReasonRevisionPending); got != pending || got != 1 {
+		t.Errorf("%d RevisionPending events after the resumed sync (%d before), want the one of head %s", got, pending, clip.Rev(rev(2)))
+	}
+}
+
+// pinAt pins infra at rev, recorded first as a revision of its history (a pin names one).
+func (b *bundle) pinAt(rev, actor, reason string) (store.SourcePin, error) {
+	if _, err := b.db.Exec(b.ctx, `INSERT INTO source_revisions (source, revision) VALUES ('infra', $1) ON CONFLICT DO NOTHING`, rev); err != nil {
+		return store.SourcePin{}, err
+	}
+	return b.store.PinSource(b.ctx, "infra", rev, actor, reason)
 }

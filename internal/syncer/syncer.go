@@ -77,7 +77,9 @@ type Options struct {
 	Opener *sealed.Opener
 }
 
-// Reporter is told what happens to each revision (commit statuses on the forge).
+// Reporter is told what happens to each revision (commit statuses on the forge): Picked
+// once the revision is written (applied, or held back by a suspension), then Applied; Rejected
+// for a revision that does not validate.
 type Reporter interface {
 	Picked(ctx context.Context, revision string)
 	Rejected(ctx context.Context, revision string, errors []string)
@@ -550,9 +552,6 @@ func (s *Syncer) fetch(ctx context.Context, rev, pinned string) (*sources.Snapsh
 func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned string) (Outcome, error) {
 	root := trace.SpanFromContext(ctx)
 	start := time.Now()
-	if s.opts.Reporter != nil {
-		s.opts.Reporter.Picked(ctx, head)
-	}
 	fctx, step := tracer.Start(ctx, "fetch")
 	snap, err := s.fetch(fctx, head, pinned)
 	if err != nil {
@@ -625,6 +624,11 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 	}
 	if err != nil {
 		return Outcome{}, err
+	}
+	// Told only past the pin's fence: a revision a pin or unpin stopped (ErrPinChanged) is
+	// left with no pending status that nothing would complete.
+	if s.opts.Reporter != nil {
+		s.opts.Reporter.Picked(ctx, snap.Revision)
 	}
 	root.SetAttributes(attribute.Int("trueup.created", res.Created), attribute.Int("trueup.updated", res.Updated),
 		attribute.Int("trueup.deleted", res.Deleted))

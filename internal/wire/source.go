@@ -29,7 +29,8 @@ type Source struct {
 	// they are equal).
 	LagSeconds float64 `json:"lagSeconds"`
 	// Suspended: an operator suspended the source; it polls but applies nothing.
-	// PendingRevision is the revision it held back.
+	// PendingRevision is the head it holds back: suspended, the one it would apply; pinned,
+	// the head that is not the pinned revision.
 	Suspended       bool   `json:"suspended,omitempty"`
 	PendingRevision string `json:"pendingRevision,omitempty"`
 	// Prune is the source's prune settings, as the config running says.

@@ -49,9 +49,11 @@ func (s *Source) ReadTree(ctx context.Context, revision, dir string) ([]sources.
 	return files, nil
 }
 
-// FetchRevision returns the manifest files under the configured path of revision, any commit
-// of the tracked branch (sources.RevisionFetcher): a pinned source applies an older commit
-// than its head. It reads the commit as ReadTree does, and never moves the mirror.
+// FetchRevision returns the manifest files under the configured path of revision, a commit
+// the mirror holds or the remote serves (sources.RevisionFetcher, atCommit): a pinned source
+// applies an older commit than its head. It does not check that revision is on the tracked
+// branch, and a forge may serve a pull request's or a fork's commit by hash: the store pins
+// only revisions the source applied (store.PinSource). It reads the commit as ReadTree does, and never moves the mirror.
 func (s *Source) FetchRevision(ctx context.Context, revision string) (*sources.Snapshot, error) {
 	start := time.Now()
 	s.mu.Lock()
