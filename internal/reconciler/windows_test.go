@@ -294,6 +294,37 @@ func TestCheckWindows(t *testing.T) {
 	}
 }
 
+// The claim found the work due by the database's clock: a controller clock behind it does
+// not see the window that closed at the work's due time still open (and hold it again, at
+// once due again, until the controller's clock catches up).
+func TestWindowCheckedAtDatabaseTime(t *testing.T) {
+	t.Parallel()
+	until := time.Now().Add(time.Hour).Truncate(time.Second)
+	set, err := changewindow.Compile([]changewindow.Window{freeze(until, false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		dbNow time.Time
+		held  bool
+	}{
+		{"no database time", time.Time{}, true},
+		{"database clock behind the controller's", time.Now().Add(-time.Minute), true},
+		{"database clock at the window's end", until, false},
+		{"database clock past the window's end", until.Add(time.Second), false},
+	} {
+		r := newTestReconciler()
+		r.opts.Windows = func() *changewindow.Set { return set }
+		c := claimed(readyGen1, 2, false, func(c *store.Claimed) { c.DBNow, c.Labels = tc.dbNow, map[string]string{"tier": "critical"} })
+		a := attempt{trigger: trigger(c)}
+		r.checkWindows(&c, &a)
+		if (a.window.held != nil) != tc.held {
+			t.Errorf("%s: held %v; want %v", tc.name, a.window.held, tc.held)
+		}
+	}
+}
+
 // A resource no window selects pays the windows' match, without allocating.
 func TestCheckWindowsUnselectedAllocatesNothing(t *testing.T) {
 	r := newTestReconciler()
@@ -334,24 +365,26 @@ func TestWindowClosedUpdate(t *testing.T) {
 		runAt   *time.Time // nil: none; the zero time: about now
 		attempt int
 		events  int
+		quiet   bool // no history row
 	}{
-		{"held create", created, verdict, unchanged, status.PhasePending, status.ReasonWindowClosed, &until, 0, 1},
-		{"held again, the same message", heldBefore, verdict, unchanged, status.PhasePending, status.ReasonWindowClosed, &until, 0, 0},
-		{"held with no opening known", created, forever, unchanged, status.PhasePending, status.ReasonWindowClosed, nil, 0, 1},
+		{"held create", created, verdict, unchanged, status.PhasePending, status.ReasonWindowClosed, &until, 0, 1, false},
+		{"held again, the same message", heldBefore, verdict, unchanged, status.PhasePending, status.ReasonWindowClosed, &until, 0, 0, true},
+		{"held with no opening known", created, forever, unchanged, status.PhasePending, status.ReasonWindowClosed, nil, 0, 1, false},
 		{"a newer generation arrived", created, verdict, func(c store.Claimed) store.Current { return specChanged(c, 2) }, status.PhasePending,
-			status.ReasonNewGeneration, &time.Time{}, 0, 1},
-		{"a deletion arrived", created, verdict, markedDeleted, status.PhaseDeleting, status.ReasonDeletionRequested, &time.Time{}, 0, 1},
+			status.ReasonNewGeneration, &time.Time{}, 0, 1, false},
+		{"a deletion arrived", created, verdict, markedDeleted, status.PhaseDeleting, status.ReasonDeletionRequested, &time.Time{}, 0, 1, false},
 		{"held retry of a first apply keeps its attempt", claimed(failedG1, 1, false, withAttempt(3)), verdict, unchanged, status.PhasePending,
-			status.ReasonWindowClosed, &until, 3, 1},
+			status.ReasonWindowClosed, &until, 3, 1, false},
 		{"held retry of a change keeps its phase", claimed(failedG2, 2, false, withAttempt(1)), verdict, unchanged, status.PhaseFailed,
-			status.ReasonWindowClosed, &until, 1, 1},
+			status.ReasonWindowClosed, &until, 1, 1, false},
 	} {
 		v := tc.v
 		a := attempt{op: "reconcile", trigger: trigger(tc.c), window: windowCheck{held: &v}}
 		u := newTestReconciler().update(tc.c, a, tc.cur(tc.c))
 		rec, _ := status.Get(u.Conditions, status.Reconciling)
 		if u.Phase != tc.phase || rec.Reason != tc.reason || u.Attempt != tc.attempt || len(u.Events) != tc.events ||
-			u.History == nil || u.History.Result != resultWindowClosed || u.History.Message != v.Message() || u.ClearWindowOverride != nil || !u.KeepActionState {
+			(u.History == nil) != tc.quiet || u.History != nil && (u.History.Result != resultWindowClosed || u.History.Message != v.Message()) ||
+			u.ClearWindowOverride != nil || !u.KeepActionState {
 			t.Errorf("%s: phase %s Reconciling %s attempt %d events %+v history %+v", tc.name, u.Phase, rec.Reason, u.Attempt, u.Events, u.History)
 		}
 		switch {

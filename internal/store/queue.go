@@ -82,6 +82,11 @@ type Claimed struct {
 	WindowOverride *WindowOverride
 	// Drift is its type's drift policy (nil: remediate, nothing ignored).
 	Drift *manifest.DriftPolicy
+	// DBNow is the database's clock when the claim was made (the now() that found the row
+	// due): whatever decides at a time whether due work may run reads no earlier than it,
+	// so that a controller clock behind the database's does not hold the work again at a
+	// time the database has already passed.
+	DBNow time.Time
 }
 
 // WindowOverride is an operator's request that one resource's next call proceed although a
@@ -128,7 +133,7 @@ func (s *Store) Claim(ctx context.Context, owner string, n int, ttl time.Duratio
 		  COALESCE(CASE WHEN u.deletion_timestamp IS NOT NULL THEN (SELECT s.revision FROM sources s WHERE s.name = u.source) END, ''),
 		  CASE WHEN u.deletion_timestamp IS NOT NULL THEN u.applied_spec END,
 		  CASE WHEN u.deletion_timestamp IS NOT NULL THEN u.applied_origins END,
-		  u.window_override, t.drift
+		  u.window_override, t.drift, now()
 		FROM u LEFT JOIN resource_types t ON lower(t.name) = lower(u.kind)
 		ORDER BY u.run_at`, n, owner, ttl.Milliseconds())
 	if err != nil {
@@ -233,7 +238,7 @@ func scanClaimed(r pgx.CollectableRow) (Claimed, error) {
 	err := r.Scan(&c.ID, &c.UID, &c.Namespace, &c.Kind, &c.Name, &c.APIVersion, &c.Source, &c.Revision, &labels,
 		&ann, &c.Spec, &c.Generation, &c.ObservedGeneration, &c.Phase, &conds, &c.ActionState, &c.Attempt,
 		&c.Deleting, &c.LeaseToken, &c.TypeKnown, &c.ActionName, &c.ActionWith, &c.ResyncIntervalMs, &c.SealedSHA, &c.File, &c.ManualBy,
-		&c.HasDeps, &c.DependencyBy, &c.TypeSpec, &c.ResolvedSpec, &c.ResolvedOrigins, &c.AppliedRevision, &c.SourceRevision, &c.AppliedSpec, &c.AppliedOrigins, &c.WindowOverride, &c.Drift)
+		&c.HasDeps, &c.DependencyBy, &c.TypeSpec, &c.ResolvedSpec, &c.ResolvedOrigins, &c.AppliedRevision, &c.SourceRevision, &c.AppliedSpec, &c.AppliedOrigins, &c.WindowOverride, &c.Drift, &c.DBNow)
 	if err != nil {
 		return c, err
 	}
