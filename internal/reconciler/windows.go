@@ -98,6 +98,8 @@ func (r *Reconciler) windowClosed(c store.Claimed, a attempt, cur store.Current,
 	msg := v.Message()
 	u.Message, u.History.Message, u.History.Result = msg, msg, resultWindowClosed
 	u.KeepActionState, u.Attempt, u.RunAt = true, c.Attempt, nil
+	// An operator's request, or a dependency's, stays what it is: when due, it runs as asked.
+	u.ManualBy, u.DependencyBy = c.ManualBy, c.DependencyBy
 	if !v.Forever {
 		u.RunAt = ptr(v.Until)
 	}

@@ -439,3 +439,33 @@ func TestWindowHoldsDelete(t *testing.T) {
 		return err != nil && rec.count("delete db") == 1, strings.Join(rec.log(), ", ")
 	})
 }
+
+// An operator's request held by a window stays one: when the windows let it proceed, it
+// runs as a manual reconcile naming the operator, not as a resync that may find nothing to
+// do.
+func TestWindowKeepsManualRequest(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	f := newWindowFixture(t, callsOnly{rec})
+	f.waitPhase("db", status.PhaseReady)
+	f.setWindows(t, freeze(time.Now().Add(time.Hour), false))
+	if _, err := f.db.Exec(f.ctx, `UPDATE resources SET manual_requested_by = 'token:ops', run_at = now() WHERE name = 'db'`); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the manual request held", func() (bool, string) {
+		hs := f.history(resultWindowClosed)
+		return len(hs) == 1 && hs[0].Trigger == "manual" && hs[0].Actor == "token:ops", shows(f.get("db"))
+	})
+	var by *string
+	if err := f.db.QueryRow(f.ctx, `SELECT manual_requested_by FROM resources WHERE name = 'db'`).Scan(&by); err != nil || by == nil || *by != "token:ops" {
+		t.Fatalf("held request: manual_requested_by %v, %v", by, err)
+	}
+	f.setWindows(t)
+	if n, err := f.st.RequeueWindowed(f.ctx); err != nil || n != 1 {
+		t.Fatalf("RequeueWindowed = %d, %v", n, err)
+	}
+	waitFor(t, "the manual request run", func() (bool, string) {
+		hs := f.history(resultSucceeded)
+		return len(hs) == 2 && hs[0].Trigger == "manual" && hs[0].Actor == "token:ops", shows(f.get("db"))
+	})
+}
