@@ -188,8 +188,9 @@ type Verdict struct {
 	Until   time.Time
 	Forever bool
 	// AllowOperators says an operator may override: every window that holds the change at
-	// now allows it.
+	// now allows it. Otherwise Refusing names the first of those that does not.
 	AllowOperators bool
+	Refusing       string
 }
 
 // Message is what a condition says of a held change: the window, its kind and when the
@@ -255,7 +256,9 @@ func (s *Set) Check(r *policy.Resource, now time.Time) Verdict {
 		if !v.Closed || v.Kind == Allow && w.Kind == Deny {
 			v.Closed, v.Window, v.Kind = true, w.Name, w.Kind
 		}
-		v.AllowOperators = v.AllowOperators && w.AllowOperators
+		if !w.AllowOperators && v.AllowOperators {
+			v.AllowOperators, v.Refusing = false, w.Name
+		}
 	}
 	if !v.Closed {
 		return Verdict{}

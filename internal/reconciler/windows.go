@@ -97,6 +97,10 @@ func (r *Reconciler) windowClosed(c store.Claimed, a attempt, cur store.Current,
 	v := a.window.held
 	msg := v.Message()
 	u.Message, u.History.Message, u.History.Result = msg, msg, resultWindowClosed
+	if o := c.WindowOverride; o != nil {
+		// The override is used up (update clears it): it was refused.
+		u.History.Message = fmt.Sprintf("override by %s refused: window %s does not allow operators; %s", o.Actor, v.Refusing, msg)
+	}
 	u.KeepActionState, u.Attempt, u.RunAt = true, c.Attempt, nil
 	// An operator's request, or a dependency's, stays what it is: when due, it runs as asked.
 	u.ManualBy, u.DependencyBy = c.ManualBy, c.DependencyBy

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -406,7 +407,8 @@ func TestWindowClosedUpdate(t *testing.T) {
 }
 
 // A delete under a window waits (phase Deleting, not called) and runs once a reload removes
-// the window; an override of a window that refuses operators lets nothing through and stays.
+// the window; an override of a window that refuses operators lets nothing through and is
+// used up.
 func TestWindowHoldsDelete(t *testing.T) {
 	t.Parallel()
 	rec := &recorder{}
@@ -424,11 +426,12 @@ func TestWindowHoldsDelete(t *testing.T) {
 	}
 	waitFor(t, "the override refused", func() (bool, string) {
 		hs := f.history(resultWindowClosed)
-		return len(hs) == 2 && hs[0].Trigger == "manual", shows(f.get("db"))
+		return len(hs) == 2 && hs[0].Trigger == "manual" &&
+			strings.HasPrefix(hs[0].Message, "override by token:ops refused: window freeze does not allow operators; "), shows(f.get("db"))
 	})
-	var kept bool
-	if err := f.db.QueryRow(f.ctx, `SELECT window_override IS NOT NULL FROM resources WHERE name = 'db'`).Scan(&kept); err != nil || !kept {
-		t.Errorf("override kept %v, %v", kept, err)
+	var cleared bool
+	if err := f.db.QueryRow(f.ctx, `SELECT window_override IS NULL FROM resources WHERE name = 'db'`).Scan(&cleared); err != nil || !cleared {
+		t.Errorf("override cleared %v, %v", cleared, err)
 	}
 	f.setWindows(t)
 	if n, err := f.st.RequeueWindowed(f.ctx); err != nil || n != 1 {
@@ -468,4 +471,40 @@ func TestWindowKeepsManualRequest(t *testing.T) {
 		hs := f.history(resultSucceeded)
 		return len(hs) == 2 && hs[0].Trigger == "manual" && hs[0].Actor == "token:ops", shows(f.get("db"))
 	})
+}
+
+// One override serves the next call of the resource whatever comes of it: only a change that
+// waits for approvals keeps it (for the approved call). A window that refuses it uses it up,
+// and history says so.
+func TestOverrideServesOneCall(t *testing.T) {
+	t.Parallel()
+	o := &store.WindowOverride{Actor: "token:ops", Reason: "hotfix", At: tPrev}
+	c := claimed(readyGen1, 2, false, func(c *store.Claimed) { c.ManualBy, c.WindowOverride = "token:ops", o })
+	refused := changewindow.Verdict{Closed: true, Window: "freeze", Kind: changewindow.Deny, Until: time.Now().Add(time.Hour).Truncate(time.Second),
+		Refusing: "freeze"}
+	denied := policy.Decision{Action: policy.Deny, Policy: "p", Message: "no"}
+	waiting := policy.Decision{Action: policy.RequireApproval, Policy: "p", Message: "needs a DBA",
+		Approvals: []policy.Requirement{{Policy: "p", Approvals: policy.Approvals{Count: 1, From: []policy.Principal{{Group: "dba"}}}}}}
+	for _, tc := range []struct {
+		name    string
+		a       attempt
+		cleared bool
+		history string // prefix of the history message ("": not checked)
+	}{
+		{"applied", attempt{res: actions.Result{Done: true}, window: windowCheck{overridden: "change window freeze overridden by token:ops: hotfix; "}}, true, ""},
+		{"failed", attempt{err: errors.New("boom"), window: windowCheck{overridden: "change window freeze overridden by token:ops: hotfix; "}}, true, ""},
+		{"denied by a policy", attempt{gate: ptr(with(gate{}, gateDenied, denied))}, true, ""},
+		{"waits for approvals", attempt{gate: ptr(with(gate{}, gateWaiting, waiting))}, false, ""},
+		{"refused by a window", attempt{window: windowCheck{held: &refused}}, true,
+			"override by token:ops refused: window freeze does not allow operators; change window freeze (deny) holds changes until "},
+	} {
+		tc.a.op, tc.a.trigger = "reconcile", "manual"
+		u := newTestReconciler().update(c, tc.a, unchanged(c))
+		if (u.ClearWindowOverride == o) != tc.cleared {
+			t.Errorf("%s: cleared %+v; want %v", tc.name, u.ClearWindowOverride, tc.cleared)
+		}
+		if tc.history != "" && (u.History == nil || !strings.HasPrefix(u.History.Message, tc.history)) {
+			t.Errorf("%s: history %+v", tc.name, u.History)
+		}
+	}
 }
