@@ -49,7 +49,9 @@ type Window struct {
 	Schedule string `yaml:"schedule"`
 	// Duration is how long the window stays open after each opening (> 0; elapsed time, so
 	// a window across a change of summer time lasts exactly as long). Openings that overlap
-	// make one longer window.
+	// make one longer window; one that chains more than 1024 openings (a duration at least
+	// the time between openings, such as every minute for two minutes) counts as open with
+	// no close within a year.
 	Duration time.Duration `yaml:"duration"`
 	// TimeZone is the IANA name of the zone the schedule is read in (default UTC).
 	TimeZone string `yaml:"timeZone"`
@@ -68,6 +70,10 @@ const horizon = 366 * 24 * time.Hour
 // maxSteps bounds Check's walk over windows that chain (a deny window closing as another
 // opens, an allow window opening inside a deny window).
 const maxSteps = 64
+
+// maxChain bounds the openings of one window that openAt follows, each before the previous
+// one closes: beyond it the window counts as open past the horizon.
+const maxChain = 1024
 
 var nameRe = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 
@@ -333,7 +339,13 @@ func (w *compiled) openAt(t time.Time) (end time.Time, open bool) {
 		return time.Time{}, false
 	}
 	end = first.Add(w.Duration)
+	steps := 0
 	for n := w.sched.Next(first); !n.IsZero() && !n.After(end) && end.Sub(t) <= horizon; n = w.sched.Next(n) {
+		if steps++; steps > maxChain {
+			// Openings that keep chaining (a window open more than it is closed, such as
+			// every minute for two minutes): open beyond the horizon.
+			return t.Add(horizon + time.Nanosecond), true
+		}
 		if e := n.Add(w.Duration); e.After(end) {
 			end = e
 		}

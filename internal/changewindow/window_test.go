@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/robfig/cron/v3"
+
 	"github.com/trueup-dev/trueup/internal/policy"
 )
 
@@ -176,6 +178,49 @@ func BenchmarkCheckHeld(b *testing.B) {
 	for b.Loop() {
 		if !s.Check(benchResource, now).Closed {
 			b.Fatal("not held")
+		}
+	}
+}
+
+// counting counts the activations a schedule is asked for.
+type counting struct {
+	cron.Schedule
+	n *int
+}
+
+func (c counting) Next(t time.Time) time.Time {
+	*c.n++
+	return c.Schedule.Next(t)
+}
+
+// A window always open (every minute for two minutes) holds with no known close, and Check
+// asks its schedule for a bounded number of activations (not each one up to the horizon).
+func TestCheckAlwaysOpenIsBounded(t *testing.T) {
+	t.Parallel()
+	s := mustCompile(t, Window{Name: "always", Kind: Deny, Schedule: "* * * * *", Duration: 2 * time.Minute})
+	n := 0
+	s.windows[0].sched = counting{s.windows[0].sched, &n}
+	v := s.Check(benchResource, at("2026-11-27T13:00:30Z"))
+	if !v.Closed || !v.Forever || v.Window != "always" {
+		t.Errorf("verdict %+v; want closed with no known end", v)
+	}
+	if n > maxChain+8 {
+		t.Errorf("Check asked the schedule for %d activations; want at most %d", n, maxChain+8)
+	}
+	// A chain shorter than the bound still ends where it ends: hourly for 90 minutes, for
+	// the hours of one day (the last opens at 17:00).
+	s = mustCompile(t, Window{Name: "day", Kind: Deny, Schedule: "0 8-17 * * *", Duration: 90 * time.Minute})
+	if v := s.Check(benchResource, at("2026-11-27T09:10:00Z")); !v.Closed || v.Forever || !v.Until.Equal(at("2026-11-27T18:30:00Z")) {
+		t.Errorf("verdict %+v; want until 18:30", v)
+	}
+}
+
+func BenchmarkCheckAlwaysOpen(b *testing.B) {
+	s := mustCompile(b, Window{Name: "always", Kind: Deny, Schedule: "* * * * *", Duration: 2 * time.Minute})
+	now := at("2026-11-27T13:00:30Z")
+	for b.Loop() {
+		if !s.Check(benchResource, now).Forever {
+			b.Fatal("not held forever")
 		}
 	}
 }
