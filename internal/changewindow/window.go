@@ -44,8 +44,10 @@ type Window struct {
 	Kind Kind `yaml:"kind"`
 	// Schedule is a cron expression (five fields: minute hour day-of-month month
 	// day-of-week, or a descriptor such as @daily or @weekly) saying when the window opens,
-	// read in timeZone. An opening at a local time that a change to summer time skips does
-	// not happen that day.
+	// read in timeZone. It follows the local clock on the days it changes: an opening at a
+	// local time that a change to summer time skips does not happen that day, and one at a
+	// local time that the end of summer time repeats happens twice (e.g. `30 2 * * *` in
+	// Europe/Paris).
 	Schedule string `yaml:"schedule"`
 	// Duration is how long the window stays open after each opening (> 0; elapsed time, so
 	// a window across a change of summer time lasts exactly as long). Openings that overlap
@@ -53,7 +55,9 @@ type Window struct {
 	// the time between openings, such as every minute for two minutes) counts as open with
 	// no close within a year.
 	Duration time.Duration `yaml:"duration"`
-	// TimeZone is the IANA name of the zone the schedule is read in (default UTC).
+	// TimeZone is the IANA name of the zone the schedule is read in (default UTC). In a
+	// zone with summer time, an opening in the hour the clocks skip or repeat happens
+	// never or twice that day (see schedule).
 	TimeZone string `yaml:"timeZone"`
 	// Match selects the resources the window is about (every resource without it), as a
 	// policy's match does.
