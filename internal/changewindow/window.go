@@ -44,14 +44,20 @@ type Window struct {
 	Kind Kind `yaml:"kind"`
 	// Schedule is a cron expression (five fields: minute hour day-of-month month
 	// day-of-week, or a descriptor such as @daily or @weekly) saying when the window opens,
-	// read in timeZone. An opening at a local time that a change to summer time skips does
-	// not happen that day.
+	// read in timeZone. It follows the local clock on the days it changes: an opening at a
+	// local time that a change to summer time skips does not happen that day, and one at a
+	// local time that the end of summer time repeats happens twice (e.g. `30 2 * * *` in
+	// Europe/Paris).
 	Schedule string `yaml:"schedule"`
 	// Duration is how long the window stays open after each opening (> 0; elapsed time, so
 	// a window across a change of summer time lasts exactly as long). Openings that overlap
-	// make one longer window.
+	// make one longer window; one that chains more than 1024 openings (a duration at least
+	// the time between openings, such as every minute for two minutes) counts as open with
+	// no close within a year.
 	Duration time.Duration `yaml:"duration"`
-	// TimeZone is the IANA name of the zone the schedule is read in (default UTC).
+	// TimeZone is the IANA name of the zone the schedule is read in (default UTC). In a
+	// zone with summer time, an opening in the hour the clocks skip or repeat happens
+	// never or twice that day (see schedule).
 	TimeZone string `yaml:"timeZone"`
 	// Match selects the resources the window is about (every resource without it), as a
 	// policy's match does.
@@ -68,6 +74,10 @@ const horizon = 366 * 24 * time.Hour
 // maxSteps bounds Check's walk over windows that chain (a deny window closing as another
 // opens, an allow window opening inside a deny window).
 const maxSteps = 64
+
+// maxChain bounds the openings of one window that openAt follows, each before the previous
+// one closes: beyond it the window counts as open past the horizon.
+const maxChain = 1024
 
 var nameRe = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
 
@@ -188,8 +198,9 @@ type Verdict struct {
 	Until   time.Time
 	Forever bool
 	// AllowOperators says an operator may override: every window that holds the change at
-	// now allows it.
+	// now allows it. Otherwise Refusing names the first of those that does not.
 	AllowOperators bool
+	Refusing       string
 }
 
 // Message is what a condition says of a held change: the window, its kind and when the
@@ -255,7 +266,9 @@ func (s *Set) Check(r *policy.Resource, now time.Time) Verdict {
 		if !v.Closed || v.Kind == Allow && w.Kind == Deny {
 			v.Closed, v.Window, v.Kind = true, w.Name, w.Kind
 		}
-		v.AllowOperators = v.AllowOperators && w.AllowOperators
+		if !w.AllowOperators && v.AllowOperators {
+			v.AllowOperators, v.Refusing = false, w.Name
+		}
 	}
 	if !v.Closed {
 		return Verdict{}
@@ -330,7 +343,13 @@ func (w *compiled) openAt(t time.Time) (end time.Time, open bool) {
 		return time.Time{}, false
 	}
 	end = first.Add(w.Duration)
+	steps := 0
 	for n := w.sched.Next(first); !n.IsZero() && !n.After(end) && end.Sub(t) <= horizon; n = w.sched.Next(n) {
+		if steps++; steps > maxChain {
+			// Openings that keep chaining (a window open more than it is closed, such as
+			// every minute for two minutes): open beyond the horizon.
+			return t.Add(horizon + time.Nanosecond), true
+		}
 		if e := n.Add(w.Duration); e.After(end) {
 			end = e
 		}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/robfig/cron/v3"
+
 	"github.com/trueup-dev/trueup/internal/policy"
 )
 
@@ -33,6 +35,7 @@ func TestCheck(t *testing.T) {
 		Match: policy.Match{Namespaces: []string{"production"}}, AllowOperators: true}
 	early := Window{Name: "early", Kind: Deny, Schedule: "0 8 * * *", Duration: 4 * time.Hour, AllowOperators: true}
 	late := Window{Name: "late", Kind: Deny, Schedule: "0 11 * * *", Duration: 3 * time.Hour, AllowOperators: true}
+	night := Window{Name: "night", Kind: Deny, Schedule: "30 2 * * *", Duration: 10 * time.Minute, TimeZone: "Europe/Paris"}
 	nightly := Window{Name: "nightly", Kind: Deny, Schedule: "0 0 * * *", Duration: 5 * time.Hour, AllowOperators: true}
 	maint := Window{Name: "db-maintenance", Kind: Allow, Schedule: "0 2 * * *", Duration: 2 * time.Hour, Match: policy.Match{Kinds: []string{"Database"}}}
 	for _, tc := range []struct {
@@ -68,6 +71,16 @@ func TestCheck(t *testing.T) {
 		// 02:30 does not exist in Paris on 2026-03-29: that opening is skipped.
 		{name: "allow at a time summer time skips", ws: []Window{{Name: "night", Kind: Allow, Schedule: "30 2 * * *", Duration: time.Hour,
 			TimeZone: "Europe/Paris"}}, r: dev, now: "2026-03-28T12:00:00Z", closed: true, window: "night", until: "2026-03-30T02:30:00+02:00"},
+		// 02:30 happens twice in Paris on 2026-10-25 (CEST, then CET): the window opens at both.
+		{name: "deny at a repeated time, first", ws: []Window{night}, r: dev, now: "2026-10-25T00:35:00Z", closed: true, window: "night",
+			until: "2026-10-25T02:40:00+02:00"},
+		{name: "deny at a repeated time, between", ws: []Window{night}, r: dev, now: "2026-10-25T01:00:00Z"},
+		{name: "deny at a repeated time, second", ws: []Window{night}, r: dev, now: "2026-10-25T01:35:00Z", closed: true, window: "night",
+			until: "2026-10-25T02:40:00+01:00"},
+		// and not at all on 2026-03-29, when 02:30 does not exist.
+		{name: "deny at a skipped time", ws: []Window{night}, r: dev, now: "2026-03-29T00:35:00Z"},
+		{name: "deny at a skipped time, at 03:05", ws: []Window{night}, r: dev, now: "2026-03-29T01:05:00Z"},
+		{name: "deny at a skipped time, at 03:35", ws: []Window{night}, r: dev, now: "2026-03-29T01:35:00Z"},
 		{name: "chained deny windows", ws: []Window{late, early}, r: dev, now: "2026-11-27T09:00:00Z", closed: true, window: "early",
 			until: "2026-11-27T14:00:00Z", ops: true},
 		{name: "deny closes at its end exactly", ws: []Window{early}, r: dev, now: "2026-11-27T12:00:00Z"},
@@ -176,6 +189,49 @@ func BenchmarkCheckHeld(b *testing.B) {
 	for b.Loop() {
 		if !s.Check(benchResource, now).Closed {
 			b.Fatal("not held")
+		}
+	}
+}
+
+// counting counts the activations a schedule is asked for.
+type counting struct {
+	cron.Schedule
+	n *int
+}
+
+func (c counting) Next(t time.Time) time.Time {
+	*c.n++
+	return c.Schedule.Next(t)
+}
+
+// A window always open (every minute for two minutes) holds with no known close, and Check
+// asks its schedule for a bounded number of activations (not each one up to the horizon).
+func TestCheckAlwaysOpenIsBounded(t *testing.T) {
+	t.Parallel()
+	s := mustCompile(t, Window{Name: "always", Kind: Deny, Schedule: "* * * * *", Duration: 2 * time.Minute})
+	n := 0
+	s.windows[0].sched = counting{s.windows[0].sched, &n}
+	v := s.Check(benchResource, at("2026-11-27T13:00:30Z"))
+	if !v.Closed || !v.Forever || v.Window != "always" {
+		t.Errorf("verdict %+v; want closed with no known end", v)
+	}
+	if n > maxChain+8 {
+		t.Errorf("Check asked the schedule for %d activations; want at most %d", n, maxChain+8)
+	}
+	// A chain shorter than the bound still ends where it ends: hourly for 90 minutes, for
+	// the hours of one day (the last opens at 17:00).
+	s = mustCompile(t, Window{Name: "day", Kind: Deny, Schedule: "0 8-17 * * *", Duration: 90 * time.Minute})
+	if v := s.Check(benchResource, at("2026-11-27T09:10:00Z")); !v.Closed || v.Forever || !v.Until.Equal(at("2026-11-27T18:30:00Z")) {
+		t.Errorf("verdict %+v; want until 18:30", v)
+	}
+}
+
+func BenchmarkCheckAlwaysOpen(b *testing.B) {
+	s := mustCompile(b, Window{Name: "always", Kind: Deny, Schedule: "* * * * *", Duration: 2 * time.Minute})
+	now := at("2026-11-27T13:00:30Z")
+	for b.Loop() {
+		if !s.Check(benchResource, now).Forever {
+			b.Fatal("not held forever")
 		}
 	}
 }

@@ -751,8 +751,10 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 		h.Message = "at " + a.revisionWhy + prefixed(h.Message)
 	}
 	u := store.Update{ActionState: a.res.State, History: h, Message: msg, Resolved: a.resolved}
-	if a.window.held == nil && !a.held() {
-		// One override serves one call: this one (a change the gate held was not called).
+	if !a.held() || a.gate.outcome != gateWaiting {
+		// One override serves the next call of the resource, whatever comes of it (a window
+		// that refuses it, a policy's denial, a failure): only a change that waits for
+		// approvals keeps it, for the approved call.
 		u.ClearWindowOverride = c.WindowOverride
 	}
 	if p := a.window.overridden; p != "" {

@@ -57,7 +57,7 @@ func (r *Reconciler) checkWindows(c *store.Claimed, a *attempt) {
 // it allows operators: a.window.overridden then names it for history.
 func (r *Reconciler) windowHolds(c *store.Claimed, a *attempt) bool {
 	res := windowResource(c)
-	v := r.opts.Windows().Check(&res, time.Now())
+	v := r.opts.Windows().Check(&res, windowNow(c))
 	if !v.Closed {
 		return false
 	}
@@ -69,6 +69,19 @@ func (r *Reconciler) windowHolds(c *store.Claimed, a *attempt) bool {
 	a.window.held = &held
 	r.opts.Metrics.WindowHeld(v.Window)
 	return true
+}
+
+// windowNow is when c's change is checked against the windows: now, or the database's clock
+// at the claim when the controller's is behind it. The claim found the work due by the
+// database's clock: read at an earlier time, a window that closes at the work's due time
+// would still be open, and would hold it again and again until the controller's clock
+// caught up.
+func windowNow(c *store.Claimed) time.Time {
+	now := time.Now()
+	if c.DBNow.After(now) {
+		return c.DBNow
+	}
+	return now
 }
 
 func windowResource(c *store.Claimed) policy.Resource {
@@ -84,12 +97,22 @@ func (r *Reconciler) windowClosed(c store.Claimed, a attempt, cur store.Current,
 	v := a.window.held
 	msg := v.Message()
 	u.Message, u.History.Message, u.History.Result = msg, msg, resultWindowClosed
+	if o := c.WindowOverride; o != nil {
+		// The override is used up (update clears it): it was refused.
+		u.History.Message = fmt.Sprintf("override by %s refused: window %s does not allow operators; %s", o.Actor, v.Refusing, msg)
+	}
 	u.KeepActionState, u.Attempt, u.RunAt = true, c.Attempt, nil
+	// An operator's request, or a dependency's, stays what it is: when due, it runs as asked.
+	u.ManualBy, u.DependencyBy = c.ManualBy, c.DependencyBy
 	if !v.Forever {
 		u.RunAt = ptr(v.Until)
 	}
 	if rec, _ := status.Get(prev.Conditions, status.Reconciling); rec.Reason != status.ReasonWindowClosed || rec.Message != msg {
 		u.Events = append(u.Events, ev(store.EventNormal, status.ReasonWindowClosed, msg))
+	} else if claimed, _ := status.Get(c.Conditions, status.Reconciling); claimed.Reason == status.ReasonWindowClosed && claimed.Message == msg &&
+		c.WindowOverride == nil {
+		// Held again as it was held: history already says so (an override refused is news).
+		u.History = nil
 	}
 	st := status.WindowHeld(prev, c.Deleting, msg, now)
 	if cur.Generation != c.Generation || cur.Deleting != c.Deleting {

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -294,6 +295,37 @@ func TestCheckWindows(t *testing.T) {
 	}
 }
 
+// The claim found the work due by the database's clock: a controller clock behind it does
+// not see the window that closed at the work's due time still open (and hold it again, at
+// once due again, until the controller's clock catches up).
+func TestWindowCheckedAtDatabaseTime(t *testing.T) {
+	t.Parallel()
+	until := time.Now().Add(time.Hour).Truncate(time.Second)
+	set, err := changewindow.Compile([]changewindow.Window{freeze(until, false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		dbNow time.Time
+		held  bool
+	}{
+		{"no database time", time.Time{}, true},
+		{"database clock behind the controller's", time.Now().Add(-time.Minute), true},
+		{"database clock at the window's end", until, false},
+		{"database clock past the window's end", until.Add(time.Second), false},
+	} {
+		r := newTestReconciler()
+		r.opts.Windows = func() *changewindow.Set { return set }
+		c := claimed(readyGen1, 2, false, func(c *store.Claimed) { c.DBNow, c.Labels = tc.dbNow, map[string]string{"tier": "critical"} })
+		a := attempt{trigger: trigger(c)}
+		r.checkWindows(&c, &a)
+		if (a.window.held != nil) != tc.held {
+			t.Errorf("%s: held %v; want %v", tc.name, a.window.held, tc.held)
+		}
+	}
+}
+
 // A resource no window selects pays the windows' match, without allocating.
 func TestCheckWindowsUnselectedAllocatesNothing(t *testing.T) {
 	r := newTestReconciler()
@@ -334,24 +366,26 @@ func TestWindowClosedUpdate(t *testing.T) {
 		runAt   *time.Time // nil: none; the zero time: about now
 		attempt int
 		events  int
+		quiet   bool // no history row
 	}{
-		{"held create", created, verdict, unchanged, status.PhasePending, status.ReasonWindowClosed, &until, 0, 1},
-		{"held again, the same message", heldBefore, verdict, unchanged, status.PhasePending, status.ReasonWindowClosed, &until, 0, 0},
-		{"held with no opening known", created, forever, unchanged, status.PhasePending, status.ReasonWindowClosed, nil, 0, 1},
+		{"held create", created, verdict, unchanged, status.PhasePending, status.ReasonWindowClosed, &until, 0, 1, false},
+		{"held again, the same message", heldBefore, verdict, unchanged, status.PhasePending, status.ReasonWindowClosed, &until, 0, 0, true},
+		{"held with no opening known", created, forever, unchanged, status.PhasePending, status.ReasonWindowClosed, nil, 0, 1, false},
 		{"a newer generation arrived", created, verdict, func(c store.Claimed) store.Current { return specChanged(c, 2) }, status.PhasePending,
-			status.ReasonNewGeneration, &time.Time{}, 0, 1},
-		{"a deletion arrived", created, verdict, markedDeleted, status.PhaseDeleting, status.ReasonDeletionRequested, &time.Time{}, 0, 1},
+			status.ReasonNewGeneration, &time.Time{}, 0, 1, false},
+		{"a deletion arrived", created, verdict, markedDeleted, status.PhaseDeleting, status.ReasonDeletionRequested, &time.Time{}, 0, 1, false},
 		{"held retry of a first apply keeps its attempt", claimed(failedG1, 1, false, withAttempt(3)), verdict, unchanged, status.PhasePending,
-			status.ReasonWindowClosed, &until, 3, 1},
+			status.ReasonWindowClosed, &until, 3, 1, false},
 		{"held retry of a change keeps its phase", claimed(failedG2, 2, false, withAttempt(1)), verdict, unchanged, status.PhaseFailed,
-			status.ReasonWindowClosed, &until, 1, 1},
+			status.ReasonWindowClosed, &until, 1, 1, false},
 	} {
 		v := tc.v
 		a := attempt{op: "reconcile", trigger: trigger(tc.c), window: windowCheck{held: &v}}
 		u := newTestReconciler().update(tc.c, a, tc.cur(tc.c))
 		rec, _ := status.Get(u.Conditions, status.Reconciling)
 		if u.Phase != tc.phase || rec.Reason != tc.reason || u.Attempt != tc.attempt || len(u.Events) != tc.events ||
-			u.History == nil || u.History.Result != resultWindowClosed || u.History.Message != v.Message() || u.ClearWindowOverride != nil || !u.KeepActionState {
+			(u.History == nil) != tc.quiet || u.History != nil && (u.History.Result != resultWindowClosed || u.History.Message != v.Message()) ||
+			u.ClearWindowOverride != nil || !u.KeepActionState {
 			t.Errorf("%s: phase %s Reconciling %s attempt %d events %+v history %+v", tc.name, u.Phase, rec.Reason, u.Attempt, u.Events, u.History)
 		}
 		switch {
@@ -373,7 +407,8 @@ func TestWindowClosedUpdate(t *testing.T) {
 }
 
 // A delete under a window waits (phase Deleting, not called) and runs once a reload removes
-// the window; an override of a window that refuses operators lets nothing through and stays.
+// the window; an override of a window that refuses operators lets nothing through and is
+// used up.
 func TestWindowHoldsDelete(t *testing.T) {
 	t.Parallel()
 	rec := &recorder{}
@@ -391,11 +426,12 @@ func TestWindowHoldsDelete(t *testing.T) {
 	}
 	waitFor(t, "the override refused", func() (bool, string) {
 		hs := f.history(resultWindowClosed)
-		return len(hs) == 2 && hs[0].Trigger == "manual", shows(f.get("db"))
+		return len(hs) == 2 && hs[0].Trigger == "manual" &&
+			strings.HasPrefix(hs[0].Message, "override by token:ops refused: window freeze does not allow operators; "), shows(f.get("db"))
 	})
-	var kept bool
-	if err := f.db.QueryRow(f.ctx, `SELECT window_override IS NOT NULL FROM resources WHERE name = 'db'`).Scan(&kept); err != nil || !kept {
-		t.Errorf("override kept %v, %v", kept, err)
+	var cleared bool
+	if err := f.db.QueryRow(f.ctx, `SELECT window_override IS NULL FROM resources WHERE name = 'db'`).Scan(&cleared); err != nil || !cleared {
+		t.Errorf("override cleared %v, %v", cleared, err)
 	}
 	f.setWindows(t)
 	if n, err := f.st.RequeueWindowed(f.ctx); err != nil || n != 1 {
@@ -405,4 +441,70 @@ func TestWindowHoldsDelete(t *testing.T) {
 		_, err := f.st.GetResource(f.ctx, "default", "Widget", "db")
 		return err != nil && rec.count("delete db") == 1, strings.Join(rec.log(), ", ")
 	})
+}
+
+// An operator's request held by a window stays one: when the windows let it proceed, it
+// runs as a manual reconcile naming the operator, not as a resync that may find nothing to
+// do.
+func TestWindowKeepsManualRequest(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	f := newWindowFixture(t, callsOnly{rec})
+	f.waitPhase("db", status.PhaseReady)
+	f.setWindows(t, freeze(time.Now().Add(time.Hour), false))
+	if _, err := f.db.Exec(f.ctx, `UPDATE resources SET manual_requested_by = 'token:ops', run_at = now() WHERE name = 'db'`); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the manual request held", func() (bool, string) {
+		hs := f.history(resultWindowClosed)
+		return len(hs) == 1 && hs[0].Trigger == "manual" && hs[0].Actor == "token:ops", shows(f.get("db"))
+	})
+	var by *string
+	if err := f.db.QueryRow(f.ctx, `SELECT manual_requested_by FROM resources WHERE name = 'db'`).Scan(&by); err != nil || by == nil || *by != "token:ops" {
+		t.Fatalf("held request: manual_requested_by %v, %v", by, err)
+	}
+	f.setWindows(t)
+	if n, err := f.st.RequeueWindowed(f.ctx); err != nil || n != 1 {
+		t.Fatalf("RequeueWindowed = %d, %v", n, err)
+	}
+	waitFor(t, "the manual request run", func() (bool, string) {
+		hs := f.history(resultSucceeded)
+		return len(hs) == 2 && hs[0].Trigger == "manual" && hs[0].Actor == "token:ops", shows(f.get("db"))
+	})
+}
+
+// One override serves the next call of the resource whatever comes of it: only a change that
+// waits for approvals keeps it (for the approved call). A window that refuses it uses it up,
+// and history says so.
+func TestOverrideServesOneCall(t *testing.T) {
+	t.Parallel()
+	o := &store.WindowOverride{Actor: "token:ops", Reason: "hotfix", At: tPrev}
+	c := claimed(readyGen1, 2, false, func(c *store.Claimed) { c.ManualBy, c.WindowOverride = "token:ops", o })
+	refused := changewindow.Verdict{Closed: true, Window: "freeze", Kind: changewindow.Deny, Until: time.Now().Add(time.Hour).Truncate(time.Second),
+		Refusing: "freeze"}
+	denied := policy.Decision{Action: policy.Deny, Policy: "p", Message: "no"}
+	waiting := policy.Decision{Action: policy.RequireApproval, Policy: "p", Message: "needs a DBA",
+		Approvals: []policy.Requirement{{Policy: "p", Approvals: policy.Approvals{Count: 1, From: []policy.Principal{{Group: "dba"}}}}}}
+	for _, tc := range []struct {
+		name    string
+		a       attempt
+		cleared bool
+		history string // prefix of the history message ("": not checked)
+	}{
+		{"applied", attempt{res: actions.Result{Done: true}, window: windowCheck{overridden: "change window freeze overridden by token:ops: hotfix; "}}, true, ""},
+		{"failed", attempt{err: errors.New("boom"), window: windowCheck{overridden: "change window freeze overridden by token:ops: hotfix; "}}, true, ""},
+		{"denied by a policy", attempt{gate: ptr(with(gate{}, gateDenied, denied))}, true, ""},
+		{"waits for approvals", attempt{gate: ptr(with(gate{}, gateWaiting, waiting))}, false, ""},
+		{"refused by a window", attempt{window: windowCheck{held: &refused}}, true,
+			"override by token:ops refused: window freeze does not allow operators; change window freeze (deny) holds changes until "},
+	} {
+		tc.a.op, tc.a.trigger = "reconcile", "manual"
+		u := newTestReconciler().update(c, tc.a, unchanged(c))
+		if (u.ClearWindowOverride == o) != tc.cleared {
+			t.Errorf("%s: cleared %+v; want %v", tc.name, u.ClearWindowOverride, tc.cleared)
+		}
+		if tc.history != "" && (u.History == nil || !strings.HasPrefix(u.History.Message, tc.history)) {
+			t.Errorf("%s: history %+v", tc.name, u.History)
+		}
+	}
 }

@@ -121,6 +121,13 @@ func Start(prev State, gen int64, deleting bool, now time.Time) (s State, change
 			s.Conditions = Set(s.Conditions, Condition{Type: Ready, Status: Unknown, Reason: ReasonProgressing,
 				Message: fmt.Sprintf("reconciling generation %d", gen), ObservedGeneration: prev.ObservedGeneration}, now)
 		}
+	default:
+		// A change a window held (a retry, a manual request, a drift correction) is called
+		// now: the hold no longer describes it.
+		if c, ok := Get(s.Conditions, Reconciling); ok && c.Reason == ReasonWindowClosed {
+			s.Conditions = Set(s.Conditions, Condition{Type: Reconciling, Status: True, Reason: ReasonProgressing,
+				Message: fmt.Sprintf("reconciling generation %d", gen), ObservedGeneration: prev.ObservedGeneration}, now)
+		}
 	}
 	s.Conditions = keepTimes(prev.Conditions, s.Conditions)
 	return s, !equal(prev, s)

@@ -65,3 +65,33 @@ func TestWindowHeld(t *testing.T) {
 		t.Error("WindowPassed removed a Reconciling no window set")
 	}
 }
+
+// The call of a change a window held starts: whatever the branch of Start (a new generation,
+// a retry, a manual request or drift correction at the observed generation, a delete), the
+// hold no longer shows on Reconciling.
+func TestStartReplacesWindowHold(t *testing.T) {
+	t.Parallel()
+	const msg = "change window freeze (deny) holds changes until 2026-11-30T00:00:00+01:00"
+	created := Created(at(0))
+	ready, _ := Result(created, Outcome{Generation: 1, CurrentGeneration: 1, Done: true}, at(2))
+	failed, _ := Result(ready, Outcome{Generation: 1, CurrentGeneration: 1, Err: "boom"}, at(3))
+	for _, tc := range []struct {
+		name     string
+		held     State
+		gen      int64
+		deleting bool
+		reason   string
+	}{
+		{"a create", WindowHeld(created, false, msg, stepAt), 1, false, ReasonProgressing},
+		{"a new generation", WindowHeld(NewGeneration(ready, 2, at(3)), false, msg, stepAt), 2, false, ReasonProgressing},
+		{"a retry", WindowHeld(failed, false, msg, stepAt), 1, false, ReasonProgressing},
+		{"a manual request or drift correction", WindowHeld(ready, false, msg, stepAt), 1, false, ReasonProgressing},
+		{"a delete", WindowHeld(DeletionRequested(ready, at(3)), true, msg, stepAt), 1, true, ReasonDeleting},
+	} {
+		s, _ := Start(tc.held, tc.gen, tc.deleting, at(9))
+		rec, ok := Get(s.Conditions, Reconciling)
+		if !ok || rec.Status != True || rec.Reason != tc.reason {
+			t.Errorf("%s: Reconciling %+v; want True %s", tc.name, rec, tc.reason)
+		}
+	}
+}

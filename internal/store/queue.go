@@ -82,6 +82,11 @@ type Claimed struct {
 	WindowOverride *WindowOverride
 	// Drift is its type's drift policy (nil: remediate, nothing ignored).
 	Drift *manifest.DriftPolicy
+	// DBNow is the database's clock when the claim was made (the now() that found the row
+	// due): whatever decides at a time whether due work may run reads no earlier than it,
+	// so that a controller clock behind the database's does not hold the work again at a
+	// time the database has already passed.
+	DBNow time.Time
 }
 
 // WindowOverride is an operator's request that one resource's next call proceed although a
@@ -128,7 +133,7 @@ func (s *Store) Claim(ctx context.Context, owner string, n int, ttl time.Duratio
 		  COALESCE(CASE WHEN u.deletion_timestamp IS NOT NULL THEN (SELECT s.revision FROM sources s WHERE s.name = u.source) END, ''),
 		  CASE WHEN u.deletion_timestamp IS NOT NULL THEN u.applied_spec END,
 		  CASE WHEN u.deletion_timestamp IS NOT NULL THEN u.applied_origins END,
-		  u.window_override, t.drift
+		  u.window_override, t.drift, now()
 		FROM u LEFT JOIN resource_types t ON lower(t.name) = lower(u.kind)
 		ORDER BY u.run_at`, n, owner, ttl.Milliseconds())
 	if err != nil {
@@ -233,7 +238,7 @@ func scanClaimed(r pgx.CollectableRow) (Claimed, error) {
 	err := r.Scan(&c.ID, &c.UID, &c.Namespace, &c.Kind, &c.Name, &c.APIVersion, &c.Source, &c.Revision, &labels,
 		&ann, &c.Spec, &c.Generation, &c.ObservedGeneration, &c.Phase, &conds, &c.ActionState, &c.Attempt,
 		&c.Deleting, &c.LeaseToken, &c.TypeKnown, &c.ActionName, &c.ActionWith, &c.ResyncIntervalMs, &c.SealedSHA, &c.File, &c.ManualBy,
-		&c.HasDeps, &c.DependencyBy, &c.TypeSpec, &c.ResolvedSpec, &c.ResolvedOrigins, &c.AppliedRevision, &c.SourceRevision, &c.AppliedSpec, &c.AppliedOrigins, &c.WindowOverride, &c.Drift)
+		&c.HasDeps, &c.DependencyBy, &c.TypeSpec, &c.ResolvedSpec, &c.ResolvedOrigins, &c.AppliedRevision, &c.SourceRevision, &c.AppliedSpec, &c.AppliedOrigins, &c.WindowOverride, &c.Drift, &c.DBNow)
 	if err != nil {
 		return c, err
 	}
@@ -298,6 +303,11 @@ type Update struct {
 	// removes the stored one when it is still that one (the same actor, reason and time), so
 	// that an override asked for while the call ran survives it.
 	ClearWindowOverride *WindowOverride
+	// ManualBy and DependencyBy, when set, are the claim's request (Claimed.ManualBy,
+	// Claimed.DependencyBy), which the claim cleared: the write puts them back unless a newer
+	// request is stored, so that work held without a call (a change window) runs, when due,
+	// as what was asked for and names who asked.
+	ManualBy, DependencyBy string
 }
 
 // Resolved is a spec with its output references resolved, and what it took from which
@@ -507,14 +517,18 @@ func updateResults(ctx context.Context, tx pgx.Tx, upd *updateBatch) error {
 			applied_spec = CASE WHEN x.applied <> '' THEN COALESCE(x.aspec::jsonb, r.spec) ELSE r.applied_spec END,
 			applied_origins = CASE WHEN x.applied <> '' THEN x.aorigins::jsonb ELSE r.applied_origins END,
 			window_override = CASE WHEN x.wo_at IS NOT NULL AND r.window_override->>'actor' = x.wo_actor
-			  AND r.window_override->>'reason' = x.wo_reason AND `+sameOverrideTimeSQL+` THEN NULL ELSE r.window_override END
+			  AND r.window_override->>'reason' = x.wo_reason AND `+sameOverrideTimeSQL+` THEN NULL ELSE r.window_override END,
+			manual_requested_by = COALESCE(r.manual_requested_by, NULLIF(x.manual_by, '')),
+			dependency_by = COALESCE(r.dependency_by, NULLIF(x.dep_by, ''))
 			FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bool[], $8::text[], $9::int[], $10::timestamptz[],
-			  $11::bool[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $20::timestamptz[])
+			  $11::bool[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $20::timestamptz[],
+			  $21::text[], $22::text[])
 			  AS x(id, phase, observed, conds, outputs, state, keep, message, attempt, run_at, setres, resolved, inputs, origins, applied, aspec, aorigins,
-			    wo_actor, wo_reason, wo_at)
+			    wo_actor, wo_reason, wo_at, manual_by, dep_by)
 			WHERE r.id = x.id`,
 		upd.ids, upd.phase, upd.observed, upd.conds, upd.outputs, upd.state, upd.keep, upd.message, upd.attempt, upd.runAt,
-		upd.setRes, upd.resolved, upd.inputs, upd.origins, upd.applied, upd.appliedSpec, upd.appliedOrigins, upd.woActor, upd.woReason, upd.woAt)
+		upd.setRes, upd.resolved, upd.inputs, upd.origins, upd.applied, upd.appliedSpec, upd.appliedOrigins, upd.woActor, upd.woReason, upd.woAt,
+		upd.manualBy, upd.depBy)
 	return err
 }
 
@@ -533,6 +547,7 @@ type updateBatch struct {
 	appliedOrigins        []string
 	woActor, woReason     []string
 	woAt                  []*time.Time
+	manualBy, depBy       []string
 }
 
 func (b *updateBatch) add(id int64, u Update) error {
@@ -605,6 +620,8 @@ func (b *updateBatch) add(id int64, u Update) error {
 	b.woActor = append(b.woActor, wo.Actor)
 	b.woReason = append(b.woReason, wo.Reason)
 	b.woAt = append(b.woAt, woAt)
+	b.manualBy = append(b.manualBy, u.ManualBy)
+	b.depBy = append(b.depBy, u.DependencyBy)
 	return nil
 }
 
