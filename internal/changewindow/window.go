@@ -209,7 +209,7 @@ func (v Verdict) Message() string {
 	if !v.Closed {
 		return ""
 	}
-	until := "no opening within a year"
+	until := "with no opening within a year"
 	if !v.Forever {
 		until = "until " + v.Until.Format(time.RFC3339)
 	}

@@ -139,7 +139,7 @@ func TestMessage(t *testing.T) {
 		{Verdict{}, ""},
 		{Verdict{Closed: true, Window: "freeze", Kind: Deny, Until: until, AllowOperators: true},
 			"change window freeze (deny) holds changes until 2026-11-30T00:00:00+01:00; an operator may apply it now with trueup reconcile --override-window --reason"},
-		{Verdict{Closed: true, Window: "maint", Kind: Allow, Forever: true}, "change window maint (allow) is closed: changes wait no opening within a year"},
+		{Verdict{Closed: true, Window: "maint", Kind: Allow, Forever: true}, "change window maint (allow) is closed: changes wait with no opening within a year"},
 	} {
 		if got := tc.v.Message(); got != tc.want {
 			t.Errorf("Message() = %q, want %q", got, tc.want)
