@@ -24,17 +24,22 @@ func idleWindows() []changewindow.Window {
 
 // windowsThroughput is reconcile_throughput_windows10 (20,000 resources, as
 // reconcile_throughput, with ten open change windows selecting none); with baseline,
-// reconcile_throughput first, to compare within one run.
+// reconcile_throughput too, the two drained in the order A B B A and each figure the mean of
+// its two drains: each drain leaves the tables a little larger, and a fixed order would
+// charge that to the second case.
 func (b *bench) windowsThroughput(ctx context.Context, baseline bool) error {
 	type windowCase struct {
 		name    string
 		windows []changewindow.Window
+		rates   []float64
 	}
-	cases := []windowCase{{"reconcile_throughput_windows10", idleWindows()}}
+	with := &windowCase{name: "reconcile_throughput_windows10", windows: idleWindows()}
+	order := []*windowCase{with}
 	if baseline {
-		cases = append([]windowCase{{"reconcile_throughput", nil}}, cases...)
+		without := &windowCase{name: "reconcile_throughput"}
+		order = []*windowCase{without, with, with, without}
 	}
-	for _, c := range cases {
+	for _, c := range order {
 		b.windows = nil
 		if c.windows != nil {
 			var err error
@@ -48,7 +53,14 @@ func (b *bench) windowsThroughput(ctx context.Context, baseline bool) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.name, err)
 		}
-		record(c.name, rate, "1/s", "≥ 5000", atLeast(5000))
+		c.rates = append(c.rates, rate)
+	}
+	for _, c := range order[:min(len(order), 2)] {
+		var sum float64
+		for _, r := range c.rates {
+			sum += r
+		}
+		record(c.name, sum/float64(len(c.rates)), "1/s", "≥ 5000", atLeast(5000))
 	}
 	return nil
 }
