@@ -175,6 +175,51 @@ func TestResourceTimeline(t *testing.T) {
 	}
 }
 
+// A dependency in a namespace the caller may not see keeps only its name in the blocking
+// reasons: neither its phase nor the change window holding it, nor when that ends.
+func TestResourceTimelineHiddenDependency(t *testing.T) {
+	t.Parallel()
+	srv, st := setupWindows(t, 3)
+	ctx := context.Background()
+	// alpha/q000 depends on beta/q001 (Pending, under freeze) and waits for it.
+	if _, err := st.Pool().Exec(ctx, `INSERT INTO resource_edges (resource_id, dep_namespace, dep_kind, dep_name, explicit, outputs)
+		SELECT id, 'beta', 'queue', 'q001', true, '{}'::text[] FROM resources WHERE name = 'q000'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool().Exec(ctx, `UPDATE resources SET conditions = jsonb_build_array(jsonb_build_object('type', 'Reconciling',
+		'status', 'True', 'reason', 'WaitingForDependency', 'message', 'waiting for beta/queue/q001 (not Ready)', 'lastTransitionTime', now()))
+		WHERE name = 'q000'`); err != nil {
+		t.Fatal(err)
+	}
+	timeline := func(as string) []wire.Blocker {
+		t.Helper()
+		var tl wire.Timeline
+		if code := getJSONAs(t, srv.URL+"/api/v1/resources/alpha/queue/q000/timeline", as, &tl); code != http.StatusOK {
+			t.Fatalf("%s: timeline = %d", as, code)
+		}
+		return tl.Blocking
+	}
+	if b := timeline("viewer-alpha"); len(b) != 1 || b[0].Reason != "Dependency" || b[0].Until != nil ||
+		b[0].Message != "waits for dependency beta/queue/q001 to be Ready" {
+		t.Errorf("viewer-alpha: blocking = %+v, want the dependency's name only", b)
+	}
+	if b := timeline("viewer-all"); len(b) != 1 || b[0].Until == nil ||
+		!strings.HasPrefix(b[0].Message, "waits for dependency beta/Queue/q001 to be Ready (it is Pending); change window freeze (deny) holds it until ") {
+		t.Errorf("viewer-all: blocking = %+v, want the dependency's phase and window", b)
+	}
+	c := formClient(t)
+	page := srv.URL + "/resources/alpha/Queue/q000"
+	code, body := getAs(t, c, page, "viewer-alpha")
+	if code != http.StatusOK || !strings.Contains(body, "<strong>Dependency</strong>: waits for dependency beta/queue/q001 to be Ready</li>") ||
+		strings.Contains(body, "freeze") || strings.Contains(body, "it is Pending") {
+		t.Errorf("viewer-alpha's page: %d, shows the dependency's state or window: %v %v", code,
+			strings.Contains(body, "freeze"), strings.Contains(body, "it is Pending"))
+	}
+	if _, body := getAs(t, c, page, "viewer-all"); !strings.Contains(body, "change window freeze (deny) holds it until ") {
+		t.Error("viewer-all's page does not name the window holding the dependency")
+	}
+}
+
 func TestDashboardWindowOverride(t *testing.T) {
 	t.Parallel()
 	srv, st := setupWindows(t, 3)

@@ -15,10 +15,7 @@ import (
 func (s *Server) resourceTimeline(w http.ResponseWriter, r *http.Request) {
 	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
 	ns, kind, name := r.PathValue("namespace"), r.PathValue("kind"), r.PathValue("name")
-	if _, err := s.store.GetResourceIn(r.Context(), scope(r), ns, kind, name); s.fail(w, err) {
-		return
-	}
-	tl, err := s.store.Timeline(r.Context(), ns, kind, name, limit)
+	tl, err := s.store.Timeline(r.Context(), scope(r), ns, kind, name, limit)
 	if s.fail(w, err) {
 		return
 	}
@@ -32,8 +29,11 @@ func (s *Server) blocking(tl *store.Timeline, now time.Time) []why.Blocker {
 	in := why.Input{Now: now, Suspended: tl.Suspended, Conditions: res.Status.Conditions, RunAt: tl.RunAt, Attempt: tl.Attempt,
 		Window: set.Check(windowResource(res), now), Source: res.Source.Name, SourceSuspended: tl.SourceSuspended}
 	for _, d := range tl.Dependencies {
-		in.Dependencies = append(in.Dependencies, why.Dep{Name: d.Resource.Namespace + "/" + d.Resource.Kind + "/" + d.Resource.Name,
-			Exists: d.Exists, Phase: d.Phase, Window: set.Check(&d.Resource, now)})
+		dep := why.Dep{Name: d.Resource.Namespace + "/" + d.Resource.Kind + "/" + d.Resource.Name, Hidden: d.Hidden}
+		if !d.Hidden { // the windows are not asked about what the reader may not see
+			dep.Exists, dep.Phase, dep.Window = d.Exists, d.Phase, set.Check(&d.Resource, now)
+		}
+		in.Dependencies = append(in.Dependencies, dep)
 	}
 	if p := tl.Pin; p != nil {
 		in.Pin = &why.Pin{Revision: p.Revision, Actor: p.Actor, Reason: p.Reason, At: p.At}

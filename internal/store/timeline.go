@@ -69,16 +69,24 @@ type SourcePinState struct {
 }
 
 // TimelineDep is a dependency that is not Ready: Resource is what windows select it by
-// (Kind as its row spells it; the edge's when it does not exist).
+// (Kind as its row spells it; the edge's when it does not exist). A dependency in a namespace
+// the reader's scope does not see is Hidden: Resource holds only the namespace, kind and name
+// the dependent's edge names, Exists and Phase are zero. That it is not Ready is what the
+// dependent's own DependenciesReady condition says already.
 type TimelineDep struct {
 	Resource policy.Resource
 	Exists   bool
 	Phase    string
+	Hidden   bool
 }
 
-// Timeline reads a resource's timeline: the newest limit entries (default 100, at most
-// 1000) in time order, oldest first. A resource that does not exist is ErrNotFound.
-func (s *Store) Timeline(ctx context.Context, namespace, kind, name string, limit int) (*Timeline, error) {
+// Timeline reads a resource's timeline in scope sc: the newest limit entries (default 100,
+// at most 1000) in time order, oldest first. A resource that does not exist, or that sc does
+// not see, is ErrNotFound.
+func (s *Store) Timeline(ctx context.Context, sc Scope, namespace, kind, name string, limit int) (*Timeline, error) {
+	if !sc.Contains(namespace) {
+		return nil, resourceNotFound(namespace, kind, name)
+	}
 	if limit <= 0 || limit > 1000 {
 		limit = 100
 	}
@@ -103,7 +111,7 @@ func (s *Store) Timeline(ctx context.Context, namespace, kind, name string, limi
 			t.Pin.At = *pinAt
 		}
 	}
-	if t.Dependencies, err = s.depsNotReady(ctx, id); err != nil {
+	if t.Dependencies, err = s.depsNotReady(ctx, sc, id); err != nil {
 		return nil, err
 	}
 	if t.Entries, err = s.timelineEntries(ctx, namespace, res.Kind, name, limit); err != nil {
@@ -112,21 +120,30 @@ func (s *Store) Timeline(ctx context.Context, namespace, kind, name string, limi
 	return t, nil
 }
 
-// depsNotReady reads the dependencies of the row id that are not Ready.
-func (s *Store) depsNotReady(ctx context.Context, id int64) ([]TimelineDep, error) {
-	rows, err := s.pool.Query(ctx, `SELECT e.dep_namespace, COALESCE(d.kind, e.dep_kind), e.dep_name, d.id IS NOT NULL,
-		  COALESCE(d.phase, ''), COALESCE(d.source, ''), COALESCE(d.api_version, ''), COALESCE(d.labels, '{}'), COALESCE(d.annotations, '{}')
-		FROM resource_edges e LEFT JOIN resources d
-		  ON d.namespace = e.dep_namespace AND lower(d.kind) = lower(e.dep_kind) AND d.name = e.dep_name
+// depsNotReady reads the dependencies of the row id that are not Ready (as the claim's gate
+// decides it), with the state of those in scope sc; those out of it are Hidden.
+func (s *Store) depsNotReady(ctx context.Context, sc Scope, id int64) ([]TimelineDep, error) {
+	args := params{id}
+	visible, scoped := "true", ""
+	if w := sc.where("e.dep_namespace", args.add); w != "" {
+		visible, scoped = w, " AND "+w
+	}
+	// d decides readiness only; v, joined in scope, is what the answer tells of the dependency.
+	rows, err := s.pool.Query(ctx, `SELECT e.dep_namespace, COALESCE(v.kind, e.dep_kind), e.dep_name, `+visible+`, v.id IS NOT NULL,
+		  COALESCE(v.phase, ''), COALESCE(v.source, ''), COALESCE(v.api_version, ''), COALESCE(v.labels, '{}'), COALESCE(v.annotations, '{}')
+		FROM resource_edges e
+		LEFT JOIN resources d ON d.namespace = e.dep_namespace AND lower(d.kind) = lower(e.dep_kind) AND d.name = e.dep_name
+		LEFT JOIN resources v ON v.id = d.id`+scoped+`
 		WHERE e.resource_id = $1 AND NOT COALESCE(`+readySQL+`, false)
-		ORDER BY e.dep_namespace, lower(e.dep_kind), e.dep_name`, id)
+		ORDER BY e.dep_namespace, lower(e.dep_kind), e.dep_name`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("dependencies: %w", err)
 	}
 	var out []TimelineDep
 	var d TimelineDep
+	var seen bool
 	var labels, ann []byte
-	_, err = pgx.ForEachRow(rows, []any{&d.Resource.Namespace, &d.Resource.Kind, &d.Resource.Name, &d.Exists, &d.Phase,
+	_, err = pgx.ForEachRow(rows, []any{&d.Resource.Namespace, &d.Resource.Kind, &d.Resource.Name, &seen, &d.Exists, &d.Phase,
 		&d.Resource.Source, &d.Resource.APIVersion, &labels, &ann}, func() error {
 		if err := json.Unmarshal(labels, &d.Resource.Labels); err != nil {
 			return err
@@ -134,6 +151,7 @@ func (s *Store) depsNotReady(ctx context.Context, id int64) ([]TimelineDep, erro
 		if err := json.Unmarshal(ann, &d.Resource.Annotations); err != nil {
 			return err
 		}
+		d.Hidden = !seen
 		out = append(out, d)
 		d = TimelineDep{}
 		return nil

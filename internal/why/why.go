@@ -54,12 +54,15 @@ type Input struct {
 	Pin             *Pin
 }
 
-// Dep is a dependency that is not Ready, with the windows' verdict on it.
+// Dep is a dependency that is not Ready, with the windows' verdict on it. A Hidden one is in
+// a namespace the reader may not see: only its name is told (Exists, Phase and Window are
+// not read).
 type Dep struct {
 	Name   string // NAMESPACE/KIND/NAME
 	Exists bool
 	Phase  string
 	Window changewindow.Verdict
+	Hidden bool
 }
 
 // Pin is the pin of the resource's source.
@@ -98,6 +101,10 @@ func Blocking(in Input) []Blocker {
 	for _, d := range in.Dependencies {
 		b := Blocker{Reason: Dependency, Since: since(status.ReasonWaitingForDependency)}
 		switch {
+		case d.Hidden:
+			b.Message = "waits for dependency " + d.Name + " to be Ready"
+			out = append(out, b)
+			continue
 		case !d.Exists:
 			b.Message = "waits for dependency " + d.Name + ", which does not exist"
 		case d.Phase == "":
