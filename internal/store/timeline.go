@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -90,21 +91,24 @@ func (s *Store) Timeline(ctx context.Context, sc Scope, namespace, kind, name st
 	if limit <= 0 || limit > 1000 {
 		limit = 100
 	}
-	res, err := s.GetResource(ctx, namespace, kind, name)
-	if err != nil {
-		return nil, err
-	}
-	t := &Timeline{Resource: res}
+	// One read of the row: the resource, its scheduling and its source's suspension and pin.
+	t := &Timeline{}
 	var id int64
 	var pinRev, pinBy, pinReason string
 	var pinAt *time.Time
-	if err := s.pool.QueryRow(ctx, `SELECT r.id, r.suspended, r.attempt, r.run_at, COALESCE(s.suspended, false),
-		  COALESCE(s.pinned_revision, ''), COALESCE(s.pinned_by, ''), COALESCE(s.pin_reason, ''), s.pinned_at
-		FROM resources r LEFT JOIN sources s ON s.name = r.source
-		WHERE r.namespace = $1 AND lower(r.kind) = lower($2) AND r.name = $3`, namespace, kind, name).
-		Scan(&id, &t.Suspended, &t.Attempt, &t.RunAt, &t.SourceSuspended, &pinRev, &pinBy, &pinReason, &pinAt); err != nil {
+	res, err := scanResource(s.pool.QueryRow(ctx, `SELECT id, suspended, attempt, run_at, COALESCE(src.src_suspended, false),
+		  COALESCE(src.pin_revision, ''), COALESCE(src.pin_by, ''), COALESCE(src.pin_why, ''), src.pin_at, `+resourceColumns+`
+		FROM resources LEFT JOIN LATERAL (SELECT s.suspended AS src_suspended, s.pinned_revision AS pin_revision,
+		  s.pinned_by AS pin_by, s.pin_reason AS pin_why, s.pinned_at AS pin_at FROM sources s WHERE s.name = resources.source) src ON true
+		WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3`, namespace, kind, name),
+		&id, &t.Suspended, &t.Attempt, &t.RunAt, &t.SourceSuspended, &pinRev, &pinBy, &pinReason, &pinAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, resourceNotFound(namespace, kind, name)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("timeline of %s/%s/%s: %w", namespace, kind, name, err)
 	}
+	t.Resource = res
 	if pinRev != "" {
 		t.Pin = &SourcePinState{Revision: pinRev, Actor: pinBy, Reason: pinReason}
 		if pinAt != nil {

@@ -72,4 +72,7 @@ func TestTimeline(t *testing.T) {
 	if _, err := st.Timeline(ctx, Everything, "prod", "App", "nope", 0); !errors.Is(err, ErrNotFound) {
 		t.Errorf("missing resource: %v, want ErrNotFound", err)
 	}
+	if _, err := st.Timeline(ctx, InNamespaces("dev"), "prod", "App", "app", 0); !errors.Is(err, ErrNotFound) {
+		t.Errorf("resource out of scope: %v, want ErrNotFound", err)
+	}
 }
