@@ -173,6 +173,18 @@ func TestResourceTimeline(t *testing.T) {
 	if code, _ := get("viewer-alpha", "/api/v1/resources/beta/queue/q001/timeline"); code != http.StatusNotFound {
 		t.Errorf("unseen namespace = %d, want 404", code)
 	}
+	// limit is 1 to 1000: another value is refused, not replaced by the default.
+	for _, limit := range []string{"0", "1001", "-1", "ten"} {
+		if code, _ := get("viewer-all", "/api/v1/resources/beta/queue/q001/timeline?limit="+limit); code != http.StatusBadRequest {
+			t.Errorf("limit=%s: %d, want 400", limit, code)
+		}
+	}
+	if code, tl := get("viewer-all", "/api/v1/resources/beta/queue/q001/timeline?limit=1000"); code != http.StatusOK || len(tl.Entries) != 3 {
+		t.Errorf("limit=1000: %d, %d entries, want 3", code, len(tl.Entries))
+	}
+	if code, tl := get("viewer-all", "/api/v1/resources/beta/queue/q001/timeline?limit=1"); code != http.StatusOK || len(tl.Entries) != 1 {
+		t.Errorf("limit=1: %d, %d entries, want 1", code, len(tl.Entries))
+	}
 }
 
 // A dependency in a namespace the caller may not see keeps only its name in the blocking

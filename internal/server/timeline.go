@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -10,10 +11,21 @@ import (
 	"github.com/trueup-dev/trueup/internal/wire"
 )
 
+// maxTimeline bounds the entries of a timeline.
+const maxTimeline = 1000
+
 // resourceTimeline answers trueup why: the blocking reasons, decided live from the row and
 // the windows in force, and the timeline.
 func (s *Server) resourceTimeline(w http.ResponseWriter, r *http.Request) {
-	limit, _ := strconv.Atoi(r.URL.Query().Get("limit"))
+	limit := 0
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxTimeline {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("limit must be a number from 1 to %d", maxTimeline))
+			return
+		}
+		limit = n
+	}
 	ns, kind, name := r.PathValue("namespace"), r.PathValue("kind"), r.PathValue("name")
 	tl, err := s.store.Timeline(r.Context(), scope(r), ns, kind, name, limit)
 	if s.fail(w, err) {

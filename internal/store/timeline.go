@@ -81,16 +81,17 @@ type TimelineDep struct {
 	Hidden   bool
 }
 
-// Timeline reads a resource's timeline in scope sc: the newest limit entries (default 100,
-// at most 1000) in time order, oldest first. A resource that does not exist, or that sc does
+// Timeline reads a resource's timeline in scope sc: the newest limit entries (default 100
+// when limit is not positive, 1000 when it is larger) in time order, oldest first. A resource that does not exist, or that sc does
 // not see, is ErrNotFound.
 func (s *Store) Timeline(ctx context.Context, sc Scope, namespace, kind, name string, limit int) (*Timeline, error) {
 	if !sc.Contains(namespace) {
 		return nil, resourceNotFound(namespace, kind, name)
 	}
-	if limit <= 0 || limit > 1000 {
+	if limit <= 0 {
 		limit = 100
 	}
+	limit = min(limit, 1000)
 	// One read of the row: the resource, its scheduling and its source's suspension and pin.
 	t := &Timeline{}
 	var id int64

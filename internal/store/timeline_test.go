@@ -72,6 +72,14 @@ func TestTimeline(t *testing.T) {
 	if _, err := st.Timeline(ctx, Everything, "prod", "App", "nope", 0); !errors.Is(err, ErrNotFound) {
 		t.Errorf("missing resource: %v, want ErrNotFound", err)
 	}
+	// A limit above 1000 is 1000, not the default.
+	if _, err := st.Pool().Exec(ctx, `INSERT INTO events (namespace, kind, name, source, type, reason, message)
+		SELECT 'prod', 'App', 'app', 'infra', 'Normal', 'Noted', 'note ' || i FROM generate_series(1, 120) i`); err != nil {
+		t.Fatal(err)
+	}
+	if tl, err = st.Timeline(ctx, Everything, "prod", "App", "app", 5000); err != nil || len(tl.Entries) != 126 {
+		t.Errorf("limit 5000: %v, %d entries, want 126", err, len(tl.Entries))
+	}
 	if _, err := st.Timeline(ctx, InNamespaces("dev"), "prod", "App", "app", 0); !errors.Is(err, ErrNotFound) {
 		t.Errorf("resource out of scope: %v, want ErrNotFound", err)
 	}
