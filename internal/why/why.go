@@ -99,6 +99,9 @@ func Blocking(in Input) []Blocker {
 		out = append(out, b)
 	}
 	for _, d := range in.Dependencies {
+		if !pending { // a dependency holds back only a change waiting to be made
+			break
+		}
 		b := Blocker{Reason: Dependency, Since: since(status.ReasonWaitingForDependency)}
 		switch {
 		case d.Hidden:
@@ -136,12 +139,15 @@ func Blocking(in Input) []Blocker {
 	if isStalled && stalled.Reason != status.ReasonPolicyDenied && stalled.Reason != status.ReasonRejected {
 		out = append(out, Blocker{Reason: Stalled, Message: stalled.Message, Since: stalled.LastTransitionTime})
 	}
-	if !isStalled && in.Attempt > 0 && in.RunAt != nil && in.RunAt.After(in.Now) {
+	// A retry is what Reconciling says it is: a change a window holds keeps its attempt count
+	// and is due when the window opens, which is no backoff.
+	retrying := pending && rec.Reason == status.ReasonRetrying
+	if !isStalled && retrying && in.Attempt > 0 && in.RunAt != nil && in.RunAt.After(in.Now) {
 		msg := fmt.Sprintf("retry %d after a failure", in.Attempt)
-		if recOK && rec.Message != "" {
+		if rec.Message != "" {
 			msg += ": " + rec.Message
 		}
-		out = append(out, Blocker{Reason: Backoff, Message: msg, Since: since(status.ReasonRetrying), Until: *in.RunAt})
+		out = append(out, Blocker{Reason: Backoff, Message: msg, Since: rec.LastTransitionTime, Until: *in.RunAt})
 	}
 	if in.SourceSuspended {
 		out = append(out, Blocker{Reason: SourceSuspended, Message: "source " + in.Source + " is suspended: no revision is applied"})
