@@ -265,7 +265,9 @@ func (s *Server) operateForm(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	actor := identity(r).Actor()
-	reason := clip.Storable(strings.TrimSpace(r.PostFormValue("reason")), maxReason)
+	// An operator may paste an error that quotes a secret: the reason, kept for good, is
+	// scrubbed whole and then cut, so that no part of a secret is left at the cut.
+	reason := clip.Storable(s.opts.Redact.Scrub(strings.TrimSpace(r.PostFormValue("reason"))), maxReason)
 	var err error
 	switch {
 	case c.Action == "reconcile":
@@ -283,7 +285,7 @@ func (s *Server) operateForm(w http.ResponseWriter, r *http.Request) {
 			s.errorPage(w, r, http.StatusConflict, "Not allowed", msg+".")
 			return
 		}
-		_, err = s.store.RequestReconcileOverride(r.Context(), c.NS, c.Kind, c.Name, actor, s.opts.Redact.Scrub(reason))
+		_, err = s.store.RequestReconcileOverride(r.Context(), c.NS, c.Kind, c.Name, actor, reason)
 	case c.Action == "sync":
 		err = s.store.RequestSync(r.Context(), c.Name, actor)
 	case c.Action == "pin":

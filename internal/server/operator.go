@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/auth"
+	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/policy"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/wire"
@@ -146,7 +147,7 @@ func (s *Server) reconcileResource(w http.ResponseWriter, r *http.Request) {
 	if !mayOperate(w, r, ns, "resource "+ns+"/"+kind+"/"+name) {
 		return
 	}
-	body, err := reconcileBody(r)
+	body, err := reconcileBody(r, s.opts.Redact.Scrub)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
@@ -163,8 +164,7 @@ func (s *Server) reconcileResource(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusConflict, msg)
 			return
 		}
-		// An operator may paste an error that quotes a secret: the reason is kept for good.
-		ref, err = s.store.RequestReconcileOverride(r.Context(), ns, kind, name, actor, s.opts.Redact.Scrub(body.Reason))
+		ref, err = s.store.RequestReconcileOverride(r.Context(), ns, kind, name, actor, body.Reason)
 	} else {
 		ref, err = s.store.RequestReconcile(r.Context(), ns, kind, name, actor)
 	}
@@ -187,8 +187,9 @@ type reconcileRequest struct {
 }
 
 // reconcileBody reads the optional body {"overrideWindow": true, "reason": "..."} of a
-// reconcile; a reason is required with overrideWindow.
-func reconcileBody(r *http.Request) (reconcileRequest, error) {
+// reconcile; a reason is required with overrideWindow. The reason is as stored: scrubbed of
+// the secrets scrub knows, storable, at most about maxReason bytes.
+func reconcileBody(r *http.Request, scrub func(string) string) (reconcileRequest, error) {
 	var body reconcileRequest
 	b, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
 	if err != nil || len(strings.TrimSpace(string(b))) == 0 {
@@ -199,10 +200,9 @@ func reconcileBody(r *http.Request) (reconcileRequest, error) {
 	if err := dec.Decode(&body); err != nil {
 		return body, errors.New("the body must be JSON {\"overrideWindow\": true, \"reason\": \"...\"}: " + err.Error())
 	}
-	body.Reason = strings.TrimSpace(body.Reason)
-	if len(body.Reason) > maxReason {
-		body.Reason = body.Reason[:maxReason]
-	}
+	// An operator may paste an error that quotes a secret: the reason, kept for good, is
+	// scrubbed whole and then cut, so that no part of a secret is left at the cut.
+	body.Reason = clip.Storable(scrub(strings.TrimSpace(body.Reason)), maxReason)
 	if body.OverrideWindow && body.Reason == "" {
 		return body, errors.New("reason is required with overrideWindow")
 	}

@@ -133,6 +133,65 @@ func TestReconcileOverrideWindow(t *testing.T) {
 	}
 }
 
+// The reason of an override is scrubbed whole and then cut, so that a secret straddling the
+// cut leaves no prefix behind; it is made storable (a NUL is dropped, not a 503); the answer,
+// window_override and the event carry the same reason.
+func TestReconcileOverrideReasonStored(t *testing.T) {
+	t.Parallel()
+	srv, st := setupWindows(t, 3)
+	ctx := context.Background()
+	stored := func(name string) (override, event string) {
+		t.Helper()
+		if err := st.Pool().QueryRow(ctx, `SELECT r.window_override->>'reason', e.message FROM resources r
+			JOIN events e ON e.name = r.name AND e.reason = 'WindowOverridden' WHERE r.name = $1 ORDER BY e.id DESC LIMIT 1`, name).
+			Scan(&override, &event); err != nil {
+			t.Fatal(err)
+		}
+		return override, event
+	}
+	// The secret starts two bytes before the cut: scrubbed first, the cut falls in "***".
+	straddling := strings.Repeat("x", maxReason-2) + knownSecret
+	want := strings.Repeat("x", maxReason-2) + "**…"
+	b, _ := json.Marshal(map[string]any{"overrideWindow": true, "reason": straddling})
+	var out wire.Command
+	if code := post(t, srv.URL+"/api/v1/resources/beta/queue/q001/reconcile", "admin", string(b), &out); code != http.StatusAccepted {
+		t.Fatalf("override with a long reason = %d, want 202", code)
+	}
+	tail := func(s string) string { return s[max(len(s)-12, 0):] }
+	override, event := stored("q001")
+	if out.Reason != want || override != want || event != "change windows overridden by token:root: "+want {
+		t.Errorf("reason answered …%q, stored …%q, in the event …%q; want …%q", tail(out.Reason), tail(override), tail(event), tail(want))
+	}
+	if code := post(t, srv.URL+"/api/v1/resources/alpha/queue/q000/reconcile", "admin", `{"overrideWindow": true, "reason": "a\u0000b"}`, &out); code != http.StatusAccepted {
+		t.Fatalf("override with a NUL in its reason = %d, want 202", code)
+	}
+	if override, event := stored("q000"); out.Reason != "ab" || override != "ab" || event != "change windows overridden by token:root: ab" {
+		t.Errorf("reason answered %q, stored %q, in the event %q; want ab", out.Reason, override, event)
+	}
+	if code := post(t, srv.URL+"/api/v1/resources/alpha/queue/q000/reconcile", "admin", `{"overrideWindow": true, "reason": "\u0000"}`, nil); code != http.StatusBadRequest {
+		t.Errorf("override with a reason of a NUL only = %d, want 400", code)
+	}
+
+	// The dashboard's form stores the same.
+	c := formClient(t)
+	page := srv.URL + "/resources/beta/Queue/q001"
+	_, body := getAs(t, c, page+"/confirm/override", "admin")
+	m := csrfField.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatal("no token on the confirmation page")
+	}
+	form := url.Values{"csrf": {m[1]}, "reason": {"\x00" + straddling}}
+	req, _ := http.NewRequest(http.MethodPost, page+"/override", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", srv.URL)
+	if code, _ := doAs(t, c, req, "admin"); code != http.StatusSeeOther {
+		t.Fatalf("dashboard override = %d, want 303", code)
+	}
+	if override, event := stored("q001"); override != want || event != "change windows overridden by token:root: "+want {
+		t.Errorf("dashboard: reason stored …%q, in the event …%q; want …%q", tail(override), tail(event), tail(want))
+	}
+}
+
 func TestResourceTimeline(t *testing.T) {
 	t.Parallel()
 	srv, _ := setupWindows(t, 3)
