@@ -17,14 +17,9 @@ const maxTimeline = 1000
 // resourceTimeline answers trueup why: the blocking reasons, decided live from the row and
 // the windows in force, and the timeline.
 func (s *Server) resourceTimeline(w http.ResponseWriter, r *http.Request) {
-	limit := 0
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxTimeline {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("limit must be a number from 1 to %d", maxTimeline))
-			return
-		}
-		limit = n
+	limit, ok := limitParam(w, r, maxTimeline)
+	if !ok {
+		return
 	}
 	ns, kind, name := r.PathValue("namespace"), r.PathValue("kind"), r.PathValue("name")
 	tl, err := s.store.Timeline(r.Context(), scope(r), ns, kind, name, limit)
@@ -32,6 +27,20 @@ func (s *Server) resourceTimeline(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, timelineWire(tl, s.blocking(tl, time.Now())))
+}
+
+// limitParam reads the optional query parameter limit, a number from 1 to most (0 when it is
+// absent); another value is answered with 400 and ok false.
+func limitParam(w http.ResponseWriter, r *http.Request, most int) (limit int, ok bool) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return 0, true
+	}
+	if n, err := strconv.Atoi(v); err == nil && n >= 1 && n <= most {
+		return n, true
+	}
+	writeError(w, http.StatusBadRequest, fmt.Sprintf("limit must be a number from 1 to %d", most))
+	return 0, false
 }
 
 // blocking decides what holds the resource of tl back at now.
