@@ -294,7 +294,7 @@ func (s *Server) operateForm(w http.ResponseWriter, r *http.Request) {
 			s.errorPage(w, r, http.StatusConflict, "Not allowed", msg+".")
 			return
 		}
-		_, err = s.store.RequestReconcileOverride(r.Context(), c.NS, c.Kind, c.Name, actor, s.opts.Redact.Scrub(reason))
+		_, err = s.store.RequestReconcileOverride(r.Context(), c.NS, c.Kind, c.Name, actor, reason)
 	case c.Action == "sync":
 		err = s.store.RequestSync(r.Context(), c.Name, actor)
 	case c.Action == "pin":

@@ -484,7 +484,7 @@ func (s *Server) resourcePage(w http.ResponseWriter, r *http.Request) {
 		if d.Approval, err = s.resourceApproval(ctx, identity(r), res, n, sc); s.pageFailed(w, r, err) {
 			return
 		}
-		if s.pageFailed(w, r, s.resourceWhy(ctx, &d)) {
+		if s.pageFailed(w, r, s.resourceWhy(ctx, sc, &d)) {
 			return
 		}
 	} else if len(hist) > 0 {

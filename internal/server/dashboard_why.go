@@ -6,6 +6,7 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/changewindow"
 	"github.com/trueup-dev/trueup/internal/status"
+	"github.com/trueup-dev/trueup/internal/store"
 )
 
 // windowView is the notice of a resource a change window holds: the condition's message,
@@ -25,8 +26,9 @@ func (s *Server) windows() *changewindow.Set {
 }
 
 // resourceWhy fills the Why section of a resource page and the notice of a held change.
-func (s *Server) resourceWhy(ctx context.Context, d *resourceData) error {
-	tl, err := s.store.Timeline(ctx, d.Res.Metadata.Namespace, d.Res.Kind, d.Res.Metadata.Name, historyLimit)
+// Dependencies out of scope sc keep only their names.
+func (s *Server) resourceWhy(ctx context.Context, sc store.Scope, d *resourceData) error {
+	tl, err := s.store.Timeline(ctx, sc, d.Res.Metadata.Namespace, d.Res.Kind, d.Res.Metadata.Name, historyLimit)
 	if err != nil {
 		return err
 	}

@@ -166,7 +166,7 @@ func (s *Server) reconcileResource(w http.ResponseWriter, r *http.Request) {
 	if !mayOperate(w, r, ns, "resource "+ns+"/"+kind+"/"+name) {
 		return
 	}
-	body, err := reconcileBody(r)
+	body, err := s.reconcileBody(r)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
@@ -183,8 +183,7 @@ func (s *Server) reconcileResource(w http.ResponseWriter, r *http.Request) {
 			writeError(w, http.StatusConflict, msg)
 			return
 		}
-		// An operator may paste an error that quotes a secret: the reason is kept for good.
-		ref, err = s.store.RequestReconcileOverride(r.Context(), ns, kind, name, actor, s.opts.Redact.Scrub(body.Reason))
+		ref, err = s.store.RequestReconcileOverride(r.Context(), ns, kind, name, actor, body.Reason)
 	} else {
 		ref, err = s.store.RequestReconcile(r.Context(), ns, kind, name, actor)
 	}
@@ -207,8 +206,8 @@ type reconcileRequest struct {
 }
 
 // reconcileBody reads the optional body {"overrideWindow": true, "reason": "..."} of a
-// reconcile; a reason is required with overrideWindow.
-func reconcileBody(r *http.Request) (reconcileRequest, error) {
+// reconcile; a reason is required with overrideWindow. The reason is as stored (boundReason).
+func (s *Server) reconcileBody(r *http.Request) (reconcileRequest, error) {
 	var body reconcileRequest
 	b, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
 	if err != nil || len(strings.TrimSpace(string(b))) == 0 {
@@ -219,10 +218,7 @@ func reconcileBody(r *http.Request) (reconcileRequest, error) {
 	if err := dec.Decode(&body); err != nil {
 		return body, errors.New("the body must be JSON {\"overrideWindow\": true, \"reason\": \"...\"}: " + err.Error())
 	}
-	body.Reason = strings.TrimSpace(body.Reason)
-	if len(body.Reason) > maxReason {
-		body.Reason = body.Reason[:maxReason]
-	}
+	body.Reason = s.boundReason(body.Reason)
 	if body.OverrideWindow && body.Reason == "" {
 		return body, errors.New("reason is required with overrideWindow")
 	}

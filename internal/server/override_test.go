@@ -133,6 +133,65 @@ func TestReconcileOverrideWindow(t *testing.T) {
 	}
 }
 
+// The reason of an override is scrubbed whole and then cut, so that a secret straddling the
+// cut leaves no prefix behind; it is made storable (a NUL is dropped, not a 503); the answer,
+// window_override and the event carry the same reason.
+func TestReconcileOverrideReasonStored(t *testing.T) {
+	t.Parallel()
+	srv, st := setupWindows(t, 3)
+	ctx := context.Background()
+	stored := func(name string) (override, event string) {
+		t.Helper()
+		if err := st.Pool().QueryRow(ctx, `SELECT r.window_override->>'reason', e.message FROM resources r
+			JOIN events e ON e.name = r.name AND e.reason = 'WindowOverridden' WHERE r.name = $1 ORDER BY e.id DESC LIMIT 1`, name).
+			Scan(&override, &event); err != nil {
+			t.Fatal(err)
+		}
+		return override, event
+	}
+	// The secret starts two bytes before the cut: scrubbed first, the cut falls in "***".
+	straddling := strings.Repeat("x", maxReason-2) + knownSecret
+	want := strings.Repeat("x", maxReason-2) + "**…"
+	b, _ := json.Marshal(map[string]any{"overrideWindow": true, "reason": straddling})
+	var out wire.Command
+	if code := post(t, srv.URL+"/api/v1/resources/beta/queue/q001/reconcile", "admin", string(b), &out); code != http.StatusAccepted {
+		t.Fatalf("override with a long reason = %d, want 202", code)
+	}
+	tail := func(s string) string { return s[max(len(s)-12, 0):] }
+	override, event := stored("q001")
+	if out.Reason != want || override != want || event != "change windows overridden by token:root: "+want {
+		t.Errorf("reason answered …%q, stored …%q, in the event …%q; want …%q", tail(out.Reason), tail(override), tail(event), tail(want))
+	}
+	if code := post(t, srv.URL+"/api/v1/resources/alpha/queue/q000/reconcile", "admin", `{"overrideWindow": true, "reason": "a\u0000b"}`, &out); code != http.StatusAccepted {
+		t.Fatalf("override with a NUL in its reason = %d, want 202", code)
+	}
+	if override, event := stored("q000"); out.Reason != "ab" || override != "ab" || event != "change windows overridden by token:root: ab" {
+		t.Errorf("reason answered %q, stored %q, in the event %q; want ab", out.Reason, override, event)
+	}
+	if code := post(t, srv.URL+"/api/v1/resources/alpha/queue/q000/reconcile", "admin", `{"overrideWindow": true, "reason": "\u0000"}`, nil); code != http.StatusBadRequest {
+		t.Errorf("override with a reason of a NUL only = %d, want 400", code)
+	}
+
+	// The dashboard's form stores the same.
+	c := formClient(t)
+	page := srv.URL + "/resources/beta/Queue/q001"
+	_, body := getAs(t, c, page+"/confirm/override", "admin")
+	m := csrfField.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatal("no token on the confirmation page")
+	}
+	form := url.Values{"csrf": {m[1]}, "reason": {"\x00" + straddling}}
+	req, _ := http.NewRequest(http.MethodPost, page+"/override", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", srv.URL)
+	if code, _ := doAs(t, c, req, "admin"); code != http.StatusSeeOther {
+		t.Fatalf("dashboard override = %d, want 303", code)
+	}
+	if override, event := stored("q001"); override != want || event != "change windows overridden by token:root: "+want {
+		t.Errorf("dashboard: reason stored …%q, in the event …%q; want …%q", tail(override), tail(event), tail(want))
+	}
+}
+
 func TestResourceTimeline(t *testing.T) {
 	t.Parallel()
 	srv, _ := setupWindows(t, 3)
@@ -172,6 +231,63 @@ func TestResourceTimeline(t *testing.T) {
 	}
 	if code, _ := get("viewer-alpha", "/api/v1/resources/beta/queue/q001/timeline"); code != http.StatusNotFound {
 		t.Errorf("unseen namespace = %d, want 404", code)
+	}
+	// limit is 1 to 1000: another value is refused, not replaced by the default.
+	for _, limit := range []string{"0", "1001", "-1", "ten"} {
+		if code, _ := get("viewer-all", "/api/v1/resources/beta/queue/q001/timeline?limit="+limit); code != http.StatusBadRequest {
+			t.Errorf("limit=%s: %d, want 400", limit, code)
+		}
+	}
+	if code, tl := get("viewer-all", "/api/v1/resources/beta/queue/q001/timeline?limit=1000"); code != http.StatusOK || len(tl.Entries) != 3 {
+		t.Errorf("limit=1000: %d, %d entries, want 3", code, len(tl.Entries))
+	}
+	if code, tl := get("viewer-all", "/api/v1/resources/beta/queue/q001/timeline?limit=1"); code != http.StatusOK || len(tl.Entries) != 1 {
+		t.Errorf("limit=1: %d, %d entries, want 1", code, len(tl.Entries))
+	}
+}
+
+// A dependency in a namespace the caller may not see keeps only its name in the blocking
+// reasons: neither its phase nor the change window holding it, nor when that ends.
+func TestResourceTimelineHiddenDependency(t *testing.T) {
+	t.Parallel()
+	srv, st := setupWindows(t, 3)
+	ctx := context.Background()
+	// alpha/q000 depends on beta/q001 (Pending, under freeze) and waits for it.
+	if _, err := st.Pool().Exec(ctx, `INSERT INTO resource_edges (resource_id, dep_namespace, dep_kind, dep_name, explicit, outputs)
+		SELECT id, 'beta', 'queue', 'q001', true, '{}'::text[] FROM resources WHERE name = 'q000'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool().Exec(ctx, `UPDATE resources SET conditions = jsonb_build_array(jsonb_build_object('type', 'Reconciling',
+		'status', 'True', 'reason', 'WaitingForDependency', 'message', 'waiting for beta/queue/q001 (not Ready)', 'lastTransitionTime', now()))
+		WHERE name = 'q000'`); err != nil {
+		t.Fatal(err)
+	}
+	timeline := func(as string) []wire.Blocker {
+		t.Helper()
+		var tl wire.Timeline
+		if code := getJSONAs(t, srv.URL+"/api/v1/resources/alpha/queue/q000/timeline", as, &tl); code != http.StatusOK {
+			t.Fatalf("%s: timeline = %d", as, code)
+		}
+		return tl.Blocking
+	}
+	if b := timeline("viewer-alpha"); len(b) != 1 || b[0].Reason != "Dependency" || b[0].Until != nil ||
+		b[0].Message != "waits for dependency beta/queue/q001 to be Ready" {
+		t.Errorf("viewer-alpha: blocking = %+v, want the dependency's name only", b)
+	}
+	if b := timeline("viewer-all"); len(b) != 1 || b[0].Until == nil ||
+		!strings.HasPrefix(b[0].Message, "waits for dependency beta/Queue/q001 to be Ready (it is Pending); change window freeze (deny) holds it until ") {
+		t.Errorf("viewer-all: blocking = %+v, want the dependency's phase and window", b)
+	}
+	c := formClient(t)
+	page := srv.URL + "/resources/alpha/Queue/q000"
+	code, body := getAs(t, c, page, "viewer-alpha")
+	if code != http.StatusOK || !strings.Contains(body, "<strong>Dependency</strong>: waits for dependency beta/queue/q001 to be Ready</li>") ||
+		strings.Contains(body, "freeze") || strings.Contains(body, "it is Pending") {
+		t.Errorf("viewer-alpha's page: %d, shows the dependency's state or window: %v %v", code,
+			strings.Contains(body, "freeze"), strings.Contains(body, "it is Pending"))
+	}
+	if _, body := getAs(t, c, page, "viewer-all"); !strings.Contains(body, "change window freeze (deny) holds it until ") {
+		t.Error("viewer-all's page does not name the window holding the dependency")
 	}
 }
 

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -69,41 +70,53 @@ type SourcePinState struct {
 }
 
 // TimelineDep is a dependency that is not Ready: Resource is what windows select it by
-// (Kind as its row spells it; the edge's when it does not exist).
+// (Kind as its row spells it; the edge's when it does not exist). A dependency in a namespace
+// the reader's scope does not see is Hidden: Resource holds only the namespace, kind and name
+// the dependent's edge names, Exists and Phase are zero. That it is not Ready is what the
+// dependent's own DependenciesReady condition says already.
 type TimelineDep struct {
 	Resource policy.Resource
 	Exists   bool
 	Phase    string
+	Hidden   bool
 }
 
-// Timeline reads a resource's timeline: the newest limit entries (default 100, at most
-// 1000) in time order, oldest first. A resource that does not exist is ErrNotFound.
-func (s *Store) Timeline(ctx context.Context, namespace, kind, name string, limit int) (*Timeline, error) {
-	if limit <= 0 || limit > 1000 {
+// Timeline reads a resource's timeline in scope sc: the newest limit entries (default 100
+// when limit is not positive, 1000 when it is larger) in time order, oldest first. A resource that does not exist, or that sc does
+// not see, is ErrNotFound.
+func (s *Store) Timeline(ctx context.Context, sc Scope, namespace, kind, name string, limit int) (*Timeline, error) {
+	if !sc.Contains(namespace) {
+		return nil, resourceNotFound(namespace, kind, name)
+	}
+	if limit <= 0 {
 		limit = 100
 	}
-	res, err := s.GetResource(ctx, namespace, kind, name)
-	if err != nil {
-		return nil, err
-	}
-	t := &Timeline{Resource: res}
+	limit = min(limit, 1000)
+	// One read of the row: the resource, its scheduling and its source's suspension and pin.
+	t := &Timeline{}
 	var id int64
 	var pinRev, pinBy, pinReason string
 	var pinAt *time.Time
-	if err := s.pool.QueryRow(ctx, `SELECT r.id, r.suspended, r.attempt, r.run_at, COALESCE(s.suspended, false),
-		  COALESCE(s.pinned_revision, ''), COALESCE(s.pinned_by, ''), COALESCE(s.pin_reason, ''), s.pinned_at
-		FROM resources r LEFT JOIN sources s ON s.name = r.source
-		WHERE r.namespace = $1 AND lower(r.kind) = lower($2) AND r.name = $3`, namespace, kind, name).
-		Scan(&id, &t.Suspended, &t.Attempt, &t.RunAt, &t.SourceSuspended, &pinRev, &pinBy, &pinReason, &pinAt); err != nil {
+	res, err := scanResource(s.pool.QueryRow(ctx, `SELECT id, suspended, attempt, run_at, COALESCE(src.src_suspended, false),
+		  COALESCE(src.pin_revision, ''), COALESCE(src.pin_by, ''), COALESCE(src.pin_why, ''), src.pin_at, `+resourceColumns+`
+		FROM resources LEFT JOIN LATERAL (SELECT s.suspended AS src_suspended, s.pinned_revision AS pin_revision,
+		  s.pinned_by AS pin_by, s.pin_reason AS pin_why, s.pinned_at AS pin_at FROM sources s WHERE s.name = resources.source) src ON true
+		WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3`, namespace, kind, name),
+		&id, &t.Suspended, &t.Attempt, &t.RunAt, &t.SourceSuspended, &pinRev, &pinBy, &pinReason, &pinAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, resourceNotFound(namespace, kind, name)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("timeline of %s/%s/%s: %w", namespace, kind, name, err)
 	}
+	t.Resource = res
 	if pinRev != "" {
 		t.Pin = &SourcePinState{Revision: pinRev, Actor: pinBy, Reason: pinReason}
 		if pinAt != nil {
 			t.Pin.At = *pinAt
 		}
 	}
-	if t.Dependencies, err = s.depsNotReady(ctx, id); err != nil {
+	if t.Dependencies, err = s.depsNotReady(ctx, sc, id); err != nil {
 		return nil, err
 	}
 	if t.Entries, err = s.timelineEntries(ctx, namespace, res.Kind, name, limit); err != nil {
@@ -112,21 +125,30 @@ func (s *Store) Timeline(ctx context.Context, namespace, kind, name string, limi
 	return t, nil
 }
 
-// depsNotReady reads the dependencies of the row id that are not Ready.
-func (s *Store) depsNotReady(ctx context.Context, id int64) ([]TimelineDep, error) {
-	rows, err := s.pool.Query(ctx, `SELECT e.dep_namespace, COALESCE(d.kind, e.dep_kind), e.dep_name, d.id IS NOT NULL,
-		  COALESCE(d.phase, ''), COALESCE(d.source, ''), COALESCE(d.api_version, ''), COALESCE(d.labels, '{}'), COALESCE(d.annotations, '{}')
-		FROM resource_edges e LEFT JOIN resources d
-		  ON d.namespace = e.dep_namespace AND lower(d.kind) = lower(e.dep_kind) AND d.name = e.dep_name
+// depsNotReady reads the dependencies of the row id that are not Ready (as the claim's gate
+// decides it), with the state of those in scope sc; those out of it are Hidden.
+func (s *Store) depsNotReady(ctx context.Context, sc Scope, id int64) ([]TimelineDep, error) {
+	args := params{id}
+	visible, scoped := "true", ""
+	if w := sc.where("e.dep_namespace", args.add); w != "" {
+		visible, scoped = w, " AND "+w
+	}
+	// d decides readiness only; v, joined in scope, is what the answer tells of the dependency.
+	rows, err := s.pool.Query(ctx, `SELECT e.dep_namespace, COALESCE(v.kind, e.dep_kind), e.dep_name, `+visible+`, v.id IS NOT NULL,
+		  COALESCE(v.phase, ''), COALESCE(v.source, ''), COALESCE(v.api_version, ''), COALESCE(v.labels, '{}'), COALESCE(v.annotations, '{}')
+		FROM resource_edges e
+		LEFT JOIN resources d ON d.namespace = e.dep_namespace AND lower(d.kind) = lower(e.dep_kind) AND d.name = e.dep_name
+		LEFT JOIN resources v ON v.id = d.id`+scoped+`
 		WHERE e.resource_id = $1 AND NOT COALESCE(`+readySQL+`, false)
-		ORDER BY e.dep_namespace, lower(e.dep_kind), e.dep_name`, id)
+		ORDER BY e.dep_namespace, lower(e.dep_kind), e.dep_name`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("dependencies: %w", err)
 	}
 	var out []TimelineDep
 	var d TimelineDep
+	var seen bool
 	var labels, ann []byte
-	_, err = pgx.ForEachRow(rows, []any{&d.Resource.Namespace, &d.Resource.Kind, &d.Resource.Name, &d.Exists, &d.Phase,
+	_, err = pgx.ForEachRow(rows, []any{&d.Resource.Namespace, &d.Resource.Kind, &d.Resource.Name, &seen, &d.Exists, &d.Phase,
 		&d.Resource.Source, &d.Resource.APIVersion, &labels, &ann}, func() error {
 		if err := json.Unmarshal(labels, &d.Resource.Labels); err != nil {
 			return err
@@ -134,6 +156,7 @@ func (s *Store) depsNotReady(ctx context.Context, id int64) ([]TimelineDep, erro
 		if err := json.Unmarshal(ann, &d.Resource.Annotations); err != nil {
 			return err
 		}
+		d.Hidden = !seen
 		out = append(out, d)
 		d = TimelineDep{}
 		return nil

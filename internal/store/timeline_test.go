@@ -30,7 +30,7 @@ func TestTimeline(t *testing.T) {
 		pinned_by = 'user:bob', pin_reason = 'bad deploy', pinned_at = now() WHERE name = 'infra'`); err != nil {
 		t.Fatal(err)
 	}
-	tl, err := st.Timeline(ctx, "prod", "APP", "app", 0)
+	tl, err := st.Timeline(ctx, Everything, "prod", "APP", "app", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,14 +62,25 @@ func TestTimeline(t *testing.T) {
 		t.Errorf("pin = %+v, source suspended %v", tl.Pin, tl.SourceSuspended)
 	}
 	// The newest limit entries, still oldest first.
-	tl, err = st.Timeline(ctx, "prod", "App", "app", 2)
+	tl, err = st.Timeline(ctx, Everything, "prod", "App", "app", 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(tl.Entries) != 2 || tl.Entries[0].Kind != "attempt" || tl.Entries[1].Kind != "notification" {
 		t.Errorf("limit 2 = %+v", tl.Entries)
 	}
-	if _, err := st.Timeline(ctx, "prod", "App", "nope", 0); !errors.Is(err, ErrNotFound) {
+	if _, err := st.Timeline(ctx, Everything, "prod", "App", "nope", 0); !errors.Is(err, ErrNotFound) {
 		t.Errorf("missing resource: %v, want ErrNotFound", err)
+	}
+	// A limit above 1000 is 1000, not the default.
+	if _, err := st.Pool().Exec(ctx, `INSERT INTO events (namespace, kind, name, source, type, reason, message)
+		SELECT 'prod', 'App', 'app', 'infra', 'Normal', 'Noted', 'note ' || i FROM generate_series(1, 120) i`); err != nil {
+		t.Fatal(err)
+	}
+	if tl, err = st.Timeline(ctx, Everything, "prod", "App", "app", 5000); err != nil || len(tl.Entries) != 126 {
+		t.Errorf("limit 5000: %v, %d entries, want 126", err, len(tl.Entries))
+	}
+	if _, err := st.Timeline(ctx, InNamespaces("dev"), "prod", "App", "app", 0); !errors.Is(err, ErrNotFound) {
+		t.Errorf("resource out of scope: %v, want ErrNotFound", err)
 	}
 }

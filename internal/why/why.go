@@ -54,12 +54,15 @@ type Input struct {
 	Pin             *Pin
 }
 
-// Dep is a dependency that is not Ready, with the windows' verdict on it.
+// Dep is a dependency that is not Ready, with the windows' verdict on it. A Hidden one is in
+// a namespace the reader may not see: only its name is told (Exists, Phase and Window are
+// not read).
 type Dep struct {
 	Name   string // NAMESPACE/KIND/NAME
 	Exists bool
 	Phase  string
 	Window changewindow.Verdict
+	Hidden bool
 }
 
 // Pin is the pin of the resource's source.
@@ -96,8 +99,15 @@ func Blocking(in Input) []Blocker {
 		out = append(out, b)
 	}
 	for _, d := range in.Dependencies {
+		if !pending { // a dependency holds back only a change waiting to be made
+			break
+		}
 		b := Blocker{Reason: Dependency, Since: since(status.ReasonWaitingForDependency)}
 		switch {
+		case d.Hidden:
+			b.Message = "waits for dependency " + d.Name + " to be Ready"
+			out = append(out, b)
+			continue
 		case !d.Exists:
 			b.Message = "waits for dependency " + d.Name + ", which does not exist"
 		case d.Phase == "":
@@ -129,12 +139,15 @@ func Blocking(in Input) []Blocker {
 	if isStalled && stalled.Reason != status.ReasonPolicyDenied && stalled.Reason != status.ReasonRejected {
 		out = append(out, Blocker{Reason: Stalled, Message: stalled.Message, Since: stalled.LastTransitionTime})
 	}
-	if !isStalled && in.Attempt > 0 && in.RunAt != nil && in.RunAt.After(in.Now) {
+	// A retry is what Reconciling says it is: a change a window holds keeps its attempt count
+	// and is due when the window opens, which is no backoff.
+	retrying := pending && rec.Reason == status.ReasonRetrying
+	if !isStalled && retrying && in.Attempt > 0 && in.RunAt != nil && in.RunAt.After(in.Now) {
 		msg := fmt.Sprintf("retry %d after a failure", in.Attempt)
-		if recOK && rec.Message != "" {
+		if rec.Message != "" {
 			msg += ": " + rec.Message
 		}
-		out = append(out, Blocker{Reason: Backoff, Message: msg, Since: since(status.ReasonRetrying), Until: *in.RunAt})
+		out = append(out, Blocker{Reason: Backoff, Message: msg, Since: rec.LastTransitionTime, Until: *in.RunAt})
 	}
 	if in.SourceSuspended {
 		out = append(out, Blocker{Reason: SourceSuspended, Message: "source " + in.Source + " is suspended: no revision is applied"})
