@@ -47,6 +47,10 @@ func Dependencies(prev State, gen int64, deleting bool, waiting string, now time
 			s.Conditions = Set(s.Conditions, Condition{Type: Ready, Status: Unknown, Reason: ReasonWaitingForDependency,
 				Message: waiting, ObservedGeneration: prev.ObservedGeneration}, now)
 		}
+	} else if c, ok := Get(s.Conditions, Reconciling); ok && c.Reason == ReasonWindowClosed {
+		// A change a window held at the generation observed waits for its dependencies now.
+		s.Conditions = Set(s.Conditions, Condition{Type: Reconciling, Status: True, Reason: ReasonWaitingForDependency,
+			Message: waiting, ObservedGeneration: prev.ObservedGeneration}, now)
 	}
 	return s
 }

@@ -10,7 +10,7 @@ import "time"
 func DriftLeft(prev State, gen, currentGen int64, deleting bool, msg string, now time.Time) (s State, changed bool) {
 	was, had := Get(prev.Conditions, Drifted)
 	changed = !had || was.Status != True || was.Message != msg
-	s = InSync(prev, gen, currentGen, deleting, now)
+	s = InSync(WindowPassed(prev), gen, currentGen, deleting, now)
 	s.Conditions = Set(s.Conditions, Condition{Type: Drifted, Status: True, Reason: ReasonDriftDetected, Message: msg, ObservedGeneration: gen}, now)
 	s.Conditions = keepTimes(prev.Conditions, s.Conditions)
 	return s, changed

@@ -122,11 +122,17 @@ func Start(prev State, gen int64, deleting bool, now time.Time) (s State, change
 				Message: fmt.Sprintf("reconciling generation %d", gen), ObservedGeneration: prev.ObservedGeneration}, now)
 		}
 	default:
-		// A change a window held (a retry, a manual request, a drift correction) is called
-		// now: the hold no longer describes it.
+		// A call a window held at the generation already observed runs now: the hold no
+		// longer describes it. A Ready resource's call (a manual request, a drift
+		// correction: its resync may find nothing to do) shows as any such call does, with
+		// no Reconciling; a retry shows Progressing.
 		if c, ok := Get(s.Conditions, Reconciling); ok && c.Reason == ReasonWindowClosed {
-			s.Conditions = Set(s.Conditions, Condition{Type: Reconciling, Status: True, Reason: ReasonProgressing,
-				Message: fmt.Sprintf("reconciling generation %d", gen), ObservedGeneration: prev.ObservedGeneration}, now)
+			if prev.Phase == PhaseReady {
+				s.Conditions = Remove(s.Conditions, Reconciling)
+			} else {
+				s.Conditions = Set(s.Conditions, Condition{Type: Reconciling, Status: True, Reason: ReasonProgressing,
+					Message: fmt.Sprintf("reconciling generation %d", gen), ObservedGeneration: prev.ObservedGeneration}, now)
+			}
 		}
 	}
 	s.Conditions = keepTimes(prev.Conditions, s.Conditions)

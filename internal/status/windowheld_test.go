@@ -85,13 +85,41 @@ func TestStartReplacesWindowHold(t *testing.T) {
 		{"a create", WindowHeld(created, false, msg, stepAt), 1, false, ReasonProgressing},
 		{"a new generation", WindowHeld(NewGeneration(ready, 2, at(3)), false, msg, stepAt), 2, false, ReasonProgressing},
 		{"a retry", WindowHeld(failed, false, msg, stepAt), 1, false, ReasonProgressing},
-		{"a manual request or drift correction", WindowHeld(ready, false, msg, stepAt), 1, false, ReasonProgressing},
+		// A Ready resource's call shows as any such call does: no Reconciling (its resync
+		// may find nothing to do, and InSync then leaves nothing behind).
+		{"a manual request or drift correction", WindowHeld(ready, false, msg, stepAt), 1, false, ""},
 		{"a delete", WindowHeld(DeletionRequested(ready, at(3)), true, msg, stepAt), 1, true, ReasonDeleting},
 	} {
 		s, _ := Start(tc.held, tc.gen, tc.deleting, at(9))
 		rec, ok := Get(s.Conditions, Reconciling)
+		if tc.reason == "" {
+			if ok {
+				t.Errorf("%s: Reconciling %+v; want none", tc.name, rec)
+			}
+			if in := InSync(WindowPassed(s), tc.gen, tc.gen, false, at(10)); in.Phase != PhaseReady || len(in.Conditions) != len(ready.Conditions) {
+				t.Errorf("%s, then in sync: %+v; want %+v", tc.name, in, ready)
+			}
+			continue
+		}
 		if !ok || rec.Status != True || rec.Reason != tc.reason {
 			t.Errorf("%s: Reconciling %+v; want True %s", tc.name, rec, tc.reason)
 		}
+	}
+}
+
+// A hold leaves nothing behind on the paths that end it without a call's result: drift left
+// in place (a type switched to detect) and a wait for dependencies at the observed generation.
+func TestWindowHoldEndsWithoutResult(t *testing.T) {
+	t.Parallel()
+	const msg = "change window freeze (deny) holds changes until 2026-11-30T00:00:00+01:00"
+	ready, _ := Result(Created(at(0)), Outcome{Generation: 1, CurrentGeneration: 1, Done: true}, at(2))
+	held := WindowHeld(ready, false, msg, stepAt)
+	left, _ := DriftLeft(held, 1, 1, false, "drift detected", at(5))
+	if rec, ok := Get(left.Conditions, Reconciling); ok {
+		t.Errorf("drift left after a hold: Reconciling %+v", rec)
+	}
+	waits := Dependencies(held, 1, false, "Network/prod/vpc (Pending)", at(5))
+	if rec, _ := Get(waits.Conditions, Reconciling); rec.Reason != ReasonWaitingForDependency {
+		t.Errorf("a held change waiting for dependencies: Reconciling %+v", rec)
 	}
 }

@@ -77,7 +77,9 @@ func Blocking(in Input) []Blocker {
 	var out []Blocker
 	cond := func(t string) (status.Condition, bool) { return status.Get(in.Conditions, t) }
 	rec, recOK := cond(status.Reconciling)
-	pending := recOK && rec.Status == status.True
+	// pending: a change waits (work in flight, Progressing or Deleting, is never held by a
+	// window and waits for nothing).
+	pending := recOK && rec.Status == status.True && rec.Reason != status.ReasonProgressing && rec.Reason != status.ReasonDeleting
 	since := func(reason string) time.Time {
 		if recOK && rec.Reason == reason {
 			return rec.LastTransitionTime

@@ -29,6 +29,7 @@ func TestBlocking(t *testing.T) {
 			[]Blocker{{Suspended, "suspended by ann: resize", at(-5), time.Time{}}}},
 		{"window holding a change", Input{Window: freeze, Conditions: []status.Condition{cond(status.Reconciling, status.True, status.ReasonWindowClosed, "held")}},
 			[]Blocker{{Window, freeze.Message(), at(-5), at(60)}}},
+		{"window over work in flight", Input{Window: freeze, Conditions: []status.Condition{cond(status.Reconciling, status.True, status.ReasonProgressing, "")}}, nil},
 		{"window with nothing to change", Input{Window: freeze, Conditions: []status.Condition{cond(status.Reconciling, status.False, status.ReasonReconciled, "")}}, nil},
 		{"window that never opens", Input{Window: never, Conditions: []status.Condition{cond(status.Reconciling, status.True, status.ReasonWindowClosed, "held")}},
 			[]Blocker{{Window, never.Message(), at(-5), time.Time{}}}},
