@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -506,5 +507,54 @@ func TestOverrideServesOneCall(t *testing.T) {
 		if tc.history != "" && (u.History == nil || !strings.HasPrefix(u.History.Message, tc.history)) {
 			t.Errorf("%s: history %+v", tc.name, u.History)
 		}
+	}
+}
+
+// slowObserver is a planner whose Observe takes a while, so that the call's start is
+// written before its result.
+type slowObserver struct{ planner }
+
+func (a slowObserver) Observe(ctx context.Context, req actions.Request) (actions.Observation, error) {
+	select {
+	case <-time.After(300 * time.Millisecond):
+	case <-ctx.Done():
+	}
+	return a.planner.Observe(ctx, req)
+}
+
+// A drift correction held by a window, whose drift is gone by the time the window is: the
+// resync finds nothing to do and leaves db Ready with no Reconciling of any kind, uncalled.
+func TestWindowHeldDriftVanishes(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	f := newWindowFixture(t, slowObserver{planner{callsOnly{rec}}})
+	f.waitPhase("db", status.PhaseReady)
+	f.setWindows(t, freeze(time.Now().Add(time.Hour), true))
+	rec.setDrift(true)
+	f.due()
+	res := f.waitHeld()
+	if ready, _ := status.Get(res.Status.Conditions, status.Ready); res.Status.Phase != status.PhaseReady || ready.Status != status.True {
+		t.Errorf("held drift: %s", shows(res))
+	}
+
+	rec.setDrift(false)
+	f.setWindows(t)
+	if n, err := f.st.RequeueWindowed(f.ctx); err != nil || n != 1 {
+		t.Fatalf("RequeueWindowed = %d, %v", n, err)
+	}
+	waitFor(t, "db resynced after the window", func() (bool, string) {
+		return rec.count("observe db") >= 2, fmt.Sprint(rec.log())
+	})
+	f.waitIdle()
+	res = f.get("db")
+	ready, _ := status.Get(res.Status.Conditions, status.Ready)
+	if res.Status.Phase != status.PhaseReady || ready.Status != status.True {
+		t.Errorf("db after the resync: %s", shows(res))
+	}
+	if rc, ok := status.Get(res.Status.Conditions, status.Reconciling); ok {
+		t.Errorf("Reconciling left after the resync: %+v", rc)
+	}
+	if n := rec.count("reconcile db"); n != 1 {
+		t.Errorf("db called %d times; want only the first apply: %q", n, rec.log())
 	}
 }
