@@ -558,3 +558,59 @@ func TestWindowHeldDriftVanishes(t *testing.T) {
 		t.Errorf("db called %d times; want only the first apply: %q", n, rec.log())
 	}
 }
+
+// Drift left in place under detect or notify is no change a window holds: under a closed
+// deny window the resync records it (Drifted, its history row, a notification under
+// notify) and shows no WindowClosed; remediate's correction is held.
+func TestDriftDetectUnderFreeze(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"notify", "detect"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			var windows atomic.Pointer[changewindow.Set]
+			f, act, rec := newDriftFixtureWith(t, "{mode: "+mode+"}", func(o *Options) { o.Windows = windows.Load })
+			set, err := changewindow.Compile([]changewindow.Window{freeze(time.Now().Add(time.Hour), false)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			windows.Store(set)
+			act.set(actions.Observation{Drift: []actions.DriftPath{{Path: "/size", Expected: 1, Actual: 2}}})
+			msg := "drift detected, not corrected (drift mode " + mode + "): /size: expected 1, found 2"
+			if h := f.resync(); h.Result != resultDrifted || h.Message != msg {
+				t.Errorf("history %s %q", h.Result, h.Message)
+			}
+			if c := f.drifted(); c.Status != status.True || c.Message != msg {
+				t.Errorf("Drifted %+v", c)
+			}
+			res := f.get("db")
+			if rc, ok := status.Get(res.Status.Conditions, status.Reconciling); ok {
+				t.Errorf("Reconciling under %s: %+v", mode, rc)
+			}
+			want := map[string]int{"notify": 1, "detect": 0}[mode]
+			if n := f.notifications("Drifted"); len(n) != want {
+				t.Errorf("notifications %q; want %d", n, want)
+			}
+			var held int
+			for _, h := range f.history() {
+				if h.Result == resultWindowClosed {
+					held++
+				}
+			}
+			if held != 0 || rec.count("reconcile db") != 1 {
+				t.Errorf("%d WindowClosed rows; calls %q", held, rec.log())
+			}
+
+			// Under remediate the same drift's correction is held.
+			f.apply(strings.Replace(gateManifests(1, true), "  action: {name: act}\n", "  action: {name: act}\n  drift: {mode: remediate}\n", 1))
+			f.due()
+			waitFor(t, "the correction held", func() (bool, string) {
+				res := f.get("db")
+				rc, _ := status.Get(res.Status.Conditions, status.Reconciling)
+				return rc.Reason == status.ReasonWindowClosed, shows(res)
+			})
+			if n := rec.count("reconcile db"); n != 1 {
+				t.Errorf("db called %d times under the window: %q", n, rec.log())
+			}
+		})
+	}
+}
