@@ -614,3 +614,45 @@ func TestDriftDetectUnderFreeze(t *testing.T) {
 		})
 	}
 }
+
+// A change that needs approval under an open deny window is held by the window first: no
+// plan, no approval request; once the window is gone the gate asks, and an approval lets it
+// through once.
+func TestApprovalDuringFreeze(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{plan: replacePlan}
+	wf := &windowFixture{}
+	wf.setWindows(t, freeze(time.Now().Add(time.Hour), false))
+	wf.gateFixture = newGateFixtureWith(t, planner{callsOnly{rec}}, func(o *Options) { o.Windows = wf.windows.Load }, needsDBA("plan.replace > 0"))
+	f := wf
+	f.waitHeld()
+	f.waitIdle()
+	if state, _, _, _, _ := f.request(); state != "" || rec.count("plan db") != 0 || rec.count("reconcile db") != 0 {
+		t.Errorf("under the window: request %q, calls %q", state, rec.log())
+	}
+	if res := f.get("db"); hasCondition(res, status.Approved) {
+		t.Errorf("Approved while the window holds: %s", shows(res))
+	}
+
+	f.setWindows(t)
+	if n, err := f.st.RequeueWindowed(f.ctx); err != nil || n != 1 {
+		t.Fatalf("RequeueWindowed = %d, %v", n, err)
+	}
+	f.waitApproved("db", status.False, status.ReasonApprovalRequired)
+	state, hash, _, _, _ := f.request()
+	if state != store.ApprovalPending || hash != replacePlan.Hash || rec.count("reconcile db") != 0 {
+		t.Fatalf("request %s %s; calls %q", state, hash, rec.log())
+	}
+	f.vote(true, "dba", hash, "ok", 0)
+	f.waitApproved("db", status.True, status.ReasonApproved)
+	f.waitPhase("db", status.PhaseReady)
+	f.waitIdle()
+	if n := rec.count("reconcile db approved=" + replacePlan.Hash); n != 1 || rec.count("reconcile db") != 1 {
+		t.Errorf("calls %q; want one reconcile with the approved plan", rec.log())
+	}
+}
+
+func hasCondition(res store.Resource, typ string) bool {
+	_, ok := status.Get(res.Status.Conditions, typ)
+	return ok
+}
