@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -507,4 +508,151 @@ func TestOverrideServesOneCall(t *testing.T) {
 			t.Errorf("%s: history %+v", tc.name, u.History)
 		}
 	}
+}
+
+// slowObserver is a planner whose Observe takes a while, so that the call's start is
+// written before its result.
+type slowObserver struct{ planner }
+
+func (a slowObserver) Observe(ctx context.Context, req actions.Request) (actions.Observation, error) {
+	select {
+	case <-time.After(300 * time.Millisecond):
+	case <-ctx.Done():
+	}
+	return a.planner.Observe(ctx, req)
+}
+
+// A drift correction held by a window, whose drift is gone by the time the window is: the
+// resync finds nothing to do and leaves db Ready with no Reconciling of any kind, uncalled.
+func TestWindowHeldDriftVanishes(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	f := newWindowFixture(t, slowObserver{planner{callsOnly{rec}}})
+	f.waitPhase("db", status.PhaseReady)
+	f.setWindows(t, freeze(time.Now().Add(time.Hour), true))
+	rec.setDrift(true)
+	f.due()
+	res := f.waitHeld()
+	if ready, _ := status.Get(res.Status.Conditions, status.Ready); res.Status.Phase != status.PhaseReady || ready.Status != status.True {
+		t.Errorf("held drift: %s", shows(res))
+	}
+
+	rec.setDrift(false)
+	f.setWindows(t)
+	if n, err := f.st.RequeueWindowed(f.ctx); err != nil || n != 1 {
+		t.Fatalf("RequeueWindowed = %d, %v", n, err)
+	}
+	waitFor(t, "db resynced after the window", func() (bool, string) {
+		return rec.count("observe db") >= 2, fmt.Sprint(rec.log())
+	})
+	f.waitIdle()
+	res = f.get("db")
+	ready, _ := status.Get(res.Status.Conditions, status.Ready)
+	if res.Status.Phase != status.PhaseReady || ready.Status != status.True {
+		t.Errorf("db after the resync: %s", shows(res))
+	}
+	if rc, ok := status.Get(res.Status.Conditions, status.Reconciling); ok {
+		t.Errorf("Reconciling left after the resync: %+v", rc)
+	}
+	if n := rec.count("reconcile db"); n != 1 {
+		t.Errorf("db called %d times; want only the first apply: %q", n, rec.log())
+	}
+}
+
+// Drift left in place under detect or notify is no change a window holds: under a closed
+// deny window the resync records it (Drifted, its history row, a notification under
+// notify) and shows no WindowClosed; remediate's correction is held.
+func TestDriftDetectUnderFreeze(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"notify", "detect"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			var windows atomic.Pointer[changewindow.Set]
+			f, act, rec := newDriftFixtureWith(t, "{mode: "+mode+"}", func(o *Options) { o.Windows = windows.Load })
+			set, err := changewindow.Compile([]changewindow.Window{freeze(time.Now().Add(time.Hour), false)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			windows.Store(set)
+			act.set(actions.Observation{Drift: []actions.DriftPath{{Path: "/size", Expected: 1, Actual: 2}}})
+			msg := "drift detected, not corrected (drift mode " + mode + "): /size: expected 1, found 2"
+			if h := f.resync(); h.Result != resultDrifted || h.Message != msg {
+				t.Errorf("history %s %q", h.Result, h.Message)
+			}
+			if c := f.drifted(); c.Status != status.True || c.Message != msg {
+				t.Errorf("Drifted %+v", c)
+			}
+			res := f.get("db")
+			if rc, ok := status.Get(res.Status.Conditions, status.Reconciling); ok {
+				t.Errorf("Reconciling under %s: %+v", mode, rc)
+			}
+			want := map[string]int{"notify": 1, "detect": 0}[mode]
+			if n := f.notifications("Drifted"); len(n) != want {
+				t.Errorf("notifications %q; want %d", n, want)
+			}
+			var held int
+			for _, h := range f.history() {
+				if h.Result == resultWindowClosed {
+					held++
+				}
+			}
+			if held != 0 || rec.count("reconcile db") != 1 {
+				t.Errorf("%d WindowClosed rows; calls %q", held, rec.log())
+			}
+
+			// Under remediate the same drift's correction is held.
+			f.apply(strings.Replace(gateManifests(1, true), "  action: {name: act}\n", "  action: {name: act}\n  drift: {mode: remediate}\n", 1))
+			f.due()
+			waitFor(t, "the correction held", func() (bool, string) {
+				res := f.get("db")
+				rc, _ := status.Get(res.Status.Conditions, status.Reconciling)
+				return rc.Reason == status.ReasonWindowClosed, shows(res)
+			})
+			if n := rec.count("reconcile db"); n != 1 {
+				t.Errorf("db called %d times under the window: %q", n, rec.log())
+			}
+		})
+	}
+}
+
+// A change that needs approval under an open deny window is held by the window first: no
+// plan, no approval request; once the window is gone the gate asks, and an approval lets it
+// through once.
+func TestApprovalDuringFreeze(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{plan: replacePlan}
+	wf := &windowFixture{}
+	wf.setWindows(t, freeze(time.Now().Add(time.Hour), false))
+	wf.gateFixture = newGateFixtureWith(t, planner{callsOnly{rec}}, func(o *Options) { o.Windows = wf.windows.Load }, needsDBA("plan.replace > 0"))
+	f := wf
+	f.waitHeld()
+	f.waitIdle()
+	if state, _, _, _, _ := f.request(); state != "" || rec.count("plan db") != 0 || rec.count("reconcile db") != 0 {
+		t.Errorf("under the window: request %q, calls %q", state, rec.log())
+	}
+	if res := f.get("db"); hasCondition(res, status.Approved) {
+		t.Errorf("Approved while the window holds: %s", shows(res))
+	}
+
+	f.setWindows(t)
+	if n, err := f.st.RequeueWindowed(f.ctx); err != nil || n != 1 {
+		t.Fatalf("RequeueWindowed = %d, %v", n, err)
+	}
+	f.waitApproved("db", status.False, status.ReasonApprovalRequired)
+	state, hash, _, _, _ := f.request()
+	if state != store.ApprovalPending || hash != replacePlan.Hash || rec.count("reconcile db") != 0 {
+		t.Fatalf("request %s %s; calls %q", state, hash, rec.log())
+	}
+	f.vote(true, "dba", hash, "ok", 0)
+	f.waitApproved("db", status.True, status.ReasonApproved)
+	f.waitPhase("db", status.PhaseReady)
+	f.waitIdle()
+	if n := rec.count("reconcile db approved=" + replacePlan.Hash); n != 1 || rec.count("reconcile db") != 1 {
+		t.Errorf("calls %q; want one reconcile with the approved plan", rec.log())
+	}
+}
+
+func hasCondition(res store.Resource, typ string) bool {
+	_, ok := status.Get(res.Status.Conditions, typ)
+	return ok
 }
