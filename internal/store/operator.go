@@ -68,8 +68,10 @@ func (s *Store) requestReconcile(ctx context.Context, namespace, kind, name, act
 		if suspended {
 			return fmt.Errorf("resource %s/%s/%s is %w: resume it first", namespace, ref.Kind, name, ErrSuspended)
 		}
+		// An override rides on the same statement (nil leaves window_override as it is).
 		if _, err := tx.Exec(ctx, `UPDATE resources SET run_at = now(), manual_requested_by = $2,
-			dirty = dirty OR lease_owner IS NOT NULL WHERE id = $1`, id, actor); err != nil {
+			dirty = dirty OR lease_owner IS NOT NULL, window_override = COALESCE($3::jsonb, window_override) WHERE id = $1`,
+			id, actor, override); err != nil {
 			return err
 		}
 		if err := insertEvent(ctx, tx, Event{Namespace: namespace, Kind: ref.Kind, Name: name, Source: ref.Source, Type: EventNormal,
@@ -77,9 +79,6 @@ func (s *Store) requestReconcile(ctx context.Context, namespace, kind, name, act
 			return err
 		}
 		if override != nil {
-			if _, err := tx.Exec(ctx, `UPDATE resources SET window_override = $2 WHERE id = $1`, id, override); err != nil {
-				return err
-			}
 			if err := insertEvent(ctx, tx, Event{Namespace: namespace, Kind: ref.Kind, Name: name, Source: ref.Source, Type: EventNormal,
 				Reason: ReasonWindowOverride, Message: "change windows overridden by " + actor + ": " + override.Reason}); err != nil {
 				return err

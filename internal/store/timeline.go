@@ -58,15 +58,9 @@ type Timeline struct {
 	RunAt     *time.Time
 	// SourceSuspended and Pin are its source's (Pin nil: not pinned).
 	SourceSuspended bool
-	Pin             *SourcePinState
+	Pin             *SourcePin
 	// Dependencies are those not Ready.
 	Dependencies []TimelineDep
-}
-
-// SourcePinState is the pin of a source as sources.pinned_* store it.
-type SourcePinState struct {
-	Revision, Actor, Reason string
-	At                      time.Time
 }
 
 // TimelineDep is a dependency that is not Ready: Resource is what windows select it by
@@ -111,7 +105,7 @@ func (s *Store) Timeline(ctx context.Context, sc Scope, namespace, kind, name st
 	}
 	t.Resource = res
 	if pinRev != "" {
-		t.Pin = &SourcePinState{Revision: pinRev, Actor: pinBy, Reason: pinReason}
+		t.Pin = &SourcePin{Revision: pinRev, Actor: pinBy, Reason: pinReason}
 		if pinAt != nil {
 			t.Pin.At = *pinAt
 		}
