@@ -60,6 +60,10 @@ type Env struct {
 	// server fails the sync rather than outlasting the lease); 0: the kind's default.
 	Timeout time.Duration
 	Logger  *slog.Logger
+	// AllFiles asks Fetch for every regular file under the path, not only manifests (a
+	// renderer such as kustomize reads patches and generator inputs), within the same
+	// per-file limit.
+	AllFiles bool
 }
 
 // Factory builds a source from its kind's spec (a value of the kind's Spec type, defaults

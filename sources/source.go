@@ -30,6 +30,10 @@ type File struct {
 	// loader reports it as a problem of the file, which rejects the revision. The reason
 	// never quotes the file's content.
 	Refused string
+	// RenderedBy is the kustomization (its path, as Path is) that produced this file when a
+	// renderer made it from the revision's files; Path is then the file the documents came
+	// from. Problems in it are reported as "path (rendered by …)". Empty for a file read as is.
+	RenderedBy string
 }
 
 // MaxFileBytes is the largest manifest file a source reads. Sources check the size before

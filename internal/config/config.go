@@ -316,7 +316,9 @@ type RetentionRule struct {
 type Limits struct {
 	MaxFiles     int `yaml:"maxFiles"`     // manifest files per revision (default 200000)
 	MaxDocuments int `yaml:"maxDocuments"` // YAML documents per revision (default 250000)
-	MaxResources int `yaml:"maxResources"` // resources per revision (default 200000)
+	MaxResources int `yaml:"maxResources"` // resources per revision, generated ones included (default 200000)
+	// MaxResourcesPerSet caps the resources one ResourceSet generates (default 10000).
+	MaxResourcesPerSet int `yaml:"maxResourcesPerSet"`
 }
 
 // Log configures the logs trueup writes to standard error.
@@ -520,7 +522,7 @@ func (c *Config) Validate() error {
 	for _, l := range []struct {
 		name string
 		v    int
-	}{{"maxFiles", c.Limits.MaxFiles}, {"maxDocuments", c.Limits.MaxDocuments}, {"maxResources", c.Limits.MaxResources}} {
+	}{{"maxFiles", c.Limits.MaxFiles}, {"maxDocuments", c.Limits.MaxDocuments}, {"maxResources", c.Limits.MaxResources}, {"maxResourcesPerSet", c.Limits.MaxResourcesPerSet}} {
 		if l.v < 0 {
 			bad("limits.%s: %d must not be negative (0 takes the default)", l.name, l.v)
 		}

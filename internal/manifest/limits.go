@@ -13,6 +13,8 @@ const (
 	DefaultMaxFiles     = 200_000
 	DefaultMaxDocuments = 250_000
 	DefaultMaxResources = 200_000
+	// DefaultMaxResourcesPerSet caps the resources one ResourceSet generates.
+	DefaultMaxResourcesPerSet = 10_000
 )
 
 // Limits caps what one revision may contain. Zero fields take the defaults. Going over a cap
@@ -20,7 +22,10 @@ const (
 type Limits struct {
 	MaxFiles     int // manifest files
 	MaxDocuments int // non-empty YAML documents, types and resources
-	MaxResources int
+	MaxResources int // written and generated resources together
+	// MaxResourcesPerSet caps what one ResourceSet generates; checked before anything is
+	// generated.
+	MaxResourcesPerSet int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -32,6 +37,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxResources <= 0 {
 		l.MaxResources = DefaultMaxResources
+	}
+	if l.MaxResourcesPerSet <= 0 {
+		l.MaxResourcesPerSet = DefaultMaxResourcesPerSet
 	}
 	return l
 }

@@ -97,10 +97,12 @@ type source struct {
 	file string
 	key  string // cache key of the file's content
 	data []byte
+	// origin is the file's ValidationError.Origin ("rendered by …" for a rendered file).
+	origin string
 }
 
 func (p placed) at(line int, pth, msg string) ValidationError {
-	return ValidationError{File: p.file, Line: line, Path: pth, Msg: msg}
+	return ValidationError{File: p.file, Line: line, Path: pth, Msg: msg, Origin: p.origin}
 }
 
 // typeInfo is what resources are checked against: a type from the files or a known one.
@@ -222,6 +224,9 @@ func (ld *load) parse(files []sources.File) []placed {
 			ld.errs = append(ld.errs, ve)
 		}
 		src := &source{file: f.Path, key: keys[i], data: f.Data}
+		if f.RenderedBy != "" {
+			src.origin = "rendered by " + f.RenderedBy
+		}
 		for j := range e.docs {
 			docs = append(docs, placed{source: src, doc: &e.docs[j]})
 		}

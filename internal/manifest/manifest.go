@@ -34,15 +34,27 @@ type ValidationError struct {
 	Line int    // 1-based; 0 when the problem concerns the whole file
 	Path string // dotted path of the offending field, e.g. spec.versions[0].schema; may be empty
 	Msg  string
+	// Origin says where in File the document came from when File alone does not: the
+	// ResourceSet input a generated resource was rendered from ("tenant=acme,
+	// region=us-east-1", or "inputs[3]" when the name reads no input), or the kustomization
+	// that rendered the file ("rendered by overlays/prod/kustomization.yaml"). Empty for a
+	// written document.
+	Origin string
 }
 
-// Error formats the problem as "file:line: path: msg", leaving out the parts that are unknown.
+// Error formats the problem as "file:line (origin): path: msg", leaving out the parts that
+// are unknown.
 func (e ValidationError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)
 	if e.Line > 0 {
 		b.WriteByte(':')
 		b.WriteString(strconv.Itoa(e.Line))
+	}
+	if e.Origin != "" {
+		b.WriteString(" (")
+		b.WriteString(e.Origin)
+		b.WriteByte(')')
 	}
 	if b.Len() > 0 {
 		b.WriteString(": ") // a problem of the whole revision names no file
@@ -77,6 +89,7 @@ func sortErrors(errs Errors) Errors {
 		return cmp.Or(
 			cmp.Compare(a.File, b.File),
 			cmp.Compare(a.Line, b.Line),
+			cmp.Compare(a.Origin, b.Origin),
 			cmp.Compare(a.Path, b.Path),
 			cmp.Compare(a.Msg, b.Msg),
 		)
@@ -160,6 +173,9 @@ type Resource struct {
 type Set struct {
 	Types     []ResourceType
 	Resources []Resource
+	// ResourceSets lists the revision's ResourceSets, sorted by Namespace and Name; their
+	// generated resources are in Resources, labelled LabelResourceSet.
+	ResourceSets []ResourceSetInfo
 
 	transitions []transitionCheck // the resources CheckTransitions checks
 	// encryptedUnknown is the Options.EncryptedUnknown the Set was loaded with.
@@ -272,3 +288,19 @@ func HashJSON(b []byte) string { return hashJSON(b) }
 // hexHash spells a sha256 the way hashJSON does; the cache keeps sums, which take half the
 // room, and spells them only for a Set.
 func hexHash(sum [32]byte) string { return hex.EncodeToString(sum[:]) }
+
+// LabelResourceSet labels each resource a ResourceSet generates with the set's name (the set
+// and its resources share a namespace). It is reserved: a written resource or a template may
+// not set it.
+const LabelResourceSet = "trueup.dev/resource-set"
+
+// ResourceSetInfo is one ResourceSet of a revision (kind ResourceSet, group trueup.dev): what
+// the store keeps to show the set and to tell two sources' sets apart.
+type ResourceSetInfo struct {
+	Namespace string
+	Name      string
+	File      string // slash-separated path of the set's file
+	Line      int    // line of the set's document in File
+	Inputs    int    // inputs after the matrix product (inputs × matrix combinations)
+	Members   int    // resources generated
+}

@@ -202,7 +202,7 @@ func (c *Checker) appliedTypes(ctx context.Context) (map[string]manifest.Resourc
 func invalid(errs manifest.Errors, scrub func(string) string) Result {
 	r := Result{Changes: []Change{}, Errors: make([]Error, len(errs))}
 	for i, e := range manifest.SortErrors(append(manifest.Errors(nil), errs...)) {
-		r.Errors[i] = Error{File: e.File, Line: e.Line, Path: e.Path, Message: scrub(e.Msg)}
+		r.Errors[i] = Error{File: e.File, Line: e.Line, Path: e.Path, Message: scrub(e.Msg), Origin: e.Origin}
 	}
 	r.Counts.Invalid = len(errs)
 	return r

@@ -93,4 +93,6 @@ type Error struct {
 	Line    int    `json:"line,omitempty"`
 	Path    string `json:"path,omitempty"`
 	Message string `json:"message"`
+	// Origin is the ResourceSet input or the rendering kustomization (manifest.ValidationError.Origin).
+	Origin string `json:"origin,omitempty"`
 }

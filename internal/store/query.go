@@ -72,6 +72,9 @@ type ResourceSource struct {
 	Path     string
 	Line     int
 	Revision string
+	// ResourceSet is the set that generated the resource (its manifest.LabelResourceSet
+	// label); "" for a written resource.
+	ResourceSet string
 }
 
 const resourceColumns = `api_version, kind, name, namespace, uid::text, generation, labels, annotations, created_at,
@@ -97,6 +100,7 @@ func scanResource(row pgx.Row, extra ...any) (Resource, error) {
 	if err := json.Unmarshal(labels, &r.Metadata.Labels); err != nil {
 		return r, err
 	}
+	r.Source.ResourceSet = r.Metadata.Labels[manifest.LabelResourceSet]
 	if err := json.Unmarshal(ann, &r.Metadata.Annotations); err != nil {
 		return r, err
 	}

@@ -73,6 +73,32 @@ type ResourceSource struct {
 	Path     string `json:"path"`
 	Line     int    `json:"line,omitempty"`
 	Revision string `json:"revision"`
+	// ResourceSet is the ResourceSet that generated the resource (in its namespace; the
+	// resource's trueup.dev/resource-set label); Path and Line are then the set's template.
+	// Absent for a written resource.
+	ResourceSet string `json:"resourceSet,omitempty"`
+}
+
+// ResourceSet is a ResourceSet (kind ResourceSet, group trueup.dev): GET
+// /api/v1/resourcesets lists them, GET /api/v1/resourcesets/{namespace}/{name} shows one.
+// Its members are the resources labelled trueup.dev/resource-set=NAME in its namespace
+// (GET /api/v1/resources?namespace=NS&labelSelector=trueup.dev/resource-set%3DNAME).
+type ResourceSet struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Source    string `json:"source"`
+	Path      string `json:"path"`
+	Line      int    `json:"line,omitempty"`
+	Revision  string `json:"revision"`
+	// Inputs is the number of inputs after the matrix product.
+	Inputs int `json:"inputs"`
+	// Members is the number of resources the set generates in its revision.
+	Members int `json:"members"`
+	// Phases counts the members stored now by phase (a member being deleted counts under its
+	// phase until it is gone); never null.
+	Phases    map[string]int `json:"phases"`
+	CreatedAt time.Time      `json:"createdAt"`
+	UpdatedAt time.Time      `json:"updatedAt"`
 }
 
 // ResourceType is a type: GET /api/v1/types lists them.
