@@ -85,6 +85,12 @@ func parseStream(data []byte) ([]rawDoc, []ValidationError) {
 // no more than one document's nodes need to be held at a time: the nodes of a 1 MiB file
 // of small documents take over 30 MB.
 func eachDocument(data []byte, fn func(rawDoc)) []ValidationError {
+	return eachRoot(data, false, fn)
+}
+
+// eachRoot is eachDocument also taking documents that are sequences when lists is set (a
+// file of ResourceSet inputs).
+func eachRoot(data []byte, lists bool, fn func(rawDoc)) []ValidationError {
 	if len(data) > maxFileSize {
 		return []ValidationError{{Msg: "file is larger than the 1 MiB limit"}}
 	}
@@ -110,8 +116,12 @@ func eachDocument(data []byte, fn func(rawDoc)) []ValidationError {
 		if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
 			continue // "---" followed by nothing, a comment or an explicit null
 		}
-		if root.Kind != yaml.MappingNode {
-			errs = append(errs, ValidationError{Line: root.Line, Msg: "document must be a mapping, got " + nodeKind(root)})
+		if root.Kind != yaml.MappingNode && (!lists || root.Kind != yaml.SequenceNode) {
+			want := "a mapping"
+			if lists {
+				want = "a mapping or a list of mappings"
+			}
+			errs = append(errs, ValidationError{Line: root.Line, Msg: "document must be " + want + ", got " + nodeKind(root)})
 			continue
 		}
 		c.docAliasNodes, c.docSize = 0, 0

@@ -1,0 +1,114 @@
+package manifest
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// describeInputs spells inputs as "file:line#index {canonical vals}", one per input.
+func describeInputs(ins []*input) []string {
+	var out []string
+	for _, in := range ins {
+		b, _ := marshalCanonical(in.vals)
+		out = append(out, fmt.Sprintf("%s:%d#%d %s", in.file, in.line, in.index, b))
+	}
+	return out
+}
+
+func TestParseInputs(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, data string
+		want, errs []string
+	}{
+		{"mapping per document", "tenant: acme\nsize: 100\n---\ntenant: globex\nsize: 50\n",
+			[]string{`t.yaml:1#0 {"size":100,"tenant":"acme"}`, `t.yaml:4#1 {"size":50,"tenant":"globex"}`}, nil},
+		{"list", "- {tenant: acme}\n- tenant: globex\n  db: {host: h}\n",
+			[]string{`t.yaml:1#0 {"tenant":"acme"}`, `t.yaml:2#1 {"db":{"host":"h"},"tenant":"globex"}`}, nil},
+		{"lists and mappings", "- {a: 1}\n---\n{a: 2}\n---\n[]\n---\n- {a: 3}\n- {a: 4}\n",
+			[]string{`t.yaml:1#0 {"a":1}`, `t.yaml:3#1 {"a":2}`, `t.yaml:7#2 {"a":3}`, `t.yaml:8#3 {"a":4}`}, nil},
+		{"json", `[{"tenant": "acme", "size": 1.0}, {"tenant": "x", "tags": ["a"]}]`,
+			[]string{`t.yaml:1#0 {"size":1,"tenant":"acme"}`, `t.yaml:1#1 {"tags":["a"],"tenant":"x"}`}, nil},
+		{"empty file", "", nil, nil},
+		{"comments only", "# none yet\n---\n", nil, nil},
+		{"scalar document", "acme\n", nil, []string{"t.yaml:1: document must be a mapping or a list of mappings, got scalar"}},
+		{"scalar item", "- {a: 1}\n- acme\n- [x]\n",
+			[]string{`t.yaml:1#0 {"a":1}`}, []string{"t.yaml:2: [1]: an input must be a mapping, got string", "t.yaml:3: [2]: an input must be a mapping, got list"}},
+		{"bad key", "- {tenant: a}\n- tenant: b\n  the-size: 1\n  2x: 2\n",
+			[]string{`t.yaml:1#0 {"tenant":"a"}`}, []string{`t.yaml:3: [1].the-size: invalid input key "the-size": letters, digits and _, not starting with a digit`, `t.yaml:4: [1].2x: invalid input key "2x": letters, digits and _, not starting with a digit`}},
+		{"duplicate key", "a: 1\na: 2\n", nil, []string{`t.yaml:2: duplicate key "a"`}},
+		{"syntax", "a: [\n", nil, []string{"t.yaml:1: invalid yaml: did not find expected node content"}},
+		{"aliases bounded", "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: [*d, *d]\n",
+			nil, []string{"t.yaml:4: d[7]: aliases expand to more than 10000 nodes"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ins, errs := parseInputs([]byte(c.data), "t.yaml")
+			var gotErrs []string
+			for _, e := range errs {
+				gotErrs = append(gotErrs, e.Error())
+			}
+			if got := describeInputs(ins); !slices.Equal(got, c.want) {
+				t.Errorf("inputs =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+			}
+			if !slices.Equal(gotErrs, c.errs) {
+				t.Errorf("errors =\n%s\nwant\n%s", strings.Join(gotErrs, "\n"), strings.Join(c.errs, "\n"))
+			}
+		})
+	}
+}
+
+func TestProduct(t *testing.T) {
+	t.Parallel()
+	ins, _ := parseInputs([]byte("- {tenant: acme}\n- {tenant: globex, size: 5}\n"), "t.yaml")
+	regions := matrixAxis{key: "region", values: []any{"eu", "us"}, line: 9}
+	tiers := matrixAxis{key: "b_tier", values: []any{"gold", map[string]any{"x": true}}, line: 10}
+	cases := []struct {
+		name   string
+		inputs []*input
+		matrix []matrixAxis
+		want   []string
+		err    string
+	}{
+		{"no matrix", ins, nil, []string{`t.yaml:1#0 {"tenant":"acme"}`, `t.yaml:2#1 {"size":5,"tenant":"globex"}`}, ""},
+		{"one axis", ins, []matrixAxis{regions}, []string{
+			`t.yaml:1#0 {"region":"eu","tenant":"acme"}`, `t.yaml:1#1 {"region":"us","tenant":"acme"}`,
+			`t.yaml:2#2 {"region":"eu","size":5,"tenant":"globex"}`, `t.yaml:2#3 {"region":"us","size":5,"tenant":"globex"}`}, ""},
+		{"axes sorted, last fastest", ins[:1], []matrixAxis{regions, tiers}, []string{
+			`t.yaml:1#0 {"b_tier":"gold","region":"eu","tenant":"acme"}`, `t.yaml:1#1 {"b_tier":"gold","region":"us","tenant":"acme"}`,
+			`t.yaml:1#2 {"b_tier":{"x":true},"region":"eu","tenant":"acme"}`, `t.yaml:1#3 {"b_tier":{"x":true},"region":"us","tenant":"acme"}`}, ""},
+		{"matrix alone", []*input{newInput(map[string]any{}, "set.yaml", 3, 0)}, []matrixAxis{regions}, []string{
+			`set.yaml:3#0 {"region":"eu"}`, `set.yaml:3#1 {"region":"us"}`}, ""},
+		{"no inputs", nil, []matrixAxis{regions}, nil, ""},
+		{"empty axis", ins, []matrixAxis{regions, {key: "z", line: 11}}, nil, ""},
+		{"clash", ins, []matrixAxis{{key: "size", values: []any{"1"}, line: 12}}, nil, "matrix key size is also a key of the input at t.yaml:2"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := product(c.inputs, c.matrix)
+			if c.err != "" {
+				var ce *clashError
+				if err == nil || err.Error() != c.err || !errors.As(err, &ce) || ce.axis.line != 12 {
+					t.Fatalf("error = %v, want %s at line 12", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := describeInputs(got); !slices.Equal(d, c.want) {
+				t.Errorf("product =\n%s\nwant\n%s", strings.Join(d, "\n"), strings.Join(c.want, "\n"))
+			}
+			for _, in := range got {
+				for k, v := range in.vals {
+					if b, _ := marshalCanonical(v); string(b) != string(in.canon[k]) {
+						t.Errorf("canon[%s] = %s, want %s", k, in.canon[k], b)
+					}
+				}
+			}
+		})
+	}
+}

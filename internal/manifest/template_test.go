@@ -1,0 +1,198 @@
+package manifest
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// yamlValue converts a YAML document, a mapping, with the loader's converter.
+func yamlValue(t testing.TB, doc string) map[string]any {
+	t.Helper()
+	docs, errs := parseStream([]byte(doc))
+	if len(errs) > 0 || len(docs) != 1 {
+		t.Fatalf("parse %q: %v", doc, errs)
+	}
+	return docs[0].value.(map[string]any)
+}
+
+// testInput is an input of the YAML mapping doc.
+func testInput(t testing.TB, doc string) *input {
+	t.Helper()
+	return newInput(yamlValue(t, doc), "in.yaml", 1, 0)
+}
+
+const tenantInput = `{tenant: acme, size: 100, region: eu-west-1, ha: true, ratio: 1.50, none: null,
+  db: {host: db.acme, port: 5432, opts: {ssl: true}}, zones: [a, b], quote: 'say "hi"', uni: "é"}`
+
+func TestTemplateEvaluates(t *testing.T) {
+	t.Parallel()
+	in := testInput(t, tenantInput)
+	cases := []struct {
+		name, tmpl, want string // tmpl: the YAML value of key v; want: canonical JSON
+	}{
+		{"constant", `{a: 1, b: [x, "<<", "a << b"], c: {d: null}}`, `{"a":1,"b":["x","<<","a << b"],"c":{"d":null}}`},
+		{"whole string", `"<< inputs.tenant >>"`, `"acme"`},
+		{"whole number keeps its type", `"<< inputs.size >>"`, `100`},
+		{"whole number unquoted", `<< inputs.size >>`, `100`},
+		{"whole number as written", `"<<inputs.ratio>>"`, `1.5`},
+		{"whole bool", `"<< inputs.ha >>"`, `true`},
+		{"whole null", `"<< inputs.none >>"`, `null`},
+		{"whole mapping", `"<<  inputs.db  >>"`, `{"host":"db.acme","opts":{"ssl":true},"port":5432}`},
+		{"whole list", `"<< inputs.zones >>"`, `["a","b"]`},
+		{"nested", `"<< inputs.db.host >>:<< inputs.db.port >>"`, `"db.acme:5432"`},
+		{"nested whole", `"<< inputs.db.opts.ssl >>"`, `true`},
+		{"nested whole mapping", `"<< inputs.db.opts >>"`, `{"ssl":true}`},
+		{"interpolation", `"db-<< inputs.tenant >>-<< inputs.region >>"`, `"db-acme-eu-west-1"`},
+		{"interpolated number and bool", `"n=<< inputs.size >> ha=<< inputs.ha >> r=<< inputs.ratio >>"`, `"n=100 ha=true r=1.5"`},
+		{"spaces around make a string", `" << inputs.size >>"`, `" 100"`},
+		{"escaped input", `"x << inputs.quote >>"`, `"x say \"hi\""`},
+		{"escaped literal", `"\"<< inputs.tenant >>\" é"`, `"\"acme\" é"`},
+		{"non-ascii input", `"<< inputs.uni >>-<< inputs.tenant >>"`, `"é-acme"`},
+		{"output reference passes through", `"${{ Network/net-<< inputs.region >>.outputs.id }}"`, `"${{ Network/net-eu-west-1.outputs.id }}"`},
+		{"output reference untouched", `"${{ Network/net.outputs.id }}"`, `"${{ Network/net.outputs.id }}"`},
+		{"literal <<", `"a << b <<inputsx >> <<< inputs.tenant >>"`, `"a << b <<inputsx >> <acme"`},
+		{"mapping", `{name: "db-<< inputs.tenant >>", spec: {size: "<< inputs.size >>", region: "<< inputs.region >>", fixed: [1, {k: v}]}}`,
+			`{"name":"db-acme","spec":{"fixed":[1,{"k":"v"}],"region":"eu-west-1","size":100}}`},
+		{"list", `[a, "<< inputs.size >>", {x: "<< inputs.ha >>"}, []]`, `["a",100,{"x":true},[]]`},
+		{"merge key is YAML's", `{b: &b {x: "<< inputs.size >>"}, c: {<<: *b, y: 2}}`, `{"b":{"x":100},"c":{"x":100,"y":2}}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tm, problems := compileTemplate(yamlValue(t, "v: "+c.tmpl)["v"])
+			if problems != nil {
+				t.Fatalf("problems: %v", problems)
+			}
+			got, err := tm.appendJSON([]byte("prefix"), in)
+			if err != nil {
+				t.Fatalf("appendJSON: %v", err)
+			}
+			if string(got) != "prefix"+c.want {
+				t.Errorf("appendJSON = %s, want %s", got[6:], c.want)
+			}
+			checkAgrees(t, tm, in)
+		})
+	}
+}
+
+// checkAgrees fails unless appendJSON spells marshalCanonical(value()).
+func checkAgrees(t testing.TB, tm *tmpl, in *input) {
+	t.Helper()
+	v, verr := tm.value(in)
+	b, aerr := tm.appendJSON(nil, in)
+	if (verr == nil) != (aerr == nil) || verr != nil && verr.Error() != aerr.Error() {
+		t.Fatalf("value error %v, appendJSON error %v", verr, aerr)
+	}
+	if verr != nil {
+		return
+	}
+	want, err := marshalCanonical(v)
+	if err != nil {
+		t.Fatalf("marshalCanonical(value()): %v", err)
+	}
+	if !bytes.Equal(b, want) {
+		t.Fatalf("appendJSON = %s, marshalCanonical(value()) = %s", b, want)
+	}
+}
+
+func TestTemplateErrors(t *testing.T) {
+	t.Parallel()
+	in := testInput(t, tenantInput)
+	cases := []struct {
+		name, tmpl, want string // want: the error, "at: msg"
+	}{
+		{"unknown key", `{spec: {r: "<< inputs.regoin >>"}}`,
+			"spec.r: input regoin is not defined (inputs: db, ha, none, quote, ratio, region, size, tenant, uni, zones); did you mean region?"},
+		{"unknown key interpolated", `["x-<< inputs.tenat >>"]`,
+			"[0]: input tenat is not defined (inputs: db, ha, none, quote, ratio, region, size, tenant, uni, zones); did you mean tenant?"},
+		{"unknown nested key", `"<< inputs.db.hostt >>"`, "input db.hostt is not defined (db: host, opts, port); did you mean db.host?"},
+		{"into a string", `"<< inputs.tenant.x >>"`, "input tenant is a string: tenant.x is not defined"},
+		{"mapping interpolated", `"n-<< inputs.db >>"`, "input db is a mapping: only a whole value can take it"},
+		{"list interpolated", `"n-<< inputs.zones >>"`, "input zones is a list: only a whole value can take it"},
+		{"null interpolated", `{a: "n-<< inputs.none >>"}`, "a: input none is null: only a whole value can take it"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tm, problems := compileTemplate(yamlValue(t, "v: "+c.tmpl)["v"])
+			if problems != nil {
+				t.Fatalf("problems: %v", problems)
+			}
+			_, err := tm.appendJSON(nil, in)
+			if err == nil || err.Error() != c.want {
+				t.Fatalf("appendJSON error = %v, want %s", err, c.want)
+			}
+			checkAgrees(t, tm, in)
+		})
+	}
+}
+
+func TestTemplateCompileProblems(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name, tmpl string
+		want       []string // "at: msg"
+	}{
+		{"unterminated", `{a: "x << inputs.tenant"}`, []string{`a: unterminated template "<< inputs.tenant": << needs a closing >>`}},
+		{"no key", `"<< inputs >>"`, []string{`: only << inputs.name >> is supported, not "<< inputs >>"`}},
+		{"pipeline", `["<< inputs.x | upper >>"]`, []string{`[0]: only << inputs.name >> is supported, not "<< inputs.x | upper >>"`}},
+		{"index", `"<< inputs.x[0] >>"`, []string{`: only << inputs.name >> is supported, not "<< inputs.x[0] >>"`}},
+		{"empty segment", `"<< inputs..x >>"`, []string{`: only << inputs.name >> is supported, not "<< inputs..x >>"`}},
+		{"templated key", `{a: {"<< inputs.k >>": v, "<< b": w}}`, []string{`a["<< inputs.k >>"]: a mapping key cannot hold a template (keys are not templated)`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tm, problems := compileTemplate(yamlValue(t, "v: "+c.tmpl)["v"])
+			if tm != nil {
+				t.Fatal("compiled")
+			}
+			var got []string
+			for _, p := range problems {
+				got = append(got, p.at.String()+": "+p.msg)
+			}
+			if !slices.Equal(got, c.want) {
+				t.Fatalf("problems =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+			}
+		})
+	}
+}
+
+func TestTemplateRefsAndStr(t *testing.T) {
+	t.Parallel()
+	in := testInput(t, tenantInput)
+	tm, _ := compileTemplate(yamlValue(t, `v: {name: "db-<< inputs.tenant >>-<< inputs.region >>-<< inputs.tenant >>", spec: {a: "<< inputs.size >>", b: "<< inputs.db.host >>"}}`)["v"])
+	if got, want := tm.refs(), []string{"tenant", "region", "size", "db"}; !slices.Equal(got, want) {
+		t.Errorf("refs = %v, want %v", got, want)
+	}
+	for _, c := range []struct{ tmpl, want, err string }{
+		{`"db-<< inputs.tenant >>"`, "db-acme", ""},
+		{`"<< inputs.size >>"`, "100", ""},
+		{`"<< inputs.ha >>"`, "true", ""},
+		{`plain`, "plain", ""},
+		{`"<< inputs.db >>"`, "", "input db is a mapping: a string is needed here"},
+		{`42`, "", "must be a string, got number"},
+		{`{a: "<< inputs.size >>"}`, "", "must be a string, got mapping"},
+	} {
+		tm, _ := compileTemplate(yamlValue(t, "v: "+c.tmpl)["v"])
+		got, err := tm.str(in)
+		if got != c.want || (err == nil) != (c.err == "") || err != nil && err.msg != c.err {
+			t.Errorf("str(%s) = %q, %v; want %q, %q", c.tmpl, got, err, c.want, c.err)
+		}
+	}
+}
+
+// A value from value() belongs to the caller: changing it changes neither the template nor
+// the input.
+func TestTemplateValueIsACopy(t *testing.T) {
+	t.Parallel()
+	in := testInput(t, tenantInput)
+	tm, _ := compileTemplate(yamlValue(t, `v: {c: {k: [1]}, d: "<< inputs.db >>", s: "<< inputs.size >>"}`)["v"])
+	v, _ := tm.value(in)
+	m := v.(map[string]any)
+	m["c"].(map[string]any)["k"].([]any)[0] = "changed"
+	m["d"].(map[string]any)["host"] = "changed"
+	b, _ := tm.appendJSON(nil, in)
+	if want := `{"c":{"k":[1]},"d":{"host":"db.acme","opts":{"ssl":true},"port":5432},"s":100}`; string(b) != want {
+		t.Fatalf("after changing a value: %s, want %s", b, want)
+	}
+}
