@@ -547,10 +547,11 @@ func (t *tmpl) str(in *input) (string, *tmplError) {
 }
 
 func (t *tmpl) interpolate(in *input) (string, *tmplError) {
-	var b strings.Builder
+	var buf [128]byte // a name fits: one allocation, the string's
+	b := buf[:0]
 	for _, p := range t.parts {
 		if p.ref == nil {
-			b.WriteString(p.lit)
+			b = append(b, p.lit...)
 			continue
 		}
 		v, err := in.lookup(p.ref, t.at)
@@ -559,16 +560,16 @@ func (t *tmpl) interpolate(in *input) (string, *tmplError) {
 		}
 		switch v := v.(type) {
 		case string:
-			b.WriteString(v)
+			b = append(b, v...)
 		case json.Number:
-			b.WriteString(string(v))
+			b = append(b, v...)
 		case bool:
-			b.WriteString(strconv.FormatBool(v))
+			b = strconv.AppendBool(b, v)
 		default:
 			return "", interpolationError(p.ref, v, t.at)
 		}
 	}
-	return b.String(), nil
+	return string(b), nil
 }
 
 // copyValue deep-copies a tree of the converter's values.
