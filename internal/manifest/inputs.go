@@ -3,6 +3,7 @@ package manifest
 import (
 	"fmt"
 	"maps"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -58,6 +59,8 @@ func undefinedInput(name, label string, m map[string]any) string {
 	fmt.Fprintf(&b, "input %s is not defined (", name)
 	const most = 10
 	switch {
+	case len(keys) == 0 && label == "inputs":
+		b.WriteString("the input has no keys")
 	case len(keys) == 0:
 		b.WriteString(label + " is empty")
 	case len(keys) > most:
@@ -148,20 +151,37 @@ func (e *clashError) Error() string {
 	return fmt.Sprintf("matrix key %s is also a key of the input at %s:%d", e.axis.key, e.in.file, e.in.line)
 }
 
+// productSize is the number of inputs product gives for n inputs, saturating at
+// math.MaxInt: the caller checks its caps with it before any input is made.
+func productSize(n int, matrix []matrixAxis) int {
+	for _, a := range matrix {
+		if len(a.values) == 0 {
+			return 0
+		}
+	}
+	for _, a := range matrix {
+		if n > math.MaxInt/len(a.values) {
+			return math.MaxInt
+		}
+		n *= len(a.values)
+	}
+	return n
+}
+
 // product crosses each input with each combination of the matrix's values: inputs in order,
 // then combinations with the axes sorted by key and the last varying fastest. An input
 // setting a matrix key is a *clashError. The results take their input's file and line and
-// are indexed by position. Without axes it returns the inputs, reindexed.
+// are indexed by position. Without axes it returns the inputs, reindexed. The caller bounds
+// productSize first: product makes every input it counts.
 func product(inputs []*input, matrix []matrixAxis) ([]*input, error) {
 	axes := make([]*matrixAxis, len(matrix))
 	for i := range matrix {
 		axes[i] = &matrix[i]
 	}
 	slices.SortFunc(axes, func(a, b *matrixAxis) int { return strings.Compare(a.key, b.key) })
-	n := len(inputs)
+	n := productSize(len(inputs), matrix)
 	canons := make([][][]byte, len(axes))
 	for i, a := range axes {
-		n *= len(a.values)
 		canons[i] = make([][]byte, len(a.values))
 		for j, v := range a.values {
 			canons[i][j] = appendValueJSON(nil, v)
@@ -174,7 +194,7 @@ func product(inputs []*input, matrix []matrixAxis) ([]*input, error) {
 			}
 		}
 	}
-	out := make([]*input, 0, n)
+	out := make([]*input, 0, min(n, 1<<20))
 	pos := make([]int, len(axes))
 	for _, in := range inputs {
 		if len(axes) == 0 {

@@ -3,6 +3,7 @@ package manifest
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -110,5 +111,52 @@ func TestProduct(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestProductSize(t *testing.T) {
+	t.Parallel()
+	axis := func(n int) matrixAxis { return matrixAxis{values: make([]any, n)} }
+	huge := axis(1_000_000)
+	for _, c := range []struct {
+		inputs int
+		matrix []matrixAxis
+		want   int
+	}{
+		{3, nil, 3},
+		{0, []matrixAxis{axis(2)}, 0},
+		{3, []matrixAxis{axis(2), axis(5)}, 30},
+		{3, []matrixAxis{axis(2), axis(0)}, 0},
+		{1, []matrixAxis{huge, huge, huge, huge}, math.MaxInt},
+		{1, []matrixAxis{huge, huge, huge, huge, axis(0)}, 0},
+	} {
+		if got := productSize(c.inputs, c.matrix); got != c.want {
+			t.Errorf("productSize(%d, %d axes) = %d, want %d", c.inputs, len(c.matrix), got, c.want)
+		}
+	}
+}
+
+func TestUndefinedInput(t *testing.T) {
+	t.Parallel()
+	many := map[string]any{}
+	for _, k := range strings.Fields("a b c d e f g h i j k l region") {
+		many[k] = 1
+	}
+	for _, c := range []struct {
+		name, label string
+		m           map[string]any
+		want        string
+	}{
+		{"regoin", "inputs", map[string]any{"region": 1, "size": 1, "tenant": 1}, "input regoin is not defined (inputs: region, size, tenant); did you mean region?"},
+		{"Tenant", "inputs", map[string]any{"tenant": 1}, "input Tenant is not defined (inputs: tenant); did you mean tenant?"},
+		{"zone", "inputs", map[string]any{"region": 1}, "input zone is not defined (inputs: region)"},
+		{"region", "inputs", map[string]any{}, "input region is not defined (the input has no keys)"},
+		{"db.host", "db", map[string]any{}, "input db.host is not defined (db is empty)"},
+		{"db.hostt", "db", map[string]any{"host": 1, "port": 1}, "input db.hostt is not defined (db: host, port); did you mean db.host?"},
+		{"regio", "inputs", many, "input regio is not defined (inputs: a, b, c, d, e, f, g, h, i, j and 3 more); did you mean region?"},
+	} {
+		if got := undefinedInput(c.name, c.label, c.m); got != c.want {
+			t.Errorf("undefinedInput(%s) =\n%s\nwant\n%s", c.name, got, c.want)
+		}
 	}
 }

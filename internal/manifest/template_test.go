@@ -52,6 +52,7 @@ func TestTemplateEvaluates(t *testing.T) {
 		{"non-ascii input", `"<< inputs.uni >>-<< inputs.tenant >>"`, `"é-acme"`},
 		{"output reference passes through", `"${{ Network/net-<< inputs.region >>.outputs.id }}"`, `"${{ Network/net-eu-west-1.outputs.id }}"`},
 		{"output reference untouched", `"${{ Network/net.outputs.id }}"`, `"${{ Network/net.outputs.id }}"`},
+		{"unterminated output reference is text", `"${{ a-<< inputs.tenant >>"`, `"${{ a-acme"`},
 		{"literal <<", `"a << b <<inputsx >> <<< inputs.tenant >>"`, `"a << b <<inputsx >> <acme"`},
 		{"mapping", `{name: "db-<< inputs.tenant >>", spec: {size: "<< inputs.size >>", region: "<< inputs.region >>", fixed: [1, {k: v}]}}`,
 			`{"name":"db-acme","spec":{"fixed":[1,{"k":"v"}],"region":"eu-west-1","size":100}}`},
@@ -138,6 +139,9 @@ func TestTemplateCompileProblems(t *testing.T) {
 		{"pipeline", `["<< inputs.x | upper >>"]`, []string{`[0]: only << inputs.name >> is supported, not "<< inputs.x | upper >>"`}},
 		{"index", `"<< inputs.x[0] >>"`, []string{`: only << inputs.name >> is supported, not "<< inputs.x[0] >>"`}},
 		{"empty segment", `"<< inputs..x >>"`, []string{`: only << inputs.name >> is supported, not "<< inputs..x >>"`}},
+		{"long", `"x << inputs.` + strings.Repeat("a", 80) + `"`, []string{`: unterminated template "<< inputs.` + strings.Repeat("a", 50) + `…": << needs a closing >>`}},
+		{"each string", `{a: "<< inputs", b: ["<< inputs.x y >>"], c: "<< inputs.x >>"}`, []string{
+			`a: unterminated template "<< inputs": << needs a closing >>`, `b[0]: only << inputs.name >> is supported, not "<< inputs.x y >>"`}},
 		{"templated key", `{a: {"<< inputs.k >>": v, "<< b": w}}`, []string{`a["<< inputs.k >>"]: a mapping key cannot hold a template (keys are not templated)`}},
 	}
 	for _, c := range cases {
