@@ -148,6 +148,9 @@ type clashError struct {
 }
 
 func (e *clashError) Error() string {
+	if e.in.file == "" {
+		return fmt.Sprintf("matrix key %s is also a key of the input at line %d", e.axis.key, e.in.line)
+	}
 	return fmt.Sprintf("matrix key %s is also a key of the input at %s:%d", e.axis.key, e.in.file, e.in.line)
 }
 
@@ -195,12 +198,21 @@ func product(inputs []*input, matrix []matrixAxis) ([]*input, error) {
 		}
 	}
 	out := make([]*input, 0, min(n, 1<<20))
+	var block []input // the results, allocated a block at a time
+	next := func() *input {
+		if len(block) == cap(block) {
+			block = make([]input, 0, min(n-len(out), 1<<14))
+		}
+		block = block[:len(block)+1]
+		return &block[len(block)-1]
+	}
 	pos := make([]int, len(axes))
 	for _, in := range inputs {
 		if len(axes) == 0 {
-			c := *in
+			c := next()
+			*c = *in
 			c.index = len(out)
-			out = append(out, &c)
+			out = append(out, c)
 			continue
 		}
 		if n == 0 {
@@ -208,15 +220,17 @@ func product(inputs []*input, matrix []matrixAxis) ([]*input, error) {
 		}
 		clear(pos)
 		for {
-			vals := make(map[string]any, len(in.vals)+len(axes))
-			canon := make(map[string][]byte, len(in.vals)+len(axes))
-			maps.Copy(vals, in.vals)
-			maps.Copy(canon, in.canon)
-			for i, a := range axes {
-				vals[a.key] = a.values[pos[i]]
-				canon[a.key] = canons[i][pos[i]]
+			c := next()
+			// Clone copies a small map's one group, faster than inserting its keys anew.
+			*c = input{vals: maps.Clone(in.vals), canon: maps.Clone(in.canon), line: in.line, file: in.file, index: len(out)}
+			if c.vals == nil || c.canon == nil {
+				c.vals, c.canon = map[string]any{}, map[string][]byte{}
 			}
-			out = append(out, &input{vals: vals, canon: canon, line: in.line, file: in.file, index: len(out)})
+			for i, a := range axes {
+				c.vals[a.key] = a.values[pos[i]]
+				c.canon[a.key] = canons[i][pos[i]]
+			}
+			out = append(out, c)
 			i := len(axes) - 1
 			for ; i >= 0; i-- {
 				if pos[i]++; pos[i] < len(axes[i].values) {

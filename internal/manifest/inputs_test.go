@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -83,6 +84,8 @@ func TestProduct(t *testing.T) {
 			`t.yaml:1#2 {"b_tier":{"x":true},"region":"eu","tenant":"acme"}`, `t.yaml:1#3 {"b_tier":{"x":true},"region":"us","tenant":"acme"}`}, ""},
 		{"matrix alone", []*input{newInput(map[string]any{}, "set.yaml", 3, 0)}, []matrixAxis{regions}, []string{
 			`set.yaml:3#0 {"region":"eu"}`, `set.yaml:3#1 {"region":"us"}`}, ""},
+		{"input of nil maps", []*input{{file: "set.yaml", line: 4}}, []matrixAxis{regions}, []string{
+			`set.yaml:4#0 {"region":"eu"}`, `set.yaml:4#1 {"region":"us"}`}, ""},
 		{"no inputs", nil, []matrixAxis{regions}, nil, ""},
 		{"empty axis", ins, []matrixAxis{regions, {key: "z", line: 11}}, nil, ""},
 		{"clash", ins, []matrixAxis{{key: "size", values: []any{"1"}, line: 12}}, nil, "matrix key size is also a key of the input at t.yaml:2"},
@@ -157,6 +160,46 @@ func TestUndefinedInput(t *testing.T) {
 	} {
 		if got := undefinedInput(c.name, c.label, c.m); got != c.want {
 			t.Errorf("undefinedInput(%s) =\n%s\nwant\n%s", c.name, got, c.want)
+		}
+	}
+}
+
+// BenchmarkProduct100k crosses 1,000 inputs with a matrix of 100 combinations.
+func BenchmarkProduct100k(b *testing.B) {
+	ins := make([]*input, 1000)
+	for i := range ins {
+		ins[i] = newInput(map[string]any{"tenant": fmt.Sprintf("t%d", i), "size": json.Number("100")}, "t.yaml", i+1, i)
+	}
+	matrix := []matrixAxis{{key: "region", values: make([]any, 10)}, {key: "tier", values: make([]any, 10)}}
+	for _, a := range matrix {
+		for i := range a.values {
+			a.values[i] = fmt.Sprintf("v%d", i)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if out, err := product(ins, matrix); err != nil || len(out) != 100_000 {
+			b.Fatal(len(out), err)
+		}
+	}
+}
+
+// A product larger than one block of inputs keeps each input its own.
+func TestProductLarge(t *testing.T) {
+	t.Parallel()
+	ins := []*input{newInput(map[string]any{"t": "a"}, "t.yaml", 1, 0), newInput(map[string]any{"t": "b"}, "t.yaml", 2, 1)}
+	axis := matrixAxis{key: "n", values: make([]any, 20_000)}
+	for i := range axis.values {
+		axis.values[i] = json.Number(fmt.Sprint(i))
+	}
+	out, err := product(ins, []matrixAxis{axis})
+	if err != nil || len(out) != 40_000 {
+		t.Fatalf("product: %d inputs, %v", len(out), err)
+	}
+	for i, in := range out {
+		want := fmt.Sprintf(`{"n":%d,"t":"%s"}`, i%20_000, "ab"[i/20_000:i/20_000+1])
+		if b, _ := marshalCanonical(in.vals); in.index != i || string(b) != want || string(in.canon["n"]) != fmt.Sprint(i%20_000) {
+			t.Fatalf("out[%d] = #%d %s, want %s", i, in.index, b, want)
 		}
 	}
 }
