@@ -41,6 +41,7 @@ func TestParseInputs(t *testing.T) {
 			[]string{`t.yaml:1#0 {"a":1}`}, []string{"t.yaml:2: [1]: an input must be a mapping, got string", "t.yaml:3: [2]: an input must be a mapping, got list"}},
 		{"bad key", "- {tenant: a}\n- tenant: b\n  the-size: 1\n  2x: 2\n",
 			[]string{`t.yaml:1#0 {"tenant":"a"}`}, []string{`t.yaml:3: [1].the-size: invalid input key "the-size": letters, digits and _, not starting with a digit`, `t.yaml:4: [1].2x: invalid input key "2x": letters, digits and _, not starting with a digit`}},
+		{"too large", "a: " + strings.Repeat("x", 1<<20) + "\n", nil, []string{"t.yaml: file is larger than the 1 MiB limit"}},
 		{"duplicate key", "a: 1\na: 2\n", nil, []string{`t.yaml:2: duplicate key "a"`}},
 		{"syntax", "a: [\n", nil, []string{"t.yaml:1: invalid yaml: did not find expected node content"}},
 		{"aliases bounded", "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: [*d, *d]\n",

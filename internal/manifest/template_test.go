@@ -24,7 +24,8 @@ func testInput(t testing.TB, doc string) *input {
 }
 
 const tenantInput = `{tenant: acme, size: 100, region: eu-west-1, ha: true, ratio: 1.50, none: null,
-  db: {host: db.acme, port: 5432, opts: {ssl: true}}, zones: [a, b], quote: 'say "hi"', uni: "é"}`
+  db: {host: db.acme, port: 5432, opts: {ssl: true}}, zones: [a, b], quote: 'say "hi"', uni: "é",
+  text: "<< inputs.tenant >>"}`
 
 func TestTemplateEvaluates(t *testing.T) {
 	t.Parallel()
@@ -47,6 +48,7 @@ func TestTemplateEvaluates(t *testing.T) {
 		{"interpolation", `"db-<< inputs.tenant >>-<< inputs.region >>"`, `"db-acme-eu-west-1"`},
 		{"interpolated number and bool", `"n=<< inputs.size >> ha=<< inputs.ha >> r=<< inputs.ratio >>"`, `"n=100 ha=true r=1.5"`},
 		{"spaces around make a string", `" << inputs.size >>"`, `" 100"`},
+		{"an input is not a template", `"<< inputs.text >>"`, `"<< inputs.tenant >>"`},
 		{"escaped input", `"x << inputs.quote >>"`, `"x say \"hi\""`},
 		{"escaped literal", `"\"<< inputs.tenant >>\" é"`, `"\"acme\" é"`},
 		{"non-ascii input", `"<< inputs.uni >>-<< inputs.tenant >>"`, `"é-acme"`},
@@ -104,9 +106,9 @@ func TestTemplateErrors(t *testing.T) {
 		name, tmpl, want string // want: the error, "at: msg"
 	}{
 		{"unknown key", `{spec: {r: "<< inputs.regoin >>"}}`,
-			"spec.r: input regoin is not defined (inputs: db, ha, none, quote, ratio, region, size, tenant, uni, zones); did you mean region?"},
+			"spec.r: input regoin is not defined (inputs: db, ha, none, quote, ratio, region, size, tenant, text, uni and 1 more); did you mean region?"},
 		{"unknown key interpolated", `["x-<< inputs.tenat >>"]`,
-			"[0]: input tenat is not defined (inputs: db, ha, none, quote, ratio, region, size, tenant, uni, zones); did you mean tenant?"},
+			"[0]: input tenat is not defined (inputs: db, ha, none, quote, ratio, region, size, tenant, text, uni and 1 more); did you mean tenant?"},
 		{"unknown nested key", `"<< inputs.db.hostt >>"`, "input db.hostt is not defined (db: host, opts, port); did you mean db.host?"},
 		{"into a string", `"<< inputs.tenant.x >>"`, "input tenant is a string: tenant.x is not defined"},
 		{"mapping interpolated", `"n-<< inputs.db >>"`, "input db is a mapping: only a whole value can take it"},
