@@ -202,3 +202,13 @@ func Open(spec sources.Spec, env sources.Env) (sources.Source, error) {
 }
 
 var _ sources.Spec = (*Spec)(nil)
+
+// Repository is the repository's path in its registry ("acme/config"), as registry
+// notifications name it; "" when the URL does not parse.
+func (s *Spec) Repository() string {
+	repo, err := s.repository()
+	if err != nil {
+		return ""
+	}
+	return repo.RepositoryStr()
+}
