@@ -27,7 +27,7 @@ type Spec struct {
 	// URL is the repository, oci://host[:port]/path (no tag or digest: those are tag, semver
 	// and digest).
 	URL string `yaml:"url"`
-	// Tag is followed (default latest); tag, semver and digest are exclusive.
+	// Tag is followed; tag, semver and digest are exclusive.
 	Tag string `yaml:"tag"`
 	// Semver follows the highest tag in this range (">=1.0.0 <2.0.0", "~1.4"); prereleases
 	// only when the range names one. Tags that are not versions are ignored.
