@@ -38,7 +38,6 @@ type Registry struct {
 
 	mu       sync.Mutex
 	requests map[string]int
-	wrap     func(http.Handler) http.Handler
 }
 
 // Start serves a registry until the test ends; wrap, when set, wraps its handler (basic auth).
