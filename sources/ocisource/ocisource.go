@@ -239,18 +239,27 @@ func (s *Source) download(ctx context.Context, revision string) (*unpacked, erro
 		return nil, s.errorf("get layer", err)
 	}
 	defer rc.Close()
-	body := io.LimitReader(rc, layer.Size)
+	// One byte past the manifest's size: a layer that is longer is refused below; one that is
+	// exactly as long reaches the end, where its digest is checked.
+	counted := &capReader{r: rc, left: layer.Size + 1}
+	body := io.Reader(counted)
 	zr, err := gzip.NewReader(body)
 	if err != nil {
 		return nil, fmt.Errorf("oci source %q: %s: the content layer is not gzip: %w", s.name, clip.Rev(revision), err)
 	}
 	files, err := untar(zr, artifactLimits)
+	if err != nil && counted.over {
+		return nil, fmt.Errorf("oci source %q: %s: the content layer is longer than the %d bytes its manifest says", s.name, clip.Rev(revision), layer.Size)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("oci source %q: %s: %w", s.name, clip.Rev(revision), err)
 	}
 	// Read to the end, so that the digest is checked.
-	if _, err := io.Copy(io.Discard, body); err != nil {
+	if _, err := io.Copy(io.Discard, body); err != nil && !counted.over {
 		return nil, s.errorf("read layer", err)
+	}
+	if counted.read > layer.Size {
+		return nil, fmt.Errorf("oci source %q: %s: the content layer is longer than the %d bytes its manifest says", s.name, clip.Rev(revision), layer.Size)
 	}
 	return files, nil
 }

@@ -309,3 +309,15 @@ func TestReadTree(t *testing.T) {
 		t.Errorf("unknown artifact: %v", err)
 	}
 }
+
+// A layer longer than its manifest says is refused, not read on.
+func TestLayerLongerThanManifestRefused(t *testing.T) {
+	t.Parallel()
+	reg := ocitest.Start(t, nil)
+	tgz := ocitest.TarGz(t, files)
+	digest := reg.PushLyingSize(t, repo, "short", ocitest.FluxArtifact(t, tgz), int64(len(tgz)-20))
+	src := open(t, reg, ocisource.Spec{Digest: digest}, sources.Env{})
+	if _, err := src.Fetch(context.Background(), digest); err == nil || !strings.Contains(err.Error(), "longer than the") {
+		t.Fatalf("error %v", err)
+	}
+}

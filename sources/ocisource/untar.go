@@ -55,7 +55,10 @@ type unpacked struct {
 // entry types (devices, fifos) are skipped. Folders are recorded. It fails past lim.entries
 // entries or lim.bytes of files.
 func untar(r io.Reader, lim limits) (*unpacked, error) {
-	tr := tar.NewReader(r)
+	// Headers, padding and the data of entries that are not files count too: a stream longer
+	// than the files' cap and a header block per entry is refused while it is read.
+	capped := &capReader{r: r, left: lim.bytes + int64(lim.entries)*headerAllowance}
+	tr := tar.NewReader(capped)
 	u := &unpacked{dirs: map[string]bool{"": true}}
 	seen := map[string]int{}
 	var total int64
@@ -65,6 +68,9 @@ func untar(r io.Reader, lim limits) (*unpacked, error) {
 			break
 		}
 		if err != nil {
+			if capped.over {
+				return nil, fmt.Errorf("the artifact unpacks to more than %s", humanBytes(capped.limit()))
+			}
 			return nil, fmt.Errorf("read tar: %w", err)
 		}
 		if n >= lim.entries {
@@ -93,6 +99,9 @@ func untar(r io.Reader, lim limits) (*unpacked, error) {
 				break
 			}
 			data, err := io.ReadAll(io.LimitReader(tr, sources.MaxFileBytes+1))
+			if err != nil && capped.over {
+				return nil, fmt.Errorf("the artifact unpacks to more than %s", humanBytes(capped.limit()))
+			}
 			if err != nil {
 				return nil, fmt.Errorf("read %s: %w", name, err)
 			}
@@ -209,3 +218,31 @@ func humanBytes(n int64) string {
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
+
+// headerAllowance is what one entry may take besides its file's data (a header block, a
+// long name or a PAX record, padding).
+const headerAllowance = 4 << 10
+
+// capReader fails reads past left bytes.
+type capReader struct {
+	r    io.Reader
+	left int64
+	read int64
+	over bool
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		c.over = true
+		return 0, errors.New("artifact too large")
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	c.read += int64(n)
+	return n, err
+}
+
+func (c *capReader) limit() int64 { return c.read + c.left }

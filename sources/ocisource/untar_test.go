@@ -108,6 +108,11 @@ func TestUntarCaps(t *testing.T) {
 	if _, err := untar(bytes.NewReader(tarOf(t, reg("a.txt", 60), reg("b.txt", 60))), lim); err == nil || !strings.Contains(err.Error(), "exceed 100 bytes") {
 		t.Errorf("size cap: %v", err)
 	}
+	// The stream is capped too, not only the files' data: here a PAX record of a 10 KB name.
+	long := strings.Repeat("d/", 5000) + "x.yaml"
+	if _, err := untar(bytes.NewReader(tarOf(t, reg(long, 0))), limits{entries: 1, bytes: 1}); err == nil || !strings.Contains(err.Error(), "unpacks to more than") {
+		t.Errorf("stream cap: %v", err)
+	}
 	if _, err := untar(bytes.NewReader([]byte("not a tar at all, but long enough to be read as a header block by the reader: "+strings.Repeat("x", 600))), lim); err == nil {
 		t.Error("garbage read as a tar")
 	}
