@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -50,33 +48,11 @@ actions:
     config: {command: [%q]}
 `, addr, filepath.Join(dir, "data"), reg.Host, script))
 
-	cmd := exec.Command(os.Args[0], "serve", "--config", cfgPath)
-	cmd.Env = append(os.Environ(), "TRUEUP_TEST_RUN_MAIN=1", "TRUEUP_DATABASE_URL="+pgtest.NewDatabase(t, store.MigrateURL))
-	var logs syncBuffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Error("serve did not stop")
-		}
-	}()
+	logs := startServe(t, cfgPath, pgtest.NewDatabase(t, store.MigrateURL))
 	base := "http://" + addr
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(100 * time.Millisecond) {
-			select {
-			case err := <-exited:
-				t.Fatalf("serve exited while waiting for %s: %v\n%s", what, err, logs.String())
-			default:
-			}
 			if time.Now().After(deadline) {
 				t.Fatalf("timed out waiting for %s\n%s", what, logs.String())
 			}
