@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,7 +22,8 @@ import (
 // registry, following a semver range: the pushed artifact's resources become Ready, the
 // source's revision is the artifact's digest; a higher version's tag (announced by a registry
 // notification on the webhook) is applied, a prerelease is not; and polls of unchanged tags
-// cost a tag list and one HEAD each, never a download.
+// cost a tag list and one HEAD each, never a download. A pin by the short digest applies the
+// first artifact again.
 func TestOCISourceEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	reg := ocitest.Start(t, nil)
@@ -118,4 +120,13 @@ actions:
 	if phase("one") != "Ready" || phase("two") != "Ready" {
 		t.Errorf("phases after polls: one %s, two %s", phase("one"), phase("two"))
 	}
+
+	// A pin names the first artifact by its short digest, as the CLI shows it: applied again.
+	c := exec.Command(os.Args[0], "--server", base, "source", "pin", "cfg", first[:len("sha256:")+12], "--reason", "roll back")
+	c.Env = append(os.Environ(), "TRUEUP_TEST_RUN_MAIN=1")
+	if out, err := c.CombinedOutput(); err != nil {
+		t.Fatalf("source pin: %v\n%s", err, out)
+	}
+	waitFor("the pinned first revision", func() bool { return revision() == first })
+	waitFor("two deleted", func() bool { return phase("two") == "" })
 }
