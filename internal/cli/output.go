@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/specdiff"
 )
 
@@ -132,15 +133,12 @@ func truncate(s string, n int) string {
 	return strings.TrimRight(string(r[:n-1]), " ") + "…"
 }
 
-// ShortRev abbreviates a commit id as Git does in one-line logs.
+// ShortRev abbreviates a revision as clip.Rev does ("<none>" for none).
 func ShortRev(rev string) string {
 	if rev == "" {
 		return "<none>"
 	}
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
+	return clip.Rev(rev)
 }
 
 // age is how long before now t was, as kubectl prints it ("<none>" for an absent time). The

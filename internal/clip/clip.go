@@ -7,11 +7,16 @@ import (
 	"unicode/utf8"
 )
 
-// RevLen is how many characters of a commit id Rev keeps.
+// RevLen is how many characters of a commit id (or hex digits of a digest) Rev keeps.
 const RevLen = 12
 
-// Rev abbreviates a commit id as Git does in one-line logs (the first 12 characters).
+// Rev abbreviates a revision: a commit id as Git does in one-line logs (the first 12
+// characters), a digest (an OCI artifact's, a folder's content hash) as its algorithm and 12
+// hex digits ("sha256:0123456789ab"), which say more than "sha256:0123".
 func Rev(rev string) string {
+	if alg, digits, ok := strings.Cut(rev, ":"); ok && alg != "" && len(digits) > RevLen {
+		return alg + ":" + digits[:RevLen]
+	}
 	if len(rev) > RevLen {
 		return rev[:RevLen]
 	}

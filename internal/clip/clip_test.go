@@ -8,7 +8,9 @@ func TestRev(t *testing.T) {
 		"":             "",
 		"abc":          "abc",
 		"0123456789ab": "0123456789ab",
-		"0123456789abcdef0123456789abcdef01234567": "0123456789ab",
+		"0123456789abcdef0123456789abcdef01234567":                                "0123456789ab",
+		"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef": "sha256:0123456789ab",
+		"sha256:0123": "sha256:0123",
 	} {
 		if got := Rev(in); got != want {
 			t.Errorf("Rev(%q) = %q, want %q", in, got, want)

@@ -25,6 +25,7 @@ import (
 	"github.com/trueup-dev/trueup/sources"
 	"github.com/trueup-dev/trueup/sources/dirsource"
 	"github.com/trueup-dev/trueup/sources/gitsource"
+	"github.com/trueup-dev/trueup/sources/ocisource"
 )
 
 // Config is the controller configuration file that `trueup serve --config` reads. Unknown
@@ -108,7 +109,7 @@ type Server struct {
 	TLS *TLS `yaml:"tls"`
 }
 
-// Source is one manifests source: exactly one of git and dir.
+// Source is one manifests source: exactly one of git, dir and oci.
 type Source struct {
 	// Name identifies the source (a DNS label: lowercase letters, digits and '-'); it is
 	// unique, and the webhook path /hooks/NAME uses it.
@@ -117,6 +118,8 @@ type Source struct {
 	Git *gitsource.Spec `yaml:"git"`
 	// Dir reads manifests from a local folder (development).
 	Dir *dirsource.Spec `yaml:"dir"`
+	// OCI reads manifests from an OCI artifact in a container registry.
+	OCI *ocisource.Spec `yaml:"oci"`
 	// Webhook accepts push webhooks at POST /hooks/NAME, so that a push syncs at once
 	// (optional).
 	Webhook *Webhook `yaml:"webhook"`
@@ -160,19 +163,16 @@ const (
 	ResolveNever          = "never"
 )
 
-// Spec is the source's kind block (git or dir), nil when it has none.
+// Spec is the source's kind block (git, dir or oci), nil when it has none.
 func (s Source) Spec() sources.Spec {
-	switch {
-	case s.Git != nil:
-		return s.Git
-	case s.Dir != nil:
-		return s.Dir
+	if sp := s.Specs(); len(sp) > 0 {
+		return sp[0]
 	}
 	return nil
 }
 
-// Specs is every kind block the source sets: one in a valid config, both when git and dir
-// are set together (defaulted and validated each, so that every error shows).
+// Specs is every kind block the source sets: one in a valid config, several when they are
+// set together (defaulted and validated each, so that every error shows).
 func (s Source) Specs() []sources.Spec {
 	var out []sources.Spec
 	if s.Git != nil {
@@ -180,6 +180,9 @@ func (s Source) Specs() []sources.Spec {
 	}
 	if s.Dir != nil {
 		out = append(out, s.Dir)
+	}
+	if s.OCI != nil {
+		out = append(out, s.OCI)
 	}
 	return out
 }
@@ -545,11 +548,11 @@ func (c *Config) Validate() error {
 			bad("%s.name: source %q declared twice", at, s.Name)
 		}
 		seen[s.Name] = true
-		switch {
-		case s.Git == nil && s.Dir == nil:
-			bad("%s: one of git or dir is required", at)
-		case s.Git != nil && s.Dir != nil:
-			bad("%s: git and dir are exclusive", at)
+		switch n := len(s.Specs()); {
+		case n == 0:
+			bad("%s: one of git, dir or oci is required", at)
+		case n > 1:
+			bad("%s: git, dir and oci are exclusive (set one)", at)
 		}
 		for _, sp := range s.Specs() {
 			if err := sp.Validate(at + "." + sp.Kind()); err != nil {
@@ -759,4 +762,6 @@ var kindTypes = strings.NewReplacer(
 	"type gitsource.Spec", "Git", "type gitsource.AuthSpec", "GitAuth",
 	"type gitsource.AppSpec", "GitHubApp", "type dirsource.Spec", "Dir",
 	"gitsource.Spec", "config.Git", "gitsource.AuthSpec", "config.GitAuth",
-	"gitsource.AppSpec", "config.GitHubApp", "dirsource.Spec", "config.Dir")
+	"gitsource.AppSpec", "config.GitHubApp", "dirsource.Spec", "config.Dir",
+	"type ocisource.Spec", "OCI", "type ocisource.SecretRef", "OCISecretRef",
+	"ocisource.Spec", "config.OCI", "ocisource.SecretRef", "config.OCISecretRef")

@@ -72,8 +72,10 @@ func TestParseErrors(t *testing.T) {
 		{"unknown nested key", "sources:\n  - name: a\n    dir: {path: x, depth: 3}\n", "line 3: field depth not found"},
 		{"unknown action key", "actions:\n  - name: a\n    type: exec\n    cfg: {}\n", "line 4: field cfg not found"},
 		{"unset variable", "database: {url: \"${NOPE}\"}\n", "line 1: environment variable NOPE is not set"},
-		{"git and dir", "sources:\n  - name: a\n    dir: {path: x}\n    git: {url: y}\n", "sources[0]: git and dir are exclusive"},
-		{"neither", "sources:\n  - name: a\n", "sources[0]: one of git or dir is required"},
+		{"git and dir", "sources:\n  - name: a\n    dir: {path: x}\n    git: {url: y}\n", "sources[0]: git, dir and oci are exclusive"},
+		{"dir and oci", "sources:\n  - name: a\n    dir: {path: x}\n    oci: {url: oci://ghcr.io/acme/config}\n", "sources[0]: git, dir and oci are exclusive"},
+		{"neither", "sources:\n  - name: a\n", "sources[0]: one of git, dir or oci is required"},
+		{"oci insecure", "sources:\n  - name: a\n    oci: {url: oci://ghcr.io/acme/config, insecure: true}\n", "sources[0].oci.insecure: only for a loopback registry"},
 		{"bad name", "sources:\n  - name: A_b\n    dir: {path: x}\n", "sources[0].name"},
 		{"duplicate source", "sources:\n  - name: a\n    dir: {path: x}\n  - name: a\n    dir: {path: y}\n", "declared twice"},
 		{"webhook without secret", "sources:\n  - name: a\n    dir: {path: x}\n    webhook: {secret: \"\"}\n", "webhook.secret: required"},
@@ -112,6 +114,7 @@ func TestKindBlockTypeErrors(t *testing.T) {
 		{"auth string", src + "    git: {url: x, auth: foo}\n", "line 3: cannot unmarshal !!str `foo` into config.GitAuth"},
 		{"githubApp number", src + "    git: {url: x, auth: {githubApp: 3}}\n", "line 3: cannot unmarshal !!int `3` into config.GitHubApp"},
 		{"dir string", src + "    dir: foo\n", "line 3: cannot unmarshal !!str `foo` into config.Dir"},
+		{"oci string", src + "    oci: foo\n", "line 3: cannot unmarshal !!str `foo` into config.OCI"},
 	}
 	checkParse(t, cases, "")
 }

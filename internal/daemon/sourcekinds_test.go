@@ -94,3 +94,32 @@ func TestNewSourceEnv(t *testing.T) {
 		t.Errorf("timeout %v, want 60s (leaseTTL 90s * 2/3)", got.Timeout)
 	}
 }
+
+// An OCI source's webhook reads registry notifications of its repository and followed tag.
+func TestWebhookSourcesOCI(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Parse([]byte(`sources:
+  - name: tagged
+    oci: {url: oci://ghcr.io/acme/config, tag: v1}
+    webhook: {secret: s}
+  - name: ranged
+    oci: {url: oci://ghcr.io/acme/config, semver: ">=1"}
+    webhook: {secret: s}
+  - name: git
+    git: {url: https://example.com/r.git}
+    webhook: {secret: s}
+`), t.TempDir(), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := webhookSources(cfg)
+	if w := got["tagged"]; w.Repository != "acme/config" || w.Tag != "v1" || w.Branch != "" {
+		t.Errorf("tagged %+v", w)
+	}
+	if w := got["ranged"]; w.Repository != "acme/config" || w.Tag != "" {
+		t.Errorf("ranged %+v", w)
+	}
+	if w := got["git"]; w.Repository != "" || w.Branch != "main" {
+		t.Errorf("git %+v", w)
+	}
+}

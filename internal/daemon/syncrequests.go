@@ -89,6 +89,9 @@ func webhookSources(cfg *config.Config) map[string]webhook.Source {
 		if sp := sc.Spec(); sp != nil {
 			ws.Branch = sp.Info().Branch
 		}
+		if oci := sc.OCI; oci != nil {
+			ws.Repository, ws.Tag = oci.Repository(), oci.Tag
+		}
 		out[sc.Name] = ws
 	}
 	return out

@@ -30,6 +30,7 @@ import (
 	"github.com/trueup-dev/trueup/sources"
 	"github.com/trueup-dev/trueup/sources/dirsource"
 	"github.com/trueup-dev/trueup/sources/gitsource"
+	"github.com/trueup-dev/trueup/sources/ocisource"
 )
 
 // Registry wires every action plugin kind explicitly.
@@ -82,6 +83,7 @@ func SourceRegistry() (*sources.Registry, error) {
 	for kind, f := range map[string]sources.Factory{
 		gitsource.Kind: gitsource.Open,
 		dirsource.Kind: dirsource.Open,
+		ocisource.Kind: ocisource.Open,
 	} {
 		if err := r.Register(kind, f); err != nil {
 			return nil, err

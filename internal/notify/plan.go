@@ -11,6 +11,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/labelsel"
 )
 
@@ -304,12 +305,7 @@ func defaultText(m Message) string {
 }
 
 // Short is a revision as messages show it.
-func Short(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
-}
+func Short(rev string) string { return clip.Rev(rev) }
 
 // Backoff is the wait before attempt+1 after attempt failed: retryAfter when the provider
 // named one (at most an hour), else 1s doubling up to 5m.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -223,6 +224,9 @@ func makeRevision(repoURL, rev string) revision {
 }
 
 func shortSHA(rev string) string {
+	if strings.HasPrefix(rev, "sha256:") {
+		return clip.Rev(rev)
+	}
 	if commitRe.MatchString(rev) && len(rev) > 10 {
 		return rev[:10]
 	}

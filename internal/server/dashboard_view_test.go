@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,6 +51,11 @@ func TestForgeLinks(t *testing.T) {
 	}
 	if r := makeRevision("https://github.com/a/b", sha); r.Short != "4f1c2a9e8b" || r.Full != sha {
 		t.Errorf("revision %+v", r)
+	}
+	// A digest (an OCI artifact's) shows its algorithm and 12 hex digits, and links nowhere.
+	digest := "sha256:0123456789ab" + strings.Repeat("c", 52)
+	if r := makeRevision("oci://ghcr.io/acme/config", digest); r.Short != "sha256:0123456789ab" || r.URL != "" {
+		t.Errorf("digest revision %+v", r)
 	}
 	if u := fileLink("https://github.com/a/b", sha, "a b/c#d.yaml", 0); u != "https://github.com/a/b/blob/"+sha+"/a%20b/c%23d.yaml" {
 		t.Errorf("escaped file link %q", u)

@@ -120,8 +120,9 @@ func resolveRevision(ctx context.Context, db DB, source, rev string) (string, er
 		return rev, err
 	}
 	rev = strings.ToLower(rev)
-	if strings.Trim(rev, "0123456789abcdef") != "" || len(rev) < minRevisionPrefix {
-		return "", fmt.Errorf("%w: revision %q is not a commit hash or a prefix of at least %d characters of one", ErrBadRequest, rev, minRevisionPrefix)
+	// A digest (an OCI artifact's, a folder's) is abbreviated as sha256:<hex prefix>.
+	if digits := strings.TrimPrefix(rev, "sha256:"); strings.Trim(digits, "0123456789abcdef") != "" || len(digits) < minRevisionPrefix {
+		return "", fmt.Errorf("%w: revision %q is not a commit hash or a digest, or a prefix of at least %d characters of one", ErrBadRequest, rev, minRevisionPrefix)
 	}
 	rows, err := db.Query(ctx, `SELECT revision FROM source_revisions WHERE source = $1 AND starts_with(revision, $2) LIMIT 2`, source, rev)
 	if err != nil {

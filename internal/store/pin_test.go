@@ -130,3 +130,23 @@ func TestPinSource(t *testing.T) {
 		t.Errorf("apply once unpinned: %v", err)
 	}
 }
+
+// A digest revision (an OCI artifact's) is pinned by its abbreviation, sha256:<hex prefix>.
+func TestPinDigestPrefix(t *testing.T) {
+	t.Parallel()
+	st := openTest(t, "o")
+	ctx := context.Background()
+	d := "sha256:0123456789ab" + strings.Repeat("c", 52)
+	if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "o", Revision: d, Set: widgets(1, func(int) int { return 1 })}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		rev     string
+		wantErr error
+	}{{"sha256:0123456789ab", nil}, {d, nil}, {"SHA256:0123456", nil}, {"sha256:012345", ErrBadRequest}, {"sha256:0123457", ErrNotFound}} {
+		pin, err := st.PinSource(ctx, "o", tc.rev, "alice", "x")
+		if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil && pin.Revision != d) {
+			t.Errorf("PinSource(%q) = %q, %v; want %v", tc.rev, pin.Revision, err, tc.wantErr)
+		}
+	}
+}

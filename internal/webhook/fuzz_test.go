@@ -89,3 +89,23 @@ func FuzzAuthenticate(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRegistryPush decodes arbitrary registry notifications: no panic, no echo of the body,
+// and a match is always of the repository (and the tag, when one is followed).
+func FuzzRegistryPush(f *testing.F) {
+	f.Add(`{"events":[{"action":"push","target":{"repository":"acme/config","tag":"v1"}}]}`, "v1")
+	f.Add(`{"type":"PUSH_ARTIFACT","event_data":{"repository":{"repo_full_name":"acme/config"},"resources":[{"tag":"v2"}]}}`, "")
+	f.Add(`{"events":null,"type":7}`, "v1")
+	f.Fuzz(func(t *testing.T, body, tag string) {
+		p, err := parseRegistryPush([]byte(body))
+		if err != nil {
+			if len(body) > 8 && strings.Contains(err.Error(), body) {
+				t.Fatalf("error echoes the body: %v", err)
+			}
+			return
+		}
+		if got, ok := p.matches("acme/config", tag); ok && tag != "" && got != tag {
+			t.Fatalf("matched tag %q, following %q", got, tag)
+		}
+	})
+}

@@ -1,6 +1,6 @@
 // Package webhook owns the push webhook endpoint (DESIGN §9, §10): it authenticates
-// deliveries from GitHub, Gitea/Forgejo, GitLab and generic senders, ignores pushes to
-// branches a source does not track, answers floods with 429, dedupes redeliveries by their
+// deliveries from GitHub, Gitea/Forgejo, GitLab, container registries (for OCI sources) and
+// generic senders, ignores pushes to branches (or tags) a source does not track, answers floods with 429, dedupes redeliveries by their
 // delivery id and asks the source's syncer to sync at once. For a source that previews pull
 // requests it hands pull-request events (opened, new commits, reopened) to the preview
 // runner, signed and deduped the same way.
@@ -39,6 +39,13 @@ type Source struct {
 	// Preview: the source previews pull requests; its pull-request events go to
 	// Options.Preview. Without it they are ignored (204), as any other event.
 	Preview bool
+	// Repository is an OCI source's repository in its registry ("acme/config"): its
+	// deliveries are registry push notifications (registry.go), and a push of another
+	// repository is ignored.
+	Repository string
+	// Tag is the tag an OCI source follows; "" when any pushed tag may change it (a semver
+	// range, a pinned digest).
+	Tag string
 }
 
 // Options configure the handler.
@@ -190,6 +197,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	d := classify(r.Header)
 	log := h.log.With("source", name, "provider", d.provider, "event", clip.Storable(d.event, 64), "delivery", deliveryKey(d.delivery))
+	if src.Repository != "" {
+		h.registryPush(w, r, name, src, d, body, log)
+		return
+	}
 	switch d.kind {
 	case kindPing:
 		log.Info("webhook ping")
@@ -230,6 +241,30 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.opts.Trigger(name, commit)
 	log.Info("webhook accepted: sync triggered", "ref", push.Ref, "commit", commit)
+	wire.WriteJSON(w, http.StatusAccepted, map[string]string{"status": "accepted"})
+}
+
+// registryPush answers an authenticated delivery to an OCI source: 202 and a check of the
+// source's tag for a push of its repository and tag, 204 for any other notification.
+func (h *Handler) registryPush(w http.ResponseWriter, r *http.Request, name string, src Source, d delivery, body []byte, log *slog.Logger) {
+	p, err := parseRegistryPush(body)
+	if err != nil {
+		wire.WriteError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	tag, ok := p.matches(src.Repository, src.Tag)
+	if !ok {
+		log.Debug("registry notification ignored: not a push of the followed repository and tag", "repository", src.Repository, "tag", src.Tag)
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if !h.firstDelivery(r.Context(), name, d, log) {
+		log.Info("webhook redelivery ignored", "tag", clip.Storable(tag, 128))
+		wire.WriteJSON(w, http.StatusAccepted, map[string]string{"status": "duplicate delivery"})
+		return
+	}
+	h.opts.Trigger(name, "")
+	log.Info("webhook accepted: registry push, sync triggered", "tag", clip.Storable(tag, 128))
 	wire.WriteJSON(w, http.StatusAccepted, map[string]string{"status": "accepted"})
 }
 

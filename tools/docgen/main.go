@@ -75,6 +75,8 @@ sources:
     git: {url: "https://git.example/repo.git"}
   - name: probe-dir
     dir: {path: manifests}
+  - name: probe-oci
+    oci: {url: "oci://registry.example/acme/config"}
 auth:
   oidc:
     issuer: https://id.example
