@@ -102,7 +102,7 @@ type source struct {
 }
 
 func (p placed) at(line int, pth, msg string) ValidationError {
-	return ValidationError{File: p.file, Line: line, Path: pth, Msg: msg, Origin: p.origin}
+	return ValidationError{File: p.file, Line: line, Path: pth, Msg: msg, Origin: p.originOf()}
 }
 
 // typeInfo is what resources are checked against: a type from the files or a known one.
@@ -151,23 +151,32 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 		return nil, Errors{overCap("files", len(files), lim.MaxFiles)}
 	}
 	docs := ld.parse(files)
-	if opts.Parsed != nil {
-		opts.Parsed(len(docs))
-	}
+	runs, docs := ld.collectSets(files, docs)
 	if len(docs) > lim.MaxDocuments {
 		return nil, Errors{overCap("documents", len(docs), lim.MaxDocuments)}
 	}
-	if n := countResources(docs); n > lim.MaxResources {
-		return nil, Errors{overCap("resources", n, lim.MaxResources)}
+	// Before anything is generated: the caps are there to bound that work.
+	runs, planned := ld.planSets(runs, lim)
+	if n := countResources(docs); n > lim.MaxResources || planned > lim.MaxResources-n {
+		return nil, Errors{overResources(n, planned, lim.MaxResources)}
+	}
+	if len(ld.errs) > 0 {
+		// A set that fails to read its inputs or to plan is not expanded, and its
+		// resources would be missing: the revision is rejected anyway.
+		runs = nil
+	}
+	docs = ld.expandSets(runs, docs)
+	if opts.Parsed != nil {
+		opts.Parsed(len(docs))
 	}
 	types, infos := ld.types(docs)
 	resources, transitions := ld.resources(docs, infos)
 	l.schemas = ld.schemas
 	if len(ld.errs) > 0 {
-		return nil, sortErrors(ld.errs)
+		return nil, capSetProblems(sortErrors(ld.errs), runs)
 	}
 	slices.SortFunc(types, func(a, b ResourceType) int { return cmp.Compare(a.Name, b.Name) })
-	return &Set{Types: types, Resources: resources, transitions: transitions, encryptedUnknown: opts.EncryptedUnknown}, nil
+	return &Set{Types: types, Resources: resources, ResourceSets: setInfos(runs), transitions: transitions, encryptedUnknown: opts.EncryptedUnknown}, nil
 }
 
 // parse returns the documents of all files in path order, parsing in parallel the contents
@@ -474,7 +483,7 @@ func (ld *load) lineOf(p placed, pth path) int {
 	if !ok {
 		return p.doc.line
 	}
-	return lineOf(rd.root, pth)
+	return lineOf(rd.root, p.docPath(pth))
 }
 
 // elsewhere lists the places of ps other than p, as file:line.
@@ -482,7 +491,7 @@ func elsewhere(p *placed, ps []*placed) string {
 	var s []string
 	for _, o := range ps {
 		if o.file != p.file || o.doc != p.doc {
-			s = append(s, fmt.Sprintf("%s:%d", o.file, o.doc.line))
+			s = append(s, ValidationError{File: o.file, Line: o.doc.line, Origin: o.originOf()}.place())
 		}
 	}
 	return strings.Join(s, ", ")
@@ -681,7 +690,7 @@ func setResources(items []resourceAt) ([]Resource, []transitionCheck) {
 		p, r := it.p, it.p.doc.res
 		if it.cs.rules != nil && it.cs.rules.transition {
 			transitions = append(transitions, transitionCheck{i: len(out), schemaHash: it.cs.hash, schema: it.cs.raw,
-				file: p.file, data: p.data, docIndex: p.doc.index})
+				file: p.file, data: p.data, docIndex: p.doc.index, gen: p.doc.gen})
 		}
 		labels, annotations := r.meta.sets()
 		out = append(out, Resource{
@@ -697,6 +706,7 @@ func setResources(items []resourceAt) ([]Resource, []transitionCheck) {
 			DependsOn:   r.deps.dependencies(),
 			File:        p.file,
 			Line:        p.doc.line,
+			gen:         p.doc.gen,
 		})
 	}
 	return out, transitions
@@ -715,7 +725,7 @@ func (ld *load) checkReferences(resources []Resource) {
 				if len(d.Outputs) == 0 {
 					pth = "dependsOn"
 				}
-				ld.errs = append(ld.errs, ValidationError{File: r.File, Line: r.Line, Path: pth, Msg: err.Error()})
+				ld.errs = append(ld.errs, ValidationError{File: r.File, Line: r.Line, Path: pth, Msg: err.Error(), Origin: r.origin()})
 			}
 		}
 	}
@@ -750,8 +760,14 @@ func (ld *load) checkStale(items []resourceAt, stale []int) {
 		for _, i := range stale[:n] {
 			j := job{resourceAt: items[i]}
 			if r := j.p.doc.res; r.hasSpec && r.written == "" {
-				j.spec = ld.spec(*j.p)
-				j.skip = j.spec == nil
+				if g := j.p.doc.gen; g != nil {
+					// Rendered again rather than read: the set's file holds its template.
+					b, _ := g.t.spec.appendJSON(nil, g.in)
+					r.written = string(b)
+				} else {
+					j.spec = ld.spec(*j.p)
+					j.skip = j.spec == nil
+				}
 			}
 			jobs = append(jobs, j)
 		}
@@ -862,6 +878,7 @@ func (ld *load) locate(p placed, problems []schemaProblem) []ValidationError {
 	}
 	rd, ok := ld.rawDoc(p)
 	out := make([]ValidationError, 0, len(problems))
+	origin := p.originOf()
 	for _, pr := range problems {
 		line := p.doc.line
 		if ok {
@@ -869,9 +886,9 @@ func (ld *load) locate(p placed, problems []schemaProblem) []ValidationError {
 			if pr.at != nil {
 				at = pr.at
 			}
-			line = lineOf(rd.root, at)
+			line = lineOf(rd.root, p.docPath(at))
 		}
-		out = append(out, ValidationError{Line: line, Path: pr.path.String(), Msg: pr.msg})
+		out = append(out, ValidationError{Line: line, Path: pr.path.String(), Msg: pr.msg, Origin: origin})
 	}
 	return out
 }

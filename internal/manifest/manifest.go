@@ -46,6 +46,21 @@ type ValidationError struct {
 // are unknown.
 func (e ValidationError) Error() string {
 	var b strings.Builder
+	b.WriteString(e.place())
+	if b.Len() > 0 {
+		b.WriteString(": ") // a problem of the whole revision names no file
+	}
+	if e.Path != "" {
+		b.WriteString(e.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// place is "file:line (origin)", leaving out the parts that are unknown.
+func (e ValidationError) place() string {
+	var b strings.Builder
 	b.WriteString(e.File)
 	if e.Line > 0 {
 		b.WriteByte(':')
@@ -56,14 +71,6 @@ func (e ValidationError) Error() string {
 		b.WriteString(e.Origin)
 		b.WriteByte(')')
 	}
-	if b.Len() > 0 {
-		b.WriteString(": ") // a problem of the whole revision names no file
-	}
-	if e.Path != "" {
-		b.WriteString(e.Path)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Msg)
 	return b.String()
 }
 
@@ -165,6 +172,16 @@ type Resource struct {
 	DependsOn []Dependency
 	File      string
 	Line      int
+
+	gen *genRef // set when a ResourceSet generated it
+}
+
+// origin is the resource's ValidationError.Origin.
+func (r *Resource) origin() string {
+	if r.gen == nil {
+		return ""
+	}
+	return r.gen.origin()
 }
 
 // Set is the validated content of one revision. Types holds only the types declared in the
