@@ -249,7 +249,7 @@ type genProblem struct {
 func (ld *load) expandSets(runs []*setRun, docs []placed) []placed {
 	for _, run := range runs {
 		s := run.set
-		ins, err := product(run.base, s.matrix)
+		ins, err := crossAll(run.base, s.matrix)
 		if err != nil {
 			var clash *clashError
 			if errors.As(err, &clash) {
@@ -427,6 +427,29 @@ func (dt *depTemplate) eval(in *input, ns string, self graph.ID) (graph.ID, []ge
 		return graph.ID{}, problems
 	}
 	return id, nil
+}
+
+// crossAll is product, each input crossed in parallel: a set of 1,000 inputs and a matrix
+// of 100 makes 100,000 inputs of two maps each.
+func crossAll(base []*input, matrix []matrixAxis) ([]*input, error) {
+	if len(matrix) == 0 || len(base) < 2 {
+		return product(base, matrix)
+	}
+	parts := make([][]*input, len(base))
+	errs := make([]error, len(base))
+	parallel(len(base), func(i int) {
+		parts[i], errs[i] = product(base[i:i+1], matrix)
+	})
+	for _, err := range errs {
+		if err != nil {
+			return nil, err // the first input's, as product reports
+		}
+	}
+	out := slices.Concat(parts...)
+	for i, in := range out {
+		in.index = i
+	}
+	return out, nil
 }
 
 // setInfos is Set.ResourceSets.

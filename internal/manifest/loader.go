@@ -775,7 +775,13 @@ func (ld *load) checkStale(items []resourceAt, stale []int) {
 		// Validation dominates a first sync; each document is independent and compiled
 		// schemas are read-only, so spread it over the CPUs.
 		parallel(len(jobs), func(i int) {
-			if j := &jobs[i]; !j.skip {
+			j := &jobs[i]
+			if g := j.p.doc.gen; g != nil && j.p.doc.res.hasSpec {
+				// Built from the template rather than decoded from written, which
+				// costs more; written stays the canonical form.
+				j.spec, _ = g.t.spec.value(g.in)
+			}
+			if !j.skip {
 				j.problems = check(j.p.doc.res, j.p.doc.kind, j.spec, j.cs, ld)
 			}
 		})
@@ -808,6 +814,8 @@ func check(r *resourceDoc, kind sym, spec any, cs *compiledSchema, ld *load) []s
 	var canon string // the stored form, when it is known before applying defaults
 	switch {
 	case spec != nil:
+		// A generated spec comes with its canonical form (written is empty otherwise).
+		canon = r.written
 	case !r.hasSpec:
 		spec = map[string]any{}
 	default:
