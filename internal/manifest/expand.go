@@ -31,17 +31,18 @@ type genRef struct {
 
 // origin names the input, as ValidationError.Origin: the values the name's template reads.
 func (g *genRef) origin() string {
-	if len(g.t.origin) == 0 {
-		return "inputs[" + strconv.Itoa(g.in.index) + "]"
-	}
 	var b strings.Builder
-	for i, k := range g.t.origin {
-		if i > 0 {
+	for _, k := range g.t.origin {
+		v, ok := g.in.vals[k]
+		if !ok {
+			continue // not defined: a problem of its own
+		}
+		if b.Len() > 0 {
 			b.WriteString(", ")
 		}
 		b.WriteString(k)
 		b.WriteByte('=')
-		switch v := g.in.vals[k].(type) {
+		switch v := v.(type) {
 		case string:
 			b.WriteString(v)
 		case json.Number:
@@ -49,6 +50,9 @@ func (g *genRef) origin() string {
 		default:
 			b.Write(appendValueJSON(nil, v))
 		}
+	}
+	if b.Len() == 0 {
+		return "inputs[" + strconv.Itoa(g.in.index) + "]"
 	}
 	return b.String()
 }
@@ -105,6 +109,7 @@ func (ld *load) collectSets(files []sources.File, docs []placed) ([]*setRun, []p
 	claimed := map[string]string{} // input file → the set claiming it, for messages
 	seen := map[[2]string]*setRun{}
 	var ok []*setRun
+	var inputErrs []ValidationError // the input files' own, once the manifest parser's are gone
 	for _, run := range runs {
 		s := run.set
 		key := [2]string{s.namespace.String(), s.name}
@@ -142,7 +147,7 @@ func (ld *load) collectSets(files []sources.File, docs []placed) ([]*setRun, []p
 			for _, f := range matched {
 				claimed[f] = fmt.Sprintf("%s/%s (%s:%d)", key[0], key[1], run.p.file, s.line)
 				ins, errs := ld.inputs(byPath[f])
-				ld.errs = append(ld.errs, errs...)
+				inputErrs = append(inputErrs, errs...)
 				good = good && len(errs) == 0
 				run.base = append(run.base, ins...)
 			}
@@ -154,12 +159,10 @@ func (ld *load) collectSets(files []sources.File, docs []placed) ([]*setRun, []p
 	if len(claimed) == 0 {
 		return ok, docs
 	}
-	// What the manifest parser said of the input files is not for manifests; their
-	// refusals stand.
-	ld.errs = slices.DeleteFunc(ld.errs, func(e ValidationError) bool {
-		f, isInput := byPath[e.File]
-		return isInput && claimed[e.File] != "" && f.Refused == "" && !strings.HasPrefix(e.Msg, "an inputs file of ResourceSet")
-	})
+	// What the manifest parser said of the input files is not for manifests (a refused
+	// file is not in byPath: its refusal stands).
+	ld.errs = slices.DeleteFunc(ld.errs, func(e ValidationError) bool { return claimed[e.File] != "" })
+	ld.errs = append(ld.errs, inputErrs...)
 	kept := docs[:0:0]
 	for _, p := range docs {
 		set, isInput := claimed[p.file]
@@ -469,32 +472,40 @@ func setInfos(runs []*setRun) []ResourceSetInfo {
 }
 
 // capSetProblems keeps the first maxSetProblems problems of each set's generated
-// resources (errs sorted) and says how many more there are.
+// resources (errs sorted) and says, after them, how many more there are.
 func capSetProblems(errs Errors, runs []*setRun) Errors {
 	if len(runs) == 0 {
 		return errs
 	}
-	counts := make([]int, len(runs))
-	out := errs[:0]
-	for _, e := range errs {
-		i := -1
+	of := make([]int, len(errs)) // the run of each problem, -1 for none
+	total := make([]int, len(runs))
+	for j, e := range errs {
+		of[j] = -1
 		if e.Origin != "" && !strings.HasPrefix(e.Origin, "rendered by ") {
-			i = slices.IndexFunc(runs, func(r *setRun) bool {
+			of[j] = slices.IndexFunc(runs, func(r *setRun) bool {
 				return r.p.file == e.File && r.set.line <= e.Line && e.Line <= r.set.lastLine
 			})
 		}
-		if i >= 0 {
-			if counts[i]++; counts[i] > maxSetProblems {
-				continue
-			}
+		if of[j] >= 0 {
+			total[of[j]]++
+		}
+	}
+	out := make(Errors, 0, len(errs))
+	kept := make([]int, len(runs))
+	for j, e := range errs {
+		i := of[j]
+		if i < 0 {
+			out = append(out, e)
+			continue
+		}
+		if kept[i]++; kept[i] > maxSetProblems {
+			continue
 		}
 		out = append(out, e)
-	}
-	for i, n := range counts {
-		if n > maxSetProblems {
+		if kept[i] == maxSetProblems && total[i] > maxSetProblems {
 			r := runs[i]
-			out = append(out, ValidationError{File: r.p.file, Line: r.set.lastLine, Msg: fmt.Sprintf("… and %d more problems of ResourceSet %s/%s in other inputs", n-maxSetProblems, r.set.namespace, r.set.name)})
+			out = append(out, ValidationError{File: e.File, Line: e.Line, Msg: fmt.Sprintf("… and %d more problems of ResourceSet %s/%s in other inputs", total[i]-maxSetProblems, r.set.namespace, r.set.name)})
 		}
 	}
-	return sortErrors(out)
+	return out
 }
