@@ -344,7 +344,9 @@ spec:
 	}
 	// Across namespaces, CheckReference names the input.
 	_, err = NewLoader().Load(files("types.yaml", setTypes, "s.yaml", strings.Replace(set, "<< inputs.ns >>", "other", 1)), Options{
-		CheckReference: func(from string, target graph.ID, outputs []string) error { return fmt.Errorf("%s may not depend on %s", from, target) },
+		CheckReference: func(from string, target graph.ID, outputs []string) error {
+			return fmt.Errorf("%s may not depend on %s", from, target)
+		},
 	})
 	want = "s.yaml:7 (n=a): dependsOn: default may not depend on Network/other/net-b"
 	if got := problems(t, err); len(got) != 3 || got[0] != want {
