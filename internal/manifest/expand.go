@@ -205,10 +205,7 @@ func (ld *load) planSets(runs []*setRun, lim Limits) ([]*setRun, int) {
 	total := 0
 	ok := runs[:0:0]
 	for _, run := range runs {
-		n := len(run.base)
-		for _, a := range run.set.matrix {
-			n = mulSat(n, len(a.values))
-		}
+		n := productSize(len(run.base), run.set.matrix)
 		run.inputs = n
 		run.count = mulSat(n, len(run.set.templates))
 		if run.count > lim.MaxResourcesPerSet {
@@ -432,16 +429,18 @@ func (dt *depTemplate) eval(in *input, ns string, self graph.ID) (graph.ID, []ge
 	return id, nil
 }
 
-// crossAll is product, each input crossed in parallel: a set of 1,000 inputs and a matrix
-// of 100 makes 100,000 inputs of two maps each.
+// crossAll is product, the inputs crossed in parallel batches: a set of 1,000 inputs and
+// a matrix of 100 makes 100,000 inputs of two maps each.
 func crossAll(base []*input, matrix []matrixAxis) ([]*input, error) {
 	if len(matrix) == 0 || len(base) < 2 {
 		return product(base, matrix)
 	}
-	parts := make([][]*input, len(base))
-	errs := make([]error, len(base))
-	parallel(len(base), func(i int) {
-		parts[i], errs[i] = product(base[i:i+1], matrix)
+	const chunk = 64
+	n := (len(base) + chunk - 1) / chunk
+	parts := make([][]*input, n)
+	errs := make([]error, n)
+	parallel(n, func(i int) {
+		parts[i], errs[i] = product(base[i*chunk:min(len(base), (i+1)*chunk)], matrix)
 	})
 	for _, err := range errs {
 		if err != nil {
