@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"cmp"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,9 +63,17 @@ type setRun struct {
 	p      placed
 	set    *setDoc
 	base   []*input // spec.inputs then inputsFrom, before the matrix
+	key    string   // what the set is expanded from, for Loader.sets
 	count  int      // resources it generates, saturated at math.MaxInt
 	inputs int      // elements after the matrix
 	docs   []document
+}
+
+// setEntry is a set expanded without problems, kept while its file, its place and its
+// inputs files are unchanged: its documents keep their last check, so a revision that
+// changes something else checks none of them again.
+type setEntry struct {
+	docs []document
 }
 
 // originOf is p's ValidationError.Origin.
@@ -125,6 +134,8 @@ func (ld *load) collectSets(files []sources.File, docs []placed) ([]*setRun, []p
 		}
 		seen[key] = run
 		good := true
+		h := sha256.New()
+		fmt.Fprintf(h, "%s\x00%s\x00%d", run.p.file, run.p.key, run.p.doc.index)
 		if s.hasInputs || len(s.from) > 0 {
 			run.base = slices.Clone(s.inputs)
 		} else {
@@ -145,6 +156,7 @@ func (ld *load) collectSets(files []sources.File, docs []placed) ([]*setRun, []p
 				continue
 			}
 			for _, f := range matched {
+				fmt.Fprintf(h, "\x00%s\x00%s\x00%s", f, byPath[f].Hash, hashIfNone(byPath[f]))
 				claimed[f] = fmt.Sprintf("%s/%s (%s:%d)", key[0], key[1], run.p.file, s.line)
 				ins, errs := ld.inputs(byPath[f])
 				inputErrs = append(inputErrs, errs...)
@@ -153,6 +165,7 @@ func (ld *load) collectSets(files []sources.File, docs []placed) ([]*setRun, []p
 			}
 		}
 		if good {
+			run.key = string(h.Sum(nil))
 			ok = append(ok, run)
 		}
 	}
@@ -194,9 +207,34 @@ func matchPaths(paths []string, target string) []string {
 	return out
 }
 
-// inputs reads an inputs file.
+// hashIfNone is the hash of a file's content when the source gave none.
+func hashIfNone(f *sources.File) string {
+	if f.Hash != "" {
+		return ""
+	}
+	return hashJSON(f.Data)
+}
+
+// inputsEntry is an inputs file read.
+type inputsEntry struct {
+	ins  []*input
+	errs []ValidationError
+}
+
+// inputs reads an inputs file, or takes what the last load read of it. Inputs name their
+// file, hence the path in the key.
 func (ld *load) inputs(f *sources.File) ([]*input, []ValidationError) {
-	return parseInputs(f.Data, f.Path)
+	key := f.Path + "\x00" + f.Hash + hashIfNone(f)
+	e, ok := ld.l.inputs[key]
+	if !ok {
+		e = &inputsEntry{}
+		e.ins, e.errs = parseInputs(f.Data, f.Path)
+	}
+	if ld.inputsUsed == nil {
+		ld.inputsUsed = map[string]*inputsEntry{}
+	}
+	ld.inputsUsed[key] = e
+	return e.ins, e.errs
 }
 
 // planSets counts what each set generates and reports the sets over the per-set cap,
@@ -245,9 +283,19 @@ type genProblem struct {
 	msg string
 }
 
-// expandSets renders every set and appends the generated documents to docs.
+// expandSets renders every set, or takes its documents from the cache, and appends the
+// generated documents to docs.
 func (ld *load) expandSets(runs []*setRun, docs []placed) []placed {
+	used := map[string]*setEntry{}
+	defer func() { ld.l.sets, ld.l.inputs = used, ld.inputsUsed }()
 	for _, run := range runs {
+		if e, ok := ld.l.sets[run.key]; ok {
+			used[run.key], run.docs = e, e.docs
+			for k := range run.docs {
+				docs = append(docs, placed{source: run.p.source, doc: &run.docs[k]})
+			}
+			continue
+		}
 		s := run.set
 		ins, err := crossAll(run.base, s.matrix)
 		if err != nil {
@@ -296,11 +344,16 @@ func (ld *load) expandSets(runs []*setRun, docs []placed) []placed {
 				}
 			}
 		})
+		clean := true
 		for _, ps := range problems {
 			for _, pr := range ps {
 				p := placed{source: run.p.source, doc: &run.docs[pr.k]}
 				ld.errs = append(ld.errs, p.at(ld.lineOf(p, pr.at), pr.at.String(), pr.msg))
+				clean = false
 			}
+		}
+		if clean {
+			used[run.key] = &setEntry{docs: run.docs}
 		}
 		for k := range run.docs {
 			docs = append(docs, placed{source: run.p.source, doc: &run.docs[k]})

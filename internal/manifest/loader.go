@@ -67,6 +67,10 @@ const EncryptedMarkerPrefix = "*** sops:"
 type Loader struct {
 	mu      sync.Mutex
 	files   map[string]*fileEntry
+	// sets holds each ResourceSet's generated documents and inputs each file's inputs, by
+	// what they were made from (expand.go), as files holds parsed documents.
+	sets   map[string]*setEntry
+	inputs map[string]*inputsEntry
 	schemas map[string]*compiledSchema
 	// revisionBudget is celRevisionBudget; tests lower it.
 	revisionBudget uint64
@@ -133,6 +137,8 @@ type load struct {
 	// evaluated because it exceeded celRevisionBudget.
 	celSpent   atomic.Uint64
 	celSkipped atomic.Bool
+
+	inputsUsed map[string]*inputsEntry // becomes Loader.inputs
 }
 
 // Load parses every file and validates everything. On any problem it returns (nil, Errors)
@@ -143,7 +149,7 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	ld := &load{l: l, opts: opts, schemas: map[string]*compiledSchema{}}
 	if opts.EncryptedUnknown != l.encryptedUnknown {
 		// The cached checks were judged the other way.
-		l.files, l.encryptedUnknown = map[string]*fileEntry{}, opts.EncryptedUnknown
+		l.files, l.sets, l.encryptedUnknown = map[string]*fileEntry{}, nil, opts.EncryptedUnknown
 	}
 	lim := opts.Limits.withDefaults()
 	if len(files) > lim.MaxFiles {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/trueup-dev/trueup/internal/graph"
+	"github.com/trueup-dev/trueup/sources"
 )
 
 // setTypes declares Database and Network for the ResourceSet tests.
@@ -351,5 +352,58 @@ spec:
 	want = "s.yaml:7 (n=a): dependsOn: default may not depend on Network/other/net-b"
 	if got := problems(t, err); len(got) != 3 || got[0] != want {
 		t.Errorf("problems %q, want 3 starting with %q", got, want)
+	}
+}
+
+func TestResourceSetCache(t *testing.T) {
+	t.Parallel()
+	set := strings.Replace(tenantSet, "  inputs: [{tenant: acme, size: 100}, {tenant: globex, size: 50}, {tenant: initech, size: 10}]\n",
+		"  inputsFrom: [{path: tenants.yaml}]\n", 1)
+	base := files("types.yaml", setTypes, "networks.yaml", networks, "sets/set.yaml", set, "sets/tenants.yaml", "- {tenant: acme, size: 100}\n")
+	l := NewLoader()
+	load := func(fs []sources.File) *Set {
+		t.Helper()
+		s, err := l.Load(fs, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	load(base)
+	entry := func() *setEntry {
+		if len(l.sets) != 1 {
+			t.Fatalf("%d sets cached", len(l.sets))
+		}
+		for _, e := range l.sets {
+			return e
+		}
+		return nil
+	}
+	first := entry()
+	// An unrelated change: the set's documents, and their checks, are reused.
+	other := slices.Clone(base)
+	other[1] = files("networks.yaml", networks+"# edited\n")[0]
+	if got := names(load(other)); !slices.Equal(got, []string{"production/db-acme-eu-west-1", "production/db-acme-us-east-1"}) {
+		t.Errorf("generated %v", got)
+	}
+	if entry() != first || first.docs[0].res.checkedWith == (sym{}) {
+		t.Error("an unrelated change expanded the set again")
+	}
+	// A changed inputs file expands it again.
+	more := slices.Clone(other)
+	more[3] = files("sets/tenants.yaml", "- {tenant: acme, size: 100}\n- {tenant: hooli, size: 5}\n")[0]
+	if got := names(load(more)); len(got) != 4 || got[2] != "production/db-hooli-eu-west-1" {
+		t.Errorf("generated %v", got)
+	}
+	if entry() == first {
+		t.Error("a changed inputs file did not expand the set again")
+	}
+	// A schema change checks the cached documents again, rendered from their template.
+	stricter := slices.Clone(more)
+	stricter[0] = files("types.yaml", strings.Replace(setTypes, "minimum: 1}", "minimum: 10}", 1))[0]
+	_, err := l.Load(stricter, Options{})
+	want := "sets/set.yaml:14 (tenant=hooli, region=eu-west-1): spec.size: must be >= 10 but found 5"
+	if got := problems(t, err); len(got) != 2 || got[0] != want {
+		t.Errorf("problems %q, want 2 starting with %q", got, want)
 	}
 }
