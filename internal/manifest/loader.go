@@ -65,12 +65,12 @@ const EncryptedMarkerPrefix = "*** sops:"
 //
 // A Loader is safe for concurrent use; loads are serialised.
 type Loader struct {
-	mu      sync.Mutex
-	files   map[string]*fileEntry
+	mu    sync.Mutex
+	files map[string]*fileEntry
 	// sets holds each ResourceSet's generated documents and inputs each file's inputs, by
 	// what they were made from (expand.go), as files holds parsed documents.
-	sets   map[string]*setEntry
-	inputs map[string]*inputsEntry
+	sets    map[string]*setEntry
+	inputs  map[string]*inputsEntry
 	schemas map[string]*compiledSchema
 	// revisionBudget is celRevisionBudget; tests lower it.
 	revisionBudget uint64
