@@ -617,8 +617,10 @@ func (ld *load) match(docs []placed, infos map[string]*typeInfo) (items []resour
 		items = append(items, resourceAt{p: p, cs: cs})
 		// A check against another schema, or none, is stale. The same content under
 		// two paths shares one document: check it once.
-		if r.checkedWith != cs.id && !queued[r] {
-			queued[r] = true
+		if r.checkedWith != cs.id && (p.doc.gen != nil || !queued[r]) {
+			if p.doc.gen == nil { // a generated document has no second place
+				queued[r] = true
+			}
 			stale = append(stale, len(items)-1)
 		}
 	}
@@ -679,42 +681,49 @@ func setResources(items []resourceAt) ([]Resource, []transitionCheck) {
 		}
 		return strings.Compare(ra.name, rb.name)
 	})
-	out := make([]Resource, 0, len(items))
 	// One map per distinct set: a repository repeats a few label sets across thousands of
 	// resources, and a map per resource was a third of a large Set.
 	decoded := map[string]map[string]string{}
-	decode := func(s string) map[string]string {
-		m, ok := decoded[s]
-		if !ok {
-			m = decodeStrings(s)
-			decoded[s] = m
-		}
-		return m
-	}
 	var transitions []transitionCheck
-	for _, it := range items {
-		p, r := it.p, it.p.doc.res
+	for i, it := range items {
+		labels, annotations := it.p.doc.res.meta.sets()
+		for _, s := range [2]string{labels, annotations} {
+			if _, ok := decoded[s]; !ok {
+				decoded[s] = decodeStrings(s)
+			}
+		}
 		if it.cs.rules != nil && it.cs.rules.transition {
-			transitions = append(transitions, transitionCheck{i: len(out), schemaHash: it.cs.hash, schema: it.cs.raw,
+			p := it.p
+			transitions = append(transitions, transitionCheck{i: i, schemaHash: it.cs.hash, schema: it.cs.raw,
 				file: p.file, data: p.data, docIndex: p.doc.index, gen: p.doc.gen})
 		}
-		labels, annotations := r.meta.sets()
-		out = append(out, Resource{
-			APIVersion:  p.doc.apiVersion.String(),
-			Kind:        p.doc.kind.String(),
-			Namespace:   r.namespace.String(),
-			Name:        r.name,
-			Labels:      decode(labels),
-			Annotations: decode(annotations),
-			Spec:        json.RawMessage(r.specJSON),
-			SpecHash:    hexHash(r.specHash),
-			MetaHash:    it.metaHash,
-			DependsOn:   r.deps.dependencies(),
-			File:        p.file,
-			Line:        p.doc.line,
-			gen:         p.doc.gen,
-		})
 	}
+	// Each Resource is built on its own (decoded is only read): in parallel, since a
+	// ResourceSet makes Sets of 100,000.
+	out := make([]Resource, len(items))
+	const batch = 4096
+	parallel((len(items)+batch-1)/batch, func(b int) {
+		for i := b * batch; i < min(len(items), (b+1)*batch); i++ {
+			it := items[i]
+			p, r := it.p, it.p.doc.res
+			labels, annotations := r.meta.sets()
+			out[i] = Resource{
+				APIVersion:  p.doc.apiVersion.String(),
+				Kind:        p.doc.kind.String(),
+				Namespace:   r.namespace.String(),
+				Name:        r.name,
+				Labels:      decoded[labels],
+				Annotations: decoded[annotations],
+				Spec:        json.RawMessage(r.specJSON),
+				SpecHash:    hexHash(r.specHash),
+				MetaHash:    it.metaHash,
+				DependsOn:   r.deps.dependencies(),
+				File:        p.file,
+				Line:        p.doc.line,
+				gen:         p.doc.gen,
+			}
+		}
+	})
 	return out, transitions
 }
 
