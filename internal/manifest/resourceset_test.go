@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -405,5 +406,27 @@ func TestResourceSetCache(t *testing.T) {
 	want := "sets/set.yaml:14 (tenant=hooli, region=eu-west-1): spec.size: must be >= 10 but found 5"
 	if got := problems(t, err); len(got) != 2 || got[0] != want {
 		t.Errorf("problems %q, want 2 starting with %q", got, want)
+	}
+}
+
+func TestResourceSetTransition(t *testing.T) {
+	t.Parallel()
+	types := strings.Replace(setTypes, "size: {type: integer, minimum: 1}", `size: {type: integer, minimum: 1, x-trueup-validations: [{rule: "self >= oldSelf", message: "size may only grow"}]}`, 1)
+	l := NewLoader()
+	set, err := l.Load(files("types.yaml", types, "networks.yaml", networks, "sets/tenants.yaml", tenantSet), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := map[ResourceKey]json.RawMessage{}
+	for _, r := range set.TransitionCandidates() {
+		old[r.Key()] = json.RawMessage(strings.Replace(string(r.Spec), `"size":100`, `"size":200`, 1))
+	}
+	err = l.CheckTransitions(set, old)
+	want := []string{
+		"sets/tenants.yaml:14 (tenant=acme, region=eu-west-1): spec.size: size may only grow",
+		"sets/tenants.yaml:14 (tenant=acme, region=us-east-1): spec.size: size may only grow",
+	}
+	if got := problems(t, err); !slices.Equal(got, want) {
+		t.Errorf("problems %q, want %q", got, want)
 	}
 }
