@@ -139,6 +139,7 @@ type load struct {
 	celSkipped atomic.Bool
 
 	inputsUsed map[string]*inputsEntry // becomes Loader.inputs
+	parts      partsMemo
 }
 
 // Load parses every file and validates everything. On any problem it returns (nil, Errors)
@@ -797,7 +798,7 @@ func (ld *load) checkStale(items []resourceAt, stale []int) {
 				j.spec, _ = g.t.spec.value(g.in)
 			}
 			if !j.skip {
-				j.problems = check(j.p.doc.res, j.p.doc.kind, j.spec, j.cs, ld)
+				j.problems = check(j.p.doc.res, j.p.doc.kind, j.spec, j.cs, ld, j.p.doc.gen != nil)
 			}
 		})
 		// Locating problems may parse files again: in file order too.
@@ -825,7 +826,7 @@ func (ld *load) spec(p placed) any {
 // references imply. kind is r's. spec is the spec as written, or nil to take it from r. It
 // returns the problems found, which still need lines. ld counts what the rules cost
 // (celRevisionBudget); nil, no budget for the revision.
-func check(r *resourceDoc, kind sym, spec any, cs *compiledSchema, ld *load) []schemaProblem {
+func check(r *resourceDoc, kind sym, spec any, cs *compiledSchema, ld *load, byParts bool) []schemaProblem {
 	var canon string // the stored form, when it is known before applying defaults
 	switch {
 	case spec != nil:
@@ -845,7 +846,11 @@ func check(r *resourceDoc, kind sym, spec any, cs *compiledSchema, ld *load) []s
 	}
 	v, changed := cs.defaults.apply(spec)
 	markers := ld != nil && ld.opts.EncryptedUnknown
-	problems := cs.validateMarkers(v, path{"spec"}, markers)
+	var problems []schemaProblem
+	// The specs of a ResourceSet share most values: their parts are validated once each.
+	if !byParts || ld == nil || !ld.parts.valid(cs, v) {
+		problems = cs.validateMarkers(v, path{"spec"}, markers)
+	}
 	refs := usesSecretRef(v, 0)
 	if refs {
 		problems = append(problems, secretRefProblems(v, specRoot)...)
