@@ -54,7 +54,9 @@ func splitRoot(raw []byte, doc any) *rootParts {
 	}
 	c := jsonschema.NewCompiler()
 	c.AssertFormat = true
-	c.LoadURL = func(u string) (io.ReadCloser, error) { return nil, errors.New("a schema cannot reference other documents") }
+	c.LoadURL = func(u string) (io.ReadCloser, error) {
+		return nil, errors.New("a schema cannot reference other documents")
+	}
 	if err := c.AddResource(schemaURL, bytes.NewReader(raw)); err != nil {
 		return nil
 	}
