@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -62,7 +63,10 @@ func splitRoot(raw []byte, doc any) *rootParts {
 	}
 	rp := &rootParts{props: make(map[string]*jsonschema.Schema, len(props))}
 	for name := range props {
-		s, err := c.Compile(schemaURL + "#/properties/" + escapePointer(name))
+		if !plainName.MatchString(name) {
+			return nil // a name a pointer in a URL would need escaping for
+		}
+		s, err := c.Compile(schemaURL + "#/properties/" + name)
 		if err != nil {
 			return nil
 		}
@@ -97,9 +101,7 @@ func splitRoot(raw []byte, doc any) *rootParts {
 	return rp
 }
 
-func escapePointer(s string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1", "%", "%25", "#", "%23", " ", "%20").Replace(s)
-}
+var plainName = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
 
 // partsMemo holds whether each (schema, property, canonical value) validated, for one load.
 type partsMemo struct {
