@@ -167,11 +167,8 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	if n := countResources(docs); n > lim.MaxResources || planned > lim.MaxResources-n {
 		return nil, Errors{overResources(n, planned, lim.MaxResources)}
 	}
-	if len(ld.errs) > 0 {
-		// A set that fails to read its inputs or to plan is not expanded, and its
-		// resources would be missing: the revision is rejected anyway.
-		runs = nil
-	}
+	// A set whose inputs or plan failed is not among runs: its resources are missing, but
+	// the revision is rejected anyway, and the other sets' problems are reported with its.
 	docs = ld.expandSets(runs, docs)
 	if opts.Parsed != nil {
 		opts.Parsed(len(docs))

@@ -241,7 +241,8 @@ func (d *docDecoder) fixed(m map[string]any, p path, key string) string {
 	return s
 }
 
-// str compiles a string field that may be templated; nil when absent or not a string.
+// strTemplate compiles a string field that may be templated; nil when absent or not a
+// string.
 func (d *docDecoder) strTemplate(m map[string]any, p path, key string, required bool) *tmpl {
 	v, present := field(m, key)
 	if !present {
