@@ -14,33 +14,9 @@ import (
 )
 
 // setTypes declares Database and Network for the ResourceSet tests.
-const setTypes = `apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: Database}
-spec:
-  group: example.com
-  versions:
-    - name: v1
-      schema:
-        type: object
-        additionalProperties: false
-        required: [size, region]
-        properties:
-          size: {type: integer, minimum: 1}
-          region: {type: string}
-          tenant: {type: string}
-          network: {type: string}
-          tier: {type: string, default: standard}
-  action: {name: provision}
----
-apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: Network}
-spec:
-  group: example.com
-  versions: [{name: v1, schema: {type: object}}]
-  action: {name: provision}
-`
+var setTypes = manifesttest.TypeDoc("Database", "example.com", `{type: object, additionalProperties: false, required: [size, region],
+        properties: {size: {type: integer, minimum: 1}, region: {type: string}, tenant: {type: string}, network: {type: string}, tier: {type: string, default: standard}}}`,
+	"provision") + "---\n" + manifesttest.TypeDoc("Network", "example.com", "{type: object}", "provision")
 
 // networks declares the Networks the sets' resources depend on.
 const networks = `apiVersion: example.com/v1
