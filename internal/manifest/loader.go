@@ -49,8 +49,9 @@ type Options struct {
 	// dependsOn). A non-nil error is reported at the resource's file:line, path spec (or
 	// dependsOn). The controller config's grants (internal/crossref) answer it.
 	CheckReference func(from string, target graph.ID, outputs []string) error
-	// Parsed, when set, is called once every document is decoded, before types and resources
-	// are checked against their schemas: the syncer's trace splits parse from validate there.
+	// Parsed, when set, is called once every document is decoded and every ResourceSet
+	// expanded (documents counts the generated ones), before types and resources are checked
+	// against their schemas: the syncer's trace splits parse from validate there.
 	Parsed func(documents int)
 }
 
@@ -65,8 +66,12 @@ const EncryptedMarkerPrefix = "*** sops:"
 //
 // A Loader is safe for concurrent use; loads are serialised.
 type Loader struct {
-	mu      sync.Mutex
-	files   map[string]*fileEntry
+	mu    sync.Mutex
+	files map[string]*fileEntry
+	// sets holds each ResourceSet's generated documents and inputs each file's inputs, by
+	// what they were made from (expand.go), as files holds parsed documents.
+	sets    map[string]*setEntry
+	inputs  map[string]*inputsEntry
 	schemas map[string]*compiledSchema
 	// revisionBudget is celRevisionBudget; tests lower it.
 	revisionBudget uint64
@@ -102,7 +107,7 @@ type source struct {
 }
 
 func (p placed) at(line int, pth, msg string) ValidationError {
-	return ValidationError{File: p.file, Line: line, Path: pth, Msg: msg, Origin: p.origin}
+	return ValidationError{File: p.file, Line: line, Path: pth, Msg: msg, Origin: p.originOf()}
 }
 
 // typeInfo is what resources are checked against: a type from the files or a known one.
@@ -133,6 +138,9 @@ type load struct {
 	// evaluated because it exceeded celRevisionBudget.
 	celSpent   atomic.Uint64
 	celSkipped atomic.Bool
+
+	inputsUsed map[string]*inputsEntry // becomes Loader.inputs
+	parts      partsMemo
 }
 
 // Load parses every file and validates everything. On any problem it returns (nil, Errors)
@@ -143,7 +151,7 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	ld := &load{l: l, opts: opts, schemas: map[string]*compiledSchema{}}
 	if opts.EncryptedUnknown != l.encryptedUnknown {
 		// The cached checks were judged the other way.
-		l.files, l.encryptedUnknown = map[string]*fileEntry{}, opts.EncryptedUnknown
+		l.files, l.sets, l.encryptedUnknown = map[string]*fileEntry{}, nil, opts.EncryptedUnknown
 	}
 	lim := opts.Limits.withDefaults()
 	if len(files) > lim.MaxFiles {
@@ -151,23 +159,29 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 		return nil, Errors{overCap("files", len(files), lim.MaxFiles)}
 	}
 	docs := ld.parse(files)
-	if opts.Parsed != nil {
-		opts.Parsed(len(docs))
-	}
+	runs, docs := ld.collectSets(files, docs)
 	if len(docs) > lim.MaxDocuments {
 		return nil, Errors{overCap("documents", len(docs), lim.MaxDocuments)}
 	}
-	if n := countResources(docs); n > lim.MaxResources {
-		return nil, Errors{overCap("resources", n, lim.MaxResources)}
+	// Before anything is generated: the caps are there to bound that work.
+	runs, planned := ld.planSets(runs, lim)
+	if n := countResources(docs); n > lim.MaxResources || planned > lim.MaxResources-n {
+		return nil, Errors{overResources(n, planned, lim.MaxResources)}
+	}
+	// A set whose inputs or plan failed is not among runs: its resources are missing, but
+	// the revision is rejected anyway, and the other sets' problems are reported with its.
+	docs = ld.expandSets(runs, docs)
+	if opts.Parsed != nil {
+		opts.Parsed(len(docs))
 	}
 	types, infos := ld.types(docs)
 	resources, transitions := ld.resources(docs, infos)
 	l.schemas = ld.schemas
 	if len(ld.errs) > 0 {
-		return nil, sortErrors(ld.errs)
+		return nil, capSetProblems(sortErrors(ld.errs), runs)
 	}
 	slices.SortFunc(types, func(a, b ResourceType) int { return cmp.Compare(a.Name, b.Name) })
-	return &Set{Types: types, Resources: resources, transitions: transitions, encryptedUnknown: opts.EncryptedUnknown}, nil
+	return &Set{Types: types, Resources: resources, ResourceSets: setInfos(runs), transitions: transitions, encryptedUnknown: opts.EncryptedUnknown}, nil
 }
 
 // parse returns the documents of all files in path order, parsing in parallel the contents
@@ -474,7 +488,7 @@ func (ld *load) lineOf(p placed, pth path) int {
 	if !ok {
 		return p.doc.line
 	}
-	return lineOf(rd.root, pth)
+	return lineOf(rd.root, p.docPath(pth))
 }
 
 // elsewhere lists the places of ps other than p, as file:line.
@@ -482,7 +496,7 @@ func elsewhere(p *placed, ps []*placed) string {
 	var s []string
 	for _, o := range ps {
 		if o.file != p.file || o.doc != p.doc {
-			s = append(s, fmt.Sprintf("%s:%d", o.file, o.doc.line))
+			s = append(s, ValidationError{File: o.file, Line: o.doc.line, Origin: o.originOf()}.place())
 		}
 	}
 	return strings.Join(s, ", ")
@@ -602,8 +616,10 @@ func (ld *load) match(docs []placed, infos map[string]*typeInfo) (items []resour
 		items = append(items, resourceAt{p: p, cs: cs})
 		// A check against another schema, or none, is stale. The same content under
 		// two paths shares one document: check it once.
-		if r.checkedWith != cs.id && !queued[r] {
-			queued[r] = true
+		if r.checkedWith != cs.id && (p.doc.gen != nil || !queued[r]) {
+			if p.doc.gen == nil { // a generated document has no second place
+				queued[r] = true
+			}
 			stale = append(stale, len(items)-1)
 		}
 	}
@@ -653,52 +669,75 @@ func setResources(items []resourceAt) ([]Resource, []transitionCheck) {
 		p, r := items[i].p, items[i].p.doc.res
 		items[i].metaHash = meta.hash(p.file, metaKey{p.doc.apiVersion, r.meta, r.deps.metaKey()})
 	}
-	// Sorted here rather than as Resources, which are several times larger to move.
-	slices.SortFunc(items, func(a, b resourceAt) int {
-		ra, rb := a.p.doc.res, b.p.doc.res
-		if c := compareSyms(ra.namespace, rb.namespace); c != 0 {
+	// Sorted here rather than as Resources, which are several times larger to move, and by
+	// keys gathered once rather than through each item's pointers.
+	type sortKey struct {
+		namespace, kind sym
+		name            string
+		i               int
+	}
+	keys := make([]sortKey, len(items))
+	for i, it := range items {
+		r := it.p.doc.res
+		keys[i] = sortKey{r.namespace, it.p.doc.kind, r.name, i}
+	}
+	slices.SortFunc(keys, func(a, b sortKey) int {
+		if c := compareSyms(a.namespace, b.namespace); c != 0 {
 			return c
 		}
-		if c := compareSyms(a.p.doc.kind, b.p.doc.kind); c != 0 {
+		if c := compareSyms(a.kind, b.kind); c != 0 {
 			return c
 		}
-		return strings.Compare(ra.name, rb.name)
+		return strings.Compare(a.name, b.name)
 	})
-	out := make([]Resource, 0, len(items))
+	sorted := make([]resourceAt, len(items))
+	for j, k := range keys {
+		sorted[j] = items[k.i]
+	}
+	items = sorted
 	// One map per distinct set: a repository repeats a few label sets across thousands of
 	// resources, and a map per resource was a third of a large Set.
 	decoded := map[string]map[string]string{}
-	decode := func(s string) map[string]string {
-		m, ok := decoded[s]
-		if !ok {
-			m = decodeStrings(s)
-			decoded[s] = m
-		}
-		return m
-	}
 	var transitions []transitionCheck
-	for _, it := range items {
-		p, r := it.p, it.p.doc.res
-		if it.cs.rules != nil && it.cs.rules.transition {
-			transitions = append(transitions, transitionCheck{i: len(out), schemaHash: it.cs.hash, schema: it.cs.raw,
-				file: p.file, data: p.data, docIndex: p.doc.index})
+	for i, it := range items {
+		labels, annotations := it.p.doc.res.meta.sets()
+		for _, s := range [2]string{labels, annotations} {
+			if _, ok := decoded[s]; !ok {
+				decoded[s] = decodeStrings(s)
+			}
 		}
-		labels, annotations := r.meta.sets()
-		out = append(out, Resource{
-			APIVersion:  p.doc.apiVersion.String(),
-			Kind:        p.doc.kind.String(),
-			Namespace:   r.namespace.String(),
-			Name:        r.name,
-			Labels:      decode(labels),
-			Annotations: decode(annotations),
-			Spec:        json.RawMessage(r.specJSON),
-			SpecHash:    hexHash(r.specHash),
-			MetaHash:    it.metaHash,
-			DependsOn:   r.deps.dependencies(),
-			File:        p.file,
-			Line:        p.doc.line,
-		})
+		if it.cs.rules != nil && it.cs.rules.transition {
+			p := it.p
+			transitions = append(transitions, transitionCheck{i: i, schemaHash: it.cs.hash, schema: it.cs.raw,
+				file: p.file, data: p.data, docIndex: p.doc.index, gen: p.doc.gen})
+		}
 	}
+	// Each Resource is built on its own (decoded is only read): in parallel, since a
+	// ResourceSet makes Sets of 100,000.
+	out := make([]Resource, len(items))
+	const batch = 4096
+	parallel((len(items)+batch-1)/batch, func(b int) {
+		for i := b * batch; i < min(len(items), (b+1)*batch); i++ {
+			it := items[i]
+			p, r := it.p, it.p.doc.res
+			labels, annotations := r.meta.sets()
+			out[i] = Resource{
+				APIVersion:  p.doc.apiVersion.String(),
+				Kind:        p.doc.kind.String(),
+				Namespace:   r.namespace.String(),
+				Name:        r.name,
+				Labels:      decoded[labels],
+				Annotations: decoded[annotations],
+				Spec:        json.RawMessage(r.specJSON),
+				SpecHash:    hexHash(r.specHash),
+				MetaHash:    it.metaHash,
+				DependsOn:   r.deps.dependencies(),
+				File:        p.file,
+				Line:        p.doc.line,
+				gen:         p.doc.gen,
+			}
+		}
+	})
 	return out, transitions
 }
 
@@ -715,7 +754,7 @@ func (ld *load) checkReferences(resources []Resource) {
 				if len(d.Outputs) == 0 {
 					pth = "dependsOn"
 				}
-				ld.errs = append(ld.errs, ValidationError{File: r.File, Line: r.Line, Path: pth, Msg: err.Error()})
+				ld.errs = append(ld.errs, ValidationError{File: r.File, Line: r.Line, Path: pth, Msg: err.Error(), Origin: r.origin()})
 			}
 		}
 	}
@@ -750,8 +789,14 @@ func (ld *load) checkStale(items []resourceAt, stale []int) {
 		for _, i := range stale[:n] {
 			j := job{resourceAt: items[i]}
 			if r := j.p.doc.res; r.hasSpec && r.written == "" {
-				j.spec = ld.spec(*j.p)
-				j.skip = j.spec == nil
+				if g := j.p.doc.gen; g != nil {
+					// Rendered again rather than read: the set's file holds its template.
+					b, _ := g.t.spec.appendJSON(nil, g.in)
+					r.written = string(b)
+				} else {
+					j.spec = ld.spec(*j.p)
+					j.skip = j.spec == nil
+				}
 			}
 			jobs = append(jobs, j)
 		}
@@ -759,8 +804,14 @@ func (ld *load) checkStale(items []resourceAt, stale []int) {
 		// Validation dominates a first sync; each document is independent and compiled
 		// schemas are read-only, so spread it over the CPUs.
 		parallel(len(jobs), func(i int) {
-			if j := &jobs[i]; !j.skip {
-				j.problems = check(j.p.doc.res, j.p.doc.kind, j.spec, j.cs, ld)
+			j := &jobs[i]
+			if g := j.p.doc.gen; g != nil && j.p.doc.res.hasSpec {
+				// Built from the template rather than decoded from written, which
+				// costs more; written stays the canonical form.
+				j.spec, _ = g.t.spec.value(g.in)
+			}
+			if !j.skip {
+				j.problems = check(j.p.doc.res, j.p.doc.kind, j.spec, j.cs, ld, j.p.doc.gen != nil)
 			}
 		})
 		// Locating problems may parse files again: in file order too.
@@ -788,10 +839,12 @@ func (ld *load) spec(p placed) any {
 // references imply. kind is r's. spec is the spec as written, or nil to take it from r. It
 // returns the problems found, which still need lines. ld counts what the rules cost
 // (celRevisionBudget); nil, no budget for the revision.
-func check(r *resourceDoc, kind sym, spec any, cs *compiledSchema, ld *load) []schemaProblem {
+func check(r *resourceDoc, kind sym, spec any, cs *compiledSchema, ld *load, byParts bool) []schemaProblem {
 	var canon string // the stored form, when it is known before applying defaults
 	switch {
 	case spec != nil:
+		// A generated spec comes with its canonical form (written is empty otherwise).
+		canon = r.written
 	case !r.hasSpec:
 		spec = map[string]any{}
 	default:
@@ -806,7 +859,11 @@ func check(r *resourceDoc, kind sym, spec any, cs *compiledSchema, ld *load) []s
 	}
 	v, changed := cs.defaults.apply(spec)
 	markers := ld != nil && ld.opts.EncryptedUnknown
-	problems := cs.validateMarkers(v, path{"spec"}, markers)
+	var problems []schemaProblem
+	// The specs of a ResourceSet share most values: their parts are validated once each.
+	if !byParts || ld == nil || !ld.parts.valid(cs, v) {
+		problems = cs.validateMarkers(v, path{"spec"}, markers)
+	}
 	refs := usesSecretRef(v, 0)
 	if refs {
 		problems = append(problems, secretRefProblems(v, specRoot)...)
@@ -862,6 +919,7 @@ func (ld *load) locate(p placed, problems []schemaProblem) []ValidationError {
 	}
 	rd, ok := ld.rawDoc(p)
 	out := make([]ValidationError, 0, len(problems))
+	origin := p.originOf()
 	for _, pr := range problems {
 		line := p.doc.line
 		if ok {
@@ -869,9 +927,9 @@ func (ld *load) locate(p placed, problems []schemaProblem) []ValidationError {
 			if pr.at != nil {
 				at = pr.at
 			}
-			line = lineOf(rd.root, at)
+			line = lineOf(rd.root, p.docPath(at))
 		}
-		out = append(out, ValidationError{Line: line, Path: pr.path.String(), Msg: pr.msg})
+		out = append(out, ValidationError{Line: line, Path: pr.path.String(), Msg: pr.msg, Origin: origin})
 	}
 	return out
 }

@@ -41,6 +41,7 @@ type transitionCheck struct {
 	file       string
 	data       []byte // the file's content, for lines
 	docIndex   int    // the document's position in the file's YAML stream
+	gen        *genRef
 }
 
 // TransitionCandidates returns the resources of s whose schema has transition rules: the
@@ -103,7 +104,7 @@ func (l *Loader) CheckTransitions(s *Set, old map[ResourceKey]json.RawMessage) e
 		}
 		p := placed{
 			source: &source{file: tc.file, key: tc.file, data: tc.data},
-			doc:    &document{index: tc.docIndex, line: r.Line},
+			doc:    &document{index: tc.docIndex, line: r.Line, gen: tc.gen},
 		}
 		for _, ve := range ld.locate(p, problems) {
 			ve.File = tc.file
