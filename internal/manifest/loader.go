@@ -102,7 +102,22 @@ type source struct {
 }
 
 func (p placed) at(line int, pth, msg string) ValidationError {
-	return ValidationError{File: p.file, Line: line, Path: pth, Msg: msg, Origin: p.origin}
+	return ValidationError{File: p.file, Line: p.line(line), Path: pth, Msg: msg, Origin: p.origin}
+}
+
+// place puts a problem found in the file's data at the file.
+func (s *source) place(ve ValidationError) ValidationError {
+	ve.File, ve.Line, ve.Origin = s.file, s.line(ve.Line), s.origin
+	return ve
+}
+
+// line is l, a line of the file's data, or 0 for a rendered file: its data is the
+// renderer's output, whose lines are not those of the file Path names.
+func (s *source) line(l int) int {
+	if s.origin != "" {
+		return 0
+	}
+	return l
 }
 
 // typeInfo is what resources are checked against: a type from the files or a known one.
@@ -219,13 +234,12 @@ func (ld *load) parse(files []sources.File) []placed {
 			continue
 		}
 		f, e := files[i], used[keys[i]]
-		for _, ve := range e.errs {
-			ve.File = f.Path
-			ld.errs = append(ld.errs, ve)
-		}
 		src := &source{file: f.Path, key: keys[i], data: f.Data}
 		if f.RenderedBy != "" {
 			src.origin = "rendered by " + f.RenderedBy
+		}
+		for _, ve := range e.errs {
+			ld.errs = append(ld.errs, src.place(ve))
 		}
 		for j := range e.docs {
 			docs = append(docs, placed{source: src, doc: &e.docs[j]})
@@ -318,7 +332,7 @@ func (ld *load) types(docs []placed) ([]ResourceType, map[string]*typeInfo) {
 			Spec:           bytes.Clone(t.spec),
 			Hash:           t.hash,
 			File:           p.file,
-			Line:           p.doc.line,
+			Line:           p.line(p.doc.line),
 		}
 		for _, v := range t.versions {
 			cs := ld.schema(v.schemaHash, v.schema)
@@ -482,7 +496,14 @@ func elsewhere(p *placed, ps []*placed) string {
 	var s []string
 	for _, o := range ps {
 		if o.file != p.file || o.doc != p.doc {
-			s = append(s, fmt.Sprintf("%s:%d", o.file, o.doc.line))
+			at := o.file
+			if l := o.line(o.doc.line); l > 0 {
+				at += ":" + strconv.Itoa(l)
+			}
+			if o.origin != "" {
+				at += " (" + o.origin + ")"
+			}
+			s = append(s, at)
 		}
 	}
 	return strings.Join(s, ", ")
@@ -516,8 +537,7 @@ func (ld *load) resources(docs []placed, infos map[string]*typeInfo) ([]Resource
 	for _, it := range items {
 		celTotal += uint64(it.p.doc.res.celCost)
 		for _, ve := range it.p.doc.res.specErrs {
-			ve.File = it.p.file
-			ld.errs = append(ld.errs, ve)
+			ld.errs = append(ld.errs, it.p.place(ve))
 		}
 	}
 	// Judged on the total of every resource, whichever were checked in this load: a
@@ -696,7 +716,7 @@ func setResources(items []resourceAt) ([]Resource, []transitionCheck) {
 			MetaHash:    it.metaHash,
 			DependsOn:   r.deps.dependencies(),
 			File:        p.file,
-			Line:        p.doc.line,
+			Line:        p.line(p.doc.line),
 		})
 	}
 	return out, transitions
