@@ -83,21 +83,23 @@ type check struct {
 
 func (t *tree) check(dir string) (*check, error) {
 	c := &check{t: t, read: map[string]bool{}, done: map[string]bool{}}
-	return c, c.dir(dir, "")
+	return c, c.dir(dir, "", "")
 }
 
 // refusal is a problem of one entry of a kustomization.
 func refusal(kfile, entry, format string, args ...any) error {
 	if entry == "" {
-		return fmt.Errorf("%s: %s", kfile, fmt.Sprintf(format, args...))
+		return errorAt(kfile, format, args...)
 	}
-	return fmt.Errorf("%s: %s: %s", kfile, entry, fmt.Sprintf(format, args...))
+	return errorAt(kfile, "%s: %s", entry, fmt.Sprintf(format, args...))
 }
 
-func (c *check) dir(dir, from string) error {
+// dir checks the kustomization of folder dir, which entry at of kustomization from names
+// ("" for a root).
+func (c *check) dir(dir, from, at string) error {
 	for i, d := range c.stack {
 		if d == dir {
-			return fmt.Errorf("%s: kustomizations form a cycle: %s", from, strings.Join(append(c.stack[i:], dir), " → "))
+			return refusal(from, at, "kustomizations form a cycle: %s", strings.Join(append(c.stack[i:], dir), " → "))
 		}
 	}
 	if c.done[dir] {
@@ -106,9 +108,9 @@ func (c *check) dir(dir, from string) error {
 	kfile := c.t.kustomization(dir)
 	if kfile == "" {
 		if from == "" {
-			return fmt.Errorf("%s: no kustomization.yaml in the folder", dir)
+			return errorAt(dir, "no kustomization.yaml in the folder")
 		}
-		return fmt.Errorf("%s: %s has no kustomization.yaml", from, dir)
+		return refusal(from, at, "%s has no kustomization.yaml", dir)
 	}
 	c.stack = append(c.stack, dir)
 	defer func() { c.stack = c.stack[:len(c.stack)-1]; c.done[dir] = true }()
@@ -118,7 +120,7 @@ func (c *check) dir(dir, from string) error {
 	}
 	var k types.Kustomization
 	if err := k.Unmarshal(data); err != nil {
-		return fmt.Errorf("%s: %s", kfile, strings.TrimPrefix(err.Error(), "invalid Kustomization: "))
+		return errorAt(kfile, "%s", strings.TrimPrefix(err.Error(), "invalid Kustomization: "))
 	}
 	k.FixKustomization() // bases → resources, imageTags → images, …
 
@@ -218,7 +220,7 @@ func (c *check) resource(dir, kfile, at, entry string) error {
 		return err
 	}
 	if c.t.dirs[p] {
-		return c.dir(p, kfile+": "+at)
+		return c.dir(p, kfile, at)
 	}
 	data, err := c.file(p, kfile, at)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"path"
 	"runtime"
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
+	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/sources"
 )
 
@@ -52,6 +54,35 @@ type Options struct {
 }
 
 const srcDir = "/src"
+
+// Error is a render failure: a kustomization refused or failed to build.
+type Error struct {
+	// File is the kustomization at fault, as sources.File.Path ("" for a problem of the
+	// configured paths).
+	File string
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.File == "" {
+		return e.Msg
+	}
+	return e.File + ": " + e.Msg
+}
+
+// Problems returns err as a revision's problems (one, at the kustomization) when it is a
+// render failure: the syncer rejects the revision with them, a preview shows them.
+func Problems(err error) (manifest.Errors, bool) {
+	var e *Error
+	if !errors.As(err, &e) {
+		return nil, false
+	}
+	return manifest.Errors{{File: e.File, Msg: e.Msg}}, true
+}
+
+func errorAt(file, format string, args ...any) error {
+	return &Error{File: file, Msg: fmt.Sprintf(format, args...)}
+}
 
 // Kustomize renders the kustomizations Options name from files (one revision's snapshot)
 // and returns one file per origin file and kustomization: Path is the file the documents
@@ -83,8 +114,8 @@ func Kustomize(ctx context.Context, files []sources.File, opt Options) ([]source
 			return nil, err
 		}
 		if c.resources > limit {
-			return nil, fmt.Errorf("%s: about %d resources, more than the limit of %d per kustomization (render.kustomize.maxResources); split it into several kustomizations",
-				t.kustomization(r), c.resources, limit)
+			return nil, errorAt(t.kustomization(r), "about %d resources, more than the limit of %d per kustomization (render.kustomize.maxResources); split it into several kustomizations",
+				c.resources, limit)
 		}
 		checks[i] = c
 	}
@@ -132,7 +163,7 @@ func (t *tree) roots(paths []string) ([]string, error) {
 			}
 		}
 		if n == 0 {
-			return nil, fmt.Errorf("render.kustomize.paths: %q matches no folder with a kustomization", p)
+			return nil, errorAt("", "render.kustomize.paths: %q matches no folder with a kustomization", p)
 		}
 	}
 	sort.Strings(out)
@@ -149,11 +180,11 @@ func (t *tree) build(ctx context.Context, dir string, read map[string]bool, limi
 		if p == kfile {
 			var err error
 			if data, err = withOrigins(data); err != nil {
-				return nil, fmt.Errorf("%s: %v", kfile, err)
+				return nil, errorAt(kfile, "%v", err)
 			}
 		}
 		if err := fs.WriteFile(srcDir+"/"+p, data); err != nil {
-			return nil, fmt.Errorf("%s: %v", kfile, err)
+			return nil, errorAt(kfile, "%v", err)
 		}
 	}
 
@@ -170,14 +201,14 @@ func (t *tree) build(ctx context.Context, dir string, read map[string]bool, limi
 	var res result
 	select {
 	case <-ctx.Done():
-		return nil, fmt.Errorf("%s: kustomize: %w", kfile, context.Cause(ctx))
+		return nil, errorAt(kfile, "kustomize: %v", context.Cause(ctx))
 	case res = <-done:
 	}
 	if res.err != nil {
-		return nil, fmt.Errorf("%s: kustomize: %s", kfile, strings.ReplaceAll(res.err.Error(), srcDir+"/", ""))
+		return nil, errorAt(kfile, "kustomize: %s", strings.ReplaceAll(res.err.Error(), srcDir+"/", ""))
 	}
 	if n := res.m.Size(); n > limit {
-		return nil, fmt.Errorf("%s: %d resources, more than the limit of %d per kustomization (render.kustomize.maxResources); split it into several kustomizations", kfile, n, limit)
+		return nil, errorAt(kfile, "%d resources, more than the limit of %d per kustomization (render.kustomize.maxResources); split it into several kustomizations", n, limit)
 	}
 	return t.output(dir, kfile, res.m)
 }
@@ -213,7 +244,7 @@ func (t *tree) output(dir, kfile string, m resmap.ResMap) ([]sources.File, error
 	for _, r := range m.Resources() {
 		origin, err := r.GetOrigin()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", kfile, err)
+			return nil, errorAt(kfile, "%v", err)
 		}
 		from := kfile
 		switch {
@@ -229,11 +260,11 @@ func (t *tree) output(dir, kfile string, m resmap.ResMap) ([]sources.File, error
 			docs[from] = append(docs[from], "---\n"...)
 		}
 		if err := stripBuildAnnotations(r); err != nil {
-			return nil, fmt.Errorf("%s: %v", kfile, err)
+			return nil, errorAt(kfile, "%v", err)
 		}
 		y, err := r.AsYAML()
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", kfile, err)
+			return nil, errorAt(kfile, "%v", err)
 		}
 		docs[from] = append(docs[from], y...)
 	}
