@@ -947,7 +947,14 @@ func (l *Loader) LoadDir(dir string, opts Options) (*Set, error) {
 // Like the folder source, it never leaves dir: a symlink to a file inside dir is followed,
 // one to a folder inside is not, and one leading out of dir (to a manifest-named file or
 // to a folder) is refused unread, as is a file over the size limit (sources.File.Refused).
-func ReadDir(dir, prefix string) ([]sources.File, error) {
+func ReadDir(dir, prefix string) ([]sources.File, error) { return readDir(dir, prefix, false) }
+
+// ReadDirAll is ReadDir keeping every regular file, not only manifests: what a renderer
+// reads (sources.Env.AllFiles).
+func ReadDirAll(dir, prefix string) ([]sources.File, error) { return readDir(dir, prefix, true) }
+
+func readDir(dir, prefix string, all bool) ([]sources.File, error) {
+	wanted := func(name string) bool { return all || sources.IsManifest(name) }
 	var files []sources.File
 	prefix = strings.Trim(prefix, "/")
 	realDir, err := filepath.EvalSymlinks(dir)
@@ -965,7 +972,7 @@ func ReadDir(dir, prefix string) ([]sources.File, error) {
 			return nil
 		}
 		link := d.Type()&fs.ModeSymlink != 0
-		if !sources.IsManifest(d.Name()) && !link {
+		if !wanted(d.Name()) && !link {
 			return nil
 		}
 		rel, err := filepath.Rel(dir, p)
@@ -986,12 +993,12 @@ func ReadDir(dir, prefix string) ([]sources.File, error) {
 				return nil
 			}
 			if !sources.Within(realDir, target) {
-				if fi.IsDir() || sources.IsManifest(d.Name()) {
+				if fi.IsDir() || wanted(d.Name()) {
 					files = append(files, sources.File{Path: name, Hash: "refused", Refused: "symlink leads outside the folder"})
 				}
 				return nil
 			}
-			if !sources.IsManifest(d.Name()) {
+			if !wanted(d.Name()) {
 				return nil
 			}
 		}
