@@ -49,10 +49,10 @@ patches:
     patch: |-
       - {op: replace, path: /spec/tier, value: large}
 `,
-		"deploy/overlays/prod/orders-size.yaml": "apiVersion: example.com/v1\nkind: Database\nmetadata: {name: orders, namespace: shop}\nspec: {size: 100}\n",
+		"deploy/overlays/prod/orders-size.yaml":      "apiVersion: example.com/v1\nkind: Database\nmetadata: {name: orders, namespace: shop}\nspec: {size: 100}\n",
 		"deploy/overlays/staging/kustomization.yaml": "resources: [../../base]\nnamePrefix: staging-\npatches:\n  - path: orders-size.yaml\n",
 		"deploy/overlays/staging/orders-size.yaml":   "apiVersion: example.com/v1\nkind: Database\nmetadata: {name: orders, namespace: shop}\nspec: {size: 20}\n",
-		"deploy/README.md": "overlays of the shop's databases\n",
+		"deploy/README.md":                           "overlays of the shop's databases\n",
 	}
 }
 
