@@ -1,9 +1,10 @@
 package main
 
 import (
+	"os"
+
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/cli"
-	"github.com/trueup-dev/trueup/internal/cli/validate"
 	"github.com/trueup-dev/trueup/internal/config"
 )
 
@@ -60,8 +61,14 @@ controller config with --config to use the source's render block.`,
 			}
 			var cfg *config.Config
 			if configPath != "" && len(kustomize) == 0 {
-				// Read for the source's render block only: unset variables do not matter.
-				if cfg, err = config.Load(configPath, validate.LenientEnv{}.Get); err != nil {
+				// Read for the source's render block only: an unset variable stands in as unset-NAME.
+				env := func(k string) string {
+					if v := os.Getenv(k); v != "" {
+						return v
+					}
+					return "unset-" + k
+				}
+				if cfg, err = config.Load(configPath, env); err != nil {
 					return err
 				}
 			}

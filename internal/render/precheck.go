@@ -127,6 +127,10 @@ func (c *check) dir(dir, from, at string) error {
 	if len(k.HelmCharts) > 0 || k.HelmGlobals != nil || len(k.HelmChartInflationGenerator) > 0 {
 		return refusal(kfile, "helmCharts", "Helm charts are not rendered (render: kustomize reads only the revision's files and runs no program)")
 	}
+	if len(k.OpenAPI) > 0 {
+		// krusty installs it process-wide, under the kustomizations rendered in parallel.
+		return refusal(kfile, "openapi", "a custom OpenAPI schema is not supported")
+	}
 	for i, e := range k.Resources {
 		if err := c.resource(dir, kfile, fmt.Sprintf("resources[%d]", i), e); err != nil {
 			return err
@@ -158,9 +162,6 @@ func (c *check) dir(dir, from, at string) error {
 	}
 	for i, r := range k.Replacements {
 		refs = append(refs, ref{fmt.Sprintf("replacements[%d].path", i), r.Path})
-	}
-	if p := k.OpenAPI["path"]; p != "" {
-		refs = append(refs, ref{"openapi.path", p})
 	}
 	gen := func(field string, i int, kv types.KvPairSources) {
 		for j, f := range kv.FileSources {

@@ -199,6 +199,7 @@ func TestKustomizeRefusals(t *testing.T) {
 		{"inline exec", "generators:\n- |\n  apiVersion: v1\n  kind: G\n  metadata:\n    name: g\n    annotations:\n      config.kubernetes.io/function: 'exec: {path: /bin/sh}'\n", nil, "generators[0]: G is a KRM function"},
 		{"encrypted", "resources: [secret.yaml]\n", map[string]string{"deploy/overlays/x/secret.yaml": encrypted}, "resources[0]: deploy/overlays/x/secret.yaml is SOPS-encrypted"},
 		{"configmap from url", "configMapGenerator: [{name: c, files: [" + srv.URL + "/f]}]\n", nil, "configMapGenerator[0].files[0]"},
+		{"openapi", "resources: [../../base]\nopenapi: {path: schema.json}\n", map[string]string{"deploy/overlays/x/schema.json": "{}"}, "openapi: a custom OpenAPI schema is not supported"},
 		{"cycle", "resources: [../y]\n", map[string]string{"deploy/overlays/y/kustomization.yaml": "resources: [../x]\n"}, "form a cycle"},
 		{"unknown field", "resourcez: [a.yaml]\n", nil, k + `: json: unknown field "resourcez"`},
 		{"broken resource yaml", "resources: [broken.yaml]\n", map[string]string{"deploy/overlays/x/broken.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: [\n"}, k + ": kustomize: "},
