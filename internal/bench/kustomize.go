@@ -48,15 +48,19 @@ func (b *bench) kustomizeFigures(ctx context.Context) error {
 		files = append(files, sources.File{Path: p, Hash: p, Data: []byte(d)})
 	}
 	fn := render.Kustomizations("", kustomizePaths, 10*time.Minute)
-	start := time.Now()
-	out, err := fn(ctx, files)
-	if err != nil {
-		return err
+	var renders []time.Duration
+	for range 3 {
+		start := time.Now()
+		out, err := fn(ctx, files)
+		if err != nil {
+			return err
+		}
+		renders = append(renders, time.Since(start))
+		if n := strings.Count(string(out[0].Data), "kind: Widget"); n != 100 {
+			return fmt.Errorf("an overlay rendered %d widgets", n)
+		}
 	}
-	record("kustomize_render_10k", time.Since(start).Seconds(), "s", "informational", nil)
-	if n := strings.Count(string(out[0].Data), "kind: Widget"); n != 100 {
-		return fmt.Errorf("an overlay rendered %d widgets", n)
-	}
+	record("kustomize_render_10k", percentile(renders, 0.5).Seconds(), "s", "informational", nil)
 
 	plain := widgets(10000, 100, 0)
 	base, err := b.firstSync(ctx, "repo10k-plain", plain, nil)
