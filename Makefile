@@ -73,7 +73,8 @@ FUZZ_TARGETS := \
 	actions/execaction:FuzzOutputCapture \
 	actions/execaction:FuzzParsePlan \
 	internal/sealed:FuzzOpen \
-	internal/secrets:FuzzResolve
+	internal/secrets:FuzzResolve \
+	internal/render:FuzzPrecheck
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -152,9 +152,12 @@ func (c *check) dir(dir, from, at string) error {
 	for i, p := range k.Patches {
 		refs = append(refs, ref{fmt.Sprintf("patches[%d].path", i), p.Path})
 	}
+	// The deprecated fields still build, so they are checked too.
+	//lint:ignore SA1019 kustomize still reads patchesJson6902
 	for i, p := range k.PatchesJson6902 {
 		refs = append(refs, ref{fmt.Sprintf("patchesJson6902[%d].path", i), p.Path})
 	}
+	//lint:ignore SA1019 kustomize still reads patchesStrategicMerge
 	for i, p := range k.PatchesStrategicMerge {
 		if s := string(p); !inline(s) {
 			refs = append(refs, ref{fmt.Sprintf("patchesStrategicMerge[%d]", i), s})
