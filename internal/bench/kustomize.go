@@ -66,11 +66,32 @@ func (b *bench) kustomizeFigures(ctx context.Context) error {
 	record("kustomize_render_10k_cpu", percentile(cpu, 0.5).Seconds(), "s", "informational", nil)
 
 	plain := widgets(10000, 100, 0)
-	base, err := b.firstSync(ctx, "repo10k-plain", plain, nil)
+	base, err := b.firstSync(ctx, "repo10k-plain", plain, nil, nil)
 	if err != nil {
 		return err
 	}
-	rendered, err := b.firstSync(ctx, "repo10k-kustomize", fleet, fn)
+	// Then one base file changed: the cache renders its overlay alone.
+	oneChange := func(s *syncer.Syncer, repo string) error {
+		var changes []time.Duration
+		for i := 1; i <= 5; i++ {
+			content := fleet["base/t0042/widgets.yaml"] + fmt.Sprintf("---\napiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: extra, namespace: ns00}\nspec: {size: %d}\n", i)
+			if err := writeFiles(repo, map[string]string{"base/t0042/widgets.yaml": content}); err != nil {
+				return err
+			}
+			if err := git(repo, "commit", "-q", "-am", fmt.Sprint("change ", i)); err != nil {
+				return err
+			}
+			start := time.Now()
+			out, err := s.SyncOnce(ctx)
+			if err != nil || out.Result.Created+out.Result.Updated != 1 {
+				return fmt.Errorf("one change: %+v %v", out, err)
+			}
+			changes = append(changes, time.Since(start))
+		}
+		record("sync_one_change_10k_kustomize", ms(percentile(changes, 0.5)), "ms", "informational", nil)
+		return nil
+	}
+	rendered, err := b.firstSync(ctx, "repo10k-kustomize", fleet, fn, oneChange)
 	if err != nil {
 		return err
 	}
@@ -80,8 +101,9 @@ func (b *bench) kustomizeFigures(ctx context.Context) error {
 }
 
 // firstSync commits files to a fresh repository and times the first sync of a fresh store
-// from it, rendered by fn when set.
-func (b *bench) firstSync(ctx context.Context, name string, files map[string]string, fn render.Func) (time.Duration, error) {
+// from it, rendered by fn when set; then runs after (when set) with the syncer.
+func (b *bench) firstSync(ctx context.Context, name string, files map[string]string, fn render.Func,
+	after func(s *syncer.Syncer, repo string) error) (time.Duration, error) {
 	repo := filepath.Join(b.dir, name)
 	if err := git(b.dir, "init", "-q", "-b", "main", repo); err != nil {
 		return 0, err
@@ -114,10 +136,16 @@ func (b *bench) firstSync(ctx context.Context, name string, files map[string]str
 	if err != nil {
 		return 0, err
 	}
+	took := time.Since(start)
 	if out.Result.Created != 10000 {
 		return 0, fmt.Errorf("first sync of %s created %d", name, out.Result.Created)
 	}
-	return time.Since(start), nil
+	if after != nil {
+		if err := after(s, repo); err != nil {
+			return 0, err
+		}
+	}
+	return took, nil
 }
 
 // cpuTime is the CPU time (user and system) the process has used.

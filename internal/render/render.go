@@ -16,6 +16,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -51,6 +52,42 @@ type Options struct {
 	// Timeout bounds the whole render (0: DefaultTimeout). kustomize cannot be cancelled:
 	// when the time is up the render is given up and its result dropped.
 	Timeout time.Duration
+	// Cache, when set, keeps each kustomization's output by the content of the files its
+	// build reads: a revision renders again only the kustomizations whose files changed.
+	Cache *Cache
+}
+
+// Cache holds the last output of each kustomization folder, keyed by the content it was
+// built from. It may be shared by renders that run at the same time.
+type Cache struct {
+	mu      sync.Mutex
+	entries map[string]cached
+}
+
+type cached struct {
+	key   [sha256.Size]byte
+	files []sources.File
+}
+
+// NewCache returns an empty cache.
+func NewCache() *Cache { return &Cache{entries: map[string]cached{}} }
+
+// key identifies a build: the paths and data of the files it reads, and the cap.
+func (t *tree) key(read map[string]bool, limit int) [sha256.Size]byte {
+	paths := make([]string, 0, len(read))
+	for p := range read {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	h := sha256.New()
+	fmt.Fprintf(h, "%d\n", limit)
+	for _, p := range paths {
+		sum := sha256.Sum256(t.files[p].Data)
+		fmt.Fprintf(h, "%s\x00%x\n", p, sum)
+	}
+	var k [sha256.Size]byte
+	h.Sum(k[:0])
+	return k
 }
 
 const srcDir = "/src"
@@ -125,13 +162,39 @@ func Kustomize(ctx context.Context, files []sources.File, opt Options) ([]source
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, r := range roots {
 		g.Go(func() error {
+			var key [sha256.Size]byte
+			if c := opt.Cache; c != nil {
+				key = t.key(checks[i].read, limit)
+				c.mu.Lock()
+				e, ok := c.entries[r]
+				c.mu.Unlock()
+				if ok && e.key == key {
+					outs[i] = e.files
+					return nil
+				}
+			}
 			out, err := t.build(gctx, r, checks[i].read, limit)
+			if err == nil && opt.Cache != nil {
+				opt.Cache.mu.Lock()
+				opt.Cache.entries[r] = cached{key, out}
+				opt.Cache.mu.Unlock()
+			}
 			outs[i] = out
 			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
+	}
+	if c := opt.Cache; c != nil {
+		// Folders no longer rendered leave the cache.
+		c.mu.Lock()
+		for r := range c.entries {
+			if !slices.Contains(roots, r) {
+				delete(c.entries, r)
+			}
+		}
+		c.mu.Unlock()
 	}
 	return slices.Concat(outs...), nil
 }

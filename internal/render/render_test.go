@@ -268,3 +268,36 @@ func TestKustomizeLimits(t *testing.T) {
 		t.Fatalf("error = %v, want the cancellation", err)
 	}
 }
+
+// A revision renders again only the kustomizations whose files changed.
+func TestKustomizeCache(t *testing.T) {
+	t.Parallel()
+	files := fleet()
+	opt := Options{Root: "deploy", Paths: []string{"overlays/*"}, Cache: NewCache()}
+	first, err := Kustomize(context.Background(), snapshot(files), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files["deploy/overlays/staging/size.yaml"] = strings.Replace(files["deploy/overlays/staging/size.yaml"], "size: 20", "size: 25", 1)
+	second, err := Kustomize(context.Background(), snapshot(files), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first[0].RenderedBy != "deploy/overlays/prod/kustomization.yaml" || &first[0].Data[0] != &second[0].Data[0] {
+		t.Error("the unchanged prod overlay was rendered again")
+	}
+	if !strings.Contains(string(second[1].Data), "size: 25") || strings.Contains(string(first[1].Data), "size: 25") {
+		t.Errorf("staging rendered %s then %s", first[1].Data, second[1].Data)
+	}
+	// The base is read by both: a change there renders both again.
+	files["deploy/base/db.yaml"] = strings.Replace(files["deploy/base/db.yaml"], "tier: small}", "tier: medium}", 1)
+	third, err := Kustomize(context.Background(), snapshot(files), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range third {
+		if !strings.Contains(string(f.Data), "tier: medium") {
+			t.Errorf("%s by %s not rendered again:\n%s", f.Path, f.RenderedBy, f.Data)
+		}
+	}
+}

@@ -27,9 +27,10 @@ func ForSource(s config.Source, timeout time.Duration) Func {
 	return Kustomizations(root, *s.Render.Kustomize, timeout)
 }
 
-// Kustomizations is the render function of a kustomize block over a source's path root.
+// Kustomizations is the render function of a kustomize block over a source's path root. It
+// keeps a cache: a revision renders again only the kustomizations whose files changed.
 func Kustomizations(root string, k config.Kustomize, timeout time.Duration) Func {
-	opt := Options{Root: root, Paths: k.Paths, MaxResources: k.MaxResources, Timeout: timeout}
+	opt := Options{Root: root, Paths: k.Paths, MaxResources: k.MaxResources, Timeout: timeout, Cache: NewCache()}
 	return func(ctx context.Context, files []sources.File) ([]sources.File, error) {
 		return Kustomize(ctx, files, opt)
 	}
