@@ -1,12 +1,16 @@
 package main
 
 import (
+	"os"
+
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/cli"
+	"github.com/trueup-dev/trueup/internal/config"
 )
 
 func newDiffCmd(api *apiOptions) *cobra.Command {
-	var source string
+	var source, configPath string
+	var kustomize []string
 	cmd := &cobra.Command{
 		Use:   "diff DIR --source NAME",
 		Short: "Show what applying a manifests folder to a source would change",
@@ -40,7 +44,11 @@ removed, and DIR's resources may use only DIR's types and other sources' types.
 
 SOPS-encrypted files are decrypted with the age identities of SOPS_AGE_KEY and
 SOPS_AGE_KEY_FILE; an encrypted field is compared by its marker ("*** sops:<fingerprint>"),
-which changes when its value does, and its plaintext is never printed.`,
+which changes when its value does, and its plaintext is never printed.
+
+A source with render: kustomize is diffed on its rendered output: give the kustomization
+folders with --kustomize (relative to DIR, * matches one folder name, repeatable), or the
+controller config with --config to use the source's render block.`,
 		Example: `  # source infra has path: manifests
   trueup diff ./manifests --source infra
   # source platform reads the whole repository
@@ -51,7 +59,20 @@ which changes when its value does, and its plaintext is never printed.`,
 			if err != nil {
 				return err
 			}
-			plan, err := cli.Diff(cmd.Context(), c, args[0], source)
+			var cfg *config.Config
+			if configPath != "" && len(kustomize) == 0 {
+				// Read for the source's render block only: an unset variable stands in as unset-NAME.
+				env := func(k string) string {
+					if v := os.Getenv(k); v != "" {
+						return v
+					}
+					return "unset-" + k
+				}
+				if cfg, err = config.Load(configPath, env); err != nil {
+					return err
+				}
+			}
+			plan, err := cli.Diff(cmd.Context(), c, args[0], source, kustomize, cfg)
 			if err != nil {
 				return err
 			}
@@ -66,5 +87,7 @@ which changes when its value does, and its plaintext is never printed.`,
 	}
 	cmd.Flags().StringVar(&source, "source", "", "the source DIR would be applied to (required)")
 	_ = cmd.MarkFlagRequired("source")
+	cmd.Flags().StringArrayVar(&kustomize, "kustomize", nil, "render this kustomization folder of DIR first (repeatable; * globs)")
+	cmd.Flags().StringVar(&configPath, "config", "", "controller config whose render block of the source applies")
 	return cmd
 }

@@ -267,3 +267,31 @@ func TestDiffRepositoryRoot(t *testing.T) {
 		t.Errorf("the folder itself: %v\n%s", err, out)
 	}
 }
+
+// TestDiffKustomize: a source that renders is diffed on its rendered output, with the
+// kustomization folders of --kustomize or the render block of --config; a refused
+// kustomization is an invalid revision.
+func TestDiffKustomize(t *testing.T) {
+	t.Parallel()
+	a := setup(t)
+	rootRelative(t, a)
+	files := infraFiles("500")
+	files["kustomization.yaml"] = "resources: [types/all.yaml, databases/clusters.yaml, storage/buckets.yaml]\n"
+	dir := writeDir(t, files)
+	const unchanged = "resources: 0 to add, 0 to change, 0 to remove, 5 unchanged; types: 0 to add, 0 to change, 0 to remove, 2 unchanged\n"
+	if out, stderr, err := a.run(t, "diff", dir, "--source", "infra", "--kustomize", "."); err != nil || !strings.HasSuffix(out, unchanged) {
+		t.Fatalf("diff --kustomize .: %v\n%s%s", err, out, stderr)
+	}
+	cfg := filepath.Join(t.TempDir(), "trueup.yaml")
+	writeTestFile(t, cfg, "sources:\n  - name: infra\n    git: {url: https://github.com/acme/infra.git, path: manifests}\n    render: kustomize\n")
+	if out, stderr, err := a.run(t, "diff", dir, "--source", "infra", "--config", cfg); err != nil || !strings.HasSuffix(out, unchanged) {
+		t.Fatalf("diff --config: %v\n%s%s", err, out, stderr)
+	}
+	files["kustomization.yaml"] = "resources:\n- https://example.com/all.yaml\n"
+	out, _, err := a.run(t, "diff", writeDir(t, files), "--source", "infra", "--kustomize", ".")
+	var code exitCode
+	if !errors.As(err, &code) || code != 1 ||
+		!strings.Contains(out, `! invalid manifests/kustomization.yaml: resources[0]: "https://example.com/all.yaml" is a remote base`) {
+		t.Fatalf("remote resource: %v\n%s", err, out)
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 func newValidateCmd() *cobra.Command {
 	var configPath string
+	var rd validate.Render
 	cmd := &cobra.Command{
 		Use:   "validate DIR",
 		Short: "Check a manifests folder offline (for the manifests repository's own CI)",
@@ -23,12 +24,19 @@ when the schema neither requires it nor gives it a default. A module kept in a s
 repository is read from the checkout DIR is part of.
 
 SOPS-encrypted files are decrypted with the age identities of SOPS_AGE_KEY and
-SOPS_AGE_KEY_FILE, and with --config those of every source's decryption.age.`,
+SOPS_AGE_KEY_FILE, and with --config those of every source's decryption.age.
+
+With --kustomize, DIR is rendered with kustomize first, as a source with render: kustomize
+renders it: each --kustomize is a kustomization folder relative to DIR (* matches one folder
+name), and the output is what is checked. With --config and no --kustomize, the render block
+of the source --source (or of the config's only source) applies.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return validate.Folder(args[0], configPath, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return validate.Folder(args[0], configPath, rd, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().StringVar(&configPath, "config", "", "controller config whose action instances the types must name")
+	cmd.Flags().StringArrayVar(&rd.Kustomize, "kustomize", nil, "render this kustomization folder of DIR first (repeatable; * globs)")
+	cmd.Flags().StringVar(&rd.Source, "source", "", "with --config: the source DIR belongs to, whose render block applies")
 	return cmd
 }

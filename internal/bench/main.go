@@ -42,7 +42,7 @@ func atLeast(x float64) func(float64) bool { return func(v float64) bool { retur
 func atMost(x float64) func(float64) bool  { return func(v float64) bool { return v <= x } }
 
 func main() {
-	only := flag.String("only", "", "comma-separated figure groups to run (graph,resourceset,policy,reconcile,gate,windows,calls,chain,apiload,defaults,sync,syncrules,claim,webhook,failover,serve,preview)")
+	only := flag.String("only", "", "comma-separated figure groups to run (graph,resourceset,policy,reconcile,gate,windows,calls,chain,apiload,defaults,sync,syncrules,synckustomize,claim,webhook,failover,serve,preview)")
 	traced := flag.Bool("tracing", false, "export every span to a collector on loopback, as with a tracing: block (figures with tracing on)")
 	flag.Parse()
 	ctx := context.Background()
@@ -153,6 +153,11 @@ func run(ctx context.Context, only string, log *slog.Logger) error {
 	if want("syncrules") {
 		if err := b.syncFigures(ctx, true); err != nil {
 			return fmt.Errorf("sync with CEL rules: %w", err)
+		}
+	}
+	if want("synckustomize") {
+		if err := b.kustomizeFigures(ctx); err != nil {
+			return fmt.Errorf("sync with kustomize: %w", err)
 		}
 	}
 	if want("claim") {

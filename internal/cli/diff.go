@@ -16,7 +16,9 @@ import (
 	"sync"
 
 	"github.com/trueup-dev/trueup/internal/apiclient"
+	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/render"
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/wire"
 	"github.com/trueup-dev/trueup/sources"
@@ -54,8 +56,9 @@ type DiffPlan struct {
 func (p *DiffPlan) Changed() bool { return len(p.changes) > 0 || len(p.invalid) > 0 }
 
 // Diff loads the manifests folder dir as a sync of source sourceName would and compares it
-// with what the API shows of that source.
-func Diff(ctx context.Context, c *apiclient.Client, dir, sourceName string) (*DiffPlan, error) {
+// with what the API shows of that source. kustomize (folders relative to dir) or, without it,
+// the render block of the source in cfg (nil: none) renders dir first.
+func Diff(ctx context.Context, c *apiclient.Client, dir, sourceName string, kustomize []string, cfg *config.Config) (*DiffPlan, error) {
 	p := &DiffPlan{}
 	if err := c.Get(ctx, "/api/v1/sources/"+url.PathEscape(sourceName), nil, &p.source); err != nil {
 		return nil, err
@@ -71,9 +74,26 @@ func Diff(ctx context.Context, c *apiclient.Client, dir, sourceName string) (*Di
 		return nil, err
 	}
 	prefix := sourcePrefix(p.source.Path)
-	files, err := manifest.ReadDir(dir, prefix)
+	renderFn, err := render.ForCLI(prefix, kustomize, cfg, sourceName)
 	if err != nil {
 		return nil, err
+	}
+	read := manifest.ReadDir
+	if renderFn != nil {
+		read = manifest.ReadDirAll
+	}
+	files, err := read(dir, prefix)
+	if err != nil {
+		return nil, err
+	}
+	if renderFn != nil {
+		if files, err = renderFn(ctx, files); err != nil {
+			if problems, ok := render.Problems(err); ok {
+				p.invalid = problems
+				return p, nil
+			}
+			return nil, err
+		}
 	}
 	// The source's resources are needed once DIR loads, and before that only to tell
 	// whether DIR lies above the folder the source reads: an invalid DIR costs no listing.

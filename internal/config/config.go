@@ -131,6 +131,8 @@ type Source struct {
 	Decryption *Decryption `yaml:"decryption"`
 	// Preview previews the source's pull (merge) requests (optional).
 	Preview *Preview `yaml:"preview"`
+	// Render renders the source's files with kustomize before they are read (optional).
+	Render *Render `yaml:"render"`
 }
 
 // Preview turns pull-request previews on for a source: its webhook then also accepts
@@ -592,6 +594,9 @@ func (c *Config) Validate() error {
 		}
 		if d := s.Decryption; d != nil {
 			validateDecryption(at+".decryption", d, bad)
+		}
+		if r := s.Render; r != nil {
+			validateRender(at+".render", r, bad)
 		}
 		if pv := s.Preview; pv != nil {
 			switch {

@@ -14,6 +14,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/policy"
 	"github.com/trueup-dev/trueup/internal/preview"
 	"github.com/trueup-dev/trueup/internal/redact"
+	"github.com/trueup-dev/trueup/internal/render"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/sources"
 )
@@ -31,7 +32,7 @@ func newPreviewRunner(cfg *config.Config, sc config.Source, src sources.Source, 
 	}
 	return preview.New(preview.Options{Source: sc.Name, Fetcher: fetcher, Publisher: pub, Store: st,
 		ExternalURL: strings.TrimSuffix(cfg.Server.ExternalURL, "/"), Replica: replica, Logger: logger,
-		Checker: &preview.Checker{Source: sc.Name, Store: st, Loader: manifest.NewLoader(),
+		Checker: &preview.Checker{Source: sc.Name, Store: st, Loader: manifest.NewLoader(), Render: render.ForSource(sc, cfg.Reconcile.LeaseTTL*2/3),
 			CheckAction: CheckAction(acts), CheckReference: checkRef, Limits: manifest.Limits(cfg.Limits), Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction, AllowEmpty: sc.Prune.AllowEmpty,
 			Actions: acts, Plans: plans, PlanTimeout: sc.Preview.PlanTimeout, PlanConcurrency: sc.Preview.PlanConcurrency, Redact: secrets, Roots: previewRoots(cfg, acts),
 			NoResolve: sc.Preview.ResolveOutputs == config.ResolveNever, ResolveForks: sc.Preview.ResolveOutputs == config.ResolveAlways,

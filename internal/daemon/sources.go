@@ -20,6 +20,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/policy"
 	"github.com/trueup-dev/trueup/internal/preview"
 	"github.com/trueup-dev/trueup/internal/redact"
+	"github.com/trueup-dev/trueup/internal/render"
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/syncer"
@@ -164,7 +165,7 @@ func (s *sourceSet) build(cfg *config.Config, sc config.Source, keys map[string]
 	rs.syncer = syncer.New(e.store, syncer.Options{Name: sc.Name, Source: src, Interval: info.Interval,
 		Prune: sc.PruneEnabled(), MaxPruneFraction: sc.Prune.MaxFraction, AllowEmpty: sc.Prune.AllowEmpty, Replica: e.replica, LeaseTTL: cfg.Reconcile.LeaseTTL, Live: e.live,
 		CheckAction: e.checkAction, CheckReference: e.checkReference, Limits: manifest.Limits(cfg.Limits), Redact: e.redact, Metrics: e.met, Reporter: reporter,
-		Opener: sealed.NewOpener(keys[sc.Name])}, e.log)
+		Opener: sealed.NewOpener(keys[sc.Name]), Render: render.ForSource(sc, cfg.Reconcile.LeaseTTL*2/3)}, e.log)
 	if sc.PreviewEnabled() {
 		p, err := newPreviewRunner(cfg, sc, src, e.store, acts, e.acts.Plans(), e.checkReference, e.policies, e.redact, e.replica, e.log)
 		if err != nil {

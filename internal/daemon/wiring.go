@@ -101,7 +101,9 @@ func NewSource(reg *sources.Registry, cfg *config.Config, s config.Source, logge
 	}
 	src, err := reg.New(spec, sources.Env{Name: s.Name, Dir: filepath.Join(cfg.DataDir, spec.Kind(), s.Name), Logger: logger,
 		// Below the source lease's TTL: a hung server fails the sync, it cannot outlast the lease.
-		Timeout: cfg.Reconcile.LeaseTTL * 2 / 3})
+		Timeout: cfg.Reconcile.LeaseTTL * 2 / 3,
+		// A renderer reads kustomizations, patches and generator inputs besides manifests.
+		AllFiles: s.Render != nil})
 	return src, spec.Info(), err
 }
 

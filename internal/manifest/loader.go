@@ -107,7 +107,22 @@ type source struct {
 }
 
 func (p placed) at(line int, pth, msg string) ValidationError {
-	return ValidationError{File: p.file, Line: line, Path: pth, Msg: msg, Origin: p.originOf()}
+	return ValidationError{File: p.file, Line: p.line(line), Path: pth, Msg: msg, Origin: p.originOf()}
+}
+
+// place puts a problem found in the file's data at the file.
+func (s *source) place(ve ValidationError) ValidationError {
+	ve.File, ve.Line, ve.Origin = s.file, s.line(ve.Line), s.origin
+	return ve
+}
+
+// line is l, a line of the file's data, or 0 for a rendered file: its data is the
+// renderer's output, whose lines are not those of the file Path names.
+func (s *source) line(l int) int {
+	if s.origin != "" {
+		return 0
+	}
+	return l
 }
 
 // typeInfo is what resources are checked against: a type from the files or a known one.
@@ -233,13 +248,12 @@ func (ld *load) parse(files []sources.File) []placed {
 			continue
 		}
 		f, e := files[i], used[keys[i]]
-		for _, ve := range e.errs {
-			ve.File = f.Path
-			ld.errs = append(ld.errs, ve)
-		}
 		src := &source{file: f.Path, key: keys[i], data: f.Data}
 		if f.RenderedBy != "" {
 			src.origin = "rendered by " + f.RenderedBy
+		}
+		for _, ve := range e.errs {
+			ld.errs = append(ld.errs, src.place(ve))
 		}
 		for j := range e.docs {
 			docs = append(docs, placed{source: src, doc: &e.docs[j]})
@@ -332,7 +346,7 @@ func (ld *load) types(docs []placed) ([]ResourceType, map[string]*typeInfo) {
 			Spec:           bytes.Clone(t.spec),
 			Hash:           t.hash,
 			File:           p.file,
-			Line:           p.doc.line,
+			Line:           p.line(p.doc.line),
 		}
 		for _, v := range t.versions {
 			cs := ld.schema(v.schemaHash, v.schema)
@@ -496,7 +510,7 @@ func elsewhere(p *placed, ps []*placed) string {
 	var s []string
 	for _, o := range ps {
 		if o.file != p.file || o.doc != p.doc {
-			s = append(s, ValidationError{File: o.file, Line: o.doc.line, Origin: o.originOf()}.place())
+			s = append(s, ValidationError{File: o.file, Line: o.line(o.doc.line), Origin: o.originOf()}.place())
 		}
 	}
 	return strings.Join(s, ", ")
@@ -530,7 +544,12 @@ func (ld *load) resources(docs []placed, infos map[string]*typeInfo) ([]Resource
 	for _, it := range items {
 		celTotal += uint64(it.p.doc.res.celCost)
 		for _, ve := range it.p.doc.res.specErrs {
-			ve.File = it.p.file
+			// A generated document's problems carry their input (locate): keep it.
+			origin := ve.Origin
+			ve = it.p.place(ve)
+			if it.p.doc.gen != nil {
+				ve.Origin = origin
+			}
 			ld.errs = append(ld.errs, ve)
 		}
 	}
@@ -733,7 +752,7 @@ func setResources(items []resourceAt) ([]Resource, []transitionCheck) {
 				MetaHash:    it.metaHash,
 				DependsOn:   r.deps.dependencies(),
 				File:        p.file,
-				Line:        p.doc.line,
+				Line:        p.line(p.doc.line),
 				gen:         p.doc.gen,
 			}
 		}
@@ -985,7 +1004,14 @@ func (l *Loader) LoadDir(dir string, opts Options) (*Set, error) {
 // Like the folder source, it never leaves dir: a symlink to a file inside dir is followed,
 // one to a folder inside is not, and one leading out of dir (to a manifest-named file or
 // to a folder) is refused unread, as is a file over the size limit (sources.File.Refused).
-func ReadDir(dir, prefix string) ([]sources.File, error) {
+func ReadDir(dir, prefix string) ([]sources.File, error) { return readDir(dir, prefix, false) }
+
+// ReadDirAll is ReadDir keeping every regular file, not only manifests: what a renderer
+// reads (sources.Env.AllFiles).
+func ReadDirAll(dir, prefix string) ([]sources.File, error) { return readDir(dir, prefix, true) }
+
+func readDir(dir, prefix string, all bool) ([]sources.File, error) {
+	wanted := func(name string) bool { return all || sources.IsManifest(name) }
 	var files []sources.File
 	prefix = strings.Trim(prefix, "/")
 	realDir, err := filepath.EvalSymlinks(dir)
@@ -1003,7 +1029,7 @@ func ReadDir(dir, prefix string) ([]sources.File, error) {
 			return nil
 		}
 		link := d.Type()&fs.ModeSymlink != 0
-		if !sources.IsManifest(d.Name()) && !link {
+		if !wanted(d.Name()) && !link {
 			return nil
 		}
 		rel, err := filepath.Rel(dir, p)
@@ -1024,12 +1050,12 @@ func ReadDir(dir, prefix string) ([]sources.File, error) {
 				return nil
 			}
 			if !sources.Within(realDir, target) {
-				if fi.IsDir() || sources.IsManifest(d.Name()) {
+				if fi.IsDir() || wanted(d.Name()) {
 					files = append(files, sources.File{Path: name, Hash: "refused", Refused: "symlink leads outside the folder"})
 				}
 				return nil
 			}
-			if !sources.IsManifest(d.Name()) {
+			if !wanted(d.Name()) {
 				return nil
 			}
 		}

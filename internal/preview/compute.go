@@ -19,6 +19,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/policy"
 	"github.com/trueup-dev/trueup/internal/redact"
+	"github.com/trueup-dev/trueup/internal/render"
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/specdiff"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -37,6 +38,9 @@ type Checker struct {
 	// treat as unknown (sealed.LoadMasked), so that a pull request's rules cannot read a
 	// secret.
 	Loader *manifest.Loader
+	// Render is the source's render hook (syncer.Options.Render; nil: none): a pull request
+	// is rendered as a push of it would be.
+	Render func(ctx context.Context, files []sources.File) ([]sources.File, error)
 	// CheckAction, Limits, Prune, MaxPruneFraction and AllowEmpty are the source's sync settings.
 	CheckAction func(name string, with json.RawMessage) error
 	// CheckReference is the source's reference grants (manifest.Options.CheckReference).
@@ -112,6 +116,20 @@ func (c *Checker) CheckFrom(ctx context.Context, snap *sources.Snapshot, from Or
 	appliedTypes, err := c.appliedTypes(ctx)
 	if err != nil {
 		return Result{}, "", err
+	}
+	if c.Render != nil {
+		files, err := c.Render(ctx, snap.Files)
+		if problems, ok := render.Problems(err); ok {
+			base, berr := c.Store.CheckRevision(ctx, store.ApplyParams{Source: c.Source})
+			if berr != nil {
+				return Result{}, "", berr
+			}
+			return invalid(problems, c.Redact.Scrub), base.Revision, nil
+		}
+		if err != nil {
+			return Result{}, "", fmt.Errorf("render %s: %w", clip.Rev(snap.Revision), err)
+		}
+		snap = &sources.Snapshot{Revision: snap.Revision, Author: snap.Author, Files: files}
 	}
 	var readErr error
 	applied := func(keys []manifest.ResourceKey) (map[manifest.ResourceKey]sealed.Applied, error) {

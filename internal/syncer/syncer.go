@@ -30,6 +30,7 @@ import (
 	"github.com/trueup-dev/trueup/internal/plural"
 	"github.com/trueup-dev/trueup/internal/policy"
 	"github.com/trueup-dev/trueup/internal/redact"
+	"github.com/trueup-dev/trueup/internal/render"
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/internal/status"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -75,6 +76,9 @@ type Options struct {
 	// Opener decrypts the source's SOPS-encrypted manifests (nil: the source has no keys,
 	// and an encrypted file rejects the revision).
 	Opener *sealed.Opener
+	// Render turns a revision's files into the manifests read (render: kustomize); a
+	// failure rejects the revision. nil: the files are the manifests.
+	Render func(ctx context.Context, files []sources.File) ([]sources.File, error)
 }
 
 // Reporter is told what happens to each revision (commit statuses on the forge): Picked
@@ -111,6 +115,12 @@ type Syncer struct {
 	lastWebhook time.Time // last push webhook for this source
 	head        string    // the remote head last read
 	headSeen    time.Time // when that head was first read
+	// rendered is the last revision rendered and its output: a revision loaded again (a
+	// retried apply) is not rendered again.
+	rendered struct {
+		revision string
+		files    []sources.File
+	}
 }
 
 // New returns a syncer; call Run.
@@ -568,6 +578,18 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 	}
 	step.SetAttributes(attribute.Int("trueup.files", len(snap.Files)))
 	step.End()
+	if s.opts.Render != nil {
+		rctx, step := tracer.Start(ctx, "render")
+		files, err := s.render(rctx, snap)
+		if err != nil {
+			tracing.Fail(step, "RenderFailed")
+			step.End()
+			return Outcome{}, s.reject(ctx, lease, snap.Revision, err)
+		}
+		step.SetAttributes(attribute.Int("trueup.files", len(files)))
+		step.End()
+		snap = &sources.Snapshot{Revision: snap.Revision, Author: snap.Author, Files: files}
+	}
 	fetched := time.Since(start)
 	known, err := s.otherTypes(ctx)
 	if err != nil {
@@ -735,7 +757,11 @@ func (e *appliedReadError) Error() string { return e.err.Error() }
 // reject records a revision whose content is invalid; it is not retried until the head moves.
 func (s *Syncer) reject(ctx context.Context, lease *store.Lease, rev string, err error) error {
 	var verrs manifest.Errors
-	if !errors.As(err, &verrs) {
+	reason := "ValidationFailed"
+	if problems, ok := render.Problems(err); ok {
+		verrs, err, reason = problems, nil, "RenderFailed"
+	}
+	if err != nil && !errors.As(err, &verrs) {
 		return s.fail(ctx, lease, store.SyncFailure{Revision: rev, Reason: "ValidationFailed", Message: err.Error()}, "")
 	}
 	errs := make([]store.SourceError, len(verrs))
@@ -749,7 +775,25 @@ func (s *Syncer) reject(ctx context.Context, lease *store.Lease, rev string, err
 	if s.opts.Reporter != nil {
 		s.opts.Reporter.Rejected(ctx, rev, lines)
 	}
-	return s.fail(ctx, lease, store.SyncFailure{Revision: rev, Reason: "ValidationFailed", Message: msg, Errors: errs}, rev)
+	return s.fail(ctx, lease, store.SyncFailure{Revision: rev, Reason: reason, Message: msg, Errors: errs}, rev)
+}
+
+// render renders snap's files, or returns the output of the revision rendered last.
+func (s *Syncer) render(ctx context.Context, snap *sources.Snapshot) ([]sources.File, error) {
+	s.mu.Lock()
+	last := s.rendered
+	s.mu.Unlock()
+	if last.revision == snap.Revision && last.files != nil {
+		return last.files, nil
+	}
+	files, err := s.opts.Render(ctx, snap.Files)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.rendered.revision, s.rendered.files = snap.Revision, files
+	s.mu.Unlock()
+	return files, nil
 }
 
 func (s *Syncer) fail(ctx context.Context, lease *store.Lease, f store.SyncFailure, rejected string) error {

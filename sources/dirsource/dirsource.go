@@ -34,6 +34,8 @@ type Config struct {
 	Path string
 	// Debounce is the quiet period that ends a burst of events; 0 means DefaultDebounce.
 	Debounce time.Duration
+	// AllFiles reads every regular file, not only manifests (sources.Env.AllFiles).
+	AllFiles bool
 }
 
 // Source is a folder manifests source. Head and Fetch may be called from several

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,9 +26,16 @@ type fixture struct {
 // setup creates a folder with files and a source on it; debounce 0 means the default.
 func setup(t *testing.T, debounce time.Duration, files map[string]string) *fixture {
 	t.Helper()
+	return setupWith(t, Config{Debounce: debounce}, files)
+}
+
+// setupWith is setup with a config whose Name and Path it fills.
+func setupWith(t *testing.T, cfg Config, files map[string]string) *fixture {
+	t.Helper()
 	f := &fixture{t: t, dir: t.TempDir()}
 	f.write(files)
-	src, err := New(Config{Name: "test", Path: f.dir, Debounce: debounce}, slog.New(slog.DiscardHandler))
+	cfg.Name, cfg.Path = "test", f.dir
+	src, err := New(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -377,4 +385,31 @@ func TestRemovedRootFailsHead(t *testing.T) {
 		t.Error("Head succeeded on a removed folder")
 	}
 	var _ sources.Notifier = f.src
+}
+
+// With AllFiles (a source that renders), every regular file is read, and a change to any
+// of them is a change.
+func TestAllFiles(t *testing.T) {
+	t.Parallel()
+	f := setupWith(t, Config{AllFiles: true, Debounce: 10 * time.Millisecond}, map[string]string{
+		"kustomization.yaml": "resources: [a.yaml]\n",
+		"a.yaml":             "kind: A\n",
+		"sub/app.env":        "A=1\n",
+		"a.yaml~":            "backup",
+		".hidden/x.env":      "hidden",
+	})
+	snap, err := f.src.Fetch(f.ctx, f.head())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, file := range snap.Files {
+		got = append(got, file.Path)
+	}
+	if want := []string{"a.yaml", "kustomization.yaml", "sub/app.env"}; !slices.Equal(got, want) {
+		t.Fatalf("files = %q, want %q", got, want)
+	}
+	f.start()
+	f.write(map[string]string{"sub/app.env": "A=2\n"})
+	f.waitChange(10 * time.Second)
 }

@@ -48,9 +48,9 @@ func ignored(name string) bool {
 	return false
 }
 
-// isManifestName reports whether a file name is read as a manifest.
-func isManifestName(name string) bool {
-	return !ignored(name) && sources.IsManifest(name)
+// wanted reports whether a file name is read: a manifest, or any file with AllFiles.
+func (s *Source) wanted(name string) bool {
+	return !ignored(name) && (s.cfg.AllFiles || sources.IsManifest(name))
 }
 
 // scan walks the folder and returns the revision and, when read is set, the files with
@@ -86,7 +86,7 @@ func (s *Source) scan(ctx context.Context, read bool) (string, []sources.File, e
 			}
 			return nil
 		}
-		if !isManifestName(d.Name()) && d.Type()&fs.ModeSymlink == 0 {
+		if !s.wanted(d.Name()) && d.Type()&fs.ModeSymlink == 0 {
 			return nil
 		}
 		rel, err := filepath.Rel(s.root, p)
@@ -119,12 +119,12 @@ func (s *Source) scan(ctx context.Context, read bool) (string, []sources.File, e
 			}
 			if !sources.Within(realRoot, target) {
 				fi, err := os.Stat(target)
-				if err == nil && (fi.IsDir() || isManifestName(d.Name())) {
+				if err == nil && (fi.IsDir() || s.wanted(d.Name())) {
 					return refuse("symlink leads outside the source folder")
 				}
 				return nil
 			}
-			if !isManifestName(d.Name()) {
+			if !s.wanted(d.Name()) {
 				return nil
 			}
 		}

@@ -51,7 +51,7 @@ func Open(spec sources.Spec, env sources.Env) (sources.Source, error) {
 	if !ok {
 		return nil, fmt.Errorf("dir source %q: spec is a %T, not a *dirsource.Spec", env.Name, spec)
 	}
-	src, err := New(Config{Name: env.Name, Path: s.Path}, env.Logger)
+	src, err := New(Config{Name: env.Name, Path: s.Path, AllFiles: env.AllFiles}, env.Logger)
 	if err != nil {
 		return nil, err
 	}

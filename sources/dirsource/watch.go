@@ -93,7 +93,7 @@ func (l *loop) relevant(ev fsnotify.Event) bool {
 	if !ev.Has(fsnotify.Create) && !ev.Has(fsnotify.Write) && !ev.Has(fsnotify.Remove) && !ev.Has(fsnotify.Rename) {
 		return false // Chmod only
 	}
-	return isManifestName(name)
+	return l.src.wanted(name)
 }
 
 // addTree watches dir and its non-hidden subfolders and reports whether they hold a
@@ -122,7 +122,7 @@ func (l *loop) addTree(dir string) (bool, error) {
 			l.dirs[p] = true
 			return nil
 		}
-		if isManifestName(d.Name()) {
+		if l.src.wanted(d.Name()) {
 			has = true
 		}
 		return nil

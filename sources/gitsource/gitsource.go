@@ -78,6 +78,8 @@ type Config struct {
 	// trueup serve sets it to 2/3 of reconcile.leaseTTL so that a hung server fails the sync
 	// with a clear error well before the source's lease would expire.
 	Timeout time.Duration
+	// AllFiles reads every regular file under Path, not only manifests (sources.Env.AllFiles).
+	AllFiles bool
 }
 
 // DefaultTimeout is Config.Timeout when unset: 2/3 of the default 15 s lease TTL, ample for

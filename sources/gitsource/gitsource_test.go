@@ -633,3 +633,27 @@ func TestNewTouchesNothing(t *testing.T) {
 	}
 	check("after the next instance's first use")
 }
+
+// With AllFiles (a source that renders), every regular file under the path is read:
+// kustomizations, patches, generator inputs.
+func TestFetchAllFiles(t *testing.T) {
+	t.Parallel()
+	r := newTestRepo(t)
+	rev := r.commit(map[string]string{
+		"deploy/kustomization.yaml": "resources: [a.yaml]\n",
+		"deploy/a.yaml":             "kind: A\n",
+		"deploy/app.env":            "A=1\n",
+		"deploy/sub/Kustomization":  "resources: []\n",
+		"deploy/.hidden":            "x\n",
+		"other/b.txt":               "outside\n",
+	})
+	s := newSource(t, Config{URL: r.dir, Path: "deploy", AllFiles: true})
+	snap, err := s.Fetch(testContext(t), rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"deploy/a.yaml", "deploy/app.env", "deploy/kustomization.yaml", "deploy/sub/Kustomization"}
+	if got := fileNames(snap); !reflect.DeepEqual(got, want) {
+		t.Fatalf("files = %q, want %q", got, want)
+	}
+}

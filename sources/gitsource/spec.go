@@ -248,7 +248,7 @@ func Open(spec sources.Spec, env sources.Env) (sources.Source, error) {
 		return nil, fmt.Errorf("git source %q: spec is a %T, not a *gitsource.Spec", env.Name, spec)
 	}
 	c := Config{Name: env.Name, URL: s.URL, Insecure: s.Insecure, Branch: s.Branch, Tag: s.Tag, Commit: s.Commit, Path: s.Path,
-		Dir: env.Dir, Timeout: env.Timeout}
+		Dir: env.Dir, Timeout: env.Timeout, AllFiles: env.AllFiles}
 	if a := s.Auth; a != nil {
 		c.Auth = Auth{Username: a.Username, Password: a.Password, SSHKeyFile: a.SSHKeyFile, KnownHostsFile: a.KnownHostsFile}
 		if app := a.GitHubApp; app != nil {

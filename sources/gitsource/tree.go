@@ -82,7 +82,7 @@ func (s *Source) readTree(ctx context.Context, sto storer.EncodedObjectStorer, c
 		}
 		// Symlinks (their blob is the target path) and submodules are not manifests.
 		if (e.Mode != filemode.Regular && e.Mode != filemode.Executable && e.Mode != filemode.Deprecated) ||
-			!sources.IsManifest(name) || hidden(name) {
+			!(s.cfg.AllFiles || sources.IsManifest(name)) || hidden(name) {
 			continue
 		}
 		entries = append(entries, entry{path: joinPath(s.subdir, name), hash: e.Hash})

@@ -4,6 +4,7 @@
 package validate
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,13 +22,21 @@ import (
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/plural"
+	"github.com/trueup-dev/trueup/internal/render"
 	"github.com/trueup-dev/trueup/internal/sealed"
 )
+
+// Render says how validate renders DIR before it reads it: the kustomization folders of
+// --kustomize (relative to DIR), else the render block of source Source of the config.
+type Render struct {
+	Kustomize []string
+	Source    string
+}
 
 // Folder checks the manifests folder dir (with the controller config at configPath, when
 // set), prints every problem to errOut and returns cli.ExitCode(1) when there are any, or
 // prints a one-line summary to out.
-func Folder(dir, configPath string, out, errOut io.Writer) error {
+func Folder(dir, configPath string, rd Render, out, errOut io.Writer) error {
 	opts := manifest.Options{}
 	scrub := func(s string) string { return s }
 	var cfg *config.Config
@@ -86,11 +95,28 @@ func Folder(dir, configPath string, out, errOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	files, err := manifest.ReadDir(dir, "")
+	renderFn, err := render.ForCLI("", rd.Kustomize, cfg, rd.Source)
 	if err != nil {
 		return err
 	}
-	set, err := sealed.Load(manifest.NewLoader(), sealed.NewOpener(keys), files, opts, nil)
+	read := manifest.ReadDir
+	if renderFn != nil {
+		read = manifest.ReadDirAll
+	}
+	files, err := read(dir, "")
+	if err != nil {
+		return err
+	}
+	var set *manifest.Set
+	if renderFn != nil {
+		files, err = renderFn(context.Background(), files)
+		if problems, ok := render.Problems(err); ok {
+			err = problems
+		}
+	}
+	if err == nil {
+		set, err = sealed.Load(manifest.NewLoader(), sealed.NewOpener(keys), files, opts, nil)
+	}
 	var verrs manifest.Errors
 	if errors.As(err, &verrs) {
 		for _, e := range verrs {

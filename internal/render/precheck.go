@@ -1,0 +1,343 @@
+package render
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+	"sigs.k8s.io/kustomize/api/types"
+
+	"github.com/trueup-dev/trueup/internal/sealed"
+	"github.com/trueup-dev/trueup/sources"
+)
+
+// kustomizationNames are the file names kustomize reads as a folder's kustomization, in its
+// order of preference.
+var kustomizationNames = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
+
+// tree is a revision's files as the pre-check and the renderer see them: by path (relative
+// to the source's root, as sources.File.Path), with the folders that hold them.
+type tree struct {
+	files map[string]*sources.File
+	dirs  map[string]bool
+	// root is the source's path: nothing outside it is read.
+	root string
+}
+
+func newTree(files []sources.File, root string) *tree {
+	t := &tree{files: make(map[string]*sources.File, len(files)), dirs: map[string]bool{".": true}, root: cleanRoot(root)}
+	for i := range files {
+		f := &files[i]
+		t.files[f.Path] = f
+		for d := path.Dir(f.Path); d != "." && !t.dirs[d]; d = path.Dir(d) {
+			t.dirs[d] = true
+		}
+	}
+	return t
+}
+
+func cleanRoot(root string) string {
+	root = path.Clean(strings.Trim(root, "/"))
+	if root == "" {
+		return "."
+	}
+	return root
+}
+
+// within reports whether p (cleaned, relative) is the source's path or below it.
+func (t *tree) within(p string) bool {
+	if t.root == "." {
+		return p != ".." && !strings.HasPrefix(p, "../")
+	}
+	return p == t.root || strings.HasPrefix(p, t.root+"/")
+}
+
+// kustomization returns the kustomization file of folder dir, "" when it has none.
+func (t *tree) kustomization(dir string) string {
+	for _, n := range kustomizationNames {
+		p := path.Join(dir, n)
+		if _, ok := t.files[p]; ok {
+			return p
+		}
+	}
+	return ""
+}
+
+// check walks the kustomization at dir and everything it reads, refusing what would make
+// kustomize leave the revision's files: remote bases and URLs (kustomize clones them with
+// git or fetches them over HTTP), absolute paths, paths out of the source's path, Helm,
+// exec and KRM-function plugins, encrypted files. It returns the files the build reads and
+// an estimate of the resources it accumulates. This check is the security boundary:
+// kustomize has no option that refuses remote bases.
+type check struct {
+	t         *tree
+	read      map[string]bool
+	done      map[string]bool
+	stack     []string
+	resources int
+}
+
+func (t *tree) check(dir string) (*check, error) {
+	c := &check{t: t, read: map[string]bool{}, done: map[string]bool{}}
+	return c, c.dir(dir, "", "")
+}
+
+// refusal is a problem of one entry of a kustomization.
+func refusal(kfile, entry, format string, args ...any) error {
+	if entry == "" {
+		return errorAt(kfile, format, args...)
+	}
+	return errorAt(kfile, "%s: %s", entry, fmt.Sprintf(format, args...))
+}
+
+// dir checks the kustomization of folder dir, which entry at of kustomization from names
+// ("" for a root).
+func (c *check) dir(dir, from, at string) error {
+	for i, d := range c.stack {
+		if d == dir {
+			return refusal(from, at, "kustomizations form a cycle: %s", strings.Join(append(c.stack[i:], dir), " → "))
+		}
+	}
+	if c.done[dir] {
+		return nil
+	}
+	kfile := c.t.kustomization(dir)
+	if kfile == "" {
+		if from == "" {
+			return errorAt(dir, "no kustomization.yaml in the folder")
+		}
+		return refusal(from, at, "%s has no kustomization.yaml", dir)
+	}
+	c.stack = append(c.stack, dir)
+	defer func() { c.stack = c.stack[:len(c.stack)-1]; c.done[dir] = true }()
+	data, err := c.file(kfile, kfile, "")
+	if err != nil {
+		return err
+	}
+	var k types.Kustomization
+	if err := k.Unmarshal(data); err != nil {
+		return errorAt(kfile, "%s", strings.TrimPrefix(err.Error(), "invalid Kustomization: "))
+	}
+	k.FixKustomization() // bases → resources, imageTags → images, …
+
+	if len(k.HelmCharts) > 0 || k.HelmGlobals != nil || len(k.HelmChartInflationGenerator) > 0 {
+		return refusal(kfile, "helmCharts", "Helm charts are not rendered (render: kustomize reads only the revision's files and runs no program)")
+	}
+	if len(k.OpenAPI) > 0 {
+		// krusty installs it process-wide, under the kustomizations rendered in parallel.
+		return refusal(kfile, "openapi", "a custom OpenAPI schema is not supported")
+	}
+	for i, e := range k.Resources {
+		if err := c.resource(dir, kfile, fmt.Sprintf("resources[%d]", i), e); err != nil {
+			return err
+		}
+	}
+	for i, e := range k.Components {
+		if err := c.resource(dir, kfile, fmt.Sprintf("components[%d]", i), e); err != nil {
+			return err
+		}
+	}
+	type ref struct{ at, p string }
+	var refs []ref
+	for i, e := range k.Crds {
+		refs = append(refs, ref{fmt.Sprintf("crds[%d]", i), e})
+	}
+	for i, e := range k.Configurations {
+		refs = append(refs, ref{fmt.Sprintf("configurations[%d]", i), e})
+	}
+	for i, p := range k.Patches {
+		refs = append(refs, ref{fmt.Sprintf("patches[%d].path", i), p.Path})
+	}
+	// The deprecated fields still build, so they are checked too.
+	//lint:ignore SA1019 kustomize still reads patchesJson6902
+	for i, p := range k.PatchesJson6902 {
+		refs = append(refs, ref{fmt.Sprintf("patchesJson6902[%d].path", i), p.Path})
+	}
+	//lint:ignore SA1019 kustomize still reads patchesStrategicMerge
+	for i, p := range k.PatchesStrategicMerge {
+		if s := string(p); !inline(s) {
+			refs = append(refs, ref{fmt.Sprintf("patchesStrategicMerge[%d]", i), s})
+		}
+	}
+	for i, r := range k.Replacements {
+		refs = append(refs, ref{fmt.Sprintf("replacements[%d].path", i), r.Path})
+	}
+	gen := func(field string, i int, kv types.KvPairSources) {
+		for j, f := range kv.FileSources {
+			if _, p, ok := strings.Cut(f, "="); ok {
+				f = p
+			}
+			refs = append(refs, ref{fmt.Sprintf("%s[%d].files[%d]", field, i, j), f})
+		}
+		for j, f := range kv.EnvSources {
+			refs = append(refs, ref{fmt.Sprintf("%s[%d].envs[%d]", field, i, j), f})
+		}
+		refs = append(refs, ref{fmt.Sprintf("%s[%d].env", field, i), kv.EnvSource})
+	}
+	for i, g := range k.ConfigMapGenerator {
+		gen("configMapGenerator", i, g.KvPairSources)
+	}
+	for i, g := range k.SecretGenerator {
+		gen("secretGenerator", i, g.KvPairSources)
+	}
+	for _, r := range refs {
+		if r.p == "" {
+			continue
+		}
+		p, err := c.resolve(dir, kfile, r.at, r.p)
+		if err != nil {
+			return err
+		}
+		if c.t.dirs[p] {
+			return refusal(kfile, r.at, "%q is a folder, not a file", r.p)
+		}
+		if _, err := c.file(p, kfile, r.at); err != nil {
+			return err
+		}
+	}
+	for _, pl := range []struct {
+		field   string
+		entries []string
+	}{{"generators", k.Generators}, {"transformers", k.Transformers}, {"validators", k.Validators}} {
+		for i, e := range pl.entries {
+			if err := c.plugin(dir, kfile, fmt.Sprintf("%s[%d]", pl.field, i), e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// inline reports whether a patchesStrategicMerge entry is a patch written in place rather
+// than a file's path.
+func inline(s string) bool { return strings.Contains(s, "\n") || strings.Contains(s, ": ") }
+
+// resource checks a resources/components entry: a file of the revision or a folder with a
+// kustomization.
+func (c *check) resource(dir, kfile, at, entry string) error {
+	p, err := c.resolve(dir, kfile, at, entry)
+	if err != nil {
+		return err
+	}
+	if c.t.dirs[p] {
+		return c.dir(p, kfile, at)
+	}
+	data, err := c.file(p, kfile, at)
+	if err != nil {
+		return err
+	}
+	c.resources += countDocuments(data)
+	return nil
+}
+
+// resolve turns an entry into a path of the revision, refusing anything kustomize would
+// look for elsewhere.
+func (c *check) resolve(dir, kfile, at, entry string) (string, error) {
+	const only = "render: kustomize reads only the revision's files"
+	switch {
+	case remote(entry):
+		return "", refusal(kfile, at, "%q is a remote base; %s", entry, only)
+	case path.IsAbs(entry) || strings.HasPrefix(entry, `\`) || (len(entry) > 1 && entry[1] == ':'):
+		return "", refusal(kfile, at, "%q is an absolute path; paths are relative to the kustomization", entry)
+	}
+	p := path.Join(dir, entry)
+	if !c.t.within(p) {
+		return "", refusal(kfile, at, "%q leads out of the source's path %q", entry, c.t.root)
+	}
+	if _, ok := c.t.files[p]; !ok && !c.t.dirs[p] {
+		if looksLikeHost(entry) {
+			return "", refusal(kfile, at, "%q is a remote base; %s", entry, only)
+		}
+		// kustomize would take a missing path for a repository URL and try to clone it.
+		return "", refusal(kfile, at, "%q does not exist in the revision", entry)
+	}
+	return p, nil
+}
+
+// remote reports whether an entry names something outside the revision: a URL, a Git
+// repository in any of the spellings kustomize accepts.
+func remote(entry string) bool {
+	return strings.Contains(entry, "://") || strings.HasPrefix(entry, "git@") || strings.Contains(entry, "?ref=") ||
+		strings.Contains(entry, "?version=") || strings.Contains(entry, "//") || strings.HasPrefix(entry, "gh:")
+}
+
+// looksLikeHost reports whether an entry's first segment is a host name (github.com/org/repo).
+func looksLikeHost(entry string) bool {
+	first, _, _ := strings.Cut(entry, "/")
+	return strings.Contains(first, ".") && !strings.HasPrefix(first, ".") && strings.Contains(entry, "/")
+}
+
+// file marks p as read and returns its data, refusing a file the source did not read and an
+// encrypted one.
+func (c *check) file(p, kfile, at string) ([]byte, error) {
+	f := c.t.files[p]
+	if f == nil {
+		return nil, refusal(kfile, at, "%s does not exist in the revision", p)
+	}
+	if f.Refused != "" {
+		return nil, refusal(kfile, at, "%s was not read: %s", p, f.Refused)
+	}
+	if sealed.IsEncrypted(f.Data) {
+		return nil, refusal(kfile, at, "%s is SOPS-encrypted; encrypted files cannot be rendered by kustomize", p)
+	}
+	c.read[p] = true
+	return f.Data, nil
+}
+
+// plugin checks a generators/transformers/validators entry: a builtin plugin's config,
+// inline or in a file. External plugins (Go plugins, exec, KRM functions in containers or
+// binaries) are refused.
+func (c *check) plugin(dir, kfile, at, entry string) error {
+	data := []byte(entry)
+	if !strings.Contains(entry, "\n") {
+		p, err := c.resolve(dir, kfile, at, entry)
+		if err != nil {
+			return err
+		}
+		if c.t.dirs[p] {
+			return refusal(kfile, at, "%q is a folder; give the builtin plugin configurations as files", entry)
+		}
+		if data, err = c.file(p, kfile, at); err != nil {
+			return err
+		}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var doc struct {
+			APIVersion string `yaml:"apiVersion"`
+			Kind       string `yaml:"kind"`
+			Metadata   struct {
+				Annotations map[string]string `yaml:"annotations"`
+			} `yaml:"metadata"`
+		}
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return refusal(kfile, at, "cannot read the plugin configuration: %v", err)
+		}
+		for _, a := range []string{"config.kubernetes.io/function", "config.k8s.io/function"} {
+			if _, ok := doc.Metadata.Annotations[a]; ok {
+				return refusal(kfile, at, "%s is a KRM function (%s); functions and exec plugins are not run", doc.Kind, a)
+			}
+		}
+		if doc.APIVersion != "builtin" {
+			return refusal(kfile, at, "%s (apiVersion %q) is not a builtin plugin; external plugins are not run", doc.Kind, doc.APIVersion)
+		}
+	}
+}
+
+// countDocuments estimates the resources of a manifest file (its YAML documents), before
+// kustomize spends time on them.
+func countDocuments(data []byte) int {
+	n := 1 + bytes.Count(data, []byte("\n---"))
+	if bytes.HasPrefix(data, []byte("---")) {
+		n--
+	}
+	return max(n, 1)
+}

@@ -1,0 +1,303 @@
+package render
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/sources"
+)
+
+const typeDoc = `apiVersion: trueup.dev/v1
+kind: ResourceType
+metadata: {name: Database}
+spec:
+  group: example.com
+  versions:
+    - name: v1
+      schema:
+        type: object
+        required: [size]
+        properties:
+          size: {type: integer, maximum: 500}
+          tier: {type: string}
+  action: {name: noop}
+`
+
+// fleet is a base with two overlays, prod and staging, each with a name prefix and a patch.
+func fleet() map[string]string {
+	return map[string]string{
+		"deploy/base/kustomization.yaml": "resources: [db.yaml]\nconfigurations: [dependson.yaml]\n",
+		// Types are a kustomization of their own: a name prefix would rename them.
+		"deploy/types/kustomization.yaml": "resources: [types.yaml]\n",
+		// dependsOn names follow namePrefix/nameSuffix: kustomize is told the field holds names.
+		"deploy/base/dependson.yaml": "nameReference:\n  - kind: Database\n    fieldSpecs: [{path: dependsOn/name, kind: Database}]\n",
+		"deploy/types/types.yaml":    typeDoc,
+		"deploy/base/db.yaml": `apiVersion: example.com/v1
+kind: Database
+metadata: {name: orders, namespace: shop}
+dependsOn: [{kind: Database, name: users}]
+spec: {size: 10, tier: small}
+---
+apiVersion: example.com/v1
+kind: Database
+metadata: {name: users, namespace: shop}
+spec: {size: 5, tier: small}
+`,
+		"deploy/overlays/prod/kustomization.yaml": `resources: [../../base]
+namePrefix: prod-
+patches:
+  - path: size.yaml
+  - target: {kind: Database, name: users}
+    patch: |-
+      - op: replace
+        path: /spec/tier
+        value: large
+`,
+		"deploy/overlays/prod/size.yaml": "apiVersion: example.com/v1\nkind: Database\nmetadata: {name: orders, namespace: shop}\nspec: {size: 100}\n",
+		"deploy/overlays/staging/kustomization.yaml": `resources: [../../base]
+namePrefix: staging-
+patches:
+  - path: size.yaml
+`,
+		"deploy/overlays/staging/size.yaml": "apiVersion: example.com/v1\nkind: Database\nmetadata: {name: orders, namespace: shop}\nspec: {size: 20}\n",
+		"deploy/README.md":                  "not a manifest\n",
+	}
+}
+
+func snapshot(m map[string]string) []sources.File {
+	var out []sources.File
+	for p, d := range m {
+		out = append(out, sources.File{Path: p, Hash: p, Data: []byte(d)})
+	}
+	slices.SortFunc(out, func(a, b sources.File) int { return strings.Compare(a.Path, b.Path) })
+	return out
+}
+
+func TestKustomizeOverlays(t *testing.T) {
+	t.Parallel()
+	out, err := Kustomize(context.Background(), snapshot(fleet()), Options{Root: "deploy", Paths: []string{"types", "overlays/*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range out {
+		got = append(got, f.Path+" by "+f.RenderedBy)
+		if strings.Contains(string(f.Data), "config.kubernetes.io/origin") {
+			t.Errorf("%s keeps the origin annotation:\n%s", f.Path, f.Data)
+		}
+	}
+	want := []string{
+		"deploy/base/db.yaml by deploy/overlays/prod/kustomization.yaml",
+		"deploy/base/db.yaml by deploy/overlays/staging/kustomization.yaml",
+		"deploy/types/types.yaml by deploy/types/kustomization.yaml",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("files:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	set, err := manifest.NewLoader().Load(out, manifest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := map[string]string{}
+	for _, r := range set.Resources {
+		specs[r.Name] = string(r.Spec)
+		if r.Name == "prod-orders" && (len(r.DependsOn) != 1 || r.DependsOn[0].Target.Name != "prod-users") {
+			t.Errorf("prod-orders dependsOn = %+v, want prod-users (renamed by the nameReference configuration)", r.DependsOn)
+		}
+	}
+	wantSpecs := map[string]string{
+		"prod-orders": `{"size":100,"tier":"small"}`, "prod-users": `{"size":5,"tier":"large"}`,
+		"staging-orders": `{"size":20,"tier":"small"}`, "staging-users": `{"size":5,"tier":"small"}`,
+	}
+	if len(set.Resources) != len(wantSpecs) {
+		t.Errorf("%d resources, want %d", len(set.Resources), len(wantSpecs))
+	}
+	for n, s := range wantSpecs {
+		if specs[n] != s {
+			t.Errorf("%s spec = %s, want %s", n, specs[n], s)
+		}
+	}
+}
+
+// A problem in a rendered document names the origin file and the kustomization.
+func TestKustomizeOriginInErrors(t *testing.T) {
+	t.Parallel()
+	files := fleet()
+	files["deploy/overlays/prod/size.yaml"] = strings.Replace(files["deploy/overlays/prod/size.yaml"], "size: 100", "size: 9000", 1)
+	out, err := Kustomize(context.Background(), snapshot(files), Options{Root: "deploy", Paths: []string{"types", "overlays/prod"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = manifest.NewLoader().Load(out, manifest.Options{})
+	if err == nil || !strings.Contains(err.Error(), "deploy/base/db.yaml (rendered by deploy/overlays/prod/kustomization.yaml): spec.size: ") {
+		t.Fatalf("error = %v, want one at deploy/base/db.yaml (rendered by deploy/overlays/prod/kustomization.yaml)", err)
+	}
+}
+
+func TestKustomizeRefusals(t *testing.T) {
+	// Not parallel: PATH and http.DefaultTransport are the process's.
+	marker := filepath.Join(t.TempDir(), "exec")
+	bin := t.TempDir()
+	for _, name := range []string{"git", "helm", "sh", "kustomize"} {
+		script := "#!/bin/sh\necho \"$0\" >> " + marker + "\nexit 1\n"
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin)
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		_, _ = w.Write([]byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"))
+	}))
+	defer srv.Close()
+	orig := http.DefaultTransport
+	http.DefaultTransport = roundTripper(func(r *http.Request) (*http.Response, error) {
+		requests.Add(1)
+		return orig.RoundTrip(r)
+	})
+	t.Cleanup(func() { http.DefaultTransport = orig })
+
+	const k = "deploy/overlays/x/kustomization.yaml"
+	encrypted := "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {a: ENC[AES256_GCM,data:xx,type:str]}\nsops:\n  version: 3.8.1\n"
+	cases := []struct {
+		name  string
+		kust  string
+		extra map[string]string
+		want  string
+	}{
+		{"remote git base", "resources:\n- github.com/example/nope//base?ref=v1\n", nil,
+			k + `: resources[0]: "github.com/example/nope//base?ref=v1" is a remote base; render: kustomize reads only the revision's files`},
+		{"remote host path", "resources: [github.com/example/nope/base]\n", nil, `resources[0]: "github.com/example/nope/base" is a remote base`},
+		{"https resource", "resources: [" + srv.URL + "/x.yaml]\n", nil, `resources[0]: "` + srv.URL + `/x.yaml" is a remote base`},
+		{"git ssh", "resources:\n- git@github.com:example/nope.git\n", nil, "is a remote base"},
+		{"https patch", "resources: [../../base]\npatchesStrategicMerge: [" + srv.URL + "/p.yaml]\n", nil, `patchesStrategicMerge[0]: "` + srv.URL + `/p.yaml" is a remote base`},
+		{"https component", "components: [" + srv.URL + "/c]\n", nil, "components[0]"},
+		{"escape", "resources: [../../../outside]\n", nil, `resources[0]: "../../../outside" leads out of the source's path "deploy"`},
+		{"absolute", "resources: [/etc/passwd]\n", nil, `resources[0]: "/etc/passwd" is an absolute path`},
+		{"missing", "resources: [../../nothere]\n", nil, `resources[0]: "../../nothere" does not exist in the revision`},
+		{"missing patch", "resources: [../../base]\npatches: [{path: missing.yaml}]\n", nil, `patches[0].path: "missing.yaml" does not exist in the revision`},
+		{"helm", "helmCharts: [{name: redis, repo: https://charts.example.com}]\n", nil, "helmCharts: Helm charts are not rendered"},
+		{"exec generator", "generators: [gen.yaml]\n", map[string]string{"deploy/overlays/x/gen.yaml": "apiVersion: example.com/v1\nkind: Gen\nmetadata:\n  name: g\n  annotations:\n    config.kubernetes.io/function: |\n      exec: {path: ./gen.sh}\n"},
+			"generators[0]: Gen is a KRM function (config.kubernetes.io/function)"},
+		{"container transformer", "transformers: [t.yaml]\n", map[string]string{"deploy/overlays/x/t.yaml": "apiVersion: example.com/v1\nkind: T\nmetadata:\n  name: t\n  annotations:\n    config.kubernetes.io/function: |\n      container: {image: evil}\n"},
+			"transformers[0]: T is a KRM function"},
+		{"go plugin", "transformers: [t.yaml]\n", map[string]string{"deploy/overlays/x/t.yaml": "apiVersion: someteam.example.com/v1\nkind: ChartInflator\nmetadata: {name: t}\n"},
+			`transformers[0]: ChartInflator (apiVersion "someteam.example.com/v1") is not a builtin plugin`},
+		{"inline exec", "generators:\n- |\n  apiVersion: v1\n  kind: G\n  metadata:\n    name: g\n    annotations:\n      config.kubernetes.io/function: 'exec: {path: /bin/sh}'\n", nil, "generators[0]: G is a KRM function"},
+		{"encrypted", "resources: [secret.yaml]\n", map[string]string{"deploy/overlays/x/secret.yaml": encrypted}, "resources[0]: deploy/overlays/x/secret.yaml is SOPS-encrypted"},
+		{"configmap from url", "configMapGenerator: [{name: c, files: [" + srv.URL + "/f]}]\n", nil, "configMapGenerator[0].files[0]"},
+		{"openapi", "resources: [../../base]\nopenapi: {path: schema.json}\n", map[string]string{"deploy/overlays/x/schema.json": "{}"}, "openapi: a custom OpenAPI schema is not supported"},
+		{"cycle", "resources: [../y]\n", map[string]string{"deploy/overlays/y/kustomization.yaml": "resources: [../x]\n"}, "form a cycle"},
+		{"unknown field", "resourcez: [a.yaml]\n", nil, k + `: json: unknown field "resourcez"`},
+		{"broken resource yaml", "resources: [broken.yaml]\n", map[string]string{"deploy/overlays/x/broken.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: [\n"}, k + ": kustomize: "},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			files := fleet()
+			files[k] = tc.kust
+			for p, d := range tc.extra {
+				files[p] = d
+			}
+			_, err := Kustomize(context.Background(), snapshot(files), Options{Root: "deploy", Paths: []string{"overlays/x"}})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error = %v\nwant it to contain %s", err, tc.want)
+			}
+			if !strings.HasPrefix(err.Error(), "deploy/overlays/") {
+				t.Errorf("error %q does not start with the kustomization", err)
+			}
+			if strings.Contains(err.Error(), srcDir+"/") {
+				t.Errorf("error %q shows the in-memory folder", err)
+			}
+		})
+	}
+	if _, err := os.Stat(marker); err == nil {
+		data, _ := os.ReadFile(marker)
+		t.Errorf("a program was run: %s", data)
+	}
+	if n := requests.Load(); n != 0 {
+		t.Errorf("%d HTTP requests were made", n)
+	}
+
+	// The harness sees what kustomize does without the pre-check: it runs git.
+	fs := filesys.MakeFsInMemory()
+	_ = fs.WriteFile("/src/kustomization.yaml", []byte("resources:\n- github.com/example/nope//base?ref=v1\n"))
+	if _, err := krusty.MakeKustomizer(options()).Run(fs, "/src"); err == nil {
+		t.Fatal("kustomize built a remote base without git")
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Errorf("the exec probe did not see kustomize run git: %v", err)
+	}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestKustomizeLimits(t *testing.T) {
+	t.Parallel()
+	files := fleet()
+	_, err := Kustomize(context.Background(), snapshot(files), Options{Root: "deploy", Paths: []string{"overlays/prod"}, MaxResources: 1})
+	if err == nil || !strings.Contains(err.Error(), "deploy/overlays/prod/kustomization.yaml: about 2 resources, more than the limit of 1 per kustomization") {
+		t.Fatalf("error = %v", err)
+	}
+	_, err = Kustomize(context.Background(), snapshot(files), Options{Root: "deploy", Paths: []string{"nothing/*"}})
+	if err == nil || !strings.Contains(err.Error(), `"nothing/*" matches no folder with a kustomization`) {
+		t.Fatalf("error = %v", err)
+	}
+	_, err = Kustomize(context.Background(), snapshot(files), Options{Root: "deploy", Paths: []string{"base/.."}})
+	if err == nil || !strings.Contains(err.Error(), "deploy: no kustomization.yaml in the folder") {
+		t.Fatalf("error = %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = Kustomize(ctx, snapshot(files), Options{Root: "deploy", Paths: []string{"overlays/*"}})
+	if err == nil || !strings.Contains(err.Error(), "context canceled") {
+		t.Fatalf("error = %v, want the cancellation", err)
+	}
+}
+
+// A revision renders again only the kustomizations whose files changed.
+func TestKustomizeCache(t *testing.T) {
+	t.Parallel()
+	files := fleet()
+	opt := Options{Root: "deploy", Paths: []string{"overlays/*"}, Cache: NewCache()}
+	first, err := Kustomize(context.Background(), snapshot(files), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files["deploy/overlays/staging/size.yaml"] = strings.Replace(files["deploy/overlays/staging/size.yaml"], "size: 20", "size: 25", 1)
+	second, err := Kustomize(context.Background(), snapshot(files), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first[0].RenderedBy != "deploy/overlays/prod/kustomization.yaml" || &first[0].Data[0] != &second[0].Data[0] {
+		t.Error("the unchanged prod overlay was rendered again")
+	}
+	if !strings.Contains(string(second[1].Data), "size: 25") || strings.Contains(string(first[1].Data), "size: 25") {
+		t.Errorf("staging rendered %s then %s", first[1].Data, second[1].Data)
+	}
+	// The base is read by both: a change there renders both again.
+	files["deploy/base/db.yaml"] = strings.Replace(files["deploy/base/db.yaml"], "tier: small}", "tier: medium}", 1)
+	third, err := Kustomize(context.Background(), snapshot(files), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range third {
+		if !strings.Contains(string(f.Data), "tier: medium") {
+			t.Errorf("%s by %s not rendered again:\n%s", f.Path, f.RenderedBy, f.Data)
+		}
+	}
+}
