@@ -376,8 +376,8 @@ type ConflictError struct{ Errors manifest.Errors }
 func (e *ConflictError) Error() string { return e.Errors.Error() }
 
 // ApplyRevision writes a validated revision in ONE transaction: types, resources (generation+1
-// only where the spec changed), removals marked for deletion, the source's revision and
-// conditions, events, and one NOTIFY when work was created. Unchanged rows are not written.
+// only where the spec changed), removals marked for deletion, its ResourceSets, the source's
+// revision and conditions, events, and one NOTIFY when work was created. Unchanged rows are not written.
 func (s *Store) ApplyRevision(ctx context.Context, p ApplyParams) (ApplyResult, error) {
 	var res ApplyResult
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -428,6 +428,9 @@ func applyRevision(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResu
 		return err
 	}
 	if err := applyResources(ctx, tx, p, res); err != nil {
+		return err
+	}
+	if err := applyResourceSets(ctx, tx, p); err != nil {
 		return err
 	}
 	if err := finishSource(ctx, tx, p, *res); err != nil {
@@ -593,7 +596,11 @@ func checkConflicts(ctx context.Context, tx pgx.Tx, p ApplyParams) error {
 			}
 		}
 	}
-	if len(errs) > 0 {
+	setErrs, err := resourceSetConflicts(ctx, tx, p)
+	if err != nil {
+		return err
+	}
+	if errs = append(errs, setErrs...); len(errs) > 0 {
 		return &ConflictError{Errors: errs}
 	}
 	return nil
