@@ -224,6 +224,32 @@ func (c *Client) GetResource(ctx context.Context, namespace, kind, name string) 
 	return r, err
 }
 
+// ResourceSetFilter selects ResourceSets; empty fields match everything.
+type ResourceSetFilter struct{ Namespace, Source string }
+
+// ResourceSets lists the ResourceSets the caller sees, by namespace and name.
+func (c *Client) ResourceSets(ctx context.Context, f ResourceSetFilter) ([]wire.ResourceSet, error) {
+	q := url.Values{}
+	if f.Namespace != "" {
+		q.Set("namespace", f.Namespace)
+	}
+	if f.Source != "" {
+		q.Set("source", f.Source)
+	}
+	var list struct {
+		Items []wire.ResourceSet `json:"items"`
+	}
+	err := c.Get(ctx, "/api/v1/resourcesets", q, &list)
+	return list.Items, err
+}
+
+// ResourceSet fetches one ResourceSet.
+func (c *Client) ResourceSet(ctx context.Context, namespace, name string) (wire.ResourceSet, error) {
+	var rs wire.ResourceSet
+	err := c.Get(ctx, "/api/v1/resourcesets/"+url.PathEscape(namespace)+"/"+url.PathEscape(name), nil, &rs)
+	return rs, err
+}
+
 // bearer adds the token to requests for the API's own host only: a redirect elsewhere
 // does not carry it.
 type bearer struct {

@@ -72,3 +72,37 @@ func TestClient(t *testing.T) {
 		t.Fatal("ftp:// accepted")
 	}
 }
+
+// TestResourceSets: the filter goes in the query, the path is escaped, the answers decode.
+func TestResourceSets(t *testing.T) {
+	var asked []string
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = append(asked, r.URL.EscapedPath()+"?"+r.URL.RawQuery)
+		if r.URL.Path == "/api/v1/resourcesets" {
+			_, _ = w.Write([]byte(`{"items":[{"namespace":"prod","name":"dbs","members":6,"phases":{"Ready":6}}]}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"namespace":"prod","name":"a b","inputs":3,"phases":{}}`))
+	}))
+	defer api.Close()
+	c, err := New(api.URL, "", false, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	sets, err := c.ResourceSets(ctx, ResourceSetFilter{Namespace: "prod", Source: "infra"})
+	if err != nil || len(sets) != 1 || sets[0].Name != "dbs" || sets[0].Phases["Ready"] != 6 {
+		t.Fatalf("ResourceSets = %+v, %v", sets, err)
+	}
+	if _, err := c.ResourceSets(ctx, ResourceSetFilter{}); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := c.ResourceSet(ctx, "prod", "a b")
+	if err != nil || rs.Name != "a b" || rs.Inputs != 3 {
+		t.Fatalf("ResourceSet = %+v, %v", rs, err)
+	}
+	want := []string{"/api/v1/resourcesets?namespace=prod&source=infra", "/api/v1/resourcesets?", "/api/v1/resourcesets/prod/a%20b?"}
+	if strings.Join(asked, " ") != strings.Join(want, " ") {
+		t.Errorf("asked %q, want %q", asked, want)
+	}
+}

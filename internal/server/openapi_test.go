@@ -399,6 +399,16 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A ResourceSet of main in alpha; q000 is its member (the label ingest gives what it
+	// generates).
+	if _, err := st.Pool().Exec(ctx, `INSERT INTO resource_sets (namespace, name, source, file_path, file_line, revision, inputs, members)
+		VALUES ('alpha', 'queues', 'main', 'sets.yaml', 3, 'keep1', 1, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool().Exec(ctx, `UPDATE resources SET labels = labels || '{"trueup.dev/resource-set": "queues"}' WHERE name = 'q000'`); err != nil {
+		t.Fatal(err)
+	}
+
 	// Previews of main: #7 with a result, #8 pending without one.
 	result, err := json.Marshal(previewResult())
 	if err != nil {
@@ -470,6 +480,10 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 		{"GET", res + "/timeline", 200},
 		{"GET", "/api/v1/resources/alpha/Queue/nope/timeline?limit=5", 404},
 		{"GET", res + "/events", 200},
+		{"GET", "/api/v1/resourcesets", 200},
+		{"GET", "/api/v1/resourcesets?namespace=alpha&source=main", 200},
+		{"GET", "/api/v1/resourcesets/alpha/queues", 200},
+		{"GET", "/api/v1/resourcesets/alpha/nope", 404},
 		{"GET", "/api/v1/events", 200},
 		{"GET", "/api/v1/events?source=main&kind=queue&limit=5", 200},
 		{"GET", "/api/v1/graph", 200},
@@ -533,7 +547,7 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 		"/api/v1/resources", res, res + "/history", res + "/timeline", res + "/events", "/api/v1/events", "/api/v1/graph", "/api/v1/replicas", "/api/v1/watch",
 		"/", "/resources", "/resources/alpha/Queue/q000", "/sources", "/sources/main",
 		"/api/v1/sources/main/previews", "/api/v1/sources/main/previews/7", "/sources/main/previews/7", "/notifications",
-		"/api/v1/sources/main/revisions"} {
+		"/api/v1/sources/main/revisions", "/api/v1/resourcesets", "/api/v1/resourcesets/alpha/queues"} {
 		checkAnswer(t, d, dhs.URL, apiCall{"GET", p, 503})
 	}
 	checkAnswer(t, d, dhs.URL, apiCall{"GET", "/metrics", 404}) // metrics not enabled

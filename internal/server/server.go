@@ -190,6 +190,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /api/v1/openapi.json", s.openapi)
 	s.operatorRoutes(m)
 	s.approvalRoutes(m)
+	s.resourceSetRoutes(m)
 	m.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})

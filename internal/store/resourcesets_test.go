@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/trueup-dev/trueup/internal/manifest"
 )
 
@@ -126,6 +128,17 @@ func TestResourceSetConflict(t *testing.T) {
 	}
 	if n, err := st.pool.Exec(ctx, "SELECT 1 FROM resources WHERE source = 'b'"); err != nil || n.RowsAffected() != 0 {
 		t.Errorf("b wrote %d resources (%v)", n.RowsAffected(), err)
+	}
+
+	// Declared by a between b's check and its write: the write refuses it, a's row stands.
+	err = st.inTx(ctx, func(tx pgx.Tx) error {
+		return applyResourceSets(ctx, tx, ApplyParams{Source: "b", Revision: "r1", Set: b})
+	})
+	if !errors.As(err, &ce) || ce.Error() != want {
+		t.Errorf("b's write: %v, want a ConflictError %q", err, want)
+	}
+	if rs := getSet(t, st, Everything, "production", "tenant-dbs"); rs.Source != "a" || rs.Path != "sets/a.yaml" {
+		t.Errorf("after b's write: %+v", rs)
 	}
 
 	if err := st.SetSourceSuspended(ctx, "a", true, "user:bob", ""); err != nil {

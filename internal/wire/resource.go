@@ -94,8 +94,8 @@ type ResourceSet struct {
 	Inputs int `json:"inputs"`
 	// Members is the number of resources the set generates in its revision.
 	Members int `json:"members"`
-	// Phases counts the members stored now by phase (a member being deleted counts under its
-	// phase until it is gone); never null.
+	// Phases counts the members stored now by phase (a member being deleted counts as
+	// Deleting until it is gone); never null.
 	Phases    map[string]int `json:"phases"`
 	CreatedAt time.Time      `json:"createdAt"`
 	UpdatedAt time.Time      `json:"updatedAt"`
