@@ -148,17 +148,7 @@ func TestResourceSetEndToEnd(t *testing.T) {
 	}
 	cli := func(args ...string) (string, int) {
 		t.Helper()
-		c := exec.Command(os.Args[0], append([]string{"--server", base}, args...)...)
-		c.Env = append(os.Environ(), "TRUEUP_TEST_RUN_MAIN=1", "TRUEUP_SERVER=", "TRUEUP_TOKEN=", "XDG_CONFIG_HOME="+dir)
-		out, err := c.CombinedOutput()
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			return string(out), exit.ExitCode()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(out), 0
+		return cliProcess(t, base, args...)
 	}
 
 	all := want(map[string]int{"acme": 100, "globex": 50, "initech": 10})
@@ -225,4 +215,22 @@ func TestResourceSetEndToEnd(t *testing.T) {
 	if got := members(); !slices.Equal(got, four) {
 		t.Errorf("after the bad input the Databases are\n%s\nwant them unchanged:\n%s", strings.Join(got, "\n"), strings.Join(four, "\n"))
 	}
+}
+
+// cliProcess runs the CLI as a process against the server at base, with no context file or
+// token from the environment, and returns its combined output and exit status: what scripts
+// see.
+func cliProcess(t *testing.T, base string, args ...string) (string, int) {
+	t.Helper()
+	c := exec.Command(os.Args[0], append([]string{"--server", base}, args...)...)
+	c.Env = append(os.Environ(), "TRUEUP_TEST_RUN_MAIN=1", "TRUEUP_SERVER=", "TRUEUP_TOKEN=", "XDG_CONFIG_HOME="+t.TempDir())
+	out, err := c.CombinedOutput()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return string(out), exit.ExitCode()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), 0
 }
