@@ -63,6 +63,7 @@ FUZZTIME     ?= 30s
 FUZZ_TARGETS := \
 	internal/manifest:FuzzLoad \
 	internal/manifest:FuzzParseStream \
+	internal/manifest:FuzzTemplate \
 	internal/webhook:FuzzParsePush \
 	internal/webhook:FuzzAuthenticate \
 	internal/store:FuzzParseLabelSelector \

@@ -3,6 +3,7 @@ package manifest
 import (
 	"fmt"
 	"maps"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -58,6 +59,8 @@ func undefinedInput(name, label string, m map[string]any) string {
 	fmt.Fprintf(&b, "input %s is not defined (", name)
 	const most = 10
 	switch {
+	case len(keys) == 0 && label == "inputs":
+		b.WriteString("the input has no keys")
 	case len(keys) == 0:
 		b.WriteString(label + " is empty")
 	case len(keys) > most:
@@ -145,23 +148,43 @@ type clashError struct {
 }
 
 func (e *clashError) Error() string {
+	if e.in.file == "" {
+		return fmt.Sprintf("matrix key %s is also a key of the input at line %d", e.axis.key, e.in.line)
+	}
 	return fmt.Sprintf("matrix key %s is also a key of the input at %s:%d", e.axis.key, e.in.file, e.in.line)
+}
+
+// productSize is the number of inputs product gives for n inputs, saturating at
+// math.MaxInt: the caller checks its caps with it before any input is made.
+func productSize(n int, matrix []matrixAxis) int {
+	for _, a := range matrix {
+		if len(a.values) == 0 {
+			return 0
+		}
+	}
+	for _, a := range matrix {
+		if n > math.MaxInt/len(a.values) {
+			return math.MaxInt
+		}
+		n *= len(a.values)
+	}
+	return n
 }
 
 // product crosses each input with each combination of the matrix's values: inputs in order,
 // then combinations with the axes sorted by key and the last varying fastest. An input
 // setting a matrix key is a *clashError. The results take their input's file and line and
-// are indexed by position. Without axes it returns the inputs, reindexed.
+// are indexed by position. Without axes it returns the inputs, reindexed. The caller bounds
+// productSize first: product makes every input it counts.
 func product(inputs []*input, matrix []matrixAxis) ([]*input, error) {
 	axes := make([]*matrixAxis, len(matrix))
 	for i := range matrix {
 		axes[i] = &matrix[i]
 	}
 	slices.SortFunc(axes, func(a, b *matrixAxis) int { return strings.Compare(a.key, b.key) })
-	n := len(inputs)
+	n := productSize(len(inputs), matrix)
 	canons := make([][][]byte, len(axes))
 	for i, a := range axes {
-		n *= len(a.values)
 		canons[i] = make([][]byte, len(a.values))
 		for j, v := range a.values {
 			canons[i][j] = appendValueJSON(nil, v)
@@ -174,13 +197,22 @@ func product(inputs []*input, matrix []matrixAxis) ([]*input, error) {
 			}
 		}
 	}
-	out := make([]*input, 0, n)
+	out := make([]*input, 0, min(n, 1<<20))
+	var block []input // the results, allocated a block at a time
+	next := func() *input {
+		if len(block) == cap(block) {
+			block = make([]input, 0, min(n-len(out), 1<<14))
+		}
+		block = block[:len(block)+1]
+		return &block[len(block)-1]
+	}
 	pos := make([]int, len(axes))
 	for _, in := range inputs {
 		if len(axes) == 0 {
-			c := *in
+			c := next()
+			*c = *in
 			c.index = len(out)
-			out = append(out, &c)
+			out = append(out, c)
 			continue
 		}
 		if n == 0 {
@@ -188,15 +220,17 @@ func product(inputs []*input, matrix []matrixAxis) ([]*input, error) {
 		}
 		clear(pos)
 		for {
-			vals := make(map[string]any, len(in.vals)+len(axes))
-			canon := make(map[string][]byte, len(in.vals)+len(axes))
-			maps.Copy(vals, in.vals)
-			maps.Copy(canon, in.canon)
-			for i, a := range axes {
-				vals[a.key] = a.values[pos[i]]
-				canon[a.key] = canons[i][pos[i]]
+			c := next()
+			// Clone copies a small map's one group, faster than inserting its keys anew.
+			*c = input{vals: maps.Clone(in.vals), canon: maps.Clone(in.canon), line: in.line, file: in.file, index: len(out)}
+			if c.vals == nil || c.canon == nil {
+				c.vals, c.canon = map[string]any{}, map[string][]byte{}
 			}
-			out = append(out, &input{vals: vals, canon: canon, line: in.line, file: in.file, index: len(out)})
+			for i, a := range axes {
+				c.vals[a.key] = a.values[pos[i]]
+				c.canon[a.key] = canons[i][pos[i]]
+			}
+			out = append(out, c)
 			i := len(axes) - 1
 			for ; i >= 0; i-- {
 				if pos[i]++; pos[i] < len(axes[i].values) {

@@ -3,9 +3,11 @@ package manifest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // A ResourceSet's templates are compiled here, once per set, and evaluated once per input.
@@ -108,13 +110,7 @@ type tmplCompiler struct {
 func (c *tmplCompiler) node(v any, p path) *tmpl {
 	switch x := v.(type) {
 	case map[string]any:
-		keys := slices.Sorted(func(yield func(string) bool) {
-			for k := range x {
-				if !yield(k) {
-					return
-				}
-			}
-		})
+		keys := slices.Sorted(maps.Keys(x))
 		elems := make([]*tmpl, len(keys))
 		dynamic := false
 		for i, k := range keys {
@@ -313,7 +309,11 @@ func clip(s string) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + "…"
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
 }
 
 // plainJSON reports that s is spelled in JSON as itself between quotes (appendJSONString's
@@ -418,8 +418,21 @@ func (t *tmpl) appendNode(dst []byte, in *input) ([]byte, *tmplError) {
 	}
 	// tmplString
 	start := len(dst)
-	dst = append(dst, '"')
-	plain := t.plain
+	dst, plain, err := t.appendText(append(dst, '"'), in)
+	if err != nil {
+		return dst[:start], err
+	}
+	if plain {
+		return append(dst, '"'), nil
+	}
+	s := string(dst[start+1:])
+	return appendJSONString(dst[:start], s), nil
+}
+
+// appendText appends the text of t, a tmplString, for in, unescaped; plain reports that
+// JSON spells it as itself.
+func (t *tmpl) appendText(dst []byte, in *input) (_ []byte, plain bool, _ *tmplError) {
+	plain = t.plain
 	for _, p := range t.parts {
 		if p.ref == nil {
 			dst = append(dst, p.lit...)
@@ -427,7 +440,7 @@ func (t *tmpl) appendNode(dst []byte, in *input) ([]byte, *tmplError) {
 		}
 		v, err := in.lookup(p.ref, t.at)
 		if err != nil {
-			return dst[:start], err
+			return dst, false, err
 		}
 		switch v := v.(type) {
 		case string:
@@ -438,14 +451,10 @@ func (t *tmpl) appendNode(dst []byte, in *input) ([]byte, *tmplError) {
 		case bool:
 			dst = strconv.AppendBool(dst, v)
 		default:
-			return dst[:start], interpolationError(p.ref, v, t.at)
+			return dst, false, interpolationError(p.ref, v, t.at)
 		}
 	}
-	if plain {
-		return append(dst, '"'), nil
-	}
-	s := string(dst[start+1:])
-	return appendJSONString(dst[:start], s), nil
+	return dst, plain, nil
 }
 
 // appendValueJSON appends an input's value (or a value inside one) as canonical JSON.
@@ -543,32 +552,19 @@ func (t *tmpl) str(in *input) (string, *tmplError) {
 	case tmplString:
 		return t.interpolate(in)
 	}
-	return "", &tmplError{at: t.at, msg: "must be a string, got " + map[tmplKind]string{tmplObject: "mapping", tmplArray: "list"}[t.kind]}
+	if t.kind == tmplObject {
+		return "", &tmplError{at: t.at, msg: "must be a string, got mapping"}
+	}
+	return "", &tmplError{at: t.at, msg: "must be a string, got list"}
 }
 
 func (t *tmpl) interpolate(in *input) (string, *tmplError) {
-	var b strings.Builder
-	for _, p := range t.parts {
-		if p.ref == nil {
-			b.WriteString(p.lit)
-			continue
-		}
-		v, err := in.lookup(p.ref, t.at)
-		if err != nil {
-			return "", err
-		}
-		switch v := v.(type) {
-		case string:
-			b.WriteString(v)
-		case json.Number:
-			b.WriteString(string(v))
-		case bool:
-			b.WriteString(strconv.FormatBool(v))
-		default:
-			return "", interpolationError(p.ref, v, t.at)
-		}
+	var buf [128]byte // a name fits: one allocation, the string's
+	b, _, err := t.appendText(buf[:0], in)
+	if err != nil {
+		return "", err
 	}
-	return b.String(), nil
+	return string(b), nil
 }
 
 // copyValue deep-copies a tree of the converter's values.

@@ -24,7 +24,8 @@ func testInput(t testing.TB, doc string) *input {
 }
 
 const tenantInput = `{tenant: acme, size: 100, region: eu-west-1, ha: true, ratio: 1.50, none: null,
-  db: {host: db.acme, port: 5432, opts: {ssl: true}}, zones: [a, b], quote: 'say "hi"', uni: "é"}`
+  db: {host: db.acme, port: 5432, opts: {ssl: true}}, zones: [a, b], quote: 'say "hi"', uni: "é",
+  text: "<< inputs.tenant >>"}`
 
 func TestTemplateEvaluates(t *testing.T) {
 	t.Parallel()
@@ -47,11 +48,13 @@ func TestTemplateEvaluates(t *testing.T) {
 		{"interpolation", `"db-<< inputs.tenant >>-<< inputs.region >>"`, `"db-acme-eu-west-1"`},
 		{"interpolated number and bool", `"n=<< inputs.size >> ha=<< inputs.ha >> r=<< inputs.ratio >>"`, `"n=100 ha=true r=1.5"`},
 		{"spaces around make a string", `" << inputs.size >>"`, `" 100"`},
+		{"an input is not a template", `"<< inputs.text >>"`, `"<< inputs.tenant >>"`},
 		{"escaped input", `"x << inputs.quote >>"`, `"x say \"hi\""`},
 		{"escaped literal", `"\"<< inputs.tenant >>\" é"`, `"\"acme\" é"`},
 		{"non-ascii input", `"<< inputs.uni >>-<< inputs.tenant >>"`, `"é-acme"`},
 		{"output reference passes through", `"${{ Network/net-<< inputs.region >>.outputs.id }}"`, `"${{ Network/net-eu-west-1.outputs.id }}"`},
 		{"output reference untouched", `"${{ Network/net.outputs.id }}"`, `"${{ Network/net.outputs.id }}"`},
+		{"unterminated output reference is text", `"${{ a-<< inputs.tenant >>"`, `"${{ a-acme"`},
 		{"literal <<", `"a << b <<inputsx >> <<< inputs.tenant >>"`, `"a << b <<inputsx >> <acme"`},
 		{"mapping", `{name: "db-<< inputs.tenant >>", spec: {size: "<< inputs.size >>", region: "<< inputs.region >>", fixed: [1, {k: v}]}}`,
 			`{"name":"db-acme","spec":{"fixed":[1,{"k":"v"}],"region":"eu-west-1","size":100}}`},
@@ -103,9 +106,9 @@ func TestTemplateErrors(t *testing.T) {
 		name, tmpl, want string // want: the error, "at: msg"
 	}{
 		{"unknown key", `{spec: {r: "<< inputs.regoin >>"}}`,
-			"spec.r: input regoin is not defined (inputs: db, ha, none, quote, ratio, region, size, tenant, uni, zones); did you mean region?"},
+			"spec.r: input regoin is not defined (inputs: db, ha, none, quote, ratio, region, size, tenant, text, uni and 1 more); did you mean region?"},
 		{"unknown key interpolated", `["x-<< inputs.tenat >>"]`,
-			"[0]: input tenat is not defined (inputs: db, ha, none, quote, ratio, region, size, tenant, uni, zones); did you mean tenant?"},
+			"[0]: input tenat is not defined (inputs: db, ha, none, quote, ratio, region, size, tenant, text, uni and 1 more); did you mean tenant?"},
 		{"unknown nested key", `"<< inputs.db.hostt >>"`, "input db.hostt is not defined (db: host, opts, port); did you mean db.host?"},
 		{"into a string", `"<< inputs.tenant.x >>"`, "input tenant is a string: tenant.x is not defined"},
 		{"mapping interpolated", `"n-<< inputs.db >>"`, "input db is a mapping: only a whole value can take it"},
@@ -138,6 +141,9 @@ func TestTemplateCompileProblems(t *testing.T) {
 		{"pipeline", `["<< inputs.x | upper >>"]`, []string{`[0]: only << inputs.name >> is supported, not "<< inputs.x | upper >>"`}},
 		{"index", `"<< inputs.x[0] >>"`, []string{`: only << inputs.name >> is supported, not "<< inputs.x[0] >>"`}},
 		{"empty segment", `"<< inputs..x >>"`, []string{`: only << inputs.name >> is supported, not "<< inputs..x >>"`}},
+		{"long", `"x << inputs.` + strings.Repeat("a", 80) + `"`, []string{`: unterminated template "<< inputs.` + strings.Repeat("a", 50) + `…": << needs a closing >>`}},
+		{"each string", `{a: "<< inputs", b: ["<< inputs.x y >>"], c: "<< inputs.x >>"}`, []string{
+			`a: unterminated template "<< inputs": << needs a closing >>`, `b[0]: only << inputs.name >> is supported, not "<< inputs.x y >>"`}},
 		{"templated key", `{a: {"<< inputs.k >>": v, "<< b": w}}`, []string{`a["<< inputs.k >>"]: a mapping key cannot hold a template (keys are not templated)`}},
 	}
 	for _, c := range cases {
@@ -194,5 +200,52 @@ func TestTemplateValueIsACopy(t *testing.T) {
 	b, _ := tm.appendJSON(nil, in)
 	if want := `{"c":{"k":[1]},"d":{"host":"db.acme","opts":{"ssl":true},"port":5432},"s":100}`; string(b) != want {
 		t.Fatalf("after changing a value: %s, want %s", b, want)
+	}
+}
+
+// typicalTemplate is a generated resource as a set writes it: a templated name and a spec of
+// three fields, two of them templated.
+const typicalTemplate = `v:
+  apiVersion: example.com/v1
+  kind: Database
+  metadata: {name: "db-<< inputs.tenant >>-<< inputs.region >>"}
+  dependsOn: [{kind: Network, name: "net-<< inputs.region >>"}]
+  spec: {size: "<< inputs.size >>", region: "<< inputs.region >>", engine: postgres}
+`
+
+// appendJSON allocates nothing once dst has room: the 100,000 resources of a set are
+// encoded one after the other into one buffer.
+func TestTemplateAppendJSONAllocates(t *testing.T) {
+	in := testInput(t, "{tenant: acme, size: 100, region: eu-west-1}")
+	tm, _ := compileTemplate(yamlValue(t, typicalTemplate)["v"])
+	buf := make([]byte, 0, 4096)
+	if n := testing.AllocsPerRun(100, func() {
+		var err *tmplError
+		if buf, err = tm.appendJSON(buf[:0], in); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Fatalf("appendJSON allocates %v times per call", n)
+	}
+	checkAgrees(t, tm, in)
+}
+
+func BenchmarkTemplateAppendJSON(b *testing.B) {
+	in := testInput(b, "{tenant: acme, size: 100, region: eu-west-1}")
+	tm, _ := compileTemplate(yamlValue(b, typicalTemplate)["v"])
+	buf := make([]byte, 0, 4096)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf, _ = tm.appendJSON(buf[:0], in)
+	}
+	b.SetBytes(int64(len(buf)))
+}
+
+func BenchmarkTemplateStr(b *testing.B) {
+	in := testInput(b, "{tenant: acme, size: 100, region: eu-west-1}")
+	tm, _ := compileTemplate(yamlValue(b, `v: "db-<< inputs.tenant >>-<< inputs.region >>"`)["v"])
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = tm.str(in)
 	}
 }
