@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -102,4 +104,35 @@ func TestGetResourceSets(t *testing.T) {
 	if _, _, err := a.run(t, "get", "rs", "--kind", "Schema"); err == nil || !strings.Contains(err.Error(), "--kind does not apply to resourcesets") {
 		t.Errorf("get rs --kind: %v", err)
 	}
+}
+
+// TestValidateAndDiffResourceSet: validate counts generated resources and rejects a bad input
+// at the template's line naming it; diff shows the resources an added input generates.
+func TestValidateAndDiffResourceSet(t *testing.T) {
+	t.Parallel()
+	tenants := "- {tenant: acme, size: 1}\n- {tenant: globex, size: 2}\n"
+	dir := writeDir(t, map[string]string{"types.yaml": fleetTypes, "sets/tenant-dbs.yaml": fleetSet, "sets/tenants.yaml": tenants})
+	if out, stderr, err := runCLI(t, "validate", dir); err != nil || out != dir+": valid: 2 resource types, 6 resources\n" {
+		t.Errorf("validate: %v\nstdout %q\nstderr %s", err, out, stderr)
+	}
+	dir = writeDir(t, map[string]string{"types.yaml": fleetTypes, "sets/tenant-dbs.yaml": fleetSet, "sets/tenants.yaml": tenants + "- {tenant: bad, size: huge}\n"})
+	_, stderr, err := runCLI(t, "validate", dir)
+	var code exitCode
+	if !errors.As(err, &code) || code != 1 {
+		t.Fatalf("validate of a bad input: exit %v, want 1\n%s", err, stderr)
+	}
+	for _, region := range []string{"eu-west-1", "us-east-1"} {
+		if want := fmt.Sprintf("sets/tenant-dbs.yaml:%d (tenant=bad, region=%s): spec.size: expected integer, but got string", fleetSizeLine, region); !strings.Contains(stderr, want) {
+			t.Errorf("validate of a bad input lacks %q:\n%s", want, stderr)
+		}
+	}
+
+	a := setupSets(t)
+	added := strings.Replace(fleetSchemas, "{tenant: globex}]", "{tenant: globex}, {tenant: initech}]", 1)
+	dir = writeDir(t, map[string]string{"types.yaml": manifesttest.TypeDoc("Schema", "db.example.com", "{type: object}", "noop"), "sets/schemas.yaml": added})
+	out, stderr, err := a.run(t, "diff", dir, "--source", "fleet")
+	if !errors.As(err, &code) || code != 1 || stderr != "" {
+		t.Fatalf("diff: exit %v, want 1\n%s%s", err, out, stderr)
+	}
+	golden(t, "diff_resourceset.txt", out)
 }
