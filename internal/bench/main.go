@@ -42,7 +42,7 @@ func atLeast(x float64) func(float64) bool { return func(v float64) bool { retur
 func atMost(x float64) func(float64) bool  { return func(v float64) bool { return v <= x } }
 
 func main() {
-	only := flag.String("only", "", "comma-separated figure groups to run (graph,policy,reconcile,gate,windows,calls,chain,apiload,defaults,sync,syncrules,claim,webhook,failover,serve,preview)")
+	only := flag.String("only", "", "comma-separated figure groups to run (graph,resourceset,policy,reconcile,gate,windows,calls,chain,apiload,defaults,sync,syncrules,claim,webhook,failover,serve,preview)")
 	traced := flag.Bool("tracing", false, "export every span to a collector on loopback, as with a tracing: block (figures with tracing on)")
 	flag.Parse()
 	ctx := context.Background()
@@ -64,12 +64,20 @@ func main() {
 
 func run(ctx context.Context, only string, log *slog.Logger) error {
 	want := func(g string) bool { return only == "" || strings.Contains(","+only+",", ","+g+",") }
-	// Before the database starts: the graph figure needs none.
+	// Before the database starts: the graph and resourceset figures need none.
 	if want("graph") {
 		if err := graphIngest(); err != nil {
 			return fmt.Errorf("graph ingest: %w", err)
 		}
 		if only == "graph" {
+			return nil
+		}
+	}
+	if want("resourceset") {
+		if err := resourceSetExpand(); err != nil {
+			return fmt.Errorf("resourceset expansion: %w", err)
+		}
+		if only == "resourceset" {
 			return nil
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/manifest/manifesttest"
 	"github.com/trueup-dev/trueup/sources"
 )
 
@@ -108,4 +109,21 @@ func cpuTime() time.Duration {
 
 func reportCPU(b *testing.B, start time.Duration) {
 	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+}
+
+// BenchmarkLoadResourceSet100k is a first sync of one ResourceSet generating 100,000
+// resources (resourceset_expand_100k of make bench).
+func BenchmarkLoadResourceSet100k(b *testing.B) {
+	fs := files(manifesttest.Fleet(1000, 100)...)
+	b.ReportAllocs()
+	defer reportCPU(b, cpuTime())
+	for b.Loop() {
+		set, err := NewLoader().Load(fs, Options{Limits: Limits{MaxResourcesPerSet: 100_000}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(set.Resources) != 100_100 {
+			b.Fatalf("got %d resources", len(set.Resources))
+		}
+	}
 }

@@ -507,6 +507,30 @@ func (d *docDecoder) decodeDrift(t *typeDoc, spec map[string]any, specPath path)
 	}
 }
 
+// identity checks a document's name (given) and namespace ("default" when absent). The name
+// comes back empty when either is invalid: an invalid identity must not take part in
+// duplicate checks.
+func (d *docDecoder) identity(meta map[string]any, name string) (validName, namespace string) {
+	metaPath := path{"metadata"}
+	if name != "" {
+		if validLabel(name) {
+			validName = name
+		} else {
+			d.fail(metaPath.key("name"), "invalid name %q: %s", name, labelHelp)
+		}
+	}
+	namespace = "default"
+	if ns, ok := d.str(meta, metaPath, "namespace"); ok {
+		if validLabel(ns) {
+			namespace = ns
+		} else {
+			d.fail(metaPath.key("namespace"), "invalid namespace %q: %s", ns, labelHelp)
+			validName = ""
+		}
+	}
+	return validName, namespace
+}
+
 func (d *docDecoder) decodeResource(r *resourceDoc, sets metaSets, apiVersion, kind string, m, meta map[string]any, name string) {
 	*r = resourceDoc{}
 	if apiVersion != "" {
@@ -516,22 +540,8 @@ func (d *docDecoder) decodeResource(r *resourceDoc, sets metaSets, apiVersion, k
 	}
 	metaPath := path{"metadata"}
 	d.strict(meta, metaPath, "name", "namespace", "labels", "annotations")
-	if name != "" {
-		if validLabel(name) {
-			r.name = name
-		} else {
-			d.fail(metaPath.key("name"), "invalid name %q: %s", name, labelHelp)
-		}
-	}
-	namespace := "default"
-	if ns, ok := d.str(meta, metaPath, "namespace"); ok {
-		if validLabel(ns) {
-			namespace = ns
-		} else {
-			d.fail(metaPath.key("namespace"), "invalid namespace %q: %s", ns, labelHelp)
-			r.name = "" // an invalid identity must not take part in duplicate checks
-		}
-	}
+	var namespace string
+	r.name, namespace = d.identity(meta, name)
 	r.namespace = intern(namespace)
 	labels := d.stringMap(meta, metaPath, "labels")
 	if _, set := labels[LabelResourceSet]; set {

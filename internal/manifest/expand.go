@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"cmp"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,17 +32,18 @@ type genRef struct {
 
 // origin names the input, as ValidationError.Origin: the values the name's template reads.
 func (g *genRef) origin() string {
-	if len(g.t.origin) == 0 {
-		return "inputs[" + strconv.Itoa(g.in.index) + "]"
-	}
 	var b strings.Builder
-	for i, k := range g.t.origin {
-		if i > 0 {
+	for _, k := range g.t.origin {
+		v, ok := g.in.vals[k]
+		if !ok {
+			continue // not defined: a problem of its own
+		}
+		if b.Len() > 0 {
 			b.WriteString(", ")
 		}
 		b.WriteString(k)
 		b.WriteByte('=')
-		switch v := g.in.vals[k].(type) {
+		switch v := v.(type) {
 		case string:
 			b.WriteString(v)
 		case json.Number:
@@ -49,6 +51,9 @@ func (g *genRef) origin() string {
 		default:
 			b.Write(appendValueJSON(nil, v))
 		}
+	}
+	if b.Len() == 0 {
+		return "inputs[" + strconv.Itoa(g.in.index) + "]"
 	}
 	return b.String()
 }
@@ -58,9 +63,17 @@ type setRun struct {
 	p      placed
 	set    *setDoc
 	base   []*input // spec.inputs then inputsFrom, before the matrix
+	key    string   // what the set is expanded from, for Loader.sets
 	count  int      // resources it generates, saturated at math.MaxInt
 	inputs int      // elements after the matrix
 	docs   []document
+}
+
+// setEntry is a set expanded without problems, kept while its file, its place and its
+// inputs files are unchanged: its documents keep their last check, so a revision that
+// changes something else checks none of them again.
+type setEntry struct {
+	docs []document
 }
 
 // originOf is p's ValidationError.Origin.
@@ -105,6 +118,7 @@ func (ld *load) collectSets(files []sources.File, docs []placed) ([]*setRun, []p
 	claimed := map[string]string{} // input file → the set claiming it, for messages
 	seen := map[[2]string]*setRun{}
 	var ok []*setRun
+	var inputErrs []ValidationError // the input files' own, once the manifest parser's are gone
 	for _, run := range runs {
 		s := run.set
 		key := [2]string{s.namespace.String(), s.name}
@@ -120,6 +134,8 @@ func (ld *load) collectSets(files []sources.File, docs []placed) ([]*setRun, []p
 		}
 		seen[key] = run
 		good := true
+		h := sha256.New()
+		fmt.Fprintf(h, "%s\x00%s\x00%d", run.p.file, run.p.key, run.p.doc.index)
 		if s.hasInputs || len(s.from) > 0 {
 			run.base = slices.Clone(s.inputs)
 		} else {
@@ -140,26 +156,26 @@ func (ld *load) collectSets(files []sources.File, docs []placed) ([]*setRun, []p
 				continue
 			}
 			for _, f := range matched {
+				fmt.Fprintf(h, "\x00%s\x00%s\x00%s", f, byPath[f].Hash, hashIfNone(byPath[f]))
 				claimed[f] = fmt.Sprintf("%s/%s (%s:%d)", key[0], key[1], run.p.file, s.line)
 				ins, errs := ld.inputs(byPath[f])
-				ld.errs = append(ld.errs, errs...)
+				inputErrs = append(inputErrs, errs...)
 				good = good && len(errs) == 0
 				run.base = append(run.base, ins...)
 			}
 		}
 		if good {
+			run.key = string(h.Sum(nil))
 			ok = append(ok, run)
 		}
 	}
 	if len(claimed) == 0 {
 		return ok, docs
 	}
-	// What the manifest parser said of the input files is not for manifests; their
-	// refusals stand.
-	ld.errs = slices.DeleteFunc(ld.errs, func(e ValidationError) bool {
-		f, isInput := byPath[e.File]
-		return isInput && claimed[e.File] != "" && f.Refused == "" && !strings.HasPrefix(e.Msg, "an inputs file of ResourceSet")
-	})
+	// What the manifest parser said of the input files is not for manifests (a refused
+	// file is not in byPath: its refusal stands).
+	ld.errs = slices.DeleteFunc(ld.errs, func(e ValidationError) bool { return claimed[e.File] != "" })
+	ld.errs = append(ld.errs, inputErrs...)
 	kept := docs[:0:0]
 	for _, p := range docs {
 		set, isInput := claimed[p.file]
@@ -191,9 +207,34 @@ func matchPaths(paths []string, target string) []string {
 	return out
 }
 
-// inputs reads an inputs file.
+// hashIfNone is the hash of a file's content when the source gave none.
+func hashIfNone(f *sources.File) string {
+	if f.Hash != "" {
+		return ""
+	}
+	return hashJSON(f.Data)
+}
+
+// inputsEntry is an inputs file read.
+type inputsEntry struct {
+	ins  []*input
+	errs []ValidationError
+}
+
+// inputs reads an inputs file, or takes what the last load read of it. Inputs name their
+// file, hence the path in the key.
 func (ld *load) inputs(f *sources.File) ([]*input, []ValidationError) {
-	return parseInputs(f.Data, f.Path)
+	key := f.Path + "\x00" + f.Hash + hashIfNone(f)
+	e, ok := ld.l.inputs[key]
+	if !ok {
+		e = &inputsEntry{}
+		e.ins, e.errs = parseInputs(f.Data, f.Path)
+	}
+	if ld.inputsUsed == nil {
+		ld.inputsUsed = map[string]*inputsEntry{}
+	}
+	ld.inputsUsed[key] = e
+	return e.ins, e.errs
 }
 
 // planSets counts what each set generates and reports the sets over the per-set cap,
@@ -202,10 +243,7 @@ func (ld *load) planSets(runs []*setRun, lim Limits) ([]*setRun, int) {
 	total := 0
 	ok := runs[:0:0]
 	for _, run := range runs {
-		n := len(run.base)
-		for _, a := range run.set.matrix {
-			n = mulSat(n, len(a.values))
-		}
+		n := productSize(len(run.base), run.set.matrix)
 		run.inputs = n
 		run.count = mulSat(n, len(run.set.templates))
 		if run.count > lim.MaxResourcesPerSet {
@@ -245,11 +283,21 @@ type genProblem struct {
 	msg string
 }
 
-// expandSets renders every set and appends the generated documents to docs.
+// expandSets renders every set, or takes its documents from the cache, and appends the
+// generated documents to docs.
 func (ld *load) expandSets(runs []*setRun, docs []placed) []placed {
+	used := map[string]*setEntry{}
+	defer func() { ld.l.sets, ld.l.inputs = used, ld.inputsUsed }()
 	for _, run := range runs {
+		if e, ok := ld.l.sets[run.key]; ok {
+			used[run.key], run.docs = e, e.docs
+			for k := range run.docs {
+				docs = append(docs, placed{source: run.p.source, doc: &run.docs[k]})
+			}
+			continue
+		}
 		s := run.set
-		ins, err := product(run.base, s.matrix)
+		ins, err := crossAll(run.base, s.matrix)
 		if err != nil {
 			var clash *clashError
 			if errors.As(err, &clash) {
@@ -296,11 +344,16 @@ func (ld *load) expandSets(runs []*setRun, docs []placed) []placed {
 				}
 			}
 		})
+		clean := true
 		for _, ps := range problems {
 			for _, pr := range ps {
 				p := placed{source: run.p.source, doc: &run.docs[pr.k]}
 				ld.errs = append(ld.errs, p.at(ld.lineOf(p, pr.at), pr.at.String(), pr.msg))
+				clean = false
 			}
+		}
+		if clean {
+			used[run.key] = &setEntry{docs: run.docs}
 		}
 		for k := range run.docs {
 			docs = append(docs, placed{source: run.p.source, doc: &run.docs[k]})
@@ -429,6 +482,31 @@ func (dt *depTemplate) eval(in *input, ns string, self graph.ID) (graph.ID, []ge
 	return id, nil
 }
 
+// crossAll is product, the inputs crossed in parallel batches: a set of 1,000 inputs and
+// a matrix of 100 makes 100,000 inputs of two maps each.
+func crossAll(base []*input, matrix []matrixAxis) ([]*input, error) {
+	if len(matrix) == 0 || len(base) < 2 {
+		return product(base, matrix)
+	}
+	const chunk = 64
+	n := (len(base) + chunk - 1) / chunk
+	parts := make([][]*input, n)
+	errs := make([]error, n)
+	parallel(n, func(i int) {
+		parts[i], errs[i] = product(base[i*chunk:min(len(base), (i+1)*chunk)], matrix)
+	})
+	for _, err := range errs {
+		if err != nil {
+			return nil, err // the first input's, as product reports
+		}
+	}
+	out := slices.Concat(parts...)
+	for i, in := range out {
+		in.index = i
+	}
+	return out, nil
+}
+
 // setInfos is Set.ResourceSets.
 func setInfos(runs []*setRun) []ResourceSetInfo {
 	if len(runs) == 0 {
@@ -446,32 +524,40 @@ func setInfos(runs []*setRun) []ResourceSetInfo {
 }
 
 // capSetProblems keeps the first maxSetProblems problems of each set's generated
-// resources (errs sorted) and says how many more there are.
+// resources (errs sorted) and says, after them, how many more there are.
 func capSetProblems(errs Errors, runs []*setRun) Errors {
 	if len(runs) == 0 {
 		return errs
 	}
-	counts := make([]int, len(runs))
-	out := errs[:0]
-	for _, e := range errs {
-		i := -1
+	of := make([]int, len(errs)) // the run of each problem, -1 for none
+	total := make([]int, len(runs))
+	for j, e := range errs {
+		of[j] = -1
 		if e.Origin != "" && !strings.HasPrefix(e.Origin, "rendered by ") {
-			i = slices.IndexFunc(runs, func(r *setRun) bool {
+			of[j] = slices.IndexFunc(runs, func(r *setRun) bool {
 				return r.p.file == e.File && r.set.line <= e.Line && e.Line <= r.set.lastLine
 			})
 		}
-		if i >= 0 {
-			if counts[i]++; counts[i] > maxSetProblems {
-				continue
-			}
+		if of[j] >= 0 {
+			total[of[j]]++
+		}
+	}
+	out := make(Errors, 0, len(errs))
+	kept := make([]int, len(runs))
+	for j, e := range errs {
+		i := of[j]
+		if i < 0 {
+			out = append(out, e)
+			continue
+		}
+		if kept[i]++; kept[i] > maxSetProblems {
+			continue
 		}
 		out = append(out, e)
-	}
-	for i, n := range counts {
-		if n > maxSetProblems {
+		if kept[i] == maxSetProblems && total[i] > maxSetProblems {
 			r := runs[i]
-			out = append(out, ValidationError{File: r.p.file, Line: r.set.lastLine, Msg: fmt.Sprintf("… and %d more problems of ResourceSet %s/%s in other inputs", n-maxSetProblems, r.set.namespace, r.set.name)})
+			out = append(out, ValidationError{File: e.File, Line: e.Line, Msg: fmt.Sprintf("… and %d more problems of ResourceSet %s/%s in other inputs", total[i]-maxSetProblems, r.set.namespace, r.set.name)})
 		}
 	}
-	return sortErrors(out)
+	return out
 }

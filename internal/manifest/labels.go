@@ -61,7 +61,7 @@ func encodeStrings(m map[string]string) string {
 func appendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			q, _ := marshalCanonical(s) // a string always encodes
+			q, _ := encodeCanonical(s) // a string always encodes
 			return append(b, q...)
 		}
 	}

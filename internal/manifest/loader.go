@@ -65,8 +65,12 @@ const EncryptedMarkerPrefix = "*** sops:"
 //
 // A Loader is safe for concurrent use; loads are serialised.
 type Loader struct {
-	mu      sync.Mutex
-	files   map[string]*fileEntry
+	mu    sync.Mutex
+	files map[string]*fileEntry
+	// sets holds each ResourceSet's generated documents and inputs each file's inputs, by
+	// what they were made from (expand.go), as files holds parsed documents.
+	sets    map[string]*setEntry
+	inputs  map[string]*inputsEntry
 	schemas map[string]*compiledSchema
 	// revisionBudget is celRevisionBudget; tests lower it.
 	revisionBudget uint64
@@ -133,6 +137,9 @@ type load struct {
 	// evaluated because it exceeded celRevisionBudget.
 	celSpent   atomic.Uint64
 	celSkipped atomic.Bool
+
+	inputsUsed map[string]*inputsEntry // becomes Loader.inputs
+	parts      partsMemo
 }
 
 // Load parses every file and validates everything. On any problem it returns (nil, Errors)
@@ -143,7 +150,7 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	ld := &load{l: l, opts: opts, schemas: map[string]*compiledSchema{}}
 	if opts.EncryptedUnknown != l.encryptedUnknown {
 		// The cached checks were judged the other way.
-		l.files, l.encryptedUnknown = map[string]*fileEntry{}, opts.EncryptedUnknown
+		l.files, l.sets, l.encryptedUnknown = map[string]*fileEntry{}, nil, opts.EncryptedUnknown
 	}
 	lim := opts.Limits.withDefaults()
 	if len(files) > lim.MaxFiles {
@@ -160,11 +167,8 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	if n := countResources(docs); n > lim.MaxResources || planned > lim.MaxResources-n {
 		return nil, Errors{overResources(n, planned, lim.MaxResources)}
 	}
-	if len(ld.errs) > 0 {
-		// A set that fails to read its inputs or to plan is not expanded, and its
-		// resources would be missing: the revision is rejected anyway.
-		runs = nil
-	}
+	// A set whose inputs or plan failed is not among runs: its resources are missing, but
+	// the revision is rejected anyway, and the other sets' problems are reported with its.
 	docs = ld.expandSets(runs, docs)
 	if opts.Parsed != nil {
 		opts.Parsed(len(docs))
@@ -611,8 +615,10 @@ func (ld *load) match(docs []placed, infos map[string]*typeInfo) (items []resour
 		items = append(items, resourceAt{p: p, cs: cs})
 		// A check against another schema, or none, is stale. The same content under
 		// two paths shares one document: check it once.
-		if r.checkedWith != cs.id && !queued[r] {
-			queued[r] = true
+		if r.checkedWith != cs.id && (p.doc.gen != nil || !queued[r]) {
+			if p.doc.gen == nil { // a generated document has no second place
+				queued[r] = true
+			}
 			stale = append(stale, len(items)-1)
 		}
 	}
@@ -673,42 +679,49 @@ func setResources(items []resourceAt) ([]Resource, []transitionCheck) {
 		}
 		return strings.Compare(ra.name, rb.name)
 	})
-	out := make([]Resource, 0, len(items))
 	// One map per distinct set: a repository repeats a few label sets across thousands of
 	// resources, and a map per resource was a third of a large Set.
 	decoded := map[string]map[string]string{}
-	decode := func(s string) map[string]string {
-		m, ok := decoded[s]
-		if !ok {
-			m = decodeStrings(s)
-			decoded[s] = m
-		}
-		return m
-	}
 	var transitions []transitionCheck
-	for _, it := range items {
-		p, r := it.p, it.p.doc.res
+	for i, it := range items {
+		labels, annotations := it.p.doc.res.meta.sets()
+		for _, s := range [2]string{labels, annotations} {
+			if _, ok := decoded[s]; !ok {
+				decoded[s] = decodeStrings(s)
+			}
+		}
 		if it.cs.rules != nil && it.cs.rules.transition {
-			transitions = append(transitions, transitionCheck{i: len(out), schemaHash: it.cs.hash, schema: it.cs.raw,
+			p := it.p
+			transitions = append(transitions, transitionCheck{i: i, schemaHash: it.cs.hash, schema: it.cs.raw,
 				file: p.file, data: p.data, docIndex: p.doc.index, gen: p.doc.gen})
 		}
-		labels, annotations := r.meta.sets()
-		out = append(out, Resource{
-			APIVersion:  p.doc.apiVersion.String(),
-			Kind:        p.doc.kind.String(),
-			Namespace:   r.namespace.String(),
-			Name:        r.name,
-			Labels:      decode(labels),
-			Annotations: decode(annotations),
-			Spec:        json.RawMessage(r.specJSON),
-			SpecHash:    hexHash(r.specHash),
-			MetaHash:    it.metaHash,
-			DependsOn:   r.deps.dependencies(),
-			File:        p.file,
-			Line:        p.doc.line,
-			gen:         p.doc.gen,
-		})
 	}
+	// Each Resource is built on its own (decoded is only read): in parallel, since a
+	// ResourceSet makes Sets of 100,000.
+	out := make([]Resource, len(items))
+	const batch = 4096
+	parallel((len(items)+batch-1)/batch, func(b int) {
+		for i := b * batch; i < min(len(items), (b+1)*batch); i++ {
+			it := items[i]
+			p, r := it.p, it.p.doc.res
+			labels, annotations := r.meta.sets()
+			out[i] = Resource{
+				APIVersion:  p.doc.apiVersion.String(),
+				Kind:        p.doc.kind.String(),
+				Namespace:   r.namespace.String(),
+				Name:        r.name,
+				Labels:      decoded[labels],
+				Annotations: decoded[annotations],
+				Spec:        json.RawMessage(r.specJSON),
+				SpecHash:    hexHash(r.specHash),
+				MetaHash:    it.metaHash,
+				DependsOn:   r.deps.dependencies(),
+				File:        p.file,
+				Line:        p.doc.line,
+				gen:         p.doc.gen,
+			}
+		}
+	})
 	return out, transitions
 }
 
@@ -775,8 +788,14 @@ func (ld *load) checkStale(items []resourceAt, stale []int) {
 		// Validation dominates a first sync; each document is independent and compiled
 		// schemas are read-only, so spread it over the CPUs.
 		parallel(len(jobs), func(i int) {
-			if j := &jobs[i]; !j.skip {
-				j.problems = check(j.p.doc.res, j.p.doc.kind, j.spec, j.cs, ld)
+			j := &jobs[i]
+			if g := j.p.doc.gen; g != nil && j.p.doc.res.hasSpec {
+				// Built from the template rather than decoded from written, which
+				// costs more; written stays the canonical form.
+				j.spec, _ = g.t.spec.value(g.in)
+			}
+			if !j.skip {
+				j.problems = check(j.p.doc.res, j.p.doc.kind, j.spec, j.cs, ld, j.p.doc.gen != nil)
 			}
 		})
 		// Locating problems may parse files again: in file order too.
@@ -804,10 +823,12 @@ func (ld *load) spec(p placed) any {
 // references imply. kind is r's. spec is the spec as written, or nil to take it from r. It
 // returns the problems found, which still need lines. ld counts what the rules cost
 // (celRevisionBudget); nil, no budget for the revision.
-func check(r *resourceDoc, kind sym, spec any, cs *compiledSchema, ld *load) []schemaProblem {
+func check(r *resourceDoc, kind sym, spec any, cs *compiledSchema, ld *load, byParts bool) []schemaProblem {
 	var canon string // the stored form, when it is known before applying defaults
 	switch {
 	case spec != nil:
+		// A generated spec comes with its canonical form (written is empty otherwise).
+		canon = r.written
 	case !r.hasSpec:
 		spec = map[string]any{}
 	default:
@@ -822,7 +843,11 @@ func check(r *resourceDoc, kind sym, spec any, cs *compiledSchema, ld *load) []s
 	}
 	v, changed := cs.defaults.apply(spec)
 	markers := ld != nil && ld.opts.EncryptedUnknown
-	problems := cs.validateMarkers(v, path{"spec"}, markers)
+	var problems []schemaProblem
+	// The specs of a ResourceSet share most values: their parts are validated once each.
+	if !byParts || ld == nil || !ld.parts.valid(cs, v) {
+		problems = cs.validateMarkers(v, path{"spec"}, markers)
+	}
 	refs := usesSecretRef(v, 0)
 	if refs {
 		problems = append(problems, secretRefProblems(v, specRoot)...)

@@ -222,6 +222,16 @@ func Canonical(v json.RawMessage) (json.RawMessage, error) {
 // json.Number. encoding/json already sorts map keys; HTML escaping is turned off because it
 // would make the stored spec differ from what users wrote for no benefit.
 func marshalCanonical(v any) (json.RawMessage, error) {
+	// Those values are spelled here without reflection, as encoding/json spells them: a
+	// spec is encoded on every check, and a ResourceSet checks thousands at once.
+	if b, ok := appendCanonical(nil, v, 0); ok {
+		return b, nil
+	}
+	return encodeCanonical(v)
+}
+
+// encodeCanonical is marshalCanonical through encoding/json.
+func encodeCanonical(v any) (json.RawMessage, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -229,6 +239,77 @@ func marshalCanonical(v any) (json.RawMessage, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+}
+
+// appendCanonical appends v as marshalCanonical encodes it; ok is false for a value it
+// leaves to encoding/json (another type, a number it would reject, too deep a tree).
+func appendCanonical(dst []byte, v any, depth int) (_ []byte, ok bool) {
+	if depth > maxDepth {
+		return dst, false
+	}
+	switch x := v.(type) {
+	case nil:
+		return append(dst, "null"...), true
+	case string:
+		return appendJSONString(dst, x), true
+	case bool:
+		return strconv.AppendBool(dst, x), true
+	case json.Number:
+		if !plainNumber(string(x)) {
+			return dst, false
+		}
+		return append(dst, x...), true
+	case map[string]any:
+		if x == nil {
+			return append(dst, "null"...), true
+		}
+		var small [16]string
+		keys := small[:0]
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		dst = append(dst, '{')
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONString(dst, k)
+			dst = append(dst, ':')
+			if dst, ok = appendCanonical(dst, x[k], depth+1); !ok {
+				return dst, false
+			}
+		}
+		return append(dst, '}'), true
+	case []any:
+		if x == nil {
+			return append(dst, "null"...), true
+		}
+		dst = append(dst, '[')
+		for i, e := range x {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			if dst, ok = appendCanonical(dst, e, depth+1); !ok {
+				return dst, false
+			}
+		}
+		return append(dst, ']'), true
+	}
+	return dst, false
+}
+
+// plainNumber reports whether s is a JSON number that encoding/json writes as it is.
+func plainNumber(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E') {
+			return false
+		}
+	}
+	return json.Valid([]byte(s))
 }
 
 func normalizeNumbers(v any) (any, error) {

@@ -82,22 +82,8 @@ func (d *docDecoder) decodeSet(apiVersion string, m, meta map[string]any, name s
 	d.strict(meta, metaPath, "name", "namespace", "labels", "annotations")
 	d.stringMap(meta, metaPath, "labels")
 	d.stringMap(meta, metaPath, "annotations")
-	if name != "" {
-		if validLabel(name) {
-			s.name = name
-		} else {
-			d.fail(metaPath.key("name"), "invalid name %q: %s", name, labelHelp)
-		}
-	}
-	namespace := "default"
-	if ns, ok := d.str(meta, metaPath, "namespace"); ok {
-		if validLabel(ns) {
-			namespace = ns
-		} else {
-			d.fail(metaPath.key("namespace"), "invalid namespace %q: %s", ns, labelHelp)
-			s.name = ""
-		}
-	}
+	var namespace string
+	s.name, namespace = d.identity(meta, name)
 	s.namespace = intern(namespace)
 
 	specPath := path{"spec"}
@@ -255,7 +241,8 @@ func (d *docDecoder) fixed(m map[string]any, p path, key string) string {
 	return s
 }
 
-// str compiles a string field that may be templated; nil when absent or not a string.
+// strTemplate compiles a string field that may be templated; nil when absent or not a
+// string.
 func (d *docDecoder) strTemplate(m map[string]any, p path, key string, required bool) *tmpl {
 	v, present := field(m, key)
 	if !present {

@@ -1,10 +1,15 @@
 package manifest
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/trueup-dev/trueup/internal/graph"
+	"github.com/trueup-dev/trueup/sources"
 )
 
 // setTypes declares Database and Network for the ResourceSet tests.
@@ -116,5 +121,312 @@ func TestResourceSetBadInput(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// names lists the Databases of set as namespace/name.
+func names(set *Set) []string {
+	var out []string
+	for _, r := range set.Resources {
+		if r.Kind == "Database" {
+			out = append(out, r.Namespace+"/"+r.Name)
+		}
+	}
+	return out
+}
+
+func TestResourceSetInputs(t *testing.T) {
+	t.Parallel()
+	const tmpl = `  resources:
+    - apiVersion: example.com/v1
+      kind: Database
+      metadata: {name: "db-<< inputs.tenant >>-<< inputs.region >>"}
+      spec: {size: 1, region: "<< inputs.region >>"}
+`
+	set := func(spec string) string {
+		return "apiVersion: trueup.dev/v1\nkind: ResourceSet\nmetadata: {name: s}\nspec:\n" + spec + tmpl
+	}
+	for _, tc := range []struct {
+		name  string
+		files []string
+		want  []string
+	}{
+		{"matrix only", []string{"s.yaml", set("  matrix: {region: [b, a], tenant: [x]}\n")},
+			[]string{"default/db-x-a", "default/db-x-b"}},
+		{"inputs empty", []string{"s.yaml", set("  inputs: []\n  matrix: {region: [a]}\n")}, nil},
+		{"none of the three", []string{"s.yaml", strings.NewReplacer("db-<< inputs.tenant >>-<< inputs.region >>", "db-one", "<< inputs.region >>", "eu").Replace(set(""))},
+			[]string{"default/db-one"}},
+		{"inputsFrom file, folder, documents, JSON", []string{
+			"sets/s.yaml", set("  inputs: [{tenant: w, region: eu}]\n  inputsFrom: [{path: tenants/eu.yaml}, {path: ../more}]\n"),
+			"sets/tenants/eu.yaml", "tenant: a\nregion: eu\n---\n- {tenant: b, region: eu}\n- {tenant: c, region: eu}\n",
+			"more/z.json", `[{"tenant": "z", "region": "us"}]`,
+			"more/deep/y.yml", "{tenant: y, region: us}\n",
+		}, []string{"default/db-a-eu", "default/db-b-eu", "default/db-c-eu", "default/db-w-eu", "default/db-y-us", "default/db-z-us"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s, err := loadSet(t, tc.files...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := names(s); !slices.Equal(got, tc.want) {
+				t.Errorf("generated %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestResourceSetProblems(t *testing.T) {
+	t.Parallel()
+	// header is 4 lines; the template's item starts on line 6.
+	set := func(name, spec, item string) string {
+		return "apiVersion: trueup.dev/v1\nkind: ResourceSet\nmetadata: {name: " + name + ", namespace: production}\nspec:\n" + spec +
+			"  resources:\n    - apiVersion: example.com/v1\n      kind: Database\n" + item
+	}
+	const named = "      metadata: {name: \"db-<< inputs.tenant >>\"}\n      spec: {size: 1, region: eu}\n"
+	for _, tc := range []struct {
+		name  string
+		files []string
+		want  []string
+	}{
+		{"invalid generated name", []string{"s.yaml", set("s", "  inputs: [{tenant: ok}, {tenant: Bad_Name}]\n", named)},
+			[]string{`s.yaml:9 (tenant=Bad_Name): metadata.name: invalid name "db-Bad_Name": ` + labelHelp}},
+		{"name reading no input", []string{"s.yaml", set("s", "  inputs: [{tenant: a}, {tenant: b}]\n", "      metadata: {name: db}\n      spec: {size: \"<< inputs.tenant >>\", region: eu}\n")},
+			[]string{
+				"s.yaml:10 (inputs[0]): spec.size: expected integer, but got string",
+				"s.yaml:10 (inputs[1]): spec.size: expected integer, but got string",
+				"s.yaml:7 (inputs[1]): duplicate resource production/Database/db (also declared at s.yaml:7 (inputs[0]))",
+				"s.yaml:7 (inputs[0]): duplicate resource production/Database/db (also declared at s.yaml:7 (inputs[1]))",
+			}},
+		{"set and file", []string{"s.yaml", set("s", "  inputs: [{tenant: a}]\n", named),
+			"db.yaml", "apiVersion: example.com/v1\nkind: Database\nmetadata: {name: db-a, namespace: production}\nspec: {size: 1, region: eu}\n"},
+			[]string{
+				"db.yaml:1: duplicate resource production/Database/db-a (also declared at s.yaml:7 (tenant=a))",
+				"s.yaml:7 (tenant=a): duplicate resource production/Database/db-a (also declared at db.yaml:1)",
+			}},
+		{"set and set", []string{"a.yaml", set("a", "  inputs: [{tenant: a}]\n", named), "b.yaml", set("b", "  inputs: [{tenant: a}]\n", named)},
+			[]string{
+				"a.yaml:7 (tenant=a): duplicate resource production/Database/db-a (also declared at b.yaml:7 (tenant=a))",
+				"b.yaml:7 (tenant=a): duplicate resource production/Database/db-a (also declared at a.yaml:7 (tenant=a))",
+			}},
+		{"duplicate set", []string{"a.yaml", set("s", "  inputs: [{tenant: a}]\n", named), "b.yaml", set("s", "  inputs: [{tenant: b}]\n", named)},
+			[]string{
+				"a.yaml:1: duplicate ResourceSet production/s (also declared at b.yaml:1)",
+				"b.yaml:1: duplicate ResourceSet production/s (also declared at a.yaml:1)",
+			}},
+		{"template in another namespace, reserved label", []string{"s.yaml", set("s", "  inputs: [{tenant: a}]\n",
+			"      metadata: {name: db, namespace: other, labels: {trueup.dev/resource-set: x}}\n      spec: {size: 1, region: eu}\n")},
+			[]string{
+				`s.yaml:9: spec.resources[0].metadata.labels["trueup.dev/resource-set"]: label trueup.dev/resource-set is reserved: the set labels each resource it generates with its name`,
+				"s.yaml:9: spec.resources[0].metadata.namespace: must be the set's namespace production or left out: a set generates resources in its own namespace",
+			}},
+		{"reserved label in a written resource", []string{"db.yaml", "apiVersion: example.com/v1\nkind: Database\nmetadata:\n  name: db\n  labels: {trueup.dev/resource-set: x}\nspec: {size: 1, region: eu}\n"},
+			[]string{`db.yaml:5: metadata.labels["trueup.dev/resource-set"]: label trueup.dev/resource-set is reserved: a ResourceSet sets it on the resources it generates`}},
+		{"ResourceType template", []string{"s.yaml", strings.Replace(set("s", "", named), "example.com/v1\n      kind: Database", "trueup.dev/v1\n      kind: ResourceType", 1)},
+			[]string{"s.yaml:7: spec.resources[0].kind: a ResourceSet generates resources, not trueup.dev documents"}},
+		{"templated kind, dependsOn on the set", []string{"s.yaml", strings.Replace(set("s", "", named), "kind: Database", "kind: \"<< inputs.kind >>\"", 1) + "dependsOn: []\n"},
+			[]string{
+				"s.yaml:7: spec.resources[0].kind: cannot be templated: kind is written out in each template",
+				"s.yaml:10: dependsOn: a ResourceSet does not take dependsOn: put it in the templates (spec.resources[].dependsOn)",
+			}},
+		{"matrix key clash", []string{"s.yaml", set("s", "  inputs: [{tenant: a, region: eu}]\n  matrix: {region: [us]}\n", named)},
+			[]string{"s.yaml:6: spec.matrix.region: matrix key region is also a key of the input at s.yaml:5"}},
+		{"inputsFrom missing, leaving", []string{"sets/s.yaml", set("s", "  inputsFrom: [{path: nope.yaml}, {path: ../../x}]\n", named)},
+			[]string{
+				`sets/s.yaml:5: spec.inputsFrom[0].path: no YAML or JSON file at sets/nope.yaml`,
+				`sets/s.yaml:5: spec.inputsFrom[1].path: "../../x" leads out of the revision`,
+			}},
+		{"inputsFrom absolute", []string{"sets/s.yaml", set("s", "  inputsFrom: [{path: /etc/x}]\n", named)},
+			[]string{`sets/s.yaml:5: spec.inputsFrom[0].path: "/etc/x" is absolute: inputsFrom paths are relative to the set's folder`}},
+		{"inputs file holding a manifest, bad input", []string{"s.yaml", set("s", "  inputsFrom: [{path: in}]\n", named),
+			"in/a.yaml", "apiVersion: example.com/v1\nkind: Database\nmetadata: {name: x}\n", "in/b.yaml", "- 3\n"},
+			[]string{
+				"in/a.yaml:1: an inputs file of ResourceSet production/s (s.yaml:1) holds a manifest (apiVersion and kind): inputs files hold inputs only",
+				"in/b.yaml:1: [0]: an input must be a mapping, got number",
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := loadSet(t, tc.files...)
+			got := problems(t, err)
+			slices.Sort(got)
+			want := slices.Sorted(slices.Values(tc.want))
+			if !slices.Equal(got, want) {
+				t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		})
+	}
+}
+
+func TestResourceSetCaps(t *testing.T) {
+	// 10^20 would not fit in memory, nor in an int: refused from the counts.
+	var b strings.Builder
+	b.WriteString("apiVersion: trueup.dev/v1\nkind: ResourceSet\nmetadata: {name: huge}\nspec:\n  matrix:\n")
+	for _, k := range []string{"a", "b", "c", "d", "e"} {
+		b.WriteString("    " + k + ": [")
+		for i := range 10_000 {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(strconv.Itoa(i))
+		}
+		b.WriteString("]\n")
+	}
+	b.WriteString("  resources:\n    - {apiVersion: example.com/v1, kind: Network, metadata: {name: \"n-<< inputs.a >>\"}}\n")
+	huge := files("s.yaml", b.String())
+	l := NewLoader()
+	if allocs := testing.AllocsPerRun(1, func() {
+		_, err := l.Load(huge, Options{})
+		want := "s.yaml:4: spec: ResourceSet default/huge would generate more than 9223372036854775807 resources, more than the limit of 10000 (limits.maxResourcesPerSet in the controller config)"
+		if got := problems(t, err); !slices.Equal(got, []string{want}) {
+			t.Errorf("problems %q, want %q", got, want)
+		}
+	}); allocs > 2_000_000 {
+		t.Errorf("%v allocations: the set was expanded", allocs)
+	}
+
+	set := "apiVersion: trueup.dev/v1\nkind: ResourceSet\nmetadata: {name: s}\nspec:\n  matrix: {n: [1, 2, 3]}\n  resources:\n" +
+		"    - {apiVersion: example.com/v1, kind: Network, metadata: {name: \"a-<< inputs.n >>\"}}\n" +
+		"    - {apiVersion: example.com/v1, kind: Network, metadata: {name: \"b-<< inputs.n >>\"}}\n"
+	for _, tc := range []struct {
+		lim  Limits
+		want string
+	}{
+		{Limits{MaxResourcesPerSet: 5}, "s.yaml:4: spec: ResourceSet default/s would generate 6 resources, more than the limit of 5 (limits.maxResourcesPerSet in the controller config)"},
+		{Limits{MaxResources: 7}, "revision has 8 resources (6 generated by ResourceSets), more than the limit of 7 (limits.maxResources in the controller config)"},
+	} {
+		_, err := NewLoader().Load(files("types.yaml", setTypes, "s.yaml", set, "networks.yaml", networks), Options{Limits: tc.lim})
+		if got := problems(t, err); !slices.Equal(got, []string{tc.want}) {
+			t.Errorf("limits %+v: problems %q, want %q", tc.lim, got, tc.want)
+		}
+	}
+	if s, err := NewLoader().Load(files("types.yaml", setTypes, "s.yaml", set), Options{Limits: Limits{MaxResources: 6, MaxResourcesPerSet: 6}}); err != nil || len(s.Resources) != 6 {
+		t.Errorf("at the caps: %v", err)
+	}
+}
+
+func TestResourceSetProblemCap(t *testing.T) {
+	t.Parallel()
+	var ins []string
+	for i := range 30 {
+		ins = append(ins, fmt.Sprintf("{tenant: t%d, size: bad}", i))
+	}
+	set := "apiVersion: trueup.dev/v1\nkind: ResourceSet\nmetadata: {name: s}\nspec:\n  inputs: [" + strings.Join(ins, ", ") + "]\n  resources:\n" +
+		"    - apiVersion: example.com/v1\n      kind: Database\n      metadata: {name: \"db-<< inputs.tenant >>\"}\n      spec: {size: \"<< inputs.size >>\", region: eu}\n"
+	_, err := loadSet(t, "s.yaml", set)
+	got := problems(t, err)
+	if len(got) != 21 || got[0] != "s.yaml:10 (tenant=t0): spec.size: expected integer, but got string" ||
+		got[20] != "s.yaml:10: … and 10 more problems of ResourceSet default/s in other inputs" {
+		t.Errorf("problems:\n%s", strings.Join(got, "\n"))
+	}
+}
+
+func TestResourceSetGraph(t *testing.T) {
+	t.Parallel()
+	// Each generated resource depends on the next one, the last on the first.
+	set := `apiVersion: trueup.dev/v1
+kind: ResourceSet
+metadata: {name: ring}
+spec:
+  inputs: [{n: a, next: b}, {n: b, next: c}, {n: c, next: a}]
+  resources:
+    - apiVersion: example.com/v1
+      kind: Network
+      metadata: {name: "net-<< inputs.n >>"}
+      dependsOn: [{kind: Network, name: "net-<< inputs.next >>", namespace: "<< inputs.ns >>"}]
+`
+	_, err := loadSet(t, "s.yaml", set)
+	want := "s.yaml:10 (n=a): dependsOn[0].namespace: input ns is not defined (inputs: n, next)"
+	if got := problems(t, err); len(got) != 3 || got[0] != want {
+		t.Errorf("problems %q, want 3 starting with %q", got, want)
+	}
+	_, err = loadSet(t, "s.yaml", strings.Replace(set, `, namespace: "<< inputs.ns >>"`, "", 1))
+	if got := problems(t, err); len(got) != 1 || !strings.Contains(got[0], "dependency cycle") {
+		t.Errorf("problems %q, want a cycle", got)
+	}
+	// Across namespaces, CheckReference names the input.
+	_, err = NewLoader().Load(files("types.yaml", setTypes, "s.yaml", strings.Replace(set, "<< inputs.ns >>", "other", 1)), Options{
+		CheckReference: func(from string, target graph.ID, outputs []string) error {
+			return fmt.Errorf("%s may not depend on %s", from, target)
+		},
+	})
+	want = "s.yaml:7 (n=a): dependsOn: default may not depend on Network/other/net-b"
+	if got := problems(t, err); len(got) != 3 || got[0] != want {
+		t.Errorf("problems %q, want 3 starting with %q", got, want)
+	}
+}
+
+func TestResourceSetCache(t *testing.T) {
+	t.Parallel()
+	set := strings.Replace(tenantSet, "  inputs: [{tenant: acme, size: 100}, {tenant: globex, size: 50}, {tenant: initech, size: 10}]\n",
+		"  inputsFrom: [{path: tenants.yaml}]\n", 1)
+	base := files("types.yaml", setTypes, "networks.yaml", networks, "sets/set.yaml", set, "sets/tenants.yaml", "- {tenant: acme, size: 100}\n")
+	l := NewLoader()
+	load := func(fs []sources.File) *Set {
+		t.Helper()
+		s, err := l.Load(fs, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	load(base)
+	entry := func() *setEntry {
+		if len(l.sets) != 1 {
+			t.Fatalf("%d sets cached", len(l.sets))
+		}
+		for _, e := range l.sets {
+			return e
+		}
+		return nil
+	}
+	first := entry()
+	// An unrelated change: the set's documents, and their checks, are reused.
+	other := slices.Clone(base)
+	other[1] = files("networks.yaml", networks+"# edited\n")[0]
+	if got := names(load(other)); !slices.Equal(got, []string{"production/db-acme-eu-west-1", "production/db-acme-us-east-1"}) {
+		t.Errorf("generated %v", got)
+	}
+	if entry() != first || first.docs[0].res.checkedWith == (sym{}) {
+		t.Error("an unrelated change expanded the set again")
+	}
+	// A changed inputs file expands it again.
+	more := slices.Clone(other)
+	more[3] = files("sets/tenants.yaml", "- {tenant: acme, size: 100}\n- {tenant: hooli, size: 5}\n")[0]
+	if got := names(load(more)); len(got) != 4 || got[2] != "production/db-hooli-eu-west-1" {
+		t.Errorf("generated %v", got)
+	}
+	if entry() == first {
+		t.Error("a changed inputs file did not expand the set again")
+	}
+	// A schema change checks the cached documents again, rendered from their template.
+	stricter := slices.Clone(more)
+	stricter[0] = files("types.yaml", strings.Replace(setTypes, "minimum: 1}", "minimum: 10}", 1))[0]
+	_, err := l.Load(stricter, Options{})
+	want := "sets/set.yaml:14 (tenant=hooli, region=eu-west-1): spec.size: must be >= 10 but found 5"
+	if got := problems(t, err); len(got) != 2 || got[0] != want {
+		t.Errorf("problems %q, want 2 starting with %q", got, want)
+	}
+}
+
+func TestResourceSetTransition(t *testing.T) {
+	t.Parallel()
+	types := strings.Replace(setTypes, "size: {type: integer, minimum: 1}", `size: {type: integer, minimum: 1, x-trueup-validations: [{rule: "self >= oldSelf", message: "size may only grow"}]}`, 1)
+	l := NewLoader()
+	set, err := l.Load(files("types.yaml", types, "networks.yaml", networks, "sets/tenants.yaml", tenantSet), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := map[ResourceKey]json.RawMessage{}
+	for _, r := range set.TransitionCandidates() {
+		old[r.Key()] = json.RawMessage(strings.Replace(string(r.Spec), `"size":100`, `"size":200`, 1))
+	}
+	err = l.CheckTransitions(set, old)
+	want := []string{
+		"sets/tenants.yaml:14 (tenant=acme, region=eu-west-1): spec.size: size may only grow",
+		"sets/tenants.yaml:14 (tenant=acme, region=us-east-1): spec.size: size may only grow",
+	}
+	if got := problems(t, err); !slices.Equal(got, want) {
+		t.Errorf("problems %q, want %q", got, want)
 	}
 }

@@ -35,6 +35,7 @@ type compiledSchema struct {
 	rules    *celNode           // nil when the schema carries no x-trueup-validations
 	doc      any                // the schema decoded, for where a secret reference may stand
 	raw      json.RawMessage    // the schema, kept only when it has transition rules (see transitionCheck)
+	parts    *rootParts         // the root's properties compiled apart (schemaparts.go); nil when not split
 	errPtr   string             // when compilation failed: where in the schema
 	errMsg   string
 }
@@ -65,6 +66,7 @@ func compileSchema(raw json.RawMessage, hash string) *compiledSchema {
 	if err := dec.Decode(&doc); err == nil {
 		cs.defaults = buildDefaulter(doc, 0)
 		cs.doc = doc
+		cs.parts = splitRoot(raw, doc)
 		// jsonschema/v5 ignores keywords it does not know, x-trueup-validations among them:
 		// the rules are read here. A broken rule breaks the type, as a broken schema does.
 		if rules, rerr := buildRules(doc); rerr != nil {
