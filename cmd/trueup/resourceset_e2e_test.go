@@ -179,8 +179,13 @@ func TestResourceSetEndToEnd(t *testing.T) {
 	if rs.Source != "fleet" || rs.Path != "sets/tenant-dbs.yaml" || rs.Line != 1 {
 		t.Errorf("the set's API: %+v", rs)
 	}
-	if out, code := cli("get", "resourcesets"); code != 0 || !strings.Contains(out, "tenant-dbs") {
-		t.Errorf("get resourcesets: exit %d\n%s", code, out)
+	if out, code := cli("get", "resourcesets"); code != 0 || !strings.Contains(out, "tenant-dbs") || !strings.Contains(out, "6/6") {
+		t.Errorf("get resourcesets: exit %d, want tenant-dbs with 6 of 6 Ready\n%s", code, out)
+	}
+	page := httpGetBody(t, base+"/resourcesets/production/tenant-dbs")
+	if !strings.Contains(page, "sets/tenant-dbs.yaml:1") || !strings.Contains(page, `href="/resources/production/Database/db-initech-us-east-1"`) ||
+		!strings.Contains(page, "6 on this page") {
+		t.Errorf("the set's dashboard page does not show its file and 6 members:\n%s", page)
 	}
 
 	// An input goes: its 2 resources are pruned, the other 4 stay as they were.
