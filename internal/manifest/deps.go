@@ -171,21 +171,30 @@ func wholeOutputRef(v any) bool {
 
 // usesOutputRef reports whether any string in v holds an output reference.
 func usesOutputRef(v any, depth int) bool {
+	return anyString(v, depth, func(s string) bool { return holdsOutputRef(s) })
+}
+
+// mentionsRef reports whether any string in v holds ${{, without parsing it: whether
+// outputRefs has anything to parse.
+func mentionsRef(v any, depth int) bool { return anyString(v, depth, graph.Contains) }
+
+// anyString reports whether pred holds for some string value in v.
+func anyString(v any, depth int, pred func(string) bool) bool {
 	if depth > maxDepth {
 		return false
 	}
 	switch x := v.(type) {
 	case string:
-		return holdsOutputRef(x)
+		return pred(x)
 	case map[string]any:
 		for _, e := range x {
-			if usesOutputRef(e, depth+1) {
+			if anyString(e, depth+1, pred) {
 				return true
 			}
 		}
 	case []any:
 		for _, e := range x {
-			if usesOutputRef(e, depth+1) {
+			if anyString(e, depth+1, pred) {
 				return true
 			}
 		}
@@ -197,7 +206,7 @@ func usesOutputRef(v any, depth int) bool {
 // dependencies they imply, sorted by target, and the problems of the references that are
 // malformed or name self. A reference without a namespace is in self's.
 func outputRefs(v any, self graph.ID, at path) ([]Dependency, []schemaProblem) {
-	if !usesOutputRef(v, 0) {
+	if !mentionsRef(v, 0) {
 		return nil, nil // the common case, without building paths
 	}
 	var deps []Dependency

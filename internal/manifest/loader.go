@@ -668,17 +668,32 @@ func setResources(items []resourceAt) ([]Resource, []transitionCheck) {
 		p, r := items[i].p, items[i].p.doc.res
 		items[i].metaHash = meta.hash(p.file, metaKey{p.doc.apiVersion, r.meta, r.deps.metaKey()})
 	}
-	// Sorted here rather than as Resources, which are several times larger to move.
-	slices.SortFunc(items, func(a, b resourceAt) int {
-		ra, rb := a.p.doc.res, b.p.doc.res
-		if c := compareSyms(ra.namespace, rb.namespace); c != 0 {
+	// Sorted here rather than as Resources, which are several times larger to move, and by
+	// keys gathered once rather than through each item's pointers.
+	type sortKey struct {
+		namespace, kind sym
+		name            string
+		i               int
+	}
+	keys := make([]sortKey, len(items))
+	for i, it := range items {
+		r := it.p.doc.res
+		keys[i] = sortKey{r.namespace, it.p.doc.kind, r.name, i}
+	}
+	slices.SortFunc(keys, func(a, b sortKey) int {
+		if c := compareSyms(a.namespace, b.namespace); c != 0 {
 			return c
 		}
-		if c := compareSyms(a.p.doc.kind, b.p.doc.kind); c != 0 {
+		if c := compareSyms(a.kind, b.kind); c != 0 {
 			return c
 		}
-		return strings.Compare(ra.name, rb.name)
+		return strings.Compare(a.name, b.name)
 	})
+	sorted := make([]resourceAt, len(items))
+	for j, k := range keys {
+		sorted[j] = items[k.i]
+	}
+	items = sorted
 	// One map per distinct set: a repository repeats a few label sets across thousands of
 	// resources, and a map per resource was a third of a large Set.
 	decoded := map[string]map[string]string{}

@@ -9,37 +9,14 @@ import (
 	"testing"
 
 	"github.com/trueup-dev/trueup/internal/graph"
+	"github.com/trueup-dev/trueup/internal/manifest/manifesttest"
 	"github.com/trueup-dev/trueup/sources"
 )
 
 // setTypes declares Database and Network for the ResourceSet tests.
-const setTypes = `apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: Database}
-spec:
-  group: example.com
-  versions:
-    - name: v1
-      schema:
-        type: object
-        additionalProperties: false
-        required: [size, region]
-        properties:
-          size: {type: integer, minimum: 1}
-          region: {type: string}
-          tenant: {type: string}
-          network: {type: string}
-          tier: {type: string, default: standard}
-  action: {name: provision}
----
-apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: Network}
-spec:
-  group: example.com
-  versions: [{name: v1, schema: {type: object}}]
-  action: {name: provision}
-`
+var setTypes = manifesttest.TypeDoc("Database", "example.com", `{type: object, additionalProperties: false, required: [size, region],
+        properties: {size: {type: integer, minimum: 1}, region: {type: string}, tenant: {type: string}, network: {type: string}, tier: {type: string, default: standard}}}`,
+	"provision") + "---\n" + manifesttest.TypeDoc("Network", "example.com", "{type: object}", "provision")
 
 // networks declares the Networks the sets' resources depend on.
 const networks = `apiVersion: example.com/v1
@@ -428,5 +405,23 @@ func TestResourceSetTransition(t *testing.T) {
 	}
 	if got := problems(t, err); !slices.Equal(got, want) {
 		t.Errorf("problems %q, want %q", got, want)
+	}
+}
+
+// TestResourceSetFleet loads the benchmarks' fleet at a size that spreads the expansion and
+// the checks over several batches.
+func TestResourceSetFleet(t *testing.T) {
+	t.Parallel()
+	set, err := NewLoader().Load(files(manifesttest.Fleet(40, 60)...), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Resources) != 2460 || set.ResourceSets[0].Members != 2400 || set.ResourceSets[0].Inputs != 2400 {
+		t.Fatalf("%d resources, sets %+v", len(set.Resources), set.ResourceSets)
+	}
+	r := set.Resources[2399] // the last Database: Networks sort after
+	want := `{"network":"${{ Network/net-region-059.outputs.id }}","region":"region-059","size":40,"tenant":"tenant-00039","tier":"standard"}`
+	if r.Name != "db-tenant-00039-region-059" || string(r.Spec) != want || len(r.DependsOn) != 1 || r.Labels[LabelResourceSet] != "tenant-dbs" {
+		t.Errorf("last resource %s: %s %+v %v", r.Name, r.Spec, r.DependsOn, r.Labels)
 	}
 }
