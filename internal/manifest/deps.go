@@ -283,8 +283,18 @@ func refProblem(r graph.Ref, self graph.ID) string {
 // nil when there are none. The result shares nothing with its arguments. A target keeps
 // the spelling of its first appearance, dependsOn first.
 func mergeDeps(explicit []graph.ID, implied []Dependency) []Dependency {
-	if len(explicit) == 0 && len(implied) == 0 {
+	switch {
+	case len(explicit) == 0 && len(implied) == 0:
 		return nil
+	// The common small cases, without sorting: a ResourceSet's 100,000 resources each
+	// depend on one Network by dependsOn and by a reference.
+	case len(explicit) == 1 && len(implied) == 0:
+		return []Dependency{{Target: explicit[0], Explicit: true}}
+	case len(explicit) == 0 && len(implied) == 1:
+		d := implied[0]
+		return []Dependency{{Target: d.Target, Explicit: d.Explicit, Outputs: sortedOutputs(slices.Clone(d.Outputs))}}
+	case len(explicit) == 1 && len(implied) == 1 && sameID(explicit[0], implied[0].Target):
+		return []Dependency{{Target: explicit[0], Explicit: true, Outputs: sortedOutputs(slices.Clone(implied[0].Outputs))}}
 	}
 	all := make([]Dependency, 0, len(explicit)+len(implied))
 	for _, id := range explicit {
@@ -305,13 +315,18 @@ func mergeDeps(explicit []graph.ID, implied []Dependency) []Dependency {
 		out = append(out, d)
 	}
 	for i := range out {
-		if len(out[i].Outputs) > 1 {
-			slices.Sort(out[i].Outputs)
-			out[i].Outputs = slices.Compact(out[i].Outputs)
-		}
-		out[i].Outputs = slices.Clip(out[i].Outputs)
+		out[i].Outputs = sortedOutputs(out[i].Outputs)
 	}
 	return slices.Clip(out)
+}
+
+// sortedOutputs sorts outputs and drops repeats, in place.
+func sortedOutputs(outputs []string) []string {
+	if len(outputs) > 1 {
+		slices.Sort(outputs)
+		outputs = slices.Compact(outputs)
+	}
+	return slices.Clip(outputs)
 }
 
 // Dependencies returns what a resource depends on: the targets of its dependsOn entries

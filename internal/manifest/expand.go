@@ -288,6 +288,11 @@ type genProblem struct {
 func (ld *load) expandSets(runs []*setRun, docs []placed) []placed {
 	used := map[string]*setEntry{}
 	defer func() { ld.l.sets, ld.l.inputs = used, ld.inputsUsed }()
+	total := 0
+	for _, run := range runs {
+		total += run.count
+	}
+	docs = slices.Grow(docs, total)
 	for _, run := range runs {
 		if e, ok := ld.l.sets[run.key]; ok {
 			used[run.key], run.docs = e, e.docs

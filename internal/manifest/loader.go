@@ -49,8 +49,9 @@ type Options struct {
 	// dependsOn). A non-nil error is reported at the resource's file:line, path spec (or
 	// dependsOn). The controller config's grants (internal/crossref) answer it.
 	CheckReference func(from string, target graph.ID, outputs []string) error
-	// Parsed, when set, is called once every document is decoded, before types and resources
-	// are checked against their schemas: the syncer's trace splits parse from validate there.
+	// Parsed, when set, is called once every document is decoded and every ResourceSet
+	// expanded (documents counts the generated ones), before types and resources are checked
+	// against their schemas: the syncer's trace splits parse from validate there.
 	Parsed func(documents int)
 }
 

@@ -66,3 +66,33 @@ func TestCanonical(t *testing.T) {
 		}
 	}
 }
+
+// appendCanonical must spell every value as encoding/json does (encodeCanonical).
+func TestAppendCanonicalMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
+	for _, v := range []any{
+		nil, true, false, "", "plain", `quote " and \ backslash`, "<html> & ünïcödé \u2028 \x01 \t\n", "\xff invalid",
+		json.Number("0"), json.Number("-12.5e3"), json.Number("12345678901234567890123"),
+		map[string]any(nil), []any(nil), map[string]any{}, []any{},
+		map[string]any{"b": []any{json.Number("1"), "x", nil, map[string]any{"z": true, "a": false}}, "a": "<", "é": true, "": "empty key"},
+	} {
+		want, err := encodeCanonical(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := appendCanonical(nil, v, 0)
+		if !ok || string(got) != string(want) {
+			t.Errorf("%#v: got %s (%v), want %s", v, got, ok, want)
+		}
+		if m, err := marshalCanonical(v); err != nil || string(m) != string(want) {
+			t.Errorf("%#v: marshalCanonical %s, %v", v, m, err)
+		}
+	}
+	// What it leaves to encoding/json still comes out right.
+	for _, v := range []any{json.Number(""), 1.5, map[string]any{"n": int64(3)}} {
+		want, err := encodeCanonical(v)
+		if got, err2 := marshalCanonical(v); string(got) != string(want) || (err == nil) != (err2 == nil) {
+			t.Errorf("%#v: marshalCanonical %s %v, want %s %v", v, got, err2, want, err)
+		}
+	}
+}
