@@ -18,7 +18,7 @@ func TestAPIErrors(t *testing.T) {
 		{[]string{"describe", "DatabaseCluster/nope"}, "resource default/DatabaseCluster/nope: not found"},
 		{[]string{"history", "Bucket/nope", "-n", "production"}, "resource production/Bucket/nope: not found"},
 		{[]string{"get", "resources", "-l", "=="}, "bad request: labelSelector: "},
-		{[]string{"get", "pods"}, `cannot get "pods": want resources, types or sources`},
+		{[]string{"get", "pods"}, `cannot get "pods": want resources, types, sources or resourcesets`},
 		{[]string{"get", "resources", "-o", "xml"}, `unknown output format "xml" (want table, wide, json or yaml)`},
 		{[]string{"history", "Bucket/invoices", "-o", "wide"}, `unknown output format "wide" (want table, json or yaml)`},
 		{[]string{"get", "types", "--phase", "Ready"}, "--phase does not apply to types"},

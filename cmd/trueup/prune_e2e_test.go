@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -97,17 +96,8 @@ func TestPruneLastResourceEndToEnd(t *testing.T) {
 	}
 	// The CLI is the real binary too: its exit status is what scripts see.
 	cli := func(args ...string) (string, int) {
-		c := exec.Command(os.Args[0], append([]string{"--server", base}, args...)...)
-		c.Env = append(os.Environ(), "TRUEUP_TEST_RUN_MAIN=1")
-		out, err := c.CombinedOutput()
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			return string(out), exit.ExitCode()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(out), 0
+		t.Helper()
+		return cliProcess(t, base, args...)
 	}
 	reload := func() (int, string) {
 		resp, err := http.Post(base+"/api/v1/admin/reload", "application/json", nil)

@@ -73,6 +73,9 @@ func Describe(ctx context.Context, c *apiclient.Client, clock func() time.Time, 
 		field("Deletion Requested", timestamp(now, *m.DeletionTimestamp))
 	}
 	field("Source", sourceRef(r.Source))
+	if r.Source.ResourceSet != "" {
+		field("ResourceSet", r.Source.ResourceSet)
+	}
 	if err := fields.Flush(); err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ type GetOptions struct {
 	Kind      string
 	Source    string
 	Phase     string
+	Set       string // only the resources this ResourceSet generates
 	ChunkSize int
 }
 
@@ -58,7 +59,7 @@ func GetResources(ctx context.Context, c *apiclient.Client, clock func() time.Ti
 	if err != nil {
 		return err
 	}
-	q := url.Values{"namespace": {o.Namespace}, "kind": {o.Kind}, "source": {o.Source}, "phase": {phase}, "labelSelector": {o.Selector}}
+	q := url.Values{"namespace": {o.Namespace}, "kind": {o.Kind}, "source": {o.Source}, "phase": {phase}, "labelSelector": {setSelector(o.Selector, o.Set)}}
 	raw, err := c.ListResources(ctx, q, o.ChunkSize)
 	if err != nil {
 		return err
@@ -77,14 +78,14 @@ func GetResources(ctx context.Context, c *apiclient.Client, clock func() time.Ti
 	wide := o.Output == OutWide
 	header := []string{"NAMESPACE", "NAME", "KIND", "PHASE", "READY", "AGE"}
 	if wide {
-		header = append(header, "GENERATION", "OBSERVED", "SOURCE", "REVISION", "MESSAGE")
+		header = append(header, "GENERATION", "OBSERVED", "SOURCE", "SET", "REVISION", "MESSAGE")
 	}
 	t := newTable(out, header...)
 	for _, r := range items {
 		row := []string{r.Metadata.Namespace, r.Metadata.Name, r.Kind, phaseCell(r), readyCell(r.Status.Conditions), age(now, r.Metadata.CreationTimestamp)}
 		if wide {
 			row = append(row, fmt.Sprint(r.Metadata.Generation), fmt.Sprint(r.Status.ObservedGeneration), r.Source.Name,
-				ShortRev(r.Source.Revision), truncate(resourceMessage(r), wideMessageWidth))
+				orNone(r.Source.ResourceSet), ShortRev(r.Source.Revision), truncate(resourceMessage(r), wideMessageWidth))
 		}
 		t.row(row...)
 	}

@@ -73,67 +73,8 @@ func testProcsPreview(t *testing.T, gitlab bool) {
 	calls := len(w.calls())
 	applied := previewApplied(w)
 
-	// pr commits files on a branch from main, points the request's ref at it, and goes back.
-	pr := func(number int, files map[string]string) string {
-		branch := fmt.Sprintf("pr%d", number)
-		if strings.Contains(git(t, w.repo, "branch", "--list", branch), branch) {
-			git(t, w.repo, "checkout", "-q", branch)
-		} else {
-			git(t, w.repo, "checkout", "-q", "-b", branch, main)
-		}
-		sha := w.commit(files, "pull request change")
-		ref := fmt.Sprintf("refs/pull/%d/head", number)
-		if gitlab {
-			ref = fmt.Sprintf("refs/merge-requests/%d/head", number)
-		}
-		git(t, w.repo, "update-ref", ref, sha)
-		git(t, w.repo, "checkout", "-q", "main")
-		return sha
-	}
-	deliveries := 0
-	hook := func(number int, action, sha string, to ...*procReplica) {
-		t.Helper()
-		deliveries++
-		if len(to) == 0 {
-			to = w.replicas[:1]
-		}
-		body := fmt.Sprintf(`{"action":%q,"number":%d,"pull_request":{"number":%d,"title":"t","html_url":"https://github.com/acme/infra/pull/%d","head":{"sha":%q,"repo":{"id":11,"full_name":"acme/infra"}},"base":{"ref":"main","repo":{"id":11,"full_name":"acme/infra"}}}}`,
-			action, number, number, number, sha)
-		if gitlab {
-			body = fmt.Sprintf(`{"object_kind":"merge_request","object_attributes":{"iid":%d,"action":%q,"title":"t","url":"https://gitlab.example/acme/infra/-/merge_requests/%d","target_branch":"main","source_project_id":7,"target_project_id":7,"last_commit":{"id":%q}}}`,
-				number, map[string]string{"opened": "open", "synchronize": "update"}[action], number, sha)
-		}
-		for _, r := range to {
-			req, err := http.NewRequest(http.MethodPost, "http://"+r.addr+"/hooks/infra", strings.NewReader(body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header = previewHeaders(gitlab, body, deliveries)
-			resp, err := w.client.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusAccepted {
-				t.Fatalf("webhook to r%d answered %s", r.idx, resp.Status)
-			}
-		}
-	}
-	// final waits (within 5 s of the webhook) until sha has a final status.
-	final := func(sha string) forgetest.Status {
-		t.Helper()
-		var last forgetest.Status
-		w.eventually(5*time.Second, "final status of "+sha[:12], func() (bool, string) {
-			for _, s := range forge.Statuses() {
-				if s.SHA == sha && s.Context == "trueup/infra/preview" && s.State != "pending" {
-					last = s
-				}
-			}
-			return last.State != "", fmt.Sprintf("statuses %+v", forge.Statuses())
-		})
-		return last
-	}
-
+	pv := &previewForge{w: w, forge: forge, gitlab: gitlab, main: main}
+	pr, hook, final := pv.pr, pv.hook, pv.final
 	sha1 := pr(7, map[string]string{"manifests/a.yaml": previewQueue("a", 2), "manifests/c.yaml": previewQueue("c", 3)})
 	hook(7, "opened", sha1, w.replicas...)
 	if st := final(sha1); st.State != "success" || !strings.Contains(st.Description, "1 to add, 1 to change, 0 to delete") {
@@ -182,6 +123,82 @@ func testProcsPreview(t *testing.T, gitlab bool) {
 	if got := len(w.calls()); got != calls {
 		t.Errorf("the action was called %d more times", got-calls)
 	}
+}
+
+// previewForge drives previews of a procWorld's repository through the fake forge: pull
+// requests (GitLab merge requests) from main, signed webhooks and the final statuses.
+type previewForge struct {
+	w          *procWorld
+	forge      *forgetest.Forge
+	gitlab     bool
+	main       string // the commit requests branch from
+	deliveries int
+}
+
+// pr commits files on a branch from main, points the request's ref at it, and goes back.
+func (p *previewForge) pr(number int, files map[string]string) string {
+	t, w := p.w.t, p.w
+	t.Helper()
+	branch := fmt.Sprintf("pr%d", number)
+	if strings.Contains(git(t, w.repo, "branch", "--list", branch), branch) {
+		git(t, w.repo, "checkout", "-q", branch)
+	} else {
+		git(t, w.repo, "checkout", "-q", "-b", branch, p.main)
+	}
+	sha := w.commit(files, "pull request change")
+	ref := fmt.Sprintf("refs/pull/%d/head", number)
+	if p.gitlab {
+		ref = fmt.Sprintf("refs/merge-requests/%d/head", number)
+	}
+	git(t, w.repo, "update-ref", ref, sha)
+	git(t, w.repo, "checkout", "-q", "main")
+	return sha
+}
+
+// hook delivers the request's webhook (to the first replica when to names none).
+func (p *previewForge) hook(number int, action, sha string, to ...*procReplica) {
+	t, w := p.w.t, p.w
+	t.Helper()
+	p.deliveries++
+	if len(to) == 0 {
+		to = w.replicas[:1]
+	}
+	body := fmt.Sprintf(`{"action":%q,"number":%d,"pull_request":{"number":%d,"title":"t","html_url":"https://github.com/acme/infra/pull/%d","head":{"sha":%q,"repo":{"id":11,"full_name":"acme/infra"}},"base":{"ref":"main","repo":{"id":11,"full_name":"acme/infra"}}}}`,
+		action, number, number, number, sha)
+	if p.gitlab {
+		body = fmt.Sprintf(`{"object_kind":"merge_request","object_attributes":{"iid":%d,"action":%q,"title":"t","url":"https://gitlab.example/acme/infra/-/merge_requests/%d","target_branch":"main","source_project_id":7,"target_project_id":7,"last_commit":{"id":%q}}}`,
+			number, map[string]string{"opened": "open", "synchronize": "update"}[action], number, sha)
+	}
+	for _, r := range to {
+		req, err := http.NewRequest(http.MethodPost, "http://"+r.addr+"/hooks/infra", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header = previewHeaders(p.gitlab, body, p.deliveries)
+		resp, err := w.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("webhook to r%d answered %s", r.idx, resp.Status)
+		}
+	}
+}
+
+// final waits (within 5 s of the webhook) until sha has a final status.
+func (p *previewForge) final(sha string) forgetest.Status {
+	p.w.t.Helper()
+	var last forgetest.Status
+	p.w.eventually(5*time.Second, "final status of "+sha[:12], func() (bool, string) {
+		for _, s := range p.forge.Statuses() {
+			if s.SHA == sha && s.Context == "trueup/infra/preview" && s.State != "pending" {
+				last = s
+			}
+		}
+		return last.State != "", fmt.Sprintf("statuses %+v", p.forge.Statuses())
+	})
+	return last
 }
 
 func previewHeaders(gitlab bool, body string, delivery int) http.Header {

@@ -51,7 +51,7 @@ var assetVersion = func() string {
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }()
 
-var pages = parsePages("overview.html", "resources.html", "resource.html", "sources.html", "source.html", "preview.html", "notifications.html", "error.html", "confirm.html")
+var pages = parsePages("overview.html", "resources.html", "resource.html", "sources.html", "source.html", "preview.html", "resourceset.html", "notifications.html", "error.html", "confirm.html")
 
 func parsePages(names ...string) map[string]*template.Template {
 	base := template.Must(template.New("").Funcs(template.FuncMap{
@@ -67,6 +67,7 @@ func parsePages(names ...string) map[string]*template.Template {
 		"hasTime":     func(t any) bool { return whenOf(t, func(time.Time) string { return "y" }) != "" },
 		"resPath":     resourcePath,
 		"srcPath":     sourcePath,
+		"setPath":     resourceSetPath,
 		"key":         watchKey,
 		"list":        listPath,
 		"firstLine":   firstLine,
@@ -104,6 +105,7 @@ func (s *Server) dashboardRoutes(m *http.ServeMux) {
 	m.HandleFunc("GET /{$}", s.overviewPage)
 	m.HandleFunc("GET /resources", s.resourcesPage)
 	m.HandleFunc("GET /resources/{namespace}/{kind}/{name}", s.resourcePage)
+	m.HandleFunc("GET /resourcesets/{namespace}/{name}", s.resourceSetPage)
 	m.HandleFunc("GET /sources", s.sourcesPage)
 	m.HandleFunc("GET /sources/{name}", s.sourcePage)
 	m.HandleFunc("GET /sources/{name}/previews/{number}", s.previewPage)

@@ -535,6 +535,7 @@ type sourceData struct {
 	Graph     graphView // the dependency graph (dashboard_graph.go)
 	Previews  previewList
 	Revisions []revisionRow // the last applied (dashboard_pin.go)
+	Sets      []setLink     // the source's ResourceSets (dashboard_resourcesets.go)
 }
 
 // sourcePage answers GET /sources/{name}: revision, conditions and every validation error.
@@ -568,6 +569,11 @@ func (s *Server) sourcePage(w http.ResponseWriter, r *http.Request) {
 	if d.Revisions, err = s.revisionRows(ctx, src, sourceRevisionRows, d.Ops.CanOperate); s.pageFailed(w, r, err) {
 		return
 	}
+	sets, err := s.store.ListResourceSets(ctx, sc, store.ResourceSetFilter{Source: src.Name})
+	if s.pageFailed(w, r, err) {
+		return
+	}
+	d.Sets = sourceResourceSets(sets)
 	s.render(w, r, http.StatusOK, "source.html", layout{Title: "Source " + src.Name, Nav: "sources", Watch: "source:" + src.Name,
 		WatchURL: "/api/v1/watch?" + url.Values{"source": {src.Name}}.Encode(), Page: d})
 }

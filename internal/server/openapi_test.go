@@ -517,6 +517,8 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 		{"GET", "/sources", 200},
 		{"GET", "/sources/main", 200},
 		{"GET", "/sources/nope", 404},
+		{"GET", "/resourcesets/alpha/queues", 200},
+		{"GET", "/resourcesets/alpha/nope", 404},
 		{"GET", "/sources/main/previews/7", 200},
 		{"GET", "/sources/main/previews/8", 200},
 		{"GET", "/sources/main/previews/9", 404},
@@ -547,7 +549,7 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 		"/api/v1/resources", res, res + "/history", res + "/timeline", res + "/events", "/api/v1/events", "/api/v1/graph", "/api/v1/replicas", "/api/v1/watch",
 		"/", "/resources", "/resources/alpha/Queue/q000", "/sources", "/sources/main",
 		"/api/v1/sources/main/previews", "/api/v1/sources/main/previews/7", "/sources/main/previews/7", "/notifications",
-		"/api/v1/sources/main/revisions", "/api/v1/resourcesets", "/api/v1/resourcesets/alpha/queues"} {
+		"/api/v1/sources/main/revisions", "/api/v1/resourcesets", "/api/v1/resourcesets/alpha/queues", "/resourcesets/alpha/queues"} {
 		checkAnswer(t, d, dhs.URL, apiCall{"GET", p, 503})
 	}
 	checkAnswer(t, d, dhs.URL, apiCall{"GET", "/metrics", 404}) // metrics not enabled
