@@ -247,7 +247,7 @@ func (s *Source) download(ctx context.Context, revision string) (*unpacked, erro
 	if err != nil {
 		return nil, fmt.Errorf("oci source %q: %s: the content layer is not gzip: %w", s.name, clip.Rev(revision), err)
 	}
-	files, err := untar(zr, artifactLimits)
+	files, err := untar(ctx, zr, artifactLimits)
 	if err != nil && counted.over {
 		return nil, fmt.Errorf("oci source %q: %s: the content layer is longer than the %d bytes its manifest says", s.name, clip.Rev(revision), layer.Size)
 	}
