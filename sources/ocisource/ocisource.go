@@ -50,8 +50,9 @@ type Source struct {
 	timeout time.Duration
 	logger  *slog.Logger
 
-	mu   sync.Mutex // serialises downloads; guards last
+	mu   sync.Mutex // serialises downloads; guards last and tree
 	last *artifact  // the artifact Fetch read last
+	tree *artifact  // the artifact ReadTree read last, when it is not last
 }
 
 // artifact is one unpacked revision.
@@ -171,21 +172,25 @@ func (s *Source) ReadTree(ctx context.Context, revision, dir string) ([]sources.
 	return files, nil
 }
 
-// Close has nothing to release; it drops the artifact kept in memory.
+// Close has nothing to release; it drops the artifacts kept in memory.
 func (s *Source) Close() error {
 	s.mu.Lock()
-	s.last = nil
+	s.last, s.tree = nil, nil
 	s.mu.Unlock()
 	return nil
 }
 
-// artifact returns revision unpacked, from memory when it is the one read last; keep makes
-// it the one kept.
-func (s *Source) artifact(ctx context.Context, revision string, keep bool) (*artifact, error) {
+// artifact returns revision unpacked, from memory when Fetch or ReadTree read it last.
+// fetch makes it the one Fetch read last; else it is the one ReadTree read last: a working
+// copy read of a revision other than the one fetched (the one applied, or any after a
+// restart, when an unchanged digest is never fetched) downloads once.
+func (s *Source) artifact(ctx context.Context, revision string, fetch bool) (*artifact, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.last != nil && s.last.revision == revision {
-		return s.last, nil
+	for _, a := range []*artifact{s.last, s.tree} {
+		if a != nil && a.revision == revision {
+			return a, nil
+		}
 	}
 	if !digestRe.MatchString(revision) {
 		return nil, fmt.Errorf("oci source %q: revision %q is not a sha256 digest: %w", s.name, revision, sources.ErrRevisionNotFound)
@@ -197,8 +202,10 @@ func (s *Source) artifact(ctx context.Context, revision string, keep bool) (*art
 		return nil, err
 	}
 	a := &artifact{revision: revision, files: files}
-	if keep {
+	if fetch {
 		s.last = a
+	} else {
+		s.tree = a
 	}
 	return a, nil
 }
