@@ -28,6 +28,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/trueup-dev/trueup/internal/clip"
+	"github.com/trueup-dev/trueup/internal/plaintext"
 	"github.com/trueup-dev/trueup/sources"
 )
 
@@ -96,16 +97,17 @@ func New(spec *Spec, env sources.Env) (*Source, error) {
 		logger: logger.With("source", env.Name, "repository", repo.String())}, nil
 }
 
-// schemeGuard refuses plain HTTP unless the source is insecure (which validation allows for a
-// loopback registry only): go-containerregistry falls back to http by itself for private
-// (RFC 1918) and .local hosts, which would send the credentials in the clear.
+// schemeGuard refuses plain HTTP but to a loopback host of an insecure source (validation
+// allows insecure for a loopback registry only): go-containerregistry falls back to http by
+// itself for private (RFC 1918) and .local hosts, and a token realm or a redirect may name
+// another host, any of which would send the credentials in the clear.
 type schemeGuard struct {
 	insecure bool
 	next     http.RoundTripper
 }
 
 func (g *schemeGuard) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.URL.Scheme != "https" && !g.insecure {
+	if r.URL.Scheme != "https" && !(g.insecure && plaintext.Loopback(r.URL.Hostname())) {
 		return nil, fmt.Errorf("plain http to %s refused (insecure is only for a loopback registry)", r.URL.Host)
 	}
 	return g.next.RoundTrip(r)
