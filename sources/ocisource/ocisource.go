@@ -69,18 +69,18 @@ func New(spec *Spec, env sources.Env) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("oci source %q: %w", env.Name, err)
 	}
+	logger := env.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	auth := authn.Anonymous
 	switch {
 	case spec.SecretRef != nil:
-		if auth, err = authFromFile(spec.SecretRef.File, repo.RegistryStr()); err != nil {
+		if auth, err = authFromFile(spec.SecretRef.File, repo.RegistryStr(), logger.With("source", env.Name)); err != nil {
 			return nil, fmt.Errorf("oci source %q: %w", env.Name, err)
 		}
 	case spec.Username != "":
 		auth = &authn.Basic{Username: spec.Username, Password: spec.Password}
-	}
-	logger := env.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
 	}
 	timeout := env.Timeout
 	if timeout <= 0 {
