@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,18 +19,42 @@ import (
 	"github.com/trueup-dev/trueup/sources/ocisource/ocitest"
 )
 
-// TestOCISourceEndToEnd runs `trueup serve` with an OCI source served by an in-process
-// registry, following a semver range: the pushed artifact's resources become Ready, the
-// source's revision is the artifact's digest; a higher version's tag (announced by a registry
-// notification on the webhook) is applied, a prerelease is not; and polls of unchanged tags
-// cost a tag list and one HEAD each, never a download. A pin by the short digest applies the
+// TestOCISourceEndToEnd runs `trueup serve` with two OCI sources served by an in-process
+// registry, following semver ranges. cfg polls once an hour: its pushed artifact's resources
+// become Ready, its revision is the artifact's digest; a higher version's tag, announced by a
+// registry notification on the webhook (nothing else moves the source within the test), is
+// applied, a prerelease is not. poll polls every second: each poll of its unchanged tags costs
+// a tag list and one HEAD, never a ping or a download. A pin by the short digest applies cfg's
 // first artifact again.
 func TestOCISourceEndToEnd(t *testing.T) {
 	dir := t.TempDir()
-	reg := ocitest.Start(t, nil)
+	var (
+		logMu sync.Mutex
+		calls []string // "class repository" of every request, in order
+	)
+	reg := ocitest.Start(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			repo := ""
+			if i := strings.Index(r.URL.Path, "/acme/"); i >= 0 {
+				repo = strings.SplitN(r.URL.Path[i+1:], "/", 3)[1]
+			}
+			logMu.Lock()
+			calls = append(calls, strings.TrimSpace(ocitest.Class(r)+" "+repo))
+			logMu.Unlock()
+			next.ServeHTTP(w, r)
+		})
+	})
+	callsSince := func(mark int) []string {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return append([]string(nil), calls[mark:]...)
+	}
 	types := manifesttest.TypeDoc("Thing", "things.example.com", "{type: object}", "run")
 	first := reg.PushFiles(t, "acme/config", "v1.0.0", map[string]string{
 		"deploy/types.yaml": types, "deploy/one.yaml": thing("Thing", "things.example.com", "one"), "README.md": "not read\n"})
+	reg.PushFiles(t, "acme/poll", "v1.0.0", map[string]string{
+		"types.yaml": manifesttest.TypeDoc("Gadget", "gadgets.example.com", "{type: object}", "run"),
+		"three.yaml": thing("Gadget", "gadgets.example.com", "three")})
 	script := filepath.Join(dir, "run.sh")
 	writeTestFile(t, script, "#!/bin/sh\ncat >/dev/null\necho '{\"done\": true}'\n")
 	if err := os.Chmod(script, 0o755); err != nil {
@@ -42,13 +67,15 @@ dataDir: %s
 reconcile: {backoff: {initial: 100ms, max: 500ms}}
 sources:
   - name: cfg
-    oci: {url: "oci://%s/acme/config", semver: ">=1.0.0", path: deploy, interval: 1s, insecure: true}
+    oci: {url: "oci://%s/acme/config", semver: ">=1.0.0", path: deploy, interval: 1h, insecure: true}
     webhook: {secret: hook-secret}
+  - name: poll
+    oci: {url: "oci://%s/acme/poll", semver: ">=1.0.0", interval: 1s, insecure: true}
 actions:
   - name: run
     type: exec
     config: {command: [%q]}
-`, addr, filepath.Join(dir, "data"), reg.Host, script))
+`, addr, filepath.Join(dir, "data"), reg.Host, reg.Host, script))
 
 	logs := startServe(t, cfgPath, pgtest.NewDatabase(t, store.MigrateURL))
 	base := "http://" + addr
@@ -60,8 +87,8 @@ actions:
 			}
 		}
 	}
-	phase := func(name string) string {
-		resp, err := http.Get(base + "/api/v1/resources/default/Thing/" + name)
+	phaseOf := func(kind, name string) string {
+		resp, err := http.Get(base + "/api/v1/resources/default/" + kind + "/" + name)
 		if err != nil {
 			return ""
 		}
@@ -70,6 +97,7 @@ actions:
 		_ = json.NewDecoder(resp.Body).Decode(&r)
 		return r.Status.Phase
 	}
+	phase := func(name string) string { return phaseOf("Thing", name) }
 	revision := func() string {
 		resp, err := http.Get(base + "/api/v1/sources/cfg")
 		if err != nil {
@@ -82,6 +110,7 @@ actions:
 	}
 
 	waitFor("one Ready", func() bool { return phase("one") == "Ready" })
+	waitFor("three Ready", func() bool { return phaseOf("Gadget", "three") == "Ready" })
 	if got := revision(); got != first {
 		t.Errorf("source revision %q, want the artifact's digest %q", got, first)
 	}
@@ -109,16 +138,25 @@ actions:
 	waitFor("two Ready", func() bool { return phase("two") == "Ready" })
 	waitFor("the second revision", func() bool { return revision() == second })
 
-	// Polls of the unchanged tags (every second): a tag list and a HEAD each, no manifest or
-	// blob download.
-	reg.Reset()
-	waitFor("two polls", func() bool { return reg.Requests()["HEAD manifest"] >= 2 })
-	got := reg.Requests()
-	if got["GET blob"] != 0 || got["GET manifest"] != 0 {
-		t.Errorf("unchanged polls downloaded: %v", got)
+	// Polls of poll's unchanged tags (every second): a tag list then a HEAD each, no ping, no
+	// manifest or blob download, and no request for cfg. The mark may fall inside a poll (its
+	// HEAD alone is seen) and the end inside another (its tag list alone).
+	mark := len(callsSince(0))
+	waitFor("three polls", func() bool { return strings.Count(strings.Join(callsSince(mark), ","), "HEAD manifest") >= 3 })
+	polls := callsSince(mark)
+	if len(polls) > 0 && polls[0] == "HEAD manifest poll" {
+		polls = polls[1:]
 	}
-	if phase("one") != "Ready" || phase("two") != "Ready" {
-		t.Errorf("phases after polls: one %s, two %s", phase("one"), phase("two"))
+	if n := len(polls); n > 0 && polls[n-1] == "GET tags poll" {
+		polls = polls[:n-1]
+	}
+	for i, c := range polls {
+		if want := []string{"GET tags poll", "HEAD manifest poll"}[i%2]; c != want || len(polls)%2 != 0 || len(polls) < 4 {
+			t.Fatalf("polls of unchanged tags made %q, want a tag list and a HEAD each", callsSince(mark))
+		}
+	}
+	if phase("one") != "Ready" || phase("two") != "Ready" || phaseOf("Gadget", "three") != "Ready" {
+		t.Errorf("phases after polls: one %s, two %s, three %s", phase("one"), phase("two"), phaseOf("Gadget", "three"))
 	}
 
 	// A pin names the first artifact by its short digest, as the CLI shows it: applied again.

@@ -30,8 +30,9 @@ revision's desired state at once (validated and prune-guarded as a push is; a re
 deleted since comes back through its action) and keeps every newer commit as its
 pendingRevision until it is unpinned. REVISION is a revision the source applied or a
 prefix (at least 7 characters; for a digest, sha256: and at least 7 hex digits) of exactly
-one of them (trueup source history NAME); a commit the source never applied is not one. The reason is required: it is recorded in the
-source's Pinned event and shown on the dashboard. Needs the operator role in every
+one of them (trueup source history NAME); a commit the source never applied is not one.
+The reason is required: it is recorded in the source's Pinned event and shown on the
+dashboard. Needs the operator role in every
 namespace the source has resources in and in every namespace the revision had resources in.`,
 		Example: `  trueup source history infra
   trueup source pin infra 3f2a9c1 --reason "incident 42: roll back the queue resize"`,

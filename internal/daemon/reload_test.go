@@ -452,7 +452,7 @@ func TestSourceSetConcurrentReaders(t *testing.T) {
 				}
 				// a is in every config: between two copies it is retried, never unknown.
 				if _, err := s.ReadTree(ctx, "a", "abc", "m"); err == nil ||
-					(actions.IsTerminal(err) && !strings.Contains(err.Error(), "only a Git source has")) {
+					(actions.IsTerminal(err) && !strings.Contains(err.Error(), "a Git or an OCI source has")) {
 					t.Errorf("ReadTree of a: %v", err)
 					return
 				}

@@ -352,7 +352,7 @@ func (s *sourceSet) ReadTree(ctx context.Context, source, revision, dir string) 
 	}
 	tr, ok := src.(sources.TreeReader)
 	if !ok {
-		return nil, actions.Terminalf("source %q has no revisions to read a folder at (only a Git source has)", source)
+		return nil, actions.Terminalf("source %q has no revisions to read a folder at (a Git or an OCI source has)", source)
 	}
 	return tr.ReadTree(ctx, revision, dir)
 }

@@ -8,7 +8,7 @@ import (
 
 // registryPush is what a container registry's notification says was pushed to the
 // repository of an OCI source. Two shapes are read: the distribution (Docker, CNCF
-// distribution, Zot, GitLab) notification envelope, {"events":[{"action":"push","target":
+// distribution, GitLab) notification envelope, {"events":[{"action":"push","target":
 // {"repository","tag","mediaType"}}]}, and Harbor's {"type":"PUSH_ARTIFACT","event_data":
 // {"repository":{"repo_full_name"},"resources":[{"tag"}]}}. The digest a payload names is
 // never used: the push only makes the source check its tag.

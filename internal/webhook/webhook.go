@@ -1,9 +1,9 @@
 // Package webhook owns the push webhook endpoint (DESIGN §9, §10): it authenticates
 // deliveries from GitHub, Gitea/Forgejo, GitLab, container registries (for OCI sources) and
-// generic senders, ignores pushes to branches (or tags) a source does not track, answers floods with 429, dedupes redeliveries by their
-// delivery id and asks the source's syncer to sync at once. For a source that previews pull
-// requests it hands pull-request events (opened, new commits, reopened) to the preview
-// runner, signed and deduped the same way.
+// generic senders, ignores pushes to branches (or tags) a source does not track, answers
+// floods with 429, dedupes redeliveries by their delivery id and asks the source's syncer to
+// sync at once. For a source that previews pull requests it hands pull-request events
+// (opened, new commits, reopened) to the preview runner, signed and deduped the same way.
 package webhook
 
 import (

@@ -3,6 +3,7 @@ package ocisource
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"path"
 	"strings"
 	"testing"
@@ -19,8 +20,9 @@ func FuzzUntar(f *testing.F) {
 	_ = tw.Close()
 	f.Add(buf.Bytes())
 	f.Add([]byte{})
+	f.Add(hostileDirs(f))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		u, err := untar(bytes.NewReader(data), limits{entries: 100, bytes: 1 << 20})
+		u, err := untar(context.Background(), bytes.NewReader(data), limits{entries: 100, bytes: 1 << 20})
 		if err != nil {
 			return
 		}

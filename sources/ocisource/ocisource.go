@@ -28,6 +28,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/trueup-dev/trueup/internal/clip"
+	"github.com/trueup-dev/trueup/internal/plaintext"
 	"github.com/trueup-dev/trueup/sources"
 )
 
@@ -50,8 +51,9 @@ type Source struct {
 	timeout time.Duration
 	logger  *slog.Logger
 
-	mu   sync.Mutex // serialises downloads; guards last
+	mu   sync.Mutex // serialises downloads; guards last and tree
 	last *artifact  // the artifact Fetch read last
+	tree *artifact  // the artifact ReadTree read last, when it is not last
 }
 
 // artifact is one unpacked revision.
@@ -67,18 +69,18 @@ func New(spec *Spec, env sources.Env) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("oci source %q: %w", env.Name, err)
 	}
+	logger := env.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	auth := authn.Anonymous
 	switch {
 	case spec.SecretRef != nil:
-		if auth, err = authFromFile(spec.SecretRef.File, repo.RegistryStr()); err != nil {
+		if auth, err = authFromFile(spec.SecretRef.File, repo.RegistryStr(), logger.With("source", env.Name)); err != nil {
 			return nil, fmt.Errorf("oci source %q: %w", env.Name, err)
 		}
 	case spec.Username != "":
 		auth = &authn.Basic{Username: spec.Username, Password: spec.Password}
-	}
-	logger := env.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
 	}
 	timeout := env.Timeout
 	if timeout <= 0 {
@@ -95,16 +97,17 @@ func New(spec *Spec, env sources.Env) (*Source, error) {
 		logger: logger.With("source", env.Name, "repository", repo.String())}, nil
 }
 
-// schemeGuard refuses plain HTTP unless the source is insecure (which validation allows for a
-// loopback registry only): go-containerregistry falls back to http by itself for private
-// (RFC 1918) and .local hosts, which would send the credentials in the clear.
+// schemeGuard refuses plain HTTP but to a loopback host of an insecure source (validation
+// allows insecure for a loopback registry only): go-containerregistry falls back to http by
+// itself for private (RFC 1918) and .local hosts, and a token realm or a redirect may name
+// another host, any of which would send the credentials in the clear.
 type schemeGuard struct {
 	insecure bool
 	next     http.RoundTripper
 }
 
 func (g *schemeGuard) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.URL.Scheme != "https" && !g.insecure {
+	if r.URL.Scheme != "https" && !(g.insecure && plaintext.Loopback(r.URL.Hostname())) {
 		return nil, fmt.Errorf("plain http to %s refused (insecure is only for a loopback registry)", r.URL.Host)
 	}
 	return g.next.RoundTrip(r)
@@ -171,21 +174,25 @@ func (s *Source) ReadTree(ctx context.Context, revision, dir string) ([]sources.
 	return files, nil
 }
 
-// Close has nothing to release; it drops the artifact kept in memory.
+// Close has nothing to release; it drops the artifacts kept in memory.
 func (s *Source) Close() error {
 	s.mu.Lock()
-	s.last = nil
+	s.last, s.tree = nil, nil
 	s.mu.Unlock()
 	return nil
 }
 
-// artifact returns revision unpacked, from memory when it is the one read last; keep makes
-// it the one kept.
-func (s *Source) artifact(ctx context.Context, revision string, keep bool) (*artifact, error) {
+// artifact returns revision unpacked, from memory when Fetch or ReadTree read it last.
+// fetch makes it the one Fetch read last; else it is the one ReadTree read last: a working
+// copy read of a revision other than the one fetched (the one applied, or any after a
+// restart, when an unchanged digest is never fetched) downloads once.
+func (s *Source) artifact(ctx context.Context, revision string, fetch bool) (*artifact, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.last != nil && s.last.revision == revision {
-		return s.last, nil
+	for _, a := range []*artifact{s.last, s.tree} {
+		if a != nil && a.revision == revision {
+			return a, nil
+		}
 	}
 	if !digestRe.MatchString(revision) {
 		return nil, fmt.Errorf("oci source %q: revision %q is not a sha256 digest: %w", s.name, revision, sources.ErrRevisionNotFound)
@@ -197,8 +204,10 @@ func (s *Source) artifact(ctx context.Context, revision string, keep bool) (*art
 		return nil, err
 	}
 	a := &artifact{revision: revision, files: files}
-	if keep {
+	if fetch {
 		s.last = a
+	} else {
+		s.tree = a
 	}
 	return a, nil
 }
@@ -247,7 +256,7 @@ func (s *Source) download(ctx context.Context, revision string) (*unpacked, erro
 	if err != nil {
 		return nil, fmt.Errorf("oci source %q: %s: the content layer is not gzip: %w", s.name, clip.Rev(revision), err)
 	}
-	files, err := untar(zr, artifactLimits)
+	files, err := untar(ctx, zr, artifactLimits)
 	if err != nil && counted.over {
 		return nil, fmt.Errorf("oci source %q: %s: the content layer is longer than the %d bytes its manifest says", s.name, clip.Rev(revision), layer.Size)
 	}

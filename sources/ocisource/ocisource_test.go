@@ -310,6 +310,35 @@ func TestReadTree(t *testing.T) {
 	}
 }
 
+// ReadTree of a revision Fetch did not read (after a restart, Fetch reads no unchanged
+// digest) downloads once, not once a call, also while Fetch reads another revision.
+func TestReadTreeKeepsItsArtifact(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	reg := ocitest.Start(t, nil)
+	old := reg.PushFiles(t, repo, "v1", map[string]string{"modules/db/main.tf": "resource {}\n"})
+	current := reg.PushFiles(t, repo, "v2", map[string]string{"modules/db/main.tf": "resource { v2 }\n"})
+	src := open(t, reg, ocisource.Spec{Tag: "v2"}, sources.Env{})
+	if _, err := src.ReadTree(ctx, old, "modules/db"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.Fetch(ctx, current); err != nil {
+		t.Fatal(err)
+	}
+	reg.Reset()
+	for range 3 {
+		if _, err := src.ReadTree(ctx, old, "modules/db"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := src.ReadTree(ctx, current, "modules/db"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := reg.Requests(); len(got) != 0 {
+		t.Errorf("reads of kept artifacts made %v", got)
+	}
+}
+
 // A layer longer than its manifest says is refused, not read on.
 func TestLayerLongerThanManifestRefused(t *testing.T) {
 	t.Parallel()

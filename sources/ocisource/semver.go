@@ -2,13 +2,15 @@ package ocisource
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/Masterminds/semver/v3"
 )
 
-// pickSemver returns the tag of the highest version in the range; tags that are not versions
-// are ignored, and prereleases match only a range that names one (Masterminds' rule, which
-// Flux follows).
+// pickSemver returns the tag of the highest version in the range; tags that are not strict
+// versions (major.minor.patch, an optional leading v) are ignored, as Flux's ParseVersion
+// does, and prereleases match only a range that names one (Masterminds' rule, which Flux
+// follows).
 func pickSemver(rng string, tags []string) (string, error) {
 	c, err := semver.NewConstraint(rng)
 	if err != nil {
@@ -17,7 +19,7 @@ func pickSemver(rng string, tags []string) (string, error) {
 	var best *semver.Version
 	tag := ""
 	for _, t := range tags {
-		v, err := semver.NewVersion(t)
+		v, err := semver.StrictNewVersion(strings.TrimPrefix(t, "v"))
 		if err != nil || !c.Check(v) {
 			continue
 		}

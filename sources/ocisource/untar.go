@@ -2,6 +2,7 @@ package ocisource
 
 import (
 	"archive/tar"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -22,11 +23,18 @@ const (
 	// before anything is downloaded.
 	MaxLayerBytes = 64 << 20
 	// MaxArtifactBytes caps the sum of the sizes of the artifact's regular files (also those
-	// skipped, which are decompressed all the same).
+	// skipped, which are decompressed all the same) and of the names kept.
 	MaxArtifactBytes = 256 << 20
 	// MaxArtifactEntries caps the number of entries of the tar.
 	MaxArtifactEntries = 100_000
+	// MaxNameBytes and MaxNameDepth cap an entry's name: a longer or deeper one is refused as
+	// unsafe.
+	MaxNameBytes = 1024
+	MaxNameDepth = 64
 )
+
+// ctxEvery is how many entries untar reads between two looks at its context.
+const ctxEvery = 256
 
 // limits bound an unpacked artifact (tests shrink them).
 type limits struct {
@@ -36,33 +44,44 @@ type limits struct {
 
 var artifactLimits = limits{entries: MaxArtifactEntries, bytes: MaxArtifactBytes}
 
-// entry is one file of an unpacked artifact.
+// entry is one file or folder of an unpacked artifact.
 type entry struct {
 	name       string // slash-separated, relative to the artifact's root
+	dir        bool   // a folder's own entry: it has no data and is not a file
 	data       []byte
 	executable bool
 	refused    string // why the file was not read (its data is then empty)
 }
 
-// unpacked is the files of an artifact, sorted by name, and its folders.
+// unpacked is the files and folder entries of an artifact, sorted by name. A folder exists
+// when an entry names it or lies under it; no set of folders is built, so that deep names
+// cost no more than their bytes.
 type unpacked struct {
 	entries []entry
-	dirs    map[string]bool // every folder holding an entry, "" the root
 }
 
+// unsafeName is the start of the reason an unsafe name is refused with.
+const unsafeName = "unsafe name in the artifact"
+
 // untar reads a tar stream: regular files up to sources.MaxFileBytes each are kept, larger
-// ones and links are kept as refused, unsafe names (absolute, "..") are refused, and other
-// entry types (devices, fifos) are skipped. Folders are recorded. It fails past lim.entries
-// entries or lim.bytes of files.
-func untar(r io.Reader, lim limits) (*unpacked, error) {
+// ones and links are kept as refused, unsafe names (absolute, "..", longer than MaxNameBytes
+// or deeper than MaxNameDepth) are refused with the name shortened, folders are kept as
+// folder entries, and other entry types (devices, fifos) are skipped. It fails past
+// lim.entries entries or lim.bytes of files and names, or when ctx ends.
+func untar(ctx context.Context, r io.Reader, lim limits) (*unpacked, error) {
 	// Headers, padding and the data of entries that are not files count too: a stream longer
 	// than the files' cap and a header block per entry is refused while it is read.
 	capped := &capReader{r: r, left: lim.bytes + int64(lim.entries)*headerAllowance}
 	tr := tar.NewReader(capped)
-	u := &unpacked{dirs: map[string]bool{"": true}}
+	u := &unpacked{}
 	seen := map[string]int{}
 	var total int64
 	for n := 0; ; n++ {
+		if n%ctxEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("read tar: %w", err)
+			}
+		}
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			break
@@ -76,22 +95,29 @@ func untar(r io.Reader, lim limits) (*unpacked, error) {
 		if n >= lim.entries {
 			return nil, fmt.Errorf("more than %d entries in the artifact", lim.entries)
 		}
-		name, ok := cleanName(h.Name)
-		if !ok {
-			u.entries = append(u.entries, entry{name: clip.Storable(h.Name, 256), refused: "unsafe name in the artifact (absolute, or leading out with ..): not read"})
+		name, why := cleanName(h.Name)
+		if why != "" {
+			short := clip.Storable(h.Name, 256)
+			if total += int64(len(short)); total > lim.bytes {
+				return nil, fmt.Errorf("the artifact's files and names exceed %s", humanBytes(lim.bytes))
+			}
+			u.entries = append(u.entries, entry{name: short, refused: unsafeName + " (" + why + "): not read"})
 			continue
 		}
 		if name == "" {
 			continue
 		}
+		if total += int64(len(name)); total > lim.bytes {
+			return nil, fmt.Errorf("the artifact's files and names exceed %s", humanBytes(lim.bytes))
+		}
 		var e entry
 		switch h.Typeflag {
 		case tar.TypeDir:
-			u.addDirs(name + "/x")
+			u.entries = append(u.entries, entry{name: name, dir: true})
 			continue
 		case tar.TypeReg:
 			if total += h.Size; total > lim.bytes {
-				return nil, fmt.Errorf("the artifact's files exceed %s", humanBytes(lim.bytes))
+				return nil, fmt.Errorf("the artifact's files and names exceed %s", humanBytes(lim.bytes))
 			}
 			e = entry{name: name, executable: h.Mode&0o111 != 0}
 			if h.Size > sources.MaxFileBytes {
@@ -117,35 +143,54 @@ func untar(r io.Reader, lim limits) (*unpacked, error) {
 		}
 		seen[name] = len(u.entries)
 		u.entries = append(u.entries, e)
-		u.addDirs(name)
 	}
-	sort.Slice(u.entries, func(i, j int) bool { return u.entries[i].name < u.entries[j].name })
+	sort.SliceStable(u.entries, func(i, j int) bool { return u.entries[i].name < u.entries[j].name })
 	return u, nil
 }
 
-// addDirs records the folders above name.
-func (u *unpacked) addDirs(name string) {
-	for d := path.Dir(name); d != "." && !u.dirs[d]; d = path.Dir(d) {
-		u.dirs[d] = true
+// hasDir reports whether the artifact has the folder dir (clean, "" the root): an entry
+// names it as a folder, or an entry lies under it. The entries are sorted, so both are
+// binary searches.
+func (u *unpacked) hasDir(dir string) bool {
+	if dir == "" {
+		return true
 	}
+	prefix := dir + "/"
+	i := sort.Search(len(u.entries), func(i int) bool { return u.entries[i].name >= prefix })
+	if i < len(u.entries) && strings.HasPrefix(u.entries[i].name, prefix) {
+		return true
+	}
+	for i = sort.Search(len(u.entries), func(i int) bool { return u.entries[i].name >= dir }); i < len(u.entries) && u.entries[i].name == dir; i++ {
+		if u.entries[i].dir {
+			return true
+		}
+	}
+	return false
 }
 
-// cleanName makes a tar name relative and clean ("./a/b.yaml" → "a/b.yaml"); ok is false for
-// an absolute name or one with a ".." element.
-func cleanName(n string) (string, bool) {
+// cleanName makes a tar name relative and clean ("./a/b.yaml" → "a/b.yaml"); why says what
+// makes a name unsafe: absolute, a ".." element, longer than MaxNameBytes or deeper than
+// MaxNameDepth.
+func cleanName(n string) (clean, why string) {
+	if len(n) > MaxNameBytes {
+		return "", fmt.Sprintf("longer than %d bytes", MaxNameBytes)
+	}
 	if strings.HasPrefix(n, "/") || strings.Contains(n, "\\") {
-		return "", false
+		return "", "absolute, or leading out with .."
 	}
 	for _, el := range strings.Split(n, "/") {
 		if el == ".." {
-			return "", false
+			return "", "absolute, or leading out with .."
 		}
 	}
 	c := path.Clean(n)
 	if c == "." {
-		return "", true
+		return "", ""
 	}
-	return c, true
+	if strings.Count(c, "/") >= MaxNameDepth {
+		return "", fmt.Sprintf("deeper than %d levels", MaxNameDepth)
+	}
+	return c, ""
 }
 
 // files returns the snapshot files under dir (every regular file with all, else manifests),
@@ -153,13 +198,13 @@ func cleanName(n string) (string, bool) {
 // unsafe names are always included: they make the revision's problem visible.
 func (u *unpacked) files(dir string, all bool) ([]sources.File, error) {
 	dir = cleanDir(dir)
-	if !u.dirs[dir] {
+	if !u.hasDir(dir) {
 		return nil, fmt.Errorf("%w: %q", sources.ErrPathNotFound, dir)
 	}
 	var out []sources.File
 	for _, e := range u.entries {
-		unsafe := strings.HasPrefix(e.refused, "unsafe name")
-		if !unsafe && (!under(e.name, dir) || !all && !sources.IsManifest(e.name)) {
+		unsafe := strings.HasPrefix(e.refused, unsafeName)
+		if e.dir || !unsafe && (!under(e.name, dir) || !all && !sources.IsManifest(e.name)) {
 			continue
 		}
 		f := sources.File{Path: e.name, Refused: e.refused}
@@ -176,13 +221,13 @@ func (u *unpacked) files(dir string, all bool) ([]sources.File, error) {
 // wrapping sources.ErrTreeRefused for a refused file or a folder over the tree limits.
 func (u *unpacked) tree(dir string) ([]sources.TreeFile, error) {
 	dir = cleanDir(dir)
-	if !u.dirs[dir] {
+	if !u.hasDir(dir) {
 		return nil, fmt.Errorf("folder %q: %w", dir, sources.ErrPathNotFound)
 	}
 	var out []sources.TreeFile
 	total := 0
 	for _, e := range u.entries {
-		if !under(e.name, dir) {
+		if e.dir || !under(e.name, dir) {
 			continue
 		}
 		rel := strings.TrimPrefix(strings.TrimPrefix(e.name, dir), "/")
