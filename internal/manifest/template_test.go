@@ -249,3 +249,37 @@ func BenchmarkTemplateStr(b *testing.B) {
 		_, _ = tm.str(in)
 	}
 }
+
+func TestTemplateSizeBudget(t *testing.T) {
+	t.Parallel()
+	in := newInput(map[string]any{"big": strings.Repeat("x", 300<<10)}, "in.yaml", 1, 0)
+	for _, tc := range []struct{ tmpl, want string }{
+		{`{a: "<< inputs.big >>", b: "<< inputs.big >>", c: "<< inputs.big >>", d: "<< inputs.big >>"}`, "spec would be more than 1 MiB, the limit of a document"},
+		{`[{a: ["<< inputs.big >>", "<< inputs.big >>"]}, ["<< inputs.big >>", "<< inputs.big >>"]]`, "spec would be more than 1 MiB, the limit of a document"},
+		{`"<< inputs.big >><< inputs.big >><< inputs.big >><< inputs.big >>"`, "spec would be more than 1 MiB, the limit of a document"},
+	} {
+		tm, problems := compileTemplate(yamlValue(t, "v: "+tc.tmpl)["v"])
+		if problems != nil {
+			t.Fatalf("%s: %v", tc.tmpl, problems)
+		}
+		if _, err := tm.appendJSON(nil, in); err == nil || err.Error() != tc.want {
+			t.Errorf("%s: appendJSON error %v, want %q", tc.tmpl, err, tc.want)
+		}
+		tm.ops = nil // the path below a compiled value
+		if _, err := tm.appendJSON(nil, in); err == nil || err.Error() != tc.want {
+			t.Errorf("%s without a program: error %v, want %q", tc.tmpl, err, tc.want)
+		}
+	}
+	tm, _ := compileTemplate(yamlValue(t, `v: "a-<< inputs.big >><< inputs.big >><< inputs.big >><< inputs.big >>"`)["v"])
+	if _, err := tm.str(in); err == nil || err.Error() != "would be more than 1 MiB, the limit of a document" {
+		t.Errorf("str: %v", err)
+	}
+	// Three fit: 900 KiB and the JSON around them.
+	tm, _ = compileTemplate(yamlValue(t, `v: {a: "<< inputs.big >>", b: "<< inputs.big >>", c: "<< inputs.big >>"}`)["v"])
+	if b, err := tm.appendJSON(nil, in); err != nil || len(b) != 3*(300<<10+6)+4 {
+		t.Errorf("within the limit: %d bytes, %v", len(b), err)
+	}
+	if got, want := tm.size(func(string) int { return 300<<10 + 2 }), 3*(300<<10+6)+4; got != want {
+		t.Errorf("size %d, want %d", got, want)
+	}
+}
