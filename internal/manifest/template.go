@@ -231,9 +231,14 @@ func hasRef(parts []tmplPart) bool {
 	return false
 }
 
+// literalHint ends the messages of a malformed template: the grammar has no escape, and
+// an input's value is not expanded.
+const literalHint = " (to write \"<< inputs\" as text, take it from an input value, which is not expanded)"
+
 // scanTemplate splits s into literal text and references. "<<" not followed by optional
 // spaces and the word inputs is literal text; once it is, the rest up to ">>" must be
-// (.key)+ and optional spaces. msg is set when it is not.
+// (.key)+ and optional spaces. msg is set when it is not. The rule is strict on purpose:
+// a typo such as "<< inputs >>" is an error rather than text.
 func scanTemplate(s string) (parts []tmplPart, msg string) {
 	var lit strings.Builder
 	for i := 0; i < len(s); {
@@ -252,11 +257,11 @@ func scanTemplate(s string) (parts []tmplPart, msg string) {
 		k += len("inputs")
 		end := strings.Index(s[k:], ">>")
 		if end < 0 {
-			return nil, fmt.Sprintf("unterminated template %q: << needs a closing >>", clip(s[start:]))
+			return nil, fmt.Sprintf("unterminated template %q: << needs a closing >>%s", clip(s[start:]), literalHint)
 		}
 		ref, ok := parseRef(s[k : k+end])
 		if !ok {
-			return nil, fmt.Sprintf("only << inputs.name >> is supported, not %q", clip(s[start:k+end+2]))
+			return nil, fmt.Sprintf("only << inputs.name >> is supported, not %q%s", clip(s[start:k+end+2]), literalHint)
 		}
 		lit.WriteString(s[i:start])
 		if lit.Len() > 0 {
