@@ -251,6 +251,11 @@ func (ld *load) planSets(runs []*setRun, lim Limits) ([]*setRun, int) {
 				run.set.namespace, run.set.name, countWord(run.count), lim.MaxResourcesPerSet)))
 			continue
 		}
+		if size := setSpecSize(run.set.templates, run.base, run.set.matrix, n); size > maxSetSpecBytes {
+			ld.errs = append(ld.errs, run.p.at(run.set.specLine, "spec", fmt.Sprintf("ResourceSet %s/%s would render up to %d MiB of specs, more than the limit of %d MiB per set (each reference counted at its input's largest value)",
+				run.set.namespace, run.set.name, size>>20, maxSetSpecBytes>>20)))
+			continue
+		}
 		ok = append(ok, run)
 		total += run.count
 	}

@@ -425,3 +425,35 @@ func TestResourceSetFleet(t *testing.T) {
 		t.Errorf("last resource %s: %s %+v %v", r.Name, r.Spec, r.DependsOn, r.Labels)
 	}
 }
+
+func TestResourceSetSpecBudget(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("x", 100<<10)
+	// 100 references to a 100 KiB input: 10 MB per spec, as a mapping of whole values and
+	// as one interpolated string.
+	var fields, text strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&fields, "f%d: \"<< inputs.big >>\", ", i)
+		text.WriteString("<< inputs.big >>")
+	}
+	for _, spec := range []string{"{" + fields.String() + "}", `{s: "` + text.String() + `"}`} {
+		set := "apiVersion: trueup.dev/v1\nkind: ResourceSet\nmetadata: {name: s}\nspec:\n  inputs: [{n: a, big: " + big + "}]\n  resources:\n" +
+			"    - apiVersion: example.com/v1\n      kind: Network\n      metadata: {name: \"n-<< inputs.n >>\"}\n      spec: " + spec + "\n"
+		_, err := loadSet(t, "s.yaml", set)
+		want := "s.yaml:10 (n=a): spec: spec would be more than 1 MiB, the limit of a document"
+		if got := problems(t, err); !slices.Equal(got, []string{want}) {
+			t.Errorf("problems %q, want %q", got, want)
+		}
+	}
+
+	// 300 inputs of a 900 KiB value: each spec is within the document limit, the set's
+	// specs together are not, and nothing is rendered.
+	set := "apiVersion: trueup.dev/v1\nkind: ResourceSet\nmetadata: {name: s}\nspec:\n  inputs: [{big: " + strings.Repeat("y", 900<<10) + "}]\n" +
+		"  matrix: {n: [" + strings.Repeat("0, ", 299) + "0]}\n  resources:\n" +
+		"    - apiVersion: example.com/v1\n      kind: Network\n      metadata: {name: \"n-<< inputs.n >>\"}\n      spec: {v: \"<< inputs.big >>\"}\n"
+	_, err := loadSet(t, "s.yaml", set)
+	want := "s.yaml:4: spec: ResourceSet default/s would render up to 263 MiB of specs, more than the limit of 256 MiB per set (each reference counted at its input's largest value)"
+	if got := problems(t, err); !slices.Equal(got, []string{want}) {
+		t.Errorf("problems %q, want %q", got, want)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -230,9 +231,14 @@ func hasRef(parts []tmplPart) bool {
 	return false
 }
 
+// literalHint ends the messages of a malformed template: the grammar has no escape, and
+// an input's value is not expanded.
+const literalHint = " (to write \"<< inputs\" as text, take it from an input value, which is not expanded)"
+
 // scanTemplate splits s into literal text and references. "<<" not followed by optional
 // spaces and the word inputs is literal text; once it is, the rest up to ">>" must be
-// (.key)+ and optional spaces. msg is set when it is not.
+// (.key)+ and optional spaces. msg is set when it is not. The rule is strict on purpose:
+// a typo such as "<< inputs >>" is an error rather than text.
 func scanTemplate(s string) (parts []tmplPart, msg string) {
 	var lit strings.Builder
 	for i := 0; i < len(s); {
@@ -251,11 +257,11 @@ func scanTemplate(s string) (parts []tmplPart, msg string) {
 		k += len("inputs")
 		end := strings.Index(s[k:], ">>")
 		if end < 0 {
-			return nil, fmt.Sprintf("unterminated template %q: << needs a closing >>", clip(s[start:]))
+			return nil, fmt.Sprintf("unterminated template %q: << needs a closing >>%s", clip(s[start:]), literalHint)
 		}
 		ref, ok := parseRef(s[k : k+end])
 		if !ok {
-			return nil, fmt.Sprintf("only << inputs.name >> is supported, not %q", clip(s[start:k+end+2]))
+			return nil, fmt.Sprintf("only << inputs.name >> is supported, not %q%s", clip(s[start:k+end+2]), literalHint)
 		}
 		lit.WriteString(s[i:start])
 		if lit.Len() > 0 {
@@ -353,29 +359,52 @@ func (t *tmpl) refs() []string {
 	return keys
 }
 
+// maxGenSize bounds what one evaluation appends: a generated spec, or one templated
+// string, is at most the 1 MiB a written document may decode to. A few references to a
+// large input would otherwise multiply it, and a set's inputs multiply that again.
+const maxGenSize = maxDecodedSize
+
+// The messages of an evaluation over maxGenSize.
+const (
+	specTooBig  = "spec would be more than 1 MiB, the limit of a document"
+	valueTooBig = "would be more than 1 MiB, the limit of a document"
+)
+
 // appendJSON appends the value t gives for in as canonical JSON, the bytes
-// marshalCanonical(t.value(in)) returns. It allocates only to grow dst, save for a string
-// that needs escaping and a reference into a mapping-valued input that picks a mapping or
-// list.
+// marshalCanonical(t.value(in)) returns, and stops with an error once they are more than
+// maxGenSize. It allocates only to grow dst, save for a string that needs escaping and a
+// reference into a mapping-valued input that picks a mapping or list.
 func (t *tmpl) appendJSON(dst []byte, in *input) ([]byte, *tmplError) {
+	limit := len(dst) + maxGenSize
 	if t.ops == nil {
-		return t.appendNode(dst, in)
+		return t.appendNode(dst, in, limit)
 	}
 	for _, op := range t.ops {
-		dst = append(dst, op.lit...)
+		if dst = append(dst, op.lit...); len(dst) > limit {
+			return dst, &tmplError{msg: specTooBig}
+		}
 		if op.node == nil {
 			continue
 		}
 		var err *tmplError
-		if dst, err = op.node.appendNode(dst, in); err != nil {
+		if dst, err = op.node.appendNode(dst, in, limit); err != nil {
 			return dst, err
 		}
 	}
 	return dst, nil
 }
 
-// appendNode is appendJSON for a node below the compiled value, which has no program.
-func (t *tmpl) appendNode(dst []byte, in *input) ([]byte, *tmplError) {
+// appendNode is appendJSON for a node below the compiled value, which has no program;
+// limit is the length dst may reach.
+func (t *tmpl) appendNode(dst []byte, in *input, limit int) ([]byte, *tmplError) {
+	dst, err := t.appendNodeJSON(dst, in, limit)
+	if err == nil && len(dst) > limit {
+		err = &tmplError{msg: specTooBig}
+	}
+	return dst, err
+}
+
+func (t *tmpl) appendNodeJSON(dst []byte, in *input, limit int) ([]byte, *tmplError) {
 	var err *tmplError
 	switch t.kind {
 	case tmplConst:
@@ -388,7 +417,7 @@ func (t *tmpl) appendNode(dst []byte, in *input) ([]byte, *tmplError) {
 			}
 			dst = appendJSONString(dst, k)
 			dst = append(dst, ':')
-			if dst, err = t.elems[i].appendNode(dst, in); err != nil {
+			if dst, err = t.elems[i].appendNode(dst, in, limit); err != nil {
 				return dst, err
 			}
 		}
@@ -399,7 +428,7 @@ func (t *tmpl) appendNode(dst []byte, in *input) ([]byte, *tmplError) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			if dst, err = e.appendNode(dst, in); err != nil {
+			if dst, err = e.appendNode(dst, in, limit); err != nil {
 				return dst, err
 			}
 		}
@@ -418,11 +447,13 @@ func (t *tmpl) appendNode(dst []byte, in *input) ([]byte, *tmplError) {
 	}
 	// tmplString
 	start := len(dst)
-	dst, plain, err := t.appendText(append(dst, '"'), in)
-	if err != nil {
+	dst, plain, err := t.appendText(append(dst, '"'), in, limit)
+	switch {
+	case err != nil:
 		return dst[:start], err
-	}
-	if plain {
+	case dst == nil:
+		return dst, &tmplError{msg: specTooBig}
+	case plain:
 		return append(dst, '"'), nil
 	}
 	s := string(dst[start+1:])
@@ -430,28 +461,31 @@ func (t *tmpl) appendNode(dst []byte, in *input) ([]byte, *tmplError) {
 }
 
 // appendText appends the text of t, a tmplString, for in, unescaped; plain reports that
-// JSON spells it as itself.
-func (t *tmpl) appendText(dst []byte, in *input) (_ []byte, plain bool, _ *tmplError) {
+// JSON spells it as itself. It returns nil once dst would be longer than limit.
+func (t *tmpl) appendText(dst []byte, in *input, limit int) (_ []byte, plain bool, _ *tmplError) {
 	plain = t.plain
 	for _, p := range t.parts {
 		if p.ref == nil {
 			dst = append(dst, p.lit...)
-			continue
+		} else {
+			v, err := in.lookup(p.ref, t.at)
+			if err != nil {
+				return dst, false, err
+			}
+			switch v := v.(type) {
+			case string:
+				plain = plain && plainJSON(v)
+				dst = append(dst, v...)
+			case json.Number:
+				dst = append(dst, v...)
+			case bool:
+				dst = strconv.AppendBool(dst, v)
+			default:
+				return dst, false, interpolationError(p.ref, v, t.at)
+			}
 		}
-		v, err := in.lookup(p.ref, t.at)
-		if err != nil {
-			return dst, false, err
-		}
-		switch v := v.(type) {
-		case string:
-			plain = plain && plainJSON(v)
-			dst = append(dst, v...)
-		case json.Number:
-			dst = append(dst, v...)
-		case bool:
-			dst = strconv.AppendBool(dst, v)
-		default:
-			return dst, false, interpolationError(p.ref, v, t.at)
+		if len(dst) > limit {
+			return nil, false, nil
 		}
 	}
 	return dst, plain, nil
@@ -560,9 +594,12 @@ func (t *tmpl) str(in *input) (string, *tmplError) {
 
 func (t *tmpl) interpolate(in *input) (string, *tmplError) {
 	var buf [128]byte // a name fits: one allocation, the string's
-	b, _, err := t.appendText(buf[:0], in)
-	if err != nil {
+	b, _, err := t.appendText(buf[:0], in, maxGenSize)
+	switch {
+	case err != nil:
 		return "", err
+	case b == nil:
+		return "", &tmplError{at: t.at, msg: valueTooBig}
 	}
 	return string(b), nil
 }
@@ -584,4 +621,94 @@ func copyValue(v any) any {
 		return s
 	}
 	return v
+}
+
+// maxSetSpecBytes bounds the estimate of what one ResourceSet's specs take (setSpecSize),
+// checked before any of them is rendered: the per-document bound times the resources a
+// set may generate would still be gigabytes.
+const maxSetSpecBytes = 256 << 20
+
+// setSpecSize estimates, from above, the bytes of the specs a set renders: per template,
+// its constant JSON plus, per reference, the largest canonical JSON of that key among the
+// inputs and the matrix's values (each at most maxGenSize), times n, the inputs after the
+// matrix. Saturated at math.MaxInt.
+func setSpecSize(templates []setTemplate, base []*input, matrix []matrixAxis, n int) int {
+	largest := map[string]int{}
+	size := func(key string) int {
+		if m, ok := largest[key]; ok {
+			return m
+		}
+		m := 0
+		for _, in := range base {
+			m = max(m, len(in.canon[key]))
+		}
+		for _, a := range matrix {
+			if a.key == key {
+				for _, v := range a.values {
+					m = max(m, len(appendValueJSON(nil, v)))
+				}
+			}
+		}
+		largest[key] = m
+		return m
+	}
+	total := 0
+	for i := range templates {
+		if t := templates[i].spec; t != nil {
+			total = addSat(total, mulSat(min(t.size(size), maxGenSize), n))
+		}
+	}
+	return total
+}
+
+// size is an upper bound of what appendJSON appends for an input whose reference to key
+// takes at most size(key) bytes as canonical JSON.
+func (t *tmpl) size(size func(key string) int) int {
+	if t.ops == nil {
+		return t.nodeSize(size)
+	}
+	total := 0
+	for _, op := range t.ops {
+		total = addSat(total, len(op.lit))
+		if op.node != nil {
+			total = addSat(total, op.node.nodeSize(size))
+		}
+	}
+	return total
+}
+
+func (t *tmpl) nodeSize(size func(key string) int) int {
+	switch t.kind {
+	case tmplConst:
+		return len(t.canon)
+	case tmplObject, tmplArray:
+		total := 2 + len(t.elems)
+		for i, e := range t.elems {
+			if t.kind == tmplObject {
+				total = addSat(total, len(appendJSONString(nil, t.keys[i])))
+			}
+			total = addSat(total, e.nodeSize(size))
+		}
+		return total
+	case tmplWhole:
+		return size(t.ref.key)
+	}
+	// tmplString: a string's canonical JSON is at least as long as its text escaped
+	total := 2
+	for _, p := range t.parts {
+		if p.ref == nil {
+			total = addSat(total, len(appendJSONString(nil, p.lit)))
+		} else {
+			total = addSat(total, size(p.ref.key))
+		}
+	}
+	return total
+}
+
+// addSat is a+b for non-negative a and b, saturated at math.MaxInt.
+func addSat(a, b int) int {
+	if a > math.MaxInt-b {
+		return math.MaxInt
+	}
+	return a + b
 }

@@ -136,14 +136,15 @@ func TestTemplateCompileProblems(t *testing.T) {
 		name, tmpl string
 		want       []string // "at: msg"
 	}{
-		{"unterminated", `{a: "x << inputs.tenant"}`, []string{`a: unterminated template "<< inputs.tenant": << needs a closing >>`}},
-		{"no key", `"<< inputs >>"`, []string{`: only << inputs.name >> is supported, not "<< inputs >>"`}},
-		{"pipeline", `["<< inputs.x | upper >>"]`, []string{`[0]: only << inputs.name >> is supported, not "<< inputs.x | upper >>"`}},
-		{"index", `"<< inputs.x[0] >>"`, []string{`: only << inputs.name >> is supported, not "<< inputs.x[0] >>"`}},
-		{"empty segment", `"<< inputs..x >>"`, []string{`: only << inputs.name >> is supported, not "<< inputs..x >>"`}},
-		{"long", `"x << inputs.` + strings.Repeat("a", 80) + `"`, []string{`: unterminated template "<< inputs.` + strings.Repeat("a", 50) + `…": << needs a closing >>`}},
+		{"unterminated", `{a: "x << inputs.tenant"}`, []string{`a: unterminated template "<< inputs.tenant": << needs a closing >>` + literalHint}},
+		{"no key", `"<< inputs >>"`, []string{`: only << inputs.name >> is supported, not "<< inputs >>"` + literalHint}},
+		{"pipeline", `["<< inputs.x | upper >>"]`, []string{`[0]: only << inputs.name >> is supported, not "<< inputs.x | upper >>"` + literalHint}},
+		{"index", `"<< inputs.x[0] >>"`, []string{`: only << inputs.name >> is supported, not "<< inputs.x[0] >>"` + literalHint}},
+		{"empty segment", `"<< inputs..x >>"`, []string{`: only << inputs.name >> is supported, not "<< inputs..x >>"` + literalHint}},
+		{"long", `"x << inputs.` + strings.Repeat("a", 80) + `"`, []string{`: unterminated template "<< inputs.` + strings.Repeat("a", 50) + `…": << needs a closing >>` + literalHint}},
 		{"each string", `{a: "<< inputs", b: ["<< inputs.x y >>"], c: "<< inputs.x >>"}`, []string{
-			`a: unterminated template "<< inputs": << needs a closing >>`, `b[0]: only << inputs.name >> is supported, not "<< inputs.x y >>"`}},
+			`a: unterminated template "<< inputs": << needs a closing >>` + literalHint, `b[0]: only << inputs.name >> is supported, not "<< inputs.x y >>"` + literalHint}},
+		{"literal text", `{cmd: "cat << inputs"}`, []string{`cmd: unterminated template "<< inputs": << needs a closing >>` + literalHint}},
 		{"templated key", `{a: {"<< inputs.k >>": v, "<< b": w}}`, []string{`a["<< inputs.k >>"]: a mapping key cannot hold a template (keys are not templated)`}},
 	}
 	for _, c := range cases {
@@ -247,5 +248,53 @@ func BenchmarkTemplateStr(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_, _ = tm.str(in)
+	}
+}
+
+func TestTemplateSizeBudget(t *testing.T) {
+	t.Parallel()
+	in := newInput(map[string]any{"big": strings.Repeat("x", 300<<10)}, "in.yaml", 1, 0)
+	for _, tc := range []struct{ tmpl, want string }{
+		{`{a: "<< inputs.big >>", b: "<< inputs.big >>", c: "<< inputs.big >>", d: "<< inputs.big >>"}`, "spec would be more than 1 MiB, the limit of a document"},
+		{`[{a: ["<< inputs.big >>", "<< inputs.big >>"]}, ["<< inputs.big >>", "<< inputs.big >>"]]`, "spec would be more than 1 MiB, the limit of a document"},
+		{`"<< inputs.big >><< inputs.big >><< inputs.big >><< inputs.big >>"`, "spec would be more than 1 MiB, the limit of a document"},
+	} {
+		tm, problems := compileTemplate(yamlValue(t, "v: "+tc.tmpl)["v"])
+		if problems != nil {
+			t.Fatalf("%s: %v", tc.tmpl, problems)
+		}
+		if _, err := tm.appendJSON(nil, in); err == nil || err.Error() != tc.want {
+			t.Errorf("%s: appendJSON error %v, want %q", tc.tmpl, err, tc.want)
+		}
+		tm.ops = nil // the path below a compiled value
+		if _, err := tm.appendJSON(nil, in); err == nil || err.Error() != tc.want {
+			t.Errorf("%s without a program: error %v, want %q", tc.tmpl, err, tc.want)
+		}
+	}
+	tm, _ := compileTemplate(yamlValue(t, `v: "a-<< inputs.big >><< inputs.big >><< inputs.big >><< inputs.big >>"`)["v"])
+	if _, err := tm.str(in); err == nil || err.Error() != "would be more than 1 MiB, the limit of a document" {
+		t.Errorf("str: %v", err)
+	}
+	// Three fit: 900 KiB and the JSON around them.
+	tm, _ = compileTemplate(yamlValue(t, `v: {a: "<< inputs.big >>", b: "<< inputs.big >>", c: "<< inputs.big >>"}`)["v"])
+	if b, err := tm.appendJSON(nil, in); err != nil || len(b) != 3*(300<<10+6)+4 {
+		t.Errorf("within the limit: %d bytes, %v", len(b), err)
+	}
+	if got, want := tm.size(func(string) int { return 300<<10 + 2 }), 3*(300<<10+6)+4; got != want {
+		t.Errorf("size %d, want %d", got, want)
+	}
+}
+
+// The grammar has no escape: text holding "<< inputs" comes from an input, whose value is
+// not expanded.
+func TestTemplateLiteralThroughInput(t *testing.T) {
+	t.Parallel()
+	tm, problems := compileTemplate(yamlValue(t, `v: {cmd: "sh -c '<< inputs.heredoc >>'"}`)["v"])
+	if problems != nil {
+		t.Fatal(problems)
+	}
+	b, err := tm.appendJSON(nil, testInput(t, `{heredoc: "cat << inputs >> out"}`))
+	if want := `{"cmd":"sh -c 'cat << inputs >> out'"}`; err != nil || string(b) != want {
+		t.Errorf("got %s, %v; want %s", b, err, want)
 	}
 }
