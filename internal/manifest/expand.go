@@ -95,11 +95,12 @@ func (p placed) docPath(pth path) path {
 
 // collectSets returns the revision's sets with their inputs, and docs without the sets'
 // input files, which are data rather than manifests. A set with problems is left out; its
-// problems are reported.
+// problems are reported. The inputs files of a broken or duplicate set are read for their
+// own problems and claimed all the same: they are not manifests either.
 func (ld *load) collectSets(files []sources.File, docs []placed) ([]*setRun, []placed) {
 	var runs []*setRun
 	for i := range docs {
-		if s := docs[i].doc.set; s != nil && !s.broken {
+		if s := docs[i].doc.set; s != nil {
 			runs = append(runs, &setRun{p: docs[i], set: s})
 		}
 	}
@@ -122,7 +123,8 @@ func (ld *load) collectSets(files []sources.File, docs []placed) ([]*setRun, []p
 	for _, run := range runs {
 		s := run.set
 		key := [2]string{s.namespace.String(), s.name}
-		if first := seen[key]; first != nil {
+		good := !s.broken
+		if first := seen[key]; good && first != nil {
 			for _, r := range []*setRun{first, run} {
 				other := first
 				if r == first {
@@ -130,10 +132,10 @@ func (ld *load) collectSets(files []sources.File, docs []placed) ([]*setRun, []p
 				}
 				ld.errs = append(ld.errs, r.p.at(r.set.line, "", fmt.Sprintf("duplicate ResourceSet %s/%s (also declared at %s:%d)", key[0], key[1], other.p.file, other.set.line)))
 			}
-			continue
+			good = false
+		} else if good {
+			seen[key] = run
 		}
-		seen[key] = run
-		good := true
 		h := sha256.New()
 		fmt.Fprintf(h, "%s\x00%s\x00%d", run.p.file, run.p.key, run.p.doc.index)
 		if s.hasInputs || len(s.from) > 0 {
@@ -157,9 +159,11 @@ func (ld *load) collectSets(files []sources.File, docs []placed) ([]*setRun, []p
 			}
 			for _, f := range matched {
 				fmt.Fprintf(h, "\x00%s\x00%s\x00%s", f, byPath[f].Hash, hashIfNone(byPath[f]))
-				claimed[f] = fmt.Sprintf("%s/%s (%s:%d)", key[0], key[1], run.p.file, s.line)
 				ins, errs := ld.inputs(byPath[f])
-				inputErrs = append(inputErrs, errs...)
+				if claimed[f] == "" { // its problems once, whatever reads it
+					claimed[f] = fmt.Sprintf("%s/%s (%s:%d)", key[0], key[1], run.p.file, s.line)
+					inputErrs = append(inputErrs, errs...)
+				}
 				good = good && len(errs) == 0
 				run.base = append(run.base, ins...)
 			}

@@ -221,6 +221,26 @@ func TestResourceSetProblems(t *testing.T) {
 				"in/a.yaml:1: an inputs file of ResourceSet production/s (s.yaml:1) holds a manifest (apiVersion and kind): inputs files hold inputs only",
 				"in/b.yaml:1: [0]: an input must be a mapping, got number",
 			}},
+		{"broken set's inputs file", []string{"sets/s.yaml", set("s", "  bogus: 1\n  inputsFrom: [{path: tenants.yaml}]\n", named),
+			"sets/tenants.yaml", "- {tenant: a, size: 1}\n- {tenant: b, size: 2}\n"},
+			[]string{`sets/s.yaml:5: spec: unknown field "bogus"`}},
+		{"broken set's bad inputs file", []string{"sets/s.yaml", set("s", "  bogus: 1\n  inputsFrom: [{path: tenants.yaml}, {path: none.yaml}]\n", named),
+			"sets/tenants.yaml", "- {tenant: a}\n- 3\n"},
+			[]string{
+				`sets/s.yaml:5: spec: unknown field "bogus"`,
+				"sets/s.yaml:6: spec.inputsFrom[1].path: no YAML or JSON file at sets/none.yaml",
+				"sets/tenants.yaml:2: [1]: an input must be a mapping, got number",
+			}},
+		{"duplicate set's inputs file", []string{"a.yaml", set("s", "  inputsFrom: [{path: a}]\n", named), "a/t.yaml", "- {tenant: a}\n",
+			"b.yaml", set("s", "  inputsFrom: [{path: b}]\n", named), "b/t.yaml", "- {tenant: b}\n- 3\n"},
+			[]string{
+				"a.yaml:1: duplicate ResourceSet production/s (also declared at b.yaml:1)",
+				"b.yaml:1: duplicate ResourceSet production/s (also declared at a.yaml:1)",
+				"b/t.yaml:2: [1]: an input must be a mapping, got number",
+			}},
+		{"inputs file of two sets", []string{"a.yaml", set("a", "  inputsFrom: [{path: t.yaml}]\n", named),
+			"b.yaml", set("b", "  inputsFrom: [{path: t.yaml}]\n", named), "t.yaml", "- {tenant: a}\n- 3\n"},
+			[]string{"t.yaml:2: [1]: an input must be a mapping, got number"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
