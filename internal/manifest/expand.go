@@ -532,19 +532,34 @@ func setInfos(runs []*setRun) []ResourceSetInfo {
 	return out
 }
 
+// setSpan is where a set stands: the generated resources' problems are located there.
+type setSpan struct {
+	file string
+	set  *setDoc
+}
+
+// runSpans are the spans of runs.
+func runSpans(runs []*setRun) []setSpan {
+	out := make([]setSpan, len(runs))
+	for i, r := range runs {
+		out[i] = setSpan{file: r.p.file, set: r.set}
+	}
+	return out
+}
+
 // capSetProblems keeps the first maxSetProblems problems of each set's generated
 // resources (errs sorted) and says, after them, how many more there are.
-func capSetProblems(errs Errors, runs []*setRun) Errors {
-	if len(runs) == 0 {
+func capSetProblems(errs Errors, sets []setSpan) Errors {
+	if len(sets) == 0 {
 		return errs
 	}
-	of := make([]int, len(errs)) // the run of each problem, -1 for none
-	total := make([]int, len(runs))
+	of := make([]int, len(errs)) // the set of each problem, -1 for none
+	total := make([]int, len(sets))
 	for j, e := range errs {
 		of[j] = -1
 		if e.Origin != "" && !strings.HasPrefix(e.Origin, "rendered by ") {
-			of[j] = slices.IndexFunc(runs, func(r *setRun) bool {
-				return r.p.file == e.File && r.set.line <= e.Line && e.Line <= r.set.lastLine
+			of[j] = slices.IndexFunc(sets, func(r setSpan) bool {
+				return r.file == e.File && r.set.line <= e.Line && e.Line <= r.set.lastLine
 			})
 		}
 		if of[j] >= 0 {
@@ -552,7 +567,7 @@ func capSetProblems(errs Errors, runs []*setRun) Errors {
 		}
 	}
 	out := make(Errors, 0, len(errs))
-	kept := make([]int, len(runs))
+	kept := make([]int, len(sets))
 	for j, e := range errs {
 		i := of[j]
 		if i < 0 {
@@ -564,7 +579,7 @@ func capSetProblems(errs Errors, runs []*setRun) Errors {
 		}
 		out = append(out, e)
 		if kept[i] == maxSetProblems && total[i] > maxSetProblems {
-			r := runs[i]
+			r := sets[i]
 			out = append(out, ValidationError{File: e.File, Line: e.Line, Msg: fmt.Sprintf("… and %d more problems of ResourceSet %s/%s in other inputs", total[i]-maxSetProblems, r.set.namespace, r.set.name)})
 		}
 	}
