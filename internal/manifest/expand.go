@@ -30,32 +30,42 @@ type genRef struct {
 	in *input
 }
 
-// origin names the input, as ValidationError.Origin: the values the name's template reads.
+// origin names the input, as ValidationError.Origin: the values the name's template reads
+// (tenant=acme, region=eu-west-1); when it reads none that the input defines, the input's
+// position among the set's inputs (spec.inputs, then those of inputsFrom) and the values
+// of the matrix (inputs[3], region=eu-west-1).
 func (g *genRef) origin() string {
 	var b strings.Builder
 	for _, k := range g.t.origin {
-		v, ok := g.in.vals[k]
-		if !ok {
-			continue // not defined: a problem of its own
-		}
-		if b.Len() > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(k)
-		b.WriteByte('=')
-		switch v := v.(type) {
-		case string:
-			b.WriteString(v)
-		case json.Number:
-			b.WriteString(string(v))
-		default:
-			b.Write(appendValueJSON(nil, v))
+		if v, ok := g.in.vals[k]; ok { // not defined: a problem of its own
+			writeOriginValue(&b, k, v)
 		}
 	}
-	if b.Len() == 0 {
-		return "inputs[" + strconv.Itoa(g.in.index) + "]"
+	if b.Len() > 0 {
+		return b.String()
+	}
+	b.WriteString("inputs[" + strconv.Itoa(g.in.index) + "]")
+	for _, a := range g.t.set.matrix {
+		writeOriginValue(&b, a.key, g.in.vals[a.key])
 	}
 	return b.String()
+}
+
+// writeOriginValue appends k=v to an origin.
+func writeOriginValue(b *strings.Builder, k string, v any) {
+	if b.Len() > 0 {
+		b.WriteString(", ")
+	}
+	b.WriteString(k)
+	b.WriteByte('=')
+	switch v := v.(type) {
+	case string:
+		b.WriteString(v)
+	case json.Number:
+		b.WriteString(string(v))
+	default:
+		b.Write(appendValueJSON(nil, v))
+	}
 }
 
 // setRun is one ResourceSet in the current load.
@@ -503,17 +513,16 @@ func crossAll(base []*input, matrix []matrixAxis) ([]*input, error) {
 	errs := make([]error, n)
 	parallel(n, func(i int) {
 		parts[i], errs[i] = product(base[i*chunk:min(len(base), (i+1)*chunk)], matrix)
+		for _, in := range parts[i] {
+			in.index += i * chunk // its input's position in base
+		}
 	})
 	for _, err := range errs {
 		if err != nil {
 			return nil, err // the first input's, as product reports
 		}
 	}
-	out := slices.Concat(parts...)
-	for i, in := range out {
-		in.index = i
-	}
-	return out, nil
+	return slices.Concat(parts...), nil
 }
 
 // setInfos is Set.ResourceSets.
