@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"time"
@@ -16,12 +17,7 @@ import (
 // reference, validated against its type's schema; then resourceset_reload_100k, a Load by
 // the same Loader after an unrelated file changed. In memory; needs no database.
 func resourceSetExpand() error {
-	pairs := manifesttest.Fleet(1000, 100)
-	files := make([]sources.File, 0, len(pairs)/2)
-	for i := 0; i+1 < len(pairs); i += 2 {
-		data := []byte(pairs[i+1])
-		files = append(files, sources.File{Path: pairs[i], Hash: manifest.HashJSON(data), Data: data})
-	}
+	files := fleetFiles(1000, 100)
 	opts := manifest.Options{Limits: manifest.Limits{MaxResourcesPerSet: 100_000}}
 	load := func(l *manifest.Loader, fs []sources.File) (time.Duration, error) {
 		start := time.Now()
@@ -35,14 +31,7 @@ func resourceSetExpand() error {
 		}
 		return took, nil
 	}
-	// The unrelated change: one Network's spec.
-	changed := slices.Clone(files)
-	for i, f := range changed {
-		if f.Path == "networks/region-000.yaml" {
-			data := append(slices.Clone(f.Data), "# edited\n"...)
-			changed[i] = sources.File{Path: f.Path, Hash: manifest.HashJSON(data), Data: data}
-		}
-	}
+	changed := changeNetwork(files)
 	first := make([]time.Duration, 3)
 	reload := make([]time.Duration, 3)
 	for r := range first {
@@ -60,4 +49,28 @@ func resourceSetExpand() error {
 	record("resourceset_expand_100k", ms(first[1]), "ms", "≤ 1000", atMost(1000))
 	record("resourceset_reload_100k", ms(reload[1]), "ms", "—", nil)
 	return nil
+}
+
+// fleetFiles is manifesttest.Fleet as a revision's files.
+func fleetFiles(tenants, regions int) []sources.File {
+	pairs := manifesttest.Fleet(tenants, regions)
+	files := make([]sources.File, 0, len(pairs)/2)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		data := []byte(pairs[i+1])
+		files = append(files, sources.File{Path: pairs[i], Hash: manifest.HashJSON(data), Data: data})
+	}
+	return files
+}
+
+// changeNetwork returns files with the unrelated change of resourceset_reload_100k: the
+// first region's Network gets another CIDR in its spec.
+func changeNetwork(files []sources.File) []sources.File {
+	changed := slices.Clone(files)
+	for i, f := range changed {
+		if f.Path == "networks/region-000.yaml" {
+			data := bytes.Replace(f.Data, []byte("cidr: 10.0.0.0/16"), []byte("cidr: 10.255.0.0/16"), 1)
+			changed[i] = sources.File{Path: f.Path, Hash: manifest.HashJSON(data), Data: data}
+		}
+	}
+	return changed
 }

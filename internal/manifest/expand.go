@@ -30,32 +30,42 @@ type genRef struct {
 	in *input
 }
 
-// origin names the input, as ValidationError.Origin: the values the name's template reads.
+// origin names the input, as ValidationError.Origin: the values the name's template reads
+// (tenant=acme, region=eu-west-1); when it reads none that the input defines, the input's
+// position among the set's inputs (spec.inputs, then those of inputsFrom) and the values
+// of the matrix (inputs[3], region=eu-west-1).
 func (g *genRef) origin() string {
 	var b strings.Builder
 	for _, k := range g.t.origin {
-		v, ok := g.in.vals[k]
-		if !ok {
-			continue // not defined: a problem of its own
-		}
-		if b.Len() > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(k)
-		b.WriteByte('=')
-		switch v := v.(type) {
-		case string:
-			b.WriteString(v)
-		case json.Number:
-			b.WriteString(string(v))
-		default:
-			b.Write(appendValueJSON(nil, v))
+		if v, ok := g.in.vals[k]; ok { // not defined: a problem of its own
+			writeOriginValue(&b, k, v)
 		}
 	}
-	if b.Len() == 0 {
-		return "inputs[" + strconv.Itoa(g.in.index) + "]"
+	if b.Len() > 0 {
+		return b.String()
+	}
+	b.WriteString("inputs[" + strconv.Itoa(g.in.index) + "]")
+	for _, a := range g.t.set.matrix {
+		writeOriginValue(&b, a.key, g.in.vals[a.key])
 	}
 	return b.String()
+}
+
+// writeOriginValue appends k=v to an origin.
+func writeOriginValue(b *strings.Builder, k string, v any) {
+	if b.Len() > 0 {
+		b.WriteString(", ")
+	}
+	b.WriteString(k)
+	b.WriteByte('=')
+	switch v := v.(type) {
+	case string:
+		b.WriteString(v)
+	case json.Number:
+		b.WriteString(string(v))
+	default:
+		b.Write(appendValueJSON(nil, v))
+	}
 }
 
 // setRun is one ResourceSet in the current load.
@@ -95,11 +105,12 @@ func (p placed) docPath(pth path) path {
 
 // collectSets returns the revision's sets with their inputs, and docs without the sets'
 // input files, which are data rather than manifests. A set with problems is left out; its
-// problems are reported.
+// problems are reported. The inputs files of a broken or duplicate set are read for their
+// own problems and claimed all the same: they are not manifests either.
 func (ld *load) collectSets(files []sources.File, docs []placed) ([]*setRun, []placed) {
 	var runs []*setRun
 	for i := range docs {
-		if s := docs[i].doc.set; s != nil && !s.broken {
+		if s := docs[i].doc.set; s != nil {
 			runs = append(runs, &setRun{p: docs[i], set: s})
 		}
 	}
@@ -122,7 +133,8 @@ func (ld *load) collectSets(files []sources.File, docs []placed) ([]*setRun, []p
 	for _, run := range runs {
 		s := run.set
 		key := [2]string{s.namespace.String(), s.name}
-		if first := seen[key]; first != nil {
+		good := !s.broken
+		if first := seen[key]; good && first != nil {
 			for _, r := range []*setRun{first, run} {
 				other := first
 				if r == first {
@@ -130,10 +142,10 @@ func (ld *load) collectSets(files []sources.File, docs []placed) ([]*setRun, []p
 				}
 				ld.errs = append(ld.errs, r.p.at(r.set.line, "", fmt.Sprintf("duplicate ResourceSet %s/%s (also declared at %s:%d)", key[0], key[1], other.p.file, other.set.line)))
 			}
-			continue
+			good = false
+		} else if good {
+			seen[key] = run
 		}
-		seen[key] = run
-		good := true
 		h := sha256.New()
 		fmt.Fprintf(h, "%s\x00%s\x00%d", run.p.file, run.p.key, run.p.doc.index)
 		if s.hasInputs || len(s.from) > 0 {
@@ -157,9 +169,11 @@ func (ld *load) collectSets(files []sources.File, docs []placed) ([]*setRun, []p
 			}
 			for _, f := range matched {
 				fmt.Fprintf(h, "\x00%s\x00%s\x00%s", f, byPath[f].Hash, hashIfNone(byPath[f]))
-				claimed[f] = fmt.Sprintf("%s/%s (%s:%d)", key[0], key[1], run.p.file, s.line)
 				ins, errs := ld.inputs(byPath[f])
-				inputErrs = append(inputErrs, errs...)
+				if claimed[f] == "" { // its problems once, whatever reads it
+					claimed[f] = fmt.Sprintf("%s/%s (%s:%d)", key[0], key[1], run.p.file, s.line)
+					inputErrs = append(inputErrs, errs...)
+				}
 				good = good && len(errs) == 0
 				run.base = append(run.base, ins...)
 			}
@@ -504,17 +518,16 @@ func crossAll(base []*input, matrix []matrixAxis) ([]*input, error) {
 	errs := make([]error, n)
 	parallel(n, func(i int) {
 		parts[i], errs[i] = product(base[i*chunk:min(len(base), (i+1)*chunk)], matrix)
+		for _, in := range parts[i] {
+			in.index += i * chunk // its input's position in base
+		}
 	})
 	for _, err := range errs {
 		if err != nil {
 			return nil, err // the first input's, as product reports
 		}
 	}
-	out := slices.Concat(parts...)
-	for i, in := range out {
-		in.index = i
-	}
-	return out, nil
+	return slices.Concat(parts...), nil
 }
 
 // setInfos is Set.ResourceSets.
@@ -533,19 +546,34 @@ func setInfos(runs []*setRun) []ResourceSetInfo {
 	return out
 }
 
+// setSpan is where a set stands: the generated resources' problems are located there.
+type setSpan struct {
+	file string
+	set  *setDoc
+}
+
+// runSpans are the spans of runs.
+func runSpans(runs []*setRun) []setSpan {
+	out := make([]setSpan, len(runs))
+	for i, r := range runs {
+		out[i] = setSpan{file: r.p.file, set: r.set}
+	}
+	return out
+}
+
 // capSetProblems keeps the first maxSetProblems problems of each set's generated
 // resources (errs sorted) and says, after them, how many more there are.
-func capSetProblems(errs Errors, runs []*setRun) Errors {
-	if len(runs) == 0 {
+func capSetProblems(errs Errors, sets []setSpan) Errors {
+	if len(sets) == 0 {
 		return errs
 	}
-	of := make([]int, len(errs)) // the run of each problem, -1 for none
-	total := make([]int, len(runs))
+	of := make([]int, len(errs)) // the set of each problem, -1 for none
+	total := make([]int, len(sets))
 	for j, e := range errs {
 		of[j] = -1
 		if e.Origin != "" && !strings.HasPrefix(e.Origin, "rendered by ") {
-			of[j] = slices.IndexFunc(runs, func(r *setRun) bool {
-				return r.p.file == e.File && r.set.line <= e.Line && e.Line <= r.set.lastLine
+			of[j] = slices.IndexFunc(sets, func(r setSpan) bool {
+				return r.file == e.File && r.set.line <= e.Line && e.Line <= r.set.lastLine
 			})
 		}
 		if of[j] >= 0 {
@@ -553,7 +581,7 @@ func capSetProblems(errs Errors, runs []*setRun) Errors {
 		}
 	}
 	out := make(Errors, 0, len(errs))
-	kept := make([]int, len(runs))
+	kept := make([]int, len(sets))
 	for j, e := range errs {
 		i := of[j]
 		if i < 0 {
@@ -565,7 +593,7 @@ func capSetProblems(errs Errors, runs []*setRun) Errors {
 		}
 		out = append(out, e)
 		if kept[i] == maxSetProblems && total[i] > maxSetProblems {
-			r := runs[i]
+			r := sets[i]
 			out = append(out, ValidationError{File: e.File, Line: e.Line, Msg: fmt.Sprintf("… and %d more problems of ResourceSet %s/%s in other inputs", total[i]-maxSetProblems, r.set.namespace, r.set.name)})
 		}
 	}

@@ -16,7 +16,7 @@ type input struct {
 	canon map[string][]byte // key → marshalCanonical(vals[key]), encoded once
 	line  int               // of the input's mapping in file
 	file  string
-	index int // position among its set's inputs, for "inputs[3]"
+	index int // position among its set's inputs before the matrix, for "inputs[3]"
 }
 
 // newInput makes an input of vals, which it keeps and does not modify, and encodes each
@@ -174,8 +174,8 @@ func productSize(n int, matrix []matrixAxis) int {
 // product crosses each input with each combination of the matrix's values: inputs in order,
 // then combinations with the axes sorted by key and the last varying fastest. An input
 // setting a matrix key is a *clashError. The results take their input's file and line and
-// are indexed by position. Without axes it returns the inputs, reindexed. The caller bounds
-// productSize first: product makes every input it counts.
+// are indexed by their input's position in inputs. Without axes it returns the inputs,
+// reindexed. The caller bounds productSize first: product makes every input it counts.
 func product(inputs []*input, matrix []matrixAxis) ([]*input, error) {
 	axes := make([]*matrixAxis, len(matrix))
 	for i := range matrix {
@@ -207,11 +207,11 @@ func product(inputs []*input, matrix []matrixAxis) ([]*input, error) {
 		return &block[len(block)-1]
 	}
 	pos := make([]int, len(axes))
-	for _, in := range inputs {
+	for j, in := range inputs {
 		if len(axes) == 0 {
 			c := next()
 			*c = *in
-			c.index = len(out)
+			c.index = j
 			out = append(out, c)
 			continue
 		}
@@ -222,7 +222,7 @@ func product(inputs []*input, matrix []matrixAxis) ([]*input, error) {
 		for {
 			c := next()
 			// Clone copies a small map's one group, faster than inserting its keys anew.
-			*c = input{vals: maps.Clone(in.vals), canon: maps.Clone(in.canon), line: in.line, file: in.file, index: len(out)}
+			*c = input{vals: maps.Clone(in.vals), canon: maps.Clone(in.canon), line: in.line, file: in.file, index: j}
 			if c.vals == nil || c.canon == nil {
 				c.vals, c.canon = map[string]any{}, map[string][]byte{}
 			}

@@ -78,15 +78,15 @@ func TestProduct(t *testing.T) {
 	}{
 		{"no matrix", ins, nil, []string{`t.yaml:1#0 {"tenant":"acme"}`, `t.yaml:2#1 {"size":5,"tenant":"globex"}`}, ""},
 		{"one axis", ins, []matrixAxis{regions}, []string{
-			`t.yaml:1#0 {"region":"eu","tenant":"acme"}`, `t.yaml:1#1 {"region":"us","tenant":"acme"}`,
-			`t.yaml:2#2 {"region":"eu","size":5,"tenant":"globex"}`, `t.yaml:2#3 {"region":"us","size":5,"tenant":"globex"}`}, ""},
+			`t.yaml:1#0 {"region":"eu","tenant":"acme"}`, `t.yaml:1#0 {"region":"us","tenant":"acme"}`,
+			`t.yaml:2#1 {"region":"eu","size":5,"tenant":"globex"}`, `t.yaml:2#1 {"region":"us","size":5,"tenant":"globex"}`}, ""},
 		{"axes sorted, last fastest", ins[:1], []matrixAxis{regions, tiers}, []string{
-			`t.yaml:1#0 {"b_tier":"gold","region":"eu","tenant":"acme"}`, `t.yaml:1#1 {"b_tier":"gold","region":"us","tenant":"acme"}`,
-			`t.yaml:1#2 {"b_tier":{"x":true},"region":"eu","tenant":"acme"}`, `t.yaml:1#3 {"b_tier":{"x":true},"region":"us","tenant":"acme"}`}, ""},
+			`t.yaml:1#0 {"b_tier":"gold","region":"eu","tenant":"acme"}`, `t.yaml:1#0 {"b_tier":"gold","region":"us","tenant":"acme"}`,
+			`t.yaml:1#0 {"b_tier":{"x":true},"region":"eu","tenant":"acme"}`, `t.yaml:1#0 {"b_tier":{"x":true},"region":"us","tenant":"acme"}`}, ""},
 		{"matrix alone", []*input{newInput(map[string]any{}, "set.yaml", 3, 0)}, []matrixAxis{regions}, []string{
-			`set.yaml:3#0 {"region":"eu"}`, `set.yaml:3#1 {"region":"us"}`}, ""},
+			`set.yaml:3#0 {"region":"eu"}`, `set.yaml:3#0 {"region":"us"}`}, ""},
 		{"input of nil maps", []*input{{file: "set.yaml", line: 4}}, []matrixAxis{regions}, []string{
-			`set.yaml:4#0 {"region":"eu"}`, `set.yaml:4#1 {"region":"us"}`}, ""},
+			`set.yaml:4#0 {"region":"eu"}`, `set.yaml:4#0 {"region":"us"}`}, ""},
 		{"no inputs", nil, []matrixAxis{regions}, nil, ""},
 		{"empty axis", ins, []matrixAxis{regions, {key: "z", line: 11}}, nil, ""},
 		{"clash", ins, []matrixAxis{{key: "size", values: []any{"1"}, line: 12}}, nil, "matrix key size is also a key of the input at t.yaml:2"},
@@ -199,8 +199,26 @@ func TestProductLarge(t *testing.T) {
 	}
 	for i, in := range out {
 		want := fmt.Sprintf(`{"n":%d,"t":"%s"}`, i%20_000, "ab"[i/20_000:i/20_000+1])
-		if b, _ := marshalCanonical(in.vals); in.index != i || string(b) != want || string(in.canon["n"]) != fmt.Sprint(i%20_000) {
+		if b, _ := marshalCanonical(in.vals); in.index != i/20_000 || string(b) != want || string(in.canon["n"]) != fmt.Sprint(i%20_000) {
 			t.Fatalf("out[%d] = #%d %s, want %s", i, in.index, b, want)
+		}
+	}
+}
+
+// crossAll, crossing in batches, indexes each input crossed by its input's position.
+func TestCrossAllIndexes(t *testing.T) {
+	t.Parallel()
+	var base []*input
+	for i := range 150 {
+		base = append(base, newInput(map[string]any{"t": json.Number(fmt.Sprint(i))}, "t.yaml", i+1, 0))
+	}
+	out, err := crossAll(base, []matrixAxis{{key: "r", values: []any{"eu", "us"}}})
+	if err != nil || len(out) != 300 {
+		t.Fatalf("crossAll: %d inputs, %v", len(out), err)
+	}
+	for k, in := range out {
+		if in.index != k/2 || in.vals["t"] != json.Number(fmt.Sprint(k/2)) || in.vals["r"] != []any{"eu", "us"}[k%2] {
+			t.Fatalf("out[%d] = #%d %v", k, in.index, in.vals)
 		}
 	}
 }

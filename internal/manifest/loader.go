@@ -193,7 +193,7 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	resources, transitions := ld.resources(docs, infos)
 	l.schemas = ld.schemas
 	if len(ld.errs) > 0 {
-		return nil, capSetProblems(sortErrors(ld.errs), runs)
+		return nil, capSetProblems(sortErrors(ld.errs), runSpans(runs))
 	}
 	slices.SortFunc(types, func(a, b ResourceType) int { return cmp.Compare(a.Name, b.Name) })
 	return &Set{Types: types, Resources: resources, ResourceSets: setInfos(runs), transitions: transitions, encryptedUnknown: opts.EncryptedUnknown}, nil

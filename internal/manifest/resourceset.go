@@ -42,6 +42,7 @@ type inputsRef struct {
 
 // setTemplate is one compiled spec.resources item.
 type setTemplate struct {
+	set                            *setDoc
 	index                          int // in spec.resources
 	line, apiVersionLine, kindLine int
 	apiVersion, kind               sym
@@ -215,6 +216,7 @@ func (d *docDecoder) setTemplates(s *setDoc, spec map[string]any, specPath path,
 			continue
 		}
 		if t, ok := d.setTemplate(m, i, namespace); ok {
+			t.set = s
 			s.templates = append(s.templates, t)
 		}
 	}

@@ -221,6 +221,34 @@ func TestResourceSetProblems(t *testing.T) {
 				"in/a.yaml:1: an inputs file of ResourceSet production/s (s.yaml:1) holds a manifest (apiVersion and kind): inputs files hold inputs only",
 				"in/b.yaml:1: [0]: an input must be a mapping, got number",
 			}},
+		{"name reading no input defined, matrix", []string{"sets/s.yaml", set("s", "  inputs: [{tenant: a}]\n  inputsFrom: [{path: t.yaml}]\n  matrix: {region: [eu, us]}\n", named),
+			"sets/t.yaml", "- {tenant: b}\n- {other: 1}\n"},
+			[]string{
+				"sets/s.yaml:11 (inputs[2], region=eu): metadata.name: input tenant is not defined (inputs: other, region)",
+				"sets/s.yaml:11 (inputs[2], region=us): metadata.name: input tenant is not defined (inputs: other, region)",
+				"sets/s.yaml:9 (tenant=a): duplicate resource production/Database/db-a (also declared at sets/s.yaml:9 (tenant=a))",
+				"sets/s.yaml:9 (tenant=b): duplicate resource production/Database/db-b (also declared at sets/s.yaml:9 (tenant=b))",
+			}},
+		{"broken set's inputs file", []string{"sets/s.yaml", set("s", "  bogus: 1\n  inputsFrom: [{path: tenants.yaml}]\n", named),
+			"sets/tenants.yaml", "- {tenant: a, size: 1}\n- {tenant: b, size: 2}\n"},
+			[]string{`sets/s.yaml:5: spec: unknown field "bogus"`}},
+		{"broken set's bad inputs file", []string{"sets/s.yaml", set("s", "  bogus: 1\n  inputsFrom: [{path: tenants.yaml}, {path: none.yaml}]\n", named),
+			"sets/tenants.yaml", "- {tenant: a}\n- 3\n"},
+			[]string{
+				`sets/s.yaml:5: spec: unknown field "bogus"`,
+				"sets/s.yaml:6: spec.inputsFrom[1].path: no YAML or JSON file at sets/none.yaml",
+				"sets/tenants.yaml:2: [1]: an input must be a mapping, got number",
+			}},
+		{"duplicate set's inputs file", []string{"a.yaml", set("s", "  inputsFrom: [{path: a}]\n", named), "a/t.yaml", "- {tenant: a}\n",
+			"b.yaml", set("s", "  inputsFrom: [{path: b}]\n", named), "b/t.yaml", "- {tenant: b}\n- 3\n"},
+			[]string{
+				"a.yaml:1: duplicate ResourceSet production/s (also declared at b.yaml:1)",
+				"b.yaml:1: duplicate ResourceSet production/s (also declared at a.yaml:1)",
+				"b/t.yaml:2: [1]: an input must be a mapping, got number",
+			}},
+		{"inputs file of two sets", []string{"a.yaml", set("a", "  inputsFrom: [{path: t.yaml}]\n", named),
+			"b.yaml", set("b", "  inputsFrom: [{path: t.yaml}]\n", named), "t.yaml", "- {tenant: a}\n- 3\n"},
+			[]string{"t.yaml:2: [1]: an input must be a mapping, got number"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -282,15 +310,20 @@ func TestResourceSetCaps(t *testing.T) {
 	}
 }
 
-func TestResourceSetProblemCap(t *testing.T) {
-	t.Parallel()
+// thirtyTenants is a set default/s of 30 Databases db-t0 to db-t29, from inputs {tenant,
+// size} and the template's spec written on line 10.
+func thirtyTenants(size, spec string) string {
 	var ins []string
 	for i := range 30 {
-		ins = append(ins, fmt.Sprintf("{tenant: t%d, size: bad}", i))
+		ins = append(ins, fmt.Sprintf("{tenant: t%d, size: %s}", i, size))
 	}
-	set := "apiVersion: trueup.dev/v1\nkind: ResourceSet\nmetadata: {name: s}\nspec:\n  inputs: [" + strings.Join(ins, ", ") + "]\n  resources:\n" +
-		"    - apiVersion: example.com/v1\n      kind: Database\n      metadata: {name: \"db-<< inputs.tenant >>\"}\n      spec: {size: \"<< inputs.size >>\", region: eu}\n"
-	_, err := loadSet(t, "s.yaml", set)
+	return "apiVersion: trueup.dev/v1\nkind: ResourceSet\nmetadata: {name: s}\nspec:\n  inputs: [" + strings.Join(ins, ", ") + "]\n  resources:\n" +
+		"    - apiVersion: example.com/v1\n      kind: Database\n      metadata: {name: \"db-<< inputs.tenant >>\"}\n      spec: " + spec + "\n"
+}
+
+func TestResourceSetProblemCap(t *testing.T) {
+	t.Parallel()
+	_, err := loadSet(t, "s.yaml", thirtyTenants("bad", `{size: "<< inputs.size >>", region: eu}`))
 	got := problems(t, err)
 	if len(got) != 21 || got[0] != "s.yaml:10 (tenant=t0): spec.size: expected integer, but got string" ||
 		got[20] != "s.yaml:10: … and 10 more problems of ResourceSet default/s in other inputs" {
@@ -386,25 +419,49 @@ func TestResourceSetCache(t *testing.T) {
 	}
 }
 
-func TestResourceSetTransition(t *testing.T) {
-	t.Parallel()
+// checkShrunk loads pairs with a Database size that may only grow, and checks the
+// candidates' transitions from specs in which the size was applied as from, not to. It
+// returns how many candidates there are, and the problems.
+func checkShrunk(t *testing.T, from, to string, pairs ...string) (int, error) {
+	t.Helper()
 	types := strings.Replace(setTypes, "size: {type: integer, minimum: 1}", `size: {type: integer, minimum: 1, x-trueup-validations: [{rule: "self >= oldSelf", message: "size may only grow"}]}`, 1)
 	l := NewLoader()
-	set, err := l.Load(files("types.yaml", types, "networks.yaml", networks, "sets/tenants.yaml", tenantSet), Options{})
+	set, err := l.Load(files(append([]string{"types.yaml", types}, pairs...)...), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	old := map[ResourceKey]json.RawMessage{}
 	for _, r := range set.TransitionCandidates() {
-		old[r.Key()] = json.RawMessage(strings.Replace(string(r.Spec), `"size":100`, `"size":200`, 1))
+		old[r.Key()] = json.RawMessage(strings.Replace(string(r.Spec), `"size":`+to, `"size":`+from, 1))
 	}
-	err = l.CheckTransitions(set, old)
+	return len(old), l.CheckTransitions(set, old)
+}
+
+func TestResourceSetTransition(t *testing.T) {
+	t.Parallel()
+	_, err := checkShrunk(t, "200", "100", "networks.yaml", networks, "sets/tenants.yaml", tenantSet)
 	want := []string{
 		"sets/tenants.yaml:14 (tenant=acme, region=eu-west-1): spec.size: size may only grow",
 		"sets/tenants.yaml:14 (tenant=acme, region=us-east-1): spec.size: size may only grow",
 	}
 	if got := problems(t, err); !slices.Equal(got, want) {
 		t.Errorf("problems %q, want %q", got, want)
+	}
+}
+
+// A transition rule a template breaks for every input is reported as Load reports its
+// problems: the first maxSetProblems of the set, then how many more.
+func TestResourceSetTransitionCap(t *testing.T) {
+	t.Parallel()
+	written := "apiVersion: example.com/v1\nkind: Database\nmetadata: {name: db}\nspec: {size: 1, region: eu}\n"
+	n, err := checkShrunk(t, "2", "1", "s.yaml", thirtyTenants("1", "{size: 1, region: eu}"), "db.yaml", written)
+	if n != 31 {
+		t.Fatalf("%d candidates, want 31", n)
+	}
+	got := problems(t, err)
+	if len(got) != 22 || got[0] != "db.yaml:4: spec.size: size may only grow" || got[1] != "s.yaml:10 (tenant=t0): spec.size: size may only grow" ||
+		got[20] != "s.yaml:10 (tenant=t26): spec.size: size may only grow" || got[21] != "s.yaml:10: … and 10 more problems of ResourceSet default/s in other inputs" {
+		t.Errorf("problems:\n%s", strings.Join(got, "\n"))
 	}
 }
 

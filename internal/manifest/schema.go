@@ -64,15 +64,16 @@ func compileSchema(raw json.RawMessage, hash string) *compiledSchema {
 	dec.UseNumber()
 	var doc any
 	if err := dec.Decode(&doc); err == nil {
-		cs.defaults = buildDefaulter(doc, 0)
-		cs.doc = doc
-		cs.parts = splitRoot(raw, doc)
 		// jsonschema/v5 ignores keywords it does not know, x-trueup-validations among them:
-		// the rules are read here. A broken rule breaks the type, as a broken schema does.
+		// the rules are read here. A broken rule breaks the type, as a broken schema does:
+		// nothing compiled of it is kept.
 		if rules, rerr := buildRules(doc); rerr != nil {
-			cs.schema, cs.defaults, cs.doc = nil, nil, nil
+			cs.schema = nil
 			cs.errPtr, cs.errMsg = rerr.ptr, rerr.msg
 		} else {
+			cs.defaults = buildDefaulter(doc, 0)
+			cs.doc = doc
+			cs.parts = splitRoot(raw, doc)
 			cs.rules = rules
 			if rules != nil && rules.transition {
 				cs.raw = raw

@@ -55,3 +55,21 @@ func TestSchemaParts(t *testing.T) {
 		})
 	}
 }
+
+// A schema whose rules do not compile keeps nothing compiled of it: its type is broken.
+func TestSchemaBrokenRuleKeepsNoParts(t *testing.T) {
+	t.Parallel()
+	canon, err := Canonical([]byte(`{"type": "object", "properties": {"size": {"type": "integer", "default": 1}},
+		"x-trueup-validations": [{"rule": "self.size <"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := compileSchema(canon, hashJSON(canon))
+	if cs.errMsg == "" {
+		t.Fatal("the broken rule compiled")
+	}
+	if cs.schema != nil || cs.defaults != nil || cs.doc != nil || cs.parts != nil || cs.rules != nil {
+		t.Fatalf("kept of a broken schema: schema %v, defaults %v, doc %v, parts %v, rules %v",
+			cs.schema != nil, cs.defaults != nil, cs.doc != nil, cs.parts != nil, cs.rules != nil)
+	}
+}

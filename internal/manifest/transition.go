@@ -3,6 +3,7 @@ package manifest
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 )
 
 // Transition rules (x-trueup-validations rules that name oldSelf) compare a resource's new
@@ -59,7 +60,7 @@ func (s *Set) TransitionCandidates() []Resource {
 
 // CheckTransitions runs the transition rules of s's resources against their applied specs
 // (old, by key; a resource absent from old is not checked) and returns the violations as
-// Errors, located like Load's, or nil. It reads nothing but its arguments and the
+// Errors, located and capped per ResourceSet like Load's, or nil. It reads nothing but its arguments and the
 // Loader's schema cache. The transition rules of all resources share one budget
 // (celRevisionBudget); past it, the rest are not evaluated and one error says so.
 func (l *Loader) CheckTransitions(s *Set, old map[ResourceKey]json.RawMessage) error {
@@ -70,7 +71,8 @@ func (l *Loader) CheckTransitions(s *Set, old map[ResourceKey]json.RawMessage) e
 	defer l.mu.Unlock()
 	ld := &load{l: l}
 	var errs Errors
-	var spent uint64 // the transition rules of the revision together, as in Load
+	var sets []setSpan // of the generated resources with problems
+	var spent uint64   // the transition rules of the revision together, as in Load
 	for _, tc := range s.transitions {
 		r := &s.Resources[tc.i]
 		prev, ok := old[r.Key()]
@@ -102,6 +104,9 @@ func (l *Loader) CheckTransitions(s *Set, old map[ResourceKey]json.RawMessage) e
 		if len(problems) == 0 {
 			continue
 		}
+		if g := tc.gen; g != nil && !slices.ContainsFunc(sets, func(r setSpan) bool { return r.set == g.t.set && r.file == tc.file }) {
+			sets = append(sets, setSpan{file: tc.file, set: g.t.set})
+		}
 		p := placed{
 			source: &source{file: tc.file, key: tc.file, data: tc.data},
 			doc:    &document{index: tc.docIndex, line: r.Line, gen: tc.gen},
@@ -114,7 +119,8 @@ func (l *Loader) CheckTransitions(s *Set, old map[ResourceKey]json.RawMessage) e
 	if len(errs) == 0 {
 		return nil
 	}
-	return sortErrors(errs)
+	// As in Load: a rule a template breaks, it breaks for every input.
+	return capSetProblems(sortErrors(errs), sets)
 }
 
 func decodeNumbers(b json.RawMessage) (any, error) {
