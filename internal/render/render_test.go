@@ -301,3 +301,82 @@ func TestKustomizeCache(t *testing.T) {
 		}
 	}
 }
+
+// Every document of a file a kustomization lists keeps its origin, whatever its shape: JSON,
+// a List, empty documents and comments, a mapping indented as a whole (which the marks in
+// the text cannot follow), and a ConfigMap a base generates names the base.
+func TestKustomizeOriginOfEveryShape(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"base/kustomization.yaml": "resources: [json.yaml, list.yaml, docs.yaml, indented.yaml]\n" +
+			"configMapGenerator: [{name: settings, literals: [a=1]}]\n",
+		"base/json.yaml": `{"apiVersion": "example.com/v1", "kind": "Database", "metadata": {"name": "j"}, "spec": {"size": 1}}`,
+		"base/list.yaml": "apiVersion: v1\nkind: DatabaseList\nitems:\n  - {apiVersion: example.com/v1, kind: Database, metadata: {name: l1}, spec: {size: 2}}\n" +
+			"  - {apiVersion: example.com/v1, kind: Database, metadata: {name: l2}, spec: {size: 3}}\n",
+		"base/docs.yaml":             "---\n# only a comment\n---\napiVersion: example.com/v1\nkind: Database\nmetadata:\n  name: d\nspec:\n  note: |+\n    kept\n\n---\n",
+		"base/indented.yaml":         "  apiVersion: example.com/v1\n  kind: Database\n  metadata: {name: i}\n  spec: {size: 4}\n",
+		"overlay/kustomization.yaml": "resources: [../base, db.yaml]\nnamePrefix: o-\n",
+		"overlay/db.yaml":            "apiVersion: example.com/v1\nkind: Database\nmetadata: {name: o, annotations: {keep: \"yes\"}}\nspec: {size: 5}\n",
+	}
+	out, err := Kustomize(context.Background(), snapshot(files), Options{Paths: []string{"overlay"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string][]string{}
+	for _, f := range out {
+		if f.RenderedBy != "overlay/kustomization.yaml" {
+			t.Errorf("%s rendered by %s", f.Path, f.RenderedBy)
+		}
+		if strings.Contains(string(f.Data), "trueup.dev/origin") {
+			t.Errorf("%s keeps the origin mark:\n%s", f.Path, f.Data)
+		}
+		set, err := manifest.NewLoader().Load([]sources.File{{Path: "x.yaml", Data: f.Data}}, manifest.Options{})
+		if err != nil {
+			// ConfigMaps are not trueup resources: the names are enough.
+			for _, l := range strings.Split(string(f.Data), "\n") {
+				if n, ok := strings.CutPrefix(l, "  name: "); ok {
+					names[f.Path] = append(names[f.Path], n)
+				}
+			}
+			continue
+		}
+		for _, r := range set.Resources {
+			names[f.Path] = append(names[f.Path], r.Name)
+		}
+	}
+	want := map[string][]string{
+		"base/json.yaml": {"o-j"}, "base/list.yaml": {"o-l1", "o-l2"}, "base/docs.yaml": {"o-d"},
+		"base/indented.yaml": {"o-i"}, "overlay/db.yaml": {"o-o"}, "base/kustomization.yaml": {"o-settings-" + settingsHash(t)},
+	}
+	for p, w := range want {
+		if !slices.Equal(names[p], w) {
+			t.Errorf("%s: %v, want %v (all: %v)", p, names[p], w, names)
+		}
+	}
+	for _, f := range out {
+		switch f.Path {
+		case "overlay/db.yaml":
+			if !strings.Contains(string(f.Data), "keep: \"yes\"") {
+				t.Errorf("the annotations of %s are lost:\n%s", f.Path, f.Data)
+			}
+		case "base/docs.yaml":
+			if !strings.Contains(string(f.Data), "kept\n\n") {
+				t.Errorf("the kept block scalar of %s changed:\n%s", f.Path, f.Data)
+			}
+		}
+	}
+}
+
+// settingsHash is the name suffix kustomize gives the generated ConfigMap settings (a=1)
+// when nothing marks it.
+func settingsHash(t *testing.T) string {
+	fs := filesys.MakeFsInMemory()
+	if err := fs.WriteFile("/k/kustomization.yaml", []byte("configMapGenerator: [{name: settings, literals: [a=1]}]\n")); err != nil {
+		t.Fatal(err)
+	}
+	m, err := krusty.MakeKustomizer(options()).Run(fs, "/k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimPrefix(m.Resources()[0].GetName(), "settings-")
+}
