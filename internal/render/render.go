@@ -506,11 +506,12 @@ func (t *tree) output(kfile string, m resmap.ResMap) ([]sources.File, error) {
 		} else {
 			docs[from] = append(docs[from], "---\n"...)
 		}
-		y, err := r.AsYAML()
+		// JSON, which the loader reads as YAML, costs half of kyaml's YAML output.
+		y, err := r.MarshalJSON()
 		if err != nil {
 			return nil, errorAt(kfile, "%v", err)
 		}
-		docs[from] = append(docs[from], y...)
+		docs[from] = append(append(docs[from], y...), '\n')
 	}
 	out := make([]sources.File, len(order))
 	for i, p := range order {
