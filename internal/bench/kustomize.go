@@ -18,7 +18,8 @@ import (
 
 // kustomizeFleet lays the 10,000 widgets of sync_first_10k out as kustomize overlays: 100
 // bases (base/tNN: one file of 100 widgets and its kustomization) and one prod overlay per
-// base (overlays/prod/tNN: namePrefix and a JSON patch labelling every widget), plus the type
+// base (overlays/prod/tNN: namePrefix, a label on every widget and a JSON patch of the
+// base's first widget), plus the type
 // in a kustomization of its own. kustomize's accumulation is quadratic in one
 // kustomization's resources, so a fleet is many kustomizations rendered in parallel.
 func kustomizeFleet() map[string]string {
@@ -31,8 +32,9 @@ func kustomizeFleet() map[string]string {
 		n := strings.TrimSuffix(strings.TrimPrefix(p, "widgets/w"), ".yaml")
 		files["base/t"+n+"/widgets.yaml"] = d
 		files["base/t"+n+"/kustomization.yaml"] = "resources: [widgets.yaml]\n"
-		files["overlays/prod/t"+n+"/kustomization.yaml"] = "resources: [../../../base/t" + n + "]\nnamePrefix: prod-\npatches:\n" +
-			"  - target: {kind: Widget}\n    patch: |-\n      - {op: add, path: /metadata/labels/env, value: prod}\n"
+		files["overlays/prod/t"+n+"/kustomization.yaml"] = "resources: [../../../base/t" + n + "]\nnamePrefix: prod-\n" +
+			"labels: [{pairs: {env: prod}}]\npatches:\n" +
+			"  - target: {kind: Widget, name: w00" + n + "00}\n    patch: |-\n      - {op: replace, path: /spec/size, value: 1}\n"
 	}
 	return files
 }
@@ -60,7 +62,7 @@ func (b *bench) kustomizeFigures(ctx context.Context) error {
 			return err
 		}
 		renders, cpu = append(renders, time.Since(start)), append(cpu, cpuTime()-startCPU)
-		if n := strings.Count(string(out[0].Data), "kind: Widget"); n != 100 {
+		if n := strings.Count(string(out[0].Data), `"kind":"Widget"`); n != 100 {
 			return fmt.Errorf("an overlay rendered %d widgets", n)
 		}
 	}

@@ -79,10 +79,15 @@ type check struct {
 	done      map[string]bool
 	stack     []string
 	resources int
+	// origins are the files read as resources only: the build marks their documents with
+	// their path (originKey). other are the files read otherwise (patches, configurations, …).
+	origins, other map[string]bool
+	// generating are the kustomizations with a configMapGenerator or a secretGenerator.
+	generating map[string]bool
 }
 
 func (t *tree) check(dir string) (*check, error) {
-	c := &check{t: t, read: map[string]bool{}, done: map[string]bool{}}
+	c := &check{t: t, read: map[string]bool{}, done: map[string]bool{}, origins: map[string]bool{}, other: map[string]bool{}, generating: map[string]bool{}}
 	return c, c.dir(dir, "", "")
 }
 
@@ -178,6 +183,9 @@ func (c *check) dir(dir, from, at string) error {
 		}
 		refs = append(refs, ref{fmt.Sprintf("%s[%d].env", field, i), kv.EnvSource})
 	}
+	if len(k.ConfigMapGenerator)+len(k.SecretGenerator) > 0 {
+		c.generating[kfile] = true
+	}
 	for i, g := range k.ConfigMapGenerator {
 		gen("configMapGenerator", i, g.KvPairSources)
 	}
@@ -198,6 +206,7 @@ func (c *check) dir(dir, from, at string) error {
 		if _, err := c.file(p, kfile, r.at); err != nil {
 			return err
 		}
+		c.other[p] = true
 	}
 	for _, pl := range []struct {
 		field   string
@@ -231,6 +240,7 @@ func (c *check) resource(dir, kfile, at, entry string) error {
 		return err
 	}
 	c.resources += countDocuments(data)
+	c.origins[p] = true
 	return nil
 }
 
@@ -304,6 +314,7 @@ func (c *check) plugin(dir, kfile, at, entry string) error {
 		if data, err = c.file(p, kfile, at); err != nil {
 			return err
 		}
+		c.other[p] = true
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for {

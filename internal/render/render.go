@@ -6,26 +6,31 @@
 package render
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"go.yaml.in/yaml/v3"
 	"golang.org/x/sync/errgroup"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
-	"sigs.k8s.io/yaml"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/sources"
@@ -173,7 +178,7 @@ func Kustomize(ctx context.Context, files []sources.File, opt Options) ([]source
 					return nil
 				}
 			}
-			out, err := t.build(gctx, r, checks[i].read, limit)
+			out, err := t.build(gctx, r, checks[i], limit)
 			if err == nil && opt.Cache != nil {
 				opt.Cache.mu.Lock()
 				opt.Cache.entries[r] = cached{key, out}
@@ -234,16 +239,35 @@ func (t *tree) roots(paths []string) ([]string, error) {
 }
 
 // build runs kustomize on the folder dir over an in-memory copy of the files the check
-// found it reads.
-func (t *tree) build(ctx context.Context, dir string, read map[string]bool, limit int) ([]sources.File, error) {
+// found it reads, each resource marked with the file it comes from (originKey). The marks
+// are written into the text of the documents; when kustomize fails on that copy, the build
+// runs again with marks written through a YAML parser, whose result stands.
+func (t *tree) build(ctx context.Context, dir string, c *check, limit int) ([]sources.File, error) {
+	out, err := t.buildMarked(ctx, dir, c, limit, markText)
+	var ke *kustomizeError
+	if errors.As(err, &ke) {
+		return t.buildMarked(ctx, dir, c, limit, markNodes)
+	}
+	return out, err
+}
+
+// kustomizeError is a failure of kustomize itself (rather than of the cap or the deadline).
+type kustomizeError struct{ error }
+
+func (e *kustomizeError) Unwrap() error { return e.error }
+
+func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int, mark func(data []byte, file string) []byte) ([]sources.File, error) {
 	kfile := t.kustomization(dir)
 	fs := filesys.MakeFsInMemory()
-	for p := range read {
+	for p := range c.read {
 		data := t.files[p].Data
-		if p == kfile {
+		switch {
+		case c.origins[p] && !c.other[p]:
+			data = mark(data, p)
+		case c.generating[p]:
 			var err error
-			if data, err = withOrigins(data); err != nil {
-				return nil, errorAt(kfile, "%v", err)
+			if data, err = markGenerated(data, p); err != nil {
+				return nil, errorAt(p, "%v", err)
 			}
 		}
 		if err := fs.WriteFile(srcDir+"/"+p, data); err != nil {
@@ -268,12 +292,12 @@ func (t *tree) build(ctx context.Context, dir string, read map[string]bool, limi
 	case res = <-done:
 	}
 	if res.err != nil {
-		return nil, errorAt(kfile, "kustomize: %s", strings.ReplaceAll(res.err.Error(), srcDir+"/", ""))
+		return nil, &kustomizeError{errorAt(kfile, "kustomize: %s", strings.ReplaceAll(res.err.Error(), srcDir+"/", ""))}
 	}
 	if n := res.m.Size(); n > limit {
 		return nil, errorAt(kfile, "%d resources, more than the limit of %d per kustomization (render.kustomize.maxResources); split it into several kustomizations", n, limit)
 	}
-	return t.output(dir, kfile, res.m)
+	return t.output(kfile, res.m)
 }
 
 func options() *krusty.Options {
@@ -283,53 +307,211 @@ func options() *krusty.Options {
 	return o
 }
 
-// withOrigins asks kustomize to annotate each output with the file it came from.
-func withOrigins(data []byte) ([]byte, error) {
+// originKey is the top-level field that carries a resource's origin file through the build
+// (kustomize's own origin annotations turn on its transformer annotations, which cost a
+// sixth of a build). The output drops it.
+const originKey = "render.trueup.dev/origin"
+
+// markText appends originKey to each document of a manifest file, in its text: a line at
+// the end of a block mapping, an entry at the start of a flow mapping (JSON). A file with
+// a List goes through markNodes (the items need the mark).
+func markText(data []byte, file string) []byte {
+	if bytes.Contains(data, []byte("List")) && bytes.Contains(data, []byte("items")) {
+		return markNodes(data, file)
+	}
+	val := strconv.Quote(file)
+	out := make([]byte, 0, len(data)+64)
+	rest := data
+	for len(rest) > 0 {
+		// One document: up to the next line starting with ---.
+		end := len(rest)
+		for i := 0; i < len(rest); {
+			nl := bytes.IndexByte(rest[i:], '\n')
+			if nl < 0 {
+				break
+			}
+			i += nl + 1
+			if marker(rest[i:]) {
+				end = i
+				break
+			}
+		}
+		doc := rest[:end]
+		rest = rest[end:]
+		if marker(doc) {
+			// The marker line itself goes out as it is.
+			nl := bytes.IndexByte(doc, '\n')
+			if nl < 0 {
+				out = append(out, doc...)
+				continue
+			}
+			out = append(out, doc[:nl+1]...)
+			doc = doc[nl+1:]
+		}
+		first := firstContent(doc)
+		switch {
+		case first < 0: // empty or comments only
+			out = append(out, doc...)
+		case first > 0 && doc[first-1] != '\n' || !plainKey(doc[first]):
+			// Not a block mapping at the margin, nor JSON: the text cannot be trusted.
+			return markNodes(data, file)
+		case doc[first] == '{':
+			out = append(out, doc[:first+1]...)
+			out = append(out, strconv.Quote(originKey)...)
+			out = append(out, ": "...)
+			out = append(out, val...)
+			out = append(out, ", "...)
+			out = append(out, doc[first+1:]...)
+		default:
+			out = append(out, doc...)
+			if len(doc) > 0 && doc[len(doc)-1] != '\n' {
+				out = append(out, '\n')
+			}
+			out = append(out, originKey+": "...)
+			out = append(out, val...)
+			out = append(out, '\n')
+		}
+	}
+	return out
+}
+
+// plainKey reports whether c can start a document that markText marks: a mapping key
+// (letters, digits, quotes) or a flow mapping.
+func plainKey(c byte) bool {
+	return c == '{' || c == '"' || c == '\'' || c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// marker reports whether b starts with a document marker line (---).
+func marker(b []byte) bool {
+	return bytes.HasPrefix(b, []byte("---")) && (len(b) == 3 || b[3] == '\n' || b[3] == '\r' || b[3] == ' ' || b[3] == '\t')
+}
+
+// firstContent is the offset of the first character of doc outside blank lines and
+// comments, -1 when there is none.
+func firstContent(doc []byte) int {
+	for i := 0; i < len(doc); {
+		line := doc[i:]
+		if nl := bytes.IndexByte(line, '\n'); nl >= 0 {
+			line = line[:nl+1]
+		}
+		if t := bytes.TrimLeft(line, " \t\r\n"); len(t) > 0 && t[0] != '#' {
+			return i + len(line) - len(t)
+		}
+		i += len(line)
+	}
+	return -1
+}
+
+// markNodes sets originKey in each document of a manifest file (and each item of a List)
+// through a YAML parser. A file it cannot read goes to kustomize as it is, for its error.
+func markNodes(data []byte, file string) []byte {
+	var docs []*yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return data
+		}
+		if len(doc.Content) == 0 {
+			continue // an empty document, which kustomize skips too
+		}
+		if m := doc.Content[0]; m.Kind == yaml.MappingNode {
+			setOrigin(m, file)
+			if k := field(m, "kind"); k != nil && strings.HasSuffix(k.Value, "List") {
+				if items := field(m, "items"); items != nil && items.Kind == yaml.SequenceNode {
+					for _, it := range items.Content {
+						if it.Kind == yaml.MappingNode {
+							setOrigin(it, file)
+						}
+					}
+				}
+			}
+		}
+		docs = append(docs, &doc)
+	}
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	for _, d := range docs {
+		if err := enc.Encode(d); err != nil {
+			return data
+		}
+	}
+	if err := enc.Close(); err != nil {
+		return data
+	}
+	return b.Bytes()
+}
+
+// setOrigin sets originKey in the mapping m.
+func setOrigin(m *yaml.Node, file string) {
+	if v := field(m, originKey); v != nil {
+		v.Kind, v.Tag, v.Value, v.Style, v.Content = yaml.ScalarNode, "!!str", file, yaml.DoubleQuotedStyle, nil
+		return
+	}
+	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: originKey},
+		&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: file, Style: yaml.DoubleQuotedStyle})
+}
+
+// field returns the value of key in the mapping m, nil when it has none.
+func field(m *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// markGenerated makes the ConfigMaps and Secrets a kustomization generates carry its path
+// (generatorOptions.annotations; their name hash does not read annotations).
+func markGenerated(data []byte, kfile string) ([]byte, error) {
 	var k map[string]any
-	if err := yaml.Unmarshal(data, &k); err != nil {
+	if err := sigsyaml.Unmarshal(data, &k); err != nil {
 		return nil, err
 	}
-	if k == nil {
-		k = map[string]any{}
+	opts, _ := k["generatorOptions"].(map[string]any)
+	if opts == nil {
+		opts = map[string]any{}
 	}
-	bm, _ := k["buildMetadata"].([]any)
-	if !slices.Contains(bm, any(types.OriginAnnotations)) {
-		k["buildMetadata"] = append(bm, types.OriginAnnotations)
+	ann, _ := opts["annotations"].(map[string]any)
+	if ann == nil {
+		ann = map[string]any{}
 	}
-	return yaml.Marshal(k)
+	ann[originKey] = kfile
+	opts["annotations"] = ann
+	k["generatorOptions"] = opts
+	return sigsyaml.Marshal(k)
 }
 
 // output groups the rendered resources by origin file, in the order they come, as one
 // multi-document file each.
-func (t *tree) output(dir, kfile string, m resmap.ResMap) ([]sources.File, error) {
+func (t *tree) output(kfile string, m resmap.ResMap) ([]sources.File, error) {
 	var order []string
 	docs := map[string][]byte{}
 	for _, r := range m.Resources() {
-		origin, err := r.GetOrigin()
+		from, err := takeOrigin(r)
 		if err != nil {
 			return nil, errorAt(kfile, "%v", err)
 		}
-		from := kfile
-		switch {
-		case origin == nil:
-		case origin.Path != "":
-			from = path.Join(dir, origin.Path)
-		case origin.ConfiguredIn != "":
-			from = path.Join(dir, origin.ConfiguredIn)
+		if from == "" {
+			from = kfile // a resource no file holds (a builtin generator plugin's)
 		}
 		if _, ok := docs[from]; !ok {
 			order = append(order, from)
 		} else {
 			docs[from] = append(docs[from], "---\n"...)
 		}
-		if err := stripBuildAnnotations(r); err != nil {
-			return nil, errorAt(kfile, "%v", err)
-		}
-		y, err := r.AsYAML()
+		// JSON, which the loader reads as YAML, costs half of kyaml's YAML output.
+		y, err := r.MarshalJSON()
 		if err != nil {
 			return nil, errorAt(kfile, "%v", err)
 		}
-		docs[from] = append(docs[from], y...)
+		docs[from] = append(append(docs[from], y...), '\n')
 	}
 	out := make([]sources.File, len(order))
 	for i, p := range order {
@@ -339,18 +521,41 @@ func (t *tree) output(dir, kfile string, m resmap.ResMap) ([]sources.File, error
 	return out, nil
 }
 
-// buildAnnotations are the annotations kustomize adds for buildMetadata; they are not part of
-// the resource.
+// buildAnnotations are the annotations kustomize adds for buildMetadata (a kustomization
+// may ask for them); they are not part of the resource.
 var buildAnnotations = []string{"config.kubernetes.io/origin", "alpha.config.kubernetes.io/transformations"}
 
-func stripBuildAnnotations(r *resource.Resource) error {
-	a := r.GetAnnotations()
-	n := len(a)
-	for _, k := range buildAnnotations {
-		delete(a, k)
+// takeOrigin returns the origin file of r (originKey, a field or for generated resources an
+// annotation; "" when it has none) and removes it and the build annotations from r.
+func takeOrigin(r *resource.Resource) (string, error) {
+	from := ""
+	if v := r.Field(originKey); v != nil {
+		from = v.Value.YNode().Value
+		if _, err := r.Pipe(kyaml.Clear(originKey)); err != nil {
+			return "", err
+		}
 	}
-	if len(a) == n {
-		return nil
+	meta := r.Field(kyaml.MetadataField)
+	if meta == nil || meta.Value.YNode().Kind != kyaml.MappingNode {
+		return from, nil
 	}
-	return r.SetAnnotations(a)
+	ann := meta.Value.Field(kyaml.AnnotationsField)
+	if ann == nil || ann.Value.YNode().Kind != kyaml.MappingNode {
+		return from, nil
+	}
+	n := len(ann.Value.YNode().Content)
+	if v := ann.Value.Field(originKey); v != nil && from == "" {
+		from = v.Value.YNode().Value // a generated ConfigMap or Secret (markGenerated)
+	}
+	for _, k := range append(buildAnnotations[:len(buildAnnotations):len(buildAnnotations)], originKey) {
+		if _, err := ann.Value.Pipe(kyaml.Clear(k)); err != nil {
+			return "", err
+		}
+	}
+	if c := len(ann.Value.YNode().Content); c == 0 && n > 0 {
+		if _, err := meta.Value.Pipe(kyaml.Clear(kyaml.AnnotationsField)); err != nil {
+			return "", err
+		}
+	}
+	return from, nil
 }

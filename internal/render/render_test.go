@@ -2,6 +2,7 @@ package render
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -286,7 +287,7 @@ func TestKustomizeCache(t *testing.T) {
 	if first[0].RenderedBy != "deploy/overlays/prod/kustomization.yaml" || &first[0].Data[0] != &second[0].Data[0] {
 		t.Error("the unchanged prod overlay was rendered again")
 	}
-	if !strings.Contains(string(second[1].Data), "size: 25") || strings.Contains(string(first[1].Data), "size: 25") {
+	if !strings.Contains(string(second[1].Data), `"size":25`) || strings.Contains(string(first[1].Data), `"size":25`) {
 		t.Errorf("staging rendered %s then %s", first[1].Data, second[1].Data)
 	}
 	// The base is read by both: a change there renders both again.
@@ -296,8 +297,87 @@ func TestKustomizeCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range third {
-		if !strings.Contains(string(f.Data), "tier: medium") {
+		if !strings.Contains(string(f.Data), `"tier":"medium"`) {
 			t.Errorf("%s by %s not rendered again:\n%s", f.Path, f.RenderedBy, f.Data)
 		}
 	}
+}
+
+// Every document of a file a kustomization lists keeps its origin, whatever its shape: JSON,
+// a List, empty documents and comments, a mapping indented as a whole (which the marks in
+// the text cannot follow), and a ConfigMap a base generates names the base.
+func TestKustomizeOriginOfEveryShape(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"base/kustomization.yaml": "resources: [json.yaml, list.yaml, docs.yaml, indented.yaml]\n" +
+			"configMapGenerator: [{name: settings, literals: [a=1]}]\n",
+		"base/json.yaml": `{"apiVersion": "example.com/v1", "kind": "Database", "metadata": {"name": "j"}, "spec": {"size": 1}}`,
+		"base/list.yaml": "apiVersion: v1\nkind: DatabaseList\nitems:\n  - {apiVersion: example.com/v1, kind: Database, metadata: {name: l1}, spec: {size: 2}}\n" +
+			"  - {apiVersion: example.com/v1, kind: Database, metadata: {name: l2}, spec: {size: 3}}\n",
+		"base/docs.yaml":             "---\n# only a comment\n---\napiVersion: example.com/v1\nkind: Database\nmetadata:\n  name: d\nspec:\n  note: |+\n    kept\n\n---\n",
+		"base/indented.yaml":         "  apiVersion: example.com/v1\n  kind: Database\n  metadata: {name: i}\n  spec: {size: 4}\n",
+		"overlay/kustomization.yaml": "resources: [../base, db.yaml]\nnamePrefix: o-\n",
+		"overlay/db.yaml":            "apiVersion: example.com/v1\nkind: Database\nmetadata: {name: o, annotations: {keep: \"yes\"}}\nspec: {size: 5}\n",
+	}
+	out, err := Kustomize(context.Background(), snapshot(files), Options{Paths: []string{"overlay"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string][]string{}
+	for _, f := range out {
+		if f.RenderedBy != "overlay/kustomization.yaml" {
+			t.Errorf("%s rendered by %s", f.Path, f.RenderedBy)
+		}
+		if strings.Contains(string(f.Data), "trueup.dev/origin") {
+			t.Errorf("%s keeps the origin mark:\n%s", f.Path, f.Data)
+		}
+		// The output is one JSON document a line, between --- lines.
+		for _, doc := range strings.Split(string(f.Data), "\n") {
+			if doc == "---" || doc == "" {
+				continue
+			}
+			var r struct {
+				Metadata struct{ Name string } `json:"metadata"`
+			}
+			if err := json.Unmarshal([]byte(doc), &r); err != nil {
+				t.Fatalf("%s: %v:\n%s", f.Path, err, f.Data)
+			}
+			names[f.Path] = append(names[f.Path], r.Metadata.Name)
+		}
+	}
+	want := map[string][]string{
+		"base/json.yaml": {"o-j"}, "base/list.yaml": {"o-l1", "o-l2"}, "base/docs.yaml": {"o-d"},
+		"base/indented.yaml": {"o-i"}, "overlay/db.yaml": {"o-o"}, "base/kustomization.yaml": {"o-settings-" + settingsHash(t)},
+	}
+	for p, w := range want {
+		if !slices.Equal(names[p], w) {
+			t.Errorf("%s: %v, want %v (all: %v)", p, names[p], w, names)
+		}
+	}
+	for _, f := range out {
+		switch f.Path {
+		case "overlay/db.yaml":
+			if !strings.Contains(string(f.Data), `"annotations":{"keep":"yes"}`) {
+				t.Errorf("the annotations of %s are lost:\n%s", f.Path, f.Data)
+			}
+		case "base/docs.yaml":
+			if !strings.Contains(string(f.Data), `"note":"kept\n\n"`) {
+				t.Errorf("the kept block scalar of %s changed:\n%s", f.Path, f.Data)
+			}
+		}
+	}
+}
+
+// settingsHash is the name suffix kustomize gives the generated ConfigMap settings (a=1)
+// when nothing marks it.
+func settingsHash(t *testing.T) string {
+	fs := filesys.MakeFsInMemory()
+	if err := fs.WriteFile("/k/kustomization.yaml", []byte("configMapGenerator: [{name: settings, literals: [a=1]}]\n")); err != nil {
+		t.Fatal(err)
+	}
+	m, err := krusty.MakeKustomizer(options()).Run(fs, "/k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimPrefix(m.Resources()[0].GetName(), "settings-")
 }
