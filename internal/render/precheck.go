@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"path"
+	"regexp"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/api/types"
 
 	"github.com/trueup-dev/trueup/internal/sealed"
@@ -258,14 +261,44 @@ func (c *check) resolve(dir, kfile, at, entry string) (string, error) {
 	return p, nil
 }
 
-// remote reports whether an entry names something outside the revision: a URL, a Git
-// repository in any of the spellings kustomize accepts.
+// remote reports whether an entry names something outside the revision: a URL kustomize
+// fetches over HTTP, or a Git repository in any of the spellings its URL parser
+// (api/internal/git.NewRepoSpecFromURL) accepts. kustomize tries that parser before the
+// file system, so an entry is refused even when a folder of that name exists.
 func remote(entry string) bool {
-	return strings.Contains(entry, "://") || strings.HasPrefix(entry, "git@") || strings.Contains(entry, "?ref=") ||
-		strings.Contains(entry, "?version=") || strings.Contains(entry, "//") || strings.HasPrefix(entry, "gh:")
+	lower := strings.ToLower(strings.TrimSpace(entry))
+	first, _, _ := strings.Cut(lower, "/")
+	switch {
+	case strings.Contains(lower, "://"), strings.Contains(lower, "//"),
+		strings.Contains(lower, "?ref="), strings.Contains(lower, "?version="),
+		strings.HasPrefix(lower, "git::"), strings.HasPrefix(lower, "gh:"),
+		strings.HasPrefix(lower, "github.com/"), strings.HasPrefix(lower, "github.com:"),
+		strings.Contains(first, ":"), gitUser.MatchString(entry),
+		strings.Contains(lower, "_git/"):
+		return true
+	}
+	if u, err := url.Parse(entry); err == nil && u.Scheme != "" {
+		// kustomize fetches http and https URLs; no other scheme is a path.
+		return true
+	}
+	return repoURL(entry)
 }
 
-// looksLikeHost reports whether an entry's first segment is a host name (github.com/org/repo).
+// gitUser is the user@ prefix kustomize's URL parser takes for an SCP-style repository.
+var gitUser = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]*@`)
+
+// repoURL asks kustomize's own URL parser, through resource.Origin, whether it reads entry
+// as a repository.
+func repoURL(entry string) (repo bool) {
+	defer func() {
+		if recover() != nil {
+			repo = true
+		}
+	}()
+	return (&resource.Origin{}).Append(entry).Repo != ""
+}
+
+// looksLikeHost reports whether an entry's first segment is a host name (gitlab.com/org/repo).
 func looksLikeHost(entry string) bool {
 	first, _, _ := strings.Cut(entry, "/")
 	return strings.Contains(first, ".") && !strings.HasPrefix(first, ".") && strings.Contains(entry, "/")
