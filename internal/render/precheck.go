@@ -144,7 +144,6 @@ func (c *check) dir(dir, from, at string) error {
 			return err
 		}
 	}
-	type ref struct{ at, p string }
 	var refs []ref
 	for i, e := range k.Crds {
 		refs = append(refs, ref{fmt.Sprintf("crds[%d]", i), e})
@@ -161,32 +160,41 @@ func (c *check) dir(dir, from, at string) error {
 		refs = append(refs, ref{fmt.Sprintf("patchesJson6902[%d].path", i), p.Path})
 	}
 	//lint:ignore SA1019 kustomize still reads patchesStrategicMerge
-	for i, p := range k.PatchesStrategicMerge {
-		if s := string(p); !inline(s) {
-			refs = append(refs, ref{fmt.Sprintf("patchesStrategicMerge[%d]", i), s})
-		}
+	psm, err := strategicMerge(kfile, "patchesStrategicMerge", k.PatchesStrategicMerge)
+	if err != nil {
+		return err
 	}
+	refs = append(refs, psm...)
 	for i, r := range k.Replacements {
 		refs = append(refs, ref{fmt.Sprintf("replacements[%d].path", i), r.Path})
 	}
-	gen := func(field string, i int, kv types.KvPairSources) {
-		for j, f := range kv.FileSources {
-			if _, p, ok := strings.Cut(f, "="); ok {
-				f = p
-			}
-			refs = append(refs, ref{fmt.Sprintf("%s[%d].files[%d]", field, i, j), f})
-		}
-		for j, f := range kv.EnvSources {
-			refs = append(refs, ref{fmt.Sprintf("%s[%d].envs[%d]", field, i, j), f})
-		}
-		refs = append(refs, ref{fmt.Sprintf("%s[%d].env", field, i), kv.EnvSource})
-	}
 	for i, g := range k.ConfigMapGenerator {
-		gen("configMapGenerator", i, g.KvPairSources)
+		refs = append(refs, kvRefs(fmt.Sprintf("configMapGenerator[%d]", i), g.KvPairSources)...)
 	}
 	for i, g := range k.SecretGenerator {
-		gen("secretGenerator", i, g.KvPairSources)
+		refs = append(refs, kvRefs(fmt.Sprintf("secretGenerator[%d]", i), g.KvPairSources)...)
 	}
+	if err := c.refs(dir, kfile, refs); err != nil {
+		return err
+	}
+	for _, pl := range []struct {
+		field   string
+		entries []string
+	}{{"generators", k.Generators}, {"transformers", k.Transformers}, {"validators", k.Validators}} {
+		for i, e := range pl.entries {
+			if err := c.plugin(dir, kfile, fmt.Sprintf("%s[%d]", pl.field, i), e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ref is an entry that names a file: where it is (at) and its value (p).
+type ref struct{ at, p string }
+
+// refs checks entries that name files: each a file of the revision.
+func (c *check) refs(dir, kfile string, refs []ref) error {
 	for _, r := range refs {
 		if r.p == "" {
 			continue
@@ -202,22 +210,52 @@ func (c *check) dir(dir, from, at string) error {
 			return err
 		}
 	}
-	for _, pl := range []struct {
-		field   string
-		entries []string
-	}{{"generators", k.Generators}, {"transformers", k.Transformers}, {"validators", k.Validators}} {
-		for i, e := range pl.entries {
-			if err := c.plugin(dir, kfile, fmt.Sprintf("%s[%d]", pl.field, i), e); err != nil {
-				return err
-			}
-		}
-	}
 	return nil
 }
 
-// inline reports whether a patchesStrategicMerge entry is a patch written in place rather
-// than a file's path.
-func inline(s string) bool { return strings.Contains(s, "\n") || strings.Contains(s, ": ") }
+// kvRefs returns the files of a ConfigMap or Secret generator.
+func kvRefs(at string, kv types.KvPairSources) []ref {
+	var refs []ref
+	for j, f := range kv.FileSources {
+		if _, p, ok := strings.Cut(f, "="); ok {
+			f = p
+		}
+		refs = append(refs, ref{fmt.Sprintf("%s.files[%d]", at, j), f})
+	}
+	for j, f := range kv.EnvSources {
+		refs = append(refs, ref{fmt.Sprintf("%s.envs[%d]", at, j), f})
+	}
+	return append(refs, ref{at + ".env", kv.EnvSource})
+}
+
+// strategicMerge returns the files of strategic-merge patch entries, which are patches
+// written in place or files' paths. kustomize reads an entry that does not parse as a
+// patch as a path, or fetches it: a URL is refused before the in-place test.
+func strategicMerge(kfile, field string, entries []types.PatchStrategicMerge) ([]ref, error) {
+	var refs []ref
+	for i, p := range entries {
+		s, at := string(p), fmt.Sprintf("%s[%d]", field, i)
+		if fetched(s) {
+			return nil, refusal(kfile, at, "%q is a remote base; render: kustomize reads only the revision's files", s)
+		}
+		if !inline(s) {
+			refs = append(refs, ref{at, s})
+		}
+	}
+	return refs, nil
+}
+
+// inline reports whether a strategic-merge patch entry is a patch written in place rather
+// than a file's path: a YAML mapping with a kind or an apiVersion.
+func inline(s string) bool {
+	var doc map[string]any
+	if err := yaml.Unmarshal([]byte(s), &doc); err != nil {
+		return false
+	}
+	_, kind := doc["kind"]
+	_, api := doc["apiVersion"]
+	return kind || api
+}
 
 // resource checks a resources/components entry: a file of the revision or a folder with a
 // kustomization.
@@ -282,6 +320,13 @@ func remote(entry string) bool {
 		return true
 	}
 	return repoURL(entry)
+}
+
+// fetched reports whether kustomize's loader fetches an entry over HTTP rather than read
+// it (api/internal/loader.IsRemoteFile).
+func fetched(entry string) bool {
+	u, err := url.Parse(entry)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https")
 }
 
 // gitUser is the user@ prefix kustomize's URL parser takes for an SCP-style repository.
