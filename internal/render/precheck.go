@@ -2,17 +2,23 @@ package render
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+	//lint:ignore SA1019 the configurations kustomize decodes, no other package exports them
+	"sigs.k8s.io/kustomize/api/builtins"
 	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/api/types"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/sources"
@@ -366,9 +372,10 @@ func (c *check) file(p, kfile, at string) ([]byte, error) {
 	return f.Data, nil
 }
 
-// plugin checks a generators/transformers/validators entry: a builtin plugin's config,
-// inline or in a file. External plugins (Go plugins, exec, KRM functions in containers or
-// binaries) are refused.
+// plugin checks a generators/transformers/validators entry: the configurations of builtin
+// plugins (builtinKinds), inline or in a file, whose files go through the checks of the
+// kustomization's own entries. Other builtin plugins (Helm, IAM policies) and external ones
+// (Go plugins, exec, KRM functions in containers or binaries) are refused.
 func (c *check) plugin(dir, kfile, at, entry string) error {
 	data := []byte(entry)
 	if !strings.Contains(entry, "\n") {
@@ -385,6 +392,14 @@ func (c *check) plugin(dir, kfile, at, entry string) error {
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for {
+		var node yaml.Node
+		err := dec.Decode(&node)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return refusal(kfile, at, "cannot read the plugin configuration: %v", err)
+		}
 		var doc struct {
 			APIVersion string `yaml:"apiVersion"`
 			Kind       string `yaml:"kind"`
@@ -392,11 +407,7 @@ func (c *check) plugin(dir, kfile, at, entry string) error {
 				Annotations map[string]string `yaml:"annotations"`
 			} `yaml:"metadata"`
 		}
-		err := dec.Decode(&doc)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
+		if err := node.Decode(&doc); err != nil {
 			return refusal(kfile, at, "cannot read the plugin configuration: %v", err)
 		}
 		for _, a := range []string{"config.kubernetes.io/function", "config.k8s.io/function"} {
@@ -407,7 +418,127 @@ func (c *check) plugin(dir, kfile, at, entry string) error {
 		if doc.APIVersion != "builtin" {
 			return refusal(kfile, at, "%s (apiVersion %q) is not a builtin plugin; external plugins are not run", doc.Kind, doc.APIVersion)
 		}
+		raw, err := yaml.Marshal(&node)
+		if err != nil {
+			return refusal(kfile, at, "cannot read the plugin configuration: %v", err)
+		}
+		refs, err := builtinRefs(kfile, at, doc.Kind, raw)
+		if err != nil {
+			return err
+		}
+		if err := c.refs(dir, kfile, refs); err != nil {
+			return err
+		}
 	}
+}
+
+// builtinKinds are the builtin plugins a transformers, generators or validators entry may
+// configure, each with a new value of its configuration (kustomize's own type) and the
+// files it reads. Helm, IAM policies and the rest are refused.
+var builtinKinds = map[string]struct {
+	config func() any
+	// meta: the configuration holds the metadata (ObjectMeta) itself.
+	meta  bool
+	files func(kfile, at string, config any) ([]ref, error)
+}{
+	"AnnotationsTransformer":  {config: func() any { return &builtins.AnnotationsTransformerPlugin{} }},
+	"LabelTransformer":        {config: func() any { return &builtins.LabelTransformerPlugin{} }},
+	"NamespaceTransformer":    {config: func() any { return &builtins.NamespaceTransformerPlugin{} }, meta: true},
+	"PrefixTransformer":       {config: func() any { return &builtins.PrefixTransformerPlugin{} }},
+	"SuffixTransformer":       {config: func() any { return &builtins.SuffixTransformerPlugin{} }},
+	"ImageTagTransformer":     {config: func() any { return &builtins.ImageTagTransformerPlugin{} }},
+	"ReplicaCountTransformer": {config: func() any { return &builtins.ReplicaCountTransformerPlugin{} }},
+	"HashTransformer":         {config: func() any { return &builtins.HashTransformerPlugin{} }},
+	"PatchTransformer": {config: func() any { return &builtins.PatchTransformerPlugin{} },
+		files: func(_, at string, c any) ([]ref, error) {
+			return []ref{{at + ".path", c.(*builtins.PatchTransformerPlugin).Path}}, nil
+		}},
+	"PatchJson6902Transformer": {config: func() any { return &builtins.PatchJson6902TransformerPlugin{} },
+		files: func(_, at string, c any) ([]ref, error) {
+			return []ref{{at + ".path", c.(*builtins.PatchJson6902TransformerPlugin).Path}}, nil
+		}},
+	"PatchStrategicMergeTransformer": {config: func() any { return &builtins.PatchStrategicMergeTransformerPlugin{} },
+		files: func(kfile, at string, c any) ([]ref, error) {
+			return strategicMerge(kfile, at+".paths", c.(*builtins.PatchStrategicMergeTransformerPlugin).Paths)
+		}},
+	"ReplacementTransformer": {config: func() any { return &builtins.ReplacementTransformerPlugin{} },
+		files: func(_, at string, c any) ([]ref, error) {
+			var refs []ref
+			for i, r := range c.(*builtins.ReplacementTransformerPlugin).ReplacementList {
+				refs = append(refs, ref{fmt.Sprintf("%s.replacements[%d].path", at, i), r.Path})
+			}
+			return refs, nil
+		}},
+	"ConfigMapGenerator": {config: func() any { return &builtins.ConfigMapGeneratorPlugin{} }, meta: true,
+		files: func(_, at string, c any) ([]ref, error) {
+			return kvRefs(at, c.(*builtins.ConfigMapGeneratorPlugin).KvPairSources), nil
+		}},
+	"SecretGenerator": {config: func() any { return &builtins.SecretGeneratorPlugin{} }, meta: true,
+		files: func(_, at string, c any) ([]ref, error) {
+			return kvRefs(at, c.(*builtins.SecretGeneratorPlugin).KvPairSources), nil
+		}},
+}
+
+// builtinRefs decodes a builtin plugin's configuration strictly into kustomize's type for it,
+// as kustomize decodes it, and returns the files it reads.
+func builtinRefs(kfile, at, kind string, raw []byte) ([]ref, error) {
+	b, ok := builtinKinds[kind]
+	if !ok {
+		return nil, refusal(kfile, at, "the builtin plugin %q is not supported (render: kustomize runs %s)", kind, strings.Join(slices.Sorted(maps.Keys(builtinKinds)), ", "))
+	}
+	var m map[string]any
+	if err := sigsyaml.UnmarshalStrict(raw, &m); err != nil {
+		return nil, refusal(kfile, at, "%s: %v", kind, err)
+	}
+	if k := foldedTwice(m); k != "" {
+		// kustomize matches field names without regard to case: two spellings of one field
+		// would leave the one read to the order of the keys.
+		return nil, refusal(kfile, at, "%s: the field %q is given twice", kind, k)
+	}
+	delete(m, "apiVersion")
+	delete(m, "kind")
+	if !b.meta {
+		delete(m, "metadata")
+	}
+	j, err := json.Marshal(m)
+	if err != nil {
+		return nil, refusal(kfile, at, "%s: %v", kind, err)
+	}
+	config := b.config()
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(config); err != nil {
+		return nil, refusal(kfile, at, "%s: %v", kind, err)
+	}
+	if b.files == nil {
+		return nil, nil
+	}
+	return b.files(kfile, at, config)
+}
+
+// foldedTwice returns a key that appears twice in a mapping of v under case folding, ""
+// when none does.
+func foldedTwice(v any) string {
+	switch v := v.(type) {
+	case map[string]any:
+		seen := map[string]bool{}
+		for k, e := range v {
+			if seen[strings.ToLower(k)] {
+				return k
+			}
+			seen[strings.ToLower(k)] = true
+			if k := foldedTwice(e); k != "" {
+				return k
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if k := foldedTwice(e); k != "" {
+				return k
+			}
+		}
+	}
+	return ""
 }
 
 // countDocuments estimates the resources of a manifest file (its YAML documents), before

@@ -79,6 +79,74 @@ func TestKustomizeRepoNamedEntries(t *testing.T) {
 	}
 }
 
+// The files of builtin plugin configurations (transformers, generators, validators) go
+// through the same checks as the kustomization's own entries, and only the builtin plugins
+// that read nothing else are run.
+func TestKustomizeBuiltinPluginConfigs(t *testing.T) {
+	srv, hits := httpTrap(t)
+	ran := gitTrap(t)
+	head := "apiVersion: builtin\nmetadata: {name: x}\n"
+	cases := []struct {
+		name, field, cfg, want string
+	}{
+		{"patch url", "transformers", head + "kind: PatchTransformer\npath: " + srv.URL + "/p.yaml\n", `transformers[0].path: "` + srv.URL + `/p.yaml" is a remote base`},
+		{"patch url, field in capitals", "transformers", head + "kind: PatchTransformer\nPath: " + srv.URL + "/p.yaml\n", `transformers[0].path: "` + srv.URL + `/p.yaml" is a remote base`},
+		{"patch twice", "transformers", head + "kind: PatchTransformer\npath: p.yaml\nPATH: " + srv.URL + "/p.yaml\n", "is given twice"},
+		{"json6902 url", "transformers", head + "kind: PatchJson6902Transformer\ntarget: {kind: ConfigMap, name: db}\npath: " + srv.URL + "/p.json\n", "transformers[0].path"},
+		{"strategic merge url", "transformers", head + "kind: PatchStrategicMergeTransformer\npaths: ['" + srv.URL + "/x?a=: b']\n", "transformers[0].paths[0]"},
+		{"replacement url", "transformers", head + "kind: ReplacementTransformer\nreplacements: [{path: " + srv.URL + "/r.yaml}]\n", "transformers[0].replacements[0].path"},
+		{"configmap url", "generators", head + "kind: ConfigMapGenerator\nfiles: [" + srv.URL + "/f]\n", "generators[0].files[0]"},
+		{"configmap env url", "generators", head + "kind: ConfigMapGenerator\nenvs: [" + srv.URL + "/f]\n", "generators[0].envs[0]"},
+		{"secret url", "generators", head + "kind: SecretGenerator\nfiles: [k=" + srv.URL + "/f]\n", "generators[0].files[0]"},
+		{"configmap escape", "generators", head + "kind: ConfigMapGenerator\nfiles: [../../etc/passwd]\n", "leads out of the source's path"},
+		{"unknown field", "transformers", head + "kind: PatchTransformer\npatch: '{}'\nfetch: " + srv.URL + "\n", `unknown field "fetch"`},
+		{"helm", "generators", head + "kind: HelmChartInflationGenerator\nname: minecraft\nrepo: " + srv.URL + "\n", `the builtin plugin "HelmChartInflationGenerator" is not supported`},
+		{"iam", "generators", head + "kind: IAMPolicyGenerator\ncloud: gke\n", `the builtin plugin "IAMPolicyGenerator" is not supported`},
+		{"second document", "transformers", head + "kind: LabelTransformer\nlabels: {a: b}\n---\n" + head + "kind: PatchTransformer\npath: " + srv.URL + "/p.yaml\n", "is a remote base"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			files := []sources.File{
+				{Path: "kustomization.yaml", Data: []byte("resources: [db.yaml]\n" + tc.field + ": [t.yaml]\n")},
+				{Path: "db.yaml", Data: []byte(cmDoc)},
+				{Path: "t.yaml", Data: []byte(tc.cfg)},
+			}
+			_, err := Kustomize(context.Background(), files, Options{Timeout: 20 * time.Second})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error = %v\nwant it to contain %s", err, tc.want)
+			}
+		})
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("%d HTTP requests were made", n)
+	}
+	if s := ran(); s != "" {
+		t.Errorf("git was run: %s", s)
+	}
+
+	// The builtin plugins that read the revision's files still build.
+	files := []sources.File{
+		{Path: "kustomization.yaml", Data: []byte("resources: [db.yaml]\ntransformers: [t.yaml]\ngenerators: [g.yaml]\n")},
+		{Path: "db.yaml", Data: []byte(cmDoc)},
+		{Path: "t.yaml", Data: []byte(head + "kind: PatchTransformer\npath: p.yaml\n---\n" + head + "kind: LabelTransformer\nlabels: {team: a}\nfieldSpecs: [{path: metadata/labels, create: true}]\n")},
+		{Path: "p.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: db}\ndata: {size: '3'}\n")},
+		{Path: "g.yaml", Data: []byte("apiVersion: builtin\nkind: ConfigMapGenerator\nmetadata: {name: gen}\nfiles: [p.yaml]\noptions: {disableNameSuffixHash: true}\n")},
+	}
+	out, err := Kustomize(context.Background(), files, Options{Timeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all string
+	for _, f := range out {
+		all += string(f.Data)
+	}
+	for _, want := range []string{"size: \"3\"", "team: a", "name: gen"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("output lacks %q:\n%s", want, all)
+		}
+	}
+}
+
 // A patchesStrategicMerge entry is a patch in place only when it is a mapping with a kind
 // or an apiVersion; kustomize loads any other entry as a path, or a URL.
 func TestKustomizeStrategicMergeEntries(t *testing.T) {
