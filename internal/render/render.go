@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -255,9 +256,23 @@ func (t *tree) build(ctx context.Context, dir string, read map[string]bool, limi
 		m   resmap.ResMap
 		err error
 	}
+	if ctx.Err() != nil {
+		return nil, errorAt(kfile, "kustomize: %v", context.Cause(ctx))
+	}
 	done := make(chan result, 1)
 	go func() {
-		// Run takes no context; when the deadline passes first the result is dropped.
+		// Run takes no context; when the deadline passes first the result is dropped. The
+		// slot is held until Run returns, so builds given up on still count.
+		select {
+		case builds <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		defer func() { <-builds }()
+		if ctx.Err() != nil {
+			return
+		}
+		runs.Add(1)
 		m, err := krusty.MakeKustomizer(options()).Run(fs, srcDir+"/"+dir)
 		done <- result{m, err}
 	}()
@@ -275,6 +290,12 @@ func (t *tree) build(ctx context.Context, dir string, read map[string]bool, limi
 	}
 	return t.output(dir, kfile, res.m)
 }
+
+// builds bounds the kustomize builds running in the process, those given up on included.
+var builds = make(chan struct{}, runtime.GOMAXPROCS(0))
+
+// runs counts the kustomize builds started.
+var runs atomic.Int64
 
 func options() *krusty.Options {
 	o := krusty.MakeDefaultOptions() // builtin plugins only, load restrictor on, no Helm

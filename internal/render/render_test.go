@@ -2,6 +2,7 @@ package render
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -299,5 +300,25 @@ func TestKustomizeCache(t *testing.T) {
 		if !strings.Contains(string(f.Data), "tier: medium") {
 			t.Errorf("%s by %s not rendered again:\n%s", f.Path, f.RenderedBy, f.Data)
 		}
+	}
+}
+
+// A render whose context is done starts no build.
+func TestKustomizeInterrupted(t *testing.T) {
+	var files []sources.File
+	for i := range 20 {
+		d := fmt.Sprintf("o%d", i)
+		files = append(files,
+			sources.File{Path: d + "/kustomization.yaml", Data: []byte("namePrefix: p-\nresources: [db.yaml]\n")},
+			sources.File{Path: d + "/db.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: db}\n")})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	before := runs.Load()
+	if _, err := Kustomize(ctx, files, Options{Paths: []string{"*"}}); err == nil {
+		t.Fatal("a cancelled render succeeded")
+	}
+	if n := runs.Load() - before; n != 0 {
+		t.Errorf("%d builds started after the cancellation", n)
 	}
 }
