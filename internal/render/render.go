@@ -51,7 +51,8 @@ type Options struct {
 	// MaxResources caps the resources of one kustomization (0: DefaultMaxResources).
 	MaxResources int
 	// Timeout bounds the whole render (0: DefaultTimeout). kustomize cannot be cancelled:
-	// when the time is up the render is given up and its result dropped.
+	// when the time is up the render is given up and its result dropped, and the error is
+	// not an *Error (the revision is not at fault: the sync is retried).
 	Timeout time.Duration
 	// Cache, when set, keeps each kustomization's output by the content of the files its
 	// build reads: a revision renders again only the kustomizations whose files changed.
@@ -257,7 +258,7 @@ func (t *tree) build(ctx context.Context, dir string, read map[string]bool, limi
 		err error
 	}
 	if ctx.Err() != nil {
-		return nil, errorAt(kfile, "kustomize: %v", context.Cause(ctx))
+		return nil, interrupted(ctx, kfile)
 	}
 	done := make(chan result, 1)
 	go func() {
@@ -279,7 +280,7 @@ func (t *tree) build(ctx context.Context, dir string, read map[string]bool, limi
 	var res result
 	select {
 	case <-ctx.Done():
-		return nil, errorAt(kfile, "kustomize: %v", context.Cause(ctx))
+		return nil, interrupted(ctx, kfile)
 	case res = <-done:
 	}
 	if res.err != nil {
@@ -296,6 +297,12 @@ var builds = make(chan struct{}, runtime.GOMAXPROCS(0))
 
 // runs counts the kustomize builds started.
 var runs atomic.Int64
+
+// interrupted is the error of a build the render's deadline or cancellation stopped: not a
+// problem of the revision (no *Error), so the sync is retried.
+func interrupted(ctx context.Context, kfile string) error {
+	return fmt.Errorf("%s: kustomize: %w", kfile, context.Cause(ctx))
+}
 
 func options() *krusty.Options {
 	o := krusty.MakeDefaultOptions() // builtin plugins only, load restrictor on, no Helm

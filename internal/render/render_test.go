@@ -2,6 +2,7 @@ package render
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -303,7 +304,8 @@ func TestKustomizeCache(t *testing.T) {
 	}
 }
 
-// A render whose context is done starts no build.
+// A render whose context is done starts no build, and its error is not a problem of the
+// revision: the sync is retried rather than the revision rejected.
 func TestKustomizeInterrupted(t *testing.T) {
 	var files []sources.File
 	for i := range 20 {
@@ -315,10 +317,21 @@ func TestKustomizeInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	before := runs.Load()
-	if _, err := Kustomize(ctx, files, Options{Paths: []string{"*"}}); err == nil {
-		t.Fatal("a cancelled render succeeded")
+	_, err := Kustomize(ctx, files, Options{Paths: []string{"*"}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error = %v, want the cancellation", err)
+	}
+	if _, ok := Problems(err); ok {
+		t.Errorf("the cancellation is a problem of the revision: %v", err)
 	}
 	if n := runs.Load() - before; n != 0 {
 		t.Errorf("%d builds started after the cancellation", n)
+	}
+	// A kustomize failure still is one.
+	files = []sources.File{{Path: "kustomization.yaml", Data: []byte("resources: [db.yaml]\n")}, {Path: "db.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: [\n")}}
+	if _, err := Kustomize(context.Background(), files, Options{}); err == nil {
+		t.Fatal("a broken file rendered")
+	} else if _, ok := Problems(err); !ok {
+		t.Errorf("a kustomize failure is not a problem of the revision: %v", err)
 	}
 }
