@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"regexp"
 	"runtime"
 	"slices"
 	"sort"
@@ -284,7 +285,7 @@ func (t *tree) build(ctx context.Context, dir string, read map[string]bool, limi
 	case res = <-done:
 	}
 	if res.err != nil {
-		return nil, errorAt(kfile, "kustomize: %s", strings.ReplaceAll(res.err.Error(), srcDir+"/", ""))
+		return nil, errorAt(kfile, "kustomize: %s", stripSrc(res.err.Error()))
 	}
 	if n := res.m.Size(); n > limit {
 		return nil, errorAt(kfile, "%d resources, more than the limit of %d per kustomization (render.kustomize.maxResources); split it into several kustomizations", n, limit)
@@ -302,6 +303,16 @@ var runs atomic.Int64
 // problem of the revision (no *Error), so the sync is retried.
 func interrupted(ctx context.Context, kfile string) error {
 	return fmt.Errorf("%s: kustomize: %w", kfile, context.Cause(ctx))
+}
+
+// bareSrc is the in-memory folder named alone (the root of a source whose path is "."),
+// between delimiters.
+var bareSrc = regexp.MustCompile(`(^|[\s'"(\[:=])` + srcDir + `(/\.)?($|[\s'",:;)\]])`)
+
+// stripSrc removes the in-memory folder from kustomize's messages: paths are the revision's.
+func stripSrc(msg string) string {
+	msg = bareSrc.ReplaceAllString(msg, "$1.$3")
+	return strings.ReplaceAll(msg, srcDir+"/", "")
 }
 
 func options() *krusty.Options {

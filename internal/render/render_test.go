@@ -335,3 +335,35 @@ func TestKustomizeInterrupted(t *testing.T) {
 		t.Errorf("a kustomize failure is not a problem of the revision: %v", err)
 	}
 }
+
+// kustomize's messages show paths of the revision, not of the in-memory folder, also for a
+// source whose path is the repository's root.
+func TestKustomizeErrorsAtRoot(t *testing.T) {
+	t.Parallel()
+	for msg, want := range map[string]string{
+		"must build at directory: '/src': file is not directory": "must build at directory: '.': file is not directory",
+		"'/src/.' is not a kustomization":                        "'.' is not a kustomization",
+		"/src: no kustomization":                                 ".: no kustomization",
+		"at /src":                                                "at .",
+		"from '/src/db.yaml' and /src/./p.yaml":                  "from 'db.yaml' and ./p.yaml",
+		"/srcs/x and a/src":                                      "/srcs/x and a/src",
+	} {
+		if got := stripSrc(msg); got != want {
+			t.Errorf("stripSrc(%q) = %q, want %q", msg, got, want)
+		}
+	}
+	for _, k := range []string{
+		"resources: [db.yaml]\npatches: [{path: p.yaml}]\n",
+		"resources: [db.yaml]\ncomponents: [db.yaml]\n",
+		"resources: [db.yaml, db.yaml]\n",
+		"resources: [db.yaml]\ncrds: [db.yaml]\n",
+	} {
+		files := []sources.File{{Path: "kustomization.yaml", Data: []byte(k)}, {Path: "db.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: db}\n")}, {Path: "p.yaml", Data: []byte("x")}}
+		for _, root := range []string{"", ".", "/"} {
+			_, err := Kustomize(context.Background(), files, Options{Root: root})
+			if err == nil || strings.Contains(err.Error(), srcDir) {
+				t.Errorf("root %q, %q: error %v", root, k, err)
+			}
+		}
+	}
+}
