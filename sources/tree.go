@@ -3,6 +3,7 @@ package sources
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // TreeFile is one file of a folder read at a revision by a TreeReader.
@@ -51,3 +52,38 @@ var ErrTreeRefused = errors.New("folder refused")
 // ErrRevisionNotFound says the repository does not have the commit ReadTree was asked for:
 // history was rewritten and the commit is gone, or it was never on a branch the source reads.
 var ErrRevisionNotFound = errors.New("revision not found")
+
+// Limits of a snapshot read with Env.AllFiles (every file under the path, for a render): a
+// path over them is the wrong folder (a repository's root, build output), and must cost an
+// error, not the controller's memory.
+const (
+	MaxSnapshotFiles = 100_000
+	MaxSnapshotBytes = 8 * MaxTreeBytes
+)
+
+// SnapshotLimits caps a snapshot read with AllFiles; a zero field is MaxSnapshotFiles or
+// MaxSnapshotBytes.
+type SnapshotLimits struct{ Files, Bytes int }
+
+// Check returns an error wrapping ErrTreeRefused, naming path (the file that went over),
+// when files files of bytes bytes in all are over the limits, nil otherwise.
+func (l SnapshotLimits) Check(path string, files, bytes int) error {
+	maxFiles, maxBytes := l.Files, l.Bytes
+	if maxFiles <= 0 {
+		maxFiles = MaxSnapshotFiles
+	}
+	if maxBytes <= 0 {
+		maxBytes = MaxSnapshotBytes
+	}
+	switch {
+	case files > maxFiles:
+		return fmt.Errorf("%s: more than %d files under the path, all of which a render reads: %w", path, maxFiles, ErrTreeRefused)
+	case bytes > maxBytes:
+		size := fmt.Sprintf("%d MiB", maxBytes>>20)
+		if maxBytes < 1<<20 {
+			size = fmt.Sprintf("%d bytes", maxBytes)
+		}
+		return fmt.Errorf("%s: more than %s under the path, all of which a render reads: %w", path, size, ErrTreeRefused)
+	}
+	return nil
+}

@@ -2,14 +2,23 @@ package render
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"net/url"
 	"path"
+	"regexp"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+	//lint:ignore SA1019 the configurations kustomize decodes, no other package exports them
+	"sigs.k8s.io/kustomize/api/builtins"
+	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/api/types"
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/trueup-dev/trueup/internal/sealed"
 	"github.com/trueup-dev/trueup/sources"
@@ -146,7 +155,6 @@ func (c *check) dir(dir, from, at string) error {
 			return err
 		}
 	}
-	type ref struct{ at, p string }
 	var refs []ref
 	for i, e := range k.Crds {
 		refs = append(refs, ref{fmt.Sprintf("crds[%d]", i), e})
@@ -163,35 +171,44 @@ func (c *check) dir(dir, from, at string) error {
 		refs = append(refs, ref{fmt.Sprintf("patchesJson6902[%d].path", i), p.Path})
 	}
 	//lint:ignore SA1019 kustomize still reads patchesStrategicMerge
-	for i, p := range k.PatchesStrategicMerge {
-		if s := string(p); !inline(s) {
-			refs = append(refs, ref{fmt.Sprintf("patchesStrategicMerge[%d]", i), s})
-		}
+	psm, err := strategicMerge(kfile, "patchesStrategicMerge", k.PatchesStrategicMerge)
+	if err != nil {
+		return err
 	}
+	refs = append(refs, psm...)
 	for i, r := range k.Replacements {
 		refs = append(refs, ref{fmt.Sprintf("replacements[%d].path", i), r.Path})
-	}
-	gen := func(field string, i int, kv types.KvPairSources) {
-		for j, f := range kv.FileSources {
-			if _, p, ok := strings.Cut(f, "="); ok {
-				f = p
-			}
-			refs = append(refs, ref{fmt.Sprintf("%s[%d].files[%d]", field, i, j), f})
-		}
-		for j, f := range kv.EnvSources {
-			refs = append(refs, ref{fmt.Sprintf("%s[%d].envs[%d]", field, i, j), f})
-		}
-		refs = append(refs, ref{fmt.Sprintf("%s[%d].env", field, i), kv.EnvSource})
 	}
 	if len(k.ConfigMapGenerator)+len(k.SecretGenerator) > 0 {
 		c.generating[kfile] = true
 	}
 	for i, g := range k.ConfigMapGenerator {
-		gen("configMapGenerator", i, g.KvPairSources)
+		refs = append(refs, kvRefs(fmt.Sprintf("configMapGenerator[%d]", i), g.KvPairSources)...)
 	}
 	for i, g := range k.SecretGenerator {
-		gen("secretGenerator", i, g.KvPairSources)
+		refs = append(refs, kvRefs(fmt.Sprintf("secretGenerator[%d]", i), g.KvPairSources)...)
 	}
+	if err := c.refs(dir, kfile, refs); err != nil {
+		return err
+	}
+	for _, pl := range []struct {
+		field   string
+		entries []string
+	}{{"generators", k.Generators}, {"transformers", k.Transformers}, {"validators", k.Validators}} {
+		for i, e := range pl.entries {
+			if err := c.plugin(dir, kfile, fmt.Sprintf("%s[%d]", pl.field, i), e); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ref is an entry that names a file: where it is (at) and its value (p).
+type ref struct{ at, p string }
+
+// refs checks entries that name files: each a file of the revision.
+func (c *check) refs(dir, kfile string, refs []ref) error {
 	for _, r := range refs {
 		if r.p == "" {
 			continue
@@ -208,22 +225,52 @@ func (c *check) dir(dir, from, at string) error {
 		}
 		c.other[p] = true
 	}
-	for _, pl := range []struct {
-		field   string
-		entries []string
-	}{{"generators", k.Generators}, {"transformers", k.Transformers}, {"validators", k.Validators}} {
-		for i, e := range pl.entries {
-			if err := c.plugin(dir, kfile, fmt.Sprintf("%s[%d]", pl.field, i), e); err != nil {
-				return err
-			}
-		}
-	}
 	return nil
 }
 
-// inline reports whether a patchesStrategicMerge entry is a patch written in place rather
-// than a file's path.
-func inline(s string) bool { return strings.Contains(s, "\n") || strings.Contains(s, ": ") }
+// kvRefs returns the files of a ConfigMap or Secret generator.
+func kvRefs(at string, kv types.KvPairSources) []ref {
+	var refs []ref
+	for j, f := range kv.FileSources {
+		if _, p, ok := strings.Cut(f, "="); ok {
+			f = p
+		}
+		refs = append(refs, ref{fmt.Sprintf("%s.files[%d]", at, j), f})
+	}
+	for j, f := range kv.EnvSources {
+		refs = append(refs, ref{fmt.Sprintf("%s.envs[%d]", at, j), f})
+	}
+	return append(refs, ref{at + ".env", kv.EnvSource})
+}
+
+// strategicMerge returns the files of strategic-merge patch entries, which are patches
+// written in place or files' paths. kustomize reads an entry that does not parse as a
+// patch as a path, or fetches it: a URL is refused before the in-place test.
+func strategicMerge(kfile, field string, entries []types.PatchStrategicMerge) ([]ref, error) {
+	var refs []ref
+	for i, p := range entries {
+		s, at := string(p), fmt.Sprintf("%s[%d]", field, i)
+		if fetched(s) {
+			return nil, refusal(kfile, at, "%q is a remote base; render: kustomize reads only the revision's files", s)
+		}
+		if !inline(s) {
+			refs = append(refs, ref{at, s})
+		}
+	}
+	return refs, nil
+}
+
+// inline reports whether a strategic-merge patch entry is a patch written in place rather
+// than a file's path: a YAML mapping with a kind or an apiVersion.
+func inline(s string) bool {
+	var doc map[string]any
+	if err := yaml.Unmarshal([]byte(s), &doc); err != nil {
+		return false
+	}
+	_, kind := doc["kind"]
+	_, api := doc["apiVersion"]
+	return kind || api
+}
 
 // resource checks a resources/components entry: a file of the revision or a folder with a
 // kustomization.
@@ -268,14 +315,51 @@ func (c *check) resolve(dir, kfile, at, entry string) (string, error) {
 	return p, nil
 }
 
-// remote reports whether an entry names something outside the revision: a URL, a Git
-// repository in any of the spellings kustomize accepts.
+// remote reports whether an entry names something outside the revision: a URL kustomize
+// fetches over HTTP, or a Git repository in any of the spellings its URL parser
+// (api/internal/git.NewRepoSpecFromURL) accepts. kustomize tries that parser before the
+// file system, so an entry is refused even when a folder of that name exists.
 func remote(entry string) bool {
-	return strings.Contains(entry, "://") || strings.HasPrefix(entry, "git@") || strings.Contains(entry, "?ref=") ||
-		strings.Contains(entry, "?version=") || strings.Contains(entry, "//") || strings.HasPrefix(entry, "gh:")
+	lower := strings.ToLower(strings.TrimSpace(entry))
+	first, _, _ := strings.Cut(lower, "/")
+	switch {
+	case strings.Contains(lower, "://"), strings.Contains(lower, "//"),
+		strings.Contains(lower, "?ref="), strings.Contains(lower, "?version="),
+		strings.HasPrefix(lower, "git::"), strings.HasPrefix(lower, "gh:"),
+		strings.HasPrefix(lower, "github.com/"), strings.HasPrefix(lower, "github.com:"),
+		strings.Contains(first, ":"), gitUser.MatchString(entry),
+		strings.Contains(lower, "_git/"):
+		return true
+	}
+	if u, err := url.Parse(entry); err == nil && u.Scheme != "" {
+		// kustomize fetches http and https URLs; no other scheme is a path.
+		return true
+	}
+	return repoURL(entry)
 }
 
-// looksLikeHost reports whether an entry's first segment is a host name (github.com/org/repo).
+// fetched reports whether kustomize's loader fetches an entry over HTTP rather than read
+// it (api/internal/loader.IsRemoteFile).
+func fetched(entry string) bool {
+	u, err := url.Parse(entry)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https")
+}
+
+// gitUser is the user@ prefix kustomize's URL parser takes for an SCP-style repository.
+var gitUser = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]*@`)
+
+// repoURL asks kustomize's own URL parser, through resource.Origin, whether it reads entry
+// as a repository.
+func repoURL(entry string) (repo bool) {
+	defer func() {
+		if recover() != nil {
+			repo = true
+		}
+	}()
+	return (&resource.Origin{}).Append(entry).Repo != ""
+}
+
+// looksLikeHost reports whether an entry's first segment is a host name (gitlab.com/org/repo).
 func looksLikeHost(entry string) bool {
 	first, _, _ := strings.Cut(entry, "/")
 	return strings.Contains(first, ".") && !strings.HasPrefix(first, ".") && strings.Contains(entry, "/")
@@ -298,9 +382,10 @@ func (c *check) file(p, kfile, at string) ([]byte, error) {
 	return f.Data, nil
 }
 
-// plugin checks a generators/transformers/validators entry: a builtin plugin's config,
-// inline or in a file. External plugins (Go plugins, exec, KRM functions in containers or
-// binaries) are refused.
+// plugin checks a generators/transformers/validators entry: the configurations of builtin
+// plugins (builtinKinds), inline or in a file, whose files go through the checks of the
+// kustomization's own entries. Other builtin plugins (Helm, IAM policies) and external ones
+// (Go plugins, exec, KRM functions in containers or binaries) are refused.
 func (c *check) plugin(dir, kfile, at, entry string) error {
 	data := []byte(entry)
 	if !strings.Contains(entry, "\n") {
@@ -318,6 +403,14 @@ func (c *check) plugin(dir, kfile, at, entry string) error {
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for {
+		var node yaml.Node
+		err := dec.Decode(&node)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return refusal(kfile, at, "cannot read the plugin configuration: %v", err)
+		}
 		var doc struct {
 			APIVersion string `yaml:"apiVersion"`
 			Kind       string `yaml:"kind"`
@@ -325,11 +418,7 @@ func (c *check) plugin(dir, kfile, at, entry string) error {
 				Annotations map[string]string `yaml:"annotations"`
 			} `yaml:"metadata"`
 		}
-		err := dec.Decode(&doc)
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
+		if err := node.Decode(&doc); err != nil {
 			return refusal(kfile, at, "cannot read the plugin configuration: %v", err)
 		}
 		for _, a := range []string{"config.kubernetes.io/function", "config.k8s.io/function"} {
@@ -340,7 +429,127 @@ func (c *check) plugin(dir, kfile, at, entry string) error {
 		if doc.APIVersion != "builtin" {
 			return refusal(kfile, at, "%s (apiVersion %q) is not a builtin plugin; external plugins are not run", doc.Kind, doc.APIVersion)
 		}
+		raw, err := yaml.Marshal(&node)
+		if err != nil {
+			return refusal(kfile, at, "cannot read the plugin configuration: %v", err)
+		}
+		refs, err := builtinRefs(kfile, at, doc.Kind, raw)
+		if err != nil {
+			return err
+		}
+		if err := c.refs(dir, kfile, refs); err != nil {
+			return err
+		}
 	}
+}
+
+// builtinKinds are the builtin plugins a transformers, generators or validators entry may
+// configure, each with a new value of its configuration (kustomize's own type) and the
+// files it reads. Helm, IAM policies and the rest are refused.
+var builtinKinds = map[string]struct {
+	config func() any
+	// meta: the configuration holds the metadata (ObjectMeta) itself.
+	meta  bool
+	files func(kfile, at string, config any) ([]ref, error)
+}{
+	"AnnotationsTransformer":  {config: func() any { return &builtins.AnnotationsTransformerPlugin{} }},
+	"LabelTransformer":        {config: func() any { return &builtins.LabelTransformerPlugin{} }},
+	"NamespaceTransformer":    {config: func() any { return &builtins.NamespaceTransformerPlugin{} }, meta: true},
+	"PrefixTransformer":       {config: func() any { return &builtins.PrefixTransformerPlugin{} }},
+	"SuffixTransformer":       {config: func() any { return &builtins.SuffixTransformerPlugin{} }},
+	"ImageTagTransformer":     {config: func() any { return &builtins.ImageTagTransformerPlugin{} }},
+	"ReplicaCountTransformer": {config: func() any { return &builtins.ReplicaCountTransformerPlugin{} }},
+	"HashTransformer":         {config: func() any { return &builtins.HashTransformerPlugin{} }},
+	"PatchTransformer": {config: func() any { return &builtins.PatchTransformerPlugin{} },
+		files: func(_, at string, c any) ([]ref, error) {
+			return []ref{{at + ".path", c.(*builtins.PatchTransformerPlugin).Path}}, nil
+		}},
+	"PatchJson6902Transformer": {config: func() any { return &builtins.PatchJson6902TransformerPlugin{} },
+		files: func(_, at string, c any) ([]ref, error) {
+			return []ref{{at + ".path", c.(*builtins.PatchJson6902TransformerPlugin).Path}}, nil
+		}},
+	"PatchStrategicMergeTransformer": {config: func() any { return &builtins.PatchStrategicMergeTransformerPlugin{} },
+		files: func(kfile, at string, c any) ([]ref, error) {
+			return strategicMerge(kfile, at+".paths", c.(*builtins.PatchStrategicMergeTransformerPlugin).Paths)
+		}},
+	"ReplacementTransformer": {config: func() any { return &builtins.ReplacementTransformerPlugin{} },
+		files: func(_, at string, c any) ([]ref, error) {
+			var refs []ref
+			for i, r := range c.(*builtins.ReplacementTransformerPlugin).ReplacementList {
+				refs = append(refs, ref{fmt.Sprintf("%s.replacements[%d].path", at, i), r.Path})
+			}
+			return refs, nil
+		}},
+	"ConfigMapGenerator": {config: func() any { return &builtins.ConfigMapGeneratorPlugin{} }, meta: true,
+		files: func(_, at string, c any) ([]ref, error) {
+			return kvRefs(at, c.(*builtins.ConfigMapGeneratorPlugin).KvPairSources), nil
+		}},
+	"SecretGenerator": {config: func() any { return &builtins.SecretGeneratorPlugin{} }, meta: true,
+		files: func(_, at string, c any) ([]ref, error) {
+			return kvRefs(at, c.(*builtins.SecretGeneratorPlugin).KvPairSources), nil
+		}},
+}
+
+// builtinRefs decodes a builtin plugin's configuration strictly into kustomize's type for it,
+// as kustomize decodes it, and returns the files it reads.
+func builtinRefs(kfile, at, kind string, raw []byte) ([]ref, error) {
+	b, ok := builtinKinds[kind]
+	if !ok {
+		return nil, refusal(kfile, at, "the builtin plugin %q is not supported (render: kustomize runs %s)", kind, strings.Join(slices.Sorted(maps.Keys(builtinKinds)), ", "))
+	}
+	var m map[string]any
+	if err := sigsyaml.UnmarshalStrict(raw, &m); err != nil {
+		return nil, refusal(kfile, at, "%s: %v", kind, err)
+	}
+	if k := foldedTwice(m); k != "" {
+		// kustomize matches field names without regard to case: two spellings of one field
+		// would leave the one read to the order of the keys.
+		return nil, refusal(kfile, at, "%s: the field %q is given twice", kind, k)
+	}
+	delete(m, "apiVersion")
+	delete(m, "kind")
+	if !b.meta {
+		delete(m, "metadata")
+	}
+	j, err := json.Marshal(m)
+	if err != nil {
+		return nil, refusal(kfile, at, "%s: %v", kind, err)
+	}
+	config := b.config()
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(config); err != nil {
+		return nil, refusal(kfile, at, "%s: %v", kind, err)
+	}
+	if b.files == nil {
+		return nil, nil
+	}
+	return b.files(kfile, at, config)
+}
+
+// foldedTwice returns a key that appears twice in a mapping of v under case folding, ""
+// when none does.
+func foldedTwice(v any) string {
+	switch v := v.(type) {
+	case map[string]any:
+		seen := map[string]bool{}
+		for k, e := range v {
+			if seen[strings.ToLower(k)] {
+				return k
+			}
+			seen[strings.ToLower(k)] = true
+			if k := foldedTwice(e); k != "" {
+				return k
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if k := foldedTwice(e); k != "" {
+				return k
+			}
+		}
+	}
+	return ""
 }
 
 // countDocuments estimates the resources of a manifest file (its YAML documents), before

@@ -14,12 +14,14 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"regexp"
 	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -55,7 +57,8 @@ type Options struct {
 	// MaxResources caps the resources of one kustomization (0: DefaultMaxResources).
 	MaxResources int
 	// Timeout bounds the whole render (0: DefaultTimeout). kustomize cannot be cancelled:
-	// when the time is up the render is given up and its result dropped.
+	// when the time is up the render is given up and its result dropped, and the error is
+	// not an *Error (the revision is not at fault: the sync is retried).
 	Timeout time.Duration
 	// Cache, when set, keeps each kustomization's output by the content of the files its
 	// build reads: a revision renders again only the kustomizations whose files changed.
@@ -279,25 +282,61 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 		m   resmap.ResMap
 		err error
 	}
+	if ctx.Err() != nil {
+		return nil, interrupted(ctx, kfile)
+	}
 	done := make(chan result, 1)
 	go func() {
-		// Run takes no context; when the deadline passes first the result is dropped.
+		// Run takes no context; when the deadline passes first the result is dropped. The
+		// slot is held until Run returns, so builds given up on still count.
+		select {
+		case builds <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		defer func() { <-builds }()
+		if ctx.Err() != nil {
+			return
+		}
+		runs.Add(1)
 		m, err := krusty.MakeKustomizer(options()).Run(fs, srcDir+"/"+dir)
 		done <- result{m, err}
 	}()
 	var res result
 	select {
 	case <-ctx.Done():
-		return nil, errorAt(kfile, "kustomize: %v", context.Cause(ctx))
+		return nil, interrupted(ctx, kfile)
 	case res = <-done:
 	}
 	if res.err != nil {
-		return nil, &kustomizeError{errorAt(kfile, "kustomize: %s", strings.ReplaceAll(res.err.Error(), srcDir+"/", ""))}
+		return nil, &kustomizeError{errorAt(kfile, "kustomize: %s", stripSrc(res.err.Error()))}
 	}
 	if n := res.m.Size(); n > limit {
 		return nil, errorAt(kfile, "%d resources, more than the limit of %d per kustomization (render.kustomize.maxResources); split it into several kustomizations", n, limit)
 	}
 	return t.output(kfile, res.m)
+}
+
+// builds bounds the kustomize builds running in the process, those given up on included.
+var builds = make(chan struct{}, runtime.GOMAXPROCS(0))
+
+// runs counts the kustomize builds started.
+var runs atomic.Int64
+
+// interrupted is the error of a build the render's deadline or cancellation stopped: not a
+// problem of the revision (no *Error), so the sync is retried.
+func interrupted(ctx context.Context, kfile string) error {
+	return fmt.Errorf("%s: kustomize: %w", kfile, context.Cause(ctx))
+}
+
+// bareSrc is the in-memory folder named alone (the root of a source whose path is "."),
+// between delimiters.
+var bareSrc = regexp.MustCompile(`(^|[\s'"(\[:=])` + srcDir + `(/\.)?($|[\s'",:;)\]])`)
+
+// stripSrc removes the in-memory folder from kustomize's messages: paths are the revision's.
+func stripSrc(msg string) string {
+	msg = bareSrc.ReplaceAllString(msg, "$1.$3")
+	return strings.ReplaceAll(msg, srcDir+"/", "")
 }
 
 func options() *krusty.Options {

@@ -3,6 +3,8 @@ package render
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -380,4 +382,68 @@ func settingsHash(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return strings.TrimPrefix(m.Resources()[0].GetName(), "settings-")
+}
+
+// A render whose context is done starts no build, and its error is not a problem of the
+// revision: the sync is retried rather than the revision rejected.
+func TestKustomizeInterrupted(t *testing.T) {
+	var files []sources.File
+	for i := range 20 {
+		d := fmt.Sprintf("o%d", i)
+		files = append(files,
+			sources.File{Path: d + "/kustomization.yaml", Data: []byte("namePrefix: p-\nresources: [db.yaml]\n")},
+			sources.File{Path: d + "/db.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: db}\n")})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	before := runs.Load()
+	_, err := Kustomize(ctx, files, Options{Paths: []string{"*"}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error = %v, want the cancellation", err)
+	}
+	if _, ok := Problems(err); ok {
+		t.Errorf("the cancellation is a problem of the revision: %v", err)
+	}
+	if n := runs.Load() - before; n != 0 {
+		t.Errorf("%d builds started after the cancellation", n)
+	}
+	// A kustomize failure still is one.
+	files = []sources.File{{Path: "kustomization.yaml", Data: []byte("resources: [db.yaml]\n")}, {Path: "db.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: [\n")}}
+	if _, err := Kustomize(context.Background(), files, Options{}); err == nil {
+		t.Fatal("a broken file rendered")
+	} else if _, ok := Problems(err); !ok {
+		t.Errorf("a kustomize failure is not a problem of the revision: %v", err)
+	}
+}
+
+// kustomize's messages show paths of the revision, not of the in-memory folder, also for a
+// source whose path is the repository's root.
+func TestKustomizeErrorsAtRoot(t *testing.T) {
+	t.Parallel()
+	for msg, want := range map[string]string{
+		"must build at directory: '/src': file is not directory": "must build at directory: '.': file is not directory",
+		"'/src/.' is not a kustomization":                        "'.' is not a kustomization",
+		"/src: no kustomization":                                 ".: no kustomization",
+		"at /src":                                                "at .",
+		"from '/src/db.yaml' and /src/./p.yaml":                  "from 'db.yaml' and ./p.yaml",
+		"/srcs/x and a/src":                                      "/srcs/x and a/src",
+	} {
+		if got := stripSrc(msg); got != want {
+			t.Errorf("stripSrc(%q) = %q, want %q", msg, got, want)
+		}
+	}
+	for _, k := range []string{
+		"resources: [db.yaml]\npatches: [{path: p.yaml}]\n",
+		"resources: [db.yaml]\ncomponents: [db.yaml]\n",
+		"resources: [db.yaml, db.yaml]\n",
+		"resources: [db.yaml]\ncrds: [db.yaml]\n",
+	} {
+		files := []sources.File{{Path: "kustomization.yaml", Data: []byte(k)}, {Path: "db.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: db}\n")}, {Path: "p.yaml", Data: []byte("x")}}
+		for _, root := range []string{"", ".", "/"} {
+			_, err := Kustomize(context.Background(), files, Options{Root: root})
+			if err == nil || strings.Contains(err.Error(), srcDir) {
+				t.Errorf("root %q, %q: error %v", root, k, err)
+			}
+		}
+	}
 }

@@ -2,6 +2,7 @@ package syncer
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -87,5 +88,41 @@ func TestSyncRendersKustomize(t *testing.T) {
 	}
 	if res, _ := b.store.GetResource(b.ctx, "default", "Database", "prod-db"); string(res.Spec) != `{"size": 70}` {
 		t.Errorf("prod-db spec %s, want size 70", res.Spec)
+	}
+}
+
+// TestSyncRenderInterrupted: a render that runs out of time or is cancelled does not reject
+// the revision; the next sync of the same head renders and applies it.
+func TestSyncRenderInterrupted(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var r repo
+	r.set(rev(1), overlays(50, "../../base"))
+	var interrupt atomic.Bool
+	interrupt.Store(true)
+	kust := render.Kustomizations("deploy", config.Kustomize{Paths: []string{"types", "overlays/*"}}, 0)
+	s := New(b.store, Options{Name: "infra", Source: r.source(), Interval: time.Hour, Prune: true, Replica: "r1", LeaseTTL: 15 * time.Second,
+		Render: func(ctx context.Context, files []sources.File) ([]sources.File, error) {
+			if interrupt.Load() {
+				c, cancel := context.WithCancel(ctx)
+				cancel()
+				ctx = c
+			}
+			return kust(ctx, files)
+		}}, slog.New(slog.DiscardHandler))
+	_, err := s.SyncOnce(b.ctx)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("SyncOnce error = %v, want the cancellation", err)
+	}
+	got := b.source()
+	if c, _ := status.Get(got.Conditions, status.Ready); c.Reason == "RenderFailed" || len(got.Errors) != 0 {
+		t.Fatalf("after an interrupted render: ready %+v, errors %+v", c, got.Errors)
+	}
+	interrupt.Store(false)
+	if _, err := s.SyncOnce(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := b.store.GetResource(b.ctx, "default", "Database", "prod-db"); err != nil || string(res.Spec) != `{"size": 50}` {
+		t.Fatalf("prod-db after the retry: %+v, %v", res, err)
 	}
 }

@@ -584,6 +584,11 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 		if err != nil {
 			tracing.Fail(step, "RenderFailed")
 			step.End()
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+				// The render ran out of time, or the sync was stopped: the revision is not at
+				// fault, the sync is retried.
+				return Outcome{}, fmt.Errorf("render: %w", err)
+			}
 			return Outcome{}, s.reject(ctx, lease, snap.Revision, err)
 		}
 		step.SetAttributes(attribute.Int("trueup.files", len(files)))

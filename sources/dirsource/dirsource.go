@@ -46,6 +46,9 @@ type Source struct {
 	logger  *slog.Logger
 	changes chan struct{}
 
+	// limits caps a scan with cfg.AllFiles (zero: the sources defaults).
+	limits sources.SnapshotLimits
+
 	scanMu sync.Mutex           // serialises scans; guards stats
 	stats  map[string]statEntry // relative path → last known content hash
 

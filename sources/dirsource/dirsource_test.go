@@ -413,3 +413,27 @@ func TestAllFiles(t *testing.T) {
 	f.write(map[string]string{"sub/app.env": "A=2\n"})
 	f.waitChange(10 * time.Second)
 }
+
+// With AllFiles, a folder over the snapshot limits (files, bytes) is an error that names
+// the file that went over.
+func TestAllFilesLimits(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		limits sources.SnapshotLimits
+		want   string
+	}{
+		{sources.SnapshotLimits{Files: 2}, "c.txt: more than 2 files under the path"},
+		{sources.SnapshotLimits{Bytes: 50}, "c.txt: more than 50 bytes under the path"},
+	} {
+		f := setupWith(t, Config{AllFiles: true, Debounce: 10 * time.Millisecond}, map[string]string{
+			"a.yaml": "kind: A\n",
+			"b.env":  "B=1\n",
+			"c.txt":  strings.Repeat("c", 100),
+		})
+		f.src.limits = tc.limits
+		_, err := f.src.Fetch(f.ctx, "")
+		if !errors.Is(err, sources.ErrTreeRefused) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Fetch with %+v: %v, want %s", tc.limits, err, tc.want)
+		}
+	}
+}

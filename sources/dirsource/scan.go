@@ -63,7 +63,7 @@ func (s *Source) scan(ctx context.Context, read bool) (string, []sources.File, e
 	var entries []entry
 	var files []sources.File
 	stats := make(map[string]statEntry, len(s.stats))
-	n := 0
+	n, count, total := 0, 0, 0
 	realRoot, err := filepath.EvalSymlinks(s.root)
 	if err != nil {
 		return "", nil, err
@@ -140,6 +140,13 @@ func (s *Source) scan(ctx context.Context, read bool) (string, []sources.File, e
 		}
 		if fi.Size() > sources.MaxFileBytes {
 			return refuse(sources.TooLarge(fi.Size()))
+		}
+		if s.cfg.AllFiles {
+			count++
+			total += int(fi.Size())
+			if err := s.limits.Check(rel, count, total); err != nil {
+				return err
+			}
 		}
 
 		if prev, ok := s.stats[rel]; ok && !read && prev.matches(fi) {

@@ -100,6 +100,8 @@ type Source struct {
 	secrets  scrubber
 	fetches  atomic.Int64
 	closed   atomic.Bool
+	// limits caps a snapshot read with cfg.AllFiles (zero: the sources defaults).
+	limits sources.SnapshotLimits
 
 	prepared sync.Once
 	dirErr   error // of prepare

@@ -657,3 +657,35 @@ func TestFetchAllFiles(t *testing.T) {
 		t.Fatalf("files = %q, want %q", got, want)
 	}
 }
+
+// With AllFiles, a path over the snapshot limits (files, bytes) is an error that names the
+// file that went over, not a snapshot held in memory.
+func TestFetchAllFilesLimits(t *testing.T) {
+	t.Parallel()
+	r := newTestRepo(t)
+	rev := r.commit(map[string]string{
+		"deploy/a.yaml": "kind: A\n",
+		"deploy/b.env":  "B=1\n",
+		"deploy/c.txt":  strings.Repeat("c", 100),
+	})
+	for _, tc := range []struct {
+		limits sources.SnapshotLimits
+		want   string
+	}{
+		{sources.SnapshotLimits{Files: 2}, "deploy/c.txt: more than 2 files under the path"},
+		{sources.SnapshotLimits{Bytes: 50}, "deploy/c.txt: more than 50 bytes under the path"},
+	} {
+		s := newSource(t, Config{URL: r.dir, Path: "deploy", AllFiles: true})
+		s.limits = tc.limits
+		_, err := s.Fetch(testContext(t), rev)
+		if !errors.Is(err, sources.ErrTreeRefused) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Fetch with %+v: %v, want %s", tc.limits, err, tc.want)
+		}
+		// Manifests alone are not capped by them.
+		s = newSource(t, Config{URL: r.dir, Path: "deploy"})
+		s.limits = tc.limits
+		if _, err := s.Fetch(testContext(t), rev); err != nil {
+			t.Errorf("Fetch without AllFiles: %v", err)
+		}
+	}
+}

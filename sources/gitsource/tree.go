@@ -86,12 +86,18 @@ func (s *Source) readTree(ctx context.Context, sto storer.EncodedObjectStorer, c
 			continue
 		}
 		entries = append(entries, entry{path: joinPath(s.subdir, name), hash: e.Hash})
+		if s.cfg.AllFiles {
+			if err := s.limits.Check(joinPath(s.subdir, name), len(entries), 0); err != nil {
+				return fail(err)
+			}
+		}
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].path < entries[j].path })
 
 	snap := &sources.Snapshot{Revision: rev, Author: sources.Author{Name: commit.Author.Name, Email: commit.Author.Email},
 		Files: make([]sources.File, len(entries))}
 	blobs := make(map[plumbing.Hash][]byte, len(entries))
+	total := 0
 	for i, e := range entries {
 		if i%256 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -110,6 +116,11 @@ func (s *Source) readTree(ctx context.Context, sto storer.EncodedObjectStorer, c
 			if refused != "" {
 				snap.Files[i] = sources.File{Path: e.path, Hash: e.hash.String(), Refused: refused}
 				continue
+			}
+		}
+		if total += len(data); s.cfg.AllFiles {
+			if err := s.limits.Check(e.path, i+1, total); err != nil {
+				return fail(err)
 			}
 		}
 		blobs[e.hash] = data
