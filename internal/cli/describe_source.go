@@ -155,7 +155,7 @@ func resourceCounts(r wire.SourceCounts) string {
 // sourceErrorText is one error of a rejected revision as the manifest loader spells it:
 // "file:line: path: message".
 func sourceErrorText(e wire.SourceError) string {
-	return OneLine(manifest.ValidationError{File: e.File, Line: e.Line, Path: e.Path, Msg: e.Message}.Error())
+	return OneLine(manifest.ValidationError{File: e.File, Line: e.Line, Path: e.Path, Msg: e.Message, Origin: e.Origin}.Error())
 }
 
 // sourceMessage is what the sources table says of a source: the first error of a rejected

@@ -264,7 +264,7 @@ func newDashboardFixtureFailing(t testing.TB, bulk, failEvery int) *dashboardFix
 	if err := st.RecordSyncFailure(ctx, store.SyncFailure{Source: "apps", Revision: revBad, Reason: "ValidationFailed",
 		Message: "2 manifests are invalid", Errors: []store.SourceError{
 			{File: "jobs.yaml", Line: 4, Path: "spec.size", Message: "expected integer, but got string"},
-			{File: "workers/batch.yaml", Line: 12, Path: "metadata.name", Message: "invalid name \"" + xssScript + "\""},
+			{File: "workers/batch.yaml", Line: 12, Path: "metadata.name", Message: "invalid name \"" + xssScript + "\"", Origin: "tenant=a, region=eu"},
 		}}); err != nil {
 		t.Fatal(err)
 	}
@@ -298,6 +298,33 @@ func getPage(t *testing.T, u string) (int, http.Header, string) {
 		t.Fatal(err)
 	}
 	return resp.StatusCode, resp.Header, string(b)
+}
+
+// TestSourceErrorOrigin: a source's errors keep the input they come from, in the API's answer
+// as in the dashboard's list of errors (file:line (origin)).
+func TestSourceErrorOrigin(t *testing.T) {
+	t.Parallel()
+	f := newDashboardFixture(t, 0)
+	var got struct {
+		Errors []map[string]any `json:"errors"`
+	}
+	if code := get(t, f.url+"/api/v1/sources/apps", &got); code != 200 || len(got.Errors) != 2 {
+		t.Fatalf("GET source: %d, %+v", code, got)
+	}
+	if _, ok := got.Errors[0]["origin"]; ok {
+		t.Errorf("an error without origin has one: %+v", got.Errors[0])
+	}
+	if o := got.Errors[1]["origin"]; got.Errors[1]["file"] != "workers/batch.yaml" || o != "tenant=a, region=eu" {
+		t.Errorf("second error %+v, want origin tenant=a, region=eu", got.Errors[1])
+	}
+	for page, want := range map[string]string{
+		"/sources/apps": `/workers/batch.yaml#L12" rel="noreferrer"><code>workers/batch.yaml:12</code></a> (tenant=a, region=eu)</td>`,
+		"/sources":      `/workers/batch.yaml#L12" rel="noreferrer">workers/batch.yaml:12</a> (tenant=a, region=eu)</span>`,
+	} {
+		if code, _, body := getPage(t, f.url+page); code != 200 || !strings.Contains(body, want) {
+			t.Errorf("%s (%d) lacks %s", page, code, want)
+		}
+	}
 }
 
 func TestDashboardPages(t *testing.T) {
@@ -344,7 +371,7 @@ func TestDashboardPages(t *testing.T) {
 		{"/resources/dev/Queue/scratch", 200, []string{"Deleted.", "delete", "deleted by action noop"}, []string{"Spec"}},
 		{"/resources/dev/Queue/old-cache", 200, []string{"Being deleted"}, nil},
 		{"/sources", 200, []string{"infra", "apps", "ValidationFailed", "workers/batch.yaml:12"}, []string{"s3cret"}},
-		{"/sources/apps", 200, []string{"Validation errors", "was rejected whole", "expected integer", "workers/batch.yaml:12", "spec.size", "web-jobs", "Ready"}, nil},
+		{"/sources/apps", 200, []string{"Validation errors", "was rejected whole", "expected integer", "workers/batch.yaml:12</code></a> (tenant=a, region=eu)</td>", "spec.size", "web-jobs", "Ready"}, nil},
 		{"/sources/infra", 200, []string{"The last attempted revision had no errors", "Succeeded", "manifests"}, []string{"s3cret"}},
 		{"/static/dashboard.css", 200, []string{"prefers-color-scheme: dark"}, nil},
 		{"/static/dashboard.js", 200, []string{"EventSource"}, nil},

@@ -366,7 +366,7 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 	e.reconcile(t)
 	shrink(1)
 	if err := st.RecordSyncFailure(ctx, store.SyncFailure{Source: "main", Revision: "bad", Reason: "ValidationFailed", Message: "2 errors",
-		Errors: []store.SourceError{{File: "all.yaml", Line: 3, Path: "spec.size", Message: "must be an integer"}, {Message: "no file"}}}); err != nil {
+		Errors: []store.SourceError{{File: "all.yaml", Line: 3, Path: "spec.size", Message: "must be an integer", Origin: "tenant=a"}, {Message: "no file"}}}); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range []store.Replica{{Name: "test", Hostname: "h1", PID: 1, Version: "dev", Listen: ":8080"}, {Name: "idle", Hostname: "h2", PID: 2}} {

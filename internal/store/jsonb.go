@@ -17,6 +17,7 @@ type sourceErrorJSON struct {
 	Line    int    `json:"line,omitempty"`
 	Path    string `json:"path,omitempty"`
 	Message string `json:"message"`
+	Origin  string `json:"origin,omitempty"`
 }
 
 // pruneJSON is sources.prune_refused_under: the prune settings a standing refusal was made

@@ -16,7 +16,10 @@ func TestStorageJSON(t *testing.T) {
 		{"none", nil, `[]`, []SourceError{}},
 		{"empty", []SourceError{}, `[]`, []SourceError{}},
 		{"message only", []SourceError{{Message: "bad"}}, `[{"message":"bad"}]`, []SourceError{{Message: "bad"}}},
-		{"every field", []SourceError{{File: "a.yaml", Line: 3, Path: "spec.x", Message: "m"}},
+		{"every field", []SourceError{{File: "a.yaml", Line: 3, Path: "spec.x", Message: "m", Origin: "tenant=a, region=eu"}},
+			`[{"file":"a.yaml","line":3,"path":"spec.x","message":"m","origin":"tenant=a, region=eu"}]`,
+			[]SourceError{{File: "a.yaml", Line: 3, Path: "spec.x", Message: "m", Origin: "tenant=a, region=eu"}}},
+		{"no origin", []SourceError{{File: "a.yaml", Line: 3, Path: "spec.x", Message: "m"}},
 			`[{"file":"a.yaml","line":3,"path":"spec.x","message":"m"}]`, []SourceError{{File: "a.yaml", Line: 3, Path: "spec.x", Message: "m"}}},
 	}
 	for _, tt := range errs {

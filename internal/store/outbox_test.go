@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -90,8 +91,8 @@ func TestOutboxWrittenWithResults(t *testing.T) {
 	}
 }
 
-// TestOutboxSyncFailure: a rejected revision is told once, with its file:line errors; a
-// fetch failure is not told.
+// TestOutboxSyncFailure: a rejected revision is told once, with its file:line (origin) errors,
+// which the source keeps; a fetch failure is not told.
 func TestOutboxSyncFailure(t *testing.T) {
 	t.Parallel()
 	st := openTest(t)
@@ -100,11 +101,15 @@ func TestOutboxSyncFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := SyncFailure{Source: "infra", Revision: "abc", Reason: "ValidationFailed", Message: "1 error",
-		Errors: []SourceError{{File: "db.yaml", Line: 3, Message: "spec.size: required"}}}
+		Errors: []SourceError{{File: "db.yaml", Line: 3, Message: "spec.size: required"},
+			{File: "sets/x.yaml", Line: 13, Path: "spec.size", Message: "spec.size: required", Origin: "tenant=a, region=eu"}}}
 	for range 2 {
 		if err := st.RecordSyncFailure(ctx, f); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if src, err := st.GetSource(ctx, "infra"); err != nil || !reflect.DeepEqual(src.Errors, f.Errors) {
+		t.Fatalf("source errors %+v, %v; want %+v", src.Errors, err, f.Errors)
 	}
 	if err := st.RecordSyncFailure(ctx, SyncFailure{Source: "infra", Reason: "FetchFailed", Message: "no route"}); err != nil {
 		t.Fatal(err)
@@ -113,7 +118,7 @@ func TestOutboxSyncFailure(t *testing.T) {
 	if err != nil || len(got) != 1 {
 		t.Fatalf("outbox: %+v, %v", got, err)
 	}
-	if e := got[0]; e.Event != "SourceRejected" || e.Revision != "abc" || e.Message != "1 error\ndb.yaml:3: spec.size: required" {
+	if e := got[0]; e.Event != "SourceRejected" || e.Revision != "abc" || e.Message != "1 error\ndb.yaml:3: spec.size: required\nsets/x.yaml:13 (tenant=a, region=eu): spec.size: required" {
 		t.Fatalf("entry %+v", e)
 	}
 }

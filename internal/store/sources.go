@@ -25,6 +25,9 @@ type SourceError struct {
 	Line    int
 	Path    string
 	Message string
+	// Origin names the input the error comes from: a ResourceSet's member
+	// ("tenant=a, region=eu") or a render ("rendered by overlays/prod/kustomization.yaml").
+	Origin string
 }
 
 // Source is a source's row.
@@ -308,7 +311,11 @@ func syncFailureText(f SyncFailure) string {
 	for _, e := range f.Errors {
 		b.WriteString("\n")
 		if e.File != "" {
-			fmt.Fprintf(&b, "%s:%d: ", e.File, e.Line)
+			fmt.Fprintf(&b, "%s:%d", e.File, e.Line)
+			if e.Origin != "" {
+				fmt.Fprintf(&b, " (%s)", e.Origin)
+			}
+			b.WriteString(": ")
 		}
 		b.WriteString(e.Message)
 	}

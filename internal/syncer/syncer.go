@@ -772,7 +772,7 @@ func (s *Syncer) reject(ctx context.Context, lease *store.Lease, rev string, err
 	errs := make([]store.SourceError, len(verrs))
 	lines := make([]string, len(verrs))
 	for i, v := range verrs {
-		errs[i] = store.SourceError{File: v.File, Line: v.Line, Path: v.Path, Message: s.opts.Redact.Scrub(v.Msg)}
+		errs[i] = store.SourceError{File: v.File, Line: v.Line, Path: v.Path, Message: s.opts.Redact.Scrub(v.Msg), Origin: s.opts.Redact.Scrub(v.Origin)}
 		lines[i] = s.opts.Redact.Scrub(v.Error())
 	}
 	msg := fmt.Sprintf("revision %s rejected, %s; the last good revision stays applied:\n%s", clip.Rev(rev), plural.Count(len(verrs), "error", "errors"), strings.Join(lines, "\n"))

@@ -66,6 +66,8 @@ type SourceError struct {
 	Line    int    `json:"line,omitempty"`
 	Path    string `json:"path,omitempty"`
 	Message string `json:"message"`
+	// Origin names the input the error comes from: a ResourceSet's member or a render.
+	Origin string `json:"origin,omitempty"`
 }
 
 // SourcePrune is a source's prune: block with the defaults applied.
