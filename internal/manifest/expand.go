@@ -537,7 +537,7 @@ func setInfos(runs []*setRun) []ResourceSetInfo {
 	}
 	out := make([]ResourceSetInfo, 0, len(runs))
 	for _, run := range runs {
-		out = append(out, ResourceSetInfo{Namespace: run.set.namespace.String(), Name: run.set.name, File: run.p.file, Line: run.set.line,
+		out = append(out, ResourceSetInfo{Namespace: run.set.namespace.String(), Name: run.set.name, File: run.p.file, Line: run.p.line(run.set.line),
 			Inputs: run.inputs, Members: len(run.docs)})
 	}
 	slices.SortFunc(out, func(a, b ResourceSetInfo) int {

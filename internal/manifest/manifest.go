@@ -398,7 +398,7 @@ type ResourceSetInfo struct {
 	Namespace string
 	Name      string
 	File      string // slash-separated path of the set's file
-	Line      int    // line of the set's document in File
+	Line      int    // line of the set's document in File; 0 in a rendered file
 	Inputs    int    // inputs after the matrix product (inputs × matrix combinations)
 	Members   int    // resources generated
 }

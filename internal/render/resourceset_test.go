@@ -1,0 +1,57 @@
+package render
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/trueup-dev/trueup/internal/manifest"
+)
+
+// setFiles is a kustomize tree with a ResourceSet in its base and one overlay.
+func setFiles(set string) map[string]string {
+	return map[string]string{
+		"deploy/types/kustomization.yaml":         "resources: [types.yaml]\n",
+		"deploy/types/types.yaml":                 typeDoc,
+		"deploy/base/kustomization.yaml":          "resources: [set.yaml]\n",
+		"deploy/base/set.yaml":                    set,
+		"deploy/base/tenants/a.yaml":              "- {tenant: acme, size: 10}\n- {tenant: globex, size: 9000}\n",
+		"deploy/overlays/prod/kustomization.yaml": "resources: [../../base]\nnamePrefix: prod-\n",
+	}
+}
+
+var setOpts = Options{Root: "deploy", Paths: []string{"types", "overlays/*"}}
+
+// bigSet is a set with n inputs too large for the type (size above 100), after three blank
+// lines so that the lines of kustomize's output differ from the file's.
+func bigSet(n int) string {
+	var b strings.Builder
+	b.WriteString("- {tenant: t0, size: 1}\n")
+	for i := range n {
+		fmt.Fprintf(&b, "  - {tenant: t%d, size: 9000}\n", i+1)
+	}
+	return "\n\n\napiVersion: trueup.dev/v1\nkind: ResourceSet\nmetadata: {name: dbs, namespace: shop}\nspec:\n  inputs:\n  " + b.String() + `  resources:
+    - apiVersion: example.com/v1
+      kind: Database
+      metadata: {name: "db-<< inputs.tenant >>"}
+      spec: {size: "<< inputs.size >>"}
+`
+}
+
+func TestRenderedSetLineIsZero(t *testing.T) {
+	out, err := Kustomize(context.Background(), snapshot(setFiles(strings.ReplaceAll(bigSet(2), "9000", "9"))), setOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := manifest.NewLoader().Load(out, manifest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.ResourceSets) != 1 {
+		t.Fatalf("sets: %+v", s.ResourceSets)
+	}
+	if i := s.ResourceSets[0]; i.File != "deploy/base/set.yaml" || i.Line != 0 || i.Name != "prod-dbs" {
+		t.Errorf("set info %+v, want deploy/base/set.yaml line 0", i)
+	}
+}
