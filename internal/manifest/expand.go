@@ -88,10 +88,20 @@ type setEntry struct {
 
 // originOf is p's ValidationError.Origin.
 func (p placed) originOf() string {
-	if g := p.doc.gen; g != nil {
+	return joinOrigin(p.origin, p.doc.gen)
+}
+
+// joinOrigin is the ValidationError.Origin of a document of a file whose own origin is
+// file ("rendered by …" or empty) and that g generated (nil for a written document):
+// "rendered by overlays/prod/kustomization.yaml, tenant=acme" when both are known.
+func joinOrigin(file string, g *genRef) string {
+	switch {
+	case g == nil:
+		return file
+	case file == "":
 		return g.origin()
 	}
-	return p.origin
+	return file + ", " + g.origin()
 }
 
 // docPath is where pth of p's document is in its file: below its template for a generated

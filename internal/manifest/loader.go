@@ -728,7 +728,7 @@ func setResources(items []resourceAt) ([]Resource, []transitionCheck) {
 		if it.cs.rules != nil && it.cs.rules.transition {
 			p := it.p
 			transitions = append(transitions, transitionCheck{i: i, schemaHash: it.cs.hash, schema: it.cs.raw,
-				file: p.file, data: p.data, docIndex: p.doc.index, gen: p.doc.gen})
+				file: p.file, data: p.data, docIndex: p.doc.index, gen: p.doc.gen, origin: p.origin})
 		}
 	}
 	// Each Resource is built on its own (decoded is only read): in parallel, since a
@@ -754,6 +754,7 @@ func setResources(items []resourceAt) ([]Resource, []transitionCheck) {
 				File:        p.file,
 				Line:        p.line(p.doc.line),
 				gen:         p.doc.gen,
+				fileOrigin:  p.origin,
 			}
 		}
 	})

@@ -173,15 +173,13 @@ type Resource struct {
 	File      string
 	Line      int
 
-	gen *genRef // set when a ResourceSet generated it
+	gen        *genRef // set when a ResourceSet generated it
+	fileOrigin string  // its file's ValidationError.Origin: "rendered by …" for a rendered file
 }
 
 // origin is the resource's ValidationError.Origin.
 func (r *Resource) origin() string {
-	if r.gen == nil {
-		return ""
-	}
-	return r.gen.origin()
+	return joinOrigin(r.fileOrigin, r.gen)
 }
 
 // Set is the validated content of one revision. Types holds only the types declared in the

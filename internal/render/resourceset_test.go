@@ -55,3 +55,18 @@ func TestRenderedSetLineIsZero(t *testing.T) {
 		t.Errorf("set info %+v, want deploy/base/set.yaml line 0", i)
 	}
 }
+
+func TestRenderedSetProblemNamesRenderingAndInput(t *testing.T) {
+	out, err := Kustomize(context.Background(), snapshot(setFiles(bigSet(1))), setOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = manifest.NewLoader().Load(out, manifest.Options{})
+	es, ok := err.(manifest.Errors)
+	if !ok || len(es) != 1 {
+		t.Fatalf("err %v, want one problem", err)
+	}
+	if e := es[0]; e.File != "deploy/base/set.yaml" || e.Line != 0 || e.Origin != "rendered by deploy/overlays/prod/kustomization.yaml, tenant=t1" {
+		t.Errorf("problem %#v", e)
+	}
+}
