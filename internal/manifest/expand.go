@@ -91,6 +91,19 @@ func (p placed) originOf() string {
 	return joinOrigin(p.origin, p.doc.gen)
 }
 
+// setOf is the ResourceSet that generated p's document, nil for a written one.
+func (p placed) setOf() *setDoc {
+	return p.doc.gen.setOf()
+}
+
+// setOf is the ResourceSet of g, nil for nil.
+func (g *genRef) setOf() *setDoc {
+	if g == nil {
+		return nil
+	}
+	return g.t.set
+}
+
 // joinOrigin is the ValidationError.Origin of a document of a file whose own origin is
 // file ("rendered by …" or empty) and that g generated (nil for a written document):
 // "rendered by overlays/prod/kustomization.yaml, tenant=acme" when both are known.
@@ -581,7 +594,9 @@ func capSetProblems(errs Errors, sets []setSpan) Errors {
 	total := make([]int, len(sets))
 	for j, e := range errs {
 		of[j] = -1
-		if e.Origin != "" && !strings.HasPrefix(e.Origin, "rendered by ") {
+		if e.set != nil {
+			of[j] = slices.IndexFunc(sets, func(r setSpan) bool { return r.file == e.File && r.set == e.set })
+		} else if e.Origin != "" && !strings.HasPrefix(e.Origin, "rendered by ") {
 			of[j] = slices.IndexFunc(sets, func(r setSpan) bool {
 				return r.file == e.File && r.set.line <= e.Line && e.Line <= r.set.lastLine
 			})
@@ -593,6 +608,7 @@ func capSetProblems(errs Errors, sets []setSpan) Errors {
 	out := make(Errors, 0, len(errs))
 	kept := make([]int, len(sets))
 	for j, e := range errs {
+		e.set = nil
 		i := of[j]
 		if i < 0 {
 			out = append(out, e)

@@ -107,7 +107,7 @@ type source struct {
 }
 
 func (p placed) at(line int, pth, msg string) ValidationError {
-	return ValidationError{File: p.file, Line: p.line(line), Path: pth, Msg: msg, Origin: p.originOf()}
+	return ValidationError{File: p.file, Line: p.line(line), Path: pth, Msg: msg, Origin: p.originOf(), set: p.setOf()}
 }
 
 // place puts a problem found in the file's data at the file.
@@ -774,7 +774,7 @@ func (ld *load) checkReferences(resources []Resource) {
 				if len(d.Outputs) == 0 {
 					pth = "dependsOn"
 				}
-				ld.errs = append(ld.errs, ValidationError{File: r.File, Line: r.Line, Path: pth, Msg: err.Error(), Origin: r.origin()})
+				ld.errs = append(ld.errs, ValidationError{File: r.File, Line: r.Line, Path: pth, Msg: err.Error(), Origin: r.origin(), set: r.gen.setOf()})
 			}
 		}
 	}
@@ -939,7 +939,7 @@ func (ld *load) locate(p placed, problems []schemaProblem) []ValidationError {
 	}
 	rd, ok := ld.rawDoc(p)
 	out := make([]ValidationError, 0, len(problems))
-	origin := p.originOf()
+	origin, set := p.originOf(), p.setOf()
 	for _, pr := range problems {
 		line := p.doc.line
 		if ok {
@@ -949,7 +949,7 @@ func (ld *load) locate(p placed, problems []schemaProblem) []ValidationError {
 			}
 			line = lineOf(rd.root, p.docPath(at))
 		}
-		out = append(out, ValidationError{Line: line, Path: pr.path.String(), Msg: pr.msg, Origin: origin})
+		out = append(out, ValidationError{Line: line, Path: pr.path.String(), Msg: pr.msg, Origin: origin, set: set})
 	}
 	return out
 }

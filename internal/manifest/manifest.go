@@ -40,6 +40,8 @@ type ValidationError struct {
 	// that rendered the file ("rendered by overlays/prod/kustomization.yaml"). Empty for a
 	// written document.
 	Origin string
+
+	set *setDoc // the ResourceSet that generated the document, until capSetProblems
 }
 
 // Error formats the problem as "file:line (origin): path: msg", leaving out the parts that

@@ -70,3 +70,18 @@ func TestRenderedSetProblemNamesRenderingAndInput(t *testing.T) {
 		t.Errorf("problem %#v", e)
 	}
 }
+
+func TestRenderedSetProblemsAreCapped(t *testing.T) {
+	out, err := Kustomize(context.Background(), snapshot(setFiles(bigSet(40))), setOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = manifest.NewLoader().Load(out, manifest.Options{})
+	es, ok := err.(manifest.Errors)
+	if !ok || len(es) != 21 {
+		t.Fatalf("%d problems, want 20 and a count of the others: %v", len(es), err)
+	}
+	if m := es[20].Msg; !strings.Contains(m, "and 20 more problems of ResourceSet shop/prod-dbs") {
+		t.Errorf("last problem %q", m)
+	}
+}
