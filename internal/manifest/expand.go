@@ -140,6 +140,9 @@ func (ld *load) collectSets(files []sources.File, docs []placed) ([]*setRun, []p
 	if len(runs) == 0 {
 		return nil, docs
 	}
+	if ld.opts.InputFiles != nil {
+		files = ld.opts.InputFiles
+	}
 	paths := make([]string, 0, len(files))
 	byPath := make(map[string]*sources.File, len(files))
 	for i := range files {

@@ -38,6 +38,10 @@ type Options struct {
 	// Limits caps the revision's files, documents and resources; zero fields take the
 	// defaults.
 	Limits Limits
+	// InputFiles, when set, are the files a ResourceSet's spec.inputsFrom is resolved in,
+	// instead of the files loaded: the revision as fetched when the files loaded are a
+	// renderer's output, which holds no inputs file (an inputs file is not a resource).
+	InputFiles []sources.File
 	// EncryptedUnknown: a spec string that is an encrypted field's marker
 	// (EncryptedMarkerPrefix…) stands for a value not known, as a secret reference does:
 	// schema problems at it are dropped and a rule whose outcome depends on it is skipped,

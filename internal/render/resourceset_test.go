@@ -85,3 +85,39 @@ func TestRenderedSetProblemsAreCapped(t *testing.T) {
 		t.Errorf("last problem %q", m)
 	}
 }
+
+func TestRenderedSetReadsInputsFrom(t *testing.T) {
+	set := `apiVersion: trueup.dev/v1
+kind: ResourceSet
+metadata: {name: dbs, namespace: shop}
+spec:
+  inputs: [{tenant: inl, size: 3}]
+  inputsFrom: [{path: tenants/}]
+  resources:
+    - apiVersion: example.com/v1
+      kind: Database
+      metadata: {name: "db-<< inputs.tenant >>"}
+      spec: {size: "<< inputs.size >>"}
+`
+	files := setFiles(set)
+	files["deploy/base/tenants/a.yaml"] = "- {tenant: acme, size: 10}\n- {tenant: globex, size: 90}\n"
+	snap := snapshot(files)
+	out, err := Kustomize(context.Background(), snap, setOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := manifest.NewLoader().Load(out, manifest.Options{InputFiles: snap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range s.Resources {
+		names = append(names, r.Namespace+"/"+r.Name)
+	}
+	if got := strings.Join(names, " "); got != "shop/db-acme shop/db-globex shop/db-inl" {
+		t.Errorf("resources %s", got)
+	}
+	if _, err := manifest.NewLoader().Load(out, manifest.Options{}); err == nil || !strings.Contains(err.Error(), "no YAML or JSON file at deploy/base/tenants") {
+		t.Errorf("without InputFiles: %v", err)
+	}
+}

@@ -109,6 +109,7 @@ func Folder(dir, configPath string, rd Render, out, errOut io.Writer) error {
 	}
 	var set *manifest.Set
 	if renderFn != nil {
+		opts.InputFiles = files // inputsFrom reads the files as they are, not as rendered
 		files, err = renderFn(context.Background(), files)
 		if problems, ok := render.Problems(err); ok {
 			err = problems
