@@ -30,3 +30,13 @@ spec:
 		t.Fatalf("validate: %v\n%s%s", err, out, stderr)
 	}
 }
+
+// TestValidateSourceWithoutConfig: --source picks a source of the config, so without
+// --config it is refused rather than ignored.
+func TestValidateSourceWithoutConfig(t *testing.T) {
+	dir := writeDir(t, map[string]string{"db.yaml": "apiVersion: trueup.dev/v1\nkind: ResourceType\nmetadata: {name: Database}\n"})
+	_, _, err := runCLI(t, "validate", dir, "--source", "shop")
+	if err == nil || !strings.Contains(err.Error(), "--source shop names a source of the controller config: give the config with --config") {
+		t.Fatalf("validate --source without --config: %v", err)
+	}
+}
