@@ -121,3 +121,43 @@ spec:
 		t.Errorf("without InputFiles: %v", err)
 	}
 }
+
+// TestOverlayChangesOnlyTheSetDocument: an overlay acts on the ResourceSet document, not on
+// the resources trueup generates from it after the render; namespace: moves them with the
+// set, namePrefix does not rename them, so two overlays of one set conflict.
+func TestOverlayChangesOnlyTheSetDocument(t *testing.T) {
+	set := strings.ReplaceAll(bigSet(0), "\n\n\n", "")
+	for ov, want := range map[string]string{
+		"namespace: staging\n":             "staging/db-t0 {\"size\":1} dbs",
+		"labels: [{pairs: {env: prod}}]\n": "shop/db-t0 {\"size\":1} dbs",
+		"commonAnnotations: {team: a}\n":   "shop/db-t0 {\"size\":1} dbs",
+		"patches:\n  - target: {kind: Database}\n    patch: |-\n      - {op: replace, path: /spec/size, value: 7}\n": "shop/db-t0 {\"size\":1} dbs",
+	} {
+		files := setFiles(set)
+		files["deploy/overlays/prod/kustomization.yaml"] = "resources: [../../base]\n" + ov
+		out, err := Kustomize(context.Background(), snapshot(files), setOpts)
+		if err != nil {
+			t.Fatalf("%q: %v", ov, err)
+		}
+		s, err := manifest.NewLoader().Load(out, manifest.Options{})
+		if err != nil {
+			t.Fatalf("%q: %v", ov, err)
+		}
+		var got []string
+		for _, r := range s.Resources {
+			got = append(got, fmt.Sprintf("%s/%s %s %s%s", r.Namespace, r.Name, r.Spec, r.Labels["trueup.dev/resource-set"], r.Labels["env"]+r.Annotations["team"]))
+		}
+		if strings.Join(got, "; ") != want {
+			t.Errorf("%q: resources %q, want %q", ov, got, want)
+		}
+	}
+	files := setFiles(set)
+	files["deploy/overlays/staging/kustomization.yaml"] = "resources: [../../base]\nnamePrefix: staging-\n"
+	out, err := Kustomize(context.Background(), snapshot(files), setOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := manifest.NewLoader().Load(out, manifest.Options{}); err == nil || !strings.Contains(err.Error(), "duplicate resource shop/Database/db-t0") {
+		t.Errorf("two overlays of one set: %v, want a duplicate db-t0", err)
+	}
+}
