@@ -86,7 +86,9 @@ func Diff(ctx context.Context, c *apiclient.Client, dir, sourceName string, kust
 	if err != nil {
 		return nil, err
 	}
+	var inputFiles []sources.File // the files as read, when a render replaces them
 	if renderFn != nil {
+		inputFiles = files
 		if files, err = renderFn(ctx, files); err != nil {
 			if problems, ok := render.Problems(err); ok {
 				p.invalid = problems
@@ -125,14 +127,14 @@ func Diff(ctx context.Context, c *apiclient.Client, dir, sourceName string, kust
 		return nil, err
 	}
 	loader, opener := manifest.NewLoader(), sealed.NewOpener(keys)
-	set, err := sealed.Load(loader, opener, files, manifest.Options{KnownTypes: known}, nil)
+	set, err := sealed.Load(loader, opener, files, manifest.Options{KnownTypes: known, InputFiles: inputFiles}, nil)
 	if err == nil && len(set.Types) > 0 {
 		// DIR is a whole source: load it again as its sync would, without its own stored types.
 		others, kerr := knownTypes(types.Items, sourceName)
 		if kerr != nil {
 			return nil, kerr
 		}
-		set, err = sealed.Load(loader, opener, files, manifest.Options{KnownTypes: others}, nil)
+		set, err = sealed.Load(loader, opener, files, manifest.Options{KnownTypes: others, InputFiles: inputFiles}, nil)
 	}
 	if errors.As(err, &p.invalid) {
 		return p, nil

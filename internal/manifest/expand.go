@@ -88,10 +88,33 @@ type setEntry struct {
 
 // originOf is p's ValidationError.Origin.
 func (p placed) originOf() string {
-	if g := p.doc.gen; g != nil {
+	return joinOrigin(p.origin, p.doc.gen)
+}
+
+// setOf is the ResourceSet that generated p's document, nil for a written one.
+func (p placed) setOf() *setDoc {
+	return p.doc.gen.setOf()
+}
+
+// setOf is the ResourceSet of g, nil for nil.
+func (g *genRef) setOf() *setDoc {
+	if g == nil {
+		return nil
+	}
+	return g.t.set
+}
+
+// joinOrigin is the ValidationError.Origin of a document of a file whose own origin is
+// file ("rendered by …" or empty) and that g generated (nil for a written document):
+// "rendered by overlays/prod/kustomization.yaml, tenant=acme" when both are known.
+func joinOrigin(file string, g *genRef) string {
+	switch {
+	case g == nil:
+		return file
+	case file == "":
 		return g.origin()
 	}
-	return p.origin
+	return file + ", " + g.origin()
 }
 
 // docPath is where pth of p's document is in its file: below its template for a generated
@@ -116,6 +139,9 @@ func (ld *load) collectSets(files []sources.File, docs []placed) ([]*setRun, []p
 	}
 	if len(runs) == 0 {
 		return nil, docs
+	}
+	if ld.opts.InputFiles != nil {
+		files = ld.opts.InputFiles
 	}
 	paths := make([]string, 0, len(files))
 	byPath := make(map[string]*sources.File, len(files))
@@ -537,7 +563,7 @@ func setInfos(runs []*setRun) []ResourceSetInfo {
 	}
 	out := make([]ResourceSetInfo, 0, len(runs))
 	for _, run := range runs {
-		out = append(out, ResourceSetInfo{Namespace: run.set.namespace.String(), Name: run.set.name, File: run.p.file, Line: run.set.line,
+		out = append(out, ResourceSetInfo{Namespace: run.set.namespace.String(), Name: run.set.name, File: run.p.file, Line: run.p.line(run.set.line),
 			Inputs: run.inputs, Members: len(run.docs)})
 	}
 	slices.SortFunc(out, func(a, b ResourceSetInfo) int {
@@ -571,7 +597,9 @@ func capSetProblems(errs Errors, sets []setSpan) Errors {
 	total := make([]int, len(sets))
 	for j, e := range errs {
 		of[j] = -1
-		if e.Origin != "" && !strings.HasPrefix(e.Origin, "rendered by ") {
+		if e.set != nil {
+			of[j] = slices.IndexFunc(sets, func(r setSpan) bool { return r.file == e.File && r.set == e.set })
+		} else if e.Origin != "" && !strings.HasPrefix(e.Origin, "rendered by ") {
 			of[j] = slices.IndexFunc(sets, func(r setSpan) bool {
 				return r.file == e.File && r.set.line <= e.Line && e.Line <= r.set.lastLine
 			})
@@ -583,6 +611,7 @@ func capSetProblems(errs Errors, sets []setSpan) Errors {
 	out := make(Errors, 0, len(errs))
 	kept := make([]int, len(sets))
 	for j, e := range errs {
+		e.set = nil
 		i := of[j]
 		if i < 0 {
 			out = append(out, e)

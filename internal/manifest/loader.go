@@ -38,6 +38,10 @@ type Options struct {
 	// Limits caps the revision's files, documents and resources; zero fields take the
 	// defaults.
 	Limits Limits
+	// InputFiles, when set, are the files a ResourceSet's spec.inputsFrom is resolved in,
+	// instead of the files loaded: the revision as fetched when the files loaded are a
+	// renderer's output, which holds no inputs file (an inputs file is not a resource).
+	InputFiles []sources.File
 	// EncryptedUnknown: a spec string that is an encrypted field's marker
 	// (EncryptedMarkerPrefix…) stands for a value not known, as a secret reference does:
 	// schema problems at it are dropped and a rule whose outcome depends on it is skipped,
@@ -107,7 +111,7 @@ type source struct {
 }
 
 func (p placed) at(line int, pth, msg string) ValidationError {
-	return ValidationError{File: p.file, Line: p.line(line), Path: pth, Msg: msg, Origin: p.originOf()}
+	return ValidationError{File: p.file, Line: p.line(line), Path: pth, Msg: msg, Origin: p.originOf(), set: p.setOf()}
 }
 
 // place puts a problem found in the file's data at the file.
@@ -728,7 +732,7 @@ func setResources(items []resourceAt) ([]Resource, []transitionCheck) {
 		if it.cs.rules != nil && it.cs.rules.transition {
 			p := it.p
 			transitions = append(transitions, transitionCheck{i: i, schemaHash: it.cs.hash, schema: it.cs.raw,
-				file: p.file, data: p.data, docIndex: p.doc.index, gen: p.doc.gen})
+				file: p.file, data: p.data, docIndex: p.doc.index, gen: p.doc.gen, origin: p.origin})
 		}
 	}
 	// Each Resource is built on its own (decoded is only read): in parallel, since a
@@ -754,6 +758,7 @@ func setResources(items []resourceAt) ([]Resource, []transitionCheck) {
 				File:        p.file,
 				Line:        p.line(p.doc.line),
 				gen:         p.doc.gen,
+				fileOrigin:  p.origin,
 			}
 		}
 	})
@@ -773,7 +778,7 @@ func (ld *load) checkReferences(resources []Resource) {
 				if len(d.Outputs) == 0 {
 					pth = "dependsOn"
 				}
-				ld.errs = append(ld.errs, ValidationError{File: r.File, Line: r.Line, Path: pth, Msg: err.Error(), Origin: r.origin()})
+				ld.errs = append(ld.errs, ValidationError{File: r.File, Line: r.Line, Path: pth, Msg: err.Error(), Origin: r.origin(), set: r.gen.setOf()})
 			}
 		}
 	}
@@ -938,7 +943,7 @@ func (ld *load) locate(p placed, problems []schemaProblem) []ValidationError {
 	}
 	rd, ok := ld.rawDoc(p)
 	out := make([]ValidationError, 0, len(problems))
-	origin := p.originOf()
+	origin, set := p.originOf(), p.setOf()
 	for _, pr := range problems {
 		line := p.doc.line
 		if ok {
@@ -948,7 +953,7 @@ func (ld *load) locate(p placed, problems []schemaProblem) []ValidationError {
 			}
 			line = lineOf(rd.root, p.docPath(at))
 		}
-		out = append(out, ValidationError{Line: line, Path: pr.path.String(), Msg: pr.msg, Origin: origin})
+		out = append(out, ValidationError{Line: line, Path: pr.path.String(), Msg: pr.msg, Origin: origin, set: set})
 	}
 	return out
 }

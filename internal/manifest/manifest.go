@@ -40,6 +40,8 @@ type ValidationError struct {
 	// that rendered the file ("rendered by overlays/prod/kustomization.yaml"). Empty for a
 	// written document.
 	Origin string
+
+	set *setDoc // the ResourceSet that generated the document, until capSetProblems
 }
 
 // Error formats the problem as "file:line (origin): path: msg", leaving out the parts that
@@ -173,15 +175,13 @@ type Resource struct {
 	File      string
 	Line      int
 
-	gen *genRef // set when a ResourceSet generated it
+	gen        *genRef // set when a ResourceSet generated it
+	fileOrigin string  // its file's ValidationError.Origin: "rendered by …" for a rendered file
 }
 
 // origin is the resource's ValidationError.Origin.
 func (r *Resource) origin() string {
-	if r.gen == nil {
-		return ""
-	}
-	return r.gen.origin()
+	return joinOrigin(r.fileOrigin, r.gen)
 }
 
 // Set is the validated content of one revision. Types holds only the types declared in the
@@ -398,7 +398,7 @@ type ResourceSetInfo struct {
 	Namespace string
 	Name      string
 	File      string // slash-separated path of the set's file
-	Line      int    // line of the set's document in File
+	Line      int    // line of the set's document in File; 0 in a rendered file
 	Inputs    int    // inputs after the matrix product (inputs × matrix combinations)
 	Members   int    // resources generated
 }

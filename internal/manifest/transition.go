@@ -43,6 +43,7 @@ type transitionCheck struct {
 	data       []byte // the file's content, for lines
 	docIndex   int    // the document's position in the file's YAML stream
 	gen        *genRef
+	origin     string // the file's ValidationError.Origin
 }
 
 // TransitionCandidates returns the resources of s whose schema has transition rules: the
@@ -108,11 +109,11 @@ func (l *Loader) CheckTransitions(s *Set, old map[ResourceKey]json.RawMessage) e
 			sets = append(sets, setSpan{file: tc.file, set: g.t.set})
 		}
 		p := placed{
-			source: &source{file: tc.file, key: tc.file, data: tc.data},
+			source: &source{file: tc.file, key: tc.file, data: tc.data, origin: tc.origin},
 			doc:    &document{index: tc.docIndex, line: r.Line, gen: tc.gen},
 		}
 		for _, ve := range ld.locate(p, problems) {
-			ve.File = tc.file
+			ve.File, ve.Line = tc.file, p.line(ve.Line)
 			errs = append(errs, ve)
 		}
 	}

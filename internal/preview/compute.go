@@ -117,6 +117,7 @@ func (c *Checker) CheckFrom(ctx context.Context, snap *sources.Snapshot, from Or
 	if err != nil {
 		return Result{}, "", err
 	}
+	var inputFiles []sources.File // the snapshot as fetched, when a render replaces it
 	if c.Render != nil {
 		files, err := c.Render(ctx, snap.Files)
 		if problems, ok := render.Problems(err); ok {
@@ -129,6 +130,7 @@ func (c *Checker) CheckFrom(ctx context.Context, snap *sources.Snapshot, from Or
 		if err != nil {
 			return Result{}, "", fmt.Errorf("render %s: %w", clip.Rev(snap.Revision), err)
 		}
+		inputFiles = snap.Files
 		snap = &sources.Snapshot{Revision: snap.Revision, Author: snap.Author, Files: files}
 	}
 	var readErr error
@@ -148,7 +150,7 @@ func (c *Checker) CheckFrom(ctx context.Context, snap *sources.Snapshot, from Or
 		}
 		return out, nil
 	}
-	set, err := sealed.LoadMasked(c.Loader, snap.Files, manifest.Options{KnownTypes: known, CheckAction: c.CheckAction, CheckReference: c.CheckReference, Limits: c.Limits},
+	set, err := sealed.LoadMasked(c.Loader, snap.Files, manifest.Options{KnownTypes: known, CheckAction: c.CheckAction, CheckReference: c.CheckReference, Limits: c.Limits, InputFiles: inputFiles},
 		applied,
 		func(set *manifest.Set) error {
 			cands := set.TransitionCandidates()

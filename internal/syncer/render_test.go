@@ -91,6 +91,47 @@ func TestSyncRendersKustomize(t *testing.T) {
 	}
 }
 
+// TestSyncRendersResourceSetInputs: a ResourceSet in a kustomize base reads its inputsFrom
+// folder from the revision as fetched (the folder is not a resource, so not in kustomize's
+// output), resolved from the set's own file.
+func TestSyncRendersResourceSetInputs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var r repo
+	r.set(rev(1), map[string]string{
+		"deploy/types/kustomization.yaml": "resources: [t.yaml]\n",
+		"deploy/types/t.yaml":             dbType,
+		"deploy/base/kustomization.yaml":  "resources: [set.yaml]\n",
+		"deploy/base/set.yaml": `apiVersion: trueup.dev/v1
+kind: ResourceSet
+metadata: {name: dbs, namespace: default}
+spec:
+  inputsFrom: [{path: tenants/}]
+  resources:
+    - apiVersion: infra.example.com/v1
+      kind: Database
+      metadata: {name: "db-<< inputs.tenant >>"}
+      spec: {size: "<< inputs.size >>"}
+`,
+		"deploy/base/tenants/a.yaml":              "- {tenant: acme, size: 10}\n- {tenant: globex, size: 20}\n",
+		"deploy/overlays/prod/kustomization.yaml": "resources: [../../base]\n",
+	})
+	s := New(b.store, Options{Name: "infra", Source: r.source(), Interval: time.Hour, Prune: true, Replica: "r1", LeaseTTL: 15 * time.Second,
+		Render: render.Kustomizations("deploy", config.Kustomize{Paths: []string{"types", "overlays/*"}}, 0)}, slog.New(slog.DiscardHandler))
+	if _, err := s.SyncOnce(b.ctx); err != nil {
+		t.Fatal(err)
+	}
+	for name, spec := range map[string]string{"db-acme": `{"size": 10}`, "db-globex": `{"size": 20}`} {
+		res, err := b.store.GetResource(b.ctx, "default", "Database", name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if string(res.Spec) != spec || res.Source.Path != "deploy/base/set.yaml" {
+			t.Errorf("%s: spec %s from %s, want %s from deploy/base/set.yaml", name, res.Spec, res.Source.Path, spec)
+		}
+	}
+}
+
 // TestSyncRenderInterrupted: a render that runs out of time or is cancelled does not reject
 // the revision; the next sync of the same head renders and applies it.
 func TestSyncRenderInterrupted(t *testing.T) {

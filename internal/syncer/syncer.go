@@ -578,6 +578,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 	}
 	step.SetAttributes(attribute.Int("trueup.files", len(snap.Files)))
 	step.End()
+	var inputFiles []sources.File // the snapshot as fetched, when a render replaces it
 	if s.opts.Render != nil {
 		rctx, step := tracer.Start(ctx, "render")
 		files, err := s.render(rctx, snap)
@@ -593,6 +594,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 		}
 		step.SetAttributes(attribute.Int("trueup.files", len(files)))
 		step.End()
+		inputFiles = snap.Files
 		snap = &sources.Snapshot{Revision: snap.Revision, Author: snap.Author, Files: files}
 	}
 	fetched := time.Since(start)
@@ -609,9 +611,9 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 	}
 	// Transition rules run on the plaintext set, before encrypted fields become markers.
 	set, err := sealed.Load(s.loader, s.opts.Opener, snap.Files, manifest.Options{KnownTypes: known, CheckAction: s.opts.CheckAction, Limits: s.opts.Limits,
-		CheckReference: s.opts.CheckReference, Parsed: onParsed}, func(set *manifest.Set) error { return s.checkTransitions(ctx, set, lease.Term) })
+		CheckReference: s.opts.CheckReference, Parsed: onParsed, InputFiles: inputFiles}, func(set *manifest.Set) error { return s.checkTransitions(ctx, set, lease.Term) })
 	noManifests := len(snap.Files) == 0
-	snap.Files = nil // parsed: the file bytes need not live through the apply (14 MB at 100k resources)
+	snap.Files, inputFiles = nil, nil // parsed: the file bytes need not live through the apply (14 MB at 100k resources)
 	if err != nil {
 		tracing.Fail(step, s.opts.Redact.Scrub(loadFailure(err)))
 	} else {

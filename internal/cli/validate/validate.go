@@ -37,6 +37,10 @@ type Render struct {
 // set), prints every problem to errOut and returns cli.ExitCode(1) when there are any, or
 // prints a one-line summary to out.
 func Folder(dir, configPath string, rd Render, out, errOut io.Writer) error {
+	if rd.Source != "" && configPath == "" {
+		// --source picks a render block of the config: without one it would do nothing.
+		return fmt.Errorf("--source %s names a source of the controller config: give the config with --config", rd.Source)
+	}
 	opts := manifest.Options{}
 	scrub := func(s string) string { return s }
 	var cfg *config.Config
@@ -109,6 +113,7 @@ func Folder(dir, configPath string, rd Render, out, errOut io.Writer) error {
 	}
 	var set *manifest.Set
 	if renderFn != nil {
+		opts.InputFiles = files // inputsFrom reads the files as they are, not as rendered
 		files, err = renderFn(context.Background(), files)
 		if problems, ok := render.Problems(err); ok {
 			err = problems
