@@ -25,9 +25,9 @@ type resourceSetData struct {
 	SourceLink string
 	FileURL    string
 	Rev        revision
-	Phases     []phaseTotal // non-zero only, linked to the resources page
-	Members    []resourceRow
-	All        string // the resources page listing every member
+	Phases     []phaseTotal  // non-zero only, linked to the resources page
+	Items      []resourceRow // the page's members
+	All        string        // the resources page listing every member
 	Next       string
 	First      string
 }
@@ -63,7 +63,7 @@ func (s *Server) resourceSetPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for _, it := range items {
-		d.Members = append(d.Members, makeRow(it))
+		d.Items = append(d.Items, makeRow(it))
 	}
 	self := resourceSetPath(rs.Namespace, rs.Name)
 	if next != "" {
