@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/kustomize/kyaml/openapi"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -150,6 +151,7 @@ func Kustomize(ctx context.Context, files []sources.File, opt Options) ([]source
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	openapiOnce.Do(initOpenAPI)
 
 	// Every root is checked before any is built: a refusal costs no build.
 	checks := make([]*check, len(roots))
@@ -315,6 +317,16 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 		return nil, errorAt(kfile, "%d resources, more than the limit of %d per kustomization (render.kustomize.maxResources); split it into several kustomizations", n, limit)
 	}
 	return t.output(kfile, res.m)
+}
+
+// openapiOnce parses kustomize's builtin OpenAPI schema before any build: kyaml parses it
+// lazily on first use, under a lock its readers do not take, so two first builds running at
+// once race on its tables. The default schema is never reset afterwards (custom schemas are
+// refused by the pre-check).
+var openapiOnce sync.Once
+
+func initOpenAPI() {
+	openapi.SchemaForResourceType(kyaml.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"})
 }
 
 // builds bounds the kustomize builds running in the process, those given up on included.
