@@ -42,7 +42,7 @@ func atLeast(x float64) func(float64) bool { return func(v float64) bool { retur
 func atMost(x float64) func(float64) bool  { return func(v float64) bool { return v <= x } }
 
 func main() {
-	only := flag.String("only", "", "comma-separated figure groups to run (graph,resourceset,policy,reconcile,gate,windows,calls,chain,apiload,defaults,sync,syncrules,synckustomize,claim,webhook,failover,serve,preview)")
+	only := flag.String("only", "", "comma-separated figure groups to run (graph,resourceset,policy,reconcile,gate,windows,calls,chain,apiload,defaults,sync,syncrules,synckustomize,claim,webhook,failover,serve,preview; scale1m only when named)")
 	traced := flag.Bool("tracing", false, "export every span to a collector on loopback, as with a tracing: block (figures with tracing on)")
 	flag.Parse()
 	ctx := context.Background()
@@ -183,6 +183,12 @@ func run(ctx context.Context, only string, log *slog.Logger) error {
 	if want("serve") {
 		if err := b.serveFigures(ctx); err != nil {
 			return fmt.Errorf("serve: %w", err)
+		}
+	}
+	// scale1m runs only when named: it takes minutes and gigabytes of disk.
+	if strings.Contains(","+only+",", ",scale1m,") {
+		if err := b.scale1mFigures(ctx); err != nil {
+			return fmt.Errorf("a million resources: %w", err)
 		}
 	}
 	return nil
