@@ -13,7 +13,7 @@ BUILD_DATE  := $(BUILD_DATE)
 STAMP       := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(BUILD_DATE)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build run example-terraform test smoke bench fuzz lint docs docs-check openapi-lint postgres chromium \
+.PHONY: all build run example-terraform test smoke bench fuzz lint docs docs-check openapi-lint postgres pgbouncer chromium \
 	terraform clean dist dist-build image
 
 all: build
@@ -43,7 +43,7 @@ example-terraform: postgres terraform build
 		./.ci/run-data-dir.sh ./$(BIN) serve --config examples/terraform/trueup.yaml
 
 ## test: the whole suite against a real PostgreSQL (private cluster, or TRUEUP_TEST_DATABASE_URL)
-test: cc postgres chromium terraform
+test: cc postgres pgbouncer chromium terraform
 	PATH="$$PATH:$$($(GO) env GOPATH)/bin" $(GO) test -race -count=1 -timeout 20m ./...
 
 ## smoke: start what `make run` starts, wait until every example resource is Ready (but the one that fails on purpose), print them, stop
@@ -110,6 +110,10 @@ cc:
 ## postgres: install PostgreSQL server binaries when missing (apt-get as root, else print the command)
 postgres:
 	@./.ci/ensure-postgres.sh
+
+## pgbouncer: install PgBouncer for the tests behind a pooler when missing (apt-get as root, else print the command)
+pgbouncer:
+	@./.ci/ensure-pgbouncer.sh
 
 ## chromium: install Debian's Chromium for the dashboard's browser test when missing
 chromium:

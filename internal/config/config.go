@@ -92,6 +92,13 @@ type Database struct {
 	// ${VAR}; the environment variable TRUEUP_DATABASE_URL overrides it. Empty: trueup starts
 	// a private cluster under dataDir.
 	URL string `yaml:"url"`
+	// SessionURL reaches the same database directly when url goes through a pooler in
+	// transaction mode (PgBouncer's pool_mode=transaction): the replica's LISTEN connection
+	// and its liveness session (an advisory lock held for its lifetime) connect here, and
+	// actions get it as their database URL; everything else goes through url. The variable
+	// TRUEUP_DATABASE_SESSION_URL overrides it. Without it, serve refuses a url that goes
+	// through such a pooler.
+	SessionURL string `yaml:"sessionURL"`
 }
 
 // Server is the HTTP listener, and the process's memory.
@@ -408,6 +415,10 @@ func Parse(data []byte, baseDir string, getenv func(string) string) (*Config, er
 		c.Database.URL = u
 		c.secrets[u]++
 	}
+	if u := getenv("TRUEUP_DATABASE_SESSION_URL"); u != "" {
+		c.Database.SessionURL = u
+		c.secrets[u]++
+	}
 	// resyncInterval: 0 turns resync off; only an absent key takes the default.
 	c.resyncSet = hasKey(root.Content[0], "reconcile", "resyncInterval")
 	c.applyDefaults()
@@ -539,6 +550,9 @@ func (c *Config) Validate() error {
 		if r.v < 0 {
 			bad("retention.notifications.%s: %s must not be negative (0 takes the default)", r.name, r.v)
 		}
+	}
+	if c.Database.SessionURL != "" && c.Database.URL == "" {
+		bad("database.sessionURL: set without database.url (the private cluster needs none)")
 	}
 	seen := map[string]bool{}
 	for i, s := range c.Sources {

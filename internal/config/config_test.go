@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -163,6 +164,28 @@ func TestDatabaseURLOverride(t *testing.T) {
 	}
 	if c.Database.URL != "postgres://u:pw@db/trueup" {
 		t.Errorf("url %q", c.Database.URL)
+	}
+}
+
+// TestDatabaseSessionURL: the environment overrides the file, the value is scrubbed as the
+// url's is, and a session URL without a url is refused.
+func TestDatabaseSessionURL(t *testing.T) {
+	t.Parallel()
+	const session = "postgres://u:direct-secret@db-direct/trueup"
+	c, err := Parse([]byte("database: {url: postgres://pooler/trueup, sessionURL: postgres://a}\n"), "/x",
+		env(map[string]string{"TRUEUP_DATABASE_SESSION_URL": session}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Database.SessionURL != session {
+		t.Errorf("sessionURL %q", c.Database.SessionURL)
+	}
+	if got := c.ScrubError(errors.New("dial " + session)).Error(); strings.Contains(got, "direct-secret") {
+		t.Errorf("scrubbed error %q still shows the session URL", got)
+	}
+	if _, err := Parse([]byte("database: {sessionURL: postgres://a}\n"), "/x", env(nil)); err == nil ||
+		!strings.Contains(err.Error(), "database.sessionURL: set without database.url") {
+		t.Errorf("sessionURL without url: %v", err)
 	}
 }
 

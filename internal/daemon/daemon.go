@@ -235,6 +235,14 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 		return err
 	}
 	rt.store, rt.dbURL = db.Store, db.URL
+	if cfg.Database.URL != "" {
+		// Behind a pooler in transaction mode, LISTEN and the liveness lock would each
+		// land on any server session: refused unless database.sessionURL carries them.
+		if err := db.Store.CheckSessions(ctx); err != nil {
+			db.Close()
+			return errors.New(scrub(err.Error()))
+		}
+	}
 	rt.acts = actions.NewSet(nil)
 	met := metrics.New(metrics.Options{Logger: logger, SpansDropped: traces.SpansDropped,
 		Queue: func(ctx context.Context) (metrics.QueueStats, error) {

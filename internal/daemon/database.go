@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"path/filepath"
@@ -12,7 +13,7 @@ import (
 
 // Database is the store plus, when database.url is empty, the private cluster behind it.
 type Database struct {
-	URL     string // what the store connected to, for actions.Env.DatabaseURL
+	URL     string // for actions.Env.DatabaseURL: database.sessionURL when set (terraform's pg backend locks per session), else what the store connected to
 	Store   *store.Store
 	API     *store.Store // the same database through the API's own pool
 	cluster *pgembed.Cluster
@@ -46,15 +47,16 @@ func OpenDatabase(ctx context.Context, cfg *config.Config, logger *slog.Logger) 
 		url = c.URL("trueup")
 		logger.Info("private PostgreSQL started; open it with the psql command", "psql", c.PsqlCommand("trueup"))
 	}
-	st, err := store.Open(ctx, url, store.Options{MaxConns: int32(cfg.Reconcile.Workers + 8)})
+	session := cfg.Database.SessionURL
+	st, err := store.Open(ctx, url, store.Options{MaxConns: int32(cfg.Reconcile.Workers + 8), SessionURL: session})
 	if err != nil {
 		d.Close()
 		return nil, err
 	}
-	d.Store, d.URL = st, url
+	d.Store, d.URL = st, cmp.Or(session, url)
 	// API and dashboard requests read through a pool of their own: no number of clients can
 	// take the connections the reconciler writes results with.
-	api, err := store.Open(ctx, url, store.Options{MaxConns: apiConns})
+	api, err := store.Open(ctx, url, store.Options{MaxConns: apiConns, SessionURL: session})
 	if err != nil {
 		d.Close()
 		return nil, err

@@ -23,7 +23,7 @@ func (s *Store) NotifySync(ctx context.Context, source, commit string) error {
 	return err
 }
 
-// Listen keeps one connection outside the pool LISTENing on channels and calls fn for each
+// Listen keeps one connection outside the pool (on Options.SessionURL when set) LISTENing on channels and calls fn for each
 // notification, until ctx ends. After a lost connection it reconnects with backoff; fn is
 // called with channel "" after every (re)connect, since notifications sent meanwhile are
 // lost and the caller must look for work itself.
@@ -45,11 +45,10 @@ func (s *Store) Listen(ctx context.Context, channels []string, fn func(channel, 
 }
 
 func (s *Store) listenOnce(ctx context.Context, channels []string, fn func(string, string), connected func()) error {
-	pc, err := s.pool.Acquire(ctx)
+	conn, err := s.sessionConn(ctx, s.pool)
 	if err != nil {
 		return err
 	}
-	conn := pc.Hijack()
 	defer conn.Close(context.Background())
 	for _, ch := range channels {
 		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {

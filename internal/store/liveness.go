@@ -32,18 +32,17 @@ type Liveness struct {
 	Key  int32
 }
 
-// HoldLiveness opens the replica's liveness session, takes a fresh lock key, records it on the
+// HoldLiveness opens the replica's liveness session (on Options.SessionURL when set), takes a fresh lock key, records it on the
 // replica's row and releases whatever the replica's previous session still held, recording
 // its attempts as Interrupted. Replica names are unique per process, so a previous session
 // that still holds its lock is this process's own, cut off (a dropped idle connection the
 // server has not noticed yet): it is terminated rather than waited for — it may otherwise
 // linger until the server's TCP keepalive ends it.
 func (s *Store) HoldLiveness(ctx context.Context, r Replica) (*Liveness, int, error) {
-	pc, err := s.leases.Acquire(ctx)
+	conn, err := s.sessionConn(ctx, s.leases)
 	if err != nil {
 		return nil, 0, fmt.Errorf("liveness session: %w", err)
 	}
-	conn := pc.Hijack()
 	l := &Liveness{conn: conn}
 	fail := func(err error) (*Liveness, int, error) {
 		_ = conn.Close(context.Background())

@@ -42,11 +42,20 @@ type Store struct {
 	// busy with API queries or results must never let a replica's leases expire.
 	leases *pgxpool.Pool
 	url    string
+	// session, when set, is where the connections that need a session of their own (LISTEN,
+	// the liveness lock) connect, instead of leaving the pool (Options.SessionURL).
+	session *pgx.ConnConfig
 }
 
 // Options tune the pool.
 type Options struct {
 	MaxConns int32
+	// SessionURL reaches PostgreSQL directly when url goes through a pooler in transaction
+	// mode (PgBouncer's pool_mode=transaction): the LISTEN connection and the liveness
+	// session connect there. With it set, the pool runs every statement in one round trip
+	// without named prepared statements (pgx's QueryExecModeCacheDescribe), which a pooler
+	// handing each transaction to another server connection does not keep.
+	SessionURL string
 }
 
 // Open connects to url. It does not migrate.
@@ -62,6 +71,16 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		cfg.MaxConns = 8
 	}
 	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	var session *pgx.ConnConfig
+	if opts.SessionURL != "" {
+		if session, err = pgx.ParseConfig(opts.SessionURL); err != nil {
+			return nil, fmt.Errorf("parse database session url: %w", redactErr(err))
+		}
+		session.ConnectTimeout = 5 * time.Second
+		if cfg.ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement { // pgx's default, not a choice in the url
+			cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+		}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to database: %w", redactErr(err))
@@ -73,7 +92,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to database: %w", redactErr(err))
 	}
-	return &Store{pool: pool, leases: leases, url: url}, nil
+	return &Store{pool: pool, leases: leases, url: url, session: session}, nil
 }
 
 // Close closes the pool; safe twice.
@@ -88,6 +107,23 @@ func (s *Store) Close() {
 
 // Pool exposes the pool for the few callers that need a dedicated connection (LISTEN).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// sessionConn opens a connection for a session of its own: to Options.SessionURL when set,
+// else one taken out of pool for good (the caller closes it).
+func (s *Store) sessionConn(ctx context.Context, pool *pgxpool.Pool) (*pgx.Conn, error) {
+	if s.session != nil {
+		conn, err := pgx.ConnectConfig(ctx, s.session)
+		if err != nil {
+			return nil, fmt.Errorf("connect to database.sessionURL: %w", err)
+		}
+		return conn, nil
+	}
+	pc, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return pc.Hijack(), nil
+}
 
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error {
