@@ -413,6 +413,25 @@ type procReplicaList struct {
 	Self  string         `json:"self"`
 }
 
+// reconcilingHolder waits until one of the replicas holds the source's lease and reconciles,
+// and returns it with its name.
+func (w *procWorld) reconcilingHolder() (holder *procReplica, name string) {
+	w.t.Helper()
+	w.eventually(60*time.Second, "the source's holder reconciling", func() (bool, string) {
+		var l procReplicaList
+		if err := w.getAny("/api/v1/replicas", &l); err != nil {
+			return false, err.Error()
+		}
+		h := l.holders("source:infra")
+		if len(h) != 1 || h[0].Reconciles == 0 {
+			return false, fmt.Sprintf("holders %+v", h)
+		}
+		holder, name = w.byPID(h[0].PID), h[0].Name
+		return holder != nil, fmt.Sprintf("holder %+v is not ours", h[0])
+	})
+	return holder, name
+}
+
 // holders returns the alive replicas holding lease name.
 func (l procReplicaList) holders(name string) []wire.Replica {
 	var out []wire.Replica

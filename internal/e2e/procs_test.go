@@ -167,20 +167,7 @@ func TestProcsKillLeaseHolder(t *testing.T) {
 	w.start(3)
 	st := procDB(t, url)
 
-	var victim *procReplica
-	var victimName string
-	w.eventually(60*time.Second, "the source's holder reconciling", func() (bool, string) {
-		var l procReplicaList
-		if err := w.getAny("/api/v1/replicas", &l); err != nil {
-			return false, err.Error()
-		}
-		h := l.holders("source:infra")
-		if len(h) != 1 || h[0].Reconciles == 0 {
-			return false, fmt.Sprintf("holders %+v", h)
-		}
-		victim, victimName = w.byPID(h[0].PID), h[0].Name
-		return victim != nil, fmt.Sprintf("holder %+v is not ours", h[0])
-	})
+	victim, victimName := w.reconcilingHolder()
 	// What the victim holds right before it dies (read before the kill: a peer releases it
 	// within a poll of the kill). A call may still finish between this read and the kill.
 	leased := procStrings(t, st, "SELECT namespace || '/' || kind || '/' || name FROM resources WHERE lease_owner = $1", victimName)
