@@ -51,7 +51,7 @@ func probeSessions(ctx context.Context, cfg *pgx.ConnConfig) (bool, error) {
 	token := strconv.FormatUint(rand.Uint64(), 36)
 	const read = "SELECT pg_backend_pid(), COALESCE(current_setting('trueup.session_probe', true), '') = $1"
 	var first, other, again sessionRead
-	if err := a.QueryRow(ctx, "SELECT pg_backend_pid(), set_config('trueup.session_probe', $1, false) = $1", token).Scan(&first.pid, &first.saw); err != nil {
+	if err := a.QueryRow(ctx, "SELECT pg_backend_pid(), set_config('trueup.session_probe', $1, false)", token).Scan(&first.pid, new(string)); err != nil {
 		return false, err
 	}
 	tx, err := b.Begin(ctx)

@@ -12,7 +12,7 @@ import (
 
 func TestSessionsPooled(t *testing.T) {
 	t.Parallel()
-	first := sessionRead{pid: 10, saw: true}
+	first := sessionRead{pid: 10}
 	again := func(pid int32, saw bool) *sessionRead { return &sessionRead{pid: pid, saw: saw} }
 	for _, c := range []struct {
 		name         string
