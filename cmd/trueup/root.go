@@ -45,6 +45,7 @@ func newRootCmd() *cobra.Command {
 		newReconcileCmd(api), newSyncCmd(api), newSuspendCmd(api), newResumeCmd(api), newDeleteCmd(api), newGraphCmd(api), newPreviewCmd(api),
 		newApprovalsCmd(api), newVoteCmd(api, true), newVoteCmd(api, false), newHealthcheckCmd())
 	root.AddCommand(newSourceCmd(api))
+	addCompletionCmd(root)
 	return root
 }
 

@@ -235,12 +235,17 @@ func TestTokenAuth(t *testing.T) {
 }
 
 // TestHostCheckEveryListen: the DNS-rebinding check runs on a non-loopback listen too, with
-// the listen host and server.externalURL's host allowed.
+// the listen host, the machine's addresses when it listens on all of them (a pod's IP), and
+// server.externalURL's host allowed.
 func TestHostCheckEveryListen(t *testing.T) {
 	t.Parallel()
 	h := New(nil, Options{Listen: "0.0.0.0:8080", ExternalURL: "https://trueup.example.com/"}, slog.New(slog.DiscardHandler)).Handler()
-	for host, want := range map[string]int{"127.0.0.1:8080": 200, "localhost": 200, "trueup.example.com": 200, "TRUEUP.example.com.:443": 200,
-		"0.0.0.0:8080": 200, "attacker.example": http.StatusMisdirectedRequest, "10.1.2.3:8080": http.StatusMisdirectedRequest} {
+	cases := map[string]int{"127.0.0.1:8080": 200, "localhost": 200, "trueup.example.com": 200, "TRUEUP.example.com.:443": 200,
+		"0.0.0.0:8080": 200, "attacker.example": http.StatusMisdirectedRequest, "192.0.2.1:8080": http.StatusMisdirectedRequest}
+	for _, ip := range localIPs() {
+		cases[net.JoinHostPort(ip, "8080")] = 200
+	}
+	for host, want := range cases {
 		req := httptest.NewRequest(http.MethodGet, "/healthz", nil)
 		req.Host = host
 		rec := httptest.NewRecorder()

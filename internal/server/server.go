@@ -318,6 +318,14 @@ func (s *Server) checkHost(h http.Handler) http.Handler {
 	allowed := map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true}
 	if host, _, err := net.SplitHostPort(s.opts.Listen); err == nil && host != "" {
 		allowed[strings.ToLower(host)] = true
+		// A listen on every address serves each of the machine's, so their IP literals name
+		// this server too: a pod's IP, which Prometheus and the kubelet send as the Host. A
+		// rebinding page reaches the server under a name of its own, never under its IP.
+		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+			for _, ip := range localIPs() {
+				allowed[ip] = true
+			}
+		}
 	}
 	if u, err := url.Parse(s.opts.ExternalURL); err == nil && u.Hostname() != "" {
 		allowed[strings.ToLower(u.Hostname())] = true
@@ -334,6 +342,21 @@ func (s *Server) checkHost(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// localIPs are the addresses of the machine's network interfaces.
+func localIPs() []string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var ips []string
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			ips = append(ips, n.IP.String())
+		}
+	}
+	return ips
 }
 
 // Start listens and serves in the background; it returns once the listener is bound.
