@@ -107,6 +107,13 @@ type Server struct {
 	MemoryLimit MemoryLimit `yaml:"memoryLimit"`
 	// TLS serves HTTPS with this certificate and key (optional).
 	TLS *TLS `yaml:"tls"`
+	// MCP serves the Model Context Protocol at /mcp (streamable HTTP; default false): tools
+	// for assistants over the API, with its authentication and scoping.
+	MCP bool `yaml:"mcp"`
+	// MCPOperatorTools adds the tools that change things to /mcp (reconcile, suspend,
+	// resume, sync, approve; default false); the API refuses them to callers who are not
+	// operators in the namespace.
+	MCPOperatorTools bool `yaml:"mcpOperatorTools"`
 }
 
 // Source is one manifests source: exactly one of git, dir and oci.
@@ -539,6 +546,9 @@ func (c *Config) Validate() error {
 		if r.v < 0 {
 			bad("retention.notifications.%s: %s must not be negative (0 takes the default)", r.name, r.v)
 		}
+	}
+	if c.Server.MCPOperatorTools && !c.Server.MCP {
+		bad("server.mcpOperatorTools: true needs server.mcp: true (the tools are served at /mcp)")
 	}
 	seen := map[string]bool{}
 	for i, s := range c.Sources {
