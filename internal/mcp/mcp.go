@@ -73,9 +73,9 @@ type call[In any] struct {
 }
 
 func (c call[In]) add(s *sdk.Server, b Backend) {
-	ro, destructive, idem := !c.write, false, true
-	t := &sdk.Tool{Name: c.name, Title: c.title, Description: c.desc,
-		Annotations: &sdk.ToolAnnotations{Title: c.title, ReadOnlyHint: ro, DestructiveHint: &destructive, IdempotentHint: idem}}
+	// A write leaves destructiveHint unset (true): a reconcile may run a resource's deletion.
+	a := &sdk.ToolAnnotations{Title: c.title, ReadOnlyHint: !c.write, IdempotentHint: !c.write}
+	t := &sdk.Tool{Name: c.name, Title: c.title, Description: c.desc, Annotations: a}
 	sdk.AddTool(s, t, func(ctx context.Context, _ *sdk.CallToolRequest, in In) (*sdk.CallToolResult, any, error) {
 		raw, err := c.run(ctx, b, in)
 		if err != nil {
