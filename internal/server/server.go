@@ -1,6 +1,6 @@
 // Package server owns trueup's HTTP surface (DESIGN §9): health and readiness, the read-only
 // JSON API over sources, their pull-request previews, resource types, resources, history and
-// events, and the dashboard.
+// events, the dashboard, and the MCP endpoint /mcp (internal/mcp) over that API.
 package server
 
 import (
