@@ -40,14 +40,10 @@ const instructions = `trueup reconciles resources declared in Git (manifests of 
 	`resource_history and list_events for what happened. Results are the JSON of trueup's HTTP API; ` +
 	`what is outside the caller's namespaces is answered as not found.`
 
-// schemas caches the input schemas inferred from the tools' Go types: /mcp builds a server
-// for each request.
-var schemas = sdk.NewSchemaCache()
-
 // NewServer returns an MCP server whose tools call b.
 func NewServer(b Backend, o Options) *sdk.Server {
 	s := sdk.NewServer(&sdk.Implementation{Name: "trueup", Title: "trueup", Version: o.Version},
-		&sdk.ServerOptions{Instructions: instructions, SchemaCache: schemas})
+		&sdk.ServerOptions{Instructions: instructions})
 	for _, t := range readTools {
 		t.add(s, b)
 	}
