@@ -43,7 +43,7 @@ func newRootCmd() *cobra.Command {
 	root.AddCommand(newServeCmd(), newValidateCmd(), newConfigCmd(), newMigrateCmd(), newVersionCmd(), newTokenCmd(),
 		newGetCmd(api), newDescribeCmd(api), newHistoryCmd(api), newWhyCmd(api), newEventsCmd(api), newDiffCmd(api),
 		newReconcileCmd(api), newSyncCmd(api), newSuspendCmd(api), newResumeCmd(api), newDeleteCmd(api), newGraphCmd(api), newPreviewCmd(api),
-		newApprovalsCmd(api), newVoteCmd(api, true), newVoteCmd(api, false), newHealthcheckCmd())
+		newApprovalsCmd(api), newVoteCmd(api, true), newVoteCmd(api, false), newHealthcheckCmd(), newMCPCmd(api))
 	root.AddCommand(newSourceCmd(api))
 	addCompletionCmd(root)
 	return root

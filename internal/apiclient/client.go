@@ -63,6 +63,13 @@ func New(server, token string, insecure bool, userAgent string) (*Client, error)
 	return &Client{base: u, http: hc, userAgent: userAgent}, nil
 }
 
+// NewInProcess returns a client whose requests go through rt, paths relative to base (the
+// API's own handler called in process, as trueup serve's /mcp does).
+func NewInProcess(base string, rt http.RoundTripper, userAgent string) *Client {
+	u, _ := url.Parse(base)
+	return &Client{base: u, http: &http.Client{Transport: rt}, userAgent: userAgent}
+}
+
 // Get decodes the JSON answer of GET path?query (path escaped already) into v.
 func (c *Client) Get(ctx context.Context, path string, query url.Values, v any) error {
 	return c.do(ctx, http.MethodGet, path, query, nil, v, 256<<20)

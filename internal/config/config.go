@@ -114,6 +114,13 @@ type Server struct {
 	MemoryLimit MemoryLimit `yaml:"memoryLimit"`
 	// TLS serves HTTPS with this certificate and key (optional).
 	TLS *TLS `yaml:"tls"`
+	// MCP serves the Model Context Protocol at /mcp (streamable HTTP; default false): tools
+	// for assistants over the API, with its authentication and scoping.
+	MCP bool `yaml:"mcp"`
+	// MCPOperatorTools adds the tools that change things to /mcp (reconcile, suspend,
+	// resume, sync, approve; default false); the API refuses them to callers who are not
+	// operators in the namespace.
+	MCPOperatorTools bool `yaml:"mcpOperatorTools"`
 }
 
 // Source is one manifests source: exactly one of git, dir and oci.
@@ -553,6 +560,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Database.SessionURL != "" && c.Database.URL == "" {
 		bad("database.sessionURL: set without database.url (the private cluster needs none)")
+	}
+	if c.Server.MCPOperatorTools && !c.Server.MCP {
+		bad("server.mcpOperatorTools: true needs server.mcp: true (the tools are served at /mcp)")
 	}
 	seen := map[string]bool{}
 	for i, s := range c.Sources {

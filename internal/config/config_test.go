@@ -233,6 +233,7 @@ func TestParseLimits(t *testing.T) {
 	for _, tt := range []struct{ src, want string }{
 		{"limits: {maxFiles: -1}\n", "limits.maxFiles: -1 must not be negative"},
 		{"limits: {maxFile: 10}\n", "maxFile"},
+		{"server: {mcpOperatorTools: true}\n", "server.mcpOperatorTools: true needs server.mcp: true"},
 	} {
 		if _, err := Parse([]byte(src+tt.src), "/etc/trueup", env(nil)); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%q: err = %v, want %q", tt.src, err, tt.want)

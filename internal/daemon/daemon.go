@@ -23,6 +23,7 @@ import (
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/liveness"
+	"github.com/trueup-dev/trueup/internal/mcp"
 	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/notifier"
 	"github.com/trueup-dev/trueup/internal/policy"
@@ -356,6 +357,9 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 		ApprovalTTL: func() time.Duration { return rt.cfg.Load().ApprovalTTL }, Windows: rt.windows}, cfg, logger)
 	if err != nil {
 		return err
+	}
+	if cfg.Server.MCP {
+		srvOpts.MCP = &mcp.Options{OperatorTools: cfg.Server.MCPOperatorTools, Version: rt.deps.Version}
 	}
 	srv := server.New(db.API, srvOpts, logger)
 	if err := srv.Start(ctx); err != nil {

@@ -1,6 +1,6 @@
 // Package server owns trueup's HTTP surface (DESIGN §9): health and readiness, the read-only
 // JSON API over sources, their pull-request previews, resource types, resources, history and
-// events, and the dashboard.
+// events, the dashboard, and the MCP endpoint /mcp (internal/mcp) over that API.
 package server
 
 import (
@@ -19,6 +19,7 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/auth"
 	"github.com/trueup-dev/trueup/internal/changewindow"
+	"github.com/trueup-dev/trueup/internal/mcp"
 	"github.com/trueup-dev/trueup/internal/metrics"
 	"github.com/trueup-dev/trueup/internal/redact"
 	"github.com/trueup-dev/trueup/internal/store"
@@ -75,6 +76,8 @@ type Options struct {
 	// timeline names the window holding it, and an override of a window that does not allow
 	// operators is refused.
 	Windows func() *changewindow.Set
+	// MCP serves the Model Context Protocol at /mcp with these options (nil: 404; mcp.go).
+	MCP *mcp.Options
 }
 
 // anonymousAdmin is who requests are when no authentication is configured.
@@ -116,7 +119,7 @@ func publicPath(p string) bool {
 // dashboardPath reports whether a path is a dashboard page (a browser navigates to it), not
 // the API, the watch stream or metrics, whose clients want a 401 and not a sign-in page.
 func dashboardPath(p string) bool {
-	return !strings.HasPrefix(p, "/api/") && p != "/metrics" && !strings.HasPrefix(p, "/hooks/")
+	return !strings.HasPrefix(p, "/api/") && p != "/metrics" && !strings.HasPrefix(p, "/hooks/") && p != mcpPath
 }
 
 // identity is the request's identity (set by identify; anonymous admin when a handler is
@@ -246,7 +249,8 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 
 // Handler returns the root handler (for tests with httptest).
 func (s *Server) Handler() http.Handler {
-	return s.recoverer(s.checkHost(s.crossOrigin(s.identify(s.inFlight.wrap(validInput(withTimeout(s.mux)))))))
+	api := s.inFlight.wrap(validInput(withTimeout(s.mux)))
+	return s.recoverer(s.checkHost(s.crossOrigin(s.identify(s.withMCP(api)))))
 }
 
 // crossOrigin refuses state-changing requests (POST and the like) that a browser sends from

@@ -1,0 +1,82 @@
+package server
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/trueup-dev/trueup/internal/apiclient"
+	"github.com/trueup-dev/trueup/internal/auth"
+	"github.com/trueup-dev/trueup/internal/mcp"
+)
+
+// The Model Context Protocol at /mcp (internal/mcp, DESIGN §9 "MCP"). Its tools call the API
+// in process, below authentication: the API handler (limiter, timeout, routes) with the
+// identity /mcp's request was authenticated as, so what a tool sees, may do and shows is
+// exactly what the API answers that caller — one authorization path. /mcp itself holds no
+// slot of the limiter (its calls take theirs: a slot held while waiting for another would
+// deadlock at one in flight).
+
+// mcpPath is where the streamable HTTP transport is served.
+const mcpPath = "/mcp"
+
+// withMCP serves /mcp beside api when Options.MCP is set.
+func (s *Server) withMCP(api http.Handler) http.Handler {
+	if s.opts.MCP == nil {
+		return api
+	}
+	h := mcp.Handler(func(r *http.Request) mcp.Backend {
+		return apiclient.NewInProcess("http://trueup.in-process", inProcess{api: api, id: identity(r), remote: r.RemoteAddr}, "trueup-mcp")
+	}, *s.opts.MCP, s.log)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == mcpPath {
+			h.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
+}
+
+// inProcess is an http.RoundTripper that serves a request with the API handler, as id.
+type inProcess struct {
+	api    http.Handler
+	id     auth.Identity
+	remote string
+}
+
+func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
+	in := req.Clone(auth.WithIdentity(req.Context(), t.id))
+	in.RequestURI, in.RemoteAddr = req.URL.RequestURI(), t.remote
+	if in.Body == nil {
+		in.Body = http.NoBody
+	}
+	rec := &answer{header: http.Header{}}
+	t.api.ServeHTTP(rec, in)
+	if rec.code == 0 {
+		rec.code = http.StatusOK
+	}
+	return &http.Response{Status: strconv.Itoa(rec.code) + " " + http.StatusText(rec.code), StatusCode: rec.code,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: rec.header, Body: io.NopCloser(&rec.body),
+		ContentLength: int64(rec.body.Len()), Request: req}, nil
+}
+
+// answer keeps what a handler wrote.
+type answer struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func (a *answer) Header() http.Header { return a.header }
+
+func (a *answer) WriteHeader(code int) {
+	if a.code == 0 {
+		a.code = code
+	}
+}
+
+func (a *answer) Write(b []byte) (int, error) {
+	a.WriteHeader(http.StatusOK)
+	return a.body.Write(b)
+}
