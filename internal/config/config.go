@@ -92,6 +92,13 @@ type Database struct {
 	// ${VAR}; the environment variable TRUEUP_DATABASE_URL overrides it. Empty: trueup starts
 	// a private cluster under dataDir.
 	URL string `yaml:"url"`
+	// ReadURL is a streaming standby of that database (a connection URL, normally a ${VAR};
+	// TRUEUP_DATABASE_READ_URL overrides it). The API, the dashboard and MCP read through it;
+	// writes, NOTIFY and the watch stream stay on url. Empty: everything goes to url.
+	ReadURL string `yaml:"readURL"`
+	// MaxReadLag is the replication lag past which reads go to url until the standby catches
+	// up again (default 10s).
+	MaxReadLag time.Duration `yaml:"maxReadLag"`
 }
 
 // Server is the HTTP listener, and the process's memory.
@@ -342,6 +349,7 @@ const (
 	DefaultBackoffInitial = 5 * time.Second
 	DefaultBackoffMax     = time.Hour
 	DefaultLeaseTTL       = 15 * time.Second
+	DefaultMaxReadLag     = 10 * time.Second
 	DefaultHistoryMaxAge  = 30 * 24 * time.Hour
 	DefaultHistoryPerRes  = 100
 	DefaultEventsMaxAge   = 7 * 24 * time.Hour
@@ -408,6 +416,10 @@ func Parse(data []byte, baseDir string, getenv func(string) string) (*Config, er
 		c.Database.URL = u
 		c.secrets[u]++
 	}
+	if u := getenv("TRUEUP_DATABASE_READ_URL"); u != "" {
+		c.Database.ReadURL = u
+		c.secrets[u]++
+	}
 	// resyncInterval: 0 turns resync off; only an absent key takes the default.
 	c.resyncSet = hasKey(root.Content[0], "reconcile", "resyncInterval")
 	c.applyDefaults()
@@ -460,6 +472,9 @@ func (c *Config) applyDefaults() {
 	}
 	if r.LeaseTTL == 0 {
 		r.LeaseTTL = DefaultLeaseTTL
+	}
+	if c.Database.MaxReadLag == 0 {
+		c.Database.MaxReadLag = DefaultMaxReadLag
 	}
 	if c.Retention.History.MaxAge == 0 {
 		c.Retention.History.MaxAge = DefaultHistoryMaxAge
@@ -539,6 +554,9 @@ func (c *Config) Validate() error {
 		if r.v < 0 {
 			bad("retention.notifications.%s: %s must not be negative (0 takes the default)", r.name, r.v)
 		}
+	}
+	if c.Database.MaxReadLag < 0 {
+		bad("database.maxReadLag: %s must not be negative (0 takes the default)", c.Database.MaxReadLag)
 	}
 	seen := map[string]bool{}
 	for i, s := range c.Sources {

@@ -38,7 +38,7 @@ func (s *Store) CountResources(ctx context.Context, sc Scope) ([]PhaseCount, err
 	var rows pgx.Rows
 	var err error
 	if sc.All() {
-		rows, err = s.pool.Query(ctx, `
+		rows, err = s.reader().Query(ctx, `
 		WITH total AS (SELECT source, count(*) AS n FROM resources GROUP BY source),
 		     unsettled AS (SELECT source, phase, count(*) AS n FROM resources WHERE phase = ANY($1::text[]) GROUP BY source, phase)
 		SELECT source, phase, n FROM unsettled
@@ -46,7 +46,7 @@ func (s *Store) CountResources(ctx context.Context, sc Scope) ([]PhaseCount, err
 		SELECT t.source, $2, t.n - COALESCE((SELECT sum(u.n) FROM unsettled u WHERE u.source = t.source), 0) FROM total t
 		ORDER BY 1, 2`, unsettledPhases, status.PhaseReady)
 	} else {
-		rows, err = s.pool.Query(ctx, `SELECT source, phase, count(*) FROM resources WHERE namespace = ANY($1::text[])
+		rows, err = s.reader().Query(ctx, `SELECT source, phase, count(*) FROM resources WHERE namespace = ANY($1::text[])
 		GROUP BY source, phase ORDER BY 1, 2`, sc.Namespaces())
 	}
 	if err != nil {
@@ -135,7 +135,7 @@ func (s *Store) ListResourceSummaries(ctx context.Context, sc Scope, f SummaryFi
 	if err != nil {
 		return nil, "", err
 	}
-	rows, err := s.pool.Query(ctx, "SELECT "+summaryColumns+" FROM resources"+clause, args...)
+	rows, err := s.reader().Query(ctx, "SELECT "+summaryColumns+" FROM resources"+clause, args...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list resources: %w", err)
 	}
@@ -180,7 +180,7 @@ func (s *Store) RecentFailures(ctx context.Context, sc Scope, limit int) ([]Reso
 	if w := sc.where("namespace", args.add); w != "" {
 		cond = " AND " + w
 	}
-	rows, err := s.pool.Query(ctx, "SELECT "+summaryColumns+` FROM resources WHERE phase = 'Failed'`+cond+`
+	rows, err := s.reader().Query(ctx, "SELECT "+summaryColumns+` FROM resources WHERE phase = 'Failed'`+cond+`
 		ORDER BY COALESCE(status_updated_at, last_reconcile_time, updated_at) DESC, id DESC LIMIT $1`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("recent failures: %w", err)
@@ -198,13 +198,13 @@ func (s *Store) ListNamespaces(ctx context.Context, sc Scope, limit int) ([]stri
 	var rows pgx.Rows
 	var err error
 	if sc.All() {
-		rows, err = s.pool.Query(ctx, `WITH RECURSIVE ns(n) AS (
+		rows, err = s.reader().Query(ctx, `WITH RECURSIVE ns(n) AS (
 		  (SELECT namespace FROM resources ORDER BY namespace LIMIT 1)
 		  UNION ALL
 		  SELECT (SELECT namespace FROM resources WHERE namespace > ns.n ORDER BY namespace LIMIT 1) FROM ns WHERE ns.n IS NOT NULL
 		) SELECT n FROM ns WHERE n IS NOT NULL LIMIT $1`, limit)
 	} else {
-		rows, err = s.pool.Query(ctx, `SELECT n FROM unnest($1::text[]) n
+		rows, err = s.reader().Query(ctx, `SELECT n FROM unnest($1::text[]) n
 		WHERE EXISTS (SELECT 1 FROM resources WHERE namespace = n) ORDER BY n LIMIT $2`, sc.Namespaces(), limit)
 	}
 	if err != nil {

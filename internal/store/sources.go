@@ -194,7 +194,7 @@ func (s *Store) GetSourceIn(ctx context.Context, sc Scope, name string) (Source,
 	if w := sc.sourceWhere("sources.name", args.add); w != "" {
 		q += " AND " + w
 	}
-	src, err := scanSourceRuntime(s.pool.QueryRow(ctx, q, args...))
+	src, err := scanSourceRuntime(s.reader().QueryRow(ctx, q, args...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return src, fmt.Errorf("source %s: %w", name, ErrNotFound)
 	}
@@ -209,7 +209,7 @@ func (s *Store) SourceResourceCounts(ctx context.Context, sc Scope, name string)
 	if !sc.All() {
 		q += " AND namespace = ANY(" + args.add(sc.Namespaces()) + "::text[])"
 	}
-	rows, err := s.pool.Query(ctx, q+" GROUP BY phase", args...)
+	rows, err := s.reader().Query(ctx, q+" GROUP BY phase", args...)
 	if err != nil {
 		return SourceResources{}, fmt.Errorf("count resources of source %s: %w", name, err)
 	}
@@ -236,7 +236,7 @@ func (s *Store) ListSources(ctx context.Context, sc Scope) ([]Source, error) {
 	if w := sc.sourceWhere("sources.name", args.add); w != "" {
 		q += " WHERE " + w
 	}
-	rows, err := s.pool.Query(ctx, q+" ORDER BY name", args...)
+	rows, err := s.reader().Query(ctx, q+" ORDER BY name", args...)
 	if err != nil {
 		return nil, err
 	}

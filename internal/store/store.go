@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -42,11 +43,18 @@ type Store struct {
 	// busy with API queries or results must never let a replica's leases expire.
 	leases *pgxpool.Pool
 	url    string
+	// standby serves reads while it keeps up (Options.ReadURL; nil: none).
+	standby *standby
 }
 
 // Options tune the pool.
 type Options struct {
 	MaxConns int32
+	// ReadURL is a streaming standby of url: the reads that call reader go there while its
+	// replication lag is at most MaxReadLag, through a pool of MaxConns of its own.
+	ReadURL    string
+	MaxReadLag time.Duration
+	Logger     *slog.Logger // the standby's lag changes (nil: discarded)
 }
 
 // Open connects to url. It does not migrate.
@@ -73,11 +81,22 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to database: %w", redactErr(err))
 	}
-	return &Store{pool: pool, leases: leases, url: url}, nil
+	s := &Store{pool: pool, leases: leases, url: url}
+	if opts.ReadURL != "" {
+		if err := s.openStandby(ctx, opts.ReadURL, opts.MaxConns, opts.MaxReadLag, opts.Logger); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // Close closes the pool; safe twice.
 func (s *Store) Close() {
+	if s.standby != nil { // its loop reads the primary's position
+		s.standby.close()
+		s.standby = nil
+	}
 	if s.pool != nil {
 		s.pool.Close()
 	}
