@@ -181,3 +181,13 @@ func (s *Store) reader() *pgxpool.Pool {
 	}
 	return s.pool
 }
+
+// Primary is the store without its standby: for a read that decides a write (a change
+// window's check before an operator command), which must see what the write will. It shares
+// s's pools: close s, never it.
+func (s *Store) Primary() *Store {
+	if s.standby == nil {
+		return s
+	}
+	return &Store{pool: s.pool, leases: s.leases, url: s.url}
+}

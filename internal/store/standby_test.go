@@ -121,6 +121,9 @@ func TestStandbyReads(t *testing.T) {
 	if _, err := patient.GetResource(ctx, "default", "Thing", "late"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a row the standby has not replayed: %v, want not found", err)
 	}
+	if _, err := patient.Primary().GetResource(ctx, "default", "Thing", "late"); err != nil {
+		t.Fatalf("the store's primary: %v", err)
+	}
 	// Writes keep going to the primary: the lag grows past a second and strict reads there.
 	lag := waitReads(strict, true)
 	if lag <= time.Second {
