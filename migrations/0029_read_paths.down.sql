@@ -1,3 +1,4 @@
+DROP INDEX IF EXISTS resources_orphaned;
 DROP INDEX IF EXISTS resources_kind;
 DROP INDEX IF EXISTS resources_labels;
 DROP INDEX IF EXISTS resources_unsettled;
