@@ -99,6 +99,13 @@ type Database struct {
 	// TRUEUP_DATABASE_SESSION_URL overrides it. Without it, serve refuses a url that goes
 	// through such a pooler.
 	SessionURL string `yaml:"sessionURL"`
+	// ReadURL is a streaming standby of that database (a connection URL, normally a ${VAR};
+	// TRUEUP_DATABASE_READ_URL overrides it). The API, the dashboard and MCP read through it;
+	// writes, NOTIFY and the watch stream stay on url. Empty: everything goes to url.
+	ReadURL string `yaml:"readURL"`
+	// MaxReadLag is the replication lag past which reads go to url until the standby catches
+	// up again (default 10s).
+	MaxReadLag time.Duration `yaml:"maxReadLag"`
 }
 
 // Server is the HTTP listener, and the process's memory.
@@ -356,6 +363,7 @@ const (
 	DefaultBackoffInitial = 5 * time.Second
 	DefaultBackoffMax     = time.Hour
 	DefaultLeaseTTL       = 15 * time.Second
+	DefaultMaxReadLag     = 10 * time.Second
 	DefaultHistoryMaxAge  = 30 * 24 * time.Hour
 	DefaultHistoryPerRes  = 100
 	DefaultEventsMaxAge   = 7 * 24 * time.Hour
@@ -426,6 +434,10 @@ func Parse(data []byte, baseDir string, getenv func(string) string) (*Config, er
 		c.Database.SessionURL = u
 		c.secrets[u]++
 	}
+	if u := getenv("TRUEUP_DATABASE_READ_URL"); u != "" {
+		c.Database.ReadURL = u
+		c.secrets[u]++
+	}
 	// resyncInterval: 0 turns resync off; only an absent key takes the default.
 	c.resyncSet = hasKey(root.Content[0], "reconcile", "resyncInterval")
 	c.applyDefaults()
@@ -478,6 +490,9 @@ func (c *Config) applyDefaults() {
 	}
 	if r.LeaseTTL == 0 {
 		r.LeaseTTL = DefaultLeaseTTL
+	}
+	if c.Database.MaxReadLag == 0 {
+		c.Database.MaxReadLag = DefaultMaxReadLag
 	}
 	if c.Retention.History.MaxAge == 0 {
 		c.Retention.History.MaxAge = DefaultHistoryMaxAge
@@ -563,6 +578,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Server.MCPOperatorTools && !c.Server.MCP {
 		bad("server.mcpOperatorTools: true needs server.mcp: true (the tools are served at /mcp)")
+	}
+	if c.Database.MaxReadLag < 0 {
+		bad("database.maxReadLag: %s must not be negative (0 takes the default)", c.Database.MaxReadLag)
 	}
 	seen := map[string]bool{}
 	for i, s := range c.Sources {

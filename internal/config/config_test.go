@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -158,12 +159,19 @@ sources:
 
 func TestDatabaseURLOverride(t *testing.T) {
 	t.Parallel()
-	c, err := Parse([]byte("database: {url: postgres://a}\n"), "/x", env(map[string]string{"TRUEUP_DATABASE_URL": "postgres://u:pw@db/trueup"}))
+	c, err := Parse([]byte("database: {url: postgres://a, readURL: postgres://b}\n"), "/x", env(map[string]string{"TRUEUP_DATABASE_URL": "postgres://u:pw@db/trueup",
+		"TRUEUP_DATABASE_READ_URL": "postgres://u:pw2@standby/trueup"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Database.URL != "postgres://u:pw@db/trueup" {
-		t.Errorf("url %q", c.Database.URL)
+	if c.Database.URL != "postgres://u:pw@db/trueup" || c.Database.ReadURL != "postgres://u:pw2@standby/trueup" {
+		t.Errorf("url %q, readURL %q", c.Database.URL, c.Database.ReadURL)
+	}
+	if c.Database.MaxReadLag != DefaultMaxReadLag {
+		t.Errorf("maxReadLag %s", c.Database.MaxReadLag)
+	}
+	if !slices.Contains(c.Secrets(), "postgres://u:pw2@standby/trueup") {
+		t.Error("the read URL is not scrubbed from logs")
 	}
 }
 

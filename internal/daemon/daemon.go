@@ -245,7 +245,7 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 		}
 	}
 	rt.acts = actions.NewSet(nil)
-	met := metrics.New(metrics.Options{Logger: logger, SpansDropped: traces.SpansDropped,
+	met := metrics.New(metrics.Options{Logger: logger, SpansDropped: traces.SpansDropped, ReadLag: db.Read.ReadLag,
 		Queue: func(ctx context.Context) (metrics.QueueStats, error) {
 			due, inFlight, scheduled, oldest, err := db.Store.QueueStats(ctx)
 			return metrics.QueueStats{Due: due, InFlight: inFlight, Scheduled: scheduled, OldestDueSeconds: oldest.Seconds()}, err

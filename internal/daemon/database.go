@@ -13,9 +13,12 @@ import (
 
 // Database is the store plus, when database.url is empty, the private cluster behind it.
 type Database struct {
-	URL     string // for actions.Env.DatabaseURL: database.sessionURL when set (terraform's pg backend locks per session), else what the store connected to
-	Store   *store.Store
-	API     *store.Store // the same database through the API's own pool
+	URL   string // for actions.Env.DatabaseURL: database.sessionURL when set (terraform's pg backend locks per session), else what the store connected to
+	Store *store.Store
+	API   *store.Store // the same database through the API's own pool
+	// Read is the store the API, the dashboard and MCP read and write through: API itself,
+	// which sends its reads to database.readURL while that standby keeps up (store.Options.ReadURL).
+	Read    *store.Store
 	cluster *pgembed.Cluster
 }
 
@@ -56,12 +59,13 @@ func OpenDatabase(ctx context.Context, cfg *config.Config, logger *slog.Logger) 
 	d.Store, d.URL = st, cmp.Or(session, url)
 	// API and dashboard requests read through a pool of their own: no number of clients can
 	// take the connections the reconciler writes results with.
-	api, err := store.Open(ctx, url, store.Options{MaxConns: apiConns, SessionURL: session})
+	api, err := store.Open(ctx, url, store.Options{MaxConns: apiConns, SessionURL: session,
+		ReadURL: cfg.Database.ReadURL, MaxReadLag: cfg.Database.MaxReadLag, Logger: logger.With("component", "read-standby")})
 	if err != nil {
 		d.Close()
 		return nil, err
 	}
-	d.API = api
+	d.API, d.Read = api, api
 	return d, nil
 }
 

@@ -57,7 +57,10 @@ type Options struct {
 	RateLimits func() map[string]int
 	// SpansDropped counts trace spans dropped on a full export queue (nil: no series).
 	SpansDropped func() uint64
-	Logger       *slog.Logger
+	// ReadLag reports the read standby's replication lag and whether reads fell back to the
+	// primary (nil, or a store without database.readURL: zero and false).
+	ReadLag func() (time.Duration, bool)
+	Logger  *slog.Logger
 }
 
 // New builds the registry.
@@ -132,6 +135,20 @@ func New(opts Options) *Metrics {
 			Name: "trueup_trace_spans_dropped_total", Help: "Sampled trace spans dropped because the export queue (OTEL_BSP_MAX_QUEUE_SIZE) was full: their traces are incomplete or missing.",
 		}, func() float64 { return float64(read()) }))
 	}
+	readLag := opts.ReadLag
+	if readLag == nil {
+		readLag = func() (time.Duration, bool) { return 0, false }
+	}
+	m.collectors = append(m.collectors, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "trueup_database_replication_lag_seconds", Help: "Replication lag of the read standby (database.readURL), measured once a second: the age of the oldest primary WAL position it has not replayed (0 without a standby).",
+	}, func() float64 { lag, _ := readLag(); return lag.Seconds() }), prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "trueup_database_reads_on_primary", Help: "1 while API, dashboard and MCP reads go to the primary because the read standby lags more than database.maxReadLag or does not answer; 0 otherwise (and without a standby).",
+	}, func() float64 {
+		if _, onPrimary := readLag(); onPrimary {
+			return 1
+		}
+		return 0
+	}))
 	m.reg.MustRegister(m.collectors...)
 	return m
 }

@@ -232,7 +232,8 @@ func (s *Server) windowRefusesOperators(r *http.Request, ns, kind, name string, 
 	if set.Len() == 0 {
 		return "", nil
 	}
-	res, err := s.store.GetResource(r.Context(), ns, kind, name)
+	// From the primary, as the command's write: the standby may not show a label change yet.
+	res, err := s.store.Primary().GetResource(r.Context(), ns, kind, name)
 	if err != nil {
 		return "", err
 	}

@@ -462,7 +462,7 @@ func (s *Server) getSource(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.URL.Query().Get("counts") == "true" {
-		// On request only: counting reads every row of the source, and `sync --wait` polls.
+		// On request only: a caller limited to namespaces counts their rows, and `sync --wait` polls.
 		n, err := s.store.SourceResourceCounts(r.Context(), scope(r), src.Name)
 		if s.fail(w, err) {
 			return

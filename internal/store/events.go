@@ -95,7 +95,7 @@ func (s *Store) ListEvents(ctx context.Context, sc Scope, f EventFilter) ([]Even
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
 	q += " ORDER BY id DESC LIMIT " + args.add(f.Limit)
-	rows, err := s.pool.Query(ctx, q, args...)
+	rows, err := s.reader().Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +189,7 @@ func (s *Store) ListHistory(ctx context.Context, namespace, kind, name string, l
 	if limit <= 0 || limit > 1000 {
 		limit = 100
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, resource_uid::text, namespace, kind, name, generation, revision, operation, trigger,
+	rows, err := s.reader().Query(ctx, `SELECT id, resource_uid::text, namespace, kind, name, generation, revision, operation, trigger,
 		result, message, replica, started_at, finished_at, outputs, actor, coalesce(trace_id, '')
 		FROM reconcile_history WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3
 		ORDER BY id DESC LIMIT $4`, namespace, kind, name, limit)

@@ -87,7 +87,7 @@ func (s *Store) ResourceNeighbours(ctx context.Context, sc Scope, namespace, kin
 		return n, resourceNotFound(namespace, kind, name)
 	}
 	var id int64
-	err := s.pool.QueryRow(ctx, `SELECT id, resolved_spec, resolved_origins FROM resources WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3`,
+	err := s.reader().QueryRow(ctx, `SELECT id, resolved_spec, resolved_origins FROM resources WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3`,
 		namespace, kind, name).Scan(&id, &n.ResolvedSpec, &n.ResolvedOrigins)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return n, resourceNotFound(namespace, kind, name)
@@ -101,7 +101,7 @@ func (s *Store) ResourceNeighbours(ctx context.Context, sc Scope, namespace, kin
 	if w := sc.where("r.namespace", args.add); w != "" {
 		scoped = " AND " + w
 	}
-	rows, err := s.pool.Query(ctx, `SELECT e.dep_namespace, COALESCE(r.kind, e.dep_kind), e.dep_name, e.explicit, e.outputs,
+	rows, err := s.reader().Query(ctx, `SELECT e.dep_namespace, COALESCE(r.kind, e.dep_kind), e.dep_name, e.explicit, e.outputs,
 		  r.id IS NOT NULL, COALESCE(r.phase, ''), COALESCE(r.source, ''), COALESCE(r.generation, 0), COALESCE(r.observed_generation, 0), `+
 		readyColumn+`
 		FROM resource_edges e
@@ -128,7 +128,7 @@ func (s *Store) ResourceNeighbours(ctx context.Context, sc Scope, namespace, kin
 	if w := sc.where("r.namespace", args.add); w != "" {
 		scoped = " AND " + w
 	}
-	rows, err = s.pool.Query(ctx, `SELECT r.kind, r.namespace, r.name, r.phase
+	rows, err = s.reader().Query(ctx, `SELECT r.kind, r.namespace, r.name, r.phase
 		FROM resource_edges e JOIN resources r ON r.id = e.resource_id
 		WHERE e.dep_namespace = $1 AND lower(e.dep_kind) = lower($2) AND e.dep_name = $3`+scoped+`
 		ORDER BY r.namespace, lower(r.kind), r.name`, args...)
@@ -290,7 +290,7 @@ func (s *Store) setGraph(ctx context.Context, sc Scope, b *graphBuilder, f Graph
 		return " WHERE " + strings.Join(where, " AND "), args
 	}
 	cond, args := filter()
-	rows, err := s.pool.Query(ctx, `SELECT r.kind, r.namespace, r.name, r.phase, r.source, r.generation, r.observed_generation, `+readyColumn+`
+	rows, err := s.reader().Query(ctx, `SELECT r.kind, r.namespace, r.name, r.phase, r.source, r.generation, r.observed_generation, `+readyColumn+`
 		FROM resources r`+cond+` ORDER BY r.namespace, lower(r.kind), r.name LIMIT `+args.add(b.max+1), args...)
 	if err != nil {
 		return fmt.Errorf("graph resources: %w", err)
@@ -312,7 +312,7 @@ func (s *Store) setGraph(ctx context.Context, sc Scope, b *graphBuilder, f Graph
 
 	// Edges out of the set.
 	cond, args = filter()
-	rows, err = s.pool.Query(ctx, `SELECT r.kind, r.namespace, r.name, e.dep_kind, e.dep_namespace, e.dep_name, e.explicit, e.outputs
+	rows, err = s.reader().Query(ctx, `SELECT r.kind, r.namespace, r.name, e.dep_kind, e.dep_namespace, e.dep_name, e.explicit, e.outputs
 		FROM resources r JOIN resource_edges e ON e.resource_id = r.id`+cond, args...)
 	if err != nil {
 		return fmt.Errorf("graph edges: %w", err)
@@ -336,7 +336,7 @@ func (s *Store) setGraph(ctx context.Context, sc Scope, b *graphBuilder, f Graph
 	if w := sc.where("d.namespace", args.add); w != "" {
 		dscope = " AND " + w
 	}
-	rows, err = s.pool.Query(ctx, `SELECT d.kind, d.namespace, d.name, r.kind, r.namespace, r.name, e.explicit, e.outputs
+	rows, err = s.reader().Query(ctx, `SELECT d.kind, d.namespace, d.name, r.kind, r.namespace, r.name, e.explicit, e.outputs
 		FROM resources r
 		JOIN resource_edges e ON e.dep_namespace = r.namespace AND lower(e.dep_kind) = lower(r.kind) AND e.dep_name = r.name
 		JOIN resources d ON d.id = e.resource_id AND (`+strings.Join(outside, " OR ")+`)`+dscope+cond, args...)
@@ -403,7 +403,7 @@ func (s *Store) walkGraph(ctx context.Context, sc Scope, b *graphBuilder, root N
 		for level := 0; len(frontier) > 0 && (depth <= 0 || level < depth); level++ {
 			args := append(params(nil), scopeArgs...)
 			args[0], args[1], args[2] = refColumns(frontier)
-			rows, err := s.pool.Query(ctx, dir.sql, args...)
+			rows, err := s.reader().Query(ctx, dir.sql, args...)
 			if err != nil {
 				return fmt.Errorf("graph around %s: %w", root, err)
 			}
@@ -449,7 +449,7 @@ func (s *Store) nodeStates(ctx context.Context, sc Scope, refs []NodeRef) (map[s
 	if w := sc.where("r.namespace", args.add); w != "" {
 		scoped = " AND " + w
 	}
-	rows, err := s.pool.Query(ctx, `SELECT r.kind, r.namespace, r.name, r.phase, r.source, r.generation, r.observed_generation, `+readyColumn+`
+	rows, err := s.reader().Query(ctx, `SELECT r.kind, r.namespace, r.name, r.phase, r.source, r.generation, r.observed_generation, `+readyColumn+`
 		FROM unnest($1::text[], $2::text[], $3::text[]) f(ns, kind, name)
 		JOIN resources r ON r.namespace = f.ns AND lower(r.kind) = lower(f.kind) AND r.name = f.name`+scoped, args...)
 	if err != nil {

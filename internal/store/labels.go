@@ -15,7 +15,8 @@ func ParseLabelSelector(sel string) ([]LabelRequirement, error) { return labelse
 func requirementSQL(r LabelRequirement, arg func(any) string) string {
 	switch r.Op {
 	case "=":
-		return fmt.Sprintf("labels->>%s = %s", arg(r.Key), arg(r.Values[0]))
+		// Containment, which the GIN index resources_labels serves (migration 0029).
+		return fmt.Sprintf("labels @> jsonb_build_object(%s::text, %s::text)", arg(r.Key), arg(r.Values[0]))
 	case "!=":
 		return fmt.Sprintf("(labels->>%s IS DISTINCT FROM %s)", arg(r.Key), arg(r.Values[0]))
 	case "exists":

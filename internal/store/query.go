@@ -113,7 +113,7 @@ func (s *Store) attachEdges(ctx context.Context, items []Resource, ids []int64) 
 	if len(items) == 0 {
 		return nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT resource_id, dep_kind, dep_namespace, dep_name, explicit, outputs
+	rows, err := s.reader().Query(ctx, `SELECT resource_id, dep_kind, dep_namespace, dep_name, explicit, outputs
 		FROM resource_edges WHERE resource_id = ANY($1)
 		ORDER BY resource_id, dep_namespace, lower(dep_kind), dep_name`, ids)
 	if err != nil {
@@ -155,7 +155,7 @@ func (s *Store) getResource(ctx context.Context, sc Scope, namespace, kind, name
 		return Resource{}, resourceNotFound(namespace, kind, name)
 	}
 	var id int64
-	r, err := scanResource(s.pool.QueryRow(ctx, "SELECT id, "+resourceColumns+
+	r, err := scanResource(s.reader().QueryRow(ctx, "SELECT id, "+resourceColumns+
 		" FROM resources WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3", namespace, kind, name), &id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, resourceNotFound(namespace, kind, name)
@@ -194,7 +194,7 @@ func (s *Store) ListResources(ctx context.Context, sc Scope, f ResourceFilter) (
 	if err != nil {
 		return nil, "", err
 	}
-	rows, err := s.pool.Query(ctx, "SELECT id, "+resourceColumns+" FROM resources"+clause, args...)
+	rows, err := s.reader().Query(ctx, "SELECT id, "+resourceColumns+" FROM resources"+clause, args...)
 	if err != nil {
 		return nil, "", err
 	}
@@ -321,7 +321,7 @@ func scanType(row pgx.Row) (ResourceType, error) {
 
 // ListTypes returns every ResourceType by name.
 func (s *Store) ListTypes(ctx context.Context) ([]ResourceType, error) {
-	rows, err := s.pool.Query(ctx, "SELECT "+typeColumns+" FROM resource_types ORDER BY lower(name)")
+	rows, err := s.reader().Query(ctx, "SELECT "+typeColumns+" FROM resource_types ORDER BY lower(name)")
 	if err != nil {
 		return nil, err
 	}
@@ -330,7 +330,7 @@ func (s *Store) ListTypes(ctx context.Context) ([]ResourceType, error) {
 
 // GetType returns one ResourceType; the name is case-insensitive.
 func (s *Store) GetType(ctx context.Context, name string) (ResourceType, error) {
-	t, err := scanType(s.pool.QueryRow(ctx, "SELECT "+typeColumns+" FROM resource_types WHERE lower(name) = lower($1)", name))
+	t, err := scanType(s.reader().QueryRow(ctx, "SELECT "+typeColumns+" FROM resource_types WHERE lower(name) = lower($1)", name))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return t, fmt.Errorf("resource type %s: %w", name, ErrNotFound)
 	}

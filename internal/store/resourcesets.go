@@ -69,7 +69,7 @@ func (s *Store) ListResourceSets(ctx context.Context, sc Scope, f ResourceSetFil
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	rows, err := s.pool.Query(ctx, q+" ORDER BY s.namespace, s.name", args...)
+	rows, err := s.reader().Query(ctx, q+" ORDER BY s.namespace, s.name", args...)
 	if err != nil {
 		return nil, fmt.Errorf("list resource sets: %w", err)
 	}
@@ -87,7 +87,7 @@ func (s *Store) GetResourceSet(ctx context.Context, sc Scope, namespace, name st
 	if !sc.Contains(namespace) {
 		return ResourceSet{}, notFound
 	}
-	rs, err := scanResourceSet(s.pool.QueryRow(ctx, resourceSetSelect+" WHERE s.namespace = $1 AND s.name = $2", namespace, name))
+	rs, err := scanResourceSet(s.reader().QueryRow(ctx, resourceSetSelect+" WHERE s.namespace = $1 AND s.name = $2", namespace, name))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return rs, notFound
 	}

@@ -88,6 +88,9 @@ func (s *Store) Retain(ctx context.Context, o RetentionOptions) (out Retained, n
 		AND NOT EXISTS (SELECT 1 FROM resources r WHERE r.sealed_sha = f.sha256)`); err != nil {
 		return out, next, fmt.Errorf("encrypted files retention: %w", err)
 	}
+	if err := s.foldResourceCounts(ctx); err != nil {
+		return out, next, err
+	}
 	if o.History.MaxAge > 0 {
 		if _, err := s.retentionBatch(ctx, o, pruneRevisions, o.History.MaxAge.Milliseconds(), KeptRevisions); err != nil {
 			return out, next, fmt.Errorf("source revisions retention: %w", err)

@@ -194,7 +194,7 @@ func (s *Store) GetSourceIn(ctx context.Context, sc Scope, name string) (Source,
 	if w := sc.sourceWhere("sources.name", args.add); w != "" {
 		q += " AND " + w
 	}
-	src, err := scanSourceRuntime(s.pool.QueryRow(ctx, q, args...))
+	src, err := scanSourceRuntime(s.reader().QueryRow(ctx, q, args...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return src, fmt.Errorf("source %s: %w", name, ErrNotFound)
 	}
@@ -203,13 +203,16 @@ func (s *Store) GetSourceIn(ctx context.Context, sc Scope, name string) (Source,
 
 // SourceResourceCounts counts the resources of source name in the scope's namespaces.
 func (s *Store) SourceResourceCounts(ctx context.Context, sc Scope, name string) (SourceResources, error) {
+	if sc.All() {
+		return s.sourceResourceTotals(ctx, name)
+	}
 	args := params{name}
 	q := `SELECT phase, count(*), count(*) FILTER (WHERE deletion_timestamp IS NOT NULL), count(*) FILTER (WHERE orphaned)
 		FROM resources WHERE source = $1`
 	if !sc.All() {
 		q += " AND namespace = ANY(" + args.add(sc.Namespaces()) + "::text[])"
 	}
-	rows, err := s.pool.Query(ctx, q+" GROUP BY phase", args...)
+	rows, err := s.reader().Query(ctx, q+" GROUP BY phase", args...)
 	if err != nil {
 		return SourceResources{}, fmt.Errorf("count resources of source %s: %w", name, err)
 	}
@@ -229,6 +232,46 @@ func (s *Store) SourceResourceCounts(ctx context.Context, sc Scope, name string)
 	return out, rows.Err()
 }
 
+// sourceResourceTotals counts a source's resources in every namespace without reading its
+// rows (a million rows took seconds): the total from resource_counts, the phases other than
+// Ready from resources_unsettled, Ready the rest, and the deleting and orphaned ones through
+// their partial indexes.
+func (s *Store) sourceResourceTotals(ctx context.Context, name string) (SourceResources, error) {
+	rows, err := s.reader().Query(ctx, `
+		SELECT 'total', '', COALESCE((SELECT sum(n) FROM resource_counts WHERE source = $1), 0)::bigint
+		UNION ALL SELECT 'phase', phase, count(*) FROM resources WHERE source = $1 AND phase <> 'Ready' GROUP BY phase
+		UNION ALL SELECT 'deleting', '', count(*) FROM resources WHERE source = $1 AND deletion_timestamp IS NOT NULL
+		UNION ALL SELECT 'orphaned', '', count(*) FROM resources WHERE source = $1 AND orphaned`, name)
+	if err != nil {
+		return SourceResources{}, fmt.Errorf("count resources of source %s: %w", name, err)
+	}
+	out := SourceResources{Phases: map[string]int{}}
+	var what, phase string
+	var n int
+	unsettled := 0
+	_, err = pgx.ForEachRow(rows, []any{&what, &phase, &n}, func() error {
+		switch what {
+		case "total":
+			out.Total = n
+		case "phase":
+			out.Phases[phase] = n
+			unsettled += n
+		case "deleting":
+			out.Deleting = n
+		case "orphaned":
+			out.Orphaned = n
+		}
+		return nil
+	})
+	if err != nil {
+		return SourceResources{}, fmt.Errorf("count resources of source %s: %w", name, err)
+	}
+	if ready := out.Total - unsettled; ready > 0 {
+		out.Phases[status.PhaseReady] = ready
+	}
+	return out, nil
+}
+
 // ListSources returns the sources the scope sees (Scope.sourceWhere), by name.
 func (s *Store) ListSources(ctx context.Context, sc Scope) ([]Source, error) {
 	var args params
@@ -236,7 +279,7 @@ func (s *Store) ListSources(ctx context.Context, sc Scope) ([]Source, error) {
 	if w := sc.sourceWhere("sources.name", args.add); w != "" {
 		q += " WHERE " + w
 	}
-	rows, err := s.pool.Query(ctx, q+" ORDER BY name", args...)
+	rows, err := s.reader().Query(ctx, q+" ORDER BY name", args...)
 	if err != nil {
 		return nil, err
 	}

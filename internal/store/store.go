@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -45,6 +46,8 @@ type Store struct {
 	// session, when set, is where the connections that need a session of their own (LISTEN,
 	// the liveness lock) connect, instead of leaving the pool (Options.SessionURL).
 	session *pgx.ConnConfig
+	// standby serves reads while it keeps up (Options.ReadURL; nil: none).
+	standby *standby
 }
 
 // Options tune the pool.
@@ -56,6 +59,11 @@ type Options struct {
 	// without named prepared statements (pgx's QueryExecModeCacheDescribe), which a pooler
 	// handing each transaction to another server connection does not keep.
 	SessionURL string
+	// ReadURL is a streaming standby of url: the reads that call reader go there while its
+	// replication lag is at most MaxReadLag, through a pool of MaxConns of its own.
+	ReadURL    string
+	MaxReadLag time.Duration
+	Logger     *slog.Logger // the standby's lag changes (nil: discarded)
 }
 
 // Open connects to url. It does not migrate.
@@ -92,11 +100,22 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("connect to database: %w", redactErr(err))
 	}
-	return &Store{pool: pool, leases: leases, url: url, session: session}, nil
+	s := &Store{pool: pool, leases: leases, url: url, session: session}
+	if opts.ReadURL != "" {
+		if err := s.openStandby(ctx, opts.ReadURL, opts.MaxConns, opts.MaxReadLag, opts.Logger); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // Close closes the pool; safe twice.
 func (s *Store) Close() {
+	if s.standby != nil { // its loop reads the primary's position
+		s.standby.close()
+		s.standby = nil
+	}
 	if s.pool != nil {
 		s.pool.Close()
 	}

@@ -91,7 +91,7 @@ func (s *Store) Timeline(ctx context.Context, sc Scope, namespace, kind, name st
 	var id int64
 	var pinRev, pinBy, pinReason string
 	var pinAt *time.Time
-	res, err := scanResource(s.pool.QueryRow(ctx, `SELECT id, suspended, attempt, run_at, COALESCE(src.src_suspended, false),
+	res, err := scanResource(s.reader().QueryRow(ctx, `SELECT id, suspended, attempt, run_at, COALESCE(src.src_suspended, false),
 		  COALESCE(src.pin_revision, ''), COALESCE(src.pin_by, ''), COALESCE(src.pin_why, ''), src.pin_at, `+resourceColumns+`
 		FROM resources LEFT JOIN LATERAL (SELECT s.suspended AS src_suspended, s.pinned_revision AS pin_revision,
 		  s.pinned_by AS pin_by, s.pin_reason AS pin_why, s.pinned_at AS pin_at FROM sources s WHERE s.name = resources.source) src ON true
@@ -128,7 +128,7 @@ func (s *Store) depsNotReady(ctx context.Context, sc Scope, id int64) ([]Timelin
 		visible, scoped = w, " AND "+w
 	}
 	// d decides readiness only; v, joined in scope, is what the answer tells of the dependency.
-	rows, err := s.pool.Query(ctx, `SELECT e.dep_namespace, COALESCE(v.kind, e.dep_kind), e.dep_name, `+visible+`, v.id IS NOT NULL,
+	rows, err := s.reader().Query(ctx, `SELECT e.dep_namespace, COALESCE(v.kind, e.dep_kind), e.dep_name, `+visible+`, v.id IS NOT NULL,
 		  COALESCE(v.phase, ''), COALESCE(v.source, ''), COALESCE(v.api_version, ''), COALESCE(v.labels, '{}'), COALESCE(v.annotations, '{}')
 		FROM resource_edges e
 		LEFT JOIN resources d ON d.namespace = e.dep_namespace AND lower(d.kind) = lower(e.dep_kind) AND d.name = e.dep_name
@@ -164,7 +164,7 @@ func (s *Store) depsNotReady(ctx context.Context, sc Scope, id int64) ([]Timelin
 // timelineEntries merges the newest limit history rows, events and notifications of a
 // resource, oldest first.
 func (s *Store) timelineEntries(ctx context.Context, namespace, kind, name string, limit int) ([]TimelineEntry, error) {
-	rows, err := s.pool.Query(ctx, `SELECT * FROM (
+	rows, err := s.reader().Query(ctx, `SELECT * FROM (
 		  (SELECT started_at AS t, 'h' AS src, operation, message, actor, revision, result, trigger, id
 		   FROM reconcile_history WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3 ORDER BY id DESC LIMIT $4)
 		  UNION ALL

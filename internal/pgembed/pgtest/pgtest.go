@@ -133,6 +133,15 @@ func Cluster() *pgembed.Cluster {
 // it is stopped and removed at cleanup.
 func StartCluster(t testing.TB) *pgembed.Cluster {
 	t.Helper()
+	return startFor(t, func(ctx context.Context, dir string) (*pgembed.Cluster, error) {
+		return pgembed.Start(ctx, pgembed.Options{Dir: dir, Fast: true})
+	})
+}
+
+// startFor runs start in a fresh folder, then stops the cluster and removes the folder at
+// cleanup.
+func startFor(t testing.TB, start func(ctx context.Context, dir string) (*pgembed.Cluster, error)) *pgembed.Cluster {
+	t.Helper()
 	dir, err := os.MkdirTemp(clusterBase(), "trueup-pgtest-")
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +149,7 @@ func StartCluster(t testing.TB) *pgembed.Cluster {
 	t.Cleanup(func() { _ = os.RemoveAll(dir) }) // runs after the Stop below
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	c, err := pgembed.Start(ctx, pgembed.Options{Dir: dir, Fast: true})
+	c, err := start(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,4 +347,11 @@ func redact(dsn string) string {
 		return "(connection string)"
 	}
 	return dsn
+}
+
+// StartStandby starts a streaming standby of primary (pg_basebackup -R) for one test; it is
+// stopped and removed at cleanup, before primary.
+func StartStandby(t testing.TB, primary *pgembed.Cluster) *pgembed.Cluster {
+	t.Helper()
+	return startFor(t, primary.StartStandby)
 }

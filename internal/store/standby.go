@@ -1,0 +1,193 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// A store opened with Options.ReadURL sends the read queries behind the API, the dashboard
+// and MCP (those that call reader) to a streaming standby while it keeps up, and everything
+// else (writes, locks, LISTEN/NOTIFY, the queue, the watch stream's reads of changes) to the
+// primary. A loop of its own measures the standby's lag once a second and moves the reads to
+// the primary while the lag is over MaxReadLag or the standby does not answer.
+
+// standbyInterval is how often the lag is measured: the lag is known to within it.
+const standbyInterval = time.Second
+
+// maxLagSamples bounds the primary positions kept while the standby is behind: at one a
+// second, lags up to an hour are measured exactly; longer ones read as at least that.
+const maxLagSamples = 3600
+
+// standby is the read pool of a streaming standby and what its loop last measured.
+type standby struct {
+	pool   *pgxpool.Pool
+	maxLag time.Duration
+	log    *slog.Logger
+	stop   context.CancelFunc
+	done   chan struct{}
+
+	mu        sync.Mutex
+	lag       time.Duration
+	onPrimary bool // reads go to the primary: the standby lags or does not answer
+	measured  bool // the loop measured at least once
+}
+
+// walSample is the primary's WAL position at a moment.
+type walSample struct {
+	at  time.Time
+	lsn int64
+}
+
+// replicationLag is how long ago the primary wrote the oldest position the standby has not
+// replayed (zero when it replayed all of them), and the samples still unreplayed. A sample is
+// replayed when replayed reaches its position.
+func replicationLag(samples []walSample, replayed int64, now time.Time) (time.Duration, []walSample) {
+	i := 0
+	for i < len(samples) && samples[i].lsn <= replayed {
+		i++
+	}
+	samples = samples[i:]
+	if len(samples) == 0 {
+		return 0, samples
+	}
+	return now.Sub(samples[0].at), samples
+}
+
+// readsOnPrimary decides where reads go: to the primary while the standby did not answer or
+// lags more than maxLag.
+func readsOnPrimary(lag, maxLag time.Duration, standbyErr error) bool {
+	return standbyErr != nil || lag > maxLag
+}
+
+// openStandby connects to url and starts the lag loop. Reads start on the primary until the
+// first measurement.
+func (s *Store) openStandby(ctx context.Context, url string, maxConns int32, maxLag time.Duration, log *slog.Logger) error {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return fmt.Errorf("parse database read url: %w", redactErr(err))
+	}
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("connect to the read standby: %w", redactErr(err))
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	loopCtx, stop := context.WithCancel(context.Background())
+	sb := &standby{pool: pool, maxLag: maxLag, log: log, stop: stop, done: make(chan struct{}), onPrimary: true}
+	s.standby = sb
+	go func() {
+		defer close(sb.done)
+		sb.loop(loopCtx, s.pool)
+	}()
+	return nil
+}
+
+// loop measures the lag every standbyInterval until ctx ends: the primary's WAL position is
+// sampled, then the standby's replay position read; the lag is the age of the oldest sample
+// the standby has not replayed. Both are plain functions any role may call.
+func (sb *standby) loop(ctx context.Context, primary *pgxpool.Pool) {
+	var samples []walSample
+	t := time.NewTicker(standbyInterval)
+	defer t.Stop()
+	for {
+		at := time.Now()
+		qctx, cancel := context.WithTimeout(ctx, standbyInterval)
+		var lsn int64
+		err := primary.QueryRow(qctx, `SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint`).Scan(&lsn)
+		if err == nil {
+			if len(samples) < maxLagSamples {
+				samples = append(samples, walSample{at: at, lsn: lsn})
+			}
+			var replayed int64
+			// A server not in recovery replays nothing: it answers with its own position.
+			serr := sb.pool.QueryRow(qctx, `SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn()
+				ELSE pg_current_wal_lsn() END - '0/0'::pg_lsn)::bigint`).Scan(&replayed)
+			var lag time.Duration
+			if serr == nil {
+				lag, samples = replicationLag(samples, replayed, time.Now())
+			} else if len(samples) > 0 {
+				lag = time.Since(samples[0].at)
+			}
+			sb.record(lag, serr)
+		} else if ctx.Err() == nil {
+			sb.log.Debug("read standby: primary position", "error", err)
+		}
+		cancel()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// record keeps one measurement and logs when reads move.
+func (sb *standby) record(lag time.Duration, standbyErr error) {
+	onPrimary := readsOnPrimary(lag, sb.maxLag, standbyErr)
+	sb.mu.Lock()
+	moved := !sb.measured || onPrimary != sb.onPrimary
+	sb.lag, sb.onPrimary, sb.measured = lag, onPrimary, true
+	sb.mu.Unlock()
+	switch {
+	case !moved:
+	case standbyErr != nil && !errors.Is(standbyErr, context.Canceled):
+		sb.log.Warn("read standby does not answer: reads go to the primary", "error", standbyErr)
+	case onPrimary:
+		sb.log.Warn("read standby lags: reads go to the primary", "lag", lag.Round(time.Millisecond), "max_read_lag", sb.maxLag)
+	default:
+		sb.log.Info("reads go to the standby", "lag", lag.Round(time.Millisecond))
+	}
+}
+
+func (sb *standby) close() {
+	sb.stop()
+	<-sb.done
+	sb.pool.Close()
+}
+
+// ReadLag reports the standby's last measured replication lag and whether reads go to the
+// primary because of it; a store without a standby reports zero and false.
+func (s *Store) ReadLag() (lag time.Duration, onPrimary bool) {
+	sb := s.standby
+	if sb == nil {
+		return 0, false
+	}
+	sb.mu.Lock()
+	defer sb.mu.Unlock()
+	return sb.lag, sb.onPrimary
+}
+
+// reader is the pool for a read the standby may serve: the standby's while it keeps up,
+// else the primary's.
+func (s *Store) reader() *pgxpool.Pool {
+	if sb := s.standby; sb != nil {
+		sb.mu.Lock()
+		ok := !sb.onPrimary
+		sb.mu.Unlock()
+		if ok {
+			return sb.pool
+		}
+	}
+	return s.pool
+}
+
+// Primary is the store without its standby: for a read that decides a write (a change
+// window's check before an operator command), which must see what the write will. It shares
+// s's pools: close s, never it.
+func (s *Store) Primary() *Store {
+	if s.standby == nil {
+		return s
+	}
+	return &Store{pool: s.pool, leases: s.leases, url: s.url}
+}

@@ -1,0 +1,143 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
+)
+
+func TestReplicationLag(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 27, 5, 0, 0, 0, time.UTC)
+	samples := []walSample{{t0, 100}, {t0.Add(time.Second), 200}, {t0.Add(2 * time.Second), 300}}
+	for _, c := range []struct {
+		name     string
+		replayed int64
+		want     time.Duration
+		left     int
+	}{
+		{"replayed nothing: the oldest sample's age", 50, 3 * time.Second, 3},
+		{"replayed up to the first", 100, 2 * time.Second, 2},
+		{"between two samples", 250, time.Second, 1},
+		{"replayed all", 300, 0, 0},
+		{"replayed past the last", 400, 0, 0},
+	} {
+		lag, left := replicationLag(append([]walSample(nil), samples...), c.replayed, t0.Add(3*time.Second))
+		if lag != c.want || len(left) != c.left {
+			t.Errorf("%s: lag %s with %d samples left, want %s with %d", c.name, lag, len(left), c.want, c.left)
+		}
+	}
+}
+
+func TestReadsOnPrimary(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		lag  time.Duration
+		err  error
+		want bool
+	}{
+		{"caught up", 0, nil, false},
+		{"at the bound", 10 * time.Second, nil, false},
+		{"past the bound", 10*time.Second + 1, nil, true},
+		{"standby does not answer", 0, errors.New("connection refused"), true},
+	} {
+		if got := readsOnPrimary(c.lag, 10*time.Second, c.err); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestStandbyReads runs a real streaming standby (pg_basebackup -R): reads are served by it
+// (a row written while its replay is paused is not seen until replay resumes, and its
+// pg_stat_activity shows the store's sessions), the lag grows while replay is paused, and past
+// MaxReadLag reads go to the primary until the standby catches up.
+func TestStandbyReads(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	primary := pgtest.StartCluster(t)
+	url := primary.URL("trueup")
+	if err := MigrateURL(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	standby := pgtest.StartStandby(t, primary)
+	open := func(maxLag time.Duration) *Store {
+		st, err := Open(ctx, url, Options{MaxConns: 4, ReadURL: standby.URL("trueup"), MaxReadLag: maxLag})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(st.Close)
+		return st
+	}
+	patient, strict := open(time.Hour), open(time.Second)
+	waitReads := func(st *Store, onPrimary bool) time.Duration {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for {
+			lag, on := st.ReadLag()
+			st.standby.mu.Lock()
+			measured := st.standby.measured
+			st.standby.mu.Unlock()
+			if measured && on == onPrimary {
+				return lag
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("reads on the primary: %v after a minute (lag %s), want %v", on, lag, onPrimary)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitReads(patient, false)
+	waitReads(strict, false)
+
+	// The store's read sessions are the standby's.
+	sbPool, err := Open(ctx, standby.URL("trueup"), Options{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sbPool.Close()
+	if _, _, err := patient.ListResources(ctx, Everything, ResourceFilter{}); err != nil {
+		t.Fatal(err)
+	}
+	var sessions int
+	if err := sbPool.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = 'trueup' AND pid <> pg_backend_pid()`).Scan(&sessions); err != nil {
+		t.Fatal(err)
+	}
+	if sessions == 0 {
+		t.Error("no session of the store on the standby")
+	}
+
+	if _, err := sbPool.pool.Exec(ctx, "SELECT pg_wal_replay_pause()"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := patient.pool.Exec(ctx, `INSERT INTO resources (namespace, kind, name, api_version, source, spec_hash, meta_hash)
+		VALUES ('default', 'Thing', 'late', 'v1', 'src', 'h', 'h')`); err != nil {
+		t.Fatal(err)
+	}
+	// Not replayed: the standby does not have the row, and the store reads the standby.
+	if _, err := patient.GetResource(ctx, "default", "Thing", "late"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a row the standby has not replayed: %v, want not found", err)
+	}
+	if _, err := patient.Primary().GetResource(ctx, "default", "Thing", "late"); err != nil {
+		t.Fatalf("the store's primary: %v", err)
+	}
+	// Writes keep going to the primary: the lag grows past a second and strict reads there.
+	lag := waitReads(strict, true)
+	if lag <= time.Second {
+		t.Errorf("lag %s when reads moved to the primary, want over 1s", lag)
+	}
+	if _, err := strict.GetResource(ctx, "default", "Thing", "late"); err != nil {
+		t.Fatalf("reads fell back to the primary, which has the row: %v", err)
+	}
+
+	if _, err := sbPool.pool.Exec(ctx, "SELECT pg_wal_replay_resume()"); err != nil {
+		t.Fatal(err)
+	}
+	waitReads(strict, false)
+	if _, err := patient.GetResource(ctx, "default", "Thing", "late"); err != nil {
+		t.Fatalf("after replay: %v", err)
+	}
+}

@@ -1,0 +1,13 @@
+DROP INDEX IF EXISTS resources_orphaned;
+DROP INDEX IF EXISTS resources_kind;
+DROP INDEX IF EXISTS resources_labels;
+DROP INDEX IF EXISTS resources_unsettled;
+DROP TRIGGER IF EXISTS resource_counts_insert ON resources;
+DROP TRIGGER IF EXISTS resource_counts_delete ON resources;
+DROP TRIGGER IF EXISTS resource_counts_move ON resources;
+DROP TRIGGER IF EXISTS resource_counts_truncate ON resources;
+DROP FUNCTION IF EXISTS resource_counts_insert();
+DROP FUNCTION IF EXISTS resource_counts_delete();
+DROP FUNCTION IF EXISTS resource_counts_move();
+DROP FUNCTION IF EXISTS resource_counts_truncate();
+DROP TABLE IF EXISTS resource_counts;
