@@ -26,18 +26,24 @@ func TestMetricsScrape(t *testing.T) {
 	}
 	families := e.metrics()
 	want := map[string]map[string]string{ // family → one label set it must carry
-		"trueup_reconcile_duration_seconds":            {"kind": "Database", "operation": "reconcile", "result": "Succeeded"},
-		"trueup_reconcile_total":                       {"kind": "Database", "operation": "reconcile", "result": "Succeeded"},
-		"trueup_action_calls_total":                    {"action": "provision", "operation": "reconcile", "result": "success"},
-		"trueup_queue_depth":                           {"state": "due"},
-		"trueup_queue_oldest_due_seconds":              {},
-		"trueup_source_sync_duration_seconds":          {"source": "infra", "result": "success"},
-		"trueup_source_last_success_timestamp_seconds": {"source": "infra"},
-		"trueup_source_revision_info":                  {"source": "infra"},
-		"trueup_webhook_requests_total":                {"source": "infra", "code": "202"},
-		"trueup_forge_rate_limit_remaining":            {"action": "gha"},
-		"go_goroutines":                                {},
-		"process_resident_memory_bytes":                {},
+		"trueup_reconcile_duration_seconds":                   {"kind": "Database", "operation": "reconcile", "result": "Succeeded"},
+		"trueup_reconcile_total":                              {"kind": "Database", "operation": "reconcile", "result": "Succeeded"},
+		"trueup_action_calls_total":                           {"action": "provision", "operation": "reconcile", "result": "success"},
+		"trueup_queue_depth":                                  {"state": "due"},
+		"trueup_queue_oldest_due_seconds":                     {},
+		"trueup_source_sync_duration_seconds":                 {"source": "infra", "result": "success"},
+		"trueup_source_last_success_timestamp_seconds":        {"source": "infra"},
+		"trueup_source_revision_info":                         {"source": "infra"},
+		"trueup_webhook_requests_total":                       {"source": "infra", "code": "202"},
+		"trueup_forge_rate_limit_remaining":                   {"action": "gha"},
+		"trueup_source_ready":                                 {"source": "infra"},
+		"trueup_source_last_completed_sync_timestamp_seconds": {"source": "infra"},
+		"trueup_source_lag_seconds":                           {"source": "infra"},
+		"trueup_lease_held":                                   {"lease": "source:infra"},
+		"trueup_resources":                                    {"source": "infra", "phase": "Ready"},
+		"trueup_replicas_alive":                               {},
+		"go_goroutines":                                       {},
+		"process_resident_memory_bytes":                       {},
 	}
 	for name, labels := range want {
 		f, ok := families[name]
