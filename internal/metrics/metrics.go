@@ -276,19 +276,26 @@ func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	q, err := c.read(ctx)
-	if err != nil {
-		if c.log != nil {
-			c.log.Warn("read queue for metrics", "err", err)
-		}
+	q, ok := readAtScrape(c.read, c.log, "queue")
+	if !ok {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(q.Due), "due")
 	ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(q.InFlight), "in_flight")
 	ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(q.Scheduled), "scheduled")
 	ch <- prometheus.MustNewConstMetric(queueOldestDueDesc, prometheus.GaugeValue, q.OldestDueSeconds)
+}
+
+// readAtScrape calls read with a deadline a scrape can wait for; a failure is logged (what
+// names the read) and the collector serves none of its series.
+func readAtScrape[T any](read func(context.Context) (T, error), log *slog.Logger, what string) (T, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	v, err := read(ctx)
+	if err != nil && log != nil {
+		log.Warn("read "+what+" for metrics", "err", err)
+	}
+	return v, err == nil
 }
 
 type rateCollector struct{ read func() map[string]int }

@@ -63,13 +63,8 @@ func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	st, err := c.read(ctx)
-	if err != nil {
-		if c.log != nil {
-			c.log.Warn("read state for metrics", "err", err)
-		}
+	st, ok := readAtScrape(c.read, c.log, "state")
+	if !ok {
 		return
 	}
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
