@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -70,6 +71,40 @@ func TestMonitoringMetricNames(t *testing.T) {
 		}
 		return len(missing) == 0, "missing " + strings.Join(missing, ", ")
 	})
+
+	// The state read from the database: the one replica holds every lease and heartbeats,
+	// the source is Ready, its resource Failed.
+	families := e.metrics()
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"trueup_lease_held", map[string]string{"lease": "maintenance"}, 1},
+		{"trueup_lease_held", map[string]string{"lease": "notifications"}, 1},
+		{"trueup_lease_held", map[string]string{"lease": "source:infra"}, 1},
+		{"trueup_replicas_alive", nil, 1},
+		{"trueup_source_ready", map[string]string{"source": "infra"}, 1},
+		{"trueup_resources", map[string]string{"source": "infra", "phase": "Failed"}, 1},
+	} {
+		if got, ok := gaugeValue(families[c.name], c.labels); !ok || got != c.want {
+			t.Errorf("%s%v = %v (served %v), want %v", c.name, c.labels, got, ok, c.want)
+		}
+	}
+}
+
+// gaugeValue is the value of f's gauge whose labels are exactly want.
+func gaugeValue(f *dto.MetricFamily, want map[string]string) (float64, bool) {
+	for _, m := range f.GetMetric() {
+		got := map[string]string{}
+		for _, l := range m.GetLabel() {
+			got[l.GetName()] = l.GetValue()
+		}
+		if maps.Equal(got, want) {
+			return m.GetGauge().GetValue(), true
+		}
+	}
+	return 0, false
 }
 
 // prometheusSeries are the series Prometheus makes itself, not the target.
