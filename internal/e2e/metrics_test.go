@@ -36,6 +36,11 @@ func TestMetricsScrape(t *testing.T) {
 		"trueup_source_revision_info":                  {"source": "infra"},
 		"trueup_webhook_requests_total":                {"source": "infra", "code": "202"},
 		"trueup_forge_rate_limit_remaining":            {"action": "gha"},
+		"trueup_source_ready":                          {"source": "infra"},
+		"trueup_source_lag_seconds":                    {"source": "infra"},
+		"trueup_lease_held":                            {"lease": "source:infra"},
+		"trueup_resources":                             {"source": "infra", "phase": "Ready"},
+		"trueup_replicas_alive":                        {},
 		"go_goroutines":                                {},
 		"process_resident_memory_bytes":                {},
 	}

@@ -1,7 +1,8 @@
 // Package metrics owns trueup's Prometheus metrics: one registry per process with the
 // reconcile, queue, source, webhook and action series, Go runtime and process metrics, and
-// collectors that read queue depth and forge rate limits at scrape time. A nil *Metrics is
-// valid and records nothing, so components and tests need not care.
+// collectors that read queue depth, the deployment's state (sources, leases, resources,
+// replicas) and forge rate limits at scrape time. A nil *Metrics is valid and records
+// nothing, so components and tests need not care.
 package metrics
 
 import (
@@ -53,6 +54,8 @@ type QueueStats struct {
 type Options struct {
 	// Queue reads the work queue (nil: no queue series).
 	Queue func(ctx context.Context) (QueueStats, error)
+	// State reads the sources, leases, resources and replicas (nil: no such series).
+	State func(ctx context.Context) (State, error)
 	// RateLimits reports the last seen forge quota per action instance (nil: none).
 	RateLimits func() map[string]int
 	// SpansDropped counts trace spans dropped on a full export queue (nil: no series).
@@ -126,6 +129,9 @@ func New(opts Options) *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
 	if opts.Queue != nil {
 		m.collectors = append(m.collectors, &queueCollector{read: opts.Queue, log: opts.Logger})
+	}
+	if opts.State != nil {
+		m.collectors = append(m.collectors, &stateCollector{read: opts.State, log: opts.Logger})
 	}
 	if opts.RateLimits != nil {
 		m.collectors = append(m.collectors, &rateCollector{read: opts.RateLimits})
@@ -287,19 +293,26 @@ func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	q, err := c.read(ctx)
-	if err != nil {
-		if c.log != nil {
-			c.log.Warn("read queue for metrics", "err", err)
-		}
+	q, ok := readAtScrape(c.read, c.log, "queue")
+	if !ok {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(q.Due), "due")
 	ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(q.InFlight), "in_flight")
 	ch <- prometheus.MustNewConstMetric(queueDepthDesc, prometheus.GaugeValue, float64(q.Scheduled), "scheduled")
 	ch <- prometheus.MustNewConstMetric(queueOldestDueDesc, prometheus.GaugeValue, q.OldestDueSeconds)
+}
+
+// readAtScrape calls read with a deadline a scrape can wait for; a failure is logged (what
+// names the read) and the collector serves none of its series.
+func readAtScrape[T any](read func(context.Context) (T, error), log *slog.Logger, what string) (T, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	v, err := read(ctx)
+	if err != nil && log != nil {
+		log.Warn("read "+what+" for metrics", "err", err)
+	}
+	return v, err == nil
 }
 
 type rateCollector struct{ read func() map[string]int }

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -176,6 +177,10 @@ func metricsPage() (string, error) {
 		Queue:        func(context.Context) (metrics.QueueStats, error) { return metrics.QueueStats{}, nil },
 		RateLimits:   func() map[string]int { return map[string]int{"probe": 1} },
 		SpansDropped: func() uint64 { return 0 },
+		State: func(context.Context) (metrics.State, error) {
+			return metrics.State{Sources: []metrics.SourceState{{Name: "probe", LastCompletedSync: time.Unix(1, 0)}},
+				Leases: map[string]bool{"maintenance": true}, Resources: []metrics.ResourceCount{{Source: "probe", Phase: "Ready", Count: 1}}}, nil
+		},
 	})
 	ms, err := refdoc.Metrics(m.Collectors())
 	if err != nil {
