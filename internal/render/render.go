@@ -558,11 +558,15 @@ func (t *tree) output(kfile string, m resmap.ResMap) ([]sources.File, error) {
 			docs[from] = append(docs[from], "---\n"...)
 		}
 		// JSON, which the loader reads as YAML, costs half of kyaml's YAML output.
-		y, err := r.MarshalJSON()
-		if err != nil {
-			return nil, errorAt(kfile, "%v", err)
+		doc, ok := appendJSON(docs[from], r.YNode())
+		if !ok {
+			y, err := r.MarshalJSON()
+			if err != nil {
+				return nil, errorAt(kfile, "%v", err)
+			}
+			doc = append(docs[from], y...)
 		}
-		docs[from] = append(append(docs[from], y...), '\n')
+		docs[from] = append(doc, '\n')
 	}
 	out := make([]sources.File, len(order))
 	for i, p := range order {
