@@ -34,7 +34,7 @@ func kustomizeFleet() map[string]string {
 		files["base/t"+n+"/kustomization.yaml"] = "resources: [widgets.yaml]\n"
 		files["overlays/prod/t"+n+"/kustomization.yaml"] = "resources: [../../../base/t" + n + "]\nnamePrefix: prod-\n" +
 			"labels: [{pairs: {env: prod}}]\npatches:\n" +
-			"  - target: {kind: Widget, name: w00" + n + "00}\n    patch: |-\n      - {op: replace, path: /spec/size, value: 1}\n"
+			"  - target: {kind: Widget, name: w" + n + "00}\n    patch: |-\n      - {op: replace, path: /spec/size, value: 1}\n"
 	}
 	return files
 }

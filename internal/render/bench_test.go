@@ -24,8 +24,9 @@ func BenchmarkKustomize10k(b *testing.B) {
 		files = append(files,
 			sources.File{Path: base + "/widgets.yaml", Data: []byte(w.String())},
 			sources.File{Path: base + "/kustomization.yaml", Data: []byte("resources: [widgets.yaml]\n")},
-			sources.File{Path: fmt.Sprintf("overlays/prod/t%02d/kustomization.yaml", f), Data: []byte("resources: [../../../" + base + "]\nnamePrefix: prod-\npatches:\n" +
-				"  - target: {kind: Widget}\n    patch: |-\n      - {op: add, path: /metadata/labels/env, value: prod}\n")})
+			sources.File{Path: fmt.Sprintf("overlays/prod/t%02d/kustomization.yaml", f), Data: []byte("resources: [../../../" + base + "]\nnamePrefix: prod-\n" +
+				"labels: [{pairs: {env: prod}}]\npatches:\n" +
+				fmt.Sprintf("  - target: {kind: Widget, name: w%04d00}\n    patch: |-\n      - {op: replace, path: /spec/size, value: 1}\n", f))})
 	}
 	b.ResetTimer()
 	start := cpuTime()

@@ -248,10 +248,16 @@ func (t *tree) roots(paths []string) ([]string, error) {
 // are written into the text of the documents; when kustomize fails on that copy, the build
 // runs again with marks written through a YAML parser, whose result stands.
 func (t *tree) build(ctx context.Context, dir string, c *check, limit int) ([]sources.File, error) {
-	out, err := t.buildMarked(ctx, dir, c, limit, markText)
 	var ke *kustomizeError
+	if in := t.inline(dir, c); in != nil {
+		out, err := t.buildMarked(ctx, dir, c, limit, markText, in)
+		if !errors.As(err, &ke) {
+			return out, err
+		}
+	}
+	out, err := t.buildMarked(ctx, dir, c, limit, markText, nil)
 	if errors.As(err, &ke) {
-		return t.buildMarked(ctx, dir, c, limit, markNodes)
+		return t.buildMarked(ctx, dir, c, limit, markNodes, nil)
 	}
 	return out, err
 }
@@ -261,9 +267,10 @@ type kustomizeError struct{ error }
 
 func (e *kustomizeError) Unwrap() error { return e.error }
 
-func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int, mark func(data []byte, file string) []byte) ([]sources.File, error) {
+func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int, mark func(data []byte, file string) []byte, in *inlining) ([]sources.File, error) {
 	kfile := t.kustomization(dir)
 	fs := filesys.MakeFsInMemory()
+	marked := make(map[string][]byte, len(c.read))
 	for p := range c.read {
 		data := t.files[p].Data
 		switch {
@@ -275,6 +282,15 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 				return nil, errorAt(p, "%v", err)
 			}
 		}
+		marked[p] = data
+	}
+	if in != nil {
+		marked[kfile] = in.kustomization
+		for to, from := range in.copies {
+			marked[to] = marked[from]
+		}
+	}
+	for p, data := range marked {
 		if err := fs.WriteFile(srcDir+"/"+p, data); err != nil {
 			return nil, errorAt(kfile, "%v", err)
 		}
@@ -558,11 +574,15 @@ func (t *tree) output(kfile string, m resmap.ResMap) ([]sources.File, error) {
 			docs[from] = append(docs[from], "---\n"...)
 		}
 		// JSON, which the loader reads as YAML, costs half of kyaml's YAML output.
-		y, err := r.MarshalJSON()
-		if err != nil {
-			return nil, errorAt(kfile, "%v", err)
+		doc, ok := appendJSON(docs[from], r.YNode())
+		if !ok {
+			y, err := r.MarshalJSON()
+			if err != nil {
+				return nil, errorAt(kfile, "%v", err)
+			}
+			doc = append(docs[from], y...)
 		}
-		docs[from] = append(append(docs[from], y...), '\n')
+		docs[from] = append(doc, '\n')
 	}
 	out := make([]sources.File, len(order))
 	for i, p := range order {
