@@ -13,7 +13,7 @@ BUILD_DATE  := $(BUILD_DATE)
 STAMP       := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(BUILD_DATE)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build run example-terraform test smoke bench fuzz lint docs docs-check openapi-lint postgres pgbouncer chromium \
+.PHONY: all build run example-terraform test smoke bench fuzz lint docs docs-check openapi-lint postgres pgbouncer test-tools chromium \
 	terraform clean dist dist-build image
 
 all: build
@@ -43,7 +43,7 @@ example-terraform: postgres terraform build
 		./.ci/run-data-dir.sh ./$(BIN) serve --config examples/terraform/trueup.yaml
 
 ## test: the whole suite against a real PostgreSQL (private cluster, or TRUEUP_TEST_DATABASE_URL)
-test: cc postgres pgbouncer chromium terraform
+test: cc postgres pgbouncer chromium terraform test-tools
 	PATH="$$PATH:$$($(GO) env GOPATH)/bin" $(GO) test -race -count=1 -timeout 20m ./...
 
 ## smoke: start what `make run` starts, wait until every example resource is Ready (but the one that fails on purpose), print them, stop
@@ -114,6 +114,14 @@ postgres:
 ## pgbouncer: install PgBouncer for the tests behind a pooler when missing (apt-get as root, else print the command)
 pgbouncer:
 	@./.ci/ensure-pgbouncer.sh
+
+## test-tools: build helm and promtool from the module proxy (the versions deploy/helm and
+## deploy/monitoring's tests pin) before the suite, so their first build, minutes on a fresh
+## machine, does not count against a test package's timeout
+HELM_MODULE := $(shell sed -n 's/^const helmModule = "\(.*\)"/\1/p' deploy/helm/chart_test.go)
+PROMTOOL_MODULE := $(shell sed -n 's/^const promtool = "\(.*\)"/\1/p' deploy/monitoring/monitoring_test.go)
+test-tools:
+	@d=$$(mktemp -d) && GOBIN=$$d $(GO) install $(HELM_MODULE) && GOBIN=$$d $(GO) install $(PROMTOOL_MODULE); s=$$?; rm -rf $$d; exit $$s
 
 ## chromium: install Debian's Chromium for the dashboard's browser test when missing
 chromium:
