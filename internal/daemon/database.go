@@ -7,6 +7,7 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/pgembed"
+	"github.com/trueup-dev/trueup/internal/server"
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
@@ -54,7 +55,7 @@ func OpenDatabase(ctx context.Context, cfg *config.Config, logger *slog.Logger) 
 	d.Store, d.URL = st, url
 	// API and dashboard requests read through a pool of their own: no number of clients can
 	// take the connections the reconciler writes results with.
-	api, err := store.Open(ctx, url, store.Options{MaxConns: apiConns})
+	api, err := store.Open(ctx, url, store.Options{MaxConns: server.PoolSize(0)})
 	if err != nil {
 		d.Close()
 		return nil, err
@@ -62,7 +63,3 @@ func OpenDatabase(ctx context.Context, cfg *config.Config, logger *slog.Logger) 
 	d.API = api
 	return d, nil
 }
-
-// apiConns is the API's pool: the server's requests in flight (server.Options.MaxInFlight) plus the
-// watch hub's reads.
-const apiConns = 6

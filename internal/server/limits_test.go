@@ -1,9 +1,12 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -80,5 +83,86 @@ func TestWatchStreamsPerClient(t *testing.T) {
 	wg.Wait()
 	if len(s.n) != 0 {
 		t.Fatalf("streams not released: %v", s.n)
+	}
+}
+
+func TestSharedReadsRunOnceAndFollowWrites(t *testing.T) {
+	var runs atomic.Int32
+	release := make(chan struct{})
+	// Answers kept for the whole test: a read that comes late still gets the first answer.
+	h := (&shared{keepAnswers: time.Hour}).wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			return
+		}
+		n := runs.Add(1)
+		if n == 1 {
+			<-release
+		}
+		writeJSON(w, http.StatusOK, map[string]int32{"run": n})
+	}))
+	get := func(path string) string {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec.Body.String()
+	}
+	// Eight identical reads while the first is being served (or just after): one run.
+	var wg sync.WaitGroup
+	bodies := make([]string, 8)
+	for i := range bodies {
+		wg.Add(1)
+		go func() { defer wg.Done(); bodies[i] = get("/api/v1/resources?limit=5") }()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runs.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	for _, b := range bodies {
+		if b != bodies[0] || !strings.Contains(b, `"run":1`) {
+			t.Fatalf("bodies = %q, want eight copies of run 1", bodies)
+		}
+	}
+	// A write starts a new generation: the next read runs again, however recent the answer.
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/v1/resources/ns/Widget/a/reconcile", nil))
+	if b := get("/api/v1/resources?limit=5"); strings.Contains(b, `"run":1`) {
+		t.Fatalf("read after a write got the answer from before it: %s", b)
+	}
+	// Other URLs and paths outside the API are never shared.
+	if a, b := get("/api/v1/resources?limit=6"), get("/api/v1/resources?limit=7"); a == b {
+		t.Fatalf("different URLs shared an answer: %s", a)
+	}
+}
+
+func TestPacerHoldsTheAPIOnlyWhileTheEngineIsBusy(t *testing.T) {
+	var busy atomic.Bool
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	p := newPacer(func(context.Context) (bool, error) { return busy.Load(), nil }, 1, 0)
+	h := p.wrap(ok)
+	code := func() int {
+		p.checked.Store(0) // read the engine's state at every request
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/resources", nil))
+		return rec.Code
+	}
+	for i := 0; i < 3; i++ {
+		if c := code(); c != http.StatusOK {
+			t.Fatalf("idle engine, request %d: %d", i, c)
+		}
+	}
+	busy.Store(true)
+	if c := code(); c != http.StatusOK {
+		t.Fatalf("busy engine, first request (the burst): %d", c)
+	}
+	rec := httptest.NewRecorder()
+	p.checked.Store(0)
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/resources", nil))
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("busy engine past its rate: %d %v, want 503 with Retry-After", rec.Code, rec.Header())
+	}
+	busy.Store(false)
+	if c := code(); c != http.StatusOK {
+		t.Fatalf("engine idle again: %d", c)
 	}
 }
