@@ -147,14 +147,11 @@ func (c *apiClients) end(from int64, took time.Duration) apiServed {
 
 // apiAlone runs n clients against a server on r seeded resources for d, nothing else running.
 func (b *bench) apiAlone(ctx context.Context, r, n int, d time.Duration) (apiServed, error) {
-	st, url, err := b.freshStore(ctx, 4)
+	st, url, err := b.seededStore(ctx, r)
 	if err != nil {
 		return apiServed{}, err
 	}
 	defer st.Close()
-	if err := b.seed(ctx, st, r); err != nil {
-		return apiServed{}, err
-	}
 	// No engine runs here: nothing is due, as after the resources reconciled.
 	if _, err := st.Pool().Exec(ctx, "UPDATE resources SET run_at = now() + interval '1 hour'"); err != nil {
 		return apiServed{}, err
@@ -170,14 +167,11 @@ func (b *bench) apiAlone(ctx context.Context, r, n int, d time.Duration) (apiSer
 }
 
 func (b *bench) throughputUnderAPILoad(ctx context.Context, n, clients int) (rate float64, served apiServed, err error) {
-	st, url, err := b.freshStore(ctx, 4)
+	st, url, err := b.seededStore(ctx, n)
 	if err != nil {
 		return 0, served, err
 	}
 	defer st.Close()
-	if err := b.seed(ctx, st, n); err != nil {
-		return 0, served, err
-	}
 	// The seeded resources are due at once: hold them back until the clients are running.
 	if _, err := st.Pool().Exec(ctx, "UPDATE resources SET run_at = now() + interval '1 hour'"); err != nil {
 		return 0, served, err

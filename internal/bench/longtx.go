@@ -35,14 +35,11 @@ func (b *bench) longTxThroughput(ctx context.Context, n int) error {
 const longTxPasses = 3
 
 func (b *bench) drainWithLongTx(ctx context.Context, n int, hold bool) (float64, error) {
-	st, url, err := b.freshStore(ctx, 4)
+	st, url, err := b.seededStore(ctx, n)
 	if err != nil {
 		return 0, err
 	}
 	defer st.Close()
-	if err := b.seed(ctx, st, n); err != nil {
-		return 0, err
-	}
 	if hold {
 		conn, err := pgx.Connect(ctx, url)
 		if err != nil {
