@@ -150,29 +150,23 @@ func (p *pacer) wrap(h http.Handler) http.Handler {
 
 // shared serves identical API reads at once (golang.org/x/sync/singleflight): a GET under
 // /api/v1/ that arrives while the same one (same identity, URL and content headers) is being
-// served, or within keepFor after it was, gets a copy of that answer instead of running its
-// own queries. A write through this server (any other method) starts a new generation of
-// answers, so that a client reads what it wrote; what the engine writes shows at most
-// keepFor plus one request's time later, as a read from a standby does.
+// served waits for that answer and gets a copy of it instead of running its own queries. A
+// write through this server (any other method) starts a new generation of answers, so that
+// a client reads what it wrote; a write made elsewhere shows to a read that shared an answer
+// at most one request's time later, as a read from a standby does. A read that arrives after
+// an answer was made never gets it.
 type shared struct {
 	g   singleflight.Group
 	gen atomic.Uint64
-	mu  sync.Mutex
-	// kept are the answers of the last keepFor (or keepAnswers when set), by key.
-	kept        map[string]*answer
-	keepAnswers time.Duration
+	// waiting counts the reads waiting for an answer (tests).
+	waiting atomic.Int64
 }
-
-// keepFor is how long an answer serves the same reads after it was made: a crowd polling the
-// same lists costs a few queries per key and second, whatever its size.
-const keepFor = 10 * time.Millisecond
 
 // answer is a response kept to be copied to every request that shared it.
 type answer struct {
 	header http.Header
 	code   int
 	body   bytes.Buffer
-	at     time.Time
 }
 
 func (a *answer) Header() http.Header { return a.header }
@@ -201,51 +195,20 @@ func (s *shared) wrap(h http.Handler) http.Handler {
 			return
 		}
 		key := strconv.FormatUint(s.gen.Load(), 10) + "\x00" + sharedKey(r)
-		a := s.recent(key)
-		if a == nil {
-			v, _, _ := s.g.Do(key, func() (any, error) {
-				a := &answer{header: http.Header{}}
-				// The answer is others' too: it runs to its end (withTimeout bounds it) even
-				// when the client that started it goes away.
-				h.ServeHTTP(a, r.WithContext(context.WithoutCancel(r.Context())))
-				a.at = time.Now()
-				s.keep(key, a)
-				return a, nil
-			})
-			a = v.(*answer)
-		}
+		s.waiting.Add(1)
+		v, _, _ := s.g.Do(key, func() (any, error) {
+			a := &answer{header: http.Header{}}
+			// The answer is others' too: it runs to its end (withTimeout bounds it) even when
+			// the client that started it goes away.
+			h.ServeHTTP(a, r.WithContext(context.WithoutCancel(r.Context())))
+			return a, nil
+		})
+		s.waiting.Add(-1)
+		a := v.(*answer)
 		maps.Copy(w.Header(), a.header.Clone())
 		w.WriteHeader(cmp.Or(a.code, http.StatusOK))
 		_, _ = w.Write(a.body.Bytes())
 	})
-}
-
-// recent returns the answer kept for key when it is younger than keepFor.
-func (s *shared) recent(key string) *answer {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if a := s.kept[key]; a != nil && time.Since(a.at) < cmp.Or(s.keepAnswers, keepFor) {
-		return a
-	}
-	return nil
-}
-
-// keep keeps a successful answer for keepFor, dropping those past it.
-func (s *shared) keep(key string, a *answer) {
-	if a.code != http.StatusOK {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k, old := range s.kept {
-		if time.Since(old.at) >= cmp.Or(s.keepAnswers, keepFor) {
-			delete(s.kept, k)
-		}
-	}
-	if s.kept == nil {
-		s.kept = map[string]*answer{}
-	}
-	s.kept[key] = a
 }
 
 // sharedKey names what an API read's answer depends on: who asks (their role and
