@@ -112,9 +112,10 @@ func (p *pacer) engineBusy(ctx context.Context) bool {
 	now := time.Now().UnixNano()
 	if now-p.checked.Load() >= int64(busyCheckEvery) && p.reading.CompareAndSwap(false, true) {
 		ctx, cancel := context.WithTimeout(ctx, time.Second)
-		if busy, err := p.check(ctx); err == nil {
-			p.busy.Store(busy)
-		}
+		// A check that fails (the pool taken by requests, the database slow) counts as busy:
+		// when unsure, the engine comes first.
+		busy, err := p.check(ctx)
+		p.busy.Store(busy || err != nil)
 		cancel()
 		p.checked.Store(now)
 		p.reading.Store(false)
