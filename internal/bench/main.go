@@ -42,7 +42,7 @@ func atLeast(x float64) func(float64) bool { return func(v float64) bool { retur
 func atMost(x float64) func(float64) bool  { return func(v float64) bool { return v <= x } }
 
 func main() {
-	only := flag.String("only", "", "comma-separated figure groups to run (graph,resourceset,policy,reconcile,gate,windows,calls,chain,apiload,defaults,sync,syncrules,synckustomize,claim,webhook,failover,serve,preview; scale1m and reads1m only when named)")
+	only := flag.String("only", "", "comma-separated figure groups to run (graph,resourceset,policy,reconcile,longtx,gate,windows,calls,chain,apiload,defaults,sync,syncrules,synckustomize,claim,webhook,failover,serve,preview; scale1m and reads1m only when named)")
 	traced := flag.Bool("tracing", false, "export every span to a collector on loopback, as with a tracing: block (figures with tracing on)")
 	flag.Parse()
 	ctx := context.Background()
@@ -110,6 +110,11 @@ func run(ctx context.Context, only string, log *slog.Logger) error {
 	if want("reconcile") {
 		if err := b.reconcileThroughput(ctx); err != nil {
 			return fmt.Errorf("reconcile throughput: %w", err)
+		}
+	}
+	if want("longtx") {
+		if err := b.longTxThroughput(ctx, 20000); err != nil {
+			return fmt.Errorf("reconcile throughput with a long transaction: %w", err)
 		}
 	}
 	if want("gate") {

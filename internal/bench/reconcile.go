@@ -83,6 +83,19 @@ func (b *bench) seed(ctx context.Context, st *store.Store, n int) error {
 	return err
 }
 
+// seededStore is a fresh database with n seeded resources, due at once.
+func (b *bench) seededStore(ctx context.Context, n int) (*store.Store, string, error) {
+	st, url, err := b.freshStore(ctx, 4)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := b.seed(ctx, st, n); err != nil {
+		st.Close()
+		return nil, "", err
+	}
+	return st, url, nil
+}
+
 // drainRate starts replicas reconcilers of 32 workers calling act and measures how many of
 // the n seeded resources a second become Ready.
 func (b *bench) drainRate(ctx context.Context, url string, st *store.Store, n, replicas int, act actions.Action) (float64, error) {

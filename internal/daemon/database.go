@@ -8,6 +8,7 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/pgembed"
+	"github.com/trueup-dev/trueup/internal/server"
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
@@ -59,7 +60,7 @@ func OpenDatabase(ctx context.Context, cfg *config.Config, logger *slog.Logger) 
 	d.Store, d.URL = st, cmp.Or(session, url)
 	// API and dashboard requests read through a pool of their own: no number of clients can
 	// take the connections the reconciler writes results with.
-	api, err := store.Open(ctx, url, store.Options{MaxConns: apiConns, SessionURL: session,
+	api, err := store.Open(ctx, url, store.Options{MaxConns: server.PoolSize(0), SessionURL: session,
 		ReadURL: cfg.Database.ReadURL, MaxReadLag: cfg.Database.MaxReadLag, Logger: logger.With("component", "read-standby")})
 	if err != nil {
 		d.Close()
@@ -68,7 +69,3 @@ func OpenDatabase(ctx context.Context, cfg *config.Config, logger *slog.Logger) 
 	d.API, d.Read = api, api
 	return d, nil
 }
-
-// apiConns is the API's pool: the server's requests in flight (server.Options.MaxInFlight) plus the
-// watch hub's reads.
-const apiConns = 6

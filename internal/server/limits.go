@@ -1,28 +1,50 @@
 package server
 
 import (
+	"bytes"
+	"cmp"
+	"context"
+	"maps"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/singleflight"
+	"golang.org/x/time/rate"
 )
 
 // Limits that keep API and dashboard clients from slowing the engine (DESIGN §9): requests
-// read through their own small database pool (cmd/trueup opens one for the server), at most
-// Options.MaxInFlight of them run at once (default defaultMaxInFlight) — the others wait their
-// turn for up to queueWait, then get 503 with Retry-After — and each client holds at most
-// maxWatchesPerClient watch streams.
+// read through their own database pool (PoolSize connections, cmd/trueup opens it for the
+// server); at most Options.MaxInFlight of them run at once (default: one per CPU the Go
+// runtime uses) and the others wait their turn for up to queueWait, then get 503 with
+// Retry-After; identical GETs of the API that arrive while one is being served take its
+// answer (shared); and each client holds at most maxWatchesPerClient watch streams.
 //
-// One at a time by default: on a 2-core machine, 500 clients sending request after request
-// took 34–50% of reconcile throughput with 2 or 4 in flight, and 0–12% with 1 (make bench,
-// reconcile_api_load_drop), while one request at a time still serves 100–170 requests/s.
+// What protects the engine is how little a request costs, not how few run: one request at
+// a time served 100–170 requests/s on 2 cores and took 0–12% of reconcile throughput, 2 or 4
+// at a time took 34–50% (make bench, reconcile_api_load_drop) because each request ran its
+// own queries. A crowd asks the same few lists again and again; shared answers them with one
+// query per burst, which leaves concurrency free to follow the machine.
 const (
-	defaultMaxInFlight  = 1
 	queueWait           = 5 * time.Second
 	maxWatchesPerClient = 16
+	// hubConns are the watch hub's reads, beside the requests in flight.
+	hubConns = 2
 )
+
+// defaultMaxInFlight is one request in flight per CPU the Go runtime uses, at least 2.
+func defaultMaxInFlight() int { return max(2, runtime.GOMAXPROCS(0)) }
+
+// PoolSize is the size of the database pool the server's store needs: a connection for each
+// request in flight (maxInFlight; 0: the default) and the watch hub's reads.
+func PoolSize(maxInFlight int) int32 {
+	return int32(cmp.Or(maxInFlight, defaultMaxInFlight()) + hubConns)
+}
 
 // limiter bounds the API and dashboard requests running at once. Health checks, webhooks
 // (which write one row and return) and watch streams (bounded per client) pass by.
@@ -60,6 +82,143 @@ func (l *limiter) wrap(h http.Handler) http.Handler {
 		defer func() { <-l.slots }()
 		h.ServeHTTP(w, r)
 	})
+}
+
+// pacer keeps the API behind the engine: while the engine has work (a lease held or work
+// due, checked at most every busyCheckEvery), requests start at most busyRatePerCPU a second
+// per CPU (golang.org/x/time/rate), and one that would wait past queueWait gets 503 with
+// Retry-After. An idle engine leaves the API unpaced.
+type pacer struct {
+	lim     *rate.Limiter
+	check   func(context.Context) (bool, error)
+	wait    time.Duration
+	busy    atomic.Bool
+	checked atomic.Int64 // when busy was last read (Unix nanoseconds)
+	reading atomic.Bool
+}
+
+const (
+	busyRatePerCPU = 500
+	busyCheckEvery = 100 * time.Millisecond
+)
+
+func newPacer(check func(context.Context) (bool, error), perSecond int, wait time.Duration) *pacer {
+	return &pacer{lim: rate.NewLimiter(rate.Limit(perSecond), max(1, perSecond/10)), check: check, wait: wait}
+}
+
+// engineBusy returns what the last check found; the first request after busyCheckEvery reads
+// it again (the others go on with the value they have).
+func (p *pacer) engineBusy(ctx context.Context) bool {
+	now := time.Now().UnixNano()
+	if now-p.checked.Load() >= int64(busyCheckEvery) && p.reading.CompareAndSwap(false, true) {
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		// A check that fails (the pool taken by requests, the database slow) counts as busy:
+		// when unsure, the engine comes first.
+		busy, err := p.check(ctx)
+		p.busy.Store(busy || err != nil)
+		cancel()
+		p.checked.Store(now)
+		p.reading.Store(false)
+	}
+	return p.busy.Load()
+}
+
+func (p *pacer) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if exempt(r.URL.Path) || !p.engineBusy(r.Context()) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		res := p.lim.Reserve()
+		if d := res.Delay(); d > p.wait {
+			res.Cancel()
+			w.Header().Set("Retry-After", strconv.Itoa(1))
+			writeError(w, http.StatusServiceUnavailable, "too many requests while the engine is busy; retry shortly")
+			return
+		} else if d > 0 {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				res.Cancel()
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// shared serves identical API reads at once (golang.org/x/sync/singleflight): a GET under
+// /api/v1/ that arrives while the same one (same identity, URL and content headers) is being
+// served waits for that answer and gets a copy of it instead of running its own queries. A
+// write through this server (any other method) starts a new generation of answers, so that
+// a client reads what it wrote; a write made elsewhere shows to a read that shared an answer
+// at most one request's time later, as a read from a standby does. A read that arrives after
+// an answer was made never gets it.
+type shared struct {
+	g   singleflight.Group
+	gen atomic.Uint64
+	// waiting counts the reads waiting for an answer (tests).
+	waiting atomic.Int64
+}
+
+// answer keeps what a handler wrote: a response copied to every request that shared it, or
+// the answer of an in-process API call of /mcp.
+type answer struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func (a *answer) Header() http.Header { return a.header }
+func (a *answer) Write(b []byte) (int, error) {
+	if a.code == 0 {
+		a.code = http.StatusOK
+	}
+	return a.body.Write(b)
+}
+func (a *answer) WriteHeader(code int) {
+	if a.code == 0 {
+		a.code = code
+	}
+}
+
+func (s *shared) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			s.gen.Add(1)
+			defer s.gen.Add(1)
+			h.ServeHTTP(w, r)
+			return
+		}
+		if !strings.HasPrefix(r.URL.Path, "/api/v1/") || exempt(r.URL.Path) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		key := strconv.FormatUint(s.gen.Load(), 10) + "\x00" + sharedKey(r)
+		s.waiting.Add(1)
+		v, _, _ := s.g.Do(key, func() (any, error) {
+			a := &answer{header: http.Header{}}
+			// The answer is others' too: it runs to its end (withTimeout bounds it) even when
+			// the client that started it goes away.
+			h.ServeHTTP(a, r.WithContext(context.WithoutCancel(r.Context())))
+			return a, nil
+		})
+		s.waiting.Add(-1)
+		a := v.(*answer)
+		maps.Copy(w.Header(), a.header.Clone())
+		w.WriteHeader(cmp.Or(a.code, http.StatusOK))
+		_, _ = w.Write(a.body.Bytes())
+	})
+}
+
+// sharedKey names what an API read's answer depends on: who asks (their role and
+// namespaces scope what they see), what, and in which form.
+func sharedKey(r *http.Request) string {
+	id := identity(r)
+	return strings.Join([]string{id.Kind, id.Name, string(id.Role), strings.Join(id.Namespaces, ","), r.URL.RequestURI(),
+		r.Header.Get("Accept"), r.Header.Get("Accept-Encoding"), r.Header.Get("If-None-Match")}, "\x00")
 }
 
 // streams counts the watch streams each client holds.

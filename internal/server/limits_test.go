@@ -1,9 +1,13 @@
 package server
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -80,5 +84,95 @@ func TestWatchStreamsPerClient(t *testing.T) {
 	wg.Wait()
 	if len(s.n) != 0 {
 		t.Fatalf("streams not released: %v", s.n)
+	}
+}
+
+func TestSharedReadsRunOnceAndFollowWrites(t *testing.T) {
+	var runs atomic.Int32
+	release := make(chan struct{})
+	sh := &shared{}
+	h := sh.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			return
+		}
+		n := runs.Add(1)
+		if n == 1 {
+			<-release
+		}
+		writeJSON(w, http.StatusOK, map[string]int32{"run": n})
+	}))
+	get := func(path string) string {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec.Body.String()
+	}
+	// Eight identical reads while the first is being served: one run, eight copies.
+	var wg sync.WaitGroup
+	bodies := make([]string, 8)
+	for i := range bodies {
+		wg.Add(1)
+		go func() { defer wg.Done(); bodies[i] = get("/api/v1/resources?limit=5") }()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for (runs.Load() == 0 || sh.waiting.Load() < 8) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	shared := 0
+	for _, b := range bodies {
+		if strings.Contains(b, `"run":1`) {
+			shared++
+		}
+	}
+	if shared < 2 {
+		t.Fatalf("bodies = %q, want copies of run 1", bodies)
+	}
+	// A read that comes after the answer was made runs again.
+	before := runs.Load()
+	if b := get("/api/v1/resources?limit=5"); !strings.Contains(b, fmt.Sprintf(`"run":%d`, before+1)) {
+		t.Fatalf("read after the answer: %s, want run %d", b, before+1)
+	}
+	// A write starts a new generation: the next read runs again, however recent the answer.
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/v1/resources/ns/Widget/a/reconcile", nil))
+	if b := get("/api/v1/resources?limit=5"); strings.Contains(b, `"run":1`) {
+		t.Fatalf("read after a write got the answer from before it: %s", b)
+	}
+	// Other URLs and paths outside the API are never shared.
+	if a, b := get("/api/v1/resources?limit=6"), get("/api/v1/resources?limit=7"); a == b {
+		t.Fatalf("different URLs shared an answer: %s", a)
+	}
+}
+
+func TestPacerHoldsTheAPIOnlyWhileTheEngineIsBusy(t *testing.T) {
+	var busy atomic.Bool
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	p := newPacer(func(context.Context) (bool, error) { return busy.Load(), nil }, 1, 0)
+	h := p.wrap(ok)
+	code := func() int {
+		p.checked.Store(0) // read the engine's state at every request
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/resources", nil))
+		return rec.Code
+	}
+	for i := 0; i < 3; i++ {
+		if c := code(); c != http.StatusOK {
+			t.Fatalf("idle engine, request %d: %d", i, c)
+		}
+	}
+	busy.Store(true)
+	if c := code(); c != http.StatusOK {
+		t.Fatalf("busy engine, first request (the burst): %d", c)
+	}
+	rec := httptest.NewRecorder()
+	p.checked.Store(0)
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/resources", nil))
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("busy engine past its rate: %d %v, want 503 with Retry-After", rec.Code, rec.Header())
+	}
+	busy.Store(false)
+	if c := code(); c != http.StatusOK {
+		t.Fatalf("engine idle again: %d", c)
 	}
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"io"
 	"net/http"
 	"strconv"
@@ -59,24 +58,4 @@ func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 	return &http.Response{Status: strconv.Itoa(rec.code) + " " + http.StatusText(rec.code), StatusCode: rec.code,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: rec.header, Body: io.NopCloser(&rec.body),
 		ContentLength: int64(rec.body.Len()), Request: req}, nil
-}
-
-// answer keeps what a handler wrote.
-type answer struct {
-	header http.Header
-	code   int
-	body   bytes.Buffer
-}
-
-func (a *answer) Header() http.Header { return a.header }
-
-func (a *answer) WriteHeader(code int) {
-	if a.code == 0 {
-		a.code = code
-	}
-}
-
-func (a *answer) Write(b []byte) (int, error) {
-	a.WriteHeader(http.StatusOK)
-	return a.body.Write(b)
 }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -41,7 +42,8 @@ type Options struct {
 	// every request is anonymous with admin over every namespace (a loopback listen without
 	// an auth: section).
 	Authenticate func(r *http.Request) (auth.Identity, error)
-	// MaxInFlight bounds the API and dashboard requests served at once (0: 1; see limits.go).
+	// MaxInFlight bounds the API and dashboard requests served at once (0: one per CPU, at
+	// least 2; see limits.go).
 	MaxInFlight int
 	// MaxWatchesPerClient bounds the watch streams one client (identity, or address when
 	// anonymous) holds at once (0: 16).
@@ -142,13 +144,16 @@ type Server struct {
 	hub   *Hub
 
 	inFlight *limiter // API and dashboard requests running at once
+	reads    shared   // identical API reads served at once
+	pace     *pacer   // requests a second while the engine has work
 	watchers *streams // watch streams per client
 }
 
 // New builds the server and its routes.
 func New(st *store.Store, opts Options, logger *slog.Logger) *Server {
 	s := &Server{opts: opts, store: st, log: logger, mux: http.NewServeMux(), hub: NewHub(st, logger),
-		inFlight: newLimiter(cmp.Or(opts.MaxInFlight, defaultMaxInFlight), queueWait), watchers: &streams{max: cmp.Or(opts.MaxWatchesPerClient, maxWatchesPerClient), n: map[string]int{}}}
+		inFlight: newLimiter(cmp.Or(opts.MaxInFlight, defaultMaxInFlight()), queueWait), watchers: &streams{max: cmp.Or(opts.MaxWatchesPerClient, maxWatchesPerClient), n: map[string]int{}}}
+	s.pace = newPacer(st.EngineBusy, busyRatePerCPU*runtime.GOMAXPROCS(0), queueWait)
 	s.routes()
 	return s
 }
@@ -249,7 +254,7 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 
 // Handler returns the root handler (for tests with httptest).
 func (s *Server) Handler() http.Handler {
-	api := s.inFlight.wrap(validInput(withTimeout(s.mux)))
+	api := s.pace.wrap(s.reads.wrap(s.inFlight.wrap(validInput(withTimeout(s.mux)))))
 	return s.recoverer(s.checkHost(s.crossOrigin(s.identify(s.withMCP(api)))))
 }
 

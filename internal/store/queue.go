@@ -830,3 +830,15 @@ func (s *Store) QueueStats(ctx context.Context) (due, inFlight, scheduled int, o
 		  WHERE lease_owner IS NULL AND run_at IS NOT NULL AND NOT suspended AND NOT blocked AND run_at <= now())), 0)::float8`).Scan(&due, &inFlight, &scheduled, &oldest)
 	return due, inFlight, scheduled, time.Duration(oldest * float64(time.Second)), err
 }
+
+// EngineBusy reports whether the engine has work: a lease held, or work due. It reads at most
+// the first entry of resources_lease and of resources_due.
+func (s *Store) EngineBusy(ctx context.Context) (bool, error) {
+	var busy bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM resources WHERE lease_owner IS NOT NULL)
+		OR EXISTS (SELECT 1 FROM resources WHERE lease_owner IS NULL AND run_at IS NOT NULL AND NOT suspended AND NOT blocked AND run_at <= now())`).Scan(&busy)
+	if err != nil {
+		return false, fmt.Errorf("engine busy: %w", err)
+	}
+	return busy, nil
+}
