@@ -131,7 +131,7 @@ log: {level: warn}
 		return fmt.Errorf("first sync: %w\n%s", err, logs)
 	}
 	first := time.Since(start)
-	say("first sync applied")
+	say("first sync applied; lock waits so far:\n%s", waits)
 	record("sync_first_1m", first.Seconds(), "s", "≤ 30", atMost(30))
 
 	if err := poll(ctx, 30*time.Minute, time.Second, func() (bool, error) {
