@@ -2,11 +2,13 @@ package syncer
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/manifest/manifesttest"
+	"github.com/trueup-dev/trueup/internal/store"
 )
 
 // TestSyncComparesChangedFiles: a sync compares only the changed files' resources, and a
@@ -52,5 +54,46 @@ func TestSyncComparesChangedFiles(t *testing.T) {
 		if err := b.db.QueryRow(b.ctx, `SELECT spec->>'color' FROM resources WHERE name = $1`, name).Scan(&color); err != nil || color != "blue" {
 			t.Errorf("%s: color %q %v, want the default", name, color, err)
 		}
+	}
+}
+
+// TestSyncComparesAllWhenOtherTypesChange: a type another source declares is the basis of the
+// resources using it; when it changes (a default added), the next sync of the source using it,
+// though only one of its files changed, compares every resource, and each gets the default.
+func TestSyncComparesAllWhenOtherTypesChange(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	if err := b.store.RegisterSource(b.ctx, store.SourceConfig{Name: "types", URL: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	typ := func(more string) string {
+		return manifesttest.TypeDoc("Database", "infra.example.com",
+			"{type: object, required: [size], properties: {size: {type: integer}"+more+"}}", "provision")
+	}
+	db := func(name string, size int) string {
+		return fmt.Sprintf("apiVersion: infra.example.com/v1\nkind: Database\nmetadata: {name: %s}\nspec: {size: %d}\n", name, size)
+	}
+	var types, infra repo
+	ts := New(b.store, Options{Name: "types", Source: types.source(), Interval: time.Hour, Replica: "r1", LeaseTTL: time.Minute}, slog.New(slog.DiscardHandler))
+	is := b.syncer(infra.source(), "r1", time.Minute)
+	step := func(what string, s *Syncer, r *repo, n int, files map[string]string) Outcome {
+		t.Helper()
+		r.set(rev(n), files)
+		out, err := s.SyncOnce(b.ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return out
+	}
+	step("types", ts, &types, 1, map[string]string{"t.yaml": typ("")})
+	step("infra", is, &infra, 1, map[string]string{"a.yaml": db("a", 5), "b.yaml": db("b", 5)})
+	step("a default added", ts, &types, 2, map[string]string{"t.yaml": typ(", color: {type: string, default: blue}")})
+	out := step("one file of infra changed", is, &infra, 2, map[string]string{"a.yaml": db("a", 6), "b.yaml": db("b", 5)})
+	if out.Result.Updated != 2 {
+		t.Errorf("after another source's type changed: %+v, want both resources updated", out.Result)
+	}
+	var color string
+	if err := b.db.QueryRow(b.ctx, `SELECT spec->>'color' FROM resources WHERE name = 'b'`).Scan(&color); err != nil || color != "blue" {
+		t.Errorf("b (an unchanged file): color %q %v, want the default", color, err)
 	}
 }
