@@ -45,8 +45,9 @@ func scale1mSize() (int, error) {
 // scale1mFigures runs the scale1m group (issue 26): a million resources in 2,000 files on a
 // durable cluster. It runs only when named: go run ./internal/bench -only scale1m.
 //
-// The real binary serves a folder source with the noop action at default settings, as
-// `trueup serve` does for users, so the memory figures are its own (/proc), not the bench's.
+// The real binary serves a folder source with the noop action at default settings (the
+// revision's caps raised to its size), as `trueup serve` does for users, so the memory
+// figures are its own (/proc), not the bench's.
 // The cluster is durable (fsync on) and removed at the end: a million resources take a few GB.
 func (b *bench) scale1mFigures(ctx context.Context) error {
 	n, err := scale1mSize()
@@ -103,8 +104,9 @@ sources:
     dir: {path: %s}
 actions:
   - {name: act, type: noop}
+limits: {maxResources: %d, maxDocuments: %d}
 log: {level: warn}
-`, filepath.Join(dir, "data"), addr, hex.EncodeToString(sum[:]), repo)), 0o644); err != nil {
+`, filepath.Join(dir, "data"), addr, hex.EncodeToString(sum[:]), repo, max(n+1000, 200000), max(n+1000, 250000))), 0o644); err != nil {
 		return err
 	}
 	cmd := exec.Command(bin, "serve", "--config", cfg)
