@@ -232,7 +232,13 @@ func (ld *load) parse(files []sources.File) []placed {
 			key = "sha256:" + hashJSON(files[i].Data)
 		}
 		keys[i] = key
-		ld.files[files[i].Path] = key
+		// A path may come more than once (a base rendered by several kustomizations): its
+		// entry changes when any of them does.
+		if prev, ok := ld.files[files[i].Path]; ok {
+			ld.files[files[i].Path] = prev + " " + key
+		} else {
+			ld.files[files[i].Path] = key
+		}
 		if e, ok := ld.l.files[key]; ok {
 			used[key] = e
 		} else if _, scheduled := used[key]; !scheduled {
