@@ -2,7 +2,20 @@ package main
 
 import (
 	"context"
-	"errors"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/pgembed"
+	"github.com/trueup-dev/trueup/internal/store"
 )
 
 // scale1mEnv is what the scale1m group's set-up hands to the read measurements once a million
@@ -12,8 +25,324 @@ type scale1mEnv struct {
 	token  string
 }
 
+// scale1mPerFile is how many resources each file of the scale1m repository holds.
+const scale1mPerFile = 500
+
+// scale1mSize is the number of resources of the scale1m group: TRUEUP_BENCH_SCALE, or a
+// million. Figures keep their _1m names whatever the size; the run says it.
+func scale1mSize() (int, error) {
+	v := os.Getenv("TRUEUP_BENCH_SCALE")
+	if v == "" {
+		return 1000000, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < scale1mPerFile {
+		return 0, fmt.Errorf("TRUEUP_BENCH_SCALE=%q: want a number of resources, at least %d", v, scale1mPerFile)
+	}
+	return n, nil
+}
+
 // scale1mFigures runs the scale1m group (issue 26): a million resources in 2,000 files on a
 // durable cluster. It runs only when named: go run ./internal/bench -only scale1m.
+//
+// The real binary serves a folder source with the noop action at default settings (the
+// revision's caps raised to its size), as `trueup serve` does for users, so the memory
+// figures are its own (/proc), not the bench's.
+// The cluster is durable (fsync on) and removed at the end: a million resources take a few GB.
 func (b *bench) scale1mFigures(ctx context.Context) error {
-	return errors.New("scale1m: not built yet")
+	n, err := scale1mSize()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp(b.dir, "scale1m-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return err
+	}
+	bin := filepath.Join(dir, "trueup")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/trueup")
+	build.Dir = moduleRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("build: %v: %s", err, out)
+	}
+	repo := filepath.Join(dir, "repo")
+	if err := writeScaleRepo(repo, n); err != nil {
+		return err
+	}
+	cluster, err := pgembed.Start(ctx, pgembed.Options{Dir: filepath.Join(dir, "pg"), Logger: b.log})
+	if err != nil {
+		return err
+	}
+	defer cluster.Stop()
+	st, err := store.Open(ctx, cluster.URL("trueup"), store.Options{MaxConns: 2})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if _, err := st.Migrate(ctx); err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	const token = "bench-scale1m-reader-token-0123456789"
+	sum := sha256.Sum256([]byte(token))
+	cfg := filepath.Join(dir, "serve.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(`dataDir: %s
+server: {listen: "%s"}
+auth:
+  tokens: [{name: bench, sha256: %s, role: viewer}]
+sources:
+  - name: bench
+    dir: {path: %s}
+actions:
+  - {name: act, type: noop}
+limits: {maxResources: %d, maxDocuments: %d}
+log: {level: warn}
+`, filepath.Join(dir, "data"), addr, hex.EncodeToString(sum[:]), repo, max(n+1000, 200000), max(n+1000, 250000))), 0o644); err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, "serve", "--config", cfg)
+	cmd.Env = append(os.Environ(), "TRUEUP_DATABASE_URL="+cluster.URL("trueup"))
+	logs := &tailBuffer{max: 64 << 10}
+	cmd.Stderr = logs
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer stopProcess(cmd)
+	waits := watchLockWaits(ctx, st)
+	defer waits.stop()
+	start := time.Now()
+	say := func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "scale1m (%d resources, load %s): %s: "+format+"\n",
+			append([]any{n, loadAverage(), time.Since(start).Round(time.Millisecond)}, args...)...)
+	}
+
+	// The first sync ends when the source's row shows its revision applied.
+	if err := poll(ctx, 10*time.Minute, 100*time.Millisecond, func() (bool, error) {
+		src, err := st.GetSource(ctx, "bench")
+		return err == nil && src.Revision != "", nil
+	}); err != nil {
+		return fmt.Errorf("first sync: %w\n%s", err, logs)
+	}
+	first := time.Since(start)
+	say("first sync applied; lock waits so far:\n%s", waits)
+	record("sync_first_1m", first.Seconds(), "s", "≤ 30", atMost(30))
+
+	if err := poll(ctx, 30*time.Minute, time.Second, func() (bool, error) {
+		var ready int
+		err := st.Pool().QueryRow(ctx, "SELECT count(*) FROM resources WHERE phase = 'Ready'").Scan(&ready)
+		return ready >= n, err
+	}); err != nil {
+		return fmt.Errorf("ready: %w\n%s", err, logs)
+	}
+	ready := time.Since(start)
+	say("all Ready")
+	// The sync and the reconciles of every resource are done: what waited on a lock then.
+	waits.stop()
+	if w := waits.String(); w != "" {
+		say("lock waits seen (longest per statement):\n%s", w)
+	}
+	record("ready_1m", ready.Seconds(), "s", "≤ 150", atMost(150))
+	// VmHWM is the peak resident set since the start: the fetch, parse, apply and the first
+	// reconciles of every resource. Containers are sized by it.
+	peak, err := procStatusMB(cmd.Process.Pid, "VmHWM")
+	if err != nil {
+		return err
+	}
+	record("rss_peak_1m", peak, "MB", "≤ 500", atMost(500))
+
+	change, err := scaleOneChanges(ctx, st, repo)
+	if err != nil {
+		return fmt.Errorf("one change: %w\n%s", err, logs)
+	}
+	record("sync_one_change_1m", ms(change), "ms", "≤ 1000", atMost(1000))
+
+	// A failure of the reads is returned once the steady memory is recorded.
+	readErr := b.scale1mReads(ctx, scale1mEnv{apiURL: "http://" + addr, token: token})
+	// Steady state: Ready, the one-file changes and the reads behind it.
+	rss, err := procStatusMB(cmd.Process.Pid, "VmRSS")
+	if err != nil {
+		return err
+	}
+	record("rss_1m", rss, "MB", "≤ 300", atMost(300))
+	if s := logs.String(); strings.Contains(s, "lease") {
+		say("the server's log tells of its leases:\n%s", s)
+	}
+	return readErr
+}
+
+// writeScaleRepo writes n widgets in files of scale1mPerFile, and their type, one file at a
+// time (the repository is never all in memory).
+func writeScaleRepo(repo string, n int) error {
+	if err := writeFiles(repo, map[string]string{"types/widget.yaml": benchType}); err != nil {
+		return err
+	}
+	for f := 0; f*scale1mPerFile < n; f++ {
+		if err := writeFiles(repo, map[string]string{scaleFile(f): scaleWidgets(f, n, "")}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func scaleFile(f int) string { return fmt.Sprintf("widgets/w%04d.yaml", f) }
+
+// scaleWidgets is file f's content, with extra appended.
+func scaleWidgets(f, n int, extra string) string {
+	var b strings.Builder
+	for i := f * scale1mPerFile; i < n && i < (f+1)*scale1mPerFile; i++ {
+		fmt.Fprintf(&b, "---\napiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: w%07d, namespace: ns%02d, labels: {team: t%d}}\nspec: {size: %d}\n", i, i%20, i%7, i)
+	}
+	return b.String() + extra
+}
+
+// scaleOneChanges writes five changes of one file (one more widget, created, then updated)
+// and returns the median time from the write to that widget Ready at its new generation.
+func scaleOneChanges(ctx context.Context, st *store.Store, repo string) (time.Duration, error) {
+	n, _ := scale1mSize()
+	var took []time.Duration
+	for i := 1; i <= 5; i++ {
+		extra := fmt.Sprintf("---\napiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: extra, namespace: ns00, labels: {team: t0}}\nspec: {size: %d}\n", i)
+		start := time.Now()
+		if err := writeFiles(repo, map[string]string{scaleFile(42): scaleWidgets(42, n, extra)}); err != nil {
+			return 0, err
+		}
+		if err := poll(ctx, 5*time.Minute, 5*time.Millisecond, func() (bool, error) {
+			var ok bool
+			err := st.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM resources WHERE namespace = 'ns00' AND name = 'extra'
+				AND spec->>'size' = $1 AND phase = 'Ready' AND observed_generation = generation)`, strconv.Itoa(i)).Scan(&ok)
+			return ok, err
+		}); err != nil {
+			return 0, fmt.Errorf("change %d: %w", i, err)
+		}
+		took = append(took, time.Since(start))
+	}
+	return percentile(took, 0.5), nil
+}
+
+// poll calls cond every interval until it holds, fails, or limit passes.
+func poll(ctx context.Context, limit, interval time.Duration, cond func() (bool, error)) error {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		ok, err := cond()
+		if err != nil || ok {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(interval):
+		}
+	}
+	return fmt.Errorf("not done within %s", limit)
+}
+
+// stopProcess interrupts cmd and waits for it (killed after 30 s).
+func stopProcess(cmd *exec.Cmd) {
+	_ = cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// loadAverage is the machine's one-minute load average (the machine may be shared).
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	return strings.Fields(string(b))[0]
+}
+
+// tailBuffer keeps the last max bytes written to it (a server's log).
+type tailBuffer struct {
+	max int
+	mu  sync.Mutex
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}
+
+// lockWaits samples pg_stat_activity for sessions waiting on a lock (a renewal waiting on the
+// apply would show here) and keeps the longest wait seen per statement.
+type lockWaits struct {
+	cancel  context.CancelFunc
+	done    chan struct{}
+	mu      sync.Mutex
+	longest map[string]time.Duration
+}
+
+func watchLockWaits(ctx context.Context, st *store.Store) *lockWaits {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &lockWaits{cancel: cancel, done: make(chan struct{}), longest: map[string]time.Duration{}}
+	go func() {
+		defer close(w.done)
+		for ctx.Err() == nil {
+			rows, err := st.Pool().Query(ctx, `SELECT wait_event, left(regexp_replace(query, '\s+', ' ', 'g'), 100),
+				extract(epoch FROM clock_timestamp() - state_change)
+				FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> pg_backend_pid()`)
+			if err == nil {
+				for rows.Next() {
+					var ev, q string
+					var secs float64
+					if rows.Scan(&ev, &q, &secs) == nil {
+						d := time.Duration(secs * float64(time.Second))
+						w.mu.Lock()
+						if k := ev + ": " + q; d > w.longest[k] {
+							w.longest[k] = d
+						}
+						w.mu.Unlock()
+					}
+				}
+				rows.Close()
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return w
+}
+
+func (w *lockWaits) stop() {
+	w.cancel()
+	<-w.done
+}
+
+func (w *lockWaits) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var b strings.Builder
+	for k, d := range w.longest {
+		fmt.Fprintf(&b, "  %s (%s)\n", k, d.Round(time.Millisecond))
+	}
+	return b.String()
 }

@@ -9,8 +9,10 @@ package changeplan
 
 import (
 	"fmt"
-	"github.com/trueup-dev/trueup/internal/plural"
+	"slices"
 	"strings"
+
+	"github.com/trueup-dev/trueup/internal/plural"
 )
 
 // Resource is one resource on either side of a plan, the revision's or the source's.
@@ -262,4 +264,34 @@ func PlanTypes(desired, applied []Type) TypeChanges {
 	}
 	out.Counts.Removed = len(out.Removed)
 	return out
+}
+
+// FilesBasis is the key, in the file maps ChangedFiles compares, of what every resource was
+// judged with besides its own file (the types known from other sources): a change of it is
+// a change of every file.
+const FilesBasis = ""
+
+// ChangedFiles decides which files a plan must compare, from the files (path → content hash)
+// recorded when the source was last applied and the revision's: those added, changed or
+// removed, sorted. A resource of a file whose content is the same is the same resource, so
+// the plan of the other files' resources is the revision's whole plan. all is true when every
+// resource must be compared: nothing was recorded (a first sync, or one applied without the
+// files' hashes), the revision has none, or the basis (FilesBasis) changed.
+func ChangedFiles(recorded, revision map[string]string) (changed []string, all bool) {
+	if len(recorded) == 0 || revision == nil || recorded[FilesBasis] != revision[FilesBasis] {
+		return nil, true
+	}
+	changed = []string{}
+	for p, h := range revision {
+		if old, ok := recorded[p]; !ok || old != h {
+			changed = append(changed, p)
+		}
+	}
+	for p := range recorded {
+		if _, ok := revision[p]; !ok {
+			changed = append(changed, p)
+		}
+	}
+	slices.Sort(changed)
+	return changed, false
 }

@@ -175,3 +175,32 @@ func TestPlanTypes(t *testing.T) {
 		}
 	}
 }
+
+func TestChangedFiles(t *testing.T) {
+	t.Parallel()
+	rec := map[string]string{FilesBasis: "k1", "a.yaml": "1", "b.yaml": "2", "c.yaml": "3"}
+	for _, tc := range []struct {
+		name     string
+		recorded map[string]string
+		revision map[string]string
+		want     []string
+		all      bool
+	}{
+		{"first sync", nil, map[string]string{"a.yaml": "1"}, nil, true},
+		{"applied without hashes", rec, nil, nil, true},
+		{"nothing changed", rec, map[string]string{FilesBasis: "k1", "a.yaml": "1", "b.yaml": "2", "c.yaml": "3"}, []string{}, false},
+		{"one file changed", rec, map[string]string{FilesBasis: "k1", "a.yaml": "1", "b.yaml": "9", "c.yaml": "3"}, []string{"b.yaml"}, false},
+		{"a file removed", rec, map[string]string{FilesBasis: "k1", "a.yaml": "1", "c.yaml": "3"}, []string{"b.yaml"}, false},
+		{"a file added", rec, map[string]string{FilesBasis: "k1", "a.yaml": "1", "b.yaml": "2", "c.yaml": "3", "d.yaml": "4"}, []string{"d.yaml"}, false},
+		// A rename is a removal and an addition: both files' resources are compared.
+		{"a file renamed", rec, map[string]string{FilesBasis: "k1", "a.yaml": "1", "b2.yaml": "2", "c.yaml": "3"}, []string{"b.yaml", "b2.yaml"}, false},
+		{"every file removed", rec, map[string]string{FilesBasis: "k1"}, []string{"a.yaml", "b.yaml", "c.yaml"}, false},
+		{"the basis changed", rec, map[string]string{FilesBasis: "k2", "a.yaml": "1", "b.yaml": "2", "c.yaml": "3"}, nil, true},
+		{"the basis went", rec, map[string]string{"a.yaml": "1", "b.yaml": "2", "c.yaml": "3"}, nil, true},
+	} {
+		got, all := ChangedFiles(tc.recorded, tc.revision)
+		if all != tc.all || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: %q, all %v; want %q, all %v", tc.name, got, all, tc.want, tc.all)
+		}
+	}
+}

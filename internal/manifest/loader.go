@@ -160,6 +160,7 @@ type load struct {
 
 	inputsUsed map[string]*inputsEntry // becomes Loader.inputs
 	parts      partsMemo
+	files      map[string]string // Set.Files
 }
 
 // Load parses every file and validates everything. On any problem it returns (nil, Errors)
@@ -200,7 +201,11 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 		return nil, capSetProblems(sortErrors(ld.errs), runSpans(runs))
 	}
 	slices.SortFunc(types, func(a, b ResourceType) int { return cmp.Compare(a.Name, b.Name) })
-	return &Set{Types: types, Resources: resources, ResourceSets: setInfos(runs), transitions: transitions, encryptedUnknown: opts.EncryptedUnknown}, nil
+	set := &Set{Types: types, Resources: resources, ResourceSets: setInfos(runs), transitions: transitions, encryptedUnknown: opts.EncryptedUnknown}
+	if len(set.ResourceSets) == 0 {
+		set.Files = ld.files
+	}
+	return set, nil
 }
 
 // parse returns the documents of all files in path order, parsing in parallel the contents
@@ -213,6 +218,7 @@ func (ld *load) parse(files []sources.File) []placed {
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(files[a].Path, files[b].Path) })
 
 	keys := make([]string, len(files))
+	ld.files = make(map[string]string, len(files))
 	entries := make([]*fileEntry, len(files))
 	used := make(map[string]*fileEntry, len(files))
 	var todo []int
@@ -226,6 +232,13 @@ func (ld *load) parse(files []sources.File) []placed {
 			key = "sha256:" + hashJSON(files[i].Data)
 		}
 		keys[i] = key
+		// A path may come more than once (a base rendered by several kustomizations): its
+		// entry changes when any of them does.
+		if prev, ok := ld.files[files[i].Path]; ok {
+			ld.files[files[i].Path] = prev + " " + key
+		} else {
+			ld.files[files[i].Path] = key
+		}
 		if e, ok := ld.l.files[key]; ok {
 			used[key] = e
 		} else if _, scheduled := used[key]; !scheduled {

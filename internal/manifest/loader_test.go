@@ -769,8 +769,12 @@ spec:
 	// Without hashes, content identifies files.
 	noHash := []sources.File{{Path: "types.yaml", Data: []byte(dbType)}, {Path: "db.yaml", Data: []byte(db)}}
 	again, err := l.Load(noHash, Options{})
-	if err != nil || !reflect.DeepEqual(again, first) {
-		t.Errorf("load without hashes: %v, %+v", err, again)
+	if err != nil || len(again.Files) != len(first.Files) {
+		t.Fatalf("load without hashes: %v, files %v", err, again.Files)
+	}
+	again.Files, first.Files = nil, nil // the hashes made from content are not the source's
+	if !reflect.DeepEqual(again, first) {
+		t.Errorf("load without hashes: %+v", again)
 	}
 }
 

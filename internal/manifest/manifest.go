@@ -193,6 +193,11 @@ type Set struct {
 	// ResourceSets lists the revision's ResourceSets, sorted by Namespace and Name; their
 	// generated resources are in Resources, labelled LabelResourceSet.
 	ResourceSets []ResourceSetInfo
+	// Files maps the path of each file loaded to its content's hash (sources.File.Hash, or
+	// one the loader made): a resource is the same while its file is (the store then skips
+	// it, changeplan.ChangedFiles). nil when a resource also depends on other files: a
+	// ResourceSet's generated resources depend on its inputs.
+	Files map[string]string
 
 	transitions []transitionCheck // the resources CheckTransitions checks
 	// encryptedUnknown is the Options.EncryptedUnknown the Set was loaded with.

@@ -60,23 +60,30 @@ type rewrite struct {
 // source's rows says. Every write goes in statements of at most p.batchSize() rows, each
 // followed by its changes and events, so that what is held at once does not grow with the
 // revision.
-func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResult) error {
-	applied, ids, err := existingResources(ctx, tx, p.Source)
+func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, sc applyScope, res *ApplyResult) error {
+	if res.TypesChanged+res.TypesRemoved > 0 {
+		sc = applyScope{all: true} // a type's schema (its defaults) may change specs of every file
+	}
+	applied, ids, err := appliedInScope(ctx, tx, p, &sc)
 	if err != nil {
 		return err
 	}
-	desired := make([]changeplan.Resource, len(p.Set.Resources))
-	for i := range p.Set.Resources {
-		r := &p.Set.Resources[i]
-		desired[i] = changeplan.Resource{Namespace: r.Namespace, Kind: r.Kind, Name: r.Name, Spec: r.SpecHash, Meta: r.MetaHash,
+	desired := make([]changeplan.Resource, sc.len(p))
+	for k := range desired {
+		r := &p.Set.Resources[sc.at(k)]
+		desired[k] = changeplan.Resource{Namespace: r.Namespace, Kind: r.Kind, Name: r.Name, Spec: r.SpecHash, Meta: r.MetaHash,
 			RequestedAt: r.Annotations[AnnotationReconcileRequestedAt]}
 	}
-	plan := changeplan.Plan(changeplan.Revision{Subject: "revision " + clip.Rev(p.Revision), NoManifests: p.NoManifests, Resources: desired},
+	plan := changeplan.Plan(changeplan.Revision{Subject: planSubject(p), NoManifests: p.NoManifests, Resources: desired},
 		applied, p.plannedPrune())
+	if err := scopedGuard(ctx, tx, p, &sc, &plan); err != nil {
+		return err
+	}
 	var ins []int
 	var upd, meta []rewrite
 	var requested []int64
-	for i, st := range plan.Steps {
+	for k, st := range plan.Steps {
+		i := sc.at(k)
 		switch st.Op {
 		case changeplan.Create:
 			ins = append(ins, i)
@@ -89,7 +96,7 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 			}
 		}
 	}
-	res.Unchanged = plan.Counts.Unchanged
+	res.Unchanged = plan.Counts.Unchanged + len(p.Set.Resources) - len(desired)
 	gone, orphans := make([]int64, 0, len(plan.Deleted())), make([]int64, 0, len(plan.Orphan))
 	for _, j := range plan.Deleted() {
 		gone = append(gone, ids[j])
@@ -119,7 +126,7 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 		return fmt.Errorf("lock resources: %w", err)
 	}
 
-	if err := storeSealedFiles(ctx, tx, p.Set.Resources); err != nil {
+	if err := storeSealedFiles(ctx, tx, scopedResources(p, &sc)); err != nil {
 		return fmt.Errorf("store encrypted files: %w", err)
 	}
 	if err := chunks(len(ins), w.size, func(lo, hi int) error { return w.insert(ctx, ins[lo:hi]) }); err != nil {
@@ -167,8 +174,14 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyRes
 	if err := w.flush(ctx); err != nil {
 		return err
 	}
+	if err := recordFiles(ctx, tx, p, &sc, res); err != nil {
+		return fmt.Errorf("record files: %w", err)
+	}
 	return w.toRefresh(ctx, ins, res)
 }
+
+// planSubject names p's revision in the prune guard's message.
+func planSubject(p ApplyParams) string { return "revision " + clip.Rev(p.Revision) }
 
 // toRefresh lists, in res.Refresh, the rows whose wait may have changed with this revision:
 // rows written with dependencies, rows being deleted (they wait for their dependents), and
@@ -223,10 +236,16 @@ func (w *applyWriter) toRefresh(ctx context.Context, ins []int, res *ApplyResult
 // existingResources reads the source's rows as the change plan compares them, and their ids
 // (aligned).
 func existingResources(ctx context.Context, tx pgx.Tx, source string) ([]changeplan.Applied, []int64, error) {
-	rows, err := tx.Query(ctx, `SELECT id, namespace, lower(kind), name, spec_hash, meta_hash, deletion_timestamp IS NOT NULL,
-		COALESCE(annotations->>'trueup.dev/prune', '') = 'disabled', orphaned,
-		COALESCE(annotations->>'trueup.dev/reconcile-requested-at', '')
-		FROM resources WHERE source = $1`, source)
+	return scanApplied(tx.Query(ctx, `SELECT `+appliedColumns+` FROM resources WHERE source = $1`, source))
+}
+
+// appliedColumns are what scanApplied reads of a row.
+const appliedColumns = `id, namespace, lower(kind), name, spec_hash, meta_hash, deletion_timestamp IS NOT NULL,
+	COALESCE(annotations->>'trueup.dev/prune', '') = 'disabled', orphaned,
+	COALESCE(annotations->>'trueup.dev/reconcile-requested-at', '')`
+
+// scanApplied reads rows of appliedColumns as the change plan compares them, and their ids.
+func scanApplied(rows pgx.Rows, err error) ([]changeplan.Applied, []int64, error) {
 	if err != nil {
 		return nil, nil, err
 	}

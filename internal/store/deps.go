@@ -446,6 +446,13 @@ func (s *Store) StaleWaits(ctx context.Context, limit int) ([]int64, error) {
 // preview (lock false) reads them without the lock: it decides nothing, and must not make an
 // apply wait.
 func checkCycles(ctx context.Context, tx pgx.Tx, p ApplyParams, lock bool) error {
+	deps := false
+	for i := 0; i < len(p.Set.Resources) && !deps; i++ {
+		deps = len(p.Set.Resources[i].DependsOn) > 0
+	}
+	if !deps {
+		return nil // no dependency at all: no identity need be gathered
+	}
 	own := make(map[graph.ID]bool, len(p.Set.Resources))
 	for i := range p.Set.Resources {
 		r := &p.Set.Resources[i]

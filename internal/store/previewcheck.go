@@ -72,7 +72,7 @@ func (s *Store) CheckRevision(ctx context.Context, p ApplyParams) (RevisionCheck
 			return nil
 		}
 		for _, check := range []func() error{
-			func() error { return checkConflicts(ctx, tx, p) },
+			func() error { return checkConflicts(ctx, tx, p, &applyScope{all: true}) },
 			func() error { return checkCycles(ctx, tx, p, false) },
 		} {
 			err := check()

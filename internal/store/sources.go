@@ -392,6 +392,11 @@ type ApplyParams struct {
 	// Pinned is the pin the sync applies under ("" unpinned): when the source's pin is
 	// another by the time the revision is written, nothing is applied (ErrPinChanged).
 	Pinned string
+	// Files are the revision's files, path → content hash (manifest.Set.Files), and, at
+	// changeplan.FilesBasis, what else its resources were judged with: the apply compares
+	// only the resources of files changed since the last apply that had them. nil compares
+	// every resource.
+	Files map[string]string
 }
 
 // ApplyResult counts what a revision changed.
@@ -468,7 +473,11 @@ func applyRevision(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResu
 		res.Held = true
 		return holdRevision(ctx, tx, p)
 	}
-	if err := checkConflicts(ctx, tx, p); err != nil {
+	sc, err := scopeOf(ctx, tx, p)
+	if err != nil {
+		return err
+	}
+	if err := checkConflicts(ctx, tx, p, &sc); err != nil {
 		return err
 	}
 	if err := checkCycles(ctx, tx, p, true); err != nil {
@@ -477,7 +486,7 @@ func applyRevision(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResu
 	if err := applyTypes(ctx, tx, p, res); err != nil {
 		return err
 	}
-	if err := applyResources(ctx, tx, p, res); err != nil {
+	if err := applyResources(ctx, tx, p, sc, res); err != nil {
 		return err
 	}
 	if err := applyResourceSets(ctx, tx, p); err != nil {
@@ -578,7 +587,7 @@ func deriveStatus(ctx context.Context, tx pgx.Tx, ids []int64, rule func(s statu
 // WorkChannel is the NOTIFY channel announcing due work.
 const WorkChannel = "trueup_work"
 
-func checkConflicts(ctx context.Context, tx pgx.Tx, p ApplyParams) error {
+func checkConflicts(ctx context.Context, tx pgx.Tx, p ApplyParams, sc *applyScope) error {
 	var errs manifest.Errors
 	typeNames := make([]string, len(p.Set.Types))
 	for i, t := range p.Set.Types {
@@ -611,12 +620,15 @@ func checkConflicts(ctx context.Context, tx pgx.Tx, p ApplyParams) error {
 
 	// In pieces, like the writes: one statement naming every resource of a large revision
 	// would hold all their identities several times over while the driver encodes them.
+	// A resource of a file unchanged since the last apply was checked then, and no source
+	// has declared it since: that source's apply would have met it here.
 	taken := map[string][2]string{}
-	err = chunks(len(p.Set.Resources), p.batchSize(), func(lo, hi int) error {
+	err = chunks(sc.len(p), p.batchSize(), func(lo, hi int) error {
 		n := hi - lo
 		ns, kinds, names := make([]string, n), make([]string, n), make([]string, n)
-		for i, r := range p.Set.Resources[lo:hi] {
-			ns[i], kinds[i], names[i] = r.Namespace, lowerASCII(r.Kind), r.Name
+		for k := range n {
+			r := &p.Set.Resources[sc.at(lo+k)]
+			ns[k], kinds[k], names[k] = r.Namespace, lowerASCII(r.Kind), r.Name
 		}
 		rows, err := tx.Query(ctx, `SELECT r.namespace, lower(r.kind), r.name, r.source, r.file_path
 			FROM resources r JOIN unnest($1::text[], $2::text[], $3::text[]) AS x(ns, kind, name)
@@ -818,11 +830,15 @@ func setNamespaces(set *manifest.Set) []string {
 	if set == nil {
 		return nss
 	}
-	for _, r := range set.Resources {
-		nss = append(nss, r.Namespace)
+	seen := map[string]bool{}
+	for i := range set.Resources {
+		if ns := set.Resources[i].Namespace; !seen[ns] {
+			seen[ns] = true
+			nss = append(nss, ns)
+		}
 	}
 	slices.Sort(nss)
-	return slices.Compact(nss)
+	return nss
 }
 
 // RevisionAuthor is the commit author that source's sync recorded for revision: zero, and no

@@ -67,6 +67,11 @@ func TestSyncLongApplyKeepsLease(t *testing.T) {
 		t.Errorf("lease after the apply: %+v, want r1's first term, valid", l)
 	}
 	out := logs.String()
+	// From the first holding on: a first take that ran out of time on a loaded machine (the
+	// attempt has leaseTTL/3) is no renewal waiting on the apply.
+	if i := strings.Index(out, "holding the source's lease"); i >= 0 {
+		out = out[i:]
+	}
 	// Every message of the lease holder and the syncer that tells of a lease in trouble: a renewal
 	// that failed (even while still held), one lost or expired, a sync interrupted or failed.
 	for _, bad := range []string{"lease lost", "lease was lost", "failed; still held", "take the source's lease failed",

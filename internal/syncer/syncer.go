@@ -10,10 +10,13 @@ package syncer
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +25,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/trueup-dev/trueup/internal/changeplan"
 	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/lease"
@@ -633,7 +637,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 	actx, step := tracer.Start(ctx, "apply")
 	res, err := s.store.ApplyRevision(actx, store.ApplyParams{Source: s.opts.Name, Revision: snap.Revision, Author: policy.Author(snap.Author), Set: set, Prune: s.opts.Prune,
 		MaxPruneFraction: s.opts.MaxPruneFraction, AllowEmpty: s.opts.AllowEmpty, NoManifests: noManifests, Replica: s.opts.Replica, Lease: lease,
-		Pinned: pinned})
+		Pinned: pinned, Files: revisionFiles(set, known)})
 	if err != nil {
 		tracing.Fail(step, s.opts.Redact.Scrub(loadFailure(err)))
 	} else {
@@ -701,6 +705,23 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 		"created", res.Created, "updated", res.Updated, "deleted", res.Deleted, "fetch_ms", fetched.Milliseconds(),
 		"total_ms", time.Since(start).Milliseconds())
 	return Outcome{Revision: snap.Revision, Result: res}, nil
+}
+
+// revisionFiles are set's files as the store compares them between applies (ApplyParams.Files):
+// with the types of other sources its resources were judged with as their basis (a default
+// in such a type's schema is in their specs). nil when set has none.
+func revisionFiles(set *manifest.Set, known []manifest.ResourceType) map[string]string {
+	if set.Files == nil {
+		return nil
+	}
+	h := sha256.New()
+	for _, t := range known {
+		fmt.Fprintf(h, "%s\x00%s\x00%s\n", t.Name, t.Group, t.Spec)
+	}
+	files := make(map[string]string, len(set.Files)+1)
+	maps.Copy(files, set.Files)
+	files[changeplan.FilesBasis] = hex.EncodeToString(h.Sum(nil))
+	return files
 }
 
 // checkTransitions runs the transition rules (x-trueup-validations naming oldSelf) of set

@@ -1,0 +1,158 @@
+package store
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/internal/changeplan"
+	"github.com/trueup-dev/trueup/internal/manifest"
+)
+
+// applyScope is the part of a revision an apply compares with the source's rows: every
+// resource, or only those of the files whose content changed since the source was last
+// applied (changeplan.ChangedFiles), so that a one-file change costs that file's resources,
+// not the revision's. A resource of an unchanged file is the one applied: were it declared
+// again in a changed file, the revision would hold it twice and be rejected; a type of the
+// source that changed (its schema's defaults are in the specs) compares everything again.
+type applyScope struct {
+	all     bool
+	changed []string // the changed files (not all)
+	idx     []int    // the revision's resources compared (not all), indexes in p.Set.Resources
+}
+
+// len is how many of the revision's resources the scope compares.
+func (sc *applyScope) len(p ApplyParams) int {
+	if sc.all {
+		return len(p.Set.Resources)
+	}
+	return len(sc.idx)
+}
+
+// at is the index in p.Set.Resources of the scope's k-th resource.
+func (sc *applyScope) at(k int) int {
+	if sc.all {
+		return k
+	}
+	return sc.idx[k]
+}
+
+// scopeOf reads the files recorded at the source's last apply and decides what p compares.
+func scopeOf(ctx context.Context, tx pgx.Tx, p ApplyParams) (applyScope, error) {
+	if p.Files == nil {
+		return applyScope{all: true}, nil
+	}
+	rows, err := tx.Query(ctx, `SELECT path, hash FROM source_files WHERE source = $1`, p.Source)
+	if err != nil {
+		return applyScope{}, err
+	}
+	recorded := map[string]string{}
+	for rows.Next() {
+		var path, hash string
+		if err := rows.Scan(&path, &hash); err != nil {
+			rows.Close()
+			return applyScope{}, err
+		}
+		recorded[path] = hash
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return applyScope{}, err
+	}
+	changed, all := changeplan.ChangedFiles(recorded, p.Files)
+	if all {
+		return applyScope{all: true}, nil
+	}
+	in := make(map[string]bool, len(changed))
+	for _, f := range changed {
+		in[f] = true
+	}
+	sc := applyScope{changed: changed, idx: []int{}}
+	for i := range p.Set.Resources {
+		if in[p.Set.Resources[i].File] {
+			sc.idx = append(sc.idx, i)
+		}
+	}
+	return sc, nil
+}
+
+// appliedInScope reads the source's rows a scoped plan compares: those of the changed files,
+// and those the scope's resources name (a resource that moved in from an unchanged file's
+// past, or was orphaned or deleted there).
+func appliedInScope(ctx context.Context, tx pgx.Tx, p ApplyParams, sc *applyScope) ([]changeplan.Applied, []int64, error) {
+	if sc.all {
+		return existingResources(ctx, tx, p.Source)
+	}
+	n := len(sc.idx)
+	ns, kinds, names := make([]string, n), make([]string, n), make([]string, n)
+	for k, i := range sc.idx {
+		r := &p.Set.Resources[i]
+		ns[k], kinds[k], names[k] = r.Namespace, lowerASCII(r.Kind), r.Name
+	}
+	return scanApplied(tx.Query(ctx, `SELECT `+appliedColumns+` FROM resources WHERE source = $1 AND (file_path = ANY($2::text[])
+		OR id IN (SELECT r.id FROM resources r JOIN unnest($3::text[], $4::text[], $5::text[]) AS x(ns, kind, name)
+		  ON r.namespace = x.ns AND lower(r.kind) = x.kind AND r.name = x.name))`,
+		p.Source, sc.changed, ns, kinds, names))
+}
+
+// scopedGuard decides the prune guard of a scoped plan on the revision's and the source's
+// whole numbers (the plan saw only the scope's): it reads how many of the source's rows are
+// active only when the plan would delete some.
+func scopedGuard(ctx context.Context, tx pgx.Tx, p ApplyParams, sc *applyScope, plan *changeplan.Changes) error {
+	if sc.all || len(plan.Gone) == 0 {
+		return nil
+	}
+	var active int
+	if err := tx.QueryRow(ctx, `SELECT count(*) FROM resources WHERE source = $1 AND deletion_timestamp IS NULL`, p.Source).Scan(&active); err != nil {
+		return err
+	}
+	pr := p.plannedPrune()
+	plan.Guard.Reason, plan.Guard.Message = changeplan.PruneGuard(planSubject(p), p.NoManifests, len(p.Set.Resources), len(plan.Gone), active,
+		pr.MaxFraction, pr.AllowEmpty)
+	return nil
+}
+
+// recordFiles keeps the revision's files as the basis of the next apply's scope. A revision
+// applied without them, or whose deletions a guard refused (rows of files gone remain), keeps
+// none: the next apply compares everything.
+func recordFiles(ctx context.Context, tx pgx.Tx, p ApplyParams, sc *applyScope, res *ApplyResult) error {
+	if p.Files == nil || res.PruneSkipped != "" || sc.all {
+		if _, err := tx.Exec(ctx, `DELETE FROM source_files WHERE source = $1`, p.Source); err != nil {
+			return err
+		}
+		if p.Files == nil || res.PruneSkipped != "" {
+			return nil
+		}
+	} else if _, err := tx.Exec(ctx, `DELETE FROM source_files WHERE source = $1 AND path = ANY($2::text[])`, p.Source, sc.changed); err != nil {
+		return err
+	}
+	var paths, hashes []string
+	add := func(path string) {
+		if h, ok := p.Files[path]; ok {
+			paths, hashes = append(paths, path), append(hashes, h)
+		}
+	}
+	if sc.all {
+		for path := range p.Files {
+			add(path)
+		}
+	} else {
+		for _, path := range sc.changed {
+			add(path)
+		}
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO source_files (source, path, hash) SELECT $1, x.path, x.hash FROM unnest($2::text[], $3::text[]) AS x(path, hash)`,
+		p.Source, paths, hashes)
+	return err
+}
+
+// scopedResources are the resources of the scope, copied (few: a scoped apply's changed files).
+func scopedResources(p ApplyParams, sc *applyScope) []manifest.Resource {
+	if sc.all {
+		return p.Set.Resources
+	}
+	out := make([]manifest.Resource, len(sc.idx))
+	for k, i := range sc.idx {
+		out[k] = p.Set.Resources[i]
+	}
+	return out
+}

@@ -1,0 +1,171 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/trueup-dev/trueup/internal/changeplan"
+	"github.com/trueup-dev/trueup/internal/manifest"
+)
+
+// fileRevision is a revision of files, each a list of "name=size" widgets, with the files'
+// hashes (ApplyParams.Files) made from their content and basis.
+func fileRevision(basis string, files map[string][]string) (*manifest.Set, map[string]string) {
+	set := &manifest.Set{}
+	hashes := map[string]string{changeplan.FilesBasis: basis}
+	paths := slices.Sorted(func(yield func(string) bool) {
+		for p := range files {
+			if !yield(p) {
+				return
+			}
+		}
+	})
+	for _, path := range paths {
+		hashes[path] = strings.Join(files[path], ",")
+		for line, w := range files[path] {
+			name, size, _ := strings.Cut(w, "=")
+			spec := json.RawMessage(fmt.Sprintf(`{"size":%s}`, size))
+			set.Resources = append(set.Resources, manifest.Resource{APIVersion: "example.com/v1", Kind: "Widget", Namespace: "default",
+				Name: name, Annotations: map[string]string{}, Spec: spec, SpecHash: string(spec), MetaHash: "m:" + path, File: path, Line: line + 1})
+		}
+	}
+	return set, hashes
+}
+
+// rowFiles is name → file_path of the source's rows not being deleted.
+func rowFiles(t *testing.T, st *Store, source string) map[string]string {
+	t.Helper()
+	rows, err := st.pool.Query(context.Background(), `SELECT name, file_path FROM resources WHERE source = $1 AND deletion_timestamp IS NULL`, source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for rows.Next() {
+		var name, file string
+		if err := rows.Scan(&name, &file); err != nil {
+			t.Fatal(err)
+		}
+		out[name] = file
+	}
+	rows.Close()
+	return out
+}
+
+// TestApplyComparesChangedFiles: with the files' hashes an apply compares only the resources
+// of the files changed since the last apply (a row of an unchanged file that the database
+// holds differently is not rewritten, which a full compare would do), and each kind of file
+// change lands as a full compare would land it: a change, a removal, a rename, a resource
+// moving between files, a resource deleted earlier declared again elsewhere. A changed basis,
+// a changed type, a refused prune or a revision without hashes compares everything.
+func TestApplyComparesChangedFiles(t *testing.T) {
+	t.Parallel()
+	st := openTest(t, "s")
+	ctx := context.Background()
+	apply := func(rev, basis string, files map[string][]string, mod func(*ApplyParams)) ApplyResult {
+		t.Helper()
+		set, hashes := fileRevision(basis, files)
+		p := ApplyParams{Source: "s", Revision: rev, Set: set, Files: hashes, Prune: true}
+		if mod != nil {
+			mod(&p)
+		}
+		res, err := st.ApplyRevision(ctx, p)
+		if err != nil {
+			t.Fatalf("%s: %v", rev, err)
+		}
+		return res
+	}
+	// tamper makes the database hold w's spec as no revision wrote it: only a compare that
+	// looks at w rewrites it.
+	tamper := func(name string) {
+		t.Helper()
+		if _, err := st.pool.Exec(ctx, `UPDATE resources SET spec_hash = 'tampered' WHERE name = $1`, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tampered := func(name string) bool {
+		t.Helper()
+		var h string
+		if err := st.pool.QueryRow(ctx, `SELECT spec_hash FROM resources WHERE name = $1`, name).Scan(&h); err != nil {
+			t.Fatal(err)
+		}
+		return h == "tampered"
+	}
+	check := func(step string, res, want ApplyResult, files map[string]string) {
+		t.Helper()
+		res.Refresh = nil
+		if !reflect.DeepEqual(res, want) {
+			t.Errorf("%s: result %+v, want %+v", step, res, want)
+		}
+		if got := rowFiles(t, st, "s"); !reflect.DeepEqual(got, files) {
+			t.Errorf("%s: rows %v, want %v", step, got, files)
+		}
+	}
+
+	files := map[string][]string{"a.yaml": {"w1=1", "w2=1"}, "b.yaml": {"w3=1"}, "c.yaml": {"w4=1"}, "d.yaml": {"w5=1"}}
+	check("first sync", apply("r1", "k", files, nil), ApplyResult{Created: 5},
+		map[string]string{"w1": "a.yaml", "w2": "a.yaml", "w3": "b.yaml", "w4": "c.yaml", "w5": "d.yaml"})
+
+	tamper("w4")
+	files["b.yaml"] = []string{"w3=2"}
+	check("a file changed", apply("r2", "k", files, nil), ApplyResult{Updated: 1, Unchanged: 4},
+		map[string]string{"w1": "a.yaml", "w2": "a.yaml", "w3": "b.yaml", "w4": "c.yaml", "w5": "d.yaml"})
+	if !tampered("w4") {
+		t.Fatal("a file changed: the row of an unchanged file was compared")
+	}
+
+	delete(files, "d.yaml")
+	check("a file removed", apply("r3", "k", files, nil), ApplyResult{Deleted: 1, Unchanged: 4},
+		map[string]string{"w1": "a.yaml", "w2": "a.yaml", "w3": "b.yaml", "w4": "c.yaml"})
+
+	files["b2.yaml"] = files["b.yaml"]
+	delete(files, "b.yaml")
+	check("a file renamed", apply("r4", "k", files, nil), ApplyResult{Relabelled: 1, Unchanged: 3},
+		map[string]string{"w1": "a.yaml", "w2": "a.yaml", "w3": "b2.yaml", "w4": "c.yaml"})
+
+	files["a.yaml"], files["b2.yaml"] = []string{"w1=1"}, []string{"w3=2", "w2=1"}
+	check("a resource moved between files", apply("r5", "k", files, nil), ApplyResult{Relabelled: 1, Unchanged: 3},
+		map[string]string{"w1": "a.yaml", "w2": "b2.yaml", "w3": "b2.yaml", "w4": "c.yaml"})
+
+	files["e.yaml"] = []string{"w5=1"}
+	check("a resource deleted earlier declared in another file", apply("r6", "k", files, nil), ApplyResult{Updated: 1, Unchanged: 4},
+		map[string]string{"w1": "a.yaml", "w2": "b2.yaml", "w3": "b2.yaml", "w4": "c.yaml", "w5": "e.yaml"})
+	if !tampered("w4") {
+		t.Fatal("the row of an unchanged file was compared")
+	}
+
+	// The share guard counts the source's rows, not the changed files': removing a.yaml and
+	// b2.yaml (3 of 5) is refused, and the next apply, the same files, compares everything.
+	without := map[string][]string{"c.yaml": files["c.yaml"], "e.yaml": files["e.yaml"]}
+	res := apply("r7", "k", without, nil)
+	if res.PruneSkipped != "TooManyDeletions" || res.Deleted != 0 || !strings.Contains(res.PruneMessage, "would delete 3 of 5 resources") {
+		t.Errorf("3 of 5 removed: %+v, want TooManyDeletions of 3 of 5", res)
+	}
+	if !tampered("w4") {
+		t.Fatal("the guard's revision compared the row of an unchanged file")
+	}
+	// The refusal kept no files: the next apply compares every row, w4's too (rewritten).
+	check("after a refused prune", apply("r8", "k", without, func(p *ApplyParams) { p.MaxPruneFraction = 1 }),
+		ApplyResult{Deleted: 3, Updated: 1, Unchanged: 1}, map[string]string{"w4": "c.yaml", "w5": "e.yaml"})
+
+	for _, tc := range []struct {
+		name string
+		mod  func(*ApplyParams)
+	}{
+		{"the basis changed", nil}, // k to k2
+		{"a type changed", func(p *ApplyParams) {
+			p.Set.Types = []manifest.ResourceType{{Name: "Widget", Group: "example.com", Hash: "t" + p.Revision, Spec: json.RawMessage(`{}`)}}
+		}},
+		{"no hashes", func(p *ApplyParams) { p.Files = nil }},
+	} {
+		tamper("w4")
+		apply("r-"+tc.name, "k2", without, tc.mod)
+		if tampered("w4") {
+			t.Errorf("%s: the row of an unchanged file was not compared", tc.name)
+		}
+	}
+}

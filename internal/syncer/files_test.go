@@ -1,0 +1,99 @@
+package syncer
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/manifest/manifesttest"
+	"github.com/trueup-dev/trueup/internal/store"
+)
+
+// TestSyncComparesChangedFiles: a sync compares only the changed files' resources, and a
+// type's change still reaches every resource of its kind, in unchanged files too: a schema
+// that no longer admits one rejects the revision at that resource's file, and a default the
+// schema adds is a new spec for each.
+func TestSyncComparesChangedFiles(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	schema := "{type: object, required: [size], properties: {size: {type: integer, minimum: 1, maximum: %d}%s}}"
+	typ := func(max int, more string) string {
+		return manifesttest.TypeDoc("Database", "infra.example.com", fmt.Sprintf(schema, max, more), "provision")
+	}
+	db := func(name string, size int) string {
+		return fmt.Sprintf("apiVersion: infra.example.com/v1\nkind: Database\nmetadata: {name: %s}\nspec: {size: %d}\n", name, size)
+	}
+	var r repo
+	s := b.syncer(r.source(), "r1", time.Minute)
+	sync := func(n int, files map[string]string) (Outcome, error) {
+		t.Helper()
+		r.set(rev(n), files)
+		return s.SyncOnce(b.ctx)
+	}
+
+	out, err := sync(1, map[string]string{"t.yaml": typ(100, ""), "a.yaml": db("a", 5), "b.yaml": db("b", 5)})
+	if err != nil || out.Result.Created != 2 {
+		t.Fatalf("first sync: %+v %v", out, err)
+	}
+	out, err = sync(2, map[string]string{"t.yaml": typ(100, ""), "a.yaml": db("a", 6), "b.yaml": db("b", 5)})
+	if err != nil || out.Result.Updated != 1 || out.Result.Unchanged != 1 {
+		t.Fatalf("one file changed: %+v %v", out, err)
+	}
+	_, err = sync(3, map[string]string{"t.yaml": typ(5, ""), "a.yaml": db("a", 6), "b.yaml": db("b", 5)})
+	if err == nil || !strings.Contains(err.Error(), "a.yaml:4") {
+		t.Fatalf("a type that no longer admits a resource of an unchanged file: %v, want the revision rejected at a.yaml:4", err)
+	}
+	out, err = sync(4, map[string]string{"t.yaml": typ(100, ", color: {type: string, default: blue}"), "a.yaml": db("a", 6), "b.yaml": db("b", 5)})
+	if err != nil || out.Result.Updated != 2 {
+		t.Fatalf("a default added to the type: %+v %v, want both resources updated", out, err)
+	}
+	for _, name := range []string{"a", "b"} {
+		var color string
+		if err := b.db.QueryRow(b.ctx, `SELECT spec->>'color' FROM resources WHERE name = $1`, name).Scan(&color); err != nil || color != "blue" {
+			t.Errorf("%s: color %q %v, want the default", name, color, err)
+		}
+	}
+}
+
+// TestSyncComparesAllWhenOtherTypesChange: a type another source declares is the basis of the
+// resources using it; when it changes (a default added), the next sync of the source using it,
+// though only one of its files changed, compares every resource, and each gets the default.
+func TestSyncComparesAllWhenOtherTypesChange(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	if err := b.store.RegisterSource(b.ctx, store.SourceConfig{Name: "types", URL: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	typ := func(more string) string {
+		return manifesttest.TypeDoc("Database", "infra.example.com",
+			"{type: object, required: [size], properties: {size: {type: integer}"+more+"}}", "provision")
+	}
+	db := func(name string, size int) string {
+		return fmt.Sprintf("apiVersion: infra.example.com/v1\nkind: Database\nmetadata: {name: %s}\nspec: {size: %d}\n", name, size)
+	}
+	var types, infra repo
+	ts := New(b.store, Options{Name: "types", Source: types.source(), Interval: time.Hour, Replica: "r1", LeaseTTL: time.Minute}, slog.New(slog.DiscardHandler))
+	is := b.syncer(infra.source(), "r1", time.Minute)
+	step := func(what string, s *Syncer, r *repo, n int, files map[string]string) Outcome {
+		t.Helper()
+		r.set(rev(n), files)
+		out, err := s.SyncOnce(b.ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return out
+	}
+	step("types", ts, &types, 1, map[string]string{"t.yaml": typ("")})
+	step("infra", is, &infra, 1, map[string]string{"a.yaml": db("a", 5), "b.yaml": db("b", 5)})
+	step("a default added", ts, &types, 2, map[string]string{"t.yaml": typ(", color: {type: string, default: blue}")})
+	out := step("one file of infra changed", is, &infra, 2, map[string]string{"a.yaml": db("a", 6), "b.yaml": db("b", 5)})
+	if out.Result.Updated != 2 {
+		t.Errorf("after another source's type changed: %+v, want both resources updated", out.Result)
+	}
+	var color string
+	if err := b.db.QueryRow(b.ctx, `SELECT spec->>'color' FROM resources WHERE name = 'b'`).Scan(&color); err != nil || color != "blue" {
+		t.Errorf("b (an unchanged file): color %q %v, want the default", color, err)
+	}
+}

@@ -1,0 +1,2 @@
+DROP INDEX IF EXISTS resources_source_file;
+DROP TABLE IF EXISTS source_files;
