@@ -84,7 +84,7 @@ func (s *Store) CheckSessions(ctx context.Context) error {
 			return errors.New("database.sessionURL goes through a pooler that hands transactions to different server sessions " +
 				"(PgBouncer's pool_mode=transaction or statement): point it at PostgreSQL itself, or at a pool in session mode")
 		}
-		return nil
+		return s.checkSessionTarget(ctx)
 	}
 	pooled, err := probeSessions(ctx, s.pool.Config().ConnConfig)
 	if err != nil {
@@ -94,6 +94,59 @@ func (s *Store) CheckSessions(ctx context.Context) error {
 		return errors.New("database.url goes through a pooler that hands transactions to different server sessions " +
 			"(PgBouncer's pool_mode=transaction or statement), and trueup's LISTEN connection and liveness lock need a session of their own: " +
 			"set database.sessionURL (or TRUEUP_DATABASE_SESSION_URL) to a URL that reaches PostgreSQL directly (docs/guides/database.md)")
+	}
+	return nil
+}
+
+// checkSessionTarget checks that Options.SessionURL reaches what url does: a liveness-class
+// advisory lock taken on a session connection must be seen held through the pool (the same
+// server and database: peers read the liveness locks there), and both must connect as the
+// same role (a replica ends its own previous session with that role's right).
+func (s *Store) checkSessionTarget(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cfg := s.session.Copy()
+	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("check database.sessionURL: %w", err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	var key int32
+	var sessionUser, sessionDB string
+	for try := 0; ; try++ {
+		key = rand.Int32N(1<<31 - 1)
+		var ok bool
+		if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1, $2), current_user, current_database()", livenessClass, key).
+			Scan(&ok, &sessionUser, &sessionDB); err != nil {
+			return fmt.Errorf("check database.sessionURL: %w", err)
+		}
+		if ok {
+			break
+		}
+		if try > 20 {
+			return errors.New("check database.sessionURL: no free advisory lock key")
+		}
+	}
+	var held bool
+	var poolUser, poolDB string
+	err = s.pool.QueryRow(ctx, `SELECT EXISTS (`+lockHeldSQL("$2")+`), current_user, current_database()`, livenessClass, key).
+		Scan(&held, &poolUser, &poolDB)
+	if _, uerr := conn.Exec(ctx, "SELECT pg_advisory_unlock($1, $2)", livenessClass, key); uerr != nil && err == nil {
+		err = uerr
+	}
+	if err != nil {
+		return fmt.Errorf("check database.sessionURL: %w", err)
+	}
+	switch {
+	case !held && sessionDB != poolDB:
+		return fmt.Errorf("database.sessionURL reaches database %q and database.url database %q: "+
+			"they must reach the same database as the same role (peers would see this replica's liveness lock missing)", sessionDB, poolDB)
+	case !held:
+		return fmt.Errorf("database.sessionURL reaches another PostgreSQL server than database.url (a lock taken on it is not seen through database.url; both name database %q): "+
+			"they must reach the same database as the same role (peers would see this replica's liveness lock missing)", poolDB)
+	case sessionUser != poolUser:
+		return fmt.Errorf("database.sessionURL connects as role %q and database.url as role %q: they must reach the same database as the same role", sessionUser, poolUser)
 	}
 	return nil
 }

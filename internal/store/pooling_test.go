@@ -3,10 +3,12 @@ package store
 import (
 	"context"
 	"log/slog"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 )
 
@@ -149,5 +151,79 @@ func TestPgBouncerTransactionMode(t *testing.T) {
 			t.Fatalf("a's closed session not seen through pgbouncer: %v", dead)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A session URL that reaches another database than url, or the same database as another
+// role, is refused by CheckSessions, naming database.sessionURL and what differs: the
+// replica's own liveness lock taken there is invisible to DeadReplicas, which reads
+// pg_locks through url, so peers would see it dead while it runs. The same database and role
+// pass, and the replica's liveness lock is seen.
+func TestCheckSessionsSameDatabaseAndRole(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	main := pgtest.NewDatabase(t, MigrateURL)
+	other := pgtest.NewDatabase(t, nil)
+
+	check := func(session string) error {
+		st, err := Open(ctx, main, Options{MaxConns: 4, SessionURL: session})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		return st.CheckSessions(ctx)
+	}
+	if err := check(other); err == nil || !strings.Contains(err.Error(), "database.sessionURL reaches database") {
+		t.Errorf("session url to another database: %v, want a refusal naming database.sessionURL and the databases", err)
+	}
+
+	st, err := Open(ctx, main, Options{MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	role := "trueup_session_" + strings.ToLower(t.Name())
+	ident := pgx.Identifier{role}.Sanitize()
+	if _, err := st.pool.Exec(ctx, "DROP ROLE IF EXISTS "+ident); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := st.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = conn.Exec(ctx, "SET password_encryption = 'scram-sha-256'; CREATE ROLE "+ident+" LOGIN PASSWORD 'session-pw'")
+	conn.Release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { // before st closes
+		if _, err := st.pool.Exec(ctx, "DROP ROLE IF EXISTS "+ident); err != nil {
+			t.Errorf("drop role: %v", err)
+		}
+	}()
+	u, err := url.Parse(main)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(role, "session-pw")
+	if err := check(u.String()); err == nil || !strings.Contains(err.Error(), "connects as role") || strings.Contains(err.Error(), "session-pw") {
+		t.Errorf("session url as another role: %v, want a refusal naming the roles and no password", err)
+	}
+
+	same, err := Open(ctx, main, Options{MaxConns: 4, SessionURL: main})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer same.Close()
+	if err := same.CheckSessions(ctx); err != nil {
+		t.Fatalf("the same database and role: %v", err)
+	}
+	live, _, err := same.HoldLiveness(ctx, Replica{Name: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	if dead, err := same.DeadReplicas(ctx); err != nil || len(dead) != 0 {
+		t.Errorf("dead replicas while a holds its session: %v, %v", dead, err)
 	}
 }
