@@ -42,7 +42,8 @@ func TestSessionsPooled(t *testing.T) {
 
 // TestPgBouncerTransactionMode: with the real pgbouncer in transaction mode in front of a
 // database owned by a role with no other right:
-//   - the migrations run as that role, through the pooler;
+//   - the migrations run as that role, through the pooler, again and again with no session
+//     URL;
 //   - the url through the pooler alone is refused, naming database.sessionURL; so is a
 //     session URL through the pooler; a direct url, or the pooler with a direct session URL,
 //     pass;
@@ -68,6 +69,20 @@ func TestPgBouncerTransactionMode(t *testing.T) {
 	var super, replication bool
 	if err := st.pool.QueryRow(ctx, "SELECT rolsuper, rolreplication FROM pg_roles WHERE rolname = current_user").Scan(&super, &replication); err != nil || super || replication {
 		t.Fatalf("the test's role: superuser %v, replication %v, %v", super, replication, err)
+	}
+
+	// Migrate three times through the pooler without a session URL: no named prepared
+	// statement of one run is left on a server connection for the next.
+	for i := 0; i < 3; i++ {
+		s, err := Open(ctx, pooled, Options{MaxConns: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.Migrate(ctx)
+		s.Close()
+		if err != nil {
+			t.Fatalf("migrate %d through pgbouncer without a session url: %v", i+1, err)
+		}
 	}
 
 	check := func(url string, opts Options) error {
