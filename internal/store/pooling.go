@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // sessionRead is what one statement of the pooling probe saw: the server process that ran
@@ -56,10 +58,16 @@ func probeSessions(ctx context.Context, cfg *pgx.ConnConfig) (bool, error) {
 	}
 	tx, err := b.Begin(ctx)
 	if err != nil {
+		if statementPooling(err) {
+			return true, nil
+		}
 		return false, err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if err := tx.QueryRow(ctx, read, token).Scan(&other.pid, &other.saw); err != nil {
+		if statementPooling(err) {
+			return true, nil
+		}
 		return false, err
 	}
 	if sessionsPooled(first, other, nil) {
@@ -69,6 +77,13 @@ func probeSessions(ctx context.Context, cfg *pgx.ConnConfig) (bool, error) {
 		return false, err
 	}
 	return sessionsPooled(first, other, &again), nil
+}
+
+// statementPooling reports whether err is PgBouncer's refusal of a transaction block in
+// pool_mode=statement (it ends the client's connection with 08P01).
+func statementPooling(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "08P01" && strings.Contains(pe.Message, "transaction blocks not allowed in statement pooling mode")
 }
 
 // CheckSessions refuses what would misbehave behind a pooler in transaction mode: a url

@@ -85,14 +85,7 @@ func TestPgBouncerTransactionMode(t *testing.T) {
 		}
 	}
 
-	check := func(url string, opts Options) error {
-		s, err := Open(ctx, url, opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		return s.CheckSessions(ctx)
-	}
+	check := func(url string, opts Options) error { return checkSessions(t, url, opts) }
 	if err := check(pooled, Options{}); err == nil || !strings.Contains(err.Error(), "set database.sessionURL") {
 		t.Errorf("pooled url alone: %v, want a refusal naming database.sessionURL", err)
 	}
@@ -185,14 +178,7 @@ func TestCheckSessionsSameDatabaseAndRole(t *testing.T) {
 	main := pgtest.NewDatabase(t, MigrateURL)
 	other := pgtest.NewDatabase(t, nil)
 
-	check := func(session string) error {
-		st, err := Open(ctx, main, Options{MaxConns: 4, SessionURL: session})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		return st.CheckSessions(ctx)
-	}
+	check := func(session string) error { return checkSessions(t, main, Options{MaxConns: 4, SessionURL: session}) }
 	if err := check(other); err == nil || !strings.Contains(err.Error(), "database.sessionURL reaches database") {
 		t.Errorf("session url to another database: %v, want a refusal naming database.sessionURL and the databases", err)
 	}
@@ -246,4 +232,31 @@ func TestCheckSessionsSameDatabaseAndRole(t *testing.T) {
 	if dead, err := same.DeadReplicas(ctx); err != nil || len(dead) != 0 {
 		t.Errorf("dead replicas while a holds its session: %v, %v", dead, err)
 	}
+}
+
+// Behind PgBouncer in pool_mode=statement, which ends a client that opens a transaction
+// block, serve's check gives the same refusal as in transaction mode, for url and for a
+// session URL alike.
+func TestPgBouncerStatementMode(t *testing.T) {
+	t.Parallel()
+	direct := pgtest.NewRoleDatabase(t)
+	pooled := pgtest.PgBouncerMode(t, direct, "statement")
+	if err := checkSessions(t, pooled, Options{}); err == nil || !strings.Contains(err.Error(), "database.url goes through a pooler") {
+		t.Errorf("pooled url alone: %v, want the pooler refusal", err)
+	}
+	if err := checkSessions(t, direct, Options{SessionURL: pooled}); err == nil || !strings.Contains(err.Error(), "database.sessionURL goes through a pooler") {
+		t.Errorf("pooled session url: %v, want the pooler refusal", err)
+	}
+}
+
+// checkSessions opens a store on url with opts and runs CheckSessions.
+func checkSessions(t *testing.T, url string, opts Options) error {
+	t.Helper()
+	ctx := context.Background()
+	s, err := Open(ctx, url, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	return s.CheckSessions(ctx)
 }
