@@ -92,12 +92,13 @@ type Database struct {
 	// ${VAR}; the environment variable TRUEUP_DATABASE_URL overrides it. Empty: trueup starts
 	// a private cluster under dataDir.
 	URL string `yaml:"url"`
-	// SessionURL reaches the same database directly when url goes through a pooler in
-	// transaction mode (PgBouncer's pool_mode=transaction): the replica's LISTEN connection
-	// and its liveness session (an advisory lock held for its lifetime) connect here, and
-	// actions get it as their database URL; everything else goes through url. The variable
-	// TRUEUP_DATABASE_SESSION_URL overrides it. Without it, serve refuses a url that goes
-	// through such a pooler.
+	// SessionURL reaches the same database as the same role directly when url goes through a
+	// pooler in transaction mode (PgBouncer's pool_mode=transaction): the replica's LISTEN
+	// connection and its liveness session (an advisory lock held for its lifetime) connect
+	// here, and actions get it as their database URL; everything else goes through url. The
+	// variable TRUEUP_DATABASE_SESSION_URL overrides it. Without it, serve refuses a url that
+	// goes through such a pooler; with it, serve refuses a session URL that reaches another
+	// database or role than url.
 	SessionURL string `yaml:"sessionURL"`
 	// ReadURL is a streaming standby of that database (a connection URL, normally a ${VAR};
 	// TRUEUP_DATABASE_READ_URL overrides it). The API, the dashboard and MCP read through it;

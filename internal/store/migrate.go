@@ -58,14 +58,16 @@ func LatestMigration() int {
 }
 
 // Migrate applies every pending migration in one transaction under a transaction-scoped
-// advisory lock (session locks through a pool would leak to the next borrower).
+// advisory lock (session locks through a pool would leak to the next borrower). Its
+// statements use no named prepared statement (pgx.QueryExecModeExec), so it runs through a
+// pooler in transaction mode whatever the pool's options.
 func (s *Store) Migrate(ctx context.Context) (applied []string, err error) {
 	ms, err := loadMigrations()
 	if err != nil {
 		return nil, fmt.Errorf("load migrations: %w", err)
 	}
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrationLockID); err != nil {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", pgx.QueryExecModeExec, migrationLockID); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -73,7 +75,7 @@ func (s *Store) Migrate(ctx context.Context) (applied []string, err error) {
 			return err
 		}
 		done := map[int]bool{}
-		rows, err := tx.Query(ctx, "SELECT version FROM schema_migrations")
+		rows, err := tx.Query(ctx, "SELECT version FROM schema_migrations", pgx.QueryExecModeExec)
 		if err != nil {
 			return err
 		}
@@ -91,7 +93,7 @@ func (s *Store) Migrate(ctx context.Context) (applied []string, err error) {
 			if _, err := tx.Exec(ctx, m.sql); err != nil {
 				return fmt.Errorf("migration %s: %w", m.name, err)
 			}
-			if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.version, m.name); err != nil {
+			if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", pgx.QueryExecModeExec, m.version, m.name); err != nil {
 				return err
 			}
 			applied = append(applied, m.name)

@@ -34,6 +34,12 @@ const bouncerPoolSize = 8
 // with the command that installs it.
 func PgBouncer(t testing.TB, dsn string) string {
 	t.Helper()
+	return PgBouncerMode(t, dsn, "transaction")
+}
+
+// PgBouncerMode is PgBouncer with pool_mode set to mode (session, transaction or statement).
+func PgBouncerMode(t testing.TB, dsn, mode string) string {
+	t.Helper()
 	bin, err := pgembed.FindPgBouncer()
 	if err != nil {
 		t.Fatal("pgtest: ", err)
@@ -68,12 +74,12 @@ listen_port = %d
 unix_socket_dir =
 auth_type = scram-sha-256
 auth_file = %s
-pool_mode = transaction
+pool_mode = %s
 default_pool_size = %d
 max_client_conn = 500
 logfile = %s
 pidfile = %s
-`, pc.Database, pc.Host, pc.Port, pc.Database, port, auth, bouncerPoolSize,
+`, pc.Database, pc.Host, pc.Port, pc.Database, port, auth, mode, bouncerPoolSize,
 			filepath.Join(dir, "pgbouncer.log"), filepath.Join(dir, "pgbouncer.pid")), uid, gid)
 		cmd := exec.Command(bin, ini)
 		cmd.Dir = dir
