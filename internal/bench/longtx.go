@@ -80,10 +80,30 @@ func (b *bench) drainWithLongTx(ctx context.Context, n int, hold bool) (float64,
 	return float64(n*longTxPasses) / time.Since(start).Seconds(), nil
 }
 
-// waitReconciled waits until n resources are Ready, reconciled at since or later.
+// waitReconciled waits until n resources are Ready, reconciled at since or later. It counts
+// them once the history (insert only: none of its rows leaves a dead version) holds n
+// attempts more than at since, or every 500 ms: a count reads every version of every row
+// that the held transaction keeps, and so does a probe of resources_lease or resources_due,
+// whose dead entries stay too; the measure must not add to what it measures.
 func waitReconciled(ctx context.Context, st *store.Store, n int, since time.Time, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
+	lastID := func() (id int64, err error) {
+		err = st.Pool().QueryRow(ctx, "SELECT COALESCE(max(id), 0) FROM reconcile_history").Scan(&id)
+		return id, err
+	}
+	from, err := lastID()
+	if err != nil {
+		return err
+	}
+	var counted time.Time
 	for time.Now().Before(deadline) {
+		if id, err := lastID(); err != nil {
+			return err
+		} else if id-from < int64(n) && time.Since(counted) < 500*time.Millisecond {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		counted = time.Now()
 		var done int
 		if err := st.Pool().QueryRow(ctx, "SELECT count(*) FROM resources WHERE phase = 'Ready' AND last_reconcile_time >= $1", since).Scan(&done); err != nil {
 			return err

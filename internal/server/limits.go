@@ -87,7 +87,8 @@ func (l *limiter) wrap(h http.Handler) http.Handler {
 // pacer keeps the API behind the engine: while the engine has work (a lease held or work
 // due, checked at most every busyCheckEvery), requests start at most busyRatePerCPU a second
 // per CPU (golang.org/x/time/rate), and one that would wait past queueWait gets 503 with
-// Retry-After. An idle engine leaves the API unpaced.
+// Retry-After. An idle engine leaves the API unpaced; a state not read for busyStaleAfter
+// (the check slow or failing, none made yet) counts as busy (paced).
 type pacer struct {
 	lim     *rate.Limiter
 	check   func(context.Context) (bool, error)
@@ -99,15 +100,23 @@ type pacer struct {
 
 const (
 	busyRatePerCPU = 500
-	busyCheckEvery = 100 * time.Millisecond
+	busyCheckEvery = 25 * time.Millisecond
+	busyStaleAfter = 200 * time.Millisecond
 )
 
 func newPacer(check func(context.Context) (bool, error), perSecond int, wait time.Duration) *pacer {
 	return &pacer{lim: rate.NewLimiter(rate.Limit(perSecond), max(1, perSecond/10)), check: check, wait: wait}
 }
 
-// engineBusy returns what the last check found; the first request after busyCheckEvery reads
-// it again (the others go on with the value they have).
+// paced decides whether a request at now waits its turn: the engine was busy when last read
+// at checked, or that reading is too old to go by (Unix nanoseconds both).
+func paced(busy bool, checked, now int64) bool {
+	return busy || now-checked > int64(busyStaleAfter)
+}
+
+// engineBusy reports whether requests are paced. The first request busyCheckEvery after the
+// last reading reads the engine's state again; the others go on with the reading they have
+// while it is fresh.
 func (p *pacer) engineBusy(ctx context.Context) bool {
 	now := time.Now().UnixNano()
 	if now-p.checked.Load() >= int64(busyCheckEvery) && p.reading.CompareAndSwap(false, true) {
@@ -120,12 +129,19 @@ func (p *pacer) engineBusy(ctx context.Context) bool {
 		p.checked.Store(now)
 		p.reading.Store(false)
 	}
-	return p.busy.Load()
+	return paced(p.busy.Load(), p.checked.Load(), time.Now().UnixNano())
 }
 
 func (p *pacer) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if exempt(r.URL.Path) || !p.engineBusy(r.Context()) {
+		if exempt(r.URL.Path) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if !p.engineBusy(r.Context()) {
+			// Unpaced requests still take the tokens there are, so that the engine's work
+			// starts with the bucket empty, not with a burst let through at once.
+			p.lim.Allow()
 			h.ServeHTTP(w, r)
 			return
 		}

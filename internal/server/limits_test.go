@@ -161,10 +161,9 @@ func TestPacerHoldsTheAPIOnlyWhileTheEngineIsBusy(t *testing.T) {
 			t.Fatalf("idle engine, request %d: %d", i, c)
 		}
 	}
+	// The idle engine's requests took the tokens: the busy engine's first request is past
+	// the rate (no burst let through at once).
 	busy.Store(true)
-	if c := code(); c != http.StatusOK {
-		t.Fatalf("busy engine, first request (the burst): %d", c)
-	}
 	rec := httptest.NewRecorder()
 	p.checked.Store(0)
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/resources", nil))
@@ -174,5 +173,28 @@ func TestPacerHoldsTheAPIOnlyWhileTheEngineIsBusy(t *testing.T) {
 	busy.Store(false)
 	if c := code(); c != http.StatusOK {
 		t.Fatalf("engine idle again: %d", c)
+	}
+}
+
+func TestPacedWhileBusyOrUnsure(t *testing.T) {
+	fresh := int64(busyCheckEvery)
+	for _, tc := range []struct {
+		name string
+		busy bool
+		age  int64 // since the reading (checked 0: never read)
+		want bool
+	}{
+		{"idle, read just now", false, 0, false},
+		{"idle, read one check ago", false, fresh, false},
+		{"idle, a check in progress", false, int64(busyStaleAfter), false},
+		{"idle, the reading too old (check slow)", false, int64(busyStaleAfter) + 1, true},
+		{"never read", false, time.Now().UnixNano(), true},
+		{"busy, read just now", true, 0, true},
+		{"busy, the reading too old", true, int64(time.Hour), true},
+	} {
+		now := time.Now().UnixNano()
+		if got := paced(tc.busy, now-tc.age, now); got != tc.want {
+			t.Errorf("%s: paced %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
