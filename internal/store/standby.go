@@ -21,7 +21,9 @@ import (
 const standbyInterval = time.Second
 
 // maxLagSamples bounds the primary positions kept while the standby is behind: at one a
-// second, lags up to an hour are measured exactly; longer ones read as at least that.
+// second, lags up to an hour are measured to the second; past that addSample merges
+// neighbouring samples, so a longer lag is measured to within a 1/1800th of itself, never
+// under it.
 const maxLagSamples = 3600
 
 // standby is the read pool of a streaming standby and what its loop last measured.
@@ -42,6 +44,27 @@ type standby struct {
 type walSample struct {
 	at  time.Time
 	lsn int64
+}
+
+// addSample appends the primary's current position. When samples is full, pairs of
+// neighbouring samples merge first, each into the older one's time with the newer one's
+// position: the merged sample counts as replayed only once the newer position is, so the lag
+// is never under the true one (over by at most the pair's spacing), and the current position
+// is always the newest sample: the lag reads 0 only once the standby reached it.
+func addSample(samples []walSample, s walSample) []walSample {
+	if len(samples) >= maxLagSamples {
+		n := 0
+		for i := 0; i < len(samples); i += 2 {
+			m := samples[i]
+			if i+1 < len(samples) {
+				m.lsn = samples[i+1].lsn
+			}
+			samples[n] = m
+			n++
+		}
+		samples = samples[:n]
+	}
+	return append(samples, s)
 }
 
 // replicationLag is how long ago the primary wrote the oldest position the standby has not
@@ -106,9 +129,7 @@ func (sb *standby) loop(ctx context.Context, primary *pgxpool.Pool) {
 		var lsn int64
 		err := primary.QueryRow(qctx, `SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint`).Scan(&lsn)
 		if err == nil {
-			if len(samples) < maxLagSamples {
-				samples = append(samples, walSample{at: at, lsn: lsn})
-			}
+			samples = addSample(samples, walSample{at: at, lsn: lsn})
 			var replayed int64
 			// A server not in recovery replays nothing: it answers with its own position.
 			serr := sb.pool.QueryRow(qctx, `SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn()

@@ -32,6 +32,42 @@ func TestReplicationLag(t *testing.T) {
 	}
 }
 
+// TestReplicationLagPastTheCap keeps a standby stuck for two hours, past maxLagSamples one a
+// second, then lets it replay the primary's position of the first hour within one tick: it
+// is still an hour behind, and the lag reads 0 only once it replays the current position.
+func TestReplicationLagPastTheCap(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	lsnAt := func(s int) int64 { return int64(s) * 1000 } // the primary writes steadily
+	var samples []walSample
+	var lag time.Duration
+	s := 0
+	tick := func(replayed int64) {
+		now := t0.Add(time.Duration(s) * time.Second)
+		samples = addSample(samples, walSample{at: now, lsn: lsnAt(s)})
+		lag, samples = replicationLag(samples, replayed, now)
+		s++
+	}
+	for s <= 7200 { // replays nothing for two hours
+		tick(0)
+	}
+	if lag < 2*time.Hour-time.Second || len(samples) > maxLagSamples {
+		t.Fatalf("stuck two hours: lag %s with %d samples", lag, len(samples))
+	}
+	tick(lsnAt(3600)) // caught up to the position of an hour ago only
+	if want := 3600 * time.Second; lag < want || lag > want+10*time.Second {
+		t.Errorf("an hour behind: lag %s, want %s to within the samples' spacing", lag, want)
+	}
+	tick(lsnAt(3700))
+	if want := 3501 * time.Second; lag < want || lag > want+10*time.Second {
+		t.Errorf("replayed 100 s more within one tick: lag %s, want %s", lag, want)
+	}
+	tick(lsnAt(s)) // replays the current position
+	if lag != 0 || len(samples) != 0 {
+		t.Errorf("caught up: lag %s with %d samples left", lag, len(samples))
+	}
+}
+
 func TestReadsOnPrimary(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
