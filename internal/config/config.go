@@ -103,8 +103,8 @@ type Database struct {
 	// TRUEUP_DATABASE_READ_URL overrides it). The API, the dashboard and MCP read through it;
 	// writes, NOTIFY and the watch stream stay on url. Empty: everything goes to url.
 	ReadURL string `yaml:"readURL"`
-	// MaxReadLag is the replication lag past which reads go to url until the standby catches
-	// up again (default 10s).
+	// MaxReadLag is the replication lag past which reads go to url until the standby's lag is
+	// under half of it again (default 10s).
 	MaxReadLag time.Duration `yaml:"maxReadLag"`
 }
 

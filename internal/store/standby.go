@@ -83,9 +83,16 @@ func replicationLag(samples []walSample, replayed int64, now time.Time) (time.Du
 }
 
 // readsOnPrimary decides where reads go: to the primary while the standby did not answer or
-// lags more than maxLag.
-func readsOnPrimary(lag, maxLag time.Duration, standbyErr error) bool {
-	return standbyErr != nil || lag > maxLag
+// lags more than maxLag, and once there (wasOnPrimary) until the lag is under maxLag/2, so
+// that a lag hovering about maxLag does not move the reads back and forth each second.
+func readsOnPrimary(lag, maxLag time.Duration, standbyErr error, wasOnPrimary bool) bool {
+	if standbyErr != nil {
+		return true
+	}
+	if wasOnPrimary {
+		return lag >= maxLag/2
+	}
+	return lag > maxLag
 }
 
 // openStandby connects to url and starts the lag loop. Reads start on the primary until the
@@ -155,8 +162,10 @@ func (sb *standby) loop(ctx context.Context, primary *pgxpool.Pool) {
 
 // record keeps one measurement and logs when reads move.
 func (sb *standby) record(lag time.Duration, standbyErr error) {
-	onPrimary := readsOnPrimary(lag, sb.maxLag, standbyErr)
 	sb.mu.Lock()
+	// Before the first measurement the reads are on the primary for want of one, not
+	// because of a lag: the plain bound applies.
+	onPrimary := readsOnPrimary(lag, sb.maxLag, standbyErr, sb.measured && sb.onPrimary)
 	moved := !sb.measured || onPrimary != sb.onPrimary
 	sb.lag, sb.onPrimary, sb.measured = lag, onPrimary, true
 	sb.mu.Unlock()

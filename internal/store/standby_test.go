@@ -1,8 +1,12 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,19 +75,45 @@ func TestReplicationLagPastTheCap(t *testing.T) {
 func TestReadsOnPrimary(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		name string
-		lag  time.Duration
-		err  error
-		want bool
+		name         string
+		lag          time.Duration
+		err          error
+		wasOnPrimary bool
+		want         bool
 	}{
-		{"caught up", 0, nil, false},
-		{"at the bound", 10 * time.Second, nil, false},
-		{"past the bound", 10*time.Second + 1, nil, true},
-		{"standby does not answer", 0, errors.New("connection refused"), true},
+		{"caught up", 0, nil, false, false},
+		{"at the bound", 10 * time.Second, nil, false, false},
+		{"past the bound", 10*time.Second + 1, nil, false, true},
+		{"standby does not answer", 0, errors.New("connection refused"), false, true},
+		{"on the primary, back under the bound", 9 * time.Second, nil, true, true},
+		{"on the primary, at half the bound", 5 * time.Second, nil, true, true},
+		{"on the primary, under half the bound", 5*time.Second - 1, nil, true, false},
+		{"on the primary, standby does not answer", 0, errors.New("connection refused"), true, true},
+		{"on the standby, between half and the bound", 7 * time.Second, nil, false, false},
 	} {
-		if got := readsOnPrimary(c.lag, 10*time.Second, c.err); got != c.want {
+		if got := readsOnPrimary(c.lag, 10*time.Second, c.err, c.wasOnPrimary); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestStandbyRecordLogsSwitches feeds record a lag hovering about maxLag: the reads move to
+// the primary once, come back once under maxLag/2, and each move logs one line.
+func TestStandbyRecordLogsSwitches(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	sb := &standby{maxLag: 10 * time.Second, onPrimary: true, log: slog.New(slog.NewTextHandler(&logs, nil))}
+	var where []bool
+	for _, lag := range []time.Duration{2, 11, 9, 11, 9, 6, 4, 9, 11} {
+		sb.record(lag*time.Second, nil)
+		_, on := (&Store{standby: sb}).ReadLag()
+		where = append(where, on)
+	}
+	if got, want := fmt.Sprint(where), "[false true true true true true false false true]"; got != want {
+		t.Errorf("on the primary %s, want %s", got, want)
+	}
+	if n := strings.Count(logs.String(), "\n"); n != 4 {
+		t.Errorf("%d log lines, want 4 (the first measurement and three moves):\n%s", n, logs.String())
 	}
 }
 
