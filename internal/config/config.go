@@ -576,6 +576,9 @@ func (c *Config) Validate() error {
 	if c.Database.SessionURL != "" && c.Database.URL == "" {
 		bad("database.sessionURL: set without database.url (the private cluster needs none)")
 	}
+	if c.Database.ReadURL != "" && c.Database.URL == "" {
+		bad("database.readURL: set without database.url (the private cluster has no standby)")
+	}
 	if c.Server.MCPOperatorTools && !c.Server.MCP {
 		bad("server.mcpOperatorTools: true needs server.mcp: true (the tools are served at /mcp)")
 	}

@@ -15,7 +15,8 @@ import (
 // and MCP (those that call reader) to a streaming standby while it keeps up, and everything
 // else (writes, locks, LISTEN/NOTIFY, the queue, the watch stream's reads of changes) to the
 // primary. A loop of its own measures the standby's lag once a second and moves the reads to
-// the primary while the lag is over MaxReadLag or the standby does not answer.
+// the primary while the lag is over MaxReadLag or the standby does not answer (a server not
+// in recovery, promoted or another one, counts as not answering).
 
 // standbyInterval is how often the lag is measured: the lag is known to within it.
 const standbyInterval = time.Second
@@ -29,6 +30,7 @@ const maxLagSamples = 3600
 // standby is the read pool of a streaming standby and what its loop last measured.
 type standby struct {
 	pool   *pgxpool.Pool
+	name   string // host:port/database of the read url, without its credentials
 	maxLag time.Duration
 	log    *slog.Logger
 	stop   context.CancelFunc
@@ -114,7 +116,8 @@ func (s *Store) openStandby(ctx context.Context, url string, maxConns int32, max
 		log = slog.New(slog.DiscardHandler)
 	}
 	loopCtx, stop := context.WithCancel(context.Background())
-	sb := &standby{pool: pool, maxLag: maxLag, log: log, stop: stop, done: make(chan struct{}), onPrimary: true}
+	name := fmt.Sprintf("database.readURL %s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+	sb := &standby{pool: pool, name: name, maxLag: maxLag, log: log, stop: stop, done: make(chan struct{}), onPrimary: true}
 	s.standby = sb
 	go func() {
 		defer close(sb.done)
@@ -138,9 +141,14 @@ func (sb *standby) loop(ctx context.Context, primary *pgxpool.Pool) {
 		if err == nil {
 			samples = addSample(samples, walSample{at: at, lsn: lsn})
 			var replayed int64
-			// A server not in recovery replays nothing: it answers with its own position.
-			serr := sb.pool.QueryRow(qctx, `SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn()
-				ELSE pg_current_wal_lsn() END - '0/0'::pg_lsn)::bigint`).Scan(&replayed)
+			var inRecovery bool
+			serr := sb.pool.QueryRow(qctx, `SELECT pg_is_in_recovery(),
+				COALESCE((pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::bigint, 0)`).Scan(&inRecovery, &replayed)
+			if serr == nil && !inRecovery {
+				// A promoted standby, or another server: its data is not url's, however
+				// current its own position is.
+				serr = fmt.Errorf("%s is not in recovery (not a standby: promoted, or another server)", sb.name)
+			}
 			var lag time.Duration
 			if serr == nil {
 				lag, samples = replicationLag(samples, replayed, time.Now())

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 )
 
@@ -115,6 +117,68 @@ func TestStandbyRecordLogsSwitches(t *testing.T) {
 	if n := strings.Count(logs.String(), "\n"); n != 4 {
 		t.Errorf("%d log lines, want 4 (the first measurement and three moves):\n%s", n, logs.String())
 	}
+}
+
+// TestStandbyNotInRecovery gives a read url that is no standby (the primary itself, as a
+// promoted standby would be): the reads stay on the primary, and the warning names the read
+// url's host and database, not its password.
+func TestStandbyNotInRecovery(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t, MigrateURL)
+	var logs lockedBuffer
+	st, err := Open(ctx, url, Options{MaxConns: 2, ReadURL: url, MaxReadLag: time.Hour, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		st.standby.mu.Lock()
+		measured := st.standby.measured
+		st.standby.mu.Unlock()
+		if measured {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no measurement after a minute")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, on := st.ReadLag(); !on {
+		t.Error("reads go to a server not in recovery")
+	}
+	if st.reader() != st.pool {
+		t.Error("reader is not the primary's pool")
+	}
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	if !strings.Contains(out, "not in recovery") || !strings.Contains(out, cfg.Database) || !strings.Contains(out, cfg.Host) {
+		t.Errorf("warning does not name the read url's server: %s", out)
+	}
+	if cfg.Password != "" && strings.Contains(out, cfg.Password) {
+		t.Errorf("warning shows the password: %s", out)
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // TestStandbyReads runs a real streaming standby (pg_basebackup -R): reads are served by it
