@@ -28,9 +28,11 @@ BEGIN
     RETURN NULL;
 END $$;
 
+-- TRUNCATE, not DELETE: it waits for a fold's transaction to end and then empties the table,
+-- where a DELETE would skip the rows a fold inserts concurrently and leave a count behind.
 CREATE FUNCTION resource_counts_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    DELETE FROM resource_counts;
+    TRUNCATE resource_counts;
     RETURN NULL;
 END $$;
 

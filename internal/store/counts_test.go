@@ -5,6 +5,7 @@ import (
 	"maps"
 	"reflect"
 	"testing"
+	"time"
 )
 
 // TestResourceCountsFollowWrites: the per-source totals the triggers keep (migration 0029)
@@ -41,6 +42,53 @@ func TestResourceCountsFollowWrites(t *testing.T) {
 		if !maps.Equal(kept, counted) {
 			t.Errorf("%s: kept %v, counted %v", step.name, kept, counted)
 		}
+	}
+}
+
+// TestResourceCountsTruncateDuringFold truncates resources while a fold holds its
+// transaction open: once the fold commits and the TRUNCATE ends, no count is left.
+func TestResourceCountsTruncateDuringFold(t *testing.T) {
+	t.Parallel()
+	st := openTest(t)
+	ctx := context.Background()
+	if _, err := st.pool.Exec(ctx, `INSERT INTO resources (namespace, kind, name, api_version, source, spec_hash, meta_hash)
+		SELECT 'ns', 'Thing', 't' || i, 'v1', 'a', 'h', 'h' FROM generate_series(1, 10) i`); err != nil {
+		t.Fatal(err)
+	}
+	fold, err := st.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fold.Exec(ctx, `WITH gone AS (DELETE FROM resource_counts RETURNING source, n)
+		INSERT INTO resource_counts (source, n) SELECT source, sum(n) FROM gone GROUP BY source HAVING sum(n) <> 0`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := st.pool.Exec(ctx, `TRUNCATE resources CASCADE`); done <- err }()
+	// The TRUNCATE's trigger waits for the fold's locks.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var waiting bool
+		if err := st.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity
+			WHERE datname = current_database() AND query LIKE 'TRUNCATE resources%' AND wait_event_type = 'Lock')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the TRUNCATE does not wait for the fold after a minute")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := fold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if kept := sums(t, st, `SELECT source, sum(n) FROM resource_counts GROUP BY source HAVING sum(n) <> 0`); len(kept) != 0 {
+		t.Errorf("counts left after the truncate: %v", kept)
 	}
 }
 
