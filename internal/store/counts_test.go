@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"maps"
+	"math/rand"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 )
@@ -89,6 +91,69 @@ func TestResourceCountsTruncateDuringFold(t *testing.T) {
 	}
 	if kept := sums(t, st, `SELECT source, sum(n) FROM resource_counts GROUP BY source HAVING sum(n) <> 0`); len(kept) != 0 {
 		t.Errorf("counts left after the truncate: %v", kept)
+	}
+}
+
+// TestResourceCountsConcurrentWritesAndFolds runs writers (inserts and upserts that move
+// resources between sources, deletes, source changes, a quarter rolled back) beside two
+// folding loops: the kept totals equal a count of the rows at the end.
+func TestResourceCountsConcurrentWritesAndFolds(t *testing.T) {
+	t.Parallel()
+	st := openTest(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(int64(w)))
+			for i := 0; i < 150; i++ {
+				tx, err := st.pool.Begin(ctx)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				src := []string{"a", "b", "c"}[rng.Intn(3)]
+				lo := rng.Intn(200)
+				var e error
+				switch rng.Intn(3) {
+				case 0:
+					_, e = tx.Exec(ctx, `INSERT INTO resources (namespace, kind, name, api_version, source, spec_hash, meta_hash)
+						SELECT 'ns','Thing','t'||i,'v1',$1,'h','h' FROM generate_series($2::int, $2::int+20) i
+						ON CONFLICT (namespace, lower(kind), name) DO UPDATE SET source = EXCLUDED.source`, src, lo)
+				case 1:
+					_, e = tx.Exec(ctx, `DELETE FROM resources WHERE name IN (SELECT 't'||i FROM generate_series($1::int, $1::int+10) i)`, lo)
+				case 2:
+					_, e = tx.Exec(ctx, `UPDATE resources SET source = $1 WHERE name IN (SELECT 't'||i FROM generate_series($2::int, $2::int+5) i)`, src, lo)
+				}
+				if e != nil { // a deadlock between writers: roll back
+					_ = tx.Rollback(ctx)
+					continue
+				}
+				if rng.Intn(4) == 0 {
+					_ = tx.Rollback(ctx)
+				} else {
+					_ = tx.Commit(ctx) // a writer that lost a deadlock commits nothing
+				}
+			}
+		}(w)
+	}
+	for f := 0; f < 2; f++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 60; i++ {
+				if err := st.foldResourceCounts(ctx); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	kept, counted := sums(t, st, `SELECT source, sum(n) FROM resource_counts GROUP BY source HAVING sum(n) <> 0`),
+		sums(t, st, `SELECT source, count(*) FROM resources GROUP BY source`)
+	if !maps.Equal(kept, counted) {
+		t.Errorf("after concurrent writes and folds: kept %v, counted %v", kept, counted)
 	}
 }
 
