@@ -19,19 +19,17 @@ import (
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
-// TestReadStandby wires database.readURL end to end: the API served on the database's read
-// store answers from a real streaming standby (a row the paused standby has not replayed is
-// a 404), /metrics shows the lag and, past maxReadLag, reads_on_primary 1 while the API
-// answers from the primary.
-func TestReadStandby(t *testing.T) {
-	t.Parallel()
+// openWithStandby migrates a fresh cluster, starts a streaming standby of it and opens the
+// database with readURL on the standby and maxReadLag; it returns the standby's url.
+func openWithStandby(t *testing.T, maxReadLag string) (*Database, *config.Config, string) {
+	t.Helper()
 	ctx := context.Background()
 	primary := pgtest.StartCluster(t)
 	if err := store.MigrateURL(ctx, primary.URL("trueup")); err != nil {
 		t.Fatal(err)
 	}
 	standby := pgtest.StartStandby(t, primary)
-	cfg, err := config.Parse([]byte("database: {maxReadLag: 1s}\n"), ".", func(k string) string {
+	cfg, err := config.Parse([]byte("database: {maxReadLag: "+maxReadLag+"}\n"), ".", func(k string) string {
 		return map[string]string{"TRUEUP_DATABASE_URL": primary.URL("trueup"), "TRUEUP_DATABASE_READ_URL": standby.URL("trueup")}[k]
 	})
 	if err != nil {
@@ -41,7 +39,18 @@ func TestReadStandby(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(db.Close)
+	return db, cfg, standby.URL("trueup")
+}
+
+// TestReadStandby wires database.readURL end to end: the API served on the database's read
+// store answers from a real streaming standby (a row the paused standby has not replayed is
+// a 404), /metrics shows the lag and, past maxReadLag, reads_on_primary 1 while the API
+// answers from the primary.
+func TestReadStandby(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, cfg, standbyURL := openWithStandby(t, "1s")
 	api := httptest.NewServer(server.New(db.Read, server.Options{}, NewLogger(cfg, io.Discard)).Handler())
 	defer api.Close()
 	met := httptest.NewServer(metrics.New(metrics.Options{ReadLag: db.Read.ReadLag}).Handler())
@@ -72,7 +81,7 @@ func TestReadStandby(t *testing.T) {
 	}
 	waitMetric("trueup_database_reads_on_primary 0")
 
-	sb, err := store.Open(ctx, standby.URL("trueup"), store.Options{MaxConns: 1})
+	sb, err := store.Open(ctx, standbyURL, store.Options{MaxConns: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,22 +117,7 @@ func TestReadStandby(t *testing.T) {
 func TestWindowCheckReadsThePrimary(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	primary := pgtest.StartCluster(t)
-	if err := store.MigrateURL(ctx, primary.URL("trueup")); err != nil {
-		t.Fatal(err)
-	}
-	standby := pgtest.StartStandby(t, primary)
-	cfg, err := config.Parse([]byte("database: {maxReadLag: 1h}\n"), ".", func(k string) string {
-		return map[string]string{"TRUEUP_DATABASE_URL": primary.URL("trueup"), "TRUEUP_DATABASE_READ_URL": standby.URL("trueup")}[k]
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := OpenDatabase(ctx, cfg, NewLogger(cfg, io.Discard))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db, cfg, standbyURL := openWithStandby(t, "1h")
 	at := time.Now().UTC().Add(-time.Minute) // a yearly window that opened a minute ago
 	windows, err := changewindow.Compile([]changewindow.Window{{Name: "lockdown", Kind: changewindow.Deny,
 		Schedule: fmt.Sprintf("%d %d %d %d *", at.Minute(), at.Hour(), at.Day(), int(at.Month())), Duration: 2 * time.Hour,
@@ -138,7 +132,7 @@ func TestWindowCheckReadsThePrimary(t *testing.T) {
 		VALUES ('default', 'Thing', 'held', 'v1', 'src', 'h', 'h')`); err != nil {
 		t.Fatal(err)
 	}
-	sb, err := store.Open(ctx, standby.URL("trueup"), store.Options{MaxConns: 1})
+	sb, err := store.Open(ctx, standbyURL, store.Options{MaxConns: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
