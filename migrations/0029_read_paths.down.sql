@@ -1,3 +1,4 @@
+CREATE INDEX IF NOT EXISTS resources_source ON resources (source);
 DROP INDEX IF EXISTS resources_orphaned;
 DROP INDEX IF EXISTS resources_kind;
 DROP INDEX IF EXISTS resources_labels;

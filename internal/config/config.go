@@ -104,8 +104,8 @@ type Database struct {
 	// TRUEUP_DATABASE_READ_URL overrides it). The API, the dashboard and MCP read through it;
 	// writes, NOTIFY and the watch stream stay on url. Empty: everything goes to url.
 	ReadURL string `yaml:"readURL"`
-	// MaxReadLag is the replication lag past which reads go to url until the standby catches
-	// up again (default 10s).
+	// MaxReadLag is the replication lag past which reads go to url until the standby's lag is
+	// under half of it again (default 10s).
 	MaxReadLag time.Duration `yaml:"maxReadLag"`
 }
 
@@ -576,6 +576,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Database.SessionURL != "" && c.Database.URL == "" {
 		bad("database.sessionURL: set without database.url (the private cluster needs none)")
+	}
+	if c.Database.ReadURL != "" && c.Database.URL == "" {
+		bad("database.readURL: set without database.url (the private cluster has no standby)")
 	}
 	if c.Server.MCPOperatorTools && !c.Server.MCP {
 		bad("server.mcpOperatorTools: true needs server.mcp: true (the tools are served at /mcp)")

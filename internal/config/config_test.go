@@ -195,6 +195,10 @@ func TestDatabaseSessionURL(t *testing.T) {
 		!strings.Contains(err.Error(), "database.sessionURL: set without database.url") {
 		t.Errorf("sessionURL without url: %v", err)
 	}
+	if _, err := Parse([]byte("database: {readURL: postgres://standby/trueup}\n"), "/x", env(nil)); err == nil ||
+		!strings.Contains(err.Error(), "database.readURL: set without database.url") {
+		t.Errorf("readURL without url: %v", err)
+	}
 }
 
 func TestSecretCannotChangeStructure(t *testing.T) {

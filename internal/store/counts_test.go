@@ -3,8 +3,11 @@ package store
 import (
 	"context"
 	"maps"
+	"math/rand"
 	"reflect"
+	"sync"
 	"testing"
+	"time"
 )
 
 // TestResourceCountsFollowWrites: the per-source totals the triggers keep (migration 0029)
@@ -41,6 +44,116 @@ func TestResourceCountsFollowWrites(t *testing.T) {
 		if !maps.Equal(kept, counted) {
 			t.Errorf("%s: kept %v, counted %v", step.name, kept, counted)
 		}
+	}
+}
+
+// TestResourceCountsTruncateDuringFold truncates resources while a fold holds its
+// transaction open: once the fold commits and the TRUNCATE ends, no count is left.
+func TestResourceCountsTruncateDuringFold(t *testing.T) {
+	t.Parallel()
+	st := openTest(t)
+	ctx := context.Background()
+	if _, err := st.pool.Exec(ctx, `INSERT INTO resources (namespace, kind, name, api_version, source, spec_hash, meta_hash)
+		SELECT 'ns', 'Thing', 't' || i, 'v1', 'a', 'h', 'h' FROM generate_series(1, 10) i`); err != nil {
+		t.Fatal(err)
+	}
+	fold, err := st.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fold.Exec(ctx, `WITH gone AS (DELETE FROM resource_counts RETURNING source, n)
+		INSERT INTO resource_counts (source, n) SELECT source, sum(n) FROM gone GROUP BY source HAVING sum(n) <> 0`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := st.pool.Exec(ctx, `TRUNCATE resources CASCADE`); done <- err }()
+	// The TRUNCATE's trigger waits for the fold's locks.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var waiting bool
+		if err := st.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity
+			WHERE datname = current_database() AND query LIKE 'TRUNCATE resources%' AND wait_event_type = 'Lock')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the TRUNCATE does not wait for the fold after a minute")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := fold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if kept := sums(t, st, `SELECT source, sum(n) FROM resource_counts GROUP BY source HAVING sum(n) <> 0`); len(kept) != 0 {
+		t.Errorf("counts left after the truncate: %v", kept)
+	}
+}
+
+// TestResourceCountsConcurrentWritesAndFolds runs writers (inserts and upserts that move
+// resources between sources, deletes, source changes, a quarter rolled back) beside two
+// folding loops: the kept totals equal a count of the rows at the end.
+func TestResourceCountsConcurrentWritesAndFolds(t *testing.T) {
+	t.Parallel()
+	st := openTest(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewSource(int64(w)))
+			for i := 0; i < 150; i++ {
+				tx, err := st.pool.Begin(ctx)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				src := []string{"a", "b", "c"}[rng.Intn(3)]
+				lo := rng.Intn(200)
+				var e error
+				switch rng.Intn(3) {
+				case 0:
+					_, e = tx.Exec(ctx, `INSERT INTO resources (namespace, kind, name, api_version, source, spec_hash, meta_hash)
+						SELECT 'ns','Thing','t'||i,'v1',$1,'h','h' FROM generate_series($2::int, $2::int+20) i
+						ON CONFLICT (namespace, lower(kind), name) DO UPDATE SET source = EXCLUDED.source`, src, lo)
+				case 1:
+					_, e = tx.Exec(ctx, `DELETE FROM resources WHERE name IN (SELECT 't'||i FROM generate_series($1::int, $1::int+10) i)`, lo)
+				case 2:
+					_, e = tx.Exec(ctx, `UPDATE resources SET source = $1 WHERE name IN (SELECT 't'||i FROM generate_series($2::int, $2::int+5) i)`, src, lo)
+				}
+				if e != nil { // a deadlock between writers: roll back
+					_ = tx.Rollback(ctx)
+					continue
+				}
+				if rng.Intn(4) == 0 {
+					_ = tx.Rollback(ctx)
+				} else {
+					_ = tx.Commit(ctx) // a writer that lost a deadlock commits nothing
+				}
+			}
+		}(w)
+	}
+	for f := 0; f < 2; f++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 60; i++ {
+				if err := st.foldResourceCounts(ctx); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	kept, counted := sums(t, st, `SELECT source, sum(n) FROM resource_counts GROUP BY source HAVING sum(n) <> 0`),
+		sums(t, st, `SELECT source, count(*) FROM resources GROUP BY source`)
+	if !maps.Equal(kept, counted) {
+		t.Errorf("after concurrent writes and folds: kept %v, counted %v", kept, counted)
 	}
 }
 

@@ -143,7 +143,7 @@ func (s *Store) ListResourceSummaries(ctx context.Context, sc Scope, f SummaryFi
 	if err != nil {
 		return nil, "", err
 	}
-	rows, err := s.reader().Query(ctx, "SELECT "+summaryColumns+" FROM resources"+clause, args...)
+	rows, err := s.reader().Query(ctx, "SELECT "+summaryColumns+" FROM resources"+clause, args.planned()...)
 	if err != nil {
 		return nil, "", fmt.Errorf("list resources: %w", err)
 	}

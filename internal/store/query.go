@@ -194,7 +194,7 @@ func (s *Store) ListResources(ctx context.Context, sc Scope, f ResourceFilter) (
 	if err != nil {
 		return nil, "", err
 	}
-	rows, err := s.reader().Query(ctx, "SELECT id, "+resourceColumns+" FROM resources"+clause, args...)
+	rows, err := s.reader().Query(ctx, "SELECT id, "+resourceColumns+" FROM resources"+clause, args.planned()...)
 	if err != nil {
 		return nil, "", err
 	}
@@ -284,6 +284,16 @@ func resourcePage(sc Scope, f ResourceFilter, nameQuery string) (clause string, 
 
 // params are the arguments of a statement built from optional parts.
 type params []any
+
+// planned is the arguments of a list whose best plan depends on its values (a label few
+// resources carry is read through the labels index, one half of them carry by the identity
+// index, stopping after the page): the statement runs unnamed (pgx.QueryExecModeExec), which
+// PostgreSQL plans for each execution's values, where a prepared statement from pgx's cache
+// may switch to one generic plan after five executions. It works the same through a pooler
+// in transaction mode, and changes nothing for the engine's statements.
+func (p params) planned() []any {
+	return append([]any{pgx.QueryExecModeExec}, p...)
+}
 
 // add appends v and returns its placeholder ($1, $2, …).
 func (p *params) add(v any) string {

@@ -15,18 +15,22 @@ import (
 // and MCP (those that call reader) to a streaming standby while it keeps up, and everything
 // else (writes, locks, LISTEN/NOTIFY, the queue, the watch stream's reads of changes) to the
 // primary. A loop of its own measures the standby's lag once a second and moves the reads to
-// the primary while the lag is over MaxReadLag or the standby does not answer.
+// the primary while the lag is over MaxReadLag or the standby does not answer (a server not
+// in recovery, promoted or another one, counts as not answering).
 
 // standbyInterval is how often the lag is measured: the lag is known to within it.
 const standbyInterval = time.Second
 
 // maxLagSamples bounds the primary positions kept while the standby is behind: at one a
-// second, lags up to an hour are measured exactly; longer ones read as at least that.
+// second, lags up to an hour are measured to the second; past that addSample merges
+// neighbouring samples, so a longer lag is measured to within a 1/1800th of itself, never
+// under it.
 const maxLagSamples = 3600
 
 // standby is the read pool of a streaming standby and what its loop last measured.
 type standby struct {
 	pool   *pgxpool.Pool
+	name   string // host:port/database of the read url, without its credentials
 	maxLag time.Duration
 	log    *slog.Logger
 	stop   context.CancelFunc
@@ -42,6 +46,27 @@ type standby struct {
 type walSample struct {
 	at  time.Time
 	lsn int64
+}
+
+// addSample appends the primary's current position. When samples is full, pairs of
+// neighbouring samples merge first, each into the older one's time with the newer one's
+// position: the merged sample counts as replayed only once the newer position is, so the lag
+// is never under the true one (over by at most the pair's spacing), and the current position
+// is always the newest sample: the lag reads 0 only once the standby reached it.
+func addSample(samples []walSample, s walSample) []walSample {
+	if len(samples) >= maxLagSamples {
+		n := 0
+		for i := 0; i < len(samples); i += 2 {
+			m := samples[i]
+			if i+1 < len(samples) {
+				m.lsn = samples[i+1].lsn
+			}
+			samples[n] = m
+			n++
+		}
+		samples = samples[:n]
+	}
+	return append(samples, s)
 }
 
 // replicationLag is how long ago the primary wrote the oldest position the standby has not
@@ -60,9 +85,16 @@ func replicationLag(samples []walSample, replayed int64, now time.Time) (time.Du
 }
 
 // readsOnPrimary decides where reads go: to the primary while the standby did not answer or
-// lags more than maxLag.
-func readsOnPrimary(lag, maxLag time.Duration, standbyErr error) bool {
-	return standbyErr != nil || lag > maxLag
+// lags more than maxLag, and once there (wasOnPrimary) until the lag is under maxLag/2, so
+// that a lag hovering about maxLag does not move the reads back and forth each second.
+func readsOnPrimary(lag, maxLag time.Duration, standbyErr error, wasOnPrimary bool) bool {
+	if standbyErr != nil {
+		return true
+	}
+	if wasOnPrimary {
+		return lag >= maxLag/2
+	}
+	return lag > maxLag
 }
 
 // openStandby connects to url and starts the lag loop. Reads start on the primary until the
@@ -84,7 +116,8 @@ func (s *Store) openStandby(ctx context.Context, url string, maxConns int32, max
 		log = slog.New(slog.DiscardHandler)
 	}
 	loopCtx, stop := context.WithCancel(context.Background())
-	sb := &standby{pool: pool, maxLag: maxLag, log: log, stop: stop, done: make(chan struct{}), onPrimary: true}
+	name := fmt.Sprintf("database.readURL %s:%d/%s", cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database)
+	sb := &standby{pool: pool, name: name, maxLag: maxLag, log: log, stop: stop, done: make(chan struct{}), onPrimary: true}
 	s.standby = sb
 	go func() {
 		defer close(sb.done)
@@ -106,13 +139,16 @@ func (sb *standby) loop(ctx context.Context, primary *pgxpool.Pool) {
 		var lsn int64
 		err := primary.QueryRow(qctx, `SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint`).Scan(&lsn)
 		if err == nil {
-			if len(samples) < maxLagSamples {
-				samples = append(samples, walSample{at: at, lsn: lsn})
-			}
+			samples = addSample(samples, walSample{at: at, lsn: lsn})
 			var replayed int64
-			// A server not in recovery replays nothing: it answers with its own position.
-			serr := sb.pool.QueryRow(qctx, `SELECT (CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn()
-				ELSE pg_current_wal_lsn() END - '0/0'::pg_lsn)::bigint`).Scan(&replayed)
+			var inRecovery bool
+			serr := sb.pool.QueryRow(qctx, `SELECT pg_is_in_recovery(),
+				COALESCE((pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::bigint, 0)`).Scan(&inRecovery, &replayed)
+			if serr == nil && !inRecovery {
+				// A promoted standby, or another server: its data is not url's, however
+				// current its own position is.
+				serr = fmt.Errorf("%s is not in recovery (not a standby: promoted, or another server)", sb.name)
+			}
 			var lag time.Duration
 			if serr == nil {
 				lag, samples = replicationLag(samples, replayed, time.Now())
@@ -134,8 +170,10 @@ func (sb *standby) loop(ctx context.Context, primary *pgxpool.Pool) {
 
 // record keeps one measurement and logs when reads move.
 func (sb *standby) record(lag time.Duration, standbyErr error) {
-	onPrimary := readsOnPrimary(lag, sb.maxLag, standbyErr)
 	sb.mu.Lock()
+	// Before the first measurement the reads are on the primary for want of one, not
+	// because of a lag: the plain bound applies.
+	onPrimary := readsOnPrimary(lag, sb.maxLag, standbyErr, sb.measured && sb.onPrimary)
 	moved := !sb.measured || onPrimary != sb.onPrimary
 	sb.lag, sb.onPrimary, sb.measured = lag, onPrimary, true
 	sb.mu.Unlock()
