@@ -72,25 +72,30 @@ func TestMonitoringMetricNames(t *testing.T) {
 		return len(missing) == 0, "missing " + strings.Join(missing, ", ")
 	})
 
-	// The state read from the database: the one replica holds every lease and heartbeats,
-	// the source is Ready, its resource Failed.
-	families := e.metrics()
-	for _, c := range []struct {
-		name   string
-		labels map[string]string
-		want   float64
-	}{
-		{"trueup_lease_held", map[string]string{"lease": "maintenance"}, 1},
-		{"trueup_lease_held", map[string]string{"lease": "notifications"}, 1},
-		{"trueup_lease_held", map[string]string{"lease": "source:infra"}, 1},
-		{"trueup_replicas_alive", nil, 1},
-		{"trueup_source_ready", map[string]string{"source": "infra"}, 1},
-		{"trueup_resources", map[string]string{"source": "infra", "phase": "Failed"}, 1},
-	} {
-		if got, ok := gaugeValue(families[c.name], c.labels); !ok || got != c.want {
-			t.Errorf("%s%v = %v (served %v), want %v", c.name, c.labels, got, ok, c.want)
+	// The state read from the database (at most every 10 seconds): the one replica holds
+	// every lease and heartbeats, the source is Ready, its resource Failed.
+	e.eventually(30*time.Second, "the state read from the database", func() (bool, string) {
+		families := e.metrics()
+		var wrong []string
+		for _, c := range []struct {
+			name   string
+			labels map[string]string
+			want   float64
+		}{
+			{"trueup_state_readable", nil, 1},
+			{"trueup_lease_held", map[string]string{"lease": "maintenance"}, 1},
+			{"trueup_lease_held", map[string]string{"lease": "notifications"}, 1},
+			{"trueup_lease_held", map[string]string{"lease": "source:infra"}, 1},
+			{"trueup_replicas_alive", nil, 1},
+			{"trueup_source_ready", map[string]string{"source": "infra"}, 1},
+			{"trueup_resources", map[string]string{"source": "infra", "phase": "Failed"}, 1},
+		} {
+			if got, ok := gaugeValue(families[c.name], c.labels); !ok || got != c.want {
+				wrong = append(wrong, fmt.Sprintf("%s%v = %v (served %v), want %v", c.name, c.labels, got, ok, c.want))
+			}
 		}
-	}
+		return len(wrong) == 0, strings.Join(wrong, "; ")
+	})
 }
 
 // gaugeValue is the value of f's gauge whose labels are exactly want.

@@ -54,8 +54,11 @@ type QueueStats struct {
 type Options struct {
 	// Queue reads the work queue (nil: no queue series).
 	Queue func(ctx context.Context) (QueueStats, error)
-	// State reads the sources, leases, resources and replicas (nil: no such series).
+	// State reads the sources, leases and replicas (nil: no such series, and no
+	// trueup_resources).
 	State func(ctx context.Context) (State, error)
+	// Resources counts the resources by source and phase (nil: no trueup_resources).
+	Resources func(ctx context.Context) ([]ResourceCount, error)
 	// RateLimits reports the last seen forge quota per action instance (nil: none).
 	RateLimits func() map[string]int
 	// SpansDropped counts trace spans dropped on a full export queue (nil: no series).
@@ -131,7 +134,7 @@ func New(opts Options) *Metrics {
 		m.collectors = append(m.collectors, &queueCollector{read: opts.Queue, log: opts.Logger})
 	}
 	if opts.State != nil {
-		m.collectors = append(m.collectors, &stateCollector{read: opts.State, log: opts.Logger})
+		m.collectors = append(m.collectors, &stateCollector{read: opts.State, counts: opts.Resources, log: opts.Logger, now: time.Now})
 	}
 	if opts.RateLimits != nil {
 		m.collectors = append(m.collectors, &rateCollector{read: opts.RateLimits})
