@@ -127,6 +127,11 @@ func New(opts Options) *Metrics {
 	m.windowHolds = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "trueup_window_holds_total", Help: "Changes (applies, deletes, drift corrections) a change window held instead of calling the action, by the window holding them.",
 	}, []string{"window"})
+	// A counter's series is born at 0, before its first event: rules taking increase() see
+	// the first reload refused or notification given up.
+	for _, result := range []string{"success", "failure"} {
+		m.configReloads.WithLabelValues(result)
+	}
 	m.collectors = []prometheus.Collector{m.configReloads, m.configReloadOK, m.policyDecisions, m.policyEvaluation, m.windowHolds, m.reconcileDuration, m.reconcileTotal, m.resultWriteWait, m.interrupted, m.failovers, m.actionCalls, m.syncDuration, m.lastSyncSuccess,
 		m.revisionInfo, m.webhookRequests, m.notifications, m.notifyRetries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
@@ -265,6 +270,20 @@ func (m *Metrics) Webhook(source string, code int) {
 		return
 	}
 	m.webhookRequests.WithLabelValues(source, strconv.Itoa(code)).Inc()
+}
+
+// NotificationProviders creates the delivery series of each provider at 0 (every result,
+// and its retries), so that a provider's first failure or dead letter is an increase.
+func (m *Metrics) NotificationProviders(providers []string) {
+	if m == nil {
+		return
+	}
+	for _, p := range providers {
+		for _, result := range []string{"sent", "failed", "dead", "suppressed"} {
+			m.notifications.WithLabelValues(p, result)
+		}
+		m.notifyRetries.WithLabelValues(p)
+	}
 }
 
 // Notification records one delivery attempt's result for provider: sent, failed (a retry
