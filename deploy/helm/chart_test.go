@@ -172,6 +172,18 @@ func TestChartRenders(t *testing.T) {
 				want = append(want, "Ingress/rel-trueup", "Secret/rel-trueup-database")
 			case "servicemonitor":
 				want = append(want, "ServiceMonitor/rel-trueup")
+				// The scrape job is the Service's app.kubernetes.io/name, trueup: the
+				// shipped alert rules read up{job="trueup"}.
+				var sm struct{ Spec struct{ JobLabel string } }
+				var svc struct {
+					Metadata struct{ Labels map[string]string }
+				}
+				if err := sigsyaml.Unmarshal(objs["ServiceMonitor/rel-trueup"], &sm); err != nil || sm.Spec.JobLabel != "app.kubernetes.io/name" {
+					t.Errorf("ServiceMonitor jobLabel %q (%v), want app.kubernetes.io/name", sm.Spec.JobLabel, err)
+				}
+				if err := sigsyaml.Unmarshal(objs["Service/rel-trueup"], &svc); err != nil || svc.Metadata.Labels["app.kubernetes.io/name"] != "trueup" {
+					t.Errorf("Service labels %v (%v), want app.kubernetes.io/name: trueup", svc.Metadata.Labels, err)
+				}
 			}
 			if len(objs) != len(want) {
 				t.Errorf("rendered %d objects, want %v", len(objs), want)

@@ -206,6 +206,7 @@ type serviceMonitor struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata"`
 	Spec              struct {
+		JobLabel  string               `json:"jobLabel"`
 		Selector  metav1.LabelSelector `json:"selector"`
 		Endpoints []struct {
 			Port          string `json:"port"`

@@ -250,7 +250,8 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 			due, inFlight, scheduled, oldest, err := db.Store.QueueStats(ctx)
 			return metrics.QueueStats{Due: due, InFlight: inFlight, Scheduled: scheduled, OldestDueSeconds: oldest.Seconds()}, err
 		},
-		State: func(ctx context.Context) (metrics.State, error) { return metricsState(ctx, db.Store, rt.cfg.Load()) },
+		State:     func(ctx context.Context) (metrics.State, error) { return metricsState(ctx, db.Read, rt.cfg.Load()) },
+		Resources: func(ctx context.Context) ([]metrics.ResourceCount, error) { return metricsResources(ctx, db.Read) },
 		RateLimits: func() map[string]int {
 			out := map[string]int{}
 			for name, a := range rt.acts.Current() {

@@ -17,17 +17,15 @@ import (
 const aliveWithin = 30 * time.Second
 
 // metricsState reads what the metrics serve of the deployment: the configured sources, the
-// singleton leases they and every replica need, the resources by phase and the live replicas.
-func metricsState(ctx context.Context, st *store.Store, cfg *config.Config) (metrics.State, error) {
-	srcs, err := st.ListSources(ctx, store.Everything)
+// singleton leases they and every replica need, and the live replicas. read is the API's
+// store (the read standby while it keeps up, database.readURL); the leases and heartbeats
+// come from its primary, since a standby's lag would show live holders as gone.
+func metricsState(ctx context.Context, read *store.Store, cfg *config.Config) (metrics.State, error) {
+	srcs, err := read.ListSources(ctx, store.Everything)
 	if err != nil {
 		return metrics.State{}, err
 	}
-	held, alive, err := st.LeaseState(ctx, aliveWithin)
-	if err != nil {
-		return metrics.State{}, err
-	}
-	counts, err := st.CountResources(ctx, store.Everything)
+	held, alive, err := read.Primary().LeaseState(ctx, aliveWithin)
 	if err != nil {
 		return metrics.State{}, err
 	}
@@ -47,8 +45,19 @@ func metricsState(ctx context.Context, st *store.Store, cfg *config.Config) (met
 		out.Sources = append(out.Sources, s)
 		out.Leases["source:"+src.Name] = slices.Contains(held, "source:"+src.Name)
 	}
+	return out, nil
+}
+
+// metricsResources counts the resources by source and phase through read (resource_counts
+// and the unsettled rows' partial index: no scan of the table).
+func metricsResources(ctx context.Context, read *store.Store) ([]metrics.ResourceCount, error) {
+	counts, err := read.CountResources(ctx, store.Everything)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]metrics.ResourceCount, 0, len(counts))
 	for _, c := range counts {
-		out.Resources = append(out.Resources, metrics.ResourceCount{Source: c.Source, Phase: c.Phase, Count: c.Count})
+		out = append(out, metrics.ResourceCount{Source: c.Source, Phase: c.Phase, Count: c.Count})
 	}
 	return out, nil
 }

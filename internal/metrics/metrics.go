@@ -54,8 +54,11 @@ type QueueStats struct {
 type Options struct {
 	// Queue reads the work queue (nil: no queue series).
 	Queue func(ctx context.Context) (QueueStats, error)
-	// State reads the sources, leases, resources and replicas (nil: no such series).
+	// State reads the sources, leases and replicas (nil: no such series, and no
+	// trueup_resources).
 	State func(ctx context.Context) (State, error)
+	// Resources counts the resources by source and phase (nil: no trueup_resources).
+	Resources func(ctx context.Context) ([]ResourceCount, error)
 	// RateLimits reports the last seen forge quota per action instance (nil: none).
 	RateLimits func() map[string]int
 	// SpansDropped counts trace spans dropped on a full export queue (nil: no series).
@@ -124,6 +127,11 @@ func New(opts Options) *Metrics {
 	m.windowHolds = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "trueup_window_holds_total", Help: "Changes (applies, deletes, drift corrections) a change window held instead of calling the action, by the window holding them.",
 	}, []string{"window"})
+	// A counter's series is born at 0, before its first event: rules taking increase() see
+	// the first reload refused or notification given up.
+	for _, result := range []string{"success", "failure"} {
+		m.configReloads.WithLabelValues(result)
+	}
 	m.collectors = []prometheus.Collector{m.configReloads, m.configReloadOK, m.policyDecisions, m.policyEvaluation, m.windowHolds, m.reconcileDuration, m.reconcileTotal, m.resultWriteWait, m.interrupted, m.failovers, m.actionCalls, m.syncDuration, m.lastSyncSuccess,
 		m.revisionInfo, m.webhookRequests, m.notifications, m.notifyRetries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})}
@@ -131,7 +139,7 @@ func New(opts Options) *Metrics {
 		m.collectors = append(m.collectors, &queueCollector{read: opts.Queue, log: opts.Logger})
 	}
 	if opts.State != nil {
-		m.collectors = append(m.collectors, &stateCollector{read: opts.State, log: opts.Logger})
+		m.collectors = append(m.collectors, &stateCollector{read: opts.State, counts: opts.Resources, log: opts.Logger, now: time.Now})
 	}
 	if opts.RateLimits != nil {
 		m.collectors = append(m.collectors, &rateCollector{read: opts.RateLimits})
@@ -262,6 +270,20 @@ func (m *Metrics) Webhook(source string, code int) {
 		return
 	}
 	m.webhookRequests.WithLabelValues(source, strconv.Itoa(code)).Inc()
+}
+
+// NotificationProviders creates the delivery series of each provider at 0 (every result,
+// and its retries), so that a provider's first failure or dead letter is an increase.
+func (m *Metrics) NotificationProviders(providers []string) {
+	if m == nil {
+		return
+	}
+	for _, p := range providers {
+		for _, result := range []string{"sent", "failed", "dead", "suppressed"} {
+			m.notifications.WithLabelValues(p, result)
+		}
+		m.notifyRetries.WithLabelValues(p)
+	}
 }
 
 // Notification records one delivery attempt's result for provider: sent, failed (a retry

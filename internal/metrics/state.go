@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -10,15 +11,19 @@ import (
 
 // State is what the database says of the whole deployment, read at scrape time: every
 // replica serves the same values, so rules aggregate these series with max or min by their
-// labels.
+// labels. The resource counts are read apart (Options.Resources): a slow count leaves the
+// rest served.
 type State struct {
 	Sources []SourceState
 	// Leases maps each singleton lease (maintenance, notifications, source:NAME of each
 	// configured source) to whether a replica holds it.
 	Leases        map[string]bool
-	Resources     []ResourceCount
 	ReplicasAlive int
 }
+
+// stateTTL is how long one read of the state serves scrapes: replicas × scrapers each
+// scraping every few seconds read the database once per stateTTL per replica.
+const stateTTL = 10 * time.Second
 
 // SourceState is one configured source.
 type SourceState struct {
@@ -49,26 +54,62 @@ var (
 		"Resources by source and phase (a phase without resources has no series).", []string{"source", "phase"}, nil)
 	replicasAliveDesc = prometheus.NewDesc("trueup_replicas_alive",
 		"Replicas whose heartbeat is at most 30 seconds old.", nil, nil)
+	stateReadableDesc = prometheus.NewDesc("trueup_state_readable",
+		"1 when the replica's last read of the deployment's state (sources, leases, replicas) succeeded within 2 seconds; 0 when the database failed or was slow, and those series are absent.", nil, nil)
 )
 
 type stateCollector struct {
-	read func(context.Context) (State, error)
-	log  *slog.Logger
+	read   func(context.Context) (State, error)
+	counts func(context.Context) ([]ResourceCount, error) // nil: no trueup_resources
+	log    *slog.Logger
+	now    func() time.Time
+
+	mu    sync.Mutex // held across a read: concurrent scrapes wait for one read
+	at    time.Time  // when the cached outcome was read (zero: never)
+	st    State
+	stOK  bool
+	res   []ResourceCount
+	resOK bool
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{sourceReadyDesc, sourceCompletedDesc, sourceLagDesc, leaseHeldDesc, resourcesDesc, replicasAliveDesc} {
+	for _, d := range []*prometheus.Desc{stateReadableDesc, sourceReadyDesc, sourceCompletedDesc, sourceLagDesc, leaseHeldDesc, resourcesDesc, replicasAliveDesc} {
 		ch <- d
 	}
 }
 
-func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
-	st, ok := readAtScrape(c.read, c.log, "state")
-	if !ok {
-		return
+// load returns the outcome of the last read, reading again once it is stateTTL old. The
+// state and the counts are read side by side, each with its own deadline.
+func (c *stateCollector) load() (State, bool, []ResourceCount, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if now := c.now(); c.at.IsZero() || now.Sub(c.at) >= stateTTL || now.Before(c.at) {
+		var wg sync.WaitGroup
+		c.resOK = false
+		if c.counts != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); c.res, c.resOK = readAtScrape(c.counts, c.log, "resource counts") }()
+		}
+		c.st, c.stOK = readAtScrape(c.read, c.log, "state")
+		wg.Wait()
+		c.at = c.now()
 	}
+	return c.st, c.stOK, c.res, c.resOK
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	st, ok, counts, countsOK := c.load()
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	gauge(stateReadableDesc, one(ok))
+	if countsOK {
+		for _, r := range counts {
+			gauge(resourcesDesc, float64(r.Count), r.Source, r.Phase)
+		}
+	}
+	if !ok {
+		return
 	}
 	for _, s := range st.Sources {
 		gauge(sourceReadyDesc, one(s.Ready), s.Name)
@@ -79,9 +120,6 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for name, held := range st.Leases {
 		gauge(leaseHeldDesc, one(held), name)
-	}
-	for _, r := range st.Resources {
-		gauge(resourcesDesc, float64(r.Count), r.Source, r.Phase)
 	}
 	gauge(replicasAliveDesc, float64(st.ReplicasAlive))
 }

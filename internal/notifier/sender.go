@@ -90,6 +90,11 @@ func New(st *store.Store, cfg config.Notifications, opts Options, log *slog.Logg
 		}
 		s.providers[p.Name] = pr
 	}
+	names := make([]string, 0, len(cfg.Providers))
+	for _, p := range cfg.Providers {
+		names = append(names, p.Name)
+	}
+	opts.Metrics.NotificationProviders(names)
 	for _, r := range cfg.Rules {
 		nr := notify.Rule{Name: r.Name, Providers: r.Providers, Events: r.Events, Sources: r.Sources, Namespaces: r.Namespaces, Kinds: r.Kinds}
 		if r.Selector != "" {

@@ -175,6 +175,23 @@ func TestDeadLetter(t *testing.T) {
 	}
 }
 
+// TestProviderSeriesAtZero: a configured provider's delivery series exist at 0 before its
+// first delivery, so that an alert on increase() sees the first dead letter.
+func TestProviderSeriesAtZero(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.sender(t, "slack", "", nil)
+	got := b.scrape(t)
+	for _, result := range []string{"sent", "failed", "dead", "suppressed"} {
+		if want := `trueup_notifications_total{provider="ops",result="` + result + `"} 0`; !strings.Contains(got, want) {
+			t.Errorf("no %s in\n%s", want, got)
+		}
+	}
+	if want := `trueup_notification_retries_total{provider="ops"} 0`; !strings.Contains(got, want) {
+		t.Errorf("no %s", want)
+	}
+}
+
 func TestBurstGrouped(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

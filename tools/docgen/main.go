@@ -179,7 +179,10 @@ func metricsPage() (string, error) {
 		SpansDropped: func() uint64 { return 0 },
 		State: func(context.Context) (metrics.State, error) {
 			return metrics.State{Sources: []metrics.SourceState{{Name: "probe", LastCompletedSync: time.Unix(1, 0)}},
-				Leases: map[string]bool{"maintenance": true}, Resources: []metrics.ResourceCount{{Source: "probe", Phase: "Ready", Count: 1}}}, nil
+				Leases: map[string]bool{"maintenance": true}}, nil
+		},
+		Resources: func(context.Context) ([]metrics.ResourceCount, error) {
+			return []metrics.ResourceCount{{Source: "probe", Phase: "Ready", Count: 1}}, nil
 		},
 	})
 	ms, err := refdoc.Metrics(m.Collectors())
