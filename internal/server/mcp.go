@@ -2,7 +2,9 @@ package server
 
 import (
 	"io"
+	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strconv"
 
 	"github.com/trueup-dev/trueup/internal/apiclient"
@@ -26,7 +28,7 @@ func (s *Server) withMCP(api http.Handler) http.Handler {
 		return api
 	}
 	h := mcp.Handler(func(r *http.Request) mcp.Backend {
-		return apiclient.NewInProcess("http://trueup.in-process", inProcess{api: api, id: identity(r), remote: r.RemoteAddr}, "trueup-mcp")
+		return apiclient.NewInProcess("http://trueup.in-process", inProcess{api: api, id: identity(r), remote: r.RemoteAddr, log: s.log}, "trueup-mcp")
 	}, *s.opts.MCP, s.log)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == mcpPath {
@@ -42,6 +44,7 @@ type inProcess struct {
 	api    http.Handler
 	id     auth.Identity
 	remote string
+	log    *slog.Logger
 }
 
 func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -50,12 +53,29 @@ func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 	if in.Body == nil {
 		in.Body = http.NoBody
 	}
-	rec := &answer{header: http.Header{}}
-	t.api.ServeHTTP(rec, in)
+	rec := t.serve(in)
 	if rec.code == 0 {
 		rec.code = http.StatusOK
 	}
 	return &http.Response{Status: strconv.Itoa(rec.code) + " " + http.StatusText(rec.code), StatusCode: rec.code,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Header: rec.header, Body: io.NopCloser(&rec.body),
 		ContentLength: int64(rec.body.Len()), Request: req}, nil
+}
+
+// serve runs the API handler on in. A panic is the handler's bug, answered 500 as the
+// server's recoverer answers one: the SDK runs a tool in a goroutine of its own, where a
+// panic would end the process.
+func (t inProcess) serve(in *http.Request) (rec *answer) {
+	rec = &answer{header: http.Header{}}
+	defer func() {
+		if v := recover(); v != nil {
+			if v != http.ErrAbortHandler {
+				t.log.Error("panic serving request", "path", in.URL.Path, "via", mcpPath, "panic", v, "stack", string(debug.Stack()))
+			}
+			rec = &answer{header: http.Header{}}
+			writeError(rec, http.StatusInternalServerError, "internal error")
+		}
+	}()
+	t.api.ServeHTTP(rec, in)
+	return rec
 }

@@ -1,0 +1,77 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/trueup-dev/trueup/internal/mcp"
+	"github.com/trueup-dev/trueup/internal/mcp/mcptest"
+)
+
+// mcpStub serves /mcp (with o) in front of api instead of the API's routes, with an idle
+// engine (no pacing) and no database; it returns the server's URL.
+func mcpStub(t *testing.T, opts Options, api http.HandlerFunc, logger *slog.Logger) (*Server, string) {
+	t.Helper()
+	opts.Replica, opts.Authenticate = "test", testAuthenticate
+	if opts.MCP == nil {
+		opts.MCP = &mcp.Options{}
+	}
+	s := New(nil, opts, logger)
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("/", api)
+	s.pace = newPacer(func(context.Context) (bool, error) { return false, nil }, 1, queueWait)
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(hs.Close)
+	return s, hs.URL
+}
+
+// syncBuffer is a log destination that tests read after writes from other goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestMCPHandlerPanic: a panic in an API handler that a tool calls is answered as the API
+// answers it directly, 500, and logged with its stack; the server goes on serving.
+func TestMCPHandlerPanic(t *testing.T) {
+	t.Parallel()
+	logs := &syncBuffer{}
+	_, url := mcpStub(t, Options{}, func(http.ResponseWriter, *http.Request) { panic("handler bug") }, slog.New(slog.NewTextHandler(logs, nil)))
+	req, _ := http.NewRequest("GET", url+"/api/v1/resources", nil)
+	req.Header.Set(identityHeader, "admin:*")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusInternalServerError {
+		t.Errorf("direct API call: %d, want 500", resp.StatusCode)
+	}
+	cs := mcpSession(t, url, "admin:*")
+	for range 2 {
+		if text, failed := mcptest.Call(t, cs, "list_resources", map[string]any{}); !failed || !strings.Contains(text, "internal error") {
+			t.Errorf("list_resources over a panicking handler: %s (error %v)", text, failed)
+		}
+	}
+	if l := logs.String(); !strings.Contains(l, "handler bug") || !strings.Contains(l, "stack=") || !strings.Contains(l, "mcp.go") {
+		t.Errorf("the panic is not logged with its stack:\n%s", l)
+	}
+}
