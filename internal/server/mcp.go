@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -28,7 +29,7 @@ func (s *Server) withMCP(api http.Handler) http.Handler {
 		return api
 	}
 	h := mcp.Handler(func(r *http.Request) mcp.Backend {
-		return apiclient.NewInProcess("http://trueup.in-process", inProcess{api: api, id: identity(r), remote: r.RemoteAddr, log: s.log}, "trueup-mcp")
+		return apiclient.NewInProcess("http://trueup.in-process", inProcess{api: api, id: identity(r), remote: r.RemoteAddr, outer: r.Context(), log: s.log}, "trueup-mcp")
 	}, *s.opts.MCP, s.log)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == mcpPath {
@@ -39,16 +40,23 @@ func (s *Server) withMCP(api http.Handler) http.Handler {
 	})
 }
 
-// inProcess is an http.RoundTripper that serves a request with the API handler, as id.
+// inProcess is an http.RoundTripper that serves a request with the API handler, as id, for
+// the /mcp request whose context is outer.
 type inProcess struct {
 	api    http.Handler
 	id     auth.Identity
 	remote string
+	outer  context.Context
 	log    *slog.Logger
 }
 
 func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
-	in := req.Clone(auth.WithIdentity(req.Context(), t.id))
+	// The SDK hands a tool the values of /mcp's request but not its end: the call ends when
+	// the /mcp request does (its client gone, the server shutting down).
+	ctx, cancel := context.WithCancel(auth.WithIdentity(req.Context(), t.id))
+	defer cancel()
+	defer context.AfterFunc(t.outer, cancel)()
+	in := req.Clone(ctx)
 	in.RequestURI, in.RemoteAddr = req.URL.RequestURI(), t.remote
 	if in.Body == nil {
 		in.Body = http.NoBody

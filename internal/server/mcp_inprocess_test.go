@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -73,5 +74,40 @@ func TestMCPHandlerPanic(t *testing.T) {
 	}
 	if l := logs.String(); !strings.Contains(l, "handler bug") || !strings.Contains(l, "stack=") || !strings.Contains(l, "mcp.go") {
 		t.Errorf("the panic is not logged with its stack:\n%s", l)
+	}
+}
+
+// TestMCPClientLeaves: when the client of /mcp goes away, the API call its tool made ends too
+// (its context is canceled, not left to run to the request timeout). The call is a command:
+// a read may share its answer with others, and runs to its end for them (shared).
+func TestMCPClientLeaves(t *testing.T) {
+	t.Parallel()
+	started, ended := make(chan struct{}), make(chan error, 1)
+	_, url := mcpStub(t, Options{MCP: &mcp.Options{OperatorTools: true}}, func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		<-r.Context().Done()
+		ended <- r.Context().Err()
+	}, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", url+"/mcp",
+		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"reconcile_resource","arguments":{"namespace":"a","kind":"Queue","name":"q"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(identityHeader, "admin:*")
+	called := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		called <- err
+	}()
+	<-started
+	cancel()
+	if err := <-called; err == nil {
+		t.Error("the canceled request answered")
+	}
+	if err := <-ended; !errors.Is(err, context.Canceled) {
+		t.Errorf("the API call ended with %v, want it canceled when the client left", err)
 	}
 }
