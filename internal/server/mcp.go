@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"log/slog"
@@ -16,9 +17,11 @@ import (
 // The Model Context Protocol at /mcp (internal/mcp, DESIGN §9 "MCP"). Its tools call the API
 // in process, below authentication: the API handler (limiter, timeout, routes) with the
 // identity /mcp's request was authenticated as, so what a tool sees, may do and shows is
-// exactly what the API answers that caller — one authorization path. /mcp itself holds no
-// slot of the limiter (its calls take theirs: a slot held while waiting for another would
-// deadlock at one in flight).
+// exactly what the API answers that caller — one authorization path. /mcp's own work (JSON-RPC,
+// schemas, listing tools) runs under a limiter of its own, as many at once as the API's, with
+// the same wait and 503; its calls then take their turn in the API's. A request takes /mcp's
+// slot before any of the API's and no API request waits for /mcp's, so neither waits for the
+// other in a circle.
 
 // mcpPath is where the streamable HTTP transport is served.
 const mcpPath = "/mcp"
@@ -31,6 +34,7 @@ func (s *Server) withMCP(api http.Handler) http.Handler {
 	h := mcp.Handler(func(r *http.Request) mcp.Backend {
 		return apiclient.NewInProcess("http://trueup.in-process", inProcess{api: api, id: identity(r), remote: r.RemoteAddr, outer: r.Context(), log: s.log}, "trueup-mcp")
 	}, *s.opts.MCP, s.log)
+	h = newLimiter(cmp.Or(s.opts.MaxInFlight, defaultMaxInFlight()), queueWait).wrap(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == mcpPath {
 			h.ServeHTTP(w, r)

@@ -111,3 +111,38 @@ func TestMCPClientLeaves(t *testing.T) {
 		t.Errorf("the API call ended with %v, want it canceled when the client left", err)
 	}
 }
+
+// TestMCPLimit: /mcp requests run at most MaxInFlight at once; one more waits its turn, then
+// is answered 503 with Retry-After. The tool call holding /mcp's only slot still gets the
+// API's (no deadlock).
+func TestMCPLimit(t *testing.T) {
+	t.Parallel()
+	started, release := make(chan struct{}), make(chan struct{})
+	_, url := mcpStub(t, Options{MaxInFlight: 1}, func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		<-release
+		_, _ = w.Write([]byte(`{"items":[]}`))
+	}, slog.New(slog.DiscardHandler))
+	called := make(chan string, 1)
+	go func() {
+		text, _ := mcptest.Call(t, mcpSession(t, url, "admin:*"), "list_resources", map[string]any{})
+		called <- text
+	}()
+	<-started
+	req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(identityHeader, "admin:*")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("/mcp beyond its limit: %d, Retry-After %q; want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	close(release)
+	if text := <-called; text != `{"items":[]}` {
+		t.Errorf("the call holding the slot answered %s", text)
+	}
+}
