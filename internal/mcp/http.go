@@ -37,7 +37,7 @@ func (requestBackend) Post(ctx context.Context, path string, q url.Values, body,
 // Handler serves the streamable HTTP transport, stateless: each POST is one exchange, whose
 // tools call backend(r), the API as the request's caller sees it. No session outlives a
 // request, so any replica answers any request, and credentials are those of each request.
-// One server answers every request: building one per request cost two thirds of a call.
+// One server answers every request; a tool finds the request's Backend in its context.
 // DNS-rebinding and cross-origin protection are the caller's (internal/server checks Host
 // and Origin on every request, /mcp included).
 func Handler(backend func(r *http.Request) Backend, o Options, logger *slog.Logger) http.Handler {
