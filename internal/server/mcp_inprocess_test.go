@@ -9,8 +9,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/trueup-dev/trueup/internal/mcp"
 	"github.com/trueup-dev/trueup/internal/mcp/mcptest"
 )
@@ -144,5 +146,24 @@ func TestMCPLimit(t *testing.T) {
 	close(release)
 	if text := <-called; text != `{"items":[]}` {
 		t.Errorf("the call holding the slot answered %s", text)
+	}
+}
+
+// TestMCPOperatorToolsOff: without operator tools, /mcp refuses a call of one by name and
+// the API is not called.
+func TestMCPOperatorToolsOff(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int64
+	_, url := mcpStub(t, Options{}, func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		_, _ = w.Write([]byte(`{"action":"reconcile"}`))
+	}, slog.New(slog.DiscardHandler))
+	res, err := mcpSession(t, url, "admin:*").CallTool(context.Background(), &sdk.CallToolParams{Name: "reconcile_resource",
+		Arguments: map[string]any{"namespace": "staging", "kind": "Queue", "name": "stg-a"}})
+	if err == nil && (res == nil || !res.IsError) {
+		t.Errorf("reconcile_resource ran without operator tools: %+v", res)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("%d API calls for a tool that is off", n)
 	}
 }
