@@ -167,3 +167,22 @@ func TestMCPOperatorToolsOff(t *testing.T) {
 		t.Errorf("%d API calls for a tool that is off", n)
 	}
 }
+
+// TestMCPBodyLimit: /mcp reads at most the API's limit for a command's body (64 KiB).
+func TestMCPBodyLimit(t *testing.T) {
+	t.Parallel()
+	_, url := mcpStub(t, Options{}, func(http.ResponseWriter, *http.Request) {}, slog.New(slog.DiscardHandler))
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"pad":"` + strings.Repeat("x", mcp.MaxRequestBody) + `"}}`
+	req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(identityHeader, "admin:*")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("a body over 64 KiB: %d, want 413", resp.StatusCode)
+	}
+}
