@@ -3,7 +3,9 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -185,4 +187,27 @@ func TestMCPBodyLimit(t *testing.T) {
 	if resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Errorf("a body over 64 KiB: %d, want 413", resp.StatusCode)
 	}
+}
+
+// TestMCPCallersApart: /mcp requests of different callers at once each call the API as
+// their own identity.
+func TestMCPCallersApart(t *testing.T) {
+	t.Parallel()
+	_, url := mcpStub(t, Options{MaxInFlight: 2}, func(w http.ResponseWriter, r *http.Request) {
+		id := identity(r)
+		_ = json.NewEncoder(w).Encode(map[string]any{"items": []any{}, "who": string(id.Role) + ":" + strings.Join(id.Namespaces, ",")})
+	}, slog.New(slog.DiscardHandler))
+	var wg sync.WaitGroup
+	for i := range 20 {
+		who := []string{"viewer:staging", "admin:*"}[i%2]
+		cs := mcpSession(t, url, who)
+		wg.Go(func() {
+			for range 5 {
+				if text, failed := mcptest.Call(t, cs, "list_resources", map[string]any{}); failed || !strings.Contains(text, fmt.Sprintf(`"who":%q`, who)) {
+					t.Errorf("%s got %s", who, text)
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
