@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +14,7 @@ import (
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/trueup-dev/trueup/internal/logbuf"
 	"github.com/trueup-dev/trueup/internal/mcp"
 	"github.com/trueup-dev/trueup/internal/mcp/mcptest"
 )
@@ -36,29 +36,26 @@ func mcpStub(t *testing.T, opts Options, api http.HandlerFunc, logger *slog.Logg
 	return s, hs.URL
 }
 
-// syncBuffer is a log destination that tests read after writes from other goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+// postMCP posts one JSON-RPC message to url's /mcp as an admin and returns the answer's
+// status and headers (the error if ctx ends first).
+func postMCP(ctx context.Context, url, msg string) (int, http.Header, error) {
+	req, _ := http.NewRequestWithContext(ctx, "POST", url+"/mcp", strings.NewReader(msg))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(identityHeader, "admin:*")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, resp.Header, nil
 }
 
 // TestMCPHandlerPanic: a panic in an API handler that a tool calls is answered as the API
 // answers it directly, 500, and logged with its stack; the server goes on serving.
 func TestMCPHandlerPanic(t *testing.T) {
 	t.Parallel()
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	_, url := mcpStub(t, Options{}, func(http.ResponseWriter, *http.Request) { panic("handler bug") }, slog.New(slog.NewTextHandler(logs, nil)))
 	req, _ := http.NewRequest("GET", url+"/api/v1/resources", nil)
 	req.Header.Set(identityHeader, "admin:*")
@@ -93,17 +90,9 @@ func TestMCPClientLeaves(t *testing.T) {
 		ended <- r.Context().Err()
 	}, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "POST", url+"/mcp",
-		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"reconcile_resource","arguments":{"namespace":"a","kind":"Queue","name":"q"}}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(identityHeader, "admin:*")
 	called := make(chan error, 1)
 	go func() {
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			resp.Body.Close()
-		}
+		_, _, err := postMCP(ctx, url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"reconcile_resource","arguments":{"namespace":"a","kind":"Queue","name":"q"}}}`)
 		called <- err
 	}()
 	<-started
@@ -133,17 +122,12 @@ func TestMCPLimit(t *testing.T) {
 		called <- text
 	}()
 	<-started
-	req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(identityHeader, "admin:*")
-	resp, err := http.DefaultClient.Do(req)
+	code, header, err := postMCP(context.Background(), url, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
-		t.Errorf("/mcp beyond its limit: %d, Retry-After %q; want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	if code != http.StatusServiceUnavailable || header.Get("Retry-After") == "" {
+		t.Errorf("/mcp beyond its limit: %d, Retry-After %q; want 503 with Retry-After", code, header.Get("Retry-After"))
 	}
 	close(release)
 	if text := <-called; text != `{"items":[]}` {
@@ -175,17 +159,12 @@ func TestMCPBodyLimit(t *testing.T) {
 	t.Parallel()
 	_, url := mcpStub(t, Options{}, func(http.ResponseWriter, *http.Request) {}, slog.New(slog.DiscardHandler))
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"pad":"` + strings.Repeat("x", mcp.MaxRequestBody) + `"}}`
-	req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(identityHeader, "admin:*")
-	resp, err := http.DefaultClient.Do(req)
+	code, _, err := postMCP(context.Background(), url, body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusRequestEntityTooLarge {
-		t.Errorf("a body over 64 KiB: %d, want 413", resp.StatusCode)
+	if code != http.StatusRequestEntityTooLarge {
+		t.Errorf("a body over 64 KiB: %d, want 413", code)
 	}
 }
 
