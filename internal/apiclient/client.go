@@ -34,6 +34,9 @@ type Client struct {
 	base      *url.URL
 	http      *http.Client
 	userAgent string
+	// inProcess: the API is the handler of this process, base a name only (messages say
+	// "the API").
+	inProcess bool
 }
 
 // New returns a client of the API at server (a URL, or host:port as serve's --listen takes
@@ -67,7 +70,7 @@ func New(server, token string, insecure bool, userAgent string) (*Client, error)
 // API's own handler called in process, as trueup serve's /mcp does).
 func NewInProcess(base string, rt http.RoundTripper, userAgent string) *Client {
 	u, _ := url.Parse(base)
-	return &Client{base: u, http: &http.Client{Transport: rt}, userAgent: userAgent}
+	return &Client{base: u, http: &http.Client{Transport: rt}, userAgent: userAgent, inProcess: true}
 }
 
 // Get decodes the JSON answer of GET path?query (path escaped already) into v.
@@ -125,12 +128,18 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		if json.Unmarshal(b, &e) == nil && e.Error != "" {
 			return &Error{Status: resp.StatusCode, Msg: e.Error}
 		}
+		if c.inProcess {
+			return fmt.Errorf("%s %s: the API answered %s", method, path, resp.Status)
+		}
 		return fmt.Errorf("%s %s: %s (is %s a trueup API?)", method, path, resp.Status, c.base)
 	}
 	if v == nil {
 		return nil
 	}
 	if err := json.Unmarshal(b, v); err != nil {
+		if c.inProcess {
+			return fmt.Errorf("%s %s: unexpected answer of the API: %w", method, path, err)
+		}
 		return fmt.Errorf("%s %s: unexpected answer (is %s a trueup API?): %w", method, path, c.base, err)
 	}
 	return nil
@@ -155,6 +164,9 @@ func (c *Client) unreachable(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
+	}
+	if c.inProcess {
+		return fmt.Errorf("the API: %w", err)
 	}
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):

@@ -2,9 +2,11 @@ package apiclient
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -104,5 +106,36 @@ func TestResourceSets(t *testing.T) {
 	want := []string{"/api/v1/resourcesets?namespace=prod&source=infra", "/api/v1/resourcesets?", "/api/v1/resourcesets/prod/a%20b?"}
 	if strings.Join(asked, " ") != strings.Join(want, " ") {
 		t.Errorf("asked %q, want %q", asked, want)
+	}
+}
+
+// roundTripFunc serves a request in process.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestInProcessErrors: an in-process client's errors name the API, not its placeholder URL.
+func TestInProcessErrors(t *testing.T) {
+	for _, c := range []struct {
+		code      int
+		body, err string
+	}{
+		{http.StatusBadGateway, "oops", "GET /api/v1/sources: the API answered 502 Bad Gateway"},
+		{http.StatusOK, "oops", "GET /api/v1/sources: unexpected answer of the API: invalid character 'o' looking for beginning of value"},
+	} {
+		cl := NewInProcess("http://in-process.invalid", roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			return &http.Response{StatusCode: c.code, Status: strconv.Itoa(c.code) + " " + http.StatusText(c.code),
+				Body: io.NopCloser(strings.NewReader(c.body)), Request: r}, nil
+		}), "test")
+		var v any
+		if err := cl.Get(context.Background(), "/api/v1/sources", nil, &v); err == nil || err.Error() != c.err {
+			t.Errorf("got %v, want %s", err, c.err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	cl := NewInProcess("http://in-process.invalid", roundTripFunc(func(r *http.Request) (*http.Response, error) { return nil, r.Context().Err() }), "test")
+	if err := cl.Get(ctx, "/api/v1/sources", nil, nil); err == nil || err.Error() != "the API: context canceled" {
+		t.Errorf("canceled: %v", err)
 	}
 }

@@ -176,3 +176,21 @@ func TestApproveNeedsPendingApproval(t *testing.T) {
 		t.Errorf("answer %q (error %v), calls %v", text, failed, f.calls)
 	}
 }
+
+// TestOperatorToolsDisabled: with operator tools off, calling one by name fails and calls
+// nothing.
+func TestOperatorToolsDisabled(t *testing.T) {
+	t.Parallel()
+	f := &fakeAPI{}
+	cs := connect(t, f, Options{})
+	for _, tl := range operatorTools {
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: tl.toolName(),
+			Arguments: json.RawMessage(`{"namespace":"a","kind":"b","name":"c","source":"s"}`)})
+		if err == nil && (res == nil || !res.IsError) {
+			t.Errorf("%s ran with operator tools off: %+v", tl.toolName(), res)
+		}
+	}
+	if len(f.calls) != 0 {
+		t.Errorf("API calls with operator tools off: %v", f.calls)
+	}
+}
