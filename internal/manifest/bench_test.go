@@ -21,6 +21,11 @@ var rulesType = strings.Replace(dbType, "        required: [engine, storage_gb]\
 // repo10kOf returns a repository of one type and 10,000 resources in 100 files, with a
 // second version of file 0 in which one resource changed.
 func repo10kOf(typeYAML string) (all []sources.File, changed sources.File) {
+	return repoOf(typeYAML, 100)
+}
+
+// repoOf is repo10kOf with n files of 100 resources.
+func repoOf(typeYAML string, n int) (all []sources.File, changed sources.File) {
 	resourceFile := func(f int, storage int) string {
 		var b strings.Builder
 		for r := range 100 {
@@ -41,7 +46,7 @@ spec:
 		return b.String()
 	}
 	pairs := []string{"types.yaml", typeYAML}
-	for f := range 100 {
+	for f := range n {
 		pairs = append(pairs, fmt.Sprintf("apps/%02d.yaml", f), resourceFile(f, 100))
 	}
 	return files(pairs...), files("apps/00.yaml", resourceFile(0, 200))[0]
@@ -69,13 +74,17 @@ func benchLoad(b *testing.B, typeYAML string) {
 }
 
 // BenchmarkLoad10kOneChanged is a push that changes one file of a synced repository.
-func BenchmarkLoad10kOneChanged(b *testing.B) { benchOneChanged(b, dbType) }
+func BenchmarkLoad10kOneChanged(b *testing.B) { benchOneChanged(b, dbType, 100) }
 
 // BenchmarkLoad10kOneChangedRules is that push with a type of two CEL rules.
-func BenchmarkLoad10kOneChangedRules(b *testing.B) { benchOneChanged(b, rulesType) }
+func BenchmarkLoad10kOneChangedRules(b *testing.B) { benchOneChanged(b, rulesType, 100) }
 
-func benchOneChanged(b *testing.B, typeYAML string) {
-	fs, changed := repo10kOf(typeYAML)
+// BenchmarkLoad100kOneChanged is that push to a repository of 100,000 resources: what
+// grows with the revision rather than with the change.
+func BenchmarkLoad100kOneChanged(b *testing.B) { benchOneChanged(b, dbType, 1000) }
+
+func benchOneChanged(b *testing.B, typeYAML string, files int) {
+	fs, changed := repoOf(typeYAML, files)
 	alt := append([]sources.File(nil), fs...)
 	alt[1] = changed
 	l := NewLoader()

@@ -81,6 +81,9 @@ type Loader struct {
 	revisionBudget uint64
 	// encryptedUnknown is the Options.EncryptedUnknown of the cached checks.
 	encryptedUnknown bool
+	// sorted is the last Set's resources in its order (sortedOrder): a document's
+	// identity never changes, so the resources a load keeps stay in that order.
+	sorted []*resourceDoc
 }
 
 // NewLoader returns a Loader with empty caches.
@@ -578,7 +581,7 @@ func (ld *load) resources(docs []placed, infos map[string]*typeInfo) ([]Resource
 	if len(ld.errs) > 0 {
 		return nil, nil
 	}
-	resources, transitions := setResources(items)
+	resources, transitions := ld.setResources(items)
 	if ld.opts.CheckReference != nil {
 		ld.checkReferences(resources)
 		if len(ld.errs) > 0 {
@@ -698,37 +701,19 @@ func unknownKind(kind, group string, infos map[string]*typeInfo) string {
 // The Set shares the cache's immutable strings and gets its own copies of the rest, so
 // that a caller changing its Set cannot change the cache. Its resources share label and
 // annotation maps (see Resource).
-func setResources(items []resourceAt) ([]Resource, []transitionCheck) {
+func (ld *load) setResources(items []resourceAt) ([]Resource, []transitionCheck) {
 	// While items are in file order, which the hasher's memo needs.
 	var meta metaHasher
 	for i := range items {
 		p, r := items[i].p, items[i].p.doc.res
 		items[i].metaHash = meta.hash(p.file, metaKey{p.doc.apiVersion, r.meta, r.deps.metaKey()})
 	}
-	// Sorted here rather than as Resources, which are several times larger to move, and by
-	// keys gathered once rather than through each item's pointers.
-	type sortKey struct {
-		namespace, kind sym
-		name            string
-		i               int
-	}
-	keys := make([]sortKey, len(items))
-	for i, it := range items {
-		r := it.p.doc.res
-		keys[i] = sortKey{r.namespace, it.p.doc.kind, r.name, i}
-	}
-	slices.SortFunc(keys, func(a, b sortKey) int {
-		if c := compareSyms(a.namespace, b.namespace); c != 0 {
-			return c
-		}
-		if c := compareSyms(a.kind, b.kind); c != 0 {
-			return c
-		}
-		return strings.Compare(a.name, b.name)
-	})
+	order := sortedOrder(items, ld.l.sorted)
 	sorted := make([]resourceAt, len(items))
-	for j, k := range keys {
-		sorted[j] = items[k.i]
+	ld.l.sorted = make([]*resourceDoc, len(items))
+	for j, i := range order {
+		sorted[j] = items[i]
+		ld.l.sorted[j] = items[i].p.doc.res
 	}
 	items = sorted
 	// One map per distinct set: a repository repeats a few label sets across thousands of
@@ -1130,4 +1115,65 @@ func readLimited(name string) ([]byte, error) {
 	}
 	defer f.Close()
 	return io.ReadAll(io.LimitReader(f, maxFileSize+1))
+}
+
+// sortedOrder returns the indices of items sorted by namespace, kind and name. prev is an
+// earlier load's resources in that order: those items keep their order from it, and only
+// the others (the changed files' resources) are sorted, then merged in. A load that
+// changes one file of a large revision thus sorts that file's resources, not all.
+func sortedOrder(items []resourceAt, prev []*resourceDoc) []int {
+	type sortKey struct {
+		namespace, kind sym
+		name            string
+		i               int
+	}
+	key := func(i int) sortKey {
+		r := items[i].p.doc.res
+		return sortKey{r.namespace, items[i].p.doc.kind, r.name, i}
+	}
+	compare := func(a, b sortKey) int {
+		if c := compareSyms(a.namespace, b.namespace); c != 0 {
+			return c
+		}
+		if c := compareSyms(a.kind, b.kind); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	}
+	var kept []int
+	taken := make([]bool, len(items))
+	if len(prev) > 0 {
+		at := make(map[*resourceDoc]int, len(items))
+		for i := range items {
+			at[items[i].p.doc.res] = i
+		}
+		kept = make([]int, 0, len(items))
+		for _, r := range prev {
+			if i, ok := at[r]; ok && !taken[i] {
+				kept = append(kept, i)
+				taken[i] = true
+			}
+		}
+	}
+	// Sorted by keys gathered once rather than through each item's pointers.
+	fresh := make([]sortKey, 0, len(items)-len(kept))
+	for i := range items {
+		if !taken[i] {
+			fresh = append(fresh, key(i))
+		}
+	}
+	slices.SortFunc(fresh, compare)
+	order := make([]int, 0, len(items))
+	for len(kept) > 0 && len(fresh) > 0 {
+		if compare(key(kept[0]), fresh[0]) <= 0 {
+			order, kept = append(order, kept[0]), kept[1:]
+		} else {
+			order, fresh = append(order, fresh[0].i), fresh[1:]
+		}
+	}
+	order = append(order, kept...)
+	for _, k := range fresh {
+		order = append(order, k.i)
+	}
+	return order
 }

@@ -800,6 +800,14 @@ spec: {engine: mysql, storage_gb: 200}
 	c := `{"apiVersion": "example.com/v1", "kind": "DatabaseCluster", "metadata": {"name": "js"}, "spec": {"engine": "postgres", "storage_gb": 10.0}}`
 	moreDefaults := strings.Replace(dbType, "default: 1}", "default: 3}", 1)
 	stricter := strings.Replace(dbType, "minimum: 10,", "minimum: 100,", 1)
+	// Resources that sort before, between and after those of a, b and c: a load that
+	// changes one file merges its resources into the kept order.
+	db := func(namespace, name string) string {
+		return fmt.Sprintf("apiVersion: example.com/v1\nkind: DatabaseCluster\nmetadata: {name: %s, namespace: %s}\nspec: {engine: postgres, storage_gb: 10}\n", name, namespace)
+	}
+	d := strings.Join([]string{db("team-a", "mx"), db("a", "first"), db("zz", "last"), db("team-a", "a0")}, "---\n")
+	dRenamed := strings.Join([]string{db("team-a", "aa"), db("zz", "first"), db("a", "last"), db("team-a", "zz")}, "---\n")
+	aFirstOnly, aSecond, _ := strings.Cut(a, "---\n")
 
 	revisions := []struct {
 		name  string
@@ -814,6 +822,10 @@ spec: {engine: mysql, storage_gb: 200}
 		{"same content twice", files("types.yaml", dbType, "apps/a.yaml", a, "apps/b.yaml", b, "c.json", c, "copy/a.yaml", a)},
 		{"type gone", files("apps/a.yaml", a, "apps/b.yaml", b, "c.json", c)},
 		{"back", files("types.yaml", dbType, "apps/a.yaml", a, "apps/b.yaml", b, "c.json", c)},
+		{"file added between", files("types.yaml", dbType, "apps/a.yaml", a, "apps/b.yaml", strings.Replace(b, "v2", "v1", 1)+"spec: {engine: postgres, storage_gb: 10}\n", "c.json", c, "apps/d.yaml", d)},
+		{"file renames its resources", files("types.yaml", dbType, "apps/a.yaml", a, "apps/b.yaml", b, "c.json", c, "apps/d.yaml", dRenamed)},
+		{"resource moved to another file", files("types.yaml", dbType, "apps/a.yaml", aFirstOnly, "apps/b.yaml", b, "c.json", c, "apps/d.yaml", dRenamed+"---\n"+aSecond)},
+		{"file removed", files("types.yaml", dbType, "apps/a.yaml", a, "c.json", c, "apps/d.yaml", d)},
 	}
 	l := NewLoader()
 	for _, rev := range revisions {
