@@ -95,13 +95,16 @@ func (t *tree) plainBase(dir string, e *yaml.Node) []string {
 		return nil
 	}
 	base := path.Join(dir, e.Value)
+	if base == "." || base == dir || strings.HasPrefix(dir, base+"/") {
+		return nil // the kustomization itself or a folder holding it: kustomize reports the cycle
+	}
 	kfile := t.kustomization(base)
 	if !t.dirs[base] || kfile == "" {
 		return nil
 	}
 	var k types.Kustomization
-	if err := k.Unmarshal(t.files[kfile].Data); err != nil {
-		return nil
+	if err := k.Unmarshal(t.files[kfile].Data); err != nil || len(k.EnforceFields()) > 0 {
+		return nil // kustomize refuses the base (a wrong apiVersion or kind)
 	}
 	files := k.Resources
 	k.Resources = nil
