@@ -63,10 +63,7 @@ func (t *tree) inline(dir string, c *check) *inlining {
 			entries = append(entries, e)
 			continue
 		}
-		folder := path.Join(dir, fmt.Sprintf("%s%d", inlinePrefix, i))
-		if t.dirs[folder] {
-			return nil
-		}
+		folder := t.freeFolder(dir, i)
 		base := path.Join(dir, e.Value)
 		for _, f := range files {
 			rel := strings.TrimPrefix(f, base+"/")
@@ -86,6 +83,20 @@ func (t *tree) inline(dir string, c *check) *inlining {
 	}
 	plan.kustomization = b.Bytes()
 	return plan
+}
+
+// freeFolder names the folder of the i-th entry's copies: a name no file or folder of the
+// revision has.
+func (t *tree) freeFolder(dir string, i int) string {
+	for n := 0; ; n++ {
+		folder := path.Join(dir, fmt.Sprintf("%s%d", inlinePrefix, i))
+		if n > 0 {
+			folder = path.Join(dir, fmt.Sprintf("%s%d-%d", inlinePrefix, i, n))
+		}
+		if !t.dirs[folder] && t.files[folder] == nil {
+			return folder
+		}
+	}
 }
 
 // plainBase returns the files of the plain base a resources entry e of the kustomization at

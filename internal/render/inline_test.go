@@ -129,6 +129,42 @@ func TestPlainBaseNotItsOwnFolder(t *testing.T) {
 	}
 }
 
+// TestInlineFolderNamedLikeAFile: a file named like a copy folder gets its own folder name,
+// and the build is the one without inlining, every time.
+func TestInlineFolderNamedLikeAFile(t *testing.T) {
+	t.Parallel()
+	tr := newTree([]sources.File{
+		{Path: "ov/kustomization.yaml", Data: []byte("resources: [.trueup-inline-1, ../base]\n")},
+		{Path: "ov/.trueup-inline-1", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: file}\n")},
+		{Path: "base/kustomization.yaml", Data: []byte("resources: [cm.yaml]\n")},
+		{Path: "base/cm.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: base}\n")},
+	}, "")
+	ch, err := tr.check("ov")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := tr.inline("ov", ch)
+	if in == nil {
+		t.Fatal("not inlined")
+	}
+	for to := range in.copies {
+		if strings.HasPrefix(to, "ov/.trueup-inline-1/") {
+			t.Fatalf("copy %s under the file ov/.trueup-inline-1", to)
+		}
+	}
+	ctx := context.Background()
+	want, err := tr.buildMarked(ctx, "ov", ch, 100, markText, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		got, err := tr.build(ctx, "ov", ch, 100)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("build: %s %v, want %s", show(got), err, show(want))
+		}
+	}
+}
+
 func show(files []sources.File) string {
 	var b strings.Builder
 	for _, f := range files {
