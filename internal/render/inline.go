@@ -63,10 +63,7 @@ func (t *tree) inline(dir string, c *check) *inlining {
 			entries = append(entries, e)
 			continue
 		}
-		folder := path.Join(dir, fmt.Sprintf("%s%d", inlinePrefix, i))
-		if t.dirs[folder] {
-			return nil
-		}
+		folder := t.freeFolder(dir, i)
 		base := path.Join(dir, e.Value)
 		for _, f := range files {
 			rel := strings.TrimPrefix(f, base+"/")
@@ -88,6 +85,20 @@ func (t *tree) inline(dir string, c *check) *inlining {
 	return plan
 }
 
+// freeFolder names the folder of the i-th entry's copies: a name no file or folder of the
+// revision has.
+func (t *tree) freeFolder(dir string, i int) string {
+	for n := 0; ; n++ {
+		folder := path.Join(dir, fmt.Sprintf("%s%d", inlinePrefix, i))
+		if n > 0 {
+			folder = path.Join(dir, fmt.Sprintf("%s%d-%d", inlinePrefix, i, n))
+		}
+		if !t.dirs[folder] && t.files[folder] == nil {
+			return folder
+		}
+	}
+}
+
 // plainBase returns the files of the plain base a resources entry e of the kustomization at
 // dir names (in the base's order), nil when e is not one.
 func (t *tree) plainBase(dir string, e *yaml.Node) []string {
@@ -95,13 +106,16 @@ func (t *tree) plainBase(dir string, e *yaml.Node) []string {
 		return nil
 	}
 	base := path.Join(dir, e.Value)
+	if base == "." || base == dir || strings.HasPrefix(dir, base+"/") {
+		return nil // the kustomization itself or a folder holding it: kustomize reports the cycle
+	}
 	kfile := t.kustomization(base)
 	if !t.dirs[base] || kfile == "" {
 		return nil
 	}
 	var k types.Kustomization
-	if err := k.Unmarshal(t.files[kfile].Data); err != nil {
-		return nil
+	if err := k.Unmarshal(t.files[kfile].Data); err != nil || len(k.EnforceFields()) > 0 {
+		return nil // kustomize refuses the base (a wrong apiVersion or kind)
 	}
 	files := k.Resources
 	k.Resources = nil

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/trueup-dev/trueup/sources"
+	"go.yaml.in/yaml/v3"
 )
 
 const (
@@ -41,13 +42,17 @@ spec: {selector: {app: web}, ports: [{port: 80}]}
 func TestInlinedBasesBuildTheSame(t *testing.T) {
 	t.Parallel()
 	base := map[string]string{
-		"base/kustomization.yaml":     "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- deploy.yaml\n- conf/config.yaml\n",
-		"base/deploy.yaml":            inlineDeploy,
-		"base/conf/config.yaml":       inlineConfig,
-		"other/kustomization.yaml":    "resources: [cm.yaml]\n",
-		"other/cm.yaml":               "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\ndata: {a: b}\n",
-		"prefixed/kustomization.yaml": "resources: [cm.yaml]\nnamePrefix: x-\n",
-		"prefixed/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: pre}\n",
+		"base/kustomization.yaml":         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- deploy.yaml\n- conf/config.yaml\n",
+		"base/deploy.yaml":                inlineDeploy,
+		"base/conf/config.yaml":           inlineConfig,
+		"other/kustomization.yaml":        "resources: [cm.yaml]\n",
+		"other/cm.yaml":                   "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\ndata: {a: b}\n",
+		"prefixed/kustomization.yaml":     "resources: [cm.yaml]\nnamePrefix: x-\n",
+		"prefixed/cm.yaml":                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: pre}\n",
+		"wrongversion/kustomization.yaml": "apiVersion: foo/v9\nkind: Kustomization\nresources: [cm.yaml]\n",
+		"wrongversion/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: wrong}\n",
+		"kustomization.yaml":              "resources: [top.yaml]\n",
+		"top.yaml":                        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: top}\n",
 	}
 	for _, c := range []struct {
 		name, kust string
@@ -61,6 +66,8 @@ func TestInlinedBasesBuildTheSame(t *testing.T) {
 		{"base that is not plain", "resources: [../prefixed, ../other]\n", true},
 		{"only a base that is not plain", "resources: [../prefixed]\n", false},
 		{"same resource twice", "resources: [../other, ../other]\n", true},
+		{"base with a wrong apiVersion (not inlined)", "resources: [../wrongversion]\n", false},
+		{"a folder holding the overlay (not inlined)", "resources: [.., ../base]\n", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			files := []sources.File{{Path: "ov/kustomization.yaml", Data: []byte(c.kust)},
@@ -93,7 +100,68 @@ func TestInlinedBasesBuildTheSame(t *testing.T) {
 			if c.name == "same resource twice" && (wantErr == nil || strings.Contains(wantErr.Error(), inlinePrefix)) {
 				t.Fatalf("error %v: want kustomize's, naming the base", wantErr)
 			}
+			for name, msg := range map[string]string{
+				"base with a wrong apiVersion (not inlined)": "apiVersion for Kustomization should be kustomize.config.k8s.io/v1beta1",
+				"a folder holding the overlay (not inlined)": "cycle detected",
+			} {
+				if c.name == name && (err == nil || !strings.Contains(err.Error(), msg)) {
+					t.Fatalf("error %v, want kustomize's %q", err, msg)
+				}
+			}
 		})
+	}
+}
+
+// TestPlainBaseNotItsOwnFolder: the kustomization's own folder and the folders holding it
+// are never plain bases (kustomize reports the cycle; the pre-check refuses "." itself).
+func TestPlainBaseNotItsOwnFolder(t *testing.T) {
+	t.Parallel()
+	tr := newTree([]sources.File{
+		{Path: "kustomization.yaml", Data: []byte("resources: [top/ov/cm.yaml]\n")},
+		{Path: "top/kustomization.yaml", Data: []byte("resources: [ov/cm.yaml]\n")},
+		{Path: "top/ov/kustomization.yaml", Data: []byte("resources: [cm.yaml]\n")},
+		{Path: "top/ov/cm.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n")},
+	}, "")
+	for _, e := range []string{".", "..", "../..", "../ov"} {
+		if files := tr.plainBase("top/ov", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: e}); files != nil {
+			t.Errorf("%s: plain base %v", e, files)
+		}
+	}
+}
+
+// TestInlineFolderNamedLikeAFile: a file named like a copy folder gets its own folder name,
+// and the build is the one without inlining, every time.
+func TestInlineFolderNamedLikeAFile(t *testing.T) {
+	t.Parallel()
+	tr := newTree([]sources.File{
+		{Path: "ov/kustomization.yaml", Data: []byte("resources: [.trueup-inline-1, ../base]\n")},
+		{Path: "ov/.trueup-inline-1", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: file}\n")},
+		{Path: "base/kustomization.yaml", Data: []byte("resources: [cm.yaml]\n")},
+		{Path: "base/cm.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: base}\n")},
+	}, "")
+	ch, err := tr.check("ov")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := tr.inline("ov", ch)
+	if in == nil {
+		t.Fatal("not inlined")
+	}
+	for to := range in.copies {
+		if strings.HasPrefix(to, "ov/.trueup-inline-1/") {
+			t.Fatalf("copy %s under the file ov/.trueup-inline-1", to)
+		}
+	}
+	ctx := context.Background()
+	want, err := tr.buildMarked(ctx, "ov", ch, 100, markText, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		got, err := tr.build(ctx, "ov", ch, 100)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("build: %s %v, want %s", show(got), err, show(want))
+		}
 	}
 }
 

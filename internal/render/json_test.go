@@ -62,13 +62,28 @@ func TestAppendJSONAsMarshalJSON(t *testing.T) {
 	}
 }
 
-// FuzzAppendJSON: whatever YAML it is given, the fast writer either declines or writes what
-// MarshalJSON writes (and MarshalJSON then succeeds).
+// FuzzAppendJSON: whatever YAML it is given, and whatever string a transformer sets as a
+// value, the fast writer either declines or writes what MarshalJSON writes (and MarshalJSON
+// then succeeds).
 func FuzzAppendJSON(f *testing.F) {
 	for _, c := range jsonCases {
 		f.Add(c.doc)
 	}
 	f.Fuzz(func(t *testing.T, doc string) {
+		// A string value as kustomize's transformers build it: tagged !!str, no style.
+		built := kyaml.NewRNode(&yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
+			{Kind: yaml.ScalarNode, Tag: "!!str", Value: "k"},
+			{Kind: yaml.ScalarNode, Tag: "!!str", Value: doc},
+		}})
+		if got, ok := appendJSON(nil, built.YNode()); ok {
+			want, err := built.MarshalJSON()
+			if err != nil {
+				t.Fatalf("{k: %q}: fast JSON %s, MarshalJSON fails: %v", doc, got, err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("{k: %q}:\n got %s\nwant %s", doc, got, want)
+			}
+		}
 		var n yaml.Node
 		if err := yaml.Unmarshal([]byte(doc), &n); err != nil || len(n.Content) == 0 || n.Content[0].Kind != yaml.MappingNode {
 			return

@@ -249,9 +249,10 @@ func (t *tree) roots(paths []string) ([]string, error) {
 // runs again with marks written through a YAML parser, whose result stands.
 func (t *tree) build(ctx context.Context, dir string, c *check, limit int) ([]sources.File, error) {
 	var ke *kustomizeError
+	var ce *capError
 	if in := t.inline(dir, c); in != nil {
 		out, err := t.buildMarked(ctx, dir, c, limit, markText, in)
-		if !errors.As(err, &ke) {
+		if err == nil || ctx.Err() != nil || errors.As(err, &ce) {
 			return out, err
 		}
 	}
@@ -266,6 +267,11 @@ func (t *tree) build(ctx context.Context, dir string, c *check, limit int) ([]so
 type kustomizeError struct{ error }
 
 func (e *kustomizeError) Unwrap() error { return e.error }
+
+// capError is a build with more resources than the limit.
+type capError struct{ error }
+
+func (e *capError) Unwrap() error { return e.error }
 
 func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int, mark func(data []byte, file string) []byte, in *inlining) ([]sources.File, error) {
 	kfile := t.kustomization(dir)
@@ -330,7 +336,7 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 		return nil, &kustomizeError{errorAt(kfile, "kustomize: %s", stripSrc(res.err.Error()))}
 	}
 	if n := res.m.Size(); n > limit {
-		return nil, errorAt(kfile, "%d resources, more than the limit of %d per kustomization (render.kustomize.maxResources); split it into several kustomizations", n, limit)
+		return nil, &capError{errorAt(kfile, "%d resources, more than the limit of %d per kustomization (render.kustomize.maxResources); split it into several kustomizations", n, limit)}
 	}
 	return t.output(kfile, res.m)
 }
