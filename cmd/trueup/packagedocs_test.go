@@ -133,8 +133,16 @@ func TestPackageDocs(t *testing.T) {
 			t.Errorf("no command for the page %s", name)
 		}
 	}
+	// Written for a package, the pages carry the release's version, as the binary does.
+	if *packageDocs != "" && version == "dev" {
+		t.Errorf("the man pages are written for a package with version %q: build the test with "+
+			"-ldflags \"-X github.com/trueup-dev/trueup/cmd/trueup.version=…\"", version)
+	}
 	for _, name := range want {
 		page := readGzip(t, filepath.Join(dir, "man", name))
+		if !strings.Contains(page, `"trueup `+version+`"`) {
+			t.Errorf("%s does not carry version %s:\n%.300s", name, version, page)
+		}
 		if !strings.HasPrefix(page, `.nh`) || !strings.Contains(page, "\n.TH \"TRUEUP\" \"1\"") || !strings.Contains(page, "\n.SH NAME\n") {
 			t.Errorf("%s is not a section 1 man page:\n%.300s", name, page)
 		}
