@@ -6,6 +6,7 @@ package helm
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 	appsv1 "k8s.io/api/apps/v1"
@@ -28,6 +30,9 @@ import (
 // helmModule is the helm release the tests run (go install from the module proxy, so CI
 // needs nothing but Go).
 const helmModule = "helm.sh/helm/v3/cmd/helm@v3.22.0"
+
+// buildDeadline bounds building helm.
+const buildDeadline = 15 * time.Minute
 
 const chartDir = "trueup"
 
@@ -53,11 +58,16 @@ func helmBin(t *testing.T) string {
 		if binDir, helmErr = os.MkdirTemp("", "trueup-helm-"); helmErr != nil {
 			return
 		}
-		cmd := exec.Command("go", "install", helmModule)
+		// A deadline of its own, well inside the package's: the build is quick from the cache
+		// `make test-tools` fills, minutes from the module proxy on a fresh machine.
+		ctx, cancel := context.WithTimeout(context.Background(), buildDeadline)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "go", "install", helmModule)
 		cmd.Env = append(os.Environ(), "GOBIN="+binDir)
 		cmd.Dir = binDir // outside the module: helm's requirements, not trueup's
 		if out, err := cmd.CombinedOutput(); err != nil {
-			helmErr = fmt.Errorf("go install %s: %v\n%s", helmModule, err, out)
+			helmErr = fmt.Errorf("go install %s (within %v): %v; `make test-tools` builds it before the "+
+				"tests, from the Go module proxy\n%s", helmModule, buildDeadline, err, out)
 			return
 		}
 		helmPath = filepath.Join(binDir, "helm")

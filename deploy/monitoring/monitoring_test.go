@@ -1,12 +1,14 @@
 package monitoring
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/yaml"
 )
@@ -62,10 +64,15 @@ func readYAML(t *testing.T, path string, v any) {
 // rules).
 func TestPromtool(t *testing.T) {
 	for _, args := range [][]string{{"check", "rules", "trueup-alerts.yaml"}, {"test", "rules", "trueup-alerts_test.yaml"}} {
-		cmd := exec.Command("go", append([]string{"run", promtool}, args...)...)
+		// A deadline of its own, well inside the package's: go run builds promtool, quick from
+		// the cache `make test-tools` fills, minutes from the module proxy on a fresh machine.
+		ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
+		cmd := exec.CommandContext(ctx, "go", append([]string{"run", promtool}, args...)...)
 		out, err := cmd.CombinedOutput()
+		cancel()
 		if err != nil {
-			t.Fatalf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+			t.Fatalf("go run %s %s: %v; `make test-tools` builds it before the tests, from the Go module proxy\n%s",
+				promtool, strings.Join(args, " "), err, out)
 		}
 		t.Logf("promtool %s:\n%s", strings.Join(args, " "), out)
 	}
