@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
@@ -247,6 +248,22 @@ func TestDeployment(t *testing.T) {
 	}
 	if len(c.Ports) != 1 || c.Ports[0].Name != "http" || c.Ports[0].ContainerPort != 8080 {
 		t.Errorf("ports %+v, want http 8080 (the image's listen)", c.Ports)
+	}
+
+	// Migrations run in an init container, same image, environment, config and security
+	// context, so that the startup probe never cuts one short.
+	if len(pod.InitContainers) != 1 {
+		t.Fatalf("%d init containers, want the migration's", len(pod.InitContainers))
+	}
+	ic := pod.InitContainers[0]
+	if got := strings.Join(ic.Args, " "); got != "migrate --config /etc/trueup/trueup.yaml" || ic.Image != c.Image {
+		t.Errorf("init container runs %q %q, want migrate --config /etc/trueup/trueup.yaml in %q", ic.Image, got, c.Image)
+	}
+	if !reflect.DeepEqual(ic.Env, c.Env) || !reflect.DeepEqual(ic.EnvFrom, c.EnvFrom) || !reflect.DeepEqual(ic.SecurityContext, c.SecurityContext) {
+		t.Errorf("init container env %v %v security %+v, want the main container's", ic.Env, ic.EnvFrom, ic.SecurityContext)
+	}
+	if len(ic.VolumeMounts) == 0 || !reflect.DeepEqual(ic.VolumeMounts[0], c.VolumeMounts[0]) || ic.StartupProbe != nil {
+		t.Errorf("init container mounts %+v (want the config's, %+v) and probe %+v", ic.VolumeMounts, c.VolumeMounts[0], ic.StartupProbe)
 	}
 
 	// The config: /etc/trueup from the ConfigMap, read by serve --config.
