@@ -154,14 +154,17 @@ dist: dist-build
 		$(TAR) -C $(DIST)/stage -cf - $$name | gzip -n -9 > $(DIST)/$$name.tar.gz; \
 		echo "$(DIST)/$$name.tar.gz"; \
 	done
-	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) test -count=1 -ldflags "$(STAMP)" -run '^TestPackageDocs$$' ./cmd/trueup \
+	# In a test binary package main is cmd/trueup under its import path: -X main.version would
+	# not reach it.
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) test -count=1 \
+		-ldflags "-X github.com/trueup-dev/trueup/cmd/trueup.version=$(VERSION)" -run '^TestPackageDocs$$' ./cmd/trueup \
 		-args -package-docs=$(CURDIR)/$(DIST)/build/deb
 	@set -e; for arch in $(DEB_ARCHES); do \
 		mkdir -p $(DIST)/build/deb; cp $(DIST)/build/linux_$$arch/trueup $(DIST)/build/deb/trueup; \
 		DEB_ARCH=$$arch PKG_VERSION='$(PKG_VERSION)' SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) \
 			$(GO) run $(NFPM) package --config packaging/nfpm.yaml --packager deb --target $(DIST)/; \
 	done
-	$(GO) test -count=1 -run '^TestDeb$$' ./packaging -args $(foreach a,$(DEB_ARCHES),-deb=$(CURDIR)/$(DIST)/trueup_$(PKG_VERSION)_$(a).deb)
+	$(GO) test -count=1 -run '^TestDeb$$' ./packaging -args -version=$(VERSION) $(foreach a,$(DEB_ARCHES),-deb=$(CURDIR)/$(DIST)/trueup_$(PKG_VERSION)_$(a).deb)
 	$(GO) run $(CYCLONEDX) bin -json -licenses -std -noserial -notimestamp -version '$(VERSION)' \
 		-output $(DIST)/trueup_$(PKG_VERSION).cdx.json $(DIST)/build/linux_amd64/trueup
 	@rm -rf $(DIST)/stage

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,6 +27,10 @@ func (d *debFiles) String() string     { return strings.Join(*d, ",") }
 func (d *debFiles) Set(s string) error { *d = append(*d, s); return nil }
 
 var debFlag debFiles
+
+// debVersion is -version: the release the packages under -deb are built from, which their man
+// pages carry.
+var debVersion = flag.String("version", "", "the version the packages under -deb are built from (make dist's)")
 
 func init() {
 	flag.Var(&debFlag, "deb", "check this .deb (make dist's) instead of building one from stand-ins; repeatable")
@@ -87,8 +92,11 @@ func TestDeb(t *testing.T) {
 					continue
 				}
 				page, err := io.ReadAll(zr)
-				if err != nil || !bytes.Contains(page, []byte("\n.TH \"TRUEUP\" \"1\"")) {
+				if err != nil || !regexp.MustCompile(`\n\.TH "TRUEUP[^"]*" "1"`).Match(page) {
 					t.Errorf("%s is not a section 1 man page (%v)", p, err)
+				}
+				if th := thLine(page); *debVersion != "" && !strings.Contains(th, `"trueup `+*debVersion+`"`) {
+					t.Errorf("%s: %s, want the source \"trueup %s\"", p, th, *debVersion)
 				}
 			}
 			if pages < 20 {
@@ -218,4 +226,14 @@ func writeFile(t *testing.T, path string, data []byte, mode os.FileMode) {
 	if err := os.WriteFile(path, data, mode); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// thLine is a man page's .TH line (its title, section, date and source).
+func thLine(page []byte) string {
+	for line := range strings.Lines(string(page)) {
+		if strings.HasPrefix(line, ".TH ") {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
 }

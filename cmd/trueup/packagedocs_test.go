@@ -55,7 +55,8 @@ func writePackageDocs(root *cobra.Command, dir string) error {
 		}
 	}
 	noTag(root)
-	header := &doc.GenManHeader{Title: "TRUEUP", Section: "1", Source: "trueup " + version, Manual: "trueup manual"}
+	// No Title: cobra/doc titles each page with its command's path (TRUEUP-SERVE).
+	header := &doc.GenManHeader{Section: "1", Source: "trueup " + version, Manual: "trueup manual"}
 	err := doc.GenManTreeFromOpts(root, doc.GenManTreeOptions{Header: header, Path: manDir, CommandSeparator: "-"})
 	if err != nil {
 		return err
@@ -119,8 +120,11 @@ func TestPackageDocs(t *testing.T) {
 	// A page for every command the CLI page lists, completion's among them.
 	var want []string
 	var walk func(*cobra.Command)
+	titles := map[string]string{}
 	walk = func(c *cobra.Command) {
-		want = append(want, strings.ReplaceAll(c.CommandPath(), " ", "-")+".1.gz")
+		name := strings.ReplaceAll(c.CommandPath(), " ", "-") + ".1.gz"
+		want = append(want, name)
+		titles[name] = strings.ToUpper(strings.ReplaceAll(c.CommandPath(), " ", "-"))
 		for _, s := range c.Commands() {
 			if s.IsAvailableCommand() {
 				walk(s)
@@ -133,9 +137,17 @@ func TestPackageDocs(t *testing.T) {
 			t.Errorf("no command for the page %s", name)
 		}
 	}
+	// Written for a package, the pages carry the release's version, as the binary does.
+	if *packageDocs != "" && version == "dev" {
+		t.Errorf("the man pages are written for a package with version %q: build the test with "+
+			"-ldflags \"-X github.com/trueup-dev/trueup/cmd/trueup.version=…\"", version)
+	}
 	for _, name := range want {
 		page := readGzip(t, filepath.Join(dir, "man", name))
-		if !strings.HasPrefix(page, `.nh`) || !strings.Contains(page, "\n.TH \"TRUEUP\" \"1\"") || !strings.Contains(page, "\n.SH NAME\n") {
+		if !strings.Contains(page, `"trueup `+version+`"`) {
+			t.Errorf("%s does not carry version %s:\n%.300s", name, version, page)
+		}
+		if !strings.HasPrefix(page, `.nh`) || !strings.Contains(page, "\n.TH \""+titles[name]+"\" \"1\"") || !strings.Contains(page, "\n.SH NAME\n") {
 			t.Errorf("%s is not a section 1 man page:\n%.300s", name, page)
 		}
 	}

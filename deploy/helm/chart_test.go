@@ -6,16 +6,19 @@ package helm
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 	appsv1 "k8s.io/api/apps/v1"
@@ -28,6 +31,9 @@ import (
 // helmModule is the helm release the tests run (go install from the module proxy, so CI
 // needs nothing but Go).
 const helmModule = "helm.sh/helm/v3/cmd/helm@v3.22.0"
+
+// buildDeadline bounds building helm.
+const buildDeadline = 15 * time.Minute
 
 const chartDir = "trueup"
 
@@ -53,11 +59,16 @@ func helmBin(t *testing.T) string {
 		if binDir, helmErr = os.MkdirTemp("", "trueup-helm-"); helmErr != nil {
 			return
 		}
-		cmd := exec.Command("go", "install", helmModule)
+		// A deadline of its own, well inside the package's: the build is quick from the cache
+		// `make test-tools` fills, minutes from the module proxy on a fresh machine.
+		ctx, cancel := context.WithTimeout(context.Background(), buildDeadline)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "go", "install", helmModule)
 		cmd.Env = append(os.Environ(), "GOBIN="+binDir)
 		cmd.Dir = binDir // outside the module: helm's requirements, not trueup's
 		if out, err := cmd.CombinedOutput(); err != nil {
-			helmErr = fmt.Errorf("go install %s: %v\n%s", helmModule, err, out)
+			helmErr = fmt.Errorf("go install %s (within %v): %v; `make test-tools` builds it before the "+
+				"tests, from the Go module proxy\n%s", helmModule, buildDeadline, err, out)
 			return
 		}
 		helmPath = filepath.Join(binDir, "helm")
@@ -249,6 +260,22 @@ func TestDeployment(t *testing.T) {
 	}
 	if len(c.Ports) != 1 || c.Ports[0].Name != "http" || c.Ports[0].ContainerPort != 8080 {
 		t.Errorf("ports %+v, want http 8080 (the image's listen)", c.Ports)
+	}
+
+	// Migrations run in an init container, same image, environment, config and security
+	// context, so that the startup probe never cuts one short.
+	if len(pod.InitContainers) != 1 {
+		t.Fatalf("%d init containers, want the migration's", len(pod.InitContainers))
+	}
+	ic := pod.InitContainers[0]
+	if got := strings.Join(ic.Args, " "); got != "migrate --config /etc/trueup/trueup.yaml" || ic.Image != c.Image {
+		t.Errorf("init container runs %q %q, want migrate --config /etc/trueup/trueup.yaml in %q", ic.Image, got, c.Image)
+	}
+	if !reflect.DeepEqual(ic.Env, c.Env) || !reflect.DeepEqual(ic.EnvFrom, c.EnvFrom) || !reflect.DeepEqual(ic.SecurityContext, c.SecurityContext) {
+		t.Errorf("init container env %v %v security %+v, want the main container's", ic.Env, ic.EnvFrom, ic.SecurityContext)
+	}
+	if len(ic.VolumeMounts) == 0 || !reflect.DeepEqual(ic.VolumeMounts[0], c.VolumeMounts[0]) || ic.StartupProbe != nil {
+		t.Errorf("init container mounts %+v (want the config's, %+v) and probe %+v", ic.VolumeMounts, c.VolumeMounts[0], ic.StartupProbe)
 	}
 
 	// The config: /etc/trueup from the ConfigMap, read by serve --config.

@@ -374,6 +374,10 @@ const (
 	DefaultApprovalTTL    = 24 * time.Hour
 )
 
+// EnvOverrides are the environment variables that override database fields (not ${VAR}s of
+// the file): unset means no override.
+var EnvOverrides = []string{"TRUEUP_DATABASE_URL", "TRUEUP_DATABASE_SESSION_URL", "TRUEUP_DATABASE_READ_URL"}
+
 // Load reads, expands and validates the file at path. getenv is os.Getenv in production.
 func Load(path string, getenv func(string) string) (*Config, error) {
 	data, err := os.ReadFile(path)

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -235,23 +237,43 @@ func TestTokenAuth(t *testing.T) {
 }
 
 // TestHostCheckEveryListen: the DNS-rebinding check runs on a non-loopback listen too, with
-// the listen host, the machine's addresses when it listens on all of them (a pod's IP), and
-// server.externalURL's host allowed.
+// the listen host, the machine's addresses when it listens on all of them (a pod's IP; an
+// empty listen host means all of them too), and server.externalURL's host allowed. Addresses
+// compare as addresses: without zones, and IPv4-mapped IPv6 as IPv4.
 func TestHostCheckEveryListen(t *testing.T) {
 	t.Parallel()
-	h := New(nil, Options{Listen: "0.0.0.0:8080", ExternalURL: "https://trueup.example.com/"}, slog.New(slog.DiscardHandler)).Handler()
-	cases := map[string]int{"127.0.0.1:8080": 200, "localhost": 200, "trueup.example.com": 200, "TRUEUP.example.com.:443": 200,
-		"0.0.0.0:8080": 200, "attacker.example": http.StatusMisdirectedRequest, "192.0.2.1:8080": http.StatusMisdirectedRequest}
-	for _, ip := range localIPs() {
-		cases[net.JoinHostPort(ip, "8080")] = 200
+	local := []netip.Addr{netip.MustParseAddr("10.1.2.3"), netip.MustParseAddr("fe80::1%eth0"), netip.MustParseAddr("2001:db8::7")}
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	common := map[string]int{"127.0.0.1:8080": 200, "localhost": 200, "[::1]:8080": 200, "trueup.example.com": 200,
+		"TRUEUP.example.com.:443": 200, "attacker.example": http.StatusMisdirectedRequest,
+		"192.0.2.1:8080": http.StatusMisdirectedRequest, "10.1.2.3:8080": 200, "10.1.2.3": 200,
+		"[::ffff:10.1.2.3]:8080": 200, "[fe80::1%25eth0]:8080": 200, "[fe80::1]:8080": 200,
+		"[2001:db8::7]:8080": 200, "[2001:DB8:0::7]": 200, "[2001:db8::8]:8080": http.StatusMisdirectedRequest}
+	for _, listen := range []string{"0.0.0.0:8080", ":8080", "[::]:8080"} {
+		h := New(nil, Options{Listen: listen, ExternalURL: "https://trueup.example.com/"}, slog.New(slog.DiscardHandler)).checkHostAddrs(ok, local)
+		cases := maps.Clone(common)
+		if host, _, _ := net.SplitHostPort(listen); host != "" {
+			cases[listen] = 200
+		}
+		for host, want := range cases {
+			req := httptest.NewRequest(http.MethodGet, "/healthz", nil)
+			req.Host = host
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != want {
+				t.Errorf("listen %s, Host %s: %d, want %d", listen, host, rec.Code, want)
+			}
+		}
 	}
-	for host, want := range cases {
+	// A listen on one address serves that address, not the machine's others.
+	h := New(nil, Options{Listen: "10.1.2.3:8080"}, slog.New(slog.DiscardHandler)).checkHostAddrs(ok, local)
+	for host, want := range map[string]int{"10.1.2.3:8080": 200, "[::ffff:10.1.2.3]": 200, "[2001:db8::7]": http.StatusMisdirectedRequest} {
 		req := httptest.NewRequest(http.MethodGet, "/healthz", nil)
 		req.Host = host
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		if rec.Code != want {
-			t.Errorf("Host %s: %d, want %d", host, rec.Code, want)
+			t.Errorf("listen 10.1.2.3:8080, Host %s: %d, want %d", host, rec.Code, want)
 		}
 	}
 }

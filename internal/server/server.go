@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"runtime"
 	"strconv"
@@ -324,20 +325,40 @@ func (s *Server) checkHost(h http.Handler) http.Handler {
 	if s.opts.Listen == "" {
 		return h // a handler served by its caller (tests with httptest): no listen to protect
 	}
-	allowed := map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true}
-	if host, _, err := net.SplitHostPort(s.opts.Listen); err == nil && host != "" {
-		allowed[strings.ToLower(host)] = true
-		// A listen on every address serves each of the machine's, so their IP literals name
-		// this server too: a pod's IP, which Prometheus and the kubelet send as the Host. A
-		// rebinding page reaches the server under a name of its own, never under its IP.
-		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-			for _, ip := range localIPs() {
-				allowed[ip] = true
+	return s.checkHostAddrs(h, localAddrs())
+}
+
+// checkHostAddrs is checkHost with the machine's addresses given: they are read once, when
+// the server starts.
+func (s *Server) checkHostAddrs(h http.Handler, local []netip.Addr) http.Handler {
+	names := map[string]bool{"localhost": true}
+	addrs := map[netip.Addr]bool{netip.MustParseAddr("127.0.0.1"): true, netip.IPv6Loopback(): true}
+	if host, _, err := net.SplitHostPort(s.opts.Listen); err == nil {
+		ip, perr := netip.ParseAddr(host)
+		switch {
+		case host == "" || perr == nil && ip.IsUnspecified():
+			// A listen on every address (":8080" too) serves each of the machine's, so their
+			// IP literals name this server too: a pod's IP, which Prometheus and the kubelet
+			// send as the Host. A rebinding page reaches the server under a name of its own,
+			// never under its IP.
+			for _, a := range local {
+				addrs[plainAddr(a)] = true
 			}
+			if host != "" {
+				addrs[plainAddr(ip)] = true
+			}
+		case perr == nil:
+			addrs[plainAddr(ip)] = true
+		default:
+			names[strings.ToLower(host)] = true
 		}
 	}
 	if u, err := url.Parse(s.opts.ExternalURL); err == nil && u.Hostname() != "" {
-		allowed[strings.ToLower(u.Hostname())] = true
+		if ip, err := netip.ParseAddr(u.Hostname()); err == nil {
+			addrs[plainAddr(ip)] = true
+		} else {
+			names[strings.ToLower(u.Hostname())] = true
+		}
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := r.Host
@@ -345,7 +366,11 @@ func (s *Server) checkHost(h http.Handler) http.Handler {
 			name = hn
 		}
 		name = strings.TrimSuffix(strings.ToLower(strings.Trim(name, "[]")), ".")
-		if !allowed[name] && !strings.HasPrefix(r.URL.Path, "/hooks/") {
+		ok := names[name]
+		if ip, err := netip.ParseAddr(name); err == nil {
+			ok = addrs[plainAddr(ip)]
+		}
+		if !ok && !strings.HasPrefix(r.URL.Path, "/hooks/") {
 			writeError(w, http.StatusMisdirectedRequest, "host "+name+" is not served here (set server.externalURL to serve it)")
 			return
 		}
@@ -353,19 +378,27 @@ func (s *Server) checkHost(h http.Handler) http.Handler {
 	})
 }
 
-// localIPs are the addresses of the machine's network interfaces.
-func localIPs() []string {
-	addrs, err := net.InterfaceAddrs()
+// plainAddr is an address without its zone and with an IPv4-mapped IPv6 address as IPv4,
+// so that the spellings of one address compare equal.
+func plainAddr(a netip.Addr) netip.Addr {
+	return a.WithZone("").Unmap()
+}
+
+// localAddrs are the addresses of the machine's network interfaces.
+func localAddrs() []netip.Addr {
+	ifaddrs, err := net.InterfaceAddrs()
 	if err != nil {
 		return nil
 	}
-	var ips []string
-	for _, a := range addrs {
+	var addrs []netip.Addr
+	for _, a := range ifaddrs {
 		if n, ok := a.(*net.IPNet); ok {
-			ips = append(ips, n.IP.String())
+			if ip, ok := netip.AddrFromSlice(n.IP); ok {
+				addrs = append(addrs, ip)
+			}
 		}
 	}
-	return ips
+	return addrs
 }
 
 // Start listens and serves in the background; it returns once the listener is bound.

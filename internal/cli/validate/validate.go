@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -195,7 +196,7 @@ type LenientEnv map[string]bool
 
 // Get reads k from the environment, or stands in for it when it is unset.
 func (e LenientEnv) Get(k string) string {
-	if v := os.Getenv(k); v != "" || k == "TRUEUP_DATABASE_URL" {
+	if v := os.Getenv(k); v != "" || slices.Contains(config.EnvOverrides, k) {
 		return v // an override, not a ${VAR}: unset means none
 	}
 	e[k] = true

@@ -49,3 +49,28 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "trueup.databaseSecretKey" -}}
 {{- ternary .Values.database.existingSecretKey "url" (ne .Values.database.existingSecret "") -}}
 {{- end -}}
+
+{{/* The environment of trueup's containers: the database URL, the admin token, env and envFrom. */}}
+{{- define "trueup.containerEnv" }}
+          {{- if or .Values.database.existingSecret .Values.database.url .Values.adminTokenSHA256 .Values.env }}
+          env:
+            {{- if or .Values.database.existingSecret .Values.database.url }}
+            - name: TRUEUP_DATABASE_URL
+              valueFrom:
+                secretKeyRef:
+                  name: {{ include "trueup.databaseSecret" . }}
+                  key: {{ include "trueup.databaseSecretKey" . }}
+            {{- end }}
+            {{- if .Values.adminTokenSHA256 }}
+            - name: TRUEUP_ADMIN_TOKEN_SHA256
+              value: {{ .Values.adminTokenSHA256 | quote }}
+            {{- end }}
+            {{- with .Values.env }}
+            {{- toYaml . | nindent 12 }}
+            {{- end }}
+          {{- end }}
+          {{- with .Values.envFrom }}
+          envFrom:
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
+{{- end }}
