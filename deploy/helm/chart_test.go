@@ -390,7 +390,12 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		"misspelt key":          {"--set", "replicas=3"},
 		"not a PostgreSQL URL":  {"--set", "database.url=mysql://db/trueup"},
 		"root":                  {"--set", "podSecurityContext.runAsNonRoot=false"},
-		"token not a SHA-256":   {"--set", "adminTokenSHA256=tu_abc"},
+		"pod user root":         {"--set", "podSecurityContext.runAsUser=0"},
+		"container root":        {"--set", "securityContext.runAsNonRoot=false"},
+		"container user root":   {"--set", "securityContext.runAsUser=0"},
+		// Kubernetes refuses a Deployment with both.
+		"Recreate rolling":    {"--set", "strategy.type=Recreate", "--set", "strategy.rollingUpdate.maxSurge=1"},
+		"token not a SHA-256": {"--set", "adminTokenSHA256=tu_abc"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
