@@ -259,7 +259,7 @@ func TestDeployment(t *testing.T) {
 		}
 	}
 	if len(c.Ports) != 1 || c.Ports[0].Name != "http" || c.Ports[0].ContainerPort != 8080 {
-		t.Errorf("ports %+v, want http 8080 (the image's listen)", c.Ports)
+		t.Errorf("ports %+v, want http 8080 (config.server.listen's)", c.Ports)
 	}
 
 	// Migrations run in an init container, same image, environment, config and security
@@ -357,6 +357,35 @@ func TestDeployment(t *testing.T) {
 	}
 }
 
+// TestContainerPort: the container's port is config.server.listen's; a listen without a
+// port stops the rendering.
+func TestContainerPort(t *testing.T) {
+	t.Parallel()
+	for listen, want := range map[string]int32{":9090": 9090, "0.0.0.0:7000": 7000, "[::]:8443": 8443} {
+		t.Run(listen, func(t *testing.T) {
+			t.Parallel()
+			objs := render(t, fmt.Sprintf("config: {server: {listen: %q}}\n", listen))
+			var d appsv1.Deployment
+			if err := sigsyaml.UnmarshalStrict(objs["Deployment/rel-trueup"], &d); err != nil {
+				t.Fatal(err)
+			}
+			if p := d.Spec.Template.Spec.Containers[0].Ports; len(p) != 1 || p[0].Name != "http" || p[0].ContainerPort != want {
+				t.Errorf("ports %+v, want http %d", p, want)
+			}
+		})
+	}
+	for _, listen := range []string{"0.0.0.0", "${PORT}", ":0", ":70000"} {
+		out, err := helm(t, "template", "rel", chartDir, "--set-string", "config.server.listen="+listen)
+		if err == nil || !strings.Contains(err.Error(), "config.server.listen") {
+			t.Errorf("listen %q: %v\n%s", listen, err, out)
+		}
+	}
+	if out, err := helm(t, "template", "rel", chartDir, "--set", "config.server=null"); err == nil ||
+		!strings.Contains(err.Error(), "config.server.listen") {
+		t.Errorf("no server.listen: %v\n%s", err, out)
+	}
+}
+
 // TestExistingSecret: the URL comes from the named Secret and key; the chart makes none.
 func TestExistingSecret(t *testing.T) {
 	t.Parallel()
@@ -390,7 +419,12 @@ func TestSchemaRefusesBadValues(t *testing.T) {
 		"misspelt key":          {"--set", "replicas=3"},
 		"not a PostgreSQL URL":  {"--set", "database.url=mysql://db/trueup"},
 		"root":                  {"--set", "podSecurityContext.runAsNonRoot=false"},
-		"token not a SHA-256":   {"--set", "adminTokenSHA256=tu_abc"},
+		"pod user root":         {"--set", "podSecurityContext.runAsUser=0"},
+		"container root":        {"--set", "securityContext.runAsNonRoot=false"},
+		"container user root":   {"--set", "securityContext.runAsUser=0"},
+		// Kubernetes refuses a Deployment with both.
+		"Recreate rolling":    {"--set", "strategy.type=Recreate", "--set", "strategy.rollingUpdate.maxSurge=1"},
+		"token not a SHA-256": {"--set", "adminTokenSHA256=tu_abc"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

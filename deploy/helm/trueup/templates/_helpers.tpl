@@ -42,6 +42,17 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- toYaml $cfg -}}
 {{- end -}}
 
+{{/* The container's port: config.server.listen's (host:port; an empty host is every address). */}}
+{{- define "trueup.containerPort" -}}
+{{- $server := default dict (get .Values.config "server") -}}
+{{- $listen := toString (default "" (get $server "listen")) -}}
+{{- $port := regexFind ":[0-9]+$" $listen | trimPrefix ":" -}}
+{{- if or (not $port) (gt (atoi $port) 65535) (lt (atoi $port) 1) -}}
+{{- fail (printf "config.server.listen %q: want host:port with a port number (0.0.0.0:8080); the container's port is its port" $listen) -}}
+{{- end -}}
+{{- $port -}}
+{{- end -}}
+
 {{/* The Secret holding the database URL, and its key. */}}
 {{- define "trueup.databaseSecret" -}}
 {{- default (printf "%s-database" (include "trueup.fullname" .)) .Values.database.existingSecret -}}
