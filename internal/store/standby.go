@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -98,8 +99,10 @@ func readsOnPrimary(lag, maxLag time.Duration, standbyErr error, wasOnPrimary bo
 }
 
 // openStandby connects to url and starts the lag loop. Reads start on the primary until the
-// first measurement.
-func (s *Store) openStandby(ctx context.Context, url string, maxConns int32, maxLag time.Duration, log *slog.Logger) error {
+// first measurement. pooled (a session url is set, so url and readURL may go through a
+// transaction pooler) runs the standby's statements without named prepared statements, as
+// Open does for the primary's pools, unless the url chose an exec mode itself.
+func (s *Store) openStandby(ctx context.Context, url string, maxConns int32, pooled bool, maxLag time.Duration, log *slog.Logger) error {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return fmt.Errorf("parse database read url: %w", redactErr(err))
@@ -108,6 +111,9 @@ func (s *Store) openStandby(ctx context.Context, url string, maxConns int32, max
 		cfg.MaxConns = maxConns
 	}
 	cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	if pooled && cfg.ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement { // pgx's default, not a choice in the url
+		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("connect to the read standby: %w", redactErr(err))

@@ -271,3 +271,35 @@ func TestStandbyReads(t *testing.T) {
 		t.Fatalf("after replay: %v", err)
 	}
 }
+
+// TestStandbyExecMode opens the read standby's pool beside a session url: it runs without
+// named prepared statements as the primary's pools do, unless its url chose a mode itself;
+// without a session url it keeps pgx's default.
+func TestStandbyExecMode(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t, MigrateURL)
+	withParam := func(u, p string) string {
+		if strings.Contains(u, "?") {
+			return u + "&" + p
+		}
+		return u + "?" + p
+	}
+	for _, c := range []struct {
+		name, session, read string
+		want                pgx.QueryExecMode
+	}{
+		{"pooled", url, url, pgx.QueryExecModeCacheDescribe},
+		{"chosen in the url", url, withParam(url, "default_query_exec_mode=exec"), pgx.QueryExecModeExec},
+		{"direct", "", url, pgx.QueryExecModeCacheStatement},
+	} {
+		st, err := Open(ctx, url, Options{MaxConns: 2, SessionURL: c.session, ReadURL: c.read, MaxReadLag: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.standby.pool.Config().ConnConfig.DefaultQueryExecMode; got != c.want {
+			t.Errorf("%s: the standby's pool runs %v, want %v", c.name, got, c.want)
+		}
+		st.Close()
+	}
+}

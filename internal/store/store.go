@@ -102,7 +102,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	s := &Store{pool: pool, leases: leases, url: url, session: session}
 	if opts.ReadURL != "" {
-		if err := s.openStandby(ctx, opts.ReadURL, opts.MaxConns, opts.MaxReadLag, opts.Logger); err != nil {
+		if err := s.openStandby(ctx, opts.ReadURL, opts.MaxConns, opts.SessionURL != "", opts.MaxReadLag, opts.Logger); err != nil {
 			s.Close()
 			return nil, err
 		}
