@@ -25,7 +25,7 @@ reported: the instances whose config needs them are then not built.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			env := validate.LenientEnv{}
-			cfg, err := config.Load(args[0], env.Get)
+			cfg, err := config.LoadEnv(args[0], env.Env())
 			if err != nil {
 				return err
 			}

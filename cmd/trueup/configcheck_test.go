@@ -125,3 +125,18 @@ func TestConfigCheckReferences(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigCheckOverrideAsVar: the Helm chart's config reads `url: ${TRUEUP_DATABASE_URL}`;
+// checked where that variable is unset, it stands in like any other ${VAR} and is reported.
+func TestConfigCheckOverrideAsVar(t *testing.T) {
+	t.Setenv("TRUEUP_DATABASE_URL", "")
+	os.Unsetenv("TRUEUP_DATABASE_URL")
+	file := filepath.Join(t.TempDir(), "chart.yaml")
+	if err := os.WriteFile(file, []byte("database:\n  url: ${TRUEUP_DATABASE_URL}\nsources:\n  - name: d\n    dir: {path: .}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := runCLI(t, "config", "check", file)
+	if err != nil || out != "valid: 1 source, 0 action instances, 0 notification rules\n" {
+		t.Fatalf("config check: %q %q %v", out, stderr, err)
+	}
+}

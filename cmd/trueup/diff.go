@@ -62,13 +62,14 @@ controller config with --config to use the source's render block.`,
 			var cfg *config.Config
 			if configPath != "" && len(kustomize) == 0 {
 				// Read for the source's render block only: an unset variable stands in as unset-NAME.
-				env := func(k string) string {
+				// The database overrides stay as they are: unset means none.
+				standIn := func(k string) string {
 					if v := os.Getenv(k); v != "" {
 						return v
 					}
 					return "unset-" + k
 				}
-				if cfg, err = config.Load(configPath, env); err != nil {
+				if cfg, err = config.LoadEnv(configPath, config.Env{Var: standIn, Override: os.Getenv}); err != nil {
 					return err
 				}
 			}

@@ -374,12 +374,41 @@ const (
 	DefaultApprovalTTL    = 24 * time.Hour
 )
 
-// EnvOverrides are the environment variables that override database fields (not ${VAR}s of
-// the file): unset means no override.
-var EnvOverrides = []string{"TRUEUP_DATABASE_URL", "TRUEUP_DATABASE_SESSION_URL", "TRUEUP_DATABASE_READ_URL"}
+// envOverrides are the environment variables that override database fields (not ${VAR}s of
+// the file), each with the field it sets: unset means no override.
+var envOverrides = []struct {
+	name  string
+	field func(*Database) *string
+}{
+	{"TRUEUP_DATABASE_URL", func(d *Database) *string { return &d.URL }},
+	{"TRUEUP_DATABASE_SESSION_URL", func(d *Database) *string { return &d.SessionURL }},
+	{"TRUEUP_DATABASE_READ_URL", func(d *Database) *string { return &d.ReadURL }},
+}
 
-// Load reads, expands and validates the file at path. getenv is os.Getenv in production.
+// EnvOverrides are the names of the environment variables that override database fields.
+var EnvOverrides = func() []string {
+	out := make([]string, len(envOverrides))
+	for i, o := range envOverrides {
+		out[i] = o.name
+	}
+	return out
+}()
+
+// Env is where Load and Parse read the environment: Var expands the file's ${VAR}s, Override
+// reads the database overrides (EnvOverrides), where "" means none. A reader that stands in for
+// unset variables (to check a config's structure) gives stand-ins through Var only.
+type Env struct {
+	Var, Override func(string) string
+}
+
+// Load reads, expands and validates the file at path. getenv is os.Getenv in production; it
+// serves both ${VAR}s and the overrides.
 func Load(path string, getenv func(string) string) (*Config, error) {
+	return LoadEnv(path, Env{Var: getenv, Override: getenv})
+}
+
+// LoadEnv is Load with the two lookups apart.
+func LoadEnv(path string, env Env) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
@@ -388,15 +417,21 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := Parse(data, filepath.Dir(abs), getenv)
+	c, err := ParseEnv(data, filepath.Dir(abs), env)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return c, nil
 }
 
-// Parse decodes config text; baseDir is where relative paths resolve.
+// Parse decodes config text; baseDir is where relative paths resolve. getenv serves both
+// ${VAR}s and the overrides.
 func Parse(data []byte, baseDir string, getenv func(string) string) (*Config, error) {
+	return ParseEnv(data, baseDir, Env{Var: getenv, Override: getenv})
+}
+
+// ParseEnv is Parse with the two lookups apart.
+func ParseEnv(data []byte, baseDir string, env Env) (*Config, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, cleanYAMLError(err)
@@ -411,7 +446,7 @@ func Parse(data []byte, baseDir string, getenv func(string) string) (*Config, er
 	if err := dec.Decode(&Config{}); err != nil {
 		return nil, cleanYAMLError(err)
 	}
-	if err := expandNode(root.Content[0], getenv, c.secrets); err != nil {
+	if err := expandNode(root.Content[0], env.Var, c.secrets); err != nil {
 		return nil, err
 	}
 	if err := root.Content[0].Decode(c); err != nil {
@@ -431,17 +466,11 @@ func Parse(data []byte, baseDir string, getenv func(string) string) (*Config, er
 		}
 		c.Actions[i].Config = b
 	}
-	if u := getenv("TRUEUP_DATABASE_URL"); u != "" {
-		c.Database.URL = u
-		c.secrets[u]++
-	}
-	if u := getenv("TRUEUP_DATABASE_SESSION_URL"); u != "" {
-		c.Database.SessionURL = u
-		c.secrets[u]++
-	}
-	if u := getenv("TRUEUP_DATABASE_READ_URL"); u != "" {
-		c.Database.ReadURL = u
-		c.secrets[u]++
+	for _, o := range envOverrides {
+		if u := env.Override(o.name); u != "" {
+			*o.field(&c.Database) = u
+			c.secrets[u]++
+		}
 	}
 	// resyncInterval: 0 turns resync off; only an absent key takes the default.
 	c.resyncSet = hasKey(root.Content[0], "reconcile", "resyncInterval")

@@ -11,7 +11,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"slices"
 	"sort"
 	"strings"
 
@@ -49,7 +48,7 @@ func Folder(dir, configPath string, rd Render, out, errOut io.Writer) error {
 	if configPath != "" {
 		env := LenientEnv{}
 		var err error
-		cfg, err = config.Load(configPath, env.Get)
+		cfg, err = config.LoadEnv(configPath, env.Env())
 		if err != nil {
 			return err
 		}
@@ -194,13 +193,18 @@ func Actions(cfg *config.Config) (map[string]actions.Action, error) {
 // and remembers their names.
 type LenientEnv map[string]bool
 
-// Get reads k from the environment, or stands in for it when it is unset.
+// Get reads the ${VAR} k from the environment, or stands in for it when it is unset.
 func (e LenientEnv) Get(k string) string {
-	if v := os.Getenv(k); v != "" || slices.Contains(config.EnvOverrides, k) {
-		return v // an override, not a ${VAR}: unset means none
+	if v := os.Getenv(k); v != "" {
+		return v
 	}
 	e[k] = true
 	return "unset-" + k
+}
+
+// Env reads ${VAR}s through Get and the database overrides as they are (unset means none).
+func (e LenientEnv) Env() config.Env {
+	return config.Env{Var: e.Get, Override: os.Getenv}
 }
 
 // Names are the variables that were unset, sorted.
