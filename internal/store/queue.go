@@ -640,18 +640,22 @@ func originsJSON(origins map[string][]string) (string, error) {
 	return string(o), err
 }
 
-// RenewLeases extends owner's leases on the given tokens in one statement and returns the
-// tokens whose lease is gone (expired and released, or retaken by another replica): their
-// calls must stop. Rows locked right now (a result being written, a spec being applied) are
-// skipped rather than waited for, in id order, so renewal never deadlocks with those writes;
-// they are renewed at the next tick.
-func (s *Store) RenewLeases(ctx context.Context, owner string, tokens []string, ttl time.Duration) (lost []string, err error) {
+// RenewLeases extends owner's leases on the given rows (ids, with the tokens they were
+// claimed with) in one statement and returns the tokens whose lease is gone (expired and
+// released, or retaken by another replica): their calls must stop. Rows locked right now (a
+// result being written, a spec being applied) are skipped rather than waited for, in id
+// order, so renewal never deadlocks with those writes; they are renewed at the next tick.
+// Rows are found by primary key: a renewal costs its own rows whatever the table's size and
+// whether or not it was analyzed since a large apply (a filter on the owner alone was a scan
+// of the whole table until then).
+func (s *Store) RenewLeases(ctx context.Context, owner string, ids []int64, tokens []string, ttl time.Duration) (lost []string, err error) {
 	if len(tokens) == 0 {
 		return nil, nil
 	}
-	rows, err := s.leases.Query(ctx, `UPDATE resources SET lease_expires_at = now() + $3 * interval '1 millisecond'
-		WHERE id IN (SELECT id FROM resources WHERE lease_owner = $1 AND lease_token = ANY($2::uuid[]) ORDER BY id FOR UPDATE SKIP LOCKED)
-		RETURNING lease_token::text`, owner, tokens, ttl.Milliseconds())
+	rows, err := s.leases.Query(ctx, `UPDATE resources SET lease_expires_at = now() + $4 * interval '1 millisecond'
+		WHERE id IN (SELECT id FROM resources WHERE id = ANY($2::bigint[]) AND lease_owner = $1 AND lease_token = ANY($3::uuid[])
+		  ORDER BY id FOR UPDATE SKIP LOCKED)
+		RETURNING lease_token::text`, owner, ids, tokens, ttl.Milliseconds())
 	if err != nil {
 		return nil, fmt.Errorf("renew leases: %w", err)
 	}
@@ -673,7 +677,8 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, tokens []string, 
 		}
 	}
 	// Skipped because locked, or gone? A plain read tells.
-	rows, err = s.leases.Query(ctx, `SELECT lease_token::text FROM resources WHERE lease_owner = $1 AND lease_token = ANY($2::uuid[])`, owner, missing)
+	rows, err = s.leases.Query(ctx, `SELECT lease_token::text FROM resources WHERE id = ANY($2::bigint[]) AND lease_owner = $1
+		AND lease_token = ANY($3::uuid[])`, owner, ids, missing)
 	if err != nil {
 		return nil, fmt.Errorf("renew leases: %w", err)
 	}
