@@ -14,13 +14,7 @@ func TestRenewLeases(t *testing.T) {
 	t.Parallel()
 	st := openTest(t)
 	ctx := context.Background()
-	seed(t, st, seedRow{name: "l1", source: "infra", revision: "r1", phase: "Pending", generation: 1},
-		seedRow{name: "l2", source: "infra", revision: "r1", phase: "Pending", generation: 1},
-		seedRow{name: "l3", source: "infra", revision: "r1", phase: "Pending", generation: 1},
-		seedRow{name: "l4", source: "infra", revision: "r1", phase: "Pending", generation: 1})
-	if _, err := st.pool.Exec(ctx, "UPDATE resources SET run_at = now()"); err != nil {
-		t.Fatal(err)
-	}
+	seedDue(t, st, "l1", "l2", "l3", "l4")
 	mine, err := st.Claim(ctx, "a", 3, time.Second)
 	if err != nil || len(mine) != 3 {
 		t.Fatalf("claim: %d, %v", len(mine), err)
