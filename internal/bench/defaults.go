@@ -26,10 +26,7 @@ func (b *bench) defaultsThroughput(ctx context.Context) error {
 		return err
 	}
 	defer cluster.Stop()
-	saved := b.cluster
-	b.cluster = cluster
-	st, url, err := b.freshStore(ctx, 4)
-	b.cluster = saved
+	st, url, err := b.freshStoreOn(ctx, cluster)
 	if err != nil {
 		return err
 	}
@@ -37,35 +34,55 @@ func (b *bench) defaultsThroughput(ctx context.Context) error {
 	if err := b.seed(ctx, st, n); err != nil {
 		return err
 	}
-	act, _ := noop.New(nil, actions.Env{Name: "act", Logger: b.log})
-	rs, err := store.Open(ctx, url, store.Options{})
-	if err != nil {
-		return err
-	}
-	defer rs.Close()
 	// The replica's warnings are counted: draining alone, it must never report lost leases
 	// (a result committed while a renewal ran once looked like one).
 	warns := &warnCounter{}
-	r := reconciler.New(rs, map[string]actions.Action{"act": act}, reconciler.Options{Replica: "bench-defaults"}, slog.New(warns))
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{}, 2)
-	go func() { _ = r.Run(rctx); done <- struct{}{} }()
-	go func() {
-		rs.Listen(rctx, []string{store.WorkChannel}, func(string, string) { r.Wake() }, b.log)
-		done <- struct{}{}
-	}()
+	stop, err := b.defaultReplica(ctx, url, "bench-defaults", slog.New(warns))
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	err = waitReady(ctx, st, n, 5*time.Minute)
 	took := time.Since(start)
-	cancel()
-	<-done
-	<-done
+	stop()
 	if err != nil {
 		return err
 	}
 	record("reconcile_throughput_defaults", float64(n)/took.Seconds(), "1/s", "≥ 6000", atLeast(6000))
 	record("leases_lost_warnings_defaults", float64(warns.lost.Load()), "count", "= 0", atMost(0))
 	return nil
+}
+
+// freshStoreOn is freshStore on another cluster than the bench's.
+func (b *bench) freshStoreOn(ctx context.Context, cluster *pgembed.Cluster) (*store.Store, string, error) {
+	saved := b.cluster
+	b.cluster = cluster
+	defer func() { b.cluster = saved }()
+	return b.freshStore(ctx, 4)
+}
+
+// defaultReplica starts one replica at the default reconcile settings (its own pool and
+// LISTEN connection) with the noop action; stop waits for it and closes its pool.
+func (b *bench) defaultReplica(ctx context.Context, url, name string, log *slog.Logger) (stop func(), err error) {
+	act, _ := noop.New(nil, actions.Env{Name: "act", Logger: b.log})
+	rs, err := store.Open(ctx, url, store.Options{})
+	if err != nil {
+		return nil, err
+	}
+	r := reconciler.New(rs, map[string]actions.Action{"act": act}, reconciler.Options{Replica: name}, log)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{}, 2)
+	go func() { _ = r.Run(ctx); done <- struct{}{} }()
+	go func() {
+		rs.Listen(ctx, []string{store.WorkChannel}, func(string, string) { r.Wake() }, b.log)
+		done <- struct{}{}
+	}()
+	return func() {
+		cancel()
+		<-done
+		<-done
+		rs.Close()
+	}, nil
 }
 
 // warnCounter is a slog handler counting "leases lost" warnings.

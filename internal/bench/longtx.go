@@ -16,17 +16,22 @@ import (
 // session does) for the whole drain: no row version the drain leaves behind can be removed
 // meanwhile, neither by vacuum nor by the pruning and index-entry killing that reads do.
 func (b *bench) longTxThroughput(ctx context.Context, n int) error {
-	alone, err := b.drainWithLongTx(ctx, n, false)
+	alone, aloneCPU, err := b.drainWithLongTx(ctx, n, false)
 	if err != nil {
 		return err
 	}
-	held, err := b.drainWithLongTx(ctx, n, true)
+	held, heldCPU, err := b.drainWithLongTx(ctx, n, true)
 	if err != nil {
 		return err
 	}
 	record("reconcile_throughput_long_tx_alone", alone, "1/s", "", nil)
 	record("reconcile_throughput_long_tx", held, "1/s", "", nil)
 	record("reconcile_long_tx_drop", 100*(1-held/alone), "%", "≤ 30", atMost(30))
+	// CPU time per attempt (PostgreSQL's and the bench process's): what the held
+	// transaction costs, apart from the share of a shared machine each run got.
+	record("reconcile_long_tx_cpu_alone", aloneCPU, "µs", "", nil)
+	record("reconcile_long_tx_cpu", heldCPU, "µs", "", nil)
+	record("reconcile_long_tx_cpu_rise", 100*(heldCPU/aloneCPU-1), "%", "", nil)
 	return nil
 }
 
@@ -34,50 +39,62 @@ func (b *bench) longTxThroughput(ctx context.Context, n int) error {
 // each pass leaves another few row versions of every resource behind.
 const longTxPasses = 3
 
-func (b *bench) drainWithLongTx(ctx context.Context, n int, hold bool) (float64, error) {
+// drainWithLongTx returns the attempts a second and the CPU time per attempt (µs).
+func (b *bench) drainWithLongTx(ctx context.Context, n int, hold bool) (rate, cpu float64, err error) {
 	st, url, err := b.seededStore(ctx, n)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer st.Close()
 	if hold {
 		conn, err := pgx.Connect(ctx, url)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		defer conn.Close(context.Background())
 		tx, err := conn.Begin(ctx)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		defer func() { _ = tx.Rollback(context.Background()) }()
 		if _, err := tx.Exec(ctx, "SELECT txid_current()"); err != nil {
-			return 0, fmt.Errorf("hold a transaction: %w", err)
+			return 0, 0, fmt.Errorf("hold a transaction: %w", err)
 		}
 	}
 	act, _ := noop.New(nil, actions.Env{Name: "act", Logger: b.log})
 	stop, err := b.runReconcilers(ctx, url, 1, 32, act)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer stop()
+	pg0, err := postgresCPU(b.cluster)
+	if err != nil {
+		return 0, 0, err
+	}
+	own0 := processCPU()
 	start := time.Now()
 	for pass := 0; pass < longTxPasses; pass++ {
 		var since time.Time
 		if pass > 0 {
 			// Every resource due again at once, as a resync interval or a new revision makes it.
 			if err := st.Pool().QueryRow(ctx, "UPDATE resources SET run_at = now() RETURNING now()").Scan(&since); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 			if _, err := st.Pool().Exec(ctx, "NOTIFY "+store.WorkChannel); err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 		}
 		if err := waitReconciled(ctx, st, n, since, 5*time.Minute); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
-	return float64(n*longTxPasses) / time.Since(start).Seconds(), nil
+	took := time.Since(start)
+	pg1, err := postgresCPU(b.cluster)
+	if err != nil {
+		return 0, 0, err
+	}
+	attempts := float64(n * longTxPasses)
+	return attempts / took.Seconds(), 1e6 * (pg1 - pg0 + processCPU() - own0).Seconds() / attempts, nil
 }
 
 // waitReconciled waits until n resources are Ready, reconciled at since or later. It counts

@@ -42,7 +42,7 @@ func atLeast(x float64) func(float64) bool { return func(v float64) bool { retur
 func atMost(x float64) func(float64) bool  { return func(v float64) bool { return v <= x } }
 
 func main() {
-	only := flag.String("only", "", "comma-separated figure groups to run (graph,resourceset,policy,reconcile,longtx,gate,windows,calls,chain,apiload,defaults,sync,syncrules,synckustomize,claim,webhook,failover,serve,preview; scale1m and reads1m only when named)")
+	only := flag.String("only", "", "comma-separated figure groups to run (graph,resourceset,policy,reconcile,longtx,gate,windows,calls,chain,apiload,defaults,sync,syncrules,synckustomize,claim,webhook,failover,serve,preview; scale1m, drain and reads1m only when named)")
 	traced := flag.Bool("tracing", false, "export every span to a collector on loopback, as with a tracing: block (figures with tracing on)")
 	flag.Parse()
 	ctx := context.Background()
@@ -194,6 +194,11 @@ func run(ctx context.Context, only string, log *slog.Logger) error {
 	if strings.Contains(","+only+",", ",scale1m,") {
 		if err := b.scale1mFigures(ctx); err != nil {
 			return fmt.Errorf("a million resources: %w", err)
+		}
+	}
+	if strings.Contains(","+only+",", ",drain,") {
+		if err := b.drainFresh(ctx); err != nil {
+			return fmt.Errorf("drain of fresh resources: %w", err)
 		}
 	}
 	if strings.Contains(","+only+",", ",reads1m,") {

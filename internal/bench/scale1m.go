@@ -136,7 +136,19 @@ log: {level: warn}
 	say("first sync applied; lock waits so far:\n%s", waits)
 	record("sync_first_1m", first.Seconds(), "s", "≤ 30", atMost(30))
 
-	if err := poll(ctx, 30*time.Minute, time.Second, func() (bool, error) {
+	// A count of the table runs once the history (insert only, read by its last id) holds an
+	// attempt per resource (then every second), and every 10 s before: a count of every row each second took a
+	// share of the machine from the drain it measures.
+	var counted time.Time
+	if err := poll(ctx, 30*time.Minute, 100*time.Millisecond, func() (bool, error) {
+		var attempts int64
+		if err := st.Pool().QueryRow(ctx, "SELECT COALESCE(max(id), 0) FROM reconcile_history").Scan(&attempts); err != nil {
+			return false, err
+		}
+		if every := map[bool]time.Duration{true: time.Second, false: 10 * time.Second}[attempts >= int64(n)]; time.Since(counted) < every {
+			return false, nil
+		}
+		counted = time.Now()
 		var ready int
 		err := st.Pool().QueryRow(ctx, "SELECT count(*) FROM resources WHERE phase = 'Ready'").Scan(&ready)
 		return ready >= n, err

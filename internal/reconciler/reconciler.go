@@ -116,6 +116,7 @@ type call struct {
 	writing bool                    // handed to the result writer: its lease ends with the write
 	called  bool                    // the call returned: its start no longer needs storing
 	claim   claimWindow             // the claim that took it, for its trace
+	id      int64                   // the resource's row: renewals find it by key
 }
 
 // claimWindow is when the batch claim that took an item ran, and how many it took: each
@@ -374,7 +375,7 @@ func (r *Reconciler) claimLoop(ctx context.Context, queue chan store.Claimed) {
 			// rows to a peer: they are dropped, never started.
 			stale := len(r.suspended) > 0 || r.epoch != epoch
 			for _, c := range claimed {
-				r.inflight[c.LeaseToken] = &call{dropped: stale, claim: window}
+				r.inflight[c.LeaseToken] = &call{dropped: stale, claim: window, id: c.ID}
 			}
 			r.mu.Unlock()
 			for _, c := range claimed {
@@ -481,14 +482,14 @@ func (r *Reconciler) renewLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		r.mu.Lock()
-		tokens := make([]string, 0, len(r.inflight))
+		ids, tokens := make([]int64, 0, len(r.inflight)), make([]string, 0, len(r.inflight))
 		for tok, c := range r.inflight {
 			if !c.writing && !c.dropped {
-				tokens = append(tokens, tok)
+				ids, tokens = append(ids, c.id), append(tokens, tok)
 			}
 		}
 		r.mu.Unlock()
-		lost, err := r.store.RenewLeases(ctx, r.opts.Replica, tokens, r.opts.LeaseTTL)
+		lost, err := r.store.RenewLeases(ctx, r.opts.Replica, ids, tokens, r.opts.LeaseTTL)
 		switch {
 		case err == nil:
 			lastRenewed = time.Now()

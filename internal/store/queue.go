@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/manifest"
@@ -263,6 +264,9 @@ type Current struct {
 
 	hasDeps, hasDependents bool
 	outputs                []byte // read only when it has dependents
+	// ctid is where the version locked by the read is: the write in the same transaction
+	// goes there directly instead of through resources_pkey (see updateResults).
+	ctid pgtype.TID
 }
 
 // Update is what a worker writes when it completes.
@@ -372,7 +376,7 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 			ids[i], toks[i] = it.ID, it.Token
 		}
 		rows, err := tx.Query(ctx, `SELECT r.id, r.phase, r.generation, r.observed_generation, r.conditions, r.deletion_timestamp IS NOT NULL, r.dirty,
-			  r.has_deps, hd.yes, CASE WHEN hd.yes THEN r.outputs END
+			  r.has_deps, hd.yes, CASE WHEN hd.yes THEN r.outputs END, r.ctid
 			FROM resources r JOIN unnest($1::bigint[], $2::uuid[]) AS x(id, tok) ON r.id = x.id AND r.lease_token = x.tok,
 			  LATERAL (SELECT EXISTS (SELECT 1 FROM resource_edges e
 			    WHERE e.dep_namespace = r.namespace AND lower(e.dep_kind) = lower(r.kind) AND e.dep_name = r.name) AS yes) hd
@@ -385,7 +389,7 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 			var id int64
 			var c Current
 			var conds []byte
-			if err := rows.Scan(&id, &c.Phase, &c.Generation, &c.ObservedGeneration, &conds, &c.Deleting, &c.Dirty, &c.hasDeps, &c.hasDependents, &c.outputs); err != nil {
+			if err := rows.Scan(&id, &c.Phase, &c.Generation, &c.ObservedGeneration, &conds, &c.Deleting, &c.Dirty, &c.hasDeps, &c.hasDependents, &c.outputs, &c.ctid); err != nil {
 				rows.Close()
 				return err
 			}
@@ -443,7 +447,7 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 			if !it.Quiet {
 				changes = append(changes, ch)
 			}
-			if err := upd.add(it.ID, u); err != nil {
+			if err := upd.add(it.ID, c.ctid, u); err != nil {
 				return err
 			}
 			if err := approvals.add(it.ID, u); err != nil {
@@ -502,9 +506,13 @@ func sameOutputs(stored []byte, outputs map[string]any) bool {
 	return reflect.DeepEqual(x, y)
 }
 
-// updateResults writes the status part of completed results (one unnest statement).
+// updateResults writes the status part of completed results (one unnest statement). Each row
+// is reached by the ctid its locking read returned (a TID scan): the lock keeps the version
+// where it is until the transaction ends, and a lookup through resources_pkey would visit
+// every version of the row that vacuum has not removed (many, while a long transaction
+// elsewhere holds them). The id is checked as well.
 func updateResults(ctx context.Context, tx pgx.Tx, upd *updateBatch) error {
-	_, err := tx.Exec(ctx, `UPDATE resources r SET phase = x.phase, observed_generation = x.observed, conditions = x.conds::jsonb,
+	tag, err := tx.Exec(ctx, `UPDATE resources r SET phase = x.phase, observed_generation = x.observed, conditions = x.conds::jsonb,
 			outputs = COALESCE(x.outputs::jsonb, r.outputs),
 			action_state = CASE WHEN x.keep THEN r.action_state ELSE x.state::jsonb END,
 			message = x.message, attempt = x.attempt,
@@ -522,13 +530,16 @@ func updateResults(ctx context.Context, tx pgx.Tx, upd *updateBatch) error {
 			dependency_by = COALESCE(r.dependency_by, NULLIF(x.dep_by, ''))
 			FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bool[], $8::text[], $9::int[], $10::timestamptz[],
 			  $11::bool[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $20::timestamptz[],
-			  $21::text[], $22::text[])
+			  $21::text[], $22::text[], $23::tid[])
 			  AS x(id, phase, observed, conds, outputs, state, keep, message, attempt, run_at, setres, resolved, inputs, origins, applied, aspec, aorigins,
-			    wo_actor, wo_reason, wo_at, manual_by, dep_by)
-			WHERE r.id = x.id`,
+			    wo_actor, wo_reason, wo_at, manual_by, dep_by, loc)
+			WHERE r.ctid = x.loc AND r.id = x.id`,
 		upd.ids, upd.phase, upd.observed, upd.conds, upd.outputs, upd.state, upd.keep, upd.message, upd.attempt, upd.runAt,
 		upd.setRes, upd.resolved, upd.inputs, upd.origins, upd.applied, upd.appliedSpec, upd.appliedOrigins, upd.woActor, upd.woReason, upd.woAt,
-		upd.manualBy, upd.depBy)
+		upd.manualBy, upd.depBy, upd.ctids)
+	if err == nil && int(tag.RowsAffected()) != len(upd.ids) {
+		err = fmt.Errorf("write results: %d of %d rows written", tag.RowsAffected(), len(upd.ids))
+	}
 	return err
 }
 
@@ -548,9 +559,10 @@ type updateBatch struct {
 	woActor, woReason     []string
 	woAt                  []*time.Time
 	manualBy, depBy       []string
+	ctids                 []pgtype.TID
 }
 
-func (b *updateBatch) add(id int64, u Update) error {
+func (b *updateBatch) add(id int64, ctid pgtype.TID, u Update) error {
 	cj, err := json.Marshal(u.Conditions)
 	if err != nil {
 		return err
@@ -569,6 +581,7 @@ func (b *updateBatch) add(id int64, u Update) error {
 		state = &sts
 	}
 	b.ids = append(b.ids, id)
+	b.ctids = append(b.ctids, ctid)
 	b.phase = append(b.phase, u.Phase)
 	b.observed = append(b.observed, u.ObservedGeneration)
 	b.conds = append(b.conds, string(storableJSON(cj)))
@@ -640,18 +653,22 @@ func originsJSON(origins map[string][]string) (string, error) {
 	return string(o), err
 }
 
-// RenewLeases extends owner's leases on the given tokens in one statement and returns the
-// tokens whose lease is gone (expired and released, or retaken by another replica): their
-// calls must stop. Rows locked right now (a result being written, a spec being applied) are
-// skipped rather than waited for, in id order, so renewal never deadlocks with those writes;
-// they are renewed at the next tick.
-func (s *Store) RenewLeases(ctx context.Context, owner string, tokens []string, ttl time.Duration) (lost []string, err error) {
+// RenewLeases extends owner's leases on the given rows (ids, with the tokens they were
+// claimed with) in one statement and returns the tokens whose lease is gone (expired and
+// released, or retaken by another replica): their calls must stop. Rows locked right now (a
+// result being written, a spec being applied) are skipped rather than waited for, in id
+// order, so renewal never deadlocks with those writes; they are renewed at the next tick.
+// Rows are found by primary key: a renewal costs its own rows whatever the table's size and
+// whether or not it was analyzed since a large apply (a filter on the owner alone was a scan
+// of the whole table until then).
+func (s *Store) RenewLeases(ctx context.Context, owner string, ids []int64, tokens []string, ttl time.Duration) (lost []string, err error) {
 	if len(tokens) == 0 {
 		return nil, nil
 	}
-	rows, err := s.leases.Query(ctx, `UPDATE resources SET lease_expires_at = now() + $3 * interval '1 millisecond'
-		WHERE id IN (SELECT id FROM resources WHERE lease_owner = $1 AND lease_token = ANY($2::uuid[]) ORDER BY id FOR UPDATE SKIP LOCKED)
-		RETURNING lease_token::text`, owner, tokens, ttl.Milliseconds())
+	rows, err := s.leases.Query(ctx, `UPDATE resources SET lease_expires_at = now() + $4 * interval '1 millisecond'
+		WHERE id IN (SELECT id FROM resources WHERE id = ANY($2::bigint[]) AND lease_owner = $1 AND lease_token = ANY($3::uuid[])
+		  ORDER BY id FOR UPDATE SKIP LOCKED)
+		RETURNING lease_token::text`, owner, ids, tokens, ttl.Milliseconds())
 	if err != nil {
 		return nil, fmt.Errorf("renew leases: %w", err)
 	}
@@ -673,7 +690,8 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, tokens []string, 
 		}
 	}
 	// Skipped because locked, or gone? A plain read tells.
-	rows, err = s.leases.Query(ctx, `SELECT lease_token::text FROM resources WHERE lease_owner = $1 AND lease_token = ANY($2::uuid[])`, owner, missing)
+	rows, err = s.leases.Query(ctx, `SELECT lease_token::text FROM resources WHERE id = ANY($2::bigint[]) AND lease_owner = $1
+		AND lease_token = ANY($3::uuid[])`, owner, ids, missing)
 	if err != nil {
 		return nil, fmt.Errorf("renew leases: %w", err)
 	}
@@ -832,11 +850,15 @@ func (s *Store) QueueStats(ctx context.Context) (due, inFlight, scheduled int, o
 }
 
 // EngineBusy reports whether the engine has work: a lease held, or work due. It reads at most
-// the first entry of resources_lease and of resources_due.
+// the first entry of resources_lease and of resources_due: each is the first row in the
+// index's order, which the planner takes from the index whatever the table's statistics say
+// (an EXISTS drops the order, and on a table not analyzed since a large apply it scanned
+// every row when nothing was leased).
 func (s *Store) EngineBusy(ctx context.Context) (bool, error) {
 	var busy bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM resources WHERE lease_owner IS NOT NULL)
-		OR EXISTS (SELECT 1 FROM resources WHERE lease_owner IS NULL AND run_at IS NOT NULL AND NOT suspended AND NOT blocked AND run_at <= now())`).Scan(&busy)
+	err := s.pool.QueryRow(ctx, `SELECT COALESCE((SELECT true FROM resources WHERE lease_owner IS NOT NULL ORDER BY lease_expires_at LIMIT 1), false)
+		OR COALESCE((SELECT true FROM resources WHERE lease_owner IS NULL AND run_at IS NOT NULL AND NOT suspended AND NOT blocked AND run_at <= now()
+		  ORDER BY run_at LIMIT 1), false)`).Scan(&busy)
 	if err != nil {
 		return false, fmt.Errorf("engine busy: %w", err)
 	}

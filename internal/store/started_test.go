@@ -16,12 +16,7 @@ func TestClaimStartedRelease(t *testing.T) {
 	t.Parallel()
 	st := openTest(t)
 	ctx := context.Background()
-	seed(t, st, seedRow{name: "q1", source: "infra", revision: "r1", phase: "Pending", generation: 1},
-		seedRow{name: "q2", source: "infra", revision: "r1", phase: "Pending", generation: 1},
-		seedRow{name: "q3", source: "infra", revision: "r1", phase: "Pending", generation: 1})
-	if _, err := st.pool.Exec(ctx, "UPDATE resources SET run_at = now()"); err != nil {
-		t.Fatal(err)
-	}
+	seedDue(t, st, "q1", "q2", "q3")
 	type row struct {
 		phase, reconciling string
 		leased, started    bool
@@ -124,10 +119,7 @@ func TestReleaseRacingStarted(t *testing.T) {
 	t.Parallel()
 	st := openTest(t)
 	ctx := context.Background()
-	seed(t, st, seedRow{name: "r1", source: "infra", revision: "r1", phase: "Pending", generation: 1})
-	if _, err := st.pool.Exec(ctx, "UPDATE resources SET run_at = now()"); err != nil {
-		t.Fatal(err)
-	}
+	seedDue(t, st, "r1")
 	claimed, err := st.Claim(ctx, "a", 10, time.Minute)
 	if err != nil || len(claimed) != 1 {
 		t.Fatalf("claim: %d, %v", len(claimed), err)
@@ -190,11 +182,7 @@ func TestRetireReleasesStartedInterrupted(t *testing.T) {
 	t.Parallel()
 	st := openTest(t)
 	ctx := context.Background()
-	seed(t, st, seedRow{name: "t1", source: "infra", revision: "r1", phase: "Pending", generation: 1},
-		seedRow{name: "t2", source: "infra", revision: "r1", phase: "Pending", generation: 1})
-	if _, err := st.pool.Exec(ctx, "UPDATE resources SET run_at = now()"); err != nil {
-		t.Fatal(err)
-	}
+	seedDue(t, st, "t1", "t2")
 	claimed, err := st.Claim(ctx, "a", 10, time.Minute)
 	if err != nil || len(claimed) != 2 {
 		t.Fatalf("claim: %d, %v", len(claimed), err)
@@ -256,4 +244,17 @@ func startedRow(ctx context.Context, t *testing.T, st *Store, where string, arg 
 	}
 	rc, _ = status.Get(conds, status.Reconciling)
 	return phase, rc, leased, started
+}
+
+// seedDue seeds Pending resources of source infra at generation 1, all due now.
+func seedDue(t *testing.T, st *Store, names ...string) {
+	t.Helper()
+	rows := make([]seedRow, len(names))
+	for i, n := range names {
+		rows[i] = seedRow{name: n, source: "infra", revision: "r1", phase: "Pending", generation: 1}
+	}
+	seed(t, st, rows...)
+	if _, err := st.pool.Exec(context.Background(), "UPDATE resources SET run_at = now()"); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/pgembed"
+	"github.com/trueup-dev/trueup/internal/store"
+)
+
+// drainSize is the number of resources of the drain group: TRUEUP_BENCH_DRAIN, or 100,000.
+func drainSize() (int, error) {
+	v := os.Getenv("TRUEUP_BENCH_DRAIN")
+	if v == "" {
+		return 100000, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1000 || n > 200000 {
+		return 0, fmt.Errorf("TRUEUP_BENCH_DRAIN=%q: want a number of resources from 1000 to 200000", v)
+	}
+	return n, nil
+}
+
+// drainFresh is the drain group (run only when named): n resources applied in one revision,
+// as a first sync leaves them (never reconciled, the table grown by n rows in one
+// transaction), then drained by one replica at the default settings with the noop action, on
+// a durable cluster. Beside the wall figure it prints the CPU time the drain cost, of the
+// bench process (the reconciler) and of PostgreSQL (every backend, exited or not), per
+// resource: on a shared machine that figure moves far less with the load than the wall one.
+// The statements that cost the most (pg_stat_statements) and the table's update counts go to
+// stderr.
+func (b *bench) drainFresh(ctx context.Context) error {
+	n, err := drainSize()
+	if err != nil {
+		return err
+	}
+	cluster, err := pgembed.Start(ctx, pgembed.Options{Dir: filepath.Join(b.dir, "pg-drain"), Logger: b.log})
+	if err != nil {
+		return err
+	}
+	defer cluster.Stop()
+	if err := enableStatements(ctx, cluster); err != nil {
+		return err
+	}
+	st, url, err := b.freshStoreOn(ctx, cluster)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if _, err := st.Pool().Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
+		return err
+	}
+	if err := b.seed(ctx, st, n); err != nil {
+		return err
+	}
+	stop, err := b.defaultReplica(ctx, url, "bench-drain", b.log)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	if path := os.Getenv("TRUEUP_BENCH_CPUPROFILE"); path != "" {
+		// The profile of the bench process, the reconciler's share of the drain.
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	fresh, err := drainPass(ctx, st, cluster, n, false)
+	if err != nil {
+		return err
+	}
+	again, err := drainPass(ctx, st, cluster, n, true)
+	if err != nil {
+		return err
+	}
+	for _, p := range []struct {
+		name string
+		f    drainFigures
+	}{{"drain_fresh", fresh}, {"drain_again", again}} {
+		target, ok := "", func(float64) bool { return true }
+		if p.name == "drain_fresh" {
+			target, ok = "≥ 7000", atLeast(7000)
+		}
+		record(p.name, p.f.rate, "1/s", target, ok)
+		record(p.name+"_cpu_pg", p.f.pgCPU, "µs", "", nil)
+		record(p.name+"_cpu_engine", p.f.engineCPU, "µs", "", nil)
+	}
+	return nil
+}
+
+// drainFigures are one pass's throughput and CPU time per resource (µs).
+type drainFigures struct{ rate, pgCPU, engineCPU float64 }
+
+// drainPass waits until every resource is Ready, after making them all due again when again
+// is set (a resync of every resource: the rows were reconciled before).
+func drainPass(ctx context.Context, st *store.Store, cluster *pgembed.Cluster, n int, again bool) (drainFigures, error) {
+	var f drainFigures
+	if _, err := st.Pool().Exec(ctx, "SELECT pg_stat_statements_reset(), pg_stat_reset()"); err != nil {
+		return f, err
+	}
+	pgCPU0, err := postgresCPU(cluster)
+	if err != nil {
+		return f, err
+	}
+	ownCPU0 := processCPU()
+	start := time.Now()
+	var since time.Time
+	if again {
+		// Reconciled since the UPDATE: Ready again, with a newer last_reconcile_time.
+		if err := st.Pool().QueryRow(ctx, "UPDATE resources SET run_at = now() RETURNING now()").Scan(&since); err != nil {
+			return f, err
+		}
+		if _, err := st.Pool().Exec(ctx, "NOTIFY "+store.WorkChannel); err != nil {
+			return f, err
+		}
+	}
+	// The rows not Ready are read from the partial index resources_unsettled, and the rows
+	// due from resources_due: the wait does not count the table.
+	err = poll(ctx, 10*time.Minute, 100*time.Millisecond, func() (bool, error) {
+		var left bool
+		err := st.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM resources WHERE phase <> 'Ready')
+			OR EXISTS (SELECT 1 FROM resources WHERE run_at <= $1 AND lease_owner IS NULL AND NOT suspended AND NOT blocked)
+			OR EXISTS (SELECT 1 FROM resources WHERE lease_owner IS NOT NULL)`, since).Scan(&left)
+		return !left, err
+	})
+	took := time.Since(start)
+	pgCPU1, cpuErr := postgresCPU(cluster)
+	ownCPU1 := processCPU()
+	if err != nil {
+		return f, err
+	}
+	if cpuErr != nil {
+		return f, cpuErr
+	}
+	fmt.Fprintf(os.Stderr, "drain (%d resources, again %v, load %s): %s\n", n, again, loadAverage(), took.Round(time.Millisecond))
+	printDrainStats(ctx, st)
+	f.rate = float64(n) / took.Seconds()
+	f.pgCPU = 1e6 * (pgCPU1 - pgCPU0).Seconds() / float64(n)
+	f.engineCPU = 1e6 * (ownCPU1 - ownCPU0).Seconds() / float64(n)
+	return f, nil
+}
+
+// enableStatements loads pg_stat_statements into the bench's own cluster (a restart).
+func enableStatements(ctx context.Context, cluster *pgembed.Cluster) error {
+	st, err := store.Open(ctx, cluster.URL("trueup"), store.Options{MaxConns: 1})
+	if err != nil {
+		return err
+	}
+	_, err = st.Pool().Exec(ctx, "ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'")
+	st.Close()
+	if err != nil {
+		return err
+	}
+	return cluster.Restart(ctx)
+}
+
+// printDrainStats writes the statements that took the most time, and the update counts of
+// resources, to stderr.
+func printDrainStats(ctx context.Context, st *store.Store) {
+	rows, err := st.Pool().Query(ctx, `SELECT calls, rows, round(total_exec_time)::bigint, shared_blks_hit + shared_blks_read,
+		  left(regexp_replace(query, '\s+', ' ', 'g'), 110)
+		FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 12`)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "drain: statements:", err)
+		return
+	}
+	var b strings.Builder
+	for rows.Next() {
+		var calls, nrows, ms, blks int64
+		var q string
+		if err := rows.Scan(&calls, &nrows, &ms, &blks, &q); err != nil {
+			break
+		}
+		fmt.Fprintf(&b, "  %8d calls %9d rows %7d ms %10d blocks  %s\n", calls, nrows, ms, blks, q)
+	}
+	rows.Close()
+	rows, err = st.Pool().Query(ctx, `SELECT indexrelname, idx_blks_hit + idx_blks_read FROM pg_statio_user_indexes
+		WHERE relname = 'resources' ORDER BY 2 DESC`)
+	if err == nil {
+		b.WriteString("drain: index blocks of resources:")
+		for rows.Next() {
+			var name string
+			var blks int64
+			if rows.Scan(&name, &blks) == nil {
+				fmt.Fprintf(&b, " %s %d", name, blks)
+			}
+		}
+		rows.Close()
+		b.WriteString("\n")
+	}
+	var upd, hot, ins int64
+	_ = st.Pool().QueryRow(ctx, "SELECT n_tup_upd, n_tup_hot_upd, n_tup_ins FROM pg_stat_user_tables WHERE relname = 'resources'").Scan(&upd, &hot, &ins)
+	fmt.Fprintf(os.Stderr, "drain: statements by time:\n%sdrain: resources updates %d (HOT %d), inserts %d\n", b.String(), upd, hot, ins)
+}
+
+// processCPU is the CPU time this process used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// postgresCPU is the CPU time the cluster's processes used so far: the postmaster's own, that
+// of the backends it reaped (cutime, cstime), and that of those running.
+func postgresCPU(cluster *pgembed.Cluster) (time.Duration, error) {
+	pidText, err := os.ReadFile(filepath.Join(cluster.Dir(), "data", "postmaster.pid"))
+	if err != nil {
+		return 0, err
+	}
+	pm, err := strconv.Atoi(strings.SplitN(string(pidText), "\n", 2)[0])
+	if err != nil {
+		return 0, err
+	}
+	ticks := func(pid int, withChildren bool) (ppid int, t int64) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return 0, 0
+		}
+		// Fields after the command (which may hold spaces) in parentheses.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+		ppid, _ = strconv.Atoi(f[1])
+		last := 12 // utime, stime: fields 14 and 15 of stat, from the state (field 3) on
+		if withChildren {
+			last = 14 // and cutime, cstime
+		}
+		for i := 11; i <= last; i++ {
+			v, _ := strconv.ParseInt(f[i], 10, 64)
+			t += v
+		}
+		return ppid, t
+	}
+	_, total := ticks(pm, true)
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range procs {
+		pid, err := strconv.Atoi(p.Name())
+		if err != nil || pid == pm {
+			continue
+		}
+		if ppid, t := ticks(pid, false); ppid == pm {
+			total += t
+		}
+	}
+	// USER_HZ is 100 on Linux.
+	return time.Duration(total) * 10 * time.Millisecond, nil
+}
