@@ -142,6 +142,8 @@ func (c *apiClients) end(took time.Duration) (apiServed, error) {
 	if err != nil {
 		return served, fmt.Errorf("api clients: %w", err)
 	}
+	fmt.Fprintf(os.Stderr, "apiload: %d requests; CPU of the clients' process %s\n", n,
+		(c.cmd.ProcessState.UserTime() + c.cmd.ProcessState.SystemTime()).Round(time.Millisecond))
 	served = apiServed{rate: float64(n) / took.Seconds(), getP99: time.Duration(p99)}
 	if n > 0 {
 		served.cpu = cpu / time.Duration(n)
