@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,6 +51,7 @@ func (b *bench) apiLoadFigures(ctx context.Context) error {
 	}
 	record("api_requests_alone", alone.rate, "1/s", "≥ 3000", atLeast(3000))
 	record("api_get_p99", ms(alone.getP99), "ms", "", nil)
+	record("api_cpu_per_request", float64(alone.cpu.Microseconds()), "µs", "", nil)
 	record("reconcile_throughput_api_alone", reconcileAlone, "1/s", "", nil)
 	record(fmt.Sprintf("reconcile_throughput_%d_api_clients", apiLoadClients), loaded, "1/s", "", nil)
 	record("reconcile_api_load_drop", 100*(1-loaded/reconcileAlone), "%", "≤ 20", atMost(20))
@@ -54,21 +60,28 @@ func (b *bench) apiLoadFigures(ctx context.Context) error {
 	return nil
 }
 
-// apiServed is what the clients got: requests answered 200 a second, and the p99 latency of
-// the single-resource GETs among them.
+// apiServed is what the clients got: requests answered 200 a second, the p99 latency of the
+// single-resource GETs among them, and the serving process's CPU time per request.
 type apiServed struct {
 	rate   float64
 	getP99 time.Duration
+	cpu    time.Duration
 }
 
-// apiClients serves the API on st and runs n clients; stop ends them and reports what they
-// got since the last mark.
+// apiClientsEnv makes the bench's binary run as the crowd of API clients (apiClientsMain)
+// instead of the figures.
+const apiClientsEnv = "TRUEUP_BENCH_API_CLIENTS"
+
+// apiClients serves the API on a store and runs the clients in a process of their own, as a
+// crowd on other machines: in the serving process, 500 client goroutines would queue in
+// front of the engine's goroutines on the same Go scheduler, which no deployment does. stop
+// ends them and reports what they got since the last mark.
 type apiClients struct {
-	done, failed atomic.Int64
-	mu           sync.Mutex
-	gets         []time.Duration
-	since        time.Time
-	stop         func()
+	cmd   *exec.Cmd
+	in    io.WriteCloser
+	out   *bufio.Reader
+	cpu   time.Duration // the serving process's CPU time at the mark
+	close func()
 }
 
 func (b *bench) startAPIClients(ctx context.Context, url string, n int) (*apiClients, error) {
@@ -78,23 +91,95 @@ func (b *bench) startAPIClients(ctx context.Context, url string, n int) (*apiCli
 	}
 	srv := server.New(apiStore, server.Options{}, b.log)
 	ts := httptest.NewServer(srv.Handler())
-	cctx, cancel := context.WithCancel(ctx)
+	closeServer := func() { ts.Close(); srv.Stop(); apiStore.Close() }
+	self, err := os.Executable()
+	if err != nil {
+		closeServer()
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, self)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d %s", apiClientsEnv, n, ts.URL))
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		closeServer()
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		closeServer()
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		closeServer()
+		return nil, err
+	}
+	return &apiClients{cmd: cmd, in: in, out: bufio.NewReader(out), close: closeServer}, nil
+}
+
+// mark starts counting from now.
+func (c *apiClients) mark() error {
+	c.cpu = cpuTime()
+	_, err := io.WriteString(c.in, "mark\n")
+	return err
+}
+
+// end stops the clients and reports what they got since the mark, took after it.
+func (c *apiClients) end(took time.Duration) (apiServed, error) {
+	cpu := cpuTime() - c.cpu
+	defer c.close()
+	var served apiServed
+	if _, err := io.WriteString(c.in, "end\n"); err != nil {
+		_ = c.cmd.Process.Kill()
+		_ = c.cmd.Wait()
+		return served, err
+	}
+	var n, p99 int64
+	_, err := fmt.Fscanf(c.out, "%d %d\n", &n, &p99)
+	if werr := c.cmd.Wait(); err == nil {
+		err = werr
+	}
+	if err != nil {
+		return served, fmt.Errorf("api clients: %w", err)
+	}
+	fmt.Fprintf(os.Stderr, "apiload: %d requests; CPU of the clients' process %s\n", n,
+		(c.cmd.ProcessState.UserTime() + c.cmd.ProcessState.SystemTime()).Round(time.Millisecond))
+	served = apiServed{rate: float64(n) / took.Seconds(), getP99: time.Duration(p99)}
+	if n > 0 {
+		served.cpu = cpu / time.Duration(n)
+	}
+	return served, nil
+}
+
+// apiClientsMain is the clients' process (spec "N URL" in apiClientsEnv): N clients send
+// one request after another to URL until "end" on stdin, then it prints the requests
+// answered 200 since "mark" and the p99 of the single-resource GETs among them (ns).
+func apiClientsMain(spec string) error {
+	var n int
+	var base string
+	if _, err := fmt.Sscanf(spec, "%d %s", &n, &base); err != nil {
+		return fmt.Errorf("%s: %w", apiClientsEnv, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n, MaxConnsPerHost: n}}
-	c := &apiClients{}
-	var wg sync.WaitGroup
+	var (
+		done, failed atomic.Int64
+		since        atomic.Int64 // the mark (Unix nanoseconds); 0: none yet
+		mu           sync.Mutex
+		gets         []time.Duration
+		wg           sync.WaitGroup
+	)
 	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			var gets []time.Duration
-			defer func() { c.mu.Lock(); c.gets = append(c.gets, gets...); c.mu.Unlock() }()
-			for j := i; cctx.Err() == nil; j++ {
+		wg.Go(func() {
+			var mine []time.Duration
+			defer func() { mu.Lock(); gets = append(gets, mine...); mu.Unlock() }()
+			for j := i; ctx.Err() == nil; j++ {
 				path := apiLoadPaths[j%len(apiLoadPaths)]
-				req, _ := http.NewRequestWithContext(cctx, http.MethodGet, ts.URL+path, nil)
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 				t := time.Now()
 				resp, err := client.Do(req)
 				if err != nil {
-					if cctx.Err() == nil && c.failed.Add(1) == 1 {
+					if ctx.Err() == nil && failed.Add(1) == 1 {
 						fmt.Fprintf(os.Stderr, "api request: %v\n", err)
 					}
 					continue
@@ -102,47 +187,36 @@ func (b *bench) startAPIClients(ctx context.Context, url string, n int) (*apiCli
 				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
 				if resp.StatusCode != http.StatusOK {
-					if c.failed.Add(1) == 1 {
+					if failed.Add(1) == 1 {
 						fmt.Fprintf(os.Stderr, "api request %s: status %d\n", path, resp.StatusCode)
 					}
 					continue
 				}
-				c.done.Add(1)
-				if strings.HasPrefix(path, "/api/v1/resources/") && t.After(c.sinceTime()) {
-					gets = append(gets, time.Since(t))
+				done.Add(1)
+				if m := since.Load(); m != 0 && strings.HasPrefix(path, "/api/v1/resources/") && t.UnixNano() >= m {
+					mine = append(mine, time.Since(t))
 				}
 			}
-		}(i)
+		})
 	}
-	c.stop = func() {
-		cancel()
-		wg.Wait()
-		ts.Close()
-		srv.Stop()
-		apiStore.Close()
+	var from int64
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		switch in.Text() {
+		case "mark":
+			from = done.Load()
+			since.Store(time.Now().UnixNano())
+		case "end":
+			n := done.Load() - from
+			cancel()
+			wg.Wait()
+			fmt.Printf("%d %d\n", n, percentile(gets, 0.99))
+			return nil
+		}
 	}
-	return c, nil
-}
-
-func (c *apiClients) sinceTime() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.since
-}
-
-// mark starts counting from now.
-func (c *apiClients) mark() int64 {
-	c.mu.Lock()
-	c.since = time.Now()
-	c.mu.Unlock()
-	return c.done.Load()
-}
-
-// end stops the clients and reports what they got since from (the count mark returned).
-func (c *apiClients) end(from int64, took time.Duration) apiServed {
-	n := c.done.Load() - from
-	c.stop()
-	return apiServed{rate: float64(n) / took.Seconds(), getP99: percentile(c.gets, 0.99)}
+	cancel()
+	wg.Wait()
+	return in.Err()
 }
 
 // apiAlone runs n clients against a server on r seeded resources for d, nothing else running.
@@ -161,9 +235,12 @@ func (b *bench) apiAlone(ctx context.Context, r, n int, d time.Duration) (apiSer
 		return apiServed{}, err
 	}
 	time.Sleep(time.Second) // warm: every client has a request going
-	from := c.mark()
+	if err := c.mark(); err != nil {
+		_, _ = c.end(d)
+		return apiServed{}, err
+	}
 	time.Sleep(d)
-	return c.end(from, d), nil
+	return c.end(d)
 }
 
 func (b *bench) throughputUnderAPILoad(ctx context.Context, n, clients int) (rate float64, served apiServed, err error) {
@@ -183,35 +260,80 @@ func (b *bench) throughputUnderAPILoad(ctx context.Context, n, clients int) (rat
 		}
 		time.Sleep(time.Second) // every client has a request going
 	}
-	end := func(from int64, took time.Duration) {
+	end := func(took time.Duration) {
 		if c != nil {
-			served = c.end(from, took)
+			var cerr error
+			if served, cerr = c.end(took); err == nil {
+				err = cerr
+			}
 		}
 	}
 	act, _ := noop.New(nil, actions.Env{Name: "act", Logger: b.log})
 	stop, err := b.runReconcilers(ctx, url, 1, 32, act)
 	if err != nil {
-		end(0, time.Second)
+		end(time.Second)
 		return 0, served, err
 	}
 	// The drain starts when the work is due, as a sync's commit makes it: the engine (and the
 	// API's pacer) cannot see the work while the transaction that makes it due is open.
 	if _, err := st.Pool().Exec(ctx, "UPDATE resources SET run_at = now()"); err != nil {
 		stop()
-		end(0, time.Second)
+		end(time.Second)
 		return 0, served, err
 	}
-	var from int64
 	if c != nil {
-		from = c.mark()
+		if err = c.mark(); err != nil {
+			stop()
+			end(time.Second)
+			return 0, served, err
+		}
 	}
-	start := time.Now()
+	start, cpu, pg := time.Now(), cpuTime(), b.postgresCPU()
 	err = waitReady(ctx, st, n, 5*time.Minute)
 	took := time.Since(start)
-	end(from, took)
+	fmt.Fprintf(os.Stderr, "apiload: %d clients: drain %s, CPU of the bench's process %s, of PostgreSQL %s\n",
+		clients, took.Round(time.Millisecond), (cpuTime() - cpu).Round(time.Millisecond), (b.postgresCPU() - pg).Round(time.Millisecond))
+	end(took)
 	stop()
 	if err != nil {
 		return 0, served, err
 	}
 	return float64(n) / took.Seconds(), served, nil
+}
+
+// postgresCPU is the CPU time (user and system) the bench's cluster has used: its postmaster
+// with the backends it reaped, and the backends still running (/proc, Linux; 0 elsewhere).
+func (b *bench) postgresCPU() time.Duration {
+	pid, err := os.ReadFile(filepath.Join(b.cluster.Dir(), "data", "postmaster.pid"))
+	if err != nil {
+		return 0
+	}
+	pm, _, _ := strings.Cut(string(pid), "\n")
+	ents, _ := os.ReadDir("/proc")
+	var ticks int64
+	for _, e := range ents {
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// After the command's ")": state, ppid, …; utime, stime, cutime, cstime are the
+		// 12th to 15th fields from there.
+		_, rest, _ := bytes.Cut(stat, []byte(") "))
+		f := strings.Fields(string(rest))
+		if len(f) < 15 {
+			continue
+		}
+		var fields []string
+		switch {
+		case e.Name() == pm:
+			fields = f[11:15]
+		case f[1] == pm:
+			fields = f[11:13]
+		}
+		for _, v := range fields {
+			t, _ := strconv.ParseInt(v, 10, 64)
+			ticks += t
+		}
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ
 }

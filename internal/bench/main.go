@@ -42,6 +42,13 @@ func atLeast(x float64) func(float64) bool { return func(v float64) bool { retur
 func atMost(x float64) func(float64) bool  { return func(v float64) bool { return v <= x } }
 
 func main() {
+	if spec := os.Getenv(apiClientsEnv); spec != "" {
+		if err := apiClientsMain(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: api clients:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	only := flag.String("only", "", "comma-separated figure groups to run (graph,resourceset,policy,reconcile,longtx,gate,windows,calls,chain,apiload,defaults,sync,syncrules,synckustomize,claim,webhook,failover,serve,preview; scale1m, drain and reads1m only when named)")
 	traced := flag.Bool("tracing", false, "export every span to a collector on loopback, as with a tracing: block (figures with tracing on)")
 	flag.Parse()

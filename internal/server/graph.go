@@ -70,11 +70,7 @@ func makeResourceAnswer(res store.Resource, n store.Neighbours, sc store.Scope) 
 func (s *Server) getResource(w http.ResponseWriter, r *http.Request) {
 	ns, kind, name := r.PathValue("namespace"), r.PathValue("kind"), r.PathValue("name")
 	sc := scope(r)
-	res, err := s.store.GetResourceIn(r.Context(), sc, ns, kind, name)
-	if s.fail(w, err) {
-		return
-	}
-	n, err := s.store.ResourceNeighbours(r.Context(), sc, ns, kind, name)
+	res, n, err := s.store.ResourceDetail(r.Context(), sc, ns, kind, name)
 	if s.fail(w, err) {
 		return
 	}

@@ -138,6 +138,10 @@ func seedEdges(t *testing.T, st *store.Store) {
 		UNION ALL SELECT id, 'alpha', 'Queue', 'q000', true, '{}'::text[] FROM resources WHERE name = 'q002'`); err != nil {
 		t.Fatal(err)
 	}
+	// has_deps beside the edges, as the apply writes them.
+	if _, err := st.Pool().Exec(ctx, `UPDATE resources SET has_deps = true WHERE name IN ('q000', 'q002')`); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := st.Pool().Exec(ctx, `UPDATE resources SET resolved_spec = '{"size": 0, "url": "q001:5432"}' WHERE name = 'q000'`); err != nil {
 		t.Fatal(err)
 	}

@@ -86,11 +86,14 @@ func (l *limiter) wrap(h http.Handler) http.Handler {
 
 // pacer keeps the API behind the engine: while the engine has work (a lease held or work
 // due, checked at most every busyCheckEvery), requests start at most busyRatePerCPU a second
-// per CPU (golang.org/x/time/rate), and one that would wait past queueWait gets 503 with
-// Retry-After. An idle engine leaves the API unpaced; a state not read for busyStaleAfter
-// (the check slow or failing, none made yet) counts as busy (paced).
+// per CPU, and of them at most busyRunsPerCPU a second per CPU run a handler (its queries and
+// encoding); the others take the answer of an identical read in progress (shared), which
+// waits for its turn to run meanwhile (golang.org/x/time/rate both). A request that would wait
+// past queueWait gets 503 with Retry-After. An idle engine leaves the API unpaced; a state not
+// read for busyStaleAfter (the check slow or failing, none made yet) counts as busy (paced).
 type pacer struct {
-	lim     *rate.Limiter
+	lim     *rate.Limiter // requests
+	runs    *rate.Limiter // handler runs
 	check   func(context.Context) (bool, error)
 	wait    time.Duration
 	busy    atomic.Bool
@@ -100,12 +103,20 @@ type pacer struct {
 
 const (
 	busyRatePerCPU = 500
+	busyRunsPerCPU = 50
 	busyCheckEvery = 25 * time.Millisecond
 	busyStaleAfter = 200 * time.Millisecond
 )
 
-func newPacer(check func(context.Context) (bool, error), perSecond int, wait time.Duration) *pacer {
-	return &pacer{lim: rate.NewLimiter(rate.Limit(perSecond), max(1, perSecond/10)), check: check, wait: wait}
+// newPacer paces requests at perSecond and handler runs at runsPerSecond while check reports
+// the engine busy.
+func newPacer(check func(context.Context) (bool, error), perSecond, runsPerSecond int, wait time.Duration) *pacer {
+	return &pacer{lim: newBucket(perSecond), runs: newBucket(runsPerSecond), check: check, wait: wait}
+}
+
+// newBucket lets perSecond through, a tenth of a second's worth at once.
+func newBucket(perSecond int) *rate.Limiter {
+	return rate.NewLimiter(rate.Limit(perSecond), max(1, perSecond/10))
 }
 
 // paced decides whether a request at now waits its turn: the engine was busy when last read
@@ -132,7 +143,11 @@ func (p *pacer) engineBusy(ctx context.Context) bool {
 	return paced(p.busy.Load(), p.checked.Load(), time.Now().UnixNano())
 }
 
-func (p *pacer) wrap(h http.Handler) http.Handler {
+// wrap paces the requests; wrapRuns, inside shared, the handler runs.
+func (p *pacer) wrap(h http.Handler) http.Handler     { return p.paceWith(p.lim, h) }
+func (p *pacer) wrapRuns(h http.Handler) http.Handler { return p.paceWith(p.runs, h) }
+
+func (p *pacer) paceWith(lim *rate.Limiter, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if exempt(r.URL.Path) {
 			h.ServeHTTP(w, r)
@@ -141,11 +156,11 @@ func (p *pacer) wrap(h http.Handler) http.Handler {
 		if !p.engineBusy(r.Context()) {
 			// Unpaced requests still take the tokens there are, so that the engine's work
 			// starts with the bucket empty, not with a burst let through at once.
-			p.lim.Allow()
+			lim.Allow()
 			h.ServeHTTP(w, r)
 			return
 		}
-		res := p.lim.Reserve()
+		res := lim.Reserve()
 		if d := res.Delay(); d > p.wait {
 			res.Cancel()
 			w.Header().Set("Retry-After", strconv.Itoa(1))

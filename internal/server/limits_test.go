@@ -148,7 +148,7 @@ func TestSharedReadsRunOnceAndFollowWrites(t *testing.T) {
 func TestPacerHoldsTheAPIOnlyWhileTheEngineIsBusy(t *testing.T) {
 	var busy atomic.Bool
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
-	p := newPacer(func(context.Context) (bool, error) { return busy.Load(), nil }, 1, 0)
+	p := newPacer(func(context.Context) (bool, error) { return busy.Load(), nil }, 1, 1, 0)
 	h := p.wrap(ok)
 	code := func() int {
 		p.checked.Store(0) // read the engine's state at every request
@@ -173,6 +173,52 @@ func TestPacerHoldsTheAPIOnlyWhileTheEngineIsBusy(t *testing.T) {
 	busy.Store(false)
 	if c := code(); c != http.StatusOK {
 		t.Fatalf("engine idle again: %d", c)
+	}
+}
+
+// While the engine is busy the handler runs are paced apart from the requests: reads of an
+// answer in progress take it without a run of their own, a read that needs a run past the
+// runs' rate is refused though the requests' rate has room.
+func TestPacerPacesHandlerRunsInsideShared(t *testing.T) {
+	var runs atomic.Int32
+	entered, release := make(chan struct{}), make(chan struct{})
+	p := newPacer(func(context.Context) (bool, error) { return true, nil }, 1000, 1, 0)
+	sh := &shared{}
+	h := p.wrap(sh.wrap(p.wrapRuns(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if runs.Add(1) == 1 {
+			close(entered)
+			<-release
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"path": r.URL.RequestURI()})
+	}))))
+	get := func(path string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec
+	}
+	var wg sync.WaitGroup
+	codes := make([]int, 6)
+	wg.Go(func() { codes[0] = get("/api/v1/resources?limit=5").Code })
+	<-entered // the first read took the runs' one token
+	for i := 1; i < len(codes); i++ {
+		wg.Go(func() { codes[i] = get("/api/v1/resources?limit=5").Code })
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for sh.waiting.Load() < int64(len(codes)) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if rec := get("/api/v1/resources?limit=6"); rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("another read past the runs' rate: %d %v, want 503 with Retry-After", rec.Code, rec.Header())
+	}
+	close(release)
+	wg.Wait()
+	for i, c := range codes {
+		if c != http.StatusOK {
+			t.Errorf("read %d: %d", i, c)
+		}
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("%d handler runs for %d identical reads, want 1", n, len(codes))
 	}
 }
 

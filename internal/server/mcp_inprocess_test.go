@@ -30,7 +30,7 @@ func mcpStub(t *testing.T, opts Options, api http.HandlerFunc, logger *slog.Logg
 	s := New(nil, opts, logger)
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("/", api)
-	s.pace = newPacer(func(context.Context) (bool, error) { return false, nil }, 1, queueWait)
+	s.pace = newPacer(func(context.Context) (bool, error) { return false, nil }, 1, 1, queueWait)
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(hs.Close)
 	return s, hs.URL

@@ -154,7 +154,7 @@ type Server struct {
 func New(st *store.Store, opts Options, logger *slog.Logger) *Server {
 	s := &Server{opts: opts, store: st, log: logger, mux: http.NewServeMux(), hub: NewHub(st, logger),
 		inFlight: newLimiter(cmp.Or(opts.MaxInFlight, defaultMaxInFlight()), queueWait), watchers: &streams{max: cmp.Or(opts.MaxWatchesPerClient, maxWatchesPerClient), n: map[string]int{}}}
-	s.pace = newPacer(st.EngineBusy, busyRatePerCPU*runtime.GOMAXPROCS(0), queueWait)
+	s.pace = newPacer(st.EngineBusy, busyRatePerCPU*runtime.GOMAXPROCS(0), busyRunsPerCPU*runtime.GOMAXPROCS(0), queueWait)
 	s.routes()
 	return s
 }
@@ -255,7 +255,7 @@ func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter 
 
 // Handler returns the root handler (for tests with httptest).
 func (s *Server) Handler() http.Handler {
-	api := s.pace.wrap(s.reads.wrap(s.inFlight.wrap(validInput(withTimeout(s.mux)))))
+	api := s.pace.wrap(s.reads.wrap(s.pace.wrapRuns(s.inFlight.wrap(validInput(withTimeout(s.mux))))))
 	return s.recoverer(s.checkHost(s.crossOrigin(s.identify(s.withMCP(api)))))
 }
 

@@ -27,7 +27,7 @@ var typeDoc = manifesttest.TypeDoc("Queue", "mq.example.com", "{type: object, pr
 
 // setup seeds a database with n queues across two namespaces through the real apply path
 // and returns an API server on it.
-func setup(t *testing.T, n int) (*httptest.Server, *store.Store) {
+func setup(t testing.TB, n int) (*httptest.Server, *store.Store) {
 	t.Helper()
 	ctx := context.Background()
 	st := storetest.Open(t, store.Options{})

@@ -82,68 +82,98 @@ func readyAt(readyStatus string, generation, observed int64) bool {
 // ResourceNeighbours returns the dependencies and dependents of one resource in scope, or
 // ErrNotFound like GetResourceIn.
 func (s *Store) ResourceNeighbours(ctx context.Context, sc Scope, namespace, kind, name string) (Neighbours, error) {
+	_, n, err := s.resourceDetail(ctx, sc, namespace, kind, name, false)
+	return n, err
+}
+
+// ResourceDetail returns one resource in scope (as GetResourceIn) with its neighbours (as
+// ResourceNeighbours), read in one round trip of one snapshot, or ErrNotFound.
+func (s *Store) ResourceDetail(ctx context.Context, sc Scope, namespace, kind, name string) (Resource, Neighbours, error) {
+	return s.resourceDetail(ctx, sc, namespace, kind, name, true)
+}
+
+// resourceDetail sends its statements as one batch: under CPU contention each round trip to
+// the database waits for the scheduler twice, which a single resource's read paid five
+// times (the resource, its id, dependencies, dependents, and the approval request apart).
+func (s *Store) resourceDetail(ctx context.Context, sc Scope, namespace, kind, name string, withResource bool) (Resource, Neighbours, error) {
+	var res Resource
 	var n Neighbours
 	if !sc.Contains(namespace) {
-		return n, resourceNotFound(namespace, kind, name)
+		return res, n, resourceNotFound(namespace, kind, name)
 	}
-	var id int64
-	err := s.reader().QueryRow(ctx, `SELECT id, resolved_spec, resolved_origins FROM resources WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3`,
-		namespace, kind, name).Scan(&id, &n.ResolvedSpec, &n.ResolvedOrigins)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return n, resourceNotFound(namespace, kind, name)
-	}
-	if err != nil {
-		return n, fmt.Errorf("resource %s/%s/%s: %w", namespace, kind, name, err)
-	}
-
-	args := params{id}
+	args := params{namespace, kind, name}
 	scoped := ""
 	if w := sc.where("r.namespace", args.add); w != "" {
 		scoped = " AND " + w
 	}
-	rows, err := s.reader().Query(ctx, `SELECT e.dep_namespace, COALESCE(r.kind, e.dep_kind), e.dep_name, e.explicit, e.outputs,
+	const this = "namespace = $1 AND lower(kind) = lower($2) AND name = $3"
+	var b pgx.Batch
+	var found bool
+	if withResource {
+		b.Queue("SELECT resolved_spec, resolved_origins, "+resourceColumns+" FROM resources WHERE "+this, namespace, kind, name).QueryRow(func(row pgx.Row) error {
+			var err error
+			res, err = scanResource(row, &n.ResolvedSpec, &n.ResolvedOrigins)
+			found = err == nil
+			return ignoreNoRows(err)
+		})
+	} else {
+		b.Queue("SELECT resolved_spec, resolved_origins FROM resources WHERE "+this, namespace, kind, name).QueryRow(func(row pgx.Row) error {
+			err := row.Scan(&n.ResolvedSpec, &n.ResolvedOrigins)
+			found = err == nil
+			return ignoreNoRows(err)
+		})
+	}
+	b.Queue(`SELECT e.dep_namespace, COALESCE(r.kind, e.dep_kind), e.dep_name, e.explicit, e.outputs,
 		  r.id IS NOT NULL, COALESCE(r.phase, ''), COALESCE(r.source, ''), COALESCE(r.generation, 0), COALESCE(r.observed_generation, 0), `+
 		readyColumn+`
 		FROM resource_edges e
 		LEFT JOIN resources r ON r.namespace = e.dep_namespace AND lower(r.kind) = lower(e.dep_kind) AND r.name = e.dep_name`+scoped+`
-		WHERE e.resource_id = $1
-		ORDER BY e.dep_namespace, lower(e.dep_kind), e.dep_name`, args...)
-	if err != nil {
-		return n, fmt.Errorf("dependencies of %s/%s/%s: %w", namespace, kind, name, err)
-	}
-	n.DependsOn, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Dependency, error) {
-		var d Dependency
-		var gen, observed int64
-		var ready string
-		err := row.Scan(&d.Namespace, &d.Kind, &d.Name, &d.Explicit, &d.Outputs, &d.Exists, &d.Phase, &d.Source, &gen, &observed, &ready)
-		d.Ready = d.Exists && readyAt(ready, gen, observed)
-		return d, err
+		WHERE e.resource_id = (SELECT id FROM resources WHERE `+this+`)
+		ORDER BY e.dep_namespace, lower(e.dep_kind), e.dep_name`, args...).Query(func(rows pgx.Rows) error {
+		var err error
+		n.DependsOn, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Dependency, error) {
+			var d Dependency
+			var gen, observed int64
+			var ready string
+			err := row.Scan(&d.Namespace, &d.Kind, &d.Name, &d.Explicit, &d.Outputs, &d.Exists, &d.Phase, &d.Source, &gen, &observed, &ready)
+			d.Ready = d.Exists && readyAt(ready, gen, observed)
+			return d, err
+		})
+		if err != nil {
+			return fmt.Errorf("dependencies of %s/%s/%s: %w", namespace, kind, name, err)
+		}
+		return nil
 	})
-	if err != nil {
-		return n, fmt.Errorf("dependencies of %s/%s/%s: %w", namespace, kind, name, err)
-	}
-
-	args = params{namespace, kind, name}
-	scoped = ""
-	if w := sc.where("r.namespace", args.add); w != "" {
-		scoped = " AND " + w
-	}
-	rows, err = s.reader().Query(ctx, `SELECT r.kind, r.namespace, r.name, r.phase
+	b.Queue(`SELECT r.kind, r.namespace, r.name, r.phase
 		FROM resource_edges e JOIN resources r ON r.id = e.resource_id
 		WHERE e.dep_namespace = $1 AND lower(e.dep_kind) = lower($2) AND e.dep_name = $3`+scoped+`
-		ORDER BY r.namespace, lower(r.kind), r.name`, args...)
-	if err != nil {
-		return n, fmt.Errorf("dependents of %s/%s/%s: %w", namespace, kind, name, err)
-	}
-	n.Dependents, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Dependent, error) {
-		var d Dependent
-		err := row.Scan(&d.Kind, &d.Namespace, &d.Name, &d.Phase)
-		return d, err
+		ORDER BY r.namespace, lower(r.kind), r.name`, args...).Query(func(rows pgx.Rows) error {
+		var err error
+		n.Dependents, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (Dependent, error) {
+			var d Dependent
+			err := row.Scan(&d.Kind, &d.Namespace, &d.Name, &d.Phase)
+			return d, err
+		})
+		if err != nil {
+			return fmt.Errorf("dependents of %s/%s/%s: %w", namespace, kind, name, err)
+		}
+		return nil
 	})
-	if err != nil {
-		return n, fmt.Errorf("dependents of %s/%s/%s: %w", namespace, kind, name, err)
+	if err := s.reader().SendBatch(ctx, &b).Close(); err != nil {
+		return res, n, fmt.Errorf("resource %s/%s/%s: %w", namespace, kind, name, err)
 	}
-	return n, nil
+	if !found {
+		return res, Neighbours{}, resourceNotFound(namespace, kind, name)
+	}
+	return res, n, nil
+}
+
+// ignoreNoRows is err, or nil for pgx.ErrNoRows.
+func ignoreNoRows(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	return err
 }
 
 // GraphFilter selects a graph: the resources of one source, those of one namespace, or every

@@ -26,8 +26,11 @@ func edgeSeed(t *testing.T, st *Store, edges ...edgeRow) {
 		if e.outputs == nil {
 			e.outputs = []string{}
 		}
-		tag, err := st.pool.Exec(context.Background(), `INSERT INTO resource_edges (resource_id, dep_namespace, dep_kind, dep_name, explicit, outputs)
-			SELECT id, $3, $4, $5, $6, $7 FROM resources WHERE namespace = $1 AND kind = 'Queue' AND name = $2`,
+		// has_deps beside the edges, as the apply writes them.
+		tag, err := st.pool.Exec(context.Background(), `WITH r AS (UPDATE resources SET has_deps = true
+			WHERE namespace = $1 AND kind = 'Queue' AND name = $2 RETURNING id)
+			INSERT INTO resource_edges (resource_id, dep_namespace, dep_kind, dep_name, explicit, outputs)
+			SELECT id, $3, $4, $5, $6, $7 FROM r`,
 			fns, fname, to[1], to[0], to[2], e.explicit, e.outputs)
 		if err != nil || tag.RowsAffected() != 1 {
 			t.Fatalf("edge %+v: %v (%d rows)", e, err, tag.RowsAffected())
@@ -114,6 +117,36 @@ func TestResourceNeighbours(t *testing.T) {
 	}{{Everything, "prod", "nope"}, {InNamespaces("dev"), "prod", "db"}} {
 		if _, err := st.ResourceNeighbours(ctx, c.sc, c.ns, "Queue", c.name); !errors.Is(err, ErrNotFound) {
 			t.Errorf("%s %s/%s: %v, want not found", c.sc, c.ns, c.name, err)
+		}
+	}
+}
+
+// ResourceDetail's one batch reads what GetResourceIn and ResourceNeighbours read apart, for
+// every resource of the seed, one that does not exist, and one out of scope.
+func TestResourceDetailAsReadApart(t *testing.T) {
+	t.Parallel()
+	st := graphSeed(t)
+	ctx := context.Background()
+	if _, err := st.pool.Exec(ctx, `UPDATE resources SET resolved_spec = '{"url": "db:5432"}', resolved_origins = '{"url": ["dev"]}' WHERE name = 'app'`); err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range []Scope{Everything, InNamespaces("prod"), InNamespaces("dev")} {
+		for _, id := range [][2]string{{"prod", "app"}, {"prod", "db"}, {"prod", "net"}, {"dev", "web"}, {"dev", "shared"}, {"prod", "alone"}, {"prod", "nope"}} {
+			res, n, err := st.ResourceDetail(ctx, sc, id[0], "queue", id[1])
+			wantRes, errRes := st.GetResourceIn(ctx, sc, id[0], "queue", id[1])
+			wantN, errN := st.ResourceNeighbours(ctx, sc, id[0], "queue", id[1])
+			if errRes != nil || errN != nil {
+				if !errors.Is(err, ErrNotFound) || !errors.Is(errRes, ErrNotFound) || !errors.Is(errN, ErrNotFound) {
+					t.Errorf("%s %s: %v, apart %v / %v", sc, id, err, errRes, errN)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s %s: %v", sc, id, err)
+			}
+			if !reflect.DeepEqual(res, wantRes) || !reflect.DeepEqual(n, wantN) {
+				t.Errorf("%s %s:\n%+v\n%+v\nwant\n%+v\n%+v", sc, id, res, n, wantRes, wantN)
+			}
 		}
 	}
 }
