@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/status"
 )
@@ -113,6 +115,55 @@ func TestApplyRevisionInBatches(t *testing.T) {
 	}
 	if got.Changes != n+4+1 || got.Events["SpecChanged"] != 4 || got.Events["DeletionRequested"] != 1 {
 		t.Errorf("after r2: %d changes, events %v", got.Changes, got.Events)
+	}
+}
+
+// A revision's new rows are the same whatever the statements they were written in: rows,
+// edges, changes and events of a first apply in batches of 3 (built while the previous is
+// written) are those of one statement.
+func TestApplyRevisionBatchesWriteTheSame(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	written := func(batch int) []string {
+		st := openTest(t, "s")
+		set := widgets(8, func(i int) int { return i })
+		for i := range set.Resources {
+			r := &set.Resources[i]
+			r.Line, r.File = i*5+1, fmt.Sprintf("w%d.yaml", i/3)
+			r.Labels = map[string]string{"team": fmt.Sprint("t", i%3), "tier": "x"}
+			if i%4 == 3 {
+				r.DependsOn = []manifest.Dependency{{Target: graph.ID{Kind: "Widget", Namespace: "default", Name: "w00"}, Explicit: true}}
+			}
+		}
+		if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "r1", Set: set, BatchSize: batch}); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, q := range []string{
+			`SELECT concat_ws(' ', namespace, kind, name, api_version, source, file_path, file_line, revision, labels, annotations, spec,
+			  spec_hash, meta_hash, generation, phase, conditions->0->>'reason', run_at IS NOT NULL, sealed_sha, has_deps, blocked) FROM resources ORDER BY id`,
+			`SELECT concat_ws(' ', r.name, e.dep_kind, e.dep_namespace, e.dep_name) FROM resource_edges e JOIN resources r ON r.id = e.resource_id ORDER BY r.id`,
+			`SELECT concat_ws(' ', object, type, namespace, kind, name, source, phase, generation) FROM changes ORDER BY id`,
+			`SELECT concat_ws(' ', namespace, kind, name, source, type, reason, message) FROM events ORDER BY id`,
+		} {
+			rows, err := st.pool.Query(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(append(out, got...), "--")
+		}
+		return out
+	}
+	one, batched := written(100), written(3)
+	if !reflect.DeepEqual(batched, one) {
+		t.Errorf("written in batches of 3:\n%s\nin one statement:\n%s", strings.Join(batched, "\n"), strings.Join(one, "\n"))
+	}
+	if len(one) != 8+2+9+8+4 { // 8 rows, 2 edges, 8 changes and the source's, 8 events, 4 separators
+		t.Errorf("wrote %d lines:\n%s", len(one), strings.Join(one, "\n"))
 	}
 }
 
