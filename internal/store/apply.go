@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -130,7 +129,7 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, sc applyScope
 	if err := storeSealedFiles(ctx, tx, scopedResources(p, &sc)); err != nil {
 		return fmt.Errorf("store encrypted files: %w", err)
 	}
-	if err := w.insertAll(ctx, ins); err != nil {
+	if err := chunks(len(ins), w.size, func(lo, hi int) error { return w.insert(ctx, ins[lo:hi]) }); err != nil {
 		return fmt.Errorf("insert resources: %w", err)
 	}
 	res.Created = len(ins)
@@ -278,76 +277,22 @@ type applyWriter struct {
 	refresh, affected []int64
 }
 
-// creates is one statement's worth of new rows (idx, indexes in p.Set.Resources) with their
-// changes and events, built ahead of the statement that writes them.
-type creates struct {
-	idx     []int
-	b       batch
-	changes []Change
-	events  []Event
-}
-
-// insertAll writes the new rows ins in statements of w.size rows. The rows of the next
-// statement are built while the database writes the current one: on a first sync of a large
-// revision the encoding of a batch and the database's work on the previous one take turns
-// otherwise.
-func (w *applyWriter) insertAll(ctx context.Context, ins []int) error {
-	if len(ins) == 0 {
-		return nil
-	}
-	ready, free := make(chan *creates, 1), make(chan *creates, 2)
-	free <- &creates{}
-	free <- &creates{}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		defer close(ready)
-		for lo := 0; lo < len(ins); lo += w.size {
-			var c *creates
-			select {
-			case c = <-free:
-			case <-stop:
-				return
-			}
-			w.build(c, ins[lo:min(lo+w.size, len(ins))])
-			select {
-			case ready <- c:
-			case <-stop:
-				return
-			}
-		}
-	})
-	defer func() {
-		close(stop)
-		wg.Wait()
-	}()
-	for c := range ready {
-		if err := w.insert(ctx, c); err != nil {
-			return err
-		}
-		free <- c
-	}
-	return nil
-}
-
-// build fills c with the new rows idx, their changes and events. It reads only w.p.
-func (w *applyWriter) build(c *creates, idx []int) {
-	c.idx = idx
-	c.b.reset()
-	clear(c.changes)
-	clear(c.events)
-	c.changes, c.events = c.changes[:0], c.events[:0]
+// build fills w.b with the new rows idx and appends their changes and events
+// (BenchmarkApplyBuild100k: its cost, the driver's encoding excluded).
+func (w *applyWriter) build(idx []int) {
+	w.b.reset()
 	for _, i := range idx {
 		r := &w.p.Set.Resources[i]
-		c.b.add(0, r)
-		c.events = append(c.events, resourceEvent(r, EventNormal, "Created", "created from "+r.File+" at "+clip.Rev(w.p.Revision)))
-		c.changes = append(c.changes, Change{Object: "resource", Type: ChangeAdded, Namespace: r.Namespace, Kind: r.Kind, Name: r.Name,
+		w.b.add(0, r)
+		w.events = append(w.events, resourceEvent(r, EventNormal, "Created", "created from "+r.File+" at "+clip.Rev(w.p.Revision)))
+		w.changes = append(w.changes, Change{Object: "resource", Type: ChangeAdded, Namespace: r.Namespace, Kind: r.Kind, Name: r.Name,
 			Source: w.p.Source, Phase: "Pending", Generation: 1})
 	}
 }
 
-func (w *applyWriter) insert(ctx context.Context, c *creates) error {
-	b := &c.b
+func (w *applyWriter) insert(ctx context.Context, idx []int) error {
+	w.build(idx)
+	b := &w.b
 	if _, err := w.tx.Exec(ctx, `
 		INSERT INTO resources (namespace, kind, name, api_version, source, file_path, file_line, revision,
 		  labels, annotations, spec, spec_hash, meta_hash, conditions, run_at, sealed_sha, has_deps, blocked)
@@ -357,17 +302,16 @@ func (w *applyWriter) insert(ctx context.Context, c *creates) error {
 		w.p.Source, w.p.Revision, initialConditions(), b.ns, b.kind, b.name, b.av, b.fp, b.fl, b.lb, b.an, b.sp, b.sh, b.mh, b.se, b.hd); err != nil {
 		return err
 	}
-	if err := w.edges(ctx, b, c.idx, nil); err != nil {
+	if err := w.edges(ctx, idx, nil); err != nil {
 		return err
 	}
-	w.changes, w.events = append(w.changes, c.changes...), append(w.events, c.events...)
 	return w.flush(ctx)
 }
 
 // edges writes the edges of the resources idx (their rows written, ids the rows rewritten,
-// whose old edges go; b their batch) and notes which rows to refresh after the commit. The
-// ids of new rows are read back only when some edge exists.
-func (w *applyWriter) edges(ctx context.Context, b *batch, idx []int, ids []int64) error {
+// whose old edges go) and notes which rows to refresh after the commit. The ids of new rows
+// are read back only when some edge exists.
+func (w *applyWriter) edges(ctx context.Context, idx []int, ids []int64) error {
 	deps := false
 	for _, i := range idx {
 		if len(w.p.Set.Resources[i].DependsOn) > 0 {
@@ -404,6 +348,7 @@ func (w *applyWriter) edges(ctx context.Context, b *batch, idx []int, ids []int6
 		w.refresh = append(w.refresh, ids...)
 		return nil
 	}
+	b := &w.b
 	rows, err := w.tx.Query(ctx, `SELECT r.id FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[]) AS x(ns, kind, name, hd)
 		JOIN resources r ON r.namespace = x.ns AND lower(r.kind) = lower(x.kind) AND r.name = x.name WHERE x.hd`, b.ns, b.kind, b.name, b.hd)
 	if err != nil {
@@ -460,7 +405,7 @@ func (w *applyWriter) update(ctx context.Context, rs []rewrite) error {
 			w.refresh = append(w.refresh, u.id)
 		}
 	}
-	if err := w.edges(ctx, b, idx, b.ids); err != nil {
+	if err := w.edges(ctx, idx, b.ids); err != nil {
 		return err
 	}
 	return w.flush(ctx)
@@ -488,7 +433,7 @@ func (w *applyWriter) relabel(ctx context.Context, rs []rewrite) error {
 	for k, m := range rs {
 		idx[k] = m.i
 	}
-	return w.edges(ctx, b, idx, b.ids)
+	return w.edges(ctx, idx, b.ids)
 }
 
 // requestReconcile runs the rows ids now as a manual reconcile by git:<revision> (their
