@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -119,7 +120,8 @@ func TestApplyRevisionInBatches(t *testing.T) {
 }
 
 // A revision's new rows are the same whatever the statements they were written in: rows,
-// edges, changes and events of a first apply in batches of 3 are those of one statement.
+// edges, changes and events of a first apply in batches of 3, and what the apply reports
+// (the rows created, the rows to refresh), are those of one statement.
 func TestApplyRevisionBatchesWriteTheSame(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -134,10 +136,26 @@ func TestApplyRevisionBatchesWriteTheSame(t *testing.T) {
 				r.DependsOn = []manifest.Dependency{{Target: graph.ID{Kind: "Widget", Namespace: "default", Name: "w00"}, Explicit: true}}
 			}
 		}
-		if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "r1", Set: set, BatchSize: batch}); err != nil {
+		res, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "r1", Set: set, BatchSize: batch})
+		if err != nil {
 			t.Fatal(err)
 		}
-		var out []string
+		names := map[int64]string{}
+		rows, err := st.pool.Query(ctx, `SELECT id, name FROM resources`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var id int64
+		var name string
+		if _, err := pgx.ForEachRow(rows, []any{&id, &name}, func() error { names[id] = name; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		refresh := []string{}
+		for _, id := range res.Refresh {
+			refresh = append(refresh, names[id])
+		}
+		slices.Sort(refresh)
+		out := []string{fmt.Sprint("created ", res.Created), "refresh " + strings.Join(refresh, " "), "--"}
 		for _, q := range []string{
 			`SELECT concat_ws(' ', namespace, kind, name, api_version, source, file_path, file_line, revision, labels, annotations, spec,
 			  spec_hash, meta_hash, generation, phase, conditions->0->>'reason', run_at IS NOT NULL, sealed_sha, has_deps, blocked) FROM resources ORDER BY id`,
@@ -161,7 +179,9 @@ func TestApplyRevisionBatchesWriteTheSame(t *testing.T) {
 	if !reflect.DeepEqual(batched, one) {
 		t.Errorf("written in batches of 3:\n%s\nin one statement:\n%s", strings.Join(batched, "\n"), strings.Join(one, "\n"))
 	}
-	if len(one) != 8+2+9+8+4 { // 8 rows, 2 edges, 8 changes and the source's, 8 events, 4 separators
+	if len(one) != 3+8+2+9+8+4 || one[0] != "created 8" || one[1] != "refresh w03 w03 w07 w07" {
+		// the result's created and refresh and a separator; 8 rows, 2 edges, 8 changes and the
+		// source's, 8 events, 4 separators
 		t.Errorf("wrote %d lines:\n%s", len(one), strings.Join(one, "\n"))
 	}
 }
