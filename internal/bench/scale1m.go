@@ -119,6 +119,10 @@ log: {level: warn}
 	defer stopProcess(cmd)
 	waits := watchLockWaits(ctx, st)
 	defer waits.stop()
+	before, err := writeCosts(ctx, st, filepath.Join(cluster.Dir(), "data"), cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	say := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "scale1m (%d resources, load %s): %s: "+format+"\n",
@@ -134,6 +138,9 @@ log: {level: warn}
 	}
 	first := time.Since(start)
 	say("first sync applied; lock waits so far:\n%s", waits)
+	if after, err := writeCosts(ctx, st, filepath.Join(cluster.Dir(), "data"), cmd.Process.Pid); err == nil {
+		say("first sync: %s", after.since(before, n, waits.applyStart().Sub(start), first))
+	}
 	record("sync_first_1m", first.Seconds(), "s", "≤ 30", atMost(30))
 
 	// A count of the table runs once the history (insert only, read by its last id) holds an
@@ -302,13 +309,114 @@ func (t *tailBuffer) String() string {
 	return string(t.b)
 }
 
+// writeCost is what the server and PostgreSQL have spent so far: CPU seconds and WAL, and
+// the rows of the tables a sync writes.
+type writeCost struct {
+	serveCPU, pgCPU float64
+	wal             int64
+	rows            map[string]int64
+}
+
+func writeCosts(ctx context.Context, st *store.Store, dataDir string, pid int) (writeCost, error) {
+	c := writeCost{serveCPU: processCPU(pid, false), pgCPU: clusterCPU(dataDir), rows: map[string]int64{}}
+	if err := st.Pool().QueryRow(ctx, "SELECT pg_current_wal_lsn() - '0/0'").Scan(&c.wal); err != nil {
+		return c, err
+	}
+	rows, err := st.Pool().Query(ctx, `SELECT relname, n_tup_ins FROM pg_stat_user_tables WHERE relname IN ('resources', 'events', 'changes')`)
+	if err != nil {
+		return c, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var t string
+		var n int64
+		if err := rows.Scan(&t, &n); err != nil {
+			return c, err
+		}
+		c.rows[t] = n
+	}
+	return c, rows.Err()
+}
+
+// since tells what the first sync of n resources cost: its wall time split at the apply's
+// start, CPU seconds of the server and of PostgreSQL, WAL and rows per resource.
+func (c writeCost) since(b writeCost, n int, parse, total time.Duration) string {
+	per := func(t string) float64 { return float64(c.rows[t]-b.rows[t]) / float64(n) }
+	split := "apply start not seen"
+	if parse > 0 {
+		split = fmt.Sprintf("start-up, fetch and parse %.1f s, apply %.1f s", parse.Seconds(), (total - parse).Seconds())
+	}
+	return fmt.Sprintf("%s; CPU serve %.1f s, postgres %.1f s; WAL %.2f KB per resource; rows per resource: resources %.2f, events %.2f, changes %.2f",
+		split, c.serveCPU-b.serveCPU, c.pgCPU-b.pgCPU, float64(c.wal-b.wal)/1024/float64(n), per("resources"), per("events"), per("changes"))
+}
+
+// processCPU is the CPU seconds pid has used, with those of its children waited for when
+// children is set (/proc/pid/stat: utime, stime, cutime, cstime in clock ticks of 1/100 s).
+func processCPU(pid int, children bool) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 15 {
+		return 0
+	}
+	fields := f[11:13]
+	if children {
+		fields = f[11:15]
+	}
+	var ticks float64
+	for _, v := range fields {
+		t, _ := strconv.ParseFloat(v, 64)
+		ticks += t
+	}
+	return ticks / 100
+}
+
+// clusterCPU is the CPU seconds of the cluster's processes: the postmaster, its children
+// alive, and those that ended.
+func clusterCPU(dataDir string) float64 {
+	b, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
+	if err != nil {
+		return 0
+	}
+	pm, _ := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
+	total := processCPU(pm, true)
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		s := string(st)
+		if f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]); len(f) > 1 && f[1] == strconv.Itoa(pm) {
+			total += processCPU(pid, false)
+		}
+	}
+	return total
+}
+
 // lockWaits samples pg_stat_activity for sessions waiting on a lock (a renewal waiting on the
-// apply would show here) and keeps the longest wait seen per statement.
+// apply would show here) and keeps the longest wait seen per statement. It also notes when
+// the first apply's transaction (the one inserting resources) began: what came before it is
+// the start-up, fetch, parse and validation.
 type lockWaits struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	mu      sync.Mutex
 	longest map[string]time.Duration
+	applyAt time.Time // zero until seen
+}
+
+func (w *lockWaits) applyStart() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.applyAt
 }
 
 func watchLockWaits(ctx context.Context, st *store.Store) *lockWaits {
@@ -334,6 +442,13 @@ func watchLockWaits(ctx context.Context, st *store.Store) *lockWaits {
 					}
 				}
 				rows.Close()
+			}
+			var at *time.Time
+			if w.applyStart().IsZero() && st.Pool().QueryRow(ctx, `SELECT min(xact_start) FROM pg_stat_activity
+				WHERE query LIKE '%INSERT INTO resources%' AND pid <> pg_backend_pid()`).Scan(&at) == nil && at != nil {
+				w.mu.Lock()
+				w.applyAt = *at
+				w.mu.Unlock()
 			}
 			select {
 			case <-ctx.Done():

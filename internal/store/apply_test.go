@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/status"
 )
@@ -113,6 +116,93 @@ func TestApplyRevisionInBatches(t *testing.T) {
 	}
 	if got.Changes != n+4+1 || got.Events["SpecChanged"] != 4 || got.Events["DeletionRequested"] != 1 {
 		t.Errorf("after r2: %d changes, events %v", got.Changes, got.Events)
+	}
+}
+
+// A revision's new rows are the same whatever the statements they were written in: rows,
+// edges, changes and events of a first apply in batches of 3, and what the apply reports
+// (the rows created, the rows to refresh), are those of one statement.
+func TestApplyRevisionBatchesWriteTheSame(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	written := func(batch int) []string {
+		st := openTest(t, "s")
+		set := widgets(8, func(i int) int { return i })
+		for i := range set.Resources {
+			r := &set.Resources[i]
+			r.Line, r.File = i*5+1, fmt.Sprintf("w%d.yaml", i/3)
+			r.Labels = map[string]string{"team": fmt.Sprint("t", i%3), "tier": "x"}
+			if i%4 == 3 {
+				r.DependsOn = []manifest.Dependency{{Target: graph.ID{Kind: "Widget", Namespace: "default", Name: "w00"}, Explicit: true}}
+			}
+		}
+		res, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "r1", Set: set, BatchSize: batch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := map[int64]string{}
+		rows, err := st.pool.Query(ctx, `SELECT id, name FROM resources`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var id int64
+		var name string
+		if _, err := pgx.ForEachRow(rows, []any{&id, &name}, func() error { names[id] = name; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		refresh := []string{}
+		for _, id := range res.Refresh {
+			refresh = append(refresh, names[id])
+		}
+		slices.Sort(refresh)
+		out := []string{fmt.Sprint("created ", res.Created), "refresh " + strings.Join(refresh, " "), "--"}
+		for _, q := range []string{
+			`SELECT concat_ws(' ', namespace, kind, name, api_version, source, file_path, file_line, revision, labels, annotations, spec,
+			  spec_hash, meta_hash, generation, phase, conditions->0->>'reason', run_at IS NOT NULL, sealed_sha, has_deps, blocked) FROM resources ORDER BY id`,
+			`SELECT concat_ws(' ', r.name, e.dep_kind, e.dep_namespace, e.dep_name) FROM resource_edges e JOIN resources r ON r.id = e.resource_id ORDER BY r.id`,
+			`SELECT concat_ws(' ', object, type, namespace, kind, name, source, phase, generation) FROM changes ORDER BY id`,
+			`SELECT concat_ws(' ', namespace, kind, name, source, type, reason, message) FROM events ORDER BY id`,
+		} {
+			rows, err := st.pool.Query(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(append(out, got...), "--")
+		}
+		return out
+	}
+	one, batched := written(100), written(3)
+	if !reflect.DeepEqual(batched, one) {
+		t.Errorf("written in batches of 3:\n%s\nin one statement:\n%s", strings.Join(batched, "\n"), strings.Join(one, "\n"))
+	}
+	if len(one) != 3+8+2+9+8+4 || one[0] != "created 8" || one[1] != "refresh w03 w03 w07 w07" {
+		// the result's created and refresh and a separator; 8 rows, 2 edges, 8 changes and the
+		// source's, 8 events, 4 separators
+		t.Errorf("wrote %d lines:\n%s", len(one), strings.Join(one, "\n"))
+	}
+}
+
+// BenchmarkApplyBuild100k: what a first apply of 100,000 new rows spends building its
+// statements (column arrays, changes, events) in batches of 2,000, without the database.
+func BenchmarkApplyBuild100k(b *testing.B) {
+	set := widgets(100_000, func(i int) int { return i })
+	ins := make([]int, len(set.Resources))
+	for i := range ins {
+		ins[i] = i
+	}
+	w := &applyWriter{p: ApplyParams{Source: "s", Revision: "0123456789abcdef0123456789abcdef01234567", Set: set}, size: 2000}
+	for b.Loop() {
+		_ = chunks(len(ins), w.size, func(lo, hi int) error {
+			w.build(ins[lo:hi])
+			clear(w.changes)
+			clear(w.events)
+			w.changes, w.events = w.changes[:0], w.events[:0]
+			return nil
+		})
 	}
 }
 
