@@ -318,7 +318,7 @@ type writeCost struct {
 }
 
 func writeCosts(ctx context.Context, st *store.Store, dataDir string, pid int) (writeCost, error) {
-	c := writeCost{serveCPU: processCPU(pid, false), pgCPU: clusterCPU(dataDir), rows: map[string]int64{}}
+	c := writeCost{serveCPU: pidCPU(pid, false), pgCPU: clusterCPU(dataDir), rows: map[string]int64{}}
 	if err := st.Pool().QueryRow(ctx, "SELECT pg_current_wal_lsn() - '0/0'").Scan(&c.wal); err != nil {
 		return c, err
 	}
@@ -350,9 +350,9 @@ func (c writeCost) since(b writeCost, n int, parse, total time.Duration) string 
 		split, c.serveCPU-b.serveCPU, c.pgCPU-b.pgCPU, float64(c.wal-b.wal)/1024/float64(n), per("resources"), per("events"), per("changes"))
 }
 
-// processCPU is the CPU seconds pid has used, with those of its children waited for when
+// pidCPU is the CPU seconds pid has used, with those of its children waited for when
 // children is set (/proc/pid/stat: utime, stime, cutime, cstime in clock ticks of 1/100 s).
-func processCPU(pid int, children bool) float64 {
+func pidCPU(pid int, children bool) float64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
@@ -382,7 +382,7 @@ func clusterCPU(dataDir string) float64 {
 		return 0
 	}
 	pm, _ := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
-	total := processCPU(pm, true)
+	total := pidCPU(pm, true)
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
@@ -395,7 +395,7 @@ func clusterCPU(dataDir string) float64 {
 		}
 		s := string(st)
 		if f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]); len(f) > 1 && f[1] == strconv.Itoa(pm) {
-			total += processCPU(pid, false)
+			total += pidCPU(pid, false)
 		}
 	}
 	return total
