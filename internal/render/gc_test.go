@@ -1,0 +1,65 @@
+package render
+
+import (
+	"runtime/debug"
+	"runtime/metrics"
+	"testing"
+)
+
+func TestGCPercentFor(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		prev int
+		live uint64
+		want int
+	}{
+		{100, 0, 400},
+		{100, 10 << 20, 400},
+		{100, 64 << 20, 400},
+		{100, 128 << 20, 300}, // 256 MiB beyond the 128 MiB that GOGC=100 allows
+		{100, 1 << 30, 125},
+		{100, 16 << 30, 101},
+		{50, 512 << 20, 100},
+		{400, 1 << 20, 400},
+		{800, 1 << 20, 800}, // never below the process's own
+		{-1, 1 << 20, -1},   // the collector off stays off
+	} {
+		if got := gcPercentFor(c.prev, c.live); got != c.want {
+			t.Errorf("gcPercentFor(%d, %d MiB) = %d, want %d", c.prev, c.live>>20, got, c.want)
+		}
+	}
+}
+
+func gogc() int {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int(int64(s[0].Value.Uint64()))
+}
+
+// TestRaiseGCPutsBack: GOGC is raised while renders run and put back when the last ends;
+// an off collector stays off. Not parallel: GOGC is the process's.
+func TestRaiseGCPutsBack(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	first := raiseGC()
+	if got := gogc(); got != renderGCPercent { // the test's live heap is small
+		t.Fatalf("GOGC %d during a render, want %d", got, renderGCPercent)
+	}
+	second := raiseGC()
+	first()
+	if got := gogc(); got != renderGCPercent {
+		t.Fatalf("GOGC %d while a second render runs, want %d", got, renderGCPercent)
+	}
+	second()
+	if got := gogc(); got != 100 {
+		t.Fatalf("GOGC %d after the renders, want 100", got)
+	}
+	debug.SetGCPercent(-1)
+	off := raiseGC()
+	if got := gogc(); got != -1 {
+		t.Fatalf("GOGC %d during a render with the collector off, want -1", got)
+	}
+	off()
+	if got := gogc(); got != -1 {
+		t.Fatalf("GOGC %d after a render with the collector off, want -1", got)
+	}
+}
