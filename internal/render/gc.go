@@ -16,13 +16,15 @@ const renderGCPercent = 400
 // own GOGC lets it (the soft memory limit, server.memoryLimit, bounds it too).
 const renderHeapBudget = 256 << 20
 
-// gcRaise counts the renders running; the first raises GOGC, the last puts it back.
-var gcRaise struct {
+// gcRenders counts the renders running; the first raises GOGC, the last puts it back.
+type gcRenders struct {
 	sync.Mutex
 	renders int
 	prev    int  // the GOGC to put back
 	raised  bool // whether the first render changed it
 }
+
+var gcRaise gcRenders
 
 // raiseGC raises GOGC for a render (see gcPercentFor); the function it returns puts it back
 // when no other render runs.
@@ -30,23 +32,28 @@ func raiseGC() (restore func()) {
 	gcRaise.Lock()
 	defer gcRaise.Unlock()
 	if gcRaise.renders == 0 {
+		gcRaise.raised = false
 		s := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/heap/live:bytes"}}
 		metrics.Read(s)
-		prev := int(int64(s[0].Value.Uint64())) // -1 when the collector is off
-		gcRaise.prev, gcRaise.raised = prev, false
-		if p := gcPercentFor(prev, s[1].Value.Uint64()); p != prev {
-			debug.SetGCPercent(p)
-			gcRaise.raised = true
+		// A runtime without these metrics leaves GOGC alone.
+		if s[0].Value.Kind() == metrics.KindUint64 && s[1].Value.Kind() == metrics.KindUint64 {
+			prev := int(int64(s[0].Value.Uint64())) // -1 when the collector is off
+			if p := gcPercentFor(prev, s[1].Value.Uint64()); p != prev {
+				gcRaise.prev, gcRaise.raised = debug.SetGCPercent(p), true
+			}
 		}
 	}
 	gcRaise.renders++
-	return func() {
-		gcRaise.Lock()
-		defer gcRaise.Unlock()
-		gcRaise.renders--
-		if gcRaise.renders == 0 && gcRaise.raised {
-			debug.SetGCPercent(gcRaise.prev)
-		}
+	return gcRaise.done
+}
+
+// done ends a render: the last one puts GOGC back.
+func (g *gcRenders) done() {
+	g.Lock()
+	defer g.Unlock()
+	g.renders--
+	if g.renders == 0 && g.raised {
+		debug.SetGCPercent(g.prev)
 	}
 }
 

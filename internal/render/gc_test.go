@@ -3,6 +3,7 @@ package render
 import (
 	"runtime/debug"
 	"runtime/metrics"
+	"sync"
 	"testing"
 )
 
@@ -52,6 +53,19 @@ func TestRaiseGCPutsBack(t *testing.T) {
 	second()
 	if got := gogc(); got != 100 {
 		t.Fatalf("GOGC %d after the renders, want 100", got)
+	}
+	// Renders starting and ending at once: GOGC is put back once the last ends.
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				raiseGC()()
+			}
+		})
+	}
+	wg.Wait()
+	if got := gogc(); got != 100 {
+		t.Fatalf("GOGC %d after concurrent renders, want 100", got)
 	}
 	debug.SetGCPercent(-1)
 	off := raiseGC()
