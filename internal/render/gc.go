@@ -1,6 +1,7 @@
 package render
 
 import (
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
@@ -16,12 +17,16 @@ const renderGCPercent = 400
 // own GOGC lets it (the soft memory limit, server.memoryLimit, bounds it too).
 const renderHeapBudget = 256 << 20
 
-// gcRenders counts the renders running; the first raises GOGC, the last puts it back.
+// gcRenders counts the renders running; the first raises GOGC, the last puts it back. While
+// renders run, GOGC follows the live heap: it is computed again when a render starts and
+// after every collection, so that the bound of renderHeapBudget holds as the heap grows.
 type gcRenders struct {
 	sync.Mutex
 	renders int
-	prev    int  // the GOGC to put back
-	raised  bool // whether the first render changed it
+	prev    int  // the process's GOGC, to put back
+	set     int  // the GOGC in force while renders run
+	managed bool // whether renders set GOGC (a runtime with the metrics, a collector on)
+	armed   bool // whether a sentinel waits for the next collection
 }
 
 var gcRaise gcRenders
@@ -29,22 +34,51 @@ var gcRaise gcRenders
 // raiseGC raises GOGC for a render (see gcPercentFor); the function it returns puts it back
 // when no other render runs.
 func raiseGC() (restore func()) {
-	gcRaise.Lock()
-	defer gcRaise.Unlock()
-	if gcRaise.renders == 0 {
-		gcRaise.raised = false
-		s := []metrics.Sample{{Name: "/gc/gogc:percent"}, {Name: "/gc/heap/live:bytes"}}
+	g := &gcRaise
+	g.Lock()
+	defer g.Unlock()
+	if g.renders == 0 {
+		g.managed = false
+		s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
 		metrics.Read(s)
-		// A runtime without these metrics leaves GOGC alone.
-		if s[0].Value.Kind() == metrics.KindUint64 && s[1].Value.Kind() == metrics.KindUint64 {
-			prev := int(int64(s[0].Value.Uint64())) // -1 when the collector is off
-			if p := gcPercentFor(prev, s[1].Value.Uint64()); p != prev {
-				gcRaise.prev, gcRaise.raised = debug.SetGCPercent(p), true
-			}
+		// A runtime without the metrics leaves GOGC alone, and so does an off collector.
+		if s[0].Value.Kind() == metrics.KindUint64 {
+			g.prev = int(int64(s[0].Value.Uint64())) // -1 when the collector is off
+			g.set, g.managed = g.prev, g.prev >= 0 && g.prev < renderGCPercent
 		}
 	}
-	gcRaise.renders++
-	return gcRaise.done
+	g.renders++
+	g.adjust()
+	return g.done
+}
+
+// adjust sets GOGC for the live heap and arms a sentinel that adjusts it again after the
+// next collection. The caller holds g.
+func (g *gcRenders) adjust() {
+	if g.renders == 0 || !g.managed {
+		return
+	}
+	live, ok := heapLive()
+	if !ok {
+		return
+	}
+	if p := gcPercentFor(g.prev, live); p != g.set {
+		debug.SetGCPercent(p)
+		g.set = p
+	}
+	if !g.armed {
+		g.armed = true
+		// Not a tiny object, which the runtime may batch with live ones (and never clean up).
+		runtime.AddCleanup(new([64]byte), (*gcRenders).collected, g)
+	}
+}
+
+// collected runs after a collection found the sentinel unreachable.
+func (g *gcRenders) collected() {
+	g.Lock()
+	defer g.Unlock()
+	g.armed = false
+	g.adjust()
 }
 
 // done ends a render: the last one puts GOGC back.
@@ -52,14 +86,31 @@ func (g *gcRenders) done() {
 	g.Lock()
 	defer g.Unlock()
 	g.renders--
-	if g.renders == 0 && g.raised {
+	if g.renders == 0 && g.managed && g.set != g.prev {
 		debug.SetGCPercent(g.prev)
+		g.set = g.prev
 	}
 }
 
+// heapLive is the heap that the collector's goal is proportional to, as of the last
+// collection: the live heap, the stacks and the globals (goal = live + that × GOGC/100).
+func heapLive() (uint64, bool) {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}
+	metrics.Read(s)
+	var n uint64
+	for _, v := range s {
+		if v.Value.Kind() != metrics.KindUint64 {
+			return 0, false
+		}
+		n += v.Value.Uint64()
+	}
+	return n, true
+}
+
 // gcPercentFor is the GOGC a render runs with given the process's (prev, negative when the
-// collector is off) and the live heap: renderGCPercent as long as the heap it allows beyond
-// prev's stays within renderHeapBudget, less when the live heap is large, never below prev.
+// collector is off) and the heap the goal is proportional to (see heapLive): renderGCPercent
+// as long as the heap it allows beyond prev's stays within renderHeapBudget, less when the
+// live heap is large, never below prev.
 func gcPercentFor(prev int, live uint64) int {
 	if prev < 0 || prev >= renderGCPercent {
 		return prev

@@ -1,10 +1,12 @@
 package render
 
 import (
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestGCPercentFor(t *testing.T) {
@@ -41,6 +43,7 @@ func gogc() int {
 // an off collector stays off. Not parallel: GOGC is the process's.
 func TestRaiseGCPutsBack(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	runtime.GC() // the live heap of the last collection is the test's
 	first := raiseGC()
 	if got := gogc(); got != renderGCPercent { // the test's live heap is small
 		t.Fatalf("GOGC %d during a render, want %d", got, renderGCPercent)
@@ -75,5 +78,52 @@ func TestRaiseGCPutsBack(t *testing.T) {
 	off()
 	if got := gogc(); got != -1 {
 		t.Fatalf("GOGC %d after a render with the collector off, want -1", got)
+	}
+}
+
+// TestRaiseGCFollowsTheHeap: the heap GOGC allows while renders run stays within
+// renderHeapBudget beyond what the process's own GOGC allows as the live heap grows during
+// the renders, and for a render that joins them. Not parallel: GOGC is the process's.
+func TestRaiseGCFollowsTheHeap(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer runtime.GC() // the tests after run with a small heap again
+	runtime.GC()
+	first := raiseGC()
+	defer func() { first() }()
+	if got := gogc(); got != renderGCPercent {
+		t.Fatalf("GOGC %d during a render with a small heap, want %d", got, renderGCPercent)
+	}
+	held := make([]byte, 128<<20) // the live heap grows while the render runs
+	within := func() (beyond uint64, ok bool) {
+		s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}, {Name: "/gc/heap/live:bytes"},
+			{Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}
+		metrics.Read(s)
+		goal, live := s[0].Value.Uint64(), s[1].Value.Uint64()
+		own := live + live + s[2].Value.Uint64() + s[3].Value.Uint64() // GOGC=100's goal
+		return goal - own, goal <= own+renderHeapBudget
+	}
+	// The GOGC follows after a collection; the sentinel that adjusts it runs after the
+	// collection that finds it unreachable.
+	for deadline := time.Now().Add(time.Minute); ; {
+		runtime.GC()
+		if _, ok := within(); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			b, _ := within()
+			t.Fatalf("with 128 MiB live the heap goal is %d MiB beyond GOGC=100's (GOGC %d), more than %d MiB",
+				b>>20, gogc(), renderHeapBudget>>20)
+		}
+	}
+	second := raiseGC() // a render that joins keeps the bound
+	if _, ok := within(); !ok {
+		t.Fatalf("GOGC %d after a render joins, beyond the budget", gogc())
+	}
+	second()
+	runtime.KeepAlive(held)
+	first()
+	first = func() {}
+	if got := gogc(); got != 100 {
+		t.Fatalf("GOGC %d after the renders, want 100", got)
 	}
 }
