@@ -38,14 +38,10 @@ func raiseGC() (restore func()) {
 	g.Lock()
 	defer g.Unlock()
 	if g.renders == 0 {
-		g.managed = false
-		s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
-		metrics.Read(s)
 		// A runtime without the metrics leaves GOGC alone, and so does an off collector.
-		if s[0].Value.Kind() == metrics.KindUint64 {
-			g.prev = int(int64(s[0].Value.Uint64())) // -1 when the collector is off
-			g.set, g.managed = g.prev, g.prev >= 0 && g.prev < renderGCPercent
-		}
+		var ok bool
+		g.prev, ok = gcPercent()
+		g.set, g.managed = g.prev, ok && g.prev >= 0 && g.prev < renderGCPercent
 	}
 	g.renders++
 	g.adjust()
@@ -53,18 +49,21 @@ func raiseGC() (restore func()) {
 }
 
 // adjust sets GOGC for the live heap and arms a sentinel that adjusts it again after the
-// next collection. The caller holds g.
+// next collection. A GOGC that someone else sets while renders run stays: the renders leave
+// it alone from then on. The caller holds g.
 func (g *gcRenders) adjust() {
 	if g.renders == 0 || !g.managed {
 		return
 	}
 	live, ok := heapLive()
-	if !ok {
+	if cur, known := gcPercent(); !ok || !known || cur != g.set {
+		g.managed = false
 		return
 	}
 	if p := gcPercentFor(g.prev, live); p != g.set {
-		debug.SetGCPercent(p)
-		g.set = p
+		if !g.setPercent(p) {
+			return
+		}
 	}
 	if !g.armed {
 		g.armed = true
@@ -87,9 +86,30 @@ func (g *gcRenders) done() {
 	defer g.Unlock()
 	g.renders--
 	if g.renders == 0 && g.managed && g.set != g.prev {
-		debug.SetGCPercent(g.prev)
-		g.set = g.prev
+		g.setPercent(g.prev)
 	}
+}
+
+// setPercent sets GOGC to p unless someone else has set it since the renders last did: then
+// it puts theirs back, leaves it from then on and reports false. The caller holds g.
+func (g *gcRenders) setPercent(p int) bool {
+	if old := debug.SetGCPercent(p); old != g.set {
+		debug.SetGCPercent(old)
+		g.managed = false
+		return false
+	}
+	g.set = p
+	return true
+}
+
+// gcPercent is GOGC (-1 when the collector is off), if the runtime has the metric.
+func gcPercent() (int, bool) {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0, false
+	}
+	return int(int64(s[0].Value.Uint64())), true
 }
 
 // heapLive is the heap that the collector's goal is proportional to, as of the last

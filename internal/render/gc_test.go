@@ -40,7 +40,7 @@ func gogc() int {
 }
 
 // TestRaiseGCPutsBack: GOGC is raised while renders run and put back when the last ends;
-// an off collector stays off. Not parallel: GOGC is the process's.
+// one set by someone else while they run stays; an off collector stays off. Not parallel: GOGC is the process's.
 func TestRaiseGCPutsBack(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	runtime.GC() // the live heap of the last collection is the test's
@@ -70,6 +70,21 @@ func TestRaiseGCPutsBack(t *testing.T) {
 	if got := gogc(); got != 100 {
 		t.Fatalf("GOGC %d after concurrent renders, want 100", got)
 	}
+	// A GOGC someone else sets while renders run stays, for the renders that join and after
+	// the last.
+	first, second = raiseGC(), nil
+	debug.SetGCPercent(150)
+	second = raiseGC()
+	if got := gogc(); got != 150 {
+		t.Fatalf("GOGC %d after a render joins, want the 150 set while renders run", got)
+	}
+	runtime.GC()
+	first()
+	second()
+	if got := gogc(); got != 150 {
+		t.Fatalf("GOGC %d after the renders, want the 150 set while they ran", got)
+	}
+	debug.SetGCPercent(100)
 	debug.SetGCPercent(-1)
 	off := raiseGC()
 	if got := gogc(); got != -1 {
