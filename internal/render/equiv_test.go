@@ -129,7 +129,7 @@ func TestKustomizeSameAsKrusty(t *testing.T) {
 				pos[w] = i
 			}
 			// The files come in the order of their first resources.
-			seen, first := 0, -1
+			seen, first := make([]bool, len(want)), -1
 			for _, f := range out {
 				last := -1
 				for n, doc := range strings.Split(strings.TrimSuffix(string(f.Data), "\n"), "\n---\n") {
@@ -138,6 +138,9 @@ func TestKustomizeSameAsKrusty(t *testing.T) {
 					if !ok {
 						t.Fatalf("%s: a resource plain kustomize does not build:\n%s\nkustomize's:\n%s", f.Path, got, strings.Join(want, "\n"))
 					}
+					if seen[i] {
+						t.Fatalf("%s: a resource rendered twice:\n%s", f.Path, got)
+					}
 					if i <= last || n == 0 && i <= first {
 						t.Fatalf("%s: resources out of kustomize's order at\n%s", f.Path, got)
 					}
@@ -145,11 +148,13 @@ func TestKustomizeSameAsKrusty(t *testing.T) {
 						first = i
 					}
 					last = i
-					seen++
+					seen[i] = true
 				}
 			}
-			if seen != len(want) {
-				t.Fatalf("%d resources rendered, plain kustomize builds %d", seen, len(want))
+			for i, ok := range seen {
+				if !ok {
+					t.Errorf("a resource plain kustomize builds is not rendered:\n%s", want[i])
+				}
 			}
 		})
 	}
