@@ -85,8 +85,8 @@ func (b *bench) kustomizeFigures(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// The process's CPU time in each sync (PostgreSQL's aside): what the wall times say on a
-	// quiet machine, less the neighbours' share.
+	// This process's CPU time in each sync (PostgreSQL and git-upload-pack aside, which run
+	// in processes of their own): the neighbours' share of a shared machine is not in it.
 	record("sync_first_10k_cpu", baseCPU.Seconds(), "s", "informational", nil)
 	record("sync_first_10k_kustomize_cpu", renderedCPU.Seconds(), "s", "informational", nil)
 	record("sync_first_10k_kustomize", rendered.Seconds(), "s", fmt.Sprintf("≤ 2 × sync_first_10k (%.2f s here)", base.Seconds()),
@@ -142,7 +142,7 @@ func (b *bench) firstSync(ctx context.Context, name string, files map[string]str
 	return took, cpu, nil
 }
 
-// cpuTime is the CPU time (user and system) the process has used.
+// cpuTime is the CPU time (user and system) this process has used, its children's aside.
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
