@@ -16,23 +16,7 @@ import (
 // (a namespace, a generator and a name reference to what it generates), a component.
 var equivBase = map[string]string{
 	"base/kustomization.yaml": "resources:\n- app.yaml\n- conf.json\n- list.yaml\n",
-	"base/app.yaml": `# the app
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web, labels: {app: web}}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-      - name: web
-        image: nginx:1.25
-        envFrom: [{configMapRef: {name: settings}}]
-        volumeMounts: [{name: s, mountPath: /s}]
-      volumes: [{name: s, secret: {secretName: creds}}]
----
+	"base/app.yaml": "# the app\n" + webDeployment + `---
 # between documents
 ---
 apiVersion: v1
