@@ -25,7 +25,7 @@ type gcRenders struct {
 	renders int
 	prev    int  // the process's GOGC, to put back
 	set     int  // the GOGC in force while renders run
-	managed bool // whether renders set GOGC (a runtime with the metrics, a collector on)
+	managed bool // whether renders set GOGC (the metrics, a collector on, no GOGC set by others)
 	armed   bool // whether a sentinel waits for the next collection
 }
 
