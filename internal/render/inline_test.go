@@ -11,10 +11,12 @@ import (
 )
 
 const (
-	inlineDeploy = `apiVersion: apps/v1
+	// webDeployment is a Deployment that refers to a ConfigMap and a Secret by name.
+	webDeployment = `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web, labels: {app: web}}
 spec:
+  replicas: 1
   selector: {matchLabels: {app: web}}
   template:
     metadata: {labels: {app: web}}
@@ -25,7 +27,8 @@ spec:
         envFrom: [{configMapRef: {name: settings}}]
         volumeMounts: [{name: s, mountPath: /s}]
       volumes: [{name: s, secret: {secretName: creds}}]
----
+`
+	inlineDeploy = webDeployment + `---
 apiVersion: v1
 kind: Service
 metadata: {name: web}

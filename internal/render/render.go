@@ -167,6 +167,7 @@ func Kustomize(ctx context.Context, files []sources.File, opt Options) ([]source
 		checks[i] = c
 	}
 
+	defer raiseGC()()
 	outs := make([][]sources.File, len(roots))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))

@@ -1,0 +1,159 @@
+package render
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// equivBase is a tree of bases the overlays of TestKustomizeSameAsKrusty build on: a plain
+// base of several files (multi-document, comments, JSON, a List), a base that is not plain
+// (a namespace, a generator and a name reference to what it generates), a component.
+var equivBase = map[string]string{
+	"base/kustomization.yaml": "resources:\n- app.yaml\n- conf.json\n- list.yaml\n",
+	"base/app.yaml": "# the app\n" + webDeployment + `---
+# between documents
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+  annotations: {note: "multi\nline"}
+spec:
+  selector: {app: web}
+  ports: [{port: 80, targetPort: 8080}]
+--- # a comment on the separator
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {mode: base, count: "3", flag: "true", empty: ""}
+`,
+	"base/conf.json":             `{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "creds"}, "stringData": {"k": "v"}}`,
+	"base/list.yaml":             "apiVersion: v1\nkind: ConfigMapList\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: l1}, data: {a: '1'}}\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: l2}, data: {b: '2'}}\n",
+	"gen/kustomization.yaml":     "namespace: gen\nresources: [job.yaml]\nconfigMapGenerator:\n- {name: job-conf, literals: [x=1, y=two]}\nsecretGenerator:\n- {name: job-secret, literals: [p=q]}\n",
+	"gen/job.yaml":               "apiVersion: batch/v1\nkind: Job\nmetadata: {name: job}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers:\n      - {name: j, image: busybox, envFrom: [{configMapRef: {name: job-conf}}, {secretRef: {name: job-secret}}]}\n",
+	"comp/kustomization.yaml":    "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources: [extra.yaml]\npatches:\n- target: {kind: Deployment}\n  patch: |-\n    - {op: add, path: /metadata/annotations, value: {component: 'on'}}\n",
+	"comp/extra.yaml":            "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: extra}\n",
+	"mid/kustomization.yaml":     "resources: [../base]\nnameSuffix: -mid\ncommonLabels: {layer: mid}\n",
+	"widgets/kustomization.yaml": "resources: [w.yaml]\n",
+	"widgets/w.yaml":             widgetDocs(0, 30),
+	"ov/x/replicas.yaml":         "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 5}\n",
+	"ov/x/json.yaml":             "- {op: replace, path: /spec/size, value: 7}\n- {op: add, path: /spec/extra, value: [1, 'two', {three: 3}]}\n",
+}
+
+// widgetDocs is a file of widgets from..to, the bench's shape.
+func widgetDocs(from, to int) string {
+	var w strings.Builder
+	for i := from; i < to; i++ {
+		fmt.Fprintf(&w, "---\napiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: w%04d, namespace: ns%d, labels: {team: t%d}}\nspec: {size: %d}\n", i, i%3, i%7, i)
+	}
+	return w.String()
+}
+
+// TestKustomizeSameAsKrusty: what Kustomize renders (plain bases inlined, origins marked in
+// the text, JSON written from kustomize's nodes, the collector tuned) holds the same
+// resources, in kustomize's order within each origin file, as a plain krusty build of the
+// same files, whatever the overlay does: prefixes and suffixes and the references they
+// rename, namespaces, labels and selectors, annotations, strategic and JSON 6902 patches
+// (inline and from files), components, generators, images, replicas, replacements, bases
+// of bases.
+func TestKustomizeSameAsKrusty(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ name, kust string }{
+		{"prefix, labels, JSON patch (the bench)", "resources: [../../widgets]\nnamePrefix: prod-\nlabels: [{pairs: {env: prod}}]\npatches:\n- target: {kind: Widget, name: w0000}\n  patch: |-\n    - {op: replace, path: /spec/size, value: 1}\n"},
+		{"prefix and suffix with name references", "resources: [../../base]\nnamePrefix: p-\nnameSuffix: -s\n"},
+		{"namespace, selectors, annotations", "resources: [../../base, ../../widgets]\nnamespace: prod\nlabels: [{pairs: {env: prod}, includeSelectors: true}, {pairs: {tier: web}, includeTemplates: true}]\ncommonAnnotations: {owner: team-a}\n"},
+		{"strategic patches inline and from a file", "resources: [../../base]\npatches:\n- path: replicas.yaml\n- patch: |\n    apiVersion: apps/v1\n    kind: Deployment\n    metadata: {name: web}\n    spec:\n      template:\n        spec:\n          containers:\n          - {name: web, image: nginx:2, env: [{name: A, value: b}]}\n"},
+		{"JSON 6902 patches from a file and by label", "resources: [../../widgets]\npatches:\n- path: json.yaml\n  target: {kind: Widget, labelSelector: team=t3}\n"},
+		{"component", "resources: [../../base]\ncomponents: [../../comp]\nnamePrefix: c-\n"},
+		{"generators and their references", "resources: [../../base, ../../gen]\nconfigMapGenerator:\n- {name: settings, behavior: merge, literals: [mode=prod]}\n- {name: fresh, literals: [a=b]}\nnamePrefix: g-\n"},
+		{"images, replicas, replacements", "resources: [../../base]\nimages: [{name: nginx, newName: registry.example.com/nginx, newTag: '1.26'}]\nreplicas: [{name: web, count: 3}]\nreplacements:\n- source: {kind: ConfigMap, name: settings, fieldPath: data.mode}\n  targets: [{select: {kind: Service}, fieldPaths: [metadata.annotations.mode], options: {create: true}}]\n"},
+		{"a base of a base and own files", "resources: [../../mid, own.yaml]\nnamePrefix: n-\nnamespace: nested\n"},
+		{"sort order", "resources: [../../widgets, ../../base]\nsortOptions: {order: legacy}\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			files := map[string]string{
+				"ov/x/kustomization.yaml": c.kust,
+				"ov/x/own.yaml":           "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: own}\ndata: {k: v}\n---\n" + widgetDocs(100, 103),
+			}
+			for p, d := range equivBase {
+				files[p] = d
+			}
+			out, err := Kustomize(context.Background(), snapshot(files), Options{Paths: []string{"ov/x"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fs := filesys.MakeFsInMemory()
+			for p, d := range files {
+				if err := fs.WriteFile("/k/"+p, []byte(d)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			m, err := krusty.MakeKustomizer(options()).Run(fs, "/k/ov/x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			for _, r := range m.Resources() {
+				j, err := r.MarshalJSON()
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, canonicalJSON(t, j))
+			}
+			// Each origin file's resources come in kustomize's order; all of them, once.
+			pos := map[string]int{}
+			for i, w := range want {
+				pos[w] = i
+			}
+			// The files come in the order of their first resources.
+			seen, first := make([]bool, len(want)), -1
+			for _, f := range out {
+				last := -1
+				for n, doc := range strings.Split(strings.TrimSuffix(string(f.Data), "\n"), "\n---\n") {
+					got := canonicalJSON(t, []byte(doc))
+					i, ok := pos[got]
+					if !ok {
+						t.Fatalf("%s: a resource plain kustomize does not build:\n%s\nkustomize's:\n%s", f.Path, got, strings.Join(want, "\n"))
+					}
+					if seen[i] {
+						t.Fatalf("%s: a resource rendered twice:\n%s", f.Path, got)
+					}
+					if i <= last || n == 0 && i <= first {
+						t.Fatalf("%s: resources out of kustomize's order at\n%s", f.Path, got)
+					}
+					if n == 0 {
+						first = i
+					}
+					last = i
+					seen[i] = true
+				}
+			}
+			for i, ok := range seen {
+				if !ok {
+					t.Errorf("a resource plain kustomize builds is not rendered:\n%s", want[i])
+				}
+			}
+		})
+	}
+}
+
+// canonicalJSON is a resource's JSON with its keys sorted.
+func canonicalJSON(t *testing.T, doc []byte) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(doc, &v); err != nil {
+		t.Fatalf("%v:\n%s", err, doc)
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
