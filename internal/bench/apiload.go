@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,8 +9,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -288,52 +285,17 @@ func (b *bench) throughputUnderAPILoad(ctx context.Context, n, clients int) (rat
 			return 0, served, err
 		}
 	}
-	start, cpu, pg := time.Now(), cpuTime(), b.postgresCPU()
+	pg, _ := postgresCPU(b.cluster)
+	start, cpu := time.Now(), cpuTime()
 	err = waitReady(ctx, st, n, 5*time.Minute)
 	took := time.Since(start)
+	pg1, _ := postgresCPU(b.cluster)
 	fmt.Fprintf(os.Stderr, "apiload: %d clients: drain %s, CPU of the bench's process %s, of PostgreSQL %s\n",
-		clients, took.Round(time.Millisecond), (cpuTime() - cpu).Round(time.Millisecond), (b.postgresCPU() - pg).Round(time.Millisecond))
+		clients, took.Round(time.Millisecond), (cpuTime() - cpu).Round(time.Millisecond), (pg1 - pg).Round(time.Millisecond))
 	end(took)
 	stop()
 	if err != nil {
 		return 0, served, err
 	}
 	return float64(n) / took.Seconds(), served, nil
-}
-
-// postgresCPU is the CPU time (user and system) the bench's cluster has used: its postmaster
-// with the backends it reaped, and the backends still running (/proc, Linux; 0 elsewhere).
-func (b *bench) postgresCPU() time.Duration {
-	pid, err := os.ReadFile(filepath.Join(b.cluster.Dir(), "data", "postmaster.pid"))
-	if err != nil {
-		return 0
-	}
-	pm, _, _ := strings.Cut(string(pid), "\n")
-	ents, _ := os.ReadDir("/proc")
-	var ticks int64
-	for _, e := range ents {
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// After the command's ")": state, ppid, …; utime, stime, cutime, cstime are the
-		// 12th to 15th fields from there.
-		_, rest, _ := bytes.Cut(stat, []byte(") "))
-		f := strings.Fields(string(rest))
-		if len(f) < 15 {
-			continue
-		}
-		var fields []string
-		switch {
-		case e.Name() == pm:
-			fields = f[11:15]
-		case f[1] == pm:
-			fields = f[11:13]
-		}
-		for _, v := range fields {
-			t, _ := strconv.ParseInt(v, 10, 64)
-			ticks += t
-		}
-	}
-	return time.Duration(ticks) * time.Second / 100 // USER_HZ
 }

@@ -8,7 +8,6 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/pgembed"
@@ -114,7 +113,7 @@ func drainPass(ctx context.Context, st *store.Store, cluster *pgembed.Cluster, n
 	if err != nil {
 		return f, err
 	}
-	ownCPU0 := processCPU()
+	ownCPU0 := cpuTime()
 	start := time.Now()
 	var since time.Time
 	if again {
@@ -137,7 +136,7 @@ func drainPass(ctx context.Context, st *store.Store, cluster *pgembed.Cluster, n
 	})
 	took := time.Since(start)
 	pgCPU1, cpuErr := postgresCPU(cluster)
-	ownCPU1 := processCPU()
+	ownCPU1 := cpuTime()
 	if err != nil {
 		return f, err
 	}
@@ -203,58 +202,4 @@ func printDrainStats(ctx context.Context, st *store.Store) {
 	var upd, hot, ins int64
 	_ = st.Pool().QueryRow(ctx, "SELECT n_tup_upd, n_tup_hot_upd, n_tup_ins FROM pg_stat_user_tables WHERE relname = 'resources'").Scan(&upd, &hot, &ins)
 	fmt.Fprintf(os.Stderr, "drain: statements by time:\n%sdrain: resources updates %d (HOT %d), inserts %d\n", b.String(), upd, hot, ins)
-}
-
-// processCPU is the CPU time this process used so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// postgresCPU is the CPU time the cluster's processes used so far: the postmaster's own, that
-// of the backends it reaped (cutime, cstime), and that of those running.
-func postgresCPU(cluster *pgembed.Cluster) (time.Duration, error) {
-	pidText, err := os.ReadFile(filepath.Join(cluster.Dir(), "data", "postmaster.pid"))
-	if err != nil {
-		return 0, err
-	}
-	pm, err := strconv.Atoi(strings.SplitN(string(pidText), "\n", 2)[0])
-	if err != nil {
-		return 0, err
-	}
-	ticks := func(pid int, withChildren bool) (ppid int, t int64) {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return 0, 0
-		}
-		// Fields after the command (which may hold spaces) in parentheses.
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
-		ppid, _ = strconv.Atoi(f[1])
-		last := 12 // utime, stime: fields 14 and 15 of stat, from the state (field 3) on
-		if withChildren {
-			last = 14 // and cutime, cstime
-		}
-		for i := 11; i <= last; i++ {
-			v, _ := strconv.ParseInt(f[i], 10, 64)
-			t += v
-		}
-		return ppid, t
-	}
-	_, total := ticks(pm, true)
-	procs, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, err
-	}
-	for _, p := range procs {
-		pid, err := strconv.Atoi(p.Name())
-		if err != nil || pid == pm {
-			continue
-		}
-		if ppid, t := ticks(pid, false); ppid == pm {
-			total += t
-		}
-	}
-	// USER_HZ is 100 on Linux.
-	return time.Duration(total) * 10 * time.Millisecond, nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/config"
@@ -140,13 +139,4 @@ func (b *bench) firstSync(ctx context.Context, name string, files map[string]str
 		}
 	}
 	return took, cpu, nil
-}
-
-// cpuTime is the CPU time (user and system) this process has used, its children's aside.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

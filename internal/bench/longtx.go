@@ -71,7 +71,7 @@ func (b *bench) drainWithLongTx(ctx context.Context, n int, hold bool) (rate, cp
 	if err != nil {
 		return 0, 0, err
 	}
-	own0 := processCPU()
+	own0 := cpuTime()
 	start := time.Now()
 	for pass := 0; pass < longTxPasses; pass++ {
 		var since time.Time
@@ -94,7 +94,7 @@ func (b *bench) drainWithLongTx(ctx context.Context, n int, hold bool) (rate, cp
 		return 0, 0, err
 	}
 	attempts := float64(n * longTxPasses)
-	return attempts / took.Seconds(), 1e6 * (pg1 - pg0 + processCPU() - own0).Seconds() / attempts, nil
+	return attempts / took.Seconds(), 1e6 * (pg1 - pg0 + cpuTime() - own0).Seconds() / attempts, nil
 }
 
 // waitReconciled waits until n resources are Ready, reconciled at since or later. It counts

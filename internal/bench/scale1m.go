@@ -119,7 +119,7 @@ log: {level: warn}
 	defer stopProcess(cmd)
 	waits := watchLockWaits(ctx, st)
 	defer waits.stop()
-	before, err := writeCosts(ctx, st, filepath.Join(cluster.Dir(), "data"), cmd.Process.Pid)
+	before, err := writeCosts(ctx, st, cluster, cmd.Process.Pid)
 	if err != nil {
 		return err
 	}
@@ -138,7 +138,7 @@ log: {level: warn}
 	}
 	first := time.Since(start)
 	say("first sync applied; lock waits so far:\n%s", waits)
-	if after, err := writeCosts(ctx, st, filepath.Join(cluster.Dir(), "data"), cmd.Process.Pid); err == nil {
+	if after, err := writeCosts(ctx, st, cluster, cmd.Process.Pid); err == nil {
 		say("first sync: %s", after.since(before, n, waits.applyStart().Sub(start), first))
 	}
 	record("sync_first_1m", first.Seconds(), "s", "≤ 30", atMost(30))
@@ -317,8 +317,13 @@ type writeCost struct {
 	rows            map[string]int64
 }
 
-func writeCosts(ctx context.Context, st *store.Store, dataDir string, pid int) (writeCost, error) {
-	c := writeCost{serveCPU: pidCPU(pid, false), pgCPU: clusterCPU(dataDir), rows: map[string]int64{}}
+func writeCosts(ctx context.Context, st *store.Store, cluster *pgembed.Cluster, pid int) (writeCost, error) {
+	serveCPU, _ := pidCPU(pid, false)
+	pgCPU, err := postgresCPU(cluster)
+	if err != nil {
+		return writeCost{}, err
+	}
+	c := writeCost{serveCPU: serveCPU.Seconds(), pgCPU: pgCPU.Seconds(), rows: map[string]int64{}}
 	if err := st.Pool().QueryRow(ctx, "SELECT pg_current_wal_lsn() - '0/0'").Scan(&c.wal); err != nil {
 		return c, err
 	}
@@ -348,57 +353,6 @@ func (c writeCost) since(b writeCost, n int, parse, total time.Duration) string 
 	}
 	return fmt.Sprintf("%s; CPU serve %.1f s, postgres %.1f s; WAL %.2f KB per resource; rows per resource: resources %.2f, events %.2f, changes %.2f",
 		split, c.serveCPU-b.serveCPU, c.pgCPU-b.pgCPU, float64(c.wal-b.wal)/1024/float64(n), per("resources"), per("events"), per("changes"))
-}
-
-// pidCPU is the CPU seconds pid has used, with those of its children waited for when
-// children is set (/proc/pid/stat: utime, stime, cutime, cstime in clock ticks of 1/100 s).
-func pidCPU(pid int, children bool) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 15 {
-		return 0
-	}
-	fields := f[11:13]
-	if children {
-		fields = f[11:15]
-	}
-	var ticks float64
-	for _, v := range fields {
-		t, _ := strconv.ParseFloat(v, 64)
-		ticks += t
-	}
-	return ticks / 100
-}
-
-// clusterCPU is the CPU seconds of the cluster's processes: the postmaster, its children
-// alive, and those that ended.
-func clusterCPU(dataDir string) float64 {
-	b, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid"))
-	if err != nil {
-		return 0
-	}
-	pm, _ := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
-	total := pidCPU(pm, true)
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		s := string(st)
-		if f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]); len(f) > 1 && f[1] == strconv.Itoa(pm) {
-			total += pidCPU(pid, false)
-		}
-	}
-	return total
 }
 
 // lockWaits samples pg_stat_activity for sessions waiting on a lock (a renewal waiting on the
