@@ -86,9 +86,9 @@ func (l *limiter) wrap(h http.Handler) http.Handler {
 
 // pacer keeps the API behind the engine: while the engine has work (a lease held or work
 // due, checked at most every busyCheckEvery), requests start at most busyRatePerCPU a second
-// per CPU, and of them at most busyRunsPerCPU a second per CPU run a handler (its queries and
-// encoding); the others take the answer of an identical read in progress (shared), which
-// waits for its turn to run meanwhile (golang.org/x/time/rate both). A request that would wait
+// per CPU, and of the API reads that can share at most busyRunsPerCPU a second per CPU run a
+// handler (its queries and encoding); the others take the answer of an identical read in
+// progress (shared), which waits for its turn to run meanwhile (golang.org/x/time/rate both). A request that would wait
 // past queueWait gets 503 with Retry-After. An idle engine leaves the API unpaced; a state not
 // read for busyStaleAfter (the check slow or failing, none made yet) counts as busy (paced).
 type pacer struct {
@@ -143,9 +143,20 @@ func (p *pacer) engineBusy(ctx context.Context) bool {
 	return paced(p.busy.Load(), p.checked.Load(), time.Now().UnixNano())
 }
 
-// wrap paces the requests; wrapRuns, inside shared, the handler runs.
-func (p *pacer) wrap(h http.Handler) http.Handler     { return p.paceWith(p.lim, h) }
-func (p *pacer) wrapRuns(h http.Handler) http.Handler { return p.paceWith(p.runs, h) }
+// wrap paces the requests; wrapRuns, inside shared, the handler runs of the reads that can
+// share (shareable): waiting there lets identical reads join the answer. Writes and dashboard
+// pages, which share nothing, go on the requests' rate alone.
+func (p *pacer) wrap(h http.Handler) http.Handler { return p.paceWith(p.lim, h) }
+func (p *pacer) wrapRuns(h http.Handler) http.Handler {
+	paced := p.paceWith(p.runs, h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if shareable(r) {
+			paced.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
 
 func (p *pacer) paceWith(lim *rate.Limiter, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -215,6 +226,11 @@ func (a *answer) WriteHeader(code int) {
 	}
 }
 
+// shareable reports whether r is a read whose answer others can share.
+func shareable(r *http.Request) bool {
+	return r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/api/v1/") && !exempt(r.URL.Path)
+}
+
 func (s *shared) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
@@ -223,7 +239,7 @@ func (s *shared) wrap(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		if !strings.HasPrefix(r.URL.Path, "/api/v1/") || exempt(r.URL.Path) {
+		if !shareable(r) {
 			h.ServeHTTP(w, r)
 			return
 		}

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 func TestLimiterQueuesThenRefuses(t *testing.T) {
@@ -219,6 +221,30 @@ func TestPacerPacesHandlerRunsInsideShared(t *testing.T) {
 	}
 	if n := runs.Load(); n != 1 {
 		t.Fatalf("%d handler runs for %d identical reads, want 1", n, len(codes))
+	}
+}
+
+// Only the reads that can share wait for a handler run: writes and dashboard pages go on the
+// requests' rate alone, however many runs the API reads have taken.
+func TestPacerPacesRunsOfSharedReadsOnly(t *testing.T) {
+	p := newPacer(func(context.Context) (bool, error) { return true, nil }, 1000, 1, 0)
+	p.runs = rate.NewLimiter(rate.Every(time.Hour), 1)
+	p.runs.Allow() // no run left
+	h := p.wrap((&shared{}).wrap(p.wrapRuns(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))))
+	for _, tc := range []struct {
+		method, path string
+		want         int
+	}{
+		{http.MethodPost, "/api/v1/resources/ns/Widget/a/reconcile", http.StatusOK},
+		{http.MethodGet, "/resources", http.StatusOK},
+		{http.MethodPost, "/resources/ns/Widget/a/reconcile", http.StatusOK},
+		{http.MethodGet, "/api/v1/resources?limit=5", http.StatusServiceUnavailable},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, nil))
+		if rec.Code != tc.want {
+			t.Errorf("%s %s: %d, want %d", tc.method, tc.path, rec.Code, tc.want)
+		}
 	}
 }
 
