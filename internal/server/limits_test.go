@@ -92,13 +92,16 @@ func TestWatchStreamsPerClient(t *testing.T) {
 func TestSharedReadsRunOnceAndFollowWrites(t *testing.T) {
 	var runs atomic.Int32
 	release := make(chan struct{})
-	sh := &shared{}
+	joined := make(chan struct{}, 16)
+	entered := make(chan struct{})
+	sh := &shared{joined: joined}
 	h := sh.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			return
 		}
 		n := runs.Add(1)
 		if n == 1 {
+			close(entered)
 			<-release
 		}
 		writeJSON(w, http.StatusOK, map[string]int32{"run": n})
@@ -115,9 +118,9 @@ func TestSharedReadsRunOnceAndFollowWrites(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); bodies[i] = get("/api/v1/resources?limit=5") }()
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for (runs.Load() == 0 || sh.waiting.Load() < 8) && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+	<-entered
+	for range bodies {
+		<-joined
 	}
 	close(release)
 	wg.Wait()
@@ -185,7 +188,9 @@ func TestPacerPacesHandlerRunsInsideShared(t *testing.T) {
 	var runs atomic.Int32
 	entered, release := make(chan struct{}), make(chan struct{})
 	p := newPacer(func(context.Context) (bool, error) { return true, nil }, 1000, 1, 0)
-	sh := &shared{}
+	p.runs = rate.NewLimiter(rate.Every(time.Hour), 1) // one run, then none for the test's length
+	joined := make(chan struct{}, 16)
+	sh := &shared{joined: joined}
 	h := p.wrap(sh.wrap(p.wrapRuns(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if runs.Add(1) == 1 {
 			close(entered)
@@ -205,9 +210,8 @@ func TestPacerPacesHandlerRunsInsideShared(t *testing.T) {
 	for i := 1; i < len(codes); i++ {
 		wg.Go(func() { codes[i] = get("/api/v1/resources?limit=5").Code })
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for sh.waiting.Load() < int64(len(codes)) && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+	for range codes {
+		<-joined
 	}
 	if rec := get("/api/v1/resources?limit=6"); rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
 		t.Fatalf("another read past the runs' rate: %d %v, want 503 with Retry-After", rec.Code, rec.Header())
@@ -245,6 +249,39 @@ func TestPacerPacesRunsOfSharedReadsOnly(t *testing.T) {
 		if rec.Code != tc.want {
 			t.Errorf("%s %s: %d, want %d", tc.method, tc.path, rec.Code, tc.want)
 		}
+	}
+}
+
+// A read whose client has gone leaves at once, and when no one else waits for its answer the
+// run waiting for its turn never starts: its handler does not run and its turn goes back to
+// the runs' rate.
+func TestSharedReadLeftByItsClientDoesNotRun(t *testing.T) {
+	var runs atomic.Int32
+	p := newPacer(func(context.Context) (bool, error) { return true, nil }, 1000, 1, 2*time.Hour)
+	p.runs = rate.NewLimiter(rate.Every(time.Hour), 1)
+	p.runs.Allow() // the next run waits an hour
+	joined, finished := make(chan struct{}, 1), make(chan struct{})
+	sh := &shared{joined: joined}
+	run := p.wrapRuns(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { runs.Add(1) }))
+	h := sh.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(finished)
+		run.ServeHTTP(w, r)
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/api/v1/resources/ns/Widget/a", nil).WithContext(ctx))
+	}()
+	<-joined
+	cancel()
+	<-returned // an hour without the fix
+	<-finished
+	if n := runs.Load(); n != 0 {
+		t.Fatalf("%d handler runs for a read its client left, want 0", n)
+	}
+	if tok := p.runs.Tokens(); tok < -0.5 {
+		t.Fatalf("runs' tokens %v: the left read's turn was kept", tok)
 	}
 }
 
