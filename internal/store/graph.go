@@ -87,7 +87,8 @@ func (s *Store) ResourceNeighbours(ctx context.Context, sc Scope, namespace, kin
 }
 
 // ResourceDetail returns one resource in scope (as GetResourceIn) with its neighbours (as
-// ResourceNeighbours), read in one round trip of one snapshot, or ErrNotFound.
+// ResourceNeighbours), read in one round trip (a statement apiece, each of its own snapshot
+// under READ COMMITTED), or ErrNotFound.
 func (s *Store) ResourceDetail(ctx context.Context, sc Scope, namespace, kind, name string) (Resource, Neighbours, error) {
 	return s.resourceDetail(ctx, sc, namespace, kind, name, true)
 }
