@@ -141,7 +141,7 @@ func (s *Store) resourceDetail(ctx context.Context, sc Scope, namespace, kind, n
 			return d, err
 		})
 		if err != nil {
-			return fmt.Errorf("dependencies of %s/%s/%s: %w", namespace, kind, name, err)
+			return fmt.Errorf("dependencies: %w", err)
 		}
 		return nil
 	})
@@ -156,7 +156,7 @@ func (s *Store) resourceDetail(ctx context.Context, sc Scope, namespace, kind, n
 			return d, err
 		})
 		if err != nil {
-			return fmt.Errorf("dependents of %s/%s/%s: %w", namespace, kind, name, err)
+			return fmt.Errorf("dependents: %w", err)
 		}
 		return nil
 	})
