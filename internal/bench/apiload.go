@@ -20,6 +20,7 @@ import (
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/actions/noop"
 	"github.com/trueup-dev/trueup/internal/auth"
+	"github.com/trueup-dev/trueup/internal/cputime"
 	"github.com/trueup-dev/trueup/internal/server"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -141,14 +142,14 @@ func (b *bench) startAPIClients(ctx context.Context, url string, n int, mix stri
 
 // mark starts counting from now.
 func (c *apiClients) mark() error {
-	c.cpu = cpuTime()
+	c.cpu = cputime.Self()
 	_, err := io.WriteString(c.in, "mark\n")
 	return err
 }
 
 // end stops the clients and reports what they got since the mark, took after it.
 func (c *apiClients) end(took time.Duration) (apiServed, error) {
-	cpu := cpuTime() - c.cpu
+	cpu := cputime.Self() - c.cpu
 	defer c.close()
 	var served apiServed
 	if _, err := io.WriteString(c.in, "end\n"); err != nil {
@@ -336,11 +337,11 @@ func (b *bench) throughputUnderAPILoad(ctx context.Context, n, clients int, mix 
 			return 0, served, err
 		}
 	}
-	start, cpu, pg := time.Now(), cpuTime(), b.postgresCPU()
+	start, cpu, pg := time.Now(), cputime.Self(), b.postgresCPU()
 	err = waitReady(ctx, st, n, 5*time.Minute)
 	took := time.Since(start)
 	fmt.Fprintf(os.Stderr, "apiload: %d clients (%s): drain %s, CPU of the bench's process %s, of PostgreSQL %s\n",
-		clients, mix, took.Round(time.Millisecond), (cpuTime() - cpu).Round(time.Millisecond), (b.postgresCPU() - pg).Round(time.Millisecond))
+		clients, mix, took.Round(time.Millisecond), (cputime.Self() - cpu).Round(time.Millisecond), (b.postgresCPU() - pg).Round(time.Millisecond))
 	end(took)
 	stop()
 	if err != nil {

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/cputime"
 	"github.com/trueup-dev/trueup/internal/render"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/syncer"
@@ -56,12 +56,12 @@ func (b *bench) kustomizeFigures(ctx context.Context) error {
 	// The CPU time too: on a shared machine the wall time says more about the neighbours.
 	var renders, cpu []time.Duration
 	for range 3 {
-		start, startCPU := time.Now(), cpuTime()
+		start, startCPU := time.Now(), cputime.Self()
 		out, err := newRender()(ctx, files)
 		if err != nil {
 			return err
 		}
-		renders, cpu = append(renders, time.Since(start)), append(cpu, cpuTime()-startCPU)
+		renders, cpu = append(renders, time.Since(start)), append(cpu, cputime.Self()-startCPU)
 		if n := strings.Count(string(out[0].Data), `"kind":"Widget"`); n != 100 {
 			return fmt.Errorf("an overlay rendered %d widgets", n)
 		}
@@ -135,13 +135,4 @@ func (b *bench) firstSync(ctx context.Context, name string, files map[string]str
 		}
 	}
 	return took, nil
-}
-
-// cpuTime is the CPU time (user and system) the process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
