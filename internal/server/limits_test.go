@@ -252,6 +252,28 @@ func TestPacerPacesRunsOfSharedReadsOnly(t *testing.T) {
 	}
 }
 
+// At the rates a 2-CPU server paces with while the engine is busy, 1,000 distinct reads at
+// once (none sharing) are all admitted: their runs fit in the wait a request may take.
+func TestDistinctReadsAtOnceAdmitted(t *testing.T) {
+	p := newPacer(func(context.Context) (bool, error) { return true, nil }, busyRatePerCPU*2, busyRunsPerCPU*2, queueWait)
+	h := p.wrap((&shared{}).wrap(p.wrapRuns(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))))
+	var refused atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 1000 {
+		wg.Go(func() {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, fmt.Sprintf("/api/v1/resources/ns/Widget/w%04d", i), nil))
+			if rec.Code != http.StatusOK {
+				refused.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := refused.Load(); n != 0 {
+		t.Fatalf("%d of 1,000 distinct reads refused", n)
+	}
+}
+
 // A read whose client has gone leaves at once, and when no one else waits for its answer the
 // run waiting for its turn never starts: its handler does not run and its turn goes back to
 // the runs' rate.
