@@ -16,6 +16,8 @@ import (
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/actions/noop"
+	"github.com/trueup-dev/trueup/internal/auth"
+	"github.com/trueup-dev/trueup/internal/cputime"
 	"github.com/trueup-dev/trueup/internal/server"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -28,21 +30,35 @@ const apiLoadClients = 500
 var apiLoadPaths = []string{"/api/v1/resources?limit=50", "/api/v1/resources/ns01/Widget/w000001", "/api/v1/events?limit=50",
 	"/api/v1/resources?namespace=ns03&limit=20", "/api/v1/resources/ns02/Widget/w000002"}
 
+// The clients' mixes: a crowd cycling apiLoadPaths (mostly identical reads, which share
+// answers), or distinct reads, each client reading resources of its own (client i the
+// resources i, i+N, i+2N, … of N clients), every other one with a token of its own, so that
+// no two reads in flight share an answer.
+const (
+	apiCrowd    = "crowd"
+	apiDistinct = "distinct"
+)
+
 // apiLoadFigures measures the API alone (500 clients each sending one request after another
 // to a server wired as `trueup serve` wires it, on 10,000 resources), then reconcile
 // throughput of 10,000 noop resources alone and with the same clients; the drop must stay
-// under 20% while the API serves at least 1,000 requests a second.
+// under 20% while the API serves at least 1,000 requests a second. Then the same drain with
+// 500 clients of distinct reads: what they are served, and how many are refused (503).
 func (b *bench) apiLoadFigures(ctx context.Context) error {
 	const n = 10000
 	alone, err := b.apiAlone(ctx, n, apiLoadClients, 5*time.Second)
 	if err != nil {
 		return err
 	}
-	reconcileAlone, _, err := b.throughputUnderAPILoad(ctx, n, 0)
+	reconcileAlone, _, err := b.throughputUnderAPILoad(ctx, n, 0, apiCrowd)
 	if err != nil {
 		return err
 	}
-	loaded, under, err := b.throughputUnderAPILoad(ctx, n, apiLoadClients)
+	loaded, under, err := b.throughputUnderAPILoad(ctx, n, apiLoadClients, apiCrowd)
+	if err != nil {
+		return err
+	}
+	loadedDistinct, distinct, err := b.throughputUnderAPILoad(ctx, n, apiLoadClients, apiDistinct)
 	if err != nil {
 		return err
 	}
@@ -54,15 +70,22 @@ func (b *bench) apiLoadFigures(ctx context.Context) error {
 	record("reconcile_api_load_drop", 100*(1-loaded/reconcileAlone), "%", "≤ 20", atMost(20))
 	record("api_requests_served_under_load", under.rate, "1/s", "≥ 1000", atLeast(1000))
 	record("api_get_p99_under_load", ms(under.getP99), "ms", "", nil)
+	record("api_requests_failed_under_load", float64(under.failed), "", "", nil)
+	record(fmt.Sprintf("reconcile_throughput_%d_api_distinct_clients", apiLoadClients), loadedDistinct, "1/s", "", nil)
+	record("api_distinct_reads_served_under_load", distinct.rate, "1/s", "", nil)
+	record("api_distinct_reads_failed_under_load", float64(distinct.failed), "", "", nil)
+	record("api_distinct_get_p99_under_load", ms(distinct.getP99), "ms", "", nil)
 	return nil
 }
 
 // apiServed is what the clients got: requests answered 200 a second, the p99 latency of the
-// single-resource GETs among them, and the serving process's CPU time per request.
+// single-resource GETs among them, the serving process's CPU time per request, and the
+// requests that failed (503s and other statuses, errors).
 type apiServed struct {
 	rate   float64
 	getP99 time.Duration
 	cpu    time.Duration
+	failed int64
 }
 
 // apiClientsEnv makes the bench's binary run as the crowd of API clients (apiClientsMain)
@@ -81,12 +104,12 @@ type apiClients struct {
 	close func()
 }
 
-func (b *bench) startAPIClients(ctx context.Context, url string, n int) (*apiClients, error) {
+func (b *bench) startAPIClients(ctx context.Context, url string, n int, mix string) (*apiClients, error) {
 	apiStore, err := store.Open(ctx, url, store.Options{MaxConns: server.PoolSize(0)})
 	if err != nil {
 		return nil, err
 	}
-	srv := server.New(apiStore, server.Options{}, b.log)
+	srv := server.New(apiStore, server.Options{Authenticate: benchIdentity}, b.log)
 	ts := httptest.NewServer(srv.Handler())
 	closeServer := func() { ts.Close(); srv.Stop(); apiStore.Close() }
 	self, err := os.Executable()
@@ -95,7 +118,7 @@ func (b *bench) startAPIClients(ctx context.Context, url string, n int) (*apiCli
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, self)
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d %s", apiClientsEnv, n, ts.URL))
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d %s %s", apiClientsEnv, n, ts.URL, mix))
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -116,14 +139,14 @@ func (b *bench) startAPIClients(ctx context.Context, url string, n int) (*apiCli
 
 // mark starts counting from now.
 func (c *apiClients) mark() error {
-	c.cpu = cpuTime()
+	c.cpu = cputime.Self()
 	_, err := io.WriteString(c.in, "mark\n")
 	return err
 }
 
 // end stops the clients and reports what they got since the mark, took after it.
 func (c *apiClients) end(took time.Duration) (apiServed, error) {
-	cpu := cpuTime() - c.cpu
+	cpu := cputime.Self() - c.cpu
 	defer c.close()
 	var served apiServed
 	if _, err := io.WriteString(c.in, "end\n"); err != nil {
@@ -131,30 +154,53 @@ func (c *apiClients) end(took time.Duration) (apiServed, error) {
 		_ = c.cmd.Wait()
 		return served, err
 	}
-	var n, p99 int64
-	_, err := fmt.Fscanf(c.out, "%d %d\n", &n, &p99)
+	var n, p99, failed int64
+	_, err := fmt.Fscanf(c.out, "%d %d %d\n", &n, &p99, &failed)
 	if werr := c.cmd.Wait(); err == nil {
 		err = werr
 	}
 	if err != nil {
 		return served, fmt.Errorf("api clients: %w", err)
 	}
-	fmt.Fprintf(os.Stderr, "apiload: %d requests; CPU of the clients' process %s\n", n,
+	fmt.Fprintf(os.Stderr, "apiload: %d requests, %d failed; CPU of the clients' process %s\n", n, failed,
 		(c.cmd.ProcessState.UserTime() + c.cmd.ProcessState.SystemTime()).Round(time.Millisecond))
-	served = apiServed{rate: float64(n) / took.Seconds(), getP99: time.Duration(p99)}
+	served = apiServed{rate: float64(n) / took.Seconds(), getP99: time.Duration(p99), failed: failed}
 	if n > 0 {
 		served.cpu = cpu / time.Duration(n)
 	}
 	return served, nil
 }
 
-// apiClientsMain is the clients' process (spec "N URL" in apiClientsEnv): N clients send
+// benchIdentity is who a bench client is: "Bearer client-N" an admin token of its own, no
+// Authorization anonymous (an admin too, as without an auth: section).
+func benchIdentity(r *http.Request) (auth.Identity, error) {
+	id := auth.Identity{Kind: "anonymous", Name: "anonymous", Role: auth.Admin, Namespaces: []string{auth.AllNamespaces}}
+	if name, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		id.Kind, id.Name = "token", name
+	}
+	return id, nil
+}
+
+// apiClientPath is the j-th request of client i of n in the mix, and its token ("": none).
+func apiClientPath(mix string, i, j, n int) (path, token string) {
+	if mix != apiDistinct {
+		return apiLoadPaths[(i+j)%len(apiLoadPaths)], ""
+	}
+	r := (i + j*n) % 10000
+	if i%2 == 1 {
+		token = fmt.Sprintf("client-%d", i)
+	}
+	return fmt.Sprintf("/api/v1/resources/ns%02d/Widget/w%06d", r%20, r), token
+}
+
+// apiClientsMain is the clients' process (spec "N URL MIX" in apiClientsEnv): N clients send
 // one request after another to URL until "end" on stdin, then it prints the requests
-// answered 200 since "mark" and the p99 of the single-resource GETs among them (ns).
+// answered 200 since "mark", the p99 of the single-resource GETs among them (ns) and the
+// requests that failed since "mark".
 func apiClientsMain(spec string) error {
 	var n int
-	var base string
-	if _, err := fmt.Sscanf(spec, "%d %s", &n, &base); err != nil {
+	var base, mix string
+	if _, err := fmt.Sscanf(spec, "%d %s %s", &n, &base, &mix); err != nil {
 		return fmt.Errorf("%s: %w", apiClientsEnv, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -170,9 +216,12 @@ func apiClientsMain(spec string) error {
 		wg.Go(func() {
 			var mine []time.Duration
 			defer func() { mu.Lock(); gets = append(gets, mine...); mu.Unlock() }()
-			for j := i; ctx.Err() == nil; j++ {
-				path := apiLoadPaths[j%len(apiLoadPaths)]
+			for j := 0; ctx.Err() == nil; j++ {
+				path, token := apiClientPath(mix, i, j, n)
 				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+				if token != "" {
+					req.Header.Set("Authorization", "Bearer "+token)
+				}
 				t := time.Now()
 				resp, err := client.Do(req)
 				if err != nil {
@@ -196,18 +245,18 @@ func apiClientsMain(spec string) error {
 			}
 		})
 	}
-	var from int64
+	var from, failedFrom int64
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		switch in.Text() {
 		case "mark":
-			from = done.Load()
+			from, failedFrom = done.Load(), failed.Load()
 			since.Store(time.Now().UnixNano())
 		case "end":
-			n := done.Load() - from
+			n, f := done.Load()-from, failed.Load()-failedFrom
 			cancel()
 			wg.Wait()
-			fmt.Printf("%d %d\n", n, percentile(gets, 0.99))
+			fmt.Printf("%d %d %d\n", n, percentile(gets, 0.99), f)
 			return nil
 		}
 	}
@@ -227,7 +276,7 @@ func (b *bench) apiAlone(ctx context.Context, r, n int, d time.Duration) (apiSer
 	if _, err := st.Pool().Exec(ctx, "UPDATE resources SET run_at = now() + interval '1 hour'"); err != nil {
 		return apiServed{}, err
 	}
-	c, err := b.startAPIClients(ctx, url, n)
+	c, err := b.startAPIClients(ctx, url, n, apiCrowd)
 	if err != nil {
 		return apiServed{}, err
 	}
@@ -240,7 +289,7 @@ func (b *bench) apiAlone(ctx context.Context, r, n int, d time.Duration) (apiSer
 	return c.end(d)
 }
 
-func (b *bench) throughputUnderAPILoad(ctx context.Context, n, clients int) (rate float64, served apiServed, err error) {
+func (b *bench) throughputUnderAPILoad(ctx context.Context, n, clients int, mix string) (rate float64, served apiServed, err error) {
 	st, url, err := b.seededStore(ctx, n)
 	if err != nil {
 		return 0, served, err
@@ -252,7 +301,7 @@ func (b *bench) throughputUnderAPILoad(ctx context.Context, n, clients int) (rat
 	}
 	var c *apiClients
 	if clients > 0 {
-		if c, err = b.startAPIClients(ctx, url, clients); err != nil {
+		if c, err = b.startAPIClients(ctx, url, clients, mix); err != nil {
 			return 0, served, err
 		}
 		time.Sleep(time.Second) // every client has a request going
@@ -286,12 +335,12 @@ func (b *bench) throughputUnderAPILoad(ctx context.Context, n, clients int) (rat
 		}
 	}
 	pg, _ := postgresCPU(b.cluster)
-	start, cpu := time.Now(), cpuTime()
+	start, cpu := time.Now(), cputime.Self()
 	err = waitReady(ctx, st, n, 5*time.Minute)
 	took := time.Since(start)
 	pg1, _ := postgresCPU(b.cluster)
-	fmt.Fprintf(os.Stderr, "apiload: %d clients: drain %s, CPU of the bench's process %s, of PostgreSQL %s\n",
-		clients, took.Round(time.Millisecond), (cpuTime() - cpu).Round(time.Millisecond), (pg1 - pg).Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "apiload: %d clients (%s): drain %s, CPU of the bench's process %s, of PostgreSQL %s\n",
+		clients, mix, took.Round(time.Millisecond), (cputime.Self() - cpu).Round(time.Millisecond), (pg1 - pg).Round(time.Millisecond))
 	end(took)
 	stop()
 	if err != nil {

@@ -6,20 +6,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/pgembed"
 )
-
-// cpuTime is the CPU time (user and system) this process has used, its children's aside.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // pidCPU is the CPU time pid has used, with that of its children it reaped when children is
 // set, and its parent's pid (/proc/pid/stat: utime, stime, cutime, cstime in clock ticks,

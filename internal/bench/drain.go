@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/cputime"
 	"github.com/trueup-dev/trueup/internal/pgembed"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -113,7 +114,7 @@ func drainPass(ctx context.Context, st *store.Store, cluster *pgembed.Cluster, n
 	if err != nil {
 		return f, err
 	}
-	ownCPU0 := cpuTime()
+	ownCPU0 := cputime.Self()
 	start := time.Now()
 	var since time.Time
 	if again {
@@ -136,7 +137,7 @@ func drainPass(ctx context.Context, st *store.Store, cluster *pgembed.Cluster, n
 	})
 	took := time.Since(start)
 	pgCPU1, cpuErr := postgresCPU(cluster)
-	ownCPU1 := cpuTime()
+	ownCPU1 := cputime.Self()
 	if err != nil {
 		return f, err
 	}

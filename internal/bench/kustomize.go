@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/internal/config"
+	"github.com/trueup-dev/trueup/internal/cputime"
 	"github.com/trueup-dev/trueup/internal/render"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/internal/syncer"
@@ -56,12 +57,12 @@ func (b *bench) kustomizeFigures(ctx context.Context) error {
 	// The CPU time too: on a shared machine the wall time says more about the neighbours.
 	var renders, cpu []time.Duration
 	for range 3 {
-		start, startCPU := time.Now(), cpuTime()
+		start, startCPU := time.Now(), cputime.Self()
 		out, err := newRender()(ctx, files)
 		if err != nil {
 			return err
 		}
-		renders, cpu = append(renders, time.Since(start)), append(cpu, cpuTime()-startCPU)
+		renders, cpu = append(renders, time.Since(start)), append(cpu, cputime.Self()-startCPU)
 		if n := strings.Count(string(out[0].Data), `"kind":"Widget"`); n != 100 {
 			return fmt.Errorf("an overlay rendered %d widgets", n)
 		}
@@ -124,12 +125,12 @@ func (b *bench) firstSync(ctx context.Context, name string, files map[string]str
 		return 0, 0, err
 	}
 	s := syncer.New(st, syncer.Options{Name: "bench", Source: src, Interval: time.Hour, Prune: true, Replica: "bench", Render: fn}, b.log)
-	start, startCPU := time.Now(), cpuTime()
+	start, startCPU := time.Now(), cputime.Self()
 	out, err := s.SyncOnce(ctx)
 	if err != nil {
 		return 0, 0, err
 	}
-	took, cpu = time.Since(start), cpuTime()-startCPU
+	took, cpu = time.Since(start), cputime.Self()-startCPU
 	if out.Result.Created != 10000 {
 		return 0, 0, fmt.Errorf("first sync of %s created %d", name, out.Result.Created)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/actions/noop"
+	"github.com/trueup-dev/trueup/internal/cputime"
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
@@ -71,7 +72,7 @@ func (b *bench) drainWithLongTx(ctx context.Context, n int, hold bool) (rate, cp
 	if err != nil {
 		return 0, 0, err
 	}
-	own0 := cpuTime()
+	own0 := cputime.Self()
 	start := time.Now()
 	for pass := 0; pass < longTxPasses; pass++ {
 		var since time.Time
@@ -94,7 +95,7 @@ func (b *bench) drainWithLongTx(ctx context.Context, n int, hold bool) (rate, cp
 		return 0, 0, err
 	}
 	attempts := float64(n * longTxPasses)
-	return attempts / took.Seconds(), 1e6 * (pg1 - pg0 + cpuTime() - own0).Seconds() / attempts, nil
+	return attempts / took.Seconds(), 1e6 * (pg1 - pg0 + cputime.Self() - own0).Seconds() / attempts, nil
 }
 
 // waitReconciled waits until n resources are Ready, reconciled at since or later. It counts

@@ -130,7 +130,7 @@ log: {level: warn}
 	}
 
 	// The first sync ends when the source's row shows its revision applied.
-	if err := poll(ctx, 10*time.Minute, 100*time.Millisecond, func() (bool, error) {
+	if err := poll(ctx, 30*time.Minute, 100*time.Millisecond, func() (bool, error) {
 		src, err := st.GetSource(ctx, "bench")
 		return err == nil && src.Revision != "", nil
 	}); err != nil {

@@ -3,10 +3,10 @@ package manifest
 import (
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/cputime"
 	"github.com/trueup-dev/trueup/internal/manifest/manifesttest"
 	"github.com/trueup-dev/trueup/sources"
 )
@@ -61,7 +61,7 @@ func BenchmarkLoad10kRules(b *testing.B) { benchLoad(b, rulesType) }
 func benchLoad(b *testing.B, typeYAML string) {
 	fs, _ := repo10kOf(typeYAML)
 	b.ReportAllocs()
-	defer reportCPU(b, cpuTime())
+	defer reportCPU(b, cputime.Self())
 	for b.Loop() {
 		set, err := NewLoader().Load(fs, Options{})
 		if err != nil {
@@ -92,7 +92,7 @@ func benchOneChanged(b *testing.B, typeYAML string, files int) {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
-	defer reportCPU(b, cpuTime())
+	defer reportCPU(b, cputime.Self())
 	i := 0
 	for b.Loop() {
 		in := fs
@@ -106,18 +106,8 @@ func benchOneChanged(b *testing.B, typeYAML string, files int) {
 	}
 }
 
-// cpuTime is the CPU time the process has used. Benchmarks report it per op beside the
-// wall time: on a shared machine the wall time swings with other load, CPU time much less.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 func reportCPU(b *testing.B, start time.Duration) {
-	b.ReportMetric(float64(cpuTime()-start)/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(cputime.Self()-start)/float64(b.N), "cpu-ns/op")
 }
 
 // BenchmarkLoadResourceSet100k is a first sync of one ResourceSet generating 100,000
@@ -125,7 +115,7 @@ func reportCPU(b *testing.B, start time.Duration) {
 func BenchmarkLoadResourceSet100k(b *testing.B) {
 	fs := files(manifesttest.Fleet(1000, 100)...)
 	b.ReportAllocs()
-	defer reportCPU(b, cpuTime())
+	defer reportCPU(b, cputime.Self())
 	for b.Loop() {
 		set, err := NewLoader().Load(fs, Options{Limits: Limits{MaxResourcesPerSet: 100_000}})
 		if err != nil {

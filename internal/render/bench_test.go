@@ -4,10 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
+	"github.com/trueup-dev/trueup/internal/cputime"
 	"github.com/trueup-dev/trueup/sources"
 )
 
@@ -29,7 +28,7 @@ func BenchmarkKustomize10k(b *testing.B) {
 				fmt.Sprintf("  - target: {kind: Widget, name: w%04d00}\n    patch: |-\n      - {op: replace, path: /spec/size, value: 1}\n", f))})
 	}
 	b.ResetTimer()
-	start := cpuTime()
+	start := cputime.Self()
 	for range b.N {
 		out, err := Kustomize(context.Background(), files, Options{Paths: []string{"overlays/prod/*"}})
 		if err != nil || len(out) != 100 {
@@ -37,14 +36,5 @@ func BenchmarkKustomize10k(b *testing.B) {
 		}
 	}
 	// On a shared machine the CPU time says more than the wall time.
-	b.ReportMetric((cpuTime()-start).Seconds()/float64(b.N), "cpu-s/op")
-}
-
-// cpuTime is the CPU time (user and system) the process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric((cputime.Self()-start).Seconds()/float64(b.N), "cpu-s/op")
 }

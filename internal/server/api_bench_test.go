@@ -4,9 +4,9 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/trueup-dev/trueup/internal/cputime"
 )
 
 // BenchmarkAPIReads measures the server's CPU for the reads of the apiload crowd and of the
@@ -28,7 +28,7 @@ func BenchmarkAPIReads(b *testing.B) {
 		p := c.path
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
-			cpu := cpuTime()
+			cpu := cputime.Self()
 			for b.Loop() {
 				rec := httptest.NewRecorder()
 				h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, p, nil))
@@ -36,14 +36,7 @@ func BenchmarkAPIReads(b *testing.B) {
 					b.Fatalf("%s: %d %s", p, rec.Code, rec.Body.String())
 				}
 			}
-			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(cputime.Self()-cpu)/float64(b.N), "cpu-ns/op")
 		})
 	}
-}
-
-// cpuTime is the CPU time (user and system) the test process has used.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

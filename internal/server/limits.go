@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/singleflight"
 	"golang.org/x/time/rate"
 )
 
@@ -86,9 +85,9 @@ func (l *limiter) wrap(h http.Handler) http.Handler {
 
 // pacer keeps the API behind the engine: while the engine has work (a lease held or work
 // due, checked at most every busyCheckEvery), requests start at most busyRatePerCPU a second
-// per CPU, and of them at most busyRunsPerCPU a second per CPU run a handler (its queries and
-// encoding); the others take the answer of an identical read in progress (shared), which
-// waits for its turn to run meanwhile (golang.org/x/time/rate both). A request that would wait
+// per CPU, and of the API reads that can share at most busyRunsPerCPU a second per CPU run a
+// handler (its queries and encoding); the others take the answer of an identical read in
+// progress (shared), which waits for its turn to run meanwhile (golang.org/x/time/rate both). A request that would wait
 // past queueWait gets 503 with Retry-After. An idle engine leaves the API unpaced; a state not
 // read for busyStaleAfter (the check slow or failing, none made yet) counts as busy (paced).
 type pacer struct {
@@ -103,7 +102,9 @@ type pacer struct {
 
 const (
 	busyRatePerCPU = 500
-	busyRunsPerCPU = 50
+	// busyRunsPerCPU is measured with reads that share nothing (DESIGN §9): at 50 they
+	// waited seconds for their runs while the engine worked.
+	busyRunsPerCPU = 250
 	busyCheckEvery = 25 * time.Millisecond
 	busyStaleAfter = 200 * time.Millisecond
 )
@@ -143,9 +144,20 @@ func (p *pacer) engineBusy(ctx context.Context) bool {
 	return paced(p.busy.Load(), p.checked.Load(), time.Now().UnixNano())
 }
 
-// wrap paces the requests; wrapRuns, inside shared, the handler runs.
-func (p *pacer) wrap(h http.Handler) http.Handler     { return p.paceWith(p.lim, h) }
-func (p *pacer) wrapRuns(h http.Handler) http.Handler { return p.paceWith(p.runs, h) }
+// wrap paces the requests; wrapRuns, inside shared, the handler runs of the reads that can
+// share (shareable): waiting there lets identical reads join the answer. Writes and dashboard
+// pages, which share nothing, go on the requests' rate alone.
+func (p *pacer) wrap(h http.Handler) http.Handler { return p.paceWith(p.lim, h) }
+func (p *pacer) wrapRuns(h http.Handler) http.Handler {
+	paced := p.paceWith(p.runs, h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if shareable(r) {
+			paced.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
 
 func (p *pacer) paceWith(lim *rate.Limiter, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -180,18 +192,32 @@ func (p *pacer) paceWith(lim *rate.Limiter, h http.Handler) http.Handler {
 	})
 }
 
-// shared serves identical API reads at once (golang.org/x/sync/singleflight): a GET under
-// /api/v1/ that arrives while the same one (same identity, URL and content headers) is being
-// served waits for that answer and gets a copy of it instead of running its own queries. A
-// write through this server (any other method) starts a new generation of answers, so that
-// a client reads what it wrote; a write made elsewhere shows to a read that shared an answer
-// at most one request's time later, as a read from a standby does. A read that arrives after
-// an answer was made never gets it.
+// shared serves identical API reads at once: a GET under /api/v1/ that arrives while the
+// same one (same identity, URL and content headers) is being served waits for that answer and
+// gets a copy of it instead of running its own queries. A write through this server (any other
+// method) starts a new generation of answers, so that a client reads what it wrote; a write
+// made elsewhere shows to a read that shared an answer at most one request's time later, as a
+// read from a standby does. A read that arrives after an answer was made never gets it.
+//
+// The answer is made apart from the requests that wait for it, so that it outlives the one
+// that started it while others wait; once every request waiting has gone (clients that left,
+// timeouts), its context ends: a run not yet started (waiting for its turn in the pacer) never
+// starts, and one under way stops at its next query.
 type shared struct {
-	g   singleflight.Group
-	gen atomic.Uint64
-	// waiting counts the reads waiting for an answer (tests).
-	waiting atomic.Int64
+	gen   atomic.Uint64
+	mu    sync.Mutex
+	calls map[string]*call
+	// joined, when set (tests), hears of each read that waits for an answer.
+	joined chan<- struct{}
+}
+
+// call is an answer being made for the reads that wait for it.
+type call struct {
+	waiting int // reads waiting (under shared.mu)
+	cancel  context.CancelFunc
+	done    chan struct{}
+	a       *answer
+	panic   any // what the handler panicked with, passed on to each read
 }
 
 // answer keeps what a handler wrote: a response copied to every request that shared it, or
@@ -215,6 +241,11 @@ func (a *answer) WriteHeader(code int) {
 	}
 }
 
+// shareable reports whether r is a read whose answer others can share.
+func shareable(r *http.Request) bool {
+	return r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/api/v1/") && !exempt(r.URL.Path)
+}
+
 func (s *shared) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
@@ -223,25 +254,78 @@ func (s *shared) wrap(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		if !strings.HasPrefix(r.URL.Path, "/api/v1/") || exempt(r.URL.Path) {
+		if !shareable(r) {
 			h.ServeHTTP(w, r)
 			return
 		}
 		key := strconv.FormatUint(s.gen.Load(), 10) + "\x00" + sharedKey(r)
-		s.waiting.Add(1)
-		v, _, _ := s.g.Do(key, func() (any, error) {
-			a := &answer{header: http.Header{}}
-			// The answer is others' too: it runs to its end (withTimeout bounds it) even when
-			// the client that started it goes away.
-			h.ServeHTTP(a, r.WithContext(context.WithoutCancel(r.Context())))
-			return a, nil
-		})
-		s.waiting.Add(-1)
-		a := v.(*answer)
-		maps.Copy(w.Header(), a.header.Clone())
-		w.WriteHeader(cmp.Or(a.code, http.StatusOK))
-		_, _ = w.Write(a.body.Bytes())
+		c := s.join(key, h, r)
+		if s.joined != nil {
+			s.joined <- struct{}{}
+		}
+		select {
+		case <-c.done:
+		case <-r.Context().Done():
+		}
+		s.leave(key, c)
+		select {
+		case <-c.done:
+		default:
+			return // the client has gone; the answer, if any, is for the others
+		}
+		if c.panic != nil {
+			panic(c.panic)
+		}
+		maps.Copy(w.Header(), c.a.header.Clone())
+		w.WriteHeader(cmp.Or(c.a.code, http.StatusOK))
+		_, _ = w.Write(c.a.body.Bytes())
 	})
+}
+
+// join counts r among the reads waiting for the answer of key, and starts making it when
+// none is being made.
+func (s *shared) join(key string, h http.Handler, r *http.Request) *call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.calls[key]; c != nil {
+		c.waiting++
+		return c
+	}
+	if s.calls == nil {
+		s.calls = map[string]*call{}
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	c := &call{waiting: 1, cancel: cancel, done: make(chan struct{}), a: &answer{header: http.Header{}}}
+	s.calls[key] = c
+	go func() {
+		defer func() {
+			if v := recover(); v != nil {
+				c.panic = v
+			}
+			s.mu.Lock()
+			if s.calls[key] == c {
+				delete(s.calls, key)
+			}
+			s.mu.Unlock()
+			close(c.done)
+			cancel()
+		}()
+		h.ServeHTTP(c.a, r.WithContext(ctx))
+	}()
+	return c
+}
+
+// leave counts a read out of those waiting for c; the last one to leave ends c's context
+// and lets the next identical read make an answer of its own.
+func (s *shared) leave(key string, c *call) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c.waiting--; c.waiting == 0 {
+		c.cancel()
+		if s.calls[key] == c {
+			delete(s.calls, key)
+		}
+	}
 }
 
 // sharedKey names what an API read's answer depends on: who asks (their role and

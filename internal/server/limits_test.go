@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 func TestLimiterQueuesThenRefuses(t *testing.T) {
@@ -90,13 +92,16 @@ func TestWatchStreamsPerClient(t *testing.T) {
 func TestSharedReadsRunOnceAndFollowWrites(t *testing.T) {
 	var runs atomic.Int32
 	release := make(chan struct{})
-	sh := &shared{}
+	joined := make(chan struct{}, 16)
+	entered := make(chan struct{})
+	sh := &shared{joined: joined}
 	h := sh.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			return
 		}
 		n := runs.Add(1)
 		if n == 1 {
+			close(entered)
 			<-release
 		}
 		writeJSON(w, http.StatusOK, map[string]int32{"run": n})
@@ -113,9 +118,9 @@ func TestSharedReadsRunOnceAndFollowWrites(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); bodies[i] = get("/api/v1/resources?limit=5") }()
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for (runs.Load() == 0 || sh.waiting.Load() < 8) && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+	<-entered
+	for range bodies {
+		<-joined
 	}
 	close(release)
 	wg.Wait()
@@ -183,7 +188,9 @@ func TestPacerPacesHandlerRunsInsideShared(t *testing.T) {
 	var runs atomic.Int32
 	entered, release := make(chan struct{}), make(chan struct{})
 	p := newPacer(func(context.Context) (bool, error) { return true, nil }, 1000, 1, 0)
-	sh := &shared{}
+	p.runs = rate.NewLimiter(rate.Every(time.Hour), 1) // one run, then none for the test's length
+	joined := make(chan struct{}, 16)
+	sh := &shared{joined: joined}
 	h := p.wrap(sh.wrap(p.wrapRuns(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if runs.Add(1) == 1 {
 			close(entered)
@@ -203,9 +210,8 @@ func TestPacerPacesHandlerRunsInsideShared(t *testing.T) {
 	for i := 1; i < len(codes); i++ {
 		wg.Go(func() { codes[i] = get("/api/v1/resources?limit=5").Code })
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for sh.waiting.Load() < int64(len(codes)) && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
+	for range codes {
+		<-joined
 	}
 	if rec := get("/api/v1/resources?limit=6"); rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" {
 		t.Fatalf("another read past the runs' rate: %d %v, want 503 with Retry-After", rec.Code, rec.Header())
@@ -219,6 +225,85 @@ func TestPacerPacesHandlerRunsInsideShared(t *testing.T) {
 	}
 	if n := runs.Load(); n != 1 {
 		t.Fatalf("%d handler runs for %d identical reads, want 1", n, len(codes))
+	}
+}
+
+// Only the reads that can share wait for a handler run: writes and dashboard pages go on the
+// requests' rate alone, however many runs the API reads have taken.
+func TestPacerPacesRunsOfSharedReadsOnly(t *testing.T) {
+	p := newPacer(func(context.Context) (bool, error) { return true, nil }, 1000, 1, 0)
+	p.runs = rate.NewLimiter(rate.Every(time.Hour), 1)
+	p.runs.Allow() // no run left
+	h := p.wrap((&shared{}).wrap(p.wrapRuns(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))))
+	for _, tc := range []struct {
+		method, path string
+		want         int
+	}{
+		{http.MethodPost, "/api/v1/resources/ns/Widget/a/reconcile", http.StatusOK},
+		{http.MethodGet, "/resources", http.StatusOK},
+		{http.MethodPost, "/resources/ns/Widget/a/reconcile", http.StatusOK},
+		{http.MethodGet, "/api/v1/resources?limit=5", http.StatusServiceUnavailable},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.path, nil))
+		if rec.Code != tc.want {
+			t.Errorf("%s %s: %d, want %d", tc.method, tc.path, rec.Code, tc.want)
+		}
+	}
+}
+
+// At the rates a 2-CPU server paces with while the engine is busy, 1,000 distinct reads at
+// once (none sharing) are all admitted: their runs fit in the wait a request may take.
+func TestDistinctReadsAtOnceAdmitted(t *testing.T) {
+	p := newPacer(func(context.Context) (bool, error) { return true, nil }, busyRatePerCPU*2, busyRunsPerCPU*2, queueWait)
+	h := p.wrap((&shared{}).wrap(p.wrapRuns(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))))
+	var refused atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 1000 {
+		wg.Go(func() {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, fmt.Sprintf("/api/v1/resources/ns/Widget/w%04d", i), nil))
+			if rec.Code != http.StatusOK {
+				refused.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := refused.Load(); n != 0 {
+		t.Fatalf("%d of 1,000 distinct reads refused", n)
+	}
+}
+
+// A read whose client has gone leaves at once, and when no one else waits for its answer the
+// run waiting for its turn never starts: its handler does not run and its turn goes back to
+// the runs' rate.
+func TestSharedReadLeftByItsClientDoesNotRun(t *testing.T) {
+	var runs atomic.Int32
+	p := newPacer(func(context.Context) (bool, error) { return true, nil }, 1000, 1, 2*time.Hour)
+	p.runs = rate.NewLimiter(rate.Every(time.Hour), 1)
+	p.runs.Allow() // the next run waits an hour
+	joined, finished := make(chan struct{}, 1), make(chan struct{})
+	sh := &shared{joined: joined}
+	run := p.wrapRuns(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { runs.Add(1) }))
+	h := sh.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(finished)
+		run.ServeHTTP(w, r)
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/api/v1/resources/ns/Widget/a", nil).WithContext(ctx))
+	}()
+	<-joined
+	cancel()
+	<-returned // an hour without the fix
+	<-finished
+	if n := runs.Load(); n != 0 {
+		t.Fatalf("%d handler runs for a read its client left, want 0", n)
+	}
+	if tok := p.runs.Tokens(); tok < -0.5 {
+		t.Fatalf("runs' tokens %v: the left read's turn was kept", tok)
 	}
 }
 

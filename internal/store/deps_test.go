@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -112,7 +113,11 @@ func condition(t *testing.T, st *Store, kind, typ string) (string, status.Condit
 func TestDependencyLifecycle(t *testing.T) {
 	st := openTest(t, "s")
 	ctx := context.Background()
-	apply := func(rev string, set *manifest.Set) { t.Helper(); applyRefreshed(t, st, "s", rev, set) }
+	apply := func(rev string, set *manifest.Set) {
+		t.Helper()
+		applyRefreshed(t, st, "s", rev, set)
+		hasDepsFollowEdges(t, st)
+	}
 
 	// Database and App first: Network does not exist yet.
 	apply("r1", chainSet("Network"))
@@ -207,6 +212,39 @@ func TestDependencyLifecycle(t *testing.T) {
 	var n int
 	if err := st.pool.QueryRow(ctx, `SELECT count(*) FROM resource_edges`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("edges left: %d %v", n, err)
+	}
+}
+
+// hasDepsFollowEdges fails t unless every resource's has_deps says whether it has edges, as
+// the list pages that read edges only for rows with has_deps rely on.
+func hasDepsFollowEdges(t *testing.T, st *Store) {
+	t.Helper()
+	var n int
+	if err := st.pool.QueryRow(context.Background(), `SELECT count(*) FROM resources r
+		WHERE has_deps <> EXISTS (SELECT 1 FROM resource_edges e WHERE e.resource_id = r.id)`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("%d resources whose has_deps disagrees with their edges", n)
+	}
+}
+
+// has_deps follows the edges through applies that add dependencies, drop them (the resource
+// stays) and bring them back, and with the resources depended on missing.
+func TestHasDepsFollowsEdges(t *testing.T) {
+	st := openTest(t, "s")
+	noDeps := func() *manifest.Set {
+		set := chainSet()
+		for i := range set.Resources {
+			set.Resources[i].DependsOn = nil
+			set.Resources[i].Spec = json.RawMessage(`{"n":1}`)
+			set.Resources[i].SpecHash = `{"n":1}`
+		}
+		return set
+	}
+	for i, set := range []*manifest.Set{chainSet("Network"), chainSet(), noDeps(), chainSet(), chainSet("App"), chainSet("Database")} {
+		applyRefreshed(t, st, "s", fmt.Sprintf("r%d", i+1), set)
+		hasDepsFollowEdges(t, st)
 	}
 }
 

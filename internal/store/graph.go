@@ -87,7 +87,8 @@ func (s *Store) ResourceNeighbours(ctx context.Context, sc Scope, namespace, kin
 }
 
 // ResourceDetail returns one resource in scope (as GetResourceIn) with its neighbours (as
-// ResourceNeighbours), read in one round trip of one snapshot, or ErrNotFound.
+// ResourceNeighbours), read in one round trip (a statement apiece, each of its own snapshot
+// under READ COMMITTED), or ErrNotFound.
 func (s *Store) ResourceDetail(ctx context.Context, sc Scope, namespace, kind, name string) (Resource, Neighbours, error) {
 	return s.resourceDetail(ctx, sc, namespace, kind, name, true)
 }
@@ -140,7 +141,7 @@ func (s *Store) resourceDetail(ctx context.Context, sc Scope, namespace, kind, n
 			return d, err
 		})
 		if err != nil {
-			return fmt.Errorf("dependencies of %s/%s/%s: %w", namespace, kind, name, err)
+			return fmt.Errorf("dependencies: %w", err)
 		}
 		return nil
 	})
@@ -155,7 +156,7 @@ func (s *Store) resourceDetail(ctx context.Context, sc Scope, namespace, kind, n
 			return d, err
 		})
 		if err != nil {
-			return fmt.Errorf("dependents of %s/%s/%s: %w", namespace, kind, name, err)
+			return fmt.Errorf("dependents: %w", err)
 		}
 		return nil
 	})
