@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/manifest"
@@ -264,9 +263,6 @@ type Current struct {
 
 	hasDeps, hasDependents bool
 	outputs                []byte // read only when it has dependents
-	// ctid is where the version locked by the read is: the write in the same transaction
-	// goes there directly instead of through resources_pkey (see updateResults).
-	ctid pgtype.TID
 }
 
 // Update is what a worker writes when it completes.
@@ -376,7 +372,7 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 			ids[i], toks[i] = it.ID, it.Token
 		}
 		rows, err := tx.Query(ctx, `SELECT r.id, r.phase, r.generation, r.observed_generation, r.conditions, r.deletion_timestamp IS NOT NULL, r.dirty,
-			  r.has_deps, hd.yes, CASE WHEN hd.yes THEN r.outputs END, r.ctid
+			  r.has_deps, hd.yes, CASE WHEN hd.yes THEN r.outputs END
 			FROM resources r JOIN unnest($1::bigint[], $2::uuid[]) AS x(id, tok) ON r.id = x.id AND r.lease_token = x.tok,
 			  LATERAL (SELECT EXISTS (SELECT 1 FROM resource_edges e
 			    WHERE e.dep_namespace = r.namespace AND lower(e.dep_kind) = lower(r.kind) AND e.dep_name = r.name) AS yes) hd
@@ -389,7 +385,7 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 			var id int64
 			var c Current
 			var conds []byte
-			if err := rows.Scan(&id, &c.Phase, &c.Generation, &c.ObservedGeneration, &conds, &c.Deleting, &c.Dirty, &c.hasDeps, &c.hasDependents, &c.outputs, &c.ctid); err != nil {
+			if err := rows.Scan(&id, &c.Phase, &c.Generation, &c.ObservedGeneration, &conds, &c.Deleting, &c.Dirty, &c.hasDeps, &c.hasDependents, &c.outputs); err != nil {
 				rows.Close()
 				return err
 			}
@@ -447,7 +443,7 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 			if !it.Quiet {
 				changes = append(changes, ch)
 			}
-			if err := upd.add(it.ID, c.ctid, u); err != nil {
+			if err := upd.add(it.ID, u); err != nil {
 				return err
 			}
 			if err := approvals.add(it.ID, u); err != nil {
@@ -506,13 +502,9 @@ func sameOutputs(stored []byte, outputs map[string]any) bool {
 	return reflect.DeepEqual(x, y)
 }
 
-// updateResults writes the status part of completed results (one unnest statement). Each row
-// is reached by the ctid its locking read returned (a TID scan): the lock keeps the version
-// where it is until the transaction ends, and a lookup through resources_pkey would visit
-// every version of the row that vacuum has not removed (many, while a long transaction
-// elsewhere holds them). The id is checked as well.
+// updateResults writes the status part of completed results (one unnest statement).
 func updateResults(ctx context.Context, tx pgx.Tx, upd *updateBatch) error {
-	tag, err := tx.Exec(ctx, `UPDATE resources r SET phase = x.phase, observed_generation = x.observed, conditions = x.conds::jsonb,
+	_, err := tx.Exec(ctx, `UPDATE resources r SET phase = x.phase, observed_generation = x.observed, conditions = x.conds::jsonb,
 			outputs = COALESCE(x.outputs::jsonb, r.outputs),
 			action_state = CASE WHEN x.keep THEN r.action_state ELSE x.state::jsonb END,
 			message = x.message, attempt = x.attempt,
@@ -530,16 +522,13 @@ func updateResults(ctx context.Context, tx pgx.Tx, upd *updateBatch) error {
 			dependency_by = COALESCE(r.dependency_by, NULLIF(x.dep_by, ''))
 			FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bool[], $8::text[], $9::int[], $10::timestamptz[],
 			  $11::bool[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $20::timestamptz[],
-			  $21::text[], $22::text[], $23::tid[])
+			  $21::text[], $22::text[])
 			  AS x(id, phase, observed, conds, outputs, state, keep, message, attempt, run_at, setres, resolved, inputs, origins, applied, aspec, aorigins,
-			    wo_actor, wo_reason, wo_at, manual_by, dep_by, loc)
-			WHERE r.ctid = x.loc AND r.id = x.id`,
+			    wo_actor, wo_reason, wo_at, manual_by, dep_by)
+			WHERE r.id = x.id`,
 		upd.ids, upd.phase, upd.observed, upd.conds, upd.outputs, upd.state, upd.keep, upd.message, upd.attempt, upd.runAt,
 		upd.setRes, upd.resolved, upd.inputs, upd.origins, upd.applied, upd.appliedSpec, upd.appliedOrigins, upd.woActor, upd.woReason, upd.woAt,
-		upd.manualBy, upd.depBy, upd.ctids)
-	if err == nil && int(tag.RowsAffected()) != len(upd.ids) {
-		err = fmt.Errorf("write results: %d of %d rows written", tag.RowsAffected(), len(upd.ids))
-	}
+		upd.manualBy, upd.depBy)
 	return err
 }
 
@@ -559,10 +548,9 @@ type updateBatch struct {
 	woActor, woReason     []string
 	woAt                  []*time.Time
 	manualBy, depBy       []string
-	ctids                 []pgtype.TID
 }
 
-func (b *updateBatch) add(id int64, ctid pgtype.TID, u Update) error {
+func (b *updateBatch) add(id int64, u Update) error {
 	cj, err := json.Marshal(u.Conditions)
 	if err != nil {
 		return err
@@ -581,7 +569,6 @@ func (b *updateBatch) add(id int64, ctid pgtype.TID, u Update) error {
 		state = &sts
 	}
 	b.ids = append(b.ids, id)
-	b.ctids = append(b.ctids, ctid)
 	b.phase = append(b.phase, u.Phase)
 	b.observed = append(b.observed, u.ObservedGeneration)
 	b.conds = append(b.conds, string(storableJSON(cj)))
