@@ -371,7 +371,7 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 		for i, it := range items {
 			ids[i], toks[i] = it.ID, it.Token
 		}
-		rows, err := tx.Query(ctx, `SELECT r.id, r.phase, r.generation, r.observed_generation, r.conditions, r.deletion_timestamp IS NOT NULL, r.dirty,
+		rows, err := tx.Query(ctx, `SELECT r.id, r.lease_token::text, r.phase, r.generation, r.observed_generation, r.conditions, r.deletion_timestamp IS NOT NULL, r.dirty,
 			  r.has_deps, hd.yes, CASE WHEN hd.yes THEN r.outputs END
 			FROM resources r JOIN unnest($1::bigint[], $2::uuid[]) AS x(id, tok) ON r.id = x.id AND r.lease_token = x.tok,
 			  LATERAL (SELECT EXISTS (SELECT 1 FROM resource_edges e
@@ -380,12 +380,18 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 		if err != nil {
 			return err
 		}
-		cur := make(map[int64]Current, len(items))
+		// Keyed by row and token: an item holding a token the row no longer has (a batch with
+		// a retaken row's old attempt and its current one) finds nothing and is lost.
+		type leased struct {
+			id    int64
+			token string
+		}
+		cur := make(map[leased]Current, len(items))
 		for rows.Next() {
-			var id int64
+			var k leased
 			var c Current
 			var conds []byte
-			if err := rows.Scan(&id, &c.Phase, &c.Generation, &c.ObservedGeneration, &conds, &c.Deleting, &c.Dirty, &c.hasDeps, &c.hasDependents, &c.outputs); err != nil {
+			if err := rows.Scan(&k.id, &k.token, &c.Phase, &c.Generation, &c.ObservedGeneration, &conds, &c.Deleting, &c.Dirty, &c.hasDeps, &c.hasDependents, &c.outputs); err != nil {
 				rows.Close()
 				return err
 			}
@@ -393,7 +399,7 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 				rows.Close()
 				return err
 			}
-			cur[id] = c
+			cur[k] = c
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -411,7 +417,7 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 			removedDep []int64 // removed, with dependencies
 		)
 		for _, it := range items {
-			c, ok := cur[it.ID]
+			c, ok := cur[leased{it.ID, it.Token}]
 			if !ok {
 				lost = append(lost, it.ID)
 				continue
