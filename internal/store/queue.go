@@ -652,8 +652,8 @@ func originsJSON(origins map[string][]string) (string, error) {
 // result being written, a spec being applied) are skipped rather than waited for, in id
 // order, so renewal never deadlocks with those writes; they are renewed at the next tick.
 // Rows are found by primary key: a renewal costs its own rows whatever the table's size and
-// whether or not it was analyzed since a large apply (a filter on the owner alone was a scan
-// of the whole table until then).
+// whether or not it was analyzed since a large apply (a filter on the owner alone needs table
+// statistics the planner lacks until the first analyze, and without them scans every row).
 func (s *Store) RenewLeases(ctx context.Context, owner string, ids []int64, tokens []string, ttl time.Duration) (lost []string, err error) {
 	if len(tokens) == 0 {
 		return nil, nil
@@ -845,8 +845,8 @@ func (s *Store) QueueStats(ctx context.Context) (due, inFlight, scheduled int, o
 // EngineBusy reports whether the engine has work: a lease held, or work due. It reads at most
 // the first entry of resources_lease and of resources_due: each is the first row in the
 // index's order, which the planner takes from the index whatever the table's statistics say
-// (an EXISTS drops the order, and on a table not analyzed since a large apply it scanned
-// every row when nothing was leased).
+// (an EXISTS drops the order and needs statistics the planner lacks until the first analyze
+// after a large apply; without them it scans every row when nothing is leased).
 func (s *Store) EngineBusy(ctx context.Context) (bool, error) {
 	var busy bool
 	err := s.pool.QueryRow(ctx, `SELECT COALESCE((SELECT true FROM resources WHERE lease_owner IS NOT NULL ORDER BY lease_expires_at LIMIT 1), false)
