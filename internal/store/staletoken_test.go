@@ -32,6 +32,7 @@ func TestCompleteResultsStaleToken(t *testing.T) {
 	}
 	fresh := func(Current) Update { return Update{Phase: "Ready", ObservedGeneration: 1, Message: "current"} }
 	var items []Completion
+	var want []int64 // lost: each row's old token, in the batch's order
 	for _, c := range current {
 		o := oldOf[c.ID]
 		if o.LeaseToken == "" || o.LeaseToken == c.LeaseToken {
@@ -44,16 +45,10 @@ func TestCompleteResultsStaleToken(t *testing.T) {
 		} else {
 			items = append(items, curItem, oldItem)
 		}
+		want = append(want, o.ID)
 	}
-	lost, _, err := st.CompleteResults(ctx, items)
-	if err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(lost)
-	want := []int64{old[0].ID, old[1].ID}
-	slices.Sort(want)
-	if !slices.Equal(lost, want) {
-		t.Errorf("lost %v, want %v (each row's old token)", lost, want)
+	if lost, _, err := st.CompleteResults(ctx, items); err != nil || !slices.Equal(lost, want) {
+		t.Errorf("lost %v (%v), want %v: each row's old token", lost, err, want)
 	}
 	for _, c := range current {
 		var phase, msg string
