@@ -60,11 +60,11 @@ func (b *bench) drainFresh(ctx context.Context) error {
 	if err := b.seed(ctx, st, n); err != nil {
 		return err
 	}
-	stop, err := b.defaultReplica(ctx, url, "bench-drain", b.log)
+	// The fresh pass starts with the replica: its start readings and the profile come first.
+	fresh0, err := drainBegin(ctx, st, cluster)
 	if err != nil {
 		return err
 	}
-	defer stop()
 	if path := os.Getenv("TRUEUP_BENCH_CPUPROFILE"); path != "" {
 		// The profile of the bench process, the reconciler's share of the drain.
 		f, err := os.Create(path)
@@ -77,11 +77,20 @@ func (b *bench) drainFresh(ctx context.Context) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	fresh, err := drainPass(ctx, st, cluster, n, false)
+	stop, err := b.defaultReplica(ctx, url, "bench-drain", b.log)
 	if err != nil {
 		return err
 	}
-	again, err := drainPass(ctx, st, cluster, n, true)
+	defer stop()
+	fresh, err := drainPass(ctx, st, cluster, n, false, fresh0)
+	if err != nil {
+		return err
+	}
+	again0, err := drainBegin(ctx, st, cluster)
+	if err != nil {
+		return err
+	}
+	again, err := drainPass(ctx, st, cluster, n, true, again0)
 	if err != nil {
 		return err
 	}
@@ -91,7 +100,9 @@ func (b *bench) drainFresh(ctx context.Context) error {
 	}{{"drain_fresh", fresh}, {"drain_again", again}} {
 		target, ok := "", func(float64) bool { return true }
 		if p.name == "drain_fresh" {
-			target, ok = "≥ 7000", atLeast(7000)
+			// What issue 26's million needs: all Ready in 150 s with a first sync of up to
+			// 30 s leaves 120 s for 1,000,000 resources.
+			target, ok = "≥ 8333", atLeast(8333)
 		}
 		record(p.name, p.f.rate, "1/s", target, ok)
 		record(p.name+"_cpu_pg", p.f.pgCPU, "µs", "", nil)
@@ -103,19 +114,28 @@ func (b *bench) drainFresh(ctx context.Context) error {
 // drainFigures are one pass's throughput and CPU time per resource (µs).
 type drainFigures struct{ rate, pgCPU, engineCPU float64 }
 
-// drainPass waits until every resource is Ready, after making them all due again when again
-// is set (a resync of every resource: the rows were reconciled before).
-func drainPass(ctx context.Context, st *store.Store, cluster *pgembed.Cluster, n int, again bool) (drainFigures, error) {
-	var f drainFigures
+// drainStart is what a pass is measured from: CPU times and the clock.
+type drainStart struct {
+	pgCPU, ownCPU time.Duration
+	at            time.Time
+}
+
+// drainBegin resets the statement and table statistics and takes a pass's start readings.
+func drainBegin(ctx context.Context, st *store.Store, cluster *pgembed.Cluster) (drainStart, error) {
 	if _, err := st.Pool().Exec(ctx, "SELECT pg_stat_statements_reset(), pg_stat_reset()"); err != nil {
-		return f, err
+		return drainStart{}, err
 	}
-	pgCPU0, err := postgresCPU(cluster)
+	pg, err := postgresCPU(cluster)
 	if err != nil {
-		return f, err
+		return drainStart{}, err
 	}
-	ownCPU0 := cputime.Self()
-	start := time.Now()
+	return drainStart{pgCPU: pg, ownCPU: cputime.Self(), at: time.Now()}, nil
+}
+
+// drainPass waits until every resource is Ready, after making them all due again when again
+// is set (a resync of every resource: the rows were reconciled before), and measures from s.
+func drainPass(ctx context.Context, st *store.Store, cluster *pgembed.Cluster, n int, again bool, s drainStart) (drainFigures, error) {
+	var f drainFigures
 	var since time.Time
 	if again {
 		// Reconciled since the UPDATE: Ready again, with a newer last_reconcile_time.
@@ -128,14 +148,14 @@ func drainPass(ctx context.Context, st *store.Store, cluster *pgembed.Cluster, n
 	}
 	// The rows not Ready are read from the partial index resources_unsettled, and the rows
 	// due from resources_due: the wait does not count the table.
-	err = poll(ctx, 10*time.Minute, 100*time.Millisecond, func() (bool, error) {
+	err := poll(ctx, 10*time.Minute, 100*time.Millisecond, func() (bool, error) {
 		var left bool
 		err := st.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM resources WHERE phase <> 'Ready')
 			OR EXISTS (SELECT 1 FROM resources WHERE run_at <= $1 AND lease_owner IS NULL AND NOT suspended AND NOT blocked)
 			OR EXISTS (SELECT 1 FROM resources WHERE lease_owner IS NOT NULL)`, since).Scan(&left)
 		return !left, err
 	})
-	took := time.Since(start)
+	took := time.Since(s.at)
 	pgCPU1, cpuErr := postgresCPU(cluster)
 	ownCPU1 := cputime.Self()
 	if err != nil {
@@ -147,8 +167,8 @@ func drainPass(ctx context.Context, st *store.Store, cluster *pgembed.Cluster, n
 	fmt.Fprintf(os.Stderr, "drain (%d resources, again %v, load %s): %s\n", n, again, loadAverage(), took.Round(time.Millisecond))
 	printDrainStats(ctx, st)
 	f.rate = float64(n) / took.Seconds()
-	f.pgCPU = 1e6 * (pgCPU1 - pgCPU0).Seconds() / float64(n)
-	f.engineCPU = 1e6 * (ownCPU1 - ownCPU0).Seconds() / float64(n)
+	f.pgCPU = 1e6 * (pgCPU1 - s.pgCPU).Seconds() / float64(n)
+	f.engineCPU = 1e6 * (ownCPU1 - s.ownCPU).Seconds() / float64(n)
 	return f, nil
 }
 

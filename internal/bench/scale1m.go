@@ -144,15 +144,19 @@ log: {level: warn}
 	record("sync_first_1m", first.Seconds(), "s", "≤ 30", atMost(30))
 
 	// A count of the table runs once the history (insert only, read by its last id) holds an
-	// attempt per resource (then every second), and every 10 s before: a count of every row each second took a
-	// share of the machine from the drain it measures.
+	// attempt per resource (then every second), and every 10 s before: a count of every row
+	// each second takes a share of the machine from the drain it measures.
 	var counted time.Time
 	if err := poll(ctx, 30*time.Minute, 100*time.Millisecond, func() (bool, error) {
 		var attempts int64
 		if err := st.Pool().QueryRow(ctx, "SELECT COALESCE(max(id), 0) FROM reconcile_history").Scan(&attempts); err != nil {
 			return false, err
 		}
-		if every := map[bool]time.Duration{true: time.Second, false: 10 * time.Second}[attempts >= int64(n)]; time.Since(counted) < every {
+		every := 10 * time.Second
+		if attempts >= int64(n) {
+			every = time.Second
+		}
+		if time.Since(counted) < every {
 			return false, nil
 		}
 		counted = time.Now()

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/trueup-dev/trueup/internal/clip"
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/manifest"
@@ -264,9 +263,6 @@ type Current struct {
 
 	hasDeps, hasDependents bool
 	outputs                []byte // read only when it has dependents
-	// ctid is where the version locked by the read is: the write in the same transaction
-	// goes there directly instead of through resources_pkey (see updateResults).
-	ctid pgtype.TID
 }
 
 // Update is what a worker writes when it completes.
@@ -375,8 +371,8 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 		for i, it := range items {
 			ids[i], toks[i] = it.ID, it.Token
 		}
-		rows, err := tx.Query(ctx, `SELECT r.id, r.phase, r.generation, r.observed_generation, r.conditions, r.deletion_timestamp IS NOT NULL, r.dirty,
-			  r.has_deps, hd.yes, CASE WHEN hd.yes THEN r.outputs END, r.ctid
+		rows, err := tx.Query(ctx, `SELECT r.id, r.lease_token::text, r.phase, r.generation, r.observed_generation, r.conditions, r.deletion_timestamp IS NOT NULL, r.dirty,
+			  r.has_deps, hd.yes, CASE WHEN hd.yes THEN r.outputs END
 			FROM resources r JOIN unnest($1::bigint[], $2::uuid[]) AS x(id, tok) ON r.id = x.id AND r.lease_token = x.tok,
 			  LATERAL (SELECT EXISTS (SELECT 1 FROM resource_edges e
 			    WHERE e.dep_namespace = r.namespace AND lower(e.dep_kind) = lower(r.kind) AND e.dep_name = r.name) AS yes) hd
@@ -384,12 +380,18 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 		if err != nil {
 			return err
 		}
-		cur := make(map[int64]Current, len(items))
+		// Keyed by row and token: an item holding a token the row no longer has (a batch with
+		// a retaken row's old attempt and its current one) finds nothing and is lost.
+		type leased struct {
+			id    int64
+			token string
+		}
+		cur := make(map[leased]Current, len(items))
 		for rows.Next() {
-			var id int64
+			var k leased
 			var c Current
 			var conds []byte
-			if err := rows.Scan(&id, &c.Phase, &c.Generation, &c.ObservedGeneration, &conds, &c.Deleting, &c.Dirty, &c.hasDeps, &c.hasDependents, &c.outputs, &c.ctid); err != nil {
+			if err := rows.Scan(&k.id, &k.token, &c.Phase, &c.Generation, &c.ObservedGeneration, &conds, &c.Deleting, &c.Dirty, &c.hasDeps, &c.hasDependents, &c.outputs); err != nil {
 				rows.Close()
 				return err
 			}
@@ -397,7 +399,7 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 				rows.Close()
 				return err
 			}
-			cur[id] = c
+			cur[k] = c
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -415,7 +417,7 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 			removedDep []int64 // removed, with dependencies
 		)
 		for _, it := range items {
-			c, ok := cur[it.ID]
+			c, ok := cur[leased{it.ID, it.Token}]
 			if !ok {
 				lost = append(lost, it.ID)
 				continue
@@ -447,7 +449,7 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 			if !it.Quiet {
 				changes = append(changes, ch)
 			}
-			if err := upd.add(it.ID, c.ctid, u); err != nil {
+			if err := upd.add(it.ID, u); err != nil {
 				return err
 			}
 			if err := approvals.add(it.ID, u); err != nil {
@@ -506,13 +508,9 @@ func sameOutputs(stored []byte, outputs map[string]any) bool {
 	return reflect.DeepEqual(x, y)
 }
 
-// updateResults writes the status part of completed results (one unnest statement). Each row
-// is reached by the ctid its locking read returned (a TID scan): the lock keeps the version
-// where it is until the transaction ends, and a lookup through resources_pkey would visit
-// every version of the row that vacuum has not removed (many, while a long transaction
-// elsewhere holds them). The id is checked as well.
+// updateResults writes the status part of completed results (one unnest statement).
 func updateResults(ctx context.Context, tx pgx.Tx, upd *updateBatch) error {
-	tag, err := tx.Exec(ctx, `UPDATE resources r SET phase = x.phase, observed_generation = x.observed, conditions = x.conds::jsonb,
+	_, err := tx.Exec(ctx, `UPDATE resources r SET phase = x.phase, observed_generation = x.observed, conditions = x.conds::jsonb,
 			outputs = COALESCE(x.outputs::jsonb, r.outputs),
 			action_state = CASE WHEN x.keep THEN r.action_state ELSE x.state::jsonb END,
 			message = x.message, attempt = x.attempt,
@@ -530,16 +528,13 @@ func updateResults(ctx context.Context, tx pgx.Tx, upd *updateBatch) error {
 			dependency_by = COALESCE(r.dependency_by, NULLIF(x.dep_by, ''))
 			FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bool[], $8::text[], $9::int[], $10::timestamptz[],
 			  $11::bool[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $20::timestamptz[],
-			  $21::text[], $22::text[], $23::tid[])
+			  $21::text[], $22::text[])
 			  AS x(id, phase, observed, conds, outputs, state, keep, message, attempt, run_at, setres, resolved, inputs, origins, applied, aspec, aorigins,
-			    wo_actor, wo_reason, wo_at, manual_by, dep_by, loc)
-			WHERE r.ctid = x.loc AND r.id = x.id`,
+			    wo_actor, wo_reason, wo_at, manual_by, dep_by)
+			WHERE r.id = x.id`,
 		upd.ids, upd.phase, upd.observed, upd.conds, upd.outputs, upd.state, upd.keep, upd.message, upd.attempt, upd.runAt,
 		upd.setRes, upd.resolved, upd.inputs, upd.origins, upd.applied, upd.appliedSpec, upd.appliedOrigins, upd.woActor, upd.woReason, upd.woAt,
-		upd.manualBy, upd.depBy, upd.ctids)
-	if err == nil && int(tag.RowsAffected()) != len(upd.ids) {
-		err = fmt.Errorf("write results: %d of %d rows written", tag.RowsAffected(), len(upd.ids))
-	}
+		upd.manualBy, upd.depBy)
 	return err
 }
 
@@ -559,10 +554,9 @@ type updateBatch struct {
 	woActor, woReason     []string
 	woAt                  []*time.Time
 	manualBy, depBy       []string
-	ctids                 []pgtype.TID
 }
 
-func (b *updateBatch) add(id int64, ctid pgtype.TID, u Update) error {
+func (b *updateBatch) add(id int64, u Update) error {
 	cj, err := json.Marshal(u.Conditions)
 	if err != nil {
 		return err
@@ -581,7 +575,6 @@ func (b *updateBatch) add(id int64, ctid pgtype.TID, u Update) error {
 		state = &sts
 	}
 	b.ids = append(b.ids, id)
-	b.ctids = append(b.ctids, ctid)
 	b.phase = append(b.phase, u.Phase)
 	b.observed = append(b.observed, u.ObservedGeneration)
 	b.conds = append(b.conds, string(storableJSON(cj)))
@@ -659,8 +652,8 @@ func originsJSON(origins map[string][]string) (string, error) {
 // result being written, a spec being applied) are skipped rather than waited for, in id
 // order, so renewal never deadlocks with those writes; they are renewed at the next tick.
 // Rows are found by primary key: a renewal costs its own rows whatever the table's size and
-// whether or not it was analyzed since a large apply (a filter on the owner alone was a scan
-// of the whole table until then).
+// whether or not it was analyzed since a large apply (a filter on the owner alone needs table
+// statistics the planner lacks until the first analyze, and without them scans every row).
 func (s *Store) RenewLeases(ctx context.Context, owner string, ids []int64, tokens []string, ttl time.Duration) (lost []string, err error) {
 	if len(tokens) == 0 {
 		return nil, nil
@@ -852,8 +845,8 @@ func (s *Store) QueueStats(ctx context.Context) (due, inFlight, scheduled int, o
 // EngineBusy reports whether the engine has work: a lease held, or work due. It reads at most
 // the first entry of resources_lease and of resources_due: each is the first row in the
 // index's order, which the planner takes from the index whatever the table's statistics say
-// (an EXISTS drops the order, and on a table not analyzed since a large apply it scanned
-// every row when nothing was leased).
+// (an EXISTS drops the order and needs statistics the planner lacks until the first analyze
+// after a large apply; without them it scans every row when nothing is leased).
 func (s *Store) EngineBusy(ctx context.Context) (bool, error) {
 	var busy bool
 	err := s.pool.QueryRow(ctx, `SELECT COALESCE((SELECT true FROM resources WHERE lease_owner IS NOT NULL ORDER BY lease_expires_at LIMIT 1), false)

@@ -1,0 +1,63 @@
+package store
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestCompleteResultsStaleToken: a batch of results holding a retaken row's old token beside
+// its current one reports the old one lost and writes the current one, whichever comes first.
+func TestCompleteResultsStaleToken(t *testing.T) {
+	t.Parallel()
+	st := openTest(t)
+	ctx := context.Background()
+	seedDue(t, st, "old-first", "current-first")
+	old, err := st.Claim(ctx, "a", 2, time.Minute)
+	if err != nil || len(old) != 2 {
+		t.Fatalf("claim: %d, %v", len(old), err)
+	}
+	if err := st.Release(ctx, "a", []int64{old[0].ID, old[1].ID}, []string{old[0].LeaseToken, old[1].LeaseToken}); err != nil {
+		t.Fatal(err)
+	}
+	current, err := st.Claim(ctx, "b", 2, time.Minute)
+	if err != nil || len(current) != 2 {
+		t.Fatalf("claim again: %d, %v", len(current), err)
+	}
+	oldOf := map[int64]Claimed{old[0].ID: old[0], old[1].ID: old[1]}
+	stale := func(Current) Update {
+		t.Error("the stale item's result was computed")
+		return Update{Phase: "Failed", Message: "stale"}
+	}
+	fresh := func(Current) Update { return Update{Phase: "Ready", ObservedGeneration: 1, Message: "current"} }
+	var items []Completion
+	var want []int64 // lost: each row's old token, in the batch's order
+	for _, c := range current {
+		o := oldOf[c.ID]
+		if o.LeaseToken == "" || o.LeaseToken == c.LeaseToken {
+			t.Fatalf("%s: old token %q, current %q: want the row retaken with a new token", c.Name, o.LeaseToken, c.LeaseToken)
+		}
+		oldItem := Completion{ID: o.ID, Token: o.LeaseToken, Fn: stale, Namespace: o.Namespace, Kind: o.Kind, Name: o.Name, Source: o.Source}
+		curItem := Completion{ID: c.ID, Token: c.LeaseToken, Fn: fresh, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Source: c.Source}
+		if c.Name == "old-first" {
+			items = append(items, oldItem, curItem)
+		} else {
+			items = append(items, curItem, oldItem)
+		}
+		want = append(want, o.ID)
+	}
+	if lost, _, err := st.CompleteResults(ctx, items); err != nil || !slices.Equal(lost, want) {
+		t.Errorf("lost %v (%v), want %v: each row's old token", lost, err, want)
+	}
+	for _, c := range current {
+		var phase, msg string
+		var owner *string
+		if err := st.pool.QueryRow(ctx, "SELECT phase, message, lease_owner FROM resources WHERE id = $1", c.ID).Scan(&phase, &msg, &owner); err != nil {
+			t.Fatal(err)
+		}
+		if phase != "Ready" || msg != "current" || owner != nil {
+			t.Errorf("%s: phase %s, message %q, owner %v; want Ready, the current result, no lease", c.Name, phase, msg, owner)
+		}
+	}
+}
