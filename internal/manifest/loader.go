@@ -66,7 +66,11 @@ const EncryptedMarkerPrefix = "*** sops:"
 // Loader parses and validates revisions. Between loads it keeps the documents parsed from
 // each file content (by sources.File.Hash) and each compiled schema (by content hash), so a
 // revision that changes one file costs one file's parsing. It keeps only what the latest Load
-// used, so memory follows the size of the repository, not its history.
+// used, so memory follows the size of the repository, not its history. A revision that
+// changes only files of resources is loaded from the last Set returned (incremental.go):
+// its work follows the files changed, not the revision, and that Set's resources are shared
+// with the next (read them, never change them in place; sealed's redaction replaces the
+// fields of an encrypted file's resources, which are never shared).
 //
 // A Loader is safe for concurrent use; loads are serialised.
 type Loader struct {
@@ -84,6 +88,11 @@ type Loader struct {
 	// sorted is the last Set's resources in its order (sortedOrder): a document's
 	// identity never changes, so the resources a load keeps stay in that order.
 	sorted []*resourceDoc
+	// last is what the next load may start from instead of every file (incremental.go);
+	// nil when it must load every file.
+	last *basis
+	// incrementals counts the loads made from a basis, for tests.
+	incrementals int
 }
 
 // NewLoader returns a Loader with empty caches.
@@ -162,6 +171,7 @@ type load struct {
 	celSkipped atomic.Bool
 
 	inputsUsed map[string]*inputsEntry // becomes Loader.inputs
+	celTotal   uint64                  // what the rules of every resource cost (resources)
 	parts      partsMemo
 	files      map[string]string // Set.Files
 }
@@ -174,13 +184,21 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	ld := &load{l: l, opts: opts, schemas: map[string]*compiledSchema{}}
 	if opts.EncryptedUnknown != l.encryptedUnknown {
 		// The cached checks were judged the other way.
-		l.files, l.sets, l.encryptedUnknown = map[string]*fileEntry{}, nil, opts.EncryptedUnknown
+		l.files, l.sets, l.encryptedUnknown, l.last = map[string]*fileEntry{}, nil, opts.EncryptedUnknown, nil
 	}
 	lim := opts.Limits.withDefaults()
 	if len(files) > lim.MaxFiles {
 		// Before any parsing: the cap is there to bound that work.
+		l.last = nil
 		return nil, Errors{overCap("files", len(files), lim.MaxFiles)}
 	}
+	basisKey := optionsKey(opts, l.revisionBudget)
+	if set, ok := ld.incremental(files, lim, basisKey); ok {
+		return set, nil
+	}
+	// The full load replaces the cache the basis reads: it stands again only if this load
+	// succeeds.
+	l.last = nil
 	docs := ld.parse(files)
 	runs, docs := ld.collectSets(files, docs)
 	if len(docs) > lim.MaxDocuments {
@@ -208,6 +226,7 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	if len(set.ResourceSets) == 0 {
 		set.Files = ld.files
 	}
+	l.last = newBasis(files, docs, set, infos, ld.celTotal, basisKey)
 	return set, nil
 }
 
@@ -561,6 +580,7 @@ func (ld *load) resources(docs []placed, infos map[string]*typeInfo) ([]Resource
 	}
 	ld.checkStale(items, stale)
 	var celTotal uint64
+	defer func() { ld.celTotal = celTotal }()
 	for _, it := range items {
 		celTotal += uint64(it.p.doc.res.celCost)
 		for _, ve := range it.p.doc.res.specErrs {
@@ -702,12 +722,7 @@ func unknownKind(kind, group string, infos map[string]*typeInfo) string {
 // that a caller changing its Set cannot change the cache. Its resources share label and
 // annotation maps (see Resource).
 func (ld *load) setResources(items []resourceAt) ([]Resource, []transitionCheck) {
-	// While items are in file order, which the hasher's memo needs.
-	var meta metaHasher
-	for i := range items {
-		p, r := items[i].p, items[i].p.doc.res
-		items[i].metaHash = meta.hash(p.file, metaKey{p.doc.apiVersion, r.meta, r.deps.metaKey()})
-	}
+	metaHashes(items)
 	order := sortedOrder(items, ld.l.sorted)
 	sorted := make([]resourceAt, len(items))
 	ld.l.sorted = make([]*resourceDoc, len(items))
@@ -715,7 +730,22 @@ func (ld *load) setResources(items []resourceAt) ([]Resource, []transitionCheck)
 		sorted[j] = items[i]
 		ld.l.sorted[j] = items[i].p.doc.res
 	}
-	items = sorted
+	return buildResources(sorted)
+}
+
+// metaHashes sets the items' metaHash; items must be in file order, which the hasher's memo
+// needs.
+func metaHashes(items []resourceAt) {
+	var meta metaHasher
+	for i := range items {
+		p, r := items[i].p, items[i].p.doc.res
+		items[i].metaHash = meta.hash(p.file, metaKey{p.doc.apiVersion, r.meta, r.deps.metaKey()})
+	}
+}
+
+// buildResources makes the Set's resources of items (metaHash set), in their order, and the
+// transition checks of those whose schema has transition rules.
+func buildResources(items []resourceAt) ([]Resource, []transitionCheck) {
 	// One map per distinct set: a repository repeats a few label sets across thousands of
 	// resources, and a map per resource was a third of a large Set.
 	decoded := map[string]map[string]string{}

@@ -1,0 +1,165 @@
+package manifest
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/trueup-dev/trueup/internal/graph"
+	"github.com/trueup-dev/trueup/sources"
+)
+
+// TestIncrementalMatchesFull: a Loader that loads revisions one after another (from its
+// basis when it can) gives, at every step, the Set or the problems a fresh Loader gives for
+// the same files. The revisions come from random sequences of files added, changed (specs,
+// labels, dependencies, duplicates, invalid values), removed and renamed, with a type change,
+// an encrypted file and a rendered file now and then.
+func TestIncrementalMatchesFull(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(40) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			rng := rand.New(rand.NewPCG(seed, 26))
+			repo := map[string]sources.File{}
+			put := func(path, data string) {
+				repo[path] = sources.File{Path: path, Hash: hashJSON([]byte(data)), Data: []byte(data)}
+			}
+			put("types.yaml", dbType)
+			for f := range 6 {
+				put(fmt.Sprintf("apps/%d.yaml", f), randomResources(rng, f))
+			}
+			opts := Options{}
+			if seed%2 == 1 {
+				// A grant refuses one direction across namespaces.
+				opts.CheckReference = func(from string, target graph.ID, _ []string) error {
+					if from == "ns-1" && target.Namespace == "ns-0" && target.Name == "db-1-0" {
+						return errors.New("no grant")
+					}
+					return nil
+				}
+			}
+			l := NewLoader()
+			fast, failed := 0, 0
+			for step := range 60 {
+				switch op := rng.IntN(20); {
+				case op < 10: // a file changes
+					f := rng.IntN(8)
+					put(fmt.Sprintf("apps/%d.yaml", f), randomResources(rng, f))
+				case op < 12: // a file goes
+					delete(repo, fmt.Sprintf("apps/%d.yaml", rng.IntN(8)))
+				case op < 14: // a file moves
+					from, to := fmt.Sprintf("apps/%d.yaml", rng.IntN(8)), fmt.Sprintf("apps/%d.yaml", rng.IntN(8))
+					if f, ok := repo[from]; ok {
+						delete(repo, from)
+						f.Path = to
+						repo[to] = f
+					}
+				case op < 15: // the type changes, or changes back
+					min := []string{"10", "11", "12"}[rng.IntN(3)]
+					put("types.yaml", strings.Replace(dbType, "minimum: 10,", "minimum: "+min+",", 1))
+				case op < 16: // a file is encrypted (its resources are redacted by the caller)
+					for p, f := range repo {
+						if p != "types.yaml" && !strings.HasPrefix(f.Hash, "sops:") {
+							f.Hash = "sops:" + f.Hash
+							repo[p] = f
+							break
+						}
+					}
+				case op < 17: // a file is rendered by a kustomization
+					for p, f := range repo {
+						if p != "types.yaml" {
+							f.RenderedBy = []string{"", "k/a.yaml", "k/b.yaml"}[rng.IntN(3)]
+							repo[p] = f
+							break
+						}
+					}
+				case op < 18: // a file with a type of its own comes, or goes
+					if _, ok := repo["apps/extra-type.yaml"]; ok {
+						delete(repo, "apps/extra-type.yaml")
+					} else {
+						put("apps/extra-type.yaml", strings.ReplaceAll(dbType, "DatabaseCluster", "Other"))
+					}
+				default: // nothing changes
+				}
+				fs := slices.Collect(maps.Values(repo))
+				rng.Shuffle(len(fs), func(i, j int) { fs[i], fs[j] = fs[j], fs[i] })
+				before := l.incrementals
+				got, gotErr := l.Load(fs, opts)
+				if l.incrementals > before {
+					fast++
+				}
+				want, wantErr := NewLoader().Load(fs, opts)
+				if wantErr != nil {
+					failed++
+				}
+				if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+					t.Fatalf("step %d: problems\n%v\nwant\n%v", step, gotErr, wantErr)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("step %d: Set differs from a full load's:\n%s", step, setDiff(got, want))
+				}
+				if got != nil {
+					// The caller redacts encrypted files' resources (sealed.Revision.Redact).
+					for i := range got.Resources {
+						if strings.HasPrefix(got.Files[got.Resources[i].File], "sops:") {
+							got.Resources[i].Spec = []byte(`{"redacted":true}`)
+						}
+					}
+				}
+			}
+			t.Logf("%d loads, %d incremental, %d rejected", 60, fast, failed)
+			if fast == 0 {
+				t.Error("no load was incremental")
+			}
+		})
+	}
+}
+
+// randomResources is file f's content: a few resources whose names may clash with another
+// file's, whose values may be invalid, and which may depend on each other (in cycles too).
+func randomResources(rng *rand.Rand, f int) string {
+	var b strings.Builder
+	for k := range rng.IntN(5) {
+		name := fmt.Sprintf("db-%d-%d", f, k)
+		if rng.IntN(30) == 0 {
+			name = fmt.Sprintf("db-%d-0", rng.IntN(6)) // perhaps another file's
+		}
+		storage := 12 + rng.IntN(200)
+		if rng.IntN(30) == 0 {
+			storage = 5 // under the minimum
+		}
+		fmt.Fprintf(&b, "---\napiVersion: example.com/v1\nkind: DatabaseCluster\nmetadata: {name: %s, namespace: ns-%d, labels: {team: t%d}}\n",
+			name, rng.IntN(2), rng.IntN(3))
+		if rng.IntN(4) == 0 {
+			// Mostly on an earlier file's, which makes no cycle.
+			target := rng.IntN(f + 1)
+			if rng.IntN(10) == 0 {
+				target = rng.IntN(8)
+			}
+			fmt.Fprintf(&b, "dependsOn: [{kind: DatabaseCluster, name: db-%d-0, namespace: ns-%d}]\n", target, rng.IntN(2))
+		}
+		fmt.Fprintf(&b, "spec: {engine: postgres, storage_gb: %d}\n", storage)
+	}
+	return b.String()
+}
+
+// setDiff names the first difference between two Sets.
+func setDiff(got, want *Set) string {
+	if got == nil || want == nil {
+		return fmt.Sprintf("%v vs %v", got, want)
+	}
+	if len(got.Resources) != len(want.Resources) {
+		return fmt.Sprintf("%d resources, want %d", len(got.Resources), len(want.Resources))
+	}
+	for i := range got.Resources {
+		if !reflect.DeepEqual(got.Resources[i], want.Resources[i]) {
+			return fmt.Sprintf("resource %d: %+v\nwant %+v", i, got.Resources[i], want.Resources[i])
+		}
+	}
+	return fmt.Sprintf("%+v\nwant %+v", got, want)
+}
