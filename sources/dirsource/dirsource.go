@@ -51,6 +51,7 @@ type Source struct {
 
 	scanMu sync.Mutex           // serialises scans; guards stats
 	stats  map[string]statEntry // relative path → last known content hash
+	racy   time.Duration        // racyWindow; tests shorten it
 
 	mu      sync.Mutex // guards the lifecycle fields below
 	started bool
@@ -91,6 +92,7 @@ func New(cfg Config, logger *slog.Logger) (*Source, error) {
 		logger:  logger.With("source", cfg.Name, "path", root),
 		changes: make(chan struct{}, 1),
 		stats:   map[string]statEntry{},
+		racy:    racyWindow,
 	}, nil
 }
 

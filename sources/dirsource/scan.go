@@ -17,20 +17,43 @@ import (
 )
 
 // racyWindow: a file modified this close to the moment it was hashed may change again
-// within the file system's timestamp granularity without its size or mtime changing, so
+// within the file system's timestamp granularity without its size or times changing, so
 // its cached hash is not trusted (git's "racily clean" entries).
 const racyWindow = 2 * time.Second
 
 // statEntry remembers a file's content hash with the stat data it was read under.
+//
+// The rule, as git's index: a file whose size, modification time, change time and inode
+// are those it was hashed under, and which was last modified (or changed) more than
+// racyWindow before it was hashed, has the hash it had. A rewrite changes the change time
+// even when a tool sets the modification time back; one within the racy window is hashed
+// again. Without a change time (not Linux), Fetch hashes every file it reads.
 type statEntry struct {
 	size     int64
 	modTime  time.Time
+	ctime    time.Time // zero when unknown
+	ino      uint64
 	hashedAt time.Time
 	hash     string
 }
 
-func (e statEntry) matches(fi fs.FileInfo) bool {
-	return e.size == fi.Size() && e.modTime.Equal(fi.ModTime()) && e.hashedAt.Sub(e.modTime) > racyWindow
+func newStatEntry(fi fs.FileInfo, hashedAt time.Time, hash string) statEntry {
+	e := statEntry{size: fi.Size(), modTime: fi.ModTime(), hashedAt: hashedAt, hash: hash}
+	e.ctime, e.ino, _ = changeStat(fi)
+	return e
+}
+
+// matches reports whether fi is the file e was hashed from, by the rule above; strict
+// requires the change time to be known (a Fetch, whose hash names the data it returns).
+func (e statEntry) matches(fi fs.FileInfo, strict bool, racy time.Duration) bool {
+	if e.size != fi.Size() || !e.modTime.Equal(fi.ModTime()) || e.hashedAt.Sub(e.modTime) <= racy {
+		return false
+	}
+	ctime, ino, ok := changeStat(fi)
+	if !ok || e.ctime.IsZero() {
+		return !strict
+	}
+	return ctime.Equal(e.ctime) && ino == e.ino && e.hashedAt.Sub(ctime) > racy
 }
 
 // ignored reports whether a file or folder name is hidden or an editor's temporary file:
@@ -149,7 +172,8 @@ func (s *Source) scan(ctx context.Context, read bool) (string, []sources.File, e
 			}
 		}
 
-		if prev, ok := s.stats[rel]; ok && !read && prev.matches(fi) {
+		prev, known := s.stats[rel]
+		if known && !read && prev.matches(fi, false, s.racy) {
 			stats[rel] = prev
 			entries = append(entries, entry{rel, prev.hash})
 			return nil
@@ -165,11 +189,21 @@ func (s *Source) scan(ctx context.Context, read bool) (string, []sources.File, e
 		if len(data) > sources.MaxFileBytes {
 			return refuse(sources.TooLarge(int64(len(data)))) // grew since the stat
 		}
+		if known && prev.matches(fi, true, s.racy) && int64(len(data)) == fi.Size() {
+			// Unchanged by the rule, before and after the read: the data is what was
+			// hashed. A one-file change hashes that file, not the folder.
+			if after, err := os.Stat(target); err == nil && prev.matches(after, true, s.racy) {
+				stats[rel] = prev
+				entries = append(entries, entry{rel, prev.hash})
+				files = append(files, sources.File{Path: rel, Hash: prev.hash, Data: data})
+				return nil
+			}
+		}
 		sum := sha256.Sum256(data)
 		hash := hex.EncodeToString(sum[:])
 		// The stat data is taken before the read: a write during the read leaves a stale
 		// mtime that the next scan sees as changed.
-		stats[rel] = statEntry{size: fi.Size(), modTime: fi.ModTime(), hashedAt: now, hash: hash}
+		stats[rel] = newStatEntry(fi, now, hash)
 		if int64(len(data)) != fi.Size() {
 			delete(stats, rel)
 		}
