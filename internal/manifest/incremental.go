@@ -115,8 +115,11 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 			dropped[p] = true
 		}
 	}
-	// The dropped files' share of the counts, from their cached documents.
+	// The dropped files' share of the counts, and where their resources are in the basis's
+	// (sorted: found by identity), from their cached documents.
 	docs, resources, cel := b.docs, b.resources, b.cel
+	kept := b.set.Resources
+	var gone []int
 	for p := range dropped {
 		e := ld.l.files[b.files[p].key]
 		if e == nil {
@@ -124,12 +127,19 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 		}
 		docs -= len(e.docs)
 		for _, d := range e.docs {
-			if d.res != nil {
-				resources--
-				cel -= uint64(d.res.celCost)
+			if d.res == nil {
+				continue
 			}
+			resources--
+			cel -= uint64(d.res.celCost)
+			at, found := findResource(kept, d.res.namespace.String(), d.kind.String(), d.res.name)
+			if !found || kept[at].File != p {
+				return nil, false
+			}
+			gone = append(gone, at)
 		}
 	}
+	slices.Sort(gone)
 
 	// Parse the changed files (the cache may hold some), in path order as a full load.
 	slices.SortFunc(changed, func(a, c int) int { return cmp.Compare(files[a].Path, files[c].Path) })
@@ -187,7 +197,6 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 		return nil, false
 	}
 	// A resource declared again in a file kept from the basis is a duplicate.
-	kept := b.set.Resources
 	for _, it := range items {
 		r := it.p.doc.res
 		if at, found := findResource(kept, r.namespace.String(), it.p.doc.kind.String(), r.name); found && !dropped[kept[at].File] {
@@ -221,7 +230,7 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 	if len(transitions) > 0 {
 		return nil, false
 	}
-	merged := mergeResources(kept, dropped, made)
+	merged := mergeResources(kept, gone, made)
 	if ld.opts.CheckReference != nil {
 		// Every resource's: the controller's grants may have changed.
 		ld.checkReferences(merged)
@@ -264,28 +273,25 @@ func findResource(resources []Resource, namespace, kind, name string) (int, bool
 	return at, at < len(resources) && resources[at].Namespace == namespace && resources[at].Kind == kind && resources[at].Name == name
 }
 
-// mergeResources is kept without the resources of dropped files, with made merged in; both
-// are sorted by namespace, kind and name, and no identity is in both.
-func mergeResources(kept []Resource, dropped map[string]bool, made []Resource) []Resource {
-	n := len(made)
-	for i := range kept {
-		if !dropped[kept[i].File] {
-			n++
+// mergeResources is kept without the resources at gone (sorted indexes), with made merged
+// in; kept and made are sorted by namespace, kind and name, and no identity is in both. The
+// kept resources are copied in runs, between the few places where one goes or one comes.
+func mergeResources(kept []Resource, gone []int, made []Resource) []Resource {
+	out := make([]Resource, 0, len(kept)-len(gone)+len(made))
+	from := 0 // the next of kept to copy
+	for _, r := range made {
+		to, _ := findResource(kept, r.Namespace, r.Kind, r.Name) // where r goes in kept
+		for len(gone) > 0 && gone[0] < to {
+			out = append(out, kept[from:gone[0]]...)
+			from, gone = gone[0]+1, gone[1:]
 		}
+		out = append(out, kept[from:max(from, to)]...)
+		from = max(from, to)
+		out = append(out, r)
 	}
-	out := make([]Resource, 0, n)
-	less := func(a, c *Resource) bool {
-		return cmp.Or(strings.Compare(a.Namespace, c.Namespace), strings.Compare(a.Kind, c.Kind), strings.Compare(a.Name, c.Name)) < 0
+	for _, g := range gone {
+		out = append(out, kept[from:g]...)
+		from = g + 1
 	}
-	for i := range kept {
-		r := &kept[i]
-		if dropped[r.File] {
-			continue
-		}
-		for len(made) > 0 && less(&made[0], r) {
-			out, made = append(out, made[0]), made[1:]
-		}
-		out = append(out, *r)
-	}
-	return append(out, made...)
+	return append(out, kept[from:]...)
 }
