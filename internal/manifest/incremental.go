@@ -180,9 +180,6 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 	if docs > lim.MaxDocuments || resources > lim.MaxResources {
 		return nil, false
 	}
-	if ld.opts.Parsed != nil {
-		ld.opts.Parsed(docs)
-	}
 	// Actions are asked again: the controller's config may have changed what they accept.
 	if ld.opts.CheckAction != nil {
 		for _, t := range b.types {
@@ -247,6 +244,10 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 		return nil, false
 	}
 
+	if ld.opts.Parsed != nil {
+		// Only now: a load that gives up is followed by a full one, which calls it.
+		ld.opts.Parsed(docs)
+	}
 	set := &Set{Types: slices.Clone(b.types), Resources: merged, Files: make(map[string]string, len(now)), encryptedUnknown: ld.opts.EncryptedUnknown}
 	used := make(map[string]*fileEntry, len(now))
 	for p, f := range now {

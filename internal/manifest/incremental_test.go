@@ -36,7 +36,11 @@ func TestIncrementalMatchesFull(t *testing.T) {
 			put := func(path, data string) {
 				repo[path] = sources.File{Path: path, Hash: hashJSON([]byte(data)), Data: []byte(data)}
 			}
-			put("types.yaml", dbType)
+			typeYAML := dbType
+			if seed%3 == 2 {
+				typeYAML = rulesType // rules whose costs add up over the revision
+			}
+			put("types.yaml", typeYAML)
 			for f := range 6 {
 				put(fmt.Sprintf("apps/%d.yaml", f), randomResources(rng, f))
 			}
@@ -51,6 +55,9 @@ func TestIncrementalMatchesFull(t *testing.T) {
 				}
 			}
 			l := NewLoader()
+			if seed%6 == 5 {
+				l.revisionBudget = 3000 // some revisions go over it
+			}
 			fast, failed := 0, 0
 			for step := range 60 {
 				switch op := rng.IntN(20); {
@@ -68,7 +75,7 @@ func TestIncrementalMatchesFull(t *testing.T) {
 					}
 				case op < 15: // the type changes, or changes back
 					min := []string{"10", "11", "12"}[rng.IntN(3)]
-					put("types.yaml", strings.Replace(dbType, "minimum: 10,", "minimum: "+min+",", 1))
+					put("types.yaml", strings.Replace(typeYAML, "minimum: 10,", "minimum: "+min+",", 1))
 				case op < 16: // a file is encrypted (its resources are redacted by the caller)
 					for _, p := range slices.Sorted(maps.Keys(repo)) {
 						if f := repo[p]; p != "types.yaml" && !strings.HasPrefix(f.Hash, "sops:") {
@@ -101,7 +108,9 @@ func TestIncrementalMatchesFull(t *testing.T) {
 				if l.incrementals > before {
 					fast++
 				}
-				want, wantErr := NewLoader().Load(fs, opts)
+				cold := NewLoader()
+				cold.revisionBudget = l.revisionBudget
+				want, wantErr := cold.Load(fs, opts)
 				if wantErr != nil {
 					failed++
 				}
@@ -149,7 +158,7 @@ func randomResources(rng *rand.Rand, f int) string {
 			}
 			fmt.Fprintf(&b, "dependsOn: [{kind: DatabaseCluster, name: db-%d-0, namespace: ns-%d}]\n", target, rng.IntN(2))
 		}
-		fmt.Fprintf(&b, "spec: {engine: postgres, storage_gb: %d}\n", storage)
+		fmt.Fprintf(&b, "spec: {engine: postgres, storage_gb: %d, tags: [a, b]}\n", storage)
 	}
 	return b.String()
 }

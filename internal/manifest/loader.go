@@ -193,7 +193,8 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 		return nil, Errors{overCap("files", len(files), lim.MaxFiles)}
 	}
 	basisKey := optionsKey(opts, l.revisionBudget)
-	if set, ok := ld.incremental(files, lim, basisKey); ok {
+	// Its own load: one that gives up leaves nothing (problems, rule costs) to the full load.
+	if set, ok := (&load{l: l, opts: opts}).incremental(files, lim, basisKey); ok {
 		return set, nil
 	}
 	// The full load replaces the cache the basis reads: it stands again only if this load
