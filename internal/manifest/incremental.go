@@ -227,6 +227,30 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 	if len(transitions) > 0 {
 		return nil, false
 	}
+	// A cycle needs a dependency of a resource made here: the others' were acyclic.
+	deps := false
+	for i := range made {
+		deps = deps || len(made[i].DependsOn) > 0
+	}
+	if ld.opts.ReuseSet && !deps && sameIdentities(kept, gone, made) {
+		// The revision changes resources, not which there are: they take their old places
+		// in the last Set, which the caller no longer holds.
+		if ld.opts.CheckReference != nil {
+			ld.checkReferences(made)
+			from := 0
+			for _, g := range append(gone, len(kept)) {
+				ld.checkReferences(kept[from:g])
+				from = g + 1
+			}
+			if len(ld.errs) > 0 {
+				return nil, false
+			}
+		}
+		for k, g := range gone {
+			kept[g] = made[k]
+		}
+		return ld.done(b, now, docs, resources, cel, kept), true
+	}
 	merged := mergeResources(kept, gone, made)
 	if ld.opts.CheckReference != nil {
 		// Every resource's: the controller's grants may have changed.
@@ -235,15 +259,14 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 			return nil, false
 		}
 	}
-	// A cycle needs a dependency of a resource made here: the others' were acyclic.
-	deps := false
-	for i := range made {
-		deps = deps || len(made[i].DependsOn) > 0
-	}
 	if deps && CycleErrors(graphNodes(merged)) != nil {
 		return nil, false
 	}
+	return ld.done(b, now, docs, resources, cel, merged), true
+}
 
+// done makes the Set of an incremental load from b with resources, and makes it the basis.
+func (ld *load) done(b *basis, now map[string]basisFile, docs, resources int, cel uint64, merged []Resource) *Set {
 	if ld.opts.Parsed != nil {
 		// Only now: a load that gives up is followed by a full one, which calls it.
 		ld.opts.Parsed(docs)
@@ -261,7 +284,21 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 	ld.l.incrementals++
 	ld.l.last = &basis{key: b.key, files: now, set: set, types: b.types, infos: b.infos, typeFiles: b.typeFiles,
 		docs: docs, resources: resources, cel: cel}
-	return set, true
+	return set
+}
+
+// sameIdentities reports whether made (sorted) are the resources at gone (sorted indexes in
+// kept) by identity, one for one.
+func sameIdentities(kept []Resource, gone []int, made []Resource) bool {
+	if len(gone) != len(made) {
+		return false
+	}
+	for k, g := range gone {
+		if a, c := &kept[g], &made[k]; a.Namespace != c.Namespace || a.Kind != c.Kind || a.Name != c.Name {
+			return false
+		}
+	}
+	return true
 }
 
 // findResource finds the resource of an identity in resources sorted by namespace, kind and

@@ -22,8 +22,11 @@ import (
 // an encrypted file and a rendered file now and then.
 func TestIncrementalMatchesFull(t *testing.T) {
 	t.Parallel()
-	var incrementals atomic.Int64
+	var incrementals, inPlace atomic.Int64
 	t.Cleanup(func() {
+		if inPlace.Load() == 0 {
+			t.Error("no load wrote into the last Set")
+		}
 		if incrementals.Load() < 200 {
 			t.Errorf("%d loads were incremental, want most of those not rejected", incrementals.Load())
 		}
@@ -44,7 +47,7 @@ func TestIncrementalMatchesFull(t *testing.T) {
 			for f := range 6 {
 				put(fmt.Sprintf("apps/%d.yaml", f), randomResources(rng, f))
 			}
-			opts := Options{}
+			opts := Options{ReuseSet: seed%4 < 2}
 			if seed%2 == 1 {
 				// A grant refuses one direction across namespaces.
 				opts.CheckReference = func(from string, target graph.ID, _ []string) error {
@@ -104,7 +107,17 @@ func TestIncrementalMatchesFull(t *testing.T) {
 				slices.SortFunc(fs, func(a, b sources.File) int { return strings.Compare(a.Path, b.Path) })
 				rng.Shuffle(len(fs), func(i, j int) { fs[i], fs[j] = fs[j], fs[i] })
 				before := l.incrementals
+				var last *Resource
+				if l.last != nil && len(l.last.set.Resources) > 0 {
+					last = &l.last.set.Resources[0]
+				}
 				got, gotErr := l.Load(fs, opts)
+				if got != nil && len(got.Resources) > 0 && &got.Resources[0] == last {
+					if !opts.ReuseSet {
+						t.Fatalf("step %d: the last Set was changed in place without ReuseSet", step)
+					}
+					inPlace.Add(1)
+				}
 				if l.incrementals > before {
 					fast++
 				}

@@ -57,6 +57,11 @@ type Options struct {
 	// expanded (documents counts the generated ones), before types and resources are checked
 	// against their schemas: the syncer's trace splits parse from validate there.
 	Parsed func(documents int)
+	// ReuseSet says the caller holds no Set of this Loader past its next Load (a syncer,
+	// which applies each Set before loading the next): a revision that changes resources
+	// but not which there are may then be written into the last Set's resources in place,
+	// rather than into a copy of them.
+	ReuseSet bool
 }
 
 // EncryptedMarkerPrefix starts the value kept in place of an encrypted field

@@ -615,7 +615,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 	}
 	// Transition rules run on the plaintext set, before encrypted fields become markers.
 	set, err := sealed.Load(s.loader, s.opts.Opener, snap.Files, manifest.Options{KnownTypes: known, CheckAction: s.opts.CheckAction, Limits: s.opts.Limits,
-		CheckReference: s.opts.CheckReference, Parsed: onParsed, InputFiles: inputFiles}, func(set *manifest.Set) error { return s.checkTransitions(ctx, set, lease.Term) })
+		CheckReference: s.opts.CheckReference, Parsed: onParsed, InputFiles: inputFiles, ReuseSet: true}, func(set *manifest.Set) error { return s.checkTransitions(ctx, set, lease.Term) })
 	noManifests := len(snap.Files) == 0
 	snap.Files, inputFiles = nil, nil // parsed: the file bytes need not live through the apply (14 MB at 100k resources)
 	if err != nil {
