@@ -57,10 +57,11 @@ type Options struct {
 	// expanded (documents counts the generated ones), before types and resources are checked
 	// against their schemas: the syncer's trace splits parse from validate there.
 	Parsed func(documents int)
-	// ReuseSet says the caller holds no Set of this Loader past its next Load (a syncer,
-	// which applies each Set before loading the next): a revision that changes resources
-	// but not which there are may then be written into the last Set's resources in place,
-	// rather than into a copy of them.
+	// ReuseSet says the caller holds no Set of this Loader past its next Load, and starts
+	// that Load only once it is done with the Set (a syncer, whose syncs take turns and
+	// apply each Set before loading the next): a revision that changes resources but not
+	// which there are may then be written into the last Set's resources in place, rather
+	// than into a copy of them. The Loader serialises loads, not the caller's use of a Set.
 	ReuseSet bool
 }
 

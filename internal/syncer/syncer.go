@@ -102,6 +102,10 @@ type Syncer struct {
 	loader  *manifest.Loader
 	trigger chan struct{} // a sync is asked for (webhook, NOTIFY)
 	lease   *lease.Holder // the source's lease
+	// syncing is held for the whole of a sync: syncs take turns (Run's and SyncOnce's), so
+	// that a load, which writes into the last Set in place (manifest.Options.ReuseSet),
+	// never writes into the Set an earlier sync is still applying.
+	syncing sync.Mutex
 
 	mu      sync.Mutex
 	memTerm int64 // the lease term whose holder mem was loaded for
@@ -433,6 +437,8 @@ func (s *Syncer) SyncOnce(ctx context.Context) (Outcome, error) {
 
 // sync is one sync by the holder of lease.
 func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (out Outcome, err error) {
+	s.syncing.Lock()
+	defer s.syncing.Unlock()
 	began := time.Now()
 	defer func() {
 		// Published only once the outcome is in the source's row (or nothing was new): a
