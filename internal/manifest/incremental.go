@@ -34,8 +34,12 @@ type basis struct {
 	cel             uint64
 }
 
-// basisFile is one file of a basis: its cache key and what renders it.
-type basisFile struct{ key, renderedBy string }
+// basisFile is one file of a basis: its cache key, what renders it, and whether the caller
+// rewrites its resources (Options.Rewritten), which are then never taken from the basis.
+type basisFile struct {
+	key, renderedBy string
+	rewritten       bool
+}
 
 // optionsKey fingerprints what a load's outcome depends on besides the files: a basis serves
 // only loads with the same. CheckAction and CheckReference are asked again by every load.
@@ -55,7 +59,7 @@ func optionsKey(opts Options, budget uint64) string {
 // newBasis is the basis of a full load that returned set, or nil when set cannot serve as
 // one: ResourceSets (generated resources depend on other files), transition rules (checked
 // against the set as a whole), a path loaded twice (rendered by several kustomizations).
-func newBasis(files []sources.File, docs []placed, set *Set, infos map[string]*typeInfo, cel uint64, key string) *basis {
+func newBasis(files []sources.File, docs []placed, set *Set, infos map[string]*typeInfo, cel uint64, key string, rewritten map[string]bool) *basis {
 	if len(set.ResourceSets) > 0 || len(set.transitions) > 0 || set.Files == nil {
 		return nil
 	}
@@ -65,7 +69,7 @@ func newBasis(files []sources.File, docs []placed, set *Set, infos map[string]*t
 		if _, twice := b.files[f.Path]; twice || f.Refused != "" {
 			return nil
 		}
-		b.files[f.Path] = basisFile{key: set.Files[f.Path], renderedBy: f.RenderedBy}
+		b.files[f.Path] = basisFile{key: set.Files[f.Path], renderedBy: f.RenderedBy, rewritten: rewritten[f.Path]}
 	}
 	for _, p := range docs {
 		if p.doc.res == nil {
@@ -84,9 +88,9 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 		return nil, false
 	}
 	// What changed: files new or of another content (or rendered by another
-	// kustomization), and the basis's files gone or changed (dropped). An encrypted file's
-	// resources are changed by the caller once loaded (sealed.Revision.Redact): they are
-	// never taken from the basis.
+	// kustomization), and the basis's files gone or changed (dropped). The resources of a
+	// file the caller rewrites once loaded (Options.Rewritten: sealed's encrypted files) are
+	// never taken from the basis, nor are those of a file it rewrote in the basis.
 	now := make(map[string]basisFile, len(files))
 	var changed []int
 	for i := range files {
@@ -97,18 +101,18 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 		if _, twice := now[f.Path]; twice {
 			return nil, false
 		}
-		bf := basisFile{key: f.Hash, renderedBy: f.RenderedBy}
+		bf := basisFile{key: f.Hash, renderedBy: f.RenderedBy, rewritten: ld.opts.Rewritten[f.Path]}
 		if bf.key == "" {
 			bf.key = "sha256:" + hashJSON(f.Data)
 		}
 		now[f.Path] = bf
-		if old, ok := b.files[f.Path]; !ok || old != bf || strings.HasPrefix(bf.key, "sops:") {
+		if old, ok := b.files[f.Path]; !ok || old != bf || bf.rewritten {
 			changed = append(changed, i)
 		}
 	}
 	dropped := map[string]bool{}
 	for p := range b.files {
-		if nf, ok := now[p]; !ok || nf != b.files[p] || strings.HasPrefix(nf.key, "sops:") {
+		if nf, ok := now[p]; !ok || nf != b.files[p] || nf.rewritten {
 			if b.typeFiles[p] {
 				return nil, false
 			}

@@ -63,6 +63,11 @@ type Options struct {
 	// which there are may then be written into the last Set's resources in place, rather
 	// than into a copy of them. The Loader serialises loads, not the caller's use of a Set.
 	ReuseSet bool
+	// Rewritten names the files (by path) whose resources the caller changes in the Set once
+	// it is loaded (sealed: an encrypted file's redacted fields, its hashes and the file kept
+	// with each resource). The next load never takes those files' resources from the last
+	// Set: it builds them again, as a full load does.
+	Rewritten map[string]bool
 }
 
 // EncryptedMarkerPrefix starts the value kept in place of an encrypted field
@@ -233,7 +238,7 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	if len(set.ResourceSets) == 0 {
 		set.Files = ld.files
 	}
-	l.last = newBasis(files, docs, set, infos, ld.celTotal, basisKey)
+	l.last = newBasis(files, docs, set, infos, ld.celTotal, basisKey, opts.Rewritten)
 	return set, nil
 }
 
