@@ -32,6 +32,8 @@ type basis struct {
 	// what the rules of every resource cost (celRevisionBudget).
 	docs, resources int
 	cel             uint64
+	// deps is whether a resource of set may have dependencies (true once one has had).
+	deps bool
 }
 
 // basisFile is one file of a basis: its cache key, what renders it, and whether the caller
@@ -75,6 +77,9 @@ func newBasis(files []sources.File, docs []placed, set *Set, infos map[string]*t
 		if p.doc.res == nil {
 			b.typeFiles[p.file] = true
 		}
+	}
+	for i := range set.Resources {
+		b.deps = b.deps || len(set.Resources[i].DependsOn) > 0
 	}
 	return b
 }
@@ -231,12 +236,16 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 	if len(transitions) > 0 {
 		return nil, false
 	}
-	// A cycle needs a dependency of a resource made here: the others' were acyclic.
+	// The basis is acyclic. A cycle needs a dependency of a resource made here, or, when
+	// the identities change, any dependency: the graph knows kinds case-insensitively and
+	// takes the first of the resources of one key, so removing one (DB/n/a) hands its node
+	// to another (Db/n/a) whose dependencies may close a cycle.
 	deps := false
 	for i := range made {
 		deps = deps || len(made[i].DependsOn) > 0
 	}
-	if ld.opts.ReuseSet && !deps && sameIdentities(kept, gone, made) {
+	same := sameIdentities(kept, gone, made)
+	if ld.opts.ReuseSet && !deps && same {
 		// The revision changes resources, not which there are: they take their old places
 		// in the last Set, which the caller no longer holds.
 		if ld.opts.CheckReference != nil {
@@ -253,7 +262,7 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 		for k, g := range gone {
 			kept[g] = made[k]
 		}
-		return ld.done(b, now, docs, resources, cel, kept), true
+		return ld.done(b, now, docs, resources, cel, kept, b.deps), true
 	}
 	merged := mergeResources(kept, gone, made)
 	if ld.opts.CheckReference != nil {
@@ -263,14 +272,15 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 			return nil, false
 		}
 	}
-	if deps && CycleErrors(graphNodes(merged)) != nil {
+	if (deps || (b.deps && !same)) && CycleErrors(graphNodes(merged)) != nil {
 		return nil, false
 	}
-	return ld.done(b, now, docs, resources, cel, merged), true
+	return ld.done(b, now, docs, resources, cel, merged, deps || b.deps), true
 }
 
-// done makes the Set of an incremental load from b with resources, and makes it the basis.
-func (ld *load) done(b *basis, now map[string]basisFile, docs, resources int, cel uint64, merged []Resource) *Set {
+// done makes the Set of an incremental load from b with resources, and makes it the basis;
+// deps is whether a resource may have dependencies.
+func (ld *load) done(b *basis, now map[string]basisFile, docs, resources int, cel uint64, merged []Resource, deps bool) *Set {
 	if ld.opts.Parsed != nil {
 		// Only now: a load that gives up is followed by a full one, which calls it.
 		ld.opts.Parsed(docs)
@@ -287,7 +297,7 @@ func (ld *load) done(b *basis, now map[string]basisFile, docs, resources int, ce
 	ld.l.sorted = nil
 	ld.l.incrementals++
 	ld.l.last = &basis{key: b.key, files: now, set: set, types: b.types, infos: b.infos, typeFiles: b.typeFiles,
-		docs: docs, resources: resources, cel: cel}
+		docs: docs, resources: resources, cel: cel, deps: deps}
 	return set
 }
 

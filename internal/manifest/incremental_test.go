@@ -19,7 +19,8 @@ import (
 // basis when it can) gives, at every step, the Set or the problems a fresh Loader gives for
 // the same files. The revisions come from random sequences of files added, changed (specs,
 // labels, dependencies, duplicates, invalid values), removed and renamed, with a type change,
-// an encrypted file and a rendered file now and then.
+// an encrypted file and a rendered file now and then; resources of two kinds that differ
+// only in case, which the dependency graph takes for one.
 func TestIncrementalMatchesFull(t *testing.T) {
 	t.Parallel()
 	var incrementals, inPlace atomic.Int64
@@ -43,6 +44,8 @@ func TestIncrementalMatchesFull(t *testing.T) {
 			if seed%3 == 2 {
 				typeYAML = rulesType // rules whose costs add up over the revision
 			}
+			// A kind of another case: the dependency graph knows kinds case-insensitively.
+			typeYAML += "---\n" + strings.ReplaceAll(dbType, "DatabaseCluster", "DatabaseCLUSTER")
 			put("types.yaml", typeYAML)
 			for f := range 6 {
 				put(fmt.Sprintf("apps/%d.yaml", f), randomResources(rng, f))
@@ -164,19 +167,27 @@ func randomResources(rng *rand.Rand, f int) string {
 		if rng.IntN(30) == 0 {
 			storage = 5 // under the minimum
 		}
-		fmt.Fprintf(&b, "---\napiVersion: example.com/v1\nkind: DatabaseCluster\nmetadata: {name: %s, namespace: ns-%d, labels: {team: t%d}}\n",
-			name, rng.IntN(2), rng.IntN(3))
+		fmt.Fprintf(&b, "---\napiVersion: example.com/v1\nkind: %s\nmetadata: {name: %s, namespace: ns-%d, labels: {team: t%d}}\n",
+			caseKind(rng), name, rng.IntN(2), rng.IntN(3))
 		if rng.IntN(4) == 0 {
 			// Mostly on an earlier file's, which makes no cycle.
 			target := rng.IntN(f + 1)
 			if rng.IntN(10) == 0 {
 				target = rng.IntN(8)
 			}
-			fmt.Fprintf(&b, "dependsOn: [{kind: DatabaseCluster, name: db-%d-0, namespace: ns-%d}]\n", target, rng.IntN(2))
+			fmt.Fprintf(&b, "dependsOn: [{kind: %s, name: db-%d-0, namespace: ns-%d}]\n", caseKind(rng), target, rng.IntN(2))
 		}
 		fmt.Fprintf(&b, "spec: {engine: postgres, storage_gb: %d, tags: [a, b]}\n", storage)
 	}
 	return b.String()
+}
+
+// caseKind is mostly DatabaseCluster, now and then the kind of the other case.
+func caseKind(rng *rand.Rand) string {
+	if rng.IntN(4) == 0 {
+		return "DatabaseCLUSTER"
+	}
+	return "DatabaseCluster"
 }
 
 // setDiff names the first difference between two Sets.
@@ -202,4 +213,30 @@ func rotate(s []string, k int) []string {
 	}
 	k %= len(s)
 	return append(s[k:], s[:k]...)
+}
+
+// TestReviewCaseCycle: the dependency graph knows kinds case-insensitively, so resources of
+// kinds DB and Db of one name are one node, the first's. A revision that removes the first
+// hands the node to the other, whose dependencies close a cycle; the incremental load
+// reports it as a full load does, though no resource it builds has dependencies.
+func TestReviewCaseCycle(t *testing.T) {
+	t.Parallel()
+	types := strings.ReplaceAll(dbType, "DatabaseCluster", "DB") + "---\n" + strings.ReplaceAll(dbType, "DatabaseCluster", "Db")
+	res := func(kind, name, deps string) string {
+		return fmt.Sprintf("apiVersion: example.com/v1\nkind: %s\nmetadata: {name: %s, namespace: n}\n%sspec: {engine: postgres, storage_gb: 20}\n", kind, name, deps)
+	}
+	b := res("Db", "a", "dependsOn: [{kind: DB, name: r, namespace: n}]\n")
+	c := res("DB", "r", "dependsOn: [{kind: DB, name: a, namespace: n}]\n")
+	l := NewLoader()
+	if _, err := l.Load(files("types.yaml", types, "a.yaml", res("DB", "a", ""), "b.yaml", b, "c.yaml", c), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	next := files("types.yaml", types, "a.yaml", res("DB", "z", ""), "b.yaml", b, "c.yaml", c)
+	_, want := NewLoader().Load(next, Options{})
+	if want == nil || !strings.Contains(want.Error(), "dependency cycle") {
+		t.Fatalf("a full load: %v, want a dependency cycle", want)
+	}
+	if _, err := l.Load(next, Options{}); fmt.Sprint(err) != fmt.Sprint(want) {
+		t.Errorf("after the first revision: %v\nwant %v", err, want)
+	}
 }
