@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -238,5 +239,40 @@ func TestReviewCaseCycle(t *testing.T) {
 	}
 	if _, err := l.Load(next, Options{}); fmt.Sprint(err) != fmt.Sprint(want) {
 		t.Errorf("after the first revision: %v\nwant %v", err, want)
+	}
+}
+
+// TestLoadLeavesEarlierSet: without ReuseSet a load, incremental or full, leaves a Set
+// returned before as it was, though the two share resources.
+func TestLoadLeavesEarlierSet(t *testing.T) {
+	t.Parallel()
+	db := func(name string, storage int) string {
+		return fmt.Sprintf("apiVersion: example.com/v1\nkind: DatabaseCluster\nmetadata: {name: %s, labels: {team: a}}\nspec: {engine: postgres, storage_gb: %d}\n", name, storage)
+	}
+	l := NewLoader()
+	revs := [][]sources.File{
+		files("types.yaml", dbType, "a.yaml", db("a", 20), "b.yaml", db("b", 20)),
+		files("types.yaml", dbType, "a.yaml", db("a", 30), "b.yaml", db("b", 20)), // same identities
+		files("types.yaml", dbType, "a.yaml", db("c", 30), "b.yaml", db("b", 20)), // another identity
+		files("types.yaml", strings.Replace(dbType, "minimum: 10,", "minimum: 11,", 1), "a.yaml", db("c", 30), "b.yaml", db("b", 20)), // in full
+	}
+	var held []*Set
+	var copies []string
+	for i, fs := range revs {
+		before := l.incrementals
+		set, err := l.Load(fs, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (i == 1 || i == 2) && l.incrementals == before {
+			t.Errorf("load %d was not incremental", i)
+		}
+		for j, h := range held {
+			if got, _ := json.Marshal(h); string(got) != copies[j] {
+				t.Errorf("load %d changed the Set of load %d:\n%s\nwas\n%s", i, j, got, copies[j])
+			}
+		}
+		c, _ := json.Marshal(set)
+		held, copies = append(held, set), append(copies, string(c))
 	}
 }

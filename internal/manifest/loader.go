@@ -79,9 +79,10 @@ const EncryptedMarkerPrefix = "*** sops:"
 // revision that changes one file costs one file's parsing. It keeps only what the latest Load
 // used, so memory follows the size of the repository, not its history. A revision that
 // changes only files of resources is loaded from the last Set returned (incremental.go):
-// its work follows the files changed, not the revision, and that Set's resources are shared
-// with the next (read them, never change them in place; sealed's redaction replaces the
-// fields of an encrypted file's resources, which are never shared).
+// its work follows the files changed, not the revision. The next Set shares that Set's
+// resources (their specs, maps and slices): a caller reads a Set and never changes it, but
+// for the resources of the files it names in Options.Rewritten, which are never shared. A
+// load leaves the Sets returned before as they were, unless Options.ReuseSet.
 //
 // A Loader is safe for concurrent use; loads are serialised.
 type Loader struct {
@@ -730,9 +731,9 @@ func unknownKind(kind, group string, infos map[string]*typeInfo) string {
 }
 
 // setResources turns checked resources into the Set's, sorted by namespace, kind and name.
-// The Set shares the cache's immutable strings and gets its own copies of the rest, so
-// that a caller changing its Set cannot change the cache. Its resources share label and
-// annotation maps (see Resource).
+// The Set shares the cache's immutable strings and gets its own copies of the rest, which
+// the next load may share (see Loader). Its resources share label and annotation maps (see
+// Resource).
 func (ld *load) setResources(items []resourceAt) ([]Resource, []transitionCheck) {
 	metaHashes(items)
 	order := sortedOrder(items, ld.l.sorted)
