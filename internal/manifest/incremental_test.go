@@ -252,8 +252,8 @@ func TestLoadLeavesEarlierSet(t *testing.T) {
 	l := NewLoader()
 	revs := [][]sources.File{
 		files("types.yaml", dbType, "a.yaml", db("a", 20), "b.yaml", db("b", 20)),
-		files("types.yaml", dbType, "a.yaml", db("a", 30), "b.yaml", db("b", 20)), // same identities
-		files("types.yaml", dbType, "a.yaml", db("c", 30), "b.yaml", db("b", 20)), // another identity
+		files("types.yaml", dbType, "a.yaml", db("a", 30), "b.yaml", db("b", 20)),                                                     // same identities
+		files("types.yaml", dbType, "a.yaml", db("c", 30), "b.yaml", db("b", 20)),                                                     // another identity
 		files("types.yaml", strings.Replace(dbType, "minimum: 10,", "minimum: 11,", 1), "a.yaml", db("c", 30), "b.yaml", db("b", 20)), // in full
 	}
 	var held []*Set
