@@ -52,6 +52,8 @@ type Source struct {
 	scanMu sync.Mutex           // serialises scans; guards stats
 	stats  map[string]statEntry // relative path → last known content hash
 	racy   time.Duration        // racyWindow; tests shorten it
+	now    func() time.Time     // the process's clock; tests move it
+	scans  int                  // scans made, for fullScanEvery
 
 	mu      sync.Mutex // guards the lifecycle fields below
 	started bool
@@ -93,6 +95,7 @@ func New(cfg Config, logger *slog.Logger) (*Source, error) {
 		changes: make(chan struct{}, 1),
 		stats:   map[string]statEntry{},
 		racy:    racyWindow,
+		now:     time.Now,
 	}, nil
 }
 

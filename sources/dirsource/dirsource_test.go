@@ -463,11 +463,11 @@ func (f *fixture) fetch() map[string]sources.File {
 }
 
 // Fetch hashes only the files whose stat data moved: the others keep the hash they were
-// read under (the racy window is shortened so that files just written count).
+// read under (the racy window is made negative so that files just written count).
 func TestFetchHashesOnlyChangedFiles(t *testing.T) {
 	t.Parallel()
 	f := setup(t, 0, map[string]string{"a.yaml": "v: 1\n", "b.yaml": "v: 2\n"})
-	f.src.racy = 0
+	f.src.racy = -time.Second // files just written count, at the clock file's timestamp too
 	f.ageFiles("a.yaml", "b.yaml")
 	first := f.fetch()
 	hashedAt := f.src.stats["a.yaml"].hashedAt
@@ -502,7 +502,7 @@ func TestFetchHashesOnlyChangedFiles(t *testing.T) {
 func TestFetchSeesRewriteWithOldModTime(t *testing.T) {
 	t.Parallel()
 	f := setup(t, 0, map[string]string{"a.yaml": "v: 1\n"})
-	f.src.racy = 0
+	f.src.racy = -time.Second // files just written count, at the clock file's timestamp too
 	f.ageFiles("a.yaml")
 	f.fetch()
 	before := f.src.stats["a.yaml"]
@@ -515,7 +515,7 @@ func TestFetchSeesRewriteWithOldModTime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ctime, _, ok := changeStat(fi); !ok || !ctime.Equal(before.ctime) {
+		if ctime, _, _, ok := changeStat(fi); !ok || !ctime.Equal(before.ctime) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -562,6 +562,55 @@ func TestStatEntryRacy(t *testing.T) {
 	} {
 		if got := c.e.matches(fi, c.strict, racyWindow); got != c.want {
 			t.Errorf("%s: matches = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// The racy window is measured by the file system's clock, not the process's: with a file
+// system whose clock is behind (a network file system's server), a file just written is
+// still within the window, and the next Fetch hashes it again.
+func TestRacyWindowByFileSystemClock(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 0, map[string]string{"a.yaml": "v: 1\n"})
+	f.src.now = func() time.Time { return time.Now().Add(time.Hour) } // the file system an hour behind
+	f.write(map[string]string{"a.yaml": "v: 2\n"})
+	f.fetch()
+	fi, err := os.Stat(filepath.Join(f.dir, "a.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := f.src.stats["a.yaml"]; e.matches(fi, true, racyWindow) {
+		t.Errorf("a file just written is trusted: hashed at %v, modified at %v", e.hashedAt, e.modTime)
+	}
+	// The clock file is neither left behind nor fetched.
+	entries, err := os.ReadDir(f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".trueup-clock-") {
+			t.Errorf("left behind: %s", e.Name())
+		}
+	}
+}
+
+// Every fullScanEvery scans hash every file: a change the stat rule missed (here, a cached
+// hash made wrong) lasts that many scans at most.
+func TestFullScanEvery(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 0, map[string]string{"a.yaml": "v: 1\n"})
+	f.src.racy = -time.Second // files just written count, at the clock file's timestamp too
+	f.ageFiles("a.yaml")
+	want := f.fetch()["a.yaml"].Hash
+	e := f.src.stats["a.yaml"]
+	e.hash = "missed"
+	f.src.stats["a.yaml"] = e
+	for i := 0; ; i++ {
+		if got := f.fetch()["a.yaml"].Hash; got == want {
+			break
+		}
+		if i == fullScanEvery {
+			t.Fatalf("%d fetches kept the missed hash", i+1)
 		}
 	}
 }

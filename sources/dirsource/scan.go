@@ -21,25 +21,51 @@ import (
 // its cached hash is not trusted (git's "racily clean" entries).
 const racyWindow = 2 * time.Second
 
+// fullScanEvery: every this many scans hash every file, whatever its stat data says, so
+// that a change the stat rule misses (a clock it cannot measure) lasts that many scans at
+// most.
+const fullScanEvery = 64
+
+// clock is the moment a scan starts by the file system's clock, that of the timestamps it
+// compares: the modification time of a hidden file it writes in the folder and removes
+// (neither the scan nor the watcher reads hidden files), as git measures against its
+// index file's. Never later than the process's clock; that clock when the folder is not
+// writable (every fullScanEvery scans then still hash every file).
+func (s *Source) clock(root string) time.Time {
+	now := s.now()
+	f, err := os.CreateTemp(root, ".trueup-clock-*")
+	if err != nil {
+		return now
+	}
+	fi, err := f.Stat()
+	_ = f.Close()
+	_ = os.Remove(f.Name())
+	if err != nil || fi.ModTime().After(now) {
+		return now
+	}
+	return fi.ModTime()
+}
+
 // statEntry remembers a file's content hash with the stat data it was read under.
 //
-// The rule, as git's index: a file whose size, modification time, change time and inode
-// are those it was hashed under, and which was last modified (or changed) more than
-// racyWindow before it was hashed, has the hash it had. A rewrite changes the change time
+// The rule, as git's index: a file whose size, modification time, change time, device and
+// inode are those it was hashed under, and which was last modified (or changed) more than
+// racyWindow before it was hashed (by the file system's clock, Source.clock), has the hash
+// it had. A rewrite changes the change time
 // even when a tool sets the modification time back; one within the racy window is hashed
 // again. Without a change time (not Linux), Fetch hashes every file it reads.
 type statEntry struct {
 	size     int64
 	modTime  time.Time
 	ctime    time.Time // zero when unknown
-	ino      uint64
+	dev, ino uint64
 	hashedAt time.Time
 	hash     string
 }
 
 func newStatEntry(fi fs.FileInfo, hashedAt time.Time, hash string) statEntry {
 	e := statEntry{size: fi.Size(), modTime: fi.ModTime(), hashedAt: hashedAt, hash: hash}
-	e.ctime, e.ino, _ = changeStat(fi)
+	e.ctime, e.dev, e.ino, _ = changeStat(fi)
 	return e
 }
 
@@ -49,11 +75,11 @@ func (e statEntry) matches(fi fs.FileInfo, strict bool, racy time.Duration) bool
 	if e.size != fi.Size() || !e.modTime.Equal(fi.ModTime()) || e.hashedAt.Sub(e.modTime) <= racy {
 		return false
 	}
-	ctime, ino, ok := changeStat(fi)
+	ctime, dev, ino, ok := changeStat(fi)
 	if !ok || e.ctime.IsZero() {
 		return !strict
 	}
-	return ctime.Equal(e.ctime) && ino == e.ino && e.hashedAt.Sub(ctime) > racy
+	return ctime.Equal(e.ctime) && dev == e.dev && ino == e.ino && e.hashedAt.Sub(ctime) > racy
 }
 
 // ignored reports whether a file or folder name is hidden or an editor's temporary file:
@@ -91,6 +117,10 @@ func (s *Source) scan(ctx context.Context, read bool) (string, []sources.File, e
 	if err != nil {
 		return "", nil, err
 	}
+	// Every file is read after this moment: what it was hashed from was there then.
+	now := s.clock(realRoot)
+	s.scans++
+	full := s.scans%fullScanEvery == 0
 	err = filepath.WalkDir(s.root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if p != s.root && errors.Is(err, fs.ErrNotExist) {
@@ -173,12 +203,12 @@ func (s *Source) scan(ctx context.Context, read bool) (string, []sources.File, e
 		}
 
 		prev, known := s.stats[rel]
+		known = known && !full
 		if known && !read && prev.matches(fi, false, s.racy) {
 			stats[rel] = prev
 			entries = append(entries, entry{rel, prev.hash})
 			return nil
 		}
-		now := time.Now()
 		data, err := readBounded(target)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
