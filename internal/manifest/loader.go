@@ -55,7 +55,9 @@ type Options struct {
 	CheckReference func(from string, target graph.ID, outputs []string) error
 	// Parsed, when set, is called once every document is decoded and every ResourceSet
 	// expanded (documents counts the generated ones), before types and resources are checked
-	// against their schemas: the syncer's trace splits parse from validate there.
+	// against their schemas: the syncer's trace splits parse from validate there. A load
+	// from the last Set (incremental.go) calls it once it has succeeded, its checks done:
+	// one that gives up is followed by a full load, which calls it, and it is called once.
 	Parsed func(documents int)
 	// ReuseSet says the caller holds no Set of this Loader past its next Load, and starts
 	// that Load only once it is done with the Set (a syncer, whose syncs take turns and
