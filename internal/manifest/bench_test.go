@@ -106,9 +106,11 @@ func benchOneChanged(b *testing.B, typeYAML string, files int, opts Options) {
 			in = alt
 		}
 		i++
-		if _, err := l.Load(in, opts); err != nil {
+		set, err := l.Load(in, opts)
+		if err != nil {
 			b.Fatal(err)
 		}
+		l.Release(set)
 	}
 }
 

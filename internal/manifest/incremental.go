@@ -245,9 +245,9 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 		deps = deps || len(made[i].DependsOn) > 0
 	}
 	same := sameIdentities(kept, gone, made)
-	if ld.opts.ReuseSet && !deps && same {
+	if ld.opts.ReuseSet && ld.l.released == b.set && !deps && same {
 		// The revision changes resources, not which there are: they take their old places
-		// in the last Set, which the caller no longer holds.
+		// in the last Set, which the caller handed back.
 		if ld.opts.CheckReference != nil {
 			ld.checkReferences(made)
 			from := 0

@@ -67,6 +67,7 @@ func TestIncrementalMatchesFull(t *testing.T) {
 				l.revisionBudget = 3000 // some revisions go over it
 			}
 			fast, failed := 0, 0
+			handed := false // the last Set was handed back (Release)
 			for step := range 60 {
 				switch op := rng.IntN(20); {
 				case op < 10: // a file changes
@@ -120,11 +121,12 @@ func TestIncrementalMatchesFull(t *testing.T) {
 				opts.Rewritten = maps.Clone(encrypted)
 				got, gotErr := l.Load(fs, opts)
 				if got != nil && len(got.Resources) > 0 && &got.Resources[0] == last {
-					if !opts.ReuseSet {
-						t.Fatalf("step %d: the last Set was changed in place without ReuseSet", step)
+					if !opts.ReuseSet || !handed {
+						t.Fatalf("step %d: the last Set was changed in place without ReuseSet and its Release", step)
 					}
 					inPlace.Add(1)
 				}
+				handed = false
 				if l.incrementals > before {
 					fast++
 				}
@@ -146,6 +148,10 @@ func TestIncrementalMatchesFull(t *testing.T) {
 						if encrypted[got.Resources[i].File] {
 							got.Resources[i].Spec = []byte(`{"redacted":true}`)
 						}
+					}
+					if rng.IntN(4) > 0 {
+						l.Release(got) // mostly handed back
+						handed = true
 					}
 				}
 			}
@@ -242,37 +248,41 @@ func TestReviewCaseCycle(t *testing.T) {
 	}
 }
 
-// TestLoadLeavesEarlierSet: without ReuseSet a load, incremental or full, leaves a Set
-// returned before as it was, though the two share resources.
+// TestLoadLeavesEarlierSet: a load, incremental or full, leaves a Set returned before as it
+// was, though the two share resources, unless the Set was handed back (Release) for a load
+// with ReuseSet.
 func TestLoadLeavesEarlierSet(t *testing.T) {
 	t.Parallel()
 	db := func(name string, storage int) string {
 		return fmt.Sprintf("apiVersion: example.com/v1\nkind: DatabaseCluster\nmetadata: {name: %s, labels: {team: a}}\nspec: {engine: postgres, storage_gb: %d}\n", name, storage)
 	}
-	l := NewLoader()
 	revs := [][]sources.File{
 		files("types.yaml", dbType, "a.yaml", db("a", 20), "b.yaml", db("b", 20)),
 		files("types.yaml", dbType, "a.yaml", db("a", 30), "b.yaml", db("b", 20)),                                                     // same identities
 		files("types.yaml", dbType, "a.yaml", db("c", 30), "b.yaml", db("b", 20)),                                                     // another identity
 		files("types.yaml", strings.Replace(dbType, "minimum: 10,", "minimum: 11,", 1), "a.yaml", db("c", 30), "b.yaml", db("b", 20)), // in full
 	}
-	var held []*Set
-	var copies []string
-	for i, fs := range revs {
-		before := l.incrementals
-		set, err := l.Load(fs, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if (i == 1 || i == 2) && l.incrementals == before {
-			t.Errorf("load %d was not incremental", i)
-		}
-		for j, h := range held {
-			if got, _ := json.Marshal(h); string(got) != copies[j] {
-				t.Errorf("load %d changed the Set of load %d:\n%s\nwas\n%s", i, j, got, copies[j])
+	// ReuseSet without Release: the Sets were not handed back.
+	for _, opts := range []Options{{}, {ReuseSet: true}} {
+		l := NewLoader()
+		var held []*Set
+		var copies []string
+		for i, fs := range revs {
+			before := l.incrementals
+			set, err := l.Load(fs, opts)
+			if err != nil {
+				t.Fatal(err)
 			}
+			if (i == 1 || i == 2) && l.incrementals == before {
+				t.Errorf("load %d was not incremental", i)
+			}
+			for j, h := range held {
+				if got, _ := json.Marshal(h); string(got) != copies[j] {
+					t.Errorf("%+v: load %d changed the Set of load %d:\n%s\nwas\n%s", opts, i, j, got, copies[j])
+				}
+			}
+			c, _ := json.Marshal(set)
+			held, copies = append(held, set), append(copies, string(c))
 		}
-		c, _ := json.Marshal(set)
-		held, copies = append(held, set), append(copies, string(c))
 	}
 }

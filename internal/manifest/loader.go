@@ -59,11 +59,11 @@ type Options struct {
 	// from the last Set (incremental.go) calls it once it has succeeded, its checks done:
 	// one that gives up is followed by a full load, which calls it, and it is called once.
 	Parsed func(documents int)
-	// ReuseSet says the caller holds no Set of this Loader past its next Load, and starts
-	// that Load only once it is done with the Set (a syncer, whose syncs take turns and
-	// apply each Set before loading the next): a revision that changes resources but not
-	// which there are may then be written into the last Set's resources in place, rather
-	// than into a copy of them. The Loader serialises loads, not the caller's use of a Set.
+	// ReuseSet says the caller holds no Set of this Loader past its next Load (a syncer,
+	// whose syncs take turns and apply each Set before loading the next): a revision that
+	// changes resources but not which there are may then be written into the last Set's
+	// resources in place, rather than into a copy of them, if the caller handed that Set
+	// back (Loader.Release) since it was returned.
 	ReuseSet bool
 	// Rewritten names the files (by path) whose resources the caller changes in the Set once
 	// it is loaded (sealed: an encrypted file's redacted fields, its hashes and the file kept
@@ -107,6 +107,8 @@ type Loader struct {
 	last *basis
 	// incrementals counts the loads made from a basis, for tests.
 	incrementals int
+	// released is the last Set when its caller handed it back (Release).
+	released *Set
 }
 
 // NewLoader returns a Loader with empty caches.
@@ -195,6 +197,7 @@ type load struct {
 func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer func() { l.released = nil }() // the Set returned is the caller's
 	ld := &load{l: l, opts: opts, schemas: map[string]*compiledSchema{}}
 	if opts.EncryptedUnknown != l.encryptedUnknown {
 		// The cached checks were judged the other way.
@@ -1036,6 +1039,17 @@ func cloneDrift(p *DriftPolicy) *DriftPolicy {
 
 // LoadDir reads the manifests under dir (ReadDir) and loads them with paths relative to dir.
 // It serves `trueup validate`, which checks a working tree before it is pushed.
+// Release hands set, which the last Load returned, back to the Loader: the caller no longer
+// reads it, and the next Load with Options.ReuseSet may write into it. A Set other than the
+// last one returned is ignored.
+func (l *Loader) Release(set *Set) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if set != nil && l.last != nil && l.last.set == set {
+		l.released = set
+	}
+}
+
 func (l *Loader) LoadDir(dir string, opts Options) (*Set, error) {
 	files, err := ReadDir(dir, "")
 	if err != nil {

@@ -637,6 +637,8 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 	if err != nil {
 		return Outcome{}, s.reject(ctx, lease, snap.Revision, err)
 	}
+	// Done with the Set once applied: the next sync's load may write into it.
+	defer s.loader.Release(set)
 	if lease = s.writeLease(ctx, lease); lease == nil {
 		return Outcome{NotHolder: true}, nil
 	}
