@@ -74,16 +74,22 @@ func benchLoad(b *testing.B, typeYAML string) {
 }
 
 // BenchmarkLoad10kOneChanged is a push that changes one file of a synced repository.
-func BenchmarkLoad10kOneChanged(b *testing.B) { benchOneChanged(b, dbType, 100) }
+func BenchmarkLoad10kOneChanged(b *testing.B) { benchOneChanged(b, dbType, 100, Options{}) }
 
 // BenchmarkLoad10kOneChangedRules is that push with a type of two CEL rules.
-func BenchmarkLoad10kOneChangedRules(b *testing.B) { benchOneChanged(b, rulesType, 100) }
+func BenchmarkLoad10kOneChangedRules(b *testing.B) { benchOneChanged(b, rulesType, 100, Options{}) }
 
 // BenchmarkLoad100kOneChanged is that push to a repository of 100,000 resources: what
 // grows with the revision rather than with the change.
-func BenchmarkLoad100kOneChanged(b *testing.B) { benchOneChanged(b, dbType, 1000) }
+func BenchmarkLoad100kOneChanged(b *testing.B) { benchOneChanged(b, dbType, 1000, Options{}) }
 
-func benchOneChanged(b *testing.B, typeYAML string, files int) {
+// BenchmarkLoad100kOneChangedReuse is that push loaded as a syncer loads (Options.ReuseSet):
+// the changed resources are written into the last Set.
+func BenchmarkLoad100kOneChangedReuse(b *testing.B) {
+	benchOneChanged(b, dbType, 1000, Options{ReuseSet: true})
+}
+
+func benchOneChanged(b *testing.B, typeYAML string, files int, opts Options) {
 	fs, changed := repoOf(typeYAML, files)
 	alt := append([]sources.File(nil), fs...)
 	alt[1] = changed
@@ -100,9 +106,11 @@ func benchOneChanged(b *testing.B, typeYAML string, files int) {
 			in = alt
 		}
 		i++
-		if _, err := l.Load(in, Options{}); err != nil {
+		set, err := l.Load(in, opts)
+		if err != nil {
 			b.Fatal(err)
 		}
+		l.Release(set)
 	}
 }
 

@@ -55,8 +55,21 @@ type Options struct {
 	CheckReference func(from string, target graph.ID, outputs []string) error
 	// Parsed, when set, is called once every document is decoded and every ResourceSet
 	// expanded (documents counts the generated ones), before types and resources are checked
-	// against their schemas: the syncer's trace splits parse from validate there.
+	// against their schemas: the syncer's trace splits parse from validate there. A load
+	// from the last Set (incremental.go) calls it once it has succeeded, its checks done:
+	// one that gives up is followed by a full load, which calls it, and it is called once.
 	Parsed func(documents int)
+	// ReuseSet says the caller holds no Set of this Loader past its next Load (a syncer,
+	// whose syncs take turns and apply each Set before loading the next): a revision that
+	// changes resources but not which there are may then be written into the last Set's
+	// resources in place, rather than into a copy of them, if the caller handed that Set
+	// back (Loader.Release) since it was returned.
+	ReuseSet bool
+	// Rewritten names the files (by path) whose resources the caller changes in the Set once
+	// it is loaded (sealed: an encrypted file's redacted fields, its hashes and the file kept
+	// with each resource). The next load never takes those files' resources from the last
+	// Set: it builds them again, as a full load does.
+	Rewritten map[string]bool
 }
 
 // EncryptedMarkerPrefix starts the value kept in place of an encrypted field
@@ -66,7 +79,12 @@ const EncryptedMarkerPrefix = "*** sops:"
 // Loader parses and validates revisions. Between loads it keeps the documents parsed from
 // each file content (by sources.File.Hash) and each compiled schema (by content hash), so a
 // revision that changes one file costs one file's parsing. It keeps only what the latest Load
-// used, so memory follows the size of the repository, not its history.
+// used, so memory follows the size of the repository, not its history. A revision that
+// changes only files of resources is loaded from the last Set returned (incremental.go):
+// its work follows the files changed, not the revision. The next Set shares that Set's
+// resources (their specs, maps and slices): a caller reads a Set and never changes it, but
+// for the resources of the files it names in Options.Rewritten, which are never shared. A
+// load leaves the Sets returned before as they were, unless Options.ReuseSet.
 //
 // A Loader is safe for concurrent use; loads are serialised.
 type Loader struct {
@@ -84,6 +102,13 @@ type Loader struct {
 	// sorted is the last Set's resources in its order (sortedOrder): a document's
 	// identity never changes, so the resources a load keeps stay in that order.
 	sorted []*resourceDoc
+	// last is what the next load may start from instead of every file (incremental.go);
+	// nil when it must load every file.
+	last *basis
+	// incrementals counts the loads made from a basis, for tests.
+	incrementals int
+	// released is the last Set when its caller handed it back (Release).
+	released *Set
 }
 
 // NewLoader returns a Loader with empty caches.
@@ -162,6 +187,7 @@ type load struct {
 	celSkipped atomic.Bool
 
 	inputsUsed map[string]*inputsEntry // becomes Loader.inputs
+	celTotal   uint64                  // what the rules of every resource cost (resources)
 	parts      partsMemo
 	files      map[string]string // Set.Files
 }
@@ -171,16 +197,26 @@ type load struct {
 func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer func() { l.released = nil }() // the Set returned is the caller's
 	ld := &load{l: l, opts: opts, schemas: map[string]*compiledSchema{}}
 	if opts.EncryptedUnknown != l.encryptedUnknown {
 		// The cached checks were judged the other way.
-		l.files, l.sets, l.encryptedUnknown = map[string]*fileEntry{}, nil, opts.EncryptedUnknown
+		l.files, l.sets, l.encryptedUnknown, l.last = map[string]*fileEntry{}, nil, opts.EncryptedUnknown, nil
 	}
 	lim := opts.Limits.withDefaults()
 	if len(files) > lim.MaxFiles {
 		// Before any parsing: the cap is there to bound that work.
+		l.last = nil
 		return nil, Errors{overCap("files", len(files), lim.MaxFiles)}
 	}
+	basisKey := optionsKey(opts, l.revisionBudget)
+	// Its own load: one that gives up leaves nothing (problems, rule costs) to the full load.
+	if set, ok := (&load{l: l, opts: opts}).incremental(files, lim, basisKey); ok {
+		return set, nil
+	}
+	// The full load replaces the cache the basis reads: it stands again only if this load
+	// succeeds.
+	l.last = nil
 	docs := ld.parse(files)
 	runs, docs := ld.collectSets(files, docs)
 	if len(docs) > lim.MaxDocuments {
@@ -208,6 +244,7 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	if len(set.ResourceSets) == 0 {
 		set.Files = ld.files
 	}
+	l.last = newBasis(files, docs, set, infos, ld.celTotal, basisKey, opts.Rewritten)
 	return set, nil
 }
 
@@ -561,6 +598,7 @@ func (ld *load) resources(docs []placed, infos map[string]*typeInfo) ([]Resource
 	}
 	ld.checkStale(items, stale)
 	var celTotal uint64
+	defer func() { ld.celTotal = celTotal }()
 	for _, it := range items {
 		celTotal += uint64(it.p.doc.res.celCost)
 		for _, ve := range it.p.doc.res.specErrs {
@@ -698,16 +736,11 @@ func unknownKind(kind, group string, infos map[string]*typeInfo) string {
 }
 
 // setResources turns checked resources into the Set's, sorted by namespace, kind and name.
-// The Set shares the cache's immutable strings and gets its own copies of the rest, so
-// that a caller changing its Set cannot change the cache. Its resources share label and
-// annotation maps (see Resource).
+// The Set shares the cache's immutable strings and gets its own copies of the rest, which
+// the next load may share (see Loader). Its resources share label and annotation maps (see
+// Resource).
 func (ld *load) setResources(items []resourceAt) ([]Resource, []transitionCheck) {
-	// While items are in file order, which the hasher's memo needs.
-	var meta metaHasher
-	for i := range items {
-		p, r := items[i].p, items[i].p.doc.res
-		items[i].metaHash = meta.hash(p.file, metaKey{p.doc.apiVersion, r.meta, r.deps.metaKey()})
-	}
+	metaHashes(items)
 	order := sortedOrder(items, ld.l.sorted)
 	sorted := make([]resourceAt, len(items))
 	ld.l.sorted = make([]*resourceDoc, len(items))
@@ -715,7 +748,22 @@ func (ld *load) setResources(items []resourceAt) ([]Resource, []transitionCheck)
 		sorted[j] = items[i]
 		ld.l.sorted[j] = items[i].p.doc.res
 	}
-	items = sorted
+	return buildResources(sorted)
+}
+
+// metaHashes sets the items' metaHash; items must be in file order, which the hasher's memo
+// needs.
+func metaHashes(items []resourceAt) {
+	var meta metaHasher
+	for i := range items {
+		p, r := items[i].p, items[i].p.doc.res
+		items[i].metaHash = meta.hash(p.file, metaKey{p.doc.apiVersion, r.meta, r.deps.metaKey()})
+	}
+}
+
+// buildResources makes the Set's resources of items (metaHash set), in their order, and the
+// transition checks of those whose schema has transition rules.
+func buildResources(items []resourceAt) ([]Resource, []transitionCheck) {
 	// One map per distinct set: a repository repeats a few label sets across thousands of
 	// resources, and a map per resource was a third of a large Set.
 	decoded := map[string]map[string]string{}
@@ -991,6 +1039,17 @@ func cloneDrift(p *DriftPolicy) *DriftPolicy {
 
 // LoadDir reads the manifests under dir (ReadDir) and loads them with paths relative to dir.
 // It serves `trueup validate`, which checks a working tree before it is pushed.
+// Release hands set, which the last Load returned, back to the Loader: the caller no longer
+// reads it, and the next Load with Options.ReuseSet may write into it. A Set other than the
+// last one returned is ignored.
+func (l *Loader) Release(set *Set) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if set != nil && l.last != nil && l.last.set == set {
+		l.released = set
+	}
+}
+
 func (l *Loader) LoadDir(dir string, opts Options) (*Set, error) {
 	files, err := ReadDir(dir, "")
 	if err != nil {

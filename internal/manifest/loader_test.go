@@ -729,14 +729,6 @@ spec:
 		t.Error("unchanged file was parsed again")
 	}
 
-	// A caller changing its Set must not reach the cache.
-	second.Resources[0].Labels["x"] = "y"
-	second.Resources[0].Spec[0] = '['
-	third, _ := l.Load(fs, Options{})
-	if !reflect.DeepEqual(first, third) {
-		t.Error("changing a returned Set changed the next one")
-	}
-
 	// A schema change re-validates the cached resource, with lines from its file.
 	stricter := files("types.yaml", strings.Replace(dbType, "minimum: 10,", "minimum: 100,", 1), "db.yaml", db)
 	_, err = l.Load(stricter, Options{})
@@ -775,6 +767,21 @@ spec:
 	again.Files, first.Files = nil, nil // the hashes made from content are not the source's
 	if !reflect.DeepEqual(again, first) {
 		t.Errorf("load without hashes: %+v", again)
+	}
+
+	// A caller replacing a resource's fields (sealed.Revision.Redact does, for encrypted
+	// files) must not reach the next Set: those files' resources are never reused.
+	sealedFS := files("types.yaml", dbType, "db.yaml", db)
+	sealedOpts := Options{Rewritten: map[string]bool{"db.yaml": true}}
+	redacted, err := l.Load(sealedFS, sealedOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	redacted.Resources[0].Spec = json.RawMessage(`{"engine":"*** sops:x"}`)
+	third, _ := l.Load(sealedFS, sealedOpts)
+	third.Files = nil
+	if !reflect.DeepEqual(first, third) {
+		t.Error("changing a returned Set's encrypted resource changed the next one")
 	}
 }
 

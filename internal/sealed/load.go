@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
+	"maps"
 	"sync"
 
 	"github.com/trueup-dev/trueup/internal/manifest"
@@ -283,6 +285,7 @@ func Load(l *manifest.Loader, op *Opener, files []sources.File, opts manifest.Op
 		op = NewOpener(nil)
 	}
 	rv, errs := op.Prepare(files)
+	opts.Rewritten = rewritten(opts.Rewritten, maps.Keys(rv.opened))
 	set, err := l.Load(rv.Files, opts)
 	if len(errs) > 0 {
 		// Every problem at once: the loader's, and the files that could not be opened
@@ -333,3 +336,17 @@ func failed(errs manifest.Errors, file string) bool {
 }
 
 func errorsAs(err error, target *manifest.Errors) bool { return errors.As(err, target) }
+
+// rewritten is the caller's Options.Rewritten with paths added: the encrypted files, whose
+// resources Redact (or LoadMasked) changes once loaded, so that the loader never takes them
+// from the last Set.
+func rewritten(caller map[string]bool, paths iter.Seq[string]) map[string]bool {
+	out := maps.Clone(caller)
+	for p := range paths {
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[p] = true
+	}
+	return out
+}

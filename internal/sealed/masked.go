@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"maps"
 	"strings"
 
 	"github.com/getsops/sops/v3"
@@ -98,6 +99,7 @@ func LoadMasked(l *manifest.Loader, files []sources.File, opts manifest.Options,
 		return nil, manifest.SortErrors(errs)
 	}
 	opts.EncryptedUnknown = true
+	opts.Rewritten = rewritten(opts.Rewritten, maps.Keys(raw))
 	set, err := l.Load(out, opts)
 	if err != nil {
 		return nil, err

@@ -102,6 +102,10 @@ type Syncer struct {
 	loader  *manifest.Loader
 	trigger chan struct{} // a sync is asked for (webhook, NOTIFY)
 	lease   *lease.Holder // the source's lease
+	// syncing is held for the whole of a sync: syncs take turns (Run's and SyncOnce's), so
+	// that a load, which writes into the last Set in place (manifest.Options.ReuseSet),
+	// never writes into the Set an earlier sync is still applying.
+	syncing sync.Mutex
 
 	mu      sync.Mutex
 	memTerm int64 // the lease term whose holder mem was loaded for
@@ -433,6 +437,8 @@ func (s *Syncer) SyncOnce(ctx context.Context) (Outcome, error) {
 
 // sync is one sync by the holder of lease.
 func (s *Syncer) sync(ctx context.Context, lease *store.Lease) (out Outcome, err error) {
+	s.syncing.Lock()
+	defer s.syncing.Unlock()
 	began := time.Now()
 	defer func() {
 		// Published only once the outcome is in the source's row (or nothing was new): a
@@ -615,7 +621,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 	}
 	// Transition rules run on the plaintext set, before encrypted fields become markers.
 	set, err := sealed.Load(s.loader, s.opts.Opener, snap.Files, manifest.Options{KnownTypes: known, CheckAction: s.opts.CheckAction, Limits: s.opts.Limits,
-		CheckReference: s.opts.CheckReference, Parsed: onParsed, InputFiles: inputFiles}, func(set *manifest.Set) error { return s.checkTransitions(ctx, set, lease.Term) })
+		CheckReference: s.opts.CheckReference, Parsed: onParsed, InputFiles: inputFiles, ReuseSet: true}, func(set *manifest.Set) error { return s.checkTransitions(ctx, set, lease.Term) })
 	noManifests := len(snap.Files) == 0
 	snap.Files, inputFiles = nil, nil // parsed: the file bytes need not live through the apply (14 MB at 100k resources)
 	if err != nil {
@@ -631,6 +637,8 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 	if err != nil {
 		return Outcome{}, s.reject(ctx, lease, snap.Revision, err)
 	}
+	// Done with the Set once applied: the next sync's load may write into it.
+	defer s.loader.Release(set)
 	if lease = s.writeLease(ctx, lease); lease == nil {
 		return Outcome{NotHolder: true}, nil
 	}

@@ -51,6 +51,9 @@ type Source struct {
 
 	scanMu sync.Mutex           // serialises scans; guards stats
 	stats  map[string]statEntry // relative path → last known content hash
+	racy   time.Duration        // racyWindow; tests shorten it
+	now    func() time.Time     // the process's clock; tests move it
+	scans  int                  // scans made, for fullScanEvery
 
 	mu      sync.Mutex // guards the lifecycle fields below
 	started bool
@@ -91,6 +94,8 @@ func New(cfg Config, logger *slog.Logger) (*Source, error) {
 		logger:  logger.With("source", cfg.Name, "path", root),
 		changes: make(chan struct{}, 1),
 		stats:   map[string]statEntry{},
+		racy:    racyWindow,
+		now:     time.Now,
 	}, nil
 }
 

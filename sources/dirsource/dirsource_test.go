@@ -437,3 +437,180 @@ func TestAllFilesLimits(t *testing.T) {
 		}
 	}
 }
+
+// ageFiles sets the files' modification times an hour back, out of the racy window.
+func (f *fixture) ageFiles(names ...string) {
+	f.t.Helper()
+	old := time.Now().Add(-time.Hour)
+	for _, name := range names {
+		if err := os.Chtimes(filepath.Join(f.dir, name), old, old); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
+func (f *fixture) fetch() map[string]sources.File {
+	f.t.Helper()
+	snap, err := f.src.Fetch(f.ctx, "")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	out := map[string]sources.File{}
+	for _, file := range snap.Files {
+		out[file.Path] = file
+	}
+	return out
+}
+
+// Fetch hashes only the files whose stat data moved: the others keep the hash they were
+// read under (the racy window is made negative so that files just written count).
+func TestFetchHashesOnlyChangedFiles(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 0, map[string]string{"a.yaml": "v: 1\n", "b.yaml": "v: 2\n"})
+	f.src.racy = -time.Second // files just written count, at the clock file's timestamp too
+	f.ageFiles("a.yaml", "b.yaml")
+	first := f.fetch()
+	hashedAt := f.src.stats["a.yaml"].hashedAt
+
+	f.write(map[string]string{"b.yaml": "v: 22\n"})
+	second := f.fetch()
+	if f.src.stats["a.yaml"].hashedAt != hashedAt {
+		t.Error("an unchanged file was hashed again")
+	}
+	if second["a.yaml"].Hash != first["a.yaml"].Hash || string(second["a.yaml"].Data) != "v: 1\n" {
+		t.Errorf("unchanged file fetched as %+v", second["a.yaml"])
+	}
+	if second["b.yaml"].Hash == first["b.yaml"].Hash || string(second["b.yaml"].Data) != "v: 22\n" {
+		t.Errorf("changed file fetched as %+v", second["b.yaml"])
+	}
+
+	// A file moved keeps its content's hash under its new path; one removed is gone.
+	if err := os.Rename(filepath.Join(f.dir, "a.yaml"), filepath.Join(f.dir, "c.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(f.dir, "b.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	third := f.fetch()
+	if _, ok := third["a.yaml"]; ok || len(third) != 1 || third["c.yaml"].Hash != first["a.yaml"].Hash {
+		t.Errorf("after a move and a removal: %+v", third)
+	}
+}
+
+// A same-size rewrite that sets the modification time back (cp -p, tar) moves the change
+// time: Fetch hashes the file again, however long ago it was modified.
+func TestFetchSeesRewriteWithOldModTime(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 0, map[string]string{"a.yaml": "v: 1\n"})
+	f.src.racy = -time.Second // files just written count, at the clock file's timestamp too
+	f.ageFiles("a.yaml")
+	f.fetch()
+	before := f.src.stats["a.yaml"]
+	// The change time has the file system's clock granularity: write until it moves.
+	deadline := time.Now().Add(10 * time.Second)
+	for v := 2; ; v++ {
+		f.write(map[string]string{"a.yaml": fmt.Sprintf("v: %d\n", v%10)})
+		f.ageFiles("a.yaml")
+		fi, err := os.Stat(filepath.Join(f.dir, "a.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ctime, _, _, ok := changeStat(fi); !ok || !ctime.Equal(before.ctime) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the change time did not move")
+		}
+	}
+	got := f.fetch()["a.yaml"]
+	want, _ := os.ReadFile(filepath.Join(f.dir, "a.yaml"))
+	if string(got.Data) != string(want) || got.Hash == before.hash {
+		t.Errorf("after a same-size rewrite: %q hash %s, want %q and a new hash", got.Data, got.Hash, want)
+	}
+}
+
+// A file modified within the racy window of its hashing is hashed again by every scan.
+func TestStatEntryRacy(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 0, map[string]string{"a.yaml": "v: 1\n"})
+	fi, err := os.Stat(filepath.Join(f.dir, "a.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := newStatEntry(fi, time.Now(), "h")
+	for _, c := range []struct {
+		name   string
+		e      statEntry
+		strict bool
+		want   bool
+	}{
+		{"hashed just after the write", fresh, false, false},
+		{"hashed just after the write, strict", fresh, true, false},
+		{"hashed long after", newStatEntry(fi, time.Now().Add(time.Hour), "h"), true, true},
+		{"other size", func() statEntry { e := newStatEntry(fi, time.Now().Add(time.Hour), "h"); e.size++; return e }(), false, false},
+		{"other inode", func() statEntry { e := newStatEntry(fi, time.Now().Add(time.Hour), "h"); e.ino++; return e }(), true, false},
+		{"no change time, strict", func() statEntry {
+			e := newStatEntry(fi, time.Now().Add(time.Hour), "h")
+			e.ctime = time.Time{}
+			return e
+		}(), true, false},
+		{"no change time", func() statEntry {
+			e := newStatEntry(fi, time.Now().Add(time.Hour), "h")
+			e.ctime = time.Time{}
+			return e
+		}(), false, true},
+	} {
+		if got := c.e.matches(fi, c.strict, racyWindow); got != c.want {
+			t.Errorf("%s: matches = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// The racy window is measured by the file system's clock, not the process's: with a file
+// system whose clock is behind (a network file system's server), a file just written is
+// still within the window, and the next Fetch hashes it again.
+func TestRacyWindowByFileSystemClock(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 0, map[string]string{"a.yaml": "v: 1\n"})
+	f.src.now = func() time.Time { return time.Now().Add(time.Hour) } // the file system an hour behind
+	f.write(map[string]string{"a.yaml": "v: 2\n"})
+	f.fetch()
+	fi, err := os.Stat(filepath.Join(f.dir, "a.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := f.src.stats["a.yaml"]; e.matches(fi, true, racyWindow) {
+		t.Errorf("a file just written is trusted: hashed at %v, modified at %v", e.hashedAt, e.modTime)
+	}
+	// The clock file is neither left behind nor fetched.
+	entries, err := os.ReadDir(f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".trueup-clock-") {
+			t.Errorf("left behind: %s", e.Name())
+		}
+	}
+}
+
+// Every fullScanEvery scans hash every file: a change the stat rule missed (here, a cached
+// hash made wrong) lasts that many scans at most.
+func TestFullScanEvery(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 0, map[string]string{"a.yaml": "v: 1\n"})
+	f.src.racy = -time.Second // files just written count, at the clock file's timestamp too
+	f.ageFiles("a.yaml")
+	want := f.fetch()["a.yaml"].Hash
+	e := f.src.stats["a.yaml"]
+	e.hash = "missed"
+	f.src.stats["a.yaml"] = e
+	for i := 0; ; i++ {
+		if got := f.fetch()["a.yaml"].Hash; got == want {
+			break
+		}
+		if i == fullScanEvery {
+			t.Fatalf("%d fetches kept the missed hash", i+1)
+		}
+	}
+}

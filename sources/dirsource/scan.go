@@ -17,20 +17,69 @@ import (
 )
 
 // racyWindow: a file modified this close to the moment it was hashed may change again
-// within the file system's timestamp granularity without its size or mtime changing, so
+// within the file system's timestamp granularity without its size or times changing, so
 // its cached hash is not trusted (git's "racily clean" entries).
 const racyWindow = 2 * time.Second
 
+// fullScanEvery: every this many scans hash every file, whatever its stat data says, so
+// that a change the stat rule misses (a clock it cannot measure) lasts that many scans at
+// most.
+const fullScanEvery = 64
+
+// clock is the moment a scan starts by the file system's clock, that of the timestamps it
+// compares: the modification time of a hidden file it writes in the folder and removes
+// (neither the scan nor the watcher reads hidden files), as git measures against its
+// index file's. Never later than the process's clock; that clock when the folder is not
+// writable (every fullScanEvery scans then still hash every file).
+func (s *Source) clock(root string) time.Time {
+	now := s.now()
+	f, err := os.CreateTemp(root, ".trueup-clock-*")
+	if err != nil {
+		return now
+	}
+	fi, err := f.Stat()
+	_ = f.Close()
+	_ = os.Remove(f.Name())
+	if err != nil || fi.ModTime().After(now) {
+		return now
+	}
+	return fi.ModTime()
+}
+
 // statEntry remembers a file's content hash with the stat data it was read under.
+//
+// The rule, as git's index: a file whose size, modification time, change time, device and
+// inode are those it was hashed under, and which was last modified (or changed) more than
+// racyWindow before it was hashed (by the file system's clock, Source.clock), has the hash
+// it had. A rewrite changes the change time
+// even when a tool sets the modification time back; one within the racy window is hashed
+// again. Without a change time (not Linux), Fetch hashes every file it reads.
 type statEntry struct {
 	size     int64
 	modTime  time.Time
+	ctime    time.Time // zero when unknown
+	dev, ino uint64
 	hashedAt time.Time
 	hash     string
 }
 
-func (e statEntry) matches(fi fs.FileInfo) bool {
-	return e.size == fi.Size() && e.modTime.Equal(fi.ModTime()) && e.hashedAt.Sub(e.modTime) > racyWindow
+func newStatEntry(fi fs.FileInfo, hashedAt time.Time, hash string) statEntry {
+	e := statEntry{size: fi.Size(), modTime: fi.ModTime(), hashedAt: hashedAt, hash: hash}
+	e.ctime, e.dev, e.ino, _ = changeStat(fi)
+	return e
+}
+
+// matches reports whether fi is the file e was hashed from, by the rule above; strict
+// requires the change time to be known (a Fetch, whose hash names the data it returns).
+func (e statEntry) matches(fi fs.FileInfo, strict bool, racy time.Duration) bool {
+	if e.size != fi.Size() || !e.modTime.Equal(fi.ModTime()) || e.hashedAt.Sub(e.modTime) <= racy {
+		return false
+	}
+	ctime, dev, ino, ok := changeStat(fi)
+	if !ok || e.ctime.IsZero() {
+		return !strict
+	}
+	return ctime.Equal(e.ctime) && dev == e.dev && ino == e.ino && e.hashedAt.Sub(ctime) > racy
 }
 
 // ignored reports whether a file or folder name is hidden or an editor's temporary file:
@@ -68,6 +117,10 @@ func (s *Source) scan(ctx context.Context, read bool) (string, []sources.File, e
 	if err != nil {
 		return "", nil, err
 	}
+	// Every file is read after this moment: what it was hashed from was there then.
+	now := s.clock(realRoot)
+	s.scans++
+	full := s.scans%fullScanEvery == 0
 	err = filepath.WalkDir(s.root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if p != s.root && errors.Is(err, fs.ErrNotExist) {
@@ -149,12 +202,13 @@ func (s *Source) scan(ctx context.Context, read bool) (string, []sources.File, e
 			}
 		}
 
-		if prev, ok := s.stats[rel]; ok && !read && prev.matches(fi) {
+		prev, known := s.stats[rel]
+		known = known && !full
+		if known && !read && prev.matches(fi, false, s.racy) {
 			stats[rel] = prev
 			entries = append(entries, entry{rel, prev.hash})
 			return nil
 		}
-		now := time.Now()
 		data, err := readBounded(target)
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
@@ -165,11 +219,21 @@ func (s *Source) scan(ctx context.Context, read bool) (string, []sources.File, e
 		if len(data) > sources.MaxFileBytes {
 			return refuse(sources.TooLarge(int64(len(data)))) // grew since the stat
 		}
+		if known && prev.matches(fi, true, s.racy) && int64(len(data)) == fi.Size() {
+			// Unchanged by the rule, before and after the read: the data is what was
+			// hashed. A one-file change hashes that file, not the folder.
+			if after, err := os.Stat(target); err == nil && prev.matches(after, true, s.racy) {
+				stats[rel] = prev
+				entries = append(entries, entry{rel, prev.hash})
+				files = append(files, sources.File{Path: rel, Hash: prev.hash, Data: data})
+				return nil
+			}
+		}
 		sum := sha256.Sum256(data)
 		hash := hex.EncodeToString(sum[:])
 		// The stat data is taken before the read: a write during the read leaves a stale
 		// mtime that the next scan sees as changed.
-		stats[rel] = statEntry{size: fi.Size(), modTime: fi.ModTime(), hashedAt: now, hash: hash}
+		stats[rel] = newStatEntry(fi, now, hash)
 		if int64(len(data)) != fi.Size() {
 			delete(stats, rel)
 		}

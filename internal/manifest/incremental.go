@@ -1,0 +1,349 @@
+package manifest
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/trueup-dev/trueup/sources"
+)
+
+// basis is what an incremental load starts from: the last Set a Load returned and what it
+// was made of. A revision that changes a few files of resources is loaded from it by parsing
+// and checking only those files' documents; the other files' resources are the basis's, which
+// is exact because a resource depends only on its file's content and path, on the types
+// (which such a revision does not change) and on the Options (which must be the same).
+// Whatever else a revision does (a type or ResourceSet in a changed file, a problem anywhere)
+// is loaded in full, so that its Set or its list of problems is the one a full load gives.
+type basis struct {
+	key   string               // optionsKey of the load
+	files map[string]basisFile // by path
+	set   *Set
+	// types and infos are the types of the files and the registry resources were checked
+	// against; typeFiles the paths of files holding other documents than resources.
+	types     []ResourceType
+	infos     map[string]*typeInfo
+	typeFiles map[string]bool
+	// docs and resources count the revision's documents and resources (Limits); cel is
+	// what the rules of every resource cost (celRevisionBudget).
+	docs, resources int
+	cel             uint64
+	// deps is whether a resource of set may have dependencies (true once one has had).
+	deps bool
+}
+
+// basisFile is one file of a basis: its cache key, what renders it, and whether the caller
+// rewrites its resources (Options.Rewritten), which are then never taken from the basis.
+type basisFile struct {
+	key, renderedBy string
+	rewritten       bool
+}
+
+// optionsKey fingerprints what a load's outcome depends on besides the files: a basis serves
+// only loads with the same. CheckAction and CheckReference are asked again by every load.
+func optionsKey(opts Options, budget uint64) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%t %t %t %t %d %+v\n", opts.EncryptedUnknown, opts.CheckAction != nil, opts.CheckReference != nil,
+		opts.InputFiles != nil, budget, opts.Limits.withDefaults())
+	for _, t := range opts.KnownTypes {
+		fmt.Fprintf(h, "%q %q %q %s\n", t.Name, t.Group, t.File, t.Spec)
+		for _, v := range t.Versions {
+			fmt.Fprintf(h, "%q %s\n", v.Name, v.Schema)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// newBasis is the basis of a full load that returned set, or nil when set cannot serve as
+// one: ResourceSets (generated resources depend on other files), transition rules (checked
+// against the set as a whole), a path loaded twice (rendered by several kustomizations).
+func newBasis(files []sources.File, docs []placed, set *Set, infos map[string]*typeInfo, cel uint64, key string, rewritten map[string]bool) *basis {
+	if len(set.ResourceSets) > 0 || len(set.transitions) > 0 || set.Files == nil {
+		return nil
+	}
+	b := &basis{key: key, files: make(map[string]basisFile, len(files)), set: set, types: set.Types, infos: infos,
+		typeFiles: map[string]bool{}, docs: len(docs), resources: len(set.Resources), cel: cel}
+	for _, f := range files {
+		if _, twice := b.files[f.Path]; twice || f.Refused != "" {
+			return nil
+		}
+		b.files[f.Path] = basisFile{key: set.Files[f.Path], renderedBy: f.RenderedBy, rewritten: rewritten[f.Path]}
+	}
+	for _, p := range docs {
+		if p.doc.res == nil {
+			b.typeFiles[p.file] = true
+		}
+	}
+	for i := range set.Resources {
+		b.deps = b.deps || len(set.Resources[i].DependsOn) > 0
+	}
+	return b
+}
+
+// incremental loads files from the loader's basis when it can; ok is false when the revision
+// must be loaded in full. A revision with problems is always loaded in full, which reports
+// all of them.
+func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set, bool) {
+	b := ld.l.last
+	if b == nil || b.key != key {
+		return nil, false
+	}
+	// What changed: files new or of another content (or rendered by another
+	// kustomization), and the basis's files gone or changed (dropped). The resources of a
+	// file the caller rewrites once loaded (Options.Rewritten: sealed's encrypted files) are
+	// never taken from the basis, nor are those of a file it rewrote in the basis.
+	now := make(map[string]basisFile, len(files))
+	var changed []int
+	for i := range files {
+		f := &files[i]
+		if f.Refused != "" {
+			return nil, false
+		}
+		if _, twice := now[f.Path]; twice {
+			return nil, false
+		}
+		bf := basisFile{key: f.Hash, renderedBy: f.RenderedBy, rewritten: ld.opts.Rewritten[f.Path]}
+		if bf.key == "" {
+			bf.key = "sha256:" + hashJSON(f.Data)
+		}
+		now[f.Path] = bf
+		if old, ok := b.files[f.Path]; !ok || old != bf || bf.rewritten {
+			changed = append(changed, i)
+		}
+	}
+	dropped := map[string]bool{}
+	for p := range b.files {
+		if nf, ok := now[p]; !ok || nf != b.files[p] || nf.rewritten {
+			if b.typeFiles[p] {
+				return nil, false
+			}
+			dropped[p] = true
+		}
+	}
+	// The dropped files' share of the counts, and where their resources are in the basis's
+	// (sorted: found by identity), from their cached documents.
+	docs, resources, cel := b.docs, b.resources, b.cel
+	kept := b.set.Resources
+	var gone []int
+	for p := range dropped {
+		e := ld.l.files[b.files[p].key]
+		if e == nil {
+			return nil, false
+		}
+		docs -= len(e.docs)
+		for _, d := range e.docs {
+			if d.res == nil {
+				continue
+			}
+			resources--
+			cel -= uint64(d.res.celCost)
+			at, found := findResource(kept, d.res.namespace.String(), d.kind.String(), d.res.name)
+			if !found || kept[at].File != p {
+				return nil, false
+			}
+			gone = append(gone, at)
+		}
+	}
+	slices.Sort(gone)
+
+	// Parse the changed files (the cache may hold some), in path order as a full load.
+	slices.SortFunc(changed, func(a, c int) int { return cmp.Compare(files[a].Path, files[c].Path) })
+	entries := make([]*fileEntry, len(changed))
+	var todo []int
+	for j, i := range changed {
+		if e, ok := ld.l.files[now[files[i].Path].key]; ok {
+			entries[j] = e
+		} else {
+			todo = append(todo, j)
+		}
+	}
+	parallel(len(todo), func(k int) { entries[todo[k]] = parseFile(files[changed[todo[k]]].Data) })
+	for _, j := range todo {
+		// A full load after all finds them here.
+		ld.l.files[now[files[changed[j]].Path].key] = entries[j]
+	}
+	var fresh []placed
+	for j, i := range changed {
+		f, e := &files[i], entries[j]
+		if len(e.errs) > 0 {
+			return nil, false
+		}
+		src := &source{file: f.Path, key: now[f.Path].key, data: f.Data}
+		if f.RenderedBy != "" {
+			src.origin = "rendered by " + f.RenderedBy
+		}
+		docs += len(e.docs)
+		for k := range e.docs {
+			d := &e.docs[k]
+			if d.res == nil {
+				return nil, false // a type, a ResourceSet: the revision's registry changes
+			}
+			resources++
+			fresh = append(fresh, placed{source: src, doc: d})
+		}
+	}
+	if docs > lim.MaxDocuments || resources > lim.MaxResources {
+		return nil, false
+	}
+	// Actions are asked again: the controller's config may have changed what they accept.
+	if ld.opts.CheckAction != nil {
+		for _, t := range b.types {
+			if t.Action.Name != "" && ld.opts.CheckAction(t.Action.Name, t.Action.With) != nil {
+				return nil, false
+			}
+		}
+	}
+
+	items, stale := ld.match(fresh, b.infos)
+	if len(ld.errs) > 0 || len(items) != len(fresh) {
+		return nil, false
+	}
+	// A resource declared again in a file kept from the basis is a duplicate.
+	for _, it := range items {
+		r := it.p.doc.res
+		if at, found := findResource(kept, r.namespace.String(), it.p.doc.kind.String(), r.name); found && !dropped[kept[at].File] {
+			return nil, false
+		}
+	}
+	spent := cel
+	for _, it := range items {
+		if r := it.p.doc.res; r.checkedWith == it.cs.id {
+			spent += uint64(r.celCost)
+		}
+	}
+	ld.celSpent.Store(spent)
+	ld.checkStale(items, stale)
+	for _, it := range items {
+		cel += uint64(it.p.doc.res.celCost)
+		if len(it.p.doc.res.specErrs) > 0 {
+			return nil, false
+		}
+	}
+	if len(ld.errs) > 0 || ld.celSkipped.Load() || cel > ld.l.revisionBudget {
+		return nil, false
+	}
+
+	metaHashes(items)
+	slices.SortStableFunc(items, func(a, c resourceAt) int {
+		ra, rc := a.p.doc.res, c.p.doc.res
+		return cmp.Or(compareSyms(ra.namespace, rc.namespace), compareSyms(a.p.doc.kind, c.p.doc.kind), strings.Compare(ra.name, rc.name))
+	})
+	made, transitions := buildResources(items)
+	if len(transitions) > 0 {
+		return nil, false
+	}
+	// The basis is acyclic. A cycle needs a dependency of a resource made here, or, when
+	// the identities change, any dependency: the graph knows kinds case-insensitively and
+	// takes the first of the resources of one key, so removing one (DB/n/a) hands its node
+	// to another (Db/n/a) whose dependencies may close a cycle.
+	deps := false
+	for i := range made {
+		deps = deps || len(made[i].DependsOn) > 0
+	}
+	same := sameIdentities(kept, gone, made)
+	if ld.opts.ReuseSet && ld.l.released == b.set && !deps && same {
+		// The revision changes resources, not which there are: they take their old places
+		// in the last Set, which the caller handed back.
+		if ld.opts.CheckReference != nil {
+			ld.checkReferences(made)
+			from := 0
+			for _, g := range append(gone, len(kept)) {
+				ld.checkReferences(kept[from:g])
+				from = g + 1
+			}
+			if len(ld.errs) > 0 {
+				return nil, false
+			}
+		}
+		for k, g := range gone {
+			kept[g] = made[k]
+		}
+		return ld.done(b, now, docs, resources, cel, kept, b.deps), true
+	}
+	merged := mergeResources(kept, gone, made)
+	if ld.opts.CheckReference != nil {
+		// Every resource's: the controller's grants may have changed.
+		ld.checkReferences(merged)
+		if len(ld.errs) > 0 {
+			return nil, false
+		}
+	}
+	if (deps || (b.deps && !same)) && CycleErrors(graphNodes(merged)) != nil {
+		return nil, false
+	}
+	return ld.done(b, now, docs, resources, cel, merged, deps || b.deps), true
+}
+
+// done makes the Set of an incremental load from b with resources, and makes it the basis;
+// deps is whether a resource may have dependencies.
+func (ld *load) done(b *basis, now map[string]basisFile, docs, resources int, cel uint64, merged []Resource, deps bool) *Set {
+	if ld.opts.Parsed != nil {
+		// Only now: a load that gives up is followed by a full one, which calls it.
+		ld.opts.Parsed(docs)
+	}
+	set := &Set{Types: slices.Clone(b.types), Resources: merged, Files: make(map[string]string, len(now)), encryptedUnknown: ld.opts.EncryptedUnknown}
+	used := make(map[string]*fileEntry, len(now))
+	for p, f := range now {
+		set.Files[p] = f.key
+		used[f.key] = ld.l.files[f.key]
+	}
+	ld.l.files = used
+	// The order of a full load's resources would keep dropped documents alive; the next full
+	// load sorts afresh.
+	ld.l.sorted = nil
+	ld.l.incrementals++
+	ld.l.last = &basis{key: b.key, files: now, set: set, types: b.types, infos: b.infos, typeFiles: b.typeFiles,
+		docs: docs, resources: resources, cel: cel, deps: deps}
+	return set
+}
+
+// sameIdentities reports whether made (sorted) are the resources at gone (sorted indexes in
+// kept) by identity, one for one.
+func sameIdentities(kept []Resource, gone []int, made []Resource) bool {
+	if len(gone) != len(made) {
+		return false
+	}
+	for k, g := range gone {
+		if a, c := &kept[g], &made[k]; a.Namespace != c.Namespace || a.Kind != c.Kind || a.Name != c.Name {
+			return false
+		}
+	}
+	return true
+}
+
+// findResource finds the resource of an identity in resources sorted by namespace, kind and
+// name.
+func findResource(resources []Resource, namespace, kind, name string) (int, bool) {
+	at := sort.Search(len(resources), func(i int) bool {
+		r := &resources[i]
+		return cmp.Or(strings.Compare(r.Namespace, namespace), strings.Compare(r.Kind, kind), strings.Compare(r.Name, name)) >= 0
+	})
+	return at, at < len(resources) && resources[at].Namespace == namespace && resources[at].Kind == kind && resources[at].Name == name
+}
+
+// mergeResources is kept without the resources at gone (sorted indexes), with made merged
+// in; kept and made are sorted by namespace, kind and name, and no identity is in both. The
+// kept resources are copied in runs, between the few places where one goes or one comes.
+func mergeResources(kept []Resource, gone []int, made []Resource) []Resource {
+	out := make([]Resource, 0, len(kept)-len(gone)+len(made))
+	from := 0 // the next of kept to copy
+	for _, r := range made {
+		to, _ := findResource(kept, r.Namespace, r.Kind, r.Name) // where r goes in kept
+		for len(gone) > 0 && gone[0] < to {
+			out = append(out, kept[from:gone[0]]...)
+			from, gone = gone[0]+1, gone[1:]
+		}
+		out = append(out, kept[from:max(from, to)]...)
+		from = max(from, to)
+		out = append(out, r)
+	}
+	for _, g := range gone {
+		out = append(out, kept[from:g]...)
+		from = g + 1
+	}
+	return append(out, kept[from:]...)
+}

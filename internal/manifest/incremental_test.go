@@ -1,0 +1,288 @@
+package manifest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/trueup-dev/trueup/internal/graph"
+	"github.com/trueup-dev/trueup/sources"
+)
+
+// TestIncrementalMatchesFull: a Loader that loads revisions one after another (from its
+// basis when it can) gives, at every step, the Set or the problems a fresh Loader gives for
+// the same files. The revisions come from random sequences of files added, changed (specs,
+// labels, dependencies, duplicates, invalid values), removed and renamed, with a type change,
+// an encrypted file and a rendered file now and then; resources of two kinds that differ
+// only in case, which the dependency graph takes for one.
+func TestIncrementalMatchesFull(t *testing.T) {
+	t.Parallel()
+	var incrementals, inPlace atomic.Int64
+	t.Cleanup(func() {
+		if inPlace.Load() == 0 {
+			t.Error("no load wrote into the last Set")
+		}
+		if incrementals.Load() < 200 {
+			t.Errorf("%d loads were incremental, want most of those not rejected", incrementals.Load())
+		}
+	})
+	for seed := range uint64(40) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			rng := rand.New(rand.NewPCG(seed, 26))
+			repo := map[string]sources.File{}
+			put := func(path, data string) {
+				repo[path] = sources.File{Path: path, Hash: hashJSON([]byte(data)), Data: []byte(data)}
+			}
+			typeYAML := dbType
+			if seed%3 == 2 {
+				typeYAML = rulesType // rules whose costs add up over the revision
+			}
+			// A kind of another case: the dependency graph knows kinds case-insensitively.
+			typeYAML += "---\n" + strings.ReplaceAll(dbType, "DatabaseCluster", "DatabaseCLUSTER")
+			put("types.yaml", typeYAML)
+			for f := range 6 {
+				put(fmt.Sprintf("apps/%d.yaml", f), randomResources(rng, f))
+			}
+			opts := Options{ReuseSet: seed%4 < 2}
+			encrypted := map[string]bool{} // the caller rewrites these files' resources
+			if seed%2 == 1 {
+				// A grant refuses one direction across namespaces.
+				opts.CheckReference = func(from string, target graph.ID, _ []string) error {
+					if from == "ns-1" && target.Namespace == "ns-0" && target.Name == "db-1-0" {
+						return errors.New("no grant")
+					}
+					return nil
+				}
+			}
+			l := NewLoader()
+			if seed%6 == 5 {
+				l.revisionBudget = 3000 // some revisions go over it
+			}
+			fast, failed := 0, 0
+			handed := false // the last Set was handed back (Release)
+			for step := range 60 {
+				switch op := rng.IntN(20); {
+				case op < 10: // a file changes
+					f := rng.IntN(8)
+					put(fmt.Sprintf("apps/%d.yaml", f), randomResources(rng, f))
+				case op < 12: // a file goes
+					delete(repo, fmt.Sprintf("apps/%d.yaml", rng.IntN(8)))
+				case op < 14: // a file moves
+					from, to := fmt.Sprintf("apps/%d.yaml", rng.IntN(8)), fmt.Sprintf("apps/%d.yaml", rng.IntN(8))
+					if f, ok := repo[from]; ok {
+						delete(repo, from)
+						f.Path = to
+						repo[to] = f
+						encrypted[to] = encrypted[from]
+						delete(encrypted, from)
+					}
+				case op < 15: // the type changes, or changes back
+					min := []string{"10", "11", "12"}[rng.IntN(3)]
+					put("types.yaml", strings.Replace(typeYAML, "minimum: 10,", "minimum: "+min+",", 1))
+				case op < 16: // a file is encrypted (its resources are redacted by the caller)
+					for _, p := range slices.Sorted(maps.Keys(repo)) {
+						if p != "types.yaml" && !encrypted[p] {
+							encrypted[p] = true
+							break
+						}
+					}
+				case op < 17: // a file is rendered by a kustomization
+					for _, p := range rotate(slices.Sorted(maps.Keys(repo)), rng.IntN(8)) {
+						if f := repo[p]; p != "types.yaml" {
+							f.RenderedBy = []string{"", "k/a.yaml", "k/b.yaml"}[rng.IntN(3)]
+							repo[p] = f
+							break
+						}
+					}
+				case op < 18: // a file with a type of its own comes, or goes
+					if _, ok := repo["apps/extra-type.yaml"]; ok {
+						delete(repo, "apps/extra-type.yaml")
+					} else {
+						put("apps/extra-type.yaml", strings.ReplaceAll(dbType, "DatabaseCluster", "Other"))
+					}
+				default: // nothing changes
+				}
+				fs := slices.Collect(maps.Values(repo))
+				slices.SortFunc(fs, func(a, b sources.File) int { return strings.Compare(a.Path, b.Path) })
+				rng.Shuffle(len(fs), func(i, j int) { fs[i], fs[j] = fs[j], fs[i] })
+				before := l.incrementals
+				var last *Resource
+				if l.last != nil && len(l.last.set.Resources) > 0 {
+					last = &l.last.set.Resources[0]
+				}
+				opts.Rewritten = maps.Clone(encrypted)
+				got, gotErr := l.Load(fs, opts)
+				if got != nil && len(got.Resources) > 0 && &got.Resources[0] == last {
+					if !opts.ReuseSet || !handed {
+						t.Fatalf("step %d: the last Set was changed in place without ReuseSet and its Release", step)
+					}
+					inPlace.Add(1)
+				}
+				handed = false
+				if l.incrementals > before {
+					fast++
+				}
+				cold := NewLoader()
+				cold.revisionBudget = l.revisionBudget
+				want, wantErr := cold.Load(fs, opts)
+				if wantErr != nil {
+					failed++
+				}
+				if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) {
+					t.Fatalf("step %d: problems\n%v\nwant\n%v", step, gotErr, wantErr)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("step %d: Set differs from a full load's:\n%s", step, setDiff(got, want))
+				}
+				if got != nil {
+					// The caller redacts encrypted files' resources (sealed.Revision.Redact).
+					for i := range got.Resources {
+						if encrypted[got.Resources[i].File] {
+							got.Resources[i].Spec = []byte(`{"redacted":true}`)
+						}
+					}
+					if rng.IntN(4) > 0 {
+						l.Release(got) // mostly handed back
+						handed = true
+					}
+				}
+			}
+			t.Logf("%d loads, %d incremental, %d rejected", 60, fast, failed)
+			incrementals.Add(int64(fast))
+		})
+	}
+}
+
+// randomResources is file f's content: a few resources whose names may clash with another
+// file's, whose values may be invalid, and which may depend on each other (in cycles too).
+func randomResources(rng *rand.Rand, f int) string {
+	var b strings.Builder
+	for k := range rng.IntN(5) {
+		name := fmt.Sprintf("db-%d-%d", f, k)
+		if rng.IntN(30) == 0 {
+			name = fmt.Sprintf("db-%d-0", rng.IntN(6)) // perhaps another file's
+		}
+		storage := 12 + rng.IntN(200)
+		if rng.IntN(30) == 0 {
+			storage = 5 // under the minimum
+		}
+		fmt.Fprintf(&b, "---\napiVersion: example.com/v1\nkind: %s\nmetadata: {name: %s, namespace: ns-%d, labels: {team: t%d}}\n",
+			caseKind(rng), name, rng.IntN(2), rng.IntN(3))
+		if rng.IntN(4) == 0 {
+			// Mostly on an earlier file's, which makes no cycle.
+			target := rng.IntN(f + 1)
+			if rng.IntN(10) == 0 {
+				target = rng.IntN(8)
+			}
+			fmt.Fprintf(&b, "dependsOn: [{kind: %s, name: db-%d-0, namespace: ns-%d}]\n", caseKind(rng), target, rng.IntN(2))
+		}
+		fmt.Fprintf(&b, "spec: {engine: postgres, storage_gb: %d, tags: [a, b]}\n", storage)
+	}
+	return b.String()
+}
+
+// caseKind is mostly DatabaseCluster, now and then the kind of the other case.
+func caseKind(rng *rand.Rand) string {
+	if rng.IntN(4) == 0 {
+		return "DatabaseCLUSTER"
+	}
+	return "DatabaseCluster"
+}
+
+// setDiff names the first difference between two Sets.
+func setDiff(got, want *Set) string {
+	if got == nil || want == nil {
+		return fmt.Sprintf("%v vs %v", got, want)
+	}
+	if len(got.Resources) != len(want.Resources) {
+		return fmt.Sprintf("%d resources, want %d", len(got.Resources), len(want.Resources))
+	}
+	for i := range got.Resources {
+		if !reflect.DeepEqual(got.Resources[i], want.Resources[i]) {
+			return fmt.Sprintf("resource %d: %+v\nwant %+v", i, got.Resources[i], want.Resources[i])
+		}
+	}
+	return fmt.Sprintf("%+v\nwant %+v", got, want)
+}
+
+// rotate is s from index k on, then the rest.
+func rotate(s []string, k int) []string {
+	if len(s) == 0 {
+		return s
+	}
+	k %= len(s)
+	return append(s[k:], s[:k]...)
+}
+
+// TestReviewCaseCycle: the dependency graph knows kinds case-insensitively, so resources of
+// kinds DB and Db of one name are one node, the first's. A revision that removes the first
+// hands the node to the other, whose dependencies close a cycle; the incremental load
+// reports it as a full load does, though no resource it builds has dependencies.
+func TestReviewCaseCycle(t *testing.T) {
+	t.Parallel()
+	types := strings.ReplaceAll(dbType, "DatabaseCluster", "DB") + "---\n" + strings.ReplaceAll(dbType, "DatabaseCluster", "Db")
+	res := func(kind, name, deps string) string {
+		return fmt.Sprintf("apiVersion: example.com/v1\nkind: %s\nmetadata: {name: %s, namespace: n}\n%sspec: {engine: postgres, storage_gb: 20}\n", kind, name, deps)
+	}
+	b := res("Db", "a", "dependsOn: [{kind: DB, name: r, namespace: n}]\n")
+	c := res("DB", "r", "dependsOn: [{kind: DB, name: a, namespace: n}]\n")
+	l := NewLoader()
+	if _, err := l.Load(files("types.yaml", types, "a.yaml", res("DB", "a", ""), "b.yaml", b, "c.yaml", c), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	next := files("types.yaml", types, "a.yaml", res("DB", "z", ""), "b.yaml", b, "c.yaml", c)
+	_, want := NewLoader().Load(next, Options{})
+	if want == nil || !strings.Contains(want.Error(), "dependency cycle") {
+		t.Fatalf("a full load: %v, want a dependency cycle", want)
+	}
+	if _, err := l.Load(next, Options{}); fmt.Sprint(err) != fmt.Sprint(want) {
+		t.Errorf("after the first revision: %v\nwant %v", err, want)
+	}
+}
+
+// TestLoadLeavesEarlierSet: a load, incremental or full, leaves a Set returned before as it
+// was, though the two share resources, unless the Set was handed back (Release) for a load
+// with ReuseSet.
+func TestLoadLeavesEarlierSet(t *testing.T) {
+	t.Parallel()
+	db := func(name string, storage int) string {
+		return fmt.Sprintf("apiVersion: example.com/v1\nkind: DatabaseCluster\nmetadata: {name: %s, labels: {team: a}}\nspec: {engine: postgres, storage_gb: %d}\n", name, storage)
+	}
+	revs := [][]sources.File{
+		files("types.yaml", dbType, "a.yaml", db("a", 20), "b.yaml", db("b", 20)),
+		files("types.yaml", dbType, "a.yaml", db("a", 30), "b.yaml", db("b", 20)),                                                     // same identities
+		files("types.yaml", dbType, "a.yaml", db("c", 30), "b.yaml", db("b", 20)),                                                     // another identity
+		files("types.yaml", strings.Replace(dbType, "minimum: 10,", "minimum: 11,", 1), "a.yaml", db("c", 30), "b.yaml", db("b", 20)), // in full
+	}
+	// ReuseSet without Release: the Sets were not handed back.
+	for _, opts := range []Options{{}, {ReuseSet: true}} {
+		l := NewLoader()
+		var held []*Set
+		var copies []string
+		for i, fs := range revs {
+			before := l.incrementals
+			set, err := l.Load(fs, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (i == 1 || i == 2) && l.incrementals == before {
+				t.Errorf("load %d was not incremental", i)
+			}
+			for j, h := range held {
+				if got, _ := json.Marshal(h); string(got) != copies[j] {
+					t.Errorf("%+v: load %d changed the Set of load %d:\n%s\nwas\n%s", opts, i, j, got, copies[j])
+				}
+			}
+			c, _ := json.Marshal(set)
+			held, copies = append(held, set), append(copies, string(c))
+		}
+	}
+}

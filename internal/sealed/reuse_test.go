@@ -1,0 +1,85 @@
+package sealed_test
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/trueup-dev/trueup/internal/manifest"
+	"github.com/trueup-dev/trueup/internal/sealed"
+	"github.com/trueup-dev/trueup/internal/sealed/sealedtest"
+	"github.com/trueup-dev/trueup/sources"
+)
+
+// oneLoaderRevisions are three revisions of an encrypted file and an unencrypted one; only
+// the unencrypted file changes between them.
+func oneLoaderRevisions(t *testing.T) (*sealed.Keys, [][]sources.File) {
+	t.Helper()
+	identity, recipient := sealedtest.Key()
+	keys, err := sealed.ParseAgeKeys(identity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := sealedtest.Encrypt("db.yaml",
+		[]byte("apiVersion: example.com/v1\nkind: Database\nmetadata: {name: orders, namespace: prod}\nspec:\n  password: s3cr3t-Passw0rd\n  port: 5432\n"),
+		"^(password|port)$", recipient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var revs [][]sources.File
+	for i := range 3 {
+		plain := fmt.Sprintf("apiVersion: example.com/v1\nkind: Database\nmetadata: {name: users, namespace: prod}\nspec: {password: plain-password-%d}\n", i)
+		revs = append(revs, []sources.File{
+			{Path: "types.yaml", Hash: "t", Data: []byte(typeDoc)},
+			{Path: "db.yaml", Hash: "db", Data: enc},
+			{Path: "plain.yaml", Hash: fmt.Sprint("plain", i), Data: []byte(plain)},
+		})
+	}
+	return keys, revs
+}
+
+// TestReviewLoadMaskedTwice: LoadMasked rewrites the hashes of an encrypted file's resources
+// after each load; a Loader kept across revisions (a preview's) builds them again rather than
+// taking the rewritten ones from its last Set, so that an unchanged encrypted resource shows
+// no change from the second load on.
+func TestReviewLoadMaskedTwice(t *testing.T) {
+	t.Parallel()
+	_, revs := oneLoaderRevisions(t)
+	applied := func(ks []manifest.ResourceKey) (map[manifest.ResourceKey]sealed.Applied, error) { return nil, nil }
+	l := manifest.NewLoader()
+	for i, files := range revs {
+		got, err := sealed.LoadMasked(l, files, manifest.Options{}, applied, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := sealed.LoadMasked(manifest.NewLoader(), files, manifest.Options{}, applied, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got.Resources, want.Resources) {
+			t.Fatalf("load %d: %+v\nwant a fresh loader's %+v", i, got.Resources, want.Resources)
+		}
+	}
+}
+
+// TestLoadOneLoaderAcrossRevisions: sealed.Load redacts the encrypted file's resources after
+// each load; a Loader and Opener kept across revisions (a syncer's, which lets the loader
+// write into its last Set) give what fresh ones give.
+func TestLoadOneLoaderAcrossRevisions(t *testing.T) {
+	t.Parallel()
+	keys, revs := oneLoaderRevisions(t)
+	l, op := manifest.NewLoader(), sealed.NewOpener(keys)
+	for i, files := range revs {
+		got, err := sealed.Load(l, op, files, manifest.Options{ReuseSet: true}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := sealed.Load(manifest.NewLoader(), sealed.NewOpener(keys), files, manifest.Options{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got.Resources, want.Resources) {
+			t.Fatalf("load %d: %+v\nwant a fresh loader's %+v", i, got.Resources, want.Resources)
+		}
+	}
+}
