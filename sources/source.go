@@ -98,6 +98,11 @@ type Starter interface {
 	Start(ctx context.Context) error
 }
 
+// ClockProbePrefix begins the name of the empty hidden file a folder source writes in its
+// folder and removes at once, to read the file system's clock; whatever reads a folder
+// skips it.
+const ClockProbePrefix = ".trueup-clock-"
+
 // IsManifest reports whether a file name is read as manifests: *.yaml, *.yml and *.json,
 // except Terraform's JSON files (*.tf.json, *.tfvars.json), which a module folder under the
 // source's path may hold and which are never trueup documents.

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -1037,8 +1038,6 @@ func cloneDrift(p *DriftPolicy) *DriftPolicy {
 	return &DriftPolicy{Mode: p.Mode, Ignore: slices.Clone(p.Ignore)}
 }
 
-// LoadDir reads the manifests under dir (ReadDir) and loads them with paths relative to dir.
-// It serves `trueup validate`, which checks a working tree before it is pushed.
 // Release hands set, which the last Load returned, back to the Loader: the caller no longer
 // reads it, and the next Load with Options.ReuseSet may write into it. A Set other than the
 // last one returned is ignored.
@@ -1050,6 +1049,8 @@ func (l *Loader) Release(set *Set) {
 	}
 }
 
+// LoadDir reads the manifests under dir (ReadDir) and loads them with paths relative to dir.
+// It serves `trueup validate`, which checks a working tree before it is pushed.
 func (l *Loader) LoadDir(dir string, opts Options) (*Set, error) {
 	files, err := ReadDir(dir, "")
 	if err != nil {
@@ -1073,7 +1074,9 @@ func ReadDir(dir, prefix string) ([]sources.File, error) { return readDir(dir, p
 func ReadDirAll(dir, prefix string) ([]sources.File, error) { return readDir(dir, prefix, true) }
 
 func readDir(dir, prefix string, all bool) ([]sources.File, error) {
-	wanted := func(name string) bool { return all || sources.IsManifest(name) }
+	wanted := func(name string) bool {
+		return (all || sources.IsManifest(name)) && !strings.HasPrefix(name, sources.ClockProbePrefix)
+	}
 	var files []sources.File
 	prefix = strings.Trim(prefix, "/")
 	realDir, err := filepath.EvalSymlinks(dir)
@@ -1130,6 +1133,9 @@ func readDir(dir, prefix string, all bool) ([]sources.File, error) {
 			return nil
 		}
 		data, err := readLimited(target)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed since the walk saw it
+		}
 		if err != nil {
 			return err
 		}

@@ -9,10 +9,11 @@ import (
 	"time"
 )
 
-// TestReviewConcurrentSyncOnce: syncs of one Syncer take turns, so that a load writing into
-// the last Set in place (manifest.Options.ReuseSet) never writes into the Set an earlier
-// sync is still applying. Two goroutines sync a new revision each time, each changing one
-// file of 200 resources; the race detector sees any overlap.
+// TestReviewConcurrentSyncOnce: a load writing into the last Set in place
+// (manifest.Options.ReuseSet) never writes into the Set an earlier sync is still applying
+// (the Set is handed back only after its apply, and syncs take turns). Two goroutines sync
+// a new revision each time, each changing one file of 200 resources; the race detector sees
+// any overlap.
 func TestReviewConcurrentSyncOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

@@ -102,9 +102,11 @@ type Syncer struct {
 	loader  *manifest.Loader
 	trigger chan struct{} // a sync is asked for (webhook, NOTIFY)
 	lease   *lease.Holder // the source's lease
-	// syncing is held for the whole of a sync: syncs take turns (Run's and SyncOnce's), so
-	// that a load, which writes into the last Set in place (manifest.Options.ReuseSet),
-	// never writes into the Set an earlier sync is still applying.
+	// syncing is held for the whole of a sync: syncs take turns (Run's and SyncOnce's). A
+	// load writes into the last Set in place (manifest.Options.ReuseSet) only once the
+	// sync that applied it hands it back (Loader.Release), so overlapping syncs would be
+	// safe without it; taking turns keeps two applies of one source from racing each other
+	// for nothing.
 	syncing sync.Mutex
 
 	mu      sync.Mutex

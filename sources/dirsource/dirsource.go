@@ -138,6 +138,12 @@ func (s *Source) Start(ctx context.Context) error {
 	case s.started:
 		return fmt.Errorf("dir source %q: already started", s.cfg.Name)
 	}
+	// A clock probe left by a process that ended between writing and removing it.
+	if left, err := filepath.Glob(filepath.Join(s.root, sources.ClockProbePrefix+"*")); err == nil {
+		for _, p := range left {
+			_ = os.Remove(p)
+		}
+	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("dir source %q: watch: %w", s.cfg.Name, err)

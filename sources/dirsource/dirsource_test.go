@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -612,5 +613,20 @@ func TestFullScanEvery(t *testing.T) {
 		if i == fullScanEvery {
 			t.Fatalf("%d fetches kept the missed hash", i+1)
 		}
+	}
+}
+
+// A clock probe left behind by a process that ended between writing and removing it is
+// removed when the source starts.
+func TestStartRemovesLeftClockProbe(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 50*time.Millisecond, map[string]string{"a.yaml": "v: 0\n"})
+	left := filepath.Join(f.dir, sources.ClockProbePrefix+"123")
+	if err := os.WriteFile(left, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f.start()
+	if _, err := os.Stat(left); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a left clock probe after Start: %v", err)
 	}
 }

@@ -33,7 +33,7 @@ const fullScanEvery = 64
 // writable (every fullScanEvery scans then still hash every file).
 func (s *Source) clock(root string) time.Time {
 	now := s.now()
-	f, err := os.CreateTemp(root, ".trueup-clock-*")
+	f, err := os.CreateTemp(root, sources.ClockProbePrefix+"*")
 	if err != nil {
 		return now
 	}
