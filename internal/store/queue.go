@@ -166,14 +166,20 @@ func (s *Store) Started(ctx context.Context, items []Start) error {
 		return nil
 	}
 	ids, toks := make([]int64, len(items)), make([]string, len(items))
-	byID := make(map[int64]Start, len(items))
+	// Keyed by row and token: a batch may hold a retaken row's old start beside its current
+	// one, and only the current one's claim (generation, deleting, identity) is the row's.
+	type key struct {
+		id  int64
+		tok string
+	}
+	byKey := make(map[key]Start, len(items))
 	for i, it := range items {
 		ids[i], toks[i] = it.ID, it.Token
-		byID[it.ID] = it
+		byKey[key{it.ID, it.Token}] = it
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		// Locked in id order, as results are: the two never deadlock.
-		rows, err := tx.Query(ctx, `SELECT r.id, r.phase, r.conditions, r.observed_generation, r.generation, r.deletion_timestamp IS NOT NULL
+		rows, err := tx.Query(ctx, `SELECT r.id, r.lease_token::text, r.phase, r.conditions, r.observed_generation, r.generation, r.deletion_timestamp IS NOT NULL
 			FROM resources r JOIN unnest($1::bigint[], $2::uuid[]) AS x(id, tok) ON r.id = x.id AND r.lease_token = x.tok
 			ORDER BY r.id FOR UPDATE OF r`, ids, toks)
 		if err != nil {
@@ -188,10 +194,11 @@ func (s *Store) Started(ctx context.Context, items []Start) error {
 		)
 		for rows.Next() {
 			var id, gen int64
+			var tok string
 			var prev status.State
 			var deleting bool
 			var cj []byte
-			if err := rows.Scan(&id, &prev.Phase, &cj, &prev.ObservedGeneration, &gen, &deleting); err != nil {
+			if err := rows.Scan(&id, &tok, &prev.Phase, &cj, &prev.ObservedGeneration, &gen, &deleting); err != nil {
 				rows.Close()
 				return err
 			}
@@ -199,7 +206,7 @@ func (s *Store) Started(ctx context.Context, items []Start) error {
 				rows.Close()
 				return err
 			}
-			it := byID[id]
+			it := byKey[key{id, tok}]
 			st, changed := status.CallStarted(prev, it.Generation, it.Deleting, gen, deleting, now)
 			var js *string
 			if changed {

@@ -61,3 +61,55 @@ func TestCompleteResultsStaleToken(t *testing.T) {
 		}
 	}
 }
+
+// TestStartedStaleToken: a batch of starts holding a retaken row's old start beside its
+// current one (in either order) records the start from the current one's claim: the change
+// written names what the current claim says, never the stale item's.
+func TestStartedStaleToken(t *testing.T) {
+	t.Parallel()
+	st := openTest(t)
+	ctx := context.Background()
+	seedDue(t, st, "old-first", "current-first")
+	old, err := st.Claim(ctx, "a", 2, time.Minute)
+	if err != nil || len(old) != 2 {
+		t.Fatalf("claim: %d, %v", len(old), err)
+	}
+	if err := st.Release(ctx, "a", []int64{old[0].ID, old[1].ID}, []string{old[0].LeaseToken, old[1].LeaseToken}); err != nil {
+		t.Fatal(err)
+	}
+	current, err := st.Claim(ctx, "b", 2, time.Minute)
+	if err != nil || len(current) != 2 {
+		t.Fatalf("claim again: %d, %v", len(current), err)
+	}
+	after, err := st.LatestChange(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldOf := map[int64]Claimed{old[0].ID: old[0], old[1].ID: old[1]}
+	var items []Start
+	for _, c := range current {
+		o := oldOf[c.ID]
+		stale := Start{ID: o.ID, Token: o.LeaseToken, Generation: o.Generation, Namespace: o.Namespace, Kind: o.Kind, Name: "stale-" + o.Name, Source: o.Source}
+		cur := Start{ID: c.ID, Token: c.LeaseToken, Generation: c.Generation, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Source: c.Source}
+		if c.Name == "old-first" {
+			items = append(items, stale, cur)
+		} else {
+			items = append(items, cur, stale)
+		}
+	}
+	if err := st.Started(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	changes, err := st.ChangesSince(ctx, after, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range changes {
+		names = append(names, c.Name)
+	}
+	slices.Sort(names)
+	if want := []string{"current-first", "old-first"}; !slices.Equal(names, want) {
+		t.Errorf("changes name %v, want %v (the current claims')", names, want)
+	}
+}
