@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-
 	"github.com/spf13/cobra"
 	"github.com/trueup-dev/trueup/internal/cli"
 	"github.com/trueup-dev/trueup/internal/config"
@@ -62,14 +60,7 @@ controller config with --config to use the source's render block.`,
 			var cfg *config.Config
 			if configPath != "" && len(kustomize) == 0 {
 				// Read for the source's render block only: an unset variable stands in as unset-NAME.
-				// The database overrides stay as they are: unset means none.
-				standIn := func(k string) string {
-					if v := os.Getenv(k); v != "" {
-						return v
-					}
-					return "unset-" + k
-				}
-				if cfg, err = config.LoadEnv(configPath, config.Env{Var: standIn, Override: os.Getenv}); err != nil {
+				if cfg, err = config.LoadEnv(configPath, config.LenientEnv(nil)); err != nil {
 					return err
 				}
 			}

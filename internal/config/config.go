@@ -401,6 +401,24 @@ type Env struct {
 	Var, Override func(string) string
 }
 
+// LenientEnv reads a config for its structure only: a ${VAR} unset in the process's
+// environment stands in as unset-NAME (and is passed to unset, when given), while the
+// database overrides are read as they are (unset means none).
+func LenientEnv(unset func(name string)) Env {
+	return Env{
+		Var: func(k string) string {
+			if v := os.Getenv(k); v != "" {
+				return v
+			}
+			if unset != nil {
+				unset(k)
+			}
+			return "unset-" + k
+		},
+		Override: os.Getenv,
+	}
+}
+
 // Load reads, expands and validates the file at path. getenv is os.Getenv in production; it
 // serves both ${VAR}s and the overrides.
 func Load(path string, getenv func(string) string) (*Config, error) {

@@ -11,20 +11,8 @@ import (
 // its current one reports the old one lost and writes the current one, whichever comes first.
 func TestCompleteResultsStaleToken(t *testing.T) {
 	t.Parallel()
-	st := openTest(t)
+	st, old, current := retaken(t)
 	ctx := context.Background()
-	seedDue(t, st, "old-first", "current-first")
-	old, err := st.Claim(ctx, "a", 2, time.Minute)
-	if err != nil || len(old) != 2 {
-		t.Fatalf("claim: %d, %v", len(old), err)
-	}
-	if err := st.Release(ctx, "a", []int64{old[0].ID, old[1].ID}, []string{old[0].LeaseToken, old[1].LeaseToken}); err != nil {
-		t.Fatal(err)
-	}
-	current, err := st.Claim(ctx, "b", 2, time.Minute)
-	if err != nil || len(current) != 2 {
-		t.Fatalf("claim again: %d, %v", len(current), err)
-	}
 	oldOf := map[int64]Claimed{old[0].ID: old[0], old[1].ID: old[1]}
 	stale := func(Current) Update {
 		t.Error("the stale item's result was computed")
@@ -67,20 +55,8 @@ func TestCompleteResultsStaleToken(t *testing.T) {
 // written names what the current claim says, never the stale item's.
 func TestStartedStaleToken(t *testing.T) {
 	t.Parallel()
-	st := openTest(t)
+	st, old, current := retaken(t)
 	ctx := context.Background()
-	seedDue(t, st, "old-first", "current-first")
-	old, err := st.Claim(ctx, "a", 2, time.Minute)
-	if err != nil || len(old) != 2 {
-		t.Fatalf("claim: %d, %v", len(old), err)
-	}
-	if err := st.Release(ctx, "a", []int64{old[0].ID, old[1].ID}, []string{old[0].LeaseToken, old[1].LeaseToken}); err != nil {
-		t.Fatal(err)
-	}
-	current, err := st.Claim(ctx, "b", 2, time.Minute)
-	if err != nil || len(current) != 2 {
-		t.Fatalf("claim again: %d, %v", len(current), err)
-	}
 	after, err := st.LatestChange(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -112,4 +88,26 @@ func TestStartedStaleToken(t *testing.T) {
 	if want := []string{"current-first", "old-first"}; !slices.Equal(names, want) {
 		t.Errorf("changes name %v, want %v (the current claims')", names, want)
 	}
+}
+
+// retaken seeds two rows due ("old-first", "current-first"), claims them as replica a,
+// releases them and claims them again as b: old holds the claims with tokens the rows no
+// longer have, current those with the rows' tokens.
+func retaken(t *testing.T) (st *Store, old, current []Claimed) {
+	t.Helper()
+	st = openTest(t)
+	ctx := context.Background()
+	seedDue(t, st, "old-first", "current-first")
+	old, err := st.Claim(ctx, "a", 2, time.Minute)
+	if err != nil || len(old) != 2 {
+		t.Fatalf("claim: %d, %v", len(old), err)
+	}
+	if err := st.Release(ctx, "a", []int64{old[0].ID, old[1].ID}, []string{old[0].LeaseToken, old[1].LeaseToken}); err != nil {
+		t.Fatal(err)
+	}
+	current, err = st.Claim(ctx, "b", 2, time.Minute)
+	if err != nil || len(current) != 2 {
+		t.Fatalf("claim again: %d, %v", len(current), err)
+	}
+	return st, old, current
 }

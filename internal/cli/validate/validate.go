@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"sort"
 	"strings"
 
@@ -194,17 +193,12 @@ func Actions(cfg *config.Config) (map[string]actions.Action, error) {
 type LenientEnv map[string]bool
 
 // Get reads the ${VAR} k from the environment, or stands in for it when it is unset.
-func (e LenientEnv) Get(k string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	e[k] = true
-	return "unset-" + k
-}
+func (e LenientEnv) Get(k string) string { return e.Env().Var(k) }
 
-// Env reads ${VAR}s through Get and the database overrides as they are (unset means none).
+// Env reads ${VAR}s as config.LenientEnv does, remembering the unset ones, and the database
+// overrides as they are (unset means none).
 func (e LenientEnv) Env() config.Env {
-	return config.Env{Var: e.Get, Override: os.Getenv}
+	return config.LenientEnv(func(k string) { e[k] = true })
 }
 
 // Names are the variables that were unset, sorted.
