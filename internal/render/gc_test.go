@@ -16,15 +16,17 @@ func TestGCPercentFor(t *testing.T) {
 		live uint64
 		want int
 	}{
-		{100, 0, 400},
-		{100, 10 << 20, 400},
-		{100, 64 << 20, 400},
-		{100, 128 << 20, 300}, // 256 MiB beyond the 128 MiB that GOGC=100 allows
+		{100, 0, 1600},
+		{100, 10 << 20, 1600},
+		{100, 16 << 20, 1600},
+		{100, 32 << 20, 900},  // 256 MiB beyond the 32 MiB that GOGC=100 allows
+		{100, 64 << 20, 500},  // … beyond 64 MiB
+		{100, 128 << 20, 300}, // … beyond 128 MiB
 		{100, 1 << 30, 125},
 		{100, 16 << 30, 101},
 		{50, 512 << 20, 100},
-		{400, 1 << 20, 400},
-		{800, 1 << 20, 800}, // never below the process's own
+		{400, 1 << 20, 1600},
+		{2000, 1 << 20, 2000}, // never below the process's own
 		{-1, 1 << 20, -1},   // the collector off stays off
 	} {
 		if got := gcPercentFor(c.prev, c.live); got != c.want {
