@@ -1,0 +1,1 @@
+CREATE INDEX IF NOT EXISTS resources_phase ON resources (phase);
