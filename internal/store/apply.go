@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -610,14 +609,6 @@ func storeSealedFiles(ctx context.Context, tx pgx.Tx, rs []manifest.Resource) er
 }
 
 // stringsJSON spells labels or annotations for a jsonb column.
-func stringsJSON(v map[string]string) string {
-	if len(v) == 0 {
-		return "{}"
-	}
-	b, _ := json.Marshal(v)
-	return string(storableJSON(b))
-}
-
 func resourceEvent(r *manifest.Resource, typ, reason, msg string) Event {
 	return Event{Namespace: r.Namespace, Kind: r.Kind, Name: r.Name, Type: typ, Reason: reason, Message: msg}
 }

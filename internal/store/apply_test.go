@@ -194,14 +194,21 @@ func BenchmarkApplyBuild100k(b *testing.B) {
 	for i := range ins {
 		ins[i] = i
 	}
-	w := &applyWriter{p: ApplyParams{Source: "s", Revision: "0123456789abcdef0123456789abcdef01234567", Set: set}, size: 2000}
-	for b.Loop() {
-		_ = chunks(len(ins), w.size, func(lo, hi int) error {
-			w.build(ins[lo:hi])
-			clear(w.changes)
-			clear(w.events)
-			w.changes, w.events = w.changes[:0], w.events[:0]
-			return nil
+	// each: an event and a change per created row (a revision within ApplyParams.BulkCreate);
+	// bulk: none (a larger one).
+	for _, bulk := range []bool{false, true} {
+		b.Run(map[bool]string{false: "each", true: "bulk"}[bulk], func(b *testing.B) {
+			w := &applyWriter{p: ApplyParams{Source: "s", Revision: "0123456789abcdef0123456789abcdef01234567", Set: set}, size: 2000, bulk: bulk}
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = chunks(len(ins), w.size, func(lo, hi int) error {
+					w.build(ins[lo:hi])
+					clear(w.changes)
+					clear(w.events)
+					w.changes, w.events = w.changes[:0], w.events[:0]
+					return nil
+				})
+			}
 		})
 	}
 }
