@@ -10,8 +10,8 @@ import (
 	"github.com/trueup-dev/trueup/migrations"
 )
 
-// Migration 0031 drops resources_phase on a populated database and its down migration
-// recreates it; either way the list's phase filter finds the same rows, and with the index
+// Migration 0031 drops resources_phase and adds events_source_created on a populated
+// database and its down migration undoes both; either way the list's phase filter finds the same rows, and with the index
 // gone a rare phase is read through the partial index resources_unsettled, not by a walk.
 func TestMigration0031UpAndDown(t *testing.T) {
 	t.Parallel()
@@ -24,13 +24,18 @@ func TestMigration0031UpAndDown(t *testing.T) {
 		ANALYZE resources`); err != nil {
 		t.Fatal(err)
 	}
+	// hasIndex: resources_phase exists and events_source_created does not (as before 0031).
 	hasIndex := func() bool {
 		t.Helper()
-		var ok bool
-		if err := st.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_indexes WHERE indexname = 'resources_phase')`).Scan(&ok); err != nil {
+		var phase, created bool
+		if err := st.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_indexes WHERE indexname = 'resources_phase'),
+			EXISTS (SELECT 1 FROM pg_indexes WHERE indexname = 'events_source_created')`).Scan(&phase, &created); err != nil {
 			t.Fatal(err)
 		}
-		return ok
+		if phase == created {
+			t.Fatalf("resources_phase %v and events_source_created %v: half a migration", phase, created)
+		}
+		return phase
 	}
 	failed := func() []string {
 		t.Helper()
