@@ -58,6 +58,7 @@ const (
 	resetUnknown  = "unknown"  // the position is ahead of the feed (another database?)
 	resetOverflow = "overflow" // the client read too slowly and was disconnected
 	resetBehind   = "behind"   // the client is further behind than a replay serves: re-list
+	resetBulk     = "bulk"     // a revision created more resources than the feed sends one by one
 
 	// maxReplay bounds how many changes a resuming client is sent from the store; further
 	// behind, re-listing is cheaper than replaying.
@@ -269,6 +270,10 @@ type event struct {
 }
 
 func render(c store.Change) []byte {
+	if c.Type == store.ChangeRelist {
+		// It names no source: a watcher limited to some namespaces may not see it.
+		return resetBlock(c.ID, resetBulk)
+	}
 	data, _ := json.Marshal(changeWire(c))
 	return fmt.Appendf(nil, "id: %d\nevent: %s\ndata: %s\n\n", c.ID, c.Object, data)
 }
@@ -380,6 +385,11 @@ type changeFilter struct {
 }
 
 func (f changeFilter) match(c store.Change) bool {
+	if c.Type == store.ChangeRelist {
+		// The resources it stands for may be of any kind and namespace, and of a source the
+		// scope learns of only from them.
+		return f.source == "" || c.Source == f.source
+	}
 	// Scope first: it learns the sources that come into view from every change it sees.
 	return (f.visible == nil || f.visible.sees(c)) &&
 		(f.kind == "" || strings.EqualFold(c.Kind, f.kind)) &&
@@ -673,14 +683,20 @@ func (sw *sseWriter) position(id int64) {
 }
 
 func (sw *sseWriter) reset(id int64, reason string) {
+	_, _ = sw.Write(resetBlock(id, reason))
+	sw.id = id
+}
+
+func resetBlock(id int64, reason string) []byte {
 	msg := map[string]string{
 		resetExpired:  "changes after the requested id are no longer retained: list again, then watch on",
 		resetUnknown:  "the requested id is not in the changes feed: list again, then watch on",
 		resetOverflow: "the client read too slowly and was disconnected: list again, then watch from this id",
+		resetBehind:   "the client is further behind than the feed replays: list again, then watch on",
+		resetBulk:     "a sync created more resources than the feed sends one by one: list again, then watch on",
 	}[reason]
 	data, _ := json.Marshal(map[string]string{"reason": reason, "message": msg})
-	fmt.Fprintf(sw, "id: %d\nevent: reset\ndata: %s\n\n", id, data)
-	sw.id = id
+	return fmt.Appendf(nil, "id: %d\nevent: reset\ndata: %s\n\n", id, data)
 }
 
 func (sw *sseWriter) flush() error {

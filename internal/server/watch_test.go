@@ -734,3 +734,66 @@ func TestHubStartHoldsNoLockAcrossItsQuery(t *testing.T) {
 		t.Fatalf("start after the table was unlocked: %v", err)
 	}
 }
+
+// A revision that creates more resources than ApplyParams.BulkCreate reaches watchers as one
+// reset (reason bulk) at its change's id instead of a change per resource, whatever their
+// kind or namespace filter, live or catching up from the store; the reset names no source,
+// and a watcher of another source sees nothing of it.
+func TestWatchBulkCreationResets(t *testing.T) {
+	t.Parallel()
+	e := newWatchEnv(t, 2, func(h *Hub) { h.heartbeat = 20 * time.Millisecond })
+	ctx := context.Background()
+	if err := e.st.RegisterSource(ctx, store.SourceConfig{Name: "big", URL: "file:///big", Branch: "main"}); err != nil {
+		t.Fatal(err)
+	}
+	start := e.latest(t)
+	queries := []string{"", "kind=topic", "namespace=gamma", "source=big"}
+	var live []*sseClient
+	for _, q := range queries {
+		live = append(live, e.watch(t, q, nil))
+	}
+	other := e.watch(t, "source=main", nil)
+
+	doc := strings.ReplaceAll(typeDoc, "Queue", "Topic")
+	for i := range 3 {
+		doc += fmt.Sprintf("---\napiVersion: mq.example.com/v1\nkind: Topic\nmetadata: {name: t%03d, namespace: gamma}\nspec: {size: %d}\n", i, i)
+	}
+	set, err := manifest.NewLoader().Load([]sources.File{{Path: "t.yaml", Data: []byte(doc)}}, manifest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.st.ApplyRevision(ctx, store.ApplyParams{Source: "big", Revision: "b1", Set: set, Prune: true, BulkCreate: 2})
+	if err != nil || res.Created != 3 {
+		t.Fatalf("apply: %+v, %v", res, err)
+	}
+	e.srv.NotifyChanges()
+	feed := e.feed(t, start)
+	var relist int64
+	for _, c := range feed {
+		if c.Object == "resource" {
+			t.Errorf("a change per resource: %+v", c)
+		}
+		if c.Type == store.ChangeRelist && c.Source == "big" {
+			relist = c.ID
+		}
+	}
+	if relist == 0 {
+		t.Fatalf("no RELIST change in %+v", feed)
+	}
+	isReset := func(name string, c *sseClient) {
+		t.Helper()
+		b := c.next(t, 5*time.Second, true)
+		var data struct{ Reason, Message string }
+		if err := json.Unmarshal([]byte(b.Data), &data); err != nil || b.Event != "reset" || b.ID != relist ||
+			data.Reason != resetBulk || data.Message == "" || strings.Contains(b.Data, "big") {
+			t.Errorf("%s: first event %+v, want a bulk reset at %d naming no source", name, b, relist)
+		}
+	}
+	for i, c := range live {
+		isReset("live "+queries[i], c)
+	}
+	other.quietUntil(t, feed[len(feed)-1].ID, 5*time.Second)
+	for _, q := range queries {
+		isReset("resumed "+q, e.watch(t, q, http.Header{"Last-Event-ID": {strconv.FormatInt(start, 10)}}))
+	}
+}

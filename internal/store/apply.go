@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -106,7 +105,7 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, sc applyScope
 	}
 	res.PruneSkipped, res.PruneMessage = plan.Guard.Reason, plan.Guard.Message
 
-	w := &applyWriter{tx: tx, p: p, size: p.batchSize()}
+	w := &applyWriter{tx: tx, p: p, size: p.batchSize(), bulk: bulkCreate(len(ins), p.BulkCreate)}
 	// Lock every row this revision rewrites in id order first: the bulk updates below lock in
 	// whatever order their plan takes, and reconciler writes lock in id order. Ascending
 	// pieces of the sorted ids keep that order.
@@ -133,6 +132,9 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, sc applyScope
 		return fmt.Errorf("insert resources: %w", err)
 	}
 	res.Created = len(ins)
+	if w.bulk {
+		w.events, w.changes = append(w.events, bulkCreatedEvent(p, len(ins))), append(w.changes, relistChange(p.Source))
+	}
 	if err := chunks(len(upd), w.size, func(lo, hi int) error { return w.update(ctx, upd[lo:hi]) }); err != nil {
 		return fmt.Errorf("update resources: %w", err)
 	}
@@ -269,6 +271,7 @@ type applyWriter struct {
 	tx      pgx.Tx
 	p       ApplyParams
 	size    int
+	bulk    bool  // the created rows get one event and change for all (bulkCreate)
 	b       batch // reused from batch to batch
 	changes []Change
 	events  []Event
@@ -284,6 +287,9 @@ func (w *applyWriter) build(idx []int) {
 	for _, i := range idx {
 		r := &w.p.Set.Resources[i]
 		w.b.add(0, r)
+		if w.bulk {
+			continue
+		}
 		w.events = append(w.events, resourceEvent(r, EventNormal, "Created", "created from "+r.File+" at "+clip.Rev(w.p.Revision)))
 		w.changes = append(w.changes, Change{Object: "resource", Type: ChangeAdded, Namespace: r.Namespace, Kind: r.Kind, Name: r.Name,
 			Source: w.p.Source, Phase: "Pending", Generation: 1})
@@ -603,14 +609,6 @@ func storeSealedFiles(ctx context.Context, tx pgx.Tx, rs []manifest.Resource) er
 }
 
 // stringsJSON spells labels or annotations for a jsonb column.
-func stringsJSON(v map[string]string) string {
-	if len(v) == 0 {
-		return "{}"
-	}
-	b, _ := json.Marshal(v)
-	return string(storableJSON(b))
-}
-
 func resourceEvent(r *manifest.Resource, typ, reason, msg string) Event {
 	return Event{Namespace: r.Namespace, Kind: r.Kind, Name: r.Name, Type: typ, Reason: reason, Message: msg}
 }

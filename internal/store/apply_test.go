@@ -194,14 +194,21 @@ func BenchmarkApplyBuild100k(b *testing.B) {
 	for i := range ins {
 		ins[i] = i
 	}
-	w := &applyWriter{p: ApplyParams{Source: "s", Revision: "0123456789abcdef0123456789abcdef01234567", Set: set}, size: 2000}
-	for b.Loop() {
-		_ = chunks(len(ins), w.size, func(lo, hi int) error {
-			w.build(ins[lo:hi])
-			clear(w.changes)
-			clear(w.events)
-			w.changes, w.events = w.changes[:0], w.events[:0]
-			return nil
+	// each: an event and a change per created row (a revision within ApplyParams.BulkCreate);
+	// bulk: none (a larger one).
+	for _, bulk := range []bool{false, true} {
+		b.Run(map[bool]string{false: "each", true: "bulk"}[bulk], func(b *testing.B) {
+			w := &applyWriter{p: ApplyParams{Source: "s", Revision: "0123456789abcdef0123456789abcdef01234567", Set: set}, size: 2000, bulk: bulk}
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = chunks(len(ins), w.size, func(lo, hi int) error {
+					w.build(ins[lo:hi])
+					clear(w.changes)
+					clear(w.events)
+					w.changes, w.events = w.changes[:0], w.events[:0]
+					return nil
+				})
+			}
 		})
 	}
 }
@@ -361,5 +368,81 @@ func TestApplyTypeDrift(t *testing.T) {
 		if !reflect.DeepEqual(got.Drift, step.drift) || !reflect.DeepEqual(all[0].Drift, step.drift) {
 			t.Errorf("%s: drift %+v (list %+v), want %+v", step.rev, got.Drift, all[0].Drift, step.drift)
 		}
+	}
+}
+
+func TestBulkCreate(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		created, limit int
+		want           bool
+	}{
+		{0, 0, false},
+		{DefaultBulkCreate, 0, false},
+		{DefaultBulkCreate + 1, 0, true},
+		{3, 2, true},
+		{2, 2, false},
+		{1, -1, false},
+	} {
+		if got := bulkCreate(tc.created, tc.limit); got != tc.want {
+			t.Errorf("bulkCreate(%d, %d) = %v, want %v", tc.created, tc.limit, got, tc.want)
+		}
+	}
+}
+
+// A revision creating more resources than BulkCreate writes one Created event on its source
+// and one RELIST change, not one of each per resource; every resource's timeline still shows
+// its creation, with the revision. Its later revisions, and smaller ones, are recorded per
+// resource.
+func TestApplyBulkCreate(t *testing.T) {
+	t.Parallel()
+	st := openTest(t, "s")
+	ctx := context.Background()
+	const n = 7
+	res, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "0123456789abcdef0123456789abcdef01234567",
+		Set: widgets(n, func(int) int { return 1 }), Prune: true, BatchSize: 3, BulkCreate: n - 1})
+	if err != nil || res.Created != n {
+		t.Fatalf("apply: %+v, %v", res, err)
+	}
+	got := readApplied(t, st, "s")
+	if len(got.Specs) != n || got.Changes != 0 || !reflect.DeepEqual(got.Events, map[string]int64{"Created": 1}) {
+		t.Fatalf("after the bulk revision: %+v", got)
+	}
+	var ev Event
+	if err := st.pool.QueryRow(ctx, "SELECT namespace, kind, name, message FROM events WHERE source = 's'").
+		Scan(&ev.Namespace, &ev.Kind, &ev.Name, &ev.Message); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Namespace != "" || ev.Kind != "" || ev.Name != "" || ev.Message != "created 7 resources at 0123456789ab" {
+		t.Errorf("the source's event %+v", ev)
+	}
+	var relists int
+	if err := st.pool.QueryRow(ctx, "SELECT count(*) FROM changes WHERE source = 's' AND object = 'source' AND type = $1 AND name = 's'",
+		ChangeRelist).Scan(&relists); err != nil || relists != 1 {
+		t.Fatalf("RELIST changes: %d, %v", relists, err)
+	}
+	tl, err := st.Timeline(ctx, Everything, "default", "Widget", "w03", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tl.Entries) != 1 || tl.Entries[0].Kind != TimelineCommit || tl.Entries[0].Reason != "Created" || tl.Entries[0].Revision != "0123456789ab" {
+		t.Errorf("timeline of a resource created in bulk: %+v", tl.Entries)
+	}
+
+	// Exactly BulkCreate: one of each per resource.
+	set := widgets(n+2, func(int) int { return 1 })
+	if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "r2", Set: set, Prune: true, BulkCreate: 2}); err != nil {
+		t.Fatal(err)
+	}
+	got = readApplied(t, st, "s")
+	if got.Changes != 2 || got.Events["Created"] != 3 {
+		t.Errorf("after a revision creating two: %d changes, events %v", got.Changes, got.Events)
+	}
+	tl, err = st.Timeline(ctx, Everything, "default", "Widget", "w08", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tl.Entries) != 1 || tl.Entries[0].Reason != "Created" || tl.Entries[0].Revision != "r2" {
+		t.Errorf("timeline of a resource created alone: %+v", tl.Entries)
 	}
 }

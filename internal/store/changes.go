@@ -14,7 +14,7 @@ const ChangesChannel = "trueup_changes"
 type Change struct {
 	ID         int64
 	Object     string // resource | source
-	Type       string // ADDED | MODIFIED | DELETED
+	Type       string // ADDED | MODIFIED | DELETED | RELIST
 	Namespace  string
 	Kind       string
 	Name       string
@@ -29,6 +29,9 @@ const (
 	ChangeAdded    = "ADDED"
 	ChangeModified = "MODIFIED"
 	ChangeDeleted  = "DELETED"
+	// ChangeRelist stands for every resource a revision created past ApplyParams.BulkCreate
+	// (object "source"): a watcher lists again rather than receiving them one by one.
+	ChangeRelist = "RELIST"
 )
 
 // appendChanges writes changes and one NOTIFY for the transaction.

@@ -389,6 +389,9 @@ type ApplyParams struct {
 	// BatchSize is how many resources one statement writes (0 means DefaultApplyBatch).
 	// The revision is still applied in one transaction.
 	BatchSize int
+	// BulkCreate is how many created resources a revision records one by one (0 means
+	// DefaultBulkCreate); beyond it, one event and one re-list change stand for them all.
+	BulkCreate int
 	// Pinned is the pin the sync applies under ("" unpinned): when the source's pin is
 	// another by the time the revision is written, nothing is applied (ErrPinChanged).
 	Pinned string
