@@ -117,8 +117,8 @@ type Server struct {
 	// ExternalURL is how people reach the dashboard (commit status links); default http://<listen>/.
 	ExternalURL string `yaml:"externalURL"`
 	// MemoryLimit is the Go runtime's soft memory limit: auto (the default: a share of the
-	// container's memory limit, or 128MiB without one), off, or a size such as 512MiB.
-	// GOMEMLIMIT, when set, wins.
+	// container's memory limit; without one, 128MiB or the live heap and half of it again
+	// when that is more), off, or a size such as 512MiB. GOMEMLIMIT, when set, wins.
 	MemoryLimit MemoryLimit `yaml:"memoryLimit"`
 	// TLS serves HTTPS with this certificate and key (optional).
 	TLS *TLS `yaml:"tls"`

@@ -12,11 +12,16 @@ import (
 
 // Memory limit defaults (server.memoryLimit: auto).
 const (
-	// DefaultMemoryLimit is the soft limit without a container limit: above the working set
-	// of a first sync of 100,000 resources, the scale trueup is sized for (DESIGN §12), so
-	// that the runtime collects before its heap doubles that working set. A larger
-	// installation raises it.
+	// DefaultMemoryLimit is the soft limit without a container limit while the live heap is
+	// small: above the working set of a first sync of 100,000 resources, so that the runtime
+	// collects before its heap doubles that working set. Past it the limit follows the live
+	// heap (FollowingLimit): a fixed limit below the live heap would make the collector run
+	// without pause.
 	DefaultMemoryLimit = 128 << 20
+	// FollowHeadroom is the share of the live heap that the limit without a container limit
+	// leaves the heap to grow by before a collection, once the live heap is past
+	// DefaultMemoryLimit: a collection per half the live heap allocated, as GOGC=50 would.
+	FollowHeadroom = 0.5
 	// ContainerShare of a container's memory limit is given to the Go runtime; the rest is
 	// for what the runtime does not count (the binary's pages, the kernel's per-process
 	// memory).
@@ -82,19 +87,34 @@ func (m *MemoryLimit) UnmarshalYAML(n *yaml.Node) error {
 
 // Resolve gives the limit for runtime/debug.SetMemoryLimit, 0 for none, and where it came
 // from. container is the container's (cgroup's) memory limit, 0 when there is none;
-// privateDatabase says that trueup runs its own PostgreSQL.
-func (m MemoryLimit) Resolve(container int64, privateDatabase bool) (int64, string) {
+// privateDatabase says that trueup runs its own PostgreSQL. follow says that the limit is
+// a floor that follows the live heap after every collection (FollowingLimit): auto without
+// a container limit, where nothing outside the process bounds it.
+func (m MemoryLimit) Resolve(container int64, privateDatabase bool) (limit int64, follow bool, from string) {
 	switch {
 	case m.Off:
-		return 0, "server.memoryLimit: off"
+		return 0, false, "server.memoryLimit: off"
 	case m.Bytes > 0:
-		return m.Bytes, "server.memoryLimit"
+		return m.Bytes, false, "server.memoryLimit"
 	case container > 0:
 		share := ContainerShare
 		if privateDatabase {
 			share = PrivateDatabaseShare
 		}
-		return max(int64(float64(container)*share), minMemoryLimit), fmt.Sprintf("%.0f%% of the container's limit", share*100)
+		return max(int64(float64(container)*share), minMemoryLimit), false, fmt.Sprintf("%.0f%% of the container's limit", share*100)
 	}
-	return DefaultMemoryLimit, "default (no container limit)"
+	return DefaultMemoryLimit, true, "default (no container limit): 128 MiB, or the live heap and half of it when more"
+}
+
+// FollowingLimit is the soft limit, given floor (Resolve's limit), after a collection that
+// left live bytes of heap and other bytes of memory the runtime counts against the limit
+// beside the heap (stacks, its own metadata): floor, or room for the live heap to grow by
+// FollowHeadroom when that is more. The collector then runs once per that much allocated,
+// never without pause, and the heap stays within half again its live size.
+func FollowingLimit(floor int64, live, other uint64) int64 {
+	want := live + uint64(float64(live)*FollowHeadroom) + other
+	if want > 1<<62 {
+		want = 1 << 62
+	}
+	return max(floor, int64(want))
 }

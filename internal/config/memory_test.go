@@ -53,17 +53,43 @@ func TestMemoryLimitResolve(t *testing.T) {
 		container int64
 		private   bool
 		want      int64
+		follow    bool
 	}{
-		{"auto without a container limit", MemoryLimit{}, 0, false, DefaultMemoryLimit},
-		{"auto in a container", MemoryLimit{}, gib, false, gib * 9 / 10},
-		{"auto in a container with the private database", MemoryLimit{}, gib, true, gib / 2},
-		{"auto in a tiny container", MemoryLimit{}, 40 << 20, true, minMemoryLimit},
-		{"a size wins over the container", MemoryLimit{Bytes: 300 << 20}, gib, false, 300 << 20},
-		{"off", MemoryLimit{Off: true}, gib, false, 0},
+		{"auto without a container limit", MemoryLimit{}, 0, false, DefaultMemoryLimit, true},
+		{"auto without a container limit, private database", MemoryLimit{}, 0, true, DefaultMemoryLimit, true},
+		{"auto in a container", MemoryLimit{}, gib, false, gib * 9 / 10, false},
+		{"auto in a container with the private database", MemoryLimit{}, gib, true, gib / 2, false},
+		{"auto in a tiny container", MemoryLimit{}, 40 << 20, true, minMemoryLimit, false},
+		{"a size wins over the container", MemoryLimit{Bytes: 300 << 20}, gib, false, 300 << 20, false},
+		{"a size without a container limit stays", MemoryLimit{Bytes: 300 << 20}, 0, false, 300 << 20, false},
+		{"off", MemoryLimit{Off: true}, gib, false, 0, false},
+		{"off without a container limit", MemoryLimit{Off: true}, 0, false, 0, false},
 	}
 	for _, tc := range cases {
-		if got, from := tc.setting.Resolve(tc.container, tc.private); got != tc.want || from == "" {
-			t.Errorf("%s: %d (%s), want %d", tc.name, got, from, tc.want)
+		if got, follow, from := tc.setting.Resolve(tc.container, tc.private); got != tc.want || follow != tc.follow || from == "" {
+			t.Errorf("%s: %d follow %t (%s), want %d follow %t", tc.name, got, follow, from, tc.want, tc.follow)
+		}
+	}
+}
+
+func TestFollowingLimit(t *testing.T) {
+	t.Parallel()
+	const mib = 1 << 20
+	cases := []struct {
+		name        string
+		live, other uint64
+		want        int64
+	}{
+		{"a small heap keeps the floor", 20 * mib, 10 * mib, DefaultMemoryLimit},
+		{"a heap whose headroom reaches the floor keeps it", 80 * mib, 8 * mib, DefaultMemoryLimit},
+		{"a heap past the floor gets half again", 200 * mib, 0, 300 * mib},
+		{"what else the runtime counts is added", 200 * mib, 20 * mib, 320 * mib},
+		{"a live heap above the floor never sits at the limit", 700 * mib, 30 * mib, 1080 * mib},
+		{"no overflow", 1 << 62, 1 << 62, 1 << 62},
+	}
+	for _, tc := range cases {
+		if got := FollowingLimit(DefaultMemoryLimit, tc.live, tc.other); got != tc.want {
+			t.Errorf("%s: %d MiB, want %d MiB", tc.name, got/mib, tc.want/mib)
 		}
 	}
 }

@@ -5,10 +5,13 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/trueup-dev/trueup/internal/config"
 )
@@ -21,13 +24,88 @@ func setMemoryLimit(cfg *config.Config, logger *slog.Logger) {
 		logger.Info("memory limit", "limit", env, "from", "GOMEMLIMIT")
 		return
 	}
-	limit, from := cfg.Server.MemoryLimit.Resolve(cgroupMemoryLimit("/"), cfg.Database.URL == "")
+	limit, follow, from := cfg.Server.MemoryLimit.Resolve(cgroupMemoryLimit("/"), cfg.Database.URL == "")
 	if limit == 0 {
 		logger.Info("memory limit", "limit", "none", "from", from)
 		return
 	}
-	debug.SetMemoryLimit(limit)
+	if follow {
+		memFollower.start(limit)
+	} else {
+		memFollower.stop()
+		debug.SetMemoryLimit(limit)
+	}
 	logger.Info("memory limit", "limit_mib", limit>>20, "from", from)
+}
+
+// followLimit keeps the soft memory limit at config.FollowingLimit of the live heap after
+// every collection: a sentinel object with a cleanup, allocated anew each time, tells when
+// one has run (as render's GOGC does). One per process: the limit is the runtime's.
+type followLimit struct {
+	sync.Mutex
+	floor int64 // 0 when not following
+	armed bool  // a sentinel waits for the next collection
+}
+
+var memFollower followLimit
+
+// start follows the live heap from floor up.
+func (f *followLimit) start(floor int64) {
+	f.Lock()
+	defer f.Unlock()
+	f.floor = floor
+	f.adjust()
+}
+
+// stop leaves the limit as it is set next; a sentinel still armed finds nothing to do.
+func (f *followLimit) stop() {
+	f.Lock()
+	defer f.Unlock()
+	f.floor = 0
+}
+
+// adjust sets the limit for the last collection's live heap and arms a sentinel for the
+// next one. The caller holds f.
+func (f *followLimit) adjust() {
+	if f.floor == 0 {
+		return
+	}
+	live, other := runtimeMemory()
+	debug.SetMemoryLimit(config.FollowingLimit(f.floor, live, other))
+	if !f.armed {
+		f.armed = true
+		// Not a tiny object, which the runtime may batch with live ones (and never clean up).
+		runtime.AddCleanup(new([64]byte), (*followLimit).collected, f)
+	}
+}
+
+// collected runs after a collection found the sentinel unreachable.
+func (f *followLimit) collected() {
+	f.Lock()
+	defer f.Unlock()
+	f.armed = false
+	f.adjust()
+}
+
+// runtimeMemory is the live heap as of the last collection and what the runtime counts
+// against the soft limit beside the heap's objects and room (stacks, its metadata, other
+// runtime memory).
+func runtimeMemory() (live, other uint64) {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/total:bytes"},
+		{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	v := make([]uint64, len(s))
+	for i := range s {
+		if s[i].Value.Kind() == metrics.KindUint64 {
+			v[i] = s[i].Value.Uint64()
+		}
+	}
+	heap := v[2] + v[3] + v[4] + v[5]
+	if v[1] > heap {
+		other = v[1] - heap
+	}
+	return v[0], other
 }
 
 // cgroupMemoryLimit returns the memory limit of the cgroup this process runs in, the

@@ -3,7 +3,10 @@ package daemon
 import (
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"testing"
+	"time"
 )
 
 func TestCgroupMemoryLimit(t *testing.T) {
@@ -45,5 +48,54 @@ func TestCgroupMemoryLimit(t *testing.T) {
 		if got := cgroupMemoryLimit(root); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestMemoryLimitFollowsTheHeap: without a container limit the soft limit is a floor that
+// rises with the live heap after each collection, so that a heap larger than the floor
+// never keeps the collector running, and comes back down when the heap does.
+func TestMemoryLimitFollowsTheHeap(t *testing.T) {
+	// Not parallel: the limit is the process's.
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	const mib = 1 << 20
+	limitAfterGC := func(ok func(int64) bool) int64 {
+		t.Helper()
+		var got int64
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			runtime.GC() // the cleanup runs after the collection, on its own goroutine
+			if got = debug.SetMemoryLimit(-1); ok(got) {
+				return got
+			}
+		}
+		t.Fatalf("limit %d MiB after collections", got>>20)
+		return 0
+	}
+	memFollower.start(32 * mib)
+	defer memFollower.stop()
+
+	live := make([][]byte, 96)
+	for i := range live {
+		live[i] = make([]byte, mib)
+		live[i][0] = 1
+	}
+	got := limitAfterGC(func(l int64) bool { return l >= 96*mib*3/2 })
+	if got > 400*mib {
+		t.Errorf("limit %d MiB for a live heap of about 100 MiB, want about 150", got>>20)
+	}
+	runtime.KeepAlive(live)
+	live = nil
+
+	// The heap shrinks: the limit follows it down to the floor.
+	limitAfterGC(func(l int64) bool { return l < 96*mib })
+	runtime.KeepAlive(live)
+
+	// Stopped (a configured limit): collections leave the limit as set.
+	memFollower.stop()
+	debug.SetMemoryLimit(77 * mib)
+	runtime.GC()
+	runtime.GC()
+	time.Sleep(100 * time.Millisecond)
+	if got := debug.SetMemoryLimit(-1); got != 77*mib {
+		t.Errorf("limit %d MiB after stop, want 77", got>>20)
 	}
 }

@@ -20,8 +20,10 @@ import (
 // small: repeated strings are interned, label sets shared, hashes kept as sums, and the
 // structural problems, rare, kept with the file (fileEntry.errs) rather than here.
 type document struct {
-	index      int // position in the file's YAML stream, to find its nodes again
-	line       int
+	// Lines and positions as int32 (a file is at most a few MB): the cache keeps a
+	// document per manifest.
+	index      int32 // position in the file's YAML stream, to find its nodes again
+	line       int32
 	apiVersion sym
 	kind       sym
 	typ        *typeDoc
@@ -33,7 +35,7 @@ type document struct {
 
 	// Lines of apiVersion and kind, for the problems only the whole revision reveals
 	// (unknown kind, unserved version), so that reporting them needs no second parse.
-	apiVersionLine, kindLine int
+	apiVersionLine, kindLine int32
 }
 
 type typeDoc struct {
@@ -71,9 +73,11 @@ type resourceDoc struct {
 	written string
 
 	// The last validation, reused while the schema it ran against is unchanged.
-	checkedWith sym    // the schema's hash; zero before the first check
-	specJSON    string // canonical, with defaults applied
-	specHash    [32]byte
+	// specJSON and specHash are the Set's Resource.Spec and SpecHash, shared with every Set
+	// built from this document (which never changes them) rather than copied into each.
+	checkedWith sym             // the schema's hash; zero before the first check
+	specJSON    json.RawMessage // canonical, with defaults applied; its capacity is its length
+	specHash    string          // hex sha256 of specJSON
 	specErrs    []ValidationError
 
 	// What the resource depends on: dependsOn, decoded with the document, and the output
@@ -252,10 +256,10 @@ func jsonType(v any) string {
 // document's problems too.
 func decodeDocument(rd rawDoc, res *resourceDoc, sets metaSets) (document, []ValidationError) {
 	doc := document{
-		index:          rd.index,
-		line:           rd.root.Line,
-		apiVersionLine: lineOf(rd.root, path{"apiVersion"}),
-		kindLine:       lineOf(rd.root, path{"kind"}),
+		index:          int32(rd.index),
+		line:           int32(rd.root.Line),
+		apiVersionLine: int32(lineOf(rd.root, path{"apiVersion"})),
+		kindLine:       int32(lineOf(rd.root, path{"kind"})),
 	}
 	d := &docDecoder{root: rd.root}
 	m := rd.value.(map[string]any)
@@ -269,7 +273,7 @@ func decodeDocument(rd rawDoc, res *resourceDoc, sets metaSets) (document, []Val
 		s, isStr := v.(string)
 		switch {
 		case !present || isStr && s == "":
-			d.errs = append(d.errs, ValidationError{Line: doc.line, Path: p.key(key).String(), Msg: "is required"})
+			d.errs = append(d.errs, ValidationError{Line: int(doc.line), Path: p.key(key).String(), Msg: "is required"})
 		case !isStr:
 			d.fail(p.key(key), "must be a string, got %s", jsonType(v))
 		}

@@ -223,7 +223,7 @@ func (ld *load) collectSets(files []sources.File, docs []placed) ([]*setRun, []p
 		case !isInput:
 			kept = append(kept, p)
 		case p.doc.apiVersion != (sym{}) && p.doc.kind != (sym{}):
-			ld.errs = append(ld.errs, p.at(p.doc.line, "", fmt.Sprintf("an inputs file of ResourceSet %s holds a manifest (apiVersion and kind): inputs files hold inputs only", set)))
+			ld.errs = append(ld.errs, p.at(int(p.doc.line), "", fmt.Sprintf("an inputs file of ResourceSet %s holds a manifest (apiVersion and kind): inputs files hold inputs only", set)))
 		}
 	}
 	return ok, kept
@@ -383,8 +383,8 @@ func (ld *load) expandSets(runs []*setRun, docs []placed) []placed {
 				for ti := range s.templates {
 					k := e*nt + ti
 					gens[k] = genRef{t: &s.templates[ti], in: ins[e]}
-					run.docs[k] = document{index: run.p.doc.index, line: gens[k].t.line, apiVersion: gens[k].t.apiVersion, kind: gens[k].t.kind,
-						apiVersionLine: gens[k].t.apiVersionLine, kindLine: gens[k].t.kindLine, res: &res[k], gen: &gens[k]}
+					run.docs[k] = document{index: run.p.doc.index, line: int32(gens[k].t.line), apiVersion: gens[k].t.apiVersion, kind: gens[k].t.kind,
+						apiVersionLine: int32(gens[k].t.apiVersionLine), kindLine: int32(gens[k].t.kindLine), res: &res[k], gen: &gens[k]}
 					var ps []genProblem
 					buf, ps = generate(&res[k], &gens[k], s, metas[ti], sets, buf)
 					for _, p := range ps {

@@ -3,7 +3,6 @@ package manifest
 import (
 	"bytes"
 	"cmp"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -369,7 +368,7 @@ func (ld *load) rawDoc(p placed) (rawDoc, bool) {
 		ld.memoKey = p.key
 	}
 	for _, rd := range ld.memo {
-		if rd.index == p.doc.index {
+		if rd.index == int(p.doc.index) {
 			return rd, true
 		}
 	}
@@ -404,7 +403,7 @@ func (ld *load) types(docs []placed) ([]ResourceType, map[string]*typeInfo) {
 			Spec:           bytes.Clone(t.spec),
 			Hash:           t.hash,
 			File:           p.file,
-			Line:           p.line(p.doc.line),
+			Line:           p.line(int(p.doc.line)),
 		}
 		for _, v := range t.versions {
 			cs := ld.schema(v.schemaHash, v.schema)
@@ -441,7 +440,7 @@ func (ld *load) types(docs []placed) ([]ResourceType, map[string]*typeInfo) {
 	for name, ps := range declared {
 		for _, p := range ps {
 			if others := elsewhere(p, ps); others != "" {
-				ld.errs = append(ld.errs, p.at(p.doc.line, "", fmt.Sprintf("duplicate ResourceType %s (also declared at %s)", name, others)))
+				ld.errs = append(ld.errs, p.at(int(p.doc.line), "", fmt.Sprintf("duplicate ResourceType %s (also declared at %s)", name, others)))
 			}
 		}
 	}
@@ -465,7 +464,7 @@ func (ld *load) knownType(kt ResourceType) *typeInfo {
 
 func (ld *load) compileError(p placed, v versionDoc, cs *compiledSchema) {
 	base := path{"spec", "versions", v.index, "schema"}
-	line, where := p.doc.line, ""
+	line, where := int(p.doc.line), ""
 	if rd, ok := ld.rawDoc(p); ok {
 		var schema any
 		if spec, ok := rd.value.(map[string]any)["spec"].(map[string]any); ok {
@@ -558,7 +557,7 @@ func parsePath(s string) (p path, ok bool) {
 func (ld *load) lineOf(p placed, pth path) int {
 	rd, ok := ld.rawDoc(p)
 	if !ok {
-		return p.doc.line
+		return int(p.doc.line)
 	}
 	return lineOf(rd.root, p.docPath(pth))
 }
@@ -568,7 +567,7 @@ func elsewhere(p *placed, ps []*placed) string {
 	var s []string
 	for _, o := range ps {
 		if o.file != p.file || o.doc != p.doc {
-			s = append(s, ValidationError{File: o.file, Line: o.line(o.doc.line), Origin: o.originOf()}.place())
+			s = append(s, ValidationError{File: o.file, Line: o.line(int(o.doc.line)), Origin: o.originOf()}.place())
 		}
 	}
 	return strings.Join(s, ", ")
@@ -676,7 +675,7 @@ func (ld *load) match(docs []placed, infos map[string]*typeInfo) (items []resour
 				msg = unknownKind(kind, group, infos)
 				unknown[kind+" "+group] = msg
 			}
-			ld.errs = append(ld.errs, p.at(p.doc.kindLine, "kind", msg))
+			ld.errs = append(ld.errs, p.at(int(p.doc.kindLine), "kind", msg))
 			continue
 		}
 		apiVersion := p.doc.apiVersion.String()
@@ -687,7 +686,7 @@ func (ld *load) match(docs []placed, infos map[string]*typeInfo) (items []resour
 		cs, ok := ti.schemas[version]
 		if group != ti.group || !ok {
 			if !ti.broken && (group != ti.group || !slices.Contains(ti.versions, version)) {
-				ld.errs = append(ld.errs, p.at(p.doc.apiVersionLine, "apiVersion", notServed(apiVersion, ti)))
+				ld.errs = append(ld.errs, p.at(int(p.doc.apiVersionLine), "apiVersion", notServed(apiVersion, ti)))
 			}
 			continue
 		}
@@ -704,7 +703,7 @@ func (ld *load) match(docs []placed, infos map[string]*typeInfo) (items []resour
 	for id, ps := range dups {
 		for _, p := range ps {
 			msg := fmt.Sprintf("duplicate resource %s/%s/%s (also declared at %s)", id.namespace, id.kind, id.name, elsewhere(p, ps))
-			ld.errs = append(ld.errs, p.at(p.doc.line, "", msg))
+			ld.errs = append(ld.errs, p.at(int(p.doc.line), "", msg))
 		}
 	}
 	return items, stale
@@ -779,7 +778,7 @@ func buildResources(items []resourceAt) ([]Resource, []transitionCheck) {
 		if it.cs.rules != nil && it.cs.rules.transition {
 			p := it.p
 			transitions = append(transitions, transitionCheck{i: i, schemaHash: it.cs.hash, schema: it.cs.raw,
-				file: p.file, data: p.data, docIndex: p.doc.index, gen: p.doc.gen, origin: p.origin})
+				file: p.file, data: p.data, docIndex: int(p.doc.index), gen: p.doc.gen, origin: p.origin})
 		}
 	}
 	// Each Resource is built on its own (decoded is only read): in parallel, since a
@@ -798,12 +797,12 @@ func buildResources(items []resourceAt) ([]Resource, []transitionCheck) {
 				Name:        r.name,
 				Labels:      decoded[labels],
 				Annotations: decoded[annotations],
-				Spec:        json.RawMessage(r.specJSON),
-				SpecHash:    hexHash(r.specHash),
+				Spec:        r.specJSON,
+				SpecHash:    r.specHash,
 				MetaHash:    it.metaHash,
 				DependsOn:   r.deps.dependencies(),
 				File:        p.file,
-				Line:        p.line(p.doc.line),
+				Line:        p.line(int(p.doc.line)),
 				gen:         p.doc.gen,
 				fileOrigin:  p.origin,
 			}
@@ -901,7 +900,7 @@ func (ld *load) spec(p placed) any {
 		}
 	}
 	// Only a source that hands out different data under one hash gets here.
-	ld.errs = append(ld.errs, p.at(p.doc.line, "", "file content differs from what its hash stood for in the previous load"))
+	ld.errs = append(ld.errs, p.at(int(p.doc.line), "", "file content differs from what its hash stood for in the previous load"))
 	return nil
 }
 
@@ -962,15 +961,20 @@ func check(r *resourceDoc, kind sym, spec any, cs *compiledSchema, ld *load, byP
 		}
 	}
 	problems = append(problems, refProblems...)
+	// Kept as long as the document, and shared with the Sets: no spare capacity, so that a
+	// Set's reader that appends to a Spec gets a copy.
+	var stored json.RawMessage
 	if changed || canon == "" {
 		b, err := marshalCanonical(v)
 		if err != nil {
 			problems = append(problems, schemaProblem{path: path{"spec"}, msg: "cannot encode as JSON: " + err.Error()})
 		}
-		canon = string(b)
+		stored = append(make(json.RawMessage, 0, len(b)), b...)
+	} else {
+		stored = append(make(json.RawMessage, 0, len(canon)), canon...)
 	}
 	r.written = ""
-	r.specJSON, r.specHash, r.checkedWith = canon, sha256.Sum256([]byte(canon)), checked
+	r.specJSON, r.specHash, r.checkedWith = stored, hashJSON(stored), checked
 	return problems
 }
 
@@ -992,7 +996,7 @@ func (ld *load) locate(p placed, problems []schemaProblem) []ValidationError {
 	out := make([]ValidationError, 0, len(problems))
 	origin, set := p.originOf(), p.setOf()
 	for _, pr := range problems {
-		line := p.doc.line
+		line := int(p.doc.line)
 		if ok {
 			at := pr.path
 			if pr.at != nil {

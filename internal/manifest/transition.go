@@ -110,7 +110,7 @@ func (l *Loader) CheckTransitions(s *Set, old map[ResourceKey]json.RawMessage) e
 		}
 		p := placed{
 			source: &source{file: tc.file, key: tc.file, data: tc.data, origin: tc.origin},
-			doc:    &document{index: tc.docIndex, line: r.Line, gen: tc.gen},
+			doc:    &document{index: int32(tc.docIndex), line: int32(r.Line), gen: tc.gen},
 		}
 		for _, ve := range ld.locate(p, problems) {
 			ve.File, ve.Line = tc.file, p.line(ve.Line)

@@ -1,0 +1,85 @@
+package manifest
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"testing"
+
+	"github.com/trueup-dev/trueup/sources"
+)
+
+// benchWidgetType is the bench's Widget (internal/bench benchType): a schema with a default.
+const benchWidgetType = `apiVersion: trueup.dev/v1
+kind: ResourceType
+metadata: {name: Widget}
+spec:
+  group: bench.example.com
+  versions:
+    - name: v1
+      schema:
+        type: object
+        required: [size]
+        properties:
+          size: {type: integer, minimum: 0}
+          color: {type: string, default: blue}
+  action: {name: act}
+`
+
+// widgetRepo is the scale1m bench's repository (internal/bench writeScaleRepo) of n
+// resources in files of 500.
+func widgetRepo(n int) []sources.File {
+	pairs := []string{"types/widget.yaml", benchWidgetType}
+	for f := 0; f*500 < n; f++ {
+		var b strings.Builder
+		for i := f * 500; i < n && i < (f+1)*500; i++ {
+			fmt.Fprintf(&b, "---\napiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: w%07d, namespace: ns%02d, labels: {team: t%d}}\nspec: {size: %d}\n", i, i%20, i%7, i)
+		}
+		pairs = append(pairs, fmt.Sprintf("widgets/w%04d.yaml", f), b.String())
+	}
+	return files(pairs...)
+}
+
+// liveHeap is the heap in use after a full collection.
+func liveHeap() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// BenchmarkRetained100k reports what a Loader and the Set it returned keep per resource
+// once a first sync of 100,000 resources is loaded (the file data is dropped, as the syncer
+// does): retained-B/resource.
+func BenchmarkRetained100k(b *testing.B) {
+	const n = 100_000
+	for b.Loop() {
+		before := liveHeap()
+		fs := widgetRepo(n)
+		l := NewLoader()
+		set, err := l.Load(fs, Options{ReuseSet: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		fs = nil
+		l.Release(set)
+		after := liveHeap()
+		if p := os.Getenv("TRUEUP_HEAP_PROFILE"); p != "" {
+			// go tool pprof -sample_index=inuse_space: what the Loader and the Set hold.
+			f, err := os.Create(p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := pprof.WriteHeapProfile(f); err != nil {
+				b.Fatal(err)
+			}
+			f.Close()
+		}
+		runtime.KeepAlive(set)
+		runtime.KeepAlive(l)
+		b.ReportMetric(float64(int64(after)-int64(before))/n, "retained-B/resource")
+	}
+}
