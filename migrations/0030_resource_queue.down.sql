@@ -15,6 +15,8 @@ UPDATE resources r SET run_at = q.run_at, lease_owner = q.lease_owner, lease_tok
     lease_expires_at = q.lease_expires_at, claimed_at = q.claimed_at, started_at = q.started_at, dirty = q.dirty,
     suspended = q.suspended, blocked = q.blocked, manual_requested_by = q.manual_requested_by, dependency_by = q.dependency_by
   FROM resource_queue q WHERE q.id = r.id;
+DROP TRIGGER resource_queue_insert ON resources;
+DROP FUNCTION resource_queue_insert();
 DROP TABLE resource_queue;
 CREATE INDEX resources_due ON resources (run_at) WHERE lease_owner IS NULL AND run_at IS NOT NULL AND NOT suspended AND NOT blocked;
 CREATE INDEX resources_lease ON resources (lease_expires_at) WHERE lease_owner IS NOT NULL;

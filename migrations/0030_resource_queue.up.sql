@@ -33,6 +33,16 @@ CREATE INDEX resource_queue_due ON resource_queue (run_at) WHERE lease_owner IS 
 CREATE INDEX resource_queue_lease ON resource_queue (lease_expires_at) WHERE lease_owner IS NOT NULL;
 CREATE INDEX resource_queue_blocked ON resource_queue (id) WHERE blocked;
 
+-- Every resources row has its queue row: a row created is due at once, and one with
+-- dependencies waits (blocked) until they are looked at (RefreshDependencies after the apply).
+CREATE FUNCTION resource_queue_insert() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO resource_queue (id, run_at, blocked) SELECT id, now(), has_deps FROM queued_rows;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER resource_queue_insert AFTER INSERT ON resources
+    REFERENCING NEW TABLE AS queued_rows FOR EACH STATEMENT EXECUTE FUNCTION resource_queue_insert();
+
 -- Their indexes (resources_due, resources_lease, resources_blocked, resources_suspended) go
 -- with them.
 ALTER TABLE resources DROP COLUMN run_at, DROP COLUMN lease_owner, DROP COLUMN lease_token, DROP COLUMN lease_expires_at,
