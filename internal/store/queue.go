@@ -105,23 +105,22 @@ const historyAppliedSQL = `(SELECT NULLIF(h.revision, '') FROM reconcile_history
 	  AND h.operation = 'reconcile' AND h.result IN ('Succeeded', 'Drifted', 'InSync')
 	ORDER BY h.id DESC LIMIT 1)`
 
-// Claim leases up to n due resources to owner for ttl, in ONE statement: the rows are locked
-// (rows locked by another claimer are skipped, so replicas never wait on each other) and
-// leased. A claim leaves phase and conditions alone: it may wait in the replica's memory
-// behind other calls, and shows what it showed until its call starts (Started).
-func (s *Store) Claim(ctx context.Context, owner string, n int, ttl time.Duration) ([]Claimed, error) {
-	rows, err := s.pool.Query(ctx, `
+// claimSQL is Claim's statement: $1 the limit, $2 the owner, $3 the lease's time to live in
+// milliseconds.
+const claimSQL = `
 		WITH d AS (
-		  SELECT q.id, q.manual_requested_by AS manual_by, q.dependency_by AS dep_by FROM resource_queue q JOIN resources r ON r.id = q.id
-		  WHERE q.run_at <= now() AND q.lease_owner IS NULL AND NOT q.suspended AND NOT q.blocked `+claimGateSQL+`
+		  SELECT q.id, q.manual_requested_by AS manual_by, q.dependency_by AS dep_by FROM resource_queue q
+		  WHERE q.run_at <= now() AND q.lease_owner IS NULL AND NOT q.suspended AND NOT q.blocked
+		    AND (SELECT true FROM resources r WHERE r.id = q.id ` + claimGateSQL + `)
 		  ORDER BY q.run_at LIMIT $1 FOR UPDATE OF q SKIP LOCKED),
 		l AS (
 		  UPDATE resource_queue q SET lease_owner = $2, lease_token = gen_random_uuid(),
 		    lease_expires_at = now() + $3 * interval '1 millisecond', claimed_at = now(), started_at = NULL, dirty = false,
 		    manual_requested_by = NULL, dependency_by = NULL
-		  FROM d WHERE q.id = d.id
+		  FROM d WHERE q.id = d.id AND q.id = ANY(ARRAY(SELECT id FROM d))
 		  RETURNING q.id, q.lease_token, q.run_at, d.manual_by, d.dep_by),
-		u AS (SELECT r.*, l.lease_token, l.run_at, l.manual_by, l.dep_by FROM l JOIN resources r ON r.id = l.id)
+		u AS (SELECT r.*, l.lease_token, l.run_at, l.manual_by, l.dep_by FROM l JOIN resources r ON r.id = l.id
+		  WHERE r.id = ANY(ARRAY(SELECT id FROM l)))
 		SELECT u.id, u.uid::text, u.namespace, u.kind, u.name, u.api_version, u.source, u.revision, u.labels,
 		  u.annotations, u.spec, u.generation, u.observed_generation, u.phase, u.conditions, u.action_state, u.attempt,
 		  u.deletion_timestamp IS NOT NULL, u.lease_token::text,
@@ -130,13 +129,20 @@ func (s *Store) Claim(ctx context.Context, owner string, n int, ttl time.Duratio
 		  u.has_deps, COALESCE(u.dep_by, ''), CASE WHEN u.has_deps THEN t.spec END,
 		  CASE WHEN u.has_deps AND u.deletion_timestamp IS NOT NULL THEN u.resolved_spec END,
 		  CASE WHEN u.has_deps AND u.deletion_timestamp IS NOT NULL THEN u.resolved_origins END,
-		  COALESCE(u.applied_revision, CASE WHEN u.deletion_timestamp IS NOT NULL THEN `+historyAppliedSQL+` END, ''),
+		  COALESCE(u.applied_revision, CASE WHEN u.deletion_timestamp IS NOT NULL THEN ` + historyAppliedSQL + ` END, ''),
 		  COALESCE(CASE WHEN u.deletion_timestamp IS NOT NULL THEN (SELECT s.revision FROM sources s WHERE s.name = u.source) END, ''),
 		  CASE WHEN u.deletion_timestamp IS NOT NULL THEN u.applied_spec END,
 		  CASE WHEN u.deletion_timestamp IS NOT NULL THEN u.applied_origins END,
 		  u.window_override, t.drift, now()
 		FROM u LEFT JOIN resource_types t ON lower(t.name) = lower(u.kind)
-		ORDER BY u.run_at`, n, owner, ttl.Milliseconds())
+		ORDER BY u.run_at`
+
+// Claim leases up to n due resources to owner for ttl, in ONE statement: the rows are locked
+// (rows locked by another claimer are skipped, so replicas never wait on each other) and
+// leased. A claim leaves phase and conditions alone: it may wait in the replica's memory
+// behind other calls, and shows what it showed until its call starts (Started).
+func (s *Store) Claim(ctx context.Context, owner string, n int, ttl time.Duration) ([]Claimed, error) {
+	rows, err := s.pool.Query(ctx, claimSQL, n, owner, ttl.Milliseconds())
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
 	}

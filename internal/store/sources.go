@@ -455,8 +455,18 @@ func (s *Store) ApplyRevision(ctx context.Context, p ApplyParams) (ApplyResult, 
 	if err != nil {
 		return ApplyResult{}, fmt.Errorf("apply %s@%s: %w", p.Source, clip.Rev(p.Revision), err)
 	}
+	if res.Created >= analyzeAfterCreated {
+		// The claim's plan needs the queue's statistics: without them the planner takes the
+		// due rows for a handful and checks the dependencies of every one of them before
+		// sorting, a pass over the whole table per claim until autovacuum's first analyze.
+		// Best effort: the apply has committed, and autovacuum analyzes the table in time.
+		_, _ = s.pool.Exec(ctx, "ANALYZE resource_queue")
+	}
 	return res, nil
 }
+
+// analyzeAfterCreated is how many rows an apply creates before it analyzes resource_queue.
+const analyzeAfterCreated = 5000
 
 // applyRevision is ApplyRevision's work inside its transaction, between the lease checks.
 func applyRevision(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResult) error {
