@@ -55,7 +55,7 @@ func TestStartWriterKeepsAndRetriesStarts(t *testing.T) {
 		}
 		return called, "none refused"
 	})
-	if _, err := pool.Exec(ctx, "DROP TRIGGER refuse_start ON resources"); err != nil {
+	if _, err := pool.Exec(ctx, "DROP TRIGGER refuse_start ON resource_queue"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "both starts stored", func() (bool, string) {
