@@ -1,7 +1,7 @@
 -- The engine's queue: what is due when, who holds the lease, and what holds a resource back
 -- (suspended, blocked) live in a narrow table of their own. A claim, a lease renewal and a
 -- release write only this row and its few indexes; the wide resources row (spec, labels,
--- conditions, and their eighteen indexes) is written by a result alone, and a result that
+-- conditions, and its many indexes) is written by a result alone, and a result that
 -- leaves the phase as it was changes no indexed column there (a HOT update, room for it kept
 -- by the fillfactor).
 -- run_at: when the row is due (NULL: nothing due). lease_*: the replica running it (claimed_at
