@@ -31,8 +31,9 @@ func TestDescribeRetrying(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.store.Pool().Exec(ctx, `UPDATE resources SET phase = $1, conditions = $2, message = $3, run_at = $4, last_reconcile_time = $5
-		WHERE namespace = 'production' AND kind = 'Bucket' AND name = 'invoices'`,
+	if _, err := a.store.Pool().Exec(ctx, `WITH r AS (UPDATE resources SET phase = $1, conditions = $2, message = $3, last_reconcile_time = $5
+		WHERE namespace = 'production' AND kind = 'Bucket' AND name = 'invoices' RETURNING id)
+		UPDATE resource_queue q SET run_at = $4 FROM r WHERE q.id = r.id`,
 		s.Phase, cj, "exit status 1: terraform apply: connection reset", cliNow.Add(42*time.Second), cliNow.Add(-time.Minute)); err != nil {
 		t.Fatal(err)
 	}
@@ -59,10 +60,12 @@ func TestDescribeRetryRunning(t *testing.T) {
 		{"replica-1", "Next Retry:           running now\n"},
 		{nil, "Next Retry:           2026-03-05T11:59:40Z (due)\n"},
 	} {
-		if _, err := a.store.Pool().Exec(ctx, `UPDATE resources SET phase = $1, conditions = $2, run_at = $3, lease_owner = $4::text,
+		if _, err := a.store.Pool().Exec(ctx, `WITH r AS (UPDATE resources SET phase = $1, conditions = $2
+			WHERE namespace = 'production' AND kind = 'Bucket' AND name = 'invoices' RETURNING id)
+			UPDATE resource_queue q SET run_at = $3, lease_owner = $4::text,
 			lease_token = CASE WHEN $4::text IS NULL THEN NULL ELSE gen_random_uuid() END,
 			lease_expires_at = CASE WHEN $4::text IS NULL THEN NULL ELSE now() + interval '1 hour' END
-			WHERE namespace = 'production' AND kind = 'Bucket' AND name = 'invoices'`,
+			FROM r WHERE q.id = r.id`,
 			s.Phase, cj, cliNow.Add(-20*time.Second), tc.lease); err != nil {
 			t.Fatal(err)
 		}
@@ -75,11 +78,11 @@ func TestDescribeRetryRunning(t *testing.T) {
 	// The API's nextReconcileTime is absent while nothing is scheduled: leased, suspended, blocked.
 	for _, set := range []string{"lease_owner = 'replica-1', lease_token = gen_random_uuid(), lease_expires_at = now() + interval '1 hour'",
 		"suspended = true", "blocked = true"} {
-		if _, err := a.store.Pool().Exec(ctx, `UPDATE resources SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
-			suspended = false, blocked = false WHERE namespace = 'production' AND kind = 'Bucket' AND name = 'invoices'`); err != nil {
+		if _, err := a.store.Pool().Exec(ctx, `UPDATE resource_queue SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL,
+			suspended = false, blocked = false WHERE id IN (SELECT id FROM resources WHERE namespace = 'production' AND kind = 'Bucket' AND name = 'invoices')`); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := a.store.Pool().Exec(ctx, `UPDATE resources SET `+set+` WHERE namespace = 'production' AND kind = 'Bucket' AND name = 'invoices'`); err != nil {
+		if _, err := a.store.Pool().Exec(ctx, `UPDATE resource_queue SET `+set+` WHERE id IN (SELECT id FROM resources WHERE namespace = 'production' AND kind = 'Bucket' AND name = 'invoices')`); err != nil {
 			t.Fatal(err)
 		}
 		stdout, stderr, err := a.run(t, "get", "resources", "--kind", "Bucket", "-n", "production", "-o", "json")

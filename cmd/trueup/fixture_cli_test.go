@@ -240,7 +240,7 @@ func setup(t *testing.T) *api {
 	exec(`UPDATE resources SET created_at = CASE source WHEN 'infra' THEN $1::timestamptz ELSE $1::timestamptz + interval '2 days' END,
 		updated_at = $1, uid = md5(namespace || '/' || kind || '/' || name)::uuid,
 		conditions = (SELECT jsonb_agg(c || jsonb_build_object('lastTransitionTime', $1::timestamptz)) FROM jsonb_array_elements(conditions) c)`, t0)
-	exec(`UPDATE resources SET run_at = $1 WHERE run_at IS NOT NULL`, t0) // due since the first apply
+	exec(`UPDATE resource_queue SET run_at = $1 WHERE run_at IS NOT NULL`, t0) // due since the first apply
 	exec(`UPDATE resource_types SET created_at = CASE source WHEN 'infra' THEN $1::timestamptz ELSE $1::timestamptz + interval '2 days' END`, t0)
 	exec(`UPDATE resource_types SET updated_at = created_at`)
 	exec(`UPDATE sources SET last_sync_time = CASE name WHEN 'infra' THEN $1::timestamptz - interval '41 minutes' ELSE $2::timestamptz + interval '2 days' END,
@@ -255,8 +255,9 @@ func setup(t *testing.T) *api {
 		outcome.Generation, outcome.CurrentGeneration = gen, gen
 		phase, conds, observed := status.Apply(status.Initial(prevAt), 0, outcome, at)
 		cj, _ := json.Marshal(conds)
-		exec(`UPDATE resources SET phase = $4, observed_generation = $5, conditions = $6, outputs = $7, message = $8,
-			last_reconcile_time = $9, run_at = NULL WHERE namespace = $1 AND kind = $2 AND name = $3`,
+		exec(`WITH r AS (UPDATE resources SET phase = $4, observed_generation = $5, conditions = $6, outputs = $7, message = $8,
+			last_reconcile_time = $9 WHERE namespace = $1 AND kind = $2 AND name = $3 RETURNING id)
+			UPDATE resource_queue q SET run_at = NULL FROM r WHERE q.id = r.id`,
 			ns, kind, name, phase, observed, cj, outputs, outcome.Message, at)
 	}
 	setStatus("production", "DatabaseCluster", "orders-pg", status.Outcome{Done: true, Message: "resized to 500 GB"},

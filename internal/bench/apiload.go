@@ -273,7 +273,7 @@ func (b *bench) apiAlone(ctx context.Context, r, n int, d time.Duration) (apiSer
 	}
 	defer st.Close()
 	// No engine runs here: nothing is due, as after the resources reconciled.
-	if _, err := st.Pool().Exec(ctx, "UPDATE resources SET run_at = now() + interval '1 hour'"); err != nil {
+	if _, err := st.Pool().Exec(ctx, "UPDATE resource_queue SET run_at = now() + interval '1 hour'"); err != nil {
 		return apiServed{}, err
 	}
 	c, err := b.startAPIClients(ctx, url, n, apiCrowd)
@@ -296,7 +296,7 @@ func (b *bench) throughputUnderAPILoad(ctx context.Context, n, clients int, mix 
 	}
 	defer st.Close()
 	// The seeded resources are due at once: hold them back until the clients are running.
-	if _, err := st.Pool().Exec(ctx, "UPDATE resources SET run_at = now() + interval '1 hour'"); err != nil {
+	if _, err := st.Pool().Exec(ctx, "UPDATE resource_queue SET run_at = now() + interval '1 hour'"); err != nil {
 		return 0, served, err
 	}
 	var c *apiClients
@@ -322,7 +322,7 @@ func (b *bench) throughputUnderAPILoad(ctx context.Context, n, clients int, mix 
 	}
 	// The drain starts when the work is due, as a sync's commit makes it: the engine (and the
 	// API's pacer) cannot see the work while the transaction that makes it due is open.
-	if _, err := st.Pool().Exec(ctx, "UPDATE resources SET run_at = now()"); err != nil {
+	if _, err := st.Pool().Exec(ctx, "UPDATE resource_queue SET run_at = now()"); err != nil {
 		stop()
 		end(time.Second)
 		return 0, served, err

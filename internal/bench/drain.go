@@ -139,7 +139,7 @@ func drainPass(ctx context.Context, st *store.Store, cluster *pgembed.Cluster, n
 	var since time.Time
 	if again {
 		// Reconciled since the UPDATE: Ready again, with a newer last_reconcile_time.
-		if err := st.Pool().QueryRow(ctx, "UPDATE resources SET run_at = now() RETURNING now()").Scan(&since); err != nil {
+		if err := st.Pool().QueryRow(ctx, "UPDATE resource_queue SET run_at = now() RETURNING now()").Scan(&since); err != nil {
 			return f, err
 		}
 		if _, err := st.Pool().Exec(ctx, "NOTIFY "+store.WorkChannel); err != nil {
@@ -151,8 +151,8 @@ func drainPass(ctx context.Context, st *store.Store, cluster *pgembed.Cluster, n
 	err := poll(ctx, 10*time.Minute, 100*time.Millisecond, func() (bool, error) {
 		var left bool
 		err := st.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM resources WHERE phase <> 'Ready')
-			OR EXISTS (SELECT 1 FROM resources WHERE run_at <= $1 AND lease_owner IS NULL AND NOT suspended AND NOT blocked)
-			OR EXISTS (SELECT 1 FROM resources WHERE lease_owner IS NOT NULL)`, since).Scan(&left)
+			OR EXISTS (SELECT 1 FROM resource_queue WHERE run_at <= $1 AND lease_owner IS NULL AND NOT suspended AND NOT blocked)
+			OR EXISTS (SELECT 1 FROM resource_queue WHERE lease_owner IS NOT NULL)`, since).Scan(&left)
 		return !left, err
 	})
 	took := time.Since(s.at)
@@ -207,9 +207,9 @@ func printDrainStats(ctx context.Context, st *store.Store) {
 	}
 	rows.Close()
 	rows, err = st.Pool().Query(ctx, `SELECT indexrelname, idx_blks_hit + idx_blks_read FROM pg_statio_user_indexes
-		WHERE relname = 'resources' ORDER BY 2 DESC`)
+		WHERE relname IN ('resources', 'resource_queue') ORDER BY 2 DESC`)
 	if err == nil {
-		b.WriteString("drain: index blocks of resources:")
+		b.WriteString("drain: index blocks of resources and resource_queue:")
 		for rows.Next() {
 			var name string
 			var blks int64
@@ -222,5 +222,8 @@ func printDrainStats(ctx context.Context, st *store.Store) {
 	}
 	var upd, hot, ins int64
 	_ = st.Pool().QueryRow(ctx, "SELECT n_tup_upd, n_tup_hot_upd, n_tup_ins FROM pg_stat_user_tables WHERE relname = 'resources'").Scan(&upd, &hot, &ins)
-	fmt.Fprintf(os.Stderr, "drain: statements by time:\n%sdrain: resources updates %d (HOT %d), inserts %d\n", b.String(), upd, hot, ins)
+	var qupd, qhot int64
+	_ = st.Pool().QueryRow(ctx, "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'resource_queue'").Scan(&qupd, &qhot)
+	fmt.Fprintf(os.Stderr, "drain: statements by time:\n%sdrain: resources updates %d (HOT %d), inserts %d; resource_queue updates %d (HOT %d)\n",
+		b.String(), upd, hot, ins, qupd, qhot)
 }

@@ -100,7 +100,7 @@ log: {level: warn}
 			if time.Now().After(deadline) {
 				return 0, errors.New("no source holder with reconciles in flight and a live peer")
 			}
-			err := st.Pool().QueryRow(ctx, `SELECT l.holder, r.pid, ARRAY(SELECT id FROM resources WHERE lease_owner = l.holder),
+			err := st.Pool().QueryRow(ctx, `SELECT l.holder, r.pid, ARRAY(SELECT id FROM resource_queue WHERE lease_owner = l.holder),
 				  (SELECT count(*) FROM replicas p WHERE p.name <> l.holder AND p.liveness_key IS NOT NULL)::text
 				FROM leases l JOIN replicas r ON r.name = l.holder
 				WHERE l.name = 'source:bench' AND l.expires_at > now() AND r.liveness_key IS NOT NULL`).Scan(&victim, &pid, &inflight, &survivorWant)
@@ -124,7 +124,7 @@ log: {level: warn}
 				}
 			}
 			err := st.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM leases WHERE name = 'source:bench' AND holder <> $1 AND expires_at > now())
-				AND NOT EXISTS (SELECT 1 FROM resources WHERE id = ANY($2) AND (claimed_at IS NULL OR claimed_at < $3 OR lease_owner = $1))`,
+				AND NOT EXISTS (SELECT 1 FROM resource_queue WHERE id = ANY($2) AND (claimed_at IS NULL OR claimed_at < $3 OR lease_owner = $1))`,
 				victim, inflight, t0).Scan(&done)
 			if err != nil {
 				return 0, err
@@ -146,7 +146,7 @@ log: {level: warn}
 		}
 		var state string
 		_ = st.Pool().QueryRow(ctx, `SELECT (SELECT string_agg(holder || ' ' || (expires_at > now())::text, ',') FROM leases WHERE name = 'source:bench')
-			|| ' | ' || (SELECT string_agg(name || '=' || COALESCE(lease_owner, '-') || '@' || phase, ',') FROM resources WHERE id = ANY($1))
+			|| ' | ' || (SELECT string_agg(name || '=' || COALESCE(lease_owner, '-') || '@' || phase, ',') FROM resources JOIN resource_queue USING (id) WHERE id = ANY($1))
 			|| ' | ' || (SELECT string_agg(name || ':' || COALESCE(liveness_key::text, '-'), ',') FROM replicas)`, inflight).Scan(&state)
 		return 0, fmt.Errorf("no takeover within 30 s of signal %s to %s: %s", sig, victim, state)
 	}

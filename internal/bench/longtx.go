@@ -79,7 +79,7 @@ func (b *bench) drainWithLongTx(ctx context.Context, n int, hold bool) (rate, cp
 		var since time.Time
 		if pass > 0 {
 			// Every resource due again at once, as a resync interval or a new revision makes it.
-			if err := st.Pool().QueryRow(ctx, "UPDATE resources SET run_at = now() RETURNING now()").Scan(&since); err != nil {
+			if err := st.Pool().QueryRow(ctx, "UPDATE resource_queue SET run_at = now() RETURNING now()").Scan(&since); err != nil {
 				return 0, 0, err
 			}
 			if _, err := st.Pool().Exec(ctx, "NOTIFY "+store.WorkChannel); err != nil {

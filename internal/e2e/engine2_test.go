@@ -40,7 +40,7 @@ func TestStalledUntilSpecChanges(t *testing.T) {
 		t.Error("Reconciling and Stalled together")
 	}
 	var runAt *time.Time
-	if err := e.store.Pool().QueryRow(context.Background(), "SELECT run_at FROM resources").Scan(&runAt); err != nil || runAt != nil {
+	if err := e.store.Pool().QueryRow(context.Background(), "SELECT run_at FROM resource_queue").Scan(&runAt); err != nil || runAt != nil {
 		t.Errorf("a stalled resource has a retry scheduled at %v (%v)", runAt, err)
 	}
 	// A spec change is a new chance.
@@ -69,7 +69,7 @@ func TestNewGenerationWhileInFlight(t *testing.T) {
 	}
 	e.eventually(10*time.Second, "first call in flight", func() (bool, string) {
 		var leased bool
-		_ = e.store.Pool().QueryRow(context.Background(), "SELECT lease_owner IS NOT NULL FROM resources").Scan(&leased)
+		_ = e.store.Pool().QueryRow(context.Background(), "SELECT lease_owner IS NOT NULL FROM resource_queue").Scan(&leased)
 		return leased, ""
 	})
 	e.commit(map[string]string{"manifests/a.yaml": dbResource("prod", "a", 2)}, "change while running")
@@ -77,7 +77,7 @@ func TestNewGenerationWhileInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	var dirty bool
-	_ = e.store.Pool().QueryRow(context.Background(), "SELECT dirty FROM resources").Scan(&dirty)
+	_ = e.store.Pool().QueryRow(context.Background(), "SELECT dirty FROM resource_queue").Scan(&dirty)
 	if !dirty {
 		t.Error("the change was not remembered as dirty while leased")
 	}

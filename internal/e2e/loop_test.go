@@ -295,7 +295,7 @@ func TestTwoReconcilersNeverOverlap(t *testing.T) {
 	seen := map[string]bool{}
 	e.eventually(30*time.Second, "60 calls by both reconcilers", func() (bool, string) {
 		rows, err := e.store.Pool().Query(context.Background(),
-			"SELECT DISTINCT replica FROM reconcile_history UNION SELECT DISTINCT lease_owner FROM resources WHERE lease_owner IS NOT NULL")
+			"SELECT DISTINCT replica FROM reconcile_history UNION SELECT DISTINCT lease_owner FROM resource_queue WHERE lease_owner IS NOT NULL")
 		if err != nil {
 			t.Fatal(err)
 		}

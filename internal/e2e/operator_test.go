@@ -217,7 +217,7 @@ func TestReconcileRequestedAnnotation(t *testing.T) {
 	}
 	var due bool
 	if err := e.store.Pool().QueryRow(context.Background(), `SELECT run_at IS NOT NULL OR manual_requested_by IS NOT NULL
-		FROM resources WHERE name = 'a'`).Scan(&due); err != nil || due {
+		FROM resources JOIN resource_queue USING (id) WHERE name = 'a'`).Scan(&due); err != nil || due {
 		t.Errorf("a relabelled with the same requested-at is due again (%v)", err)
 	}
 }

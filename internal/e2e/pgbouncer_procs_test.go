@@ -86,7 +86,7 @@ func TestProcsPgBouncer(t *testing.T) {
 	})
 	t.Logf("source:infra taken over %s after the crash", time.Since(killedAt).Round(time.Millisecond))
 	w.waitReady(90*time.Second, want)
-	if left := procStrings(t, st, "SELECT name FROM resources WHERE lease_owner = $1", victimName); len(left) > 0 {
+	if left := procStrings(t, st, "SELECT name FROM resources JOIN resource_queue USING (id) WHERE lease_owner = $1", victimName); len(left) > 0 {
 		t.Errorf("resources still leased to the dead replica: %v", left)
 	}
 	if o := procOverlaps(w.calls()); len(o) > 0 {

@@ -170,7 +170,7 @@ func TestProcsKillLeaseHolder(t *testing.T) {
 	victim, victimName := w.reconcilingHolder()
 	// What the victim holds right before it dies (read before the kill: a peer releases it
 	// within a poll of the kill). A call may still finish between this read and the kill.
-	leased := procStrings(t, st, "SELECT namespace || '/' || kind || '/' || name FROM resources WHERE lease_owner = $1", victimName)
+	leased := procStrings(t, st, "SELECT namespace || '/' || kind || '/' || name FROM resources JOIN resource_queue USING (id) WHERE lease_owner = $1", victimName)
 	killedAt := time.Now()
 	w.crash(victim)
 	t.Logf("crashed r%d (%s) holding source:infra with %d reconciles leased: %v", victim.idx, victimName, len(leased), leased)
@@ -196,7 +196,7 @@ func TestProcsKillLeaseHolder(t *testing.T) {
 	if err := w.getAny("/api/v1/resources?limit=1000&phase=Reconciling", &page); err != nil || len(page.Items) > 0 {
 		t.Errorf("resources left Reconciling: %d (%v)", len(page.Items), err)
 	}
-	if left := procStrings(t, st, "SELECT name FROM resources WHERE lease_owner = $1", victimName); len(left) > 0 {
+	if left := procStrings(t, st, "SELECT name FROM resources JOIN resource_queue USING (id) WHERE lease_owner = $1", victimName); len(left) > 0 {
 		t.Errorf("resources still leased to the dead replica: %v", left)
 	}
 	calls := w.calls()

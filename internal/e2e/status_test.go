@@ -198,7 +198,7 @@ func TestSessionKilledReplicaNeverCommits(t *testing.T) {
 	// that is no interrupted attempt, so the session is killed once it is stored.
 	e.eventually(10*time.Second, "A's start stored", func() (bool, string) {
 		var started bool
-		_ = e.store.Pool().QueryRow(ctx, "SELECT started_at IS NOT NULL FROM resources WHERE name = 'a'").Scan(&started)
+		_ = e.store.Pool().QueryRow(ctx, "SELECT started_at IS NOT NULL FROM resources JOIN resource_queue USING (id) WHERE name = 'a'").Scan(&started)
 		return started, "not stored"
 	})
 

@@ -34,7 +34,7 @@ func TestPlanGivesWayToAClaimedResource(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := st.Pool().Exec(ctx, `UPDATE resources SET `+tt.lease+` WHERE name = 'a'`); err != nil {
+			if _, err := st.Pool().Exec(ctx, `UPDATE resource_queue SET `+tt.lease+` WHERE id IN (SELECT id FROM resources WHERE name = 'a')`); err != nil {
 				t.Fatal(err)
 			}
 			act := &withRecorder{}

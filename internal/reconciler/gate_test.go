@@ -289,7 +289,7 @@ func (f *gateFixture) waitIdle() {
 	waitFor(f.t, "db idle", func() (bool, string) {
 		var idle bool
 		if err := f.db.QueryRow(f.ctx, `SELECT lease_owner IS NULL AND NOT dirty AND (run_at IS NULL OR run_at > now())
-			FROM resources WHERE name = 'db'`).Scan(&idle); err != nil {
+			FROM resources JOIN resource_queue USING (id) WHERE name = 'db'`).Scan(&idle); err != nil {
 			f.t.Fatal(err)
 		}
 		return idle, "leased or due"
@@ -299,7 +299,7 @@ func (f *gateFixture) waitIdle() {
 // due makes db due now (as a vote, or a resync, does).
 func (f *gateFixture) due() {
 	f.t.Helper()
-	if _, err := f.db.Exec(f.ctx, `UPDATE resources SET run_at = now(), dirty = dirty OR lease_owner IS NOT NULL WHERE name = 'db'`); err != nil {
+	if _, err := f.db.Exec(f.ctx, `UPDATE resource_queue SET run_at = now(), dirty = dirty OR lease_owner IS NOT NULL WHERE id IN (SELECT id FROM resources WHERE name = 'db')`); err != nil {
 		f.t.Fatal(err)
 	}
 }

@@ -23,13 +23,13 @@ func TestMaintenanceServices(t *testing.T) {
 		if c, err := st.Claim(ctx, "gone", 10, time.Minute); err != nil || len(c) != 2 {
 			t.Fatalf("claim: %d claimed, %v", len(c), err)
 		}
-		if _, err := st.Pool().Exec(ctx, `UPDATE resources SET lease_expires_at = now() - interval '1 second'`); err != nil {
+		if _, err := st.Pool().Exec(ctx, `UPDATE resource_queue SET lease_expires_at = now() - interval '1 second'`); err != nil {
 			t.Fatal(err)
 		}
 	}
 	leased := func() (bool, string) {
 		var n int
-		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM resources WHERE lease_owner = 'gone'`).Scan(&n); err != nil {
+		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM resource_queue WHERE lease_owner = 'gone'`).Scan(&n); err != nil {
 			return false, err.Error()
 		}
 		return n == 0, fmt.Sprintf("%d resources still leased by the cut-off replica", n)

@@ -18,7 +18,7 @@ func TestStartWriterKeepsAndRetriesStarts(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	st := openGated(ctx, t)
 	pool := st.Pool()
-	if _, err := pool.Exec(ctx, "UPDATE resources SET run_at = now()"); err != nil {
+	if _, err := pool.Exec(ctx, "UPDATE resource_queue SET run_at = now()"); err != nil {
 		t.Fatal(err)
 	}
 	claimed, err := st.Claim(ctx, "r1", 10, time.Minute)
@@ -30,7 +30,7 @@ func TestStartWriterKeepsAndRetriesStarts(t *testing.T) {
 	if _, err := pool.Exec(ctx, `CREATE SEQUENCE start_refused;
 		CREATE FUNCTION refuse_start() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN PERFORM nextval('start_refused'); RAISE EXCEPTION 'test: start refused'; END $$;
-		CREATE TRIGGER refuse_start BEFORE UPDATE OF started_at ON resources FOR EACH ROW
+		CREATE TRIGGER refuse_start BEFORE UPDATE OF started_at ON resource_queue FOR EACH ROW
 		  WHEN (NEW.started_at IS NOT NULL) EXECUTE FUNCTION refuse_start()`); err != nil {
 		t.Fatal(err)
 	}
@@ -55,12 +55,12 @@ func TestStartWriterKeepsAndRetriesStarts(t *testing.T) {
 		}
 		return called, "none refused"
 	})
-	if _, err := pool.Exec(ctx, "DROP TRIGGER refuse_start ON resources"); err != nil {
+	if _, err := pool.Exec(ctx, "DROP TRIGGER refuse_start ON resource_queue"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "both starts stored", func() (bool, string) {
 		var n int
-		if err := pool.QueryRow(ctx, "SELECT count(*) FROM resources WHERE started_at IS NOT NULL").Scan(&n); err != nil {
+		if err := pool.QueryRow(ctx, "SELECT count(*) FROM resource_queue WHERE started_at IS NOT NULL").Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n == 2, fmt.Sprintf("%d stored", n)

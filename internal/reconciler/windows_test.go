@@ -63,7 +63,7 @@ func (f *windowFixture) waitHeld() store.Resource {
 func (f *windowFixture) runAt() *time.Time {
 	f.t.Helper()
 	var at *time.Time
-	if err := f.db.QueryRow(f.ctx, `SELECT run_at FROM resources WHERE name = 'db'`).Scan(&at); err != nil {
+	if err := f.db.QueryRow(f.ctx, `SELECT run_at FROM resources JOIN resource_queue USING (id) WHERE name = 'db'`).Scan(&at); err != nil {
 		f.t.Fatal(err)
 	}
 	return at
@@ -181,8 +181,8 @@ func TestWindowOverride(t *testing.T) {
 	rec := &recorder{}
 	f := newWindowFixture(t, callsOnly{rec}, freeze(time.Now().Add(time.Hour), true))
 	f.waitHeld()
-	if _, err := f.db.Exec(f.ctx, `UPDATE resources SET window_override = jsonb_build_object('actor', 'token:ops', 'reason', 'hotfix', 'at', now()),
-		manual_requested_by = 'token:ops', run_at = now() WHERE name = 'db'`); err != nil {
+	if _, err := f.db.Exec(f.ctx, `WITH r AS (UPDATE resources SET window_override = jsonb_build_object('actor', 'token:ops', 'reason', 'hotfix', 'at', now())
+		WHERE name = 'db' RETURNING id) UPDATE resource_queue q SET manual_requested_by = 'token:ops', run_at = now() FROM r WHERE q.id = r.id`); err != nil {
 		t.Fatal(err)
 	}
 	f.waitPhase("db", status.PhaseReady)
@@ -195,7 +195,7 @@ func TestWindowOverride(t *testing.T) {
 		t.Errorf("override cleared %v, %v", cleared, err)
 	}
 	// Another operator's request without an override is held.
-	if _, err := f.db.Exec(f.ctx, `UPDATE resources SET manual_requested_by = 'token:ops', run_at = now() WHERE name = 'db'`); err != nil {
+	if _, err := f.db.Exec(f.ctx, `UPDATE resource_queue SET manual_requested_by = 'token:ops', run_at = now() WHERE id IN (SELECT id FROM resources WHERE name = 'db')`); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the manual request held", func() (bool, string) {
@@ -421,8 +421,8 @@ func TestWindowHoldsDelete(t *testing.T) {
 	if res.Status.Phase != status.PhaseDeleting || rec.count("delete db") != 0 {
 		t.Errorf("held delete: %s; calls %q", shows(res), rec.log())
 	}
-	if _, err := f.db.Exec(f.ctx, `UPDATE resources SET window_override = jsonb_build_object('actor', 'token:ops', 'reason', 'hotfix', 'at', now()),
-		manual_requested_by = 'token:ops', run_at = now() WHERE name = 'db'`); err != nil {
+	if _, err := f.db.Exec(f.ctx, `WITH r AS (UPDATE resources SET window_override = jsonb_build_object('actor', 'token:ops', 'reason', 'hotfix', 'at', now())
+		WHERE name = 'db' RETURNING id) UPDATE resource_queue q SET manual_requested_by = 'token:ops', run_at = now() FROM r WHERE q.id = r.id`); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the override refused", func() (bool, string) {
@@ -453,7 +453,7 @@ func TestWindowKeepsManualRequest(t *testing.T) {
 	f := newWindowFixture(t, callsOnly{rec})
 	f.waitPhase("db", status.PhaseReady)
 	f.setWindows(t, freeze(time.Now().Add(time.Hour), false))
-	if _, err := f.db.Exec(f.ctx, `UPDATE resources SET manual_requested_by = 'token:ops', run_at = now() WHERE name = 'db'`); err != nil {
+	if _, err := f.db.Exec(f.ctx, `UPDATE resource_queue SET manual_requested_by = 'token:ops', run_at = now() WHERE id IN (SELECT id FROM resources WHERE name = 'db')`); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the manual request held", func() (bool, string) {
@@ -461,7 +461,7 @@ func TestWindowKeepsManualRequest(t *testing.T) {
 		return len(hs) == 1 && hs[0].Trigger == "manual" && hs[0].Actor == "token:ops", shows(f.get("db"))
 	})
 	var by *string
-	if err := f.db.QueryRow(f.ctx, `SELECT manual_requested_by FROM resources WHERE name = 'db'`).Scan(&by); err != nil || by == nil || *by != "token:ops" {
+	if err := f.db.QueryRow(f.ctx, `SELECT manual_requested_by FROM resources JOIN resource_queue USING (id) WHERE name = 'db'`).Scan(&by); err != nil || by == nil || *by != "token:ops" {
 		t.Fatalf("held request: manual_requested_by %v, %v", by, err)
 	}
 	f.setWindows(t)

@@ -15,7 +15,7 @@ import (
 func BenchmarkAPIReads(b *testing.B) {
 	srv, st := setup(b, 2000)
 	// Nothing due: the engine idle, requests unpaced.
-	if _, err := st.Pool().Exec(context.Background(), "UPDATE resources SET run_at = now() + interval '1 hour'"); err != nil {
+	if _, err := st.Pool().Exec(context.Background(), "UPDATE resource_queue SET run_at = now() + interval '1 hour'"); err != nil {
 		b.Fatal(err)
 	}
 	h := srv.Config.Handler

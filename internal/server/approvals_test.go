@@ -144,14 +144,14 @@ func TestApprovalVotes(t *testing.T) {
 	var votes int
 	check := func(wantVotes int) {
 		t.Helper()
-		err := st.Pool().QueryRow(context.Background(), `SELECT r.run_at::text, (SELECT count(*) FROM approvals) FROM resources r
+		err := st.Pool().QueryRow(context.Background(), `SELECT q.run_at::text, (SELECT count(*) FROM approvals) FROM resources r JOIN resource_queue q ON q.id = r.id
 			WHERE namespace = 'alpha' AND name = 'q000'`).Scan(&runAt, &votes)
 		if err != nil || votes != wantVotes || (wantVotes > 0 && runAt == nil) {
 			t.Fatalf("after the votes: run_at %v, %d votes, %v; want %d", runAt, votes, err, wantVotes)
 		}
 	}
 	check(0) // refused votes write nothing
-	if _, err := st.Pool().Exec(context.Background(), "UPDATE resources SET run_at = NULL"); err != nil {
+	if _, err := st.Pool().Exec(context.Background(), "UPDATE resource_queue SET run_at = NULL"); err != nil {
 		t.Fatal(err)
 	}
 

@@ -49,9 +49,11 @@ func TestDashboardRetryRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Pool().Exec(context.Background(), `UPDATE resources SET phase = $1, conditions = $2, run_at = now() - interval '20 seconds',
+	if _, err := st.Pool().Exec(context.Background(), `WITH r AS (UPDATE resources SET phase = $1, conditions = $2
+		WHERE namespace = 'alpha' AND name = 'q000' RETURNING id)
+		UPDATE resource_queue q SET run_at = now() - interval '20 seconds',
 		lease_owner = 'replica-1', lease_token = gen_random_uuid(), lease_expires_at = now() + interval '1 hour'
-		WHERE namespace = 'alpha' AND name = 'q000'`, s.Phase, cj); err != nil {
+		FROM r WHERE q.id = r.id`, s.Phase, cj); err != nil {
 		t.Fatal(err)
 	}
 	code, body := getAs(t, formClient(t), srv.URL+"/resources/alpha/Queue/q000", "admin")

@@ -301,8 +301,8 @@ func (w *applyWriter) insert(ctx context.Context, idx []int) error {
 	b := &w.b
 	if _, err := w.tx.Exec(ctx, `
 		INSERT INTO resources (namespace, kind, name, api_version, source, file_path, file_line, revision,
-		  labels, annotations, spec, spec_hash, meta_hash, conditions, run_at, sealed_sha, has_deps, blocked)
-		SELECT ns, kind, name, av, $1, fp, fl, $2, lb::jsonb, an::jsonb, sp::jsonb, sh, mh, $3::jsonb, now(), NULLIF(se, ''), hd, hd
+		  labels, annotations, spec, spec_hash, meta_hash, conditions, sealed_sha, has_deps)
+		SELECT ns, kind, name, av, $1, fp, fl, $2, lb::jsonb, an::jsonb, sp::jsonb, sh, mh, $3::jsonb, NULLIF(se, ''), hd
 		FROM unnest($4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::int[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::bool[])
 		  AS x(ns, kind, name, av, fp, fl, lb, an, sp, sh, mh, se, hd)`,
 		w.p.Source, w.p.Revision, initialConditions(), b.ns, b.kind, b.name, b.av, b.fp, b.fl, b.lb, b.an, b.sp, b.sh, b.mh, b.se, b.hd); err != nil {
@@ -386,9 +386,9 @@ func (w *applyWriter) update(ctx context.Context, rs []rewrite) error {
 		UPDATE resources r SET api_version = x.av, file_path = x.fp, file_line = x.fl, revision = $1,
 		  labels = x.lb::jsonb, annotations = x.an::jsonb, spec = x.sp::jsonb, spec_hash = x.sh, meta_hash = x.mh,
 		  sealed_sha = NULLIF(x.se, ''), kind = x.kind, generation = r.generation + 1, updated_at = now(), deletion_timestamp = NULL,
-		  run_at = now(), attempt = 0, dirty = r.lease_owner IS NOT NULL, orphaned = false,
+		  attempt = 0, orphaned = false,
 		  phase = COALESCE(x.phase, r.phase), conditions = COALESCE(x.conds::jsonb, r.conditions),
-		  has_deps = x.hd, blocked = x.hd,
+		  has_deps = x.hd,
 		  resolved_spec = CASE WHEN x.hd THEN r.resolved_spec END, resolved_origins = CASE WHEN x.hd THEN r.resolved_origins END, inputs_hash = CASE WHEN x.hd THEN r.inputs_hash END
 		FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
 		  $12::text[], $13::text[], $14::text[], $15::bool[])
@@ -400,6 +400,11 @@ func (w *applyWriter) update(ctx context.Context, rs []rewrite) error {
 		return err
 	}
 	if w.changes, err = collectChanges(rows, w.p.Source, w.changes); err != nil {
+		return err
+	}
+	// Due at once; a row with dependencies waits until they are looked at.
+	if _, err := w.tx.Exec(ctx, `UPDATE resource_queue q SET run_at = now(), dirty = q.lease_owner IS NOT NULL, blocked = x.hd
+		FROM unnest($1::bigint[], $2::bool[]) AS x(id, hd) WHERE q.id = x.id`, b.ids, b.hd); err != nil {
 		return err
 	}
 	w.affected = append(w.affected, b.ids...)
@@ -426,13 +431,18 @@ func (w *applyWriter) relabel(ctx context.Context, rs []rewrite) error {
 	_, err := w.tx.Exec(ctx, `
 		UPDATE resources r SET api_version = x.av, file_path = x.fp, file_line = x.fl, revision = $1,
 		  labels = x.lb::jsonb, annotations = x.an::jsonb, meta_hash = x.mh, kind = x.kind, updated_at = now(), orphaned = false,
-		  sealed_sha = NULLIF(x.se, ''), has_deps = x.hd, blocked = x.hd AND r.blocked,
+		  sealed_sha = NULLIF(x.se, ''), has_deps = x.hd,
 		  resolved_spec = CASE WHEN x.hd THEN r.resolved_spec END, resolved_origins = CASE WHEN x.hd THEN r.resolved_origins END, inputs_hash = CASE WHEN x.hd THEN r.inputs_hash END
 		FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::text[], $10::text[], $11::bool[])
 		  AS x(id, kind, av, fp, fl, lb, an, mh, se, hd)
 		WHERE r.id = x.id`,
 		w.p.Revision, b.ids, b.kind, b.av, b.fp, b.fl, b.lb, b.an, b.mh, b.se, b.hd)
 	if err != nil {
+		return err
+	}
+	// A row without dependencies any more waits for none.
+	if _, err := w.tx.Exec(ctx, `UPDATE resource_queue q SET blocked = false
+		FROM unnest($1::bigint[], $2::bool[]) AS x(id, hd) WHERE q.id = x.id AND q.blocked AND NOT x.hd`, b.ids, b.hd); err != nil {
 		return err
 	}
 	idx := make([]int, len(rs))
@@ -445,8 +455,9 @@ func (w *applyWriter) relabel(ctx context.Context, rs []rewrite) error {
 // requestReconcile runs the rows ids now as a manual reconcile by git:<revision> (their
 // reconcile-requested-at annotation changed; the relabel wrote the annotation).
 func (w *applyWriter) requestReconcile(ctx context.Context, ids []int64) error {
-	rows, err := w.tx.Query(ctx, `UPDATE resources SET run_at = now(), manual_requested_by = $2,
-		dirty = dirty OR lease_owner IS NOT NULL WHERE id = ANY($1::bigint[]) RETURNING namespace, kind, name`,
+	rows, err := w.tx.Query(ctx, `UPDATE resource_queue q SET run_at = now(), manual_requested_by = $2,
+		dirty = q.dirty OR q.lease_owner IS NOT NULL FROM resources r WHERE r.id = q.id AND q.id = ANY($1::bigint[])
+		RETURNING r.namespace, r.kind, r.name`,
 		ids, "git:"+clip.Rev(w.p.Revision))
 	if err != nil {
 		return err
@@ -466,8 +477,7 @@ func (w *applyWriter) markGone(ctx context.Context, ids []int64) error {
 		return err
 	}
 	rows, err := w.tx.Query(ctx, `
-		UPDATE resources r SET deletion_timestamp = now(), run_at = now(), attempt = 0,
-		  dirty = r.lease_owner IS NOT NULL, phase = x.phase, conditions = x.conds::jsonb,
+		UPDATE resources r SET deletion_timestamp = now(), attempt = 0, phase = x.phase, conditions = x.conds::jsonb,
 		  revision = $2
 		FROM unnest($1::bigint[], $3::text[], $4::text[]) AS x(id, phase, conds)
 		WHERE r.id = x.id AND x.phase IS NOT NULL RETURNING r.namespace, r.kind, r.name, r.phase, r.generation`, ids, w.p.Revision, phases, conds)
@@ -476,6 +486,10 @@ func (w *applyWriter) markGone(ctx context.Context, ids []int64) error {
 	}
 	n := len(w.changes)
 	if w.changes, err = collectChanges(rows, w.p.Source, w.changes); err != nil {
+		return err
+	}
+	if _, err := w.tx.Exec(ctx, `UPDATE resource_queue q SET run_at = now(), dirty = q.lease_owner IS NOT NULL
+		FROM unnest($1::bigint[], $2::text[]) AS x(id, phase) WHERE q.id = x.id AND x.phase IS NOT NULL`, ids, phases); err != nil {
 		return err
 	}
 	w.affected = append(w.affected, ids...)

@@ -158,7 +158,7 @@ func TestApplyRevisionBatchesWriteTheSame(t *testing.T) {
 		out := []string{fmt.Sprint("created ", res.Created), "refresh " + strings.Join(refresh, " "), "--"}
 		for _, q := range []string{
 			`SELECT concat_ws(' ', namespace, kind, name, api_version, source, file_path, file_line, revision, labels, annotations, spec,
-			  spec_hash, meta_hash, generation, phase, conditions->0->>'reason', run_at IS NOT NULL, sealed_sha, has_deps, blocked) FROM resources ORDER BY id`,
+			  spec_hash, meta_hash, generation, phase, conditions->0->>'reason', run_at IS NOT NULL, sealed_sha, has_deps, blocked) FROM resources JOIN resource_queue USING (id) ORDER BY id`,
 			`SELECT concat_ws(' ', r.name, e.dep_kind, e.dep_namespace, e.dep_name) FROM resource_edges e JOIN resources r ON r.id = e.resource_id ORDER BY r.id`,
 			`SELECT concat_ws(' ', object, type, namespace, kind, name, source, phase, generation) FROM changes ORDER BY id`,
 			`SELECT concat_ws(' ', namespace, kind, name, source, type, reason, message) FROM events ORDER BY id`,

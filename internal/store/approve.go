@@ -247,7 +247,7 @@ func (s *Store) Vote(ctx context.Context, p VoteParams) (*ApprovalRequest, error
 			approver, p.Vote.Reason); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE resources SET run_at = now(), dirty = dirty OR lease_owner IS NOT NULL WHERE id = $1`,
+		if _, err := tx.Exec(ctx, `UPDATE resource_queue SET run_at = now(), dirty = dirty OR lease_owner IS NOT NULL WHERE id = $1`,
 			q.ResourceID); err != nil {
 			return err
 		}

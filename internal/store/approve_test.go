@@ -121,7 +121,7 @@ func TestApprovalRequests(t *testing.T) {
 		}
 	}
 	var runAt *time.Time
-	if err := st.pool.QueryRow(ctx, "UPDATE resources SET run_at = NULL WHERE kind = 'Database' RETURNING run_at").Scan(&runAt); err != nil {
+	if err := st.pool.QueryRow(ctx, "UPDATE resource_queue SET run_at = NULL WHERE id IN (SELECT id FROM resources WHERE kind = 'Database') RETURNING run_at").Scan(&runAt); err != nil {
 		t.Fatal(err)
 	}
 
@@ -135,7 +135,7 @@ func TestApprovalRequests(t *testing.T) {
 		q.Votes[0].Reason != "fine" || q.Votes[0].At.IsZero() {
 		t.Fatalf("votes after the vote: %+v", q.Votes)
 	}
-	if err := st.pool.QueryRow(ctx, "SELECT run_at FROM resources WHERE kind = 'Database'").Scan(&runAt); err != nil || runAt == nil {
+	if err := st.pool.QueryRow(ctx, "SELECT run_at FROM resources JOIN resource_queue USING (id) WHERE kind = 'Database'").Scan(&runAt); err != nil || runAt == nil {
 		t.Fatalf("run_at after the vote: %v, %v", runAt, err)
 	}
 	evs, err := st.ListEvents(ctx, Everything, EventFilter{Kind: "Database", Name: "database"})

@@ -34,7 +34,7 @@ func TestEngineBusy(t *testing.T) {
 	if err := st.Release(ctx, "a", ids, toks); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Pool().Exec(ctx, "UPDATE resources SET run_at = now() + interval '1 hour'"); err != nil {
+	if _, err := st.Pool().Exec(ctx, "UPDATE resource_queue SET run_at = now() + interval '1 hour'"); err != nil {
 		t.Fatal(err)
 	}
 	busy(false, "nothing due until later, no lease")

@@ -102,7 +102,7 @@ type ResourceSummary struct {
 
 const summaryColumns = `namespace, kind, name, source, file_path, file_line, revision, labels, generation, observed_generation,
 	phase, message, COALESCE((SELECT c FROM jsonb_array_elements(conditions) c WHERE c->>'type' = 'Ready' LIMIT 1), 'null'),
-	attempt, COALESCE(status_updated_at, last_reconcile_time), deletion_timestamp IS NOT NULL, orphaned, suspended`
+	attempt, COALESCE(status_updated_at, last_reconcile_time), deletion_timestamp IS NOT NULL, orphaned, (SELECT q.suspended FROM resource_queue q WHERE q.id = resources.id)`
 
 func scanSummary(row pgx.Row) (ResourceSummary, error) {
 	var r ResourceSummary

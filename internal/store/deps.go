@@ -15,8 +15,8 @@ import (
 )
 
 // Dependencies (DESIGN §4, Dependencies) are rows of resource_edges, written with the
-// desired state. What a resource waits for is kept in resources.blocked, which takes it out
-// of the claim's index: the claim never scans waiting rows. blocked is a hint kept fresh by
+// desired state. What a resource waits for is kept in resource_queue.blocked, which takes it
+// out of the claim's index: the claim never scans waiting rows. blocked is a hint kept fresh by
 // RefreshDependencies after every commit that can change it (a revision applied, results
 // written, a row removed), and by the maintenance sweep (StaleWaits) for what a crash cut
 // short; the claim itself checks the dependencies of the rows it takes, so a stale hint can
@@ -258,10 +258,10 @@ func (s *Store) RefreshDependencies(ctx context.Context, ids []int64) error {
 }
 
 func refresh(ctx context.Context, tx pgx.Tx, ids []int64) error {
-	rows, err := tx.Query(ctx, `SELECT id, kind, namespace, name, source, phase, conditions, generation, observed_generation,
+	rows, err := tx.Query(ctx, `SELECT r.id, kind, namespace, name, source, phase, conditions, generation, observed_generation,
 		  deletion_timestamp IS NOT NULL, has_deps, blocked, lease_owner IS NOT NULL, run_at IS NOT NULL AND run_at <= now(),
 		  COALESCE(inputs_hash, '')
-		FROM resources WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`, ids)
+		FROM resources r JOIN resource_queue q ON q.id = r.id WHERE r.id = ANY($1::bigint[]) ORDER BY r.id FOR UPDATE OF r, q`, ids)
 	if err != nil {
 		return err
 	}
@@ -353,12 +353,17 @@ func refresh(ctx context.Context, tx pgx.Tx, ids []int64) error {
 	if len(upIDs) == 0 {
 		return nil
 	}
-	if _, err := tx.Exec(ctx, `UPDATE resources r SET blocked = x.blocked, phase = x.phase, conditions = x.conds::jsonb,
-		  run_at = CASE WHEN x.rerun AND r.lease_owner IS NULL THEN now() ELSE r.run_at END,
-		  dirty = r.dirty OR (x.rerun AND r.lease_owner IS NOT NULL),
-		  dependency_by = CASE WHEN x.rerun THEN x.by ELSE r.dependency_by END
-		FROM unnest($1::bigint[], $2::bool[], $3::text[], $4::text[], $5::bool[], $6::text[]) AS x(id, blocked, phase, conds, rerun, by)
-		WHERE r.id = x.id`, upIDs, upBlocked, upPhase, upConds, upRerun, upBy); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE resources r SET phase = x.phase, conditions = x.conds::jsonb
+		FROM unnest($1::bigint[], $2::text[], $3::text[]) AS x(id, phase, conds)
+		WHERE r.id = x.id AND (r.phase IS DISTINCT FROM x.phase OR r.conditions IS DISTINCT FROM x.conds::jsonb)`, upIDs, upPhase, upConds); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE resource_queue q SET blocked = x.blocked,
+		  run_at = CASE WHEN x.rerun AND q.lease_owner IS NULL THEN now() ELSE q.run_at END,
+		  dirty = q.dirty OR (x.rerun AND q.lease_owner IS NOT NULL),
+		  dependency_by = CASE WHEN x.rerun THEN x.by ELSE q.dependency_by END
+		FROM unnest($1::bigint[], $2::bool[], $3::bool[], $4::text[]) AS x(id, blocked, rerun, by)
+		WHERE q.id = x.id`, upIDs, upBlocked, upRerun, upBy); err != nil {
 		return err
 	}
 	if err := insertEvents(ctx, tx, events); err != nil {
@@ -423,10 +428,10 @@ func liveDependents(ctx context.Context, tx DB, ids []int64) (map[int64]dependen
 // them; normally the list is short.
 func (s *Store) StaleWaits(ctx context.Context, limit int) ([]int64, error) {
 	rows, err := s.pool.Query(ctx, `
-		(SELECT r.id FROM resources r WHERE r.blocked AND (true `+claimGateSQL+`) LIMIT $1)
+		(SELECT r.id FROM resource_queue q JOIN resources r ON r.id = q.id WHERE q.blocked AND (true `+claimGateSQL+`) LIMIT $1)
 		UNION
-		(SELECT r.id FROM resources r
-		 WHERE r.lease_owner IS NULL AND r.run_at IS NOT NULL AND r.run_at <= now() AND NOT r.suspended AND NOT r.blocked
+		(SELECT r.id FROM resource_queue q JOIN resources r ON r.id = q.id
+		 WHERE q.lease_owner IS NULL AND q.run_at IS NOT NULL AND q.run_at <= now() AND NOT q.suspended AND NOT q.blocked
 		   AND NOT (true `+claimGateSQL+`)
 		 LIMIT $1)`, limit)
 	if err != nil {
@@ -519,8 +524,8 @@ func checkCycles(ctx context.Context, tx pgx.Tx, p ApplyParams, lock bool) error
 func (s *Store) RequeueCrossNamespace(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE resources r SET run_at = now(), dirty = r.dirty OR r.lease_owner IS NOT NULL
-			WHERE NOT r.suspended AND r.deletion_timestamp IS NULL
+		tag, err := tx.Exec(ctx, `UPDATE resource_queue q SET run_at = now(), dirty = q.dirty OR q.lease_owner IS NOT NULL
+			FROM resources r WHERE r.id = q.id AND NOT q.suspended AND r.deletion_timestamp IS NULL
 			  AND EXISTS (SELECT 1 FROM resource_edges e WHERE e.resource_id = r.id AND e.dep_namespace <> r.namespace)`)
 		if err != nil {
 			return err

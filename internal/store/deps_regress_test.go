@@ -86,12 +86,12 @@ func TestDepsRegressionRequeueKindNoRefresh(t *testing.T) {
 		succeed(t, st, cs[0], out)
 	}
 	// make Database due (its resync) and change Network's action
-	st.pool.Exec(ctx, `UPDATE resources SET run_at = now() WHERE kind = 'Database'`)
+	st.pool.Exec(ctx, `UPDATE resource_queue SET run_at = now() WHERE id IN (SELECT id FROM resources WHERE kind = 'Database')`)
 	set = chainSet("App")
 	set.Types = []manifest.ResourceType{typ("b")}
 	apply("r2", set)
 	var blocked bool
-	st.pool.QueryRow(ctx, `SELECT blocked FROM resources WHERE kind = 'Database'`).Scan(&blocked)
+	st.pool.QueryRow(ctx, `SELECT blocked FROM resources JOIN resource_queue USING (id) WHERE kind = 'Database'`).Scan(&blocked)
 	stale, _ := st.StaleWaits(ctx, 100)
 	next, _ := st.NextDue(ctx)
 	ph, c := condition(t, st, "Database", status.DependenciesReady)
@@ -124,7 +124,7 @@ func TestDepsRegressionDroppedEdgeNoRefreshOfTarget(t *testing.T) {
 	set.Resources[0].DependsOn = nil
 	apply("r3", set)
 	var blocked bool
-	st.pool.QueryRow(ctx, `SELECT blocked FROM resources WHERE kind = 'Network'`).Scan(&blocked)
+	st.pool.QueryRow(ctx, `SELECT blocked FROM resources JOIN resource_queue USING (id) WHERE kind = 'Network'`).Scan(&blocked)
 	ph, c := condition(t, st, "Network", status.DependentsDeleted)
 	kinds, _ := claimNames(t, st)
 	t.Logf("Network blocked=%v %s %+v; claimed %v", blocked, ph, c, kinds)

@@ -151,7 +151,7 @@ func TestDependencyLifecycle(t *testing.T) {
 	// Network's output changes: Database runs again (trigger dependency), then App, whose
 	// referenced Database output changed too.
 	setRunAt := func(kind string) {
-		if _, err := st.pool.Exec(ctx, `UPDATE resources SET run_at = now() WHERE kind = $1`, kind); err != nil {
+		if _, err := st.pool.Exec(ctx, `UPDATE resource_queue SET run_at = now() WHERE id IN (SELECT id FROM resources WHERE kind = $1)`, kind); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -255,7 +255,7 @@ func TestClaimGateWithoutRefresh(t *testing.T) {
 	if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "r1", Set: chainSet(), Prune: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.pool.Exec(ctx, `UPDATE resources SET blocked = false`); err != nil {
+	if _, err := st.pool.Exec(ctx, `UPDATE resource_queue SET blocked = false`); err != nil {
 		t.Fatal(err)
 	}
 	if kinds, _ := claimNames(t, st); !slices.Equal(kinds, []string{"Network"}) {

@@ -79,7 +79,7 @@ func TestApprovalRequestsInResults(t *testing.T) {
 	}
 	due := func() {
 		t.Helper()
-		if _, err := st.pool.Exec(ctx, `UPDATE resources SET run_at = now() WHERE id = $1`, c.ID); err != nil {
+		if _, err := st.pool.Exec(ctx, `UPDATE resource_queue SET run_at = now() WHERE id = $1`, c.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -122,7 +122,7 @@ func TestApprovalRequestsInResults(t *testing.T) {
 	}
 
 	// RequeueGated: the gated resource is due again, the others are not touched.
-	if _, err := st.pool.Exec(ctx, `UPDATE resources SET run_at = NULL`); err != nil {
+	if _, err := st.pool.Exec(ctx, `UPDATE resource_queue SET run_at = NULL`); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := st.RequeueGated(ctx); err != nil || n != 1 {

@@ -111,7 +111,7 @@ func (s *Store) resourceDetail(ctx context.Context, sc Scope, namespace, kind, n
 	var b pgx.Batch
 	var found bool
 	if withResource {
-		b.Queue("SELECT resolved_spec, resolved_origins, "+resourceColumns+" FROM resources WHERE "+this, namespace, kind, name).QueryRow(func(row pgx.Row) error {
+		b.Queue("SELECT resolved_spec, resolved_origins, "+resourceColumns+" FROM resources"+withQueue+" WHERE "+this, namespace, kind, name).QueryRow(func(row pgx.Row) error {
 			var err error
 			res, err = scanResource(row, &n.ResolvedSpec, &n.ResolvedOrigins)
 			found = err == nil

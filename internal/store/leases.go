@@ -194,7 +194,7 @@ func (s *Store) ListReplicas(ctx context.Context, aliveWithin time.Duration) ([]
 		SELECT r.name, r.hostname, r.pid, r.version, r.listen, r.started_at, r.last_seen,
 		  r.last_seen > now() - $1 * interval '1 millisecond',
 		  COALESCE((SELECT array_agg(l.name ORDER BY l.name) FROM leases l WHERE l.holder = r.name AND l.expires_at > now()), '{}'),
-		  (SELECT count(*) FROM resources x WHERE x.lease_owner = r.name),
+		  (SELECT count(*) FROM resource_queue x WHERE x.lease_owner = r.name),
 		  r.config_hash, r.config_loaded_at, r.config_error, r.config_error_at
 		FROM replicas r WHERE r.last_seen > now() - interval '10 minutes' ORDER BY r.name`, aliveWithin.Milliseconds())
 	if err != nil {

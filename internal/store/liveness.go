@@ -242,13 +242,13 @@ func releaseOwner(ctx context.Context, tx pgx.Tx, owner, by, why string) (int, e
 // from status.Released (a claim that never started shows what it showed). skipLocked skips rows being written right now (the reaper; they are
 // looked at again next time).
 func releaseLeased(ctx context.Context, tx pgx.Tx, where string, args []any, skipLocked bool, by, why string) (int, error) {
-	lock := "FOR UPDATE"
+	lock := "FOR UPDATE OF r, q"
 	if skipLocked {
 		lock += " SKIP LOCKED"
 	}
-	rows, err := tx.Query(ctx, `SELECT id, uid::text, namespace, kind, name, source, revision, generation, observed_generation,
+	rows, err := tx.Query(ctx, `SELECT r.id, uid::text, namespace, kind, name, source, revision, generation, observed_generation,
 		  phase, conditions, deletion_timestamp IS NOT NULL, lease_owner, COALESCE(claimed_at, now()), started_at IS NOT NULL
-		FROM resources WHERE `+where+` ORDER BY id `+lock, args...)
+		FROM resources r JOIN resource_queue q ON q.id = r.id WHERE `+where+` ORDER BY r.id `+lock, args...)
 	if err != nil {
 		return 0, err
 	}
@@ -316,9 +316,12 @@ func releaseLeased(ctx context.Context, tx pgx.Tx, where string, args []any, ski
 				Source: l.src, Phase: st.Phase, Generation: l.gen})
 		}
 	}
-	if _, err := tx.Exec(ctx, `UPDATE resources r SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, claimed_at = NULL, started_at = NULL,
-		  run_at = LEAST(COALESCE(r.run_at, now()), now()), dirty = false, phase = x.phase, conditions = x.conds::jsonb
+	if _, err := tx.Exec(ctx, `UPDATE resources r SET phase = x.phase, conditions = x.conds::jsonb
 		FROM unnest($1::bigint[], $2::text[], $3::text[]) AS x(id, phase, conds) WHERE r.id = x.id`, ids, phases, conds); err != nil {
+		return 0, err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE resource_queue q SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, claimed_at = NULL, started_at = NULL,
+		  run_at = LEAST(COALESCE(q.run_at, now()), now()), dirty = false WHERE q.id = ANY($1::bigint[])`, ids); err != nil {
 		return 0, err
 	}
 	if err := insertHistoryBatch(ctx, tx, hist); err != nil {

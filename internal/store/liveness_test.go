@@ -41,7 +41,7 @@ func TestLivenessDeadReplicaReleased(t *testing.T) {
 	// a claims q1 and q2; q1's call starts, q2 waits in a's memory for a worker.
 	seed(t, peer, seedRow{name: "q1", source: "infra", revision: "r1", phase: "Pending", generation: 1},
 		seedRow{name: "q2", source: "infra", revision: "r1", phase: "Pending", generation: 1})
-	if _, err := peer.pool.Exec(ctx, "UPDATE resources SET run_at = now()"); err != nil {
+	if _, err := peer.pool.Exec(ctx, "UPDATE resource_queue SET run_at = now()"); err != nil {
 		t.Fatal(err)
 	}
 	claimed, err := dying.Claim(ctx, "a", 10, time.Minute)
@@ -87,7 +87,7 @@ func TestLivenessDeadReplicaReleased(t *testing.T) {
 	}
 	var owner *string
 	var phase, conds string
-	if err := peer.pool.QueryRow(ctx, "SELECT lease_owner, phase, conditions::text FROM resources WHERE name = 'q1'").Scan(&owner, &phase, &conds); err != nil {
+	if err := peer.pool.QueryRow(ctx, "SELECT lease_owner, phase, conditions::text FROM resources JOIN resource_queue USING (id) WHERE name = 'q1'").Scan(&owner, &phase, &conds); err != nil {
 		t.Fatal(err)
 	}
 	if owner != nil || phase != "Reconciling" {
@@ -104,7 +104,7 @@ func TestLivenessDeadReplicaReleased(t *testing.T) {
 	// in its history.
 	var q2Phase, q2After string
 	var q2Owner *string
-	if err := peer.pool.QueryRow(ctx, "SELECT lease_owner, phase, conditions::text FROM resources WHERE name = 'q2'").Scan(&q2Owner, &q2Phase, &q2After); err != nil {
+	if err := peer.pool.QueryRow(ctx, "SELECT lease_owner, phase, conditions::text FROM resources JOIN resource_queue USING (id) WHERE name = 'q2'").Scan(&q2Owner, &q2Phase, &q2After); err != nil {
 		t.Fatal(err)
 	}
 	var before, after []status.Condition

@@ -56,8 +56,8 @@ func (s *Store) requestReconcile(ctx context.Context, namespace, kind, name, act
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var id int64
 		var suspended bool
-		err := tx.QueryRow(ctx, `SELECT id, kind, source, suspended FROM resources
-			WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3 FOR UPDATE`, namespace, kind, name).
+		err := tx.QueryRow(ctx, `SELECT r.id, r.kind, r.source, q.suspended FROM resources r JOIN resource_queue q ON q.id = r.id
+			WHERE r.namespace = $1 AND lower(r.kind) = lower($2) AND r.name = $3 FOR UPDATE OF r, q`, namespace, kind, name).
 			Scan(&id, &ref.Kind, &ref.Source, &suspended)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("resource %s/%s/%s: %w", namespace, kind, name, ErrNotFound)
@@ -68,10 +68,13 @@ func (s *Store) requestReconcile(ctx context.Context, namespace, kind, name, act
 		if suspended {
 			return fmt.Errorf("resource %s/%s/%s is %w: resume it first", namespace, ref.Kind, name, ErrSuspended)
 		}
-		// An override rides on the same statement (nil leaves window_override as it is).
-		if _, err := tx.Exec(ctx, `UPDATE resources SET run_at = now(), manual_requested_by = $2,
-			dirty = dirty OR lease_owner IS NOT NULL, window_override = COALESCE($3::jsonb, window_override) WHERE id = $1`,
-			id, actor, override); err != nil {
+		if override != nil {
+			if _, err := tx.Exec(ctx, `UPDATE resources SET window_override = $2::jsonb WHERE id = $1`, id, override); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE resource_queue SET run_at = now(), manual_requested_by = $2,
+			dirty = dirty OR lease_owner IS NOT NULL WHERE id = $1`, id, actor); err != nil {
 			return err
 		}
 		if err := insertEvent(ctx, tx, Event{Namespace: namespace, Kind: ref.Kind, Name: name, Source: ref.Source, Type: EventNormal,
@@ -182,9 +185,12 @@ func (s *Store) SetSuspended(ctx context.Context, p SuspendParams) ([]ResourceRe
 		if len(ids) == 0 {
 			return nil
 		}
-		if _, err := tx.Exec(ctx, `UPDATE resources r SET suspended = $1, phase = x.phase, conditions = x.conds::jsonb,
-			status_updated_at = now() FROM unnest($2::bigint[], $3::text[], $4::text[]) AS x(id, phase, conds) WHERE r.id = x.id`,
-			p.Suspend, ids, phases, conds); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE resources r SET phase = x.phase, conditions = x.conds::jsonb,
+			status_updated_at = now() FROM unnest($1::bigint[], $2::text[], $3::text[]) AS x(id, phase, conds) WHERE r.id = x.id`,
+			ids, phases, conds); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE resource_queue SET suspended = $1 WHERE id = ANY($2::bigint[])`, p.Suspend, ids); err != nil {
 			return err
 		}
 		reason, msg := ReasonResumed, "resumed by "+p.Actor

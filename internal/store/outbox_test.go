@@ -23,7 +23,7 @@ func TestOutboxWrittenWithResults(t *testing.T) {
 		seedRow{name: "quiet", source: "infra", revision: "r1", phase: "Ready", generation: 1, observed: 1},
 		seedRow{name: "drifts", source: "infra", revision: "r1", phase: "Ready", generation: 1, observed: 1},
 	)
-	if _, err := st.pool.Exec(ctx, "UPDATE resources SET run_at = now(), labels = '{\"tier\":\"critical\"}'"); err != nil {
+	if _, err := st.pool.Exec(ctx, "WITH r AS (UPDATE resources SET labels = '{\"tier\":\"critical\"}' RETURNING id) UPDATE resource_queue q SET run_at = now() FROM r WHERE q.id = r.id"); err != nil {
 		t.Fatal(err)
 	}
 	claimed, err := st.Claim(ctx, "a", 10, time.Minute)

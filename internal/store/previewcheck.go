@@ -134,8 +134,8 @@ func (s *Store) CurrentOutputs(ctx context.Context, ids []graph.ID) (map[graph.I
 // plugin's own lock cannot see it.
 func (s *Store) BeingReconciled(ctx context.Context, namespace, kind, name string) (bool, error) {
 	var held bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM resources
-		WHERE namespace = $1 AND lower(kind) = $2 AND name = $3 AND lease_owner IS NOT NULL AND lease_expires_at > now())`,
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM resources r JOIN resource_queue q ON q.id = r.id
+		WHERE r.namespace = $1 AND lower(r.kind) = $2 AND r.name = $3 AND q.lease_owner IS NOT NULL AND q.lease_expires_at > now())`,
 		namespace, lowerASCII(kind), name).Scan(&held)
 	if err != nil {
 		return false, fmt.Errorf("read the claim of %s/%s/%s: %w", namespace, kind, name, err)

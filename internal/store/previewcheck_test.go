@@ -107,7 +107,7 @@ func TestBeingReconciled(t *testing.T) {
 		t.Fatalf("claim: %v, %v", claimed, err)
 	}
 	held(true, "claimed")
-	if _, err := st.Pool().Exec(ctx, `UPDATE resources SET lease_expires_at = now() - interval '1 second'`); err != nil {
+	if _, err := st.Pool().Exec(ctx, `UPDATE resource_queue SET lease_expires_at = now() - interval '1 second'`); err != nil {
 		t.Fatal(err)
 	}
 	held(false, "lease expired")

@@ -83,6 +83,10 @@ const resourceColumns = `api_version, kind, name, namespace, uid::text, generati
 	source, file_path, file_line, revision,
 	run_at, lease_owner IS NOT NULL, suspended, blocked, orphaned`
 
+// withQueue follows FROM resources in a query of resourceColumns: the columns of the row's
+// queue entry (resource_queue) beside its own, id one column of both.
+const withQueue = " JOIN resource_queue USING (id)"
+
 // scanResource reads resourceColumns, after the columns extra receives when the query
 // selects some before them. It leaves DependsOn to the caller (ListResources attaches it).
 func scanResource(row pgx.Row, extra ...any) (Resource, error) {
@@ -157,7 +161,7 @@ func (s *Store) getResource(ctx context.Context, sc Scope, namespace, kind, name
 	}
 	var id int64
 	r, err := scanResource(s.reader().QueryRow(ctx, "SELECT id, "+resourceColumns+
-		" FROM resources WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3", namespace, kind, name), &id)
+		" FROM resources"+withQueue+" WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3", namespace, kind, name), &id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, resourceNotFound(namespace, kind, name)
 	}
@@ -195,7 +199,7 @@ func (s *Store) ListResources(ctx context.Context, sc Scope, f ResourceFilter) (
 	if err != nil {
 		return nil, "", err
 	}
-	rows, err := s.reader().Query(ctx, "SELECT id, has_deps, "+resourceColumns+" FROM resources"+clause, args.planned()...)
+	rows, err := s.reader().Query(ctx, "SELECT id, has_deps, "+resourceColumns+" FROM resources"+withQueue+clause, args.planned()...)
 	if err != nil {
 		return nil, "", err
 	}

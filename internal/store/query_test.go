@@ -44,7 +44,7 @@ func TestResourceDependsOnAsWritten(t *testing.T) {
 }
 
 // TestNextReconcileTimeAsTheDueIndex: the next reconcile time a resource shows, alone and
-// listed, is its run_at exactly when the due index (resources_due) holds the row: not leased,
+// listed, is its run_at exactly when the due index (resource_queue_due) holds the row: not leased,
 // not suspended, not blocked.
 func TestNextReconcileTimeAsTheDueIndex(t *testing.T) {
 	t.Parallel()
@@ -61,11 +61,11 @@ func TestNextReconcileTimeAsTheDueIndex(t *testing.T) {
 		for _, lease := range []*string{nil, &replica} {
 			for _, susp := range []bool{false, true} {
 				for _, blocked := range []bool{false, true} {
-					if _, err := st.Pool().Exec(ctx, `UPDATE resources SET run_at = $1, lease_owner = $2, suspended = $3, blocked = $4`, runAt, lease, susp, blocked); err != nil {
+					if _, err := st.Pool().Exec(ctx, `UPDATE resource_queue SET run_at = $1, lease_owner = $2, suspended = $3, blocked = $4`, runAt, lease, susp, blocked); err != nil {
 						t.Fatal(err)
 					}
 					var due *time.Time
-					if err := st.Pool().QueryRow(ctx, `SELECT CASE WHEN lease_owner IS NULL AND NOT suspended AND NOT blocked THEN run_at END FROM resources`).Scan(&due); err != nil {
+					if err := st.Pool().QueryRow(ctx, `SELECT CASE WHEN lease_owner IS NULL AND NOT suspended AND NOT blocked THEN run_at END FROM resource_queue`).Scan(&due); err != nil {
 						t.Fatal(err)
 					}
 					r, err := st.GetResource(ctx, "default", "Thing", "x")

@@ -105,22 +105,22 @@ const historyAppliedSQL = `(SELECT NULLIF(h.revision, '') FROM reconcile_history
 	  AND h.operation = 'reconcile' AND h.result IN ('Succeeded', 'Drifted', 'InSync')
 	ORDER BY h.id DESC LIMIT 1)`
 
-// Claim leases up to n due resources to owner for ttl, in ONE statement: the rows are locked
-// (rows locked by another claimer are skipped, so replicas never wait on each other) and
-// leased. A claim leaves phase and conditions alone: it may wait in the replica's memory
-// behind other calls, and shows what it showed until its call starts (Started).
-func (s *Store) Claim(ctx context.Context, owner string, n int, ttl time.Duration) ([]Claimed, error) {
-	rows, err := s.pool.Query(ctx, `
+// claimSQL is Claim's statement: $1 the limit, $2 the owner, $3 the lease's time to live in
+// milliseconds.
+const claimSQL = `
 		WITH d AS (
-		  SELECT r.id, r.manual_requested_by AS manual_by, r.dependency_by AS dep_by FROM resources r
-		  WHERE r.run_at <= now() AND r.lease_owner IS NULL AND NOT r.suspended AND NOT r.blocked `+claimGateSQL+`
-		  ORDER BY r.run_at LIMIT $1 FOR UPDATE OF r SKIP LOCKED),
-		u AS (
-		  UPDATE resources r SET lease_owner = $2, lease_token = gen_random_uuid(),
+		  SELECT q.id, q.manual_requested_by AS manual_by, q.dependency_by AS dep_by FROM resource_queue q
+		  WHERE q.run_at <= now() AND q.lease_owner IS NULL AND NOT q.suspended AND NOT q.blocked
+		    AND (SELECT true FROM resources r WHERE r.id = q.id ` + claimGateSQL + `)
+		  ORDER BY q.run_at LIMIT $1 FOR UPDATE OF q SKIP LOCKED),
+		l AS (
+		  UPDATE resource_queue q SET lease_owner = $2, lease_token = gen_random_uuid(),
 		    lease_expires_at = now() + $3 * interval '1 millisecond', claimed_at = now(), started_at = NULL, dirty = false,
 		    manual_requested_by = NULL, dependency_by = NULL
-		  FROM d WHERE r.id = d.id
-		  RETURNING r.*, d.manual_by, d.dep_by)
+		  FROM d WHERE q.id = d.id AND q.id = ANY(ARRAY(SELECT id FROM d))
+		  RETURNING q.id, q.lease_token, q.run_at, d.manual_by, d.dep_by),
+		u AS (SELECT r.*, l.lease_token, l.run_at, l.manual_by, l.dep_by FROM l JOIN resources r ON r.id = l.id
+		  WHERE r.id = ANY(ARRAY(SELECT id FROM l)))
 		SELECT u.id, u.uid::text, u.namespace, u.kind, u.name, u.api_version, u.source, u.revision, u.labels,
 		  u.annotations, u.spec, u.generation, u.observed_generation, u.phase, u.conditions, u.action_state, u.attempt,
 		  u.deletion_timestamp IS NOT NULL, u.lease_token::text,
@@ -129,13 +129,20 @@ func (s *Store) Claim(ctx context.Context, owner string, n int, ttl time.Duratio
 		  u.has_deps, COALESCE(u.dep_by, ''), CASE WHEN u.has_deps THEN t.spec END,
 		  CASE WHEN u.has_deps AND u.deletion_timestamp IS NOT NULL THEN u.resolved_spec END,
 		  CASE WHEN u.has_deps AND u.deletion_timestamp IS NOT NULL THEN u.resolved_origins END,
-		  COALESCE(u.applied_revision, CASE WHEN u.deletion_timestamp IS NOT NULL THEN `+historyAppliedSQL+` END, ''),
+		  COALESCE(u.applied_revision, CASE WHEN u.deletion_timestamp IS NOT NULL THEN ` + historyAppliedSQL + ` END, ''),
 		  COALESCE(CASE WHEN u.deletion_timestamp IS NOT NULL THEN (SELECT s.revision FROM sources s WHERE s.name = u.source) END, ''),
 		  CASE WHEN u.deletion_timestamp IS NOT NULL THEN u.applied_spec END,
 		  CASE WHEN u.deletion_timestamp IS NOT NULL THEN u.applied_origins END,
 		  u.window_override, t.drift, now()
 		FROM u LEFT JOIN resource_types t ON lower(t.name) = lower(u.kind)
-		ORDER BY u.run_at`, n, owner, ttl.Milliseconds())
+		ORDER BY u.run_at`
+
+// Claim leases up to n due resources to owner for ttl, in ONE statement: the rows are locked
+// (rows locked by another claimer are skipped, so replicas never wait on each other) and
+// leased. A claim leaves phase and conditions alone: it may wait in the replica's memory
+// behind other calls, and shows what it showed until its call starts (Started).
+func (s *Store) Claim(ctx context.Context, owner string, n int, ttl time.Duration) ([]Claimed, error) {
+	rows, err := s.pool.Query(ctx, claimSQL, n, owner, ttl.Milliseconds())
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
 	}
@@ -179,18 +186,19 @@ func (s *Store) Started(ctx context.Context, items []Start) error {
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		// Locked in id order, as results are: the two never deadlock.
-		rows, err := tx.Query(ctx, `SELECT r.id, r.lease_token::text, r.phase, r.conditions, r.observed_generation, r.generation, r.deletion_timestamp IS NOT NULL
-			FROM resources r JOIN unnest($1::bigint[], $2::uuid[]) AS x(id, tok) ON r.id = x.id AND r.lease_token = x.tok
-			ORDER BY r.id FOR UPDATE OF r`, ids, toks)
+		rows, err := tx.Query(ctx, `SELECT r.id, q.lease_token::text, r.phase, r.conditions, r.observed_generation, r.generation, r.deletion_timestamp IS NOT NULL
+			FROM resources r JOIN resource_queue q ON q.id = r.id JOIN unnest($1::bigint[], $2::uuid[]) AS x(id, tok) ON q.id = x.id AND q.lease_token = x.tok
+			ORDER BY r.id FOR UPDATE OF r, q`, ids, toks)
 		if err != nil {
 			return err
 		}
 		now := time.Now()
 		var (
-			upIDs  []int64
-			phases []string
-			conds  []*string
-			cs     []Change
+			startIDs []int64
+			upIDs    []int64
+			phases   []string
+			conds    []*string
+			cs       []Change
 		)
 		for rows.Next() {
 			var id, gen int64
@@ -208,6 +216,11 @@ func (s *Store) Started(ctx context.Context, items []Start) error {
 			}
 			it := byKey[key{id, tok}]
 			st, changed := status.CallStarted(prev, it.Generation, it.Deleting, gen, deleting, now)
+			startIDs = append(startIDs, id)
+			if !changed && st.Phase == prev.Phase {
+				// A resync of a settled row: only the queue says the call started.
+				continue
+			}
 			var js *string
 			if changed {
 				b, err := json.Marshal(st.Conditions)
@@ -223,12 +236,17 @@ func (s *Store) Started(ctx context.Context, items []Start) error {
 			upIDs, phases, conds = append(upIDs, id), append(phases, st.Phase), append(conds, js)
 		}
 		rows.Close()
-		if err := rows.Err(); err != nil || len(upIDs) == 0 {
+		if err := rows.Err(); err != nil || len(startIDs) == 0 {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE resources r SET started_at = now(), phase = x.phase,
-			  conditions = COALESCE(x.conds::jsonb, r.conditions), status_updated_at = CASE WHEN x.conds IS NULL THEN r.status_updated_at ELSE now() END
-			FROM unnest($1::bigint[], $2::text[], $3::text[]) AS x(id, phase, conds) WHERE r.id = x.id`, upIDs, phases, conds); err != nil {
+		if len(upIDs) > 0 {
+			if _, err := tx.Exec(ctx, `UPDATE resources r SET phase = x.phase,
+				  conditions = COALESCE(x.conds::jsonb, r.conditions), status_updated_at = CASE WHEN x.conds IS NULL THEN r.status_updated_at ELSE now() END
+				FROM unnest($1::bigint[], $2::text[], $3::text[]) AS x(id, phase, conds) WHERE r.id = x.id`, upIDs, phases, conds); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE resource_queue SET started_at = now() WHERE id = ANY($1::bigint[])`, startIDs); err != nil {
 			return err
 		}
 		return appendChanges(ctx, tx, cs)
@@ -378,12 +396,12 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 		for i, it := range items {
 			ids[i], toks[i] = it.ID, it.Token
 		}
-		rows, err := tx.Query(ctx, `SELECT r.id, r.lease_token::text, r.phase, r.generation, r.observed_generation, r.conditions, r.deletion_timestamp IS NOT NULL, r.dirty,
+		rows, err := tx.Query(ctx, `SELECT r.id, q.lease_token::text, r.phase, r.generation, r.observed_generation, r.conditions, r.deletion_timestamp IS NOT NULL, q.dirty,
 			  r.has_deps, hd.yes, CASE WHEN hd.yes THEN r.outputs END
-			FROM resources r JOIN unnest($1::bigint[], $2::uuid[]) AS x(id, tok) ON r.id = x.id AND r.lease_token = x.tok,
+			FROM resources r JOIN resource_queue q ON q.id = r.id JOIN unnest($1::bigint[], $2::uuid[]) AS x(id, tok) ON q.id = x.id AND q.lease_token = x.tok,
 			  LATERAL (SELECT EXISTS (SELECT 1 FROM resource_edges e
 			    WHERE e.dep_namespace = r.namespace AND lower(e.dep_kind) = lower(r.kind) AND e.dep_name = r.name) AS yes) hd
-			ORDER BY r.id FOR UPDATE OF r`, ids, toks)
+			ORDER BY r.id FOR UPDATE OF r, q`, ids, toks)
 		if err != nil {
 			return err
 		}
@@ -515,14 +533,15 @@ func sameOutputs(stored []byte, outputs map[string]any) bool {
 	return reflect.DeepEqual(x, y)
 }
 
-// updateResults writes the status part of completed results (one unnest statement).
+// updateResults writes the status part of completed results and frees their leases (two
+// unnest statements). The status write changes no indexed column of resources unless the
+// phase moves (a resync that finds the resource as it was is a HOT update); the lease and
+// the next run are the narrow queue row's.
 func updateResults(ctx context.Context, tx pgx.Tx, upd *updateBatch) error {
-	_, err := tx.Exec(ctx, `UPDATE resources r SET phase = x.phase, observed_generation = x.observed, conditions = x.conds::jsonb,
+	if _, err := tx.Exec(ctx, `UPDATE resources r SET phase = x.phase, observed_generation = x.observed, conditions = x.conds::jsonb,
 			outputs = COALESCE(x.outputs::jsonb, r.outputs),
 			action_state = CASE WHEN x.keep THEN r.action_state ELSE x.state::jsonb END,
-			message = x.message, attempt = x.attempt,
-			run_at = CASE WHEN r.dirty THEN now() ELSE x.run_at END, last_reconcile_time = now(), status_updated_at = now(),
-			lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, started_at = NULL, dirty = false,
+			message = x.message, attempt = x.attempt, last_reconcile_time = now(), status_updated_at = now(),
 			resolved_spec = CASE WHEN x.setres THEN x.resolved::jsonb ELSE r.resolved_spec END,
 			resolved_origins = CASE WHEN x.setres THEN x.origins::jsonb ELSE r.resolved_origins END,
 			inputs_hash = CASE WHEN x.setres THEN NULLIF(x.inputs, '') ELSE r.inputs_hash END,
@@ -530,18 +549,22 @@ func updateResults(ctx context.Context, tx pgx.Tx, upd *updateBatch) error {
 			applied_spec = CASE WHEN x.applied <> '' THEN COALESCE(x.aspec::jsonb, r.spec) ELSE r.applied_spec END,
 			applied_origins = CASE WHEN x.applied <> '' THEN x.aorigins::jsonb ELSE r.applied_origins END,
 			window_override = CASE WHEN x.wo_at IS NOT NULL AND r.window_override->>'actor' = x.wo_actor
-			  AND r.window_override->>'reason' = x.wo_reason AND `+sameOverrideTimeSQL+` THEN NULL ELSE r.window_override END,
-			manual_requested_by = COALESCE(r.manual_requested_by, NULLIF(x.manual_by, '')),
-			dependency_by = COALESCE(r.dependency_by, NULLIF(x.dep_by, ''))
-			FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bool[], $8::text[], $9::int[], $10::timestamptz[],
-			  $11::bool[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $20::timestamptz[],
-			  $21::text[], $22::text[])
-			  AS x(id, phase, observed, conds, outputs, state, keep, message, attempt, run_at, setres, resolved, inputs, origins, applied, aspec, aorigins,
-			    wo_actor, wo_reason, wo_at, manual_by, dep_by)
+			  AND r.window_override->>'reason' = x.wo_reason AND `+sameOverrideTimeSQL+` THEN NULL ELSE r.window_override END
+			FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bool[], $8::text[], $9::int[],
+			  $10::bool[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $19::timestamptz[])
+			  AS x(id, phase, observed, conds, outputs, state, keep, message, attempt, setres, resolved, inputs, origins, applied, aspec, aorigins,
+			    wo_actor, wo_reason, wo_at)
 			WHERE r.id = x.id`,
-		upd.ids, upd.phase, upd.observed, upd.conds, upd.outputs, upd.state, upd.keep, upd.message, upd.attempt, upd.runAt,
-		upd.setRes, upd.resolved, upd.inputs, upd.origins, upd.applied, upd.appliedSpec, upd.appliedOrigins, upd.woActor, upd.woReason, upd.woAt,
-		upd.manualBy, upd.depBy)
+		upd.ids, upd.phase, upd.observed, upd.conds, upd.outputs, upd.state, upd.keep, upd.message, upd.attempt,
+		upd.setRes, upd.resolved, upd.inputs, upd.origins, upd.applied, upd.appliedSpec, upd.appliedOrigins, upd.woActor, upd.woReason, upd.woAt); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `UPDATE resource_queue q SET run_at = CASE WHEN q.dirty THEN now() ELSE x.run_at END,
+			lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, started_at = NULL, dirty = false,
+			manual_requested_by = COALESCE(q.manual_requested_by, NULLIF(x.manual_by, '')),
+			dependency_by = COALESCE(q.dependency_by, NULLIF(x.dep_by, ''))
+			FROM unnest($1::bigint[], $2::timestamptz[], $3::text[], $4::text[]) AS x(id, run_at, manual_by, dep_by)
+			WHERE q.id = x.id`, upd.ids, upd.runAt, upd.manualBy, upd.depBy)
 	return err
 }
 
@@ -665,8 +688,8 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, ids []int64, toke
 	if len(tokens) == 0 {
 		return nil, nil
 	}
-	rows, err := s.leases.Query(ctx, `UPDATE resources SET lease_expires_at = now() + $4 * interval '1 millisecond'
-		WHERE id IN (SELECT id FROM resources WHERE id = ANY($2::bigint[]) AND lease_owner = $1 AND lease_token = ANY($3::uuid[])
+	rows, err := s.leases.Query(ctx, `UPDATE resource_queue SET lease_expires_at = now() + $4 * interval '1 millisecond'
+		WHERE id IN (SELECT id FROM resource_queue WHERE id = ANY($2::bigint[]) AND lease_owner = $1 AND lease_token = ANY($3::uuid[])
 		  ORDER BY id FOR UPDATE SKIP LOCKED)
 		RETURNING lease_token::text`, owner, ids, tokens, ttl.Milliseconds())
 	if err != nil {
@@ -690,7 +713,7 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, ids []int64, toke
 		}
 	}
 	// Skipped because locked, or gone? A plain read tells.
-	rows, err = s.leases.Query(ctx, `SELECT lease_token::text FROM resources WHERE id = ANY($2::bigint[]) AND lease_owner = $1
+	rows, err = s.leases.Query(ctx, `SELECT lease_token::text FROM resource_queue WHERE id = ANY($2::bigint[]) AND lease_owner = $1
 		AND lease_token = ANY($3::uuid[])`, owner, ids, missing)
 	if err != nil {
 		return nil, fmt.Errorf("renew leases: %w", err)
@@ -730,10 +753,10 @@ func (s *Store) ReleaseExpiredLeases(ctx context.Context, by string) (int, error
 }
 
 // NextDue returns when the earliest unleased work is due (nil when nothing is scheduled). It
-// reads the first entry of the partial index resources_due, nothing else.
+// reads the first entry of the partial index resource_queue_due, nothing else.
 func (s *Store) NextDue(ctx context.Context) (*time.Time, error) {
 	var t time.Time
-	err := s.pool.QueryRow(ctx, "SELECT run_at FROM resources WHERE lease_owner IS NULL AND run_at IS NOT NULL AND NOT suspended AND NOT blocked ORDER BY run_at LIMIT 1").Scan(&t)
+	err := s.pool.QueryRow(ctx, "SELECT run_at FROM resource_queue WHERE lease_owner IS NULL AND run_at IS NOT NULL AND NOT suspended AND NOT blocked ORDER BY run_at LIMIT 1").Scan(&t)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -757,9 +780,9 @@ func (s *Store) Release(ctx context.Context, owner string, ids []int64, tokens [
 		// (Started, holding the lock) commits just after, and the release below would then
 		// clear that start with the status still showing the call running.
 		rows, err := tx.Query(ctx, `SELECT r.id, r.namespace, r.kind, r.name, r.source, r.generation, r.observed_generation, r.phase,
-			  r.conditions, r.deletion_timestamp IS NOT NULL, r.started_at IS NOT NULL
-			FROM resources r JOIN unnest($1::bigint[], $2::uuid[]) AS x(id, tok) ON r.id = x.id AND r.lease_token = x.tok
-			ORDER BY r.id FOR UPDATE OF r`, ids, tokens)
+			  r.conditions, r.deletion_timestamp IS NOT NULL, q.started_at IS NOT NULL
+			FROM resources r JOIN resource_queue q ON q.id = r.id JOIN unnest($1::bigint[], $2::uuid[]) AS x(id, tok) ON q.id = x.id AND q.lease_token = x.tok
+			ORDER BY r.id FOR UPDATE OF r, q`, ids, tokens)
 		if err != nil {
 			return err
 		}
@@ -807,9 +830,9 @@ func (s *Store) Release(ctx context.Context, owner string, ids []int64, tokens [
 				return err
 			}
 		}
-		if _, err := tx.Exec(ctx, `UPDATE resources r SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, started_at = NULL,
+		if _, err := tx.Exec(ctx, `UPDATE resource_queue q SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, started_at = NULL,
 			run_at = now(), dirty = false FROM unnest($1::bigint[], $2::uuid[]) AS x(id, tok)
-			WHERE r.id = x.id AND r.lease_token = x.tok`, ids, tokens); err != nil {
+			WHERE q.id = x.id AND q.lease_token = x.tok`, ids, tokens); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, "SELECT pg_notify($1, '')", WorkChannel); err != nil {
@@ -826,7 +849,8 @@ func (s *Store) SaveActionState(ctx context.Context, id int64, token string, sta
 	if len(state) > 0 {
 		v = string(state)
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE resources SET action_state = $3::jsonb WHERE id = $1 AND lease_token = $2`, id, token, v)
+	tag, err := s.pool.Exec(ctx, `UPDATE resources r SET action_state = $3::jsonb FROM resource_queue q
+		WHERE r.id = $1 AND q.id = r.id AND q.lease_token = $2`, id, token, v)
 	if err != nil {
 		return fmt.Errorf("save action state: %w", err)
 	}
@@ -839,25 +863,25 @@ func (s *Store) SaveActionState(ctx context.Context, id int64, token string, sta
 // QueueStats counts the work queue for metrics.
 func (s *Store) QueueStats(ctx context.Context) (due, inFlight, scheduled int, oldestDue time.Duration, err error) {
 	var oldest float64
-	// Each count reads one partial index (resources_due, resources_lease), not the table.
+	// Each count reads one partial index (resource_queue_due, resource_queue_lease), not the table.
 	err = s.pool.QueryRow(ctx, `SELECT
-		(SELECT count(*) FROM resources WHERE lease_owner IS NULL AND run_at IS NOT NULL AND NOT suspended AND NOT blocked AND run_at <= now()),
-		(SELECT count(*) FROM resources WHERE lease_owner IS NOT NULL),
-		(SELECT count(*) FROM resources WHERE lease_owner IS NULL AND run_at IS NOT NULL AND NOT suspended AND NOT blocked AND run_at > now()),
-		COALESCE(EXTRACT(EPOCH FROM now() - (SELECT min(run_at) FROM resources
+		(SELECT count(*) FROM resource_queue WHERE lease_owner IS NULL AND run_at IS NOT NULL AND NOT suspended AND NOT blocked AND run_at <= now()),
+		(SELECT count(*) FROM resource_queue WHERE lease_owner IS NOT NULL),
+		(SELECT count(*) FROM resource_queue WHERE lease_owner IS NULL AND run_at IS NOT NULL AND NOT suspended AND NOT blocked AND run_at > now()),
+		COALESCE(EXTRACT(EPOCH FROM now() - (SELECT min(run_at) FROM resource_queue
 		  WHERE lease_owner IS NULL AND run_at IS NOT NULL AND NOT suspended AND NOT blocked AND run_at <= now())), 0)::float8`).Scan(&due, &inFlight, &scheduled, &oldest)
 	return due, inFlight, scheduled, time.Duration(oldest * float64(time.Second)), err
 }
 
 // EngineBusy reports whether the engine has work: a lease held, or work due. It reads at most
-// the first entry of resources_lease and of resources_due: each is the first row in the
+// the first entry of resource_queue_lease and of resource_queue_due: each is the first row in the
 // index's order, which the planner takes from the index whatever the table's statistics say
 // (an EXISTS drops the order and needs statistics the planner lacks until the first analyze
 // after a large apply; without them it scans every row when nothing is leased).
 func (s *Store) EngineBusy(ctx context.Context) (bool, error) {
 	var busy bool
-	err := s.pool.QueryRow(ctx, `SELECT COALESCE((SELECT true FROM resources WHERE lease_owner IS NOT NULL ORDER BY lease_expires_at LIMIT 1), false)
-		OR COALESCE((SELECT true FROM resources WHERE lease_owner IS NULL AND run_at IS NOT NULL AND NOT suspended AND NOT blocked AND run_at <= now()
+	err := s.pool.QueryRow(ctx, `SELECT COALESCE((SELECT true FROM resource_queue WHERE lease_owner IS NOT NULL ORDER BY lease_expires_at LIMIT 1), false)
+		OR COALESCE((SELECT true FROM resource_queue WHERE lease_owner IS NULL AND run_at IS NOT NULL AND NOT suspended AND NOT blocked AND run_at <= now()
 		  ORDER BY run_at LIMIT 1), false)`).Scan(&busy)
 	if err != nil {
 		return false, fmt.Errorf("engine busy: %w", err)

@@ -26,7 +26,7 @@ func TestRenewLeases(t *testing.T) {
 	expires := func(id int64) time.Duration {
 		t.Helper()
 		var left time.Duration
-		if err := st.pool.QueryRow(ctx, "SELECT lease_expires_at - now() FROM resources WHERE id = $1", id).Scan(&left); err != nil {
+		if err := st.pool.QueryRow(ctx, "SELECT lease_expires_at - now() FROM resource_queue WHERE id = $1", id).Scan(&left); err != nil {
 			t.Fatal(err)
 		}
 		return left

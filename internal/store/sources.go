@@ -458,8 +458,18 @@ func (s *Store) ApplyRevision(ctx context.Context, p ApplyParams) (ApplyResult, 
 	if err != nil {
 		return ApplyResult{}, fmt.Errorf("apply %s@%s: %w", p.Source, clip.Rev(p.Revision), err)
 	}
+	if res.Created >= analyzeAfterCreated {
+		// The claim's plan needs the queue's statistics: without them the planner takes the
+		// due rows for a handful and checks the dependencies of every one of them before
+		// sorting, a pass over the whole table per claim until autovacuum's first analyze.
+		// Best effort: the apply has committed, and autovacuum analyzes the table in time.
+		_, _ = s.pool.Exec(ctx, "ANALYZE resource_queue")
+	}
 	return res, nil
 }
+
+// analyzeAfterCreated is how many rows an apply creates before it analyzes resource_queue.
+const analyzeAfterCreated = 5000
 
 // applyRevision is ApplyRevision's work inside its transaction, between the lease checks.
 func applyRevision(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResult) error {
@@ -522,10 +532,14 @@ func requeueKind(ctx context.Context, tx pgx.Tx, kind, revision string) ([]int64
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `UPDATE resources r SET generation = r.generation + 1, updated_at = now(), revision = $1,
-			run_at = now(), attempt = 0, dirty = r.lease_owner IS NOT NULL, phase = x.phase, conditions = x.conds::jsonb
+		if _, err = tx.Exec(ctx, `UPDATE resources r SET generation = r.generation + 1, updated_at = now(), revision = $1,
+			attempt = 0, phase = x.phase, conditions = x.conds::jsonb
 			FROM unnest($2::bigint[], $3::text[], $4::text[]) AS x(id, phase, conds)
-			WHERE r.id = x.id AND x.phase IS NOT NULL`, revision, ids[lo:hi], phases, conds)
+			WHERE r.id = x.id AND x.phase IS NOT NULL`, revision, ids[lo:hi], phases, conds); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE resource_queue q SET run_at = now(), dirty = q.lease_owner IS NOT NULL
+			FROM unnest($1::bigint[], $2::text[]) AS x(id, phase) WHERE q.id = x.id AND x.phase IS NOT NULL`, ids[lo:hi], phases)
 		return err
 	})
 }
@@ -752,8 +766,8 @@ func applyTypes(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResult)
 			res.Refresh = append(res.Refresh, deps...)
 			res.TypeRequeued = true
 		case resyncChanged:
-			if _, err := tx.Exec(ctx, `UPDATE resources SET run_at = now()
-				WHERE lower(kind) = lower($1) AND run_at IS NULL AND phase = 'Ready' AND lease_owner IS NULL`, t.Name); err != nil {
+			if _, err := tx.Exec(ctx, `UPDATE resource_queue q SET run_at = now() FROM resources r
+				WHERE r.id = q.id AND lower(r.kind) = lower($1) AND q.run_at IS NULL AND r.phase = 'Ready' AND q.lease_owner IS NULL`, t.Name); err != nil {
 				return fmt.Errorf("reschedule resources of %s: %w", t.Name, err)
 			}
 			res.TypeRequeued = true

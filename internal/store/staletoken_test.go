@@ -41,7 +41,7 @@ func TestCompleteResultsStaleToken(t *testing.T) {
 	for _, c := range current {
 		var phase, msg string
 		var owner *string
-		if err := st.pool.QueryRow(ctx, "SELECT phase, message, lease_owner FROM resources WHERE id = $1", c.ID).Scan(&phase, &msg, &owner); err != nil {
+		if err := st.pool.QueryRow(ctx, "SELECT phase, message, lease_owner FROM resources JOIN resource_queue USING (id) WHERE id = $1", c.ID).Scan(&phase, &msg, &owner); err != nil {
 			t.Fatal(err)
 		}
 		if phase != "Ready" || msg != "current" || owner != nil {

@@ -25,7 +25,7 @@ func TestClaimStartedRelease(t *testing.T) {
 		t.Helper()
 		var r row
 		var cj []byte
-		if err := st.pool.QueryRow(ctx, `SELECT phase, conditions, lease_owner IS NOT NULL, started_at IS NOT NULL FROM resources WHERE name = $1`, name).
+		if err := st.pool.QueryRow(ctx, `SELECT phase, conditions, lease_owner IS NOT NULL, started_at IS NOT NULL FROM resources JOIN resource_queue USING (id) WHERE name = $1`, name).
 			Scan(&r.phase, &cj, &r.leased, &r.started); err != nil {
 			t.Fatal(err)
 		}
@@ -234,7 +234,7 @@ func TestRetireReleasesStartedInterrupted(t *testing.T) {
 func startedRow(ctx context.Context, t *testing.T, st *Store, where string, arg any) (phase string, rc status.Condition, leased, started bool) {
 	t.Helper()
 	var cj []byte
-	if err := st.pool.QueryRow(ctx, `SELECT phase, conditions, lease_owner IS NOT NULL, started_at IS NOT NULL FROM resources WHERE `+where, arg).
+	if err := st.pool.QueryRow(ctx, `SELECT phase, conditions, lease_owner IS NOT NULL, started_at IS NOT NULL FROM resources JOIN resource_queue USING (id) WHERE `+where, arg).
 		Scan(&phase, &cj, &leased, &started); err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func seedDue(t *testing.T, st *Store, names ...string) {
 		rows[i] = seedRow{name: n, source: "infra", revision: "r1", phase: "Pending", generation: 1}
 	}
 	seed(t, st, rows...)
-	if _, err := st.pool.Exec(context.Background(), "UPDATE resources SET run_at = now()"); err != nil {
+	if _, err := st.pool.Exec(context.Background(), "UPDATE resource_queue SET run_at = now()"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -93,7 +93,7 @@ func (s *Store) Timeline(ctx context.Context, sc Scope, namespace, kind, name st
 	var pinAt *time.Time
 	res, err := scanResource(s.reader().QueryRow(ctx, `SELECT id, suspended, attempt, run_at, COALESCE(src.src_suspended, false),
 		  COALESCE(src.pin_revision, ''), COALESCE(src.pin_by, ''), COALESCE(src.pin_why, ''), src.pin_at, `+resourceColumns+`
-		FROM resources LEFT JOIN LATERAL (SELECT s.suspended AS src_suspended, s.pinned_revision AS pin_revision,
+		FROM resources`+withQueue+` LEFT JOIN LATERAL (SELECT s.suspended AS src_suspended, s.pinned_revision AS pin_revision,
 		  s.pinned_by AS pin_by, s.pin_reason AS pin_why, s.pinned_at AS pin_at FROM sources s WHERE s.name = resources.source) src ON true
 		WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3`, namespace, kind, name),
 		&id, &t.Suspended, &t.Attempt, &t.RunAt, &t.SourceSuspended, &pinRev, &pinBy, &pinReason, &pinAt)

@@ -26,8 +26,8 @@ func (s *Store) RequeueWindowed(ctx context.Context) (int, error) {
 func (s *Store) requeueWhere(ctx context.Context, where string, args ...any) (int, error) {
 	var n int64
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE resources SET run_at = now(), dirty = dirty OR lease_owner IS NOT NULL
-			WHERE `+where+` AND NOT suspended`, args...)
+		tag, err := tx.Exec(ctx, `UPDATE resource_queue SET run_at = now(), dirty = dirty OR lease_owner IS NOT NULL
+			WHERE id IN (SELECT id FROM resources WHERE `+where+`) AND NOT suspended`, args...)
 		if err != nil {
 			return err
 		}

@@ -17,8 +17,9 @@ func TestWindowOverrideAndRequeue(t *testing.T) {
 	applyRefreshed(t, st, "s", "r1", chainSet("App", "Database"))
 	setOverride := func(id int64, reason string) {
 		t.Helper()
-		if _, err := st.pool.Exec(ctx, `UPDATE resources SET run_at = now(),
-			window_override = jsonb_build_object('actor', 'token:ops', 'reason', $2::text, 'at', clock_timestamp()) WHERE id = $1`, id, reason); err != nil {
+		if _, err := st.pool.Exec(ctx, `WITH r AS (UPDATE resources SET
+			window_override = jsonb_build_object('actor', 'token:ops', 'reason', $2::text, 'at', clock_timestamp()) WHERE id = $1 RETURNING id)
+			UPDATE resource_queue q SET run_at = now() FROM r WHERE q.id = r.id`, id, reason); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -47,7 +48,7 @@ func TestWindowOverrideAndRequeue(t *testing.T) {
 	_, cs := claimNames(t, st)
 	id := cs[0].ID
 	setOverride(id, "first")
-	if _, err := st.pool.Exec(ctx, `UPDATE resources SET lease_owner = NULL, lease_token = NULL`); err != nil {
+	if _, err := st.pool.Exec(ctx, `UPDATE resource_queue SET lease_owner = NULL, lease_token = NULL`); err != nil {
 		t.Fatal(err)
 	}
 	_, cs = claimNames(t, st)
@@ -78,7 +79,7 @@ func TestWindowOverrideAndRequeue(t *testing.T) {
 	}
 
 	// A resource a window holds alone is due again.
-	if _, err := st.pool.Exec(ctx, `UPDATE resources SET run_at = NULL`); err != nil {
+	if _, err := st.pool.Exec(ctx, `UPDATE resource_queue SET run_at = NULL`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.pool.Exec(ctx, `UPDATE resources SET conditions = $2 WHERE id = $1`, id,
