@@ -27,6 +27,7 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/changeplan"
 	"github.com/trueup-dev/trueup/internal/clip"
+	"github.com/trueup-dev/trueup/internal/cputime"
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/lease"
 	"github.com/trueup-dev/trueup/internal/manifest"
@@ -573,7 +574,7 @@ func (s *Syncer) fetch(ctx context.Context, rev, pinned string) (*sources.Snapsh
 // revision when pinned is set); ctx holds the sync's span.
 func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned string) (Outcome, error) {
 	root := trace.SpanFromContext(ctx)
-	start := time.Now()
+	start, startCPU := time.Now(), cputime.Self()
 	fctx, step := tracer.Start(ctx, "fetch")
 	snap, err := s.fetch(fctx, head, pinned)
 	if err != nil {
@@ -609,7 +610,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 		inputFiles = snap.Files
 		snap = &sources.Snapshot{Revision: snap.Revision, Author: snap.Author, Files: files}
 	}
-	fetched := time.Since(start)
+	fetched, fetchedCPU := time.Since(start), cputime.Self()
 	known, err := s.otherTypes(ctx)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("load types of other sources: %w", err)
@@ -639,6 +640,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 	if err != nil {
 		return Outcome{}, s.reject(ctx, lease, snap.Revision, err)
 	}
+	loaded, loadedCPU := time.Since(start), cputime.Self()
 	// Done with the Set once applied: the next sync's load may write into it.
 	defer s.loader.Release(set)
 	if lease = s.writeLease(ctx, lease); lease == nil {
@@ -648,6 +650,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 	res, err := s.store.ApplyRevision(actx, store.ApplyParams{Source: s.opts.Name, Revision: snap.Revision, Author: policy.Author(snap.Author), Set: set, Prune: s.opts.Prune,
 		MaxPruneFraction: s.opts.MaxPruneFraction, AllowEmpty: s.opts.AllowEmpty, NoManifests: noManifests, Replica: s.opts.Replica, Lease: lease,
 		Pinned: pinned, Files: revisionFiles(set, known)})
+	applied, appliedCPU := time.Since(start), cputime.Self()
 	if err != nil {
 		tracing.Fail(step, s.opts.Redact.Scrub(loadFailure(err)))
 	} else {
@@ -711,9 +714,14 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 	if res.Changed() {
 		level = slog.LevelInfo
 	}
+	// The phases' wall times, and the process's CPU in each (every goroutine's: the
+	// reconciler's and the API's too, when they run meanwhile).
 	s.log.Log(ctx, level, "applied revision", "revision", clip.Rev(snap.Revision), "types", len(set.Types), "resources", len(set.Resources),
-		"created", res.Created, "updated", res.Updated, "deleted", res.Deleted, "fetch_ms", fetched.Milliseconds(),
-		"total_ms", time.Since(start).Milliseconds())
+		"created", res.Created, "updated", res.Updated, "deleted", res.Deleted,
+		"fetch_ms", fetched.Milliseconds(), "load_ms", (loaded - fetched).Milliseconds(), "apply_ms", (applied - loaded).Milliseconds(),
+		"total_ms", time.Since(start).Milliseconds(), "fetch_cpu_ms", (fetchedCPU - startCPU).Milliseconds(),
+		"load_cpu_ms", (loadedCPU - fetchedCPU).Milliseconds(), "apply_cpu_ms", (appliedCPU - loadedCPU).Milliseconds(),
+		"cpu_ms", (cputime.Self() - startCPU).Milliseconds())
 	return Outcome{Revision: snap.Revision, Result: res}, nil
 }
 
