@@ -112,6 +112,9 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 		}
 		now[f.Path] = bf
 		if old, ok := b.files[f.Path]; !ok || old != bf || bf.rewritten {
+			if f.Unread {
+				return nil, false
+			}
 			changed = append(changed, i)
 		}
 	}

@@ -558,9 +558,13 @@ func (s *Syncer) pinned(ctx context.Context, lease *store.Lease, head string) (t
 var errPinUnsupported = errors.New("this kind of source cannot be pinned: it reads only its current content (a folder); unpin it")
 
 // fetch reads the files of rev: the head through Fetch, a pinned revision through
-// sources.RevisionFetcher.
-func (s *Syncer) fetch(ctx context.Context, rev, pinned string) (*sources.Snapshot, error) {
+// sources.RevisionFetcher. With partial, a sources.PartialFetcher leaves out the data of the
+// files the loader holds (manifest.Loader.Holds), when nothing renders the files.
+func (s *Syncer) fetch(ctx context.Context, rev, pinned string, partial bool) (*sources.Snapshot, error) {
 	if pinned == "" {
+		if pf, ok := s.opts.Source.(sources.PartialFetcher); ok && partial && s.opts.Render == nil {
+			return pf.FetchPartial(ctx, rev, s.loader.Holds)
+		}
 		return s.opts.Source.Fetch(ctx, rev)
 	}
 	rf, ok := s.opts.Source.(sources.RevisionFetcher)
@@ -576,18 +580,9 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 	root := trace.SpanFromContext(ctx)
 	start, startCPU := time.Now(), cputime.Self()
 	fctx, step := tracer.Start(ctx, "fetch")
-	snap, err := s.fetch(fctx, head, pinned)
+	snap, err := s.fetch(fctx, head, pinned, true)
 	if err != nil {
-		reason := "FetchFailed"
-		switch {
-		case errors.Is(err, sources.ErrPathNotFound):
-			reason = "PathNotFound"
-		case errors.Is(err, errPinUnsupported):
-			reason = "PinUnsupported"
-		}
-		tracing.Fail(step, reason)
-		step.End()
-		return Outcome{}, s.fail(ctx, lease, store.SyncFailure{Revision: head, Reason: reason, Message: "fetch " + clip.Rev(head) + ": " + err.Error()}, "")
+		return Outcome{}, s.fetchFailed(ctx, lease, head, step, err)
 	}
 	step.SetAttributes(attribute.Int("trueup.files", len(snap.Files)))
 	step.End()
@@ -623,8 +618,23 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 		_, step = tracer.Start(ctx, "validate")
 	}
 	// Transition rules run on the plaintext set, before encrypted fields become markers.
-	set, err := sealed.Load(s.loader, s.opts.Opener, snap.Files, manifest.Options{KnownTypes: known, CheckAction: s.opts.CheckAction, Limits: s.opts.Limits,
-		CheckReference: s.opts.CheckReference, Parsed: onParsed, InputFiles: inputFiles, ReuseSet: true}, func(set *manifest.Set) error { return s.checkTransitions(ctx, set, lease.Term) })
+	load := func(files []sources.File) (*manifest.Set, error) {
+		return sealed.Load(s.loader, s.opts.Opener, files, manifest.Options{KnownTypes: known, CheckAction: s.opts.CheckAction, Limits: s.opts.Limits,
+			CheckReference: s.opts.CheckReference, Parsed: onParsed, InputFiles: inputFiles, ReuseSet: true}, func(set *manifest.Set) error { return s.checkTransitions(ctx, set, lease.Term) })
+	}
+	set, err := load(snap.Files)
+	if errors.Is(err, manifest.ErrUnread) {
+		// The revision is not one the loader builds from its last Set (a type changed, a
+		// file has problems): it reads every file.
+		snap.Files = nil
+		fctx, fstep := tracer.Start(ctx, "fetch")
+		if snap, err = s.fetch(fctx, head, pinned, false); err != nil {
+			step.End()
+			return Outcome{}, s.fetchFailed(ctx, lease, head, fstep, err)
+		}
+		fstep.End()
+		set, err = load(snap.Files)
+	}
 	noManifests := len(snap.Files) == 0
 	snap.Files, inputFiles = nil, nil // parsed: the file bytes need not live through the apply (14 MB at 100k resources)
 	if err != nil {
@@ -723,6 +733,20 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 		"load_cpu_ms", (loadedCPU - fetchedCPU).Milliseconds(), "apply_cpu_ms", (appliedCPU - loadedCPU).Milliseconds(),
 		"cpu_ms", (cputime.Self() - startCPU).Milliseconds())
 	return Outcome{Revision: snap.Revision, Result: res}, nil
+}
+
+// fetchFailed records err, the failure of the fetch (its span step) of head.
+func (s *Syncer) fetchFailed(ctx context.Context, lease *store.Lease, head string, step trace.Span, err error) error {
+	reason := "FetchFailed"
+	switch {
+	case errors.Is(err, sources.ErrPathNotFound):
+		reason = "PathNotFound"
+	case errors.Is(err, errPinUnsupported):
+		reason = "PinUnsupported"
+	}
+	tracing.Fail(step, reason)
+	step.End()
+	return s.fail(ctx, lease, store.SyncFailure{Revision: head, Reason: reason, Message: "fetch " + clip.Rev(head) + ": " + err.Error()}, "")
 }
 
 // revisionFiles are set's files as the store compares them between applies (ApplyParams.Files):
