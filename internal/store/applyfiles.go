@@ -67,8 +67,13 @@ func scopeOf(ctx context.Context, tx pgx.Tx, p ApplyParams) (applyScope, error) 
 		in[f] = true
 	}
 	sc := applyScope{changed: changed, idx: []int{}}
+	prev, was := "", false
 	for i := range p.Set.Resources {
-		if in[p.Set.Resources[i].File] {
+		// Neighbours often share a file: a map lookup per run of one file.
+		if f := p.Set.Resources[i].File; i == 0 || f != prev {
+			prev, was = f, in[f]
+		}
+		if was {
 			sc.idx = append(sc.idx, i)
 		}
 	}

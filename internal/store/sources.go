@@ -841,11 +841,16 @@ func setNamespaces(set *manifest.Set) []string {
 		return nss
 	}
 	seen := map[string]bool{}
+	prev := ""
 	for i := range set.Resources {
-		if ns := set.Resources[i].Namespace; !seen[ns] {
+		// The loader's resources are sorted by namespace first: a map lookup per
+		// namespace, not per resource (a million of them at each sync).
+		ns := set.Resources[i].Namespace
+		if (i == 0 || ns != prev) && !seen[ns] {
 			seen[ns] = true
 			nss = append(nss, ns)
 		}
+		prev = ns
 	}
 	slices.Sort(nss)
 	return nss
