@@ -34,6 +34,9 @@ type File struct {
 	// renderer made it from the revision's files; Path is then the file the documents came
 	// from. Problems in it are reported as "path (rendered by …)". Empty for a file read as is.
 	RenderedBy string
+	// Unread says the source left Data out: a PartialFetcher's file whose content (Hash) the
+	// caller said it holds.
+	Unread bool
 }
 
 // MaxFileBytes is the largest manifest file a source reads. Sources check the size before
@@ -82,6 +85,14 @@ type Source interface {
 	Fetch(ctx context.Context, revision string) (*Snapshot, error)
 	// Close releases resources; it is safe to call twice.
 	Close() error
+}
+
+// PartialFetcher is implemented by sources that can leave out of a snapshot the data of the
+// files the caller already holds (a folder, which knows a file unchanged by its stat data).
+type PartialFetcher interface {
+	// FetchPartial is Fetch, except that a file whose path and content hash held reports
+	// comes with Unread set and no Data when the source knows its hash without reading it.
+	FetchPartial(ctx context.Context, revision string, held func(path, hash string) bool) (*Snapshot, error)
 }
 
 // Notifier is implemented by sources that learn of changes by themselves (a watched

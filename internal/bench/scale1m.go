@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -105,7 +106,7 @@ sources:
 actions:
   - {name: act, type: noop}
 limits: {maxResources: %d, maxDocuments: %d}
-log: {level: warn}
+log: {level: info}
 `, filepath.Join(dir, "data"), addr, hex.EncodeToString(sum[:]), repo, max(n+1000, 200000), max(n+1000, 250000))), 0o644); err != nil {
 		return err
 	}
@@ -182,7 +183,7 @@ log: {level: warn}
 	}
 	record("rss_peak_1m", peak, "MB", "≤ 500", atMost(500))
 
-	change, err := scaleOneChanges(ctx, st, repo)
+	change, err := scaleOneChanges(ctx, st, cluster, cmd.Process.Pid, logs, repo, say)
 	if err != nil {
 		return fmt.Errorf("one change: %w\n%s", err, logs)
 	}
@@ -196,7 +197,7 @@ log: {level: warn}
 		return err
 	}
 	record("rss_1m", rss, "MB", "≤ 300", atMost(300))
-	if s := logs.String(); strings.Contains(s, "lease") {
+	if s := logs.String(); strings.Contains(s, "lost") && strings.Contains(s, "lease") {
 		say("the server's log tells of its leases:\n%s", s)
 	}
 	return readErr
@@ -229,26 +230,75 @@ func scaleWidgets(f, n int, extra string) string {
 
 // scaleOneChanges writes five changes of one file (one more widget, created, then updated)
 // and returns the median time from the write to that widget Ready at its new generation.
-func scaleOneChanges(ctx context.Context, st *store.Store, repo string) (time.Duration, error) {
+// Each change's split goes to standard error: the wait before the sync and the sync's own
+// phases (the server's "applied revision" log line: fetch, load, apply, with the server
+// process's CPU in each), the reconcile from the commit to Ready, and the CPU the server and
+// PostgreSQL spent on the whole change.
+func scaleOneChanges(ctx context.Context, st *store.Store, cluster *pgembed.Cluster, pid int, logs *tailBuffer, repo string,
+	say func(string, ...any)) (time.Duration, error) {
 	n, _ := scale1mSize()
 	var took []time.Duration
 	for i := 1; i <= 5; i++ {
 		extra := fmt.Sprintf("---\napiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: extra, namespace: ns00, labels: {team: t0}}\nspec: {size: %d}\n", i)
+		var before string
+		if err := st.Pool().QueryRow(ctx, `SELECT revision FROM sources WHERE name = 'bench'`).Scan(&before); err != nil {
+			return 0, err
+		}
+		serve0, _ := pidCPU(pid, false)
+		pg0, err := postgresCPU(cluster)
+		if err != nil {
+			return 0, err
+		}
 		start := time.Now()
 		if err := writeFiles(repo, map[string]string{scaleFile(42): scaleWidgets(42, n, extra)}); err != nil {
 			return 0, err
 		}
+		var applied time.Duration
 		if err := poll(ctx, 5*time.Minute, 5*time.Millisecond, func() (bool, error) {
+			var rev string
 			var ok bool
-			err := st.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM resources WHERE namespace = 'ns00' AND name = 'extra'
-				AND spec->>'size' = $1 AND phase = 'Ready' AND observed_generation = generation)`, strconv.Itoa(i)).Scan(&ok)
+			err := st.Pool().QueryRow(ctx, `SELECT (SELECT revision FROM sources WHERE name = 'bench'),
+				EXISTS (SELECT 1 FROM resources WHERE namespace = 'ns00' AND name = 'extra'
+				AND spec->>'size' = $1 AND phase = 'Ready' AND observed_generation = generation)`, strconv.Itoa(i)).Scan(&rev, &ok)
+			if applied == 0 && rev != before {
+				applied = time.Since(start)
+			}
 			return ok, err
 		}); err != nil {
 			return 0, fmt.Errorf("change %d: %w", i, err)
 		}
-		took = append(took, time.Since(start))
+		d := time.Since(start)
+		took = append(took, d)
+		serve1, _ := pidCPU(pid, false)
+		pg1, err := postgresCPU(cluster)
+		if err != nil {
+			return 0, err
+		}
+		say("one change %d: %s to Ready: %s to the source's revision applied (%s), %s more to Ready; CPU serve %s, postgres %s",
+			i, d.Round(time.Millisecond), applied.Round(time.Millisecond), lastSyncSplit(logs.String()),
+			(d - applied).Round(time.Millisecond), (serve1 - serve0).Round(time.Millisecond), (pg1 - pg0).Round(time.Millisecond))
 	}
 	return percentile(took, 0.5), nil
+}
+
+// syncPhase matches the phase fields of the server's "applied revision" log line.
+var syncPhase = regexp.MustCompile(`\b(fetch|load|apply|total|fetch_cpu|load_cpu|apply_cpu|cpu)_ms=(\d+)`)
+
+// lastSyncSplit is the phases of the last "applied revision" line of a server's log.
+func lastSyncSplit(log string) string {
+	i := strings.LastIndex(log, `msg="applied revision"`)
+	if i < 0 {
+		return "no applied revision logged"
+	}
+	line := log[i:]
+	if j := strings.IndexByte(line, '\n'); j >= 0 {
+		line = line[:j]
+	}
+	var parts []string
+	for _, m := range syncPhase.FindAllStringSubmatch(line, -1) {
+		parts = append(parts, m[1]+" "+m[2]+" ms")
+	}
+	return "sync " + strings.Join(parts, ", ")
 }
 
 // poll calls cond every interval until it holds, fails, or limit passes.

@@ -112,6 +112,9 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 		}
 		now[f.Path] = bf
 		if old, ok := b.files[f.Path]; !ok || old != bf || bf.rewritten {
+			if f.Unread {
+				return nil, false
+			}
 			changed = append(changed, i)
 		}
 	}
@@ -252,6 +255,9 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 			ld.checkReferences(made)
 			from := 0
 			for _, g := range append(gone, len(kept)) {
+				if !b.deps {
+					break // no kept resource has a dependency to check
+				}
 				ld.checkReferences(kept[from:g])
 				from = g + 1
 			}
@@ -266,8 +272,13 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 	}
 	merged := mergeResources(kept, gone, made)
 	if ld.opts.CheckReference != nil {
-		// Every resource's: the controller's grants may have changed.
-		ld.checkReferences(merged)
+		// Every resource's: the controller's grants may have changed (only made's when no
+		// kept resource has a dependency).
+		if b.deps {
+			ld.checkReferences(merged)
+		} else {
+			ld.checkReferences(made)
+		}
 		if len(ld.errs) > 0 {
 			return nil, false
 		}

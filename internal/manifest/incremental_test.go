@@ -24,8 +24,11 @@ import (
 // only in case, which the dependency graph takes for one.
 func TestIncrementalMatchesFull(t *testing.T) {
 	t.Parallel()
-	var incrementals, inPlace atomic.Int64
+	var incrementals, inPlace, unread, refetched atomic.Int64
 	t.Cleanup(func() {
+		if unread.Load() == 0 || refetched.Load() == 0 {
+			t.Errorf("%d loads with unread files were incremental, %d loaded again: want some of each", unread.Load(), refetched.Load())
+		}
 		if inPlace.Load() == 0 {
 			t.Error("no load wrote into the last Set")
 		}
@@ -119,7 +122,22 @@ func TestIncrementalMatchesFull(t *testing.T) {
 					last = &l.last.set.Resources[0]
 				}
 				opts.Rewritten = maps.Clone(encrypted)
-				got, gotErr := l.Load(fs, opts)
+				// As a folder source's partial fetch: most files the loader holds come
+				// unread; a load that needs them is made again with every file read.
+				partial, left := slices.Clone(fs), 0
+				for i, f := range partial {
+					if !encrypted[f.Path] && l.Holds(f.Path, f.Hash) && rng.IntN(4) > 0 {
+						partial[i].Data, partial[i].Unread = nil, true
+						left++
+					}
+				}
+				got, gotErr := l.Load(partial, opts)
+				if errors.Is(gotErr, ErrUnread) {
+					refetched.Add(1)
+					got, gotErr = l.Load(fs, opts)
+				} else if left > 0 && l.incrementals > before {
+					unread.Add(1)
+				}
 				if got != nil && len(got.Resources) > 0 && &got.Resources[0] == last {
 					if !opts.ReuseSet || !handed {
 						t.Fatalf("step %d: the last Set was changed in place without ReuseSet and its Release", step)

@@ -214,6 +214,12 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	if set, ok := (&load{l: l, opts: opts}).incremental(files, lim, basisKey); ok {
 		return set, nil
 	}
+	for i := range files {
+		if files[i].Unread {
+			// Before anything changes: the caller loads again with every file read.
+			return nil, ErrUnread
+		}
+	}
 	// The full load replaces the cache the basis reads: it stands again only if this load
 	// succeeds.
 	l.last = nil
@@ -1040,6 +1046,24 @@ func cloneDrift(p *DriftPolicy) *DriftPolicy {
 		return nil
 	}
 	return &DriftPolicy{Mode: p.Mode, Ignore: slices.Clone(p.Ignore)}
+}
+
+// ErrUnread is Load's error for a revision with files whose data the source left out
+// (sources.File.Unread) that it cannot load from its last Set: the caller fetches every
+// file's data and loads again.
+var ErrUnread = errors.New("the revision must be loaded with every file read")
+
+// Holds reports whether the next Load can take the file at path of content hash from the
+// last Set without its data (sources.PartialFetcher's held): that Set holds the file's
+// resources, parsed from that content. A Load that finds it cannot returns ErrUnread.
+func (l *Loader) Holds(path, hash string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.last == nil || hash == "" {
+		return false
+	}
+	f, ok := l.last.files[path]
+	return ok && f.key == hash && f.renderedBy == "" && !f.rewritten && l.files[hash] != nil
 }
 
 // Release hands set, which the last Load returned, back to the Loader: the caller no longer

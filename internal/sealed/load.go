@@ -57,7 +57,8 @@ func (op *Opener) Prepare(files []sources.File) (*Revision, manifest.Errors) {
 	var errs manifest.Errors
 	var keep map[string]*Opened
 	for i, f := range files {
-		if f.Refused != "" || !IsEncrypted(f.Data) {
+		// An unread file is one the loader holds parsed as it is: not encrypted.
+		if f.Refused != "" || f.Unread || !IsEncrypted(f.Data) {
 			continue
 		}
 		if rv.opened == nil {

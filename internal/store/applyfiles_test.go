@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -166,6 +168,133 @@ func TestApplyComparesChangedFiles(t *testing.T) {
 		apply("r-"+tc.name, "k2", without, tc.mod)
 		if tampered("w4") {
 			t.Errorf("%s: the row of an unchanged file was not compared", tc.name)
+		}
+	}
+}
+
+// appliedRows is every row of source as the apply leaves it, by name.
+func appliedRows(t *testing.T, st *Store, source string) map[string]string {
+	t.Helper()
+	rows, err := st.pool.Query(context.Background(), `SELECT name, concat_ws(' ', file_path, file_line, spec_hash, meta_hash, generation,
+		deletion_timestamp IS NOT NULL, orphaned, revision, phase) FROM resources WHERE source = $1`, source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for rows.Next() {
+		var name, row string
+		if err := rows.Scan(&name, &row); err != nil {
+			t.Fatal(err)
+		}
+		out[name] = row
+	}
+	rows.Close()
+	return out
+}
+
+// TestApplyScopedMatchesFull: random sequences of file changes (a spec changed, a resource
+// added, moved to another file or removed, a file added, renamed or removed) applied with the
+// files' hashes, which compares only the changed files' resources, leave the rows and give
+// the results that the same revisions applied without them (every resource compared) do.
+func TestApplyScopedMatchesFull(t *testing.T) {
+	t.Parallel()
+	scoped, full := openTest(t, "s"), openTest(t, "s")
+	ctx := context.Background()
+	for seed := range int64(6) {
+		rng := rand.New(rand.NewPCG(uint64(seed), 26))
+		source := fmt.Sprintf("s%d", seed)
+		for _, st := range []*Store{scoped, full} {
+			if err := st.RegisterSource(ctx, SourceConfig{Name: source}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		files := map[string][]string{}
+		next := 0
+		widget := func() string {
+			// A name now and then comes back: a row being deleted declared again.
+			if next > 0 && rng.IntN(5) == 0 {
+				return fmt.Sprintf("%s-w%d=%d", source, rng.IntN(next), rng.IntN(3))
+			}
+			next++
+			return fmt.Sprintf("%s-w%d=%d", source, next-1, rng.IntN(3))
+		}
+		pick := func() string {
+			paths := slices.Sorted(maps.Keys(files))
+			return paths[rng.IntN(len(paths))]
+		}
+		for step := range 40 {
+			if len(files) == 0 {
+				files["f0.yaml"] = []string{widget()}
+			}
+			switch f := pick(); rng.IntN(7) {
+			case 0: // a spec changed
+				ws := slices.Clone(files[f])
+				i := rng.IntN(len(ws))
+				name, _, _ := strings.Cut(ws[i], "=")
+				ws[i] = fmt.Sprintf("%s=%d", name, 3+rng.IntN(5))
+				files[f] = ws
+			case 1: // a resource added
+				files[f] = append(slices.Clone(files[f]), widget())
+			case 2: // a resource moved to another file
+				ws := slices.Clone(files[f])
+				i := rng.IntN(len(ws))
+				to := pick()
+				if to != f {
+					files[to] = append(slices.Clone(files[to]), ws[i])
+					files[f] = slices.Delete(ws, i, i+1)
+				}
+			case 3: // a file renamed
+				files[fmt.Sprintf("f%d.yaml", step+1)] = files[f]
+				delete(files, f)
+			case 4: // a file removed
+				delete(files, f)
+			default: // a file added
+				var ws []string
+				for range 1 + rng.IntN(3) {
+					ws = append(ws, widget())
+				}
+				files[fmt.Sprintf("f%d.yaml", step+1)] = ws
+			}
+			for f, ws := range files {
+				// Drop a name declared twice (the loader rejects such a revision).
+				seen := map[string]bool{}
+				for _, g := range slices.Sorted(maps.Keys(files)) {
+					if g == f {
+						break
+					}
+					for _, w := range files[g] {
+						name, _, _ := strings.Cut(w, "=")
+						seen[name] = true
+					}
+				}
+				files[f] = slices.DeleteFunc(slices.Clone(ws), func(w string) bool {
+					name, _, _ := strings.Cut(w, "=")
+					dup := seen[name]
+					seen[name] = true
+					return dup
+				})
+				if len(files[f]) == 0 {
+					delete(files, f)
+				}
+			}
+			set, hashes := fileRevision("k", files)
+			rev := fmt.Sprintf("r%d", step)
+			got, err := scoped.ApplyRevision(ctx, ApplyParams{Source: source, Revision: rev, Set: set, Files: hashes, Prune: true, MaxPruneFraction: 1, AllowEmpty: true})
+			if err != nil {
+				t.Fatalf("seed %d step %d: scoped: %v", seed, step, err)
+			}
+			set, _ = fileRevision("k", files)
+			want, err := full.ApplyRevision(ctx, ApplyParams{Source: source, Revision: rev, Set: set, Prune: true, MaxPruneFraction: 1, AllowEmpty: true})
+			if err != nil {
+				t.Fatalf("seed %d step %d: full: %v", seed, step, err)
+			}
+			got.Refresh, want.Refresh = nil, nil
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("seed %d step %d (%v): scoped %+v, full %+v", seed, step, files, got, want)
+			}
+			if g, w := appliedRows(t, scoped, source), appliedRows(t, full, source); !reflect.DeepEqual(g, w) {
+				t.Fatalf("seed %d step %d (%v): scoped rows %v, full rows %v", seed, step, files, g, w)
+			}
 		}
 	}
 }

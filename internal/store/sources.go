@@ -486,6 +486,16 @@ func applyRevision(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResu
 		res.Held = true
 		return holdRevision(ctx, tx, p)
 	}
+	// The apply finds rows by identity (namespace, kind, name) and by id, which the btree
+	// indexes serve. With a list of identities joined in, the planner estimates a probe of
+	// the name's trigram index (resources_name_trgm, a GIN index, read only through bitmap
+	// scans) as cheaper than one of the identity index, and each such probe reads that
+	// index's posting lists of the name's trigrams: 5–8 ms per identity at 100,000 rows
+	// (2–6 s for a one-file change of 500 resources, against 50 ms without). The apply's
+	// statements need no bitmap scan.
+	if _, err := tx.Exec(ctx, "SET LOCAL enable_bitmapscan = off"); err != nil {
+		return err
+	}
 	sc, err := scopeOf(ctx, tx, p)
 	if err != nil {
 		return err
@@ -848,11 +858,16 @@ func setNamespaces(set *manifest.Set) []string {
 		return nss
 	}
 	seen := map[string]bool{}
+	prev := ""
 	for i := range set.Resources {
-		if ns := set.Resources[i].Namespace; !seen[ns] {
+		// The loader's resources are sorted by namespace first: a map lookup per
+		// namespace, not per resource (a million of them at each sync).
+		ns := set.Resources[i].Namespace
+		if (i == 0 || ns != prev) && !seen[ns] {
 			seen[ns] = true
 			nss = append(nss, ns)
 		}
+		prev = ns
 	}
 	slices.Sort(nss)
 	return nss

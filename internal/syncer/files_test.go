@@ -1,6 +1,7 @@
 package syncer
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/manifest/manifesttest"
 	"github.com/trueup-dev/trueup/internal/store"
+	"github.com/trueup-dev/trueup/sources"
+	"github.com/trueup-dev/trueup/sources/dirsource"
 )
 
 // TestSyncComparesChangedFiles: a sync compares only the changed files' resources, and a
@@ -95,5 +98,80 @@ func TestSyncComparesAllWhenOtherTypesChange(t *testing.T) {
 	var color string
 	if err := b.db.QueryRow(b.ctx, `SELECT spec->>'color' FROM resources WHERE name = 'b'`).Scan(&color); err != nil || color != "blue" {
 		t.Errorf("b (an unchanged file): color %q %v, want the default", color, err)
+	}
+}
+
+// countingFolder is a folder source that counts the files its fetches leave unread and its
+// full fetches.
+type countingFolder struct {
+	*dirsource.Source
+	unread, full int
+}
+
+func (c *countingFolder) Fetch(ctx context.Context, rev string) (*sources.Snapshot, error) {
+	c.full++
+	return c.Source.Fetch(ctx, rev)
+}
+
+func (c *countingFolder) FetchPartial(ctx context.Context, rev string, held func(path, hash string) bool) (*sources.Snapshot, error) {
+	snap, err := c.Source.FetchPartial(ctx, rev, held)
+	if err == nil {
+		for _, f := range snap.Files {
+			if f.Unread {
+				c.unread++
+			}
+		}
+	}
+	return snap, err
+}
+
+// TestSyncFolderReadsChangedFiles: a sync of a folder reads only the files changed since the
+// last (the others' resources are the last load's), and a revision the loader cannot build
+// from its last Set (a type changed) reads every file and applies as a full load does.
+func TestSyncFolderReadsChangedFiles(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	dir := t.TempDir()
+	typ := func(more string) string {
+		return manifesttest.TypeDoc("Database", "infra.example.com",
+			"{type: object, required: [size], properties: {size: {type: integer}"+more+"}}", "provision")
+	}
+	db := func(name string, size int) string {
+		return fmt.Sprintf("apiVersion: infra.example.com/v1\nkind: Database\nmetadata: {name: %s}\nspec: {size: %d}\n", name, size)
+	}
+	writeFiles(t, dir, map[string]string{"t.yaml": typ(""), "a.yaml": db("a", 5), "b.yaml": db("b", 5)})
+	// Out of the racy window, so that the stat data of files left alone proves them unchanged.
+	time.Sleep(2100 * time.Millisecond)
+	ds, err := dirsource.New(dirsource.Config{Name: "infra", Path: dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ds.Close() })
+	src := &countingFolder{Source: ds}
+	s := b.syncer(src, "r1", time.Minute)
+	sync := func(step string, files map[string]string) Outcome {
+		t.Helper()
+		writeFiles(t, dir, files)
+		out, err := s.SyncOnce(b.ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		return out
+	}
+	if out := sync("first sync", nil); out.Result.Created != 2 || src.unread != 0 {
+		t.Fatalf("first sync: %+v, %d files unread", out.Result, src.unread)
+	}
+	if out := sync("one file changed", map[string]string{"a.yaml": db("a", 6)}); out.Result.Updated != 1 || src.unread != 2 || src.full != 0 {
+		t.Fatalf("one file changed: %+v, %d files unread, %d full fetches; want a updated, the two others unread", out.Result, src.unread, src.full)
+	}
+	out := sync("a default added to the type", map[string]string{"t.yaml": typ(", color: {type: string, default: blue}")})
+	if out.Result.Updated != 2 || src.full != 1 {
+		t.Fatalf("a default added to the type: %+v, %d full fetches; want both updated after one full fetch", out.Result, src.full)
+	}
+	for _, name := range []string{"a", "b"} {
+		var color string
+		if err := b.db.QueryRow(b.ctx, `SELECT spec->>'color' FROM resources WHERE name = $1`, name).Scan(&color); err != nil || color != "blue" {
+			t.Errorf("%s: color %q %v, want the default", name, color, err)
+		}
 	}
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/changeplan"
 	"github.com/trueup-dev/trueup/internal/clip"
+	"github.com/trueup-dev/trueup/internal/cputime"
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/lease"
 	"github.com/trueup-dev/trueup/internal/manifest"
@@ -557,9 +558,13 @@ func (s *Syncer) pinned(ctx context.Context, lease *store.Lease, head string) (t
 var errPinUnsupported = errors.New("this kind of source cannot be pinned: it reads only its current content (a folder); unpin it")
 
 // fetch reads the files of rev: the head through Fetch, a pinned revision through
-// sources.RevisionFetcher.
-func (s *Syncer) fetch(ctx context.Context, rev, pinned string) (*sources.Snapshot, error) {
+// sources.RevisionFetcher. With partial, a sources.PartialFetcher leaves out the data of the
+// files the loader holds (manifest.Loader.Holds), when nothing renders the files.
+func (s *Syncer) fetch(ctx context.Context, rev, pinned string, partial bool) (*sources.Snapshot, error) {
 	if pinned == "" {
+		if pf, ok := s.opts.Source.(sources.PartialFetcher); ok && partial && s.opts.Render == nil {
+			return pf.FetchPartial(ctx, rev, s.loader.Holds)
+		}
 		return s.opts.Source.Fetch(ctx, rev)
 	}
 	rf, ok := s.opts.Source.(sources.RevisionFetcher)
@@ -573,20 +578,11 @@ func (s *Syncer) fetch(ctx context.Context, rev, pinned string) (*sources.Snapsh
 // revision when pinned is set); ctx holds the sync's span.
 func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned string) (Outcome, error) {
 	root := trace.SpanFromContext(ctx)
-	start := time.Now()
+	start, startCPU := time.Now(), cputime.Self()
 	fctx, step := tracer.Start(ctx, "fetch")
-	snap, err := s.fetch(fctx, head, pinned)
+	snap, err := s.fetch(fctx, head, pinned, true)
 	if err != nil {
-		reason := "FetchFailed"
-		switch {
-		case errors.Is(err, sources.ErrPathNotFound):
-			reason = "PathNotFound"
-		case errors.Is(err, errPinUnsupported):
-			reason = "PinUnsupported"
-		}
-		tracing.Fail(step, reason)
-		step.End()
-		return Outcome{}, s.fail(ctx, lease, store.SyncFailure{Revision: head, Reason: reason, Message: "fetch " + clip.Rev(head) + ": " + err.Error()}, "")
+		return Outcome{}, s.fetchFailed(ctx, lease, head, step, err)
 	}
 	step.SetAttributes(attribute.Int("trueup.files", len(snap.Files)))
 	step.End()
@@ -609,7 +605,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 		inputFiles = snap.Files
 		snap = &sources.Snapshot{Revision: snap.Revision, Author: snap.Author, Files: files}
 	}
-	fetched := time.Since(start)
+	fetched, fetchedCPU := time.Since(start), cputime.Self()
 	known, err := s.otherTypes(ctx)
 	if err != nil {
 		return Outcome{}, fmt.Errorf("load types of other sources: %w", err)
@@ -622,8 +618,23 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 		_, step = tracer.Start(ctx, "validate")
 	}
 	// Transition rules run on the plaintext set, before encrypted fields become markers.
-	set, err := sealed.Load(s.loader, s.opts.Opener, snap.Files, manifest.Options{KnownTypes: known, CheckAction: s.opts.CheckAction, Limits: s.opts.Limits,
-		CheckReference: s.opts.CheckReference, Parsed: onParsed, InputFiles: inputFiles, ReuseSet: true}, func(set *manifest.Set) error { return s.checkTransitions(ctx, set, lease.Term) })
+	load := func(files []sources.File) (*manifest.Set, error) {
+		return sealed.Load(s.loader, s.opts.Opener, files, manifest.Options{KnownTypes: known, CheckAction: s.opts.CheckAction, Limits: s.opts.Limits,
+			CheckReference: s.opts.CheckReference, Parsed: onParsed, InputFiles: inputFiles, ReuseSet: true}, func(set *manifest.Set) error { return s.checkTransitions(ctx, set, lease.Term) })
+	}
+	set, err := load(snap.Files)
+	if errors.Is(err, manifest.ErrUnread) {
+		// The revision is not one the loader builds from its last Set (a type changed, a
+		// file has problems): it reads every file.
+		snap.Files = nil
+		fctx, fstep := tracer.Start(ctx, "fetch")
+		if snap, err = s.fetch(fctx, head, pinned, false); err != nil {
+			step.End()
+			return Outcome{}, s.fetchFailed(ctx, lease, head, fstep, err)
+		}
+		fstep.End()
+		set, err = load(snap.Files)
+	}
 	noManifests := len(snap.Files) == 0
 	snap.Files, inputFiles = nil, nil // parsed: the file bytes need not live through the apply (14 MB at 100k resources)
 	if err != nil {
@@ -639,6 +650,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 	if err != nil {
 		return Outcome{}, s.reject(ctx, lease, snap.Revision, err)
 	}
+	loaded, loadedCPU := time.Since(start), cputime.Self()
 	// Done with the Set once applied: the next sync's load may write into it.
 	defer s.loader.Release(set)
 	if lease = s.writeLease(ctx, lease); lease == nil {
@@ -648,6 +660,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 	res, err := s.store.ApplyRevision(actx, store.ApplyParams{Source: s.opts.Name, Revision: snap.Revision, Author: policy.Author(snap.Author), Set: set, Prune: s.opts.Prune,
 		MaxPruneFraction: s.opts.MaxPruneFraction, AllowEmpty: s.opts.AllowEmpty, NoManifests: noManifests, Replica: s.opts.Replica, Lease: lease,
 		Pinned: pinned, Files: revisionFiles(set, known)})
+	applied, appliedCPU := time.Since(start), cputime.Self()
 	if err != nil {
 		tracing.Fail(step, s.opts.Redact.Scrub(loadFailure(err)))
 	} else {
@@ -711,10 +724,29 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 	if res.Changed() {
 		level = slog.LevelInfo
 	}
+	// The phases' wall times, and the process's CPU in each (every goroutine's: the
+	// reconciler's and the API's too, when they run meanwhile).
 	s.log.Log(ctx, level, "applied revision", "revision", clip.Rev(snap.Revision), "types", len(set.Types), "resources", len(set.Resources),
-		"created", res.Created, "updated", res.Updated, "deleted", res.Deleted, "fetch_ms", fetched.Milliseconds(),
-		"total_ms", time.Since(start).Milliseconds())
+		"created", res.Created, "updated", res.Updated, "deleted", res.Deleted,
+		"fetch_ms", fetched.Milliseconds(), "load_ms", (loaded - fetched).Milliseconds(), "apply_ms", (applied - loaded).Milliseconds(),
+		"total_ms", time.Since(start).Milliseconds(), "fetch_cpu_ms", (fetchedCPU - startCPU).Milliseconds(),
+		"load_cpu_ms", (loadedCPU - fetchedCPU).Milliseconds(), "apply_cpu_ms", (appliedCPU - loadedCPU).Milliseconds(),
+		"cpu_ms", (cputime.Self() - startCPU).Milliseconds())
 	return Outcome{Revision: snap.Revision, Result: res}, nil
+}
+
+// fetchFailed records err, the failure of the fetch (its span step) of head.
+func (s *Syncer) fetchFailed(ctx context.Context, lease *store.Lease, head string, step trace.Span, err error) error {
+	reason := "FetchFailed"
+	switch {
+	case errors.Is(err, sources.ErrPathNotFound):
+		reason = "PathNotFound"
+	case errors.Is(err, errPinUnsupported):
+		reason = "PinUnsupported"
+	}
+	tracing.Fail(step, reason)
+	step.End()
+	return s.fail(ctx, lease, store.SyncFailure{Revision: head, Reason: reason, Message: "fetch " + clip.Rev(head) + ": " + err.Error()}, "")
 }
 
 // revisionFiles are set's files as the store compares them between applies (ApplyParams.Files):

@@ -103,7 +103,7 @@ func New(cfg Config, logger *slog.Logger) (*Source, error) {
 // manifest files. Files whose size and modification time are unchanged since the last scan
 // (and not modified too recently to trust) are not read again.
 func (s *Source) Head(ctx context.Context) (string, error) {
-	rev, _, err := s.scan(ctx, false)
+	rev, _, err := s.scan(ctx, false, nil)
 	if err != nil {
 		return "", fmt.Errorf("dir source %q: head: %w", s.cfg.Name, err)
 	}
@@ -113,7 +113,14 @@ func (s *Source) Head(ctx context.Context) (string, error) {
 // Fetch reads every manifest file. The snapshot's Revision is the hash of what was read,
 // which differs from revision when the folder changed since Head.
 func (s *Source) Fetch(ctx context.Context, revision string) (*sources.Snapshot, error) {
-	rev, files, err := s.scan(ctx, true)
+	return s.FetchPartial(ctx, revision, nil)
+}
+
+// FetchPartial is Fetch, but a file that the stat rule (statEntry) finds unchanged since its
+// hashing and whose path and hash held reports is not read: it comes with Unread set. A
+// one-file change then reads that file, not the folder.
+func (s *Source) FetchPartial(ctx context.Context, revision string, held func(path, hash string) bool) (*sources.Snapshot, error) {
+	rev, files, err := s.scan(ctx, true, held)
 	if err != nil {
 		return nil, fmt.Errorf("dir source %q: fetch: %w", s.cfg.Name, err)
 	}
@@ -197,4 +204,6 @@ var (
 	_ sources.Source   = (*Source)(nil)
 	_ sources.Starter  = (*Source)(nil)
 	_ sources.Notifier = (*Source)(nil)
+
+	_ sources.PartialFetcher = (*Source)(nil)
 )

@@ -630,3 +630,52 @@ func TestStartRemovesLeftClockProbe(t *testing.T) {
 		t.Fatalf("a left clock probe after Start: %v", err)
 	}
 }
+
+// FetchPartial leaves unread the files unchanged by the stat rule whose content the caller
+// holds; a changed file, one whose content the caller does not hold and a file just written
+// (in the racy window) are read, and the revision is Fetch's.
+func TestFetchPartialReadsOnlyWhatTheCallerLacks(t *testing.T) {
+	t.Parallel()
+	f := setup(t, 0, map[string]string{"a.yaml": "v: 1\n", "b.yaml": "v: 2\n", "c.yaml": "v: 3\n"})
+	f.src.racy = -time.Second // files just written count, at the clock file's timestamp too
+	f.ageFiles("a.yaml", "b.yaml", "c.yaml")
+	first := f.fetch()
+	f.write(map[string]string{"b.yaml": "v: 22\n"})
+	held := func(path, hash string) bool { return path != "c.yaml" && hash == first[path].Hash }
+	snap, err := f.src.FetchPartial(f.ctx, "", held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]sources.File{}
+	for _, file := range snap.Files {
+		got[file.Path] = file
+	}
+	if a := got["a.yaml"]; !a.Unread || a.Data != nil || a.Hash != first["a.yaml"].Hash {
+		t.Errorf("an unchanged file the caller holds: %+v, want it unread with its hash", a)
+	}
+	if b := got["b.yaml"]; b.Unread || string(b.Data) != "v: 22\n" {
+		t.Errorf("a changed file: %+v, want it read", b)
+	}
+	if c := got["c.yaml"]; c.Unread || string(c.Data) != "v: 3\n" {
+		t.Errorf("an unchanged file the caller lacks: %+v, want it read", c)
+	}
+	full, err := f.src.Fetch(f.ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Revision != full.Revision || snap.Revision != f.head() {
+		t.Errorf("revision %s, Fetch's %s, Head's %s: want one", snap.Revision, full.Revision, f.head())
+	}
+
+	// In the racy window the stat data proves nothing: the file is read.
+	f.src.racy = time.Hour
+	snap, err = f.src.FetchPartial(f.ctx, "", func(string, string) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range snap.Files {
+		if file.Unread {
+			t.Errorf("%s unread within the racy window", file.Path)
+		}
+	}
+}

@@ -103,8 +103,9 @@ func (s *Source) wanted(name string) bool {
 }
 
 // scan walks the folder and returns the revision and, when read is set, the files with
-// their data. Without read, files whose stat data matches the cache are not opened.
-func (s *Source) scan(ctx context.Context, read bool) (string, []sources.File, error) {
+// their data. Without read, files whose stat data matches the cache are not opened; with
+// read, those that held (when not nil) reports too, which come Unread.
+func (s *Source) scan(ctx context.Context, read bool, held func(path, hash string) bool) (string, []sources.File, error) {
 	s.scanMu.Lock()
 	defer s.scanMu.Unlock()
 
@@ -207,6 +208,13 @@ func (s *Source) scan(ctx context.Context, read bool) (string, []sources.File, e
 		if known && !read && prev.matches(fi, false, s.racy) {
 			stats[rel] = prev
 			entries = append(entries, entry{rel, prev.hash})
+			return nil
+		}
+		if known && held != nil && prev.matches(fi, true, s.racy) && held(rel, prev.hash) {
+			// Unchanged by the rule, as Head judges it, and its content is the caller's.
+			stats[rel] = prev
+			entries = append(entries, entry{rel, prev.hash})
+			files = append(files, sources.File{Path: rel, Hash: prev.hash, Unread: true})
 			return nil
 		}
 		data, err := readBounded(target)
