@@ -1,2 +1,2 @@
+DROP INDEX IF EXISTS resources_ready;
 DROP INDEX IF EXISTS events_source_created;
-CREATE INDEX IF NOT EXISTS resources_phase ON resources (phase);
