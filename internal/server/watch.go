@@ -386,9 +386,11 @@ type changeFilter struct {
 
 func (f changeFilter) match(c store.Change) bool {
 	if c.Type == store.ChangeRelist {
-		// The resources it stands for may be of any kind and namespace, and of a source the
-		// scope learns of only from them.
-		return f.source == "" || c.Source == f.source
+		// It stands for the resources of any kind its source created in one namespace, of
+		// which the scope learns the source as it does from each resource's change.
+		return (f.visible == nil || f.visible.seesRelist(c)) &&
+			(f.namespace == "" || c.Namespace == f.namespace) &&
+			(f.source == "" || c.Source == f.source)
 	}
 	// Scope first: it learns the sources that come into view from every change it sees.
 	return (f.visible == nil || f.visible.sees(c)) &&
@@ -426,6 +428,16 @@ func (v *watchScope) sees(c store.Change) bool {
 	if c.Source != "" {
 		v.sources[c.Source] = true
 	}
+	return true
+}
+
+// seesRelist is sees for a RELIST change: it is seen in its namespace, and its source comes
+// into view there as a created resource's would.
+func (v *watchScope) seesRelist(c store.Change) bool {
+	if !v.scope.Contains(c.Namespace) {
+		return false
+	}
+	v.sources[c.Source] = true
 	return true
 }
 

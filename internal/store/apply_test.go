@@ -417,7 +417,7 @@ func TestApplyBulkCreate(t *testing.T) {
 		t.Errorf("the source's event %+v", ev)
 	}
 	var relists int
-	if err := st.pool.QueryRow(ctx, "SELECT count(*) FROM changes WHERE source = 's' AND object = 'source' AND type = $1 AND name = 's'",
+	if err := st.pool.QueryRow(ctx, "SELECT count(*) FROM changes WHERE source = 's' AND object = 'source' AND type = $1 AND name = 's' AND namespace = 'default'",
 		ChangeRelist).Scan(&relists); err != nil || relists != 1 {
 		t.Fatalf("RELIST changes: %d, %v", relists, err)
 	}
