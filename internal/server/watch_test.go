@@ -737,8 +737,9 @@ func TestHubStartHoldsNoLockAcrossItsQuery(t *testing.T) {
 
 // A revision that creates more resources than ApplyParams.BulkCreate reaches watchers as one
 // reset (reason bulk) at its change's id instead of a change per resource, whatever their
-// kind or namespace filter, live or catching up from the store; the reset names no source,
-// and a watcher of another source sees nothing of it.
+// kind filter, live or catching up from the store; the reset names no source, and a watcher
+// of another source or namespace sees nothing of it (scoped watchers:
+// TestAuthorizationWatchBulkCreation).
 func TestWatchBulkCreationResets(t *testing.T) {
 	t.Parallel()
 	e := newWatchEnv(t, 2, func(h *Hub) { h.heartbeat = 20 * time.Millisecond })
@@ -753,6 +754,7 @@ func TestWatchBulkCreationResets(t *testing.T) {
 		live = append(live, e.watch(t, q, nil))
 	}
 	other := e.watch(t, "source=main", nil)
+	otherNS := e.watch(t, "namespace=delta", nil)
 
 	doc := strings.ReplaceAll(typeDoc, "Queue", "Topic")
 	for i := range 3 {
@@ -793,6 +795,7 @@ func TestWatchBulkCreationResets(t *testing.T) {
 		isReset("live "+queries[i], c)
 	}
 	other.quietUntil(t, feed[len(feed)-1].ID, 5*time.Second)
+	otherNS.quietUntil(t, feed[len(feed)-1].ID, 5*time.Second)
 	for _, q := range queries {
 		isReset("resumed "+q, e.watch(t, q, http.Header{"Last-Event-ID": {strconv.FormatInt(start, 10)}}))
 	}

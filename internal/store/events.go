@@ -113,7 +113,7 @@ func (s *Store) ListEvents(ctx context.Context, sc Scope, f EventFilter) ([]Even
 
 // bulkCreatedEventOf selects the source's Created event that stands for the resource of f
 // when its revision created it in bulk (DefaultBulkCreate): the event of its source, naming
-// nothing (name ''), of its transaction (its created_at), as the timeline finds it
+// nothing (name ”), of its transaction (its created_at), as the timeline finds it
 // (events_source_created). A resource created alone matches none: its own event is listed.
 func bulkCreatedEventOf(sc Scope, f EventFilter, args *params) string {
 	where := []string{"r.namespace = " + args.add(f.Namespace), "lower(r.kind) = lower(" + args.add(f.Kind) + ")", "r.name = " + args.add(f.Name)}
