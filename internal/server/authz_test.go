@@ -475,3 +475,89 @@ func TestWatchScope(t *testing.T) {
 		t.Error("source apps, seen through a filtered-out change, is not in view")
 	}
 }
+
+// A bulk creation reaches a scoped watcher as a reset only in the namespaces it sees, and
+// brings the source into view as its resources' changes would: the source's own change of the
+// same transaction, and its later ones, follow. A watcher of another namespace hears nothing.
+func TestAuthorizationWatchBulkCreation(t *testing.T) {
+	t.Parallel()
+	e := newAuthzEnv(t)
+	ctx := context.Background()
+	if err := e.st.RegisterSource(ctx, store.SourceConfig{Name: "bulk", URL: "file:///bulk", Branch: "main"}); err != nil {
+		t.Fatal(err)
+	}
+	we := &watchEnv{st: e.st, srv: e.srv, url: e.url}
+	start := we.latest(t)
+	staging := we.watch(t, "", http.Header{identityHeader: {stagingViewer}})
+	production := we.watch(t, "", http.Header{identityHeader: {"viewer:production"}})
+
+	types, err := manifest.NewLoader().Load([]sources.File{{Path: "type.yaml", Data: []byte(typeDoc)}}, manifest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc strings.Builder
+	for i := range 3 {
+		fmt.Fprintf(&doc, "---\napiVersion: mq.example.com/v1\nkind: Queue\nmetadata: {name: blk-%d, namespace: staging}\nspec: {size: 1}\n", i)
+	}
+	set, err := manifest.NewLoader().Load([]sources.File{{Path: "bulk.yaml", Data: []byte(doc.String())}}, manifest.Options{KnownTypes: types.Types})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.ApplyRevision(ctx, store.ApplyParams{Source: "bulk", Revision: "b1", Set: set, Prune: true, BulkCreate: 2}); err != nil {
+		t.Fatal(err)
+	}
+	e.srv.NotifyChanges()
+	we.failSync(t, "bulk") // a later change of the source
+	end := we.latest(t)
+	var want []store.Change
+	for _, ch := range we.feed(t, start) {
+		if ch.Source == "bulk" {
+			want = append(want, ch)
+		}
+	}
+	if len(want) < 3 || want[0].Type != store.ChangeRelist || want[0].Namespace != "staging" {
+		t.Fatalf("the feed of source bulk: %+v", want)
+	}
+	for i, ch := range want {
+		b := staging.next(t, 10*time.Second, true)
+		if b.ID != ch.ID || (i == 0) != (b.Event == "reset") {
+			t.Errorf("staging viewer's event %d: %+v, want %+v", i, b, ch)
+		}
+	}
+	staging.quietUntil(t, end, 20*time.Second)
+	production.quietUntil(t, end, 20*time.Second)
+}
+
+// TestWatchScopeBulk: a RELIST change is seen by a scoped watcher in its namespace only, and
+// brings its source into view there.
+func TestWatchScopeBulk(t *testing.T) {
+	t.Parallel()
+	srcChange := store.Change{Object: "source", Type: store.ChangeModified, Name: "new", Source: "new"}
+	added := store.Change{Object: "resource", Type: store.ChangeAdded, Namespace: "staging", Kind: "Queue", Name: "q", Source: "new"}
+	relist := store.Change{Object: "source", Type: store.ChangeRelist, Namespace: "staging", Name: "new", Source: "new"}
+	each := changeFilter{visible: newWatchScope(store.InNamespaces("staging"), nil)}
+	if !each.match(added) || !each.match(srcChange) {
+		t.Fatal("one by one: the source's change is not seen")
+	}
+	bulk := changeFilter{visible: newWatchScope(store.InNamespaces("staging"), nil)}
+	if !bulk.match(relist) {
+		t.Fatal("bulk: no reset")
+	}
+	if !bulk.match(srcChange) {
+		t.Error("bulk: the source's own change (same transaction) is dropped")
+	}
+	other := changeFilter{visible: newWatchScope(store.InNamespaces("production"), nil)}
+	if other.match(relist) || other.match(srcChange) {
+		t.Error("a production-only watcher gets a bulk reset, or the source, for a source with nothing in production")
+	}
+	for _, f := range []changeFilter{{namespace: "production"}, {source: "old"}} {
+		if f.match(relist) {
+			t.Errorf("%+v matches a reset for namespace staging of source new", f)
+		}
+	}
+	for _, f := range []changeFilter{{namespace: "staging"}, {source: "new"}, {kind: "Other"}} {
+		if !f.match(relist) {
+			t.Errorf("%+v does not match a reset for namespace staging of source new", f)
+		}
+	}
+}

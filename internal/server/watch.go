@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -364,16 +365,27 @@ func (sub *subscription) wanted(cs []event) []event {
 	for len(cs) > 0 && cs[0].ID <= sub.after {
 		cs = cs[1:]
 	}
-	if sub.filter == (changeFilter{}) {
+	if sub.filter == (changeFilter{}) && !slices.ContainsFunc(cs, func(c event) bool { return c.Type == store.ChangeRelist }) {
 		return cs
 	}
 	var out []event
 	for _, c := range cs {
 		if sub.filter.match(c.Change) {
+			if n := len(out); n > 0 && sameReset(out[n-1].Change, c.Change) {
+				out[n-1] = c
+				continue
+			}
 			out = append(out, c)
 		}
 	}
 	return out
+}
+
+// sameReset reports whether a watcher sent prev can skip it for c: both are RELIST changes
+// (a bulk revision writes one per namespace it created in) with nothing it sees between, and
+// one reset at the later id tells it all.
+func sameReset(prev, c store.Change) bool {
+	return prev.Type == store.ChangeRelist && c.Type == store.ChangeRelist
 }
 
 // changeFilter selects changes; empty fields match everything. Changes of sources have no
@@ -386,9 +398,11 @@ type changeFilter struct {
 
 func (f changeFilter) match(c store.Change) bool {
 	if c.Type == store.ChangeRelist {
-		// The resources it stands for may be of any kind and namespace, and of a source the
-		// scope learns of only from them.
-		return f.source == "" || c.Source == f.source
+		// It stands for the resources of any kind its source created in one namespace, of
+		// which the scope learns the source as it does from each resource's change.
+		return (f.visible == nil || f.visible.seesRelist(c)) &&
+			(f.namespace == "" || c.Namespace == f.namespace) &&
+			(f.source == "" || c.Source == f.source)
 	}
 	// Scope first: it learns the sources that come into view from every change it sees.
 	return (f.visible == nil || f.visible.sees(c)) &&
@@ -426,6 +440,16 @@ func (v *watchScope) sees(c store.Change) bool {
 	if c.Source != "" {
 		v.sources[c.Source] = true
 	}
+	return true
+}
+
+// seesRelist is sees for a RELIST change: it is seen in its namespace, and its source comes
+// into view there as a created resource's would.
+func (v *watchScope) seesRelist(c store.Change) bool {
+	if !v.scope.Contains(c.Namespace) {
+		return false
+	}
+	v.sources[c.Source] = true
 	return true
 }
 
@@ -570,14 +594,26 @@ func (s *Server) catchUp(ctx context.Context, sw *sseWriter, f changeFilter, pos
 				return nil, err
 			}
 			sw.begin()
+			var held *store.Change // a RELIST that a following one may stand for (sameReset)
 			for _, c := range cs {
 				if c.ID > target {
 					break
 				}
 				if f.match(c) {
-					sw.change(c)
+					if held != nil && !sameReset(*held, c) {
+						sw.change(*held)
+					}
+					held = nil
+					if c.Type == store.ChangeRelist {
+						held = &c
+					} else {
+						sw.change(c)
+					}
 				}
 				pos = c.ID
+			}
+			if held != nil {
+				sw.change(*held)
 			}
 			if len(cs) < watchPage || cs[len(cs)-1].ID > target {
 				pos = target // the rest up to target was skipped by the hub (rolled back, or pruned)

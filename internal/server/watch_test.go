@@ -737,8 +737,9 @@ func TestHubStartHoldsNoLockAcrossItsQuery(t *testing.T) {
 
 // A revision that creates more resources than ApplyParams.BulkCreate reaches watchers as one
 // reset (reason bulk) at its change's id instead of a change per resource, whatever their
-// kind or namespace filter, live or catching up from the store; the reset names no source,
-// and a watcher of another source sees nothing of it.
+// kind filter, live or catching up from the store; the reset names no source, and a watcher
+// of another source or namespace sees nothing of it (scoped watchers:
+// TestAuthorizationWatchBulkCreation).
 func TestWatchBulkCreationResets(t *testing.T) {
 	t.Parallel()
 	e := newWatchEnv(t, 2, func(h *Hub) { h.heartbeat = 20 * time.Millisecond })
@@ -753,34 +754,42 @@ func TestWatchBulkCreationResets(t *testing.T) {
 		live = append(live, e.watch(t, q, nil))
 	}
 	other := e.watch(t, "source=main", nil)
+	otherNS := e.watch(t, "namespace=epsilon", nil)
+	delta := e.watch(t, "namespace=delta", nil)
 
 	doc := strings.ReplaceAll(typeDoc, "Queue", "Topic")
 	for i := range 3 {
 		doc += fmt.Sprintf("---\napiVersion: mq.example.com/v1\nkind: Topic\nmetadata: {name: t%03d, namespace: gamma}\nspec: {size: %d}\n", i, i)
 	}
+	doc += "---\napiVersion: mq.example.com/v1\nkind: Topic\nmetadata: {name: d000, namespace: delta}\nspec: {size: 1}\n"
 	set, err := manifest.NewLoader().Load([]sources.File{{Path: "t.yaml", Data: []byte(doc)}}, manifest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	res, err := e.st.ApplyRevision(ctx, store.ApplyParams{Source: "big", Revision: "b1", Set: set, Prune: true, BulkCreate: 2})
-	if err != nil || res.Created != 3 {
+	if err != nil || res.Created != 4 {
 		t.Fatalf("apply: %+v, %v", res, err)
 	}
 	e.srv.NotifyChanges()
 	feed := e.feed(t, start)
-	var relist int64
+	// One RELIST per namespace, delta's first; a watcher that sees both gets one reset, at
+	// gamma's (the later) id.
+	var relist, relistDelta int64
 	for _, c := range feed {
 		if c.Object == "resource" {
 			t.Errorf("a change per resource: %+v", c)
 		}
 		if c.Type == store.ChangeRelist && c.Source == "big" {
 			relist = c.ID
+			if c.Namespace == "delta" {
+				relistDelta = c.ID
+			}
 		}
 	}
-	if relist == 0 {
+	if relist == 0 || relistDelta == 0 || relistDelta >= relist {
 		t.Fatalf("no RELIST change in %+v", feed)
 	}
-	isReset := func(name string, c *sseClient) {
+	isResetAt := func(name string, c *sseClient, relist int64) {
 		t.Helper()
 		b := c.next(t, 5*time.Second, true)
 		var data struct{ Reason, Message string }
@@ -789,10 +798,14 @@ func TestWatchBulkCreationResets(t *testing.T) {
 			t.Errorf("%s: first event %+v, want a bulk reset at %d naming no source", name, b, relist)
 		}
 	}
+	isReset := func(name string, c *sseClient) { t.Helper(); isResetAt(name, c, relist) }
+	isResetAt("live namespace=delta", delta, relistDelta)
+	isResetAt("resumed namespace=delta", e.watch(t, "namespace=delta", http.Header{"Last-Event-ID": {strconv.FormatInt(start, 10)}}), relistDelta)
 	for i, c := range live {
 		isReset("live "+queries[i], c)
 	}
 	other.quietUntil(t, feed[len(feed)-1].ID, 5*time.Second)
+	otherNS.quietUntil(t, feed[len(feed)-1].ID, 5*time.Second)
 	for _, q := range queries {
 		isReset("resumed "+q, e.watch(t, q, http.Header{"Last-Event-ID": {strconv.FormatInt(start, 10)}}))
 	}

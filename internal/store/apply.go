@@ -133,7 +133,7 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, sc applyScope
 	}
 	res.Created = len(ins)
 	if w.bulk {
-		w.events, w.changes = append(w.events, bulkCreatedEvent(p, len(ins))), append(w.changes, relistChange(p.Source))
+		w.events, w.changes = append(w.events, bulkCreatedEvent(p, len(ins))), append(w.changes, relistChanges(p, ins)...)
 	}
 	if err := chunks(len(upd), w.size, func(lo, hi int) error { return w.update(ctx, upd[lo:hi]) }); err != nil {
 		return fmt.Errorf("update resources: %w", err)

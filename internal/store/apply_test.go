@@ -417,7 +417,7 @@ func TestApplyBulkCreate(t *testing.T) {
 		t.Errorf("the source's event %+v", ev)
 	}
 	var relists int
-	if err := st.pool.QueryRow(ctx, "SELECT count(*) FROM changes WHERE source = 's' AND object = 'source' AND type = $1 AND name = 's'",
+	if err := st.pool.QueryRow(ctx, "SELECT count(*) FROM changes WHERE source = 's' AND object = 'source' AND type = $1 AND name = 's' AND namespace = 'default'",
 		ChangeRelist).Scan(&relists); err != nil || relists != 1 {
 		t.Fatalf("RELIST changes: %d, %v", relists, err)
 	}
@@ -444,5 +444,98 @@ func TestApplyBulkCreate(t *testing.T) {
 	}
 	if len(tl.Entries) != 1 || tl.Entries[0].Reason != "Created" || tl.Entries[0].Revision != "r2" {
 		t.Errorf("timeline of a resource created alone: %+v", tl.Entries)
+	}
+}
+
+func clusterWidgets(n int) *manifest.Set {
+	set := widgets(n, func(int) int { return 1 })
+	for i := range set.Resources {
+		set.Resources[i].Namespace, set.Resources[i].Kind = "", "ClusterWidget"
+		set.Resources[i].File = fmt.Sprintf("c%02d.yaml", i)
+	}
+	return set
+}
+
+// A cluster-scoped resource's timeline shows its own Created event once: the other
+// cluster-scoped resources' events (no namespace either) are not its source's bulk event.
+func TestTimelineClusterScopedCreatedOnce(t *testing.T) {
+	t.Parallel()
+	st := openTest(t, "s")
+	ctx := context.Background()
+	if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "r1", Set: clusterWidgets(3), Prune: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range []Scope{Everything} {
+		tl, err := st.Timeline(ctx, sc, "", "ClusterWidget", "w01", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var created []string
+		for _, e := range tl.Entries {
+			if e.Reason == "Created" {
+				created = append(created, e.Message)
+			}
+		}
+		if len(created) != 1 || created[0] != "created from c01.yaml at r1" {
+			t.Errorf("Created entries in w01's timeline: %q", created)
+		}
+		evs, err := st.ListEvents(ctx, sc, EventFilter{Kind: "ClusterWidget", Name: "w01", Namespace: ""})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != 1 || evs[0].Message != "created from c01.yaml at r1" {
+			t.Errorf("w01's events: %+v", evs)
+		}
+	}
+}
+
+// A resource created in bulk lists its creation among its events: its source's Created event
+// (naming no resource), in any scope that sees the resource, and with its source's filter.
+// A namespace's events do not include it: a bulk creation is the source's event, listed
+// with the source's (and with every event).
+func TestResourceEventsAfterBulk(t *testing.T) {
+	t.Parallel()
+	st := openTest(t, "s", "t")
+	ctx := context.Background()
+	if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "r1", Set: widgets(7, func(int) int { return 1 }), Prune: true, BulkCreate: 2}); err != nil {
+		t.Fatal(err)
+	}
+	bulk := func(evs []Event) bool {
+		return len(evs) == 1 && evs[0].Source == "s" && evs[0].Name == "" && evs[0].Reason == "Created" && evs[0].Message == "created 7 resources at r1"
+	}
+	for _, c := range []struct {
+		name string
+		sc   Scope
+		f    EventFilter
+		want bool // the bulk event alone; else none
+	}{
+		{"resource", Everything, EventFilter{Namespace: "default", Kind: "widget", Name: "w03"}, true},
+		{"resource, its namespace's scope", InNamespaces("default"), EventFilter{Namespace: "default", Kind: "Widget", Name: "w03"}, true},
+		{"resource, its source", Everything, EventFilter{Namespace: "default", Kind: "Widget", Name: "w03", Source: "s"}, true},
+		{"resource, another scope", InNamespaces("production"), EventFilter{Namespace: "default", Kind: "Widget", Name: "w03"}, false},
+		{"resource, another source", Everything, EventFilter{Namespace: "default", Kind: "Widget", Name: "w03", Source: "t"}, false},
+		{"no such resource", Everything, EventFilter{Namespace: "default", Kind: "Widget", Name: "w99"}, false},
+		{"namespace", Everything, EventFilter{Namespace: "default"}, false},
+		{"source", Everything, EventFilter{Source: "s"}, true},
+		{"everything", Everything, EventFilter{}, true},
+	} {
+		evs, err := st.ListEvents(ctx, c.sc, c.f)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if c.want && !bulk(evs) || !c.want && len(evs) != 0 {
+			t.Errorf("%s: %+v", c.name, evs)
+		}
+	}
+	// Its own later events come first, the creation last.
+	if err := st.AddEvent(ctx, Event{Namespace: "default", Kind: "Widget", Name: "w03", Source: "s", Type: EventNormal, Reason: "Synced", Message: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := st.ListEvents(ctx, Everything, EventFilter{Namespace: "default", Kind: "Widget", Name: "w03"})
+	if err != nil || len(evs) != 2 || evs[0].Reason != "Synced" || !bulk(evs[1:]) {
+		t.Errorf("w03 after an event of its own: %+v, %v", evs, err)
+	}
+	if evs, err := st.ListEvents(ctx, Everything, EventFilter{Namespace: "default", Kind: "Widget", Name: "w03", Limit: 1}); err != nil || len(evs) != 1 || evs[0].Reason != "Synced" {
+		t.Errorf("w03, one event: %+v, %v", evs, err)
 	}
 }

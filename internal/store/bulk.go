@@ -2,6 +2,8 @@ package store
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/trueup-dev/trueup/internal/clip"
 )
@@ -29,8 +31,19 @@ func bulkCreatedEvent(p ApplyParams, n int) Event {
 	return Event{Type: EventNormal, Reason: "Created", Message: fmt.Sprintf("created %d resources at %s", n, clip.Rev(p.Revision))}
 }
 
-// relistChange tells watchers that source's revision created more resources than the feed
-// lists one by one.
-func relistChange(source string) Change {
-	return Change{Object: "source", Type: ChangeRelist, Name: source, Source: source}
+// relistChanges tells watchers that the source's revision created more resources than the
+// feed lists one by one: one change per namespace of the created resources (ins), so that a
+// watcher limited to some namespaces hears of those it sees, and only of them.
+func relistChanges(p ApplyParams, ins []int) []Change {
+	seen := make(map[string]bool)
+	var cs []Change
+	for _, i := range ins {
+		ns := p.Set.Resources[i].Namespace
+		if !seen[ns] {
+			seen[ns] = true
+			cs = append(cs, Change{Object: "source", Type: ChangeRelist, Namespace: ns, Name: p.Source, Source: p.Source})
+		}
+	}
+	slices.SortFunc(cs, func(a, b Change) int { return strings.Compare(a.Namespace, b.Namespace) })
+	return cs
 }

@@ -29,8 +29,9 @@ const (
 	ChangeAdded    = "ADDED"
 	ChangeModified = "MODIFIED"
 	ChangeDeleted  = "DELETED"
-	// ChangeRelist stands for every resource a revision created past ApplyParams.BulkCreate
-	// (object "source"): a watcher lists again rather than receiving them one by one.
+	// ChangeRelist stands for the resources a revision created past ApplyParams.BulkCreate in
+	// one namespace (object "source", one per namespace): a watcher lists again rather than
+	// receiving them one by one.
 	ChangeRelist = "RELIST"
 )
 

@@ -90,11 +90,16 @@ func (s *Store) ListEvents(ctx context.Context, sc Scope, f EventFilter) ([]Even
 	if f.Source != "" {
 		where = append(where, "source = "+args.add(f.Source))
 	}
-	q := "SELECT id, namespace, kind, name, source, type, reason, message, replica, created_at FROM events"
+	const cols = "id, namespace, kind, name, source, type, reason, message, replica, created_at"
+	q := "SELECT " + cols + " FROM events"
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	q += " ORDER BY id DESC LIMIT " + args.add(f.Limit)
+	limit := args.add(f.Limit)
+	q += " ORDER BY id DESC LIMIT " + limit
+	if f.Namespace != "" && f.Kind != "" && f.Name != "" {
+		q = "(" + q + ") UNION ALL (" + bulkCreatedEventOf(sc, f, &args) + ") ORDER BY id DESC LIMIT " + limit
+	}
 	rows, err := s.reader().Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
@@ -104,6 +109,23 @@ func (s *Store) ListEvents(ctx context.Context, sc Scope, f EventFilter) ([]Even
 		err := r.Scan(&e.ID, &e.Namespace, &e.Kind, &e.Name, &e.Source, &e.Type, &e.Reason, &e.Message, &e.Replica, &e.CreatedAt)
 		return e, err
 	})
+}
+
+// bulkCreatedEventOf selects the source's Created event that stands for the resource of f
+// when its revision created it in bulk (DefaultBulkCreate): the event of its source, naming
+// nothing (name ”), of its transaction (its created_at), as the timeline finds it
+// (events_source_created). A resource created alone matches none: its own event is listed.
+func bulkCreatedEventOf(sc Scope, f EventFilter, args *params) string {
+	where := []string{"r.namespace = " + args.add(f.Namespace), "lower(r.kind) = lower(" + args.add(f.Kind) + ")", "r.name = " + args.add(f.Name)}
+	if w := sc.where("r.namespace", args.add); w != "" {
+		where = append(where, w)
+	}
+	if f.Source != "" {
+		where = append(where, "r.source = "+args.add(f.Source))
+	}
+	return `SELECT e.id, e.namespace, e.kind, e.name, e.source, e.type, e.reason, e.message, e.replica, e.created_at
+		FROM resources r JOIN events e ON e.created_at = r.created_at AND e.source = r.source AND e.name = '' AND e.reason = 'Created'
+		WHERE ` + strings.Join(where, " AND ") + " LIMIT 1"
 }
 
 // HistoryEntry is one reconcile attempt.

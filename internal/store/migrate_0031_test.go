@@ -7,12 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/trueup-dev/trueup/migrations"
 )
 
-// Migration 0031 adds events_source_created on a populated database and its down migration
-// drops it; either way the list's phase filter finds the same rows, and with resources_phase
-// gone (0030) a rare phase is read through the partial index resources_unsettled, not by a walk.
+// Migration 0031 adds events_source_created and resources_ready on a populated database and
+// its down migration drops both, each checked on its own; either way the list's phase filters
+// find the same rows.
 func TestMigration0031UpAndDown(t *testing.T) {
 	t.Parallel()
 	st := openTest(t, "s")
@@ -24,23 +26,21 @@ func TestMigration0031UpAndDown(t *testing.T) {
 		ANALYZE resources`); err != nil {
 		t.Fatal(err)
 	}
-	// hasIndex: events_source_created is missing (as before 0031); resources_phase never
-	// comes back.
-	hasIndex := func() bool {
+	indexes := func(when string, want bool) {
 		t.Helper()
-		var phase, created bool
-		if err := st.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_indexes WHERE indexname = 'resources_phase'),
-			EXISTS (SELECT 1 FROM pg_indexes WHERE indexname = 'events_source_created')`).Scan(&phase, &created); err != nil {
-			t.Fatal(err)
+		for _, name := range []string{"events_source_created", "resources_ready"} {
+			var has bool
+			if err := st.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_indexes WHERE indexname = $1)", name).Scan(&has); err != nil {
+				t.Fatal(err)
+			}
+			if has != want {
+				t.Errorf("%s: index %s exists %v, want %v", when, name, has, want)
+			}
 		}
-		if phase {
-			t.Fatal("resources_phase exists after 0030")
-		}
-		return !created
 	}
-	failed := func() []string {
+	phase := func(when, p string, want int) {
 		t.Helper()
-		rs, _, err := st.ListResources(ctx, Everything, ResourceFilter{Phase: "Failed"})
+		rs, _, err := st.ListResources(ctx, Everything, ResourceFilter{Phase: p, Limit: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +48,15 @@ func TestMigration0031UpAndDown(t *testing.T) {
 		for _, r := range rs {
 			names = append(names, r.Metadata.Name)
 		}
-		return names
+		if len(names) != want || p == "Failed" && !slices.Equal(names, []string{"w07", "w42"}) {
+			t.Errorf("%s: phase %s lists %d: %v, want %d", when, p, len(names), names, want)
+		}
+	}
+	check := func(when string, want bool) {
+		t.Helper()
+		indexes(when, want)
+		phase(when, "Failed", 2)
+		phase(when, "Ready", 58)
 	}
 	run := func(file string) {
 		t.Helper()
@@ -60,48 +68,59 @@ func TestMigration0031UpAndDown(t *testing.T) {
 			t.Fatalf("%s: %v", file, err)
 		}
 	}
-	want := []string{"w07", "w42"}
-	if hasIndex() || !slices.Equal(failed(), want) {
-		t.Fatalf("migrated: index %v, failed %v", hasIndex(), failed())
-	}
-	// A generic plan of the phase filter, as a prepared statement reaches after five runs.
-	var plan string
-	tx, err := st.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_seqscan = off;
-		PREPARE phase_filter(text) AS SELECT id FROM resources WHERE phase = $1 AND phase <> 'Ready' ORDER BY namespace, lower(kind), name LIMIT 101`); err != nil {
-		t.Fatal(err)
-	}
-	rows, err := tx.Query(ctx, `EXPLAIN (COSTS OFF) EXECUTE phase_filter('Failed')`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
+	check("migrated", true)
+	run("0031_create_cost.down.sql")
+	check("down", false)
+	run("0031_create_cost.up.sql")
+	check("up again", true)
+	for _, f := range []string{"0031_create_cost.up.sql", "0031_create_cost.down.sql"} {
+		sql, err := fs.ReadFile(migrations.FS, f)
+		if err != nil {
 			t.Fatal(err)
 		}
-		plan += line + "\n"
+		if strings.Contains(string(sql), "resources_phase") {
+			t.Errorf("%s touches resources_phase (0030's)", f)
+		}
 	}
-	if rows.Err() != nil {
-		t.Fatal(rows.Err())
-	}
-	if err := tx.Rollback(ctx); err != nil {
+}
+
+// listPlan is the plan of the list's own statement for f (resourcePage's clause), as the list
+// runs it: unnamed (pgx.QueryExecModeExec), so planned with the parameters' values.
+func listPlan(t *testing.T, st *Store, f ResourceFilter) string {
+	t.Helper()
+	clause, args, _, err := resourcePage(Everything, f, "")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(plan, "resources_unsettled") {
-		t.Errorf("a generic plan of the phase filter does not use resources_unsettled:\n%s", plan)
+	rows, err := st.pool.Query(context.Background(), "EXPLAIN SELECT id, has_deps, "+resourceColumns+" FROM resources"+clause, args.planned()...)
+	if err != nil {
+		t.Fatal(err)
 	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
+}
 
-	run("0031_create_cost.down.sql")
-	if !hasIndex() || !slices.Equal(failed(), want) {
-		t.Errorf("down: index %v, failed %v", hasIndex(), failed())
+// Right after a large first sync every row is Pending: ?phase=Ready finds none through
+// resources_ready instead of reading the table, and another phase is read through
+// resources_unsettled.
+func TestListPhasePlansAllPending(t *testing.T) {
+	t.Parallel()
+	st := openTest(t, "s")
+	ctx := context.Background()
+	if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "r1", Set: widgets(5000, func(int) int { return 1 }), Prune: true}); err != nil {
+		t.Fatal(err)
 	}
-	run("0031_create_cost.up.sql")
-	if hasIndex() || !slices.Equal(failed(), want) {
-		t.Errorf("up again: index %v, failed %v", hasIndex(), failed())
+	// As in the merged tree, where 0030 drops it: every phase filter is served by the partial
+	// indexes.
+	if _, err := st.pool.Exec(ctx, "DROP INDEX IF EXISTS resources_phase; ANALYZE resources"); err != nil {
+		t.Fatal(err)
+	}
+	for phase, index := range map[string]string{"Ready": "resources_ready", "Failed": "resources_unsettled"} {
+		if plan := listPlan(t, st, ResourceFilter{Phase: phase}); !strings.Contains(plan, index) || strings.Contains(plan, "Seq Scan") {
+			t.Errorf("phase %s with every row Pending, not through %s:\n%s", phase, index, plan)
+		}
 	}
 }

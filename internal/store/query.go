@@ -268,8 +268,9 @@ func resourcePage(sc Scope, f ResourceFilter, nameQuery string) (clause string, 
 	if f.Phase != "" {
 		where = append(where, "phase = "+args.add(f.Phase))
 		if f.Phase != "Ready" {
-			// A parameter proves nothing to the planner: the literal lets it use the
-			// partial index resources_unsettled for the few rows of another phase.
+			// The list runs unnamed (planned()), so the planner sees the phase's value and
+			// may use the partial index resources_unsettled (a Ready filter: resources_ready);
+			// the literal keeps that proof should the statement ever be planned generically.
 			where = append(where, "phase <> 'Ready'")
 		}
 	}

@@ -176,8 +176,10 @@ func (s *Store) timelineEntries(ctx context.Context, namespace, kind, name strin
 		  UNION ALL
 		  -- A resource created in bulk has no event of its own: its source's Created event of
 		  -- the same transaction (the same created_at) stands for it (events_source_created).
+		  -- A source's events name nothing (name ''); a cluster-scoped resource's own have no
+		  -- namespace either, and are not its source's.
 		  (SELECT e.created_at, 'e', e.reason, e.message, '', '', '', '', e.id
-		   FROM resources r JOIN events e ON e.created_at = r.created_at AND e.source = r.source AND e.namespace = '' AND e.reason = 'Created'
+		   FROM resources r JOIN events e ON e.created_at = r.created_at AND e.source = r.source AND e.name = '' AND e.reason = 'Created'
 		   WHERE r.namespace = $1 AND lower(r.kind) = lower($2) AND r.name = $3 LIMIT 1)
 		) x ORDER BY t DESC, id DESC LIMIT $4`, namespace, kind, name, limit)
 	if err != nil {
