@@ -88,7 +88,7 @@ func TestRenderedDocumentsTable(t *testing.T) {
 		{`01`, false}, {`1.`, false}, {`.5`, false}, {`+1`, false}, {`1e`, false}, {`0x10`, false}, {`-`, false},
 		{`true`, true}, {`false`, true}, {`null`, true}, {`True`, false}, {`nul`, false}, {`truex`, false},
 		{`""`, true}, {`"a"`, true}, {`"yes"`, true}, {`"~"`, true}, {`"null"`, true}, {`"1"`, true}, {`"1e3"`, true},
-		{`"2006-01-02"`, true}, {`"# not a comment"`, true}, {`"a: b, c"`, true}, {`"&a *a !t %x @ `+"`"+`"`, true},
+		{`"2006-01-02"`, true}, {`"# not a comment"`, true}, {`"a: b, c"`, true}, {`"&a *a !t %x @ ` + "`" + `"`, true},
 		{`"\u00e9\u4e16"`, true}, {`"\u0000"`, true}, {`"\u001f\u007f"`, true}, {`"\u0085\u2028\u2029\ufeff"`, true},
 		{`"\u003chtml\u003e \u0026"`, true}, {`"\"\\\b\f\n\r\t"`, true}, {`"\/"`, false}, {`"  two  spaces  "`, true},
 		{`"é 世界 😀 ` + "\uFFFD" + `"`, true}, {`"\ud83d\ude00"`, false}, {`"\ud800"`, false}, {`"\x41"`, false},
