@@ -2,10 +2,13 @@ package manifest
 
 import (
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/trueup-dev/trueup/internal/cputime"
 )
 
 // bothWays reads data with eachDocument and eachRenderedDocument and fails t when the
@@ -221,4 +224,37 @@ func FuzzRenderedDocuments(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		bothWays(t, data)
 	})
+}
+
+// BenchmarkParseRendered10k: parseFile over a render's output of 10,000 widgets in 100 files
+// (the shape of the bench's synckustomize), through go-yaml (yaml) and the scanner (json).
+func BenchmarkParseRendered10k(b *testing.B) {
+	files := make([][]byte, 100)
+	for f := range files {
+		var w strings.Builder
+		for i := range 100 {
+			if i > 0 {
+				w.WriteString("---\n")
+			}
+			n := f*100 + i
+			fmt.Fprintf(&w, `{"apiVersion":"bench.example.com/v1","kind":"Widget","metadata":{"labels":{"env":"prod","team":"t%d"},"name":"prod-w%06d","namespace":"ns%d"},"spec":{"size":%d}}`+"\n", n%7, n, n%3, n)
+		}
+		files[f] = []byte(w.String())
+	}
+	for _, c := range []struct {
+		name     string
+		rendered bool
+	}{{"yaml", false}, {"json", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			defer reportCPU(b, cputime.Self())
+			for b.Loop() {
+				for _, data := range files {
+					if e := parseFile(data, c.rendered); len(e.errs) > 0 || len(e.docs) != 100 {
+						b.Fatal(e.errs)
+					}
+				}
+			}
+		})
+	}
 }
