@@ -164,7 +164,9 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 			todo = append(todo, j)
 		}
 	}
-	parallel(len(todo), func(k int) { entries[todo[k]] = parseFile(files[changed[todo[k]]].Data) })
+	parallel(len(todo), func(k int) {
+		entries[todo[k]] = parseFile(files[changed[todo[k]]].Data, files[changed[todo[k]]].RenderedBy != "")
+	})
 	for _, j := range todo {
 		// A full load after all finds them here.
 		ld.l.files[now[files[changed[j]].Path].key] = entries[j]

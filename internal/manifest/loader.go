@@ -294,7 +294,7 @@ func (ld *load) parse(files []sources.File) []placed {
 	}
 
 	parallel(len(todo), func(j int) {
-		entries[todo[j]] = parseFile(files[todo[j]].Data)
+		entries[todo[j]] = parseFile(files[todo[j]].Data, files[todo[j]].RenderedBy != "")
 	})
 	for _, i := range todo {
 		used[keys[i]] = entries[i]
@@ -329,8 +329,8 @@ func (ld *load) parse(files []sources.File) []placed {
 // are dropped once it is decoded. Its documents, and the resource parts of them, are each
 // allocated as one block, sized by counting the document separators: a file of many small
 // resources would otherwise pay the allocator's overhead per document, for as long as the
-// cache holds it.
-func parseFile(data []byte) *fileEntry {
+// cache holds it. A renderer's output (rendered) is read by eachRenderedDocument.
+func parseFile(data []byte, rendered bool) *fileEntry {
 	n := bytes.Count(data, []byte("\n---")) + 1
 	e := &fileEntry{docs: make([]document, 0, n)}
 	// Sized for every document to be a resource. A block is never appended to past its
@@ -338,7 +338,11 @@ func parseFile(data []byte) *fileEntry {
 	// short ("---" inside a block scalar, say) starts another block.
 	res := make([]resourceDoc, 0, n)
 	sets := metaSets{}
-	errs := eachDocument(data, func(rd rawDoc) {
+	each := eachDocument
+	if rendered {
+		each = eachRenderedDocument
+	}
+	errs := each(data, func(rd rawDoc) {
 		if len(res) == cap(res) {
 			res = make([]resourceDoc, 0, 16)
 		}

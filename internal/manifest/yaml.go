@@ -68,7 +68,7 @@ func (p path) String() string {
 // rawDoc is one non-empty document of a file.
 type rawDoc struct {
 	index int        // position in the YAML stream, counting empty documents
-	root  *yaml.Node // the document's top-level node
+	root  *yaml.Node // the document's top-level node; without Content when read by the JSON scanner (rendered.go)
 	value any        // root converted to JSON-like values
 }
 

@@ -55,6 +55,33 @@ func widgetDocs(from, to int) string {
 	return w.String()
 }
 
+// equivOverlays are the kustomizations of TestKustomizeSameAsKrusty's overlay (ov/x), over
+// equivBase.
+var equivOverlays = []struct{ name, kust string }{
+	{"prefix, labels, JSON patch (the bench)", "resources: [../../widgets]\nnamePrefix: prod-\nlabels: [{pairs: {env: prod}}]\npatches:\n- target: {kind: Widget, name: w0000}\n  patch: |-\n    - {op: replace, path: /spec/size, value: 1}\n"},
+	{"prefix and suffix with name references", "resources: [../../base]\nnamePrefix: p-\nnameSuffix: -s\n"},
+	{"namespace, selectors, annotations", "resources: [../../base, ../../widgets]\nnamespace: prod\nlabels: [{pairs: {env: prod}, includeSelectors: true}, {pairs: {tier: web}, includeTemplates: true}]\ncommonAnnotations: {owner: team-a}\n"},
+	{"strategic patches inline and from a file", "resources: [../../base]\npatches:\n- path: replicas.yaml\n- patch: |\n    apiVersion: apps/v1\n    kind: Deployment\n    metadata: {name: web}\n    spec:\n      template:\n        spec:\n          containers:\n          - {name: web, image: nginx:2, env: [{name: A, value: b}]}\n"},
+	{"JSON 6902 patches from a file and by label", "resources: [../../widgets]\npatches:\n- path: json.yaml\n  target: {kind: Widget, labelSelector: team=t3}\n"},
+	{"component", "resources: [../../base]\ncomponents: [../../comp]\nnamePrefix: c-\n"},
+	{"generators and their references", "resources: [../../base, ../../gen]\nconfigMapGenerator:\n- {name: settings, behavior: merge, literals: [mode=prod]}\n- {name: fresh, literals: [a=b]}\nnamePrefix: g-\n"},
+	{"images, replicas, replacements", "resources: [../../base]\nimages: [{name: nginx, newName: registry.example.com/nginx, newTag: '1.26'}]\nreplicas: [{name: web, count: 3}]\nreplacements:\n- source: {kind: ConfigMap, name: settings, fieldPath: data.mode}\n  targets: [{select: {kind: Service}, fieldPaths: [metadata.annotations.mode], options: {create: true}}]\n"},
+	{"a base of a base and own files", "resources: [../../mid, own.yaml]\nnamePrefix: n-\nnamespace: nested\n"},
+	{"sort order", "resources: [../../widgets, ../../base]\nsortOptions: {order: legacy}\n"},
+}
+
+// equivFiles are equivBase and the overlay kust with its own files.
+func equivFiles(kust string) map[string]string {
+	files := map[string]string{
+		"ov/x/kustomization.yaml": kust,
+		"ov/x/own.yaml":           "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: own}\ndata: {k: v}\n---\n" + widgetDocs(100, 103),
+	}
+	for p, d := range equivBase {
+		files[p] = d
+	}
+	return files
+}
+
 // TestKustomizeSameAsKrusty: what Kustomize renders (plain bases inlined, origins marked in
 // the text, JSON written from kustomize's nodes, the collector tuned) holds the same
 // resources, in kustomize's order within each origin file, as a plain krusty build of the
@@ -64,27 +91,10 @@ func widgetDocs(from, to int) string {
 // of bases.
 func TestKustomizeSameAsKrusty(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct{ name, kust string }{
-		{"prefix, labels, JSON patch (the bench)", "resources: [../../widgets]\nnamePrefix: prod-\nlabels: [{pairs: {env: prod}}]\npatches:\n- target: {kind: Widget, name: w0000}\n  patch: |-\n    - {op: replace, path: /spec/size, value: 1}\n"},
-		{"prefix and suffix with name references", "resources: [../../base]\nnamePrefix: p-\nnameSuffix: -s\n"},
-		{"namespace, selectors, annotations", "resources: [../../base, ../../widgets]\nnamespace: prod\nlabels: [{pairs: {env: prod}, includeSelectors: true}, {pairs: {tier: web}, includeTemplates: true}]\ncommonAnnotations: {owner: team-a}\n"},
-		{"strategic patches inline and from a file", "resources: [../../base]\npatches:\n- path: replicas.yaml\n- patch: |\n    apiVersion: apps/v1\n    kind: Deployment\n    metadata: {name: web}\n    spec:\n      template:\n        spec:\n          containers:\n          - {name: web, image: nginx:2, env: [{name: A, value: b}]}\n"},
-		{"JSON 6902 patches from a file and by label", "resources: [../../widgets]\npatches:\n- path: json.yaml\n  target: {kind: Widget, labelSelector: team=t3}\n"},
-		{"component", "resources: [../../base]\ncomponents: [../../comp]\nnamePrefix: c-\n"},
-		{"generators and their references", "resources: [../../base, ../../gen]\nconfigMapGenerator:\n- {name: settings, behavior: merge, literals: [mode=prod]}\n- {name: fresh, literals: [a=b]}\nnamePrefix: g-\n"},
-		{"images, replicas, replacements", "resources: [../../base]\nimages: [{name: nginx, newName: registry.example.com/nginx, newTag: '1.26'}]\nreplicas: [{name: web, count: 3}]\nreplacements:\n- source: {kind: ConfigMap, name: settings, fieldPath: data.mode}\n  targets: [{select: {kind: Service}, fieldPaths: [metadata.annotations.mode], options: {create: true}}]\n"},
-		{"a base of a base and own files", "resources: [../../mid, own.yaml]\nnamePrefix: n-\nnamespace: nested\n"},
-		{"sort order", "resources: [../../widgets, ../../base]\nsortOptions: {order: legacy}\n"},
-	} {
+	for _, c := range equivOverlays {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			files := map[string]string{
-				"ov/x/kustomization.yaml": c.kust,
-				"ov/x/own.yaml":           "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: own}\ndata: {k: v}\n---\n" + widgetDocs(100, 103),
-			}
-			for p, d := range equivBase {
-				files[p] = d
-			}
+			files := equivFiles(c.kust)
 			out, err := Kustomize(context.Background(), snapshot(files), Options{Paths: []string{"ov/x"}})
 			if err != nil {
 				t.Fatal(err)

@@ -580,7 +580,8 @@ func (t *tree) output(kfile string, m resmap.ResMap) ([]sources.File, error) {
 		} else {
 			docs[from] = append(docs[from], "---\n"...)
 		}
-		// JSON, which the loader reads as YAML, costs half of kyaml's YAML output.
+		// JSON costs half of kyaml's YAML output, and the loader reads it with a JSON scanner
+		// (one compact document a line): keep this shape.
 		doc, ok := appendJSON(docs[from], r.YNode())
 		if !ok {
 			y, err := r.MarshalJSON()
