@@ -316,7 +316,7 @@ func scaleOneRemoval(ctx context.Context, st *store.Store, logs *tailBuffer, rep
 }
 
 // syncPhase matches the phase fields of the server's "applied revision" log line.
-var syncPhase = regexp.MustCompile(`\b(fetch|load|apply|total|fetch_cpu|load_cpu|apply_cpu|cpu)_ms=(\d+)`)
+var syncPhase = regexp.MustCompile(`\b(fetch|refetch|load|apply|total|fetch_cpu|refetch_cpu|load_cpu|apply_cpu|cpu)_ms=(\d+)`)
 
 // lastSyncSplit is the phases of the last "applied revision" line of a server's log.
 func lastSyncSplit(log string) string {
