@@ -288,6 +288,9 @@ func TestApplyScopedMatchesFull(t *testing.T) {
 			if err != nil {
 				t.Fatalf("seed %d step %d: full: %v", seed, step, err)
 			}
+			if g, w := refreshIdentities(t, scoped, got.Refresh), refreshIdentities(t, full, want.Refresh); !reflect.DeepEqual(g, w) {
+				t.Fatalf("seed %d step %d (%v): scoped refreshes %v, full %v", seed, step, files, g, w)
+			}
 			got.Refresh, want.Refresh = nil, nil
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("seed %d step %d (%v): scoped %+v, full %+v", seed, step, files, got, want)
@@ -366,4 +369,29 @@ func TestScopedGuardReadsNotTheSource(t *testing.T) {
 			t.Errorf("%s: the apply read %d rows of a source of %d", c.step, read, n)
 		}
 	}
+}
+
+// refreshIdentities is the sorted identities (namespace/kind/name) of the rows ids names: two
+// stores' ids differ for the same resources.
+func refreshIdentities(t *testing.T, st *Store, ids []int64) []string {
+	t.Helper()
+	rows, err := st.pool.Query(context.Background(), `SELECT namespace || '/' || lower(kind) || '/' || name FROM resources WHERE id = ANY($1::bigint[]) ORDER BY 1`, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []string{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, id)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != len(slices.Compact(slices.Sorted(slices.Values(ids)))) {
+		t.Fatalf("refresh names %d rows, %d found", len(ids), len(out))
+	}
+	return out
 }
