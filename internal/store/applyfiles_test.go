@@ -31,8 +31,12 @@ func fileRevision(basis string, files map[string][]string) (*manifest.Set, map[s
 		hashes[path] = strings.Join(files[path], ",")
 		for line, w := range files[path] {
 			name, size, _ := strings.Cut(w, "=")
+			ns, kind := "default", "Widget"
+			if parts := strings.Split(name, "/"); len(parts) == 3 { // "namespace/Kind/name"
+				ns, kind, name = parts[0], parts[1], parts[2]
+			}
 			spec := json.RawMessage(fmt.Sprintf(`{"size":%s}`, size))
-			set.Resources = append(set.Resources, manifest.Resource{APIVersion: "example.com/v1", Kind: "Widget", Namespace: "default",
+			set.Resources = append(set.Resources, manifest.Resource{APIVersion: "example.com/v1", Kind: kind, Namespace: ns,
 				Name: name, Annotations: map[string]string{}, Spec: spec, SpecHash: string(spec), MetaHash: "m:" + path, File: path, Line: line + 1})
 		}
 	}
@@ -175,7 +179,7 @@ func TestApplyComparesChangedFiles(t *testing.T) {
 // appliedRows is every row of source as the apply leaves it, by name.
 func appliedRows(t *testing.T, st *Store, source string) map[string]string {
 	t.Helper()
-	rows, err := st.pool.Query(context.Background(), `SELECT name, concat_ws(' ', file_path, file_line, spec_hash, meta_hash, generation,
+	rows, err := st.pool.Query(context.Background(), `SELECT name, concat_ws(' ', namespace, kind, file_path, file_line, spec_hash, meta_hash, generation,
 		deletion_timestamp IS NOT NULL, orphaned, revision, phase) FROM resources WHERE source = $1`, source)
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +199,9 @@ func appliedRows(t *testing.T, st *Store, source string) map[string]string {
 // TestApplyScopedMatchesFull: random sequences of file changes (a spec changed, a resource
 // added, moved to another file or removed, a file added, renamed or removed) applied with the
 // files' hashes, which compares only the changed files' resources, leave the rows and give
-// the results that the same revisions applied without them (every resource compared) do.
+// the results that the same revisions applied without them (every resource compared) do,
+// rows to refresh included (by identity). The widgets are of two namespaces and two kinds,
+// and a moved one's kind may change case (the same identity).
 func TestApplyScopedMatchesFull(t *testing.T) {
 	t.Parallel()
 	scoped, full := openTest(t, "s"), openTest(t, "s")
@@ -210,13 +216,17 @@ func TestApplyScopedMatchesFull(t *testing.T) {
 		}
 		files := map[string][]string{}
 		next := 0
+		// Widgets of two namespaces and two kinds, a name of each by its number.
+		ident := func(k int) string {
+			return fmt.Sprintf("%s/%s/%s-w%d", []string{"default", "other"}[k%2], []string{"Widget", "Gadget"}[k/2%2], source, k)
+		}
 		widget := func() string {
 			// A name now and then comes back: a row being deleted declared again.
 			if next > 0 && rng.IntN(5) == 0 {
-				return fmt.Sprintf("%s-w%d=%d", source, rng.IntN(next), rng.IntN(3))
+				return fmt.Sprintf("%s=%d", ident(rng.IntN(next)), rng.IntN(3))
 			}
 			next++
-			return fmt.Sprintf("%s-w%d=%d", source, next-1, rng.IntN(3))
+			return fmt.Sprintf("%s=%d", ident(next-1), rng.IntN(3))
 		}
 		pick := func() string {
 			paths := slices.Sorted(maps.Keys(files))
@@ -240,7 +250,11 @@ func TestApplyScopedMatchesFull(t *testing.T) {
 				i := rng.IntN(len(ws))
 				to := pick()
 				if to != f {
-					files[to] = append(slices.Clone(files[to]), ws[i])
+					w := ws[i]
+					if rng.IntN(2) == 0 { // its kind's case changed as it moves: the same identity
+						w = strings.Replace(strings.Replace(w, "/Widget/", "/WIDGET/", 1), "/Gadget/", "/gadget/", 1)
+					}
+					files[to] = append(slices.Clone(files[to]), w)
 					files[f] = slices.Delete(ws, i, i+1)
 				}
 			case 3: // a file renamed
@@ -264,11 +278,11 @@ func TestApplyScopedMatchesFull(t *testing.T) {
 					}
 					for _, w := range files[g] {
 						name, _, _ := strings.Cut(w, "=")
-						seen[name] = true
+						seen[strings.ToLower(name)] = true
 					}
 				}
 				files[f] = slices.DeleteFunc(slices.Clone(ws), func(w string) bool {
-					name, _, _ := strings.Cut(w, "=")
+					name, _, _ := strings.Cut(strings.ToLower(w), "=")
 					dup := seen[name]
 					seen[name] = true
 					return dup
