@@ -187,6 +187,13 @@ log: {level: info}
 	if err != nil {
 		return fmt.Errorf("one change: %w\n%s", err, logs)
 	}
+	// A one-file change that removes a resource runs the prune guard as well (the creates
+	// and updates above delete nothing): its time is printed beside the figure.
+	removed, err := scaleOneRemoval(ctx, st, logs, repo, say)
+	if err != nil {
+		return fmt.Errorf("one removal: %w\n%s", err, logs)
+	}
+	say("sync_one_change_1m: a removal from one file applied in %s", removed.Round(time.Millisecond))
 	record("sync_one_change_1m", ms(change), "ms", "≤ 1000", atMost(1000))
 
 	// A failure of the reads is returned once the steady memory is recorded.
@@ -281,8 +288,35 @@ func scaleOneChanges(ctx context.Context, st *store.Store, cluster *pgembed.Clus
 	return percentile(took, 0.5), nil
 }
 
+// scaleOneRemoval writes file 42 without the widget scaleOneChanges added and returns the time
+// from the write to that widget's row gone or marked for deletion, the source's revision
+// applied.
+func scaleOneRemoval(ctx context.Context, st *store.Store, logs *tailBuffer, repo string, say func(string, ...any)) (time.Duration, error) {
+	n, _ := scale1mSize()
+	var before string
+	if err := st.Pool().QueryRow(ctx, `SELECT revision FROM sources WHERE name = 'bench'`).Scan(&before); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	if err := writeFiles(repo, map[string]string{scaleFile(42): scaleWidgets(42, n, "")}); err != nil {
+		return 0, err
+	}
+	if err := poll(ctx, 5*time.Minute, 5*time.Millisecond, func() (bool, error) {
+		var ok bool
+		err := st.Pool().QueryRow(ctx, `SELECT (SELECT revision FROM sources WHERE name = 'bench') <> $1
+			AND NOT EXISTS (SELECT 1 FROM resources WHERE namespace = 'ns00' AND name = 'extra' AND deletion_timestamp IS NULL)`,
+			before).Scan(&ok)
+		return ok, err
+	}); err != nil {
+		return 0, err
+	}
+	d := time.Since(start)
+	say("one removal: %s to the source's revision applied (%s)", d.Round(time.Millisecond), lastSyncSplit(logs.String()))
+	return d, nil
+}
+
 // syncPhase matches the phase fields of the server's "applied revision" log line.
-var syncPhase = regexp.MustCompile(`\b(fetch|load|apply|total|fetch_cpu|load_cpu|apply_cpu|cpu)_ms=(\d+)`)
+var syncPhase = regexp.MustCompile(`\b(fetch|refetch|load|apply|total|fetch_cpu|refetch_cpu|load_cpu|apply_cpu|cpu)_ms=(\d+)`)
 
 // lastSyncSplit is the phases of the last "applied revision" line of a server's log.
 func lastSyncSplit(log string) string {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/trueup-dev/trueup/internal/changeplan"
@@ -105,14 +106,18 @@ func appliedInScope(ctx context.Context, tx pgx.Tx, p ApplyParams, sc *applyScop
 
 // scopedGuard decides the prune guard of a scoped plan on the revision's and the source's
 // whole numbers (the plan saw only the scope's): it reads how many of the source's rows are
-// active only when the plan would delete some.
+// active only when the plan would delete some. The active rows are the source's total
+// (resource_counts, kept by triggers) less those being deleted (few, read through the partial
+// index resources_source_deleting): counting the active rows themselves read every row of the
+// source (272 ms at 200,000) whenever a one-file change removed a resource or a file.
 func scopedGuard(ctx context.Context, tx pgx.Tx, p ApplyParams, sc *applyScope, plan *changeplan.Changes) error {
 	if sc.all || len(plan.Gone) == 0 {
 		return nil
 	}
 	var active int
-	if err := tx.QueryRow(ctx, `SELECT count(*) FROM resources WHERE source = $1 AND deletion_timestamp IS NULL`, p.Source).Scan(&active); err != nil {
-		return err
+	if err := tx.QueryRow(ctx, `SELECT COALESCE((SELECT sum(n) FROM resource_counts WHERE source = $1), 0)::bigint
+		- (SELECT count(*) FROM resources WHERE source = $1 AND deletion_timestamp IS NOT NULL)`, p.Source).Scan(&active); err != nil {
+		return fmt.Errorf("count active resources of %s: %w", p.Source, err)
 	}
 	pr := p.plannedPrune()
 	plan.Guard.Reason, plan.Guard.Message = changeplan.PruneGuard(planSubject(p), p.NoManifests, len(p.Set.Resources), len(plan.Gone), active,

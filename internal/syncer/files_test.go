@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -148,7 +149,9 @@ func TestSyncFolderReadsChangedFiles(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = ds.Close() })
 	src := &countingFolder{Source: ds}
-	s := b.syncer(src, "r1", time.Minute)
+	var logs syncBuffer
+	s := New(b.store, Options{Name: "infra", Source: src, Interval: time.Hour, Prune: true, Replica: "r1", LeaseTTL: time.Minute},
+		slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	sync := func(step string, files map[string]string) Outcome {
 		t.Helper()
 		writeFiles(t, dir, files)
@@ -164,9 +167,16 @@ func TestSyncFolderReadsChangedFiles(t *testing.T) {
 	if out := sync("one file changed", map[string]string{"a.yaml": db("a", 6)}); out.Result.Updated != 1 || src.unread != 2 || src.full != 0 {
 		t.Fatalf("one file changed: %+v, %d files unread, %d full fetches; want a updated, the two others unread", out.Result, src.unread, src.full)
 	}
+	if line := lastLine(logs.String(), `msg="applied revision"`); !strings.Contains(line, "refetched=false") {
+		t.Errorf("one file changed: the applied revision's line %q, want refetched=false", line)
+	}
 	out := sync("a default added to the type", map[string]string{"t.yaml": typ(", color: {type: string, default: blue}")})
 	if out.Result.Updated != 2 || src.full != 1 {
 		t.Fatalf("a default added to the type: %+v, %d full fetches; want both updated after one full fetch", out.Result, src.full)
+	}
+	// The second fetch is told apart from the load it interrupts.
+	if line := lastLine(logs.String(), `msg="applied revision"`); !strings.Contains(line, "refetched=true") || !strings.Contains(line, "refetch_ms=") {
+		t.Errorf("a default added to the type: the applied revision's line %q, want refetched=true and refetch_ms", line)
 	}
 	for _, name := range []string{"a", "b"} {
 		var color string
@@ -174,4 +184,33 @@ func TestSyncFolderReadsChangedFiles(t *testing.T) {
 			t.Errorf("%s: color %q %v, want the default", name, color, err)
 		}
 	}
+}
+
+// syncBuffer is a log's buffer that the syncer's goroutines may write while a test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// lastLine is the last line of log holding sub, or "".
+func lastLine(log, sub string) string {
+	lines := strings.Split(log, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], sub) {
+			return lines[i]
+		}
+	}
+	return ""
 }

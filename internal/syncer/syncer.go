@@ -623,16 +623,23 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 			CheckReference: s.opts.CheckReference, Parsed: onParsed, InputFiles: inputFiles, ReuseSet: true}, func(set *manifest.Set) error { return s.checkTransitions(ctx, set, lease.Term) })
 	}
 	set, err := load(snap.Files)
+	var refetch, refetchCPU time.Duration // the second fetch's, after manifest.ErrUnread
 	if errors.Is(err, manifest.ErrUnread) {
 		// The revision is not one the loader builds from its last Set (a type changed, a
-		// file has problems): it reads every file.
+		// file has problems): it reads every file. The first load's span ends here, the
+		// second fetch is a span and a time of its own, and the load begins again.
+		step.SetAttributes(attribute.Bool("trueup.unread", true))
+		step.End()
 		snap.Files = nil
+		rstart, rstartCPU := time.Now(), cputime.Self()
 		fctx, fstep := tracer.Start(ctx, "fetch")
 		if snap, err = s.fetch(fctx, head, pinned, false); err != nil {
-			step.End()
 			return Outcome{}, s.fetchFailed(ctx, lease, head, fstep, err)
 		}
+		fstep.SetAttributes(attribute.Int("trueup.files", len(snap.Files)), attribute.Bool("trueup.refetch", true))
 		fstep.End()
+		refetch, refetchCPU = time.Since(rstart), cputime.Self()-rstartCPU
+		_, step = tracer.Start(ctx, "parse")
 		set, err = load(snap.Files)
 	}
 	noManifests := len(snap.Files) == 0
@@ -728,10 +735,11 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 	// reconciler's and the API's too, when they run meanwhile).
 	s.log.Log(ctx, level, "applied revision", "revision", clip.Rev(snap.Revision), "types", len(set.Types), "resources", len(set.Resources),
 		"created", res.Created, "updated", res.Updated, "deleted", res.Deleted,
-		"fetch_ms", fetched.Milliseconds(), "load_ms", (loaded - fetched).Milliseconds(), "apply_ms", (applied - loaded).Milliseconds(),
+		"fetch_ms", fetched.Milliseconds(), "refetched", refetch > 0, "refetch_ms", refetch.Milliseconds(),
+		"load_ms", (loaded - fetched - refetch).Milliseconds(), "apply_ms", (applied - loaded).Milliseconds(),
 		"total_ms", time.Since(start).Milliseconds(), "fetch_cpu_ms", (fetchedCPU - startCPU).Milliseconds(),
-		"load_cpu_ms", (loadedCPU - fetchedCPU).Milliseconds(), "apply_cpu_ms", (appliedCPU - loadedCPU).Milliseconds(),
-		"cpu_ms", (cputime.Self() - startCPU).Milliseconds())
+		"refetch_cpu_ms", refetchCPU.Milliseconds(), "load_cpu_ms", (loadedCPU - fetchedCPU - refetchCPU).Milliseconds(),
+		"apply_cpu_ms", (appliedCPU - loadedCPU).Milliseconds(), "cpu_ms", (cputime.Self() - startCPU).Milliseconds())
 	return Outcome{Revision: snap.Revision, Result: res}, nil
 }
 
