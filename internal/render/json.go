@@ -161,10 +161,44 @@ func appendString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			j, _ := json.Marshal(s) // a string always marshals
-			return append(b, j...)
+			return append(b, escapeForYAML(j)...)
 		}
 	}
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
+}
+
+// escapeForYAML rewrites, in the JSON text j, the characters encoding/json leaves raw that a
+// YAML reader takes otherwise: U+0085 (NEL) is a line break in YAML and folds into a space
+// inside a quoted string, the other C1 controls (U+0080–U+009F) are refused, and U+FEFF is a
+// byte order mark. JSON and YAML read their \uXXXX escapes alike. In UTF-8 these are exactly
+// the pairs C2 80–C2 9F and the triple EF BB BF, which only a string of j can hold.
+func escapeForYAML(j []byte) []byte {
+	const hex = "0123456789abcdef"
+	var out []byte
+	last := 0
+	for i := 0; i < len(j); i++ {
+		var r int
+		var n int
+		switch {
+		case j[i] == 0xc2 && i+1 < len(j) && j[i+1] >= 0x80 && j[i+1] <= 0x9f:
+			r, n = int(j[i+1]), 2
+		case j[i] == 0xef && i+2 < len(j) && j[i+1] == 0xbb && j[i+2] == 0xbf:
+			r, n = 0xfeff, 3
+		default:
+			continue
+		}
+		if out == nil {
+			out = make([]byte, 0, len(j)+12)
+		}
+		out = append(out, j[last:i]...)
+		out = append(out, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
+		i += n - 1
+		last = i + 1
+	}
+	if out == nil {
+		return j
+	}
+	return append(out, j[last:]...)
 }

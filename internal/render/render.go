@@ -588,7 +588,7 @@ func (t *tree) output(kfile string, m resmap.ResMap) ([]sources.File, error) {
 			if err != nil {
 				return nil, errorAt(kfile, "%v", err)
 			}
-			doc = append(docs[from], y...)
+			doc = append(docs[from], escapeForYAML(y)...)
 		}
 		docs[from] = append(doc, '\n')
 	}
