@@ -211,7 +211,7 @@ func (s *Store) Started(ctx context.Context, items []Start) error {
 		// Locked in id order, as results are: the two never deadlock.
 		rows, err := tx.Query(ctx, `SELECT r.id, q.lease_token::text, r.phase, r.conditions, r.observed_generation, r.generation, r.deletion_timestamp IS NOT NULL
 			FROM resources r JOIN resource_queue q ON q.id = r.id JOIN unnest($1::bigint[], $2::uuid[]) AS x(id, tok) ON q.id = x.id AND q.lease_token = x.tok
-			ORDER BY r.id FOR UPDATE OF r, q`, ids, toks)
+			ORDER BY r.id FOR NO KEY UPDATE OF r, q`, ids, toks)
 		if err != nil {
 			return err
 		}
