@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/trueup-dev/trueup/internal/server"
 )
 
@@ -200,16 +201,7 @@ func (b *bench) reads1mFigures(ctx context.Context) error {
 	}
 	defer st.Close()
 	t := time.Now()
-	if _, err := st.Pool().Exec(ctx, `INSERT INTO sources (name) VALUES ('bench')`); err != nil {
-		return fmt.Errorf("fixture: %w", err)
-	}
-	// In batches of 100,000, as the syncer writes: one statement's temporary files stay small.
-	for i := 0; i < 1000000; i += 100000 {
-		if _, err := st.Pool().Exec(ctx, reads1mFixture, i, i+99999); err != nil {
-			return fmt.Errorf("fixture: %w", err)
-		}
-	}
-	if _, err := st.Pool().Exec(ctx, `VACUUM ANALYZE resources`); err != nil {
+	if err := writeReads1mFixture(ctx, st.Pool(), 1000000); err != nil {
 		return fmt.Errorf("fixture: %w", err)
 	}
 	fmt.Fprintf(os.Stderr, "reads1m: fixture written in %s\n", time.Since(t).Round(time.Millisecond))
@@ -217,6 +209,28 @@ func (b *bench) reads1mFigures(ctx context.Context) error {
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	return b.scale1mReads(ctx, scale1mEnv{apiURL: ts.URL})
+}
+
+// writeReads1mFixture writes the source bench and n rows of reads1mFixture, settled: the
+// insert trigger makes every row due, and the fixture is rows a sync wrote and the engine has
+// reconciled since, with nothing due (a due row would make the engine busy, and the API's
+// pacer would pace the reads measured).
+func writeReads1mFixture(ctx context.Context, pool *pgxpool.Pool, n int) error {
+	if _, err := pool.Exec(ctx, `INSERT INTO sources (name) VALUES ('bench')`); err != nil {
+		return err
+	}
+	// In batches of 100,000, as the syncer writes: one statement's temporary files stay small.
+	for i := 0; i < n; i += 100000 {
+		if _, err := pool.Exec(ctx, reads1mFixture, i, min(i+100000, n)-1); err != nil {
+			return err
+		}
+	}
+	for _, q := range []string{`UPDATE resource_queue SET run_at = NULL`, `VACUUM ANALYZE resources`, `VACUUM ANALYZE resource_queue`} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // reads1mFixture writes resources $1 to $2 of a million as a sync of 2,000 files would: 1,000

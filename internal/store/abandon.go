@@ -61,9 +61,12 @@ func (s *Store) Abandon(ctx context.Context, p AbandonParams) (ResourceRef, erro
 		var id, generation int64
 		var uid, revision, phase, file string
 		var removed bool
-		err = tx.QueryRow(ctx, `SELECT id, uid::text, kind, source, revision, generation, phase, file_path,
-			  deletion_timestamp IS NOT NULL OR orphaned
-			FROM resources WHERE namespace = $1 AND lower(kind) = lower($2) AND name = $3 FOR UPDATE`, p.Namespace, p.Kind, p.Name).
+		// The queue row is locked with it: no claim leases the row (and calls its delete)
+		// between this read and the row's removal.
+		err = tx.QueryRow(ctx, `SELECT r.id, r.uid::text, r.kind, r.source, r.revision, r.generation, r.phase, r.file_path,
+			  r.deletion_timestamp IS NOT NULL OR r.orphaned
+			FROM resources r JOIN resource_queue q ON q.id = r.id
+			WHERE r.namespace = $1 AND lower(r.kind) = lower($2) AND r.name = $3 FOR UPDATE OF r, q`, p.Namespace, p.Kind, p.Name).
 			Scan(&id, &uid, &ref.Kind, &ref.Source, &revision, &generation, &phase, &file, &removed)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("resource %s/%s/%s: %w", p.Namespace, p.Kind, p.Name, ErrNotFound)

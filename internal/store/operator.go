@@ -138,8 +138,10 @@ func (s *Store) SetSuspended(ctx context.Context, p SuspendParams) ([]ResourceRe
 	var refs []ResourceRef
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		refs = refs[:0]
-		rows, err := tx.Query(ctx, `SELECT id, namespace, kind, name, source, phase, observed_generation, conditions
-			FROM resources WHERE `+where+` ORDER BY id FOR UPDATE`, args...)
+		// The queue rows are locked with the resources rows (in that order, as every writer of
+		// both): a claim cannot lease a row between this read and the write of suspended.
+		rows, err := tx.Query(ctx, `SELECT r.id, r.namespace, r.kind, r.name, r.source, r.phase, r.observed_generation, r.conditions
+			FROM resources r JOIN resource_queue q ON q.id = r.id WHERE `+where+` ORDER BY r.id FOR UPDATE OF r, q`, args...)
 		if err != nil {
 			return err
 		}

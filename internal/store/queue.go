@@ -105,22 +105,28 @@ const historyAppliedSQL = `(SELECT NULLIF(h.revision, '') FROM reconcile_history
 	  AND h.operation = 'reconcile' AND h.result IN ('Succeeded', 'Drifted', 'InSync')
 	ORDER BY h.id DESC LIMIT 1)`
 
-// claimSQL is Claim's statement: $1 the limit, $2 the owner, $3 the lease's time to live in
-// milliseconds.
-const claimSQL = `
-		WITH d AS (
-		  SELECT q.id, q.manual_requested_by AS manual_by, q.dependency_by AS dep_by FROM resource_queue q
-		  WHERE q.run_at <= now() AND q.lease_owner IS NULL AND NOT q.suspended AND NOT q.blocked
-		    AND (SELECT true FROM resources r WHERE r.id = q.id ` + claimGateSQL + `)
-		  ORDER BY q.run_at LIMIT $1 FOR UPDATE OF q SKIP LOCKED),
-		l AS (
+// claimLockSQL is the first statement of a claim: $1 the limit. It picks the due rows that
+// pass the gate in its snapshot and locks their queue rows (rows locked by another claimer are
+// skipped, so replicas never wait on each other).
+const claimLockSQL = `SELECT q.id FROM resource_queue q
+		WHERE q.run_at <= now() AND q.lease_owner IS NULL AND NOT q.suspended AND NOT q.blocked
+		  AND (SELECT true FROM resources r WHERE r.id = q.id ` + claimGateSQL + `)
+		ORDER BY q.run_at LIMIT $1 FOR UPDATE OF q SKIP LOCKED`
+
+// claimLeaseSQL is the second: $1 the ids locked by the first, $2 the owner, $3 the lease's
+// time to live in milliseconds. Its snapshot is taken with those queue rows locked, so it reads
+// every resources row as last committed: the gate is checked again on it (a row that fails it
+// now is left unleased) and the row leased is the row returned. The resources row comes from
+// the UPDATE's own join (one primary-key lookup per id), not from a second join of the result.
+const claimLeaseSQL = `
+		WITH u AS (
 		  UPDATE resource_queue q SET lease_owner = $2, lease_token = gen_random_uuid(),
 		    lease_expires_at = now() + $3 * interval '1 millisecond', claimed_at = now(), started_at = NULL, dirty = false,
 		    manual_requested_by = NULL, dependency_by = NULL
-		  FROM d WHERE q.id = d.id AND q.id = ANY(ARRAY(SELECT id FROM d))
-		  RETURNING q.id, q.lease_token, q.run_at, d.manual_by, d.dep_by),
-		u AS (SELECT r.*, l.lease_token, l.run_at, l.manual_by, l.dep_by FROM l JOIN resources r ON r.id = l.id
-		  WHERE r.id = ANY(ARRAY(SELECT id FROM l)))
+		  FROM unnest($1::bigint[]) AS x(id), resource_queue o, resources r
+		  WHERE q.id = x.id AND o.id = x.id AND r.id = x.id
+		    AND q.run_at <= now() AND q.lease_owner IS NULL AND NOT q.suspended AND NOT q.blocked ` + claimGateSQL + `
+		  RETURNING r.*, q.lease_token AS lease_token, q.run_at AS run_at, o.manual_requested_by AS manual_by, o.dependency_by AS dep_by)
 		SELECT u.id, u.uid::text, u.namespace, u.kind, u.name, u.api_version, u.source, u.revision, u.labels,
 		  u.annotations, u.spec, u.generation, u.observed_generation, u.phase, u.conditions, u.action_state, u.attempt,
 		  u.deletion_timestamp IS NOT NULL, u.lease_token::text,
@@ -137,16 +143,33 @@ const claimSQL = `
 		FROM u LEFT JOIN resource_types t ON lower(t.name) = lower(u.kind)
 		ORDER BY u.run_at`
 
-// Claim leases up to n due resources to owner for ttl, in ONE statement: the rows are locked
-// (rows locked by another claimer are skipped, so replicas never wait on each other) and
-// leased. A claim leaves phase and conditions alone: it may wait in the replica's memory
-// behind other calls, and shows what it showed until its call starts (Started).
+// Claim leases up to n due resources to owner for ttl, in one transaction of two statements:
+// the first locks the due queue rows, the second leases them and reads their resources rows in
+// a snapshot taken after the locks. One statement would lock the newest queue row but join the
+// resources row of its older snapshot: a deletion mark, labels or a spec committed between
+// the two would be leased unseen, with dirty cleared. A write committed before the second
+// statement is in what the claim returns; one committing after it waits on the queue row and
+// finds it leased (dirty). A claim leaves phase and conditions alone: it may wait in the
+// replica's memory behind other calls, and shows what it showed until its call starts
+// (Started).
 func (s *Store) Claim(ctx context.Context, owner string, n int, ttl time.Duration) ([]Claimed, error) {
-	rows, err := s.pool.Query(ctx, claimSQL, n, owner, ttl.Milliseconds())
-	if err != nil {
-		return nil, fmt.Errorf("claim: %w", err)
-	}
-	claimed, err := pgx.CollectRows(rows, scanClaimed)
+	var claimed []Claimed
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, claimLockSQL, n)
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		rows, err = tx.Query(ctx, claimLeaseSQL, ids, owner, ttl.Milliseconds())
+		if err != nil {
+			return err
+		}
+		claimed, err = pgx.CollectRows(rows, scanClaimed)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
 	}
@@ -188,7 +211,7 @@ func (s *Store) Started(ctx context.Context, items []Start) error {
 		// Locked in id order, as results are: the two never deadlock.
 		rows, err := tx.Query(ctx, `SELECT r.id, q.lease_token::text, r.phase, r.conditions, r.observed_generation, r.generation, r.deletion_timestamp IS NOT NULL
 			FROM resources r JOIN resource_queue q ON q.id = r.id JOIN unnest($1::bigint[], $2::uuid[]) AS x(id, tok) ON q.id = x.id AND q.lease_token = x.tok
-			ORDER BY r.id FOR UPDATE OF r, q`, ids, toks)
+			ORDER BY r.id FOR NO KEY UPDATE OF r, q`, ids, toks)
 		if err != nil {
 			return err
 		}
@@ -849,15 +872,29 @@ func (s *Store) SaveActionState(ctx context.Context, id int64, token string, sta
 	if len(state) > 0 {
 		v = string(state)
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE resources r SET action_state = $3::jsonb FROM resource_queue q
-		WHERE r.id = $1 AND q.id = r.id AND q.lease_token = $2`, id, token, v)
-	if err != nil {
+	// The resources row is locked first (as every writer that ends a lease locks it before
+	// the queue row), then the token read by a statement of its own, whose snapshot is taken
+	// with the row locked: a release has committed, or has not begun and waits. A join in
+	// one statement would check the token of that statement's snapshot, and a release
+	// committing meanwhile would not stop the checkpoint.
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM resources WHERE id = $1 FOR NO KEY UPDATE`, id); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `UPDATE resources r SET action_state = $3::jsonb
+			WHERE r.id = $1 AND EXISTS (SELECT 1 FROM resource_queue q WHERE q.id = r.id AND q.lease_token = $2)`, id, token, v)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return ErrLeaseLost
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, ErrLeaseLost) {
 		return fmt.Errorf("save action state: %w", err)
 	}
-	if tag.RowsAffected() == 0 {
-		return ErrLeaseLost
-	}
-	return nil
+	return err
 }
 
 // QueueStats counts the work queue for metrics.

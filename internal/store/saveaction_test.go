@@ -1,0 +1,57 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// TestSaveActionStateAfterRelease (review of issue 26, H2): a worker's checkpoint waits on the resources row while the
+// lease is being released (the reaper or a dead replica's release holds the row); once the
+// release commits, the checkpoint must fail with ErrLeaseLost and write nothing. The token
+// check is a join with resource_queue, which the update re-checks with the queue row of its
+// snapshot (the one holding the old token).
+func TestSaveActionStateAfterRelease(t *testing.T) {
+	st := openTest(t, "infra")
+	ctx := context.Background()
+	seedDue(t, st, "x")
+	cs, err := st.Claim(ctx, "A", 1, time.Minute)
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("claim: %v %v", cs, err)
+	}
+	x := cs[0]
+	rel, err := st.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rel.Rollback(ctx)
+	// What releaseLeased does: lock both rows, write the status, clear the lease.
+	if _, err := rel.Exec(ctx, `SELECT 1 FROM resources r JOIN resource_queue q ON q.id = r.id WHERE r.id = $1 FOR UPDATE OF r, q`, x.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rel.Exec(ctx, `UPDATE resources SET phase = 'Pending' WHERE id = $1`, x.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rel.Exec(ctx, `UPDATE resource_queue SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, run_at = now() WHERE id = $1`, x.ID); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- st.SaveActionState(ctx, x.ID, x.LeaseToken, []byte(`{"by":"A"}`)) }()
+	time.Sleep(300 * time.Millisecond)
+	if err := rel.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err = <-done
+	var state *string
+	if err := st.pool.QueryRow(ctx, "SELECT action_state::text FROM resources WHERE id = $1", x.ID).Scan(&state); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(err, ErrLeaseLost) || state != nil {
+		s := "<nil>"
+		if state != nil {
+			s = *state
+		}
+		t.Errorf("SaveActionState after the release: err %v, action_state %s; want ErrLeaseLost and nothing written", err, s)
+	}
+}
