@@ -9,7 +9,7 @@ import (
 
 // The following limit leaves the heap room above what the runtime counts against it,
 // including the span space a fragmented heap cannot use: else the collector runs back to
-// back (review M1: 72 collections against 5 with GOGC alone).
+// back (72 collections against 5 with GOGC alone, before it counted that space).
 func TestMemoryLimitFollowsAFragmentedHeap(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocates about 560 MiB")

@@ -105,7 +105,7 @@ func TestMemoryLimitFollowsTheHeap(t *testing.T) {
 	}
 }
 
-// memoryLimit: off after auto stops the following (review M2).
+// memoryLimit: off after auto stops the following.
 func TestMemoryLimitOffStopsFollowing(t *testing.T) {
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
 	defer memFollower.stop()
@@ -124,7 +124,7 @@ func TestMemoryLimitOffStopsFollowing(t *testing.T) {
 	}
 }
 
-// A limit set by someone else (a test, a library) ends the following (review M2).
+// A limit set by someone else (a test, a library) ends the following.
 func TestMemoryLimitSetElsewhereStays(t *testing.T) {
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
 	defer memFollower.stop()
@@ -138,7 +138,7 @@ func TestMemoryLimitSetElsewhereStays(t *testing.T) {
 	}
 }
 
-// A daemon's Stop ends the following it started, not one a later daemon started (review M2).
+// A daemon's Stop ends the following it started, not one a later daemon started.
 func TestMemoryLimitFollowingEndsWithItsStarter(t *testing.T) {
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
 	defer memFollower.stop()
