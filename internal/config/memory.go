@@ -14,13 +14,15 @@ import (
 const (
 	// DefaultMemoryLimit is the soft limit without a container limit while the live heap is
 	// small: above the working set of a first sync of 100,000 resources, so that the runtime
-	// collects before its heap doubles that working set. Past it the limit follows the live
-	// heap (FollowingLimit): a fixed limit below the live heap would make the collector run
-	// without pause.
+	// collects before its heap doubles that working set. Once FollowingLimit gives more
+	// (the live heap and half of it again, with the runtime's other memory: from about 85 MiB
+	// of live heap) the limit follows the live heap: a fixed limit below the live heap would
+	// make the collector run without pause.
 	DefaultMemoryLimit = 128 << 20
 	// FollowHeadroom is the share of the live heap that the limit without a container limit
-	// leaves the heap to grow by before a collection, once the live heap is past
-	// DefaultMemoryLimit: a collection per half the live heap allocated, as GOGC=50 would.
+	// leaves the heap to grow by before a collection, once FollowingLimit passes
+	// DefaultMemoryLimit: about a collection per half the live heap allocated, as GOGC=50
+	// would.
 	FollowHeadroom = 0.5
 	// ContainerShare of a container's memory limit is given to the Go runtime; the rest is
 	// for what the runtime does not count (the binary's pages, the kernel's per-process
@@ -108,9 +110,11 @@ func (m MemoryLimit) Resolve(container int64, privateDatabase bool) (limit int64
 
 // FollowingLimit is the soft limit, given floor (Resolve's limit), after a collection that
 // left live bytes of heap and other bytes of memory the runtime counts against the limit
-// beside the heap (stacks, its own metadata): floor, or room for the live heap to grow by
-// FollowHeadroom when that is more. The collector then runs once per that much allocated,
-// never without pause, and the heap stays within half again its live size.
+// beside the heap's objects and the room it can allocate in (stacks, its own metadata, the
+// unused space of the heap's spans, which a fragmented heap cannot fill): floor, or room
+// for the live heap to grow by FollowHeadroom when that is more. The collector then runs
+// about once per that much allocated, never without pause, and the heap's objects stay
+// within half again their live size.
 func FollowingLimit(floor int64, live, other uint64) int64 {
 	want := live + uint64(float64(live)*FollowHeadroom) + other
 	if want > 1<<62 {

@@ -186,7 +186,8 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 	replica := rt.replica
 	logger = logger.With("replica", replica)
 	rt.log = logger
-	setMemoryLimit(cfg, logger)
+	following := setMemoryLimit(cfg, logger)
+	rt.atStop("memory limit", func() { memFollower.stopFor(following) })
 	traces, err := tracing.Setup(ctx, cfg.Tracing, tracing.Service{Version: rt.deps.Version, Instance: replica}, logger)
 	if err != nil {
 		return err

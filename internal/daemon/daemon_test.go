@@ -199,7 +199,7 @@ func TestDaemonLifecycle(t *testing.T) {
 	d.test.stopped = func(step string) { steps = append(steps, step) }
 	d.Stop()
 	stopped = true
-	if want := []string{"loops", "syncers", "sender", "server", "liveness", "sources", "database", "actions", "tracing"}; !slices.Equal(steps, want) {
+	if want := []string{"loops", "syncers", "sender", "server", "liveness", "sources", "database", "actions", "tracing", "memory limit"}; !slices.Equal(steps, want) {
 		t.Errorf("Stop ran %v, want %v", steps, want)
 	}
 	for name, rs := range d.sources() {

@@ -19,42 +19,51 @@ import (
 // setMemoryLimit gives the Go runtime its soft memory limit (server.memoryLimit), so that a
 // sync of many resources makes the runtime collect sooner rather than grow past what the
 // container allows. GOMEMLIMIT, when set, has been applied by the runtime and is left alone.
-func setMemoryLimit(cfg *config.Config, logger *slog.Logger) {
+// Any following a daemon started before in this process ends first. It returns what the
+// daemon's Stop gives memFollower.stopFor: 0 when it does not follow.
+func setMemoryLimit(cfg *config.Config, logger *slog.Logger) (following uint64) {
+	memFollower.stop()
 	if env := os.Getenv("GOMEMLIMIT"); env != "" {
 		logger.Info("memory limit", "limit", env, "from", "GOMEMLIMIT")
-		return
+		return 0
 	}
 	limit, follow, from := cfg.Server.MemoryLimit.Resolve(cgroupMemoryLimit("/"), cfg.Database.URL == "")
 	if limit == 0 {
 		logger.Info("memory limit", "limit", "none", "from", from)
-		return
+		return 0
 	}
 	if follow {
-		memFollower.start(limit)
+		following = memFollower.start(limit)
 	} else {
-		memFollower.stop()
 		debug.SetMemoryLimit(limit)
 	}
 	logger.Info("memory limit", "limit_mib", limit>>20, "from", from)
+	return following
 }
 
 // followLimit keeps the soft memory limit at config.FollowingLimit of the live heap after
 // every collection: a sentinel object with a cleanup, allocated anew each time, tells when
-// one has run (as render's GOGC does). One per process: the limit is the runtime's.
+// one has run (as render's GOGC does). One per process: the limit is the runtime's. A limit
+// set by anyone else since (debug.SetMemoryLimit, a daemon's configured size) ends the
+// following.
 type followLimit struct {
 	sync.Mutex
-	floor int64 // 0 when not following
-	armed bool  // a sentinel waits for the next collection
+	floor int64  // 0 when not following
+	set   int64  // the limit adjust set last
+	gen   uint64 // counts starts: stopFor ends only the following its start began
+	armed bool   // a sentinel waits for the next collection
 }
 
 var memFollower followLimit
 
-// start follows the live heap from floor up.
-func (f *followLimit) start(floor int64) {
+// start follows the live heap from floor up and returns the start's generation for stopFor.
+func (f *followLimit) start(floor int64) uint64 {
 	f.Lock()
 	defer f.Unlock()
-	f.floor = floor
+	f.floor, f.set = floor, 0
+	f.gen++
 	f.adjust()
+	return f.gen
 }
 
 // stop leaves the limit as it is set next; a sentinel still armed finds nothing to do.
@@ -64,14 +73,37 @@ func (f *followLimit) stop() {
 	f.floor = 0
 }
 
+// stopFor stops the following that the start which returned gen began, if it still runs
+// (a daemon's Stop; another daemon in the process may have started its own since).
+func (f *followLimit) stopFor(gen uint64) {
+	f.Lock()
+	defer f.Unlock()
+	if gen != 0 && gen == f.gen {
+		f.floor = 0
+	}
+}
+
+// following says whether the limit follows the live heap.
+func (f *followLimit) following() bool {
+	f.Lock()
+	defer f.Unlock()
+	return f.floor != 0
+}
+
 // adjust sets the limit for the last collection's live heap and arms a sentinel for the
-// next one. The caller holds f.
+// next one; a limit other than the one it set last was set by someone else, and ends the
+// following. The caller holds f.
 func (f *followLimit) adjust() {
 	if f.floor == 0 {
 		return
 	}
+	if f.set != 0 && debug.SetMemoryLimit(-1) != f.set {
+		f.floor = 0
+		return
+	}
 	live, other := runtimeMemory()
-	debug.SetMemoryLimit(config.FollowingLimit(f.floor, live, other))
+	f.set = config.FollowingLimit(f.floor, live, other)
+	debug.SetMemoryLimit(f.set)
 	if !f.armed {
 		f.armed = true
 		// Not a tiny object, which the runtime may batch with live ones (and never clean up).
@@ -88,11 +120,13 @@ func (f *followLimit) collected() {
 }
 
 // runtimeMemory is the live heap as of the last collection and what the runtime counts
-// against the soft limit beside the heap's objects and room (stacks, its metadata, other
-// runtime memory).
+// against the soft limit beside the heap's objects and the room it can allocate in (stacks,
+// its metadata, other runtime memory, and the unused space of the heap's spans: a
+// fragmented heap's gaps that objects of other sizes cannot fill, which the limit must
+// leave room for on top of the live heap's growth).
 func runtimeMemory() (live, other uint64) {
 	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/total:bytes"},
-		{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"},
+		{Name: "/memory/classes/heap/objects:bytes"},
 		{Name: "/memory/classes/heap/free:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	metrics.Read(s)
 	v := make([]uint64, len(s))
@@ -101,7 +135,7 @@ func runtimeMemory() (live, other uint64) {
 			v[i] = s[i].Value.Uint64()
 		}
 	}
-	heap := v[2] + v[3] + v[4] + v[5]
+	heap := v[2] + v[3] + v[4]
 	if v[1] > heap {
 		other = v[1] - heap
 	}

@@ -1,12 +1,17 @@
 package daemon
 
 import (
+	"io"
+	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"testing"
 	"time"
+
+	"github.com/trueup-dev/trueup/internal/config"
 )
 
 func TestCgroupMemoryLimit(t *testing.T) {
@@ -97,5 +102,54 @@ func TestMemoryLimitFollowsTheHeap(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if got := debug.SetMemoryLimit(-1); got != 77*mib {
 		t.Errorf("limit %d MiB after stop, want 77", got>>20)
+	}
+}
+
+// memoryLimit: off after auto stops the following.
+func TestMemoryLimitOffStopsFollowing(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	defer memFollower.stop()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	t.Setenv("GOMEMLIMIT", "")
+	setMemoryLimit(&config.Config{}, log) // auto, no container: follows
+	off := &config.Config{}
+	off.Server.MemoryLimit = config.MemoryLimit{Off: true}
+	debug.SetMemoryLimit(math.MaxInt64)
+	setMemoryLimit(off, log)
+	runtime.GC()
+	runtime.GC()
+	time.Sleep(100 * time.Millisecond)
+	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
+		t.Errorf("memoryLimit: off, limit %d MiB", got>>20)
+	}
+}
+
+// A limit set by someone else (a test, a library) ends the following.
+func TestMemoryLimitSetElsewhereStays(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	defer memFollower.stop()
+	memFollower.start(config.DefaultMemoryLimit)
+	debug.SetMemoryLimit(1 << 30)
+	runtime.GC()
+	runtime.GC()
+	time.Sleep(100 * time.Millisecond)
+	if got := debug.SetMemoryLimit(-1); got != 1<<30 {
+		t.Errorf("limit set elsewhere to 1024 MiB, %d MiB after a collection", got>>20)
+	}
+}
+
+// A daemon's Stop ends the following it started, not one a later daemon started.
+func TestMemoryLimitFollowingEndsWithItsStarter(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	defer memFollower.stop()
+	first := memFollower.start(config.DefaultMemoryLimit)
+	second := memFollower.start(config.DefaultMemoryLimit)
+	memFollower.stopFor(first)
+	if !memFollower.following() {
+		t.Fatal("the first starter's stop ended the second's following")
+	}
+	memFollower.stopFor(second)
+	if memFollower.following() {
+		t.Fatal("following after its starter stopped")
 	}
 }

@@ -3,6 +3,7 @@ package manifest
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/internal/jsonptr"
+	"github.com/trueup-dev/trueup/sources"
 )
 
 // document is one decoded manifest, independent of the file path it was read from so that
@@ -20,8 +22,9 @@ import (
 // small: repeated strings are interned, label sets shared, hashes kept as sums, and the
 // structural problems, rare, kept with the file (fileEntry.errs) rather than here.
 type document struct {
-	// Lines and positions as int32 (a file is at most a few MB): the cache keeps a
-	// document per manifest.
+	// Lines and positions as int32: a file has at most sources.MaxFileBytes bytes, so fewer
+	// lines and documents than that (checked at compile time below the type), and the
+	// cache keeps a document per manifest.
 	index      int32 // position in the file's YAML stream, to find its nodes again
 	line       int32
 	apiVersion sym
@@ -37,6 +40,9 @@ type document struct {
 	// (unknown kind, unserved version), so that reporting them needs no second parse.
 	apiVersionLine, kindLine int32
 }
+
+// Fails to compile if sources.MaxFileBytes outgrows document's int32 lines and positions.
+var _ [math.MaxInt32 - sources.MaxFileBytes]struct{}
 
 type typeDoc struct {
 	name        string

@@ -701,6 +701,12 @@ func (ld *load) match(docs []placed, infos map[string]*typeInfo) (items []resour
 			continue
 		}
 		items = append(items, resourceAt{p: p, cs: cs})
+		// A Set's Spec shares the cached bytes, and a Set's user must replace it, never
+		// write into it; one that did anyway has made the check stale: checked again, the
+		// resource gets new bytes rather than the written ones.
+		if r.checkedWith == cs.id && !r.specIntact() {
+			r.checkedWith = sym{}
+		}
 		// A check against another schema, or none, is stale. The same content under
 		// two paths shares one document: check it once.
 		if r.checkedWith != cs.id && (p.doc.gen != nil || !queued[r]) {

@@ -155,7 +155,9 @@ type DriftPolicy struct {
 }
 
 // Resource is a validated Resource manifest. Resources of one Set with the same labels (or
-// annotations) share one map: read them, never change them.
+// annotations) share one map: read them, never change them. Spec's bytes are shared with
+// the Loader's cache and the later Sets it builds: replace a Spec (a new slice), never write
+// into it (copy, json.Unmarshal into &Spec); a full load checks again a spec written into.
 type Resource struct {
 	APIVersion  string
 	Kind        string
@@ -391,6 +393,15 @@ func HashJSON(b []byte) string { return hashJSON(b) }
 // hexHash spells a sha256 the way hashJSON does; the cache keeps sums, which take half the
 // room, and spells them only for a Set.
 func hexHash(sum [32]byte) string { return hex.EncodeToString(sum[:]) }
+
+// specIntact says whether the cached spec still has the hash it was stored with (no Set's
+// user wrote into it), without allocating: a full load asks it of every reused check.
+func (r *resourceDoc) specIntact() bool {
+	sum := sha256.Sum256(r.specJSON)
+	var h [2 * sha256.Size]byte
+	hex.Encode(h[:], sum[:])
+	return string(h[:]) == r.specHash
+}
 
 // LabelResourceSet labels each resource a ResourceSet generates with the set's name (the set
 // and its resources share a namespace). It is reserved: a written resource or a template may

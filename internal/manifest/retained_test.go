@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
@@ -82,4 +83,36 @@ func BenchmarkRetained100k(b *testing.B) {
 		runtime.KeepAlive(l)
 		b.ReportMetric(float64(int64(after)-int64(before))/n, "retained-B/resource")
 	}
+}
+
+// A Set's Spec shares its bytes with the Loader's cache, and the contract is to replace a
+// Spec, never write into it; a full load still finds a cached check whose spec was written
+// into (its hash no longer matches) and checks the resource again.
+func TestSetSpecWriteHealsInAFullLoad(t *testing.T) {
+	fs := widgetRepo(1000)
+	l := NewLoader()
+	set1, err := l.Load(fs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &set1.Resources[0]
+	was, name := string(r.Spec), r.Name
+	if err := json.Unmarshal([]byte(`{"x":0}`), &r.Spec); err != nil {
+		t.Fatal(err)
+	}
+	gadget := strings.NewReplacer("Widget", "Gadget", "widget", "gadget").Replace(benchWidgetType)
+	fs = append(fs, files("types/gadget.yaml", gadget)...)
+	set2, err := l.Load(fs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r2 := range set2.Resources {
+		if r2.Name == name {
+			if string(r2.Spec) != was || HashJSON(r2.Spec) != r2.SpecHash {
+				t.Fatalf("full load spec %s want %s", r2.Spec, was)
+			}
+			return
+		}
+	}
+	t.Fatal("resource not found")
 }
