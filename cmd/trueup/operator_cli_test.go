@@ -21,13 +21,14 @@ func fakeWorker(t *testing.T, a *api, ns, kind, name, result string) {
 		defer cancel()
 		for ctx.Err() == nil {
 			var actor *string
-			if err := a.store.Pool().QueryRow(ctx, `SELECT manual_requested_by FROM resources WHERE namespace = $1 AND kind = $2 AND name = $3`,
+			if err := a.store.Pool().QueryRow(ctx, `SELECT q.manual_requested_by FROM resources r JOIN resource_queue q USING (id)
+				WHERE r.namespace = $1 AND r.kind = $2 AND r.name = $3`,
 				ns, kind, name).Scan(&actor); err == nil && actor != nil {
 				_, err = a.store.Pool().Exec(ctx, `INSERT INTO reconcile_history (resource_uid, namespace, kind, name, generation, revision,
 					operation, trigger, result, message, started_at, finished_at, actor)
 					SELECT uid, namespace, kind, name, generation, revision, 'reconcile', 'manual', $4, 'from the fake worker',
-					  now() - interval '1500 milliseconds', now(), manual_requested_by
-					FROM resources WHERE namespace = $1 AND kind = $2 AND name = $3`, ns, kind, name, result)
+					  now() - interval '1500 milliseconds', now(), q.manual_requested_by
+					FROM resources r JOIN resource_queue q USING (id) WHERE r.namespace = $1 AND r.kind = $2 AND r.name = $3`, ns, kind, name, result)
 				if err != nil {
 					t.Error(err)
 				}
