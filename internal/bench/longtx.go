@@ -3,6 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,16 +16,19 @@ import (
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
-// longTxThroughput reconciles n noop resources twice on one replica, alone and with another
-// session holding a transaction open (with an xid, as a long report or a forgotten psql
-// session does) for the whole drain: no row version the drain leaves behind can be removed
-// meanwhile, neither by vacuum nor by the pruning and index-entry killing that reads do.
+// longTxThroughput runs n noop resources through a minute of steady resyncs on one replica
+// (each due again a millisecond after its result, as a short resync interval makes it),
+// alone and with another session holding a transaction open (with an xid, as a long report
+// or a forgotten psql session does) for that whole minute: no row version made in it can be
+// removed meanwhile, neither by vacuum nor by the pruning and index-entry killing that reads
+// do. Nothing else writes the rows, and the attempts are counted in the action: the
+// measure adds no version of its own.
 func (b *bench) longTxThroughput(ctx context.Context, n int) error {
-	alone, aloneCPU, err := b.drainWithLongTx(ctx, n, false)
+	alone, aloneCPU, err := b.resyncWithLongTx(ctx, n, false)
 	if err != nil {
 		return err
 	}
-	held, heldCPU, err := b.drainWithLongTx(ctx, n, true)
+	held, heldCPU, err := b.resyncWithLongTx(ctx, n, true)
 	if err != nil {
 		return err
 	}
@@ -36,17 +43,66 @@ func (b *bench) longTxThroughput(ctx context.Context, n int) error {
 	return nil
 }
 
-// longTxPasses is how many times every resource reconciles while the transaction is held:
-// each pass leaves another few row versions of every resource behind.
-const longTxPasses = 3
+// observeCounter counts the calls of a noop action: a resync that finds the resource as it
+// was observes it and writes no history.
+type observeCounter struct {
+	*noop.Action
+	calls atomic.Int64
+}
 
-// drainWithLongTx returns the attempts a second and the CPU time per attempt (µs).
-func (b *bench) drainWithLongTx(ctx context.Context, n int, hold bool) (rate, cpu float64, err error) {
+func (c *observeCounter) Reconcile(ctx context.Context, req actions.Request) (actions.Result, error) {
+	c.calls.Add(1)
+	return c.Action.Reconcile(ctx, req)
+}
+
+func (c *observeCounter) Observe(ctx context.Context, req actions.Request) (actions.Observation, error) {
+	c.calls.Add(1)
+	return c.Action.Observe(ctx, req)
+}
+
+// relationBlocks reads the blocks each table and index of the database has read (hit or
+// not) so far.
+func relationBlocks(ctx context.Context, st *store.Store) (map[string]int64, error) {
+	rows, err := st.Pool().Query(ctx, `SELECT relname, COALESCE(heap_blks_hit, 0) + COALESCE(heap_blks_read, 0) FROM pg_statio_user_tables
+		UNION ALL SELECT indexrelname, idx_blks_hit + idx_blks_read FROM pg_statio_user_indexes`)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for rows.Next() {
+		var rel string
+		var n int64
+		if err := rows.Scan(&rel, &n); err != nil {
+			return nil, err
+		}
+		out[rel] += n
+	}
+	return out, rows.Err()
+}
+
+// longTxHold is how long the transaction is held, and the window measured alone.
+const longTxHold = 60 * time.Second
+
+// resyncWithLongTx returns the attempts a second and the CPU time per attempt (µs) over
+// longTxHold of steady resyncs, after the first pass has made every resource Ready.
+func (b *bench) resyncWithLongTx(ctx context.Context, n int, hold bool) (rate, cpu float64, err error) {
 	st, url, err := b.seededStore(ctx, n)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer st.Close()
+	b.resync = time.Millisecond
+	defer func() { b.resync = 0 }()
+	inner, _ := noop.New(nil, actions.Env{Name: "act", Logger: b.log})
+	act := &observeCounter{Action: inner.(*noop.Action)}
+	stop, err := b.runReconcilers(ctx, url, 1, 32, act)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer stop()
+	if err := waitReady(ctx, st, n, 5*time.Minute); err != nil {
+		return 0, 0, err
+	}
 	if hold {
 		conn, err := pgx.Connect(ctx, url)
 		if err != nil {
@@ -62,75 +118,43 @@ func (b *bench) drainWithLongTx(ctx context.Context, n int, hold bool) (rate, cp
 			return 0, 0, fmt.Errorf("hold a transaction: %w", err)
 		}
 	}
-	// The first pass starts with the reconciler: the start readings come before it.
+	blocks0, err := relationBlocks(ctx, st)
+	if err != nil {
+		return 0, 0, err
+	}
+	id0 := act.calls.Load()
 	pg0, err := postgresCPU(b.cluster)
 	if err != nil {
 		return 0, 0, err
 	}
-	own0 := cputime.Self()
-	start := time.Now()
-	act, _ := noop.New(nil, actions.Env{Name: "act", Logger: b.log})
-	stop, err := b.runReconcilers(ctx, url, 1, 32, act)
-	if err != nil {
-		return 0, 0, err
+	own0, start := cputime.Self(), time.Now()
+	select {
+	case <-ctx.Done():
+		return 0, 0, ctx.Err()
+	case <-time.After(longTxHold):
 	}
-	defer stop()
-	for pass := 0; pass < longTxPasses; pass++ {
-		var since time.Time
-		if pass > 0 {
-			// Every resource due again at once, as a resync interval or a new revision makes it.
-			if err := st.Pool().QueryRow(ctx, "UPDATE resource_queue SET run_at = now() RETURNING now()").Scan(&since); err != nil {
-				return 0, 0, err
-			}
-			if _, err := st.Pool().Exec(ctx, "NOTIFY "+store.WorkChannel); err != nil {
-				return 0, 0, err
-			}
-		}
-		if err := waitReconciled(ctx, st, n, since, 5*time.Minute); err != nil {
-			return 0, 0, err
-		}
-	}
-	took := time.Since(start)
+	id1 := act.calls.Load()
 	pg1, err := postgresCPU(b.cluster)
 	if err != nil {
 		return 0, 0, err
 	}
-	attempts := float64(n * longTxPasses)
-	return attempts / took.Seconds(), 1e6 * (pg1 - pg0 + cputime.Self() - own0).Seconds() / attempts, nil
-}
-
-// waitReconciled waits until n resources are Ready, reconciled at since or later. It counts
-// them once the history (insert only: none of its rows leaves a dead version) holds n
-// attempts more than at since, or every 500 ms: a count reads every version of every row
-// that the held transaction keeps, and so does a probe of resources_lease or resources_due,
-// whose dead entries stay too; the measure must not add to what it measures.
-func waitReconciled(ctx context.Context, st *store.Store, n int, since time.Time, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	lastID := func() (id int64, err error) {
-		err = st.Pool().QueryRow(ctx, "SELECT COALESCE(max(id), 0) FROM reconcile_history").Scan(&id)
-		return id, err
+	took, own := time.Since(start), cputime.Self()-own0
+	attempts := float64(id1 - id0)
+	if attempts <= 0 {
+		return 0, 0, fmt.Errorf("no attempt in %s of resyncs", longTxHold)
 	}
-	from, err := lastID()
+	blocks1, err := relationBlocks(ctx, st)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
-	var counted time.Time
-	for time.Now().Before(deadline) {
-		if id, err := lastID(); err != nil {
-			return err
-		} else if id-from < int64(n) && time.Since(counted) < 500*time.Millisecond {
-			time.Sleep(20 * time.Millisecond)
-			continue
+	// Where the attempts read: the blocks of each table and index per attempt.
+	var where []string
+	for rel, b1 := range blocks1 {
+		if per := float64(b1-blocks0[rel]) / attempts; per >= 0.05 {
+			where = append(where, fmt.Sprintf("%s %.2f", rel, per))
 		}
-		counted = time.Now()
-		var done int
-		if err := st.Pool().QueryRow(ctx, "SELECT count(*) FROM resources WHERE phase = 'Ready' AND last_reconcile_time >= $1", since).Scan(&done); err != nil {
-			return err
-		}
-		if done >= n {
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
-	return fmt.Errorf("not all %d resources reconciled within %s", n, limit)
+	slices.Sort(where)
+	fmt.Fprintf(os.Stderr, "longtx (held %v): blocks per attempt: %s\n", hold, strings.Join(where, ", "))
+	return attempts / took.Seconds(), 1e6 * (pg1 - pg0 + own).Seconds() / attempts, nil
 }

@@ -54,6 +54,9 @@ func main() {
 	flag.Parse()
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if os.Getenv("TRUEUP_BENCH_LOG") != "" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
 	if *traced {
 		stop, received, err := startTracing(ctx, log)
 		if err != nil {
@@ -224,6 +227,8 @@ type bench struct {
 	policies *policy.Set // the policies the reconcilers of runReconcilers read (nil: none)
 	// windows are the change windows the reconcilers of runReconcilers read (nil: none).
 	windows *changewindow.Set
+	// resync is the resync interval of the reconcilers of runReconcilers (0: the default).
+	resync time.Duration
 }
 
 // freshStore creates an empty migrated database.

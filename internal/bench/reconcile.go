@@ -123,7 +123,7 @@ func (b *bench) runReconcilers(ctx context.Context, url string, replicas, worker
 			return nil, err
 		}
 		stores = append(stores, st)
-		opts := reconciler.Options{Replica: fmt.Sprintf("bench-%d", i), Workers: workers, LeaseTTL: 30 * time.Second}
+		opts := reconciler.Options{Replica: fmt.Sprintf("bench-%d", i), Workers: workers, LeaseTTL: 30 * time.Second, ResyncInterval: b.resync}
 		if set := b.policies; set != nil {
 			opts.Policies = func() (*policy.Set, time.Duration) { return set, 24 * time.Hour }
 		}

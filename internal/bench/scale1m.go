@@ -59,7 +59,9 @@ func (b *bench) scale1mFigures(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	if os.Getenv("TRUEUP_BENCH_KEEP") == "" {
+		defer os.RemoveAll(dir)
+	}
 	if err := os.Chmod(dir, 0o711); err != nil {
 		return err
 	}

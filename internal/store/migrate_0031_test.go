@@ -123,3 +123,28 @@ func TestListPhasePlansAllPending(t *testing.T) {
 		}
 	}
 }
+
+// After an apply that creates many rows the planner has their statistics at once: a label
+// selector that matches nothing is answered through the labels index, not by walking the
+// list's order through every row (the default estimate expects one row in fifty to match).
+func TestBulkApplyPlansLabelsThroughTheirIndex(t *testing.T) {
+	t.Parallel()
+	st := openTest(t, "s")
+	ctx := context.Background()
+	if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "r1", Set: widgets(analyzeAfterCreated, func(int) int { return 1 }), Prune: true}); err != nil {
+		t.Fatal(err)
+	}
+	var analyzed int
+	if err := st.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_user_tables
+		WHERE relname IN ('resources', 'resource_queue') AND last_analyze IS NOT NULL`).Scan(&analyzed); err != nil || analyzed != 2 {
+		t.Errorf("tables analyzed after a bulk apply: %d of 2, %v", analyzed, err)
+	}
+	plan := listPlan(t, st, ResourceFilter{LabelSelector: "trueup.dev/bench=none"})
+	if !strings.Contains(plan, "resources_labels") {
+		t.Errorf("a label selector after a bulk apply, not through resources_labels:\n%s", plan)
+	}
+	var pending int64
+	if err := st.pool.QueryRow(ctx, `SELECT gin_clean_pending_list('resources_labels')`).Scan(&pending); err != nil || pending != 0 {
+		t.Errorf("the labels index's pending list after a bulk apply: %d pages, %v", pending, err)
+	}
+}
