@@ -258,8 +258,10 @@ func scaleOneChanges(ctx context.Context, st *store.Store, cluster *pgembed.Clus
 		if err != nil {
 			return 0, err
 		}
+		act := watchActivity(ctx, st)
 		start := time.Now()
 		if err := writeFiles(repo, map[string]string{scaleFile(42): scaleWidgets(42, n, extra)}); err != nil {
+			act.stop()
 			return 0, err
 		}
 		var applied time.Duration
@@ -274,9 +276,15 @@ func scaleOneChanges(ctx context.Context, st *store.Store, cluster *pgembed.Clus
 			}
 			return ok, err
 		}); err != nil {
+			act.stop()
+			say("what the database did during change %d (samples every 250 ms):\n%s", i, act)
 			return 0, fmt.Errorf("change %d: %w", i, err)
 		}
 		d := time.Since(start)
+		act.stop()
+		if d > 5*time.Second {
+			say("what the database did during change %d (samples every 250 ms):\n%s", i, act)
+		}
 		took = append(took, d)
 		serve1, _ := pidCPU(pid, false)
 		pg1, err := postgresCPU(cluster)
@@ -514,6 +522,69 @@ func (w *lockWaits) String() string {
 	var b strings.Builder
 	for k, d := range w.longest {
 		fmt.Fprintf(&b, "  %s (%s)\n", k, d.Round(time.Millisecond))
+	}
+	return b.String()
+}
+
+// activity samples pg_stat_activity every 250 ms for the sessions that are not idle: what
+// each did (state, what it waited on, its statement) and in how many samples, with the age of
+// its transaction at the last one.
+type activity struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     sync.Mutex
+	seen   map[string]int
+	age    map[string]time.Duration
+	order  []string
+}
+
+func watchActivity(ctx context.Context, st *store.Store) *activity {
+	ctx, cancel := context.WithCancel(ctx)
+	a := &activity{cancel: cancel, done: make(chan struct{}), seen: map[string]int{}, age: map[string]time.Duration{}}
+	go func() {
+		defer close(a.done)
+		for ctx.Err() == nil {
+			rows, err := st.Pool().Query(ctx, `SELECT pid, state, COALESCE(wait_event_type || ':' || wait_event, 'CPU'),
+				left(regexp_replace(query, '\s+', ' ', 'g'), 90), COALESCE(extract(epoch FROM clock_timestamp() - xact_start), 0)
+				FROM pg_stat_activity WHERE state IS NOT NULL AND state <> 'idle' AND pid <> pg_backend_pid() AND backend_type = 'client backend'`)
+			if err == nil {
+				for rows.Next() {
+					var pid int
+					var state, wait, q string
+					var secs float64
+					if rows.Scan(&pid, &state, &wait, &q, &secs) == nil {
+						k := fmt.Sprintf("pid %d %s %s: %s", pid, state, wait, q)
+						a.mu.Lock()
+						if a.seen[k] == 0 {
+							a.order = append(a.order, k)
+						}
+						a.seen[k]++
+						a.age[k] = time.Duration(secs * float64(time.Second))
+						a.mu.Unlock()
+					}
+				}
+				rows.Close()
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+	}()
+	return a
+}
+
+func (a *activity) stop() {
+	a.cancel()
+	<-a.done
+}
+
+func (a *activity) String() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var b strings.Builder
+	for _, k := range a.order {
+		fmt.Fprintf(&b, "  %3d× %s (transaction %s old)\n", a.seen[k], k, a.age[k].Round(time.Millisecond))
 	}
 	return b.String()
 }
