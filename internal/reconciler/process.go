@@ -631,7 +631,7 @@ func (r *Reconciler) writeLoop(in <-chan pending) {
 		}
 		// The batch may have scheduled work (retries, requeues) sooner than the claimer's
 		// next look: let it recompute its wait now that the rows are committed.
-		r.Wake()
+		r.nudge()
 		r.untrack(tokens...)
 		written := time.Now()
 		for _, p := range batch {

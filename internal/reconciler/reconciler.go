@@ -78,6 +78,9 @@ type Reconciler struct {
 	log   *slog.Logger
 
 	wake        chan struct{}
+	// dueNews: due work was announced since the claimer last began a claim (Wake); its
+	// next claim scans the due rows from the start (dueFloor).
+	dueNews     atomic.Bool
 	completions chan pending
 	// starts carries items whose call starts to the start writer, which stores their status
 	// (a claim shows Reconciling only once its call runs).
@@ -160,9 +163,17 @@ func New(st *store.Store, acts map[string]actions.Action, opts Options, logger *
 	return r
 }
 
-// Wake makes the claimer look for work at once. The owner of the replica's LISTEN connection
-// calls it on every notification of store.WorkChannel (and after every reconnect).
+// Wake makes the claimer look for work at once, all of the due rows. The owner of the
+// replica's LISTEN connection calls it on every notification of store.WorkChannel (and after
+// every reconnect).
 func (r *Reconciler) Wake() {
+	r.dueNews.Store(true)
+	r.nudge()
+}
+
+// nudge makes the claimer look for work at once from where its claims scan (a worker
+// finished, a batch of results was written).
+func (r *Reconciler) nudge() {
 	select {
 	case r.wake <- struct{}{}:
 	default:
@@ -272,7 +283,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 				r.process(ctx, cctx, c, claim)
 				cancel(nil)
 				r.busy.Add(-1)
-				r.Wake()
+				r.nudge()
 			}
 		}()
 	}
@@ -341,6 +352,7 @@ const (
 
 // claimLoop claims as many items as claimSize says and queues them for the workers.
 func (r *Reconciler) claimLoop(ctx context.Context, queue chan store.Claimed) {
+	var floor dueFloor
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -362,14 +374,19 @@ func (r *Reconciler) claimLoop(ctx context.Context, queue chan store.Claimed) {
 				break // a worker that finishes wakes us
 			}
 			claimStart := time.Now()
-			claimed, err := r.store.Claim(ctx, r.opts.Replica, n, r.opts.LeaseTTL)
+			from := floor.from(claimStart, r.dueNews.Swap(false))
+			claimed, oldest, err := r.store.ClaimFrom(ctx, r.opts.Replica, n, r.opts.LeaseTTL, from)
 			window := claimWindow{start: claimStart, end: time.Now(), size: len(claimed)}
 			if err != nil {
+				if from.IsZero() {
+					r.dueNews.Store(true) // the news is not taken in yet
+				}
 				if ctx.Err() == nil {
 					r.log.Warn("claim failed", "err", err)
 				}
 				break
 			}
+			floor.took(claimStart, from, oldest)
 			r.mu.Lock()
 			// A suspension that began while the claim ran may already have handed these
 			// rows to a peer: they are dropped, never started.

@@ -105,11 +105,11 @@ const historyAppliedSQL = `(SELECT NULLIF(h.revision, '') FROM reconcile_history
 	  AND h.operation = 'reconcile' AND h.result IN ('Succeeded', 'Drifted', 'InSync')
 	ORDER BY h.id DESC LIMIT 1)`
 
-// claimLockSQL is the first statement of a claim: $1 the limit. It picks the due rows that
+// claimLockSQL is the first statement of a claim: $1 the limit, $2 the floor (see ClaimFrom). It picks the due rows that
 // pass the gate in its snapshot and locks their queue rows (rows locked by another claimer are
 // skipped, so replicas never wait on each other).
-const claimLockSQL = `SELECT q.id FROM resource_queue q
-		WHERE q.run_at <= now() AND q.lease_owner IS NULL AND NOT q.suspended AND NOT q.blocked
+const claimLockSQL = `SELECT q.id, q.run_at FROM resource_queue q
+		WHERE q.run_at <= now() AND q.run_at >= $2 AND q.lease_owner IS NULL AND NOT q.suspended AND NOT q.blocked
 		  AND (SELECT true FROM resources r WHERE r.id = q.id ` + claimGateSQL + `)
 		ORDER BY q.run_at LIMIT $1 FOR UPDATE OF q SKIP LOCKED`
 
@@ -153,14 +153,37 @@ const claimLeaseSQL = `
 // replica's memory behind other calls, and shows what it showed until its call starts
 // (Started).
 func (s *Store) Claim(ctx context.Context, owner string, n int, ttl time.Duration) ([]Claimed, error) {
+	claimed, _, err := s.ClaimFrom(ctx, owner, n, ttl, time.Time{})
+	return claimed, err
+}
+
+// ClaimFrom is Claim of the due rows whose run_at is floor or later (the zero time: all), and
+// returns the run_at of the oldest row it locked (zero when none). The scan of
+// resource_queue_due starts at floor: below it lie the entries of every version that was due
+// and has been claimed since, which a transaction held open elsewhere keeps from vacuum, and
+// which a scan from the start visits one heap page each before it reaches a live row.
+func (s *Store) ClaimFrom(ctx context.Context, owner string, n int, ttl time.Duration, floor time.Time) ([]Claimed, time.Time, error) {
 	var claimed []Claimed
+	var oldest time.Time
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, claimLockSQL, n)
+		rows, err := tx.Query(ctx, claimLockSQL, n, floor)
 		if err != nil {
 			return err
 		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil || len(ids) == 0 {
+		var ids []int64
+		for rows.Next() {
+			var id int64
+			var at time.Time
+			if err := rows.Scan(&id, &at); err != nil {
+				rows.Close()
+				return err
+			}
+			if len(ids) == 0 {
+				oldest = at // ORDER BY run_at
+			}
+			ids = append(ids, id)
+		}
+		if err := rows.Err(); err != nil || len(ids) == 0 {
 			return err
 		}
 		rows, err = tx.Query(ctx, claimLeaseSQL, ids, owner, ttl.Milliseconds())
@@ -171,9 +194,9 @@ func (s *Store) Claim(ctx context.Context, owner string, n int, ttl time.Duratio
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("claim: %w", err)
+		return nil, time.Time{}, fmt.Errorf("claim: %w", err)
 	}
-	return claimed, nil
+	return claimed, oldest, nil
 }
 
 // Start is a claimed item whose call is starting.
