@@ -12,8 +12,9 @@ const fullScanEvery = time.Second
 // run_at (a long apply's now(), a lease released by a peer, a dependency unblocked with the
 // run_at it had) and the index entries of versions claimed since, which a transaction held
 // open elsewhere keeps. A claim scans from the start when there is no floor yet, when it was
-// woken by news of due work (every writer that makes rows due notifies, and so does a
-// reconnect and a resume), and at least every fullScanEvery.
+// woken by news of due work (the writers that make rows due at once notify, and so do a
+// result that puts a row due at once, a reconnect and a resume), and at least every
+// fullScanEvery, which bounds the wait of a row made due below the floor unannounced.
 type dueFloor struct {
 	at       time.Time // zero: none
 	lastFull time.Time

@@ -77,7 +77,7 @@ type Reconciler struct {
 	store *store.Store
 	log   *slog.Logger
 
-	wake        chan struct{}
+	wake chan struct{}
 	// dueNews: due work was announced since the claimer last began a claim (Wake); its
 	// next claim scans the due rows from the start (dueFloor).
 	dueNews     atomic.Bool
@@ -399,8 +399,10 @@ func (r *Reconciler) claimLoop(ctx context.Context, queue chan store.Claimed) {
 				queue <- c // never blocks: claimSize leaves room
 			}
 			if len(claimed) < n {
-				// The queue is drained: sleep until the next due item (or a notification).
-				wait = r.nextWait(ctx)
+				// The queue is drained: sleep until the next due item from the floor (or a
+				// notification), at most the poll interval, after which a claim scans from the
+				// start if a second has passed since the last one did.
+				wait = r.nextWait(ctx, floor.at)
 				break
 			}
 		}
@@ -422,11 +424,12 @@ func (r *Reconciler) drain(queue chan store.Claimed) {
 	}
 }
 
-// nextWait is how long to sleep before looking again: until the next due item, at most the
-// poll interval (notifications cut it short).
-func (r *Reconciler) nextWait(ctx context.Context) time.Duration {
+// nextWait is how long to sleep before looking again: until the next due item from floor
+// (below it lie the dead entries a long transaction elsewhere keeps), at most the poll
+// interval (notifications cut it short).
+func (r *Reconciler) nextWait(ctx context.Context, floor time.Time) time.Duration {
 	wait := r.opts.PollInterval
-	if next, err := r.store.NextDue(ctx); err == nil && next != nil {
+	if next, err := r.store.NextDueFrom(ctx, floor); err == nil && next != nil {
 		if d := time.Until(*next); d < wait {
 			wait = max(d, 10*time.Millisecond)
 		}

@@ -51,3 +51,55 @@ func TestClaimFrom(t *testing.T) {
 		t.Fatalf("nothing left due: %v, %v", names(got), err)
 	}
 }
+
+// A result that puts its row due at once (the row changed during its call) announces due
+// work once it commits: the row's run_at is the write's, which claims scanning from a floor
+// may already have passed.
+func TestResultDueAtOnceNotifies(t *testing.T) {
+	t.Parallel()
+	st := openTest(t, "s")
+	ctx := context.Background()
+	if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "r1", Set: widgets(1, func(int) int { return 1 }), Prune: true}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := st.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN "+WorkChannel); err != nil {
+		t.Fatal(err)
+	}
+	notified := func() bool {
+		wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		defer cancel()
+		_, err := conn.Conn().WaitForNotification(wctx)
+		return err == nil
+	}
+	for _, dirty := range []bool{false, true} {
+		got, err := st.Claim(ctx, "a", 1, time.Minute)
+		if err != nil || len(got) != 1 {
+			t.Fatalf("claim: %d, %v", len(got), err)
+		}
+		c := got[0]
+		if dirty {
+			if _, err := st.pool.Exec(ctx, `UPDATE resource_queue SET dirty = true WHERE id = $1`, c.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		later := time.Now().Add(time.Hour)
+		if _, err := st.CompleteBatch(ctx, []Completion{{ID: c.ID, Token: c.LeaseToken, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name,
+			Fn: func(cur Current) Update {
+				return Update{Phase: "Ready", Conditions: cur.Conditions, ObservedGeneration: cur.Generation, RunAt: &later}
+			}}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := notified(); got != dirty {
+			t.Errorf("result of a row changed during its call %v: notified %v", dirty, got)
+		}
+		// Due again for the next round.
+		if _, err := st.pool.Exec(ctx, `UPDATE resource_queue SET run_at = now() WHERE id = $1`, c.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

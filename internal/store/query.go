@@ -282,8 +282,9 @@ func resourcePage(sc Scope, f ResourceFilter, nameQuery string) (clause string, 
 		return "", nil, 0, fmt.Errorf("%w: approval must be pending, rejected or denied", ErrBadRequest)
 	}
 	if nameQuery != "" {
-		// Served by the trigram index where pg_trgm exists (migration 0005).
-		where = append(where, "name ILIKE "+args.add("%"+escapeLike(nameQuery)+"%"))
+		// Served by the trigram index of lower(name) where pg_trgm exists (migrations 0005,
+		// 0032).
+		where = append(where, "lower(name) LIKE lower("+args.add("%"+escapeLike(nameQuery)+"%")+")")
 	}
 	if f.LabelSelector != "" {
 		reqs, err := ParseLabelSelector(f.LabelSelector)

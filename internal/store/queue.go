@@ -178,8 +178,8 @@ func (s *Store) ClaimFrom(ctx context.Context, owner string, n int, ttl time.Dur
 				rows.Close()
 				return err
 			}
-			if len(ids) == 0 {
-				oldest = at // ORDER BY run_at
+			if oldest.IsZero() || at.Before(oldest) {
+				oldest = at // the first row but for a version committed during the scan
 			}
 			ids = append(ids, id)
 		}
@@ -486,7 +486,9 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 			moved      []int64 // readiness or outputs changed, with dependents
 			outbox     []outboxItem
 			removedDep []int64 // removed, with dependencies
+			dueNow     bool    // a row put due at once (changed during its call, or its RunAt passed)
 		)
+		now := time.Now()
 		for _, it := range items {
 			c, ok := cur[leased{it.ID, it.Token}]
 			if !ok {
@@ -519,6 +521,9 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 			}
 			if !it.Quiet {
 				changes = append(changes, ch)
+			}
+			if c.Dirty || u.RunAt != nil && !u.RunAt.After(now) {
+				dueNow = true
 			}
 			if err := upd.add(it.ID, u); err != nil {
 				return err
@@ -558,6 +563,13 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 		}
 		if err := approvals.write(ctx, tx); err != nil {
 			return err
+		}
+		if dueNow {
+			// A row due at once, below where the replicas' claims may scan: they look from
+			// the start once this commits (reconciler.dueFloor).
+			if _, err := tx.Exec(ctx, "SELECT pg_notify($1, '')", WorkChannel); err != nil {
+				return err
+			}
 		}
 		// Last: a change id taken early commits late, and the watch hub waits for a missing
 		// id only so long.
@@ -801,8 +813,14 @@ func (s *Store) ReleaseExpiredLeases(ctx context.Context, by string) (int, error
 // NextDue returns when the earliest unleased work is due (nil when nothing is scheduled). It
 // reads the first entry of the partial index resource_queue_due, nothing else.
 func (s *Store) NextDue(ctx context.Context) (*time.Time, error) {
+	return s.NextDueFrom(ctx, time.Time{})
+}
+
+// NextDueFrom is NextDue among the rows whose run_at is floor or later (see ClaimFrom).
+func (s *Store) NextDueFrom(ctx context.Context, floor time.Time) (*time.Time, error) {
 	var t time.Time
-	err := s.pool.QueryRow(ctx, "SELECT run_at FROM resource_queue WHERE lease_owner IS NULL AND run_at IS NOT NULL AND NOT suspended AND NOT blocked ORDER BY run_at LIMIT 1").Scan(&t)
+	err := s.pool.QueryRow(ctx, `SELECT run_at FROM resource_queue WHERE lease_owner IS NULL AND run_at IS NOT NULL AND NOT suspended AND NOT blocked
+		AND run_at >= $1 ORDER BY run_at LIMIT 1`, floor).Scan(&t)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}

@@ -534,7 +534,7 @@ func applyRevision(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResu
 	if err := finishSource(ctx, tx, p, *res); err != nil {
 		return err
 	}
-	if res.Created+res.Updated+res.Deleted+res.Requested > 0 || res.TypeRequeued {
+	if res.Created+res.Updated+res.Relabelled+res.Deleted+res.Requested > 0 || res.TypeRequeued {
 		if _, err := tx.Exec(ctx, "SELECT pg_notify($1, '')", WorkChannel); err != nil {
 			return err
 		}
