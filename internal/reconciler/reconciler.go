@@ -400,9 +400,9 @@ func (r *Reconciler) claimLoop(ctx context.Context, queue chan store.Claimed) {
 			}
 			if len(claimed) < n {
 				// The queue is drained: sleep until the next due item from the floor (or a
-				// notification), at most the poll interval, after which a claim scans from the
-				// start if a second has passed since the last one did.
-				wait = r.nextWait(ctx, floor.at)
+				// notification), at most the poll interval and until the next scan from the
+				// start is due (a row made due below the floor unannounced).
+				wait = min(r.nextWait(ctx, floor.at), max(time.Until(floor.lastFull.Add(fullScanEvery)), 10*time.Millisecond))
 				break
 			}
 		}

@@ -52,8 +52,8 @@ func TestClaimFrom(t *testing.T) {
 	}
 }
 
-// A result that puts its row due at once (the row changed during its call) announces due
-// work once it commits: the row's run_at is the write's, which claims scanning from a floor
+// A result that puts its row due at once (the row changed during its call, or its RunAt is
+// now) announces due work once it commits: the row's run_at is the write's, which claims scanning from a floor
 // may already have passed.
 func TestResultDueAtOnceNotifies(t *testing.T) {
 	t.Parallel()
@@ -76,7 +76,8 @@ func TestResultDueAtOnceNotifies(t *testing.T) {
 		_, err := conn.Conn().WaitForNotification(wctx)
 		return err == nil
 	}
-	for _, dirty := range []bool{false, true} {
+	for _, tc := range []struct{ dirty, runNow, want bool }{{false, false, false}, {true, false, true}, {false, true, true}} {
+		dirty := tc.dirty
 		got, err := st.Claim(ctx, "a", 1, time.Minute)
 		if err != nil || len(got) != 1 {
 			t.Fatalf("claim: %d, %v", len(got), err)
@@ -90,12 +91,16 @@ func TestResultDueAtOnceNotifies(t *testing.T) {
 		later := time.Now().Add(time.Hour)
 		if _, err := st.CompleteBatch(ctx, []Completion{{ID: c.ID, Token: c.LeaseToken, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name,
 			Fn: func(cur Current) Update {
-				return Update{Phase: "Ready", Conditions: cur.Conditions, ObservedGeneration: cur.Generation, RunAt: &later}
+				at := later
+				if tc.runNow {
+					at = time.Now() // as the reconciler reads its clock for a run now
+				}
+				return Update{Phase: "Ready", Conditions: cur.Conditions, ObservedGeneration: cur.Generation, RunAt: &at}
 			}}}); err != nil {
 			t.Fatal(err)
 		}
-		if got := notified(); got != dirty {
-			t.Errorf("result of a row changed during its call %v: notified %v", dirty, got)
+		if got := notified(); got != tc.want {
+			t.Errorf("result of a row changed during its call %v, due now %v: notified %v", dirty, tc.runNow, got)
 		}
 		// Due again for the next round.
 		if _, err := st.pool.Exec(ctx, `UPDATE resource_queue SET run_at = now() WHERE id = $1`, c.ID); err != nil {

@@ -131,7 +131,11 @@ func TestBulkApplyPlansLabelsThroughTheirIndex(t *testing.T) {
 	t.Parallel()
 	st := openTest(t, "s")
 	ctx := context.Background()
-	if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "r1", Set: widgets(analyzeAfterCreated, func(int) int { return 1 }), Prune: true}); err != nil {
+	res, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "r1", Set: widgets(analyzeAfterCreated, func(int) int { return 1 }), Prune: true})
+	if err != nil || !res.Settle {
+		t.Fatalf("apply: settle %v, %v", res.Settle, err)
+	}
+	if err := st.SettleAfterBulk(ctx); err != nil {
 		t.Fatal(err)
 	}
 	var analyzed int

@@ -488,7 +488,6 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 			removedDep []int64 // removed, with dependencies
 			dueNow     bool    // a row put due at once (changed during its call, or its RunAt passed)
 		)
-		now := time.Now()
 		for _, it := range items {
 			c, ok := cur[leased{it.ID, it.Token}]
 			if !ok {
@@ -522,7 +521,8 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 			if !it.Quiet {
 				changes = append(changes, ch)
 			}
-			if c.Dirty || u.RunAt != nil && !u.RunAt.After(now) {
+			// The clock read after Fn: a RunAt of "now" is Fn's own reading.
+			if c.Dirty || u.RunAt != nil && !u.RunAt.After(time.Now()) {
 				dueNow = true
 			}
 			if err := upd.add(it.ID, u); err != nil {

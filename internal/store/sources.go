@@ -420,6 +420,8 @@ type ApplyResult struct {
 	// Refresh lists the rows whose wait for dependencies (or, deleting, for dependents) may
 	// have changed: pass it to RefreshDependencies once the revision is committed.
 	Refresh []int64
+	// Settle: the revision created many rows; call SettleAfterBulk once the refresh is done.
+	Settle bool
 }
 
 // Changed reports whether anything but the source row was written.
@@ -459,17 +461,26 @@ func (s *Store) ApplyRevision(ctx context.Context, p ApplyParams) (ApplyResult, 
 		return ApplyResult{}, fmt.Errorf("apply %s@%s: %w", p.Source, clip.Rev(p.Revision), err)
 	}
 	if res.Created >= analyzeAfterCreated {
-		s.settleAfterBulk(ctx)
+		// The claim's plan needs the queue's statistics: without them the planner takes the
+		// due rows for a handful and checks the dependencies of every one of them before
+		// sorting, a pass over the whole table per claim until autovacuum's first analyze.
+		// Best effort (48 ms at 50,000): the apply has committed, and autovacuum analyzes the
+		// table in time. The rest waits for SettleAfterBulk.
+		_, _ = s.pool.Exec(ctx, "ANALYZE (SKIP_LOCKED) resource_queue")
+		res.Settle = true
 	}
 	return res, nil
 }
 
-// analyzeAfterCreated is how many rows an apply creates before it analyzes the tables.
+// analyzeAfterCreated is how many rows an apply creates before it asks for SettleAfterBulk.
 const analyzeAfterCreated = 5000
 
-// settleAfterBulk prepares the planner and the GIN indexes for the rows a large apply
-// created, at once rather than at autovacuum's first pass a minute or more later. Best
-// effort: the apply has committed, and autovacuum does the same in time.
+// SettleAfterBulk prepares the planner and the GIN indexes of resources for the rows a
+// large apply created (ApplyResult.Settle; the apply itself analyzed resource_queue), at
+// once rather than at autovacuum's first pass a minute or more later; the syncer calls it
+// after the revision's dependency refresh, which must not wait for it (ANALYZE resources
+// takes about a second at 50,000 rows). Best effort: autovacuum does the same in time, so a
+// table another session holds (an anti-wraparound vacuum) is skipped rather than waited for.
 //   - The claim's plan needs the queue's statistics: without them the planner takes the due
 //     rows for a handful and checks the dependencies of every one of them before sorting, a
 //     pass over the whole table per claim.
@@ -479,12 +490,16 @@ const analyzeAfterCreated = 5000
 //     the labels index answers at once.
 //   - Every index scan of a GIN index reads its whole pending list (up to 4 MB of entries
 //     not yet merged, 8 ms for a label selector at 50,000); merged, it reads what matches.
-func (s *Store) settleAfterBulk(ctx context.Context) {
-	_, _ = s.pool.Exec(ctx, "ANALYZE resource_queue")
-	_, _ = s.pool.Exec(ctx, "ANALYZE resources")
-	_, _ = s.pool.Exec(ctx, `SELECT gin_clean_pending_list(i.indexrelid) FROM pg_index i
+func (s *Store) SettleAfterBulk(ctx context.Context) error {
+	for _, q := range []string{"ANALYZE (SKIP_LOCKED) resources",
+		`SELECT gin_clean_pending_list(i.indexrelid) FROM pg_index i
 		JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
-		WHERE i.indrelid = 'resources'::regclass AND a.amname = 'gin'`)
+		WHERE i.indrelid = 'resources'::regclass AND a.amname = 'gin'`} {
+		if _, err := s.pool.Exec(ctx, q); err != nil {
+			return fmt.Errorf("settle after a bulk apply: %w", err)
+		}
+	}
+	return nil
 }
 
 // applyRevision is ApplyRevision's work inside its transaction, between the lease checks.
@@ -503,12 +518,11 @@ func applyRevision(ctx context.Context, tx pgx.Tx, p ApplyParams, res *ApplyResu
 		return holdRevision(ctx, tx, p)
 	}
 	// The apply finds rows by identity (namespace, kind, name) and by id, which the btree
-	// indexes serve. With a list of identities joined in, the planner estimates a probe of
-	// the name's trigram index (resources_name_trgm, a GIN index, read only through bitmap
-	// scans) as cheaper than one of the identity index, and each such probe reads that
-	// index's posting lists of the name's trigrams: 5–8 ms per identity at 100,000 rows
-	// (2–6 s for a one-file change of 500 resources, against 50 ms without). The apply's
-	// statements need no bitmap scan.
+	// indexes serve. With a list of identities joined in, the planner estimated a probe of
+	// the name's trigram index (a GIN index, read only through bitmap scans) as cheaper than
+	// one of the identity index, 5–8 ms per identity at 100,000 rows; migration 0032 puts
+	// that index on lower(name), which no equality names, and the apply's statements need no
+	// bitmap scan either way.
 	if _, err := tx.Exec(ctx, "SET LOCAL enable_bitmapscan = off"); err != nil {
 		return err
 	}

@@ -712,6 +712,13 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 			s.log.WarnContext(ctx, "refresh dependency waits", "count", len(res.Refresh), "err", err)
 		}
 	}
+	if res.Settle {
+		// Statistics for the rows just created, before the reads and claims that need them;
+		// autovacuum does it later if this fails.
+		if err := s.store.SettleAfterBulk(ctx); err != nil {
+			s.log.WarnContext(ctx, "analyze after a bulk apply", "err", err)
+		}
+	}
 	s.mu.Lock()
 	s.mem = memory{applied: snap.Revision}
 	s.transitionsApplied, s.transitionsTerm = nil, 0
