@@ -123,3 +123,32 @@ func TestMigration0032NameSearch(t *testing.T) {
 		t.Errorf("up again: %s", d)
 	}
 }
+
+// Where 0005 built no trigram index (pg_trgm unavailable), 0032 changes nothing, up or down.
+func TestMigration0032WithoutTheIndex(t *testing.T) {
+	t.Parallel()
+	st := openTest(t, "s")
+	ctx := context.Background()
+	if _, err := st.pool.Exec(ctx, `DROP INDEX resources_name_trgm`); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{"0032_name_search_lower.down.sql", "0032_name_search_lower.up.sql"} {
+		sql, err := fs.ReadFile(migrations.FS, file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.pool.Exec(ctx, string(sql)); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		var n int
+		if err := st.pool.QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE tablename = 'resources' AND indexname LIKE 'resources_name_trgm%'`).Scan(&n); err != nil || n != 0 {
+			t.Errorf("%s without the index: %d trigram indexes, %v", file, n, err)
+		}
+	}
+	if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "r1", Set: widgets(3, func(int) int { return 1 })}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := st.ListResourceSummaries(ctx, Everything, SummaryFilter{Query: "W0"}); err != nil || len(got) != 3 {
+		t.Errorf("a search without the index: %d, %v", len(got), err)
+	}
+}
