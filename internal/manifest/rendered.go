@@ -190,18 +190,11 @@ func (s *jsonScanner) mapping(depth int) (any, bool) {
 			return nil, false
 		}
 		s.keys, s.vals = append(s.keys, k), append(s.vals, v)
-		if s.pos >= len(s.data) {
+		if more, ok := s.separator('}'); !ok {
 			return nil, false
+		} else if !more {
+			break
 		}
-		c := s.data[s.pos]
-		s.pos++
-		if c == ',' {
-			continue
-		}
-		if c != '}' {
-			return nil, false
-		}
-		break
 	}
 	keys, vals := s.keys[kbase:], s.vals[vbase:]
 	m := make(map[string]any, len(keys))
@@ -214,6 +207,17 @@ func (s *jsonScanner) mapping(depth int) (any, bool) {
 	clear(vals)
 	s.keys, s.vals = s.keys[:kbase], s.vals[:vbase]
 	return m, true
+}
+
+// separator reads what follows a member or an element: a comma (more follow) or end, the
+// closing bracket; anything else is not the renderer's compact JSON.
+func (s *jsonScanner) separator(end byte) (more, ok bool) {
+	if s.pos >= len(s.data) {
+		return false, false
+	}
+	c := s.data[s.pos]
+	s.pos++
+	return c == ',', c == ',' || c == end
 }
 
 func (s *jsonScanner) sequence(depth int) (any, bool) {
@@ -229,18 +233,11 @@ func (s *jsonScanner) sequence(depth int) (any, bool) {
 			return nil, false
 		}
 		s.vals = append(s.vals, v)
-		if s.pos >= len(s.data) {
+		if more, ok := s.separator(']'); !ok {
 			return nil, false
+		} else if !more {
+			break
 		}
-		c := s.data[s.pos]
-		s.pos++
-		if c == ',' {
-			continue
-		}
-		if c != ']' {
-			return nil, false
-		}
-		break
 	}
 	l := make([]any, len(s.vals)-base)
 	copy(l, s.vals[base:])

@@ -58,16 +58,7 @@ func TestMigration0031UpAndDown(t *testing.T) {
 		phase(when, "Failed", 2)
 		phase(when, "Ready", 58)
 	}
-	run := func(file string) {
-		t.Helper()
-		sql, err := fs.ReadFile(migrations.FS, file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.pool.Exec(ctx, string(sql)); err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
-	}
+	run := func(file string) { runMigrationFile(t, st, file) }
 	check("migrated", true)
 	run("0031_create_cost.down.sql")
 	check("down", false)
@@ -92,7 +83,15 @@ func listPlan(t *testing.T, st *Store, f ResourceFilter) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := st.pool.Query(context.Background(), "EXPLAIN SELECT id, has_deps, "+resourceColumns+" FROM resources"+withQueue+clause, args.planned()...)
+	return explain(t, st.pool, "SELECT id, has_deps, "+resourceColumns+" FROM resources"+withQueue+clause, args.planned()...)
+}
+
+// explain is the plan of sql with args, its lines joined.
+func explain(t *testing.T, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, sql string, args ...any) string {
+	t.Helper()
+	rows, err := q.Query(context.Background(), "EXPLAIN "+sql, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +100,18 @@ func listPlan(t *testing.T, st *Store, f ResourceFilter) string {
 		t.Fatal(err)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// runMigrationFile runs one migration file of migrations.FS on st's database.
+func runMigrationFile(t *testing.T, st *Store, file string) {
+	t.Helper()
+	sql, err := fs.ReadFile(migrations.FS, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.pool.Exec(context.Background(), string(sql)); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
 }
 
 // Right after a large first sync every row is Pending: ?phase=Ready finds none through

@@ -3,11 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"strings"
 	"testing"
-
-	"github.com/trueup-dev/trueup/migrations"
 )
 
 // Migration 0032 builds the name search's trigram index on lower(name): with the table's
@@ -23,23 +20,7 @@ func TestMigration0032NameSearch(t *testing.T) {
 	if _, err := st.pool.Exec(ctx, `ANALYZE resources`); err != nil {
 		t.Fatal(err)
 	}
-	plan := func(sql string, args ...any) string {
-		t.Helper()
-		rows, err := st.pool.Query(ctx, "EXPLAIN "+sql, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		var lines []string
-		for rows.Next() {
-			var l string
-			if err := rows.Scan(&l); err != nil {
-				t.Fatal(err)
-			}
-			lines = append(lines, l)
-		}
-		return strings.Join(lines, "\n")
-	}
+	plan := func(sql string, args ...any) string { return explain(t, st.pool, sql, args...) }
 	// A dependency's lookup, as the claim's inputs and the refresh of dependents make it.
 	const lookup = `SELECT d.id FROM unnest($1::text[], $2::text[], $3::text[]) AS e(ns, kind, name)
 		JOIN resources d ON d.namespace = e.ns AND lower(d.kind) = lower(e.kind) AND d.name = e.name`
@@ -60,16 +41,7 @@ func TestMigration0032NameSearch(t *testing.T) {
 			t.Errorf("%s: the search for W4 lists %d, want %d", when, len(got), want)
 		}
 	}
-	run := func(file string) {
-		t.Helper()
-		sql, err := fs.ReadFile(migrations.FS, file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.pool.Exec(ctx, string(sql)); err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
-	}
+	run := func(file string) { runMigrationFile(t, st, file) }
 	def := func() string {
 		var d string
 		if err := st.pool.QueryRow(ctx, `SELECT indexdef FROM pg_indexes WHERE indexname = 'resources_name_trgm'`).Scan(&d); err != nil {
@@ -90,26 +62,14 @@ func TestMigration0032NameSearch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	var searchPlan []string
 	if _, err := tx.Exec(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := tx.Query(ctx, `EXPLAIN SELECT id FROM resources WHERE lower(name) LIKE lower($1)`, "%w4%")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var l string
-		if err := rows.Scan(&l); err != nil {
-			t.Fatal(err)
-		}
-		searchPlan = append(searchPlan, l)
-	}
-	rows.Close()
+	searchPlan := explain(t, tx, `SELECT id FROM resources WHERE lower(name) LIKE lower($1)`, "%w4%")
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if p := strings.Join(searchPlan, "\n"); !strings.Contains(p, "resources_name_trgm") {
+	if p := searchPlan; !strings.Contains(p, "resources_name_trgm") {
 		t.Errorf("the search does not read the trigram index:\n%s", p)
 	}
 	search("migrated")
@@ -133,13 +93,7 @@ func TestMigration0032WithoutTheIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, file := range []string{"0032_name_search_lower.down.sql", "0032_name_search_lower.up.sql"} {
-		sql, err := fs.ReadFile(migrations.FS, file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.pool.Exec(ctx, string(sql)); err != nil {
-			t.Fatalf("%s: %v", file, err)
-		}
+		runMigrationFile(t, st, file)
 		var n int
 		if err := st.pool.QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE tablename = 'resources' AND indexname LIKE 'resources_name_trgm%'`).Scan(&n); err != nil || n != 0 {
 			t.Errorf("%s without the index: %d trigram indexes, %v", file, n, err)
