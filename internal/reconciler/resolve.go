@@ -27,9 +27,12 @@ var errNotReady = errors.New("dependencies are not Ready")
 // of which runs c again). A reference that cannot be resolved, or a resolved spec the schema
 // refuses, is terminal (Stalled) until a dependency's outputs or the spec change.
 func (r *Reconciler) resolve(ctx context.Context, c store.Claimed) (json.RawMessage, *store.Resolved, []string, error) {
-	deps, err := r.store.DependencyStates(ctx, c.ID)
-	if err != nil {
-		return nil, nil, nil, err
+	deps := c.Deps
+	if !c.DepsRead {
+		var err error
+		if deps, err = r.store.DependencyStates(ctx, c.ID); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	if r.opts.CheckReference != nil {
 		// The grants may have been removed by a reload since the revision was taken in: the
@@ -48,7 +51,7 @@ func (r *Reconciler) resolve(ctx context.Context, c store.Claimed) (json.RawMess
 		}
 	}
 	if w := graph.Waiting(c.Namespace, deps); w != "" {
-		// A dependency moved between the claim and now: not this resource's failure.
+		// A dependency moved after the claim's gate let the resource through: not its failure.
 		return nil, nil, nil, fmt.Errorf("%w: %s", errNotReady, w)
 	}
 	// The inputs are recorded also when resolving fails: a change of the outputs it lacked

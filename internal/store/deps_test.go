@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -384,5 +385,54 @@ func TestResolvedOriginsStored(t *testing.T) {
 	}
 	if string(cs[0].ResolvedSpec) != `{"db": "pg://secret-pass@db"}` || len(cs[0].ResolvedOrigins["spec.db"]) != 1 || cs[0].ResolvedOrigins["spec.db"][0] != "other" {
 		t.Fatalf("delete claimed with resolved spec %s, origins %v", cs[0].ResolvedSpec, cs[0].ResolvedOrigins)
+	}
+}
+
+// A claim reads the dependencies of what it leases in its own transaction, as
+// DependencyStates reads them: one query for the claim, not one per call; a resource
+// without dependencies, or being deleted, gets none.
+func TestClaimReadsDependencies(t *testing.T) {
+	st := openTest(t, "s")
+	ctx := context.Background()
+	applyRefreshed(t, st, "s", "r1", chainSet())
+	claimOne := func(kind string) Claimed {
+		t.Helper()
+		kinds, cs := claimNames(t, st)
+		if len(cs) != 1 || kinds[0] != kind {
+			t.Fatalf("claimed %v, want %s", kinds, kind)
+		}
+		return cs[0]
+	}
+	network := claimOne("Network")
+	if network.DepsRead || network.Deps != nil {
+		t.Fatalf("Network has no dependencies, read %v %+v", network.DepsRead, network.Deps)
+	}
+	succeed(t, st, network, map[string]any{"subnet": "10.0.1.0/24"})
+	for _, next := range []struct{ kind, dep, output, value string }{
+		{"Database", "Network", "subnet", "10.0.1.0/24"},
+		{"App", "Database", "endpoint", "db.example:5432"},
+	} {
+		c := claimOne(next.kind)
+		want, err := st.DependencyStates(ctx, c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !c.DepsRead || !reflect.DeepEqual(c.Deps, want) {
+			t.Fatalf("%s: read %v %+v, DependencyStates %+v", next.kind, c.DepsRead, c.Deps, want)
+		}
+		if len(c.Deps) != 1 || c.Deps[0].Target.Kind != next.dep || !c.Deps[0].Ready || c.Deps[0].Values[next.output] != next.value {
+			t.Fatalf("%s: dependencies %+v", next.kind, c.Deps)
+		}
+		outputs := map[string]any{}
+		if next.kind == "Database" {
+			outputs["endpoint"] = "db.example:5432"
+		}
+		succeed(t, st, c, outputs)
+	}
+	// App removed: its delete resolves nothing, and the claim reads nothing for it.
+	applyRefreshed(t, st, "s", "r2", chainSet("App"))
+	app := claimOne("App")
+	if !app.Deleting || app.DepsRead || app.Deps != nil {
+		t.Fatalf("App's delete: deleting %v, read %v %+v", app.Deleting, app.DepsRead, app.Deps)
 	}
 }

@@ -53,6 +53,11 @@ type Claimed struct {
 	// TypeSpec is then its type's spec, to validate the resolved spec against.
 	HasDeps  bool
 	TypeSpec json.RawMessage
+	// Deps, when DepsRead, are its dependencies with their state and the outputs it
+	// references, read in the claim's transaction (for a resource with dependencies that is
+	// not being deleted): one query for the claim, not one per call.
+	Deps     []graph.Dep
+	DepsRead bool
 	// ResolvedSpec, for a delete, is the spec as last called with references resolved
 	// (nil when none): the delete gets what the reconcile got.
 	ResolvedSpec json.RawMessage
@@ -190,13 +195,40 @@ func (s *Store) ClaimFrom(ctx context.Context, owner string, n int, ttl time.Dur
 		if err != nil {
 			return err
 		}
-		claimed, err = pgx.CollectRows(rows, scanClaimed)
-		return err
+		if claimed, err = pgx.CollectRows(rows, scanClaimed); err != nil {
+			return err
+		}
+		return readClaimedDeps(ctx, tx, claimed)
 	})
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("claim: %w", err)
 	}
 	return claimed, oldest, nil
+}
+
+// readClaimedDeps reads, in one query, the dependencies of the claimed resources that have
+// some and are not being deleted (a delete resolves nothing), as the claim's snapshot sees
+// them: the rows the gate let through.
+func readClaimedDeps(ctx context.Context, tx pgx.Tx, claimed []Claimed) error {
+	var ids []int64
+	for _, c := range claimed {
+		if c.HasDeps && !c.Deleting {
+			ids = append(ids, c.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	deps, err := loadDeps(ctx, tx, ids)
+	if err != nil {
+		return fmt.Errorf("read dependencies: %w", err)
+	}
+	for i := range claimed {
+		if c := &claimed[i]; c.HasDeps && !c.Deleting {
+			c.Deps, c.DepsRead = deps[c.ID], true
+		}
+	}
+	return nil
 }
 
 // Start is a claimed item whose call is starting.
