@@ -104,7 +104,7 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 	if err == nil && c.HasDeps && !c.Deleting {
 		// References to dependencies' outputs first: secrets are put back into the resolved spec.
 		var spec json.RawMessage
-		spec, resolved, foreign, err = r.resolve(ctx, c)
+		spec, resolved, foreign, err = r.resolve(ctx, c, claim.end)
 		if errors.Is(err, errNotReady) {
 			// Given back before any trace is started: a dependent waiting for its dependencies
 			// may be claimed and given back many times, and a trace holding only a claim would

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/graph"
@@ -17,18 +18,23 @@ import (
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
-// errNotReady: a dependency stopped being Ready between the claim and the call. The item is
-// given back without a result, to wait like any other.
+// errNotReady: a dependency stopped being Ready between the claim's gate and the read of
+// the dependencies. The item is given back without a result, to wait like any other.
 var errNotReady = errors.New("dependencies are not Ready")
+
+// depsFresh is how long after its claim a call resolves from the dependencies the claim read
+// (store.Claimed.Deps); one that starts later (it waited in the queue behind longer calls)
+// reads them again, so that what it calls with is at most this old.
+const depsFresh = 50 * time.Millisecond
 
 // resolve puts the outputs of c's dependencies in place of the references in its spec
 // (DESIGN §4, Dependencies) and validates the result against the type's schema. The
 // returned Resolved is stored with the result (status.resolvedSpec, and the inputs a change
 // of which runs c again). A reference that cannot be resolved, or a resolved spec the schema
 // refuses, is terminal (Stalled) until a dependency's outputs or the spec change.
-func (r *Reconciler) resolve(ctx context.Context, c store.Claimed) (json.RawMessage, *store.Resolved, []string, error) {
+func (r *Reconciler) resolve(ctx context.Context, c store.Claimed, claimed time.Time) (json.RawMessage, *store.Resolved, []string, error) {
 	deps := c.Deps
-	if !c.DepsRead {
+	if !claimDepsUsable(c.DepsRead, claimed, time.Now()) {
 		var err error
 		if deps, err = r.store.DependencyStates(ctx, c.ID); err != nil {
 			return nil, nil, nil, err
@@ -62,6 +68,12 @@ func (r *Reconciler) resolve(ctx context.Context, c store.Claimed) (json.RawMess
 		return nil, &store.Resolved{Inputs: in}, nil, err
 	}
 	return res.spec, &store.Resolved{Spec: res.spec, Inputs: in, Origins: res.origins}, res.foreign, nil
+}
+
+// claimDepsUsable reports whether a call starting at now resolves from the dependencies its
+// claim (at claimed) read: when the claim read them and is at most depsFresh old.
+func claimDepsUsable(read bool, claimed, now time.Time) bool {
+	return read && now.Sub(claimed) <= depsFresh
 }
 
 // resolution is a spec with its references resolved, and what came from other namespaces.

@@ -1,14 +1,17 @@
 package reconciler
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trueup-dev/trueup/actions"
 	"github.com/trueup-dev/trueup/internal/graph"
+	"github.com/trueup-dev/trueup/internal/store"
 )
 
 func TestResolveSpec(t *testing.T) {
@@ -150,5 +153,47 @@ func TestForeignIn(t *testing.T) {
 				t.Errorf("foreignIn %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestClaimDepsUsable(t *testing.T) {
+	at := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		read bool
+		now  time.Time
+		want bool
+	}{
+		{"read, call at once", true, at, true},
+		{"read, call at the bound", true, at.Add(depsFresh), true},
+		{"read, call after waiting in the queue", true, at.Add(depsFresh + time.Millisecond), false},
+		{"not read by the claim", false, at, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := claimDepsUsable(tt.read, at, tt.now); got != tt.want {
+				t.Fatalf("claimDepsUsable(%v, %s) = %v", tt.read, tt.now.Sub(at), got)
+			}
+		})
+	}
+}
+
+// A call started at once resolves from the dependencies its claim read: the reconciler has
+// no store here, and a read of its own would fail.
+func TestResolveFromTheClaimsDeps(t *testing.T) {
+	r := newTestReconciler()
+	typeSpec := json.RawMessage(`{"group":"example.com","versions":[{"name":"v1","schema":{"type":"object",
+		"properties":{"subnet":{"type":"string"}}}}],"action":{"name":"a"}}`)
+	net := graph.ID{Kind: "Network", Namespace: "prod", Name: "core"}
+	c := store.Claimed{ID: 7, Namespace: "prod", Kind: "Database", Name: "db", APIVersion: "example.com/v1", HasDeps: true, TypeSpec: typeSpec,
+		Spec:     json.RawMessage(`{"subnet":"${{ Network/core.outputs.subnetId }}"}`),
+		Deps:     []graph.Dep{{Target: net, Exists: true, Ready: true, Outputs: []string{"subnetId"}, Values: map[string]any{"subnetId": "subnet-9"}}},
+		DepsRead: true}
+	spec, res, _, err := r.resolve(context.Background(), c, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(spec) != `{"subnet":"subnet-9"}` || res == nil || res.Inputs != graph.InputsOf(c.Deps).Encode() {
+		t.Fatalf("resolved %s, %+v", spec, res)
 	}
 }

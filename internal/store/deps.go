@@ -150,6 +150,32 @@ func loadDeps(ctx context.Context, tx DB, ids []int64) (map[int64][]graph.Dep, e
 	return out, rows.Err()
 }
 
+// readClaimedDeps reads, in one query once their claim committed, the dependencies of the
+// claimed resources that have some and are not being deleted (a delete resolves nothing).
+// A read that fails leaves them unread: each worker then reads its own (DependencyStates),
+// and a dependency whose stored outputs cannot be read fails that dependent alone, never the
+// claim.
+func (s *Store) readClaimedDeps(ctx context.Context, claimed []Claimed) {
+	var ids []int64
+	for _, c := range claimed {
+		if c.HasDeps && !c.Deleting {
+			ids = append(ids, c.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	deps, err := loadDeps(ctx, s.pool, ids)
+	if err != nil {
+		return
+	}
+	for i := range claimed {
+		if c := &claimed[i]; c.HasDeps && !c.Deleting {
+			c.Deps, c.DepsRead = deps[c.ID], true
+		}
+	}
+}
+
 // DependencyStates returns what the resource id depends on, with each target's state and,
 // where referenced, outputs: what the reconciler resolves a spec's references from.
 func (s *Store) DependencyStates(ctx context.Context, id int64) ([]graph.Dep, error) {

@@ -72,7 +72,7 @@ func claimNames(t *testing.T, st *Store) ([]string, []Claimed) {
 // succeed completes c as a successful reconcile (or delete) with outputs.
 func succeed(t *testing.T, st *Store, c Claimed, outputs map[string]any) {
 	t.Helper()
-	inputs := depInputs(t, st, c.ID) // as the reconciler reads them before its call
+	inputs := depInputs(t, st, c.ID) // as the reconciler resolves from them
 	_, err := st.CompleteBatch(context.Background(), []Completion{{ID: c.ID, Token: c.LeaseToken, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name,
 		Fn: func(cur Current) Update {
 			s, removed := status.Result(status.State{Phase: cur.Phase, Conditions: cur.Conditions, ObservedGeneration: cur.ObservedGeneration},
@@ -388,7 +388,7 @@ func TestResolvedOriginsStored(t *testing.T) {
 	}
 }
 
-// A claim reads the dependencies of what it leases in its own transaction, as
+// A claim reads the dependencies of what it leases once it committed, as
 // DependencyStates reads them: one query for the claim, not one per call; a resource
 // without dependencies, or being deleted, gets none.
 func TestClaimReadsDependencies(t *testing.T) {
@@ -434,5 +434,42 @@ func TestClaimReadsDependencies(t *testing.T) {
 	app := claimOne("App")
 	if !app.Deleting || app.DepsRead || app.Deps != nil {
 		t.Fatalf("App's delete: deleting %v, read %v %+v", app.Deleting, app.DepsRead, app.Deps)
+	}
+}
+
+// One claim taking several dependents reads each one's own dependencies.
+func TestClaimReadsEachDependentsDependencies(t *testing.T) {
+	st := openTest(t, "s")
+	ctx := context.Background()
+	mk := func(kind, spec string, deps ...manifest.Dependency) manifest.Resource {
+		return manifest.Resource{APIVersion: "example.com/v1", Kind: kind, Namespace: "stage", Name: strings.ToLower(kind),
+			Labels: map[string]string{}, Annotations: map[string]string{}, Spec: json.RawMessage(spec), SpecHash: spec, MetaHash: "m",
+			File: strings.ToLower(kind) + ".yaml", Line: 1, DependsOn: deps}
+	}
+	on := func(output string) manifest.Dependency {
+		return manifest.Dependency{Target: graph.ID{Kind: "Network", Namespace: "stage", Name: "network"}, Outputs: []string{output}}
+	}
+	applyRefreshed(t, st, "s", "r1", &manifest.Set{Resources: []manifest.Resource{
+		mk("Cache", `{"zone":"${{ Network/network.outputs.zone }}"}`, on("zone")),
+		mk("Database", `{"subnet":"${{ Network/network.outputs.subnet }}"}`, on("subnet")),
+		mk("Network", `{}`),
+	}})
+	_, cs := claimNames(t, st)
+	if len(cs) != 1 {
+		t.Fatalf("claimed %d, want Network alone", len(cs))
+	}
+	succeed(t, st, cs[0], map[string]any{"subnet": "10.0.1.0/24", "zone": "b"})
+	kinds, cs := claimNames(t, st)
+	if !slices.Equal(kinds, []string{"Cache", "Database"}) {
+		t.Fatalf("claimed %v", kinds)
+	}
+	for _, c := range cs {
+		want := map[string]string{"Cache": "zone", "Database": "subnet"}[c.Kind]
+		if !c.DepsRead || len(c.Deps) != 1 || !slices.Equal(c.Deps[0].Outputs, []string{want}) || !c.Deps[0].Ready {
+			t.Fatalf("%s: read %v %+v", c.Kind, c.DepsRead, c.Deps)
+		}
+		if got, err := st.DependencyStates(ctx, c.ID); err != nil || !reflect.DeepEqual(got, c.Deps) {
+			t.Fatalf("%s: DependencyStates %+v (%v), claim read %+v", c.Kind, got, err, c.Deps)
+		}
 	}
 }

@@ -54,7 +54,7 @@ type Claimed struct {
 	HasDeps  bool
 	TypeSpec json.RawMessage
 	// Deps, when DepsRead, are its dependencies with their state and the outputs it
-	// references, read in the claim's transaction (for a resource with dependencies that is
+	// references, read once the claim committed (for a resource with dependencies that is
 	// not being deleted): one query for the claim, not one per call.
 	Deps     []graph.Dep
 	DepsRead bool
@@ -195,40 +195,14 @@ func (s *Store) ClaimFrom(ctx context.Context, owner string, n int, ttl time.Dur
 		if err != nil {
 			return err
 		}
-		if claimed, err = pgx.CollectRows(rows, scanClaimed); err != nil {
-			return err
-		}
-		return readClaimedDeps(ctx, tx, claimed)
+		claimed, err = pgx.CollectRows(rows, scanClaimed)
+		return err
 	})
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("claim: %w", err)
 	}
+	s.readClaimedDeps(ctx, claimed)
 	return claimed, oldest, nil
-}
-
-// readClaimedDeps reads, in one query, the dependencies of the claimed resources that have
-// some and are not being deleted (a delete resolves nothing), as the claim's snapshot sees
-// them: the rows the gate let through.
-func readClaimedDeps(ctx context.Context, tx pgx.Tx, claimed []Claimed) error {
-	var ids []int64
-	for _, c := range claimed {
-		if c.HasDeps && !c.Deleting {
-			ids = append(ids, c.ID)
-		}
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	deps, err := loadDeps(ctx, tx, ids)
-	if err != nil {
-		return fmt.Errorf("read dependencies: %w", err)
-	}
-	for i := range claimed {
-		if c := &claimed[i]; c.HasDeps && !c.Deleting {
-			c.Deps, c.DepsRead = deps[c.ID], true
-		}
-	}
-	return nil
 }
 
 // Start is a claimed item whose call is starting.
