@@ -112,14 +112,19 @@ const historyAppliedSQL = `(SELECT NULLIF(h.revision, '') FROM reconcile_history
 
 // claimLockSQL is the first statement of a claim: $1 the limit, $2 the floor (see ClaimFrom). It picks the due rows that
 // pass the gate in its snapshot and locks their queue rows (rows locked by another claimer are
-// skipped, so replicas never wait on each other).
-const claimLockSQL = `SELECT q.id, q.run_at FROM resource_queue q
+// skipped, so replicas never wait on each other). It returns where each locked version lies
+// (ctid) and why it runs, which the lease clears.
+const claimLockSQL = `SELECT q.id, q.run_at, q.ctid::text, COALESCE(q.manual_requested_by, ''), COALESCE(q.dependency_by, '') FROM resource_queue q
 		WHERE q.run_at <= now() AND q.run_at >= $2 AND q.lease_owner IS NULL AND NOT q.suspended AND NOT q.blocked
 		  AND (SELECT true FROM resources r WHERE r.id = q.id ` + claimGateSQL + `)
 		ORDER BY q.run_at LIMIT $1 FOR UPDATE OF q SKIP LOCKED`
 
 // claimLeaseSQL is the second: $1 the ids locked by the first, $2 the owner, $3 the lease's
-// time to live in milliseconds. Its snapshot is taken with those queue rows locked, so it reads
+// time to live in milliseconds, $4 where their locked versions lie, $5 and $6 why they run
+// (as locked). The queue rows are found by their versions' place (a TID scan), not by key: a
+// key lookup visits every version a row left while a long transaction elsewhere keeps vacuum
+// from them. A locked version stays where it is until this transaction updates it; a place
+// that no longer holds the row leases nothing (the row waits for the next claim). Its snapshot is taken with those queue rows locked, so it reads
 // every resources row as last committed: the gate is checked again on it (a row that fails it
 // now is left unleased) and the row leased is the row returned. The resources row comes from
 // the UPDATE's own join (one primary-key lookup per id), not from a second join of the result.
@@ -128,10 +133,10 @@ const claimLeaseSQL = `
 		  UPDATE resource_queue q SET lease_owner = $2, lease_token = gen_random_uuid(),
 		    lease_expires_at = now() + $3 * interval '1 millisecond', claimed_at = now(), started_at = NULL, dirty = false,
 		    manual_requested_by = NULL, dependency_by = NULL
-		  FROM unnest($1::bigint[]) AS x(id), resource_queue o, resources r
-		  WHERE q.id = x.id AND o.id = x.id AND r.id = x.id
+		  FROM unnest($1::bigint[], $4::tid[], $5::text[], $6::text[]) AS x(id, at, manual_by, dep_by), resources r
+		  WHERE q.ctid = x.at AND q.id = x.id AND r.id = x.id
 		    AND q.run_at <= now() AND q.lease_owner IS NULL AND NOT q.suspended AND NOT q.blocked ` + claimGateSQL + `
-		  RETURNING r.*, q.lease_token AS lease_token, q.run_at AS run_at, o.manual_requested_by AS manual_by, o.dependency_by AS dep_by)
+		  RETURNING r.*, q.lease_token AS lease_token, q.run_at AS run_at, NULLIF(x.manual_by, '') AS manual_by, NULLIF(x.dep_by, '') AS dep_by)
 		SELECT u.id, u.uid::text, u.namespace, u.kind, u.name, u.api_version, u.source, u.revision, u.labels,
 		  u.annotations, u.spec, u.generation, u.observed_generation, u.phase, u.conditions, u.action_state, u.attempt,
 		  u.deletion_timestamp IS NOT NULL, u.lease_token::text,
@@ -176,22 +181,25 @@ func (s *Store) ClaimFrom(ctx context.Context, owner string, n int, ttl time.Dur
 			return err
 		}
 		var ids []int64
+		var places, manualBy, depBy []string
 		for rows.Next() {
 			var id int64
 			var at time.Time
-			if err := rows.Scan(&id, &at); err != nil {
+			var place, manual, dep string
+			if err := rows.Scan(&id, &at, &place, &manual, &dep); err != nil {
 				rows.Close()
 				return err
 			}
 			if oldest.IsZero() || at.Before(oldest) {
 				oldest = at // the first row but for a version committed during the scan
 			}
-			ids = append(ids, id)
+			ids, places = append(ids, id), append(places, place)
+			manualBy, depBy = append(manualBy, manual), append(depBy, dep)
 		}
 		if err := rows.Err(); err != nil || len(ids) == 0 {
 			return err
 		}
-		rows, err = tx.Query(ctx, claimLeaseSQL, ids, owner, ttl.Milliseconds())
+		rows, err = tx.Query(ctx, claimLeaseSQL, ids, owner, ttl.Milliseconds(), places, manualBy, depBy)
 		if err != nil {
 			return err
 		}
@@ -340,6 +348,8 @@ type Current struct {
 
 	hasDeps, hasDependents bool
 	outputs                []byte // read only when it has dependents
+	// Where the locked versions of the row lie (ctid): the result's updates find them there.
+	resourceAt, queueAt string
 }
 
 // Update is what a worker writes when it completes.
@@ -449,7 +459,7 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 			ids[i], toks[i] = it.ID, it.Token
 		}
 		rows, err := tx.Query(ctx, `SELECT r.id, q.lease_token::text, r.phase, r.generation, r.observed_generation, r.conditions, r.deletion_timestamp IS NOT NULL, q.dirty,
-			  r.has_deps, hd.yes, CASE WHEN hd.yes THEN r.outputs END
+			  r.has_deps, hd.yes, CASE WHEN hd.yes THEN r.outputs END, r.ctid::text, q.ctid::text
 			FROM resources r JOIN resource_queue q ON q.id = r.id JOIN unnest($1::bigint[], $2::uuid[]) AS x(id, tok) ON q.id = x.id AND q.lease_token = x.tok,
 			  LATERAL (SELECT EXISTS (SELECT 1 FROM resource_edges e
 			    WHERE e.dep_namespace = r.namespace AND lower(e.dep_kind) = lower(r.kind) AND e.dep_name = r.name) AS yes) hd
@@ -468,7 +478,8 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 			var k leased
 			var c Current
 			var conds []byte
-			if err := rows.Scan(&k.id, &k.token, &c.Phase, &c.Generation, &c.ObservedGeneration, &conds, &c.Deleting, &c.Dirty, &c.hasDeps, &c.hasDependents, &c.outputs); err != nil {
+			if err := rows.Scan(&k.id, &k.token, &c.Phase, &c.Generation, &c.ObservedGeneration, &conds, &c.Deleting, &c.Dirty, &c.hasDeps, &c.hasDependents, &c.outputs,
+				&c.resourceAt, &c.queueAt); err != nil {
 				rows.Close()
 				return err
 			}
@@ -531,7 +542,7 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 			if c.Dirty || u.RunAt != nil && !u.RunAt.After(time.Now()) {
 				dueNow = true
 			}
-			if err := upd.add(it.ID, u); err != nil {
+			if err := upd.add(it.ID, c, u); err != nil {
 				return err
 			}
 			if err := approvals.add(it.ID, u); err != nil {
@@ -600,9 +611,19 @@ func sameOutputs(stored []byte, outputs map[string]any) bool {
 // updateResults writes the status part of completed results and frees their leases (two
 // unnest statements). The status write changes no indexed column of resources unless the
 // phase moves (a resync that finds the resource as it was is a HOT update); the lease and
-// the next run are the narrow queue row's.
+// the next run are the narrow queue row's. Both find the rows where the result's lock found
+// them (byPlace).
 func updateResults(ctx context.Context, tx pgx.Tx, upd *updateBatch) error {
-	if _, err := tx.Exec(ctx, `UPDATE resources r SET phase = x.phase, observed_generation = x.observed, conditions = x.conds::jsonb,
+	if err := byPlace(ctx, tx, resultResourcesSQL, "r", upd.ids,
+		upd.ids, upd.phase, upd.observed, upd.conds, upd.outputs, upd.state, upd.keep, upd.message, upd.attempt,
+		upd.setRes, upd.resolved, upd.inputs, upd.origins, upd.applied, upd.appliedSpec, upd.appliedOrigins, upd.woActor, upd.woReason, upd.woAt,
+		upd.resourceAt); err != nil {
+		return err
+	}
+	return byPlace(ctx, tx, resultQueueSQL, "q", upd.ids, upd.ids, upd.runAt, upd.manualBy, upd.depBy, upd.queueAt)
+}
+
+const resultResourcesSQL = `UPDATE resources r SET phase = x.phase, observed_generation = x.observed, conditions = x.conds::jsonb,
 			outputs = COALESCE(x.outputs::jsonb, r.outputs),
 			action_state = CASE WHEN x.keep THEN r.action_state ELSE x.state::jsonb END,
 			message = x.message, attempt = x.attempt, last_reconcile_time = now(), status_updated_at = now(),
@@ -613,27 +634,62 @@ func updateResults(ctx context.Context, tx pgx.Tx, upd *updateBatch) error {
 			applied_spec = CASE WHEN x.applied <> '' THEN COALESCE(x.aspec::jsonb, r.spec) ELSE r.applied_spec END,
 			applied_origins = CASE WHEN x.applied <> '' THEN x.aorigins::jsonb ELSE r.applied_origins END,
 			window_override = CASE WHEN x.wo_at IS NOT NULL AND r.window_override->>'actor' = x.wo_actor
-			  AND r.window_override->>'reason' = x.wo_reason AND `+sameOverrideTimeSQL+` THEN NULL ELSE r.window_override END
+			  AND r.window_override->>'reason' = x.wo_reason AND ` + sameOverrideTimeSQL + ` THEN NULL ELSE r.window_override END
 			FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bool[], $8::text[], $9::int[],
-			  $10::bool[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $19::timestamptz[])
+			  $10::bool[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $19::timestamptz[],
+			  $20::tid[])
 			  AS x(id, phase, observed, conds, outputs, state, keep, message, attempt, setres, resolved, inputs, origins, applied, aspec, aorigins,
-			    wo_actor, wo_reason, wo_at)
-			WHERE r.id = x.id`,
-		upd.ids, upd.phase, upd.observed, upd.conds, upd.outputs, upd.state, upd.keep, upd.message, upd.attempt,
-		upd.setRes, upd.resolved, upd.inputs, upd.origins, upd.applied, upd.appliedSpec, upd.appliedOrigins, upd.woActor, upd.woReason, upd.woAt); err != nil {
-		return err
-	}
-	_, err := tx.Exec(ctx, `UPDATE resource_queue q SET run_at = CASE WHEN q.dirty THEN now() ELSE x.run_at END,
+			    wo_actor, wo_reason, wo_at, at)
+			WHERE r.id = x.id AND %s RETURNING r.id`
+
+const resultQueueSQL = `UPDATE resource_queue q SET run_at = CASE WHEN q.dirty THEN now() ELSE x.run_at END,
 			lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, started_at = NULL, dirty = false,
 			manual_requested_by = COALESCE(q.manual_requested_by, NULLIF(x.manual_by, '')),
 			dependency_by = COALESCE(q.dependency_by, NULLIF(x.dep_by, ''))
-			FROM unnest($1::bigint[], $2::timestamptz[], $3::text[], $4::text[]) AS x(id, run_at, manual_by, dep_by)
-			WHERE q.id = x.id`, upd.ids, upd.runAt, upd.manualBy, upd.depBy)
+			FROM unnest($1::bigint[], $2::timestamptz[], $3::text[], $4::text[], $5::tid[]) AS x(id, run_at, manual_by, dep_by, at)
+			WHERE q.id = x.id AND %s RETURNING q.id`
+
+// byPlace runs an update of rows the transaction holds locked (sql: its table aliased as
+// alias, a %s for the condition, RETURNING the id; args: its parameters, the place of each
+// row's locked version last, as x.at) once by the rows' places (a TID
+// scan: a lookup by key visits every version a row left while a long transaction elsewhere
+// keeps vacuum from them), then by key for any row not found there, so that every row of ids
+// is updated exactly once.
+func byPlace(ctx context.Context, tx pgx.Tx, sql, alias string, ids []int64, args ...any) error {
+	done, err := updatedIDs(ctx, tx, fmt.Sprintf(sql, alias+".ctid = x.at"), args...)
+	if err != nil || len(done) == len(ids) {
+		return err
+	}
+	var missed []int64
+	for _, id := range ids {
+		if _, ok := done[id]; !ok {
+			missed = append(missed, id)
+		}
+	}
+	_, err = updatedIDs(ctx, tx, fmt.Sprintf(sql, fmt.Sprintf("x.id = ANY($%d::bigint[])", len(args)+1)), append(args, missed)...)
 	return err
+}
+
+// updatedIDs runs an UPDATE … RETURNING id and returns the ids it updated.
+func updatedIDs(ctx context.Context, tx pgx.Tx, sql string, args ...any) (map[int64]struct{}, error) {
+	rows, err := tx.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, err
+	}
+	done := make(map[int64]struct{}, len(ids))
+	for _, id := range ids {
+		done[id] = struct{}{}
+	}
+	return done, nil
 }
 
 type updateBatch struct {
 	ids, observed         []int64
+	resourceAt, queueAt   []string
 	phase, conds, message []string
 	outputs, state        []*string
 	keep                  []bool
@@ -650,7 +706,7 @@ type updateBatch struct {
 	manualBy, depBy       []string
 }
 
-func (b *updateBatch) add(id int64, u Update) error {
+func (b *updateBatch) add(id int64, c Current, u Update) error {
 	cj, err := json.Marshal(u.Conditions)
 	if err != nil {
 		return err
@@ -669,6 +725,7 @@ func (b *updateBatch) add(id int64, u Update) error {
 		state = &sts
 	}
 	b.ids = append(b.ids, id)
+	b.resourceAt, b.queueAt = append(b.resourceAt, c.resourceAt), append(b.queueAt, c.queueAt)
 	b.phase = append(b.phase, u.Phase)
 	b.observed = append(b.observed, u.ObservedGeneration)
 	b.conds = append(b.conds, string(storableJSON(cj)))
