@@ -138,7 +138,7 @@ func drainPass(ctx context.Context, st *store.Store, cluster *pgembed.Cluster, n
 	var f drainFigures
 	var since time.Time
 	if again {
-		// Reconciled since the UPDATE: Ready again, with a newer last_reconcile_time.
+		// Reconciled since the UPDATE: Ready again, due no earlier than its next resync.
 		if err := st.Pool().QueryRow(ctx, "UPDATE resource_queue SET run_at = now() RETURNING now()").Scan(&since); err != nil {
 			return f, err
 		}

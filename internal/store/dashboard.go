@@ -102,7 +102,8 @@ type ResourceSummary struct {
 
 const summaryColumns = `namespace, kind, name, source, file_path, file_line, revision, labels, generation, observed_generation,
 	phase, message, COALESCE((SELECT c FROM jsonb_array_elements(conditions) c WHERE c->>'type' = 'Ready' LIMIT 1), 'null'),
-	attempt, COALESCE(status_updated_at, last_reconcile_time), deletion_timestamp IS NOT NULL, orphaned, (SELECT q.suspended FROM resource_queue q WHERE q.id = resources.id)`
+	attempt, GREATEST(status_updated_at, (SELECT q.last_reconcile_time FROM resource_queue q WHERE q.id = resources.id)), deletion_timestamp IS NOT NULL, orphaned,
+	(SELECT q.suspended FROM resource_queue q WHERE q.id = resources.id)`
 
 func scanSummary(row pgx.Row) (ResourceSummary, error) {
 	var r ResourceSummary
@@ -189,7 +190,7 @@ func (s *Store) RecentFailures(ctx context.Context, sc Scope, limit int) ([]Reso
 		cond = " AND " + w
 	}
 	rows, err := s.reader().Query(ctx, "SELECT "+summaryColumns+` FROM resources WHERE phase = 'Failed'`+cond+`
-		ORDER BY COALESCE(status_updated_at, last_reconcile_time, updated_at) DESC, id DESC LIMIT $1`, args...)
+		ORDER BY COALESCE(status_updated_at, updated_at) DESC, id DESC LIMIT $1`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("recent failures: %w", err)
 	}

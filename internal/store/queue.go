@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -121,7 +122,7 @@ const claimLockSQL = `SELECT q.id, q.run_at, q.ctid::text, COALESCE(q.manual_req
 
 // claimLeaseSQL is the second: $1 the ids locked by the first, $2 the owner, $3 the lease's
 // time to live in milliseconds, $4 where their locked versions lie, $5 and $6 why they run
-// (as locked). The queue rows are found by their versions' place (a TID scan), not by key: a
+// (as locked). The queue rows are found by their versions' places (one TID scan of them all), not by key: a
 // key lookup visits every version a row left while a long transaction elsewhere keeps vacuum
 // from them. A locked version stays where it is until this transaction updates it; a place
 // that no longer holds the row leases nothing (the row waits for the next claim). Its snapshot is taken with those queue rows locked, so it reads
@@ -134,7 +135,7 @@ const claimLeaseSQL = `
 		    lease_expires_at = now() + $3 * interval '1 millisecond', claimed_at = now(), started_at = NULL, dirty = false,
 		    manual_requested_by = NULL, dependency_by = NULL
 		  FROM unnest($1::bigint[], $4::tid[], $5::text[], $6::text[]) AS x(id, at, manual_by, dep_by), resources r
-		  WHERE q.ctid = x.at AND q.id = x.id AND r.id = x.id
+		  WHERE q.ctid = ANY($4::tid[]) AND q.id = x.id AND r.id = x.id
 		    AND q.run_at <= now() AND q.lease_owner IS NULL AND NOT q.suspended AND NOT q.blocked ` + claimGateSQL + `
 		  RETURNING r.*, q.lease_token AS lease_token, q.run_at AS run_at, NULLIF(x.manual_by, '') AS manual_by, NULLIF(x.dep_by, '') AS dep_by)
 		SELECT u.id, u.uid::text, u.namespace, u.kind, u.name, u.api_version, u.source, u.revision, u.labels,
@@ -609,82 +610,85 @@ func sameOutputs(stored []byte, outputs map[string]any) bool {
 }
 
 // updateResults writes the status part of completed results and frees their leases (two
-// unnest statements). The status write changes no indexed column of resources unless the
-// phase moves (a resync that finds the resource as it was is a HOT update); the lease and
-// the next run are the narrow queue row's. Both find the rows where the result's lock found
-// them (byPlace).
+// unnest statements). The status write skips a row it would leave as it is (a resync that
+// finds the resource as it was writes no version of the wide row) and otherwise changes no
+// indexed column of resources unless the phase moves (a HOT update); the lease, the next run
+// and the time of the reconcile are the narrow queue row's. Both find the rows where the
+// result's lock found them (byPlace).
 func updateResults(ctx context.Context, tx pgx.Tx, upd *updateBatch) error {
-	if err := byPlace(ctx, tx, resultResourcesSQL, "r", upd.ids,
+	if err := byPlace(ctx, tx, resultResourcesSQL, "resources", "r",
 		upd.ids, upd.phase, upd.observed, upd.conds, upd.outputs, upd.state, upd.keep, upd.message, upd.attempt,
 		upd.setRes, upd.resolved, upd.inputs, upd.origins, upd.applied, upd.appliedSpec, upd.appliedOrigins, upd.woActor, upd.woReason, upd.woAt,
 		upd.resourceAt); err != nil {
 		return err
 	}
-	return byPlace(ctx, tx, resultQueueSQL, "q", upd.ids, upd.ids, upd.runAt, upd.manualBy, upd.depBy, upd.queueAt)
+	return byPlace(ctx, tx, resultQueueSQL, "resource_queue", "q", upd.ids, upd.runAt, upd.manualBy, upd.depBy, upd.queueAt)
 }
 
-const resultResourcesSQL = `UPDATE resources r SET phase = x.phase, observed_generation = x.observed, conditions = x.conds::jsonb,
-			outputs = COALESCE(x.outputs::jsonb, r.outputs),
-			action_state = CASE WHEN x.keep THEN r.action_state ELSE x.state::jsonb END,
-			message = x.message, attempt = x.attempt, last_reconcile_time = now(), status_updated_at = now(),
-			resolved_spec = CASE WHEN x.setres THEN x.resolved::jsonb ELSE r.resolved_spec END,
-			resolved_origins = CASE WHEN x.setres THEN x.origins::jsonb ELSE r.resolved_origins END,
-			inputs_hash = CASE WHEN x.setres THEN NULLIF(x.inputs, '') ELSE r.inputs_hash END,
-			applied_revision = COALESCE(NULLIF(x.applied, ''), r.applied_revision),
-			applied_spec = CASE WHEN x.applied <> '' THEN COALESCE(x.aspec::jsonb, r.spec) ELSE r.applied_spec END,
-			applied_origins = CASE WHEN x.applied <> '' THEN x.aorigins::jsonb ELSE r.applied_origins END,
-			window_override = CASE WHEN x.wo_at IS NOT NULL AND r.window_override->>'actor' = x.wo_actor
-			  AND r.window_override->>'reason' = x.wo_reason AND ` + sameOverrideTimeSQL + ` THEN NULL ELSE r.window_override END
+// resultStatus is what a result writes into its resources row: each column and its new
+// value (x is the result, r the row).
+var resultStatus = []struct{ column, value string }{
+	{"phase", "x.phase"},
+	{"observed_generation", "x.observed"},
+	{"conditions", "x.conds::jsonb"},
+	{"outputs", "COALESCE(x.outputs::jsonb, r.outputs)"},
+	{"action_state", "CASE WHEN x.keep THEN r.action_state ELSE x.state::jsonb END"},
+	{"message", "x.message"},
+	{"attempt", "x.attempt"},
+	{"resolved_spec", "CASE WHEN x.setres THEN x.resolved::jsonb ELSE r.resolved_spec END"},
+	{"resolved_origins", "CASE WHEN x.setres THEN x.origins::jsonb ELSE r.resolved_origins END"},
+	{"inputs_hash", "CASE WHEN x.setres THEN NULLIF(x.inputs, '') ELSE r.inputs_hash END"},
+	{"applied_revision", "COALESCE(NULLIF(x.applied, ''), r.applied_revision)"},
+	{"applied_spec", "CASE WHEN x.applied <> '' THEN COALESCE(x.aspec::jsonb, r.spec) ELSE r.applied_spec END"},
+	{"applied_origins", "CASE WHEN x.applied <> '' THEN x.aorigins::jsonb ELSE r.applied_origins END"},
+	{"window_override", `CASE WHEN x.wo_at IS NOT NULL AND r.window_override->>'actor' = x.wo_actor
+			  AND r.window_override->>'reason' = x.wo_reason AND ` + sameOverrideTimeSQL + ` THEN NULL ELSE r.window_override END`},
+}
+
+// resultResourcesSQL writes resultStatus, and the time the status changed, into the rows it
+// changes (jsonb compared as values).
+var resultResourcesSQL = func() string {
+	var set, cols, vals []string
+	for _, c := range resultStatus {
+		set = append(set, c.column+" = "+c.value)
+		cols, vals = append(cols, "r."+c.column), append(vals, c.value)
+	}
+	return `UPDATE resources r SET ` + strings.Join(set, ", ") + `, status_updated_at = now()
 			FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bool[], $8::text[], $9::int[],
 			  $10::bool[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $19::timestamptz[],
 			  $20::tid[])
 			  AS x(id, phase, observed, conds, outputs, state, keep, message, attempt, setres, resolved, inputs, origins, applied, aspec, aorigins,
 			    wo_actor, wo_reason, wo_at, at)
-			WHERE r.id = x.id AND %s RETURNING r.id`
+			WHERE r.id = x.id AND %s AND (` + strings.Join(cols, ", ") + `) IS DISTINCT FROM (` + strings.Join(vals, ", ") + `)`
+}()
 
 const resultQueueSQL = `UPDATE resource_queue q SET run_at = CASE WHEN q.dirty THEN now() ELSE x.run_at END,
 			lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, started_at = NULL, dirty = false,
 			manual_requested_by = COALESCE(q.manual_requested_by, NULLIF(x.manual_by, '')),
-			dependency_by = COALESCE(q.dependency_by, NULLIF(x.dep_by, ''))
+			dependency_by = COALESCE(q.dependency_by, NULLIF(x.dep_by, '')), last_reconcile_time = now()
 			FROM unnest($1::bigint[], $2::timestamptz[], $3::text[], $4::text[], $5::tid[]) AS x(id, run_at, manual_by, dep_by, at)
-			WHERE q.id = x.id AND %s RETURNING q.id`
+			WHERE q.id = x.id AND %s`
 
-// byPlace runs an update of rows the transaction holds locked (sql: its table aliased as
-// alias, a %s for the condition, RETURNING the id; args: its parameters, the place of each
-// row's locked version last, as x.at) once by the rows' places (a TID
-// scan: a lookup by key visits every version a row left while a long transaction elsewhere
-// keeps vacuum from them), then by key for any row not found there, so that every row of ids
-// is updated exactly once.
-func byPlace(ctx context.Context, tx pgx.Tx, sql, alias string, ids []int64, args ...any) error {
-	done, err := updatedIDs(ctx, tx, fmt.Sprintf(sql, alias+".ctid = x.at"), args...)
-	if err != nil || len(done) == len(ids) {
+// byPlace runs an update of rows of table the transaction holds locked (sql: the table
+// aliased as alias, a %s for the condition that finds the row; args: its parameters, the ids
+// first, the place of each row's locked version last) by the rows' places (one TID scan of
+// them all, whatever the batch's size: a lookup by key visits every version a row left while a long transaction elsewhere
+// keeps vacuum from them), then by key for any row no longer at its place (an earlier write
+// of the transaction moved it). The update may leave out rows by conditions of its own.
+func byPlace(ctx context.Context, tx pgx.Tx, sql, table, alias string, args ...any) error {
+	places := fmt.Sprintf("$%d::tid[]", len(args))
+	rows, err := tx.Query(ctx, `WITH u AS (`+strings.Replace(sql, "%s", alias+".ctid = ANY("+places+")", 1)+`)
+		SELECT x.id FROM unnest($1::bigint[], `+places+`) AS x(id, at)
+		WHERE NOT EXISTS (SELECT 1 FROM `+table+` t WHERE t.ctid = x.at AND t.id = x.id)`, args...)
+	if err != nil {
 		return err
 	}
-	var missed []int64
-	for _, id := range ids {
-		if _, ok := done[id]; !ok {
-			missed = append(missed, id)
-		}
+	moved, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil || len(moved) == 0 {
+		return err
 	}
-	_, err = updatedIDs(ctx, tx, fmt.Sprintf(sql, fmt.Sprintf("x.id = ANY($%d::bigint[])", len(args)+1)), append(args, missed)...)
+	_, err = tx.Exec(ctx, strings.Replace(sql, "%s", fmt.Sprintf("x.id = ANY($%d::bigint[])", len(args)+1), 1), append(args, moved)...)
 	return err
-}
-
-// updatedIDs runs an UPDATE … RETURNING id and returns the ids it updated.
-func updatedIDs(ctx context.Context, tx pgx.Tx, sql string, args ...any) (map[int64]struct{}, error) {
-	rows, err := tx.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, err
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, err
-	}
-	done := make(map[int64]struct{}, len(ids))
-	for _, id := range ids {
-		done[id] = struct{}{}
-	}
-	return done, nil
 }
 
 type updateBatch struct {
