@@ -31,9 +31,9 @@ func TestDescribeRetrying(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.store.Pool().Exec(ctx, `WITH r AS (UPDATE resources SET phase = $1, conditions = $2, message = $3, last_reconcile_time = $5
+	if _, err := a.store.Pool().Exec(ctx, `WITH r AS (UPDATE resources SET phase = $1, conditions = $2, message = $3
 		WHERE namespace = 'production' AND kind = 'Bucket' AND name = 'invoices' RETURNING id)
-		UPDATE resource_queue q SET run_at = $4 FROM r WHERE q.id = r.id`,
+		UPDATE resource_queue q SET run_at = $4, last_reconcile_time = $5 FROM r WHERE q.id = r.id`,
 		s.Phase, cj, "exit status 1: terraform apply: connection reset", cliNow.Add(42*time.Second), cliNow.Add(-time.Minute)); err != nil {
 		t.Fatal(err)
 	}

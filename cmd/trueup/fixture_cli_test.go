@@ -255,9 +255,9 @@ func setup(t *testing.T) *api {
 		outcome.Generation, outcome.CurrentGeneration = gen, gen
 		phase, conds, observed := status.Apply(status.Initial(prevAt), 0, outcome, at)
 		cj, _ := json.Marshal(conds)
-		exec(`WITH r AS (UPDATE resources SET phase = $4, observed_generation = $5, conditions = $6, outputs = $7, message = $8,
-			last_reconcile_time = $9 WHERE namespace = $1 AND kind = $2 AND name = $3 RETURNING id)
-			UPDATE resource_queue q SET run_at = NULL FROM r WHERE q.id = r.id`,
+		exec(`WITH r AS (UPDATE resources SET phase = $4, observed_generation = $5, conditions = $6, outputs = $7, message = $8
+			WHERE namespace = $1 AND kind = $2 AND name = $3 RETURNING id)
+			UPDATE resource_queue q SET run_at = NULL, last_reconcile_time = $9 FROM r WHERE q.id = r.id`,
 			ns, kind, name, phase, observed, cj, outputs, outcome.Message, at)
 	}
 	setStatus("production", "DatabaseCluster", "orders-pg", status.Outcome{Done: true, Message: "resized to 500 GB"},

@@ -73,8 +73,8 @@ func setupSets(t *testing.T) *api {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.store.Pool().Exec(ctx, `WITH r AS (UPDATE resources SET phase = $1, observed_generation = $2, conditions = $3, last_reconcile_time = $4
-		WHERE source = 'fleet' AND name LIKE 'acme-%' RETURNING id) UPDATE resource_queue q SET run_at = NULL FROM r WHERE q.id = r.id`, phase, observed, cj, at.Add(time.Minute)); err != nil {
+	if _, err := a.store.Pool().Exec(ctx, `WITH r AS (UPDATE resources SET phase = $1, observed_generation = $2, conditions = $3
+		WHERE source = 'fleet' AND name LIKE 'acme-%' RETURNING id) UPDATE resource_queue q SET run_at = NULL, last_reconcile_time = $4 FROM r WHERE q.id = r.id`, phase, observed, cj, at.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	return a

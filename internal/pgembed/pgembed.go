@@ -61,12 +61,16 @@ type Options struct {
 	// Fast turns durability off (fsync, synchronous_commit, full_page_writes, and the
 	// sync after initdb) for tests; a crash of the machine can then corrupt the cluster.
 	Fast bool
+	// Settings are server settings ("name=value", each passed as -c) besides the cluster's
+	// own, applied after them: a bench sizes the server as a production one of its size.
+	Settings []string
 }
 
 // Cluster is a running (or stopped) private PostgreSQL server.
 type Cluster struct {
 	dir, dataDir, socketDir, logPath, binDir string
 	fast                                     bool
+	settings                                 []string
 	acc                                      *account
 	log                                      *slog.Logger
 	password                                 string // the superuser's; set by Start
@@ -117,6 +121,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		logPath:   filepath.Join(dir, "postgres.log"),
 		binDir:    binDir,
 		fast:      opts.Fast,
+		settings:  opts.Settings,
 		acc:       acc,
 		log:       log.With("pg_dir", dir),
 	}
@@ -392,6 +397,9 @@ func (c *Cluster) start(ctx context.Context) error {
 			"-c", "synchronous_commit=off",
 			"-c", "full_page_writes=off",
 		)
+	}
+	for _, set := range c.settings {
+		args = append(args, "-c", set)
 	}
 	cmd := exec.Command(filepath.Join(c.binDir, "postgres"), args...)
 	cmd.Dir = c.dir

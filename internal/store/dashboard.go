@@ -190,7 +190,7 @@ func (s *Store) RecentFailures(ctx context.Context, sc Scope, limit int) ([]Reso
 		cond = " AND " + w
 	}
 	rows, err := s.reader().Query(ctx, "SELECT "+summaryColumns+` FROM resources WHERE phase = 'Failed'`+cond+`
-		ORDER BY COALESCE(status_updated_at, updated_at) DESC, id DESC LIMIT $1`, args...)
+		ORDER BY COALESCE(GREATEST(status_updated_at, (SELECT q.last_reconcile_time FROM resource_queue q WHERE q.id = resources.id)), updated_at) DESC, id DESC LIMIT $1`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("recent failures: %w", err)
 	}
