@@ -89,8 +89,24 @@ func BenchmarkLoad100kOneChangedReuse(b *testing.B) {
 	benchOneChanged(b, dbType, 1000, Options{ReuseSet: true})
 }
 
+// BenchmarkLoad100kOneAddedReuse is a push that adds a resource to one file of 100,000, and
+// the next one that removes it, loaded as a syncer loads: the others move aside in the last
+// Set.
+func BenchmarkLoad100kOneAddedReuse(b *testing.B) {
+	fs, _ := repoOf(dbType, 1000)
+	added := string(fs[1].Data) + "---\napiVersion: example.com/v1\nkind: DatabaseCluster\nmetadata: {name: db-added, namespace: team-0}\n" +
+		"spec: {engine: postgres, storage_gb: 50, tags: [a], backup: {window: \"01:00\"}}\n"
+	benchAlternate(b, fs, files(fs[1].Path, added)[0], Options{ReuseSet: true})
+}
+
 func benchOneChanged(b *testing.B, typeYAML string, files int, opts Options) {
 	fs, changed := repoOf(typeYAML, files)
+	benchAlternate(b, fs, changed, opts)
+}
+
+// benchAlternate loads fs, then, timed, fs with changed in place of its second file and fs
+// again, in turns.
+func benchAlternate(b *testing.B, fs []sources.File, changed sources.File, opts Options) {
 	alt := append([]sources.File(nil), fs...)
 	alt[1] = changed
 	l := NewLoader()

@@ -250,9 +250,10 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 		deps = deps || len(made[i].DependsOn) > 0
 	}
 	same := sameIdentities(kept, gone, made)
-	if ld.opts.ReuseSet && ld.l.released == b.set && !deps && same {
-		// The revision changes resources, not which there are: they take their old places
-		// in the last Set, which the caller handed back.
+	if ld.opts.ReuseSet && ld.l.released == b.set && !deps && (same || !b.deps) {
+		// The revision changes resources in the last Set, which the caller handed back: when
+		// they are the same ones they take their old places, else (no resource has a
+		// dependency, so no cycle can close) the others move aside in it when it has room.
 		if ld.opts.CheckReference != nil {
 			ld.checkReferences(made)
 			from := 0
@@ -267,10 +268,15 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 				return nil, false
 			}
 		}
-		for k, g := range gone {
-			kept[g] = made[k]
+		if same {
+			for k, g := range gone {
+				kept[g] = made[k]
+			}
+			return ld.done(b, now, docs, resources, cel, kept, b.deps), true
 		}
-		return ld.done(b, now, docs, resources, cel, kept, b.deps), true
+		if merged, ok := mergeInPlace(kept, gone, made); ok {
+			return ld.done(b, now, docs, resources, cel, merged, false), true
+		}
 	}
 	merged := mergeResources(kept, gone, made)
 	if ld.opts.CheckReference != nil {
@@ -342,7 +348,7 @@ func findResource(resources []Resource, namespace, kind, name string) (int, bool
 // in; kept and made are sorted by namespace, kind and name, and no identity is in both. The
 // kept resources are copied in runs, between the few places where one goes or one comes.
 func mergeResources(kept []Resource, gone []int, made []Resource) []Resource {
-	out := make([]Resource, 0, len(kept)-len(gone)+len(made))
+	out := make([]Resource, 0, withRoom(len(kept)-len(gone)+len(made)))
 	from := 0 // the next of kept to copy
 	for _, r := range made {
 		to, _ := findResource(kept, r.Namespace, r.Kind, r.Name) // where r goes in kept
@@ -359,4 +365,45 @@ func mergeResources(kept []Resource, gone []int, made []Resource) []Resource {
 		from = g + 1
 	}
 	return append(out, kept[from:]...)
+}
+
+// withRoom is the capacity of a Set's resources of n: a few more, so that the next load adding
+// a resource or two moves the others aside in place (mergeInPlace) instead of copying the Set.
+func withRoom(n int) int {
+	return n + n/256 + 64
+}
+
+// mergeInPlace is mergeResources written into kept's own array, when it has room: the
+// resources at gone close up, front to back, then each of made opens its place, back to
+// front, moving the resources after it in one copy; a tail left by a shrink is cleared so
+// that the collector can take what it held. false (kept untouched) when there is no room.
+func mergeInPlace(kept []Resource, gone []int, made []Resource) ([]Resource, bool) {
+	n := len(kept) - len(gone) + len(made)
+	if n > cap(kept) {
+		return nil, false
+	}
+	live := len(kept)
+	if len(gone) > 0 {
+		live = gone[0]
+		for i, g := range gone {
+			end := len(kept)
+			if i+1 < len(gone) {
+				end = gone[i+1]
+			}
+			live += copy(kept[live:], kept[g+1:end])
+		}
+	}
+	old := len(kept)
+	out := kept[:n]
+	// out[:live] holds the kept resources not yet placed, out[live+j+1:] is final.
+	for j := len(made) - 1; j >= 0; j-- {
+		at, _ := findResource(out[:live], made[j].Namespace, made[j].Kind, made[j].Name)
+		copy(out[at+j+1:], out[at:live])
+		out[at+j] = made[j]
+		live = at
+	}
+	if n < old {
+		clear(kept[n:old])
+	}
+	return out, true
 }

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -301,6 +302,66 @@ func TestLoadLeavesEarlierSet(t *testing.T) {
 			}
 			c, _ := json.Marshal(set)
 			held, copies = append(held, set), append(copies, string(c))
+		}
+	}
+}
+
+// mergeInPlace gives what mergeResources gives, in kept's own array when it has room, and
+// leaves kept as it was when it has none.
+func TestMergeInPlace(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 26))
+	res := func(ns, name string) Resource {
+		return Resource{Namespace: ns, Kind: "K", Name: name, SpecHash: ns + name}
+	}
+	for round := range 2000 {
+		var universe []Resource
+		for _, ns := range []string{"a", "b", "c"} {
+			for i := range rng.IntN(12) {
+				universe = append(universe, res(ns, fmt.Sprintf("n%02d", i)))
+			}
+		}
+		var kept, others []Resource
+		for _, r := range universe {
+			if rng.IntN(2) == 0 {
+				kept = append(kept, r)
+			} else {
+				others = append(others, r)
+			}
+		}
+		var gone []int
+		var made []Resource
+		for i, r := range kept {
+			if rng.IntN(4) == 0 {
+				gone = append(gone, i)
+				if rng.IntN(2) == 0 {
+					r.SpecHash += "'"
+					made = append(made, r) // the same identity, made again
+				}
+			}
+		}
+		for _, r := range others {
+			if rng.IntN(3) == 0 {
+				made = append(made, r)
+			}
+		}
+		slices.SortFunc(made, func(x, y Resource) int {
+			return cmp.Or(strings.Compare(x.Namespace, y.Namespace), strings.Compare(x.Name, y.Name))
+		})
+		want := mergeResources(slices.Clone(kept), gone, made)
+		room := slices.Grow(slices.Clone(kept), rng.IntN(4))
+		before := slices.Clone(room)
+		got, ok := mergeInPlace(room, gone, made)
+		if len(want) > cap(room) {
+			if ok || !slices.EqualFunc(room, before, func(x, y Resource) bool { return reflect.DeepEqual(x, y) }) {
+				t.Fatalf("round %d: no room, but merged (%v) or changed kept", round, ok)
+			}
+			continue
+		}
+		if !ok || len(got) != len(want) || len(got) > 0 && (!reflect.DeepEqual(got, want) || &got[0] != &room[:1][0]) {
+			t.Fatalf("round %d: kept %v gone %v made %v:\n got %v (%v)\nwant %v", round, kept, gone, made, got, ok, want)
+		}
+		if tail := room[len(got):cap(room)][:max(0, len(room)-len(got))]; slices.ContainsFunc(tail, func(r Resource) bool { return r.Name != "" }) {
+			t.Fatalf("round %d: the tail a shrink left holds %v", round, tail)
 		}
 	}
 }

@@ -799,7 +799,7 @@ func buildResources(items []resourceAt) ([]Resource, []transitionCheck) {
 	}
 	// Each Resource is built on its own (decoded is only read): in parallel, since a
 	// ResourceSet makes Sets of 100,000.
-	out := make([]Resource, len(items))
+	out := make([]Resource, len(items), withRoom(len(items)))
 	const batch = 4096
 	parallel((len(items)+batch-1)/batch, func(b int) {
 		for i := b * batch; i < min(len(items), (b+1)*batch); i++ {
