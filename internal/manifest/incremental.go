@@ -237,7 +237,7 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 		ra, rc := a.p.doc.res, c.p.doc.res
 		return cmp.Or(compareSyms(ra.namespace, rc.namespace), compareSyms(a.p.doc.kind, c.p.doc.kind), strings.Compare(ra.name, rc.name))
 	})
-	made, transitions := buildResources(items)
+	made, transitions := buildResources(items, false)
 	if len(transitions) > 0 {
 		return nil, false
 	}
@@ -376,10 +376,12 @@ func withRoom(n int) int {
 // mergeInPlace is mergeResources written into kept's own array, when it has room: the
 // resources at gone close up, front to back, then each of made opens its place, back to
 // front, moving the resources after it in one copy; a tail left by a shrink is cleared so
-// that the collector can take what it held. false (kept untouched) when there is no room.
+// that the collector can take what it held. false (kept untouched) when there is no room, or
+// when the revision keeps less than half the resources (an array of their size is kept
+// instead of the larger one).
 func mergeInPlace(kept []Resource, gone []int, made []Resource) ([]Resource, bool) {
 	n := len(kept) - len(gone) + len(made)
-	if n > cap(kept) {
+	if n > cap(kept) || n < len(kept)/2 {
 		return nil, false
 	}
 	live := len(kept)

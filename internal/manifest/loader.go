@@ -60,10 +60,12 @@ type Options struct {
 	// one that gives up is followed by a full load, which calls it, and it is called once.
 	Parsed func(documents int)
 	// ReuseSet says the caller holds no Set of this Loader past its next Load (a syncer,
-	// whose syncs take turns and apply each Set before loading the next): a revision that
-	// changes resources but not which there are may then be written into the last Set's
-	// resources in place, rather than into a copy of them, if the caller handed that Set
-	// back (Loader.Release) since it was returned.
+	// whose syncs take turns and apply each Set before loading the next): a revision may
+	// then be written into the last Set's resources in place, rather than into a copy of
+	// them, if the caller handed that Set back (Loader.Release) since it was returned:
+	// changed resources take their places, and when no resource has a dependency, added and
+	// removed ones move the others (the released Set's resources are then reordered and may
+	// be cut short). Its Sets keep room for a few more resources.
 	ReuseSet bool
 	// Rewritten names the files (by path) whose resources the caller changes in the Set once
 	// it is loaded (sealed: an encrypted file's redacted fields, its hashes and the file kept
@@ -764,7 +766,7 @@ func (ld *load) setResources(items []resourceAt) ([]Resource, []transitionCheck)
 		sorted[j] = items[i]
 		ld.l.sorted[j] = items[i].p.doc.res
 	}
-	return buildResources(sorted)
+	return buildResources(sorted, ld.opts.ReuseSet)
 }
 
 // metaHashes sets the items' metaHash; items must be in file order, which the hasher's memo
@@ -779,7 +781,7 @@ func metaHashes(items []resourceAt) {
 
 // buildResources makes the Set's resources of items (metaHash set), in their order, and the
 // transition checks of those whose schema has transition rules.
-func buildResources(items []resourceAt) ([]Resource, []transitionCheck) {
+func buildResources(items []resourceAt, room bool) ([]Resource, []transitionCheck) {
 	// One map per distinct set: a repository repeats a few label sets across thousands of
 	// resources, and a map per resource was a third of a large Set.
 	decoded := map[string]map[string]string{}
@@ -799,7 +801,11 @@ func buildResources(items []resourceAt) ([]Resource, []transitionCheck) {
 	}
 	// Each Resource is built on its own (decoded is only read): in parallel, since a
 	// ResourceSet makes Sets of 100,000.
-	out := make([]Resource, len(items), withRoom(len(items)))
+	size := len(items)
+	if room {
+		size = withRoom(size)
+	}
+	out := make([]Resource, len(items), size)
 	const batch = 4096
 	parallel((len(items)+batch-1)/batch, func(b int) {
 		for i := b * batch; i < min(len(items), (b+1)*batch); i++ {
