@@ -122,12 +122,13 @@ const claimLockSQL = `SELECT q.id, q.run_at, q.ctid::text, COALESCE(q.manual_req
 
 // claimLeaseSQL is the second: $1 the ids locked by the first, $2 the owner, $3 the lease's
 // time to live in milliseconds, $4 where their locked versions lie, $5 and $6 why they run
-// (as locked). The queue rows are found by their versions' places (a TID scan), not by key: a
-// key lookup visits every version a row left while a long transaction elsewhere keeps vacuum
-// from them. A locked version stays where it is until this transaction updates it; a place
-// that no longer holds the row leases nothing (the row waits for the next claim). Its snapshot is taken with those queue rows locked, so it reads
-// every resources row as last committed: the gate is checked again on it (a row that fails it
-// now is left unleased) and the row leased is the row returned. The resources row comes from
+// (as locked). The queue rows are found by their versions' places (a TID scan where the
+// planner finds it cheaper than the key: a key lookup visits every version a row left while a
+// long transaction elsewhere keeps vacuum from them). A locked version stays where it is
+// until this transaction updates it; a place that no longer holds the row leases nothing (the
+// row waits for the next claim). Its snapshot is taken with those queue rows locked, so it
+// reads every resources row as last committed: the gate is checked again on it (a row that
+// fails it now is left unleased) and the row leased is the row returned. The resources row comes from
 // the UPDATE's own join (one primary-key lookup per id), not from a second join of the result.
 const claimLeaseSQL = `
 		WITH u AS (
@@ -671,10 +672,11 @@ const resultQueueSQL = `UPDATE resource_queue q SET run_at = CASE WHEN q.dirty T
 
 // byPlace runs an update of rows of table the transaction holds locked (sql: the table
 // aliased as alias, a %s for the condition that finds the row; args: its parameters, the ids
-// first, the place of each row's locked version last) by the rows' places (a TID scan, where
-// the planner finds it cheaper than reading the table: a lookup by key visits every version a row left while a long transaction elsewhere
-// keeps vacuum from them), then by key for any row no longer at its place (an earlier write
-// of the transaction moved it). The update may leave out rows by conditions of its own.
+// first, the place of each row's locked version last) by the rows' places (a TID scan where
+// the planner finds it cheaper than reading the table: a lookup by key visits every version
+// a row left while a long transaction elsewhere keeps vacuum from them), then by key for any
+// row no longer at its place (an earlier write of the transaction moved it). The update may
+// leave out rows by conditions of its own.
 func byPlace(ctx context.Context, tx pgx.Tx, sql, table, alias string, args ...any) error {
 	places := fmt.Sprintf("$%d::tid[]", len(args))
 	rows, err := tx.Query(ctx, `WITH u AS (`+strings.Replace(sql, "%s", alias+".ctid = ANY("+places+")", 1)+`)
