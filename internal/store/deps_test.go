@@ -20,9 +20,7 @@ import (
 // subnet, App references Database's endpoint; omit leaves resources out (by kind).
 func chainSet(omit ...string) *manifest.Set {
 	mk := func(kind, spec string, line int, deps ...manifest.Dependency) manifest.Resource {
-		return manifest.Resource{APIVersion: "example.com/v1", Kind: kind, Namespace: "prod", Name: strings.ToLower(kind),
-			Labels: map[string]string{}, Annotations: map[string]string{}, Spec: json.RawMessage(spec), SpecHash: spec, MetaHash: "m",
-			File: strings.ToLower(kind) + ".yaml", Line: line, DependsOn: deps}
+		return depResource("prod", kind, spec, line, deps...)
 	}
 	set := &manifest.Set{}
 	for _, r := range []manifest.Resource{
@@ -37,6 +35,14 @@ func chainSet(omit ...string) *manifest.Set {
 		}
 	}
 	return set
+}
+
+// depResource is the resource of kind in namespace named after its kind (in lower case),
+// with spec and dependencies, in a file of its own.
+func depResource(namespace, kind, spec string, line int, deps ...manifest.Dependency) manifest.Resource {
+	return manifest.Resource{APIVersion: "example.com/v1", Kind: kind, Namespace: namespace, Name: strings.ToLower(kind),
+		Labels: map[string]string{}, Annotations: map[string]string{}, Spec: json.RawMessage(spec), SpecHash: spec, MetaHash: "m",
+		File: strings.ToLower(kind) + ".yaml", Line: line, DependsOn: deps}
 }
 
 // applyRefreshed applies set as revision rev of source (pruning everything removed) and
@@ -442,9 +448,7 @@ func TestClaimReadsEachDependentsDependencies(t *testing.T) {
 	st := openTest(t, "s")
 	ctx := context.Background()
 	mk := func(kind, spec string, deps ...manifest.Dependency) manifest.Resource {
-		return manifest.Resource{APIVersion: "example.com/v1", Kind: kind, Namespace: "stage", Name: strings.ToLower(kind),
-			Labels: map[string]string{}, Annotations: map[string]string{}, Spec: json.RawMessage(spec), SpecHash: spec, MetaHash: "m",
-			File: strings.ToLower(kind) + ".yaml", Line: 1, DependsOn: deps}
+		return depResource("stage", kind, spec, 1, deps...)
 	}
 	on := func(output string) manifest.Dependency {
 		return manifest.Dependency{Target: graph.ID{Kind: "Network", Namespace: "stage", Name: "network"}, Outputs: []string{output}}
