@@ -113,7 +113,7 @@ func scanSummary(row pgx.Row) (ResourceSummary, error) {
 	if err != nil {
 		return r, err
 	}
-	if err := json.Unmarshal(labels, &r.Labels); err != nil {
+	if err := decodeStrings(labels, &r.Labels); err != nil {
 		return r, err
 	}
 	if string(ready) != "null" {

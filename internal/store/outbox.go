@@ -112,7 +112,7 @@ func scanOutbox(r pgx.CollectableRow) (OutboxEntry, error) {
 	if err := json.Unmarshal(deliveries, &e.Deliveries); err != nil {
 		return e, err
 	}
-	return e, json.Unmarshal(labels, &e.Labels)
+	return e, decodeStrings(labels, &e.Labels)
 }
 
 // DueOutbox returns up to n pending entries whose next attempt is due, oldest first.

@@ -102,14 +102,14 @@ func scanResource(row pgx.Row, extra ...any) (Resource, error) {
 		return r, err
 	}
 	r.Status.NextReconcileTime = status.NextReconcile(runAt, leased, suspended, blocked)
-	if err := json.Unmarshal(labels, &r.Metadata.Labels); err != nil {
+	if err := decodeStrings(labels, &r.Metadata.Labels); err != nil {
 		return r, err
 	}
 	r.Source.ResourceSet = r.Metadata.Labels[manifest.LabelResourceSet]
-	if err := json.Unmarshal(ann, &r.Metadata.Annotations); err != nil {
+	if err := decodeStrings(ann, &r.Metadata.Annotations); err != nil {
 		return r, err
 	}
-	return r, json.Unmarshal(conds, &r.Status.Conditions)
+	return r, decodeConditions(conds, &r.Status.Conditions)
 }
 
 // attachEdges fills the DependsOn of items (whose ids are ids; 0: one known to have none)

@@ -272,7 +272,7 @@ func (s *Store) Started(ctx context.Context, items []Start) error {
 				rows.Close()
 				return err
 			}
-			if err := json.Unmarshal(cj, &prev.Conditions); err != nil {
+			if err := decodeConditions(cj, &prev.Conditions); err != nil {
 				rows.Close()
 				return err
 			}
@@ -285,12 +285,11 @@ func (s *Store) Started(ctx context.Context, items []Start) error {
 			}
 			var js *string
 			if changed {
-				b, err := json.Marshal(st.Conditions)
+				str, err := storableConditions(st.Conditions)
 				if err != nil {
 					rows.Close()
 					return err
 				}
-				str := string(b)
 				js = &str
 				cs = append(cs, Change{Object: "resource", Type: ChangeModified, Namespace: it.Namespace, Kind: it.Kind, Name: it.Name,
 					Source: it.Source, Phase: st.Phase, Generation: gen})
@@ -329,13 +328,13 @@ func scanClaimed(r pgx.CollectableRow) (Claimed, error) {
 	if err != nil {
 		return c, err
 	}
-	if err := json.Unmarshal(labels, &c.Labels); err != nil {
+	if err := decodeStrings(labels, &c.Labels); err != nil {
 		return c, err
 	}
-	if err := json.Unmarshal(ann, &c.Annotations); err != nil {
+	if err := decodeStrings(ann, &c.Annotations); err != nil {
 		return c, err
 	}
-	return c, json.Unmarshal(conds, &c.Conditions)
+	return c, decodeConditions(conds, &c.Conditions)
 }
 
 // Current is the row as it is when a worker completes, which may differ from what it claimed
@@ -485,7 +484,7 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 				rows.Close()
 				return err
 			}
-			if err := json.Unmarshal(conds, &c.Conditions); err != nil {
+			if err := decodeConditions(conds, &c.Conditions); err != nil {
 				rows.Close()
 				return err
 			}
@@ -713,7 +712,7 @@ type updateBatch struct {
 }
 
 func (b *updateBatch) add(id int64, c Current, u Update) error {
-	cj, err := json.Marshal(u.Conditions)
+	cj, err := storableConditions(u.Conditions)
 	if err != nil {
 		return err
 	}
@@ -734,7 +733,7 @@ func (b *updateBatch) add(id int64, c Current, u Update) error {
 	b.resourceAt, b.queueAt = append(b.resourceAt, c.resourceAt), append(b.queueAt, c.queueAt)
 	b.phase = append(b.phase, u.Phase)
 	b.observed = append(b.observed, u.ObservedGeneration)
-	b.conds = append(b.conds, string(storableJSON(cj)))
+	b.conds = append(b.conds, cj)
 	b.outputs = append(b.outputs, outputs)
 	b.state = append(b.state, state)
 	b.keep = append(b.keep, u.KeepActionState)
@@ -939,17 +938,17 @@ func (s *Store) Release(ctx context.Context, owner string, ids []int64, tokens [
 				// Claimed, its call never started: it shows what it showed before.
 				continue
 			}
-			if err := json.Unmarshal(cj, &prev.Conditions); err != nil {
+			if err := decodeConditions(cj, &prev.Conditions); err != nil {
 				rows.Close()
 				return err
 			}
 			st, _ := status.Released(prev, gen, deleting, true, owner, now)
-			b, err := json.Marshal(st.Conditions)
+			b, err := storableConditions(st.Conditions)
 			if err != nil {
 				rows.Close()
 				return err
 			}
-			upIDs, phases, conds = append(upIDs, id), append(phases, st.Phase), append(conds, string(b))
+			upIDs, phases, conds = append(upIDs, id), append(phases, st.Phase), append(conds, b)
 			cs = append(cs, Change{Object: "resource", Type: ChangeModified, Namespace: ns, Kind: kind, Name: name, Source: src,
 				Phase: st.Phase, Generation: gen})
 		}

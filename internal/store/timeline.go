@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -144,10 +143,10 @@ func (s *Store) depsNotReady(ctx context.Context, sc Scope, id int64) ([]Timelin
 	var labels, ann []byte
 	_, err = pgx.ForEachRow(rows, []any{&d.Resource.Namespace, &d.Resource.Kind, &d.Resource.Name, &seen, &d.Exists, &d.Phase,
 		&d.Resource.Source, &d.Resource.APIVersion, &labels, &ann}, func() error {
-		if err := json.Unmarshal(labels, &d.Resource.Labels); err != nil {
+		if err := decodeStrings(labels, &d.Resource.Labels); err != nil {
 			return err
 		}
-		if err := json.Unmarshal(ann, &d.Resource.Annotations); err != nil {
+		if err := decodeStrings(ann, &d.Resource.Annotations); err != nil {
 			return err
 		}
 		d.Hidden = !seen

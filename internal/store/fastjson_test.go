@@ -1,0 +1,222 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
+	"github.com/trueup-dev/trueup/internal/status"
+)
+
+var stringsCases = []string{
+	`null`, ` null `, `{}`, ` { } `, `{"a":"b"}`, `{"a": "b", "c": "d"}`, " {\n\t\"a\" :\r \"b\" } ",
+	`{"team": "t1", "app.kubernetes.io/name": "db"}`, `{"ключ": "значение", "😀": "ü"}`, `{"a": ""}`, `{"": "x"}`,
+	`{"a": "b", "a": "c"}`, `{"a": "b\"c"}`, `{"a": "\u00e9\n"}`, `{"a": "\ud83d\ude00"}`, "{\"a\": \"\xff\"}", "{\"a\": \"b\x01\"}",
+	`{"a": 1}`, `{"a": null}`, `{"a": true}`, `{"a": ["b"]}`, `{"a": {"b": "c"}}`, `{"a": "b",}`, `{"a" "b"}`, `{"a": "b"`,
+	`{} x`, `{}}`, `nul`, `nullx`, ``, ` `, `[]`, `"a"`, `{a: "b"}`, `{"a": "b" "c": "d"}`, "{\"a\": \"b\x7f\"}",
+}
+
+var conditionsCases = []string{
+	`null`, `[]`, ` [ ] `, `[{}]`,
+	`[{"type": "Ready", "reason": "Applied", "status": "True", "message": "applied at abc", "lastTransitionTime": "2026-11-27T19:57:21.123456789Z", "observedGeneration": 3}]`,
+	`[{"type":"Ready","status":"False","lastTransitionTime":"2026-11-27T19:57:21+01:00"},{"type":"Reconciling","status":"True","lastTransitionTime":"2026-01-02T03:04:05Z"}]`,
+	`[{"type": "Ready", "observedGeneration": 0}]`, `[{"type": "Ready", "observedGeneration": -7}]`,
+	`[{"type": "Ready", "observedGeneration": 9223372036854775807}]`, `[{"type": "Ready", "observedGeneration": 9223372036854775808}]`,
+	`[{"type": "Ready", "observedGeneration": 1.0}]`, `[{"type": "Ready", "observedGeneration": 1e3}]`, `[{"type": "Ready", "observedGeneration": 01}]`,
+	`[{"type": "Ready", "observedGeneration": -}]`, `[{"type": "Ready", "observedGeneration": "1"}]`, `[{"type": "Ready", "observedGeneration": null}]`,
+	`[{"type": "Ready", "lastTransitionTime": "yesterday"}]`, `[{"type": "Ready", "lastTransitionTime": "2026-11-27 19:57:21Z"}]`,
+	`[{"type": "Ready", "lastTransitionTime": null}]`, `[{"type": "Ready", "lastTransitionTime": "2026-11-27T19:57:21\u002b01:00"}]`,
+	`[{"Type": "Ready"}]`, `[{"kind": "Ready"}]`, `[{"type": 1}]`, `[{"type": null}]`, `[{"type": "a\"b"}]`, `[{"type": "Ready"},]`,
+	`[{"type": "Ready"} {"type": "x"}]`, `[{"type": "Ready"}`, `[{"type": "Ready"}] x`, `[{"type": "Ready",}]`, `{}`, `[1]`, `[null]`,
+	`[{"type": "Ready", "message": "ü 😀 <>&"}]`, "[{\"message\": \"\xfe\"}]",
+}
+
+// TestDecodeStringsAsEncodingJSON: the fast reader gives what json.Unmarshal gives into a nil
+// map, error or not, for the spellings jsonb writes and for every other input.
+func TestDecodeStringsAsEncodingJSON(t *testing.T) {
+	for _, in := range stringsCases {
+		var want, got map[string]string
+		wantErr := json.Unmarshal([]byte(in), &want)
+		gotErr := decodeStrings([]byte(in), &got)
+		if (wantErr != nil) != (gotErr != nil) || wantErr == nil && !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: got %#v, %v; encoding/json %#v, %v", in, got, gotErr, want, wantErr)
+		}
+	}
+}
+
+func TestDecodeConditionsAsEncodingJSON(t *testing.T) {
+	for _, in := range conditionsCases {
+		var want, got []status.Condition
+		wantErr := json.Unmarshal([]byte(in), &want)
+		gotErr := decodeConditions([]byte(in), &got)
+		if (wantErr != nil) != (gotErr != nil) || wantErr == nil && !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: got %#v, %v; encoding/json %#v, %v", in, got, gotErr, want, wantErr)
+		}
+	}
+}
+
+// TestFastJSONTakesJSONBSpelling: what jsonb writes is read by the fast path, not handed to
+// encoding/json (which the equivalence tests alone would not tell).
+func TestFastJSONTakesJSONBSpelling(t *testing.T) {
+	for _, in := range []string{`null`, `{}`, `{"a": "b", "team": "t1", "ключ": "значение"}`} {
+		if _, ok := fastStrings([]byte(in)); !ok {
+			t.Errorf("strings %s: left to encoding/json", in)
+		}
+	}
+	for _, in := range []string{`null`, `[]`, conditionsCases[4], conditionsCases[5]} {
+		if _, ok := fastConditions([]byte(in)); !ok {
+			t.Errorf("conditions %s: left to encoding/json", in)
+		}
+	}
+}
+
+// TestConditionsJSONAsEncodingJSON: conditionsJSON writes the value json.Marshal and
+// storableJSON write (the same bytes where no character needs an HTML escape), and declines
+// the times json.Marshal refuses.
+func TestConditionsJSONAsEncodingJSON(t *testing.T) {
+	paris := time.FixedZone("CET", 3600)
+	at := time.Date(2026, 11, 27, 19, 57, 21, 123456789, time.UTC)
+	cases := []struct {
+		name  string
+		conds []status.Condition
+		bytes bool // byte for byte
+	}{
+		{"nil", nil, true},
+		{"empty", []status.Condition{}, true},
+		{"every field", []status.Condition{{Type: "Ready", Status: "True", Reason: "Applied", Message: "applied", LastTransitionTime: at, ObservedGeneration: 3}}, true},
+		{"optional fields empty", []status.Condition{{Type: "Ready", Status: "Unknown", LastTransitionTime: at}}, true},
+		{"two, a zone, a negative generation", []status.Condition{{Type: "Ready", Status: "False", LastTransitionTime: at.In(paris), ObservedGeneration: -2},
+			{Type: "Reconciling", Status: "True", LastTransitionTime: at.Truncate(time.Second)}}, true},
+		{"local time", []status.Condition{{Type: "Ready", LastTransitionTime: time.Now()}}, true},
+		{"zero time", []status.Condition{{Type: "Ready"}}, true},
+		{"escapes", []status.Condition{{Type: "Ready", Message: "a \"quoted\" \\ line\nnext\ttab \x01 ü 😀", LastTransitionTime: at}}, true},
+		{"NUL and bad UTF-8", []status.Condition{{Type: "Ready", Message: "a\x00b\xffc", LastTransitionTime: at}}, false},
+		{"HTML characters", []status.Condition{{Type: "Ready", Message: "<a> & \u2028", LastTransitionTime: at}}, false},
+	}
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := conditionsJSON(tt.conds)
+			if !ok {
+				t.Fatal("declined")
+			}
+			m, err := json.Marshal(tt.conds)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := string(storableJSON(m))
+			if tt.bytes && got != want {
+				t.Errorf("wrote %s, json.Marshal %s", got, want)
+			}
+			var g, w any
+			if err := json.Unmarshal([]byte(got), &g); err != nil {
+				t.Fatalf("wrote invalid JSON %s: %v", got, err)
+			}
+			if err := json.Unmarshal([]byte(want), &w); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(g, w) {
+				t.Errorf("wrote %s, json.Marshal %s", got, want)
+			}
+		})
+	}
+	for _, tm := range []time.Time{time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("odd", 24*3600+60))} {
+		if s, ok := conditionsJSON([]status.Condition{{Type: "Ready", LastTransitionTime: tm}}); ok {
+			t.Errorf("%v: wrote %s, want declined", tm, s)
+		}
+		_, err := storableConditions([]status.Condition{{Type: "Ready", LastTransitionTime: tm}})
+		_, merr := json.Marshal([]status.Condition{{Type: "Ready", LastTransitionTime: tm}})
+		if (err != nil) != (merr != nil) {
+			t.Errorf("%v: storableConditions %v, json.Marshal %v", tm, err, merr)
+		}
+	}
+}
+
+// TestFastJSONThroughJSONB reads back what PostgreSQL spells: values the store writes,
+// stored as jsonb and read as text, decode as encoding/json decodes them.
+func TestFastJSONThroughJSONB(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := Open(ctx, pgtest.NewDatabase(t, MigrateURL), Options{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	labels := []map[string]string{nil, {}, {"team": "t1", "app.kubernetes.io/name": "db"}, {"a": `quote " backslash \ tab 	`, "ключ": "😀 <&>"},
+		{strings.Repeat("k", 300): strings.Repeat("v", 3000)}}
+	for _, l := range labels {
+		var text []byte
+		if err := st.pool.QueryRow(ctx, `SELECT $1::jsonb::text`, stringsJSON(l)).Scan(&text); err != nil {
+			t.Fatal(err)
+		}
+		var got, want map[string]string
+		if err := decodeStrings(text, &got); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(text, &want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) || len(l) > 0 && !reflect.DeepEqual(got, l) {
+			t.Errorf("%s: read %#v, want %#v", text, got, want)
+		}
+	}
+	at := time.Date(2026, 11, 27, 19, 57, 21, 123456789, time.FixedZone("CET", 3600))
+	for _, cs := range [][]status.Condition{nil, {}, {{Type: "Ready", Status: "True", Reason: "Applied", Message: "applied ü \"x\"\n<a>", LastTransitionTime: at, ObservedGeneration: 12}},
+		{{Type: "Ready", Status: "False", LastTransitionTime: at.UTC()}, {Type: "Reconciling", Status: "True", LastTransitionTime: time.Now()}}} {
+		js, err := storableConditions(cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var text []byte
+		if err := st.pool.QueryRow(ctx, `SELECT $1::jsonb::text`, js).Scan(&text); err != nil {
+			t.Fatal(err)
+		}
+		var got, want []status.Condition
+		if err := decodeConditions(text, &got); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(text, &want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: read %#v, want %#v", text, got, want)
+		}
+		for i := range got {
+			if !got[i].LastTransitionTime.Equal(cs[i].LastTransitionTime) || got[i].Message != cs[i].Message {
+				t.Errorf("%s: condition %d read %#v, wrote %#v", text, i, got[i], cs[i])
+			}
+		}
+	}
+}
+
+func FuzzDecodeStrings(f *testing.F) {
+	for _, in := range stringsCases {
+		f.Add([]byte(in))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var want, got map[string]string
+		wantErr := json.Unmarshal(in, &want)
+		gotErr := decodeStrings(in, &got)
+		if (wantErr != nil) != (gotErr != nil) || wantErr == nil && !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: got %#v, %v; encoding/json %#v, %v", in, got, gotErr, want, wantErr)
+		}
+	})
+}
+
+func FuzzDecodeConditions(f *testing.F) {
+	for _, in := range conditionsCases {
+		f.Add([]byte(in))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var want, got []status.Condition
+		wantErr := json.Unmarshal(in, &want)
+		gotErr := decodeConditions(in, &got)
+		if (wantErr != nil) != (gotErr != nil) || wantErr == nil && !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: got %#v, %v; encoding/json %#v, %v", in, got, gotErr, want, wantErr)
+		}
+	})
+}
