@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -64,8 +63,8 @@ func TestByPlace(t *testing.T) {
 	// Found by place: a TID scan, not the key.
 	for _, sql := range []string{resultQueueSQL, resultResourcesSQL} {
 		alias := map[bool]string{true: "q", false: "r"}[sql == resultQueueSQL]
-		n := strings.Count(sql, "[]")
-		plan := explain(t, tx, strings.Replace(sql, "%s", fmt.Sprintf("%s.ctid = ANY($%d::tid[])", alias, n), 1), make([]any, n)...)
+		n := strings.Count(sql, "[]") - strings.Count(sql, "[]::") // the parameters, the places last
+		plan := explain(t, tx, strings.Replace(sql, "%s", alias+".ctid = ANY("+placesParam(n)+")", 1), make([]any, n)...)
 		if !strings.Contains(plan, "Tid Scan") {
 			t.Fatalf("plan without a TID scan:\n%s", plan)
 		}

@@ -135,8 +135,8 @@ const claimLeaseSQL = `
 		  UPDATE resource_queue q SET lease_owner = $2, lease_token = gen_random_uuid(),
 		    lease_expires_at = now() + $3 * interval '1 millisecond', claimed_at = now(), started_at = NULL, dirty = false,
 		    manual_requested_by = NULL, dependency_by = NULL
-		  FROM unnest($1::bigint[], $4::tid[], $5::text[], $6::text[]) AS x(id, at, manual_by, dep_by), resources r
-		  WHERE q.ctid = ANY($4::tid[]) AND q.id = x.id AND r.id = x.id
+		  FROM unnest($1::bigint[], $4::text[]::tid[], $5::text[], $6::text[]) AS x(id, at, manual_by, dep_by), resources r
+		  WHERE q.ctid = ANY($4::text[]::tid[]) AND q.id = x.id AND r.id = x.id
 		    AND q.run_at <= now() AND q.lease_owner IS NULL AND NOT q.suspended AND NOT q.blocked ` + claimGateSQL + `
 		  RETURNING r.*, q.lease_token AS lease_token, q.run_at AS run_at, NULLIF(x.manual_by, '') AS manual_by, NULLIF(x.dep_by, '') AS dep_by)
 		SELECT u.id, u.uid::text, u.namespace, u.kind, u.name, u.api_version, u.source, u.revision, u.labels,
@@ -249,7 +249,7 @@ func (s *Store) Started(ctx context.Context, items []Start) error {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		// Locked in id order, as results are: the two never deadlock.
 		rows, err := tx.Query(ctx, `SELECT r.id, q.lease_token::text, r.phase, r.conditions, r.observed_generation, r.generation, r.deletion_timestamp IS NOT NULL
-			FROM resources r JOIN resource_queue q ON q.id = r.id JOIN unnest($1::bigint[], $2::uuid[]) AS x(id, tok) ON q.id = x.id AND q.lease_token = x.tok
+			FROM resources r JOIN resource_queue q ON q.id = r.id JOIN unnest($1::bigint[], $2::text[]::uuid[]) AS x(id, tok) ON q.id = x.id AND q.lease_token = x.tok
 			ORDER BY r.id FOR NO KEY UPDATE OF r, q`, ids, toks)
 		if err != nil {
 			return err
@@ -461,7 +461,7 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 		}
 		rows, err := tx.Query(ctx, `SELECT r.id, q.lease_token::text, r.phase, r.generation, r.observed_generation, r.conditions, r.deletion_timestamp IS NOT NULL, q.dirty,
 			  r.has_deps, hd.yes, CASE WHEN hd.yes THEN r.outputs END, r.ctid::text, q.ctid::text
-			FROM resources r JOIN resource_queue q ON q.id = r.id JOIN unnest($1::bigint[], $2::uuid[]) AS x(id, tok) ON q.id = x.id AND q.lease_token = x.tok,
+			FROM resources r JOIN resource_queue q ON q.id = r.id JOIN unnest($1::bigint[], $2::text[]::uuid[]) AS x(id, tok) ON q.id = x.id AND q.lease_token = x.tok,
 			  LATERAL (SELECT EXISTS (SELECT 1 FROM resource_edges e
 			    WHERE e.dep_namespace = r.namespace AND lower(e.dep_kind) = lower(r.kind) AND e.dep_name = r.name) AS yes) hd
 			ORDER BY r.id FOR UPDATE OF r, q`, ids, toks)
@@ -656,7 +656,7 @@ var resultResourcesSQL = func() string {
 	return `UPDATE resources r SET ` + strings.Join(set, ", ") + `, status_updated_at = now()
 			FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::bool[], $8::text[], $9::int[],
 			  $10::bool[], $11::text[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[], $19::timestamptz[],
-			  $20::tid[])
+			  $20::text[]::tid[])
 			  AS x(id, phase, observed, conds, outputs, state, keep, message, attempt, setres, resolved, inputs, origins, applied, aspec, aorigins,
 			    wo_actor, wo_reason, wo_at, at)
 			WHERE r.id = x.id AND %s AND (` + strings.Join(cols, ", ") + `) IS DISTINCT FROM (` + strings.Join(vals, ", ") + `)`
@@ -666,8 +666,13 @@ const resultQueueSQL = `UPDATE resource_queue q SET run_at = CASE WHEN q.dirty T
 			lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, started_at = NULL, dirty = false,
 			manual_requested_by = COALESCE(q.manual_requested_by, NULLIF(x.manual_by, '')),
 			dependency_by = COALESCE(q.dependency_by, NULLIF(x.dep_by, '')), last_reconcile_time = now()
-			FROM unnest($1::bigint[], $2::timestamptz[], $3::text[], $4::text[], $5::tid[]) AS x(id, run_at, manual_by, dep_by, at)
+			FROM unnest($1::bigint[], $2::timestamptz[], $3::text[], $4::text[], $5::text[]::tid[]) AS x(id, run_at, manual_by, dep_by, at)
 			WHERE q.id = x.id AND %s`
+
+// placesParam is parameter n as row places (tid[]), sent as text: pgx encodes a string as tid
+// only in text format, and finds that out by failing the binary encoding first (a formatted
+// error per statement). Lease tokens are sent as text[]::uuid[] for the same reason.
+func placesParam(n int) string { return fmt.Sprintf("$%d::text[]::tid[]", n) }
 
 // byPlace runs an update of rows of table the transaction holds locked (sql: the table
 // aliased as alias, a %s for the condition that finds the row; args: its parameters, the ids
@@ -677,7 +682,7 @@ const resultQueueSQL = `UPDATE resource_queue q SET run_at = CASE WHEN q.dirty T
 // row no longer at its place (an earlier write of the transaction moved it). The update may
 // leave out rows by conditions of its own.
 func byPlace(ctx context.Context, tx pgx.Tx, sql, table, alias string, args ...any) error {
-	places := fmt.Sprintf("$%d::tid[]", len(args))
+	places := placesParam(len(args))
 	rows, err := tx.Query(ctx, `WITH u AS (`+strings.Replace(sql, "%s", alias+".ctid = ANY("+places+")", 1)+`)
 		SELECT x.id FROM unnest($1::bigint[], `+places+`) AS x(id, at)
 		WHERE NOT EXISTS (SELECT 1 FROM `+table+` t WHERE t.ctid = x.at AND t.id = x.id)`, args...)
@@ -815,7 +820,7 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, ids []int64, toke
 		return nil, nil
 	}
 	rows, err := s.leases.Query(ctx, `UPDATE resource_queue SET lease_expires_at = now() + $4 * interval '1 millisecond'
-		WHERE id IN (SELECT id FROM resource_queue WHERE id = ANY($2::bigint[]) AND lease_owner = $1 AND lease_token = ANY($3::uuid[])
+		WHERE id IN (SELECT id FROM resource_queue WHERE id = ANY($2::bigint[]) AND lease_owner = $1 AND lease_token = ANY($3::text[]::uuid[])
 		  ORDER BY id FOR UPDATE SKIP LOCKED)
 		RETURNING lease_token::text`, owner, ids, tokens, ttl.Milliseconds())
 	if err != nil {
@@ -840,7 +845,7 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, ids []int64, toke
 	}
 	// Skipped because locked, or gone? A plain read tells.
 	rows, err = s.leases.Query(ctx, `SELECT lease_token::text FROM resource_queue WHERE id = ANY($2::bigint[]) AND lease_owner = $1
-		AND lease_token = ANY($3::uuid[])`, owner, ids, missing)
+		AND lease_token = ANY($3::text[]::uuid[])`, owner, ids, missing)
 	if err != nil {
 		return nil, fmt.Errorf("renew leases: %w", err)
 	}
@@ -913,7 +918,7 @@ func (s *Store) Release(ctx context.Context, owner string, ids []int64, tokens [
 		// clear that start with the status still showing the call running.
 		rows, err := tx.Query(ctx, `SELECT r.id, r.namespace, r.kind, r.name, r.source, r.generation, r.observed_generation, r.phase,
 			  r.conditions, r.deletion_timestamp IS NOT NULL, q.started_at IS NOT NULL
-			FROM resources r JOIN resource_queue q ON q.id = r.id JOIN unnest($1::bigint[], $2::uuid[]) AS x(id, tok) ON q.id = x.id AND q.lease_token = x.tok
+			FROM resources r JOIN resource_queue q ON q.id = r.id JOIN unnest($1::bigint[], $2::text[]::uuid[]) AS x(id, tok) ON q.id = x.id AND q.lease_token = x.tok
 			ORDER BY r.id FOR UPDATE OF r, q`, ids, tokens)
 		if err != nil {
 			return err
@@ -963,7 +968,7 @@ func (s *Store) Release(ctx context.Context, owner string, ids []int64, tokens [
 			}
 		}
 		if _, err := tx.Exec(ctx, `UPDATE resource_queue q SET lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, started_at = NULL,
-			run_at = now(), dirty = false FROM unnest($1::bigint[], $2::uuid[]) AS x(id, tok)
+			run_at = now(), dirty = false FROM unnest($1::bigint[], $2::text[]::uuid[]) AS x(id, tok)
 			WHERE q.id = x.id AND q.lease_token = x.tok`, ids, tokens); err != nil {
 			return err
 		}
@@ -991,7 +996,7 @@ func (s *Store) SaveActionState(ctx context.Context, id int64, token string, sta
 			return err
 		}
 		tag, err := tx.Exec(ctx, `UPDATE resources r SET action_state = $3::jsonb
-			WHERE r.id = $1 AND EXISTS (SELECT 1 FROM resource_queue q WHERE q.id = r.id AND q.lease_token = $2)`, id, token, v)
+			WHERE r.id = $1 AND EXISTS (SELECT 1 FROM resource_queue q WHERE q.id = r.id AND q.lease_token = $2::text::uuid)`, id, token, v)
 		if err != nil {
 			return err
 		}
