@@ -69,6 +69,9 @@ FUZZ_TARGETS := \
 	internal/webhook:FuzzParsePush \
 	internal/webhook:FuzzAuthenticate \
 	internal/store:FuzzParseLabelSelector \
+	internal/store:FuzzDecodeStrings \
+	internal/store:FuzzDecodeConditions \
+	internal/store:FuzzConditionsJSON \
 	internal/config:FuzzParse \
 	actions/execaction:FuzzParseReply \
 	actions/execaction:FuzzOutputCapture \

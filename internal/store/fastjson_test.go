@@ -96,6 +96,9 @@ func TestConditionsJSONAsEncodingJSON(t *testing.T) {
 		{"escapes", []status.Condition{{Type: "Ready", Message: "a \"quoted\" \\ line\nnext\ttab \x01 ü 😀", LastTransitionTime: at}}, true},
 		{"NUL and bad UTF-8", []status.Condition{{Type: "Ready", Message: "a\x00b\xffc", LastTransitionTime: at}}, false},
 		{"HTML characters", []status.Condition{{Type: "Ready", Message: "<a> & \u2028", LastTransitionTime: at}}, false},
+		{"the text \\u0000", []status.Condition{{Type: "Ready", Message: `invalid escape \u0000 and \\u0000`, LastTransitionTime: at}}, true},
+		{"generations past 2^53", []status.Condition{{Type: "Ready", LastTransitionTime: at, ObservedGeneration: 1<<53 + 1}, {Type: "Stalled", LastTransitionTime: at, ObservedGeneration: -1 << 63}}, true},
+		{"zones at the edge", []status.Condition{{Type: "Ready", LastTransitionTime: at.In(time.FixedZone("e", 23*3600+59*60))}, {Type: "S", LastTransitionTime: at.In(time.FixedZone("w", -(23*3600 + 59*60)))}}, true},
 	}
 	for _, tt := range cases {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,17 +114,23 @@ func TestConditionsJSONAsEncodingJSON(t *testing.T) {
 			if tt.bytes && got != want {
 				t.Errorf("wrote %s, json.Marshal %s", got, want)
 			}
-			var g, w any
-			if err := json.Unmarshal([]byte(got), &g); err != nil {
-				t.Fatalf("wrote invalid JSON %s: %v", got, err)
-			}
-			if err := json.Unmarshal([]byte(want), &w); err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(g, w) {
+			if !sameJSON(got, want) {
 				t.Errorf("wrote %s, json.Marshal %s", got, want)
 			}
 		})
+	}
+	// Declined where json.Marshal spells the time otherwise (an offset with seconds, cut to
+	// minutes): storableConditions writes json.Marshal's.
+	for _, off := range []int{3601, -59, 19*60 + 32, 23*3600 + 59*60 + 59} {
+		cs := []status.Condition{{Type: "Ready", Status: "True", LastTransitionTime: at.In(time.FixedZone("odd", off)), ObservedGeneration: 1<<53 + 1}}
+		if s, ok := conditionsJSON(cs); ok {
+			t.Errorf("offset %d s: wrote %s, want declined", off, s)
+		}
+		got, err := storableConditions(cs)
+		m, merr := json.Marshal(cs)
+		if err != nil || merr != nil || got != string(storableJSON(m)) {
+			t.Errorf("offset %d s: storableConditions %s, %v; json.Marshal %s, %v", off, got, err, m, merr)
+		}
 	}
 	for _, tm := range []time.Time{time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
 		time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("odd", 24*3600+60))} {
@@ -153,6 +162,9 @@ func TestFastJSONThroughJSONB(t *testing.T) {
 		if err := st.pool.QueryRow(ctx, `SELECT $1::jsonb::text`, stringsJSON(l)).Scan(&text); err != nil {
 			t.Fatal(err)
 		}
+		if _, ok := fastStrings(text); !ok && !strings.Contains(string(text), `\`) {
+			t.Errorf("%s: PostgreSQL's spelling left to encoding/json", text)
+		}
 		var got, want map[string]string
 		if err := decodeStrings(text, &got); err != nil {
 			t.Fatal(err)
@@ -166,7 +178,7 @@ func TestFastJSONThroughJSONB(t *testing.T) {
 	}
 	at := time.Date(2026, 11, 27, 19, 57, 21, 123456789, time.FixedZone("CET", 3600))
 	for _, cs := range [][]status.Condition{nil, {}, {{Type: "Ready", Status: "True", Reason: "Applied", Message: "applied ü \"x\"\n<a>", LastTransitionTime: at, ObservedGeneration: 12}},
-		{{Type: "Ready", Status: "False", LastTransitionTime: at.UTC()}, {Type: "Reconciling", Status: "True", LastTransitionTime: time.Now()}}} {
+		{{Type: "Ready", Status: "False", LastTransitionTime: at.UTC()}, {Type: "Reconciling", Status: "True", Reason: "Started", Message: "call started", LastTransitionTime: time.Now()}}} {
 		js, err := storableConditions(cs)
 		if err != nil {
 			t.Fatal(err)
@@ -174,6 +186,9 @@ func TestFastJSONThroughJSONB(t *testing.T) {
 		var text []byte
 		if err := st.pool.QueryRow(ctx, `SELECT $1::jsonb::text`, js).Scan(&text); err != nil {
 			t.Fatal(err)
+		}
+		if _, ok := fastConditions(text); !ok && !strings.Contains(string(text), `\`) {
+			t.Errorf("%s: PostgreSQL's spelling left to encoding/json", text)
 		}
 		var got, want []status.Condition
 		if err := decodeConditions(text, &got); err != nil {
@@ -217,6 +232,62 @@ func FuzzDecodeConditions(f *testing.F) {
 		gotErr := decodeConditions(in, &got)
 		if (wantErr != nil) != (gotErr != nil) || wantErr == nil && !reflect.DeepEqual(got, want) {
 			t.Errorf("%q: got %#v, %v; encoding/json %#v, %v", in, got, gotErr, want, wantErr)
+		}
+	})
+}
+
+// sameJSON reports whether a and b are the same JSON value, numbers compared exactly.
+func sameJSON(a, b string) bool {
+	decode := func(s string) (any, bool) {
+		d := json.NewDecoder(strings.NewReader(s))
+		d.UseNumber()
+		var v any
+		return v, d.Decode(&v) == nil
+	}
+	va, oka := decode(a)
+	vb, okb := decode(b)
+	return oka && okb && reflect.DeepEqual(va, vb)
+}
+
+// TestStorableJSON: the \u0000 escape, which jsonb refuses, becomes \ufffd; the text \u0000
+// (an escaped backslash before u0000) stays as written.
+func TestStorableJSON(t *testing.T) {
+	for in, want := range map[string]string{
+		`"a\u0000b"`:       `"a\ufffdb"`,
+		`"\\u0000"`:        `"\\u0000"`,
+		`"\\\u0000"`:       `"\\\ufffd"`,
+		`{"\u0000": "\\"}`: `{"\ufffd": "\\"}`,
+		`"\\\\u0000"`:      `"\\\\u0000"`,
+		`["\"\u0000", 1]`:  `["\"\ufffd", 1]`,
+		`"plain"`:          `"plain"`,
+	} {
+		if got := string(storableJSON([]byte(in))); got != want {
+			t.Errorf("%s: %s, want %s", in, got, want)
+		}
+	}
+	for _, in := range []string{``, `{`, `"\u0000`} {
+		if got := storableJSON([]byte(in)); got != nil {
+			t.Errorf("%q: %s, want nil", in, got)
+		}
+	}
+}
+
+// FuzzConditionsJSON: what storableConditions writes is json.Marshal's value after
+// storableJSON, and it fails where json.Marshal does.
+func FuzzConditionsJSON(f *testing.F) {
+	f.Add("Ready", "True", "Applied", "applied at abc", int64(1795000000), int64(123456789), 3600, int64(3))
+	f.Add("", "", "", "a\x00b\xff<>&\u2028\\u0000\"\n", int64(-62135596800), int64(0), 0, int64(0))
+	f.Add("R", "U", "", "", int64(253402300800), int64(1), 24*3600, int64(-1<<63))
+	f.Fuzz(func(t *testing.T, typ, st, reason, msg string, sec, nsec int64, off int, gen int64) {
+		cs := []status.Condition{{Type: typ, Status: st, Reason: reason, Message: msg,
+			LastTransitionTime: time.Unix(sec, nsec).In(time.FixedZone("z", off%(100*3600))), ObservedGeneration: gen}}
+		got, err := storableConditions(cs)
+		m, merr := json.Marshal(cs)
+		if (err != nil) != (merr != nil) {
+			t.Fatalf("%#v: storableConditions %v, json.Marshal %v", cs, err, merr)
+		}
+		if err == nil && !sameJSON(got, string(storableJSON(m))) {
+			t.Fatalf("%#v: wrote %s, json.Marshal and storableJSON %s", cs, got, storableJSON(m))
 		}
 	})
 }

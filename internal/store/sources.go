@@ -941,7 +941,8 @@ func lowerASCII(s string) string {
 }
 
 // storableJSON returns b if PostgreSQL's jsonb accepts it: valid JSON without the \u0000
-// escape (jsonb rejects it), which is replaced in a copy. Invalid JSON gives nil.
+// escape (jsonb rejects it), which is replaced by \ufffd in a copy; the text \u0000 (an
+// escaped backslash before it) is kept. Invalid JSON gives nil.
 func storableJSON(b []byte) []byte {
 	if len(b) == 0 || !json.Valid(b) {
 		return nil
@@ -949,7 +950,23 @@ func storableJSON(b []byte) []byte {
 	if !bytes.Contains(b, []byte(`\u0000`)) {
 		return b
 	}
-	return bytes.ReplaceAll(b, []byte(`\u0000`), []byte(`\ufffd`))
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 == len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		// An escape: \u0000 becomes \ufffd, any other is copied whole (\\ among them, so the
+		// next backslash seen starts an escape of its own).
+		if bytes.HasPrefix(b[i:], []byte(`\u0000`)) {
+			out = append(out, `\ufffd`...)
+			i += len(`\u0000`) - 1
+			continue
+		}
+		out = append(out, b[i], b[i+1])
+		i++
+	}
+	return out
 }
 
 // RecordSyncRecovered marks the source Ready again when the revision it has applied is the

@@ -30,8 +30,7 @@ func TestStringsJSON(t *testing.T) {
 			}
 			continue
 		}
-		// The oracle is json.Marshal with the nulFree NULs (which jsonb cannot hold) replaced;
-		// not storableJSON, whose textual replace also rewrites a literal `\u0000`.
+		// The oracle is json.Marshal with the NULs (which jsonb cannot hold) replaced.
 		nulFree := make(map[string]string, len(m))
 		for k, v := range m {
 			nulFree[strings.ReplaceAll(k, "\x00", "\ufffd")] = strings.ReplaceAll(v, "\x00", "\ufffd")
