@@ -91,6 +91,13 @@ const withQueue = " JOIN resource_queue USING (id)"
 // selects some before them. It leaves DependsOn to the caller (ListResources attaches it).
 func scanResource(row pgx.Row, extra ...any) (Resource, error) {
 	var r Resource
+	err := scanResourceInto(row, &r, extra...)
+	return r, err
+}
+
+// scanResourceInto is scanResource into *r, which a list passes as its slice's next element:
+// a resource scanned into a variable of its own is allocated and then copied.
+func scanResourceInto(row pgx.Row, r *Resource, extra ...any) error {
 	var labels, ann, conds []byte
 	var runAt *time.Time
 	var leased, suspended, blocked bool
@@ -99,17 +106,17 @@ func scanResource(row pgx.Row, extra ...any) (Resource, error) {
 		&r.Status.ObservedGeneration, &conds, &r.Status.Message, &r.Status.Outputs, &r.Status.LastReconcileTime,
 		&r.Source.Name, &r.Source.Path, &r.Source.Line, &r.Source.Revision, &runAt, &leased, &suspended, &blocked, &r.Status.Orphaned)...)
 	if err != nil {
-		return r, err
+		return err
 	}
 	r.Status.NextReconcileTime = status.NextReconcile(runAt, leased, suspended, blocked)
 	if err := decodeStrings(labels, &r.Metadata.Labels); err != nil {
-		return r, err
+		return err
 	}
 	r.Source.ResourceSet = r.Metadata.Labels[manifest.LabelResourceSet]
 	if err := decodeStrings(ann, &r.Metadata.Annotations); err != nil {
-		return r, err
+		return err
 	}
-	return r, decodeConditions(conds, &r.Status.Conditions)
+	return decodeConditions(conds, &r.Status.Conditions)
 }
 
 // attachEdges fills the DependsOn of items (whose ids are ids; 0: one known to have none)
@@ -203,16 +210,19 @@ func (s *Store) ListResources(ctx context.Context, sc Scope, f ResourceFilter) (
 	if err != nil {
 		return nil, "", err
 	}
-	var ids []int64
-	var deps []bool
-	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Resource, error) {
+	// Sized for the page and the row that says whether there is a next one.
+	items, ids, deps := make([]Resource, 0, limit+1), make([]int64, 0, limit+1), make([]bool, 0, limit+1)
+	for rows.Next() {
 		var id int64
 		var hasDeps bool
-		res, err := scanResource(r, &id, &hasDeps)
+		items = append(items, Resource{})
+		if err := scanResourceInto(rows, &items[len(items)-1], &id, &hasDeps); err != nil {
+			rows.Close()
+			return nil, "", err
+		}
 		ids, deps = append(ids, id), append(deps, hasDeps)
-		return res, err
-	})
-	if err != nil {
+	}
+	if err := rows.Err(); err != nil {
 		return nil, "", err
 	}
 	next := ""
