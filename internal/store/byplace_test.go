@@ -44,7 +44,7 @@ func TestByPlace(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The update leaves out the last row by a condition of its own: not found by key either.
-	const flip = `UPDATE resource_queue q SET dirty = NOT q.dirty FROM unnest($1::bigint[], $3::tid[]) AS x(id, at)
+	flip := `UPDATE resource_queue q SET dirty = NOT q.dirty FROM unnest($1::bigint[], ` + placesParam(3) + `) AS x(id, at)
 		WHERE q.id = x.id AND %s AND q.id <> $2::bigint`
 	if err := byPlace(ctx, tx, flip, "resource_queue", "q", ids, ids[2], places); err != nil {
 		t.Fatal(err)

@@ -210,8 +210,10 @@ func (s *Store) ListResources(ctx context.Context, sc Scope, f ResourceFilter) (
 	if err != nil {
 		return nil, "", err
 	}
-	// Sized for the page and the row that says whether there is a next one.
-	items, ids, deps := make([]Resource, 0, limit+1), make([]int64, 0, limit+1), make([]bool, 0, limit+1)
+	// Sized for the page and the row that says whether there is a next one, up to a size
+	// that a selective filter on a large page need not pay for; it grows past that.
+	n := min(limit+1, 128)
+	items, ids, deps := make([]Resource, 0, n), make([]int64, 0, n), make([]bool, 0, n)
 	for rows.Next() {
 		var id int64
 		var hasDeps bool

@@ -985,6 +985,9 @@ func (s *Store) SaveActionState(ctx context.Context, id int64, token string, sta
 	var v any
 	if len(state) > 0 {
 		v = string(state)
+		if st := storableJSON(state); st != nil {
+			v = string(st) // a NUL escape, which jsonb refuses, as U+FFFD
+		}
 	}
 	// The resources row is locked first (as every writer that ends a lease locks it before
 	// the queue row), then the token read by a statement of its own, whose snapshot is taken

@@ -55,3 +55,25 @@ func TestSaveActionStateAfterRelease(t *testing.T) {
 		t.Errorf("SaveActionState after the release: err %v, action_state %s; want ErrLeaseLost and nothing written", err, s)
 	}
 }
+
+// TestSaveActionStateNUL: a checkpoint whose JSON holds the \u0000 escape, which jsonb
+// refuses, is stored with U+FFFD in its place; the text \u0000 stays as written.
+func TestSaveActionStateNUL(t *testing.T) {
+	st := openTest(t, "infra")
+	ctx := context.Background()
+	seedDue(t, st, "x")
+	cs, err := st.Claim(ctx, "A", 1, time.Minute)
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("claim: %v %v", cs, err)
+	}
+	if err := st.SaveActionState(ctx, cs[0].ID, cs[0].LeaseToken, []byte(`{"nul":"a\u0000b","text":"\\u0000"}`)); err != nil {
+		t.Fatal(err)
+	}
+	var nul, text string
+	if err := st.pool.QueryRow(ctx, "SELECT action_state->>'nul', action_state->>'text' FROM resources WHERE id = $1", cs[0].ID).Scan(&nul, &text); err != nil {
+		t.Fatal(err)
+	}
+	if nul != "a\ufffdb" || text != `\u0000` {
+		t.Errorf("stored %q and %q, want %q and %q", nul, text, "a\ufffdb", `\u0000`)
+	}
+}
