@@ -100,6 +100,9 @@ type ResourceSummary struct {
 	Suspended  bool // an operator suspended it
 }
 
+// summaryColumns reads the queue row's columns by subqueries of the select list, which run
+// for the rows of the page alone: a join reads the queue row of every row matching before
+// the sort and limit (the Failed filter with 10,000 failing of a million: 130 ms against 31).
 const summaryColumns = `namespace, kind, name, source, file_path, file_line, revision, labels, generation, observed_generation,
 	phase, message, COALESCE((SELECT c FROM jsonb_array_elements(conditions) c WHERE c->>'type' = 'Ready' LIMIT 1), 'null'),
 	attempt, GREATEST(status_updated_at, (SELECT q.last_reconcile_time FROM resource_queue q WHERE q.id = resources.id)), deletion_timestamp IS NOT NULL, orphaned,
