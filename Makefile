@@ -72,6 +72,7 @@ FUZZ_TARGETS := \
 	internal/store:FuzzDecodeStrings \
 	internal/store:FuzzDecodeConditions \
 	internal/store:FuzzConditionsJSON \
+	internal/store:FuzzStorableJSON \
 	internal/config:FuzzParse \
 	actions/execaction:FuzzParseReply \
 	actions/execaction:FuzzOutputCapture \

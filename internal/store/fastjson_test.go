@@ -253,13 +253,22 @@ func sameJSON(a, b string) bool {
 // (an escaped backslash before u0000) stays as written.
 func TestStorableJSON(t *testing.T) {
 	for in, want := range map[string]string{
-		`"a\u0000b"`:       `"a\ufffdb"`,
-		`"\\u0000"`:        `"\\u0000"`,
-		`"\\\u0000"`:       `"\\\ufffd"`,
-		`{"\u0000": "\\"}`: `{"\ufffd": "\\"}`,
-		`"\\\\u0000"`:      `"\\\\u0000"`,
-		`["\"\u0000", 1]`:  `["\"\ufffd", 1]`,
-		`"plain"`:          `"plain"`,
+		`"a\u0000b"`:           `"a\ufffdb"`,
+		`"\\u0000"`:            `"\\u0000"`,
+		`"\\\u0000"`:           `"\\\ufffd"`,
+		`{"\u0000": "\\"}`:     `{"\ufffd": "\\"}`,
+		`"\\\\u0000"`:          `"\\\\u0000"`,
+		`["\"\u0000", 1]`:      `["\"\ufffd", 1]`,
+		`"plain"`:              `"plain"`,
+		`"\ud83d\ude00"`:       `"\ud83d\ude00"`,
+		`"\uD83D\uDE00 x"`:     `"\uD83D\uDE00 x"`,
+		`"\ud800"`:             `"\ufffd"`,
+		`"\udc00\ud800"`:       `"\ufffd\ufffd"`,
+		`"\ud800\u0041"`:       `"\ufffd\u0041"`,
+		`"\ud800\ud800\udc00"`: `"\ufffd\ud800\udc00"`,
+		`"\\ud800"`:            `"\\ud800"`,
+		`"\u00e9\ud800x"`:      `"\u00e9\ufffdx"`,
+		`{"\uDBFF": 1}`:        `{"\ufffd": 1}`,
 	} {
 		if got := string(storableJSON([]byte(in))); got != want {
 			t.Errorf("%s: %s, want %s", in, got, want)
@@ -290,4 +299,125 @@ func FuzzConditionsJSON(f *testing.F) {
 			t.Fatalf("%#v: wrote %s, json.Marshal and storableJSON %s", cs, got, storableJSON(m))
 		}
 	})
+}
+
+// TestStorableJSONIntoJSONB: what storableJSON returns, jsonb accepts, holding what
+// encoding/json reads from the input (which reads a lone surrogate as U+FFFD too) with NULs
+// as U+FFFD.
+func TestStorableJSONIntoJSONB(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := Open(ctx, pgtest.NewDatabase(t, MigrateURL), Options{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	for _, in := range []string{`{"a": "\u0000"}`, `{"a": "\ud800"}`, `{"a": "\udfff\ud83d"}`, `["\ud83d\ude00", "\\ud800", "\\u0000"]`,
+		`{"\u0000k": {"\ud800": ["\u0000\udc00x"]}}`, `"\uDBFF\uDFFF"`, `"\u00e9"`} {
+		out := storableJSON([]byte(in))
+		var text string
+		if err := st.pool.QueryRow(ctx, `SELECT $1::jsonb::text`, string(out)).Scan(&text); err != nil {
+			t.Errorf("%s stored as %s: %v", in, out, err)
+			continue
+		}
+		var got, want any
+		if err := json.Unmarshal([]byte(text), &got); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal([]byte(in), &want); err != nil {
+			t.Fatal(err)
+		}
+		if want = withoutNUL(want); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: jsonb holds %s, want %#v", in, text, want)
+		}
+	}
+}
+
+// withoutNUL is v with every NUL of its strings and keys as U+FFFD.
+func withoutNUL(v any) any {
+	switch x := v.(type) {
+	case string:
+		return strings.ReplaceAll(x, "\x00", "\ufffd")
+	case []any:
+		for i := range x {
+			x[i] = withoutNUL(x[i])
+		}
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[strings.ReplaceAll(k, "\x00", "\ufffd")] = withoutNUL(e)
+		}
+		return m
+	}
+	return v
+}
+
+// FuzzStorableJSON: storableJSON keeps what the JSON says, but for NULs and lone surrogates
+// (U+FFFD), and leaves neither escape in what it writes.
+func FuzzStorableJSON(f *testing.F) {
+	for _, in := range []string{`"a\u0000b"`, `"\\u0000"`, `"\ud800"`, `"\ud83d\ude00"`, `{"\u0000": ["\udc00", 1, null]}`, `"\uD800\u0041"`} {
+		f.Add([]byte(in))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		out := storableJSON(in)
+		if !json.Valid(in) {
+			if out != nil {
+				t.Fatalf("%q: invalid JSON gave %q", in, out)
+			}
+			return
+		}
+		var a, b any
+		if err := json.Unmarshal(in, &a); err != nil {
+			return // valid, but deeper than a decode goes
+		}
+		if err := json.Unmarshal(out, &b); err != nil {
+			t.Fatalf("%q: wrote %q, which does not decode: %v", in, out, err)
+		}
+		if !sameKeys(a) {
+			return // two keys that differ only by a NUL and a U+FFFD
+		}
+		if wa := withoutNUL(a); !reflect.DeepEqual(wa, b) {
+			t.Fatalf("%q: wrote %q: %#v, want %#v", in, out, b, wa)
+		}
+		for i := 0; i+1 < len(out); i++ {
+			if out[i] != '\\' {
+				continue
+			}
+			if out[i+1] != 'u' {
+				i++
+				continue
+			}
+			r := hex4(out[i+2 : i+6])
+			switch {
+			case 0xd800 <= r && r <= 0xdbff && i+12 <= len(out) && out[i+6] == '\\' && out[i+7] == 'u' &&
+				0xdc00 <= hex4(out[i+8:i+12]) && hex4(out[i+8:i+12]) <= 0xdfff:
+				i += 6 // a pair
+			case r == 0 || 0xd800 <= r && r <= 0xdfff:
+				t.Fatalf("%q: wrote %q, with \\u%04x left", in, out, r)
+			}
+			i += 5
+		}
+	})
+}
+
+// sameKeys reports whether no object in v has two keys that are one once NULs are U+FFFD.
+func sameKeys(v any) bool {
+	switch x := v.(type) {
+	case []any:
+		for _, e := range x {
+			if !sameKeys(e) {
+				return false
+			}
+		}
+	case map[string]any:
+		seen := make(map[string]bool, len(x))
+		for k, e := range x {
+			k = strings.ReplaceAll(k, "\x00", "\ufffd")
+			if seen[k] || !sameKeys(e) {
+				return false
+			}
+			seen[k] = true
+		}
+	}
+	return true
 }

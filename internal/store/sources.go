@@ -940,33 +940,66 @@ func lowerASCII(s string) string {
 	return string(b)
 }
 
-// storableJSON returns b if PostgreSQL's jsonb accepts it: valid JSON without the \u0000
-// escape (jsonb rejects it), which is replaced by \ufffd in a copy; the text \u0000 (an
+// storableJSON returns b if PostgreSQL's jsonb accepts it: valid JSON without the escapes
+// jsonb refuses, \u0000 and a surrogate escape that is not half of a pair, which are
+// replaced by \ufffd in a copy (as json.Marshal writes invalid UTF-8); the text \u0000 (an
 // escaped backslash before it) is kept. Invalid JSON gives nil.
 func storableJSON(b []byte) []byte {
 	if len(b) == 0 || !json.Valid(b) {
 		return nil
 	}
-	if !bytes.Contains(b, []byte(`\u0000`)) {
+	if !bytes.Contains(b, []byte(`\u0000`)) && !bytes.Contains(b, []byte(`\ud`)) && !bytes.Contains(b, []byte(`\uD`)) {
 		return b
 	}
 	out := make([]byte, 0, len(b))
 	for i := 0; i < len(b); i++ {
-		if b[i] != '\\' || i+1 == len(b) {
+		if b[i] != '\\' {
 			out = append(out, b[i])
 			continue
 		}
-		// An escape: \u0000 becomes \ufffd, any other is copied whole (\\ among them, so the
-		// next backslash seen starts an escape of its own).
-		if bytes.HasPrefix(b[i:], []byte(`\u0000`)) {
-			out = append(out, `\ufffd`...)
-			i += len(`\u0000`) - 1
+		// An escape (valid JSON: a backslash is always one). \\ and the others are copied
+		// whole, so the next backslash seen starts an escape of its own.
+		if b[i+1] != 'u' {
+			out = append(out, b[i], b[i+1])
+			i++
 			continue
 		}
-		out = append(out, b[i], b[i+1])
-		i++
+		r := hex4(b[i+2 : i+6])
+		switch {
+		case r == 0, 0xdc00 <= r && r <= 0xdfff:
+			out = append(out, `\ufffd`...)
+		case 0xd800 <= r && r <= 0xdbff:
+			if i+12 <= len(b) && b[i+6] == '\\' && b[i+7] == 'u' {
+				if lo := hex4(b[i+8 : i+12]); 0xdc00 <= lo && lo <= 0xdfff {
+					out = append(out, b[i:i+12]...)
+					i += 11
+					continue
+				}
+			}
+			out = append(out, `\ufffd`...)
+		default:
+			out = append(out, b[i:i+6]...)
+		}
+		i += 5
 	}
 	return out
+}
+
+// hex4 reads the four hex digits of a \u escape of valid JSON.
+func hex4(h []byte) rune {
+	var r rune
+	for _, c := range h {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		default:
+			c -= 'A' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
 }
 
 // RecordSyncRecovered marks the source Ready again when the revision it has applied is the
