@@ -1,12 +1,14 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/status"
@@ -269,6 +271,8 @@ func TestStorableJSON(t *testing.T) {
 		`"\\ud800"`:            `"\\ud800"`,
 		`"\u00e9\ud800x"`:      `"\u00e9\ufffdx"`,
 		`{"\uDBFF": 1}`:        `{"\ufffd": 1}`,
+		"\"a\xffb\"":           `"a\ufffdb"`,
+		"\"\xed\xa0\x80é\"":    `"\ufffd\ufffd\ufffdé"`,
 	} {
 		if got := string(storableJSON([]byte(in))); got != want {
 			t.Errorf("%s: %s, want %s", in, got, want)
@@ -313,7 +317,7 @@ func TestStorableJSONIntoJSONB(t *testing.T) {
 	}
 	t.Cleanup(st.Close)
 	for _, in := range []string{`{"a": "\u0000"}`, `{"a": "\ud800"}`, `{"a": "\udfff\ud83d"}`, `["\ud83d\ude00", "\\ud800", "\\u0000"]`,
-		`{"\u0000k": {"\ud800": ["\u0000\udc00x"]}}`, `"\uDBFF\uDFFF"`, `"\u00e9"`} {
+		`{"\u0000k": {"\ud800": ["\u0000\udc00x"]}}`, `"\uDBFF\uDFFF"`, `"\u00e9"`, "{\"a\xff\": \"\xc0\x80\xed\xa0\x80 é\"}"} {
 		out := storableJSON([]byte(in))
 		var text string
 		if err := st.pool.QueryRow(ctx, `SELECT $1::jsonb::text`, string(out)).Scan(&text); err != nil {
@@ -366,11 +370,21 @@ func FuzzStorableJSON(f *testing.F) {
 			}
 			return
 		}
-		var a, b any
-		if err := json.Unmarshal(in, &a); err != nil {
+		if !utf8.Valid(out) {
+			t.Fatalf("%q: wrote invalid UTF-8 %q", in, out)
+		}
+		decode := func(b []byte) (any, error) {
+			d := json.NewDecoder(bytes.NewReader(b))
+			d.UseNumber()
+			var v any
+			return v, d.Decode(&v)
+		}
+		a, err := decode(in)
+		if err != nil {
 			return // valid, but deeper than a decode goes
 		}
-		if err := json.Unmarshal(out, &b); err != nil {
+		b, err := decode(out)
+		if err != nil {
 			t.Fatalf("%q: wrote %q, which does not decode: %v", in, out, err)
 		}
 		if !sameKeys(a) {

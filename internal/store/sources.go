@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/trueup-dev/trueup/internal/changeplan"
@@ -940,19 +941,31 @@ func lowerASCII(s string) string {
 	return string(b)
 }
 
-// storableJSON returns b if PostgreSQL's jsonb accepts it: valid JSON without the escapes
-// jsonb refuses, \u0000 and a surrogate escape that is not half of a pair, which are
-// replaced by \ufffd in a copy (as json.Marshal writes invalid UTF-8); the text \u0000 (an
-// escaped backslash before it) is kept. Invalid JSON gives nil.
+// storableJSON returns valid JSON b as PostgreSQL's jsonb accepts it: what jsonb refuses,
+// the \u0000 escape, a surrogate escape that is not half of a pair and each byte of invalid
+// UTF-8, is replaced by \ufffd in a copy (what encoding/json reads them as, NUL aside); the
+// text \u0000 (an escaped backslash before it) is kept. Invalid JSON gives nil. Numbers
+// beyond PostgreSQL's numeric (an exponent past 131071) are left as they are.
 func storableJSON(b []byte) []byte {
 	if len(b) == 0 || !json.Valid(b) {
 		return nil
 	}
-	if !bytes.Contains(b, []byte(`\u0000`)) && !bytes.Contains(b, []byte(`\ud`)) && !bytes.Contains(b, []byte(`\uD`)) {
+	if !bytes.Contains(b, []byte(`\u0000`)) && !bytes.Contains(b, []byte(`\ud`)) && !bytes.Contains(b, []byte(`\uD`)) && utf8.Valid(b) {
 		return b
 	}
 	out := make([]byte, 0, len(b))
 	for i := 0; i < len(b); i++ {
+		if c := b[i]; c >= utf8.RuneSelf {
+			// Inside a string: valid JSON has no other bytes above ASCII.
+			r, size := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && size == 1 {
+				out = append(out, `\ufffd`...)
+				continue
+			}
+			out = append(out, b[i:i+size]...)
+			i += size - 1
+			continue
+		}
 		if b[i] != '\\' {
 			out = append(out, b[i])
 			continue
