@@ -10,7 +10,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
 	"github.com/trueup-dev/trueup/internal/status"
 )
 
@@ -152,11 +151,7 @@ func TestConditionsJSONAsEncodingJSON(t *testing.T) {
 func TestFastJSONThroughJSONB(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := Open(ctx, pgtest.NewDatabase(t, MigrateURL), Options{MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := openTest(t)
 	labels := []map[string]string{nil, {}, {"team": "t1", "app.kubernetes.io/name": "db"}, {"a": `quote " backslash \ tab 	`, "ключ": "😀 <&>"},
 		{strings.Repeat("k", 300): strings.Repeat("v", 3000)}}
 	for _, l := range labels {
@@ -311,11 +306,7 @@ func FuzzConditionsJSON(f *testing.F) {
 func TestStorableJSONIntoJSONB(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := Open(ctx, pgtest.NewDatabase(t, MigrateURL), Options{MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
+	st := openTest(t)
 	for _, in := range []string{`{"a": "\u0000"}`, `{"a": "\ud800"}`, `{"a": "\udfff\ud83d"}`, `["\ud83d\ude00", "\\ud800", "\\u0000"]`,
 		`{"\u0000k": {"\ud800": ["\u0000\udc00x"]}}`, `"\uDBFF\uDFFF"`, `"\u00e9"`, "{\"a\xff\": \"\xc0\x80\xed\xa0\x80 é\"}"} {
 		out := storableJSON([]byte(in))

@@ -15,12 +15,7 @@ import (
 func TestSaveActionStateAfterRelease(t *testing.T) {
 	st := openTest(t, "infra")
 	ctx := context.Background()
-	seedDue(t, st, "x")
-	cs, err := st.Claim(ctx, "A", 1, time.Minute)
-	if err != nil || len(cs) != 1 {
-		t.Fatalf("claim: %v %v", cs, err)
-	}
-	x := cs[0]
+	x := claimOne(t, st)
 	rel, err := st.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -61,19 +56,26 @@ func TestSaveActionStateAfterRelease(t *testing.T) {
 func TestSaveActionStateNUL(t *testing.T) {
 	st := openTest(t, "infra")
 	ctx := context.Background()
-	seedDue(t, st, "x")
-	cs, err := st.Claim(ctx, "A", 1, time.Minute)
-	if err != nil || len(cs) != 1 {
-		t.Fatalf("claim: %v %v", cs, err)
-	}
-	if err := st.SaveActionState(ctx, cs[0].ID, cs[0].LeaseToken, []byte(`{"nul":"a\u0000b","text":"\\u0000"}`)); err != nil {
+	x := claimOne(t, st)
+	if err := st.SaveActionState(ctx, x.ID, x.LeaseToken, []byte(`{"nul":"a\u0000b","text":"\\u0000"}`)); err != nil {
 		t.Fatal(err)
 	}
 	var nul, text string
-	if err := st.pool.QueryRow(ctx, "SELECT action_state->>'nul', action_state->>'text' FROM resources WHERE id = $1", cs[0].ID).Scan(&nul, &text); err != nil {
+	if err := st.pool.QueryRow(ctx, "SELECT action_state->>'nul', action_state->>'text' FROM resources WHERE id = $1", x.ID).Scan(&nul, &text); err != nil {
 		t.Fatal(err)
 	}
 	if nul != "a\ufffdb" || text != `\u0000` {
 		t.Errorf("stored %q and %q, want %q and %q", nul, text, "a\ufffdb", `\u0000`)
 	}
+}
+
+// claimOne seeds resource x of source infra, due, and claims it as replica A.
+func claimOne(t *testing.T, st *Store) Claimed {
+	t.Helper()
+	seedDue(t, st, "x")
+	cs, err := st.Claim(context.Background(), "A", 1, time.Minute)
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("claim: %v %v", cs, err)
+	}
+	return cs[0]
 }
