@@ -278,7 +278,7 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 			return ld.done(b, now, docs, resources, cel, merged, false), true
 		}
 	}
-	merged := mergeResources(kept, gone, made)
+	merged := mergeResources(kept, gone, made, ld.opts.ReuseSet)
 	if ld.opts.CheckReference != nil {
 		// Every resource's: the controller's grants may have changed (only made's when no
 		// kept resource has a dependency).
@@ -346,9 +346,10 @@ func findResource(resources []Resource, namespace, kind, name string) (int, bool
 
 // mergeResources is kept without the resources at gone (sorted indexes), with made merged
 // in; kept and made are sorted by namespace, kind and name, and no identity is in both. The
-// kept resources are copied in runs, between the few places where one goes or one comes.
-func mergeResources(kept []Resource, gone []int, made []Resource) []Resource {
-	out := make([]Resource, 0, withRoom(len(kept)-len(gone)+len(made)))
+// kept resources are copied in runs, between the few places where one goes or one comes,
+// into a new array (with room for a few more when room: resourcesCap).
+func mergeResources(kept []Resource, gone []int, made []Resource, room bool) []Resource {
+	out := make([]Resource, 0, resourcesCap(len(kept)-len(gone)+len(made), room))
 	from := 0 // the next of kept to copy
 	for _, r := range made {
 		to, _ := findResource(kept, r.Namespace, r.Kind, r.Name) // where r goes in kept
@@ -367,9 +368,13 @@ func mergeResources(kept []Resource, gone []int, made []Resource) []Resource {
 	return append(out, kept[from:]...)
 }
 
-// withRoom is the capacity of a Set's resources of n: a few more, so that the next load adding
-// a resource or two moves the others aside in place (mergeInPlace) instead of copying the Set.
-func withRoom(n int) int {
+// resourcesCap is the capacity of a Set's n resources: with room (a Set its Loader may write
+// into again, Options.ReuseSet), a few more, so that the next load adding a resource or two
+// moves the others aside in place (mergeInPlace) instead of copying the Set.
+func resourcesCap(n int, room bool) int {
+	if !room {
+		return n
+	}
 	return n + n/256 + 64
 }
 

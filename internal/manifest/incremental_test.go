@@ -347,7 +347,7 @@ func TestMergeInPlace(t *testing.T) {
 		slices.SortFunc(made, func(x, y Resource) int {
 			return cmp.Or(strings.Compare(x.Namespace, y.Namespace), strings.Compare(x.Name, y.Name))
 		})
-		want := mergeResources(slices.Clone(kept), gone, made)
+		want := mergeResources(slices.Clone(kept), gone, made, false)
 		room := slices.Grow(slices.Clone(kept), rng.IntN(4))
 		before := slices.Clone(room)
 		got, ok := mergeInPlace(room, gone, made)

@@ -801,11 +801,7 @@ func buildResources(items []resourceAt, room bool) ([]Resource, []transitionChec
 	}
 	// Each Resource is built on its own (decoded is only read): in parallel, since a
 	// ResourceSet makes Sets of 100,000.
-	size := len(items)
-	if room {
-		size = withRoom(size)
-	}
-	out := make([]Resource, len(items), size)
+	out := make([]Resource, len(items), resourcesCap(len(items), room))
 	const batch = 4096
 	parallel((len(items)+batch-1)/batch, func(b int) {
 		for i := b * batch; i < min(len(items), (b+1)*batch); i++ {

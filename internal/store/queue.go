@@ -986,7 +986,7 @@ func (s *Store) SaveActionState(ctx context.Context, id int64, token string, sta
 	if len(state) > 0 {
 		v = string(state)
 		if st := storableJSON(state); st != nil {
-			v = string(st) // a NUL escape, which jsonb refuses, as U+FFFD
+			v = string(st) // what jsonb refuses (a NUL, a lone surrogate, bad UTF-8) as U+FFFD
 		}
 	}
 	// The resources row is locked first (as every writer that ends a lease locks it before
@@ -999,7 +999,7 @@ func (s *Store) SaveActionState(ctx context.Context, id int64, token string, sta
 			return err
 		}
 		tag, err := tx.Exec(ctx, `UPDATE resources r SET action_state = $3::jsonb
-			WHERE r.id = $1 AND EXISTS (SELECT 1 FROM resource_queue q WHERE q.id = r.id AND q.lease_token = $2::text::uuid)`, id, token, v)
+			WHERE r.id = $1 AND EXISTS (SELECT 1 FROM resource_queue q WHERE q.id = r.id AND q.lease_token = $2)`, id, token, v)
 		if err != nil {
 			return err
 		}
