@@ -73,6 +73,7 @@ FUZZ_TARGETS := \
 	internal/store:FuzzDecodeConditions \
 	internal/store:FuzzConditionsJSON \
 	internal/store:FuzzStorableJSON \
+	internal/wire:FuzzWriteResources \
 	internal/config:FuzzParse \
 	actions/execaction:FuzzParseReply \
 	actions/execaction:FuzzOutputCapture \

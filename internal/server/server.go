@@ -554,7 +554,7 @@ func (s *Server) listResources(w http.ResponseWriter, r *http.Request) {
 	if s.fail(w, err) {
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": wireAll(items, resourceWire), "continue": next})
+	wire.WriteResources(w, http.StatusOK, items, resourceWire, next)
 }
 
 // resourceHistory answers for resources that are gone too: history outlives the row.

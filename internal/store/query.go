@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/status"
 )
@@ -91,24 +92,56 @@ const withQueue = " JOIN resource_queue USING (id)"
 // selects some before them. It leaves DependsOn to the caller (ListResources attaches it).
 func scanResource(row pgx.Row, extra ...any) (Resource, error) {
 	var r Resource
-	err := scanResourceInto(row, &r, extra...)
+	err := newResourceRow(false, extra...).scan(row, &r)
 	return r, err
 }
 
-// scanResourceInto is scanResource into *r, which a list passes as its slice's next element:
-// a resource scanned into a variable of its own is allocated and then copied.
-func scanResourceInto(row pgx.Row, r *Resource, extra ...any) error {
-	var labels, ann, conds []byte
-	var runAt *time.Time
-	var leased, suspended, blocked bool
-	err := row.Scan(append(extra, &r.APIVersion, &r.Kind, &r.Metadata.Name, &r.Metadata.Namespace, &r.Metadata.UID, &r.Metadata.Generation,
-		&labels, &ann, &r.Metadata.CreationTimestamp, &r.Metadata.DeletionTimestamp, &r.Spec, &r.Status.Phase,
-		&r.Status.ObservedGeneration, &conds, &r.Status.Message, &r.Status.Outputs, &r.Status.LastReconcileTime,
-		&r.Source.Name, &r.Source.Path, &r.Source.Line, &r.Source.Revision, &runAt, &leased, &suspended, &blocked, &r.Status.Orphaned)...)
-	if err != nil {
+// resourceRow holds the scan targets of rows of resourceColumns: a list reads each of its
+// rows through one, where targets made afresh for each row (the slice of them, the locals
+// they point at, copies of the jsonb that is decoded at once) cost a page of resources
+// several hundred bytes of garbage a row.
+type resourceRow struct {
+	r Resource
+	// Labels, annotations and conditions: as the driver holds them (read before the next
+	// row) when rows are read from pgx.Rows, else copies (QueryRow refuses DriverBytes).
+	driver                     [3]pgtype.DriverBytes
+	copies                     [3][]byte
+	rows                       bool
+	runAt                      *time.Time
+	leased, suspended, blocked bool
+	dest                       []any
+}
+
+// newResourceRow is a resourceRow whose scans fill extra first; rows says whether it scans
+// pgx.Rows (one row after another) rather than a QueryRow's single row.
+func newResourceRow(rows bool, extra ...any) *resourceRow {
+	s := &resourceRow{rows: rows}
+	r := &s.r
+	raw := [3]any{&s.copies[0], &s.copies[1], &s.copies[2]}
+	if rows {
+		raw = [3]any{&s.driver[0], &s.driver[1], &s.driver[2]}
+	}
+	s.dest = append(extra, &r.APIVersion, &r.Kind, &r.Metadata.Name, &r.Metadata.Namespace, &r.Metadata.UID, &r.Metadata.Generation,
+		raw[0], raw[1], &r.Metadata.CreationTimestamp, &r.Metadata.DeletionTimestamp, (*[]byte)(&r.Spec), &r.Status.Phase,
+		&r.Status.ObservedGeneration, raw[2], &r.Status.Message, (*[]byte)(&r.Status.Outputs), &r.Status.LastReconcileTime,
+		&r.Source.Name, &r.Source.Path, &r.Source.Line, &r.Source.Revision, &s.runAt, &s.leased, &s.suspended, &s.blocked, &r.Status.Orphaned)
+	return s
+}
+
+// scan reads row into *out (and the extra targets). Spec and outputs are scanned as the
+// []byte they are: pgx reads a *json.RawMessage through json.Unmarshal, which checks the
+// text that PostgreSQL's jsonb wrote and copies it.
+func (s *resourceRow) scan(row pgx.Row, out *Resource) error {
+	s.r = Resource{}
+	if err := row.Scan(s.dest...); err != nil {
 		return err
 	}
-	r.Status.NextReconcileTime = status.NextReconcile(runAt, leased, suspended, blocked)
+	labels, ann, conds := s.copies[0], s.copies[1], s.copies[2]
+	if s.rows {
+		labels, ann, conds = s.driver[0], s.driver[1], s.driver[2]
+	}
+	r := &s.r
+	r.Status.NextReconcileTime = status.NextReconcile(s.runAt, s.leased, s.suspended, s.blocked)
 	if err := decodeStrings(labels, &r.Metadata.Labels); err != nil {
 		return err
 	}
@@ -116,7 +149,11 @@ func scanResourceInto(row pgx.Row, r *Resource, extra ...any) error {
 	if err := decodeStrings(ann, &r.Metadata.Annotations); err != nil {
 		return err
 	}
-	return decodeConditions(conds, &r.Status.Conditions)
+	if err := decodeConditions(conds, &r.Status.Conditions); err != nil {
+		return err
+	}
+	*out = *r
+	return nil
 }
 
 // attachEdges fills the DependsOn of items (whose ids are ids; 0: one known to have none)
@@ -214,11 +251,12 @@ func (s *Store) ListResources(ctx context.Context, sc Scope, f ResourceFilter) (
 	// that a selective filter on a large page need not pay for; it grows past that.
 	n := min(limit+1, 128)
 	items, ids, deps := make([]Resource, 0, n), make([]int64, 0, n), make([]bool, 0, n)
+	var id int64
+	var hasDeps bool
+	row := newResourceRow(true, &id, &hasDeps)
 	for rows.Next() {
-		var id int64
-		var hasDeps bool
 		items = append(items, Resource{})
-		if err := scanResourceInto(rows, &items[len(items)-1], &id, &hasDeps); err != nil {
+		if err := row.scan(rows, &items[len(items)-1]); err != nil {
 			rows.Close()
 			return nil, "", err
 		}
