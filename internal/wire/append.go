@@ -30,8 +30,10 @@ func WriteResources[T any](w http.ResponseWriter, code int, items []T, conv func
 		r := conv(items[i])
 		var ok bool
 		if b, ok = appendResource(b, &r); !ok {
-			*bp = b
-			answerBuffers.Put(bp)
+			if cap(b) <= maxPooledAnswer {
+				*bp = b
+				answerBuffers.Put(bp)
+			}
 			all := make([]Resource, len(items))
 			for i := range items {
 				all[i] = conv(items[i])

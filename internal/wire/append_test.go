@@ -87,25 +87,38 @@ func TestWriteResourcesSameAsEncodingJSON(t *testing.T) {
 		name  string
 		items []Resource
 		cont  string
+		fast  bool // written by appendResource, not left to encoding/json
 	}{
-		{"none", []Resource{}, ""},
-		{"nil items", nil, "tok"},
-		{"zero resource", []Resource{{}}, ""},
-		{"full", []Resource{full, {}, full}, "next&page"},
+		{"none", []Resource{}, "", true},
+		{"nil items", nil, "tok", true},
+		{"zero resource", []Resource{{}}, "", true},
+		{"full", []Resource{full, {}, full}, "next&page", true},
 		{"empty maps and conditions", []Resource{{Metadata: Metadata{Labels: map[string]string{}, Annotations: map[string]string{}},
-			Status: ResourceStatus{Conditions: []status.Condition{}}, Spec: json.RawMessage(`{}`), DependsOn: []Dependency{}}}, ""},
-		{"many labels", []Resource{{Metadata: Metadata{Labels: many}}}, ""},
-		{"scalar specs", []Resource{{Spec: json.RawMessage(`"s <1>"`)}, {Spec: json.RawMessage(` 12 `)}, {Spec: json.RawMessage("null")}}, ""},
-		{"offset with seconds", []Resource{{Metadata: Metadata{CreationTimestamp: odd}}}, ""},
-		{"year beyond 9999", []Resource{{Metadata: Metadata{CreationTimestamp: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}}}, ""},
-		{"negative year", []Resource{{Status: ResourceStatus{LastReconcileTime: new(time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC))}}}, ""},
-		{"empty raw spec", []Resource{{Spec: json.RawMessage{}}}, ""},
-		{"unbalanced raw spec", []Resource{{Spec: json.RawMessage(`{"a": [1}`)}}, ""},
-		{"unterminated string", []Resource{{Status: ResourceStatus{Outputs: json.RawMessage(`{"a": "b}`)}}}, ""},
-		{"approval", []Resource{{Approval: &Approval{Name: "x", RequestedAt: at}}}, ""},
+			Status: ResourceStatus{Conditions: []status.Condition{}}, Spec: json.RawMessage(`{}`), DependsOn: []Dependency{}}}, "", true},
+		{"many labels", []Resource{{Metadata: Metadata{Labels: many}}}, "", true},
+		{"scalar specs", []Resource{{Spec: json.RawMessage(`"s <1>"`)}, {Spec: json.RawMessage(` 12 `)}, {Spec: json.RawMessage("null")}}, "", true},
+		{"year 0 and 9999", []Resource{{Metadata: Metadata{CreationTimestamp: time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC)},
+			Status: ResourceStatus{LastReconcileTime: new(time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.FixedZone("", -(23*3600+59*60))))}}}, "", true},
+		{"offset with seconds", []Resource{{Metadata: Metadata{CreationTimestamp: odd}}}, "", false},
+		{"year beyond 9999", []Resource{{Metadata: Metadata{CreationTimestamp: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}}}, "", false},
+		{"negative year", []Resource{{Status: ResourceStatus{LastReconcileTime: new(time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC))}}}, "", false},
+		{"empty raw spec", []Resource{{Spec: json.RawMessage{}}}, "", false},
+		{"unbalanced raw spec", []Resource{{Spec: json.RawMessage(`{"a": [1}`)}}, "", false},
+		{"unterminated string", []Resource{{Status: ResourceStatus{Outputs: json.RawMessage(`{"a": "b}`)}}}, "", false},
+		{"approval", []Resource{{Approval: &Approval{Name: "x", RequestedAt: at}}}, "", false},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { sameAsEncodingJSON(t, tt.items, tt.cont) })
+		t.Run(tt.name, func(t *testing.T) {
+			sameAsEncodingJSON(t, tt.items, tt.cont)
+			fast := true
+			for i := range tt.items {
+				_, ok := appendResource(nil, &tt.items[i])
+				fast = fast && ok
+			}
+			if fast != tt.fast {
+				t.Errorf("written by appendResource: %t, want %t", fast, tt.fast)
+			}
+		})
 	}
 }
 
@@ -125,22 +138,26 @@ func FuzzWriteResources(f *testing.F) {
 	f.Add("\u2028", "\xff", `[1, 2]`, int64(1<<40), "", false)
 	f.Add("", "", `{`, int64(-5), "\x00", true)
 	f.Fuzz(func(t *testing.T, key, value, raw string, nanos int64, reason string, deps bool) {
-		at := time.Unix(0, nanos).UTC()
+		// The zone's offset from the nanoseconds too: whole minutes and not, up to a day.
+		at := time.Unix(0, nanos).In(time.FixedZone("z", int(nanos%(25*3600))))
 		r := Resource{APIVersion: key, Kind: value,
-			Metadata: Metadata{Name: value, Labels: map[string]string{key: value, value: key}, CreationTimestamp: at},
-			Spec:     json.RawMessage(raw),
-			Status: ResourceStatus{Phase: reason, Conditions: []status.Condition{{Type: key, Status: value, Reason: reason, LastTransitionTime: at}},
-				Outputs: json.RawMessage(raw)},
-			Source: ResourceSource{Path: key, ResourceSet: reason}}
+			Metadata: Metadata{Name: value, Labels: map[string]string{key: value, value: key}, Annotations: map[string]string{reason: raw},
+				Generation: nanos, CreationTimestamp: at, DeletionTimestamp: &at},
+			Spec: json.RawMessage(raw),
+			Status: ResourceStatus{Phase: reason, ObservedGeneration: -nanos, Message: raw,
+				Conditions: []status.Condition{{Type: key, Status: value, Reason: reason, Message: raw, LastTransitionTime: at, ObservedGeneration: nanos}},
+				Outputs:    json.RawMessage(raw), NextReconcileTime: &at, Orphaned: deps},
+			Source: ResourceSource{Path: key, Line: int(nanos % 1000), ResourceSet: reason}}
 		if deps {
-			r.DependsOn = []Dependency{{Kind: key, Outputs: []string{value}}}
+			ready := nanos%2 == 0
+			r.DependsOn = []Dependency{{Kind: key, Outputs: []string{value}, Phase: reason, Ready: &ready}}
 		}
 		if !json.Valid([]byte(raw)) {
 			// Not jsonb's text: WriteResources answers what encoding/json does when its
 			// brackets and strings tell it apart, and nothing else is asked of it.
 			return
 		}
-		sameAsEncodingJSON(t, []Resource{r}, key)
+		sameAsEncodingJSON(t, []Resource{r, {}, r}, key)
 		// jsonb's own text of the value: what the store hands over.
 		var v any
 		if json.Unmarshal([]byte(raw), &v) == nil {
