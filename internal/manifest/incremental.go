@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -34,6 +35,16 @@ type basis struct {
 	cel             uint64
 	// deps is whether a resource of set may have dependencies (true once one has had).
 	deps bool
+	// counts is each file's share of docs, resources and cel: what a load that drops or
+	// changes the file takes off, without the file's parsed documents, which the Loader
+	// keeps only for a revision of up to Loader.keepDocuments resources.
+	counts map[string]fileCounts
+}
+
+// fileCounts is one file's documents and resources, and what its resources' rules cost.
+type fileCounts struct {
+	docs, resources int
+	cel             uint64
 }
 
 // basisFile is one file of a basis: its cache key, what renders it, and whether the caller
@@ -66,7 +77,8 @@ func newBasis(files []sources.File, docs []placed, set *Set, infos map[string]*t
 		return nil
 	}
 	b := &basis{key: key, files: make(map[string]basisFile, len(files)), set: set, types: set.Types, infos: infos,
-		typeFiles: map[string]bool{}, docs: len(docs), resources: len(set.Resources), cel: cel}
+		typeFiles: map[string]bool{}, docs: len(docs), resources: len(set.Resources), cel: cel,
+		counts: make(map[string]fileCounts, len(files))}
 	for _, f := range files {
 		if _, twice := b.files[f.Path]; twice || f.Refused != "" {
 			return nil
@@ -74,9 +86,15 @@ func newBasis(files []sources.File, docs []placed, set *Set, infos map[string]*t
 		b.files[f.Path] = basisFile{key: set.Files[f.Path], renderedBy: f.RenderedBy, rewritten: rewritten[f.Path]}
 	}
 	for _, p := range docs {
+		c := b.counts[p.file]
+		c.docs++
 		if p.doc.res == nil {
 			b.typeFiles[p.file] = true
+		} else {
+			c.resources++
+			c.cel += uint64(p.doc.res.celCost)
 		}
+		b.counts[p.file] = c
 	}
 	for i := range set.Resources {
 		b.deps = b.deps || len(set.Resources[i].DependsOn) > 0
@@ -127,31 +145,41 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 			dropped[p] = true
 		}
 	}
-	// The dropped files' share of the counts, and where their resources are in the basis's
-	// (sorted: found by identity), from their cached documents.
+	// The dropped files' share of the counts, and where their resources are in the basis's:
+	// found by their file, in one pass over it (in order, so gone is sorted).
 	docs, resources, cel := b.docs, b.resources, b.cel
+	counts := maps.Clone(b.counts)
 	kept := b.set.Resources
 	var gone []int
-	for p := range dropped {
-		e := ld.l.files[b.files[p].key]
-		if e == nil {
+	if len(dropped) > 0 {
+		n := 0
+		for p := range dropped {
+			c := counts[p]
+			docs, resources, cel, n = docs-c.docs, resources-c.resources, cel-c.cel, n+c.resources
+			delete(counts, p)
+		}
+		gone = make([]int, 0, n)
+		if len(dropped) == 1 {
+			var only string
+			for p := range dropped {
+				only = p
+			}
+			for i := range kept {
+				if kept[i].File == only {
+					gone = append(gone, i)
+				}
+			}
+		} else {
+			for i := range kept {
+				if dropped[kept[i].File] {
+					gone = append(gone, i)
+				}
+			}
+		}
+		if len(gone) != n {
 			return nil, false
 		}
-		docs -= len(e.docs)
-		for _, d := range e.docs {
-			if d.res == nil {
-				continue
-			}
-			resources--
-			cel -= uint64(d.res.celCost)
-			at, found := findResource(kept, d.res.namespace.String(), d.kind.String(), d.res.name)
-			if !found || kept[at].File != p {
-				return nil, false
-			}
-			gone = append(gone, at)
-		}
 	}
-	slices.Sort(gone)
 
 	// Parse the changed files (the cache may hold some), in path order as a full load.
 	slices.SortFunc(changed, func(a, c int) int { return cmp.Compare(files[a].Path, files[c].Path) })
@@ -182,6 +210,7 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 			src.origin = "rendered by " + f.RenderedBy
 		}
 		docs += len(e.docs)
+		counts[f.Path] = fileCounts{docs: len(e.docs), resources: len(e.docs)}
 		for k := range e.docs {
 			d := &e.docs[k]
 			if d.res == nil {
@@ -223,7 +252,11 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 	ld.celSpent.Store(spent)
 	ld.checkStale(items, stale)
 	for _, it := range items {
-		cel += uint64(it.p.doc.res.celCost)
+		cost := uint64(it.p.doc.res.celCost)
+		cel += cost
+		c := counts[it.p.file]
+		c.cel += cost
+		counts[it.p.file] = c
 		if len(it.p.doc.res.specErrs) > 0 {
 			return nil, false
 		}
@@ -272,10 +305,10 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 			for k, g := range gone {
 				kept[g] = made[k]
 			}
-			return ld.done(b, now, docs, resources, cel, kept, b.deps), true
+			return ld.done(b, now, counts, docs, resources, cel, kept, b.deps), true
 		}
 		if merged, ok := mergeInPlace(kept, gone, made); ok {
-			return ld.done(b, now, docs, resources, cel, merged, false), true
+			return ld.done(b, now, counts, docs, resources, cel, merged, false), true
 		}
 	}
 	merged := mergeResources(kept, gone, made, ld.opts.ReuseSet)
@@ -294,21 +327,24 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 	if (deps || (b.deps && !same)) && CycleErrors(graphNodes(merged)) != nil {
 		return nil, false
 	}
-	return ld.done(b, now, docs, resources, cel, merged, deps || b.deps), true
+	return ld.done(b, now, counts, docs, resources, cel, merged, deps || b.deps), true
 }
 
 // done makes the Set of an incremental load from b with resources, and makes it the basis;
 // deps is whether a resource may have dependencies.
-func (ld *load) done(b *basis, now map[string]basisFile, docs, resources int, cel uint64, merged []Resource, deps bool) *Set {
+func (ld *load) done(b *basis, now map[string]basisFile, counts map[string]fileCounts, docs, resources int, cel uint64, merged []Resource, deps bool) *Set {
 	if ld.opts.Parsed != nil {
 		// Only now: a load that gives up is followed by a full one, which calls it.
 		ld.opts.Parsed(docs)
 	}
 	set := &Set{Types: slices.Clone(b.types), Resources: merged, Files: make(map[string]string, len(now)), encryptedUnknown: ld.opts.EncryptedUnknown}
 	used := make(map[string]*fileEntry, len(now))
+	keep := ld.l.keepsDocuments(resources)
 	for p, f := range now {
 		set.Files[p] = f.key
-		used[f.key] = ld.l.files[f.key]
+		if e := ld.l.files[f.key]; e != nil && keep {
+			used[f.key] = e
+		}
 	}
 	ld.l.files = used
 	// The order of a full load's resources would keep dropped documents alive; the next full
@@ -316,7 +352,7 @@ func (ld *load) done(b *basis, now map[string]basisFile, docs, resources int, ce
 	ld.l.sorted = nil
 	ld.l.incrementals++
 	ld.l.last = &basis{key: b.key, files: now, set: set, types: b.types, infos: b.infos, typeFiles: b.typeFiles,
-		docs: docs, resources: resources, cel: cel, deps: deps}
+		docs: docs, resources: resources, cel: cel, deps: deps, counts: counts}
 	return set
 }
 

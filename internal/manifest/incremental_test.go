@@ -37,7 +37,10 @@ func TestIncrementalMatchesFull(t *testing.T) {
 			t.Errorf("%d loads were incremental, want most of those not rejected", incrementals.Load())
 		}
 	})
-	for seed := range uint64(40) {
+	// Seeds from 40 on load with a Loader that keeps no parsed documents once it has a
+	// basis (defaultKeepDocuments): its full loads parse every file again, its incremental
+	// ones find dropped files' resources in the basis's Set.
+	for seed := range uint64(60) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
 			rng := rand.New(rand.NewPCG(seed, 26))
@@ -67,6 +70,9 @@ func TestIncrementalMatchesFull(t *testing.T) {
 				}
 			}
 			l := NewLoader()
+			if seed >= 40 {
+				l.keepDocuments = 0
+			}
 			if seed%6 == 5 {
 				l.revisionBudget = 3000 // some revisions go over it
 			}
@@ -394,6 +400,65 @@ func TestIncrementalAddRemoveInPlace(t *testing.T) {
 		}
 		if &set.Resources[0] != first {
 			t.Fatalf("step %d: %d resources copied, not moved in place", step, len(set.Resources))
+		}
+	}
+}
+
+// TestLoaderWithoutDocuments: past keepDocuments resources the Loader drops the parsed
+// documents of its basis. A revision that changes files of resources still loads from the
+// basis (files the source leaves unread included); one with a problem is reported by a full
+// load and leaves the basis, so that the revision fixing it loads from the basis again; a
+// type change parses every file again. Each Set is the one a fresh Loader gives.
+func TestLoaderWithoutDocuments(t *testing.T) {
+	t.Parallel()
+	db := func(name string, storage int) string {
+		return fmt.Sprintf("---\napiVersion: example.com/v1\nkind: DatabaseCluster\nmetadata: {name: %s, namespace: ns}\nspec: {engine: postgres, storage_gb: %d}\n", name, storage)
+	}
+	l := NewLoader()
+	l.keepDocuments = 2 // the revisions hold three resources or more
+	steps := []struct {
+		name        string
+		files       []sources.File
+		incremental bool
+		problems    []string
+	}{
+		{"first", files("types.yaml", dbType, "a.yaml", db("a", 20), "b.yaml", db("b", 30)+db("b2", 31)), false, nil},
+		{"a file changes", files("types.yaml", dbType, "a.yaml", db("a", 21), "b.yaml", db("b", 30)+db("b2", 31)), true, nil},
+		{"a problem", files("types.yaml", dbType, "a.yaml", db("a", 5), "b.yaml", db("b", 30)+db("b2", 31)), false,
+			[]string{"a.yaml:5: spec.storage_gb: must be >= 10 but found 5"}},
+		{"fixed", files("types.yaml", dbType, "a.yaml", db("a", 22), "b.yaml", db("b", 30)+db("b2", 31)), true, nil},
+		{"a file goes, one comes", files("types.yaml", dbType, "a.yaml", db("a", 22), "c.yaml", db("c", 40)+db("c2", 41)), true, nil},
+		{"the type changes", files("types.yaml", strings.Replace(dbType, "default: 1}", "default: 3}", 1), "a.yaml", db("a", 22), "c.yaml", db("c", 40)+db("c2", 41)), false, nil},
+		{"a file changes again", files("types.yaml", strings.Replace(dbType, "default: 1}", "default: 3}", 1), "a.yaml", db("a", 23), "c.yaml", db("c", 40)+db("c2", 41)), true, nil},
+	}
+	for _, st := range steps {
+		before := l.incrementals
+		// As a folder source's partial fetch: the files the Loader holds come unread.
+		partial := slices.Clone(st.files)
+		for i, f := range partial {
+			if l.Holds(f.Path, f.Hash) {
+				partial[i].Data, partial[i].Unread = nil, true
+			}
+		}
+		got, err := l.Load(partial, Options{})
+		if errors.Is(err, ErrUnread) {
+			got, err = l.Load(st.files, Options{})
+		}
+		if inc := l.incrementals > before; inc != st.incremental {
+			t.Errorf("%s: incremental %t, want %t", st.name, inc, st.incremental)
+		}
+		if gotProblems := problems(t, err); !reflect.DeepEqual(gotProblems, st.problems) {
+			t.Fatalf("%s: problems %q, want %q", st.name, gotProblems, st.problems)
+		}
+		want, _ := NewLoader().Load(st.files, Options{})
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: Set differs from a fresh Loader's:\n%s", st.name, setDiff(got, want))
+		}
+		if len(l.files) != 0 || l.sorted != nil {
+			t.Errorf("%s: the Loader holds %d files' documents and %d sorted, want none", st.name, len(l.files), len(l.sorted))
+		}
+		if l.last == nil {
+			t.Fatalf("%s: no basis", st.name)
 		}
 	}
 }

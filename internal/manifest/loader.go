@@ -81,7 +81,8 @@ const EncryptedMarkerPrefix = "*** sops:"
 // Loader parses and validates revisions. Between loads it keeps the documents parsed from
 // each file content (by sources.File.Hash) and each compiled schema (by content hash), so a
 // revision that changes one file costs one file's parsing. It keeps only what the latest Load
-// used, so memory follows the size of the repository, not its history. A revision that
+// used, so memory follows the size of the repository, not its history, and drops the
+// documents of a revision of more than defaultKeepDocuments resources. A revision that
 // changes only files of resources is loaded from the last Set returned (incremental.go):
 // its work follows the files changed, not the revision. The next Set shares that Set's
 // resources (their specs, maps and slices): a caller reads a Set and never changes it, but
@@ -111,11 +112,28 @@ type Loader struct {
 	incrementals int
 	// released is the last Set when its caller handed it back (Release).
 	released *Set
+	// keepDocuments is defaultKeepDocuments; tests lower it.
+	keepDocuments int
 }
+
+// defaultKeepDocuments is the most resources of a revision whose parsed documents the Loader
+// keeps once it has loaded the revision as a basis (incremental.go). The documents spare a
+// full load their parsing and checks (a type changed, a revision with problems): 0.4 s
+// instead of 5 s at 200,000 resources. Past this size they are dropped: they cost about 200
+// bytes a resource beside the Set's own (560 against 340 bytes a resource at 100,000), and
+// a revision that changes files of resources alone loads from the basis without them.
+const defaultKeepDocuments = 50_000
 
 // NewLoader returns a Loader with empty caches.
 func NewLoader() *Loader {
-	return &Loader{files: map[string]*fileEntry{}, schemas: map[string]*compiledSchema{}, revisionBudget: celRevisionBudget}
+	return &Loader{files: map[string]*fileEntry{}, schemas: map[string]*compiledSchema{}, revisionBudget: celRevisionBudget,
+		keepDocuments: defaultKeepDocuments}
+}
+
+// keepsDocuments reports whether the Loader keeps the parsed documents of a basis of
+// resources resources (defaultKeepDocuments).
+func (l *Loader) keepsDocuments(resources int) bool {
+	return resources <= l.keepDocuments
 }
 
 // fileEntry is what one file content parses to, independent of its path.
@@ -222,9 +240,19 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 			return nil, ErrUnread
 		}
 	}
-	// The full load replaces the cache the basis reads: it stands again only if this load
-	// succeeds.
+	// A full load that fails leaves the basis as it was: it holds what the next load needs
+	// (a revision that fixes the problem loads from it), not the cache this load replaces.
+	// One that succeeds makes its own.
+	prev, loaded := l.last, false
 	l.last = nil
+	defer func() {
+		if !loaded && prev != nil {
+			l.last = prev
+			if !l.keepsDocuments(prev.resources) {
+				l.files, l.sorted = map[string]*fileEntry{}, nil
+			}
+		}
+	}()
 	docs := ld.parse(files)
 	runs, docs := ld.collectSets(files, docs)
 	if len(docs) > lim.MaxDocuments {
@@ -253,6 +281,10 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 		set.Files = ld.files
 	}
 	l.last = newBasis(files, docs, set, infos, ld.celTotal, basisKey, opts.Rewritten)
+	if l.last != nil && !l.keepsDocuments(len(set.Resources)) {
+		l.files, l.sorted = map[string]*fileEntry{}, nil
+	}
+	loaded = true
 	return set, nil
 }
 
@@ -1075,7 +1107,7 @@ func (l *Loader) Holds(path, hash string) bool {
 		return false
 	}
 	f, ok := l.last.files[path]
-	return ok && f.key == hash && f.renderedBy == "" && !f.rewritten && l.files[hash] != nil
+	return ok && f.key == hash && f.renderedBy == "" && !f.rewritten
 }
 
 // Release hands set, which the last Load returned, back to the Loader: the caller no longer
