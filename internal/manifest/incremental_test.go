@@ -462,3 +462,33 @@ func TestLoaderWithoutDocuments(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedLoadDropsDocuments: a full load that fails past keepDocuments documents leaves
+// none of them in the Loader, though the basis it leaves is small (a repository that grows
+// past the limit in a revision with a problem, or over a cap).
+func TestFailedLoadDropsDocuments(t *testing.T) {
+	t.Parallel()
+	db := func(name string, storage int) string {
+		return fmt.Sprintf("---\napiVersion: example.com/v1\nkind: DatabaseCluster\nmetadata: {name: %s, namespace: ns}\nspec: {engine: postgres, storage_gb: %d}\n", name, storage)
+	}
+	l := NewLoader()
+	l.keepDocuments = 5
+	first, err := l.Load(files("types.yaml", dbType, "a.yaml", db("a", 20)), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var big strings.Builder
+	for i := range 200 {
+		big.WriteString(db(fmt.Sprintf("b%d", i), 20))
+	}
+	big.WriteString(db("bad", 5))
+	for _, opts := range []Options{{}, {Limits: Limits{MaxResources: 50}}} {
+		if _, err := l.Load(files("types.yaml", strings.Replace(dbType, "minimum: 10,", "minimum: 11,", 1), "a.yaml", db("a", 20), "b.yaml", big.String()), opts); err == nil {
+			t.Fatal("want a problem")
+		}
+		if len(l.files) != 0 || l.sorted != nil || l.last == nil || l.last.set != first {
+			t.Errorf("%+v: the Loader holds %d files' documents and %d sorted (basis kept: %t), want none and the first basis",
+				opts.Limits, len(l.files), len(l.sorted), l.last != nil && l.last.set == first)
+		}
+	}
+}

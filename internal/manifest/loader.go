@@ -82,7 +82,8 @@ const EncryptedMarkerPrefix = "*** sops:"
 // each file content (by sources.File.Hash) and each compiled schema (by content hash), so a
 // revision that changes one file costs one file's parsing. It keeps only what the latest Load
 // used, so memory follows the size of the repository, not its history, and drops the
-// documents of a revision of more than defaultKeepDocuments resources. A revision that
+// documents of a revision of more than defaultKeepDocuments resources once that revision is
+// the basis of incremental loads (and those of a failed load that large). A revision that
 // changes only files of resources is loaded from the last Set returned (incremental.go):
 // its work follows the files changed, not the revision. The next Set shares that Set's
 // resources (their specs, maps and slices): a caller reads a Set and never changes it, but
@@ -243,17 +244,19 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	// A full load that fails leaves the basis as it was: it holds what the next load needs
 	// (a revision that fixes the problem loads from it), not the cache this load replaces.
 	// One that succeeds makes its own.
-	prev, loaded := l.last, false
+	// The documents it parsed are dropped with it past keepDocuments, as those of the basis.
+	prev, loaded, parsed := l.last, false, 0
 	l.last = nil
 	defer func() {
 		if !loaded && prev != nil {
 			l.last = prev
-			if !l.keepsDocuments(prev.resources) {
+			if !l.keepsDocuments(prev.resources) || !l.keepsDocuments(parsed) {
 				l.files, l.sorted = map[string]*fileEntry{}, nil
 			}
 		}
 	}()
 	docs := ld.parse(files)
+	parsed = len(docs)
 	runs, docs := ld.collectSets(files, docs)
 	if len(docs) > lim.MaxDocuments {
 		return nil, Errors{overCap("documents", len(docs), lim.MaxDocuments)}
