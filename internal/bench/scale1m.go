@@ -254,6 +254,9 @@ log: {level: info}
 		return err
 	}
 	record("rss_1m", rss, "MB", "≤ 300", atMost(300))
+	if err := recordRSSSplit(cmd.Process.Pid, "rss_1m"); err != nil {
+		return err
+	}
 	if s := logs.String(); strings.Contains(s, "lost") && strings.Contains(s, "lease") {
 		say("the server's log tells of its leases:\n%s", s)
 	}
