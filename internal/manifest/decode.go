@@ -18,8 +18,8 @@ import (
 // document is one decoded manifest, independent of the file path it was read from so that
 // it can be cached by content. Exactly one of typ, res and set is set when kind is known.
 //
-// The cache holds one document per manifest of the repository, so documents are kept
-// small: repeated strings are interned, label sets shared, hashes kept as sums, and the
+// The cache holds one document per manifest of the repository (up to
+// defaultKeepDocuments resources), so documents are kept small: repeated strings are interned, label sets shared, hashes kept as sums, and the
 // structural problems, rare, kept with the file (fileEntry.errs) rather than here.
 type document struct {
 	// Lines and positions as int32: a file has at most sources.MaxFileBytes bytes, so fewer

@@ -83,7 +83,8 @@ const EncryptedMarkerPrefix = "*** sops:"
 // revision that changes one file costs one file's parsing. It keeps only what the latest Load
 // used, so memory follows the size of the repository, not its history, and drops the
 // documents of a revision of more than defaultKeepDocuments resources once that revision is
-// the basis of incremental loads (and those of a failed load that large). A revision that
+// the basis of incremental loads (and, while it keeps a basis, those of a failed load that
+// large). A revision that
 // changes only files of resources is loaded from the last Set returned (incremental.go):
 // its work follows the files changed, not the revision. The next Set shares that Set's
 // resources (their specs, maps and slices): a caller reads a Set and never changes it, but
@@ -226,8 +227,8 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	}
 	lim := opts.Limits.withDefaults()
 	if len(files) > lim.MaxFiles {
-		// Before any parsing: the cap is there to bound that work.
-		l.last = nil
+		// Before any parsing: the cap is there to bound that work. The basis stays, as after
+		// any other problem.
 		return nil, Errors{overCap("files", len(files), lim.MaxFiles)}
 	}
 	basisKey := optionsKey(opts, l.revisionBudget)
@@ -241,10 +242,10 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 			return nil, ErrUnread
 		}
 	}
-	// A full load that fails leaves the basis as it was: it holds what the next load needs
-	// (a revision that fixes the problem loads from it), not the cache this load replaces.
-	// One that succeeds makes its own.
-	// The documents it parsed are dropped with it past keepDocuments, as those of the basis.
+	// A full load that fails leaves the basis as it was: the basis holds what the next load
+	// needs (a revision that fixes the problem loads from it), whatever this load puts in
+	// the cache. One that succeeds makes its own. The documents a failed load parsed are
+	// dropped past keepDocuments, as those of the basis are.
 	prev, loaded, parsed := l.last, false, 0
 	l.last = nil
 	defer func() {

@@ -57,7 +57,8 @@ func (op *Opener) Prepare(files []sources.File) (*Revision, manifest.Errors) {
 	var errs manifest.Errors
 	var keep map[string]*Opened
 	for i, f := range files {
-		// An unread file is one the loader holds parsed as it is: not encrypted.
+		// An unread file is one whose resources the loader holds from that content, which it
+		// does only for files it does not rewrite: not encrypted.
 		if f.Refused != "" || f.Unread || !IsEncrypted(f.Data) {
 			continue
 		}

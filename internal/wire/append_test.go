@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,6 +81,11 @@ func TestWriteResourcesSameAsEncodingJSON(t *testing.T) {
 			{Kind: "Zone", Namespace: "prod", Name: "z", Outputs: nil, Phase: "Ready", Source: "s", Ready: &yes, Missing: true},
 		},
 	}
+	// Every field set somewhere in full but Approval (left to encoding/json): a field added
+	// to the resource's types and not to appendResource fails the comparison below.
+	if unset := unsetFields(reflect.ValueOf(full), "Resource"); len(unset) != 1 || unset[0] != "Resource.Approval" {
+		t.Fatalf("fields left unset in the full resource: %v", unset)
+	}
 	many := map[string]string{}
 	for i := range 40 {
 		many[strings.Repeat("k", i%7)+string(rune('a'+i%26))+strings.Repeat("z", i/26)] = "v"
@@ -122,6 +129,57 @@ func TestWriteResourcesSameAsEncodingJSON(t *testing.T) {
 	}
 }
 
+// unsetFields lists the fields of v, a struct, that are zero in v and, for a struct, a slice
+// or a pointer to one, in every element of it, by their path from name.
+func unsetFields(v reflect.Value, name string) []string {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return []string{name}
+		}
+		return unsetFields(v.Elem(), name)
+	case reflect.Slice:
+		if v.Len() == 0 {
+			return []string{name}
+		}
+		if e := v.Type().Elem(); e.Kind() != reflect.Struct || e == reflect.TypeFor[time.Time]() {
+			return nil
+		}
+		// A field is unset when no element sets it.
+		counts := map[string]int{}
+		for i := range v.Len() {
+			for _, f := range unsetFields(v.Index(i), name+"[]") {
+				counts[f]++
+			}
+		}
+		var out []string
+		for f, n := range counts {
+			if n == v.Len() {
+				out = append(out, f)
+			}
+		}
+		slices.Sort(out)
+		return out
+	case reflect.Struct:
+		if v.Type() == reflect.TypeFor[time.Time]() {
+			if v.IsZero() {
+				return []string{name}
+			}
+			return nil
+		}
+		var out []string
+		for i := range v.NumField() {
+			out = append(out, unsetFields(v.Field(i), name+"."+v.Type().Field(i).Name)...)
+		}
+		return out
+	default:
+		if v.IsZero() {
+			return []string{name}
+		}
+		return nil
+	}
+}
+
 func TestAppendStringSameAsEncodingJSON(t *testing.T) {
 	for _, s := range []string{"", "plain", "\"\\/", "\b\f\n\r\t\x00\x1f\x7f", "<>&", "\u2028\u2029", "é日本🎉", "\xff", "a\xe2\x80", "\xe2\x80\xa8x", "\xed\xa0\x80"} {
 		want, _ := json.Marshal(s)
@@ -131,8 +189,9 @@ func TestAppendStringSameAsEncodingJSON(t *testing.T) {
 	}
 }
 
-// FuzzWriteResources holds WriteResources to encoding/json's spelling for any strings, maps,
-// times and raw values (the raw ones as PostgreSQL's jsonb writes them, and any other).
+// FuzzWriteResources holds WriteResources to encoding/json's spelling for any strings, maps
+// and times, and for raw values that are JSON, as given and as PostgreSQL's jsonb spells
+// them (jsonb holds nothing else).
 func FuzzWriteResources(f *testing.F) {
 	f.Add("n", "v", `{"a": "<b>"}`, int64(0), "reason", true)
 	f.Add("\u2028", "\xff", `[1, 2]`, int64(1<<40), "", false)

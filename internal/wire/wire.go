@@ -10,11 +10,16 @@ import (
 
 // WriteJSON writes v as the JSON answer with code, never cached.
 func WriteJSON(w http.ResponseWriter, code int, v any) {
+	writeJSONHeader(w, code)
+	// Compact: a list page of 100 resources encodes twice as fast as indented.
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeJSONHeader writes the header of a JSON answer: never cached.
+func writeJSONHeader(w http.ResponseWriter, code int) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
-	// Compact: a list page of 100 resources encodes twice as fast as indented.
-	_ = json.NewEncoder(w).Encode(v)
 }
 
 // WriteError writes the error answer {"error": msg} with code.
