@@ -158,22 +158,17 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 			docs, resources, cel, n = docs-c.docs, resources-c.resources, cel-c.cel, n+c.resources
 			delete(counts, p)
 		}
-		gone = make([]int, 0, n)
+		// One file dropped, the usual case, is compared as a string, not looked up.
+		only := ""
 		if len(dropped) == 1 {
-			var only string
 			for p := range dropped {
 				only = p
 			}
-			for i := range kept {
-				if kept[i].File == only {
-					gone = append(gone, i)
-				}
-			}
-		} else {
-			for i := range kept {
-				if dropped[kept[i].File] {
-					gone = append(gone, i)
-				}
+		}
+		gone = make([]int, 0, n)
+		for i := range kept {
+			if f := kept[i].File; f == only || only == "" && dropped[f] {
+				gone = append(gone, i)
 			}
 		}
 		if len(gone) != n {

@@ -104,9 +104,7 @@ type resourceRow struct {
 	r Resource
 	// Labels, annotations and conditions: as the driver holds them (read before the next
 	// row) when rows are read from pgx.Rows, else copies (QueryRow refuses DriverBytes).
-	driver                     [3]pgtype.DriverBytes
-	copies                     [3][]byte
-	rows                       bool
+	raw                        [3][]byte
 	runAt                      *time.Time
 	leased, suspended, blocked bool
 	dest                       []any
@@ -115,11 +113,11 @@ type resourceRow struct {
 // newResourceRow is a resourceRow whose scans fill extra first; rows says whether it scans
 // pgx.Rows (one row after another) rather than a QueryRow's single row.
 func newResourceRow(rows bool, extra ...any) *resourceRow {
-	s := &resourceRow{rows: rows}
+	s := &resourceRow{}
 	r := &s.r
-	raw := [3]any{&s.copies[0], &s.copies[1], &s.copies[2]}
+	raw := [3]any{&s.raw[0], &s.raw[1], &s.raw[2]}
 	if rows {
-		raw = [3]any{&s.driver[0], &s.driver[1], &s.driver[2]}
+		raw = [3]any{(*pgtype.DriverBytes)(&s.raw[0]), (*pgtype.DriverBytes)(&s.raw[1]), (*pgtype.DriverBytes)(&s.raw[2])}
 	}
 	s.dest = append(extra, &r.APIVersion, &r.Kind, &r.Metadata.Name, &r.Metadata.Namespace, &r.Metadata.UID, &r.Metadata.Generation,
 		raw[0], raw[1], &r.Metadata.CreationTimestamp, &r.Metadata.DeletionTimestamp, (*[]byte)(&r.Spec), &r.Status.Phase,
@@ -136,10 +134,7 @@ func (s *resourceRow) scan(row pgx.Row, out *Resource) error {
 	if err := row.Scan(s.dest...); err != nil {
 		return err
 	}
-	labels, ann, conds := s.copies[0], s.copies[1], s.copies[2]
-	if s.rows {
-		labels, ann, conds = s.driver[0], s.driver[1], s.driver[2]
-	}
+	labels, ann, conds := s.raw[0], s.raw[1], s.raw[2]
 	r := &s.r
 	r.Status.NextReconcileTime = status.NextReconcile(s.runAt, s.leased, s.suspended, s.blocked)
 	if err := decodeStrings(labels, &r.Metadata.Labels); err != nil {

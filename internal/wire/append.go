@@ -69,18 +69,13 @@ func appendResource(b []byte, r *Resource) ([]byte, bool) {
 		return b, false
 	}
 	ok := true
-	b = append(b, `{"apiVersion":`...)
-	b = appendString(b, r.APIVersion)
-	b = append(b, `,"kind":`...)
-	b = appendString(b, r.Kind)
+	b = appendField(b, `{"apiVersion":`, r.APIVersion)
+	b = appendField(b, `,"kind":`, r.Kind)
 
 	m := &r.Metadata
-	b = append(b, `,"metadata":{"name":`...)
-	b = appendString(b, m.Name)
-	b = append(b, `,"namespace":`...)
-	b = appendString(b, m.Namespace)
-	b = append(b, `,"uid":`...)
-	b = appendString(b, m.UID)
+	b = appendField(b, `,"metadata":{"name":`, m.Name)
+	b = appendField(b, `,"namespace":`, m.Namespace)
+	b = appendField(b, `,"uid":`, m.UID)
 	b = append(b, `,"generation":`...)
 	b = strconv.AppendInt(b, m.Generation, 10)
 	b = append(b, `,"labels":`...)
@@ -96,14 +91,12 @@ func appendResource(b []byte, r *Resource) ([]byte, bool) {
 	b, ok = appendRaw(b, r.Spec, ok)
 
 	s := &r.Status
-	b = append(b, `,"status":{"phase":`...)
-	b = appendString(b, s.Phase)
+	b = appendField(b, `,"status":{"phase":`, s.Phase)
 	b = append(b, `,"observedGeneration":`...)
 	b = strconv.AppendInt(b, s.ObservedGeneration, 10)
 	b = append(b, `,"conditions":`...)
 	b, ok = appendConditions(b, s.Conditions, ok)
-	b = append(b, `,"message":`...)
-	b = appendString(b, s.Message)
+	b = appendField(b, `,"message":`, s.Message)
 	b = append(b, `,"outputs":`...)
 	b, ok = appendRaw(b, s.Outputs, ok)
 	b = append(b, `,"lastReconcileTime":`...)
@@ -117,20 +110,14 @@ func appendResource(b []byte, r *Resource) ([]byte, bool) {
 	}
 
 	src := &r.Source
-	b = append(b, `},"source":{"name":`...)
-	b = appendString(b, src.Name)
-	b = append(b, `,"path":`...)
-	b = appendString(b, src.Path)
+	b = appendField(b, `},"source":{"name":`, src.Name)
+	b = appendField(b, `,"path":`, src.Path)
 	if src.Line != 0 {
 		b = append(b, `,"line":`...)
 		b = strconv.AppendInt(b, int64(src.Line), 10)
 	}
-	b = append(b, `,"revision":`...)
-	b = appendString(b, src.Revision)
-	if src.ResourceSet != "" {
-		b = append(b, `,"resourceSet":`...)
-		b = appendString(b, src.ResourceSet)
-	}
+	b = appendField(b, `,"revision":`, src.Revision)
+	b = appendOmitEmpty(b, `,"resourceSet":`, src.ResourceSet)
 	b = append(b, '}')
 
 	if len(r.DependsOn) > 0 {
@@ -147,12 +134,9 @@ func appendResource(b []byte, r *Resource) ([]byte, bool) {
 }
 
 func appendDependency(b []byte, d *Dependency) []byte {
-	b = append(b, `{"kind":`...)
-	b = appendString(b, d.Kind)
-	b = append(b, `,"namespace":`...)
-	b = appendString(b, d.Namespace)
-	b = append(b, `,"name":`...)
-	b = appendString(b, d.Name)
+	b = appendField(b, `{"kind":`, d.Kind)
+	b = appendField(b, `,"namespace":`, d.Namespace)
+	b = appendField(b, `,"name":`, d.Name)
 	b = append(b, `,"explicit":`...)
 	b = strconv.AppendBool(b, d.Explicit)
 	b = append(b, `,"outputs":`...)
@@ -168,14 +152,8 @@ func appendDependency(b []byte, d *Dependency) []byte {
 		}
 		b = append(b, ']')
 	}
-	if d.Phase != "" {
-		b = append(b, `,"phase":`...)
-		b = appendString(b, d.Phase)
-	}
-	if d.Source != "" {
-		b = append(b, `,"source":`...)
-		b = appendString(b, d.Source)
-	}
+	b = appendOmitEmpty(b, `,"phase":`, d.Phase)
+	b = appendOmitEmpty(b, `,"source":`, d.Source)
 	if d.Ready != nil {
 		b = append(b, `,"ready":`...)
 		b = strconv.AppendBool(b, *d.Ready)
@@ -196,18 +174,10 @@ func appendConditions(b []byte, cs []status.Condition, ok bool) ([]byte, bool) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"type":`...)
-		b = appendString(b, c.Type)
-		b = append(b, `,"status":`...)
-		b = appendString(b, c.Status)
-		if c.Reason != "" {
-			b = append(b, `,"reason":`...)
-			b = appendString(b, c.Reason)
-		}
-		if c.Message != "" {
-			b = append(b, `,"message":`...)
-			b = appendString(b, c.Message)
-		}
+		b = appendField(b, `{"type":`, c.Type)
+		b = appendField(b, `,"status":`, c.Status)
+		b = appendOmitEmpty(b, `,"reason":`, c.Reason)
+		b = appendOmitEmpty(b, `,"message":`, c.Message)
 		b = append(b, `,"lastTransitionTime":`...)
 		b, ok = appendTime(b, &c.LastTransitionTime, ok)
 		if c.ObservedGeneration != 0 {
@@ -333,6 +303,20 @@ func appendEscapedHTML(b []byte, s []byte) []byte {
 		}
 	}
 	return append(b, s[last:]...)
+}
+
+// appendField appends key, the text before a member's value (`,"kind":`, with what closes or
+// opens objects around it), and s as a JSON string.
+func appendField(b []byte, key, s string) []byte {
+	return appendString(append(b, key...), s)
+}
+
+// appendOmitEmpty is appendField for a field tagged omitempty: nothing when s is "".
+func appendOmitEmpty(b []byte, key, s string) []byte {
+	if s == "" {
+		return b
+	}
+	return appendField(b, key, s)
 }
 
 const hexDigits = "0123456789abcdef"
