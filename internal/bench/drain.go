@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -86,6 +87,13 @@ func (b *bench) drainFresh(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if path := os.Getenv("TRUEUP_BENCH_ALLOCPROFILE"); path != "" {
+		// What the bench process allocated up to the end of the fresh pass (go tool pprof
+		// -sample_index=alloc_space): the seed's load and apply, then the reconciles.
+		if err := writeProfile(path, "allocs"); err != nil {
+			return err
+		}
+	}
 	again0, err := drainBegin(ctx, st, cluster)
 	if err != nil {
 		return err
@@ -107,16 +115,18 @@ func (b *bench) drainFresh(ctx context.Context) error {
 		record(p.name, p.f.rate, "1/s", target, ok)
 		record(p.name+"_cpu_pg", p.f.pgCPU, "µs", "", nil)
 		record(p.name+"_cpu_engine", p.f.engineCPU, "µs", "", nil)
+		record(p.name+"_alloc_engine", p.f.engineAlloc, "B", "", nil)
 	}
 	return nil
 }
 
 // drainFigures are one pass's throughput and CPU time per resource (µs).
-type drainFigures struct{ rate, pgCPU, engineCPU float64 }
+type drainFigures struct{ rate, pgCPU, engineCPU, engineAlloc float64 }
 
 // drainStart is what a pass is measured from: CPU times and the clock.
 type drainStart struct {
 	pgCPU, ownCPU time.Duration
+	allocs        uint64 // the bench process's heap allocations so far, bytes
 	at            time.Time
 }
 
@@ -129,7 +139,7 @@ func drainBegin(ctx context.Context, st *store.Store, cluster *pgembed.Cluster) 
 	if err != nil {
 		return drainStart{}, err
 	}
-	return drainStart{pgCPU: pg, ownCPU: cputime.Self(), at: time.Now()}, nil
+	return drainStart{pgCPU: pg, ownCPU: cputime.Self(), allocs: heapAllocs(), at: time.Now()}, nil
 }
 
 // drainPass waits until every resource is Ready, after making them all due again when again
@@ -169,7 +179,32 @@ func drainPass(ctx context.Context, st *store.Store, cluster *pgembed.Cluster, n
 	f.rate = float64(n) / took.Seconds()
 	f.pgCPU = 1e6 * (pgCPU1 - s.pgCPU).Seconds() / float64(n)
 	f.engineCPU = 1e6 * (ownCPU1 - s.ownCPU).Seconds() / float64(n)
+	f.engineAlloc = float64(heapAllocs()-s.allocs) / float64(n)
 	return f, nil
+}
+
+// writeProfile writes the named runtime/pprof profile to path.
+func writeProfile(path, name string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// heapAllocs is what the process has allocated on the heap so far, in bytes: the more a
+// reconcile allocates, the more often the collector marks what the process keeps.
+func heapAllocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }
 
 // enableStatements loads pg_stat_statements into the bench's own cluster (a restart).

@@ -193,6 +193,7 @@ log: {level: info}
 		say("first sync: %s", after.since(before, n, waits.applyStart().Sub(start), first))
 	}
 	record("sync_first_1m", first.Seconds(), "s", "≤ 30", atMost(30))
+	applied, _ := writeCosts(ctx, st, cluster, cmd.Process.Pid)
 
 	// A count of the table runs once the history (insert only, read by its last id) holds an
 	// attempt per resource (then every second), and every 10 s before: a count of every row
@@ -219,6 +220,10 @@ log: {level: info}
 	}
 	ready := time.Since(start)
 	say("all Ready")
+	if done, err := writeCosts(ctx, st, cluster, cmd.Process.Pid); err == nil && applied.rows != nil {
+		say("the drain: %s", done.drained(applied, n, ready-first))
+		say("the drain: %s", vacuumRuns(ctx, st))
+	}
 	// The sync and the reconciles of every resource are done: what waited on a lock then.
 	waits.stop()
 	if w := waits.String(); w != "" {
@@ -502,6 +507,36 @@ func (c writeCost) since(b writeCost, n int, parse, total time.Duration) string 
 	}
 	return fmt.Sprintf("%s; CPU serve %.1f s, postgres %.1f s; WAL %.2f KB per resource; rows per resource: resources %.2f, events %.2f, changes %.2f",
 		split, c.serveCPU-b.serveCPU, c.pgCPU-b.pgCPU, float64(c.wal-b.wal)/1024/float64(n), per("resources"), per("events"), per("changes"))
+}
+
+// drained tells what the reconciles of n resources cost from the first sync's end (b) to
+// all Ready: CPU of the server and of PostgreSQL per resource, WAL and event rows per resource.
+func (c writeCost) drained(b writeCost, n int, took time.Duration) string {
+	per := func(sec float64) float64 { return sec * 1e6 / float64(n) }
+	return fmt.Sprintf("%.1f s, %.0f 1/s; CPU serve %.1f s (%.0f µs a resource), postgres %.1f s (%.0f µs a resource); WAL %.2f KB per resource; events %.2f per resource",
+		took.Seconds(), float64(n)/took.Seconds(), c.serveCPU-b.serveCPU, per(c.serveCPU-b.serveCPU), c.pgCPU-b.pgCPU, per(c.pgCPU-b.pgCPU),
+		float64(c.wal-b.wal)/1024/float64(n), float64(c.rows["events"]-b.rows["events"])/float64(n))
+}
+
+// vacuumRuns lists how often autovacuum and autoanalyze ran on the tables a drain writes,
+// and the dead rows they hold.
+func vacuumRuns(ctx context.Context, st *store.Store) string {
+	rows, err := st.Pool().Query(ctx, `SELECT relname, autovacuum_count, autoanalyze_count, n_dead_tup FROM pg_stat_user_tables
+		WHERE relname IN ('resources', 'resource_queue', 'events', 'reconcile_history', 'changes') ORDER BY relname`)
+	if err != nil {
+		return err.Error()
+	}
+	defer rows.Close()
+	var b strings.Builder
+	b.WriteString("autovacuum / autoanalyze runs (dead rows):")
+	for rows.Next() {
+		var t string
+		var vac, an, dead int64
+		if rows.Scan(&t, &vac, &an, &dead) == nil {
+			fmt.Fprintf(&b, " %s %d / %d (%d)", t, vac, an, dead)
+		}
+	}
+	return b.String()
 }
 
 // lockWaits samples pg_stat_activity for sessions waiting on a lock (a renewal waiting on the
