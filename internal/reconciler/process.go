@@ -565,8 +565,11 @@ func (r *Reconciler) startLoop(in <-chan started) {
 // transaction ran goes into the next one, so under load the cost per result is a few rows,
 // not a round trip. Items stay leased (and renewed) until written.
 func (r *Reconciler) writeLoop(in <-chan pending) {
+	// One batch's room for all: a pending (the claim and the attempt) is about a kilobyte,
+	// and a batch grown from one element by appends copied it several times over.
+	batch := make([]pending, 0, maxBatch)
 	for first := range in {
-		batch := []pending{first}
+		batch = append(batch[:0], first)
 	drain:
 		for len(batch) < maxBatch {
 			select {
@@ -581,7 +584,10 @@ func (r *Reconciler) writeLoop(in <-chan pending) {
 		}
 		items := make([]store.Completion, len(batch))
 		tokens := make([]string, len(batch))
-		for i, p := range batch {
+		for i := range batch {
+			// Fn is called before this batch ends (r.complete returns after it): it may read
+			// the batch's element rather than a copy of its own.
+			p := &batch[i]
 			tokens[i] = p.c.LeaseToken
 			items[i] = store.Completion{ID: p.c.ID, Token: p.c.LeaseToken, Fn: func(cur store.Current) store.Update { return r.update(p.c, p.a, cur) },
 				Namespace: p.c.Namespace, Kind: p.c.Kind, Name: p.c.Name, Source: p.c.Source, Quiet: p.a.quiet(p.c)}
@@ -637,6 +643,7 @@ func (r *Reconciler) writeLoop(in <-chan pending) {
 		for _, p := range batch {
 			r.opts.Metrics.Reconciled(p.c.Kind, p.a.op, historyResult(p.a), p.a.ended.Sub(p.a.started), written.Sub(p.a.ended))
 		}
+		clear(batch) // what the attempts hold (specs, results, spans) is not kept until the next batch
 	}
 }
 

@@ -205,7 +205,8 @@ func (s *Store) ClaimFrom(ctx context.Context, owner string, n int, ttl time.Dur
 		if err != nil {
 			return err
 		}
-		claimed, err = pgx.CollectRows(rows, scanClaimed)
+		// Sized once: a Claimed is large, and a slice grown by doubling copies it over.
+		claimed, err = pgx.AppendRows(make([]Claimed, 0, len(ids)), rows, scanClaimed)
 		return err
 	})
 	if err != nil {
@@ -498,9 +499,9 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 			upd        updateBatch
 			approvals  approvalBatch
 			removes    []int64
-			events     []Event
-			history    []HistoryEntry
-			changes    []Change
+			events     = make([]Event, 0, len(items))
+			history    = make([]HistoryEntry, 0, len(items))
+			changes    = make([]Change, 0, len(items))
 			moved      []int64 // readiness or outputs changed, with dependents
 			outbox     []outboxItem
 			removedDep []int64 // removed, with dependencies
