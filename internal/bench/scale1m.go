@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,6 +69,9 @@ func scale1mPGSettings() ([]string, error) {
 		"min_wal_size=1GB",
 		"max_wal_size=4GB",
 		"wal_buffers=16MB",
+		// Every autovacuum and autoanalyze run logs its CPU: the group adds them up
+		// (autovacuumCPU).
+		"log_autovacuum_min_duration=0",
 	}, nil
 }
 
@@ -223,6 +227,9 @@ log: {level: info}
 	if done, err := writeCosts(ctx, st, cluster, cmd.Process.Pid); err == nil && applied.rows != nil {
 		say("the drain: %s", done.drained(applied, n, ready-first))
 		say("the drain: %s", vacuumRuns(ctx, st))
+	}
+	if spent, err := autovacuumCPU(filepath.Join(cluster.Dir(), "postgres.log")); err == nil && len(spent) > 0 {
+		say("autovacuum and autoanalyze CPU since the start (PostgreSQL's log): %s", spent)
 	}
 	// The sync and the reconciles of every resource are done: what waited on a lock then.
 	waits.stop()
@@ -538,6 +545,54 @@ func vacuumRuns(ctx context.Context, st *store.Store) string {
 	}
 	return b.String()
 }
+
+// autovacuumCPU adds up the CPU time (user and system) of the automatic vacuums and
+// analyzes that PostgreSQL logged (log_autovacuum_min_duration=0), per table, in seconds.
+func autovacuumCPU(logPath string) (vacuumCPU, error) {
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		return nil, err
+	}
+	out := vacuumCPU{}
+	table := ""
+	for _, line := range strings.Split(string(data), "\n") {
+		if m := autoRun.FindStringSubmatch(line); m != nil {
+			table = m[1] + " " + m[2]
+			continue
+		}
+		if m := autoUsage.FindStringSubmatch(line); m != nil && table != "" {
+			user, _ := strconv.ParseFloat(m[1], 64)
+			sys, _ := strconv.ParseFloat(m[2], 64)
+			out[table] += user + sys
+			table = ""
+		}
+	}
+	return out, nil
+}
+
+// vacuumCPU is CPU seconds per automatic run kind and table ("vacuum public.resources").
+type vacuumCPU map[string]float64
+
+func (v vacuumCPU) String() string {
+	keys := make([]string, 0, len(v))
+	total := 0.0
+	for k, s := range v {
+		keys = append(keys, k)
+		total += s
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%.1f s in all;", total)
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s %.1f s", k, v[k])
+	}
+	return b.String()
+}
+
+var (
+	autoRun   = regexp.MustCompile(`automatic (vacuum|analyze) of table "[^".]*\.([^"]*)"`)
+	autoUsage = regexp.MustCompile(`system usage: CPU: user: ([0-9.]+) s, system: ([0-9.]+) s`)
+)
 
 // lockWaits samples pg_stat_activity for sessions waiting on a lock (a renewal waiting on the
 // apply would show here) and keeps the longest wait seen per statement. It also notes when
