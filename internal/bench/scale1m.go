@@ -582,9 +582,13 @@ func (v vacuumCPU) String() string {
 	}
 	sort.Strings(keys)
 	var b strings.Builder
-	fmt.Fprintf(&b, "%.1f s in all;", total)
+	fmt.Fprintf(&b, "%.1f s in all", total)
+	sep := "; of which"
 	for _, k := range keys {
-		fmt.Fprintf(&b, " %s %.1f s", k, v[k])
+		if v[k] >= 0.05 { // the catalog's analyzes and the like, a few milliseconds each, are left out
+			fmt.Fprintf(&b, "%s %s %.1f s", sep, k, v[k])
+			sep = ","
+		}
 	}
 	return b.String()
 }
