@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
@@ -185,15 +186,19 @@ func drainPass(ctx context.Context, st *store.Store, cluster *pgembed.Cluster, n
 
 // writeProfile writes the named runtime/pprof profile to path.
 func writeProfile(path, name string) error {
+	runtime.GC() // the profile holds what the last completed collection saw
 	f, err := os.Create(path)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s profile: %w", name, err)
 	}
 	if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
 		f.Close()
-		return err
+		return fmt.Errorf("%s profile %s: %w", name, path, err)
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("%s profile %s: %w", name, path, err)
+	}
+	return nil
 }
 
 // heapAllocs is what the process has allocated on the heap so far, in bytes: the more a

@@ -197,7 +197,7 @@ log: {level: info}
 		say("first sync: %s", after.since(before, n, waits.applyStart().Sub(start), first))
 	}
 	record("sync_first_1m", first.Seconds(), "s", "≤ 30", atMost(30))
-	applied, _ := writeCosts(ctx, st, cluster, cmd.Process.Pid)
+	applied, appliedErr := writeCosts(ctx, st, cluster, cmd.Process.Pid)
 
 	// A count of the table runs once the history (insert only, read by its last id) holds an
 	// attempt per resource (then every second), and every 10 s before: a count of every row
@@ -224,7 +224,7 @@ log: {level: info}
 	}
 	ready := time.Since(start)
 	say("all Ready")
-	if done, err := writeCosts(ctx, st, cluster, cmd.Process.Pid); err == nil && applied.rows != nil {
+	if done, err := writeCosts(ctx, st, cluster, cmd.Process.Pid); err == nil && appliedErr == nil {
 		say("the drain: %s", done.drained(applied, n, ready-first))
 		say("the drain: %s", vacuumRuns(ctx, st))
 	}
@@ -539,15 +539,20 @@ func vacuumRuns(ctx context.Context, st *store.Store) string {
 	for rows.Next() {
 		var t string
 		var vac, an, dead int64
-		if rows.Scan(&t, &vac, &an, &dead) == nil {
-			fmt.Fprintf(&b, " %s %d / %d (%d)", t, vac, an, dead)
+		if err := rows.Scan(&t, &vac, &an, &dead); err != nil {
+			return b.String() + " " + err.Error()
 		}
+		fmt.Fprintf(&b, " %s %d / %d (%d)", t, vac, an, dead)
+	}
+	if err := rows.Err(); err != nil {
+		b.WriteString(" " + err.Error())
 	}
 	return b.String()
 }
 
 // autovacuumCPU adds up the CPU time (user and system) of the automatic vacuums and
-// analyzes that PostgreSQL logged (log_autovacuum_min_duration=0), per table, in seconds.
+// analyzes that PostgreSQL logged since the cluster started (log_autovacuum_min_duration=0,
+// a default of scale1mPGSettings), per table, in seconds.
 func autovacuumCPU(logPath string) (vacuumCPU, error) {
 	data, err := os.ReadFile(logPath)
 	if err != nil {
@@ -594,7 +599,7 @@ func (v vacuumCPU) String() string {
 }
 
 var (
-	autoRun   = regexp.MustCompile(`automatic (vacuum|analyze) of table "[^".]*\.([^"]*)"`)
+	autoRun   = regexp.MustCompile(`automatic (?:aggressive )?(vacuum|analyze)(?: to prevent wraparound)? of table "[^".]*\.([^"]*)"`)
 	autoUsage = regexp.MustCompile(`system usage: CPU: user: ([0-9.]+) s, system: ([0-9.]+) s`)
 )
 
