@@ -176,7 +176,7 @@ func drainPass(ctx context.Context, st *store.Store, cluster *pgembed.Cluster, n
 		return f, cpuErr
 	}
 	fmt.Fprintf(os.Stderr, "drain (%d resources, again %v, load %s): %s\n", n, again, loadAverage(), took.Round(time.Millisecond))
-	printDrainStats(ctx, st)
+	printDrainStats(ctx, st, "drain")
 	f.rate = float64(n) / took.Seconds()
 	f.pgCPU = 1e6 * (pgCPU1 - s.pgCPU).Seconds() / float64(n)
 	f.engineCPU = 1e6 * (ownCPU1 - s.ownCPU).Seconds() / float64(n)
@@ -226,14 +226,14 @@ func enableStatements(ctx context.Context, cluster *pgembed.Cluster) error {
 	return cluster.Restart(ctx)
 }
 
-// printDrainStats writes the statements that took the most time, and the update counts of
-// resources, to stderr.
-func printDrainStats(ctx context.Context, st *store.Store) {
+// printDrainStats writes the statements that took the most time, the index blocks and the
+// update counts of resources and resource_queue to stderr, each line led by label.
+func printDrainStats(ctx context.Context, st *store.Store, label string) {
 	rows, err := st.Pool().Query(ctx, `SELECT calls, rows, round(total_exec_time)::bigint, shared_blks_hit + shared_blks_read,
-		  left(regexp_replace(query, '\s+', ' ', 'g'), 110)
+		  COALESCE(left(regexp_replace(query, '\s+', ' ', 'g'), 110), '(no text)')
 		FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 12`)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "drain: statements:", err)
+		fmt.Fprintln(os.Stderr, label+": statements:", err)
 		return
 	}
 	var b strings.Builder
@@ -241,6 +241,7 @@ func printDrainStats(ctx context.Context, st *store.Store) {
 		var calls, nrows, ms, blks int64
 		var q string
 		if err := rows.Scan(&calls, &nrows, &ms, &blks, &q); err != nil {
+			fmt.Fprintf(&b, "  %v\n", err)
 			break
 		}
 		fmt.Fprintf(&b, "  %8d calls %9d rows %7d ms %10d blocks  %s\n", calls, nrows, ms, blks, q)
@@ -249,7 +250,7 @@ func printDrainStats(ctx context.Context, st *store.Store) {
 	rows, err = st.Pool().Query(ctx, `SELECT indexrelname, idx_blks_hit + idx_blks_read FROM pg_statio_user_indexes
 		WHERE relname IN ('resources', 'resource_queue') ORDER BY 2 DESC`)
 	if err == nil {
-		b.WriteString("drain: index blocks of resources and resource_queue:")
+		b.WriteString(label + ": index blocks of resources and resource_queue:")
 		for rows.Next() {
 			var name string
 			var blks int64
@@ -264,6 +265,6 @@ func printDrainStats(ctx context.Context, st *store.Store) {
 	_ = st.Pool().QueryRow(ctx, "SELECT n_tup_upd, n_tup_hot_upd, n_tup_ins FROM pg_stat_user_tables WHERE relname = 'resources'").Scan(&upd, &hot, &ins)
 	var qupd, qhot int64
 	_ = st.Pool().QueryRow(ctx, "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'resource_queue'").Scan(&qupd, &qhot)
-	fmt.Fprintf(os.Stderr, "drain: statements by time:\n%sdrain: resources updates %d (HOT %d), inserts %d; resource_queue updates %d (HOT %d)\n",
-		b.String(), upd, hot, ins, qupd, qhot)
+	fmt.Fprintf(os.Stderr, "%s: statements by time:\n%s%s: resources updates %d (HOT %d), inserts %d; resource_queue updates %d (HOT %d)\n",
+		label, b.String(), label, upd, hot, ins, qupd, qhot)
 }

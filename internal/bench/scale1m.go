@@ -72,6 +72,8 @@ func scale1mPGSettings() ([]string, error) {
 		// Every autovacuum and autoanalyze run logs its CPU: the group adds them up
 		// (autovacuumCPU).
 		"log_autovacuum_min_duration=0",
+		// The statements of the first sync and of the drain, by time (printDrainStats).
+		"shared_preload_libraries=pg_stat_statements",
 	}, nil
 }
 
@@ -140,6 +142,9 @@ func (b *bench) scale1mFigures(ctx context.Context) error {
 	if _, err := st.Migrate(ctx); err != nil {
 		return err
 	}
+	// Without the library (TRUEUP_BENCH_PG_SETTINGS that leave it out) the statements are
+	// not printed.
+	_, statsErr := st.Pool().Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -197,6 +202,13 @@ log: {level: info}
 		say("first sync: %s", after.since(before, n, waits.applyStart().Sub(start), first))
 	}
 	record("sync_first_1m", first.Seconds(), "s", "≤ 30", atMost(30))
+	if statsErr == nil {
+		// The drain's statements and table counters start here.
+		printDrainStats(ctx, st, "scale1m first sync")
+		if _, err := st.Pool().Exec(ctx, "SELECT pg_stat_statements_reset(), pg_stat_reset()"); err != nil {
+			return err
+		}
+	}
 	applied, appliedErr := writeCosts(ctx, st, cluster, cmd.Process.Pid)
 
 	// A count of the table runs once the history (insert only, read by its last id) holds an
@@ -227,6 +239,9 @@ log: {level: info}
 	if done, err := writeCosts(ctx, st, cluster, cmd.Process.Pid); err == nil && appliedErr == nil {
 		say("the drain: %s", done.drained(applied, n, ready-first))
 		say("the drain: %s", vacuumRuns(ctx, st))
+	}
+	if statsErr == nil {
+		printDrainStats(ctx, st, "scale1m drain")
 	}
 	if spent, err := autovacuumCPU(filepath.Join(cluster.Dir(), "postgres.log")); err == nil && len(spent) > 0 {
 		say("autovacuum and autoanalyze CPU since the start (PostgreSQL's log): %s", spent)
