@@ -452,11 +452,18 @@ func liveDependents(ctx context.Context, tx DB, ids []int64) (map[int64]dependen
 // replica died between a commit and its refresh): rows marked as waiting although the
 // claim's check would take them, and rows due but not marked although it would skip them. The maintenance sweep refreshes
 // them; normally the list is short.
+//
+// The claim's check skips only a row with edges of its own (has_deps) or one being deleted:
+// the rows due but not marked are looked for among those alone, found through
+// resource_edges' key and resources_source_deleting, not among every due row (at a million
+// rows due, a first sync's, that was 2.2 s of a sweep).
 func (s *Store) StaleWaits(ctx context.Context, limit int) ([]int64, error) {
 	rows, err := s.pool.Query(ctx, `
 		(SELECT r.id FROM resource_queue q JOIN resources r ON r.id = q.id WHERE q.blocked AND (true `+claimGateSQL+`) LIMIT $1)
 		UNION
-		(SELECT r.id FROM resource_queue q JOIN resources r ON r.id = q.id
+		(SELECT r.id FROM (SELECT DISTINCT resource_id AS id FROM resource_edges
+		                   UNION SELECT id FROM resources WHERE deletion_timestamp IS NOT NULL) c
+		   JOIN resources r ON r.id = c.id JOIN resource_queue q ON q.id = r.id
 		 WHERE q.lease_owner IS NULL AND q.run_at IS NOT NULL AND q.run_at <= now() AND NOT q.suspended AND NOT q.blocked
 		   AND NOT (true `+claimGateSQL+`)
 		 LIMIT $1)`, limit)

@@ -275,6 +275,29 @@ func TestClaimGateWithoutRefresh(t *testing.T) {
 	}
 }
 
+// The sweep also finds a row being deleted that others still depend on, due and not marked
+// as waiting (the claim's check skips it), and only that row.
+func TestStaleWaitsDeletingWithDependents(t *testing.T) {
+	t.Parallel()
+	st := openTest(t, "s")
+	ctx := context.Background()
+	applyRefreshed(t, st, "s", "r1", chainSet())
+	if _, err := st.pool.Exec(ctx, `UPDATE resources SET deletion_timestamp = now() WHERE kind = 'Network'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.pool.Exec(ctx, `UPDATE resource_queue q SET blocked = false, run_at = now() FROM resources r WHERE r.id = q.id AND r.kind = 'Network'`); err != nil {
+		t.Fatal(err)
+	}
+	var network int64
+	if err := st.pool.QueryRow(ctx, `SELECT id FROM resources WHERE kind = 'Network'`).Scan(&network); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := st.StaleWaits(ctx, 100)
+	if err != nil || !slices.Equal(ids, []int64{network}) {
+		t.Fatalf("stale waits %v %v, want [%d]", ids, err, network)
+	}
+}
+
 func TestDecideWait(t *testing.T) {
 	now := time.Now()
 	net := graph.ID{Kind: "Network", Namespace: "prod", Name: "core"}
