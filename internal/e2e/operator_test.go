@@ -41,8 +41,11 @@ func (e *env) callsOf(ns, name string) int {
 	return n
 }
 
-// TestManualReconcile: an operator's reconcile runs a Ready resource (resync off) within a
-// second, recorded in history as trigger manual with the token's name, and as an event.
+// TestManualReconcile: an operator's reconcile runs a Ready resource (resync off), recorded
+// in history as trigger manual with the token's name, and as an event. It runs within tens
+// of milliseconds on an idle machine (the log line says how long it took); the wait allows
+// for a machine running every package's tests at once, where a second was once too short
+// (claim_latency_p99 in make bench measures the latency).
 func TestManualReconcile(t *testing.T) {
 	t.Parallel()
 	e := setup(t, options{})
@@ -56,7 +59,7 @@ func TestManualReconcile(t *testing.T) {
 	if code := e.post("/api/v1/resources/prod/database/a/reconcile", ""); code != http.StatusAccepted {
 		t.Fatalf("reconcile = %d", code)
 	}
-	e.eventually(time.Second, "the manual attempt in history", func() (bool, string) {
+	e.eventually(10*time.Second, "the manual attempt in history", func() (bool, string) {
 		h, err := e.store.ListHistory(context.Background(), "prod", "Database", "a", 10)
 		if err != nil || len(h) == 0 {
 			return false, fmt.Sprint(err)
