@@ -453,15 +453,16 @@ func liveDependents(ctx context.Context, tx DB, ids []int64) (map[int64]dependen
 // claim's check would take them, and rows due but not marked although it would skip them. The maintenance sweep refreshes
 // them; normally the list is short.
 //
-// The claim's check skips only a row with edges of its own (has_deps) or one being deleted:
-// the rows due but not marked are looked for among those alone, found through
-// resource_edges' key and resources_source_deleting, not among every due row (at a million
-// rows due, a first sync's, that was 2.2 s of a sweep).
+// The claim's check skips only a row with edges of its own (it also asks has_deps, so the
+// rows with edges are a superset whatever has_deps says) or one being deleted: the rows due
+// but not marked are looked for among those alone, found through resource_edges' key and
+// resources_source_deleting, not among every due row (at a million rows due, a first
+// sync's, that was 2.2 s of a sweep).
 func (s *Store) StaleWaits(ctx context.Context, limit int) ([]int64, error) {
 	rows, err := s.pool.Query(ctx, `
 		(SELECT r.id FROM resource_queue q JOIN resources r ON r.id = q.id WHERE q.blocked AND (true `+claimGateSQL+`) LIMIT $1)
 		UNION
-		(SELECT r.id FROM (SELECT DISTINCT resource_id AS id FROM resource_edges
+		(SELECT r.id FROM (SELECT resource_id AS id FROM resource_edges
 		                   UNION SELECT id FROM resources WHERE deletion_timestamp IS NOT NULL) c
 		   JOIN resources r ON r.id = c.id JOIN resource_queue q ON q.id = r.id
 		 WHERE q.lease_owner IS NULL AND q.run_at IS NOT NULL AND q.run_at <= now() AND NOT q.suspended AND NOT q.blocked
