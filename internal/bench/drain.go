@@ -56,7 +56,7 @@ func (b *bench) drainFresh(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
-	if _, err := st.Pool().Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
+	if err := statementsView(ctx, st); err != nil {
 		return err
 	}
 	if err := b.seed(ctx, st, n); err != nil {
@@ -224,6 +224,16 @@ func enableStatements(ctx context.Context, cluster *pgembed.Cluster) error {
 		return err
 	}
 	return cluster.Restart(ctx)
+}
+
+// statementsView creates the pg_stat_statements view in st's database and reads it once: a
+// cluster that has not loaded the library creates the view, then fails to read it.
+func statementsView(ctx context.Context, st *store.Store) error {
+	if _, err := st.Pool().Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements"); err != nil {
+		return err
+	}
+	_, err := st.Pool().Exec(ctx, "SELECT 1 FROM pg_stat_statements LIMIT 1")
+	return err
 }
 
 // printDrainStats writes the statements that took the most time, the index blocks and the

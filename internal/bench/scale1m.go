@@ -142,12 +142,9 @@ func (b *bench) scale1mFigures(ctx context.Context) error {
 	if _, err := st.Migrate(ctx); err != nil {
 		return err
 	}
-	// Without the library (TRUEUP_BENCH_PG_SETTINGS that leave it out) the extension is
-	// created but its view fails: the statements are not printed.
-	_, statsErr := st.Pool().Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
-	if statsErr == nil {
-		_, statsErr = st.Pool().Exec(ctx, "SELECT 1 FROM pg_stat_statements LIMIT 1")
-	}
+	// Without the library (TRUEUP_BENCH_PG_SETTINGS that leave it out) the statements are not
+	// printed.
+	statsErr := statementsView(ctx, st)
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
