@@ -410,6 +410,16 @@ type pending struct {
 // maxBatch bounds how many results one transaction writes.
 const maxBatch = 256
 
+// resultWriters is how many result writers (writeLoop) take finished calls from the one
+// channel, each writing its own batches on a connection of its own. While one writer's
+// transaction waits for PostgreSQL (its statements, its commit's flush), the other gathers
+// and writes the next batch: with one writer a first reconcile of many resources was bound
+// by that one transaction at a time (drain_fresh 5,000–5,700 1/s against 7,200–7,300 with
+// two, at 50,000 resources on 2 cores). Batches stay free of deadlocks with each other as
+// they are with the start writer: a resource's result is in one batch (one lease), and every
+// batch locks its rows in id order.
+const resultWriters = 2
+
 // callStarting hands c to the start writer. It never blocks the call: starts has room for
 // every item the replica holds at once, and should the writer fall further behind (a database
 // that stalls it), the start waits in a pending list the writer drains after the channel.
@@ -563,7 +573,8 @@ func (r *Reconciler) startLoop(in <-chan started) {
 
 // writeLoop writes finished calls in batches: whatever has queued up while the previous
 // transaction ran goes into the next one, so under load the cost per result is a few rows,
-// not a round trip. Items stay leased (and renewed) until written.
+// not a round trip. Items stay leased (and renewed) until written. resultWriters of them
+// share in.
 func (r *Reconciler) writeLoop(in <-chan pending) {
 	// One batch's room for all: a pending (the claim and the attempt) is about a kilobyte,
 	// and a batch grown from one element by appends copied it several times over.

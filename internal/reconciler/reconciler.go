@@ -261,7 +261,12 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	// more than the idle workers so that workers never wait for the next claim.
 	queue := make(chan store.Claimed, queueSize(r.opts.Workers))
 	writerDone, startsDone := make(chan struct{}), make(chan struct{})
-	go func() { defer close(writerDone); r.writeLoop(r.completions) }()
+	var writers sync.WaitGroup
+	for range resultWriters {
+		writers.Add(1)
+		go func() { defer writers.Done(); r.writeLoop(r.completions) }()
+	}
+	go func() { writers.Wait(); close(writerDone) }()
 	go func() { defer close(startsDone); r.startLoop(r.starts) }()
 	var workers sync.WaitGroup
 	for i := 0; i < r.opts.Workers; i++ {
