@@ -287,6 +287,7 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	l.last = newBasis(files, docs, set, infos, ld.celTotal, basisKey, opts.Rewritten)
 	if l.last != nil && !l.keepsDocuments(len(set.Resources)) {
 		l.files, l.sorted = map[string]*fileEntry{}, nil
+		packResources(set.Resources)
 	}
 	loaded = true
 	return set, nil

@@ -1,0 +1,70 @@
+package manifest
+
+import (
+	"reflect"
+	"testing"
+	"unsafe"
+
+	"github.com/trueup-dev/trueup/sources"
+)
+
+// TestPackedBasis: a revision past keepDocuments keeps its Set with each chunk's names, spec
+// hashes and specs in shared blocks, and that Set is, value for value, the one a Loader that
+// keeps the documents returns; so are the Sets of a one-file change loaded from it and a full
+// load of that change.
+func TestPackedBasis(t *testing.T) {
+	const n = 2*packChunk + 17 // three chunks, the last one short
+	repo := widgetRepo(n)
+
+	kept := NewLoader()
+	want, err := kept.Load(repo, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := NewLoader()
+	l.keepDocuments = n - 1
+	got, err := l.Load(repo, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Resources, want.Resources) {
+		t.Fatal("the packed Set differs from the one whose documents are kept")
+	}
+	for i := 1; i < len(got.Resources); i++ {
+		a, b := &got.Resources[i-1], &got.Resources[i]
+		if cap(b.Spec) != len(b.Spec) {
+			t.Fatalf("resource %d: spec capacity %d, length %d", i, cap(b.Spec), len(b.Spec))
+		}
+		if i%packChunk == 0 {
+			continue // a chunk's first resource starts blocks of its own
+		}
+		if unsafe.Pointer(unsafe.StringData(b.Name)) != unsafe.Add(unsafe.Pointer(unsafe.StringData(a.SpecHash)), len(a.SpecHash)) {
+			t.Fatalf("resource %d: its name does not follow resource %d's spec hash in one block", i, i-1)
+		}
+		if unsafe.Pointer(unsafe.SliceData(b.Spec)) != unsafe.Add(unsafe.Pointer(unsafe.SliceData(a.Spec)), len(a.Spec)) {
+			t.Fatalf("resource %d: its spec does not follow resource %d's in one block", i, i-1)
+		}
+	}
+
+	// One file changes: the incremental load keeps the packed resources of the others.
+	changed := append([]sources.File(nil), repo...)
+	for i := range changed {
+		if changed[i].Path == "widgets/w0003.yaml" {
+			changed[i] = files("widgets/w0003.yaml", "apiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: w0001500, namespace: ns00}\nspec: {size: 7}\n")[0]
+		}
+	}
+	inc, err := l.Load(changed, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.incrementals != 1 {
+		t.Fatalf("%d incremental loads, want 1", l.incrementals)
+	}
+	full, err := NewLoader().Load(changed, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(inc.Resources, full.Resources) {
+		t.Fatal("the Set loaded from the packed basis differs from a full load")
+	}
+}
