@@ -123,7 +123,8 @@ type Loader struct {
 // full load their parsing and checks (a type changed, a revision with problems): 0.4 s
 // instead of 5 s at 200,000 resources. Past this size they are dropped: they cost about 200
 // bytes a resource beside the Set's own (560 against 340 bytes a resource at 100,000), and
-// a revision that changes files of resources alone loads from the basis without them.
+// a revision that changes files of resources alone loads from the basis without them; the
+// basis's resources then keep their own strings in shared blocks (packResources).
 const defaultKeepDocuments = 50_000
 
 // NewLoader returns a Loader with empty caches.
