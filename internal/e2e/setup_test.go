@@ -63,6 +63,7 @@ type options struct {
 	source      string                    // the source instead of infra on the test's repository (YAML flow mapping)
 	more        map[string]actions.Action // more actions, by name
 	hookSecret  string                    // the source's webhook secret ("": no webhook)
+	stderr      io.Writer                 // also gets the replicas' log, beside the test's
 }
 
 func setup(t *testing.T, o options) *env {
@@ -163,7 +164,11 @@ func (e *env) start(name string, o options) *daemon.Daemon {
 		_ = reg.Register(strings.TrimSuffix("test-"+name, "-"), func(json.RawMessage, actions.Env) (actions.Action, error) { return act, nil })
 	}
 	cfg := e.config(name, o)
-	d, err := daemon.New(cfg, daemon.Deps{Stderr: testWriter{e.t}, Registry: reg, Version: "test", Replica: name})
+	var stderr io.Writer = testWriter{e.t}
+	if o.stderr != nil {
+		stderr = io.MultiWriter(stderr, o.stderr)
+	}
+	d, err := daemon.New(cfg, daemon.Deps{Stderr: stderr, Registry: reg, Version: "test", Replica: name})
 	if err != nil {
 		e.t.Fatal(err)
 	}

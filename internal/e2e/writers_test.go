@@ -50,13 +50,14 @@ func (a *orderAction) Delete(context.Context, actions.Request) (actions.Result, 
 // on the one of half its number (a tree ten levels deep), reconciled by one replica whose
 // result writers share the drain while each result makes dependents due (dependency
 // refreshes beside the other writer's batch): every resource ends Ready after exactly one
-// call, no call began before its dependency was Ready, each call left one history row, and
-// no lease is left behind.
+// call, no call began before its dependency was Ready, each call left one history row, no
+// lease is left behind, and the replica logged no deadlock, failed batch or failed refresh.
 func TestResultWritersDrainAFleetWithDependencies(t *testing.T) {
 	t.Parallel()
 	const n = 600
 	act := &orderAction{calls: map[string]int{}}
-	e := setup(t, options{action: act, workers: 8})
+	var log lockedBuffer
+	e := setup(t, options{action: act, workers: 8, stderr: &log})
 	act.st = e.store
 	files := map[string]string{"manifests/t.yaml": dbType}
 	var docs [10][]string
@@ -112,4 +113,34 @@ func TestResultWritersDrainAFleetWithDependencies(t *testing.T) {
 	if leased != 0 {
 		t.Errorf("%d rows still leased after the drain", leased)
 	}
+	// A deadlock between the writers, or with a dependency refresh, is retried or caught up
+	// by the sweep, so the outcome alone would not show it: the log does.
+	if log.String() == "" {
+		t.Fatal("the replica's log did not reach the test")
+	}
+	for _, line := range strings.Split(log.String(), "\n") {
+		for _, bad := range []string{"deadlock", "the batch is written again", "write results as a batch failed", "refresh dependents", "lease lost"} {
+			if strings.Contains(line, bad) {
+				t.Errorf("the replica logged %q: %s", bad, line)
+			}
+		}
+	}
+}
+
+// lockedBuffer is a log sink written by the replica's goroutines and read by the test.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -260,13 +260,12 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	// The queue holds claimed items waiting for a worker: when calls are short, claims take
 	// more than the idle workers so that workers never wait for the next claim.
 	queue := make(chan store.Claimed, queueSize(r.opts.Workers))
-	writerDone, startsDone := make(chan struct{}), make(chan struct{})
+	startsDone := make(chan struct{})
 	var writers sync.WaitGroup
 	for range resultWriters {
 		writers.Add(1)
 		go func() { defer writers.Done(); r.writeLoop(r.completions) }()
 	}
-	go func() { writers.Wait(); close(writerDone) }()
 	go func() { defer close(startsDone); r.startLoop(r.starts) }()
 	var workers sync.WaitGroup
 	for i := 0; i < r.opts.Workers; i++ {
@@ -298,7 +297,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 	close(r.starts)
 	<-startsDone
 	close(r.completions)
-	<-writerDone
+	writers.Wait()
 	stopLoops()
 	wg.Wait()
 	return nil
