@@ -124,7 +124,7 @@ type Loader struct {
 // instead of 5 s at 200,000 resources. Past this size they are dropped: they cost about 200
 // bytes a resource beside the Set's own (560 against 340 bytes a resource at 100,000), and
 // a revision that changes files of resources alone loads from the basis without them; the
-// basis's resources then keep their own strings in shared blocks (packResources).
+// resources of that full load then keep their own strings in shared blocks (packResources).
 const defaultKeepDocuments = 50_000
 
 // NewLoader returns a Loader with empty caches.
@@ -288,7 +288,7 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	l.last = newBasis(files, docs, set, infos, ld.celTotal, basisKey, opts.Rewritten)
 	if l.last != nil && !l.keepsDocuments(len(set.Resources)) {
 		l.files, l.sorted = map[string]*fileEntry{}, nil
-		packResources(set.Resources)
+		packResources(set.Resources, opts.Rewritten)
 	}
 	loaded = true
 	return set, nil

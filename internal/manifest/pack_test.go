@@ -30,19 +30,17 @@ func TestPackedBasis(t *testing.T) {
 	if !reflect.DeepEqual(got.Resources, want.Resources) {
 		t.Fatal("the packed Set differs from the one whose documents are kept")
 	}
+	for i := range got.Resources {
+		if r := &got.Resources[i]; cap(r.Spec) != len(r.Spec) {
+			t.Fatalf("resource %d: spec capacity %d, length %d", i, cap(r.Spec), len(r.Spec))
+		}
+	}
 	for i := 1; i < len(got.Resources); i++ {
 		a, b := &got.Resources[i-1], &got.Resources[i]
-		if cap(b.Spec) != len(b.Spec) {
-			t.Fatalf("resource %d: spec capacity %d, length %d", i, cap(b.Spec), len(b.Spec))
-		}
-		if i%packChunk == 0 {
-			continue // a chunk's first resource starts blocks of its own
-		}
-		if unsafe.Pointer(unsafe.StringData(b.Name)) != unsafe.Add(unsafe.Pointer(unsafe.StringData(a.SpecHash)), len(a.SpecHash)) {
-			t.Fatalf("resource %d: its name does not follow resource %d's spec hash in one block", i, i-1)
-		}
-		if unsafe.Pointer(unsafe.SliceData(b.Spec)) != unsafe.Add(unsafe.Pointer(unsafe.SliceData(a.Spec)), len(a.Spec)) {
-			t.Fatalf("resource %d: its spec does not follow resource %d's in one block", i, i-1)
+		joined := packed(a, b)
+		if first := i%packChunk == 0; first == joined {
+			// A chunk's first resource starts blocks of its own.
+			t.Fatalf("resource %d (first of a chunk: %t) follows resource %d in one block: %t", i, first, i-1, joined)
 		}
 	}
 
@@ -67,4 +65,32 @@ func TestPackedBasis(t *testing.T) {
 	if !reflect.DeepEqual(inc.Resources, full.Resources) {
 		t.Fatal("the Set loaded from the packed basis differs from a full load")
 	}
+
+	// The resources of a file the caller rewrites keep their own strings.
+	rw := NewLoader()
+	rw.keepDocuments = n - 1
+	sealed, err := rw.Load(repo, Options{Rewritten: map[string]bool{"widgets/w0001.yaml": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inFile := 0
+	for i := 1; i < len(sealed.Resources); i++ {
+		a, b := &sealed.Resources[i-1], &sealed.Resources[i]
+		if a.File == "widgets/w0001.yaml" && b.File == a.File {
+			inFile++
+			if packed(a, b) {
+				t.Fatalf("resources %d and %d of a rewritten file share a block", i-1, i)
+			}
+		}
+	}
+	if inFile == 0 {
+		t.Fatal("no two neighbouring resources of the rewritten file")
+	}
+}
+
+// packed reports whether b's name follows a's spec hash and b's spec follows a's, as in
+// one chunk's blocks.
+func packed(a, b *Resource) bool {
+	return unsafe.Pointer(unsafe.StringData(b.Name)) == unsafe.Add(unsafe.Pointer(unsafe.StringData(a.SpecHash)), len(a.SpecHash)) &&
+		unsafe.Pointer(unsafe.SliceData(b.Spec)) == unsafe.Add(unsafe.Pointer(unsafe.SliceData(a.Spec)), len(a.Spec))
 }
