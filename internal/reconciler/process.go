@@ -415,9 +415,9 @@ const maxBatch = 256
 // resultWriters is how many result writers (writeLoop) take finished calls from the one
 // channel, each writing its own batches through a connection of the pool. While one
 // writer's statements run in PostgreSQL, the other gathers, builds and writes the next
-// batch (commits that notify still take turns): with one writer a first reconcile of many
-// resources was bound by that one transaction at a time (drain_fresh 5,000–5,700 1/s
-// against 7,200–7,300 with two, at 50,000 resources on 2 cores). Batches never deadlock
+// batch (commits that notify still take turns): one writer would hold a first reconcile of
+// many resources to one transaction at a time (drain_fresh 5,000–5,700 1/s with one,
+// 7,200–7,300 with two, at 50,000 resources on 2 cores). Batches never deadlock
 // with each other, as with the start writer: every batch locks its rows in id order, and a
 // result whose lease moved on (its resource claimed again meanwhile, perhaps in the other
 // writer's batch) is fenced out by its lease token.
