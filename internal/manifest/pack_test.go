@@ -89,8 +89,9 @@ func TestPackedBasis(t *testing.T) {
 }
 
 // packed reports whether b's name follows a's spec hash and b's spec follows a's, as in
-// one chunk's blocks.
+// one chunk's blocks. The addresses are compared as numbers: a's end may be its block's end.
 func packed(a, b *Resource) bool {
-	return unsafe.Pointer(unsafe.StringData(b.Name)) == unsafe.Add(unsafe.Pointer(unsafe.StringData(a.SpecHash)), len(a.SpecHash)) &&
-		unsafe.Pointer(unsafe.SliceData(b.Spec)) == unsafe.Add(unsafe.Pointer(unsafe.SliceData(a.Spec)), len(a.Spec))
+	addr := func(p *byte) uintptr { return uintptr(unsafe.Pointer(p)) }
+	return addr(unsafe.StringData(b.Name)) == addr(unsafe.StringData(a.SpecHash))+uintptr(len(a.SpecHash)) &&
+		addr(unsafe.SliceData(b.Spec)) == addr(unsafe.SliceData(a.Spec))+uintptr(len(a.Spec))
 }
