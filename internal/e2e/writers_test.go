@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/logbuf"
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
@@ -56,7 +57,7 @@ func TestResultWritersDrainAFleetWithDependencies(t *testing.T) {
 	t.Parallel()
 	const n = 600
 	act := &orderAction{calls: map[string]int{}}
-	var log lockedBuffer
+	var log logbuf.Buffer
 	e := setup(t, options{action: act, workers: 8, stderr: &log})
 	act.st = e.store
 	files := map[string]string{"manifests/t.yaml": dbType}
@@ -125,22 +126,4 @@ func TestResultWritersDrainAFleetWithDependencies(t *testing.T) {
 			}
 		}
 	}
-}
-
-// lockedBuffer is a log sink written by the replica's goroutines and read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
