@@ -43,7 +43,14 @@ data: {mode: base, count: "3", flag: "true", empty: ""}
 	"widgets/kustomization.yaml": "resources: [w.yaml]\n",
 	"widgets/w.yaml":             widgetDocs(0, 30),
 	"ov/x/replicas.yaml":         "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 5}\n",
-	"ov/x/json.yaml":             "- {op: replace, path: /spec/size, value: 7}\n- {op: add, path: /spec/extra, value: [1, 'two', {three: 3}]}\n",
+	"local/kustomization.yaml":   "resources: [local.yaml]\n",
+	"local/local.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: dropped, annotations: {config.kubernetes.io/local-config: 'true'}}\n---\n" +
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kept, annotations: {config.kubernetes.io/local-config: 'false'}}\n---\n" +
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain}\n",
+	"escaped/kustomization.yaml": "resources: [escaped.yaml]\n",
+	"escaped/escaped.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: escaped, annotations: {\"config.kubernetes.io/local\\x2Dconfig\": \"true\"}}\n---\n" +
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain}\n",
+	"ov/x/json.yaml": "- {op: replace, path: /spec/size, value: 7}\n- {op: add, path: /spec/extra, value: [1, 'two', {three: 3}]}\n",
 }
 
 // widgetDocs is a file of widgets from..to, the bench's shape.
@@ -67,6 +74,10 @@ var equivOverlays = []struct{ name, kust string }{
 	{"generators and their references", "resources: [../../base, ../../gen]\nconfigMapGenerator:\n- {name: settings, behavior: merge, literals: [mode=prod]}\n- {name: fresh, literals: [a=b]}\nnamePrefix: g-\n"},
 	{"images, replicas, replacements", "resources: [../../base]\nimages: [{name: nginx, newName: registry.example.com/nginx, newTag: '1.26'}]\nreplicas: [{name: web, count: 3}]\nreplacements:\n- source: {kind: ConfigMap, name: settings, fieldPath: data.mode}\n  targets: [{select: {kind: Service}, fieldPaths: [metadata.annotations.mode], options: {create: true}}]\n"},
 	{"a base of a base and own files", "resources: [../../mid, own.yaml]\nnamePrefix: n-\nnamespace: nested\n"},
+	{"local-config resources", "resources: [../../local, ../../widgets]\n"},
+	{"local-config spelled with escapes", "resources: [../../escaped, ../../widgets]\n"},
+	{"local-config set by a patch", "resources: [../../widgets]\npatches:\n- target: {kind: Widget, name: w0001}\n  patch: |-\n    - {op: add, path: /metadata/annotations, value: {config.kubernetes.io/local-config: 'true'}}\n"},
+	{"local-config set by an escaped annotation", "resources: [../../widgets]\ncommonAnnotations: {\"config.kubernetes.io/local\\u002Dconfig\": \"true\"}\n"},
 	{"sort order", "resources: [../../widgets, ../../base]\nsortOptions: {order: legacy}\n"},
 }
 

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"reflect"
 	"regexp"
 	"runtime"
 	"slices"
@@ -27,6 +28,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/sync/errgroup"
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/provider"
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/api/types"
@@ -278,8 +280,10 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 	kfile := t.kustomization(dir)
 	fs := filesys.MakeFsInMemory()
 	marked := make(map[string][]byte, len(c.read))
+	local := false
 	for p := range c.read {
 		data := t.files[p].Data
+		local = local || mayBeLocal(data)
 		switch {
 		case c.origins[p] && !c.other[p]:
 			data = mark(data, p)
@@ -324,7 +328,11 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 			return
 		}
 		runs.Add(1)
-		m, err := krusty.MakeKustomizer(options()).Run(fs, srcDir+"/"+dir)
+		k := krusty.MakeKustomizer(options())
+		if !local {
+			keepLocalConfigs(k)
+		}
+		m, err := k.Run(fs, srcDir+"/"+dir)
 		done <- result{m, err}
 	}()
 	var res result
@@ -379,6 +387,32 @@ func options() *krusty.Options {
 	o.PluginConfig = types.DisabledPluginConfig()
 	o.LoadRestrictions = types.LoadRestrictionsRootOnly
 	return o
+}
+
+// mayBeLocal tells whether a file a build reads may mark a resource local-config (the
+// annotation config.kubernetes.io/local-config, konfig.IgnoredByKustomizeAnnotation, which
+// keeps a resource out of kustomize's output): it names
+// the annotation (in a resource, a patch, commonAnnotations, a generator's options or a
+// replacement), or it holds a backslash, with which a double-quoted YAML string can spell
+// it with escapes.
+func mayBeLocal(data []byte) bool {
+	return bytes.Contains(data, []byte("local-config")) || bytes.IndexByte(data, '\\') >= 0
+}
+
+// keepLocalConfigs sets kustomize's IncludeLocalConfigs on the resource factory k builds
+// with, which krusty does not offer: when no file of a build may mark a resource
+// local-config, the pass that drops such resources removes none, yet costs a sixth of a
+// build (it copies every resource and appends them all again, each checked against those
+// before it). The factory sits in an unexported field of the Kustomizer; when a kustomize
+// version lays it out otherwise, nothing is set and the build runs the pass
+// (TestKeepLocalConfigs fails on such a version).
+func keepLocalConfigs(k *krusty.Kustomizer) bool {
+	f := reflect.ValueOf(k).Elem().FieldByName("depProvider")
+	if !f.IsValid() || f.Type() != reflect.TypeFor[*provider.DepProvider]() || f.IsNil() {
+		return false
+	}
+	(*provider.DepProvider)(f.UnsafePointer()).GetResourceFactory().IncludeLocalConfigs = true
+	return true
 }
 
 // originKey is the top-level field that carries a resource's origin file through the build
