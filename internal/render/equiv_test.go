@@ -77,7 +77,7 @@ var equivOverlays = []struct{ name, kust string }{
 	{"local-config resources", "resources: [../../local, ../../widgets]\n"},
 	{"local-config spelled with escapes", "resources: [../../escaped, ../../widgets]\n"},
 	{"local-config set by a patch", "resources: [../../widgets]\npatches:\n- target: {kind: Widget, name: w0001}\n  patch: |-\n    - {op: add, path: /metadata/annotations, value: {config.kubernetes.io/local-config: 'true'}}\n"},
-	{"local-config set by an escaped annotation", "resources: [../../widgets]\ncommonAnnotations: {\"config.kubernetes.io/local\\u002Dconfig\": \"true\"}\n"},
+	{"local-config set by a patch with an escape", "resources: [../../widgets]\npatches:\n- target: {kind: Widget, name: w0002}\n  patch: |-\n    - {op: add, path: /metadata/annotations, value: {\"config.kubernetes.io/local\\u002Dconfig\": \"true\"}}\n"},
 	{"sort order", "resources: [../../widgets, ../../base]\nsortOptions: {order: legacy}\n"},
 }
 
