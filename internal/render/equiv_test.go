@@ -44,13 +44,17 @@ data: {mode: base, count: "3", flag: "true", empty: ""}
 	"widgets/w.yaml":             widgetDocs(0, 30),
 	"ov/x/replicas.yaml":         "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 5}\n",
 	"local/kustomization.yaml":   "resources: [local.yaml]\n",
-	"local/local.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: dropped, annotations: {config.kubernetes.io/local-config: 'true'}}\n---\n" +
+	"local/local.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: dropped, annotations: {config.kubernetes.io/local-config: 'true'}}\ndata: {mode: local}\n---\n" +
 		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kept, annotations: {config.kubernetes.io/local-config: 'false'}}\n---\n" +
 		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain}\n",
 	"escaped/kustomization.yaml": "resources: [escaped.yaml]\n",
 	"escaped/escaped.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: escaped, annotations: {\"config.kubernetes.io/local\\x2Dconfig\": \"true\"}}\n---\n" +
 		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain}\n",
-	"ov/x/json.yaml": "- {op: replace, path: /spec/size, value: 7}\n- {op: add, path: /spec/extra, value: [1, 'two', {three: 3}]}\n",
+	// config.kubernetes.io/local-config as a base64 key (!!binary).
+	"binary/kustomization.yaml": "resources: [one.yaml]\ncommonAnnotations: {? !!binary Y29uZmlnLmt1YmVybmV0ZXMuaW8vbG9jYWwtY29uZmln : 'true'}\n",
+	"binary/one.yaml":           "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: one}\n",
+	"bingen/kustomization.yaml": "generatorOptions: {annotations: {? !!binary Y29uZmlnLmt1YmVybmV0ZXMuaW8vbG9jYWwtY29uZmln : 'true'}}\nconfigMapGenerator:\n- {name: g, literals: [a=b]}\n",
+	"ov/x/json.yaml":            "- {op: replace, path: /spec/size, value: 7}\n- {op: add, path: /spec/extra, value: [1, 'two', {three: 3}]}\n",
 }
 
 // widgetDocs is a file of widgets from..to, the bench's shape.
@@ -78,6 +82,10 @@ var equivOverlays = []struct{ name, kust string }{
 	{"local-config spelled with escapes", "resources: [../../escaped, ../../widgets]\n"},
 	{"local-config set by a patch", "resources: [../../widgets]\npatches:\n- target: {kind: Widget, name: w0001}\n  patch: |-\n    - {op: add, path: /metadata/annotations, value: {config.kubernetes.io/local-config: 'true'}}\n"},
 	{"local-config set by a patch with an escape", "resources: [../../widgets]\npatches:\n- target: {kind: Widget, name: w0002}\n  patch: |-\n    - {op: add, path: /metadata/annotations, value: {\"config.kubernetes.io/local\\u002Dconfig\": \"true\"}}\n"},
+	{"local-config as a base64 key, in a base's commonAnnotations", "resources: [../../widgets, ../../binary]\n"},
+	{"local-config as a base64 key, in generatorOptions", "resources: [../../widgets, ../../bingen]\n"},
+	{"local-config as a base64 key, in a JSON patch", "resources: [../../widgets]\npatches:\n- target: {kind: Widget, name: w0001}\n  patch: |-\n    - {op: add, path: /metadata/annotations, value: {? !!binary Y29uZmlnLmt1YmVybmV0ZXMuaW8vbG9jYWwtY29uZmln : 'true'}}\n"},
+	{"a replacement reading a local-config resource", "resources: [../../local, ../../base]\nreplacements:\n- source: {kind: ConfigMap, name: dropped, fieldPath: data.mode}\n  targets: [{select: {kind: Service}, fieldPaths: [metadata.annotations.mode], options: {create: true}}]\n"},
 	{"sort order", "resources: [../../widgets, ../../base]\nsortOptions: {order: legacy}\n"},
 }
 

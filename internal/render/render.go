@@ -27,6 +27,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/sync/errgroup"
+	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/provider"
 	"sigs.k8s.io/kustomize/api/resmap"
@@ -280,10 +281,8 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 	kfile := t.kustomization(dir)
 	fs := filesys.MakeFsInMemory()
 	marked := make(map[string][]byte, len(c.read))
-	local := false
 	for p := range c.read {
 		data := t.files[p].Data
-		local = local || mayBeLocal(data)
 		switch {
 		case c.origins[p] && !c.other[p]:
 			data = mark(data, p)
@@ -328,9 +327,16 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 			return
 		}
 		runs.Add(1)
+		// kustomize panics on some inputs (an id made twice by a patch, where it rebuilds a
+		// resource map): the build fails, not the process.
+		defer func() {
+			if p := recover(); p != nil {
+				done <- result{err: fmt.Errorf("internal error: %v", p)}
+			}
+		}()
 		k := krusty.MakeKustomizer(options())
-		if !local {
-			keepLocalConfigs(k)
+		if keepLocalConfigs(k) {
+			localPassesSkipped.Add(1)
 		}
 		m, err := k.Run(fs, srcDir+"/"+dir)
 		done <- result{m, err}
@@ -344,10 +350,11 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 	if res.err != nil {
 		return nil, &kustomizeError{errorAt(kfile, "kustomize: %s", stripSrc(res.err.Error()))}
 	}
-	if n := res.m.Size(); n > limit {
+	rs := dropLocal(res.m.Resources())
+	if n := len(rs); n > limit {
 		return nil, &capError{errorAt(kfile, "%d resources, more than the limit of %d per kustomization (render.kustomize.maxResources); split it into several kustomizations", n, limit)}
 	}
-	return t.output(kfile, res.m)
+	return t.output(kfile, rs)
 }
 
 // openapiOnce parses kustomize's builtin OpenAPI schema before any build: kyaml parses it
@@ -363,8 +370,9 @@ func initOpenAPI() {
 // builds bounds the kustomize builds running in the process, those given up on included.
 var builds = make(chan struct{}, runtime.GOMAXPROCS(0))
 
-// runs counts the kustomize builds started.
-var runs atomic.Int64
+// runs counts the kustomize builds started; localPassesSkipped those whose local-config
+// pass dropLocal does instead (keepLocalConfigs).
+var runs, localPassesSkipped atomic.Int64
 
 // interrupted is the error of a build the render's deadline or cancellation stopped: not a
 // problem of the revision (no *Error), so the sync is retried.
@@ -389,22 +397,13 @@ func options() *krusty.Options {
 	return o
 }
 
-// mayBeLocal tells whether a file a build reads may mark a resource local-config (the
-// annotation config.kubernetes.io/local-config, konfig.IgnoredByKustomizeAnnotation, which
-// keeps a resource out of kustomize's output): it names
-// the annotation (in a resource, a patch, commonAnnotations, a generator's options or a
-// replacement), or it holds a backslash, with which a double-quoted YAML string can spell
-// it with escapes.
-func mayBeLocal(data []byte) bool {
-	return bytes.Contains(data, []byte("local-config")) || bytes.IndexByte(data, '\\') >= 0
-}
-
 // keepLocalConfigs sets kustomize's IncludeLocalConfigs on the resource factory k builds
-// with, which krusty does not offer: when no file of a build may mark a resource
-// local-config, the pass that drops such resources removes none, yet costs a sixth of a
-// build (it copies every resource and appends them all again, each checked against those
-// before it). The factory sits in an unexported field of the Kustomizer; when a kustomize
-// version lays it out otherwise, nothing is set and the build runs the pass
+// with, which krusty does not offer, and dropLocal does that pass's work on the output
+// instead. kustomize drops the resources annotated config.kubernetes.io/local-config as the
+// last step of a build, through a pass that copies every resource and appends them all
+// again, each checked against those before it: a sixth of a build. The factory sits in an
+// unexported field of the Kustomizer; when a kustomize version lays it out otherwise,
+// nothing is set and kustomize runs its pass, after which dropLocal finds nothing to drop
 // (TestKeepLocalConfigs fails on such a version).
 func keepLocalConfigs(k *krusty.Kustomizer) bool {
 	f := reflect.ValueOf(k).Elem().FieldByName("depProvider")
@@ -413,6 +412,29 @@ func keepLocalConfigs(k *krusty.Kustomizer) bool {
 	}
 	(*provider.DepProvider)(f.UnsafePointer()).GetResourceFactory().IncludeLocalConfigs = true
 	return true
+}
+
+// dropLocal returns rs without the resources kustomize leaves out of a build's output: those
+// annotated config.kubernetes.io/local-config (konfig.IgnoredByKustomizeAnnotation) with any
+// value but "false". It takes the place of kustomize's own pass (keepLocalConfigs), which
+// runs after every other step of the build on the whole resource map, as this does: the
+// resources it drops took part in the build (a replacement may read one), and nothing after
+// it in krusty's Run adds or removes that annotation.
+func dropLocal(rs []*resource.Resource) []*resource.Resource {
+	local := func(r *resource.Resource) bool {
+		v, ok := r.GetAnnotations(konfig.IgnoredByKustomizeAnnotation)[konfig.IgnoredByKustomizeAnnotation]
+		return ok && v != "false"
+	}
+	if !slices.ContainsFunc(rs, local) {
+		return rs
+	}
+	out := make([]*resource.Resource, 0, len(rs))
+	for _, r := range rs {
+		if !local(r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // originKey is the top-level field that carries a resource's origin file through the build
@@ -598,10 +620,10 @@ func markGenerated(data []byte, kfile string) ([]byte, error) {
 
 // output groups the rendered resources by origin file, in the order they come, as one
 // multi-document file each.
-func (t *tree) output(kfile string, m resmap.ResMap) ([]sources.File, error) {
+func (t *tree) output(kfile string, rs []*resource.Resource) ([]sources.File, error) {
 	var order []string
 	docs := map[string][]byte{}
-	for _, r := range m.Resources() {
+	for _, r := range rs {
 		from, err := takeOrigin(r)
 		if err != nil {
 			return nil, errorAt(kfile, "%v", err)
