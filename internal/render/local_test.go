@@ -65,9 +65,9 @@ func TestKustomizePanicIsAnError(t *testing.T) {
 
 // TestLocalConfigDropped: a build skips kustomize's local-config pass, and what that pass
 // would drop, dropLocal drops, the value "false" aside; the other resources come back in
-// their order.
+// their order. A build whose files hold a YAML tag runs the pass.
 func TestLocalConfigDropped(t *testing.T) {
-	t.Parallel()
+	// Not parallel: no other test builds while this one counts its builds.
 	files := map[string]string{
 		"k/kustomization.yaml": "resources: [a.yaml]\n",
 		"k/a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n" +
@@ -76,13 +76,13 @@ func TestLocalConfigDropped(t *testing.T) {
 			"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: d, annotations: {config.kubernetes.io/local-config: ''}}\n---\n" +
 			"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: e, annotations: {other: x}}\n",
 	}
-	skipped := localPassesSkipped.Load()
+	built, skipped := runs.Load(), localPassesSkipped.Load()
 	out, err := Kustomize(context.Background(), snapshot(files), Options{Paths: []string{"k"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if localPassesSkipped.Load() == skipped {
-		t.Error("the build ran kustomize's local-config pass")
+	if b, s := runs.Load()-built, localPassesSkipped.Load()-skipped; b == 0 || s != b {
+		t.Errorf("%d builds, %d of them without kustomize's local-config pass", b, s)
 	}
 	var names []string
 	for _, f := range out {
@@ -99,4 +99,98 @@ func TestLocalConfigDropped(t *testing.T) {
 	if got := strings.Join(names, ","); got != "a,c,e" {
 		t.Errorf("rendered %s, want a,c,e", got)
 	}
+	files["k/a.yaml"] += "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: f, annotations: {tagged: !!str x}}\n"
+	built, skipped = runs.Load(), localPassesSkipped.Load()
+	if _, err := Kustomize(context.Background(), snapshot(files), Options{Paths: []string{"k"}}); err != nil {
+		t.Fatal(err)
+	}
+	if b, s := runs.Load()-built, localPassesSkipped.Load()-skipped; b == 0 || s != 0 {
+		t.Errorf("a file with a tag: %d builds, %d of them without kustomize's local-config pass", b, s)
+	}
+}
+
+// TestDropLocalSameAsKustomize: what the render keeps of local-config resources, and when it
+// fails, is what a plain krusty build keeps and when it fails, for what can make the two
+// differ: ids made twice by patches, names and kinds removed, null and boolean values,
+// tagged keys, the managed-by label. Where krusty panics (an id made twice, neither
+// resource local), the render keeps both and the loader reports the duplicate.
+func TestDropLocalSameAsKustomize(t *testing.T) {
+	t.Parallel()
+	cm := func(name, meta string) string {
+		return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + meta + "}\ndata: {x: '" + name + "'}\n"
+	}
+	local := ", annotations: {config.kubernetes.io/local-config: 'true'}"
+	rename := "patches:\n- target: {name: b}\n  patch: |-\n    - {op: replace, path: /metadata/name, value: a}\n"
+	for _, c := range []struct{ name, kust, a string }{
+		{"an id made twice, the second local", rename, cm("a", "") + "---\n" + cm("b", local)},
+		{"an id made twice, the first local", rename, cm("a", local) + "---\n" + cm("b", "")},
+		{"an id made twice, both local", rename, cm("a", local) + "---\n" + cm("b", local) + "---\n" + cm("c", "")},
+		{"an id made twice, neither local", rename, cm("a", "") + "---\n" + cm("b", "")},
+		{"a local resource's name removed", "patches:\n- target: {name: b}\n  patch: |-\n    - {op: remove, path: /metadata/name}\n", cm("a", "") + "---\n" + cm("b", local)},
+		{"a name removed", "patches:\n- target: {name: b}\n  patch: |-\n    - {op: remove, path: /metadata/name}\n", cm("a", "") + "---\n" + cm("b", "")},
+		{"a kind removed", "patches:\n- target: {name: b}\n  patch: |-\n    - {op: remove, path: /kind}\n", cm("a", "") + "---\n" + cm("b", local)},
+		{"null, ~ and empty values", "", cm("a", ", annotations: {config.kubernetes.io/local-config: null}") + "---\n" + cm("b", ", annotations: {config.kubernetes.io/local-config: ~}") + "---\n" + cm("c", ", annotations: {config.kubernetes.io/local-config: ''}") + "---\n" + cm("d", "")},
+		{"boolean values", "", cm("a", ", annotations: {config.kubernetes.io/local-config: false}") + "---\n" + cm("b", ", annotations: {config.kubernetes.io/local-config: true}") + "---\n" + cm("c", ", annotations: {config.kubernetes.io/local-config: 'false'}")},
+		{"a null-tagged key", "", cm("a", ", annotations: {!!null config.kubernetes.io/local-config: 'true'}") + "---\n" + cm("b", "")},
+		{"a null-tagged false", "", cm("a", ", annotations: {config.kubernetes.io/local-config: !!null false}") + "---\n" + cm("b", "")},
+		{"the managed-by label over a local resource with odd labels", "buildMetadata: [managedByLabel]\n", cm("a", ", labels: [x]"+local) + "---\n" + cm("b", "")},
+		{"legacy sort with an id made twice", "sortOptions: {order: legacy}\n" + rename, cm("a", "") + "---\n" + cm("b", local)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			files := map[string]string{"k/kustomization.yaml": "resources: [a.yaml]\n" + c.kust, "k/a.yaml": c.a}
+			want, panicked := plainBuild(t, files)
+			var got string
+			out, err := Kustomize(context.Background(), snapshot(files), Options{Paths: []string{"k"}})
+			if err != nil {
+				got = "error"
+			}
+			for _, f := range out {
+				for _, doc := range strings.Split(strings.TrimSuffix(string(f.Data), "\n"), "\n---\n") {
+					var r struct {
+						Metadata struct{ Name string }
+						Data     struct{ X string }
+					}
+					if err := json.Unmarshal([]byte(doc), &r); err != nil {
+						t.Fatal(err)
+					}
+					got += r.Metadata.Name + "=" + r.Data.X + " "
+				}
+			}
+			if panicked {
+				if got != "a=a a=b " {
+					t.Errorf("krusty panics; rendered %q, want both resources for the loader to report", got)
+				}
+				return
+			}
+			if got != want {
+				t.Errorf("rendered %q, krusty builds %q", got, want)
+			}
+		})
+	}
+}
+
+// plainBuild is what a plain krusty build of files' k makes of them, as
+// TestDropLocalSameAsKustomize compares it: "error", or name=data.x of each resource.
+func plainBuild(t *testing.T, files map[string]string) (built string, panicked bool) {
+	t.Helper()
+	defer func() {
+		if recover() != nil {
+			panicked = true
+		}
+	}()
+	fs := filesys.MakeFsInMemory()
+	for p, d := range files {
+		if err := fs.WriteFile("/k/"+p, []byte(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := krusty.MakeKustomizer(options()).Run(fs, "/k/k")
+	if err != nil {
+		return "error", false
+	}
+	for _, r := range m.Resources() {
+		built += r.GetName() + "=" + r.GetDataMap()["x"] + " "
+	}
+	return built, false
 }

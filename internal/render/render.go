@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/kustomize/kyaml/resid"
 	"sigs.k8s.io/kustomize/kyaml/openapi"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -254,9 +255,10 @@ func (t *tree) roots(paths []string) ([]string, error) {
 func (t *tree) build(ctx context.Context, dir string, c *check, limit int) ([]sources.File, error) {
 	var ke *kustomizeError
 	var ce *capError
+	var pe *panicError
 	if in := t.inline(dir, c); in != nil {
 		out, err := t.buildMarked(ctx, dir, c, limit, markText, in)
-		if err == nil || ctx.Err() != nil || errors.As(err, &ce) {
+		if err == nil || ctx.Err() != nil || errors.As(err, &ce) || errors.As(err, &pe) {
 			return out, err
 		}
 	}
@@ -272,6 +274,12 @@ type kustomizeError struct{ error }
 
 func (e *kustomizeError) Unwrap() error { return e.error }
 
+// panicError is a build in which kustomize panicked: built again otherwise, it would panic
+// again.
+type panicError struct{ error }
+
+func (e *panicError) Unwrap() error { return e.error }
+
 // capError is a build with more resources than the limit.
 type capError struct{ error }
 
@@ -281,8 +289,10 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 	kfile := t.kustomization(dir)
 	fs := filesys.MakeFsInMemory()
 	marked := make(map[string][]byte, len(c.read))
+	tagged := false
 	for p := range c.read {
 		data := t.files[p].Data
+		tagged = tagged || bytes.IndexByte(data, '!') >= 0
 		switch {
 		case c.origins[p] && !c.other[p]:
 			data = mark(data, p)
@@ -306,9 +316,17 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 		}
 	}
 
+	// kustomize's local-config pass is done on the output instead (keepLocalConfigs,
+	// dropLocal), but in a build whose files hold a YAML tag (a '!', whatever the file's
+	// encoding: kustomize reads an explicitly tagged key otherwise before its pass than
+	// after the annotations are written back) or that asks for the managed-by label (set
+	// after the pass, on what it left).
+	var root types.Kustomization
+	ownPass := !tagged && !(root.Unmarshal(marked[kfile]) == nil && slices.Contains(root.BuildMetadata, types.ManagedByLabelOption))
 	type result struct {
-		m   resmap.ResMap
-		err error
+		m       resmap.ResMap
+		skipped bool // kustomize's local-config pass: dropLocal does it
+		err     error
 	}
 	if ctx.Err() != nil {
 		return nil, interrupted(ctx, kfile)
@@ -327,19 +345,20 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 			return
 		}
 		runs.Add(1)
-		// kustomize panics on some inputs (an id made twice by a patch, where it rebuilds a
-		// resource map): the build fails, not the process.
+		// kustomize panics on some inputs (annotations that are not a mapping, build
+		// annotations it cannot read back): the build fails, not the process.
 		defer func() {
 			if p := recover(); p != nil {
-				done <- result{err: fmt.Errorf("internal error: %v", p)}
+				done <- result{err: &panicError{fmt.Errorf("internal error: %v", p)}}
 			}
 		}()
 		k := krusty.MakeKustomizer(options())
-		if keepLocalConfigs(k) {
+		skipped := ownPass && keepLocalConfigs(k)
+		if skipped {
 			localPassesSkipped.Add(1)
 		}
 		m, err := k.Run(fs, srcDir+"/"+dir)
-		done <- result{m, err}
+		done <- result{m, skipped, err}
 	}()
 	var res result
 	select {
@@ -347,10 +366,20 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 		return nil, interrupted(ctx, kfile)
 	case res = <-done:
 	}
+	var pe *panicError
+	if errors.As(res.err, &pe) {
+		return nil, &panicError{errorAt(kfile, "kustomize: %s", stripSrc(res.err.Error()))}
+	}
 	if res.err != nil {
 		return nil, &kustomizeError{errorAt(kfile, "kustomize: %s", stripSrc(res.err.Error()))}
 	}
-	rs := dropLocal(res.m.Resources())
+	rs := res.m.Resources()
+	if res.skipped {
+		var err error
+		if rs, err = dropLocal(rs); err != nil {
+			return nil, &kustomizeError{errorAt(kfile, "kustomize: %s", stripSrc(err.Error()))}
+		}
+	}
 	if n := len(rs); n > limit {
 		return nil, &capError{errorAt(kfile, "%d resources, more than the limit of %d per kustomization (render.kustomize.maxResources); split it into several kustomizations", n, limit)}
 	}
@@ -399,7 +428,7 @@ func options() *krusty.Options {
 
 // keepLocalConfigs sets kustomize's IncludeLocalConfigs on the resource factory k builds
 // with, which krusty does not offer, and dropLocal does that pass's work on the output
-// instead. kustomize drops the resources annotated config.kubernetes.io/local-config as the
+// instead (but in the builds buildMarked names). kustomize drops the resources annotated config.kubernetes.io/local-config as the
 // last step of a build, through a pass that copies every resource and appends them all
 // again, each checked against those before it: a sixth of a build. The factory sits in an
 // unexported field of the Kustomizer; when a kustomize version lays it out otherwise,
@@ -414,27 +443,56 @@ func keepLocalConfigs(k *krusty.Kustomizer) bool {
 	return true
 }
 
-// dropLocal returns rs without the resources kustomize leaves out of a build's output: those
-// annotated config.kubernetes.io/local-config (konfig.IgnoredByKustomizeAnnotation) with any
-// value but "false". It takes the place of kustomize's own pass (keepLocalConfigs), which
-// runs after every other step of the build on the whole resource map, as this does: the
-// resources it drops took part in the build (a replacement may read one), and nothing after
-// it in krusty's Run adds or removes that annotation.
-func dropLocal(rs []*resource.Resource) []*resource.Resource {
-	local := func(r *resource.Resource) bool {
-		v, ok := r.GetAnnotations(konfig.IgnoredByKustomizeAnnotation)[konfig.IgnoredByKustomizeAnnotation]
-		return ok && v != "false"
+// dropLocal returns rs without the resources kustomize leaves out of a build's output, as
+// its pass does (KustTarget.IgnoreLocal, which keepLocalConfigs skips): the ids of the
+// resources whose metadata's annotation config.kubernetes.io/local-config (konfig.
+// IgnoredByKustomizeAnnotation) is absent or "false" are kept, and every resource with
+// another id goes; an id that goes twice is kustomize's error, as is metadata without a kind
+// or, but for a List, a name. That pass runs after every other step of the build on the
+// whole resource map, as this does: the resources it drops took part in the build (a
+// replacement may read one), and nothing after it in krusty's Run but the managed-by label
+// reads or writes them, or the annotation (the build annotations' removal writes each
+// resource's annotations back, which reads an explicitly tagged key otherwise: builds with
+// either run kustomize's pass, see buildMarked).
+func dropLocal(rs []*resource.Resource) ([]*resource.Resource, error) {
+	local := make([]bool, len(rs)) // dropped but for a kept resource of the same id
+	some := false
+	for i, r := range rs {
+		if r.IsNilOrEmpty() {
+			local[i], some = true, true // the pass keeps no empty resource either
+			continue
+		}
+		md, err := r.GetValidatedMetadata()
+		if err != nil {
+			return nil, err
+		}
+		v, ok := md.ObjectMeta.Annotations[konfig.IgnoredByKustomizeAnnotation]
+		local[i] = ok && v != "false"
+		some = some || local[i]
 	}
-	if !slices.ContainsFunc(rs, local) {
-		return rs
+	if !some {
+		return rs, nil
 	}
-	out := make([]*resource.Resource, 0, len(rs))
-	for _, r := range rs {
-		if !local(r) {
-			out = append(out, r)
+	keep := map[resid.ResId]bool{}
+	for i, r := range rs {
+		if !local[i] {
+			keep[r.CurId()] = true
 		}
 	}
-	return out
+	out := make([]*resource.Resource, 0, len(rs))
+	gone := map[resid.ResId]bool{}
+	for _, r := range rs {
+		id := r.CurId()
+		if keep[id] {
+			out = append(out, r)
+			continue
+		}
+		if gone[id] {
+			return nil, fmt.Errorf("id %s not found in removal", id)
+		}
+		gone[id] = true
+	}
+	return out, nil
 }
 
 // originKey is the top-level field that carries a resource's origin file through the build
