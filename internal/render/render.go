@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"reflect"
 	"regexp"
 	"runtime"
 	"slices"
@@ -27,15 +26,12 @@ import (
 
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/sync/errgroup"
-	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/api/provider"
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/kustomize/kyaml/openapi"
-	"sigs.k8s.io/kustomize/kyaml/resid"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -289,10 +285,8 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 	kfile := t.kustomization(dir)
 	fs := filesys.MakeFsInMemory()
 	marked := make(map[string][]byte, len(c.read))
-	tagged := false
 	for p := range c.read {
 		data := t.files[p].Data
-		tagged = tagged || bytes.IndexByte(data, '!') >= 0
 		switch {
 		case c.origins[p] && !c.other[p]:
 			data = mark(data, p)
@@ -316,17 +310,9 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 		}
 	}
 
-	// kustomize's local-config pass is done on the output instead (keepLocalConfigs,
-	// dropLocal), but in a build whose files hold a YAML tag (a '!', whatever the file's
-	// encoding: kustomize reads an explicitly tagged key otherwise before its pass than
-	// after the annotations are written back) or that asks for the managed-by label (set
-	// after the pass, on what it left).
-	var root types.Kustomization
-	ownPass := !tagged && !(root.Unmarshal(marked[kfile]) == nil && slices.Contains(root.BuildMetadata, types.ManagedByLabelOption))
 	type result struct {
-		m       resmap.ResMap
-		skipped bool // kustomize's local-config pass: dropLocal does it
-		err     error
+		m   resmap.ResMap
+		err error
 	}
 	if ctx.Err() != nil {
 		return nil, interrupted(ctx, kfile)
@@ -349,16 +335,11 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 		// annotations it cannot read back): the build fails, not the process.
 		defer func() {
 			if p := recover(); p != nil {
-				done <- result{err: &panicError{fmt.Errorf("internal error: %v", p)}}
+				done <- result{err: &panicError{fmt.Errorf("kustomize stopped on an input it cannot handle (a panic in kustomize: %v); look for annotations that are not a mapping of strings", p)}}
 			}
 		}()
-		k := krusty.MakeKustomizer(options())
-		skipped := ownPass && keepLocalConfigs(k)
-		if skipped {
-			localPassesSkipped.Add(1)
-		}
-		m, err := k.Run(fs, srcDir+"/"+dir)
-		done <- result{m, skipped, err}
+		m, err := krusty.MakeKustomizer(options()).Run(fs, srcDir+"/"+dir)
+		done <- result{m, err}
 	}()
 	var res result
 	select {
@@ -368,22 +349,15 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 	}
 	var pe *panicError
 	if errors.As(res.err, &pe) {
-		return nil, &panicError{errorAt(kfile, "kustomize: %s", stripSrc(res.err.Error()))}
+		return nil, &panicError{errorAt(kfile, "%s", stripSrc(res.err.Error()))}
 	}
 	if res.err != nil {
 		return nil, &kustomizeError{errorAt(kfile, "kustomize: %s", stripSrc(res.err.Error()))}
 	}
-	rs := res.m.Resources()
-	if res.skipped {
-		var err error
-		if rs, err = dropLocal(rs); err != nil {
-			return nil, &kustomizeError{errorAt(kfile, "kustomize: %s", stripSrc(err.Error()))}
-		}
-	}
-	if n := len(rs); n > limit {
+	if n := res.m.Size(); n > limit {
 		return nil, &capError{errorAt(kfile, "%d resources, more than the limit of %d per kustomization (render.kustomize.maxResources); split it into several kustomizations", n, limit)}
 	}
-	return t.output(kfile, rs)
+	return t.output(kfile, res.m)
 }
 
 // openapiOnce parses kustomize's builtin OpenAPI schema before any build: kyaml parses it
@@ -399,9 +373,8 @@ func initOpenAPI() {
 // builds bounds the kustomize builds running in the process, those given up on included.
 var builds = make(chan struct{}, runtime.GOMAXPROCS(0))
 
-// runs counts the kustomize builds started; localPassesSkipped those whose local-config
-// pass dropLocal does instead (keepLocalConfigs).
-var runs, localPassesSkipped atomic.Int64
+// runs counts the kustomize builds started.
+var runs atomic.Int64
 
 // interrupted is the error of a build the render's deadline or cancellation stopped: not a
 // problem of the revision (no *Error), so the sync is retried.
@@ -424,75 +397,6 @@ func options() *krusty.Options {
 	o.PluginConfig = types.DisabledPluginConfig()
 	o.LoadRestrictions = types.LoadRestrictionsRootOnly
 	return o
-}
-
-// keepLocalConfigs sets kustomize's IncludeLocalConfigs on the resource factory k builds
-// with, which krusty does not offer, and dropLocal does that pass's work on the output
-// instead (but in the builds buildMarked names). kustomize drops the resources annotated config.kubernetes.io/local-config as the
-// last step of a build, through a pass that copies every resource and appends them all
-// again, each checked against those before it: a sixth of a build. The factory sits in an
-// unexported field of the Kustomizer; when a kustomize version lays it out otherwise,
-// nothing is set and kustomize runs its pass, after which dropLocal finds nothing to drop
-// (TestKeepLocalConfigs fails on such a version).
-func keepLocalConfigs(k *krusty.Kustomizer) bool {
-	f := reflect.ValueOf(k).Elem().FieldByName("depProvider")
-	if !f.IsValid() || f.Type() != reflect.TypeFor[*provider.DepProvider]() || f.IsNil() {
-		return false
-	}
-	(*provider.DepProvider)(f.UnsafePointer()).GetResourceFactory().IncludeLocalConfigs = true
-	return true
-}
-
-// dropLocal returns rs without the resources kustomize leaves out of a build's output, as
-// its pass does (KustTarget.IgnoreLocal, which keepLocalConfigs skips): the ids of the
-// resources whose metadata's annotation config.kubernetes.io/local-config (konfig.
-// IgnoredByKustomizeAnnotation) is absent or "false" are kept, and every resource with
-// another id goes; an id that goes twice is kustomize's error, as is metadata without a kind
-// or, but for a List, a name. That pass runs after every other step of the build on the
-// whole resource map, as this does: the resources it drops took part in the build (a
-// replacement may read one), and nothing after it in krusty's Run but the managed-by label
-// reads or writes them, or the annotation (the build annotations' removal writes each
-// resource's annotations back, which reads an explicitly tagged key otherwise: builds with
-// either run kustomize's pass, see buildMarked).
-func dropLocal(rs []*resource.Resource) ([]*resource.Resource, error) {
-	local := make([]bool, len(rs)) // dropped but for a kept resource of the same id
-	some := false
-	for i, r := range rs {
-		if r.IsNilOrEmpty() {
-			local[i], some = true, true // the pass keeps no empty resource either
-			continue
-		}
-		md, err := r.GetValidatedMetadata()
-		if err != nil {
-			return nil, err
-		}
-		v, ok := md.ObjectMeta.Annotations[konfig.IgnoredByKustomizeAnnotation]
-		local[i] = ok && v != "false"
-		some = some || local[i]
-	}
-	if !some {
-		return rs, nil
-	}
-	keep := map[resid.ResId]bool{}
-	for i, r := range rs {
-		if !local[i] {
-			keep[r.CurId()] = true
-		}
-	}
-	out := make([]*resource.Resource, 0, len(rs))
-	gone := map[resid.ResId]bool{}
-	for _, r := range rs {
-		id := r.CurId()
-		if keep[id] {
-			out = append(out, r)
-			continue
-		}
-		if gone[id] {
-			return nil, fmt.Errorf("id %s not found in removal", id)
-		}
-		gone[id] = true
-	}
-	return out, nil
 }
 
 // originKey is the top-level field that carries a resource's origin file through the build
@@ -678,10 +582,10 @@ func markGenerated(data []byte, kfile string) ([]byte, error) {
 
 // output groups the rendered resources by origin file, in the order they come, as one
 // multi-document file each.
-func (t *tree) output(kfile string, rs []*resource.Resource) ([]sources.File, error) {
+func (t *tree) output(kfile string, m resmap.ResMap) ([]sources.File, error) {
 	var order []string
 	docs := map[string][]byte{}
-	for _, r := range rs {
+	for _, r := range m.Resources() {
 		from, err := takeOrigin(r)
 		if err != nil {
 			return nil, errorAt(kfile, "%v", err)
