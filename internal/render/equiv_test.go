@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
@@ -118,13 +119,7 @@ func TestKustomizeSameAsKrusty(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			fs := filesys.MakeFsInMemory()
-			for p, d := range files {
-				if err := fs.WriteFile("/k/"+p, []byte(d)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			m, err := krusty.MakeKustomizer(options()).Run(fs, "/k/ov/x")
+			m, err := krustyBuild(t, files, "ov/x")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -171,6 +166,18 @@ func TestKustomizeSameAsKrusty(t *testing.T) {
 			}
 		})
 	}
+}
+
+// krustyBuild is a plain krusty build of dir over files, in memory.
+func krustyBuild(t *testing.T, files map[string]string, dir string) (resmap.ResMap, error) {
+	t.Helper()
+	fs := filesys.MakeFsInMemory()
+	for p, d := range files {
+		if err := fs.WriteFile("/k/"+p, []byte(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return krusty.MakeKustomizer(options()).Run(fs, "/k/"+dir)
 }
 
 // canonicalJSON is a resource's JSON with its keys sorted.

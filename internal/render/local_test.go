@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
 // TestKustomizePanicIsAnError: inputs on which kustomize panics (build annotations it cannot
@@ -142,13 +139,7 @@ func plainBuild(t *testing.T, files map[string]string) (built string, panicked b
 			panicked = true
 		}
 	}()
-	fs := filesys.MakeFsInMemory()
-	for p, d := range files {
-		if err := fs.WriteFile("/k/"+p, []byte(d)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	m, err := krusty.MakeKustomizer(options()).Run(fs, "/k/k")
+	m, err := krustyBuild(t, files, "k")
 	if err != nil {
 		return "error", false
 	}
