@@ -335,7 +335,7 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 		// annotations it cannot read back): the build fails, not the process.
 		defer func() {
 			if p := recover(); p != nil {
-				done <- result{err: &panicError{fmt.Errorf("kustomize stopped on an input it cannot handle (a panic in kustomize: %v); look for annotations that are not a mapping of strings", p)}}
+				done <- result{err: &panicError{fmt.Errorf("kustomize stopped on an input it cannot handle (a panic in kustomize: %v)", p)}}
 			}
 		}()
 		m, err := krusty.MakeKustomizer(options()).Run(fs, srcDir+"/"+dir)
