@@ -26,11 +26,14 @@ func newMigrateCmd() *cobra.Command {
 				return cfg.ScrubError(err) // may quote TRUEUP_DATABASE_URL
 			}
 			defer db.Close()
-			applied, err := db.Store.Migrate(cmd.Context())
+			applied, removed, err := db.Migrate(cmd.Context())
 			if err != nil {
 				return cfg.ScrubError(err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "applied %s %v\n", plural.Count(len(applied), "migration", "migrations"), applied)
+			if removed > 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), daemon.QueueRepairMessage(removed))
+			}
 			return nil
 		},
 	}

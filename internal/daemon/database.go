@@ -3,11 +3,13 @@ package daemon
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/pgembed"
+	"github.com/trueup-dev/trueup/internal/plural"
 	"github.com/trueup-dev/trueup/internal/server"
 	"github.com/trueup-dev/trueup/internal/store"
 )
@@ -68,4 +70,21 @@ func OpenDatabase(ctx context.Context, cfg *config.Config, logger *slog.Logger) 
 	}
 	d.API, d.Read = api, api
 	return d, nil
+}
+
+// Migrate applies the pending migrations and keeps one resource_queue row per resource
+// (store.RepairQueue): what every start does, and `trueup migrate`. It returns the
+// migrations applied and the queue rows removed.
+func (d *Database) Migrate(ctx context.Context) (applied []string, removed int64, err error) {
+	if applied, err = d.Store.Migrate(ctx); err != nil {
+		return nil, 0, err
+	}
+	removed, err = d.Store.RepairQueue(ctx)
+	return applied, removed, err
+}
+
+// QueueRepairMessage says what Migrate's queue repair removed.
+func QueueRepairMessage(removed int64) string {
+	return fmt.Sprintf("removed %s written twice for one resource (rows written with triggers off, as by a data-only restore over existing rows)",
+		plural.Count(int(removed), "resource_queue row", "resource_queue rows"))
 }

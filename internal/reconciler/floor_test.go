@@ -21,6 +21,12 @@ func TestDueFloor(t *testing.T) {
 		{"a second since the last scan from the start", dueFloor{at: at, lastFull: t0}, t0.Add(fullScanEvery), false, time.Time{}},
 		{"just under a second", dueFloor{at: at, lastFull: t0}, t0.Add(fullScanEvery - time.Millisecond), false, at},
 		{"never scanned from the start", dueFloor{at: at}, t0, false, time.Time{}},
+		{"a slow scan from the start: a second is not enough", dueFloor{at: at, lastFull: t0, fullTook: 100 * time.Millisecond}, t0.Add(fullScanEvery), false, at},
+		{"a slow scan from the start: fifty times its time", dueFloor{at: at, lastFull: t0, fullTook: 100 * time.Millisecond}, t0.Add(5 * time.Second), false, time.Time{}},
+		{"a slow scan from the start, notified", dueFloor{at: at, lastFull: t0, fullTook: 100 * time.Millisecond}, t0.Add(10 * time.Millisecond), true, time.Time{}},
+		{"a quick scan from the start: a second", dueFloor{at: at, lastFull: t0, fullTook: 5 * time.Millisecond}, t0.Add(fullScanEvery), false, time.Time{}},
+		{"a claim from the start that stalled: at most ten seconds", dueFloor{at: at, lastFull: t0, fullTook: 2 * time.Second}, t0.Add(fullScanAtMost), false, time.Time{}},
+		{"a claim from the start that stalled, just under ten seconds", dueFloor{at: at, lastFull: t0, fullTook: 2 * time.Second}, t0.Add(fullScanAtMost - time.Millisecond), false, at},
 	} {
 		if got := tc.floor.from(tc.now, tc.notified); !got.Equal(tc.want) {
 			t.Errorf("%s: from = %v, want %v", tc.name, got, tc.want)
@@ -35,21 +41,23 @@ func TestDueFloorTook(t *testing.T) {
 		name         string
 		floor        dueFloor
 		from, oldest time.Time
+		took         time.Duration
 		want         dueFloor
 	}{
 		{"a scan from the start sets the floor",
-			dueFloor{}, time.Time{}, old, dueFloor{at: old, lastFull: t0}},
+			dueFloor{}, time.Time{}, old, 3 * time.Millisecond, dueFloor{at: old, lastFull: t0, fullTook: 3 * time.Millisecond}},
 		{"a scan from the floor moves it up",
-			dueFloor{at: older, lastFull: t0.Add(-time.Millisecond)}, older, old, dueFloor{at: old, lastFull: t0.Add(-time.Millisecond)}},
+			dueFloor{at: older, lastFull: t0.Add(-time.Millisecond), fullTook: time.Millisecond}, older, old, 7 * time.Millisecond,
+			dueFloor{at: old, lastFull: t0.Add(-time.Millisecond), fullTook: time.Millisecond}},
 		{"a scan from the start that takes nothing keeps the floor",
-			dueFloor{at: old}, time.Time{}, time.Time{}, dueFloor{at: old, lastFull: t0}},
+			dueFloor{at: old}, time.Time{}, time.Time{}, 90 * time.Millisecond, dueFloor{at: old, lastFull: t0, fullTook: 90 * time.Millisecond}},
 		{"a scan from the floor that takes nothing keeps it",
-			dueFloor{at: old, lastFull: t0.Add(-time.Millisecond)}, old, time.Time{}, dueFloor{at: old, lastFull: t0.Add(-time.Millisecond)}},
+			dueFloor{at: old, lastFull: t0.Add(-time.Millisecond)}, old, time.Time{}, time.Millisecond, dueFloor{at: old, lastFull: t0.Add(-time.Millisecond)}},
 		{"a scan from the start may move the floor down",
-			dueFloor{at: old}, time.Time{}, older, dueFloor{at: older, lastFull: t0}},
+			dueFloor{at: old}, time.Time{}, older, time.Millisecond, dueFloor{at: older, lastFull: t0, fullTook: time.Millisecond}},
 	} {
 		f := tc.floor
-		f.took(t0, tc.from, tc.oldest)
+		f.took(t0, tc.from, tc.oldest, tc.took)
 		if f != tc.want {
 			t.Errorf("%s: %+v, want %+v", tc.name, f, tc.want)
 		}

@@ -398,7 +398,7 @@ func (r *Reconciler) unstorable(p pending, cause error) store.Completion {
 	a := p.a
 	a.res = actions.Result{}
 	a.err = fmt.Errorf("the action's result could not be stored: %v", cause)
-	return store.Completion{ID: p.c.ID, Token: p.c.LeaseToken, Fn: func(cur store.Current) store.Update { return r.update(p.c, a, cur) },
+	return store.Completion{ID: p.c.ID, Token: p.c.LeaseToken, QueueAt: p.c.QueueAt, Fn: func(cur store.Current) store.Update { return r.update(p.c, a, cur) },
 		Namespace: p.c.Namespace, Kind: p.c.Kind, Name: p.c.Name, Source: p.c.Source}
 }
 
@@ -603,7 +603,7 @@ func (r *Reconciler) writeLoop(in <-chan pending) {
 			// the batch's element rather than a copy of its own.
 			p := &batch[i]
 			tokens[i] = p.c.LeaseToken
-			items[i] = store.Completion{ID: p.c.ID, Token: p.c.LeaseToken, Fn: func(cur store.Current) store.Update { return r.update(p.c, p.a, cur) },
+			items[i] = store.Completion{ID: p.c.ID, Token: p.c.LeaseToken, QueueAt: p.c.QueueAt, Fn: func(cur store.Current) store.Update { return r.update(p.c, p.a, cur) },
 				Namespace: p.c.Namespace, Kind: p.c.Kind, Name: p.c.Name, Source: p.c.Source, Quiet: p.a.quiet(p.c)}
 		}
 		r.writing(tokens)

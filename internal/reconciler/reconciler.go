@@ -390,7 +390,7 @@ func (r *Reconciler) claimLoop(ctx context.Context, queue chan store.Claimed) {
 				}
 				break
 			}
-			floor.took(claimStart, from, oldest)
+			floor.took(claimStart, from, oldest, window.end.Sub(claimStart))
 			r.mu.Lock()
 			// A suspension that began while the claim ran may already have handed these
 			// rows to a peer: they are dropped, never started.
@@ -406,7 +406,7 @@ func (r *Reconciler) claimLoop(ctx context.Context, queue chan store.Claimed) {
 				// The queue is drained: sleep until the next due item from the floor (or a
 				// notification), at most the poll interval and until the next scan from the
 				// start is due (a row made due below the floor unannounced).
-				wait = min(r.nextWait(ctx, floor.at), max(time.Until(floor.lastFull.Add(fullScanEvery)), 10*time.Millisecond))
+				wait = min(r.nextWait(ctx, floor.at), max(time.Until(floor.nextFull()), 10*time.Millisecond))
 				break
 			}
 		}

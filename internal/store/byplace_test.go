@@ -2,12 +2,14 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/status"
 )
 
@@ -119,5 +121,100 @@ func TestUnchangedResultWritesNoResourcesVersion(t *testing.T) {
 	xmin3, status3, reconciled3 := version()
 	if xmin3 == xmin2 || !status3.After(status2) || !reconciled3.After(reconciled2) {
 		t.Fatalf("a changed message: xmin %s -> %s, status at %s -> %s, reconciled %s -> %s", xmin2, xmin3, status2, status3, reconciled2, reconciled3)
+	}
+}
+
+// A result batch's locking read finds each queue row at the place its claim leased it (a
+// TID scan), and by key when the row moved since (a write marking it dirty) or the place
+// holds no version of it; an item whose lease moved on is lost either way. A batch whose
+// moved row lies below one found at its place is locked by key whole, in id order.
+func TestResultLockFindsLeasedPlace(t *testing.T) {
+	st := openTest(t, "s")
+	ctx := context.Background()
+	set := &manifest.Set{}
+	for i, kind := range []string{"Alpha", "Beta", "Gamma"} {
+		set.Resources = append(set.Resources, depResource("prod", kind, `{}`, i+1))
+	}
+	applyRefreshed(t, st, "s", "r1", set)
+	const stranger = "00000000-0000-4000-8000-000000000000"
+	cases := []struct {
+		name    string
+		move    string // run between the claim and the result
+		place   func(Claimed) string
+		token   func(Claimed) string
+		byPlace int // rows the first statement locks
+		lost    int
+		dirty   int
+	}{
+		{name: "at their places", place: func(c Claimed) string { return c.QueueAt }, byPlace: 3},
+		{name: "no place known", place: func(Claimed) string { return "" }},
+		{name: "the highest moved since its claim", move: "UPDATE resource_queue SET dirty = true WHERE id = (SELECT max(id) FROM resource_queue)",
+			place: func(c Claimed) string { return c.QueueAt }, byPlace: 2, dirty: 1},
+		{name: "the lowest moved since its claim: all by key", move: "UPDATE resource_queue SET dirty = true WHERE id = (SELECT min(id) FROM resource_queue)",
+			place: func(c Claimed) string { return c.QueueAt }, byPlace: 0, dirty: 1},
+		{name: "places that hold no version it sees", place: func(Claimed) string { return "(0,1)" }},
+		{name: "leases moved on", place: func(c Claimed) string { return c.QueueAt },
+			token: func(Claimed) string { return stranger }, lost: 3},
+	}
+	for _, tc := range cases {
+		if _, err := st.pool.Exec(ctx, "UPDATE resource_queue SET run_at = now(), lease_owner = NULL, lease_token = NULL, lease_expires_at = NULL, dirty = false"); err != nil {
+			t.Fatal(err)
+		}
+		_, cs := claimNames(t, st)
+		if len(cs) != 3 {
+			t.Fatalf("%s: claimed %d, want 3", tc.name, len(cs))
+		}
+		if tc.move != "" {
+			if _, err := st.pool.Exec(ctx, tc.move); err != nil {
+				t.Fatal(err)
+			}
+		}
+		items := make([]Completion, len(cs))
+		ids, toks := make([]int64, len(cs)), make([]string, len(cs))
+		for i, c := range cs {
+			if c.QueueAt == "" {
+				t.Fatalf("%s: no place for %s", tc.name, c.Name)
+			}
+			token := c.LeaseToken
+			if tc.token != nil {
+				token = tc.token(c)
+			}
+			items[i] = Completion{ID: c.ID, Token: token, QueueAt: tc.place(c), Namespace: c.Namespace, Kind: c.Kind, Name: c.Name,
+				Fn: func(cur Current) Update {
+					return Update{Phase: status.PhaseReady, Conditions: cur.Conditions, ObservedGeneration: c.Generation, Message: tc.name, KeepActionState: true,
+						AppliedRevision: c.Revision, AppliedSpec: c.Spec}
+				}}
+			ids[i], toks[i] = c.ID, token
+		}
+		// The locking read alone, rolled back.
+		tx, err := st.pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur, byPlace, err := lockResultRows(ctx, tx, items, ids, toks)
+		_ = tx.Rollback(ctx)
+		dirty := 0
+		for _, c := range cur {
+			if c.Dirty {
+				dirty++
+			}
+		}
+		if err != nil || byPlace != tc.byPlace || len(cur) != 3-tc.lost || dirty != tc.dirty {
+			t.Fatalf("%s: %d locked, %d by place, %d dirty, %v; want %d, %d, %d", tc.name, len(cur), byPlace, dirty, err, 3-tc.lost, tc.byPlace, tc.dirty)
+		}
+		// The whole result.
+		lost, err := st.CompleteBatch(ctx, items)
+		if err != nil || len(lost) != tc.lost {
+			t.Fatalf("%s: lost %v, %v; want %d lost", tc.name, lost, err, tc.lost)
+		}
+		var leased int
+		if err := st.pool.QueryRow(ctx, "SELECT count(*) FROM resource_queue WHERE lease_owner IS NOT NULL").Scan(&leased); err != nil || leased != tc.lost {
+			t.Fatalf("%s: %d rows still leased (%v), want %d", tc.name, leased, err, tc.lost)
+		}
+	}
+	// Found by place: a TID scan, not the key.
+	plan := explain(t, st.pool, fmt.Sprintf(resultLockSQL, resultLockByPlace), []int64{1}, []string{stranger}, []string{"(0,1)"})
+	if !strings.Contains(plan, "Tid Scan") {
+		t.Fatalf("plan without a TID scan:\n%s", plan)
 	}
 }

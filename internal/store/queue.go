@@ -93,6 +93,9 @@ type Claimed struct {
 	// so that a controller clock behind the database's does not hold the work again at a
 	// time the database has already passed.
 	DBNow time.Time
+	// QueueAt is where the leased version of the resource's queue row lies (ctid): the
+	// result's locking read finds the row there (Completion.QueueAt).
+	QueueAt string
 }
 
 // WindowOverride is an operator's request that one resource's next call proceed although a
@@ -138,7 +141,8 @@ const claimLeaseSQL = `
 		  FROM unnest($1::bigint[], $4::text[]::tid[], $5::text[], $6::text[]) AS x(id, at, manual_by, dep_by), resources r
 		  WHERE q.ctid = ANY($4::text[]::tid[]) AND q.id = x.id AND r.id = x.id
 		    AND q.run_at <= now() AND q.lease_owner IS NULL AND NOT q.suspended AND NOT q.blocked ` + claimGateSQL + `
-		  RETURNING r.*, q.lease_token AS lease_token, q.run_at AS run_at, NULLIF(x.manual_by, '') AS manual_by, NULLIF(x.dep_by, '') AS dep_by)
+		  RETURNING r.*, q.lease_token AS lease_token, q.run_at AS run_at, NULLIF(x.manual_by, '') AS manual_by, NULLIF(x.dep_by, '') AS dep_by,
+		    q.ctid::text AS queue_at)
 		SELECT u.id, u.uid::text, u.namespace, u.kind, u.name, u.api_version, u.source, u.revision, u.labels,
 		  u.annotations, u.spec, u.generation, u.observed_generation, u.phase, u.conditions, u.action_state, u.attempt,
 		  u.deletion_timestamp IS NOT NULL, u.lease_token::text,
@@ -151,7 +155,7 @@ const claimLeaseSQL = `
 		  COALESCE(CASE WHEN u.deletion_timestamp IS NOT NULL THEN (SELECT s.revision FROM sources s WHERE s.name = u.source) END, ''),
 		  CASE WHEN u.deletion_timestamp IS NOT NULL THEN u.applied_spec END,
 		  CASE WHEN u.deletion_timestamp IS NOT NULL THEN u.applied_origins END,
-		  u.window_override, t.drift, now()
+		  u.window_override, t.drift, now(), u.queue_at
 		FROM u LEFT JOIN resource_types t ON lower(t.name) = lower(u.kind)
 		ORDER BY u.run_at`
 
@@ -325,7 +329,7 @@ func scanClaimed(r pgx.CollectableRow) (Claimed, error) {
 	err := r.Scan(&c.ID, &c.UID, &c.Namespace, &c.Kind, &c.Name, &c.APIVersion, &c.Source, &c.Revision, &labels,
 		&ann, &c.Spec, &c.Generation, &c.ObservedGeneration, &c.Phase, &conds, &c.ActionState, &c.Attempt,
 		&c.Deleting, &c.LeaseToken, &c.TypeKnown, &c.ActionName, &c.ActionWith, &c.ResyncIntervalMs, &c.SealedSHA, &c.File, &c.ManualBy,
-		&c.HasDeps, &c.DependencyBy, &c.TypeSpec, &c.ResolvedSpec, &c.ResolvedOrigins, &c.AppliedRevision, &c.SourceRevision, &c.AppliedSpec, &c.AppliedOrigins, &c.WindowOverride, &c.Drift, &c.DBNow)
+		&c.HasDeps, &c.DependencyBy, &c.TypeSpec, &c.ResolvedSpec, &c.ResolvedOrigins, &c.AppliedRevision, &c.SourceRevision, &c.AppliedSpec, &c.AppliedOrigins, &c.WindowOverride, &c.Drift, &c.DBNow, &c.QueueAt)
 	if err != nil {
 		return c, err
 	}
@@ -414,7 +418,10 @@ type Resolved struct {
 type Completion struct {
 	ID    int64
 	Token string
-	Fn    func(Current) Update
+	// QueueAt is Claimed.QueueAt ("" when unknown): the locking read finds the queue row at
+	// that place and by key only when it has moved since the claim.
+	QueueAt string
+	Fn      func(Current) Update
 	// Identity, for the changes feed.
 	Namespace, Kind, Name, Source string
 	// Quiet leaves the changes feed alone (a resync that found nothing to do).
@@ -431,6 +438,113 @@ func (s *Store) Complete(ctx context.Context, id int64, token string, fn func(Cu
 		return ErrLeaseLost
 	}
 	return nil
+}
+
+// leasedRow keys the rows a result batch holds: an item holding a token the row no longer
+// has (a batch with a retaken row's old attempt and its current one) finds nothing and is
+// lost.
+type leasedRow struct {
+	id    int64
+	token string
+}
+
+// resultLockSQL is the locking read of a result batch: the resources and queue rows of the
+// items (%s: the join that finds the queue rows, $1 the ids, $2 the tokens), locked in id
+// order as every writer of both locks them, with what the result decides on.
+const resultLockSQL = `SELECT r.id, q.lease_token::text, r.phase, r.generation, r.observed_generation, r.conditions, r.deletion_timestamp IS NOT NULL, q.dirty,
+	  r.has_deps, hd.yes, CASE WHEN hd.yes THEN r.outputs END, r.ctid::text, q.ctid::text
+	FROM %s JOIN resources r ON r.id = q.id,
+	  LATERAL (SELECT EXISTS (SELECT 1 FROM resource_edges e
+	    WHERE e.dep_namespace = r.namespace AND lower(e.dep_kind) = lower(r.kind) AND e.dep_name = r.name) AS yes) hd
+	ORDER BY r.id FOR UPDATE OF r, q`
+
+// The queue rows of resultLockSQL found at their places ($3), or by key.
+var (
+	resultLockByPlace = `unnest($1::bigint[], $2::text[]::uuid[], ` + placesParam(3) + `) AS x(id, tok, at)
+	JOIN resource_queue q ON q.ctid = x.at AND q.id = x.id AND q.lease_token = x.tok`
+	resultLockByKey = `unnest($1::bigint[], $2::text[]::uuid[]) AS x(id, tok) JOIN resource_queue q ON q.id = x.id AND q.lease_token = x.tok`
+)
+
+// lockResultRows locks and reads the rows of a result batch, and says how many it found by
+// place: first the queue rows at the places their claims leased them (a TID scan:
+// resource_queue.id's index is not unique, and a lookup by it visits every version a row
+// left while a long transaction elsewhere keeps vacuum from them), then by key the items not
+// found there (a row moved since its claim, by a start, a renewal or a write marking it
+// dirty; no place known; a lease lost). A row moved between the first statement's snapshot
+// and its lock is not returned by it (its place no longer holds it) and is found by the
+// second. Both lock in id order; when an item not found lies below one locked, the first
+// statement's locks are rolled back and the whole batch is locked by key in one statement.
+func lockResultRows(ctx context.Context, tx pgx.Tx, items []Completion, ids []int64, toks []string) (cur map[leasedRow]Current, byPlace int, err error) {
+	cur = make(map[leasedRow]Current, len(items))
+	read := func(sql string, args ...any) error {
+		rows, err := tx.Query(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var k leasedRow
+			var c Current
+			var conds []byte
+			if err := rows.Scan(&k.id, &k.token, &c.Phase, &c.Generation, &c.ObservedGeneration, &conds, &c.Deleting, &c.Dirty, &c.hasDeps, &c.hasDependents, &c.outputs,
+				&c.resourceAt, &c.queueAt); err != nil {
+				return err
+			}
+			if err := decodeConditions(conds, &c.Conditions); err != nil {
+				return err
+			}
+			cur[k] = c
+		}
+		return rows.Err()
+	}
+	known := false
+	for _, it := range items {
+		known = known || it.QueueAt != ""
+	}
+	if !known {
+		return cur, 0, read(fmt.Sprintf(resultLockSQL, resultLockByKey), ids, toks)
+	}
+	placed := make([]string, len(items))
+	for i, it := range items {
+		placed[i] = it.QueueAt
+		if placed[i] == "" {
+			placed[i] = "(0,0)" // no row lies there: found by key
+		}
+	}
+	// The locks of the first statement are given back when the rest cannot follow them in id order.
+	if _, err := tx.Exec(ctx, "SAVEPOINT result_lock"); err != nil {
+		return nil, 0, err
+	}
+	if err := read(fmt.Sprintf(resultLockSQL, resultLockByPlace), ids, toks, placed); err != nil {
+		return nil, 0, err
+	}
+	found := len(cur)
+	if found == len(items) {
+		return cur, found, nil
+	}
+	var top int64
+	for k := range cur {
+		top = max(top, k.id)
+	}
+	var restIDs []int64
+	var restToks []string
+	inOrder := true
+	for i, it := range items {
+		if _, ok := cur[leasedRow{it.ID, it.Token}]; !ok {
+			restIDs, restToks = append(restIDs, ids[i]), append(restToks, toks[i])
+			inOrder = inOrder && it.ID > top
+		}
+	}
+	if !inOrder {
+		// A row to lock below one locked: every writer locks these rows in id order, and one
+		// holding the lower row while it waits for a higher one would deadlock with this.
+		if _, err := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT result_lock"); err != nil {
+			return nil, 0, err
+		}
+		clear(cur)
+		return cur, 0, read(fmt.Sprintf(resultLockSQL, resultLockByKey), ids, toks)
+	}
+	return cur, found, read(fmt.Sprintf(resultLockSQL, resultLockByKey), restIDs, restToks)
 }
 
 // CompleteBatch writes results (CompleteResults) and then refreshes the dependencies they
@@ -460,39 +574,8 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 		for i, it := range items {
 			ids[i], toks[i] = it.ID, it.Token
 		}
-		rows, err := tx.Query(ctx, `SELECT r.id, q.lease_token::text, r.phase, r.generation, r.observed_generation, r.conditions, r.deletion_timestamp IS NOT NULL, q.dirty,
-			  r.has_deps, hd.yes, CASE WHEN hd.yes THEN r.outputs END, r.ctid::text, q.ctid::text
-			FROM resources r JOIN resource_queue q ON q.id = r.id JOIN unnest($1::bigint[], $2::text[]::uuid[]) AS x(id, tok) ON q.id = x.id AND q.lease_token = x.tok,
-			  LATERAL (SELECT EXISTS (SELECT 1 FROM resource_edges e
-			    WHERE e.dep_namespace = r.namespace AND lower(e.dep_kind) = lower(r.kind) AND e.dep_name = r.name) AS yes) hd
-			ORDER BY r.id FOR UPDATE OF r, q`, ids, toks)
+		cur, _, err := lockResultRows(ctx, tx, items, ids, toks)
 		if err != nil {
-			return err
-		}
-		// Keyed by row and token: an item holding a token the row no longer has (a batch with
-		// a retaken row's old attempt and its current one) finds nothing and is lost.
-		type leased struct {
-			id    int64
-			token string
-		}
-		cur := make(map[leased]Current, len(items))
-		for rows.Next() {
-			var k leased
-			var c Current
-			var conds []byte
-			if err := rows.Scan(&k.id, &k.token, &c.Phase, &c.Generation, &c.ObservedGeneration, &conds, &c.Deleting, &c.Dirty, &c.hasDeps, &c.hasDependents, &c.outputs,
-				&c.resourceAt, &c.queueAt); err != nil {
-				rows.Close()
-				return err
-			}
-			if err := decodeConditions(conds, &c.Conditions); err != nil {
-				rows.Close()
-				return err
-			}
-			cur[k] = c
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return err
 		}
 		var (
@@ -508,7 +591,7 @@ func (s *Store) CompleteResults(ctx context.Context, items []Completion) (lost, 
 			dueNow     bool    // a row put due at once (changed during its call, or its RunAt passed)
 		)
 		for _, it := range items {
-			c, ok := cur[leased{it.ID, it.Token}]
+			c, ok := cur[leasedRow{it.ID, it.Token}]
 			if !ok {
 				lost = append(lost, it.ID)
 				continue
@@ -826,7 +909,7 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, ids []int64, toke
 	}
 	rows, err := s.leases.Query(ctx, `UPDATE resource_queue SET lease_expires_at = now() + $4 * interval '1 millisecond'
 		WHERE id = ANY(ARRAY(SELECT id FROM resource_queue WHERE id = ANY($2::bigint[]) AND lease_owner = $1 AND lease_token = ANY($3::text[]::uuid[])
-		  ORDER BY id FOR UPDATE SKIP LOCKED))
+		  ORDER BY id FOR UPDATE SKIP LOCKED)) AND lease_owner = $1 AND lease_token = ANY($3::text[]::uuid[])
 		RETURNING lease_token::text`, pgx.QueryExecModeExec, owner, ids, tokens, ttl.Milliseconds())
 	if err != nil {
 		return nil, fmt.Errorf("renew leases: %w", err)

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/internal/pgembed/pgtest"
+	"github.com/trueup-dev/trueup/internal/store"
+)
+
+// `trueup migrate` (daemon.Database.Migrate, which every start runs too) keeps one
+// resource_queue row per resource when rows were written twice with triggers off, and says
+// how many it removed.
+func TestMigrateRemovesQueueRowsWrittenTwice(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewDatabase(t, store.MigrateURL)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// Two rows for resource 7 and one for 8, written as pg_restore --disable-triggers writes.
+	for _, sql := range []string{
+		"BEGIN",
+		"ALTER TABLE resource_queue DISABLE TRIGGER resource_queue_guard",
+		"INSERT INTO resource_queue (id, run_at) VALUES (7, now()), (7, now()), (8, now())",
+		"ALTER TABLE resource_queue ENABLE TRIGGER resource_queue_guard",
+		"COMMIT",
+	} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "trueup.yaml")
+	writeTestFile(t, cfgPath, "sources: []\n")
+	for _, want := range []string{"applied 0 migrations []\nremoved 1 resource_queue row written twice for one resource (rows written with triggers off, as by a data-only restore over existing rows)\n", "applied 0 migrations []\n"} {
+		cmd := exec.Command(os.Args[0], "migrate", "--config", cfgPath)
+		cmd.Env = append(os.Environ(), "TRUEUP_TEST_RUN_MAIN=1", "TRUEUP_DATABASE_URL="+dbURL)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil || string(out) != want {
+			t.Fatalf("trueup migrate: %q, %v (%s); want %q", out, err, stderr.String(), want)
+		}
+	}
+	var rows, ids int
+	if err := conn.QueryRow(ctx, "SELECT count(*), count(DISTINCT id) FROM resource_queue").Scan(&rows, &ids); err != nil || rows != 2 || ids != 2 {
+		t.Fatalf("queue after migrate: %d rows for %d ids, %v; want 2 for 2", rows, ids, err)
+	}
+}
