@@ -127,8 +127,13 @@ func (s *Store) RepairQueue(ctx context.Context) (removed int64, err error) {
 		if !twice {
 			return nil
 		}
-		if _, err := tx.Exec(ctx, "LOCK TABLE resource_queue IN EXCLUSIVE MODE", pgx.QueryExecModeExec); err != nil {
+		// Bounded, as migrations' locks: claims, results and renewals of every replica would
+		// queue behind a lock that waits for a long transaction.
+		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '10s'", pgx.QueryExecModeExec); err != nil {
 			return err
+		}
+		if _, err := tx.Exec(ctx, "LOCK TABLE resource_queue IN EXCLUSIVE MODE", pgx.QueryExecModeExec); err != nil {
+			return fmt.Errorf("some resources have two queue rows, and the queue could not be locked to remove them (start again once the transaction holding it ends): %w", err)
 		}
 		tag, err := tx.Exec(ctx, `WITH rows AS (
 			  SELECT ctid AS at, row_number() OVER (PARTITION BY id ORDER BY `+repairKeepSQL+`) AS n,

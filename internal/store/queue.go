@@ -471,8 +471,8 @@ var (
 // left while a long transaction elsewhere keeps vacuum from them), then by key the items not
 // found there (a row moved since its claim, by a start, a renewal or a write marking it
 // dirty; no place known; a lease lost). A row moved between the first statement's snapshot
-// and its lock is not returned by it (its place no longer holds it) and is found by the
-// second. Both lock in id order; when an item not found lies below one locked, the first
+// and its lock is either returned by it as it is now (with its new place) or found by the
+// second, as the server's recheck of a TID condition decides. Both lock in id order; when an item not found lies below one locked, the first
 // statement's locks are rolled back and the whole batch is locked by key in one statement.
 func lockResultRows(ctx context.Context, tx pgx.Tx, items []Completion, ids []int64, toks []string) (cur map[leasedRow]Current, byPlace int, err error) {
 	cur = make(map[leasedRow]Current, len(items))
@@ -523,8 +523,9 @@ func lockResultRows(ctx context.Context, tx pgx.Tx, items []Completion, ids []in
 		return cur, found, nil
 	}
 	var top int64
+	locked := make(map[int64]bool, len(cur))
 	for k := range cur {
-		top = max(top, k.id)
+		top, locked[k.id] = max(top, k.id), true
 	}
 	var restIDs []int64
 	var restToks []string
@@ -532,7 +533,8 @@ func lockResultRows(ctx context.Context, tx pgx.Tx, items []Completion, ids []in
 	for i, it := range items {
 		if _, ok := cur[leasedRow{it.ID, it.Token}]; !ok {
 			restIDs, restToks = append(restIDs, ids[i]), append(restToks, toks[i])
-			inOrder = inOrder && it.ID > top
+			// A row already locked (under another token: a retaken row's old attempt) waits on nothing.
+			inOrder = inOrder && (it.ID > top || locked[it.ID])
 		}
 	}
 	if !inOrder {
