@@ -472,8 +472,9 @@ var (
 // found there (a row moved since its claim, by a start, a renewal or a write marking it
 // dirty; no place known; a lease lost). A row moved between the first statement's snapshot
 // and its lock is either returned by it as it is now (with its new place) or found by the
-// second, as the server's recheck of a TID condition decides. Both lock in id order; when an item not found lies below one locked, the first
-// statement's locks are rolled back and the whole batch is locked by key in one statement.
+// second, as the server's recheck of a TID condition decides. Both lock in id order; when an
+// item not found lies below one locked, the first statement's locks are rolled back and the
+// whole batch is locked by key in one statement.
 func lockResultRows(ctx context.Context, tx pgx.Tx, items []Completion, ids []int64, toks []string) (cur map[leasedRow]Current, byPlace int, err error) {
 	cur = make(map[leasedRow]Current, len(items))
 	read := func(sql string, args ...any) error {
