@@ -9,10 +9,10 @@ const fullScanEvery = time.Second
 
 // fullScanShare bounds the claimer's time spent in periodic scans from the start to about
 // one part in fullScanShare: after a claim from the start that took d (its two statements
-// and commit), the next periodic one waits at least fullScanShare·d. Such a scan passes the index entries of every version
-// claimed since the oldest due row, which a transaction held open elsewhere keeps: with
-// 20,000 rows resyncing continuously it takes about 0.1 s after half a minute, and the claimer
-// claims nothing meanwhile.
+// and commit), the next periodic one waits at least fullScanShare·d. Such a scan passes the
+// index entries of every version claimed since the oldest due row, which a transaction held
+// open elsewhere keeps: with 20,000 rows resyncing continuously it takes about 0.1 s after
+// half a minute, and the claimer claims nothing meanwhile.
 const fullScanShare = 50
 
 // fullScanAtMost bounds the period of the scans from the start whatever the last one took (a

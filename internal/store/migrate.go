@@ -113,8 +113,9 @@ func (s *Store) Migrate(ctx context.Context) (applied []string, err error) {
 // pass both, and two rows of one resource would each be claimed. Each replica runs it at
 // start (Migrate's callers), under the migrations' lock: it reads the queue's id index once
 // (0.14 s for a million rows) and, when some resource has more than one row, locks the queue
-// against writers and locking reads (claims of running peers wait), keeps one row per resource (repairKeepSQL)
-// suspended when any of them was, and reports how many rows it removed.
+// against writers and locking reads (claims of running peers wait), keeps one row per
+// resource (repairKeepSQL), suspended when any of them was, and reports how many rows it
+// removed.
 func (s *Store) RepairQueue(ctx context.Context) (removed int64, err error) {
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", pgx.QueryExecModeExec, migrationLockID); err != nil {
