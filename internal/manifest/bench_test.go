@@ -99,6 +99,17 @@ func BenchmarkLoad100kOneAddedReuse(b *testing.B) {
 	benchAlternate(b, fs, files(fs[1].Path, added)[0], Options{ReuseSet: true})
 }
 
+// BenchmarkLoad100kOneAddedReuseDeps is BenchmarkLoad100kOneAddedReuse in a revision where a
+// resource has a dependency: the cycle check walks every resource, the Set is not copied.
+func BenchmarkLoad100kOneAddedReuseDeps(b *testing.B) {
+	fs, _ := repoOf(dbType, 1000)
+	fs[2] = files(fs[2].Path, string(fs[2].Data)+"---\napiVersion: example.com/v1\nkind: DatabaseCluster\nmetadata: {name: db-1-dep, namespace: team-1}\n"+
+		"dependsOn: [{kind: DatabaseCluster, name: db-1-0}]\nspec: {engine: postgres, storage_gb: 50, tags: [a], backup: {window: \"01:00\"}}\n")[0]
+	added := string(fs[1].Data) + "---\napiVersion: example.com/v1\nkind: DatabaseCluster\nmetadata: {name: db-added, namespace: team-0}\n" +
+		"spec: {engine: postgres, storage_gb: 50, tags: [a], backup: {window: \"01:00\"}}\n"
+	benchAlternate(b, fs, files(fs[1].Path, added)[0], Options{ReuseSet: true})
+}
+
 func benchOneChanged(b *testing.B, typeYAML string, files int, opts Options) {
 	fs, changed := repoOf(typeYAML, files)
 	benchAlternate(b, fs, changed, opts)

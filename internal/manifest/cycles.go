@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 	"strconv"
 	"strings"
@@ -147,26 +148,37 @@ func cycleMessage(nodes []GraphNode, c []int, m int, spans bool) string {
 // graphNodes is the dependency graph of a Set's resources, for CycleErrors; nil when no
 // resource depends on another.
 func graphNodes(resources []Resource) []GraphNode {
+	return graphNodesOf(len(resources), func(yield func(*Resource) bool) {
+		for i := range resources {
+			if !yield(&resources[i]) {
+				return
+			}
+		}
+	})
+}
+
+// graphNodesOf is graphNodes of the n resources of each, in its order; each is walked
+// twice: once to count the edges, once to build the nodes.
+func graphNodesOf(n int, each iter.Seq[*Resource]) []GraphNode {
 	edges := 0
-	for i := range resources {
-		edges += len(resources[i].DependsOn)
+	for r := range each {
+		edges += len(r.DependsOn)
 	}
 	if edges == 0 {
 		return nil
 	}
-	nodes := make([]GraphNode, len(resources))
+	nodes := make([]GraphNode, 0, n)
 	targets := make([]graph.ID, 0, edges) // one block for every node's Deps
-	for i := range resources {
-		r := &resources[i]
+	for r := range each {
 		start := len(targets)
 		for _, d := range r.DependsOn {
 			targets = append(targets, d.Target)
 		}
-		nodes[i] = GraphNode{
+		nodes = append(nodes, GraphNode{
 			ID:   graph.ID{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name},
 			File: r.File, Line: r.Line,
 			Deps: targets[start:len(targets):len(targets)],
-		}
+		})
 	}
 	return nodes
 }

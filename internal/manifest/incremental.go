@@ -278,51 +278,44 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 		deps = deps || len(made[i].DependsOn) > 0
 	}
 	same := sameIdentities(kept, gone, made)
-	if ld.opts.ReuseSet && ld.l.released == b.set && !deps && (same || !b.deps) {
-		// The revision changes resources in the last Set, which the caller handed back: when
-		// they are the same ones they take their old places, else (no resource has a
-		// dependency, so no cycle can close) the others move aside in it when it has room.
-		if ld.opts.CheckReference != nil {
-			ld.checkReferences(made)
-			from := 0
-			for _, g := range append(gone, len(kept)) {
-				if !b.deps {
-					break // no kept resource has a dependency to check
-				}
-				ld.checkReferences(kept[from:g])
-				from = g + 1
-			}
-			if len(ld.errs) > 0 {
-				return nil, false
-			}
-		}
-		if same {
-			for k, g := range gone {
-				kept[g] = made[k]
-			}
-			return ld.done(b, now, counts, docs, resources, cel, kept, b.deps), true
-		}
-		if merged, ok := mergeInPlace(kept, gone, made); ok {
-			return ld.done(b, now, counts, docs, resources, cel, merged, false), true
-		}
-	}
-	merged := mergeResources(kept, gone, made, ld.opts.ReuseSet)
 	if ld.opts.CheckReference != nil {
 		// Every resource's: the controller's grants may have changed (only made's when no
 		// kept resource has a dependency).
+		ld.checkReferences(made)
 		if b.deps {
-			ld.checkReferences(merged)
-		} else {
-			ld.checkReferences(made)
+			from := 0
+			for _, g := range gone {
+				ld.checkReferences(kept[from:g])
+				from = g + 1
+			}
+			ld.checkReferences(kept[from:])
 		}
 		if len(ld.errs) > 0 {
 			return nil, false
 		}
 	}
-	if (deps || (b.deps && !same)) && CycleErrors(graphNodes(merged)) != nil {
+	// Checked on the resources in their merged order before any is moved: a rejected load
+	// leaves the basis as it was.
+	if (deps || (b.deps && !same)) && CycleErrors(mergedGraphNodes(kept, gone, made)) != nil {
 		return nil, false
 	}
-	return ld.done(b, now, counts, docs, resources, cel, merged, deps || b.deps), true
+	anyDeps := deps || b.deps // a resource of the Set may have dependencies
+	if ld.opts.ReuseSet && ld.l.released == b.set {
+		// The revision changes resources in the last Set, which the caller handed back: when
+		// they are the same ones they take their old places, else the others move aside in
+		// it when it has room.
+		if same {
+			for k, g := range gone {
+				kept[g] = made[k]
+			}
+			return ld.done(b, now, counts, docs, resources, cel, kept, anyDeps), true
+		}
+		if merged, ok := mergeInPlace(kept, gone, made); ok {
+			return ld.done(b, now, counts, docs, resources, cel, merged, anyDeps), true
+		}
+	}
+	merged := mergeResources(kept, gone, made, ld.opts.ReuseSet)
+	return ld.done(b, now, counts, docs, resources, cel, merged, anyDeps), true
 }
 
 // done makes the Set of an incremental load from b with resources, and makes it the basis;
@@ -381,22 +374,47 @@ func findResource(resources []Resource, namespace, kind, name string) (int, bool
 // into a new array (with room for a few more when room: resourcesCap).
 func mergeResources(kept []Resource, gone []int, made []Resource, room bool) []Resource {
 	out := make([]Resource, 0, resourcesCap(len(kept)-len(gone)+len(made), room))
-	from := 0 // the next of kept to copy
-	for _, r := range made {
+	mergeRuns(kept, gone, made,
+		func(lo, hi int) { out = append(out, kept[lo:hi]...) },
+		func(r *Resource) { out = append(out, *r) })
+	return out
+}
+
+// mergedGraphNodes is graphNodes of mergeResources(kept, gone, made), without the merged
+// array.
+func mergedGraphNodes(kept []Resource, gone []int, made []Resource) []GraphNode {
+	return graphNodesOf(len(kept)-len(gone)+len(made), func(yield func(*Resource) bool) {
+		stop := false
+		mergeRuns(kept, gone, made, func(lo, hi int) {
+			for i := lo; i < hi && !stop; i++ {
+				stop = !yield(&kept[i])
+			}
+		}, func(r *Resource) {
+			stop = stop || !yield(r)
+		})
+	})
+}
+
+// mergeRuns walks mergeResources' order: run(lo, hi) for each run of kept[lo:hi], empty ones
+// too, and add(r) for each of made.
+func mergeRuns(kept []Resource, gone []int, made []Resource, run func(lo, hi int), add func(*Resource)) {
+	from := 0 // the next of kept to walk
+	for i := range made {
+		r := &made[i]
 		to, _ := findResource(kept, r.Namespace, r.Kind, r.Name) // where r goes in kept
 		for len(gone) > 0 && gone[0] < to {
-			out = append(out, kept[from:gone[0]]...)
+			run(from, gone[0])
 			from, gone = gone[0]+1, gone[1:]
 		}
-		out = append(out, kept[from:max(from, to)]...)
+		run(from, max(from, to))
 		from = max(from, to)
-		out = append(out, r)
+		add(r)
 	}
 	for _, g := range gone {
-		out = append(out, kept[from:g]...)
+		run(from, g)
 		from = g + 1
 	}
-	return append(out, kept[from:]...)
+	run(from, len(kept))
 }
 
 // resourcesCap is the capacity of a Set's n resources: with room (a Set its Loader may write

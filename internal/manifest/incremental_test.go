@@ -271,6 +271,23 @@ func TestReviewCaseCycle(t *testing.T) {
 	if _, err := l.Load(next, Options{}); fmt.Sprint(err) != fmt.Sprint(want) {
 		t.Errorf("after the first revision: %v\nwant %v", err, want)
 	}
+	// The same with each Set handed back: the rejected revision leaves the basis, from which
+	// the first revision loads again.
+	l = NewLoader()
+	first := files("types.yaml", types, "a.yaml", res("DB", "a", ""), "b.yaml", b, "c.yaml", c)
+	opts := Options{ReuseSet: true}
+	set, err := l.Load(first, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Release(set)
+	if _, err := l.Load(next, opts); fmt.Sprint(err) != fmt.Sprint(want) {
+		t.Errorf("handed back, after the first revision: %v\nwant %v", err, want)
+	}
+	got, err := l.Load(first, opts)
+	if wantSet, _ := NewLoader().Load(first, Options{}); err != nil || !reflect.DeepEqual(got, wantSet) {
+		t.Errorf("the first revision again: %v; Set differs from a full load's:\n%s", err, setDiff(got, wantSet))
+	}
 }
 
 // TestLoadLeavesEarlierSet: a load, incremental or full, leaves a Set returned before as it
@@ -490,5 +507,68 @@ func TestFailedLoadDropsDocuments(t *testing.T) {
 			t.Errorf("%+v: the Loader holds %d files' documents and %d sorted (basis kept: %t), want none and the first basis",
 				opts.Limits, len(l.files), len(l.sorted), l.last != nil && l.last.set == first)
 		}
+	}
+}
+
+// With dependencies in the Set, loads that add, change or remove resources write into the
+// last Set's array as without them; one whose resources close a cycle (new ones, or the same
+// ones changed) is rejected as a full load rejects it and leaves the basis as it was.
+func TestIncrementalInPlaceWithDependencies(t *testing.T) {
+	t.Parallel()
+	fs, _ := repoOf(dbType, 10)
+	res := func(name, dep string, storage int) string {
+		deps := ""
+		if dep != "" {
+			deps = "dependsOn: [{kind: DatabaseCluster, name: " + dep + "}]\n"
+		}
+		return fmt.Sprintf("---\napiVersion: example.com/v1\nkind: DatabaseCluster\nmetadata:\n  name: %s\n  namespace: team-2\n%s"+
+			"spec: {engine: postgres, storage_gb: %d, tags: [a], backup: {window: \"01:00\"}}\n", name, deps, storage)
+	}
+	with := func(add string) []sources.File {
+		out := append([]sources.File(nil), fs...)
+		out[3] = files(fs[3].Path, string(fs[3].Data)+add)[0] // apps/02.yaml
+		return out
+	}
+	dep := res("db-2-dep", "db-2-0", 50) + res("db-2-top", "db-2-dep", 50)
+	base := with(dep)
+	steps := []struct {
+		name    string
+		in      []sources.File
+		inPlace bool // else rejected
+	}{
+		{"a resource added", with(dep + res("db-2-added", "", 50)), true},
+		{"a resource removed", base, true},
+		{"a resource with a dependency changed", with(res("db-2-dep", "db-2-0", 60) + res("db-2-top", "db-2-dep", 50)), true},
+		{"resources added in a cycle", with(dep + res("db-2-x", "db-2-y", 50) + res("db-2-y", "db-2-x", 50)), false},
+		{"the same resources changed into a cycle", with(res("db-2-dep", "db-2-top", 50) + res("db-2-top", "db-2-dep", 50)), false},
+		{"the revision before the cycles", base, true},
+	}
+	l := NewLoader()
+	opts := Options{ReuseSet: true}
+	set, err := l.Load(base, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range steps {
+		first, before := &set.Resources[0], l.incrementals
+		l.Release(set)
+		got, err := l.Load(step.in, opts)
+		want, wantErr := NewLoader().Load(step.in, Options{})
+		if !step.inPlace {
+			if wantErr == nil || !strings.Contains(wantErr.Error(), "dependency cycle") || fmt.Sprint(err) != fmt.Sprint(wantErr) {
+				t.Fatalf("%s: %v\nwant %v, a dependency cycle", step.name, err, wantErr)
+			}
+			continue
+		}
+		if err != nil || wantErr != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: %v, %v; Set differs from a full load's:\n%s", step.name, err, wantErr, setDiff(got, want))
+		}
+		if l.incrementals != before+1 {
+			t.Fatalf("%s: loaded in full", step.name)
+		}
+		if &got.Resources[0] != first {
+			t.Fatalf("%s: %d resources copied, not written into the last Set", step.name, len(got.Resources))
+		}
+		set = got
 	}
 }

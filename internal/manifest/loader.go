@@ -63,9 +63,10 @@ type Options struct {
 	// whose syncs take turns and apply each Set before loading the next): a revision may
 	// then be written into the last Set's resources in place, rather than into a copy of
 	// them, if the caller handed that Set back (Loader.Release) since it was returned:
-	// changed resources take their places, and when no resource has a dependency, added and
-	// removed ones move the others (the released Set's resources are then reordered and may
-	// be cut short). Its Sets keep room for a few more resources.
+	// changed resources take their places, and added and removed ones move the others (the
+	// released Set's resources are then reordered and may be cut short); a revision that is
+	// rejected leaves the handed-back Set as it was. Its Sets keep room for a few more
+	// resources.
 	ReuseSet bool
 	// Rewritten names the files (by path) whose resources the caller changes in the Set once
 	// it is loaded (sealed: an encrypted file's redacted fields, its hashes and the file kept
