@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -122,5 +123,27 @@ func TestSuspendStopsCalls(t *testing.T) {
 	r.inflight["new"] = &call{}
 	if _, _, _, ok := r.start(context.Background(), store.Claimed{LeaseToken: "new"}); !ok {
 		t.Error("a new item could not start after Resume")
+	}
+}
+
+// A start or a renewal that moved a queue row updates where the result looks for it, until
+// the row is handed to the writer, which keeps the place it was handed with.
+func TestRecordPlaces(t *testing.T) {
+	t.Parallel()
+	r := &Reconciler{inflight: map[string]*call{
+		"run":   {at: "(1,1)"},
+		"write": {at: "(1,2)"},
+		"none":  {},
+	}}
+	r.recordPlaces(map[string]string{"run": "(2,1)", "none": "(2,3)", "gone": "(2,4)"})
+	if got := r.writing([]string{"write", "gone"}); !slices.Equal(got, []string{"(1,2)", ""}) {
+		t.Fatalf("handed to the writer at %q, want (1,2) and nothing for an untracked token", got)
+	}
+	r.recordPlaces(map[string]string{"write": "(3,2)", "run": "(3,1)"})
+	if got := r.writing([]string{"run", "write", "none"}); !slices.Equal(got, []string{"(3,1)", "(1,2)", "(2,3)"}) {
+		t.Fatalf("places %q: want the last renewal's, the place handed over, the start's", got)
+	}
+	if _, tracked := r.inflight["gone"]; tracked {
+		t.Fatal("a place for an untracked token tracked it")
 	}
 }

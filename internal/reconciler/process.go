@@ -394,12 +394,20 @@ func (r *Reconciler) complete(items []store.Completion) ([]int64, error) {
 
 // unstorable replaces a result the database refused with a failed attempt saying so, so that
 // the resource backs off instead of being retried at every lease expiry.
-func (r *Reconciler) unstorable(p pending, cause error) store.Completion {
+func (r *Reconciler) unstorable(p *pending, place string, cause error) store.Completion {
 	a := p.a
 	a.res = actions.Result{}
 	a.err = fmt.Errorf("the action's result could not be stored: %v", cause)
-	return store.Completion{ID: p.c.ID, Token: p.c.LeaseToken, QueueAt: p.c.QueueAt, Fn: func(cur store.Current) store.Update { return r.update(p.c, a, cur) },
-		Namespace: p.c.Namespace, Kind: p.c.Kind, Name: p.c.Name, Source: p.c.Source}
+	const quiet = false // a failed attempt
+	return r.completion(&p.c, &a, place, quiet)
+}
+
+// completion is the result of attempt a on claim c, its queue row last known at place
+// (store.Completion.QueueAt). Fn reads c and a when the batch is written.
+func (r *Reconciler) completion(c *store.Claimed, a *attempt, place string, quiet bool) store.Completion {
+	return store.Completion{ID: c.ID, Token: c.LeaseToken, QueueAt: place,
+		Fn:        func(cur store.Current) store.Update { return r.update(*c, *a, cur) },
+		Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Source: c.Source, Quiet: quiet}
 }
 
 // pending is a finished call waiting for the batch writer.
@@ -557,9 +565,10 @@ func (r *Reconciler) startLoop(in <-chan started) {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := r.store.Started(ctx, live)
+		placed, err := r.store.Started(ctx, live)
 		cancel()
 		if err == nil {
+			r.recordPlaces(placed)
 			pause = 0
 			continue
 		}
@@ -596,17 +605,18 @@ func (r *Reconciler) writeLoop(in <-chan pending) {
 				break drain
 			}
 		}
-		items := make([]store.Completion, len(batch))
 		tokens := make([]string, len(batch))
+		for i := range batch {
+			tokens[i] = batch[i].c.LeaseToken
+		}
+		places := r.writing(tokens)
+		items := make([]store.Completion, len(batch))
 		for i := range batch {
 			// Fn is called before this batch ends (r.complete returns after it): it may read
 			// the batch's element rather than a copy of its own.
 			p := &batch[i]
-			tokens[i] = p.c.LeaseToken
-			items[i] = store.Completion{ID: p.c.ID, Token: p.c.LeaseToken, QueueAt: p.c.QueueAt, Fn: func(cur store.Current) store.Update { return r.update(p.c, p.a, cur) },
-				Namespace: p.c.Namespace, Kind: p.c.Kind, Name: p.c.Name, Source: p.c.Source, Quiet: p.a.quiet(p.c)}
+			items[i] = r.completion(&p.c, &p.a, places[i], p.a.quiet(p.c))
 		}
-		r.writing(tokens)
 		writeStart := time.Now()
 		outcome := make([]writeOutcome, len(batch)) // written, unless said otherwise below
 		lost, err := r.complete(items)
@@ -617,7 +627,7 @@ func (r *Reconciler) writeLoop(in <-chan pending) {
 			for i, it := range items {
 				l, err := r.complete([]store.Completion{it})
 				if err != nil {
-					if l, err = r.complete([]store.Completion{r.unstorable(batch[i], err)}); err == nil {
+					if l, err = r.complete([]store.Completion{r.unstorable(&batch[i], it.QueueAt, err)}); err == nil {
 						outcome[i] = writeRefused
 					}
 				}
@@ -628,7 +638,7 @@ func (r *Reconciler) writeLoop(in <-chan pending) {
 				lost = append(lost, l...)
 			}
 		} else if err != nil {
-			if l, err2 := r.complete([]store.Completion{r.unstorable(batch[0], err)}); err2 == nil {
+			if l, err2 := r.complete([]store.Completion{r.unstorable(&batch[0], items[0].QueueAt, err)}); err2 == nil {
 				lost = l
 				outcome[0] = writeRefused
 			} else {

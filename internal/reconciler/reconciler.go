@@ -120,6 +120,10 @@ type call struct {
 	called  bool                    // the call returned: its start no longer needs storing
 	claim   claimWindow             // the claim that took it, for its trace
 	id      int64                   // the resource's row: renewals find it by key
+	// at is the last place of the row's queue version the replica was told of: the claim's,
+	// its start's or a renewal's, each of which writes a version elsewhere (a renewal's reply
+	// may come after a later start's). The result's locking read looks there first.
+	at string
 }
 
 // claimWindow is when the batch claim that took an item ran, and how many it took: each
@@ -396,7 +400,7 @@ func (r *Reconciler) claimLoop(ctx context.Context, queue chan store.Claimed) {
 			// rows to a peer: they are dropped, never started.
 			stale := len(r.suspended) > 0 || r.epoch != epoch
 			for _, c := range claimed {
-				r.inflight[c.LeaseToken] = &call{dropped: stale, claim: window, id: c.ID}
+				r.inflight[c.LeaseToken] = &call{dropped: stale, claim: window, id: c.ID, at: c.QueueAt}
 			}
 			r.mu.Unlock()
 			for _, c := range claimed {
@@ -453,12 +457,29 @@ func (r *Reconciler) observeCall(d time.Duration) {
 }
 
 // writing marks tokens as handed to the result writer: their leases end with the write, so a
-// renewal that finds them gone is no loss.
-func (r *Reconciler) writing(tokens []string) {
+// renewal that finds them gone is no loss. It returns where each one's queue row was last
+// placed ("" when unknown).
+func (r *Reconciler) writing(tokens []string) (places []string) {
+	places = make([]string, len(tokens))
 	r.mu.Lock()
-	for _, t := range tokens {
+	for i, t := range tokens {
 		if c := r.inflight[t]; c != nil {
 			c.writing = true
+			places[i] = c.at
+		}
+	}
+	r.mu.Unlock()
+	return places
+}
+
+// recordPlaces records where a start or a renewal left queue rows (by lease token). A row
+// handed to the writer keeps the place it was handed with: the locking read finds it by key
+// if it moved since.
+func (r *Reconciler) recordPlaces(places map[string]string) {
+	r.mu.Lock()
+	for t, at := range places {
+		if c := r.inflight[t]; c != nil && !c.writing {
+			c.at = at
 		}
 	}
 	r.mu.Unlock()
@@ -513,9 +534,10 @@ func (r *Reconciler) renewLoop(ctx context.Context) {
 			}
 		}
 		r.mu.Unlock()
-		lost, err := r.store.RenewLeases(ctx, r.opts.Replica, ids, tokens, r.opts.LeaseTTL)
+		placed, lost, err := r.store.RenewLeases(ctx, r.opts.Replica, ids, tokens, r.opts.LeaseTTL)
 		switch {
 		case err == nil:
+			r.recordPlaces(placed)
 			lastRenewed = time.Now()
 			r.resume(suspendRenewal)
 		case ctx.Err() != nil:

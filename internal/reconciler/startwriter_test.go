@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/trueup-dev/trueup/actions"
+	"github.com/trueup-dev/trueup/internal/store"
 )
 
 // The start writer keeps every start until it is stored: a start that does not fit in the
@@ -72,4 +74,76 @@ func TestStartWriterKeepsAndRetriesStarts(t *testing.T) {
 	r.mu.Unlock()
 	close(r.starts)
 	<-done
+}
+
+// The places the reconciler hands the result writer follow the queue rows: a stored start
+// and a lease renewal each write a version of the row elsewhere, and the call's record then
+// holds where that version lies.
+func TestPlacesFollowStartAndRenewal(t *testing.T) {
+	ctx := context.Background()
+	st := openGated(ctx, t)
+	pool := st.Pool()
+	if _, err := pool.Exec(ctx, "UPDATE resource_queue SET run_at = now()"); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := st.Claim(ctx, "r1", 10, time.Minute)
+	if err != nil || len(claimed) != 2 {
+		t.Fatalf("claim: %d, %v", len(claimed), err)
+	}
+	tokens := make([]string, len(claimed))
+	r := New(st, map[string]actions.Action{}, Options{Replica: "r1", Workers: 1, LeaseTTL: 300 * time.Millisecond}, slog.New(slog.DiscardHandler))
+	r.mu.Lock()
+	for i, c := range claimed {
+		tokens[i] = c.LeaseToken
+		r.inflight[c.LeaseToken] = &call{id: c.ID, at: c.QueueAt, cancel: func(error) {}}
+	}
+	r.mu.Unlock()
+	// Each row's place as the replica knows it and as it is.
+	places := func() (known, now []string) {
+		r.mu.Lock()
+		for _, tok := range tokens {
+			known = append(known, r.inflight[tok].at)
+		}
+		r.mu.Unlock()
+		for _, c := range claimed {
+			var at string
+			if err := pool.QueryRow(ctx, "SELECT ctid::text FROM resource_queue WHERE id = $1", c.ID).Scan(&at); err != nil {
+				t.Fatal(err)
+			}
+			now = append(now, at)
+		}
+		return known, now
+	}
+	waitPlaces := func(what string, not []string) []string {
+		t.Helper()
+		var now []string
+		waitFor(t, what, func() (bool, string) {
+			var known []string
+			known, now = places()
+			return slices.Equal(known, now) && !slices.Equal(now, not), fmt.Sprintf("known %v, rows at %v, before %v", known, now, not)
+		})
+		return now
+	}
+	claimedAt := []string{claimed[0].QueueAt, claimed[1].QueueAt}
+
+	starts := make(chan started, len(claimed))
+	done := make(chan struct{})
+	go func() { defer close(done); r.startLoop(starts) }()
+	for _, c := range claimed {
+		starts <- started{Start: store.Start{ID: c.ID, Token: c.LeaseToken, Generation: c.Generation, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Source: c.Source}}
+	}
+	startedAt := waitPlaces("the started rows' places known", claimedAt)
+	close(starts)
+	<-done
+
+	renewCtx, stop := context.WithCancel(ctx)
+	renewed := make(chan struct{})
+	go func() { defer close(renewed); r.renewLoop(renewCtx) }()
+	renewedAt := waitPlaces("the renewed rows' places known", startedAt)
+	stop()
+	<-renewed
+
+	if got := r.writing(tokens); !slices.Equal(got, renewedAt) {
+		t.Fatalf("handed to the writer at %v, the rows lie at %v", got, renewedAt)
+	}
 }

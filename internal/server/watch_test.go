@@ -105,7 +105,7 @@ func (e *watchEnv) reconcile(t *testing.T) int {
 	for i, c := range claimed {
 		starts[i] = store.Start{ID: c.ID, Token: c.LeaseToken, Generation: c.Generation, Deleting: c.Deleting, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Source: c.Source}
 	}
-	if err := e.st.Started(ctx, starts); err != nil {
+	if _, err := e.st.Started(ctx, starts); err != nil {
 		t.Fatal(err)
 	}
 	items := make([]store.Completion, 0, len(claimed))

@@ -124,9 +124,9 @@ func TestUnchangedResultWritesNoResourcesVersion(t *testing.T) {
 	}
 }
 
-// A result batch's locking read finds each queue row at the place its claim leased it (a
-// TID scan), and by key when the row moved since (a write marking it dirty) or the place
-// holds no version of it; an item whose lease moved on is lost either way. A batch whose
+// A result batch's locking read finds each queue row at the place its claim leased it, or
+// where a start or a renewal since left it (a TID scan), and by key when the row moved since
+// (a write marking it dirty) or the place holds no version of it; an item whose lease moved on is lost either way. A batch whose
 // moved row lies below one found at its place is locked by key whole, in id order.
 func TestResultLockFindsLeasedPlace(t *testing.T) {
 	st := openTest(t, "s")
@@ -137,9 +137,32 @@ func TestResultLockFindsLeasedPlace(t *testing.T) {
 	}
 	applyRefreshed(t, st, "s", "r1", set)
 	const stranger = "00000000-0000-4000-8000-000000000000"
+	start := func(cs []Claimed) map[string]string {
+		starts := make([]Start, len(cs))
+		for i, c := range cs {
+			starts[i] = Start{ID: c.ID, Token: c.LeaseToken, Generation: c.Generation, Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Source: c.Source}
+		}
+		moved, err := st.Started(ctx, starts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return moved
+	}
+	renew := func(cs []Claimed) map[string]string {
+		ids, toks := make([]int64, len(cs)), make([]string, len(cs))
+		for i, c := range cs {
+			ids[i], toks[i] = c.ID, c.LeaseToken
+		}
+		moved, lost, err := st.RenewLeases(ctx, "r1", ids, toks, time.Minute) // claimNames claims as r1
+		if err != nil || len(lost) != 0 {
+			t.Fatalf("renew: lost %v, %v", lost, err)
+		}
+		return moved
+	}
 	cases := []struct {
 		name    string
-		move    string // run between the claim and the result
+		move    string                            // run between the claim and the result
+		moveBy  func([]Claimed) map[string]string // a start or a renewal that moves the rows and says where to
 		place   func(Claimed) string
 		token   func(Claimed) string
 		byPlace int // rows the first statement locks
@@ -152,6 +175,10 @@ func TestResultLockFindsLeasedPlace(t *testing.T) {
 			place: func(c Claimed) string { return c.QueueAt }, byPlace: 2, dirty: 1},
 		{name: "the lowest moved since its claim: all by key", move: "UPDATE resource_queue SET dirty = true WHERE id = (SELECT min(id) FROM resource_queue)",
 			place: func(c Claimed) string { return c.QueueAt }, byPlace: 0, dirty: 1},
+		{name: "started since the claim, at the places the start returned", moveBy: start, byPlace: 3},
+		{name: "renewed since the claim, at the places the renewal returned", moveBy: renew, byPlace: 3},
+		{name: "started since the claim, at the claim's places: all by key", moveBy: start,
+			place: func(c Claimed) string { return c.QueueAt }},
 		{name: "places that hold no version it sees", place: func(Claimed) string { return "(0,1)" }},
 		{name: "leases moved on", place: func(c Claimed) string { return c.QueueAt },
 			token: func(Claimed) string { return stranger }, lost: 3},
@@ -169,6 +196,21 @@ func TestResultLockFindsLeasedPlace(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		var moved map[string]string
+		if tc.moveBy != nil {
+			moved = tc.moveBy(cs)
+		}
+		if tc.moveBy != nil {
+			for _, c := range cs {
+				if moved[c.LeaseToken] == "" || moved[c.LeaseToken] == c.QueueAt {
+					t.Fatalf("%s: %s moved from %s to %q", tc.name, c.Name, c.QueueAt, moved[c.LeaseToken])
+				}
+			}
+		}
+		place := tc.place
+		if place == nil {
+			place = func(c Claimed) string { return moved[c.LeaseToken] }
+		}
 		items := make([]Completion, len(cs))
 		ids, toks := make([]int64, len(cs)), make([]string, len(cs))
 		for i, c := range cs {
@@ -179,7 +221,7 @@ func TestResultLockFindsLeasedPlace(t *testing.T) {
 			if tc.token != nil {
 				token = tc.token(c)
 			}
-			items[i] = Completion{ID: c.ID, Token: token, QueueAt: tc.place(c), Namespace: c.Namespace, Kind: c.Kind, Name: c.Name,
+			items[i] = Completion{ID: c.ID, Token: token, QueueAt: place(c), Namespace: c.Namespace, Kind: c.Kind, Name: c.Name,
 				Fn: func(cur Current) Update {
 					return Update{Phase: status.PhaseReady, Conditions: cur.Conditions, ObservedGeneration: c.Generation, Message: tc.name, KeepActionState: true,
 						AppliedRevision: c.Revision, AppliedSpec: c.Spec}
@@ -216,5 +258,41 @@ func TestResultLockFindsLeasedPlace(t *testing.T) {
 	plan := explain(t, st.pool, fmt.Sprintf(resultLockSQL, resultLockByPlace), []int64{1}, []string{stranger}, []string{"(0,1)"})
 	if !strings.Contains(plan, "Tid Scan") {
 		t.Fatalf("plan without a TID scan:\n%s", plan)
+	}
+}
+
+// leftToLock decides which items a second locking read takes and whether it may follow the
+// first in id order.
+func TestLeftToLock(t *testing.T) {
+	t.Parallel()
+	item := func(id int64, tok string) Completion { return Completion{ID: id, Token: tok} }
+	found := func(rows ...leasedRow) map[leasedRow]Current {
+		m := map[leasedRow]Current{}
+		for _, r := range rows {
+			m[r] = Current{}
+		}
+		return m
+	}
+	cases := []struct {
+		name    string
+		items   []Completion
+		found   map[leasedRow]Current
+		rest    []int
+		inOrder bool
+	}{
+		{"an empty batch", nil, found(), nil, true},
+		{"all found", []Completion{item(1, "a"), item(2, "b")}, found(leasedRow{1, "a"}, leasedRow{2, "b"}), nil, true},
+		{"none found", []Completion{item(1, "a"), item(2, "b")}, found(), []int{0, 1}, true},
+		{"the highest left", []Completion{item(1, "a"), item(2, "b"), item(3, "c")}, found(leasedRow{1, "a"}, leasedRow{2, "b"}), []int{2}, true},
+		{"the lowest left", []Completion{item(1, "a"), item(2, "b"), item(3, "c")}, found(leasedRow{2, "b"}, leasedRow{3, "c"}), []int{0}, false},
+		{"one in the middle left", []Completion{item(1, "a"), item(2, "b"), item(3, "c")}, found(leasedRow{1, "a"}, leasedRow{3, "c"}), []int{1}, false},
+		{"a row found under its other token", []Completion{item(1, "old"), item(1, "a"), item(2, "b")}, found(leasedRow{1, "a"}, leasedRow{2, "b"}), []int{0}, true},
+		{"out of order in the batch, left above", []Completion{item(5, "e"), item(2, "b")}, found(leasedRow{2, "b"}), []int{0}, true},
+	}
+	for _, tc := range cases {
+		rest, inOrder := leftToLock(tc.items, tc.found)
+		if !slices.Equal(rest, tc.rest) || inOrder != tc.inOrder {
+			t.Errorf("%s: rest %v, in order %t; want %v, %t", tc.name, rest, inOrder, tc.rest, tc.inOrder)
+		}
 	}
 }

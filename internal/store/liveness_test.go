@@ -51,7 +51,7 @@ func TestLivenessDeadReplicaReleased(t *testing.T) {
 	if claimed[0].Name != "q1" {
 		claimed[0], claimed[1] = claimed[1], claimed[0]
 	}
-	if err := dying.Started(ctx, []Start{{ID: claimed[0].ID, Token: claimed[0].LeaseToken, Generation: 1, Namespace: "default", Kind: "Queue", Name: "q1", Source: "infra"}}); err != nil {
+	if _, err := dying.Started(ctx, []Start{{ID: claimed[0].ID, Token: claimed[0].LeaseToken, Generation: 1, Namespace: "default", Kind: "Queue", Name: "q1", Source: "infra"}}); err != nil {
 		t.Fatal(err)
 	}
 	var q2Conds string

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -234,11 +235,13 @@ type Start struct {
 // Started records that the calls of items started, in ONE transaction fenced by their lease
 // tokens (an item whose result was written meanwhile, or whose lease moved on, is skipped):
 // started_at is set and the status of a call starting (status.CallStarted, from the row as it
-// is now) stored, with a change for each row whose phase or conditions changed.
-func (s *Store) Started(ctx context.Context, items []Start) error {
+// is now) stored, with a change for each row whose phase or conditions changed. It returns
+// where each started item's queue row lies now, by lease token (Completion.QueueAt).
+func (s *Store) Started(ctx context.Context, items []Start) (map[string]string, error) {
 	if len(items) == 0 {
-		return nil
+		return nil, nil
 	}
+	var placed map[string]string
 	ids, toks := make([]int64, len(items)), make([]string, len(items))
 	// Keyed by row and token: a batch may hold a retaken row's old start beside its current
 	// one, and only the current one's claim (generation, deleting, identity) is the row's.
@@ -312,15 +315,26 @@ func (s *Store) Started(ctx context.Context, items []Start) error {
 				return err
 			}
 		}
-		if _, err := tx.Exec(ctx, `UPDATE resource_queue SET started_at = now() WHERE id = ANY($1::bigint[])`, startIDs); err != nil {
+		// The update moves the rows: their new places go back to the reconciler for the result.
+		rows, err = tx.Query(ctx, `UPDATE resource_queue SET started_at = now() WHERE id = ANY($1::bigint[])
+			RETURNING lease_token::text, ctid::text`, startIDs)
+		if err != nil {
+			return err
+		}
+		placed = make(map[string]string, len(startIDs))
+		var tok, at string
+		if _, err := pgx.ForEachRow(rows, []any{&tok, &at}, func() error {
+			placed[tok] = at
+			return nil
+		}); err != nil {
 			return err
 		}
 		return appendChanges(ctx, tx, cs)
 	})
 	if err != nil {
-		return fmt.Errorf("record calls started: %w", err)
+		return nil, fmt.Errorf("record calls started: %w", err)
 	}
-	return nil
+	return placed, nil
 }
 
 func scanClaimed(r pgx.CollectableRow) (Claimed, error) {
@@ -418,8 +432,9 @@ type Resolved struct {
 type Completion struct {
 	ID    int64
 	Token string
-	// QueueAt is Claimed.QueueAt ("" when unknown): the locking read finds the queue row at
-	// that place and by key only when it has moved since the claim.
+	// QueueAt is the last place of the queue row its holder knows ("" when unknown):
+	// Claimed.QueueAt, or what Started or RenewLeases returned since. The locking read finds
+	// the row there, and by key when it has moved since.
 	QueueAt string
 	Fn      func(Current) Update
 	// Identity, for the changes feed.
@@ -466,11 +481,11 @@ var (
 )
 
 // lockResultRows locks and reads the rows of a result batch, and says how many it found by
-// place: first the queue rows at the places their claims leased them (a TID scan:
-// resource_queue.id's index is not unique, and a lookup by it visits every version a row
-// left while a long transaction elsewhere keeps vacuum from them), then by key the items not
-// found there (a row moved since its claim, by a start, a renewal or a write marking it
-// dirty; no place known; a lease lost). A row moved between the first statement's snapshot
+// place: first the queue rows at the last places their holder knows (Completion.QueueAt: a
+// TID scan; resource_queue.id's index is not unique, and a lookup by it visits every version
+// a row left while a long transaction elsewhere keeps vacuum from them), then by key the
+// items not found there (a row moved since that place, by a start, a renewal or another write;
+// no place known; a lease lost). A row moved between the first statement's snapshot
 // and its lock is either returned by it as it is now (with its new place) or found by the
 // second, as the server's recheck of a TID condition decides. Both lock in id order; when an
 // item not found lies below one locked, the first statement's locks are rolled back and the
@@ -498,11 +513,7 @@ func lockResultRows(ctx context.Context, tx pgx.Tx, items []Completion, ids []in
 		}
 		return rows.Err()
 	}
-	known := false
-	for _, it := range items {
-		known = known || it.QueueAt != ""
-	}
-	if !known {
+	if !slices.ContainsFunc(items, func(it Completion) bool { return it.QueueAt != "" }) {
 		return cur, 0, read(fmt.Sprintf(resultLockSQL, resultLockByKey), ids, toks)
 	}
 	placed := make([]string, len(items))
@@ -523,21 +534,7 @@ func lockResultRows(ctx context.Context, tx pgx.Tx, items []Completion, ids []in
 	if found == len(items) {
 		return cur, found, nil
 	}
-	var top int64
-	locked := make(map[int64]bool, len(cur))
-	for k := range cur {
-		top, locked[k.id] = max(top, k.id), true
-	}
-	var restIDs []int64
-	var restToks []string
-	inOrder := true
-	for i, it := range items {
-		if _, ok := cur[leasedRow{it.ID, it.Token}]; !ok {
-			restIDs, restToks = append(restIDs, ids[i]), append(restToks, toks[i])
-			// A row already locked (under another token: a retaken row's old attempt) waits on nothing.
-			inOrder = inOrder && (it.ID > top || locked[it.ID])
-		}
-	}
+	rest, inOrder := leftToLock(items, cur)
 	if !inOrder {
 		// A row to lock below one locked: every writer locks these rows in id order, and one
 		// holding the lower row while it waits for a higher one would deadlock with this.
@@ -547,7 +544,30 @@ func lockResultRows(ctx context.Context, tx pgx.Tx, items []Completion, ids []in
 		clear(cur)
 		return cur, 0, read(fmt.Sprintf(resultLockSQL, resultLockByKey), ids, toks)
 	}
+	restIDs, restToks := make([]int64, len(rest)), make([]string, len(rest))
+	for j, i := range rest {
+		restIDs[j], restToks[j] = ids[i], toks[i]
+	}
 	return cur, found, read(fmt.Sprintf(resultLockSQL, resultLockByKey), restIDs, restToks)
+}
+
+// leftToLock returns the indexes of the items a locking read did not find (found), and whether
+// locking them next keeps id order: each lies above every row found, or is a row found
+// already (under another token: a retaken row's old attempt), which waits on nothing.
+func leftToLock(items []Completion, found map[leasedRow]Current) (rest []int, inOrder bool) {
+	var top int64
+	locked := make(map[int64]bool, len(found))
+	for k := range found {
+		top, locked[k.id] = max(top, k.id), true
+	}
+	inOrder = true
+	for i, it := range items {
+		if _, ok := found[leasedRow{it.ID, it.Token}]; !ok {
+			rest = append(rest, i)
+			inOrder = inOrder && (it.ID > top || locked[it.ID])
+		}
+	}
+	return rest, inOrder
 }
 
 // CompleteBatch writes results (CompleteResults) and then refreshes the dependencies they
@@ -895,42 +915,43 @@ func originsJSON(origins map[string][]string) (string, error) {
 }
 
 // RenewLeases extends owner's leases on the given rows (ids, with the tokens they were
-// claimed with) in one statement and returns the tokens whose lease is gone (expired and
-// released, or retaken by another replica): their calls must stop. Rows locked right now (a
-// result being written, a spec being applied) are skipped rather than waited for, in id
-// order, so renewal never deadlocks with those writes; they are renewed at the next tick.
-// Rows are found by primary key: a renewal costs its own rows whatever the table's size and
+// claimed with) in one statement and returns where each renewed row lies now, by token
+// (Completion.QueueAt), and the tokens whose lease is gone (expired and released, or retaken
+// by another replica): their calls must stop. Rows locked right now (a result being written,
+// a spec being applied) are skipped rather than waited for, in id order, so renewal never
+// deadlocks with those writes; they are renewed at the next tick. Rows are found through the
+// id's index: a renewal costs its own rows whatever the table's size and
 // whether or not it was analyzed since a large apply (a filter on the owner alone needs table
 // statistics the planner lacks until the first analyze, and without them scans every row).
 // The statements run unnamed (pgx.QueryExecModeExec), planned for each renewal's arrays: the
 // generic plan a prepared statement switches to after five executions read the whole queue
 // (500–950 ms a renewal of 1,000 leases at a million rows, 12–16 ms planned each time). The
 // locked rows go to the update as an array (an InitPlan), which it reads by key too.
-func (s *Store) RenewLeases(ctx context.Context, owner string, ids []int64, tokens []string, ttl time.Duration) (lost []string, err error) {
+func (s *Store) RenewLeases(ctx context.Context, owner string, ids []int64, tokens []string, ttl time.Duration) (placed map[string]string, lost []string, err error) {
 	if len(tokens) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	rows, err := s.leases.Query(ctx, `UPDATE resource_queue SET lease_expires_at = now() + $4 * interval '1 millisecond'
 		WHERE id = ANY(ARRAY(SELECT id FROM resource_queue WHERE id = ANY($2::bigint[]) AND lease_owner = $1 AND lease_token = ANY($3::text[]::uuid[])
 		  ORDER BY id FOR UPDATE SKIP LOCKED)) AND lease_owner = $1 AND lease_token = ANY($3::text[]::uuid[])
-		RETURNING lease_token::text`, pgx.QueryExecModeExec, owner, ids, tokens, ttl.Milliseconds())
+		RETURNING lease_token::text, ctid::text`, pgx.QueryExecModeExec, owner, ids, tokens, ttl.Milliseconds())
 	if err != nil {
-		return nil, fmt.Errorf("renew leases: %w", err)
+		return nil, nil, fmt.Errorf("renew leases: %w", err)
 	}
-	renewed, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("renew leases: %w", err)
+	placed = make(map[string]string, len(tokens))
+	var tok, at string
+	if _, err := pgx.ForEachRow(rows, []any{&tok, &at}, func() error {
+		placed[tok] = at
+		return nil
+	}); err != nil {
+		return nil, nil, fmt.Errorf("renew leases: %w", err)
 	}
-	if len(renewed) == len(tokens) {
-		return nil, nil
-	}
-	done := make(map[string]bool, len(renewed))
-	for _, t := range renewed {
-		done[t] = true
+	if len(placed) == len(tokens) {
+		return placed, nil, nil
 	}
 	var missing []string
 	for _, t := range tokens {
-		if !done[t] {
+		if _, ok := placed[t]; !ok {
 			missing = append(missing, t)
 		}
 	}
@@ -938,11 +959,11 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, ids []int64, toke
 	rows, err = s.leases.Query(ctx, `SELECT lease_token::text FROM resource_queue WHERE id = ANY($2::bigint[]) AND lease_owner = $1
 		AND lease_token = ANY($3::text[]::uuid[])`, pgx.QueryExecModeExec, owner, ids, missing)
 	if err != nil {
-		return nil, fmt.Errorf("renew leases: %w", err)
+		return nil, nil, fmt.Errorf("renew leases: %w", err)
 	}
 	held, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, fmt.Errorf("renew leases: %w", err)
+		return nil, nil, fmt.Errorf("renew leases: %w", err)
 	}
 	still := make(map[string]bool, len(held))
 	for _, t := range held {
@@ -953,7 +974,7 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, ids []int64, toke
 			lost = append(lost, t)
 		}
 	}
-	return lost, nil
+	return placed, lost, nil
 }
 
 // ReleaseExpiredLeases frees leases whose holder stopped renewing (a replica cut off from the

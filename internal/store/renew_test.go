@@ -37,9 +37,18 @@ func TestRenewLeases(t *testing.T) {
 	}
 	ids := []int64{mine[0].ID, mine[1].ID, mine[2].ID, mine[1].ID}
 	toks := []string{mine[0].LeaseToken, mine[1].LeaseToken, mine[2].LeaseToken, theirs[0].LeaseToken}
-	lost, err := st.RenewLeases(ctx, "a", ids, toks, time.Hour)
+	placed, lost, err := st.RenewLeases(ctx, "a", ids, toks, time.Hour)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, c := range mine[:2] {
+		var at string
+		if err := st.pool.QueryRow(ctx, "SELECT ctid::text FROM resource_queue WHERE id = $1", c.ID).Scan(&at); err != nil || placed[c.LeaseToken] != at {
+			t.Errorf("%s: renewal placed it at %q, it lies at %s (%v)", c.Name, placed[c.LeaseToken], at, err)
+		}
+	}
+	if len(placed) != 2 {
+		t.Errorf("renewal placed %v, want the two renewed", placed)
 	}
 	slices.Sort(lost)
 	want := []string{mine[2].LeaseToken, theirs[0].LeaseToken}
@@ -55,7 +64,7 @@ func TestRenewLeases(t *testing.T) {
 	if left := expires(theirs[0].ID); left > time.Minute {
 		t.Errorf("another owner's lease was renewed: expires in %s", left)
 	}
-	if lost, err := st.RenewLeases(ctx, "a", nil, nil, time.Hour); err != nil || lost != nil {
-		t.Errorf("renewing nothing: %v, %v", lost, err)
+	if placed, lost, err := st.RenewLeases(ctx, "a", nil, nil, time.Hour); err != nil || lost != nil || placed != nil {
+		t.Errorf("renewing nothing: %v, %v, %v", placed, lost, err)
 	}
 }

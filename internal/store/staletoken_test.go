@@ -73,8 +73,17 @@ func TestStartedStaleToken(t *testing.T) {
 			items = append(items, cur, stale)
 		}
 	}
-	if err := st.Started(ctx, items); err != nil {
+	placed, err := st.Started(ctx, items)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if len(placed) != len(current) {
+		t.Errorf("places of %d started, want the %d current claims'", len(placed), len(current))
+	}
+	for _, c := range current {
+		if placed[c.LeaseToken] == "" || placed[oldOf[c.ID].LeaseToken] != "" {
+			t.Errorf("%s: placed %v, want its current token only", c.Name, placed)
+		}
 	}
 	changes, err := st.ChangesSince(ctx, after, 100)
 	if err != nil {

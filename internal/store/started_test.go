@@ -67,7 +67,7 @@ func TestClaimStartedRelease(t *testing.T) {
 		}
 		return out
 	}
-	if err := st.Started(ctx, start("q1", "q2")); err != nil {
+	if _, err := st.Started(ctx, start("q1", "q2")); err != nil {
 		t.Fatal(err)
 	}
 	running := row{phase: status.PhaseReconciling, reconciling: status.True + "/" + status.ReasonProgressing, leased: true, started: true}
@@ -89,7 +89,7 @@ func TestClaimStartedRelease(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Started(ctx, start("q2")); err != nil {
+	if _, err := st.Started(ctx, start("q2")); err != nil {
 		t.Fatal(err)
 	}
 	if got := read("q2"); got != (row{phase: status.PhaseReady}) {
@@ -153,8 +153,9 @@ func TestReleaseRacingStarted(t *testing.T) {
 	}
 	startErr, releaseErr := make(chan error, 1), make(chan error, 1)
 	go func() {
-		startErr <- st.Started(ctx, []Start{{ID: c.ID, Token: c.LeaseToken, Generation: c.Generation, Deleting: c.Deleting,
+		_, err := st.Started(ctx, []Start{{ID: c.ID, Token: c.LeaseToken, Generation: c.Generation, Deleting: c.Deleting,
 			Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Source: c.Source}})
+		startErr <- err
 	}()
 	waitBlocked(1)
 	go func() { releaseErr <- st.Release(ctx, "a", []int64{c.ID}, []string{c.LeaseToken}) }()
@@ -189,7 +190,7 @@ func TestRetireReleasesStartedInterrupted(t *testing.T) {
 	}
 	for _, c := range claimed {
 		if c.Name == "t1" {
-			if err := st.Started(ctx, []Start{{ID: c.ID, Token: c.LeaseToken, Generation: c.Generation, Deleting: c.Deleting,
+			if _, err := st.Started(ctx, []Start{{ID: c.ID, Token: c.LeaseToken, Generation: c.Generation, Deleting: c.Deleting,
 				Namespace: c.Namespace, Kind: c.Kind, Name: c.Name, Source: c.Source}}); err != nil {
 				t.Fatal(err)
 			}
