@@ -186,8 +186,9 @@ type Request struct {
 	// (dispatching a workflow, starting a pipeline): the intent, with a correlation id, is
 	// committed first, so that a replica that dies between "dispatch" and "record" is
 	// followed by one that finds State carrying the intent and adopts the work in flight
-	// instead of starting it twice. It fails when the lease was lost; the plugin must then
-	// not cause the side effect. Nil in tests that do not care (treat as success).
+	// instead of starting it twice. It fails when the lease was lost, or when state holds a
+	// number PostgreSQL's numeric cannot hold; the plugin must then not cause the side
+	// effect. Nil in tests that do not care (treat as success).
 	Checkpoint func(ctx context.Context, state json.RawMessage) error
 	// KeepPlan is set on the plan the gate asks for before a Reconcile or Delete (policies
 	// select the resource): the plugin keeps what it needs to apply exactly this plan (terraform
@@ -235,7 +236,8 @@ type Result struct {
 	// RequeueAfter asks for the next call after this delay when Done is false. Zero means
 	// the reconciler's default poll delay.
 	RequeueAfter time.Duration
-	// State is kept by the reconciler and handed back in the next Request.
+	// State is kept by the reconciler and handed back in the next Request. A state holding a
+	// number PostgreSQL's numeric cannot hold fails the attempt instead.
 	State json.RawMessage
 	// Outputs become status.outputs (a JSON object).
 	Outputs map[string]any

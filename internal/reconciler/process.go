@@ -179,6 +179,12 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 	if len(foreign) > 0 {
 		scrubMessages(&a, actions.Scrubber(foreign))
 	}
+	if why := unstorableState(a); why != "" {
+		// Written, it would fail the whole result batch; as a failed attempt, the resource
+		// backs off and keeps its last state.
+		a.res = actions.Result{}
+		a.err = fmt.Errorf("the action's state was not stored: %s, beyond PostgreSQL's numeric", why)
+	}
 	r.observeCall(a.ended.Sub(a.started))
 	if err == nil && revealErr == nil && !a.held() && a.window.held == nil {
 		r.opts.Metrics.ActionCalled(c.ActionName, a.op, actionResult(a))
@@ -953,6 +959,16 @@ func (r *Reconciler) update(c store.Claimed, a attempt, cur store.Current) store
 	return u
 }
 
+// unstorableState says why the state a call returned cannot be stored ("" when it can, or
+// when it is not written: the call failed and the stored state stays, or a delete finished
+// and the row goes).
+func unstorableState(a attempt) string {
+	if a.err != nil || a.op == "delete" && a.res.Done {
+		return ""
+	}
+	return store.UnstorableNumber(a.res.State)
+}
+
 // maxOutputs bounds what one result stores as status.outputs (and in its history row).
 const maxOutputs = 64 << 10
 
@@ -969,6 +985,9 @@ func (r *Reconciler) boundOutputs(out map[string]any) map[string]any {
 	}
 	if len(b) > maxOutputs {
 		return map[string]any{"error": fmt.Sprintf("outputs of %d bytes were not stored (limit %d)", len(b), maxOutputs)}
+	}
+	if why := store.UnstorableNumber(b); why != "" {
+		return map[string]any{"error": fmt.Sprintf("outputs were not stored: %s, beyond PostgreSQL's numeric", why)}
 	}
 	scrub, numbers := r.opts.Redact.Kept()
 	return scrubEncodedOutputs(out, b, scrub, numbers)

@@ -470,6 +470,13 @@ func TestUpdate(t *testing.T) {
 				outputs: map[string]any{"url": "https://u:***@h.example", "n": json.Number("3")}},
 		},
 		{
+			name: "outputs holding a number PostgreSQL cannot store are replaced by a note",
+			c:    claimed(fresh, 1, false),
+			a:    attempt{op: "reconcile", trigger: "created", res: actions.Result{Done: true, Outputs: map[string]any{"x": json.Number("1e131072")}}},
+			want: wantUpdate{phase: status.PhaseReady, result: resultSucceeded, events: []string{"Normal/Reconciled"}, runAt: resync,
+				outputs: map[string]any{"error": "outputs were not stored: a number with more than 131072 digits before the decimal point, beyond PostgreSQL's numeric"}},
+		},
+		{
 			name: "outputs that are not JSON are replaced by a note",
 			c:    claimed(fresh, 1, false),
 			a:    attempt{op: "reconcile", trigger: "created", res: actions.Result{Done: true, Outputs: map[string]any{"x": math.Inf(1)}}},

@@ -1096,6 +1096,9 @@ func (s *Store) Release(ctx context.Context, owner string, ids []int64, tokens [
 func (s *Store) SaveActionState(ctx context.Context, id int64, token string, state json.RawMessage) error {
 	var v any
 	if len(state) > 0 {
+		if why := UnstorableNumber(state); why != "" {
+			return fmt.Errorf("save action state: %s, beyond PostgreSQL's numeric", why)
+		}
 		v = string(state)
 		if st := storableJSON(state); st != nil {
 			v = string(st) // what jsonb refuses (a NUL, a lone surrogate, bad UTF-8) as U+FFFD

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -66,6 +67,25 @@ func TestSaveActionStateNUL(t *testing.T) {
 	}
 	if nul != "a\ufffdb" || text != `\u0000` {
 		t.Errorf("stored %q and %q, want %q and %q", nul, text, "a\ufffdb", `\u0000`)
+	}
+}
+
+// TestSaveActionStateNumber: a checkpoint holding a number jsonb cannot hold is refused saying
+// why (not quoting the number, which may hold a secret's digits); the stored state stays.
+func TestSaveActionStateNumber(t *testing.T) {
+	st := openTest(t, "infra")
+	ctx := context.Background()
+	x := claimOne(t, st)
+	if err := st.SaveActionState(ctx, x.ID, x.LeaseToken, []byte(`{"n":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	err := st.SaveActionState(ctx, x.ID, x.LeaseToken, []byte(`{"n":1e-16384}`))
+	if err == nil || !strings.Contains(err.Error(), "a number with more than 16383 digits after the decimal point") || strings.Contains(err.Error(), "16384") {
+		t.Fatalf("SaveActionState: %v, want why, without the number", err)
+	}
+	var s string
+	if err := st.pool.QueryRow(ctx, "SELECT action_state::text FROM resources WHERE id = $1", x.ID).Scan(&s); err != nil || s != `{"n": 1}` {
+		t.Errorf("action_state %s (%v), want the last checkpoint's", s, err)
 	}
 }
 

@@ -945,7 +945,7 @@ func lowerASCII(s string) string {
 // the \u0000 escape, a surrogate escape that is not half of a pair and each byte of invalid
 // UTF-8, is replaced by \ufffd in a copy (what encoding/json reads them as, NUL aside); the
 // text \u0000 (an escaped backslash before it) is kept. Invalid JSON gives nil. Numbers
-// beyond PostgreSQL's numeric (an exponent past 131071) are left as they are.
+// beyond PostgreSQL's numeric are left as they are (UnstorableNumber finds them).
 func storableJSON(b []byte) []byte {
 	if len(b) == 0 || !json.Valid(b) {
 		return nil
