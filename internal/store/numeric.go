@@ -23,7 +23,7 @@ const (
 // and every other row the statement writes with it. The reason does not quote the number,
 // which may hold a secret's digits. js must be valid JSON (the answer means nothing else).
 func UnstorableNumber(js []byte) string {
-	if len(js) <= numericDigitsAfter && bytes.IndexAny(js, "eE") < 0 {
+	if len(js) <= numericDigitsAfter && !bytes.ContainsAny(js, "eE") {
 		return "" // no exponent, and too short for 16,384 digits after a point
 	}
 	inString, escaped := false, false
