@@ -572,3 +572,35 @@ func TestIncrementalInPlaceWithDependencies(t *testing.T) {
 		set = got
 	}
 }
+
+// mergedGraphNodes gives the nodes of the merged resources in their merged order, which the
+// graph's first-of-a-key rule depends on (kinds compare case-insensitively).
+func TestMergedGraphNodes(t *testing.T) {
+	t.Parallel()
+	r := func(kind, name string, deps ...string) Resource {
+		res := Resource{Namespace: "n", Kind: kind, Name: name, File: name + ".yaml"}
+		for _, d := range deps {
+			res.DependsOn = append(res.DependsOn, Dependency{Target: graph.ID{Namespace: "n", Kind: kind, Name: d}})
+		}
+		return res
+	}
+	kept := []Resource{r("DB", "a", "b"), r("DB", "c"), r("Db", "a"), r("Db", "m", "a"), r("Db", "z")}
+	cases := []struct {
+		name string
+		gone []int
+		made []Resource
+	}{
+		{"nothing changes", nil, nil},
+		{"one added in the middle", nil, []Resource{r("DB", "b", "c")}},
+		{"one before all, one after all", nil, []Resource{r("A", "x"), r("Z", "y", "x")}},
+		{"one removed, one in its place", []int{1}, []Resource{r("DB", "c", "a")}},
+		{"the first of a key removed", []int{0}, nil},
+		{"several removed and added", []int{0, 2, 4}, []Resource{r("DB", "a"), r("Db", "b", "m"), r("Db", "zz")}},
+	}
+	for _, tc := range cases {
+		want := graphNodes(mergeResources(kept, tc.gone, tc.made, false))
+		if got := mergedGraphNodes(kept, tc.gone, tc.made); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, want)
+		}
+	}
+}

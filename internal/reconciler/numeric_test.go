@@ -28,8 +28,7 @@ func (a *stateAction) Delete(context.Context, actions.Request) (actions.Result, 
 }
 
 // A plugin's state holding a number PostgreSQL cannot store fails its attempt, saying so,
-// before the result writer: the other results of its batch are written with it, not one by
-// one after the batch failed.
+// before the result writer: the other resource's result is written too, and no batch fails.
 func TestStateWithNumberPostgresCannotStore(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -52,7 +51,7 @@ func TestStateWithNumberPostgresCannotStore(t *testing.T) {
 			first.Status.Phase + " " + ready.Reason + ": " + first.Status.Message + "; " + second.Status.Phase
 	})
 	first, _ := st.GetResource(ctx, "default", "Widget", "first")
-	if ready, _ := status.Get(first.Status.Conditions, status.Ready); !strings.Contains(ready.Message, "the action's state was not stored: a number with more than 131072 digits before the decimal point") {
+	if ready, _ := status.Get(first.Status.Conditions, status.Ready); !strings.Contains(ready.Message, "the action's state was not stored: a number beyond PostgreSQL's numeric (more than 131072 digits before the decimal point)") {
 		t.Errorf("first: Ready %s/%s %q, want why the state was not stored", ready.Status, ready.Reason, ready.Message)
 	}
 	second, _ := st.GetResource(ctx, "default", "Widget", "second")
@@ -69,7 +68,7 @@ func TestStateWithNumberPostgresCannotStore(t *testing.T) {
 func TestUnstorableState(t *testing.T) {
 	t.Parallel()
 	bad, good := json.RawMessage(`{"n":1e200000}`), json.RawMessage(`{"n":1}`)
-	const why = "a number with more than 131072 digits before the decimal point"
+	const why = "a number beyond PostgreSQL's numeric (more than 131072 digits before the decimal point)"
 	cases := []struct {
 		name string
 		a    attempt

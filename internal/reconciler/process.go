@@ -183,7 +183,7 @@ func (r *Reconciler) process(shutdown, ctx context.Context, c store.Claimed, cla
 		// Written, it would fail the whole result batch; as a failed attempt, the resource
 		// backs off and keeps its last state.
 		a.res = actions.Result{}
-		a.err = fmt.Errorf("the action's state was not stored: %s, beyond PostgreSQL's numeric", why)
+		a.err = fmt.Errorf("the action's state was not stored: %s", why)
 	}
 	r.observeCall(a.ended.Sub(a.started))
 	if err == nil && revealErr == nil && !a.held() && a.window.held == nil {
@@ -987,7 +987,7 @@ func (r *Reconciler) boundOutputs(out map[string]any) map[string]any {
 		return map[string]any{"error": fmt.Sprintf("outputs of %d bytes were not stored (limit %d)", len(b), maxOutputs)}
 	}
 	if why := store.UnstorableNumber(b); why != "" {
-		return map[string]any{"error": fmt.Sprintf("outputs were not stored: %s, beyond PostgreSQL's numeric", why)}
+		return map[string]any{"error": "outputs were not stored: " + why}
 	}
 	scrub, numbers := r.opts.Redact.Kept()
 	return scrubEncodedOutputs(out, b, scrub, numbers)

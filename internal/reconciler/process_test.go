@@ -474,7 +474,7 @@ func TestUpdate(t *testing.T) {
 			c:    claimed(fresh, 1, false),
 			a:    attempt{op: "reconcile", trigger: "created", res: actions.Result{Done: true, Outputs: map[string]any{"x": json.Number("1e131072")}}},
 			want: wantUpdate{phase: status.PhaseReady, result: resultSucceeded, events: []string{"Normal/Reconciled"}, runAt: resync,
-				outputs: map[string]any{"error": "outputs were not stored: a number with more than 131072 digits before the decimal point, beyond PostgreSQL's numeric"}},
+				outputs: map[string]any{"error": "outputs were not stored: a number beyond PostgreSQL's numeric (more than 131072 digits before the decimal point)"}},
 		},
 		{
 			name: "outputs that are not JSON are replaced by a note",

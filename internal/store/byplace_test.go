@@ -126,7 +126,8 @@ func TestUnchangedResultWritesNoResourcesVersion(t *testing.T) {
 
 // A result batch's locking read finds each queue row at the place its claim leased it, or
 // where a start or a renewal since left it (a TID scan), and by key when the row moved since
-// (a write marking it dirty) or the place holds no version of it; an item whose lease moved on is lost either way. A batch whose
+// (a write marking it dirty, a start or a renewal whose place is not passed) or the place
+// holds no version of it; an item whose lease moved on is lost either way. A batch whose
 // moved row lies below one found at its place is locked by key whole, in id order.
 func TestResultLockFindsLeasedPlace(t *testing.T) {
 	st := openTest(t, "s")
@@ -199,8 +200,6 @@ func TestResultLockFindsLeasedPlace(t *testing.T) {
 		var moved map[string]string
 		if tc.moveBy != nil {
 			moved = tc.moveBy(cs)
-		}
-		if tc.moveBy != nil {
 			for _, c := range cs {
 				if moved[c.LeaseToken] == "" || moved[c.LeaseToken] == c.QueueAt {
 					t.Fatalf("%s: %s moved from %s to %q", tc.name, c.Name, c.QueueAt, moved[c.LeaseToken])

@@ -55,7 +55,7 @@ func UnstorableNumber(js []byte) string {
 	return ""
 }
 
-var exponentFault = fmt.Sprintf("a number with an exponent of %d or more either way", numericExponentMax)
+var exponentFault = fmt.Sprintf("a number beyond PostgreSQL's numeric (an exponent of %d or more either way)", numericExponentMax)
 
 // numericFault says why PostgreSQL's numeric cannot hold the JSON number n, "" when it can.
 func numericFault(n []byte) string {
@@ -89,7 +89,7 @@ func numericFault(n []byte) string {
 		whole, frac = mantissa[:k], mantissa[k+1:]
 	}
 	if int64(len(frac))-exponent > numericDigitsAfter {
-		return fmt.Sprintf("a number with more than %d digits after the decimal point", numericDigitsAfter)
+		return fmt.Sprintf("a number beyond PostgreSQL's numeric (more than %d digits after the decimal point)", numericDigitsAfter)
 	}
 	// The decimal digits before the point, from the first that is not zero; a zero has none.
 	before := int64(0)
@@ -99,7 +99,7 @@ func numericFault(n []byte) string {
 		before = int64(-k) + exponent
 	}
 	if before > numericDigitsBefore {
-		return fmt.Sprintf("a number with more than %d digits before the decimal point", numericDigitsBefore)
+		return fmt.Sprintf("a number beyond PostgreSQL's numeric (more than %d digits before the decimal point)", numericDigitsBefore)
 	}
 	return ""
 }

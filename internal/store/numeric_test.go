@@ -12,9 +12,9 @@ func TestUnstorableNumber(t *testing.T) {
 	t.Parallel()
 	st := openTest(t)
 	const (
-		before   = "a number with more than 131072 digits before the decimal point"
-		after    = "a number with more than 16383 digits after the decimal point"
-		exponent = "a number with an exponent of 1073741823 or more either way"
+		before   = "a number beyond PostgreSQL's numeric (more than 131072 digits before the decimal point)"
+		after    = "a number beyond PostgreSQL's numeric (more than 16383 digits after the decimal point)"
+		exponent = "a number beyond PostgreSQL's numeric (an exponent of 1073741823 or more either way)"
 	)
 	cases := []struct {
 		js   string

@@ -321,12 +321,7 @@ func (s *Store) Started(ctx context.Context, items []Start) (map[string]string, 
 		if err != nil {
 			return err
 		}
-		placed = make(map[string]string, len(startIDs))
-		var tok, at string
-		if _, err := pgx.ForEachRow(rows, []any{&tok, &at}, func() error {
-			placed[tok] = at
-			return nil
-		}); err != nil {
+		if placed, err = scanPlaces(rows, len(startIDs)); err != nil {
 			return err
 		}
 		return appendChanges(ctx, tx, cs)
@@ -335,6 +330,17 @@ func (s *Store) Started(ctx context.Context, items []Start) (map[string]string, 
 		return nil, fmt.Errorf("record calls started: %w", err)
 	}
 	return placed, nil
+}
+
+// scanPlaces reads rows of (lease token, ctid) into a map of places by token.
+func scanPlaces(rows pgx.Rows, n int) (map[string]string, error) {
+	placed := make(map[string]string, n)
+	var tok, at string
+	_, err := pgx.ForEachRow(rows, []any{&tok, &at}, func() error {
+		placed[tok] = at
+		return nil
+	})
+	return placed, err
 }
 
 func scanClaimed(r pgx.CollectableRow) (Claimed, error) {
@@ -938,12 +944,7 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, ids []int64, toke
 	if err != nil {
 		return nil, nil, fmt.Errorf("renew leases: %w", err)
 	}
-	placed = make(map[string]string, len(tokens))
-	var tok, at string
-	if _, err := pgx.ForEachRow(rows, []any{&tok, &at}, func() error {
-		placed[tok] = at
-		return nil
-	}); err != nil {
+	if placed, err = scanPlaces(rows, len(tokens)); err != nil {
 		return nil, nil, fmt.Errorf("renew leases: %w", err)
 	}
 	if len(placed) == len(tokens) {
@@ -1097,7 +1098,7 @@ func (s *Store) SaveActionState(ctx context.Context, id int64, token string, sta
 	var v any
 	if len(state) > 0 {
 		if why := UnstorableNumber(state); why != "" {
-			return fmt.Errorf("save action state: %s, beyond PostgreSQL's numeric", why)
+			return fmt.Errorf("save action state: %s", why)
 		}
 		v = string(state)
 		if st := storableJSON(state); st != nil {

@@ -80,7 +80,7 @@ func TestSaveActionStateNumber(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := st.SaveActionState(ctx, x.ID, x.LeaseToken, []byte(`{"n":1e-16384}`))
-	if err == nil || !strings.Contains(err.Error(), "a number with more than 16383 digits after the decimal point") || strings.Contains(err.Error(), "16384") {
+	if err == nil || !strings.Contains(err.Error(), "a number beyond PostgreSQL's numeric (more than 16383 digits after the decimal point)") || strings.Contains(err.Error(), "16384") {
 		t.Fatalf("SaveActionState: %v, want why, without the number", err)
 	}
 	var s string
