@@ -12,21 +12,28 @@ import (
 	"github.com/trueup-dev/trueup/internal/store"
 )
 
-// The start writer keeps every start until it is stored: a start that does not fit in the
-// channel waits in the pending list, and a batch the database refuses is tried again. Both
-// calls here end with their start stored, so a release would show them interrupted.
-func TestStartWriterKeepsAndRetriesStarts(t *testing.T) {
-	ctx := context.Background()
-	log := slog.New(slog.DiscardHandler)
+// claimGated opens openGated's store and claims both of its resources as replica r1.
+func claimGated(ctx context.Context, t *testing.T) (*store.Store, []store.Claimed) {
+	t.Helper()
 	st := openGated(ctx, t)
-	pool := st.Pool()
-	if _, err := pool.Exec(ctx, "UPDATE resource_queue SET run_at = now()"); err != nil {
+	if _, err := st.Pool().Exec(ctx, "UPDATE resource_queue SET run_at = now()"); err != nil {
 		t.Fatal(err)
 	}
 	claimed, err := st.Claim(ctx, "r1", 10, time.Minute)
 	if err != nil || len(claimed) != 2 {
 		t.Fatalf("claim: %d, %v", len(claimed), err)
 	}
+	return st, claimed
+}
+
+// The start writer keeps every start until it is stored: a start that does not fit in the
+// channel waits in the pending list, and a batch the database refuses is tried again. Both
+// calls here end with their start stored, so a release would show them interrupted.
+func TestStartWriterKeepsAndRetriesStarts(t *testing.T) {
+	ctx := context.Background()
+	log := slog.New(slog.DiscardHandler)
+	st, claimed := claimGated(ctx, t)
+	pool := st.Pool()
 	// The database refuses to store a start until the test lets it: a trigger counts each
 	// refusal on a sequence (not rolled back with the transaction).
 	if _, err := pool.Exec(ctx, `CREATE SEQUENCE start_refused;
@@ -81,15 +88,8 @@ func TestStartWriterKeepsAndRetriesStarts(t *testing.T) {
 // holds where that version lies.
 func TestPlacesFollowStartAndRenewal(t *testing.T) {
 	ctx := context.Background()
-	st := openGated(ctx, t)
+	st, claimed := claimGated(ctx, t)
 	pool := st.Pool()
-	if _, err := pool.Exec(ctx, "UPDATE resource_queue SET run_at = now()"); err != nil {
-		t.Fatal(err)
-	}
-	claimed, err := st.Claim(ctx, "r1", 10, time.Minute)
-	if err != nil || len(claimed) != 2 {
-		t.Fatalf("claim: %d, %v", len(claimed), err)
-	}
 	tokens := make([]string, len(claimed))
 	r := New(st, map[string]actions.Action{}, Options{Replica: "r1", Workers: 1, LeaseTTL: 3 * time.Second}, slog.New(slog.DiscardHandler))
 	r.mu.Lock()

@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"net/url"
@@ -8,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/trueup-dev/trueup/internal/jsonscan"
 )
 
 // Error returns err with scrub applied to its message (removing secrets a server or a
@@ -172,28 +175,9 @@ func (n *Numbers) Clean(v []byte) bool {
 	if n == nil || n.scrub(string(v)) != string(v) {
 		return false
 	}
-	inString := false
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		switch {
-		case inString:
-			if c == '\\' {
-				i++
-			} else if c == '"' {
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '-' || (c >= '0' && c <= '9'):
-			j := i + 1
-			for j < len(v) && strings.IndexByte("0123456789.eE+-", v[j]) >= 0 {
-				j++
-			}
-			tok := string(v[i:j])
-			if j-i > 15 || strings.ContainsAny(tok, ".eE") || n.numeric[tok] {
-				return false
-			}
-			i = j - 1
+	for num := range jsonscan.Numbers(v) {
+		if len(num) > 15 || bytes.ContainsAny(num, ".eE") || n.numeric[string(num)] {
+			return false
 		}
 	}
 	return true

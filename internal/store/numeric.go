@@ -3,7 +3,8 @@ package store
 import (
 	"bytes"
 	"fmt"
-	"strings"
+
+	"github.com/trueup-dev/trueup/internal/jsonscan"
 )
 
 // PostgreSQL's numeric, which jsonb stores its numbers as, holds a weight of at most 32,767
@@ -26,30 +27,9 @@ func UnstorableNumber(js []byte) string {
 	if len(js) <= numericDigitsAfter && !bytes.ContainsAny(js, "eE") {
 		return "" // no exponent, and too short for 16,384 digits after a point
 	}
-	inString, escaped := false, false
-	for i := 0; i < len(js); i++ {
-		c := js[i]
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '-' || c >= '0' && c <= '9':
-			j := i
-			for j < len(js) && strings.IndexByte("+-0123456789.eE", js[j]) >= 0 {
-				j++
-			}
-			if why := numericFault(js[i:j]); why != "" {
-				return why
-			}
-			i = j - 1
+	for n := range jsonscan.Numbers(js) {
+		if why := numericFault(n); why != "" {
+			return why
 		}
 	}
 	return ""
