@@ -89,14 +89,32 @@ func eachDocument(data []byte, fn func(rawDoc)) []ValidationError {
 }
 
 // eachRoot is eachDocument also taking documents that are sequences when lists is set (a
-// file of ResourceSet inputs).
+// file of ResourceSet inputs). The plain reader (plainyaml.go) reads what it can; go-yaml
+// reads the rest.
 func eachRoot(data []byte, lists bool, fn func(rawDoc)) []ValidationError {
+	return eachRootFrom(data, lists, true, fn)
+}
+
+// eachRootFrom is eachRoot, trying the plain reader first when plain is set.
+func eachRootFrom(data []byte, lists, plain bool, fn func(rawDoc)) []ValidationError {
 	if len(data) > maxFileSize {
 		return []ValidationError{{Msg: "file is larger than the 1 MiB limit"}}
 	}
 	var errs []ValidationError
-	dec := yaml.NewDecoder(bytes.NewReader(data))
 	c := &converter{}
+	given := 0
+	if plain {
+		var all bool
+		given, all = eachPlainDocument(data, func(d plainDoc) {
+			if d.root != nil {
+				errs = c.root(d.index, d.root, lists, fn, errs)
+			}
+		})
+		if all {
+			return errs
+		}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for index := 0; ; index++ {
 		var dn yaml.Node
 		err := dec.Decode(&dn)
@@ -109,36 +127,39 @@ func eachRoot(data []byte, lists bool, fn func(rawDoc)) []ValidationError {
 			errs = append(errs, syntaxError(err, data))
 			break
 		}
-		if len(dn.Content) == 0 {
-			continue
+		if index < given || len(dn.Content) == 0 {
+			continue // read by the plain reader, or empty
 		}
-		root := dn.Content[0]
-		if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
-			continue // "---" followed by nothing, a comment or an explicit null
-		}
-		if root.Kind != yaml.MappingNode && (!lists || root.Kind != yaml.SequenceNode) {
-			want := "a mapping"
-			if lists {
-				want = "a mapping or a list of mappings"
-			}
-			errs = append(errs, ValidationError{Line: root.Line, Msg: "document must be " + want + ", got " + nodeKind(root)})
-			continue
-		}
-		c.docAliasNodes, c.docSize = 0, 0
-		v, err := c.value(root, 0)
-		if err != nil {
-			var ne *nodeError
-			if errors.As(err, &ne) && ne.size {
-				errs = append(errs, ne.sizeError(root))
-			} else if errors.As(err, &ne) {
-				errs = append(errs, ne.validationError())
-			} else {
-				errs = append(errs, ValidationError{Line: root.Line, Msg: err.Error()})
-			}
-			continue
-		}
-		fn(rawDoc{index: index, root: root, value: v})
+		errs = c.root(index, dn.Content[0], lists, fn, errs)
 	}
+	return errs
+}
+
+// root converts document index's root node and hands it to fn, or appends its problem to
+// errs.
+func (c *converter) root(index int, root *yaml.Node, lists bool, fn func(rawDoc), errs []ValidationError) []ValidationError {
+	if root.Kind == yaml.ScalarNode && root.ShortTag() == "!!null" {
+		return errs // "---" followed by nothing, a comment or an explicit null
+	}
+	if root.Kind != yaml.MappingNode && (!lists || root.Kind != yaml.SequenceNode) {
+		want := "a mapping"
+		if lists {
+			want = "a mapping or a list of mappings"
+		}
+		return append(errs, ValidationError{Line: root.Line, Msg: "document must be " + want + ", got " + nodeKind(root)})
+	}
+	c.docAliasNodes, c.docSize = 0, 0
+	v, err := c.value(root, 0)
+	if err != nil {
+		var ne *nodeError
+		if errors.As(err, &ne) && ne.size {
+			return append(errs, ne.sizeError(root))
+		} else if errors.As(err, &ne) {
+			return append(errs, ne.validationError())
+		}
+		return append(errs, ValidationError{Line: root.Line, Msg: err.Error()})
+	}
+	fn(rawDoc{index: index, root: root, value: v})
 	return errs
 }
 
