@@ -157,11 +157,11 @@ func drainPass(ctx context.Context, st *store.Store, cluster *pgembed.Cluster, n
 			return f, err
 		}
 	}
-	// The rows not Ready are read from the partial index resources_unsettled, and the rows
-	// due from resources_due: the wait does not count the table.
+	// The rows not Ready are read from the partial index resource_phases_unsettled, and the
+	// rows due from resource_queue_due: the wait does not count the table.
 	err := poll(ctx, 10*time.Minute, 100*time.Millisecond, func() (bool, error) {
 		var left bool
-		err := st.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM resources WHERE phase <> 'Ready')
+		err := st.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM resource_phases WHERE phase <> 'Ready')
 			OR EXISTS (SELECT 1 FROM resource_queue WHERE run_at <= $1 AND lease_owner IS NULL AND NOT suspended AND NOT blocked)
 			OR EXISTS (SELECT 1 FROM resource_queue WHERE lease_owner IS NOT NULL)`, since).Scan(&left)
 		return !left, err

@@ -213,16 +213,17 @@ log: {level: info}
 	}
 	applied, appliedErr := writeCosts(ctx, st, cluster, cmd.Process.Pid)
 
-	// A count of the table runs once the history (insert only, read by its last id) holds an
-	// attempt per resource (then every second), and every 10 s before: a count of every row
-	// each second takes a share of the machine from the drain it measures.
+	// The count runs once the history (insert only, read by its last id) holds an
+	// attempt per resource (then every second): no count can find them all Ready before. Before
+	// that it runs every minute only, in case the history's ids fall short: a count takes a
+	// share of the machine from the drain it measures.
 	var counted time.Time
 	if err := poll(ctx, 30*time.Minute, 100*time.Millisecond, func() (bool, error) {
 		var attempts int64
 		if err := st.Pool().QueryRow(ctx, "SELECT COALESCE(max(id), 0) FROM reconcile_history").Scan(&attempts); err != nil {
 			return false, err
 		}
-		every := 10 * time.Second
+		every := time.Minute
 		if attempts >= int64(n) {
 			every = time.Second
 		}
@@ -231,7 +232,9 @@ log: {level: info}
 		}
 		counted = time.Now()
 		var ready int
-		err := st.Pool().QueryRow(ctx, "SELECT count(*) FROM resources WHERE phase = 'Ready'").Scan(&ready)
+		// The total less the rows in other phases, as the overview counts (CountResources).
+		err := st.Pool().QueryRow(ctx, `SELECT ((SELECT COALESCE(sum(n), 0) FROM resource_counts)
+			- (SELECT count(*) FROM resource_phases WHERE phase <> 'Ready'))::bigint`).Scan(&ready)
 		return ready >= n, err
 	}); err != nil {
 		return fmt.Errorf("ready: %w\n%s", err, logs)

@@ -225,7 +225,8 @@ func writeReads1mFixture(ctx context.Context, pool *pgxpool.Pool, n int) error {
 			return err
 		}
 	}
-	for _, q := range []string{`UPDATE resource_queue SET run_at = NULL`, `VACUUM ANALYZE resources`, `VACUUM ANALYZE resource_queue`} {
+	for _, q := range []string{`UPDATE resource_queue SET run_at = NULL`, `VACUUM ANALYZE resources`, `VACUUM ANALYZE resource_queue`,
+		`VACUUM ANALYZE resource_phases`} {
 		if _, err := pool.Exec(ctx, q); err != nil {
 			return err
 		}

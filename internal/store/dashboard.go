@@ -23,11 +23,20 @@ type PhaseCount struct {
 	Count  int
 }
 
+// countAllSQL counts every resource by source and phase (CountResources).
+const countAllSQL = `
+		WITH total AS (SELECT source, sum(n)::bigint AS n FROM resource_counts GROUP BY source),
+		     unsettled AS (SELECT source, phase, count(*) AS n FROM resource_phases WHERE phase <> 'Ready' GROUP BY source, phase)
+		SELECT source, phase, n FROM unsettled
+		UNION ALL
+		SELECT t.source, 'Ready', t.n - COALESCE((SELECT sum(u.n) FROM unsettled u WHERE u.source = t.source), 0) FROM total t
+		ORDER BY 1, 2`
+
 // CountResources counts the resources in scope by source and phase in one statement.
 //
 // For Everything it never reads the whole table: the total per source comes from
 // resource_counts (kept by triggers on insert and delete, migration 0029), the other phases
-// from the partial index resources_unsettled alone (few rows are in them at a time; the
+// from the partial index resource_phases_unsettled alone (few rows are in them at a time; the
 // predicate is a literal so that the plan uses it), and Ready is the rest. A GROUP BY over the rows took 100–200 ms at 100,000 resources, and counting the
 // source index 150–500 ms at a million. A narrower scope counts the rows of its namespaces
 // through the identity index instead (the totals would include what the caller may not see).
@@ -35,13 +44,7 @@ func (s *Store) CountResources(ctx context.Context, sc Scope) ([]PhaseCount, err
 	var rows pgx.Rows
 	var err error
 	if sc.All() {
-		rows, err = s.reader().Query(ctx, `
-		WITH total AS (SELECT source, sum(n)::bigint AS n FROM resource_counts GROUP BY source),
-		     unsettled AS (SELECT source, phase, count(*) AS n FROM resources WHERE phase <> 'Ready' GROUP BY source, phase)
-		SELECT source, phase, n FROM unsettled
-		UNION ALL
-		SELECT t.source, 'Ready', t.n - COALESCE((SELECT sum(u.n) FROM unsettled u WHERE u.source = t.source), 0) FROM total t
-		ORDER BY 1, 2`)
+		rows, err = s.reader().Query(ctx, countAllSQL)
 	} else {
 		rows, err = s.reader().Query(ctx, `SELECT source, phase, count(*) FROM resources WHERE namespace = ANY($1::text[])
 		GROUP BY source, phase ORDER BY 1, 2`, sc.Namespaces())
@@ -192,12 +195,19 @@ func (s *Store) RecentFailures(ctx context.Context, sc Scope, limit int) ([]Reso
 	if w := sc.where("namespace", args.add); w != "" {
 		cond = " AND " + w
 	}
-	rows, err := s.reader().Query(ctx, "SELECT "+summaryColumns+` FROM resources WHERE phase = 'Failed'`+cond+`
-		ORDER BY COALESCE(GREATEST(status_updated_at, (SELECT q.last_reconcile_time FROM resource_queue q WHERE q.id = resources.id)), updated_at) DESC, id DESC LIMIT $1`, args...)
+	rows, err := s.reader().Query(ctx, recentFailuresSQL(cond), args...)
 	if err != nil {
 		return nil, fmt.Errorf("recent failures: %w", err)
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (ResourceSummary, error) { return scanSummary(r) })
+}
+
+// recentFailuresSQL is RecentFailures' statement, with cond (" AND …" or "") added to its
+// condition.
+func recentFailuresSQL(cond string) string {
+	return "SELECT " + summaryColumns + ` FROM resources
+		WHERE id IN (SELECT p.id FROM resource_phases p WHERE p.phase = 'Failed')` + cond + `
+		ORDER BY COALESCE(GREATEST(status_updated_at, (SELECT q.last_reconcile_time FROM resource_queue q WHERE q.id = resources.id)), updated_at) DESC, id DESC LIMIT $1`
 }
 
 // ListNamespaces returns up to limit distinct namespaces in scope that have resources, in

@@ -311,13 +311,16 @@ func resourcePage(sc Scope, f ResourceFilter, nameQuery string) (clause string, 
 		where = append(where, "source = "+args.add(f.Source))
 	}
 	if f.Phase != "" {
-		where = append(where, "phase = "+args.add(f.Phase))
+		// The phase's indexes are resource_phases' (migration 0036): a few rows in a phase
+		// are found there, and a phase most rows are in is checked row by row along the
+		// identity index until the page is full. The list runs unnamed (planned()), so the
+		// planner sees the phase's value; the literal proves the partial index
+		// resource_phases_unsettled should the statement ever be planned generically.
+		cond := "p.phase = " + args.add(f.Phase)
 		if f.Phase != "Ready" {
-			// The list runs unnamed (planned()), so the planner sees the phase's value and
-			// may use the partial index resources_unsettled (a Ready filter: resources_ready);
-			// the literal keeps that proof should the statement ever be planned generically.
-			where = append(where, "phase <> 'Ready'")
+			cond += " AND p.phase <> 'Ready'"
 		}
+		where = append(where, "EXISTS (SELECT 1 FROM resource_phases p WHERE p.id = resources.id AND "+cond+")")
 	}
 	switch f.Approval {
 	case "":

@@ -233,16 +233,19 @@ func (s *Store) SourceResourceCounts(ctx context.Context, sc Scope, name string)
 	return out, rows.Err()
 }
 
+// sourceTotalsSQL is sourceResourceTotals' statement ($1: the source).
+const sourceTotalsSQL = `
+		SELECT 'total', '', COALESCE((SELECT sum(n) FROM resource_counts WHERE source = $1), 0)::bigint
+		UNION ALL SELECT 'phase', phase, count(*) FROM resource_phases WHERE source = $1 AND phase <> 'Ready' GROUP BY phase
+		UNION ALL SELECT 'deleting', '', count(*) FROM resources WHERE source = $1 AND deletion_timestamp IS NOT NULL
+		UNION ALL SELECT 'orphaned', '', count(*) FROM resources WHERE source = $1 AND orphaned`
+
 // sourceResourceTotals counts a source's resources in every namespace without reading its
 // rows (a million rows took seconds): the total from resource_counts, the phases other than
-// Ready from resources_unsettled, Ready the rest, and the deleting and orphaned ones through
-// their partial indexes.
+// Ready from resource_phases_unsettled, Ready the rest, and the deleting and orphaned ones
+// through their partial indexes.
 func (s *Store) sourceResourceTotals(ctx context.Context, name string) (SourceResources, error) {
-	rows, err := s.reader().Query(ctx, `
-		SELECT 'total', '', COALESCE((SELECT sum(n) FROM resource_counts WHERE source = $1), 0)::bigint
-		UNION ALL SELECT 'phase', phase, count(*) FROM resources WHERE source = $1 AND phase <> 'Ready' GROUP BY phase
-		UNION ALL SELECT 'deleting', '', count(*) FROM resources WHERE source = $1 AND deletion_timestamp IS NOT NULL
-		UNION ALL SELECT 'orphaned', '', count(*) FROM resources WHERE source = $1 AND orphaned`, name)
+	rows, err := s.reader().Query(ctx, sourceTotalsSQL, name)
 	if err != nil {
 		return SourceResources{}, fmt.Errorf("count resources of source %s: %w", name, err)
 	}
@@ -489,10 +492,13 @@ const analyzeAfterCreated = 5000
 //     expects one row in fifty to match and walks the list's order through the identity
 //     index, every row of it for a selector that matches nothing (110 ms at 50,000), where
 //     the labels index answers at once.
+//   - The list's phase filters, the overview's counts and the recent failures need those of
+//     resource_phases: whether a phase holds few rows (read through its partial indexes) or
+//     most of them (checked row by row along the list's order).
 //   - Every index scan of a GIN index reads its whole pending list (up to 4 MB of entries
 //     not yet merged, 8 ms for a label selector at 50,000); merged, it reads what matches.
 func (s *Store) SettleAfterBulk(ctx context.Context) error {
-	for _, q := range []string{"ANALYZE (SKIP_LOCKED) resources",
+	for _, q := range []string{"ANALYZE (SKIP_LOCKED) resources, resource_phases",
 		`SELECT gin_clean_pending_list(i.indexrelid) FROM pg_index i
 		JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
 		WHERE i.indrelid = 'resources'::regclass AND a.amname = 'gin'`} {

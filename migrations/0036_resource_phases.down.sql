@@ -1,0 +1,14 @@
+SET LOCAL lock_timeout = '10s';
+DROP TRIGGER resource_phases_truncate ON resources;
+DROP FUNCTION resource_phases_truncate();
+DROP TRIGGER resource_phases_delete ON resources;
+DROP FUNCTION resource_phases_delete();
+DROP TRIGGER resource_phases_update ON resources;
+DROP FUNCTION resource_phases_update();
+DROP TRIGGER resource_phases_insert ON resources;
+DROP FUNCTION resource_phases_insert();
+DROP TABLE resource_phases;
+CREATE INDEX IF NOT EXISTS resources_unsettled ON resources (source, phase) WHERE phase <> 'Ready';
+CREATE INDEX IF NOT EXISTS resources_ready ON resources (namespace, lower(kind), name) WHERE phase = 'Ready';
+ALTER TABLE resources SET (fillfactor = 80);
+SET LOCAL lock_timeout = DEFAULT;
