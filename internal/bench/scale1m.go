@@ -231,10 +231,7 @@ log: {level: info}
 			return false, nil
 		}
 		counted = time.Now()
-		var ready int
-		// The total less the rows in other phases, as the overview counts (CountResources).
-		err := st.Pool().QueryRow(ctx, `SELECT ((SELECT COALESCE(sum(n), 0) FROM resource_counts)
-			- (SELECT count(*) FROM resource_phases WHERE phase <> 'Ready'))::bigint`).Scan(&ready)
+		ready, err := readyCount(ctx, st)
 		return ready >= n, err
 	}); err != nil {
 		return fmt.Errorf("ready: %w\n%s", err, logs)

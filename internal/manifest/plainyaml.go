@@ -143,14 +143,21 @@ func (r *plainReader) document() (*yaml.Node, bool) {
 
 // block reads the block node whose first line is the current one, at column col.
 func (r *plainReader) block(col int) (*yaml.Node, bool) {
-	if r.depth++; r.depth >= maxDepth {
+	if isEntry(r.lines[r.i]) {
+		return r.deeper(func() (*yaml.Node, bool) { return r.sequence(col) })
+	}
+	return r.deeper(func() (*yaml.Node, bool) { return r.mapping(col) })
+}
+
+// deeper reads one more level of nesting with read, leaving to go-yaml what reaches the
+// converter's limit.
+func (r *plainReader) deeper(read func() (*yaml.Node, bool)) (*yaml.Node, bool) {
+	if r.depth+1 >= maxDepth {
 		return nil, false
 	}
+	r.depth++
 	defer func() { r.depth-- }()
-	if isEntry(r.lines[r.i]) {
-		return r.sequence(col)
-	}
-	return r.mapping(col)
+	return read()
 }
 
 // isEntry reports whether l is a block sequence entry.
@@ -204,11 +211,7 @@ func (r *plainReader) nested(col int, sameColumn bool) (*yaml.Node, bool) {
 	case l.col > col:
 		return r.block(l.col)
 	case sameColumn && l.col == col && isEntry(l):
-		if r.depth++; r.depth >= maxDepth {
-			return nil, false
-		}
-		defer func() { r.depth-- }()
-		return r.sequence(col)
+		return r.deeper(func() (*yaml.Node, bool) { return r.sequence(col) })
 	}
 	return nil, false
 }
@@ -226,17 +229,13 @@ func (r *plainReader) sequence(col int) (*yaml.Node, bool) {
 		case at == len(l.s) || l.s[at] == '#':
 			r.i++
 			v, ok = r.nested(col, false)
-		case l.s[at] == '-' && (at+1 == len(l.s) || l.s[at+1] == ' '):
+		case isEntry(plainLine{col: at, s: l.s}):
 			return nil, false // "- - a": a sequence in an entry's line
 		default:
 			if _, _, isKey := blockKey(plainLine{no: l.no, col: at, s: l.s}); isKey {
 				// "- key: value": a mapping whose keys are at the first key's column.
 				r.lines[r.i].col = at
-				if r.depth++; r.depth >= maxDepth {
-					return nil, false
-				}
-				v, ok = r.mapping(at)
-				r.depth--
+				v, ok = r.deeper(func() (*yaml.Node, bool) { return r.mapping(at) })
 			} else {
 				v, ok = inlineValue(l, at)
 				r.i++

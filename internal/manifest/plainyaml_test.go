@@ -187,6 +187,35 @@ dependsOn:
 	}
 }
 
+// TestPlainScalarTags: the tag the plain reader gives a plain scalar, or none when go-yaml
+// might read it otherwise (the document then goes to go-yaml).
+func TestPlainScalarTags(t *testing.T) {
+	t.Parallel()
+	for text, want := range map[string]string{
+		"name": "!!str", "yes": "!!str", "on": "!!str", "~x": "!!str", "/p": "!!str", "_u": "!!str", "$v": "!!str",
+		"true": "!!bool", "False": "!!bool", "TRUE": "!!bool",
+		"null": "!!null", "~": "!!null", "NULL": "!!null",
+		"0": "!!int", "-0": "!!int", "7": "!!int", "-12": "!!int", "123456789012345678": "!!int",
+		"500m": "!!str", "1Gi": "!!str", "30s": "!!str", "8080/TCP": "!!str", "-5s": "!!str", "-Gi": "!!str",
+		// Left to go-yaml.
+		"": "", "1234567890123456789": "", "01": "", "1_000": "", "1.5": "", "1e3": "", ".5": "", ".inf": "",
+		"0x1f": "", "0o17": "", "0b11": "", "2d": "", "12ab": "", "2001-12-14": "", "-": "", "- a": "", "-b": "",
+		"+1": "", "<<": "", "'q'": "", "*x": "", "&y": "", "!t": "", "|": "", "@x": "", "%x": "", "?x": "",
+	} {
+		n, ok := plainScalar(text, 1, 0)
+		got := ""
+		if ok {
+			got = n.Tag
+			if n.Value != text || n.Kind != yaml.ScalarNode || n.Line != 1 || n.Column != 1 {
+				t.Errorf("%q: node %s", text, describeNode(n))
+			}
+		}
+		if got != want {
+			t.Errorf("%q: tag %q, want %q", text, got, want)
+		}
+	}
+}
+
 // deepBlock is a block mapping nested n levels.
 func deepBlock(n int) string {
 	var b strings.Builder

@@ -104,6 +104,24 @@ func explain(t *testing.T, q interface {
 	return strings.Join(lines, "\n")
 }
 
+// countOf is the single integer sql reads (a count) on st's database.
+func countOf(t *testing.T, st *Store, sql string) int {
+	t.Helper()
+	var n int
+	if err := st.pool.QueryRow(context.Background(), sql).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// execSQL runs sql on st's database.
+func execSQL(t *testing.T, st *Store, sql string) {
+	t.Helper()
+	if _, err := st.pool.Exec(context.Background(), sql); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // runMigrationFile runs one migration file of migrations.FS on st's database.
 func runMigrationFile(t *testing.T, st *Store, file string) {
 	t.Helper()

@@ -13,14 +13,7 @@ func TestMigration0034QueueRowsFollowResources(t *testing.T) {
 	t.Parallel()
 	st := openTest(t, "s")
 	ctx := context.Background()
-	count := func(sql string) int {
-		t.Helper()
-		var n int
-		if err := st.pool.QueryRow(ctx, sql).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	count := func(sql string) int { t.Helper(); return countOf(t, st, sql) }
 	hasKey := func() bool {
 		return count(`SELECT count(*) FROM pg_constraint WHERE conname = 'resource_queue_id_fkey'`) == 1
 	}
@@ -36,12 +29,7 @@ func TestMigration0034QueueRowsFollowResources(t *testing.T) {
 			t.Fatalf("%s: %d queue rows without a resource", step, orphans)
 		}
 	}
-	exec := func(sql string) {
-		t.Helper()
-		if _, err := st.pool.Exec(ctx, sql); err != nil {
-			t.Fatal(err)
-		}
-	}
+	exec := func(sql string) { t.Helper(); execSQL(t, st, sql) }
 	rounds := []struct {
 		name string
 		key  bool

@@ -15,20 +15,8 @@ func TestMigration0036PhasesFollowResources(t *testing.T) {
 	t.Parallel()
 	st := openTest(t, "s")
 	ctx := context.Background()
-	exec := func(sql string) {
-		t.Helper()
-		if _, err := st.pool.Exec(ctx, sql); err != nil {
-			t.Fatal(err)
-		}
-	}
-	count := func(sql string) int {
-		t.Helper()
-		var n int
-		if err := st.pool.QueryRow(ctx, sql).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	exec := func(sql string) { t.Helper(); execSQL(t, st, sql) }
+	count := func(sql string) int { t.Helper(); return countOf(t, st, sql) }
 	check := func(step string, resources int) {
 		t.Helper()
 		if got := count(`SELECT count(*) FROM resources`); got != resources {
