@@ -145,19 +145,21 @@ type SummaryFilter struct {
 // kind, name (the identity index's order, so the scan stops after the page) and the token of
 // the next page.
 func (s *Store) ListResourceSummaries(ctx context.Context, sc Scope, f SummaryFilter) ([]ResourceSummary, string, error) {
-	clause, args, limit, err := resourcePage(sc, ResourceFilter{Kind: f.Kind, Namespace: f.Namespace, Source: f.Source, Phase: f.Phase,
+	q, err := resourcePage(sc, ResourceFilter{Kind: f.Kind, Namespace: f.Namespace, Source: f.Source, Phase: f.Phase,
 		Approval: f.Approval, LabelSelector: f.LabelSelector, Limit: f.Limit, Continue: f.Continue}, f.Query)
 	if err != nil {
 		return nil, "", err
 	}
-	rows, err := s.reader().Query(ctx, "SELECT "+summaryColumns+" FROM resources"+clause, args.planned()...)
+	var items []ResourceSummary
+	err = s.readPage(ctx, q, summaryColumns, "", func(rows pgx.Rows) (int, error) {
+		var err error
+		items, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (ResourceSummary, error) { return scanSummary(r) })
+		return len(items), err
+	})
 	if err != nil {
 		return nil, "", fmt.Errorf("list resources: %w", err)
 	}
-	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (ResourceSummary, error) { return scanSummary(r) })
-	if err != nil {
-		return nil, "", fmt.Errorf("list resources: %w", err)
-	}
+	limit := q.limit
 	next := ""
 	if len(items) > limit {
 		items = items[:limit]

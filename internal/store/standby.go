@@ -114,6 +114,7 @@ func (s *Store) openStandby(ctx context.Context, url string, maxConns int32, poo
 	if pooled && cfg.ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement { // pgx's default, not a choice in the url
 		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
 	}
+	jitOff(cfg, pooled)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("connect to the read standby: %w", redactErr(err))

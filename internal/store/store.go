@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -48,6 +49,10 @@ type Store struct {
 	session *pgx.ConnConfig
 	// standby serves reads while it keeps up (Options.ReadURL; nil: none).
 	standby *standby
+	// pageStep, when set (tests), is told each step of a page filtered by phase (readPage).
+	pageStep func(phaseStep)
+	// pageIDCap replaces phaseIDCap when set (tests).
+	pageIDCap int
 }
 
 // Options tune the pool.
@@ -89,6 +94,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 			cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
 		}
 	}
+	jitOff(cfg, session != nil)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to database: %w", redactErr(err))
@@ -108,6 +114,37 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// jitOff turns PostgreSQL's JIT compilation off in the sessions of cfg's pool (SET jit = off
+// as each connection opens). trueup's statements are short and indexed; the planner
+// compiles one only when it expects millions of rows, which with the statistics of a bulk
+// apply not yet gathered it does for statements that then read a handful: at a million
+// resources a maintenance statement spent 0.5–1.4 s compiling to read nothing. A URL that
+// sets jit (a jit parameter, or options naming it) keeps its choice. Behind a pooler in
+// transaction mode (pooled) a SET would stay on whichever server session ran it: there the
+// role carries the setting (docs/guides/database.md).
+func jitOff(cfg *pgxpool.Config, pooled bool) {
+	if pooled || jitChosen(cfg.ConnConfig.RuntimeParams) {
+		return
+	}
+	after := cfg.AfterConnect
+	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		if after != nil {
+			if err := after(ctx, conn); err != nil {
+				return err
+			}
+		}
+		_, err := conn.Exec(ctx, "SET jit = off")
+		return err
+	}
+}
+
+// jitChosen reports whether a URL's runtime parameters set jit: as a parameter of its own
+// (?jit=on) or in options (-c jit=on).
+func jitChosen(params map[string]string) bool {
+	_, ok := params["jit"]
+	return ok || strings.Contains(params["options"], "jit")
 }
 
 // Close closes the pool; safe twice.

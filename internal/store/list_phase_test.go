@@ -1,0 +1,124 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// A page filtered by phase is read in steps that do not depend on resource_phases'
+// statistics (readPage): whatever the phase's share, the pages hold exactly the rows in that
+// phase, in the list's order, and the step that serves each share is the cheap one.
+func TestListPhaseSteps(t *testing.T) {
+	t.Parallel()
+	st := openTest(t, "s")
+	ctx := context.Background()
+	if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "r1", Set: widgets(3000, func(int) int { return 1 }), Prune: true}); err != nil {
+		t.Fatal(err)
+	}
+	// The statistics say every row is Pending; then 150 become Slow, a third of the others
+	// Ready, 30 Failed and 2 Stalled, the Stalled ones at the end of the list's order.
+	if _, err := st.pool.Exec(ctx, "ANALYZE resources, resource_phases"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.pool.Exec(ctx, `UPDATE resources SET phase = CASE
+		WHEN name IN ('w998', 'w999') THEN 'Stalled'
+		WHEN substr(name, 2)::int % 20 = 7 THEN 'Slow'
+		WHEN substr(name, 2)::int % 3 = 0 THEN 'Ready'
+		WHEN substr(name, 2)::int % 100 = 1 THEN 'Failed'
+		ELSE phase END`); err != nil {
+		t.Fatal(err)
+	}
+	st.pageIDCap = 100
+	want := func(phase string) []string {
+		rows, err := st.pool.Query(ctx, `SELECT name FROM resources WHERE phase = $1 ORDER BY namespace, lower(kind), name`, phase)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var names []string
+		for rows.Next() {
+			var n string
+			if err := rows.Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			names = append(names, n)
+		}
+		return names
+	}
+	for _, c := range []struct {
+		phase string
+		limit int
+		first []phaseStep // the steps of the first page
+	}{
+		{"Ready", 100, []phaseStep{phaseWalk}},              // a third: the walk fills the page
+		{"Failed", 100, []phaseStep{phaseWalk, phaseByID}},  // 30, fewer than the cap: by id, complete
+		{"Pending", 100, []phaseStep{phaseWalk}},            // most rows
+		{"Stalled", 5, []phaseStep{phaseWalk, phaseByID}},   // two, at the end of the order
+		{"Ready", 3, []phaseStep{phaseWalk}},                // a small page
+		{"Unknown", 100, []phaseStep{phaseWalk, phaseByID}}, // none
+		{"Failed", 7, nil},                                  // pages of 7 among 30
+		{"Slow", 100, []phaseStep{phaseWalk, phaseAll}},     // 150, more than the cap, few in the walk
+		{"Slow", 30, nil},
+	} {
+		name := fmt.Sprintf("%s by %d", c.phase, c.limit)
+		var steps []phaseStep
+		st.pageStep = func(s phaseStep) { steps = append(steps, s) }
+		var got []string
+		token := ""
+		for page := 0; ; page++ {
+			steps = steps[:0]
+			items, next, err := st.ListResources(ctx, Everything, ResourceFilter{Phase: c.phase, Limit: c.limit, Continue: token})
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if page == 0 && c.first != nil && !slices.Equal(steps, c.first) {
+				t.Errorf("%s: first page in steps %v, want %v", name, steps, c.first)
+			}
+			for _, it := range items {
+				if it.Status.Phase != c.phase {
+					t.Errorf("%s: %s is %s", name, it.Metadata.Name, it.Status.Phase)
+				}
+				got = append(got, it.Metadata.Name)
+			}
+			if next == "" {
+				break
+			}
+			token = next
+		}
+		st.pageStep = nil
+		if w := want(c.phase); !slices.Equal(got, w) {
+			t.Errorf("%s: pages hold %d rows %v…, want %d %v…", name, len(got), head(got), len(w), head(w))
+		}
+	}
+	// The dashboard's table reads its pages the same way.
+	sums, next, err := st.ListResourceSummaries(ctx, Everything, SummaryFilter{Phase: "Failed", Query: "w1", Limit: 100})
+	if err != nil || next != "" {
+		t.Fatalf("summaries: next %q, %v", next, err)
+	}
+	var names []string
+	for _, s := range sums {
+		names = append(names, s.Name)
+	}
+	var w []string
+	for _, n := range want("Failed") {
+		if strings.Contains(n, "w1") {
+			w = append(w, n)
+		}
+	}
+	if !slices.Equal(names, w) {
+		t.Errorf("summaries of Failed named w1…: %v, want %v", names, w)
+	}
+	// Every row checked along the list's order, never the phase's rows read and sorted; the
+	// walk's rows come out in the page's order, so it stops once the page is full.
+	if plan := listPlan(t, st, ResourceFilter{Phase: "Ready"}, phaseWalk, nil); !strings.Contains(plan, "resources_identity") || strings.Contains(plan, "Sort") {
+		t.Errorf("phaseWalk's plan:\n%s", plan)
+	}
+	if plan := listPlan(t, st, ResourceFilter{Phase: "Ready"}, phaseAll, nil); !strings.Contains(plan, "resources_identity") || strings.Contains(plan, "Sort") {
+		t.Errorf("phaseAll's plan:\n%s", plan)
+	}
+}
+
+func head(s []string) []string { return s[:min(len(s), 5)] }
