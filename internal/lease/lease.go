@@ -219,9 +219,11 @@ func (h *Holder) attempt(ctx context.Context) (Change, time.Duration) {
 		l, ok, err = h.st.AcquireLease(actx, h.opts.Name, h.opts.Replica, ttl)
 		cancel()
 	}
-	if ctx.Err() != nil {
+	if ctx.Err() != nil && (!ok || err != nil) {
 		return None, ttl / 3 // shutting down: Stop releases the lease
 	}
+	// A take or renewal the database answered as the stop came is recorded like any other:
+	// Stop releases the lease after the loop ends, and must know it is held.
 	now := time.Now()
 	change := Next(held, heldTerm, until, now, ok, l.Term, err)
 	var lostCancel context.CancelFunc

@@ -223,3 +223,44 @@ func TestNotLiveNeverTakes(t *testing.T) {
 		t.Fatalf("attempt after the session ended: %s", c)
 	}
 }
+
+// late is the real store whose takings are answered only once the caller gave up waiting:
+// the stop came between the database's commit and the holder reading it.
+type late struct {
+	*store.Store
+	took chan struct{}
+}
+
+func (l *late) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, bool, error) {
+	lease, ok, err := l.Store.AcquireLease(context.WithoutCancel(ctx), name, holder, ttl)
+	if ok && err == nil {
+		select {
+		case l.took <- struct{}{}:
+		default:
+		}
+		<-ctx.Done()
+	}
+	return lease, ok, err
+}
+
+// TestStopDuringTakeReleases: a lease the database gave as the holder stopped is released by
+// Stop, not left held until it expires (another replica takes it at once).
+func TestStopDuringTakeReleases(t *testing.T) {
+	t.Parallel()
+	st := openStore(t)
+	var lg logbuf.Buffer
+	l := &late{Store: st, took: make(chan struct{}, 1)}
+	h := New(l, Options{Name: "maintenance", Replica: "r1", TTL: time.Minute, Label: "maintenance"}, slog.New(slog.NewTextHandler(&lg, nil)))
+	if err := h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.took:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lease was not taken")
+	}
+	h.Stop()
+	if _, ok, err := st.AcquireLease(context.Background(), "maintenance", "r2", time.Minute); err != nil || !ok {
+		t.Fatalf("r2 cannot take the lease r1 stopped holding: %v, %v\n%s", ok, err, lg.String())
+	}
+}
