@@ -6,10 +6,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -212,6 +214,7 @@ log: {level: info}
 		}
 	}
 	applied, appliedErr := writeCosts(ctx, st, cluster, cmd.Process.Pid)
+	lists := watchPhaseLists(ctx, "http://"+addr, token)
 
 	// The count runs once the history (insert only, read by its last id) holds an
 	// attempt per resource (then every second): no count can find them all Ready before. Before
@@ -238,6 +241,7 @@ log: {level: info}
 	}
 	ready := time.Since(start)
 	say("all Ready")
+	say("lists filtered by phase during the drain: %s", lists.stop())
 	if done, err := writeCosts(ctx, st, cluster, cmd.Process.Pid); err == nil && appliedErr == nil {
 		say("the drain: %s", done.drained(applied, n, ready-first))
 		say("the drain: %s", vacuumRuns(ctx, st))
@@ -754,4 +758,61 @@ func (a *activity) String() string {
 		fmt.Fprintf(&b, "  %3d× %s (transaction %s old)\n", a.seen[k], k, a.age[k].Round(time.Millisecond))
 	}
 	return b.String()
+}
+
+// phaseLists times lists filtered by phase while the drain moves the phases (and their
+// statistics lag behind): a page of Ready and one of Pending every 2 s.
+type phaseLists struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	took   map[string][]time.Duration
+	err    error
+}
+
+func watchPhaseLists(ctx context.Context, base, token string) *phaseLists {
+	ctx, cancel := context.WithCancel(ctx)
+	w := &phaseLists{cancel: cancel, done: make(chan struct{}), took: map[string][]time.Duration{}}
+	c := &readClient{base: base, token: token, http: &http.Client{Timeout: time.Minute}}
+	go func() {
+		defer close(w.done)
+		tick := time.NewTicker(2 * time.Second)
+		defer tick.Stop()
+		for {
+			for _, phase := range []string{"Ready", "Pending"} {
+				d, err := c.get(ctx, "/api/v1/resources?limit=100&phase="+phase, nil)
+				if ctx.Err() != nil {
+					return
+				}
+				if err != nil {
+					w.err = err
+					return
+				}
+				w.took[phase] = append(w.took[phase], d)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return w
+}
+
+// stop ends the watch and says what the lists took (median and slowest).
+func (w *phaseLists) stop() string {
+	w.cancel()
+	<-w.done
+	if w.err != nil {
+		return w.err.Error()
+	}
+	var parts []string
+	for _, phase := range []string{"Ready", "Pending"} {
+		t := w.took[phase]
+		if len(t) == 0 {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("?phase=%s %d pages, median %.2f ms, slowest %.2f ms", phase, len(t), ms(percentile(t, 0.5)), ms(slices.Max(t))))
+	}
+	return strings.Join(parts, "; ")
 }

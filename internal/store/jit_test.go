@@ -19,6 +19,9 @@ func TestJITChosen(t *testing.T) {
 		{map[string]string{"jit": "off"}, true},
 		{map[string]string{"options": "-c jit=on"}, true},
 		{map[string]string{"options": "-c statement_timeout=5s"}, false},
+		{map[string]string{"options": "-c statement_timeout=5s -cjit=off"}, true},
+		{map[string]string{"options": "--jit=on"}, true},
+		{map[string]string{"options": "-c jit_above_cost=10"}, false},
 	} {
 		if got := jitChosen(c.params); got != c.chosen {
 			t.Errorf("jitChosen(%v) = %v, want %v", c.params, got, c.chosen)

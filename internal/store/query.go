@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -292,10 +293,11 @@ func withDeps(ids []int64, deps []bool) []int64 {
 // scan stops after the page. It asks for limit+1 rows: one more than the page says whether
 // there is a next one.
 type pageQuery struct {
-	where []string // the conditions on resources, the phase's aside
-	args  params
-	phase string // the phase filter ("": none)
-	limit int
+	where  []string // the conditions on resources, the phase's aside
+	args   params
+	phase  string // the phase filter ("": none)
+	source string // the source filter ("": none)
+	limit  int
 }
 
 // The steps of a page filtered by phase (readPage). The phase's rows are in resource_phases
@@ -306,29 +308,45 @@ type pageQuery struct {
 type phaseStep int
 
 const (
-	// phaseWalk checks the first phaseWalkRows rows of the list's order (the other filters
-	// applied), one by one: enough for a phase that a tenth of those rows are in.
+	// phaseWalk checks the first phaseWalkRows rows per row of the page in the list's order
+	// (the other filters applied), one by one: enough for a phase that a tenth of those rows
+	// are in, and the whole list when it holds no more rows than that.
 	phaseWalk phaseStep = iota
 	// phaseByID reads the phase's ids first (at most phaseIDCap) and the page among them.
 	phaseByID
-	// phaseAll checks the rows in the list's order until the page is full: a phase holding
-	// more than phaseIDCap rows, few of them early in the order.
-	phaseAll
+	// phasePlanned leaves the plan to the planner and its statistics, as for any other
+	// filter: a phase holding more than phaseIDCap rows, few of them early in the order (the
+	// rows' order through it walked, or the phase's rows read and sorted).
+	phasePlanned
 )
 
 // phaseWalkRows is how many rows phaseWalk checks for each row of the page, and phaseIDCap
-// the most ids phaseByID reads. A row checked along the order costs about 3 µs, a row read by
+// the most ids phaseByID reads. A row checked along the order costs about 4 µs, a row read by
 // id and sorted about 17 µs (200,000 resources, in memory): the page by id costs at most about
-// 35 ms, and a phase with more rows than that is found among every 500 rows or fewer at a
-// million resources.
+// 70 ms. A phase with more rows than the cap and fewer than a tenth of the first rows is left
+// to the planner.
 const (
 	phaseWalkRows = 10
-	phaseIDCap    = 2000
+	phaseIDCap    = 4000
 )
 
-// phaseIDsSQL reads the ids of the phase of q ($1), at most $2.
-func phaseIDsSQL(q pageQuery) string {
-	return "SELECT p.id FROM resource_phases p WHERE " + q.phaseCond("$1") + " LIMIT $2"
+// phaseIDsSQL reads the ids of the phase of q, at most limit. Ready's are its partial index's
+// (resource_phases_ready); another phase's are read source by source, through the leading
+// column of resource_phases_unsettled (source, phase), or of the source q filters on.
+func phaseIDsSQL(q pageQuery, limit int) (string, []any) {
+	var args params
+	n := args.add(limit)
+	var sql string
+	switch {
+	case q.phase == "Ready":
+		sql = "SELECT p.id FROM resource_phases p WHERE p.phase = 'Ready' LIMIT " + n
+	case q.source != "":
+		sql = "SELECT p.id FROM resource_phases p WHERE p.source = " + args.add(q.source) + " AND " + q.phaseCond(args.add(q.phase)) + " LIMIT " + n
+	default:
+		sql = "SELECT x.id FROM (SELECT DISTINCT source FROM resource_counts) s, LATERAL (SELECT p.id FROM resource_phases p WHERE p.source = s.source AND " +
+			q.phaseCond(args.add(q.phase)) + " LIMIT " + n + ") x LIMIT " + n
+	}
+	return sql, args.planned()
 }
 
 // idCap is phaseIDCap, or the store's own (tests).
@@ -360,7 +378,7 @@ func resourcePage(sc Scope, f ResourceFilter, nameQuery string) (q pageQuery, er
 	if f.Source != "" {
 		q.where = append(q.where, "source = "+q.args.add(f.Source))
 	}
-	q.phase = f.Phase
+	q.phase, q.source = f.Phase, f.Source
 	switch f.Approval {
 	case "":
 	case ApprovalPending, ApprovalRejected, ApprovalDenied:
@@ -405,25 +423,36 @@ func (q pageQuery) phaseCond(arg string) string {
 
 const pageOrder = " ORDER BY namespace, lower(kind), name"
 
+// whereClause is the WHERE of the conditions on resources, the phase's aside ("" for none).
+func (q pageQuery) whereClause() string {
+	if len(q.where) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(q.where, " AND ")
+}
+
+// walkRows is how many rows phaseWalk checks.
+func (q pageQuery) walkRows() int { return (q.limit + 1) * phaseWalkRows }
+
 // statement is the page's statement and its arguments: cols of resources joined with join
-// (withQueue or ""), for step when a phase filters it (ids: phaseByID's). The phase is checked
-// row by row (OFFSET 0 keeps the EXISTS a subplan, which the planner cannot turn into a join
-// driven by resource_phases).
+// (withQueue or ""), for step when a phase filters it (ids: phaseByID's). The walk and the page
+// by id check the phase row by row (OFFSET 0 keeps the EXISTS a subplan, which the planner
+// cannot turn into a join driven by resource_phases).
 func (q pageQuery) statement(cols, join string, step phaseStep, ids []int64) (string, []any) {
 	args := slices.Clone(q.args)
 	where := slices.Clone(q.where)
 	from, order := " FROM resources", pageOrder
 	if q.phase != "" {
-		where = append(where, "EXISTS (SELECT 1 FROM resource_phases p WHERE p.id = resources.id AND "+q.phaseCond(args.add(q.phase))+" OFFSET 0)")
+		probe := " OFFSET 0"
+		if step == phasePlanned {
+			probe = ""
+		}
+		where = append(where, "EXISTS (SELECT 1 FROM resource_phases p WHERE p.id = resources.id AND "+q.phaseCond(args.add(q.phase))+probe+")")
 		switch step {
 		case phaseWalk:
-			inner := " WHERE true"
-			if len(q.where) > 0 {
-				inner = " WHERE " + strings.Join(q.where, " AND ")
-			}
 			// The walk's rows come out in its order (kind_key, a column of the subquery, keeps
 			// it known to the planner): the scan stops once the page is full.
-			from = " FROM (SELECT *, lower(kind) AS kind_key FROM resources" + inner + pageOrder + " LIMIT " + args.add((q.limit+1)*phaseWalkRows) + ") resources"
+			from = " FROM (SELECT *, lower(kind) AS kind_key FROM resources" + q.whereClause() + pageOrder + " LIMIT " + args.add(q.walkRows()) + ") resources"
 			where = where[len(q.where):]
 			order = " ORDER BY namespace, kind_key, name"
 		case phaseByID:
@@ -439,8 +468,9 @@ func (q pageQuery) statement(cols, join string, step phaseStep, ids []int64) (st
 
 // readPage runs the page q (see statement) with read, which scans the rows and returns how
 // many it read. A page filtered by phase takes the steps of phaseStep in turn until one fills
-// it: the walk of the first rows; then, when the phase holds at most phaseIDCap rows, the page
-// among them, which is complete; else the walk of every row.
+// it: the walk of the first rows, complete when the list holds no more; then, when the phase
+// holds at most phaseIDCap rows, the page among them, which is complete; else the planner's
+// plan.
 func (s *Store) readPage(ctx context.Context, q pageQuery, cols, join string, read func(pgx.Rows) (int, error)) error {
 	db := s.reader()
 	run := func(step phaseStep, ids []int64) (bool, error) {
@@ -463,7 +493,19 @@ func (s *Store) readPage(ctx context.Context, q pageQuery, cols, join string, re
 	if full, err := run(phaseWalk, nil); full || err != nil {
 		return err
 	}
-	rows, err := db.Query(ctx, phaseIDsSQL(q), q.phase, s.idCap()+1)
+	// The walk checked every row the other filters leave when they are fewer than its window:
+	// its rows are the page.
+	rows, err := db.Query(ctx, "SELECT 1 FROM resources"+q.whereClause()+pageOrder+" OFFSET "+strconv.Itoa(q.walkRows()-1)+" LIMIT 1", q.args.planned()...)
+	if err != nil {
+		return err
+	}
+	more := rows.Next()
+	rows.Close()
+	if err := rows.Err(); err != nil || !more {
+		return err
+	}
+	sql, args := phaseIDsSQL(q, s.idCap()+1)
+	rows, err = db.Query(ctx, sql, args...)
 	if err != nil {
 		return err
 	}
@@ -475,7 +517,7 @@ func (s *Store) readPage(ctx context.Context, q pageQuery, cols, join string, re
 		_, err = run(phaseByID, ids)
 		return err
 	}
-	_, err = run(phaseAll, nil)
+	_, err = run(phasePlanned, nil)
 	return err
 }
 

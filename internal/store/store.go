@@ -8,7 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
+	"regexp"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -118,12 +118,12 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 
 // jitOff turns PostgreSQL's JIT compilation off in the sessions of cfg's pool (SET jit = off
 // as each connection opens). trueup's statements are short and indexed; the planner
-// compiles one only when it expects millions of rows, which with the statistics of a bulk
-// apply not yet gathered it does for statements that then read a handful: at a million
+// compiles one when its estimated cost passes jit_above_cost, which before a bulk apply's
+// rows have statistics happens to statements that then read a handful: at a million
 // resources a maintenance statement spent 0.5–1.4 s compiling to read nothing. A URL that
-// sets jit (a jit parameter, or options naming it) keeps its choice. Behind a pooler in
-// transaction mode (pooled) a SET would stay on whichever server session ran it: there the
-// role carries the setting (docs/guides/database.md).
+// sets jit (jitChosen) keeps its choice. With database.sessionURL set (pooled) the url goes
+// through a pooler in transaction mode, where a SET would stay on whichever server session
+// ran it: there the role carries the setting (docs/guides/database.md).
 func jitOff(cfg *pgxpool.Config, pooled bool) {
 	if pooled || jitChosen(cfg.ConnConfig.RuntimeParams) {
 		return
@@ -141,11 +141,14 @@ func jitOff(cfg *pgxpool.Config, pooled bool) {
 }
 
 // jitChosen reports whether a URL's runtime parameters set jit: as a parameter of its own
-// (?jit=on) or in options (-c jit=on).
+// (?jit=on) or as a setting in options (-c jit=on, --jit=on).
 func jitChosen(params map[string]string) bool {
 	_, ok := params["jit"]
-	return ok || strings.Contains(params["options"], "jit")
+	return ok || jitOption.MatchString(params["options"])
 }
+
+// jitOption matches a setting of jit (not of jit_above_cost and the like) in options.
+var jitOption = regexp.MustCompile(`(^|\s)(-c\s*|--)jit=`)
 
 // Close closes the pool; safe twice.
 func (s *Store) Close() {
@@ -171,6 +174,12 @@ func (s *Store) sessionConn(ctx context.Context, pool *pgxpool.Pool) (*pgx.Conn,
 		conn, err := pgx.ConnectConfig(ctx, s.session)
 		if err != nil {
 			return nil, fmt.Errorf("connect to database.sessionURL: %w", err)
+		}
+		if !jitChosen(s.session.RuntimeParams) { // a session of its own: the SET stays with it
+			if _, err := conn.Exec(ctx, "SET jit = off"); err != nil {
+				conn.Close(context.WithoutCancel(ctx))
+				return nil, fmt.Errorf("database.sessionURL: %w", err)
+			}
 		}
 		return conn, nil
 	}
