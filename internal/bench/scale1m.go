@@ -214,7 +214,11 @@ log: {level: info}
 		}
 	}
 	applied, appliedErr := writeCosts(ctx, st, cluster, cmd.Process.Pid)
-	lists := watchPhaseLists(ctx, "http://"+addr, token)
+	// Lists by phase during the drain, on demand: their pages cost the drain it measures.
+	var lists *phaseLists
+	if os.Getenv("TRUEUP_BENCH_PHASE_LISTS") != "" {
+		lists = watchPhaseLists(ctx, "http://"+addr, token)
+	}
 
 	// The count runs once the history (insert only, read by its last id) holds an
 	// attempt per resource (then every second): no count can find them all Ready before. Before
@@ -241,7 +245,9 @@ log: {level: info}
 	}
 	ready := time.Since(start)
 	say("all Ready")
-	say("lists filtered by phase during the drain: %s", lists.stop())
+	if lists != nil {
+		say("lists filtered by phase during the drain: %s", lists.stop())
+	}
 	if done, err := writeCosts(ctx, st, cluster, cmd.Process.Pid); err == nil && appliedErr == nil {
 		say("the drain: %s", done.drained(applied, n, ready-first))
 		say("the drain: %s", vacuumRuns(ctx, st))
@@ -761,7 +767,8 @@ func (a *activity) String() string {
 }
 
 // phaseLists times lists filtered by phase while the drain moves the phases (and their
-// statistics lag behind): a page of Ready and one of Pending every 2 s.
+// statistics lag behind): a page of Ready and one of Pending every 2 s
+// (TRUEUP_BENCH_PHASE_LISTS set).
 type phaseLists struct {
 	cancel context.CancelFunc
 	done   chan struct{}
