@@ -493,9 +493,9 @@ func (s *Store) readPage(ctx context.Context, q pageQuery, cols, join string, re
 	if full, err := run(phaseWalk, nil); full || err != nil {
 		return err
 	}
-	// The walk checked every row the other filters leave when they are fewer than its window:
-	// its rows are the page.
-	rows, err := db.Query(ctx, "SELECT 1 FROM resources"+q.whereClause()+pageOrder+" OFFSET "+strconv.Itoa(q.walkRows()-1)+" LIMIT 1", q.args.planned()...)
+	// The walk checked every row the other filters leave when none lies past its window: its
+	// rows are the page.
+	rows, err := db.Query(ctx, "SELECT 1 FROM resources"+q.whereClause()+pageOrder+" OFFSET "+strconv.Itoa(q.walkRows())+" LIMIT 1", q.args.planned()...)
 	if err != nil {
 		return err
 	}
