@@ -215,9 +215,7 @@ func (h *Holder) attempt(ctx context.Context) (Change, time.Duration) {
 		err error
 	)
 	if live {
-		actx, cancel := context.WithDeadline(ctx, deadline)
-		l, ok, err = h.st.AcquireLease(actx, h.opts.Name, h.opts.Replica, ttl)
-		cancel()
+		l, ok, err = h.acquire(ctx, deadline)
 	}
 	if ctx.Err() != nil && (!ok || err != nil) {
 		return None, ttl / 3 // shutting down: Stop releases the lease
@@ -248,13 +246,29 @@ func (h *Holder) attempt(ctx context.Context) (Change, time.Duration) {
 		logTerm = heldTerm
 	}
 	h.logChange(change, logTerm, live, err, until.Sub(now))
-	if change == Taken {
+	if change == Taken && ctx.Err() == nil {
 		select {
 		case h.gained <- struct{}{}:
 		default:
 		}
 	}
 	return change, RenewDelay(ttl, change, until, now)
+}
+
+// stopGrace is how long an attempt in flight when the holder stops may still run: a take the
+// database has committed is read and then released by Stop, rather than left held until it
+// expires.
+const stopGrace = time.Second
+
+// acquire asks the database for the lease by deadline. The holder's stop does not cut the
+// question short at once (a driver reports a cancelled query as failed even when its
+// transaction committed); it ends it stopGrace later at most.
+func (h *Holder) acquire(ctx context.Context, deadline time.Time) (store.Lease, bool, error) {
+	actx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	defer cancel()
+	// After the answer, the timer's cancel finds the context already ended: no effect.
+	defer context.AfterFunc(ctx, func() { time.AfterFunc(stopGrace, cancel) })()
+	return h.st.AcquireLease(actx, h.opts.Name, h.opts.Replica, h.opts.TTL)
 }
 
 func (h *Holder) logChange(c Change, term int64, live bool, err error, valid time.Duration) {

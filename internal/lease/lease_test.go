@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -224,11 +225,13 @@ func TestNotLiveNeverTakes(t *testing.T) {
 	}
 }
 
-// late is the real store whose takings are answered only once the caller gave up waiting:
-// the stop came between the database's commit and the holder reading it.
+// late is the real store whose takings are answered only after the holder's loop was told to
+// stop: the stop came between the database's commit and the driver reading the answer. Like
+// pgx, it then reports a failure when the context it was given has ended by then.
 type late struct {
 	*store.Store
-	took chan struct{}
+	stopped <-chan struct{} // the loop's context ended
+	took    chan struct{}
 }
 
 func (l *late) AcquireLease(ctx context.Context, name, holder string, ttl time.Duration) (store.Lease, bool, error) {
@@ -238,7 +241,11 @@ func (l *late) AcquireLease(ctx context.Context, name, holder string, ttl time.D
 		case l.took <- struct{}{}:
 		default:
 		}
-		<-ctx.Done()
+		<-l.stopped
+		time.Sleep(10 * time.Millisecond) // the driver reads the answer a moment after the stop
+		if ctx.Err() != nil {
+			return store.Lease{}, false, ctx.Err()
+		}
 	}
 	return lease, ok, err
 }
@@ -249,9 +256,11 @@ func TestStopDuringTakeReleases(t *testing.T) {
 	t.Parallel()
 	st := openStore(t)
 	var lg logbuf.Buffer
-	l := &late{Store: st, took: make(chan struct{}, 1)}
+	ctx, stop := context.WithCancel(context.Background())
+	l := &late{Store: st, stopped: ctx.Done(), took: make(chan struct{}, 1)}
 	h := New(l, Options{Name: "maintenance", Replica: "r1", TTL: time.Minute, Label: "maintenance"}, slog.New(slog.NewTextHandler(&lg, nil)))
-	if err := h.Start(context.Background()); err != nil {
+	t.Cleanup(h.Stop)
+	if err := h.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -259,8 +268,48 @@ func TestStopDuringTakeReleases(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the lease was not taken")
 	}
+	stop() // the loop's context ends while the answer is on its way
 	h.Stop()
+	select {
+	case <-h.Gained():
+		t.Error("a take recorded during the stop announced a gain")
+	default:
+	}
 	if _, ok, err := st.AcquireLease(context.Background(), "maintenance", "r2", time.Minute); err != nil || !ok {
 		t.Fatalf("r2 cannot take the lease r1 stopped holding: %v, %v\n%s", ok, err, lg.String())
+	}
+}
+
+// hung is a store whose takings answer only when their context ends (the database gone quiet).
+type hung struct {
+	*store.Store
+	asked chan struct{}
+}
+
+func (h *hung) AcquireLease(ctx context.Context, _, _ string, _ time.Duration) (store.Lease, bool, error) {
+	select {
+	case h.asked <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return store.Lease{}, false, ctx.Err()
+}
+
+// TestStopCutsAHungTake: a take the database does not answer holds Stop up for stopGrace, not
+// for the attempt's whole deadline (a third of the TTL).
+func TestStopCutsAHungTake(t *testing.T) {
+	t.Parallel()
+	hs := &hung{Store: openStore(t), asked: make(chan struct{}, 1)}
+	h := New(hs, Options{Name: "maintenance", Replica: "r1", TTL: 3 * time.Minute}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := h.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	<-hs.asked
+	stopped := make(chan struct{})
+	go func() { h.Stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(30 * time.Second): // the attempt's deadline is a minute away
+		t.Fatal("Stop waited for the hung take's deadline")
 	}
 }
