@@ -135,9 +135,14 @@ func jitOff(cfg *pgxpool.Config, pooled bool) {
 				return err
 			}
 		}
-		_, err := conn.Exec(ctx, "SET jit = off")
-		return err
+		return setJITOff(ctx, conn)
 	}
+}
+
+// setJITOff turns JIT compilation off for conn's session (see jitOff).
+func setJITOff(ctx context.Context, conn *pgx.Conn) error {
+	_, err := conn.Exec(ctx, "SET jit = off")
+	return err
 }
 
 // jitChosen reports whether a URL's runtime parameters set jit: as a parameter of its own
@@ -176,7 +181,7 @@ func (s *Store) sessionConn(ctx context.Context, pool *pgxpool.Pool) (*pgx.Conn,
 			return nil, fmt.Errorf("connect to database.sessionURL: %w", err)
 		}
 		if !jitChosen(s.session.RuntimeParams) { // a session of its own: the SET stays with it
-			if _, err := conn.Exec(ctx, "SET jit = off"); err != nil {
+			if err := setJITOff(ctx, conn); err != nil {
 				conn.Close(context.WithoutCancel(ctx))
 				return nil, fmt.Errorf("database.sessionURL: %w", err)
 			}
