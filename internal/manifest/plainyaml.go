@@ -509,3 +509,57 @@ func isDecimalInt(s string) bool {
 	}
 	return true
 }
+
+// Identity reads a one-document text's apiVersion, kind, metadata.namespace and
+// metadata.name with the plain reader, "" for a field it lacks. empty reports a document
+// without content. ok is false when the plain reader leaves the text to go-yaml, when it
+// holds more than one document, when the root is not a mapping, or when one of those fields
+// is not a plain string or is given twice: whoever asks reads it otherwise.
+func Identity(doc []byte) (apiVersion, kind, namespace, name string, empty, ok bool) {
+	var root *yaml.Node
+	n, all := eachPlainDocument(doc, func(d plainDoc) { root = d.root })
+	if !all || n > 1 {
+		return "", "", "", "", false, false
+	}
+	if root == nil {
+		return "", "", "", "", true, true
+	}
+	// value is the node of key in the mapping m (nil when absent), false when key is there twice.
+	value := func(m *yaml.Node, key string) (*yaml.Node, bool) {
+		var v *yaml.Node
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if m.Content[i].Value == key {
+				if v != nil {
+					return nil, false
+				}
+				v = m.Content[i+1]
+			}
+		}
+		return v, true
+	}
+	text := func(m *yaml.Node, key string) (string, bool) {
+		v, ok := value(m, key)
+		if !ok || v == nil {
+			return "", ok
+		}
+		return v.Value, v.Kind == yaml.ScalarNode && v.Tag == "!!str"
+	}
+	if root.Kind != yaml.MappingNode {
+		return "", "", "", "", false, false
+	}
+	var okA, okK, okN, okM bool
+	apiVersion, okA = text(root, "apiVersion")
+	kind, okK = text(root, "kind")
+	meta, okM := value(root, "metadata")
+	okN = true
+	if meta != nil {
+		if meta.Kind != yaml.MappingNode {
+			return "", "", "", "", false, false
+		}
+		var okNs bool
+		namespace, okNs = text(meta, "namespace")
+		name, okN = text(meta, "name")
+		okN = okN && okNs
+	}
+	return apiVersion, kind, namespace, name, false, okA && okK && okM && okN
+}

@@ -349,3 +349,32 @@ func FuzzPlainDocuments(f *testing.F) {
 		plainBothWays(t, data, false)
 	})
 }
+
+// TestIdentity: the identity fields of one document, read by the plain reader or not at all.
+func TestIdentity(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		doc                        string
+		apiVersion, kind, ns, name string
+		empty, ok                  bool
+	}{
+		{"apiVersion: a/v1\nkind: K\nmetadata: {name: n, namespace: s}\n", "a/v1", "K", "s", "n", false, true},
+		{"# a comment\napiVersion: v1\nkind: K\nmetadata:\n  name: n\nspec: {x: [1, 2]}\n", "v1", "K", "", "n", false, true},
+		{"kind: K\n", "", "K", "", "", false, true},
+		{"# nothing\n\n", "", "", "", "", true, true},
+		{"", "", "", "", "", true, true},
+		{"apiVersion: v1\nkind: K\nmetadata: {name: 12}\n", "", "", "", "", false, false},
+		{"apiVersion: v1\nkind: K\nkind: L\n", "", "", "", "", false, false},
+		{"apiVersion: v1\nkind: K\nmetadata: [a]\n", "", "", "", "", false, false},
+		{"- a\n- b\n", "", "", "", "", false, false},
+		{"a: 1\n---\nb: 2\n", "", "", "", "", false, false},
+		{"apiVersion: v1\nkind: K\nmetadata: {name: \"a\\tb\"}\n", "", "", "", "", false, false},
+		{"apiVersion: v1\nkind: K\nmetadata: &m {name: n}\n", "", "", "", "", false, false},
+	}
+	for _, c := range cases {
+		a, k, ns, n, empty, ok := Identity([]byte(c.doc))
+		if ok != c.ok || ok && (a != c.apiVersion || k != c.kind || ns != c.ns || n != c.name || empty != c.empty) {
+			t.Errorf("%q: %q %q %q %q empty %v ok %v", c.doc, a, k, ns, n, empty, ok)
+		}
+	}
+}

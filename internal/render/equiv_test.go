@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"sigs.k8s.io/kustomize/api/krusty"
@@ -55,7 +56,13 @@ data: {mode: base, count: "3", flag: "true", empty: ""}
 	"binary/kustomization.yaml": "resources: [one.yaml]\ncommonAnnotations: {? !!binary Y29uZmlnLmt1YmVybmV0ZXMuaW8vbG9jYWwtY29uZmln : 'true'}\n",
 	"binary/one.yaml":           "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: one}\n",
 	"bingen/kustomization.yaml": "generatorOptions: {annotations: {? !!binary Y29uZmlnLmt1YmVybmV0ZXMuaW8vbG9jYWwtY29uZmln : 'true'}}\nconfigMapGenerator:\n- {name: g, literals: [a=b]}\n",
-	"ov/x/json.yaml":            "- {op: replace, path: /spec/size, value: 7}\n- {op: add, path: /spec/extra, value: [1, 'two', {three: 3}]}\n",
+	// Another custom kind, in namespaces and names that interleave the widgets' in the legacy
+	// order, and one of a kind kustomize puts first in that order.
+	"ov/x/gadgets.yaml": "apiVersion: a.example.com/v1\nkind: Gadget\nmetadata: {name: w0004, namespace: ns1}\n---\n" +
+		"apiVersion: a.example.com/v1\nkind: Gadget\nmetadata: {name: g1}\n---\n" + widgetDocs(40, 45),
+	"ov/x/service.yaml": "apiVersion: x.example.com/v1\nkind: Service\nmetadata: {name: not-core}\n",
+	"ov/x/dup.yaml":     "apiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: w0005, namespace: ns2}\nspec: {size: 0}\n",
+	"ov/x/json.yaml":    "- {op: replace, path: /spec/size, value: 7}\n- {op: add, path: /spec/extra, value: [1, 'two', {three: 3}]}\n",
 }
 
 // widgetDocs is a file of widgets from..to, the bench's shape.
@@ -88,6 +95,11 @@ var equivOverlays = []struct{ name, kust string }{
 	{"local-config as a base64 key, in a JSON patch", "resources: [../../widgets]\npatches:\n- target: {kind: Widget, name: w0001}\n  patch: |-\n    - {op: add, path: /metadata/annotations, value: {? !!binary Y29uZmlnLmt1YmVybmV0ZXMuaW8vbG9jYWwtY29uZmln : 'true'}}\n"},
 	{"a replacement reading a local-config resource", "resources: [../../local, ../../base]\nreplacements:\n- source: {kind: ConfigMap, name: dropped, fieldPath: data.mode}\n  targets: [{select: {kind: Service}, fieldPaths: [metadata.annotations.mode], options: {create: true}}]\n"},
 	{"sort order", "resources: [../../widgets, ../../base]\nsortOptions: {order: legacy}\n"},
+	{"custom kinds in the legacy order", "resources: [gadgets.yaml, ../../widgets]\nnameSuffix: -x\nsortOptions: {order: legacy}\n"},
+	{"custom kinds in the legacy order, one namespace", "resources: [../../widgets, gadgets.yaml]\nnamespace: prod\nsortOptions: {order: legacy}\n"},
+	{"custom kinds in the order read", "resources: [gadgets.yaml, ../../widgets]\nnamePrefix: p-\ncommonLabels: {a: b}\nsortOptions: {order: fifo}\n"},
+	{"a custom kind named like one kustomize orders first", "resources: [../../widgets, service.yaml]\nsortOptions: {order: legacy}\n"},
+	{"a patch making a widget a ConfigMap", "resources: [../../widgets]\nnamePrefix: p-\npatches:\n- target: {kind: Widget, name: w0003}\n  patch: |-\n    - {op: replace, path: /apiVersion, value: v1}\n    - {op: replace, path: /kind, value: ConfigMap}\n"},
 }
 
 // equivFiles are equivBase and the overlay kust with its own files.
@@ -112,60 +124,87 @@ func equivFiles(kust string) map[string]string {
 func TestKustomizeSameAsKrusty(t *testing.T) {
 	t.Parallel()
 	for _, c := range equivOverlays {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			files := equivFiles(c.kust)
-			out, err := Kustomize(context.Background(), snapshot(files), Options{Paths: []string{"ov/x"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := krustyBuild(t, files, "ov/x")
-			if err != nil {
-				t.Fatal(err)
-			}
-			var want []string
-			for _, r := range m.Resources() {
-				j, err := r.MarshalJSON()
-				if err != nil {
-					t.Fatal(err)
+		for _, size := range []int{0, 4} {
+			t.Run(fmt.Sprintf("%s, parts of %d", c.name, size), func(t *testing.T) {
+				t.Parallel()
+				if split := sameAsKrusty(t, c.kust, size); split != (size > 0 && splitOverlays[c.name]) {
+					t.Errorf("built in parts: %v", split)
 				}
-				want = append(want, canonicalJSON(t, j))
-			}
-			// Each origin file's resources come in kustomize's order; all of them, once.
-			pos := map[string]int{}
-			for i, w := range want {
-				pos[w] = i
-			}
-			// The files come in the order of their first resources.
-			seen, first := make([]bool, len(want)), -1
-			for _, f := range out {
-				last := -1
-				for n, doc := range strings.Split(strings.TrimSuffix(string(f.Data), "\n"), "\n---\n") {
-					got := canonicalJSON(t, []byte(doc))
-					i, ok := pos[got]
-					if !ok {
-						t.Fatalf("%s: a resource plain kustomize does not build:\n%s\nkustomize's:\n%s", f.Path, got, strings.Join(want, "\n"))
-					}
-					if seen[i] {
-						t.Fatalf("%s: a resource rendered twice:\n%s", f.Path, got)
-					}
-					if i <= last || n == 0 && i <= first {
-						t.Fatalf("%s: resources out of kustomize's order at\n%s", f.Path, got)
-					}
-					if n == 0 {
-						first = i
-					}
-					last = i
-					seen[i] = true
-				}
-			}
-			for i, ok := range seen {
-				if !ok {
-					t.Errorf("a resource plain kustomize builds is not rendered:\n%s", want[i])
-				}
-			}
-		})
+			})
+		}
 	}
+}
+
+// splitOverlays are the overlays of equivOverlays built in parts of 4: custom kinds alone,
+// steps that work on each resource alone.
+var splitOverlays = map[string]bool{
+	"prefix, labels, JSON patch (the bench)":          true,
+	"JSON 6902 patches from a file and by label":      true,
+	"local-config set by a patch":                     true,
+	"local-config set by a patch with an escape":      true,
+	"local-config as a base64 key, in a JSON patch":   true,
+	"custom kinds in the legacy order":                true,
+	"custom kinds in the legacy order, one namespace": true,
+	"custom kinds in the order read":                  true,
+}
+
+// sameAsKrusty checks the render of the overlay kust against krusty's build, with kustomize
+// runs of size resources at most where a build may be split (0: the default), and reports
+// whether the build was split.
+func sameAsKrusty(t *testing.T, kust string, size int) bool {
+	t.Helper()
+	files := equivFiles(kust)
+	var splits atomic.Int64
+	out, err := Kustomize(context.Background(), snapshot(files), Options{Paths: []string{"ov/x"}, partSize: size, splits: &splits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := krustyBuild(t, files, "ov/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, r := range m.Resources() {
+		j, err := r.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, canonicalJSON(t, j))
+	}
+	// Each origin file's resources come in kustomize's order; all of them, once.
+	pos := map[string]int{}
+	for i, w := range want {
+		pos[w] = i
+	}
+	// The files come in the order of their first resources.
+	seen, first := make([]bool, len(want)), -1
+	for _, f := range out {
+		last := -1
+		for n, doc := range strings.Split(strings.TrimSuffix(string(f.Data), "\n"), "\n---\n") {
+			got := canonicalJSON(t, []byte(doc))
+			i, ok := pos[got]
+			if !ok {
+				t.Fatalf("%s: a resource plain kustomize does not build:\n%s\nkustomize's:\n%s", f.Path, got, strings.Join(want, "\n"))
+			}
+			if seen[i] {
+				t.Fatalf("%s: a resource rendered twice:\n%s", f.Path, got)
+			}
+			if i <= last || n == 0 && i <= first {
+				t.Fatalf("%s: resources out of kustomize's order at\n%s", f.Path, got)
+			}
+			if n == 0 {
+				first = i
+			}
+			last = i
+			seen[i] = true
+		}
+	}
+	for i, ok := range seen {
+		if !ok {
+			t.Errorf("a resource plain kustomize builds is not rendered:\n%s", want[i])
+		}
+	}
+	return splits.Load() > 0
 }
 
 // krustyBuild is a plain krusty build of dir over files, in memory.
@@ -192,4 +231,24 @@ func canonicalJSON(t *testing.T, doc []byte) string {
 		t.Fatal(err)
 	}
 	return string(out)
+}
+
+// TestKustomizeSplitKeepsErrors: a resource given twice in parts that would not meet, or
+// two given one identity by a patch, are refused as one kustomize run refuses them.
+func TestKustomizeSplitKeepsErrors(t *testing.T) {
+	t.Parallel()
+	files := equivFiles("resources: [../../widgets, dup.yaml]\n")
+	if _, err := krustyBuild(t, files, "ov/x"); err == nil || !strings.Contains(err.Error(), "already registered id") {
+		t.Fatalf("krusty: %v", err)
+	}
+	renamed := equivFiles("resources: [../../widgets]\npatches:\n- target: {kind: Widget, name: w0001}\n  patch: |-\n" +
+		"    - {op: replace, path: /metadata/name, value: w0004}\n    - {op: replace, path: /metadata/namespace, value: ns1}\n")
+	for _, files := range []map[string]string{files, renamed} {
+		for _, size := range []int{0, 4} {
+			_, err := Kustomize(context.Background(), snapshot(files), Options{Paths: []string{"ov/x"}, partSize: size})
+			if err == nil || !strings.Contains(err.Error(), "already registered id") {
+				t.Errorf("parts of %d: %v, want kustomize's refusal", size, err)
+			}
+		}
+	}
 }

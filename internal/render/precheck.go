@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"go.yaml.in/yaml/v3"
 	//lint:ignore SA1019 the configurations kustomize decodes, no other package exports them
@@ -35,10 +36,14 @@ type tree struct {
 	dirs  map[string]bool
 	// root is the source's path: nothing outside it is read.
 	root string
+	// partSize is the most resources one kustomize run of a split build reads (split.go).
+	partSize int
+	// splits counts the builds made in parts (tests; nil: not counted).
+	splits *atomic.Int64
 }
 
 func newTree(files []sources.File, root string) *tree {
-	t := &tree{files: make(map[string]*sources.File, len(files)), dirs: map[string]bool{".": true}, root: cleanRoot(root)}
+	t := &tree{files: make(map[string]*sources.File, len(files)), dirs: map[string]bool{".": true}, root: cleanRoot(root), partSize: partSize}
 	for i := range files {
 		f := &files[i]
 		t.files[f.Path] = f

@@ -27,7 +27,6 @@ import (
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/sync/errgroup"
 	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -64,6 +63,9 @@ type Options struct {
 	// Cache, when set, keeps each kustomization's output by the content of the files its
 	// build reads: a revision renders again only the kustomizations whose files changed.
 	Cache *Cache
+
+	partSize int           // tests: the parts of a split build (0: partSize)
+	splits   *atomic.Int64 // tests: counts the builds made in parts
 }
 
 // Cache holds the last output of each kustomization folder, keyed by the content it was
@@ -137,6 +139,10 @@ func errorAt(file, format string, args ...any) error {
 // entry) at fault.
 func Kustomize(ctx context.Context, files []sources.File, opt Options) ([]sources.File, error) {
 	t := newTree(files, opt.Root)
+	if opt.partSize > 0 {
+		t.partSize = opt.partSize
+	}
+	t.splits = opt.splits
 	roots, err := t.roots(opt.Paths)
 	if err != nil {
 		return nil, err
@@ -304,14 +310,17 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 			marked[to] = marked[from]
 		}
 	}
-	for p, data := range marked {
-		if err := fs.WriteFile(srcDir+"/"+p, data); err != nil {
-			return nil, errorAt(kfile, "%v", err)
+	parts := split(dir, kfile, marked, t.partSize)
+	if parts == nil {
+		for p, data := range marked {
+			if err := fs.WriteFile(srcDir+"/"+p, data); err != nil {
+				return nil, errorAt(kfile, "%v", err)
+			}
 		}
 	}
 
 	type result struct {
-		m   resmap.ResMap
+		rs  []*resource.Resource
 		err error
 	}
 	if ctx.Err() != nil {
@@ -330,7 +339,6 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 		if ctx.Err() != nil {
 			return
 		}
-		runs.Add(1)
 		// kustomize panics on some inputs (annotations that are not a mapping, build
 		// annotations it cannot read back): the build fails, not the process.
 		defer func() {
@@ -338,8 +346,31 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 				done <- result{err: &panicError{fmt.Errorf("kustomize stopped on an input it cannot handle (a panic in kustomize: %v)", p)}}
 			}
 		}()
+		if parts != nil {
+			if rs, ok := parts.run(ctx, kfile); ok {
+				if t.splits != nil {
+					t.splits.Add(1)
+				}
+				done <- result{rs: rs}
+				return
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			for p, data := range marked { // one run decides
+				if err := fs.WriteFile(srcDir+"/"+p, data); err != nil {
+					done <- result{err: err}
+					return
+				}
+			}
+		}
+		runs.Add(1)
 		m, err := krusty.MakeKustomizer(options()).Run(fs, srcDir+"/"+dir)
-		done <- result{m, err}
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		done <- result{rs: m.Resources()}
 	}()
 	var res result
 	select {
@@ -354,10 +385,10 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 	if res.err != nil {
 		return nil, &kustomizeError{errorAt(kfile, "kustomize: %s", stripSrc(res.err.Error()))}
 	}
-	if n := res.m.Size(); n > limit {
+	if n := len(res.rs); n > limit {
 		return nil, &capError{errorAt(kfile, "%d resources, more than the limit of %d per kustomization (render.kustomize.maxResources); split it into several kustomizations", n, limit)}
 	}
-	return t.output(kfile, res.m)
+	return t.output(kfile, res.rs)
 }
 
 // openapiOnce parses kustomize's builtin OpenAPI schema before any build: kyaml parses it
@@ -582,10 +613,10 @@ func markGenerated(data []byte, kfile string) ([]byte, error) {
 
 // output groups the rendered resources by origin file, in the order they come, as one
 // multi-document file each.
-func (t *tree) output(kfile string, m resmap.ResMap) ([]sources.File, error) {
+func (t *tree) output(kfile string, rs []*resource.Resource) ([]sources.File, error) {
 	var order []string
 	docs := map[string][]byte{}
-	for _, r := range m.Resources() {
+	for _, r := range rs {
 		from, err := takeOrigin(r)
 		if err != nil {
 			return nil, errorAt(kfile, "%v", err)
