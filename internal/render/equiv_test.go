@@ -216,7 +216,7 @@ func krustyBuild(t *testing.T, files map[string]string, dir string) (resmap.ResM
 			t.Fatal(err)
 		}
 	}
-	return krusty.MakeKustomizer(options()).Run(fs, "/k/"+dir)
+	return krusty.MakeKustomizer(optionsFor([]byte(files[dir+"/kustomization.yaml"]))).Run(fs, "/k/"+dir)
 }
 
 // canonicalJSON is a resource's JSON with its keys sorted.

@@ -365,7 +365,7 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 			}
 		}
 		runs.Add(1)
-		m, err := krusty.MakeKustomizer(options()).Run(fs, srcDir+"/"+dir)
+		m, err := krusty.MakeKustomizer(optionsFor(marked[kfile])).Run(fs, srcDir+"/"+dir)
 		if err != nil {
 			done <- result{err: err}
 			return
@@ -424,9 +424,22 @@ func stripSrc(msg string) string {
 }
 
 func options() *krusty.Options {
-	o := krusty.MakeDefaultOptions() // builtin plugins only, load restrictor on, no Helm
+	o := krusty.MakeDefaultOptions() // builtin plugins only, load restrictor on, no Helm, no reordering
 	o.PluginConfig = types.DisabledPluginConfig()
 	o.LoadRestrictions = types.LoadRestrictionsRootOnly
+	return o
+}
+
+// optionsFor are the options of a build of the kustomization data. One that sets
+// sortOptions is built with the reordering left unspecified, which defers to it as "no
+// reordering" does, without kustomize's warning on the process's output that a command-line
+// flag is set too.
+func optionsFor(data []byte) *krusty.Options {
+	o := options()
+	var k types.Kustomization
+	if bytes.Contains(data, []byte("sortOptions")) && k.Unmarshal(data) == nil && k.SortOptions != nil {
+		o.Reorder = krusty.ReorderOptionUnspecified
+	}
 	return o
 }
 
