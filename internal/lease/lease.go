@@ -256,18 +256,26 @@ func (h *Holder) attempt(ctx context.Context) (Change, time.Duration) {
 }
 
 // stopGrace is how long an attempt in flight when the holder stops may still run: a take the
-// database has committed is read and then released by Stop, rather than left held until it
-// expires.
+// database has committed and answers within it is read and then released by Stop, rather
+// than left held until it expires.
 const stopGrace = time.Second
 
 // acquire asks the database for the lease by deadline. The holder's stop does not cut the
 // question short at once (a driver reports a cancelled query as failed even when its
 // transaction committed); it ends it stopGrace later at most.
 func (h *Holder) acquire(ctx context.Context, deadline time.Time) (store.Lease, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return store.Lease{}, false, err // stopped before asking: the grace is for a question asked
+	}
 	actx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	defer cancel()
-	// After the answer, the timer's cancel finds the context already ended: no effect.
-	defer context.AfterFunc(ctx, func() { time.AfterFunc(stopGrace, cancel) })()
+	defer context.AfterFunc(ctx, func() {
+		select {
+		case <-time.After(stopGrace):
+			cancel()
+		case <-actx.Done(): // answered
+		}
+	})()
 	return h.st.AcquireLease(actx, h.opts.Name, h.opts.Replica, h.opts.TTL)
 }
 

@@ -260,6 +260,7 @@ func TestStopDuringTakeReleases(t *testing.T) {
 	l := &late{Store: st, stopped: ctx.Done(), took: make(chan struct{}, 1)}
 	h := New(l, Options{Name: "maintenance", Replica: "r1", TTL: time.Minute, Label: "maintenance"}, slog.New(slog.NewTextHandler(&lg, nil)))
 	t.Cleanup(h.Stop)
+	t.Cleanup(stop) // before h.Stop: the take waits for it
 	if err := h.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -301,10 +302,15 @@ func TestStopCutsAHungTake(t *testing.T) {
 	t.Parallel()
 	hs := &hung{Store: openStore(t), asked: make(chan struct{}, 1)}
 	h := New(hs, Options{Name: "maintenance", Replica: "r1", TTL: 3 * time.Minute}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t.Cleanup(h.Stop)
 	if err := h.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	<-hs.asked
+	select {
+	case <-hs.asked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lease was not asked for")
+	}
 	stopped := make(chan struct{})
 	go func() { h.Stop(); close(stopped) }()
 	select {
