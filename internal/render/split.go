@@ -73,8 +73,10 @@ func split(dir, kfile string, files map[string][]byte, size int) *splitting {
 		}
 	}
 	alone := types.Kustomization{TypeMeta: k.TypeMeta, MetaData: k.MetaData, NamePrefix: k.NamePrefix, NameSuffix: k.NameSuffix,
-		Namespace: k.Namespace, CommonLabels: k.CommonLabels, Labels: k.Labels, CommonAnnotations: k.CommonAnnotations,
+		Namespace: k.Namespace, Labels: k.Labels, CommonAnnotations: k.CommonAnnotations,
 		Patches: k.Patches, SortOptions: k.SortOptions, Resources: k.Resources}
+	//lint:ignore SA1019 kustomize still reads commonLabels
+	alone.CommonLabels = k.CommonLabels
 	if !reflect.DeepEqual(k, alone) {
 		return nil
 	}
