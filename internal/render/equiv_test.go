@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -61,8 +62,15 @@ data: {mode: base, count: "3", flag: "true", empty: ""}
 	"ov/x/gadgets.yaml": "apiVersion: a.example.com/v1\nkind: Gadget\nmetadata: {name: w0004, namespace: ns1}\n---\n" +
 		"apiVersion: a.example.com/v1\nkind: Gadget\nmetadata: {name: g1}\n---\n" + widgetDocs(40, 45),
 	"ov/x/service.yaml": "apiVersion: x.example.com/v1\nkind: Service\nmetadata: {name: not-core}\n",
-	"ov/x/dup.yaml":     "apiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: w0005, namespace: ns2}\nspec: {size: 0}\n",
-	"ov/x/json.yaml":    "- {op: replace, path: /spec/size, value: 7}\n- {op: add, path: /spec/extra, value: [1, 'two', {three: 3}]}\n",
+	// Kinds named like Kubernetes' in a group of their own: kustomize follows its name
+	// references by kind.
+	"ov/x/hpa.yaml": "apiVersion: x.example.com/v1\nkind: HorizontalPodAutoscaler\nmetadata: {name: h}\nspec: {scaleTargetRef: {apiVersion: x.example.com/v1, kind: ReplicaSet, name: rs}}\n",
+	"ov/x/rs.yaml":  "apiVersion: x.example.com/v1\nkind: ReplicaSet\nmetadata: {name: rs}\n",
+	// One identity in two namespaces, one of them local-config: a namespace makes them one.
+	"ov/x/la.yaml":   "apiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: ns1, annotations: {config.kubernetes.io/local-config: 'true'}}\n",
+	"ov/x/lb.yaml":   "apiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: ns2}\n",
+	"ov/x/dup.yaml":  "apiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: w0005, namespace: ns2}\nspec: {size: 0}\n",
+	"ov/x/json.yaml": "- {op: replace, path: /spec/size, value: 7}\n- {op: add, path: /spec/extra, value: [1, 'two', {three: 3}]}\n",
 }
 
 // widgetDocs is a file of widgets from..to, the bench's shape.
@@ -99,6 +107,7 @@ var equivOverlays = []struct{ name, kust string }{
 	{"custom kinds in the legacy order, one namespace", "resources: [../../widgets, gadgets.yaml]\nnamespace: prod\nsortOptions: {order: legacy}\n"},
 	{"custom kinds in the order read", "resources: [gadgets.yaml, ../../widgets]\nnamePrefix: p-\ncommonLabels: {a: b}\nsortOptions: {order: fifo}\n"},
 	{"a custom kind named like one kustomize orders first", "resources: [../../widgets, service.yaml]\nsortOptions: {order: legacy}\n"},
+	{"a name reference between kinds named like Kubernetes'", "resources: [rs.yaml, ../../widgets, hpa.yaml]\nnamePrefix: p-\n"},
 	{"a patch making a widget a ConfigMap", "resources: [../../widgets]\nnamePrefix: p-\npatches:\n- target: {kind: Widget, name: w0003}\n  patch: |-\n    - {op: replace, path: /apiVersion, value: v1}\n    - {op: replace, path: /kind, value: ConfigMap}\n"},
 }
 
@@ -130,6 +139,21 @@ func TestKustomizeSameAsKrusty(t *testing.T) {
 				if split := sameAsKrusty(t, c.kust, size); split != (size > 0 && splitOverlays[c.name]) {
 					t.Errorf("built in parts: %v", split)
 				}
+				if size == 0 {
+					return
+				}
+				// Byte for byte as the default build.
+				files := snapshot(equivFiles(c.kust))
+				one, err1 := Kustomize(context.Background(), files, Options{Paths: []string{"ov/x"}})
+				parts, err2 := Kustomize(context.Background(), files, Options{Paths: []string{"ov/x"}, partSize: size})
+				if err1 != nil || err2 != nil || len(one) != len(parts) {
+					t.Fatalf("%v, %v, %d files, %d files", err1, err2, len(one), len(parts))
+				}
+				for i := range one {
+					if one[i].Path != parts[i].Path || !bytes.Equal(one[i].Data, parts[i].Data) {
+						t.Fatalf("%s differs from the default build's %s:\n%s\n%s", parts[i].Path, one[i].Path, parts[i].Data, one[i].Data)
+					}
+				}
 			})
 		}
 	}
@@ -140,9 +164,6 @@ func TestKustomizeSameAsKrusty(t *testing.T) {
 var splitOverlays = map[string]bool{
 	"prefix, labels, JSON patch (the bench)":          true,
 	"JSON 6902 patches from a file and by label":      true,
-	"local-config set by a patch":                     true,
-	"local-config set by a patch with an escape":      true,
-	"local-config as a base64 key, in a JSON patch":   true,
 	"custom kinds in the legacy order":                true,
 	"custom kinds in the legacy order, one namespace": true,
 	"custom kinds in the order read":                  true,
@@ -243,6 +264,17 @@ func TestKustomizeSplitKeepsErrors(t *testing.T) {
 	}
 	renamed := equivFiles("resources: [../../widgets]\npatches:\n- target: {kind: Widget, name: w0001}\n  patch: |-\n" +
 		"    - {op: replace, path: /metadata/name, value: w0004}\n    - {op: replace, path: /metadata/namespace, value: ns1}\n")
+	// Made one by the namespace, one of them local-config (dropped after the check).
+	local := equivFiles("resources: [la.yaml, ../../widgets, lb.yaml]\nnamespace: prod\n")
+	if _, err := krustyBuild(t, local, "ov/x"); err == nil || !strings.Contains(err.Error(), "ID conflict") {
+		t.Fatalf("krusty: %v", err)
+	}
+	for _, size := range []int{0, 4} {
+		_, err := Kustomize(context.Background(), snapshot(local), Options{Paths: []string{"ov/x"}, partSize: size})
+		if err == nil || !strings.Contains(err.Error(), "ID conflict") {
+			t.Errorf("parts of %d: %v, want kustomize's refusal", size, err)
+		}
+	}
 	for _, files := range []map[string]string{files, renamed} {
 		for _, size := range []int{0, 4} {
 			_, err := Kustomize(context.Background(), snapshot(files), Options{Paths: []string{"ov/x"}, partSize: size})

@@ -30,11 +30,12 @@ import (
 // kustomization's fields are among names, namespace, labels, annotations and patches with a
 // target (no generator, component, replacement, name reference configuration, replica or
 // image list, no patch found by its own name, which must match in every part); every
-// resource is of a kind kustomize does not know (its name references, selectors and orders
-// concern Kubernetes' own kinds); its resources are files read by the plain YAML reader, one
-// identity each, none given twice. When any of this does not hold, or a part fails, or the
-// parts' resources share an identity, the build is one kustomize run as usual, whose result
-// or error stands.
+// resource is of a kind kustomize does not know (its selectors concern Kubernetes' own
+// kinds; its orders and name references match kinds by name, in any group, and those names
+// are refused too); its resources are files read by the plain YAML reader, one identity
+// each, none given twice. When any of this does not hold, or a part fails, or fewer
+// resources come out than went in, or the parts' resources share an identity, the build is
+// one kustomize run as usual, whose result or error stands.
 
 // partSize is the most resources one run of a split build reads. A run costs about as much
 // as the identity checks of 40 resources (kustomize reads its transformers' configuration
@@ -46,11 +47,12 @@ const partFile = ".trueup-part.yaml"
 
 // splitting is a kustomization's build in parts.
 type splitting struct {
-	dir    string
-	shared map[string][]byte // every file of the build but the resources split
-	kfile  []byte            // the parts' kustomization: resources [partFile], sorted as read
-	parts  [][]byte          // each part's resource file
-	legacy bool              // the kustomization sorts its output in kustomize's legacy order
+	dir       string
+	shared    map[string][]byte // every file of the build but the resources split
+	kfile     []byte            // the parts' kustomization: resources [partFile], sorted as read
+	parts     [][]byte          // each part's resource file
+	resources int               // the resources of all parts
+	legacy    bool              // the kustomization sorts its output in kustomize's legacy order
 }
 
 // split plans the build of the kustomization kfile in dir over the files of the build in
@@ -123,6 +125,7 @@ func split(dir, kfile string, files map[string][]byte, size int) *splitting {
 	if len(docs) < 2*size {
 		return nil // one part: nothing to spare
 	}
+	s.resources = len(docs)
 	// Parts of even sizes, at most size.
 	n := (len(docs) + size - 1) / size
 	for i := range n {
@@ -163,10 +166,24 @@ var legacyFirst = map[string]bool{
 	"MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true,
 }
 
+// nameReferenceKinds are the kinds kustomize's default name references name, as the kind
+// referred to or the one holding the reference, whatever their group and version (its
+// field specs match them by kind; kustomize 0.21.2). A resource of such a kind keeps the
+// kustomization in one run: a reference may cross parts.
+var nameReferenceKinds = map[string]bool{
+	"APIService": true, "ClusterRole": true, "ClusterRoleBinding": true, "ConfigMap": true, "CronJob": true,
+	"DaemonSet": true, "Deployment": true, "HorizontalPodAutoscaler": true, "Ingress": true, "IngressClass": true,
+	"Job": true, "MutatingWebhookConfiguration": true, "Node": true, "PersistentVolume": true,
+	"PersistentVolumeClaim": true, "Pod": true, "PodTemplate": true, "PriorityClass": true, "ReplicaSet": true,
+	"ReplicationController": true, "Role": true, "RoleBinding": true, "Secret": true, "Service": true,
+	"ServiceAccount": true, "StatefulSet": true, "StorageClass": true, "ValidatingAdmissionPolicy": true,
+	"ValidatingAdmissionPolicyBinding": true, "ValidatingWebhookConfiguration": true,
+}
+
 // unknownKind reports whether kustomize knows nothing of the kind: no schema, no scope, no
-// place in the legacy order, not a list.
+// place in the legacy order or in the name references, not a list.
 func unknownKind(apiVersion, kind string) bool {
-	if apiVersion == "" || kind == "" || legacyFirst[kind] || strings.HasSuffix(kind, "List") {
+	if apiVersion == "" || kind == "" || legacyFirst[kind] || nameReferenceKinds[kind] || strings.HasSuffix(kind, "List") {
 		return false
 	}
 	tm := kyaml.TypeMeta{APIVersion: apiVersion, Kind: kind}
@@ -214,6 +231,12 @@ func partKustomization(data []byte) []byte {
 		return nil
 	}
 	root := doc.Content[0]
+	for i := 0; i < len(root.Content); i += 2 {
+		k := root.Content[i].Value
+		if k != "resources" && k != "sortOptions" && (strings.EqualFold(k, "resources") || strings.EqualFold(k, "sortOptions")) {
+			return nil // kustomize reads field names whatever their case
+		}
+	}
 	set := func(key string, v *yaml.Node) {
 		for i := 0; i+1 < len(root.Content); i += 2 {
 			if root.Content[i].Value == key {
@@ -246,25 +269,20 @@ func (s *splitting) run(ctx context.Context, kfile string) ([]*resource.Resource
 		if ctx.Err() != nil {
 			return nil, false
 		}
-		fs := filesys.MakeFsInMemory()
-		for p, d := range s.shared {
-			if fs.WriteFile(srcDir+"/"+p, d) != nil {
-				return nil, false
-			}
-		}
-		if fs.WriteFile(srcDir+"/"+kfile, s.kfile) != nil || fs.WriteFile(srcDir+"/"+path.Join(s.dir, partFile), part) != nil {
+		rs, ok := s.runPart(kfile, part)
+		if !ok {
 			return nil, false
 		}
-		runs.Add(1)
-		m, err := krusty.MakeKustomizer(options()).Run(fs, srcDir+"/"+s.dir)
-		if err != nil {
-			return nil, false
-		}
-		all = append(all, m.Resources()...)
+		all = append(all, rs...)
 	}
-	// A patch may have turned a resource into a kind kustomize knows, or two into one
-	// identity: one run judges.
+	// A resource dropped (local-config, a patch deleting it) still took part in one run's
+	// identity checks; a patch may have turned a resource into a kind kustomize knows, or two
+	// into one identity: one run judges.
+	if len(all) != s.resources {
+		return nil, false
+	}
 	ids := make(map[string]bool, len(all))
+	gvks := map[string]resid.Gvk{}
 	keys := make([][2]string, len(all))
 	for i, r := range all {
 		id := r.CurId()
@@ -277,6 +295,11 @@ func (s *splitting) run(ctx context.Context, kfile string) ([]*resource.Resource
 		}
 		ids[key] = true
 		keys[i] = [2]string{legacyGVK(id.Gvk), legacyID(id)}
+		// kustomize's sort tells kinds apart by their fields, its keys by their text.
+		if g, ok := gvks[keys[i][0]]; ok && !g.Equals(id.Gvk) {
+			return nil, false
+		}
+		gvks[keys[i][0]] = id.Gvk
 	}
 	if s.legacy {
 		idx := make([]int, len(all))
@@ -297,6 +320,30 @@ func (s *splitting) run(ctx context.Context, kfile string) ([]*resource.Resource
 		all = sorted
 	}
 	return all, true
+}
+
+// runPart builds one part, false when kustomize fails or panics on it.
+func (s *splitting) runPart(kfile string, part []byte) (rs []*resource.Resource, ok bool) {
+	defer func() {
+		if recover() != nil {
+			rs, ok = nil, false
+		}
+	}()
+	fs := filesys.MakeFsInMemory()
+	for p, d := range s.shared {
+		if fs.WriteFile(srcDir+"/"+p, d) != nil {
+			return nil, false
+		}
+	}
+	if fs.WriteFile(srcDir+"/"+kfile, s.kfile) != nil || fs.WriteFile(srcDir+"/"+path.Join(s.dir, partFile), part) != nil {
+		return nil, false
+	}
+	runs.Add(1)
+	m, err := krusty.MakeKustomizer(options()).Run(fs, srcDir+"/"+s.dir)
+	if err != nil {
+		return nil, false
+	}
+	return m.Resources(), true
 }
 
 // legacyGVK and legacyID are the keys of kustomize's legacy order for kinds outside its
