@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"bytes"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -122,6 +123,33 @@ func eachPlainDocument(data []byte, fn func(plainDoc)) (given int, all bool) {
 		fn(d)
 	}
 	return given + len(held), true
+}
+
+// Documents splits a manifest file into its documents' texts at lines "---" (with a comment
+// at most), the plain reader's separators; false when a "---" line holds content, or the
+// file holds a directive or a document end marker.
+func Documents(data []byte) ([][]byte, bool) {
+	var docs [][]byte
+	start := 0
+	for i := 0; i < len(data); {
+		next := len(data)
+		if end := bytes.IndexByte(data[i:], '\n'); end >= 0 {
+			next = i + end + 1
+		}
+		line := string(bytes.TrimSuffix(data[i:next], []byte("\n")))
+		switch {
+		case strings.HasPrefix(line, "---"):
+			if !isMarkerEnd(line[3:]) {
+				return nil, false
+			}
+			docs = append(docs, data[start:i])
+			start = next
+		case strings.HasPrefix(line, "..."), strings.HasPrefix(line, "%"):
+			return nil, false
+		}
+		i = next
+	}
+	return append(docs, data[start:]), true
 }
 
 // isMarkerEnd reports whether rest, what follows "---" on its line, leaves the line a bare

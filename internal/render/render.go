@@ -312,10 +312,8 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 	}
 	parts := split(dir, kfile, marked, t.partSize)
 	if parts == nil {
-		for p, data := range marked {
-			if err := fs.WriteFile(srcDir+"/"+p, data); err != nil {
-				return nil, errorAt(kfile, "%v", err)
-			}
+		if err := writeTree(fs, marked); err != nil {
+			return nil, errorAt(kfile, "%v", err)
 		}
 	}
 
@@ -357,11 +355,9 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 			if ctx.Err() != nil {
 				return
 			}
-			for p, data := range marked { // one run decides
-				if err := fs.WriteFile(srcDir+"/"+p, data); err != nil {
-					done <- result{err: err}
-					return
-				}
+			if err := writeTree(fs, marked); err != nil { // one run decides
+				done <- result{err: err}
+				return
 			}
 		}
 		runs.Add(1)
@@ -389,6 +385,16 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 		return nil, &capError{errorAt(kfile, "%d resources, more than the limit of %d per kustomization (render.kustomize.maxResources); split it into several kustomizations", n, limit)}
 	}
 	return t.output(kfile, res.rs)
+}
+
+// writeTree writes files (revision paths) into the in-memory folder kustomize reads.
+func writeTree(fs filesys.FileSystem, files map[string][]byte) error {
+	for p, data := range files {
+		if err := fs.WriteFile(srcDir+"/"+p, data); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // openapiOnce parses kustomize's builtin OpenAPI schema before any build: kyaml parses it

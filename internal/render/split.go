@@ -88,14 +88,16 @@ func split(dir, kfile string, files map[string][]byte, size int) *splitting {
 
 	s := &splitting{dir: dir, shared: make(map[string][]byte, len(files)), legacy: legacy}
 	ids := map[string]bool{}
+	listed := map[string]bool{}
 	var docs [][]byte
 	for _, r := range k.Resources {
 		p := path.Join(dir, r)
+		listed[p] = true
 		data, ok := files[p]
 		if !ok || r != path.Clean(r) || strings.HasPrefix(r, "../") {
 			return nil // a folder, a remote base, a file out of the folder: one run
 		}
-		ds, ok := documents(data)
+		ds, ok := manifest.Documents(data)
 		if !ok {
 			return nil
 		}
@@ -138,10 +140,6 @@ func split(dir, kfile string, files map[string][]byte, size int) *splitting {
 			}
 		}
 		s.parts = append(s.parts, part.Bytes())
-	}
-	listed := map[string]bool{}
-	for _, r := range k.Resources {
-		listed[path.Join(dir, r)] = true
 	}
 	for p, d := range files {
 		if !listed[p] && p != kfile {
@@ -191,35 +189,6 @@ func unknownKind(apiVersion, kind string) bool {
 		return false
 	}
 	return openapi.SchemaForResourceType(tm) == nil
-}
-
-// documents splits a manifest file into its documents' texts at lines "---" (with a comment
-// at most), false when it holds a directive or a document end marker, which the parts'
-// files could not keep.
-func documents(data []byte) ([][]byte, bool) {
-	var docs [][]byte
-	start := 0
-	for i := 0; i < len(data); {
-		end := bytes.IndexByte(data[i:], '\n')
-		next := len(data)
-		if end >= 0 {
-			next = i + end + 1
-		}
-		line := data[i:next]
-		switch {
-		case bytes.HasPrefix(line, []byte("---")):
-			rest := strings.TrimRight(string(line[3:]), "\n")
-			if t := strings.TrimLeft(rest, " "); t != "" && (t[0] != '#' || len(t) == len(rest)) {
-				return nil, false // content after the marker
-			}
-			docs = append(docs, data[start:i])
-			start = next
-		case bytes.HasPrefix(line, []byte("...")), bytes.HasPrefix(line, []byte("%")):
-			return nil, false
-		}
-		i = next
-	}
-	return append(docs, data[start:]), true
 }
 
 // partKustomization is the kustomization's text with resources [partFile] and without
@@ -330,12 +299,7 @@ func (s *splitting) runPart(kfile string, part []byte) (rs []*resource.Resource,
 		}
 	}()
 	fs := filesys.MakeFsInMemory()
-	for p, d := range s.shared {
-		if fs.WriteFile(srcDir+"/"+p, d) != nil {
-			return nil, false
-		}
-	}
-	if fs.WriteFile(srcDir+"/"+kfile, s.kfile) != nil || fs.WriteFile(srcDir+"/"+path.Join(s.dir, partFile), part) != nil {
+	if writeTree(fs, s.shared) != nil || writeTree(fs, map[string][]byte{kfile: s.kfile, path.Join(s.dir, partFile): part}) != nil {
 		return nil, false
 	}
 	runs.Add(1)
