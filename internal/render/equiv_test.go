@@ -108,6 +108,15 @@ var equivOverlays = []struct{ name, kust string }{
 	{"custom kinds in the order read", "resources: [gadgets.yaml, ../../widgets]\nnamePrefix: p-\ncommonLabels: {a: b}\nsortOptions: {order: fifo}\n"},
 	{"a custom kind named like one kustomize orders first", "resources: [../../widgets, service.yaml]\nsortOptions: {order: legacy}\n"},
 	{"a name reference between kinds named like Kubernetes'", "resources: [rs.yaml, ../../widgets, hpa.yaml]\nnamePrefix: p-\n"},
+	{"a strategic patch on custom kinds by a name pattern", "resources: [../../widgets]\nnamePrefix: p-\npatches:\n- target: {kind: Widget, name: 'w000[1-3]'}\n  patch: |-\n    apiVersion: bench.example.com/v1\n    kind: Widget\n    metadata: {name: any, labels: {patched: 'yes'}}\n    spec: {size: 100, list: [a, b]}\n"},
+	{"a patch renaming, another finding it by its first name", "resources: [../../widgets]\nnamespace: prod\nnameSuffix: -s\ncommonAnnotations: {owner: team-a}\n" +
+		"labels: [{pairs: {env: prod}, includeSelectors: true}, {pairs: {tier: web}, includeTemplates: true}, {pairs: {v: '1'}, includeVolumeClaimTemplates: true}]\npatches:\n" +
+		"- target: {kind: Widget, name: w0001}\n  patch: |-\n    - {op: replace, path: /metadata/name, value: renamed}\n" +
+		"- target: {kind: Widget, name: w0001}\n  patch: |-\n    - {op: add, path: /spec/second, value: true}\n"},
+	{"patches by label, namespace and group", "resources: [gadgets.yaml, ../../widgets]\npatches:\n" +
+		"- target: {labelSelector: 'team in (t1,t2)'}\n  patch: |-\n    - {op: add, path: /metadata/labels/picked, value: label}\n" +
+		"- target: {namespace: ns1, group: a.example.com}\n  patch: |-\n    - {op: add, path: /spec, value: {picked: group}}\n" +
+		"- target: {version: v1, kind: Widget, annotationSelector: 'x=y'}\n  patch: |-\n    - {op: add, path: /spec/never, value: 1}\n"},
 	{"a patch making a widget a ConfigMap", "resources: [../../widgets]\nnamePrefix: p-\npatches:\n- target: {kind: Widget, name: w0003}\n  patch: |-\n    - {op: replace, path: /apiVersion, value: v1}\n    - {op: replace, path: /kind, value: ConfigMap}\n"},
 }
 
@@ -129,29 +138,46 @@ func equivFiles(kust string) map[string]string {
 // same files, whatever the overlay does: prefixes and suffixes and the references they
 // rename, namespaces, labels and selectors, annotations, strategic and JSON 6902 patches
 // (inline and from files), components, generators, images, replicas, replacements, bases
-// of bases.
+// of bases. So does it built directly, and in kustomize runs of 4 resources, byte for byte
+// as one kustomize run.
 func TestKustomizeSameAsKrusty(t *testing.T) {
 	t.Parallel()
+	modes := []struct {
+		name string
+		opt  Options
+	}{
+		{"one run", Options{noDirect: true}},
+		{"directly", Options{}},
+		{"parts of 4", Options{partSize: 4, noDirect: true}},
+	}
 	for _, c := range equivOverlays {
-		for _, size := range []int{0, 4} {
-			t.Run(fmt.Sprintf("%s, parts of %d", c.name, size), func(t *testing.T) {
+		for i, m := range modes {
+			t.Run(c.name+", "+m.name, func(t *testing.T) {
 				t.Parallel()
-				if split := sameAsKrusty(t, c.kust, size); split != (size > 0 && splitOverlays[c.name]) {
-					t.Errorf("built in parts: %v", split)
+				var splits, directs atomic.Int64
+				opt := m.opt
+				opt.splits, opt.directs = &splits, &directs
+				sameAsKrusty(t, c.kust, opt)
+				if got := splits.Load() > 0; got != (i == 2 && aloneOverlays[c.name]) {
+					t.Errorf("built in parts: %v", got)
 				}
-				if size == 0 {
+				if got := directs.Load() > 0; got != (i == 1 && aloneOverlays[c.name]) {
+					t.Errorf("built directly: %v", got)
+				}
+				if i == 0 {
 					return
 				}
-				// Byte for byte as the default build.
+				// Byte for byte as one kustomize run.
 				files := snapshot(equivFiles(c.kust))
-				one, err1 := Kustomize(context.Background(), files, Options{Paths: []string{"ov/x"}})
-				parts, err2 := Kustomize(context.Background(), files, Options{Paths: []string{"ov/x"}, partSize: size})
-				if err1 != nil || err2 != nil || len(one) != len(parts) {
-					t.Fatalf("%v, %v, %d files, %d files", err1, err2, len(one), len(parts))
+				one, err1 := Kustomize(context.Background(), files, Options{Paths: []string{"ov/x"}, noDirect: true})
+				opt.Paths = []string{"ov/x"}
+				other, err2 := Kustomize(context.Background(), files, opt)
+				if err1 != nil || err2 != nil || len(one) != len(other) {
+					t.Fatalf("%v, %v, %d files, %d files", err1, err2, len(one), len(other))
 				}
 				for i := range one {
-					if one[i].Path != parts[i].Path || !bytes.Equal(one[i].Data, parts[i].Data) {
-						t.Fatalf("%s differs from the default build's %s:\n%s\n%s", parts[i].Path, one[i].Path, parts[i].Data, one[i].Data)
+					if one[i].Path != other[i].Path || !bytes.Equal(one[i].Data, other[i].Data) {
+						t.Fatalf("%s differs from one run's %s:\n%s\n%s", other[i].Path, one[i].Path, other[i].Data, one[i].Data)
 					}
 				}
 			})
@@ -159,24 +185,25 @@ func TestKustomizeSameAsKrusty(t *testing.T) {
 	}
 }
 
-// splitOverlays are the overlays of equivOverlays built in parts of 4: custom kinds alone,
-// steps that work on each resource alone.
-var splitOverlays = map[string]bool{
-	"prefix, labels, JSON patch (the bench)":          true,
-	"JSON 6902 patches from a file and by label":      true,
-	"custom kinds in the legacy order":                true,
-	"custom kinds in the legacy order, one namespace": true,
-	"custom kinds in the order read":                  true,
+// aloneOverlays are the overlays of equivOverlays built directly, or in parts of 4 when
+// not directly: custom kinds alone, steps that work on each resource alone.
+var aloneOverlays = map[string]bool{
+	"prefix, labels, JSON patch (the bench)":                 true,
+	"JSON 6902 patches from a file and by label":             true,
+	"custom kinds in the legacy order":                       true,
+	"custom kinds in the legacy order, one namespace":        true,
+	"custom kinds in the order read":                         true,
+	"a strategic patch on custom kinds by a name pattern":    true,
+	"a patch renaming, another finding it by its first name": true,
+	"patches by label, namespace and group":                  true,
 }
 
-// sameAsKrusty checks the render of the overlay kust against krusty's build, with kustomize
-// runs of size resources at most where a build may be split (0: the default), and reports
-// whether the build was split.
-func sameAsKrusty(t *testing.T, kust string, size int) bool {
+// sameAsKrusty checks the render of the overlay kust with opt against krusty's build.
+func sameAsKrusty(t *testing.T, kust string, opt Options) {
 	t.Helper()
 	files := equivFiles(kust)
-	var splits atomic.Int64
-	out, err := Kustomize(context.Background(), snapshot(files), Options{Paths: []string{"ov/x"}, partSize: size, splits: &splits})
+	opt.Paths = []string{"ov/x"}
+	out, err := Kustomize(context.Background(), snapshot(files), opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +252,6 @@ func sameAsKrusty(t *testing.T, kust string, size int) bool {
 			t.Errorf("a resource plain kustomize builds is not rendered:\n%s", want[i])
 		}
 	}
-	return splits.Load() > 0
 }
 
 // krustyBuild is a plain krusty build of dir over files, in memory.
@@ -269,17 +295,21 @@ func TestKustomizeSplitKeepsErrors(t *testing.T) {
 	if _, err := krustyBuild(t, local, "ov/x"); err == nil || !strings.Contains(err.Error(), "ID conflict") {
 		t.Fatalf("krusty: %v", err)
 	}
-	for _, size := range []int{0, 4} {
-		_, err := Kustomize(context.Background(), snapshot(local), Options{Paths: []string{"ov/x"}, partSize: size})
+	// Directly, in parts, in one run.
+	opts := []Options{{}, {partSize: 4, noDirect: true}, {noDirect: true}}
+	for _, opt := range opts {
+		opt.Paths = []string{"ov/x"}
+		_, err := Kustomize(context.Background(), snapshot(local), opt)
 		if err == nil || !strings.Contains(err.Error(), "ID conflict") {
-			t.Errorf("parts of %d: %v, want kustomize's refusal", size, err)
+			t.Errorf("%+v: %v, want kustomize's refusal", opt, err)
 		}
 	}
 	for _, files := range []map[string]string{files, renamed} {
-		for _, size := range []int{0, 4} {
-			_, err := Kustomize(context.Background(), snapshot(files), Options{Paths: []string{"ov/x"}, partSize: size})
+		for _, opt := range opts {
+			opt.Paths = []string{"ov/x"}
+			_, err := Kustomize(context.Background(), snapshot(files), opt)
 			if err == nil || !strings.Contains(err.Error(), "already registered id") {
-				t.Errorf("parts of %d: %v, want kustomize's refusal", size, err)
+				t.Errorf("%+v: %v, want kustomize's refusal", opt, err)
 			}
 		}
 	}

@@ -38,8 +38,10 @@ type tree struct {
 	root string
 	// partSize is the most resources one kustomize run of a split build reads (split.go).
 	partSize int
-	// splits counts the builds made in parts (tests; nil: not counted).
-	splits *atomic.Int64
+	// splits and directs count the builds made in parts and directly (tests; nil: not
+	// counted); noDirect builds none directly (tests).
+	splits, directs *atomic.Int64
+	noDirect        bool
 }
 
 func newTree(files []sources.File, root string) *tree {

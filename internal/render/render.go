@@ -66,6 +66,8 @@ type Options struct {
 
 	partSize int           // tests: the parts of a split build (0: partSize)
 	splits   *atomic.Int64 // tests: counts the builds made in parts
+	directs  *atomic.Int64 // tests: counts the builds made directly
+	noDirect bool          // tests: no build made directly
 }
 
 // Cache holds the last output of each kustomization folder, keyed by the content it was
@@ -142,7 +144,7 @@ func Kustomize(ctx context.Context, files []sources.File, opt Options) ([]source
 	if opt.partSize > 0 {
 		t.partSize = opt.partSize
 	}
-	t.splits = opt.splits
+	t.splits, t.directs, t.noDirect = opt.splits, opt.directs, opt.noDirect
 	roots, err := t.roots(opt.Paths)
 	if err != nil {
 		return nil, err
@@ -311,6 +313,12 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 		}
 	}
 	parts := split(dir, kfile, marked, t.partSize)
+	if parts != nil && t.noDirect {
+		parts.directly = false
+		if len(parts.parts) == 0 {
+			parts = nil
+		}
+	}
 	if parts == nil {
 		if err := writeTree(fs, marked); err != nil {
 			return nil, errorAt(kfile, "%v", err)
@@ -345,6 +353,15 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 			}
 		}()
 		if parts != nil {
+			if parts.directly {
+				if rs, ok := parts.direct(); ok {
+					if t.directs != nil {
+						t.directs.Add(1)
+					}
+					done <- result{rs: rs}
+					return
+				}
+			}
 			if rs, ok := parts.run(ctx, kfile); ok {
 				if t.splits != nil {
 					t.splits.Add(1)

@@ -50,13 +50,18 @@ type splitting struct {
 	dir       string
 	shared    map[string][]byte // every file of the build but the resources split
 	kfile     []byte            // the parts' kustomization: resources [partFile], sorted as read
-	parts     [][]byte          // each part's resource file
+	parts     [][]byte          // each part's resource file; none when there are too few resources
+	docs      [][]byte          // the resources' documents, in the order read
 	resources int               // the resources of all parts
 	legacy    bool              // the kustomization sorts its output in kustomize's legacy order
+
+	k        types.Kustomization // the kustomization, as kustomize reads it
+	patches  []types.Patch       // its patches with their text, when it may be built directly
+	directly bool                // it may be built directly (direct.go)
 }
 
 // split plans the build of the kustomization kfile in dir over the files of the build in
-// parts of at most size resources, nil when it is not one kustomize may build in parts.
+// parts of at most size resources, or directly (direct.go), nil when it is neither.
 func split(dir, kfile string, files map[string][]byte, size int) *splitting {
 	openapiOnce.Do(initOpenAPI) // unknownKind reads kustomize's schema
 	data := files[kfile]
@@ -82,10 +87,6 @@ func split(dir, kfile string, files map[string][]byte, size int) *splitting {
 	if !reflect.DeepEqual(k, alone) {
 		return nil
 	}
-	if files[path.Join(dir, partFile)] != nil {
-		return nil
-	}
-
 	s := &splitting{dir: dir, shared: make(map[string][]byte, len(files)), legacy: legacy}
 	ids := map[string]bool{}
 	listed := map[string]bool{}
@@ -124,10 +125,24 @@ func split(dir, kfile string, files map[string][]byte, size int) *splitting {
 			docs = append(docs, d)
 		}
 	}
-	if len(docs) < 2*size {
-		return nil // one part: nothing to spare
+	if len(docs) == 0 {
+		return nil
 	}
-	s.resources = len(docs)
+	s.docs, s.resources = docs, len(docs)
+	k.FixKustomization()
+	s.k = k
+	s.patches, s.directly = directPatches(&k, dir, files)
+	for _, n := range kustomizationNames {
+		if p := path.Join(dir, n); p != kfile && files[p] != nil {
+			s.directly = false // kustomize refuses a folder with two
+		}
+	}
+	if len(docs) < 2*size || files[path.Join(dir, partFile)] != nil {
+		if !s.directly {
+			return nil // one part: nothing to spare
+		}
+		return s
+	}
 	// Parts of even sizes, at most size.
 	n := (len(docs) + size - 1) / size
 	for i := range n {
@@ -147,7 +162,10 @@ func split(dir, kfile string, files map[string][]byte, size int) *splitting {
 		}
 	}
 	if s.kfile = partKustomization(data); s.kfile == nil {
-		return nil
+		if !s.directly {
+			return nil
+		}
+		s.parts = nil
 	}
 	return s
 }
@@ -233,6 +251,9 @@ func partKustomization(data []byte) []byte {
 // run builds the parts, false when a part fails or the result is not what one run would
 // give (one run then decides), or when ctx ends.
 func (s *splitting) run(ctx context.Context, kfile string) ([]*resource.Resource, bool) {
+	if len(s.parts) == 0 {
+		return nil, false
+	}
 	var all []*resource.Resource
 	for _, part := range s.parts {
 		if ctx.Err() != nil {
@@ -244,6 +265,12 @@ func (s *splitting) run(ctx context.Context, kfile string) ([]*resource.Resource
 		}
 		all = append(all, rs...)
 	}
+	return s.finish(all)
+}
+
+// finish checks the resources of a build in parts or a direct one and puts them in the
+// kustomization's order, false when one kustomize run must judge.
+func (s *splitting) finish(all []*resource.Resource) ([]*resource.Resource, bool) {
 	// A resource dropped (local-config, a patch deleting it) still took part in one run's
 	// identity checks; a patch may have turned a resource into a kind kustomize knows, or two
 	// into one identity: one run judges.
