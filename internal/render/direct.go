@@ -2,11 +2,14 @@ package render
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"path"
 	"strings"
 
 	//lint:ignore SA1019 the only public access to kustomize's own transformers (api 0.21); a direct build is checked against krusty by TestKustomizeSameAsKrusty
 	"sigs.k8s.io/kustomize/api/builtins"
+	"sigs.k8s.io/kustomize/api/ifc"
 	"sigs.k8s.io/kustomize/api/provider"
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/resource"
@@ -15,19 +18,23 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
-// A kustomization that split accepts is built directly when its patches are found (inline
-// or in a file of its folder) and its labels name no field specs of their own: its resources
-// are read by kustomize's reader and each goes alone through kustomize's transformers,
-// configured as a kustomize run configures them (the same plugins, in the same order, with
-// the field specs of kustomize's defaults that apply to kinds it does not know), then through
-// the clean-up of a run's end. Nothing of a run's accumulation is left: no resource map
-// checking each resource against all before it, no reading of the transformers'
-// configuration per build. The checks of a split build's end apply (every resource out,
-// identities distinct, kinds still unknown); any failure hands the build to kustomize.
+// A kustomization that split accepts whose labels name no field specs of their own is built
+// directly: its resources are read by kustomize's reader, and each goes through kustomize's
+// transformers in a one-resource map, configured as a kustomize run configures them (the
+// same plugins, in the same order, with the field specs of kustomize's defaults that apply
+// to the kinds split accepts), then through the clean-up of a run's end. What a run does
+// across resources is checked instead: identities distinct as read and after each patch (a
+// strategic patch adds every resource back with its identity checks), no resource dropped
+// or emptied, no build annotation kustomize acts on. Nothing of a run's accumulation is
+// left: no resource map checking each resource against all before it, no reading of the
+// transformers' configuration per build. The checks of a split build's end apply (every
+// resource out, identities distinct, kinds still unknown); any failure hands the build to
+// kustomize.
 
 // kindlessSpecs are, for each section of kustomize's default transformer configuration
 // (kustomize 0.21.2), its field specs that name no kind, group or version: the only ones
-// that apply to a kind kustomize does not know. TestKindlessSpecs reads them from kustomize.
+// that apply to the kinds split accepts (unknownKind refuses every kind the others name).
+// TestKindlessSpecs reads them from kustomize.
 var kindlessSpecs = map[string]types.FsSlice{
 	"namePrefix":                {{Path: "metadata/name"}},
 	"nameSuffix":                {{Path: "metadata/name"}},
@@ -42,30 +49,74 @@ var kindlessSpecs = map[string]types.FsSlice{
 // resourceFactory reads resources as kustomize's runs do.
 var resourceFactory = provider.NewDefaultDepProvider().GetResourceFactory()
 
-// directPatches returns the kustomization's patches with their text (a patch's path read
-// from files, within dir), false when one cannot be read so or a label names field specs.
-func directPatches(k *types.Kustomization, dir string, files map[string][]byte) ([]types.Patch, bool) {
+// ownLabelSpecs counts the field specs the kustomization's labels name of their own.
+func ownLabelSpecs(k *types.Kustomization) int {
+	n := 0
 	for _, l := range k.Labels {
-		if len(l.FieldSpecs) > 0 {
-			return nil, false
+		n += len(l.FieldSpecs)
+	}
+	return n
+}
+
+// transformerAnnotations are the build annotations kustomize's transformers write as they
+// rename (a run's end removes them); a resource carrying another (a name change allowed, a
+// hash suffix asked for) is one kustomize acts on.
+var transformerAnnotations = map[string]bool{
+	"internal.config.kubernetes.io/previousKinds": true, "internal.config.kubernetes.io/previousNames": true,
+	"internal.config.kubernetes.io/previousNamespaces": true, "internal.config.kubernetes.io/prefixes": true,
+	"internal.config.kubernetes.io/suffixes": true,
+}
+
+// actedOn reports whether r carries a build annotation kustomize acts on.
+func actedOn(r *resource.Resource) bool {
+	ann := r.GetAnnotations()
+	for _, a := range resource.BuildAnnotations {
+		if _, ok := ann[a]; ok && !transformerAnnotations[a] {
+			return true
 		}
 	}
-	out := make([]types.Patch, len(k.Patches))
-	for i, p := range k.Patches {
-		out[i] = p
-		if p.Path == "" || p.Patch != "" {
-			continue // kustomize's configuration judges
+	return false
+}
+
+// distinctIDs reports whether the resources' identities are distinct, as kustomize's resource
+// map requires.
+func distinctIDs(rs []*resource.Resource) bool {
+	ids := make(map[string]bool, len(rs))
+	for _, r := range rs {
+		id := r.CurId()
+		key := id.Gvk.String() + "|" + id.EffectiveNamespace() + "|" + id.Name
+		if ids[key] {
+			return false
 		}
-		if p.Path != path.Clean(p.Path) || path.IsAbs(p.Path) || strings.HasPrefix(p.Path, "../") || p.Path == ".." {
-			return nil, false
-		}
-		data, ok := files[path.Join(dir, p.Path)]
-		if !ok {
-			return nil, false
-		}
-		out[i].Path, out[i].Patch = "", string(data)
+		ids[key] = true
 	}
-	return out, true
+	return true
+}
+
+// folderLoader is the loader of a direct build's patch files: the files of the build in the
+// kustomization's folder and below, as kustomize's loader restricted to that folder reads
+// them. It loads nothing else; a build whose patch it cannot load goes to kustomize.
+type folderLoader struct {
+	dir   string
+	files map[string][]byte
+}
+
+func (l folderLoader) Repo() string { return "" }
+func (l folderLoader) Root() string { return l.dir }
+func (l folderLoader) New(string) (ifc.Loader, error) {
+	return nil, errors.New("no bases in a direct build")
+}
+func (l folderLoader) Cleanup() error { return nil }
+func (l folderLoader) Load(location string) ([]byte, error) {
+	p := path.Join(l.dir, location)
+	if path.IsAbs(location) || !(l.dir == "." && p != ".." && !strings.HasPrefix(p, "../") || strings.HasPrefix(p, l.dir+"/")) {
+		return nil, fmt.Errorf("%s: not a file of the folder", location)
+	}
+	data, ok := l.files[p]
+	if !ok {
+		return nil, fmt.Errorf("%s: no such file", location)
+	}
+	return data, nil
 }
 
 // step is one of a kustomization's transformers, with its patch's target when it has one.
@@ -88,7 +139,7 @@ func mayMatch(sr *types.SelectorRegex, r *resource.Resource) bool {
 // the order and with the configuration of a kustomize run.
 func (s *splitting) transformers() ([]step, error) {
 	k := &s.k
-	h := resmap.NewPluginHelpers(nil, nil, resmap.NewFactory(resourceFactory), types.DisabledPluginConfig())
+	h := resmap.NewPluginHelpers(folderLoader{s.dir, s.files}, nil, resmap.NewFactory(resourceFactory), types.DisabledPluginConfig())
 	var out []step
 	add := func(p resmap.TransformerPlugin, config any) error {
 		y, err := sigsyaml.Marshal(config)
@@ -101,12 +152,18 @@ func (s *splitting) transformers() ([]step, error) {
 		out = append(out, step{Transformer: p})
 		return nil
 	}
-	for _, p := range s.patches {
+	for _, p := range k.Patches {
 		c := struct {
+			Path   string          `json:"path,omitempty"`
 			Patch  string          `json:"patch,omitempty"`
 			Target *types.Selector `json:"target,omitempty"`
-		}{p.Patch, p.Target}
+		}{p.Path, p.Patch, p.Target}
 		if err := add(builtins.NewPatchTransformerPlugin(), c); err != nil {
+			return nil, err
+		}
+		// What the patch refuses before it selects (several strategic patches with one
+		// target), it refuses on no resource too.
+		if err := out[len(out)-1].Transform(resmap.New()); err != nil {
 			return nil, err
 		}
 		sr, err := types.NewSelectorRegex(p.Target)
@@ -197,7 +254,7 @@ func (s *splitting) direct() (rs []*resource.Resource, ok bool) {
 			rs, ok = nil, false
 		}
 	}()
-	ts, err := s.transformers()
+	steps, err := s.transformers()
 	if err != nil {
 		return nil, false
 	}
@@ -209,54 +266,55 @@ func (s *splitting) direct() (rs []*resource.Resource, ok bool) {
 			all.WriteByte('\n')
 		}
 	}
-	read, err := resourceFactory.SliceFromBytes(all.Bytes())
-	if err != nil || len(read) != s.resources {
+	cur, err := resourceFactory.SliceFromBytes(all.Bytes())
+	if err != nil || len(cur) != s.resources || !distinctIDs(cur) {
 		return nil, false
 	}
-	// kustomize refuses an identity given twice as it reads them.
-	ids := make(map[string]bool, len(read))
-	for _, r := range read {
-		id := r.CurId()
-		key := id.Gvk.String() + "|" + id.EffectiveNamespace() + "|" + id.Name
-		if ids[key] {
+	maps := make([]resmap.ResMap, len(cur))
+	for i, r := range cur {
+		if actedOn(r) {
 			return nil, false
 		}
-		ids[key] = true
+		maps[i] = resmap.New()
+		if maps[i].Append(r) != nil {
+			return nil, false
+		}
 	}
-	out := make([]*resource.Resource, 0, len(read))
-	for _, r := range read {
-		m := resmap.New()
-		if m.Append(r) != nil {
-			return nil, false
-		}
-		for _, t := range ts {
-			if rs := m.Resources(); t.target != nil && (len(rs) != 1 || !mayMatch(t.target, rs[0])) {
+	for _, st := range steps {
+		for i, m := range maps {
+			if st.target != nil && !mayMatch(st.target, cur[i]) {
 				continue
 			}
-			if t.Transform(m) != nil {
+			if st.Transform(m) != nil {
 				return nil, false
 			}
 			m.DropEmpties() // as a run does after each transformer
+			if m.Size() != 1 {
+				return nil, false // deleted or emptied: one run's identity checks saw it
+			}
+			cur[i] = m.Resources()[0]
 		}
-		if m.Size() != 1 {
-			return nil, false // deleted by a patch: one run's identity checks saw it
+		if st.target != nil && !distinctIDs(cur) {
+			return nil, false
 		}
-		out = append(out, m.Resources()...)
 	}
 	// A run drops local-config resources at its end; one that would is for kustomize.
-	nodes := make([]*kyaml.RNode, len(out))
-	for i, r := range out {
+	nodes := make([]*kyaml.RNode, len(cur))
+	for i, r := range cur {
+		if actedOn(r) {
+			return nil, false
+		}
 		nodes[i] = &r.RNode
 	}
-	if kept, err := resourceFactory.DropLocalNodes(nodes); err != nil || len(kept) != len(out) {
+	if kept, err := resourceFactory.DropLocalNodes(nodes); err != nil || len(kept) != len(cur) {
 		return nil, false
 	}
 	// The end of a run: build, origin and transformer annotations removed.
-	for _, r := range out {
+	for _, r := range cur {
 		r.RemoveBuildAnnotations()
 		if r.SetOrigin(nil) != nil || r.ClearTransformations() != nil {
 			return nil, false
 		}
 	}
-	return s.finish(out)
+	return s.finish(cur)
 }

@@ -45,18 +45,18 @@ const partSize = 50
 // partFile is the name of a part's one resource file, in the kustomization's folder.
 const partFile = ".trueup-part.yaml"
 
-// splitting is a kustomization's build in parts.
+// splitting is a kustomization's build in parts or directly.
 type splitting struct {
 	dir       string
 	shared    map[string][]byte // every file of the build but the resources split
 	kfile     []byte            // the parts' kustomization: resources [partFile], sorted as read
 	parts     [][]byte          // each part's resource file; none when there are too few resources
 	docs      [][]byte          // the resources' documents, in the order read
-	resources int               // the resources of all parts
+	resources int               // len(docs)
 	legacy    bool              // the kustomization sorts its output in kustomize's legacy order
 
 	k        types.Kustomization // the kustomization, as kustomize reads it
-	patches  []types.Patch       // its patches with their text, when it may be built directly
+	files    map[string][]byte   // the build's files, which a direct build's patches read
 	directly bool                // it may be built directly (direct.go)
 }
 
@@ -131,7 +131,7 @@ func split(dir, kfile string, files map[string][]byte, size int) *splitting {
 	s.docs, s.resources = docs, len(docs)
 	k.FixKustomization()
 	s.k = k
-	s.patches, s.directly = directPatches(&k, dir, files)
+	s.files, s.directly = files, ownLabelSpecs(&k) == 0
 	for _, n := range kustomizationNames {
 		if p := path.Join(dir, n); p != kfile && files[p] != nil {
 			s.directly = false // kustomize refuses a folder with two
@@ -196,10 +196,16 @@ var nameReferenceKinds = map[string]bool{
 	"ValidatingAdmissionPolicyBinding": true, "ValidatingWebhookConfiguration": true,
 }
 
+// fieldSpecKinds are the other kinds the field specs of kustomize's default configuration
+// name, by group and kind whatever the version (kustomize 0.21.2; TestKindlessSpecs checks
+// that every kind they name is refused).
+var fieldSpecKinds = map[string]bool{"NetworkPolicy": true}
+
 // unknownKind reports whether kustomize knows nothing of the kind: no schema, no scope, no
-// place in the legacy order or in the name references, not a list.
+// place in the legacy order, in the name references or in its default field specs, not a
+// list.
 func unknownKind(apiVersion, kind string) bool {
-	if apiVersion == "" || kind == "" || legacyFirst[kind] || nameReferenceKinds[kind] || strings.HasSuffix(kind, "List") {
+	if apiVersion == "" || kind == "" || legacyFirst[kind] || nameReferenceKinds[kind] || fieldSpecKinds[kind] || strings.HasSuffix(kind, "List") {
 		return false
 	}
 	tm := kyaml.TypeMeta{APIVersion: apiVersion, Kind: kind}
