@@ -26,13 +26,13 @@ func newMigrateCmd() *cobra.Command {
 				return cfg.ScrubError(err) // may quote TRUEUP_DATABASE_URL
 			}
 			defer db.Close()
-			applied, removed, err := db.Migrate(cmd.Context())
+			applied, repairs, err := db.Migrate(cmd.Context())
 			if err != nil {
 				return cfg.ScrubError(err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "applied %s %v\n", plural.Count(len(applied), "migration", "migrations"), applied)
-			if removed > 0 {
-				fmt.Fprintln(cmd.OutOrStdout(), daemon.QueueRepairMessage(removed))
+			for _, m := range repairs.Messages() {
+				fmt.Fprintln(cmd.OutOrStdout(), m)
 			}
 			return nil
 		},

@@ -55,3 +55,45 @@ func TestMigrateRemovesQueueRowsWrittenTwice(t *testing.T) {
 		t.Fatalf("queue after migrate: %d rows for %d ids, %v; want 2 for 2", rows, ids, err)
 	}
 }
+
+// `trueup migrate` rebuilds resource_phases and resource_counts when rows of resources were
+// written with triggers off (a data-only restore of resources alone), and says so.
+func TestMigrateRebuildsSummaries(t *testing.T) {
+	t.Parallel()
+	dbURL := pgtest.NewDatabase(t, store.MigrateURL)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, sql := range []string{
+		"BEGIN",
+		"ALTER TABLE resources DISABLE TRIGGER USER",
+		`INSERT INTO resources (namespace, kind, name, api_version, source, spec_hash, meta_hash)
+		  VALUES ('default', 'Widget', 'w1', 'example.com/v1', 'restored', 'h', 'h'), ('default', 'Widget', 'w2', 'example.com/v1', 'restored', 'h', 'h')`,
+		"ALTER TABLE resources ENABLE TRIGGER USER",
+		"COMMIT",
+	} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "trueup.yaml")
+	writeTestFile(t, cfgPath, "sources: []\n")
+	for _, want := range []string{"applied 0 migrations []\nrebuilt resource_phases and resource_counts from resources: they accounted for 0 and 0 of its 2 rows (rows written with triggers off, as by a data-only restore of resources alone)\n", "applied 0 migrations []\n"} {
+		cmd := exec.Command(os.Args[0], "migrate", "--config", cfgPath)
+		cmd.Env = append(os.Environ(), "TRUEUP_TEST_RUN_MAIN=1", "TRUEUP_DATABASE_URL="+dbURL)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil || string(out) != want {
+			t.Fatalf("trueup migrate: %q, %v (%s); want %q", out, err, stderr.String(), want)
+		}
+	}
+	var phases, total int
+	if err := conn.QueryRow(ctx, "SELECT (SELECT count(*) FROM resource_phases), (SELECT sum(n) FROM resource_counts WHERE source = 'restored')").Scan(&phases, &total); err != nil || phases != 2 || total != 2 {
+		t.Fatalf("after migrate: %d phase rows, %d counted, %v; want 2 and 2", phases, total, err)
+	}
+}

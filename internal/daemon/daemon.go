@@ -288,15 +288,15 @@ func (rt *Daemon) Start(ctx context.Context) (err error) {
 	rt.acts.Replace(acts, nil)
 	rt.warnContainment(acts)
 	rt.redact.Add(secretsOf(cfg, acts)...)
-	applied, removed, err := db.Migrate(ctx)
+	applied, repairs, err := db.Migrate(ctx)
 	if err != nil {
 		return err
 	}
 	if len(applied) > 0 {
 		logger.Info("applied migrations", "migrations", applied)
 	}
-	if removed > 0 {
-		logger.Warn(QueueRepairMessage(removed))
+	for _, m := range repairs.Messages() {
+		logger.Warn(m)
 	}
 	met.ConfigLoaded(false, true, time.Now())
 	rt.setReveal(keys)

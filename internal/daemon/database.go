@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 
 	"github.com/trueup-dev/trueup/internal/config"
 	"github.com/trueup-dev/trueup/internal/pgembed"
@@ -72,19 +73,38 @@ func OpenDatabase(ctx context.Context, cfg *config.Config, logger *slog.Logger) 
 	return d, nil
 }
 
-// Migrate applies the pending migrations and keeps one resource_queue row per resource
-// (store.RepairQueue): what every start does, and `trueup migrate`. It returns the
-// migrations applied and the queue rows removed.
-func (d *Database) Migrate(ctx context.Context) (applied []string, removed int64, err error) {
-	if applied, err = d.Store.Migrate(ctx); err != nil {
-		return nil, 0, err
-	}
-	removed, err = d.Store.RepairQueue(ctx)
-	return applied, removed, err
+// Repairs says what Migrate's repairs did: the queue rows it removed (store.RepairQueue)
+// and the trigger-kept tables it rebuilt (store.RepairSummaries).
+type Repairs struct {
+	QueueRemoved int64
+	Summaries    store.Summaries
 }
 
-// QueueRepairMessage says what Migrate's queue repair removed.
-func QueueRepairMessage(removed int64) string {
-	return fmt.Sprintf("removed %s written twice for one resource (rows written with triggers off, as by a data-only restore over existing rows)",
-		plural.Count(int(removed), "resource_queue row", "resource_queue rows"))
+// Messages says what the repairs did, one line each; none when they did nothing.
+func (r Repairs) Messages() []string {
+	var out []string
+	if r.QueueRemoved > 0 {
+		out = append(out, fmt.Sprintf("removed %s written twice for one resource (rows written with triggers off, as by a data-only restore over existing rows)",
+			plural.Count(int(r.QueueRemoved), "resource_queue row", "resource_queue rows")))
+	}
+	if s := r.Summaries; len(s.Rebuilt) > 0 {
+		out = append(out, fmt.Sprintf("rebuilt %s from resources: they accounted for %d and %d of its %d rows (rows written with triggers off, as by a data-only restore of resources alone)",
+			strings.Join(s.Rebuilt, " and "), s.Phases, s.Counted, s.Resources))
+	}
+	return out
+}
+
+// Migrate applies the pending migrations, keeps one resource_queue row per resource
+// (store.RepairQueue) and rebuilds the trigger-kept tables that do not account for every
+// resource (store.RepairSummaries): what every start does, and `trueup migrate`. It returns
+// the migrations applied and what the repairs did.
+func (d *Database) Migrate(ctx context.Context) (applied []string, r Repairs, err error) {
+	if applied, err = d.Store.Migrate(ctx); err != nil {
+		return nil, r, err
+	}
+	if r.QueueRemoved, err = d.Store.RepairQueue(ctx); err != nil {
+		return applied, r, err
+	}
+	r.Summaries, err = d.Store.RepairSummaries(ctx)
+	return applied, r, err
 }

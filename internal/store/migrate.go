@@ -151,6 +151,73 @@ func (s *Store) RepairQueue(ctx context.Context) (removed int64, err error) {
 	return removed, nil
 }
 
+// Summaries says what RepairSummaries found: the rows of resources, those resource_phases
+// and resource_counts hold for them, and the tables it rebuilt.
+type Summaries struct {
+	Resources, Phases, Counted int64
+	Rebuilt                    []string
+}
+
+// RepairSummaries rebuilds the tables the triggers of resources keep, resource_phases (each
+// resource's phase: the phase filters and counts) and resource_counts (resources per
+// source: the overview's totals), when one does not account for every row of resources:
+// rows written with triggers off (pg_restore --data-only --disable-triggers of resources
+// without them, session_replication_role = replica) pass the triggers. Each replica runs
+// it at start (Migrate's callers), under the migrations' lock: it counts the rows of the
+// three tables in one snapshot, and when a count differs locks resources against writers
+// (results and applies of running peers wait, for as long as the rebuild) and rebuilds that
+// table from resources.
+func (s *Store) RepairSummaries(ctx context.Context) (Summaries, error) {
+	var sum Summaries
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", pgx.QueryExecModeExec, migrationLockID); err != nil {
+			return err
+		}
+		count := func() error {
+			return tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM resources), (SELECT count(*) FROM resource_phases),
+				(SELECT COALESCE(sum(n), 0)::bigint FROM resource_counts)`, pgx.QueryExecModeExec).Scan(&sum.Resources, &sum.Phases, &sum.Counted)
+		}
+		if err := count(); err != nil {
+			return err
+		}
+		if sum.Phases == sum.Resources && sum.Counted == sum.Resources {
+			return nil
+		}
+		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '10s'", pgx.QueryExecModeExec); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "LOCK TABLE resources IN SHARE MODE", pgx.QueryExecModeExec); err != nil {
+			return fmt.Errorf("resource_phases or resource_counts does not account for every resource, and resources could not be locked to rebuild them (start again once the transaction holding it ends): %w", err)
+		}
+		if err := count(); err != nil { // what a writer committed before the lock counts
+			return err
+		}
+		if sum.Phases != sum.Resources {
+			if _, err := tx.Exec(ctx, `TRUNCATE resource_phases`, pgx.QueryExecModeExec); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO resource_phases (id, source, phase) SELECT id, source, phase FROM resources`, pgx.QueryExecModeExec); err != nil {
+				return err
+			}
+			sum.Rebuilt = append(sum.Rebuilt, "resource_phases")
+		}
+		if sum.Counted != sum.Resources {
+			if _, err := tx.Exec(ctx, `DELETE FROM resource_counts`, pgx.QueryExecModeExec); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO resource_counts (source, n) SELECT source, count(*) FROM resources GROUP BY source`, pgx.QueryExecModeExec); err != nil {
+				return err
+			}
+			sum.Rebuilt = append(sum.Rebuilt, "resource_counts")
+		}
+		return nil
+	})
+	if err != nil {
+		return Summaries{}, fmt.Errorf("check resource_phases and resource_counts: %w", err)
+	}
+	return sum, nil
+}
+
 // repairKeepSQL orders the queue rows of one resource, the one kept first: a leased row (its
 // call may be running: its result finds the row), then the first in the table. Migration
 // 0035's down migration keeps the same row.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -160,5 +161,55 @@ func TestQueueRowsWrittenTwice(t *testing.T) {
 	}
 	if kinds, _ := claimNames(t, st); len(kinds) != 0 {
 		t.Fatalf("claimed %v again", kinds)
+	}
+}
+
+// RepairSummaries rebuilds resource_phases and resource_counts when rows of resources were
+// written with triggers off (a data-only restore of resources alone), and leaves them be
+// when they account for every resource.
+func TestRepairSummaries(t *testing.T) {
+	t.Parallel()
+	st := openTest(t, "s")
+	ctx := context.Background()
+	applyRefreshed(t, st, "s", "r1", chainSet())
+	check := func(want Summaries) {
+		t.Helper()
+		got, err := st.RepairSummaries(ctx)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("repair: %+v, %v; want %+v", got, err, want)
+		}
+	}
+	check(Summaries{Resources: 3, Phases: 3, Counted: 3})
+
+	// A copy of a resource written with triggers off, one phase row lost and one moved.
+	tx, err := st.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sql := range []string{
+		"ALTER TABLE resources DISABLE TRIGGER USER",
+		"CREATE TEMP TABLE copied ON COMMIT DROP AS SELECT * FROM resources WHERE kind = 'Network'",
+		"UPDATE copied SET id = id + 1000, name = name || '-restored', source = 'other', phase = 'Failed'",
+		"INSERT INTO resources OVERRIDING SYSTEM VALUE SELECT * FROM copied",
+		"ALTER TABLE resources ENABLE TRIGGER USER",
+		"DELETE FROM resource_phases WHERE id = (SELECT min(id) FROM resource_phases)",
+	} {
+		if _, err := tx.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check(Summaries{Resources: 4, Phases: 2, Counted: 3, Rebuilt: []string{"resource_phases", "resource_counts"}})
+	check(Summaries{Resources: 4, Phases: 4, Counted: 4})
+	var phases, counts string
+	if err := st.pool.QueryRow(ctx, `SELECT
+		(SELECT string_agg(p.source || '/' || p.phase, ',' ORDER BY p.id) FROM resource_phases p JOIN resources r USING (id, source, phase)),
+		(SELECT string_agg(source || '=' || n, ',' ORDER BY source) FROM resource_counts)`).Scan(&phases, &counts); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Count(phases, ",") != 3 || !strings.HasSuffix(phases, "other/Failed") || counts != "other=1,s=3" {
+		t.Fatalf("rebuilt: phases %s, counts %s", phases, counts)
 	}
 }
