@@ -70,7 +70,7 @@ func (b *bench) kustomizeFigures(ctx context.Context) error {
 	record("kustomize_render_10k", percentile(renders, 0.5).Seconds(), "s", "informational", nil)
 	record("kustomize_render_10k_cpu", percentile(cpu, 0.5).Seconds(), "s", "informational", nil)
 
-	// One kustomization of 4,000 widgets: built in parts, linear in its resources (one
+	// One kustomization of 4,000 widgets: built directly, linear in its resources (one
 	// kustomize run would check each against all before it).
 	big := []sources.File{
 		{Path: "big/kustomization.yaml", Hash: "k", Data: []byte("resources: [widgets.yaml]\nnamePrefix: prod-\nlabels: [{pairs: {env: prod}}]\n")},

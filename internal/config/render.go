@@ -26,10 +26,10 @@ type Kustomize struct {
 	// MaxResources caps the resources of one kustomization (default 2000): kustomize's time
 	// grows with the square of it, so a larger fleet is split into several kustomizations.
 	// A kustomization of custom kinds alone whose steps each work on one resource (names,
-	// namespace, labels, annotations, patches with a target) is built resource by resource
-	// (or in parts of 50), in time linear in its resources; it falls back to one build when
-	// that disagrees (a resource dropped, two made one), so raise the cap only as far as one
-	// build fits in the source's timeout.
+	// namespace, labels, annotations, patches with a target) is built resource by resource,
+	// in time linear in its resources; it falls back to one build when that disagrees (a
+	// resource dropped, two made one), so raise the cap only as far as one build fits in the
+	// source's timeout.
 	MaxResources int `yaml:"maxResources"`
 }
 

@@ -137,9 +137,9 @@ func mayMatch(sr *types.SelectorRegex, r *resource.Resource) bool {
 
 // transformers are the kustomization's transformers for kinds kustomize does not know, in
 // the order and with the configuration of a kustomize run.
-func (s *splitting) transformers() ([]step, error) {
-	k := &s.k
-	h := resmap.NewPluginHelpers(folderLoader{s.dir, s.files}, nil, resmap.NewFactory(resourceFactory), types.DisabledPluginConfig())
+func (d *directBuild) transformers() ([]step, error) {
+	k := &d.k
+	h := resmap.NewPluginHelpers(folderLoader{d.dir, d.files}, nil, resmap.NewFactory(resourceFactory), types.DisabledPluginConfig())
 	var out []step
 	add := func(p resmap.TransformerPlugin, config any) error {
 		y, err := sigsyaml.Marshal(config)
@@ -248,26 +248,26 @@ func (s *splitting) transformers() ([]step, error) {
 
 // direct builds the kustomization in process, false when kustomize must (a failure, a
 // panic, a resource dropped or made one of another, a kind it knows).
-func (s *splitting) direct() (rs []*resource.Resource, ok bool) {
+func (d *directBuild) build() (rs []*resource.Resource, ok bool) {
 	defer func() {
 		if recover() != nil {
 			rs, ok = nil, false
 		}
 	}()
-	steps, err := s.transformers()
+	steps, err := d.transformers()
 	if err != nil {
 		return nil, false
 	}
 	var all bytes.Buffer
-	for _, d := range s.docs {
+	for _, doc := range d.docs {
 		all.WriteString("---\n")
-		all.Write(d)
-		if len(d) > 0 && d[len(d)-1] != '\n' {
+		all.Write(doc)
+		if len(doc) > 0 && doc[len(doc)-1] != '\n' {
 			all.WriteByte('\n')
 		}
 	}
 	cur, err := resourceFactory.SliceFromBytes(all.Bytes())
-	if err != nil || len(cur) != s.resources || !distinctIDs(cur) {
+	if err != nil || len(cur) != d.resources || !distinctIDs(cur) {
 		return nil, false
 	}
 	maps := make([]resmap.ResMap, len(cur))
@@ -304,6 +304,14 @@ func (s *splitting) direct() (rs []*resource.Resource, ok bool) {
 		if actedOn(r) {
 			return nil, false
 		}
+		// A run's name references find resources by their previous identities too (read
+		// from build annotations a resource may carry as read or be given by a patch);
+		// lists of those kustomize cannot read back make it panic (recovered: one run).
+		for _, id := range r.PrevIds() {
+			if !unknownKind(id.Gvk.ApiVersion(), id.Gvk.Kind) {
+				return nil, false
+			}
+		}
 		nodes[i] = &r.RNode
 	}
 	if kept, err := resourceFactory.DropLocalNodes(nodes); err != nil || len(kept) != len(cur) {
@@ -316,5 +324,5 @@ func (s *splitting) direct() (rs []*resource.Resource, ok bool) {
 			return nil, false
 		}
 	}
-	return s.finish(cur)
+	return d.finish(cur)
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/kustomize/api/resource"
 	kusttest "sigs.k8s.io/kustomize/api/testutils/kusttest"
 	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/resid"
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
@@ -72,6 +73,21 @@ func TestKindlessSpecs(t *testing.T) {
 			}
 		}
 	}
+	// The kinds name references refer to and those holding the references, likewise.
+	var refs []struct {
+		resid.Gvk  `json:",inline"`
+		FieldSpecs types.FsSlice `json:"fieldSpecs"`
+	}
+	if err := sigsyaml.UnmarshalStrict(sections["nameReference"], &refs); err != nil || len(refs) == 0 {
+		t.Fatalf("nameReference: %d entries, %v", len(refs), err)
+	}
+	for _, r := range refs {
+		for _, fs := range append(types.FsSlice{{Gvk: r.Gvk}}, r.FieldSpecs...) {
+			if fs.Gvk.Kind == "" || unknownKind("x.example.com/v1", fs.Gvk.Kind) {
+				t.Errorf("nameReference: kind %q is not refused", fs.Gvk.Kind)
+			}
+		}
+	}
 	for a := range transformerAnnotations {
 		if !slices.Contains(resource.BuildAnnotations, a) {
 			t.Errorf("%s is not one of kustomize's build annotations", a)
@@ -120,6 +136,14 @@ func TestDirectAsOneRun(t *testing.T) {
 		{"a hash suffix asked for by an annotation", "resources: [../../widgets]\ncommonAnnotations: {internal.config.kubernetes.io/needsHashSuffix: enabled}\n", nil, false, ""},
 		{"a hash suffix asked for by a resource", "resources: [h.yaml, ../../widgets]\n",
 			map[string]string{"ov/x/h.yaml": "apiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: h, annotations: {internal.config.kubernetes.io/needsHashSuffix: enabled}}\n"}, false, ""},
+		{"a name reference through previous identities a patch gives", "resources: [refs.yaml]\nnamePrefix: p-\npatches:\n- target: {kind: Widget}\n  path: prevw.yaml\n- target: {kind: Gadget}\n  path: prevg.yaml\n",
+			map[string]string{
+				"ov/x/refs.yaml": "apiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: web}\n---\n" +
+					"apiVersion: bench.example.com/v1\nkind: Gadget\nmetadata: {name: h}\nspec: {scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}}\n",
+				"ov/x/prevw.yaml": "apiVersion: bench.example.com/v1\nkind: Widget\nmetadata:\n  name: web\n  annotations: {internal.config.kubernetes.io/previousNames: web, internal.config.kubernetes.io/previousNamespaces: default, internal.config.kubernetes.io/previousKinds: Deployment}\n",
+				"ov/x/prevg.yaml": "apiVersion: bench.example.com/v1\nkind: Gadget\nmetadata:\n  name: h\n  annotations: {internal.config.kubernetes.io/previousNames: h, internal.config.kubernetes.io/previousNamespaces: default, internal.config.kubernetes.io/previousKinds: HorizontalPodAutoscaler}\n"}, false, ""},
+		{"a name kustomize's previous names cannot hold", "resources: [comma.yaml]\nnamespace: prod\n",
+			map[string]string{"ov/x/comma.yaml": "apiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: 'a,b'}\n"}, false, "a panic in kustomize"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

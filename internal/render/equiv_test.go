@@ -138,8 +138,7 @@ func equivFiles(kust string) map[string]string {
 // same files, whatever the overlay does: prefixes and suffixes and the references they
 // rename, namespaces, labels and selectors, annotations, strategic and JSON 6902 patches
 // (inline and from files), components, generators, images, replicas, replacements, bases
-// of bases. So does it built directly, and in kustomize runs of 4 resources, byte for byte
-// as one kustomize run.
+// of bases. So does it built directly, byte for byte as one kustomize run.
 func TestKustomizeSameAsKrusty(t *testing.T) {
 	t.Parallel()
 	modes := []struct {
@@ -148,19 +147,15 @@ func TestKustomizeSameAsKrusty(t *testing.T) {
 	}{
 		{"one run", Options{noDirect: true}},
 		{"directly", Options{}},
-		{"parts of 4", Options{partSize: 4, noDirect: true}},
 	}
 	for _, c := range equivOverlays {
 		for i, m := range modes {
 			t.Run(c.name+", "+m.name, func(t *testing.T) {
 				t.Parallel()
-				var splits, directs atomic.Int64
+				var directs atomic.Int64
 				opt := m.opt
-				opt.splits, opt.directs = &splits, &directs
+				opt.directs = &directs
 				sameAsKrusty(t, c.kust, opt)
-				if got := splits.Load() > 0; got != (i == 2 && aloneOverlays[c.name]) {
-					t.Errorf("built in parts: %v", got)
-				}
 				if got := directs.Load() > 0; got != (i == 1 && aloneOverlays[c.name]) {
 					t.Errorf("built directly: %v", got)
 				}
@@ -185,8 +180,8 @@ func TestKustomizeSameAsKrusty(t *testing.T) {
 	}
 }
 
-// aloneOverlays are the overlays of equivOverlays built directly, or in parts of 4 when
-// not directly: custom kinds alone, steps that work on each resource alone.
+// aloneOverlays are the overlays of equivOverlays built directly: custom kinds alone, steps
+// that work on each resource alone.
 var aloneOverlays = map[string]bool{
 	"prefix, labels, JSON patch (the bench)":                 true,
 	"JSON 6902 patches from a file and by label":             true,
@@ -280,9 +275,10 @@ func canonicalJSON(t *testing.T, doc []byte) string {
 	return string(out)
 }
 
-// TestKustomizeSplitKeepsErrors: a resource given twice in parts that would not meet, or
-// two given one identity by a patch, are refused as one kustomize run refuses them.
-func TestKustomizeSplitKeepsErrors(t *testing.T) {
+// TestKustomizeDirectKeepsErrors: a resource given twice, two given one identity by a patch,
+// or by a namespace with one of them local-config, are refused built directly as one
+// kustomize run refuses them.
+func TestKustomizeDirectKeepsErrors(t *testing.T) {
 	t.Parallel()
 	files := equivFiles("resources: [../../widgets, dup.yaml]\n")
 	if _, err := krustyBuild(t, files, "ov/x"); err == nil || !strings.Contains(err.Error(), "already registered id") {
@@ -295,8 +291,8 @@ func TestKustomizeSplitKeepsErrors(t *testing.T) {
 	if _, err := krustyBuild(t, local, "ov/x"); err == nil || !strings.Contains(err.Error(), "ID conflict") {
 		t.Fatalf("krusty: %v", err)
 	}
-	// Directly, in parts, in one run.
-	opts := []Options{{}, {partSize: 4, noDirect: true}, {noDirect: true}}
+	// Directly and in one run.
+	opts := []Options{{}, {noDirect: true}}
 	for _, opt := range opts {
 		opt.Paths = []string{"ov/x"}
 		_, err := Kustomize(context.Background(), snapshot(local), opt)

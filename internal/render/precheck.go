@@ -36,16 +36,14 @@ type tree struct {
 	dirs  map[string]bool
 	// root is the source's path: nothing outside it is read.
 	root string
-	// partSize is the most resources one kustomize run of a split build reads (split.go).
-	partSize int
-	// splits and directs count the builds made in parts and directly (tests; nil: not
-	// counted); noDirect builds none directly (tests).
-	splits, directs *atomic.Int64
-	noDirect        bool
+	// directs counts the builds made directly (tests; nil: not counted); noDirect builds none
+	// directly (tests).
+	directs  *atomic.Int64
+	noDirect bool
 }
 
 func newTree(files []sources.File, root string) *tree {
-	t := &tree{files: make(map[string]*sources.File, len(files)), dirs: map[string]bool{".": true}, root: cleanRoot(root), partSize: partSize}
+	t := &tree{files: make(map[string]*sources.File, len(files)), dirs: map[string]bool{".": true}, root: cleanRoot(root)}
 	for i := range files {
 		f := &files[i]
 		t.files[f.Path] = f

@@ -64,8 +64,6 @@ type Options struct {
 	// build reads: a revision renders again only the kustomizations whose files changed.
 	Cache *Cache
 
-	partSize int           // tests: the parts of a split build (0: partSize)
-	splits   *atomic.Int64 // tests: counts the builds made in parts
 	directs  *atomic.Int64 // tests: counts the builds made directly
 	noDirect bool          // tests: no build made directly
 }
@@ -141,10 +139,7 @@ func errorAt(file, format string, args ...any) error {
 // entry) at fault.
 func Kustomize(ctx context.Context, files []sources.File, opt Options) ([]sources.File, error) {
 	t := newTree(files, opt.Root)
-	if opt.partSize > 0 {
-		t.partSize = opt.partSize
-	}
-	t.splits, t.directs, t.noDirect = opt.splits, opt.directs, opt.noDirect
+	t.directs, t.noDirect = opt.directs, opt.noDirect
 	roots, err := t.roots(opt.Paths)
 	if err != nil {
 		return nil, err
@@ -312,14 +307,11 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 			marked[to] = marked[from]
 		}
 	}
-	parts := split(dir, kfile, marked, t.partSize)
-	if parts != nil && t.noDirect {
-		parts.directly = false
-		if len(parts.parts) == 0 {
-			parts = nil
-		}
+	var direct *directBuild
+	if !t.noDirect {
+		direct = planDirect(dir, kfile, marked)
 	}
-	if parts == nil {
+	if direct == nil {
 		if err := writeTree(fs, marked); err != nil {
 			return nil, errorAt(kfile, "%v", err)
 		}
@@ -352,24 +344,12 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 				done <- result{err: &panicError{fmt.Errorf("kustomize stopped on an input it cannot handle (a panic in kustomize: %v)", p)}}
 			}
 		}()
-		if parts != nil {
-			if parts.directly {
-				if rs, ok := parts.direct(); ok {
-					if t.directs != nil {
-						t.directs.Add(1)
-					}
-					done <- result{rs: rs}
-					return
-				}
-			}
-			if rs, ok := parts.run(ctx, kfile); ok {
-				if t.splits != nil {
-					t.splits.Add(1)
+		if direct != nil {
+			if rs, ok := direct.build(); ok {
+				if t.directs != nil {
+					t.directs.Add(1)
 				}
 				done <- result{rs: rs}
-				return
-			}
-			if ctx.Err() != nil {
 				return
 			}
 			if err := writeTree(fs, marked); err != nil { // one run decides

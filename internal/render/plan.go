@@ -1,19 +1,13 @@
 package render
 
 import (
-	"bytes"
-	"context"
 	"path"
 	"reflect"
-	"slices"
 	"sort"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/api/types"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/kustomize/kyaml/openapi"
 	"sigs.k8s.io/kustomize/kyaml/resid"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
@@ -25,44 +19,30 @@ import (
 // before it, twice in a build (the accumulation, the final sort): a kustomization of n
 // resources costs n² identity comparisons, a quarter of a render of a hundred resources and
 // most of one of thousands. A kustomization whose every step works on each resource alone is
-// built in parts of partSize resources instead, one kustomize run each, and the parts'
-// resources are put back in the order kustomize gives them. Alone means: the
-// kustomization's fields are among names, namespace, labels, annotations and patches with a
-// target (no generator, component, replacement, name reference configuration, replica or
-// image list, no patch found by its own name, which must match in every part); every
-// resource is of a kind kustomize does not know (its selectors concern Kubernetes' own
-// kinds; its orders and name references match kinds by name, in any group, and those names
-// are refused too); its resources are files read by the plain YAML reader, one identity
-// each, none given twice. When any of this does not hold, or a part fails, or fewer
-// resources come out than went in, or the parts' resources share an identity, the build is
+// built directly instead (direct.go). Alone means: the kustomization's fields are among
+// names, namespace, labels (naming no field specs of their own), annotations and patches
+// with a target (no generator, component, replacement, name reference configuration, replica
+// or image list, no patch found by its own name); every resource is of a kind kustomize
+// does not know (its selectors and field specs concern Kubernetes' own kinds; its orders,
+// name references and field specs match kinds by name, in any group, and those names are
+// refused too); its resources are files read by the plain YAML reader, one identity each,
+// none given twice. When any of this does not hold, or the direct build fails, the build is
 // one kustomize run as usual, whose result or error stands.
 
-// partSize is the most resources one run of a split build reads. A run costs about as much
-// as the identity checks of 40 resources (kustomize reads its transformers' configuration
-// anew each time); parts of 40 to 50 balance the two.
-const partSize = 50
-
-// partFile is the name of a part's one resource file, in the kustomization's folder.
-const partFile = ".trueup-part.yaml"
-
-// splitting is a kustomization's build in parts or directly.
-type splitting struct {
+// directBuild is the plan of a kustomization's direct build.
+type directBuild struct {
 	dir       string
-	shared    map[string][]byte // every file of the build but the resources split
-	kfile     []byte            // the parts' kustomization: resources [partFile], sorted as read
-	parts     [][]byte          // each part's resource file; none when there are too few resources
-	docs      [][]byte          // the resources' documents, in the order read
-	resources int               // len(docs)
-	legacy    bool              // the kustomization sorts its output in kustomize's legacy order
+	docs      [][]byte // the resources' documents, in the order read
+	resources int      // len(docs)
+	legacy    bool     // the kustomization sorts its output in kustomize's legacy order
 
-	k        types.Kustomization // the kustomization, as kustomize reads it
-	files    map[string][]byte   // the build's files, which a direct build's patches read
-	directly bool                // it may be built directly (direct.go)
+	k     types.Kustomization // the kustomization, as kustomize reads it
+	files map[string][]byte   // the build's files, which its patches read
 }
 
-// split plans the build of the kustomization kfile in dir over the files of the build in
-// parts of at most size resources, or directly (direct.go), nil when it is neither.
-func split(dir, kfile string, files map[string][]byte, size int) *splitting {
+// planDirect plans the direct build of the kustomization kfile in dir over the files of the
+// build, nil when it is not one to build directly.
+func planDirect(dir, kfile string, files map[string][]byte) *directBuild {
 	openapiOnce.Do(initOpenAPI) // unknownKind reads kustomize's schema
 	data := files[kfile]
 	var k types.Kustomization
@@ -87,13 +67,11 @@ func split(dir, kfile string, files map[string][]byte, size int) *splitting {
 	if !reflect.DeepEqual(k, alone) {
 		return nil
 	}
-	s := &splitting{dir: dir, shared: make(map[string][]byte, len(files)), legacy: legacy}
+	d := &directBuild{dir: dir, legacy: legacy, files: files}
 	ids := map[string]bool{}
-	listed := map[string]bool{}
 	var docs [][]byte
 	for _, r := range k.Resources {
 		p := path.Join(dir, r)
-		listed[p] = true
 		data, ok := files[p]
 		if !ok || r != path.Clean(r) || strings.HasPrefix(r, "../") {
 			return nil // a folder, a remote base, a file out of the folder: one run
@@ -102,8 +80,8 @@ func split(dir, kfile string, files map[string][]byte, size int) *splitting {
 		if !ok {
 			return nil
 		}
-		for _, d := range ds {
-			apiVersion, kind, namespace, name, empty, ok := manifest.Identity(d)
+		for _, doc := range ds {
+			apiVersion, kind, namespace, name, empty, ok := manifest.Identity(doc)
 			if !ok {
 				return nil
 			}
@@ -122,52 +100,20 @@ func split(dir, kfile string, files map[string][]byte, size int) *splitting {
 				return nil
 			}
 			ids[id] = true
-			docs = append(docs, d)
+			docs = append(docs, doc)
 		}
 	}
-	if len(docs) == 0 {
+	if len(docs) == 0 || ownLabelSpecs(&k) > 0 {
 		return nil
 	}
-	s.docs, s.resources = docs, len(docs)
-	k.FixKustomization()
-	s.k = k
-	s.files, s.directly = files, ownLabelSpecs(&k) == 0
 	for _, n := range kustomizationNames {
 		if p := path.Join(dir, n); p != kfile && files[p] != nil {
-			s.directly = false // kustomize refuses a folder with two
+			return nil // kustomize refuses a folder with two
 		}
 	}
-	if len(docs) < 2*size || files[path.Join(dir, partFile)] != nil {
-		if !s.directly {
-			return nil // one part: nothing to spare
-		}
-		return s
-	}
-	// Parts of even sizes, at most size.
-	n := (len(docs) + size - 1) / size
-	for i := range n {
-		var part bytes.Buffer
-		for _, d := range docs[i*len(docs)/n : (i+1)*len(docs)/n] {
-			part.WriteString("---\n")
-			part.Write(d)
-			if len(d) > 0 && d[len(d)-1] != '\n' {
-				part.WriteByte('\n')
-			}
-		}
-		s.parts = append(s.parts, part.Bytes())
-	}
-	for p, d := range files {
-		if !listed[p] && p != kfile {
-			s.shared[p] = d
-		}
-	}
-	if s.kfile = partKustomization(data); s.kfile == nil {
-		if !s.directly {
-			return nil
-		}
-		s.parts = nil
-	}
-	return s
+	k.FixKustomization()
+	d.docs, d.resources, d.k = docs, len(docs), k
+	return d
 }
 
 // legacyFirst and legacyLast are the kinds kustomize's legacy order puts first and last,
@@ -185,7 +131,7 @@ var legacyFirst = map[string]bool{
 // nameReferenceKinds are the kinds kustomize's default name references name, as the kind
 // referred to or the one holding the reference, whatever their group and version (its
 // field specs match them by kind; kustomize 0.21.2). A resource of such a kind keeps the
-// kustomization in one run: a reference may cross parts.
+// kustomization in one run: kustomize fixes references across resources.
 var nameReferenceKinds = map[string]bool{
 	"APIService": true, "ClusterRole": true, "ClusterRoleBinding": true, "ConfigMap": true, "CronJob": true,
 	"DaemonSet": true, "Deployment": true, "HorizontalPodAutoscaler": true, "Ingress": true, "IngressClass": true,
@@ -215,72 +161,13 @@ func unknownKind(apiVersion, kind string) bool {
 	return openapi.SchemaForResourceType(tm) == nil
 }
 
-// partKustomization is the kustomization's text with resources [partFile] and without
-// sortOptions: its output in the order read (the parts' resources are sorted together
-// afterwards), nil when it cannot be rewritten.
-func partKustomization(data []byte) []byte {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
-		return nil
-	}
-	root := doc.Content[0]
-	for i := 0; i < len(root.Content); i += 2 {
-		k := root.Content[i].Value
-		if k != "resources" && k != "sortOptions" && (strings.EqualFold(k, "resources") || strings.EqualFold(k, "sortOptions")) {
-			return nil // kustomize reads field names whatever their case
-		}
-	}
-	set := func(key string, v *yaml.Node) {
-		for i := 0; i+1 < len(root.Content); i += 2 {
-			if root.Content[i].Value == key {
-				root.Content[i+1] = v
-				return
-			}
-		}
-		root.Content = append(root.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, v)
-	}
-	str := func(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
-	set("resources", &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Content: []*yaml.Node{str(partFile)}})
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		if root.Content[i].Value == "sortOptions" {
-			root.Content = slices.Delete(root.Content, i, i+2)
-			break
-		}
-	}
-	out, err := yaml.Marshal(&doc)
-	if err != nil {
-		return nil
-	}
-	return out
-}
-
-// run builds the parts, false when a part fails or the result is not what one run would
-// give (one run then decides), or when ctx ends.
-func (s *splitting) run(ctx context.Context, kfile string) ([]*resource.Resource, bool) {
-	if len(s.parts) == 0 {
-		return nil, false
-	}
-	var all []*resource.Resource
-	for _, part := range s.parts {
-		if ctx.Err() != nil {
-			return nil, false
-		}
-		rs, ok := s.runPart(kfile, part)
-		if !ok {
-			return nil, false
-		}
-		all = append(all, rs...)
-	}
-	return s.finish(all)
-}
-
-// finish checks the resources of a build in parts or a direct one and puts them in the
-// kustomization's order, false when one kustomize run must judge.
-func (s *splitting) finish(all []*resource.Resource) ([]*resource.Resource, bool) {
+// finish checks the resources of a direct build and puts them in the kustomization's order,
+// false when one kustomize run must judge.
+func (d *directBuild) finish(all []*resource.Resource) ([]*resource.Resource, bool) {
 	// A resource dropped (local-config, a patch deleting it) still took part in one run's
 	// identity checks; a patch may have turned a resource into a kind kustomize knows, or two
 	// into one identity: one run judges.
-	if len(all) != s.resources {
+	if len(all) != d.resources {
 		return nil, false
 	}
 	ids := make(map[string]bool, len(all))
@@ -303,7 +190,7 @@ func (s *splitting) finish(all []*resource.Resource) ([]*resource.Resource, bool
 		}
 		gvks[keys[i][0]] = id.Gvk
 	}
-	if s.legacy {
+	if d.legacy {
 		idx := make([]int, len(all))
 		for i := range idx {
 			idx[i] = i
@@ -322,25 +209,6 @@ func (s *splitting) finish(all []*resource.Resource) ([]*resource.Resource, bool
 		all = sorted
 	}
 	return all, true
-}
-
-// runPart builds one part, false when kustomize fails or panics on it.
-func (s *splitting) runPart(kfile string, part []byte) (rs []*resource.Resource, ok bool) {
-	defer func() {
-		if recover() != nil {
-			rs, ok = nil, false
-		}
-	}()
-	fs := filesys.MakeFsInMemory()
-	if writeTree(fs, s.shared) != nil || writeTree(fs, map[string][]byte{kfile: s.kfile, path.Join(s.dir, partFile): part}) != nil {
-		return nil, false
-	}
-	runs.Add(1)
-	m, err := krusty.MakeKustomizer(options()).Run(fs, srcDir+"/"+s.dir)
-	if err != nil {
-		return nil, false
-	}
-	return m.Resources(), true
 }
 
 // legacyGVK and legacyID are the keys of kustomize's legacy order for kinds outside its
