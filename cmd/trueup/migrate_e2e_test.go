@@ -56,8 +56,9 @@ func TestMigrateRemovesQueueRowsWrittenTwice(t *testing.T) {
 	}
 }
 
-// `trueup migrate` rebuilds resource_phases and resource_counts when rows of resources were
-// written with triggers off (a data-only restore of resources alone), and says so.
+// `trueup migrate` repairs resource_phases and resource_counts when rows of resources were
+// written with triggers off (a data-only restore of resources alone), and says so, and that
+// those resources have no queue row.
 func TestMigrateRebuildsSummaries(t *testing.T) {
 	t.Parallel()
 	dbURL := pgtest.NewDatabase(t, store.MigrateURL)
@@ -82,7 +83,9 @@ func TestMigrateRebuildsSummaries(t *testing.T) {
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "trueup.yaml")
 	writeTestFile(t, cfgPath, "sources: []\n")
-	for _, want := range []string{"applied 0 migrations []\nrebuilt resource_phases and resource_counts from resources: they accounted for 0 and 0 of its 2 rows (rows written with triggers off, as by a data-only restore of resources alone)\n", "applied 0 migrations []\n"} {
+	repaired := "repaired resource_phases and resource_counts from resources: resource_phases held 0 rows and resource_counts counted 0 for its 2 (rows written with triggers off, as by a data-only restore)\n"
+	unqueued := "resource_queue holds 0 rows for the 2 rows of resources: a resource without one is never reconciled (rows written with triggers off, as by a data-only restore of resources without resource_queue); restore the two tables together\n"
+	for _, want := range []string{"applied 0 migrations []\n" + repaired + unqueued, "applied 0 migrations []\n" + unqueued} {
 		cmd := exec.Command(os.Args[0], "migrate", "--config", cfgPath)
 		cmd.Env = append(os.Environ(), "TRUEUP_TEST_RUN_MAIN=1", "TRUEUP_DATABASE_URL="+dbURL)
 		var stderr strings.Builder

@@ -74,7 +74,7 @@ func OpenDatabase(ctx context.Context, cfg *config.Config, logger *slog.Logger) 
 }
 
 // Repairs says what Migrate's repairs did: the queue rows it removed (store.RepairQueue)
-// and the trigger-kept tables it rebuilt (store.RepairSummaries).
+// and what it found and repaired of the trigger-kept tables (store.RepairSummaries).
 type Repairs struct {
 	QueueRemoved int64
 	Summaries    store.Summaries
@@ -87,15 +87,19 @@ func (r Repairs) Messages() []string {
 		out = append(out, fmt.Sprintf("removed %s written twice for one resource (rows written with triggers off, as by a data-only restore over existing rows)",
 			plural.Count(int(r.QueueRemoved), "resource_queue row", "resource_queue rows")))
 	}
-	if s := r.Summaries; len(s.Rebuilt) > 0 {
-		out = append(out, fmt.Sprintf("rebuilt %s from resources: they accounted for %d and %d of its %d rows (rows written with triggers off, as by a data-only restore of resources alone)",
-			strings.Join(s.Rebuilt, " and "), s.Phases, s.Counted, s.Resources))
+	if s := r.Summaries; len(s.Repaired) > 0 {
+		out = append(out, fmt.Sprintf("repaired %s from resources: resource_phases held %d rows and resource_counts counted %d for its %d (rows written with triggers off, as by a data-only restore)",
+			strings.Join(s.Repaired, " and "), s.Phases, s.Counted, s.Resources))
+	}
+	if s := r.Summaries; s.Queued < s.Resources {
+		out = append(out, fmt.Sprintf("resource_queue holds %d rows for the %d rows of resources: a resource without one is never reconciled (rows written with triggers off, as by a data-only restore of resources without resource_queue); restore the two tables together",
+			s.Queued, s.Resources))
 	}
 	return out
 }
 
 // Migrate applies the pending migrations, keeps one resource_queue row per resource
-// (store.RepairQueue) and rebuilds the trigger-kept tables that do not account for every
+// (store.RepairQueue) and repairs the trigger-kept tables that do not account for every
 // resource (store.RepairSummaries): what every start does, and `trueup migrate`. It returns
 // the migrations applied and what the repairs did.
 func (d *Database) Migrate(ctx context.Context) (applied []string, r Repairs, err error) {

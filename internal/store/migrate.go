@@ -152,30 +152,37 @@ func (s *Store) RepairQueue(ctx context.Context) (removed int64, err error) {
 }
 
 // Summaries says what RepairSummaries found: the rows of resources, those resource_phases
-// and resource_counts hold for them, and the tables it rebuilt.
+// and resource_queue hold and resource_counts counts for them, and the tables it repaired.
 type Summaries struct {
-	Resources, Phases, Counted int64
-	Rebuilt                    []string
+	Resources, Phases, Counted, Queued int64
+	Repaired                           []string
 }
 
-// RepairSummaries rebuilds the tables the triggers of resources keep, resource_phases (each
+// RepairSummaries repairs the tables the triggers of resources keep, resource_phases (each
 // resource's phase: the phase filters and counts) and resource_counts (resources per
-// source: the overview's totals), when one does not account for every row of resources:
-// rows written with triggers off (pg_restore --data-only --disable-triggers of resources
-// without them, session_replication_role = replica) pass the triggers. Each replica runs
-// it at start (Migrate's callers), under the migrations' lock: it counts the rows of the
-// three tables in one snapshot, and when a count differs locks resources against writers
-// (results and applies of running peers wait, for as long as the rebuild) and rebuilds that
-// table from resources.
+// source: the overview's totals, the prune guard), when one does not account for as many
+// resources as resources holds: rows written with triggers off (pg_restore --data-only
+// --disable-triggers of resources without them, session_replication_role = replica) pass
+// the triggers. Each replica runs it at start (Migrate's callers), under the migrations'
+// lock: it counts the tables in one snapshot (resource_queue too, which it does not repair:
+// Queued says how many resources have a queue row), and when a count differs locks
+// resources against writers (results and applies of running peers wait while it runs) and
+// repairs that table by difference from resources: phase rows of no resource removed, the
+// others written where they differ (readers of resource_phases do not wait); a correction
+// appended to resource_counts per source, as its triggers append (its retention's fold
+// may run meanwhile). Rows that count right and hold the wrong phase or source are not
+// found (the database guide says how to rebuild them).
 func (s *Store) RepairSummaries(ctx context.Context) (Summaries, error) {
 	var sum Summaries
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	// Read committed: the count after the lock sees what writers committed before it.
+	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", pgx.QueryExecModeExec, migrationLockID); err != nil {
 			return err
 		}
 		count := func() error {
 			return tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM resources), (SELECT count(*) FROM resource_phases),
-				(SELECT COALESCE(sum(n), 0)::bigint FROM resource_counts)`, pgx.QueryExecModeExec).Scan(&sum.Resources, &sum.Phases, &sum.Counted)
+				(SELECT COALESCE(sum(n), 0)::bigint FROM resource_counts), (SELECT count(*) FROM resource_queue)`, pgx.QueryExecModeExec).
+				Scan(&sum.Resources, &sum.Phases, &sum.Counted, &sum.Queued)
 		}
 		if err := count(); err != nil {
 			return err
@@ -187,28 +194,29 @@ func (s *Store) RepairSummaries(ctx context.Context) (Summaries, error) {
 			return err
 		}
 		if _, err := tx.Exec(ctx, "LOCK TABLE resources IN SHARE MODE", pgx.QueryExecModeExec); err != nil {
-			return fmt.Errorf("resource_phases or resource_counts does not account for every resource, and resources could not be locked to rebuild them (start again once the transaction holding it ends): %w", err)
+			return fmt.Errorf("resource_phases or resource_counts does not account for every resource, and resources could not be locked to repair them (start again once the transaction holding it ends): %w", err)
 		}
 		if err := count(); err != nil { // what a writer committed before the lock counts
 			return err
 		}
 		if sum.Phases != sum.Resources {
-			if _, err := tx.Exec(ctx, `TRUNCATE resource_phases`, pgx.QueryExecModeExec); err != nil {
+			if _, err := tx.Exec(ctx, `DELETE FROM resource_phases p WHERE NOT EXISTS (SELECT 1 FROM resources r WHERE r.id = p.id)`, pgx.QueryExecModeExec); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO resource_phases (id, source, phase) SELECT id, source, phase FROM resources`, pgx.QueryExecModeExec); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO resource_phases AS p (id, source, phase) SELECT id, source, phase FROM resources
+				ON CONFLICT (id) DO UPDATE SET source = excluded.source, phase = excluded.phase
+				WHERE (p.source, p.phase) IS DISTINCT FROM (excluded.source, excluded.phase)`, pgx.QueryExecModeExec); err != nil {
 				return err
 			}
-			sum.Rebuilt = append(sum.Rebuilt, "resource_phases")
+			sum.Repaired = append(sum.Repaired, "resource_phases")
 		}
 		if sum.Counted != sum.Resources {
-			if _, err := tx.Exec(ctx, `DELETE FROM resource_counts`, pgx.QueryExecModeExec); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO resource_counts (source, n)
+				SELECT source, sum(n) FROM (SELECT source, count(*) AS n FROM resources GROUP BY source
+				  UNION ALL SELECT source, -n FROM resource_counts) d GROUP BY source HAVING sum(n) <> 0`, pgx.QueryExecModeExec); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO resource_counts (source, n) SELECT source, count(*) FROM resources GROUP BY source`, pgx.QueryExecModeExec); err != nil {
-				return err
-			}
-			sum.Rebuilt = append(sum.Rebuilt, "resource_counts")
+			sum.Repaired = append(sum.Repaired, "resource_counts")
 		}
 		return nil
 	})

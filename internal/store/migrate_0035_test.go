@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -164,9 +165,10 @@ func TestQueueRowsWrittenTwice(t *testing.T) {
 	}
 }
 
-// RepairSummaries rebuilds resource_phases and resource_counts when rows of resources were
-// written with triggers off (a data-only restore of resources alone), and leaves them be
-// when they account for every resource.
+// RepairSummaries repairs resource_phases and resource_counts when rows of resources were
+// written with triggers off (a data-only restore of resources alone), leaves them be when
+// they account for every resource, keeps readers of resource_phases going, and keeps the
+// counts right when retention folds them meanwhile.
 func TestRepairSummaries(t *testing.T) {
 	t.Parallel()
 	st := openTest(t, "s")
@@ -174,14 +176,17 @@ func TestRepairSummaries(t *testing.T) {
 	applyRefreshed(t, st, "s", "r1", chainSet())
 	check := func(want Summaries) {
 		t.Helper()
-		got, err := st.RepairSummaries(ctx)
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		got, err := st.RepairSummaries(rctx)
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Fatalf("repair: %+v, %v; want %+v", got, err, want)
 		}
 	}
-	check(Summaries{Resources: 3, Phases: 3, Counted: 3})
+	check(Summaries{Resources: 3, Phases: 3, Counted: 3, Queued: 3})
 
-	// A copy of a resource written with triggers off, one phase row lost and one moved.
+	// A copy of a resource written with triggers off (no phase, count or queue row), one
+	// phase row lost, a phase row of no resource.
 	tx, err := st.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -193,6 +198,7 @@ func TestRepairSummaries(t *testing.T) {
 		"INSERT INTO resources OVERRIDING SYSTEM VALUE SELECT * FROM copied",
 		"ALTER TABLE resources ENABLE TRIGGER USER",
 		"DELETE FROM resource_phases WHERE id = (SELECT min(id) FROM resource_phases)",
+		"INSERT INTO resource_phases (id, source, phase) VALUES (999999, 'gone', 'Ready')",
 	} {
 		if _, err := tx.Exec(ctx, sql); err != nil {
 			t.Fatalf("%s: %v", sql, err)
@@ -201,15 +207,43 @@ func TestRepairSummaries(t *testing.T) {
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	check(Summaries{Resources: 4, Phases: 2, Counted: 3, Rebuilt: []string{"resource_phases", "resource_counts"}})
-	check(Summaries{Resources: 4, Phases: 4, Counted: 4})
+	// A reader of resource_phases holds its transaction through the repair.
+	reader, err := st.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Rollback(ctx) //nolint:errcheck
+	var n int
+	if err := reader.QueryRow(ctx, "SELECT count(*) FROM resource_phases WHERE phase <> 'Ready'").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	check(Summaries{Resources: 4, Phases: 3, Counted: 3, Queued: 3, Repaired: []string{"resource_phases", "resource_counts"}})
+	check(Summaries{Resources: 4, Phases: 4, Counted: 4, Queued: 3})
 	var phases, counts string
 	if err := st.pool.QueryRow(ctx, `SELECT
 		(SELECT string_agg(p.source || '/' || p.phase, ',' ORDER BY p.id) FROM resource_phases p JOIN resources r USING (id, source, phase)),
-		(SELECT string_agg(source || '=' || n, ',' ORDER BY source) FROM resource_counts)`).Scan(&phases, &counts); err != nil {
+		(SELECT string_agg(source || '=' || n, ',' ORDER BY source) FROM (SELECT source, sum(n) AS n FROM resource_counts GROUP BY source) c)`).Scan(&phases, &counts); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Count(phases, ",") != 3 || !strings.HasSuffix(phases, "other/Failed") || counts != "other=1,s=3" {
-		t.Fatalf("rebuilt: phases %s, counts %s", phases, counts)
+		t.Fatalf("repaired: phases %s, counts %s", phases, counts)
 	}
+
+	// Counts off while retention folds them (its transaction open through the repair).
+	if _, err := st.pool.Exec(ctx, "INSERT INTO resource_counts (source, n) VALUES ('s', 5)"); err != nil {
+		t.Fatal(err)
+	}
+	fold, err := st.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fold.Exec(ctx, `WITH gone AS (DELETE FROM resource_counts RETURNING source, n)
+		INSERT INTO resource_counts (source, n) SELECT source, sum(n) FROM gone GROUP BY source HAVING sum(n) <> 0`); err != nil {
+		t.Fatal(err)
+	}
+	check(Summaries{Resources: 4, Phases: 4, Counted: 9, Queued: 3, Repaired: []string{"resource_counts"}})
+	if err := fold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check(Summaries{Resources: 4, Phases: 4, Counted: 4, Queued: 3})
 }
