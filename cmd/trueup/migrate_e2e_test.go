@@ -19,39 +19,17 @@ import (
 func TestMigrateRemovesQueueRowsWrittenTwice(t *testing.T) {
 	t.Parallel()
 	dbURL := pgtest.NewDatabase(t, store.MigrateURL)
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
 	// Two rows for resource 7 and one for 8, written as pg_restore --disable-triggers writes.
-	for _, sql := range []string{
+	conn := execSQL(t, dbURL,
 		"BEGIN",
 		"ALTER TABLE resource_queue DISABLE TRIGGER resource_queue_guard",
 		"INSERT INTO resource_queue (id, run_at) VALUES (7, now()), (7, now()), (8, now())",
 		"ALTER TABLE resource_queue ENABLE TRIGGER resource_queue_guard",
-		"COMMIT",
-	} {
-		if _, err := conn.Exec(ctx, sql); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "trueup.yaml")
-	writeTestFile(t, cfgPath, "sources: []\n")
-	for _, want := range []string{"applied 0 migrations []\nremoved 1 resource_queue row written twice for one resource (rows written with triggers off, as by a data-only restore over existing rows)\n", "applied 0 migrations []\n"} {
-		cmd := exec.Command(os.Args[0], "migrate", "--config", cfgPath)
-		cmd.Env = append(os.Environ(), "TRUEUP_TEST_RUN_MAIN=1", "TRUEUP_DATABASE_URL="+dbURL)
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil || string(out) != want {
-			t.Fatalf("trueup migrate: %q, %v (%s); want %q", out, err, stderr.String(), want)
-		}
-	}
+		"COMMIT")
+	runMigrate(t, dbURL, "applied 0 migrations []\nremoved 1 resource_queue row written twice for one resource (rows written with triggers off, as by a data-only restore over existing rows)\n",
+		"applied 0 migrations []\n")
 	var rows, ids int
-	if err := conn.QueryRow(ctx, "SELECT count(*), count(DISTINCT id) FROM resource_queue").Scan(&rows, &ids); err != nil || rows != 2 || ids != 2 {
+	if err := conn.QueryRow(context.Background(), "SELECT count(*), count(DISTINCT id) FROM resource_queue").Scan(&rows, &ids); err != nil || rows != 2 || ids != 2 {
 		t.Fatalf("queue after migrate: %d rows for %d ids, %v; want 2 for 2", rows, ids, err)
 	}
 }
@@ -62,30 +40,45 @@ func TestMigrateRemovesQueueRowsWrittenTwice(t *testing.T) {
 func TestMigrateRebuildsSummaries(t *testing.T) {
 	t.Parallel()
 	dbURL := pgtest.NewDatabase(t, store.MigrateURL)
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	for _, sql := range []string{
+	conn := execSQL(t, dbURL,
 		"BEGIN",
 		"ALTER TABLE resources DISABLE TRIGGER USER",
 		`INSERT INTO resources (namespace, kind, name, api_version, source, spec_hash, meta_hash)
 		  VALUES ('default', 'Widget', 'w1', 'example.com/v1', 'restored', 'h', 'h'), ('default', 'Widget', 'w2', 'example.com/v1', 'restored', 'h', 'h')`,
 		"ALTER TABLE resources ENABLE TRIGGER USER",
-		"COMMIT",
-	} {
+		"COMMIT")
+	repaired := "repaired resource_phases and resource_counts from resources: resource_phases held 0 rows and resource_counts counted 0 for its 2 (rows written with triggers off, as by a data-only restore)\n"
+	unqueued := "resource_queue holds 0 rows for the 2 rows of resources: a resource without one is never reconciled (rows written with triggers off, as by a data-only restore of resources without resource_queue); restore the two tables together\n"
+	runMigrate(t, dbURL, "applied 0 migrations []\n"+repaired+unqueued, "applied 0 migrations []\n"+unqueued)
+	var phases, total int
+	if err := conn.QueryRow(context.Background(), "SELECT (SELECT count(*) FROM resource_phases), (SELECT sum(n) FROM resource_counts WHERE source = 'restored')").Scan(&phases, &total); err != nil || phases != 2 || total != 2 {
+		t.Fatalf("after migrate: %d phase rows, %d counted, %v; want 2 and 2", phases, total, err)
+	}
+}
+
+// execSQL runs statements on a connection to dbURL, which it returns (closed with the test).
+func execSQL(t *testing.T, dbURL string, sqls ...string) *pgx.Conn {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(ctx) })
+	for _, sql := range sqls {
 		if _, err := conn.Exec(ctx, sql); err != nil {
 			t.Fatal(err)
 		}
 	}
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "trueup.yaml")
+	return conn
+}
+
+// runMigrate runs `trueup migrate` on dbURL once for each output in wants, which it checks.
+func runMigrate(t *testing.T, dbURL string, wants ...string) {
+	t.Helper()
+	cfgPath := filepath.Join(t.TempDir(), "trueup.yaml")
 	writeTestFile(t, cfgPath, "sources: []\n")
-	repaired := "repaired resource_phases and resource_counts from resources: resource_phases held 0 rows and resource_counts counted 0 for its 2 (rows written with triggers off, as by a data-only restore)\n"
-	unqueued := "resource_queue holds 0 rows for the 2 rows of resources: a resource without one is never reconciled (rows written with triggers off, as by a data-only restore of resources without resource_queue); restore the two tables together\n"
-	for _, want := range []string{"applied 0 migrations []\n" + repaired + unqueued, "applied 0 migrations []\n" + unqueued} {
+	for _, want := range wants {
 		cmd := exec.Command(os.Args[0], "migrate", "--config", cfgPath)
 		cmd.Env = append(os.Environ(), "TRUEUP_TEST_RUN_MAIN=1", "TRUEUP_DATABASE_URL="+dbURL)
 		var stderr strings.Builder
@@ -94,9 +87,5 @@ func TestMigrateRebuildsSummaries(t *testing.T) {
 		if err != nil || string(out) != want {
 			t.Fatalf("trueup migrate: %q, %v (%s); want %q", out, err, stderr.String(), want)
 		}
-	}
-	var phases, total int
-	if err := conn.QueryRow(ctx, "SELECT (SELECT count(*) FROM resource_phases), (SELECT sum(n) FROM resource_counts WHERE source = 'restored')").Scan(&phases, &total); err != nil || phases != 2 || total != 2 {
-		t.Fatalf("after migrate: %d phase rows, %d counted, %v; want 2 and 2", phases, total, err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // TestResourceCountsFollowWrites: the per-source totals the triggers keep (migration 0029)
@@ -57,14 +59,7 @@ func TestResourceCountsTruncateDuringFold(t *testing.T) {
 		SELECT 'ns', 'Thing', 't' || i, 'v1', 'a', 'h', 'h' FROM generate_series(1, 10) i`); err != nil {
 		t.Fatal(err)
 	}
-	fold, err := st.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fold.Exec(ctx, `WITH gone AS (DELETE FROM resource_counts RETURNING source, n)
-		INSERT INTO resource_counts (source, n) SELECT source, sum(n) FROM gone GROUP BY source HAVING sum(n) <> 0`); err != nil {
-		t.Fatal(err)
-	}
+	fold := openFold(t, st)
 	done := make(chan error, 1)
 	go func() { _, err := st.pool.Exec(ctx, `TRUNCATE resources CASCADE`); done <- err }()
 	// The TRUNCATE's trigger waits for the fold's locks.
@@ -206,4 +201,18 @@ func TestSourceResourceTotals(t *testing.T) {
 			t.Errorf("%s: %+v, counted %+v", source, got, want)
 		}
 	}
+}
+
+// openFold folds resource_counts in a transaction it leaves open.
+func openFold(t *testing.T, st *Store) pgx.Tx {
+	t.Helper()
+	fold, err := st.pool.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fold.Rollback(context.Background()) }) //nolint:errcheck
+	if _, err := fold.Exec(context.Background(), foldCountsSQL); err != nil {
+		t.Fatal(err)
+	}
+	return fold
 }

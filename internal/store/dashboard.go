@@ -69,11 +69,14 @@ func (s *Store) CountResources(ctx context.Context, sc Scope) ([]PhaseCount, err
 	return out, nil
 }
 
-// foldResourceCounts replaces the rows of resource_counts by one per source. Rows appended
+// foldCountsSQL replaces the rows of resource_counts by one per source. Rows appended
 // meanwhile stay (the DELETE sees only what its snapshot holds), so the sums do not change.
+const foldCountsSQL = `WITH gone AS (DELETE FROM resource_counts RETURNING source, n)
+	INSERT INTO resource_counts (source, n) SELECT source, sum(n) FROM gone GROUP BY source HAVING sum(n) <> 0`
+
+// foldResourceCounts folds resource_counts (foldCountsSQL).
 func (s *Store) foldResourceCounts(ctx context.Context) error {
-	_, err := s.pool.Exec(ctx, `WITH gone AS (DELETE FROM resource_counts RETURNING source, n)
-		INSERT INTO resource_counts (source, n) SELECT source, sum(n) FROM gone GROUP BY source HAVING sum(n) <> 0`)
+	_, err := s.pool.Exec(ctx, foldCountsSQL)
 	if err != nil {
 		return fmt.Errorf("fold resource counts: %w", err)
 	}

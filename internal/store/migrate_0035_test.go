@@ -233,14 +233,7 @@ func TestRepairSummaries(t *testing.T) {
 	if _, err := st.pool.Exec(ctx, "INSERT INTO resource_counts (source, n) VALUES ('s', 5)"); err != nil {
 		t.Fatal(err)
 	}
-	fold, err := st.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fold.Exec(ctx, `WITH gone AS (DELETE FROM resource_counts RETURNING source, n)
-		INSERT INTO resource_counts (source, n) SELECT source, sum(n) FROM gone GROUP BY source HAVING sum(n) <> 0`); err != nil {
-		t.Fatal(err)
-	}
+	fold := openFold(t, st)
 	check(Summaries{Resources: 4, Phases: 4, Counted: 9, Queued: 3, Repaired: []string{"resource_counts"}})
 	if err := fold.Commit(ctx); err != nil {
 		t.Fatal(err)
