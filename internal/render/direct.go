@@ -246,7 +246,7 @@ func (d *directBuild) transformers() ([]step, error) {
 	return out, nil
 }
 
-// direct builds the kustomization in process, false when kustomize must (a failure, a
+// build builds the kustomization in process, false when kustomize must (a failure, a
 // panic, a resource dropped or made one of another, a kind it knows).
 func (d *directBuild) build() (rs []*resource.Resource, ok bool) {
 	defer func() {

@@ -352,6 +352,9 @@ func (t *tree) buildMarked(ctx context.Context, dir string, c *check, limit int,
 				done <- result{rs: rs}
 				return
 			}
+			if ctx.Err() != nil {
+				return
+			}
 			if err := writeTree(fs, marked); err != nil { // one run decides
 				done <- result{err: err}
 				return
