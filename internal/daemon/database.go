@@ -88,12 +88,12 @@ func (r Repairs) Messages() []string {
 			plural.Count(int(r.QueueRemoved), "resource_queue row", "resource_queue rows")))
 	}
 	if s := r.Summaries; len(s.Repaired) > 0 {
-		out = append(out, fmt.Sprintf("repaired %s from resources: resource_phases held %d rows and resource_counts counted %d for its %d (rows written with triggers off, as by a data-only restore)",
-			strings.Join(s.Repaired, " and "), s.Phases, s.Counted, s.Resources))
-	}
-	if s := r.Summaries; s.Queued < s.Resources {
-		out = append(out, fmt.Sprintf("resource_queue holds %d rows for the %d rows of resources: a resource without one is never reconciled (rows written with triggers off, as by a data-only restore of resources without resource_queue); restore the two tables together",
-			s.Queued, s.Resources))
+		names := strings.Join(s.Repaired, ", ")
+		if n := len(s.Repaired); n > 1 {
+			names = strings.Join(s.Repaired[:n-1], ", ") + " and " + s.Repaired[n-1]
+		}
+		out = append(out, fmt.Sprintf("repaired %s from resources, which holds %d rows: resource_phases held %d, resource_counts counted %d and resource_queue held %d (rows written with triggers off, as by a data-only restore)",
+			names, s.Resources, s.Phases, s.Counted, s.Queued))
 	}
 	return out
 }

@@ -158,20 +158,21 @@ type Summaries struct {
 	Repaired                           []string
 }
 
-// RepairSummaries repairs the tables the triggers of resources keep, resource_phases (each
-// resource's phase: the phase filters and counts) and resource_counts (resources per
-// source: the overview's totals, the prune guard), when one does not account for as many
-// resources as resources holds: rows written with triggers off (pg_restore --data-only
-// --disable-triggers of resources without them, session_replication_role = replica) pass
-// the triggers. Each replica runs it at start (Migrate's callers), under the migrations'
-// lock: it counts the tables in one snapshot (resource_queue too, which it does not repair:
-// Queued says how many resources have a queue row), and when a count differs locks
-// resources against writers (results and applies of running peers wait while it runs) and
-// repairs that table by difference from resources: phase rows of no resource removed, the
-// others written where they differ (readers of resource_phases do not wait); a correction
-// appended to resource_counts per source, as its triggers append (its retention's fold
-// may run meanwhile). Rows that count right and hold the wrong phase or source are not
-// found (the database guide says how to rebuild them).
+// RepairSummaries repairs the tables the triggers of resources keep: resource_phases (each
+// resource's phase: the phase filters and counts), resource_counts (resources per source:
+// the overview's totals, the prune guard) and resource_queue (each resource's queue row),
+// when one does not account for as many resources as resources holds: rows written with
+// triggers off (pg_restore --data-only --disable-triggers of resources without them,
+// session_replication_role = replica) pass the triggers. Each replica runs it at start
+// (Migrate's callers), after RepairQueue and under the migrations' lock: it counts the
+// tables in one snapshot, and when a count differs locks resources against writers (results
+// and applies of running peers wait while it runs) and repairs that table from resources:
+// phase rows of no resource removed and the others written where they differ (readers of
+// resource_phases do not wait); a correction appended to resource_counts per source, as its
+// triggers append (its retention's fold may run meanwhile); a queue row made for each
+// resource without one, as the insert trigger makes it (due now, blocked while it has
+// dependencies, which the maintenance sweep looks at). Rows that count right and hold the
+// wrong phase or source are not found (the database guide says how to rebuild them).
 func (s *Store) RepairSummaries(ctx context.Context) (Summaries, error) {
 	var sum Summaries
 	// Read committed: the count after the lock sees what writers committed before it.
@@ -187,14 +188,14 @@ func (s *Store) RepairSummaries(ctx context.Context) (Summaries, error) {
 		if err := count(); err != nil {
 			return err
 		}
-		if sum.Phases == sum.Resources && sum.Counted == sum.Resources {
+		if sum.Phases == sum.Resources && sum.Counted == sum.Resources && sum.Queued == sum.Resources {
 			return nil
 		}
 		if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '10s'", pgx.QueryExecModeExec); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, "LOCK TABLE resources IN SHARE MODE", pgx.QueryExecModeExec); err != nil {
-			return fmt.Errorf("resource_phases or resource_counts does not account for every resource, and resources could not be locked to repair them (start again once the transaction holding it ends): %w", err)
+			return fmt.Errorf("resource_phases, resource_counts or resource_queue does not account for every resource, and resources could not be locked to repair them (start again once the transaction holding it ends): %w", err)
 		}
 		if err := count(); err != nil { // what a writer committed before the lock counts
 			return err
@@ -218,10 +219,20 @@ func (s *Store) RepairSummaries(ctx context.Context) (Summaries, error) {
 			}
 			sum.Repaired = append(sum.Repaired, "resource_counts")
 		}
+		if sum.Queued != sum.Resources {
+			tag, err := tx.Exec(ctx, `INSERT INTO resource_queue (id, run_at, blocked) SELECT id, now(), has_deps FROM resources r
+				WHERE NOT EXISTS (SELECT 1 FROM resource_queue q WHERE q.id = r.id)`, pgx.QueryExecModeExec)
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() > 0 {
+				sum.Repaired = append(sum.Repaired, "resource_queue")
+			}
+		}
 		return nil
 	})
 	if err != nil {
-		return Summaries{}, fmt.Errorf("check resource_phases and resource_counts: %w", err)
+		return Summaries{}, fmt.Errorf("check resource_phases, resource_counts and resource_queue: %w", err)
 	}
 	return sum, nil
 }

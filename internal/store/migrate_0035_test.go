@@ -165,8 +165,9 @@ func TestQueueRowsWrittenTwice(t *testing.T) {
 	}
 }
 
-// RepairSummaries repairs resource_phases and resource_counts when rows of resources were
-// written with triggers off (a data-only restore of resources alone), leaves them be when
+// RepairSummaries repairs resource_phases, resource_counts and resource_queue when rows of
+// resources were written with triggers off (a data-only restore of resources alone), leaves
+// them be when
 // they account for every resource, keeps readers of resource_phases going, and keeps the
 // counts right when retention folds them meanwhile.
 func TestRepairSummaries(t *testing.T) {
@@ -217,8 +218,8 @@ func TestRepairSummaries(t *testing.T) {
 	if err := reader.QueryRow(ctx, "SELECT count(*) FROM resource_phases WHERE phase <> 'Ready'").Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	check(Summaries{Resources: 4, Phases: 3, Counted: 3, Queued: 3, Repaired: []string{"resource_phases", "resource_counts"}})
-	check(Summaries{Resources: 4, Phases: 4, Counted: 4, Queued: 3})
+	check(Summaries{Resources: 4, Phases: 3, Counted: 3, Queued: 3, Repaired: []string{"resource_phases", "resource_counts", "resource_queue"}})
+	check(Summaries{Resources: 4, Phases: 4, Counted: 4, Queued: 4})
 	var phases, counts string
 	if err := st.pool.QueryRow(ctx, `SELECT
 		(SELECT string_agg(p.source || '/' || p.phase, ',' ORDER BY p.id) FROM resource_phases p JOIN resources r USING (id, source, phase)),
@@ -228,15 +229,22 @@ func TestRepairSummaries(t *testing.T) {
 	if strings.Count(phases, ",") != 3 || !strings.HasSuffix(phases, "other/Failed") || counts != "other=1,s=3" {
 		t.Fatalf("repaired: phases %s, counts %s", phases, counts)
 	}
+	// The copy's queue row, made as the insert trigger makes it: due, blocked while it has
+	// dependencies.
+	var due, blocked, deps bool
+	if err := st.pool.QueryRow(ctx, `SELECT q.run_at IS NOT NULL AND q.lease_owner IS NULL, q.blocked, r.has_deps
+		FROM resource_queue q JOIN resources r USING (id) WHERE r.source = 'other'`).Scan(&due, &blocked, &deps); err != nil || !due || blocked != deps {
+		t.Fatalf("the copy's queue row: due %v, blocked %v (has_deps %v), %v", due, blocked, deps, err)
+	}
 
 	// Counts off while retention folds them (its transaction open through the repair).
 	if _, err := st.pool.Exec(ctx, "INSERT INTO resource_counts (source, n) VALUES ('s', 5)"); err != nil {
 		t.Fatal(err)
 	}
 	fold := openFold(t, st)
-	check(Summaries{Resources: 4, Phases: 4, Counted: 9, Queued: 3, Repaired: []string{"resource_counts"}})
+	check(Summaries{Resources: 4, Phases: 4, Counted: 9, Queued: 4, Repaired: []string{"resource_counts"}})
 	if err := fold.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	check(Summaries{Resources: 4, Phases: 4, Counted: 4, Queued: 3})
+	check(Summaries{Resources: 4, Phases: 4, Counted: 4, Queued: 4})
 }
