@@ -169,12 +169,15 @@ type Summaries struct {
 // and applies of running peers wait while it runs) and repairs that table from resources:
 // phase rows of no resource removed and the others written where they differ (readers of
 // resource_phases do not wait); a correction appended to resource_counts per source, as its
-// triggers append (its retention's fold may run meanwhile); a queue row made for each
-// resource without one, as the insert trigger makes it (due now, blocked while it has
-// dependencies, which the maintenance sweep looks at). Rows that count right and hold the
-// wrong phase or source are not found (the database guide says how to rebuild them).
+// triggers append (its retention's fold may run meanwhile); queue rows of no resource
+// removed and a queue row made for each resource without one, as the insert trigger makes it
+// (due now, blocked when it has dependencies, which are then looked at after the commit, as
+// after an apply; the replicas are told work is due). Rows that count right and hold the
+// wrong phase or source are not found, nor a row of no resource and a resource without one
+// that make the queue's count right (the database guide says how to rebuild them).
 func (s *Store) RepairSummaries(ctx context.Context) (Summaries, error) {
 	var sum Summaries
+	var waiting []int64 // the queue rows made blocked: their dependencies are looked at after
 	// Read committed: the count after the lock sees what writers committed before it.
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", pgx.QueryExecModeExec, migrationLockID); err != nil {
@@ -220,19 +223,47 @@ func (s *Store) RepairSummaries(ctx context.Context) (Summaries, error) {
 			sum.Repaired = append(sum.Repaired, "resource_counts")
 		}
 		if sum.Queued != sum.Resources {
-			tag, err := tx.Exec(ctx, `INSERT INTO resource_queue (id, run_at, blocked) SELECT id, now(), has_deps FROM resources r
-				WHERE NOT EXISTS (SELECT 1 FROM resource_queue q WHERE q.id = r.id)`, pgx.QueryExecModeExec)
+			// Rows of no resource (no writer of resources runs: none is being created) are
+			// never claimed; each resource without a row gets one.
+			tag, err := tx.Exec(ctx, `DELETE FROM resource_queue q WHERE NOT EXISTS (SELECT 1 FROM resources r WHERE r.id = q.id)`, pgx.QueryExecModeExec)
 			if err != nil {
 				return err
 			}
-			if tag.RowsAffected() > 0 {
+			rows, err := tx.Query(ctx, `INSERT INTO resource_queue (id, run_at, blocked) SELECT id, now(), has_deps FROM resources r
+				WHERE NOT EXISTS (SELECT 1 FROM resource_queue q WHERE q.id = r.id) RETURNING id, blocked`, pgx.QueryExecModeExec)
+			if err != nil {
+				return err
+			}
+			made := 0
+			var id int64
+			var blocked bool
+			_, err = pgx.ForEachRow(rows, []any{&id, &blocked}, func() error {
+				made++
+				if blocked {
+					waiting = append(waiting, id)
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			if tag.RowsAffected() > 0 || made > 0 {
 				sum.Repaired = append(sum.Repaired, "resource_queue")
+			}
+			if made > 0 {
+				if _, err := tx.Exec(ctx, "SELECT pg_notify($1, '')", pgx.QueryExecModeExec, WorkChannel); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
 	})
 	if err != nil {
 		return Summaries{}, fmt.Errorf("check resource_phases, resource_counts and resource_queue: %w", err)
+	}
+	// As after an apply: the rows made wait only for what they depend on.
+	if err := s.RefreshDependencies(ctx, waiting); err != nil {
+		return sum, fmt.Errorf("refresh the dependencies of the resource_queue rows made: %w", err)
 	}
 	return sum, nil
 }

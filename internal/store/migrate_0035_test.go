@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -186,8 +187,9 @@ func TestRepairSummaries(t *testing.T) {
 	}
 	check(Summaries{Resources: 3, Phases: 3, Counted: 3, Queued: 3})
 
-	// A copy of a resource written with triggers off (no phase, count or queue row), one
-	// phase row lost, a phase row of no resource.
+	// Copies of two resources written with triggers off (no phase, count or queue row), one
+	// of them with its dependency edges; one phase row lost, a phase row and a queue row of no
+	// resource.
 	tx, err := st.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -197,7 +199,14 @@ func TestRepairSummaries(t *testing.T) {
 		"CREATE TEMP TABLE copied ON COMMIT DROP AS SELECT * FROM resources WHERE kind = 'Network'",
 		"UPDATE copied SET id = id + 1000, name = name || '-restored', source = 'other', phase = 'Failed'",
 		"INSERT INTO resources OVERRIDING SYSTEM VALUE SELECT * FROM copied",
+		"CREATE TEMP TABLE app ON COMMIT DROP AS SELECT * FROM resources WHERE kind = 'App'",
+		"UPDATE app SET id = id + 2000, name = 'app-restored'",
+		"INSERT INTO resources OVERRIDING SYSTEM VALUE SELECT * FROM app",
+		"INSERT INTO resource_edges SELECT resource_id + 2000, dep_namespace, dep_kind, dep_name, explicit, outputs FROM resource_edges WHERE resource_id = (SELECT id - 2000 FROM app)",
 		"ALTER TABLE resources ENABLE TRIGGER USER",
+		"ALTER TABLE resource_queue DISABLE TRIGGER resource_queue_guard",
+		"INSERT INTO resource_queue (id, run_at) VALUES (999999, now())",
+		"ALTER TABLE resource_queue ENABLE TRIGGER resource_queue_guard",
 		"DELETE FROM resource_phases WHERE id = (SELECT min(id) FROM resource_phases)",
 		"INSERT INTO resource_phases (id, source, phase) VALUES (999999, 'gone', 'Ready')",
 	} {
@@ -218,23 +227,33 @@ func TestRepairSummaries(t *testing.T) {
 	if err := reader.QueryRow(ctx, "SELECT count(*) FROM resource_phases WHERE phase <> 'Ready'").Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	check(Summaries{Resources: 4, Phases: 3, Counted: 3, Queued: 3, Repaired: []string{"resource_phases", "resource_counts", "resource_queue"}})
-	check(Summaries{Resources: 4, Phases: 4, Counted: 4, Queued: 4})
+	check(Summaries{Resources: 5, Phases: 3, Counted: 3, Queued: 4, Repaired: []string{"resource_phases", "resource_counts", "resource_queue"}})
+	check(Summaries{Resources: 5, Phases: 5, Counted: 5, Queued: 5})
 	var phases, counts string
 	if err := st.pool.QueryRow(ctx, `SELECT
 		(SELECT string_agg(p.source || '/' || p.phase, ',' ORDER BY p.id) FROM resource_phases p JOIN resources r USING (id, source, phase)),
 		(SELECT string_agg(source || '=' || n, ',' ORDER BY source) FROM (SELECT source, sum(n) AS n FROM resource_counts GROUP BY source) c)`).Scan(&phases, &counts); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Count(phases, ",") != 3 || !strings.HasSuffix(phases, "other/Failed") || counts != "other=1,s=3" {
+	if strings.Count(phases, ",") != 4 || !strings.Contains(phases, "other/Failed") || counts != "other=1,s=4" {
 		t.Fatalf("repaired: phases %s, counts %s", phases, counts)
 	}
-	// The copy's queue row, made as the insert trigger makes it: due, blocked while it has
-	// dependencies.
-	var due, blocked, deps bool
-	if err := st.pool.QueryRow(ctx, `SELECT q.run_at IS NOT NULL AND q.lease_owner IS NULL, q.blocked, r.has_deps
-		FROM resource_queue q JOIN resources r USING (id) WHERE r.source = 'other'`).Scan(&due, &blocked, &deps); err != nil || !due || blocked != deps {
-		t.Fatalf("the copy's queue row: due %v, blocked %v (has_deps %v), %v", due, blocked, deps, err)
+	// The copies' queue rows, made as the insert trigger makes them and looked at as after an
+	// apply: the copy without dependencies due, the App's copy waiting for its Database,
+	// which is not Ready.
+	queued := map[string][2]bool{}
+	rows, err := st.pool.Query(ctx, `SELECT r.name, q.run_at IS NOT NULL AND q.lease_owner IS NULL, q.blocked
+		FROM resource_queue q JOIN resources r USING (id) WHERE r.name LIKE '%restored'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var name string
+	var due, blocked bool
+	if _, err := pgx.ForEachRow(rows, []any{&name, &due, &blocked}, func() error { queued[name] = [2]bool{due, blocked}; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string][2]bool{"network-restored": {true, false}, "app-restored": {true, true}}; !reflect.DeepEqual(queued, want) {
+		t.Fatalf("the copies' queue rows (due, blocked): %v, want %v", queued, want)
 	}
 
 	// Counts off while retention folds them (its transaction open through the repair).
@@ -242,9 +261,9 @@ func TestRepairSummaries(t *testing.T) {
 		t.Fatal(err)
 	}
 	fold := openFold(t, st)
-	check(Summaries{Resources: 4, Phases: 4, Counted: 9, Queued: 4, Repaired: []string{"resource_counts"}})
+	check(Summaries{Resources: 5, Phases: 5, Counted: 10, Queued: 5, Repaired: []string{"resource_counts"}})
 	if err := fold.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	check(Summaries{Resources: 4, Phases: 4, Counted: 4, Queued: 4})
+	check(Summaries{Resources: 5, Phases: 5, Counted: 5, Queued: 5})
 }
