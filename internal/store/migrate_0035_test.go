@@ -187,8 +187,8 @@ func TestRepairSummaries(t *testing.T) {
 	}
 	check(Summaries{Resources: 3, Phases: 3, Counted: 3, Queued: 3})
 
-	// Copies of two resources written with triggers off (no phase, count or queue row), one
-	// of them with its dependency edges; one phase row lost, a phase row and a queue row of no
+	// Copies of three resources written with triggers off (no phase, count or queue row), two
+	// of them with their dependency edges; one phase row lost, a phase row and a queue row of no
 	// resource.
 	tx, err := st.pool.Begin(ctx)
 	if err != nil {
@@ -207,6 +207,15 @@ func TestRepairSummaries(t *testing.T) {
 		"ALTER TABLE resource_queue DISABLE TRIGGER resource_queue_guard",
 		"INSERT INTO resource_queue (id, run_at) VALUES (999999, now())",
 		"ALTER TABLE resource_queue ENABLE TRIGGER resource_queue_guard",
+		// The App's copy waits for the Database, Ready; the Database's for the Network, not.
+		`UPDATE resources SET phase = 'Ready', generation = greatest(generation, 1), observed_generation = greatest(generation, 1),
+		  outputs = '{"endpoint": "db:5432"}' WHERE kind = 'Database'`,
+		"CREATE TEMP TABLE db ON COMMIT DROP AS SELECT * FROM resources WHERE kind = 'Database'",
+		"ALTER TABLE resources DISABLE TRIGGER USER",
+		"UPDATE db SET id = id + 3000, name = 'database-restored', phase = 'Pending'",
+		"INSERT INTO resources OVERRIDING SYSTEM VALUE SELECT * FROM db",
+		"INSERT INTO resource_edges SELECT resource_id + 3000, dep_namespace, dep_kind, dep_name, explicit, outputs FROM resource_edges WHERE resource_id = (SELECT id - 3000 FROM db)",
+		"ALTER TABLE resources ENABLE TRIGGER USER",
 		"DELETE FROM resource_phases WHERE id = (SELECT min(id) FROM resource_phases)",
 		"INSERT INTO resource_phases (id, source, phase) VALUES (999999, 'gone', 'Ready')",
 	} {
@@ -227,20 +236,20 @@ func TestRepairSummaries(t *testing.T) {
 	if err := reader.QueryRow(ctx, "SELECT count(*) FROM resource_phases WHERE phase <> 'Ready'").Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	check(Summaries{Resources: 5, Phases: 3, Counted: 3, Queued: 4, Repaired: []string{"resource_phases", "resource_counts", "resource_queue"}})
-	check(Summaries{Resources: 5, Phases: 5, Counted: 5, Queued: 5})
+	check(Summaries{Resources: 6, Phases: 3, Counted: 3, Queued: 4, Repaired: []string{"resource_phases", "resource_counts", "resource_queue"}})
+	check(Summaries{Resources: 6, Phases: 6, Counted: 6, Queued: 6})
 	var phases, counts string
 	if err := st.pool.QueryRow(ctx, `SELECT
 		(SELECT string_agg(p.source || '/' || p.phase, ',' ORDER BY p.id) FROM resource_phases p JOIN resources r USING (id, source, phase)),
 		(SELECT string_agg(source || '=' || n, ',' ORDER BY source) FROM (SELECT source, sum(n) AS n FROM resource_counts GROUP BY source) c)`).Scan(&phases, &counts); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Count(phases, ",") != 4 || !strings.Contains(phases, "other/Failed") || counts != "other=1,s=4" {
+	if strings.Count(phases, ",") != 5 || !strings.Contains(phases, "other/Failed") || counts != "other=1,s=5" {
 		t.Fatalf("repaired: phases %s, counts %s", phases, counts)
 	}
 	// The copies' queue rows, made as the insert trigger makes them and looked at as after an
-	// apply: the copy without dependencies due, the App's copy waiting for its Database,
-	// which is not Ready.
+	// apply: the copy without dependencies due, the App's copy due (its Database is Ready),
+	// the Database's copy waiting for its Network, which is not.
 	queued := map[string][2]bool{}
 	rows, err := st.pool.Query(ctx, `SELECT r.name, q.run_at IS NOT NULL AND q.lease_owner IS NULL, q.blocked
 		FROM resource_queue q JOIN resources r USING (id) WHERE r.name LIKE '%restored'`)
@@ -252,7 +261,7 @@ func TestRepairSummaries(t *testing.T) {
 	if _, err := pgx.ForEachRow(rows, []any{&name, &due, &blocked}, func() error { queued[name] = [2]bool{due, blocked}; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if want := map[string][2]bool{"network-restored": {true, false}, "app-restored": {true, true}}; !reflect.DeepEqual(queued, want) {
+	if want := map[string][2]bool{"network-restored": {true, false}, "app-restored": {true, false}, "database-restored": {true, true}}; !reflect.DeepEqual(queued, want) {
 		t.Fatalf("the copies' queue rows (due, blocked): %v, want %v", queued, want)
 	}
 
@@ -261,9 +270,9 @@ func TestRepairSummaries(t *testing.T) {
 		t.Fatal(err)
 	}
 	fold := openFold(t, st)
-	check(Summaries{Resources: 5, Phases: 5, Counted: 10, Queued: 5, Repaired: []string{"resource_counts"}})
+	check(Summaries{Resources: 6, Phases: 6, Counted: 11, Queued: 6, Repaired: []string{"resource_counts"}})
 	if err := fold.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
-	check(Summaries{Resources: 5, Phases: 5, Counted: 5, Queued: 5})
+	check(Summaries{Resources: 6, Phases: 6, Counted: 6, Queued: 6})
 }
