@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"strings"
 
 	//lint:ignore SA1019 the only public access to kustomize's own transformers (api 0.21); a direct build is checked against krusty by TestKustomizeSameAsKrusty
 	"sigs.k8s.io/kustomize/api/builtins"
@@ -109,7 +108,7 @@ func (l folderLoader) New(string) (ifc.Loader, error) {
 func (l folderLoader) Cleanup() error { return nil }
 func (l folderLoader) Load(location string) ([]byte, error) {
 	p := path.Join(l.dir, location)
-	if path.IsAbs(location) || !(l.dir == "." && p != ".." && !strings.HasPrefix(p, "../") || strings.HasPrefix(p, l.dir+"/")) {
+	if path.IsAbs(location) || p == l.dir || !under(l.dir, p) {
 		return nil, fmt.Errorf("%s: not a file of the folder", location)
 	}
 	data, ok := l.files[p]
@@ -267,7 +266,7 @@ func (d *directBuild) build() (rs []*resource.Resource, ok bool) {
 		}
 	}
 	cur, err := resourceFactory.SliceFromBytes(all.Bytes())
-	if err != nil || len(cur) != d.resources || !distinctIDs(cur) {
+	if err != nil || len(cur) != len(d.docs) || !distinctIDs(cur) {
 		return nil, false
 	}
 	maps := make([]resmap.ResMap, len(cur))

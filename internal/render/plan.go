@@ -31,10 +31,9 @@ import (
 
 // directBuild is the plan of a kustomization's direct build.
 type directBuild struct {
-	dir       string
-	docs      [][]byte // the resources' documents, in the order read
-	resources int      // len(docs)
-	legacy    bool     // the kustomization sorts its output in kustomize's legacy order
+	dir    string
+	docs   [][]byte // the resources' documents, in the order read
+	legacy bool     // the kustomization sorts its output in kustomize's legacy order
 
 	k     types.Kustomization // the kustomization, as kustomize reads it
 	files map[string][]byte   // the build's files, which its patches read
@@ -112,7 +111,7 @@ func planDirect(dir, kfile string, files map[string][]byte) *directBuild {
 		}
 	}
 	k.FixKustomization()
-	d.docs, d.resources, d.k = docs, len(docs), k
+	d.docs, d.k = docs, k
 	return d
 }
 
@@ -161,16 +160,14 @@ func unknownKind(apiVersion, kind string) bool {
 	return openapi.SchemaForResourceType(tm) == nil
 }
 
-// finish checks the resources of a direct build and puts them in the kustomization's order,
-// false when one kustomize run must judge.
+// finish checks the resources of a direct build (as many as it read: build refuses a
+// resource dropped) and puts them in the kustomization's order, false when one kustomize run
+// must judge: a patch may have turned a resource into a kind kustomize knows, or two into one
+// identity.
 func (d *directBuild) finish(all []*resource.Resource) ([]*resource.Resource, bool) {
-	// A resource dropped (local-config, a patch deleting it) still took part in one run's
-	// identity checks; a patch may have turned a resource into a kind kustomize knows, or two
-	// into one identity: one run judges.
-	if len(all) != d.resources {
+	if !distinctIDs(all) {
 		return nil, false
 	}
-	ids := make(map[string]bool, len(all))
 	gvks := map[string]resid.Gvk{}
 	keys := make([][2]string, len(all))
 	for i, r := range all {
@@ -178,11 +175,6 @@ func (d *directBuild) finish(all []*resource.Resource) ([]*resource.Resource, bo
 		if !unknownKind(id.Gvk.ApiVersion(), id.Gvk.Kind) {
 			return nil, false
 		}
-		key := id.Gvk.String() + "|" + id.EffectiveNamespace() + "|" + id.Name
-		if ids[key] {
-			return nil, false
-		}
-		ids[key] = true
 		keys[i] = [2]string{legacyGVK(id.Gvk), legacyID(id)}
 		// kustomize's sort tells kinds apart by their fields, its keys by their text.
 		if g, ok := gvks[keys[i][0]]; ok && !g.Equals(id.Gvk) {

@@ -58,12 +58,37 @@ func TestPlanDirect(t *testing.T) {
 				}
 				return
 			}
-			if len(d.docs) != c.resources || d.resources != c.resources {
+			if len(d.docs) != c.resources {
 				t.Fatalf("%d resources built directly, want %d", len(d.docs), c.resources)
 			}
 			if d.legacy != strings.Contains(c.kust, "legacy") {
 				t.Fatalf("legacy order: %v", d.legacy)
 			}
 		})
+	}
+}
+
+// TestUnder: what lies in a folder, for the source's path and a direct build's patch files.
+func TestUnder(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		dir, p string
+		want   bool
+	}{
+		{".", ".", true},
+		{".", "a/b.yaml", true},
+		{".", "..", false},
+		{".", "../a.yaml", false},
+		{".", "..a/b.yaml", true},
+		{"ov/x", "ov/x", true},
+		{"ov/x", "ov/x/p.yaml", true},
+		{"ov/x", "ov/xy/p.yaml", false},
+		{"ov/x", "ov/p.yaml", false},
+		{"ov/x", "ov", false},
+	}
+	for _, c := range cases {
+		if got := under(c.dir, c.p); got != c.want {
+			t.Errorf("under(%q, %q) = %v, want %v", c.dir, c.p, got, c.want)
+		}
 	}
 }

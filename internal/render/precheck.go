@@ -63,11 +63,14 @@ func cleanRoot(root string) string {
 }
 
 // within reports whether p (cleaned, relative) is the source's path or below it.
-func (t *tree) within(p string) bool {
-	if t.root == "." {
+func (t *tree) within(p string) bool { return under(t.root, p) }
+
+// under reports whether p is dir or below it (both cleaned and relative; "." is the root).
+func under(dir, p string) bool {
+	if dir == "." {
 		return p != ".." && !strings.HasPrefix(p, "../")
 	}
-	return p == t.root || strings.HasPrefix(p, t.root+"/")
+	return p == dir || strings.HasPrefix(p, dir+"/")
 }
 
 // kustomization returns the kustomization file of folder dir, "" when it has none.
