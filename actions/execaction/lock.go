@@ -26,6 +26,11 @@ const (
 	lockWait = 3 * time.Second
 	// lockPoll is how often a waiting call tries again (flock has no timeout).
 	lockPoll = 50 * time.Millisecond
+	// lockGrace is how long a call that does not wait for a previous run (a plan) tries a
+	// held lock, every lockGracePoll: a process forked for another call holds a copy of every
+	// file trueup has open from its fork to its exec, which under load takes milliseconds.
+	lockGrace     = 250 * time.Millisecond
+	lockGracePoll = 10 * time.Millisecond
 )
 
 // errLockHeld says a lock tried without waiting is held.

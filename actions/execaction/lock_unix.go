@@ -15,7 +15,7 @@ import (
 )
 
 // lockResource takes r's lock in dir, waiting at most lockWait for a previous run to end, or
-// trying once (errLockHeld) when wait is false. When r carries a UID, the lock file an older
+// lockGrace for a copy held by a fork (then errLockHeld) when wait is false. When r carries a UID, the lock file an older
 // trueup named after it (legacyLockName) is taken too, by the same rules: a command started
 // by the binary before an upgrade may still hold it. The caller passes lock to the command
 // and calls release when the call ends (it closes trueup's copies of both).
@@ -23,7 +23,11 @@ func lockResource(ctx context.Context, dir string, r actions.Resource, wait bool
 	if err := ensureLockDir(dir); err != nil {
 		return nil, nil, err
 	}
-	deadline := time.NewTimer(lockWait)
+	limit := lockWait
+	if !wait {
+		limit = lockGrace
+	}
+	deadline := time.NewTimer(limit)
 	defer deadline.Stop()
 	lock, err = lockFile(ctx, filepath.Join(dir, lockName(r)), r, wait, deadline.C)
 	if err != nil {
@@ -41,13 +45,18 @@ func lockResource(ctx context.Context, dir string, r actions.Resource, wait bool
 	return lock, func() { old.Close(); lock.Close() }, nil
 }
 
-// lockFile flocks path, trying every lockPoll until deadline fires when wait is true.
+// lockFile flocks path, trying every lockPoll (lockGracePoll when wait is false) until
+// deadline fires.
 func lockFile(ctx context.Context, path string, r actions.Resource, wait bool, deadline <-chan time.Time) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open lock: %w", err)
 	}
-	tick := time.NewTicker(lockPoll)
+	poll := lockPoll
+	if !wait {
+		poll = lockGracePoll
+	}
+	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
@@ -59,9 +68,6 @@ func lockFile(ctx context.Context, path string, r actions.Resource, wait bool, d
 		case !errors.Is(err, syscall.EWOULDBLOCK):
 			f.Close()
 			return nil, fmt.Errorf("lock %s: %w", path, err)
-		case !wait:
-			f.Close()
-			return nil, errLockHeld
 		}
 		select {
 		case <-ctx.Done():
@@ -69,6 +75,9 @@ func lockFile(ctx context.Context, path string, r actions.Resource, wait bool, d
 			return nil, context.Cause(ctx)
 		case <-deadline:
 			f.Close()
+			if !wait {
+				return nil, errLockHeld
+			}
 			return nil, fmt.Errorf("a previous run of this action for %s is still running (it holds %s)", resourceID(r), path)
 		case <-tick.C:
 		}

@@ -313,7 +313,7 @@ func TestReconcilePreemptsPlan(t *testing.T) {
 				_, err := gate.Plan(t.Context(), p, preq)
 				planErr <- err
 			}()
-			actiontest.WaitFile(t, filepath.Join(out, "plan-started"), 20*time.Second)
+			waitPlanStarted(t, filepath.Join(out, "plan-started"), planErr)
 			req.Resource.Spec = json.RawMessage(`{"size":"large"}`)
 			done, err := gate.Want(t.Context(), req.Resource)
 			if err != nil {
@@ -331,6 +331,26 @@ func TestReconcilePreemptsPlan(t *testing.T) {
 				t.Fatalf("the preempted plan's error = %v", err)
 			}
 		})
+	}
+}
+
+// waitPlanStarted waits for the plan's command to write started, failing at once with the
+// plan's error when the plan returns first.
+func waitPlanStarted(t *testing.T, started string, planErr chan error) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(started); err == nil {
+			return
+		}
+		select {
+		case err := <-planErr:
+			t.Fatalf("the plan returned before its command started: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not written within 20s", started)
+		}
 	}
 }
 
