@@ -318,6 +318,8 @@ const (
 	// filter: a phase holding more than phaseIDCap rows, few of them early in the order (the
 	// rows' order through it walked, or the phase's rows read and sorted).
 	phasePlanned
+	// phaseDone: the page is read.
+	phaseDone
 )
 
 // phaseWalkRows is how many rows phaseWalk checks for each row of the page, and phaseIDCap
@@ -490,35 +492,59 @@ func (s *Store) readPage(ctx context.Context, q pageQuery, cols, join string, re
 		_, err := run(phaseWalk, nil)
 		return err
 	}
-	if full, err := run(phaseWalk, nil); full || err != nil {
-		return err
-	}
-	// The walk checked every row the other filters leave when none lies past its window: its
-	// rows are the page.
-	rows, err := db.Query(ctx, "SELECT 1 FROM resources"+q.whereClause()+pageOrder+" OFFSET "+strconv.Itoa(q.walkRows())+" LIMIT 1", q.args.planned()...)
+	full, err := run(phaseWalk, nil)
 	if err != nil {
 		return err
 	}
-	more := rows.Next()
-	rows.Close()
-	if err := rows.Err(); err != nil || !more {
+	var ids []int64
+	step, err := phaseStepAfterWalk(full, func() (bool, error) {
+		rows, err := db.Query(ctx, "SELECT 1 FROM resources"+q.whereClause()+pageOrder+" OFFSET "+strconv.Itoa(q.walkRows())+" LIMIT 1", q.args.planned()...)
+		if err != nil {
+			return false, err
+		}
+		more := rows.Next()
+		rows.Close()
+		return more, rows.Err()
+	}, func() (int, error) {
+		sql, args := phaseIDsSQL(q, s.idCap()+1)
+		rows, err := db.Query(ctx, sql, args...)
+		if err != nil {
+			return 0, err
+		}
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return len(ids), err
+	}, s.idCap())
+	if step == phaseDone || err != nil {
 		return err
 	}
-	sql, args := phaseIDsSQL(q, s.idCap()+1)
-	rows, err = db.Query(ctx, sql, args...)
-	if err != nil {
-		return err
+	if step != phaseByID {
+		ids = nil
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return err
-	}
-	if len(ids) <= s.idCap() {
-		_, err = run(phaseByID, ids)
-		return err
-	}
-	_, err = run(phasePlanned, nil)
+	_, err = run(step, ids)
 	return err
+}
+
+// phaseStepAfterWalk is the step a page filtered by phase takes after its walk (full: the
+// walk filled the page), asking only what it needs: whether the other filters leave a row
+// past the walk's window (pastWalk), then how many ids the phase holds, counted up to
+// idCap+1 (ids). phaseDone when the walk's rows are the page: it filled it, or it checked
+// every row the other filters leave.
+func phaseStepAfterWalk(full bool, pastWalk func() (bool, error), ids func() (int, error), idCap int) (phaseStep, error) {
+	if full {
+		return phaseDone, nil
+	}
+	if more, err := pastWalk(); !more || err != nil {
+		return phaseDone, err
+	}
+	n, err := ids()
+	switch {
+	case err != nil:
+		return phaseDone, err
+	case n <= idCap:
+		return phaseByID, nil
+	default:
+		return phasePlanned, nil
+	}
 }
 
 // params are the arguments of a statement built from optional parts.
