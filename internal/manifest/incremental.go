@@ -23,7 +23,10 @@ import (
 type basis struct {
 	key   string               // optionsKey of the load
 	files map[string]basisFile // by path
-	set   *Set
+	// set is the Set the load returned; once its caller hands it back past keepDocuments
+	// (Release), packed holds its resources and set is nil.
+	set    *Set
+	packed *compactResources
 	// types and infos are the types of the files and the registry resources were checked
 	// against; typeFiles the paths of files holding other documents than resources.
 	types     []ResourceType
@@ -149,7 +152,9 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 	// found by their file, in one pass over it (in order, so gone is sorted).
 	docs, resources, cel := b.docs, b.resources, b.cel
 	counts := maps.Clone(b.counts)
-	kept := b.set.Resources
+	// The resources kept from the basis, and whether this load may write into their array:
+	// the Set's when its caller handed it back, a decoded one's always.
+	kept, own := b.keptResources(ld.l.released, ld.opts.ReuseSet)
 	var gone []int
 	if len(dropped) > 0 {
 		n := 0
@@ -300,7 +305,7 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 		return nil, false
 	}
 	anyDeps := deps || b.deps // a resource of the Set may have dependencies
-	if ld.opts.ReuseSet && ld.l.released == b.set {
+	if own {
 		// The revision changes resources in the last Set, which the caller handed back: when
 		// they are the same ones they take their old places, else the others move aside in
 		// it when it has room.
@@ -316,6 +321,16 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 	}
 	merged := mergeResources(kept, gone, made, ld.opts.ReuseSet)
 	return ld.done(b, now, counts, docs, resources, cel, merged, anyDeps), true
+}
+
+// keptResources are b's resources, and whether a load with Options.ReuseSet (reuse) may write
+// into their array: the Set's when its caller handed it back (released), else a decoded copy
+// of packed.
+func (b *basis) keptResources(released *Set, reuse bool) ([]Resource, bool) {
+	if b.packed != nil {
+		return b.packed.resources(reuse), reuse
+	}
+	return b.set.Resources, reuse && released == b.set
 }
 
 // done makes the Set of an incremental load from b with resources, and makes it the basis;

@@ -25,8 +25,11 @@ import (
 // only in case, which the dependency graph takes for one.
 func TestIncrementalMatchesFull(t *testing.T) {
 	t.Parallel()
-	var incrementals, inPlace, unread, refetched atomic.Int64
+	var incrementals, inPlace, unread, refetched, packed atomic.Int64
 	t.Cleanup(func() {
+		if packed.Load() == 0 {
+			t.Error("no incremental load started from a basis kept encoded (compactResources)")
+		}
 		if unread.Load() == 0 || refetched.Load() == 0 {
 			t.Errorf("%d loads with unread files were incremental, %d loaded again: want some of each", unread.Load(), refetched.Load())
 		}
@@ -39,7 +42,8 @@ func TestIncrementalMatchesFull(t *testing.T) {
 	})
 	// Seeds from 40 on load with a Loader that keeps no parsed documents once it has a
 	// basis (defaultKeepDocuments): its full loads parse every file again, its incremental
-	// ones find dropped files' resources in the basis's Set.
+	// ones find dropped files' resources in the basis's Set, or, once a Set is handed back,
+	// in its resources encoded.
 	for seed := range uint64(60) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
@@ -125,7 +129,8 @@ func TestIncrementalMatchesFull(t *testing.T) {
 				rng.Shuffle(len(fs), func(i, j int) { fs[i], fs[j] = fs[j], fs[i] })
 				before := l.incrementals
 				var last *Resource
-				if l.last != nil && len(l.last.set.Resources) > 0 {
+				fromPacked := l.last != nil && l.last.packed != nil
+				if l.last != nil && l.last.set != nil && len(l.last.set.Resources) > 0 {
 					last = &l.last.set.Resources[0]
 				}
 				opts.Rewritten = maps.Clone(encrypted)
@@ -154,6 +159,9 @@ func TestIncrementalMatchesFull(t *testing.T) {
 				handed = false
 				if l.incrementals > before {
 					fast++
+					if fromPacked {
+						packed.Add(1)
+					}
 				}
 				cold := NewLoader()
 				cold.revisionBudget = l.revisionBudget

@@ -1119,13 +1119,21 @@ func (l *Loader) Holds(path, hash string) bool {
 
 // Release hands set, which the last Load returned, back to the Loader: the caller no longer
 // reads it, and the next Load with Options.ReuseSet may write into it. A Set other than the
-// last one returned is ignored.
+// last one returned is ignored. Past keepDocuments resources the Loader keeps the Set's
+// resources encoded instead (compactResources), which the next load decodes.
 func (l *Loader) Release(set *Set) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if set != nil && l.last != nil && l.last.set == set {
-		l.released = set
+	if set == nil || l.last == nil || l.last.set != set {
+		return
 	}
+	if !l.keepsDocuments(len(set.Resources)) {
+		if c, ok := compactOf(set.Resources); ok {
+			l.last.set, l.last.packed, l.released = nil, c, nil
+			return
+		}
+	}
+	l.released = set
 }
 
 // LoadDir reads the manifests under dir (ReadDir) and loads them with paths relative to dir.

@@ -1,0 +1,287 @@
+package manifest
+
+import (
+	"encoding/binary"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// compactResources is a basis's resources once its caller has handed its Set back (Release)
+// past keepDocuments: encoded, chunk by chunk of packChunk resources, into one byte slice
+// each, where a Resource struct alone is 224 bytes. Between two syncs of a large source the
+// basis is most of what the process keeps (about 330 bytes a resource as a Set, and half
+// again of it for the collector's room); encoded it is the names, specs and binary spec
+// hashes, and a few bytes of indexes a resource. The next incremental load decodes it into a
+// Set of its own (resources), which the Loader may write into.
+//
+// What repeats (kinds, namespaces, files, meta hashes) is stored once a chunk, in strs; the
+// label and annotation maps, which a Set shares between resources, once a chunk in maps, and
+// the decoded resources share them as the Set's did.
+type compactResources struct {
+	n      int
+	chunks []compactChunk
+}
+
+// compactChunk is packChunk resources (the last chunk fewer) encoded.
+type compactChunk struct {
+	n    int
+	data []byte
+	strs []string
+	maps []map[string]string // index 0 is nil
+	// text is the bytes of the names and spec hashes decoded, specs of the specs: each goes
+	// into one block a chunk when decoded, as packResources does.
+	text, specs int
+}
+
+// compactOf encodes rs; false when a resource cannot be (a generated one, whose origin a
+// basis does not hold: there is no basis when a ResourceSet generates resources).
+func compactOf(rs []Resource) (*compactResources, bool) {
+	c := &compactResources{n: len(rs), chunks: make([]compactChunk, (len(rs)+packChunk-1)/packChunk)}
+	var failed atomic.Bool
+	parallel(len(c.chunks), func(k int) {
+		if !c.chunks[k].encode(rs[k*packChunk : min(len(rs), (k+1)*packChunk)]) {
+			failed.Store(true)
+		}
+	})
+	return c, !failed.Load()
+}
+
+// resources decodes the resources, in their order, into a new array (with room for a few
+// more when room: resourcesCap).
+func (c *compactResources) resources(room bool) []Resource {
+	out := make([]Resource, c.n, resourcesCap(c.n, room))
+	parallel(len(c.chunks), func(k int) {
+		c.chunks[k].decode(out[k*packChunk : min(c.n, (k+1)*packChunk)])
+	})
+	return out
+}
+
+// Tags of a spec hash: 32 bytes that are the hash of a lowercase hex string of 64, or the
+// string as it is.
+const (
+	hashBinary = 0
+	hashString = 1
+)
+
+// encodeBuffers are scratch buffers of compactChunk.encode: a chunk is written into one, then
+// copied at its size.
+var encodeBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+func (ch *compactChunk) encode(rs []Resource) bool {
+	ch.n = len(rs)
+	strs := map[string]uint64{}
+	maps := map[unsafe.Pointer]uint64{}
+	ch.maps = []map[string]string{nil}
+	// The resources are in identity order: a field often holds its previous resource's
+	// string (a namespace, a kind, a file for a run of names), found without a lookup.
+	var last [7]string
+	var lastAt [7]uint64
+	sym := func(b []byte, field int, s string) []byte {
+		if i := lastAt[field]; i > 0 && last[field] == s {
+			return binary.AppendUvarint(b, i-1)
+		}
+		i, ok := strs[s]
+		if !ok {
+			i = uint64(len(ch.strs))
+			strs[s] = i
+			ch.strs = append(ch.strs, s)
+		}
+		last[field], lastAt[field] = s, i+1
+		return binary.AppendUvarint(b, i)
+	}
+	mapRef := func(b []byte, m map[string]string) []byte {
+		if m == nil {
+			return append(b, 0)
+		}
+		p := reflect.ValueOf(m).UnsafePointer()
+		i, ok := maps[p]
+		if !ok {
+			i = uint64(len(ch.maps))
+			maps[p] = i
+			ch.maps = append(ch.maps, m)
+		}
+		return binary.AppendUvarint(b, i)
+	}
+	scratch := encodeBuffers.Get().(*[]byte)
+	defer encodeBuffers.Put(scratch)
+	b := (*scratch)[:0]
+	defer func() { *scratch = b[:0] }()
+	for i := range rs {
+		r := &rs[i]
+		if r.gen != nil {
+			return false
+		}
+		for f, s := range [...]string{r.APIVersion, r.Kind, r.Namespace, r.File, r.fileOrigin, r.Sealed, r.MetaHash} {
+			b = sym(b, f, s)
+		}
+		b = appendBytes(b, r.Name)
+		b = binary.AppendVarint(b, int64(r.Line))
+		b = mapRef(b, r.Labels)
+		b = mapRef(b, r.Annotations)
+		b = appendNilable(b, r.Spec == nil, len(r.Spec))
+		b = append(b, r.Spec...)
+		if raw, ok := binaryHash(r.SpecHash); ok {
+			b = append(append(b, hashBinary), raw[:]...)
+		} else {
+			b = appendBytes(append(b, hashString), r.SpecHash)
+		}
+		b = appendNilable(b, r.DependsOn == nil, len(r.DependsOn))
+		for _, d := range r.DependsOn {
+			b = sym(b, 1, d.Target.Kind)
+			b = sym(b, 2, d.Target.Namespace)
+			b = appendBytes(b, d.Target.Name)
+			b = appendBool(b, d.Explicit)
+			b = appendNilable(b, d.Outputs == nil, len(d.Outputs))
+			for _, o := range d.Outputs {
+				b = appendBytes(b, o)
+			}
+		}
+		ch.text += len(r.Name) + len(r.SpecHash)
+		ch.specs += len(r.Spec)
+	}
+	ch.data = append([]byte(nil), b...) // at its size
+	return true
+}
+
+func (ch *compactChunk) decode(out []Resource) {
+	var text strings.Builder
+	text.Grow(ch.text)
+	specs := make([]byte, 0, ch.specs)
+	lens := make([]int32, 2*len(out)) // each resource's name and spec hash in text
+	d := compactReader{b: ch.data}
+	for i := range out {
+		r := &out[i]
+		r.APIVersion, r.Kind, r.Namespace = ch.strs[d.uvarint()], ch.strs[d.uvarint()], ch.strs[d.uvarint()]
+		r.File, r.fileOrigin, r.Sealed, r.MetaHash = ch.strs[d.uvarint()], ch.strs[d.uvarint()], ch.strs[d.uvarint()], ch.strs[d.uvarint()]
+		name := d.bytes()
+		text.Write(name)
+		r.Line = int(d.varint())
+		r.Labels, r.Annotations = ch.maps[d.uvarint()], ch.maps[d.uvarint()]
+		if n, ok := d.nilable(); ok {
+			at := len(specs)
+			specs = append(specs, d.next(n)...)
+			r.Spec = specs[at:len(specs):len(specs)]
+		}
+		hashAt := text.Len()
+		if d.next(1)[0] == hashBinary {
+			var hx [64]byte
+			hexInto(&hx, d.next(32))
+			text.Write(hx[:])
+		} else {
+			text.Write(d.bytes())
+		}
+		lens[2*i], lens[2*i+1] = int32(len(name)), int32(text.Len()-hashAt)
+		if n, ok := d.nilable(); ok {
+			r.DependsOn = make([]Dependency, n)
+			for k := range r.DependsOn {
+				dep := &r.DependsOn[k]
+				dep.Target.Kind, dep.Target.Namespace = ch.strs[d.uvarint()], ch.strs[d.uvarint()]
+				dep.Target.Name = string(d.bytes())
+				dep.Explicit = d.next(1)[0] == 1
+				if m, ok := d.nilable(); ok {
+					dep.Outputs = make([]string, m)
+					for j := range dep.Outputs {
+						dep.Outputs[j] = string(d.bytes())
+					}
+				}
+			}
+		}
+	}
+	s, at := text.String(), 0
+	for i := range out {
+		n, h := int(lens[2*i]), int(lens[2*i+1])
+		out[i].Name, out[i].SpecHash = s[at:at+n], s[at+n:at+n+h]
+		at += n + h
+	}
+}
+
+// compactReader reads what compactChunk.encode wrote; the data is its own, so a read past
+// the end is a defect and panics.
+type compactReader struct {
+	b []byte
+}
+
+func (d *compactReader) uvarint() uint64 {
+	v, n := binary.Uvarint(d.b)
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *compactReader) varint() int64 {
+	v, n := binary.Varint(d.b)
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *compactReader) next(n int) []byte {
+	v := d.b[:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *compactReader) bytes() []byte { return d.next(int(d.uvarint())) }
+
+// nilable reads appendNilable's length; false for nil.
+func (d *compactReader) nilable() (int, bool) {
+	v := d.uvarint()
+	return int(v) - 1, v > 0
+}
+
+func appendBytes(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+// appendNilable writes 0 for nil, else the length n plus one.
+func appendNilable(b []byte, isNil bool, n int) []byte {
+	if isNil {
+		return append(b, 0)
+	}
+	return binary.AppendUvarint(b, uint64(n)+1)
+}
+
+func appendBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, 1)
+	}
+	return append(b, 0)
+}
+
+// binaryHash is the 32 bytes a lowercase hex string of 64 spells; false for any other string.
+func binaryHash(s string) (raw [32]byte, ok bool) {
+	if len(s) != 64 {
+		return raw, false
+	}
+	bad := byte(0)
+	for i := range raw {
+		hi, lo := hexValue[s[2*i]], hexValue[s[2*i+1]]
+		bad |= hi | lo
+		raw[i] = hi<<4 | lo&15
+	}
+	return raw, bad&0x10 == 0
+}
+
+// hexValue is each byte's value as a lowercase hex digit, 0x10 for any other byte.
+var hexValue = func() (t [256]byte) {
+	for c := range t {
+		switch {
+		case '0' <= c && c <= '9':
+			t[c] = byte(c - '0')
+		case 'a' <= c && c <= 'f':
+			t[c] = byte(c - 'a' + 10)
+		default:
+			t[c] = 0x10
+		}
+	}
+	return t
+}()
+
+// hexInto writes the 32 bytes of raw into dst in lowercase hex.
+func hexInto(dst *[64]byte, raw []byte) {
+	const digits = "0123456789abcdef"
+	for i, v := range raw[:32] {
+		dst[2*i], dst[2*i+1] = digits[v>>4], digits[v&15]
+	}
+}

@@ -1,0 +1,120 @@
+package manifest
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/trueup-dev/trueup/internal/graph"
+)
+
+// TestCompactRoundTrip: resources encoded (compactOf) and decoded are the same values, field
+// by field, over several chunks: nil and empty kept apart, spec hashes in hex and others,
+// dependencies with and without outputs, the maps a Set shares still shared.
+func TestCompactRoundTrip(t *testing.T) {
+	// Every field of Resource is encoded: a field added to it must be added to the encoding
+	// (and to this test's resources).
+	if n := reflect.TypeFor[Resource]().NumField(); n != 15 {
+		t.Fatalf("Resource has %d fields, the encoding knows 15", n)
+	}
+	team := map[string]string{"team": "a"}
+	note := map[string]string{"note": "x", "trueup.dev/prune": "disabled"}
+	hash := HashJSON(json.RawMessage(`{"size":1}`))
+	var rs []Resource
+	for i := range 2*packChunk + 5 {
+		r := Resource{
+			APIVersion: "example.com/v1", Kind: "Widget", Namespace: fmt.Sprintf("ns%d", i%3), Name: fmt.Sprintf("w%05d", i),
+			Labels: team, Annotations: map[string]string{}, Spec: json.RawMessage(fmt.Sprintf(`{"size":%d}`, i)), SpecHash: hash,
+			MetaHash: fmt.Sprintf("meta-%d", i%7), File: fmt.Sprintf("f%d.yaml", i/100), Line: i%100 + 1,
+		}
+		switch i % 9 {
+		case 1:
+			r.Labels, r.Annotations = nil, note
+		case 2:
+			r.Spec = nil
+		case 3:
+			r.Spec, r.SpecHash = json.RawMessage{}, "" // empty, not nil
+		case 4:
+			r.SpecHash = "ABCDEF" // not the hash's lowercase hex: kept as written
+		case 5:
+			r.DependsOn = []Dependency{
+				{Target: graph.ID{Kind: "Network", Namespace: "ns0", Name: "core"}, Explicit: true},
+				{Target: graph.ID{Kind: "Queue", Namespace: "ns1", Name: "q"}, Outputs: []string{"arn", "db.host"}},
+				{Target: graph.ID{Kind: "Disk", Namespace: "ns1", Name: "d"}, Outputs: []string{}},
+			}
+		case 6:
+			r.DependsOn = []Dependency{} // empty, not nil
+			r.Sealed = "sops: {}\n"
+		case 7:
+			r.fileOrigin, r.Line = "rendered by k/kustomization.yaml", 0
+		case 8:
+			r.Name, r.Namespace, r.Kind, r.APIVersion = "", "", "", ""
+		}
+		rs = append(rs, r)
+	}
+	c, ok := compactOf(rs)
+	if !ok {
+		t.Fatal("compactOf refused resources without a ResourceSet")
+	}
+	for _, room := range []bool{false, true} {
+		got := c.resources(room)
+		if len(got) != len(rs) {
+			t.Fatalf("%d resources decoded, want %d", len(got), len(rs))
+		}
+		if room && cap(got) <= len(got) {
+			t.Errorf("room asked, capacity %d for %d resources", cap(got), len(got))
+		}
+		for i := range rs {
+			if !reflect.DeepEqual(got[i], rs[i]) {
+				t.Fatalf("resource %d decoded as\n%#v\nwant\n%#v", i, got[i], rs[i])
+			}
+			if rs[i].Labels != nil && reflect.ValueOf(got[i].Labels).UnsafePointer() != reflect.ValueOf(team).UnsafePointer() {
+				t.Fatalf("resource %d: its labels are a copy; want the map the Set shares", i)
+			}
+			if r := got[i]; cap(r.Spec) != len(r.Spec) {
+				t.Fatalf("resource %d: spec capacity %d, length %d", i, cap(r.Spec), len(r.Spec))
+			}
+		}
+	}
+	// The decoded copies are the caller's: writing into one leaves the encoding as it was.
+	got := c.resources(false)
+	got[0].Name, got[0].Spec[0] = "changed", 'x'
+	if again := c.resources(false); !reflect.DeepEqual(again[0], rs[0]) {
+		t.Fatalf("the encoding changed with a decoded copy: %#v", again[0])
+	}
+
+	gen := []Resource{{Name: "a"}, {Name: "b", gen: &genRef{}}}
+	if _, ok := compactOf(gen); ok {
+		t.Fatal("a generated resource was encoded: its origin is not")
+	}
+}
+
+// TestBinaryHash: only the lowercase hex of 32 bytes is stored as bytes.
+func TestBinaryHash(t *testing.T) {
+	h := HashJSON(json.RawMessage(`{}`))
+	for _, c := range []struct {
+		s  string
+		ok bool
+	}{
+		{h, true},
+		{"", false},
+		{h[:63], false},
+		{h + "0", false},
+		{"A" + h[1:], false},
+		{"g" + h[1:], false},
+	} {
+		raw, ok := binaryHash(c.s)
+		if ok != c.ok {
+			t.Errorf("binaryHash(%q) ok = %t, want %t", c.s, ok, c.ok)
+			continue
+		}
+		if ok {
+			var hx [64]byte
+			hexInto(&hx, raw[:])
+			if string(hx[:]) != c.s {
+				t.Errorf("binaryHash(%q) back to hex: %q", c.s, hx[:])
+			}
+		}
+	}
+}
