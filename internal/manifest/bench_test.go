@@ -89,6 +89,13 @@ func BenchmarkLoad100kOneChangedReuse(b *testing.B) {
 	benchOneChanged(b, dbType, 1000, Options{ReuseSet: true})
 }
 
+// BenchmarkLoad100kOneChangedAtRest is that push to a source at rest: the last Set was
+// encoded once handed back (compactAfter), and the load decodes it.
+func BenchmarkLoad100kOneChangedAtRest(b *testing.B) {
+	fs, changed := repoOf(dbType, 1000)
+	benchAlternateWith(b, fs, changed, Options{ReuseSet: true}, func(l *Loader) { l.compactAfter = 0 })
+}
+
 // BenchmarkLoad100kOneAddedReuse is a push that adds a resource to one file of 100,000, and
 // the next one that removes it, loaded as a syncer loads: the others move aside in the last
 // Set.
@@ -118,9 +125,15 @@ func benchOneChanged(b *testing.B, typeYAML string, files int, opts Options) {
 // benchAlternate loads fs, then, timed, fs with changed in place of its second file and fs
 // again, in turns.
 func benchAlternate(b *testing.B, fs []sources.File, changed sources.File, opts Options) {
+	benchAlternateWith(b, fs, changed, opts, func(*Loader) {})
+}
+
+// benchAlternateWith is benchAlternate with a Loader that set configures.
+func benchAlternateWith(b *testing.B, fs []sources.File, changed sources.File, opts Options, set func(*Loader)) {
 	alt := append([]sources.File(nil), fs...)
 	alt[1] = changed
 	l := NewLoader()
+	set(l)
 	if _, err := l.Load(fs, Options{}); err != nil {
 		b.Fatal(err)
 	}

@@ -4,9 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/trueup-dev/trueup/internal/graph"
+	"github.com/trueup-dev/trueup/sources"
 )
 
 // TestCompactRoundTrip: resources encoded (compactOf) and decoded are the same values, field
@@ -117,4 +121,78 @@ func TestBinaryHash(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestCompactAtRest: past keepDocuments, a Set handed back stays the basis's Set while loads
+// follow within compactAfter (the next one writes into it), and is encoded once none comes;
+// the load after that decodes it and gives a full load's Set. A failed load in between does
+// not keep the Set from being encoded.
+func TestCompactAtRest(t *testing.T) {
+	t.Parallel()
+	repo := widgetRepo(1200) // three files
+	change := func(size int) []sources.File {
+		out := slices.Clone(repo)
+		out[1] = files(out[1].Path, strings.Replace(string(out[1].Data), "spec: {size: 0}", fmt.Sprintf("spec: {size: %d}", size), 1))[0]
+		return out
+	}
+	l := NewLoader()
+	l.keepDocuments, l.compactAfter = 10, 50*time.Millisecond
+	packed := func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.last != nil && l.last.packed != nil
+	}
+	waitPacked := func() {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !packed(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the basis was not encoded at rest")
+			}
+		}
+	}
+	load := func(fs []sources.File) *Set {
+		t.Helper()
+		set, err := l.Load(fs, Options{ReuseSet: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := NewLoader().Load(fs, Options{ReuseSet: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(set, want) {
+			t.Fatalf("Set differs from a full load's:\n%s", setDiff(set, want))
+		}
+		return set
+	}
+
+	first := load(repo)
+	l.Release(first)
+	// At once: the Set handed back is written into.
+	second := load(change(1))
+	if &second.Resources[0] != &first.Resources[0] {
+		t.Fatal("the load right after a Release did not write into the Set handed back")
+	}
+	if packed() {
+		t.Fatal("the basis was encoded while a load followed within compactAfter")
+	}
+	l.Release(second)
+	waitPacked()
+	before := l.incrementals
+	third := load(change(2))
+	if l.incrementals != before+1 {
+		t.Fatal("the load from an encoded basis was not incremental")
+	}
+	if packed() {
+		t.Fatal("the loaded Set is the basis until handed back")
+	}
+	l.Release(third)
+	// A failed load leaves the basis as it was: its Set is still encoded at rest.
+	bad := slices.Clone(repo)
+	bad[1] = files(bad[1].Path, "apiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: broken, namespace: ns00}\nspec: {size: nope}\n")[0]
+	if _, err := l.Load(bad, Options{ReuseSet: true}); err == nil {
+		t.Fatal("a widget of size nope was loaded")
+	}
+	waitPacked()
+	load(change(3))
 }

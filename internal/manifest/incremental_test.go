@@ -75,7 +75,7 @@ func TestIncrementalMatchesFull(t *testing.T) {
 			}
 			l := NewLoader()
 			if seed >= 40 {
-				l.keepDocuments = 0
+				l.keepDocuments, l.compactAfter = 0, 0
 			}
 			if seed%6 == 5 {
 				l.revisionBudget = 3000 // some revisions go over it

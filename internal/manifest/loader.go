@@ -117,6 +117,8 @@ type Loader struct {
 	released *Set
 	// keepDocuments is defaultKeepDocuments; tests lower it.
 	keepDocuments int
+	// compactAfter is defaultCompactAfter; tests lower it (0 or less: at once, in Release).
+	compactAfter time.Duration
 }
 
 // defaultKeepDocuments is the most resources of a revision whose parsed documents the Loader
@@ -131,7 +133,7 @@ const defaultKeepDocuments = 50_000
 // NewLoader returns a Loader with empty caches.
 func NewLoader() *Loader {
 	return &Loader{files: map[string]*fileEntry{}, schemas: map[string]*compiledSchema{}, revisionBudget: celRevisionBudget,
-		keepDocuments: defaultKeepDocuments}
+		keepDocuments: defaultKeepDocuments, compactAfter: defaultCompactAfter}
 }
 
 // keepsDocuments reports whether the Loader keeps the parsed documents of a basis of
@@ -1119,21 +1121,46 @@ func (l *Loader) Holds(path, hash string) bool {
 
 // Release hands set, which the last Load returned, back to the Loader: the caller no longer
 // reads it, and the next Load with Options.ReuseSet may write into it. A Set other than the
-// last one returned is ignored. Past keepDocuments resources the Loader keeps the Set's
-// resources encoded instead (compactResources), which the next load decodes.
+// last one returned is ignored. Past keepDocuments resources, when no load comes within
+// compactAfter, the Loader keeps the Set's resources encoded instead (compactResources),
+// which the next load decodes: a burst of pushes loads each from the Set, in place, and a
+// source at rest keeps its basis small.
 func (l *Loader) Release(set *Set) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if set == nil || l.last == nil || l.last.set != set {
 		return
 	}
-	if !l.keepsDocuments(len(set.Resources)) {
-		if c, ok := compactOf(set.Resources); ok {
-			l.last.set, l.last.packed, l.released = nil, c, nil
-			return
+	l.released = set
+	switch {
+	case l.keepsDocuments(len(set.Resources)):
+	case l.compactAfter <= 0:
+		l.compactLocked(set)
+	default:
+		time.AfterFunc(l.compactAfter, func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			l.compactLocked(set)
+		})
+	}
+}
+
+// defaultCompactAfter is how long a Set handed back past keepDocuments stays a Set for the
+// next load.
+const defaultCompactAfter = 5 * time.Second
+
+// compactLocked encodes the basis's resources when set, handed back, is still its Set (no
+// load has made another since); l.mu is held.
+func (l *Loader) compactLocked(set *Set) {
+	if l.last == nil || l.last.set != set {
+		return
+	}
+	if c, ok := compactOf(set.Resources); ok {
+		l.last.set, l.last.packed = nil, c
+		if l.released == set {
+			l.released = nil
 		}
 	}
-	l.released = set
 }
 
 // LoadDir reads the manifests under dir (ReadDir) and loads them with paths relative to dir.
