@@ -198,16 +198,7 @@ func (s *Store) trimPerResource(ctx context.Context, t retainedTable, keep int, 
 	if mark <= since {
 		return 0, since, nil
 	}
-	// Rows without a name (source events) belong to no resource and have no per-resource bound.
-	// From zero, counting (one pass over the table) also rules out every resource within its
-	// bound, where probing each one on the index would read all its rows a second time.
-	q := `SELECT namespace, lower(kind), name FROM ` + t.name + `
-		WHERE id > $1 AND id <= $2 AND name <> '' GROUP BY 1, 2, 3`
-	args := []any{since, mark}
-	if since == 0 {
-		q, args = q+` HAVING count(*) > $3`, append(args, keep)
-	}
-	rows, err := s.pool.Query(qctx, q, args...)
+	rows, err := s.pool.Query(qctx, trimCandidatesSQL(t, since), since, mark, keep)
 	if err != nil {
 		return 0, since, err
 	}
@@ -220,7 +211,7 @@ func (s *Store) trimPerResource(ctx context.Context, t retainedTable, keep int, 
 	if err != nil {
 		return 0, since, err
 	}
-	q = `DELETE FROM ` + t.name + ` WHERE id = ANY(ARRAY(
+	q := `DELETE FROM ` + t.name + ` WHERE id = ANY(ARRAY(
 		SELECT x.id FROM unnest($1::text[], $2::text[], $3::text[]) AS r(namespace, kind, name)
 		CROSS JOIN LATERAL (SELECT id FROM ` + t.name + ` t
 			WHERE t.namespace = r.namespace AND lower(t.kind) = r.kind AND t.name = r.name
@@ -240,6 +231,24 @@ func (s *Store) trimPerResource(ctx context.Context, t retainedTable, keep int, 
 		}
 	}
 	return n, mark, nil
+}
+
+// trimCandidatesSQL reads the resources named by the rows of t in ($1, $2] that hold more than
+// $3 rows: only those have rows to delete. Rows without a name (source events) belong to no
+// resource and have no per-resource bound. From zero, counting (one pass over the table)
+// rules out every resource within its bound. From a mark, each resource named by the new rows
+// is probed on the identity index for a row past its newest $3 (OFFSET keeps the probe a
+// subplan, which reads at most $3+1 entries): after a drain that named every resource once,
+// the run reads back only the few to trim, not an identity per resource.
+func trimCandidatesSQL(t retainedTable, since int64) string {
+	named := `SELECT namespace, lower(kind) AS kind, name FROM ` + t.name + `
+		WHERE id > $1 AND id <= $2 AND name <> '' GROUP BY 1, 2, 3`
+	if since == 0 {
+		return named + ` HAVING count(*) > $3`
+	}
+	return `SELECT r.namespace, r.kind, r.name FROM (` + named + `) r
+		WHERE EXISTS (SELECT 1 FROM ` + t.name + ` x WHERE x.namespace = r.namespace AND lower(x.kind) = r.kind AND x.name = r.name
+			ORDER BY x.id DESC OFFSET $3 LIMIT 1)`
 }
 
 // retentionBatch runs one fenced, time-bounded DELETE and returns the rows it removed.

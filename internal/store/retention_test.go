@@ -317,3 +317,59 @@ func TestRetentionKeepsNewestAndPinnedRevisions(t *testing.T) {
 		t.Errorf("kept %d revisions, newest %s, oldest %+v; want %d: the newest %d and the pinned r1", len(hist), hist[0].Revision, hist[len(hist)-1], KeptRevisions+1, KeptRevisions)
 	}
 }
+
+// TestTrimCandidates: the resources a per-resource trim reads back are those named by the rows
+// past the mark that hold more rows than the bound, the kind matched in any case; from zero,
+// every resource over the bound. Resources named by new rows within their bound (a drain's one
+// attempt each) are not read back.
+func TestTrimCandidates(t *testing.T) {
+	t.Parallel()
+	st := openTest(t)
+	ctx := context.Background()
+	seedHistory(t, st, 4, 30, 0) // r0..r3: 30 rows each
+	mark := maxID(t, st, "reconcile_history")
+	// New rows: r0 and r1 (over the bound), and the new resources n0..n9 (one row each).
+	if _, err := st.pool.Exec(ctx, `
+		INSERT INTO reconcile_history (resource_uid, namespace, kind, name, generation, operation, trigger, result, started_at, finished_at)
+		SELECT gen_random_uuid(), 'ns', k, n, 100, 'reconcile', 'resync', 'Succeeded', now(), now()
+		FROM (VALUES ('DATABASE', 'r0'), ('Database', 'r1')) v(k, n)
+		UNION ALL
+		SELECT gen_random_uuid(), 'ns', 'Database', 'n' || i, 1, 'reconcile', 'resync', 'Succeeded', now(), now() FROM generate_series(0, 9) i`); err != nil {
+		t.Fatal(err)
+	}
+	top := maxID(t, st, "reconcile_history")
+	read := func(since int64, keep int) []string {
+		t.Helper()
+		rows, err := st.pool.Query(ctx, trimCandidatesSQL(historyTable, since), since, top, keep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
+			var ns, kind, name string
+			err := r.Scan(&ns, &kind, &name)
+			return ns + "/" + kind + "/" + name, err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(names)
+		return names
+	}
+	for _, c := range []struct {
+		since int64
+		keep  int
+		want  []string
+	}{
+		{mark, 20, []string{"ns/database/r0", "ns/database/r1"}},
+		{mark, 31, nil}, // 31 rows each: none over
+		{mark, 30, []string{"ns/database/r0", "ns/database/r1"}},
+		{0, 20, []string{"ns/database/r0", "ns/database/r1", "ns/database/r2", "ns/database/r3"}},
+		{0, 0, append([]string{"ns/database/n0", "ns/database/n1", "ns/database/n2", "ns/database/n3", "ns/database/n4",
+			"ns/database/n5", "ns/database/n6", "ns/database/n7", "ns/database/n8", "ns/database/n9"},
+			"ns/database/r0", "ns/database/r1", "ns/database/r2", "ns/database/r3")},
+	} {
+		if got := read(c.since, c.keep); !slices.Equal(got, c.want) {
+			t.Errorf("since %d, keep %d: read %v; want %v", c.since, c.keep, got, c.want)
+		}
+	}
+}
