@@ -17,9 +17,9 @@ import (
 // hashes, and a few bytes of indexes a resource. The next incremental load decodes it into a
 // Set of its own (resources), which the Loader may write into.
 //
-// What repeats (kinds, namespaces, files, meta hashes) is stored once a chunk, in strs; the
-// label and annotation maps, which a Set shares between resources, once a chunk in maps, and
-// the decoded resources share them as the Set's did.
+// What repeats (kinds, namespaces, files) is stored once a chunk, in strs, and meta hashes
+// once a chunk as 32 bytes; the label and annotation maps, which a Set shares between
+// resources, once a chunk in maps, and the decoded resources share them as the Set's did.
 type compactResources struct {
 	n      int
 	chunks []compactChunk
@@ -30,7 +30,10 @@ type compactChunk struct {
 	n    int
 	data []byte
 	strs []string
-	maps []map[string]string // index 0 is nil
+	// metas are the distinct meta hashes (lowercase hex of 32 bytes) as bytes: a meta hash
+	// repeats across a file's resources of one label set, and is its own otherwise.
+	metas [][32]byte
+	maps  []map[string]string // index 0 is nil
 	// text is the bytes of the names and spec hashes decoded, specs of the specs: each goes
 	// into one block a chunk when decoded, as packResources does.
 	text, specs int
@@ -105,6 +108,25 @@ func (ch *compactChunk) encode(rs []Resource) bool {
 		}
 		return binary.AppendUvarint(b, i)
 	}
+	metas := map[string]uint64{}
+	lastMeta, lastMetaAt := "", uint64(0)
+	meta := func(b []byte, s string) []byte {
+		if lastMetaAt > 0 && s == lastMeta {
+			return binary.AppendUvarint(append(b, hashBinary), lastMetaAt-1)
+		}
+		i, ok := metas[s]
+		if !ok {
+			raw, isHash := binaryHash(s)
+			if !isHash {
+				return sym(append(b, hashString), 6, s)
+			}
+			i = uint64(len(ch.metas))
+			metas[s] = i
+			ch.metas = append(ch.metas, raw)
+		}
+		lastMeta, lastMetaAt = s, i+1
+		return binary.AppendUvarint(append(b, hashBinary), i)
+	}
 	scratch := encodeBuffers.Get().(*[]byte)
 	defer encodeBuffers.Put(scratch)
 	b := (*scratch)[:0]
@@ -114,9 +136,10 @@ func (ch *compactChunk) encode(rs []Resource) bool {
 		if r.gen != nil {
 			return false
 		}
-		for f, s := range [...]string{r.APIVersion, r.Kind, r.Namespace, r.File, r.fileOrigin, r.Sealed, r.MetaHash} {
+		for f, s := range [...]string{r.APIVersion, r.Kind, r.Namespace, r.File, r.fileOrigin, r.Sealed} {
 			b = sym(b, f, s)
 		}
+		b = meta(b, r.MetaHash)
 		b = appendBytes(b, r.Name)
 		b = binary.AppendVarint(b, int64(r.Line))
 		b = mapRef(b, r.Labels)
@@ -150,12 +173,23 @@ func (ch *compactChunk) decode(out []Resource) {
 	var text strings.Builder
 	text.Grow(ch.text)
 	specs := make([]byte, 0, ch.specs)
-	lens := make([]int32, 2*len(out)) // each resource's name and spec hash in text
+	lens := make([]int32, 2*len(out))      // each resource's name and spec hash in text
+	metas := make([]string, len(ch.metas)) // once a chunk, shared by its resources
+	for i := range ch.metas {
+		var hx [64]byte
+		hexInto(&hx, ch.metas[i][:])
+		metas[i] = string(hx[:])
+	}
 	d := compactReader{b: ch.data}
 	for i := range out {
 		r := &out[i]
 		r.APIVersion, r.Kind, r.Namespace = ch.strs[d.uvarint()], ch.strs[d.uvarint()], ch.strs[d.uvarint()]
-		r.File, r.fileOrigin, r.Sealed, r.MetaHash = ch.strs[d.uvarint()], ch.strs[d.uvarint()], ch.strs[d.uvarint()], ch.strs[d.uvarint()]
+		r.File, r.fileOrigin, r.Sealed = ch.strs[d.uvarint()], ch.strs[d.uvarint()], ch.strs[d.uvarint()]
+		if d.next(1)[0] == hashBinary {
+			r.MetaHash = metas[d.uvarint()]
+		} else {
+			r.MetaHash = ch.strs[d.uvarint()]
+		}
 		name := d.bytes()
 		text.Write(name)
 		r.Line = int(d.varint())

@@ -19,8 +19,10 @@ import (
 func TestCompactRoundTrip(t *testing.T) {
 	// Every field of Resource is encoded: a field added to it must be added to the encoding
 	// (and to this test's resources).
-	if n := reflect.TypeFor[Resource]().NumField(); n != 15 {
-		t.Fatalf("Resource has %d fields, the encoding knows 15", n)
+	for typ, n := range map[reflect.Type]int{reflect.TypeFor[Resource](): 15, reflect.TypeFor[Dependency](): 3, reflect.TypeFor[graph.ID](): 3} {
+		if got := typ.NumField(); got != n {
+			t.Fatalf("%s has %d fields, the encoding knows %d", typ, got, n)
+		}
 	}
 	team := map[string]string{"team": "a"}
 	note := map[string]string{"note": "x", "trueup.dev/prune": "disabled"}
@@ -35,6 +37,10 @@ func TestCompactRoundTrip(t *testing.T) {
 		switch i % 9 {
 		case 1:
 			r.Labels, r.Annotations = nil, note
+			r.MetaHash = hash // a hash, shared with the spec's
+		case 0:
+			r.Annotations = nil
+			r.MetaHash = HashJSON(json.RawMessage(fmt.Sprintf(`{"meta":%d}`, i))) // a hash of its own
 		case 2:
 			r.Spec = nil
 		case 3:
@@ -123,10 +129,11 @@ func TestBinaryHash(t *testing.T) {
 	}
 }
 
-// TestCompactAtRest: past keepDocuments, a Set handed back stays the basis's Set while loads
-// follow within compactAfter (the next one writes into it), and is encoded once none comes;
-// the load after that decodes it and gives a full load's Set. A failed load in between does
-// not keep the Set from being encoded.
+// TestCompactAtRest: past keepDocuments, a Set handed back stays the basis's Set for the
+// next load, which writes into it, and is encoded once at rest (compactAtRest, which the
+// timer of the last Release runs); the load after that decodes it and gives a full load's
+// Set. The timer of an earlier Release finds a basis not handed back and leaves it; a failed
+// load leaves the Set handed back to be encoded.
 func TestCompactAtRest(t *testing.T) {
 	t.Parallel()
 	repo := widgetRepo(1200) // three files
@@ -136,19 +143,11 @@ func TestCompactAtRest(t *testing.T) {
 		return out
 	}
 	l := NewLoader()
-	l.keepDocuments, l.compactAfter = 10, 50*time.Millisecond
+	l.keepDocuments, l.compactAfter = 10, time.Hour // the test runs compactAtRest itself
 	packed := func() bool {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		return l.last != nil && l.last.packed != nil
-	}
-	waitPacked := func() {
-		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !packed(); time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the basis was not encoded at rest")
-			}
-		}
 	}
 	load := func(fs []sources.File) *Set {
 		t.Helper()
@@ -168,16 +167,19 @@ func TestCompactAtRest(t *testing.T) {
 
 	first := load(repo)
 	l.Release(first)
-	// At once: the Set handed back is written into.
 	second := load(change(1))
 	if &second.Resources[0] != &first.Resources[0] {
-		t.Fatal("the load right after a Release did not write into the Set handed back")
+		t.Fatal("the load after a Release did not write into the Set handed back")
 	}
+	l.compactAtRest() // the first Release's timer: the basis is second's, not handed back
 	if packed() {
-		t.Fatal("the basis was encoded while a load followed within compactAfter")
+		t.Fatal("a basis whose Set was not handed back was encoded")
 	}
 	l.Release(second)
-	waitPacked()
+	l.compactAtRest()
+	if !packed() {
+		t.Fatal("the basis was not encoded at rest")
+	}
 	before := l.incrementals
 	third := load(change(2))
 	if l.incrementals != before+1 {
@@ -187,12 +189,26 @@ func TestCompactAtRest(t *testing.T) {
 		t.Fatal("the loaded Set is the basis until handed back")
 	}
 	l.Release(third)
-	// A failed load leaves the basis as it was: its Set is still encoded at rest.
+	// A failed load leaves the basis as it was, handed back: encoded at rest.
 	bad := slices.Clone(repo)
 	bad[1] = files(bad[1].Path, "apiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: broken, namespace: ns00}\nspec: {size: nope}\n")[0]
 	if _, err := l.Load(bad, Options{ReuseSet: true}); err == nil {
 		t.Fatal("a widget of size nope was loaded")
 	}
-	waitPacked()
-	load(change(3))
+	l.compactAtRest()
+	if !packed() {
+		t.Fatal("the basis handed back before a failed load was not encoded at rest")
+	}
+	fourth := load(change(3))
+
+	// The timer itself runs it.
+	l.mu.Lock()
+	l.compactAfter = 10 * time.Millisecond
+	l.mu.Unlock()
+	l.Release(fourth)
+	for deadline := time.Now().Add(10 * time.Second); !packed(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the basis was not encoded compactAfter after the Release")
+		}
+	}
 }

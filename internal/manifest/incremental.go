@@ -23,10 +23,11 @@ import (
 type basis struct {
 	key   string               // optionsKey of the load
 	files map[string]basisFile // by path
-	// set is the Set the load returned; once its caller hands it back past keepDocuments
-	// (Release), packed holds its resources and set is nil.
-	set    *Set
-	packed *compactResources
+	// set is the Set the load returned, handedBack once its caller has handed it back
+	// (Release); past keepDocuments, once at rest, packed holds its resources and set is nil.
+	set        *Set
+	handedBack bool
+	packed     *compactResources
 	// types and infos are the types of the files and the registry resources were checked
 	// against; typeFiles the paths of files holding other documents than resources.
 	types     []ResourceType
@@ -148,37 +149,14 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 			dropped[p] = true
 		}
 	}
-	// The dropped files' share of the counts, and where their resources are in the basis's:
-	// found by their file, in one pass over it (in order, so gone is sorted).
+	// The dropped files' share of the counts.
 	docs, resources, cel := b.docs, b.resources, b.cel
 	counts := maps.Clone(b.counts)
-	// The resources kept from the basis, and whether this load may write into their array:
-	// the Set's when its caller handed it back, a decoded one's always.
-	kept, own := b.keptResources(ld.l.released, ld.opts.ReuseSet)
-	var gone []int
-	if len(dropped) > 0 {
-		n := 0
-		for p := range dropped {
-			c := counts[p]
-			docs, resources, cel, n = docs-c.docs, resources-c.resources, cel-c.cel, n+c.resources
-			delete(counts, p)
-		}
-		// One file dropped, the usual case, is compared as a string, not looked up.
-		only := ""
-		if len(dropped) == 1 {
-			for p := range dropped {
-				only = p
-			}
-		}
-		gone = make([]int, 0, n)
-		for i := range kept {
-			if f := kept[i].File; f == only || only == "" && dropped[f] {
-				gone = append(gone, i)
-			}
-		}
-		if len(gone) != n {
-			return nil, false
-		}
+	goneCount := 0
+	for p := range dropped {
+		c := counts[p]
+		docs, resources, cel, goneCount = docs-c.docs, resources-c.resources, cel-c.cel, goneCount+c.resources
+		delete(counts, p)
 	}
 
 	// Parse the changed files (the cache may hold some), in path order as a full load.
@@ -235,6 +213,30 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 	items, stale := ld.match(fresh, b.infos)
 	if len(ld.errs) > 0 || len(items) != len(fresh) {
 		return nil, false
+	}
+	// The resources kept from the basis (an encoded basis decoded only now, past the checks
+	// that need none), whether this load may write into their array, and where the dropped
+	// files' resources are in it: found by their file, in one pass (in order, so gone is
+	// sorted).
+	kept, own := b.keptResources(ld.l.released, ld.opts.ReuseSet)
+	var gone []int
+	if len(dropped) > 0 {
+		// One file dropped, the usual case, is compared as a string, not looked up.
+		only := ""
+		if len(dropped) == 1 {
+			for p := range dropped {
+				only = p
+			}
+		}
+		gone = make([]int, 0, goneCount)
+		for i := range kept {
+			if f := kept[i].File; f == only || only == "" && dropped[f] {
+				gone = append(gone, i)
+			}
+		}
+		if len(gone) != goneCount {
+			return nil, false
+		}
 	}
 	// A resource declared again in a file kept from the basis is a duplicate.
 	for _, it := range items {
@@ -323,12 +325,12 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 	return ld.done(b, now, counts, docs, resources, cel, merged, anyDeps), true
 }
 
-// keptResources are b's resources, and whether a load with Options.ReuseSet (reuse) may write
-// into their array: the Set's when its caller handed it back (released), else a decoded copy
-// of packed.
+// keptResources are b's resources, and whether the load may write into their array: a
+// decoded copy of packed always (with room for the next load when it reuses Sets, reuse), the
+// Set's only with Options.ReuseSet (reuse) when its caller handed it back (released).
 func (b *basis) keptResources(released *Set, reuse bool) ([]Resource, bool) {
 	if b.packed != nil {
-		return b.packed.resources(reuse), reuse
+		return b.packed.resources(reuse), true
 	}
 	return b.set.Resources, reuse && released == b.set
 }

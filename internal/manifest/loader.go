@@ -117,8 +117,10 @@ type Loader struct {
 	released *Set
 	// keepDocuments is defaultKeepDocuments; tests lower it.
 	keepDocuments int
-	// compactAfter is defaultCompactAfter; tests lower it (0 or less: at once, in Release).
+	// compactAfter is defaultCompactAfter; tests change it (0 or less: at once, in Release).
 	compactAfter time.Duration
+	// restTimer runs compactAtRest compactAfter after the last Release.
+	restTimer *time.Timer
 }
 
 // defaultKeepDocuments is the most resources of a revision whose parsed documents the Loader
@@ -1132,16 +1134,15 @@ func (l *Loader) Release(set *Set) {
 		return
 	}
 	l.released = set
+	l.last.handedBack = true
 	switch {
 	case l.keepsDocuments(len(set.Resources)):
 	case l.compactAfter <= 0:
-		l.compactLocked(set)
+		l.compactLocked()
+	case l.restTimer == nil:
+		l.restTimer = time.AfterFunc(l.compactAfter, l.compactAtRest)
 	default:
-		time.AfterFunc(l.compactAfter, func() {
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			l.compactLocked(set)
-		})
+		l.restTimer.Reset(l.compactAfter)
 	}
 }
 
@@ -1149,17 +1150,25 @@ func (l *Loader) Release(set *Set) {
 // next load.
 const defaultCompactAfter = 5 * time.Second
 
-// compactLocked encodes the basis's resources when set, handed back, is still its Set (no
-// load has made another since); l.mu is held.
-func (l *Loader) compactLocked(set *Set) {
-	if l.last == nil || l.last.set != set {
+// compactAtRest runs compactAfter after the last Release.
+func (l *Loader) compactAtRest() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.compactLocked()
+}
+
+// compactLocked encodes the basis's resources when its Set was handed back (a load since has
+// made another basis, or has not, failing) and holds more than keepDocuments; l.mu is held.
+func (l *Loader) compactLocked() {
+	b := l.last
+	if b == nil || b.set == nil || !b.handedBack || l.keepsDocuments(len(b.set.Resources)) {
 		return
 	}
-	if c, ok := compactOf(set.Resources); ok {
-		l.last.set, l.last.packed = nil, c
-		if l.released == set {
+	if c, ok := compactOf(b.set.Resources); ok {
+		if l.released == b.set {
 			l.released = nil
 		}
+		b.set, b.packed = nil, c
 	}
 }
 

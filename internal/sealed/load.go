@@ -282,13 +282,22 @@ func mustJSON(v any) json.RawMessage {
 //
 // check, when set, runs on the loaded Set before it is redacted, with plaintext specs (the
 // syncer's transition rules); its manifest.Errors are scrubbed like the loader's.
-func Load(l *manifest.Loader, op *Opener, files []sources.File, opts manifest.Options, check func(*manifest.Set) error) (*manifest.Set, error) {
+func Load(l *manifest.Loader, op *Opener, files []sources.File, opts manifest.Options, check func(*manifest.Set) error) (out *manifest.Set, _ error) {
 	if op == nil {
 		op = NewOpener(nil)
 	}
 	rv, errs := op.Prepare(files)
 	opts.Rewritten = rewritten(opts.Rewritten, maps.Keys(rv.opened))
 	set, err := l.Load(rv.Files, opts)
+	if set != nil {
+		// A Set this returns is the caller's to hand back; one it refuses is handed back
+		// here, as the caller would have (the loader may encode it at rest).
+		defer func() {
+			if out == nil {
+				l.Release(set)
+			}
+		}()
+	}
 	if len(errs) > 0 {
 		// Every problem at once: the loader's, and the files that could not be opened
 		// (which the loader saw as what they are, encrypted text).

@@ -83,3 +83,27 @@ func TestLoadOneLoaderAcrossRevisions(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadHandsBackARefusedSet: a Set the loader returned that Load then refuses (the check
+// rejects the revision) never reaches the caller, so Load hands it back itself: the next load
+// with ReuseSet writes into it, as into a Set its caller handed back.
+func TestLoadHandsBackARefusedSet(t *testing.T) {
+	t.Parallel()
+	keys, revs := oneLoaderRevisions(t)
+	l, op := manifest.NewLoader(), sealed.NewOpener(keys)
+	var refused *manifest.Set
+	_, err := sealed.Load(l, op, revs[0], manifest.Options{ReuseSet: true}, func(set *manifest.Set) error {
+		refused = set
+		return manifest.Errors{{File: "plain.yaml", Line: 1, Msg: "refused by the check"}}
+	})
+	if err == nil || refused == nil {
+		t.Fatalf("the check's refusal: err %v, Set seen %t", err, refused != nil)
+	}
+	got, err := sealed.Load(l, op, revs[1], manifest.Options{ReuseSet: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &got.Resources[0] != &refused.Resources[0] {
+		t.Fatal("the next load did not write into the refused Set: it was not handed back")
+	}
+}

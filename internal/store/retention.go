@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"iter"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -183,8 +184,9 @@ func (s *Store) deleteOlder(ctx context.Context, t retainedTable, maxAge time.Du
 }
 
 // trimPerResource keeps the keep newest rows of every resource with rows above since: it
-// reads the resources named by the new rows, then, a hundred resources per statement,
-// skips each one's newest rows on the identity index and deletes the rest.
+// reads back those of the resources named by the new rows that hold more (trimCandidatesSQL,
+// a window of new rows per statement), then, a hundred resources per statement, skips each
+// one's newest rows on the identity index and deletes the rest.
 func (s *Store) trimPerResource(ctx context.Context, t retainedTable, keep int, since int64, o RetentionOptions) (n, mark int64, err error) {
 	if err := s.fence(ctx, o); err != nil {
 		return 0, since, err
@@ -198,18 +200,33 @@ func (s *Store) trimPerResource(ctx context.Context, t retainedTable, keep int, 
 	if mark <= since {
 		return 0, since, nil
 	}
-	rows, err := s.pool.Query(qctx, trimCandidatesSQL(t, since), since, mark, keep)
-	if err != nil {
-		return 0, since, err
-	}
+	cancel()
 	var nss, kinds, names []string
-	var ns, kind, name string
-	_, err = pgx.ForEachRow(rows, []any{&ns, &kind, &name}, func() error {
-		nss, kinds, names = append(nss, ns), append(kinds, kind), append(names, name)
-		return nil
-	})
-	if err != nil {
-		return 0, since, err
+	seen := map[[3]string]bool{}
+	window := int64(trimProbeRows)
+	if s.trimRows > 0 {
+		window = int64(s.trimRows)
+	}
+	for lo, hi := range trimWindows(since, mark, window) {
+		qctx, cancel := context.WithTimeout(ctx, retentionStatementTimeout)
+		rows, err := s.pool.Query(qctx, trimCandidatesSQL(t, since), lo, hi, keep)
+		if err != nil {
+			cancel()
+			return 0, since, err
+		}
+		var ns, kind, name string
+		_, err = pgx.ForEachRow(rows, []any{&ns, &kind, &name}, func() error {
+			// A resource named in several windows is read back from each.
+			if k := [3]string{ns, kind, name}; !seen[k] {
+				seen[k] = true
+				nss, kinds, names = append(nss, ns), append(kinds, kind), append(names, name)
+			}
+			return nil
+		})
+		cancel()
+		if err != nil {
+			return 0, since, err
+		}
 	}
 	q := `DELETE FROM ` + t.name + ` WHERE id = ANY(ARRAY(
 		SELECT x.id FROM unnest($1::text[], $2::text[], $3::text[]) AS r(namespace, kind, name)
@@ -231,6 +248,27 @@ func (s *Store) trimPerResource(ctx context.Context, t retainedTable, keep int, 
 		}
 	}
 	return n, mark, nil
+}
+
+// trimProbeRows is how many ids of new rows one statement of a trim's read-back covers: each
+// resource they name is probed on the identity index (up to keep+1 entries and their rows),
+// and a statement must end within retentionStatementTimeout whatever the backlog.
+const trimProbeRows = 10_000
+
+// trimWindows are the id ranges (lo, hi] a trim from since up to mark reads back resources
+// in: the whole range at once from zero (one counting pass), else windows of size ids.
+func trimWindows(since, mark, size int64) iter.Seq2[int64, int64] {
+	return func(yield func(int64, int64) bool) {
+		if since == 0 {
+			yield(0, mark)
+			return
+		}
+		for lo := since; lo < mark; lo += size {
+			if !yield(lo, min(lo+size, mark)) {
+				return
+			}
+		}
+	}
 }
 
 // trimCandidatesSQL reads the resources named by the rows of t in ($1, $2] that hold more than

@@ -66,6 +66,7 @@ func maxID(t *testing.T, st *Store, table string) int64 {
 func TestRetentionIncremental(t *testing.T) {
 	t.Parallel()
 	st := openTest(t)
+	st.trimRows = 150 // the new rows' resources read back in several windows, each named in more than one
 	ctx := context.Background()
 	const resources, perResource, old, keep = 500, 100, 10, 20
 	seedHistory(t, st, resources, perResource, old)
@@ -370,6 +371,30 @@ func TestTrimCandidates(t *testing.T) {
 	} {
 		if got := read(c.since, c.keep); !slices.Equal(got, c.want) {
 			t.Errorf("since %d, keep %d: read %v; want %v", c.since, c.keep, got, c.want)
+		}
+	}
+}
+
+// TestTrimWindows: a trim from zero reads back in one counting pass; from a mark, in windows
+// of new ids, the last one short.
+func TestTrimWindows(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		since, mark, size int64
+		want              [][2]int64
+	}{
+		{0, 25, 10, [][2]int64{{0, 25}}},
+		{5, 5, 10, nil},
+		{5, 25, 10, [][2]int64{{5, 15}, {15, 25}}},
+		{5, 26, 10, [][2]int64{{5, 15}, {15, 25}, {25, 26}}},
+		{5, 6, 10, [][2]int64{{5, 6}}},
+	} {
+		var got [][2]int64
+		for lo, hi := range trimWindows(c.since, c.mark, c.size) {
+			got = append(got, [2]int64{lo, hi})
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("trimWindows(%d, %d, %d) = %v; want %v", c.since, c.mark, c.size, got, c.want)
 		}
 	}
 }

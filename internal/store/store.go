@@ -53,6 +53,8 @@ type Store struct {
 	pageStep func(phaseStep)
 	// pageIDCap replaces phaseIDCap when set (tests).
 	pageIDCap int
+	// trimRows replaces trimProbeRows when set (tests).
+	trimRows int
 }
 
 // Options tune the pool.
