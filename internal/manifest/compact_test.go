@@ -32,7 +32,8 @@ func TestCompactRoundTrip(t *testing.T) {
 		r := Resource{
 			APIVersion: "example.com/v1", Kind: "Widget", Namespace: fmt.Sprintf("ns%d", i%3), Name: fmt.Sprintf("w%05d", i),
 			Labels: team, Annotations: map[string]string{}, Spec: json.RawMessage(fmt.Sprintf(`{"size":%d}`, i)), SpecHash: hash,
-			MetaHash: fmt.Sprintf("meta-%d", i%7), File: fmt.Sprintf("f%d.yaml", i/100), Line: i%100 + 1,
+			MetaHash: HashJSON(json.RawMessage(fmt.Sprintf(`{"m":%d}`, i/3))), // runs of three
+			File:     fmt.Sprintf("f%d.yaml", i/100), Line: i%100 + 1,
 		}
 		switch i % 9 {
 		case 1:
@@ -46,7 +47,8 @@ func TestCompactRoundTrip(t *testing.T) {
 		case 3:
 			r.Spec, r.SpecHash = json.RawMessage{}, "" // empty, not nil
 		case 4:
-			r.SpecHash = "ABCDEF" // not the hash's lowercase hex: kept as written
+			r.SpecHash = "ABCDEF"                    // not the hash's lowercase hex: kept as written
+			r.MetaHash = fmt.Sprintf("meta-%d", i%7) // nor this
 		case 5:
 			r.DependsOn = []Dependency{
 				{Target: graph.ID{Kind: "Network", Namespace: "ns0", Name: "core"}, Explicit: true},
@@ -200,15 +202,41 @@ func TestCompactAtRest(t *testing.T) {
 		t.Fatal("the basis handed back before a failed load was not encoded at rest")
 	}
 	fourth := load(change(3))
-
-	// The timer itself runs it.
-	l.mu.Lock()
-	l.compactAfter = 10 * time.Millisecond
-	l.mu.Unlock()
+	// A failed load leaves the Set handed back for the next load to write into.
 	l.Release(fourth)
-	for deadline := time.Now().Add(10 * time.Second); !packed(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the basis was not encoded compactAfter after the Release")
+	if _, err := l.Load(bad, Options{ReuseSet: true}); err == nil {
+		t.Fatal("a widget of size nope was loaded")
+	}
+	fifth := load(change(4))
+	if &fifth.Resources[0] != &fourth.Resources[0] {
+		t.Fatal("the load after a failed one did not write into the Set handed back before it")
+	}
+
+	// The timer runs it: made by a Loader's first Release, reset by the next ones.
+	for _, first := range []bool{true, false} {
+		timed := NewLoader()
+		timed.keepDocuments, timed.compactAfter = 10, 10*time.Millisecond
+		set, err := timed.Load(repo, Options{ReuseSet: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !first {
+			timed.Release(set)
+			if set, err = timed.Load(change(5), Options{ReuseSet: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		timed.Release(set)
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			timed.mu.Lock()
+			done := timed.last.packed != nil
+			timed.mu.Unlock()
+			if done {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the basis was not encoded compactAfter after the Release (the Loader's first: %t)", first)
+			}
 		}
 	}
 }

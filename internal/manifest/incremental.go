@@ -218,7 +218,7 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 	// that need none), whether this load may write into their array, and where the dropped
 	// files' resources are in it: found by their file, in one pass (in order, so gone is
 	// sorted).
-	kept, own := b.keptResources(ld.l.released, ld.opts.ReuseSet)
+	kept, own := b.keptResources(ld.opts.ReuseSet)
 	var gone []int
 	if len(dropped) > 0 {
 		// One file dropped, the usual case, is compared as a string, not looked up.
@@ -327,12 +327,13 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 
 // keptResources are b's resources, and whether the load may write into their array: a
 // decoded copy of packed always (with room for the next load when it reuses Sets, reuse), the
-// Set's only with Options.ReuseSet (reuse) when its caller handed it back (released).
-func (b *basis) keptResources(released *Set, reuse bool) ([]Resource, bool) {
+// Set's only with Options.ReuseSet (reuse) when its caller handed it back (a load that
+// failed since leaves it so).
+func (b *basis) keptResources(reuse bool) ([]Resource, bool) {
 	if b.packed != nil {
 		return b.packed.resources(reuse), true
 	}
-	return b.set.Resources, reuse && released == b.set
+	return b.set.Resources, reuse && b.handedBack
 }
 
 // done makes the Set of an incremental load from b with resources, and makes it the basis;

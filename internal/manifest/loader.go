@@ -113,8 +113,6 @@ type Loader struct {
 	last *basis
 	// incrementals counts the loads made from a basis, for tests.
 	incrementals int
-	// released is the last Set when its caller handed it back (Release).
-	released *Set
 	// keepDocuments is defaultKeepDocuments; tests lower it.
 	keepDocuments int
 	// compactAfter is defaultCompactAfter; tests change it (0 or less: at once, in Release).
@@ -225,7 +223,6 @@ type load struct {
 func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	defer func() { l.released = nil }() // the Set returned is the caller's
 	ld := &load{l: l, opts: opts, schemas: map[string]*compiledSchema{}}
 	if opts.EncryptedUnknown != l.encryptedUnknown {
 		// The cached checks were judged the other way.
@@ -1133,7 +1130,6 @@ func (l *Loader) Release(set *Set) {
 	if set == nil || l.last == nil || l.last.set != set {
 		return
 	}
-	l.released = set
 	l.last.handedBack = true
 	switch {
 	case l.keepsDocuments(len(set.Resources)):
@@ -1165,9 +1161,6 @@ func (l *Loader) compactLocked() {
 		return
 	}
 	if c, ok := compactOf(b.set.Resources); ok {
-		if l.released == b.set {
-			l.released = nil
-		}
 		b.set, b.packed = nil, c
 	}
 }

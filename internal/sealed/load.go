@@ -281,7 +281,8 @@ func mustJSON(v any) json.RawMessage {
 // scrubbed of every decrypted value, and the Set's encrypted fields are markers.
 //
 // check, when set, runs on the loaded Set before it is redacted, with plaintext specs (the
-// syncer's transition rules); its manifest.Errors are scrubbed like the loader's.
+// syncer's transition rules); its manifest.Errors are scrubbed like the loader's. It must not
+// keep the Set: one that Load refuses is handed back to the loader (Loader.Release).
 func Load(l *manifest.Loader, op *Opener, files []sources.File, opts manifest.Options, check func(*manifest.Set) error) (out *manifest.Set, _ error) {
 	if op == nil {
 		op = NewOpener(nil)

@@ -64,8 +64,9 @@ func (s *Store) EnforceRetention(ctx context.Context, history, events RetentionR
 // Retain deletes history and events past their rules, and changes older than an hour, in
 // bounded batches; then the encrypted files and the recorded revisions (with history's max
 // age) that nothing names any more. The per-resource bound only visits resources with rows above o.Since;
-// next is the marks to pass to the following run (a table's mark only moves once its
-// resources were all trimmed, so a failed run is picked up again).
+// next is the marks to pass to the following run (a table's mark moves past a window of new
+// rows once the resources it names are trimmed, so a failed run is picked up where it
+// stopped).
 //
 // A row whose id was taken before the new mark but committed after it was read is first
 // seen with its resource's next row; until then that resource may exceed its bound by it.
@@ -155,11 +156,10 @@ func (s *Store) retainTable(ctx context.Context, t retainedTable, r RetentionRul
 	}
 	if r.MaxPerResource > 0 {
 		m, newMark, err := s.trimPerResource(ctx, t, r.MaxPerResource, since, o)
-		n += m
+		n, mark = n+m, newMark // the windows done, also when a later one failed
 		if err != nil {
 			return n, mark, err
 		}
-		mark = newMark
 	}
 	return n, mark, nil
 }
@@ -183,71 +183,76 @@ func (s *Store) deleteOlder(ctx context.Context, t retainedTable, maxAge time.Du
 	}
 }
 
-// trimPerResource keeps the keep newest rows of every resource with rows above since: it
-// reads back those of the resources named by the new rows that hold more (trimCandidatesSQL,
-// a window of new rows per statement), then, a hundred resources per statement, skips each
-// one's newest rows on the identity index and deletes the rest.
+// trimPerResource keeps the keep newest rows of every resource with rows above since, window
+// by window of new rows (trimWindows): it reads back those of the resources the window's rows
+// name that hold more (trimCandidatesSQL), then, a hundred resources per statement, skips each
+// one's newest rows on the identity index and deletes the rest. The mark moves past each
+// window once it is done: a run stopped midway (a timeout, the lease lost) leaves the next
+// run the windows it did not finish, and a resource still over its bound has a row in them.
 func (s *Store) trimPerResource(ctx context.Context, t retainedTable, keep int, since int64, o RetentionOptions) (n, mark int64, err error) {
 	if err := s.fence(ctx, o); err != nil {
 		return 0, since, err
 	}
 	qctx, cancel := context.WithTimeout(ctx, retentionStatementTimeout)
-	defer cancel()
 	// Reading the mark first leaves rows inserted meanwhile to the next run.
-	if err := s.pool.QueryRow(qctx, `SELECT COALESCE(max(id), 0) FROM `+t.name).Scan(&mark); err != nil {
+	var top int64
+	err = s.pool.QueryRow(qctx, `SELECT COALESCE(max(id), 0) FROM `+t.name).Scan(&top)
+	cancel()
+	if err != nil || top <= since {
 		return 0, since, err
 	}
-	if mark <= since {
-		return 0, since, nil
-	}
-	cancel()
-	var nss, kinds, names []string
-	seen := map[[3]string]bool{}
 	window := int64(trimProbeRows)
 	if s.trimRows > 0 {
 		window = int64(s.trimRows)
 	}
-	for lo, hi := range trimWindows(since, mark, window) {
-		qctx, cancel := context.WithTimeout(ctx, retentionStatementTimeout)
-		rows, err := s.pool.Query(qctx, trimCandidatesSQL(t, since), lo, hi, keep)
-		if err != nil {
-			cancel()
-			return 0, since, err
-		}
-		var ns, kind, name string
-		_, err = pgx.ForEachRow(rows, []any{&ns, &kind, &name}, func() error {
-			// A resource named in several windows is read back from each.
-			if k := [3]string{ns, kind, name}; !seen[k] {
-				seen[k] = true
-				nss, kinds, names = append(nss, ns), append(kinds, kind), append(names, name)
-			}
-			return nil
-		})
-		cancel()
-		if err != nil {
-			return 0, since, err
-		}
-	}
+	mark = since
 	q := `DELETE FROM ` + t.name + ` WHERE id = ANY(ARRAY(
 		SELECT x.id FROM unnest($1::text[], $2::text[], $3::text[]) AS r(namespace, kind, name)
 		CROSS JOIN LATERAL (SELECT id FROM ` + t.name + ` t
 			WHERE t.namespace = r.namespace AND lower(t.kind) = r.kind AND t.name = r.name
 			ORDER BY t.id DESC OFFSET $4) x
 		LIMIT $5))`
-	for i := 0; i < len(names); i += retentionIdentities {
-		j := min(i+retentionIdentities, len(names))
-		for {
-			k, err := s.retentionBatch(ctx, o, q, nss[i:j], kinds[i:j], names[i:j], keep, o.BatchSize)
-			n += k
-			if err != nil {
-				return n, since, err
-			}
-			if k < int64(o.BatchSize) {
-				break
+	for lo, hi := range trimWindows(since, top, window) {
+		if err := s.fence(ctx, o); err != nil {
+			return n, mark, err
+		}
+		nss, kinds, names, err := s.trimCandidates(ctx, t, since, lo, hi, keep)
+		if err != nil {
+			return n, mark, err
+		}
+		for i := 0; i < len(names); i += retentionIdentities {
+			j := min(i+retentionIdentities, len(names))
+			for {
+				k, err := s.retentionBatch(ctx, o, q, nss[i:j], kinds[i:j], names[i:j], keep, o.BatchSize)
+				n += k
+				if err != nil {
+					return n, mark, err
+				}
+				if k < int64(o.BatchSize) {
+					break
+				}
 			}
 		}
+		mark = hi
 	}
 	return n, mark, nil
+}
+
+// trimCandidates reads back the resources over their bound among those the rows of t in
+// (lo, hi] name (trimCandidatesSQL: the counting form when since is zero).
+func (s *Store) trimCandidates(ctx context.Context, t retainedTable, since, lo, hi int64, keep int) (nss, kinds, names []string, err error) {
+	qctx, cancel := context.WithTimeout(ctx, retentionStatementTimeout)
+	defer cancel()
+	rows, err := s.pool.Query(qctx, trimCandidatesSQL(t, since), lo, hi, keep)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var ns, kind, name string
+	_, err = pgx.ForEachRow(rows, []any{&ns, &kind, &name}, func() error {
+		nss, kinds, names = append(nss, ns), append(kinds, kind), append(names, name)
+		return nil
+	})
+	return nss, kinds, names, err
 }
 
 // trimProbeRows is how many ids of new rows one statement of a trim's read-back covers: each

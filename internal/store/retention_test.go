@@ -398,3 +398,33 @@ func TestTrimWindows(t *testing.T) {
 		}
 	}
 }
+
+// TestRetentionEveryWindow: resources each named once by the new rows, their rows on both
+// sides of every window's edge, are all trimmed to their bound, and the mark moves to the
+// last new row.
+func TestRetentionEveryWindow(t *testing.T) {
+	t.Parallel()
+	st := openTest(t)
+	st.trimRows = 7 // 30 new rows: windows of 7, 7, 7, 7 and 2
+	ctx := context.Background()
+	seedHistory(t, st, 30, 10, 0)
+	since := RetentionMarks{History: maxID(t, st, "reconcile_history"), Events: maxID(t, st, "events")}
+	if _, err := st.pool.Exec(ctx, `
+		INSERT INTO reconcile_history (resource_uid, namespace, kind, name, generation, operation, trigger, result, started_at, finished_at)
+		SELECT gen_random_uuid(), 'ns', 'Database', 'r' || r, 11, 'reconcile', 'resync', 'Succeeded', now(), now()
+		FROM generate_series(0, 29) r ORDER BY r`); err != nil {
+		t.Fatal(err)
+	}
+	n, next, err := st.Retain(ctx, RetentionOptions{History: RetentionRule{MaxPerResource: 5}, Since: since})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range historyCounts(t, st) {
+		if got != [2]int64{5, 7} { // generations 7..11
+			t.Errorf("%s: %d rows from generation %d, want 5 from 7", name, got[0], got[1])
+		}
+	}
+	if n.History != 30*6 || next.History != maxID(t, st, "reconcile_history") {
+		t.Errorf("removed %d history rows (want %d), next mark %d (want %d)", n.History, 30*6, next.History, maxID(t, st, "reconcile_history"))
+	}
+}
