@@ -223,8 +223,8 @@ func (a *Action) invoke(ctx context.Context, op string, req actions.Request) ([]
 		return nil, fmt.Errorf("encode request: %w", err)
 	}
 	// Taken before the timeout starts: the wait for a previous run is bounded on its own.
-	// A plan does not wait for another call: it takes a lock free within lockGrace or none (the host's actions.PlanGate stops it
-	// when another call of the resource comes).
+	// A plan does not wait for another call: it takes a lock free within lockGrace or none
+	// (the host's actions.PlanGate stops it when another call of the resource comes).
 	lock, release, err := lockResource(ctx, a.lockDir, req.Resource, op != opPlan)
 	if errors.Is(err, errLockHeld) && op == opPlan {
 		return nil, actions.ErrPlanBusy

@@ -33,7 +33,7 @@ const (
 	lockGracePoll = 10 * time.Millisecond
 )
 
-// errLockHeld says a lock tried without waiting is held.
+// errLockHeld says a lock tried without waiting (for lockGrace at most) is held.
 var errLockHeld = errors.New("the resource's lock is held")
 
 // defaultLockDir is the lock folder when the config names none: per user, so that two

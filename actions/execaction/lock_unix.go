@@ -14,30 +14,31 @@ import (
 	"github.com/trueup-dev/trueup/actions"
 )
 
-// lockResource takes r's lock in dir, waiting at most lockWait for a previous run to end, or
-// lockGrace for a copy held by a fork (then errLockHeld) when wait is false. When r carries a UID, the lock file an older
-// trueup named after it (legacyLockName) is taken too, by the same rules: a command started
-// by the binary before an upgrade may still hold it. The caller passes lock to the command
-// and calls release when the call ends (it closes trueup's copies of both).
+// lockResource takes r's lock in dir, waiting at most lockWait for a previous run to end;
+// when wait is false, it tries for lockGrace (a process forked for another call holds a copy
+// for a moment), holding none of its locks between tries, then gives up with errLockHeld.
+// When r carries a UID, the lock file an older trueup named after it (legacyLockName) is
+// taken too, by the same rules: a command started by the binary before an upgrade may still
+// hold it. The caller passes lock to the command and calls release when the call ends (it
+// closes trueup's copies of both).
 func lockResource(ctx context.Context, dir string, r actions.Resource, wait bool) (lock *os.File, release func(), err error) {
 	if err := ensureLockDir(dir); err != nil {
 		return nil, nil, err
 	}
-	limit := lockWait
+	path, legacy := filepath.Join(dir, lockName(r)), legacyLockName(r)
 	if !wait {
-		limit = lockGrace
+		return tryResource(ctx, path, legacy, dir, r)
 	}
-	deadline := time.NewTimer(limit)
+	deadline := time.NewTimer(lockWait)
 	defer deadline.Stop()
-	lock, err = lockFile(ctx, filepath.Join(dir, lockName(r)), r, wait, deadline.C)
+	lock, err = lockFile(ctx, path, r, true, deadline.C)
 	if err != nil {
 		return nil, nil, err
 	}
-	legacy := legacyLockName(r)
 	if legacy == "" {
 		return lock, func() { lock.Close() }, nil
 	}
-	old, err := lockFile(ctx, filepath.Join(dir, legacy), r, wait, deadline.C)
+	old, err := lockFile(ctx, filepath.Join(dir, legacy), r, true, deadline.C)
 	if err != nil {
 		lock.Close()
 		return nil, nil, err
@@ -45,18 +46,48 @@ func lockResource(ctx context.Context, dir string, r actions.Resource, wait bool
 	return lock, func() { old.Close(); lock.Close() }, nil
 }
 
-// lockFile flocks path, trying every lockPoll (lockGracePoll when wait is false) until
-// deadline fires.
+// tryResource is lockResource without waiting: both locks are tried at once every
+// lockGracePoll for lockGrace, and a lock taken is let go when the other is held, so that
+// no call waits for a plan's tries.
+func tryResource(ctx context.Context, path, legacy, dir string, r actions.Resource) (*os.File, func(), error) {
+	once := make(chan time.Time) // closed: lockFile tries once
+	close(once)
+	deadline := time.NewTimer(lockGrace)
+	defer deadline.Stop()
+	for {
+		lock, err := lockFile(ctx, path, r, false, once)
+		if err == nil && legacy == "" {
+			return lock, func() { lock.Close() }, nil
+		}
+		if err == nil {
+			old, oerr := lockFile(ctx, filepath.Join(dir, legacy), r, false, once)
+			if oerr == nil {
+				return lock, func() { old.Close(); lock.Close() }, nil
+			}
+			lock.Close()
+			err = oerr
+		}
+		if !errors.Is(err, errLockHeld) {
+			return nil, nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, context.Cause(ctx)
+		case <-deadline.C:
+			return nil, nil, errLockHeld
+		case <-time.After(lockGracePoll):
+		}
+	}
+}
+
+// lockFile flocks path, trying every lockPoll until deadline fires (an error, or
+// errLockHeld when wait is false: a closed deadline tries once).
 func lockFile(ctx context.Context, path string, r actions.Resource, wait bool, deadline <-chan time.Time) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open lock: %w", err)
 	}
-	poll := lockPoll
-	if !wait {
-		poll = lockGracePoll
-	}
-	tick := time.NewTicker(poll)
+	tick := time.NewTicker(lockPoll)
 	defer tick.Stop()
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/trueup-dev/trueup/actions"
 )
@@ -32,7 +33,30 @@ func TestLockResourceTakesTheLegacyLock(t *testing.T) {
 	if err := syscall.Flock(int(old.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := lockResource(t.Context(), dir, res, false); !errors.Is(err, errLockHeld) {
+	// A plan tries for lockGrace beside the old command, holding the resource's own lock
+	// only for each try: a call of the resource is never made to wait for its tries.
+	tried := make(chan error, 1)
+	go func() {
+		_, _, err := lockResource(t.Context(), dir, res, false)
+		tried <- err
+	}()
+	time.Sleep(lockGrace / 5)
+	free := false
+	for i := 0; i < 20 && !free; i++ {
+		f, err := os.OpenFile(filepath.Join(dir, lockName(res)), os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			free = true
+		}
+		f.Close()
+		time.Sleep(time.Millisecond)
+	}
+	if !free {
+		t.Error("the resource's own lock was held through a plan's tries")
+	}
+	if err := <-tried; !errors.Is(err, errLockHeld) {
 		t.Fatalf("lock beside the old command's: %v, want errLockHeld", err)
 	}
 	// The resource's own lock was given back on the way out.

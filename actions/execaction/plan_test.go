@@ -357,7 +357,8 @@ func waitPlanStarted(t *testing.T, started string, planErr chan error) {
 // A preview's plan carries no UID (the pull request's resource may not exist yet) while the
 // reconciles of the resource do: both take the same lock all the same, so that a plan and a
 // reconcile of one resource never run at once (issue 19, 4). A plan asked for while the
-// reconcile runs is refused at once; a reconcile asked for while the plan runs stops it within
+// reconcile runs is refused (at once by the gate, within lockGrace by the flock); a reconcile
+// asked for while the plan runs stops it within
 // one process (the host's gate), and waits for it across two instances on one lock folder
 // (two controllers on one host, each with its gate: the flock). The commands record the order
 // they ran in.

@@ -32,6 +32,8 @@ func TestPhaseStepAfterWalk(t *testing.T) {
 		{name: "more ids than the cap", pastWalk: true, ids: 101, want: phasePlanned, wantReads: []string{"past", "ids"}},
 		{name: "past the walk unknown", pastErr: failed, ids: 10, want: phaseDone, wantErr: failed,
 			wantReads: []string{"past"}},
+		{name: "a row past the walk, then a failed read", pastWalk: true, pastErr: failed, ids: 10, want: phaseDone,
+			wantErr: failed, wantReads: []string{"past"}},
 		{name: "ids unknown", pastWalk: true, idsErr: failed, want: phaseDone, wantErr: failed,
 			wantReads: []string{"past", "ids"}},
 	} {
