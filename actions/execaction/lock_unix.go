@@ -27,18 +27,18 @@ func lockResource(ctx context.Context, dir string, r actions.Resource, wait bool
 	}
 	path, legacy := filepath.Join(dir, lockName(r)), legacyLockName(r)
 	if !wait {
-		return tryResource(ctx, path, legacy, dir, r)
+		return tryResource(ctx, path, legacy, dir)
 	}
 	deadline := time.NewTimer(lockWait)
 	defer deadline.Stop()
-	lock, err = lockFile(ctx, path, r, true, deadline.C)
+	lock, err = lockFile(ctx, path, r, deadline.C)
 	if err != nil {
 		return nil, nil, err
 	}
 	if legacy == "" {
 		return lock, func() { lock.Close() }, nil
 	}
-	old, err := lockFile(ctx, filepath.Join(dir, legacy), r, true, deadline.C)
+	old, err := lockFile(ctx, filepath.Join(dir, legacy), r, deadline.C)
 	if err != nil {
 		lock.Close()
 		return nil, nil, err
@@ -49,18 +49,16 @@ func lockResource(ctx context.Context, dir string, r actions.Resource, wait bool
 // tryResource is lockResource without waiting: both locks are tried at once every
 // lockGracePoll for lockGrace, and a lock taken is let go when the other is held, so that
 // no call waits for a plan's tries.
-func tryResource(ctx context.Context, path, legacy, dir string, r actions.Resource) (*os.File, func(), error) {
-	once := make(chan time.Time) // closed: lockFile tries once
-	close(once)
+func tryResource(ctx context.Context, path, legacy, dir string) (*os.File, func(), error) {
 	deadline := time.NewTimer(lockGrace)
 	defer deadline.Stop()
 	for {
-		lock, err := lockFile(ctx, path, r, false, once)
+		lock, err := tryFlock(path)
 		if err == nil && legacy == "" {
 			return lock, func() { lock.Close() }, nil
 		}
 		if err == nil {
-			old, oerr := lockFile(ctx, filepath.Join(dir, legacy), r, false, once)
+			old, oerr := tryFlock(filepath.Join(dir, legacy))
 			if oerr == nil {
 				return lock, func() { old.Close(); lock.Close() }, nil
 			}
@@ -80,15 +78,31 @@ func tryResource(ctx context.Context, path, legacy, dir string, r actions.Resour
 	}
 }
 
-// lockFile flocks path, trying every lockPoll until deadline fires (an error, or
-// errLockHeld when wait is false: a closed deadline tries once).
-func lockFile(ctx context.Context, path string, r actions.Resource, wait bool, deadline <-chan time.Time) (*os.File, error) {
+// lockFile flocks path, trying every lockPoll until deadline fires.
+func lockFile(ctx context.Context, path string, r actions.Resource, deadline <-chan time.Time) (*os.File, error) {
+	tick := time.NewTicker(lockPoll)
+	defer tick.Stop()
+	for {
+		f, err := tryFlock(path)
+		if !errors.Is(err, errLockHeld) {
+			return f, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-deadline:
+			return nil, fmt.Errorf("a previous run of this action for %s is still running (it holds %s)", resourceID(r), path)
+		case <-tick.C:
+		}
+	}
+}
+
+// tryFlock opens path and flocks it once: errLockHeld when another open file holds it.
+func tryFlock(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open lock: %w", err)
 	}
-	tick := time.NewTicker(lockPoll)
-	defer tick.Stop()
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		switch {
@@ -96,22 +110,12 @@ func lockFile(ctx context.Context, path string, r actions.Resource, wait bool, d
 			return f, nil
 		case errors.Is(err, syscall.EINTR):
 			continue
-		case !errors.Is(err, syscall.EWOULDBLOCK):
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
 		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, context.Cause(ctx)
-		case <-deadline:
-			f.Close()
-			if !wait {
-				return nil, errLockHeld
-			}
-			return nil, fmt.Errorf("a previous run of this action for %s is still running (it holds %s)", resourceID(r), path)
-		case <-tick.C:
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, errLockHeld
 		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 }
 

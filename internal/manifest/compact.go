@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"reflect"
 	"strings"
 	"sync"
@@ -177,7 +178,7 @@ func (ch *compactChunk) decode(out []Resource) {
 	metas := make([]string, len(ch.metas)) // once a chunk, shared by its resources
 	for i := range ch.metas {
 		var hx [64]byte
-		hexInto(&hx, ch.metas[i][:])
+		hex.Encode(hx[:], ch.metas[i][:])
 		metas[i] = string(hx[:])
 	}
 	d := compactReader{b: ch.data}
@@ -202,7 +203,7 @@ func (ch *compactChunk) decode(out []Resource) {
 		hashAt := text.Len()
 		if d.next(1)[0] == hashBinary {
 			var hx [64]byte
-			hexInto(&hx, d.next(32))
+			hex.Encode(hx[:], d.next(32))
 			text.Write(hx[:])
 		} else {
 			text.Write(d.bytes())
@@ -311,11 +312,3 @@ var hexValue = func() (t [256]byte) {
 	}
 	return t
 }()
-
-// hexInto writes the 32 bytes of raw into dst in lowercase hex.
-func hexInto(dst *[64]byte, raw []byte) {
-	const digits = "0123456789abcdef"
-	for i, v := range raw[:32] {
-		dst[2*i], dst[2*i+1] = digits[v>>4], digits[v&15]
-	}
-}

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -123,7 +124,7 @@ func TestBinaryHash(t *testing.T) {
 		}
 		if ok {
 			var hx [64]byte
-			hexInto(&hx, raw[:])
+			hex.Encode(hx[:], raw[:])
 			if string(hx[:]) != c.s {
 				t.Errorf("binaryHash(%q) back to hex: %q", c.s, hx[:])
 			}
