@@ -31,6 +31,7 @@ func FuzzParseReply(f *testing.F) {
 		`starting...` + "\n" + `{"done":true}`,
 		`{"done":"yes"}`,
 		`{"state":{"a":[1,2,{"b":null}]},"unknown":1}`,
+		`{"message":"` + strings.Repeat("\xff", 16) + `"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -49,8 +50,9 @@ func FuzzParseReply(f *testing.F) {
 		if r.state != nil && !json.Valid(r.state) {
 			t.Fatalf("state is not valid JSON: %q", r.state)
 		}
-		if len(r.state) > len(stdout) || len(r.message) > len(stdout) {
-			t.Fatalf("reply larger than stdout")
+		// The state is stdout's own bytes; an invalid byte in the message becomes U+FFFD.
+		if len(r.state) > len(stdout) || len(r.message) > 3*len(stdout) {
+			t.Fatalf("reply of %d+%d bytes from %d bytes of stdout", len(r.state), len(r.message), len(stdout))
 		}
 		for _, c := range r.conditions {
 			if c.Type == "" || (c.Status != "True" && c.Status != "False" && c.Status != "Unknown") {
@@ -119,7 +121,8 @@ func FuzzOutputCapture(f *testing.F) {
 }
 
 // FuzzParsePlan parses arbitrary plan stdout. It must not panic; an accepted plan came from
-// one JSON document no shorter than its texts, with counts from 0 to MaxInt32 that are all 0
+// one JSON document no shorter than a third of its texts (an invalid byte
+// decodes to U+FFFD), with counts from 0 to MaxInt32 that are all 0
 // without changes or counting, and a bounded hash of printable ASCII without spaces; a
 // rejection's message does not echo stdout.
 func FuzzParsePlan(f *testing.F) {
@@ -135,6 +138,8 @@ func FuzzParsePlan(f *testing.F) {
 		`{"changes":true,"add":1,"change":0,"destroy":2,"replace":0,"hash":"sha256:ab"}`,
 		`{"changes":false,"destroy":1}`,
 		`{"changes":true,"add":-1,"hash":" "}`,
+		// Each invalid byte in a JSON string decodes to U+FFFD, three bytes.
+		`{"changes":true,"summary":"` + strings.Repeat("\xff", 16) + `"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -147,8 +152,9 @@ func FuzzParsePlan(f *testing.F) {
 		if !json.Valid(bytes.TrimSpace(stdout)) {
 			t.Fatalf("accepted a plan from stdout that is not one JSON document: %q", stdout)
 		}
-		if len(p.Summary) > len(stdout) || len(p.Text) > len(stdout) {
-			t.Fatalf("plan larger than stdout")
+		// An invalid byte becomes U+FFFD (three bytes); nothing else grows in decoding.
+		if len(p.Summary) > 3*len(stdout) || len(p.Text) > 3*len(stdout) {
+			t.Fatalf("plan of %d+%d bytes from %d bytes of stdout", len(p.Summary), len(p.Text), len(stdout))
 		}
 		actiontest.CheckPlan(t, p)
 	})
