@@ -76,34 +76,48 @@ func optionsKey(opts Options, budget uint64) string {
 // newBasis is the basis of a full load that returned set, or nil when set cannot serve as
 // one: ResourceSets (generated resources depend on other files), transition rules (checked
 // against the set as a whole), a path loaded twice (rendered by several kustomizations).
-func newBasis(files []sources.File, docs []placed, set *Set, infos map[string]*typeInfo, cel uint64, key string, rewritten map[string]bool) *basis {
+func newBasis(files []sources.File, counted docCounts, set *Set, infos map[string]*typeInfo, cel uint64, key string, rewritten map[string]bool) *basis {
 	if len(set.ResourceSets) > 0 || len(set.transitions) > 0 || set.Files == nil {
 		return nil
 	}
 	b := &basis{key: key, files: make(map[string]basisFile, len(files)), set: set, types: set.Types, infos: infos,
-		typeFiles: map[string]bool{}, docs: len(docs), resources: len(set.Resources), cel: cel,
-		counts: make(map[string]fileCounts, len(files))}
+		typeFiles: counted.typeFiles, docs: counted.docs, resources: len(set.Resources), cel: cel, counts: counted.files}
 	for _, f := range files {
 		if _, twice := b.files[f.Path]; twice || f.Refused != "" {
 			return nil
 		}
 		b.files[f.Path] = basisFile{key: set.Files[f.Path], renderedBy: f.RenderedBy, rewritten: rewritten[f.Path]}
 	}
-	for _, p := range docs {
-		c := b.counts[p.file]
-		c.docs++
-		if p.doc.res == nil {
-			b.typeFiles[p.file] = true
-		} else {
-			c.resources++
-			c.cel += uint64(p.doc.res.celCost)
-		}
-		b.counts[p.file] = c
-	}
 	for i := range set.Resources {
 		b.deps = b.deps || len(set.Resources[i].DependsOn) > 0
 	}
 	return b
+}
+
+// docCounts is what a basis keeps of a revision's documents (countDocs): how many, each
+// file's share (files), and the paths of files holding other documents than resources.
+type docCounts struct {
+	docs, resources int
+	files           map[string]fileCounts
+	typeFiles       map[string]bool
+}
+
+// countDocs counts docs for a basis, once checked (each file's share of the rules' cost).
+func countDocs(docs []placed) docCounts {
+	c := docCounts{docs: len(docs), files: map[string]fileCounts{}, typeFiles: map[string]bool{}}
+	for _, p := range docs {
+		fc := c.files[p.file]
+		fc.docs++
+		if p.doc.res == nil {
+			c.typeFiles[p.file] = true
+		} else {
+			fc.resources++
+			fc.cel += uint64(p.doc.res.celCost)
+			c.resources++
+		}
+		c.files[p.file] = fc
+	}
+	return c
 }
 
 // incremental loads files from the loader's basis when it can; ok is false when the revision

@@ -68,6 +68,14 @@ type Options struct {
 	// rejected leaves the handed-back Set as it was. Its Sets keep room for a few more
 	// resources.
 	ReuseSet bool
+	// DropData lets a load of a revision whose documents the Loader does not keep (past
+	// 50,000 resources) set the Data of the files it was given to nil once every document is
+	// parsed and the types are known, so that a first sync does not hold every file's bytes
+	// beside its documents and its Set: the caller gives the data up (the files of Rewritten
+	// keep theirs, as do all when a type has transition rules). Such a load that finds
+	// problems, whose lines need the data, returns ErrUnread: the caller loads again without
+	// DropData.
+	DropData bool
 	// Rewritten names the files (by path) whose resources the caller changes in the Set once
 	// it is loaded (sealed: an encrypted file's redacted fields, its hashes and the file kept
 	// with each resource). The next load never takes those files' resources from the last
@@ -212,6 +220,12 @@ type load struct {
 	celSpent   atomic.Uint64
 	celSkipped atomic.Bool
 
+	// lean: the revision's documents are dropped once loaded (no ResourceSet, past
+	// keepDocuments), so its Set is built through the encoded form (leanResources). dropped:
+	// the files' data was given up (Options.DropData, dropData) before the checks.
+	lean, dropped bool
+	counted       docCounts // the documents, once checked, for the basis
+
 	inputsUsed map[string]*inputsEntry // becomes Loader.inputs
 	celTotal   uint64                  // what the rules of every resource cost (resources)
 	parts      partsMemo
@@ -277,8 +291,19 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 		opts.Parsed(len(docs))
 	}
 	types, infos := ld.types(docs)
+	ld.lean = len(runs) == 0 && !l.keepsDocuments(countResources(docs))
+	if ld.lean && opts.DropData && len(ld.errs) == 0 && !transitionRules(infos) {
+		ld.dropData(docs, files)
+	}
+	// Past this call the documents are the cache's and the resources' (a lean load drops them).
 	resources, transitions := ld.resources(docs, infos)
 	l.schemas = ld.schemas
+	if len(ld.errs) > 0 && ld.dropped {
+		// Located without the files' data: the caller loads again with it. The checks this
+		// load cached carry those lines, so the cache goes.
+		l.files, l.sorted = map[string]*fileEntry{}, nil
+		return nil, ErrUnread
+	}
 	if len(ld.errs) > 0 {
 		return nil, capSetProblems(sortErrors(ld.errs), runSpans(runs))
 	}
@@ -287,8 +312,8 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	if len(set.ResourceSets) == 0 {
 		set.Files = ld.files
 	}
-	l.last = newBasis(files, docs, set, infos, ld.celTotal, basisKey, opts.Rewritten)
-	if l.last != nil && !l.keepsDocuments(len(set.Resources)) {
+	l.last = newBasis(files, ld.counted, set, infos, ld.celTotal, basisKey, opts.Rewritten)
+	if l.last != nil && !l.keepsDocuments(len(set.Resources)) && !ld.lean {
 		l.files, l.sorted = map[string]*fileEntry{}, nil
 		packResources(set.Resources, opts.Rewritten)
 	}
@@ -671,7 +696,16 @@ func (ld *load) resources(docs []placed, infos map[string]*typeInfo) ([]Resource
 	if len(ld.errs) > 0 {
 		return nil, nil
 	}
-	resources, transitions := ld.setResources(items)
+	ld.counted = countDocs(docs)
+	var resources []Resource
+	var transitions []transitionCheck
+	if ld.lean && !slices.ContainsFunc(items, resourceAt.transition) {
+		docs = nil
+		resources, items = ld.leanResources(items), nil
+	} else {
+		ld.lean = false
+		resources, transitions = ld.setResources(items)
+	}
 	if ld.opts.CheckReference != nil {
 		ld.checkReferences(resources)
 		if len(ld.errs) > 0 {
@@ -809,6 +843,87 @@ func (ld *load) setResources(items []resourceAt) ([]Resource, []transitionCheck)
 	return buildResources(sorted, ld.opts.ReuseSet)
 }
 
+// leanResources makes the Set's resources of items as setResources does, for a revision
+// whose documents the Loader drops once loaded (past keepDocuments): each chunk of resources
+// is built and encoded at once (compactResources), the documents and the cache are dropped,
+// and the Set is decoded from the encoded form. A first sync of a million resources would
+// otherwise hold the files' data (which Options.DropData gives up before the checks), the
+// documents and the Set whole at once (about 720 MB live). The caller holds no document past
+// this call.
+func (ld *load) leanResources(items []resourceAt) []Resource {
+	metaHashes(items)
+	order := sortedOrder(items, ld.l.sorted)
+	sorted := make([]resourceAt, len(items))
+	for j, i := range order {
+		sorted[j] = items[i]
+	}
+	items, order = nil, nil
+	ld.l.files, ld.l.sorted, ld.memo, ld.memoKey = map[string]*fileEntry{}, nil, nil, ""
+	ld.parts.m = nil // what the checks learnt: a value of each spec's properties
+	decoded := labelMaps(sorted)
+	// The resources of a file the caller rewrites (Options.Rewritten) are neither encoded nor
+	// decoded into shared blocks, as packResources leaves them: they are built aside and put
+	// in their places once decoded (an empty resource holds each place meanwhile).
+	aside := map[int]Resource{}
+	if len(ld.opts.Rewritten) > 0 {
+		for j, it := range sorted {
+			if ld.opts.Rewritten[it.p.file] {
+				aside[j] = buildResource(it, decoded)
+			}
+		}
+	}
+	c := &compactResources{n: len(sorted), chunks: make([]compactChunk, (len(sorted)+packChunk-1)/packChunk)}
+	parallel(len(c.chunks), func(k int) {
+		part := sorted[k*packChunk : min(len(sorted), (k+1)*packChunk)]
+		rs := make([]Resource, len(part))
+		for i := range part {
+			if _, ok := aside[k*packChunk+i]; !ok {
+				rs[i] = buildResource(part[i], decoded)
+			}
+		}
+		c.chunks[k].encode(rs) // no generated resource: a revision of ResourceSets is never lean
+	})
+	sorted = nil
+	out := c.resources(ld.opts.ReuseSet)
+	for j, r := range aside {
+		out[j] = r
+	}
+	return out
+}
+
+// dropData sets the data of files (but the caller's rewritten ones) and of docs' sources to
+// nil, for a lean load with Options.DropData once the types are known: the documents are
+// parsed, and past this only a problem would need a file's data again (to locate it), which
+// Load then answers with ErrUnread. A type with transition rules keeps the data: its
+// resources are checked against their last spec from their documents (transitionCheck).
+func (ld *load) dropData(docs []placed, files []sources.File) {
+	for _, p := range docs {
+		p.data = nil
+	}
+	for i := range files {
+		if !ld.opts.Rewritten[files[i].Path] {
+			files[i].Data = nil
+		}
+	}
+	ld.memo, ld.memoKey, ld.dropped = nil, "", true
+}
+
+// transitionRules reports whether a schema of infos has transition rules.
+func transitionRules(infos map[string]*typeInfo) bool {
+	for _, ti := range infos {
+		for _, cs := range ti.schemas {
+			if cs != nil && cs.rules != nil && cs.rules.transition {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// transition reports whether it's schema has transition rules (checked against the last
+// applied spec, from the resource's document).
+func (it resourceAt) transition() bool { return it.cs.rules != nil && it.cs.rules.transition }
+
 // metaHashes sets the items' metaHash; items must be in file order, which the hasher's memo
 // needs.
 func metaHashes(items []resourceAt) {
@@ -822,18 +937,10 @@ func metaHashes(items []resourceAt) {
 // buildResources makes the Set's resources of items (metaHash set), in their order, and the
 // transition checks of those whose schema has transition rules.
 func buildResources(items []resourceAt, room bool) ([]Resource, []transitionCheck) {
-	// One map per distinct set: a repository repeats a few label sets across thousands of
-	// resources, and a map per resource was a third of a large Set.
-	decoded := map[string]map[string]string{}
+	decoded := labelMaps(items)
 	var transitions []transitionCheck
 	for i, it := range items {
-		labels, annotations := it.p.doc.res.meta.sets()
-		for _, s := range [2]string{labels, annotations} {
-			if _, ok := decoded[s]; !ok {
-				decoded[s] = decodeStrings(s)
-			}
-		}
-		if it.cs.rules != nil && it.cs.rules.transition {
+		if it.transition() {
 			p := it.p
 			transitions = append(transitions, transitionCheck{i: i, schemaHash: it.cs.hash, schema: it.cs.raw,
 				file: p.file, data: p.data, docIndex: int(p.doc.index), gen: p.doc.gen, origin: p.origin})
@@ -845,28 +952,49 @@ func buildResources(items []resourceAt, room bool) ([]Resource, []transitionChec
 	const batch = 4096
 	parallel((len(items)+batch-1)/batch, func(b int) {
 		for i := b * batch; i < min(len(items), (b+1)*batch); i++ {
-			it := items[i]
-			p, r := it.p, it.p.doc.res
-			labels, annotations := r.meta.sets()
-			out[i] = Resource{
-				APIVersion:  p.doc.apiVersion.String(),
-				Kind:        p.doc.kind.String(),
-				Namespace:   r.namespace.String(),
-				Name:        r.name,
-				Labels:      decoded[labels],
-				Annotations: decoded[annotations],
-				Spec:        r.specJSON,
-				SpecHash:    r.specHash,
-				MetaHash:    it.metaHash,
-				DependsOn:   r.deps.dependencies(),
-				File:        p.file,
-				Line:        p.line(int(p.doc.line)),
-				gen:         p.doc.gen,
-				fileOrigin:  p.origin,
-			}
+			out[i] = buildResource(items[i], decoded)
 		}
 	})
 	return out, transitions
+}
+
+// labelMaps decodes the label and annotation sets of items, one map per distinct set: a
+// repository repeats a few label sets across thousands of resources, and a map per resource
+// was a third of a large Set.
+func labelMaps(items []resourceAt) map[string]map[string]string {
+	decoded := map[string]map[string]string{}
+	for _, it := range items {
+		labels, annotations := it.p.doc.res.meta.sets()
+		for _, s := range [2]string{labels, annotations} {
+			if _, ok := decoded[s]; !ok {
+				decoded[s] = decodeStrings(s)
+			}
+		}
+	}
+	return decoded
+}
+
+// buildResource makes the Set's resource of it (metaHash set), with its label and annotation
+// maps from decoded (labelMaps).
+func buildResource(it resourceAt, decoded map[string]map[string]string) Resource {
+	p, r := it.p, it.p.doc.res
+	labels, annotations := r.meta.sets()
+	return Resource{
+		APIVersion:  p.doc.apiVersion.String(),
+		Kind:        p.doc.kind.String(),
+		Namespace:   r.namespace.String(),
+		Name:        r.name,
+		Labels:      decoded[labels],
+		Annotations: decoded[annotations],
+		Spec:        r.specJSON,
+		SpecHash:    r.specHash,
+		MetaHash:    it.metaHash,
+		DependsOn:   r.deps.dependencies(),
+		File:        p.file,
+		Line:        p.line(int(p.doc.line)),
+		gen:         p.doc.gen,
+		fileOrigin:  p.origin,
+	}
 }
 
 // checkReferences asks Options.CheckReference about every dependency across namespaces.
@@ -1101,8 +1229,9 @@ func cloneDrift(p *DriftPolicy) *DriftPolicy {
 }
 
 // ErrUnread is Load's error for a revision with files whose data the source left out
-// (sources.File.Unread) that it cannot load from its last Set: the caller fetches every
-// file's data and loads again.
+// (sources.File.Unread) that it cannot load from its last Set, or with problems found once
+// Options.DropData gave the data up (which locating them needs): the caller fetches every
+// file's data and loads again, without DropData.
 var ErrUnread = errors.New("the revision must be loaded with every file read")
 
 // Holds reports whether the next Load can take the file at path of content hash from the

@@ -1,7 +1,9 @@
 package manifest
 
 import (
+	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -94,4 +96,94 @@ func packed(a, b *Resource) bool {
 	addr := func(p *byte) uintptr { return uintptr(unsafe.Pointer(p)) }
 	return addr(unsafe.StringData(b.Name)) == addr(unsafe.StringData(a.SpecHash))+uintptr(len(a.SpecHash)) &&
 		addr(unsafe.SliceData(b.Spec)) == addr(unsafe.SliceData(a.Spec))+uintptr(len(a.Spec))
+}
+
+// TestLeanLoadDropsData: a load past keepDocuments with Options.DropData gives up the files'
+// data once every document is checked (not a rewritten file's), keeps no document, and its
+// Set and the loads after it are a full load's; a revision with problems keeps the data to
+// locate them, as does one whose type has transition rules (checked from the documents).
+func TestLeanLoadDropsData(t *testing.T) {
+	t.Parallel()
+	const n = packChunk + 300
+	repo := func() []sources.File { return widgetRepo(n) }
+	lean := func() *Loader {
+		l := NewLoader()
+		l.keepDocuments = n - 1
+		return l
+	}
+	want, err := NewLoader().Load(repo(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	l, fs := lean(), repo()
+	got, err := l.Load(fs, Options{DropData: true, Rewritten: map[string]bool{"widgets/w0002.yaml": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Resources, want.Resources) {
+		t.Fatal("the lean Set differs from a full load's")
+	}
+	for _, f := range fs {
+		if rewritten := f.Path == "widgets/w0002.yaml"; (f.Data == nil) == rewritten {
+			t.Fatalf("%s: data dropped %t (rewritten: %t)", f.Path, f.Data == nil, rewritten)
+		}
+	}
+	if len(l.files) != 0 || l.sorted != nil {
+		t.Fatalf("the lean load kept %d parsed files and %d sorted documents", len(l.files), len(l.sorted))
+	}
+	// The next load, from the basis, is a full load's too.
+	changed := repo()
+	changed[3] = files(changed[3].Path, strings.Replace(string(changed[3].Data), "spec: {size: 1000}", "spec: {size: 7}", 1))[0]
+	next, err := l.Load(changed, Options{DropData: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := NewLoader().Load(changed, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.incrementals != 1 || !reflect.DeepEqual(next.Resources, full.Resources) {
+		t.Fatalf("after a lean load: %d incremental loads, Set equal to a full load's: %t", l.incrementals, reflect.DeepEqual(next.Resources, full.Resources))
+	}
+
+	// Problems found without the data: loaded again with it, they are located (not from the
+	// checks the first load cached).
+	badRepo := func() []sources.File {
+		fs := repo()
+		fs[2] = files(fs[2].Path, strings.Replace(string(fs[2].Data), "spec: {size: 600}", "spec: {size: nope}", 1))[0]
+		return fs
+	}
+	bl := lean()
+	if _, err := bl.Load(badRepo(), Options{DropData: true}); !errors.Is(err, ErrUnread) {
+		t.Fatalf("a widget of size nope, data given up: %v, want ErrUnread", err)
+	}
+	// The widget is w0000600, the 101st of its file: its spec on line 5 + 5×100.
+	if _, err := bl.Load(badRepo(), Options{}); err == nil || !strings.Contains(err.Error(), "widgets/w0001.yaml:505") {
+		t.Fatalf("a widget of size nope, loaded again with the data: %v", err)
+	}
+	// A problem found before the data would go (a YAML error) keeps it.
+	yamlBad := repo()
+	yamlBad[2] = files(yamlBad[2].Path, string(yamlBad[2].Data)+"---\nkind: [\n")[0]
+	if _, err := lean().Load(yamlBad, Options{DropData: true}); err == nil || errors.Is(err, ErrUnread) {
+		t.Fatalf("a YAML error: %v", err)
+	}
+	for _, f := range yamlBad {
+		if f.Data == nil {
+			t.Fatalf("%s: data dropped by a load with a YAML error", f.Path)
+		}
+	}
+
+	// Transition rules: not lean, the data stays.
+	rules := repo()
+	rules[0] = files(rules[0].Path, strings.Replace(benchWidgetType, "        required: [size]\n",
+		"        required: [size]\n        x-trueup-validations: [{rule: \"self.size >= oldSelf.size\"}]\n", 1))[0]
+	if _, err := lean().Load(rules, Options{DropData: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range rules {
+		if f.Data == nil {
+			t.Fatalf("%s: data dropped with transition rules", f.Path)
+		}
+	}
 }

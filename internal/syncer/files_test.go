@@ -214,3 +214,54 @@ func lastLine(log, sub string) string {
 	}
 	return ""
 }
+
+// TestSyncLargeRevisionLocatesProblems: a first sync past the loader's kept documents gives
+// the files' data up once parsed (manifest.Options.DropData); a problem found then is
+// located by a load with every file read again, at its line, and nothing is applied; the
+// fixed revision applies.
+func TestSyncLargeRevisionLocatesProblems(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	dir := t.TempDir()
+	const perFile, nFiles = 500, 101 // 50,500 resources: past the 50,000 whose documents the loader keeps
+	file := func(f int, bad bool) string {
+		var s strings.Builder
+		for i := f * perFile; i < (f+1)*perFile; i++ {
+			size := fmt.Sprint(i)
+			if bad && i == f*perFile+10 {
+				size = "nope"
+			}
+			fmt.Fprintf(&s, "---\napiVersion: infra.example.com/v1\nkind: Database\nmetadata: {name: db%06d}\nspec: {size: %s}\n", i, size)
+		}
+		return s.String()
+	}
+	files := map[string]string{"t.yaml": manifesttest.TypeDoc("Database", "infra.example.com",
+		"{type: object, required: [size], properties: {size: {type: integer}}}", "provision")}
+	for f := range nFiles {
+		files[fmt.Sprintf("db-%03d.yaml", f)] = file(f, f == 50)
+	}
+	writeFiles(t, dir, files)
+	ds, err := dirsource.New(dirsource.Config{Name: "infra", Path: dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ds.Close() })
+	src := &countingFolder{Source: ds}
+	s := New(b.store, Options{Name: "infra", Source: src, Interval: time.Hour, Replica: "r1", LeaseTTL: time.Minute}, slog.New(slog.DiscardHandler))
+	// The 11th document of db-050.yaml: its spec on line 5 + 5×10.
+	if _, err := s.SyncOnce(b.ctx); err == nil || !strings.Contains(err.Error(), "db-050.yaml:55: spec.size") {
+		t.Fatalf("first sync: %v, want the rejection at db-050.yaml:55", err)
+	}
+	if src.full != 1 {
+		t.Fatalf("%d full fetches, want one after the load that gave the data up", src.full)
+	}
+	var n int
+	if err := b.db.QueryRow(b.ctx, `SELECT count(*) FROM resources WHERE source = 'infra'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d resources (%v) after a rejected revision", n, err)
+	}
+	writeFiles(t, dir, map[string]string{"db-050.yaml": file(50, false)})
+	out, err := s.SyncOnce(b.ctx)
+	if err != nil || out.Result.Created != perFile*nFiles {
+		t.Fatalf("the fixed revision: %+v, %v", out.Result, err)
+	}
+}

@@ -618,15 +618,18 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 		_, step = tracer.Start(ctx, "validate")
 	}
 	// Transition rules run on the plaintext set, before encrypted fields become markers.
-	load := func(files []sources.File) (*manifest.Set, error) {
+	// The first load gives the files' data up once parsed (manifest.Options.DropData); one
+	// that needs it back to locate problems asks for every file again (ErrUnread).
+	load := func(files []sources.File, dropData bool) (*manifest.Set, error) {
 		return sealed.Load(s.loader, s.opts.Opener, files, manifest.Options{KnownTypes: known, CheckAction: s.opts.CheckAction, Limits: s.opts.Limits,
-			CheckReference: s.opts.CheckReference, Parsed: onParsed, InputFiles: inputFiles, ReuseSet: true}, func(set *manifest.Set) error { return s.checkTransitions(ctx, set, lease.Term) })
+			CheckReference: s.opts.CheckReference, Parsed: onParsed, InputFiles: inputFiles, ReuseSet: true, DropData: dropData}, func(set *manifest.Set) error { return s.checkTransitions(ctx, set, lease.Term) })
 	}
-	set, err := load(snap.Files)
+	set, err := load(snap.Files, true)
 	var refetch, refetchCPU time.Duration // the second fetch's, after manifest.ErrUnread
 	if errors.Is(err, manifest.ErrUnread) {
 		// The revision is not one the loader builds from its last Set (a type changed, a
-		// file has problems): it reads every file. The first load's span ends here, the
+		// file has problems), or the load gave the files' data up and found problems, which
+		// it needs the data to locate: it reads every file and keeps the data. The first load's span ends here, the
 		// second fetch is a span and a time of its own, and the load begins again.
 		step.SetAttributes(attribute.Bool("trueup.unread", true))
 		step.End()
@@ -640,7 +643,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 		fstep.End()
 		refetch, refetchCPU = time.Since(rstart), cputime.Self()-rstartCPU
 		_, step = tracer.Start(ctx, "parse")
-		set, err = load(snap.Files)
+		set, err = load(snap.Files, false)
 	}
 	noManifests := len(snap.Files) == 0
 	snap.Files, inputFiles = nil, nil // parsed: the file bytes need not live through the apply (14 MB at 100k resources)
