@@ -10,6 +10,10 @@ import (
 	"unsafe"
 )
 
+// packChunk is how many resources are encoded together, and share one block of strings once
+// decoded.
+const packChunk = 4096
+
 // compactResources is a basis's resources once its caller has handed its Set back (Release)
 // past keepDocuments: encoded, chunk by chunk of packChunk resources, into one byte slice
 // each, where a Resource struct alone is 224 bytes. Between two syncs of a large source the
@@ -36,7 +40,7 @@ type compactChunk struct {
 	metas [][32]byte
 	maps  []map[string]string // index 0 is nil
 	// text is the bytes of the names and spec hashes decoded, specs of the specs: each goes
-	// into one block a chunk when decoded, as packResources does.
+	// into one block a chunk when decoded (see leanResources).
 	text, specs int
 }
 

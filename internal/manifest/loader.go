@@ -72,9 +72,9 @@ type Options struct {
 	// 50,000 resources) set the Data of the files it was given to nil once every document is
 	// parsed and the types are known, so that a first sync does not hold every file's bytes
 	// beside its documents and its Set: the caller gives the data up (the files of Rewritten
-	// keep theirs, as do all when a type has transition rules). Such a load that finds
-	// problems, whose lines need the data, returns ErrUnread: the caller loads again without
-	// DropData.
+	// keep theirs, as do all when a type has transition rules). Such a load that finds a
+	// problem that needs the data (a schema problem's line) returns ErrUnread: the caller
+	// loads again without DropData.
 	DropData bool
 	// Rewritten names the files (by path) whose resources the caller changes in the Set once
 	// it is loaded (sealed: an encrypted file's redacted fields, its hashes and the file kept
@@ -119,8 +119,9 @@ type Loader struct {
 	// last is what the next load may start from instead of every file (incremental.go);
 	// nil when it must load every file.
 	last *basis
-	// incrementals counts the loads made from a basis, for tests.
-	incrementals int
+	// incrementals counts the loads made from a basis, leans the full loads that built their
+	// Set through the encoded form (leanResources), for tests.
+	incrementals, leans int
 	// keepDocuments is defaultKeepDocuments; tests lower it.
 	keepDocuments int
 	// compactAfter is defaultCompactAfter; tests change it (0 or less: at once, in Release).
@@ -135,7 +136,7 @@ type Loader struct {
 // instead of 5 s at 200,000 resources. Past this size they are dropped: they cost about 200
 // bytes a resource beside the Set's own (560 against 340 bytes a resource at 100,000), and
 // a revision that changes files of resources alone loads from the basis without them; the
-// resources of that full load then keep their own strings in shared blocks (packResources).
+// resources of that full load then keep their own strings in shared blocks (leanResources).
 const defaultKeepDocuments = 50_000
 
 // NewLoader returns a Loader with empty caches.
@@ -222,9 +223,10 @@ type load struct {
 
 	// lean: the revision's documents are dropped once loaded (no ResourceSet, past
 	// keepDocuments), so its Set is built through the encoded form (leanResources). dropped:
-	// the files' data was given up (Options.DropData, dropData) before the checks.
-	lean, dropped bool
-	counted       docCounts // the documents, once checked, for the basis
+	// the files' data was given up (Options.DropData, dropData) before the checks; needData:
+	// a problem needed it since, for its line or its spec (rawDoc).
+	lean, dropped, needData bool
+	counted                 docCounts // the documents, once checked, for the basis
 
 	inputsUsed map[string]*inputsEntry // becomes Loader.inputs
 	celTotal   uint64                  // what the rules of every resource cost (resources)
@@ -298,10 +300,9 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	// Past this call the documents are the cache's and the resources' (a lean load drops them).
 	resources, transitions := ld.resources(docs, infos)
 	l.schemas = ld.schemas
-	if len(ld.errs) > 0 && ld.dropped {
-		// Located without the files' data: the caller loads again with it. The checks this
-		// load cached carry those lines, so the cache goes.
-		l.files, l.sorted = map[string]*fileEntry{}, nil
+	if len(ld.errs) > 0 && ld.needData {
+		// A problem needed the files' data given up: the caller loads again with it (the
+		// checks located without it are checked again then: checkStale).
 		return nil, ErrUnread
 	}
 	if len(ld.errs) > 0 {
@@ -312,11 +313,9 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	if len(set.ResourceSets) == 0 {
 		set.Files = ld.files
 	}
+	// Past keepDocuments a basis comes only from a lean load (a ResourceSet or transition
+	// rules make none), which has dropped the documents.
 	l.last = newBasis(files, ld.counted, set, infos, ld.celTotal, basisKey, opts.Rewritten)
-	if l.last != nil && !l.keepsDocuments(len(set.Resources)) && !ld.lean {
-		l.files, l.sorted = map[string]*fileEntry{}, nil
-		packResources(set.Resources, opts.Rewritten)
-	}
 	loaded = true
 	return set, nil
 }
@@ -440,6 +439,10 @@ func (ld *load) schema(hash string, raw json.RawMessage) *compiledSchema {
 
 // rawDoc parses p's file again to find the nodes of its document, for error lines.
 func (ld *load) rawDoc(p placed) (rawDoc, bool) {
+	if p.data == nil && ld.dropped {
+		ld.needData = true // given up (dropData): the caller loads again with it
+		return rawDoc{}, false
+	}
 	if ld.memoKey != p.key || ld.memo == nil {
 		ld.memo, _ = parseStream(p.data)
 		ld.memoKey = p.key
@@ -850,6 +853,13 @@ func (ld *load) setResources(items []resourceAt) ([]Resource, []transitionCheck)
 // otherwise hold the files' data (which Options.DropData gives up before the checks), the
 // documents and the Set whole at once (about 720 MB live). The caller holds no document past
 // this call.
+//
+// The Set is the basis of incremental loads: what each resource holds alone (its name, spec
+// and spec hash) is in blocks shared by packChunk resources, because the Go collector marks
+// every object of that Set on every cycle, and three small objects a resource were half its
+// work there (a forced collection with 200,000 kept resources: 35 ms, 18 ms in blocks). A
+// packed Spec's capacity is its length, as a Resource's is (an append copies), and nothing
+// writes into a Set's specs (see Resource).
 func (ld *load) leanResources(items []resourceAt) []Resource {
 	metaHashes(items)
 	order := sortedOrder(items, ld.l.sorted)
@@ -860,10 +870,13 @@ func (ld *load) leanResources(items []resourceAt) []Resource {
 	items, order = nil, nil
 	ld.l.files, ld.l.sorted, ld.memo, ld.memoKey = map[string]*fileEntry{}, nil, nil, ""
 	ld.parts.m = nil // what the checks learnt: a value of each spec's properties
+	ld.l.leans++
 	decoded := labelMaps(sorted)
 	// The resources of a file the caller rewrites (Options.Rewritten) are neither encoded nor
-	// decoded into shared blocks, as packResources leaves them: they are built aside and put
-	// in their places once decoded (an empty resource holds each place meanwhile).
+	// decoded into shared blocks: their caller replaces their specs once loaded (sealed:
+	// decrypted values by markers), and a block would keep what it replaced for as long as
+	// the block lives. They are built aside and put in their places once decoded (an empty
+	// resource holds each place meanwhile).
 	aside := map[int]Resource{}
 	if len(ld.opts.Rewritten) > 0 {
 		for j, it := range sorted {
@@ -881,7 +894,9 @@ func (ld *load) leanResources(items []resourceAt) []Resource {
 				rs[i] = buildResource(part[i], decoded)
 			}
 		}
-		c.chunks[k].encode(rs) // no generated resource: a revision of ResourceSets is never lean
+		if !c.chunks[k].encode(rs) {
+			panic("manifest: a generated resource in a lean load") // a revision of ResourceSets is never lean
+		}
 	})
 	sorted = nil
 	out := c.resources(ld.opts.ReuseSet)
@@ -893,8 +908,9 @@ func (ld *load) leanResources(items []resourceAt) []Resource {
 
 // dropData sets the data of files (but the caller's rewritten ones) and of docs' sources to
 // nil, for a lean load with Options.DropData once the types are known: the documents are
-// parsed, and past this only a problem would need a file's data again (to locate it), which
-// Load then answers with ErrUnread. A type with transition rules keeps the data: its
+// parsed, and past this only a schema problem needs a file's data again (for its line), as
+// does a check of a cached document whose spec the cache dropped (spec): Load then answers
+// ErrUnread. A type with transition rules keeps the data: its
 // resources are checked against their last spec from their documents (transitionCheck).
 func (ld *load) dropData(docs []placed, files []sources.File) {
 	for _, p := range docs {
@@ -1073,6 +1089,10 @@ func (ld *load) checkStale(items []resourceAt, stale []int) {
 		// Locating problems may parse files again: in file order too.
 		for _, j := range jobs {
 			j.p.doc.res.specErrs = ld.locate(*j.p, j.problems)
+			if len(j.problems) > 0 && j.p.data == nil && ld.dropped {
+				// Located without the data given up (dropData): not a check to keep.
+				j.p.doc.res.checkedWith = sym{}
+			}
 		}
 	}
 }
@@ -1229,9 +1249,9 @@ func cloneDrift(p *DriftPolicy) *DriftPolicy {
 }
 
 // ErrUnread is Load's error for a revision with files whose data the source left out
-// (sources.File.Unread) that it cannot load from its last Set, or with problems found once
-// Options.DropData gave the data up (which locating them needs): the caller fetches every
-// file's data and loads again, without DropData.
+// (sources.File.Unread) that it cannot load from its last Set, or with a problem that needs
+// the data Options.DropData gave up: the caller fetches every file's data and loads again,
+// without DropData.
 var ErrUnread = errors.New("the revision must be loaded with every file read")
 
 // Holds reports whether the next Load can take the file at path of content hash from the

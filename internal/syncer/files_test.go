@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -218,7 +219,7 @@ func lastLine(log, sub string) string {
 // TestSyncLargeRevisionLocatesProblems: a first sync past the loader's kept documents gives
 // the files' data up once parsed (manifest.Options.DropData); a problem found then is
 // located by a load with every file read again, at its line, and nothing is applied; the
-// fixed revision applies.
+// fixed revision applies. A rendered revision keeps its data.
 func TestSyncLargeRevisionLocatesProblems(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -246,6 +247,19 @@ func TestSyncLargeRevisionLocatesProblems(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ds.Close() })
+	// Rendered (here: each file as it is, its renderer named), the revision keeps its data:
+	// its problems are the rendered files' (a rendered file has no lines of its own).
+	rendered := New(b.store, Options{Name: "infra", Source: ds, Interval: time.Hour, Replica: "r1", LeaseTTL: time.Minute,
+		Render: func(_ context.Context, files []sources.File) ([]sources.File, error) {
+			out := slices.Clone(files)
+			for i := range out {
+				out[i].RenderedBy = "overlays/prod"
+			}
+			return out, nil
+		}}, slog.New(slog.DiscardHandler))
+	if _, err := rendered.SyncOnce(b.ctx); err == nil || !strings.Contains(err.Error(), "db-050.yaml (rendered by overlays/prod): spec.size: expected integer") {
+		t.Fatalf("first sync, rendered: %v, want the rejection of db-050.yaml, rendered", err)
+	}
 	src := &countingFolder{Source: ds}
 	s := New(b.store, Options{Name: "infra", Source: src, Interval: time.Hour, Replica: "r1", LeaseTTL: time.Minute}, slog.New(slog.DiscardHandler))
 	// The 11th document of db-050.yaml: its spec on line 5 + 5×10.

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -619,12 +620,14 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 	}
 	// Transition rules run on the plaintext set, before encrypted fields become markers.
 	// The first load gives the files' data up once parsed (manifest.Options.DropData); one
-	// that needs it back to locate problems asks for every file again (ErrUnread).
+	// that needs it back to locate problems asks for every file again (ErrUnread). Not a
+	// rendered revision's: its retry would load the source's files without rendering them,
+	// and the renderer's cache holds the bytes anyway.
 	load := func(files []sources.File, dropData bool) (*manifest.Set, error) {
 		return sealed.Load(s.loader, s.opts.Opener, files, manifest.Options{KnownTypes: known, CheckAction: s.opts.CheckAction, Limits: s.opts.Limits,
 			CheckReference: s.opts.CheckReference, Parsed: onParsed, InputFiles: inputFiles, ReuseSet: true, DropData: dropData}, func(set *manifest.Set) error { return s.checkTransitions(ctx, set, lease.Term) })
 	}
-	set, err := load(snap.Files, true)
+	set, err := load(snap.Files, s.opts.Render == nil)
 	var refetch, refetchCPU time.Duration // the second fetch's, after manifest.ErrUnread
 	if errors.Is(err, manifest.ErrUnread) {
 		// The revision is not one the loader builds from its last Set (a type changed, a
@@ -871,8 +874,10 @@ func (s *Syncer) render(ctx context.Context, snap *sources.Snapshot) ([]sources.
 	s.mu.Lock()
 	last := s.rendered
 	s.mu.Unlock()
+	// Copies of the cached slice: a load may change its entries (manifest.Options.DropData
+	// is not given rendered files, but the cache is no load's to change).
 	if last.revision == snap.Revision && last.files != nil {
-		return last.files, nil
+		return slices.Clone(last.files), nil
 	}
 	files, err := s.opts.Render(ctx, snap.Files)
 	if err != nil {
@@ -881,7 +886,7 @@ func (s *Syncer) render(ctx context.Context, snap *sources.Snapshot) ([]sources.
 	s.mu.Lock()
 	s.rendered.revision, s.rendered.files = snap.Revision, files
 	s.mu.Unlock()
-	return files, nil
+	return slices.Clone(files), nil
 }
 
 func (s *Syncer) fail(ctx context.Context, lease *store.Lease, f store.SyncFailure, rejected string) error {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/sources"
 )
 
@@ -129,8 +130,8 @@ func TestLeanLoadDropsData(t *testing.T) {
 			t.Fatalf("%s: data dropped %t (rewritten: %t)", f.Path, f.Data == nil, rewritten)
 		}
 	}
-	if len(l.files) != 0 || l.sorted != nil {
-		t.Fatalf("the lean load kept %d parsed files and %d sorted documents", len(l.files), len(l.sorted))
+	if l.leans != 1 || len(l.files) != 0 || l.sorted != nil {
+		t.Fatalf("%d lean loads; the load kept %d parsed files and %d sorted documents", l.leans, len(l.files), len(l.sorted))
 	}
 	// The next load, from the basis, is a full load's too.
 	changed := repo()
@@ -162,6 +163,16 @@ func TestLeanLoadDropsData(t *testing.T) {
 	if _, err := bl.Load(badRepo(), Options{}); err == nil || !strings.Contains(err.Error(), "widgets/w0001.yaml:505") {
 		t.Fatalf("a widget of size nope, loaded again with the data: %v", err)
 	}
+	// A problem located without the data (a dependency refused) is reported as it is.
+	refused := repo()
+	refused[2] = files(refused[2].Path, string(refused[2].Data)+"---\napiVersion: bench.example.com/v1\nkind: Widget\n"+
+		"metadata: {name: dep, namespace: ns01}\ndependsOn: [{kind: Widget, name: w0000000, namespace: ns00}]\nspec: {size: 1}\n")[0]
+	refuse := func(string, graph.ID, []string) error { return errors.New("not across namespaces") }
+	if _, err := lean().Load(refused, Options{DropData: true, CheckReference: refuse}); err == nil || errors.Is(err, ErrUnread) ||
+		!strings.Contains(err.Error(), "widgets/w0001.yaml:2502: dependsOn: not across namespaces") {
+		t.Fatalf("a dependency refused, data given up: %v", err)
+	}
+
 	// A problem found before the data would go (a YAML error) keeps it.
 	yamlBad := repo()
 	yamlBad[2] = files(yamlBad[2].Path, string(yamlBad[2].Data)+"---\nkind: [\n")[0]
@@ -172,6 +183,23 @@ func TestLeanLoadDropsData(t *testing.T) {
 		if f.Data == nil {
 			t.Fatalf("%s: data dropped by a load with a YAML error", f.Path)
 		}
+	}
+	// A cached document checked against another schema is checked again from its file's
+	// data: given up, the load asks for it (ErrUnread), and loads with it.
+	cl := lean()
+	if _, err := cl.Load(yamlBad, Options{DropData: true}); err == nil {
+		t.Fatal("a YAML error loaded")
+	}
+	newSchema := func() []sources.File {
+		fs := repo()
+		fs[0] = files(fs[0].Path, strings.Replace(benchWidgetType, "minimum: 0", "minimum: 0, maximum: 100000000", 1))[0]
+		return fs
+	}
+	if _, err := cl.Load(newSchema(), Options{DropData: true}); !errors.Is(err, ErrUnread) {
+		t.Fatalf("cached documents of another schema, data given up: %v, want ErrUnread", err)
+	}
+	if set, err := cl.Load(newSchema(), Options{}); err != nil || len(set.Resources) != n {
+		t.Fatalf("loaded again with the data: %v", err)
 	}
 
 	// Transition rules: not lean, the data stays.
