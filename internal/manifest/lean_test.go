@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
@@ -172,6 +173,28 @@ func TestLeanLoadDropsData(t *testing.T) {
 		!strings.Contains(err.Error(), "widgets/w0001.yaml:2502: dependsOn: not across namespaces") {
 		t.Fatalf("a dependency refused, data given up: %v", err)
 	}
+	if refused[1].Data != nil {
+		t.Fatal("the data was kept by the load that refused a dependency")
+	}
+	// A problem in a file the caller rewrites (its data kept) is located by the first load.
+	rw := badRepo()
+	if _, err := lean().Load(rw, Options{DropData: true, Rewritten: map[string]bool{"widgets/w0001.yaml": true}}); err == nil ||
+		errors.Is(err, ErrUnread) || !strings.Contains(err.Error(), "widgets/w0001.yaml:505") {
+		t.Fatalf("a widget of size nope in a rewritten file: %v", err)
+	}
+	// Transition rules of a type no resource uses keep nothing.
+	unused := repo()
+	known, err := TypeFromSpec("Gadget", "bench.example.com", "other/gadget.yaml", json.RawMessage(
+		`{"group": "bench.example.com", "versions": [{"name": "v1", "schema": {"type": "object", "x-trueup-validations": [{"rule": "self == oldSelf"}]}}], "action": {"name": "act"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lean().Load(unused, Options{DropData: true, KnownTypes: []ResourceType{known}}); err != nil {
+		t.Fatal(err)
+	}
+	if unused[1].Data != nil {
+		t.Fatal("the data was kept for an unused type's transition rules")
+	}
 
 	// A problem found before the data would go (a YAML error) keeps it.
 	yamlBad := repo()
@@ -198,8 +221,12 @@ func TestLeanLoadDropsData(t *testing.T) {
 	if _, err := cl.Load(newSchema(), Options{DropData: true}); !errors.Is(err, ErrUnread) {
 		t.Fatalf("cached documents of another schema, data given up: %v, want ErrUnread", err)
 	}
-	if set, err := cl.Load(newSchema(), Options{}); err != nil || len(set.Resources) != n {
+	again, err := cl.Load(newSchema(), Options{})
+	if err != nil {
 		t.Fatalf("loaded again with the data: %v", err)
+	}
+	if fresh, err := NewLoader().Load(newSchema(), Options{}); err != nil || !reflect.DeepEqual(again.Resources, fresh.Resources) {
+		t.Fatalf("loaded again with the data: the Set differs from a fresh load's (%v)", err)
 	}
 
 	// Transition rules: not lean, the data stays.

@@ -72,7 +72,8 @@ type Options struct {
 	// 50,000 resources) set the Data of the files it was given to nil once every document is
 	// parsed and the types are known, so that a first sync does not hold every file's bytes
 	// beside its documents and its Set: the caller gives the data up (the files of Rewritten
-	// keep theirs, as do all when a type has transition rules). Such a load that finds a
+	// keep theirs, as do all when a resource's type version has transition rules). Such a
+	// load that finds a
 	// problem that needs the data (a schema problem's line) returns ErrUnread: the caller
 	// loads again without DropData.
 	DropData bool
@@ -264,13 +265,14 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	// A full load that fails leaves the basis as it was: the basis holds what the next load
 	// needs (a revision that fixes the problem loads from it), whatever this load puts in
 	// the cache. One that succeeds makes its own. The documents a failed load parsed are
-	// dropped past keepDocuments, as those of the basis are.
+	// dropped past keepDocuments, as those of the basis are, but for one that needs the data
+	// it gave up (ErrUnread): its caller loads again at once, from them.
 	prev, loaded, parsed := l.last, false, 0
 	l.last = nil
 	defer func() {
 		if !loaded && prev != nil {
 			l.last = prev
-			if !l.keepsDocuments(prev.resources) || !l.keepsDocuments(parsed) {
+			if (!l.keepsDocuments(prev.resources) || !l.keepsDocuments(parsed)) && !ld.needData {
 				l.files, l.sorted = map[string]*fileEntry{}, nil
 			}
 		}
@@ -294,13 +296,13 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	}
 	types, infos := ld.types(docs)
 	ld.lean = len(runs) == 0 && !l.keepsDocuments(countResources(docs))
-	if ld.lean && opts.DropData && len(ld.errs) == 0 && !transitionRules(infos) {
+	if ld.lean && opts.DropData && len(ld.errs) == 0 && !transitionRules(docs, infos) {
 		ld.dropData(docs, files)
 	}
 	// Past this call the documents are the cache's and the resources' (a lean load drops them).
 	resources, transitions := ld.resources(docs, infos)
 	l.schemas = ld.schemas
-	if len(ld.errs) > 0 && ld.needData {
+	if ld.needData {
 		// A problem needed the files' data given up: the caller loads again with it (the
 		// checks located without it are checked again then: checkStale).
 		return nil, ErrUnread
@@ -906,15 +908,18 @@ func (ld *load) leanResources(items []resourceAt) []Resource {
 	return out
 }
 
-// dropData sets the data of files (but the caller's rewritten ones) and of docs' sources to
-// nil, for a lean load with Options.DropData once the types are known: the documents are
+// dropData sets the data of files and of docs' sources to nil (but the caller's rewritten
+// files'), for a lean load with Options.DropData once the types are known: the documents are
 // parsed, and past this only a schema problem needs a file's data again (for its line), as
 // does a check of a cached document whose spec the cache dropped (spec): Load then answers
-// ErrUnread. A type with transition rules keeps the data: its
-// resources are checked against their last spec from their documents (transitionCheck).
+// ErrUnread. Resources of a type version with transition rules keep the data (Load does not
+// call this): they are checked against their last spec from their documents
+// (transitionCheck).
 func (ld *load) dropData(docs []placed, files []sources.File) {
 	for _, p := range docs {
-		p.data = nil
+		if !ld.opts.Rewritten[p.file] {
+			p.data = nil
+		}
 	}
 	for i := range files {
 		if !ld.opts.Rewritten[files[i].Path] {
@@ -924,11 +929,22 @@ func (ld *load) dropData(docs []placed, files []sources.File) {
 	ld.memo, ld.memoKey, ld.dropped = nil, "", true
 }
 
-// transitionRules reports whether a schema of infos has transition rules.
-func transitionRules(infos map[string]*typeInfo) bool {
-	for _, ti := range infos {
-		for _, cs := range ti.schemas {
-			if cs != nil && cs.rules != nil && cs.rules.transition {
+// transitionRules reports whether a resource of docs is of a type version with transition
+// rules (a type of infos that no resource uses does not count).
+func transitionRules(docs []placed, infos map[string]*typeInfo) bool {
+	seen := map[[2]sym]bool{}
+	for _, p := range docs {
+		key := [2]sym{p.doc.kind, p.doc.apiVersion}
+		if p.doc.res == nil || seen[key] {
+			continue
+		}
+		seen[key] = true
+		ti := infos[p.doc.kind.String()]
+		if ti == nil {
+			continue
+		}
+		if _, version, ok := groupVersion(p.doc.apiVersion.String()); ok {
+			if cs := ti.schemas[version]; cs != nil && cs.rules != nil && cs.rules.transition {
 				return true
 			}
 		}
@@ -1100,6 +1116,10 @@ func (ld *load) checkStale(items []resourceAt, stale []int) {
 // spec returns the spec of p's resource as written, parsing its file again because the
 // cache has dropped it; nil, reported, when the file no longer holds it.
 func (ld *load) spec(p placed) any {
+	if p.data == nil && ld.dropped {
+		ld.needData = true // given up (dropData): Load answers ErrUnread
+		return nil
+	}
 	if rd, ok := ld.rawDoc(p); ok {
 		if spec, ok := rd.value.(map[string]any)["spec"].(map[string]any); ok {
 			return spec

@@ -3,6 +3,8 @@ package sealed_test
 import (
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/trueup-dev/trueup/internal/manifest"
@@ -105,5 +107,42 @@ func TestLoadHandsBackARefusedSet(t *testing.T) {
 	}
 	if &got.Resources[0] != &refused.Resources[0] {
 		t.Fatal("the next load did not write into the refused Set: it was not handed back")
+	}
+}
+
+// TestLoadDropDataWithEncryptedFiles: with Options.DropData, Load gives up the data of the
+// caller's plain files when the loader does (a revision past the documents it keeps), though
+// the loader loads a copy of the files with the encrypted one opened; the encrypted file's
+// data stays, and the Set is the one a load that keeps the data gives.
+func TestLoadDropDataWithEncryptedFiles(t *testing.T) {
+	t.Parallel()
+	keys, revs := oneLoaderRevisions(t)
+	repo := func() []sources.File {
+		fs := slices.Clone(revs[0])
+		for f := range 101 { // 50,500 resources: past the 50,000 whose documents the loader keeps
+			var b strings.Builder
+			for i := range 500 {
+				fmt.Fprintf(&b, "---\napiVersion: example.com/v1\nkind: Database\nmetadata: {name: d%03d-%03d, namespace: prod}\nspec: {password: password-%03d}\n", f, i, i)
+			}
+			fs = append(fs, sources.File{Path: fmt.Sprintf("many/%03d.yaml", f), Hash: fmt.Sprint("many", f), Data: []byte(b.String())})
+		}
+		return fs
+	}
+	files := repo()
+	got, err := sealed.Load(manifest.NewLoader(), sealed.NewOpener(keys), files, manifest.Options{DropData: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if encrypted := f.Path == "db.yaml"; (f.Data == nil) == encrypted {
+			t.Fatalf("%s: data given up %t (encrypted: %t)", f.Path, f.Data == nil, encrypted)
+		}
+	}
+	want, err := sealed.Load(manifest.NewLoader(), sealed.NewOpener(keys), repo(), manifest.Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Resources) != 50_502 || !reflect.DeepEqual(got.Resources, want.Resources) {
+		t.Fatalf("%d resources; equal to a load that keeps the data: %t", len(got.Resources), reflect.DeepEqual(got.Resources, want.Resources))
 	}
 }
