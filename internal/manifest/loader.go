@@ -73,9 +73,8 @@ type Options struct {
 	// parsed and the types are known, so that a first sync does not hold every file's bytes
 	// beside its documents and its Set: the caller gives the data up (the files of Rewritten
 	// keep theirs, as do all when a resource's type version has transition rules). Such a
-	// load that finds a
-	// problem that needs the data (a schema problem's line) returns ErrUnread: the caller
-	// loads again without DropData.
+	// load that finds a problem that needs the data (a schema problem's line) returns
+	// ErrUnread: the caller loads again without DropData.
 	DropData bool
 	// Rewritten names the files (by path) whose resources the caller changes in the Set once
 	// it is loaded (sealed: an encrypted file's redacted fields, its hashes and the file kept
@@ -952,8 +951,8 @@ func transitionRules(docs []placed, infos map[string]*typeInfo) bool {
 	return false
 }
 
-// transition reports whether it's schema has transition rules (checked against the last
-// applied spec, from the resource's document).
+// transition reports whether the resource's schema has transition rules (checked against
+// the last applied spec, from the resource's document).
 func (it resourceAt) transition() bool { return it.cs.rules != nil && it.cs.rules.transition }
 
 // metaHashes sets the items' metaHash; items must be in file order, which the hasher's memo
@@ -1114,7 +1113,8 @@ func (ld *load) checkStale(items []resourceAt, stale []int) {
 }
 
 // spec returns the spec of p's resource as written, parsing its file again because the
-// cache has dropped it; nil, reported, when the file no longer holds it.
+// cache has dropped it; nil, reported, when the file no longer holds it, and nil when the
+// load gave the file's data up (dropData: Load answers ErrUnread).
 func (ld *load) spec(p placed) any {
 	if p.data == nil && ld.dropped {
 		ld.needData = true // given up (dropData): Load answers ErrUnread
