@@ -632,8 +632,9 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 	if errors.Is(err, manifest.ErrUnread) {
 		// The revision is not one the loader builds from its last Set (a type changed, a
 		// file has problems), or the load gave the files' data up and found problems, which
-		// it needs the data to locate: it reads every file and keeps the data. The first load's span ends here, the
-		// second fetch is a span and a time of its own, and the load begins again.
+		// it needs the data to locate: it reads every file and keeps the data. The first
+		// load's span ends here, the second fetch is a span and a time of its own, and the
+		// load begins again.
 		step.SetAttributes(attribute.Bool("trueup.unread", true))
 		step.End()
 		snap.Files = nil
