@@ -97,9 +97,9 @@ func newBasis(files []sources.File, counted docCounts, set *Set, infos map[strin
 // docCounts is what a basis keeps of a revision's documents (countDocs): how many, each
 // file's share (files), and the paths of files holding other documents than resources.
 type docCounts struct {
-	docs, resources int
-	files           map[string]fileCounts
-	typeFiles       map[string]bool
+	docs      int
+	files     map[string]fileCounts
+	typeFiles map[string]bool
 }
 
 // countDocs counts docs for a basis, once checked (each file's share of the rules' cost).
@@ -113,7 +113,6 @@ func countDocs(docs []placed) docCounts {
 		} else {
 			fc.resources++
 			fc.cel += uint64(p.doc.res.celCost)
-			c.resources++
 		}
 		c.files[p.file] = fc
 	}

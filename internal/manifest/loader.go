@@ -222,7 +222,8 @@ type load struct {
 	celSkipped atomic.Bool
 
 	// lean: the revision's documents are dropped once loaded (no ResourceSet, past
-	// keepDocuments), so its Set is built through the encoded form (leanResources). dropped:
+	// keepDocuments, no transition rules), so its Set is built through the encoded form
+	// (leanResources). dropped:
 	// the files' data was given up (Options.DropData, dropData) before the checks; needData:
 	// a problem needed it since, for its line or its spec (rawDoc).
 	lean, dropped, needData bool
@@ -284,8 +285,9 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	}
 	// Before anything is generated: the caps are there to bound that work.
 	runs, planned := ld.planSets(runs, lim)
-	if n := countResources(docs); n > lim.MaxResources || planned > lim.MaxResources-n {
-		return nil, Errors{overResources(n, planned, lim.MaxResources)}
+	written := countResources(docs)
+	if written > lim.MaxResources || planned > lim.MaxResources-written {
+		return nil, Errors{overResources(written, planned, lim.MaxResources)}
 	}
 	// A set whose inputs or plan failed is not among runs: its resources are missing, but
 	// the revision is rejected anyway, and the other sets' problems are reported with its.
@@ -294,8 +296,9 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 		opts.Parsed(len(docs))
 	}
 	types, infos := ld.types(docs)
-	ld.lean = len(runs) == 0 && !l.keepsDocuments(countResources(docs))
-	if ld.lean && opts.DropData && len(ld.errs) == 0 && !transitionRules(docs, infos) {
+	// Resources of a type version with transition rules are checked from their documents.
+	ld.lean = len(runs) == 0 && !l.keepsDocuments(written) && !transitionRules(docs, infos)
+	if ld.lean && opts.DropData && len(ld.errs) == 0 {
 		ld.dropData(docs, files)
 	}
 	// Past this call the documents are the cache's and the resources' (a lean load drops them).
@@ -703,11 +706,10 @@ func (ld *load) resources(docs []placed, infos map[string]*typeInfo) ([]Resource
 	ld.counted = countDocs(docs)
 	var resources []Resource
 	var transitions []transitionCheck
-	if ld.lean && !slices.ContainsFunc(items, resourceAt.transition) {
+	if ld.lean {
 		docs = nil
 		resources, items = ld.leanResources(items), nil
 	} else {
-		ld.lean = false
 		resources, transitions = ld.setResources(items)
 	}
 	if ld.opts.CheckReference != nil {

@@ -290,9 +290,9 @@ func Load(l *manifest.Loader, op *Opener, files []sources.File, opts manifest.Op
 	rv, errs := op.Prepare(files)
 	opts.Rewritten = rewritten(opts.Rewritten, maps.Keys(rv.opened))
 	set, err := l.Load(rv.Files, opts)
-	if opts.DropData && len(files) > 0 && len(rv.Files) == len(files) && &rv.Files[0] != &files[0] {
-		// The loader gave up the data of rv.Files, a copy of files with the opened files
-		// replaced: files is the caller's to give up as well.
+	if opts.DropData {
+		// The loader gave up the data of rv.Files, files or a copy of it with the opened
+		// files replaced: files is the caller's to give up as well.
 		for i := range files {
 			if rv.Files[i].Data == nil {
 				files[i].Data = nil
