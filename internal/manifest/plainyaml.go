@@ -42,6 +42,43 @@ type plainReader struct {
 	lines []plainLine
 	i     int
 	depth int
+	ns    *nodeSlab // where the nodes come from
+}
+
+// nodeSlab hands out the nodes of one document from blocks it keeps, for a reader whose
+// caller keeps nothing of a document's nodes once it has handled the document
+// (eachTransientDocument): parsing a file of many small documents then allocates nodes
+// for the largest of them only, where a node per scalar was a fifth of what a first load of
+// a large revision allocated. A nil slab allocates each node.
+type nodeSlab struct {
+	blocks [][]yaml.Node
+	next   int // the next node to hand out, counted across blocks
+}
+
+// slabBlock is how many nodes a block of a nodeSlab holds.
+const slabBlock = 64
+
+// node returns a zero node, but for the capacity of its Content, which it reuses: each
+// block node keeps its own array.
+func (ns *nodeSlab) node() *yaml.Node {
+	if ns == nil {
+		return &yaml.Node{}
+	}
+	b, i := ns.next/slabBlock, ns.next%slabBlock
+	if b == len(ns.blocks) {
+		ns.blocks = append(ns.blocks, make([]yaml.Node, slabBlock))
+	}
+	ns.next++
+	n := &ns.blocks[b][i]
+	*n = yaml.Node{Content: n.Content[:0]}
+	return n
+}
+
+// reset makes every node of ns available again.
+func (ns *nodeSlab) reset() {
+	if ns != nil {
+		ns.next = 0
+	}
 }
 
 // maxPlainLines bounds the lines of content the plain reader holds for one document (32
@@ -53,7 +90,7 @@ const maxPlainLines = 10_000
 // document, and past an empty one into the next, so a fault there is go-yaml's to judge for
 // all of them. It returns the number of documents handed over, counting empty ones, and
 // whether that is all of them.
-func eachPlainDocument(data []byte, fn func(plainDoc)) (given int, all bool) {
+func eachPlainDocument(data []byte, reuse bool, fn func(plainDoc)) (given int, all bool) {
 	for _, c := range data {
 		if (c < 0x20 || c > 0x7e) && c != '\n' {
 			return 0, false
@@ -64,14 +101,25 @@ func eachPlainDocument(data []byte, fn func(plainDoc)) (given int, all bool) {
 	index := 0
 	var lines []plainLine
 	started := false // a document has begun: content or a "---" line was seen
+	// With reuse, documents with content take turns between two slabs: a document is handed
+	// over once the next one is read, so the slab a document is read into held the one two
+	// before it, given and done with by then.
+	var slabs [2]*nodeSlab
+	if reuse {
+		slabs = [2]*nodeSlab{{}, {}}
+	}
+	read := 0 // documents with content read
 	end := func() bool {
 		var root *yaml.Node
 		if len(lines) > 0 {
-			r := &plainReader{lines: lines}
+			ns := slabs[read%2]
+			ns.reset()
+			r := &plainReader{lines: lines, ns: ns}
 			var ok bool
 			if root, ok = r.document(); !ok {
 				return false
 			}
+			read++
 			for _, d := range held {
 				fn(d)
 			}
@@ -196,13 +244,14 @@ func isEntry(l plainLine) bool {
 // mapping reads a block mapping whose keys are at column col.
 func (r *plainReader) mapping(col int) (*yaml.Node, bool) {
 	first := r.lines[r.i]
-	m := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: first.no, Column: col + 1}
+	m := r.ns.node()
+	m.Kind, m.Tag, m.Line, m.Column = yaml.MappingNode, "!!map", first.no, col+1
 	for r.i < len(r.lines) && r.lines[r.i].col == col {
 		l := r.lines[r.i]
 		if isEntry(l) {
 			return nil, false
 		}
-		k, at, ok := blockKey(l)
+		k, at, ok := r.ns.blockKey(l)
 		if !ok {
 			return nil, false
 		}
@@ -214,7 +263,7 @@ func (r *plainReader) mapping(col int) (*yaml.Node, bool) {
 				return nil, false
 			}
 		} else {
-			if v, ok = inlineValue(l, at); !ok {
+			if v, ok = r.ns.inlineValue(l, at); !ok {
 				return nil, false
 			}
 			r.i++
@@ -247,7 +296,8 @@ func (r *plainReader) nested(col int, sameColumn bool) (*yaml.Node, bool) {
 // sequence reads a block sequence whose "-" are at column col.
 func (r *plainReader) sequence(col int) (*yaml.Node, bool) {
 	first := r.lines[r.i]
-	s := &yaml.Node{Kind: yaml.SequenceNode, Tag: "!!seq", Line: first.no, Column: col + 1}
+	s := r.ns.node()
+	s.Kind, s.Tag, s.Line, s.Column = yaml.SequenceNode, "!!seq", first.no, col+1
 	for r.i < len(r.lines) && r.lines[r.i].col == col && isEntry(r.lines[r.i]) {
 		l := r.lines[r.i]
 		at := skipSpaces(l.s, col+1)
@@ -260,12 +310,12 @@ func (r *plainReader) sequence(col int) (*yaml.Node, bool) {
 		case isEntry(plainLine{col: at, s: l.s}):
 			return nil, false // "- - a": a sequence in an entry's line
 		default:
-			if _, _, isKey := blockKey(plainLine{no: l.no, col: at, s: l.s}); isKey {
+			if _, _, isKey := r.ns.blockKey(plainLine{no: l.no, col: at, s: l.s}); isKey {
 				// "- key: value": a mapping whose keys are at the first key's column.
 				r.lines[r.i].col = at
 				v, ok = r.deeper(func() (*yaml.Node, bool) { return r.mapping(at) })
 			} else {
-				v, ok = inlineValue(l, at)
+				v, ok = r.ns.inlineValue(l, at)
 				r.i++
 			}
 		}
@@ -290,10 +340,10 @@ func skipSpaces(s string, at int) int {
 
 // blockKey reads the key starting l's content, at l.col: a quoted or plain scalar followed by
 // ':' and a space or the line's end. It returns the key's node and the position after ':'.
-func blockKey(l plainLine) (*yaml.Node, int, bool) {
+func (ns *nodeSlab) blockKey(l plainLine) (*yaml.Node, int, bool) {
 	s, at := l.s, l.col
 	if c := s[at]; c == '"' || c == '\'' {
-		k, end, ok := quoted(s, at, l.no)
+		k, end, ok := ns.quoted(s, at, l.no)
 		if !ok || end >= len(s) || s[end] != ':' || end+1 < len(s) && s[end+1] != ' ' || end-at > maxSimpleKey {
 			return nil, 0, false
 		}
@@ -315,22 +365,22 @@ func blockKey(l plainLine) (*yaml.Node, int, bool) {
 	if strings.Contains(text, " #") {
 		return nil, 0, false
 	}
-	k, ok := plainScalar(text, l.no, at)
+	k, ok := ns.plainScalar(text, l.no, at)
 	return k, at + j + 1, ok
 }
 
 // inlineValue reads the value starting at position at of l, which must hold the rest of the
 // line but for a comment: a flow mapping or sequence, a quoted scalar or a plain one.
-func inlineValue(l plainLine, at int) (*yaml.Node, bool) {
+func (ns *nodeSlab) inlineValue(l plainLine, at int) (*yaml.Node, bool) {
 	s := l.s
 	var v *yaml.Node
 	var end int
 	var ok bool
 	switch s[at] {
 	case '{', '[':
-		v, end, ok = flow(s, at, l.no, 0)
+		v, end, ok = ns.flow(s, at, l.no, 0)
 	case '"', '\'':
-		v, end, ok = quoted(s, at, l.no)
+		v, end, ok = ns.quoted(s, at, l.no)
 	default:
 		text := s[at:]
 		if j := strings.Index(text, " #"); j >= 0 {
@@ -340,7 +390,7 @@ func inlineValue(l plainLine, at int) (*yaml.Node, bool) {
 		if strings.Contains(text, ": ") || strings.HasSuffix(text, ":") {
 			return nil, false
 		}
-		v, ok = plainScalar(text, l.no, at)
+		v, ok = ns.plainScalar(text, l.no, at)
 		return v, ok
 	}
 	if !ok {
@@ -353,9 +403,10 @@ func inlineValue(l plainLine, at int) (*yaml.Node, bool) {
 // quoted reads the single- or double-quoted scalar starting at position at of s (line no),
 // returning its node and the position after its closing quote. Escapes ('\' in double
 // quotes) and scalars running past the line are left to go-yaml.
-func quoted(s string, at, no int) (*yaml.Node, int, bool) {
+func (ns *nodeSlab) quoted(s string, at, no int) (*yaml.Node, int, bool) {
 	q := s[at]
-	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Line: no, Column: at + 1}
+	n := ns.node()
+	n.Kind, n.Tag, n.Line, n.Column = yaml.ScalarNode, "!!str", no, at+1
 	if q == '"' {
 		j := strings.IndexAny(s[at+1:], `"\`)
 		if j < 0 || s[at+1+j] == '\\' {
@@ -388,11 +439,12 @@ func quoted(s string, at, no int) (*yaml.Node, int, bool) {
 
 // flow reads the flow mapping or sequence starting at position at of s (line no), all on
 // that line, returning its node and the position after its closing bracket.
-func flow(s string, at, no, depth int) (*yaml.Node, int, bool) {
+func (ns *nodeSlab) flow(s string, at, no, depth int) (*yaml.Node, int, bool) {
 	if depth+1 >= maxDepth {
 		return nil, 0, false
 	}
-	n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Style: yaml.FlowStyle, Line: no, Column: at + 1}
+	n := ns.node()
+	n.Kind, n.Tag, n.Style, n.Line, n.Column = yaml.MappingNode, "!!map", yaml.FlowStyle, no, at+1
 	closing := byte('}')
 	if s[at] == '[' {
 		n.Kind, n.Tag, closing = yaml.SequenceNode, "!!seq", ']'
@@ -406,14 +458,14 @@ func flow(s string, at, no, depth int) (*yaml.Node, int, bool) {
 			return nil, 0, false
 		}
 		if n.Kind == yaml.MappingNode {
-			k, end, ok := flowItem(s, i, no, depth, true)
+			k, end, ok := ns.flowItem(s, i, no, depth, true)
 			if !ok || k.Kind != yaml.ScalarNode || end >= len(s) || s[end] != ':' || end+1 >= len(s) || s[end+1] != ' ' {
 				return nil, 0, false
 			}
 			n.Content = append(n.Content, k)
 			i = skipSpaces(s, end+1)
 		}
-		v, end, ok := flowItem(s, i, no, depth, false)
+		v, end, ok := ns.flowItem(s, i, no, depth, false)
 		if !ok {
 			return nil, 0, false
 		}
@@ -438,7 +490,7 @@ func flow(s string, at, no, depth int) (*yaml.Node, int, bool) {
 
 // flowItem reads a key (key set) or value inside a flow collection at position at of s,
 // returning its node and the position after it (spaces after a plain scalar included).
-func flowItem(s string, at, no, depth int, key bool) (*yaml.Node, int, bool) {
+func (ns *nodeSlab) flowItem(s string, at, no, depth int, key bool) (*yaml.Node, int, bool) {
 	if at >= len(s) {
 		return nil, 0, false
 	}
@@ -447,9 +499,9 @@ func flowItem(s string, at, no, depth int, key bool) (*yaml.Node, int, bool) {
 		if key {
 			return nil, 0, false
 		}
-		return flow(s, at, no, depth+1)
+		return ns.flow(s, at, no, depth+1)
 	case '"', '\'':
-		n, end, ok := quoted(s, at, no)
+		n, end, ok := ns.quoted(s, at, no)
 		if ok && !key && end < len(s) && s[end] == ':' {
 			return nil, 0, false // a single pair in a sequence: [a: b]
 		}
@@ -469,17 +521,18 @@ func flowItem(s string, at, no, depth int, key bool) (*yaml.Node, int, bool) {
 	if key && end-at > maxSimpleKey {
 		return nil, 0, false
 	}
-	n, ok := plainScalar(text, no, at)
+	n, ok := ns.plainScalar(text, no, at)
 	return n, end, ok
 }
 
 // plainScalar is the node of plain scalar text at column at (0-based) of line no, when
 // go-yaml would resolve it to a string, a decimal integer, a boolean or null for sure.
-func plainScalar(text string, no, at int) (*yaml.Node, bool) {
+func (ns *nodeSlab) plainScalar(text string, no, at int) (*yaml.Node, bool) {
 	if text == "" {
 		return nil, false
 	}
-	n := &yaml.Node{Kind: yaml.ScalarNode, Line: no, Column: at + 1}
+	n := ns.node()
+	n.Kind, n.Line, n.Column = yaml.ScalarNode, no, at+1
 	switch text {
 	case "true", "True", "TRUE", "false", "False", "FALSE":
 		n.Tag, n.Value = "!!bool", strings.Clone(text)
@@ -545,7 +598,7 @@ func isDecimalInt(s string) bool {
 // is not a plain string or is given twice: whoever asks reads it otherwise.
 func Identity(doc []byte) (apiVersion, kind, namespace, name string, empty, ok bool) {
 	var root *yaml.Node
-	n, all := eachPlainDocument(doc, func(d plainDoc) { root = d.root })
+	n, all := eachPlainDocument(doc, false, func(d plainDoc) { root = d.root })
 	if !all || n > 1 {
 		return "", "", "", "", false, false
 	}

@@ -13,19 +13,31 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 )
 
-// plainBothWays reads data with go-yaml alone and with the plain reader first, and fails t
-// when the documents (index, value, every node's kind, tag, value, style, line and column)
-// or the problems differ. It reports whether the plain reader read the whole file.
+// plainBothWays reads data with go-yaml alone and with the plain reader first, its nodes
+// kept and reused (eachTransientDocument: each document's nodes copied before the next
+// one), and fails t when the documents (index, value, every node's kind, tag, value, style,
+// line and column) or the problems differ. It reports whether the plain reader read the
+// whole file.
 func plainBothWays(t *testing.T, data []byte, lists bool) (all bool) {
 	t.Helper()
-	var slow, quick []rawDoc
-	slowErrs := eachRootFrom(data, lists, false, func(rd rawDoc) { slow = append(slow, rd) })
-	quickErrs := eachRootFrom(data, lists, true, func(rd rawDoc) { quick = append(quick, rd) })
-	if !reflect.DeepEqual(slowErrs, quickErrs) {
-		t.Fatalf("%q: problems differ:\n yaml:  %v\n plain: %v", data, slowErrs, quickErrs)
+	var slow, quick, reused []rawDoc
+	slowErrs := eachRootFrom(data, lists, false, false, func(rd rawDoc) { slow = append(slow, rd) })
+	quickErrs := eachRootFrom(data, lists, true, false, func(rd rawDoc) { quick = append(quick, rd) })
+	reusedErrs := eachRootFrom(data, lists, true, true, func(rd rawDoc) {
+		rd.root = copyNode(rd.root)
+		reused = append(reused, rd)
+	})
+	if !reflect.DeepEqual(slowErrs, quickErrs) || !reflect.DeepEqual(slowErrs, reusedErrs) {
+		t.Fatalf("%q: problems differ:\n yaml:  %v\n plain: %v\n reused: %v", data, slowErrs, quickErrs, reusedErrs)
 	}
-	if len(slow) != len(quick) {
-		t.Fatalf("%q: %d documents through go-yaml, %d with the plain reader", data, len(slow), len(quick))
+	if len(slow) != len(quick) || len(slow) != len(reused) {
+		t.Fatalf("%q: %d documents through go-yaml, %d with the plain reader, %d reusing its nodes", data, len(slow), len(quick), len(reused))
+	}
+	for i := range slow {
+		if d := nodeDiff(slow[i].root, reused[i].root, "root"); d != "" || slow[i].index != reused[i].index ||
+			!reflect.DeepEqual(slow[i].value, reused[i].value) {
+			t.Fatalf("%q: document %d read reusing the nodes: %s %#v", data, i, d, reused[i].value)
+		}
 	}
 	for i := range slow {
 		s, q := slow[i], quick[i]
@@ -39,8 +51,18 @@ func plainBothWays(t *testing.T, data []byte, lists bool) (all bool) {
 			t.Fatalf("%q: document %d: %s", data, i, d)
 		}
 	}
-	_, all = eachPlainDocument(data, func(plainDoc) {})
+	_, all = eachPlainDocument(data, false, func(plainDoc) {})
 	return all
+}
+
+// copyNode copies the tree n (aliases aside: the plain reader makes none).
+func copyNode(n *yaml.Node) *yaml.Node {
+	c := *n
+	c.Content = nil
+	for _, e := range n.Content {
+		c.Content = append(c.Content, copyNode(e))
+	}
+	return &c
 }
 
 // nodeDiff describes the first difference between two node trees, comments aside.
@@ -202,7 +224,7 @@ func TestPlainScalarTags(t *testing.T) {
 		"0x1f": "", "0o17": "", "0b11": "", "2d": "", "12ab": "", "2001-12-14": "", "-": "", "- a": "", "-b": "",
 		"+1": "", "<<": "", "'q'": "", "*x": "", "&y": "", "!t": "", "|": "", "@x": "", "%x": "", "?x": "",
 	} {
-		n, ok := plainScalar(text, 1, 0)
+		n, ok := (*nodeSlab)(nil).plainScalar(text, 1, 0)
 		got := ""
 		if ok {
 			got = n.Tag
@@ -298,6 +320,32 @@ func TestPlainDocumentsRandom(t *testing.T) {
 		t.Fatalf("the plain reader read %d of %d files itself", plain, n)
 	}
 	t.Logf("the plain reader read %d of %d files itself", plain, n)
+}
+
+// TestPlainReuseAcrossDocuments: files of many documents the plain reader reads, of shapes
+// that differ from one document to the next (a long block sequence before a short one, flow
+// collections, empty documents), read the same with the nodes reused as through go-yaml.
+func TestPlainReuseAcrossDocuments(t *testing.T) {
+	t.Parallel()
+	docs := []string{
+		"apiVersion: v1\nkind: Widget\nmetadata: {name: w1, namespace: ns, labels: {team: t1}}\nspec: {size: 1}\n",
+		"a:\n  - x\n  - y\n  - z\n  - {k: [1, 2, {m: n}]}\n  - k2: [x]\n    k3: y\nb: 'it''s'\nc: \"q\"\n",
+		"- one\n- k: v\n  l: [w]\n",
+		"",
+		"# only a comment\n",
+		"k: {a: 1, b: [true, null, ~, -3], c: {d: {e: f}}}\n",
+		"x:\n  y:\n    z: 1\n    w: [a]\n  v: 2\n",
+	}
+	r := rand.New(rand.NewPCG(7, 26))
+	for range 300 {
+		var b strings.Builder
+		for range 3 + r.IntN(12) {
+			b.WriteString("---\n" + docs[r.IntN(len(docs))])
+		}
+		if !plainBothWays(t, []byte(b.String()), r.IntN(2) == 0) {
+			t.Fatalf("%q: not read by the plain reader", b.String())
+		}
+	}
 }
 
 // TestPlainDocumentsRepository: every YAML file of this repository reads the same both ways.

@@ -92,11 +92,19 @@ func eachDocument(data []byte, fn func(rawDoc)) []ValidationError {
 // file of ResourceSet inputs). The plain reader (plainyaml.go) reads what it can; go-yaml
 // reads the rest.
 func eachRoot(data []byte, lists bool, fn func(rawDoc)) []ValidationError {
-	return eachRootFrom(data, lists, true, fn)
+	return eachRootFrom(data, lists, true, false, fn)
 }
 
-// eachRootFrom is eachRoot, trying the plain reader first when plain is set.
-func eachRootFrom(data []byte, lists, plain bool, fn func(rawDoc)) []ValidationError {
+// eachTransientDocument is eachDocument for a caller that keeps nothing of a document's
+// nodes once fn returns (its values are its own): the plain reader then builds each
+// document's nodes in memory it reuses (nodeSlab).
+func eachTransientDocument(data []byte, fn func(rawDoc)) []ValidationError {
+	return eachRootFrom(data, false, true, true, fn)
+}
+
+// eachRootFrom is eachRoot, trying the plain reader first when plain is set, reusing its
+// nodes from document to document when reuse is (eachTransientDocument).
+func eachRootFrom(data []byte, lists, plain, reuse bool, fn func(rawDoc)) []ValidationError {
 	if len(data) > maxFileSize {
 		return []ValidationError{{Msg: "file is larger than the 1 MiB limit"}}
 	}
@@ -105,7 +113,7 @@ func eachRootFrom(data []byte, lists, plain bool, fn func(rawDoc)) []ValidationE
 	given := 0
 	if plain {
 		var all bool
-		given, all = eachPlainDocument(data, func(d plainDoc) {
+		given, all = eachPlainDocument(data, reuse, func(d plainDoc) {
 			if d.root != nil {
 				errs = c.root(d.index, d.root, lists, fn, errs)
 			}
