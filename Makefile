@@ -65,6 +65,7 @@ FUZZTIME     ?= 30s
 FUZZ_TARGETS := \
 	internal/manifest:FuzzLoad \
 	internal/manifest:FuzzParseStream \
+	internal/manifest:FuzzDecodeCanonical \
 	internal/manifest:FuzzTemplate \
 	internal/webhook:FuzzParsePush \
 	internal/webhook:FuzzAuthenticate \

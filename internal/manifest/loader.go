@@ -408,7 +408,7 @@ func parseFile(data []byte, rendered bool) *fileEntry {
 	// short ("---" inside a block scalar, say) starts another block.
 	res := make([]resourceDoc, 0, n)
 	sets := metaSets{}
-	each := eachDocument
+	each := eachTransientDocument
 	if rendered {
 		each = eachRenderedDocument
 	}
@@ -1146,11 +1146,14 @@ func check(r *resourceDoc, kind sym, spec any, cs *compiledSchema, ld *load, byP
 	case !r.hasSpec:
 		spec = map[string]any{}
 	default:
-		dec := json.NewDecoder(strings.NewReader(r.written))
-		dec.UseNumber()
-		if err := dec.Decode(&spec); err != nil {
-			// written was encoded by marshalCanonical: it always decodes.
-			return []schemaProblem{{path: path{"spec"}, msg: "cannot decode: " + err.Error()}}
+		var ok bool
+		if spec, ok = decodeCanonical(r.written); !ok {
+			dec := json.NewDecoder(strings.NewReader(r.written))
+			dec.UseNumber()
+			if err := dec.Decode(&spec); err != nil {
+				// written was encoded by marshalCanonical: it always decodes.
+				return []schemaProblem{{path: path{"spec"}, msg: "cannot decode: " + err.Error()}}
+			}
 		}
 		// Encoding the decoded value again would give written back.
 		canon = r.written
