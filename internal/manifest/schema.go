@@ -31,6 +31,7 @@ type compiledSchema struct {
 	hash     string
 	id       sym                // hash, interned: what a checked resource remembers
 	schema   *jsonschema.Schema // nil when compilation failed
+	quick    *quickSchema       // what surely passes schema, when it keeps to quickSchema's part
 	defaults *defaulter         // nil when the schema declares no defaults
 	rules    *celNode           // nil when the schema carries no x-trueup-validations
 	doc      any                // the schema decoded, for where a secret reference may stand
@@ -58,7 +59,7 @@ func compileSchema(raw json.RawMessage, hash string) *compiledSchema {
 		cs.errPtr, cs.errMsg = compileProblem(err)
 		return cs
 	}
-	cs.schema = s
+	cs.schema, cs.quick = s, quickFrom(s, 0)
 
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -68,7 +69,7 @@ func compileSchema(raw json.RawMessage, hash string) *compiledSchema {
 		// the rules are read here. A broken rule breaks the type, as a broken schema does:
 		// nothing compiled of it is kept.
 		if rules, rerr := buildRules(doc); rerr != nil {
-			cs.schema = nil
+			cs.schema, cs.quick = nil, nil
 			cs.errPtr, cs.errMsg = rerr.ptr, rerr.msg
 		} else {
 			cs.defaults = buildDefaulter(doc, 0)
@@ -224,6 +225,9 @@ func (cs *compiledSchema) validate(v any, base path) []schemaProblem {
 // validateMarkers is validate; with markers, a problem at or inside an encrypted field's
 // marker is dropped: the marker stands for a value not known (Options.EncryptedUnknown).
 func (cs *compiledSchema) validateMarkers(v any, base path, markers bool) []schemaProblem {
+	if cs.quick != nil && cs.quick.accepts(v, 0) {
+		return nil
+	}
 	err := cs.schema.Validate(v)
 	if err == nil {
 		return nil
