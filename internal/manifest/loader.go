@@ -1139,14 +1139,16 @@ func (ld *load) spec(p placed) any {
 // (celRevisionBudget); nil, no budget for the revision.
 func check(r *resourceDoc, kind sym, spec any, cs *compiledSchema, ld *load, byParts bool) []schemaProblem {
 	var canon string // the stored form, when it is known before applying defaults
+	owned := false   // spec is decoded here: defaults may be filled in place
 	switch {
 	case spec != nil:
 		// A generated spec comes with its canonical form (written is empty otherwise).
 		canon = r.written
 	case !r.hasSpec:
-		spec = map[string]any{}
+		spec, owned = map[string]any{}, true
 	default:
 		var ok bool
+		owned = true
 		if spec, ok = decodeCanonical(r.written); !ok {
 			dec := json.NewDecoder(strings.NewReader(r.written))
 			dec.UseNumber()
@@ -1158,7 +1160,7 @@ func check(r *resourceDoc, kind sym, spec any, cs *compiledSchema, ld *load, byP
 		// Encoding the decoded value again would give written back.
 		canon = r.written
 	}
-	v, changed := cs.defaults.apply(spec)
+	v, changed := cs.defaults.fill(spec, owned)
 	markers := ld != nil && ld.opts.EncryptedUnknown
 	var problems []schemaProblem
 	// The specs of a ResourceSet share most values: their parts are validated once each.

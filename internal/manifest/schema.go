@@ -150,7 +150,12 @@ func buildDefaulter(s any, depth int) *defaulter {
 // which may be a cached document shared between loads: changed containers are copied, and
 // changed reports whether anything was. Default values are shared between results, which is
 // safe because results are only validated and encoded, never modified.
-func (d *defaulter) apply(v any) (any, bool) {
+func (d *defaulter) apply(v any) (any, bool) { return d.fill(v, false) }
+
+// fill is apply, filling v's own containers in place when owned is set (a value nothing else
+// holds: a spec just decoded for its check) rather than copying them; a default value, shared,
+// is still copied before defaults are filled into it.
+func (d *defaulter) fill(v any, owned bool) (any, bool) {
 	if d == nil || isSecretRef(v) {
 		// A secret reference stands for the whole value: defaults are the secret's business,
 		// and filling them in would make the reference malformed.
@@ -167,14 +172,17 @@ func (d *defaulter) apply(v any) (any, bool) {
 				nv, _ = p.sub.apply(p.value)
 			case present && p.sub != nil:
 				var changed bool
-				if nv, changed = p.sub.apply(cur); !changed {
+				if nv, changed = p.sub.fill(cur, owned); !changed {
 					continue
 				}
 			default:
 				continue
 			}
 			if out == nil {
-				out = maps.Clone(x)
+				out = x
+				if !owned {
+					out = maps.Clone(x)
+				}
 			}
 			out[p.name] = nv
 		}
@@ -188,12 +196,15 @@ func (d *defaulter) apply(v any) (any, bool) {
 		}
 		var out []any
 		for i, e := range x {
-			nv, changed := d.items.apply(e)
+			nv, changed := d.items.fill(e, owned)
 			if !changed {
 				continue
 			}
 			if out == nil {
-				out = slices.Clone(x)
+				out = x
+				if !owned {
+					out = slices.Clone(x)
+				}
 			}
 			out[i] = nv
 		}
