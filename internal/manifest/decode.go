@@ -238,6 +238,31 @@ func (d *docDecoder) stringMap(m map[string]any, p path, key string) map[string]
 	return out
 }
 
+// stringSets returns meta's labels and annotations as decoded when each is absent, null, or a
+// mapping whose every value is a string (nil for the first two); ok is false otherwise, and
+// stringMap then reports what is wrong.
+func stringSets(meta map[string]any) (labels, annotations map[string]any, ok bool) {
+	set := func(key string) (map[string]any, bool) {
+		v, present := field(meta, key)
+		if !present {
+			return nil, true
+		}
+		m, isMap := v.(map[string]any)
+		if !isMap {
+			return nil, false
+		}
+		for _, e := range m {
+			if _, isStr := e.(string); !isStr {
+				return nil, false
+			}
+		}
+		return m, true
+	}
+	labels, lok := set("labels")
+	annotations, aok := set("annotations")
+	return labels, annotations, lok && aok
+}
+
 func jsonType(v any) string {
 	switch v.(type) {
 	case nil:
@@ -553,11 +578,19 @@ func (d *docDecoder) decodeResource(r *resourceDoc, sets metaSets, apiVersion, k
 	var namespace string
 	r.name, namespace = d.identity(meta, name)
 	r.namespace = intern(namespace)
-	labels := d.stringMap(meta, metaPath, "labels")
-	if _, set := labels[LabelResourceSet]; set {
-		d.fail(metaPath.key("labels").key(LabelResourceSet), "label %s is reserved: a ResourceSet sets it on the resources it generates", LabelResourceSet)
+	if labels, annotations, ok := stringSets(meta); ok {
+		// The common case: both absent, null, or mappings of strings, read as they are.
+		if _, set := labels[LabelResourceSet]; set {
+			d.fail(metaPath.key("labels").key(LabelResourceSet), "label %s is reserved: a ResourceSet sets it on the resources it generates", LabelResourceSet)
+		}
+		r.meta = sets.getValues(labels, annotations)
+	} else {
+		labels := d.stringMap(meta, metaPath, "labels")
+		if _, set := labels[LabelResourceSet]; set {
+			d.fail(metaPath.key("labels").key(LabelResourceSet), "label %s is reserved: a ResourceSet sets it on the resources it generates", LabelResourceSet)
+		}
+		r.meta = sets.get(labels, d.stringMap(meta, metaPath, "annotations"))
 	}
-	r.meta = sets.get(labels, d.stringMap(meta, metaPath, "annotations"))
 	r.deps = d.dependsOn(m, graph.ID{Kind: kind, Namespace: namespace, Name: r.name})
 	spec, hasSpec := d.mapping(m, path{}, "spec")
 	_, present := field(m, "spec")

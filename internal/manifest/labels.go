@@ -2,7 +2,6 @@ package manifest
 
 import (
 	"encoding/json"
-	"maps"
 	"slices"
 )
 
@@ -13,20 +12,43 @@ type resourceMeta struct{ labels, annotations string }
 
 // metaSets gives the resources of one file one resourceMeta per distinct pair of sets: a
 // file's resources mostly share theirs. Sharing across files would need a table pruned as
-// the cache is, for little more gain.
-type metaSets map[resourceMeta]*resourceMeta
+// the cache is, for little more gain. The key is the two encodings joined by a NUL byte,
+// which an encoding never holds (JSON escapes it), and the resourceMeta's strings are parts
+// of it.
+type metaSets map[string]*resourceMeta
 
 // get returns the shared resourceMeta for labels and annotations, nil when both are empty.
 func (ms metaSets) get(labels, annotations map[string]string) *resourceMeta {
 	if len(labels) == 0 && len(annotations) == 0 {
 		return nil
 	}
-	k := resourceMeta{encodeStrings(labels), encodeStrings(annotations)}
-	if m, ok := ms[k]; ok {
+	var buf [256]byte
+	b := appendStrings(buf[:0], labels)
+	split := len(b)
+	return ms.lookup(appendStrings(append(b, 0), annotations), split)
+}
+
+// getValues is get for a document's labels and annotations as decoded, each value a string
+// (the caller checked): a document's sets are not copied into maps of strings first.
+func (ms metaSets) getValues(labels, annotations map[string]any) *resourceMeta {
+	if len(labels) == 0 && len(annotations) == 0 {
+		return nil
+	}
+	var buf [256]byte
+	b := appendStrings(buf[:0], labels)
+	split := len(b)
+	return ms.lookup(appendStrings(append(b, 0), annotations), split)
+}
+
+// lookup returns the resourceMeta of key b, whose labels' encoding ends at split, adding it
+// when it is new.
+func (ms metaSets) lookup(b []byte, split int) *resourceMeta {
+	if m, ok := ms[string(b)]; ok {
 		return m
 	}
-	m := &k
-	ms[k] = m
+	key := string(b)
+	m := &resourceMeta{key[:split], key[split+1:]}
+	ms[key] = m
 	return m
 }
 
@@ -40,19 +62,31 @@ func (m *resourceMeta) sets() (labels, annotations string) {
 // encodeStrings returns m as encoding/json (sorted keys, no HTML escaping) would encode
 // it, or "" when m is empty.
 func encodeStrings(m map[string]string) string {
+	return string(appendStrings(nil, m))
+}
+
+// appendStrings appends m as encodeStrings encodes it (nothing when m is empty); the values
+// of a map[string]any must all be strings.
+func appendStrings[V string | any](b []byte, m map[string]V) []byte {
 	if len(m) == 0 {
-		return ""
+		return b
 	}
-	b := []byte{'{'}
-	for i, k := range slices.Sorted(maps.Keys(m)) {
+	var buf [8]string
+	keys := buf[:0]
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = appendJSONString(b, k)
 		b = append(b, ':')
-		b = appendJSONString(b, m[k])
+		b = appendJSONString(b, any(m[k]).(string))
 	}
-	return string(append(b, '}'))
+	return append(b, '}')
 }
 
 // appendJSONString appends s as a JSON string, spelled as marshalCanonical spells it.

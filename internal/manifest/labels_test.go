@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -125,4 +126,52 @@ func TestMetaSetsShared(t *testing.T) {
 	if sets.get(nil, map[string]string{}) != nil {
 		t.Error("no labels and no annotations must give nil")
 	}
+}
+
+// TestMetaSetsDecodedValues: a document's sets as decoded (getValues) and as maps of strings
+// (get) find the same resourceMeta, whose encodings are encoding/json's (without HTML
+// escaping), past eight keys too; both empty give nil.
+func TestMetaSetsDecodedValues(t *testing.T) {
+	t.Parallel()
+	many := map[string]string{}
+	for i := range 12 {
+		many[fmt.Sprintf("k%02d", 11-i)] = fmt.Sprint(i)
+	}
+	for _, c := range []struct{ labels, annotations map[string]string }{
+		{map[string]string{"team": "t0"}, nil},
+		{nil, map[string]string{"note": "é \"q\" <b>\\ \x00"}},
+		{many, map[string]string{"a": ""}},
+		{map[string]string{}, map[string]string{"x.io/y": "z"}},
+	} {
+		ms := metaSets{}
+		want := ms.get(c.labels, c.annotations)
+		got := ms.getValues(anyValues(c.labels), anyValues(c.annotations))
+		if got != want || len(ms) != 1 {
+			t.Fatalf("%v %v: %p and %p, %d sets", c.labels, c.annotations, got, want, len(ms))
+		}
+		for _, pair := range [][2]any{{c.labels, got.labels}, {c.annotations, got.annotations}} {
+			m := pair[0].(map[string]string)
+			j, _ := encodeCanonical(m)
+			if len(m) == 0 {
+				j = nil
+			}
+			if enc := pair[1].(string); enc != string(j) {
+				t.Fatalf("%v: %s, encoding/json %s", m, enc, j)
+			}
+		}
+	}
+	if (metaSets{}).getValues(nil, map[string]any{}) != nil || (metaSets{}).get(nil, nil) != nil {
+		t.Fatal("no sets, a resourceMeta")
+	}
+}
+
+func anyValues(m map[string]string) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := map[string]any{}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }
