@@ -7,6 +7,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
+
+	"github.com/trueup-dev/trueup/internal/graph"
 )
 
 // decodeWithJSON is what the checks decode a spec with when decodeCanonical declines.
@@ -87,4 +90,30 @@ func FuzzDecodeCanonical(f *testing.F) {
 			t.Fatalf("%q, canonical %s: %#v (%t), want %#v", s, b, got, ok, want)
 		}
 	})
+}
+
+// TestOutputRefsOwnTheirNames: the strings of a spec read by decodeCanonical are parts of
+// its canonical JSON; the dependencies an output reference implies, which the cached
+// document keeps, hold copies, so that the spec is not kept with them.
+func TestOutputRefsOwnTheirNames(t *testing.T) {
+	t.Parallel()
+	written := `{"a":"${{ Network/core/vpc.outputs.id }}","b":["${{ Subnet/s1.outputs.cidr }}"]}`
+	v, ok := decodeCanonical(written)
+	if !ok {
+		t.Fatal("declined")
+	}
+	deps, problems := outputRefs(v, graph.ID{Kind: "Widget", Namespace: "ns", Name: "w"}, specRoot)
+	if len(deps) != 2 || len(problems) != 0 {
+		t.Fatalf("%v %v", deps, problems)
+	}
+	lo := uintptr(unsafe.Pointer(unsafe.StringData(written)))
+	within := func(s string) bool {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+		return s != "" && p >= lo && p < lo+uintptr(len(written))
+	}
+	for _, d := range deps {
+		if within(d.Target.Kind) || within(d.Target.Namespace) || within(d.Target.Name) {
+			t.Fatalf("%+v: a name is part of the spec", d.Target)
+		}
+	}
 }

@@ -284,7 +284,8 @@ func jsonType(v any) string {
 // decodeDocument checks the fields every document needs and hands over to the type or
 // resource decoder. A resource's fields go to *res, which the caller provides so that the
 // resources of one file share one allocation, as they share sets. It returns the
-// document's problems too.
+// document's problems too. It keeps nothing of rd.root (lines only): parseFile reads with
+// eachTransientDocument, whose nodes serve the next documents.
 func decodeDocument(rd rawDoc, res *resourceDoc, sets metaSets) (document, []ValidationError) {
 	doc := document{
 		index:          int32(rd.index),

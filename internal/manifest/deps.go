@@ -232,7 +232,11 @@ func outputRefs(v any, self graph.ID, at path) ([]Dependency, []schemaProblem) {
 					problems = append(problems, schemaProblem{path: slices.Clone(stack), msg: msg})
 					continue
 				}
-				deps = append(deps, Dependency{Target: r.Target, Outputs: []string{strings.Join(r.Output, ".")}})
+				// The spec's strings are parts of its canonical JSON (decodeCanonical): the
+				// cached document keeps copies, not the spec.
+				t := r.Target
+				t.Kind, t.Namespace, t.Name = strings.Clone(t.Kind), strings.Clone(t.Namespace), strings.Clone(t.Name)
+				deps = append(deps, Dependency{Target: t, Outputs: []string{strings.Join(r.Output, ".")}})
 			}
 		case map[string]any:
 			for k, e := range x { // unsorted: Load sorts problems, and deps are sorted below
