@@ -584,7 +584,7 @@ func (d *docDecoder) decodeResource(r *resourceDoc, sets metaSets, apiVersion, k
 		if _, set := labels[LabelResourceSet]; set {
 			d.fail(metaPath.key("labels").key(LabelResourceSet), "label %s is reserved: a ResourceSet sets it on the resources it generates", LabelResourceSet)
 		}
-		r.meta = sets.getValues(labels, annotations)
+		r.meta = metaOf(sets, labels, annotations)
 	} else {
 		labels := d.stringMap(meta, metaPath, "labels")
 		if _, set := labels[LabelResourceSet]; set {

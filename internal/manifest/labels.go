@@ -19,18 +19,13 @@ type metaSets map[string]*resourceMeta
 
 // get returns the shared resourceMeta for labels and annotations, nil when both are empty.
 func (ms metaSets) get(labels, annotations map[string]string) *resourceMeta {
-	if len(labels) == 0 && len(annotations) == 0 {
-		return nil
-	}
-	var buf [256]byte
-	b := appendStrings(buf[:0], labels)
-	split := len(b)
-	return ms.lookup(appendStrings(append(b, 0), annotations), split)
+	return metaOf(ms, labels, annotations)
 }
 
-// getValues is get for a document's labels and annotations as decoded, each value a string
-// (the caller checked): a document's sets are not copied into maps of strings first.
-func (ms metaSets) getValues(labels, annotations map[string]any) *resourceMeta {
+// metaOf is get for either form of the sets: maps of strings, or a document's sets as
+// decoded, each value a string (the caller checked), which are then not copied into maps
+// of strings first.
+func metaOf[V string | any](ms metaSets, labels, annotations map[string]V) *resourceMeta {
 	if len(labels) == 0 && len(annotations) == 0 {
 		return nil
 	}
@@ -77,6 +72,15 @@ func appendStrings[V string | any](b []byte, m map[string]V) []byte {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	// The map's type is told once (a map in an interface costs nothing): a value of a type
+	// parameter put in one would be copied for each.
+	var value func(string) string
+	switch m := any(m).(type) {
+	case map[string]string:
+		value = func(k string) string { return m[k] }
+	case map[string]any:
+		value = func(k string) string { return m[k].(string) }
+	}
 	b = append(b, '{')
 	for i, k := range keys {
 		if i > 0 {
@@ -84,7 +88,7 @@ func appendStrings[V string | any](b []byte, m map[string]V) []byte {
 		}
 		b = appendJSONString(b, k)
 		b = append(b, ':')
-		b = appendJSONString(b, any(m[k]).(string))
+		b = appendJSONString(b, value(k))
 	}
 	return append(b, '}')
 }

@@ -128,7 +128,7 @@ func TestMetaSetsShared(t *testing.T) {
 	}
 }
 
-// TestMetaSetsDecodedValues: a document's sets as decoded (getValues) and as maps of strings
+// TestMetaSetsDecodedValues: a document's sets as decoded (metaOf) and as maps of strings
 // (get) find the same resourceMeta, whose encodings are encoding/json's (without HTML
 // escaping), past eight keys too; both empty give nil.
 func TestMetaSetsDecodedValues(t *testing.T) {
@@ -145,7 +145,7 @@ func TestMetaSetsDecodedValues(t *testing.T) {
 	} {
 		ms := metaSets{}
 		want := ms.get(c.labels, c.annotations)
-		got := ms.getValues(anyValues(c.labels), anyValues(c.annotations))
+		got := metaOf(ms, anyValues(c.labels), anyValues(c.annotations))
 		if got != want || len(ms) != 1 {
 			t.Fatalf("%v %v: %p and %p, %d sets", c.labels, c.annotations, got, want, len(ms))
 		}
@@ -160,7 +160,7 @@ func TestMetaSetsDecodedValues(t *testing.T) {
 			}
 		}
 	}
-	if (metaSets{}).getValues(nil, map[string]any{}) != nil || (metaSets{}).get(nil, nil) != nil {
+	if metaOf(metaSets{}, nil, map[string]any{}) != nil || (metaSets{}).get(nil, nil) != nil {
 		t.Fatal("no sets, a resourceMeta")
 	}
 }
