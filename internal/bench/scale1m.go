@@ -390,7 +390,7 @@ func scaleOneChanges(ctx context.Context, st *store.Store, cluster *pgembed.Clus
 
 // scaleOneRemoval writes file 42 without the widget scaleOneChanges added and returns the time
 // from the write to that widget's row gone or marked for deletion, the source's revision
-// applied.
+// applied; it returns once the row is gone.
 func scaleOneRemoval(ctx context.Context, st *store.Store, logs *tailBuffer, repo string, say func(string, ...any)) (time.Duration, error) {
 	n, _ := scale1mSize()
 	var before string
@@ -412,6 +412,15 @@ func scaleOneRemoval(ctx context.Context, st *store.Store, logs *tailBuffer, rep
 	}
 	d := time.Since(start)
 	say("one removal: %s to the source's revision applied (%s)", d.Round(time.Millisecond), lastSyncSplit(logs.String()))
+	// The reads that follow sample names from the list: the widget's deletion ends first, so
+	// that none of them asks for a row that goes away meanwhile.
+	if err := poll(ctx, 5*time.Minute, 5*time.Millisecond, func() (bool, error) {
+		var gone bool
+		err := st.Pool().QueryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM resources WHERE namespace = 'ns00' AND name = 'extra')`).Scan(&gone)
+		return gone, err
+	}); err != nil {
+		return 0, fmt.Errorf("the removed widget's deletion: %w", err)
+	}
 	return d, nil
 }
 
