@@ -97,6 +97,17 @@ type resourceDoc struct {
 	celCost uint32
 }
 
+// encoded drops what the document holds alone (its name, its spec and the spec's hash) once
+// a lean load has encoded its resource (leanResources): the encoded chunks then replace the
+// documents' strings rather than add to them (about 100 MB at a million resources), while the
+// documents themselves, allocated a file at a time, live until the last chunk. No other
+// resource of the load shares the document: two paths with the same content share their
+// documents, but then their resources are duplicates, and a load with problems builds no
+// Set.
+func (r *resourceDoc) encoded() {
+	r.name, r.specJSON, r.specHash, r.deps = "", nil, "", nil
+}
+
 // groupVersion splits a resource's apiVersion; ok is false when it is malformed.
 func groupVersion(apiVersion string) (group, version string, ok bool) {
 	group, version, ok = strings.Cut(apiVersion, "/")

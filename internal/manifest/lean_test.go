@@ -242,3 +242,45 @@ func TestLeanLoadDropsData(t *testing.T) {
 		}
 	}
 }
+
+// TestLeanResourcesReleaseDocuments: once a lean load has encoded a chunk, the chunk's
+// documents hold no name, spec, spec hash or dependencies of their own any more (the encoded
+// chunks replace them), and the Set is still, value for value, the one a Loader that keeps
+// the documents returns.
+func TestLeanResourcesReleaseDocuments(t *testing.T) {
+	const n = packChunk + 5 // two chunks
+	repo := append(widgetRepo(n), files("widgets/z.yaml", "apiVersion: bench.example.com/v1\nkind: Widget\n"+
+		"metadata: {name: dep, namespace: ns00}\ndependsOn: [{kind: Widget, name: w0000000}]\nspec: {size: 1}\n")...)
+	want, err := NewLoader().Load(repo, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ld := &load{l: NewLoader(), schemas: map[string]*compiledSchema{}}
+	docs := ld.parse(repo)
+	_, infos := ld.types(docs)
+	ld.lean = true
+	got, _ := ld.resources(docs, infos)
+	if len(ld.errs) > 0 {
+		t.Fatal(ld.errs)
+	}
+	if !reflect.DeepEqual(got, want.Resources) {
+		t.Fatal("the lean Set differs from the one whose documents are kept")
+	}
+	if i, ok := findResource(got, "ns00", "Widget", "dep"); !ok {
+		t.Fatal("no resource dep in the Set")
+	} else if len(got[i].DependsOn) != 1 {
+		t.Fatalf("the dependent's dependencies: %+v", got[i].DependsOn)
+	}
+	released := 0
+	for _, p := range docs {
+		if r := p.doc.res; r != nil {
+			if r.name != "" || r.specJSON != nil || r.specHash != "" || r.deps != nil {
+				t.Fatalf("%s line %d: the document still holds name %q, spec %s, hash %q, dependencies %v", p.file, p.doc.line, r.name, r.specJSON, r.specHash, r.deps)
+			}
+			released++
+		}
+	}
+	if released != n+1 {
+		t.Fatalf("%d documents released, want %d", released, n+1)
+	}
+}

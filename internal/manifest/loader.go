@@ -851,8 +851,9 @@ func (ld *load) setResources(items []resourceAt) ([]Resource, []transitionCheck)
 
 // leanResources makes the Set's resources of items as setResources does, for a revision
 // whose documents the Loader drops once loaded (past keepDocuments): each chunk of resources
-// is built and encoded at once (compactResources), the documents and the cache are dropped,
-// and the Set is decoded from the encoded form. A first sync of a million resources would
+// is built and encoded at once (compactResources), its documents give up what each holds
+// alone (resourceDoc.encoded), the documents and the cache are dropped, and the Set is
+// decoded from the encoded form. A first sync of a million resources would
 // otherwise hold the files' data (which Options.DropData gives up before the checks), the
 // documents and the Set whole at once (about 720 MB live). The caller holds no document past
 // this call.
@@ -899,6 +900,9 @@ func (ld *load) leanResources(items []resourceAt) []Resource {
 		}
 		if !c.chunks[k].encode(rs) {
 			panic("manifest: a generated resource in a lean load") // a revision of ResourceSets is never lean
+		}
+		for i := range part {
+			part[i].p.doc.res.encoded()
 		}
 	})
 	sorted = nil
