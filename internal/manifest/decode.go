@@ -97,15 +97,16 @@ type resourceDoc struct {
 	celCost uint32
 }
 
-// encoded drops what the document holds alone (its name, its spec and the spec's hash) once
-// a lean load has encoded its resource (leanResources): the encoded chunks then replace the
-// documents' strings rather than add to them (about 100 MB at a million resources), while the
-// documents themselves, allocated a file at a time, live until the last chunk. No other
-// resource of the load shares the document: two paths with the same content share their
-// documents, but then their resources are duplicates, and a load with problems builds no
-// Set.
+// encoded drops what the document holds alone (its name, its spec, the spec's hash and its
+// dependencies) once a lean load has encoded its resource (leanResources): the encoded
+// chunks then replace the documents' strings rather than add to them (about 100 MB at a
+// million resources), while the documents themselves, allocated a file at a time, live until
+// the last chunk. No other resource of the load shares the document: two paths with the same
+// content share their documents, but then their resources are duplicates, and a load with
+// problems builds no Set. Nothing reads the document again: leanResources has emptied the
+// Loader's caches before; its check is marked stale all the same.
 func (r *resourceDoc) encoded() {
-	r.name, r.specJSON, r.specHash, r.deps = "", nil, "", nil
+	r.name, r.specJSON, r.specHash, r.deps, r.checkedWith = "", nil, "", nil, sym{}
 }
 
 // groupVersion splits a resource's apiVersion; ok is false when it is malformed.

@@ -218,8 +218,13 @@ func TestLeanLoadDropsData(t *testing.T) {
 		fs[0] = files(fs[0].Path, strings.Replace(benchWidgetType, "minimum: 0", "minimum: 0, maximum: 100000000", 1))[0]
 		return fs
 	}
+	leans := cl.leans
 	if _, err := cl.Load(newSchema(), Options{DropData: true}); !errors.Is(err, ErrUnread) {
 		t.Fatalf("cached documents of another schema, data given up: %v, want ErrUnread", err)
+	}
+	// It builds no Set, and keeps the documents for the load with the data.
+	if cl.leans != leans || len(cl.files) == 0 {
+		t.Fatalf("after ErrUnread: %d lean builds (was %d), %d files' documents kept", cl.leans, leans, len(cl.files))
 	}
 	again, err := cl.Load(newSchema(), Options{})
 	if err != nil {
@@ -274,7 +279,7 @@ func TestLeanResourcesReleaseDocuments(t *testing.T) {
 	released := 0
 	for _, p := range docs {
 		if r := p.doc.res; r != nil {
-			if r.name != "" || r.specJSON != nil || r.specHash != "" || r.deps != nil {
+			if r.name != "" || r.specJSON != nil || r.specHash != "" || r.deps != nil || r.checkedWith != (sym{}) {
 				t.Fatalf("%s line %d: the document still holds name %q, spec %s, hash %q, dependencies %v", p.file, p.doc.line, r.name, r.specJSON, r.specHash, r.deps)
 			}
 			released++

@@ -700,7 +700,9 @@ func (ld *load) resources(docs []placed, infos map[string]*typeInfo) ([]Resource
 	if ld.celSkipped.Load() || celTotal > ld.l.revisionBudget {
 		ld.errs = append(ld.errs, revisionTooExpensive(ld.l.revisionBudget))
 	}
-	if len(ld.errs) > 0 {
+	// A check that needed the data given up (ErrUnread): no Set is built, and the documents
+	// stay cached for the load that follows at once with the data (see Load).
+	if len(ld.errs) > 0 || ld.needData {
 		return nil, nil
 	}
 	ld.counted = countDocs(docs)
