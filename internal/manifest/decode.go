@@ -103,8 +103,9 @@ type resourceDoc struct {
 // million resources), while the documents themselves, allocated a file at a time, live until
 // the last chunk. No other resource of the load shares the document: two paths with the same
 // content share their documents, but then their resources are duplicates, and a load with
-// problems builds no Set. Nothing reads the document again: leanResources has emptied the
-// Loader's caches before; its check is marked stale all the same.
+// problems builds no Set. The document must never be read again, and cannot be: leanResources
+// has emptied the Loader's caches before (a check marked stale would not bring back its name
+// or its declared dependencies).
 func (r *resourceDoc) encoded() {
 	r.name, r.specJSON, r.specHash, r.deps, r.checkedWith = "", nil, "", nil, sym{}
 }

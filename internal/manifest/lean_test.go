@@ -3,6 +3,7 @@ package manifest
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"reflect"
 	"strings"
 	"testing"
@@ -280,12 +281,60 @@ func TestLeanResourcesReleaseDocuments(t *testing.T) {
 	for _, p := range docs {
 		if r := p.doc.res; r != nil {
 			if r.name != "" || r.specJSON != nil || r.specHash != "" || r.deps != nil || r.checkedWith != (sym{}) {
-				t.Fatalf("%s line %d: the document still holds name %q, spec %s, hash %q, dependencies %v", p.file, p.doc.line, r.name, r.specJSON, r.specHash, r.deps)
+				t.Fatalf("%s line %d: the document still holds name %q, spec %s, hash %q, dependencies %v, check %v", p.file, p.doc.line, r.name, r.specJSON, r.specHash, r.deps, r.checkedWith)
 			}
 			released++
 		}
 	}
 	if released != n+1 {
 		t.Fatalf("%d documents released, want %d", released, n+1)
+	}
+}
+
+// TestLeanUnreadKeepsDocuments: over a basis whose documents the Loader kept, a revision that
+// outgrows keepDocuments and changes the schema is loaded lean; its cached documents, checked
+// against the old schema, need their files' data, given up: the load answers ErrUnread and
+// keeps the documents, and the load with the data starts from them (no file parsed again) and
+// returns the Set of a fresh load.
+func TestLeanUnreadKeepsDocuments(t *testing.T) {
+	l := NewLoader()
+	l.keepDocuments = 1200
+	if _, err := l.Load(widgetRepo(1000), Options{DropData: true}); err != nil {
+		t.Fatal(err)
+	}
+	grown := func() []sources.File {
+		fs := widgetRepo(1500)
+		fs[0] = files(fs[0].Path, strings.Replace(benchWidgetType, "minimum: 0", "minimum: 0, maximum: 100000000", 1))[0]
+		return fs
+	}
+	if _, err := l.Load(grown(), Options{DropData: true}); !errors.Is(err, ErrUnread) {
+		t.Fatalf("cached documents of another schema, data given up: %v, want ErrUnread", err)
+	}
+	kept := maps.Clone(l.files)
+	if len(kept) != 4 { // the type and three files of widgets
+		t.Fatalf("after ErrUnread, %d files' documents kept, want 4", len(kept))
+	}
+	got, err := l.Load(grown(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The load with the data built its Set from the kept documents: their resources are
+	// encoded, and have given up their names (a file parsed again would leave them as they are).
+	resources := 0
+	for key, e := range kept {
+		for _, d := range e.docs {
+			if d.res != nil && d.res.name != "" {
+				t.Fatalf("file %s parsed again: its kept document %s was not used", key, d.res.name)
+			} else if d.res != nil {
+				resources++
+			}
+		}
+	}
+	if resources != 1500 {
+		t.Fatalf("%d resources in the kept documents, want 1500", resources)
+	}
+	want, err := NewLoader().Load(grown(), Options{})
+	if err != nil || !reflect.DeepEqual(got.Resources, want.Resources) {
+		t.Fatalf("loaded again with the data: the Set differs from a fresh load's (%v)", err)
 	}
 }
