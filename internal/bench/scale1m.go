@@ -172,9 +172,16 @@ log: {level: info}
 		return err
 	}
 	cmd := exec.Command(bin, "serve", "--config", cfg)
-	cmd.Env = append(os.Environ(), "TRUEUP_DATABASE_URL="+cluster.URL("trueup"))
+	// The runtime traces each collection (the live heap it left: gcTrace); the trace costs a
+	// line a collection.
+	godebug := "gctrace=1"
+	if v := os.Getenv("GODEBUG"); v != "" {
+		godebug = v + ",gctrace=1"
+	}
+	cmd.Env = append(os.Environ(), "TRUEUP_DATABASE_URL="+cluster.URL("trueup"), "GODEBUG="+godebug)
 	logs := &tailBuffer{max: 64 << 10}
-	cmd.Stderr = logs
+	gc := &gcTrace{logs: logs}
+	cmd.Stderr = gc
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -199,7 +206,11 @@ log: {level: info}
 		return fmt.Errorf("first sync: %w\n%s", err, logs)
 	}
 	first := time.Since(start)
+	firstGC := gc.mark()
 	say("first sync applied; lock waits so far:\n%s", waits)
+	if p, ok := gc.peak(0, firstGC); ok {
+		say("first sync: the server's largest live heap after a collection %s since its start (%d collections)", p, firstGC)
+	}
 	if after, err := writeCosts(ctx, st, cluster, cmd.Process.Pid); err == nil {
 		say("first sync: %s", after.since(before, n, waits.applyStart().Sub(start), first))
 	}
@@ -264,6 +275,12 @@ log: {level: info}
 		say("lock waits seen (longest per statement):\n%s", w)
 	}
 	record("ready_1m", ready.Seconds(), "s", "≤ 150", atMost(150))
+	if p, ok := gc.peak(firstGC, -1); ok {
+		say("the drain: the server's largest live heap after a collection %s since its start", p)
+	}
+	if p, ok := gc.peak(0, -1); ok {
+		record("live_peak_1m", p.liveMB, "MB", "informational", nil)
+	}
 	// VmHWM is the peak resident set since the start: the fetch, parse, apply and the first
 	// reconciles of every resource. Containers are sized by it.
 	peak, err := procStatusMB(cmd.Process.Pid, "VmHWM")
