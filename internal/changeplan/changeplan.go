@@ -42,7 +42,20 @@ type Revision struct {
 	Subject string
 	// NoManifests: the snapshot holds no manifest file at all (Guard).
 	NoManifests bool
-	Resources   []Resource
+	// The revision's resources: Resources, or, when At is set, Len of them, the i-th given by
+	// At(i). Plan reads each once, in order, and keeps none: a caller that holds them in
+	// another form (the store, a Set of a million) lends them without a copy of every one.
+	Resources []Resource
+	Len       int
+	At        func(i int) Resource
+}
+
+// resources is how many resources rev has and the function giving each.
+func (rev *Revision) resources() (int, func(i int) Resource) {
+	if rev.At != nil {
+		return rev.Len, rev.At
+	}
+	return len(rev.Resources), func(i int) Resource { return rev.Resources[i] }
 }
 
 // Prune is a source's prune settings.
@@ -93,7 +106,7 @@ type Guard struct{ Reason, Message string }
 
 // Changes is what applying a revision would change.
 type Changes struct {
-	// Steps[i] is what happens to Revision.Resources[i].
+	// Steps[i] is what happens to the revision's resource i.
 	Steps []Step
 	// Gone are the applied resources (indexes, in applied order) whose manifests are gone
 	// and which pruning would delete; they are deleted only when Guard lets them.
@@ -128,10 +141,14 @@ func Plan(rev Revision, applied []Applied, prune Prune) Changes {
 		byID[identity(&applied[i].Resource)] = i
 	}
 	seen := make([]bool, len(applied))
-	out := Changes{Steps: make([]Step, len(rev.Resources))}
-	for i := range rev.Resources {
-		r := &rev.Resources[i]
-		j, ok := byID[identity(r)]
+	n, at := rev.resources()
+	out := Changes{Steps: make([]Step, n)}
+	for i := range n {
+		r := at(i)
+		j, ok := -1, false
+		if len(byID) > 0 { // a first sync has nothing applied: no identity to look up
+			j, ok = byID[identity(&r)]
+		}
 		if !ok {
 			out.Steps[i] = Step{Op: Create, Applied: -1}
 			out.Counts.Created++
@@ -171,7 +188,7 @@ func Plan(rev Revision, applied []Applied, prune Prune) Changes {
 		}
 	}
 	out.Counts.Orphaned = len(out.Orphan)
-	out.Guard.Reason, out.Guard.Message = PruneGuard(rev.Subject, rev.NoManifests, len(rev.Resources), len(out.Gone), out.Counts.Active,
+	out.Guard.Reason, out.Guard.Message = PruneGuard(rev.Subject, rev.NoManifests, n, len(out.Gone), out.Counts.Active,
 		prune.MaxFraction, prune.AllowEmpty)
 	out.Counts.Deleted = len(out.Deleted())
 	return out

@@ -89,6 +89,8 @@ func TestPlan(t *testing.T) {
 	}{
 		{"new identity", []Resource{res("a", "s", "m")}, nil, on,
 			[]Step{{Op: Create, Applied: -1}}, nil, nil, "", Counts{Created: 1}},
+		{"new identity beside an applied one", []Resource{res("a", "s", "m"), res("b", "s", "m")}, []Applied{app("a", "s", "m")}, on,
+			[]Step{{Op: Unchanged}, {Op: Create, Applied: -1}}, nil, nil, "", Counts{Created: 1, Unchanged: 1, Active: 1}},
 		{"same hashes", []Resource{res("a", "s", "m")}, []Applied{app("a", "s", "m")}, on,
 			[]Step{{Op: Unchanged}}, nil, nil, "", Counts{Unchanged: 1, Active: 1}},
 		{"kind compared in lower case", []Resource{res("a", "s", "m")}, []Applied{lowerKind}, on,
@@ -127,6 +129,11 @@ func TestPlan(t *testing.T) {
 			[]Step{}, []int{0}, nil, "", Counts{Deleted: 1, Active: 1}},
 	} {
 		got := Plan(Revision{Subject: "revision abc", Resources: tc.rev}, tc.applied, tc.prune)
+		// The same revision lent through Len and At plans the same.
+		lent := Plan(Revision{Subject: "revision abc", Len: len(tc.rev), At: func(i int) Resource { return tc.rev[i] }}, tc.applied, tc.prune)
+		if !reflect.DeepEqual(lent, got) {
+			t.Errorf("%s: through At\n got %+v\nwant %+v", tc.name, lent, got)
+		}
 		if !reflect.DeepEqual(got.Steps, tc.steps) || !reflect.DeepEqual(got.Gone, tc.gone) || !reflect.DeepEqual(got.Orphan, tc.orphan) ||
 			got.Guard.Reason != tc.guard || got.Counts != tc.counts {
 			t.Errorf("%s:\n got %+v %v %v %q %+v\nwant %+v %v %v %q %+v", tc.name, got.Steps, got.Gone, got.Orphan, got.Guard.Reason, got.Counts,
