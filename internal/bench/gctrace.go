@@ -26,8 +26,10 @@ type gcSample struct {
 	liveMB float64
 }
 
-// gcLine matches the runtime's trace of a collection (runtime/extern.go documents it).
-var gcLine = regexp.MustCompile(`^gc \d+ @([0-9.]+)s [^:]*:.* \d+->\d+->(\d+) MB`)
+// gcLine matches the runtime's trace of a collection (runtime/extern.go documents it), whole:
+// the runtime writes a line a field at a time, so a log record written meanwhile may land
+// inside it; such a line is not a sample, and goes to the logs as it is.
+var gcLine = regexp.MustCompile(`^gc \d+ @([0-9.]+)s [^:]*: [0-9.+]+ ms clock, [0-9.+/]+ ms cpu, \d+->\d+->(\d+) MB, \d+ MB goal, \d+ MB stacks, \d+ MB globals, \d+ P( \(forced\))?\n$`)
 
 func (g *gcTrace) Write(p []byte) (int, error) {
 	g.mu.Lock()

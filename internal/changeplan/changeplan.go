@@ -2,7 +2,8 @@
 // resources are created, get a new generation, change only their metadata, stay as they are,
 // are deleted or are kept though their manifests are gone, and whether the prune guard
 // refuses the deletions (Plan); which types are new, changed, unchanged or removed
-// (PlanTypes). They are pure functions of plain values, used alike by the store's apply
+// (PlanTypes). They are pure functions of plain values (a revision's resources may be lent
+// through a function, Revision.At), used alike by the store's apply
 // (which writes what they say), pull-request previews and `trueup diff`, so the three cannot
 // disagree.
 package changeplan
