@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 )
 
 // gcTrace is the standard error of a server run with GODEBUG=gctrace=1: the runtime's line
@@ -15,6 +18,7 @@ import (
 // does not.
 type gcTrace struct {
 	logs *tailBuffer
+	raw  io.Writer // when not nil, gets the whole standard error, trace lines included
 	mu   sync.Mutex
 	part []byte     // a line not ended yet
 	runs []gcSample // in the order the collections ran
@@ -34,6 +38,11 @@ var gcLine = regexp.MustCompile(`^gc \d+ @([0-9.]+)s [^:]*: [0-9.+]+ ms clock, [
 func (g *gcTrace) Write(p []byte) (int, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.raw != nil {
+		if _, err := g.raw.Write(p); err != nil {
+			return 0, err
+		}
+	}
 	g.part = append(g.part, p...)
 	for {
 		i := bytes.IndexByte(g.part, '\n')
@@ -75,6 +84,19 @@ func (g *gcTrace) peak(from, to int) (s gcSample, ok bool) {
 		}
 	}
 	return s, ok
+}
+
+// since lists the collections from the mark from on, each with its wall-clock time (the
+// process started at started) and the live heap it left.
+func (g *gcTrace) since(from int, started time.Time) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d", len(g.runs)-min(from, len(g.runs)))
+	for _, r := range g.runs[min(from, len(g.runs)):] {
+		fmt.Fprintf(&b, ", %s %.0f MB", started.Add(time.Duration(r.at*float64(time.Second))).UTC().Format("15:04:05.000"), r.liveMB)
+	}
+	return b.String()
 }
 
 func (s gcSample) String() string {

@@ -181,7 +181,17 @@ log: {level: info}
 	cmd.Env = append(os.Environ(), "TRUEUP_DATABASE_URL="+cluster.URL("trueup"), "GODEBUG="+godebug)
 	logs := &tailBuffer{max: 64 << 10}
 	gc := &gcTrace{logs: logs}
+	if os.Getenv("TRUEUP_BENCH_KEEP") != "" {
+		// The kept folder holds the server's whole standard error: its log and the trace.
+		f, err := os.Create(filepath.Join(dir, "server.log"))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		gc.raw = f
+	}
 	cmd.Stderr = gc
+	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		return err
 	}
@@ -303,7 +313,9 @@ log: {level: info}
 	record("sync_one_change_1m", ms(change), "ms", "≤ 1000", atMost(1000))
 
 	// A failure of the reads is returned once the steady memory is recorded.
+	gcBefore := gc.mark()
 	readErr := b.scale1mReads(ctx, scale1mEnv{apiURL: "http://" + addr, token: token})
+	say("the server's collections during the reads (UTC): %s", gc.since(gcBefore, started))
 	// Steady state: Ready, the one-file changes and the reads behind it.
 	rss, err := procStatusMB(cmd.Process.Pid, "VmRSS")
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -93,7 +96,7 @@ func (b *bench) scale1mReads(ctx context.Context, env scale1mEnv) error {
 		gets[i] = "/api/v1/resources/" + url.PathEscape(s[0]) + "/" + url.PathEscape(s[1]) + "/" + url.PathEscape(s[2])
 	}
 	// Warm the pool's connections and the statement caches as a running server is.
-	if _, err := c.run(ctx, lists, 1, len(lists)); err != nil {
+	if _, _, err := c.run(ctx, lists, 1, len(lists)); err != nil {
 		return err
 	}
 	for _, fig := range []struct {
@@ -101,11 +104,12 @@ func (b *bench) scale1mReads(ctx context.Context, env scale1mEnv) error {
 		paths  []string
 		target float64
 	}{{"api_list_p99_1m", lists, 10}, {"api_get_p99_1m", gets, 5}} {
-		alone, err := c.run(ctx, fig.paths, 1, 1000)
+		alone, starts, err := c.run(ctx, fig.paths, 1, 1000)
 		if err != nil {
 			return err
 		}
-		crowd, err := c.run(ctx, fig.paths, 4, 2000)
+		fmt.Fprintf(os.Stderr, "scale1m: %s slowest alone: %s\n", fig.name, slowest(alone, starts, fig.paths, 10))
+		crowd, _, err := c.run(ctx, fig.paths, 4, 2000)
 		if err != nil {
 			return err
 		}
@@ -125,7 +129,7 @@ func (b *bench) scale1mReads(ctx context.Context, env scale1mEnv) error {
 		record(fig.name+"_4_clients", ms(percentile(crowd, 0.99)), "ms", "", nil)
 	}
 	// The overview page: counts by phase, sources, recent failures and events.
-	over, err := c.run(ctx, []string{"/"}, 1, 50)
+	over, _, err := c.run(ctx, []string{"/"}, 1, 50)
 	if err != nil {
 		return err
 	}
@@ -167,9 +171,10 @@ func (c *readClient) get(ctx context.Context, path string, into any) (time.Durat
 }
 
 // run sends n requests over clients concurrent clients, cycling through paths, and returns
-// their latencies.
-func (c *readClient) run(ctx context.Context, paths []string, clients, n int) ([]time.Duration, error) {
+// their latencies and start times.
+func (c *readClient) run(ctx context.Context, paths []string, clients, n int) ([]time.Duration, []time.Time, error) {
 	lat := make([]time.Duration, n)
+	starts := make([]time.Time, n)
 	errs := make(chan error, clients)
 	var wg sync.WaitGroup
 	for w := 0; w < clients; w++ {
@@ -177,6 +182,7 @@ func (c *readClient) run(ctx context.Context, paths []string, clients, n int) ([
 		go func() {
 			defer wg.Done()
 			for i := w; i < n; i += clients {
+				starts[i] = time.Now()
 				d, err := c.get(ctx, paths[i%len(paths)], nil)
 				if err != nil {
 					errs <- err
@@ -188,7 +194,26 @@ func (c *readClient) run(ctx context.Context, paths []string, clients, n int) ([
 	}
 	wg.Wait()
 	close(errs)
-	return lat, <-errs
+	return lat, starts, <-errs
+}
+
+// slowest names the k slowest of the requests whose latencies and start times run returned,
+// slowest first: each one's latency, its start (UTC, to the millisecond: to be matched with
+// PostgreSQL's log and the collector's trace) and its shape's index in paths.
+func slowest(lat []time.Duration, starts []time.Time, paths []string, k int) string {
+	idx := make([]int, len(lat))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(lat[b], lat[a]) })
+	var b strings.Builder
+	for j, i := range idx[:min(k, len(idx))] {
+		if j > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%.2f ms at %s (#%d)", ms(lat[i]), starts[i].UTC().Format("15:04:05.000"), i%len(paths))
+	}
+	return b.String()
 }
 
 // reads1mFigures measures the read figures on a million rows written straight into the
