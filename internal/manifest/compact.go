@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,17 +45,35 @@ type compactChunk struct {
 	text, specs int
 }
 
-// compactOf encodes rs; false when a resource cannot be (a generated one, whose origin a
-// basis does not hold: there is no basis when a ResourceSet generates resources).
+// compactOf encodes rs on every core; false when a resource cannot be (a generated one,
+// whose origin a basis does not hold: there is no basis when a ResourceSet generates
+// resources).
 func compactOf(rs []Resource) (*compactResources, bool) {
-	c := &compactResources{n: len(rs), chunks: make([]compactChunk, (len(rs)+packChunk-1)/packChunk)}
-	var failed atomic.Bool
-	parallel(len(c.chunks), func(k int) {
+	c, ok, _ := compactWith(rs, runtime.GOMAXPROCS(0), nil)
+	return c, ok
+}
+
+// compactWith encodes rs as compactOf does, on workers goroutines, and gives up when stop
+// (nil: never) reports true before a chunk: stopped then says so, and c is nil.
+func compactWith(rs []Resource, workers int, stop func() bool) (c *compactResources, ok, stopped bool) {
+	c = &compactResources{n: len(rs), chunks: make([]compactChunk, (len(rs)+packChunk-1)/packChunk)}
+	var failed, gaveUp atomic.Bool
+	parallelOn(workers, len(c.chunks), func(k int) {
+		if failed.Load() || gaveUp.Load() {
+			return
+		}
+		if stop != nil && stop() {
+			gaveUp.Store(true)
+			return
+		}
 		if !c.chunks[k].encode(rs[k*packChunk : min(len(rs), (k+1)*packChunk)]) {
 			failed.Store(true)
 		}
 	})
-	return c, !failed.Load()
+	if gaveUp.Load() {
+		return nil, false, true
+	}
+	return c, !failed.Load(), false
 }
 
 // resources decodes the resources, in their order, into a new array (with room for a few

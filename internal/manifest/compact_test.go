@@ -241,3 +241,42 @@ func TestCompactAtRest(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactAtRestGivesWay: the encoding at rest stops for a call waiting for the Loader
+// (the Set stays, for that load to write into in place) and is tried again compactAfter
+// later; with none waiting it encodes the basis, on one goroutine as on all.
+func TestCompactAtRestGivesWay(t *testing.T) {
+	t.Parallel()
+	l := NewLoader()
+	l.keepDocuments, l.compactAfter = 10, time.Hour
+	set, err := l.Load(widgetRepo(9000), Options{ReuseSet: true}) // three chunks
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Release(set) // arms the timer, an hour away
+	l.waiting.Add(1)
+	l.compactAtRest()
+	l.waiting.Add(-1)
+	l.mu.Lock()
+	if l.last.packed != nil || l.last.set != set {
+		t.Fatal("the encoding at rest did not give way to a waiting call")
+	}
+	l.mu.Unlock()
+	l.compactAtRest() // the timer's retry, run here
+	l.mu.Lock()
+	packed, kept := l.last.packed, l.last.set
+	l.mu.Unlock()
+	if packed == nil || kept != nil {
+		t.Fatal("the basis was not encoded at rest with nothing waiting")
+	}
+	if got, want := packed.resources(false), set.Resources; !reflect.DeepEqual(got, want) {
+		t.Fatalf("the basis encoded on one goroutine decodes to another Set:\n%s", setDiff(&Set{Resources: got}, &Set{Resources: want}))
+	}
+
+	// Stopped at the second of three chunks: nothing is encoded.
+	calls := 0
+	c, ok, stopped := compactWith(set.Resources, 1, func() bool { calls++; return calls > 1 })
+	if c != nil || ok || !stopped {
+		t.Fatalf("compactWith stopped at a chunk gave %v, %t, %t", c != nil, ok, stopped)
+	}
+}

@@ -128,6 +128,8 @@ type Loader struct {
 	compactAfter time.Duration
 	// restTimer runs compactAtRest compactAfter after the last Release.
 	restTimer *time.Timer
+	// waiting counts the calls waiting for mu (lock), which the encoding at rest gives way to.
+	waiting atomic.Int32
 }
 
 // defaultKeepDocuments is the most resources of a revision whose parsed documents the Loader
@@ -238,7 +240,7 @@ type load struct {
 // Load parses every file and validates everything. On any problem it returns (nil, Errors)
 // listing all problems found; the revision then must not be applied.
 func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
-	l.mu.Lock()
+	l.lock()
 	defer l.mu.Unlock()
 	ld := &load{l: l, opts: opts, schemas: map[string]*compiledSchema{}}
 	if opts.EncryptedUnknown != l.encryptedUnknown {
@@ -1249,10 +1251,13 @@ func (ld *load) locate(p placed, problems []schemaProblem) []ValidationError {
 }
 
 // parallel calls fn(0..n-1) on up to GOMAXPROCS goroutines and waits for them.
-func parallel(n int, fn func(i int)) {
+func parallel(n int, fn func(i int)) { parallelOn(runtime.GOMAXPROCS(0), n, fn) }
+
+// parallelOn is parallel on at most workers goroutines.
+func parallelOn(workers, n int, fn func(i int)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), n) {
+	for range min(workers, n) {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1)) - 1
@@ -1291,7 +1296,7 @@ var ErrUnread = errors.New("the revision must be loaded with every file read")
 // last Set without its data (sources.PartialFetcher's held): that Set holds the file's
 // resources, parsed from that content. A Load that finds it cannot returns ErrUnread.
 func (l *Loader) Holds(path, hash string) bool {
-	l.mu.Lock()
+	l.lock()
 	defer l.mu.Unlock()
 	if l.last == nil || hash == "" {
 		return false
@@ -1307,7 +1312,7 @@ func (l *Loader) Holds(path, hash string) bool {
 // which the next load decodes: a burst of pushes loads each from the Set, in place, and a
 // source at rest keeps its basis small.
 func (l *Loader) Release(set *Set) {
-	l.mu.Lock()
+	l.lock()
 	defer l.mu.Unlock()
 	if set == nil || l.last == nil || l.last.set != set {
 		return
@@ -1316,7 +1321,7 @@ func (l *Loader) Release(set *Set) {
 	switch {
 	case l.keepsDocuments(len(set.Resources)):
 	case l.compactAfter <= 0:
-		l.compactLocked()
+		l.compactLocked(runtime.GOMAXPROCS(0), nil)
 	case l.restTimer == nil:
 		l.restTimer = time.AfterFunc(l.compactAfter, l.compactAtRest)
 	default:
@@ -1328,23 +1333,40 @@ func (l *Loader) Release(set *Set) {
 // next load.
 const defaultCompactAfter = 5 * time.Second
 
-// compactAtRest runs compactAfter after the last Release.
+// compactAtRest runs compactAfter after the last Release. Nothing waits for it: it encodes
+// on one goroutine, which leaves the other cores to the API and the engine (on 2 cores, a
+// million resources encoded on both made the API's reads of those seconds the slowest of
+// the minute), and gives way to a call that waits for the Loader (a load: the Set is then
+// still there to load from in place), trying again compactAfter later.
 func (l *Loader) compactAtRest() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.compactLocked()
+	if !l.compactLocked(1, func() bool { return l.waiting.Load() > 0 }) && l.restTimer != nil {
+		l.restTimer.Reset(l.compactAfter)
+	}
 }
 
-// compactLocked encodes the basis's resources when its Set was handed back (a load since has
-// made another basis, or has not, failing) and holds more than keepDocuments; l.mu is held.
-func (l *Loader) compactLocked() {
+// lock takes l.mu, counted in l.waiting meanwhile: the encoding at rest gives way to it.
+func (l *Loader) lock() {
+	l.waiting.Add(1)
+	l.mu.Lock()
+	l.waiting.Add(-1)
+}
+
+// compactLocked encodes the basis's resources on workers goroutines when its Set was handed
+// back (a load since has made another basis, or has not, failing) and holds more than
+// keepDocuments, unless stop (nil: never) reports true before a chunk; l.mu is held. It
+// reports false when it stopped.
+func (l *Loader) compactLocked(workers int, stop func() bool) bool {
 	b := l.last
 	if b == nil || b.set == nil || !b.handedBack || l.keepsDocuments(len(b.set.Resources)) {
-		return
+		return true
 	}
-	if c, ok := compactOf(b.set.Resources); ok {
+	c, ok, stopped := compactWith(b.set.Resources, workers, stop)
+	if ok {
 		b.set, b.packed = nil, c
 	}
+	return !stopped
 }
 
 // LoadDir reads the manifests under dir (ReadDir) and loads them with paths relative to dir.

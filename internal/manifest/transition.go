@@ -68,7 +68,7 @@ func (l *Loader) CheckTransitions(s *Set, old map[ResourceKey]json.RawMessage) e
 	if s == nil || len(s.transitions) == 0 || len(old) == 0 {
 		return nil
 	}
-	l.mu.Lock()
+	l.lock()
 	defer l.mu.Unlock()
 	ld := &load{l: l}
 	var errs Errors
