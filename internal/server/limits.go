@@ -218,6 +218,28 @@ type call struct {
 	done    chan struct{}
 	a       *answer
 	panic   any // what the handler panicked with, passed on to each read
+	// holders counts the maker of the answer and each read that joined it, until done with
+	// it: the last one puts the answer's body back in answerBodies.
+	holders atomic.Int32
+	body    *[]byte // the pooled buffer a.body began with
+}
+
+// answerBodies holds the buffers shared answers are written into (a page of a hundred
+// resources is about 90 KB: without them, a buffer that size for every read); one larger
+// than maxPooledBody is left to the collector.
+var answerBodies = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledBody = 1 << 20
+
+// release is a holder done with c's answer.
+func (c *call) release() {
+	if c.holders.Add(-1) != 0 {
+		return
+	}
+	if b := c.a.body.Bytes(); cap(b) <= maxPooledBody {
+		*c.body = b[:0]
+		answerBodies.Put(c.body)
+	}
 }
 
 // answer keeps what a handler wrote: a response copied to every request that shared it, or
@@ -260,6 +282,7 @@ func (s *shared) wrap(h http.Handler) http.Handler {
 		}
 		key := strconv.FormatUint(s.gen.Load(), 10) + "\x00" + sharedKey(r)
 		c := s.join(key, h, r)
+		defer c.release()
 		if s.joined != nil {
 			s.joined <- struct{}{}
 		}
@@ -289,6 +312,7 @@ func (s *shared) join(key string, h http.Handler, r *http.Request) *call {
 	defer s.mu.Unlock()
 	if c := s.calls[key]; c != nil {
 		c.waiting++
+		c.holders.Add(1)
 		return c
 	}
 	if s.calls == nil {
@@ -296,6 +320,9 @@ func (s *shared) join(key string, h http.Handler, r *http.Request) *call {
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	c := &call{waiting: 1, cancel: cancel, done: make(chan struct{}), a: &answer{header: http.Header{}}}
+	c.body = answerBodies.Get().(*[]byte)
+	c.a.body = *bytes.NewBuffer((*c.body)[:0])
+	c.holders.Store(2) // the maker and r
 	s.calls[key] = c
 	go func() {
 		defer func() {
@@ -309,6 +336,7 @@ func (s *shared) join(key string, h http.Handler, r *http.Request) *call {
 			s.mu.Unlock()
 			close(c.done)
 			cancel()
+			c.release()
 		}()
 		h.ServeHTTP(c.a, r.WithContext(ctx))
 	}()

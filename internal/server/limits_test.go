@@ -3,8 +3,10 @@ package server
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -327,5 +329,41 @@ func TestPacedWhileBusyOrUnsure(t *testing.T) {
 		if got := paced(tc.busy, now-tc.age, now); got != tc.want {
 			t.Errorf("%s: paced %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestSharedAnswersKeepTheirBodies: the buffers of shared answers go back to a pool once the
+// maker and every read that joined are done with them; reads at once, identical or not, each
+// get their own answer whole (under -race, a buffer reused early is a race as well).
+func TestSharedAnswersKeepTheirBodies(t *testing.T) {
+	sh := &shared{}
+	body := func(k int) string { return strings.Repeat(string(rune('a'+k)), 1000*(k+1)) }
+	h := sh.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		k, _ := strconv.Atoi(r.URL.Query().Get("k"))
+		time.Sleep(time.Duration(k) * 100 * time.Microsecond) // answers overlap
+		_, _ = io.WriteString(w, body(k))
+	}))
+	var wg sync.WaitGroup
+	errs := make(chan string, 16)
+	for g := range 16 {
+		wg.Go(func() {
+			for i := range 40 {
+				k := (g + i) % 8
+				if g%4 == 0 {
+					k = 3 // many reads of one URL: shared answers
+				}
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/things?k="+strconv.Itoa(k), nil))
+				if got := rec.Body.String(); got != body(k) {
+					errs <- fmt.Sprintf("k=%d: a body of %d bytes starting %.10q", k, len(got), got)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
