@@ -40,7 +40,9 @@ func (g *gcTrace) Write(p []byte) (int, error) {
 	defer g.mu.Unlock()
 	if g.raw != nil {
 		if _, err := g.raw.Write(p); err != nil {
-			return 0, err
+			// A full disk does not stop the server (an error here would close its standard
+			// error, and its next write would end it): the rest goes unkept.
+			g.raw = nil
 		}
 	}
 	g.part = append(g.part, p...)

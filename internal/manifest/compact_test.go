@@ -273,6 +273,63 @@ func TestCompactAtRestGivesWay(t *testing.T) {
 		t.Fatalf("the basis encoded on one goroutine decodes to another Set:\n%s", setDiff(&Set{Resources: got}, &Set{Resources: want}))
 	}
 
+	// Given way, the encoding is tried again compactAfter later (the timer), and after
+	// maxGiveWay times in a row it runs to its end whatever waits.
+	for _, waiting := range []bool{false, true} {
+		l := NewLoader()
+		l.keepDocuments, l.compactAfter = 10, time.Hour
+		set, err := l.Load(widgetRepo(9000), Options{ReuseSet: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Release(set)
+		l.waiting.Add(1)
+		tries := 1
+		if waiting {
+			tries = maxGiveWay + 1
+		} else {
+			l.compactAfter = 10 * time.Millisecond
+		}
+		for range tries {
+			l.compactAtRest()
+		}
+		l.waiting.Add(-1)
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			l.mu.Lock()
+			done := l.last.packed != nil
+			l.mu.Unlock()
+			if done {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the basis was not encoded after the encoding gave way (%d tries, a call still waiting: %t)", tries, waiting)
+			}
+		}
+	}
+
+	// Load, Holds, Release and CheckTransitions count themselves as waiting while the Loader
+	// is busy: the encoding at rest gives way to each.
+	for name, call := range map[string]func(){
+		"Load":    func() { _, _ = l.Load(widgetRepo(9000), Options{}) },
+		"Holds":   func() { l.Holds("x.yaml", "h") },
+		"Release": func() { l.Release(nil) },
+		"CheckTransitions": func() {
+			_ = l.CheckTransitions(&Set{Resources: []Resource{{}}, transitions: []transitionCheck{{}}}, map[ResourceKey]json.RawMessage{{}: nil})
+		},
+	} {
+		l.mu.Lock()
+		done := make(chan struct{})
+		go func() { defer close(done); call() }()
+		for deadline := time.Now().Add(10 * time.Second); l.waiting.Load() == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				l.mu.Unlock()
+				t.Fatalf("%s waits for the Loader without counting itself", name)
+			}
+		}
+		l.mu.Unlock()
+		<-done
+	}
+
 	// Stopped at the second of three chunks: nothing is encoded.
 	calls := 0
 	c, ok, stopped := compactWith(set.Resources, 1, func() bool { calls++; return calls > 1 })

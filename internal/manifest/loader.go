@@ -128,8 +128,10 @@ type Loader struct {
 	compactAfter time.Duration
 	// restTimer runs compactAtRest compactAfter after the last Release.
 	restTimer *time.Timer
-	// waiting counts the calls waiting for mu (lock), which the encoding at rest gives way to.
+	// waiting counts the calls waiting for mu (lock), which the encoding at rest gives way to;
+	// gaveWay counts the times in a row it did.
 	waiting atomic.Int32
+	gaveWay int
 }
 
 // defaultKeepDocuments is the most resources of a revision whose parsed documents the Loader
@@ -1337,14 +1339,28 @@ const defaultCompactAfter = 5 * time.Second
 // on one goroutine, which leaves the other cores to the API and the engine (on 2 cores, a
 // million resources encoded on both made the API's reads of those seconds the slowest of
 // the minute), and gives way to a call that waits for the Loader (a load: the Set is then
-// still there to load from in place), trying again compactAfter later.
+// still there to load from in place), trying again compactAfter later, up to maxGiveWay
+// times in a row.
 func (l *Loader) compactAtRest() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.compactLocked(1, func() bool { return l.waiting.Load() > 0 }) && l.restTimer != nil {
+	stop := func() bool { return l.waiting.Load() > 0 }
+	if l.gaveWay >= maxGiveWay {
+		stop = nil // calls that came one after another since: they wait this once
+	}
+	if l.compactLocked(1, stop) {
+		l.gaveWay = 0
+		return
+	}
+	l.gaveWay++
+	if l.restTimer != nil {
 		l.restTimer.Reset(l.compactAfter)
 	}
 }
+
+// maxGiveWay is how many times in a row the encoding at rest gives way before it runs to its
+// end whatever waits.
+const maxGiveWay = 3
 
 // lock takes l.mu, counted in l.waiting meanwhile: the encoding at rest gives way to it.
 func (l *Loader) lock() {
