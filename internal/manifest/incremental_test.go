@@ -469,6 +469,9 @@ func TestLoaderWithoutDocuments(t *testing.T) {
 		}
 		got, err := l.Load(partial, Options{})
 		if errors.Is(err, ErrUnread) {
+			if errors.Is(err, ErrDataNeeded) {
+				t.Fatalf("%s: files left unread, without DropData: %v, want ErrUnread alone", st.name, err)
+			}
 			got, err = l.Load(st.files, Options{})
 		}
 		if inc := l.incrementals > before; inc != st.incremental {

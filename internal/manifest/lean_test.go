@@ -158,8 +158,8 @@ func TestLeanLoadDropsData(t *testing.T) {
 		return fs
 	}
 	bl := lean()
-	if _, err := bl.Load(badRepo(), Options{DropData: true}); !errors.Is(err, ErrUnread) {
-		t.Fatalf("a widget of size nope, data given up: %v, want ErrUnread", err)
+	if _, err := bl.Load(badRepo(), Options{DropData: true}); !errors.Is(err, ErrDataNeeded) || !errors.Is(err, ErrUnread) {
+		t.Fatalf("a widget of size nope, data given up: %v, want ErrDataNeeded, an ErrUnread", err)
 	}
 	// The widget is w0000600, the 101st of its file: its spec on line 5 + 5×100.
 	if _, err := bl.Load(badRepo(), Options{}); err == nil || !strings.Contains(err.Error(), "widgets/w0001.yaml:505") {
@@ -220,8 +220,8 @@ func TestLeanLoadDropsData(t *testing.T) {
 		return fs
 	}
 	leans := cl.leans
-	if _, err := cl.Load(newSchema(), Options{DropData: true}); !errors.Is(err, ErrUnread) {
-		t.Fatalf("cached documents of another schema, data given up: %v, want ErrUnread", err)
+	if _, err := cl.Load(newSchema(), Options{DropData: true}); !errors.Is(err, ErrDataNeeded) {
+		t.Fatalf("cached documents of another schema, data given up: %v, want ErrDataNeeded", err)
 	}
 	// It builds no Set, and keeps the documents for the load with the data.
 	if cl.leans != leans || len(cl.files) == 0 {
@@ -307,8 +307,8 @@ func TestLeanUnreadKeepsDocuments(t *testing.T) {
 		fs[0] = files(fs[0].Path, strings.Replace(benchWidgetType, "minimum: 0", "minimum: 0, maximum: 100000000", 1))[0]
 		return fs
 	}
-	if _, err := l.Load(grown(), Options{DropData: true}); !errors.Is(err, ErrUnread) {
-		t.Fatalf("cached documents of another schema, data given up: %v, want ErrUnread", err)
+	if _, err := l.Load(grown(), Options{DropData: true}); !errors.Is(err, ErrDataNeeded) {
+		t.Fatalf("cached documents of another schema, data given up: %v, want ErrDataNeeded", err)
 	}
 	kept := maps.Clone(l.files)
 	if len(kept) != 4 { // the type and three files of widgets

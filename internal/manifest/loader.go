@@ -74,7 +74,7 @@ type Options struct {
 	// beside its documents and its Set: the caller gives the data up (the files of Rewritten
 	// keep theirs, as do all when a resource's type version has transition rules). Such a
 	// load that finds a problem that needs the data (a schema problem's line) returns
-	// ErrUnread: the caller loads again without DropData.
+	// ErrDataNeeded: the caller loads again without DropData.
 	DropData bool
 	// Rewritten names the files (by path) whose resources the caller changes in the Set once
 	// it is loaded (sealed: an encrypted file's redacted fields, its hashes and the file kept
@@ -270,7 +270,7 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	// needs (a revision that fixes the problem loads from it), whatever this load puts in
 	// the cache. One that succeeds makes its own. The documents a failed load parsed are
 	// dropped past keepDocuments, as those of the basis are, but for one that needs the data
-	// it gave up (ErrUnread): its caller loads again at once, from them.
+	// it gave up (ErrDataNeeded): its caller loads again at once, from them.
 	prev, loaded, parsed := l.last, false, 0
 	l.last = nil
 	defer func() {
@@ -311,7 +311,7 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	if ld.needData {
 		// A problem needed the files' data given up: the caller loads again with it (the
 		// checks located without it are checked again then: checkStale).
-		return nil, ErrUnread
+		return nil, ErrDataNeeded
 	}
 	if len(ld.errs) > 0 {
 		return nil, capSetProblems(sortErrors(ld.errs), runSpans(runs))
@@ -704,7 +704,7 @@ func (ld *load) resources(docs []placed, infos map[string]*typeInfo) ([]Resource
 	if ld.celSkipped.Load() || celTotal > ld.l.revisionBudget {
 		ld.errs = append(ld.errs, revisionTooExpensive(ld.l.revisionBudget))
 	}
-	// A check that needed the data given up (ErrUnread): no Set is built, and the documents
+	// A check that needed the data given up (ErrDataNeeded): no Set is built, and the documents
 	// stay cached for the load that follows at once with the data (see Load).
 	if len(ld.errs) > 0 || ld.needData {
 		return nil, nil
@@ -923,7 +923,7 @@ func (ld *load) leanResources(items []resourceAt) []Resource {
 // files'), for a lean load with Options.DropData once the types are known: the documents are
 // parsed, and past this only a schema problem needs a file's data again (for its line), as
 // does a check of a cached document whose spec the cache dropped (spec): Load then answers
-// ErrUnread. Resources of a type version with transition rules keep the data (Load does not
+// ErrDataNeeded. Resources of a type version with transition rules keep the data (Load does not
 // call this): they are checked against their last spec from their documents
 // (transitionCheck).
 func (ld *load) dropData(docs []placed, files []sources.File) {
@@ -1126,10 +1126,10 @@ func (ld *load) checkStale(items []resourceAt, stale []int) {
 
 // spec returns the spec of p's resource as written, parsing its file again because the
 // cache has dropped it; nil, reported, when the file no longer holds it, and nil when the
-// load gave the file's data up (dropData: Load answers ErrUnread).
+// load gave the file's data up (dropData: Load answers ErrDataNeeded).
 func (ld *load) spec(p placed) any {
 	if p.data == nil && ld.dropped {
-		ld.needData = true // given up (dropData): Load answers ErrUnread
+		ld.needData = true // given up (dropData): Load answers ErrDataNeeded
 		return nil
 	}
 	if rd, ok := ld.rawDoc(p); ok {
@@ -1289,10 +1289,15 @@ func cloneDrift(p *DriftPolicy) *DriftPolicy {
 }
 
 // ErrUnread is Load's error for a revision with files whose data the source left out
-// (sources.File.Unread) that it cannot load from its last Set, or with a problem that needs
-// the data Options.DropData gave up: the caller fetches every file's data and loads again,
-// without DropData.
+// (sources.File.Unread) that it cannot load from its last Set: the caller fetches every
+// file's data and loads again, with Options.DropData still (a type changed on a large
+// source: that load parses every file, and needs their data no longer than a first sync).
 var ErrUnread = errors.New("the revision must be loaded with every file read")
+
+// ErrDataNeeded is the ErrUnread of a load that gave the files' data up (Options.DropData)
+// and found a problem that needs it (a schema problem's line): the caller fetches every
+// file's data and loads again without DropData.
+var ErrDataNeeded = fmt.Errorf("%w: a problem needs the files' data", ErrUnread)
 
 // Holds reports whether the next Load can take the file at path of content hash from the
 // last Set without its data (sources.PartialFetcher's held): that Set holds the file's

@@ -279,3 +279,81 @@ func TestSyncLargeRevisionLocatesProblems(t *testing.T) {
 		t.Fatalf("the fixed revision: %+v, %v", out.Result, err)
 	}
 }
+
+// TestSyncTypeChangeOnLargeSourceGivesDataUp: on a source past the loader's kept documents,
+// a changed type makes the loader ask for every file (manifest.ErrUnread); the load that
+// follows gives their data up once parsed, as a first sync does. A problem it then finds
+// (manifest.ErrDataNeeded) is located by a third fetch and load, with the data kept.
+func TestSyncTypeChangeOnLargeSourceGivesDataUp(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	dir := t.TempDir()
+	const perFile, nFiles = 500, 101 // 50,500 resources: past the 50,000 whose documents the loader keeps
+	file := func(f int, bad bool) string {
+		var s strings.Builder
+		for i := f * perFile; i < (f+1)*perFile; i++ {
+			size := fmt.Sprint(i)
+			if bad && i == f*perFile+10 {
+				size = "nope"
+			}
+			fmt.Fprintf(&s, "---\napiVersion: infra.example.com/v1\nkind: Database\nmetadata: {name: db%06d}\nspec: {size: %s}\n", i, size)
+		}
+		return s.String()
+	}
+	typ := func(more string) string {
+		return manifesttest.TypeDoc("Database", "infra.example.com",
+			"{type: object, required: [size], properties: {size: {type: integer}"+more+"}}", "provision")
+	}
+	files := map[string]string{"t.yaml": typ("")}
+	for f := range nFiles {
+		files[fmt.Sprintf("db-%03d.yaml", f)] = file(f, false)
+	}
+	writeFiles(t, dir, files)
+	// Out of the racy window, so that the stat data of files left alone proves them unchanged.
+	time.Sleep(2100 * time.Millisecond)
+	ds, err := dirsource.New(dirsource.Config{Name: "infra", Path: dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ds.Close() })
+	src := &keptFolder{countingFolder: countingFolder{Source: ds}}
+	s := New(b.store, Options{Name: "infra", Source: src, Interval: time.Hour, Replica: "r1", LeaseTTL: time.Minute}, slog.New(slog.DiscardHandler))
+	if out, err := s.SyncOnce(b.ctx); err != nil || out.Result.Created != perFile*nFiles {
+		t.Fatalf("first sync: %+v, %v", out.Result, err)
+	}
+	writeFiles(t, dir, map[string]string{"t.yaml": typ(", color: {type: string, default: blue}")})
+	if out, err := s.SyncOnce(b.ctx); err != nil || out.Result.Updated != perFile*nFiles {
+		t.Fatalf("a default added to the type: %+v, %v", out.Result, err)
+	}
+	if src.full != 1 {
+		t.Fatalf("a default added to the type: %d full fetches, want one", src.full)
+	}
+	for _, f := range src.last {
+		if f.Path != "t.yaml" && f.Data != nil {
+			t.Fatalf("a default added to the type: %s kept its data through the load after the full fetch", f.Path)
+		}
+	}
+	writeFiles(t, dir, map[string]string{"t.yaml": typ(", color: {type: string, default: red}"), "db-050.yaml": file(50, true)})
+	// The 11th document of db-050.yaml: its spec on line 5 + 5×10.
+	if _, err := s.SyncOnce(b.ctx); err == nil || !strings.Contains(err.Error(), "db-050.yaml:55: spec.size") {
+		t.Fatalf("a type changed and a widget of size nope: %v, want the rejection at db-050.yaml:55", err)
+	}
+	if src.full != 3 {
+		t.Fatalf("a type changed and a widget of size nope: %d full fetches, want 3 (one to load every file, one to locate the problem)", src.full)
+	}
+}
+
+// keptFolder is a countingFolder that keeps the files of its last full fetch, as handed to
+// the syncer.
+type keptFolder struct {
+	countingFolder
+	last []sources.File
+}
+
+func (k *keptFolder) Fetch(ctx context.Context, rev string) (*sources.Snapshot, error) {
+	snap, err := k.countingFolder.Fetch(ctx, rev)
+	if err == nil {
+		k.last = snap.Files
+	}
+	return snap, err
+}

@@ -620,7 +620,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 	}
 	// Transition rules run on the plaintext set, before encrypted fields become markers.
 	// The first load gives the files' data up once parsed (manifest.Options.DropData); one
-	// that needs it back to locate problems asks for every file again (ErrUnread). Not a
+	// that needs it back to locate problems asks for every file again (ErrDataNeeded). Not a
 	// rendered revision's: its retry would load the source's files without rendering them,
 	// and the renderer's cache holds the bytes anyway.
 	load := func(files []sources.File, dropData bool) (*manifest.Set, error) {
@@ -628,13 +628,14 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 			CheckReference: s.opts.CheckReference, Parsed: onParsed, InputFiles: inputFiles, ReuseSet: true, DropData: dropData}, func(set *manifest.Set) error { return s.checkTransitions(ctx, set, lease.Term) })
 	}
 	set, err := load(snap.Files, s.opts.Render == nil)
-	var refetch, refetchCPU time.Duration // the second fetch's, after manifest.ErrUnread
-	if errors.Is(err, manifest.ErrUnread) {
+	var refetch, refetchCPU time.Duration // the fetches' after manifest.ErrUnread
+	for try := 0; try < 2 && errors.Is(err, manifest.ErrUnread); try++ {
 		// The revision is not one the loader builds from its last Set (a type changed, a
-		// file has problems), or the load gave the files' data up and found problems, which
-		// it needs the data to locate: it reads every file and keeps the data. The first
-		// load's span ends here, the second fetch is a span and a time of its own, and the
-		// load begins again.
+		// file has problems): it reads every file, and gives the data up again once parsed;
+		// or the load gave the files' data up and found problems, which it needs the data
+		// to locate (ErrDataNeeded): it reads every file and keeps the data. The load's span
+		// ends here, the fetch is a span and a time of its own, and the load begins again.
+		dropData := s.opts.Render == nil && !errors.Is(err, manifest.ErrDataNeeded)
 		step.SetAttributes(attribute.Bool("trueup.unread", true))
 		step.End()
 		snap.Files = nil
@@ -645,9 +646,9 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 		}
 		fstep.SetAttributes(attribute.Int("trueup.files", len(snap.Files)), attribute.Bool("trueup.refetch", true))
 		fstep.End()
-		refetch, refetchCPU = time.Since(rstart), cputime.Self()-rstartCPU
+		refetch, refetchCPU = refetch+time.Since(rstart), refetchCPU+cputime.Self()-rstartCPU
 		_, step = tracer.Start(ctx, "parse")
-		set, err = load(snap.Files, false)
+		set, err = load(snap.Files, dropData)
 	}
 	noManifests := len(snap.Files) == 0
 	snap.Files, inputFiles = nil, nil // parsed: the file bytes need not live through the apply (14 MB at 100k resources)
