@@ -247,13 +247,29 @@ func TestCompactAtRest(t *testing.T) {
 // later; with none waiting it encodes the basis, on one goroutine as on all.
 func TestCompactAtRestGivesWay(t *testing.T) {
 	t.Parallel()
-	l := NewLoader()
-	l.keepDocuments, l.compactAfter = 10, time.Hour
-	set, err := l.Load(widgetRepo(9000), Options{ReuseSet: true}) // three chunks
-	if err != nil {
-		t.Fatal(err)
+	// A basis at rest to encode: an incremental load's (a lean load's basis holds the
+	// encoded form of its Set already), handed back, with the timer an hour away.
+	resting := func() (*Loader, *Set) {
+		t.Helper()
+		l := NewLoader()
+		l.keepDocuments, l.compactAfter = 10, time.Hour
+		repo := widgetRepo(9000) // three chunks
+		set, err := l.Load(repo, Options{ReuseSet: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Release(set)
+		repo[1] = files(repo[1].Path, strings.Replace(string(repo[1].Data), "spec: {size: 0}", "spec: {size: 1}", 1))[0]
+		if set, err = l.Load(repo, Options{ReuseSet: true}); err != nil {
+			t.Fatal(err)
+		}
+		if l.last.packed != nil || l.incrementals != 1 {
+			t.Fatalf("the basis of the second load: encoded %t, %d incremental loads", l.last.packed != nil, l.incrementals)
+		}
+		l.Release(set)
+		return l, set
 	}
-	l.Release(set) // arms the timer, an hour away
+	l, set := resting()
 	l.waiting.Add(1)
 	l.compactAtRest()
 	l.waiting.Add(-1)
@@ -276,13 +292,7 @@ func TestCompactAtRestGivesWay(t *testing.T) {
 	// Given way, the encoding is tried again compactAfter later (the timer), and after
 	// maxGiveWay times in a row it runs to its end whatever waits.
 	for _, waiting := range []bool{false, true} {
-		l := NewLoader()
-		l.keepDocuments, l.compactAfter = 10, time.Hour
-		set, err := l.Load(widgetRepo(9000), Options{ReuseSet: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		l.Release(set)
+		l, _ := resting()
 		l.waiting.Add(1)
 		tries := 1
 		if waiting {
