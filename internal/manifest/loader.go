@@ -129,9 +129,10 @@ type Loader struct {
 	// restTimer runs compactAtRest compactAfter after the last Release.
 	restTimer *time.Timer
 	// waiting counts the calls waiting for mu (lock), which the encoding at rest gives way to;
-	// gaveWay counts the times in a row it did.
-	waiting atomic.Int32
-	gaveWay int
+	// gaveWay counts the times in a row it did for the basis gaveWayFor.
+	waiting    atomic.Int32
+	gaveWay    int
+	gaveWayFor *basis
 }
 
 // defaultKeepDocuments is the most resources of a revision whose parsed documents the Loader
@@ -1361,11 +1362,13 @@ func (l *Loader) compactAtRest() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	stop := func() bool { return l.waiting.Load() > 0 }
+	if l.gaveWayFor != l.last {
+		l.gaveWay, l.gaveWayFor = 0, l.last // a basis of its own: it has not given way yet
+	}
 	if l.gaveWay >= maxGiveWay {
 		stop = nil // calls that came one after another since: they wait this once
 	}
 	if l.compactLocked(1, stop) {
-		l.gaveWay = 0
 		return
 	}
 	l.gaveWay++

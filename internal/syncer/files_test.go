@@ -339,7 +339,7 @@ func TestSyncTypeChangeOnLargeSourceGivesDataUp(t *testing.T) {
 		t.Fatalf("a type changed and a widget of size nope: %v, want the rejection at db-050.yaml:55", err)
 	}
 	if src.full != 3 {
-		t.Fatalf("a type changed and a widget of size nope: %d full fetches, want 3 (one to load every file, one to locate the problem)", src.full)
+		t.Fatalf("a type changed and a widget of size nope: %d full fetches in all, want 3 (this sync's: one to load every file, one to locate the problem)", src.full)
 	}
 }
 
