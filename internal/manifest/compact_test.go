@@ -247,8 +247,8 @@ func TestCompactAtRest(t *testing.T) {
 // later; with none waiting it encodes the basis, on one goroutine as on all.
 func TestCompactAtRestGivesWay(t *testing.T) {
 	t.Parallel()
-	// A basis at rest to encode: an incremental load's (a lean load's basis holds the
-	// encoded form of its Set already), handed back, with the timer an hour away.
+	// A basis at rest to encode: an incremental load's, handed back, with the timer an hour
+	// away.
 	resting := func() (*Loader, *Set) {
 		t.Helper()
 		l := NewLoader()

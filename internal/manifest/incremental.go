@@ -25,7 +25,6 @@ type basis struct {
 	files map[string]basisFile // by path
 	// set is the Set the load returned, handedBack once its caller has handed it back
 	// (Release); past keepDocuments, once at rest, packed holds its resources and set is nil.
-	// A lean load's basis has both until then: packed is what its Set was decoded from.
 	set        *Set
 	handedBack bool
 	packed     *compactResources
@@ -339,15 +338,15 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 	return ld.done(b, now, counts, docs, resources, cel, merged, anyDeps), true
 }
 
-// keptResources are b's resources, and whether the load may write into their array: the
-// Set's, only with Options.ReuseSet (reuse) when its caller handed it back (a load that
-// failed since leaves it so); at rest, a decoded copy of packed always (with room for the
-// next load when it reuses Sets, reuse).
+// keptResources are b's resources, and whether the load may write into their array: a
+// decoded copy of packed always (with room for the next load when it reuses Sets, reuse), the
+// Set's only with Options.ReuseSet (reuse) when its caller handed it back (a load that
+// failed since leaves it so).
 func (b *basis) keptResources(reuse bool) ([]Resource, bool) {
-	if b.set != nil {
-		return b.set.Resources, reuse && b.handedBack
+	if b.packed != nil {
+		return b.packed.resources(reuse), true
 	}
-	return b.packed.resources(reuse), true
+	return b.set.Resources, reuse && b.handedBack
 }
 
 // done makes the Set of an incremental load from b with resources, and makes it the basis;

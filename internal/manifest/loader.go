@@ -232,12 +232,7 @@ type load struct {
 	// the files' data was given up (Options.DropData, dropData) before the checks; needData:
 	// a problem needed it since, for its line or its spec (rawDoc).
 	lean, dropped, needData bool
-	// packed is the encoded form a lean load decoded its Set from, when it holds every
-	// resource of the Set as it is (none of a rewritten file): the basis keeps it, and has
-	// nothing to encode at rest.
-	packed *compactResources
-
-	counted docCounts // the documents, once checked, for the basis
+	counted                 docCounts // the documents, once checked, for the basis
 
 	inputsUsed map[string]*inputsEntry // becomes Loader.inputs
 	celTotal   uint64                  // what the rules of every resource cost (resources)
@@ -330,9 +325,6 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	// Past keepDocuments a basis comes only from a lean load (a ResourceSet or transition
 	// rules make none), which has dropped the documents.
 	l.last = newBasis(files, ld.counted, set, infos, ld.celTotal, basisKey, opts.Rewritten)
-	if l.last != nil {
-		l.last.packed = ld.packed // the Set's resources encoded already: nothing to encode at rest
-	}
 	loaded = true
 	return set, nil
 }
@@ -925,9 +917,6 @@ func (ld *load) leanResources(items []resourceAt) []Resource {
 	for j, r := range aside {
 		out[j] = r
 	}
-	if len(aside) == 0 {
-		ld.packed = c
-	}
 	return out
 }
 
@@ -1395,10 +1384,6 @@ func (l *Loader) lock() {
 func (l *Loader) compactLocked(workers int, stop func() bool) bool {
 	b := l.last
 	if b == nil || b.set == nil || !b.handedBack || l.keepsDocuments(len(b.set.Resources)) {
-		return true
-	}
-	if b.packed != nil {
-		b.set = nil // encoded by the lean load that made it, and unchanged since
 		return true
 	}
 	c, ok, stopped := compactWith(b.set.Resources, workers, stop)
