@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/sources"
@@ -272,7 +273,7 @@ func TestCompactAtRestGivesWay(t *testing.T) {
 	l, set := resting()
 	// The give-ways in a row are counted for a basis: another's at the cap does not stop this
 	// one's encoding from giving way.
-	l.gaveWay, l.gaveWayFor = maxGiveWay, &basis{}
+	l.gaveWay, l.gaveWayFor = maxGiveWay, weak.Make(&basis{})
 	l.waiting.Add(1)
 	l.compactAtRest()
 	l.waiting.Add(-1)

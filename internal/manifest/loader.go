@@ -19,6 +19,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/trueup-dev/trueup/internal/graph"
 	"github.com/trueup-dev/trueup/sources"
@@ -129,10 +130,11 @@ type Loader struct {
 	// restTimer runs compactAtRest compactAfter after the last Release.
 	restTimer *time.Timer
 	// waiting counts the calls waiting for mu (lock), which the encoding at rest gives way to;
-	// gaveWay counts the times in a row it did for the basis gaveWayFor.
+	// gaveWay counts the times in a row it did for the basis gaveWayFor (weak: a basis
+	// replaced since is not kept alive for it).
 	waiting    atomic.Int32
 	gaveWay    int
-	gaveWayFor *basis
+	gaveWayFor weak.Pointer[basis]
 }
 
 // defaultKeepDocuments is the most resources of a revision whose parsed documents the Loader
@@ -1351,8 +1353,8 @@ func (l *Loader) compactAtRest() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	stop := func() bool { return l.waiting.Load() > 0 }
-	if l.gaveWayFor != l.last {
-		l.gaveWay, l.gaveWayFor = 0, l.last // a basis of its own: it has not given way yet
+	if last := weak.Make(l.last); l.gaveWayFor != last {
+		l.gaveWay, l.gaveWayFor = 0, last // a basis of its own: it has not given way yet
 	}
 	if l.gaveWay >= maxGiveWay {
 		stop = nil // calls that came one after another since: they wait this once
