@@ -229,18 +229,23 @@ func TestCompactAtRest(t *testing.T) {
 			}
 		}
 		timed.Release(set)
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			timed.mu.Lock()
-			done := timed.last.packed != nil
-			timed.mu.Unlock()
-			if done {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the basis was not encoded compactAfter after the Release (the Loader's first: %t)", first)
-			}
+		if !awaitPacked(timed) {
+			t.Fatalf("the basis was not encoded compactAfter after the Release (the Loader's first: %t)", first)
 		}
 	}
+}
+
+// awaitPacked reports whether l's basis is encoded within 10 seconds (its timer's work).
+func awaitPacked(l *Loader) bool {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		l.mu.Lock()
+		done := l.last.packed != nil
+		l.mu.Unlock()
+		if done {
+			return true
+		}
+	}
+	return false
 }
 
 // TestCompactAtRestGivesWay: the encoding at rest stops for a call waiting for the Loader
@@ -308,16 +313,8 @@ func TestCompactAtRestGivesWay(t *testing.T) {
 			l.compactAtRest()
 		}
 		l.waiting.Add(-1)
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			l.mu.Lock()
-			done := l.last.packed != nil
-			l.mu.Unlock()
-			if done {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the basis was not encoded after the encoding gave way (%d tries, a call still waiting: %t)", tries, waiting)
-			}
+		if !awaitPacked(l) {
+			t.Fatalf("the basis was not encoded after the encoding gave way (%d tries, a call still waiting: %t)", tries, waiting)
 		}
 	}
 

@@ -216,6 +216,24 @@ func lastLine(log, sub string) string {
 	return ""
 }
 
+// largePerFile databases in each of largeFiles files: 50,500 resources, past the 50,000 whose
+// documents the loader keeps.
+const largePerFile, largeFiles = 500, 101
+
+// largeFile is the f-th file of such a source; bad gives its 11th database (its spec on line
+// 55) a size that is not an integer.
+func largeFile(f int, bad bool) string {
+	var s strings.Builder
+	for i := f * largePerFile; i < (f+1)*largePerFile; i++ {
+		size := fmt.Sprint(i)
+		if bad && i == f*largePerFile+10 {
+			size = "nope"
+		}
+		fmt.Fprintf(&s, "---\napiVersion: infra.example.com/v1\nkind: Database\nmetadata: {name: db%06d}\nspec: {size: %s}\n", i, size)
+	}
+	return s.String()
+}
+
 // TestSyncLargeRevisionLocatesProblems: a first sync past the loader's kept documents gives
 // the files' data up once parsed (manifest.Options.DropData); a problem found then is
 // located by a load with every file read again, at its line, and nothing is applied; the
@@ -224,22 +242,10 @@ func TestSyncLargeRevisionLocatesProblems(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	dir := t.TempDir()
-	const perFile, nFiles = 500, 101 // 50,500 resources: past the 50,000 whose documents the loader keeps
-	file := func(f int, bad bool) string {
-		var s strings.Builder
-		for i := f * perFile; i < (f+1)*perFile; i++ {
-			size := fmt.Sprint(i)
-			if bad && i == f*perFile+10 {
-				size = "nope"
-			}
-			fmt.Fprintf(&s, "---\napiVersion: infra.example.com/v1\nkind: Database\nmetadata: {name: db%06d}\nspec: {size: %s}\n", i, size)
-		}
-		return s.String()
-	}
 	files := map[string]string{"t.yaml": manifesttest.TypeDoc("Database", "infra.example.com",
 		"{type: object, required: [size], properties: {size: {type: integer}}}", "provision")}
-	for f := range nFiles {
-		files[fmt.Sprintf("db-%03d.yaml", f)] = file(f, f == 50)
+	for f := range largeFiles {
+		files[fmt.Sprintf("db-%03d.yaml", f)] = largeFile(f, f == 50)
 	}
 	writeFiles(t, dir, files)
 	ds, err := dirsource.New(dirsource.Config{Name: "infra", Path: dir}, nil)
@@ -273,9 +279,9 @@ func TestSyncLargeRevisionLocatesProblems(t *testing.T) {
 	if err := b.db.QueryRow(b.ctx, `SELECT count(*) FROM resources WHERE source = 'infra'`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%d resources (%v) after a rejected revision", n, err)
 	}
-	writeFiles(t, dir, map[string]string{"db-050.yaml": file(50, false)})
+	writeFiles(t, dir, map[string]string{"db-050.yaml": largeFile(50, false)})
 	out, err := s.SyncOnce(b.ctx)
-	if err != nil || out.Result.Created != perFile*nFiles {
+	if err != nil || out.Result.Created != largePerFile*largeFiles {
 		t.Fatalf("the fixed revision: %+v, %v", out.Result, err)
 	}
 }
@@ -288,25 +294,13 @@ func TestSyncTypeChangeOnLargeSourceGivesDataUp(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	dir := t.TempDir()
-	const perFile, nFiles = 500, 101 // 50,500 resources: past the 50,000 whose documents the loader keeps
-	file := func(f int, bad bool) string {
-		var s strings.Builder
-		for i := f * perFile; i < (f+1)*perFile; i++ {
-			size := fmt.Sprint(i)
-			if bad && i == f*perFile+10 {
-				size = "nope"
-			}
-			fmt.Fprintf(&s, "---\napiVersion: infra.example.com/v1\nkind: Database\nmetadata: {name: db%06d}\nspec: {size: %s}\n", i, size)
-		}
-		return s.String()
-	}
 	typ := func(more string) string {
 		return manifesttest.TypeDoc("Database", "infra.example.com",
 			"{type: object, required: [size], properties: {size: {type: integer}"+more+"}}", "provision")
 	}
 	files := map[string]string{"t.yaml": typ("")}
-	for f := range nFiles {
-		files[fmt.Sprintf("db-%03d.yaml", f)] = file(f, false)
+	for f := range largeFiles {
+		files[fmt.Sprintf("db-%03d.yaml", f)] = largeFile(f, false)
 	}
 	writeFiles(t, dir, files)
 	// Out of the racy window, so that the stat data of files left alone proves them unchanged.
@@ -318,11 +312,11 @@ func TestSyncTypeChangeOnLargeSourceGivesDataUp(t *testing.T) {
 	t.Cleanup(func() { _ = ds.Close() })
 	src := &keptFolder{countingFolder: countingFolder{Source: ds}}
 	s := New(b.store, Options{Name: "infra", Source: src, Interval: time.Hour, Replica: "r1", LeaseTTL: time.Minute}, slog.New(slog.DiscardHandler))
-	if out, err := s.SyncOnce(b.ctx); err != nil || out.Result.Created != perFile*nFiles {
+	if out, err := s.SyncOnce(b.ctx); err != nil || out.Result.Created != largePerFile*largeFiles {
 		t.Fatalf("first sync: %+v, %v", out.Result, err)
 	}
 	writeFiles(t, dir, map[string]string{"t.yaml": typ(", color: {type: string, default: blue}")})
-	if out, err := s.SyncOnce(b.ctx); err != nil || out.Result.Updated != perFile*nFiles {
+	if out, err := s.SyncOnce(b.ctx); err != nil || out.Result.Updated != largePerFile*largeFiles {
 		t.Fatalf("a default added to the type: %+v, %v", out.Result, err)
 	}
 	if src.full != 1 {
@@ -333,7 +327,7 @@ func TestSyncTypeChangeOnLargeSourceGivesDataUp(t *testing.T) {
 			t.Fatalf("a default added to the type: %s kept its data through the load after the full fetch", f.Path)
 		}
 	}
-	writeFiles(t, dir, map[string]string{"t.yaml": typ(", color: {type: string, default: red}"), "db-050.yaml": file(50, true)})
+	writeFiles(t, dir, map[string]string{"t.yaml": typ(", color: {type: string, default: red}"), "db-050.yaml": largeFile(50, true)})
 	// The 11th document of db-050.yaml: its spec on line 5 + 5×10.
 	if _, err := s.SyncOnce(b.ctx); err == nil || !strings.Contains(err.Error(), "db-050.yaml:55: spec.size") {
 		t.Fatalf("a type changed and a widget of size nope: %v, want the rejection at db-050.yaml:55", err)
