@@ -93,7 +93,16 @@ func BenchmarkLoad100kOneChangedReuse(b *testing.B) {
 // encoded once handed back (compactAfter), and the load decodes it.
 func BenchmarkLoad100kOneChangedAtRest(b *testing.B) {
 	fs, changed := repoOf(dbType, 1000)
-	benchAlternateWith(b, fs, changed, Options{ReuseSet: true}, func(l *Loader) { l.compactAfter = 0 })
+	benchAlternateWith(b, fs, changed, Options{}, Options{ReuseSet: true}, func(l *Loader) { l.compactAfter = 0 })
+}
+
+// BenchmarkLoad100kOneChangedPacked is that push loaded as the syncer loads (Options.Packed):
+// the basis stays encoded, and only the chunks that hold the changed file's resources are
+// decoded and encoded again.
+func BenchmarkLoad100kOneChangedPacked(b *testing.B) {
+	fs, changed := repoOf(dbType, 1000)
+	opts := Options{ReuseSet: true, Packed: true}
+	benchAlternateWith(b, fs, changed, opts, opts, func(*Loader) {})
 }
 
 // BenchmarkLoad100kOneAddedReuse is a push that adds a resource to one file of 100,000, and
@@ -125,17 +134,20 @@ func benchOneChanged(b *testing.B, typeYAML string, files int, opts Options) {
 // benchAlternate loads fs, then, timed, fs with changed in place of its second file and fs
 // again, in turns.
 func benchAlternate(b *testing.B, fs []sources.File, changed sources.File, opts Options) {
-	benchAlternateWith(b, fs, changed, opts, func(*Loader) {})
+	benchAlternateWith(b, fs, changed, Options{}, opts, func(*Loader) {})
 }
 
-// benchAlternateWith is benchAlternate with a Loader that set configures.
-func benchAlternateWith(b *testing.B, fs []sources.File, changed sources.File, opts Options, set func(*Loader)) {
+// benchAlternateWith is benchAlternate with a Loader that set configures, whose untimed first
+// load of fs takes first (its Set is handed back when packed).
+func benchAlternateWith(b *testing.B, fs []sources.File, changed sources.File, first, opts Options, set func(*Loader)) {
 	alt := append([]sources.File(nil), fs...)
 	alt[1] = changed
 	l := NewLoader()
 	set(l)
-	if _, err := l.Load(fs, Options{}); err != nil {
+	if s, err := l.Load(fs, first); err != nil {
 		b.Fatal(err)
+	} else if s.Packed() {
+		l.Release(s)
 	}
 	b.ReportAllocs()
 	defer reportCPU(b, cputime.Self())

@@ -1,10 +1,13 @@
 package manifest
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/hex"
 	"reflect"
 	"runtime"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,12 +19,13 @@ import (
 const packChunk = 4096
 
 // compactResources is a basis's resources once its caller has handed its Set back (Release)
-// past keepDocuments: encoded, chunk by chunk of packChunk resources, into one byte slice
-// each, where a Resource struct alone is 224 bytes. Between two syncs of a large source the
-// basis is most of what the process keeps (about 330 bytes a resource as a Set, and half
-// again of it for the collector's room); encoded it is the names, specs and binary spec
-// hashes, and a few bytes of indexes a resource. The next incremental load decodes it into a
-// Set of its own (resources), which the Loader may write into.
+// past keepDocuments, or a packed Set's (Options.Packed): encoded, chunk by chunk of about
+// packChunk resources, into one byte slice each, where a Resource struct alone is 224 bytes.
+// Between two syncs of a large source the basis is most of what the process keeps (about 330
+// bytes a resource as a Set, and half again of it for the collector's room); encoded it is
+// the names, specs and binary spec hashes, and a few bytes of indexes a resource. The next
+// incremental load decodes it into a Set of its own (resources), which the Loader may write
+// into, or, for a packed Set, merges its change into a copy of the chunk list (merge).
 //
 // What repeats (kinds, namespaces, files) is stored once a chunk, in strs, and meta hashes
 // once a chunk as 32 bytes; the label and annotation maps, which a Set shares between
@@ -29,9 +33,39 @@ const packChunk = 4096
 type compactResources struct {
 	n      int
 	chunks []compactChunk
+	// offs is each chunk's first index, and n: a chunk holds packChunk resources when
+	// encoded from a Set, and fewer or more once a load has merged its changes (merge).
+	offs []int
 }
 
-// compactChunk is packChunk resources (the last chunk fewer) encoded.
+// newCompact is n resources in chunks of packChunk, to encode.
+func newCompact(n int) *compactResources {
+	c := &compactResources{chunks: make([]compactChunk, (n+packChunk-1)/packChunk)}
+	for k := range c.chunks {
+		c.chunks[k].n = min(packChunk, n-k*packChunk)
+	}
+	c.index()
+	return c
+}
+
+// index sets n and offs from the chunks' sizes.
+func (c *compactResources) index() {
+	c.offs = make([]int, len(c.chunks)+1)
+	for k := range c.chunks {
+		c.offs[k+1] = c.offs[k] + c.chunks[k].n
+	}
+	c.n = c.offs[len(c.chunks)]
+}
+
+// part is the range of indexes of chunk k.
+func (c *compactResources) part(k int) (lo, hi int) { return c.offs[k], c.offs[k+1] }
+
+// chunkOf is the chunk of the resource at index i.
+func (c *compactResources) chunkOf(i int) int {
+	return sort.Search(len(c.chunks), func(k int) bool { return c.offs[k+1] > i })
+}
+
+// compactChunk is a run of resources (packChunk, or about as many) encoded.
 type compactChunk struct {
 	n    int
 	data []byte
@@ -43,6 +77,12 @@ type compactChunk struct {
 	// text is the bytes of the names and spec hashes decoded, specs of the specs: each goes
 	// into one block a chunk when decoded (see leanResources).
 	text, specs int
+	// deps: a resource of the chunk has dependencies. last is the identity of its last
+	// resource (namespace, kind, name), nss its resources' namespaces (they are sorted by
+	// namespace first).
+	deps bool
+	last [3]string
+	nss  []string
 }
 
 // compactOf encodes rs on every core; false when a resource cannot be (a generated one,
@@ -56,7 +96,7 @@ func compactOf(rs []Resource) (*compactResources, bool) {
 // compactWith encodes rs as compactOf does, on workers goroutines, and gives up when stop
 // (nil: never) reports true before a chunk: stopped then says so, and c is nil.
 func compactWith(rs []Resource, workers int, stop func() bool) (c *compactResources, ok, stopped bool) {
-	c = &compactResources{n: len(rs), chunks: make([]compactChunk, (len(rs)+packChunk-1)/packChunk)}
+	c = newCompact(len(rs))
 	var failed, gaveUp atomic.Bool
 	parallelOn(workers, len(c.chunks), func(k int) {
 		if failed.Load() || gaveUp.Load() {
@@ -66,7 +106,7 @@ func compactWith(rs []Resource, workers int, stop func() bool) (c *compactResour
 			gaveUp.Store(true)
 			return
 		}
-		if !c.chunks[k].encode(rs[k*packChunk : min(len(rs), (k+1)*packChunk)]) {
+		if lo, hi := c.part(k); !c.chunks[k].encode(rs[lo:hi]) {
 			failed.Store(true)
 		}
 	})
@@ -81,9 +121,40 @@ func compactWith(rs []Resource, workers int, stop func() bool) (c *compactResour
 func (c *compactResources) resources(room bool) []Resource {
 	out := make([]Resource, c.n, resourcesCap(c.n, room))
 	parallel(len(c.chunks), func(k int) {
-		c.chunks[k].decode(out[k*packChunk : min(c.n, (k+1)*packChunk)])
+		lo, hi := c.part(k)
+		c.chunks[k].decode(out[lo:hi])
 	})
 	return out
+}
+
+// deps reports whether a resource has dependencies.
+func (c *compactResources) deps() bool {
+	for k := range c.chunks {
+		if c.chunks[k].deps {
+			return true
+		}
+	}
+	return false
+}
+
+// each yields the resources in their order, decoded a chunk at a time (a resource yielded
+// lives as long as the caller keeps it, its chunk's decoded resources with it).
+func (c *compactResources) each(yield func(*Resource) bool) {
+	for k := range c.chunks {
+		rs := c.chunks[k].decoded()
+		for i := range rs {
+			if !yield(&rs[i]) {
+				return
+			}
+		}
+	}
+}
+
+// decoded is the chunk's resources in a new array.
+func (ch *compactChunk) decoded() []Resource {
+	rs := make([]Resource, ch.n)
+	ch.decode(rs)
+	return rs
 }
 
 // Tags of a spec hash: 32 bytes that are the hash of a lowercase hex string of 64, or the
@@ -176,6 +247,10 @@ func (ch *compactChunk) encode(rs []Resource) bool {
 			b = appendBytes(append(b, hashString), r.SpecHash)
 		}
 		b = appendNilable(b, r.DependsOn == nil, len(r.DependsOn))
+		ch.deps = ch.deps || len(r.DependsOn) > 0
+		if len(ch.nss) == 0 || ch.nss[len(ch.nss)-1] != r.Namespace {
+			ch.nss = append(ch.nss, r.Namespace)
+		}
 		for _, d := range r.DependsOn {
 			b = sym(b, 1, d.Target.Kind)
 			b = sym(b, 2, d.Target.Namespace)
@@ -190,6 +265,10 @@ func (ch *compactChunk) encode(rs []Resource) bool {
 		ch.specs += len(r.Spec)
 	}
 	ch.data = append([]byte(nil), b...) // at its size
+	if len(rs) > 0 {
+		r := &rs[len(rs)-1]
+		ch.last = [3]string{r.Namespace, r.Kind, strings.Clone(r.Name)}
+	}
 	return true
 }
 
@@ -335,3 +414,147 @@ var hexValue = func() (t [256]byte) {
 	}
 	return t
 }()
+
+// decodedChunks decodes chunks of c, each once while it is held, up to maxKeptChunks of
+// them: a load from a packed basis reads the chunks of the changed files' resources three
+// times (where they are, whether a resource is declared again, the merge), and its Set's
+// reader (the apply) once more. A change that touches more chunks decodes the others each
+// time instead of holding them all decoded.
+type decodedChunks struct {
+	c *compactResources
+	m map[int][]Resource
+}
+
+// maxKeptChunks is how many chunks decodedChunks and a Set's warm chunks hold decoded at most:
+// 131,072 resources, about 45 MB.
+const maxKeptChunks = 32
+
+func newDecodedChunks(c *compactResources) *decodedChunks {
+	return &decodedChunks{c: c, m: map[int][]Resource{}}
+}
+
+// get is chunk k decoded.
+func (d *decodedChunks) get(k int) []Resource {
+	rs, ok := d.m[k]
+	if !ok {
+		rs = d.c.chunks[k].decoded()
+		if len(d.m) < maxKeptChunks {
+			d.m[k] = rs
+		}
+	}
+	return rs
+}
+
+// find is the resource of an identity, if c holds it; only the chunk it would be in is
+// decoded.
+func (d *decodedChunks) find(namespace, kind, name string) (*Resource, bool) {
+	c := d.c
+	k := sort.Search(len(c.chunks), func(k int) bool {
+		l := &c.chunks[k].last
+		return cmp.Or(strings.Compare(l[0], namespace), strings.Compare(l[1], kind), strings.Compare(l[2], name)) >= 0
+	})
+	if k == len(c.chunks) {
+		return nil, false
+	}
+	rs := d.get(k)
+	j, found := findResource(rs, namespace, kind, name)
+	if !found {
+		return nil, false
+	}
+	return &rs[j], true
+}
+
+// inFiles is the indexes, in order, of the resources of the files in; only the chunks that
+// name one of them are decoded (by get).
+func (c *compactResources) inFiles(in map[string]bool, get func(k int) []Resource) []int {
+	out := []int{}
+	for k := range c.chunks {
+		ch := &c.chunks[k]
+		if !slices.ContainsFunc(ch.strs, func(s string) bool { return in[s] }) {
+			continue
+		}
+		lo, _ := c.part(k)
+		for j, r := range get(k) {
+			if in[r.File] {
+				out = append(out, lo+j)
+			}
+		}
+	}
+	return out
+}
+
+// namespaces is the resources' namespaces, sorted, each once.
+func (c *compactResources) namespaces() []string {
+	seen := map[string]bool{}
+	out := []string{}
+	for k := range c.chunks {
+		for _, ns := range c.chunks[k].nss {
+			if !seen[ns] {
+				seen[ns] = true
+				out = append(out, ns)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// merge is c without the resources at gone (sorted indexes), with made merged in (sorted by
+// namespace, kind and name, none of the identities of c but gone's), as mergeResources
+// merges decoded resources. The chunks neither touches are shared with c; the others are
+// decoded (by get), merged and encoded again (in chunks of at most 2×packChunk), and dropped
+// once empty; warm holds the resources of up to maxKeptChunks of them by their index in the
+// result, as decoding them would give. false when a resource cannot be encoded.
+func (c *compactResources) merge(gone []int, made []Resource, get func(k int) []Resource) (_ *compactResources, warm map[int][]Resource, ok bool) {
+	out := &compactResources{chunks: make([]compactChunk, 0, len(c.chunks)+1)}
+	warm = map[int][]Resource{}
+	// add encodes rs as chunks of at most 2×packChunk.
+	add := func(rs []Resource) bool {
+		for len(rs) > 0 {
+			part := rs
+			if len(part) > 2*packChunk {
+				part = rs[:packChunk]
+			}
+			var nc compactChunk
+			if !nc.encode(part) {
+				return false
+			}
+			if len(warm) < maxKeptChunks {
+				warm[len(out.chunks)] = part[:len(part):len(part)]
+			}
+			out.chunks = append(out.chunks, nc)
+			rs = rs[len(part):]
+		}
+		return true
+	}
+	g, m := 0, 0
+	for k := range c.chunks {
+		ch := &c.chunks[k]
+		lo, hi := c.part(k)
+		g0, m0 := g, m
+		for g < len(gone) && gone[g] < hi {
+			g++
+		}
+		// A resource goes in the first chunk whose last identity is not before its own.
+		for m < len(made) && (k == len(c.chunks)-1 || cmp.Or(strings.Compare(made[m].Namespace, ch.last[0]),
+			strings.Compare(made[m].Kind, ch.last[1]), strings.Compare(made[m].Name, ch.last[2])) <= 0) {
+			m++
+		}
+		if g == g0 && m == m0 {
+			out.chunks = append(out.chunks, *ch)
+			continue
+		}
+		local := make([]int, g-g0)
+		for j, at := range gone[g0:g] {
+			local[j] = at - lo
+		}
+		if !add(mergeResources(get(k), local, made[m0:m], false)) {
+			return nil, nil, false
+		}
+	}
+	if len(c.chunks) == 0 && !add(made) {
+		return nil, nil, false
+	}
+	out.index()
+	return out, warm, true
+}

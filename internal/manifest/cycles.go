@@ -148,13 +148,7 @@ func cycleMessage(nodes []GraphNode, c []int, m int, spans bool) string {
 // graphNodes is the dependency graph of a Set's resources, for CycleErrors; nil when no
 // resource depends on another.
 func graphNodes(resources []Resource) []GraphNode {
-	return graphNodesOf(len(resources), func(yield func(*Resource) bool) {
-		for i := range resources {
-			if !yield(&resources[i]) {
-				return
-			}
-		}
-	})
+	return graphNodesOf(len(resources), iterResources(resources))
 }
 
 // graphNodesOf is graphNodes of the n resources of each, in its order; each is walked

@@ -24,7 +24,8 @@ type basis struct {
 	key   string               // optionsKey of the load
 	files map[string]basisFile // by path
 	// set is the Set the load returned, handedBack once its caller has handed it back
-	// (Release); past keepDocuments, once at rest, packed holds its resources and set is nil.
+	// (Release); past keepDocuments, once at rest (a packed Set's once handed back), packed
+	// holds its resources and set is nil.
 	set        *Set
 	handedBack bool
 	packed     *compactResources
@@ -81,12 +82,15 @@ func newBasis(files []sources.File, counted docCounts, set *Set, infos map[strin
 		return nil
 	}
 	b := &basis{key: key, files: make(map[string]basisFile, len(files)), set: set, types: set.Types, infos: infos,
-		typeFiles: counted.typeFiles, docs: counted.docs, resources: len(set.Resources), cel: cel, counts: counted.files}
+		typeFiles: counted.typeFiles, docs: counted.docs, resources: set.Len(), cel: cel, counts: counted.files}
 	for _, f := range files {
 		if _, twice := b.files[f.Path]; twice || f.Refused != "" {
 			return nil
 		}
 		b.files[f.Path] = basisFile{key: set.Files[f.Path], renderedBy: f.RenderedBy, rewritten: rewritten[f.Path]}
+	}
+	if set.packed != nil {
+		b.deps = set.packed.deps()
 	}
 	for i := range set.Resources {
 		b.deps = b.deps || len(set.Resources[i].DependsOn) > 0
@@ -231,6 +235,13 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 	// that need none), whether this load may write into their array, and where the dropped
 	// files' resources are in it: found by their file, in one pass (in order, so gone is
 	// sorted).
+	//
+	// A packed basis of a caller that reads packed Sets (Options.Packed) stays packed when no
+	// resource of it has dependencies (nor are files rewritten): only the chunks the change
+	// touches are decoded, and encoded again (packedIncremental).
+	if pk := b.packedResources(); pk != nil && ld.opts.Packed && len(ld.opts.Rewritten) == 0 && !b.deps {
+		return ld.packedIncremental(b, pk, now, dropped, goneCount, counts, docs, resources, cel, items, stale)
+	}
 	kept, own := b.keptResources(ld.opts.ReuseSet)
 	var gone []int
 	if len(dropped) > 0 {
@@ -258,45 +269,14 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 			return nil, false
 		}
 	}
-	spent := cel
-	for _, it := range items {
-		if r := it.p.doc.res; r.checkedWith == it.cs.id {
-			spent += uint64(r.celCost)
-		}
-	}
-	ld.celSpent.Store(spent)
-	ld.checkStale(items, stale)
-	for _, it := range items {
-		cost := uint64(it.p.doc.res.celCost)
-		cel += cost
-		c := counts[it.p.file]
-		c.cel += cost
-		counts[it.p.file] = c
-		if len(it.p.doc.res.specErrs) > 0 {
-			return nil, false
-		}
-	}
-	if len(ld.errs) > 0 || ld.celSkipped.Load() || cel > ld.l.revisionBudget {
-		return nil, false
-	}
-
-	metaHashes(items)
-	slices.SortStableFunc(items, func(a, c resourceAt) int {
-		ra, rc := a.p.doc.res, c.p.doc.res
-		return cmp.Or(compareSyms(ra.namespace, rc.namespace), compareSyms(a.p.doc.kind, c.p.doc.kind), strings.Compare(ra.name, rc.name))
-	})
-	made, transitions := buildResources(items, false)
-	if len(transitions) > 0 {
+	made, cel, deps, ok := ld.checkMade(items, stale, counts, cel)
+	if !ok {
 		return nil, false
 	}
 	// The basis is acyclic. A cycle needs a dependency of a resource made here, or, when
 	// the identities change, any dependency: the graph knows kinds case-insensitively and
 	// takes the first of the resources of one key, so removing one (DB/n/a) hands its node
 	// to another (Db/n/a) whose dependencies may close a cycle.
-	deps := false
-	for i := range made {
-		deps = deps || len(made[i].DependsOn) > 0
-	}
 	same := sameIdentities(kept, gone, made)
 	if ld.opts.CheckReference != nil {
 		// Every resource's: the controller's grants may have changed (only made's when no
@@ -338,13 +318,120 @@ func (ld *load) incremental(files []sources.File, lim Limits, key string) (*Set,
 	return ld.done(b, now, counts, docs, resources, cel, merged, anyDeps), true
 }
 
+// checkMade checks the resources of the changed files (items; stale: those whose cached
+// checks are stale), adds what their rules cost to cel and to their files' counts, and makes
+// them, sorted by namespace, kind and name; deps says one has dependencies. false when the
+// revision must be loaded in full (a problem, a resource of a type with transition rules).
+func (ld *load) checkMade(items []resourceAt, stale []int, counts map[string]fileCounts, cel uint64) (made []Resource, _ uint64, deps, ok bool) {
+	spent := cel
+	for _, it := range items {
+		if r := it.p.doc.res; r.checkedWith == it.cs.id {
+			spent += uint64(r.celCost)
+		}
+	}
+	ld.celSpent.Store(spent)
+	ld.checkStale(items, stale)
+	for _, it := range items {
+		cost := uint64(it.p.doc.res.celCost)
+		cel += cost
+		c := counts[it.p.file]
+		c.cel += cost
+		counts[it.p.file] = c
+		if len(it.p.doc.res.specErrs) > 0 {
+			return nil, 0, false, false
+		}
+	}
+	if len(ld.errs) > 0 || ld.celSkipped.Load() || cel > ld.l.revisionBudget {
+		return nil, 0, false, false
+	}
+
+	metaHashes(items)
+	slices.SortStableFunc(items, func(a, c resourceAt) int {
+		ra, rc := a.p.doc.res, c.p.doc.res
+		return cmp.Or(compareSyms(ra.namespace, rc.namespace), compareSyms(a.p.doc.kind, c.p.doc.kind), strings.Compare(ra.name, rc.name))
+	})
+	made, transitions := buildResources(items, false)
+	if len(transitions) > 0 {
+		return nil, 0, false, false
+	}
+	for i := range made {
+		deps = deps || len(made[i].DependsOn) > 0
+	}
+	return made, cel, deps, true
+}
+
+// packedResources is b's resources encoded, or nil when b holds them decoded.
+func (b *basis) packedResources() *compactResources {
+	if b.packed != nil {
+		return b.packed
+	}
+	return b.set.packed
+}
+
+// packedIncremental is the rest of incremental for a packed basis pk without dependencies
+// (b.deps false): the dropped files' resources are found in the chunks whose strings name
+// those files (compactResources.inFiles), a resource declared again in the chunk whose last
+// identity bounds it (decodedChunks.find), and the Set is pk with the change merged in
+// (merge), packed, the chunks merged kept decoded for its reader (Set.warm). Its checks are
+// incremental's.
+func (ld *load) packedIncremental(b *basis, pk *compactResources, now map[string]basisFile, dropped map[string]bool, goneCount int,
+	counts map[string]fileCounts, docs, resources int, cel uint64, items []resourceAt, stale []int) (*Set, bool) {
+	dc := newDecodedChunks(pk)
+	gone := []int{}
+	if len(dropped) > 0 {
+		gone = pk.inFiles(dropped, dc.get)
+	}
+	if len(gone) != goneCount {
+		return nil, false
+	}
+	// A resource declared again in a file kept from the basis is a duplicate. Looked up in
+	// identity order, a chunk decoded once: a file's resources in file order may be in a
+	// chunk each by turns (a namespace each).
+	ids := make([][3]string, len(items))
+	for i, it := range items {
+		ids[i] = [3]string{it.p.doc.res.namespace.String(), it.p.doc.kind.String(), it.p.doc.res.name}
+	}
+	slices.SortFunc(ids, func(a, c [3]string) int {
+		return cmp.Or(strings.Compare(a[0], c[0]), strings.Compare(a[1], c[1]), strings.Compare(a[2], c[2]))
+	})
+	for _, id := range ids {
+		if k, found := dc.find(id[0], id[1], id[2]); found && !dropped[k.File] {
+			return nil, false
+		}
+	}
+	ids = nil
+	made, cel, deps, ok := ld.checkMade(items, stale, counts, cel)
+	if !ok {
+		return nil, false
+	}
+	if ld.opts.CheckReference != nil {
+		ld.checkReferences(made) // no kept resource has a dependency
+		if len(ld.errs) > 0 {
+			return nil, false
+		}
+	}
+	merged, warm, ok := pk.merge(gone, made, dc.get)
+	dc = nil
+	if !ok {
+		return nil, false
+	}
+	// Only the resources made here have dependencies: a cycle is among them, through the
+	// merged identities.
+	if deps && CycleErrors(graphNodesOf(merged.n, merged.each)) != nil {
+		return nil, false
+	}
+	set := ld.done(b, now, counts, docs, resources, cel, nil, deps)
+	set.packed, set.warm = merged, warm
+	return set, true
+}
+
 // keptResources are b's resources, and whether the load may write into their array: a
 // decoded copy of packed always (with room for the next load when it reuses Sets, reuse), the
 // Set's only with Options.ReuseSet (reuse) when its caller handed it back (a load that
 // failed since leaves it so).
 func (b *basis) keptResources(reuse bool) ([]Resource, bool) {
-	if b.packed != nil {
-		return b.packed.resources(reuse), true
+	if pk := b.packedResources(); pk != nil {
+		return pk.resources(reuse), true
 	}
 	return b.set.Resources, reuse && b.handedBack
 }

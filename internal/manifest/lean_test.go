@@ -3,10 +3,13 @@ package manifest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/trueup-dev/trueup/internal/graph"
@@ -265,7 +268,7 @@ func TestLeanResourcesReleaseDocuments(t *testing.T) {
 	docs := ld.parse(repo)
 	_, infos := ld.types(docs)
 	ld.lean = true
-	got, _ := ld.resources(docs, infos)
+	got, _, _ := ld.resources(docs, infos)
 	if len(ld.errs) > 0 {
 		t.Fatal(ld.errs)
 	}
@@ -337,4 +340,279 @@ func TestLeanUnreadKeepsDocuments(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(got.Resources, want.Resources) {
 		t.Fatalf("loaded again with the data: the Set differs from a fresh load's (%v)", err)
 	}
+}
+
+// TestPackedSet: with Options.Packed a revision past keepDocuments is returned encoded (no
+// Resources), and its Len, At and All read, value for value, the resources a Loader that
+// keeps the documents returns; a Set that others' walks of At share stays right. Handed
+// back, its encoding is the basis at once (no timer); a one-file change loads from it. The
+// checks that walk every resource (a refused reference, a cycle) walk a packed Set's too. A
+// load with Rewritten files, or without Packed, keeps its Resources.
+func TestPackedSet(t *testing.T) {
+	t.Parallel()
+	const n = 2*packChunk + 17 // three chunks, the last one short
+	dep := "---\napiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: dep, namespace: ns01}\n" +
+		"dependsOn: [{kind: Widget, name: w0000000, namespace: ns00}]\nspec: {size: 1}\n"
+	repo := func(extra string) []sources.File {
+		fs := widgetRepo(n)
+		fs[2] = files(fs[2].Path, string(fs[2].Data)+extra)[0]
+		return fs
+	}
+	lean := func() *Loader {
+		l := NewLoader()
+		l.keepDocuments, l.compactAfter = n-1, time.Hour
+		return l
+	}
+	want, err := NewLoader().Load(repo(dep), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := lean()
+	got, err := l.Load(repo(dep), Options{Packed: true, DropData: true, ReuseSet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Packed() || got.Resources != nil || got.Len() != len(want.Resources) {
+		t.Fatalf("packed %t, %d resources, Len %d, want packed, none, %d", got.Packed(), len(got.Resources), got.Len(), len(want.Resources))
+	}
+	if !got.HasDependencies() || !want.HasDependencies() {
+		t.Fatal("a dependency not told")
+	}
+	// A walk of At, then two at once, a chunk apart (each call of either decodes a chunk,
+	// hence short), and All.
+	for i := range got.Len() {
+		if !reflect.DeepEqual(*got.At(i), want.Resources[i]) {
+			t.Fatalf("At(%d) = %+v, want %+v", i, *got.At(i), want.Resources[i])
+		}
+	}
+	done := make(chan error, 2)
+	for _, from := range []int{0, packChunk} {
+		go func() {
+			for i := from; i < from+64; i++ {
+				if !reflect.DeepEqual(*got.At(i), want.Resources[i]) {
+					done <- fmt.Errorf("At(%d) = %+v, want %+v", i, *got.At(i), want.Resources[i])
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	walked := 0
+	for i, r := range got.All() {
+		if i != walked || !reflect.DeepEqual(*r, want.Resources[i]) {
+			t.Fatalf("All: resource %d at %d differs", i, walked)
+		}
+		walked++
+	}
+	if walked != got.Len() {
+		t.Fatalf("All walked %d resources, want %d", walked, got.Len())
+	}
+
+	l.Release(got)
+	if l.last.set != nil || l.last.packed != got.packed || l.restTimer != nil {
+		t.Fatalf("after Release: basis Set %p, packed %t, timer %v; want the Set's encoding, no timer", l.last.set, l.last.packed == got.packed, l.restTimer)
+	}
+	changed := repo(dep)
+	changed[5] = files(changed[5].Path, "apiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: w0002000, namespace: ns00}\nspec: {size: 7}\n")[0]
+	inc, err := l.Load(changed, Options{Packed: true, ReuseSet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := NewLoader().Load(changed, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.incrementals != 1 || !reflect.DeepEqual(inc.Resources, full.Resources) {
+		t.Fatalf("%d incremental loads; the Set loaded from the packed basis equals a full load: %t", l.incrementals, reflect.DeepEqual(inc.Resources, full.Resources))
+	}
+
+	refuse := func(string, graph.ID, []string) error { return errors.New("not across namespaces") }
+	if _, err := lean().Load(repo(dep), Options{Packed: true, CheckReference: refuse}); err == nil ||
+		!strings.Contains(err.Error(), "widgets/w0001.yaml:2502: dependsOn: not across namespaces") {
+		t.Fatalf("a dependency refused: %v", err)
+	}
+	cycle := dep + "---\napiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: w0000000, namespace: ns00}\n" +
+		"dependsOn: [{kind: Widget, name: dep, namespace: ns01}]\nspec: {size: 0}\n"
+	fs := repo(cycle)
+	fs[1] = files(fs[1].Path, strings.Replace(string(fs[1].Data), "name: w0000000,", "name: w0000000x,", 1))[0]
+	if _, err := lean().Load(fs, Options{Packed: true}); err == nil || !strings.Contains(err.Error(), "dependency cycle") {
+		t.Fatalf("a cycle: %v", err)
+	}
+
+	for name, opts := range map[string]Options{"without Packed": {}, "with a rewritten file": {Packed: true, Rewritten: map[string]bool{"widgets/w0001.yaml": true}}} {
+		set, err := lean().Load(repo(dep), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if set.Packed() || !reflect.DeepEqual(set.Resources, want.Resources) {
+			t.Fatalf("%s: packed %t, or its resources differ", name, set.Packed())
+		}
+	}
+}
+
+// TestPackedIncremental: loads from a packed basis without dependencies stay packed, and each
+// Set is, value for value, the one a full load of its revision returns (its Len, At, All,
+// Namespaces and InFiles too): a spec changed, files added before, after and between the
+// others, a file removed, files removed that empty a chunk, a file that grows a chunk past
+// twice its size, and a change that adds a dependency. Chunks a change does not touch are
+// shared with the last Set. A duplicate and a cycle are refused as a full load refuses them.
+func TestPackedIncremental(t *testing.T) {
+	t.Parallel()
+	// file f holds 500 widgets of namespace ns<f/5>: a file's resources are in a chunk or two.
+	widgets := func(f, from, n int, extra string) sources.File {
+		var b strings.Builder
+		for i := from; i < from+n; i++ {
+			fmt.Fprintf(&b, "---\napiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: w%07d, namespace: ns%02d}\nspec: {size: %d}\n", i, f/5, i)
+		}
+		return files(fmt.Sprintf("widgets/w%04d.yaml", f), b.String()+extra)[0]
+	}
+	repo := files("types/widget.yaml", benchWidgetType)
+	for f := range 30 { // 15,000 resources: four chunks
+		repo = append(repo, widgets(f, f*500, 500, ""))
+	}
+	l := NewLoader()
+	l.keepDocuments, l.compactAfter = 1000, time.Hour
+	opts := Options{Packed: true, ReuseSet: true}
+	last, err := l.Load(repo, opts)
+	if err != nil || !last.Packed() {
+		t.Fatalf("first load: packed %t, %v", err == nil && last.Packed(), err)
+	}
+	l.Release(last)
+	step := func(name string, fs []sources.File, wantPacked bool, touched int) {
+		t.Helper()
+		incs := l.incrementals
+		before := l.last.packed
+		got, err := l.Load(fs, opts)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		want, err := NewLoader().Load(fs, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.incrementals != incs+1 || got.Packed() != wantPacked || got.Len() != len(want.Resources) {
+			t.Fatalf("%s: incremental %t, packed %t (want %t), Len %d (want %d)", name, l.incrementals == incs+1, got.Packed(), wantPacked, got.Len(), len(want.Resources))
+		}
+		for i, r := range got.All() {
+			if !reflect.DeepEqual(*r, want.Resources[i]) || !reflect.DeepEqual(*got.At(i), want.Resources[i]) {
+				t.Fatalf("%s: resource %d is %s/%s, want %s/%s", name, i, r.Namespace, r.Name, want.Resources[i].Namespace, want.Resources[i].Name)
+			}
+		}
+		if !reflect.DeepEqual(got.Namespaces(), want.Namespaces()) {
+			t.Fatalf("%s: namespaces %v, want %v", name, got.Namespaces(), want.Namespaces())
+		}
+		in := map[string]bool{"widgets/w0003.yaml": true, "widgets/w0017.yaml": true}
+		if !reflect.DeepEqual(got.InFiles(in), want.InFiles(in)) {
+			t.Fatalf("%s: InFiles %v, want %v", name, got.InFiles(in), want.InFiles(in))
+		}
+		if wantPacked {
+			for k := range got.packed.chunks {
+				if n := got.packed.chunks[k].n; n == 0 || n > 2*packChunk {
+					t.Fatalf("%s: chunk %d holds %d resources", name, k, n)
+				}
+			}
+			shared := 0
+			for _, a := range got.packed.chunks {
+				for _, b := range before.chunks {
+					if &a.data[0] == &b.data[0] {
+						shared++
+					}
+				}
+			}
+			if len(got.packed.chunks)-shared != touched {
+				t.Fatalf("%s: %d of %d chunks encoded again, want %d", name, len(got.packed.chunks)-shared, len(got.packed.chunks), touched)
+			}
+		}
+		l.Release(got)
+		last, repo = got, fs
+	}
+	with := func(fs []sources.File, add ...sources.File) []sources.File {
+		out := slices.Clone(fs)
+		for _, a := range add {
+			if i := slices.IndexFunc(out, func(f sources.File) bool { return f.Path == a.Path }); i >= 0 {
+				out[i] = a
+			} else {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	without := func(fs []sources.File, paths ...string) []sources.File {
+		return slices.DeleteFunc(slices.Clone(fs), func(f sources.File) bool { return slices.Contains(paths, f.Path) })
+	}
+	// Chunks: [0, 4096) ns00–ns01 (files 0–8 and part of 9), and so on.
+	changed := widgets(2, 1000, 500, "")
+	changed.Data = []byte(strings.Replace(string(changed.Data), "spec: {size: 1000}", "spec: {size: 7}", 1))
+	changed.Hash = ""
+	step("a spec changed", with(repo, changed), true, 1)
+	step("a file after the others", with(repo, widgets(99, 50_000, 10, "")), true, 1)
+	step("a file before the others", with(repo, files("widgets/a.yaml", "apiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: a, namespace: aa}\nspec: {size: 1}\n")...), true, 1)
+	step("a file removed", without(repo, "widgets/w0012.yaml"), true, 1)
+	step("files that held a chunk removed", without(repo, "widgets/w0016.yaml", "widgets/w0017.yaml", "widgets/w0018.yaml", "widgets/w0019.yaml",
+		"widgets/w0020.yaml", "widgets/w0021.yaml", "widgets/w0022.yaml", "widgets/w0023.yaml", "widgets/w0024.yaml", "widgets/w0025.yaml"), true, 2)
+	if n := len(last.packed.chunks); n != 3 {
+		t.Fatalf("files that held a chunk removed: %d chunks, want 3 (one emptied and dropped, two encoded again)", n)
+	}
+	step("a chunk grown past twice its size", with(repo, widgets(5, 100_000, 9000, "")), true, 4) // the file's old chunk, its new one in three
+	dep := "---\napiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: d, namespace: ns00}\n" +
+		"dependsOn: [{kind: Widget, name: w0000001}]\nspec: {size: 1}\n"
+	step("a dependency", with(repo, widgets(0, 0, 500, dep)), true, 1)
+	if !l.last.deps {
+		t.Fatal("the basis does not know it has a dependency")
+	}
+	step("loaded from a basis with a dependency", with(repo, widgets(1, 500, 500, "# changed\n")), false, 0)
+
+	// Refused: a duplicate, a cycle (from a packed basis without dependencies again).
+	l2 := NewLoader()
+	l2.keepDocuments = 1000
+	base := files("types/widget.yaml", benchWidgetType)
+	for f := range 30 {
+		base = append(base, widgets(f, f*500, 500, ""))
+	}
+	set, err := l2.Load(base, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2.Release(set)
+	for _, id := range []string{"w0000700, namespace: ns00", "w0014000, namespace: ns05"} { // in the first chunk, in the last
+		dup := with(base, files("widgets/dup.yaml", "apiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: "+id+"}\nspec: {size: 1}\n")...)
+		if _, err := l2.Load(dup, opts); err == nil || !strings.Contains(err.Error(), "duplicate resource") || !strings.Contains(err.Error(), "widgets/dup.yaml:1: duplicate resource") {
+			t.Fatalf("a duplicate of %s: %v", id, err)
+		}
+	}
+	refused := with(base, files("widgets/ref.yaml", "apiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: r, namespace: ns01}\n"+
+		"dependsOn: [{kind: Widget, name: w0000000, namespace: ns00}]\nspec: {size: 1}\n")...)
+	refuse := func(string, graph.ID, []string) error { return errors.New("not across namespaces") }
+	if _, err := l2.Load(refused, Options{Packed: true, ReuseSet: true, CheckReference: refuse}); err == nil ||
+		!strings.Contains(err.Error(), "widgets/ref.yaml:1: dependsOn: not across namespaces") {
+		t.Fatalf("a dependency refused: %v", err)
+	}
+	cyc := with(base, files("widgets/cyc.yaml", "apiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: x, namespace: ns00}\ndependsOn: [{kind: Widget, name: y}]\nspec: {size: 1}\n"+
+		"---\napiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: y, namespace: ns00}\ndependsOn: [{kind: Widget, name: x}]\nspec: {size: 1}\n")...)
+	if _, err := l2.Load(cyc, opts); err == nil || !strings.Contains(err.Error(), "dependency cycle") {
+		t.Fatalf("a cycle: %v", err)
+	}
+	if l2.incrementals != 0 {
+		t.Fatalf("%d incremental loads of refused revisions", l2.incrementals)
+	}
+
+	// A basis encoded at rest (its Set decoded, without Packed) is merged into as well.
+	l3 := NewLoader()
+	l3.keepDocuments, l3.compactAfter = 1000, 0
+	set, err = l3.Load(base, Options{ReuseSet: true})
+	if err != nil || set.Packed() {
+		t.Fatalf("a load without Packed: packed %t, %v", err == nil && set.Packed(), err)
+	}
+	l3.Release(set)
+	if l3.last.packed == nil {
+		t.Fatal("the basis was not encoded at once")
+	}
+	l = l3
+	repo = base
+	step("from a basis encoded at rest", with(base, changed), true, 1)
 }

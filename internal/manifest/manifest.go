@@ -14,10 +14,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -190,7 +192,9 @@ func (r *Resource) origin() string {
 // loaded files (not Options.KnownTypes), sorted by Name; Resources is sorted by Namespace,
 // Kind and Name.
 type Set struct {
-	Types     []ResourceType
+	Types []ResourceType
+	// Resources is nil when the Set holds them encoded (Packed): read them through Len and
+	// At, which serve either form.
 	Resources []Resource
 	// ResourceSets lists the revision's ResourceSets, sorted by Namespace and Name; their
 	// generated resources are in Resources, labelled LabelResourceSet.
@@ -201,10 +205,135 @@ type Set struct {
 	// ResourceSet's generated resources depend on its inputs.
 	Files map[string]string
 
+	// packed holds the resources, encoded, instead of Resources (Options.Packed); chunk is
+	// the chunk At decoded last.
+	packed *compactResources
+	chunk  atomic.Pointer[decodedChunk]
+	// warm holds chunks of packed decoded, by index (read only): those a load from a packed
+	// basis merged its change into, which the caller reads first.
+	warm map[int][]Resource
+
 	transitions []transitionCheck // the resources CheckTransitions checks
 	// encryptedUnknown is the Options.EncryptedUnknown the Set was loaded with.
 	encryptedUnknown bool
 }
+
+// decodedChunk is a chunk of a packed Set decoded: the resources from index lo.
+type decodedChunk struct {
+	lo int
+	rs []Resource
+}
+
+// Len is how many resources s holds.
+func (s *Set) Len() int {
+	if s.packed != nil {
+		return s.packed.n
+	}
+	return len(s.Resources)
+}
+
+// At is s's resource i (0 ≤ i < Len), to read, never to change. Of a packed Set it is
+// decoded with the chunk of resources around it (a few thousand), which the Set keeps until
+// a resource of another chunk is asked for: a walk in index order decodes each chunk once.
+// The resource lives as long as the caller keeps it. At is safe for concurrent use, but
+// readers of different chunks at once decode a chunk at nearly every call: a walk beside
+// others should use All, which decodes apart.
+func (s *Set) At(i int) *Resource {
+	if s.packed == nil {
+		return &s.Resources[i]
+	}
+	d := s.chunk.Load()
+	if d == nil || i < d.lo || i >= d.lo+len(d.rs) {
+		k := s.packed.chunkOf(i)
+		d = &decodedChunk{lo: s.packed.offs[k], rs: s.decodedChunk(k)}
+		s.chunk.Store(d)
+	}
+	return &d.rs[i-d.lo]
+}
+
+// decodedChunk is chunk k of packed decoded: warm's, or decoded now.
+func (s *Set) decodedChunk(k int) []Resource {
+	if rs, ok := s.warm[k]; ok {
+		return rs
+	}
+	return s.packed.chunks[k].decoded()
+}
+
+// Namespaces is the namespaces of s's resources, sorted, each once (empty, not nil, for
+// none); a packed Set answers without decoding.
+func (s *Set) Namespaces() []string {
+	if s.packed != nil {
+		return s.packed.namespaces()
+	}
+	out := []string{}
+	for i := range s.Resources {
+		// Sorted by namespace first: neighbours share theirs.
+		if ns := s.Resources[i].Namespace; len(out) == 0 || out[len(out)-1] != ns {
+			out = append(out, ns)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// InFiles is the indexes, in order, of s's resources of the files in (by path); of a packed
+// Set, only the chunks that name one of the files are decoded.
+func (s *Set) InFiles(in map[string]bool) []int {
+	if s.packed != nil {
+		return s.packed.inFiles(in, s.decodedChunk)
+	}
+	out := []int{}
+	prev, was := "", false
+	for i := range s.Resources {
+		// Neighbours often share a file: a map lookup per run of one file.
+		if f := s.Resources[i].File; i == 0 || f != prev {
+			prev, was = f, in[f]
+		}
+		if was {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// All yields s's resources with their indexes, in order, to read: a packed Set's decoded a
+// chunk at a time, apart from At's.
+func (s *Set) All() iter.Seq2[int, *Resource] {
+	return func(yield func(int, *Resource) bool) {
+		if s.packed == nil {
+			for i := range s.Resources {
+				if !yield(i, &s.Resources[i]) {
+					return
+				}
+			}
+			return
+		}
+		i := 0
+		for r := range s.packed.each {
+			if !yield(i, r) {
+				return
+			}
+			i++
+		}
+	}
+}
+
+// HasDependencies reports whether a resource of s has dependencies; a packed Set answers
+// without decoding.
+func (s *Set) HasDependencies() bool {
+	if s.packed != nil {
+		return s.packed.deps()
+	}
+	for i := range s.Resources {
+		if len(s.Resources[i].DependsOn) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Packed reports whether s holds its resources encoded (Options.Packed): Resources is nil.
+func (s *Set) Packed() bool { return s.packed != nil }
 
 // Canonical returns v as compact JSON with object keys sorted and numbers in one spelling
 // (1.0 and 1 are both 1), so that equal values hash equally whatever their source format.

@@ -117,6 +117,10 @@ func (rv *Revision) Redact(set *manifest.Set) error {
 	if rv.opened == nil || set == nil {
 		return nil
 	}
+	if set.Packed() {
+		// A load with Rewritten files is never packed (manifest.Options.Packed).
+		return errors.New("sealed: the resources of a packed Set cannot be redacted")
+	}
 	used := map[*Doc]bool{}
 	for i := range set.Resources {
 		r := &set.Resources[i]

@@ -46,7 +46,7 @@ func chunks(n, size int, fn func(lo, hi int) error) error {
 // (trigger manual, actor git:<revision>) even when its spec is unchanged.
 const AnnotationReconcileRequestedAt = "trueup.dev/reconcile-requested-at"
 
-// rewrite is a resource of the revision whose row exists: its index in Set.Resources.
+// rewrite is a resource of the revision whose row exists: its index in the Set.
 type rewrite struct {
 	i        int
 	id       int64
@@ -71,7 +71,7 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, sc applyScope
 	// and hashes would be about 100 MB at a million resources, at the apply's start.
 	inScope := sc.len(p)
 	desired := func(k int) changeplan.Resource {
-		r := &p.Set.Resources[sc.at(k)]
+		r := p.Set.At(sc.at(k))
 		return changeplan.Resource{Namespace: r.Namespace, Kind: r.Kind, Name: r.Name, Spec: r.SpecHash, Meta: r.MetaHash,
 			RequestedAt: r.Annotations[AnnotationReconcileRequestedAt]}
 	}
@@ -97,7 +97,7 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, sc applyScope
 			}
 		}
 	}
-	res.Unchanged = plan.Counts.Unchanged + len(p.Set.Resources) - inScope
+	res.Unchanged = plan.Counts.Unchanged + p.Set.Len() - inScope
 	gone, orphans := make([]int64, 0, len(plan.Deleted())), make([]int64, 0, len(plan.Orphan))
 	for _, j := range plan.Deleted() {
 		gone = append(gone, ids[j])
@@ -107,7 +107,7 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, sc applyScope
 	}
 	res.PruneSkipped, res.PruneMessage = plan.Guard.Reason, plan.Guard.Message
 
-	w := &applyWriter{tx: tx, p: p, size: p.batchSize(), bulk: bulkCreate(len(ins), p.BulkCreate)}
+	w := &applyWriter{tx: tx, p: p, size: p.batchSize(), bulk: bulkCreate(len(ins), p.BulkCreate), deps: p.Set.HasDependencies()}
 	// Lock every row this revision rewrites in id order first: the bulk updates below lock in
 	// whatever order their plan takes, and reconciler writes lock in id order. Ascending
 	// pieces of the sorted ids keep that order.
@@ -127,7 +127,7 @@ func applyResources(ctx context.Context, tx pgx.Tx, p ApplyParams, sc applyScope
 		return fmt.Errorf("lock resources: %w", err)
 	}
 
-	if err := storeSealedFiles(ctx, tx, scopedResources(p, &sc)); err != nil {
+	if err := storeSealedFiles(ctx, tx, p, &sc); err != nil {
 		return fmt.Errorf("store encrypted files: %w", err)
 	}
 	if err := chunks(len(ins), w.size, func(lo, hi int) error { return w.insert(ctx, ins[lo:hi]) }); err != nil {
@@ -203,15 +203,17 @@ func (w *applyWriter) toRefresh(ctx context.Context, ins []int, res *ApplyResult
 	}
 	affected := w.affected
 	if len(ins) > 0 {
-		// New rows may be what others waited for (a dependency that did not exist).
-		var b batch
-		for _, i := range ins {
-			b.add(0, &w.p.Set.Resources[i])
+		// New rows may be what others waited for (a dependency that did not exist): their
+		// identities, not their specs and labels (a first sync's million).
+		ns, kinds, names := make([]string, len(ins)), make([]string, len(ins)), make([]string, len(ins))
+		for k, i := range ins {
+			r := w.p.Set.At(i)
+			ns[k], kinds[k], names[k] = r.Namespace, r.Kind, r.Name
 		}
 		rows, err := w.tx.Query(ctx, `SELECT r.id FROM unnest($1::text[], $2::text[], $3::text[]) AS x(ns, kind, name)
 			JOIN resources r ON r.namespace = x.ns AND lower(r.kind) = lower(x.kind) AND r.name = x.name
 			WHERE EXISTS (SELECT 1 FROM resource_edges e WHERE e.dep_namespace = r.namespace AND lower(e.dep_kind) = lower(r.kind) AND e.dep_name = r.name)`,
-			b.ns, b.kind, b.name)
+			ns, kinds, names)
 		if err != nil {
 			return err
 		}
@@ -274,6 +276,7 @@ type applyWriter struct {
 	p       ApplyParams
 	size    int
 	bulk    bool  // the created rows get one event and change for all (bulkCreate)
+	deps    bool  // a resource of the revision has dependencies
 	b       batch // reused from batch to batch
 	changes []Change
 	events  []Event
@@ -287,7 +290,7 @@ type applyWriter struct {
 func (w *applyWriter) build(idx []int) {
 	w.b.reset()
 	for _, i := range idx {
-		r := &w.p.Set.Resources[i]
+		r := w.p.Set.At(i)
 		w.b.add(0, r)
 		if w.bulk {
 			continue
@@ -320,12 +323,10 @@ func (w *applyWriter) insert(ctx context.Context, idx []int) error {
 // whose old edges go) and notes which rows to refresh after the commit. The ids of new rows
 // are read back only when some edge exists.
 func (w *applyWriter) edges(ctx context.Context, idx []int, ids []int64) error {
+	// Without any dependency in the revision the batch is not read again.
 	deps := false
-	for _, i := range idx {
-		if len(w.p.Set.Resources[i].DependsOn) > 0 {
-			deps = true
-			break
-		}
+	for k := 0; w.deps && k < len(idx) && !deps; k++ {
+		deps = len(w.p.Set.At(idx[k]).DependsOn) > 0
 	}
 	if len(ids) > 0 {
 		// Rewritten rows may drop edges: their old targets (a delete waiting for them) and
@@ -370,7 +371,7 @@ func (w *applyWriter) edges(ctx context.Context, idx []int, ids []int64) error {
 func (w *applyWriter) update(ctx context.Context, rs []rewrite) error {
 	w.b.reset()
 	for _, u := range rs {
-		r := &w.p.Set.Resources[u.i]
+		r := w.p.Set.At(u.i)
 		w.b.add(u.id, r)
 		msg := "spec changed in " + r.File + " at " + clip.Rev(w.p.Revision)
 		if u.restored {
@@ -427,7 +428,7 @@ func (w *applyWriter) update(ctx context.Context, rs []rewrite) error {
 func (w *applyWriter) relabel(ctx context.Context, rs []rewrite) error {
 	w.b.reset()
 	for _, m := range rs {
-		w.b.add(m.id, &w.p.Set.Resources[m.i])
+		w.b.add(m.id, w.p.Set.At(m.i))
 	}
 	b := &w.b
 	_, err := w.tx.Exec(ctx, `
@@ -603,13 +604,16 @@ func sealedSHA(content string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// storeSealedFiles writes the revision's encrypted files, once each, before the resources
-// that name them.
-func storeSealedFiles(ctx context.Context, tx pgx.Tx, rs []manifest.Resource) error {
+// storeSealedFiles writes the encrypted files of the scope's resources, once each, before
+// the resources that name them. A packed Set has none (manifest.Options.Packed).
+func storeSealedFiles(ctx context.Context, tx pgx.Tx, p ApplyParams, sc *applyScope) error {
+	if p.Set.Packed() {
+		return nil
+	}
 	seen := map[string]bool{}
 	var shas, contents []string
-	for i := range rs {
-		if c := rs[i].Sealed; c != "" {
+	for k := range sc.len(p) {
+		if c := p.Set.At(sc.at(k)).Sealed; c != "" {
 			if sha := sealedSHA(c); !seen[sha] {
 				seen[sha] = true
 				shas, contents = append(shas, sha), append(contents, c)

@@ -6,7 +6,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/trueup-dev/trueup/internal/changeplan"
-	"github.com/trueup-dev/trueup/internal/manifest"
 )
 
 // applyScope is the part of a revision an apply compares with the source's rows: every
@@ -18,18 +17,18 @@ import (
 type applyScope struct {
 	all     bool
 	changed []string // the changed files (not all)
-	idx     []int    // the revision's resources compared (not all), indexes in p.Set.Resources
+	idx     []int    // the revision's resources compared (not all), their indexes in p.Set
 }
 
 // len is how many of the revision's resources the scope compares.
 func (sc *applyScope) len(p ApplyParams) int {
 	if sc.all {
-		return len(p.Set.Resources)
+		return p.Set.Len()
 	}
 	return len(sc.idx)
 }
 
-// at is the index in p.Set.Resources of the scope's k-th resource.
+// at is the index in p.Set of the scope's k-th resource.
 func (sc *applyScope) at(k int) int {
 	if sc.all {
 		return k
@@ -67,18 +66,7 @@ func scopeOf(ctx context.Context, tx pgx.Tx, p ApplyParams) (applyScope, error) 
 	for _, f := range changed {
 		in[f] = true
 	}
-	sc := applyScope{changed: changed, idx: []int{}}
-	prev, was := "", false
-	for i := range p.Set.Resources {
-		// Neighbours often share a file: a map lookup per run of one file.
-		if f := p.Set.Resources[i].File; i == 0 || f != prev {
-			prev, was = f, in[f]
-		}
-		if was {
-			sc.idx = append(sc.idx, i)
-		}
-	}
-	return sc, nil
+	return applyScope{changed: changed, idx: p.Set.InFiles(in)}, nil
 }
 
 // appliedInScope reads the source's rows a scoped plan compares: those of the changed files,
@@ -91,7 +79,7 @@ func appliedInScope(ctx context.Context, tx pgx.Tx, p ApplyParams, sc *applyScop
 	n := len(sc.idx)
 	ns, kinds, names := make([]string, n), make([]string, n), make([]string, n)
 	for k, i := range sc.idx {
-		r := &p.Set.Resources[i]
+		r := p.Set.At(i)
 		ns[k], kinds[k], names[k] = r.Namespace, lowerASCII(r.Kind), r.Name
 	}
 	// Two index reads (by file, by identity) joined by UNION: the rows of one WHERE with an
@@ -120,7 +108,7 @@ func scopedGuard(ctx context.Context, tx pgx.Tx, p ApplyParams, sc *applyScope, 
 		return fmt.Errorf("count active resources of %s: %w", p.Source, err)
 	}
 	pr := p.plannedPrune()
-	plan.Guard.Reason, plan.Guard.Message = changeplan.PruneGuard(planSubject(p), p.NoManifests, len(p.Set.Resources), len(plan.Gone), active,
+	plan.Guard.Reason, plan.Guard.Message = changeplan.PruneGuard(planSubject(p), p.NoManifests, p.Set.Len(), len(plan.Gone), active,
 		pr.MaxFraction, pr.AllowEmpty)
 	return nil
 }
@@ -157,16 +145,4 @@ func recordFiles(ctx context.Context, tx pgx.Tx, p ApplyParams, sc *applyScope, 
 	_, err := tx.Exec(ctx, `INSERT INTO source_files (source, path, hash) SELECT $1, x.path, x.hash FROM unnest($2::text[], $3::text[]) AS x(path, hash)`,
 		p.Source, paths, hashes)
 	return err
-}
-
-// scopedResources are the resources of the scope, copied (few: a scoped apply's changed files).
-func scopedResources(p ApplyParams, sc *applyScope) []manifest.Resource {
-	if sc.all {
-		return p.Set.Resources
-	}
-	out := make([]manifest.Resource, len(sc.idx))
-	for k, i := range sc.idx {
-		out[k] = p.Set.Resources[i]
-	}
-	return out
 }

@@ -38,7 +38,7 @@ func relistChanges(p ApplyParams, ins []int) []Change {
 	seen := make(map[string]bool)
 	var cs []Change
 	for _, i := range ins {
-		ns := p.Set.Resources[i].Namespace
+		ns := p.Set.At(i).Namespace
 		if !seen[ns] {
 			seen[ns] = true
 			cs = append(cs, Change{Object: "source", Type: ChangeRelist, Namespace: ns, Name: p.Source, Source: p.Source})

@@ -65,7 +65,7 @@ func (w *applyWriter) writeEdges(ctx context.Context, idx []int, ids []int64) er
 	}
 	var b edgeBatch
 	for _, i := range idx {
-		b.add(&w.p.Set.Resources[i])
+		b.add(w.p.Set.At(i))
 	}
 	if len(b.ns) == 0 {
 		return nil
@@ -485,21 +485,16 @@ func (s *Store) StaleWaits(ctx context.Context, limit int) ([]int64, error) {
 // preview (lock false) reads them without the lock: it decides nothing, and must not make an
 // apply wait.
 func checkCycles(ctx context.Context, tx pgx.Tx, p ApplyParams, lock bool) error {
-	deps := false
-	for i := 0; i < len(p.Set.Resources) && !deps; i++ {
-		deps = len(p.Set.Resources[i].DependsOn) > 0
-	}
-	if !deps {
+	if !p.Set.HasDependencies() {
 		return nil // no dependency at all: no identity need be gathered
 	}
-	own := make(map[graph.ID]bool, len(p.Set.Resources))
-	for i := range p.Set.Resources {
-		r := &p.Set.Resources[i]
+	own := make(map[graph.ID]bool, p.Set.Len())
+	for _, r := range p.Set.All() {
 		own[graph.ID{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}.Key()] = true
 	}
 	external := false
-	for i := range p.Set.Resources {
-		for _, d := range p.Set.Resources[i].DependsOn {
+	for _, r := range p.Set.All() {
+		for _, d := range r.DependsOn {
 			external = external || !own[d.Target.Key()]
 		}
 	}
@@ -511,9 +506,8 @@ func checkCycles(ctx context.Context, tx pgx.Tx, p ApplyParams, lock bool) error
 			return err
 		}
 	}
-	nodes := make([]manifest.GraphNode, 0, len(p.Set.Resources))
-	for i := range p.Set.Resources {
-		r := &p.Set.Resources[i]
+	nodes := make([]manifest.GraphNode, 0, p.Set.Len())
+	for _, r := range p.Set.All() {
 		n := manifest.GraphNode{ID: graph.ID{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name}, File: r.File, Line: r.Line, Source: p.Source}
 		for _, d := range r.DependsOn {
 			n.Deps = append(n.Deps, d.Target)

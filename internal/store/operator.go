@@ -342,7 +342,7 @@ func holdRevision(ctx context.Context, tx pgx.Tx, p ApplyParams) error {
 		return err
 	}
 	if err := insertEvent(ctx, tx, Event{Source: p.Source, Type: EventNormal, Reason: ReasonRevisionHeld, Replica: p.Replica,
-		Message: fmt.Sprintf("revision %s (%s) is not applied: the source is suspended", clip.Rev(p.Revision), plural.Count(len(p.Set.Resources), "resource", "resources"))}); err != nil {
+		Message: fmt.Sprintf("revision %s (%s) is not applied: the source is suspended", clip.Rev(p.Revision), plural.Count(p.Set.Len(), "resource", "resources"))}); err != nil {
 		return err
 	}
 	return appendChanges(ctx, tx, []Change{{Object: "source", Type: ChangeModified, Name: p.Source, Source: p.Source}})

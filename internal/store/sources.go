@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -691,7 +690,7 @@ func checkConflicts(ctx context.Context, tx pgx.Tx, p ApplyParams, sc *applyScop
 		n := hi - lo
 		ns, kinds, names := make([]string, n), make([]string, n), make([]string, n)
 		for k := range n {
-			r := &p.Set.Resources[sc.at(lo+k)]
+			r := p.Set.At(sc.at(lo + k))
 			ns[k], kinds[k], names[k] = r.Namespace, lowerASCII(r.Kind), r.Name
 		}
 		rows, err := tx.Query(ctx, `SELECT r.namespace, lower(r.kind), r.name, r.source, r.file_path
@@ -715,7 +714,7 @@ func checkConflicts(ctx context.Context, tx pgx.Tx, p ApplyParams, sc *applyScop
 		return err
 	}
 	if len(taken) > 0 {
-		for _, r := range p.Set.Resources {
+		for _, r := range p.Set.All() {
 			if o, ok := taken[r.Namespace+"/"+lowerASCII(r.Kind)+"/"+r.Name]; ok {
 				errs = append(errs, manifest.ValidationError{File: r.File, Line: r.Line, Path: "metadata.name",
 					Msg: fmt.Sprintf("%s %s/%s is already declared by source %s (%s)", r.Kind, r.Namespace, r.Name, o[0], o[1])})
@@ -890,24 +889,10 @@ func finishSource(ctx context.Context, tx pgx.Tx, p ApplyParams, res ApplyResult
 
 // setNamespaces returns the namespaces set has resources in, sorted.
 func setNamespaces(set *manifest.Set) []string {
-	nss := []string{}
 	if set == nil {
-		return nss
+		return []string{}
 	}
-	seen := map[string]bool{}
-	prev := ""
-	for i := range set.Resources {
-		// The loader's resources are sorted by namespace first: a map lookup per
-		// namespace, not per resource (a million of them at each sync).
-		ns := set.Resources[i].Namespace
-		if (i == 0 || ns != prev) && !seen[ns] {
-			seen[ns] = true
-			nss = append(nss, ns)
-		}
-		prev = ns
-	}
-	slices.Sort(nss)
-	return nss
+	return set.Namespaces()
 }
 
 // RevisionAuthor is the commit author that source's sync recorded for revision: zero, and no
@@ -927,7 +912,7 @@ func (s *Store) RevisionAuthor(ctx context.Context, source, revision string) (po
 
 // sourceApply is what applying p did (res), as the source's conditions tell it.
 func sourceApply(p ApplyParams, res ApplyResult) status.SourceApply {
-	return status.SourceApply{Revision: p.Revision, Types: len(p.Set.Types), Resources: len(p.Set.Resources),
+	return status.SourceApply{Revision: p.Revision, Types: len(p.Set.Types), Resources: p.Set.Len(),
 		PruneSkipped: res.PruneSkipped, PruneMessage: res.PruneMessage, Deleted: res.Deleted}
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trueup-dev/trueup/internal/manifest"
 	"github.com/trueup-dev/trueup/internal/manifest/manifesttest"
 	"github.com/trueup-dev/trueup/internal/store"
 	"github.com/trueup-dev/trueup/sources"
@@ -283,6 +284,21 @@ func TestSyncLargeRevisionLocatesProblems(t *testing.T) {
 	out, err := s.SyncOnce(b.ctx)
 	if err != nil || out.Result.Created != largePerFile*largeFiles {
 		t.Fatalf("the fixed revision: %+v, %v", out.Result, err)
+	}
+	// Applied from the Set as the loader encoded it (manifest.Options.Packed): each row is
+	// its document's, in every chunk of the Set.
+	for _, i := range []int{0, 4095, 4096, 25_250, largePerFile*largeFiles - 1} {
+		var file, spec, hash string
+		var line int
+		if err := b.db.QueryRow(b.ctx, `SELECT file_path, file_line, spec::text, spec_hash FROM resources WHERE name = $1`,
+			fmt.Sprintf("db%06d", i)).Scan(&file, &line, &spec, &hash); err != nil {
+			t.Fatal(err)
+		}
+		wantSpec := fmt.Sprintf(`{"size": %d}`, i)
+		if f := fmt.Sprintf("db-%03d.yaml", i/largePerFile); file != f || line != 2+5*(i%largePerFile) || spec != wantSpec ||
+			hash != manifest.HashJSON([]byte(fmt.Sprintf(`{"size":%d}`, i))) {
+			t.Fatalf("db%06d: %s:%d, spec %s, hash %s; want %s:%d, spec %s and its hash", i, file, line, spec, hash, f, 2+5*(i%largePerFile), wantSpec)
+		}
 	}
 }
 

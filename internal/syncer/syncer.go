@@ -625,7 +625,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 	// and the renderer's cache holds the bytes anyway.
 	load := func(files []sources.File, dropData bool) (*manifest.Set, error) {
 		return sealed.Load(s.loader, s.opts.Opener, files, manifest.Options{KnownTypes: known, CheckAction: s.opts.CheckAction, Limits: s.opts.Limits,
-			CheckReference: s.opts.CheckReference, Parsed: onParsed, InputFiles: inputFiles, ReuseSet: true, DropData: dropData}, func(set *manifest.Set) error { return s.checkTransitions(ctx, set, lease.Term) })
+			CheckReference: s.opts.CheckReference, Parsed: onParsed, InputFiles: inputFiles, ReuseSet: true, DropData: dropData, Packed: true}, func(set *manifest.Set) error { return s.checkTransitions(ctx, set, lease.Term) })
 	}
 	set, err := load(snap.Files, s.opts.Render == nil)
 	var refetch, refetchCPU time.Duration // the fetches' after manifest.ErrUnread
@@ -655,7 +655,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 	if err != nil {
 		tracing.Fail(step, s.opts.Redact.Scrub(loadFailure(err)))
 	} else {
-		step.SetAttributes(attribute.Int("trueup.types", len(set.Types)), attribute.Int("trueup.resources", len(set.Resources)))
+		step.SetAttributes(attribute.Int("trueup.types", len(set.Types)), attribute.Int("trueup.resources", set.Len()))
 	}
 	step.End()
 	var readErr *appliedReadError
@@ -684,7 +684,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 	}
 	step.End()
 	root.SetAttributes(attribute.String("trueup.revision", snap.Revision), attribute.Int("trueup.types", len(set.Types)),
-		attribute.Int("trueup.resources", len(set.Resources)))
+		attribute.Int("trueup.resources", set.Len()))
 	var conflict *store.ConflictError
 	if errors.As(err, &conflict) {
 		return Outcome{}, s.reject(ctx, lease, snap.Revision, conflict.Errors)
@@ -707,7 +707,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 		s.mu.Lock()
 		s.mem.held = snap.Revision
 		s.mu.Unlock()
-		s.log.InfoContext(ctx, "source suspended: revision held back", "revision", clip.Rev(snap.Revision), "resources", len(set.Resources))
+		s.log.InfoContext(ctx, "source suspended: revision held back", "revision", clip.Rev(snap.Revision), "resources", set.Len())
 		return Outcome{Revision: snap.Revision, Held: true}, nil
 	}
 	if res.PruneSkipped != "" {
@@ -748,7 +748,7 @@ func (s *Syncer) apply(ctx context.Context, lease *store.Lease, head, pinned str
 	}
 	// The phases' wall times, and the process's CPU in each (every goroutine's: the
 	// reconciler's and the API's too, when they run meanwhile).
-	s.log.Log(ctx, level, "applied revision", "revision", clip.Rev(snap.Revision), "types", len(set.Types), "resources", len(set.Resources),
+	s.log.Log(ctx, level, "applied revision", "revision", clip.Rev(snap.Revision), "types", len(set.Types), "resources", set.Len(),
 		"created", res.Created, "updated", res.Updated, "deleted", res.Deleted,
 		"fetch_ms", fetched.Milliseconds(), "refetched", refetch > 0, "refetch_ms", refetch.Milliseconds(),
 		"load_ms", (loaded - fetched - refetch).Milliseconds(), "apply_ms", (applied - loaded).Milliseconds(),

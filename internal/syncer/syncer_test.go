@@ -105,7 +105,9 @@ type bundle struct {
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// The tests of sources of 50,500 resources take up to a minute under -race on two busy
+	// cores.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	url := pgtest.NewDatabase(t, store.MigrateURL)
 	st, err := store.Open(ctx, url, store.Options{MaxConns: 8})
