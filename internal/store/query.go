@@ -293,11 +293,14 @@ func withDeps(ids []int64, deps []bool) []int64 {
 // scan stops after the page. It asks for limit+1 rows: one more than the page says whether
 // there is a next one.
 type pageQuery struct {
-	where  []string // the conditions on resources, the phase's aside
-	args   params
-	phase  string // the phase filter ("": none)
-	source string // the source filter ("": none)
-	limit  int
+	where []string // the conditions on resources, the phase's aside
+	// kindFixed and nsFixed: where holds the kind, the namespace to one value (see
+	// statement).
+	kindFixed, nsFixed bool
+	args               params
+	phase              string // the phase filter ("": none)
+	source             string // the source filter ("": none)
+	limit              int
 }
 
 // The steps of a page filtered by phase (readPage). The phase's rows are in resource_phases
@@ -373,9 +376,11 @@ func resourcePage(sc Scope, f ResourceFilter, nameQuery string) (q pageQuery, er
 	}
 	if f.Kind != "" {
 		q.where = append(q.where, "lower(kind) = lower("+q.args.add(f.Kind)+")")
+		q.kindFixed = true
 	}
 	if f.Namespace != "" {
 		q.where = append(q.where, "namespace = "+q.args.add(f.Namespace))
+		q.nsFixed = true
 	}
 	if f.Source != "" {
 		q.where = append(q.where, "source = "+q.args.add(f.Source))
@@ -433,6 +438,21 @@ func (q pageQuery) whereClause() string {
 	return " WHERE " + strings.Join(q.where, " AND ")
 }
 
+// walkOrder is the order of phaseWalk's rows outside its subquery: the page's, without the
+// columns the filters hold to one value, which the planner leaves out of the subquery's order;
+// named there, they made it sort every row the walk reads (20 ms instead of 0.8 at a million,
+// kind=Widget&phase=Ready). The rows share their values, so the order is the page's.
+func (q pageQuery) walkOrder() string {
+	keys := []string{"namespace", "kind_key", "name"}
+	if q.kindFixed {
+		keys = slices.DeleteFunc(keys, func(k string) bool { return k == "kind_key" })
+	}
+	if q.nsFixed {
+		keys = slices.DeleteFunc(keys, func(k string) bool { return k == "namespace" })
+	}
+	return " ORDER BY " + strings.Join(keys, ", ")
+}
+
 // walkRows is how many rows phaseWalk checks.
 func (q pageQuery) walkRows() int { return (q.limit + 1) * phaseWalkRows }
 
@@ -456,7 +476,7 @@ func (q pageQuery) statement(cols, join string, step phaseStep, ids []int64) (st
 			// it known to the planner): the scan stops once the page is full.
 			from = " FROM (SELECT *, lower(kind) AS kind_key FROM resources" + q.whereClause() + pageOrder + " LIMIT " + args.add(q.walkRows()) + ") resources"
 			where = where[len(q.where):]
-			order = " ORDER BY namespace, kind_key, name"
+			order = q.walkOrder()
 		case phaseByID:
 			where = append(where, "resources.id = ANY("+args.add(ids)+"::bigint[])")
 		}
