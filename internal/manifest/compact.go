@@ -426,7 +426,7 @@ type decodedChunks struct {
 }
 
 // maxKeptChunks is how many chunks decodedChunks and a Set's warm chunks hold decoded at most:
-// 131,072 resources, about 45 MB.
+// 131,072 resources (about 45 MB) in chunks of packChunk, twice that in chunks a merge grew.
 const maxKeptChunks = 32
 
 func newDecodedChunks(c *compactResources) *decodedChunks {
