@@ -2,10 +2,14 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/trueup-dev/trueup/internal/manifest"
 )
 
 // A page filtered by phase is read in steps that do not depend on resource_phases'
@@ -144,3 +148,58 @@ func TestListPhaseSteps(t *testing.T) {
 }
 
 func head(s []string) []string { return s[:min(len(s), 5)] }
+
+// TestListPhaseWalkFixedOrder: with a kind or a namespace filter, the phase walk orders its
+// rows without that column (walkOrder); the pages, read in turn, are the rows of the phase in
+// the list's order all the same, over namespaces and kinds (one spelled in two cases).
+func TestListPhaseWalkFixedOrder(t *testing.T) {
+	t.Parallel()
+	st := openTest(t, "s")
+	ctx := context.Background()
+	set := &manifest.Set{}
+	for _, ns := range []string{"b", "a"} {
+		for k, kind := range []string{"Widget", "widget", "Gadget"} {
+			for i := range 12 {
+				set.Resources = append(set.Resources, manifest.Resource{APIVersion: "example.com/v1", Kind: kind, Namespace: ns,
+					Name: fmt.Sprintf("n%d-%02d", k, 11-i), Labels: map[string]string{}, Annotations: map[string]string{},
+					Spec: json.RawMessage(`{}`), SpecHash: "h", MetaHash: "m", File: "f.yaml", Line: i + 1})
+			}
+		}
+	}
+	if _, err := st.ApplyRevision(ctx, ApplyParams{Source: "s", Revision: "r1", Set: set, Prune: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.pool.Exec(ctx, `UPDATE resources SET phase = 'Ready' WHERE right(name, 1) <> '3'`); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []ResourceFilter{{Kind: "WIDGET"}, {Namespace: "a"}, {Kind: "gadget", Namespace: "b"}} {
+		rows, err := st.pool.Query(ctx, `SELECT namespace || '/' || kind || '/' || name FROM resources
+			WHERE phase = 'Ready' AND ($1 = '' OR lower(kind) = lower($1)) AND ($2 = '' OR namespace = $2)
+			ORDER BY namespace, lower(kind), name`, f.Kind, f.Namespace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for token := ""; ; {
+			page := f
+			page.Phase, page.Limit, page.Continue = "Ready", 5, token
+			items, next, err := st.ListResources(ctx, Everything, page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, it := range items {
+				got = append(got, it.Metadata.Namespace+"/"+it.Kind+"/"+it.Metadata.Name)
+			}
+			if token = next; token == "" {
+				break
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("kind %q, namespace %q: pages %v, want %v", f.Kind, f.Namespace, got, want)
+		}
+	}
+}
