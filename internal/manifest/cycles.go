@@ -145,12 +145,6 @@ func cycleMessage(nodes []GraphNode, c []int, m int, spans bool) string {
 	return b.String()
 }
 
-// graphNodes is the dependency graph of a Set's resources, for CycleErrors; nil when no
-// resource depends on another.
-func graphNodes(resources []Resource) []GraphNode {
-	return graphNodesOf(len(resources), iterResources(resources))
-}
-
 // graphNodesOf is graphNodes of the n resources of each, in its order; each is walked
 // twice: once to count the edges, once to build the nodes.
 func graphNodesOf(n int, each iter.Seq[*Resource]) []GraphNode {

@@ -89,12 +89,7 @@ func newBasis(files []sources.File, counted docCounts, set *Set, infos map[strin
 		}
 		b.files[f.Path] = basisFile{key: set.Files[f.Path], renderedBy: f.RenderedBy, rewritten: rewritten[f.Path]}
 	}
-	if set.packed != nil {
-		b.deps = set.packed.deps()
-	}
-	for i := range set.Resources {
-		b.deps = b.deps || len(set.Resources[i].DependsOn) > 0
-	}
+	b.deps = set.HasDependencies()
 	return b
 }
 
@@ -498,8 +493,8 @@ func mergeResources(kept []Resource, gone []int, made []Resource, room bool) []R
 	return out
 }
 
-// mergedGraphNodes is graphNodes of mergeResources(kept, gone, made), without the merged
-// array.
+// mergedGraphNodes is graphNodesOf the resources of mergeResources(kept, gone, made),
+// without the merged array.
 func mergedGraphNodes(kept []Resource, gone []int, made []Resource) []GraphNode {
 	return graphNodesOf(len(kept)-len(gone)+len(made), func(yield func(*Resource) bool) {
 		stop := false

@@ -611,7 +611,8 @@ func TestMergedGraphNodes(t *testing.T) {
 		{"several removed and added", []int{0, 2, 4}, []Resource{r("DB", "a"), r("Db", "b", "m"), r("Db", "zz")}},
 	}
 	for _, tc := range cases {
-		want := graphNodes(mergeResources(kept, tc.gone, tc.made, false))
+		merged := mergeResources(kept, tc.gone, tc.made, false)
+		want := graphNodesOf(len(merged), iterResources(merged))
 		if got := mergedGraphNodes(kept, tc.gone, tc.made); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: %v, want %v", tc.name, got, want)
 		}

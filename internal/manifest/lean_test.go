@@ -66,10 +66,7 @@ func TestPackedBasis(t *testing.T) {
 	if l.incrementals != 1 {
 		t.Fatalf("%d incremental loads, want 1", l.incrementals)
 	}
-	full, err := NewLoader().Load(changed, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	full := fullLoad(t, changed)
 	if !reflect.DeepEqual(inc.Resources, full.Resources) {
 		t.Fatal("the Set loaded from the packed basis differs from a full load")
 	}
@@ -145,10 +142,7 @@ func TestLeanLoadDropsData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	full, err := NewLoader().Load(changed, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	full := fullLoad(t, changed)
 	if l.incrementals != 1 || !reflect.DeepEqual(next.Resources, full.Resources) {
 		t.Fatalf("after a lean load: %d incremental loads, Set equal to a full load's: %t", l.incrementals, reflect.DeepEqual(next.Resources, full.Resources))
 	}
@@ -363,10 +357,7 @@ func TestPackedSet(t *testing.T) {
 		l.keepDocuments, l.compactAfter = n-1, time.Hour
 		return l
 	}
-	want, err := NewLoader().Load(repo(dep), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := fullLoad(t, repo(dep))
 	l := lean()
 	got, err := l.Load(repo(dep), Options{Packed: true, DropData: true, ReuseSet: true})
 	if err != nil {
@@ -423,10 +414,7 @@ func TestPackedSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	full, err := NewLoader().Load(changed, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	full := fullLoad(t, changed)
 	if l.incrementals != 1 || !reflect.DeepEqual(inc.Resources, full.Resources) {
 		t.Fatalf("%d incremental loads; the Set loaded from the packed basis equals a full load: %t", l.incrementals, reflect.DeepEqual(inc.Resources, full.Resources))
 	}
@@ -491,10 +479,7 @@ func TestPackedIncremental(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		want, err := NewLoader().Load(fs, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		want := fullLoad(t, fs)
 		if l.incrementals != incs+1 || got.Packed() != wantPacked || got.Len() != len(want.Resources) {
 			t.Fatalf("%s: incremental %t, packed %t (want %t), Len %d (want %d)", name, l.incrementals == incs+1, got.Packed(), wantPacked, got.Len(), len(want.Resources))
 		}
@@ -615,4 +600,15 @@ func TestPackedIncremental(t *testing.T) {
 	l = l3
 	repo = base
 	step("from a basis encoded at rest", with(base, changed), true, 1)
+}
+
+// fullLoad is fs loaded by a new Loader, which keeps the documents: what a load of fs from a
+// basis must equal.
+func fullLoad(t *testing.T, fs []sources.File) *Set {
+	t.Helper()
+	set, err := NewLoader().Load(fs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
 }

@@ -203,3 +203,21 @@ func TestListPhaseWalkFixedOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestWalkOrder: the walk's outer order is the page's without the columns a filter holds
+// to one value.
+func TestWalkOrder(t *testing.T) {
+	for _, c := range []struct {
+		kind, ns bool
+		want     string
+	}{
+		{false, false, " ORDER BY namespace, kind_key, name"},
+		{true, false, " ORDER BY namespace, name"},
+		{false, true, " ORDER BY kind_key, name"},
+		{true, true, " ORDER BY name"},
+	} {
+		if got := (pageQuery{kindFixed: c.kind, nsFixed: c.ns}).walkOrder(); got != c.want {
+			t.Errorf("kind fixed %t, namespace fixed %t: %q, want %q", c.kind, c.ns, got, c.want)
+		}
+	}
+}
