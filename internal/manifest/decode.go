@@ -110,6 +110,15 @@ func (r *resourceDoc) encoded() {
 	r.name, r.specJSON, r.specHash, r.deps, r.checkedWith = "", nil, "", nil, sym{}
 }
 
+// hash is specHash, or the hash of specJSON when the check left it to the encoding (a lean
+// load's, see check).
+func (r *resourceDoc) hash() string {
+	if r.specHash == "" {
+		return hashJSON(r.specJSON)
+	}
+	return r.specHash
+}
+
 // groupVersion splits a resource's apiVersion; ok is false when it is malformed.
 func groupVersion(apiVersion string) (group, version string, ok bool) {
 	group, version, ok = strings.Cut(apiVersion, "/")

@@ -194,20 +194,28 @@ func TestLeanLoadDropsData(t *testing.T) {
 		t.Fatal("the data was kept for an unused type's transition rules")
 	}
 
-	// A problem found before the data would go (a YAML error) keeps it.
+	// A problem found in a file's parse (a YAML error) keeps that file's data and the type's,
+	// and is reported located; the other files' data went as each was parsed (earlyDrop).
 	yamlBad := repo()
 	yamlBad[2] = files(yamlBad[2].Path, string(yamlBad[2].Data)+"---\nkind: [\n")[0]
-	if _, err := lean().Load(yamlBad, Options{DropData: true}); err == nil || errors.Is(err, ErrUnread) {
+	if _, err := lean().Load(yamlBad, Options{DropData: true}); err == nil || errors.Is(err, ErrUnread) ||
+		!strings.Contains(err.Error(), "widgets/w0001.yaml:2502: invalid yaml") {
 		t.Fatalf("a YAML error: %v", err)
 	}
-	for _, f := range yamlBad {
-		if f.Data == nil {
-			t.Fatalf("%s: data dropped by a load with a YAML error", f.Path)
+	for i, f := range yamlBad {
+		if kept := i == 0 || i == 2; (f.Data != nil) != kept {
+			t.Fatalf("%s: data kept %t by a load with a YAML error, want %t", f.Path, f.Data != nil, kept)
 		}
 	}
 	// A cached document checked against another schema is checked again from its file's
 	// data: given up, the load asks for it (ErrUnread), and loads with it.
+	// A file given up is marked unread: passed again, it is not the parse of no data.
+	if _, err := lean().Load(yamlBad, Options{DropData: true}); !errors.Is(err, ErrUnread) {
+		t.Fatalf("files given up, loaded again: %v, want ErrUnread", err)
+	}
 	cl := lean()
+	yamlBad = repo()
+	yamlBad[2] = files(yamlBad[2].Path, string(yamlBad[2].Data)+"---\nkind: [\n")[0]
 	if _, err := cl.Load(yamlBad, Options{DropData: true}); err == nil {
 		t.Fatal("a YAML error loaded")
 	}
@@ -247,9 +255,8 @@ func TestLeanLoadDropsData(t *testing.T) {
 }
 
 // TestLeanResourcesReleaseDocuments: once a lean load has encoded a chunk, the chunk's
-// documents hold no name, spec, spec hash or dependencies of their own any more (the encoded
-// chunks replace them), and the Set is still, value for value, the one a Loader that keeps
-// the documents returns.
+// documents hold no resource any more (the encoded chunks replace them), and the Set is
+// still, value for value, the one a Loader that keeps the documents returns.
 func TestLeanResourcesReleaseDocuments(t *testing.T) {
 	const n = packChunk + 5 // two chunks
 	repo := append(widgetRepo(n), files("widgets/z.yaml", "apiVersion: bench.example.com/v1\nkind: Widget\n"+
@@ -277,9 +284,9 @@ func TestLeanResourcesReleaseDocuments(t *testing.T) {
 	released := 0
 	for _, p := range docs {
 		if r := p.doc.res; r != nil {
-			if r.name != "" || r.specJSON != nil || r.specHash != "" || r.deps != nil || r.checkedWith != (sym{}) {
-				t.Fatalf("%s line %d: the document still holds name %q, spec %s, hash %q, dependencies %v, check %v", p.file, p.doc.line, r.name, r.specJSON, r.specHash, r.deps, r.checkedWith)
-			}
+			t.Fatalf("%s line %d: the document still holds its resource %s", p.file, p.doc.line, r.name)
+		}
+		if p.doc.typ == nil && p.doc.set == nil {
 			released++
 		}
 	}
@@ -316,13 +323,14 @@ func TestLeanUnreadKeepsDocuments(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The load with the data built its Set from the kept documents: their resources are
-	// encoded, and have given up their names (a file parsed again would leave them as they are).
+	// encoded, and the documents have given them up (a file parsed again would leave them as
+	// they are).
 	resources := 0
 	for key, e := range kept {
 		for _, d := range e.docs {
-			if d.res != nil && d.res.name != "" {
+			if d.res != nil {
 				t.Fatalf("file %s parsed again: its kept document %s was not used", key, d.res.name)
-			} else if d.res != nil {
+			} else if d.typ == nil {
 				resources++
 			}
 		}
@@ -611,4 +619,156 @@ func fullLoad(t *testing.T, fs []sources.File) *Set {
 		t.Fatal(err)
 	}
 	return set
+}
+
+// TestEarlyDropDecision: a load with DropData gives a file's data up as it is parsed only
+// when the revision likely is lean (more documents counted than the Loader keeps) and nothing
+// names a ResourceSet or a transition rule's oldSelf, in a file or a known type.
+func TestEarlyDropDecision(t *testing.T) {
+	t.Parallel()
+	rules, err := TypeFromSpec("Gadget", "bench.example.com", "other/gadget.yaml", json.RawMessage(
+		`{"group": "bench.example.com", "versions": [{"name": "v1", "schema": {"type": "object", "x-trueup-validations": [{"rule": "self == oldSelf"}]}}], "action": {"name": "act"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := TypeFromSpec("Gadget", "bench.example.com", "other/gadget.yaml", json.RawMessage(
+		`{"group": "bench.example.com", "versions": [{"name": "v1", "schema": {"type": "object"}}], "action": {"name": "act"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := "---\nkind: Widget\n"
+	for _, tc := range []struct {
+		name  string
+		files []string
+		known []ResourceType
+		want  bool
+	}{
+		{"as many documents as kept", []string{strings.Repeat(doc, 5), strings.Repeat(doc, 4)}, nil, false},
+		{"more documents than kept", []string{strings.Repeat(doc, 6), strings.Repeat(doc, 5)}, nil, true},
+		{"one file of many", []string{strings.Repeat(doc, 11)}, nil, true},
+		{"a ResourceSet", []string{strings.Repeat(doc, 11), "kind: ResourceSet\n"}, nil, false},
+		{"a transition rule in a file", []string{strings.Repeat(doc, 11), "rule: self.size >= oldSelf.size\n"}, nil, false},
+		{"a known type's transition rule", []string{strings.Repeat(doc, 11)}, []ResourceType{rules}, false},
+		{"a known type without one", []string{strings.Repeat(doc, 11)}, []ResourceType{plain}, true},
+	} {
+		var fs []sources.File
+		for i, data := range tc.files {
+			fs = append(fs, files(fmt.Sprintf("f%d.yaml", i), data)...)
+		}
+		l := NewLoader()
+		l.keepDocuments = 10
+		ld := &load{l: l, opts: Options{KnownTypes: tc.known}}
+		if got := ld.earlyDrop(fs); got != tc.want {
+			t.Errorf("%s: earlyDrop %t, want %t", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestEarlyDrop: a load past keepDocuments with DropData gives each file of resources up as
+// it is parsed (marked unread), keeps a type's file, whose problems it locates at once, and
+// answers ErrDataNeeded when the revision proves not to be lean (its separators counted more
+// documents than it has resources); loaded again with the data, that revision is a full
+// load's.
+func TestEarlyDrop(t *testing.T) {
+	t.Parallel()
+	const n = 1500
+	l := NewLoader()
+	l.keepDocuments = n - 1
+	fs := widgetRepo(n)
+	got, err := l.Load(fs, Options{DropData: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fullLoad(t, widgetRepo(n)); !reflect.DeepEqual(got.Resources, want.Resources) {
+		t.Fatal("the Set of a load that gave the data up early differs from a full load's")
+	}
+	for _, f := range fs {
+		if f.Data != nil || !f.Unread {
+			t.Fatalf("%s: data kept %t, unread %t", f.Path, f.Data != nil, f.Unread)
+		}
+	}
+
+	// A type's problem is located by the load that gives the other files up.
+	broken := widgetRepo(n)
+	broken[0] = files(broken[0].Path, strings.Replace(benchWidgetType, "type: integer", "type: integr", 1))[0]
+	l = NewLoader()
+	l.keepDocuments = n - 1
+	if _, err := l.Load(broken, Options{DropData: true}); err == nil || errors.Is(err, ErrUnread) ||
+		!strings.Contains(err.Error(), "types/widget.yaml:") {
+		t.Fatalf("a broken type: %v, want its problem located", err)
+	}
+	if broken[0].Data == nil || broken[1].Data != nil {
+		t.Fatalf("a broken type: its file's data kept %t, a widget file's %t", broken[0].Data != nil, broken[1].Data != nil)
+	}
+
+	// Empty documents counted by their separators: not lean, ErrDataNeeded, the documents
+	// kept for the load with the data.
+	padded := func() []sources.File {
+		return append(widgetRepo(n/2), files("widgets/zz-empty.yaml", strings.Repeat("---\n", n))...)
+	}
+	l = NewLoader()
+	l.keepDocuments = n - 1
+	fs = padded()
+	if _, err := l.Load(fs, Options{DropData: true}); !errors.Is(err, ErrDataNeeded) {
+		t.Fatalf("fewer resources than counted: %v, want ErrDataNeeded", err)
+	}
+	if fs[0].Data == nil || fs[1].Data != nil || !fs[1].Unread || len(l.files) == 0 {
+		t.Fatalf("fewer resources than counted: the type's data kept %t, a widget file's %t (unread %t), %d files' documents kept",
+			fs[0].Data != nil, fs[1].Data != nil, fs[1].Unread, len(l.files))
+	}
+	again, err := l.Load(padded(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fullLoad(t, padded()); !reflect.DeepEqual(again.Resources, want.Resources) {
+		t.Fatal("loaded again with the data: the Set differs from a full load's")
+	}
+}
+
+// TestHomeResources: a file's resources are copied into one block per namespace, in their
+// order, and each document points at its own resource; a document without a resource keeps
+// none.
+func TestHomeResources(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		nss  []string // "" is a document without a resource (a type)
+	}{
+		{"one namespace", []string{"a", "a", "", "a"}},
+		{"interleaved namespaces", []string{"a", "b", "a", "", "b", "c", "a"}},
+		{"no resource", []string{"", ""}},
+	} {
+		var docs []document
+		var res []resourceDoc
+		for i, ns := range tc.nss {
+			docs = append(docs, document{index: int32(i)})
+			if ns != "" {
+				res = append(res, resourceDoc{namespace: intern(ns), name: fmt.Sprintf("r%d", i)})
+				docs[i].res = &resourceDoc{} // points into the scratch slice until homed
+			}
+		}
+		homeResources(docs, res)
+		byNS := map[string][]*resourceDoc{}
+		for i, ns := range tc.nss {
+			r := docs[i].res
+			if ns == "" {
+				if r != nil {
+					t.Fatalf("%s: document %d got a resource", tc.name, i)
+				}
+				continue
+			}
+			if r == nil || r.name != fmt.Sprintf("r%d", i) || r.namespace.String() != ns {
+				t.Fatalf("%s: document %d points at %+v", tc.name, i, r)
+			}
+			byNS[ns] = append(byNS[ns], r)
+		}
+		for ns, rs := range byNS {
+			block := unsafe.Slice(rs[0], len(rs))
+			for j := range rs {
+				if &block[j] != rs[j] {
+					t.Fatalf("%s: namespace %s's resources are not one block in their order", tc.name, ns)
+				}
+			}
+		}
+	}
 }

@@ -3,9 +3,12 @@ package manifest
 import (
 	"bytes"
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"io/fs"
 	"iter"
@@ -20,6 +23,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 	"weak"
 
 	"github.com/trueup-dev/trueup/internal/graph"
@@ -175,6 +179,17 @@ type fileEntry struct {
 	errs []ValidationError // the file's and its documents' structural problems; File is left empty
 }
 
+// resourcesOnly reports whether every document of the file is a resource (or an empty or
+// broken one): no type or ResourceSet, whose problems and inputs need the file's data.
+func (e *fileEntry) resourcesOnly() bool {
+	for i := range e.docs {
+		if e.docs[i].typ != nil || e.docs[i].set != nil {
+			return false
+		}
+	}
+	return true
+}
+
 // placed is a document at the path it has in the current load.
 type placed struct {
 	*source
@@ -244,8 +259,10 @@ type load struct {
 	// (leanResources). dropped:
 	// the files' data was given up (Options.DropData, dropData) before the checks; needData:
 	// a problem needed it since, for its line or its spec (rawDoc).
-	lean, dropped, needData bool
-	counted                 docCounts // the documents, once checked, for the basis
+	// early: the data of files holding only resources is given up as each is parsed
+	// (earlyDrop), before the load knows it is lean.
+	lean, dropped, needData, early bool
+	counted                        docCounts // the documents, once checked, for the basis
 
 	inputsUsed map[string]*inputsEntry // becomes Loader.inputs
 	celTotal   uint64                  // what the rules of every resource cost (resources)
@@ -295,6 +312,8 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 			}
 		}
 	}()
+	ld.early = opts.DropData && ld.earlyDrop(files)
+	ld.dropped = ld.early
 	docs := ld.parse(files)
 	parsed = len(docs)
 	runs, docs := ld.collectSets(files, docs)
@@ -316,6 +335,12 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	types, infos := ld.types(docs)
 	// Resources of a type version with transition rules are checked from their documents.
 	ld.lean = len(runs) == 0 && !l.keepsDocuments(written) && !transitionRules(docs, infos)
+	if ld.early && !ld.lean {
+		// Guessed wrong (earlyDrop): the documents stay cached, and the data given up may be
+		// needed to locate a problem.
+		ld.needData = true
+		return nil, ErrDataNeeded
+	}
 	if ld.lean && opts.DropData && len(ld.errs) == 0 {
 		ld.dropData(docs, files)
 	}
@@ -382,7 +407,12 @@ func (ld *load) parse(files []sources.File) []placed {
 	}
 
 	parallel(len(todo), func(j int) {
-		entries[todo[j]] = parseFile(files[todo[j]].Data, files[todo[j]].RenderedBy != "")
+		f := &files[todo[j]]
+		e := parseFile(f.Data, f.RenderedBy != "")
+		entries[todo[j]] = e
+		if ld.early && !ld.opts.Rewritten[f.Path] && len(e.errs) == 0 && e.resourcesOnly() {
+			f.Data, f.Unread = nil, true // see earlyDrop
+		}
 	})
 	for _, i := range todo {
 		used[keys[i]] = entries[i]
@@ -414,27 +444,25 @@ func (ld *load) parse(files []sources.File) []placed {
 }
 
 // parseFile decodes one file content, a document at a time: each document's YAML nodes
-// are dropped once it is decoded. Its documents, and the resource parts of them, are each
-// allocated as one block, sized by counting the document separators: a file of many small
-// resources would otherwise pay the allocator's overhead per document, for as long as the
-// cache holds it. A renderer's output (rendered) is read by eachRenderedDocument.
+// are dropped once it is decoded. Its documents are allocated as one block, sized by
+// counting the document separators, and the resource parts of them as one block for each
+// namespace (homeResources): a file of many small resources would otherwise pay the
+// allocator's overhead per document, for as long as the cache holds it. A renderer's output
+// (rendered) is read by eachRenderedDocument.
 func parseFile(data []byte, rendered bool) *fileEntry {
 	n := bytes.Count(data, []byte("\n---")) + 1
 	e := &fileEntry{docs: make([]document, 0, n)}
-	// Sized for every document to be a resource. A block is never appended to past its
-	// capacity, which would move the resources the documents point to: a count that falls
-	// short ("---" inside a block scalar, say) starts another block.
-	res := make([]resourceDoc, 0, n)
+	// The resources are decoded into a scratch slice, which may move as it grows: the
+	// documents point into it only until homeResources copies them to their blocks.
+	scratch := resourceScratch.Get().(*[]resourceDoc)
+	res := (*scratch)[:0]
 	sets := metaSets{}
 	each := eachTransientDocument
 	if rendered {
 		each = eachRenderedDocument
 	}
 	errs := each(data, func(rd rawDoc) {
-		if len(res) == cap(res) {
-			res = make([]resourceDoc, 0, 16)
-		}
-		res = res[:len(res)+1]
+		res = append(res, resourceDoc{})
 		doc, derrs := decodeDocument(rd, &res[len(res)-1], sets)
 		if doc.res == nil {
 			res = res[:len(res)-1]
@@ -443,7 +471,54 @@ func parseFile(data []byte, rendered bool) *fileEntry {
 		e.errs = append(e.errs, derrs...)
 	})
 	e.errs = append(e.errs, errs...)
+	homeResources(e.docs, res)
+	clear(res)
+	*scratch = res[:0]
+	resourceScratch.Put(scratch)
 	return e
+}
+
+// resourceScratch holds the slices parseFile decodes a file's resources into.
+var resourceScratch = sync.Pool{New: func() any { return new([]resourceDoc) }}
+
+// homeResources copies res, the resources of docs in their order, into a block for each
+// namespace, sized to fit, and points docs at them. A lean load lets each resource's document
+// go once the resource is encoded (leanResources), and encodes by namespace first: a block
+// of a namespace's resources is garbage once that namespace is encoded, where a block of the
+// file's would live until its last namespace (a file spanning twenty namespaces kept every
+// document of a million until the last chunk).
+func homeResources(docs []document, res []resourceDoc) {
+	if len(res) == 0 {
+		return
+	}
+	var counts map[sym]int
+	for i := range res {
+		if res[i].namespace != res[0].namespace && counts == nil {
+			counts = map[sym]int{}
+			for j := range res {
+				counts[res[j].namespace]++
+			}
+			break
+		}
+	}
+	blocks := map[sym][]resourceDoc{}
+	if counts == nil {
+		blocks[res[0].namespace] = make([]resourceDoc, 0, len(res))
+	}
+	for ns, n := range counts {
+		blocks[ns] = make([]resourceDoc, 0, n)
+	}
+	k := 0
+	for i := range docs {
+		if docs[i].res == nil {
+			continue
+		}
+		r := &res[k]
+		k++
+		b := append(blocks[r.namespace], *r) // within its capacity: the block never moves
+		blocks[r.namespace] = b
+		docs[i].res = &b[len(b)-1]
+	}
 }
 
 // schema returns the compiled schema for content, from the cache when possible.
@@ -777,10 +852,25 @@ func iterResources(resources []Resource) iter.Seq[*Resource] {
 // check, in file order, and which of them (indices in items) need checking again.
 func (ld *load) match(docs []placed, infos map[string]*typeInfo) (items []resourceAt, stale []int) {
 	items = make([]resourceAt, 0, len(docs))
+	// Two places share a document only when their files have the same content: the
+	// documents of those are checked once each (queued).
+	shared := sharedKeys(docs)
 	queued := map[*resourceDoc]bool{}
-	// The first place of each identity; the places of those declared more than once.
-	first := make(map[identity]*placed, len(docs))
+	// The first place of each identity, by the identity's hash: a map keyed by identities
+	// would hold about 60 bytes a resource at its peak, one of the first sync's largest
+	// (collide holds the identities whose hash another identity has). The places of those
+	// declared more than once.
+	first := make(map[uint64]int32, len(docs))
+	var collide map[identity]int32
 	dups := map[identity][]*placed{}
+	dup := func(id identity, f, p *placed) {
+		if dups[id] == nil {
+			dups[id] = []*placed{f, p}
+		} else {
+			dups[id] = append(dups[id], p)
+		}
+	}
+	seed := maphash.MakeSeed()
 	// The message of each unknown kind, with the known kind it likely meant: a revision
 	// may hold many resources of one mistyped kind.
 	var unknown map[string]string
@@ -792,12 +882,18 @@ func (ld *load) match(docs []placed, infos map[string]*typeInfo) (items []resour
 		}
 		if r.name != "" {
 			id := identity{r.namespace, p.doc.kind, r.name}
-			if f, seen := first[id]; !seen {
-				first[id] = p
-			} else if dups[id] == nil {
-				dups[id] = []*placed{f, p}
+			h := identityHash(seed, id)
+			if j, seen := first[h]; !seen {
+				first[h] = int32(i)
+			} else if f := &docs[j]; f.doc.res.namespace == id.namespace && f.doc.kind == id.kind && f.doc.res.name == id.name {
+				dup(id, f, p)
+			} else if j, seen := collide[id]; seen {
+				dup(id, &docs[j], p)
 			} else {
-				dups[id] = append(dups[id], p)
+				if collide == nil {
+					collide = map[identity]int32{}
+				}
+				collide[id] = int32(i)
 			}
 		}
 		kind := p.doc.kind.String()
@@ -836,8 +932,8 @@ func (ld *load) match(docs []placed, infos map[string]*typeInfo) (items []resour
 		}
 		// A check against another schema, or none, is stale. The same content under
 		// two paths shares one document: check it once.
-		if r.checkedWith != cs.id && (p.doc.gen != nil || !queued[r]) {
-			if p.doc.gen == nil { // a generated document has no second place
+		if r.checkedWith != cs.id && (p.doc.gen != nil || !shared[p.key] || !queued[r]) {
+			if p.doc.gen == nil && shared[p.key] { // a generated document has no second place
 				queued[r] = true
 			}
 			stale = append(stale, len(items)-1)
@@ -850,6 +946,33 @@ func (ld *load) match(docs []placed, infos map[string]*typeInfo) (items []resour
 		}
 	}
 	return items, stale
+}
+
+// identityHash is the hash match keys identities by; tests make every identity collide.
+var identityHash = maphash.Comparable[identity]
+
+// sharedKeys are the content keys of docs' files that more than one place has (two paths, or
+// a path rendered twice): the only files whose documents two places share. A file's
+// documents are consecutive in docs.
+func sharedKeys(docs []placed) map[string]bool {
+	var shared map[string]bool
+	seen := map[string]*source{}
+	var last *source
+	for i := range docs {
+		s := docs[i].source
+		if s == last {
+			continue
+		}
+		last = s
+		if other, ok := seen[s.key]; ok && other != s {
+			if shared == nil {
+				shared = map[string]bool{}
+			}
+			shared[s.key] = true
+		}
+		seen[s.key] = s
+	}
+	return shared
 }
 
 // unknownKind says that no type declares kind, and which known kinds it likely meant:
@@ -889,7 +1012,13 @@ func (ld *load) setResources(items []resourceAt) ([]Resource, []transitionCheck)
 	ld.l.sorted = make([]*resourceDoc, len(items))
 	for j, i := range order {
 		sorted[j] = items[i]
-		ld.l.sorted[j] = items[i].p.doc.res
+		r := items[i].p.doc.res
+		if r.specHash == "" {
+			// Checked by a lean load that gave up (check): hashed before a Set shares the
+			// spec, so that specIntact can tell a write into it.
+			r.specHash = hashJSON(r.specJSON)
+		}
+		ld.l.sorted[j] = r
 	}
 	return buildResources(sorted, ld.opts.ReuseSet)
 }
@@ -933,7 +1062,9 @@ func (ld *load) leanResources(items []resourceAt) (resources []Resource, packed 
 	if len(ld.opts.Rewritten) > 0 {
 		for j, it := range sorted {
 			if ld.opts.Rewritten[it.p.file] {
-				aside[j] = buildResource(it, decoded)
+				r := buildResource(it, decoded)
+				r.SpecHash = it.p.doc.res.hash()
+				aside[j] = r
 			}
 		}
 	}
@@ -942,16 +1073,31 @@ func (ld *load) leanResources(items []resourceAt) (resources []Resource, packed 
 		lo, hi := c.part(k)
 		part := sorted[lo:hi]
 		rs := make([]Resource, len(part))
+		// The specs' hashes, which the check left to the encoding (check), spelled into one
+		// scratch block that the encoding reads back as bytes.
+		hexes := encodeBuffers.Get().(*[]byte)
+		h := slices.Grow((*hexes)[:0], 2*sha256.Size*len(part))
 		for i := range part {
 			if _, ok := aside[lo+i]; !ok {
 				rs[i] = buildResource(part[i], decoded)
+				if rs[i].SpecHash == "" {
+					sum, at := sha256.Sum256(rs[i].Spec), len(h)
+					h = hex.AppendEncode(h, sum[:])
+					rs[i].SpecHash = unsafe.String(&h[at], len(h)-at)
+				}
 			}
 		}
 		if !c.chunks[k].encode(rs) {
 			panic("manifest: a generated resource in a lean load") // a revision of ResourceSets is never lean
 		}
+		clear(rs) // nothing holds the scratch block's strings once it is back in the pool
+		*hexes = h[:0]
+		encodeBuffers.Put(hexes)
 		for i := range part {
+			// The document gives up its resource, whose block goes with its namespace's last
+			// (homeResources), and meanwhile what the resource holds alone.
 			part[i].p.doc.res.encoded()
+			part[i].p.doc.res = nil
 		}
 	})
 	sorted = nil
@@ -963,6 +1109,33 @@ func (ld *load) leanResources(items []resourceAt) (resources []Resource, packed 
 		out[j] = r
 	}
 	return out, nil
+}
+
+// earlyDrop reports whether a load with Options.DropData gives each file's data up as soon as
+// the file is parsed, when the file holds nothing but resources and parsed without problems
+// (a type's file keeps its data for the lines of its problems): when the revision is likely
+// lean, with more documents than the Loader keeps (counted by their separators, a pass over
+// the data), no ResourceSet and no transition rule (no file or known type names oldSelf). A
+// first sync of a million resources would otherwise hold every file's data (about 140 MB)
+// beside every document parsed. A guess that proves wrong (fewer resources than counted)
+// costs the caller a load with the data (ErrDataNeeded).
+func (ld *load) earlyDrop(files []sources.File) bool {
+	old := []byte("oldSelf")
+	for _, kt := range ld.opts.KnownTypes {
+		if bytes.Contains(kt.Spec, old) {
+			return false
+		}
+	}
+	docs := 0
+	for i := range files {
+		if docs <= ld.l.keepDocuments {
+			docs += bytes.Count(files[i].Data, []byte("\n---")) + 1
+		}
+		if bytes.Contains(files[i].Data, []byte(setKind)) || bytes.Contains(files[i].Data, old) {
+			return false
+		}
+	}
+	return docs > ld.l.keepDocuments
 }
 
 // dropData sets the data of files and of docs' sources to nil (but the caller's rewritten
@@ -980,7 +1153,9 @@ func (ld *load) dropData(docs []placed, files []sources.File) {
 	}
 	for i := range files {
 		if !ld.opts.Rewritten[files[i].Path] {
-			files[i].Data = nil
+			// Unread: the Loader holds what it parsed of the file; a caller that passed the
+			// file again would get ErrUnread, not the parse of no data under its hash.
+			files[i].Data, files[i].Unread = nil, true
 		}
 	}
 	ld.memo, ld.memoKey, ld.dropped = nil, "", true
@@ -1076,7 +1251,7 @@ func buildResource(it resourceAt, decoded map[string]map[string]string) Resource
 		Labels:      decoded[labels],
 		Annotations: decoded[annotations],
 		Spec:        r.specJSON,
-		SpecHash:    r.specHash,
+		SpecHash:    r.specHash, // empty in a lean load (check), which hashes when it encodes
 		MetaHash:    it.metaHash,
 		DependsOn:   r.deps.dependencies(),
 		File:        p.file,
@@ -1267,7 +1442,12 @@ func check(r *resourceDoc, kind sym, spec any, cs *compiledSchema, ld *load, byP
 		stored = append(make(json.RawMessage, 0, len(canon)), canon...)
 	}
 	r.written = ""
-	r.specJSON, r.specHash, r.checkedWith = stored, hashJSON(stored), checked
+	r.specJSON, r.specHash, r.checkedWith = stored, "", checked
+	if ld == nil || !ld.lean {
+		// A lean load's documents go once encoded, which hashes each spec then (hash): its
+		// hash would only add 80 bytes a resource to what the load holds until then.
+		r.specHash = hashJSON(stored)
+	}
 	return problems
 }
 

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"hash/maphash"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -930,4 +932,39 @@ spec: {engine: postgres, storage_gb: 123456789012345678901234567890}
 	if got := strings.Join(problems(t, err), "\n"); !strings.Contains(got, "db.yaml:4: spec.storage_gb") {
 		t.Errorf("over the maximum: %q, want an error naming db.yaml:4 spec.storage_gb", got)
 	}
+}
+
+// TestDuplicatesWhenHashesCollide: match keys identities by a hash; with every identity's
+// hash the same, distinct resources still load, and each duplicate is reported at each of its
+// places, as with the real hash.
+func TestDuplicatesWhenHashesCollide(t *testing.T) {
+	widget := func(name, ns string) string {
+		return fmt.Sprintf("---\napiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: %s, namespace: %s}\nspec: {size: 1}\n", name, ns)
+	}
+	distinct := files("types/widget.yaml", benchWidgetType, "a.yaml", widget("a", "x")+widget("b", "x")+widget("a", "y"), "b.yaml", widget("c", "x"))
+	dups := files("types/widget.yaml", benchWidgetType, "a.yaml", widget("a", "x")+widget("b", "x")+widget("a", "x"), "b.yaml", widget("b", "x")+widget("a", "x"))
+	want := []string{
+		"a.yaml:2: duplicate resource x/Widget/a (also declared at a.yaml:12, b.yaml:7)",
+		"a.yaml:12: duplicate resource x/Widget/a (also declared at a.yaml:2, b.yaml:7)",
+		"a.yaml:7: duplicate resource x/Widget/b (also declared at b.yaml:2)",
+		"b.yaml:2: duplicate resource x/Widget/b (also declared at a.yaml:7)",
+		"b.yaml:7: duplicate resource x/Widget/a (also declared at a.yaml:2, a.yaml:12)",
+	}
+	slices.Sort(want)
+	check := func(how string) {
+		set, err := NewLoader().Load(distinct, Options{})
+		if err != nil || set.Len() != 4 {
+			t.Fatalf("%s: distinct resources: %v", how, err)
+		}
+		_, err = NewLoader().Load(dups, Options{})
+		got := problems(t, err)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: duplicates:\n%s\nwant\n%s", how, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+	check("the identities' hashes")
+	defer func(h func(maphash.Seed, identity) uint64) { identityHash = h }(identityHash)
+	identityHash = func(maphash.Seed, identity) uint64 { return 7 }
+	check("one hash for every identity")
 }

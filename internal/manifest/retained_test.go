@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/trueup-dev/trueup/sources"
 )
@@ -116,4 +120,54 @@ func TestSetSpecWriteHealsInAFullLoad(t *testing.T) {
 		}
 	}
 	t.Fatal("resource not found")
+}
+
+// BenchmarkFirstLoadPeak reports the largest live heap (peak-live-MB, as the collector
+// measured it after each collection) of a syncer's first load of the scale1m bench's
+// repository: TRUEUP_PEAK_RESOURCES resources (200,000 when unset), packed, the files' data
+// given up, as the syncer loads. The files are built first and counted in the peak, as a
+// fetched revision is in the server.
+func BenchmarkFirstLoadPeak(b *testing.B) {
+	n := 200_000
+	if v := os.Getenv("TRUEUP_PEAK_RESOURCES"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		fs := widgetRepo(n)
+		base := liveHeap()
+		var peak atomic.Uint64
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+			for {
+				metrics.Read(s)
+				if v := s[0].Value.Uint64(); v > peak.Load() {
+					peak.Store(v)
+				}
+				select {
+				case <-stop:
+					return
+				case <-time.After(time.Millisecond):
+				}
+			}
+		}()
+		set, err := NewLoader().Load(fs, Options{ReuseSet: true, DropData: true, Packed: true, Limits: Limits{MaxResources: n, MaxDocuments: n + 1}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		fs = nil
+		liveHeap()
+		close(stop)
+		<-done
+		if set.Len() != n {
+			b.Fatalf("%d resources, want %d", set.Len(), n)
+		}
+		b.ReportMetric(float64(peak.Load())/(1<<20), "peak-live-MB")
+		b.ReportMetric(float64(base)/(1<<20), "files-MB")
+	}
 }
