@@ -83,7 +83,7 @@ type resourceDoc struct {
 	// built from this document (which never changes them) rather than copied into each.
 	checkedWith sym             // the schema's hash; zero before the first check
 	specJSON    json.RawMessage // canonical, with defaults applied; its capacity is its length
-	specHash    string          // hex sha256 of specJSON
+	specHash    string          // hex sha256 of specJSON; empty from a lean load's check (check)
 	specErrs    []ValidationError
 
 	// What the resource depends on: dependsOn, decoded with the document, and the output
@@ -98,9 +98,11 @@ type resourceDoc struct {
 }
 
 // encoded drops what the document holds alone (its name, its spec, the spec's hash and its
-// dependencies) once a lean load has encoded its resource (leanResources): the encoded
-// chunks then replace the documents' strings rather than add to them (about 100 MB at a
-// million resources), while the documents themselves, allocated a file at a time, live until
+// dependencies) once a lean load has encoded its resource (leanResources), which then lets
+// the document give the resource up: the encoded chunks replace the documents' strings
+// rather than add to them (about 100 MB at a million resources) as soon as each is encoded,
+// and the resource with its block (a file's resources of one namespace, homeResources) once
+// the block's last is, while the documents themselves, allocated a file at a time, live until
 // the last chunk. No other resource of the load shares the document: two paths with the same
 // content share their documents, but then their resources are duplicates, and a load with
 // problems builds no Set. The document must never be read again, and cannot be: leanResources
@@ -305,7 +307,7 @@ func jsonType(v any) string {
 
 // decodeDocument checks the fields every document needs and hands over to the type or
 // resource decoder. A resource's fields go to *res, which the caller provides so that the
-// resources of one file share one allocation, as they share sets. It returns the
+// resources of one file share few allocations (homeResources), as they share sets. It returns the
 // document's problems too. It keeps nothing of rd.root (lines only): parseFile reads with
 // eachTransientDocument, whose nodes serve the next documents.
 func decodeDocument(rd rawDoc, res *resourceDoc, sets metaSets) (document, []ValidationError) {

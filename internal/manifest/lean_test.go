@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -665,10 +666,10 @@ func TestEarlyDropDecision(t *testing.T) {
 }
 
 // TestEarlyDrop: a load past keepDocuments with DropData gives each file of resources up as
-// it is parsed (marked unread), keeps a type's file, whose problems it locates at once, and
-// answers ErrDataNeeded when the revision proves not to be lean (its separators counted more
-// documents than it has resources); loaded again with the data, that revision is a full
-// load's.
+// it is parsed (marked unread), keeps a type's file, whose problems it locates at once; a
+// revision that proves not lean for its size alone (its separators counted more documents
+// than it has resources) loads without the data, and one whose transition rule the guess
+// missed answers ErrDataNeeded, and loads with the data as a full load does.
 func TestEarlyDrop(t *testing.T) {
 	t.Parallel()
 	const n = 1500
@@ -701,27 +702,102 @@ func TestEarlyDrop(t *testing.T) {
 		t.Fatalf("a broken type: its file's data kept %t, a widget file's %t", broken[0].Data != nil, broken[1].Data != nil)
 	}
 
-	// Empty documents counted by their separators: not lean, ErrDataNeeded, the documents
-	// kept for the load with the data.
+	// Empty documents counted by their separators: not lean, loaded without the data given
+	// up, its documents kept.
 	padded := func() []sources.File {
 		return append(widgetRepo(n/2), files("widgets/zz-empty.yaml", strings.Repeat("---\n", n))...)
 	}
 	l = NewLoader()
 	l.keepDocuments = n - 1
 	fs = padded()
+	got, err = l.Load(fs, Options{DropData: true})
+	if err != nil {
+		t.Fatalf("fewer resources than counted: %v", err)
+	}
+	if want := fullLoad(t, padded()); !reflect.DeepEqual(got.Resources, want.Resources) {
+		t.Fatal("fewer resources than counted: the Set differs from a full load's")
+	}
+	if fs[0].Data == nil || fs[1].Data != nil || !fs[1].Unread || len(l.files) == 0 || l.leans != 0 {
+		t.Fatalf("fewer resources than counted: the type's data kept %t, a widget file's %t (unread %t), %d files' documents kept, %d lean loads",
+			fs[0].Data != nil, fs[1].Data != nil, fs[1].Unread, len(l.files), l.leans)
+	}
+
+	// A transition rule the guess cannot see (oldSelf spelled with an escape): ErrDataNeeded,
+	// the documents kept; loaded again with the data, a full load's Set.
+	escaped := func() []sources.File {
+		fs := widgetRepo(n)
+		fs[0] = files(fs[0].Path, strings.Replace(benchWidgetType, "        required: [size]\n",
+			"        required: [size]\n        x-trueup-validations: [{rule: \"self.size >= \\x6FldSelf.size\"}]\n", 1))[0]
+		return fs
+	}
+	l = NewLoader()
+	l.keepDocuments = n - 1
+	fs = escaped()
+	if bytes.Contains(fs[0].Data, []byte("oldSelf")) {
+		t.Fatal("the type names oldSelf as it is")
+	}
 	if _, err := l.Load(fs, Options{DropData: true}); !errors.Is(err, ErrDataNeeded) {
-		t.Fatalf("fewer resources than counted: %v, want ErrDataNeeded", err)
+		t.Fatalf("a transition rule the guess missed: %v, want ErrDataNeeded", err)
 	}
-	if fs[0].Data == nil || fs[1].Data != nil || !fs[1].Unread || len(l.files) == 0 {
-		t.Fatalf("fewer resources than counted: the type's data kept %t, a widget file's %t (unread %t), %d files' documents kept",
-			fs[0].Data != nil, fs[1].Data != nil, fs[1].Unread, len(l.files))
+	if fs[1].Data != nil || len(l.files) == 0 {
+		t.Fatalf("a transition rule the guess missed: a widget file's data kept %t, %d files' documents kept", fs[1].Data != nil, len(l.files))
 	}
-	again, err := l.Load(padded(), Options{})
+	again, err := l.Load(escaped(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fullLoad(t, padded()); !reflect.DeepEqual(again.Resources, want.Resources) {
-		t.Fatal("loaded again with the data: the Set differs from a full load's")
+	if want := fullLoad(t, escaped()); !reflect.DeepEqual(again.Resources, want.Resources) || len(again.transitions) != n {
+		t.Fatalf("loaded again with the data: the Set differs from a full load's (%d transition checks)", len(again.transitions))
+	}
+}
+
+// TestIncrementalAfterLeanFailureHashesSpecs: a lean load that answers ErrDataNeeded leaves
+// its documents cached, checked without their specs' hashes; an incremental load that builds
+// its Set from them hashes each spec, as a full load does.
+func TestIncrementalAfterLeanFailureHashesSpecs(t *testing.T) {
+	t.Parallel()
+	const gadgetType = `apiVersion: trueup.dev/v1
+kind: ResourceType
+metadata: {name: Gadget}
+spec:
+  group: bench.example.com
+  versions:
+    - name: v1
+      schema: {type: object, properties: {size: {type: integer}}}
+  action: {name: act}
+`
+	l := NewLoader()
+	l.keepDocuments = 10
+	var w strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&w, "---\napiVersion: bench.example.com/v1\nkind: Widget\nmetadata: {name: w%d}\nspec: {size: %d}\n", i, i)
+	}
+	g := "---\napiVersion: bench.example.com/v1\nkind: Gadget\nmetadata: {name: g1}\nspec: {size: 1}\n---\napiVersion: bench.example.com/v1\nkind: Gadget\nmetadata: {name: g2}\nspec: {size: 2}\n"
+	base := func() []sources.File {
+		return files("types/gadget.yaml", gadgetType, "types/widget.yaml", benchWidgetType, "w.yaml", w.String())
+	}
+	if _, err := l.Load(base(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	// A stricter type: the widgets over 5 are problems, located only with the data.
+	strict := strings.Replace(benchWidgetType, "minimum: 0", "minimum: 0, maximum: 5", 1)
+	if _, err := l.Load(files("types/gadget.yaml", gadgetType, "types/widget.yaml", strict, "w.yaml", w.String(), "g.yaml", g), Options{DropData: true}); !errors.Is(err, ErrDataNeeded) {
+		t.Fatalf("a stricter type, data given up: %v, want ErrDataNeeded", err)
+	}
+	incrementals := l.incrementals
+	set, err := l.Load(append(base(), files("g.yaml", g)...), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.incrementals != incrementals+1 {
+		t.Fatal("the gadgets were not loaded from the basis")
+	}
+	want := fullLoad(t, append(base(), files("g.yaml", g)...))
+	if !reflect.DeepEqual(set.Resources, want.Resources) {
+		for _, r := range set.All() {
+			t.Logf("%s/%s: spec hash %q", r.Kind, r.Name, r.SpecHash)
+		}
+		t.Fatal("the Set differs from a full load's")
 	}
 }
 

@@ -75,11 +75,13 @@ type Options struct {
 	// resources.
 	ReuseSet bool
 	// DropData lets a load of a revision whose documents the Loader does not keep (past
-	// 50,000 resources) set the Data of the files it was given to nil once every document is
-	// parsed and the types are known, so that a first sync does not hold every file's bytes
-	// beside its documents and its Set: the caller gives the data up (the files of Rewritten
-	// keep theirs, as do all when a resource's type version has transition rules). Such a
-	// load that finds a problem that needs the data (a schema problem's line) returns
+	// 50,000 resources) set the Data of the files it was given to nil and mark them Unread,
+	// so that a first sync does not hold every file's bytes beside its documents and its Set:
+	// the caller gives the data up (the files of Rewritten keep theirs, as do all when a
+	// resource's type version has transition rules). A revision likely that large (earlyDrop)
+	// gives each file of resources up as soon as it is parsed, the others once every document
+	// is parsed and the types are known. Such a load that finds a problem that needs the data
+	// (a schema problem's line), or that guessed wrong (a transition rule after all), returns
 	// ErrDataNeeded: the caller loads again without DropData.
 	DropData bool
 	// Packed says the caller reads the Set's resources through Set.Len, Set.At and Set.All,
@@ -257,7 +259,8 @@ type load struct {
 	// lean: the revision's documents are dropped once loaded (no ResourceSet, past
 	// keepDocuments, no transition rules), so its Set is built through the encoded form
 	// (leanResources). dropped:
-	// the files' data was given up (Options.DropData, dropData) before the checks; needData:
+	// the files' data was given up (Options.DropData: as each file is parsed, earlyDrop, or
+	// once the types are known, dropData) before the checks; needData:
 	// a problem needed it since, for its line or its spec (rawDoc).
 	// early: the data of files holding only resources is given up as each is parsed
 	// (earlyDrop), before the load knows it is lean.
@@ -334,10 +337,13 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	}
 	types, infos := ld.types(docs)
 	// Resources of a type version with transition rules are checked from their documents.
-	ld.lean = len(runs) == 0 && !l.keepsDocuments(written) && !transitionRules(docs, infos)
-	if ld.early && !ld.lean {
-		// Guessed wrong (earlyDrop): the documents stay cached, and the data given up may be
-		// needed to locate a problem.
+	transitions := transitionRules(docs, infos)
+	ld.lean = len(runs) == 0 && !l.keepsDocuments(written) && !transitions
+	if ld.early && (len(runs) > 0 || transitions) {
+		// Guessed wrong (earlyDrop): a ResourceSet's inputs and a transition check read the
+		// data given up. The documents stay cached for the load with the data. A revision
+		// that is not lean for its size alone loads without the data given up: a problem
+		// that needs it asks for it, as in a lean load.
 		ld.needData = true
 		return nil, ErrDataNeeded
 	}
@@ -345,7 +351,7 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 		ld.dropData(docs, files)
 	}
 	// Past this call the documents are the cache's and the resources' (a lean load drops them).
-	resources, packed, transitions := ld.resources(docs, infos)
+	resources, packed, checks := ld.resources(docs, infos)
 	l.schemas = ld.schemas
 	if ld.needData {
 		// A problem needed the files' data given up: the caller loads again with it (the
@@ -356,7 +362,7 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 		return nil, capSetProblems(sortErrors(ld.errs), runSpans(runs))
 	}
 	slices.SortFunc(types, func(a, b ResourceType) int { return cmp.Compare(a.Name, b.Name) })
-	set := &Set{Types: types, Resources: resources, packed: packed, ResourceSets: setInfos(runs), transitions: transitions, encryptedUnknown: opts.EncryptedUnknown}
+	set := &Set{Types: types, Resources: resources, packed: packed, ResourceSets: setInfos(runs), transitions: checks, encryptedUnknown: opts.EncryptedUnknown}
 	if len(set.ResourceSets) == 0 {
 		set.Files = ld.files
 	}
@@ -1012,13 +1018,7 @@ func (ld *load) setResources(items []resourceAt) ([]Resource, []transitionCheck)
 	ld.l.sorted = make([]*resourceDoc, len(items))
 	for j, i := range order {
 		sorted[j] = items[i]
-		r := items[i].p.doc.res
-		if r.specHash == "" {
-			// Checked by a lean load that gave up (check): hashed before a Set shares the
-			// spec, so that specIntact can tell a write into it.
-			r.specHash = hashJSON(r.specJSON)
-		}
-		ld.l.sorted[j] = r
+		ld.l.sorted[j] = items[i].p.doc.res
 	}
 	return buildResources(sorted, ld.opts.ReuseSet)
 }
@@ -1117,8 +1117,9 @@ func (ld *load) leanResources(items []resourceAt) (resources []Resource, packed 
 // lean, with more documents than the Loader keeps (counted by their separators, a pass over
 // the data), no ResourceSet and no transition rule (no file or known type names oldSelf). A
 // first sync of a million resources would otherwise hold every file's data (about 140 MB)
-// beside every document parsed. A guess that proves wrong (fewer resources than counted)
-// costs the caller a load with the data (ErrDataNeeded).
+// beside every document parsed. A guess that proves wrong costs the caller a load with the
+// data (ErrDataNeeded) when a transition rule after all needs it; a revision with fewer
+// resources than counted loads without it (a problem that needs it asks for it).
 func (ld *load) earlyDrop(files []sources.File) bool {
 	old := []byte("oldSelf")
 	for _, kt := range ld.opts.KnownTypes {
@@ -1143,8 +1144,8 @@ func (ld *load) earlyDrop(files []sources.File) bool {
 // parsed, and past this only a schema problem needs a file's data again (for its line), as
 // does a check of a cached document whose spec the cache dropped (spec): Load then answers
 // ErrDataNeeded. Resources of a type version with transition rules keep the data (Load does not
-// call this): they are checked against their last spec from their documents
-// (transitionCheck).
+// call this, and a load that gave files up as they were parsed answers ErrDataNeeded): they
+// are checked against their last spec from their documents (transitionCheck).
 func (ld *load) dropData(docs []placed, files []sources.File) {
 	for _, p := range docs {
 		if !ld.opts.Rewritten[p.file] {
@@ -1204,6 +1205,11 @@ func buildResources(items []resourceAt, room bool) ([]Resource, []transitionChec
 	decoded := labelMaps(items)
 	var transitions []transitionCheck
 	for i, it := range items {
+		if r := it.p.doc.res; r.specHash == "" {
+			// Checked by a lean load that gave up, its documents cached (check): hashed
+			// before a Set shares the spec, so that specIntact can tell a write into it.
+			r.specHash = hashJSON(r.specJSON)
+		}
 		if it.transition() {
 			p := it.p
 			transitions = append(transitions, transitionCheck{i: i, schemaHash: it.cs.hash, schema: it.cs.raw,
@@ -1251,7 +1257,7 @@ func buildResource(it resourceAt, decoded map[string]map[string]string) Resource
 		Labels:      decoded[labels],
 		Annotations: decoded[annotations],
 		Spec:        r.specJSON,
-		SpecHash:    r.specHash, // empty in a lean load (check), which hashes when it encodes
+		SpecHash:    r.specHash, // empty in a lean load's encoding (check), which hashes then
 		MetaHash:    it.metaHash,
 		DependsOn:   r.deps.dependencies(),
 		File:        p.file,

@@ -528,7 +528,7 @@ func hexHash(sum [32]byte) string { return hex.EncodeToString(sum[:]) }
 func (r *resourceDoc) specIntact() bool {
 	if r.specHash == "" {
 		// Checked by a lean load (check), whose specs no Set shares: a lean load that
-		// builds a Set drops its documents, and setResources hashes a spec before sharing it.
+		// builds a Set drops its documents, and buildResources hashes a spec before sharing it.
 		return true
 	}
 	sum := sha256.Sum256(r.specJSON)

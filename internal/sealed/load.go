@@ -299,7 +299,7 @@ func Load(l *manifest.Loader, op *Opener, files []sources.File, opts manifest.Op
 		// files replaced: files is the caller's to give up as well.
 		for i := range files {
 			if rv.Files[i].Data == nil {
-				files[i].Data = nil
+				files[i].Data, files[i].Unread = nil, rv.Files[i].Unread
 			}
 		}
 	}
