@@ -81,10 +81,10 @@ type resourceDoc struct {
 	// The last validation, reused while the schema it ran against is unchanged.
 	// specJSON and specHash are the Set's Resource.Spec and SpecHash, shared with every Set
 	// built from this document (which never changes them) rather than copied into each.
-	checkedWith sym             // the schema's hash; zero before the first check
-	specJSON    json.RawMessage // canonical, with defaults applied; its capacity is its length
-	specHash    string          // hex sha256 of specJSON; empty from a lean load's check (check)
-	specErrs    []ValidationError
+	checkedWith sym                // the schema's hash; zero before the first check
+	specJSON    json.RawMessage    // canonical, with defaults applied; its capacity is its length
+	specHash    string             // hex sha256 of specJSON; empty from a lean load's check (check)
+	specErrs    *[]ValidationError // nil when none (problems): a pointer takes 16 bytes less a resource
 
 	// What the resource depends on: dependsOn, decoded with the document, and the output
 	// references of its spec, found by the last check (implied); nil when nothing.
@@ -110,6 +110,22 @@ type resourceDoc struct {
 // or its declared dependencies).
 func (r *resourceDoc) encoded() {
 	r.name, r.specJSON, r.specHash, r.deps, r.checkedWith = "", nil, "", nil, sym{}
+}
+
+// problems are the problems of the last check, located.
+func (r *resourceDoc) problems() []ValidationError {
+	if r.specErrs == nil {
+		return nil
+	}
+	return *r.specErrs
+}
+
+// setProblems records the problems of a check.
+func (r *resourceDoc) setProblems(errs []ValidationError) {
+	r.specErrs = nil
+	if len(errs) > 0 {
+		r.specErrs = &errs
+	}
 }
 
 // hash is specHash, or the hash of specJSON when the check left it to the encoding (a lean

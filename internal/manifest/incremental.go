@@ -332,7 +332,7 @@ func (ld *load) checkMade(items []resourceAt, stale []int, counts map[string]fil
 		c := counts[it.p.file]
 		c.cel += cost
 		counts[it.p.file] = c
-		if len(it.p.doc.res.specErrs) > 0 {
+		if len(it.p.doc.res.problems()) > 0 {
 			return nil, 0, false, false
 		}
 	}

@@ -2,10 +2,12 @@ package manifest
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -846,5 +848,91 @@ func TestHomeResources(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestPermute: putting items in order in place gives what a copy in that order gives, for
+// every permutation of five items and for random ones of many.
+func TestPermute(t *testing.T) {
+	t.Parallel()
+	check := func(order []int) {
+		items := make([]int, len(order))
+		for i := range items {
+			items[i] = 100 + i
+		}
+		want := make([]int, len(order))
+		for j, i := range order {
+			want[j] = items[i]
+		}
+		permute(items, slices.Clone(order))
+		if !slices.Equal(items, want) {
+			t.Fatalf("order %v: %v, want %v", order, items, want)
+		}
+	}
+	var each func(prefix []int, rest []int)
+	each = func(prefix, rest []int) {
+		if len(rest) == 0 {
+			check(prefix)
+			return
+		}
+		for k := range rest {
+			each(append(slices.Clone(prefix), rest[k]), append(slices.Clone(rest[:k]), rest[k+1:]...))
+		}
+	}
+	each(nil, []int{0, 1, 2, 3, 4})
+	check(nil)
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for range 20 {
+		check(rnd.Perm(1 + rnd.IntN(5000)))
+	}
+}
+
+// TestSetOrder: a Set's resources are in the order of their namespaces', kinds' and names'
+// strings, whichever order the files declare them in, decoded or packed.
+func TestSetOrder(t *testing.T) {
+	t.Parallel()
+	const gadgetType = `apiVersion: trueup.dev/v1
+kind: ResourceType
+metadata: {name: Gadget}
+spec:
+  group: bench.example.com
+  versions:
+    - name: v1
+      schema: {type: object}
+  action: {name: act}
+`
+	var b strings.Builder
+	rnd := rand.New(rand.NewPCG(3, 4))
+	nss := []string{"b", "a", "ns10", "ns9", "z-last", "a-first"}
+	for i := range 300 {
+		kind := []string{"Widget", "Gadget"}[rnd.IntN(2)]
+		spec := "{size: 1}"
+		if kind == "Gadget" {
+			spec = "{}"
+		}
+		fmt.Fprintf(&b, "---\napiVersion: bench.example.com/v1\nkind: %s\nmetadata: {name: r%03d, namespace: %s}\nspec: %s\n", kind, rnd.IntN(1000)*1000+i, nss[rnd.IntN(len(nss))], spec)
+	}
+	repo := files("types/widget.yaml", benchWidgetType, "types/gadget.yaml", gadgetType, "r.yaml", b.String())
+	ordered := func(rs []Resource) bool {
+		return slices.IsSortedFunc(rs, func(x, y Resource) int {
+			return cmp.Or(strings.Compare(x.Namespace, y.Namespace), strings.Compare(x.Kind, y.Kind), strings.Compare(x.Name, y.Name))
+		})
+	}
+	full := fullLoad(t, repo)
+	if len(full.Resources) != 300 || !ordered(full.Resources) {
+		t.Fatalf("a full load's %d resources are not in order", len(full.Resources))
+	}
+	l := NewLoader()
+	l.keepDocuments = 100
+	packed, err := l.Load(files("types/widget.yaml", benchWidgetType, "types/gadget.yaml", gadgetType, "r.yaml", b.String()), Options{Packed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []Resource
+	for _, r := range packed.All() {
+		rs = append(rs, *r)
+	}
+	if !packed.Packed() || !reflect.DeepEqual(rs, full.Resources) {
+		t.Fatal("a packed load's resources differ from a full load's")
 	}
 }
