@@ -936,3 +936,51 @@ spec:
 		t.Fatal("a packed load's resources differ from a full load's")
 	}
 }
+
+// TestEarlyDropSmallerRevision: a revision whose separators count more documents than the
+// Loader keeps, but whose resources are fewer, loads without the data it gave up as it
+// parsed: a schema problem asks for the data (ErrDataNeeded) and, loaded with it, is the
+// problem a fresh load reports; and the basis it leaves serves an incremental load whose
+// unchanged files come unread, as a full load would.
+func TestEarlyDropSmallerRevision(t *testing.T) {
+	t.Parallel()
+	padded := func(size string) []sources.File {
+		fs := append(widgetRepo(750), files("widgets/zz-empty.yaml", strings.Repeat("---\n", 1500))...)
+		fs[1] = files(fs[1].Path, strings.Replace(string(fs[1].Data), "spec: {size: 7}", "spec: {size: "+size+"}", 1))[0]
+		return fs
+	}
+	lean := func() *Loader {
+		l := NewLoader()
+		l.keepDocuments = 1499
+		return l
+	}
+	l := lean()
+	if _, err := l.Load(padded("-7"), Options{DropData: true}); !errors.Is(err, ErrDataNeeded) {
+		t.Fatalf("a schema problem, data given up: %v, want ErrDataNeeded", err)
+	}
+	_, err := l.Load(padded("-7"), Options{})
+	_, want := NewLoader().Load(padded("-7"), Options{})
+	if err == nil || want == nil || err.Error() != want.Error() {
+		t.Fatalf("loaded again with the data: %v\nwant %v", err, want)
+	}
+
+	l = lean()
+	fs := padded("7")
+	if _, err := l.Load(fs, Options{DropData: true}); err != nil {
+		t.Fatal(err)
+	}
+	next := padded("70")
+	for i := range next {
+		if i != 1 {
+			next[i].Data, next[i].Unread = nil, true // unchanged: the Loader holds them
+		}
+	}
+	incrementals := l.incrementals
+	set, err := l.Load(next, Options{DropData: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.incrementals != incrementals+1 || !reflect.DeepEqual(set.Resources, fullLoad(t, padded("70")).Resources) {
+		t.Fatalf("from the basis: %d incremental loads, the Set differs from a full load's", l.incrementals-incrementals)
+	}
+}

@@ -78,11 +78,13 @@ type Options struct {
 	// 50,000 resources) set the Data of the files it was given to nil and mark them Unread,
 	// so that a first sync does not hold every file's bytes beside its documents and its Set:
 	// the caller gives the data up (the files of Rewritten keep theirs, as do all when a
-	// resource's type version has transition rules). A revision likely that large (earlyDrop)
-	// gives each file of resources up as soon as it is parsed, the others once every document
-	// is parsed and the types are known. Such a load that finds a problem that needs the data
-	// (a schema problem's line), or that guessed wrong (a transition rule after all), returns
-	// ErrDataNeeded: the caller loads again without DropData.
+	// resource's type version has transition rules). A revision that likely is that large
+	// (earlyDrop: counted by its separators) gives each file of resources up as soon as it is
+	// parsed, even one that then proves smaller (its other files keep their data); a lean
+	// load gives the rest up once every document is parsed and the types are known. Such a
+	// load that finds a problem that needs the data (a schema problem's line), or that
+	// guessed wrong (a ResourceSet or a transition rule after all), returns ErrDataNeeded:
+	// the caller loads again without DropData.
 	DropData bool
 	// Packed says the caller reads the Set's resources through Set.Len, Set.At and Set.All,
 	// never Set.Resources: a load whose documents the Loader drops (past 50,000 resources,
@@ -320,6 +322,12 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	docs := ld.parse(files)
 	parsed = len(docs)
 	runs, docs := ld.collectSets(files, docs)
+	if ld.early && len(runs) > 0 {
+		// Guessed wrong (earlyDrop): a ResourceSet's inputs may be in the data given up.
+		// The documents stay cached for the load with the data.
+		ld.needData = true
+		return nil, ErrDataNeeded
+	}
 	if len(docs) > lim.MaxDocuments {
 		return nil, Errors{overCap("documents", len(docs), lim.MaxDocuments)}
 	}
@@ -339,11 +347,11 @@ func (l *Loader) Load(files []sources.File, opts Options) (*Set, error) {
 	// Resources of a type version with transition rules are checked from their documents.
 	transitions := transitionRules(docs, infos)
 	ld.lean = len(runs) == 0 && !l.keepsDocuments(written) && !transitions
-	if ld.early && (len(runs) > 0 || transitions) {
-		// Guessed wrong (earlyDrop): a ResourceSet's inputs and a transition check read the
-		// data given up. The documents stay cached for the load with the data. A revision
-		// that is not lean for its size alone loads without the data given up: a problem
-		// that needs it asks for it, as in a lean load.
+	if ld.early && transitions {
+		// Guessed wrong (earlyDrop): a transition check reads the data given up. The
+		// documents stay cached for the load with the data. A revision that is not lean for
+		// its size alone loads without the data given up: a problem that needs it asks for
+		// it, as in a lean load.
 		ld.needData = true
 		return nil, ErrDataNeeded
 	}
@@ -1116,8 +1124,8 @@ func (ld *load) leanResources(items []resourceAt) (resources []Resource, packed 
 // the data), no ResourceSet and no transition rule (no file or known type names oldSelf). A
 // first sync of a million resources would otherwise hold every file's data (about 140 MB)
 // beside every document parsed. A guess that proves wrong costs the caller a load with the
-// data (ErrDataNeeded) when a transition rule after all needs it; a revision with fewer
-// resources than counted loads without it (a problem that needs it asks for it).
+// data (ErrDataNeeded) when a ResourceSet or a transition rule after all needs it; a revision
+// with fewer resources than counted loads without it (a problem that needs it asks for it).
 func (ld *load) earlyDrop(files []sources.File) bool {
 	old := []byte("oldSelf")
 	for _, kt := range ld.opts.KnownTypes {
