@@ -670,8 +670,9 @@ func TestEarlyDropDecision(t *testing.T) {
 // TestEarlyDrop: a load past keepDocuments with DropData gives each file of resources up as
 // it is parsed (marked unread), keeps a type's file, whose problems it locates at once; a
 // revision that proves not lean for its size alone (its separators counted more documents
-// than it has resources) loads without the data, and one whose transition rule the guess
-// missed answers ErrDataNeeded, and loads with the data as a full load does.
+// than it has resources) loads without the data, and one whose transition rule or
+// ResourceSet the guess missed answers ErrDataNeeded, and loads with the data as a full load
+// does.
 func TestEarlyDrop(t *testing.T) {
 	t.Parallel()
 	const n = 1500
@@ -750,6 +751,29 @@ func TestEarlyDrop(t *testing.T) {
 	}
 	if want := fullLoad(t, escaped()); !reflect.DeepEqual(again.Resources, want.Resources) || len(again.transitions) != n {
 		t.Fatalf("loaded again with the data: the Set differs from a full load's (%d transition checks)", len(again.transitions))
+	}
+
+	// A ResourceSet the guess cannot see (its kind spelled with an escape): the same.
+	withSet := func() []sources.File {
+		return append(widgetRepo(n), files("sets/s.yaml", "apiVersion: trueup.dev/v1\nkind: \"Resource\\x53et\"\nmetadata: {name: s}\nspec:\n"+
+			"  matrix: {region: [a, b]}\n  resources:\n    - apiVersion: bench.example.com/v1\n      kind: Widget\n"+
+			"      metadata: {name: \"gen-<< inputs.region >>\"}\n      spec: {size: 1}\n")...)
+	}
+	l = NewLoader()
+	l.keepDocuments = n - 1
+	fs = withSet()
+	if bytes.Contains(fs[len(fs)-1].Data, []byte("ResourceSet")) {
+		t.Fatal("the set names its kind as it is")
+	}
+	if _, err := l.Load(fs, Options{DropData: true}); !errors.Is(err, ErrDataNeeded) {
+		t.Fatalf("a ResourceSet the guess missed: %v, want ErrDataNeeded", err)
+	}
+	again, err = l.Load(withSet(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fullLoad(t, withSet()); !reflect.DeepEqual(again.Resources, want.Resources) || len(again.ResourceSets) != 1 || again.Len() != n+2 {
+		t.Fatalf("loaded again with the data: the Set differs from a full load's (%d sets, %d resources)", len(again.ResourceSets), again.Len())
 	}
 }
 
