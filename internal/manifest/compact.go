@@ -474,11 +474,7 @@ func (c *compactResources) inFiles(in map[string]bool, get func(k int) []Resourc
 			continue
 		}
 		lo, _ := c.part(k)
-		for j, r := range get(k) {
-			if in[r.File] {
-				out = append(out, lo+j)
-			}
-		}
+		out = appendInFiles(out, get(k), lo, in)
 	}
 	return out
 }

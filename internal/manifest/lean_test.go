@@ -782,16 +782,6 @@ func TestEarlyDrop(t *testing.T) {
 // its Set from them hashes each spec, as a full load does.
 func TestIncrementalAfterLeanFailureHashesSpecs(t *testing.T) {
 	t.Parallel()
-	const gadgetType = `apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: Gadget}
-spec:
-  group: bench.example.com
-  versions:
-    - name: v1
-      schema: {type: object, properties: {size: {type: integer}}}
-  action: {name: act}
-`
 	l := NewLoader()
 	l.keepDocuments = 10
 	var w strings.Builder
@@ -800,14 +790,14 @@ spec:
 	}
 	g := "---\napiVersion: bench.example.com/v1\nkind: Gadget\nmetadata: {name: g1}\nspec: {size: 1}\n---\napiVersion: bench.example.com/v1\nkind: Gadget\nmetadata: {name: g2}\nspec: {size: 2}\n"
 	base := func() []sources.File {
-		return files("types/gadget.yaml", gadgetType, "types/widget.yaml", benchWidgetType, "w.yaml", w.String())
+		return files("types/gadget.yaml", benchGadgetType, "types/widget.yaml", benchWidgetType, "w.yaml", w.String())
 	}
 	if _, err := l.Load(base(), Options{}); err != nil {
 		t.Fatal(err)
 	}
 	// A stricter type: the widgets over 5 are problems, located only with the data.
 	strict := strings.Replace(benchWidgetType, "minimum: 0", "minimum: 0, maximum: 5", 1)
-	if _, err := l.Load(files("types/gadget.yaml", gadgetType, "types/widget.yaml", strict, "w.yaml", w.String(), "g.yaml", g), Options{DropData: true}); !errors.Is(err, ErrDataNeeded) {
+	if _, err := l.Load(files("types/gadget.yaml", benchGadgetType, "types/widget.yaml", strict, "w.yaml", w.String(), "g.yaml", g), Options{DropData: true}); !errors.Is(err, ErrDataNeeded) {
 		t.Fatalf("a stricter type, data given up: %v, want ErrDataNeeded", err)
 	}
 	incrementals := l.incrementals
@@ -915,16 +905,6 @@ func TestPermute(t *testing.T) {
 // strings, whichever order the files declare them in, decoded or packed.
 func TestSetOrder(t *testing.T) {
 	t.Parallel()
-	const gadgetType = `apiVersion: trueup.dev/v1
-kind: ResourceType
-metadata: {name: Gadget}
-spec:
-  group: bench.example.com
-  versions:
-    - name: v1
-      schema: {type: object}
-  action: {name: act}
-`
 	var b strings.Builder
 	rnd := rand.New(rand.NewPCG(3, 4))
 	nss := []string{"b", "a", "ns10", "ns9", "z-last", "a-first"}
@@ -936,7 +916,7 @@ spec:
 		}
 		fmt.Fprintf(&b, "---\napiVersion: bench.example.com/v1\nkind: %s\nmetadata: {name: r%03d, namespace: %s}\nspec: %s\n", kind, rnd.IntN(1000)*1000+i, nss[rnd.IntN(len(nss))], spec)
 	}
-	repo := files("types/widget.yaml", benchWidgetType, "types/gadget.yaml", gadgetType, "r.yaml", b.String())
+	repo := files("types/widget.yaml", benchWidgetType, "types/gadget.yaml", benchGadgetType, "r.yaml", b.String())
 	ordered := func(rs []Resource) bool {
 		return slices.IsSortedFunc(rs, func(x, y Resource) int {
 			return cmp.Or(strings.Compare(x.Namespace, y.Namespace), strings.Compare(x.Kind, y.Kind), strings.Compare(x.Name, y.Name))
@@ -948,7 +928,7 @@ spec:
 	}
 	l := NewLoader()
 	l.keepDocuments = 100
-	packed, err := l.Load(files("types/widget.yaml", benchWidgetType, "types/gadget.yaml", gadgetType, "r.yaml", b.String()), Options{Packed: true})
+	packed, err := l.Load(files("types/widget.yaml", benchWidgetType, "types/gadget.yaml", benchGadgetType, "r.yaml", b.String()), Options{Packed: true})
 	if err != nil {
 		t.Fatal(err)
 	}

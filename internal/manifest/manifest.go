@@ -282,15 +282,19 @@ func (s *Set) InFiles(in map[string]bool) []int {
 	if s.packed != nil {
 		return s.packed.inFiles(in, s.decodedChunk)
 	}
-	out := []int{}
+	return appendInFiles([]int{}, s.Resources, 0, in)
+}
+
+// appendInFiles appends to out lo+j for each rs[j] of a file in in.
+func appendInFiles(out []int, rs []Resource, lo int, in map[string]bool) []int {
 	prev, was := "", false
-	for i := range s.Resources {
+	for j := range rs {
 		// Neighbours often share a file: a map lookup per run of one file.
-		if f := s.Resources[i].File; i == 0 || f != prev {
+		if f := rs[j].File; j == 0 || f != prev {
 			prev, was = f, in[f]
 		}
 		if was {
-			out = append(out, i)
+			out = append(out, lo+j)
 		}
 	}
 	return out

@@ -33,6 +33,18 @@ spec:
   action: {name: act}
 `
 
+// benchGadgetType is a second kind of the bench's group, for revisions of two kinds.
+const benchGadgetType = `apiVersion: trueup.dev/v1
+kind: ResourceType
+metadata: {name: Gadget}
+spec:
+  group: bench.example.com
+  versions:
+    - name: v1
+      schema: {type: object, properties: {size: {type: integer}}}
+  action: {name: act}
+`
+
 // widgetRepo is the scale1m bench's repository (internal/bench writeScaleRepo) of n
 // resources in files of 500.
 func widgetRepo(n int) []sources.File {
